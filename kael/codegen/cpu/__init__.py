@@ -1,0 +1,1 @@
+"""The host CPU backend: Kernels to vectorized machine code, loaded through LLVM's ORC JIT."""

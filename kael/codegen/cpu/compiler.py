@@ -1,0 +1,116 @@
+"""LLVM for the host: target machine, optimization pipeline, object code and ORC loading.
+
+llvmlite.binding is imported on first use only, so a process whose kernels all come
+from the disk cache pays for loading it but never runs the optimizer or code generator.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+from llvmlite import ir
+
+from kael.codegen.cpu.loops import build_function
+from kael.ir.kernel import Kernel
+
+_lock = threading.Lock()
+
+
+@functools.cache
+def _llvm():
+    import llvmlite.binding as llvm
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    return llvm
+
+
+@functools.cache
+def host_target() -> dict:
+    """The host's triple, CPU name and feature string, as LLVM sees them."""
+    llvm = _llvm()
+    features = llvm.get_host_cpu_features().flatten()
+    # Intel tuning prefers 256-bit vectors even with AVX-512; kael wants the full width.
+    if "+avx512f" in features:
+        features += ",-prefer-256-bit"
+    return {
+        "triple": llvm.get_process_triple(),
+        "cpu": llvm.get_host_cpu_name(),
+        "features": features,
+        "llvm": ".".join(str(v) for v in llvm.llvm_version_info),
+    }
+
+
+@functools.cache
+def _target_machine():
+    llvm = _llvm()
+    t = host_target()
+    target = llvm.Target.from_triple(t["triple"])
+    return target.create_target_machine(
+        cpu=t["cpu"], features=t["features"], opt=3, reloc="pic", codemodel="default"
+    )
+
+
+def vector_features() -> list[str]:
+    """The host's SIMD features, for the tour and debug output."""
+    wanted = ("sse4.2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "amx-tile")
+    on = {f[1:] for f in host_target()["features"].split(",") if f.startswith("+")}
+    return [f for f in wanted if f in on]
+
+
+def build_module(kernel: Kernel, symbol: str) -> ir.Module:
+    """The kernel as an llvmlite module for the host target."""
+    module = ir.Module(name=symbol)
+    module.triple = host_target()["triple"]
+    module.data_layout = str(_target_machine().target_data)
+    build_function(module, kernel, symbol)
+    return module
+
+
+def _optimized(module: ir.Module):
+    llvm = _llvm()
+    mod = llvm.parse_assembly(str(module))
+    mod.verify()
+    tm = _target_machine()
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True  # off by default in llvmlite 0.50
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+    return mod
+
+
+def compile_object(kernel: Kernel, symbol: str) -> bytes:
+    """Optimized host object code for `kernel`, exporting `symbol`."""
+    with _lock:
+        return _target_machine().emit_object(_optimized(build_module(kernel, symbol)))
+
+
+def optimized_ir(kernel: Kernel, symbol: str) -> str:
+    with _lock:
+        return str(_optimized(build_module(kernel, symbol)))
+
+
+def assembly(kernel: Kernel, symbol: str) -> str:
+    with _lock:
+        return _target_machine().emit_assembly(_optimized(build_module(kernel, symbol)))
+
+
+@functools.cache
+def _jit():
+    return _llvm().create_lljit_compiler(_target_machine())
+
+
+def load_object(obj: bytes, symbol: str):
+    """Link object code into the process; returns (address, tracker). Keep the tracker alive."""
+    llvm = _llvm()
+    with _lock:
+        tracker = (
+            llvm.JITLibraryBuilder()
+            .add_object_img(obj)
+            .add_current_process()
+            .export_symbol(symbol)
+            .link(_jit(), symbol)
+        )
+    return tracker[symbol], tracker

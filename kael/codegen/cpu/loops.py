@@ -1,0 +1,359 @@
+"""A Kernel as an LLVM function for the host: `void k(i64* args, i64 begin, i64 end)`.
+
+The argument block holds, as 64-bit words: one pointer per buffer (outputs first), the
+sizes of the `rank` dimensions, each buffer's strides in elements, then the run-time
+scalar parameters (floats as float64 bits). A call computes
+the work items [begin, end): elements in row-major order for a flat kernel, square
+tiles of the last two dimensions for a tiled one. Threads call it on disjoint ranges.
+
+Inner loops where every buffer is unit-stride or broadcast are vectorized explicitly
+(`WIDTH` lanes, unrolled `UNROLL` times, then a scalar tail), so speed does not hang on
+the loop vectorizer; a nontemporal kernel first aligns its output to 64 bytes.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from kael.codegen.lowering import I64, ExprEmitter, param_from_word, scalar_type, value_type
+from kael.ir.kernel import BCAST, CONTIG, Kernel
+
+VECTOR_BYTES = 64
+UNROLL = 4
+TILE = 32
+CACHE_LINE = 64
+
+
+def vector_width(kernel: Kernel) -> int:
+    """Lanes per vector: one 64-byte register of the widest element type."""
+    return max(1, VECTOR_BYTES // max(b.dtype.itemsize for b in kernel.buffers))
+
+
+class _Args:
+    """Typed views of the argument block, loaded once in the entry block."""
+
+    def __init__(self, b: ir.IRBuilder, kernel: Kernel, block: ir.Value):
+        n, r = len(kernel.buffers), kernel.rank
+
+        def word(i: int) -> ir.Value:
+            return b.load(b.gep(block, [ir.Constant(I64, i)]), name=f"w{i}")
+
+        self.ptrs = [
+            b.inttoptr(word(i), scalar_type(buf.dtype).as_pointer(), name=f"p{i}")
+            for i, buf in enumerate(kernel.buffers)
+        ]
+        self.sizes = [word(n + d) for d in range(r)]
+        self.strides = [[word(n + r + i * r + d) for d in range(r)] for i in range(n)]
+        first = n + r + n * r
+        self.params = [param_from_word(b, word(first + s), d) for s, d in enumerate(kernel.params)]
+
+
+class _LoopBuilder:
+    """Small structured-control-flow helpers over one IRBuilder."""
+
+    def __init__(self, b: ir.IRBuilder):
+        self.b = b
+
+    def counted(self, start: ir.Value, stop: ir.Value, step: int, body, name: str) -> ir.Value:
+        """for (i = start; i + step <= stop; i += step) body(i); returns the final i."""
+        b = self.b
+        pre = b.block
+        head = b.append_basic_block(f"{name}.head")
+        loop = b.append_basic_block(f"{name}.body")
+        done = b.append_basic_block(f"{name}.done")
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(I64, name=f"{name}.i")
+        i.add_incoming(start, pre)
+        limit = b.sub(stop, ir.Constant(I64, step - 1)) if step > 1 else stop
+        b.cbranch(b.icmp_signed("<", i, limit), loop, done)
+        b.position_at_end(loop)
+        body(i)
+        nxt = b.add(i, ir.Constant(I64, step))
+        i.add_incoming(nxt, b.block)
+        b.branch(head)
+        b.position_at_end(done)
+        return i
+
+
+def build_function(module: ir.Module, kernel: Kernel, symbol: str) -> ir.Function:
+    """Emit `symbol` computing `kernel` into `module`."""
+    fnty = ir.FunctionType(ir.VoidType(), [I64.as_pointer(), I64, I64])
+    fn = ir.Function(module, fnty, symbol)
+    fn.args[0].add_attribute("noalias")
+    fn.attributes.add("nounwind")
+    entry = fn.append_basic_block("entry")
+    b = ir.IRBuilder(entry)
+    args = _Args(b, kernel, fn.args[0])
+    begin, end = fn.args[1], fn.args[2]
+    exit_block = fn.append_basic_block("exit")
+    work = fn.append_basic_block("work")
+    b.cbranch(b.icmp_signed("<", begin, end), work, exit_block)
+    b.position_at_end(work)
+    if kernel.tiled:
+        _emit_tiled(b, kernel, args, begin, end)
+    else:
+        _emit_flat(b, kernel, args, begin, end)
+    b.branch(exit_block)
+    b.position_at_end(exit_block)
+    if kernel.nontemporal:
+        b.fence("seq_cst")  # streaming stores are weakly ordered: publish them before returning
+    b.ret_void()
+    return fn
+
+
+def _offset(b: ir.IRBuilder, idx: list[ir.Value], strides: list[ir.Value]) -> ir.Value:
+    total = ir.Constant(I64, 0)
+    for i, s in zip(idx, strides):
+        total = b.add(total, b.mul(i, s))
+    return total
+
+
+def _decompose(b: ir.IRBuilder, linear: ir.Value, sizes: list[ir.Value]) -> list[ir.Value]:
+    """Row-major multi-index of `linear` over `sizes`."""
+    idx = [None] * len(sizes)
+    rem = linear
+    for d in reversed(range(len(sizes))):
+        if d == 0:
+            idx[d] = rem
+        else:
+            idx[d] = b.srem(rem, sizes[d])
+            rem = b.sdiv(rem, sizes[d])
+    return idx
+
+
+def _store(
+    b: ir.IRBuilder, kernel: Kernel, ptr: ir.Value, value: ir.Value, align: int, stream: bool
+):
+    st = b.store(value, ptr, align=align)
+    if stream:
+        st.set_metadata("nontemporal", b.module.add_metadata([ir.Constant(ir.IntType(32), 1)]))
+
+
+def _emit_body(
+    b: ir.IRBuilder,
+    kernel: Kernel,
+    params: list[ir.Value],
+    width: int,
+    address,
+    index,
+    align: int = 0,
+    stream: bool = False,
+) -> None:
+    """Compute every output at one position (or `width` consecutive ones) and store it.
+
+    `address(buffer, width)` gives the pointer to load or store; `index(axis)` the position.
+    """
+    n_out = len(kernel.outputs)
+
+    def load(i: int) -> ir.Value:
+        buf = kernel.inputs[i]
+        if width > 1 and buf.inner == BCAST:
+            scalar = b.load(address(n_out + i, 1), align=buf.dtype.itemsize)
+            vt = value_type(buf.dtype, width)
+            one = b.insert_element(ir.Constant(vt, ir.Undefined), scalar, ir.Constant(I64, 0))
+            return b.shuffle_vector(
+                one,
+                ir.Constant(vt, ir.Undefined),
+                ir.Constant(ir.VectorType(ir.IntType(32), width), [0] * width),
+            )
+        return b.load(address(n_out + i, width), align=buf.dtype.itemsize)
+
+    emitter = ExprEmitter(b, width, load, index, lambda slot: params[slot])
+    for o, (buf, e) in enumerate(zip(kernel.outputs, kernel.exprs)):
+        value = emitter.emit(e)
+        _store(b, kernel, address(o, width), value, align or buf.dtype.itemsize, stream)
+
+
+def _lane_offsets(width: int) -> ir.Constant:
+    return ir.Constant(ir.VectorType(I64, width), list(range(width)))
+
+
+def _splat_i64(b: ir.IRBuilder, v: ir.Value, width: int) -> ir.Value:
+    vt = ir.VectorType(I64, width)
+    one = b.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(I64, 0))
+    return b.shuffle_vector(
+        one,
+        ir.Constant(vt, ir.Undefined),
+        ir.Constant(ir.VectorType(ir.IntType(32), width), [0] * width),
+    )
+
+
+def _emit_flat(b: ir.IRBuilder, kernel: Kernel, args: _Args, begin: ir.Value, end: ir.Value):
+    """Row-major walk of [begin, end): one inner-loop run per row of the last dimension."""
+    r = kernel.rank
+    inner = r - 1
+    start_idx = _decompose(b, begin, args.sizes)
+    fn = b.function
+    # The outer multi-index and the inner start live in allocas; mem2reg makes them SSA.
+    entry_b = ir.IRBuilder(fn.entry_basic_block)
+    entry_b.position_at_start(fn.entry_basic_block)
+    slots = [entry_b.alloca(I64, name=f"idx{d}") for d in range(r)]
+    pos_slot = entry_b.alloca(I64, name="pos")
+    for d in range(r):
+        b.store(start_idx[d], slots[d])
+    b.store(begin, pos_slot)
+
+    row = fn.append_basic_block("row")
+    after = fn.append_basic_block("rows.done")
+    b.branch(row)
+    b.position_at_end(row)
+    idx = [b.load(s) for s in slots]
+    pos = b.load(pos_slot)
+    i0 = idx[inner]
+    n = b.sub(args.sizes[inner], i0)
+    left = b.sub(end, pos)
+    n = b.select(b.icmp_signed("<", n, left), n, left)
+    bases = [_offset(b, idx[:inner], st[:inner]) for st in args.strides]
+
+    vectorizable = all(buf.inner in (CONTIG, BCAST) for buf in kernel.buffers)
+    if vectorizable:
+        _emit_contig_row(b, kernel, args, bases, idx, i0, n)
+    else:
+        _emit_strided_row(b, kernel, args, bases, idx, i0, n)
+
+    pos = b.add(pos, n)
+    b.store(pos, pos_slot)
+    more = fn.append_basic_block("rows.next")
+    b.cbranch(b.icmp_signed("<", pos, end), more, after)
+    b.position_at_end(more)
+    b.store(ir.Constant(I64, 0), slots[inner])
+    # Carry into the outer dimensions; pos < end guarantees one of them advances.
+    for d in reversed(range(inner)):
+        v = b.add(b.load(slots[d]), ir.Constant(I64, 1))
+        wrapped = b.icmp_signed(">=", v, args.sizes[d])
+        b.store(b.select(wrapped, ir.Constant(I64, 0), v), slots[d])
+        if d > 0:
+            nxt = fn.append_basic_block(f"carry{d}")
+            b.cbranch(wrapped, nxt, row)
+            b.position_at_end(nxt)
+    b.branch(row)
+    b.position_at_end(after)
+
+
+def _emit_strided_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
+    inner = kernel.rank - 1
+
+    def body(j):
+        pos = b.add(i0, j)
+        offsets = [b.add(base, b.mul(pos, st[inner])) for base, st in zip(bases, args.strides)]
+        _emit_body(
+            b,
+            kernel,
+            args.params,
+            1,
+            lambda i, w: b.gep(args.ptrs[i], [offsets[i]]),
+            lambda axis: pos if axis == inner else idx[axis],
+        )
+
+    _LoopBuilder(b).counted(ir.Constant(I64, 0), n, 1, body, "elem")
+
+
+def _emit_contig_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
+    """A run of `n` elements where each buffer is unit-stride or broadcast."""
+    inner = kernel.rank - 1
+    width = vector_width(kernel)
+    # Row pointers: unit-stride buffers start at base + i0, broadcast ones stay at base.
+    rows = []
+    for i, buf in enumerate(kernel.buffers):
+        start = bases[i] if buf.inner == BCAST else b.add(bases[i], i0)
+        rows.append(b.gep(args.ptrs[i], [start]))
+
+    def address_at(j):
+        def address(i: int, w: int):
+            buf = kernel.buffers[i]
+            if buf.inner == BCAST:
+                return rows[i]
+            p = b.gep(rows[i], [j])
+            return p if w == 1 else b.bitcast(p, value_type(buf.dtype, w).as_pointer())
+
+        return address
+
+    def index_at(j, w):
+        def index(axis: int):
+            if axis != inner:
+                return idx[axis] if w == 1 else _splat_i64(b, idx[axis], w)
+            pos = b.add(i0, j)
+            return pos if w == 1 else b.add(_splat_i64(b, pos, w), _lane_offsets(w))
+
+        return index
+
+    loops = _LoopBuilder(b)
+    start = ir.Constant(I64, 0)
+    stream = kernel.nontemporal
+    align = 0
+    if stream:
+        # Scalar steps until the output reaches a cache-line boundary, then aligned streams.
+        out_size = kernel.outputs[0].dtype.itemsize
+        addr = b.ptrtoint(rows[0], I64)
+        mis = b.and_(b.sub(ir.Constant(I64, 0), addr), ir.Constant(I64, CACHE_LINE - 1))
+        peel = b.udiv(mis, ir.Constant(I64, out_size))
+        peel = b.select(b.icmp_signed("<", peel, n), peel, n)
+        loops.counted(
+            start,
+            peel,
+            1,
+            lambda j: _emit_body(b, kernel, args.params, 1, address_at(j), index_at(j, 1)),
+            "peel",
+        )
+        start = peel
+        align = width * out_size if width * out_size <= CACHE_LINE else CACHE_LINE
+
+    def unrolled(j):
+        for u in range(UNROLL):
+            ju = b.add(j, ir.Constant(I64, u * width))
+            _emit_body(b, kernel, args.params, width, address_at(ju), index_at(ju, width), align, stream)
+
+    j = loops.counted(start, n, width * UNROLL, unrolled, "vec4")
+    j = loops.counted(
+        j,
+        n,
+        width,
+        lambda j: _emit_body(b, kernel, args.params, width, address_at(j), index_at(j, width), align, stream),
+        "vec",
+    )
+    loops.counted(
+        j, n, 1, lambda j: _emit_body(b, kernel, args.params, 1, address_at(j), index_at(j, 1)), "tail"
+    )
+
+
+def _emit_tiled(b: ir.IRBuilder, kernel: Kernel, args: _Args, begin: ir.Value, end: ir.Value):
+    """Work items are TILE x TILE tiles of the last two dimensions, row-major over all."""
+    r = kernel.rank
+    rows_dim, cols_dim = r - 2, r - 1
+    tile = ir.Constant(I64, TILE)
+    n_ti = b.sdiv(b.add(args.sizes[rows_dim], ir.Constant(I64, TILE - 1)), tile)
+    n_tj = b.sdiv(b.add(args.sizes[cols_dim], ir.Constant(I64, TILE - 1)), tile)
+    loops = _LoopBuilder(b)
+
+    def per_tile(w):
+        item = _decompose(b, w, args.sizes[:rows_dim] + [n_ti, n_tj])
+        outer = item[:rows_dim]
+        bases = [_offset(b, outer, st[:rows_dim]) for st in args.strides]
+        r0 = b.mul(item[rows_dim], tile)
+        c0 = b.mul(item[cols_dim], tile)
+        r1 = b.add(r0, tile)
+        r1 = b.select(b.icmp_signed("<", r1, args.sizes[rows_dim]), r1, args.sizes[rows_dim])
+        c1 = b.add(c0, tile)
+        c1 = b.select(b.icmp_signed("<", c1, args.sizes[cols_dim]), c1, args.sizes[cols_dim])
+
+        def per_row(i):
+            row_bases = [
+                b.add(base, b.mul(i, st[rows_dim])) for base, st in zip(bases, args.strides)
+            ]
+
+            def per_col(j):
+                offs = [
+                    b.add(rb, b.mul(j, st[cols_dim])) for rb, st in zip(row_bases, args.strides)
+                ]
+
+                def index(axis: int):
+                    return i if axis == rows_dim else j if axis == cols_dim else outer[axis]
+
+                _emit_body(b, kernel, args.params, 1, lambda k, w: b.gep(args.ptrs[k], [offs[k]]), index)
+
+            loops.counted(c0, c1, 1, per_col, "col")
+
+        loops.counted(r0, r1, 1, per_row, "trow")
+
+    loops.counted(begin, end, 1, per_tile, "tile")

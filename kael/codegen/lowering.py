@@ -1,0 +1,236 @@
+"""Expressions to LLVM IR values, shared by the CPU and PTX backends.
+
+One emitter handles scalars and vectors alike (`width` lanes), so the CPU's explicit
+vector loops and the GPU's one-element-per-thread code lower the same way, with
+chapter 02's conversion rules: bool is one byte holding 0 or 1, float to int64
+truncates and saturates with NaN giving 0, integer arithmetic wraps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from llvmlite import ir
+
+from kael.ir.expr import Binary, Cast, Const, Expr, Index, Load, Param, Unary, Where
+from kael.runtime.dtypes import DType, INT64_MAX, INT64_MIN
+
+I1, I8, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(64)
+_SCALAR_TYPES = {"float": ir.FloatType(), "double": ir.DoubleType(), "i64": I64, "i8": I8}
+
+
+def scalar_type(dtype: DType) -> ir.Type:
+    return _SCALAR_TYPES[dtype.llvm]
+
+
+def value_type(dtype: DType, width: int) -> ir.Type:
+    """The LLVM type of one value: a scalar, or a vector of `width` lanes."""
+    t = scalar_type(dtype)
+    return t if width == 1 else ir.VectorType(t, width)
+
+
+def constant(dtype: DType, value, width: int) -> ir.Constant:
+    t = scalar_type(dtype)
+    v = int(value) if not dtype.is_floating_point else float(value)
+    c = ir.Constant(t, v)
+    return c if width == 1 else ir.Constant(ir.VectorType(t, width), [c] * width)
+
+
+class ExprEmitter:
+    """Emits one expression tree at the builder's position, each shared subtree once."""
+
+    def __init__(
+        self,
+        builder: ir.IRBuilder,
+        width: int,
+        load: Callable[[int], ir.Value],
+        index: Callable[[int], ir.Value],
+        param: Callable[[int], ir.Value],
+    ):
+        self.b = builder
+        self.width = width
+        self.load = load
+        self.index = index
+        self.param = param
+        self.memo: dict[Expr, ir.Value] = {}
+
+    def emit(self, e: Expr) -> ir.Value:
+        v = self.memo.get(e)
+        if v is None:
+            v = self._emit(e)
+            self.memo[e] = v
+        return v
+
+    def _emit(self, e: Expr) -> ir.Value:
+        if isinstance(e, Load):
+            return self.load(e.buffer)
+        if isinstance(e, Const):
+            return constant(e.dtype, e.value, self.width)
+        if isinstance(e, Param):
+            return self.splat(self.param(e.slot))
+        if isinstance(e, Index):
+            return self.index(e.axis)
+        if isinstance(e, Cast):
+            return self.convert(self.emit(e.x), e.x.dtype, e.dtype)
+        if isinstance(e, Unary):
+            return UNARY_EMITTERS[e.op](self, self.emit(e.x), e.x.dtype)
+        if isinstance(e, Binary):
+            return BINARY_EMITTERS[e.op](self, self.emit(e.a), self.emit(e.b), e.a.dtype)
+        if isinstance(e, Where):
+            cond = self.truth(self.emit(e.cond), e.cond.dtype)
+            return self.b.select(cond, self.emit(e.a), self.emit(e.b))
+        raise NotImplementedError(f"no lowering for {type(e).__name__}")
+
+    # --- helpers ---------------------------------------------------------------------------
+
+    def const(self, dtype: DType, value) -> ir.Constant:
+        return constant(dtype, value, self.width)
+
+    def splat(self, v: ir.Value) -> ir.Value:
+        """A scalar broadcast to every lane (itself when scalar)."""
+        if self.width == 1:
+            return v
+        vt = ir.VectorType(v.type, self.width)
+        one = self.b.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(I64, 0))
+        mask = ir.Constant(ir.VectorType(ir.IntType(32), self.width), [0] * self.width)
+        return self.b.shuffle_vector(one, ir.Constant(vt, ir.Undefined), mask)
+
+    def i1_to_bool(self, v: ir.Value) -> ir.Value:
+        return self.b.zext(v, value_type_of_width(I8, self.width))
+
+    def truth(self, v: ir.Value, dtype: DType) -> ir.Value:
+        """An i1 (vector) that is true where `v` is non-zero; NaN counts as non-zero."""
+        if dtype.is_floating_point:
+            return self.b.fcmp_unordered("!=", v, self.const(dtype, 0.0))
+        return self.b.icmp_unsigned("!=", v, self.const(dtype, 0))
+
+    def convert(self, v: ir.Value, src: DType, dst: DType) -> ir.Value:
+        """Chapter 02's convert_value, lane-wise."""
+        if src is dst:
+            return v
+        b, w = self.b, self.width
+        if dst.is_bool:
+            return self.i1_to_bool(self.truth(v, src))
+        if src.is_bool:
+            return (
+                b.uitofp(v, value_type(dst, w))
+                if dst.is_floating_point
+                else b.zext(v, value_type(dst, w))
+            )
+        if src.is_floating_point and dst.is_floating_point:
+            grow = src.itemsize < dst.itemsize
+            return (b.fpext if grow else b.fptrunc)(v, value_type(dst, w))
+        if dst.is_floating_point:
+            return b.sitofp(v, value_type(dst, w))
+        return self.saturating_to_int(v, src, dst)
+
+    def saturating_to_int(self, v: ir.Value, src: DType, dst: DType) -> ir.Value:
+        """Truncate toward zero; <= -2**63 gives INT64_MIN, >= 2**63 INT64_MAX, NaN gives 0.
+
+        The bounds are exact powers of two in both float types; INT64_MAX is not.
+        """
+        b = self.b
+        raw = b.fptosi(v, value_type(dst, self.width))
+        low = b.fcmp_ordered("<=", v, self.const(src, float(INT64_MIN)))
+        high = b.fcmp_ordered(">=", v, self.const(src, -float(INT64_MIN)))
+        nan = b.fcmp_unordered("uno", v, v)
+        out = b.select(low, self.const(dst, INT64_MIN), raw)
+        out = b.select(high, self.const(dst, INT64_MAX), out)
+        return b.select(nan, self.const(dst, 0), out)
+
+    def intrinsic(self, name: str, v: ir.Value, *rest: ir.Value) -> ir.Value:
+        module = self.b.module
+        fn = module.declare_intrinsic(name, [v.type])
+        return self.b.call(fn, [v, *rest])
+
+
+def param_from_word(b: ir.IRBuilder, word: ir.Value, dtype: DType) -> ir.Value:
+    """A run-time scalar from its 64-bit argument word (floats travel as float64 bits)."""
+    if dtype.is_floating_point:
+        v = b.bitcast(word, ir.DoubleType())
+        return v if dtype.itemsize == 8 else b.fptrunc(v, ir.FloatType())
+    return word if dtype.itemsize == 8 else b.trunc(word, I8)
+
+
+def value_type_of_width(t: ir.Type, width: int) -> ir.Type:
+    return t if width == 1 else ir.VectorType(t, width)
+
+
+# --- op tables: name -> emitter(emitter, operand values..., operand dtype) -------------------
+
+_FCMP = {"eq": "==", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_ICMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def _compare(op: str):
+    def emit(m: ExprEmitter, a, c, dtype: DType):
+        if dtype.is_floating_point:
+            # ne is the one unordered comparison: NaN != x is true.
+            r = m.b.fcmp_unordered("!=", a, c) if op == "ne" else m.b.fcmp_ordered(_FCMP[op], a, c)
+        elif dtype.is_bool:
+            r = m.b.icmp_unsigned(_ICMP[op], a, c)
+        else:
+            r = m.b.icmp_signed(_ICMP[op], a, c)
+        return m.i1_to_bool(r)
+
+    return emit
+
+
+def _arith(float_op: str, int_op: str):
+    def emit(m: ExprEmitter, a, c, dtype: DType):
+        return getattr(m.b, float_op if dtype.is_floating_point else int_op)(a, c)
+
+    return emit
+
+
+def _extremum(greater: bool):
+    """max/min that propagate NaN from either side (PyTorch's maximum/minimum)."""
+
+    def emit(m: ExprEmitter, a, c, dtype: DType):
+        b = m.b
+        if dtype.is_floating_point:
+            pick_a = b.fcmp_unordered(">" if greater else "<", a, c)  # true when a wins or a is NaN
+            pick_a = b.or_(pick_a, b.fcmp_unordered("uno", a, a))
+            c_nan = b.fcmp_unordered("uno", c, c)
+            return b.select(b.and_(pick_a, b.not_(c_nan)), a, c)
+        cmp = b.icmp_signed if not dtype.is_bool else b.icmp_unsigned
+        return b.select(cmp(">" if greater else "<", a, c), a, c)
+
+    return emit
+
+
+def _neg(m: ExprEmitter, v, dtype: DType):
+    return m.b.fneg(v) if dtype.is_floating_point else m.b.sub(m.const(dtype, 0), v)
+
+
+def _abs(m: ExprEmitter, v, dtype: DType):
+    if dtype.is_floating_point:
+        return m.intrinsic("llvm.fabs", v)
+    if dtype.is_bool:
+        return v
+    negative = m.b.icmp_signed("<", v, m.const(dtype, 0))
+    return m.b.select(negative, m.b.sub(m.const(dtype, 0), v), v)
+
+
+def _not(m: ExprEmitter, v, dtype: DType):
+    return m.i1_to_bool(m.b.not_(m.truth(v, dtype)))
+
+
+def _logical(op: str):
+    def emit(m: ExprEmitter, a, c, dtype: DType):
+        return m.i1_to_bool(getattr(m.b, op)(m.truth(a, dtype), m.truth(c, dtype)))
+
+    return emit
+
+
+UNARY_EMITTERS = {"neg": _neg, "abs": _abs, "not": _not}
+BINARY_EMITTERS = {
+    "add": _arith("fadd", "add"),
+    "sub": _arith("fsub", "sub"),
+    "mul": _arith("fmul", "mul"),
+    "max": _extremum(True),
+    "min": _extremum(False),
+    "and": _logical("and_"),
+    "or": _logical("or_"),
+    **{op: _compare(op) for op in ("eq", "ne", "lt", "le", "gt", "ge")},
+}

@@ -1,0 +1,170 @@
+"""The one door from eager ops into the compiler: graph -> Kernel -> compiled code -> launch.
+
+An op builds a small graph once per signature (its kernel template), and every call
+plans the launch layout from the actual shapes and strides, fetches the compiled
+kernel for that layout from the cache and runs it. Every byte that a tensor copy,
+conversion or fill writes goes through here.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections.abc import Callable
+
+from kael.codegen.cpu import jit
+from kael.codegen.cpu.loops import TILE
+from kael.ir import graph as g
+from kael.ir import layout
+from kael.ir.kernel import BCAST, CONTIG, Kernel
+from kael.ir.scheduler import schedule_elementwise
+from kael.runtime import debug
+from kael.runtime.convert import convert_scalar
+from kael.runtime.dtypes import DType, bool_, float64, int64
+from kael.runtime.errors import Error
+from kael.runtime.launcher import launch
+from kael.runtime.tensor_impl import TensorImpl
+
+# Outputs at least this large bypass the caches with streaming stores (measured in
+# benchmarks/bench_copy.py: below it, the output is still cache-resident when read next).
+NONTEMPORAL_BYTES = 8 << 20
+
+_templates: dict[tuple, tuple[Kernel, list[str]]] = {}
+
+
+def template(key: tuple, build: Callable[[], tuple[str, list[g.Node]]]) -> tuple[Kernel, list[str]]:
+    """The kernel template of one op signature and its scalar names, scheduled once."""
+    entry = _templates.get(key)
+    if entry is None:
+        name, outputs = build()
+        kernel, _, scalars = schedule_elementwise(name, outputs)
+        entry = _templates[key] = (kernel, scalars)
+    return entry
+
+
+def _param_word(value, dtype: DType) -> int:
+    if dtype.is_floating_point:
+        return struct.unpack("<q", struct.pack("<d", value))[0]
+    return int(value)
+
+
+def run(
+    entry: tuple[Kernel, list[str]],
+    outs: list[TensorImpl],
+    ins: list[TensorImpl],
+    scalars: dict | None = None,
+) -> None:
+    """Launch a template over the index space of `outs[0]`; every operand has that shape."""
+    kernel, names = entry
+    out = outs[0]
+    for t in (*outs, *ins):
+        if t.device.type != "cpu":
+            raise Error(f"kernels on {t.device} are not supported yet; call .cpu() first")
+    n = out.numel()
+    if n == 0:
+        return
+    impls = (*outs, *ins)
+    lay = layout.plan(out.shape, [t.strides for t in impls], keep_dims=kernel.uses_index)
+    out_bytes = n * out.dtype.itemsize
+    stream = (
+        out_bytes >= NONTEMPORAL_BYTES
+        and not lay.tiled
+        and lay.inners[0] == CONTIG
+        and all(i in (CONTIG, BCAST) for i in lay.inners)
+    )
+    specialized = kernel.specialize(lay.rank, lay.inners, lay.tiled, stream)
+    compiled = jit.get(specialized)
+    words = [t.data_ptr() for t in impls]
+    words += lay.sizes
+    for st in lay.strides:
+        words += st
+    words += [_param_word(scalars[name], d) for name, d in zip(names, kernel.params)]
+    if lay.tiled:
+        *outer, rows, cols = lay.sizes
+        total = -(-rows // TILE) * -(-cols // TILE)
+        for s in outer:
+            total *= s
+        align = 1
+    else:
+        total, align = n, 64
+    moved = sum(t.numel() * t.dtype.itemsize for t in impls)
+    if debug.level >= 1:
+        start = time.perf_counter()
+        launch(compiled.fn, words, total, moved, align)
+        dt = time.perf_counter() - start
+        debug.emit(
+            f"[kael] launch {compiled.symbol} shape={list(out.shape)} "
+            f"{dt * 1e6:.1f} us {moved / max(dt, 1e-9) / 1e9:.2f} GB/s"
+        )
+    else:
+        launch(compiled.fn, words, total, moved, align)
+
+
+def _scalar(dtype: DType, name: str) -> g.Scalar:
+    return g.Scalar(dtype, (), name)
+
+
+def _position(dtype: DType, axis: int = 0) -> g.Node:
+    return g.Position(dtype, (), axis)
+
+
+def _bin(op: str, a: g.Node, b: g.Node) -> g.Binary:
+    return g.Binary(bool_ if op == "eq" else a.dtype, (), op, a, b)
+
+
+def copy_into(dst: TensorImpl, src: TensorImpl) -> None:
+    """dst[...] = src converted to dst's dtype; src already has dst's shape."""
+    k = template(
+        ("copy", src.dtype, dst.dtype),
+        lambda: (
+            f"copy_{src.dtype}_to_{dst.dtype}",
+            [g.Cast(dst.dtype, (), g.Input(src.dtype, (), "src"))],
+        ),
+    )
+    run(k, [dst], [src])
+
+
+def fill(dst: TensorImpl, value) -> None:
+    """Every element of dst set to the Python scalar `value`, converted to dst's dtype."""
+    k = template(("fill", dst.dtype), lambda: (f"fill_{dst.dtype}", [_scalar(dst.dtype, "value")]))
+    run(k, [dst], [], {"value": convert_scalar(value, dst.dtype)})
+
+
+def arange_into(dst: TensorImpl, start, step) -> None:
+    """dst[i] = start + i * step, in int64 for integer dtypes, else float64 then rounded."""
+    wide = float64 if dst.dtype.is_floating_point else int64
+
+    def build():
+        value = _bin("add", _scalar(wide, "start"), _bin("mul", _position(wide), _scalar(wide, "step")))
+        return f"arange_{dst.dtype}", [g.Cast(dst.dtype, (), value)]
+
+    k = template(("arange", dst.dtype), build)
+    run(k, [dst], [], {"start": convert_scalar(start, wide), "step": convert_scalar(step, wide)})
+
+
+def linspace_into(dst: TensorImpl, start: float, end: float) -> None:
+    """dst[i] = start + i * delta in float64, the last element exactly `end`."""
+    steps = dst.numel()
+    delta = (end - start) / (steps - 1) if steps > 1 else 0.0
+
+    def build():
+        pos = _position(float64)
+        value = _bin("add", _scalar(float64, "start"), _bin("mul", pos, _scalar(float64, "delta")))
+        last = _bin("eq", pos, _scalar(float64, "last"))
+        exact = g.Where(float64, (), last, _scalar(float64, "end"), value)
+        return f"linspace_{dst.dtype}", [g.Cast(dst.dtype, (), exact)]
+
+    k = template(("linspace", dst.dtype), build)
+    scalars = {"start": float(start), "delta": delta, "last": float(steps - 1), "end": float(end)}
+    run(k, [dst], [], scalars)
+
+
+def eye_into(dst: TensorImpl) -> None:
+    """dst[i, j] = 1 where i == j, else 0."""
+
+    def build():
+        diag = _bin("eq", _position(int64, 0), _position(int64, 1))
+        return f"eye_{dst.dtype}", [g.Cast(dst.dtype, (), diag)]
+
+    k = template(("eye", dst.dtype), build)
+    run(k, [dst], [])

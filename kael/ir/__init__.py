@@ -1,0 +1,1 @@
+"""kael IR: per-element expressions, Kernels, graphs, the scheduler and the printer."""

@@ -1,0 +1,134 @@
+"""Per-element expressions: the body of a Kernel, computing one output element.
+
+Expressions are frozen and hashable, so a Kernel is its own cache key, and they
+carry no shapes: one compiled kernel serves every shape of its rank and layout.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from kael.ir.ops import BINARY_OPS, UNARY_OPS
+from kael.runtime.dtypes import DType, bool_, int64
+
+
+@dataclass(frozen=True, slots=True)
+class Expr:
+    """Base of all expressions; `dtype` is the element type of the value."""
+
+    dtype: DType
+
+
+@dataclass(frozen=True, slots=True)
+class Load(Expr):
+    """Element of input buffer `buffer` at the current index."""
+
+    buffer: int
+
+
+@dataclass(frozen=True, slots=True)
+class Const(Expr):
+    """A constant already converted to `dtype` (bool as 0/1, float32 rounded)."""
+
+    value: bool | int | float
+
+    def __eq__(self, other: object) -> bool:
+        # NaN constants must compare equal so equal kernels share one cache entry.
+        if not isinstance(other, Const) or other.dtype is not self.dtype:
+            return False
+        a, b = self.value, other.value
+        if isinstance(a, float) and isinstance(b, float):
+            return (math.isnan(a) and math.isnan(b)) or (
+                a == b and math.copysign(1, a) == math.copysign(1, b)
+            )
+        return a == b and type(a) is type(b)
+
+    def __hash__(self) -> int:
+        return hash((Const, self.dtype.name, repr(self.value)))
+
+
+@dataclass(frozen=True, slots=True)
+class Param(Expr):
+    """A scalar passed at run time in slot `slot`, so one kernel serves every value."""
+
+    slot: int
+
+
+@dataclass(frozen=True, slots=True)
+class Index(Expr):
+    """The int64 position along output dimension `axis` (arange, eye, tril...)."""
+
+    axis: int
+
+
+@dataclass(frozen=True, slots=True)
+class Cast(Expr):
+    """`x` converted to `dtype` with chapter 02's rules (bool normalises, float->int saturates)."""
+
+    x: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Unary(Expr):
+    op: str
+    x: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Binary(Expr):
+    op: str
+    a: Expr
+    b: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Where(Expr):
+    cond: Expr
+    a: Expr
+    b: Expr
+
+
+def index(axis: int) -> Index:
+    return Index(int64, axis)
+
+
+def cast(x: Expr, dtype: DType) -> Expr:
+    """`x` as `dtype`, or `x` itself when it already is."""
+    return x if x.dtype is dtype else Cast(dtype, x)
+
+
+def unary(op: str, x: Expr) -> Unary:
+    return Unary(bool_ if UNARY_OPS[op] == "bool" else x.dtype, op, x)
+
+
+def binary(op: str, a: Expr, b: Expr) -> Binary:
+    if a.dtype is not b.dtype:
+        raise AssertionError(f"binary {op} needs one dtype, got {a.dtype} and {b.dtype}")
+    return Binary(bool_ if BINARY_OPS[op] == "bool" else a.dtype, op, a, b)
+
+
+def where(cond: Expr, a: Expr, b: Expr) -> Where:
+    return Where(a.dtype, cast(cond, bool_), a, b)
+
+
+def children(e: Expr) -> tuple[Expr, ...]:
+    """The operands of an expression, in order."""
+    if isinstance(e, Cast | Unary):
+        return (e.x,)
+    if isinstance(e, Binary):
+        return (e.a, e.b)
+    if isinstance(e, Where):
+        return (e.cond, e.a, e.b)
+    return ()
+
+
+def walk(e: Expr):
+    """Every node of an expression tree, operands before users."""
+    for c in children(e):
+        yield from walk(c)
+    yield e
+
+
+def uses_index(e: Expr) -> bool:
+    return any(isinstance(n, Index) for n in walk(e))

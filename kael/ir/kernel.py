@@ -1,0 +1,63 @@
+"""A Kernel: a loop nest over an output index space and the expression of each output element.
+
+Sizes and strides are run-time arguments; what is fixed at compile time is the rank,
+each buffer's dtype and innermost layout, and the schedule (tiling, streaming stores).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from kael.ir.expr import Expr, uses_index
+from kael.runtime.dtypes import DType
+
+# Innermost-dimension layout of a buffer: unit stride, stride 0 (broadcast), or any stride.
+CONTIG, BCAST, STRIDED = "contig", "bcast", "strided"
+
+
+@dataclass(frozen=True, slots=True)
+class Buffer:
+    """A strided buffer the kernel reads or writes."""
+
+    dtype: DType
+    inner: str = STRIDED
+
+
+@dataclass(frozen=True, slots=True)
+class Kernel:
+    """One compiled unit: outputs[i] = exprs[i] at every point of a rank-`rank` index space.
+
+    `tiled` walks the last two dimensions in square tiles (a transposing copy);
+    `nontemporal` streams the output past the caches (large outputs only).
+    """
+
+    name: str
+    rank: int
+    inputs: tuple[Buffer, ...]
+    outputs: tuple[Buffer, ...]
+    exprs: tuple[Expr, ...]
+    params: tuple[DType, ...] = ()
+    tiled: bool = False
+    nontemporal: bool = False
+
+    @property
+    def buffers(self) -> tuple[Buffer, ...]:
+        """Outputs then inputs: the order of pointers and strides in the argument block."""
+        return self.outputs + self.inputs
+
+    @property
+    def uses_index(self) -> bool:
+        """Whether an expression reads its position, which pins the dimension order."""
+        return any(uses_index(e) for e in self.exprs)
+
+    def specialize(
+        self, rank: int, inners: tuple[str, ...], tiled: bool, nontemporal: bool
+    ) -> Kernel:
+        """This kernel for one rank and layout class; `inners` lists outputs then inputs."""
+        n_out = len(self.outputs)
+        outs = tuple(dataclasses.replace(b, inner=i) for b, i in zip(self.outputs, inners[:n_out]))
+        ins = tuple(dataclasses.replace(b, inner=i) for b, i in zip(self.inputs, inners[n_out:]))
+        return dataclasses.replace(
+            self, rank=rank, inputs=ins, outputs=outs, tiled=tiled, nontemporal=nontemporal
+        )

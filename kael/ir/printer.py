@@ -1,0 +1,88 @@
+"""Short, stable text for expressions, kernels and graphs; kernel text keys the kernel cache."""
+
+from __future__ import annotations
+
+import math
+
+from kael.ir.expr import Binary, Cast, Const, Expr, Index, Load, Param, Unary, Where
+from kael.ir.kernel import Kernel
+
+
+def format_const(value: bool | int | float, dtype) -> str:
+    if dtype.is_bool:
+        text = "true" if value else "false"
+    elif isinstance(value, float):
+        text = "nan" if math.isnan(value) else repr(value)
+    else:
+        text = str(value)
+    return f"{dtype}({text})"
+
+
+def format_expr(e: Expr) -> str:
+    """One expression as nested calls: `cast<float64>(in0)`."""
+    if isinstance(e, Load):
+        return f"in{e.buffer}"
+    if isinstance(e, Const):
+        return format_const(e.value, e.dtype)
+    if isinstance(e, Param):
+        return f"p{e.slot}"
+    if isinstance(e, Index):
+        return f"idx{e.axis}"
+    if isinstance(e, Cast):
+        return f"cast<{e.dtype}>({format_expr(e.x)})"
+    if isinstance(e, Unary):
+        return f"{e.op}({format_expr(e.x)})"
+    if isinstance(e, Binary):
+        return f"{e.op}({format_expr(e.a)}, {format_expr(e.b)})"
+    if isinstance(e, Where):
+        return f"where({format_expr(e.cond)}, {format_expr(e.a)}, {format_expr(e.b)})"
+    raise TypeError(f"cannot print expression {e!r}")
+
+
+def format_kernel(k: Kernel) -> str:
+    """The kernel as a few lines: header, buffers, one line per output expression."""
+    schedule = ("tiled" if k.tiled else "flat") + (" nontemporal" if k.nontemporal else "")
+    lines = [f"kernel {k.name} rank={k.rank} {schedule}"]
+    lines += [f"  out{i}: {b.dtype} {b.inner}" for i, b in enumerate(k.outputs)]
+    lines += [f"  in{i}: {b.dtype} {b.inner}" for i, b in enumerate(k.inputs)]
+    lines += [f"  p{i}: {d}" for i, d in enumerate(k.params)]
+    lines += [f"  out{i} = {format_expr(e)}" for i, e in enumerate(k.exprs)]
+    return "\n".join(lines)
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def format_graph(outputs: list) -> str:
+    """A graph as SSA lines, `%1 = cast<float64> %0 : float64[2, 3]`, outputs last."""
+    from kael.ir import graph as g
+
+    order = g.topo_order(outputs)
+    names = {id(n): f"%{i}" for i, n in enumerate(order)}
+    lines = []
+    for n in order:
+        args = " ".join(names[id(o)] for o in n.operands)
+        if isinstance(n, g.Input):
+            what = f"input {n.name}".rstrip()
+        elif isinstance(n, g.Const):
+            what = "const " + format_const(n.value, n.dtype)
+        elif isinstance(n, g.Scalar):
+            what = f"scalar {n.name}"
+        elif isinstance(n, g.Position):
+            what = f"position axis={n.axis}"
+        elif isinstance(n, g.Cast):
+            what = f"cast<{n.dtype}> {args}"
+        elif isinstance(n, g.Unary | g.Binary):
+            what = f"{n.op} {args}"
+        elif isinstance(n, g.Reduce):
+            what = f"reduce.{n.op} {args} axes={list(n.axes)}"
+        elif isinstance(n, g.Permute):
+            what = f"permute {args} dims={list(n.dims)}"
+        elif isinstance(n, g.Slice):
+            what = f"slice {args} dim={n.dim} start={n.start} step={n.step}"
+        else:
+            what = f"{type(n).__name__.lower()} {args}"
+        lines.append(f"{names[id(n)]} = {what} : {n.dtype}{_shape(n.shape)}")
+    lines.append("return " + ", ".join(names[id(o)] for o in outputs))
+    return "\n".join(lines)

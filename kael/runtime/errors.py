@@ -1,0 +1,19 @@
+"""kael's typed errors: each is a kael.Error and also the Python builtin of its name."""
+
+import builtins
+
+
+class Error(RuntimeError):
+    """Base of every kael error: internal invariants, devices, anything not typed below."""
+
+
+class IndexError(Error, builtins.IndexError):
+    """An element index, dimension or position out of range."""
+
+
+class ValueError(Error, builtins.ValueError):
+    """A bad shape, size or argument value."""
+
+
+class TypeError(Error, builtins.TypeError):
+    """An unsupported or mismatched dtype, or an argument of the wrong Python type."""

@@ -1,0 +1,89 @@
+"""A persistent pool of worker threads that run compiled kernels on disjoint work ranges.
+
+A ctypes call releases the GIL, so the workers run kernels truly in parallel. The
+calling thread takes the first range itself. Small launches never reach the pool:
+waking a thread costs tens of microseconds (see launcher.py). After fork() the child
+starts with no workers and makes new ones on demand.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+
+from kael.runtime.errors import ValueError
+
+
+def _default_threads() -> int:
+    raw = os.environ.get("KAEL_NUM_THREADS", "")
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+class ThreadPool:
+    """Workers each with an inbox; `run` hands one range to each and waits for all."""
+
+    def __init__(self, num_threads: int):
+        self.num_threads = num_threads
+        self._workers: list[queue.SimpleQueue] = []
+        self._done: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+
+    def _ensure_workers(self, n: int) -> None:
+        while len(self._workers) < n:
+            inbox: queue.SimpleQueue = queue.SimpleQueue()
+            t = threading.Thread(target=self._work, args=(inbox,), daemon=True, name="kael-worker")
+            t.start()
+            self._workers.append(inbox)
+
+    def _work(self, inbox: queue.SimpleQueue) -> None:
+        while True:
+            fn, args, begin, end, done = inbox.get()
+            try:
+                fn(args, begin, end)
+            finally:
+                done.put(None)
+
+    def run(self, fn, args: int, ranges: list[tuple[int, int]]) -> None:
+        """Call fn(args, begin, end) once per range, the first on this thread, and wait."""
+        with self._lock:
+            helpers = ranges[1:]
+            self._ensure_workers(len(helpers))
+            for inbox, (b, e) in zip(self._workers, helpers):
+                inbox.put((fn, args, b, e, self._done))
+            try:
+                fn(args, *ranges[0])
+            finally:
+                for _ in helpers:
+                    self._done.get()
+
+
+_pool = ThreadPool(_default_threads())
+
+
+def pool() -> ThreadPool:
+    return _pool
+
+
+def set_num_threads(n: int) -> None:
+    """Use `n` threads for large kernels (1 runs everything on the calling thread)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"number of threads must be a positive int, got {n!r}")
+    _pool.num_threads = n
+
+
+def get_num_threads() -> int:
+    return _pool.num_threads
+
+
+def _after_fork_in_child() -> None:
+    global _pool
+    _pool = ThreadPool(_pool.num_threads)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
