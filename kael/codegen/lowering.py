@@ -13,7 +13,7 @@ from collections.abc import Callable
 from llvmlite import ir
 
 from kael.ir.expr import Binary, Cast, Const, Expr, Index, Load, Param, Unary, Where
-from kael.runtime.dtypes import DType, INT64_MAX, INT64_MIN
+from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType
 
 I1, I8, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(64)
 _SCALAR_TYPES = {"float": ir.FloatType(), "double": ir.DoubleType(), "i64": I64, "i8": I8}
@@ -63,7 +63,9 @@ class ExprEmitter:
 
     def _emit(self, e: Expr) -> ir.Value:
         if isinstance(e, Load):
-            return self.load(e.buffer)
+            v = self.load(e.buffer)
+            # Foreign memory (from_numpy) may hold bool bytes other than 0 and 1.
+            return self.i1_to_bool(self.truth(v, e.dtype)) if e.dtype.is_bool else v
         if isinstance(e, Const):
             return constant(e.dtype, e.value, self.width)
         if isinstance(e, Param):
@@ -154,6 +156,24 @@ def param_from_word(b: ir.IRBuilder, word: ir.Value, dtype: DType) -> ir.Value:
 
 def value_type_of_width(t: ir.Type, width: int) -> ir.Type:
     return t if width == 1 else ir.VectorType(t, width)
+
+
+def decompose(b: ir.IRBuilder, linear: ir.Value, sizes: list[ir.Value]) -> list[ir.Value]:
+    """The row-major multi-index of a linear element index over run-time `sizes`."""
+    idx: list[ir.Value] = []
+    rem = linear
+    for size in reversed(sizes[1:]):
+        idx.append(b.srem(rem, size))
+        rem = b.sdiv(rem, size)
+    return [rem, *reversed(idx)] if sizes else []
+
+
+def element_offset(b: ir.IRBuilder, idx: list[ir.Value], strides: list[ir.Value]) -> ir.Value:
+    """sum(idx[d] * strides[d]): a buffer's element offset at a multi-index."""
+    total = ir.Constant(I64, 0)
+    for i, s in zip(idx, strides):
+        total = b.add(total, b.mul(i, s))
+    return total
 
 
 # --- op tables: name -> emitter(emitter, operand values..., operand dtype) -------------------

@@ -112,16 +112,17 @@ def _bin(op: str, a: g.Node, b: g.Node) -> g.Binary:
     return g.Binary(bool_ if op == "eq" else a.dtype, (), op, a, b)
 
 
+def copy_template(src: DType, dst: DType) -> tuple[Kernel, list[str]]:
+    """The converting copy from `src` to `dst` elements."""
+    return template(
+        ("copy", src, dst),
+        lambda: (f"copy_{src}_to_{dst}", [g.Cast(dst, (), g.Input(src, (), "src"))]),
+    )
+
+
 def copy_into(dst: TensorImpl, src: TensorImpl) -> None:
     """dst[...] = src converted to dst's dtype; src already has dst's shape."""
-    k = template(
-        ("copy", src.dtype, dst.dtype),
-        lambda: (
-            f"copy_{src.dtype}_to_{dst.dtype}",
-            [g.Cast(dst.dtype, (), g.Input(src.dtype, (), "src"))],
-        ),
-    )
-    run(k, [dst], [src])
+    run(copy_template(src.dtype, dst.dtype), [dst], [src])
 
 
 def fill(dst: TensorImpl, value) -> None:
@@ -135,7 +136,9 @@ def arange_into(dst: TensorImpl, start, step) -> None:
     wide = float64 if dst.dtype.is_floating_point else int64
 
     def build():
-        value = _bin("add", _scalar(wide, "start"), _bin("mul", _position(wide), _scalar(wide, "step")))
+        value = _bin(
+            "add", _scalar(wide, "start"), _bin("mul", _position(wide), _scalar(wide, "step"))
+        )
         return f"arange_{dst.dtype}", [g.Cast(dst.dtype, (), value)]
 
     k = template(("arange", dst.dtype), build)

@@ -7,17 +7,31 @@ disk cache only links the stored object code (about 1 ms a kernel).
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import threading
 import time
+from pathlib import Path
 
+from kael.codegen import lowering
 from kael.codegen.cpu import compiler, loops
+from kael.ir import printer
 from kael.ir.kernel import Kernel
 from kael.ir.printer import format_kernel
 from kael.runtime import debug, kernel_cache
 from kael.runtime.version import __version__
 
 KernelFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
-_CODEGEN_SCHEMA = f"loops-v1 vec={loops.VECTOR_BYTES} unroll={loops.UNROLL} tile={loops.TILE}"
+
+
+def _source_fingerprint(*modules) -> str:
+    """A hash of the code generator's own source: editing it invalidates cached kernels."""
+    h = hashlib.sha256()
+    for m in modules:
+        h.update(Path(m.__file__).read_bytes())
+    return h.hexdigest()[:16]
+
+
+_CODEGEN_SCHEMA = _source_fingerprint(lowering, loops, compiler, printer)
 
 
 class CompiledKernel:

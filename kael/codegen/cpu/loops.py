@@ -20,7 +20,7 @@ from kael.ir.kernel import BCAST, CONTIG, Kernel
 
 VECTOR_BYTES = 64
 UNROLL = 4
-TILE = 32
+TILE = 16
 CACHE_LINE = 64
 
 
@@ -302,18 +302,26 @@ def _emit_contig_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
     def unrolled(j):
         for u in range(UNROLL):
             ju = b.add(j, ir.Constant(I64, u * width))
-            _emit_body(b, kernel, args.params, width, address_at(ju), index_at(ju, width), align, stream)
+            _emit_body(
+                b, kernel, args.params, width, address_at(ju), index_at(ju, width), align, stream
+            )
 
     j = loops.counted(start, n, width * UNROLL, unrolled, "vec4")
     j = loops.counted(
         j,
         n,
         width,
-        lambda j: _emit_body(b, kernel, args.params, width, address_at(j), index_at(j, width), align, stream),
+        lambda j: _emit_body(
+            b, kernel, args.params, width, address_at(j), index_at(j, width), align, stream
+        ),
         "vec",
     )
     loops.counted(
-        j, n, 1, lambda j: _emit_body(b, kernel, args.params, 1, address_at(j), index_at(j, 1)), "tail"
+        j,
+        n,
+        1,
+        lambda j: _emit_body(b, kernel, args.params, 1, address_at(j), index_at(j, 1)),
+        "tail",
     )
 
 
@@ -350,7 +358,9 @@ def _emit_tiled(b: ir.IRBuilder, kernel: Kernel, args: _Args, begin: ir.Value, e
                 def index(axis: int):
                     return i if axis == rows_dim else j if axis == cols_dim else outer[axis]
 
-                _emit_body(b, kernel, args.params, 1, lambda k, w: b.gep(args.ptrs[k], [offs[k]]), index)
+                _emit_body(
+                    b, kernel, args.params, 1, lambda k, w: b.gep(args.ptrs[k], [offs[k]]), index
+                )
 
             loops.counted(c0, c1, 1, per_col, "col")
 

@@ -1,0 +1,65 @@
+"""The generated code itself: vector width, streaming stores, no calls in the hot loop."""
+
+import re
+
+import pytest
+
+from kael.codegen.cpu import compiler
+from kael.frontend import eager
+from kael.ir.kernel import CONTIG, STRIDED
+from kael.runtime.dtypes import float32, float64, int64
+
+HAS_AVX512 = "avx512f" in compiler.vector_features()
+
+
+def _asm(src, dst, inners=(CONTIG, CONTIG), tiled=False, nontemporal=False, rank=1):
+    kernel, _ = eager.copy_template(src, dst)
+    kernel = kernel.specialize(rank, inners, tiled, nontemporal)
+    return compiler.assembly(kernel, "k")
+
+
+def _vector_register():
+    return "zmm" if HAS_AVX512 else "ymm"
+
+
+def test_contiguous_copy_uses_full_width_vector_registers():
+    asm = _asm(float32, float32)
+    assert re.search(rf"vmovup[sd]\s.*%{_vector_register()}", asm), asm
+
+
+def test_contiguous_conversion_is_vectorized():
+    asm = _asm(float32, float64)
+    assert re.search(rf"vcvtps2pd\s.*%{_vector_register()}", asm), asm
+
+
+def test_saturating_float_to_int_conversion_is_vectorized():
+    if not HAS_AVX512:
+        pytest.skip("vector float->int64 conversion needs AVX-512DQ")
+    asm = _asm(float64, int64)
+    assert re.search(r"vcvttpd2qq\s.*%zmm", asm), asm
+
+
+def test_generated_loops_call_no_functions():
+    for src, dst in [(float32, float32), (float64, int64), (int64, float32)]:
+        assert "call" not in _asm(src, dst), (src, dst)
+
+
+def test_nontemporal_kernel_streams_its_stores():
+    asm = _asm(float32, float32, nontemporal=True)
+    assert re.search(r"vmovntp[sd]", asm), asm
+
+
+def test_flat_kernel_does_not_stream():
+    assert "movnt" not in _asm(float32, float32)
+
+
+def test_strided_inner_loop_compiles_to_scalar_or_gather_code():
+    asm = _asm(float32, float32, inners=(CONTIG, STRIDED))
+    assert "ret" in asm
+
+
+def test_host_target_reports_its_features():
+    t = compiler.host_target()
+    assert t["triple"] and t["cpu"] and t["features"].startswith(("+", "-"))
+    if HAS_AVX512:
+        assert "-prefer-256-bit" in t["features"]

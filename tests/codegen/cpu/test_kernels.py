@@ -1,0 +1,188 @@
+"""Compiled copy, conversion and fill kernels over every layout class, against PyTorch."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from kernel_helpers import empty_like_np, impl_of
+
+from kael.frontend import eager
+from kael.runtime import dtypes
+from kael.runtime.threadpool import get_num_threads, set_num_threads
+
+NP = {"float32": np.float32, "float64": np.float64, "int64": np.int64, "bool": np.bool_}
+TORCH = {
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "int64": torch.int64,
+    "bool": torch.bool,
+}
+SPECIALS = [0.0, -0.0, 1.0, -1.0, 2.5, -2.7, 1e-10, 1000.0, -1000.0, 1e20, -1e20]
+
+
+def _copy(src: np.ndarray, dst_dtype) -> np.ndarray:
+    out, dst = empty_like_np(src.shape, dst_dtype)
+    eager.copy_into(dst, impl_of(src))
+    return out
+
+
+@pytest.mark.parametrize("src_name", list(NP))
+@pytest.mark.parametrize("dst_name", list(NP))
+def test_conversion_matches_torch_for_in_range_values(src_name, dst_name):
+    if src_name == "int64":
+        src = np.array([0, 1, -1, 2, -2, 1000, -1000, 2**40, -(2**40)], np.int64)
+    elif dst_name == "int64":
+        src = np.array([v for v in SPECIALS if abs(v) < 1e19]).astype(NP[src_name])
+    else:
+        src = np.array(SPECIALS).astype(NP[src_name])
+    got = _copy(src, NP[dst_name])
+    want = torch.from_numpy(src).to(TORCH[dst_name]).numpy()
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("src_dtype", [np.float32, np.float64])
+def test_float_to_int_truncates_toward_zero(src_dtype):
+    src = np.array([-2.7, 2.7, -0.5, 0.5, 1e15 + 0.5], src_dtype)
+    assert _copy(src, np.int64).tolist() == [math.trunc(float(v)) for v in src]
+
+
+@pytest.mark.parametrize("src_dtype", [np.float32, np.float64])
+def test_float_to_int_saturates_and_maps_nan_to_zero(src_dtype):
+    src = np.array([np.nan, np.inf, -np.inf, 1e30, -1e30, 2.0**63, -(2.0**63)], src_dtype)
+    assert _copy(src, np.int64).tolist() == [
+        0,
+        2**63 - 1,
+        -(2**63),
+        2**63 - 1,
+        -(2**63),
+        2**63 - 1,
+        -(2**63),
+    ]
+
+
+def test_float_to_int_keeps_the_largest_value_below_two_to_the_63():
+    below = np.nextafter(2.0**63, 0)
+    assert _copy(np.array([below, -below]), np.int64).tolist() == [int(below), -int(below)]
+
+
+@pytest.mark.parametrize("src_dtype", [np.float32, np.float64, np.int64])
+def test_any_nonzero_including_nan_converts_to_true(src_dtype):
+    values = (
+        [0, 1, -3, 2.5, np.nan, np.inf, -0.0] if src_dtype != np.int64 else [0, 1, -3, 2, 0, 9, 0]
+    )
+    src = np.array(values).astype(src_dtype)
+    got = _copy(src, np.bool_)
+    assert got.view(np.uint8).tolist() == [int(bool(v) or v != v) for v in src]
+
+
+def test_bool_bytes_are_normalised_to_one():
+    raw = np.array([0, 1, 2, 255], np.uint8).view(np.bool_)
+    assert _copy(raw, np.int64).tolist() == [0, 1, 1, 1]
+    assert _copy(raw, np.bool_).view(np.uint8).tolist() == [0, 1, 1, 1]
+
+
+def test_int64_to_float32_rounds_to_nearest():
+    src = np.array([2**24 + 1, 2**53 + 1, -(2**63)], np.int64)
+    np.testing.assert_array_equal(_copy(src, np.float32), torch.from_numpy(src).float().numpy())
+
+
+LAYOUTS = {
+    "contiguous": lambda a: a,
+    "transposed": lambda a: a.T,
+    "sliced": lambda a: a[1:, ::2],
+    "permuted_3d": lambda a: a.reshape(24, 6, 5).transpose(2, 0, 1),
+    "expanded": lambda a: np.broadcast_to(a[:1], (24, 30)),
+    "column": lambda a: a[:, 3],
+}
+
+
+@pytest.mark.parametrize("name", list(LAYOUTS))
+def test_copy_of_every_layout_matches_numpy(name):
+    base = np.arange(24 * 30, dtype=np.float32).reshape(24, 30)
+    src = LAYOUTS[name](base)
+    np.testing.assert_array_equal(_copy(src, np.float64), src.astype(np.float64))
+
+
+def test_copy_into_a_strided_destination_writes_only_its_elements():
+    dst_base = np.full((6, 8), -1.0, np.float32)
+    dst = dst_base[::2, 1::3]
+    src = np.arange(dst.size, dtype=np.float32).reshape(dst.shape)
+    eager.copy_into(impl_of(dst), impl_of(src))
+    expect = np.full((6, 8), -1.0, np.float32)
+    expect[::2, 1::3] = src
+    np.testing.assert_array_equal(dst_base, expect)
+
+
+@pytest.mark.parametrize("n", [0, 1, 15, 16, 17, 63, 64, 65, 1000, 4097])
+def test_every_length_around_the_vector_width(n):
+    src = np.arange(n, dtype=np.float32)
+    np.testing.assert_array_equal(_copy(src, np.float32), src)
+
+
+def test_large_transposed_copy_uses_tiles_and_is_exact():
+    src = np.arange(300 * 200, dtype=np.float64).reshape(300, 200).T
+    np.testing.assert_array_equal(_copy(src, np.float64), src)
+
+
+def test_large_copy_streams_and_is_exact_at_misaligned_offsets():
+    n = (eager.NONTEMPORAL_BYTES // 4) + 37
+    base = np.arange(n + 3, dtype=np.float32)
+    out_base = np.zeros(n + 3, np.float32)
+    eager.copy_into(impl_of(out_base[3:]), impl_of(base[1 : n + 1]))
+    np.testing.assert_array_equal(out_base[3:], base[1 : n + 1])
+    assert out_base[:3].tolist() == [0, 0, 0]
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_parallel_launch_gives_the_same_result_as_one_thread(threads):
+    saved = get_num_threads()
+    try:
+        set_num_threads(threads)
+        src = np.random.default_rng(0).standard_normal((1024, 777)).T
+        np.testing.assert_array_equal(_copy(src, np.float32), src.astype(np.float32))
+    finally:
+        set_num_threads(saved)
+
+
+@pytest.mark.parametrize("name", list(NP))
+@pytest.mark.parametrize("value", [2.5, -1, True, 0, float("nan")])
+def test_fill_converts_the_value_with_the_dtype_rules(name, value):
+    out, dst = empty_like_np((5, 3), NP[name])
+    eager.fill(dst, value)
+    want = torch.full((5, 3), value, dtype=torch.float64).to(TORCH[name]).numpy()
+    if name == "int64" and value != value:
+        want = np.zeros((5, 3), np.int64)  # the book maps NaN to 0
+    np.testing.assert_array_equal(out, want)
+
+
+def test_fill_of_a_strided_view_leaves_the_gaps():
+    base = np.zeros((4, 4), np.int64)
+    eager.fill(impl_of(base[:, ::2]), 7)
+    assert base.tolist() == [[7, 0, 7, 0]] * 4
+
+
+def test_eye_and_arange_and_linspace_kernels():
+    out, dst = empty_like_np((3, 4), np.float32)
+    eager.eye_into(dst)
+    np.testing.assert_array_equal(out, torch.eye(3, 4).numpy())
+    out, dst = empty_like_np((5,), np.int64)
+    eager.arange_into(dst, -4, 3)
+    assert out.tolist() == [-4, -1, 2, 5, 8]
+    out, dst = empty_like_np((7,), np.float64)
+    eager.linspace_into(dst, -1.0, 0.3)
+    np.testing.assert_allclose(
+        out, torch.linspace(-1.0, 0.3, 7, dtype=torch.float64).numpy(), rtol=1e-14, atol=1e-15
+    )
+    assert out[-1] == 0.3
+
+
+def test_empty_outputs_launch_nothing():
+    out, dst = empty_like_np((0, 5), np.float32)
+    eager.fill(dst, 1.0)
+    assert out.shape == (0, 5)
+
+
+def test_dtype_table_is_complete():
+    assert set(NP) == {d.name for d in dtypes.ALL_DTYPES}

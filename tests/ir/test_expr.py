@@ -1,0 +1,63 @@
+import math
+
+import pytest
+
+from kael.ir import expr as x
+from kael.runtime.dtypes import bool_, float32, float64, int64
+
+
+def test_cast_to_same_dtype_is_the_expression_itself():
+    a = x.Load(float32, 0)
+    assert x.cast(a, float32) is a
+    assert isinstance(x.cast(a, int64), x.Cast)
+
+
+def test_comparisons_give_bool_and_arithmetic_keeps_the_dtype():
+    a, b = x.Load(int64, 0), x.Load(int64, 1)
+    assert x.binary("lt", a, b).dtype is bool_
+    assert x.binary("add", a, b).dtype is int64
+    assert x.unary("not", a).dtype is bool_
+    assert x.unary("neg", a).dtype is int64
+
+
+def test_binary_of_two_dtypes_is_a_scheduler_bug():
+    with pytest.raises(AssertionError, match="float32 and int64"):
+        x.binary("add", x.Load(float32, 0), x.Load(int64, 1))
+
+
+def test_unknown_op_is_rejected():
+    with pytest.raises(KeyError):
+        x.unary("no_such_op", x.Load(float32, 0))
+
+
+def test_nan_constants_are_equal_so_kernels_share_a_cache_entry():
+    a, b = x.Const(float64, math.nan), x.Const(float64, math.nan)
+    assert a == b and hash(a) == hash(b)
+
+
+def test_signed_zero_constants_differ():
+    assert x.Const(float32, 0.0) != x.Const(float32, -0.0)
+
+
+def test_constants_of_different_dtypes_differ():
+    assert x.Const(float32, 1.0) != x.Const(float64, 1.0)
+
+
+def test_equal_trees_are_equal_and_hash_alike():
+    def tree():
+        return x.binary("mul", x.cast(x.Load(int64, 0), float64), x.Param(float64, 0))
+
+    assert tree() == tree() and hash(tree()) == hash(tree())
+
+
+def test_walk_visits_operands_before_users():
+    a = x.Load(float32, 0)
+    e = x.unary("neg", x.binary("add", a, a))
+    order = list(x.walk(e))
+    assert order[-1] is e
+    assert order.index(a) < order.index(e.x)
+
+
+def test_uses_index_finds_positions():
+    assert x.uses_index(x.cast(x.index(1), float32))
+    assert not x.uses_index(x.Load(float32, 0))

@@ -1,0 +1,32 @@
+"""Test helpers: TensorImpls over NumPy arrays, so kernels can be tested below the frontend."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kael.runtime import dtypes
+from kael.runtime.device import CPU
+from kael.runtime.storage import Storage
+from kael.runtime.tensor_impl import TensorImpl
+
+
+def impl_of(arr: np.ndarray) -> TensorImpl:
+    """A TensorImpl over the bytes of `arr` (any non-negative strides), keeping it alive."""
+    base = arr
+    while isinstance(base.base, np.ndarray):
+        base = base.base
+    dtype = dtypes.from_numpy_dtype(arr.dtype)
+    item = arr.itemsize
+    start = base.__array_interface__["data"][0]
+    offset_bytes = arr.__array_interface__["data"][0] - start
+    storage = Storage.external(start, base.nbytes, base, CPU)
+    strides = tuple(s // item for s in arr.strides)
+    impl = TensorImpl(storage, tuple(arr.shape), strides, offset_bytes // item, dtype, CPU)
+    impl.validate()
+    return impl
+
+
+def empty_like_np(shape, dtype: np.dtype) -> tuple[np.ndarray, TensorImpl]:
+    """A fresh array and an impl over it (the array is only the memory owner here)."""
+    arr = np.empty(shape, dtype)
+    return arr, impl_of(arr)

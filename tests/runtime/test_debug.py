@@ -1,0 +1,63 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kael.runtime import debug
+from kael.runtime.errors import ValueError as KaelValueError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("bad", [-1, 5, 1.0, "2", True])
+def test_set_debug_rejects_levels_outside_0_to_4(bad):
+    with pytest.raises(KaelValueError, match="0 to 4"):
+        debug.set_debug(bad)
+
+
+def test_set_debug_accepts_both_ends():
+    saved = debug.get_debug()
+    try:
+        debug.set_debug(4)
+        assert debug.get_debug() == 4
+        debug.set_debug(0)
+        assert debug.get_debug() == 0
+    finally:
+        debug.set_debug(saved)
+
+
+_SCRIPT = """
+import sys
+sys.path.insert(0, {tests!r})
+import numpy as np
+from kernel_helpers import empty_like_np
+from kael.frontend import eager
+out, dst = empty_like_np((1000,), np.float64)
+eager.fill(dst, 1.5)
+"""
+
+
+def _stderr(level: int, tmp_path) -> str:
+    env = {**os.environ, "KAEL_DEBUG": str(level), "KAEL_CACHE_DIR": str(tmp_path)}
+    res = subprocess.run(
+        [sys.executable, "-c", _SCRIPT.format(tests=str(ROOT / "tests"))],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert res.returncode == 0, res.stderr
+    return res.stderr
+
+
+def test_each_debug_level_adds_its_stage(tmp_path):
+    quiet = _stderr(0, tmp_path)
+    one, two, three, four = (_stderr(n, tmp_path) for n in (1, 2, 3, 4))
+    assert "[kael]" not in quiet
+    assert "launch kael_fill_float64" in one and "GB/s" in one and "kael IR" not in one
+    assert "kernel fill_float64 rank=1" in two and "LLVM IR" not in two
+    assert "define void @kael_fill_float64" in three and "assembly" not in three
+    assert "assembly of kael_fill_float64" in four and "ret" in four

@@ -1,0 +1,97 @@
+import ctypes
+import os
+import threading
+
+import pytest
+
+from kael.runtime import launcher, threadpool
+from kael.runtime.errors import ValueError as KaelValueError
+
+
+@pytest.fixture
+def restore_threads():
+    saved = threadpool.get_num_threads()
+    yield
+    threadpool.set_num_threads(saved)
+
+
+def test_default_thread_count_is_the_usable_cores():
+    assert threadpool.get_num_threads() >= 1
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_set_num_threads_rejects_non_positive_ints(bad):
+    with pytest.raises(KaelValueError, match="positive int"):
+        threadpool.set_num_threads(bad)
+
+
+def test_set_num_threads_accepts_one_and_more(restore_threads):
+    threadpool.set_num_threads(1)
+    assert threadpool.get_num_threads() == 1
+    threadpool.set_num_threads(3)
+    assert threadpool.get_num_threads() == 3
+
+
+def _recording_fn(calls, lock):
+    def fn(args, begin, end):
+        with lock:
+            calls.append((begin, end, threading.get_ident()))
+
+    return fn
+
+
+def test_pool_runs_each_range_once_and_the_first_on_the_caller():
+    calls, lock = [], threading.Lock()
+    ranges = [(0, 10), (10, 20), (20, 25)]
+    threadpool.pool().run(_recording_fn(calls, lock), 0, ranges)
+    assert sorted((b, e) for b, e, _ in calls) == ranges
+    assert [t for b, _, t in calls if b == 0] == [threading.get_ident()]
+
+
+def test_split_covers_the_range_without_overlap():
+    for total in [1, 63, 64, 65, 1000, 12345]:
+        for parts in [1, 2, 3, 7]:
+            ranges = launcher.split(total, parts)
+            assert ranges[0][0] == 0 and ranges[-1][1] == total
+            assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+            assert len(ranges) <= parts
+
+
+def test_split_aligns_range_starts_when_large_enough():
+    assert all(b % 64 == 0 for b, _ in launcher.split(100000, 3))
+
+
+def test_small_launches_run_inline(restore_threads):
+    threadpool.set_num_threads(4)
+    calls = []
+    fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(
+        lambda a, b, e: calls.append((b, e, threading.get_ident()))
+    )
+    launcher.launch(fn, [0], 100, bytes_moved=400)
+    assert calls == [(0, 100, threading.get_ident())]
+
+
+def test_large_launches_use_every_thread(restore_threads):
+    threadpool.set_num_threads(2)
+    calls, lock = [], threading.Lock()
+    fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(
+        _recording_fn(calls, lock)
+    )
+    launcher.launch(fn, [0], 1 << 20, bytes_moved=launcher.PARALLEL_BYTES)
+    assert len(calls) == 2 and len({t for _, _, t in calls}) == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_forked_child_gets_a_fresh_pool(restore_threads):
+    threadpool.set_num_threads(2)
+    threadpool.pool().run(lambda a, b, e: None, 0, [(0, 1), (1, 2)])
+    pid = os.fork()
+    if pid == 0:
+        try:
+            done = []
+            threadpool.pool().run(lambda a, b, e: done.append(b), 0, [(0, 1), (1, 2)])
+            os._exit(0 if sorted(done) == [0, 1] else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
