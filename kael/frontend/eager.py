@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 
 from kael.codegen.cpu import jit
-from kael.codegen.cpu.loops import TILE
+from kael.codegen.cpu.loops import tile_size
 from kael.ir import graph as g
 from kael.ir import layout
 from kael.ir.kernel import BCAST, CONTIG, Kernel
@@ -81,7 +81,8 @@ def run(
     words += [_param_word(scalars[name], d) for name, d in zip(names, kernel.params)]
     if lay.tiled:
         *outer, rows, cols = lay.sizes
-        total = -(-rows // TILE) * -(-cols // TILE)
+        tile = tile_size(specialized)
+        total = -(-rows // tile) * -(-cols // tile)
         for s in outer:
             total *= s
         align = 1

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from kael.ir.expr import Expr, uses_index
 from kael.runtime.dtypes import DType
 
-# Innermost-dimension layout of a buffer: unit stride, stride 0 (broadcast), or any stride.
-CONTIG, BCAST, STRIDED = "contig", "bcast", "strided"
+# Innermost-dimension layout of a buffer: unit stride, stride 0 (broadcast), any stride,
+# or (tiled kernels only) any stride along the last dimension but unit along the one before.
+CONTIG, BCAST, STRIDED, TRANSPOSED = "contig", "bcast", "strided", "transposed"
 
 
 @dataclass(frozen=True, slots=True)

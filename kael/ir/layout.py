@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kael.ir.kernel import BCAST, CONTIG, STRIDED
+from kael.ir.kernel import BCAST, CONTIG, STRIDED, TRANSPOSED
 
 TILE_MIN = 16  # both tiled dimensions must be at least this long for tiles to pay
 
@@ -52,7 +52,9 @@ def plan(shape: tuple[int, ...], strides: list[tuple[int, ...]], keep_dims: bool
     tiled = False
     if not keep_dims and len(sizes) >= 2 and per[0][-1] == 1:
         sizes, per, tiled = _tile_transposed(sizes, per)
-    inners = tuple(_inner_kind(st[-1]) for st in per)
+    inners = tuple(
+        TRANSPOSED if tiled and st[-2] == 1 and st[-1] > 1 else _inner_kind(st[-1]) for st in per
+    )
     return Layout(tuple(sizes), tuple(tuple(st) for st in per), inners, tiled)
 
 

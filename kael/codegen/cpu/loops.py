@@ -16,11 +16,10 @@ from __future__ import annotations
 from llvmlite import ir
 
 from kael.codegen.lowering import I64, ExprEmitter, param_from_word, scalar_type, value_type
-from kael.ir.kernel import BCAST, CONTIG, Kernel
+from kael.ir.kernel import BCAST, CONTIG, TRANSPOSED, Kernel
 
 VECTOR_BYTES = 64
 UNROLL = 4
-TILE = 16
 CACHE_LINE = 64
 
 
@@ -130,6 +129,12 @@ def _store(
         st.set_metadata("nontemporal", b.module.add_metadata([ir.Constant(ir.IntType(32), 1)]))
 
 
+def _compute(b: ir.IRBuilder, kernel: Kernel, params, width: int, load, index) -> list[ir.Value]:
+    """The value of every output expression, given how to load inputs and positions."""
+    emitter = ExprEmitter(b, width, load, index, lambda slot: params[slot])
+    return [emitter.emit(e) for e in kernel.exprs]
+
+
 def _emit_body(
     b: ir.IRBuilder,
     kernel: Kernel,
@@ -150,19 +155,20 @@ def _emit_body(
         buf = kernel.inputs[i]
         if width > 1 and buf.inner == BCAST:
             scalar = b.load(address(n_out + i, 1), align=buf.dtype.itemsize)
-            vt = value_type(buf.dtype, width)
-            one = b.insert_element(ir.Constant(vt, ir.Undefined), scalar, ir.Constant(I64, 0))
-            return b.shuffle_vector(
-                one,
-                ir.Constant(vt, ir.Undefined),
-                ir.Constant(ir.VectorType(ir.IntType(32), width), [0] * width),
-            )
+            return _splat(b, scalar, width)
         return b.load(address(n_out + i, width), align=buf.dtype.itemsize)
 
-    emitter = ExprEmitter(b, width, load, index, lambda slot: params[slot])
-    for o, (buf, e) in enumerate(zip(kernel.outputs, kernel.exprs)):
-        value = emitter.emit(e)
+    for o, (buf, value) in enumerate(
+        zip(kernel.outputs, _compute(b, kernel, params, width, load, index))
+    ):
         _store(b, kernel, address(o, width), value, align or buf.dtype.itemsize, stream)
+
+
+def _splat(b: ir.IRBuilder, v: ir.Value, width: int) -> ir.Value:
+    vt = ir.VectorType(v.type, width)
+    one = b.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(I64, 0))
+    mask = ir.Constant(ir.VectorType(ir.IntType(32), width), [0] * width)
+    return b.shuffle_vector(one, ir.Constant(vt, ir.Undefined), mask)
 
 
 def _lane_offsets(width: int) -> ir.Constant:
@@ -170,13 +176,7 @@ def _lane_offsets(width: int) -> ir.Constant:
 
 
 def _splat_i64(b: ir.IRBuilder, v: ir.Value, width: int) -> ir.Value:
-    vt = ir.VectorType(I64, width)
-    one = b.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(I64, 0))
-    return b.shuffle_vector(
-        one,
-        ir.Constant(vt, ir.Undefined),
-        ir.Constant(ir.VectorType(ir.IntType(32), width), [0] * width),
-    )
+    return _splat(b, v, width)
 
 
 def _emit_flat(b: ir.IRBuilder, kernel: Kernel, args: _Args, begin: ir.Value, end: ir.Value):
@@ -325,14 +325,120 @@ def _emit_contig_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
     )
 
 
+def tile_size(kernel: Kernel) -> int:
+    """Side of the square tiles of a tiled kernel: one vector of the widest element type."""
+    return vector_width(kernel)
+
+
+def _transpose(b: ir.IRBuilder, rows: list[ir.Value]) -> list[ir.Value]:
+    """Transpose a square of W vectors of W lanes in registers (W log2 W shuffles).
+
+    At half-width h, rows i and i + h swap their off-diagonal h-lane blocks; after the
+    levels W/2, W/4, ..., 1 every block is transposed.
+    """
+    w = len(rows)
+    rows = list(rows)
+    h = w // 2
+    i32 = ir.IntType(32)
+    while h >= 1:
+        top_mask, bottom_mask = [], []
+        for k in range(0, w, 2 * h):
+            top_mask += list(range(k, k + h)) + list(range(w + k, w + k + h))
+            bottom_mask += list(range(k + h, k + 2 * h)) + list(range(w + k + h, w + k + 2 * h))
+        top_c = ir.Constant(ir.VectorType(i32, w), top_mask)
+        bottom_c = ir.Constant(ir.VectorType(i32, w), bottom_mask)
+        for i in range(w):
+            if (i // h) % 2 == 0:
+                top, bottom = rows[i], rows[i + h]
+                rows[i] = b.shuffle_vector(top, bottom, top_c)
+                rows[i + h] = b.shuffle_vector(top, bottom, bottom_c)
+        h //= 2
+    return rows
+
+
+def _vector_ptr(b: ir.IRBuilder, ptr: ir.Value, offset: ir.Value, dtype, width: int) -> ir.Value:
+    return b.bitcast(b.gep(ptr, [offset]), value_type(dtype, width).as_pointer())
+
+
+def _emit_full_tile(b, kernel: Kernel, args: _Args, bases, outer, r0, c0, width: int):
+    """One full W x W tile in vector registers: transposed inputs are transposed in place."""
+    rows_dim, cols_dim = kernel.rank - 2, kernel.rank - 1
+    n_out = len(kernel.outputs)
+    emitter_rows = []
+    for k, buf in enumerate(kernel.inputs):
+        st, base, ptr = args.strides[n_out + k], bases[n_out + k], args.ptrs[n_out + k]
+        at_row = [
+            b.add(base, b.mul(b.add(r0, ir.Constant(I64, i)), st[rows_dim])) for i in range(width)
+        ]
+        if buf.inner == CONTIG:
+            vecs = [
+                b.load(
+                    _vector_ptr(b, ptr, b.add(o, c0), buf.dtype, width), align=buf.dtype.itemsize
+                )
+                for o in at_row
+            ]
+        elif buf.inner == TRANSPOSED:
+            cols = [
+                b.load(
+                    _vector_ptr(
+                        b,
+                        ptr,
+                        b.add(b.add(base, r0), b.mul(b.add(c0, ir.Constant(I64, j)), st[cols_dim])),
+                        buf.dtype,
+                        width,
+                    ),
+                    align=buf.dtype.itemsize,
+                )
+                for j in range(width)
+            ]
+            vecs = _transpose(b, cols)
+        else:
+            vecs = []
+            for o in at_row:
+                vec = ir.Constant(value_type(buf.dtype, width), ir.Undefined)
+                for j in range(width):
+                    off = b.add(o, b.mul(b.add(c0, ir.Constant(I64, j)), st[cols_dim]))
+                    vec = b.insert_element(
+                        vec,
+                        b.load(b.gep(ptr, [off]), align=buf.dtype.itemsize),
+                        ir.Constant(I64, j),
+                    )
+                vecs.append(vec)
+        emitter_rows.append(vecs)
+    lanes = _lane_offsets(width)
+    for i in range(width):
+        row = b.add(r0, ir.Constant(I64, i))
+
+        def index(axis: int, row=row):
+            if axis == rows_dim:
+                return _splat_i64(b, row, width)
+            if axis == cols_dim:
+                return b.add(_splat_i64(b, c0, width), lanes)
+            return _splat_i64(b, outer[axis], width)
+
+        values = _compute(b, kernel, args.params, width, lambda k, i=i: emitter_rows[k][i], index)
+        for o, (buf, v) in enumerate(zip(kernel.outputs, values)):
+            st = args.strides[o]
+            off = b.add(b.add(bases[o], b.mul(row, st[rows_dim])), c0)
+            b.store(
+                v, _vector_ptr(b, args.ptrs[o], off, buf.dtype, width), align=buf.dtype.itemsize
+            )
+
+
 def _emit_tiled(b: ir.IRBuilder, kernel: Kernel, args: _Args, begin: ir.Value, end: ir.Value):
-    """Work items are TILE x TILE tiles of the last two dimensions, row-major over all."""
+    """Work items are square tiles of the last two dimensions, row-major over all.
+
+    Full tiles run in vector registers when every output is unit-stride along the
+    columns; edge tiles walk their elements one by one.
+    """
     r = kernel.rank
     rows_dim, cols_dim = r - 2, r - 1
-    tile = ir.Constant(I64, TILE)
-    n_ti = b.sdiv(b.add(args.sizes[rows_dim], ir.Constant(I64, TILE - 1)), tile)
-    n_tj = b.sdiv(b.add(args.sizes[cols_dim], ir.Constant(I64, TILE - 1)), tile)
+    width = tile_size(kernel)
+    tile = ir.Constant(I64, width)
+    n_ti = b.sdiv(b.add(args.sizes[rows_dim], ir.Constant(I64, width - 1)), tile)
+    n_tj = b.sdiv(b.add(args.sizes[cols_dim], ir.Constant(I64, width - 1)), tile)
     loops = _LoopBuilder(b)
+    vector_tiles = all(buf.inner == CONTIG for buf in kernel.outputs)
 
     def per_tile(w):
         item = _decompose(b, w, args.sizes[:rows_dim] + [n_ti, n_tj])
@@ -341,8 +447,12 @@ def _emit_tiled(b: ir.IRBuilder, kernel: Kernel, args: _Args, begin: ir.Value, e
         r0 = b.mul(item[rows_dim], tile)
         c0 = b.mul(item[cols_dim], tile)
         r1 = b.add(r0, tile)
-        r1 = b.select(b.icmp_signed("<", r1, args.sizes[rows_dim]), r1, args.sizes[rows_dim])
         c1 = b.add(c0, tile)
+        full = b.and_(
+            b.icmp_signed("<=", r1, args.sizes[rows_dim]),
+            b.icmp_signed("<=", c1, args.sizes[cols_dim]),
+        )
+        r1 = b.select(b.icmp_signed("<", r1, args.sizes[rows_dim]), r1, args.sizes[rows_dim])
         c1 = b.select(b.icmp_signed("<", c1, args.sizes[cols_dim]), c1, args.sizes[cols_dim])
 
         def per_row(i):
@@ -364,6 +474,20 @@ def _emit_tiled(b: ir.IRBuilder, kernel: Kernel, args: _Args, begin: ir.Value, e
 
             loops.counted(c0, c1, 1, per_col, "col")
 
+        if not vector_tiles:
+            loops.counted(r0, r1, 1, per_row, "trow")
+            return
+        fn = b.function
+        fast, slow, joined = (
+            fn.append_basic_block(n) for n in ("tile.full", "tile.edge", "tile.next")
+        )
+        b.cbranch(full, fast, slow)
+        b.position_at_end(fast)
+        _emit_full_tile(b, kernel, args, bases, outer, r0, c0, width)
+        b.branch(joined)
+        b.position_at_end(slow)
         loops.counted(r0, r1, 1, per_row, "trow")
+        b.branch(joined)
+        b.position_at_end(joined)
 
     loops.counted(begin, end, 1, per_tile, "tile")

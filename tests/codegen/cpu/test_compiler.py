@@ -63,3 +63,11 @@ def test_host_target_reports_its_features():
     assert t["triple"] and t["cpu"] and t["features"].startswith(("+", "-"))
     if HAS_AVX512:
         assert "-prefer-256-bit" in t["features"]
+
+
+def test_tiled_transpose_shuffles_in_registers():
+    from kael.ir.kernel import TRANSPOSED
+
+    asm = _asm(float32, float32, inners=(CONTIG, TRANSPOSED), tiled=True, rank=2)
+    assert re.search(r"v(perm|unpck|shuf|insert|extract)", asm), asm
+    assert re.search(rf"vmovup[sd]\s+%{_vector_register()}", asm), asm

@@ -91,6 +91,7 @@ def test_int64_to_float32_rounds_to_nearest():
 LAYOUTS = {
     "contiguous": lambda a: a,
     "transposed": lambda a: a.T,
+    "transposed_square": lambda a: a[:, :24].T,
     "sliced": lambda a: a[1:, ::2],
     "permuted_3d": lambda a: a.reshape(24, 6, 5).transpose(2, 0, 1),
     "expanded": lambda a: np.broadcast_to(a[:1], (24, 30)),
@@ -186,3 +187,23 @@ def test_empty_outputs_launch_nothing():
 
 def test_dtype_table_is_complete():
     assert set(NP) == {d.name for d in dtypes.ALL_DTYPES}
+
+
+@pytest.mark.parametrize("shape", [(16, 16), (64, 48), (100, 37), (33, 250)])
+@pytest.mark.parametrize(
+    ("src_dtype", "dst_dtype"),
+    [
+        (np.float32, np.float32),
+        (np.float32, np.float64),
+        (np.int64, np.bool_),
+        (np.float64, np.int64),
+    ],
+)
+def test_tiled_transposes_with_full_and_edge_tiles(shape, src_dtype, dst_dtype):
+    src = (np.arange(np.prod(shape)) % 7 - 3).astype(src_dtype).reshape(shape).T
+    np.testing.assert_array_equal(_copy(src, dst_dtype), src.astype(dst_dtype))
+
+
+def test_tiled_permutation_of_three_dims():
+    src = np.arange(40 * 3 * 50, dtype=np.float32).reshape(40, 3, 50).transpose(2, 1, 0)
+    np.testing.assert_array_equal(_copy(src, np.float32), src)

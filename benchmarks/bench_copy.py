@@ -1,0 +1,105 @@
+"""Copies and dtype conversions of 16M float32 elements: kael against PyTorch and NumPy.
+
+Run: python benchmarks/bench_copy.py [--rounds N] [--check]
+Targets (issue 2): a contiguous copy into a preallocated tensor takes at most 0.8x
+PyTorch's `copy_`; a transposed 4096x4096 copy at most PyTorch's time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import kael  # noqa: E402
+from common import Case, measure, report  # noqa: E402
+
+N = 16 * 1024 * 1024
+SIDE = 4096
+
+
+def cases() -> list[Case]:
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal(N, dtype=np.float32)
+    square = base.reshape(SIDE, SIDE)
+
+    k_src, t_src, n_src = kael.tensor(base), torch.from_numpy(base.copy()), base.copy()
+    k_dst, t_dst, n_dst = kael.empty(N), torch.empty(N), np.empty(N, np.float32)
+    k_sq, t_sq, n_sq = kael.tensor(square), torch.from_numpy(square.copy()), square.copy()
+    k_sq_dst, t_sq_dst = kael.empty(SIDE, SIDE), torch.empty(SIDE, SIDE)
+    n_sq_dst = np.empty((SIDE, SIDE), np.float32)
+    k_f64, t_f64, n_f64 = (
+        kael.empty(N, dtype=kael.float64),
+        torch.empty(N, dtype=torch.float64),
+        np.empty(N, np.float64),
+    )
+    return [
+        Case(
+            "copy 16M float32 into preallocated",
+            {
+                "kael": lambda: k_dst.copy_(k_src),
+                "torch": lambda: t_dst.copy_(t_src),
+                "numpy": lambda: np.copyto(n_dst, n_src),
+            },
+            target=("torch", 0.8),
+        ),
+        Case(
+            "clone 16M float32 (allocating)",
+            {"kael": k_src.clone, "torch": t_src.clone, "numpy": n_src.copy},
+        ),
+        Case(
+            "transposed 4096x4096 copy into preallocated",
+            {
+                "kael": lambda: k_sq_dst.copy_(k_sq.T),
+                "torch": lambda: t_sq_dst.copy_(t_sq.T),
+                "numpy": lambda: np.copyto(n_sq_dst, n_sq.T),
+            },
+            target=("torch", 1.0),
+        ),
+        Case(
+            "transposed 4096x4096 .contiguous()",
+            {
+                "kael": lambda: k_sq.T.contiguous(),
+                "torch": lambda: t_sq.T.contiguous(),
+                "numpy": lambda: np.ascontiguousarray(n_sq.T),
+            },
+        ),
+        Case(
+            "float32 -> float64 16M into preallocated",
+            {
+                "kael": lambda: k_f64.copy_(k_src),
+                "torch": lambda: t_f64.copy_(t_src),
+                "numpy": lambda: np.copyto(n_f64, n_src),
+            },
+        ),
+        Case(
+            "float32 -> int64 16M .to() (allocating)",
+            {
+                "kael": lambda: k_src.to(kael.int64),
+                "torch": lambda: t_src.to(torch.int64),
+                "numpy": lambda: n_src.astype(np.int64),
+            },
+        ),
+    ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    args = parser.parse_args()
+    print(f"kael threads {kael.get_num_threads()}, torch threads {torch.get_num_threads()}")
+    all_cases = cases()
+    measure(all_cases, rounds=args.rounds)
+    ok = report(all_cases)
+    return 0 if ok or not args.check else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,59 @@
+"""Side-by-side timing of kael, PyTorch and NumPy: interleaved rounds, medians, ratios.
+
+Each round runs every library once per case, so a noisy neighbour slows all of them
+alike instead of whichever happened to run at the time.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Case:
+    """One measured operation: a callable per library, and an optional target for kael."""
+
+    name: str
+    runs: dict[str, Callable[[], object]]
+    target: tuple[str, float] | None = None  # ("torch", 0.8): kael time <= 0.8x torch's
+    times: dict[str, list[float]] = field(default_factory=dict)
+
+    def median_ms(self, lib: str) -> float:
+        return statistics.median(self.times[lib]) * 1e3
+
+
+def measure(cases: list[Case], rounds: int = 15, warmup: int = 2) -> None:
+    """Fill each case's times with `rounds` interleaved samples per library."""
+    for case in cases:
+        for fn in case.runs.values():
+            for _ in range(warmup):
+                fn()
+        case.times = {lib: [] for lib in case.runs}
+    for _ in range(rounds):
+        for case in cases:
+            for lib, fn in case.runs.items():
+                start = time.perf_counter()
+                fn()
+                case.times[lib].append(time.perf_counter() - start)
+
+
+def report(cases: list[Case]) -> bool:
+    """Print medians and kael's ratios; returns whether every target was met."""
+    ok = True
+    print(f"{'case':44} {'kael ms':>9} {'torch ms':>9} {'numpy ms':>9} {'k/torch':>8} {'k/numpy':>8}  target")
+    for c in cases:
+        k = c.median_ms("kael")
+        t = c.median_ms("torch") if "torch" in c.times else float("nan")
+        n = c.median_ms("numpy") if "numpy" in c.times else float("nan")
+        verdict = ""
+        if c.target:
+            lib, limit = c.target
+            ratio = k / c.median_ms(lib)
+            met = ratio <= limit
+            ok &= met
+            verdict = f"<= {limit}x {lib}: {'met' if met else 'MISSED'}"
+        print(f"{c.name:44} {k:9.3f} {t:9.3f} {n:9.3f} {k / t:8.2f} {k / n:8.2f}  {verdict}")
+    return ok
