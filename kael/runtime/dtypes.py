@@ -113,7 +113,8 @@ def result_type(*operands) -> DType:
         raise TypeError("result_type needs at least one operand")
     tiers: list[DType | None] = [None, None, None]
     for op in operands:
-        if hasattr(op, "dtype") and hasattr(op, "shape"):
+        # NumPy scalars have dtype and shape too, but PyTorch treats them as scalars.
+        if not isinstance(op, np.generic) and hasattr(op, "dtype") and hasattr(op, "shape"):
             tier, d = (0 if len(op.shape) > 0 else 1), as_dtype(op.dtype)
         else:
             tier, d = 2, scalar_dtype(op)

@@ -1,0 +1,231 @@
+"""Chapter 02's caching block allocator: bucketed free lists over real system memory.
+
+Training loops allocate the same sizes every step; reusing freed blocks avoids a system
+allocation per intermediate (and, on a GPU, an expensive cuMemAlloc/cuMemFree pair).
+Host blocks come from libc's posix_memalign, 64-byte aligned. One allocator exists per
+device kind; each has one lock, and fork handlers make sure no child inherits it held.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+import weakref
+from collections.abc import Callable
+
+from kael.runtime import cuda_driver
+from kael.runtime.device import Device, parse_device
+from kael.runtime.errors import Error, ValueError
+
+ALIGNMENT = 64  # a cache line, and a multiple of every SIMD width up to AVX-512
+SMALL_STEP = 512  # small requests round up to a multiple of this...
+SMALL_LIMIT = 64 * 1024  # ...up to here; larger ones to the next power of two
+MAX_BLOCK_BYTES = 2**62
+MAX_CACHED_BYTES = 1 << 30  # kMaxCachedBytes: a release beyond this frees to the system
+
+_DISABLE_VALUES = ("", "0", "false", "no", "off")
+_enabled = os.environ.get("KAEL_NO_CACHING_ALLOCATOR", "").strip().lower() in _DISABLE_VALUES
+
+
+def block_capacity(nbytes: int) -> int:
+    """The bucket a request of `nbytes` is served from: 512-multiples to 64 KiB, then 2**k."""
+    if nbytes <= SMALL_LIMIT:
+        if nbytes < 0:
+            raise ValueError(f"block size must be non-negative, got {nbytes} bytes")
+        return (nbytes + SMALL_STEP - 1) // SMALL_STEP * SMALL_STEP
+    if nbytes > MAX_BLOCK_BYTES:
+        raise Error(f"cannot reserve {nbytes} bytes")
+    return 1 << (nbytes - 1).bit_length()
+
+
+def _bucket_sizes() -> list[int]:
+    """Every capacity block_capacity can return."""
+    small = range(SMALL_STEP, SMALL_LIMIT + 1, SMALL_STEP)
+    large = (1 << k for k in range(SMALL_LIMIT.bit_length(), MAX_BLOCK_BYTES.bit_length()))
+    return [*small, *large]
+
+
+_BUCKETS = _bucket_sizes()
+_instances: weakref.WeakSet[CachingAllocator] = weakref.WeakSet()
+
+
+class CachingAllocator:
+    """Free lists per capacity over a (system_alloc, system_free) pair, with statistics.
+
+    system_alloc(nbytes) returns an address (an int) or raises (kael.Error or MemoryError
+    when out of memory); system_free(address) gives it back. Critical sections allocate no Python containers, so no garbage
+    collection (and no Storage finalizer) can run inside them; the lock is reentrant
+    anyway, so a finalizer or signal handler that releases a block cannot deadlock.
+    """
+
+    def __init__(
+        self, name: str, system_alloc: Callable[[int], int], system_free: Callable[[int], None]
+    ) -> None:
+        self.name = name
+        self._system_alloc = system_alloc
+        self._system_free = system_free
+        self._lock = threading.RLock()
+        self._free: dict[int, list[int]] = {capacity: [] for capacity in _BUCKETS}
+        self._in_use = self._cached = self._reserved = self._hits = self._misses = 0
+        _instances.add(self)
+
+    def allocate(self, capacity: int) -> int:
+        """A block of exactly `capacity` bytes: a cached one if any (hit), else a new one."""
+        with self._lock:
+            blocks = self._free.get(capacity)
+            if blocks:
+                self._cached -= capacity
+                self._in_use += capacity
+                self._hits += 1
+                return blocks.pop()
+        ptr = self._allocate_from_system(capacity)
+        with self._lock:
+            self._misses += 1
+            self._in_use += capacity
+            self._reserved += capacity
+        return ptr
+
+    def _allocate_from_system(self, capacity: int) -> int:
+        """Ask the system; when it is out of memory, free the cache and ask once more."""
+        try:
+            return self._system_alloc(capacity)
+        except (MemoryError, Error):
+            if not self.empty_cache():
+                raise
+        return self._system_alloc(capacity)
+
+    def release(self, ptr: int, capacity: int) -> None:
+        """Take back a block from allocate: cache it, or free it when disabled or over the cap."""
+        with self._lock:
+            self._in_use -= capacity
+            if _enabled and self._cached + capacity <= MAX_CACHED_BYTES:
+                blocks = self._free.get(capacity)
+                if blocks is not None:
+                    try:
+                        blocks.append(ptr)
+                    except MemoryError:  # the free list cannot grow: free the block instead
+                        pass
+                    else:
+                        self._cached += capacity
+                        return
+            self._reserved -= capacity
+        self._system_free(ptr)
+
+    def empty_cache(self) -> int:
+        """Free every cached block to the system; returns the number of bytes freed."""
+        freed: list[tuple[int, list[int]]] = []
+        with self._lock:
+            for capacity, blocks in self._free.items():
+                if blocks:
+                    freed.append((capacity, blocks[:]))
+                    blocks.clear()
+            total = sum(capacity * len(blocks) for capacity, blocks in freed)
+            self._cached -= total
+            self._reserved -= total
+        for _, blocks in freed:
+            for ptr in blocks:
+                self._system_free(ptr)
+        return total
+
+    def stats(self) -> dict[str, int]:
+        """A snapshot: in_use_bytes and cached_bytes (capacities), reserved_bytes, hits, misses."""
+        with self._lock:
+            return {
+                "in_use_bytes": self._in_use,
+                "cached_bytes": self._cached,
+                "reserved_bytes": self._reserved,
+                "hits": self._hits,
+                "misses": self._misses,
+            }
+
+    def __repr__(self) -> str:
+        return f"CachingAllocator({self.name!r}, {self.stats()})"
+
+
+def _host_functions() -> tuple[Callable[[int], int], Callable[[int], None]]:
+    """posix_memalign and free from the C library, wrapped for CachingAllocator."""
+    libc = ctypes.CDLL(None)
+    memalign = libc.posix_memalign
+    memalign.argtypes = (ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_size_t)
+    memalign.restype = ctypes.c_int
+    free = libc.free
+    free.argtypes = (ctypes.c_void_p,)
+    free.restype = None
+
+    def host_alloc(nbytes: int) -> int:
+        out = ctypes.c_void_p()
+        if memalign(ctypes.byref(out), ALIGNMENT, nbytes) != 0 or not out.value:
+            raise Error(f"out of memory: cannot allocate {nbytes} bytes on the host")
+        return out.value
+
+    return host_alloc, free
+
+
+host_alloc, host_free = _host_functions()
+_ALLOCATORS = {
+    "cpu": CachingAllocator("cpu", host_alloc, host_free),
+    "cuda": CachingAllocator("cuda", cuda_driver.mem_alloc, cuda_driver.mem_free),
+}
+
+
+def allocator_for(device: str | Device) -> CachingAllocator:
+    """The allocator of a device kind."""
+    if device.__class__ is not Device:
+        device = parse_device(device)
+    return _ALLOCATORS[device.type]
+
+
+def memory_stats(device: str | Device = "cpu") -> dict[str, int]:
+    """Statistics of one device's allocator (see CachingAllocator.stats)."""
+    return allocator_for(device).stats()
+
+
+def empty_cache() -> None:
+    """Free the cached blocks of every device to the system."""
+    for allocator in _ALLOCATORS.values():
+        allocator.empty_cache()
+
+
+def set_caching_allocator_enabled(flag: bool) -> None:
+    """Turn caching on or off at run time; turning it off empties every cache."""
+    global _enabled
+    _enabled = bool(flag)
+    if not _enabled:
+        empty_cache()
+
+
+def caching_allocator_enabled() -> bool:
+    """Whether released blocks are cached (False under KAEL_NO_CACHING_ALLOCATOR)."""
+    return _enabled
+
+
+# fork() copies only the calling thread: a lock held by another thread at that moment
+# would stay held forever in the child. Hold every allocator lock across the fork.
+_held_across_fork: list[CachingAllocator] = []
+
+
+def _before_fork() -> None:
+    _held_across_fork[:] = list(_instances)
+    for allocator in _held_across_fork:
+        allocator._lock.acquire()
+
+
+def _after_fork_in_parent() -> None:
+    for allocator in reversed(_held_across_fork):
+        allocator._lock.release()
+    _held_across_fork.clear()
+
+
+def _after_fork_in_child() -> None:
+    for allocator in _held_across_fork:
+        allocator._lock = threading.RLock()
+    _held_across_fork.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(
+        before=_before_fork,
+        after_in_parent=_after_fork_in_parent,
+        after_in_child=_after_fork_in_child,
+    )

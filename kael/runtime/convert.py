@@ -1,0 +1,83 @@
+"""Host side of chapter 02's conversion rules: the value a tensor of a dtype stores for a scalar."""
+
+from __future__ import annotations
+
+import math
+import struct
+
+import numpy as np
+
+from kael.runtime import dtypes
+from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType
+from kael.runtime.errors import TypeError, ValueError
+
+# -float(INT64_MIN) is exactly 2**63; float(INT64_MAX) would round up to the same 2**63,
+# so the saturation test compares with >= 2**63, never with INT64_MAX.
+_INT64_LOWEST = float(INT64_MIN)
+_INT64_LIMIT = -_INT64_LOWEST
+_FLOAT32 = struct.Struct("f")
+
+
+def convert_scalar(value: bool | int | float, dtype: DType) -> bool | int | float:
+    """The Python value a `dtype` element holds for `value`, converted as C would without UB."""
+    value = _as_python_scalar(value)
+    if type(value) is int and not INT64_MIN <= value <= INT64_MAX:
+        raise ValueError(f"value {value} is out of range for int64")
+    if dtype is dtypes.bool_:
+        return value != 0  # NaN != 0, so NaN is True, as in PyTorch
+    if dtype is dtypes.int64:
+        return saturate_to_int64(value) if type(value) is float else int(value)
+    if dtype is dtypes.float64:
+        return float(value)
+    if dtype is dtypes.float32:
+        return int_to_float32(value) if type(value) is int else to_float32(value)
+    raise TypeError(f"expected a kael dtype, got {dtype!r}")
+
+
+def _as_python_scalar(value) -> bool | int | float:
+    """A Python bool, int or float for a Python or NumPy scalar; TypeError for anything else."""
+    kind = type(value)
+    if kind is float or kind is int or kind is bool:
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value)
+    raise TypeError(f"expected a Python bool, int or float scalar, got {kind.__name__}")
+
+
+def saturate_to_int64(value: float) -> int:
+    """Truncate toward zero; saturate outside int64; NaN gives 0 (as Rust's `as` does)."""
+    if value != value:
+        return 0
+    if value <= _INT64_LOWEST:
+        return INT64_MIN
+    if value >= _INT64_LIMIT:
+        return INT64_MAX
+    return int(value)
+
+
+def to_float32(value: float) -> float:
+    """Round a double to the nearest float32 like a C cast: beyond float32's range is +-inf."""
+    try:
+        return _FLOAT32.unpack(_FLOAT32.pack(value))[0]
+    except OverflowError:  # struct refuses what C's cast rounds to infinity
+        return math.copysign(math.inf, value)
+
+
+def int_to_float32(value: int) -> float:
+    """Round an int64 straight to the nearest float32 (ties to even), like static_cast<float>.
+
+    Going through float64 first would round twice and can land one float32 step off.
+    """
+    magnitude = abs(value)
+    shift = magnitude.bit_length() - 24  # float32 keeps 24 significant bits
+    if shift > 0:
+        quotient, remainder = divmod(magnitude, 1 << shift)
+        half = 1 << (shift - 1)
+        if remainder > half or (remainder == half and quotient & 1):
+            quotient += 1
+        magnitude = quotient << shift
+    return float(magnitude if value >= 0 else -magnitude)

@@ -1,0 +1,144 @@
+"""A thin, checked layer over cuda.bindings.driver: one cached probe, then plain calls.
+
+Without a driver, `cuInit` raises (cuda.pathfinder's DynamicLibNotFoundError) instead
+of returning an error code, and later calls into CUDA can misbehave, so the probe runs
+once, catches everything, and after a failed probe nothing else of CUDA is touched.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from kael.runtime.errors import Error
+
+_UNAVAILABLE = "CUDA is not available: no NVIDIA driver or GPU was found"
+
+_probe_lock = threading.Lock()
+_probed = False
+_available = False
+_reason = ""  # why the probe failed, appended to the error message
+_driver = None  # the cuda.bindings.driver module, set only by a successful probe
+_context = None  # the primary context of device 0
+_thread = threading.local()  # .bound: the context is current on this thread
+_forked = False  # this process was forked from one that had initialized CUDA
+
+
+def _probe() -> None:
+    """Initialize CUDA once: cuInit, device 0, its primary context; remember any failure."""
+    global _probed, _available, _reason, _driver, _context
+    with _probe_lock:
+        if _probed:
+            return
+        try:
+            from cuda.bindings import driver
+
+            _call(driver, "cuInit", driver.cuInit(0))
+            (count,) = _call(driver, "cuDeviceGetCount", driver.cuDeviceGetCount())
+            if count < 1:
+                raise Error("no CUDA device")
+            (device,) = _call(driver, "cuDeviceGet", driver.cuDeviceGet(0))
+            (context,) = _call(
+                driver, "cuDevicePrimaryCtxRetain", driver.cuDevicePrimaryCtxRetain(device)
+            )
+            _call(driver, "cuCtxSetCurrent", driver.cuCtxSetCurrent(context))
+        except Exception as exc:  # no driver, no device, or a driver error: all mean "absent"
+            _reason = f"{type(exc).__name__}: {exc}"
+        else:
+            _driver, _context, _available = driver, context, True
+            _thread.bound = True
+        _probed = True
+
+
+def _call(driver, name: str, result: tuple) -> tuple:
+    """Check the CUresult that every driver call returns first; return the other values."""
+    err = result[0]
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise Error(f"{name} failed: {_error_text(driver, err)}")
+    return result[1:]
+
+
+def _error_text(driver, err) -> str:
+    """'CUDA_ERROR_OUT_OF_MEMORY (out of memory)', as far as the driver can describe it."""
+    try:
+        name_err, name = driver.cuGetErrorName(err)
+        text_err, text = driver.cuGetErrorString(err)
+    except Exception:
+        return f"error {int(err)}"
+    name = name.decode() if name_err == driver.CUresult.CUDA_SUCCESS else f"error {int(err)}"
+    if text_err == driver.CUresult.CUDA_SUCCESS:
+        return f"{name} ({text.decode()})"
+    return name
+
+
+def is_available() -> bool:
+    """Whether a driver and at least one GPU were found (probed once per process)."""
+    if not _probed:
+        _probe()
+    return _available and not _forked
+
+
+def require():
+    """The driver module with device 0's context current on this thread; kael.Error if absent."""
+    if not _probed:
+        _probe()
+    if _forked:
+        raise Error("CUDA cannot be used in a process forked after CUDA was initialized")
+    if not _available:
+        raise Error(f"{_UNAVAILABLE} ({_reason})" if _reason else _UNAVAILABLE)
+    if not getattr(_thread, "bound", False):
+        # A context is current per thread: bind the primary context on first use here.
+        _call(_driver, "cuCtxSetCurrent", _driver.cuCtxSetCurrent(_context))
+        _thread.bound = True
+    return _driver
+
+
+def mem_alloc(nbytes: int) -> int:
+    """Device memory of `nbytes` bytes (cuMemAlloc, 256-byte aligned); its address."""
+    driver = require()
+    (ptr,) = _call(driver, "cuMemAlloc", driver.cuMemAlloc(nbytes))
+    return int(ptr)
+
+
+def mem_free(ptr: int) -> None:
+    """Return memory from mem_alloc to the driver."""
+    if _forked:
+        return  # the block belongs to the parent's context; the child cannot free it
+    driver = require()
+    _call(driver, "cuMemFree", driver.cuMemFree(ptr))
+
+
+def memcpy_htod(dst: int, src: int, nbytes: int) -> None:
+    """Copy `nbytes` from host address `src` to device address `dst` (synchronous)."""
+    driver = require()
+    _call(driver, "cuMemcpyHtoD", driver.cuMemcpyHtoD(dst, src, nbytes))
+
+
+def memcpy_dtoh(dst: int, src: int, nbytes: int) -> None:
+    """Copy `nbytes` from device address `src` to host address `dst` (synchronous)."""
+    driver = require()
+    _call(driver, "cuMemcpyDtoH", driver.cuMemcpyDtoH(dst, src, nbytes))
+
+
+def memcpy_dtod(dst: int, src: int, nbytes: int) -> None:
+    """Copy `nbytes` between two device addresses."""
+    driver = require()
+    _call(driver, "cuMemcpyDtoD", driver.cuMemcpyDtoD(dst, src, nbytes))
+
+
+def synchronize() -> None:
+    """Wait until all work queued on the device has finished."""
+    driver = require()
+    _call(driver, "cuCtxSynchronize", driver.cuCtxSynchronize())
+
+
+def _after_fork_in_child() -> None:
+    """A CUDA context does not survive fork(): refuse CUDA in the child of an initialized parent."""
+    global _forked, _probe_lock
+    _probe_lock = threading.Lock()
+    if _available:
+        _forked = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,0 +1,120 @@
+"""Storage: a block of bytes on one device, owned (from the caching allocator) or external."""
+
+from __future__ import annotations
+
+import builtins
+import operator
+import sys
+
+from kael.runtime.allocator import allocator_for, block_capacity
+from kael.runtime.device import CPU, Device, parse_device
+from kael.runtime.errors import TypeError, ValueError
+
+
+class Storage:
+    """`nbytes` bytes on `device`, with a version counter for in-place writes.
+
+    The block is uninitialized; it returns to its allocator bucket when the Storage dies.
+    `nbytes` is the request, not the bucket capacity, so no view can reach the slack.
+    Zero bytes means address 0 and no block.
+    """
+
+    __slots__ = (
+        "ptr",
+        "nbytes",
+        "device",
+        "version",
+        "owner",
+        "_capacity",
+        "_allocator",
+        "__weakref__",
+    )
+
+    def __init__(self, nbytes: int, device: Device | str = CPU) -> None:
+        if device.__class__ is not Device:
+            device = parse_device(device)
+        nbytes = _as_size(nbytes)
+        self.nbytes = nbytes
+        self.device = device
+        self.version = 0
+        self.owner = None
+        self._capacity = 0
+        self._allocator = None
+        self.ptr = 0
+        if nbytes > 0:
+            capacity = block_capacity(nbytes)
+            allocator = allocator_for(device)
+            self.ptr = allocator.allocate(capacity)
+            self._capacity = capacity
+            self._allocator = allocator
+
+    @classmethod
+    def external(cls, ptr: int, nbytes: int, owner: object, device: Device | str = CPU) -> Storage:
+        """Wrap memory kael did not allocate; `owner` is kept alive and the allocator never used."""
+        if device.__class__ is not Device:
+            device = parse_device(device)
+        nbytes = _as_size(nbytes)
+        ptr = operator.index(ptr)
+        if ptr < 0 or (ptr == 0 and nbytes > 0):
+            raise ValueError(f"external storage of {nbytes} bytes needs a valid address, got {ptr}")
+        storage = cls.__new__(cls)
+        storage.ptr = ptr
+        storage.nbytes = nbytes
+        storage.device = device
+        storage.version = 0
+        storage.owner = owner
+        storage._capacity = 0
+        storage._allocator = None
+        return storage
+
+    @property
+    def capacity(self) -> int:
+        """Bytes of the allocator block behind this storage (0 for empty or external storage)."""
+        return self._capacity
+
+    @property
+    def is_external(self) -> bool:
+        """Whether the bytes belong to `owner` rather than to kael's allocator."""
+        return self.nbytes > 0 and self._allocator is None
+
+    def bump_version(self) -> None:
+        """Count one in-place write; autograd compares versions to detect modified inputs."""
+        self.version += 1
+
+    def __del__(self) -> None:
+        try:
+            allocator = self._allocator
+        except AttributeError:  # __init__ failed before any field was set
+            return
+        if allocator is not None:
+            self._allocator = None
+            try:
+                allocator.release(self.ptr, self._capacity)
+            except Exception:
+                if not _is_finalizing():  # at interpreter exit, leaking is fine
+                    raise
+
+    def __copy__(self, *_):
+        raise TypeError("a Storage cannot be copied: share the object, or copy its bytes")
+
+    __deepcopy__ = __reduce_ex__ = __copy__
+
+    def __repr__(self) -> str:
+        return f"Storage(nbytes={self.nbytes}, device={self.device}, ptr={self.ptr:#x})"
+
+
+_is_finalizing = sys.is_finalizing
+
+
+def _as_size(nbytes) -> int:
+    """A non-negative byte count as a Python int; TypeError or ValueError otherwise."""
+    if nbytes.__class__ is not int:
+        try:
+            nbytes = operator.index(nbytes)
+        except builtins.TypeError:
+            raise TypeError(
+                f"storage size must be an integer, got {type(nbytes).__name__}"
+            ) from None
+    if nbytes < 0:
+        raise ValueError(f"storage size must be non-negative, got {nbytes} bytes")
+    return nbytes

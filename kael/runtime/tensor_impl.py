@@ -1,0 +1,185 @@
+"""TensorImpl: a lens over a Storage (shape, strides, offset in elements, dtype, device).
+
+`validate()` enforces chapter 02's seven rules in order, so a wrong view raises before any
+element is read. Python ints do not wrap, but kernels index with int64: every size and
+extent is checked against INT64_MAX and reported as the first overflowing step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kael.runtime.device import Device
+from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType
+from kael.runtime.errors import Error, ValueError
+from kael.runtime.storage import Storage
+
+
+def format_shape(dims: Sequence[int]) -> str:
+    """Shapes and strides print as "[2, 3]"."""
+    return "[" + ", ".join(str(d) for d in dims) + "]"
+
+
+def checked_mul(a: int, b: int, what: str = "result") -> int:
+    """a * b for non-negative int64 operands; ValueError when the product leaves int64."""
+    if a < 0 or b < 0:
+        raise ValueError(f"{what} has a negative operand ({a} * {b})")
+    product = a * b
+    if product > INT64_MAX:
+        raise ValueError(f"{what} overflows int64 ({a} * {b})")
+    return product
+
+
+def checked_add(a: int, b: int, what: str = "result") -> int:
+    """a + b; ValueError when the sum leaves int64."""
+    total = a + b
+    if not INT64_MIN <= total <= INT64_MAX:
+        raise ValueError(f"{what} overflows int64 ({a} + {b})")
+    return total
+
+
+def validate_shape(shape: Sequence[int]) -> None:
+    """Reject negative dimensions, and dimensions that an int64 cannot hold."""
+    for d in shape:
+        if not 0 <= d <= INT64_MAX:
+            if d < 0:
+                raise ValueError(f"negative dimension {d} in shape {format_shape(shape)}")
+            raise ValueError(f"dimension {d} in shape {format_shape(shape)} overflows int64")
+
+
+def shape_numel(shape: Sequence[int]) -> int:
+    """The number of elements of a shape; ValueError at the first product that leaves int64."""
+    n = 1
+    for d in shape:
+        product = n * d
+        if product > INT64_MAX:
+            raise ValueError(f"tensor element count overflows int64 ({n} * {d})")
+        n = product
+    return n
+
+
+def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """Row-major strides in elements: the last dimension is 1, each earlier one the product after it."""
+    strides = [1] * len(shape)
+    step = 1
+    for i in range(len(shape) - 1, -1, -1):
+        strides[i] = step
+        step *= max(shape[i], 1)
+    return tuple(strides)
+
+
+class TensorImpl:
+    """Storage plus its interpretation; plain fields, validated once before it becomes a Tensor."""
+
+    __slots__ = ("storage", "shape", "strides", "offset", "dtype", "device")
+
+    def __init__(
+        self,
+        storage: Storage,
+        shape: Sequence[int],
+        strides: Sequence[int],
+        offset: int,
+        dtype: DType,
+        device: Device,
+    ) -> None:
+        self.storage = storage
+        self.shape = tuple(shape)
+        self.strides = tuple(strides)
+        self.offset = offset
+        self.dtype = dtype
+        self.device = device
+
+    def numel(self) -> int:
+        """The number of elements."""
+        return shape_numel(self.shape)
+
+    def dim(self) -> int:
+        """The number of dimensions."""
+        return len(self.shape)
+
+    def nbytes(self) -> int:
+        """Bytes the elements occupy (numel * itemsize), not the storage size."""
+        return self.numel() * self.dtype.itemsize
+
+    def data_ptr(self) -> int:
+        """Address of the first element; the storage address itself when there is none."""
+        if self.numel() == 0:  # an empty view's offset may point past its storage
+            return self.storage.ptr
+        return self.storage.ptr + self.offset * self.dtype.itemsize
+
+    def is_contiguous(self) -> bool:
+        """Row-major with no gaps; size-1 dims are ignored and empty tensors are contiguous."""
+        shape, strides = self.shape, self.strides
+        if 0 in shape:
+            return True
+        expected = 1
+        for i in range(len(shape) - 1, -1, -1):
+            size = shape[i]
+            if size == 1:  # its stride never steps, so any value is fine
+                continue
+            if strides[i] != expected:
+                return False
+            expected *= size
+        return True
+
+    def validate(self) -> None:
+        """Chapter 02's seven rules, in order; the first broken one raises."""
+        storage = self.storage
+        if storage is None:
+            raise Error("tensor has no storage")
+        shape, strides, offset = self.shape, self.strides, self.offset
+        validate_shape(shape)
+        if len(shape) != len(strides):
+            raise ValueError(
+                f"shape {format_shape(shape)} and strides {format_shape(strides)} "
+                "have different number of dimensions"
+            )
+        for i, s in enumerate(strides):
+            if not 0 <= s <= INT64_MAX:
+                problem = "negative stride" if s < 0 else "int64 overflow in stride"
+                raise ValueError(
+                    f"{problem} {s} at dimension {i} in strides {format_shape(strides)}"
+                )
+        if not 0 <= offset <= INT64_MAX:
+            problem = "negative" if offset < 0 else "int64 overflow in"
+            raise ValueError(f"{problem} storage offset {offset}")
+        if self.device is not storage.device:  # devices are interned
+            raise Error(
+                f"tensor device {self.device} does not match storage device {storage.device}"
+            )
+        if shape_numel(shape) > 0:
+            self._check_fits_in_storage()
+
+    def _check_fits_in_storage(self) -> None:
+        """The last reachable element, offset + sum((size - 1) * stride), must fit in storage."""
+        last = self.offset
+        for size, stride in zip(self.shape, self.strides, strict=True):
+            last += (size - 1) * stride
+        bytes_needed = (last + 1) * self.dtype.itemsize
+        if (
+            bytes_needed > INT64_MAX
+        ):  # terms are non-negative: redo step by step to name the overflow
+            bytes_needed = self._checked_bytes_needed()
+        available = self.storage.nbytes
+        if bytes_needed > available:
+            raise Error(
+                f"tensor with shape {format_shape(self.shape)}, strides "
+                f"{format_shape(self.strides)}, offset {self.offset} and dtype {self.dtype} "
+                f"needs {bytes_needed} bytes but storage has {available}"
+            )
+
+    def _checked_bytes_needed(self) -> int:
+        """The same extent as _check_fits_in_storage with every step checked, as the book does."""
+        last = self.offset
+        for size, stride in zip(self.shape, self.strides, strict=True):
+            last = checked_add(
+                last, checked_mul(size - 1, stride, "tensor extent"), "tensor extent"
+            )
+        last = checked_add(last, 1, "tensor extent")
+        return checked_mul(last, self.dtype.itemsize, "tensor extent in bytes")
+
+    def __repr__(self) -> str:
+        return (
+            f"TensorImpl(shape={format_shape(self.shape)}, strides={format_shape(self.strides)}, "
+            f"offset={self.offset}, dtype={self.dtype}, device={self.device})"
+        )

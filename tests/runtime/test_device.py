@@ -1,0 +1,108 @@
+"""Devices: parsing, identity, printing, and the CUDA queries without a GPU."""
+
+import copy
+import pickle
+
+import pytest
+import torch
+
+from kael.runtime import cuda_driver
+from kael.runtime.device import (
+    CPU,
+    CUDA,
+    Device,
+    cuda_is_available,
+    cuda_synchronize,
+    parse_device,
+)
+from kael.runtime.errors import Error, TypeError, ValueError
+
+
+@pytest.mark.parametrize(("name", "expected"), [("cpu", CPU), ("cuda", CUDA), ("cuda:0", CUDA)])
+def test_parse_device_accepts_the_three_names(name, expected):
+    assert parse_device(name) is expected
+
+
+@pytest.mark.parametrize("device", [CPU, CUDA])
+def test_parse_device_passes_devices_through(device):
+    assert parse_device(device) is device
+
+
+@pytest.mark.parametrize("name", ["cpu", "cuda:0"])
+def test_str_and_fields_match_torch(name):
+    device, reference = parse_device(name), torch.device(name)
+    assert str(device) == str(reference)
+    assert device.type == reference.type
+    assert device.index == 0
+
+
+def test_cuda_prints_with_its_index():
+    assert str(parse_device("cuda")) == str(torch.device("cuda", 0))
+
+
+def test_equality_and_hash():
+    assert parse_device("cuda") == parse_device("cuda:0") == CUDA
+    assert hash(parse_device("cuda")) == hash(CUDA)
+    assert CPU != CUDA
+    assert {CPU: "host", CUDA: "gpu"}[parse_device("cuda:0")] == "gpu"
+
+
+@pytest.mark.parametrize(
+    "duplicate", [copy.copy, copy.deepcopy, lambda d: pickle.loads(pickle.dumps(d))]
+)
+def test_copies_are_the_same_device(duplicate):
+    assert duplicate(CUDA) is CUDA
+    assert duplicate(CPU) is CPU
+
+
+def test_devices_are_immutable():
+    with pytest.raises(AttributeError):
+        CPU.type = "cuda"
+
+
+def test_unknown_device_raises_value_error():
+    with pytest.raises(ValueError, match=r"^unknown device 'gpu', expected 'cpu' or 'cuda'$"):
+        parse_device("gpu")
+
+
+@pytest.mark.parametrize(
+    "name", ["", "CPU", "Cuda", "cuda:", "cuda:x", "cpu:0", "cuda:-1", "tpu:0"]
+)
+def test_other_names_raise_value_error(name):
+    with pytest.raises(ValueError, match=f"unknown device '{name}'"):
+        parse_device(name)
+
+
+@pytest.mark.parametrize("name", ["cuda:1", "cuda:7"])
+def test_second_cuda_device_is_rejected(name):
+    with pytest.raises(
+        ValueError, match=f"device '{name}' is not available: kael has one CUDA device"
+    ):
+        parse_device(name)
+
+
+@pytest.mark.parametrize("value", [0, None, 1.5, torch.device("cpu")], ids=repr)
+def test_non_names_raise_type_error(value):
+    with pytest.raises(TypeError, match="expected a device name"):
+        parse_device(value)
+
+
+def test_device_constructor_validates():
+    assert Device("cuda") is CUDA
+    with pytest.raises(ValueError):
+        Device("gpu")
+    with pytest.raises(ValueError, match="one CUDA device"):
+        Device("cuda", 1)
+
+
+def test_cuda_is_available_is_a_cached_bool():
+    first = cuda_is_available()
+    assert isinstance(first, bool)
+    assert cuda_is_available() is first
+    assert cuda_driver._probed
+
+
+@pytest.mark.skipif(cuda_is_available(), reason="checks the error without a GPU")
+def test_cuda_synchronize_without_gpu_raises():
+    with pytest.raises(Error, match="CUDA is not available: no NVIDIA driver or GPU was found"):
+        cuda_synchronize()
