@@ -11,6 +11,7 @@ from __future__ import annotations
 import struct
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from kael.codegen.cpu import jit
 from kael.codegen.cpu.loops import tile_size
@@ -89,16 +90,41 @@ def run(
     else:
         total, align = n, 64
     moved = sum(t.numel() * t.dtype.itemsize for t in impls)
+    if debug.level < 1 and recorder is None:
+        launch(compiled.fn, words, total, moved, align)
+        return
+    start = time.perf_counter()
+    launch(compiled.fn, words, total, moved, align)
+    record = Launch(specialized, compiled.symbol, out.shape, moved, time.perf_counter() - start)
+    if recorder is not None:
+        recorder.append(record)
     if debug.level >= 1:
-        start = time.perf_counter()
-        launch(compiled.fn, words, total, moved, align)
-        dt = time.perf_counter() - start
-        debug.emit(
-            f"[kael] launch {compiled.symbol} shape={list(out.shape)} "
-            f"{dt * 1e6:.1f} us {moved / max(dt, 1e-9) / 1e9:.2f} GB/s"
+        debug.emit(f"[kael] launch {record}")
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel launch as seen by KAEL_DEBUG=1 and kael.explain."""
+
+    kernel: Kernel
+    symbol: str
+    shape: tuple[int, ...]
+    bytes_moved: int
+    seconds: float
+
+    @property
+    def gbps(self) -> float:
+        return self.bytes_moved / max(self.seconds, 1e-9) / 1e9
+
+    def __str__(self) -> str:
+        return (
+            f"{self.symbol} shape={list(self.shape)} {self.seconds * 1e6:.1f} us "
+            f"{self.bytes_moved} bytes {self.gbps:.2f} GB/s"
         )
-    else:
-        launch(compiled.fn, words, total, moved, align)
+
+
+# When a list, every launch is appended to it (kael.explain sets it for one call).
+recorder: list[Launch] | None = None
 
 
 def _scalar(dtype: DType, name: str) -> g.Scalar:

@@ -1,0 +1,5 @@
+"""`python -m kael`: the tour."""
+
+from kael.frontend.tour import main
+
+main()
