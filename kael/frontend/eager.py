@@ -31,6 +31,10 @@ from kael.runtime.tensor_impl import TensorImpl
 NONTEMPORAL_BYTES = 8 << 20
 
 _templates: dict[tuple, tuple[Kernel, list[str]]] = {}
+# (template id, rank, inners, tiled, streaming) -> (specialized kernel, compiled code).
+# Templates live in _templates forever, so their ids are stable keys.
+_specialized: dict[tuple, tuple[Kernel, jit.CompiledKernel]] = {}
+_uses_index: dict[int, bool] = {}
 
 
 def template(key: tuple, build: Callable[[], tuple[str, list[g.Node]]]) -> tuple[Kernel, list[str]]:
@@ -65,7 +69,10 @@ def run(
     if n == 0:
         return
     impls = (*outs, *ins)
-    lay = layout.plan(out.shape, [t.strides for t in impls], keep_dims=kernel.uses_index)
+    keep = _uses_index.get(id(kernel))
+    if keep is None:
+        keep = _uses_index[id(kernel)] = kernel.uses_index
+    lay = layout.plan(out.shape, [t.strides for t in impls], keep_dims=keep)
     out_bytes = n * out.dtype.itemsize
     stream = (
         out_bytes >= NONTEMPORAL_BYTES
@@ -73,8 +80,12 @@ def run(
         and lay.inners[0] == CONTIG
         and all(i in (CONTIG, BCAST) for i in lay.inners)
     )
-    specialized = kernel.specialize(lay.rank, lay.inners, lay.tiled, stream)
-    compiled = jit.get(specialized)
+    key = (id(kernel), lay.rank, lay.inners, lay.tiled, stream)
+    hit = _specialized.get(key)
+    if hit is None:
+        specialized = kernel.specialize(lay.rank, lay.inners, lay.tiled, stream)
+        hit = _specialized[key] = (specialized, jit.get(specialized))
+    specialized, compiled = hit
     words = [t.data_ptr() for t in impls]
     words += lay.sizes
     for st in lay.strides:
