@@ -7,6 +7,7 @@ once, catches everything, and after a failed probe nothing else of CUDA is touch
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 
@@ -130,6 +131,34 @@ def synchronize() -> None:
     """Wait until all work queued on the device has finished."""
     driver = require()
     _call(driver, "cuCtxSynchronize", driver.cuCtxSynchronize())
+
+
+def load_function(ptx: str, name: str) -> tuple[object, object]:
+    """Load PTX text as a module and find its entry `name`: (module, function)."""
+    driver = require()
+    # The driver JIT-compiles PTX text, which it reads up to a terminating NUL.
+    (module,) = _call(driver, "cuModuleLoadData", driver.cuModuleLoadData(ptx.encode() + b"\0"))
+    (function,) = _call(
+        driver, "cuModuleGetFunction", driver.cuModuleGetFunction(module, name.encode())
+    )
+    return module, function
+
+
+def launch_kernel(function, blocks: int, threads: int, words: list[int]) -> None:
+    """cuLaunchKernel on the null stream with one 64-bit parameter per word."""
+    driver = require()
+    n = len(words)
+    values = (ctypes.c_int64 * n)(*words)
+    base = ctypes.addressof(values)
+    # cuLaunchKernel copies each parameter from the address in its slot of this array.
+    pointers = (ctypes.c_void_p * n)(*(base + 8 * i for i in range(n)))
+    _call(
+        driver,
+        "cuLaunchKernel",
+        driver.cuLaunchKernel(
+            function, blocks, 1, 1, threads, 1, 1, 0, 0, ctypes.addressof(pointers), 0
+        ),
+    )
 
 
 def _after_fork_in_child() -> None:

@@ -34,6 +34,14 @@ def key_of(*parts: str) -> str:
     return h.hexdigest()
 
 
+def source_fingerprint(*modules) -> str:
+    """A hash of modules' source files: editing a code generator invalidates its cached kernels."""
+    h = hashlib.sha256()
+    for m in modules:
+        h.update(Path(m.__file__).read_bytes())
+    return h.hexdigest()[:16]
+
+
 def _path(kind: str, key: str) -> Path:
     return cache_dir() / kind / key[:2] / f"{key}.bin"
 

@@ -7,10 +7,8 @@ disk cache only links the stored object code (about 1 ms a kernel).
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import threading
 import time
-from pathlib import Path
 
 from kael.codegen import lowering
 from kael.codegen.cpu import compiler, loops
@@ -23,15 +21,7 @@ from kael.runtime.version import __version__
 KernelFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
 
-def _source_fingerprint(*modules) -> str:
-    """A hash of the code generator's own source: editing it invalidates cached kernels."""
-    h = hashlib.sha256()
-    for m in modules:
-        h.update(Path(m.__file__).read_bytes())
-    return h.hexdigest()[:16]
-
-
-_CODEGEN_SCHEMA = _source_fingerprint(lowering, loops, compiler, printer)
+_CODEGEN_SCHEMA = kernel_cache.source_fingerprint(lowering, loops, compiler, printer)
 
 
 class CompiledKernel:

@@ -15,7 +15,15 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from kael.codegen.lowering import I64, ExprEmitter, param_from_word, scalar_type, value_type
+from kael.codegen.lowering import (
+    I64,
+    ExprEmitter,
+    decompose,
+    element_offset,
+    param_from_word,
+    scalar_type,
+    value_type,
+)
 from kael.ir.kernel import BCAST, CONTIG, TRANSPOSED, Kernel
 
 VECTOR_BYTES = 64
@@ -101,26 +109,6 @@ def build_function(module: ir.Module, kernel: Kernel, symbol: str) -> ir.Functio
     return fn
 
 
-def _offset(b: ir.IRBuilder, idx: list[ir.Value], strides: list[ir.Value]) -> ir.Value:
-    total = ir.Constant(I64, 0)
-    for i, s in zip(idx, strides):
-        total = b.add(total, b.mul(i, s))
-    return total
-
-
-def _decompose(b: ir.IRBuilder, linear: ir.Value, sizes: list[ir.Value]) -> list[ir.Value]:
-    """Row-major multi-index of `linear` over `sizes`."""
-    idx = [None] * len(sizes)
-    rem = linear
-    for d in reversed(range(len(sizes))):
-        if d == 0:
-            idx[d] = rem
-        else:
-            idx[d] = b.srem(rem, sizes[d])
-            rem = b.sdiv(rem, sizes[d])
-    return idx
-
-
 def _store(
     b: ir.IRBuilder, kernel: Kernel, ptr: ir.Value, value: ir.Value, align: int, stream: bool
 ):
@@ -183,7 +171,7 @@ def _emit_flat(b: ir.IRBuilder, kernel: Kernel, args: _Args, begin: ir.Value, en
     """Row-major walk of [begin, end): one inner-loop run per row of the last dimension."""
     r = kernel.rank
     inner = r - 1
-    start_idx = _decompose(b, begin, args.sizes)
+    start_idx = decompose(b, begin, args.sizes)
     fn = b.function
     # The outer multi-index and the inner start live in allocas; mem2reg makes them SSA.
     entry_b = ir.IRBuilder(fn.entry_basic_block)
@@ -204,7 +192,7 @@ def _emit_flat(b: ir.IRBuilder, kernel: Kernel, args: _Args, begin: ir.Value, en
     n = b.sub(args.sizes[inner], i0)
     left = b.sub(end, pos)
     n = b.select(b.icmp_signed("<", n, left), n, left)
-    bases = [_offset(b, idx[:inner], st[:inner]) for st in args.strides]
+    bases = [element_offset(b, idx[:inner], st[:inner]) for st in args.strides]
 
     vectorizable = all(buf.inner in (CONTIG, BCAST) for buf in kernel.buffers)
     if vectorizable:
@@ -441,9 +429,9 @@ def _emit_tiled(b: ir.IRBuilder, kernel: Kernel, args: _Args, begin: ir.Value, e
     vector_tiles = all(buf.inner == CONTIG for buf in kernel.outputs)
 
     def per_tile(w):
-        item = _decompose(b, w, args.sizes[:rows_dim] + [n_ti, n_tj])
+        item = decompose(b, w, args.sizes[:rows_dim] + [n_ti, n_tj])
         outer = item[:rows_dim]
-        bases = [_offset(b, outer, st[:rows_dim]) for st in args.strides]
+        bases = [element_offset(b, outer, st[:rows_dim]) for st in args.strides]
         r0 = b.mul(item[rows_dim], tile)
         c0 = b.mul(item[cols_dim], tile)
         r1 = b.add(r0, tile)

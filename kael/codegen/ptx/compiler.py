@@ -1,0 +1,176 @@
+"""PTX text for sm_90 from Kernels: optimized by LLVM once, then cached in memory and on disk.
+
+A warm process never runs LLVM for a kernel it has seen; a new process with a warm disk
+cache reads the stored PTX. `ptxas_check` validates PTX with NVIDIA's assembler, so the
+GPU path is tested on machines without a GPU.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from llvmlite import ir
+
+from kael.codegen import lowering
+from kael.codegen.cpu import jit
+from kael.codegen.ptx import kernel as ptx_kernel
+from kael.ir import printer
+from kael.ir.kernel import Kernel
+from kael.ir.printer import format_kernel
+from kael.runtime import debug, kernel_cache
+from kael.runtime.errors import Error
+from kael.runtime.version import __version__
+
+ARCH = "sm_90"
+FEATURES = "+ptx80"
+CACHE_KIND = "ptx"
+PTXAS_TIMEOUT_S = 120
+
+_llvm_lock = threading.Lock()  # one target machine, used by one thread at a time
+_cache_lock = threading.Lock()
+_memory: dict[Kernel, str] = {}
+# Editing the PTX code generator (or the shared lowering) invalidates cached PTX.
+_CODEGEN_SCHEMA = kernel_cache.source_fingerprint(
+    lowering, ptx_kernel, printer, sys.modules[__name__]
+)
+
+
+@functools.cache
+def _llvm():
+    import llvmlite.binding as llvm
+
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    return llvm
+
+
+@functools.cache
+def _target_machine():
+    target = _llvm().Target.from_triple(ptx_kernel.TRIPLE)
+    return target.create_target_machine(cpu=ARCH, features=FEATURES, opt=3)
+
+
+def target_data_layout() -> str:
+    """The data layout LLVM's NVPTX target machine uses."""
+    return str(_target_machine().target_data)
+
+
+@functools.cache
+def llvm_version() -> str:
+    return ".".join(str(v) for v in _llvm().llvm_version_info)
+
+
+def cache_key(kernel: Kernel) -> str:
+    """The kernel's PTX cache key: its printed text, the GPU target and the versions."""
+    return kernel_cache.key_of(
+        format_kernel(kernel),
+        ptx_kernel.TRIPLE,
+        ARCH,
+        FEATURES,
+        llvm_version(),
+        __version__,
+        _CODEGEN_SCHEMA,
+    )
+
+
+def function_name(kernel: Kernel) -> str:
+    """The entry's name in the PTX, for cuModuleGetFunction."""
+    return jit.symbol_of(kernel, cache_key(kernel))
+
+
+def build_module(kernel: Kernel) -> ir.Module:
+    """The unoptimized NVPTX module of `kernel`."""
+    return ptx_kernel.build_module(kernel, function_name(kernel))
+
+
+def _optimized(module: ir.Module):
+    ptx_kernel.check_intrinsics(module)  # the one door into LLVM, which aborts on them
+    llvm = _llvm()
+    mod = llvm.parse_assembly(str(module))
+    mod.verify()
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pb = llvm.create_pass_builder(_target_machine(), pto)
+    pb.getModulePassManager().run(mod, pb)
+    return mod
+
+
+def optimized_ir(kernel: Kernel) -> str:
+    """The optimized NVPTX LLVM IR of `kernel`, for KAEL_DEBUG and inspection."""
+    module = build_module(kernel)
+    with _llvm_lock:
+        return str(_optimized(module))
+
+
+def assemble(module: ir.Module) -> str:
+    """Optimized PTX text of an NVPTX llvmlite module."""
+    with _llvm_lock:
+        return _target_machine().emit_assembly(_optimized(module))
+
+
+def compile_ptx(kernel: Kernel) -> str:
+    """Run LLVM: the PTX text of `kernel`, bypassing every cache."""
+    return assemble(build_module(kernel))
+
+
+def ptx_for(kernel: Kernel) -> str:
+    """The PTX of `kernel`, running LLVM at most once per machine."""
+    ptx = _memory.get(kernel)
+    if ptx is not None:
+        kernel_cache.stats["memory_hits"] += 1
+        return ptx
+    with _cache_lock:
+        ptx = _memory.get(kernel)
+        if ptx is None:
+            ptx = _memory[kernel] = _load_or_compile(kernel)
+    return ptx
+
+
+def _load_or_compile(kernel: Kernel) -> str:
+    key = cache_key(kernel)
+    start = time.perf_counter()
+    stored = kernel_cache.load(CACHE_KIND, key)
+    if stored is None:
+        ptx = compile_ptx(kernel)
+        kernel_cache.store(CACHE_KIND, key, ptx.encode())
+        kernel_cache.stats["compiled"] += 1
+        how = "compiled"
+    else:
+        ptx = stored.decode()
+        kernel_cache.stats["disk_hits"] += 1
+        how = "disk cache"
+    if debug.level >= 1:
+        name = jit.symbol_of(kernel, key)
+        ms = (time.perf_counter() - start) * 1e3
+        debug.emit(f"[kael] ptx {name}: {how} in {ms:.2f} ms")
+        if debug.level >= 2:
+            debug.emit(f"[kael] kael IR of {name}:\n{format_kernel(kernel)}")
+        if debug.level >= 3:
+            debug.emit(f"[kael] NVPTX LLVM IR of {name}:\n{optimized_ir(kernel)}")
+        if debug.level >= 4:
+            debug.emit(f"[kael] PTX of {name}:\n{ptx}")
+    return ptx
+
+
+def ptxas_check(ptx: str, arch: str = ARCH) -> None:
+    """Assemble `ptx` with `ptxas -arch=<arch>`; kael.Error with ptxas's message if it refuses."""
+    exe = shutil.which("ptxas")
+    if exe is None:
+        raise Error("ptxas is not on PATH: cannot check PTX")
+    with tempfile.TemporaryDirectory(prefix="kael-ptxas-") as tmp:
+        src = Path(tmp) / "kernel.ptx"
+        src.write_text(ptx)
+        cmd = [exe, f"-arch={arch}", str(src), "-o", str(Path(tmp) / "kernel.cubin")]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=PTXAS_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise Error(f"ptxas -arch={arch} did not finish in {PTXAS_TIMEOUT_S} s") from None
+    if proc.returncode != 0:
+        message = (proc.stderr or proc.stdout).strip()
+        raise Error(f"ptxas -arch={arch} rejected the PTX: {message}")

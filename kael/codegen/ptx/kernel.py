@@ -1,0 +1,159 @@
+"""A Kernel as an NVPTX module: one `ptx_kernel` entry whose threads stride over the elements.
+
+The parameters are the CPU argument block's 64-bit words, one i64 each: a pointer per
+buffer (outputs first), the sizes of the `rank` dimensions, each buffer's strides in
+elements, the run-time scalars (floats as float64 bits), then `total`, the number of
+elements. Thread t of a grid of T threads computes elements t, t + T, t + 2T, ... and
+decomposes each into a multi-index with the run-time sizes. Tiling, streaming stores
+and inner layouts are CPU schedule hints that the GPU ignores.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from kael.codegen.lowering import (
+    I64,
+    ExprEmitter,
+    decompose,
+    element_offset,
+    param_from_word,
+    scalar_type,
+)
+from kael.ir.kernel import Kernel
+from kael.runtime.errors import Error
+
+TRIPLE = "nvptx64-nvidia-cuda"
+# NVPTX 64-bit as LLVM 22 states it (a test pins it to the target machine's own).
+DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
+I32 = ir.IntType(32)
+
+# Intrinsics NVPTX lowers to instructions: floating ones for f32 and f64, integer ones for i64.
+SAFE_INTRINSICS = frozenset(
+    {
+        "fabs", "sqrt", "floor", "ceil", "rint", "trunc", "nearbyint", "fma", "fmuladd",
+        "maxnum", "minnum", "copysign", "smax", "smin", "umax", "umin", "abs", "ctpop",
+        "ctlz", "cttz",
+    }
+)  # fmt: skip
+# f32-only approximations; the flag says whether the call must carry `afn`.
+F32_APPROX_INTRINSICS = {"exp2": False, "sin": True, "cos": True, "tanh": True}
+
+
+def param_count(kernel: Kernel) -> int:
+    """How many i64 parameters the entry takes: the argument block's words plus `total`."""
+    n, r = len(kernel.buffers), kernel.rank
+    return n + r + n * r + len(kernel.params) + 1
+
+
+def build_module(kernel: Kernel, symbol: str) -> ir.Module:
+    """The kernel as an NVPTX llvmlite module with one entry named `symbol`."""
+    module = ir.Module(name=symbol)
+    module.triple = TRIPLE
+    module.data_layout = DATA_LAYOUT
+    build_function(module, kernel, symbol)
+    return module
+
+
+def _name_params(fn: ir.Function, kernel: Kernel) -> None:
+    """Readable parameter names in the LLVM IR and PTX (ptr0, size0, stride1_0, param0, total)."""
+    n, r = len(kernel.buffers), kernel.rank
+    names = [f"ptr{i}" for i in range(n)] + [f"size{d}" for d in range(r)]
+    names += [f"stride{i}_{d}" for i in range(n) for d in range(r)]
+    names += [f"param{s}" for s in range(len(kernel.params))] + ["total"]
+    for arg, name in zip(fn.args, names):
+        arg.name = name
+
+
+def _sreg(b: ir.IRBuilder, register: str) -> ir.Value:
+    """A PTX special register (tid.x, ntid.x, ctaid.x, nctaid.x) as an i64."""
+    name = f"llvm.nvvm.read.ptx.sreg.{register}"
+    fn = b.module.globals.get(name)
+    if fn is None:
+        fn = ir.Function(b.module, ir.FunctionType(I32, []), name)
+    return b.zext(b.call(fn, []), I64)
+
+
+def build_function(module: ir.Module, kernel: Kernel, symbol: str) -> ir.Function:
+    """Emit the `ptx_kernel` entry `symbol` computing `kernel` into `module`."""
+    n, r = len(kernel.buffers), kernel.rank
+    fnty = ir.FunctionType(ir.VoidType(), [I64] * param_count(kernel))
+    fn = ir.Function(module, fnty, symbol)
+    fn.calling_convention = "ptx_kernel"  # without it the function becomes an unlaunchable .func
+    fn.attributes.add("nounwind")
+    _name_params(fn, kernel)
+    words = list(fn.args)
+    entry = fn.append_basic_block("entry")
+    loop = fn.append_basic_block("elem")
+    done = fn.append_basic_block("exit")
+    b = ir.IRBuilder(entry)
+
+    ptrs = [
+        b.inttoptr(words[i], scalar_type(buf.dtype).as_pointer(), name=f"p{i}")
+        for i, buf in enumerate(kernel.buffers)
+    ]
+    sizes = words[n : n + r]
+    strides = [words[n + r + i * r : n + r + (i + 1) * r] for i in range(n)]
+    first = n + r + n * r
+    params = [param_from_word(b, words[first + s], d) for s, d in enumerate(kernel.params)]
+    total = words[-1]
+
+    threads = _sreg(b, "ntid.x")
+    start = b.add(b.mul(_sreg(b, "ctaid.x"), threads), _sreg(b, "tid.x"), name="start")
+    step = b.mul(_sreg(b, "nctaid.x"), threads, name="step")
+    b.cbranch(b.icmp_signed("<", start, total), loop, done)
+
+    b.position_at_end(loop)
+    linear = b.phi(I64, name="i")
+    linear.add_incoming(start, entry)
+    idx = decompose(b, linear, sizes)
+    offsets = [element_offset(b, idx, st) for st in strides]
+
+    def address(i: int) -> ir.Value:
+        return b.gep(ptrs[i], [offsets[i]])
+
+    n_out = len(kernel.outputs)
+
+    def load(i: int) -> ir.Value:
+        return b.load(address(n_out + i), align=kernel.inputs[i].dtype.itemsize)
+
+    emitter = ExprEmitter(b, 1, load, lambda axis: idx[axis], lambda slot: params[slot])
+    for o, (buf, e) in enumerate(zip(kernel.outputs, kernel.exprs)):
+        b.store(emitter.emit(e), address(o), align=buf.dtype.itemsize)
+    following = b.add(linear, step)
+    linear.add_incoming(following, b.block)
+    b.cbranch(b.icmp_signed("<", following, total), loop, done)
+
+    b.position_at_end(done)
+    b.ret_void()
+    return fn
+
+
+def check_intrinsics(module: ir.Module) -> None:
+    """Refuse intrinsics NVPTX cannot lower: LLVM would abort the whole process on them."""
+    for fn in module.functions:
+        for block in fn.blocks:
+            for inst in block.instructions:
+                if isinstance(inst, ir.CallInstr) and isinstance(inst.callee, ir.Function):
+                    _check_call(inst)
+
+
+def _check_call(call: ir.CallInstr) -> None:
+    name = call.callee.name
+    if not name.startswith("llvm.") or name.startswith("llvm.nvvm."):
+        return
+    base = name.split(".")[1]
+    if base in SAFE_INTRINSICS:
+        return
+    if base in F32_APPROX_INTRINSICS:
+        t = call.type.element if isinstance(call.type, ir.VectorType) else call.type
+        if isinstance(t, ir.FloatType) and (
+            "afn" in call.fastmath or not F32_APPROX_INTRINSICS[base]
+        ):
+            return
+        need = "float32 with the afn flag" if F32_APPROX_INTRINSICS[base] else "float32"
+        raise Error(f"{name} cannot be lowered to PTX: NVPTX has it only for {need}")
+    raise Error(
+        f"{name} cannot be lowered to PTX (NVPTX has no instruction or libcall for it); "
+        "use kael's own math instead"
+    )
