@@ -43,7 +43,9 @@ def measure(cases: list[Case], rounds: int = 15, warmup: int = 2) -> None:
 def report(cases: list[Case]) -> bool:
     """Print medians and kael's ratios; returns whether every target was met."""
     ok = True
-    print(f"{'case':44} {'kael ms':>9} {'torch ms':>9} {'numpy ms':>9} {'k/torch':>8} {'k/numpy':>8}  target")
+    print(
+        f"{'case':44} {'kael ms':>9} {'torch ms':>9} {'numpy ms':>9} {'k/torch':>8} {'k/numpy':>8}  target"
+    )
     for c in cases:
         k = c.median_ms("kael")
         t = c.median_ms("torch") if "torch" in c.times else float("nan")

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 
 from kael.runtime import dtypes
@@ -30,3 +35,21 @@ def empty_like_np(shape, dtype: np.dtype) -> tuple[np.ndarray, TensorImpl]:
     """A fresh array and an impl over it (the array is only the memory owner here)."""
     arr = np.empty(shape, dtype)
     return arr, impl_of(arr)
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_python(script: str, **env: str) -> subprocess.CompletedProcess:
+    """Run `script` in a fresh interpreter at the repo root, with tests/ importable; must exit 0."""
+    prelude = f"import sys; sys.path.insert(0, {str(ROOT / 'tests')!r})\n"
+    res = subprocess.run(
+        [sys.executable, "-c", prelude + script],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert res.returncode == 0, res.stderr
+    return res

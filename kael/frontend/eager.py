@@ -196,7 +196,9 @@ def linspace_into(dst: TensorImpl, start: float, end: float) -> None:
         return f"linspace_{dst.dtype}", [g.Cast(dst.dtype, (), exact)]
 
     k = template(("linspace", dst.dtype), build)
-    scalars = {"start": float(start), "delta": delta, "last": float(steps - 1), "end": float(end)}
+    # With one step the only element is start: no position may take `end`.
+    last = float(steps - 1) if steps > 1 else -1.0
+    scalars = {"start": float(start), "delta": delta, "last": last, "end": float(end)}
     run(k, [dst], [], scalars)
 
 

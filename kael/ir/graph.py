@@ -7,6 +7,7 @@ nodes change how a value is indexed, never its bytes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from kael.runtime.dtypes import DType
 
@@ -16,9 +17,12 @@ class Node:
     dtype: DType
     shape: tuple[int, ...]
 
+    # The fields that hold operand nodes, in order; leaves have none.
+    operand_fields: ClassVar[tuple[str, ...]] = ()
+
     @property
     def operands(self) -> tuple[Node, ...]:
-        return ()
+        return tuple(getattr(self, f) for f in self.operand_fields)
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -49,104 +53,74 @@ class Position(Node):
 
 @dataclass(frozen=True, eq=False, slots=True)
 class Cast(Node):
+    operand_fields: ClassVar[tuple[str, ...]] = ("x",)
     x: Node = None
-
-    @property
-    def operands(self) -> tuple[Node, ...]:
-        return (self.x,)
 
 
 @dataclass(frozen=True, eq=False, slots=True)
 class Unary(Node):
+    operand_fields: ClassVar[tuple[str, ...]] = ("x",)
     op: str = ""
     x: Node = None
-
-    @property
-    def operands(self) -> tuple[Node, ...]:
-        return (self.x,)
 
 
 @dataclass(frozen=True, eq=False, slots=True)
 class Binary(Node):
+    operand_fields: ClassVar[tuple[str, ...]] = ("a", "b")
     op: str = ""
     a: Node = None
     b: Node = None
-
-    @property
-    def operands(self) -> tuple[Node, ...]:
-        return (self.a, self.b)
 
 
 @dataclass(frozen=True, eq=False, slots=True)
 class Where(Node):
+    operand_fields: ClassVar[tuple[str, ...]] = ("cond", "a", "b")
     cond: Node = None
     a: Node = None
     b: Node = None
 
-    @property
-    def operands(self) -> tuple[Node, ...]:
-        return (self.cond, self.a, self.b)
-
 
 @dataclass(frozen=True, eq=False, slots=True)
 class Reduce(Node):
+    operand_fields: ClassVar[tuple[str, ...]] = ("x",)
     op: str = ""
     x: Node = None
     axes: tuple[int, ...] = ()
 
-    @property
-    def operands(self) -> tuple[Node, ...]:
-        return (self.x,)
-
 
 @dataclass(frozen=True, eq=False, slots=True)
 class Matmul(Node):
+    operand_fields: ClassVar[tuple[str, ...]] = ("a", "b")
     a: Node = None
     b: Node = None
-
-    @property
-    def operands(self) -> tuple[Node, ...]:
-        return (self.a, self.b)
 
 
 @dataclass(frozen=True, eq=False, slots=True)
 class Permute(Node):
+    operand_fields: ClassVar[tuple[str, ...]] = ("x",)
     x: Node = None
     dims: tuple[int, ...] = ()
-
-    @property
-    def operands(self) -> tuple[Node, ...]:
-        return (self.x,)
 
 
 @dataclass(frozen=True, eq=False, slots=True)
 class Expand(Node):
+    operand_fields: ClassVar[tuple[str, ...]] = ("x",)
     x: Node = None
-
-    @property
-    def operands(self) -> tuple[Node, ...]:
-        return (self.x,)
 
 
 @dataclass(frozen=True, eq=False, slots=True)
 class Reshape(Node):
+    operand_fields: ClassVar[tuple[str, ...]] = ("x",)
     x: Node = None
-
-    @property
-    def operands(self) -> tuple[Node, ...]:
-        return (self.x,)
 
 
 @dataclass(frozen=True, eq=False, slots=True)
 class Slice(Node):
+    operand_fields: ClassVar[tuple[str, ...]] = ("x",)
     x: Node = None
     dim: int = 0
     start: int = 0
     step: int = 1
-
-    @property
-    def operands(self) -> tuple[Node, ...]:
-        return (self.x,)
 
 
 def topo_order(outputs: list[Node]) -> list[Node]:

@@ -32,3 +32,15 @@ def emit(text: str) -> None:
     """Write one debug record to stderr."""
     sys.stderr.write(text if text.endswith("\n") else text + "\n")
     sys.stderr.flush()
+
+
+def report_kernel(
+    symbol: str, how: str, seconds: float, stages: list[tuple[int, str, object]]
+) -> None:
+    """At level 1 how a kernel was had; at each higher level its stage (label, text thunk)."""
+    if level < 1:
+        return
+    emit(f"[kael] kernel {symbol}: {how} in {seconds * 1e3:.2f} ms")
+    for at, label, text in stages:
+        if level >= at:
+            emit(f"[kael] {label} of {symbol}:\n{text()}")

@@ -13,6 +13,8 @@ class Device:
     _interned: dict[str, Device] = {}
 
     def __new__(cls, type: str, index: int = 0) -> Device:
+        if isinstance(type, str) and ":" in type and index == 0:
+            return parse_device(type)  # kael.device("cuda:0"), as torch.device accepts
         if type not in ("cpu", "cuda") or index != 0:
             _reject(type if index == 0 else f"{type}:{index}")
         device = cls._interned.get(type)

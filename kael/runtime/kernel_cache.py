@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import threading
+from collections.abc import Callable, Hashable
 from pathlib import Path
 
 _MAGIC = b"KAELOBJ1"
@@ -79,3 +81,34 @@ def store(kind: str, key: str, payload: bytes) -> None:
             raise
     except OSError:
         pass
+
+
+def fetch(kind: str, key: str, build: Callable[[], bytes]) -> tuple[bytes, str]:
+    """The payload under `key` from disk, or built now and stored; with how it was had."""
+    payload = load(kind, key)
+    if payload is not None:
+        stats["disk_hits"] += 1
+        return payload, "disk cache"
+    payload = build()
+    store(kind, key, payload)
+    stats["compiled"] += 1
+    return payload, "compiled"
+
+
+class Memo:
+    """The in-memory half: `get(key, make)` calls make at most once per key, thread-safely."""
+
+    def __init__(self) -> None:
+        self._entries: dict = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, make: Callable[[], object]):
+        value = self._entries.get(key)
+        if value is not None:
+            stats["memory_hits"] += 1
+            return value
+        with self._lock:
+            value = self._entries.get(key)
+            if value is None:
+                value = self._entries[key] = make()
+        return value

@@ -1,14 +1,8 @@
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
+from kernel_helpers import run_python
 
 from kael.runtime import debug
 from kael.runtime.errors import ValueError as KaelValueError
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("bad", [-1, 5, 1.0, "2", True])
@@ -29,8 +23,6 @@ def test_set_debug_accepts_both_ends():
 
 
 _SCRIPT = """
-import sys
-sys.path.insert(0, {tests!r})
 import numpy as np
 from kernel_helpers import empty_like_np
 from kael.frontend import eager
@@ -40,17 +32,7 @@ eager.fill(dst, 1.5)
 
 
 def _stderr(level: int, tmp_path) -> str:
-    env = {**os.environ, "KAEL_DEBUG": str(level), "KAEL_CACHE_DIR": str(tmp_path)}
-    res = subprocess.run(
-        [sys.executable, "-c", _SCRIPT.format(tests=str(ROOT / "tests"))],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-    )
-    assert res.returncode == 0, res.stderr
-    return res.stderr
+    return run_python(_SCRIPT, KAEL_DEBUG=str(level), KAEL_CACHE_DIR=str(tmp_path)).stderr
 
 
 def test_each_debug_level_adds_its_stage(tmp_path):

@@ -106,3 +106,11 @@ def test_cuda_is_available_is_a_cached_bool():
 def test_cuda_synchronize_without_gpu_raises():
     with pytest.raises(Error, match="CUDA is not available: no NVIDIA driver or GPU was found"):
         cuda_synchronize()
+
+
+def test_device_constructor_accepts_a_full_name_like_torch_device():
+    from kael.runtime.device import CUDA, Device
+
+    assert Device("cuda:0") is CUDA
+    with pytest.raises(ValueError, match="one CUDA device"):
+        Device("cuda:1")

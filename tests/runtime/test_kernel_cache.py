@@ -1,16 +1,12 @@
 """The disk half of the kernel cache: atomic, checksummed, shared across processes."""
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from kernel_helpers import run_python
 
 from kael.runtime import kernel_cache
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -75,8 +71,7 @@ def test_keys_differ_when_any_part_differs():
 
 
 _SCRIPT = """
-import json, sys
-sys.path.insert(0, {tests!r})
+import json
 import numpy as np
 from kernel_helpers import empty_like_np, impl_of
 from kael.frontend import eager
@@ -89,34 +84,23 @@ print(json.dumps(kernel_cache.stats))
 """
 
 
-def _run_process(env) -> dict:
-    script = _SCRIPT.format(tests=str(ROOT / "tests"))
-    res = subprocess.run(
-        [sys.executable, "-c", script],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-    )
-    assert res.returncode == 0, res.stderr
-    return json.loads(res.stdout.strip().splitlines()[-1])
+def _run_process(cache_dir) -> dict:
+    out = run_python(_SCRIPT, KAEL_CACHE_DIR=str(cache_dir)).stdout
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def test_second_process_runs_a_seen_kernel_without_llvm(cache_dir):
-    env = {**os.environ, "KAEL_CACHE_DIR": str(cache_dir)}
-    first = _run_process(env)
+    first = _run_process(cache_dir)
     assert first["compiled"] >= 1
-    second = _run_process(env)
+    second = _run_process(cache_dir)
     assert second["compiled"] == 0
     assert second["disk_hits"] == first["compiled"]
 
 
 def test_corrupt_entry_is_recompiled_not_trusted(cache_dir):
-    env = {**os.environ, "KAEL_CACHE_DIR": str(cache_dir)}
-    _run_process(env)
+    _run_process(cache_dir)
     for path in cache_dir.rglob("*.bin"):
         path.write_bytes(path.read_bytes()[:-7])
-    again = _run_process(env)
+    again = _run_process(cache_dir)
     assert again["corrupt"] >= 1 and again["compiled"] >= 1
-    assert _run_process(env)["compiled"] == 0
+    assert _run_process(cache_dir)["compiled"] == 0

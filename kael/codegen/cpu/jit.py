@@ -7,7 +7,6 @@ disk cache only links the stored object code (about 1 ms a kernel).
 from __future__ import annotations
 
 import ctypes
-import threading
 import time
 
 from kael.codegen import lowering
@@ -37,8 +36,7 @@ class CompiledKernel:
         self._tracker = tracker  # unloading the library would free the code under fn
 
 
-_memory: dict[Kernel, CompiledKernel] = {}
-_lock = threading.Lock()
+_memory = kernel_cache.Memo()
 
 
 def cache_key(kernel: Kernel) -> tuple[str, str]:
@@ -57,39 +55,23 @@ def symbol_of(kernel: Kernel, key: str) -> str:
 
 def get(kernel: Kernel) -> CompiledKernel:
     """The compiled form of `kernel`, compiling it at most once per machine."""
-    ck = _memory.get(kernel)
-    if ck is not None:
-        kernel_cache.stats["memory_hits"] += 1
-        return ck
-    with _lock:
-        ck = _memory.get(kernel)
-        if ck is None:
-            ck = _load_or_compile(kernel)
-            _memory[kernel] = ck
-    return ck
+    return _memory.get(kernel, lambda: _load_or_compile(kernel))
 
 
 def _load_or_compile(kernel: Kernel) -> CompiledKernel:
     text, key = cache_key(kernel)
     symbol = symbol_of(kernel, key)
     start = time.perf_counter()
-    obj = kernel_cache.load("cpu", key)
-    how = "disk cache"
-    if obj is None:
-        obj = compiler.compile_object(kernel, symbol)
-        kernel_cache.store("cpu", key, obj)
-        kernel_cache.stats["compiled"] += 1
-        how = "compiled"
-    else:
-        kernel_cache.stats["disk_hits"] += 1
+    obj, how = kernel_cache.fetch("cpu", key, lambda: compiler.compile_object(kernel, symbol))
     address, tracker = compiler.load_object(obj, symbol)
-    if debug.level >= 1:
-        ms = (time.perf_counter() - start) * 1e3
-        debug.emit(f"[kael] kernel {symbol}: {how} in {ms:.2f} ms")
-    if debug.level >= 2:
-        debug.emit(f"[kael] kael IR of {symbol}:\n{text}")
-    if debug.level >= 3:
-        debug.emit(f"[kael] LLVM IR of {symbol}:\n{compiler.optimized_ir(kernel, symbol)}")
-    if debug.level >= 4:
-        debug.emit(f"[kael] assembly of {symbol}:\n{compiler.assembly(kernel, symbol)}")
+    debug.report_kernel(
+        symbol,
+        how,
+        time.perf_counter() - start,
+        [
+            (2, "kael IR", lambda: text),
+            (3, "LLVM IR", lambda: compiler.optimized_ir(kernel, symbol)),
+            (4, "assembly", lambda: compiler.assembly(kernel, symbol)),
+        ],
+    )
     return CompiledKernel(kernel, symbol, text, address, tracker)

@@ -194,7 +194,9 @@ def _emit_flat(b: ir.IRBuilder, kernel: Kernel, args: _Args, begin: ir.Value, en
     n = b.select(b.icmp_signed("<", n, left), n, left)
     bases = [element_offset(b, idx[:inner], st[:inner]) for st in args.strides]
 
-    vectorizable = all(buf.inner in (CONTIG, BCAST) for buf in kernel.buffers)
+    vectorizable = all(buf.inner == CONTIG for buf in kernel.outputs) and all(
+        buf.inner in (CONTIG, BCAST) for buf in kernel.inputs
+    )
     if vectorizable:
         _emit_contig_row(b, kernel, args, bases, idx, i0, n)
     else:

@@ -34,8 +34,7 @@ CACHE_KIND = "ptx"
 PTXAS_TIMEOUT_S = 120
 
 _llvm_lock = threading.Lock()  # one target machine, used by one thread at a time
-_cache_lock = threading.Lock()
-_memory: dict[Kernel, str] = {}
+_memory = kernel_cache.Memo()
 # Editing the PTX code generator (or the shared lowering) invalidates cached PTX.
 _CODEGEN_SCHEMA = kernel_cache.source_fingerprint(
     lowering, ptx_kernel, printer, sys.modules[__name__]
@@ -121,40 +120,24 @@ def compile_ptx(kernel: Kernel) -> str:
 
 def ptx_for(kernel: Kernel) -> str:
     """The PTX of `kernel`, running LLVM at most once per machine."""
-    ptx = _memory.get(kernel)
-    if ptx is not None:
-        kernel_cache.stats["memory_hits"] += 1
-        return ptx
-    with _cache_lock:
-        ptx = _memory.get(kernel)
-        if ptx is None:
-            ptx = _memory[kernel] = _load_or_compile(kernel)
-    return ptx
+    return _memory.get(kernel, lambda: _load_or_compile(kernel))
 
 
 def _load_or_compile(kernel: Kernel) -> str:
     key = cache_key(kernel)
     start = time.perf_counter()
-    stored = kernel_cache.load(CACHE_KIND, key)
-    if stored is None:
-        ptx = compile_ptx(kernel)
-        kernel_cache.store(CACHE_KIND, key, ptx.encode())
-        kernel_cache.stats["compiled"] += 1
-        how = "compiled"
-    else:
-        ptx = stored.decode()
-        kernel_cache.stats["disk_hits"] += 1
-        how = "disk cache"
-    if debug.level >= 1:
-        name = jit.symbol_of(kernel, key)
-        ms = (time.perf_counter() - start) * 1e3
-        debug.emit(f"[kael] ptx {name}: {how} in {ms:.2f} ms")
-        if debug.level >= 2:
-            debug.emit(f"[kael] kael IR of {name}:\n{format_kernel(kernel)}")
-        if debug.level >= 3:
-            debug.emit(f"[kael] NVPTX LLVM IR of {name}:\n{optimized_ir(kernel)}")
-        if debug.level >= 4:
-            debug.emit(f"[kael] PTX of {name}:\n{ptx}")
+    payload, how = kernel_cache.fetch(CACHE_KIND, key, lambda: compile_ptx(kernel).encode())
+    ptx = payload.decode()
+    debug.report_kernel(
+        f"{jit.symbol_of(kernel, key)} (ptx)",
+        how,
+        time.perf_counter() - start,
+        [
+            (2, "kael IR", lambda: format_kernel(kernel)),
+            (3, "NVPTX LLVM IR", lambda: optimized_ir(kernel)),
+            (4, "PTX", lambda: ptx),
+        ],
+    )
     return ptx
 
 

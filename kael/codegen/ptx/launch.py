@@ -7,12 +7,10 @@ any number of elements with a capped grid.
 
 from __future__ import annotations
 
-import threading
-
 from kael.codegen.ptx import compiler
 from kael.codegen.ptx.kernel import param_count
 from kael.ir.kernel import Kernel
-from kael.runtime import cuda_driver
+from kael.runtime import cuda_driver, kernel_cache
 from kael.runtime.errors import Error
 
 THREADS_PER_BLOCK = 256
@@ -32,19 +30,12 @@ class GpuFunction:
         self.function = function
 
 
-_loaded: dict[Kernel, GpuFunction] = {}
-_lock = threading.Lock()
+_loaded = kernel_cache.Memo()
 
 
 def get(kernel: Kernel) -> GpuFunction:
     """The loaded entry of `kernel`, loading its PTX into the context at most once."""
-    fn = _loaded.get(kernel)
-    if fn is None:
-        with _lock:
-            fn = _loaded.get(kernel)
-            if fn is None:
-                fn = _loaded[kernel] = _load(kernel)
-    return fn
+    return _loaded.get(kernel, lambda: _load(kernel))
 
 
 def _load(kernel: Kernel) -> GpuFunction:

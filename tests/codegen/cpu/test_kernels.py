@@ -207,3 +207,15 @@ def test_tiled_transposes_with_full_and_edge_tiles(shape, src_dtype, dst_dtype):
 def test_tiled_permutation_of_three_dims():
     src = np.arange(40 * 3 * 50, dtype=np.float32).reshape(40, 3, 50).transpose(2, 1, 0)
     np.testing.assert_array_equal(_copy(src, np.float32), src)
+
+
+def test_linspace_of_one_step_is_start_not_end():
+    out, dst = empty_like_np((1,), np.float32)
+    eager.linspace_into(dst, 3.0, 7.0)
+    assert out.tolist() == [3.0]
+
+
+def test_fill_through_a_broadcast_destination_writes_the_shared_elements():
+    base = np.zeros(3, np.float32)
+    eager.fill(impl_of(np.broadcast_to(base, (4, 3))), 2.0)
+    assert base.tolist() == [2.0, 2.0, 2.0]

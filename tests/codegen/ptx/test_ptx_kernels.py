@@ -89,7 +89,7 @@ def _ptxas_all(ptxs: list[str]) -> None:
 def cache_dir(tmp_path, monkeypatch):
     """A private disk cache and an empty memory cache."""
     monkeypatch.setenv("KAEL_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(compiler, "_memory", {})
+    monkeypatch.setattr(compiler, "_memory", kernel_cache.Memo())
     return tmp_path
 
 
@@ -170,7 +170,7 @@ def test_disk_cache_round_trips_the_ptx(cache_dir, monkeypatch):
     kernel = eager_kernel("fill", (bool_,)).specialize(1, (CONTIG,), False, False)
     ptx = compiler.ptx_for(kernel)
     assert list((cache_dir / compiler.CACHE_KIND).rglob("*.bin"))
-    monkeypatch.setattr(compiler, "_memory", {})
+    monkeypatch.setattr(compiler, "_memory", kernel_cache.Memo())
     monkeypatch.setattr(compiler, "compile_ptx", mock.Mock(side_effect=AssertionError("LLVM ran")))
     hits = kernel_cache.stats["disk_hits"]
     assert compiler.ptx_for(kernel) == ptx
@@ -189,7 +189,7 @@ def test_corrupt_disk_entry_is_recompiled_not_trusted(cache_dir, monkeypatch):
     ptx = compiler.ptx_for(kernel)
     (entry,) = (cache_dir / compiler.CACHE_KIND).rglob("*.bin")
     entry.write_bytes(entry.read_bytes()[:-10] + b"0123456789")
-    monkeypatch.setattr(compiler, "_memory", {})
+    monkeypatch.setattr(compiler, "_memory", kernel_cache.Memo())
     compiled = kernel_cache.stats["compiled"]
     assert compiler.ptx_for(kernel) == ptx
     assert kernel_cache.stats["compiled"] == compiled + 1

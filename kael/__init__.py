@@ -1,0 +1,70 @@
+"""kael: a tensor library with a PyTorch-shaped eager API whose every computation is compiled."""
+
+from kael import cuda
+from kael.frontend.factories import (
+    arange,
+    as_tensor,
+    empty,
+    empty_like,
+    eye,
+    from_dlpack,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    ones,
+    ones_like,
+    scalar_tensor,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from kael.frontend.inspection import explain
+from kael.frontend.tensor import Tensor
+from kael.runtime.allocator import empty_cache, memory_stats
+from kael.runtime.debug import set_debug
+from kael.runtime.device import Device as device
+from kael.runtime.dtypes import bool_ as bool
+from kael.runtime.dtypes import float32, float64, int64, promote_types, result_type
+from kael.runtime.errors import Error, IndexError, TypeError, ValueError
+from kael.runtime.threadpool import get_num_threads, set_num_threads
+from kael.runtime.version import __version__
+
+__all__ = [
+    "Error",
+    "IndexError",
+    "Tensor",
+    "TypeError",
+    "ValueError",
+    "__version__",
+    "arange",
+    "as_tensor",
+    "bool",
+    "cuda",
+    "device",
+    "empty",
+    "empty_cache",
+    "empty_like",
+    "explain",
+    "eye",
+    "float32",
+    "float64",
+    "from_dlpack",
+    "from_numpy",
+    "full",
+    "full_like",
+    "get_num_threads",
+    "int64",
+    "linspace",
+    "memory_stats",
+    "ones",
+    "ones_like",
+    "promote_types",
+    "result_type",
+    "scalar_tensor",
+    "set_debug",
+    "set_num_threads",
+    "tensor",
+    "zeros",
+    "zeros_like",
+]

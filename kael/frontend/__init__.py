@@ -1,0 +1,1 @@
+"""The user-facing layer: Tensor, views, indexing, factories, printing, interop, eager dispatch."""

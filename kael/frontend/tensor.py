@@ -1,0 +1,388 @@
+"""The Tensor handle: one validated TensorImpl, its queries, data access and conversions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from kael.frontend import eager, indexing, interop, printing, views
+from kael.runtime import cuda_driver, dtypes
+from kael.runtime.device import CPU, CUDA, Device, parse_device
+from kael.runtime.dtypes import DType, as_dtype
+from kael.runtime.errors import Error, TypeError, ValueError
+from kael.runtime.storage import Storage
+from kael.runtime.tensor_impl import TensorImpl, checked_mul, contiguous_strides, shape_numel
+
+
+def empty_impl(shape: tuple[int, ...], dtype: DType, device: Device) -> TensorImpl:
+    """A contiguous impl over new, uninitialised storage sized exactly for its elements."""
+    nbytes = checked_mul(shape_numel(shape), dtype.itemsize, "tensor size in bytes")
+    if device is not CPU:
+        cuda_driver.require()  # a clear error even for 0 bytes, which allocate nothing
+    return TensorImpl(Storage(nbytes, device), shape, contiguous_strides(shape), 0, dtype, device)
+
+
+def clone_impl(impl: TensorImpl, dtype: DType | None = None) -> TensorImpl:
+    """A new contiguous impl holding impl's elements, converted to `dtype` by a kernel."""
+    out = empty_impl(impl.shape, impl.dtype if dtype is None else dtype, impl.device)
+    eager.copy_into(out, impl)
+    return out
+
+
+def transfer_impl(impl: TensorImpl, device: Device) -> TensorImpl:
+    """impl's elements in a new contiguous impl on another device (a host <-> GPU memcpy)."""
+    if not impl.is_contiguous():
+        impl = clone_impl(impl)
+    out = empty_impl(impl.shape, impl.dtype, device)
+    nbytes = impl.nbytes()
+    if nbytes:
+        memcpy = cuda_driver.memcpy_htod if device is CUDA else cuda_driver.memcpy_dtoh
+        memcpy(out.storage.ptr, impl.data_ptr(), nbytes)
+    return out
+
+
+def has_internal_overlap(impl: TensorImpl) -> bool:
+    """Whether two indices surely reach one element: a stride-0 dim with more than one entry."""
+    return any(
+        stride == 0 and size > 1 for size, stride in zip(impl.shape, impl.strides, strict=True)
+    )
+
+
+def _without_repeats(impl: TensorImpl) -> TensorImpl:
+    """The same memory with every stride-0 dim cut to size 1, so each element is written once."""
+    if 0 not in impl.strides or 0 in impl.shape:  # an empty tensor is never written
+        return impl
+    shape = [
+        1 if stride == 0 else size for size, stride in zip(impl.shape, impl.strides, strict=True)
+    ]
+    return views.derive(impl, shape, impl.strides, impl.offset)
+
+
+class Tensor:
+    """A handle to one TensorImpl: binding a name shares it, clone() copies the data."""
+
+    __slots__ = ("_impl", "__weakref__")
+
+    def __init__(self, impl: TensorImpl) -> None:
+        impl.validate()
+        self._impl = impl
+
+    # ---- metadata -------------------------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._impl.shape
+
+    @property
+    def dtype(self) -> DType:
+        return self._impl.dtype
+
+    @property
+    def device(self) -> Device:
+        return self._impl.device
+
+    @property
+    def ndim(self) -> int:
+        return len(self._impl.shape)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the elements occupy (not the storage size, which a view may exceed)."""
+        return self._impl.nbytes()
+
+    @property
+    def itemsize(self) -> int:
+        return self._impl.dtype.itemsize
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._impl.device is CUDA
+
+    def dim(self) -> int:
+        return len(self._impl.shape)
+
+    def numel(self) -> int:
+        return self._impl.numel()
+
+    def size(self, dim=None) -> tuple[int, ...] | int:
+        """The shape, or the size of one dim (negative dims count from the end)."""
+        shape = self._impl.shape
+        return shape if dim is None else shape[views.wrap_dim(dim, len(shape), False)]
+
+    def stride(self, dim=None) -> tuple[int, ...] | int:
+        """The strides in elements, or the stride of one dim."""
+        strides = self._impl.strides
+        return strides if dim is None else strides[views.wrap_dim(dim, len(strides), False)]
+
+    def strides(self) -> tuple[int, ...]:
+        return self._impl.strides
+
+    def storage_offset(self) -> int:
+        return self._impl.offset
+
+    def element_size(self) -> int:
+        return self._impl.dtype.itemsize
+
+    def data_ptr(self) -> int:
+        """The address of the first element (a device address for CUDA tensors)."""
+        return self._impl.data_ptr()
+
+    def is_contiguous(self) -> bool:
+        return self._impl.is_contiguous()
+
+    def is_same(self, other: Tensor) -> bool:
+        """Whether both handles refer to one tensor (one impl)."""
+        return self._impl is other._impl
+
+    def shares_storage(self, other: Tensor) -> bool:
+        """Whether a write through one tensor can change the other."""
+        return self._impl.storage is other._impl.storage
+
+    @property
+    def T(self) -> Tensor:
+        """All dims reversed: the transpose of a matrix."""
+        return Tensor(views.reverse_dims(self._impl))
+
+    @property
+    def mT(self) -> Tensor:
+        """The last two dims swapped (a batch of matrices transposed)."""
+        if len(self._impl.shape) < 2:
+            raise ValueError(
+                "tensor.mT is only supported on matrices or batches of matrices."
+                f" Got {len(self._impl.shape)}-D tensor."
+            )
+        return Tensor(views.transpose(self._impl, -2, -1))
+
+    # ---- data -----------------------------------------------------------------------------
+
+    def _host_array(self) -> np.ndarray:
+        """A NumPy array over the elements: a view on CPU, over a host copy otherwise."""
+        impl = self._impl
+        if impl.device is not CPU:
+            impl = transfer_impl(impl, CPU)
+        return interop.numpy_view(impl)
+
+    def item(self) -> bool | int | float:
+        """The one element as a Python number; any shape with exactly one element works."""
+        n = self._impl.numel()
+        if n != 1:
+            raise ValueError(f"a Tensor with {n} elements cannot be converted to Scalar")
+        return self._host_array().item()
+
+    def tolist(self) -> list | bool | int | float:
+        """The elements as nested Python lists (a number for a 0-d tensor)."""
+        return self._host_array().tolist()
+
+    def numpy(self) -> np.ndarray:
+        """A NumPy array over the same bytes (no copy); it keeps the storage alive."""
+        if self._impl.device is not CPU:
+            raise TypeError(
+                f"can't convert {self._impl.device} device type tensor to numpy."
+                " Use Tensor.cpu() to copy the tensor to host memory first."
+            )
+        return interop.numpy_view(self._impl)
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        needs_copy = self._impl.device is not CPU or (
+            dtype is not None and np.dtype(dtype) != self._impl.dtype.numpy
+        )
+        if copy is False and needs_copy:
+            raise ValueError("converting this tensor to the requested NumPy array needs a copy")
+        array = self._host_array()
+        if dtype is not None and np.dtype(dtype) != array.dtype:
+            return array.astype(dtype)
+        return array.copy() if copy else array
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        return self.numpy().__dlpack__(
+            stream=stream, max_version=max_version, dl_device=dl_device, copy=copy
+        )
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        device = self._impl.device
+        return (1, 0) if device is CPU else (2, device.index)  # kDLCPU, kDLCUDA
+
+    def __len__(self) -> int:
+        if not self._impl.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._impl.shape[0]
+
+    def __iter__(self) -> Iterator[Tensor]:
+        impl = self._impl
+        if not impl.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (Tensor(views.select(impl, 0, i)) for i in range(impl.shape[0]))
+
+    def __bool__(self) -> bool:
+        n = self._impl.numel()
+        if n != 1:
+            raise ValueError(f"Boolean value of a Tensor with {n} elements is ambiguous")
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __repr__(self) -> str:
+        return printing.format_tensor(self)
+
+    # ---- conversion -----------------------------------------------------------------------
+
+    def to(self, *args, dtype=None, device=None) -> Tensor:
+        """This tensor with another dtype and/or device; self when nothing changes."""
+        for arg in args:
+            if isinstance(arg, DType):
+                dtype = arg
+            elif isinstance(arg, Tensor):
+                dtype, device = arg.dtype, arg.device
+            elif isinstance(arg, (str, Device)):
+                device = arg
+            else:
+                raise TypeError(
+                    f"to() expects a dtype, a device or a tensor, got {type(arg).__name__}"
+                )
+        impl = self._impl
+        dtype = impl.dtype if dtype is None else as_dtype(dtype)
+        device = impl.device if device is None else parse_device(device)
+        if dtype is impl.dtype and device is impl.device:
+            return self
+        convert = dtype is not impl.dtype
+        if convert and impl.device is CPU:  # convert where the kernels run
+            impl, convert = clone_impl(impl, dtype), False
+        if device is not impl.device:
+            impl = transfer_impl(impl, device)
+        if convert:
+            impl = clone_impl(impl, dtype)
+        return Tensor(impl)
+
+    def cpu(self) -> Tensor:
+        return self.to(device=CPU)
+
+    def cuda(self) -> Tensor:
+        return self.to(device=CUDA)
+
+    def float(self) -> Tensor:
+        return self.to(dtype=dtypes.float32)
+
+    def double(self) -> Tensor:
+        return self.to(dtype=dtypes.float64)
+
+    def long(self) -> Tensor:
+        return self.to(dtype=dtypes.int64)
+
+    def bool(self) -> Tensor:
+        return self.to(dtype=dtypes.bool_)
+
+    def clone(self) -> Tensor:
+        """A new contiguous tensor with offset 0 and storage sized for its elements."""
+        return Tensor(clone_impl(self._impl))
+
+    def contiguous(self) -> Tensor:
+        """Self when already contiguous, else a contiguous copy."""
+        return self if self._impl.is_contiguous() else self.clone()
+
+    def detach(self) -> Tensor:
+        """A new tensor (its own impl) over the same elements."""
+        impl = self._impl
+        return Tensor(views.derive(impl, impl.shape, impl.strides, impl.offset))
+
+    # ---- in-place writes ------------------------------------------------------------------
+
+    def copy_(self, src: Tensor) -> Tensor:
+        """Write src, broadcast to self's shape and converted to self's dtype, into self."""
+        if not isinstance(src, Tensor):
+            raise TypeError(f"copy_ expects a Tensor, got {type(src).__name__}")
+        dst = self._impl
+        if has_internal_overlap(dst):
+            raise Error(
+                "unsupported operation: more than one element of the written-to tensor refers"
+                " to a single memory location. Please clone() the tensor before performing the"
+                " operation."
+            )
+        source = src._impl
+        if source.device is not dst.device:
+            source = transfer_impl(source, dst.device)
+        expanded = views.expand(source, (dst.shape,))
+        if source.storage is dst.storage and (
+            expanded.offset != dst.offset
+            or expanded.strides != dst.strides
+            or expanded.dtype is not dst.dtype
+        ):
+            expanded = views.expand(clone_impl(source), (dst.shape,))  # reads before writes
+        eager.copy_into(dst, expanded)
+        dst.storage.bump_version()
+        return self
+
+    def fill_(self, value) -> Tensor:
+        """Set every element to a number (or a 0-d tensor's value), converted to self's dtype."""
+        if isinstance(value, Tensor):
+            if value.ndim:
+                raise ValueError(
+                    f"fill_ only supports a 0-dim value tensor, got {value.ndim} dimensions"
+                )
+            value = value.item()
+        dst = self._impl
+        eager.fill(_without_repeats(dst), value)
+        dst.storage.bump_version()
+        return self
+
+    def zero_(self) -> Tensor:
+        return self.fill_(0)
+
+    # ---- views ----------------------------------------------------------------------------
+
+    def view(self, *shape) -> Tensor:
+        """The same elements in another shape; kael.Error when the strides do not allow it."""
+        return Tensor(views.view(self._impl, shape))
+
+    def reshape(self, *shape) -> Tensor:
+        """A view when one exists, otherwise a contiguous copy in the new shape."""
+        impl = views.try_view(self._impl, shape)
+        if impl is None:
+            impl = views.view(clone_impl(self._impl), shape)
+        return Tensor(impl)
+
+    def transpose(self, dim0, dim1) -> Tensor:
+        return Tensor(views.transpose(self._impl, dim0, dim1))
+
+    def permute(self, *dims) -> Tensor:
+        return Tensor(views.permute(self._impl, dims))
+
+    def expand(self, *sizes) -> Tensor:
+        return Tensor(views.expand(self._impl, sizes))
+
+    def expand_as(self, other: Tensor) -> Tensor:
+        return Tensor(views.expand(self._impl, (other.shape,)))
+
+    def narrow(self, dim, start, length) -> Tensor:
+        return Tensor(views.narrow(self._impl, dim, start, length))
+
+    def select(self, dim, index) -> Tensor:
+        return Tensor(views.select(self._impl, dim, index))
+
+    def unsqueeze(self, dim) -> Tensor:
+        return Tensor(views.unsqueeze(self._impl, dim))
+
+    def squeeze(self, dim=None) -> Tensor:
+        return Tensor(views.squeeze(self._impl, dim))
+
+    def flatten(self, start_dim=0, end_dim=-1) -> Tensor:
+        """Dims start_dim..end_dim merged into one (a view when the layout allows)."""
+        shape = views.flatten_shape(self._impl.shape, start_dim, end_dim)
+        return self if shape is None else self.reshape(shape)
+
+    def unflatten(self, dim, sizes) -> Tensor:
+        return Tensor(views.unflatten(self._impl, dim, sizes))
+
+    def as_strided(self, size, stride, storage_offset=None) -> Tensor:
+        """Any layout over the same storage; one that leaves the storage raises kael.Error."""
+        return Tensor(views.as_strided(self._impl, size, stride, storage_offset))
+
+    def __getitem__(self, key) -> Tensor:
+        return Tensor(indexing.index_view(self._impl, key))
+
+    def __setitem__(self, key, value) -> None:
+        indexing.assign(self, key, value)

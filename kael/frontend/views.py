@@ -1,0 +1,343 @@
+"""Views: new TensorImpls over the same storage, with PyTorch's shape and stride rules.
+
+Every function here takes and returns a TensorImpl and never touches element memory;
+the Tensor methods wrap the result, which validates it.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+
+from kael.runtime.errors import Error, IndexError, TypeError, ValueError
+from kael.runtime.tensor_impl import TensorImpl, format_shape
+
+
+def as_int(value, what: str) -> int:
+    """An int argument (Python or NumPy integer, never a bool or float); TypeError otherwise."""
+    if type(value) is int:
+        return value
+    if isinstance(value, bool):
+        raise TypeError(f"{what} must be an int, got bool")
+    try:
+        return operator.index(value)
+    except builtins.TypeError:
+        raise TypeError(f"{what} must be an int, got {type(value).__name__}") from None
+
+
+def parse_size(args: tuple, what: str = "size") -> tuple[int, ...]:
+    """Sizes given as varargs ints or as one tuple or list: (2, 3), ((2, 3),) -> (2, 3)."""
+    if len(args) == 1 and not _is_int_like(args[0]):
+        seq = args[0]
+        if not isinstance(seq, (tuple, list)):
+            raise TypeError(f"{what} must be ints or a tuple of ints, got {type(seq).__name__}")
+        args = seq
+    return tuple(as_int(a, f"{what} element {i}") for i, a in enumerate(args))
+
+
+def _is_int_like(value) -> bool:
+    return hasattr(value, "__index__") and not isinstance(value, (tuple, list))
+
+
+def check_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Reject negative dimensions, naming the shape, as PyTorch does."""
+    for size in shape:
+        if size < 0:
+            raise ValueError(
+                f"Trying to create tensor with negative dimension {size}: {format_shape(shape)}"
+            )
+    return shape
+
+
+def wrap_dim(dim, ndim: int, wrap_scalar: bool = True) -> int:
+    """A dim in [-ndim, ndim) made non-negative; a 0-d tensor accepts 0 and -1 when wrap_scalar."""
+    dim = as_int(dim, "dim")
+    if ndim == 0 and not wrap_scalar:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    n = ndim if ndim > 0 else 1
+    if not -n <= dim < n:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})"
+        )
+    return dim + n if dim < 0 else dim
+
+
+def infer_size(shape: tuple[int, ...], numel: int) -> tuple[int, ...]:
+    """Fill in one -1 so the shape holds `numel` elements; ValueError when it cannot."""
+    known, infer_at = 1, None
+    for i, size in enumerate(shape):
+        if size == -1:
+            if infer_at is not None:
+                raise ValueError("only one dimension can be inferred")
+            infer_at = i
+        elif size < 0:
+            raise ValueError(f"invalid shape dimension {size} in {format_shape(shape)}")
+        else:
+            known *= size
+    if infer_at is None:
+        if known == numel:
+            return shape
+    elif known == 0:
+        raise ValueError(
+            f"cannot reshape tensor of {numel} elements into shape {format_shape(shape)} because"
+            " the unspecified dimension size -1 can be any value and is ambiguous"
+        )
+    elif numel % known == 0:
+        return shape[:infer_at] + (numel // known,) + shape[infer_at + 1 :]
+    raise ValueError(f"shape '{format_shape(shape)}' is invalid for input of size {numel}")
+
+
+def compute_stride(old_shape, old_strides, new_shape) -> tuple[int, ...] | None:
+    """PyTorch's computeStride: strides that read `new_shape` in the same order, or None.
+
+    Old dims that are laid out back to back form one chunk; a view exists when every
+    chunk splits into whole new dims.
+    """
+    if not old_shape:
+        return (1,) * len(new_shape)
+    numel = math.prod(old_shape)
+    if numel == 0:
+        if tuple(old_shape) == tuple(new_shape):
+            return tuple(old_strides)
+        return _resize_strides(new_shape)
+    new_strides = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    chunk_base_stride = old_strides[-1]
+    tensor_numel = view_numel = 1
+    for tensor_d in range(len(old_shape) - 1, -1, -1):
+        tensor_numel *= old_shape[tensor_d]
+        chunk_ends = tensor_d == 0 or (
+            old_shape[tensor_d - 1] != 1
+            and old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride
+        )
+        if chunk_ends:
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new_strides[view_d] = view_numel * chunk_base_stride
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base_stride = old_strides[tensor_d - 1]
+                tensor_numel = view_numel = 1
+    return tuple(new_strides) if view_d == -1 else None
+
+
+def _resize_strides(shape) -> tuple[int, ...]:
+    """Contiguous strides with empty dims counted as 1, as PyTorch gives an empty view."""
+    strides, step = [0] * len(shape), 1
+    for d in range(len(shape) - 1, -1, -1):
+        strides[d] = step
+        step *= max(shape[d], 1)
+    return tuple(strides)
+
+
+def derive(impl: TensorImpl, shape, strides, offset: int) -> TensorImpl:
+    """A new impl over `impl`'s storage with another layout (validated by Tensor)."""
+    return TensorImpl(impl.storage, tuple(shape), tuple(strides), offset, impl.dtype, impl.device)
+
+
+def view(impl: TensorImpl, args: tuple) -> TensorImpl:
+    """The same elements read in another shape; kael.Error when the strides do not allow it."""
+    result = try_view(impl, args)
+    if result is None:
+        raise Error(
+            "view size is not compatible with input tensor's size and stride (at least one"
+            " dimension spans across two contiguous subspaces). Use .reshape(...) instead."
+        )
+    return result
+
+
+def try_view(impl: TensorImpl, args: tuple) -> TensorImpl | None:
+    """The view of `impl` in the shape `args` (one -1 inferred), or None if none exists."""
+    shape = infer_size(parse_size(args, "shape"), math.prod(impl.shape))
+    strides = compute_stride(impl.shape, impl.strides, shape)
+    return None if strides is None else derive(impl, shape, strides, impl.offset)
+
+
+def transpose(impl: TensorImpl, dim0, dim1) -> TensorImpl:
+    """Swap two dims."""
+    ndim = len(impl.shape)
+    d0, d1 = wrap_dim(dim0, ndim), wrap_dim(dim1, ndim)
+    shape, strides = list(impl.shape), list(impl.strides)
+    if ndim:
+        shape[d0], shape[d1] = shape[d1], shape[d0]
+        strides[d0], strides[d1] = strides[d1], strides[d0]
+    return derive(impl, shape, strides, impl.offset)
+
+
+def permute(impl: TensorImpl, args: tuple) -> TensorImpl:
+    """Reorder all dims; `dims` must name each dim exactly once."""
+    ndim = len(impl.shape)
+    dims = parse_size(args, "dims")
+    if len(dims) != ndim:
+        raise ValueError(
+            f"permute(): dims {format_shape(dims)} has {len(dims)} entries but the tensor has"
+            f" {ndim} dimensions"
+        )
+    wrapped = [wrap_dim(d, ndim) for d in dims]
+    if len(set(wrapped)) != ndim:
+        raise ValueError(f"permute(): dims {format_shape(dims)} is not a permutation")
+    shape = [impl.shape[d] for d in wrapped]
+    strides = [impl.strides[d] for d in wrapped]
+    return derive(impl, shape, strides, impl.offset)
+
+
+def reverse_dims(impl: TensorImpl) -> TensorImpl:
+    """All dims in reverse order (Tensor.T)."""
+    return derive(impl, impl.shape[::-1], impl.strides[::-1], impl.offset)
+
+
+def expand(impl: TensorImpl, args: tuple) -> TensorImpl:
+    """Size-1 dims repeated with stride 0, new leading dims added; -1 keeps a size."""
+    sizes = parse_size(args)
+    old_shape, old_strides = impl.shape, impl.strides
+    ndim, old_ndim = len(sizes), len(old_shape)
+    if ndim < old_ndim:
+        raise ValueError(
+            f"expand: the number of sizes provided ({ndim}) must be greater or equal to the"
+            f" number of dimensions in the tensor ({old_ndim})"
+        )
+    shape, strides = [0] * ndim, [0] * ndim
+    for i in range(ndim - 1, -1, -1):
+        old_d = i - (ndim - old_ndim)
+        if old_d >= 0:
+            size, stride = old_shape[old_d], old_strides[old_d]
+        else:
+            size, stride = 1, (shape[i + 1] * strides[i + 1] if i + 1 < ndim else 1)
+        target = sizes[i]
+        if target == -1:
+            if old_d < 0:
+                raise ValueError(
+                    "expand: the expanded size of the tensor (-1) isn't allowed in a leading,"
+                    f" non-existing dimension {i}"
+                )
+            target = size
+        elif target < 0:
+            raise ValueError(f"expand: invalid size {target} in {format_shape(sizes)}")
+        if size != target:
+            if size != 1:
+                raise ValueError(
+                    f"the expanded size of the tensor ({target}) must match the existing size"
+                    f" ({size}) at non-singleton dimension {i}.  Target sizes:"
+                    f" {format_shape(sizes)}.  Tensor sizes: {format_shape(old_shape)}"
+                )
+            size, stride = target, 0
+        shape[i], strides[i] = size, stride
+    return derive(impl, shape, strides, impl.offset)
+
+
+def narrow(impl: TensorImpl, dim, start, length) -> TensorImpl:
+    """`length` elements of `dim` from `start` (negative start counts from the end)."""
+    ndim = len(impl.shape)
+    if ndim == 0:
+        raise ValueError("narrow() cannot be applied to a 0-dim tensor")
+    d = wrap_dim(dim, ndim)
+    start, length = as_int(start, "start"), as_int(length, "length")
+    size = impl.shape[d]
+    if length < 0:
+        raise ValueError(f"narrow(): length must be non-negative, got {length}")
+    if not -size <= start <= size:
+        raise IndexError(
+            f"start out of range (expected to be in range of [{-size}, {size}], but got {start})"
+        )
+    if start < 0:
+        start += size
+    if start + length > size:
+        raise ValueError(
+            f"start ({start}) + length ({length}) exceeds dimension size ({size}) of dim {d}"
+        )
+    shape = impl.shape[:d] + (length,) + impl.shape[d + 1 :]
+    return derive(impl, shape, impl.strides, impl.offset + start * impl.strides[d])
+
+
+def select(impl: TensorImpl, dim, index) -> TensorImpl:
+    """The slice at `index` of `dim`, which disappears from the shape."""
+    ndim = len(impl.shape)
+    if ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor")
+    d = wrap_dim(dim, ndim)
+    index = as_int(index, "index")
+    size = impl.shape[d]
+    if not -size <= index < size:
+        raise IndexError(
+            f"select(): index {index} out of range for tensor of size"
+            f" {format_shape(impl.shape)} at dimension {d}"
+        )
+    if index < 0:
+        index += size
+    shape = impl.shape[:d] + impl.shape[d + 1 :]
+    strides = impl.strides[:d] + impl.strides[d + 1 :]
+    return derive(impl, shape, strides, impl.offset + index * impl.strides[d])
+
+
+def unsqueeze(impl: TensorImpl, dim) -> TensorImpl:
+    """A size-1 dim inserted at `dim` (in [-ndim-1, ndim])."""
+    ndim = len(impl.shape)
+    d = wrap_dim(dim, ndim + 1)
+    stride = impl.shape[d] * impl.strides[d] if d < ndim else 1
+    shape = impl.shape[:d] + (1,) + impl.shape[d:]
+    strides = impl.strides[:d] + (stride,) + impl.strides[d:]
+    return derive(impl, shape, strides, impl.offset)
+
+
+def squeeze(impl: TensorImpl, dim=None) -> TensorImpl:
+    """Drop size-1 dims: all of them, or those among `dim` (an int or a tuple)."""
+    ndim = len(impl.shape)
+    if dim is None:
+        dims = range(ndim)
+    else:
+        given = dim if isinstance(dim, (tuple, list)) else (dim,)
+        dims = [wrap_dim(d, ndim) for d in given]
+        if len(set(dims)) != len(dims):
+            raise ValueError(f"squeeze(): dim {format_shape(given)} repeats a dimension")
+    drop = {d for d in dims if ndim and impl.shape[d] == 1}
+    keep = [d for d in range(ndim) if d not in drop]
+    shape = [impl.shape[d] for d in keep]
+    strides = [impl.strides[d] for d in keep]
+    return derive(impl, shape, strides, impl.offset)
+
+
+def flatten_shape(shape: tuple[int, ...], start_dim, end_dim) -> tuple[int, ...] | None:
+    """The shape with dims start_dim..end_dim merged, or None when nothing changes."""
+    ndim = len(shape)
+    if ndim == 0:
+        return (1,)
+    start, end = wrap_dim(start_dim, ndim), wrap_dim(end_dim, ndim)
+    if start > end:
+        raise ValueError(
+            f"flatten() has invalid args: start_dim ({start_dim}) cannot come after"
+            f" end_dim ({end_dim})"
+        )
+    if start == end:
+        return None
+    return shape[:start] + (math.prod(shape[start : end + 1]),) + shape[end + 1 :]
+
+
+def unflatten(impl: TensorImpl, dim, sizes) -> TensorImpl:
+    """Split one dim into `sizes` (one -1 inferred); always a view."""
+    ndim = len(impl.shape)
+    if ndim == 0:
+        raise ValueError("unflatten() cannot be applied to a 0-dim tensor")
+    d = wrap_dim(dim, ndim)
+    sizes = parse_size((sizes,), "sizes")
+    if not sizes:
+        raise ValueError("unflatten: sizes must be non-empty")
+    size = impl.shape[d]
+    known = math.prod(s for s in sizes if s != -1)
+    if (-1 in sizes and (known == 0 or size % known)) or (-1 not in sizes and known != size):
+        raise ValueError(
+            f"unflatten: provided sizes {format_shape(sizes)} don't multiply up to the size of"
+            f" dim {d} ({size}) in the input tensor"
+        )
+    sizes = infer_size(sizes, size)
+    return view(impl, (impl.shape[:d] + sizes + impl.shape[d + 1 :],))
+
+
+def as_strided(impl: TensorImpl, size, stride, storage_offset=None) -> TensorImpl:
+    """Any layout over the same storage; validation rejects one that leaves the storage."""
+    shape = parse_size((size,), "size")
+    strides = parse_size((stride,), "stride")
+    offset = impl.offset if storage_offset is None else as_int(storage_offset, "storage_offset")
+    return derive(impl, shape, strides, offset)

@@ -1,0 +1,1 @@
+"""The runtime: dtypes, errors, memory (allocator, Storage, TensorImpl), devices, threads, caches."""

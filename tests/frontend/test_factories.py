@@ -1,0 +1,301 @@
+"""Factories: shapes, dtype inference, values and every rejected input, against PyTorch."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import kael
+from kael.runtime.dtypes import INT64_MAX, INT64_MIN
+
+
+@pytest.mark.parametrize("name", ["empty", "zeros", "ones"])
+@pytest.mark.parametrize("size", [(2, 3), ((2, 3),), ([2, 3],), ((),), (0, 4), (5,)])
+def test_sized_factories_match_torch_layout(name, size, like_torch):
+    k, t = getattr(kael, name)(*size), getattr(torch, name)(*size)
+    assert k.dtype is kael.float32
+    if name == "empty":
+        assert (k.shape, k.strides(), k.storage_offset()) == (t.shape, t.stride(), 0)
+    else:
+        like_torch(k, t)
+
+
+@pytest.mark.parametrize("dtype", [kael.float64, kael.int64, kael.bool])
+def test_zeros_and_ones_take_a_dtype(dtype, like_torch, torch_dtype):
+    like_torch(kael.zeros(2, dtype=dtype), torch.zeros(2, dtype=torch_dtype(dtype)))
+    like_torch(kael.ones(2, dtype=dtype), torch.ones(2, dtype=torch_dtype(dtype)))
+
+
+def test_negative_size_raises_naming_the_shape():
+    assert kael.zeros(2, 0).shape == (2, 0)
+    with pytest.raises(kael.ValueError, match=r"negative dimension -1: \[2, -1\]"):
+        kael.zeros(2, -1)
+
+
+def test_non_integer_size_raises_type_error():
+    with pytest.raises(kael.TypeError, match="got float"):
+        kael.zeros(2.0)
+
+
+def test_byte_count_overflow_raises_value_error():
+    with pytest.raises(kael.ValueError, match=r"tensor size in bytes overflows int64"):
+        kael.empty(2**61, 2, dtype=kael.float64)
+    with pytest.raises(kael.ValueError, match="overflows int64"):
+        kael.empty(2**62, 4)
+
+
+def test_largest_byte_count_is_not_an_overflow():
+    # 2**59 float64 values need 2**62 bytes: no int64 overflow, just more memory than exists.
+    with pytest.raises(kael.Error) as error:
+        kael.empty(2**59, dtype=kael.float64)
+    assert "overflows" not in str(error.value)
+
+
+def test_zero_sized_tensors_allocate_nothing():
+    assert kael.zeros(3, 0, 2)._impl.storage.nbytes == 0
+
+
+@pytest.mark.parametrize("value", [3, 2.5, True, -7])
+def test_full_infers_the_dtype_from_the_value_like_torch(value, like_torch):
+    like_torch(kael.full((2, 2), value), torch.full((2, 2), value))
+
+
+def test_full_converts_the_value_to_an_explicit_dtype():
+    assert kael.full((2,), 2.5, dtype=kael.bool).tolist() == [True, True]
+    assert kael.full((2,), -2.7, dtype=kael.int64).tolist() == [-2, -2]
+    assert kael.full(3, 1.0).shape == (3,)
+
+
+def test_full_rejects_a_non_number():
+    with pytest.raises(kael.TypeError, match="fill_value must be a number, got str"):
+        kael.full((2,), "a")
+
+
+@pytest.mark.parametrize("name", ["empty_like", "zeros_like", "ones_like"])
+def test_like_factories_copy_shape_dtype_and_device_contiguously(name, like_torch):
+    base = kael.arange(6).view(2, 3).T
+    result = getattr(kael, name)(base)
+    assert (result.shape, result.dtype, result.device) == (base.shape, base.dtype, base.device)
+    assert result.strides() == (2, 1)  # the book: contiguous, whatever the source layout
+    assert not result.shares_storage(base)
+    if name != "empty_like":
+        like_torch(result, getattr(torch, name)(torch.zeros(3, 2, dtype=torch.int64)))
+
+
+def test_like_factories_take_a_dtype():
+    assert kael.zeros_like(kael.zeros(2), dtype=kael.int64).tolist() == [0, 0]
+    assert kael.full_like(kael.zeros(2), 7, dtype=kael.int64).tolist() == [7, 7]
+    assert kael.full_like(kael.zeros(2, dtype=kael.int64), 2.9).tolist() == [2, 2]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [(5,), (0, 5, 2), (0, 6, 2), (5, 0, -1), (-3, 4), (0,), (2, 2), (0.0, 1.0, 0.1), (1.5,)],
+)
+def test_arange_matches_torch(args, like_torch):
+    like_torch(kael.arange(*args), torch.arange(*args))
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64])
+def test_arange_float_values_are_start_plus_index_times_step(dtype, torch_dtype):
+    k = kael.arange(-5.0, 100.0, 0.1, dtype=dtype)
+    t = torch.arange(-5.0, 100.0, 0.1, dtype=torch_dtype(dtype))
+    assert k.shape == tuple(t.shape)
+    rtol, atol = (1e-5, 1e-6) if dtype is kael.float32 else (1e-12, 1e-14)
+    np.testing.assert_allclose(k.numpy(), t.numpy(), rtol=rtol, atol=atol)
+
+
+def test_arange_infers_int64_only_when_every_bound_is_an_int():
+    assert kael.arange(5).dtype is kael.int64
+    assert kael.arange(0, 5, 1).dtype is kael.int64
+    assert kael.arange(0, 5, 1.0).dtype is kael.float32
+    assert kael.arange(5.0).dtype is kael.float32
+
+
+def test_arange_integer_dtype_truncates_start_and_step_but_counts_untruncated():
+    # API.md: the book's rule, where PyTorch 2.13 gives three elements.
+    assert kael.arange(0.5, 3.5, 1.5, dtype=kael.int64).tolist() == [0, 1]
+    assert kael.arange(-0.5, 2.0, 1.0, dtype=kael.int64).tolist() == [0, 1, 2]
+
+
+def test_arange_with_exact_ints_counts_exactly_beyond_float_precision():
+    start = 2**60
+    assert kael.arange(start, start + 3).tolist() == [start, start + 1, start + 2]
+
+
+def test_arange_rejects_bool_dtype():
+    with pytest.raises(kael.TypeError, match="arange does not support dtype bool"):
+        kael.arange(3, dtype=kael.bool)
+
+
+@pytest.mark.parametrize("bounds", [(0, math.inf), (-math.inf, 0), (0, math.nan), (0, 1, math.nan)])
+def test_arange_rejects_non_finite_values_naming_them(bounds):
+    with pytest.raises(kael.ValueError, match=r"arange needs finite values, got start="):
+        kael.arange(*bounds)
+
+
+def test_arange_rejects_a_zero_step():
+    with pytest.raises(kael.ValueError, match="step must be non-zero, got step=0"):
+        kael.arange(0, 5, 0)
+
+
+def test_arange_rejects_a_step_pointing_away_from_end():
+    assert kael.arange(5, 0, -2).tolist() == torch.arange(5, 0, -2).tolist()
+    with pytest.raises(kael.ValueError, match=r"step 1 points away from end: start=5, end=0"):
+        kael.arange(5, 0, 1)
+    with pytest.raises(kael.ValueError, match=r"step -1 points away from end: start=0, end=5"):
+        kael.arange(0, 5, -1)
+
+
+def test_arange_rejects_non_numbers():
+    with pytest.raises(kael.TypeError, match="end must be a number, got str"):
+        kael.arange(0, "5")
+
+
+@pytest.mark.parametrize("args", [(0, 1, 5), (-3.3, 7.1, 13), (3, 7, 1), (0, 1, 0), (5, -5, 4)])
+def test_linspace_matches_torch(args):
+    k, t = kael.linspace(*args), torch.linspace(*args)
+    assert k.dtype is kael.float32
+    assert k.shape == tuple(t.shape)
+    np.testing.assert_allclose(k.numpy(), t.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_linspace_last_value_is_exactly_end():
+    for steps in (2, 7, 13, 1000):
+        assert kael.linspace(-3.3, 7.1, steps, dtype=kael.float64)[-1].item() == 7.1
+
+
+def test_linspace_with_one_step_is_only_start():
+    assert kael.linspace(3.0, 7.0, 1).tolist() == [3.0]
+
+
+def test_linspace_needs_a_floating_dtype():
+    kael.linspace(0, 1, 3, dtype=kael.float64)
+    with pytest.raises(kael.TypeError, match="floating point dtypes, got int64"):
+        kael.linspace(0, 1, 3, dtype=kael.int64)
+
+
+def test_linspace_steps_must_be_non_negative():
+    assert kael.linspace(0, 1, 0).shape == (0,)
+    with pytest.raises(kael.ValueError, match="steps must be non-negative, got -1"):
+        kael.linspace(0, 1, -1)
+
+
+@pytest.mark.parametrize("args", [(3,), (2, 4), (4, 2), (0,), (1, 0)])
+def test_eye_matches_torch(args, like_torch):
+    like_torch(kael.eye(*args), torch.eye(*args))
+    like_torch(kael.eye(*args, dtype=kael.int64), torch.eye(*args, dtype=torch.int64))
+
+
+def test_eye_rejects_negative_sizes():
+    with pytest.raises(kael.ValueError, match="n must be greater or equal to 0, got -1"):
+        kael.eye(-1)
+    with pytest.raises(kael.ValueError, match="m must be greater or equal to 0, got -2"):
+        kael.eye(2, -2)
+
+
+def test_scalar_tensor_is_0d_float32_by_default_like_torch(like_torch):
+    like_torch(kael.scalar_tensor(3), torch.scalar_tensor(3))
+    like_torch(
+        kael.scalar_tensor(2.5, dtype=kael.int64), torch.scalar_tensor(2.5, dtype=torch.int64)
+    )
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        [1, 2, 3],
+        [1.5, 2],
+        [True, False],
+        [True, 2],
+        [[1, 2], [3, 4]],
+        [],
+        [[], []],
+        3.5,
+        7,
+        False,
+        ((1, 2), (3, 4)),
+        [[[0.25]]],
+        [np.float32(1.5), np.int64(2)],
+    ],
+)
+def test_tensor_infers_shape_and_dtype_like_torch(data, like_torch):
+    like_torch(kael.tensor(data), torch.tensor(data))
+
+
+def test_tensor_reports_a_ragged_sequence_with_its_position():
+    with pytest.raises(
+        kael.ValueError, match=r"expected sequence of length 2 at dim 1 \(got 1\) at position \[1\]"
+    ):
+        kael.tensor([[1, 2], [3]])
+    with pytest.raises(kael.ValueError, match=r"position \[1\]"):
+        kael.tensor([[1, 2], 3])
+    with pytest.raises(kael.ValueError, match=r"expected a number at position \[1, 0\]"):
+        kael.tensor([[1], [[2]]])
+
+
+def test_tensor_rejects_non_numbers_naming_the_position():
+    with pytest.raises(kael.TypeError, match=r"got str at position \[0, 1\]"):
+        kael.tensor([[1, "a"]])
+    with pytest.raises(kael.TypeError, match=r"got NoneType at position \[\]"):
+        kael.tensor(None)
+
+
+def test_tensor_accepts_ints_at_the_int64_limits_and_rejects_beyond():
+    assert kael.tensor([INT64_MIN, INT64_MAX]).tolist() == [INT64_MIN, INT64_MAX]
+    with pytest.raises(kael.ValueError, match=rf"value {INT64_MAX + 1} at position \[1\]"):
+        kael.tensor([0, INT64_MAX + 1])
+    with pytest.raises(kael.ValueError, match=rf"value {INT64_MIN - 1} at position \[0, 0\]"):
+        kael.tensor([[INT64_MIN - 1]])
+
+
+def test_tensor_packs_big_ints_as_floats_when_a_float_is_present_like_torch(like_torch):
+    like_torch(kael.tensor([1.5, 2**70]), torch.tensor([1.5, 2**70]))
+
+
+def test_tensor_conversion_follows_the_kernels_rules():
+    assert kael.tensor([2.5, 0.0, math.nan], dtype=kael.bool).tolist() == [True, False, True]
+    assert kael.tensor([2, 0, -1], dtype=kael.bool).tolist() == [True, False, True]
+    saturated = kael.tensor([1e30, -math.inf, math.nan, -2.7], dtype=kael.int64).tolist()
+    assert saturated == [INT64_MAX, INT64_MIN, 0, -2]
+
+
+def test_tensor_copies_numpy_arrays_and_keeps_their_dtype(like_torch):
+    arr = np.arange(6, dtype=np.float64).reshape(2, 3)[:, ::2]
+    k = kael.tensor(arr)
+    like_torch(k, torch.tensor(arr))
+    arr[0, 0] = 99.0
+    assert k[0, 0].item() == 0.0
+
+
+def test_tensor_reads_numpy_layouts_and_dtypes_it_cannot_share(like_torch):
+    reversed_ = np.arange(4, dtype=np.float32)[::-1]
+    like_torch(kael.tensor(reversed_), torch.tensor(reversed_.copy()))
+    int32 = np.array([1, -2], dtype=np.int32)
+    assert kael.tensor(int32).dtype is kael.int64
+    assert kael.tensor(int32).tolist() == [1, -2]
+
+
+def test_tensor_copies_a_tensor():
+    a = kael.ones(3)
+    b = kael.tensor(a)
+    assert not b.shares_storage(a)
+    assert b.tolist() == [1.0, 1.0, 1.0]
+    assert kael.tensor(a, dtype=kael.int64).tolist() == [1, 1, 1]
+
+
+def test_device_keyword_takes_cpu_strings_and_rejects_unknown_names():
+    assert kael.zeros(2, device="cpu").device == kael.device("cpu")
+    assert kael.tensor([1], device=kael.device("cpu")).device == kael.device("cpu")
+    with pytest.raises(kael.ValueError, match="unknown device 'gpu'"):
+        kael.ones(2, device="gpu")
+
+
+@pytest.mark.skipif(kael.cuda.is_available(), reason="checks the no-GPU error")
+@pytest.mark.parametrize(
+    "make", [lambda: kael.zeros(2, device="cuda"), lambda: kael.empty(0, device="cuda:0")]
+)
+def test_cuda_factories_without_a_gpu_raise_a_clear_error(make):
+    with pytest.raises(kael.Error, match="CUDA is not available"):
+        make()

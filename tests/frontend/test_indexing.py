@@ -1,0 +1,167 @@
+"""Basic indexing gives PyTorch's views; assignment writes through them like PyTorch."""
+
+import numpy as np
+import pytest
+import torch
+
+import kael
+
+KEYS = [
+    0,
+    -1,
+    (1, 2),
+    (-2, -1, -4),
+    slice(None),
+    slice(1, None),
+    slice(None, None, 2),
+    (slice(None), slice(1, 3)),
+    (slice(None), slice(None, None, 2), slice(1, None, 3)),
+    (slice(5, None),),
+    (slice(None), slice(-10, 10)),
+    (slice(None), slice(2, 1)),
+    None,
+    (None, 0),
+    (slice(None), None),
+    (Ellipsis, None),
+    (0, Ellipsis, 1),
+    (Ellipsis, slice(None, None, 3)),
+    (None, Ellipsis, None, 1, None),
+    (),
+    Ellipsis,
+    (1, slice(None), None, slice(2, 4)),
+]
+
+
+@pytest.mark.parametrize("key", KEYS, ids=[repr(k) for k in KEYS])
+def test_getitem_gives_torch_view(key, arange_pair, like_torch):
+    k, t = arange_pair(2, 3, 4)
+    result = k[key]
+    like_torch(result, t[key])
+    assert result.shares_storage(k)
+
+
+@pytest.mark.parametrize("key", [(), None, Ellipsis])
+def test_getitem_of_a_0d_tensor(key, like_torch):
+    like_torch(kael.tensor(5)[key], torch.tensor(5)[key])
+
+
+def test_getitem_of_a_view_composes_offsets(arange_pair, like_torch):
+    k, t = arange_pair(4, 5)
+    like_torch(k[1:, ::2][1:, 1], t[1:, ::2][1:, 1])
+    like_torch(k.T[2:][:, 1:3], t.T[2:][:, 1:3])
+
+
+def test_integer_index_accepts_the_ends_of_the_range_and_nothing_beyond():
+    k = kael.zeros(3, 2)
+    k[2]
+    k[-3]
+    with pytest.raises(
+        kael.IndexError, match="index 3 is out of bounds for dimension 0 with size 3"
+    ):
+        k[3]
+    with pytest.raises(
+        kael.IndexError, match="index -3 is out of bounds for dimension 1 with size 2"
+    ):
+        k[0, -3]
+
+
+def test_integer_index_accepts_numpy_integers(like_torch, arange_pair):
+    k, t = arange_pair(3, 2)
+    like_torch(k[np.int64(1)], t[1])
+
+
+@pytest.mark.parametrize("step", [0, -1])
+def test_slice_step_must_be_positive(step):
+    with pytest.raises(kael.ValueError, match="step must be greater than zero"):
+        kael.zeros(3)[::step]
+
+
+def test_slice_bounds_must_be_integers():
+    with pytest.raises(kael.TypeError, match="slice indices must be integers or None, got float"):
+        kael.zeros(3)[0.5:]
+
+
+def test_too_many_indices_raise():
+    kael.zeros(2, 2)[0, 0]
+    with pytest.raises(kael.IndexError, match="too many indices for tensor of dimension 2"):
+        kael.zeros(2, 2)[0, 0, 0]
+    with pytest.raises(kael.IndexError, match="too many indices for tensor of dimension 0"):
+        kael.tensor(1.0)[0]
+
+
+def test_two_ellipses_raise():
+    with pytest.raises(kael.IndexError, match="single ellipsis"):
+        kael.zeros(2, 2)[..., ...]
+
+
+@pytest.mark.parametrize(
+    "key",
+    [kael.tensor([0]), np.array([0]), [0, 1], True, (0, kael.tensor(1))],
+    ids=["tensor", "ndarray", "list", "bool", "tensor in tuple"],
+)
+def test_tensor_like_keys_are_not_supported_yet(key):
+    with pytest.raises(kael.Error, match="not supported yet"):
+        kael.zeros(3, 3)[key]
+
+
+def test_keys_of_other_types_raise_index_error():
+    with pytest.raises(kael.IndexError, match=r"valid indices \(got float\)"):
+        kael.zeros(3)[1.0]
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        (0, 7),
+        ((slice(None), 1), -1.5),
+        ((Ellipsis, slice(None, None, 2)), True),
+        ((1, slice(1, None)), 2**40),
+        ((slice(None), None, 0), 3.0),
+    ],
+)
+def test_setitem_with_a_number_fills_the_view_like_torch(key, value, like_torch):
+    k, t = kael.zeros(3, 4, dtype=kael.float64), torch.zeros(3, 4, dtype=torch.float64)
+    k[key] = value
+    t[key] = value
+    like_torch(k, t)
+
+
+def test_setitem_with_a_tensor_broadcasts_and_converts_like_torch(arange_pair, like_torch):
+    k, t = arange_pair(3, 4)
+    k[:, 1:3] = kael.tensor([[1.9], [-2.9], [3.5]])
+    t[:, 1:3] = torch.tensor([[1.9], [-2.9], [3.5]])
+    like_torch(k, t)
+    k[0] = kael.tensor([[9, 8, 7, 6]])  # extra leading size-1 dims are dropped, as in PyTorch
+    t[0] = torch.tensor([[9, 8, 7, 6]])
+    like_torch(k, t)
+
+
+def test_setitem_from_an_overlapping_view_of_itself_reads_first():
+    a = kael.arange(6)
+    a[1:] = a[:-1]
+    assert a.tolist() == [0, 0, 1, 2, 3, 4]
+
+
+def test_setitem_on_a_transposed_view_writes_the_base(arange_pair, like_torch):
+    k, t = arange_pair(2, 3)
+    k.T[1:] = 0
+    t.T[1:] = 0
+    like_torch(k, t)
+
+
+def test_setitem_bumps_the_version():
+    a = kael.zeros(3)
+    before = a._impl.storage.version
+    a[0] = 1.0
+    a[1:] = kael.ones(2)
+    assert a._impl.storage.version == before + 2
+
+
+def test_setitem_with_an_unbroadcastable_tensor_raises():
+    with pytest.raises(kael.ValueError, match="must match the existing size"):
+        kael.zeros(3, 4)[0] = kael.zeros(3)
+
+
+def test_setitem_with_a_non_number_raises_type_error():
+    with pytest.raises(kael.TypeError, match="got str"):
+        kael.zeros(3)[0] = "x"

@@ -1,0 +1,222 @@
+"""NumPy and DLPack interop: zero-copy both ways, lifetimes, and every unsupported input."""
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+import torch
+
+import kael
+from kael.frontend.tensor import Tensor
+from kael.runtime.device import CUDA
+from kael.runtime.storage import Storage
+from kael.runtime.tensor_impl import TensorImpl
+
+# ---- Tensor -> NumPy ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "key",
+    [(), (slice(None), slice(1, None)), (slice(None, None, 2),), (1,)],
+    ids=["whole", "sliced", "stepped", "row"],
+)
+def test_numpy_is_a_view_with_torchs_byte_strides(key, arange_pair):
+    k, t = arange_pair(4, 3, dtype=kael.float64)
+    kv, tv = k[key], t[key]
+    for kx, tx in ((kv, tv), (kv.T, tv.permute(tuple(reversed(range(tv.ndim)))))):
+        arr = kx.numpy()
+        expected = tx.numpy()
+        assert arr.strides == expected.strides
+        assert arr.dtype == expected.dtype
+        np.testing.assert_array_equal(arr, expected)
+        assert np.shares_memory(arr, k.numpy())
+
+
+def test_numpy_writes_are_seen_by_the_tensor_and_back():
+    k = kael.zeros(2, 3)
+    arr = k.numpy()
+    arr[1, 2] = 5.0
+    assert k[1, 2].item() == 5.0
+    k[0, 0] = 7.0
+    assert arr[0, 0] == 7.0
+
+
+def test_numpy_array_keeps_the_storage_alive():
+    k = kael.arange(5)
+    storage = weakref.ref(k._impl.storage)
+    arr = k.numpy()
+    del k
+    gc.collect()
+    assert storage() is not None
+    assert arr.tolist() == [0, 1, 2, 3, 4]
+    del arr
+    gc.collect()
+    assert storage() is None
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64, kael.bool])
+def test_numpy_dtype_matches_torch(dtype, torch_dtype):
+    assert (
+        kael.zeros(2, dtype=dtype).numpy().dtype
+        == torch.zeros(2, dtype=torch_dtype(dtype)).numpy().dtype
+    )
+
+
+def test_numpy_of_0d_and_empty_tensors():
+    assert kael.tensor(2.5).numpy().shape == ()
+    assert kael.tensor(2.5).numpy().item() == 2.5
+    assert kael.zeros(2, 0).numpy().shape == (2, 0)
+
+
+def _fake_cuda_tensor() -> Tensor:
+    """A CUDA-placed tensor whose memory is never touched (no GPU is needed to build it)."""
+    storage = Storage.external(0x1000, 16, None, CUDA)
+    return Tensor(TensorImpl(storage, (4,), (1,), 0, kael.float32, CUDA))
+
+
+def test_numpy_of_a_cuda_tensor_says_to_call_cpu():
+    with pytest.raises(kael.TypeError, match=r"Use Tensor.cpu\(\)"):
+        _fake_cuda_tensor().numpy()
+
+
+def test_dlpack_device_names_cpu_and_cuda():
+    assert kael.zeros(1).__dlpack_device__() == torch.zeros(1).__dlpack_device__()
+    assert _fake_cuda_tensor().__dlpack_device__() == (2, 0)
+
+
+def test_array_protocol_shares_unless_a_copy_or_conversion_is_asked():
+    k = kael.arange(4)
+    assert np.shares_memory(np.asarray(k), k.numpy())
+    assert np.shares_memory(np.array(k, copy=False), k.numpy())
+    assert not np.shares_memory(np.array(k, copy=True), k.numpy())
+    converted = np.asarray(k, dtype=np.float64)
+    assert converted.dtype == np.float64
+    assert converted.tolist() == [0.0, 1.0, 2.0, 3.0]
+    with pytest.raises(ValueError, match="needs a copy"):
+        np.array(k, dtype=np.float64, copy=False)
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64, kael.bool])
+def test_torch_reads_a_tensor_through_dlpack_without_a_copy(dtype, torch_dtype):
+    k = kael.ones(3, 4, dtype=dtype).T
+    t = torch.from_dlpack(k)
+    assert t.dtype == torch_dtype(dtype)
+    assert t.stride() == k.strides()
+    assert t.data_ptr() == k.data_ptr()
+    assert t.tolist() == k.tolist()
+
+
+def test_numpy_reads_a_tensor_through_dlpack_without_a_copy():
+    k = kael.arange(6).view(2, 3)
+    arr = np.from_dlpack(k)
+    arr[0, 0] = 9
+    assert k[0, 0].item() == 9
+
+
+# ---- NumPy -> Tensor ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: np.arange(12, dtype=np.float32).reshape(3, 4),
+        lambda: np.arange(12, dtype=np.float64).reshape(3, 4)[:, ::2],
+        lambda: np.arange(12, dtype=np.int64).reshape(3, 4).T,
+        lambda: np.array([True, False, True]),
+        lambda: np.array(3.5),
+        lambda: np.zeros((2, 0)),
+    ],
+    ids=["float32", "stepped float64", "transposed int64", "bool", "0-d", "empty"],
+)
+def test_from_numpy_shares_memory_with_torchs_layout(make, like_torch):
+    arr = make()
+    k = kael.from_numpy(arr)
+    like_torch(k, torch.from_numpy(arr))
+    if arr.size:
+        assert k.data_ptr() == arr.ctypes.data
+
+
+def test_from_numpy_writes_are_seen_both_ways():
+    arr = np.zeros(3)
+    k = kael.from_numpy(arr)
+    arr[0] = 2.0
+    k[1] = 3.0
+    assert k.tolist() == [2.0, 3.0, 0.0]
+    assert arr.tolist() == [2.0, 3.0, 0.0]
+
+
+def test_from_numpy_keeps_the_array_alive():
+    k = kael.from_numpy(np.arange(4, dtype=np.int64) * 2)
+    gc.collect()
+    assert k.tolist() == [0, 2, 4, 6]
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float16, np.uint8, np.complex64])
+def test_from_numpy_rejects_unsupported_dtypes(dtype):
+    with pytest.raises(kael.TypeError, match=f"unsupported numpy dtype {np.dtype(dtype)}"):
+        kael.from_numpy(np.zeros(2, dtype=dtype))
+
+
+def test_from_numpy_rejects_negative_strides():
+    with pytest.raises(kael.ValueError, match=r"negative strides \(-8,\)"):
+        kael.from_numpy(np.arange(3.0)[::-1])
+
+
+def test_from_numpy_rejects_strides_that_are_not_element_multiples():
+    packed = np.zeros(3, dtype=[("a", np.float32), ("b", np.int8)])["a"]
+    with pytest.raises(kael.ValueError, match=r"strides \(5,\) are not multiples of .* size 4"):
+        kael.from_numpy(packed)
+
+
+def test_from_numpy_rejects_non_native_byte_order():
+    with pytest.raises(kael.ValueError, match="non-native byte order"):
+        kael.from_numpy(np.zeros(2, dtype=">f4"))
+
+
+def test_from_numpy_warns_for_a_read_only_array():
+    arr = np.zeros(2)
+    arr.flags.writeable = False
+    with pytest.warns(UserWarning, match="not writable"):
+        kael.from_numpy(arr)
+
+
+def test_from_numpy_needs_an_array():
+    with pytest.raises(kael.TypeError, match="expected a numpy.ndarray, got list"):
+        kael.from_numpy([1, 2])
+
+
+def test_from_dlpack_shares_memory_with_torch():
+    t = torch.arange(6.0).view(2, 3).T
+    k = kael.from_dlpack(t)
+    assert k.strides() == t.stride()
+    t[0, 1] = 42.0
+    assert k[0, 1].item() == 42.0
+
+
+def test_from_dlpack_of_numpy_and_of_kael_share_memory():
+    arr = np.arange(3.0)
+    assert kael.from_dlpack(arr).data_ptr() == arr.ctypes.data
+    k = kael.arange(3)
+    assert kael.from_dlpack(k).shares_storage(k)
+
+
+def test_from_dlpack_needs_a_dlpack_producer():
+    with pytest.raises(kael.TypeError, match="expects an object with __dlpack__, got list"):
+        kael.from_dlpack([1, 2])
+
+
+def test_as_tensor_shares_when_nothing_changes():
+    arr = np.arange(4.0)
+    assert kael.as_tensor(arr).data_ptr() == arr.ctypes.data
+    k = kael.zeros(2)
+    assert kael.as_tensor(k) is k
+    assert kael.as_tensor(k, dtype=kael.float32) is k
+
+
+def test_as_tensor_copies_when_it_must():
+    k = kael.as_tensor(kael.tensor([1.5, -1.5]), dtype=kael.int64)
+    assert k.tolist() == [1, -1]
+    reversed_ = np.arange(3.0)[::-1]
+    assert kael.as_tensor(reversed_).tolist() == [2.0, 1.0, 0.0]
+    assert kael.as_tensor([[1, 2]]).dtype is kael.int64

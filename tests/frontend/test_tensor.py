@@ -1,0 +1,379 @@
+"""The Tensor handle: validation, queries, element access, conversions and in-place writes."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import kael
+from kael.frontend.tensor import Tensor
+from kael.runtime.device import CPU
+from kael.runtime.dtypes import INT64_MAX, INT64_MIN
+from kael.runtime.storage import Storage
+from kael.runtime.tensor_impl import TensorImpl
+
+# ---- construction ---------------------------------------------------------------------------
+
+
+def _impl(nbytes, shape, strides, offset):
+    return TensorImpl(Storage(nbytes), shape, strides, offset, kael.float32, CPU)
+
+
+def test_construction_validates_the_impl_exactly_at_the_limit():
+    t = Tensor(_impl(24, (2, 3), (3, 1), 0))
+    assert t.shape == (2, 3)
+
+
+def test_construction_rejects_a_layout_one_element_past_the_storage():
+    with pytest.raises(kael.Error, match="needs 28 bytes but storage has 24"):
+        Tensor(_impl(24, (2, 3), (3, 1), 1))
+
+
+def test_construction_rejects_negative_strides():
+    with pytest.raises(kael.ValueError, match="negative stride -1"):
+        Tensor(_impl(24, (3,), (-1,), 2))
+
+
+# ---- metadata -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64, kael.bool])
+def test_metadata_of_contiguous_and_strided_views_matches_torch(dtype, torch_dtype):
+    k, t = kael.zeros(2, 3, 4, dtype=dtype), torch.zeros(2, 3, 4, dtype=torch_dtype(dtype))
+    for kv, tv in ((k, t), (k.transpose(0, 2), t.transpose(0, 2)), (k[1, :, 1:], t[1, :, 1:])):
+        assert kv.shape == tuple(tv.shape)
+        assert kv.size() == tuple(tv.size())
+        assert kv.size(-1) == tv.size(-1)
+        assert kv.strides() == tv.stride()
+        assert kv.stride() == tv.stride()
+        assert kv.stride(0) == tv.stride(0)
+        assert kv.stride(-1) == tv.stride(-1)
+        assert kv.storage_offset() == tv.storage_offset()
+        assert kv.ndim == tv.ndim
+        assert kv.dim() == tv.dim()
+        assert kv.numel() == tv.numel()
+        assert kv.nbytes == tv.nbytes
+        assert kv.element_size() == tv.element_size()
+        assert kv.itemsize == tv.itemsize
+        assert kv.is_contiguous() == tv.is_contiguous()
+        assert kv.device == kael.device("cpu")
+        assert not kv.is_cuda
+
+
+def test_stride_accepts_the_last_dim_and_rejects_one_past_it():
+    t = kael.zeros(2, 3)
+    assert t.stride(1) == 1
+    assert t.stride(-2) == 3
+    with pytest.raises(kael.IndexError, match=r"range of \[-2, 1\], but got 2"):
+        t.stride(2)
+    with pytest.raises(kael.IndexError, match=r"range of \[-2, 1\], but got -3"):
+        t.size(-3)
+
+
+def test_stride_of_a_0d_tensor_raises_like_torch():
+    with pytest.raises(kael.IndexError, match="Dimension specified as 0 but tensor has no dim"):
+        kael.scalar_tensor(1.0).stride(0)
+    with pytest.raises(kael.IndexError, match="tensor has no dimensions"):
+        kael.scalar_tensor(1.0).size(0)
+
+
+def test_nbytes_counts_elements_not_storage():
+    big = kael.zeros(1000)
+    assert big[10:12].nbytes == 8
+
+
+def test_is_same_compares_impls_and_shares_storage_compares_storage():
+    a = kael.arange(6)
+    b = a
+    t = a.view(2, 3).transpose(0, 1)
+    c = a.clone()
+    assert a.is_same(b)
+    assert not a.is_same(t)
+    assert a.shares_storage(t)
+    assert not a.shares_storage(c)
+
+
+@pytest.mark.parametrize("shape", [(), (4,), (2, 3), (2, 3, 4)])
+def test_T_reverses_all_dims(shape, arange_pair, like_torch):
+    k, t = arange_pair(*shape)
+    like_torch(k.T, t.permute(tuple(reversed(range(t.ndim)))))
+    assert k.T.shares_storage(k)
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (4, 2, 3)])
+def test_mT_transposes_the_last_two_dims(shape, arange_pair, like_torch):
+    k, t = arange_pair(*shape)
+    like_torch(k.mT, t.mT)
+
+
+def test_mT_needs_at_least_two_dims():
+    with pytest.raises(kael.ValueError, match="Got 1-D tensor"):
+        _ = kael.zeros(3).mT
+
+
+# ---- element access -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (1, 1)])
+def test_item_works_for_any_single_element_shape(shape):
+    assert kael.full(shape, 2.5).item() == 2.5
+
+
+@pytest.mark.parametrize("shape", [(0,), (2,), (2, 3)])
+def test_item_of_not_exactly_one_element_raises_naming_numel(shape):
+    n = math.prod(shape)
+    with pytest.raises(kael.ValueError, match=f"a Tensor with {n} elements"):
+        kael.zeros(shape).item()
+
+
+def test_item_returns_the_python_type_of_the_dtype():
+    value = kael.tensor([0.1]).item()
+    assert type(value) is float and value == torch.tensor([0.1]).item()
+    assert type(kael.tensor([INT64_MAX]).item()) is int
+    assert kael.tensor([INT64_MAX]).item() == INT64_MAX
+    assert kael.tensor(True).item() is True
+
+
+def test_item_reads_through_the_offset(arange_pair):
+    k, t = arange_pair(2, 3)
+    assert k[1, 2].item() == t[1, 2].item()
+
+
+@pytest.mark.parametrize("make", [lambda m: m.arange(6).view(2, 3).T, lambda m: m.zeros(2, 0)])
+def test_tolist_matches_torch(make):
+    assert make(kael).tolist() == make(torch).tolist()
+
+
+def test_tolist_of_a_0d_tensor_is_a_number():
+    assert kael.tensor(7).tolist() == torch.tensor(7).tolist()
+
+
+def test_len_is_the_first_dim_and_0d_has_none():
+    assert len(kael.zeros(4, 2)) == 4
+    with pytest.raises(kael.TypeError, match="len\\(\\) of a 0-d tensor"):
+        len(kael.tensor(1.0))
+
+
+def test_iteration_yields_rows_as_views(arange_pair, like_torch):
+    k, t = arange_pair(3, 2)
+    rows = list(k)
+    assert len(rows) == 3
+    for kr, tr in zip(rows, t, strict=True):
+        like_torch(kr, tr)
+        assert kr.shares_storage(k)
+    with pytest.raises(kael.TypeError, match="iteration over a 0-d tensor"):
+        iter(kael.tensor(1.0))
+
+
+def test_bool_float_int_need_exactly_one_element():
+    assert bool(kael.tensor([2.0])) is True
+    assert bool(kael.tensor(0)) is False
+    assert float(kael.tensor([[3]])) == 3.0
+    assert int(kael.tensor(-2.7)) == int(torch.tensor(-2.7))
+    with pytest.raises(kael.ValueError, match="2 elements is ambiguous"):
+        bool(kael.zeros(2))
+    with pytest.raises(kael.ValueError, match="2 elements"):
+        float(kael.zeros(2))
+
+
+# ---- conversion -----------------------------------------------------------------------------
+
+
+def test_same_dtype_to_returns_self():
+    t = kael.zeros(3)
+    assert t.to(kael.float32) is t
+    assert t.to(dtype=kael.float32) is t
+    assert t.to("cpu") is t
+    assert t.to(kael.device("cpu"), kael.float32) is t
+    assert t.to(kael.zeros(1)) is t
+    assert t.float() is t
+    assert t.cpu() is t
+
+
+@pytest.mark.parametrize(
+    ("src", "dst"),
+    [
+        (kael.float32, kael.float64),
+        (kael.float64, kael.float32),
+        (kael.int64, kael.float32),
+        (kael.float32, kael.int64),
+        (kael.int64, kael.bool),
+        (kael.bool, kael.float64),
+    ],
+)
+def test_to_converts_a_strided_tensor_like_torch(src, dst, like_torch, torch_dtype):
+    values = [[-2.7, 0.0, 1.5], [3.25, -0.5, 100.0]]
+    k = kael.tensor(values, dtype=src).T
+    t = torch.tensor(values, dtype=torch_dtype(src)).T
+    like_torch(k.to(dst), t.to(torch_dtype(dst)).contiguous())
+
+
+def test_to_int64_saturates_and_maps_nan_to_zero():
+    # The book's rule; PyTorch's result here is platform-dependent.
+    k = kael.tensor([1e30, -1e30, math.inf, -math.inf, math.nan, -2.7, 2.7], dtype=kael.float64)
+    assert k.long().tolist() == [INT64_MAX, INT64_MIN, INT64_MAX, INT64_MIN, 0, -2, 2]
+
+
+def test_to_bool_maps_nonzero_and_nan_to_true():
+    values = [0.0, -0.0, 2.5, math.nan, -math.inf]
+    assert kael.tensor(values).bool().tolist() == torch.tensor(values).bool().tolist()
+
+
+def test_conversion_methods_give_their_dtype():
+    t = kael.tensor([1.5, -1.5])
+    assert t.double().dtype is kael.float64
+    assert t.long().dtype is kael.int64
+    assert t.bool().dtype is kael.bool
+    assert t.long().float().dtype is kael.float32
+
+
+def test_to_rejects_an_argument_that_is_no_dtype_device_or_tensor():
+    with pytest.raises(kael.TypeError, match="got int"):
+        kael.zeros(1).to(3)
+
+
+def test_to_an_unknown_device_raises():
+    with pytest.raises(kael.ValueError, match="unknown device 'gpu'"):
+        kael.zeros(1).to("gpu")
+
+
+@pytest.mark.skipif(kael.cuda.is_available(), reason="checks the no-GPU error")
+def test_cuda_without_a_gpu_raises_a_clear_error():
+    with pytest.raises(kael.Error, match="CUDA is not available"):
+        kael.zeros(2).cuda()
+    with pytest.raises(kael.Error, match="CUDA is not available"):
+        kael.zeros(0).to("cuda:0")
+
+
+def test_clone_has_offset_zero_and_tight_storage(arange_pair, like_torch):
+    k, t = arange_pair(10, 10)
+    view = k[2:5, 1::3]
+    c = view.clone()
+    like_torch(c, t[2:5, 1::3].contiguous())
+    assert c.storage_offset() == 0
+    assert c._impl.storage.nbytes == c.numel() * c.element_size()
+    assert not c.shares_storage(k)
+
+
+def test_clone_of_a_contiguous_tensor_is_independent():
+    a = kael.zeros(3)
+    c = a.clone()
+    c[0] = 7.0
+    assert a.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_contiguous_returns_self_only_when_contiguous(arange_pair, like_torch):
+    k, t = arange_pair(3, 4)
+    assert k.contiguous() is k
+    c = k.T.contiguous()
+    like_torch(c, t.T.contiguous())
+    assert not c.shares_storage(k)
+
+
+def test_detach_is_a_new_tensor_over_the_same_elements(arange_pair, like_torch):
+    k, t = arange_pair(3, 4)
+    d = k[1:].detach()
+    like_torch(d, t[1:].detach())
+    assert d.shares_storage(k)
+    assert not d.is_same(k[1:])
+
+
+# ---- in-place writes ------------------------------------------------------------------------
+
+
+def test_copy_converts_dtype_and_broadcasts_like_torch(like_torch):
+    k, t = kael.zeros(2, 3), torch.zeros(2, 3)
+    k.copy_(kael.tensor([1.7, -2.5, 3.0], dtype=kael.float64))
+    t.copy_(torch.tensor([1.7, -2.5, 3.0], dtype=torch.float64))
+    like_torch(k, t)
+
+
+def test_copy_into_a_strided_destination_like_torch(arange_pair, like_torch):
+    k, t = arange_pair(4, 5)
+    k[:, 1::2].copy_(kael.tensor([[-1], [-2], [-3], [-4]]))
+    t[:, 1::2].copy_(torch.tensor([[-1], [-2], [-3], [-4]]))
+    like_torch(k, t)
+
+
+def test_copy_into_an_overlapping_destination_raises():
+    with pytest.raises(kael.Error, match="more than one element of the written-to tensor"):
+        kael.zeros(1).expand(3).copy_(kael.ones(3))
+
+
+def test_copy_into_an_expanded_size_one_dim_is_allowed():
+    t = kael.zeros(1, 3).expand(1, 3)
+    t.copy_(kael.ones(3))
+    assert t.tolist() == [[1.0, 1.0, 1.0]]
+
+
+def test_copy_from_an_overlapping_source_reads_before_writing():
+    a = kael.arange(5)
+    a[1:].copy_(a[:-1])
+    assert a.tolist() == [0, 0, 1, 2, 3]
+
+
+def test_copy_from_the_same_layout_of_the_same_storage_keeps_values():
+    a = kael.arange(4)
+    a.copy_(a.detach())
+    assert a.tolist() == [0, 1, 2, 3]
+
+
+def test_copy_of_an_unbroadcastable_shape_raises():
+    with pytest.raises(kael.ValueError, match=r"expanded size of the tensor \(2\) must match"):
+        kael.zeros(2, 2).copy_(kael.zeros(3))
+
+
+def test_copy_needs_a_tensor():
+    with pytest.raises(kael.TypeError, match="copy_ expects a Tensor, got list"):
+        kael.zeros(2).copy_([1, 2])
+
+
+def test_in_place_writes_bump_the_shared_storage_version():
+    a = kael.zeros(4)
+    view = a[1:]
+    before = a._impl.storage.version
+    view.copy_(kael.ones(3))
+    a.fill_(2.0)
+    a.zero_()
+    view[0] = 5.0
+    assert a._impl.storage.version == before + 4
+    assert view._impl.storage.version == a._impl.storage.version
+
+
+@pytest.mark.parametrize(
+    ("dtype", "value"),
+    [(kael.int64, 2.7), (kael.int64, -2.7), (kael.bool, 0.5), (kael.float32, 1 / 3)],
+)
+def test_fill_converts_the_value_like_torch(dtype, value, torch_dtype):
+    k = kael.zeros(3, dtype=dtype).fill_(value)
+    t = torch.zeros(3, dtype=torch_dtype(dtype)).fill_(value)
+    assert k.tolist() == t.tolist()
+
+
+def test_fill_of_an_expanded_tensor_is_allowed_like_torch():
+    base = kael.zeros(1)
+    base.expand(3).fill_(4.0)
+    assert base.tolist() == [4.0]
+
+
+def test_fill_takes_a_0d_tensor_but_not_a_1d_one():
+    assert kael.zeros(2).fill_(kael.tensor(3.0)).tolist() == [3.0, 3.0]
+    with pytest.raises(kael.ValueError, match="0-dim value tensor, got 1 dimensions"):
+        kael.zeros(2).fill_(kael.tensor([3.0]))
+
+
+def test_zero_clears_every_element():
+    assert kael.ones(2, 2).zero_().tolist() == [[0.0, 0.0], [0.0, 0.0]]
+
+
+def test_fill_rejects_a_non_number():
+    with pytest.raises(kael.TypeError, match="got str"):
+        kael.zeros(2).fill_("x")
+
+
+def test_numpy_values_equal_torch_after_writes(arange_pair):
+    k, t = arange_pair(3, 3, dtype=kael.float64)
+    k.T[0] = 9.0
+    t.T[0] = 9.0
+    np.testing.assert_array_equal(k.numpy(), t.numpy())
