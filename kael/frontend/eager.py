@@ -15,12 +15,14 @@ from dataclasses import dataclass
 
 from kael.codegen.cpu import jit
 from kael.codegen.cpu.loops import tile_size
+from kael.codegen.ptx.launch import launch as gpu_launch
 from kael.ir import graph as g
 from kael.ir import layout
 from kael.ir.kernel import BCAST, CONTIG, Kernel
 from kael.ir.scheduler import schedule_elementwise
 from kael.runtime import debug
 from kael.runtime.convert import convert_scalar
+from kael.runtime.device import CPU
 from kael.runtime.dtypes import DType, bool_, float64, int64
 from kael.runtime.errors import Error
 from kael.runtime.launcher import launch
@@ -31,7 +33,7 @@ from kael.runtime.tensor_impl import TensorImpl
 NONTEMPORAL_BYTES = 8 << 20
 
 _templates: dict[tuple, tuple[Kernel, list[str]]] = {}
-# (template id, rank, inners, tiled, streaming) -> (specialized kernel, compiled code).
+# (template id, rank, inners, tiled, streaming, on cpu) -> (specialized kernel, CPU code).
 # Templates live in _templates forever, so their ids are stable keys.
 _specialized: dict[tuple, tuple[Kernel, jit.CompiledKernel]] = {}
 _uses_index: dict[int, bool] = {}
@@ -63,8 +65,10 @@ def run(
     kernel, names = entry
     out = outs[0]
     for t in (*outs, *ins):
-        if t.device.type != "cpu":
-            raise Error(f"kernels on {t.device} are not supported yet; call .cpu() first")
+        if t.device is not out.device:
+            raise Error(
+                f"expected all tensors on one device, but found {out.device} and {t.device}"
+            )
     n = out.numel()
     if n == 0:
         return
@@ -80,17 +84,21 @@ def run(
         and lay.inners[0] == CONTIG
         and all(i in (CONTIG, BCAST) for i in lay.inners)
     )
-    key = (id(kernel), lay.rank, lay.inners, lay.tiled, stream)
+    on_cpu = out.device is CPU
+    key = (id(kernel), lay.rank, lay.inners, lay.tiled, stream, on_cpu)
     hit = _specialized.get(key)
     if hit is None:
         specialized = kernel.specialize(lay.rank, lay.inners, lay.tiled, stream)
-        hit = _specialized[key] = (specialized, jit.get(specialized))
+        hit = _specialized[key] = (specialized, jit.get(specialized) if on_cpu else None)
     specialized, compiled = hit
     words = [t.data_ptr() for t in impls]
     words += lay.sizes
     for st in lay.strides:
         words += st
     words += [_param_word(scalars[name], d) for name, d in zip(names, kernel.params)]
+    if not on_cpu:
+        gpu_launch(specialized, words, n)
+        return
     if lay.tiled:
         *outer, rows, cols = lay.sizes
         tile = tile_size(specialized)
