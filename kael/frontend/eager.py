@@ -8,12 +8,13 @@ conversion or fill writes goes through here.
 
 from __future__ import annotations
 
+import os
 import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kael.codegen.cpu import jit
+from kael.codegen.cpu import jit, parallel
 from kael.codegen.cpu.loops import tile_size
 from kael.codegen.ptx.launch import launch as gpu_launch
 from kael.ir import graph as g
@@ -28,9 +29,23 @@ from kael.runtime.errors import Error
 from kael.runtime.launcher import launch
 from kael.runtime.tensor_impl import TensorImpl
 
-# Outputs at least this large bypass the caches with streaming stores (measured in
-# benchmarks/bench_copy.py: below it, the output is still cache-resident when read next).
-NONTEMPORAL_BYTES = 8 << 20
+
+def _streaming_threshold() -> int:
+    """Outputs at least this large bypass the caches with streaming stores.
+
+    Three quarters of the last-level cache, as glibc's memcpy does: below it the output
+    is still cache-resident when read next (measured in benchmarks/bench_copy.py).
+    """
+    try:
+        llc = os.sysconf("SC_LEVEL3_CACHE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        llc = 0
+    return llc * 3 // 4 if llc > 0 else 24 << 20
+
+
+NONTEMPORAL_BYTES = _streaming_threshold()
+
+parallel.install()
 
 _templates: dict[tuple, tuple[Kernel, list[str]]] = {}
 # (template id, rank, inners, tiled, streaming, on cpu) -> (specialized kernel, CPU code).

@@ -152,15 +152,27 @@ def _host_functions() -> tuple[Callable[[int], int], Callable[[int], None]]:
     free = libc.free
     free.argtypes = (ctypes.c_void_p,)
     free.restype = None
+    madvise = libc.madvise
+    madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    madvise.restype = ctypes.c_int
 
     def host_alloc(nbytes: int) -> int:
         out = ctypes.c_void_p()
-        if memalign(ctypes.byref(out), ALIGNMENT, nbytes) != 0 or not out.value:
+        huge = nbytes >= HUGE_PAGE
+        align = HUGE_PAGE if huge else ALIGNMENT
+        if memalign(ctypes.byref(out), align, nbytes) != 0 or not out.value:
             raise Error(f"out of memory: cannot allocate {nbytes} bytes on the host")
+        if huge:
+            # Streaming kernels run faster on 2 MiB pages: fewer TLB misses, and hardware
+            # prefetchers stop at page boundaries. A refusal only costs that speed.
+            madvise(out.value, nbytes, MADV_HUGEPAGE)
         return out.value
 
     return host_alloc, free
 
+
+HUGE_PAGE = 2 << 20
+MADV_HUGEPAGE = 14
 
 host_alloc, host_free = _host_functions()
 _ALLOCATORS = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ctypes
 
-from kael.runtime.threadpool import pool
+from kael.runtime.threadpool import get_num_threads, pool
 
 # Below this many bytes moved, waking a worker costs more than it saves.
 PARALLEL_BYTES = 1 << 20
@@ -26,7 +26,7 @@ def launch(fn, words: list[int], total: int, bytes_moved: int, align: int = ALIG
         return
     block = (ctypes.c_int64 * len(words))(*words)
     address = ctypes.addressof(block)
-    threads = pool().num_threads
+    threads = get_num_threads()
     if threads == 1 or bytes_moved < PARALLEL_BYTES:
         fn(address, 0, total)
         return

@@ -26,10 +26,12 @@ def _default_threads() -> int:
 
 
 class ThreadPool:
-    """Workers each with an inbox; `run` hands one range to each and waits for all."""
+    """Python workers each with an inbox; `run` hands one range to each and waits for all.
 
-    def __init__(self, num_threads: int):
-        self.num_threads = num_threads
+    The fallback where the compiled pool (kael/codegen/cpu/parallel.py) cannot run.
+    """
+
+    def __init__(self) -> None:
         self._workers: list[queue.SimpleQueue] = []
         self._done: queue.SimpleQueue = queue.SimpleQueue()
         self._lock = threading.Lock()
@@ -62,28 +64,46 @@ class ThreadPool:
                 for _ in helpers:
                     self._done.get()
 
+    def after_fork_in_child(self) -> None:
+        self.__init__()
 
-_pool = ThreadPool(_default_threads())
+
+_num_threads = _default_threads()
+_python_pool = ThreadPool()
+_native = None
 
 
-def pool() -> ThreadPool:
-    return _pool
+def pool():
+    """The pool that runs multi-threaded launches: the compiled one once installed."""
+    return _native or _python_pool
+
+
+def install(native) -> None:
+    """Route launches to a compiled pool with the same `run` (codegen installs it)."""
+    global _native
+    _native = native
+
+
+def python_pool() -> ThreadPool:
+    return _python_pool
 
 
 def set_num_threads(n: int) -> None:
     """Use `n` threads for large kernels (1 runs everything on the calling thread)."""
+    global _num_threads
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"number of threads must be a positive int, got {n!r}")
-    _pool.num_threads = n
+    _num_threads = n
 
 
 def get_num_threads() -> int:
-    return _pool.num_threads
+    return _num_threads
 
 
 def _after_fork_in_child() -> None:
-    global _pool
-    _pool = ThreadPool(_pool.num_threads)
+    for p in (_python_pool, _native):
+        if p is not None:
+            p.after_fork_in_child()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -40,10 +40,10 @@ def _recording_fn(calls, lock):
     return fn
 
 
-def test_pool_runs_each_range_once_and_the_first_on_the_caller():
+def test_python_pool_runs_each_range_once_and_the_first_on_the_caller():
     calls, lock = [], threading.Lock()
     ranges = [(0, 10), (10, 20), (20, 25)]
-    threadpool.pool().run(_recording_fn(calls, lock), 0, ranges)
+    threadpool.python_pool().run(_recording_fn(calls, lock), 0, ranges)
     assert sorted((b, e) for b, e, _ in calls) == ranges
     assert [t for b, _, t in calls if b == 0] == [threading.get_ident()]
 
@@ -84,12 +84,12 @@ def test_large_launches_use_every_thread(restore_threads):
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
 def test_forked_child_gets_a_fresh_pool(restore_threads):
     threadpool.set_num_threads(2)
-    threadpool.pool().run(lambda a, b, e: None, 0, [(0, 1), (1, 2)])
+    threadpool.python_pool().run(lambda a, b, e: None, 0, [(0, 1), (1, 2)])
     pid = os.fork()
     if pid == 0:
         try:
             done = []
-            threadpool.pool().run(lambda a, b, e: done.append(b), 0, [(0, 1), (1, 2)])
+            threadpool.python_pool().run(lambda a, b, e: done.append(b), 0, [(0, 1), (1, 2)])
             os._exit(0 if sorted(done) == [0, 1] else 1)
         except BaseException:
             os._exit(2)

@@ -6,6 +6,7 @@ from the disk cache pays for loading it but never runs the optimizer or code gen
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import threading
 
@@ -68,7 +69,7 @@ def build_module(kernel: Kernel, symbol: str) -> ir.Module:
     return module
 
 
-def _optimized(module: ir.Module):
+def _optimized(module: ir.Module | str):
     llvm = _llvm()
     mod = llvm.parse_assembly(str(module))
     mod.verify()
@@ -87,6 +88,16 @@ def compile_object(kernel: Kernel, symbol: str) -> bytes:
         return _target_machine().emit_object(_optimized(build_module(kernel, symbol)))
 
 
+def compile_ir_text(text: str) -> bytes:
+    """Optimized host object code for hand-written LLVM IR (the native thread pool)."""
+    t = host_target()
+    header = (
+        f'target triple = "{t["triple"]}"\ntarget datalayout = "{_target_machine().target_data}"\n'
+    )
+    with _lock:
+        return _target_machine().emit_object(_optimized(header + text))
+
+
 def optimized_ir(kernel: Kernel, symbol: str) -> str:
     with _lock:
         return str(_optimized(build_module(kernel, symbol)))
@@ -99,18 +110,27 @@ def assembly(kernel: Kernel, symbol: str) -> str:
 
 @functools.cache
 def _jit():
-    return _llvm().create_lljit_compiler(_target_machine())
+    jit = _llvm().create_lljit_compiler(_target_machine())
+    # Never destroyed, not even at interpreter exit: native pool workers may still be
+    # running code it owns while Python tears down its modules.
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(jit))
+    return jit
+
+
+def load_object_symbols(obj: bytes, symbols: tuple[str, ...], library: str):
+    """Link object code into the process as `library`; ({symbol: address}, tracker).
+
+    Keep the tracker alive: dropping it unloads the code.
+    """
+    builder = _llvm().JITLibraryBuilder().add_object_img(obj).add_current_process()
+    for name in symbols:
+        builder = builder.export_symbol(name)
+    with _lock:
+        tracker = builder.link(_jit(), library)
+    return {name: tracker[name] for name in symbols}, tracker
 
 
 def load_object(obj: bytes, symbol: str):
-    """Link object code into the process; returns (address, tracker). Keep the tracker alive."""
-    llvm = _llvm()
-    with _lock:
-        tracker = (
-            llvm.JITLibraryBuilder()
-            .add_object_img(obj)
-            .add_current_process()
-            .export_symbol(symbol)
-            .link(_jit(), symbol)
-        )
-    return tracker[symbol], tracker
+    """Link one kernel's object code; returns (address, tracker)."""
+    addresses, tracker = load_object_symbols(obj, (symbol,), symbol)
+    return addresses[symbol], tracker
