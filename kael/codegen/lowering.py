@@ -46,12 +46,14 @@ class ExprEmitter:
         load: Callable[[int], ir.Value],
         index: Callable[[int], ir.Value],
         param: Callable[[int], ir.Value],
+        fault: Callable[[int, ir.Value], None] | None = None,
     ):
         self.b = builder
         self.width = width
         self.load = load
         self.index = index
         self.param = param
+        self._fault = fault
         self.memo: dict[Expr, ir.Value] = {}
 
     def emit(self, e: Expr) -> ir.Value:
@@ -140,9 +142,16 @@ class ExprEmitter:
         out = b.select(high, self.const(dst, INT64_MAX), out)
         return b.select(nan, self.const(dst, 0), out)
 
+    def fault(self, code: int, cond: ir.Value) -> None:
+        """Report fault `code` (kael.ir.ops.FAULTS) where the i1 (vector) `cond` holds."""
+        if self._fault is None:
+            raise AssertionError("this backend gave the emitter no error word")
+        self._fault(code, cond)
+
     def intrinsic(self, name: str, v: ir.Value, *rest: ir.Value) -> ir.Value:
-        module = self.b.module
-        fn = module.declare_intrinsic(name, [v.type])
+        """Call an overloaded LLVM intrinsic whose result has the first operand's type."""
+        fnty = ir.FunctionType(v.type, [v.type] + [r.type for r in rest])
+        fn = self.b.module.declare_intrinsic(name, [v.type], fnty)
         return self.b.call(fn, [v, *rest])
 
 
@@ -176,81 +185,5 @@ def element_offset(b: ir.IRBuilder, idx: list[ir.Value], strides: list[ir.Value]
     return total
 
 
-# --- op tables: name -> emitter(emitter, operand values..., operand dtype) -------------------
-
-_FCMP = {"eq": "==", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-_ICMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-
-
-def _compare(op: str):
-    def emit(m: ExprEmitter, a, c, dtype: DType):
-        if dtype.is_floating_point:
-            # ne is the one unordered comparison: NaN != x is true.
-            r = m.b.fcmp_unordered("!=", a, c) if op == "ne" else m.b.fcmp_ordered(_FCMP[op], a, c)
-        elif dtype.is_bool:
-            r = m.b.icmp_unsigned(_ICMP[op], a, c)
-        else:
-            r = m.b.icmp_signed(_ICMP[op], a, c)
-        return m.i1_to_bool(r)
-
-    return emit
-
-
-def _arith(float_op: str, int_op: str):
-    def emit(m: ExprEmitter, a, c, dtype: DType):
-        return getattr(m.b, float_op if dtype.is_floating_point else int_op)(a, c)
-
-    return emit
-
-
-def _extremum(greater: bool):
-    """max/min that propagate NaN from either side (PyTorch's maximum/minimum)."""
-
-    def emit(m: ExprEmitter, a, c, dtype: DType):
-        b = m.b
-        if dtype.is_floating_point:
-            pick_a = b.fcmp_unordered(">" if greater else "<", a, c)  # true when a wins or a is NaN
-            pick_a = b.or_(pick_a, b.fcmp_unordered("uno", a, a))
-            c_nan = b.fcmp_unordered("uno", c, c)
-            return b.select(b.and_(pick_a, b.not_(c_nan)), a, c)
-        cmp = b.icmp_signed if not dtype.is_bool else b.icmp_unsigned
-        return b.select(cmp(">" if greater else "<", a, c), a, c)
-
-    return emit
-
-
-def _neg(m: ExprEmitter, v, dtype: DType):
-    return m.b.fneg(v) if dtype.is_floating_point else m.b.sub(m.const(dtype, 0), v)
-
-
-def _abs(m: ExprEmitter, v, dtype: DType):
-    if dtype.is_floating_point:
-        return m.intrinsic("llvm.fabs", v)
-    if dtype.is_bool:
-        return v
-    negative = m.b.icmp_signed("<", v, m.const(dtype, 0))
-    return m.b.select(negative, m.b.sub(m.const(dtype, 0), v), v)
-
-
-def _not(m: ExprEmitter, v, dtype: DType):
-    return m.i1_to_bool(m.b.not_(m.truth(v, dtype)))
-
-
-def _logical(op: str):
-    def emit(m: ExprEmitter, a, c, dtype: DType):
-        return m.i1_to_bool(getattr(m.b, op)(m.truth(a, dtype), m.truth(c, dtype)))
-
-    return emit
-
-
-UNARY_EMITTERS = {"neg": _neg, "abs": _abs, "not": _not}
-BINARY_EMITTERS = {
-    "add": _arith("fadd", "add"),
-    "sub": _arith("fsub", "sub"),
-    "mul": _arith("fmul", "mul"),
-    "max": _extremum(True),
-    "min": _extremum(False),
-    "and": _logical("and_"),
-    "or": _logical("or_"),
-    **{op: _compare(op) for op in ("eq", "ne", "lt", "le", "gt", "ge")},
-}
+# The op tables live with their emitters; imported last, as they use the helpers above.
+from kael.codegen.emitters import BINARY_EMITTERS, UNARY_EMITTERS  # noqa: E402

@@ -8,6 +8,7 @@ conversion or fill writes goes through here.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import struct
 import time
@@ -20,13 +21,15 @@ from kael.codegen.ptx.launch import launch as gpu_launch
 from kael.ir import graph as g
 from kael.ir import layout
 from kael.ir.kernel import BCAST, CONTIG, Kernel
+from kael.ir.ops import FAULTS
 from kael.ir.scheduler import schedule_elementwise
-from kael.runtime import debug
+from kael.runtime import cuda_driver, debug
 from kael.runtime.convert import convert_scalar
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import DType, bool_, float64, int64
 from kael.runtime.errors import Error
 from kael.runtime.launcher import launch
+from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl
 
 
@@ -111,8 +114,13 @@ def run(
     for st in lay.strides:
         words += st
     words += [_param_word(scalars[name], d) for name, d in zip(names, kernel.params)]
+    error = _ErrorWord(out.device) if specialized.may_fault else None
+    if error is not None:
+        words.append(error.address)
     if not on_cpu:
         gpu_launch(specialized, words, n)
+        if error is not None:
+            error.raise_if_set()
         return
     if lay.tiled:
         *outer, rows, cols = lay.sizes
@@ -126,14 +134,44 @@ def run(
     moved = sum(t.numel() * t.dtype.itemsize for t in impls)
     if debug.level < 1 and recorder is None:
         launch(compiled.fn, words, total, moved, align)
+        if error is not None:
+            error.raise_if_set()
         return
     start = time.perf_counter()
     launch(compiled.fn, words, total, moved, align)
+    if error is not None:
+        error.raise_if_set()
     record = Launch(specialized, compiled.symbol, out.shape, moved, time.perf_counter() - start)
     if recorder is not None:
         recorder.append(record)
     if debug.level >= 1:
         debug.emit(f"[kael] launch {record}")
+
+
+class _ErrorWord:
+    """The int64 a faulting kernel writes a code into (kael.ir.ops.FAULTS); 0 means none."""
+
+    __slots__ = ("device", "cell", "storage")
+
+    def __init__(self, device) -> None:
+        self.device = device
+        self.cell = ctypes.c_int64(0)
+        self.storage = None
+        if device is not CPU:
+            self.storage = Storage(8, device)
+            cuda_driver.memcpy_htod(self.storage.ptr, ctypes.addressof(self.cell), 8)
+
+    @property
+    def address(self) -> int:
+        return self.storage.ptr if self.storage is not None else ctypes.addressof(self.cell)
+
+    def raise_if_set(self) -> None:
+        if self.storage is not None:
+            cuda_driver.memcpy_dtoh(ctypes.addressof(self.cell), self.storage.ptr, 8)
+        code = self.cell.value
+        if code:
+            op, message = FAULTS[code]
+            raise Error(f"{message} in {op}")
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from kael.ir.ops import BINARY_OPS, UNARY_OPS
+from kael.ir.ops import BINARY_OPS, UNARY_OPS, may_fault
 from kael.runtime.dtypes import DType, bool_, int64
 
 
@@ -98,14 +98,20 @@ def cast(x: Expr, dtype: DType) -> Expr:
     return x if x.dtype is dtype else Cast(dtype, x)
 
 
+def _result(kind: str, op: str, dtype: DType) -> DType:
+    if kind == "float" and not dtype.is_floating_point:
+        raise AssertionError(f"{op} is built on floating operands only, got {dtype}")
+    return bool_ if kind == "bool" else dtype
+
+
 def unary(op: str, x: Expr) -> Unary:
-    return Unary(bool_ if UNARY_OPS[op] == "bool" else x.dtype, op, x)
+    return Unary(_result(UNARY_OPS[op], op, x.dtype), op, x)
 
 
 def binary(op: str, a: Expr, b: Expr) -> Binary:
     if a.dtype is not b.dtype:
         raise AssertionError(f"binary {op} needs one dtype, got {a.dtype} and {b.dtype}")
-    return Binary(bool_ if BINARY_OPS[op] == "bool" else a.dtype, op, a, b)
+    return Binary(_result(BINARY_OPS[op], op, a.dtype), op, a, b)
 
 
 def where(cond: Expr, a: Expr, b: Expr) -> Where:
@@ -132,3 +138,10 @@ def walk(e: Expr):
 
 def uses_index(e: Expr) -> bool:
     return any(isinstance(n, Index) for n in walk(e))
+
+
+def faults(e: Expr) -> bool:
+    """Whether evaluating `e` can report a fault (integer division by zero)."""
+    return any(
+        isinstance(n, Unary | Binary) and may_fault(n.op, children(n)[0].dtype) for n in walk(e)
+    )

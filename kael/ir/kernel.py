@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from kael.ir.expr import Expr, uses_index
+from kael.ir.expr import Expr, faults, uses_index
 from kael.runtime.dtypes import DType
 
 # Innermost-dimension layout of a buffer: unit stride, stride 0 (broadcast), any stride,
@@ -46,6 +46,11 @@ class Kernel:
     def buffers(self) -> tuple[Buffer, ...]:
         """Outputs then inputs: the order of pointers and strides in the argument block."""
         return self.outputs + self.inputs
+
+    @property
+    def may_fault(self) -> bool:
+        """Whether the argument block ends with the address of an error word."""
+        return any(faults(e) for e in self.exprs)
 
     @property
     def uses_index(self) -> bool:

@@ -1,20 +1,54 @@
-"""The op tables of the IR: every unary and binary op name, declared once, with its dtype rule.
+"""The op tables of the IR: every unary and binary op name, declared once, with its result kind.
 
-Codegen maps each name to an emitter (kael/codegen/lowering.py); the frontend maps
-each to a public function. A name missing from a backend's table fails loudly.
+Codegen maps each name to an emitter (kael/codegen/arith.py, kael/codegen/vmath.py);
+the frontend maps each to a public function (kael/frontend/elementwise.py). A name
+missing from a backend's table fails loudly in tests/codegen.
 """
 
 # Result kinds: "same" keeps the operand dtype, "bool" gives bool (comparisons, predicates).
+# Math ops ("float") are only ever built on float32 or float64 operands.
 UNARY_OPS: dict[str, str] = {
     "neg": "same",
     "abs": "same",
+    "sign": "same",
+    "relu": "same",
+    "floor": "same",
+    "ceil": "same",
+    "round": "same",
+    "trunc": "same",
+    "square": "same",
     "not": "bool",
+    "isnan": "bool",
+    "isinf": "bool",
+    "isfinite": "bool",
+    "reciprocal": "float",
+    "sqrt": "float",
+    "rsqrt": "float",
+    "exp": "float",
+    "exp2": "float",
+    "expm1": "float",
+    "log": "float",
+    "log2": "float",
+    "log1p": "float",
+    "sin": "float",
+    "cos": "float",
+    "tan": "float",
+    "tanh": "float",
+    "sigmoid": "float",
+    "silu": "float",
+    "erf": "float",
+    "gelu": "float",
+    "gelu_tanh": "float",
 }
 
 BINARY_OPS: dict[str, str] = {
     "add": "same",
     "sub": "same",
     "mul": "same",
+    "div": "float",
+    "floordiv": "same",
+    "rem": "same",
+    "pow": "same",
     "max": "same",
     "min": "same",
     "eq": "bool",
@@ -25,6 +59,38 @@ BINARY_OPS: dict[str, str] = {
     "ge": "bool",
     "and": "bool",
     "or": "bool",
+    "xor": "bool",
 }
+
+# Transcendental ops: kael's own vector math (kael/codegen/vmath.py), float operands only.
+VMATH_OPS = frozenset(
+    (
+        "exp",
+        "exp2",
+        "expm1",
+        "log",
+        "log2",
+        "log1p",
+        "sin",
+        "cos",
+        "tan",
+        "tanh",
+        "sigmoid",
+        "erf",
+        "pow",
+    )
+)
+
+# Faults a kernel can report through its error word, by code: (op, message).
+FAULTS: dict[int, tuple[str, str]] = {
+    1: ("floordiv", "integer division by zero"),
+    2: ("rem", "integer division by zero"),
+}
+
+
+def may_fault(op: str, dtype) -> bool:
+    """Whether `op` on `dtype` operands can report a fault (integer division by zero)."""
+    return op in ("floordiv", "rem") and not dtype.is_floating_point
+
 
 REDUCE_OPS = ("sum", "prod", "max", "min")

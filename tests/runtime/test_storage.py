@@ -67,6 +67,7 @@ def test_block_returns_to_its_bucket_when_the_storage_dies():
 
 
 def test_block_in_a_reference_cycle_is_released_by_the_collector():
+    gc.collect()  # earlier tests' cyclic garbage must not be counted as ours
     s = Storage(2000)
     cycle = [s]
     cycle.append(cycle)

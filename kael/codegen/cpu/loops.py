@@ -53,6 +53,18 @@ class _Args:
         self.strides = [[word(n + r + i * r + d) for d in range(r)] for i in range(n)]
         first = n + r + n * r
         self.params = [param_from_word(b, word(first + s), d) for s, d in enumerate(kernel.params)]
+        self.error = None
+        if kernel.may_fault:
+            self.error = b.inttoptr(word(first + len(kernel.params)), I64.as_pointer(), name="err")
+
+    def fault(self, b: ir.IRBuilder, code: int, cond: ir.Value) -> None:
+        """Store `code` in the error word when any lane of `cond` holds (rarely taken)."""
+        if isinstance(cond.type, ir.VectorType):
+            fnty = ir.FunctionType(ir.IntType(1), [cond.type])
+            reduce = b.module.declare_intrinsic("llvm.vector.reduce.or", [cond.type], fnty)
+            cond = b.call(reduce, [cond])
+        with b.if_then(cond, likely=False):
+            b.store_atomic(ir.Constant(I64, code), self.error, ordering="monotonic", align=8)
 
 
 class _LoopBuilder:
@@ -117,16 +129,20 @@ def _store(
         st.set_metadata("nontemporal", b.module.add_metadata([ir.Constant(ir.IntType(32), 1)]))
 
 
-def _compute(b: ir.IRBuilder, kernel: Kernel, params, width: int, load, index) -> list[ir.Value]:
+def _compute(
+    b: ir.IRBuilder, kernel: Kernel, args: _Args, width: int, load, index
+) -> list[ir.Value]:
     """The value of every output expression, given how to load inputs and positions."""
-    emitter = ExprEmitter(b, width, load, index, lambda slot: params[slot])
+    emitter = ExprEmitter(
+        b, width, load, index, lambda slot: args.params[slot], lambda c, v: args.fault(b, c, v)
+    )
     return [emitter.emit(e) for e in kernel.exprs]
 
 
 def _emit_body(
     b: ir.IRBuilder,
     kernel: Kernel,
-    params: list[ir.Value],
+    args: _Args,
     width: int,
     address,
     index,
@@ -147,7 +163,7 @@ def _emit_body(
         return b.load(address(n_out + i, width), align=buf.dtype.itemsize)
 
     for o, (buf, value) in enumerate(
-        zip(kernel.outputs, _compute(b, kernel, params, width, load, index))
+        zip(kernel.outputs, _compute(b, kernel, args, width, load, index))
     ):
         _store(b, kernel, address(o, width), value, align or buf.dtype.itemsize, stream)
 
@@ -230,7 +246,7 @@ def _emit_strided_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
         _emit_body(
             b,
             kernel,
-            args.params,
+            args,
             1,
             lambda i, w: b.gep(args.ptrs[i], [offsets[i]]),
             lambda axis: pos if axis == inner else idx[axis],
@@ -283,7 +299,7 @@ def _emit_contig_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
             start,
             peel,
             1,
-            lambda j: _emit_body(b, kernel, args.params, 1, address_at(j), index_at(j, 1)),
+            lambda j: _emit_body(b, kernel, args, 1, address_at(j), index_at(j, 1)),
             "peel",
         )
         start = peel
@@ -294,9 +310,7 @@ def _emit_contig_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
             _prefetch_inputs(b, kernel, rows, j)
         for u in range(UNROLL):
             ju = b.add(j, ir.Constant(I64, u * width))
-            _emit_body(
-                b, kernel, args.params, width, address_at(ju), index_at(ju, width), align, stream
-            )
+            _emit_body(b, kernel, args, width, address_at(ju), index_at(ju, width), align, stream)
 
     j = loops.counted(start, n, width * UNROLL, unrolled, "vec4")
     j = loops.counted(
@@ -304,7 +318,7 @@ def _emit_contig_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
         n,
         width,
         lambda j: _emit_body(
-            b, kernel, args.params, width, address_at(j), index_at(j, width), align, stream
+            b, kernel, args, width, address_at(j), index_at(j, width), align, stream
         ),
         "vec",
     )
@@ -312,7 +326,7 @@ def _emit_contig_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
         j,
         n,
         1,
-        lambda j: _emit_body(b, kernel, args.params, 1, address_at(j), index_at(j, 1)),
+        lambda j: _emit_body(b, kernel, args, 1, address_at(j), index_at(j, 1)),
         "tail",
     )
 
@@ -408,7 +422,7 @@ def _emit_full_tile(b, kernel: Kernel, args: _Args, bases, outer, r0, c0, width:
                 return b.add(_splat_i64(b, c0, width), lanes)
             return _splat_i64(b, outer[axis], width)
 
-        values = _compute(b, kernel, args.params, width, lambda k, i=i: emitter_rows[k][i], index)
+        values = _compute(b, kernel, args, width, lambda k, i=i: emitter_rows[k][i], index)
         for o, (buf, v) in enumerate(zip(kernel.outputs, values)):
             st = args.strides[o]
             off = b.add(b.add(bases[o], b.mul(row, st[rows_dim])), c0)
@@ -479,9 +493,7 @@ def _emit_tiled(b: ir.IRBuilder, kernel: Kernel, args: _Args, begin: ir.Value, e
                 def index(axis: int):
                     return i if axis == rows_dim else j if axis == cols_dim else outer[axis]
 
-                _emit_body(
-                    b, kernel, args.params, 1, lambda k, w: b.gep(args.ptrs[k], [offs[k]]), index
-                )
+                _emit_body(b, kernel, args, 1, lambda k, w: b.gep(args.ptrs[k], [offs[k]]), index)
 
             loops.counted(c0, c1, 1, per_col, "col")
 

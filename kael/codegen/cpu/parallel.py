@@ -88,10 +88,15 @@ define internal void @wake(ptr %word) {
 
 define internal ptr @worker(ptr %arg) {
 entry:
-  %idx = ptrtoint ptr %arg to i32
+  ; The argument packs the worker's index (low half) and the generation current when it
+  ; was started (high half): only jobs published after that are its business.
+  %packed = ptrtoint ptr %arg to i64
+  %idx = trunc i64 %packed to i32
+  %base64 = lshr i64 %packed, 32
+  %base = trunc i64 %base64 to i32
   br label %loop
 loop:
-  %seen = phi i32 [ 0, %entry ], [ %g, %next ]
+  %seen = phi i32 [ %base, %entry ], [ %g, %next ]
   %g = call i32 @await_change(ptr @gen, i32 %seen, i1 true)
   %helpers = load atomic i32, ptr @job_helpers acquire, align 4
   %mine = icmp ult i32 %idx, %helpers
@@ -129,7 +134,12 @@ entry:
 spawn:
   %i = phi i32 [ %have, %entry ], [ %i1, %spawn ]
   %tid = alloca i64
-  %arg = inttoptr i32 %i to ptr
+  %now = load atomic i32, ptr @gen acquire, align 4
+  %now64 = zext i32 %now to i64
+  %high = shl i64 %now64, 32
+  %i64 = zext i32 %i to i64
+  %packed = or i64 %high, %i64
+  %arg = inttoptr i64 %packed to ptr
   %rc = call i32 @pthread_create(ptr %tid, ptr null, ptr @worker, ptr %arg)
   %i1 = add i32 %i, 1
   store i32 %i1, ptr @workers
@@ -172,7 +182,7 @@ mine:
   br label %wait
 wait:
   %d = load atomic i32, ptr @done acquire, align 4
-  %finished = icmp eq i32 %d, %helpers
+  %finished = icmp uge i32 %d, %helpers
   br i1 %finished, label %exit, label %block
 block:
   %d2 = call i32 @await_change(ptr @done, i32 %d, i1 false)

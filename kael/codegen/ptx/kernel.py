@@ -43,7 +43,7 @@ F32_APPROX_INTRINSICS = {"exp2": False, "sin": True, "cos": True, "tanh": True}
 def param_count(kernel: Kernel) -> int:
     """How many i64 parameters the entry takes: the argument block's words plus `total`."""
     n, r = len(kernel.buffers), kernel.rank
-    return n + r + n * r + len(kernel.params) + 1
+    return n + r + n * r + len(kernel.params) + int(kernel.may_fault) + 1
 
 
 def build_module(kernel: Kernel, symbol: str) -> ir.Module:
@@ -60,7 +60,8 @@ def _name_params(fn: ir.Function, kernel: Kernel) -> None:
     n, r = len(kernel.buffers), kernel.rank
     names = [f"ptr{i}" for i in range(n)] + [f"size{d}" for d in range(r)]
     names += [f"stride{i}_{d}" for i in range(n) for d in range(r)]
-    names += [f"param{s}" for s in range(len(kernel.params))] + ["total"]
+    names += [f"param{s}" for s in range(len(kernel.params))]
+    names += ["error"] * kernel.may_fault + ["total"]
     for arg, name in zip(fn.args, names):
         arg.name = name
 
@@ -96,6 +97,7 @@ def build_function(module: ir.Module, kernel: Kernel, symbol: str) -> ir.Functio
     strides = [words[n + r + i * r : n + r + (i + 1) * r] for i in range(n)]
     first = n + r + n * r
     params = [param_from_word(b, words[first + s], d) for s, d in enumerate(kernel.params)]
+    error = b.inttoptr(words[-2], I64.as_pointer(), name="err") if kernel.may_fault else None
     total = words[-1]
 
     threads = _sreg(b, "ntid.x")
@@ -117,7 +119,11 @@ def build_function(module: ir.Module, kernel: Kernel, symbol: str) -> ir.Functio
     def load(i: int) -> ir.Value:
         return b.load(address(n_out + i), align=kernel.inputs[i].dtype.itemsize)
 
-    emitter = ExprEmitter(b, 1, load, lambda axis: idx[axis], lambda slot: params[slot])
+    def fault(code: int, cond: ir.Value) -> None:
+        with b.if_then(cond, likely=False):
+            b.store_atomic(ir.Constant(I64, code), error, ordering="monotonic", align=8)
+
+    emitter = ExprEmitter(b, 1, load, lambda axis: idx[axis], lambda slot: params[slot], fault)
     for o, (buf, e) in enumerate(zip(kernel.outputs, kernel.exprs)):
         b.store(emitter.emit(e), address(o), align=buf.dtype.itemsize)
     following = b.add(linear, step)

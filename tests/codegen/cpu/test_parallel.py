@@ -87,3 +87,12 @@ def test_forked_child_starts_its_own_workers(threads):
             os._exit(2)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+@needs_native
+def test_workers_started_later_never_rerun_an_old_job(threads):
+    # New workers once took the last published job for a new one and hung the caller.
+    for k in range(60):
+        threads(1 + k % 9)
+        out, src = _big_copy()
+        assert np.array_equal(out, src), k

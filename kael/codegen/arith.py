@@ -1,0 +1,268 @@
+"""Emitters of arithmetic, comparison, logic and rounding ops: name -> emitter(m, values..., dtype).
+
+`dtype` is the operands' dtype; bool values are i8 holding 0 or 1. Integer arithmetic
+wraps (two's complement, as LLVM's add/sub/mul do), integer division by zero reports a
+fault instead of trapping, and float rules follow PyTorch (NaN propagation, signed zeros).
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from kael.codegen.lowering import I1, ExprEmitter, value_type_of_width
+from kael.runtime.dtypes import DType
+
+_FCMP = {"eq": "==", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_ICMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+FAULT_FLOORDIV_BY_ZERO, FAULT_REM_BY_ZERO = 1, 2
+
+
+def _compare(op: str):
+    def emit(m: ExprEmitter, a, c, dtype: DType):
+        if dtype.is_floating_point:
+            # ne is the one unordered comparison: NaN != x is true.
+            r = m.b.fcmp_unordered("!=", a, c) if op == "ne" else m.b.fcmp_ordered(_FCMP[op], a, c)
+        elif dtype.is_bool:
+            r = m.b.icmp_unsigned(_ICMP[op], a, c)
+        else:
+            r = m.b.icmp_signed(_ICMP[op], a, c)
+        return m.i1_to_bool(r)
+
+    return emit
+
+
+def _arith(float_op: str, int_op: str):
+    def emit(m: ExprEmitter, a, c, dtype: DType):
+        return getattr(m.b, float_op if dtype.is_floating_point else int_op)(a, c)
+
+    return emit
+
+
+def _extremum(greater: bool):
+    """max/min that propagate NaN from either side (PyTorch's maximum/minimum)."""
+
+    def emit(m: ExprEmitter, a, c, dtype: DType):
+        b = m.b
+        if dtype.is_floating_point:
+            pick_a = b.fcmp_unordered(">" if greater else "<", a, c)  # true when a wins or a is NaN
+            pick_a = b.or_(pick_a, b.fcmp_unordered("uno", a, a))
+            c_nan = b.fcmp_unordered("uno", c, c)
+            return b.select(b.and_(pick_a, b.not_(c_nan)), a, c)
+        cmp = b.icmp_signed if not dtype.is_bool else b.icmp_unsigned
+        return b.select(cmp(">" if greater else "<", a, c), a, c)
+
+    return emit
+
+
+def _logical(op: str):
+    def emit(m: ExprEmitter, a, c, dtype: DType):
+        return m.i1_to_bool(getattr(m.b, op)(m.truth(a, dtype), m.truth(c, dtype)))
+
+    return emit
+
+
+def _neg(m: ExprEmitter, v, dtype: DType):
+    return m.b.fneg(v) if dtype.is_floating_point else m.b.sub(m.const(dtype, 0), v)
+
+
+def _abs(m: ExprEmitter, v, dtype: DType):
+    if dtype.is_floating_point:
+        return m.intrinsic("llvm.fabs", v)
+    if dtype.is_bool:
+        return v
+    negative = m.b.icmp_signed("<", v, m.const(dtype, 0))
+    return m.b.select(negative, m.b.sub(m.const(dtype, 0), v), v)
+
+
+def _sign(m: ExprEmitter, v, dtype: DType):
+    """(0 < x) - (x < 0) in x's dtype, as PyTorch computes it: NaN and -0.0 give +0.0."""
+    if dtype.is_bool:
+        return v
+    b = m.b
+    if dtype.is_floating_point:
+        pos, neg = (
+            b.fcmp_ordered(">", v, m.const(dtype, 0.0)),
+            b.fcmp_ordered("<", v, m.const(dtype, 0.0)),
+        )
+        return b.fsub(b.uitofp(pos, v.type), b.uitofp(neg, v.type))
+    pos, neg = b.icmp_signed(">", v, m.const(dtype, 0)), b.icmp_signed("<", v, m.const(dtype, 0))
+    return b.sub(b.zext(pos, v.type), b.zext(neg, v.type))
+
+
+def _relu(m: ExprEmitter, v, dtype: DType):
+    """max(x, 0) keeping NaN (PyTorch's clamp_min(0))."""
+    if dtype.is_bool:
+        return v
+    return _extremum(True)(m, v, m.const(dtype, 0), dtype)
+
+
+def _rounding(intrinsic: str):
+    def emit(m: ExprEmitter, v, dtype: DType):
+        return m.intrinsic(intrinsic, v) if dtype.is_floating_point else v
+
+    return emit
+
+
+def _square(m: ExprEmitter, v, dtype: DType):
+    return m.b.fmul(v, v) if dtype.is_floating_point else m.b.mul(v, v)
+
+
+def _not(m: ExprEmitter, v, dtype: DType):
+    return m.i1_to_bool(m.b.not_(m.truth(v, dtype)))
+
+
+def _float_class(test: str):
+    """isnan / isinf / isfinite; integers and bools are always finite numbers."""
+
+    def emit(m: ExprEmitter, v, dtype: DType):
+        if not dtype.is_floating_point:
+            answer = 1 if test == "isfinite" else 0
+            return m.i1_to_bool(
+                ir.Constant(value_type_of_width(I1, m.width), answer)
+                if m.width == 1
+                else ir.Constant(ir.VectorType(I1, m.width), [answer] * m.width)
+            )
+        b = m.b
+        if test == "isnan":
+            r = b.fcmp_unordered("uno", v, v)
+        else:
+            mag = m.intrinsic("llvm.fabs", v)
+            inf = m.const(dtype, float("inf"))
+            r = b.fcmp_ordered("==", mag, inf) if test == "isinf" else b.fcmp_ordered("<", mag, inf)
+        return m.i1_to_bool(r)
+
+    return emit
+
+
+def _reciprocal(m: ExprEmitter, v, dtype: DType):
+    return m.b.fdiv(m.const(dtype, 1.0), v)
+
+
+def _sqrt(m: ExprEmitter, v, dtype: DType):
+    return m.intrinsic("llvm.sqrt", v)
+
+
+def _rsqrt(m: ExprEmitter, v, dtype: DType):
+    return m.b.fdiv(m.const(dtype, 1.0), m.intrinsic("llvm.sqrt", v))
+
+
+def _div(m: ExprEmitter, a, c, dtype: DType):
+    return m.b.fdiv(a, c)
+
+
+def _safe_divisor(m: ExprEmitter, a, c, dtype: DType, code: int):
+    """Report a zero divisor, and replace 0 and -1 by 1 so sdiv/srem never trap."""
+    b = m.b
+    zero = b.icmp_signed("==", c, m.const(dtype, 0))
+    m.fault(code, zero)
+    minus_one = b.icmp_signed("==", c, m.const(dtype, -1))
+    return b.select(b.or_(zero, minus_one), m.const(dtype, 1), c), minus_one
+
+
+def _fmod_floor_fix(m: ExprEmitter, mod, c, dtype: DType):
+    """Whether a truncated remainder needs moving to the divisor's sign (floor semantics)."""
+    b = m.b
+    zero = m.const(dtype, 0.0 if dtype.is_floating_point else 0)
+    if dtype.is_floating_point:
+        nonzero = b.fcmp_unordered("!=", mod, zero)
+        differ = b.xor(b.fcmp_ordered("<", c, zero), b.fcmp_ordered("<", mod, zero))
+    else:
+        nonzero = b.icmp_signed("!=", mod, zero)
+        differ = b.xor(b.icmp_signed("<", c, zero), b.icmp_signed("<", mod, zero))
+    return b.and_(nonzero, differ)
+
+
+def _floordiv(m: ExprEmitter, a, c, dtype: DType):
+    """Python's //: integers round toward -inf (INT64_MIN // -1 wraps); floats as PyTorch."""
+    b = m.b
+    if dtype.is_bool:
+        return b.and_(a, c)  # only 1 // 1 == 1 is defined; frontend rejects bool
+    if not dtype.is_floating_point:
+        d, minus_one = _safe_divisor(m, a, c, dtype, FAULT_FLOORDIV_BY_ZERO)
+        q = b.sdiv(a, d)
+        fix = _fmod_floor_fix(m, b.srem(a, d), c, dtype)
+        q = b.select(fix, b.sub(q, m.const(dtype, 1)), q)
+        return b.select(minus_one, b.sub(m.const(dtype, 0), a), q)
+    # PyTorch's div_floor_floating: fmod, exact quotient, floor fix-up, signed zeros.
+    zero, one = m.const(dtype, 0.0), m.const(dtype, 1.0)
+    mod = b.frem(a, c)
+    div = b.fdiv(b.fsub(a, mod), c)
+    div = b.select(_fmod_floor_fix(m, mod, c, dtype), b.fsub(div, one), div)
+    floor = m.intrinsic("llvm.floor", div)
+    bump = b.fcmp_ordered(">", b.fsub(div, floor), m.const(dtype, 0.5))
+    floor = b.select(bump, b.fadd(floor, one), floor)
+    signed_zero = m.intrinsic("llvm.copysign", zero, b.fdiv(a, c))
+    result = b.select(b.fcmp_unordered("!=", div, zero), floor, signed_zero)
+    return b.select(b.fcmp_ordered("==", c, zero), b.fdiv(a, c), result)
+
+
+def _rem(m: ExprEmitter, a, c, dtype: DType):
+    """Python's %: the remainder takes the divisor's sign."""
+    b = m.b
+    if dtype.is_bool:
+        return m.const(dtype, 0)
+    if dtype.is_floating_point:
+        mod = b.frem(a, c)
+        return b.select(_fmod_floor_fix(m, mod, c, dtype), b.fadd(mod, c), mod)
+    d, _ = _safe_divisor(m, a, c, dtype, FAULT_REM_BY_ZERO)
+    mod = b.srem(a, d)
+    return b.select(_fmod_floor_fix(m, mod, c, dtype), b.add(mod, c), mod)
+
+
+def _int_pow(m: ExprEmitter, base, exp, dtype: DType):
+    """Exponentiation by squaring with wrapping multiplies; negative exponents truncate 1/b^n."""
+    b = m.b
+    one, zero = m.const(dtype, 1), m.const(dtype, 0)
+    result, square, e = one, base, exp
+    for _ in range(64):  # branch-free over every bit of the exponent, so it vectorizes
+        odd = b.icmp_unsigned("!=", b.and_(e, one), zero)
+        result = b.select(odd, b.mul(result, square), result)
+        square = b.mul(square, square)
+        e = b.lshr(e, one)
+    negative = b.icmp_signed("<", exp, zero)
+    odd_exp = b.icmp_unsigned("!=", b.and_(exp, one), zero)
+    minus_one_pow = b.select(odd_exp, m.const(dtype, -1), one)
+    small = b.select(
+        b.icmp_signed("==", base, one),
+        one,
+        b.select(b.icmp_signed("==", base, m.const(dtype, -1)), minus_one_pow, zero),
+    )
+    return b.select(negative, small, result)
+
+
+UNARY = {
+    "neg": _neg,
+    "abs": _abs,
+    "sign": _sign,
+    "relu": _relu,
+    "floor": _rounding("llvm.floor"),
+    "ceil": _rounding("llvm.ceil"),
+    "round": _rounding("llvm.rint"),  # the default rounding mode: half to even
+    "trunc": _rounding("llvm.trunc"),
+    "square": _square,
+    "not": _not,
+    "isnan": _float_class("isnan"),
+    "isinf": _float_class("isinf"),
+    "isfinite": _float_class("isfinite"),
+    "reciprocal": _reciprocal,
+    "sqrt": _sqrt,
+    "rsqrt": _rsqrt,
+}
+
+BINARY = {
+    "add": _arith("fadd", "add"),
+    "sub": _arith("fsub", "sub"),
+    "mul": _arith("fmul", "mul"),
+    "div": _div,
+    "floordiv": _floordiv,
+    "rem": _rem,
+    "max": _extremum(True),
+    "min": _extremum(False),
+    "and": _logical("and_"),
+    "or": _logical("or_"),
+    "xor": _logical("xor"),
+    **{op: _compare(op) for op in ("eq", "ne", "lt", "le", "gt", "ge")},
+}
+
+# pow is shared: integers here, floats in vmath.py.
+INT_POW = _int_pow
