@@ -1,6 +1,7 @@
 """kael: a tensor library with a PyTorch-shaped eager API whose every computation is compiled."""
 
 from kael import cuda
+from kael.frontend import ops as _ops
 from kael.frontend.factories import (
     arange,
     as_tensor,
@@ -30,7 +31,10 @@ from kael.runtime.errors import Error, IndexError, TypeError, ValueError
 from kael.runtime.threadpool import get_num_threads, set_num_threads
 from kael.runtime.version import __version__
 
+globals().update(_ops.FUNCTIONS)
+
 __all__ = [
+    *_ops.FUNCTIONS,
     "Error",
     "IndexError",
     "Tensor",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from kael.codegen.lowering import I1, ExprEmitter, value_type_of_width
+from kael.ir.ops import FLAG
 from kael.runtime.dtypes import DType
 
 _FCMP = {"eq": "==", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
@@ -90,10 +91,14 @@ def _sign(m: ExprEmitter, v, dtype: DType):
 
 
 def _relu(m: ExprEmitter, v, dtype: DType):
-    """max(x, 0) keeping NaN (PyTorch's clamp_min(0))."""
+    """0 where x < 0, else x: NaN and -0.0 pass through, as in PyTorch."""
     if dtype.is_bool:
         return v
-    return _extremum(True)(m, v, m.const(dtype, 0), dtype)
+    zero = m.const(dtype, 0.0 if dtype.is_floating_point else 0)
+    below = (
+        m.b.fcmp_ordered("<", v, zero) if dtype.is_floating_point else m.b.icmp_signed("<", v, zero)
+    )
+    return m.b.select(below, zero, v)
 
 
 def _rounding(intrinsic: str):
@@ -230,6 +235,24 @@ def _int_pow(m: ExprEmitter, base, exp, dtype: DType):
     return b.select(negative, small, result)
 
 
+def _bitwise(op: str):
+    def emit(m: ExprEmitter, a, c, dtype: DType):
+        return getattr(m.b, op)(a, c)
+
+    return emit
+
+
+def _bitnot(m: ExprEmitter, v, dtype: DType):
+    # On bool bytes (0 or 1) a bitwise not is the logical one.
+    return _not(m, v, dtype) if dtype.is_bool else m.b.not_(v)
+
+
+def _flag(m: ExprEmitter, v, dtype: DType):
+    """Report FLAG wherever v is true; the value passes through."""
+    m.fault(FLAG, m.truth(v, dtype))
+    return v
+
+
 UNARY = {
     "neg": _neg,
     "abs": _abs,
@@ -247,6 +270,8 @@ UNARY = {
     "reciprocal": _reciprocal,
     "sqrt": _sqrt,
     "rsqrt": _rsqrt,
+    "bitnot": _bitnot,
+    "flag": _flag,
 }
 
 BINARY = {
@@ -261,6 +286,9 @@ BINARY = {
     "and": _logical("and_"),
     "or": _logical("or_"),
     "xor": _logical("xor"),
+    "bitand": _bitwise("and_"),
+    "bitor": _bitwise("or_"),
+    "bitxor": _bitwise("xor"),
     **{op: _compare(op) for op in ("eq", "ne", "lt", "le", "gt", "ge")},
 }
 

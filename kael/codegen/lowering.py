@@ -151,8 +151,24 @@ class ExprEmitter:
     def intrinsic(self, name: str, v: ir.Value, *rest: ir.Value) -> ir.Value:
         """Call an overloaded LLVM intrinsic whose result has the first operand's type."""
         fnty = ir.FunctionType(v.type, [v.type] + [r.type for r in rest])
-        fn = self.b.module.declare_intrinsic(name, [v.type], fnty)
-        return self.b.call(fn, [v, *rest])
+        return self.b.call(declare(self.b.module, f"{name}.{mangle(v.type)}", fnty), [v, *rest])
+
+
+def mangle(t: ir.Type) -> str:
+    """LLVM's overload suffix of a type: f32, f64, i64, v16f32 (llvmlite lacks it for vectors)."""
+    if isinstance(t, ir.VectorType):
+        return f"v{t.count}{mangle(t.element)}"
+    if isinstance(t, ir.FloatType):
+        return "f32"
+    if isinstance(t, ir.DoubleType):
+        return "f64"
+    return f"i{t.width}"
+
+
+def declare(module: ir.Module, name: str, fnty: ir.FunctionType) -> ir.Function:
+    """The function `name` of `module`, declared on first use."""
+    fn = module.globals.get(name)
+    return fn if fn is not None else ir.Function(module, fnty, name)
 
 
 def param_from_word(b: ir.IRBuilder, word: ir.Value, dtype: DType) -> ir.Value:

@@ -21,7 +21,7 @@ from kael.codegen.ptx.launch import launch as gpu_launch
 from kael.ir import graph as g
 from kael.ir import layout
 from kael.ir.kernel import BCAST, CONTIG, Kernel
-from kael.ir.ops import FAULTS
+from kael.ir.ops import FAULTS, FLAG
 from kael.ir.scheduler import schedule_elementwise
 from kael.runtime import cuda_driver, debug
 from kael.runtime.convert import convert_scalar
@@ -78,8 +78,11 @@ def run(
     outs: list[TensorImpl],
     ins: list[TensorImpl],
     scalars: dict | None = None,
-) -> None:
-    """Launch a template over the index space of `outs[0]`; every operand has that shape."""
+) -> bool:
+    """Launch a template over the index space of `outs[0]`; every operand has that shape.
+
+    Returns whether a "flag" op in the kernel saw a true value anywhere.
+    """
     kernel, names = entry
     out = outs[0]
     for t in (*outs, *ins):
@@ -89,7 +92,7 @@ def run(
             )
     n = out.numel()
     if n == 0:
-        return
+        return False
     impls = (*outs, *ins)
     keep = _uses_index.get(id(kernel))
     if keep is None:
@@ -119,9 +122,7 @@ def run(
         words.append(error.address)
     if not on_cpu:
         gpu_launch(specialized, words, n)
-        if error is not None:
-            error.raise_if_set()
-        return
+        return error is not None and error.check()
     if lay.tiled:
         *outer, rows, cols = lay.sizes
         tile = tile_size(specialized)
@@ -134,18 +135,16 @@ def run(
     moved = sum(t.numel() * t.dtype.itemsize for t in impls)
     if debug.level < 1 and recorder is None:
         launch(compiled.fn, words, total, moved, align)
-        if error is not None:
-            error.raise_if_set()
-        return
+        return error is not None and error.check()
     start = time.perf_counter()
     launch(compiled.fn, words, total, moved, align)
-    if error is not None:
-        error.raise_if_set()
+    flagged = error is not None and error.check()
     record = Launch(specialized, compiled.symbol, out.shape, moved, time.perf_counter() - start)
     if recorder is not None:
         recorder.append(record)
     if debug.level >= 1:
         debug.emit(f"[kael] launch {record}")
+    return flagged
 
 
 class _ErrorWord:
@@ -165,13 +164,15 @@ class _ErrorWord:
     def address(self) -> int:
         return self.storage.ptr if self.storage is not None else ctypes.addressof(self.cell)
 
-    def raise_if_set(self) -> None:
+    def check(self) -> bool:
+        """Raise the fault a kernel reported; True when it only raised the flag."""
         if self.storage is not None:
             cuda_driver.memcpy_dtoh(ctypes.addressof(self.cell), self.storage.ptr, 8)
         code = self.cell.value
-        if code:
+        if code in FAULTS:
             op, message = FAULTS[code]
-            raise Error(f"{message} in {op}")
+            raise Error(f"{op}: {message}")
+        return code == FLAG
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ UNARY_OPS: dict[str, str] = {
     "isnan": "bool",
     "isinf": "bool",
     "isfinite": "bool",
+    "bitnot": "same",
+    "flag": "bool",
     "reciprocal": "float",
     "sqrt": "float",
     "rsqrt": "float",
@@ -60,6 +62,9 @@ BINARY_OPS: dict[str, str] = {
     "and": "bool",
     "or": "bool",
     "xor": "bool",
+    "bitand": "same",
+    "bitor": "same",
+    "bitxor": "same",
 }
 
 # Transcendental ops: kael's own vector math (kael/codegen/vmath.py), float operands only.
@@ -83,14 +88,19 @@ VMATH_OPS = frozenset(
 
 # Faults a kernel can report through its error word, by code: (op, message).
 FAULTS: dict[int, tuple[str, str]] = {
-    1: ("floordiv", "integer division by zero"),
-    2: ("rem", "integer division by zero"),
+    1: ("floor_divide", "ZeroDivisionError: a divisor is 0 (integer division by zero)"),
+    2: ("remainder", "ZeroDivisionError: a divisor is 0 (integer division by zero)"),
 }
 
 
+# "flag" reports this code wherever its operand is true: a kernel-side "any", read back
+# by the caller instead of raised (equal, allclose).
+FLAG = 99
+
+
 def may_fault(op: str, dtype) -> bool:
-    """Whether `op` on `dtype` operands can report a fault (integer division by zero)."""
-    return op in ("floordiv", "rem") and not dtype.is_floating_point
+    """Whether `op` on `dtype` operands writes the error word (a fault, or the flag)."""
+    return op == "flag" or (op in ("floordiv", "rem") and not dtype.is_floating_point)
 
 
 REDUCE_OPS = ("sum", "prod", "max", "min")

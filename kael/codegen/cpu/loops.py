@@ -18,8 +18,10 @@ from llvmlite import ir
 from kael.codegen.lowering import (
     I64,
     ExprEmitter,
+    declare,
     decompose,
     element_offset,
+    mangle,
     param_from_word,
     scalar_type,
     value_type,
@@ -60,9 +62,9 @@ class _Args:
     def fault(self, b: ir.IRBuilder, code: int, cond: ir.Value) -> None:
         """Store `code` in the error word when any lane of `cond` holds (rarely taken)."""
         if isinstance(cond.type, ir.VectorType):
+            name = f"llvm.vector.reduce.or.{mangle(cond.type)}"
             fnty = ir.FunctionType(ir.IntType(1), [cond.type])
-            reduce = b.module.declare_intrinsic("llvm.vector.reduce.or", [cond.type], fnty)
-            cond = b.call(reduce, [cond])
+            cond = b.call(declare(b.module, name, fnty), [cond])
         with b.if_then(cond, likely=False):
             b.store_atomic(ir.Constant(I64, code), self.error, ordering="monotonic", align=8)
 

@@ -1,0 +1,589 @@
+"""Elementwise ops, each declared once: public name, IR op, dtype rule and checks.
+
+Functions, Tensor methods, operators and in-place variants all derive from the two
+tables below. A call promotes its operands (chapter 02's rank and category rules, with
+PyTorch's tiers for 0-d tensors and Python scalars), broadcasts them, and runs one
+fused kernel: operands are converted to the compute dtype inside the kernel, and Python
+scalars travel as run-time parameters, so `x + 1` and `x + 2` share compiled code.
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass
+
+from kael.frontend import eager
+from kael.frontend.tensor import Tensor, empty_impl, has_internal_overlap
+from kael.ir import graph as g
+from kael.runtime.convert import convert_scalar
+from kael.runtime.dtypes import DType, bool_, float32, float64, int64, result_type
+from kael.runtime.errors import Error, TypeError, ValueError
+from kael.runtime.tensor_impl import TensorImpl, format_shape
+
+# ---- the tables ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BinaryOp:
+    """A binary op: `rule` maps the promoted dtype to the compute dtype; `bool_out` ops
+    (comparisons, logic) give bool; `refuse` names the dtypes the op rejects."""
+
+    name: str
+    ir: str
+    rule: str = "promote"  # promote | add | true_div | logical | integral
+    bool_out: bool = False
+    refuse_bool: str | None = None
+
+
+@dataclass(frozen=True)
+class UnaryOp:
+    name: str
+    ir: str
+    rule: str = "keep"  # keep | float | square | logical | bool_out | integral
+    refuse_bool: bool = False
+
+
+_SUB_BOOL = (
+    "Subtraction, the `-` operator, with a bool tensor is not supported. "
+    "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
+)
+
+BINARY: dict[str, BinaryOp] = {
+    op.name: op
+    for op in (
+        BinaryOp("add", "add", "add"),
+        BinaryOp("sub", "sub", refuse_bool=_SUB_BOOL),
+        BinaryOp("mul", "mul"),
+        BinaryOp("div", "div", "true_div"),
+        BinaryOp("floor_divide", "floordiv", refuse_bool="floor_divide does not support bool"),
+        BinaryOp("remainder", "rem", refuse_bool="remainder does not support bool"),
+        BinaryOp("pow", "pow", refuse_bool="pow does not support bool"),
+        BinaryOp("maximum", "max"),
+        BinaryOp("minimum", "min"),
+        BinaryOp("eq", "eq", bool_out=True),
+        BinaryOp("ne", "ne", bool_out=True),
+        BinaryOp("lt", "lt", bool_out=True),
+        BinaryOp("le", "le", bool_out=True),
+        BinaryOp("gt", "gt", bool_out=True),
+        BinaryOp("ge", "ge", bool_out=True),
+        BinaryOp("logical_and", "and", "logical", bool_out=True),
+        BinaryOp("logical_or", "or", "logical", bool_out=True),
+        BinaryOp("logical_xor", "xor", "logical", bool_out=True),
+        BinaryOp("bitwise_and", "bitand", "integral"),
+        BinaryOp("bitwise_or", "bitor", "integral"),
+        BinaryOp("bitwise_xor", "bitxor", "integral"),
+    )
+}
+
+UNARY: dict[str, UnaryOp] = {
+    op.name: op
+    for op in (
+        UnaryOp("neg", "neg", refuse_bool=True),
+        UnaryOp("abs", "abs", refuse_bool=True),
+        UnaryOp("sign", "sign"),
+        UnaryOp("relu", "relu", refuse_bool=True),
+        UnaryOp("floor", "floor", refuse_bool=True),
+        UnaryOp("ceil", "ceil", refuse_bool=True),
+        UnaryOp("round", "round", refuse_bool=True),
+        UnaryOp("trunc", "trunc", refuse_bool=True),
+        UnaryOp("square", "square", "square"),
+        UnaryOp("reciprocal", "reciprocal", "float"),
+        UnaryOp("logical_not", "not", "logical"),
+        UnaryOp("bitwise_not", "bitnot", "integral"),
+        UnaryOp("isnan", "isnan", "bool_out"),
+        UnaryOp("isinf", "isinf", "bool_out"),
+        UnaryOp("isfinite", "isfinite", "bool_out"),
+        *(
+            UnaryOp(name, name, "float")
+            for name in (
+                "sqrt", "rsqrt", "exp", "exp2", "expm1", "log", "log2", "log1p", "sin", "cos",
+                "tan", "tanh", "sigmoid", "silu", "erf",
+            )
+        ),
+    )
+}  # fmt: skip
+
+_NEG_BOOL = (
+    "Negation, the `-` operator, on a bool tensor is not supported. "
+    "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
+)
+
+
+# ---- operands --------------------------------------------------------------------------------
+
+
+def _number(x) -> bool | int | float | None:
+    """x as a Python scalar when it is one (NumPy scalars included), else None."""
+    kind = type(x)
+    if kind is builtins.float or kind is builtins.int or kind is builtins.bool:
+        return x
+    item = getattr(x, "item", None)
+    if item is not None and getattr(x, "shape", None) == () and not isinstance(x, Tensor):
+        value = item()
+        if isinstance(value, builtins.bool | builtins.int | builtins.float):
+            return value
+    return None
+
+
+def _operand(x, op: str):
+    """A Tensor or a Python scalar; TypeError naming the op for anything else."""
+    if isinstance(x, Tensor):
+        return x
+    n = _number(x)
+    if n is None:
+        raise TypeError(f"{op}: expected a Tensor or a number, got {type(x).__name__}")
+    return n
+
+
+def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """NumPy's broadcasting; ValueError naming every shape when they do not broadcast."""
+    ndim = max(len(s) for s in shapes)
+    out = []
+    for i in range(ndim):
+        size = 1
+        for s in shapes:
+            d = s[i - ndim + len(s)] if i - ndim + len(s) >= 0 else 1
+            if d != 1:
+                if size not in (1, d):
+                    listed = " and ".join(format_shape(s) for s in shapes)
+                    raise ValueError(
+                        f"shapes {listed} cannot be broadcast together: size {size} vs {d} "
+                        f"at dimension {i} of the broadcast shape"
+                    )
+                size = d
+        out.append(size)
+    return tuple(out)
+
+
+def _expanded(impl: TensorImpl, shape: tuple[int, ...]) -> TensorImpl:
+    """impl viewed with `shape` (stride 0 along broadcast dims); impl itself when equal."""
+    if impl.shape == shape:
+        return impl
+    lead = len(shape) - len(impl.shape)
+    strides = [0] * lead + [
+        0 if size == 1 and want != 1 else st
+        for size, st, want in zip(impl.shape, impl.strides, shape[lead:])
+    ]
+    return TensorImpl(impl.storage, shape, tuple(strides), impl.offset, impl.dtype, impl.device)
+
+
+# ---- dtype rules -----------------------------------------------------------------------------
+
+
+def _binary_dtypes(op: BinaryOp, a, b) -> tuple[DType, DType]:
+    """(compute dtype, result dtype) of a binary op, with the op's refusals."""
+    promoted = result_type(a, b)
+    rule = op.rule
+    if rule == "logical":
+        return promoted, bool_
+    if rule == "integral" and promoted.is_floating_point:
+        raise TypeError(f"{op.name} is only supported for integer and bool dtypes, got {promoted}")
+    if rule == "add" and promoted is bool_:
+        compute = int64  # the book: bool + bool counts, as int64
+    elif rule == "true_div" and not promoted.is_floating_point:
+        compute = float32
+    else:
+        compute = promoted
+    if op.refuse_bool and (compute is bool_ or (op.name == "sub" and _has_bool(a, b))):
+        raise TypeError(op.refuse_bool)
+    return compute, (bool_ if op.bool_out else compute)
+
+
+def _has_bool(*operands) -> bool:
+    return any(
+        (x.dtype is bool_) if isinstance(x, Tensor) else isinstance(x, builtins.bool)
+        for x in operands
+    )
+
+
+def _unary_dtypes(op: UnaryOp, x: Tensor) -> tuple[DType, DType]:
+    dtype = x.dtype
+    rule = op.rule
+    if op.refuse_bool and dtype is bool_:
+        raise TypeError(_NEG_BOOL if op.name == "neg" else f"{op.name} does not support bool")
+    if rule == "float":
+        compute = dtype if dtype.is_floating_point else float32
+        return compute, compute
+    if rule == "square":
+        return (int64, int64) if dtype is bool_ else (dtype, dtype)
+    if rule in ("logical", "bool_out"):
+        return dtype, bool_
+    if rule == "integral" and dtype.is_floating_point:
+        raise TypeError(f"{op.name} is only supported for integer and bool dtypes, got {dtype}")
+    return dtype, dtype
+
+
+def _check_pow_exponent(op: BinaryOp, compute: DType, exponent) -> None:
+    if (
+        op.ir == "pow"
+        and not compute.is_floating_point
+        and isinstance(exponent, builtins.int)
+        and not isinstance(exponent, builtins.bool)
+        and exponent < 0
+    ):
+        raise ValueError(
+            f"Integers to negative integer powers are not allowed, got exponent {exponent}"
+        )
+
+
+# ---- outputs ---------------------------------------------------------------------------------
+
+
+def _output(out: Tensor | None, shape: tuple[int, ...], dtype: DType, device, op: str) -> Tensor:
+    """A new result tensor, or `out` checked to have the result's shape and dtype."""
+    if out is None:
+        return Tensor(empty_impl(shape, dtype, device))
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op}: out must be a Tensor, got {type(out).__name__}")
+    if out.shape != shape:
+        raise ValueError(
+            f"{op}: out has shape {format_shape(out.shape)} but the result has shape {format_shape(shape)}"
+        )
+    if out.dtype is not dtype:
+        raise TypeError(f"{op}: out has dtype {out.dtype} but the result has dtype {dtype}")
+    if out.device is not device:
+        raise Error(f"{op}: out is on {out.device} but the operands are on {device}")
+    _check_writable(out, op)
+    return out
+
+
+def _check_writable(t: Tensor, op: str) -> None:
+    if has_internal_overlap(t._impl):
+        raise Error(
+            f"{op}: unsupported operation: more than one element of the written-to tensor refers"
+            " to a single memory location. Please clone() the tensor before performing the"
+            " operation."
+        )
+
+
+def _device_of(tensors: list[Tensor], op: str):
+    device = tensors[0].device
+    for t in tensors[1:]:
+        if t.device is not device:
+            raise Error(
+                f"{op}: expected all tensors on one device, but found {device} and {t.device}"
+            )
+    return device
+
+
+def _unaliased(src: TensorImpl, dst: TensorImpl) -> TensorImpl:
+    """src, or a copy of it when it shares dst's storage in another layout (x.add_(x.T))."""
+    if src.storage is dst.storage and (src.strides != dst.strides or src.offset != dst.offset):
+        copy = empty_impl(src.shape, src.dtype, src.device)
+        eager.copy_into(copy, src)
+        return copy
+    return src
+
+
+# ---- running ---------------------------------------------------------------------------------
+
+
+def _leaf(x, dtype_of_scalar: DType, name: str) -> g.Node:
+    if isinstance(x, Tensor):
+        return g.Input(x.dtype, (), name)
+    return g.Scalar(dtype_of_scalar, (), name)
+
+
+def _run(
+    key: tuple,
+    operands: list,
+    build,
+    out: Tensor,
+    compute: DType,
+) -> bool:
+    """Build (once) and launch the kernel of `build` over out's shape; returns the flag."""
+    entry = eager.template(key, build)
+    shape = out.shape
+    ins = [
+        _unaliased(_expanded(x._impl, shape), out._impl) for x in operands if isinstance(x, Tensor)
+    ]
+    scalars = {
+        f"x{i}": convert_scalar(x, compute)
+        for i, x in enumerate(operands)
+        if not isinstance(x, Tensor)
+    }
+    return eager.run(entry, [out._impl], ins, scalars)
+
+
+def _kind(x) -> str | DType:
+    return x.dtype if isinstance(x, Tensor) else "scalar"
+
+
+def binary(name: str, a, b, out: Tensor | None = None) -> Tensor:
+    """The binary op `name` of a and b (tensors or scalars), broadcast, into out if given."""
+    op = BINARY[name]
+    a, b = _operand(a, name), _operand(b, name)
+    tensors = [x for x in (a, b) if isinstance(x, Tensor)]
+    if not tensors:
+        raise TypeError(f"{name}: expected at least one Tensor operand, got two numbers")
+    compute, result = _binary_dtypes(op, a, b)
+    _check_pow_exponent(op, compute, b)
+    device = _device_of(tensors, name)
+    shape = broadcast_shapes(*(t.shape for t in tensors))
+    target = _output(out, shape, result, device, name)
+    _launch_binary(op, a, b, compute, target)
+    return target
+
+
+def _launch_binary(op: BinaryOp, a, b, compute: DType, target: Tensor) -> None:
+    operand_dtype = bool_ if op.rule == "logical" else compute
+
+    def build():
+        x = g.Cast(operand_dtype, (), _leaf(a, operand_dtype, "x0"))
+        y = g.Cast(operand_dtype, (), _leaf(b, operand_dtype, "x1"))
+        value = g.Binary(bool_ if op.bool_out else operand_dtype, (), op.ir, x, y)
+        return f"{op.name}", [g.Cast(target.dtype, (), value)]
+
+    key = ("binary", op.name, _kind(a), _kind(b), operand_dtype, target.dtype)
+    _run(key, [a, b], build, target, operand_dtype)
+
+
+def unary(name: str, x, out: Tensor | None = None) -> Tensor:
+    """The unary op `name` of tensor x, into out if given."""
+    op = UNARY[name]
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}: expected a Tensor, got {type(x).__name__}")
+    compute, result = _unary_dtypes(op, x)
+    target = _output(out, x.shape, result, x.device, name)
+    _launch_unary(op.name, op.ir, x, compute, target)
+    return target
+
+
+def _launch_unary(name: str, ir_op: str, x: Tensor, compute: DType, target: Tensor) -> None:
+    def build():
+        value = g.Unary(
+            bool_ if ir_op in ("not", "isnan", "isinf", "isfinite") else compute,
+            (),
+            ir_op,
+            g.Cast(compute, (), g.Input(x.dtype, (), "x0")),
+        )
+        return name, [g.Cast(target.dtype, (), value)]
+
+    _run(("unary", name, x.dtype, compute, target.dtype), [x], build, target, compute)
+
+
+# ---- the few ops that are not one table row --------------------------------------------------
+
+
+def gelu(x: Tensor, approximate: str = "none", out: Tensor | None = None) -> Tensor:
+    """GELU: x * Phi(x) exactly ("none", through erf) or with the tanh approximation."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
+    if not isinstance(x, Tensor):
+        raise TypeError(f"gelu: expected a Tensor, got {type(x).__name__}")
+    compute = x.dtype if x.dtype.is_floating_point else float32
+    target = _output(out, x.shape, compute, x.device, "gelu")
+    ir_op = "gelu" if approximate == "none" else "gelu_tanh"
+    _launch_unary(ir_op, ir_op, x, compute, target)
+    return target
+
+
+def where(condition: Tensor, a, b, out: Tensor | None = None) -> Tensor:
+    """a where condition holds, else b; all three broadcast; dtype from a and b."""
+    if not isinstance(condition, Tensor):
+        raise TypeError(f"where: condition must be a Tensor, got {type(condition).__name__}")
+    if condition.dtype is not bool_:
+        raise TypeError(f"where expected condition to be a bool tensor, got {condition.dtype}")
+    a, b = _operand(a, "where"), _operand(b, "where")
+    tensors = [t for t in (condition, a, b) if isinstance(t, Tensor)]
+    device = _device_of(tensors, "where")
+    dtype = result_type(a, b)
+    shape = broadcast_shapes(*(t.shape for t in tensors))
+    target = _output(out, shape, dtype, device, "where")
+
+    def build():
+        value = g.Where(
+            dtype,
+            (),
+            g.Input(bool_, (), "cond"),
+            g.Cast(dtype, (), _leaf(a, dtype, "x1")),
+            g.Cast(dtype, (), _leaf(b, dtype, "x2")),
+        )
+        return "where", [value]
+
+    _run(("where", _kind(a), _kind(b), dtype), [condition, a, b], build, target, dtype)
+    return target
+
+
+def clamp(x: Tensor, min=None, max=None, out: Tensor | None = None) -> Tensor:
+    """x limited to [min, max] (either may be None); a NaN bound gives NaN, min > max gives max."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"clamp: expected a Tensor, got {type(x).__name__}")
+    if min is None and max is None:
+        raise ValueError("clamp: at least one of 'min' or 'max' must not be None")
+    bounds = [_operand(v, "clamp") for v in (min, max) if v is not None]
+    dtype = result_type(x, *bounds)
+    if dtype is bool_:
+        raise TypeError("clamp does not support bool")
+    tensors = [t for t in (x, *bounds) if isinstance(t, Tensor)]
+    device = _device_of(tensors, "clamp")
+    shape = broadcast_shapes(*(t.shape for t in tensors))
+    target = _output(out, shape, dtype, device, "clamp")
+    _launch_clamp(x, min, max, dtype, target)
+    return target
+
+
+def _launch_clamp(x: Tensor, lo, hi, dtype: DType, target: Tensor) -> None:
+    operands = [x] + [_operand(v, "clamp") for v in (lo, hi) if v is not None]
+
+    def build():
+        value: g.Node = g.Cast(dtype, (), g.Input(x.dtype, (), "x0"))
+        names = iter(("x1", "x2"))
+        for bound, ir_op in ((lo, "max"), (hi, "min")):
+            if bound is not None:
+                leaf = g.Cast(dtype, (), _leaf(_operand(bound, "clamp"), dtype, next(names)))
+                value = g.Binary(dtype, (), ir_op, value, leaf)
+        return "clamp", [g.Cast(target.dtype, (), value)]
+
+    key = (
+        "clamp",
+        x.dtype,
+        _kind(lo) if lo is not None else None,
+        _kind(hi) if hi is not None else None,
+        dtype,
+        target.dtype,
+    )
+    _run(key, operands, build, target, dtype)
+
+
+# ---- in place ---------------------------------------------------------------------------------
+
+
+def _check_inplace(self: Tensor, result: DType, shape: tuple[int, ...], op: str) -> None:
+    """The chapter's checks, in order: the dtype fits, self is writable, no shape change."""
+    if result.category > self.dtype.category:
+        raise TypeError(
+            f"{op}: result type {result} can't be cast to the desired output type {self.dtype}"
+        )
+    _check_writable(self, op)
+    if shape != self.shape:
+        raise ValueError(
+            f"{op}: output with shape {format_shape(self.shape)} doesn't match the broadcast "
+            f"shape {format_shape(shape)}"
+        )
+
+
+def binary_(name: str, self: Tensor, other) -> Tensor:
+    """self = self (op) other, written into self's layout in self's dtype."""
+    op = BINARY[name]
+    other = _operand(other, f"{name}_")
+    compute, result = _binary_dtypes(op, self, other)
+    _check_pow_exponent(op, compute, other)
+    tensors = [t for t in (self, other) if isinstance(t, Tensor)]
+    _device_of(tensors, f"{name}_")
+    shape = broadcast_shapes(*(t.shape for t in tensors))
+    _check_inplace(self, result, shape, f"{name}_")
+    _launch_binary(op, self, other, compute, self)
+    self._impl.storage.bump_version()
+    return self
+
+
+def clamp_(self: Tensor, min=None, max=None) -> Tensor:
+    """clamp written into self (its dtype never changes)."""
+    if min is None and max is None:
+        raise ValueError("clamp_: at least one of 'min' or 'max' must not be None")
+    bounds = [_operand(v, "clamp_") for v in (min, max) if v is not None]
+    dtype = result_type(self, *bounds)
+    tensors = [t for t in (self, *bounds) if isinstance(t, Tensor)]
+    _device_of(tensors, "clamp_")
+    shape = broadcast_shapes(*(t.shape for t in tensors))
+    _check_inplace(self, dtype, shape, "clamp_")
+    _launch_clamp(self, min, max, dtype, self)
+    self._impl.storage.bump_version()
+    return self
+
+
+def masked_fill(self: Tensor, mask: Tensor, value) -> Tensor:
+    """A copy of self with `value` wherever mask (bool, broadcastable to self) holds."""
+    return masked_fill_(self.clone(), mask, value)
+
+
+def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
+    """self[mask] = value, with the mask broadcast to self's shape."""
+    if not isinstance(mask, Tensor) or mask.dtype is not bool_:
+        got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
+        raise TypeError(f"masked_fill_ only supports a bool mask, got {got}")
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise ValueError(
+                f"masked_fill_ only supports a 0-dim value tensor, got {value.ndim} dimensions"
+            )
+        value = value.item()
+    value = _operand(value, "masked_fill_")  # converted to self's dtype, as in PyTorch
+    shape = broadcast_shapes(self.shape, mask.shape)
+    _check_inplace(self, self.dtype, shape, "masked_fill_")
+    dtype = self.dtype
+
+    def build():
+        value_node = g.Where(
+            dtype,
+            (),
+            g.Input(bool_, (), "mask"),
+            g.Scalar(dtype, (), "x2"),
+            g.Input(dtype, (), "x0"),
+        )
+        return "masked_fill", [value_node]
+
+    entry = eager.template(("masked_fill", dtype), build)
+    mask_impl = _unaliased(_expanded(mask._impl, shape), self._impl)
+    eager.run(entry, [self._impl], [mask_impl, self._impl], {"x2": convert_scalar(value, dtype)})
+    self._impl.storage.bump_version()
+    return self
+
+
+# ---- whole-tensor predicates ----------------------------------------------------------------
+
+
+def _any(name: str, operands: list, build, shape, device, compute: DType) -> bool:
+    """Whether the bool graph of `build` is true anywhere (a kernel-side any, no reduction)."""
+    scratch = Tensor(empty_impl(shape, bool_, device))
+    return _run(
+        ("any", name, *(_kind(x) for x in operands), compute), operands, build, scratch, compute
+    )
+
+
+def equal(a: Tensor, b: Tensor) -> bool:
+    """True when a and b have one shape and equal elements (NaN is never equal)."""
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError("equal expects two Tensors")
+    if a.shape != b.shape:
+        return False
+    compute = result_type(a, b)
+
+    def build():
+        x = g.Cast(compute, (), g.Input(a.dtype, (), "x0"))
+        y = g.Cast(compute, (), g.Input(b.dtype, (), "x1"))
+        return "equal", [g.Unary(bool_, (), "flag", g.Binary(bool_, (), "ne", x, y))]
+
+    return not _any("equal", [a, b], build, a.shape, _device_of([a, b], "equal"), compute)
+
+
+def allclose(
+    a: Tensor, b: Tensor, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False
+) -> bool:
+    """|a - b| <= atol + rtol * |b| everywhere (broadcast), as torch.allclose."""
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError("allclose expects two Tensors")
+    promoted = result_type(a, b)
+    dt = promoted if promoted.is_floating_point else float64
+
+    def build():
+        x = g.Cast(dt, (), g.Input(a.dtype, (), "x0"))
+        y = g.Cast(dt, (), g.Input(b.dtype, (), "x1"))
+        diff = g.Unary(dt, (), "abs", g.Binary(dt, (), "sub", x, y))
+        scaled = g.Binary(dt, (), "mul", g.Scalar(dt, (), "x3"), g.Unary(dt, (), "abs", y))
+        close = g.Binary(
+            bool_, (), "le", diff, g.Binary(dt, (), "add", g.Scalar(dt, (), "x2"), scaled)
+        )
+        ok = g.Binary(bool_, (), "or", close, g.Binary(bool_, (), "eq", x, y))  # equal infinities
+        if equal_nan:
+            nans = g.Binary(
+                bool_, (), "and", g.Unary(bool_, (), "isnan", x), g.Unary(bool_, (), "isnan", y)
+            )
+            ok = g.Binary(bool_, (), "or", ok, nans)
+        return "allclose", [g.Unary(bool_, (), "flag", g.Unary(bool_, (), "not", ok))]
+
+    device = _device_of([a, b], "allclose")
+    shape = broadcast_shapes(a.shape, b.shape)
+    operands = [a, b, float(atol), float(rtol)]
+    return not _any(f"allclose{int(bool(equal_nan))}", operands, build, shape, device, dt)

@@ -1,0 +1,122 @@
+"""The public elementwise API, generated from elementwise.py's tables: kael.add, Tensor.add,
+Tensor.add_, the Python operators, and kael.nn.functional's activations.
+
+Importing this module installs the methods on Tensor (tensor.py cannot import the ops
+without a cycle); kael/__init__.py imports it.
+"""
+
+from __future__ import annotations
+
+from kael.frontend import elementwise as ew
+from kael.frontend.tensor import Tensor
+
+
+def _binary_function(name: str):
+    def fn(input, other, *, out: Tensor | None = None) -> Tensor:
+        return ew.binary(name, input, other, out)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise {name} of two tensors or a tensor and a number, broadcast."
+    return fn
+
+
+def _unary_function(name: str):
+    def fn(input, *, out: Tensor | None = None) -> Tensor:
+        return ew.unary(name, input, out)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise {name}."
+    return fn
+
+
+FUNCTIONS = {name: _binary_function(name) for name in ew.BINARY}
+FUNCTIONS.update({name: _unary_function(name) for name in ew.UNARY})
+FUNCTIONS.update(
+    where=ew.where,
+    clamp=ew.clamp,
+    gelu=ew.gelu,
+    masked_fill=ew.masked_fill,
+    equal=ew.equal,
+    allclose=ew.allclose,
+)
+# PyTorch's other names for the same ops.
+ALIASES = {
+    "subtract": "sub",
+    "multiply": "mul",
+    "divide": "div",
+    "true_divide": "div",
+    "negative": "neg",
+    "absolute": "abs",
+    "clip": "clamp",
+    "greater": "gt",
+    "greater_equal": "ge",
+    "less": "lt",
+    "less_equal": "le",
+    "not_equal": "ne",
+}
+FUNCTIONS.update({alias: FUNCTIONS[name] for alias, name in ALIASES.items()})
+
+INPLACE_BINARY = ("add", "sub", "mul", "div", "pow")
+
+
+def _reflected(name: str):
+    def method(self, other):
+        return ew.binary(name, other, self)
+
+    return method
+
+
+def _inplace(name: str):
+    def method(self, other):
+        return ew.binary_(name, self, other)
+
+    method.__name__ = f"{name}_"
+    return method
+
+
+def _method(fn):
+    def method(self, *args, **kwargs):
+        return fn(self, *args, **kwargs)
+
+    method.__name__ = fn.__name__
+    method.__doc__ = fn.__doc__
+    return method
+
+
+def _install() -> None:
+    """Every function as a Tensor method, the in-place variants and the operators."""
+    for name, fn in FUNCTIONS.items():
+        if not hasattr(Tensor, name):
+            setattr(Tensor, name, _method(fn))
+    for name in INPLACE_BINARY:
+        setattr(Tensor, f"{name}_", _inplace(name))
+    Tensor.clamp_ = ew.clamp_
+    Tensor.clip_ = ew.clamp_
+    Tensor.masked_fill_ = ew.masked_fill_
+    operators = {
+        "add": "add",
+        "sub": "sub",
+        "mul": "mul",
+        "truediv": "div",
+        "floordiv": "floor_divide",
+        "mod": "remainder",
+        "pow": "pow",
+        "and": "bitwise_and",
+        "or": "bitwise_or",
+        "xor": "bitwise_xor",
+    }
+    for dunder, name in operators.items():
+        setattr(Tensor, f"__{dunder}__", _method(FUNCTIONS[name]))
+        setattr(Tensor, f"__r{dunder}__", _reflected(name))
+    for dunder, name in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div")):
+        setattr(Tensor, f"__i{dunder}__", _inplace(name))
+    for dunder in ("eq", "ne", "lt", "le", "gt", "ge"):
+        setattr(Tensor, f"__{dunder}__", _method(FUNCTIONS[dunder]))
+    Tensor.__hash__ = object.__hash__  # defining __eq__ would otherwise make tensors unhashable
+    Tensor.__neg__ = _method(FUNCTIONS["neg"])
+    Tensor.__abs__ = _method(FUNCTIONS["abs"])
+    Tensor.__invert__ = _method(FUNCTIONS["bitwise_not"])
+    Tensor.__pos__ = lambda self: self
+
+
+_install()
