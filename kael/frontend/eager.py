@@ -73,6 +73,61 @@ def _param_word(value, dtype: DType) -> int:
     return int(value)
 
 
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """Everything about a launch that depends only on the kernel, shapes and strides."""
+
+    kernel: Kernel  # specialized for the layout
+    compiled: jit.CompiledKernel | None  # None on a GPU
+    tail: list[int]  # sizes, then each buffer's strides
+    elements: int
+    total: int  # work items: elements, or tiles
+    align: int
+    moved: int  # bytes read and written
+    faults: bool  # whether the argument block ends with an error word
+
+
+def _plan(kernel: Kernel, out: TensorImpl, impls: tuple[TensorImpl, ...]) -> _Plan:
+    keep = _uses_index.get(id(kernel))
+    if keep is None:
+        keep = _uses_index[id(kernel)] = kernel.uses_index
+    lay = layout.plan(out.shape, [t.strides for t in impls], keep_dims=keep)
+    n = out.numel()
+    stream = (
+        n * out.dtype.itemsize >= NONTEMPORAL_BYTES
+        and not lay.tiled
+        and lay.inners[0] == CONTIG
+        and all(i in (CONTIG, BCAST) for i in lay.inners)
+    )
+    on_cpu = out.device is CPU
+    key = (id(kernel), lay.rank, lay.inners, lay.tiled, stream, on_cpu)
+    hit = _specialized.get(key)
+    if hit is None:
+        specialized = kernel.specialize(lay.rank, lay.inners, lay.tiled, stream)
+        hit = _specialized[key] = (specialized, jit.get(specialized) if on_cpu else None)
+    specialized, compiled = hit
+    tail = list(lay.sizes)
+    for st in lay.strides:
+        tail += st
+    if lay.tiled:
+        *outer, rows, cols = lay.sizes
+        tile = tile_size(specialized)
+        total = -(-rows // tile) * -(-cols // tile)
+        for size in outer:
+            total *= size
+        align = 1
+    else:
+        total, align = n, 64
+    moved = sum(t.numel() * t.dtype.itemsize for t in impls)
+    return _Plan(specialized, compiled, tail, n, total, align, moved, specialized.may_fault)
+
+
+# Launch plans by (template, device, shape, strides of every operand): a repeated call
+# skips the layout planning. Bounded, since shapes are unbounded.
+_plans: dict[tuple, _Plan] = {}
+_MAX_PLANS = 4096
+
+
 def run(
     entry: tuple[Kernel, list[str]],
     outs: list[TensorImpl],
@@ -85,61 +140,38 @@ def run(
     """
     kernel, names = entry
     out = outs[0]
-    for t in (*outs, *ins):
-        if t.device is not out.device:
-            raise Error(
-                f"expected all tensors on one device, but found {out.device} and {t.device}"
-            )
-    n = out.numel()
-    if n == 0:
-        return False
+    device = out.device
     impls = (*outs, *ins)
-    keep = _uses_index.get(id(kernel))
-    if keep is None:
-        keep = _uses_index[id(kernel)] = kernel.uses_index
-    lay = layout.plan(out.shape, [t.strides for t in impls], keep_dims=keep)
-    out_bytes = n * out.dtype.itemsize
-    stream = (
-        out_bytes >= NONTEMPORAL_BYTES
-        and not lay.tiled
-        and lay.inners[0] == CONTIG
-        and all(i in (CONTIG, BCAST) for i in lay.inners)
-    )
-    on_cpu = out.device is CPU
-    key = (id(kernel), lay.rank, lay.inners, lay.tiled, stream, on_cpu)
-    hit = _specialized.get(key)
-    if hit is None:
-        specialized = kernel.specialize(lay.rank, lay.inners, lay.tiled, stream)
-        hit = _specialized[key] = (specialized, jit.get(specialized) if on_cpu else None)
-    specialized, compiled = hit
+    for t in impls:
+        if t.device is not device:
+            raise Error(f"expected all tensors on one device, but found {device} and {t.device}")
+    sig = (id(kernel), device, out.shape, *[t.strides for t in impls])
+    plan = _plans.get(sig)
+    if plan is None:
+        if out.numel() == 0:
+            return False
+        if len(_plans) >= _MAX_PLANS:
+            _plans.clear()
+        plan = _plans[sig] = _plan(kernel, out, impls)
     words = [t.data_ptr() for t in impls]
-    words += lay.sizes
-    for st in lay.strides:
-        words += st
-    words += [_param_word(scalars[name], d) for name, d in zip(names, kernel.params)]
-    error = _ErrorWord(out.device) if specialized.may_fault else None
+    words += plan.tail
+    if names:
+        words += [_param_word(scalars[name], d) for name, d in zip(names, kernel.params)]
+    error = _ErrorWord(device) if plan.faults else None
     if error is not None:
         words.append(error.address)
-    if not on_cpu:
-        gpu_launch(specialized, words, n)
+    if plan.compiled is None:
+        gpu_launch(plan.kernel, words, plan.elements)
         return error is not None and error.check()
-    if lay.tiled:
-        *outer, rows, cols = lay.sizes
-        tile = tile_size(specialized)
-        total = -(-rows // tile) * -(-cols // tile)
-        for s in outer:
-            total *= s
-        align = 1
-    else:
-        total, align = n, 64
-    moved = sum(t.numel() * t.dtype.itemsize for t in impls)
     if debug.level < 1 and recorder is None:
-        launch(compiled.fn, words, total, moved, align)
+        launch(plan.compiled.fn, words, plan.total, plan.moved, plan.align)
         return error is not None and error.check()
     start = time.perf_counter()
-    launch(compiled.fn, words, total, moved, align)
+    launch(plan.compiled.fn, words, plan.total, plan.moved, plan.align)
     flagged = error is not None and error.check()
-    record = Launch(specialized, compiled.symbol, out.shape, moved, time.perf_counter() - start)
+    record = Launch(
+        plan.kernel, plan.compiled.symbol, out.shape, plan.moved, time.perf_counter() - start
+    )
     if recorder is not None:
         recorder.append(record)
     if debug.level >= 1:

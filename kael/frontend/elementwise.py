@@ -137,6 +137,9 @@ def _operand(x, op: str):
 
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     """NumPy's broadcasting; ValueError naming every shape when they do not broadcast."""
+    first = shapes[0]
+    if all(s == first for s in shapes):
+        return first
     ndim = max(len(s) for s in shapes)
     out = []
     for i in range(ndim):
@@ -170,7 +173,24 @@ def _expanded(impl: TensorImpl, shape: tuple[int, ...]) -> TensorImpl:
 # ---- dtype rules -----------------------------------------------------------------------------
 
 
+_binary_rules: dict[tuple, tuple[DType, DType]] = {}
+
+
+def _tier(x) -> object:
+    """What promotion sees of an operand: dtype and 0-d-ness of a tensor, a scalar's type."""
+    return (x.dtype, not x.shape) if isinstance(x, Tensor) else type(x)
+
+
 def _binary_dtypes(op: BinaryOp, a, b) -> tuple[DType, DType]:
+    """(compute dtype, result dtype) of a binary op, memoized by the operands' tiers."""
+    key = (op.name, _tier(a), _tier(b))
+    hit = _binary_rules.get(key)
+    if hit is None:
+        hit = _binary_rules[key] = _binary_rule(op, a, b)
+    return hit
+
+
+def _binary_rule(op: BinaryOp, a, b) -> tuple[DType, DType]:
     """(compute dtype, result dtype) of a binary op, with the op's refusals."""
     promoted = result_type(a, b)
     rule = op.rule
