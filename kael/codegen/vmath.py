@@ -2,12 +2,679 @@
 
 Emitted lane-generically through the ExprEmitter, so CPU loops stay vectorized (no
 libm calls) and the GPU needs no libdevice; only intrinsics that every backend lowers
-(fma, floor, rint, fabs, sqrt, copysign, bit casts) are used.
+(fma, fabs, copysign, fdiv, integer ops and bit casts) are used, and the code is
+branch-free: every lane computes each path and selects.
+
+Polynomial coefficients are weighted minimax fits made by benchmarks/fit_vmath.py
+(Lawson's algorithm against 40-digit mpmath references), lowest degree first; split
+constants (ln2, pi/2 in two or three parts) are the precision's roundings of mpmath
+values. float32 sin/cos/tan and pow run in float64 inside and round once.
+
+Accuracy (tests/codegen/test_vmath.py measures it): exp, exp2, expm1, log, log2,
+log1p, sin, cos, tanh, sigmoid, erf and pow within 2 ulp in both precisions; sin/cos/tan
+are reduced accurately for |x| < 2**42 (beyond, x * 2/pi is too coarse to place x in its
+quadrant; results there stay finite and within [-1, 1], but are not sin or cos of x).
 """
 
 from __future__ import annotations
 
-from kael.codegen import arith
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-UNARY: dict = {}
-BINARY: dict = {"pow": arith.INT_POW}
+from llvmlite import ir
+
+from kael.codegen import arith
+from kael.codegen.lowering import ExprEmitter, value_type_of_width
+from kael.runtime.dtypes import DType, float32, float64
+
+INF, NAN = float("inf"), float("nan")
+
+
+@dataclass(frozen=True)
+class _Format:
+    """One IEEE binary format: integer width, mantissa bits, exponent bias."""
+
+    bits: int
+    mant: int
+    bias: int
+
+    @property
+    def shifter(self) -> float:
+        """1.5 * 2**mant: x + shifter - shifter rounds x to an integer (|x| < 2**(mant-1))."""
+        return 1.5 * 2.0**self.mant
+
+    @property
+    def shifter_bits(self) -> int:
+        return (self.bias + self.mant) << self.mant | 1 << (self.mant - 1)
+
+
+_FORMATS = {float32: _Format(32, 23, 127), float64: _Format(64, 52, 1023)}
+
+
+@dataclass(frozen=True)
+class _Consts:
+    """Per-precision constants; tuples are polynomial coefficients, lowest degree first."""
+
+    ln2: tuple[float, float]  # ln 2 = hi + lo, each rounded to the precision
+    log2e: float
+    sqrt_half_bits: int  # the bits of sqrt(1/2): log's reduction boundary
+    exp_lo: float  # exp(x) rounds to 0 below, to inf above
+    exp_hi: float
+    expm1_lo: float  # expm1(x) rounds to -1 below
+    tanh_big: float  # tanh(|x|) rounds to 1 above: clamp of 2|x|
+    tanh_small: float  # below: the odd polynomial
+    erf_small: float  # below: the odd polynomial; above: 1 - exp(-x^2) G(x)
+    erf_big: float  # erf rounds to +-1 above
+    erf_center: float  # G is a polynomial in x - erf_center
+    expm1_poly: tuple[float, ...]  # expm1(r) = r + r^2 P(r), |r| <= ln2/2
+    log_poly: tuple[float, ...]  # log(1+f) = f - (f^2/2 - s (f^2/2 + z R(z))), z = s^2
+    sin_poly: tuple[float, ...]  # sin(r) = r + r z S(z), |r| <= pi/4 (evaluated in float64)
+    cos_poly: tuple[float, ...]  # cos(r) = 1 - z/2 + z^2 C(z)
+    tanh_poly: tuple[float, ...]  # tanh(x) = x + x z T(z)
+    erf_poly: tuple[float, ...]  # erf(x) = x + x E(z)
+    erfc_poly: tuple[float, ...]  # erfc(a) = exp(-a^2) G(a - erf_center)
+    # (float32: relative error in G, for gelu's tail; float64: absolute error in erf)
+
+
+_C = {
+    float32: _Consts(
+        ln2=(0.6931471824645996, -1.9046542121259336e-09),
+        log2e=1.4426950216293335,
+        sqrt_half_bits=0x3F3504F3,
+        exp_lo=-104.0,
+        exp_hi=89.0,
+        expm1_lo=-18.0,
+        tanh_big=20.0,
+        tanh_small=0.625,
+        erf_small=0.921875,
+        erf_big=4.0,
+        erf_center=2.4609375,
+        expm1_poly=(
+            0.4999999701976776, 0.1666654348373413, 0.04166720062494278, 0.0083665382117033,
+            0.001388251781463623,
+        ),
+        log_poly=(0.6666677594184875, 0.3997754156589508, 0.29871729016304016),
+        sin_poly=(-0.16666655242443085, 0.008332173340022564, -0.00019516656175255775),
+        cos_poly=(0.04166664555668831, -0.0013887309469282627, 2.443241282890085e-05),
+        tanh_poly=(
+            -0.3333328366279602, 0.13331490755081177, -0.05374349653720856,
+            0.020650586113333702, -0.00571704376488924,
+        ),
+        erf_poly=(
+            0.12837916612625122, -0.37612634897232056, 0.11283695697784424,
+            -0.026859398931264877, 0.005201032385230064, -0.0008142704027704895,
+            8.370100113097578e-05,
+        ),
+        erfc_poly=(
+            0.21374909579753876, -0.07633283734321594, 0.02589871920645237,
+            -0.008398670703172684, 0.0026152576319873333, -0.0007843885687179863,
+            0.00022778102720621973, -6.496049172710627e-05, 1.7639662473811768e-05,
+            -4.070650447829394e-06, 1.1024761761291302e-06, -4.919954221804801e-07,
+            1.1505548513923713e-07,
+        ),
+    ),
+    float64: _Consts(
+        ln2=(0.6931471805599453, 2.3190468138462996e-17),
+        log2e=1.4426950408889634,
+        sqrt_half_bits=0x3FE6A09E667F3BCD,
+        exp_lo=-746.0,
+        exp_hi=710.0,
+        expm1_lo=-38.0,
+        tanh_big=40.0,
+        tanh_small=0.4,
+        erf_small=0.921875,
+        erf_big=6.0,
+        erf_center=3.4609375,
+        expm1_poly=(
+            0.5, 0.16666666666666677, 0.04166666666666651, 0.00833333333332164,
+            0.0013888888888960627, 0.00019841269886110708, 2.480158717565433e-05,
+            2.7557244227919186e-06, 2.7557400207253226e-07, 2.5109027831249126e-08,
+            2.0876016739391647e-09,
+        ),
+        log_poly=(
+            0.6666666666666734, 0.39999999999414704, 0.28571428742380756, 0.22222198573951485,
+            0.18183564283458242, 0.153140517034767, 0.14795937698201872,
+        ),
+        sin_poly=(
+            -0.16666666666666632, 0.008333333333322314, -0.0001984126982972454,
+            2.7557313661880106e-06, -2.5050753243495907e-08, 1.5896504052745953e-10,
+        ),
+        cos_poly=(
+            0.041666666666666595, -0.0013888888888872884, 2.480158728874085e-05,
+            -2.7557314146482763e-07, 2.087569628120995e-09, -1.1358295426812192e-11,
+        ),
+        tanh_poly=(
+            -0.3333333333333333, 0.1333333333333266, -0.05396825396753569,
+            0.021869488498272045, -0.00886323438037388, 0.00359210641737057,
+            -0.0014555735564469525, 0.0005879988028050864, -0.00022922057314563293,
+            6.868086191182881e-05,
+        ),
+        erf_poly=(
+            0.1283791670955126, -0.3761263890318371, 0.11283791670952863, -0.02686617064463864,
+            0.005223977619889329, -0.0008548326653224715, 0.00012055317290488302,
+            -1.4925211066091207e-05, 1.6453870490395735e-06, -1.6262862158326553e-07,
+            1.3979234722910257e-08, -8.329274549439379e-10,
+        ),
+        erfc_poly=(
+            0.15692428632733188, -0.042168872687237, 0.010980453487605438,
+            -0.0027774727871897422, 0.0006838976402470515, -0.00016421744820067214,
+            3.8516344327424255e-05, -8.835747131615609e-06, 1.98137521025242e-06,
+            -4.3976849580605034e-07, 9.346396499257483e-08, -1.996074717139562e-08,
+            4.2880941883001576e-09, -8.781931324220311e-10, 1.5667776639761374e-10,
+            -2.925655818080253e-11, 8.650364609696096e-12, -2.511274976018347e-12,
+            9.834889537918799e-14, 1.9744564266930755e-13, 1.936991790401015e-14,
+            -5.348845339692361e-14, -1.7532809358473947e-14, -2.0030705907388967e-15,
+        ),
+    ),
+}  # fmt: skip
+
+# pi/2 = PIO2[0] + PIO2[1] + PIO2[2] (float64 roundings of the mpmath remainders): with fma
+# the first step is exact while the quadrant q < 2**52, and the three carry 159 bits.
+PIO2 = (1.5707963267948966, 6.123233995736766e-17, -1.4973849048591698e-33)
+TWO_OVER_PI = 0.6366197723675814
+PIO4_CLAMP = 0.7861835  # pi/4 * 1.001, the fitted range: bounds r beyond 2**42
+# pow's ln 2 in two parts: a 32-bit head, so k * head is exact for |k| < 2**21.
+LN2_HEAD, LN2_TAIL = 0.6931471803691238, 1.9082149292705877e-10
+# pow's log tail: 2 atanh(s) = 2s + s z Q(z), to 2**-62 relative (degree 7, fit_vmath.py "pow").
+POW_LOG_POLY = (
+    0.6666666666666666, 0.40000000000006203, 0.2857142856910256, 0.22222222643996836,
+    0.18181775909708736, 0.15387079357345254, 0.13250387834696342, 0.13248792085934238,
+)  # fmt: skip
+TWO_THIRDS = (0.6666666666666666, 3.700743415417188e-17)  # 2/3 = hi + lo
+SQRT_2_OVER_PI = 0.7978845608028654  # gelu_tanh: u = x (a + b x^2), b = a * 0.044715
+GELU_TANH_CUBIC = 0.035677408136300125
+SQRT_HALF = 0.7071067811865476
+
+
+class _Ops:
+    """Lane-generic float and integer arithmetic for one float dtype on one emitter."""
+
+    def __init__(self, m: ExprEmitter, dtype: DType):
+        self.m, self.b, self.dtype = m, m.b, dtype
+        self.fmt, self.k = _FORMATS[dtype], _C[dtype]
+        self.itype = value_type_of_width(ir.IntType(self.fmt.bits), m.width)
+
+    # --- constants and arithmetic ------------------------------------------------------------
+
+    def c(self, value: float) -> ir.Value:
+        return self.m.const(self.dtype, value)
+
+    def ic(self, value: int) -> ir.Value:
+        t = ir.IntType(self.fmt.bits)
+        value &= (1 << self.fmt.bits) - 1
+        if self.m.width == 1:
+            return ir.Constant(t, value)
+        return ir.Constant(self.itype, [ir.Constant(t, value)] * self.m.width)
+
+    def add(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        return self.b.fadd(a, b)
+
+    def sub(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        return self.b.fsub(a, b)
+
+    def mul(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        return self.b.fmul(a, b)
+
+    def div(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        return self.b.fdiv(a, b)
+
+    def neg(self, a: ir.Value) -> ir.Value:
+        return self.b.fneg(a)
+
+    def fma(self, a: ir.Value, b: ir.Value, c: ir.Value) -> ir.Value:
+        """a * b + c with one rounding."""
+        return self.m.intrinsic("llvm.fma", a, b, c)
+
+    def abs(self, a: ir.Value) -> ir.Value:
+        return self.m.intrinsic("llvm.fabs", a)
+
+    def copysign(self, mag: ir.Value, sign: ir.Value) -> ir.Value:
+        return self.m.intrinsic("llvm.copysign", mag, sign)
+
+    def poly(self, x: ir.Value, coefs: Sequence[float]) -> ir.Value:
+        """sum(coefs[i] * x**i) by Horner's rule with fma."""
+        acc = self.c(coefs[-1])
+        for coef in reversed(coefs[:-1]):
+            acc = self.fma(acc, x, self.c(coef))
+        return acc
+
+    # --- comparisons and selection ---------------------------------------------------------
+
+    def cmp(self, op: str, a: ir.Value, b: ir.Value) -> ir.Value:
+        """Ordered comparison: false when either side is NaN."""
+        return self.b.fcmp_ordered(op, a, b)
+
+    def select(self, cond: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
+        return self.b.select(cond, a, b)
+
+    def clamp(self, x: ir.Value, lo: float, hi: float) -> ir.Value:
+        """x limited to [lo, hi]; NaN stays NaN (so it flows on to the result)."""
+        x = self.select(self.cmp("<", x, self.c(lo)), self.c(lo), x)
+        return self.select(self.cmp(">", x, self.c(hi)), self.c(hi), x)
+
+    def is_nan(self, x: ir.Value) -> ir.Value:
+        return self.b.fcmp_unordered("uno", x, x)
+
+    def keep_zero(self, x: ir.Value, result: ir.Value) -> ir.Value:
+        """f(+-0) = +-0 for odd f whose formula loses the sign of zero."""
+        return self.select(self.cmp("==", x, self.c(0.0)), x, result)
+
+    # --- bits ---------------------------------------------------------------------------------
+
+    def bits(self, x: ir.Value) -> ir.Value:
+        return self.b.bitcast(x, self.itype)
+
+    def from_bits(self, i: ir.Value) -> ir.Value:
+        return self.b.bitcast(i, x_type(self.m, self.dtype))
+
+    def round_to_int(self, x: ir.Value) -> tuple[ir.Value, ir.Value]:
+        """(rint(x) as a float, as an integer) for |x| < 2**(mant-1), by the shifter trick."""
+        shifted = self.add(x, self.c(self.fmt.shifter))
+        return self._unshift(shifted)
+
+    def _unshift(self, shifted: ir.Value) -> tuple[ir.Value, ir.Value]:
+        n = self.b.sub(self.bits(shifted), self.ic(self.fmt.shifter_bits))
+        return self.sub(shifted, self.c(self.fmt.shifter)), n
+
+    def pow2(self, n: ir.Value) -> ir.Value:
+        """2**n for an integer n in the normal exponent range."""
+        biased = self.b.add(n, self.ic(self.fmt.bias))
+        return self.from_bits(self.b.shl(biased, self.ic(self.fmt.mant)))
+
+    def ldexp(self, p: ir.Value, n: ir.Value, scale: ir.Value | None = None) -> ir.Value:
+        """p * 2**n (times scale) in two steps, so overflow and subnormal results round once.
+
+        `scale` joins between the steps: p * scale itself may overflow where the result
+        does not.
+        """
+        half = self.b.ashr(n, self.ic(1))
+        rest = self.b.sub(n, half)
+        p = self.mul(p, self.pow2(half))
+        if scale is not None:
+            p = self.mul(p, scale)
+        return self.mul(p, self.pow2(rest))
+
+
+def x_type(m: ExprEmitter, dtype: DType) -> ir.Type:
+    """The LLVM type of one float value of `dtype` at the emitter's width."""
+    t = ir.FloatType() if dtype is float32 else ir.DoubleType()
+    return value_type_of_width(t, m.width)
+
+
+# --- exp family -------------------------------------------------------------------------------
+
+
+def _exp_reduce(o: _Ops, x: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """x = n ln2 + r with |r| <= ln2/2: (n as an integer, r). |x| must be below ~2**20."""
+    shifted = o.fma(x, o.c(o.k.log2e), o.c(o.fmt.shifter))
+    nf, n = o._unshift(shifted)
+    hi, lo = o.k.ln2
+    r = o.fma(nf, o.c(-hi), x)  # exact: x and n * hi agree in their leading bits
+    return n, o.fma(nf, o.c(-lo), r)
+
+
+def _expm1_poly(o: _Ops, r: ir.Value) -> ir.Value:
+    """expm1(r) = r + r^2 P(r) on the reduced range."""
+    return o.fma(o.mul(r, r), o.poly(r, o.k.expm1_poly), r)
+
+
+def _exp_parts(o: _Ops, x: ir.Value, extra: ir.Value | None = None) -> tuple[ir.Value, ir.Value]:
+    """exp(x + extra) = p * 2**n: (p, n) for x within exp's clamp (extra tiny, as pow's)."""
+    n, r = _exp_reduce(o, x)
+    if extra is not None:
+        r = o.add(r, extra)
+    return o.add(o.c(1.0), _expm1_poly(o, r)), n
+
+
+def _exp_clamped(o: _Ops, x: ir.Value, extra: ir.Value | None = None) -> ir.Value:
+    """exp(x + extra) for x within exp's clamp."""
+    return o.ldexp(*_exp_parts(o, x, extra))
+
+
+def _exp(o: _Ops, x: ir.Value) -> ir.Value:
+    """exp(x): 0 below the underflow edge, inf above overflow, NaN kept."""
+    return _exp_clamped(o, o.clamp(x, o.k.exp_lo, o.k.exp_hi))
+
+
+def _exp2(o: _Ops, x: ir.Value) -> ir.Value:
+    """2**x = 2**n * e**((x - n) ln2): the reduction is exact."""
+    x = o.clamp(x, o.k.exp_lo * o.k.log2e, o.k.exp_hi * o.k.log2e)
+    nf, n = o.round_to_int(x)
+    r = o.mul(o.sub(x, nf), o.c(o.k.ln2[0]))
+    return o.ldexp(o.add(o.c(1.0), _expm1_poly(o, r)), n)
+
+
+def _expm1_bounded(o: _Ops, x: ir.Value) -> ir.Value:
+    """expm1(x) for x in [expm1_lo, exp_hi] or NaN: 2 (h p + (h - 1/2)) with h = 2**(n-1)."""
+    n, r = _exp_reduce(o, x)
+    h = o.pow2(o.b.sub(n, o.ic(1)))
+    return o.mul(o.c(2.0), o.fma(h, _expm1_poly(o, r), o.sub(h, o.c(0.5))))
+
+
+def _expm1(o: _Ops, x: ir.Value) -> ir.Value:
+    return o.keep_zero(x, _expm1_bounded(o, o.clamp(x, o.k.expm1_lo, o.k.exp_hi)))
+
+
+# --- log family -------------------------------------------------------------------------------
+
+
+def _log_reduce(o: _Ops, x: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """x = 2**k (1 + f) with 1 + f in [sqrt(1/2), sqrt(2)): (k as a float, f), x > 0 finite."""
+    b, fmt = o.b, o.fmt
+    subnormal = o.cmp("<", x, o.c(2.0 ** (1 - fmt.bias)))
+    x = o.select(subnormal, o.mul(x, o.c(2.0 ** (fmt.mant + 1))), x)
+    ix = o.bits(x)
+    tmp = b.sub(ix, o.ic(o.k.sqrt_half_bits))
+    k = b.ashr(tmp, o.ic(fmt.mant))
+    k = b.sub(k, b.select(subnormal, o.ic(fmt.mant + 1), o.ic(0)))
+    z = o.from_bits(b.sub(ix, b.and_(tmp, o.ic(-1 << fmt.mant))))
+    return b.sitofp(k, x.type), o.sub(z, o.c(1.0))
+
+
+def _log1p_reduced(o: _Ops, f: ir.Value, tail: ir.Value) -> ir.Value:
+    """log(1 + f) + tail as f - (f^2/2 - (s (f^2/2 + z R(z)) + tail)), fdlibm's order."""
+    s = o.div(f, o.add(o.c(2.0), f))
+    z = o.mul(s, s)
+    hfsq = o.mul(o.mul(o.c(0.5), f), f)
+    r = o.mul(z, o.poly(z, o.k.log_poly))
+    return o.sub(f, o.sub(hfsq, o.fma(s, o.add(hfsq, r), tail)))
+
+
+def _log_specials(o: _Ops, x: ir.Value, result: ir.Value) -> ir.Value:
+    """log(inf) = inf, log(+-0) = -inf, log(negative or NaN) = NaN."""
+    result = o.select(o.cmp("==", x, o.c(INF)), x, result)
+    result = o.select(o.cmp("==", x, o.c(0.0)), o.c(-INF), result)
+    return o.select(o.b.fcmp_unordered("<", x, o.c(0.0)), o.c(NAN), result)
+
+
+def _log_with(o: _Ops, x: ir.Value, extra: ir.Value | None = None) -> ir.Value:
+    """log(x) + extra (a correction well below log's ulp), before special values."""
+    k, f = _log_reduce(o, x)
+    hi, lo = o.k.ln2
+    tail = o.mul(k, o.c(lo))
+    if extra is not None:
+        tail = o.add(tail, extra)
+    return o.fma(k, o.c(hi), _log1p_reduced(o, f, tail))
+
+
+def _log(o: _Ops, x: ir.Value) -> ir.Value:
+    return _log_specials(o, x, _log_with(o, x))
+
+
+def _log2(o: _Ops, x: ir.Value) -> ir.Value:
+    """log2(x) = k + log(1 + f) log2(e)."""
+    k, f = _log_reduce(o, x)
+    return _log_specials(o, x, o.fma(_log1p_reduced(o, f, o.c(0.0)), o.c(o.k.log2e), k))
+
+
+def _log1p(o: _Ops, x: ir.Value) -> ir.Value:
+    """log(u) + c/u with u = 1 + x rounded and c its exact rounding error (Fast2Sum)."""
+    u = o.add(o.c(1.0), x)
+    big = o.cmp(">", o.abs(x), o.c(1.0))
+    c = o.select(big, o.sub(o.c(1.0), o.sub(u, x)), o.sub(x, o.sub(u, o.c(1.0))))
+    return o.keep_zero(x, _log_specials(o, u, _log_with(o, u, o.div(c, u))))
+
+
+# --- trigonometry (float64 inside) ------------------------------------------------------------
+
+
+def _in_float64(fn: Callable[[_Ops, ir.Value, _Consts], ir.Value]) -> Callable:
+    """An emitter computing in float64 with `dtype`'s polynomials, rounding once at the end."""
+
+    def emit(m: ExprEmitter, v: ir.Value, dtype: DType) -> ir.Value:
+        o = _Ops(m, float64)
+        return m.convert(fn(o, m.convert(v, dtype, float64), _C[dtype]), float64, dtype)
+
+    return emit
+
+
+def _reduce_pio2(o: _Ops, x: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """x = q pi/2 + r, |r| <= pi/4 (float64): (q as an integer, r).
+
+    Accurate for |x| < 2**42; beyond, r is clamped so results stay in [-1, 1].
+    """
+    shifted = o.fma(x, o.c(TWO_OVER_PI), o.c(o.fmt.shifter))
+    qf, q = o._unshift(shifted)
+    r = x
+    for part in PIO2:
+        r = o.fma(qf, o.c(-part), r)
+    return q, o.clamp(r, -PIO4_CLAMP, PIO4_CLAMP)
+
+
+def _sin_cos_reduced(o: _Ops, r: ir.Value, k: _Consts) -> tuple[ir.Value, ir.Value]:
+    """(sin r, cos r) for |r| <= pi/4."""
+    z = o.mul(r, r)
+    sin = o.fma(o.mul(r, z), o.poly(z, k.sin_poly), r)
+    half = o.mul(o.c(0.5), z)
+    w = o.sub(o.c(1.0), half)
+    # cos r = w + ((1 - w) - z/2) + z^2 C(z): the bracket recovers w's rounding error.
+    cos = o.add(w, o.fma(o.mul(z, z), o.poly(z, k.cos_poly), o.sub(o.sub(o.c(1.0), w), half)))
+    return sin, cos
+
+
+def _bit(o: _Ops, q: ir.Value, bit: int) -> ir.Value:
+    return o.b.icmp_unsigned("!=", o.b.and_(q, o.ic(bit)), o.ic(0))
+
+
+def _sin_or_cos(shift: int) -> Callable:
+    """sin (shift 0) or cos (shift 1): the quadrant q + shift picks +-sin r or +-cos r."""
+
+    def fn(o: _Ops, x: ir.Value, k: _Consts) -> ir.Value:
+        q, r = _reduce_pio2(o, x)
+        q = o.b.add(q, o.ic(shift))
+        sin, cos = _sin_cos_reduced(o, r, k)
+        v = o.select(_bit(o, q, 1), cos, sin)
+        v = o.select(_bit(o, q, 2), o.neg(v), v)
+        return o.keep_zero(x, v) if shift == 0 else v
+
+    return fn
+
+
+def _tan(o: _Ops, x: ir.Value, k: _Consts) -> ir.Value:
+    """tan r in even quadrants, -1/tan r = -cos r / sin r in odd ones."""
+    q, r = _reduce_pio2(o, x)
+    sin, cos = _sin_cos_reduced(o, r, k)
+    odd = _bit(o, q, 1)
+    return o.keep_zero(x, o.div(o.select(odd, o.neg(cos), sin), o.select(odd, sin, cos)))
+
+
+# --- hyperbolic, logistic, error function -----------------------------------------------------
+
+
+def _tanh(o: _Ops, x: ir.Value) -> ir.Value:
+    """Odd polynomial near 0, else e / (e + 2) with e = expm1(2|x|), saturating to +-1."""
+    a = o.abs(x)
+    z = o.mul(x, x)
+    small = o.fma(o.mul(x, z), o.poly(z, o.k.tanh_poly), x)
+    e = _expm1_bounded(o, o.clamp(o.add(a, a), 0.0, o.k.tanh_big))
+    big = o.copysign(o.div(e, o.add(e, o.c(2.0))), x)
+    return o.keep_zero(x, o.select(o.cmp("<", a, o.c(o.k.tanh_small)), small, big))
+
+
+def _logistic(o: _Ops, x: ir.Value, scale: ir.Value | None = None) -> ir.Value:
+    """scale * sigmoid(x) as scale / (1 + e) or scale e / (1 + e), e = exp(-|x|) <= 1.
+
+    scale * e is scaled by 2**n last, so it keeps full precision where e is subnormal
+    (and is scale * 0 where e underflows, NaN for an infinite scale as in PyTorch).
+    """
+    a = o.abs(x)
+    p, n = _exp_parts(o, o.clamp(o.neg(a), o.k.exp_lo, 0.0))
+    e = o.ldexp(p, n)
+    positive = o.cmp(">=", x, o.c(0.0))
+    if scale is None:
+        return _over_one_plus(o, o.select(positive, o.c(1.0), e), e)
+    in_range = o.cmp("<", a, o.c(-o.k.exp_lo))
+    scaled = o.select(in_range, o.ldexp(p, n, scale), o.mul(scale, e))
+    return _over_one_plus(o, o.select(positive, scale, scaled), e)
+
+
+def _over_one_plus(o: _Ops, num: ir.Value, e: ir.Value) -> ir.Value:
+    """num / (1 + e) for 0 <= e <= 1, corrected for the rounding of 1 + e (Fast2Sum)."""
+    d = o.add(o.c(1.0), e)
+    d_err = o.add(o.sub(o.c(1.0), d), e)
+    q = o.div(num, d)
+    finite_nonzero = o.b.and_(o.cmp("<", o.abs(q), o.c(INF)), o.cmp("!=", q, o.c(0.0)))
+    return o.select(finite_nonzero, o.fma(o.neg(q), o.div(d_err, d), q), q)
+
+
+def _sigmoid(o: _Ops, x: ir.Value) -> ir.Value:
+    return _logistic(o, x)
+
+
+def _silu(o: _Ops, x: ir.Value) -> ir.Value:
+    return _logistic(o, x, x)
+
+
+def _gelu_tanh(o: _Ops, x: ir.Value) -> ir.Value:
+    """0.5 x (1 + tanh(u)) = x sigmoid(2u): no cancellation for negative x."""
+    z = o.mul(x, x)
+    two_u = o.mul(x, o.fma(z, o.c(2 * GELU_TANH_CUBIC), o.c(2 * SQRT_2_OVER_PI)))
+    return _logistic(o, two_u, x)
+
+
+def _erf_parts(
+    o: _Ops, x: ir.Value, square: tuple[ir.Value, ir.Value]
+) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """(erf x for |x| < erf_small, erfc |x| for |x| >= erf_small, whether |x| is small).
+
+    `square` is x^2 as hi + lo: exp(-x^2) is only as accurate as its argument.
+    """
+    k = o.k
+    a = o.abs(x)
+    small = o.fma(x, o.poly(square[0], k.erf_poly), x)
+    ac = o.clamp(a, k.erf_small, k.erf_big)
+    g = o.poly(o.sub(ac, o.c(k.erf_center)), k.erfc_poly)
+    sq = o.clamp(o.neg(square[0]), -(k.erf_big**2), -(k.erf_small**2))
+    tail = o.mul(_exp_clamped(o, sq, o.neg(square[1])), g)
+    tail = o.select(o.cmp(">", a, o.c(k.erf_big)), o.c(0.0), tail)
+    return small, tail, o.cmp("<", a, o.c(k.erf_small))
+
+
+def _erf(o: _Ops, x: ir.Value) -> ir.Value:
+    small, tail, is_small = _erf_parts(o, x, _two_product(o, x, x))
+    return o.select(is_small, small, o.copysign(o.sub(o.c(1.0), tail), x))
+
+
+def _gelu(o: _Ops, x: ir.Value) -> ir.Value:
+    """0.5 x (1 + erf(x / sqrt 2)), with 1 + erf(t) = erfc(|t|) for t < 0 (no cancellation).
+
+    t^2 = x^2 / 2 comes from x exactly, not from the rounded t.
+    """
+    t = o.mul(x, o.c(SQRT_HALF))
+    hi, lo = _two_product(o, x, x)
+    half = o.c(0.5)
+    small, tail, is_small = _erf_parts(o, t, (o.mul(hi, half), o.mul(lo, half)))
+    big = o.select(o.cmp("<", t, o.c(0.0)), tail, o.sub(o.c(2.0), tail))
+    one_plus = o.select(is_small, o.add(o.c(1.0), small), big)
+    return o.mul(o.mul(half, x), one_plus)
+
+
+def _two_product(o: _Ops, a: ir.Value, b: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """a * b = p + e exactly (with fma)."""
+    p = o.mul(a, b)
+    return p, o.fma(a, b, o.neg(p))
+
+
+# --- pow ----------------------------------------------------------------------------------------
+
+
+def _two_sum(o: _Ops, a: ir.Value, b: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """a + b = s + e exactly (Knuth)."""
+    s = o.add(a, b)
+    bb = o.sub(s, a)
+    return s, o.add(o.sub(a, o.sub(s, bb)), o.sub(b, bb))
+
+
+def _log_double(o: _Ops, x: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """ln x as hi + lo to ~2**-62 relative (float64, x > 0 finite).
+
+    ln(1 + f) = 2 atanh(s) = 2s + (2/3) s^3 + s^5 Q(s^2), s = f / (2 + f): s, s^3 and
+    the two large sums are carried in two parts; the rest is below 2**-60 of the total.
+    """
+    k, f = _log_reduce(o, x)
+    z = o.add(f, o.c(1.0))
+    d = o.add(z, o.c(1.0))
+    d_lo = o.sub(z, o.sub(d, o.c(1.0)))  # 1 + z = d + d_lo exactly
+    s = o.div(f, d)
+    rem = o.sub(o.fma(o.neg(s), d, f), o.mul(s, d_lo))  # f - s (d + d_lo), the first exactly
+    s_lo = o.div(rem, d)
+    w, w_lo = _two_product(o, s, s)
+    s3, s3_lo = _two_product(o, s, w)
+    s3_lo = o.fma(s, w_lo, s3_lo)
+    c3, c3_lo = _two_product(o, s3, o.c(TWO_THIRDS[0]))
+    c3_lo = o.add(c3_lo, o.fma(s3, o.c(TWO_THIRDS[1]), o.mul(s3_lo, o.c(TWO_THIRDS[0]))))
+    tail = o.mul(o.mul(s3, w), o.poly(w, POW_LOG_POLY[1:]))
+    h1, e1 = _two_sum(o, o.mul(k, o.c(LN2_HEAD)), o.add(s, s))
+    hi, e2 = _two_sum(o, h1, c3)
+    small = o.fma(o.mul(o.c(2.0), w), s_lo, o.fma(o.c(2.0), s_lo, o.add(c3_lo, tail)))
+    lo = o.add(o.add(e1, e2), o.fma(k, o.c(LN2_TAIL), small))
+    total = o.add(hi, lo)
+    return total, o.sub(lo, o.sub(total, hi))
+
+
+def _pow_magnitude(o: _Ops, ax: ir.Value, y: ir.Value) -> ir.Value:
+    """|x|**y = exp(y ln|x|) with y ln|x| in two parts; 0, inf and NaN flow through."""
+    hi, lo = _log_double(o, ax)
+    hi = _log_specials(o, ax, hi)
+    t = o.mul(y, hi)
+    t_lo = o.fma(y, lo, o.fma(y, hi, o.neg(t)))
+    t_lo = o.select(o.cmp("<", o.abs(t), o.c(INF)), t_lo, o.c(0.0))
+    return _exp_clamped(o, o.clamp(t, o.k.exp_lo, o.k.exp_hi), t_lo)
+
+
+def _pow64(o: _Ops, x: ir.Value, y: ir.Value) -> ir.Value:
+    """C99 pow in float64: signs for odd integer y, NaN for negative x and non-integer y."""
+    b = o.b
+    r = _pow_magnitude(o, o.abs(x), y)
+    floor = o.m.intrinsic("llvm.floor", y)
+    integer = o.cmp("==", floor, y)
+    half = o.mul(y, o.c(0.5))
+    odd = b.and_(integer, o.cmp("!=", o.mul(o.m.intrinsic("llvm.floor", half), o.c(2.0)), y))
+    negative_sign = b.icmp_signed("<", o.bits(x), o.ic(0))
+    r = o.select(b.and_(negative_sign, odd), o.neg(r), r)
+    finite_negative = b.and_(o.cmp("<", x, o.c(0.0)), o.cmp(">", x, o.c(-INF)))
+    r = o.select(b.and_(finite_negative, b.not_(integer)), o.c(NAN), r)
+    minus_one_inf = b.and_(o.cmp("==", x, o.c(-1.0)), o.cmp("==", o.abs(y), o.c(INF)))
+    one = b.or_(b.or_(o.cmp("==", y, o.c(0.0)), o.cmp("==", x, o.c(1.0))), minus_one_inf)
+    return o.select(one, o.c(1.0), r)
+
+
+def _pow(m: ExprEmitter, a: ir.Value, c: ir.Value, dtype: DType) -> ir.Value:
+    """Float pow (float32 through float64, rounded once); integers use arith.INT_POW."""
+    if not dtype.is_floating_point:
+        return arith.INT_POW(m, a, c, dtype)
+    o = _Ops(m, float64)
+    r = _pow64(o, m.convert(a, dtype, float64), m.convert(c, dtype, float64))
+    return m.convert(r, float64, dtype)
+
+
+# --- tables -----------------------------------------------------------------------------------
+
+
+def _native(fn: Callable[[_Ops, ir.Value], ir.Value]) -> Callable:
+    """An emitter computing in the operand's own precision."""
+
+    def emit(m: ExprEmitter, v: ir.Value, dtype: DType) -> ir.Value:
+        return fn(_Ops(m, dtype), v)
+
+    return emit
+
+
+UNARY: dict[str, Callable] = {
+    "exp": _native(_exp),
+    "exp2": _native(_exp2),
+    "expm1": _native(_expm1),
+    "log": _native(_log),
+    "log2": _native(_log2),
+    "log1p": _native(_log1p),
+    "sin": _in_float64(_sin_or_cos(0)),
+    "cos": _in_float64(_sin_or_cos(1)),
+    "tan": _in_float64(_tan),
+    "tanh": _native(_tanh),
+    "sigmoid": _native(_sigmoid),
+    "silu": _native(_silu),
+    "erf": _native(_erf),
+    "gelu": _native(_gelu),
+    "gelu_tanh": _native(_gelu_tanh),
+}
+BINARY: dict[str, Callable] = {"pow": _pow}

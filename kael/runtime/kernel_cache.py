@@ -36,11 +36,15 @@ def key_of(*parts: str) -> str:
     return h.hexdigest()
 
 
-def source_fingerprint(*modules) -> str:
-    """A hash of modules' source files: editing a code generator invalidates its cached kernels."""
+def source_fingerprint(*packages) -> str:
+    """A hash of every source file of the given packages: editing any part of a code
+    generator (an emitter, the math library, the printer) invalidates its cached kernels."""
     h = hashlib.sha256()
-    for m in modules:
-        h.update(Path(m.__file__).read_bytes())
+    for package in packages:
+        root = Path(package.__file__).parent
+        for path in sorted(root.rglob("*.py")):
+            h.update(str(path.relative_to(root)).encode())
+            h.update(path.read_bytes())
     return h.hexdigest()[:16]
 
 

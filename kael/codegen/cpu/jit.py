@@ -9,9 +9,9 @@ from __future__ import annotations
 import ctypes
 import time
 
-from kael.codegen import lowering
-from kael.codegen.cpu import compiler, loops
-from kael.ir import printer
+import kael.codegen
+import kael.ir
+from kael.codegen.cpu import compiler
 from kael.ir.kernel import Kernel
 from kael.ir.printer import format_kernel
 from kael.runtime import debug, kernel_cache
@@ -20,7 +20,7 @@ from kael.runtime.version import __version__
 KernelFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
 
-_CODEGEN_SCHEMA = kernel_cache.source_fingerprint(lowering, loops, compiler, printer)
+_CODEGEN_SCHEMA = kernel_cache.source_fingerprint(kael.codegen, kael.ir)
 
 
 class CompiledKernel:

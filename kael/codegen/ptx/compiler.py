@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -18,10 +17,10 @@ from pathlib import Path
 
 from llvmlite import ir
 
-from kael.codegen import lowering
+import kael.codegen
+import kael.ir
 from kael.codegen.cpu import jit
 from kael.codegen.ptx import kernel as ptx_kernel
-from kael.ir import printer
 from kael.ir.kernel import Kernel
 from kael.ir.printer import format_kernel
 from kael.runtime import debug, kernel_cache
@@ -35,10 +34,8 @@ PTXAS_TIMEOUT_S = 120
 
 _llvm_lock = threading.Lock()  # one target machine, used by one thread at a time
 _memory = kernel_cache.Memo()
-# Editing the PTX code generator (or the shared lowering) invalidates cached PTX.
-_CODEGEN_SCHEMA = kernel_cache.source_fingerprint(
-    lowering, ptx_kernel, printer, sys.modules[__name__]
-)
+# Editing any of the code generator or the IR invalidates cached PTX.
+_CODEGEN_SCHEMA = kernel_cache.source_fingerprint(kael.codegen, kael.ir)
 
 
 @functools.cache

@@ -1,0 +1,171 @@
+"""Fits the polynomial coefficients of kael/codegen/vmath.py (not a benchmark; run offline).
+
+Run: python benchmarks/fit_vmath.py [NAME ...]
+Each fit is a weighted minimax polynomial found by Lawson's algorithm (iteratively
+reweighted least squares in a Chebyshev basis) against an mpmath reference at 40
+digits, then rounded to the target precision; it prints the coefficients as pasted
+into vmath.py (lowest degree first) and the worst weighted error in units of that
+precision's epsilon (2**-24 or 2**-53), measured at 4x as many points.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import mpmath as mp
+import numpy as np
+
+mp.mp.dps = 40
+EPS = {"f32": 2.0**-24, "f64": 2.0**-53}
+PI4 = float(mp.pi / 4)
+SMAX = float((mp.sqrt(2) - 1) / (mp.sqrt(2) + 1))  # |s| bound of log's s = f / (2 + f)
+
+
+@dataclass
+class Fit:
+    """Fit p(v) ~ target(v) on [lo, hi], minimizing max |weight(v) * (p(v) - target(v))|."""
+
+    target: Callable
+    weight: Callable
+    lo: float
+    hi: float
+    degree: dict[str, int]
+    center: float = 0.0  # the polynomial is in (v - center)
+
+
+def _atanh_tail(z):
+    s = mp.sqrt(z)
+    return (2 * mp.atanh(s) / s - 2) / z if z else mp.mpf(2) / 3
+
+
+def _series_safe(f, at0):
+    return lambda v: f(v) if v else at0
+
+
+FITS = {
+    # expm1(r) = r + r^2 P(r), |r| <= ln2/2 (plus the shifter's rounding slack).
+    "expm1": Fit(
+        _series_safe(lambda r: (mp.expm1(r) - r) / r**2, mp.mpf(1) / 2),
+        lambda r: r**2 / mp.expm1(r) if r else mp.mpf(0),
+        -0.3467,
+        0.3467,
+        {"f32": 4, "f64": 10},
+    ),
+    # log(1 + f) = f - (f^2/2 - s (f^2/2 + z R(z))), s = f / (2 + f), z = s^2.
+    "log": Fit(_atanh_tail, lambda z: z / 2, 0.0, SMAX**2, {"f32": 2, "f64": 6, "pow": 7}),
+    # sin(r) = r + r z S(z), z = r^2, |r| <= pi/4 (and a little: the reduction's rounding).
+    "sin": Fit(
+        _series_safe(lambda z: (mp.sin(mp.sqrt(z)) / mp.sqrt(z) - 1) / z, -mp.mpf(1) / 6),
+        lambda z: z,
+        0.0,
+        (PI4 * 1.001) ** 2,
+        {"f32": 2, "f64": 5},
+    ),
+    # cos(r) = 1 - z/2 + z^2 C(z).
+    "cos": Fit(
+        _series_safe(lambda z: (mp.cos(mp.sqrt(z)) - 1 + z / 2) / z**2, mp.mpf(1) / 24),
+        lambda z: z**2 / mp.cos(mp.sqrt(z)),
+        0.0,
+        (PI4 * 1.001) ** 2,
+        {"f32": 2, "f64": 5},
+    ),
+    # tanh(x) = x + x z T(z), |x| < 0.625 (f32) / 0.4 (f64).
+    "tanh": Fit(
+        _series_safe(lambda z: (mp.tanh(mp.sqrt(z)) / mp.sqrt(z) - 1) / z, -mp.mpf(1) / 3),
+        lambda z: z,
+        0.0,
+        0.625**2,
+        {"f32": 4},
+    ),
+    "tanh64": Fit(
+        _series_safe(lambda z: (mp.tanh(mp.sqrt(z)) / mp.sqrt(z) - 1) / z, -mp.mpf(1) / 3),
+        lambda z: z,
+        0.0,
+        0.4**2,
+        {"f64": 9},
+    ),
+    # erf(x) = x + x E(z), |x| < 0.921875.
+    "erf": Fit(
+        _series_safe(lambda z: mp.erf(mp.sqrt(z)) / mp.sqrt(z) - 1, 2 / mp.sqrt(mp.pi) - 1),
+        lambda z: mp.sqrt(z) / mp.erf(mp.sqrt(z)) if z else mp.mpf(1),
+        0.0,
+        0.921875**2,
+        {"f32": 6, "f64": 11},
+    ),
+    # erfc(a) = exp(-a^2) G(a) for 0.921875 <= a <= 4 (f32) / 6 (f64). float32: relative
+    # error in G (so gelu's erfc tail is accurate too); float64: absolute error in erf.
+    "erfc": Fit(
+        lambda a: mp.erfc(a) * mp.exp(a * a),
+        lambda a: 1 / (mp.erfc(a) * mp.exp(a * a)),
+        0.921875,
+        4.0,
+        {"f32": 12},
+        center=2.4609375,
+    ),
+    "erfc64": Fit(
+        lambda a: mp.erfc(a) * mp.exp(a * a),
+        lambda a: mp.exp(-a * a) / mp.erf(a),
+        0.921875,
+        6.0,
+        {"f64": 23},
+        center=3.4609375,
+    ),
+}
+
+
+def lawson(fit: Fit, degree: int, points: int = 1500, iterations: int = 150) -> np.ndarray:
+    """Monomial coefficients (lowest first) of the weighted minimax fit.
+
+    Residuals are computed in long double from 40-digit targets and the float64 least
+    squares solves only for corrections, so the fit is not limited by float64 targets.
+    """
+    t = np.cos(np.pi * (np.arange(points) + 0.5) / points)
+    v = fit.lo + (t + 1) * (fit.hi - fit.lo) / 2
+    h = max(abs(fit.lo - fit.center), abs(fit.hi - fit.center))
+    u = (np.array([np.longdouble(float(x)) for x in v]) - fit.center) / np.longdouble(h)
+    g = np.array([np.longdouble(mp.nstr(fit.target(mp.mpf(x)), 30)) for x in v])
+    w = np.array([float(fit.weight(mp.mpf(x))) for x in v])
+    vander = np.vander(u.astype(np.float64), degree + 1, increasing=True)
+    vander_ld = np.vander(u, degree + 1, increasing=True)
+    coef = np.zeros(degree + 1, np.longdouble)
+    lam = np.full(points, 1.0 / points)
+    for _ in range(iterations):
+        sw = np.sqrt(lam) * w
+        for _ in range(3):  # iterative refinement of the weighted least squares solution
+            res = (g - vander_ld @ coef).astype(np.float64)
+            delta, *_ = np.linalg.lstsq(vander * sw[:, None], res * sw, rcond=None)
+            coef += delta.astype(np.longdouble)
+        err = np.abs(w * (g - vander_ld @ coef).astype(np.float64))
+        lam = lam * np.maximum(err, 1e-300)
+        lam /= lam.sum()
+    return np.array([float(c / np.longdouble(h) ** k) for k, c in enumerate(coef)])
+
+
+def measured_error(fit: Fit, coefs: list[float], points: int = 6000) -> float:
+    """max weighted |p - target| over a 4x denser grid, evaluated exactly in mpmath."""
+    worst = mp.mpf(0)
+    for x in np.linspace(fit.lo, fit.hi, points):
+        v = mp.mpf(x)
+        p = mp.mpf(0)
+        for c in reversed(coefs):
+            p = p * (v - fit.center) + mp.mpf(c)
+        worst = max(worst, abs(fit.weight(v) * (p - fit.target(v))))
+    return float(worst)
+
+
+def main(names: list[str]) -> None:
+    for name in names or list(FITS):
+        fit = FITS[name]
+        for prec, degree in fit.degree.items():
+            coefs = lawson(fit, degree)
+            rounded = [float(np.float32(c)) if prec == "f32" else float(c) for c in coefs]
+            eps = EPS["f32" if prec == "f32" else "f64"]
+            err = measured_error(fit, rounded) / eps
+            print(f"{name} {prec} degree {degree}: max weighted error {err:.3g} eps")
+            print("    (" + ", ".join(repr(c) for c in rounded) + ")")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
