@@ -48,6 +48,10 @@ def main() -> None:
         "kael.linspace(0, 1, 5)",
         "kael.eye(3, dtype=kael.int64)",
         "kael.full((2, 2), 2.5, dtype=kael.float64)[1]",
+        "kael.arange(6).reshape(2, 3) * 0.5 + kael.tensor([1, 2, 3])",
+        "kael.tensor([-7, 7]) // 2, kael.tensor([-7.0, 7.0]) % 3",
+        "kael.exp(kael.tensor([0.0, 1.0, float('-inf')])), kael.tanh(kael.tensor([0.5]))",
+        "kael.where(kael.arange(5) > 2, kael.arange(5), -1)",
     ]:
         _show(code, env)
 
