@@ -21,6 +21,18 @@ from kael.frontend.factories import (
     zeros_like,
 )
 from kael.frontend.inspection import explain
+from kael.frontend.random import (
+    bernoulli,
+    initial_seed,
+    manual_seed,
+    multinomial,
+    rand,
+    rand_like,
+    randint,
+    randn,
+    randn_like,
+    randperm,
+)
 from kael.frontend.tensor import Tensor
 from kael.runtime.allocator import empty_cache, memory_stats
 from kael.runtime.debug import set_debug
@@ -34,6 +46,16 @@ from kael.runtime.version import __version__
 globals().update(_ops.FUNCTIONS)
 
 __all__ = [
+    "randperm",
+    "randn_like",
+    "randn",
+    "randint",
+    "rand_like",
+    "rand",
+    "multinomial",
+    "manual_seed",
+    "initial_seed",
+    "bernoulli",
     *_ops.FUNCTIONS,
     "Error",
     "IndexError",

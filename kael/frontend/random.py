@@ -1,0 +1,426 @@
+"""Random sampling: every value comes from a kael kernel running Philox4x32-10.
+
+One global generator holds a seed and an offset, as PyTorch's Philox generators do. A
+call that needs n counters reserves [offset, offset + n) under a lock and moves the
+offset past them; element i of its output is then a pure function of (seed, offset + i)
+through the `philox` ops (stream layout in kael/codegen/philox.py). So results depend
+neither on the thread count nor on the device, and float32 and float64 see one sequence:
+floats are computed in float64 from 53 random bits, then rounded.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections.abc import Callable
+
+import numpy as np
+
+from kael.codegen.cpu import sampling
+from kael.frontend import eager, factories, views
+from kael.frontend.tensor import Tensor, clone_impl, empty_impl, transfer_impl
+from kael.ir import graph as g
+from kael.ir.ops import BINARY_OPS
+from kael.runtime.device import CPU
+from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType, bool_, float32, float64, int64
+from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.tensor_impl import TensorImpl
+
+DEFAULT_SEED = 0  # the book's: a program that never seeds still repeats itself
+_U64 = 1 << 64
+_BELOW_ONE_F32 = float(np.nextafter(np.float32(1), np.float32(0)))
+
+
+def _signed(word: int) -> int:
+    """An unsigned 64-bit value as the signed int64 of the same bits (kernel argument words)."""
+    return word - _U64 if word > INT64_MAX else word
+
+
+class Generator:
+    """The seed and the Philox offset: the next n draws get counters [offset, offset + n)."""
+
+    def __init__(self, seed: int = DEFAULT_SEED) -> None:
+        self.lock = threading.Lock()
+        self._seed = seed
+        self._offset = 0
+
+    def manual_seed(self, seed: int) -> None:
+        with self.lock:
+            self._seed, self._offset = seed, 0
+
+    def initial_seed(self) -> int:
+        with self.lock:
+            return self._seed
+
+    def get_state(self) -> tuple[int, int]:
+        """(seed, offset)."""
+        with self.lock:
+            return self._seed, self._offset
+
+    def set_state(self, seed: int, offset: int) -> None:
+        with self.lock:
+            self._seed, self._offset = seed % _U64, offset % _U64
+
+    def reserve(self, count: int) -> tuple[int, int]:
+        """(seed, first counter) of `count` fresh counters; the offset moves past them."""
+        with self.lock:
+            first = self._offset
+            self._offset = (first + count) % _U64
+            return self._seed, first
+
+
+default_generator = Generator()
+# A thread inside `reserve` during fork() would leave the lock held forever in the child:
+# hold it across the fork, then release it on both sides (the book's pthread_atfork).
+os.register_at_fork(
+    before=default_generator.lock.acquire,
+    after_in_parent=default_generator.lock.release,
+    after_in_child=default_generator.lock.release,
+)
+
+
+def manual_seed(seed) -> None:
+    """Reseed and rewind the generator; torch's range: [-2**63, 2**64), negatives wrap."""
+    seed = views.as_int(seed, "seed")
+    if not INT64_MIN <= seed < _U64:
+        raise ValueError(f"manual_seed expects a seed in [-2**63, 2**64), got seed={seed}")
+    default_generator.manual_seed(seed % _U64)
+
+
+def initial_seed() -> int:
+    """The seed last given to manual_seed (as an unsigned 64-bit value)."""
+    return default_generator.initial_seed()
+
+
+# ---- kernel graphs ----------------------------------------------------------------------------
+
+
+def _op(op: str, a: g.Node, b: g.Node) -> g.Binary:
+    return g.Binary(bool_ if BINARY_OPS[op] == "bool" else a.dtype, (), op, a, b)
+
+
+def _const(dtype: DType, value) -> g.Const:
+    return g.Const(dtype, (), value)
+
+
+def _scalar(dtype: DType, name: str) -> g.Scalar:
+    return g.Scalar(dtype, (), name)
+
+
+def _block() -> tuple[g.Node, g.Node]:
+    """The two 64-bit halves of this element's Philox block: counter offset + index, key seed."""
+    counter = _op("add", g.Position(int64, (), 0), _scalar(int64, "offset"))
+    seed = _scalar(int64, "seed")
+    return _op("philox", counter, seed), _op("philox_hi", counter, seed)
+
+
+def _unit(bits: g.Node) -> g.Node:
+    """The float64 in [0, 1) of the top 53 of 64 random bits: (bits >> 11) * 2**-53."""
+    top = _op("mulhi_u", bits, _const(int64, 1 << 53))
+    return _op("mul", g.Cast(float64, (), top), _const(float64, 2.0**-53))
+
+
+def _as_float(value: g.Node, dtype: DType, below_one: bool = False) -> g.Node:
+    """A float64 value rounded to `dtype`; `below_one` maps a float32 1.0 to the float below."""
+    out = g.Cast(dtype, (), value) if dtype is not float64 else value
+    if not below_one or dtype is float64:
+        return out
+    one = _op("eq", out, _const(float32, 1.0))
+    return g.Where(float32, (), one, _const(float32, _BELOW_ONE_F32), out)
+
+
+def _normal() -> g.Node:
+    """Box-Muller in float64: sqrt(-2 log(1 - u1)) * cos(2 pi (u2 - 1/2)), u1 and u2 in [0, 1)."""
+    lo, hi = _block()
+    radius_sq = _op(
+        "mul",
+        _const(float64, -2.0),
+        g.Unary(float64, (), "log", _op("sub", _const(float64, 1.0), _unit(lo))),
+    )
+    angle = _op("mul", _op("sub", _unit(hi), _const(float64, 0.5)), _const(float64, 2 * math.pi))
+    return _op("mul", g.Unary(float64, (), "sqrt", radius_sq), g.Unary(float64, (), "cos", angle))
+
+
+def _below(span: g.Node) -> g.Node:
+    """floor(x * span / 2**128), x the block's 128 random bits, span unsigned: unbiased to 2**-64.
+
+    With x = hi * 2**64 + lo it is mulhi(hi, span) plus the carry out of
+    hi * span mod 2**64 + mulhi(lo, span); an unsigned a < b is signed a + MIN < b + MIN.
+    """
+    lo, hi = _block()
+    low_word = _op("mul", hi, span)
+    middle = _op("add", low_word, _op("mulhi_u", lo, span))
+    flip = _const(int64, INT64_MIN)
+    carry = _op("lt", _op("add", middle, flip), _op("add", low_word, flip))
+    return _op("add", _op("mulhi_u", hi, span), g.Cast(int64, (), carry))
+
+
+def _generate(
+    key: tuple,
+    build: Callable[[], g.Node],
+    out: TensorImpl,
+    scalars: dict | None = None,
+    ins: tuple[TensorImpl, ...] = (),
+) -> bool:
+    """Fill the new contiguous `out` with `build`'s values over fresh counters; returns the flag.
+
+    The kernel runs on a flat view, so the position is the row-major element index; inputs
+    are contiguous and of out's shape.
+    """
+    n = out.numel()
+    seed, offset = default_generator.reserve(n)
+    if n == 0:
+        return False
+    flat = [views.derive(t, (n,), (1,), t.offset) for t in (out, *ins)]
+    entry = eager.template(("random", *key), lambda: (key[0], [build()]))
+    words = {"seed": _signed(seed), "offset": _signed(offset), **(scalars or {})}
+    return eager.run(entry, flat[:1], flat[1:], words)
+
+
+# ---- floating samplers ------------------------------------------------------------------------
+
+
+def _floating(name: str, dtype) -> DType:
+    dtype = factories._dtype(dtype, float32)
+    if not dtype.is_floating_point:
+        raise TypeError(f"{name} only supports floating point dtypes, got {dtype}")
+    return dtype
+
+
+def _uniform() -> g.Node:
+    return _unit(_block()[0])
+
+
+# The float samplers by name: the graph of one element in a float dtype.
+_FLOAT_SAMPLERS: dict[str, Callable[[DType], g.Node]] = {
+    "rand": lambda dtype: _as_float(_uniform(), dtype, below_one=True),
+    "randn": lambda dtype: _as_float(_normal(), dtype),
+}
+
+
+def _fill(name: str, t: Tensor) -> Tensor:
+    """The float sampler `name` into the new tensor t."""
+    _generate((name, t.dtype), lambda: _FLOAT_SAMPLERS[name](t.dtype), t._impl)
+    return t
+
+
+def rand(*size, dtype=None, device=None) -> Tensor:
+    """Uniform samples in [0, 1) (float32 unless told otherwise; never 1.0)."""
+    return _fill("rand", factories._new(size, _floating("rand", dtype), device))
+
+
+def randn(*size, dtype=None, device=None) -> Tensor:
+    """Standard normal samples (Box-Muller in float64)."""
+    return _fill("randn", factories._new(size, _floating("randn", dtype), device))
+
+
+def rand_like(input: Tensor, *, dtype=None, device=None) -> Tensor:
+    """rand in input's shape (and dtype and device unless told otherwise)."""
+    dtype = _floating("rand_like", input.dtype if dtype is None else dtype)
+    return _fill("rand", factories._like(input, dtype, device))
+
+
+def randn_like(input: Tensor, *, dtype=None, device=None) -> Tensor:
+    """randn in input's shape (and dtype and device unless told otherwise)."""
+    dtype = _floating("randn_like", input.dtype if dtype is None else dtype)
+    return _fill("randn", factories._like(input, dtype, device))
+
+
+def unit_from_bits(bits: Tensor, dtype: DType) -> Tensor:
+    """rand's map from 64 random bits (an int64 tensor) to [0, 1), run on given bits.
+
+    The kernel rand uses with the Philox bits replaced by an input, so tests can force
+    the float32 edge (bits near 2**64 round up to 1.0f).
+    """
+    dtype = _floating("unit_from_bits", dtype)
+    source = bits.contiguous()._impl
+    out = empty_impl(source.shape, dtype, source.device)
+
+    def build() -> tuple[str, list[g.Node]]:
+        return "unit", [_as_float(_unit(g.Input(int64, (), "bits")), dtype, below_one=True)]
+
+    eager.run(eager.template(("random", "unit_from_bits", dtype), build), [out], [source])
+    return Tensor(out)
+
+
+# ---- integers ---------------------------------------------------------------------------------
+
+
+def _integer_dtype(name: str, dtype) -> DType:
+    dtype = factories._dtype(dtype, int64)
+    if dtype.is_bool:
+        raise TypeError(f"{name} does not support dtype bool")
+    return dtype
+
+
+def randint(low, high=None, size=None, *, dtype=None, device=None) -> Tensor:
+    """Uniform integers in [low, high): randint(high, size) or randint(low, high, size)."""
+    if size is None and isinstance(high, (tuple, list)):
+        low, high, size = 0, low, high
+    elif high is None:
+        low, high = 0, low
+    if size is None:
+        raise TypeError("randint() missing required argument 'size'")
+    low, high = views.as_int(low, "low"), views.as_int(high, "high")
+    for name, value in (("low", low), ("high", high)):
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise ValueError(f"randint expects {name} in the int64 range, got {name}={value}")
+    if low >= high:
+        raise ValueError(f"randint expects low < high, got low={low}, high={high}")
+    dtype = _integer_dtype("randint", dtype)
+    t = factories._new((size,), dtype, device)
+
+    def build() -> g.Node:
+        value = _op("add", _scalar(int64, "low"), _below(_scalar(int64, "span")))
+        return g.Cast(dtype, (), value) if dtype is not int64 else value
+
+    _generate(("randint", dtype), build, t._impl, {"low": low, "span": _signed(high - low)})
+    return t
+
+
+def randperm(n, *, dtype=None, device=None) -> Tensor:
+    """A random permutation of 0 .. n-1: kernel-drawn keys, sorted on the host."""
+    n = views.as_int(n, "n")
+    if n < 0:
+        raise ValueError(f"randperm expects n >= 0, got n={n}")
+    dtype = _integer_dtype("randperm", dtype)
+    keys = factories._new((n,), int64, device)
+    _generate(("randperm",), lambda: _block()[0], keys._impl)
+    order = np.argsort(keys.cpu().numpy(), kind="stable").astype(np.int64)
+    return factories.from_numpy(order).to(dtype=dtype, device=keys.device)
+
+
+# ---- bernoulli --------------------------------------------------------------------------------
+
+
+def _probability(p) -> float:
+    p = float(factories._number(p, "p"))
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"bernoulli expects p to be in [0, 1], but got p={p}")
+    return p
+
+
+def bernoulli(input, p=None, *, dtype=None, device=None) -> Tensor:
+    """1 with probability p, else 0: (rand in float64 < p) converted, as the book defines it.
+
+    bernoulli(probs) draws one sample per element of a float tensor, in its dtype;
+    bernoulli(t, p) uses one probability in t's shape and dtype; bernoulli(size, p) is the
+    book's form (float32 unless told otherwise).
+    """
+    if not isinstance(input, Tensor):
+        if p is None:
+            raise TypeError("bernoulli(size, p) needs a probability p")
+        out = factories._new((input,), factories._dtype(dtype, float32), device)
+        return _bernoulli_scalar(out, _probability(p))
+    if p is not None:
+        return _bernoulli_scalar(factories._like(input, dtype, device), _probability(p))
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"bernoulli expects floating point probabilities, got {input.dtype}")
+    out = factories._like(input, dtype, device)
+    probs = input.to(device=out.device).contiguous()
+    pdt, odt = probs.dtype, out.dtype
+
+    def build() -> g.Node:
+        prob = (
+            g.Cast(float64, (), g.Input(pdt, (), "p"))
+            if pdt is not float64
+            else g.Input(pdt, (), "p")
+        )
+        inside = g.Binary(
+            bool_,
+            (),
+            "and",
+            _op("ge", prob, _const(float64, 0.0)),
+            _op("le", prob, _const(float64, 1.0)),
+        )
+        bad = g.Unary(bool_, (), "flag", g.Unary(bool_, (), "not", inside))
+        value = g.Cast(odt, (), _op("lt", _uniform(), prob))
+        return g.Where(odt, (), bad, _const(odt, 0), value)
+
+    if _generate(("bernoulli_tensor", pdt, odt), build, out._impl, ins=(probs._impl,)):
+        values = probs.cpu().numpy()
+        first = np.unravel_index(np.flatnonzero(~((values >= 0) & (values <= 1)))[0], values.shape)
+        raise ValueError(
+            "bernoulli expects every probability in [0, 1], but got "
+            f"p={values[first]} at position {[int(i) for i in first]}"
+        )
+    return out
+
+
+def _bernoulli_scalar(out: Tensor, p: float) -> Tensor:
+    dtype = out.dtype
+
+    def build() -> g.Node:
+        return g.Cast(dtype, (), _op("lt", _uniform(), _scalar(float64, "p")))
+
+    _generate(("bernoulli", dtype), build, out._impl, {"p": p})
+    return out
+
+
+# ---- multinomial ------------------------------------------------------------------------------
+
+
+def multinomial(input: Tensor, num_samples, replacement: bool = False) -> Tensor:
+    """Class indices drawn with probability proportional to the weights of each row.
+
+    input is [K] or [B, K] with finite, non-negative float weights, at least one positive
+    per row; without replacement num_samples cannot exceed a row's positive weights.
+    The per-row loop is a compiled function (kael/codegen/cpu/sampling.py).
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"multinomial expects a Tensor of weights, got {type(input).__name__}")
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"multinomial only supports floating point weights, got {input.dtype}")
+    if input.ndim not in (1, 2):
+        raise ValueError(f"multinomial expects 1-d or 2-d weights, got {input.ndim} dims")
+    samples = views.as_int(num_samples, "num_samples")
+    if samples <= 0:
+        raise ValueError(f"multinomial expects num_samples > 0, got num_samples={samples}")
+    rows, classes = (1, *input.shape) if input.ndim == 1 else input.shape
+    weights = _host_float64(input._impl)
+    out = empty_impl((rows, samples), int64, CPU)
+    scratch = empty_impl((rows, classes), float64, CPU)
+    status = empty_impl((rows, 2), int64, CPU)
+    seed, offset = default_generator.reserve(rows * samples)
+    buffers = {"weights": weights, "out": out, "scratch": scratch, "status": status}
+    bad = sampling.run(
+        {name: impl.data_ptr() for name, impl in buffers.items()},
+        rows,
+        classes,
+        samples,
+        bool(replacement),
+        _signed(seed),
+        _signed(offset),
+    )
+    if bad >= 0:
+        raise _multinomial_error(Tensor(weights), Tensor(status), bad, samples, input.ndim)
+    result = Tensor(out if input.ndim == 2 else views.derive(out, (samples,), (1,), 0))
+    return result.to(device=input.device)
+
+
+def _host_float64(impl: TensorImpl) -> TensorImpl:
+    """impl's elements as a contiguous float64 impl in host memory."""
+    if impl.device is not CPU:
+        impl = transfer_impl(impl, CPU)
+    if impl.dtype is float64 and impl.is_contiguous():
+        return impl
+    return clone_impl(impl, float64)
+
+
+def _multinomial_error(weights: Tensor, status: Tensor, row: int, samples: int, ndim: int):
+    """The ValueError for the first bad row, from its status words."""
+    code, detail = (int(v) for v in status.numpy()[row])
+    where = f" in row {row}" if ndim == 2 else ""
+    if code == sampling.BAD_WEIGHT:
+        position = [row, detail] if ndim == 2 else [detail]
+        value = weights.numpy().reshape(-1)[row * weights.shape[-1] + detail]
+        return ValueError(
+            f"multinomial expects finite, non-negative weights, got {value} at position {position}"
+        )
+    if code == sampling.NO_POSITIVE:
+        return ValueError(f"multinomial expects at least one positive weight, got none{where}")
+    return ValueError(
+        f"multinomial without replacement cannot draw num_samples={samples} from "
+        f"{detail} positive weights{where}"
+    )

@@ -1,0 +1,481 @@
+"""Random sampling: reproducibility, statistics, checks, threads and fork (never fixed samples).
+
+Statistical bounds are z = 6 standard errors of the sample size used (or chi-square
+bounds of df + 6 sqrt(2 df)), so a correct generator fails them with odds below 1e-8;
+seeds are fixed, so every run is the same run anyway.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+from kernel_helpers import run_python
+
+import kael
+from kael.frontend import random as kr
+from kael.runtime.dtypes import INT64_MAX, INT64_MIN
+
+Z = 6.0
+BELOW_ONE = np.nextafter(np.float32(1), np.float32(0))
+
+
+@pytest.fixture(autouse=True)
+def _restore_generator_and_threads():
+    state, threads = kr.default_generator.get_state(), kael.get_num_threads()
+    yield
+    kr.default_generator.set_state(*state)
+    kael.set_num_threads(threads)
+
+
+def np_of(t: kael.Tensor) -> np.ndarray:
+    return t.cpu().numpy().copy()
+
+
+def chi_square_bound(df: int) -> float:
+    return df + Z * math.sqrt(2 * df)
+
+
+def chi_square(counts: np.ndarray, expected: np.ndarray) -> float:
+    return float(((counts - expected) ** 2 / expected).sum())
+
+
+# Every sampler, as a call on a fixed shape (big enough to cross the 1 MiB threading cut
+# when asked to be).
+def _weights(rows: int) -> kael.Tensor:
+    return kael.tensor(np.tile(np.arange(64, dtype=np.float64) % 7, (rows, 1)))
+
+
+SAMPLERS = {
+    "rand32": lambda n: kr.rand(n),
+    "rand64": lambda n: kr.rand(n, dtype=kael.float64),
+    "randn32": lambda n: kr.randn(n),
+    "randn64": lambda n: kr.randn(n, dtype=kael.float64),
+    "randint": lambda n: kr.randint(-5, 1000, (n,)),
+    "randperm": lambda n: kr.randperm(n),
+    "bernoulli": lambda n: kr.bernoulli(kael.full((n,), 0.3, dtype=kael.float64)),
+    "bernoulli_p": lambda n: kr.bernoulli((n,), 0.7, dtype=kael.int64),
+    "multinomial": lambda n: kr.multinomial(_weights(max(1, n // 64)), 8, replacement=True),
+    "multinomial_once": lambda n: kr.multinomial(_weights(max(1, n // 64)), 5),
+}
+
+
+# ---- reproducibility ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(SAMPLERS))
+def test_same_seed_same_values_and_other_seeds_differ(name):
+    draw = SAMPLERS[name]
+    kr.manual_seed(1234)
+    first, second = np_of(draw(4096)), np_of(draw(4096))
+    kr.manual_seed(1234)
+    np.testing.assert_array_equal(np_of(draw(4096)), first)
+    np.testing.assert_array_equal(np_of(draw(4096)), second)
+    assert not np.array_equal(first, second)  # the offset moved on
+    kr.manual_seed(1235)
+    assert not np.array_equal(np_of(draw(4096)), first)
+
+
+@pytest.mark.parametrize("name", list(SAMPLERS))
+def test_one_thread_and_many_threads_give_identical_values(name):
+    draw, n = SAMPLERS[name], 1 << 19  # 4 MiB of float64: split over the pool
+    results = []
+    for threads in (1, 4):
+        kael.set_num_threads(threads)
+        kr.manual_seed(99)
+        results.append(np_of(draw(n)))
+    np.testing.assert_array_equal(results[0], results[1])
+
+
+def test_offset_advances_by_the_counters_each_call_consumes():
+    kr.manual_seed(5)
+    kr.rand(2, 3)
+    kr.randn(4, dtype=kael.float64)
+    kr.randint(0, 3, (5,))
+    kr.multinomial(kael.ones(2, 4), 3, replacement=True)
+    kr.rand(0)
+    assert kr.default_generator.get_state() == (5, 6 + 4 + 5 + 2 * 3)
+
+
+def test_consecutive_calls_continue_one_stream():
+    kr.manual_seed(8)
+    whole = np_of(kr.rand(15, dtype=kael.float64))
+    kr.manual_seed(8)
+    parts = [np_of(kr.rand(10, dtype=kael.float64)), np_of(kr.rand(5, dtype=kael.float64))]
+    np.testing.assert_array_equal(np.concatenate(parts), whole)
+
+
+def test_multi_dim_outputs_take_counters_in_row_major_order():
+    kr.manual_seed(3)
+    flat = np_of(kr.rand(24, dtype=kael.float64))
+    kr.manual_seed(3)
+    np.testing.assert_array_equal(
+        np_of(kr.rand(2, 3, 4, dtype=kael.float64)), flat.reshape(2, 3, 4)
+    )
+
+
+@pytest.mark.parametrize("sampler", ["rand", "randn"])
+def test_float32_is_the_float64_sequence_rounded(sampler):
+    fn = getattr(kr, sampler)
+    kr.manual_seed(77)
+    wide = np_of(fn(100_000, dtype=kael.float64))
+    kr.manual_seed(77)
+    narrow = np_of(fn(100_000, dtype=kael.float32))
+    want = wide.astype(np.float32)
+    want[want == 1.0] = BELOW_ONE
+    np.testing.assert_array_equal(narrow, want)
+
+
+def test_negative_seeds_wrap_as_in_torch():
+    kr.manual_seed(-1)
+    assert kr.initial_seed() == 2**64 - 1
+    a = np_of(kr.rand(8))
+    kr.manual_seed(2**64 - 1)
+    np.testing.assert_array_equal(np_of(kr.rand(8)), a)
+
+
+def test_a_fresh_process_starts_from_the_default_seed():
+    script = "import kael.frontend.random as r; print(r.rand(6, dtype=r.float64).numpy().tolist())"
+    out = run_python(script).stdout
+    kr.manual_seed(kr.DEFAULT_SEED)
+    assert out.strip() == str(np_of(kr.rand(6, dtype=kael.float64)).tolist())
+
+
+def test_shapes_dtypes_and_like_variants():
+    assert kr.rand(2, 3).shape == kr.rand((2, 3)).shape == (2, 3)
+    assert kr.rand().shape == ()
+    assert kr.randn([4], dtype=kael.float64).dtype is kael.float64
+    base = kael.zeros(3, 2, dtype=kael.float64)
+    for like in (kr.rand_like, kr.randn_like):
+        out = like(base)
+        assert (out.shape, out.dtype, out.device) == ((3, 2), kael.float64, base.device)
+        assert like(base, dtype=kael.float32).dtype is kael.float32
+    assert kr.randint(3, (2, 2)).dtype is kael.int64
+    assert kr.randint(0, 3, (2,), dtype=kael.float64).dtype is kael.float64
+    assert kr.multinomial(kael.ones(5), 3).shape == (3,)
+    assert kr.multinomial(kael.ones(2, 5), 3).shape == (2, 3)
+    assert kr.multinomial(kael.ones(0, 5), 3).shape == (0, 3)
+    assert kr.bernoulli(kael.zeros(2, dtype=kael.int64), 0.5).dtype is kael.int64
+    assert kr.randperm(0).shape == (0,)
+
+
+# ---- ranges and the float32 edge --------------------------------------------------------------
+
+
+def test_rand_is_in_the_unit_interval():
+    kr.manual_seed(1)
+    for dtype in (kael.float32, kael.float64):
+        x = np_of(kr.rand(1 << 20, dtype=dtype))
+        assert x.min() >= 0.0 and x.max() < 1.0
+
+
+def test_float32_rounding_maps_bits_near_two_to_the_64_below_one():
+    bits = np.array([-1, -(1 << 11), -(1 << 39), -(1 << 39) - (1 << 11), 0, 1 << 62], np.int64)
+    wide = np_of(kr.unit_from_bits(kael.tensor(bits), kael.float64))
+    narrow = np_of(kr.unit_from_bits(kael.tensor(bits), kael.float32))
+    np.testing.assert_array_equal(wide[-2:], [0.0, 0.25])
+    assert (wide < 1.0).all() and wide[0] == 1 - 2.0**-53
+    # (2**53 - 1) * 2**-53 and its neighbours round to 1.0f; rand makes them the float below.
+    assert (wide[:3].astype(np.float32) == 1.0).all()
+    np.testing.assert_array_equal(narrow[:3], [BELOW_ONE] * 3)
+    assert narrow[3] == wide[3].astype(np.float32) == BELOW_ONE  # just below the midpoint
+
+
+def test_rand_float32_never_returns_one_where_float64_rounds_up():
+    # Find a counter whose float64 rounds to 1.0f (about one in 2**25), then draw float32 there.
+    kr.manual_seed(1)
+    chunk, found = 1 << 22, None
+    for start in range(0, 64 * chunk, chunk):
+        hits = np.flatnonzero(np_of(kr.rand(chunk, dtype=kael.float64)).astype(np.float32) == 1)
+        if hits.size:
+            found = start + int(hits[0])
+            break
+    assert found is not None, "no float64 sample rounds up to 1.0f in 2**28 draws"
+    kr.default_generator.set_state(1, found)
+    assert np_of(kr.rand(1)).tolist() == [BELOW_ONE]
+
+
+# ---- statistics ---------------------------------------------------------------------------------
+
+
+def test_rand_moments_and_histogram():
+    n = 1 << 20
+    kr.manual_seed(11)
+    x = np_of(kr.rand(n, dtype=kael.float64))
+    assert abs(x.mean() - 0.5) < Z * math.sqrt(1 / 12 / n)
+    assert abs(x.var() - 1 / 12) < Z * math.sqrt((1 / 80 - 1 / 144) / n)
+    counts = np.histogram(x, bins=64, range=(0, 1))[0]
+    assert chi_square(counts, np.full(64, n / 64)) < chi_square_bound(63)
+
+
+def test_randn_moments_and_tails():
+    n = 1 << 20
+    kr.manual_seed(12)
+    z = np_of(kr.randn(n, dtype=kael.float64))
+    assert abs(z.mean()) < Z / math.sqrt(n)
+    assert abs(z.var() - 1) < Z * math.sqrt(2 / n)
+    assert abs((z**3).mean()) < Z * math.sqrt(15 / n)
+    assert abs((z**4).mean() - 3) < Z * math.sqrt(96 / n)
+    # P(|z| > 2) = 0.0455 (a binomial count) and no value beyond what 53 bits allow.
+    p = math.erfc(2 / math.sqrt(2))
+    assert abs((np.abs(z) > 2).mean() - p) < Z * math.sqrt(p * (1 - p) / n)
+    assert np.isfinite(z).all() and np.abs(z).max() < math.sqrt(-2 * math.log(2.0**-53))
+
+
+def test_randint_is_uniform_over_the_range():
+    n, low, high = 200_000, -3, 7
+    kr.manual_seed(13)
+    x = np_of(kr.randint(low, high, (n,)))
+    assert x.min() == low and x.max() == high - 1
+    counts = np.bincount(x - low, minlength=high - low)
+    assert chi_square(counts, np.full(high - low, n / (high - low))) < chi_square_bound(9)
+
+
+def test_randint_over_the_full_int64_range():
+    n = 100_000
+    kr.manual_seed(14)
+    x = np_of(kr.randint(INT64_MIN, INT64_MAX, (n,)))
+    # The span exceeds 2**63: halves and the top byte must still be uniform.
+    assert abs((x < 0).mean() - 0.5) < Z * math.sqrt(0.25 / n)
+    counts = np.bincount((x.view(np.uint64) >> np.uint64(56)).astype(np.int64), minlength=256)
+    assert chi_square(counts, np.full(256, n / 256)) < chi_square_bound(255)
+    assert (np_of(kr.randint(5, 6, (100,))) == 5).all()
+
+
+def test_randperm_is_a_permutation_and_uniform():
+    kr.manual_seed(15)
+    for n in (1, 2, 1000):
+        np.testing.assert_array_equal(np.sort(np_of(kr.randperm(n))), np.arange(n))
+    draws = 2400
+    codes = [int("".join(map(str, np_of(kr.randperm(4)))), 4) for _ in range(draws)]
+    counts = np.unique(codes, return_counts=True)[1]
+    assert counts.size == 24
+    assert chi_square(counts, np.full(24, draws / 24)) < chi_square_bound(23)
+
+
+def test_bernoulli_extremes_and_frequencies():
+    n = 200_000
+    kr.manual_seed(16)
+    assert (np_of(kr.bernoulli((n,), 0.0)) == 0).all()
+    assert (np_of(kr.bernoulli((n,), 1.0)) == 1).all()
+    x = np_of(kr.bernoulli((n,), 0.3, dtype=kael.bool))
+    assert x.dtype == np.bool_ and abs(x.mean() - 0.3) < Z * math.sqrt(0.21 / n)
+    p = np.array([0.0, 0.25, 0.5, 1.0], np.float32)
+    rows = 50_000
+    y = np_of(kr.bernoulli(kael.tensor(np.tile(p, (rows, 1)))))
+    assert y.dtype == np.float32 and set(np.unique(y)) <= {0.0, 1.0}
+    bound = Z * np.sqrt(np.maximum(p * (1 - p), 1e-12) / rows)
+    assert (np.abs(y.mean(axis=0) - p) <= bound).all()
+
+
+def test_bernoulli_reads_strided_probabilities_in_logical_order():
+    p = kael.tensor(np.linspace(0, 1, 12).reshape(3, 4)).T  # not contiguous
+    kr.manual_seed(17)
+    a = np_of(kr.bernoulli(p))
+    kr.manual_seed(17)
+    np.testing.assert_array_equal(np_of(kr.bernoulli(p.contiguous())), a)
+
+
+def test_multinomial_with_replacement_follows_the_weights():
+    w = np.array([1.0, 0.0, 3.0, 6.0])
+    n = 100_000
+    kr.manual_seed(18)
+    x = np_of(kr.multinomial(kael.tensor(w, dtype=kael.float32), n, replacement=True))
+    assert x.dtype == np.int64 and not (x == 1).any()
+    counts = np.bincount(x, minlength=4)[[0, 2, 3]]
+    assert chi_square(counts, n * w[[0, 2, 3]] / w.sum()) < chi_square_bound(2)
+
+
+def test_multinomial_draws_the_upper_bound_of_each_uniform_point():
+    # Draw j of row b uses the float64 uniform of counter b * samples + j (the rand stream).
+    w = np.random.default_rng(0).random((3, 50)) * (np.arange(50) % 4 != 0)
+    kr.manual_seed(19)
+    x = np_of(kr.multinomial(kael.tensor(w), 40, replacement=True))
+    kr.manual_seed(19)
+    u = np_of(kr.rand(3, 40, dtype=kael.float64))
+    cumulative = np.cumsum(w, axis=1)
+    for b in range(3):
+        want = np.searchsorted(cumulative[b], u[b] * cumulative[b, -1], side="right")
+        np.testing.assert_array_equal(x[b], want)
+
+
+def test_multinomial_without_replacement():
+    w = kael.tensor([[1.0, 0.0, 2.0, 5.0, 0.0], [0.0, 0.0, 0.0, 0.0, 3.0]])
+    kr.manual_seed(20)
+    x = np_of(kr.multinomial(w[:1], 3, replacement=False))
+    assert sorted(x[0]) == [0, 2, 3]
+    one = np_of(kr.multinomial(w[1:], 1))
+    assert one.tolist() == [[4]]
+    # With weights [1, 3], the first pick is 1 with probability 3/4, the second the other.
+    n = 20_000
+    pairs = np_of(kr.multinomial(kael.tensor([[1.0, 3.0]] * n), 2))
+    assert (np.sort(pairs, axis=1) == [0, 1]).all()
+    assert abs((pairs[:, 0] == 1).mean() - 0.75) < Z * math.sqrt(0.75 * 0.25 / n)
+
+
+# ---- checks -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fn", [kr.rand, kr.randn])
+@pytest.mark.parametrize("dtype", [kael.int64, kael.bool])
+def test_floating_samplers_reject_other_dtypes(fn, dtype):
+    with pytest.raises(
+        kael.TypeError, match=f"{fn.__name__} only supports floating point dtypes, got {dtype}"
+    ):
+        fn(3, dtype=dtype)
+    like = kr.rand_like if fn is kr.rand else kr.randn_like
+    with pytest.raises(kael.TypeError, match=f"got {dtype}"):
+        like(kael.zeros(2, dtype=dtype))
+
+
+def test_manual_seed_accepts_exactly_torchs_range():
+    kr.manual_seed(INT64_MIN)
+    kr.manual_seed(2**64 - 1)
+    for seed in (INT64_MIN - 1, 2**64):
+        with pytest.raises(kael.ValueError, match=f"seed={seed}"):
+            kr.manual_seed(seed)
+    with pytest.raises(kael.TypeError, match="seed must be an int, got float"):
+        kr.manual_seed(1.5)
+
+
+def test_randint_limits():
+    assert (np_of(kr.randint(4, 5, (3,))) == 4).all()
+    for low, high in ((5, 5), (6, 5)):
+        with pytest.raises(kael.ValueError, match=f"low < high, got low={low}, high={high}"):
+            kr.randint(low, high, (3,))
+    kr.randint(0, INT64_MAX, (3,))
+    with pytest.raises(kael.ValueError, match=f"high={INT64_MAX + 1}"):
+        kr.randint(0, INT64_MAX + 1, (3,))
+    kr.randint(INT64_MIN, 0, (3,))
+    with pytest.raises(kael.ValueError, match=f"low={INT64_MIN - 1}"):
+        kr.randint(INT64_MIN - 1, 0, (3,))
+    with pytest.raises(kael.TypeError, match="randint does not support dtype bool"):
+        kr.randint(0, 2, (3,), dtype=kael.bool)
+    with pytest.raises(kael.TypeError, match="size"):
+        kr.randint(0, 2)
+
+
+def test_randperm_limits():
+    assert np_of(kr.randperm(1)).tolist() == [0]
+    assert kr.randperm(0).numel() == 0
+    with pytest.raises(kael.ValueError, match="n >= 0, got n=-1"):
+        kr.randperm(-1)
+    with pytest.raises(kael.TypeError, match="randperm does not support dtype bool"):
+        kr.randperm(3, dtype=kael.bool)
+
+
+def test_bernoulli_limits():
+    for p in (0.0, 1.0):
+        kr.bernoulli((2,), p)
+    for p in (-1e-9, 1.0000001, float("nan")):
+        with pytest.raises(kael.ValueError, match=rf"p to be in \[0, 1\], but got p={p}"):
+            kr.bernoulli((2,), p)
+    kr.bernoulli(kael.tensor([0.0, 1.0]))
+    for bad in (1.5, -0.5, float("nan")):
+        with pytest.raises(kael.ValueError, match=rf"but got p={bad} at position \[1\]"):
+            kr.bernoulli(kael.tensor([0.5, bad]))
+    with pytest.raises(kael.TypeError, match="floating point probabilities, got int64"):
+        kr.bernoulli(kael.tensor([0, 1]))
+    with pytest.raises(kael.TypeError, match="needs a probability p"):
+        kr.bernoulli((2,))
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("nan"), float("inf"), -float("inf")])
+def test_multinomial_rejects_bad_weights_naming_value_and_position(bad):
+    with pytest.raises(
+        kael.ValueError, match=rf"non-negative weights, got {bad} at position \[1, 2\]"
+    ):
+        kr.multinomial(kael.tensor([[1.0, 1.0, 1.0], [1.0, 2.0, bad]]), 1)
+    with pytest.raises(kael.ValueError, match=rf"got {bad} at position \[0\]"):
+        kr.multinomial(kael.tensor([bad, 1.0]), 1, replacement=True)
+
+
+def test_multinomial_limits():
+    kr.multinomial(kael.tensor([0.0, 1e-300], dtype=kael.float64), 1)  # one positive is enough
+    with pytest.raises(kael.ValueError, match="at least one positive weight, got none in row 1"):
+        kr.multinomial(kael.tensor([[1.0, 0.0], [0.0, 0.0]]), 1, replacement=True)
+    with pytest.raises(kael.ValueError, match="got none"):
+        kr.multinomial(kael.ones(0), 1, replacement=True)
+    w = kael.tensor([[1.0, 0.0, 2.0], [3.0, 4.0, 5.0]])
+    assert kr.multinomial(w, 2).shape == (2, 2)  # row 0 has exactly 2 positive weights
+    with pytest.raises(
+        kael.ValueError, match="cannot draw num_samples=3 from 2 positive weights in row 0"
+    ):
+        kr.multinomial(w, 3)
+    assert kr.multinomial(w, 30, replacement=True).shape == (2, 30)
+    assert kr.multinomial(w, 1).shape == (2, 1)
+    with pytest.raises(kael.ValueError, match="num_samples > 0, got num_samples=0"):
+        kr.multinomial(w, 0)
+    for shape in ((), (2, 2, 2)):
+        with pytest.raises(kael.ValueError, match=f"1-d or 2-d weights, got {len(shape)} dims"):
+            kr.multinomial(kael.ones(*shape), 1)
+    with pytest.raises(kael.TypeError, match="floating point weights, got int64"):
+        kr.multinomial(kael.tensor([1, 2]), 1)
+
+
+# ---- threads and fork ---------------------------------------------------------------------------
+
+
+def test_concurrent_sampling_splits_the_stream_without_overlap():
+    threads, calls, size = 8, 20, 1000
+    kr.manual_seed(21)
+    drawn: list[np.ndarray] = []
+
+    def work():
+        for _ in range(calls):
+            drawn.append(np_of(kr.rand(size, dtype=kael.float64)))
+
+    workers = [threading.Thread(target=work) for _ in range(threads)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    total = threads * calls * size
+    assert kr.default_generator.get_state() == (21, total)
+    kr.manual_seed(21)
+    whole = np_of(kr.rand(total, dtype=kael.float64))
+    np.testing.assert_array_equal(np.sort(np.concatenate(drawn)), np.sort(whole))
+    # Each call got one contiguous block of the stream.
+    starts = sorted(int(np.flatnonzero(whole == d[0])[0]) for d in drawn)
+    assert starts == list(range(0, total, size))
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork() with threads running
+def test_fork_while_another_thread_holds_the_generator_lock():
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with kr.default_generator.lock:
+            held.set()
+            release.wait(0.5)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait()
+    # The before-fork hook waits until the holder gives up (after 0.5 s), so the child
+    # never inherits the lock held.
+    pid = os.fork()
+    if pid == 0:
+        try:
+            kr.rand(16)
+            os._exit(0)
+        finally:
+            os._exit(1)
+    release.set()
+    holder.join()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            break
+        time.sleep(0.01)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the child hung on the generator lock")
+    kr.rand(4)  # and the parent's lock was released too
