@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from kael.codegen.lowering import I1, ExprEmitter, value_type_of_width
+from kael.codegen.lowering import I1, ExprEmitter, declare, mangle, value_type_of_width
 from kael.ir.ops import FLAG
 from kael.runtime.dtypes import DType
 
@@ -215,16 +215,36 @@ def _rem(m: ExprEmitter, a, c, dtype: DType):
 
 
 def _int_pow(m: ExprEmitter, base, exp, dtype: DType):
-    """Exponentiation by squaring with wrapping multiplies; negative exponents truncate 1/b^n."""
+    """Exponentiation by squaring with wrapping multiplies; negative exponents truncate 1/b^n.
+
+    A loop that runs while any lane has exponent bits left: unrolling all 64 steps made
+    LLVM's optimizer take minutes on the strided and tiled kernels.
+    """
     b = m.b
     one, zero = m.const(dtype, 1), m.const(dtype, 0)
-    result, square, e = one, base, exp
-    for _ in range(64):  # branch-free over every bit of the exponent, so it vectorizes
-        odd = b.icmp_unsigned("!=", b.and_(e, one), zero)
-        result = b.select(odd, b.mul(result, square), result)
-        square = b.mul(square, square)
-        e = b.lshr(e, one)
     negative = b.icmp_signed("<", exp, zero)
+    first = b.select(negative, zero, exp)  # a negative exponent skips the loop
+    entry = b.block
+    head, body, done = (b.append_basic_block(f"ipow.{n}") for n in ("head", "body", "done"))
+    b.branch(head)
+    b.position_at_end(head)
+    result, square, e = b.phi(base.type), b.phi(base.type), b.phi(exp.type)
+    result.add_incoming(one, entry)
+    square.add_incoming(base, entry)
+    e.add_incoming(first, entry)
+    left = b.icmp_unsigned("!=", e, zero)
+    if isinstance(left.type, ir.VectorType):
+        fnty = ir.FunctionType(I1, [left.type])
+        reduce_or = declare(b.module, f"llvm.vector.reduce.or.{mangle(left.type)}", fnty)
+        left = b.call(reduce_or, [left])
+    b.cbranch(left, body, done)
+    b.position_at_end(body)
+    odd = b.icmp_unsigned("!=", b.and_(e, one), zero)
+    result.add_incoming(b.select(odd, b.mul(result, square), result), b.block)
+    square.add_incoming(b.mul(square, square), b.block)
+    e.add_incoming(b.lshr(e, one), b.block)
+    b.branch(head)
+    b.position_at_end(done)
     odd_exp = b.icmp_unsigned("!=", b.and_(exp, one), zero)
     minus_one_pow = b.select(odd_exp, m.const(dtype, -1), one)
     small = b.select(

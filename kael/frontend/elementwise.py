@@ -514,7 +514,10 @@ def clamp_(self: Tensor, min=None, max=None) -> Tensor:
 
 
 def masked_fill(self: Tensor, mask: Tensor, value) -> Tensor:
-    """A copy of self with `value` wherever mask (bool, broadcastable to self) holds."""
+    """A copy of self with `value` wherever mask (bool) holds, in the broadcast shape of both
+    (a mask wider than self widens the result, as in PyTorch)."""
+    if isinstance(mask, Tensor) and mask.shape != self.shape:
+        self = self.expand(*broadcast_shapes(self.shape, mask.shape))
     return masked_fill_(self.clone(), mask, value)
 
 
@@ -595,6 +598,8 @@ def allclose(
         close = g.Binary(
             bool_, (), "le", diff, g.Binary(dt, (), "add", g.Scalar(dt, (), "x2"), scaled)
         )
+        # An infinite difference is never close, even to an infinite tolerance (1 vs inf).
+        close = g.Binary(bool_, (), "and", close, g.Unary(bool_, (), "isfinite", diff))
         ok = g.Binary(bool_, (), "or", close, g.Binary(bool_, (), "eq", x, y))  # equal infinities
         if equal_nan:
             nans = g.Binary(

@@ -1,0 +1,1252 @@
+"""Elementwise ops against PyTorch: values, dtype and shape, over dtypes, layouts and edge cases.
+
+Every binary op of elementwise.BINARY and every unary op of elementwise.UNARY is covered
+except the transcendental ones (exp, exp2, expm1, log, log2, log1p, sin, cos, tan, tanh,
+sigmoid, silu, erf, gelu) and float pow, whose vector math has its own tests. Where the
+book decides differently from PyTorch (bool + bool is int64, pow refuses bool), the test
+pins the book's rule and says so.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import kael
+from kael.frontend import elementwise as ew
+
+TO_KAEL = {
+    torch.float32: kael.float32,
+    torch.float64: kael.float64,
+    torch.int64: kael.int64,
+    torch.bool: kael.bool,
+}
+DTYPES = [torch.float32, torch.float64, torch.int64, torch.bool]
+DTYPE_IDS = ["f32", "f64", "i64", "bool"]
+INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
+
+TRANSCENDENTAL = {
+    "exp", "exp2", "expm1", "log", "log2", "log1p", "sin", "cos", "tan", "tanh", "sigmoid",
+    "silu", "erf", "gelu",
+}  # fmt: skip
+BINARY_OPS = list(ew.BINARY)
+UNARY_OPS = [name for name in ew.UNARY if name not in TRANSCENDENTAL]
+FLOAT_SAFE_BINARY = [n for n in BINARY_OPS if n != "pow" and not n.startswith("bitwise")]
+
+# Python operator spellings of the binary ops (torch's wrapped-number semantics for scalars).
+# Not div: torch computes `3 / t` as t.reciprocal() * 3, rounding twice; kael divides once.
+OPERATOR_FORMS = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "floor_divide": lambda a, b: a // b,
+    "remainder": lambda a, b: a % b,
+    "pow": lambda a, b: a**b,
+    "eq": lambda a, b: a == b,
+    "ne": lambda a, b: a != b,
+    "lt": lambda a, b: a < b,
+    "le": lambda a, b: a <= b,
+    "gt": lambda a, b: a > b,
+    "ge": lambda a, b: a >= b,
+    "bitwise_and": lambda a, b: a & b,
+    "bitwise_or": lambda a, b: a | b,
+    "bitwise_xor": lambda a, b: a ^ b,
+}
+
+# ---- helpers ---------------------------------------------------------------------------------
+
+FLOAT_VALUES = [-2.5, 3.0, 0.5, -7.0, 1.25, -0.0, 4.0, -0.5, 6.0, 0.0, -3.75, 9.5]
+INT_VALUES = [-7, 3, 5, -2, 1, 4, -3, 6, 2, -9, 8, -1]  # no zero: they divide too
+BOOL_VALUES = [True, False, True, True, False, False, True, False, True, False, False, True]
+
+
+def values(dtype: torch.dtype, shape: tuple, shift: int = 0, divisor: bool = False):
+    """A torch tensor of `shape` cycling through the dtype's value list from `shift`."""
+    n = math.prod(shape)
+    pool = {
+        torch.float32: FLOAT_VALUES,
+        torch.float64: FLOAT_VALUES,
+        torch.int64: INT_VALUES,
+        torch.bool: [True] * 12 if divisor else BOOL_VALUES,
+    }[dtype]
+    data = [pool[(i + shift) % len(pool)] for i in range(n)]
+    return torch.tensor(data, dtype=dtype).reshape(shape)
+
+
+def to_kael(t: torch.Tensor) -> kael.Tensor:
+    """A kael copy of a contiguous torch tensor (same values, dtype and shape)."""
+    k = kael.tensor(t.contiguous().numpy())
+    assert k.dtype is TO_KAEL[t.dtype] and k.shape == tuple(t.shape)
+    return k
+
+
+def twin(base: torch.Tensor, view=lambda x: x):
+    """(kael, torch) holding `base`'s values, both seen through the same view."""
+    return view(to_kael(base)), view(base)
+
+
+def assert_same(k, t: torch.Tensor, zero_sign: bool = True) -> None:
+    """Same shape, dtype and values; NaN matches NaN; signed zeros must match bit for bit
+    (unless zero_sign is False: then a zero result may have either sign)."""
+    assert isinstance(k, kael.Tensor), type(k)
+    assert k.shape == tuple(t.shape)
+    assert k.dtype is TO_KAEL[t.dtype], (k.dtype, t.dtype)
+    got, want = np.asarray(k.numpy()), t.detach().numpy()
+    np.testing.assert_array_equal(got, want)
+    if t.is_floating_point():
+        nan = np.isnan(want) | (~np.bool_(zero_sign) & (want == 0))
+        assert torch.equal(
+            torch.from_numpy(np.signbit(got[~nan]).copy()),
+            torch.from_numpy(np.signbit(want[~nan]).copy()),
+        ), (got, want)
+
+
+def torch_binary(name: str, a, b):
+    """PyTorch's result for kael.NAME(a, b), scalars on either side meaning wrapped numbers."""
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return getattr(torch, name)(a, b)
+    if name in OPERATOR_FORMS:
+        return OPERATOR_FORMS[name](a, b)
+    # div, maximum, minimum and the logical ops: a 0-d tensor of the result dtype has the
+    # wrapped number's promotion against any tensor.
+    tensor, scalar = (a, b) if isinstance(a, torch.Tensor) else (b, a)
+    wrapped = torch.tensor(scalar, dtype=torch.result_type(tensor, scalar))
+    return getattr(torch, name)(*((a, wrapped) if tensor is a else (wrapped, b)))
+
+
+def _is_bool(x) -> bool:
+    return x.dtype == torch.bool if isinstance(x, torch.Tensor) else isinstance(x, bool)
+
+
+def _long(x):
+    if isinstance(x, torch.Tensor):
+        return x.long() if x.dtype == torch.bool else x
+    return int(x) if isinstance(x, bool) else x
+
+
+def expected_binary(name: str, a, b):
+    """torch's result, or the exception kael must raise, with the book's two deliberate rules."""
+    if name == "add" and _is_bool(a) and _is_bool(b):
+        return torch_binary(name, _long(a), _long(b))  # the book: bool + bool counts in int64
+    if name == "pow" and _is_bool(a) and _is_bool(b):
+        return kael.TypeError  # the book: pow throws on bool (torch keeps bool)
+    try:
+        return torch_binary(name, a, b)
+    except (RuntimeError, NotImplementedError):
+        return kael.Error
+
+
+def check_binary(name: str, ka, kb, ta, tb) -> None:
+    expected = expected_binary(name, ta, tb)
+    if isinstance(expected, type):
+        with pytest.raises(expected):
+            getattr(kael, name)(ka, kb)
+    else:
+        # torch's maximum(0.0, -0.0) picks either zero depending on its loop (vectorized or
+        # not), so only those two ops leave the sign of a zero result open.
+        zero_sign = name not in ("maximum", "minimum")
+        assert_same(getattr(kael, name)(ka, kb), expected, zero_sign)
+
+
+def float_pow(a, b) -> bool:
+    """Whether pow(a, b) would compute in a floating dtype (vector math, tested elsewhere)."""
+    return torch.result_type(a, b).is_floating_point
+
+
+# ---- binary ops: every dtype pair, every layout, scalars and 0-d tiers ------------------------
+
+
+def _dtype_id(dtype: torch.dtype) -> str:
+    return DTYPE_IDS[DTYPES.index(dtype)]
+
+
+DTYPE_PAIR_CASES = [
+    pytest.param(name, a, b, id=f"{name}-{_dtype_id(a)}-{_dtype_id(b)}")
+    for name in BINARY_OPS
+    for a in DTYPES
+    for b in DTYPES
+    if not (name == "pow" and (a.is_floating_point or b.is_floating_point))
+]
+
+
+@pytest.mark.parametrize(("name", "da", "db"), DTYPE_PAIR_CASES)
+def test_binary_dtype_promotion_and_values_match_torch_for_every_dtype_pair(name, da, db):
+    divisor = name in ("floor_divide", "remainder")
+    # broadcast [3, 1] x [4], then the 0-d tier: 0-d float64 beats int64 dims but not
+    # float32 dims; a 0-d bool never changes the dtype of dims. (The layout grid below puts
+    # the 0-d operand on the left too.)
+    cases = [((3, 1), (4,)), ((3, 4), ())]
+    for shape_a, shape_b in cases:
+        ta, tb = values(da, shape_a), values(db, shape_b, shift=5, divisor=divisor)
+        check_binary(name, to_kael(ta), to_kael(tb), ta, tb)
+
+
+def _T(x):
+    return x.T
+
+
+def _stepped(x):
+    return x[::2, 1::2]
+
+
+BINARY_LAYOUTS = {
+    "contiguous": (((3, 4), None), ((3, 4), None)),
+    "transposed": (((4, 3), _T), ((4, 3), _T)),
+    "transposed_with_contiguous": (((4, 3), _T), ((3, 4), None)),
+    "stepped": (((6, 8), _stepped), ((3, 8), lambda x: x[:, 1::2])),
+    "expanded": (((3, 1), lambda x: x.expand(3, 4)), ((1, 4), lambda x: x.expand(3, 4))),
+    "broadcast_row": (((3, 4), None), ((4,), None)),
+    "broadcast_outer": (((3, 1), None), ((1, 4), None)),
+    "broadcast_rank3": (((2, 1, 4), None), ((3, 1), None)),
+    "zero_dim_right": (((3, 4), None), ((), None)),
+    "zero_dim_left": (((), None), ((2, 3), None)),
+    "both_zero_dim": (((), None), ((), None)),
+    "empty": (((0, 4), None), ((4,), None)),
+    "empty_broadcast": (((3, 0), None), ((3, 1), None)),
+}
+
+# One mixed dtype pair per op for the layout grid (the dtype grid covers the rest).
+LAYOUT_DTYPES = {name: (torch.int64, torch.float32) for name in BINARY_OPS}
+LAYOUT_DTYPES.update(
+    pow=(torch.int64, torch.int64),
+    bitwise_and=(torch.int64, torch.bool),
+    bitwise_or=(torch.bool, torch.int64),
+    bitwise_xor=(torch.int64, torch.int64),
+)
+
+
+@pytest.mark.parametrize("layout", list(BINARY_LAYOUTS))
+@pytest.mark.parametrize("name", BINARY_OPS)
+def test_binary_reads_every_layout_like_torch(name, layout):
+    (shape_a, view_a), (shape_b, view_b) = BINARY_LAYOUTS[layout]
+    da, db = LAYOUT_DTYPES[name]
+    ka, ta = twin(values(da, shape_a), view_a or (lambda x: x))
+    kb, tb = twin(values(db, shape_b, shift=7, divisor=True), view_b or (lambda x: x))
+    check_binary(name, ka, kb, ta, tb)
+
+
+SCALARS = [True, False, -3, 2**40, 2.5, -0.0]
+
+
+SCALAR_CASES = [
+    pytest.param(name, dtype, id=f"{name}-{_dtype_id(dtype)}")
+    for name in BINARY_OPS
+    for dtype in DTYPES
+    if not (name == "pow" and dtype.is_floating_point)
+]
+
+
+@pytest.mark.parametrize(("name", "dtype"), SCALAR_CASES)
+def test_binary_with_python_scalar_on_either_side_follows_the_scalar_tier(name, dtype):
+    t = values(dtype, (2, 3))
+    k = to_kael(t)
+    checked = 0
+    for scalar in SCALARS:
+        for left in (False, True):
+            a, b = (scalar, t) if left else (t, scalar)
+            ka, kb = (scalar, k) if left else (k, scalar)
+            if name == "pow" and float_pow(a, b):
+                continue
+            if name in ("floor_divide", "remainder", "pow") and not left and scalar in (0, False):
+                continue  # zero divisors and exponents have their own tests
+            check_binary(name, ka, kb, a, b)
+            checked += 1
+    assert checked
+
+
+@pytest.mark.parametrize(
+    ("tensor_dtype", "scalar", "want"),
+    [
+        (torch.int64, 2.5, torch.float32),
+        (torch.float64, 2.5, torch.float64),
+        (torch.float32, 2**40, torch.float32),
+        (torch.bool, 3, torch.int64),
+        (torch.bool, True, torch.bool),
+        (torch.int64, True, torch.int64),
+    ],
+)
+def test_zero_dim_tensor_outranks_python_scalar_of_the_same_category(tensor_dtype, scalar, want):
+    t = values(tensor_dtype, ())
+    expected = t * scalar
+    assert expected.dtype == want
+    assert_same(kael.mul(to_kael(t), scalar), expected)
+    assert_same(to_kael(t) * scalar, expected)
+
+
+def test_dimensioned_tensor_outranks_zero_dim_tensor_of_the_same_category():
+    x32, x64 = torch.tensor([1.5, 2.5]), torch.tensor(0.25, dtype=torch.float64)
+    assert_same(kael.add(to_kael(x32), to_kael(x64)), x32 + x64)
+    assert (x32 + x64).dtype == torch.float32
+    i, f = torch.tensor([1, 2]), torch.tensor(0.5, dtype=torch.float64)
+    assert_same(kael.add(to_kael(i), to_kael(f)), i + f)  # higher category: the 0-d dtype
+    assert (i + f).dtype == torch.float64
+
+
+# ---- special values ---------------------------------------------------------------------------
+
+NAN, INF = float("nan"), float("inf")
+FLOAT_SPECIALS = [NAN, INF, -INF, -0.0, 0.0, 1.0, -1.0, 2.5, -7.0, 0.5, 3e38, -3e38, 1e-45, 1e-38]
+FLOAT64_EXTRA = [1e308, -1e308, 5e-324]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("name", FLOAT_SAFE_BINARY)
+def test_binary_special_values_match_torch_bit_for_bit(name, dtype):
+    specials = FLOAT_SPECIALS + (FLOAT64_EXTRA if dtype == torch.float64 else [])
+    col = torch.tensor(specials, dtype=dtype).reshape(-1, 1)
+    row = torch.tensor(specials, dtype=dtype).reshape(1, -1)
+    if name == "remainder":
+        expected = fmod_remainder(col, row)
+        got = kael.remainder(to_kael(col), to_kael(row))
+        assert_same(got, expected)
+        # torch's vectorized loop gives NaN where a / b overflows or underflows (1e308 % 0.5);
+        # everywhere else it agrees with the fmod rule the book (and torch's scalar loop) use.
+        ours = torch.remainder(col, row)
+        agree = ~ours.isnan()
+        assert torch.equal(ours[agree], expected[agree])
+        assert torch.equal(ours[agree].signbit(), expected[agree].signbit())
+        return
+    check_binary(name, to_kael(col), to_kael(row), col, row)
+
+
+def fmod_remainder(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The book's float remainder in numpy: fmod, then move a nonzero result to b's sign."""
+    x, y = np.broadcast_arrays(a.numpy(), b.numpy())
+    with np.errstate(invalid="ignore"):
+        mod = np.fmod(x, y)
+        fix = (mod != 0) & ((y < 0) != (mod < 0))
+        return torch.from_numpy(np.where(fix, mod + y, mod).astype(x.dtype))
+
+
+def test_float_division_by_zero_follows_ieee():
+    a = torch.tensor([1.0, -1.0, 0.0, -0.0, NAN])
+    assert_same(kael.div(to_kael(a), 0.0), a / 0.0)
+    assert_same(kael.div(to_kael(a), -0.0), a / -0.0)
+    got = kael.div(to_kael(a), 0.0).tolist()
+    assert got[:2] == [INF, -INF] and all(math.isnan(v) for v in got[2:])
+
+
+def test_integer_true_division_gives_float32():
+    i = torch.tensor([1, 2, 3, -7])
+    assert_same(kael.div(to_kael(i), 2), i / 2)
+    assert kael.div(to_kael(i), 2).tolist() == [0.5, 1.0, 1.5, -3.5]
+    assert_same(
+        kael.div(to_kael(i), to_kael(torch.tensor([2, 4, 3, 2]))), i / torch.tensor([2, 4, 3, 2])
+    )
+
+
+INT_SPECIALS = [
+    *(INT64_MAX, INT64_MIN, INT64_MAX - 1, INT64_MIN + 1),
+    *(-1, 0, 1, 2, -2, 3, 2**32, -(2**31)),
+]
+
+
+@pytest.mark.parametrize(
+    "name", ["add", "sub", "mul", "maximum", "minimum", "eq", "lt", "ge", "bitwise_xor"]
+)
+def test_integer_extremes_match_torch(name):
+    col = torch.tensor(INT_SPECIALS).reshape(-1, 1)
+    row = torch.tensor(INT_SPECIALS).reshape(1, -1)
+    check_binary(name, to_kael(col), to_kael(row), col, row)
+
+
+def _wrap(v: int) -> int:
+    return (v + 2**63) % 2**64 - 2**63
+
+
+@pytest.mark.parametrize(
+    ("name", "a", "b"),
+    [
+        ("add", INT64_MAX, 1),
+        ("add", INT64_MIN, -1),
+        ("sub", INT64_MIN, 1),
+        ("sub", 0, INT64_MIN),
+        ("mul", INT64_MAX, 2),
+        ("mul", 2**32, 2**32),
+        ("mul", INT64_MIN, -1),
+        ("floor_divide", INT64_MIN, -1),
+        ("pow", 2, 63),
+        ("pow", 3, 40),
+        ("pow", -2, 64),
+    ],
+)
+def test_integer_overflow_wraps_in_twos_complement(name, a, b):
+    python = {
+        "add": lambda: a + b,
+        "sub": lambda: a - b,
+        "mul": lambda: a * b,
+        "floor_divide": lambda: a // b,
+        "pow": lambda: a**b,
+    }[name]()
+    ta, tb = torch.tensor([a]), torch.tensor([b])
+    got = getattr(kael, name)(to_kael(ta), to_kael(tb))
+    assert_same(got, getattr(torch, name)(ta, tb))
+    assert got.tolist() == [_wrap(python)]
+    scalar = getattr(kael, name)(to_kael(ta), b)  # the scalar path wraps too
+    assert scalar.tolist() == [_wrap(python)]
+
+
+def test_integer_minimum_divided_by_minus_one_wraps_to_minimum():
+    k = kael.tensor([INT64_MIN, INT64_MIN])
+    assert kael.floor_divide(k, -1).tolist() == [INT64_MIN, INT64_MIN]
+    assert kael.floor_divide(k, kael.tensor([-1, 1])).tolist() == [INT64_MIN, INT64_MIN]
+    assert kael.remainder(k, -1).tolist() == [0, 0]
+    t = torch.tensor([INT64_MIN, INT64_MIN])
+    assert_same(kael.remainder(k, kael.tensor([-1, 7])), torch.remainder(t, torch.tensor([-1, 7])))
+
+
+@pytest.mark.parametrize("name", ["neg", "abs"])
+def test_unary_integer_overflow_wraps(name):
+    t = torch.tensor([INT64_MIN, INT64_MAX, INT64_MIN + 1, -1, 0])
+    got = getattr(kael, name)(to_kael(t))
+    assert_same(got, getattr(torch, name)(t))
+    assert got.tolist()[0] == INT64_MIN  # -INT64_MIN and |INT64_MIN| wrap to INT64_MIN
+
+
+# ---- floor_divide and remainder ---------------------------------------------------------------
+
+
+def test_floor_divide_rounds_toward_negative_infinity_for_integers():
+    a, b = torch.tensor([7, -7, 7, -7]), torch.tensor([2, 2, -2, -2])
+    got = kael.floor_divide(to_kael(a), to_kael(b))
+    assert got.tolist() == [3, -4, -4, 3]  # the book's trace
+    assert_same(got, torch.floor_divide(a, b))
+
+
+@pytest.mark.parametrize("name", ["floor_divide", "remainder"])
+def test_integer_floor_divide_and_remainder_sign_rules_match_torch(name):
+    a = torch.arange(-9, 10).reshape(-1, 1)
+    b = torch.tensor([-4, -3, -2, -1, 1, 2, 3, 5]).reshape(1, -1)
+    check_binary(name, to_kael(a), to_kael(b), a, b)
+    got = getattr(kael, name)(to_kael(a), to_kael(b))
+    python = [[getattr(int, "__floordiv__" if name == "floor_divide" else "__mod__")(x, y)
+               for y in b.flatten().tolist()] for x in a.flatten().tolist()]  # fmt: skip
+    assert got.tolist() == python
+
+
+def test_remainder_takes_the_sign_of_the_divisor():
+    a = torch.tensor([7, -7, 7, -7])
+    b = torch.tensor([3, 3, -3, -3])
+    assert kael.remainder(to_kael(a), to_kael(b)).tolist() == [1, 2, -2, -1]
+    f = torch.tensor([7.5, -7.5, 7.5, -7.5])
+    assert_same(kael.remainder(to_kael(f), to_kael(b.double())), torch.remainder(f, b.double()))
+    assert kael.remainder(to_kael(f), to_kael(b.float())).tolist() == [1.5, 1.5, -1.5, -1.5]
+
+
+FLOOR_A = [7.0, -7.0, 5.5, -5.5, 0.0, -0.0, 1.0, -1.0, 6.0, -6.0, 1e-30, INF, -INF, NAN]
+FLOOR_B = [2.0, -2.0, 3.0, -3.0, 0.5, 0.0, -0.0, INF, -INF, NAN, 1e30]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("name", ["floor_divide", "remainder"])
+def test_float_floor_divide_and_remainder_keep_torch_signed_zeros(name, dtype):
+    a = torch.tensor(FLOOR_A, dtype=dtype).reshape(-1, 1)
+    b = torch.tensor(FLOOR_B, dtype=dtype).reshape(1, -1)
+    check_binary(name, to_kael(a), to_kael(b), a, b)
+
+
+def test_float_floor_divide_signed_zero_examples():
+    a = torch.tensor([0.5, -0.5, -0.0, 0.0, 1.0])
+    b = torch.tensor([2.0, 2.0, 3.0, -3.0, -INF])
+    got = kael.floor_divide(to_kael(a), to_kael(b))
+    assert_same(got, torch.floor_divide(a, b))
+    assert [math.copysign(1, v) for v in got.tolist()] == [1, -1, -1, -1, -1]
+
+
+@pytest.mark.parametrize("name", ["floor_divide", "remainder"])
+@pytest.mark.parametrize(
+    "divisor",
+    [
+        pytest.param(lambda: kael.tensor([2, 0, 1]), id="tensor"),
+        pytest.param(lambda: 0, id="python_int"),
+        pytest.param(lambda: kael.tensor(0), id="zero_dim"),
+        pytest.param(lambda: kael.tensor([True, False, True]), id="bool_tensor"),
+        pytest.param(lambda: False, id="python_false"),
+    ],
+)
+def test_integer_division_by_zero_raises(name, divisor):
+    with pytest.raises(kael.Error, match="ZeroDivisionError"):
+        getattr(kael, name)(kael.tensor([4, 5, 6]), divisor())
+
+
+@pytest.mark.parametrize("name", ["floor_divide", "remainder"])
+def test_integer_division_by_nonzero_and_float_division_by_zero_do_not_raise(name):
+    i = torch.tensor([4, -5, 6])
+    assert_same(getattr(kael, name)(to_kael(i), to_kael(torch.tensor([2, 1, -4]))),
+                getattr(torch, name)(i, torch.tensor([2, 1, -4])))  # fmt: skip
+    f = torch.tensor([4.0, -5.0, 0.0])
+    assert_same(getattr(kael, name)(to_kael(f), 0), getattr(torch, name)(f, 0))
+    assert_same(getattr(kael, name)(to_kael(i), 0.0), getattr(torch, name)(i, 0.0))
+
+
+# ---- pow --------------------------------------------------------------------------------------
+
+
+def test_integer_pow_by_squaring_matches_torch_and_python():
+    base = torch.tensor([-3, -2, -1, 0, 1, 2, 3, 7, 10]).reshape(-1, 1)
+    exponent = torch.tensor([0, 1, 2, 3, 5, 13, 39, 40, 62, 63, 64]).reshape(1, -1)
+    got = kael.pow(to_kael(base), to_kael(exponent))
+    assert_same(got, torch.pow(base, exponent))
+    python = [[_wrap(b**e) for e in exponent.flatten().tolist()] for b in base.flatten().tolist()]
+    assert got.tolist() == python
+
+
+def test_integer_pow_with_negative_tensor_exponent_truncates():
+    base = torch.tensor([2, 1, -1, -1, 0, 5, -5, 1, -1])
+    exponent = torch.tensor([-1, -1, -1, -2, -1, -3, -3, -(2**62), INT64_MIN + 1])
+    got = kael.pow(to_kael(base), to_kael(exponent))
+    assert got.tolist() == [0, 1, -1, 1, 0, 0, 0, 1, -1]  # base 1 -> 1, -1 -> +-1, else 0
+    assert_same(got, torch.pow(base, exponent))
+
+
+def test_integer_pow_with_negative_zero_dim_tensor_exponent_is_not_checked():
+    base = torch.tensor([2, 1, -1])
+    got = kael.pow(to_kael(base), kael.tensor(-1))
+    assert got.tolist() == [0, 1, -1]
+    assert_same(got, torch.pow(base, torch.tensor(-1)))
+
+
+@pytest.mark.parametrize("exponent", [-1, -2, -(2**40)])
+def test_negative_python_int_exponent_on_integer_tensor_raises_value_error(exponent):
+    t = kael.tensor([1, 2, 3])
+    with pytest.raises(kael.ValueError, match="negative integer powers"):
+        kael.pow(t, exponent)
+    with pytest.raises(kael.ValueError, match="negative integer powers"):
+        t**exponent
+    with pytest.raises(RuntimeError):
+        torch.tensor([1, 2, 3]) ** exponent
+
+
+@pytest.mark.parametrize("exponent", [0, 1, 2, True, False])
+def test_non_negative_python_int_exponent_on_integer_tensor_works(exponent):
+    t = torch.tensor([-3, 0, 1, 4])
+    assert_same(kael.pow(to_kael(t), exponent), torch.pow(t, exponent))
+
+
+def test_integer_scalar_base_to_integer_tensor_power():
+    e = torch.tensor([0, 1, 5, 62, 63])
+    assert_same(2 ** to_kael(e), 2**e)
+    assert_same(kael.pow(-1, to_kael(e)), torch.pow(-1, e))
+    assert (2 ** to_kael(e)).tolist() == [1, 2, 32, 2**62, INT64_MIN]
+
+
+# ---- bool refusals ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "a", "b"),
+    [
+        ("sub", [True, False], [True, True]),
+        ("sub", [1, 2], [True, False]),
+        ("sub", [True, False], [1, 2]),
+        ("sub", [1, 2], True),
+        ("sub", True, [1, 2]),
+        ("floor_divide", [True, True], [True, True]),
+        ("remainder", [True, True], [True, True]),
+        ("pow", [True, False], [True, True]),
+        ("pow", [True, False], True),
+    ],
+)
+def test_bool_operands_raise_type_error_where_the_book_says(name, a, b):
+    ka = kael.tensor(a) if isinstance(a, list) else a
+    kb = kael.tensor(b) if isinstance(b, list) else b
+    with pytest.raises(kael.TypeError):
+        getattr(kael, name)(ka, kb)
+
+
+def test_sub_message_suggests_logical_not_and_neg_of_bool_raises():
+    with pytest.raises(kael.TypeError, match="logical_not"):
+        kael.tensor([True]) - kael.tensor([False])
+    with pytest.raises(kael.TypeError, match="logical_not"):
+        -kael.tensor([True, False])
+    with pytest.raises(kael.TypeError):
+        kael.neg(kael.tensor([True]))
+
+
+def test_bool_mixed_with_higher_category_works_where_the_book_allows():
+    b, i = torch.tensor([True, False, True]), torch.tensor([3, 4, 5])
+    assert_same(kael.floor_divide(to_kael(i), to_kael(torch.tensor([True] * 3))), i // True)
+    assert_same(kael.pow(to_kael(b), 3), b**3)  # bool tensor, int exponent: int64
+    assert_same(kael.pow(2, to_kael(b)), 2**b)
+    assert_same(kael.mul(to_kael(b), to_kael(b)), b * b)  # bool * bool stays bool
+
+
+def test_add_of_two_bools_gives_int64_in_kael():
+    b = torch.tensor([True, True, False])
+    got = kael.add(to_kael(b), to_kael(b))
+    assert got.dtype is kael.int64
+    assert got.tolist() == [2, 2, 0]
+    assert (to_kael(b) + True).tolist() == [2, 2, 1]
+    assert (torch.add(b, b)).dtype == torch.bool  # PyTorch differs: documented in API.md
+
+
+# ---- comparisons, logical and bitwise ops ----------------------------------------------------
+
+
+def test_comparisons_compute_in_the_promoted_dtype():
+    i = torch.tensor([0, 1, 2])
+    assert kael.lt(to_kael(i), 1.5).tolist() == [True, True, False]
+    assert (to_kael(i) == 1.5).tolist() == [False, False, False]
+    assert (to_kael(i) > 0.5).tolist() == [False, True, True]
+    assert_same(to_kael(i) <= 1.5, i <= 1.5)
+    big = torch.tensor([2**53 + 1, 2**53])
+    f64 = torch.tensor([2.0**53, 2.0**53], dtype=torch.float64)
+    assert_same(kael.eq(to_kael(big), to_kael(f64)), torch.eq(big, f64))
+    assert kael.eq(to_kael(big), to_kael(big)).tolist() == [True, True]
+    assert kael.eq(to_kael(big), 2**53).tolist() == [False, True]  # int64 scalar: exact
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+def test_nan_compares_unequal_to_everything_and_only_ne_is_true(dtype):
+    a = torch.tensor([NAN, NAN, NAN, 1.0], dtype=dtype)
+    b = torch.tensor([NAN, 1.0, INF, NAN], dtype=dtype)
+    for name in ("eq", "lt", "le", "gt", "ge"):
+        got = getattr(kael, name)(to_kael(a), to_kael(b))
+        assert got.tolist() == [False] * 4, name
+    assert kael.ne(to_kael(a), to_kael(b)).tolist() == [True] * 4
+    assert (to_kael(a) != NAN).tolist() == [True] * 4
+    assert (to_kael(a) == NAN).tolist() == [False] * 4
+
+
+def test_signed_zeros_compare_equal():
+    z = torch.tensor([0.0, -0.0])
+    assert kael.eq(to_kael(z), -0.0).tolist() == [True, True]
+    assert kael.lt(to_kael(z), 0.0).tolist() == [False, False]
+
+
+@pytest.mark.parametrize("name", ["logical_and", "logical_or", "logical_xor"])
+def test_logical_ops_treat_nonzero_and_nan_as_true(name):
+    a = torch.tensor([0.0, -0.0, NAN, 2.5, 0.0, -1.0]).reshape(-1, 1)
+    b = torch.tensor([0, 3, -1]).reshape(1, -1)
+    check_binary(name, to_kael(a), to_kael(b), a, b)
+    assert getattr(kael, name)(to_kael(a), to_kael(b)).dtype is kael.bool
+
+
+def test_logical_not_and_bitwise_not_on_bool_agree():
+    b = torch.tensor([True, False])
+    assert kael.logical_not(to_kael(b)).tolist() == [False, True]
+    assert kael.bitwise_not(to_kael(b)).tolist() == [False, True]
+    assert (~to_kael(b)).tolist() == [False, True]
+    assert (~to_kael(torch.tensor([0, 5, -1]))).tolist() == [-1, -6, 0]
+
+
+@pytest.mark.parametrize("name", ["bitwise_and", "bitwise_or", "bitwise_xor"])
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (torch.tensor([1.5, 2.0]), torch.tensor([1, 2])),
+        (torch.tensor([1, 2]), torch.tensor([1.0, 2.0], dtype=torch.float64)),
+        (torch.tensor([1, 2]), 1.0),
+        (torch.tensor([True, False]), 0.5),
+    ],
+    ids=["f32-i64", "i64-f64", "i64-pyfloat", "bool-pyfloat"],
+)
+def test_bitwise_ops_on_floats_raise_type_error(name, a, b):
+    with pytest.raises(RuntimeError):
+        getattr(torch, name)(a, torch.tensor(b) if not isinstance(b, torch.Tensor) else b)
+    kb = to_kael(b) if isinstance(b, torch.Tensor) else b
+    with pytest.raises(kael.TypeError, match="integer and bool"):
+        getattr(kael, name)(to_kael(a), kb)
+
+
+@pytest.mark.parametrize("name", ["bitwise_and", "bitwise_or", "bitwise_xor"])
+def test_bitwise_ops_on_int_and_bool_match_torch(name):
+    i = torch.tensor([INT64_MIN, -1, 0, 5, 12, INT64_MAX]).reshape(-1, 1)
+    j = torch.tensor([-1, 6, 3]).reshape(1, -1)
+    check_binary(name, to_kael(i), to_kael(j), i, j)
+    b = torch.tensor([True, False, True, False])
+    c = torch.tensor([True, True, False, False])
+    check_binary(name, to_kael(b), to_kael(c), b, c)
+    assert_same(getattr(kael, name)(to_kael(b), True), torch_binary(name, b, True))
+
+
+def test_maximum_and_minimum_propagate_nan_from_either_side():
+    a = torch.tensor([NAN, 1.0, NAN, -0.0, 0.0])
+    b = torch.tensor([1.0, NAN, NAN, 0.0, -0.0])
+    for name in ("maximum", "minimum"):
+        got = getattr(kael, name)(to_kael(a), to_kael(b))
+        assert_same(got, getattr(torch, name)(a, b), zero_sign=False)
+        assert [math.isnan(v) for v in got.tolist()] == [True, True, True, False, False]
+
+
+# ---- unary ops --------------------------------------------------------------------------------
+
+UNARY_LAYOUTS = {
+    "contiguous": ((3, 4), None),
+    "transposed": ((4, 3), _T),
+    "stepped": ((6, 8), _stepped),
+    "expanded": ((3, 1), lambda x: x.expand(3, 4)),
+    "zero_dim": ((), None),
+    "empty": ((0, 3), None),
+}
+
+
+def check_unary(name: str, k, t) -> None:
+    try:
+        expected = getattr(torch, name)(t)
+    except (RuntimeError, NotImplementedError):
+        with pytest.raises(kael.TypeError):
+            getattr(kael, name)(k)
+        return
+    got = getattr(kael, name)(k)
+    if name in ("sqrt", "rsqrt") and expected.numel():
+        # torch's float sqrt may go through MKL's VML, which is not correctly rounded
+        # (sqrt(3e38f) is 1 ulp off): within 1 ulp of torch, and exactly IEEE sqrt.
+        assert got.dtype is TO_KAEL[expected.dtype] and got.shape == tuple(expected.shape)
+        np.testing.assert_array_max_ulp(got.numpy(), expected.numpy(), maxulp=1)
+        x = t.numpy().astype(expected.numpy().dtype)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            exact = np.sqrt(x) if name == "sqrt" else x.dtype.type(1) / np.sqrt(x)
+        assert_same(got, torch.from_numpy(np.array(exact, dtype=x.dtype)))
+        return
+    assert_same(got, expected)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("name", UNARY_OPS)
+def test_unary_matches_torch_in_every_layout(name, dtype):
+    for shape, view in UNARY_LAYOUTS.values():
+        k, t = twin(values(dtype, shape), view or (lambda x: x))
+        if name == "bitwise_not" and dtype.is_floating_point:
+            with pytest.raises(kael.TypeError, match="integer and bool"):
+                kael.bitwise_not(k)
+            continue
+        check_unary(name, k, t)
+
+
+UNARY_SPECIALS = FLOAT_SPECIALS + [1.5, 2.5, -2.5, -0.5, 0.49999997, 4.0, 1e-40, -1e-40]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("name", [n for n in UNARY_OPS if n != "bitwise_not"])
+def test_unary_special_values_match_torch_bit_for_bit(name, dtype):
+    specials = UNARY_SPECIALS + (FLOAT64_EXTRA if dtype == torch.float64 else [])
+    t = torch.tensor(specials, dtype=dtype)
+    check_unary(name, to_kael(t), t)
+
+
+def test_round_is_half_to_even():
+    t = torch.tensor([0.5, 1.5, 2.5, -0.5, -1.5, -2.5])
+    got = kael.round(to_kael(t))
+    assert got.tolist() == [0.0, 2.0, 2.0, -0.0, -2.0, -2.0]
+    assert_same(got, torch.round(t))
+
+
+@pytest.mark.parametrize("name", ["neg", "abs", "relu", "floor", "ceil", "round", "trunc"])
+def test_unary_ops_refuse_bool(name):
+    with pytest.raises(kael.TypeError):
+        getattr(kael, name)(kael.tensor([True, False]))
+    assert getattr(kael, name)(kael.tensor([1, -2])).dtype is kael.int64  # int64 is fine
+
+
+@pytest.mark.parametrize(
+    ("name", "dtype", "want"),
+    [
+        ("sqrt", torch.int64, kael.float32),
+        ("rsqrt", torch.bool, kael.float32),
+        ("reciprocal", torch.int64, kael.float32),
+        ("reciprocal", torch.float64, kael.float64),
+        ("square", torch.bool, kael.int64),
+        ("square", torch.int64, kael.int64),
+        ("sign", torch.bool, kael.bool),
+        ("isnan", torch.int64, kael.bool),
+        ("floor", torch.int64, kael.int64),
+    ],
+)
+def test_unary_result_dtype_rules(name, dtype, want):
+    t = values(dtype, (5,))
+    got = getattr(kael, name)(to_kael(t))
+    assert got.dtype is want
+    assert_same(got, getattr(torch, name)(t))
+
+
+# ---- where ------------------------------------------------------------------------------------
+
+
+def test_where_broadcasts_all_three_operands():
+    cond = torch.tensor([True, False, True]).reshape(3, 1, 1)
+    a = torch.arange(4).reshape(1, 4)
+    b = torch.tensor([[0.5], [-1.5]], dtype=torch.float64)
+    got = kael.where(to_kael(cond), to_kael(a), to_kael(b))
+    assert_same(got, torch.where(cond, a, b))
+    assert got.shape == (3, 2, 4)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (1, 0.5),
+        (True, False),
+        (2, -3),
+        ([1, 2, 3], 0.5),
+        (0.5, [1, 2, 3]),
+        ([1.5, 2.5, 3.5], 7),
+        (2**40, [True, False, True]),
+    ],
+)
+def test_where_scalar_branches_follow_the_scalar_tier(a, b):
+    cond = torch.tensor([True, False, True])
+    ta = torch.tensor(a) if isinstance(a, list) else a
+    tb = torch.tensor(b) if isinstance(b, list) else b
+    ka = to_kael(ta) if isinstance(ta, torch.Tensor) else ta
+    kb = to_kael(tb) if isinstance(tb, torch.Tensor) else tb
+    assert_same(kael.where(to_kael(cond), ka, kb), torch.where(cond, ta, tb))
+
+
+def test_where_on_layouts_and_zero_dim_and_empty():
+    cond = torch.tensor([[True, False, True, False]] * 3)
+    kc, tc = twin(cond.T.contiguous(), _T)
+    ka, ta = twin(values(torch.float32, (6, 8)), _stepped)
+    kb = kael.tensor(2.5, dtype=kael.float64)
+    tb = torch.tensor(2.5, dtype=torch.float64)
+    assert_same(kael.where(kc, ka, kb), torch.where(tc, ta, tb))
+    e = torch.zeros(0, 4, dtype=torch.bool)
+    assert_same(kael.where(to_kael(e), 1, 2), torch.where(e, 1, 2))
+    assert_same(
+        kael.where(to_kael(torch.tensor(False)), 1.5, 2), torch.where(torch.tensor(False), 1.5, 2)
+    )
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.float32])
+def test_where_with_non_bool_condition_raises_type_error(dtype):
+    cond = torch.tensor([1, 0], dtype=dtype)
+    with pytest.raises(RuntimeError):
+        torch.where(cond, 1, 2)
+    with pytest.raises(kael.TypeError, match="bool"):
+        kael.where(to_kael(cond), 1, 2)
+    assert kael.where(to_kael(cond.bool()), 1, 2).tolist() == [1, 2]  # bool works
+
+
+def test_where_shapes_that_do_not_broadcast_raise_value_error():
+    with pytest.raises(kael.ValueError, match=r"\[3\].*\[2\]"):
+        kael.where(kael.tensor([True, False, True]), kael.tensor([1, 2]), 0)
+
+
+# ---- clamp ------------------------------------------------------------------------------------
+
+CLAMP_VALUES = torch.tensor([-3.5, -1.0, 0.0, -0.0, 0.5, 2.0, 7.25, NAN, INF, -INF])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64], ids=DTYPE_IDS[:3])
+@pytest.mark.parametrize(
+    ("lo", "hi"), [(-1, None), (None, 2), (-1, 2), (0.5, None), (None, 1.5), (-0.5, 1.5), (3, -1)]
+)
+def test_clamp_with_scalar_bounds_matches_torch(dtype, lo, hi):
+    t = CLAMP_VALUES.to(dtype) if dtype.is_floating_point else torch.arange(-4, 5)
+    assert_same(kael.clamp(to_kael(t), lo, hi), torch.clamp(t, lo, hi))
+    assert_same(to_kael(t).clamp(min=lo, max=hi), t.clamp(min=lo, max=hi))
+
+
+def test_clamp_min_greater_than_max_gives_max():
+    t = torch.tensor([-5.0, 0.0, 5.0])
+    got = kael.clamp(to_kael(t), 3.0, 1.0)
+    assert got.tolist() == [1.0, 1.0, 1.0]
+    assert_same(got, torch.clamp(t, 3.0, 1.0))
+
+
+def test_clamp_with_nan_bound_gives_nan():
+    t = torch.tensor([-1.0, 0.0, 1.0])
+    for lo, hi in ((NAN, None), (None, NAN), (NAN, 1.0), (0.0, NAN)):
+        got = kael.clamp(to_kael(t), lo, hi)
+        assert all(math.isnan(v) for v in got.tolist())
+        assert_same(got, torch.clamp(t, lo, hi))
+    lo = torch.tensor([NAN, 0.0, 0.0])
+    assert_same(kael.clamp(to_kael(t), to_kael(lo)), torch.clamp(t, lo))
+    assert math.isnan(kael.clamp(to_kael(t), to_kael(lo)).tolist()[0])
+
+
+def test_clamp_of_int_tensor_with_float_bound_promotes_to_float32():
+    t = torch.tensor([0, 1, 2, 3])
+    got = kael.clamp(to_kael(t), 0.5, 2.5)
+    assert got.dtype is kael.float32
+    assert got.tolist() == [0.5, 1.0, 2.0, 2.5]
+    assert_same(got, torch.clamp(t, 0.5, 2.5))
+    assert kael.clamp(to_kael(t), 1, 2).dtype is kael.int64  # int bounds keep int64
+
+
+def test_clamp_with_tensor_bounds_broadcasts_and_promotes():
+    t = torch.tensor([-2.0, 0.0, 3.0])
+    lo = torch.tensor([[-1.0], [0.5]])
+    hi = torch.tensor([2, 2, 2])
+    got = kael.clamp(to_kael(t), to_kael(lo), to_kael(hi))
+    assert got.shape == (2, 3)
+    assert_same(got, torch.clamp(t, lo, hi))
+    i = torch.tensor([0, 1, 2])
+    lo64 = torch.tensor(0.5, dtype=torch.float64)
+    assert_same(kael.clamp(to_kael(i), min=to_kael(lo64)), torch.clamp(i, min=lo64))
+
+
+def test_clamp_mixing_scalar_and_tensor_bounds():
+    t = torch.tensor([-2.0, 0.0, 3.0, 9.0])
+    hi = torch.tensor([1.0, -1.0, 2.0, 8.0])
+    want = torch.clamp(t, torch.tensor(-1.5), hi)
+    assert_same(kael.clamp(to_kael(t), -1.5, to_kael(hi)), want)
+    lo = torch.tensor([-3.0, 0.5, 4.0, 0.0])
+    assert_same(kael.clamp(to_kael(t), to_kael(lo), 2.5), torch.clamp(t, lo, torch.tensor(2.5)))
+
+
+def test_clamp_without_bounds_raises_and_bool_is_refused():
+    with pytest.raises(kael.ValueError, match="at least one"):
+        kael.clamp(kael.tensor([1.0]))
+    with pytest.raises(kael.TypeError):
+        kael.clamp(kael.tensor([True, False]), True)
+    b = torch.tensor([True, False])
+    assert_same(kael.clamp(to_kael(b), 0), torch.clamp(b, 0))  # int bound: int64 result
+    assert_same(kael.clip(to_kael(b), max=0), torch.clip(b, max=0))
+
+
+def test_clamp_on_layouts_and_empty():
+    k, t = twin(values(torch.float32, (6, 8)), _stepped)
+    assert_same(kael.clamp(k, -1.0, 2.0), torch.clamp(t, -1.0, 2.0))
+    k, t = twin(values(torch.int64, (4, 3)), _T)
+    assert_same(kael.clamp(k, min=0), torch.clamp(t, min=0))
+    e = torch.zeros(0, 3)
+    assert_same(kael.clamp(to_kael(e), 0.0, 1.0), torch.clamp(e, 0.0, 1.0))
+
+
+# ---- masked_fill ------------------------------------------------------------------------------
+
+
+def test_masked_fill_with_mask_of_the_same_or_narrower_shape():
+    t = values(torch.float32, (3, 4))
+    for mask in (torch.tensor(BOOL_VALUES).reshape(3, 4), torch.tensor([True, False, False, True])):
+        got = kael.masked_fill(to_kael(t), to_kael(mask), -9.5)
+        assert_same(got, t.masked_fill(mask, -9.5))
+    k = to_kael(t)
+    kael.masked_fill(k, kael.tensor([True] * 4), 0.0)
+    assert_same(k, t)  # out of place: the input is unchanged
+
+
+def test_masked_fill_with_a_wider_mask_broadcasts_the_result():
+    t = torch.tensor([1.0, 2.0, 3.0])
+    mask = torch.tensor([[True, False, True], [False, False, False]])
+    got = kael.masked_fill(to_kael(t), to_kael(mask), 9.0)
+    assert got.shape == (2, 3)
+    assert_same(got, t.masked_fill(mask, 9.0))
+
+
+def test_masked_fill_converts_the_value_to_the_tensor_dtype():
+    t = torch.tensor([1, -2, 3])
+    mask = torch.tensor([True, False, True])
+    for value in (2.7, -2.7, True, torch.tensor(5), torch.tensor(4.5)):
+        kvalue = to_kael(value) if isinstance(value, torch.Tensor) else value
+        assert_same(kael.masked_fill(to_kael(t), to_kael(mask), kvalue), t.masked_fill(mask, value))
+    f = torch.tensor([1.5, 2.5])
+    assert_same(
+        kael.masked_fill(to_kael(f), to_kael(torch.tensor([False, True])), NAN),
+        f.masked_fill(torch.tensor([False, True]), NAN),
+    )
+
+
+def test_masked_fill_refuses_non_bool_masks_and_non_scalar_values():
+    t = kael.tensor([1.0, 2.0])
+    with pytest.raises(kael.TypeError, match="bool mask"):
+        kael.masked_fill(t, kael.tensor([1, 0]), 0.0)
+    with pytest.raises(kael.ValueError, match="0-dim"):
+        kael.masked_fill(t, kael.tensor([True, False]), kael.tensor([1.0, 2.0]))
+    with pytest.raises(kael.ValueError):
+        kael.masked_fill(t, kael.tensor([True, False, True]), 0.0)
+
+
+def test_masked_fill_on_transposed_and_stepped_inputs():
+    k, t = twin(values(torch.int64, (4, 3)), _T)
+    mask = torch.tensor([[True, False, True, False]] * 3)
+    assert_same(kael.masked_fill(k, to_kael(mask), 0), t.masked_fill(mask, 0))
+    k, t = twin(values(torch.float64, (6, 8)), _stepped)
+    assert_same(kael.masked_fill(k, to_kael(mask), 1.5), t.masked_fill(mask, 1.5))
+
+
+# ---- equal and allclose -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0])),
+        (torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.5])),
+        (torch.tensor([1.0, 2.0]), torch.tensor([[1.0, 2.0]])),
+        (torch.tensor([1.0]), torch.tensor([1.0, 1.0])),
+        (torch.tensor([NAN]), torch.tensor([NAN])),
+        (torch.tensor([0.0]), torch.tensor([-0.0])),
+        (torch.tensor([1, 2]), torch.tensor([1.0, 2.0])),
+        (torch.tensor([True, False]), torch.tensor([1, 0])),
+        (torch.zeros(0, 3), torch.zeros(0, 3)),
+        (torch.zeros(0, 3), torch.zeros(3, 0)),
+        (torch.tensor(3), torch.tensor(3)),
+        (torch.tensor(3), torch.tensor([3])),
+        (torch.tensor([INF, -INF]), torch.tensor([INF, -INF])),
+    ],
+)
+def test_equal_matches_torch(a, b):
+    want = torch.equal(a, b)
+    got = kael.equal(to_kael(a), to_kael(b))
+    assert type(got) is bool
+    assert got == want
+
+
+def test_equal_reads_non_contiguous_layouts():
+    t = values(torch.float32, (4, 3))
+    ka, ta = twin(t, _T)
+    kb = to_kael(t.T.contiguous())
+    assert kael.equal(ka, kb) is True
+    assert torch.equal(ta, t.T.contiguous())
+    assert kael.equal(ka, kael.add(kb, 1.0)) is False
+    same_nan = kael.tensor([NAN, 1.0])
+    assert kael.equal(same_nan, same_nan) is False  # NaN is never equal, even to itself
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "kwargs"),
+    [
+        ([100.0], [100.001], {}),
+        ([100.0], [100.0011], {}),
+        ([100.001], [100.0], {}),
+        ([1.0], [1.1], {"rtol": 0.095}),
+        ([1.1], [1.0], {"rtol": 0.095}),
+        ([0.0], [1e-8], {}),
+        ([0.0], [2e-8], {}),
+        ([0.0], [0.5], {"atol": 0.5, "rtol": 0.0}),
+        ([0.0], [0.5000001], {"atol": 0.5, "rtol": 0.0}),
+        ([NAN], [NAN], {}),
+        ([NAN], [NAN], {"equal_nan": True}),
+        ([NAN], [1.0], {"equal_nan": True}),
+        ([INF], [INF], {}),
+        ([-INF], [-INF], {}),
+        ([INF], [-INF], {}),
+        ([1.0], [INF], {}),
+        ([INF], [1.0], {}),
+        ([1e308], [INF], {"rtol": 1.0}),
+        ([1.0, 2.0], [[1.0, 2.0], [1.0, 2.0 + 1e-3]], {}),
+        ([1.0, 2.0], [[1.0, 2.0], [1.0, 2.0]], {}),
+    ],
+)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+def test_allclose_matches_torch(a, b, kwargs, dtype):
+    ta, tb = torch.tensor(a, dtype=dtype), torch.tensor(b, dtype=dtype)
+    want = torch.allclose(ta, tb, **kwargs)
+    got = kael.allclose(to_kael(ta), to_kael(tb), **kwargs)
+    assert type(got) is bool
+    assert got == want
+
+
+def test_allclose_on_integers_and_bools():
+    for a, b in (([1, 2], [1, 2]), ([1, 2], [1, 3]), ([True], [True]), ([True], [False])):
+        ta, tb = torch.tensor(a), torch.tensor(b)
+        assert kael.allclose(to_kael(ta), to_kael(tb)) == torch.allclose(ta, tb)
+
+
+# ---- broadcasting, out=, operators ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sa", "sb"), [((2, 3), (4,)), ((3,), (2,)), ((2, 3, 4), (3, 1, 5)), ((0,), (2,))]
+)
+def test_shapes_that_do_not_broadcast_raise_value_error_naming_both(sa, sb):
+    a, b = kael.zeros(*sa), kael.zeros(*sb)
+    with pytest.raises(RuntimeError):
+        torch.zeros(*sa) + torch.zeros(*sb)
+    fa, fb = (f"[{', '.join(map(str, s))}]" for s in (sa, sb))
+    for fn in (kael.add, kael.eq, kael.logical_and, kael.maximum):
+        with pytest.raises(kael.ValueError) as info:
+            fn(a, b)
+        assert fa in str(info.value) and fb in str(info.value)
+
+
+OUT_CALLS = {
+    "add": (lambda a, b, **o: kael.add(a, b, **o), lambda a, b: a + b),
+    "div": (lambda a, b, **o: kael.div(a.long(), 2, **o), lambda a, b: a.long() / 2),
+    "lt": (lambda a, b, **o: kael.lt(a, b, **o), lambda a, b: a < b),
+    "neg": (lambda a, b, **o: kael.neg(a, **o), lambda a, b: -a),
+    "where": (
+        lambda a, b, **o: kael.where(a > 0, a, b, **o),
+        lambda a, b: torch.where(a > 0, a, b),
+    ),
+    "clamp": (lambda a, b, **o: kael.clamp(a, 0.0, **o), lambda a, b: torch.clamp(a, 0.0)),
+}
+
+
+@pytest.mark.parametrize("name", list(OUT_CALLS))
+def test_out_of_the_result_shape_and_dtype_is_written_and_returned(name):
+    call, reference = OUT_CALLS[name]
+    ta = torch.tensor([[-1.5, 2.0, 0.5], [3.0, -4.0, 1.0]])
+    tb = torch.tensor([0.25, -1.0, 2.0])
+    expected = reference(ta, tb)
+    out = kael.zeros(*expected.shape, dtype=TO_KAEL[expected.dtype])
+    got = call(to_kael(ta), to_kael(tb), out=out)
+    assert got is out
+    assert_same(out, expected)
+
+
+def test_out_in_a_transposed_layout_is_written_in_its_own_layout():
+    base = kael.zeros(3, 2)
+    out = base.T
+    ta, tb = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), torch.tensor([10.0, 20.0, 30.0])
+    got = kael.add(to_kael(ta), to_kael(tb), out=out)
+    assert got is out
+    assert_same(out, ta + tb)
+    assert_same(base, (ta + tb).T)
+
+
+@pytest.mark.parametrize(
+    ("shape", "dtype", "error"),
+    [
+        ((3, 2), kael.float32, kael.ValueError),
+        ((2, 3, 1), kael.float32, kael.ValueError),
+        ((6,), kael.float32, kael.ValueError),
+        ((2, 3), kael.float64, kael.TypeError),
+        ((2, 3), kael.int64, kael.TypeError),
+    ],
+)
+def test_out_of_the_wrong_shape_or_dtype_raises(shape, dtype, error):
+    a, b = kael.ones(2, 3), kael.ones(3)
+    out = kael.zeros(*shape, dtype=dtype)
+    with pytest.raises(error):
+        kael.add(a, b, out=out)
+    with pytest.raises(error):
+        kael.neg(a, out=out)
+    assert kael.equal(out, kael.zeros(*shape, dtype=dtype))  # nothing written
+
+
+def test_out_that_overlaps_itself_raises():
+    out = kael.zeros(1, 3).expand(2, 3)
+    with pytest.raises(kael.Error, match=r"clone\(\)"):
+        kael.add(kael.ones(2, 3), 1.0, out=out)
+
+
+def test_out_that_aliases_an_input_in_another_layout_reads_a_copy():
+    t = torch.arange(9.0).reshape(3, 3)
+    k = to_kael(t)
+    kael.add(k, k.T, out=k)
+    assert_same(k, t + t.T)
+
+
+OPERATOR_NAMES = {
+    "+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floor_divide", "%": "remainder",
+    "**": "pow", "&": "bitwise_and", "|": "bitwise_or", "^": "bitwise_xor", "==": "eq",
+    "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge",
+}  # fmt: skip
+BINARY_OPERATORS = [
+    ("+", lambda a, b: a + b),
+    ("-", lambda a, b: a - b),
+    ("*", lambda a, b: a * b),
+    ("/", lambda a, b: a / b),
+    ("//", lambda a, b: a // b),
+    ("%", lambda a, b: a % b),
+    ("**", lambda a, b: a**b),
+    ("&", lambda a, b: a & b),
+    ("|", lambda a, b: a | b),
+    ("^", lambda a, b: a ^ b),
+    ("==", lambda a, b: a == b),
+    ("!=", lambda a, b: a != b),
+    ("<", lambda a, b: a < b),
+    ("<=", lambda a, b: a <= b),
+    (">", lambda a, b: a > b),
+    (">=", lambda a, b: a >= b),
+]
+
+
+@pytest.mark.parametrize(("symbol", "op"), BINARY_OPERATORS, ids=[s for s, _ in BINARY_OPERATORS])
+def test_python_operators_and_reflected_operators_match_torch(symbol, op):
+    name = OPERATOR_NAMES[symbol]
+    ti, tj = torch.tensor([[5, -7, 3]]), torch.tensor([[2], [-3]])
+    tf = torch.tensor([1.5, -2.0, 4.0])
+    tb = torch.tensor([True, False, True])
+    cases = [(ti, tj), (ti, 3), (3, ti), (-2, tj), (True, ti), (tb, ti), (ti, tb)]
+    if symbol not in ("**", "&", "|", "^"):
+        cases += [(tf, ti), (ti, tf), (1, tf), (tf, 2.5), (2.5, tf), (0.5, ti), (tb, 2.5)]
+    for a, b in cases:
+        ka = to_kael(a) if isinstance(a, torch.Tensor) else a
+        kb = to_kael(b) if isinstance(b, torch.Tensor) else b
+        expected = expected_binary(name, a, b)
+        if isinstance(expected, type):
+            with pytest.raises(expected):
+                op(ka, kb)
+        else:
+            assert_same(op(ka, kb), expected)
+
+
+def test_named_reflected_examples():
+    t = torch.tensor([1, 2, 4])
+    k = to_kael(t)
+    assert (1 - k).tolist() == [0, -1, -3]
+    assert (2**k).tolist() == [2, 4, 16]
+    assert (3 / k).tolist() == [3.0, 1.5, 0.75]
+    assert (3 / k).dtype is kael.float32
+    assert (7 // k).tolist() == [7, 3, 1]
+    assert (7 % k).tolist() == [0, 1, 3]
+
+
+def test_unary_python_operators_match_torch():
+    for t in (torch.tensor([-1.5, 0.0, -0.0, 2.0]), torch.tensor([INT64_MIN, -3, 0, 7])):
+        k = to_kael(t)
+        assert_same(-k, -t)
+        assert_same(abs(k), abs(t))
+        assert (+k) is k
+    assert_same(~to_kael(torch.tensor([0, 7, -1])), ~torch.tensor([0, 7, -1]))
+
+
+@pytest.mark.parametrize(
+    ("symbol", "op"),
+    [
+        ("+=", lambda a, b: a.__iadd__(b)),
+        ("-=", lambda a, b: a.__isub__(b)),
+        ("*=", lambda a, b: a.__imul__(b)),
+        ("/=", lambda a, b: a.__itruediv__(b)),
+    ],
+    ids=["iadd", "isub", "imul", "itruediv"],
+)
+def test_in_place_operators_write_into_the_same_tensor(symbol, op):
+    t, other = torch.tensor([[1.5, -2.0, 4.0]]), torch.tensor([[2.0], [0.5], [-1.0]]).T
+    k = to_kael(t)
+    storage = k._impl.storage
+    result = op(k, to_kael(other))
+    assert result is k and k._impl.storage is storage
+    assert_same(k, op(t.clone(), other))
+    k2 = to_kael(t)
+    op(k2, 3)
+    assert_same(k2, op(t.clone(), 3))
+    i = to_kael(torch.tensor([1, 2]))
+    if symbol == "/=":
+        with pytest.raises(kael.TypeError):
+            i /= 2
+    else:
+        assert_same(op(i, 2), op(torch.tensor([1, 2]), 2))
+
+
+def test_in_place_operator_statements_rebind_to_the_same_object():
+    k = kael.tensor([1.0, 2.0])
+    before = k
+    k += 1
+    k -= 0.5
+    k *= 2
+    k /= 4
+    assert k is before
+    assert k.tolist() == [0.75, 1.25]
+
+
+def test_aliases_are_the_same_ops():
+    for alias, name in (
+        ("subtract", "sub"),
+        ("multiply", "mul"),
+        ("divide", "div"),
+        ("true_divide", "div"),
+        ("negative", "neg"),
+        ("absolute", "abs"),
+        ("clip", "clamp"),
+        ("greater", "gt"),
+        ("greater_equal", "ge"),
+        ("less", "lt"),
+        ("less_equal", "le"),
+        ("not_equal", "ne"),
+    ):
+        assert getattr(kael, alias) is getattr(kael, name), alias
+
+
+def test_non_tensor_operands_raise_type_error():
+    with pytest.raises(kael.TypeError):
+        kael.add(kael.tensor([1.0]), "1")
+    with pytest.raises(kael.TypeError):
+        kael.add(1, 2)
+    with pytest.raises(kael.TypeError):
+        kael.neg(1.0)
