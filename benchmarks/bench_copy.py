@@ -17,12 +17,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import Case, measure, report  # noqa: E402
+from common import SIDE, Case, N, measure, report  # noqa: E402
 
 import kael  # noqa: E402
-
-N = 16 * 1024 * 1024
-SIDE = 4096
 
 
 def cases() -> list[Case]:

@@ -11,6 +11,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+N = 16 * 1024 * 1024  # elements of the large cases: 64 MiB of float32, past every cache
+SIDE = 4096  # N as a square
+
 
 @dataclass
 class Case:

@@ -8,7 +8,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import torch
 
+import kael
 from kael.runtime import dtypes
 from kael.runtime.device import CPU
 from kael.runtime.storage import Storage
@@ -53,3 +55,13 @@ def run_python(script: str, **env: str) -> subprocess.CompletedProcess:
     )
     assert res.returncode == 0, res.stderr
     return res
+
+
+# kael's dtypes and PyTorch's, both ways, for tests that compare the two.
+TORCH_DTYPES = {
+    kael.float32: torch.float32,
+    kael.float64: torch.float64,
+    kael.int64: torch.int64,
+    kael.bool: torch.bool,
+}
+KAEL_DTYPES = {t: k for k, t in TORCH_DTYPES.items()}

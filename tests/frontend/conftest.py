@@ -3,15 +3,11 @@
 import numpy as np
 import pytest
 import torch
+from kernel_helpers import TORCH_DTYPES
 
 import kael
 
-KAEL_TO_TORCH = {
-    kael.float32: torch.float32,
-    kael.float64: torch.float64,
-    kael.int64: torch.int64,
-    kael.bool: torch.bool,
-}
+KAEL_TO_TORCH = TORCH_DTYPES
 
 
 def assert_like_torch(k: kael.Tensor, t: torch.Tensor) -> None:

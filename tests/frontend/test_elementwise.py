@@ -12,16 +12,12 @@ import math
 import numpy as np
 import pytest
 import torch
+from kernel_helpers import KAEL_DTYPES
 
 import kael
 from kael.frontend import elementwise as ew
 
-TO_KAEL = {
-    torch.float32: kael.float32,
-    torch.float64: kael.float64,
-    torch.int64: kael.int64,
-    torch.bool: kael.bool,
-}
+TO_KAEL = KAEL_DTYPES
 DTYPES = [torch.float32, torch.float64, torch.int64, torch.bool]
 DTYPE_IDS = ["f32", "f64", "i64", "bool"]
 INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)

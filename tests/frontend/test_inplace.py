@@ -10,15 +10,11 @@ vector-math tests.
 import numpy as np
 import pytest
 import torch
+from kernel_helpers import KAEL_DTYPES
 
 import kael
 
-TO_KAEL = {
-    torch.float32: kael.float32,
-    torch.float64: kael.float64,
-    torch.int64: kael.int64,
-    torch.bool: kael.bool,
-}
+TO_KAEL = KAEL_DTYPES
 DTYPES = [torch.float32, torch.float64, torch.int64, torch.bool]
 DTYPE_IDS = ["f32", "f64", "i64", "bool"]
 INPLACE_BINARY = ["add", "sub", "mul", "div", "pow"]
