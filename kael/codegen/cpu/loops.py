@@ -308,8 +308,6 @@ def _emit_contig_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
         align = width * out_size if width * out_size <= CACHE_LINE else CACHE_LINE
 
     def unrolled(j):
-        if stream:
-            _prefetch_inputs(b, kernel, rows, j)
         for u in range(UNROLL):
             ju = b.add(j, ir.Constant(I64, u * width))
             _emit_body(b, kernel, args, width, address_at(ju), index_at(ju, width), align, stream)
@@ -431,25 +429,6 @@ def _emit_full_tile(b, kernel: Kernel, args: _Args, bases, outer, r0, c0, width:
             b.store(
                 v, _vector_ptr(b, args.ptrs[o], off, buf.dtype, width), align=buf.dtype.itemsize
             )
-
-
-PREFETCH_BYTES = int(__import__("os").environ.get("KAEL_PF", "1024"))
-
-
-def _prefetch_inputs(b: ir.IRBuilder, kernel: Kernel, rows, j) -> None:
-    """Ask for unit-stride inputs PREFETCH_BYTES ahead: streaming kernels are bound by DRAM."""
-    n_out = len(kernel.outputs)
-    i32 = ir.IntType(32)
-    fn = b.module.globals.get("llvm.prefetch.p0")
-    if fn is None:
-        fnty = ir.FunctionType(ir.VoidType(), [ir.PointerType(ir.IntType(8)), i32, i32, i32])
-        fn = ir.Function(b.module, fnty, "llvm.prefetch.p0")
-    for k, buf in enumerate(kernel.inputs):
-        if buf.inner != CONTIG:
-            continue
-        ahead = b.add(j, ir.Constant(I64, PREFETCH_BYTES // buf.dtype.itemsize))
-        ptr = b.bitcast(b.gep(rows[n_out + k], [ahead]), ir.PointerType(ir.IntType(8)))
-        b.call(fn, [ptr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
 
 
 def _emit_tiled(b: ir.IRBuilder, kernel: Kernel, args: _Args, begin: ir.Value, end: ir.Value):
