@@ -7,7 +7,6 @@ PyTorch's `copy_`; a transposed 4096x4096 copy at most PyTorch's time.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import SIDE, Case, N, measure, report  # noqa: E402
+from common import SIDE, Case, N, run  # noqa: E402
 
 import kael  # noqa: E402
 
@@ -88,15 +87,7 @@ def cases() -> list[Case]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
-    args = parser.parse_args()
-    print(f"kael threads {kael.get_num_threads()}, torch threads {torch.get_num_threads()}")
-    all_cases = cases()
-    measure(all_cases, rounds=args.rounds)
-    ok = report(all_cases)
-    return 0 if ok or not args.check else 1
+    return run(__doc__.splitlines()[0], cases)
 
 
 if __name__ == "__main__":

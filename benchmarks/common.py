@@ -6,6 +6,7 @@ alike instead of whichever happened to run at the time.
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 from collections.abc import Callable
@@ -62,3 +63,29 @@ def report(cases: list[Case]) -> bool:
             verdict = f"<= {limit}x {lib}: {'met' if met else 'MISSED'}"
         print(f"{c.name:44} {k:9.3f} {t:9.3f} {n:9.3f} {k / t:8.2f} {k / n:8.2f}  {verdict}")
     return ok
+
+
+def run(
+    description: str,
+    make_cases: Callable[[], list[Case]],
+    extra: Callable[[list[Case]], bool] | None = None,
+) -> int:
+    """The command line of a benchmark script: measure, report, check the targets.
+
+    `extra` reports further targets from the measured cases and says whether they were met.
+    """
+    import torch
+
+    import kael
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    args = parser.parse_args()
+    print(f"kael threads {kael.get_num_threads()}, torch threads {torch.get_num_threads()}")
+    cases = make_cases()
+    measure(cases, rounds=args.rounds)
+    ok = report(cases)
+    if extra is not None:
+        ok = extra(cases) and ok
+    return 0 if ok or not args.check else 1
