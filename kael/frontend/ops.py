@@ -56,7 +56,7 @@ ALIASES = {
 }
 FUNCTIONS.update({alias: FUNCTIONS[name] for alias, name in ALIASES.items()})
 
-INPLACE_BINARY = ("add", "sub", "mul", "div", "pow")
+INPLACE_BINARY = ("add", "sub", "mul", "div", "pow", "floor_divide", "remainder")
 
 
 def _reflected(name: str):
@@ -108,7 +108,16 @@ def _install() -> None:
     for dunder, name in operators.items():
         setattr(Tensor, f"__{dunder}__", _method(FUNCTIONS[name]))
         setattr(Tensor, f"__r{dunder}__", _reflected(name))
-    for dunder, name in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div")):
+    inplace_operators = {
+        "add": "add",
+        "sub": "sub",
+        "mul": "mul",
+        "truediv": "div",
+        "floordiv": "floor_divide",
+        "mod": "remainder",
+        "pow": "pow",
+    }
+    for dunder, name in inplace_operators.items():
         setattr(Tensor, f"__i{dunder}__", _inplace(name))
     for dunder in ("eq", "ne", "lt", "le", "gt", "ge"):
         setattr(Tensor, f"__{dunder}__", _method(FUNCTIONS[dunder]))

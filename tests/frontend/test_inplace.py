@@ -623,3 +623,25 @@ def test_zero_keeps_dtype_and_writes_minus_zero_free_zeros():
         k = to_kael(t)
         assert k.zero_() is k
         assert_same(k, t.clone().zero_())
+
+
+@pytest.mark.parametrize(
+    ("op", "torch_op"),
+    [("__ifloordiv__", "__ifloordiv__"), ("__imod__", "__imod__"), ("__ipow__", "__ipow__")],
+)
+def test_compound_floor_mod_pow_operators_write_in_place(op, torch_op):
+    k = kael.tensor([[-7, 7, 9], [5, -3, 8]])
+    t = torch.tensor([[-7, 7, 9], [5, -3, 8]])
+    alias = k
+    out = getattr(k, op)(2)
+    getattr(t, torch_op)(2)
+    assert out is alias
+    assert k.tolist() == t.tolist()
+
+
+def test_floor_divide_and_remainder_in_place_keep_self_dtype_and_refuse_a_float_result():
+    k = kael.tensor([7, -7])
+    k.floor_divide_(kael.tensor([2, 2]))
+    assert k.tolist() == [3, -4] and k.dtype is kael.int64
+    with pytest.raises(kael.TypeError, match="float32 can't be cast"):
+        k.remainder_(2.5)
