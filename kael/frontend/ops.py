@@ -108,17 +108,8 @@ def _install() -> None:
     for dunder, name in operators.items():
         setattr(Tensor, f"__{dunder}__", _method(FUNCTIONS[name]))
         setattr(Tensor, f"__r{dunder}__", _reflected(name))
-    inplace_operators = {
-        "add": "add",
-        "sub": "sub",
-        "mul": "mul",
-        "truediv": "div",
-        "floordiv": "floor_divide",
-        "mod": "remainder",
-        "pow": "pow",
-    }
-    for dunder, name in inplace_operators.items():
-        setattr(Tensor, f"__i{dunder}__", _inplace(name))
+        if name in INPLACE_BINARY:
+            setattr(Tensor, f"__i{dunder}__", _inplace(name))
     for dunder in ("eq", "ne", "lt", "le", "gt", "ge"):
         setattr(Tensor, f"__{dunder}__", _method(FUNCTIONS[dunder]))
     Tensor.__hash__ = object.__hash__  # defining __eq__ would otherwise make tensors unhashable

@@ -34,13 +34,7 @@ class Storage:
         if device.__class__ is not Device:
             device = parse_device(device)
         nbytes = _as_size(nbytes)
-        self.nbytes = nbytes
-        self.device = device
-        self.version = 0
-        self.owner = None
-        self._capacity = 0
-        self._allocator = None
-        self.ptr = 0
+        self._set(0, nbytes, device, None)
         if nbytes > 0:
             capacity = block_capacity(nbytes)
             allocator = allocator_for(device)
@@ -58,14 +52,18 @@ class Storage:
         if ptr < 0 or (ptr == 0 and nbytes > 0):
             raise ValueError(f"external storage of {nbytes} bytes needs a valid address, got {ptr}")
         storage = cls.__new__(cls)
-        storage.ptr = ptr
-        storage.nbytes = nbytes
-        storage.device = device
-        storage.version = 0
-        storage.owner = owner
-        storage._capacity = 0
-        storage._allocator = None
+        storage._set(ptr, nbytes, device, owner)
         return storage
+
+    def _set(self, ptr: int, nbytes: int, device: Device, owner: object) -> None:
+        """Every field of a storage that owns no allocator block (yet)."""
+        self.ptr = ptr
+        self.nbytes = nbytes
+        self.device = device
+        self.version = 0
+        self.owner = owner
+        self._capacity = 0
+        self._allocator = None
 
     @property
     def capacity(self) -> int:
