@@ -1,6 +1,6 @@
 """kael: a tensor library with a PyTorch-shaped eager API whose every computation is compiled."""
 
-from kael import cuda
+from kael import cuda, nn
 from kael.frontend import ops as _ops
 from kael.frontend.factories import (
     arange,
@@ -67,6 +67,7 @@ __all__ = [
     "as_tensor",
     "bool",
     "cuda",
+    "nn",
     "device",
     "empty",
     "empty_cache",

@@ -1,5 +1,5 @@
-"""The public elementwise API, generated from elementwise.py's tables: kael.add, Tensor.add,
-Tensor.add_, the Python operators, and kael.nn.functional's activations.
+"""The public op API: kael.add, Tensor.add, Tensor.add_ and the Python operators, generated
+from elementwise.py's tables, plus each op family's registry (FUNCTIONS, METHODS).
 
 Importing this module installs the methods on Tensor (tensor.py cannot import the ops
 without a cycle); kael/__init__.py imports it.
@@ -8,6 +8,7 @@ without a cycle); kael/__init__.py imports it.
 from __future__ import annotations
 
 from kael.frontend import elementwise as ew
+from kael.frontend import index_ops, linalg, nn, reductions, sequence
 from kael.frontend.tensor import Tensor
 
 
@@ -56,6 +57,13 @@ ALIASES = {
 }
 FUNCTIONS.update({alias: FUNCTIONS[name] for alias, name in ALIASES.items()})
 
+# Every other op family declares its own functions and Tensor methods.
+FAMILIES = (reductions, linalg, index_ops, sequence, nn)
+NOT_METHODS: set[str] = set()
+for _family in FAMILIES:
+    FUNCTIONS.update(_family.FUNCTIONS)
+    NOT_METHODS.update(_family.NOT_METHODS)
+
 INPLACE_BINARY = ("add", "sub", "mul", "div", "pow", "floor_divide", "remainder")
 
 
@@ -86,8 +94,11 @@ def _method(fn):
 def _install() -> None:
     """Every function as a Tensor method, the in-place variants and the operators."""
     for name, fn in FUNCTIONS.items():
-        if not hasattr(Tensor, name):
+        if not hasattr(Tensor, name) and name not in NOT_METHODS:
             setattr(Tensor, name, _method(fn))
+    for family in FAMILIES:
+        for name, fn in family.METHODS.items():
+            setattr(Tensor, name, fn)
     for name in INPLACE_BINARY:
         setattr(Tensor, f"{name}_", _inplace(name))
     Tensor.clamp_ = ew.clamp_

@@ -1,0 +1,11 @@
+"""Sequence ops along one dimension: cumsum, cumprod, tril, triu, flip, roll."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+# kael.NAME for each entry; also Tensor.NAME unless the name is in NOT_METHODS.
+FUNCTIONS: dict[str, Callable] = {}
+# Tensor-only methods (in-place variants, operators).
+METHODS: dict[str, Callable] = {}
+NOT_METHODS: frozenset[str] = frozenset()
