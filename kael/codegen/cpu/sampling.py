@@ -15,15 +15,12 @@ its index with an atomic min, so the caller reports the first bad row whatever t
 from __future__ import annotations
 
 import ctypes
-import functools
-import threading
 
 from llvmlite import ir
 
 from kael.codegen import philox
-from kael.codegen.cpu import compiler
+from kael.codegen.cpu import handwritten
 from kael.codegen.cpu.loops import _LoopBuilder
-from kael.runtime import kernel_cache
 from kael.runtime.dtypes import INT64_MAX
 from kael.runtime.launcher import launch
 
@@ -38,7 +35,6 @@ NO_POSITIVE = 2  # detail: 0
 TOO_FEW_POSITIVE = 3  # detail: the number of positive weights
 F64 = ir.DoubleType()
 I64 = ir.IntType(64)
-KernelFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
 
 def _i64(v: int) -> ir.Constant:
@@ -214,44 +210,24 @@ class _Row:
         return pick
 
 
-def build(module: ir.Module) -> ir.Function:
-    """Emit kael_multinomial into `module`."""
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), I64, I64]), SYMBOL)
-    fn.args[0].add_attribute("noalias")
-    fn.attributes.add("nounwind")
-    entry = fn.append_basic_block("entry")
-    b = ir.IRBuilder(entry)
+def build(module: ir.Module) -> list[str]:
+    """Emit kael_multinomial into `module`; returns its symbol."""
+    fn, b = handwritten.kernel_function(module, SYMBOL)
     words = {name: b.load(b.gep(fn.args[0], [_i64(i)]), name=name) for i, name in enumerate(ARGS)}
     row = _Row(b, words, b)  # allocas before the first branch: still the entry block
     _LoopBuilder(b).counted(fn.args[1], fn.args[2], 1, row, "row")
     b.ret_void()
-    return fn
+    return [SYMBOL]
 
 
 def ir_text() -> str:
-    """The function's LLVM IR without a target header (compile_ir_text adds the host's)."""
-    module = ir.Module(name=SYMBOL)
-    build(module)
-    return "\n".join(line for line in str(module).splitlines() if not line.startswith("target "))
+    """The function's LLVM IR without a target header."""
+    return handwritten.compiled(SYMBOL, build).text
 
 
-_lock = threading.Lock()
-
-
-@functools.cache
-def _function() -> tuple[KernelFn, object]:
-    text = ir_text()
-    t = compiler.host_target()
-    key = kernel_cache.key_of(SYMBOL, text, t["triple"], t["cpu"], t["features"], t["llvm"])
-    obj, _ = kernel_cache.fetch("cpu", key, lambda: compiler.compile_ir_text(text))
-    addresses, tracker = compiler.load_object_symbols(obj, (SYMBOL,), f"{SYMBOL}_{key[:12]}")
-    return KernelFn(addresses[SYMBOL]), tracker  # the tracker keeps the code loaded
-
-
-def function() -> KernelFn:
+def function() -> handwritten.KernelFn:
     """The compiled sampler, built or loaded from the disk cache once per process."""
-    with _lock:
-        return _function()[0]
+    return handwritten.compiled(SYMBOL, build)[SYMBOL]
 
 
 def run(
