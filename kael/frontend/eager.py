@@ -16,13 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kael.codegen.cpu import jit, parallel
+from kael.codegen.cpu import reduce as cpu_reduce
 from kael.codegen.cpu.loops import tile_size
 from kael.codegen.ptx.launch import launch as gpu_launch
 from kael.ir import graph as g
 from kael.ir import layout
 from kael.ir.kernel import BCAST, CONTIG, Kernel
 from kael.ir.ops import FAULTS, FLAG
-from kael.ir.scheduler import schedule_elementwise
+from kael.ir.reduction import ReducePlan, Reduction, plan_reduction
+from kael.ir.scheduler import schedule_elementwise, schedule_reduction
 from kael.runtime import cuda_driver, debug
 from kael.runtime.convert import convert_scalar
 from kael.runtime.device import CPU
@@ -31,6 +33,7 @@ from kael.runtime.errors import Error
 from kael.runtime.launcher import launch
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl
+from kael.runtime.threadpool import get_num_threads
 
 
 def _streaming_threshold() -> int:
@@ -169,14 +172,17 @@ def run(
     start = time.perf_counter()
     launch(plan.compiled.fn, words, plan.total, plan.moved, plan.align)
     flagged = error is not None and error.check()
-    record = Launch(
-        plan.kernel, plan.compiled.symbol, out.shape, plan.moved, time.perf_counter() - start
-    )
+    _record(plan.kernel, plan.compiled.symbol, out.shape, plan.moved, start)
+    return flagged
+
+
+def _record(kernel, symbol: str, shape: tuple[int, ...], moved: int, start: float) -> None:
+    """Report a launch that began at `start` to the recorder and to KAEL_DEBUG."""
+    record = Launch(kernel, symbol, shape, moved, time.perf_counter() - start)
     if recorder is not None:
         recorder.append(record)
     if debug.level >= 1:
         debug.emit(f"[kael] launch {record}")
-    return flagged
 
 
 class _ErrorWord:
@@ -305,3 +311,106 @@ def eye_into(dst: TensorImpl) -> None:
 
     k = template(("eye", dst.dtype), build)
     run(k, [dst], [])
+
+
+# ---- reductions ------------------------------------------------------------------------------
+
+_reduction_templates: dict[tuple, tuple[Reduction, list[str]]] = {}
+# (template id, device, shape, axes, strides of every operand) -> _ReductionPlan.
+_reduction_plans: dict[tuple, _ReductionPlan] = {}
+
+
+def reduction_template(
+    key: tuple, build: Callable[[], tuple[str, list[g.Node]]]
+) -> tuple[Reduction, list[str]]:
+    """The reduction kernel of one op signature and its scalar names, scheduled once.
+
+    `build` returns a name and output nodes, each an epilogue over one Reduce node
+    whose operand (the prologue) is built on shape-() Input nodes.
+    """
+    entry = _reduction_templates.get(key)
+    if entry is None:
+        name, outputs = build()
+        kernel, _, scalars = schedule_reduction(name, outputs)
+        entry = _reduction_templates[key] = (kernel, scalars)
+    return entry
+
+
+@dataclass(frozen=True, slots=True)
+class _ReductionPlan:
+    kernel: Reduction  # specialized for the layout
+    compiled: cpu_reduce.CompiledReduction | None  # None on a GPU
+    layout: ReducePlan
+    tail: list[int]  # sizes, strides, length, blocks, chunks
+    moved: int
+
+
+def _reduction_plan(kernel: Reduction, outs, ins, shape, axes, keepdim) -> _ReductionPlan:
+    kept_axes = [d for d in range(len(shape)) if d not in axes]
+    if keepdim:
+        out_strides = [tuple(t.strides[d] for d in kept_axes) for t in outs]
+    else:
+        out_strides = [t.strides for t in outs]
+    threads = get_num_threads()
+    lay = plan_reduction(shape, axes, out_strides, [t.strides for t in ins], threads)
+    specialized = kernel.specialize(lay)
+    on_cpu = outs[0].device is CPU
+    compiled = cpu_reduce.get(specialized) if on_cpu else None
+    tail = [*lay.kept, *lay.reduced]
+    for st in lay.out_strides + lay.in_strides:
+        tail += st
+    tail += [*lay.index_strides, lay.length, lay.blocks, lay.chunks, lay.columns]
+    moved = sum(t.numel() * t.dtype.itemsize for t in (*outs, *ins))
+    return _ReductionPlan(specialized, compiled, lay, tail, moved)
+
+
+def run_reduction(
+    entry: tuple[Reduction, list[str]],
+    outs: list[TensorImpl],
+    ins: list[TensorImpl],
+    axes: tuple[int, ...],
+    keepdim: bool = False,
+    scalars: dict | None = None,
+) -> None:
+    """Reduce the inputs (all of one shape) over `axes` into `outs`, in one launch per pass.
+
+    `outs` have the kept shape, with the reduced dims as size 1 when `keepdim`.
+    """
+    kernel, names = entry
+    device = outs[0].device
+    for t in (*outs, *ins):
+        if t.device is not device:
+            raise Error(f"expected all tensors on one device, but found {device} and {t.device}")
+    shape = ins[0].shape
+    sig = (id(kernel), device, shape, axes, keepdim, get_num_threads())
+    sig += tuple(t.strides for t in (*outs, *ins))
+    plan = _reduction_plans.get(sig)
+    if plan is None:
+        if outs[0].numel() == 0:
+            return
+        if len(_reduction_plans) >= _MAX_PLANS:
+            _reduction_plans.clear()
+        plan = _reduction_plans[sig] = _reduction_plan(kernel, outs, ins, shape, axes, keepdim)
+    lay = plan.layout
+    acc = plan.kernel.acc
+    scratch = scratch_index = None
+    if lay.blocks > 1 and device is CPU:
+        scratch = Storage(lay.outputs * lay.blocks * acc.itemsize, device)
+        scratch_index = Storage(lay.outputs * lay.blocks * 8 if plan.kernel.is_arg else 8, device)
+    words = [t.data_ptr() for t in (*outs, *ins)]
+    words += [scratch.ptr if scratch else 0, scratch_index.ptr if scratch_index else 0]
+    words += plan.tail
+    if names:
+        words += [_param_word(scalars[name], d) for name, d in zip(names, plan.kernel.params)]
+    if plan.compiled is None:
+        from kael.codegen.ptx.reduce import launch as gpu_reduce
+
+        gpu_reduce(plan.kernel, words, lay)
+        return
+    start = time.perf_counter()
+    fn = plan.compiled
+    launch(fn.main, words, lay.work_items, plan.moved, 1)
+    if lay.blocks > 1:
+        launch(fn.final, words, lay.outputs, lay.outputs * lay.blocks * acc.itemsize, 1)
+    if recorder is not None or debug.level >= 1:
+        _record(plan.kernel, fn.symbol, outs[0].shape, plan.moved, start)

@@ -6,6 +6,7 @@ import math
 
 from kael.ir.expr import Binary, Cast, Const, Expr, Index, Load, Param, Unary, Where
 from kael.ir.kernel import Kernel
+from kael.ir.reduction import Reduction
 
 
 def format_const(value: bool | int | float, dtype) -> str:
@@ -41,12 +42,29 @@ def format_expr(e: Expr) -> str:
 
 def format_kernel(k: Kernel) -> str:
     """The kernel as a few lines: header, buffers, one line per output expression."""
+    if isinstance(k, Reduction):
+        return format_reduction(k)
     schedule = ("tiled" if k.tiled else "flat") + (" nontemporal" if k.nontemporal else "")
     lines = [f"kernel {k.name} rank={k.rank} {schedule}"]
     lines += [f"  out{i}: {b.dtype} {b.inner}" for i, b in enumerate(k.outputs)]
     lines += [f"  in{i}: {b.dtype} {b.inner}" for i, b in enumerate(k.inputs)]
     lines += [f"  p{i}: {d}" for i, d in enumerate(k.params)]
     lines += [f"  out{i} = {format_expr(e)}" for i, e in enumerate(k.exprs)]
+    return "\n".join(lines)
+
+
+def format_reduction(k: Reduction) -> str:
+    """A reduction kernel: header, buffers, the prologue and each output's epilogue.
+
+    In an epilogue, in0 is the reduced value and in1 the reduced index.
+    """
+    vector = " vector" if k.vector else ""
+    lines = [f"reduction {k.name} {k.op} {k.schedule} kept={k.kept} reduced={k.reduced}{vector}"]
+    lines += [f"  out{i}: {b.dtype}" for i, b in enumerate(k.outputs)]
+    lines += [f"  in{i}: {b.dtype} {b.inner}" for i, b in enumerate(k.inputs)]
+    lines += [f"  p{i}: {d}" for i, d in enumerate(k.params)]
+    lines.append(f"  acc = {k.op}({format_expr(k.prologue)})")
+    lines += [f"  out{i} = {format_expr(e)}" for i, e in enumerate(k.epilogues)]
     return "\n".join(lines)
 
 

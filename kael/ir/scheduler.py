@@ -1,8 +1,10 @@
 """The scheduler: cuts a graph into Kernels.
 
-Elementwise chains fuse into one kernel whose inputs are the graph's Input nodes.
-Reductions, matmul and movement inside traced graphs arrive with their own issues;
-meeting one here fails loudly rather than computing something else.
+Elementwise chains fuse into one kernel whose inputs are the graph's Input nodes. A
+Reduce node becomes one Reduction kernel: the elementwise graph under it is its
+per-element prologue, the elementwise graph above it each output's epilogue. Matmul
+and movement inside traced graphs arrive with their own issues; meeting one here fails
+loudly rather than computing something else.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from kael.ir import expr as x
 from kael.ir import graph as g
 from kael.ir.kernel import Buffer, Kernel
+from kael.ir.reduction import ARG_OPS, OPS, Reduction, acc_load, index_load
 
 
 def schedule_elementwise(
@@ -26,7 +29,21 @@ def schedule_elementwise(
             raise ValueError(f"fused outputs need one shape, got {list(shape)} and {list(o.shape)}")
     inputs: list[g.Input] = []
     scalars: list[str] = []
-    memo: dict[int, x.Expr] = {}
+    lower = _lowering(inputs, scalars, {})
+    exprs = tuple(lower(o) for o in outputs)
+    kernel = Kernel(
+        name=name,
+        rank=len(shape),
+        inputs=tuple(Buffer(i.dtype) for i in inputs),
+        outputs=tuple(Buffer(o.dtype) for o in outputs),
+        exprs=exprs,
+        params=tuple(e.dtype for e in _params(exprs)),
+    )
+    return kernel, inputs, scalars
+
+
+def _lowering(inputs: list[g.Input], scalars: list[str], memo: dict[int, x.Expr]):
+    """Graph node -> expression, appending Inputs and Scalars to the lists as met."""
 
     def lower(n: g.Node) -> x.Expr:
         if id(n) in memo:
@@ -54,15 +71,54 @@ def schedule_elementwise(
         memo[id(n)] = e
         return e
 
-    exprs = tuple(lower(o) for o in outputs)
-    kernel = Kernel(
+    return lower
+
+
+def _reduce_nodes(outputs: list[g.Node]) -> list[g.Reduce]:
+    return [n for n in g.topo_order(outputs) if isinstance(n, g.Reduce)]
+
+
+def schedule_reduction(
+    name: str, outputs: list[g.Node]
+) -> tuple[Reduction, list[g.Input], list[str]]:
+    """One Reduction for outputs that each apply an epilogue to one Reduce node.
+
+    Every Reduce must read the same operand with one op, except that max and argmax (or
+    min and argmin) pair into one argmax kernel giving values and indices. Returns the
+    kernel, the prologue's Input nodes and the Scalar names, in slot order.
+    """
+    reduces = _reduce_nodes(outputs)
+    if not reduces:
+        raise ValueError("schedule_reduction needs a Reduce node")
+    operand = reduces[0].x
+    ops = {r.op for r in reduces}
+    if any(r.x is not operand for r in reduces) or not ops <= set(OPS):
+        raise ValueError(f"cannot fuse reductions {sorted(ops)} over different operands")
+    arg = [op for op in ops if op in ARG_OPS]
+    if len(ops) > 1 and not (len(arg) == 1 and ops == {arg[0], ARG_OPS[arg[0]]}):
+        raise ValueError(f"cannot fuse reductions {sorted(ops)} into one kernel")
+    op = arg[0] if arg else reduces[0].op
+    inputs: list[g.Input] = []
+    scalars: list[str] = []
+    prologue = _lowering(inputs, scalars, {})(operand)
+    memo: dict[int, x.Expr] = {}
+    for r in reduces:
+        memo[id(r)] = index_load() if r.op in ARG_OPS else acc_load(prologue.dtype)
+    stray: list[g.Input] = []
+    epilogues = tuple(_lowering(stray, scalars, memo)(o) for o in outputs)
+    if stray:
+        raise ValueError("an epilogue may read only the reduced value, not other inputs")
+    exprs = (prologue, *epilogues)
+    kernel = Reduction(
         name=name,
-        rank=len(shape),
+        op=op,
         inputs=tuple(Buffer(i.dtype) for i in inputs),
-        outputs=tuple(Buffer(o.dtype) for o in outputs),
-        exprs=exprs,
+        prologue=prologue,
+        epilogues=epilogues,
         params=tuple(e.dtype for e in _params(exprs)),
     )
+    if kernel.may_fault:
+        raise NotImplementedError("reductions over ops that can fault are not supported")
     return kernel, inputs, scalars
 
 

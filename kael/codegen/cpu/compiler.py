@@ -14,6 +14,7 @@ from llvmlite import ir
 
 from kael.codegen.cpu.loops import build_function
 from kael.ir.kernel import Kernel
+from kael.ir.reduction import Reduction
 
 _lock = threading.Lock()
 
@@ -65,7 +66,12 @@ def build_module(kernel: Kernel, symbol: str) -> ir.Module:
     module = ir.Module(name=symbol)
     module.triple = host_target()["triple"]
     module.data_layout = str(_target_machine().target_data)
-    build_function(module, kernel, symbol)
+    if isinstance(kernel, Reduction):
+        from kael.codegen.cpu.reduce import fill_module  # it imports this module
+
+        fill_module(module, kernel, symbol)
+    else:
+        build_function(module, kernel, symbol)
     return module
 
 

@@ -23,6 +23,7 @@ from kael.codegen.cpu import jit
 from kael.codegen.ptx import kernel as ptx_kernel
 from kael.ir.kernel import Kernel
 from kael.ir.printer import format_kernel
+from kael.ir.reduction import Reduction
 from kael.runtime import debug, kernel_cache
 from kael.runtime.errors import Error
 from kael.runtime.version import __version__
@@ -117,6 +118,10 @@ def compile_ptx(kernel: Kernel) -> str:
 
 def ptx_for(kernel: Kernel) -> str:
     """The PTX of `kernel`, running LLVM at most once per machine."""
+    if isinstance(kernel, Reduction):
+        from kael.codegen.ptx import reduce  # it imports this module
+
+        return reduce.ptx_for(kernel)
     return _memory.get(kernel, lambda: _load_or_compile(kernel))
 
 

@@ -1,0 +1,585 @@
+"""A Reduction as two host functions: the blocks, then the fixed tree over their partials.
+
+`void main(i64* args, i64 begin, i64 end)` runs work items [begin, end) (see
+kael/ir/reduction.py for ROWS and COLS items). An output reduced in one block gets its
+epilogue stored at once; otherwise each block stores its partial in the scratch buffers
+and `void final(...)`, one work item per output, combines the partials in a fixed
+bottom-up pairwise tree and stores the epilogue. Inside a block, W-lane accumulators
+(unrolled UNROLL times) are combined in a fixed order: accumulators pairwise, then lanes
+by halving, then the scalar tail. The order depends on the layout class only.
+
+Argument words: output pointers, input pointers, the value and index scratch pointers,
+the kept sizes, the reduced sizes, each output's strides over the kept dims, each
+input's strides over kept then reduced dims, each reduced dim's step in the flat
+reduced index (arg ops), the reduced length, the block count, the chunk count and
+width (COLS), then the run-time scalars (floats as float64 bits).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+import kael.codegen
+import kael.ir
+from kael.codegen.cpu import compiler, handwritten
+from kael.codegen.cpu.loops import _LoopBuilder, _splat
+from kael.codegen.lowering import (
+    I64,
+    ExprEmitter,
+    constant,
+    decompose,
+    element_offset,
+    param_from_word,
+    scalar_type,
+    value_type,
+)
+from kael.ir.kernel import BCAST, STRIDED
+from kael.ir.printer import format_reduction
+from kael.ir.reduction import ARG_OPS, BLOCK, COLS, MAX_COLUMNS, Reduction
+from kael.runtime import kernel_cache
+from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType
+from kael.runtime.version import __version__
+
+VECTOR_BYTES = 64
+UNROLL = 4
+ROW_GROUP = 4  # COLS: rows folded per pass over a chunk of outputs
+
+
+def vector_width(red: Reduction) -> int:
+    """Lanes per accumulator: one 64-byte vector of the widest of the inputs and accumulator."""
+    sizes = [red.acc.itemsize] + [b.dtype.itemsize for b in red.inputs]
+    return max(1, VECTOR_BYTES // max(sizes))
+
+
+def identity(op: str, dtype: DType) -> bool | int | float:
+    """The value every block starts from: the op's neutral element."""
+    base = ARG_OPS.get(op, op)
+    if base in ("sum", "any"):
+        return 0
+    if base in ("prod", "all"):
+        return 1
+    if dtype.is_floating_point:
+        return float("-inf") if base == "max" else float("inf")
+    if dtype.is_bool:
+        return 0 if base == "max" else 1
+    return INT64_MIN if base == "max" else INT64_MAX
+
+
+class Combiner:
+    """Emits `a (+) c` for one op, on scalars or vectors alike; arg ops carry indices."""
+
+    def __init__(self, b: ir.IRBuilder, op: str, dtype: DType):
+        self.b, self.op, self.dtype = b, op, dtype
+
+    def __call__(self, a, ia, c, ic):
+        b, op, dt = self.b, self.op, self.dtype
+        if op == "sum":
+            return (b.fadd(a, c) if dt.is_floating_point else b.add(a, c)), None
+        if op == "prod":
+            return (b.fmul(a, c) if dt.is_floating_point else b.mul(a, c)), None
+        if op == "all":
+            return b.and_(a, c), None
+        if op == "any":
+            return b.or_(a, c), None
+        greater = ARG_OPS.get(op, op) == "max"
+        rel = ">" if greater else "<"
+        if dt.is_floating_point:
+            a_nan = b.fcmp_unordered("uno", a, a)
+            c_nan = b.fcmp_unordered("uno", c, c)
+            better = b.fcmp_ordered(rel, a, c)
+            equal = b.fcmp_ordered("==", a, c)
+        else:
+            cmp = b.icmp_unsigned if dt.is_bool else b.icmp_signed
+            better, equal = cmp(rel, a, c), cmp("==", a, c)
+        if op not in ARG_OPS:
+            if not dt.is_floating_point:
+                return b.select(better, a, c), None
+            # NaN wins from either side: max/min propagate it.
+            return b.select(b.or_(a_nan, b.and_(b.not_(c_nan), better)), a, c), None
+        first = b.icmp_signed("<", ia, ic)
+        take_a = b.or_(better, b.and_(equal, first))
+        if dt.is_floating_point:
+            # The first NaN wins; any NaN beats every number.
+            take_a = b.select(a_nan, b.or_(b.not_(c_nan), first), b.and_(b.not_(c_nan), take_a))
+        return b.select(take_a, a, c), b.select(take_a, ia, ic)
+
+
+class _Args:
+    """Typed views of the argument block, loaded once in the entry block."""
+
+    def __init__(self, b: ir.IRBuilder, red: Reduction, block: ir.Value):
+        n_out, n_in, k, r = len(red.outputs), len(red.inputs), red.kept, red.reduced
+        at = iter(range(1 << 30))
+
+        def word() -> ir.Value:
+            i = next(at)
+            return b.load(b.gep(block, [ir.Constant(I64, i)]), name=f"w{i}")
+
+        def ptr(dtype: DType) -> ir.Value:
+            return b.inttoptr(word(), scalar_type(dtype).as_pointer())
+
+        self.outs = [ptr(buf.dtype) for buf in red.outputs]
+        self.ins = [ptr(buf.dtype) for buf in red.inputs]
+        self.scratch = ptr(red.acc)
+        self.scratch_index = b.inttoptr(word(), I64.as_pointer())
+        self.kept = [word() for _ in range(k)]
+        self.reduced = [word() for _ in range(r)]
+        self.out_strides = [[word() for _ in range(k)] for _ in range(n_out)]
+        self.in_strides = [[word() for _ in range(k + r)] for _ in range(n_in)]
+        self.index_strides = [word() for _ in range(r)]
+        self.length, self.blocks, self.chunks, self.columns = word(), word(), word(), word()
+        self.params = [param_from_word(b, word(), d) for d in red.params]
+
+
+def word_count(red: Reduction) -> int:
+    n_out, n_in, k, r = len(red.outputs), len(red.inputs), red.kept, red.reduced
+    return n_out + n_in + 2 + k + r + n_out * k + n_in * (k + r) + r + 4 + len(red.params)
+
+
+def _i64(v: int) -> ir.Constant:
+    return ir.Constant(I64, v)
+
+
+def _min(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    return b.select(b.icmp_signed("<", x, y), x, y)
+
+
+class _Emitter:
+    """Shared state for emitting one function of a reduction."""
+
+    def __init__(self, red: Reduction, fn: ir.Function, b: ir.IRBuilder):
+        self.red, self.fn, self.b = red, fn, b
+        self.loops = _LoopBuilder(b)
+        self.args = _Args(b, red, fn.args[0])
+        self.combine = Combiner(b, red.op, red.acc)
+        self.width = vector_width(red)
+        self.entry = ir.IRBuilder(fn.entry_basic_block)
+        self.entry.position_at_start(fn.entry_basic_block)
+
+    def slot(self, t: ir.Type, name: str) -> ir.Value:
+        """An entry-block alloca: loop-carried state that mem2reg turns into SSA."""
+        return self.entry.alloca(t, name=name)
+
+    def ident(self, width: int) -> ir.Value:
+        return constant(self.red.acc, identity(self.red.op, self.red.acc), width)
+
+    def prologue(self, width: int, load) -> ir.Value:
+        emitter = ExprEmitter(self.b, width, load, _no_index, lambda s: self.args.params[s])
+        return emitter.emit(self.red.prologue)
+
+    def load_input(self, i: int, base: ir.Value, width: int, stride=None) -> ir.Value:
+        """Input i at element offset `base` (scalar), or `width` lanes from there.
+
+        A STRIDED input's lanes are `stride` elements apart, gathered one by one.
+        """
+        buf, b = self.red.inputs[i], self.b
+        p = b.gep(self.args.ins[i], [base])
+        if width == 1:
+            return b.load(p, align=buf.dtype.itemsize)
+        if buf.inner == BCAST:
+            return _splat(b, b.load(p, align=buf.dtype.itemsize), width)
+        if buf.inner == STRIDED:
+            vec = ir.Constant(value_type(buf.dtype, width), ir.Undefined)
+            for lane in range(width):
+                q = b.gep(p, [b.mul(stride, _i64(lane))]) if lane else p
+                vec = b.insert_element(vec, b.load(q, align=buf.dtype.itemsize), _i64(lane))
+            return vec
+        vp = b.bitcast(p, value_type(buf.dtype, width).as_pointer())
+        return b.load(vp, align=buf.dtype.itemsize)
+
+    def store_result(self, offsets: list[ir.Value], value: ir.Value, index) -> None:
+        """Each output's epilogue of (value, index) at its element offset."""
+        b = self.b
+        emitter = ExprEmitter(
+            b,
+            1,
+            lambda i: value if i == 0 else index,
+            _no_index,
+            lambda s: self.args.params[s],
+        )
+        for o, (buf, e) in enumerate(zip(self.red.outputs, self.red.epilogues)):
+            p = b.gep(self.args.outs[o], [offsets[o]])
+            b.store(emitter.emit(e), p, align=buf.dtype.itemsize)
+
+    def walk_reduced(self, j0: ir.Value, j1: ir.Value, row) -> None:
+        """Call row(pos, first, n, offsets, at) for each run of the last reduced dim in [j0, j1).
+
+        `offsets[i]` is input i's element offset of the run's reduced prefix (no kept
+        part) and `at` that prefix's flat reduced index.
+        """
+        b, fn, args = self.b, self.fn, self.args
+        r = self.red.reduced
+        slots = [self.slot(I64, f"ridx{d}") for d in range(r)]
+        pos_slot = self.slot(I64, "rpos")
+        start = fn.append_basic_block("runs")
+        after = fn.append_basic_block("runs.done")
+        b.cbranch(b.icmp_signed("<", j0, j1), start, after)
+        b.position_at_end(start)
+        for s, v in zip(slots, decompose(b, j0, args.reduced)):
+            b.store(v, s)
+        b.store(j0, pos_slot)
+        run = fn.append_basic_block("run")
+        b.branch(run)
+        b.position_at_end(run)
+        idx = [b.load(s) for s in slots]
+        pos = b.load(pos_slot)
+        first = idx[-1]
+        n = _min(b, b.sub(args.reduced[-1], first), b.sub(j1, pos))
+        k = self.red.kept
+        offsets = [element_offset(b, idx[:-1], st[k:-1]) for st in args.in_strides]
+        at = element_offset(b, idx[:-1], args.index_strides[:-1])
+        # The flat reduced index of the run's element j is at + (first + j) * step.
+        row(pos, first, n, offsets, at)
+        pos = b.add(pos, n)
+        b.store(pos, pos_slot)
+        more = fn.append_basic_block("runs.next")
+        b.cbranch(b.icmp_signed("<", pos, j1), more, after)
+        b.position_at_end(more)
+        b.store(_i64(0), slots[-1])
+        for d in reversed(range(r - 1)):
+            v = b.add(b.load(slots[d]), _i64(1))
+            wrapped = b.icmp_signed(">=", v, args.reduced[d])
+            b.store(b.select(wrapped, _i64(0), v), slots[d])
+            if d > 0:
+                nxt = fn.append_basic_block(f"carry{d}")
+                b.cbranch(wrapped, nxt, run)
+                b.position_at_end(nxt)
+        b.branch(run)
+        b.position_at_end(after)
+
+    def fold_lanes(self, v: ir.Value, iv, width: int):
+        """One value from `width` lanes: halves combined until one lane is left."""
+        b = self.b
+        i32 = ir.IntType(32)
+        while width > 1:
+            h = width // 2
+            lo = ir.Constant(ir.VectorType(i32, h), list(range(h)))
+            hi = ir.Constant(ir.VectorType(i32, h), list(range(h, width)))
+            undef_v = ir.Constant(v.type, ir.Undefined)
+            a, c = b.shuffle_vector(v, undef_v, lo), b.shuffle_vector(v, undef_v, hi)
+            ia = ic = None
+            if iv is not None:
+                undef_i = ir.Constant(iv.type, ir.Undefined)
+                ia, ic = b.shuffle_vector(iv, undef_i, lo), b.shuffle_vector(iv, undef_i, hi)
+            v, iv = self.combine(a, ia, c, ic)
+            width = h
+        value = b.extract_element(v, _i64(0))
+        return value, (b.extract_element(iv, _i64(0)) if iv is not None else None)
+
+
+def _no_index(axis: int):
+    raise NotImplementedError("a reduction prologue cannot read its position")
+
+
+def _rows_block(e: _Emitter, j0, j1, bases):
+    """(value, index) of reduced elements [j0, j1) of one output, inputs at `bases`."""
+    red, b = e.red, e.b
+    arg = red.is_arg
+    gathers = any(buf.inner == STRIDED for buf in red.inputs)
+    # Gathering more than 8 lanes element by element costs more code than it saves.
+    w = e.width if red.vector and not (gathers and e.width > 8) else 1
+    acc_t = value_type(red.acc, w)
+    idx_t = ir.VectorType(I64, w) if w > 1 else I64
+    n_acc = UNROLL if w > 1 else 0
+    vec = [e.slot(acc_t, f"acc{u}") for u in range(n_acc)]
+    vec_i = [e.slot(idx_t, f"acci{u}") for u in range(n_acc)] if arg else []
+    tail = e.slot(scalar_type(red.acc), "tail")
+    tail_i = e.slot(I64, "taili")
+    for s in vec:
+        b.store(e.ident(w), s)
+    for s in vec_i:
+        b.store(ir.Constant(idx_t, [ir.Constant(I64, INT64_MAX)] * w), s)
+    b.store(e.ident(1), tail)
+    b.store(_i64(INT64_MAX), tail_i)
+    lanes = ir.Constant(idx_t, list(range(w))) if w > 1 else None
+    last = red.kept + red.reduced - 1
+
+    def accumulate(slot, islot, value, index):
+        cur_i = b.load(islot) if arg else None
+        v, i = e.combine(b.load(slot), cur_i, value, index)
+        b.store(v, slot)
+        if arg:
+            b.store(i, islot)
+
+    istep = e.args.index_strides[-1]
+
+    def row(pos, first, n, offsets, prefix):
+        starts = [b.add(base, off) for base, off in zip(bases, offsets)]
+        run_index = b.add(prefix, b.mul(first, istep))
+        strides = [st[last] for st in e.args.in_strides]
+        if w > 1:
+            heads = [b.add(s, b.mul(first, st)) for s, st in zip(starts, strides)]
+
+            def step(u: int):
+                def body(j):
+                    at = [b.add(h, b.mul(j, st)) for h, st in zip(heads, strides)]
+                    x = e.prologue(w, lambda i: e.load_input(i, at[i], w, strides[i]))
+                    index = None
+                    if arg:
+                        here = _splat(b, b.add(run_index, b.mul(j, istep)), w)
+                        index = b.add(here, b.mul(lanes, _splat(b, istep, w)))
+                    accumulate(vec[u], vec_i[u] if arg else None, x, index)
+
+                return body
+
+            def unrolled(j):
+                for u in range(UNROLL):
+                    step(u)(b.add(j, _i64(u * w)))
+
+            j = e.loops.counted(_i64(0), n, w * UNROLL, unrolled, "vec4")
+            j = e.loops.counted(j, n, w, step(0), "vec")
+        else:
+            j = _i64(0)
+
+        def scalar(j):
+            at = [
+                b.add(s, b.mul(b.add(first, j), st[last]))
+                for s, st in zip(starts, e.args.in_strides)
+            ]
+            x = e.prologue(1, lambda i: e.load_input(i, at[i], 1))
+            accumulate(tail, tail_i, x, b.add(run_index, b.mul(j, istep)) if arg else None)
+
+        e.loops.counted(j, n, 1, scalar, "elem")
+
+    e.walk_reduced(j0, j1, row)
+    if w == 1:
+        return b.load(tail), (b.load(tail_i) if arg else None)
+    accs = [b.load(s) for s in vec]
+    ids = [b.load(s) for s in vec_i] if arg else [None] * n_acc
+    while len(accs) > 1:
+        pairs = [
+            e.combine(accs[k], ids[k], accs[k + 1], ids[k + 1]) for k in range(0, len(accs), 2)
+        ]
+        accs, ids = [p[0] for p in pairs], [p[1] for p in pairs]
+    value, index = e.fold_lanes(accs[0], ids[0], w)
+    return e.combine(value, index, b.load(tail), b.load(tail_i) if arg else None)
+
+
+def _emit_rows(e: _Emitter, w: ir.Value) -> None:
+    b, args, red = e.b, e.args, e.red
+    nb = args.blocks
+    o, blk = b.sdiv(w, nb), b.srem(w, nb)
+    kidx = decompose(b, o, args.kept)
+    bases = [element_offset(b, kidx, st[: red.kept]) for st in args.in_strides]
+    j0 = b.mul(blk, _i64(BLOCK))
+    j1 = _min(b, b.add(j0, _i64(BLOCK)), args.length)
+    value, index = _rows_block(e, j0, j1, bases)
+    _finish(e, o, blk, kidx, value, index)
+
+
+def _finish(e: _Emitter, o, blk, kidx, value, index) -> None:
+    """Store the epilogue when one block covers the output, else the block's partial."""
+    b, args = e.b, e.args
+    with b.if_else(b.icmp_signed("==", args.blocks, _i64(1))) as (whole, partial):
+        with whole:
+            offsets = [element_offset(b, kidx, st) for st in args.out_strides]
+            e.store_result(offsets, value, index)
+        with partial:
+            at = b.add(b.mul(o, args.blocks), blk)
+            b.store(value, b.gep(args.scratch, [at]))
+            if index is not None:
+                b.store(index, b.gep(args.scratch_index, [at]))
+
+
+def _emit_cols(e: _Emitter, w: ir.Value) -> None:
+    """One chunk of outputs along the contiguous last kept dim, over one block of rows.
+
+    Each output accumulates its rows in order, four rows per pass over the chunk.
+    """
+    b, args, red = e.b, e.args, e.red
+    k = red.kept
+    item = decompose(b, w, args.kept[:-1] + [args.chunks, args.blocks])
+    outer, chunk, blk = item[: k - 1], item[k - 1], item[k]
+    width = e.width
+    c0 = b.mul(chunk, args.columns)
+    cn = _min(b, args.columns, b.sub(args.kept[-1], c0))
+    bases = [
+        b.add(element_offset(b, outer, st[: k - 1]), b.mul(c0, st[k - 1])) for st in args.in_strides
+    ]
+    acc_ty = scalar_type(red.acc)
+    row = e.entry.alloca(acc_ty, size=_i64(MAX_COLUMNS), name="row")
+    row.align = VECTOR_BYTES
+    align = red.acc.itemsize
+    arg = red.is_arg
+    rows_i = e.entry.alloca(I64, size=_i64(MAX_COLUMNS), name="row_index") if arg else None
+
+    def init(c):
+        b.store(e.ident(1), b.gep(row, [c]))
+        if arg:
+            b.store(_i64(INT64_MAX), b.gep(rows_i, [c]))
+
+    e.loops.counted(_i64(0), cn, 1, init, "init")
+    last = k + red.reduced - 1
+    vt = value_type(red.acc, width)
+
+    def at_column(base, c, lanes: int, t: ir.Type):
+        p = b.gep(base, [c])
+        return p if lanes == 1 else b.bitcast(p, ir.VectorType(t, lanes).as_pointer())
+
+    step = args.index_strides[-1]
+
+    def run(pos, first, n, offsets, prefix):
+        def rows(count: int):
+            """Fold rows j .. j + count - 1 into the chunk: one load and store per column."""
+
+            def fold(j):
+                starts = []
+                for r in range(count):
+                    jr = b.add(first, b.add(j, _i64(r)))
+                    starts.append(
+                        [
+                            b.add(b.add(base, off), b.mul(jr, st[last]))
+                            for base, off, st in zip(bases, offsets, args.in_strides)
+                        ]
+                    )
+
+                def columns(lanes: int):
+                    def body(c):
+                        p = at_column(row, c, lanes, vt.element)
+                        v = b.load(p, align=align)
+                        pi = at_column(rows_i, c, lanes, I64) if arg else None
+                        i = b.load(pi, align=8) if arg else None
+                        for r in range(count):
+                            at = [
+                                a if buf.inner == BCAST else b.add(a, c)
+                                for a, buf in zip(starts[r], red.inputs)
+                            ]
+                            x = e.prologue(lanes, lambda k, at=at: e.load_input(k, at[k], lanes))
+                            index = None
+                            if arg:
+                                here = b.add(prefix, b.mul(b.add(first, b.add(j, _i64(r))), step))
+                                index = here if lanes == 1 else _splat(b, here, lanes)
+                            v, i = e.combine(v, i, x, index)
+                        b.store(v, p, align=align)
+                        if arg:
+                            b.store(i, pi, align=8)
+
+                    return body
+
+                def unrolled(c):
+                    for u in range(UNROLL):
+                        columns(width)(b.add(c, _i64(u * width)))
+
+                c = e.loops.counted(_i64(0), cn, width * UNROLL, unrolled, "cvec4")
+                c = e.loops.counted(c, cn, width, columns(width), "cvec")
+                e.loops.counted(c, cn, 1, columns(1), "ctail")
+
+            return fold
+
+        j = e.loops.counted(_i64(0), n, ROW_GROUP, rows(ROW_GROUP), "rgroup")
+        e.loops.counted(j, n, 1, rows(1), "relem")
+
+    j0 = b.mul(blk, _i64(BLOCK))
+    j1 = _min(b, b.add(j0, _i64(BLOCK)), args.length)
+    e.walk_reduced(j0, j1, run)
+    outer_flat = b.sdiv(w, b.mul(args.chunks, args.blocks))
+
+    def store(c):
+        col = b.add(c0, c)
+        o = b.add(b.mul(outer_flat, args.kept[-1]), col)
+        index = b.load(b.gep(rows_i, [c])) if arg else None
+        _finish(e, o, blk, [*outer, col], b.load(b.gep(row, [c])), index)
+
+    e.loops.counted(_i64(0), cn, 1, store, "store")
+
+
+def _emit_final(e: _Emitter, o: ir.Value) -> None:
+    """Combine output o's block partials bottom-up in pairs, then store its epilogue."""
+    b, args, fn = e.b, e.args, e.fn
+    nb = args.blocks
+    base = b.mul(o, nb)
+    values = b.gep(args.scratch, [base])
+    indices = b.gep(args.scratch_index, [base])
+    arg = e.red.is_arg
+    pre = b.block
+    head, body, done = (fn.append_basic_block(n) for n in ("tree.head", "tree.level", "tree.done"))
+    b.branch(head)
+    b.position_at_end(head)
+    s = b.phi(I64, name="span")
+    s.add_incoming(_i64(1), pre)
+    b.cbranch(b.icmp_signed("<", s, nb), body, done)
+    b.position_at_end(body)
+
+    def pair(i):
+        j = b.add(i, s)
+        pa, pc = b.gep(values, [i]), b.gep(values, [j])
+        ia = b.load(b.gep(indices, [i])) if arg else None
+        ic = b.load(b.gep(indices, [j])) if arg else None
+        v, iv = e.combine(b.load(pa), ia, b.load(pc), ic)
+        b.store(v, pa)
+        if arg:
+            b.store(iv, b.gep(indices, [i]))
+
+    # for (i = 0; i + s < nb; i += 2s): the loop helper needs a constant step.
+    two_s = b.mul(s, _i64(2))
+    count = b.sdiv(b.add(b.sub(nb, s), b.sub(two_s, _i64(1))), two_s)
+    e.loops.counted(_i64(0), count, 1, lambda t: pair(b.mul(t, two_s)), "tree.pair")
+    s.add_incoming(two_s, b.block)
+    b.branch(head)
+    b.position_at_end(done)
+    kidx = decompose(b, o, args.kept)
+    offsets = [element_offset(b, kidx, st) for st in args.out_strides]
+    value = b.load(values)
+    index = b.load(indices) if arg else None
+    e.store_result(offsets, value, index)
+
+
+def _function(module: ir.Module, red: Reduction, symbol: str, body) -> None:
+    fn, b = handwritten.kernel_function(module, symbol)
+    e = _Emitter(red, fn, b)
+    begin, end = fn.args[1], fn.args[2]
+    e.loops.counted(begin, end, 1, lambda w: body(e, w), "item")
+    b.ret_void()
+
+
+def fill_module(module: ir.Module, red: Reduction, symbol: str) -> None:
+    """Emit `symbol` (the blocks) and `symbol_final` (the tree) into `module`."""
+    _function(module, red, symbol, _emit_cols if red.schedule == COLS else _emit_rows)
+    _function(module, red, f"{symbol}_final", _emit_final)
+
+
+def build_module(red: Reduction, symbol: str) -> ir.Module:
+    """The module of both functions, without a target (compile_ir_text adds the host's)."""
+    module = ir.Module(name=symbol)
+    fill_module(module, red, symbol)
+    return module
+
+
+@dataclass(frozen=True)
+class CompiledReduction:
+    """Both functions of a reduction, linked into this process."""
+
+    reduction: Reduction
+    symbol: str
+    main: object
+    final: object
+    tracker: object
+
+
+_memory = kernel_cache.Memo()
+_SCHEMA = kernel_cache.source_fingerprint(kael.codegen, kael.ir)
+
+
+def get(red: Reduction) -> CompiledReduction:
+    """The compiled reduction, running LLVM at most once per machine (disk cache)."""
+    return _memory.get(red, lambda: _load_or_compile(red))
+
+
+def _load_or_compile(red: Reduction) -> CompiledReduction:
+    text = format_reduction(red)
+    t = compiler.host_target()
+    key = kernel_cache.key_of(
+        text, t["triple"], t["cpu"], t["features"], t["llvm"], __version__, _SCHEMA
+    )
+    symbol = f"kael_{red.name}_{key[:16]}"
+    symbols = (symbol, f"{symbol}_final")
+
+    def build() -> bytes:
+        return compiler.compile_ir_text(handwritten.ir_text(build_module(red, symbol)))
+
+    obj, _ = kernel_cache.fetch("cpu", key, build)
+    addresses, tracker = compiler.load_object_symbols(obj, symbols, symbol)
+    fns = [handwritten.KernelFn(addresses[s]) for s in symbols]
+    return CompiledReduction(red, symbol, fns[0], fns[1], tracker)

@@ -1,0 +1,279 @@
+"""A Reduction as an NVPTX kernel: one CTA per output, warp shuffles, then shared memory.
+
+The parameters are the CPU argument block's words (kael/codegen/cpu/reduce.py; the
+scratch words are unused). CTA c reduces outputs c, c + grid, ...: its THREADS threads
+stride over the output's reduced elements, each warp folds its lanes with butterfly
+shuffles (llvm.nvvm.shfl.sync.bfly), lane 0 of each warp writes shared memory
+(addrspace(3), set in-kernel: initializers on shared globals are dropped), and after a
+barrier warp 0 folds the warps' values and thread 0 stores the epilogue. The order is
+fixed by the launch shape, so results repeat run to run. Not run here (no GPU): ptxas
+checks the PTX.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from kael.codegen.cpu.reduce import Combiner, identity, word_count
+from kael.codegen.lowering import (
+    I64,
+    ExprEmitter,
+    constant,
+    decompose,
+    element_offset,
+    param_from_word,
+    scalar_type,
+)
+from kael.codegen.ptx import compiler
+from kael.codegen.ptx.kernel import DATA_LAYOUT, TRIPLE, _sreg
+from kael.ir.printer import format_reduction
+from kael.ir.reduction import ReducePlan, Reduction
+from kael.runtime import cuda_driver, kernel_cache
+from kael.runtime.dtypes import INT64_MAX
+from kael.runtime.errors import Error
+
+THREADS = 256
+WARP = 32
+WARPS = THREADS // WARP
+MAX_BLOCKS = 8192
+I32 = ir.IntType(32)
+FULL_MASK = -1
+
+
+def _i64(v: int) -> ir.Constant:
+    return ir.Constant(I64, v)
+
+
+def _i32(v: int) -> ir.Constant:
+    return ir.Constant(I32, v)
+
+
+def _declare(module: ir.Module, name: str, fnty: ir.FunctionType) -> ir.Function:
+    fn = module.globals.get(name)
+    return fn if fn is not None else ir.Function(module, fnty, name)
+
+
+def _shuffle(b: ir.IRBuilder, v: ir.Value, lane_mask: int) -> ir.Value:
+    """v from lane (lane ^ lane_mask) of the warp, any scalar type via 32-bit pieces."""
+    t = v.type
+    fnty = ir.FunctionType(I32, [I32, I32, I32, I32])
+    shfl = _declare(b.module, "llvm.nvvm.shfl.sync.bfly.i32", fnty)
+
+    def move(word: ir.Value) -> ir.Value:
+        return b.call(shfl, [_i32(FULL_MASK), word, _i32(lane_mask), _i32(0x1F)])
+
+    if isinstance(t, ir.IntType) and t.width < 32:
+        return b.trunc(move(b.zext(v, I32)), t)
+    if isinstance(t, ir.FloatType):
+        return b.bitcast(move(b.bitcast(v, I32)), t)
+    bits = b.bitcast(v, I64) if isinstance(t, ir.DoubleType) else v
+    lo = move(b.trunc(bits, I32))
+    hi = move(b.trunc(b.lshr(bits, _i64(32)), I32))
+    joined = b.or_(b.zext(lo, I64), b.shl(b.zext(hi, I64), _i64(32)))
+    return b.bitcast(joined, t) if isinstance(t, ir.DoubleType) else joined
+
+
+def _barrier(b: ir.IRBuilder) -> None:
+    fnty = ir.FunctionType(ir.VoidType(), [I32])
+    b.call(_declare(b.module, "llvm.nvvm.barrier.cta.sync.aligned.all", fnty), [_i32(0)])
+
+
+def _shared(module: ir.Module, t: ir.Type, name: str) -> ir.GlobalVariable:
+    gv = ir.GlobalVariable(module, ir.ArrayType(t, WARPS), name, addrspace=3)
+    gv.linkage = "internal"
+    gv.initializer = ir.Constant(ir.ArrayType(t, WARPS), ir.Undefined)
+    gv.align = 8
+    return gv
+
+
+def build_module(red: Reduction, symbol: str) -> ir.Module:
+    """The NVPTX module of `red` with one `ptx_kernel` entry named `symbol`."""
+    module = ir.Module(name=symbol)
+    module.triple = TRIPLE
+    module.data_layout = DATA_LAYOUT
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64] * word_count(red)), symbol)
+    fn.calling_convention = "ptx_kernel"
+    fn.attributes.add("nounwind")
+    _Body(red, fn).emit()
+    return module
+
+
+class _Body:
+    def __init__(self, red: Reduction, fn: ir.Function):
+        self.red, self.fn = red, fn
+        self.b = ir.IRBuilder(fn.append_basic_block("entry"))
+        self.arg = red.is_arg
+        self.acc_t = scalar_type(red.acc)
+        self.combine = Combiner(self.b, red.op, red.acc)
+
+    def words(self):
+        b, red = self.b, self.red
+        it = iter(self.fn.args)
+        outs = [b.inttoptr(next(it), scalar_type(o.dtype).as_pointer()) for o in red.outputs]
+        ins = [b.inttoptr(next(it), scalar_type(i.dtype).as_pointer()) for i in red.inputs]
+        next(it), next(it)  # the CPU's scratch buffers
+        k, r = red.kept, red.reduced
+        kept = [next(it) for _ in range(k)]
+        reduced = [next(it) for _ in range(r)]
+        out_st = [[next(it) for _ in range(k)] for _ in red.outputs]
+        in_st = [[next(it) for _ in range(k + r)] for _ in red.inputs]
+        index_st = [next(it) for _ in range(r)]
+        length = next(it)
+        next(it), next(it), next(it)  # blocks, chunks, columns: CPU schedule words
+        params = [param_from_word(b, next(it), d) for d in red.params]
+        return outs, ins, kept, reduced, out_st, in_st, index_st, length, params
+
+    def ident(self):
+        return constant(self.red.acc, identity(self.red.op, self.red.acc), 1)
+
+    def fold_warp(self, v, i):
+        for mask in (16, 8, 4, 2, 1):
+            ov = _shuffle(self.b, v, mask)
+            oi = _shuffle(self.b, i, mask) if self.arg else None
+            v, i = self.combine(v, i, ov, oi)
+        return v, i
+
+    def emit(self) -> None:
+        b, red, fn = self.b, self.red, self.fn
+        outs, ins, kept, reduced, out_st, in_st, index_st, length, params = self.words()
+        shared_v = _shared(b.module, self.acc_t, "warp_values")
+        shared_i = _shared(b.module, I64, "warp_indices")
+        tid = _sreg(b, "tid.x")
+        lane = b.urem(tid, _i64(WARP))
+        warp = b.udiv(tid, _i64(WARP))
+        outputs = _i64(1)
+        for s in kept:
+            outputs = b.mul(outputs, s)
+        start = _sreg(b, "ctaid.x")
+        step = _sreg(b, "nctaid.x")
+        head = fn.append_basic_block("out.head")
+        body = fn.append_basic_block("out.body")
+        done = fn.append_basic_block("exit")
+        entry = b.block
+        b.branch(head)
+        b.position_at_end(head)
+        o = b.phi(I64, name="o")
+        o.add_incoming(start, entry)
+        b.cbranch(b.icmp_signed("<", o, outputs), body, done)
+        b.position_at_end(body)
+
+        kidx = decompose(b, o, kept)
+        bases = [element_offset(b, kidx, st[: red.kept]) for st in in_st]
+        # Each thread: elements tid, tid + THREADS, ... of the reduced range.
+        pre = b.block
+        loop = fn.append_basic_block("elem")
+        after = fn.append_basic_block("elem.done")
+        b.cbranch(b.icmp_signed("<", tid, length), loop, after)
+        b.position_at_end(loop)
+        j = b.phi(I64, name="j")
+        v = b.phi(self.acc_t, name="v")
+        i = b.phi(I64, name="i")
+        j.add_incoming(tid, pre)
+        v.add_incoming(self.ident(), pre)
+        i.add_incoming(_i64(INT64_MAX), pre)
+        ridx = decompose(b, j, reduced)
+        offs = [
+            b.add(base, element_offset(b, ridx, st[red.kept :])) for base, st in zip(bases, in_st)
+        ]
+
+        def load(k: int) -> ir.Value:
+            return b.load(b.gep(ins[k], [offs[k]]), align=red.inputs[k].dtype.itemsize)
+
+        x = ExprEmitter(b, 1, load, _no_index, lambda s: params[s]).emit(red.prologue)
+        flat = element_offset(b, ridx, index_st) if self.arg else None
+        nv, ni = self.combine(v, i, x, flat)
+        nj = b.add(j, _i64(THREADS))
+        j.add_incoming(nj, b.block)
+        v.add_incoming(nv, b.block)
+        i.add_incoming(ni if self.arg else i, b.block)
+        b.cbranch(b.icmp_signed("<", nj, length), loop, after)
+        last = b.block
+
+        b.position_at_end(after)
+        tv = b.phi(self.acc_t, name="tv")
+        ti = b.phi(I64, name="ti")
+        tv.add_incoming(self.ident(), pre)
+        ti.add_incoming(_i64(INT64_MAX), pre)
+        tv.add_incoming(nv, last)
+        ti.add_incoming(ni if self.arg else i, last)
+
+        # Shared memory starts as the identity (set here, not by an initializer).
+        zero = _i64(0)
+        with b.if_then(b.icmp_unsigned("<", tid, _i64(WARPS))):
+            b.store(self.ident(), b.gep(shared_v, [zero, tid]))
+            b.store(_i64(INT64_MAX), b.gep(shared_i, [zero, tid]))
+        _barrier(b)
+        wv, wi = self.fold_warp(tv, ti)
+        with b.if_then(b.icmp_unsigned("==", lane, zero)):
+            b.store(wv, b.gep(shared_v, [zero, warp]))
+            b.store(wi if self.arg else _i64(0), b.gep(shared_i, [zero, warp]))
+        _barrier(b)
+        with b.if_then(b.icmp_unsigned("==", warp, zero)):
+            inside = b.icmp_unsigned("<", lane, _i64(WARPS))
+            slot = b.select(inside, lane, zero)
+            sv = b.select(inside, b.load(b.gep(shared_v, [zero, slot])), self.ident())
+            si = b.select(inside, b.load(b.gep(shared_i, [zero, slot])), _i64(INT64_MAX))
+            fv, fi = self.fold_warp(sv, si)
+            with b.if_then(b.icmp_unsigned("==", lane, zero)):
+                emitter = ExprEmitter(
+                    b, 1, lambda k: fv if k == 0 else fi, _no_index, lambda s: params[s]
+                )
+                for n, (buf, e) in enumerate(zip(red.outputs, red.epilogues)):
+                    at = element_offset(b, kidx, out_st[n])
+                    b.store(emitter.emit(e), b.gep(outs[n], [at]), align=buf.dtype.itemsize)
+        _barrier(b)  # shared memory is reused by the next output
+        o.add_incoming(b.add(o, step), b.block)
+        b.branch(head)
+        b.position_at_end(done)
+        b.ret_void()
+
+
+def _no_index(axis: int):
+    raise NotImplementedError("a reduction prologue cannot read its position")
+
+
+_memory = kernel_cache.Memo()
+_loaded = kernel_cache.Memo()
+
+
+def cache_key(red: Reduction) -> str:
+    return kernel_cache.key_of(
+        format_reduction(red),
+        TRIPLE,
+        compiler.ARCH,
+        compiler.FEATURES,
+        compiler.llvm_version(),
+        compiler._CODEGEN_SCHEMA,
+    )
+
+
+def function_name(red: Reduction) -> str:
+    return f"kael_{red.name}_{cache_key(red)[:16]}"
+
+
+def ptx_for(red: Reduction) -> str:
+    """The PTX of `red`, running LLVM at most once per machine."""
+
+    def make() -> str:
+        payload, _ = kernel_cache.fetch(
+            compiler.CACHE_KIND,
+            cache_key(red),
+            lambda: compiler.assemble(build_module(red, function_name(red))).encode(),
+        )
+        return payload.decode()
+
+    return _memory.get(red, make)
+
+
+def launch(red: Reduction, words: list[int], plan: ReducePlan) -> None:
+    """Run `red` on the GPU: one CTA per output (up to MAX_BLOCKS, then grid-stride)."""
+    expected = word_count(red)
+    if len(words) != expected:
+        raise Error(f"reduction {red.name} takes {expected} argument words, got {len(words)}")
+    if plan.outputs == 0:
+        return
+    _, function = _loaded.get(
+        red, lambda: cuda_driver.load_function(ptx_for(red), function_name(red))
+    )
+    blocks = max(1, min(MAX_BLOCKS, plan.outputs))
+    cuda_driver.launch_kernel(function, blocks, THREADS, words)

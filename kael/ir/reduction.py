@@ -1,0 +1,192 @@
+"""A Reduction: the kernel form of a Reduce node, and the layout plan of one reduction launch.
+
+`prologue` is the per-element value (an expression over the input buffers and run-time
+parameters, fused from the graph under the Reduce node); the values are combined with
+`op` into an accumulator of the prologue's dtype; each output stores its `epilogue`,
+an expression in which `Load(acc, 0)` is the reduced value and `Load(int64, 1)` the
+reduced index (argmax and argmin). Reduced indices are flat row-major positions over
+the reduced dimensions, cut into fixed BLOCK-element blocks; several blocks' partials
+are combined by a fixed pairwise tree, so results never depend on the thread count.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from kael.ir.expr import Expr, Load, faults
+from kael.ir.kernel import BCAST, CONTIG, STRIDED, Buffer
+from kael.ir.layout import _coalesce
+from kael.runtime.dtypes import DType, int64
+
+BLOCK = 16384  # reduced elements per block: the unit of work and of the combining tree
+MAX_COLUMNS = 4096  # kept outputs per work item of a COLS reduction, at most
+MIN_COLUMNS = 256  # and at least, unless the kept dim is shorter
+ROWS, COLS = "rows", "cols"
+VALUE_OPS = ("sum", "prod", "max", "min", "all", "any")
+ARG_OPS = {"argmax": "max", "argmin": "min"}
+OPS = VALUE_OPS + tuple(ARG_OPS)
+
+
+def acc_load(dtype: DType) -> Expr:
+    """The reduced value inside an epilogue."""
+    return Load(dtype, 0)
+
+
+def index_load() -> Expr:
+    """The reduced index (arg ops) inside an epilogue."""
+    return Load(int64, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Reduction:
+    """One reduction kernel; `schedule`, `kept`, `reduced` and `vector` fix its loop shape.
+
+    ROWS: a work item is (output, block) and walks the block's reduced elements with
+    W-lane accumulators (STRIDED inputs gathered lane by lane; `vector` False walks
+    one element at a time). COLS: a work item is (outer outputs, `columns`-wide chunk of the
+    contiguous last kept dim, block) and accumulates whole rows of outputs at once.
+    """
+
+    name: str
+    op: str
+    inputs: tuple[Buffer, ...]
+    prologue: Expr
+    epilogues: tuple[Expr, ...]
+    params: tuple[DType, ...] = ()
+    schedule: str = ROWS
+    kept: int = 0
+    reduced: int = 1
+    vector: bool = False
+
+    @property
+    def acc(self) -> DType:
+        return self.prologue.dtype
+
+    @property
+    def outputs(self) -> tuple[Buffer, ...]:
+        return tuple(Buffer(e.dtype) for e in self.epilogues)
+
+    @property
+    def is_arg(self) -> bool:
+        return self.op in ARG_OPS
+
+    @property
+    def may_fault(self) -> bool:
+        return faults(self.prologue) or any(faults(e) for e in self.epilogues)
+
+    def specialize(self, plan: ReducePlan) -> Reduction:
+        ins = tuple(dataclasses.replace(b, inner=i) for b, i in zip(self.inputs, plan.inners))
+        return dataclasses.replace(
+            self,
+            inputs=ins,
+            schedule=plan.schedule,
+            kept=len(plan.kept),
+            reduced=len(plan.reduced),
+            vector=plan.vector,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ReducePlan:
+    """Sizes and strides of one launch: kept dims (outputs), then reduced dims (inputs only)."""
+
+    kept: tuple[int, ...]
+    reduced: tuple[int, ...]
+    out_strides: tuple[tuple[int, ...], ...]  # per output, over kept dims
+    in_strides: tuple[tuple[int, ...], ...]  # per input, over kept then reduced dims
+    schedule: str
+    vector: bool
+    inners: tuple[str, ...]  # per input: CONTIG, BCAST or STRIDED along the vectorized dim
+    index_strides: tuple[int, ...] = ()  # per reduced dim: its step in the flat index
+    # COLS: outputs per work item. Each output's order is fixed whatever the chunking,
+    # so it follows the thread count: rows are read in long runs, split across threads.
+    columns: int = 1
+
+    @property
+    def outputs(self) -> int:
+        n = 1
+        for s in self.kept:
+            n *= s
+        return n
+
+    @property
+    def length(self) -> int:
+        n = 1
+        for s in self.reduced:
+            n *= s
+        return n
+
+    @property
+    def blocks(self) -> int:
+        return max(1, -(-self.length // BLOCK))
+
+    @property
+    def chunks(self) -> int:
+        return -(-self.kept[-1] // self.columns) if self.schedule == COLS else 1
+
+    @property
+    def work_items(self) -> int:
+        if self.schedule == COLS:
+            return self.outputs // self.kept[-1] * self.chunks * self.blocks
+        return self.outputs * self.blocks
+
+
+def plan_reduction(
+    shape: tuple[int, ...],
+    axes: tuple[int, ...],
+    out_strides: list[tuple[int, ...]],
+    in_strides: list[tuple[int, ...]],
+    threads: int = 1,
+) -> ReducePlan:
+    """The loop plan of reducing `axes` of `shape`.
+
+    `out_strides` are each output's strides over the kept dims in order, `in_strides`
+    each input's over all of `shape`. Reduced dims are walked in memory order; each
+    carries its step in the row-major flat index of the reduced dims (arg ops report
+    that index), and dims merge only where inputs and index both step contiguously.
+    """
+    kept_dims = [d for d in range(len(shape)) if d not in axes and shape[d] != 1]
+    kept_pos = {d: i for i, d in enumerate(d for d in range(len(shape)) if d not in axes)}
+    logical: dict[int, int] = {}
+    step = 1
+    for d in sorted(axes, reverse=True):
+        logical[d] = step
+        step *= shape[d]
+    red_dims = [d for d in sorted(axes) if shape[d] != 1]
+    lead = next((st for st in in_strides if any(st[d] for d in red_dims)), None)
+    if lead is not None:
+        red_dims.sort(key=lambda d: -abs(lead[d]))
+    if out_strides:
+        kept_dims.sort(key=lambda d: -abs(out_strides[0][kept_pos[d]]))
+    kept = [shape[d] for d in kept_dims]
+    kper = [[st[kept_pos[d]] for d in kept_dims] for st in out_strides]
+    kper += [[st[d] for d in kept_dims] for st in in_strides]
+    kept, kper = _coalesce(kept, kper)
+    red = [shape[d] for d in red_dims]
+    rper = [[st[d] for d in red_dims] for st in in_strides] + [[logical[d] for d in red_dims]]
+    red, rper = _coalesce(red, rper)
+    if 0 in red or not red:
+        red, rper = [0 if 0 in red else 1], [[0] for _ in rper]
+    *rper, index_strides = rper
+    n_out = len(out_strides)
+    outs = tuple(tuple(st) for st in kper[:n_out])
+    ins = tuple(tuple(k) + tuple(r) for k, r in zip(kper[n_out:], rper))
+    unit_inner = all(r[-1] in (0, 1) for r in rper)
+    columns = (
+        bool(kept)
+        and kept[-1] >= 8
+        and not unit_inner
+        and all(st[-1] == 1 for st in outs)
+        and all(k[-1] in (0, 1) for k in kper[n_out:])
+    )
+    schedule = COLS if columns else ROWS
+    along = [k[-1] for k in kper[n_out:]] if columns else [r[-1] for r in rper]
+    inners = tuple(CONTIG if s == 1 else BCAST if s == 0 else STRIDED for s in along)
+    width = 1
+    if columns:
+        share = -(-kept[-1] // max(1, threads))
+        width = min(MAX_COLUMNS, max(MIN_COLUMNS, -(-share // 64) * 64))
+    return ReducePlan(
+        tuple(kept), tuple(red), outs, ins, schedule, True, inners, tuple(index_strides), width
+    )

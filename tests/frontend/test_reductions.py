@@ -1,0 +1,693 @@
+"""Reductions against PyTorch: values, dtype and shape over dtypes, layouts and dim forms,
+every bad input as a typed kael error, NaN and tie rules, precision, determinism and
+one launch per pass (the elementwise prologue and epilogue fused into the kernel)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from kernel_helpers import KAEL_DTYPES
+
+import kael
+from kael.frontend import reductions
+from kael.frontend.inspection import record_launches
+from kael.ir import graph as g
+
+DTYPES = [torch.float32, torch.float64, torch.int64, torch.bool]
+DTYPE_IDS = ["f32", "f64", "i64", "bool"]
+FLOATS = [torch.float32, torch.float64]
+INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
+
+# op -> dtypes it accepts; every one takes (x, dim, keepdim) except count_nonzero (no keepdim).
+VALUE_OPS = {
+    "sum": DTYPES,
+    "prod": DTYPES,
+    "mean": FLOATS,
+    "var": FLOATS,
+    "std": FLOATS,
+    "amax": DTYPES,
+    "amin": DTYPES,
+    "all": DTYPES,
+    "any": DTYPES,
+    "norm": FLOATS,
+    "count_nonzero": DTYPES,
+}
+DIMS = [None, 0, 1, -1, (0, 1), (-1, 0), [1]]
+DIM_IDS = ["none", "0", "1", "-1", "01", "-1_0", "list1"]
+
+# view name -> (base shape, view applied to both libraries): each view has shape [4, 6].
+LAYOUTS = {
+    "contiguous": ((4, 6), lambda t: t),
+    "transposed": ((6, 4), lambda t: t.T),
+    "stepped": ((8, 12), lambda t: t[::2, 1::2]),
+    "expanded": ((1, 6), lambda t: t.expand(4, 6)),
+    "selected": ((4, 2, 6), lambda t: t[:, 1, :]),
+}
+
+
+def base_values(dtype: torch.dtype, shape: tuple, seed: int = 0) -> torch.Tensor:
+    """Values that keep products finite and make ties rare; ints in [-3, 3], bools mixed."""
+    gen = torch.Generator().manual_seed(seed)
+    if dtype is torch.bool:
+        return torch.rand(shape, generator=gen) > 0.4
+    if dtype is torch.int64:
+        return torch.randint(-3, 4, shape, generator=gen)
+    return (torch.rand(shape, generator=gen, dtype=torch.float64) + 0.5).to(dtype)
+
+
+def to_kael(t: torch.Tensor) -> kael.Tensor:
+    return kael.tensor(t.contiguous().numpy())
+
+
+def twins(dtype, layout="contiguous", seed=0):
+    shape, view = LAYOUTS[layout]
+    base = base_values(dtype, shape, seed)
+    return view(to_kael(base)), view(base)
+
+
+def check(k: kael.Tensor, t: torch.Tensor, exact: bool = False) -> None:
+    """Same shape and dtype; values equal (ints, bools) or close (floats: kael sums in float64)."""
+    assert k.shape == tuple(t.shape)
+    assert k.dtype is KAEL_DTYPES[t.dtype]
+    got, want = k.numpy(), t.numpy()
+    if t.dtype.is_floating_point and not exact:
+        rtol = 1e-5 if t.dtype is torch.float32 else 1e-12
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+def call(lib, op: str, x, dim, keepdim):
+    fn = getattr(lib, op)
+    if op == "count_nonzero":
+        return fn(x, dim=dim)
+    if op == "norm":
+        return fn(x, 2, dim, keepdim)
+    if dim is None:
+        return fn(x) if not keepdim else fn(x, dim=None, keepdim=True)
+    return fn(x, dim, keepdim=keepdim)
+
+
+def torch_call(op, t, dim, keepdim):
+    """The torch reference: dims as a tuple (all of them for None with keepdim)."""
+    if isinstance(dim, list):
+        dim = tuple(dim)
+    if dim is None and (keepdim or op in ("amax", "amin")):
+        dim = tuple(range(t.ndim))
+    if op == "prod" and isinstance(dim, tuple):
+        # torch's prod takes one dim: reduce the dims one by one, highest first.
+        r = t
+        for d in sorted((d % t.ndim for d in dim), reverse=True):
+            r = torch.prod(r, d, keepdim=keepdim)
+        return r if dim else torch.prod(t)
+    return call(torch, op, t, dim, keepdim)
+
+
+# ---- every op over dtypes, layouts and dim forms ---------------------------------------------
+
+
+# (op, dtype, keepdim) for every dtype the op accepts; count_nonzero has no keepdim.
+OP_CASES = [
+    pytest.param(op, dtype, keepdim, id=f"{op}-{DTYPE_IDS[DTYPES.index(dtype)]}-{keepdim}")
+    for op, accepted in VALUE_OPS.items()
+    for dtype in accepted
+    for keepdim in ((False,) if op == "count_nonzero" else (False, True))
+]
+
+
+@pytest.mark.parametrize("dim", DIMS, ids=DIM_IDS)
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize("op,dtype,keepdim", OP_CASES)
+def test_reduction_matches_torch_over_layouts_and_dims(op, dtype, keepdim, layout, dim):
+    k, t = twins(dtype, layout)
+    check(call(kael, op, k, dim, keepdim), torch_call(op, t, dim, keepdim))
+
+
+@pytest.mark.parametrize("op,dtype,keepdim", [c for c in OP_CASES if not c.values[2]])
+def test_reduction_of_a_0d_tensor_accepts_dim_0_and_minus_1(op, dtype, keepdim):
+    t = base_values(dtype, ())
+    k = to_kael(t)
+    for dim in (None, 0, -1):
+        for keepdim in (False, True):
+            if op == "count_nonzero" and keepdim:
+                continue
+            if op in ("var", "std"):
+                # one element with correction 1 divides by zero: NaN, as torch gives.
+                assert math.isnan(call(kael, op, k, dim, keepdim).item())
+                continue
+            check(call(kael, op, k, dim, keepdim), torch_call(op, t, dim, keepdim))
+
+
+@pytest.mark.parametrize("op", ["sum", "prod", "amax", "amin", "all", "any", "count_nonzero"])
+def test_dim_1_of_a_0d_tensor_is_out_of_range(op):
+    with pytest.raises(kael.IndexError, match=r"range of \[-1, 0\], but got 1\) .*rank 0"):
+        getattr(kael, op)(kael.tensor(3.0), 1)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_three_dims_reduced_two_at_a_time_match_torch(dtype):
+    t = base_values(dtype, (3, 4, 5), seed=3)
+    k = to_kael(t)
+    for dims in [(0, 2), (1, 2), (0, 1), (2, 0), (0, 1, 2)]:
+        check(kael.sum(k, dims), torch.sum(t, dims))
+        check(kael.amax(k, dims, keepdim=True), torch.amax(t, dims, keepdim=True))
+        check(kael.any(k, dims), torch.any(t, dims))
+    pk, pt = k.permute(2, 0, 1), t.permute(2, 0, 1)
+    for dims in [(0, 2), (1,), (0,)]:
+        check(kael.sum(pk, dims), torch.sum(pt, dims))
+
+
+# ---- max and min: three forms -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_max_min_forms_match_torch(op, dtype, layout):
+    k, t = twins(dtype, layout, seed=5)
+    check(getattr(kael, op)(k), getattr(torch, op)(t))
+    for dim in (0, 1, -1):
+        for keepdim in (False, True):
+            kr = getattr(kael, op)(k, dim, keepdim)
+            tr = getattr(torch, op)(t, dim, keepdim)
+            check(kr.values, tr.values)
+            check(kr.indices, tr.indices)
+            values, indices = kr
+            assert values is kr.values and indices is kr.indices
+
+
+def test_max_with_a_tensor_second_argument_is_maximum():
+    a, b = torch.tensor([1.0, 5.0, float("nan")]), torch.tensor([3.0, 2.0, 0.0])
+    check(kael.max(to_kael(a), to_kael(b)), torch.max(a, b))
+    check(kael.min(to_kael(a), to_kael(b)), torch.min(a, b))
+    check(to_kael(a).max(to_kael(b)), torch.max(a, b))
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize("dtype", DTYPES[:3], ids=DTYPE_IDS[:3])
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_argmax_argmin_match_torch(op, dtype, layout):
+    k, t = twins(dtype, layout, seed=7)
+    check(getattr(kael, op)(k), getattr(torch, op)(t))
+    check(getattr(kael, op)(k, keepdim=True), getattr(torch, op)(t, keepdim=True))
+    for dim in (0, 1, -1):
+        for keepdim in (False, True):
+            check(getattr(kael, op)(k, dim, keepdim), getattr(torch, op)(t, dim, keepdim))
+
+
+def test_argmax_of_a_transposed_tensor_reports_the_row_major_flat_index():
+    t = torch.tensor([[1.0, 9.0], [2.0, 3.0], [4.0, 5.0]]).T  # [[1, 2, 4], [9, 3, 5]]
+    assert kael.argmax(to_kael(t.T.contiguous()).T).item() == 3 == torch.argmax(t).item()
+
+
+def test_argmax_ties_take_the_first_index():
+    assert kael.argmax(kael.tensor([1, 3, 3])).item() == 1
+    assert kael.argmin(kael.tensor([2.0, 0.0, 5.0, 0.0])).item() == 1
+    assert kael.max(kael.tensor([[7, 1, 7]]), 1).indices.tolist() == [0]
+
+
+def test_argmax_ties_across_blocks_and_lanes_take_the_first_index():
+    t = torch.zeros(50_000)
+    t[[5, 16_383, 16_384, 40_000]] = 2.0
+    k = to_kael(t)
+    assert kael.argmax(k).item() == 5 == torch.argmax(t).item()
+    t[5] = 0.0
+    assert kael.argmax(to_kael(t)).item() == 16_383
+    assert kael.argmin(-to_kael(t)).item() == 16_383
+
+
+def test_argmax_the_first_nan_wins():
+    x = kael.tensor([1.0, float("nan"), 3.0, float("nan")])
+    assert kael.argmax(x).item() == 1
+    assert kael.argmin(x).item() == 1
+    big = torch.zeros(40_000, dtype=torch.float64)
+    big[[20_000, 39_999, 3]] = float("nan")
+    assert kael.argmax(to_kael(big)).item() == 3 == torch.argmax(big).item()
+    assert kael.max(to_kael(big.view(4, 10_000)), 1).indices.tolist() == [3, 0, 0, 9_999]
+
+
+def test_argmax_of_bool_is_refused_like_torch():
+    with pytest.raises(kael.TypeError, match="argmax.*bool"):
+        kael.argmax(kael.tensor([True, False]))
+
+
+def test_argmax_takes_one_dim_not_a_tuple():
+    with pytest.raises(kael.TypeError, match="argmin.*int or None, got tuple"):
+        kael.argmin(kael.ones(2, 3), (0, 1))
+
+
+# ---- NaN rules ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=["f32", "f64"])
+def test_max_and_min_propagate_nan_wherever_it_sits(dtype):
+    for pos in range(4):
+        t = torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=dtype)
+        t[pos] = float("nan")
+        k = to_kael(t)
+        for op in ("amax", "amin", "max", "min", "sum", "prod", "mean"):
+            assert math.isnan(getattr(kael, op)(k).item()), (op, pos)
+        assert math.isnan(kael.max(k, 0).values.item())
+        assert kael.max(k, 0).indices.item() == pos
+
+
+def test_all_and_any_count_nan_as_true():
+    x = kael.tensor([float("nan"), float("nan")])
+    assert kael.all(x).item() is True
+    assert kael.any(x).item() is True
+    assert kael.count_nonzero(x).item() == 2
+
+
+def test_max_and_min_of_a_large_tensor_propagate_nan_from_any_block():
+    t = torch.rand(100_000)
+    t[77_777] = float("nan")
+    assert math.isnan(kael.amax(to_kael(t)).item())
+    assert math.isnan(kael.amin(to_kael(t.view(1000, 100)), 0)[77].item())
+
+
+# ---- empty inputs ------------------------------------------------------------------------------
+
+
+def test_empty_reductions_give_each_identity():
+    e = kael.zeros(0)
+    assert kael.sum(e).item() == 0.0
+    assert kael.prod(e).item() == 1.0
+    assert math.isnan(kael.mean(e).item())
+    assert math.isnan(kael.var(e).item())
+    assert math.isnan(kael.std(e).item())
+    assert kael.norm(e).item() == 0.0
+    assert kael.all(e).item() is True
+    assert kael.any(e).item() is False
+    assert kael.count_nonzero(e).item() == 0
+    assert kael.sum(kael.zeros(0, dtype=kael.int64)).dtype is kael.int64
+
+
+@pytest.mark.parametrize("op", ["sum", "prod", "mean", "amax", "all", "any"])
+def test_empty_tensor_reduced_over_an_empty_dim_matches_torch(op):
+    k, t = kael.zeros(0, 3), torch.zeros(0, 3)
+    if op == "amax":
+        check(kael.amax(k, 1), torch.amax(t, 1))
+        return
+    check(getattr(kael, op)(k, 0), getattr(torch, op)(t, 0))
+    check(getattr(kael, op)(k, 1), getattr(torch, op)(t, 1))
+
+
+def test_max_of_an_empty_tensor_without_a_dim_has_no_result():
+    with pytest.raises(kael.Error, match=r"max of an empty dimension in shape \[0\] has no result"):
+        kael.max(kael.zeros(0))
+    with pytest.raises(kael.Error, match=r"amin of an empty dimension in shape \[2, 0\]"):
+        kael.amin(kael.zeros(2, 0))
+
+
+def test_max_over_an_empty_dim_is_an_index_error_naming_dim_and_shape():
+    with pytest.raises(
+        kael.IndexError, match=r"max of an empty dimension \(dim 0\) in shape \[0, 3\]"
+    ):
+        kael.max(kael.zeros(0, 3), 0)
+    with pytest.raises(kael.IndexError, match=r"amax of an empty dimension \(dim 1\)"):
+        kael.amax(kael.zeros(3, 0), 1)
+    with pytest.raises(kael.IndexError, match=r"argmax of an empty dimension in shape \[0\]"):
+        kael.argmax(kael.zeros(0))
+    with pytest.raises(kael.IndexError, match=r"argmin of an empty dimension \(dim 0\)"):
+        kael.argmin(kael.zeros(0, 2), 0)
+
+
+def test_max_over_a_nonempty_dim_of_an_empty_tensor_is_empty():
+    r = kael.max(kael.zeros(0, 3), 1)
+    assert r.values.shape == (0,) and r.indices.shape == (0,)
+    assert kael.amax(kael.zeros(0, 3), 1).shape == (0,)
+    assert kael.argmax(kael.zeros(0, 3), 1).shape == (0,)
+
+
+# ---- dtypes ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.bool], ids=["i64", "bool"])
+def test_integer_and_bool_sums_and_products_give_int64(dtype):
+    t = base_values(dtype, (4, 5))
+    for op in ("sum", "prod"):
+        r = getattr(kael, op)(to_kael(t))
+        assert r.dtype is kael.int64
+        check(r, getattr(torch, op)(t))
+
+
+def test_integer_sums_and_products_wrap():
+    assert kael.sum(kael.tensor([INT64_MAX, 1])).item() == INT64_MIN
+    assert kael.prod(kael.tensor([2**62, 4])).item() == 0
+    assert kael.prod(kael.tensor([2**62, 3])).item() == torch.prod(torch.tensor([2**62, 3])).item()
+
+
+@pytest.mark.parametrize("op", ["mean", "var", "std", "norm"])
+def test_floating_only_reductions_refuse_integers_naming_the_dtype(op):
+    for dtype in (kael.int64, kael.bool):
+        with pytest.raises(kael.TypeError, match=f"{op}.*{dtype}"):
+            getattr(kael, op)(kael.ones(3, dtype=dtype))
+
+
+@pytest.mark.parametrize("op", ["sum", "prod", "mean"])
+def test_dtype_argument_casts_inside_the_kernel(op):
+    t = torch.tensor([[1, 2, 3], [4, 5, 6]])
+    for dtype in (torch.float32, torch.float64):
+        check(
+            getattr(kael, op)(to_kael(t), dtype=KAEL_DTYPES[dtype]),
+            getattr(torch, op)(t, dtype=dtype),
+        )
+        check(
+            getattr(kael, op)(to_kael(t), 1, dtype=KAEL_DTYPES[dtype]),
+            getattr(torch, op)(t, 1, dtype=dtype),
+        )
+    if op != "mean":
+        f = torch.tensor([1.7, 2.6, -3.9])
+        check(
+            getattr(kael, op)(to_kael(f), dtype=kael.int64),
+            getattr(torch, op)(f, dtype=torch.int64),
+        )
+    _, launches = record_launches(getattr(kael, op), to_kael(t), dtype=kael.float32)
+    assert len(launches) == 1
+
+
+def test_mean_of_integers_with_a_float_dtype_is_allowed():
+    check(
+        kael.mean(kael.tensor([1, 2, 4]), dtype=kael.float64),
+        torch.mean(torch.tensor([1, 2, 4]), dtype=torch.float64),
+    )
+
+
+# ---- var and std -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("correction", [0, 1, 2, 0.5])
+@pytest.mark.parametrize("op", ["var", "std"])
+def test_var_and_std_corrections_match_torch(op, correction):
+    k, t = twins(torch.float64, "stepped", seed=11)
+    for dim in (None, 0, (0, 1), -1):
+        for keepdim in (False, True):
+            check(
+                getattr(kael, op)(k, dim, correction=correction, keepdim=keepdim),
+                getattr(torch, op)(t, dim, correction=correction, keepdim=keepdim),
+            )
+
+
+def test_var_does_not_lose_precision_with_a_large_mean():
+    x = kael.tensor([1e8 + 1, 1e8 - 1], dtype=kael.float64)
+    assert abs(kael.var(x, correction=0).item() - 1.0) <= 1e-9
+    assert abs(kael.var(x).item() - 2.0) <= 1e-9
+
+
+def test_var_with_too_few_elements_is_nan():
+    assert math.isnan(kael.var(kael.tensor([3.0])).item())
+
+
+@pytest.mark.filterwarnings(r"ignore:var\(\)")
+def test_var_divides_by_n_minus_correction_clamped_at_zero():
+    t = torch.tensor([3.0, 4.0, 6.0])
+    for correction in (2, 3, 5):
+        check(kael.var(to_kael(t), correction=correction), torch.var(t, correction=correction))
+    assert kael.std(to_kael(t), correction=4).item() == math.inf
+
+
+# ---- norm ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("p", [2, 1, float("inf"), float("-inf"), 0, 3, 0.5, "fro"])
+@pytest.mark.parametrize("dtype", FLOATS, ids=["f32", "f64"])
+def test_norm_orders_match_torch(p, dtype):
+    t = base_values(dtype, (4, 6), seed=2) - 1.0
+    t[0, 0] = 0.0
+    k = to_kael(t)
+    check(kael.norm(k, p), torch.norm(t, p))
+    for dim in (0, 1, (0, 1)):
+        if p == "fro" and dim != (0, 1):
+            continue
+        for keepdim in (False, True):
+            check(kael.norm(k, p, dim, keepdim), torch.norm(t, p, dim, keepdim))
+    check(kael.norm(k.T, p), torch.norm(t.T, p))
+
+
+def test_norm_order_must_be_a_number():
+    with pytest.raises(kael.TypeError, match="p must be a number or 'fro', got 'nuc'"):
+        kael.norm(kael.ones(3), "nuc")
+
+
+# ---- count_nonzero, all, any -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_count_nonzero_counts_zeros_of_each_dtype(dtype):
+    t = torch.tensor([[0, 1, 2], [0, 0, 3]]).to(dtype)
+    k = to_kael(t)
+    check(kael.count_nonzero(k), torch.count_nonzero(t))
+    check(kael.count_nonzero(k, 1), torch.count_nonzero(t, 1))
+    check(kael.count_nonzero(k, (0, 1)), torch.count_nonzero(t, (0, 1)))
+    _, launches = record_launches(kael.count_nonzero, k, 0)
+    assert len(launches) == 1
+
+
+def test_all_and_any_give_bool_for_every_dtype():
+    for dtype in (kael.float32, kael.int64):
+        x = kael.tensor([[0, 1], [2, 3]]).to(dtype)
+        assert kael.all(x, 1).tolist() == [False, True]
+        assert kael.any(x, 0).tolist() == [True, True]
+        assert kael.all(x).dtype is kael.bool
+
+
+# ---- out= --------------------------------------------------------------------------------------
+
+
+def test_out_receives_the_result_in_place():
+    x = kael.tensor([[1.0, 2.0], [3.0, 4.0]])
+    out = kael.empty(2)
+    assert kael.sum(x, 0, out=out) is out
+    assert out.tolist() == [4.0, 6.0]
+    strided = kael.zeros(2, 2)[:, 1]
+    kael.amax(x, 1, out=strided)
+    assert strided.tolist() == [2.0, 4.0]
+    keep = kael.empty(2, 1)
+    kael.mean(x, 1, keepdim=True, out=keep)
+    assert keep.tolist() == [[1.5], [3.5]]
+    idx = kael.empty(2, dtype=kael.int64)
+    assert kael.argmax(x, 1, out=idx) is idx and idx.tolist() == [1, 1]
+
+
+def test_max_with_dim_writes_the_out_pair():
+    x = kael.tensor([[1.0, 7.0], [9.0, 4.0]])
+    values, indices = kael.empty(2), kael.empty(2, dtype=kael.int64)
+    r = kael.max(x, 1, out=(values, indices))
+    assert r.values is values and r.indices is indices
+    assert values.tolist() == [7.0, 9.0] and indices.tolist() == [1, 0]
+
+
+def test_out_with_the_wrong_shape_or_dtype_is_refused():
+    x = kael.ones(2, 3)
+    with pytest.raises(
+        kael.ValueError, match=r"out has shape \[2\] but the result has shape \[3\]"
+    ):
+        kael.sum(x, 0, out=kael.empty(2))
+    with pytest.raises(
+        kael.TypeError, match="out has dtype int64 but the result has dtype float32"
+    ):
+        kael.sum(x, 0, out=kael.empty(3, dtype=kael.int64))
+    with pytest.raises(kael.TypeError, match="values, indices"):
+        kael.max(x, 0, out=kael.empty(3))
+
+
+# ---- bad dims and arguments --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "op",
+    ["sum", "prod", "mean", "var", "std", "amax", "amin", "all", "any", "norm", "count_nonzero"],
+)
+def test_a_repeated_dim_is_a_value_error(op):
+    x = kael.ones(2, 3)
+    with pytest.raises(kael.ValueError, match="dimension 0 appears more than once in reduction"):
+        if op == "norm":
+            kael.norm(x, 2, (0, -2))
+        else:
+            getattr(kael, op)(x, (0, -2))
+
+
+@pytest.mark.parametrize(
+    "op", ["sum", "mean", "amax", "argmax", "all", "max", "var", "count_nonzero"]
+)
+def test_a_dim_out_of_range_is_an_index_error_naming_dim_and_rank(op):
+    with pytest.raises(kael.IndexError, match=r"range of \[-2, 1\], but got 2\) .*rank 2"):
+        getattr(kael, op)(kael.ones(2, 3), 2)
+    with pytest.raises(kael.IndexError, match=r"range of \[-2, 1\], but got -3"):
+        getattr(kael, op)(kael.ones(2, 3), -3)
+
+
+def test_non_tensor_input_and_bad_keepdim_are_type_errors():
+    with pytest.raises(kael.TypeError, match="sum.*Tensor.*list"):
+        kael.sum([1, 2])
+    with pytest.raises(kael.TypeError, match="keepdim must be a bool, got str"):
+        kael.sum(kael.ones(2), 0, "yes")
+    with pytest.raises(kael.TypeError, match="correction must be a number, got str"):
+        kael.var(kael.ones(2), correction="1")
+    with pytest.raises(kael.TypeError, match="dim must be an int, got str"):
+        kael.max(kael.ones(2), "0")
+
+
+def test_unknown_reduce_op_is_refused():
+    with pytest.raises(kael.ValueError, match="unknown reduction 'median'"):
+        reductions.reduce("median", [kael.ones(2)], (0,))
+
+
+def test_a_custom_prologue_needs_a_template_key():
+    with pytest.raises(kael.ValueError, match="needs a key naming it"):
+        reductions.reduce("sum", [kael.ones(2)], (0,), prologue=lambda a: a)
+
+
+# ---- methods ----------------------------------------------------------------------------------
+
+
+def test_tensor_methods_reach_the_reductions():
+    k, t = twins(torch.float32, "contiguous", seed=4)
+    check(k.sum(1), t.sum(1))
+    check(k.mean(), t.mean())
+    check(k.max(0).indices, t.max(0).indices)
+    check(k.argmin(1, keepdim=True), t.argmin(1, keepdim=True))
+    check(k.norm(), t.norm())
+    check(k.std(0), t.std(0))
+
+
+# ---- large inputs: blocks, trees and schedules ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "shape,dim",
+    [
+        ((40_000, 9), 0),
+        ((3, 40_000), 1),
+        ((40_000,), 0),
+        ((20, 3000, 2), (0, 2)),
+        ((2, 30_000, 3), 1),
+    ],
+)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_long_reductions_match_torch(shape, dim, dtype):
+    t = base_values(dtype, shape, seed=9)
+    k = to_kael(t)
+    check(kael.sum(k, dim), torch.sum(t, dim))
+    check(kael.amax(k, dim), torch.amax(t, dim))
+    check(kael.amin(k, dim, keepdim=True), torch.amin(t, dim, keepdim=True))
+    check(
+        kael.all(k, dim), torch.all(t, dim) if isinstance(dim, int) else t.all(dim[1]).all(dim[0])
+    )
+    check(
+        kael.any(k, dim), torch.any(t, dim) if isinstance(dim, int) else t.any(dim[1]).any(dim[0])
+    )
+    if dtype.is_floating_point:
+        check(kael.mean(k, dim), torch.mean(t, dim))
+        check(kael.var(k, dim), torch.var(t, dim))
+        check(kael.norm(k, 2, dim), torch.norm(t, 2, dim))
+    if isinstance(dim, int) and dtype is not torch.bool:
+        check(kael.argmax(k, dim), torch.argmax(t, dim))
+        check(kael.max(k, dim).values, torch.max(t, dim).values)
+
+
+def test_ten_million_tenths_sum_to_a_million_within_one():
+    x = kael.full((10_000_000,), 0.1, dtype=kael.float32)
+    assert abs(kael.sum(x).item() - 1e6) <= 1.0
+
+
+def test_results_do_not_depend_on_the_thread_count():
+    t = torch.randn(10_000_000, generator=torch.Generator().manual_seed(1))
+    k = to_kael(t)
+    threads = kael.get_num_threads()
+
+    def results():
+        return (
+            kael.sum(k).item(),
+            kael.sum(k.view(2, 5_000_000), 1).tolist(),
+            kael.sum(k.view(625, 16_000), 0).numpy().tobytes(),
+            kael.var(k).item(),
+        )
+
+    many = results()
+    kael.set_num_threads(1)
+    try:
+        one = results()
+    finally:
+        kael.set_num_threads(threads)
+    assert one == many
+    assert abs(many[0] - t.double().sum().item()) < 1e-3
+
+
+# ---- fusion: one launch per pass ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "fn,passes",
+    [
+        (lambda x: kael.sum(x, dtype=kael.float64), 1),
+        (lambda x: kael.mean(x, 1), 1),
+        (lambda x: kael.norm(x), 1),
+        (lambda x: kael.norm(x, 3, 0), 1),
+        (lambda x: kael.count_nonzero(x), 1),
+        (lambda x: kael.var(x, 0), 2),
+        (lambda x: kael.std(x), 2),
+        (lambda x: kael.max(x, 1), 1),
+        (lambda x: kael.argmax(x), 1),
+    ],
+    ids=["sum_dtype", "mean", "norm", "norm3", "count_nonzero", "var", "std", "max_dim", "argmax"],
+)
+def test_each_pass_is_one_launch(fn, passes):
+    k, _ = twins(torch.float32, "transposed")
+    _, launches = record_launches(fn, k)
+    assert len(launches) == passes
+    # a large input takes several blocks and the tree: still one launch per pass
+    big = kael.full((300, 200), 0.5, dtype=kael.float32)
+    _, launches = record_launches(fn, big)
+    assert len(launches) == passes
+
+
+def test_internal_reduce_fuses_an_elementwise_prologue():
+    t = base_values(torch.float64, (5, 7), seed=8)
+    k = to_kael(t)
+    (m,) = reductions.reduce("max", [k], (1,), True)
+    check(m, torch.amax(t, 1, keepdim=True))
+
+    def shifted_exp(a, mu):
+        return g.Unary(a.dtype, (), "exp", g.Binary(a.dtype, (), "sub", a, mu))
+
+    (s,), launches = record_launches(
+        reductions.reduce, "sum", [k, m], (1,), True, prologue=shifted_exp, key=("sumexp",)
+    )
+    assert len(launches) == 1
+    check(s, torch.exp(t - torch.amax(t, 1, keepdim=True)).sum(1, keepdim=True))
+
+
+def test_out_aliasing_the_input_is_written_after_the_input_is_read():
+    x = kael.tensor([[1.0, 2.0], [3.0, 4.0]])
+    kael.sum(x, 1, out=x[:, 0])
+    assert x.tolist() == [[3.0, 2.0], [7.0, 4.0]]
+
+
+def test_argmax_over_an_outer_dim_keeps_the_first_tie_and_the_first_nan_per_column():
+    t = torch.zeros(50_000, 16, dtype=torch.float64)
+    t[[7, 20_000, 49_999], 3] = 5.0
+    t[[40_000, 30], 4] = float("nan")
+    t[16_384, 5] = -1.0
+    k = to_kael(t)
+    for op in ("argmax", "argmin"):
+        got = getattr(kael, op)(k, 0)
+        check(got, getattr(torch, op)(t, 0))
+    assert kael.argmax(k, 0)[3].item() == 7 and kael.argmax(k, 0)[4].item() == 30
+    assert kael.max(k, 0).indices[5].item() == 0 and kael.min(k, 0).indices[5].item() == 16_384
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64], ids=["f32", "i64"])
+def test_argmax_of_permuted_views_reports_logical_indices_with_ties_and_nans(dtype):
+    t = torch.randint(0, 5, (30, 40, 50)).to(dtype)
+    if dtype.is_floating_point:
+        t[3, 7, 11] = float("nan")
+        t[20, 1, 2] = float("nan")
+    k = to_kael(t)
+    for view in (lambda x: x.permute(2, 0, 1), lambda x: x.transpose(0, 2), lambda x: x[:, ::3]):
+        kv, tv = view(k), view(t)
+        for op in ("argmax", "argmin"):
+            check(getattr(kael, op)(kv), getattr(torch, op)(tv))
+            for dim in (0, 1, 2):
+                check(getattr(kael, op)(kv, dim), getattr(torch, op)(tv, dim))
