@@ -1,12 +1,324 @@
-"""The softmax family and friends: softmax, log_softmax, cross_entropy, layer_norm
-(kael.nn.functional re-exports them)."""
+"""The softmax family: softmax, log_softmax, logsumexp, cross_entropy and layer_norm
+(kael.nn.functional re-exports all but logsumexp, which torch.nn.functional lacks).
+
+Rows along the last dimension(s) of a contiguous CPU tensor run the fused row kernels
+of codegen/cpu/rows.py. Other layouts (and devices) of softmax, log_softmax and
+logsumexp take the book's composed path of kael ops (amax and sum with keepdim, sub,
+exp, log, div, where); cross_entropy and layer_norm copy their rows contiguous first
+(the class dim moved last). Integer and bool inputs become float32 (the book's
+as_floating).
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
+from kael.codegen.cpu import rows
+from kael.frontend import eager, reductions, views
+from kael.frontend import elementwise as ew
+from kael.frontend.elementwise import _output
+from kael.frontend.tensor import Tensor, clone_impl, empty_impl
+from kael.runtime.device import CPU
+from kael.runtime.dtypes import as_dtype, float32, float64, int64
+from kael.runtime.errors import Error, IndexError, TypeError, ValueError
+from kael.runtime.tensor_impl import TensorImpl, format_shape
+
+REDUCTIONS = ("mean", "sum", "none")
+
+
+# ---- operands --------------------------------------------------------------------------------
+
+
+def _tensor(x, op: str, what: str = "input", cpu_only: bool = True) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected {what} to be a Tensor, got {type(x).__name__}")
+    if cpu_only and x.device is not CPU:
+        raise Error(f"{op}: the fused row kernels run on the CPU; {what} is on {x.device}")
+    return x
+
+
+def _as_floating(x, op: str, dtype=None, cpu_only: bool = True) -> Tensor:
+    """x as a floating tensor: `dtype` when given, else its own float dtype or float32."""
+    x = _tensor(x, op, cpu_only=cpu_only)
+    if dtype is not None:
+        target = as_dtype(dtype)
+        if not target.is_floating_point:
+            raise TypeError(f"{op}: dtype must be a floating dtype, got {target}")
+    else:
+        target = x.dtype if x.dtype.is_floating_point else float32
+    return x if x.dtype is target else Tensor(clone_impl(x._impl, target))
+
+
+def _contiguous(impl: TensorImpl) -> TensorImpl:
+    return impl if impl.is_contiguous() else clone_impl(impl)
+
+
+def _moved_last(impl: TensorImpl, dim: int) -> TensorImpl:
+    """impl with `dim` moved last (the others keep their order), contiguous: one compiled
+    copy, none when that is already impl's layout."""
+    order = tuple(d for d in range(len(impl.shape)) if d != dim) + (dim,)
+    if order != tuple(range(len(order))):
+        impl = views.permute(impl, order)
+    return _contiguous(impl)
+
+
+def _rows_of(impl: TensorImpl, tail: int) -> tuple[int, int]:
+    """(rows, cols) of impl seen as [rows, cols], cols the product of its last `tail` sizes."""
+    lead = len(impl.shape) - tail
+    return math.prod(impl.shape[:lead]), math.prod(impl.shape[lead:])
+
+
+# ---- softmax, log_softmax and logsumexp ------------------------------------------------------
+
+
+def _fused(impl: TensorImpl, dims: tuple[int, ...]) -> bool:
+    """Whether `dims` are the trailing dims of a contiguous CPU tensor: rows for the kernels."""
+    n = len(impl.shape)
+    return impl.device is CPU and impl.is_contiguous() and dims == tuple(range(n - len(dims), n))
+
+
+def _run_rows(kernel: str, src: TensorImpl, out: TensorImpl, tail: int) -> None:
+    """The row kernel over src seen as [rows, cols], cols its last `tail` dims."""
+    row_count, cols = _rows_of(src, tail)
+    if row_count:
+        rows.run_rows(kernel, src.dtype, [src.data_ptr(), out.data_ptr(), cols], row_count, cols)
+
+
+def _composed_softmax(x: Tensor, d: int, log: bool) -> Tensor:
+    """The book's composed path for other layouts: max, sub, exp, sum (keepdim) and div."""
+    shifted = ew.binary("sub", x, reductions.amax(x, d, keepdim=True))
+    e = ew.unary("exp", shifted)
+    total = reductions.sum(e, d, keepdim=True)
+    if log:
+        return ew.binary("sub", shifted, ew.unary("log", total))
+    return ew.binary("div", e, total)
+
+
+def _softmax(kernel: str, x, dim, dtype) -> Tensor:
+    x = _as_floating(x, kernel, dtype, cpu_only=False)
+    impl = x._impl
+    d = views.wrap_dim(dim, x.ndim)
+    if impl.numel() == 0:
+        return Tensor(empty_impl(impl.shape, impl.dtype, impl.device))
+    dims = (d,) if x.ndim else ()  # a 0-d tensor is one row of one element
+    if not _fused(impl, dims):
+        return _composed_softmax(x, d, kernel == "log_softmax")
+    out = empty_impl(impl.shape, impl.dtype, CPU)
+    _run_rows(kernel, impl, out, len(dims))
+    return Tensor(out)
+
+
+def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
+    """exp(x - max) / sum(exp(x - max)) along `dim`: no overflow for large entries."""
+    return _softmax("softmax", input, dim, dtype)
+
+
+def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
+    """(x - max) - log(sum(exp(x - max))) along `dim`: exact where log(softmax(x)) is -inf."""
+    return _softmax("log_softmax", input, dim, dtype)
+
+
+def _composed_logsumexp(x: Tensor, dims: tuple[int, ...]) -> Tensor:
+    """log(sum(exp(x - shift))) + shift (keepdim), the shift the max unless it is infinite."""
+    top = reductions.amax(x, dims, keepdim=True)
+    shift = ew.where(ew.unary("isinf", top), 0.0, top)
+    total = reductions.sum(ew.unary("exp", ew.binary("sub", x, shift)), dims, keepdim=True)
+    return ew.binary("add", ew.unary("log", total), shift)
+
+
+def logsumexp(input: Tensor, dim, keepdim: bool = False, *, out: Tensor | None = None) -> Tensor:
+    """log(sum(exp(x))) over `dim`, shifted by the max: all -inf (or empty) gives -inf."""
+    x = _as_floating(input, "logsumexp", cpu_only=False)
+    impl = x._impl
+    dims = reductions.reduce_axes(x, dim, "logsumexp")  # () for a 0-d tensor: one row of one
+    shape = reductions.reduced_shape(impl.shape, dims, keepdim)
+    target = _output(out, shape, impl.dtype, impl.device, "logsumexp")
+    if impl.numel() == 0:  # the sum of no exponentials is 0: log gives -inf
+        eager.fill(target._impl, -math.inf)
+    elif _fused(impl, dims) and target.is_contiguous() and not target.shares_storage(x):
+        _run_rows("logsumexp", impl, target._impl, len(dims))
+    elif _fused(impl, dims):  # through a new result: out is strided or overlaps the input
+        result = empty_impl(shape, impl.dtype, CPU)
+        _run_rows("logsumexp", impl, result, len(dims))
+        eager.copy_into(target._impl, result)
+    else:
+        eager.copy_into(target._impl, _composed_logsumexp(x, dims).reshape(shape)._impl)
+    return target
+
+
+# ---- cross_entropy ---------------------------------------------------------------------------
+
+
+def _check_target(x: Tensor, target, op: str) -> Tensor:
+    """target: int64 class indices shaped like x without its class dim (dim 1, or 0 if 1-d)."""
+    target = _tensor(target, op, "target")
+    if target.dtype is not int64:
+        raise TypeError(
+            f"{op}: expected target dtype to be int64 (class indices), but got {target.dtype}"
+            " (class probabilities are not supported)"
+        )
+    if x.ndim == 0:
+        raise ValueError(f"{op}: input must have at least 1 dimension (classes), got a 0-d tensor")
+    expected = () if x.ndim == 1 else (x.shape[0], *x.shape[2:])
+    if target.shape != expected:
+        if x.ndim >= 2 and target.ndim >= 1 and target.shape[0] != x.shape[0]:
+            raise ValueError(
+                f"Expected input batch_size ({x.shape[0]}) to match target batch_size"
+                f" ({target.shape[0]})."
+            )
+        raise ValueError(
+            f"{op}: expected target size {format_shape(expected)} for input of size"
+            f" {format_shape(x.shape)}, got {format_shape(target.shape)}"
+        )
+    return target
+
+
+def _parameter(param, op: str, name: str, x: Tensor, shape: tuple, mismatch: str):
+    """A weight or bias: None, or a tensor of `shape` and x's dtype, made contiguous.
+
+    `mismatch` is the shape error's message, with {got} for the parameter's shape.
+    """
+    if param is None:
+        return None
+    param = _tensor(param, op, name)
+    if param.shape != shape:
+        raise ValueError(mismatch.format(got=format_shape(param.shape)))
+    if param.dtype is not x.dtype:
+        raise TypeError(f"{op}: {name} has dtype {param.dtype} but input has dtype {x.dtype}")
+    return _contiguous(param._impl)
+
+
+def cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    *,
+    ignore_index: int = -100,
+    reduction: str = "mean",
+) -> Tensor:
+    """Mean (or sum, or each) of -w[t] log_softmax(logits)[t] over samples; targets equal to
+    ignore_index count for nothing. Logits are [C], [N, C] or [N, C, d1, ...]. reduction
+    and ignore_index are keyword-only: torch's fourth positional is its deprecated
+    size_average."""
+    op = "cross_entropy"
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    ignore_index = views.as_int(ignore_index, "ignore_index")
+    x = _as_floating(input, op)
+    target = _check_target(x, target, op)
+    class_dim = 0 if x.ndim == 1 else 1
+    classes = x.shape[class_dim]
+    w = _parameter(
+        weight,
+        op,
+        "weight",
+        x,
+        (classes,),
+        f"weight tensor should be defined either for all {classes} classes or no classes"
+        " but got weight tensor of shape: {got}",
+    )
+    src = _moved_last(x._impl, class_dim)
+    labels = _contiguous(target._impl)
+    count = labels.numel()
+    scratch = empty_impl((2, count), float64, CPU)
+    addresses = {
+        "x": src.data_ptr(),
+        "target": labels.data_ptr(),
+        "weight": w.data_ptr() if w is not None else 0,
+        "scratch": scratch.data_ptr(),
+    }
+    bad = -1
+    if count:
+        bad = rows.cross_entropy(src.dtype, addresses, count, classes, ignore_index, w is not None)
+    if bad >= 0:
+        value = Tensor(labels).reshape(-1)[bad].item()
+        raise IndexError(
+            f"Target {value} is out of bounds: {op} expects a class in [0, {classes})"
+            f" (or ignore_index {ignore_index}), found at flat position {bad}"
+        )
+    if reduction == "none":
+        losses = clone_impl(views.select(scratch, 0, 0), src.dtype)
+        return Tensor(losses).reshape(target.shape)
+    out = empty_impl((), src.dtype, CPU)
+    rows.cross_entropy_total(
+        src.dtype, scratch.data_ptr(), out.data_ptr(), count, reduction == "mean"
+    )
+    return Tensor(out)
+
+
+# ---- layer_norm ------------------------------------------------------------------------------
+
+
+def _normalized_shape(normalized_shape) -> tuple[int, ...]:
+    if isinstance(normalized_shape, (tuple, list)):
+        shape = tuple(
+            views.as_int(s, f"normalized_shape element {i}") for i, s in enumerate(normalized_shape)
+        )
+    else:
+        shape = (views.as_int(normalized_shape, "normalized_shape"),)
+    if not shape:
+        raise ValueError(
+            "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least"
+            " one element, but got normalized_shape = []"
+        )
+    return shape
+
+
+def layer_norm(
+    input: Tensor,
+    normalized_shape,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """(x - mean) / sqrt(var + eps) over the trailing `normalized_shape` dims (biased
+    variance, two passes), times weight, plus bias."""
+    shape = _normalized_shape(normalized_shape)
+    x = _as_floating(input, "layer_norm")
+    k = len(shape)
+    if x.shape[max(x.ndim - k, 0) :] != shape or x.ndim < k:
+        raise ValueError(
+            f"Given normalized_shape={format_shape(shape)}, expected input with shape"
+            f" [*, {', '.join(map(str, shape))}], but got input of size{format_shape(x.shape)}"
+        )
+    w, b = (
+        _parameter(
+            param,
+            "layer_norm",
+            name,
+            x,
+            shape,
+            f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape"
+            f" {{got}} and normalized_shape = {format_shape(shape)}",
+        )
+        for param, name in ((weight, "weight"), (bias, "bias"))
+    )
+    src = _contiguous(x._impl)
+    out = empty_impl(src.shape, src.dtype, CPU)
+    row_count, cols = _rows_of(src, k)
+    if src.numel():
+        variant = rows.AFFINE[(w is not None) + 2 * (b is not None)]
+        words = [
+            src.data_ptr(),
+            out.data_ptr(),
+            w.data_ptr() if w is not None else 0,
+            b.data_ptr() if b is not None else 0,
+            cols,
+            rows.float_word(float(eps)),
+        ]
+        rows.run_rows(f"layer_norm_{variant}", src.dtype, words, row_count, cols)
+    return Tensor(out)
+
+
 # kael.NAME for each entry; also Tensor.NAME unless the name is in NOT_METHODS.
-FUNCTIONS: dict[str, Callable] = {}
+FUNCTIONS: dict[str, Callable] = {
+    "softmax": softmax,
+    "log_softmax": log_softmax,
+    "logsumexp": logsumexp,
+    "cross_entropy": cross_entropy,
+    "layer_norm": layer_norm,
+}
 # Tensor-only methods (in-place variants, operators).
 METHODS: dict[str, Callable] = {}
-NOT_METHODS: frozenset[str] = frozenset()
+NOT_METHODS: frozenset[str] = frozenset({"cross_entropy", "layer_norm"})

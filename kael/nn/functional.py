@@ -4,8 +4,10 @@ from kael.frontend import nn as _nn
 from kael.frontend.ops import FUNCTIONS as _FUNCTIONS
 
 _ACTIVATIONS = ("relu", "gelu", "silu", "sigmoid", "tanh")
+# torch.nn.functional has no logsumexp: it stays kael.logsumexp and Tensor.logsumexp only.
+_NN = {name: fn for name, fn in _nn.FUNCTIONS.items() if name != "logsumexp"}
 
 globals().update({name: _FUNCTIONS[name] for name in _ACTIVATIONS})
-globals().update(_nn.FUNCTIONS)
+globals().update(_NN)
 
-__all__ = [*_ACTIVATIONS, *_nn.FUNCTIONS]
+__all__ = [*_ACTIVATIONS, *_NN]

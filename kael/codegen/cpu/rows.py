@@ -1,0 +1,416 @@
+"""Fused row kernels: softmax, log_softmax, logsumexp, layer_norm and cross_entropy.
+
+Each is a hand-written `void f(i64* args, i64 begin, i64 end)` whose work items are the
+rows of a contiguous [rows, cols] input, so runtime/launcher.py splits rows over the
+thread pool. A row is walked a few times (it stays in cache between passes): W-lane
+vectors (one 64-byte register), then a scalar tail, with kael's own exp and log
+(codegen/vmath.py through the emitter tables). Sums accumulate in float64 whatever
+the element type; lanes combine in a fixed order, so results do not depend on threads.
+
+- softmax: NaN-aware max; out = exp(x - max) with the sum; out *= 1 / sum.
+- log_softmax: max; sum of exp(x - max); out = (x - max) - log(sum), exact where
+  log(softmax) underflows.
+- logsumexp: shift = max, or 0 when the max is infinite (no inf - inf); out = log(sum
+  of exp(x - shift)) + shift: an all -inf or empty row gives -inf, a +inf entry inf.
+- layer_norm: mean, then the variance as the mean of (x - mean)^2 (two passes), then
+  (x - mean) / sqrt(var + eps), times weight, plus bias (variants by which are given).
+- cross_entropy: per row the weighted loss w[t] * (logsumexp(x) - x[t]) and w[t] into a
+  float64 [2, rows] scratch; rows whose target is ignore_index give 0 and 0; a target
+  outside [0, cols) lowers the error word to its row (atomic min). `total` then sums
+  both scratch rows in one work item and stores the sum, or the weighted mean.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import time
+from collections.abc import Callable
+from functools import partial
+
+from llvmlite import ir
+
+from kael.codegen.cpu import handwritten
+from kael.codegen.cpu.loops import VECTOR_BYTES, _LoopBuilder
+from kael.codegen.emitters import UNARY_EMITTERS
+from kael.codegen.lowering import ExprEmitter, scalar_type
+from kael.runtime import debug
+from kael.runtime.dtypes import INT64_MAX, DType, float32, float64
+from kael.runtime.launcher import launch
+
+F64 = ir.DoubleType()
+I64 = ir.IntType(64)
+INF = float("inf")
+# Layer norm variants: which of weight and bias the kernel applies.
+AFFINE = ("none", "weight", "bias", "both")
+
+
+def _i64(v: int) -> ir.Constant:
+    return ir.Constant(I64, v)
+
+
+def _vec(t: ir.Type, width: int) -> ir.Type:
+    return t if width == 1 else ir.VectorType(t, width)
+
+
+def _splat(t: ir.Type, value: float, width: int) -> ir.Constant:
+    c = ir.Constant(t, value)
+    return c if width == 1 else ir.Constant(ir.VectorType(t, width), [c] * width)
+
+
+def _no_expr(*_):
+    raise AssertionError("row kernels emit math on values only")
+
+
+def _nan_max(b: ir.IRBuilder, m: ir.Value, x: ir.Value) -> ir.Value:
+    """max(m, x) where a NaN on either side wins (and stays)."""
+    take = b.or_(b.fcmp_ordered(">", x, m), b.fcmp_unordered("uno", x, x))
+    return b.select(take, x, m)
+
+
+def _fadd(b: ir.IRBuilder, a: ir.Value, x: ir.Value) -> ir.Value:
+    return b.fadd(a, x)
+
+
+class _Acc:
+    """A loop-carried value per width: a W-lane vector and a scalar, folded at the end."""
+
+    def __init__(self, row: _Row, elem: ir.Type, init: float, combine: Callable) -> None:
+        self.row, self.elem, self.init, self.combine = row, elem, init, combine
+        # Made before the kernel's first branch: entry-block allocas, which mem2reg lifts.
+        self.slots = {w: row.b.alloca(_vec(elem, w)) for w in (row.width, 1)}
+
+    def reset(self) -> None:
+        for w, slot in self.slots.items():
+            self.row.b.store(_splat(self.elem, self.init, w), slot)
+
+    def get(self, w: int) -> ir.Value:
+        return self.row.b.load(self.slots[w])
+
+    def update(self, w: int, x: ir.Value) -> None:
+        self.row.b.store(self.combine(self.row.b, self.get(w), x), self.slots[w])
+
+    def total(self) -> ir.Value:
+        """The scalar, then lanes 0..W-1 folded in order."""
+        b = self.row.b
+        acc, vec = self.get(1), self.get(self.row.width)
+        for lane in range(self.row.width):
+            acc = self.combine(b, acc, b.extract_element(vec, _i64(lane)))
+        return acc
+
+
+class _Row:
+    """One row kernel being emitted: its argument words, emitters and loop helpers."""
+
+    def __init__(self, module: ir.Module, symbol: str, dtype: DType, args: tuple[str, ...]):
+        fn, b = handwritten.kernel_function(module, symbol)
+        self.fn, self.b, self.dtype = fn, b, dtype
+        self.width = VECTOR_BYTES // dtype.itemsize
+        self.t = scalar_type(dtype)
+        self.w = {
+            name: b.load(b.gep(fn.args[0], [_i64(i)]), name=name) for i, name in enumerate(args)
+        }
+        self.loops = _LoopBuilder(b)
+        self.emitters = {
+            w: ExprEmitter(b, w, _no_expr, _no_expr, _no_expr) for w in (self.width, 1)
+        }
+
+    def ptr(self, name: str, t: ir.Type | None = None) -> ir.Value:
+        return self.b.inttoptr(self.w[name], (t or self.t).as_pointer(), name=f"{name}.ptr")
+
+    def row_ptr(self, base: ir.Value, row: ir.Value, cols: ir.Value) -> ir.Value:
+        return self.b.gep(base, [self.b.mul(row, cols)])
+
+    def load(self, row: ir.Value, j: ir.Value, w: int) -> ir.Value:
+        p = self.b.gep(row, [j])
+        if w > 1:
+            p = self.b.bitcast(p, ir.VectorType(self.t, w).as_pointer())
+        return self.b.load(p, align=self.dtype.itemsize)
+
+    def store(self, v: ir.Value, row: ir.Value, j: ir.Value, w: int) -> None:
+        p = self.b.gep(row, [j])
+        if w > 1:
+            p = self.b.bitcast(p, ir.VectorType(self.t, w).as_pointer())
+        self.b.store(v, p, align=self.dtype.itemsize)
+
+    def math(self, name: str, v: ir.Value, w: int, dtype: DType | None = None) -> ir.Value:
+        """kael's vector math (never llvm.exp): exp or log of a value of `w` lanes."""
+        return UNARY_EMITTERS[name](self.emitters[w], v, dtype or self.dtype)
+
+    def intrinsic(self, name: str, v: ir.Value) -> ir.Value:
+        """A scalar LLVM intrinsic that every backend lowers exactly (fabs, sqrt)."""
+        return self.emitters[1].intrinsic(name, v)
+
+    def splat(self, v: ir.Value, w: int) -> ir.Value:
+        return self.emitters[w].splat(v)
+
+    def wide(self, v: ir.Value, w: int) -> ir.Value:
+        """Elements as float64 (lane-wise)."""
+        return v if self.dtype is float64 else self.b.fpext(v, _vec(F64, w))
+
+    def narrow(self, v: ir.Value) -> ir.Value:
+        """A float64 scalar as the element type."""
+        return v if self.dtype is float64 else self.b.fptrunc(v, self.t)
+
+    def each(self, n: ir.Value, body: Callable[[ir.Value, int], None], name: str) -> None:
+        """body(j, W) over whole vectors of [0, n), then body(j, 1) over the rest."""
+        j = self.loops.counted(_i64(0), n, self.width, lambda j: body(j, self.width), f"{name}.v")
+        self.loops.counted(j, n, 1, lambda j: body(j, 1), f"{name}.s")
+
+    def acc(self, elem: ir.Type, init: float, combine: Callable) -> _Acc:
+        return _Acc(self, elem, init, combine)
+
+    def row_max(self, x: ir.Value, cols: ir.Value, acc: _Acc) -> ir.Value:
+        """The NaN-aware max of a row (-inf when empty)."""
+        acc.reset()
+        self.each(cols, lambda j, w: acc.update(w, self.load(x, j, w)), "max")
+        return acc.total()
+
+    def exp_sum(self, x, cols, shift, acc: _Acc, out=None) -> ir.Value:
+        """sum(exp(x - shift)) in float64, storing each exp into `out` when given."""
+        acc.reset()
+
+        def body(j, w):
+            e = self.math("exp", self.b.fsub(self.load(x, j, w), self.splat(shift, w)), w)
+            if out is not None:
+                self.store(e, out, j, w)
+            acc.update(w, self.wide(e, w))
+
+        self.each(cols, body, "exp")
+        return acc.total()
+
+    def over_rows(self, body: Callable[[ir.Value], None]) -> None:
+        """body(row) for the rows [begin, end) of this call, then return."""
+        self.loops.counted(self.fn.args[1], self.fn.args[2], 1, body, "row")
+        self.b.ret_void()
+
+
+# ---- the kernels -----------------------------------------------------------------------------
+
+
+def _softmax(module: ir.Module, symbol: str, dtype: DType, log: bool) -> None:
+    r = _Row(module, symbol, dtype, ("x", "out", "cols"))
+    b, cols = r.b, r.w["cols"]
+    xs, outs = r.ptr("x"), r.ptr("out")
+    top, total = r.acc(r.t, -INF, _nan_max), r.acc(F64, 0.0, _fadd)
+
+    def row(i):
+        x, out = r.row_ptr(xs, i, cols), r.row_ptr(outs, i, cols)
+        m = r.row_max(x, cols, top)
+        if not log:
+            inv = r.narrow(b.fdiv(ir.Constant(F64, 1.0), r.exp_sum(x, cols, m, total, out)))
+            r.each(
+                cols,
+                lambda j, w: r.store(b.fmul(r.load(out, j, w), r.splat(inv, w)), out, j, w),
+                "scale",
+            )
+            return
+        log_sum = r.narrow(r.math("log", r.exp_sum(x, cols, m, total), 1, float64))
+
+        def shifted(j, w):
+            v = b.fsub(b.fsub(r.load(x, j, w), r.splat(m, w)), r.splat(log_sum, w))
+            r.store(v, out, j, w)
+
+        r.each(cols, shifted, "out")
+
+    r.over_rows(row)
+
+
+def _logsumexp(module: ir.Module, symbol: str, dtype: DType) -> None:
+    r = _Row(module, symbol, dtype, ("x", "out", "cols"))
+    b, cols = r.b, r.w["cols"]
+    xs, outs = r.ptr("x"), r.ptr("out")
+    top, total = r.acc(r.t, -INF, _nan_max), r.acc(F64, 0.0, _fadd)
+
+    def row(i):
+        x = r.row_ptr(xs, i, cols)
+        m = r.row_max(x, cols, top)
+        infinite = b.fcmp_ordered("==", r.intrinsic("llvm.fabs", m), ir.Constant(r.t, INF))
+        shift = b.select(infinite, ir.Constant(r.t, 0.0), m)
+        value = r.math("log", r.exp_sum(x, cols, shift, total), 1, float64)
+        value = b.fadd(value, r.wide(shift, 1))
+        b.store(r.narrow(value), b.gep(outs, [i]))
+
+    r.over_rows(row)
+
+
+def _layer_norm(module: ir.Module, symbol: str, dtype: DType, affine: str) -> None:
+    r = _Row(module, symbol, dtype, ("x", "out", "weight", "bias", "cols", "eps"))
+    b, cols = r.b, r.w["cols"]
+    xs, outs, weight, bias = r.ptr("x"), r.ptr("out"), r.ptr("weight"), r.ptr("bias")
+    eps = b.bitcast(r.w["eps"], F64)
+    total, squares = r.acc(F64, 0.0, _fadd), r.acc(F64, 0.0, _fadd)
+    n = b.sitofp(cols, F64)
+
+    def row(i):
+        x, out = r.row_ptr(xs, i, cols), r.row_ptr(outs, i, cols)
+        total.reset()
+        r.each(cols, lambda j, w: total.update(w, r.wide(r.load(x, j, w), w)), "sum")
+        mean = b.fdiv(total.total(), n)
+        squares.reset()
+
+        def square(j, w):
+            d = b.fsub(r.wide(r.load(x, j, w), w), r.splat(mean, w))
+            squares.update(w, b.fmul(d, d))
+
+        r.each(cols, square, "var")
+        var = b.fdiv(squares.total(), n)
+        std = r.intrinsic("llvm.sqrt", b.fadd(var, eps))
+        rstd, mean_t = r.narrow(b.fdiv(ir.Constant(F64, 1.0), std)), r.narrow(mean)
+
+        def normed(j, w):
+            v = b.fmul(b.fsub(r.load(x, j, w), r.splat(mean_t, w)), r.splat(rstd, w))
+            if affine in ("weight", "both"):
+                v = b.fmul(v, r.load(weight, j, w))
+            if affine in ("bias", "both"):
+                v = b.fadd(v, r.load(bias, j, w))
+            r.store(v, out, j, w)
+
+        r.each(cols, normed, "norm")
+
+    r.over_rows(row)
+
+
+CE_ARGS = ("x", "target", "weight", "scratch", "error", "cols", "rows", "ignore", "weighted")
+
+
+def _cross_entropy(module: ir.Module, symbol: str, dtype: DType) -> None:
+    r = _Row(module, symbol, dtype, CE_ARGS)
+    b, cols, rows = r.b, r.w["cols"], r.w["rows"]
+    xs, targets, weights = r.ptr("x"), r.ptr("target", I64), r.ptr("weight")
+    losses = r.ptr("scratch", F64)
+    counts, error = b.gep(losses, [rows]), r.ptr("error", I64)
+    top, total = r.acc(r.t, -INF, _nan_max), r.acc(F64, 0.0, _fadd)
+    weighted = b.icmp_signed("!=", r.w["weighted"], _i64(0))
+    zero = ir.Constant(F64, 0.0)
+
+    def row(i):
+        t = b.load(b.gep(targets, [i]))
+        ignored = b.icmp_signed("==", t, r.w["ignore"])
+        inside = b.and_(b.icmp_signed(">=", t, _i64(0)), b.icmp_signed("<", t, cols))
+        loss_at, count_at = b.gep(losses, [i]), b.gep(counts, [i])
+        b.store(zero, loss_at)
+        b.store(zero, count_at)
+        with b.if_then(b.and_(b.not_(ignored), b.not_(inside)), likely=False):
+            b.atomic_rmw("min", error, i, "monotonic")
+        with b.if_then(b.and_(b.not_(ignored), inside), likely=True):
+            x = r.row_ptr(xs, i, cols)
+            m = r.row_max(x, cols, top)
+            log_sum = r.math("log", r.exp_sum(x, cols, m, total), 1, float64)
+            picked = b.load(b.gep(x, [t]))
+            loss = b.fadd(b.fsub(r.wide(m, 1), r.wide(picked, 1)), log_sum)
+            b.store(ir.Constant(F64, 1.0), count_at)
+            with b.if_then(weighted):  # the weight buffer is only read when there is one
+                b.store(r.wide(b.load(b.gep(weights, [t])), 1), count_at)
+            w = b.load(count_at)
+            b.store(b.fmul(loss, w), loss_at)
+
+    r.over_rows(row)
+
+
+def _total(module: ir.Module, symbol: str, dtype: DType) -> None:
+    """One work item: out[0] = sum(scratch[0]), or sum(scratch[0]) / sum(scratch[1])."""
+    r = _Row(module, symbol, float64, ("scratch", "out", "rows", "mean"))
+    b, rows = r.b, r.w["rows"]
+    losses = r.ptr("scratch")
+    counts = b.gep(losses, [rows])
+    out = b.inttoptr(r.w["out"], scalar_type(dtype).as_pointer())
+    sums = [r.acc(F64, 0.0, _fadd) for _ in range(2)]
+    for acc, base in zip(sums, (losses, counts)):
+        acc.reset()
+        r.each(rows, lambda j, w, acc=acc, base=base: acc.update(w, r.load(base, j, w)), "sum")
+    loss, count = (acc.total() for acc in sums)
+    mean = b.icmp_signed("!=", r.w["mean"], _i64(0))
+    value = b.select(mean, b.fdiv(loss, count), loss)
+    b.store(value if dtype is float64 else b.fptrunc(value, ir.FloatType()), out)
+    b.ret_void()
+
+
+# ---- compiling and running -------------------------------------------------------------------
+
+_BUILDERS: dict[str, Callable[[ir.Module, str, DType], None]] = {
+    "softmax": lambda m, s, d: _softmax(m, s, d, log=False),
+    "log_softmax": lambda m, s, d: _softmax(m, s, d, log=True),
+    "logsumexp": _logsumexp,
+    "cross_entropy": _cross_entropy,
+    "cross_entropy_total": _total,
+    **{f"layer_norm_{a}": partial(_layer_norm, affine=a) for a in AFFINE},
+}
+KERNELS = tuple(_BUILDERS)
+
+
+def symbol(kernel: str, dtype: DType) -> str:
+    return f"kael_rows_{kernel}_{dtype.name}"
+
+
+def library(kernel: str, dtype: DType) -> handwritten.Library:
+    """The compiled module of one kernel and dtype (built or loaded from disk once)."""
+    if dtype not in (float32, float64):
+        raise AssertionError(f"row kernels take float32 or float64, got {dtype}")
+    name = symbol(kernel, dtype)
+
+    def build(module: ir.Module) -> list[str]:
+        _BUILDERS[kernel](module, name, dtype)
+        return [name]
+
+    return handwritten.compiled(name, build)
+
+
+def function(kernel: str, dtype: DType) -> handwritten.KernelFn:
+    return library(kernel, dtype)[symbol(kernel, dtype)]
+
+
+def _align(cols: int) -> int:
+    """Rows per split unit: short rows go in blocks so threads do not share cache lines."""
+    return 1 if cols >= 16 else 64
+
+
+def run_rows(kernel: str, dtype: DType, words: list[int], rows: int, cols: int) -> None:
+    """Run a row kernel over `rows` rows of `cols` elements (KAEL_DEBUG=1 prints the launch)."""
+    moved = rows * max(cols, 1) * dtype.itemsize * 2
+    fn = function(kernel, dtype)
+    if debug.level < 1:
+        launch(fn, words, rows, moved, _align(cols))
+        return
+    start = time.perf_counter()
+    launch(fn, words, rows, moved, _align(cols))
+    seconds = time.perf_counter() - start
+    debug.emit(
+        f"[kael] launch {symbol(kernel, dtype)} rows={rows} cols={cols} {seconds * 1e6:.1f} us"
+        f" {moved} bytes {moved / max(seconds, 1e-9) / 1e9:.2f} GB/s"
+    )
+
+
+def float_word(value: float) -> int:
+    """A float64 as the signed 64-bit argument word holding its bits."""
+    return struct.unpack("<q", struct.pack("<d", value))[0]
+
+
+def cross_entropy(
+    dtype: DType,
+    addresses: dict[str, int],
+    rows: int,
+    cols: int,
+    ignore_index: int,
+    weighted: bool,
+) -> int:
+    """Per-row losses and weights into the [2, rows] float64 scratch; -1 or the first bad row.
+
+    `addresses` holds x, target, weight (any address when not weighted) and scratch.
+    """
+    error = ctypes.c_int64(INT64_MAX)
+    values = {
+        **addresses,
+        "error": ctypes.addressof(error),
+        "cols": cols,
+        "rows": rows,
+        "ignore": ignore_index,
+        "weighted": int(weighted),
+    }
+    run_rows("cross_entropy", dtype, [values[a] for a in CE_ARGS], rows, cols)
+    return -1 if error.value == INT64_MAX else error.value
+
+
+def cross_entropy_total(dtype: DType, scratch: int, out: int, rows: int, mean: bool) -> None:
+    """out[0] = the sum of the weighted losses, or their weighted mean."""
+    launch(function("cross_entropy_total", dtype), [scratch, out, rows, int(mean)], 1, 0)

@@ -1,0 +1,250 @@
+"""The fused row kernels (kael/codegen/cpu/rows.py) below the frontend, against PyTorch.
+
+Rows are contiguous NumPy arrays handed to the kernels by address: every row length
+around the vector width (the vector loop, the scalar tail and both), the infinity
+rules, the error word of cross_entropy and results that do not depend on the threads.
+"""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from kael.codegen.cpu import rows
+from kael.runtime.dtypes import float32, float64, int64
+from kael.runtime.threadpool import get_num_threads, set_num_threads
+
+DTYPES = {"f32": (np.float32, float32), "f64": (np.float64, float64)}
+TOL = {np.float32: {"rtol": 2e-6, "atol": 1e-7}, np.float64: {"rtol": 1e-14, "atol": 1e-300}}
+LAYER_NORM_TOL = {
+    np.float32: {"rtol": 1e-4, "atol": 1e-5},
+    np.float64: {"rtol": 1e-12, "atol": 1e-14},
+}
+INF, NAN = np.inf, np.nan
+
+
+def _cols(np_dtype) -> list[int]:
+    """Row lengths around one and two vectors (16 float32 or 8 float64 lanes)."""
+    w = 64 // np.dtype(np_dtype).itemsize
+    return [1, w - 1, w, w + 1, 2 * w + 3, 100]
+
+
+def _softmax_like(kernel: str, x: np.ndarray) -> np.ndarray:
+    out = np.full_like(x, 7.0)
+    r, c = x.shape
+    rows.run_rows(kernel, rows_dtype(x), [x.ctypes.data, out.ctypes.data, c], r, c)
+    return out
+
+
+def _logsumexp(x: np.ndarray) -> np.ndarray:
+    out = np.full(x.shape[0], 7.0, x.dtype)
+    r, c = x.shape
+    rows.run_rows("logsumexp", rows_dtype(x), [x.ctypes.data, out.ctypes.data, c], r, c)
+    return out
+
+
+def rows_dtype(x: np.ndarray):
+    return float32 if x.dtype == np.float32 else float64
+
+
+def _random(shape, np_dtype, seed=0) -> np.ndarray:
+    return (np.random.default_rng(seed).standard_normal(shape) * 3).astype(np_dtype)
+
+
+TORCH_ROW_OPS = {
+    "softmax": lambda t: torch.softmax(t, -1),
+    "log_softmax": lambda t: torch.log_softmax(t, -1),
+}
+
+
+@pytest.mark.parametrize("dtype_id", list(DTYPES))
+@pytest.mark.parametrize("kernel", list(TORCH_ROW_OPS))
+def test_softmax_rows_match_torch_for_every_length_around_the_vector_width(kernel, dtype_id):
+    np_dtype, _ = DTYPES[dtype_id]
+    for cols in _cols(np_dtype):
+        x = _random((5, cols), np_dtype, seed=cols)
+        want = TORCH_ROW_OPS[kernel](torch.from_numpy(x)).numpy()
+        np.testing.assert_allclose(_softmax_like(kernel, x), want, **TOL[np_dtype])
+
+
+@pytest.mark.parametrize("dtype_id", list(DTYPES))
+def test_logsumexp_rows_match_torch_for_every_length_around_the_vector_width(dtype_id):
+    np_dtype, _ = DTYPES[dtype_id]
+    for cols in _cols(np_dtype):
+        x = _random((5, cols), np_dtype, seed=cols)
+        want = torch.logsumexp(torch.from_numpy(x), -1).numpy()
+        np.testing.assert_allclose(_logsumexp(x), want, **TOL[np_dtype])
+
+
+@pytest.mark.parametrize("dtype_id", list(DTYPES))
+def test_a_nan_anywhere_in_a_row_makes_the_whole_softmax_row_nan(dtype_id):
+    np_dtype, _ = DTYPES[dtype_id]
+    for cols in _cols(np_dtype):
+        x = _random((cols, cols), np_dtype)
+        np.fill_diagonal(x, NAN)  # the NaN walks from the first vector lane to the tail
+        for kernel in TORCH_ROW_OPS:
+            assert np.isnan(_softmax_like(kernel, x)).all()
+        assert np.isnan(_logsumexp(x)).all()
+
+
+@pytest.mark.parametrize("dtype_id", list(DTYPES))
+def test_infinite_rows_follow_torch(dtype_id):
+    np_dtype, _ = DTYPES[dtype_id]
+    x = np.array([[-INF] * 17, [INF] + [1.0] * 16, [-INF] * 8 + [0.0, 1.0] + [-INF] * 7], np_dtype)
+    t = torch.from_numpy(x)
+    for kernel, ref in TORCH_ROW_OPS.items():
+        np.testing.assert_allclose(_softmax_like(kernel, x), ref(t).numpy(), **TOL[np_dtype])
+    got = _logsumexp(x)
+    np.testing.assert_allclose(got, torch.logsumexp(t, -1).numpy(), **TOL[np_dtype])
+    assert got[0] == -INF and got[1] == INF
+
+
+def test_logsumexp_of_an_empty_row_is_minus_infinity():
+    x = np.empty((3, 0), np.float32)
+    assert _logsumexp(x).tolist() == [-INF] * 3
+
+
+def _layer_norm(x, weight=None, bias=None, eps=1e-5) -> np.ndarray:
+    out = np.full_like(x, 7.0)
+    r, c = x.shape
+    variant = rows.AFFINE[(weight is not None) + 2 * (bias is not None)]
+    words = [
+        x.ctypes.data,
+        out.ctypes.data,
+        0 if weight is None else weight.ctypes.data,
+        0 if bias is None else bias.ctypes.data,
+        c,
+        rows.float_word(eps),
+    ]
+    rows.run_rows(f"layer_norm_{variant}", rows_dtype(x), words, r, c)
+    return out
+
+
+@pytest.mark.parametrize("dtype_id", list(DTYPES))
+@pytest.mark.parametrize("affine", rows.AFFINE)
+def test_layer_norm_rows_match_torch_for_each_affine_variant(dtype_id, affine):
+    np_dtype, _ = DTYPES[dtype_id]
+    for cols in _cols(np_dtype):
+        x = _random((4, cols), np_dtype, seed=cols) + 5
+        w = _random(cols, np_dtype, seed=1) if affine in ("weight", "both") else None
+        b = _random(cols, np_dtype, seed=2) if affine in ("bias", "both") else None
+        want = F.layer_norm(
+            torch.from_numpy(x),
+            (cols,),
+            None if w is None else torch.from_numpy(w),
+            None if b is None else torch.from_numpy(b),
+        ).numpy()
+        # torch scales by rstd and shifts by -mean * rstd; kael subtracts the mean first.
+        tol = LAYER_NORM_TOL[np_dtype]
+        np.testing.assert_allclose(_layer_norm(x, w, b), want, **tol)
+
+
+def test_layer_norm_variance_takes_two_passes_so_a_large_mean_does_not_cancel():
+    x = np.array([[1e8 + 1, 1e8 - 1, 1e8 + 1, 1e8 - 1]], np.float64)
+    # var = 1 exactly; one-pass E[x^2] - E[x]^2 would lose it to rounding at 1e16.
+    np.testing.assert_allclose(_layer_norm(x, eps=0.0), [[1, -1, 1, -1]], rtol=1e-12)
+
+
+def _cross_entropy(x, target, weight=None, ignore=-100):
+    r, c = x.shape
+    scratch = np.full((2, r), 7.0)
+    addresses = {
+        "x": x.ctypes.data,
+        "target": target.ctypes.data,
+        "weight": 0 if weight is None else weight.ctypes.data,
+        "scratch": scratch.ctypes.data,
+    }
+    bad = rows.cross_entropy(rows_dtype(x), addresses, r, c, ignore, weight is not None)
+    return bad, scratch
+
+
+@pytest.mark.parametrize("dtype_id", list(DTYPES))
+def test_cross_entropy_rows_give_weighted_losses_and_weights(dtype_id):
+    np_dtype, _ = DTYPES[dtype_id]
+    for cols in _cols(np_dtype):
+        x = _random((6, cols), np_dtype, seed=cols)
+        target = np.arange(6, dtype=np.int64) % cols
+        target[2] = -100
+        weight = np.abs(_random(cols, np_dtype, seed=3)) + 0.5
+        bad, scratch = _cross_entropy(x, target, weight)
+        assert bad == -1
+        want = F.cross_entropy(
+            torch.from_numpy(x),
+            torch.from_numpy(target),
+            torch.from_numpy(weight),
+            reduction="none",
+        )
+        np.testing.assert_allclose(scratch[0], want.numpy(), **TOL[np_dtype])
+        kept = target != -100
+        assert scratch[1].tolist() == np.where(kept, weight[np.where(kept, target, 0)], 0).tolist()
+
+
+def test_cross_entropy_reports_the_first_bad_row_whatever_the_thread_split():
+    saved = get_num_threads()
+    x = _random((40000, 16), np.float32)  # 2.5 MiB: split over the threads
+    target = np.zeros(40000, np.int64)
+    target[[30000, 20001, 39999]] = [-1, 16, 99]
+    try:
+        for threads in (1, 2):
+            set_num_threads(threads)
+            assert _cross_entropy(x, target)[0] == 20001
+    finally:
+        set_num_threads(saved)
+
+
+def test_cross_entropy_targets_equal_to_ignore_index_are_never_bad():
+    x = _random((3, 4), np.float64)
+    bad, scratch = _cross_entropy(x, np.array([7, 7, 0], np.int64), ignore=7)
+    assert bad == -1
+    assert scratch[:, :2].tolist() == [[0.0, 0.0], [0.0, 0.0]]
+
+
+@pytest.mark.parametrize("dtype_id", list(DTYPES))
+def test_total_is_the_sum_or_the_weighted_mean(dtype_id):
+    np_dtype, _ = DTYPES[dtype_id]
+    scratch = np.array([[1.0, 2.0, 3.0] * 7, [0.5, 1.0, 0.5] * 7])
+    out = np.zeros(1, np_dtype)
+    rows.cross_entropy_total(rows_dtype(out), scratch.ctypes.data, out.ctypes.data, 21, False)
+    assert out[0] == 42.0
+    rows.cross_entropy_total(rows_dtype(out), scratch.ctypes.data, out.ctypes.data, 21, True)
+    assert out[0] == pytest.approx(42.0 / 14.0, rel=1e-7)
+
+
+def test_total_of_no_rows_is_zero_and_its_mean_nan():
+    scratch, out = np.zeros((2, 0)), np.full(1, 7.0)
+    rows.cross_entropy_total(float64, scratch.ctypes.data, out.ctypes.data, 0, False)
+    assert out[0] == 0.0
+    rows.cross_entropy_total(float64, scratch.ctypes.data, out.ctypes.data, 0, True)
+    assert np.isnan(out[0])
+
+
+@pytest.mark.parametrize("kernel", ["softmax", "log_softmax", "logsumexp", "layer_norm_none"])
+def test_rows_split_over_threads_give_bit_identical_results(kernel):
+    saved = get_num_threads()
+    x = _random((300, 1000), np.float32)  # 1.1 MiB: split over the threads
+    results = []
+    try:
+        for threads in (1, 2):
+            set_num_threads(threads)
+            if kernel == "logsumexp":
+                results.append(_logsumexp(x))
+            elif kernel == "layer_norm_none":
+                results.append(_layer_norm(x))
+            else:
+                results.append(_softmax_like(kernel, x))
+    finally:
+        set_num_threads(saved)
+    assert results[0].tobytes() == results[1].tobytes()
+
+
+@pytest.mark.parametrize("kernel", rows.KERNELS)
+def test_kernels_use_kael_vector_math_and_full_width_vectors(kernel):
+    text = rows.library(kernel, float32).text
+    assert "llvm.exp" not in text and "llvm.log" not in text and "@exp" not in text
+    if kernel != "cross_entropy_total":
+        assert "<16 x float>" in text
+
+
+def test_row_kernels_refuse_integer_dtypes():
+    with pytest.raises(AssertionError, match="float32 or float64"):
+        rows.library("softmax", int64)

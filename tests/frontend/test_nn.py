@@ -1,0 +1,609 @@
+"""The softmax family through the public API against PyTorch: softmax, log_softmax,
+logsumexp, cross_entropy and layer_norm over dtypes, dims, layouts, special values and
+bad inputs.
+
+Where the book decides differently from PyTorch (integer and bool inputs become float32
+where torch refuses them), the test pins the book's rule and says so.
+"""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from kernel_helpers import KAEL_DTYPES
+
+import kael
+from kael.frontend.inspection import record_launches
+
+INF, NAN = float("inf"), float("nan")
+FLOATS = [torch.float32, torch.float64]
+# log_softmax's absolute error is about an ulp of log(sum): atol covers a few float32 ulps of 1.
+TOL = {torch.float32: {"rtol": 2e-6, "atol": 4e-7}, torch.float64: {"rtol": 1e-13, "atol": 1e-15}}
+NORM_TOL = {
+    torch.float32: {"rtol": 1e-4, "atol": 1e-5},
+    torch.float64: {"rtol": 1e-12, "atol": 1e-14},
+}
+
+
+def to_kael(t: torch.Tensor) -> kael.Tensor:
+    return kael.tensor(t.contiguous().numpy())
+
+
+def check(k, t: torch.Tensor, tol: dict | None = None) -> None:
+    """Same shape and dtype; values close (NaN where torch has NaN, infinities by sign)."""
+    assert isinstance(k, kael.Tensor), type(k)
+    assert k.shape == tuple(t.shape), (k.shape, t.shape)
+    assert k.dtype is KAEL_DTYPES[t.dtype], (k.dtype, t.dtype)
+    np.testing.assert_allclose(k.numpy(), t.numpy(), **(tol or TOL[t.dtype]))
+
+
+def _random(shape, dtype=torch.float32, seed=0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(shape, generator=g, dtype=torch.float64) * 3).to(dtype)
+
+
+# Each layout: the base shape and the view applied to both libraries (a 2-d result).
+LAYOUTS = {
+    "contiguous": ((5, 7), lambda x: x),
+    "transposed": ((7, 5), lambda x: x.T),
+    "stepped": ((10, 15), lambda x: x[::2, 1::2]),
+    "expanded": ((5, 1), lambda x: x.expand(5, 7)),
+    "row_expanded": ((1, 7), lambda x: x.expand(5, 7)),
+    "empty_rows": ((0, 7), lambda x: x),
+    "empty_cols": ((5, 0), lambda x: x),
+}
+
+
+def twin(layout: str, dtype=torch.float32, seed=0):
+    shape, view = LAYOUTS[layout]
+    base = _random(shape, dtype, seed)
+    return view(to_kael(base)), view(base)
+
+
+SOFTMAXES = {"softmax": torch.softmax, "log_softmax": torch.log_softmax}
+
+
+# ---- softmax and log_softmax ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1, -2])
+@pytest.mark.parametrize("dtype", FLOATS, ids=["f32", "f64"])
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize("name", list(SOFTMAXES))
+def test_softmax_and_log_softmax_match_torch_over_layouts_dtypes_and_dims(name, layout, dtype, dim):
+    k, t = twin(layout, dtype)
+    check(getattr(kael, name)(k, dim), SOFTMAXES[name](t, dim))
+
+
+@pytest.mark.parametrize("name", list(SOFTMAXES))
+def test_softmax_over_every_dim_of_a_rank3_permuted_tensor_matches_torch(name):
+    base = _random((3, 4, 5))
+    k, t = to_kael(base).permute(2, 0, 1), base.permute(2, 0, 1)
+    for dim in range(-3, 3):
+        check(getattr(kael, name)(k, dim), SOFTMAXES[name](t, dim))
+
+
+@pytest.mark.parametrize("name", list(SOFTMAXES))
+def test_softmax_methods_and_nn_functional_are_the_same_op(name):
+    k, t = twin("contiguous")
+    want = SOFTMAXES[name](t, 1)
+    check(getattr(k, name)(1), want)
+    check(getattr(kael.nn.functional, name)(k, dim=1), want)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.bool], ids=["i64", "bool"])
+@pytest.mark.parametrize("name", list(SOFTMAXES))
+def test_integer_and_bool_inputs_become_float32(name, dtype):
+    # The book's as_floating; torch refuses these dtypes ("not implemented for 'Long'").
+    base = torch.tensor([[3, 0, 1], [2, 5, 0]]).to(dtype)
+    check(getattr(kael, name)(to_kael(base), -1), SOFTMAXES[name](base.float(), -1))
+    check(getattr(kael, name)(to_kael(base).T, -1), SOFTMAXES[name](base.float().T, -1))
+
+
+@pytest.mark.parametrize("name", list(SOFTMAXES))
+def test_dtype_argument_converts_before_computing(name):
+    base = torch.tensor([[1.0, 2.0, 3.0], [0.1, 0.2, 0.3]])
+    k = to_kael(base)
+    check(getattr(kael, name)(k, 1, dtype=kael.float64), SOFTMAXES[name](base, 1, torch.float64))
+    check(
+        getattr(kael, name)(k.long(), 1, dtype=kael.float64),
+        SOFTMAXES[name](base.long(), 1, torch.float64),
+    )
+    check(
+        getattr(kael, name)(k.double(), 0, dtype=kael.float32),
+        SOFTMAXES[name](base.double(), 0, torch.float32),
+    )
+
+
+@pytest.mark.parametrize("name", list(SOFTMAXES))
+def test_an_integer_dtype_argument_is_a_type_error_naming_it(name):
+    with pytest.raises(kael.TypeError, match="int64"):
+        getattr(kael, name)(kael.ones(3), 0, dtype=kael.int64)
+
+
+@pytest.mark.parametrize("value", [3.0, -2.5, INF, -INF, NAN])
+@pytest.mark.parametrize("name", list(SOFTMAXES))
+def test_zero_dim_inputs_accept_dims_0_and_minus_1(name, value):
+    k, t = kael.tensor(value), torch.tensor(value)
+    for dim in (0, -1):
+        check(getattr(kael, name)(k, dim), SOFTMAXES[name](t, dim))
+
+
+@pytest.mark.parametrize("name", list(SOFTMAXES))
+def test_dim_out_of_range_is_an_index_error_naming_the_dim_and_range(name):
+    with pytest.raises(kael.IndexError, match=r"\[-2, 1\], but got 2"):
+        getattr(kael, name)(kael.ones(2, 3), 2)
+    with pytest.raises(kael.IndexError, match=r"\[-2, 1\], but got -3"):
+        getattr(kael, name)(kael.ones(2, 3), -3)
+    with pytest.raises(kael.IndexError, match=r"\[-1, 0\], but got 1"):
+        getattr(kael, name)(kael.tensor(1.0), 1)
+
+
+@pytest.mark.parametrize("name", list(SOFTMAXES))
+def test_bad_dim_and_input_types_are_type_errors(name):
+    with pytest.raises(kael.TypeError, match="dim must be an int, got float"):
+        getattr(kael, name)(kael.ones(2, 3), 1.0)
+    with pytest.raises(kael.TypeError, match="dim must be an int, got NoneType"):
+        getattr(kael, name)(kael.ones(2, 3), None)
+    with pytest.raises(kael.TypeError, match="expected input to be a Tensor, got list"):
+        getattr(kael, name)([1.0, 2.0], 0)
+
+
+# Rows with infinities, NaN and large values; torch decides every expected value.
+SPECIAL_ROWS = [
+    [-INF, -INF, -INF, -INF],  # all -inf: NaN (softmax, log_softmax), -inf (logsumexp)
+    [INF, 1.0, 2.0, 3.0],  # +inf entry: NaN, inf
+    [-INF, 0.0, 1.0, -INF],  # some -inf: finite
+    [NAN, 0.0, 1.0, 2.0],  # NaN entry: NaN everywhere
+    [1000.0, 1000.0, -1000.0, 999.0],  # large values: no overflow
+    [-1000.0, 0.0, -1000.0, 0.0],  # exp underflows
+    [INF, -INF, 0.0, 1.0],  # both infinities
+    [3.0e38, 3.0e38, 1.0, -3.0e38],  # near float32's largest
+]
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=["f32", "f64"])
+@pytest.mark.parametrize("name", list(SOFTMAXES))
+def test_infinity_nan_and_large_value_rows_match_torch_on_both_paths(name, dtype):
+    base = torch.tensor(SPECIAL_ROWS, dtype=dtype)
+    want = SOFTMAXES[name](base, -1)
+    check(getattr(kael, name)(to_kael(base), -1), want)  # fused: last dim, contiguous
+    check(getattr(kael, name)(to_kael(base.T), 0).T, want)  # composed: dim 0
+    check(getattr(kael, name)(to_kael(base.T).T, -1), want)  # composed: transposed
+
+
+def test_large_values_give_the_book_softmax():
+    x = kael.tensor([1000.0, 1000.0, -1000.0, 999.0])
+    np.testing.assert_allclose(kael.softmax(x, 0).numpy(), [0.4223, 0.4223, 0.0, 0.1554], atol=1e-4)
+    assert kael.logsumexp(x, 0).item() == pytest.approx(1000.8620, abs=1e-3)
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64])
+def test_log_softmax_is_exact_where_log_of_softmax_is_not(dtype):
+    x = kael.tensor([-1000.0, 0.0], dtype=dtype)
+    assert kael.log(kael.softmax(x, 0)).tolist()[0] == -INF  # exp(-1000) underflows
+    assert kael.log_softmax(x, 0).tolist() == [-1000.0, 0.0]
+    assert kael.log_softmax(x.view(2, 1), 0).view(2).tolist() == [-1000.0, 0.0]
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "logsumexp"])
+def test_fused_and_composed_paths_agree_with_nan_and_inf(name):
+    base = _random((33, 40), torch.float32, seed=5)
+    base[3, 7], base[5, :] = NAN, -INF
+    base[8, 2], base[9, 0], base[10, :] = INF, -INF, INF
+    k, strided = to_kael(base), to_kael(base.T.contiguous()).T  # same values, another layout
+    assert not strided.is_contiguous()
+    op = getattr(kael, name)
+    fused = op(k, 1).numpy()
+    assert np.isnan(fused[3]).all() and (np.isnan(fused[5]).all() or fused[5] == -INF)
+    np.testing.assert_allclose(op(strided, 1).numpy(), fused, rtol=2e-6, atol=1e-7)
+    # dim 0 of the transpose: the same rows again, through the composed path
+    back = op(k.T, 0) if name == "logsumexp" else op(k.T, 0).T
+    np.testing.assert_allclose(back.numpy(), fused, rtol=2e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "logsumexp"])
+def test_last_dim_of_contiguous_runs_one_row_kernel_and_other_dims_compose_kael_ops(name):
+    k = to_kael(_random((6, 9)))
+    _, fused = record_launches(getattr(kael, name), k, 1)
+    assert fused == []  # the row kernel is the only launch; eager records none
+    _, composed = record_launches(getattr(kael, name), k, 0)
+    assert len(composed) >= 4  # amax, sub, exp, sum, ... each a compiled kernel
+
+
+def test_softmax_rows_sum_to_one_at_float32_precision():
+    k = to_kael(_random((8, 5000), seed=9))
+    s = kael.softmax(k, 1).numpy().astype(np.float64).sum(axis=1)
+    np.testing.assert_allclose(s, 1.0, rtol=1e-5)
+
+
+# ---- logsumexp -------------------------------------------------------------------------------
+
+
+LSE_DIMS = [0, 1, 2, -1, -3, (0,), (1, 2), (0, 2), (2, 0), (0, 1, 2), [-1, 0]]
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("dim", LSE_DIMS, ids=str)
+@pytest.mark.parametrize("dtype", FLOATS, ids=["f32", "f64"])
+def test_logsumexp_matches_torch_for_int_and_tuple_dims(dim, dtype, keepdim):
+    base = _random((3, 4, 5), dtype)
+    check(kael.logsumexp(to_kael(base), dim, keepdim), torch.logsumexp(base, dim, keepdim))
+    k, t = to_kael(base).permute(1, 2, 0), base.permute(1, 2, 0)
+    check(kael.logsumexp(k, dim, keepdim=keepdim), torch.logsumexp(t, dim, keepdim=keepdim))
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_logsumexp_matches_torch_over_layouts(layout):
+    k, t = twin(layout)
+    for dim in (0, 1, (0, 1)):
+        check(kael.logsumexp(k, dim), torch.logsumexp(t, dim))
+        check(k.logsumexp(dim, keepdim=True), t.logsumexp(dim, keepdim=True))
+
+
+def test_logsumexp_of_an_empty_dim_is_minus_infinity_and_of_no_rows_is_empty():
+    check(kael.logsumexp(kael.ones(2, 0), 1), torch.logsumexp(torch.ones(2, 0), 1))
+    assert kael.logsumexp(kael.ones(2, 0), 1).tolist() == [-INF, -INF]
+    check(kael.logsumexp(kael.ones(2, 0), 0), torch.logsumexp(torch.ones(2, 0), 0))
+    assert kael.logsumexp(kael.ones(0), 0).item() == -INF
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=["f32", "f64"])
+def test_logsumexp_infinity_rows_match_torch(dtype):
+    base = torch.tensor(SPECIAL_ROWS, dtype=dtype)
+    want = torch.logsumexp(base, 1)
+    check(kael.logsumexp(to_kael(base), 1), want)
+    check(kael.logsumexp(to_kael(base.T), 0), want)
+    got = kael.logsumexp(to_kael(base), 1).tolist()
+    assert got[0] == -INF and got[1] == INF and got[6] == INF
+    assert got[2] == pytest.approx(1.3133, abs=1e-4)
+
+
+def test_logsumexp_of_a_zero_dim_tensor_is_itself():
+    for dim in (0, -1, (0,)):
+        check(kael.logsumexp(kael.tensor(2.5), dim), torch.logsumexp(torch.tensor(2.5), 0))
+        check(kael.logsumexp(kael.tensor(2.5), dim, keepdim=True), torch.tensor(2.5))
+
+
+def test_logsumexp_of_an_empty_dim_tuple_reduces_every_dim():
+    # torch.sum's rule for dim=(); torch.logsumexp itself fails there with a shape error.
+    base = _random((3, 4))
+    check(kael.logsumexp(to_kael(base), ()), torch.logsumexp(base.flatten(), 0))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.bool], ids=["i64", "bool"])
+def test_logsumexp_of_integers_and_bools_is_float32_like_torch(dtype):
+    base = torch.tensor([[1, 0, 3], [0, 0, 1]]).to(dtype)
+    check(kael.logsumexp(to_kael(base), 1), torch.logsumexp(base, 1))
+
+
+def test_logsumexp_writes_into_out_of_the_result_shape_and_dtype():
+    base = _random((4, 6))
+    out = kael.empty(4)
+    assert kael.logsumexp(to_kael(base), 1, out=out) is out
+    check(out, torch.logsumexp(base, 1))
+    wide = kael.zeros(4, 2)
+    kael.logsumexp(to_kael(base), 1, out=wide[:, 1])  # a strided out
+    check(wide[:, 1], torch.logsumexp(base, 1))
+    assert wide[:, 0].tolist() == [0.0] * 4
+
+
+def test_logsumexp_into_an_out_that_overlaps_the_input_reads_the_input_first():
+    base = _random((4, 4))
+    k = to_kael(base)
+    kael.logsumexp(k, 1, out=k[3])  # row 3 is both the last row read and the output
+    want = torch.logsumexp(base, 1)
+    check(k[3], want)
+    check(k[:3], base[:3])
+
+
+def test_logsumexp_out_with_the_wrong_shape_or_dtype_is_refused_naming_both():
+    k = kael.ones(4, 6)
+    with pytest.raises(
+        kael.ValueError, match=r"out has shape \[3\] but the result has shape \[4\]"
+    ):
+        kael.logsumexp(k, 1, out=kael.empty(3))
+    with pytest.raises(
+        kael.TypeError, match="out has dtype float64 but the result has dtype float32"
+    ):
+        kael.logsumexp(k, 1, out=kael.empty(4, dtype=kael.float64))
+
+
+def test_logsumexp_bad_dims_are_typed_errors_naming_them():
+    k = kael.ones(2, 3)
+    with pytest.raises(kael.IndexError, match=r"\[-2, 1\], but got 2"):
+        kael.logsumexp(k, 2)
+    with pytest.raises(kael.IndexError, match=r"\[-2, 1\], but got -3"):
+        kael.logsumexp(k, (0, -3))
+    with pytest.raises(kael.ValueError, match="logsumexp: dimension 0 appears more than once"):
+        kael.logsumexp(k, (0, -2))
+    with pytest.raises(kael.TypeError, match="dim must be an int"):
+        kael.logsumexp(k, "1")
+
+
+def test_logsumexp_is_not_in_nn_functional_but_softmax_family_is():
+    assert not hasattr(kael.nn.functional, "logsumexp")
+    for name in ("softmax", "log_softmax", "cross_entropy", "layer_norm"):
+        assert getattr(kael.nn.functional, name) is getattr(kael, name)
+    assert not hasattr(kael.Tensor, "cross_entropy") and not hasattr(kael.Tensor, "layer_norm")
+
+
+# ---- cross_entropy ---------------------------------------------------------------------------
+
+
+def _targets(shape, classes: int, seed: int = 1) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, classes, shape, generator=g)
+
+
+CE_SHAPES = {
+    "batch": ((6, 5), (6,)),
+    "unbatched": ((5,), ()),
+    "spatial": ((2, 5, 3, 4), (2, 3, 4)),
+    "one_spatial": ((3, 5, 2), (3, 2)),
+}
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("dtype", FLOATS, ids=["f32", "f64"])
+@pytest.mark.parametrize("shape", list(CE_SHAPES))
+def test_cross_entropy_matches_torch_over_shapes_dtypes_and_reductions(shape, dtype, reduction):
+    logits_shape, target_shape = CE_SHAPES[shape]
+    x, t = _random(logits_shape, dtype), _targets(target_shape, 5)
+    got = kael.nn.functional.cross_entropy(to_kael(x), to_kael(t), reduction=reduction)
+    check(got, F.cross_entropy(x, t, reduction=reduction))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_weights_and_ignore_index_match_torch(reduction):
+    x, t = _random((8, 5), torch.float64), _targets((8,), 5)
+    t[[1, 4]] = -100
+    w = torch.tensor([0.5, 2.0, 1.0, 0.0, 3.0], dtype=torch.float64)
+    kx, kt, kw = to_kael(x), to_kael(t), to_kael(w)
+    check(
+        kael.cross_entropy(kx, kt, reduction=reduction), F.cross_entropy(x, t, reduction=reduction)
+    )
+    check(
+        kael.cross_entropy(kx, kt, kw, reduction=reduction),
+        F.cross_entropy(x, t, w, reduction=reduction),
+    )
+    t2 = _targets((8,), 5, seed=3)
+    want = F.cross_entropy(x, t2, w, reduction=reduction, ignore_index=2)
+    check(kael.cross_entropy(kx, to_kael(t2), kw, reduction=reduction, ignore_index=2), want)
+
+
+@pytest.mark.parametrize("layout", ["transposed", "stepped", "expanded"])
+def test_cross_entropy_of_strided_logits_and_targets_matches_torch(layout):
+    kx, x = twin(layout)
+    t = _targets((5,), 7)
+    check(kael.cross_entropy(kx, to_kael(t)), F.cross_entropy(x, t))
+    tt = _targets((10,), 7)
+    check(kael.cross_entropy(kx, to_kael(tt)[::2]), F.cross_entropy(x, tt[::2]))
+
+
+def test_cross_entropy_with_every_target_ignored_is_nan_for_mean_and_zero_for_sum():
+    x, t = _random((3, 4)), torch.full((3,), -100)
+    for reduction in ("mean", "sum", "none"):
+        check(
+            kael.cross_entropy(to_kael(x), to_kael(t), reduction=reduction),
+            F.cross_entropy(x, t, reduction=reduction),
+        )
+    assert np.isnan(kael.cross_entropy(to_kael(x), to_kael(t)).item())
+
+
+def test_cross_entropy_of_an_empty_batch_follows_torch():
+    x, t = torch.zeros(0, 4), torch.zeros(0, dtype=torch.int64)
+    for reduction in ("mean", "sum", "none"):
+        check(
+            kael.cross_entropy(to_kael(x), to_kael(t), reduction=reduction),
+            F.cross_entropy(x, t, reduction=reduction),
+        )
+
+
+def test_cross_entropy_of_special_logits_matches_torch():
+    x = torch.tensor(
+        [[1000.0, 1000.0, -1000.0, 999.0], [-INF, 0.0, 1.0, -INF], [NAN, 0, 1, 2], [INF, 0, 1, 2]]
+    )
+    for t in ([0, 1, 1, 1], [2, 0, 3, 0]):
+        tt = torch.tensor(t)
+        check(
+            kael.cross_entropy(to_kael(x), to_kael(tt), reduction="none"),
+            F.cross_entropy(x, tt, reduction="none"),
+        )
+
+
+def test_cross_entropy_of_integer_logits_becomes_float32():
+    # The book's as_floating; torch refuses int64 logits.
+    x, t = torch.tensor([[1, 2, 3], [3, 0, 0]]), torch.tensor([2, 0])
+    check(kael.cross_entropy(to_kael(x), to_kael(t)), F.cross_entropy(x.float(), t))
+
+
+@pytest.mark.parametrize("bad", [-1, 5, 6, -101, 2**40])
+def test_cross_entropy_target_out_of_range_is_an_index_error_naming_it_and_the_classes(bad):
+    x, t = _random((4, 5)), torch.tensor([0, 1, bad, 2])
+    with pytest.raises(IndexError):
+        F.cross_entropy(x, t)
+    with pytest.raises(
+        kael.IndexError, match=rf"Target {bad} is out of bounds.*\[0, 5\).*position 2"
+    ):
+        kael.cross_entropy(to_kael(x), to_kael(t))
+
+
+def test_cross_entropy_names_the_first_bad_target():
+    x, t = _random((4, 5)), torch.tensor([0, 9, 2, -3])
+    with pytest.raises(kael.IndexError, match="Target 9 is out of bounds"):
+        kael.cross_entropy(to_kael(x), to_kael(t), reduction="none")
+
+
+def test_cross_entropy_targets_at_both_edges_of_the_class_range_are_valid():
+    x, t = _random((2, 5)), torch.tensor([0, 4])
+    check(kael.cross_entropy(to_kael(x), to_kael(t)), F.cross_entropy(x, t))
+    with pytest.raises(kael.IndexError, match="Target 5 is out of bounds"):
+        kael.cross_entropy(to_kael(x), kael.tensor([0, 5]))
+    with pytest.raises(kael.IndexError, match="Target -1 is out of bounds"):
+        kael.cross_entropy(to_kael(x), kael.tensor([-1, 4]))
+
+
+def test_cross_entropy_with_no_classes_has_no_valid_target():
+    with pytest.raises(kael.IndexError, match=r"Target 0 is out of bounds.*\[0, 0\)"):
+        kael.cross_entropy(kael.ones(2, 0), kael.tensor([0, 0]))
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.bool])
+def test_cross_entropy_non_integer_targets_are_type_errors_naming_the_dtype(dtype):
+    with pytest.raises(kael.TypeError, match=f"int64.*got {dtype}"):
+        kael.cross_entropy(kael.ones(3, 4), kael.zeros(3, dtype=dtype))
+
+
+def test_cross_entropy_shape_mismatches_are_value_errors_naming_both_sizes():
+    with pytest.raises(
+        kael.ValueError, match=r"input batch_size \(3\) to match target batch_size \(2\)"
+    ):
+        kael.cross_entropy(kael.ones(3, 4), kael.zeros(2, dtype=kael.int64))
+    with pytest.raises(
+        kael.ValueError, match=r"input batch_size \(3\) to match target batch_size \(1\)"
+    ):
+        kael.cross_entropy(kael.ones(3, 4), kael.zeros(1, 3, dtype=kael.int64))
+    with pytest.raises(
+        kael.ValueError, match=r"expected target size \[2, 4\].*\[2, 3, 4\], got \[2, 3\]"
+    ):
+        kael.cross_entropy(kael.ones(2, 3, 4), kael.zeros(2, 3, dtype=kael.int64))
+    with pytest.raises(kael.ValueError, match=r"expected target size \[\].*got \[1\]"):
+        kael.cross_entropy(kael.ones(4), kael.zeros(1, dtype=kael.int64))
+    with pytest.raises(kael.ValueError, match="at least 1 dimension"):
+        kael.cross_entropy(kael.tensor(1.0), kael.tensor(0))
+
+
+def test_cross_entropy_bad_weight_reduction_and_operands_are_typed_errors():
+    x, t = kael.ones(2, 3), kael.zeros(2, dtype=kael.int64)
+    with pytest.raises(kael.ValueError, match=r"all 3 classes .* shape: \[4\]"):
+        kael.cross_entropy(x, t, kael.ones(4))
+    with pytest.raises(kael.ValueError, match=r"all 3 classes .* shape: \[1, 3\]"):
+        kael.cross_entropy(x, t, kael.ones(1, 3))
+    with pytest.raises(
+        kael.TypeError, match="weight has dtype float64 but input has dtype float32"
+    ):
+        kael.cross_entropy(x, t, kael.ones(3, dtype=kael.float64))
+    with pytest.raises(kael.ValueError, match="avg is not a valid value for reduction"):
+        kael.cross_entropy(x, t, reduction="avg")
+    with pytest.raises(kael.TypeError, match="expected target to be a Tensor, got list"):
+        kael.cross_entropy(x, [0, 0])
+    with pytest.raises(kael.TypeError, match="ignore_index must be an int, got float"):
+        kael.cross_entropy(x, t, ignore_index=1.5)
+
+
+# ---- layer_norm ------------------------------------------------------------------------------
+
+
+LN_CASES = {
+    "last": ((4, 6), (6,)),
+    "two_dims": ((2, 3, 4), (3, 4)),
+    "all_dims": ((3, 4), (3, 4)),
+    "long_rows": ((3, 1000), (1000,)),
+    "one_element": ((5, 1), (1,)),
+}
+
+
+@pytest.mark.parametrize("affine", ["none", "weight", "bias", "both"])
+@pytest.mark.parametrize("dtype", FLOATS, ids=["f32", "f64"])
+@pytest.mark.parametrize("case", list(LN_CASES))
+def test_layer_norm_matches_torch_over_shapes_dtypes_and_affine_params(case, dtype, affine):
+    shape, normalized = LN_CASES[case]
+    x = _random(shape, dtype) + 4
+    w = _random(normalized, dtype, seed=1) if affine in ("weight", "both") else None
+    b = _random(normalized, dtype, seed=2) if affine in ("bias", "both") else None
+    got = kael.nn.functional.layer_norm(
+        to_kael(x), normalized, None if w is None else to_kael(w), None if b is None else to_kael(b)
+    )
+    check(got, F.layer_norm(x, normalized, w, b), NORM_TOL[dtype])
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_layer_norm_matches_torch_over_layouts(layout):
+    k, t = twin(layout)
+    n = t.shape[-1]
+    kw = to_kael(_random((2 * n,), seed=3))[::2]  # a strided weight
+    w = torch.from_numpy(kw.numpy())
+    got = kael.layer_norm(k, (n,), kw, kw, eps=1e-3)
+    check(got, F.layer_norm(t, (n,), w, w, eps=1e-3), NORM_TOL[torch.float32])
+
+
+def test_layer_norm_accepts_an_int_normalized_shape_and_a_list():
+    x = _random((3, 4))
+    check(kael.layer_norm(to_kael(x), 4), F.layer_norm(x, (4,)), NORM_TOL[torch.float32])
+    check(kael.layer_norm(to_kael(x), [3, 4]), F.layer_norm(x, [3, 4]), NORM_TOL[torch.float32])
+
+
+def test_layer_norm_eps_is_used():
+    x = torch.tensor([[1.0, -1.0, 1.0, -1.0]], dtype=torch.float64)
+    check(kael.layer_norm(to_kael(x), (4,), eps=3.0), F.layer_norm(x, (4,), eps=3.0))
+    assert kael.layer_norm(to_kael(x), (4,), eps=3.0).tolist() == [[0.5, -0.5, 0.5, -0.5]]
+
+
+def test_layer_norm_of_a_constant_row_is_zero_and_of_special_values_follows_torch():
+    x = torch.tensor([[2.0, 2.0, 2.0], [NAN, 0, 1], [INF, 0, 1]])
+    check(kael.layer_norm(to_kael(x), (3,)), F.layer_norm(x, (3,)), NORM_TOL[torch.float32])
+
+
+def test_layer_norm_accumulates_in_float64_so_float32_squares_do_not_overflow():
+    # torch's float32 variance of this row overflows to inf and gives zeros; kael sums
+    # squares in float64 and matches torch's float64 result rounded to float32.
+    x = torch.tensor([[1e30, -1e30, 0.0]])
+    want = F.layer_norm(x.double(), (3,)).float()
+    check(kael.layer_norm(to_kael(x), (3,)), want, NORM_TOL[torch.float32])
+
+
+def test_layer_norm_variance_is_two_pass_exact_for_a_large_mean():
+    x = torch.tensor([[1e8 + 1, 1e8 - 1]], dtype=torch.float64)
+    assert kael.layer_norm(to_kael(x), (2,), eps=0.0).tolist() == [[1.0, -1.0]]
+
+
+def test_layer_norm_of_empty_inputs_is_empty():
+    check(kael.layer_norm(kael.ones(0, 3), (3,)), F.layer_norm(torch.ones(0, 3), (3,)))
+    check(kael.layer_norm(kael.ones(2, 0), (0,)), F.layer_norm(torch.ones(2, 0), (0,)))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.bool], ids=["i64", "bool"])
+def test_layer_norm_of_integers_and_bools_becomes_float32(dtype):
+    # The book's as_floating; torch refuses ("not implemented for 'Long'").
+    x = torch.tensor([[1, 0, 3], [0, 0, 1]]).to(dtype)
+    check(kael.layer_norm(to_kael(x), (3,)), F.layer_norm(x.float(), (3,)), NORM_TOL[torch.float32])
+
+
+def test_layer_norm_shape_errors_name_the_shapes():
+    x = kael.ones(2, 3, 4)
+    with pytest.raises(
+        kael.ValueError,
+        match=r"normalized_shape=\[3\], expected input with shape \[\*, 3\], but got input of size\[2, 3, 4\]",
+    ):
+        kael.layer_norm(x, (3,))
+    with pytest.raises(kael.ValueError, match=r"normalized_shape=\[1, 2, 3, 4\].*size\[2, 3, 4\]"):
+        kael.layer_norm(x, (1, 2, 3, 4))
+    with pytest.raises(kael.ValueError, match=r"normalized_shape=\[-4\]"):
+        kael.layer_norm(x, (-4,))
+    with pytest.raises(kael.ValueError, match="at least 1-dimensional"):
+        kael.layer_norm(x, ())
+    with pytest.raises(
+        kael.ValueError, match=r"weight of shape \[4\] and normalized_shape = \[3, 4\]"
+    ):
+        kael.layer_norm(x, (3, 4), kael.ones(4))
+    with pytest.raises(
+        kael.ValueError, match=r"bias of shape \[3, 4, 1\] and normalized_shape = \[3, 4\]"
+    ):
+        kael.layer_norm(x, (3, 4), None, kael.ones(3, 4, 1))
+    with pytest.raises(kael.ValueError, match="at least 1-dimensional"):
+        kael.layer_norm(kael.tensor(1.0), ())
+
+
+def test_layer_norm_bad_types_are_type_errors():
+    x = kael.ones(2, 4)
+    with pytest.raises(
+        kael.TypeError, match="weight has dtype float64 but input has dtype float32"
+    ):
+        kael.layer_norm(x, (4,), kael.ones(4, dtype=kael.float64))
+    with pytest.raises(
+        kael.TypeError, match="normalized_shape element 0 must be an int, got float"
+    ):
+        kael.layer_norm(x, (4.0,))
+    with pytest.raises(kael.TypeError, match="expected bias to be a Tensor, got list"):
+        kael.layer_norm(x, (4,), None, [0.0] * 4)
