@@ -1,11 +1,296 @@
-"""Sequence ops along one dimension: cumsum, cumprod, tril, triu, flip, roll."""
+"""Sequence ops along one dimension: cumsum, cumprod, tril, triu, flip, roll.
+
+Scans run kael/codegen/cpu/scan.py's row kernels over any layout. tril and triu are
+elementwise kernels that compare the row and column positions, so they compile for CPU
+and PTX alike. flip copies from a view with negated strides and roll copies narrowed
+views into the matching narrowed outputs: every byte comes from a compiled copy.
+"""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
-# kael.NAME for each entry; also Tensor.NAME unless the name is in NOT_METHODS.
-FUNCTIONS: dict[str, Callable] = {}
-# Tensor-only methods (in-place variants, operators).
-METHODS: dict[str, Callable] = {}
+from kael.codegen.cpu import scan
+from kael.frontend import eager, views
+from kael.frontend.elementwise import _check_writable, _output, _unaliased
+from kael.frontend.tensor import Tensor, empty_impl, transfer_impl
+from kael.ir import graph as g
+from kael.runtime.device import CPU
+from kael.runtime.dtypes import DType, as_dtype, bool_, int64
+from kael.runtime.errors import Error, TypeError
+from kael.runtime.storage import Storage
+from kael.runtime.tensor_impl import TensorImpl
+
+
+def _tensor(x, op: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+    return x
+
+
+def _ints(value, what: str) -> tuple[int, ...]:
+    """An int or a tuple/list of ints as a tuple; TypeError naming `what` otherwise."""
+    if isinstance(value, (tuple, list)):
+        return tuple(views.as_int(v, f"{what} element {i}") for i, v in enumerate(value))
+    return (views.as_int(value, what),)
+
+
+# ---- cumsum, cumprod -------------------------------------------------------------------------
+
+
+def _scan_dtype(x: Tensor, dtype, op: str) -> DType:
+    """The result dtype: `dtype` if given, else x's float dtype, else int64."""
+    if dtype is not None:
+        result = as_dtype(dtype)
+        if result is bool_:
+            raise TypeError(f"{op}: dtype bool is not supported, use int64")
+        return result
+    return x.dtype if x.dtype.is_floating_point else int64
+
+
+# From this many elements a scan whose layouts differ goes through a buffer in src's layout.
+STAGE_ELEMENTS = 1 << 16
+
+
+def _in_layout_of(impl: TensorImpl, dtype: DType) -> TensorImpl:
+    """A new dense impl whose dims are ordered in memory like impl's (by its strides)."""
+    order = sorted(range(impl.dim()), key=lambda d: -impl.strides[d])
+    strides, step = [0] * impl.dim(), 1
+    for d in reversed(order):
+        strides[d] = step
+        step *= max(impl.shape[d], 1)
+    storage = Storage(impl.numel() * dtype.itemsize, impl.device)
+    return TensorImpl(storage, impl.shape, strides, 0, dtype, impl.device)
+
+
+def _scan_on_cpu(op: str, src: TensorImpl, dst: TensorImpl, dim: int) -> None:
+    """The scan, staged in src's layout and then copied when dst's layout would make it
+    walk memory with a large stride (a transposed input into a contiguous result)."""
+    src = _unaliased(src, dst)
+    if src.numel() >= STAGE_ELEMENTS and scan.walks_strided(src, dst, dim):
+        staged = _in_layout_of(src, dst.dtype)
+        if not scan.walks_strided(src, staged, dim):
+            scan.run(op, src, staged, dim)
+            eager.copy_into(dst, staged)
+            return
+    scan.run(op, src, dst, dim)
+
+
+def _run_scan(op: str, src: TensorImpl, dst: TensorImpl, dim: int) -> None:
+    """dst = scan of src; the scan kernels are CPU code, so GPU tensors pass through the host."""
+    if dst.device is CPU:
+        _scan_on_cpu(op, src, dst, dim)
+        return
+    host_src = transfer_impl(src, CPU)
+    host_dst = empty_impl(dst.shape, dst.dtype, CPU)
+    scan.run(op, host_src, host_dst, dim)
+    eager.copy_into(dst, transfer_impl(host_dst, dst.device))
+
+
+def _scan(op: str, input: Tensor, dim, dtype, out: Tensor | None) -> Tensor:
+    x = _tensor(input, op)
+    d = views.wrap_dim(dim, x.ndim)
+    result = _output(out, x.shape, _scan_dtype(x, dtype, op), x.device, op)
+    _run_scan(op, x._impl, result._impl, d)
+    if out is not None:
+        out._impl.storage.bump_version()
+    return result
+
+
+def _scan_(op: str, self: Tensor, dim, dtype) -> Tensor:
+    name = f"{op}_"
+    _tensor(self, name)
+    d = views.wrap_dim(dim, self.ndim)
+    result = _scan_dtype(self, dtype, name)
+    if result is not self.dtype:
+        raise TypeError(
+            f"{name}: bad in-place call: input tensor dtype {self.dtype} and output tensor dtype"
+            f" {result} should match"
+        )
+    _check_writable(self, name)
+    _run_scan(op, self._impl, self._impl, d)
+    self._impl.storage.bump_version()
+    return self
+
+
+def cumsum(input: Tensor, dim, *, dtype=None, out: Tensor | None = None) -> Tensor:
+    """Running sums along `dim`; int and bool inputs give int64 (wrapping), floats keep theirs."""
+    return _scan("cumsum", input, dim, dtype, out)
+
+
+def cumprod(input: Tensor, dim, *, dtype=None, out: Tensor | None = None) -> Tensor:
+    """Running products along `dim`, with cumsum's dtype rule."""
+    return _scan("cumprod", input, dim, dtype, out)
+
+
+def cumsum_(self: Tensor, dim, *, dtype=None) -> Tensor:
+    """cumsum written into self; the result dtype must be self's."""
+    return _scan_("cumsum", self, dim, dtype)
+
+
+def cumprod_(self: Tensor, dim, *, dtype=None) -> Tensor:
+    """cumprod written into self; the result dtype must be self's."""
+    return _scan_("cumprod", self, dim, dtype)
+
+
+# ---- tril, triu ------------------------------------------------------------------------------
+
+
+def _triangle(name: str, x: Tensor, diagonal, out: Tensor) -> None:
+    """out = x where (column - row) is on the kept side of `diagonal`, else 0."""
+    upper = name.startswith("triu")
+    rank, dtype = x.ndim, x.dtype
+
+    def build():
+        row, col = g.Position(int64, (), rank - 2), g.Position(int64, (), rank - 1)
+        offset = g.Binary(int64, (), "sub", col, row)
+        keep = g.Binary(bool_, (), "ge" if upper else "le", offset, g.Scalar(int64, (), "diag"))
+        value = g.Where(dtype, (), keep, g.Input(dtype, (), "x"), g.Const(dtype, (), 0))
+        return f"{'triu' if upper else 'tril'}_{dtype}_{rank}d", [value]
+
+    entry = eager.template(("triangle", upper, dtype, rank), build)
+    # Past either edge every diagonal keeps all or nothing: clamp into int64 safely.
+    edge = max(x.shape[-2:]) + 1
+    diag = max(-edge, min(edge, diagonal))
+    eager.run(entry, [out._impl], [_unaliased(x._impl, out._impl)], {"diag": diag})
+
+
+def _check_matrix(x: Tensor, op: str) -> None:
+    if x.ndim < 2:
+        raise Error(f"{op}: input tensor must have at least 2 dimensions, got {x.ndim}")
+
+
+def _triangle_op(name: str) -> Callable:
+    def fn(input: Tensor, diagonal=0, *, out: Tensor | None = None) -> Tensor:
+        x = _tensor(input, name)
+        _check_matrix(x, name)
+        diagonal = views.as_int(diagonal, "diagonal")
+        result = _output(out, x.shape, x.dtype, x.device, name)
+        _triangle(name, x, diagonal, result)
+        if out is not None:
+            out._impl.storage.bump_version()
+        return result
+
+    fn.__name__ = name
+    part = "lower" if name == "tril" else "upper"
+    fn.__doc__ = f"The {part} triangle of the last two dims (from `diagonal`); zeros elsewhere."
+    return fn
+
+
+def _triangle_inplace(name: str) -> Callable:
+    def method(self: Tensor, diagonal=0) -> Tensor:
+        _check_matrix(_tensor(self, f"{name}_"), f"{name}_")
+        diagonal = views.as_int(diagonal, "diagonal")
+        _check_writable(self, f"{name}_")
+        _triangle(name, self, diagonal, self)
+        self._impl.storage.bump_version()
+        return self
+
+    method.__name__ = f"{name}_"
+    method.__doc__ = f"{name} written into self."
+    return method
+
+
+tril = _triangle_op("tril")
+triu = _triangle_op("triu")
+
+
+# ---- flip, roll ------------------------------------------------------------------------------
+
+
+def _dims(dims, ndim: int, op: str) -> list[int]:
+    """Wrapped dims, each at most once."""
+    wrapped = [views.wrap_dim(d, ndim) for d in _ints(dims, "dims")]
+    for d in wrapped:
+        if wrapped.count(d) > 1:
+            raise Error(f"{op}: dim {d} appears multiple times in the list of dims {list(dims)}")
+    return wrapped
+
+
+def flip(input: Tensor, dims) -> Tensor:
+    """A copy with the order of elements reversed along each of `dims`."""
+    x = _tensor(input, "flip")
+    if dims is None:
+        raise TypeError("flip: dims must be an int or a tuple of ints, got None")
+    wrapped = _dims(dims, x.ndim, "flip")  # a 0-d tensor accepts 0 and -1, and has no dim to flip
+    flipped = set(wrapped) if x.ndim else set()
+    impl = x._impl
+    out = empty_impl(x.shape, x.dtype, x.device)
+    if impl.numel() == 0:
+        return Tensor(out)
+    strides, offset = list(impl.strides), impl.offset
+    for d in flipped:
+        offset += (impl.shape[d] - 1) * strides[d]
+        strides[d] = -strides[d]
+    # Negative strides are for this kernel only: such a view never becomes a Tensor.
+    eager.copy_into(out, views.derive(impl, impl.shape, strides, offset))
+    return Tensor(out)
+
+
+def _roll_shifts(x: Tensor, shifts, dims) -> dict[int, int]:
+    """{dim: shift in [1, size)} of every dim that moves; repeated dims add up."""
+    shift_list = _ints(shifts, "shifts")
+    if not shift_list:
+        raise Error("roll: `shifts` required")
+    if dims is None:
+        if len(shift_list) != 1:
+            raise Error(
+                f"roll: shifts and dimensions must align. shifts: {len(shift_list)}, dims: 0"
+            )
+        return {0: shift_list[0]}
+    dim_list = _ints(dims, "dims")
+    if len(shift_list) != len(dim_list):
+        raise Error(
+            f"roll: shifts and dimensions must align. shifts: {len(shift_list)},"
+            f" dims: {len(dim_list)}"
+        )
+    total: dict[int, int] = {}
+    for s, d in zip(shift_list, dim_list):
+        d = views.wrap_dim(d, x.ndim, wrap_scalar=False)
+        total[d] = total.get(d, 0) + s
+    return total
+
+
+def roll(input: Tensor, shifts, dims=None) -> Tensor:
+    """A copy with elements moved `shifts` places along `dims`, wrapping around the end.
+
+    Without dims the tensor is rolled as if flattened, then given back its shape.
+    """
+    x = _tensor(input, "roll")
+    total = _roll_shifts(x, shifts, dims)
+    src = x._impl if dims is not None else x.reshape(-1)._impl
+    out = empty_impl(src.shape, src.dtype, src.device)
+    if out.numel() > 0:
+        # Each moving dim splits into two blocks: out[s:] = src[:n - s], out[:s] = src[n - s:].
+        parts = []
+        for d, s in total.items():
+            n = src.shape[d]
+            s %= n
+            if s:
+                parts.append([(d, s, 0, n - s), (d, 0, n - s, s)])
+        for blocks in itertools.product(*parts):
+            dst_view, src_view = out, src
+            for d, dst_start, src_start, length in blocks:
+                dst_view = views.narrow(dst_view, d, dst_start, length)
+                src_view = views.narrow(src_view, d, src_start, length)
+            eager.copy_into(dst_view, src_view)
+    result = Tensor(out)
+    return result if dims is not None else result.view(x.shape)
+
+
+FUNCTIONS: dict[str, Callable] = {
+    "cumsum": cumsum,
+    "cumprod": cumprod,
+    "tril": tril,
+    "triu": triu,
+    "flip": flip,
+    "roll": roll,
+}
+METHODS: dict[str, Callable] = {
+    "cumsum_": cumsum_,
+    "cumprod_": cumprod_,
+    "tril_": _triangle_inplace("tril"),
+    "triu_": _triangle_inplace("triu"),
+}
 NOT_METHODS: frozenset[str] = frozenset()

@@ -1,0 +1,266 @@
+"""cumsum and cumprod: hand-written LLVM row scans, one module per (op, input, output dtype).
+
+A scan walks one line of the scanned dimension with its own stride, so any layout works
+without moving the dimension last. The batch of lines (every other dimension, merged by
+kael/ir/layout.py) is decoded from the work item at run time, so one function serves
+every rank. Two functions per module:
+
+- `lines`: a work item is one line, scanned element by element;
+- `columns`: when the innermost batch dimension is unit-stride in input and output, a
+  work item is a chunk of CHUNK adjacent lines, scanned together in vector registers.
+
+Accumulation is in int64 or float64 (float32 too, like PyTorch's CPU kernel), one
+element after another, so floating-point results do not depend on the thread count.
+Integer arithmetic wraps. The argument block is
+[src, dst, n, src_step, dst_step, cols, rank, sizes[rank], src_strides[rank],
+dst_strides[rank]], every word an int64.
+"""
+
+from __future__ import annotations
+
+import math
+
+from llvmlite import ir
+
+from kael.codegen.cpu import handwritten
+from kael.codegen.cpu.loops import _LoopBuilder
+from kael.codegen.lowering import ExprEmitter, scalar_type, value_type
+from kael.ir import layout
+from kael.runtime.dtypes import DType, bool_, float64, int64
+from kael.runtime.errors import ValueError
+from kael.runtime.launcher import launch
+from kael.runtime.tensor_impl import TensorImpl
+
+I64 = ir.IntType(64)
+OPS = ("cumsum", "cumprod")
+LANES = 8  # one 64-byte vector of the 8-byte accumulator
+UNROLL = 4  # independent vector accumulators per chunk
+CHUNK = LANES * UNROLL  # adjacent lines per work item of the `columns` kernel
+HEADER = 7  # words before the batch sizes
+
+
+def _i64(v: int) -> ir.Constant:
+    return ir.Constant(I64, v)
+
+
+def accumulator(dst: DType) -> DType:
+    """The dtype a scan of `dst` results accumulates in."""
+    return float64 if dst.is_floating_point else int64
+
+
+def module_name(op: str, src: DType, dst: DType) -> str:
+    """The module (and symbol prefix) of one scan: `kael_scan_cumsum_int64_int64`."""
+    return f"kael_scan_{op}_{src}_{dst}"
+
+
+class _Scan:
+    """Emits loads, the combine step and stores of one (op, src, dst) scan at a width."""
+
+    def __init__(self, b: ir.IRBuilder, op: str, src: DType, dst: DType, width: int):
+        self.b, self.op, self.src, self.dst, self.width = b, op, src, dst, width
+        self.acc = accumulator(dst)
+        self.em = ExprEmitter(b, width, None, None, None)
+
+    def identity(self) -> ir.Value:
+        return self.em.const(self.acc, 0 if self.op == "cumsum" else 1)
+
+    def load(self, ptr: ir.Value) -> ir.Value:
+        """The element(s) at `ptr`, converted to dst then widened to the accumulator."""
+        b, em = self.b, self.em
+        if self.width > 1:
+            ptr = b.bitcast(ptr, value_type(self.src, self.width).as_pointer())
+        v = b.load(ptr, align=self.src.itemsize)
+        if self.src.is_bool:  # foreign bool bytes may hold values other than 0 and 1
+            v = em.i1_to_bool(em.truth(v, bool_))
+        return em.convert(em.convert(v, self.src, self.dst), self.dst, self.acc)
+
+    def combine(self, acc: ir.Value, x: ir.Value) -> ir.Value:
+        b, floating = self.b, self.acc.is_floating_point
+        if self.op == "cumsum":
+            return b.fadd(acc, x) if floating else b.add(acc, x)
+        return b.fmul(acc, x) if floating else b.mul(acc, x)
+
+    def store(self, acc: ir.Value, ptr: ir.Value) -> None:
+        b = self.b
+        if self.width > 1:
+            ptr = b.bitcast(ptr, value_type(self.dst, self.width).as_pointer())
+        b.store(self.em.convert(acc, self.acc, self.dst), ptr, align=self.dst.itemsize)
+
+
+class _Words:
+    """The argument block's fixed words, loaded in the entry block, and the batch decoder."""
+
+    def __init__(self, b: ir.IRBuilder, block: ir.Value, src: DType, dst: DType):
+        self.b, self.block = b, block
+        word = [b.load(b.gep(block, [_i64(i)])) for i in range(HEADER)]
+        self.src = b.inttoptr(word[0], scalar_type(src).as_pointer(), name="src")
+        self.dst = b.inttoptr(word[1], scalar_type(dst).as_pointer(), name="dst")
+        self.n, self.src_step, self.dst_step, self.cols, self.rank = word[2:]
+        self.rem = b.alloca(I64, name="rem")
+        self.src_off = b.alloca(I64, name="src_off")
+        self.dst_off = b.alloca(I64, name="dst_off")
+
+    def batch(self, d: ir.Value, which: int) -> ir.Value:
+        """Word `which` (0 size, 1 src stride, 2 dst stride) of batch dimension d."""
+        b = self.b
+        at = b.add(_i64(HEADER), b.add(b.mul(self.rank, _i64(which)), d))
+        return b.load(b.gep(self.block, [at]))
+
+    def offsets(self, line: ir.Value) -> tuple[ir.Value, ir.Value]:
+        """The src and dst element offsets of batch position `line` (row-major; rank >= 1).
+
+        The outermost index needs no division: one batch dim costs none.
+        """
+        b = self.b
+        b.store(line, self.rem)
+        b.store(_i64(0), self.src_off)
+        b.store(_i64(0), self.dst_off)
+
+        def add(d, i):
+            b.store(b.add(b.load(self.src_off), b.mul(i, self.batch(d, 1))), self.src_off)
+            b.store(b.add(b.load(self.dst_off), b.mul(i, self.batch(d, 2))), self.dst_off)
+
+        def dim(k):
+            d = b.sub(b.sub(self.rank, _i64(1)), k)
+            size, rem = self.batch(d, 0), b.load(self.rem)
+            b.store(b.sdiv(rem, size), self.rem)
+            add(d, b.srem(rem, size))
+
+        _LoopBuilder(b).counted(_i64(0), b.sub(self.rank, _i64(1)), 1, dim, "dim")
+        add(_i64(0), b.load(self.rem))
+        return b.load(self.src_off), b.load(self.dst_off)
+
+
+def _scan_line(b, scan: _Scan, w: _Words, slots, src_off, dst_off) -> None:
+    """Scan `n` elements from src_off/dst_off with the step strides, in `slots[0]`."""
+    b.store(scan.identity(), slots[0])
+
+    def step(k):
+        x = scan.load(b.gep(w.src, [b.add(src_off, b.mul(k, w.src_step))]))
+        acc = scan.combine(b.load(slots[0]), x)
+        b.store(acc, slots[0])
+        scan.store(acc, b.gep(w.dst, [b.add(dst_off, b.mul(k, w.dst_step))]))
+
+    _LoopBuilder(b).counted(_i64(0), w.n, 1, step, "scan")
+
+
+def _build_lines(module: ir.Module, op: str, src: DType, dst: DType, symbol: str) -> None:
+    fn, b = handwritten.kernel_function(module, symbol)
+    w = _Words(b, fn.args[0], src, dst)
+    scan = _Scan(b, op, src, dst, 1)
+    slots = [b.alloca(scalar_type(scan.acc), name="acc")]
+
+    def line(i):
+        src_off, dst_off = w.offsets(i)
+        _scan_line(b, scan, w, slots, src_off, dst_off)
+
+    _LoopBuilder(b).counted(fn.args[1], fn.args[2], 1, line, "line")
+    b.ret_void()
+
+
+def _build_columns(module: ir.Module, op: str, src: DType, dst: DType, symbol: str) -> None:
+    fn, b = handwritten.kernel_function(module, symbol)
+    w = _Words(b, fn.args[0], src, dst)
+    scalar = _Scan(b, op, src, dst, 1)
+    vector = _Scan(b, op, src, dst, LANES)
+    slots = [b.alloca(scalar_type(scalar.acc), name="acc")]
+    vslots = [b.alloca(value_type(vector.acc, LANES), name=f"vacc{u}") for u in range(UNROLL)]
+    chunks = b.sdiv(b.add(w.cols, _i64(CHUNK - 1)), _i64(CHUNK))
+
+    def item(i):
+        src_off, dst_off = w.offsets(b.sdiv(i, chunks))
+        j0 = b.mul(b.srem(i, chunks), _i64(CHUNK))
+        src_off, dst_off = b.add(src_off, j0), b.add(dst_off, j0)
+        full = b.icmp_signed("<=", b.add(j0, _i64(CHUNK)), w.cols)
+        with b.if_else(full) as (whole, edge):
+            with whole:
+                for slot in vslots:
+                    b.store(vector.identity(), slot)
+
+                def step(k):
+                    src_row = b.add(src_off, b.mul(k, w.src_step))
+                    dst_row = b.add(dst_off, b.mul(k, w.dst_step))
+                    for u, slot in enumerate(vslots):
+                        x = vector.load(b.gep(w.src, [b.add(src_row, _i64(u * LANES))]))
+                        acc = vector.combine(b.load(slot), x)
+                        b.store(acc, slot)
+                        vector.store(acc, b.gep(w.dst, [b.add(dst_row, _i64(u * LANES))]))
+
+                _LoopBuilder(b).counted(_i64(0), w.n, 1, step, "rows")
+            with edge:
+                _LoopBuilder(b).counted(
+                    _i64(0),
+                    b.sub(w.cols, j0),
+                    1,
+                    lambda j: _scan_line(b, scalar, w, slots, b.add(src_off, j), b.add(dst_off, j)),
+                    "col",
+                )
+
+    _LoopBuilder(b).counted(fn.args[1], fn.args[2], 1, item, "item")
+    b.ret_void()
+
+
+def _library(op: str, src: DType, dst: DType) -> handwritten.Library:
+    name = module_name(op, src, dst)
+
+    def build(module: ir.Module) -> list[str]:
+        _build_lines(module, op, src, dst, f"{name}_lines")
+        _build_columns(module, op, src, dst, f"{name}_columns")
+        return [f"{name}_lines", f"{name}_columns"]
+
+    return handwritten.compiled(name, build)
+
+
+def ir_text(op: str, src: DType, dst: DType) -> str:
+    """The LLVM IR of one scan module, without a target header."""
+    return _library(op, src, dst).text
+
+
+def plan(
+    shape: tuple[int, ...],
+    src_strides: tuple[int, ...],
+    dst_strides: tuple[int, ...],
+    dim: int,
+) -> tuple[str, list[int], int]:
+    """(kernel kind, argument words after the two pointers, work items) of one scan."""
+    batch = [d for d in range(len(shape)) if d != dim]
+    lay = layout.plan(
+        tuple(shape[d] for d in batch),
+        [tuple(dst_strides[d] for d in batch), tuple(src_strides[d] for d in batch)],
+    )
+    sizes, (dst_batch, src_batch) = list(lay.sizes), [list(s) for s in lay.strides]
+    n = shape[dim] if shape else 1
+    step_src = src_strides[dim] if shape else 0
+    step_dst = dst_strides[dim] if shape else 0
+    kind, cols = "lines", 1
+    if sizes[-1] >= CHUNK and src_batch[-1] == 1 and dst_batch[-1] == 1:
+        kind, cols = "columns", sizes.pop()
+        src_batch.pop(), dst_batch.pop()
+    if not sizes:  # the kernels decode at least one batch dim
+        sizes, src_batch, dst_batch = [1], [0], [0]
+    items = math.prod(sizes) * -(-cols // CHUNK)
+    words = [n, step_src, step_dst, cols, len(sizes), *sizes, *src_batch, *dst_batch]
+    return kind, words, items
+
+
+def walks_strided(src: TensorImpl, dst: TensorImpl, dim: int) -> bool:
+    """Whether the scan would step through memory with a stride other than 1 in src or dst."""
+    kind, words, _ = plan(src.shape, src.strides, dst.strides, dim)
+    return kind == "lines" and words[0] > 1 and (words[1] != 1 or words[2] != 1)
+
+
+def run(op: str, src: TensorImpl, dst: TensorImpl, dim: int) -> None:
+    """dst = the `op` scan of src along `dim` (dst's dtype: float32, float64 or int64).
+
+    src and dst have one shape; dst may be src itself (same layout), never a partial overlap.
+    """
+    if op not in OPS:
+        raise ValueError(f"unknown scan {op!r}: expected one of {OPS}")
+    if dst.dtype.is_bool:
+        raise ValueError("a scan's output cannot be bool")
+    if src.numel() == 0:
+        return
+    kind, words, items = plan(src.shape, src.strides, dst.strides, dim)
+    fn = _library(op, src.dtype, dst.dtype)[f"{module_name(op, src.dtype, dst.dtype)}_{kind}"]
+    moved = src.numel() * (src.dtype.itemsize + dst.dtype.itemsize)
+    launch(fn, [src.data_ptr(), dst.data_ptr(), *words], items, moved, align=1)

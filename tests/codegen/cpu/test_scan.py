@@ -1,0 +1,133 @@
+"""The hand-written scan kernels below the frontend: layout plans, vector code, raw buffers."""
+
+import numpy as np
+import pytest
+import torch
+from kernel_helpers import impl_of
+
+import kael
+from kael.codegen.cpu import scan
+from kael.runtime.dtypes import bool_, float32, float64, int64
+
+
+def run_scan(op: str, src: np.ndarray, dim: int, dst_dtype=None) -> np.ndarray:
+    dst = np.empty(src.shape, dst_dtype or src.dtype)
+    scan.run(op, impl_of(src), impl_of(dst), dim)
+    return dst
+
+
+def torch_scan(op: str, src: np.ndarray, dim: int, dtype=None) -> np.ndarray:
+    return getattr(torch, op)(torch.from_numpy(np.ascontiguousarray(src)), dim, dtype=dtype).numpy()
+
+
+def test_plan_scans_an_outer_dim_over_vector_chunks_when_the_inner_dim_is_contiguous():
+    kind, words, items = scan.plan((100, 70), (70, 1), (70, 1), 0)
+    assert kind == "columns"
+    # n, steps, cols, then no other batch dim: one of size 1
+    assert words == [100, 70, 70, 70, 1, 1, 0, 0]
+    assert items == 3  # chunks of 32 columns: two full, one edge
+
+
+def test_plan_walks_lines_when_the_scanned_dim_is_innermost_or_columns_are_too_few():
+    kind, words, items = scan.plan((100, 70), (70, 1), (70, 1), 1)
+    assert (kind, items) == ("lines", 100)
+    assert words[:5] == [70, 1, 1, 1, 1]
+    kind, _, items = scan.plan((100, scan.CHUNK - 1), (scan.CHUNK - 1, 1), (1, 100), 0)
+    assert (kind, items) == ("lines", scan.CHUNK - 1)
+
+
+def test_plan_merges_batch_dims_that_are_contiguous_in_both_buffers():
+    kind, words, items = scan.plan((4, 5, 6, 3), (90, 18, 3, 1), (90, 18, 3, 1), 2)
+    # dims 0 and 1 merge to 20 lines of stride 18; dim 3 (size 3) is too narrow for columns
+    assert kind == "lines"
+    assert words[4:] == [2, 20, 3, 18, 1, 18, 1]
+    assert items == 60
+
+
+def test_plan_of_a_zero_dim_tensor_is_one_line_of_one_element():
+    kind, words, items = scan.plan((), (), (), 0)
+    assert (kind, items) == ("lines", 1)
+    assert words[:2] == [1, 0]
+
+
+@pytest.mark.parametrize("op", scan.OPS)
+def test_float32_scans_accumulate_in_float64_in_both_kernels(op):
+    text = scan.ir_text(op, float32, float32)
+    assert "fpext <8 x float>" in text and "fpext float" in text
+    assert "fptrunc <8 x double>" in text
+
+
+def test_columns_kernel_uses_vector_arithmetic_for_int64():
+    text = scan.ir_text("cumprod", int64, int64)
+    assert "mul <8 x i64>" in text
+
+
+@pytest.mark.parametrize("op", scan.OPS)
+@pytest.mark.parametrize(
+    ("shape", "dim"), [((9, 100), 0), ((9, 100), 1), ((3, 4, 65), 1), ((1,), 0), ((2, 3, 4), 2)]
+)
+def test_scan_kernels_match_torch_on_raw_buffers(op, shape, dim):
+    src = np.random.default_rng(0).uniform(0.5, 1.5, shape)
+    np.testing.assert_allclose(run_scan(op, src, dim), torch_scan(op, src, dim), rtol=1e-12)
+
+
+@pytest.mark.parametrize("op", scan.OPS)
+def test_scan_walks_strided_views_without_copying(op):
+    base = np.random.default_rng(1).integers(-5, 6, (20, 90))
+    src = base.T[::2, 1::3]  # neither dim unit-stride
+    want = torch_scan(op, src, 0)
+    np.testing.assert_array_equal(run_scan(op, src, 0), want)
+    out = np.empty((src.shape[1], src.shape[0]), np.int64).T  # transposed output
+    scan.run(op, impl_of(src), impl_of(out), 0)
+    np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("op", scan.OPS)
+def test_scan_in_place_reads_each_element_before_writing_it(op):
+    data = np.random.default_rng(2).uniform(0.5, 1.5, (40, 64))
+    want = torch_scan(op, data, 0)
+    scan.run(op, impl_of(data), impl_of(data), 0)
+    np.testing.assert_allclose(data, want, rtol=1e-12)
+
+
+def test_bool_bytes_other_than_one_count_as_true():
+    raw = np.array([2, 0, 255, 1, 7], np.uint8)
+    src = raw.view(np.bool_)
+    got = run_scan("cumsum", src, 0, np.int64)
+    assert got.tolist() == [1, 1, 2, 3, 4]
+    got = np.empty((3, 40), np.int64)
+    scan.run("cumsum", impl_of(np.tile(src[:1], (3, 40))), impl_of(got), 0)
+    assert got[:, 0].tolist() == [1, 2, 3]
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_float_results_do_not_depend_on_the_thread_count(dim):
+    src = np.random.default_rng(3).standard_normal((512, 700)).astype(np.float32)
+    threads = kael.get_num_threads()
+    try:
+        kael.set_num_threads(1)
+        one = run_scan("cumsum", src, dim)
+        kael.set_num_threads(max(2, threads))
+        many = run_scan("cumsum", src, dim)
+    finally:
+        kael.set_num_threads(threads)
+    np.testing.assert_array_equal(one, many)
+    np.testing.assert_array_equal(one, torch_scan("cumsum", src, dim))
+
+
+def test_scan_of_an_empty_buffer_launches_nothing():
+    src = np.empty((0, 5))
+    assert run_scan("cumsum", src, 1).shape == (0, 5)
+
+
+def test_scan_refuses_a_bool_output_and_an_unknown_op():
+    src = np.ones(3)
+    with pytest.raises(kael.ValueError, match="a scan's output cannot be bool"):
+        scan.run("cumsum", impl_of(src), impl_of(np.empty(3, np.bool_)), 0)
+    with pytest.raises(kael.ValueError, match="unknown scan 'cummax'"):
+        scan.run("cummax", impl_of(src), impl_of(src), 0)
+
+
+def test_module_names_name_the_op_and_both_dtypes():
+    assert scan.module_name("cumsum", bool_, int64) == "kael_scan_cumsum_bool_int64"
+    assert scan.accumulator(float32) is float64 and scan.accumulator(int64) is int64

@@ -1,0 +1,523 @@
+"""Sequence ops against PyTorch: cumsum, cumprod, tril, triu, flip and roll.
+
+Values, dtype and shape over every dtype and over contiguous, transposed, stepped,
+expanded, empty and 0-d inputs; integer wrap-around; out= and the in-place variants;
+and a typed kael error naming the values for every bad input.
+"""
+
+import math
+import shutil
+
+import numpy as np
+import pytest
+import torch
+from kernel_helpers import KAEL_DTYPES
+
+import kael
+from kael.codegen.ptx import compiler as ptx_compiler
+from kael.frontend import eager
+from kael.ir.kernel import BCAST, CONTIG, STRIDED
+
+DTYPES = [torch.float32, torch.float64, torch.int64, torch.bool]
+DTYPE_IDS = ["f32", "f64", "i64", "bool"]
+INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
+
+# ---- helpers ---------------------------------------------------------------------------------
+
+
+def values(dtype: torch.dtype, shape: tuple, seed: int = 0) -> torch.Tensor:
+    """Reproducible values of `shape`: floats near 1 in magnitude (products stay finite)."""
+    gen = torch.Generator().manual_seed(seed)
+    n = math.prod(shape)
+    if dtype.is_floating_point:
+        data = (torch.rand(n, generator=gen, dtype=torch.float64) * 1.5 + 0.25) * torch.where(
+            torch.rand(n, generator=gen) < 0.3, -1.0, 1.0
+        )
+        return data.to(dtype).reshape(shape)
+    if dtype == torch.bool:
+        return (torch.rand(n, generator=gen) < 0.6).reshape(shape)
+    return torch.randint(-9, 10, (n,), generator=gen).reshape(shape)
+
+
+def to_kael(t: torch.Tensor) -> kael.Tensor:
+    """A kael copy of a torch tensor (same values, dtype and shape)."""
+    k = kael.tensor(t.contiguous().numpy())
+    assert k.dtype is KAEL_DTYPES[t.dtype] and k.shape == tuple(t.shape)
+    return k
+
+
+# Each layout: (base shape, view) giving a [4, 5, 6] tensor (or an empty / 0-d one).
+LAYOUTS = {
+    "contiguous": ((4, 5, 6), lambda x: x),
+    "transposed": ((6, 5, 4), lambda x: x.permute(2, 1, 0)),
+    "stepped": ((8, 5, 12), lambda x: x[::2, :, 1::2]),
+    "expanded": ((1, 5, 1), lambda x: x.expand(4, 5, 6)),
+    "empty": ((4, 0, 6), lambda x: x),
+    "zero_dim": ((), lambda x: x),
+}
+
+
+def twin(dtype: torch.dtype, layout: str, seed: int = 0):
+    """(kael, torch) holding the same values, both seen through `layout`'s view."""
+    shape, view = LAYOUTS[layout]
+    base = values(dtype, shape, seed)
+    return view(to_kael(base)), view(base)
+
+
+def assert_same(k, t: torch.Tensor, exact: bool = False) -> None:
+    """Same shape, dtype and values; float32 within rtol 1e-5 / atol 1e-6 unless exact."""
+    assert isinstance(k, kael.Tensor), type(k)
+    assert k.shape == tuple(t.shape)
+    assert k.dtype is KAEL_DTYPES[t.dtype], (k.dtype, t.dtype)
+    got = torch.from_numpy(np.array(k.numpy()))
+    if t.dtype == torch.float32 and not exact:
+        torch.testing.assert_close(got, t, rtol=1e-5, atol=1e-6, equal_nan=True)
+    else:
+        torch.testing.assert_close(got, t, rtol=0, atol=0, equal_nan=True)
+
+
+def dims_of(layout: str) -> list[int]:
+    return [0, -1] if layout == "zero_dim" else [0, 1, 2, -1, -3]
+
+
+# ---- cumsum and cumprod ----------------------------------------------------------------------
+
+SCANS = ["cumsum", "cumprod"]
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("op", SCANS)
+def test_scan_matches_torch_along_every_dim_of_every_layout(op, dtype, layout):
+    k, t = twin(dtype, layout)
+    for dim in dims_of(layout):
+        assert_same(getattr(kael, op)(k, dim), getattr(torch, op)(t, dim))
+        assert_same(getattr(k, op)(dim), getattr(t, op)(dim))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("op", SCANS)
+def test_scan_result_dtype_is_int64_for_int_and_bool_and_the_input_dtype_for_floats(op, dtype):
+    k, t = twin(dtype, "contiguous")
+    want = dtype if dtype.is_floating_point else torch.int64
+    assert getattr(kael, op)(k, 1).dtype is KAEL_DTYPES[want]
+    assert getattr(torch, op)(t, 1).dtype == want
+
+
+@pytest.mark.parametrize(
+    ("shape", "dim"),
+    [
+        ((7, 70), 0),  # two full vector chunks of columns and a 6-column edge
+        ((3, 5, 100), 1),  # a middle dim with a contiguous inner dim
+        ((2, 3, 32), 0),  # exactly one chunk
+        ((33, 31), 0),  # fewer columns than one chunk: line by line
+        ((70, 7), 1),
+        ((5, 1, 40), 0),  # a size-1 batch dim between
+        ((1, 70), 0),  # a scan of length 1 is a converting copy in vector chunks
+        ((9000, 2), 1),  # many lines of two: no division per line
+    ],
+)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("op", SCANS)
+def test_scan_along_an_outer_dim_matches_torch_in_full_and_edge_chunks(op, dtype, shape, dim):
+    t = values(dtype, shape, seed=3)
+    assert_same(getattr(kael, op)(to_kael(t), dim), getattr(torch, op)(t, dim))
+
+
+@pytest.mark.parametrize("op", SCANS)
+def test_scan_of_a_long_float32_line_accumulates_like_torch(op):
+    t = torch.rand(300_000, dtype=torch.float32, generator=torch.Generator().manual_seed(1))
+    if op == "cumprod":
+        t = 1.0 + (t - 0.5) * 1e-4
+    assert_same(getattr(kael, op)(to_kael(t), 0), getattr(torch, op)(t, 0))
+
+
+@pytest.mark.parametrize("op", SCANS)
+def test_scan_of_a_large_tensor_split_over_threads_matches_torch(op):
+    t = values(torch.float64, (300, 1000), seed=5)
+    if op == "cumprod":
+        t = t.sign() * (1.0 + t.abs() * 1e-3)
+    for dim in (0, 1):
+        assert_same(getattr(kael, op)(to_kael(t), dim), getattr(torch, op)(t, dim))
+        assert_same(getattr(kael, op)(to_kael(t.T), dim), getattr(torch, op)(t.T, dim))
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_scan_of_a_large_transposed_input_runs_in_its_layout_then_copies(dim):
+    t = values(torch.float64, (400, 300), seed=7).T
+    k = to_kael(t.T).T
+    eager.recorder = []
+    try:
+        got = kael.cumsum(k, dim)
+        copies = [r for r in eager.recorder if "copy" in r.symbol]
+    finally:
+        eager.recorder = None
+    assert len(copies) == 1 and copies[0].shape == (300, 400)
+    assert_same(got, torch.cumsum(t, dim))
+    small = values(torch.float64, (40, 30), seed=7).T
+    k = to_kael(small.T).T
+    eager.recorder = []
+    try:
+        got = kael.cumsum(k, dim)
+        assert eager.recorder == []  # below STAGE_ELEMENTS: one strided walk, no copy
+    finally:
+        eager.recorder = None
+    assert_same(got, torch.cumsum(small, dim))
+
+
+def test_int64_cumsum_wraps_past_int64_max():
+    t = torch.tensor([INT64_MAX, 1, INT64_MIN, -1, 5])
+    got = kael.cumsum(to_kael(t), 0)
+    assert got.tolist() == [INT64_MAX, INT64_MIN, 0, -1, 4]
+    assert_same(got, torch.cumsum(t, 0))
+
+
+def test_int64_cumsum_wraps_in_vector_columns_too():
+    t = torch.full((3, 40), INT64_MAX)
+    assert_same(kael.cumsum(to_kael(t), 0), torch.cumsum(t, 0))
+
+
+def test_int64_cumprod_overflow_wraps():
+    t = torch.tensor([2**62, 4, 3, 2**40, 2**40])
+    got = kael.cumprod(to_kael(t), 0)
+    assert got.tolist()[:2] == [2**62, 0]
+    assert_same(got, torch.cumprod(t, 0))
+    t = torch.tensor([3] * 50)  # 3**50 wraps
+    assert_same(kael.cumprod(to_kael(t), 0), torch.cumprod(t, 0))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("op", SCANS)
+def test_scan_propagates_nan_and_infinity_like_torch(op, dtype):
+    t = torch.tensor([1.0, float("inf"), 0.0, 2.0, float("nan"), 3.0, -float("inf")], dtype=dtype)
+    assert_same(getattr(kael, op)(to_kael(t), 0), getattr(torch, op)(t, 0))
+    t = torch.tensor([1.0, -float("inf"), float("inf"), 2.0], dtype=dtype)
+    assert_same(getattr(kael, op)(to_kael(t), 0), getattr(torch, op)(t, 0))
+
+
+@pytest.mark.parametrize("out_dtype", [torch.float32, torch.float64, torch.int64])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("op", SCANS)
+def test_scan_dtype_argument_converts_the_input_before_accumulating(op, dtype, out_dtype):
+    t = values(dtype, (4, 5), seed=2) * (3 if dtype.is_floating_point else 1)
+    k = to_kael(t)
+    for dim in (0, 1):
+        got = getattr(kael, op)(k, dim, dtype=KAEL_DTYPES[out_dtype])
+        assert_same(got, getattr(torch, op)(t, dim, dtype=out_dtype))
+
+
+@pytest.mark.parametrize("op", SCANS)
+def test_scan_of_an_empty_tensor_is_empty_with_the_result_dtype(op):
+    for shape in [(0,), (3, 0), (0, 4)]:
+        t = torch.zeros(shape, dtype=torch.int64)
+        for dim in range(len(shape)):
+            assert_same(getattr(kael, op)(to_kael(t), dim), getattr(torch, op)(t, dim))
+
+
+@pytest.mark.parametrize("op", SCANS)
+def test_scan_of_a_zero_dim_tensor_is_its_value_for_dim_0_and_minus_1(op):
+    t = torch.tensor(True)
+    for dim in (0, -1):
+        got = getattr(kael, op)(to_kael(t), dim)
+        assert got.shape == () and got.dtype is kael.int64 and got.item() == 1
+
+
+@pytest.mark.parametrize("op", SCANS)
+def test_scan_writes_into_out(op):
+    t = values(torch.float32, (4, 5), seed=4)
+    k = to_kael(t)
+    out = kael.empty(4, 5)
+    assert getattr(kael, op)(k, 1, out=out) is out
+    assert_same(out, getattr(torch, op)(t, 1))
+
+
+@pytest.mark.parametrize("op", SCANS)
+def test_scan_into_a_transposed_out_view_matches_torch(op):
+    t = values(torch.float64, (40, 50), seed=4)
+    out = kael.empty(50, 40, dtype=kael.float64).T
+    getattr(kael, op)(to_kael(t), 0, out=out)
+    assert_same(out, getattr(torch, op)(t, 0))
+
+
+@pytest.mark.parametrize("op", SCANS)
+def test_scan_into_out_that_overlaps_the_input_in_another_layout_reads_the_input_first(op):
+    t = values(torch.float64, (6, 6), seed=8)
+    k = to_kael(t)
+    getattr(kael, op)(k.T, 1, out=k)
+    assert_same(k, getattr(torch, op)(t.T, 1))
+
+
+@pytest.mark.parametrize("op", SCANS)
+def test_scan_out_with_the_wrong_dtype_or_shape_raises(op):
+    k = kael.ones(3, 4)
+    with pytest.raises(kael.TypeError, match="out has dtype float64 but the result has dtype"):
+        getattr(kael, op)(k, 0, out=kael.empty(3, 4, dtype=kael.float64))
+    with pytest.raises(kael.ValueError, match=r"out has shape \[4, 3\] but the result has shape"):
+        getattr(kael, op)(k, 0, out=kael.empty(4, 3))
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "stepped", "zero_dim", "empty"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64], ids=DTYPE_IDS[:3])
+@pytest.mark.parametrize("op", SCANS)
+def test_inplace_scan_writes_self_in_its_own_layout(op, dtype, layout):
+    k, t = twin(dtype, layout, seed=6)
+    dim = 0 if layout == "zero_dim" else 1
+    result = getattr(k, f"{op}_")(dim)
+    getattr(t, f"{op}_")(dim)
+    assert result is k
+    assert_same(k, t)
+
+
+@pytest.mark.parametrize("op", SCANS)
+def test_inplace_scan_whose_result_dtype_differs_from_self_raises(op):
+    with pytest.raises(
+        kael.TypeError, match="input tensor dtype bool and output tensor dtype int64"
+    ):
+        getattr(kael.ones(3, dtype=kael.bool), f"{op}_")(0)
+    with pytest.raises(kael.TypeError, match="dtype int64 and output tensor dtype float32"):
+        getattr(kael.ones(3, dtype=kael.int64), f"{op}_")(0, dtype=kael.float32)
+
+
+@pytest.mark.parametrize("op", SCANS)
+def test_inplace_scan_of_an_expanded_tensor_raises(op):
+    k = kael.ones(1, 3).expand(4, 3)
+    with pytest.raises(kael.Error, match="more than one element of the written-to tensor"):
+        getattr(k, f"{op}_")(0)
+
+
+@pytest.mark.parametrize("op", SCANS)
+def test_scan_dim_out_of_range_raises_index_error_naming_the_range(op):
+    k = kael.ones(3, 4)
+    with pytest.raises(kael.IndexError, match=r"range of \[-2, 1\], but got 2\)"):
+        getattr(kael, op)(k, 2)
+    with pytest.raises(kael.IndexError, match=r"range of \[-2, 1\], but got -3\)"):
+        getattr(kael, op)(k, -3)
+    with pytest.raises(kael.IndexError, match=r"range of \[-1, 0\], but got 1\)"):
+        getattr(kael, op)(kael.tensor(2.0), 1)
+
+
+@pytest.mark.parametrize("op", SCANS)
+def test_scan_bad_argument_types_raise_type_error(op):
+    k = kael.ones(3)
+    with pytest.raises(kael.TypeError, match="dim must be an int, got float"):
+        getattr(kael, op)(k, 0.5)
+    with pytest.raises(kael.TypeError, match="dim must be an int, got NoneType"):
+        getattr(kael, op)(k, None)
+    with pytest.raises(kael.TypeError, match="dtype bool is not supported"):
+        getattr(kael, op)(k, 0, dtype=kael.bool)
+    with pytest.raises(kael.TypeError, match="expected a Tensor, got list"):
+        getattr(kael, op)([1, 2], 0)
+
+
+# ---- tril and triu ---------------------------------------------------------------------------
+
+TRIANGLES = ["tril", "triu"]
+DIAGONALS = [-7, -6, -5, -4, -1, 0, 1, 5, 6, 7, 2**62, -(2**62), 2**70, -(2**70)]
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "stepped", "expanded", "empty"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("op", TRIANGLES)
+def test_triangle_matches_torch_in_every_layout(op, dtype, layout):
+    k, t = twin(dtype, layout)
+    for diagonal in (-2, 0, 3):
+        assert_same(getattr(kael, op)(k, diagonal), getattr(torch, op)(t, diagonal), exact=True)
+        assert_same(getattr(k, op)(diagonal=diagonal), getattr(t, op)(diagonal), exact=True)
+
+
+@pytest.mark.parametrize("op", TRIANGLES)
+def test_triangle_diagonals_on_both_sides_of_the_matrix_edges(op):
+    t = values(torch.float32, (2, 5, 6), seed=9)
+    k = to_kael(t)
+    for diagonal in DIAGONALS:
+        want = getattr(torch, op)(t, max(-(2**63), min(2**63 - 1, diagonal)))
+        assert_same(getattr(kael, op)(k, diagonal), want, exact=True)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (1, 9), (9, 1), (3, 0), (20, 33)])
+@pytest.mark.parametrize("op", TRIANGLES)
+def test_triangle_of_thin_and_wide_matrices_matches_torch(op, shape):
+    t = values(torch.int64, shape, seed=10)
+    for diagonal in (-1, 0, 1):
+        assert_same(getattr(kael, op)(to_kael(t), diagonal), getattr(torch, op)(t, diagonal))
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not on PATH")
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("op", TRIANGLES)
+def test_triangle_kernels_compile_to_ptx_that_ptxas_accepts(op, dtype):
+    kdtype = KAEL_DTYPES[dtype]
+    getattr(kael, op)(kael.zeros(2, 2, 2, dtype=kdtype))
+    kernel, _ = eager._templates[("triangle", op == "triu", kdtype, 3)]
+    for inners in [(CONTIG, CONTIG), (CONTIG, STRIDED), (STRIDED, BCAST)]:
+        specialized = kernel.specialize(3, inners, False, False)
+        ptx = ptx_compiler.ptx_for(specialized)
+        assert f".visible .entry {ptx_compiler.function_name(specialized)}(" in ptx
+        ptx_compiler.ptxas_check(ptx)
+
+
+@pytest.mark.parametrize("op", TRIANGLES)
+def test_triangle_writes_into_out(op):
+    t = values(torch.float64, (4, 4), seed=11)
+    out = kael.empty(4, 4, dtype=kael.float64)
+    assert getattr(kael, op)(to_kael(t), 1, out=out) is out
+    assert_same(out, getattr(torch, op)(t, 1))
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "stepped"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("op", TRIANGLES)
+def test_inplace_triangle_writes_self_in_its_own_layout(op, dtype, layout):
+    k, t = twin(dtype, layout, seed=12)
+    assert getattr(k, f"{op}_")(-1) is k
+    getattr(t, f"{op}_")(-1)
+    assert_same(k, t)
+
+
+@pytest.mark.parametrize("op", TRIANGLES)
+def test_triangle_of_fewer_than_two_dims_raises(op):
+    for k in (kael.ones(3), kael.tensor(1.0)):
+        with pytest.raises(kael.Error, match=f"{op}: input tensor must have at least 2 dim"):
+            getattr(kael, op)(k)
+        with pytest.raises(kael.Error, match=f"{op}_: input tensor must have at least 2 dim"):
+            getattr(k, f"{op}_")()
+
+
+@pytest.mark.parametrize("op", TRIANGLES)
+def test_triangle_bad_arguments_raise_typed_errors(op):
+    with pytest.raises(kael.TypeError, match="diagonal must be an int, got float"):
+        getattr(kael, op)(kael.ones(2, 2), 0.5)
+    with pytest.raises(kael.Error, match="more than one element of the written-to tensor"):
+        getattr(kael.ones(1, 3).expand(2, 3), f"{op}_")()
+    with pytest.raises(kael.TypeError, match="out has dtype int64 but the result has dtype"):
+        getattr(kael, op)(kael.ones(2, 2), out=kael.empty(2, 2, dtype=kael.int64))
+
+
+# ---- flip ------------------------------------------------------------------------------------
+
+FLIP_DIMS = [(0,), (1,), (2,), (-1,), (0, 2), [2, 0, 1], (), 1]
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_flip_matches_torch_in_every_layout(dtype, layout):
+    k, t = twin(dtype, layout)
+    dims_list = [(), (0,), (-1,)] if layout == "zero_dim" else FLIP_DIMS
+    for dims in dims_list:
+        want = torch.flip(t, (dims,) if isinstance(dims, int) else dims)
+        assert_same(kael.flip(k, dims), want, exact=True)
+        assert_same(k.flip(dims), want, exact=True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_flip_of_large_transposed_and_sliced_views_matches_torch(dtype):
+    base = values(dtype, (70, 80), seed=13)
+    k = to_kael(base)
+    for view in (lambda x: x.T, lambda x: x[3:60:3, 1:], lambda x: x.T[::2]):
+        for dims in [(0,), (1,), (0, 1)]:
+            assert_same(kael.flip(view(k), dims), torch.flip(view(base), dims), exact=True)
+
+
+def test_flip_through_the_tiled_transposing_copy_walks_negative_strides_correctly():
+    base = values(torch.float32, (70, 80), seed=14)
+    k = to_kael(base).T
+    eager.recorder = []
+    try:
+        got = kael.flip(k, (1,))
+        (launch,) = eager.recorder
+    finally:
+        eager.recorder = None
+    assert launch.kernel.tiled  # the input's unit stride is on the other dim
+    assert_same(got, torch.flip(base.T, (1,)), exact=True)
+
+
+def test_flip_result_is_a_new_contiguous_tensor():
+    k = kael.arange(6).view(2, 3)
+    f = kael.flip(k, (0,))
+    assert f.is_contiguous() and not f.shares_storage(k)
+
+
+def test_flip_repeated_dims_raise():
+    with pytest.raises(
+        kael.Error, match=r"dim 0 appears multiple times in the list of dims \[0, -2\]"
+    ):
+        kael.flip(kael.ones(2, 3), (0, -2))
+
+
+def test_flip_bad_dims_raise_typed_errors():
+    with pytest.raises(kael.IndexError, match=r"range of \[-2, 1\], but got 2\)"):
+        kael.flip(kael.ones(2, 3), (2,))
+    with pytest.raises(kael.IndexError, match=r"range of \[-1, 0\], but got 1\)"):
+        kael.flip(kael.tensor(3), (1,))
+    with pytest.raises(kael.TypeError, match="dims must be an int or a tuple of ints, got None"):
+        kael.flip(kael.ones(2, 3), None)
+    with pytest.raises(kael.TypeError, match="dims element 0 must be an int, got float"):
+        kael.flip(kael.ones(2, 3), (0.0,))
+
+
+# ---- roll ------------------------------------------------------------------------------------
+
+ROLLS = [
+    (1, 0),
+    (-1, 2),
+    (7, -1),
+    (-13, 1),
+    ((1, 2), (0, 2)),
+    ([3, -4, 5], [0, 1, 2]),
+    ((1, 1), (1, 1)),
+    (0, 1),
+    (4, 0),  # a whole turn
+    (2, None),
+    (-31, None),
+    ((5,), None),
+]
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "stepped", "expanded", "empty"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_roll_matches_torch_in_every_layout(dtype, layout):
+    k, t = twin(dtype, layout)
+    for shifts, dims in ROLLS:
+        want = torch.roll(t, shifts, dims)
+        assert_same(kael.roll(k, shifts, dims), want, exact=True)
+        assert_same(k.roll(shifts, dims), want, exact=True)
+
+
+def test_roll_of_a_zero_dim_tensor_without_dims_is_a_copy():
+    k = kael.tensor(5)
+    assert_same(kael.roll(k, 3), torch.roll(torch.tensor(5), 3))
+
+
+def test_roll_shift_larger_than_the_size_wraps():
+    k = kael.arange(5)
+    assert kael.roll(k, 12, 0).tolist() == [3, 4, 0, 1, 2]
+    assert kael.roll(k, -12, 0).tolist() == [2, 3, 4, 0, 1]
+    assert kael.roll(k, 2**62, 0).tolist() == torch.roll(torch.arange(5), 2**62, 0).tolist()
+
+
+def test_roll_mismatched_shifts_and_dims_raise():
+    with pytest.raises(kael.Error, match="shifts and dimensions must align. shifts: 2, dims: 1"):
+        kael.roll(kael.ones(2, 3), (1, 2), (0,))
+    with pytest.raises(kael.Error, match="shifts and dimensions must align. shifts: 2, dims: 0"):
+        kael.roll(kael.ones(2, 3), (1, 2))
+    with pytest.raises(kael.Error, match="`shifts` required"):
+        kael.roll(kael.ones(2, 3), (), ())
+
+
+def test_roll_bad_dims_and_shifts_raise_typed_errors():
+    with pytest.raises(kael.IndexError, match=r"range of \[-2, 1\], but got 2\)"):
+        kael.roll(kael.ones(2, 3), 1, 2)
+    with pytest.raises(kael.IndexError, match="Dimension specified as 0 but tensor has no dim"):
+        kael.roll(kael.tensor(1.0), 1, 0)
+    with pytest.raises(kael.TypeError, match="shifts must be an int, got float"):
+        kael.roll(kael.ones(3), 1.5)
+
+
+# ---- registry --------------------------------------------------------------------------------
+
+
+def test_sequence_ops_are_functions_and_tensor_methods():
+    for name in ("cumsum", "cumprod", "tril", "triu", "flip", "roll"):
+        assert callable(getattr(kael, name)) and callable(getattr(kael.Tensor, name))
+    for name in ("cumsum_", "cumprod_", "tril_", "triu_"):
+        assert callable(getattr(kael.Tensor, name))
