@@ -1,12 +1,508 @@
 """Indexing ops: cat, stack, index_select, gather, scatter_add, index_add_, take_along_dim,
-nonzero, sort, argsort and topk."""
+nonzero, sort, argsort and topk.
+
+cat and stack write each input into a window of the output with the copy kernel. The
+others run the index kernels of kael/codegen/cpu/gather.py, which check every index
+inside the kernel. sort, argsort and topk order each row on the host (NumPy's stable
+argsort of a contiguous copy, the book's one exception), write the order with the copy
+kernel and take the values with the gather kernel: values are never moved by NumPy.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
-# kael.NAME for each entry; also Tensor.NAME unless the name is in NOT_METHODS.
-FUNCTIONS: dict[str, Callable] = {}
+import numpy as np
+
+from kael.codegen.cpu import gather as kernels
+from kael.frontend import eager, elementwise, interop, views
+from kael.frontend.indexing import nonzero_impl, require_cpu
+from kael.frontend.tensor import Tensor, clone_impl, empty_impl, has_internal_overlap
+from kael.runtime.convert import convert_scalar
+from kael.runtime.dtypes import bool_, int64, promote_types
+from kael.runtime.errors import Error, IndexError, TypeError, ValueError
+from kael.runtime.tensor_impl import TensorImpl, format_shape
+
+
+class ValuesIndices(NamedTuple):
+    """sort's and topk's result: a tuple that also names its two tensors."""
+
+    values: Tensor
+    indices: Tensor
+
+
+# ---- argument checks ----------------------------------------------------------------------------
+
+
+def _tensor(x, op: str, what: str = "input") -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): {what} must be a Tensor, got {type(x).__name__}")
+    return x
+
+
+def _index(x, op: str, what: str = "index") -> Tensor:
+    """x, checked to be an int64 tensor."""
+    _tensor(x, op, what)
+    if x.dtype is not int64:
+        raise TypeError(f"{op}(): expected dtype int64 for {what}, got {x.dtype}")
+    return x
+
+
+def _at_least_1d(impl: TensorImpl) -> TensorImpl:
+    """A 0-d impl as one element of a 1-d impl; others unchanged."""
+    return views.derive(impl, (1,), (1,), impl.offset) if not impl.shape else impl
+
+
+def _same_rank(a: TensorImpl, b: TensorImpl, op: str, what: str, other: str) -> None:
+    if max(len(a.shape), 1) != max(len(b.shape), 1):
+        raise ValueError(
+            f"{op}(): {what} must have the same number of dimensions as {other}, got"
+            f" {len(a.shape)} and {len(b.shape)}"
+        )
+
+
+def _operand(impl: TensorImpl, strides: Sequence[int] | None = None) -> kernels.Operand:
+    return kernels.Operand(impl.data_ptr(), tuple(impl.strides if strides is None else strides))
+
+
+def _zeroed(strides: Sequence[int], dim: int) -> tuple[int, ...]:
+    """Strides with the indexed dim's set to 0: the kernel adds index * stride itself."""
+    return tuple(0 if d == dim else s for d, s in enumerate(strides))
+
+
+def _spread(index: TensorImpl, shape: tuple[int, ...], dim: int) -> TensorImpl:
+    """A 1-d (or 0-d) index seen over `shape`: its values along dim, repeated elsewhere."""
+    step = index.strides[0] if index.shape else 0
+    strides = tuple(step if k == dim else 0 for k in range(len(shape)))
+    return views.derive(index, shape, strides, index.offset)
+
+
+def _out_of_bounds(op: str, value: int, dim: int, size: int) -> IndexError:
+    return IndexError(
+        f"{op}(): index {value} is out of bounds for dimension {dim} with size {size}"
+    )
+
+
+# ---- cat and stack ---------------------------------------------------------------------------------
+
+
+def _tensor_list(tensors, op: str) -> list[Tensor]:
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(
+            f"{op}(): expected a list or tuple of Tensors, got {type(tensors).__name__}"
+        )
+    if not tensors:
+        raise ValueError(f"{op}(): expected a non-empty list of Tensors")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): expected a Tensor as element {i}, got {type(t).__name__}")
+    elementwise._device_of(list(tensors), op)
+    return list(tensors)
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """The tensors joined along `dim`, in the promoted dtype of all of them.
+
+    1-d empty tensors are skipped whatever their shape elsewhere (PyTorch's legacy rule).
+    """
+    tensors = _tensor_list(tensors, "cat")
+    dtype = tensors[0].dtype
+    for t in tensors[1:]:
+        dtype = promote_types(dtype, t.dtype)
+    for i, t in enumerate(tensors):
+        if t.ndim == 0:
+            raise ValueError(
+                f"cat(): zero-dimensional tensor (at position {i}) cannot be concatenated"
+            )
+    kept = [(i, t) for i, t in enumerate(tensors) if t.shape != (0,)]
+    if not kept:
+        return Tensor(empty_impl((0,), dtype, tensors[0].device))
+    first = kept[0][1]
+    d = views.wrap_dim(dim, first.ndim)
+    total = 0
+    for i, t in kept:
+        if t.ndim != first.ndim:
+            raise ValueError(
+                f"cat(): tensors must have the same number of dimensions: got {first.ndim}"
+                f" and {t.ndim} (tensor number {i} in the list)"
+            )
+        for k, (want, got) in enumerate(zip(first.shape, t.shape)):
+            if k != d and want != got:
+                raise ValueError(
+                    f"cat(): sizes of tensors must match except in dimension {d}: expected"
+                    f" size {want} but got size {got} in dimension {k} for tensor number {i}"
+                    " in the list"
+                )
+        total += t.shape[d]
+    shape = first.shape[:d] + (total,) + first.shape[d + 1 :]
+    out = empty_impl(shape, dtype, first.device)
+    start = 0
+    for _, t in kept:
+        length = t.shape[d]
+        eager.copy_into(views.narrow(out, d, start, length), t._impl)
+        start += length
+    return Tensor(out)
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Equal-shaped tensors joined along a new dim (which wraps against ndim + 1)."""
+    tensors = _tensor_list(tensors, "stack")
+    shape = tensors[0].shape
+    for i, t in enumerate(tensors):
+        if t.shape != shape:
+            raise ValueError(
+                f"stack(): expects each tensor to be equal size, but got {format_shape(shape)}"
+                f" at entry 0 and {format_shape(t.shape)} at entry {i}"
+            )
+    d = views.wrap_dim(dim, len(shape) + 1)
+    return cat([t.unsqueeze(d) for t in tensors], d)
+
+
+# ---- gather, index_select, take_along_dim ---------------------------------------------------------
+
+
+def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
+    """out[i][j] = input[index[i][j]][j] for dim 0, and so on: out has the index's shape.
+
+    The index may be smaller than the input outside `dim`; negative indices are refused.
+    """
+    _tensor(input, "gather")
+    _index(index, "gather")
+    src, idx = input._impl, index._impl
+    require_cpu("gather", src, idx)
+    d = views.wrap_dim(dim, len(src.shape))
+    _same_rank(idx, src, "gather", "index", "input")
+    src1, idx1 = _at_least_1d(src), _at_least_1d(idx)
+    for k, (have, want) in enumerate(zip(idx1.shape, src1.shape)):
+        if k != d and have > want:
+            raise ValueError(
+                f"gather(): size does not match at dimension {k}: expected index"
+                f" {format_shape(idx.shape)} to be no larger than input {format_shape(src.shape)}"
+                f" apart from dimension {d}"
+            )
+    out = empty_impl(idx.shape, src.dtype, src.device)
+    _gather_into(out, src1, d, idx1, kernels.STRICT, "gather")
+    return Tensor(out)
+
+
+def _gather_into(
+    out: TensorImpl, src: TensorImpl, dim: int, index: TensorImpl, mode: int, op: str
+) -> None:
+    """out = src gathered along dim by index (index over out's walk shape, at least 1-d)."""
+    size = src.shape[dim]
+    bad = kernels.walk(
+        "gather",
+        src.dtype,
+        index.shape,
+        kernels.Operand(out.data_ptr(), out.strides or (1,)),
+        _operand(src, _zeroed(src.strides, dim)),
+        _operand(index),
+        size,
+        src.strides[dim],
+        mode,
+    )
+    if bad is not None:
+        raise _out_of_bounds(op, bad, dim, size)
+
+
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """Whole slices of `input` along `dim`, picked by a 1-d (or 0-d) int64 index."""
+    _tensor(input, "index_select")
+    _index(index, "index_select")
+    src, idx = input._impl, index._impl
+    require_cpu("index_select", src, idx)
+    d = views.wrap_dim(dim, len(src.shape))
+    if len(idx.shape) > 1:
+        raise ValueError(
+            f"index_select(): index must be a 1-d (or 0-d) tensor, got {len(idx.shape)} dims"
+            f" of shape {format_shape(idx.shape)}"
+        )
+    n = idx.numel()
+    if not src.shape and n != 1:
+        raise ValueError(f"index_select(): the index of a 0-d input must have 1 value, got {n}")
+    src1 = _at_least_1d(src)
+    shape = src1.shape[:d] + (n,) + src1.shape[d + 1 :]
+    out = empty_impl(shape if src.shape else (), src.dtype, src.device)
+    _gather_into(out, src1, d, _spread(idx, shape, d), kernels.STRICT, "index_select")
+    return Tensor(out)
+
+
+def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
+    """Values of `input` at `indices` along `dim`, both broadcast outside it; dim=None reads
+    the flattened input. With a dim, indices wrap modulo the size, as in PyTorch 2.13."""
+    _tensor(input, "take_along_dim")
+    _index(indices, "take_along_dim", "indices")
+    require_cpu("take_along_dim", input._impl, indices._impl)
+    if dim is None:
+        return gather(input.reshape(-1), 0, indices.reshape(-1))
+    if input.ndim != indices.ndim:
+        raise ValueError(
+            "take_along_dim(): input and indices should have the same number of dimensions,"
+            f" but got {input.ndim} dimensions for input, and {indices.ndim} dimensions for"
+            " indices"
+        )
+    d = views.wrap_dim(dim, input.ndim, wrap_scalar=False)
+    src, idx = input._impl, indices._impl
+    index_shape = _broadcast_except(idx.shape, src.shape, d, src.shape[d])
+    source_shape = index_shape[:d] + (src.shape[d],) + index_shape[d + 1 :]
+    src = views.expand(src, (source_shape,))
+    idx = views.expand(idx, (index_shape,))
+    out = empty_impl(index_shape, input.dtype, input.device)
+    _gather_into(out, src, d, idx, kernels.MODULO, "take_along_dim")
+    return Tensor(out)
+
+
+def _broadcast_except(index: tuple, source: tuple, dim: int, size: int) -> tuple[int, ...]:
+    """The index's shape broadcast with the source's outside `dim`."""
+    shape = elementwise.broadcast_shapes(index, source[:dim] + (index[dim],) + source[dim + 1 :])
+    return shape[:dim] + (index[dim],) + shape[dim + 1 :]
+
+
+# ---- scatter_add and index_add -------------------------------------------------------------------
+
+
+def scatter_add_(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """self[index[i][j]][j] += src[i][j] for dim 0, and so on; repeated indices sum.
+
+    Every index is checked before anything is written, so a bad one leaves self unchanged.
+    """
+    _tensor(self, "scatter_add_", "self")
+    _index(index, "scatter_add_")
+    _tensor(src, "scatter_add_", "src")
+    _check_scatter(self, index._impl, src, "scatter_add_", "src")
+    d = views.wrap_dim(dim, self.ndim)
+    dst, idx, source = _at_least_1d(self._impl), _at_least_1d(index._impl), _at_least_1d(src._impl)
+    for k, have in enumerate(idx.shape):
+        if have > source.shape[k] or (k != d and have > dst.shape[k]):
+            raise ValueError(
+                f"scatter_add_(): expected index {format_shape(index.shape)} to be no larger than"
+                f" self {format_shape(self.shape)} apart from dimension {d} and no larger than"
+                f" src {format_shape(src.shape)}"
+            )
+    _scatter_add(dst, d, idx, source, "scatter_add_")
+    self._impl.storage.bump_version()
+    return self
+
+
+def _scatter_add(dst: TensorImpl, d: int, idx: TensorImpl, src: TensorImpl, op: str) -> None:
+    """The checked kernel call: a check-only pass, then lines along d summed race-free."""
+    order, way = _scatter_order(src, idx, d)
+    sizes = [idx.shape[k] for k in order]
+    dense = kernels.Operand(src.data_ptr(), tuple(src.strides[k] for k in order))
+    table_strides = _zeroed(dst.strides, d)
+    table = kernels.Operand(dst.data_ptr(), tuple(table_strides[k] for k in order))
+    ix = kernels.Operand(idx.data_ptr(), tuple(idx.strides[k] for k in order))
+    size, stride = dst.shape[d], dst.strides[d]
+    # The check reads each distinct index once: dims the index repeats (stride 0) shrink to 1.
+    checked = [
+        1 if st == 0 and k < len(sizes) - 1 else n
+        for k, (n, st) in enumerate(zip(sizes, ix.strides))
+    ]
+    for write, walked in ((False, checked), (True, sizes)):
+        bad = kernels.walk(
+            "scatter_add", dst.dtype, walked, dense, table, ix, size, stride, write=write, order=way
+        )
+        if bad is not None:
+            raise _out_of_bounds(op, bad, d, size)
+
+
+def _scatter_order(src: TensorImpl, idx: TensorImpl, d: int) -> tuple[list[int], int]:
+    """The walk's dim order (d last) and the kernel's way through it: whole lines when d is
+    the source's fastest dim (or there are too few lines to pay for a walk per index),
+    else d outside and the others by falling source stride."""
+    moving = [k for k in range(len(idx.shape)) if idx.shape[k] > 1]
+    fastest = min(moving, key=lambda k: src.strides[k], default=d)
+    others = [k for k in range(len(idx.shape)) if k != d]
+    lines = math.prod(idx.shape[k] for k in others)
+    if fastest == d or lines < 64:
+        return [*others, d], kernels.ORDER_LINES
+    others.sort(key=lambda k: -src.strides[k])
+    return [*others, d], kernels.ORDER_OUTER
+
+
+def _check_scatter(self: Tensor, index: TensorImpl, src: Tensor, op: str, what: str) -> None:
+    """Device, dtype, rank, writability and aliasing checks of scatter_add_ and index_add_."""
+    require_cpu(op, self._impl, index, src._impl)
+    if src.dtype is not self.dtype:
+        raise TypeError(
+            f"{op}(): expected {what} to have self's dtype {self.dtype}, got {src.dtype}"
+        )
+    _same_rank(index, self._impl, op, "index", "self")
+    if has_internal_overlap(self._impl):
+        raise Error(
+            f"{op}(): unsupported operation: more than one element of the written-to tensor"
+            " refers to a single memory location. Please clone() the tensor before performing"
+            " the operation."
+        )
+    for name, storage in ((what, src._impl.storage), ("index", index.storage)):
+        if storage is self._impl.storage:
+            raise Error(
+                f"{op}(): {name} shares memory with self, which the kernel writes while reading"
+                f" it. Please clone() the {name} first."
+            )
+
+
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """scatter_add_ into a copy of input."""
+    _tensor(input, "scatter_add")
+    return scatter_add_(input.clone(), dim, index, src)
+
+
+def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
+    """self[index[i]] += alpha * source[i] along dim (whole slices); repeated indices sum.
+
+    alpha is converted to self's dtype first (2.5 adds twice to an int64 tensor, as in PyTorch).
+    """
+    _tensor(self, "index_add_", "self")
+    _index(index, "index_add_")
+    _tensor(source, "index_add_", "source")
+    if index.ndim > 1:
+        raise ValueError(
+            f"index_add_(): index must be a 1-d (or 0-d) tensor, got {index.ndim} dims"
+            f" of shape {format_shape(index.shape)}"
+        )
+    d = views.wrap_dim(dim, self.ndim)
+    dst, src = _at_least_1d(self._impl), _at_least_1d(source._impl)
+    spread = _spread(index._impl, src.shape, d)
+    _check_scatter(self, spread, source, "index_add_", "source")
+    n = index.numel()
+    if len(src.shape) != len(dst.shape) or any(
+        a != b for k, (a, b) in enumerate(zip(src.shape, dst.shape)) if k != d
+    ):
+        raise ValueError(
+            f"index_add_(): source shape {format_shape(source.shape)} must match self shape"
+            f" {format_shape(self.shape)} except in dimension {d}"
+        )
+    if src.shape[d] != n:
+        raise ValueError(
+            f"index_add_(): the number of indices ({n}) must equal source.size({d})"
+            f" ({src.shape[d]})"
+        )
+    if not (type(alpha) is int and alpha == 1):
+        scaled = elementwise.binary("mul", Tensor(src), convert_scalar(alpha, self.dtype))
+        src = scaled.to(self.dtype)._impl
+    _scatter_add(dst, d, spread, src, "index_add_")
+    self._impl.storage.bump_version()
+    return self
+
+
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
+    """index_add_ into a copy of input."""
+    _tensor(input, "index_add")
+    return index_add_(input.clone(), dim, index, source, alpha=alpha)
+
+
+# ---- nonzero ---------------------------------------------------------------------------------------
+
+
+def nonzero(input: Tensor, *, as_tuple: bool = False) -> Tensor | tuple[Tensor, ...]:
+    """[n, ndim] int64 coordinates of the nonzero elements in row-major order (NaN counts);
+    with as_tuple, one 1-d tensor per dim (a 0-d input counts as 1-d)."""
+    _tensor(input, "nonzero")
+    impl = input._impl
+    if as_tuple:
+        coords = nonzero_impl(_at_least_1d(impl))
+        n, k = coords.shape
+        return tuple(Tensor(views.derive(coords, (n,), (k,), j)) for j in range(k))
+    return Tensor(nonzero_impl(impl))
+
+
+# ---- sort, argsort, topk ---------------------------------------------------------------------------
+
+
+def _order(input: Tensor, dim: int, descending: bool, k: int | None, op: str) -> TensorImpl:
+    """int64 positions along `dim` that sort each row stably (NaN greater than every number),
+    the first k of them when k is given; written by the copy kernel in input's layout."""
+    impl = input._impl
+    require_cpu(op, impl)
+    if not impl.shape:
+        out = empty_impl((), int64, impl.device)
+        eager.fill(out, 0)
+        return out
+    rows = interop.numpy_view(clone_impl(views.transpose(impl, dim, -1)))
+    n = rows.shape[-1]
+    if k is not None and k < n:  # topk: partition, then order only the k candidates
+        split = n - k if descending else max(k - 1, 0)
+        part = np.argpartition(rows, split, axis=-1) if k else rows[..., :0].astype(np.int64)
+        picked = np.sort(part[..., n - k :] if descending else part[..., :k], axis=-1)
+        keys = np.take_along_axis(rows, picked, axis=-1)
+        order = np.take_along_axis(picked, _stable_argsort(keys, descending), axis=-1)
+    else:
+        order = _stable_argsort(rows, descending)
+    order = np.ascontiguousarray(order, dtype=np.int64)
+    shape = impl.shape[:dim] + (order.shape[-1],) + impl.shape[dim + 1 :]
+    out = empty_impl(shape, int64, impl.device)
+    eager.copy_into(views.transpose(out, dim, -1), interop.from_numpy_impl(order))
+    return out
+
+
+def _stable_argsort(rows: np.ndarray, descending: bool) -> np.ndarray:
+    """Each row's stable order; descending sorts the reversed row so ties stay in input order."""
+    if not descending:
+        return np.argsort(rows, axis=-1, kind="stable")
+    n = rows.shape[-1]
+    return n - 1 - np.argsort(rows[..., ::-1], axis=-1, kind="stable")[..., ::-1]
+
+
+def _values(input: Tensor, dim: int, order: TensorImpl) -> Tensor:
+    """input's elements at `order` along dim, by the gather kernel."""
+    out = empty_impl(order.shape, input.dtype, input.device)
+    _gather_into(out, _at_least_1d(input._impl), dim, _at_least_1d(order), kernels.STRICT, "sort")
+    return Tensor(out)
+
+
+def sort(
+    input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False
+) -> ValuesIndices:
+    """(values, indices) of each row along dim sorted; always stable (ties keep input order,
+    descending too), NaN last ascending and first descending."""
+    _tensor(input, "sort")
+    d = views.wrap_dim(dim, input.ndim)
+    order = _order(input, d, bool(descending), None, "sort")
+    return ValuesIndices(_values(input, d, order), Tensor(order))
+
+
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+    """The indices of sort(input, dim, descending)."""
+    _tensor(input, "argsort")
+    d = views.wrap_dim(dim, input.ndim)
+    return Tensor(_order(input, d, bool(descending), None, "argsort"))
+
+
+def topk(
+    input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
+) -> ValuesIndices:
+    """(values, indices) of the k largest (or smallest) elements along dim, in sorted order;
+    0 <= k <= size, NaN counts as the largest value."""
+    _tensor(input, "topk")
+    k = views.as_int(k, "topk(): k")
+    if input.dtype is bool_:
+        raise TypeError("topk(): does not support bool tensors")
+    d = views.wrap_dim(dim, input.ndim)
+    size = input.shape[d] if input.ndim else 1
+    if not 0 <= k <= size:
+        raise IndexError(
+            f"topk(): selected index k out of range: k is {k} but dimension {d} has size {size}"
+        )
+    order = _order(input, d, bool(largest), k, "topk")
+    return ValuesIndices(_values(input, d, order), Tensor(order))
+
+
+FUNCTIONS: dict[str, Callable] = {
+    "cat": cat,
+    "stack": stack,
+    "gather": gather,
+    "index_select": index_select,
+    "take_along_dim": take_along_dim,
+    "scatter_add": scatter_add,
+    "index_add": index_add,
+    "nonzero": nonzero,
+    "sort": sort,
+    "argsort": argsort,
+    "topk": topk,
+}
 # Tensor-only methods (in-place variants, operators).
-METHODS: dict[str, Callable] = {}
-NOT_METHODS: frozenset[str] = frozenset()
+METHODS: dict[str, Callable] = {"scatter_add_": scatter_add_, "index_add_": index_add_}
+NOT_METHODS: frozenset[str] = frozenset({"cat", "stack"})

@@ -1,12 +1,33 @@
-"""Basic indexing: ints, positive-step slices, None and Ellipsis select a view; assignment writes it."""
+"""Indexing: ints, positive-step slices, None and Ellipsis select a view; integer and bool
+tensor keys (and lists, arrays, Python bools) gather a copy with PyTorch's rules.
+
+An advanced key is applied in two steps. Its basic parts give a view V in which every
+advanced index still has its dim; a bool mask becomes one int64 index per mask dim
+(its nonzero columns), as in PyTorch. The indices broadcast to a shape B, and one
+kernel pass per index sums index * stride into an int64 offset tensor of shape B
+(checked and wrapped inside the kernel). The result has B in place of the indexed dims
+when they are adjacent in V, else B first; the gather kernel reads V at each
+position's offset over the remaining dims plus its offset from B. Assignment runs the
+same plan backwards with the put kernel.
+"""
 
 from __future__ import annotations
 
 import builtins
 import operator
+from typing import NamedTuple
 
+import numpy as np
+
+from kael.codegen.cpu import gather
+from kael.frontend import eager, interop, views
+from kael.frontend import tensor as tensor_module  # a cycle: tensor.py imports this module
+from kael.runtime.device import CPU
+from kael.runtime.dtypes import INT64_MAX, bool_, int64
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
-from kael.runtime.tensor_impl import TensorImpl
+from kael.runtime.tensor_impl import TensorImpl, format_shape
+
+# ---- basic keys: views --------------------------------------------------------------------------
 
 
 def index_view(impl: TensorImpl, key) -> TensorImpl:
@@ -51,18 +72,13 @@ def index_view(impl: TensorImpl, key) -> TensorImpl:
 
 
 def _check_supported(k) -> None:
-    """Reject what basic indexing cannot express: tensor-like keys (for now) and non-integers."""
+    """Reject what a basic key cannot hold: non-integers (advanced keys never get here)."""
     if type(k) is int or isinstance(k, slice):
         return
-    if isinstance(k, (builtins.bool, list, tuple)) or hasattr(k, "__len__"):
-        raise Error(
-            "indexing with tensors, arrays, sequences or bools is not supported yet"
-            f" (got {type(k).__name__})"
-        )
     if not hasattr(k, "__index__"):
         raise IndexError(
-            "only integers, slices (`:`), ellipsis (`...`) and None are valid indices"
-            f" (got {type(k).__name__})"
+            "only integers, slices (`:`), ellipsis (`...`), None, bools and long or bool"
+            f" tensors are valid indices (got {type(k).__name__})"
         )
 
 
@@ -95,8 +111,50 @@ def _slice_bound(value) -> int | None:
         ) from None
 
 
+def _is_advanced(k) -> bool:
+    """Whether a key element needs a copy: a tensor, array, sequence or Python bool."""
+    return isinstance(k, (tensor_module.Tensor, list, tuple, np.ndarray, builtins.bool, np.bool_))
+
+
+# ---- entry points ---------------------------------------------------------------------------------
+
+
+def getitem(tensor, key):
+    """tensor[key]: a view for basic keys, a gathered copy for advanced ones."""
+    keys = key if type(key) is tuple else (key,)
+    if not any(_is_advanced(k) for k in keys):
+        return tensor_module.Tensor(index_view(tensor._impl, keys))
+    plan = _plan(tensor._impl, keys)
+    out = tensor_module.empty_impl(plan.shape, tensor.dtype, CPU)
+    dense = gather.Operand(out.data_ptr(), out.strides)
+    _run(plan, "gather", dense)
+    return tensor_module.Tensor(out)
+
+
+def setitem(tensor, key, value) -> None:
+    """tensor[key] = value: a tensor value is broadcast and converted, a number is filled."""
+    keys = key if type(key) is tuple else (key,)
+    if not any(_is_advanced(k) for k in keys):
+        assign(tensor, key, value)
+        return
+    if _is_full_mask(tensor, keys) and not _is_nonscalar_tensor(value):
+        tensor.masked_fill_(keys[0], value)  # one elementwise pass, no coordinates
+        return
+    plan = _plan(tensor._impl, keys)
+    if tensor_module.has_internal_overlap(plan.view):
+        raise Error(
+            "unsupported operation: more than one element of the written-to tensor refers to a"
+            " single memory location. Please clone() the tensor before performing the operation."
+        )
+    source = _values(value, plan)
+    # Repeated offsets take one value each when it is a number: any write order is fine.
+    parallel = plan.unique or not isinstance(value, tensor_module.Tensor)
+    _run(plan, "put", gather.Operand(source.data_ptr(), source.strides), parallel)
+    tensor._impl.storage.bump_version()
+
+
 def assign(tensor, key, value) -> None:
-    """tensor[key] = value: a tensor is broadcast and converted, a number is filled."""
+    """tensor[key] = value for a basic key: a tensor is broadcast and converted, a number filled."""
     target = tensor[key]
     if isinstance(value, type(tensor)):
         # Leading size-1 dims of the value may exceed the target's rank, as in PyTorch.
@@ -105,3 +163,274 @@ def assign(tensor, key, value) -> None:
         target.copy_(value)
     else:
         target.fill_(value)
+
+
+def require_cpu(op: str, *impls: TensorImpl) -> None:
+    """The index kernels are CPU-only: kael.Error for any CUDA operand."""
+    for impl in impls:
+        if impl.device is not CPU:
+            raise Error(f"{op} is not supported on cuda yet")
+
+
+# ---- advanced keys: the plan ------------------------------------------------------------------
+
+
+class _Index(NamedTuple):
+    """One advanced index: its int64 values, the dim of V it indexes and the source dim."""
+
+    impl: TensorImpl
+    dim: int
+    source: int | None  # the indexed tensor's dim (None for a Python bool's new dim)
+
+
+class _Plan(NamedTuple):
+    """What gather and put need: V, the result shape, and both operands' strides over it."""
+
+    view: TensorImpl
+    shape: tuple[int, ...]
+    table_strides: tuple[int, ...]  # V's strides over the result dims (0 over B)
+    offsets: TensorImpl  # int64 element offsets into V, shape B
+    offset_strides: tuple[int, ...]  # the offsets' strides over the result dims (0 elsewhere)
+    unique: bool  # whether no two positions can write one element (no int indices)
+
+
+def _plan(impl: TensorImpl, keys: tuple) -> _Plan:
+    require_cpu("advanced indexing", impl)
+    entries = [_entry(k) for k in keys]
+    view, indices = _apply(impl, entries)
+    shapes = [ix.impl.shape for ix in indices]
+    batch = _broadcast(shapes)
+    offsets = _offsets(view, indices, batch)
+    dims = [ix.dim for ix in indices]
+    adjacent = dims == list(range(dims[0], dims[0] + len(dims)))
+    rest = [d for d in range(len(view.shape)) if d not in dims]
+    before = [d for d in rest if d < dims[0]] if adjacent else []
+    after = rest[len(before) :]
+    shape = tuple(view.shape[d] for d in before) + batch + tuple(view.shape[d] for d in after)
+    table = tuple(
+        [view.strides[d] for d in before] + [0] * len(batch) + [view.strides[d] for d in after]
+    )
+    offset_strides = (0,) * len(before) + offsets.strides + (0,) * len(after)
+    unique = not any(kind == "index" for kind, _ in entries) and (
+        sum(kind == "mask" for kind, _ in entries) <= 1
+    )
+    return _Plan(view, shape, table, offsets, offset_strides, unique)
+
+
+def _entry(k) -> tuple[str, object]:
+    """A key element classified: ("none"|"ellipsis"|"slice"|"int"|"bool"|"index"|"mask", value)."""
+    if k is None:
+        return "none", None
+    if k is Ellipsis:
+        return "ellipsis", None
+    if isinstance(k, slice):
+        return "slice", k
+    if isinstance(k, (builtins.bool, np.bool_)):
+        return "bool", builtins.bool(k)
+    if isinstance(k, tensor_module.Tensor):
+        return _tensor_entry(k._impl)
+    if isinstance(k, (list, tuple, np.ndarray)):
+        return _tensor_entry(_host_index(k))
+    _check_supported(k)
+    return "int", k
+
+
+def _tensor_entry(impl: TensorImpl) -> tuple[str, object]:
+    if impl.dtype is int64:
+        return "index", impl
+    if impl.dtype is not bool_:
+        raise IndexError(f"tensors used as indices must be long or bool tensors, got {impl.dtype}")
+    if not impl.shape:  # a 0-d mask is a Python bool read from memory
+        return "bool", builtins.bool(interop.numpy_view(impl).item())
+    return "mask", impl
+
+
+def _host_index(k) -> TensorImpl:
+    """A list, tuple or array key as an int64 or bool impl (host I/O of the key's values)."""
+    arr = np.asarray(k)
+    if arr.dtype == np.bool_:
+        return interop.from_numpy_impl(np.ascontiguousarray(arr))
+    if arr.size == 0 or np.issubdtype(arr.dtype, np.integer):
+        return interop.from_numpy_impl(np.ascontiguousarray(arr, dtype=np.int64))
+    raise IndexError(f"tensors used as indices must be long or bool tensors, got {arr.dtype}")
+
+
+def _apply(impl: TensorImpl, entries: list) -> tuple[TensorImpl, list[_Index]]:
+    """V (the basic parts applied, advanced dims kept) and the advanced indices over it."""
+    width = {"int": 1, "slice": 1, "index": 1}
+    consumed = sum(len(v.shape) if kind == "mask" else width.get(kind, 0) for kind, v in entries)
+    ellipses = sum(kind == "ellipsis" for kind, _ in entries)
+    old_shape, old_strides = impl.shape, impl.strides
+    ndim = len(old_shape)
+    if ellipses > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if consumed > ndim:
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
+    shape, strides, offset, d = [], [], impl.offset, 0
+    indices: list[_Index] = []
+
+    def keep(dims: int) -> None:
+        nonlocal d
+        shape.extend(old_shape[d : d + dims])
+        strides.extend(old_strides[d : d + dims])
+        d += dims
+
+    for kind, value in entries:
+        if kind in ("none", "bool"):
+            if kind == "bool":
+                indices.append(_Index(_bool_index(value), len(shape), None))
+            shape.append(1)
+            strides.append(0)
+        elif kind == "ellipsis":
+            keep(ndim - consumed)
+        elif kind == "slice":
+            start, length, step = _slice_range(value, old_shape[d])
+            offset += start * old_strides[d]
+            shape.append(length)
+            strides.append(old_strides[d] * step)
+            d += 1
+        elif kind == "int":
+            offset += _wrap_index(value, old_shape[d], d) * old_strides[d]
+            d += 1
+        elif kind == "index":
+            indices.append(_Index(value, len(shape), d))
+            keep(1)
+        else:
+            _check_mask(value.shape, old_shape, d)
+            for j, column in enumerate(_mask_columns(value)):
+                indices.append(_Index(column, len(shape) + j, d + j))
+            keep(len(value.shape))
+    keep(ndim - d)
+    view = TensorImpl(impl.storage, shape, strides, offset, impl.dtype, impl.device)
+    return view, indices
+
+
+def _bool_index(value: bool) -> TensorImpl:
+    """A Python bool's index over its new size-1 dim: [0] keeps it, [] empties it."""
+    return interop.from_numpy_impl(np.zeros(1 if value else 0, dtype=np.int64))
+
+
+def _check_mask(mask: tuple[int, ...], shape: tuple[int, ...], first: int) -> None:
+    for i, size in enumerate(mask):
+        if shape[first + i] != size:
+            raise IndexError(
+                f"the shape of the mask {format_shape(mask)} at index {i} does not match the"
+                f" shape of the indexed tensor {format_shape(shape)} at index {first + i}"
+            )
+
+
+def _mask_columns(mask: TensorImpl) -> list[TensorImpl]:
+    """The coordinates of the mask's true elements, one int64 column per mask dim."""
+    coords = nonzero_impl(mask)
+    n, k = coords.shape
+    return [views.derive(coords, (n,), (k,), j) for j in range(k)]
+
+
+def nonzero_impl(impl: TensorImpl) -> TensorImpl:
+    """[n, ndim] int64 coordinates of impl's nonzero elements, row-major (the nonzero kernel)."""
+    require_cpu("nonzero", impl)
+    out: list[TensorImpl] = []
+
+    def allocate(count: int) -> int:
+        out.append(tensor_module.empty_impl((count, len(impl.shape)), int64, CPU))
+        return out[0].storage.ptr
+
+    operand = gather.Operand(impl.data_ptr(), impl.strides)
+    gather.nonzero(impl.dtype, impl.shape, operand, allocate)
+    return out[0]
+
+
+def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    """The indices' common shape; IndexError naming every shape when they do not broadcast."""
+    ndim = max(len(s) for s in shapes)
+    out = []
+    for i in range(ndim):
+        sizes = {s[i - ndim + len(s)] for s in shapes if i - ndim + len(s) >= 0} - {1}
+        if len(sizes) > 1:
+            listed = ", ".join(format_shape(s) for s in shapes)
+            raise IndexError(
+                f"shape mismatch: indexing tensors could not be broadcast together with shapes"
+                f" {listed}"
+            )
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def _offsets(view: TensorImpl, indices: list[_Index], batch: tuple[int, ...]) -> TensorImpl:
+    """sum of index * stride over the indices, in int64 of shape B; each index checked."""
+    offsets = tensor_module.empty_impl(batch, int64, CPU)
+    eager.fill(offsets, 0)
+    dense = gather.Operand(offsets.data_ptr(), offsets.strides)
+    unused = gather.Operand(0, (0,) * len(batch))
+    for ix in indices:
+        expanded = views.expand(ix.impl, (batch,))
+        index = gather.Operand(expanded.data_ptr(), expanded.strides)
+        size, stride = view.shape[ix.dim], view.strides[ix.dim]
+        bad = gather.walk(
+            "offsets", int64, batch, dense, unused, index, size, stride, mode=gather.WRAP
+        )
+        if bad is not None:
+            raise IndexError(
+                f"index {bad} is out of bounds for dimension {ix.source} with size {size}"
+            )
+    return offsets
+
+
+def _run(plan: _Plan, kind: str, dense: gather.Operand, parallel: bool = True) -> None:
+    """Gather V into `dense`, or put `dense` into V, over the result shape; a put that may
+    write one element twice runs on one thread unless `parallel`, so the last write wins."""
+    table = gather.Operand(plan.view.data_ptr(), plan.table_strides)
+    index = gather.Operand(plan.offsets.data_ptr(), plan.offset_strides)
+    gather.walk(
+        kind,
+        plan.view.dtype,
+        plan.shape,
+        dense,
+        table,
+        index,
+        INT64_MAX,
+        1,
+        parallel=parallel,
+    )
+
+
+# ---- assignment -------------------------------------------------------------------------------
+
+
+def _is_full_mask(tensor, keys: tuple) -> bool:
+    k = keys[0]
+    return (
+        len(keys) == 1
+        and isinstance(k, tensor_module.Tensor)
+        and k.dtype is bool_
+        and k.shape == tensor.shape
+        and k.ndim > 0
+    )
+
+
+def _is_nonscalar_tensor(value) -> bool:
+    return isinstance(value, tensor_module.Tensor) and value.ndim > 0
+
+
+def _values(value, plan: _Plan) -> TensorImpl:
+    """The assigned values as V's dtype over the result shape (stride 0 where broadcast)."""
+    dtype = plan.view.dtype
+    if not isinstance(value, tensor_module.Tensor):
+        one = tensor_module.empty_impl((), dtype, CPU)
+        eager.fill(one, value)
+        return views.derive(one, plan.shape, (0,) * len(plan.shape), 0)
+    source = value._impl
+    require_cpu("advanced indexing", source)
+    # Leading size-1 dims of the value may exceed the result's rank, as in PyTorch.
+    while len(source.shape) > len(plan.shape) and source.shape[0] == 1:
+        source = views.squeeze(source, 0)
+    try:
+        expanded = views.expand(source, (plan.shape,))
+    except ValueError:
+        raise ValueError(
+            f"shape mismatch: value tensor of shape {format_shape(value.shape)} cannot be"
+            f" broadcast to indexing result of shape {format_shape(plan.shape)}"
+        ) from None
+    out = tensor_module.empty_impl(plan.shape, dtype, CPU)
+    eager.copy_into(out, expanded)  # also reads a value that aliases the target first
+    return out

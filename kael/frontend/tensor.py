@@ -382,7 +382,8 @@ class Tensor:
         return Tensor(views.as_strided(self._impl, size, stride, storage_offset))
 
     def __getitem__(self, key) -> Tensor:
-        return Tensor(indexing.index_view(self._impl, key))
+        """A view for ints, slices, None and ...; a copy for int and bool tensor keys."""
+        return indexing.getitem(self, key)
 
     def __setitem__(self, key, value) -> None:
-        indexing.assign(self, key, value)
+        indexing.setitem(self, key, value)

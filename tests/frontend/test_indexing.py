@@ -95,13 +95,22 @@ def test_two_ellipses_raise():
 
 
 @pytest.mark.parametrize(
-    "key",
-    [kael.tensor([0]), np.array([0]), [0, 1], True, (0, kael.tensor(1))],
+    ("key", "torch_key"),
+    [
+        (kael.tensor([0]), torch.tensor([0])),
+        (np.array([0]), np.array([0])),
+        ([0, 1], [0, 1]),
+        (True, True),
+        ((0, kael.tensor(1)), (0, torch.tensor(1))),
+    ],
     ids=["tensor", "ndarray", "list", "bool", "tensor in tuple"],
 )
-def test_tensor_like_keys_are_not_supported_yet(key):
-    with pytest.raises(kael.Error, match="not supported yet"):
-        kael.zeros(3, 3)[key]
+def test_tensor_like_keys_gather_a_copy(key, torch_key, arange_pair):
+    # Advanced indexing has its own tests (tests/frontend/test_advanced_indexing.py).
+    k, t = arange_pair(3, 3)
+    result = k[key]
+    np.testing.assert_array_equal(result.numpy(), t[torch_key].numpy())
+    assert not result.shares_storage(k)
 
 
 def test_keys_of_other_types_raise_index_error():

@@ -1,0 +1,519 @@
+"""Hand-written index kernels: gather, put, scatter_add, index offsets and nonzero.
+
+Every kernel walks a rank-generic index space with an odometer: the rank, the sizes
+and each operand's strides (in elements) are run-time words after the fixed ones, so
+one compiled function per dtype serves every shape and layout. Walk kernels have
+three operands: `dense` is read or written at the walked position, `index` holds
+the index values, and `table` is read or written at its own walked offset plus
+index * stride (the indexed dim's stride is 0 in the walk). An index is mapped by the
+`mode` word (STRICT, WRAP negatives once, or MODULO) and checked against `size`
+inside the kernel; a bad one lowers the error word to its walk position with an
+atomic min and writes nothing, so the caller can name the first bad index.
+
+scatter_add's work items are lines along the indexed dim (the walk puts that dim
+last): two lines never write one element of a table without internal overlap, so the
+split over threads is race-free and each element sums in index order. A thread walks
+its lines one by one, or, when the indexed dim is not the source's fastest (index_add_
+of rows), loops over the indexed dim outside and its lines' other coordinates inside.
+nonzero counts the nonzeros of fixed-size blocks in parallel, scans the counts in
+place, then each block writes its coordinates from its start: the order is row-major
+whatever the split.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from llvmlite import ir
+
+from kael.codegen.cpu import handwritten
+from kael.codegen.cpu.loops import _LoopBuilder
+from kael.codegen.lowering import scalar_type
+from kael.runtime.dtypes import INT64_MAX, DType, bool_, float32, float64, int64
+from kael.runtime.launcher import launch
+
+I64 = ir.IntType(64)
+DTYPES = (float32, float64, int64, bool_)
+
+# How an index value becomes a position along the indexed dim.
+STRICT, WRAP, MODULO = 0, 1, 2
+# Walk kernels: what they do with the element the index selects.
+KINDS = ("gather", "put", "scatter_add", "offsets")
+WALK_WORDS = (
+    "dense", "table", "index", "error", "size", "stride", "mode", "write", "order", "total",
+    "rank",
+)  # fmt: skip
+# scatter_add's two ways through its lines (the same work items, the same result).
+ORDER_LINES, ORDER_OUTER = 0, 1
+NONZERO_WORDS = ("input", "counts", "out", "total", "rank")
+# Elements per nonzero work item: large enough that the scan over blocks is negligible.
+NONZERO_BLOCK = 4096
+
+
+def _i64(v: int) -> ir.Constant:
+    return ir.Constant(I64, v)
+
+
+class _Walk:
+    """Emits the odometer over [start, stop) of a rank-generic space with `operands` stride sets.
+
+    `body(pos, offsets, inner)` runs once per element: its flat position, each operand's
+    element offset and its coordinate along the last dim (the others are in `coord`).
+    """
+
+    def __init__(
+        self,
+        b: ir.IRBuilder,
+        args: ir.Value,
+        first: int,
+        rank: ir.Value,
+        operands: int,
+        span: ir.Value | None = None,
+    ):
+        """`span`: the length of each stride array in the words (the rank unless the walk
+        covers only the leading dims of a larger space)."""
+        self.b, self.args, self.first, self.rank = b, args, first, rank
+        self.span = rank if span is None else span
+        self.loops = _LoopBuilder(b)
+        self.coord = b.alloca(I64, size=rank, name="coord")
+        self.offs = [b.alloca(I64, name=f"off{k}") for k in range(operands)]
+        self.rem = b.alloca(I64, name="rem")
+        self.pos = b.alloca(I64, name="pos")
+        self.dim = b.alloca(I64, name="dim")
+
+    def word(self, i: ir.Value) -> ir.Value:
+        return self.b.load(self.b.gep(self.args, [i]))
+
+    def size(self, d: ir.Value) -> ir.Value:
+        return self.word(self.b.add(_i64(self.first), d))
+
+    def stride(self, k: int, d: ir.Value) -> ir.Value:
+        b = self.b
+        return self.word(b.add(b.add(_i64(self.first), b.mul(self.span, _i64(k + 1))), d))
+
+    def at(self, d: ir.Value) -> ir.Value:
+        return self.b.gep(self.coord, [d])
+
+    def add_to(self, var: ir.Value, delta: ir.Value) -> None:
+        self.b.store(self.b.add(self.b.load(var), delta), var)
+
+    def __call__(
+        self,
+        start: ir.Value,
+        stop: ir.Value,
+        body: Callable,
+        uniform: tuple | None = None,
+        origins: Sequence[ir.Value] | None = None,
+    ) -> None:
+        """Walk [start, stop), each operand's offsets counted from its origin (default 0).
+        With `uniform` = (k, run_body), a run along the last dim where operand k's stride
+        is 0 goes to run_body(pos, bases, inner strides, run) instead."""
+        b, rank = self.b, self.rank
+        for k, off in enumerate(self.offs):
+            b.store(_i64(0) if origins is None else origins[k], off)
+        b.store(start, self.rem)
+
+        def decompose(j):
+            d = b.sub(b.sub(rank, _i64(1)), j)
+            size, rem = self.size(d), b.load(self.rem)
+            c = b.srem(rem, size)
+            b.store(b.sdiv(rem, size), self.rem)
+            b.store(c, self.at(d))
+            for k, off in enumerate(self.offs):
+                self.add_to(off, b.mul(c, self.stride(k, d)))
+
+        self.loops.counted(_i64(0), rank, 1, decompose, "decompose")
+        last = b.sub(rank, _i64(1))
+        inner_size = self.size(last)
+        inner = [self.stride(k, last) for k in range(len(self.offs))]
+        b.store(start, self.pos)
+        head, run_block, done = (b.append_basic_block(f"walk.{n}") for n in ("head", "run", "done"))
+        b.branch(head)
+        b.position_at_end(head)
+        pos = b.load(self.pos)
+        b.cbranch(b.icmp_signed("<", pos, stop), run_block, done)
+        b.position_at_end(run_block)
+        c = b.load(self.at(last))
+        left_in_dim, left = b.sub(inner_size, c), b.sub(stop, pos)
+        run = b.select(b.icmp_signed("<", left_in_dim, left), left_in_dim, left)
+        bases = [b.load(off) for off in self.offs]
+
+        def element(j):
+            offsets = [b.add(base, b.mul(j, st)) for base, st in zip(bases, inner)]
+            body(b.add(pos, j), offsets, b.add(c, j))
+
+        if uniform is None:
+            self.loops.counted(_i64(0), run, 1, element, "run")
+        else:
+            k, run_body = uniform
+            with b.if_else(b.icmp_signed("==", inner[k], _i64(0))) as (same, varying):
+                with same:
+                    run_body(pos, bases, inner, run)
+                with varying:
+                    self.loops.counted(_i64(0), run, 1, element, "run")
+        b.store(b.add(pos, run), self.pos)
+        b.store(b.add(c, run), self.at(last))
+        for base, st, off in zip(bases, inner, self.offs):
+            b.store(b.add(base, b.mul(run, st)), off)
+        self.carry(last)
+        b.branch(head)
+        b.position_at_end(done)
+
+    def carry(self, last: ir.Value) -> None:
+        """Roll every full dim over into the one before it, from the last dim up."""
+        b = self.b
+        b.store(last, self.dim)
+        head, check, roll, done = (
+            b.append_basic_block(f"carry.{n}") for n in ("head", "check", "roll", "done")
+        )
+        b.branch(head)
+        b.position_at_end(head)
+        d = b.load(self.dim)
+        b.cbranch(b.icmp_signed(">", d, _i64(0)), check, done)
+        b.position_at_end(check)
+        size = self.size(d)
+        b.cbranch(b.icmp_signed(">=", b.load(self.at(d)), size), roll, done)
+        b.position_at_end(roll)
+        outer = b.sub(d, _i64(1))
+        b.store(_i64(0), self.at(d))
+        self.add_to(self.at(outer), _i64(1))
+        for k, off in enumerate(self.offs):
+            self.add_to(off, b.sub(self.stride(k, outer), b.mul(size, self.stride(k, d))))
+        b.store(outer, self.dim)
+        b.branch(head)
+        b.position_at_end(done)
+
+
+def _words(b: ir.IRBuilder, args: ir.Value, names: Sequence[str]) -> dict[str, ir.Value]:
+    return {name: b.load(b.gep(args, [_i64(i)]), name=name) for i, name in enumerate(names)}
+
+
+def _ptr(b: ir.IRBuilder, word: ir.Value, t: ir.Type) -> ir.Value:
+    return b.inttoptr(word, t.as_pointer())
+
+
+def _add(b: ir.IRBuilder, dtype: DType, x: ir.Value, y: ir.Value) -> ir.Value:
+    """x + y as the dtype adds: float, wrapping int64, or logical or for bool."""
+    if dtype.is_floating_point:
+        return b.fadd(x, y)
+    return b.or_(x, y) if dtype is bool_ else b.add(x, y)
+
+
+def _walk_function(module: ir.Module, kind: str, dtype: DType) -> str:
+    """Emit one walk kernel: `kind` of KINDS for elements of `dtype`; returns its symbol."""
+    symbol = f"kael_{kind}_{dtype.name}"
+    fn, b = handwritten.kernel_function(module, symbol)
+    w = _words(b, fn.args[0], WALK_WORDS)
+    t = scalar_type(dtype)
+    dense, table = _ptr(b, w["dense"], t), _ptr(b, w["table"], t)
+    index, error = _ptr(b, w["index"], I64), _ptr(b, w["error"], I64)
+    value = b.alloca(I64, name="value")
+    walk = _Walk(b, fn.args[0], len(WALK_WORDS), w["rank"], 3)
+    writes = b.icmp_signed("!=", w["write"], _i64(0))
+
+    def element(pos, offs, _inner):
+        od, ot, oi = offs
+        _mapped_index(b, w, b.load(b.gep(index, [oi])), value)
+        v = b.load(value)
+        ok = b.icmp_unsigned("<", v, w["size"])
+        with b.if_else(ok, likely=True) as (good, bad):
+            with good, b.if_then(writes, likely=True):
+                at = b.gep(table, [b.add(ot, b.mul(v, w["stride"]))])
+                here = b.gep(dense, [od])
+                if kind == "gather":
+                    b.store(b.load(at), here)
+                elif kind == "put":
+                    b.store(b.load(here), at)
+                elif kind == "scatter_add":
+                    b.store(_add(b, dtype, b.load(at), b.load(here)), at)
+                else:  # offsets: dense accumulates index * stride over several indices
+                    b.store(b.add(b.load(here), b.mul(v, w["stride"])), here)
+            with bad:
+                b.atomic_rmw("min", error, pos, "monotonic")
+
+    def same_index(pos, bases, inner, run):
+        """A run with one index value (index_select, t[rows]): one check, then a plain copy
+        that LLVM vectorizes when both strides turn out to be 1."""
+        od, ot, oi = bases
+        _mapped_index(b, w, b.load(b.gep(index, [oi])), value)
+        v = b.load(value)
+        with b.if_else(b.icmp_unsigned("<", v, w["size"]), likely=True) as (good, bad):
+            with good, b.if_then(writes, likely=True):
+                first = b.add(ot, b.mul(v, w["stride"]))
+
+                def copy(j):
+                    at = b.gep(table, [b.add(first, b.mul(j, inner[1]))])
+                    here = b.gep(dense, [b.add(od, b.mul(j, inner[0]))])
+                    if kind == "gather":
+                        b.store(b.load(at), here)
+                    else:
+                        b.store(b.load(here), at)
+
+                walk.loops.counted(_i64(0), run, 1, copy, "copy")
+            with bad:
+                b.atomic_rmw("min", error, pos, "monotonic")
+
+    begin, end = fn.args[1], fn.args[2]
+    if kind != "scatter_add":
+        walk(begin, end, element, (2, same_index) if kind in ("gather", "put") else None)
+        b.ret_void()
+        return symbol
+    # Work items are lines of the last (indexed) dim: each owns its destination elements.
+    # ORDER_LINES walks each line whole; ORDER_OUTER loops over the indexed dim outside and
+    # walks the items' range of the other dims inside (for a source whose indexed dim is
+    # not its fastest). The check-only pass (STRICT indices) keeps its first bad position
+    # in a register: a branch-free loop.
+    last = b.sub(w["rank"], _i64(1))
+    line = walk.size(last)
+    first_bad = b.alloca(I64, name="first_bad")
+    outer = _Walk(b, fn.args[0], len(WALK_WORDS), last, 3, span=w["rank"])
+
+    def check(pos, offs, _inner):
+        bad = b.icmp_unsigned(">=", b.load(b.gep(index, [offs[2]])), w["size"])
+        here = b.select(bad, pos, _i64(INT64_MAX))
+        old = b.load(first_bad)
+        b.store(b.select(b.icmp_signed("<", here, old), here, old), first_bad)
+
+    def step(j):
+        origins = [b.mul(j, walk.stride(0, last)), _i64(0), b.mul(j, walk.stride(2, last))]
+
+        def at_j(pos, offs, inner):
+            element(b.add(b.mul(pos, line), j), offs, inner)
+
+        outer(begin, end, at_j, origins=origins)
+
+    by_lines = b.icmp_signed("==", w["order"], _i64(ORDER_LINES))
+    with b.if_else(b.and_(writes, b.not_(by_lines))) as (across, whole):
+        with across:
+            walk.loops.counted(_i64(0), line, 1, step, "across")
+        with whole:
+            start, stop = b.mul(begin, line), b.mul(end, line)
+            with b.if_else(writes) as (write, check_only):
+                with write:
+                    walk(start, stop, element)
+                with check_only:
+                    b.store(_i64(INT64_MAX), first_bad)
+                    walk(start, stop, check)
+                    found = b.load(first_bad)
+                    with b.if_then(b.icmp_signed("<", found, _i64(INT64_MAX))):
+                        b.atomic_rmw("min", error, found, "monotonic")
+    b.ret_void()
+    return symbol
+
+
+def _mapped_index(b: ir.IRBuilder, w: dict[str, ir.Value], v: ir.Value, out: ir.Value) -> None:
+    """Store into `out` the index v as the mode maps it; the caller checks 0 <= it < size."""
+    size, mode = w["size"], w["mode"]
+    negative = b.icmp_signed("<", v, _i64(0))
+    wrapped = b.select(negative, b.add(v, size), v)
+    b.store(b.select(b.icmp_signed("==", mode, _i64(WRAP)), wrapped, v), out)
+    modulo = b.and_(b.icmp_signed("==", mode, _i64(MODULO)), b.icmp_signed(">", size, _i64(0)))
+    with b.if_then(modulo, likely=False):
+        r = b.srem(v, size)
+        b.store(b.select(b.icmp_signed("<", r, _i64(0)), b.add(r, size), r), out)
+
+
+def _build_walks(kind: str) -> Callable[[ir.Module], list[str]]:
+    def build(module: ir.Module) -> list[str]:
+        dtypes = (int64,) if kind == "offsets" else DTYPES
+        return [_walk_function(module, kind, dtype) for dtype in dtypes]
+
+    return build
+
+
+def _is_nonzero(b: ir.IRBuilder, dtype: DType, x: ir.Value) -> ir.Value:
+    if dtype.is_floating_point:
+        return b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0))  # NaN counts as nonzero
+    return b.icmp_unsigned("!=", x, ir.Constant(x.type, 0))
+
+
+def _nonzero_function(module: ir.Module, dtype: DType, write: bool) -> str:
+    """Count (or, with `write`, list the coordinates of) the nonzeros of each block."""
+    symbol = f"kael_nonzero_{'write' if write else 'count'}_{dtype.name}"
+    fn, b = handwritten.kernel_function(module, symbol)
+    w = _words(b, fn.args[0], NONZERO_WORDS)
+    rank = w["rank"]
+    data = _ptr(b, w["input"], scalar_type(dtype))
+    counts, out = _ptr(b, w["counts"], I64), _ptr(b, w["out"], I64)
+    found = b.alloca(I64, name="found")
+    walk = _Walk(b, fn.args[0], len(NONZERO_WORDS), rank, 1)
+    last = b.sub(rank, _i64(1))
+
+    def element(_pos, offs, inner):
+        hit = _is_nonzero(b, dtype, b.load(b.gep(data, offs)))
+        if not write:
+            b.store(b.add(b.load(found), b.zext(hit, I64)), found)
+            return
+        with b.if_then(hit):
+            row = b.gep(out, [b.mul(b.load(found), rank)])
+            walk.loops.counted(
+                _i64(0), last, 1, lambda d: b.store(b.load(walk.at(d)), b.gep(row, [d])), "coord"
+            )
+            b.store(inner, b.gep(row, [last]))
+            b.store(b.add(b.load(found), _i64(1)), found)
+
+    def block(item):
+        start = b.mul(item, _i64(NONZERO_BLOCK))
+        stop = b.add(start, _i64(NONZERO_BLOCK))
+        stop = b.select(b.icmp_signed("<", stop, w["total"]), stop, w["total"])
+        b.store(b.load(b.gep(counts, [item])) if write else _i64(0), found)
+        walk(start, stop, element)
+        if not write:
+            b.store(b.load(found), b.gep(counts, [item]))
+
+    walk.loops.counted(fn.args[1], fn.args[2], 1, block, "block")
+    b.ret_void()
+    return symbol
+
+
+def _scan_function(module: ir.Module) -> str:
+    """counts[0..n] := the exclusive prefix sums of counts[0..n), the total last (one work item)."""
+    symbol = "kael_nonzero_scan"
+    fn, b = handwritten.kernel_function(module, symbol)
+    args = fn.args[0]
+    counts = _ptr(b, b.load(args), I64)
+    blocks = b.load(b.gep(args, [_i64(1)]))
+    acc = b.alloca(I64, name="acc")
+    b.store(_i64(0), acc)
+
+    def step(i):
+        at = b.gep(counts, [i])
+        count = b.load(at)
+        b.store(b.load(acc), at)
+        b.store(b.add(b.load(acc), count), acc)
+
+    _LoopBuilder(b).counted(_i64(0), blocks, 1, step, "scan")
+    b.store(b.load(acc), b.gep(counts, [blocks]))
+    b.ret_void()
+    return symbol
+
+
+def _build_nonzero(module: ir.Module) -> list[str]:
+    symbols = [_nonzero_function(module, d, write) for write in (False, True) for d in DTYPES]
+    return [*symbols, _scan_function(module)]
+
+
+def _library(kind: str) -> handwritten.Library:
+    if kind == "nonzero":
+        return handwritten.compiled("kael_nonzero", _build_nonzero)
+    return handwritten.compiled(f"kael_{kind}", _build_walks(kind))
+
+
+def function(kind: str, dtype: DType) -> handwritten.KernelFn:
+    """The compiled walk kernel of `kind` for `dtype` (built or loaded once per process)."""
+    return _library(kind)[f"kael_{kind}_{dtype.name}"]
+
+
+def ir_text(kind: str) -> str:
+    """The LLVM IR of one kernel family ("nonzero" or one of KINDS), without a target header."""
+    return _library(kind).text
+
+
+# ---- running ---------------------------------------------------------------------------------
+
+
+class Operand(NamedTuple):
+    """A buffer as a kernel sees it: the address of its element 0 and its walk strides."""
+
+    address: int
+    strides: tuple[int, ...]
+
+
+def walk(
+    kind: str,
+    dtype: DType,
+    sizes: Sequence[int],
+    dense: Operand,
+    table: Operand,
+    index: Operand,
+    size: int,
+    stride: int,
+    mode: int = STRICT,
+    write: bool = True,
+    parallel: bool = True,
+    order: int = ORDER_LINES,
+) -> int | None:
+    """Run a walk kernel over `sizes`; None, or the first bad index value (nothing was
+    written for it). scatter_add needs its indexed dim last in `sizes` and at least one
+    other dim; its check-only pass (write=False) takes indices as STRICT. `parallel=False`
+    keeps a put with repeated offsets on one thread, so the last write wins."""
+    total = math.prod(sizes)
+    if total == 0:
+        return None
+    if not sizes:
+        sizes, dense, table, index = (1,), _scalar(dense), _scalar(table), _scalar(index)
+    if kind == "scatter_add" and len(sizes) == 1:  # a leading size-1 dim: one line
+        sizes, dense, table, index = (1, *sizes), _lead(dense), _lead(table), _lead(index)
+    error = ctypes.c_int64(INT64_MAX)
+    fixed = {
+        "dense": dense.address,
+        "table": table.address,
+        "index": index.address,
+        "error": ctypes.addressof(error),
+        "size": size,
+        "stride": stride,
+        "mode": mode,
+        "write": int(write),
+        "order": order,
+        "total": total,
+        "rank": len(sizes),
+    }
+    words = [fixed[name] for name in WALK_WORDS]
+    words += [*sizes, *dense.strides, *table.strides, *index.strides]
+    moved = total * (2 * dtype.itemsize + 8) if parallel else 0
+    fn = function(kind, int64 if kind == "offsets" else dtype)
+    if kind == "scatter_add":
+        launch(fn, words, total // sizes[-1], moved, align=1)
+    else:
+        launch(fn, words, total, moved)
+    if error.value == INT64_MAX:
+        return None
+    return _value_at(index, sizes, error.value)
+
+
+def nonzero(
+    dtype: DType, sizes: Sequence[int], data: Operand, allocate: Callable[[int], int]
+) -> int:
+    """Write the coordinates of data's nonzeros, row-major, to `allocate(count)` ([count,
+    rank] contiguous int64, an address); returns the count."""
+    total = math.prod(sizes)
+    if total == 0:
+        allocate(0)
+        return 0
+    listed = bool(sizes)  # a 0-d input has no coordinates to write
+    if not listed:
+        sizes, data = (1,), _scalar(data)
+    lib = _library("nonzero")
+    blocks = -(-total // NONZERO_BLOCK)
+    counts = (ctypes.c_int64 * (blocks + 1))()
+    words = [data.address, ctypes.addressof(counts), 0, total, len(sizes), *sizes, *data.strides]
+    moved = total * dtype.itemsize
+    launch(lib[f"kael_nonzero_count_{dtype.name}"], words, blocks, moved, align=1)
+    launch(lib["kael_nonzero_scan"], [ctypes.addressof(counts), blocks], 1, 0, align=1)
+    count = counts[blocks]
+    out = allocate(count)
+    if count and listed:
+        words[2] = out
+        launch(lib[f"kael_nonzero_write_{dtype.name}"], words, blocks, moved, align=1)
+    return count
+
+
+def _scalar(operand: Operand) -> Operand:
+    """A 0-d operand as the one element of a rank-1 walk."""
+    return Operand(operand.address, (0,))
+
+
+def _lead(operand: Operand) -> Operand:
+    return Operand(operand.address, (0, *operand.strides))
+
+
+def _value_at(index: Operand, sizes: Sequence[int], position: int) -> int:
+    """The index value at flat walk `position` (the error report reads it from memory)."""
+    offset = 0
+    for size, stride in zip(reversed(sizes), reversed(index.strides)):
+        position, c = divmod(position, size)
+        offset += c * stride
+    return ctypes.c_int64.from_address(index.address + 8 * offset).value

@@ -1,0 +1,273 @@
+"""The hand-written index kernels below the frontend: walks over NumPy buffers of any layout,
+index modes and bounds inside the kernel, race-free scatter_add and ordered nonzero."""
+
+import numpy as np
+import pytest
+
+import kael
+from kael.codegen.cpu import gather
+from kael.runtime.dtypes import INT64_MAX, bool_, float32, float64, int64
+
+NUMPY = {float32: np.float32, float64: np.float64, int64: np.int64, bool_: np.bool_}
+
+
+def op(arr: np.ndarray, strides=None) -> gather.Operand:
+    """An operand over `arr` with its own element strides, or the given walk strides."""
+    own = tuple(s // arr.itemsize for s in arr.strides)
+    return gather.Operand(arr.ctypes.data, own if strides is None else tuple(strides))
+
+
+def run_gather(src: np.ndarray, dim: int, index: np.ndarray, mode=gather.STRICT):
+    """out[p] = src[p with coordinate dim replaced by index[p]]: (out, bad index or None)."""
+    out = np.full(index.shape, 99, src.dtype)
+    strides = [s // src.itemsize for s in src.strides]
+    stride, strides[dim] = strides[dim], 0
+    dtype = next(k for k, v in NUMPY.items() if v == src.dtype)
+    bad = gather.walk(
+        "gather",
+        dtype,
+        index.shape,
+        op(out),
+        op(src, strides),
+        op(index),
+        src.shape[dim],
+        stride,
+        mode,
+    )
+    return out, bad
+
+
+@pytest.mark.parametrize(
+    "dtype", [float32, float64, int64, bool_], ids=["f32", "f64", "i64", "bool"]
+)
+@pytest.mark.parametrize("dim", [0, 1, 2])
+def test_gather_kernel_reads_any_layout(dtype, dim):
+    rng = np.random.default_rng(0)
+    src = (rng.integers(-9, 9, (8, 5, 6)).astype(NUMPY[dtype])).transpose(2, 0, 1)[:, ::2]
+    index = rng.integers(0, src.shape[dim], (4, 3, 5)).T  # a transposed index
+    out, bad = run_gather(src, dim, index)
+    assert bad is None
+    np.testing.assert_array_equal(out, _reference(src, dim, index))
+
+
+def _reference(src, dim, index):
+    out = np.empty(index.shape, src.dtype)
+    for pos in np.ndindex(index.shape):
+        at = list(pos)
+        at[dim] = index[pos]
+        out[pos] = src[tuple(at)]
+    return out
+
+
+def test_gather_kernel_reads_stride_0_operands():
+    src = np.arange(4.0)
+    index = np.broadcast_to(np.array([3, 1]), (1000, 2))  # an expanded index
+    out, bad = run_gather(np.broadcast_to(src, (1000, 4)), 1, index)
+    assert bad is None
+    np.testing.assert_array_equal(out, np.broadcast_to([3.0, 1.0], (1000, 2)))
+
+
+@pytest.mark.parametrize(
+    ("mode", "value", "want"),
+    [
+        (gather.STRICT, 2, 2.0),
+        (gather.STRICT, 3, None),
+        (gather.STRICT, -1, None),
+        (gather.WRAP, -1, 2.0),
+        (gather.WRAP, -3, 0.0),
+        (gather.WRAP, -4, None),
+        (gather.WRAP, 3, None),
+        (gather.MODULO, 5, 2.0),
+        (gather.MODULO, -4, 2.0),
+        (gather.MODULO, 3, 0.0),
+    ],
+)
+def test_index_modes_map_then_check_both_ends(mode, value, want):
+    out, bad = run_gather(np.array([0.0, 1.0, 2.0]), 0, np.array([value]), mode)
+    if want is None:
+        assert bad == value
+        assert out[0] == 99  # nothing written for a bad index
+    else:
+        assert bad is None
+        assert out[0] == want
+
+
+def test_modulo_of_an_empty_dim_is_out_of_bounds_not_a_division_by_zero():
+    out, bad = run_gather(np.zeros((2, 0)), 1, np.zeros((2, 1), np.int64), gather.MODULO)
+    assert bad == 0
+
+
+def test_the_first_bad_index_in_walk_order_is_reported_whatever_the_thread_split():
+    src = np.arange(10.0)
+    index = np.zeros(1 << 20, np.int64)
+    index[[300_000, 900_000, 1000]] = [-5, 77, 12]
+    threads = kael.get_num_threads()
+    try:
+        for n in (1, 2):
+            kael.set_num_threads(n)
+            _, bad = run_gather(src, 0, index)
+            assert bad == 12
+    finally:
+        kael.set_num_threads(threads)
+
+
+def test_scatter_add_kernel_sums_repeats_in_index_order_and_check_pass_writes_nothing():
+    table = np.zeros(3, np.float32)
+    dense, index = np.array([1, 2, 3, 4], np.float32), np.array([0, 2, 0, 0])
+    args = (float32, (4,), op(dense), op(table, (0,)), op(index), 3, 1)
+    assert gather.walk("scatter_add", *args, write=False) is None
+    np.testing.assert_array_equal(table, [0, 0, 0])
+    assert gather.walk("scatter_add", *args) is None
+    np.testing.assert_array_equal(table, [8, 0, 2])
+
+
+def test_scatter_add_kernel_adds_bools_as_logical_or():
+    table = np.array([False, False])
+    dense, index = np.array([True, True, False]), np.array([0, 0, 1])
+    gather.walk("scatter_add", bool_, (3,), op(dense), op(table, (0,)), op(index), 2, 1)
+    np.testing.assert_array_equal(table.view(np.uint8), [1, 0])
+
+
+def test_scatter_add_kernel_lines_are_race_free_over_threads():
+    rng = np.random.default_rng(1)
+    index = rng.integers(0, 7, (512, 2048))
+    dense = rng.standard_normal((512, 2048))
+    results = []
+    threads = kael.get_num_threads()
+    try:
+        for n in (1, 2):
+            kael.set_num_threads(n)
+            table = np.zeros((512, 7))
+            walk_table = (7, 0)  # the indexed dim (last) has stride 0 in the walk
+            gather.walk(
+                "scatter_add",
+                float64,
+                index.shape,
+                op(dense),
+                op(table, walk_table),
+                op(index),
+                7,
+                1,
+            )
+            results.append(table)
+    finally:
+        kael.set_num_threads(threads)
+    np.testing.assert_array_equal(results[0], results[1])
+    want = np.zeros((512, 7))
+    for j in range(7):
+        want[:, j] = np.where(index == j, dense, 0).sum(axis=1)
+    np.testing.assert_allclose(results[0], want, rtol=1e-12, atol=1e-12)
+
+
+def test_put_kernel_writes_through_indices_and_offsets_kernel_accumulates():
+    offsets = np.zeros(3, np.int64)
+    rows, cols = np.array([2, 0, -1]), np.array([1, 3, 0])
+    unused = gather.Operand(0, (0,))
+    for index, size, stride in ((rows, 3, 4), (cols, 4, 1)):
+        bad = gather.walk(
+            "offsets", int64, (3,), op(offsets), unused, op(index), size, stride, gather.WRAP
+        )
+        assert bad is None
+    np.testing.assert_array_equal(offsets, [9, 3, 8])
+    table = np.zeros(12)
+    gather.walk(
+        "put",
+        float64,
+        (3,),
+        op(np.array([1.0, 2.0, 3.0])),
+        op(table, (0,)),
+        op(offsets),
+        INT64_MAX,
+        1,
+    )
+    np.testing.assert_array_equal(np.nonzero(table)[0], [3, 8, 9])
+    np.testing.assert_array_equal(table[[9, 3, 8]], [1.0, 2.0, 3.0])
+
+
+def _nonzero(arr: np.ndarray):
+    dtype = next(k for k, v in NUMPY.items() if v == arr.dtype)
+    out = []
+
+    def allocate(n):
+        out.append(np.full((n, arr.ndim), -1, np.int64))
+        return out[0].ctypes.data
+
+    count = gather.nonzero(dtype, arr.shape, op(arr), allocate)
+    return count, out[0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.bool_])
+def test_nonzero_kernel_lists_coordinates_row_major_across_blocks(dtype):
+    rng = np.random.default_rng(2)
+    arr = (rng.random((60, 50, 7)) > 0.6).astype(dtype).transpose(1, 2, 0)[:, ::2]
+    assert arr.size > 2 * gather.NONZERO_BLOCK
+    count, coords = _nonzero(arr)
+    assert count == np.count_nonzero(arr)
+    np.testing.assert_array_equal(coords, np.argwhere(arr))
+
+
+def test_nonzero_kernel_counts_nan_and_not_negative_zero_and_handles_0d_and_empty():
+    count, coords = _nonzero(np.array([np.nan, -0.0, 0.0, 2.0]))
+    np.testing.assert_array_equal(coords, [[0], [3]])
+    assert _nonzero(np.array(5.0))[0] == 1
+    assert _nonzero(np.array(0))[0] == 0
+    count, coords = _nonzero(np.zeros((0, 4)))
+    assert count == 0 and coords.shape == (0, 2)
+
+
+def test_each_kernel_family_is_one_function_per_dtype():
+    for kind in ("gather", "put", "scatter_add"):
+        text = gather.ir_text(kind)
+        for dtype in ("float32", "float64", "int64", "bool"):
+            assert f'define void @"kael_{kind}_{dtype}"' in text
+    assert text.count("define void") == 4
+    text = gather.ir_text("nonzero")
+    assert 'define void @"kael_nonzero_count_int64"' in text
+    assert 'define void @"kael_nonzero_scan"' in text
+
+
+def test_a_run_sharing_one_index_is_checked_once_and_copied_whole():
+    src = np.arange(12.0).reshape(3, 4)
+    index = np.broadcast_to(np.array([[2], [0], [1]]), (3, 4))  # one index per output row
+    out, bad = run_gather(src, 0, index)
+    assert bad is None
+    np.testing.assert_array_equal(out, src[[2, 0, 1]])
+    index = np.broadcast_to(np.array([[2], [3], [-1]]), (3, 4))
+    out, bad = run_gather(src, 0, index)
+    assert bad == 3  # the first bad row in walk order
+    np.testing.assert_array_equal(out[1:], 99)  # bad rows write nothing
+    np.testing.assert_array_equal(out[0], src[2])
+
+
+@pytest.mark.parametrize(
+    "dtype", [float32, float64, int64, bool_], ids=["f32", "f64", "i64", "bool"]
+)
+@pytest.mark.parametrize("order", [gather.ORDER_LINES, gather.ORDER_OUTER])
+def test_scatter_add_kernel_orders_give_the_sums_of_a_reference(dtype, order):
+    rng = np.random.default_rng(3)
+    index = rng.integers(0, 5, (4, 3, 9))  # walk order: the indexed dim (size 9 here) last
+    dense = (
+        rng.integers(0, 3, (4, 3, 9))
+        .astype(NUMPY[dtype])
+        .transpose(1, 0, 2)
+        .copy()
+        .transpose(1, 0, 2)
+    )
+    table = np.zeros((4, 3, 5), NUMPY[dtype])
+    walk_table = (15, 5, 0)
+    bad = gather.walk(
+        "scatter_add",
+        dtype,
+        index.shape,
+        op(dense),
+        op(table, walk_table),
+        op(index),
+        5,
+        1,
+        order=order,
+    )
+    assert bad is None
+    want = np.zeros((4, 3, 5), np.int64)
+    for pos in np.ndindex(index.shape):
+        want[pos[0], pos[1], index[pos]] += int(dense[pos])
+    np.testing.assert_array_equal(table, want.astype(NUMPY[dtype]))

@@ -1,0 +1,288 @@
+"""Integer and bool tensor indexing against PyTorch: tensor[key] copies and tensor[key] = value.
+
+Keys are written with torch tensors and converted element by element, so each case runs
+the same key through both libraries. Where kael decides differently the test says so:
+an out-of-bounds message names the indexed tensor's real dimension (PyTorch always says
+dimension 0), and an assigned tensor is converted to the target's dtype as basic
+assignment does (PyTorch's index_put_ requires equal dtypes).
+"""
+
+import numpy as np
+import pytest
+import torch
+from kernel_helpers import KAEL_DTYPES, TORCH_DTYPES
+
+import kael
+
+I = torch.tensor  # noqa: E741  (keys read like PyTorch code)
+DTYPES = [kael.float32, kael.float64, kael.int64, kael.bool]
+DTYPE_IDS = ["f32", "f64", "i64", "bool"]
+
+
+def kael_key(key):
+    """The key with every torch tensor replaced by an equal kael tensor."""
+    if isinstance(key, tuple):
+        return tuple(kael_key(k) for k in key)
+    if isinstance(key, torch.Tensor):
+        return kael.tensor(key.numpy())
+    return key
+
+
+def base(shape, dtype, layout):
+    """(kael, torch) tensors of `shape` with equal values, in a contiguous, transposed,
+    stepped or expanded layout."""
+    n = int(np.prod(shape))
+    values = torch.arange(n).remainder(7) - 3
+    full = values.to(TORCH_DTYPES[dtype])
+    views = {
+        "contiguous": (shape, lambda x: x),
+        "transposed": (shape[::-1], lambda x: x.permute(*reversed(range(x.ndim)))),
+        "stepped": (shape[:-1] + (2 * shape[-1],), lambda x: x[..., ::2]),
+        "expanded": ((1,) + shape[1:], lambda x: x.expand(*shape)),
+    }
+    made, view = views[layout]
+    t = full.repeat(2)[: int(np.prod(made))].reshape(made)
+    return view(kael.tensor(t.numpy())), view(t)
+
+
+def check(k, t):
+    assert k.shape == tuple(t.shape), (k.shape, t.shape)
+    assert k.dtype is KAEL_DTYPES[t.dtype]
+    np.testing.assert_array_equal(np.asarray(k.numpy()), t.numpy())
+
+
+MASK = torch.tensor(
+    [[True, False, True, False], [False, False, True, True], [True, True, False, False]]
+)
+KEYS = {
+    "int tensor": I([2, 0, 2, 1]),
+    "2-d int tensor": I([[0, 1], [1, 0]]),
+    "negative": I([-1, -2, 0]),
+    "0-d int tensor": I(1),
+    "empty": I([], dtype=torch.int64),
+    "list": [1, 0],
+    "ndarray": np.array([1, 1]),
+    "tuple in tuple": ((0, 1), slice(None)),
+    "then slice": (I([1, 0]), slice(1, None)),
+    "slice then": (slice(None), I([3, 0, 3])),
+    "int then": (1, I([2, 0])),
+    "then int": (I([0, 2]), 1),
+    "both": (I([0, 1, 2]), I([3, 2, 1])),
+    "broadcast pair": (I([[0], [2]]), I([1, 3])),
+    "separated by None": (I([0, 1]), None, I([1, 0])),
+    "None first": (None, I([0, 2])),
+    "ellipsis": (Ellipsis, I([1, -1])),
+    "mask": torch.tensor([True, False, True]),
+    "2-d mask": MASK,
+    "mask after slice": (slice(None), torch.tensor([True, False, False, True])),
+    "all false mask": torch.zeros(3, dtype=torch.bool),
+    "0-d true mask": torch.tensor(True),
+    "0-d false mask": torch.tensor(False),
+    "python true": True,
+    "python false": False,
+    "bool list": [True, False, True],
+    "true with index": (I([0, 2]), True),
+    "index, slice, stepped slice": (I([2]), slice(None, None, 2)),
+}
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "stepped", "expanded"])
+@pytest.mark.parametrize("name", list(KEYS))
+def test_getitem_with_advanced_keys_matches_torch(name, layout):
+    k, t = base((3, 4), kael.float32, layout)
+    result = k[kael_key(KEYS[name])]
+    check(result, t[KEYS[name]])
+    assert not result.shares_storage(k)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize(
+    "key",
+    [
+        (I([1, 0]), slice(None), I([2, 2])),
+        (slice(None), 0, I([1, 3])),
+        (slice(None), I([[1], [0]]), slice(1, 3)),
+        torch.arange(24).reshape(2, 3, 4) % 3 == 0,
+        (I(1), torch.tensor([True, False, True])),
+    ],
+    ids=["separated", "int then index", "2-d index between slices", "3-d mask", "0-d and mask"],
+)
+def test_getitem_on_3d_tensors_matches_torch_for_every_dtype(dtype, key):
+    k, t = base((2, 3, 4), dtype, "transposed")
+    check(k[kael_key(key)], t[key])
+
+
+def test_getitem_of_a_0d_tensor_with_bool_keys():
+    k, t = kael.tensor(5.0), torch.tensor(5.0)
+    for key in (True, False, torch.tensor(True)):
+        check(k[kael_key(key)], t[key])
+    with pytest.raises(kael.IndexError, match="too many indices for tensor of dimension 0"):
+        k[None, kael.tensor([0, 0])]
+
+
+def test_a_nested_list_key_is_one_index_tensor():
+    # PyTorch 2.13 still reads x[[[0], [1]]] as a tuple (deprecated); kael reads it as the
+    # tensor index PyTorch announces for the future.
+    k, t = base((3, 4), kael.int64, "contiguous")
+    check(k[[[0], [1]]], t[torch.tensor([[0], [1]])])
+
+
+def test_getitem_bounds_wrap_negatives_and_raise_past_both_ends():
+    k, t = base((3, 4), kael.int64, "contiguous")
+    check(k[kael.tensor([2, -3])], t[I([2, -3])])
+    with pytest.raises(
+        kael.IndexError, match="index 3 is out of bounds for dimension 0 with size 3"
+    ):
+        k[kael.tensor([0, 3])]
+    with pytest.raises(
+        kael.IndexError, match="index -4 is out of bounds for dimension 0 with size 3"
+    ):
+        k[kael.tensor([-4])]
+    # kael names the real dimension; PyTorch says "dimension 0" here
+    with pytest.raises(
+        kael.IndexError, match="index 4 is out of bounds for dimension 1 with size 4"
+    ):
+        k[:, kael.tensor([4])]
+    with pytest.raises(
+        kael.IndexError, match="index 0 is out of bounds for dimension 0 with size 0"
+    ):
+        kael.zeros(0)[kael.tensor([0])]
+
+
+def test_getitem_of_a_large_tensor_uses_every_thread_and_matches_torch():
+    gen = torch.Generator().manual_seed(1)
+    t = torch.randn(2000, 600, generator=gen)
+    rows = torch.randint(-2000, 2000, (3000,), generator=gen)
+    k = kael.tensor(t.numpy())
+    threads = kael.get_num_threads()
+    try:
+        kael.set_num_threads(2)
+        check(k[kael.tensor(rows.numpy())], t[rows])
+        check(k[k > 1.0], t[t > 1.0])
+    finally:
+        kael.set_num_threads(threads)
+
+
+def test_getitem_rejects_bad_keys_naming_them():
+    k = kael.zeros(2, 3, 4)
+    with pytest.raises(kael.IndexError, match="long or bool tensors, got float32"):
+        k[kael.tensor([0.5])]
+    with pytest.raises(kael.IndexError, match="long or bool tensors, got float64"):
+        k[[0.5]]
+    with pytest.raises(
+        kael.IndexError,
+        match=r"mask \[3\] at index 0 does not match the shape of the indexed tensor \[2, 3, 4\] at index 0",
+    ):
+        k[kael.tensor([True, False, True])]
+    with pytest.raises(kael.IndexError, match=r"mask \[2\] at index 0 .* at index 1"):
+        k[:, kael.tensor([True, False])]
+    with pytest.raises(
+        kael.IndexError, match=r"could not be broadcast together with shapes \[2\], \[3\]"
+    ):
+        k[kael.tensor([0, 1]), kael.tensor([0, 1, 2])]
+    with pytest.raises(kael.IndexError, match="too many indices for tensor of dimension 3"):
+        k[kael.ones(2, 3, dtype=kael.bool), 0, 0]
+    with pytest.raises(kael.IndexError, match="single ellipsis"):
+        k[..., kael.tensor([0]), ...]
+    with pytest.raises(kael.IndexError, match=r"valid indices \(got str\)"):
+        k[kael.tensor([0]), "a"]
+
+
+# ---- assignment -------------------------------------------------------------------------------------
+
+
+def _set(target, key, value):
+    target[key] = value
+    return target
+
+
+SET_CASES = {
+    "rows from a vector": (I([0, 2]), I([1.0, 2.0, 3.0, 4.0])),
+    "rows from a number": (I([1, -1]), 7.5),
+    "columns": ((slice(None), I([3, 0])), I([[1.0], [2.0], [3.0]])),
+    "points": ((I([0, 1, 2]), I([3, 2, 1])), I([5.0, 6.0, 7.0])),
+    "mask number": (MASK, -1.0),
+    "mask 0-d tensor": (MASK, I(4.0)),
+    "mask values": (MASK, torch.arange(6.0)),
+    "row mask": (torch.tensor([True, False, True]), I([[9.0, 8.0, 7.0, 6.0]])),
+    "leading ones": (I([1]), I([[[1.0, 2.0, 3.0, 4.0]]])),
+    "python bool": (True, 3.0),
+    "empty": (I([], dtype=torch.int64), 1.0),
+}
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "stepped"])
+@pytest.mark.parametrize("name", list(SET_CASES))
+def test_setitem_with_advanced_keys_matches_torch(name, layout):
+    key, value = SET_CASES[name]
+    k, t = base((3, 4), kael.float64, layout)
+    kv = kael_key(value) if isinstance(value, torch.Tensor) else value
+    tv = value.double() if isinstance(value, torch.Tensor) else value
+    check(_set(k, kael_key(key), kv), _set(t, key, tv))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_setitem_writes_every_dtype(dtype):
+    k, t = base((3, 4), dtype, "contiguous")
+    value = torch.tensor([1, 0, 1, 1]).to(TORCH_DTYPES[dtype])
+    check(_set(k, kael.tensor([2, 0]), kael.tensor(value.numpy())), _set(t, I([2, 0]), value))
+    check(_set(k, kael_key(MASK), True), _set(t, MASK, True))
+
+
+def test_setitem_converts_the_value_to_the_target_dtype():
+    k = kael.zeros(3, dtype=kael.int64)
+    k[kael.tensor([0, 2])] = kael.tensor([1.9, -2.9])
+    assert k.tolist() == [1, 0, -2]  # PyTorch's index_put_ refuses a float value here
+
+
+def test_setitem_with_repeated_indices_writes_the_last_value():
+    k = kael.zeros(3)
+    k[kael.tensor([1, 1, 1])] = kael.tensor([1.0, 2.0, 3.0])
+    assert k.tolist() == [0.0, 3.0, 0.0]
+
+
+def test_setitem_reads_a_value_that_aliases_the_target_first():
+    k, t = kael.arange(5.0), torch.arange(5.0)
+    idx = [4, 3, 2, 1, 0]
+    k[kael.tensor(idx)] = k[1:].clone()[kael.tensor([0, 0, 1, 2, 3])]
+    t[I(idx)] = t[1:].clone()[I([0, 0, 1, 2, 3])]
+    check(k, t)
+    a = kael.arange(4.0)
+    a[kael.tensor([3, 2, 1, 0])] = a
+    assert a.tolist() == [3.0, 2.0, 1.0, 0.0]
+
+
+def test_setitem_through_a_view_writes_the_base_and_bumps_the_version():
+    k, t = base((3, 4), kael.float32, "contiguous")
+    before = k._impl.storage.version
+    k.T[kael.tensor([1])] = 0.5
+    t.T[I([1])] = 0.5
+    check(k, t)
+    k[k > 0] = 0.0
+    assert k._impl.storage.version == before + 2
+
+
+def test_setitem_checks_bounds_before_writing():
+    k = kael.zeros(2, 3)
+    with pytest.raises(
+        kael.IndexError, match="index 5 is out of bounds for dimension 0 with size 2"
+    ):
+        k[kael.tensor([0, 5])] = 1.0
+    with pytest.raises(
+        kael.IndexError, match="index -3 is out of bounds for dimension 0 with size 2"
+    ):
+        k[kael.tensor([-3])] = 1.0
+    assert k.tolist() == [[0.0] * 3] * 2
+
+
+def test_setitem_rejects_bad_values_and_targets():
+    k = kael.zeros(2, 3)
+    with pytest.raises(
+        kael.ValueError,
+        match=r"value tensor of shape \[2\] cannot be broadcast to indexing result of shape \[2, 3\]",
+    ):
+        k[kael.tensor([0, 1])] = kael.tensor([1.0, 2.0])
+    with pytest.raises(kael.TypeError, match="got str"):
+        k[kael.tensor([0])] = "a"
+    with pytest.raises(kael.Error, match="more than one element of the written-to tensor"):
+        kael.zeros(3).expand(2, 3)[kael.tensor([0])] = 1.0

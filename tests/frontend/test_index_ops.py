@@ -1,0 +1,787 @@
+"""Indexing ops against PyTorch: cat, stack, gather, index_select, scatter_add, index_add,
+take_along_dim, nonzero, sort, argsort, topk and masked_fill's wide mask.
+
+Inputs come in four layouts (contiguous, transposed, stepped, expanded) and every dtype
+the op accepts; each rule's limit is tested on both sides, and each bad input must raise
+a typed kael error whose message names the offending values.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from kernel_helpers import KAEL_DTYPES, TORCH_DTYPES
+
+import kael
+from kael.frontend import indexing
+from kael.runtime.device import CUDA
+
+DTYPES = [kael.float32, kael.float64, kael.int64, kael.bool]
+DTYPE_IDS = ["f32", "f64", "i64", "bool"]
+LAYOUTS = ["contiguous", "transposed", "stepped", "expanded"]
+
+
+def _values(shape, dtype, seed):
+    gen = torch.Generator().manual_seed(seed)
+    n = math.prod(shape)
+    tdtype = TORCH_DTYPES[dtype]
+    if dtype.is_floating_point:
+        return (torch.randint(-20, 20, (n,), generator=gen) / 4).to(tdtype).reshape(shape)
+    if dtype is kael.bool:
+        return torch.randint(0, 2, (n,), generator=gen).bool().reshape(shape)
+    return torch.randint(-50, 50, (n,), generator=gen).reshape(shape)
+
+
+def make(shape, dtype=kael.float32, layout="contiguous", seed=0):
+    """(kael, torch) tensors with equal values and `shape`, both in the given layout."""
+    shape = tuple(shape)
+    if layout == "transposed":
+        base, view = shape[::-1], lambda x: x.permute(*reversed(range(x.ndim)))
+    elif layout == "stepped":
+        base, view = shape[:-1] + (2 * shape[-1],), lambda x: x[..., ::2]
+    elif layout == "expanded":
+        base, view = (1,) + shape[1:], lambda x: x.expand(*shape)
+    else:
+        base, view = shape, lambda x: x
+    t = _values(base, dtype, seed)
+    k = kael.tensor(t.numpy())
+    return view(k), view(t)
+
+
+def as_kael(t: torch.Tensor) -> kael.Tensor:
+    return kael.tensor(t.contiguous().numpy())
+
+
+def assert_same(k, t):
+    """Same shape, dtype and values (NaN equals NaN)."""
+    assert isinstance(k, kael.Tensor)
+    assert k.shape == tuple(t.shape), (k.shape, t.shape)
+    assert KAEL_DTYPES[t.dtype] is k.dtype, (k.dtype, t.dtype)
+    np.testing.assert_array_equal(np.asarray(k.numpy()), t.numpy())
+
+
+# ---- cat and stack -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_cat_matches_torch_over_layouts_and_dtypes(layout, dtype, dim):
+    a, ta = make((2, 3), dtype, layout, seed=1)
+    b, tb = make((2, 3), dtype, "contiguous", seed=2)
+    assert_same(kael.cat([a, b, a], dim), torch.cat([ta, tb, ta], dim))
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (kael.int64, kael.float32),
+        (kael.bool, kael.int64),
+        (kael.float32, kael.float64),
+        (kael.bool, kael.bool),
+    ],
+)
+def test_cat_promotes_the_dtypes_of_all_inputs(first, second):
+    a, ta = make((2, 2), first, seed=3)
+    b, tb = make((1, 2), second, seed=4)
+    assert_same(kael.cat((a, b)), torch.cat((ta, tb)))
+
+
+def test_cat_skips_1d_empty_tensors_but_promotes_with_them():
+    a, ta = make((2, 3), kael.int64)
+    e, te = kael.empty(0, dtype=kael.float64), torch.empty(0, dtype=torch.float64)
+    assert_same(kael.cat([a, e]), torch.cat([ta, te]))
+    # dim wraps against the first tensor that is not skipped
+    assert_same(kael.cat([e, a], dim=-1), torch.cat([te, ta], dim=-1))
+    assert_same(kael.cat([e, e]), torch.cat([te, te]))
+
+
+def test_cat_checks_the_shape_of_2d_empty_tensors():
+    assert_same(
+        kael.cat([kael.empty(0, 3), kael.ones(2, 3)]),
+        torch.cat([torch.empty(0, 3), torch.ones(2, 3)]),
+    )
+    with pytest.raises(kael.ValueError, match=r"expected size 2 but got size 3 in dimension 1"):
+        kael.cat([kael.empty(0, 2), kael.ones(2, 3)])
+
+
+def test_cat_result_is_a_new_tensor():
+    a = kael.zeros(2)
+    out = kael.cat([a, a])
+    a.fill_(1)
+    assert out.tolist() == [0.0, 0.0, 0.0, 0.0]
+
+
+def test_cat_rejects_bad_inputs_naming_them():
+    with pytest.raises(kael.ValueError, match="non-empty list"):
+        kael.cat([])
+    with pytest.raises(kael.TypeError, match="Tensor as element 1, got int"):
+        kael.cat([kael.ones(2), 3])
+    with pytest.raises(kael.TypeError, match="list or tuple of Tensors, got Tensor"):
+        kael.cat(kael.ones(2))
+    with pytest.raises(kael.ValueError, match=r"zero-dimensional tensor \(at position 1\)"):
+        kael.cat([kael.ones(2), kael.tensor(1.0)])
+    with pytest.raises(kael.ValueError, match="same number of dimensions: got 2 and 1"):
+        kael.cat([kael.ones(2, 3), kael.ones(3)])
+    with pytest.raises(
+        kael.ValueError,
+        match=r"except in dimension 0: expected size 3 but got size 4 in dimension 1 for tensor number 1",
+    ):
+        kael.cat([kael.ones(2, 3), kael.ones(2, 4)])
+    kael.cat([kael.ones(2, 3)], dim=1)
+    with pytest.raises(kael.IndexError, match=r"range of \[-2, 1\], but got 2"):
+        kael.cat([kael.ones(2, 3)], dim=2)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("dim", [0, 1, 2, -1, -3])
+def test_stack_matches_torch(layout, dtype, dim):
+    a, ta = make((2, 3), dtype, layout, seed=5)
+    b, tb = make((2, 3), dtype, "contiguous", seed=6)
+    assert_same(kael.stack([a, b], dim), torch.stack([ta, tb], dim))
+
+
+def test_stack_of_0d_and_empty_tensors():
+    assert_same(
+        kael.stack([kael.tensor(1.0), kael.tensor(2.0)]),
+        torch.stack([torch.tensor(1.0), torch.tensor(2.0)]),
+    )
+    assert_same(kael.stack([kael.empty(0), kael.empty(0)]), torch.stack([torch.empty(0)] * 2))
+    assert_same(
+        kael.stack([kael.ones(2), kael.ones(2, dtype=kael.int64)], 1),
+        torch.stack([torch.ones(2), torch.ones(2, dtype=torch.int64)], 1),
+    )
+
+
+def test_stack_rejects_bad_inputs_naming_them():
+    with pytest.raises(
+        kael.ValueError, match=r"but got \[2, 3\] at entry 0 and \[2, 4\] at entry 1"
+    ):
+        kael.stack([kael.ones(2, 3), kael.ones(2, 4)])
+    with pytest.raises(kael.ValueError, match="non-empty list"):
+        kael.stack([])
+    kael.stack([kael.ones(2, 3)], dim=2)
+    with pytest.raises(kael.IndexError, match=r"range of \[-3, 2\], but got 3"):
+        kael.stack([kael.ones(2, 3)], dim=3)
+
+
+# ---- gather ------------------------------------------------------------------------------------------
+
+
+def _indices(shape, size, seed, low=0):
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randint(low, size, shape, generator=gen)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test_gather_matches_torch(layout, dtype, dim):
+    k, t = make((3, 4, 5), dtype, layout, seed=7)
+    d = dim % 3
+    shape = [2, 3, 4]
+    shape[d] = 6  # larger than the input along dim, smaller elsewhere
+    ti = _indices(tuple(shape), t.shape[d], seed=8)
+    assert_same(kael.gather(k, dim, as_kael(ti)), torch.gather(t, dim, ti))
+    assert_same(k.gather(dim, as_kael(ti)), t.gather(dim, ti))
+
+
+@pytest.mark.parametrize("layout", ["transposed", "stepped", "expanded"])
+def test_gather_reads_index_tensors_in_any_layout(layout):
+    k, t = make((4, 4), kael.float64, seed=9)
+    ki, ti = make((4, 4), kael.int64, layout, seed=10)
+    ki, ti = ki.remainder(4), ti.remainder(4)
+    assert_same(kael.gather(k, 1, ki), torch.gather(t, 1, ti))
+
+
+def test_gather_of_0d_and_empty_tensors():
+    s, ts = kael.tensor(5.0), torch.tensor(5.0)
+    assert_same(kael.gather(s, 0, kael.tensor(0)), torch.gather(ts, 0, torch.tensor(0)))
+    assert_same(kael.gather(s, -1, kael.tensor([0, 0])), torch.gather(ts, -1, torch.tensor([0, 0])))
+    v, tv = make((3,), kael.int64)
+    assert_same(kael.gather(v, 0, kael.tensor(2)), torch.gather(tv, 0, torch.tensor(2)))
+    k, t = make((2, 3))
+    empty = torch.zeros(2, 0, dtype=torch.int64)
+    assert_same(kael.gather(k, 1, as_kael(empty)), torch.gather(t, 1, empty))
+    z = torch.zeros(0, 1, dtype=torch.int64)
+    assert_same(kael.gather(kael.zeros(0, 3), 1, as_kael(z)), torch.gather(torch.zeros(0, 3), 1, z))
+
+
+def test_gather_index_bounds_size_minus_1_passes_size_and_negative_raise():
+    k, t = make((2, 3))
+    ok = torch.tensor([[2, 0]])
+    assert_same(kael.gather(k, 1, as_kael(ok)), torch.gather(t, 1, ok))
+    with pytest.raises(
+        kael.IndexError, match="gather.*index 3 is out of bounds for dimension 1 with size 3"
+    ):
+        kael.gather(k, 1, kael.tensor([[0, 3]]))
+    with pytest.raises(
+        kael.IndexError, match="gather.*index -1 is out of bounds for dimension 1 with size 3"
+    ):
+        kael.gather(k, 1, kael.tensor([[-1, 0]]))
+    with pytest.raises(
+        kael.IndexError, match="index 0 is out of bounds for dimension 1 with size 0"
+    ):
+        kael.gather(kael.zeros(2, 0), 1, kael.zeros(2, 1, dtype=kael.int64))
+
+
+def test_gather_names_the_first_bad_index_of_a_large_input():
+    k = kael.zeros(1000, 1000)
+    index = kael.zeros(1000, 1000, dtype=kael.int64)
+    index[700, 3] = 5000
+    index[900, 0] = -7
+    with pytest.raises(kael.IndexError, match="index 5000 is out of bounds"):
+        kael.gather(k, 1, index)
+
+
+def test_gather_rejects_bad_arguments_naming_them():
+    k = kael.zeros(2, 3)
+    with pytest.raises(kael.TypeError, match="expected dtype int64 for index, got float32"):
+        kael.gather(k, 1, kael.zeros(2, 1))
+    with pytest.raises(kael.ValueError, match="same number of dimensions as input, got 1 and 2"):
+        kael.gather(k, 1, kael.tensor([0]))
+    with pytest.raises(
+        kael.ValueError,
+        match=r"dimension 0: expected index \[3, 1\] to be no larger than input \[2, 3\] apart from dimension 1",
+    ):
+        kael.gather(k, 1, kael.zeros(3, 1, dtype=kael.int64))
+    with pytest.raises(kael.IndexError, match=r"range of \[-2, 1\], but got 2"):
+        kael.gather(k, 2, kael.zeros(2, 1, dtype=kael.int64))
+    with pytest.raises(kael.TypeError, match="input must be a Tensor, got list"):
+        kael.gather([1, 2], 0, kael.tensor([0]))
+
+
+# ---- index_select ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_index_select_matches_torch(layout, dtype, dim):
+    k, t = make((3, 4), dtype, layout, seed=11)
+    ti = _indices((5,), t.shape[dim], seed=12)
+    assert_same(kael.index_select(k, dim, as_kael(ti)), torch.index_select(t, dim, ti))
+    stepped = ti.repeat(2)[::2]
+    assert_same(k.index_select(dim, as_kael(ti.repeat(2))[::2]), t.index_select(dim, stepped))
+
+
+def test_index_select_with_0d_index_0d_input_and_empty_tensors():
+    k, t = make((3, 2), kael.int64)
+    assert_same(kael.index_select(k, 1, kael.tensor(1)), torch.index_select(t, 1, torch.tensor(1)))
+    s, ts = kael.tensor(4), torch.tensor(4)
+    assert_same(
+        kael.index_select(s, 0, kael.tensor([0])), torch.index_select(ts, 0, torch.tensor([0]))
+    )
+    none = torch.tensor([], dtype=torch.int64)
+    assert_same(
+        kael.index_select(kael.zeros(0, 2), 0, as_kael(none)),
+        torch.index_select(torch.zeros(0, 2), 0, none),
+    )
+    assert_same(kael.index_select(k, 0, as_kael(none)), torch.index_select(t, 0, none))
+
+
+def test_index_select_bounds_size_minus_1_passes_size_and_negative_raise():
+    k, t = make((3, 2), kael.int64)
+    assert_same(
+        kael.index_select(k, 0, kael.tensor([2])), torch.index_select(t, 0, torch.tensor([2]))
+    )
+    with pytest.raises(
+        kael.IndexError, match="index 3 is out of bounds for dimension 0 with size 3"
+    ):
+        kael.index_select(k, 0, kael.tensor([0, 3]))
+    with pytest.raises(
+        kael.IndexError, match="index -1 is out of bounds for dimension 0 with size 3"
+    ):
+        kael.index_select(k, 0, kael.tensor([-1]))
+    with pytest.raises(
+        kael.IndexError, match="index 1 is out of bounds for dimension 0 with size 1"
+    ):
+        kael.index_select(kael.tensor(4), 0, kael.tensor([1]))
+
+
+def test_index_select_rejects_bad_arguments_naming_them():
+    k = kael.zeros(3, 2)
+    with pytest.raises(
+        kael.ValueError, match=r"1-d \(or 0-d\) tensor, got 2 dims of shape \[1, 1\]"
+    ):
+        kael.index_select(k, 0, kael.tensor([[0]]))
+    with pytest.raises(kael.TypeError, match="expected dtype int64 for index, got float32"):
+        kael.index_select(k, 0, kael.tensor([0.0]))
+    with pytest.raises(kael.ValueError, match="index of a 0-d input must have 1 value, got 2"):
+        kael.index_select(kael.tensor(4), 0, kael.tensor([0, 0]))
+
+
+# ---- scatter_add and index_add --------------------------------------------------------------------
+
+
+def test_scatter_add_sums_repeated_indices_as_in_the_book():
+    out = kael.zeros(3).scatter_add_(0, kael.tensor([0, 2, 0, 0]), kael.tensor([1.0, 2, 3, 4]))
+    assert out.tolist() == [8.0, 0.0, 2.0]
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "stepped"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_scatter_add_matches_torch(layout, dtype, dim):
+    k, t = make((3, 4), dtype, layout, seed=13)
+    d = dim % 2
+    shape = [2, 3]
+    shape[d] = 7  # more source rows than self has: repeated indices
+    ti = _indices(tuple(shape), t.shape[d], seed=14)
+    src_layout = "expanded" if layout == "stepped" else "transposed"
+    src, tsrc = make((7, 5) if d == 0 else (3, 7), dtype, src_layout, seed=15)
+    result = k.scatter_add_(dim, as_kael(ti), src)
+    assert result is k
+    assert_same(k, t.scatter_add_(dim, ti, tsrc))
+
+
+def test_scatter_add_functional_leaves_the_input_unchanged():
+    k, t = make((3,), kael.float64)
+    before = k.tolist()
+    idx, src = torch.tensor([2, 2]), torch.tensor([1.5, 2.5], dtype=torch.float64)
+    assert_same(
+        kael.scatter_add(k, 0, as_kael(idx), as_kael(src)), torch.scatter_add(t, 0, idx, src)
+    )
+    assert k.tolist() == before
+
+
+def test_scatter_add_of_0d_and_empty_tensors():
+    s = kael.tensor(1.0).scatter_add_(0, kael.tensor(0), kael.tensor(2.0))
+    assert_same(s, torch.tensor(1.0).scatter_add_(0, torch.tensor(0), torch.tensor(2.0)))
+    k, t = make((2, 3))
+    none = torch.zeros(2, 0, dtype=torch.int64)
+    assert_same(
+        k.scatter_add_(1, as_kael(none), kael.ones(2, 1)), t.scatter_add_(1, none, torch.ones(2, 1))
+    )
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_scatter_add_is_the_same_for_any_thread_count(dim):
+    gen = torch.Generator().manual_seed(16)
+    ti = torch.randint(0, 50, (400, 3000) if dim else (3000, 400), generator=gen)
+    tsrc = torch.randn(*ti.shape, generator=gen)
+    shape = (400, 50) if dim else (50, 400)
+    index, src = as_kael(ti), as_kael(tsrc)
+    threads = kael.get_num_threads()
+    try:
+        kael.set_num_threads(1)
+        one = kael.zeros(*shape).scatter_add_(dim, index, src)
+        kael.set_num_threads(2)
+        two = kael.zeros(*shape).scatter_add_(dim, index, src)
+    finally:
+        kael.set_num_threads(threads)
+    np.testing.assert_array_equal(one.numpy(), two.numpy())
+    want = torch.zeros(*shape, dtype=torch.float64).scatter_add_(dim, ti, tsrc.double())
+    np.testing.assert_allclose(one.numpy(), want.numpy(), rtol=1e-4, atol=1e-3)
+
+
+def test_index_add_of_rows_is_the_same_for_any_thread_count_and_matches_torch():
+    gen = torch.Generator().manual_seed(32)
+    ti = torch.randint(0, 300, (2000,), generator=gen)
+    tsrc = torch.randn(2000, 700, generator=gen)
+    threads = kael.get_num_threads()
+    try:
+        results = []
+        for n in (1, 2):
+            kael.set_num_threads(n)
+            results.append(kael.zeros(300, 700).index_add_(0, as_kael(ti), as_kael(tsrc)))
+    finally:
+        kael.set_num_threads(threads)
+    np.testing.assert_array_equal(results[0].numpy(), results[1].numpy())
+    want = torch.zeros(300, 700, dtype=torch.float64).index_add_(0, ti, tsrc.double())
+    np.testing.assert_allclose(results[0].numpy(), want.numpy(), rtol=1e-4, atol=1e-3)
+    with pytest.raises(
+        kael.IndexError, match="index 300 is out of bounds for dimension 0 with size 300"
+    ):
+        bad = ti.clone()
+        bad[1500] = 300
+        kael.zeros(300, 700).index_add_(0, as_kael(bad), as_kael(tsrc))
+
+
+def test_scatter_add_bounds_leave_self_unchanged_on_a_bad_index():
+    k = kael.zeros(3)
+    k.scatter_add_(0, kael.tensor([2]), kael.tensor([1.0]))
+    assert k.tolist() == [0.0, 0.0, 1.0]
+    with pytest.raises(
+        kael.IndexError, match="index 3 is out of bounds for dimension 0 with size 3"
+    ):
+        k.scatter_add_(0, kael.tensor([0, 3]), kael.tensor([5.0, 5.0]))
+    with pytest.raises(
+        kael.IndexError, match="index -1 is out of bounds for dimension 0 with size 3"
+    ):
+        k.scatter_add_(0, kael.tensor([0, -1]), kael.tensor([5.0, 5.0]))
+    assert k.tolist() == [0.0, 0.0, 1.0]
+
+
+def test_scatter_add_rejects_aliasing_and_bad_arguments():
+    a = kael.zeros(4)
+    with pytest.raises(kael.Error, match="src shares memory with self"):
+        a.scatter_add_(0, kael.tensor([0]), a[:1])
+    ints = kael.zeros(4, dtype=kael.int64)
+    with pytest.raises(kael.Error, match="index shares memory with self"):
+        ints.scatter_add_(0, ints[:2], kael.ones(2, dtype=kael.int64))
+    with pytest.raises(kael.Error, match="more than one element of the written-to tensor"):
+        kael.zeros(3).expand(2, 3).scatter_add_(0, kael.tensor([[0]]), kael.tensor([[2.0]]))
+    with pytest.raises(kael.TypeError, match="src to have self's dtype float32, got float64"):
+        kael.zeros(3).scatter_add_(0, kael.tensor([0]), kael.tensor([1.0], dtype=kael.float64))
+    with pytest.raises(
+        kael.ValueError, match=r"index \[2\] to be no larger than self \[3\].*src \[1\]"
+    ):
+        kael.zeros(3).scatter_add_(0, kael.tensor([0, 1]), kael.tensor([1.0]))
+    with pytest.raises(kael.ValueError, match=r"index \[1, 3\] to be no larger than self \[3, 2\]"):
+        kael.zeros(3, 2).scatter_add_(0, kael.zeros(1, 3, dtype=kael.int64), kael.ones(1, 3))
+    with pytest.raises(kael.ValueError, match="same number of dimensions as self, got 1 and 2"):
+        kael.zeros(3, 2).scatter_add_(0, kael.zeros(1, dtype=kael.int64), kael.ones(1, 3))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("dim", [0, 1])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_index_add_matches_torch(dtype, dim, layout):
+    k, t = make((3, 4), dtype, layout, seed=17)
+    ti = torch.tensor([0, 2, 0, 2, 1])[: 4 if dim else 5] % t.shape[dim]
+    shape = (5, 4) if dim == 0 else (3, 4)
+    src, tsrc = make(shape, dtype, "stepped", seed=18)
+    assert_same(k.index_add_(dim, as_kael(ti), src), t.index_add_(dim, ti, tsrc))
+
+
+@pytest.mark.parametrize(
+    ("dtype", "alpha"),
+    [(kael.float32, 2.5), (kael.float64, -1), (kael.int64, 3), (kael.int64, 2.5)],
+)
+def test_index_add_scales_by_alpha_in_self_dtype(dtype, alpha):
+    k, t = make((3, 2), dtype, seed=19)
+    src, tsrc = make((3, 2), dtype, seed=20)
+    ti = torch.tensor([0, 2, 0])
+    assert_same(
+        k.index_add_(0, as_kael(ti), src, alpha=alpha), t.index_add_(0, ti, tsrc, alpha=alpha)
+    )
+
+
+def test_index_add_functional_0d_and_0d_index():
+    k, t = make((3, 2))
+    assert_same(
+        kael.index_add(k, 0, kael.tensor(1), kael.ones(1, 2)),
+        torch.index_add(t, 0, torch.tensor(1), torch.ones(1, 2)),
+    )
+    assert_same(
+        kael.tensor(1.0).index_add_(0, kael.tensor(0), kael.tensor(2.0)),
+        torch.tensor(1.0).index_add_(0, torch.tensor(0), torch.tensor(2.0)),
+    )
+
+
+def test_index_add_and_take_along_dim_of_empty_tensors():
+    none = torch.tensor([], dtype=torch.int64)
+    k, t = make((3, 2))
+    assert_same(
+        k.index_add_(0, as_kael(none), kael.ones(0, 2)), t.index_add_(0, none, torch.ones(0, 2))
+    )
+    e, te = kael.zeros(0, 3), torch.zeros(0, 3)
+    i = torch.zeros(0, 2, dtype=torch.int64)
+    assert_same(kael.take_along_dim(e, as_kael(i), 1), torch.take_along_dim(te, i, 1))
+    assert_same(kael.take_along_dim(e, as_kael(none)), torch.take_along_dim(te, none))
+
+
+def test_index_add_rejects_bad_arguments_naming_them():
+    k = kael.zeros(3, 2)
+    with pytest.raises(
+        kael.ValueError, match=r"number of indices \(2\) must equal source.size\(0\) \(3\)"
+    ):
+        k.index_add_(0, kael.tensor([0, 2]), kael.ones(3, 2))
+    with pytest.raises(
+        kael.ValueError, match=r"source shape \[2, 3\] must match self shape \[3, 2\]"
+    ):
+        k.index_add_(0, kael.tensor([0, 2]), kael.ones(2, 3))
+    with pytest.raises(kael.ValueError, match=r"1-d \(or 0-d\) tensor, got 2 dims"):
+        k.index_add_(0, kael.tensor([[0, 2]]), kael.ones(2, 2))
+    with pytest.raises(kael.TypeError, match="source to have self's dtype float32, got float64"):
+        k.index_add_(0, kael.tensor([0, 2]), kael.ones(2, 2, dtype=kael.float64))
+    k.index_add_(0, kael.tensor([2]), kael.ones(1, 2))
+    with pytest.raises(
+        kael.IndexError, match="index 3 is out of bounds for dimension 0 with size 3"
+    ):
+        k.index_add_(0, kael.tensor([0, 3]), kael.ones(2, 2))
+    with pytest.raises(
+        kael.IndexError, match="index -1 is out of bounds for dimension 0 with size 3"
+    ):
+        k.index_add_(0, kael.tensor([0, -1]), kael.ones(2, 2))
+    with pytest.raises(kael.Error, match="source shares memory with self"):
+        k.index_add_(0, kael.tensor([0]), k[:1])
+
+
+# ---- take_along_dim --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_take_along_dim_without_dim_reads_the_flattened_input(layout, dtype):
+    k, t = make((3, 4), dtype, layout, seed=21)
+    ti = _indices((2, 5), 12, seed=22)
+    # torch views the input as 1-d, which fails for some layouts; kael reshapes any layout
+    assert_same(kael.take_along_dim(k, as_kael(ti)), torch.take_along_dim(t.contiguous(), ti))
+    with pytest.raises(
+        kael.IndexError, match="index -1 is out of bounds for dimension 0 with size 12"
+    ):
+        kael.take_along_dim(k, kael.tensor([-1]))
+
+
+@pytest.mark.parametrize(
+    ("index_shape", "dim"), [((3, 2), 1), ((1, 2), 1), ((3, 1), 1), ((2, 1), 0), ((5, 4), 0)]
+)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_take_along_dim_broadcasts_outside_dim(index_shape, dim, layout):
+    k, t = make((3, 4), kael.float64, layout, seed=23)
+    ti = _indices(index_shape, t.shape[dim], seed=24)
+    assert_same(kael.take_along_dim(k, as_kael(ti), dim), torch.take_along_dim(t, ti, dim))
+    small, tsmall = make((1, 4), kael.int64, seed=25)
+    big = _indices((3, 2), 4, seed=26)
+    assert_same(kael.take_along_dim(small, as_kael(big), 1), torch.take_along_dim(tsmall, big, 1))
+
+
+def test_take_along_dim_with_a_dim_wraps_indices_modulo_the_size_like_torch():
+    k, t = make((2, 3))
+    ti = torch.tensor([[3, 5, -1, -4, -7, 2]])
+    assert_same(kael.take_along_dim(k, as_kael(ti), dim=1), torch.take_along_dim(t, ti, dim=1))
+
+
+def test_take_along_dim_of_0d_tensors():
+    s, ts = kael.tensor(3.0), torch.tensor(3.0)
+    assert_same(kael.take_along_dim(s, kael.tensor(0)), torch.take_along_dim(ts, torch.tensor(0)))
+    with pytest.raises(
+        kael.IndexError, match="Dimension specified as 0 but tensor has no dimensions"
+    ):
+        kael.take_along_dim(s, kael.tensor(0), 0)
+
+
+def test_take_along_dim_rejects_bad_arguments_naming_them():
+    k = kael.zeros(2, 3)
+    with pytest.raises(
+        kael.ValueError, match="got 2 dimensions for input, and 1 dimensions for indices"
+    ):
+        kael.take_along_dim(k, kael.tensor([0]), dim=1)
+    with pytest.raises(kael.TypeError, match="int64 for indices, got float32"):
+        kael.take_along_dim(k, kael.tensor([[0.0]]), dim=1)
+    with pytest.raises(kael.ValueError, match=r"shapes \[3, 1\] and \[2, 1\] cannot be broadcast"):
+        kael.take_along_dim(k, kael.zeros(3, 1, dtype=kael.int64), dim=1)
+    with pytest.raises(
+        kael.IndexError, match="index 0 is out of bounds for dimension 1 with size 0"
+    ):
+        kael.take_along_dim(kael.zeros(2, 0), kael.zeros(2, 1, dtype=kael.int64), dim=1)
+
+
+# ---- nonzero ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_nonzero_matches_torch(layout, dtype):
+    k, t = make((3, 4, 5), dtype, layout, seed=27)
+    assert_same(kael.nonzero(k), torch.nonzero(t))
+    for a, b in zip(k.nonzero(as_tuple=True), t.nonzero(as_tuple=True), strict=True):
+        assert_same(a, b)
+
+
+def test_nonzero_counts_nan_but_not_negative_zero():
+    values = [float("nan"), 0.0, -0.0, 1.0, float("-inf")]
+    assert_same(kael.nonzero(kael.tensor(values)), torch.nonzero(torch.tensor(values)))
+
+
+@pytest.mark.parametrize("value", [0, 3])
+def test_nonzero_of_0d_and_empty_tensors(value):
+    assert_same(kael.nonzero(kael.tensor(value)), torch.nonzero(torch.tensor(value)))
+    (got,) = kael.nonzero(kael.tensor(value), as_tuple=True)
+    (want,) = torch.nonzero(torch.tensor(value), as_tuple=True)
+    assert_same(got, want)
+    assert_same(kael.nonzero(kael.zeros(0, 3)), torch.nonzero(torch.zeros(0, 3)))
+
+
+def test_nonzero_keeps_row_major_order_over_many_blocks_and_threads():
+    gen = torch.Generator().manual_seed(28)
+    t = torch.rand(700, 1500, generator=gen) > 0.7
+    k = as_kael(t)
+    threads = kael.get_num_threads()
+    try:
+        kael.set_num_threads(2)
+        assert_same(kael.nonzero(k), torch.nonzero(t))
+        assert_same(kael.nonzero(k.T), torch.nonzero(t.T))
+    finally:
+        kael.set_num_threads(threads)
+
+
+# ---- sort, argsort, topk ----------------------------------------------------------------------------
+
+
+def test_sort_puts_nan_last_ascending_and_first_descending():
+    x = [3.0, float("nan"), 1.0, 2.0]
+    values, indices = kael.sort(kael.tensor(x))
+    assert_same(values, torch.tensor([1.0, 2.0, 3.0, float("nan")]))
+    assert indices.tolist() == [2, 3, 0, 1]
+    got = kael.sort(kael.tensor(x), descending=True)
+    want = torch.sort(torch.tensor(x), descending=True)
+    assert_same(got.values, want.values)
+    assert_same(got.indices, want.indices)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+@pytest.mark.parametrize("descending", [False, True])
+def test_stable_sort_matches_torch(layout, dtype, dim, descending):
+    k, t = make((6, 7), dtype, layout, seed=29)  # few distinct values: many ties
+    got = k.sort(dim, descending=descending, stable=True)
+    want = t.sort(dim=dim, descending=descending, stable=True)
+    assert_same(got.values, want.values)
+    assert_same(got.indices, want.indices)
+    assert_same(kael.argsort(k, dim, descending=descending, stable=True), want.indices)
+
+
+def test_sort_keeps_ties_in_input_order_in_both_directions():
+    x = [1.0, -0.0, 1.0, 0.0, float("nan"), 1.0, float("nan")]
+    for descending in (False, True):
+        got = kael.sort(kael.tensor(x), descending=descending)
+        want = torch.sort(torch.tensor(x), descending=descending, stable=True)
+        assert_same(got.indices, want.indices)
+
+
+def test_sort_of_0d_and_empty_tensors():
+    got = kael.sort(kael.tensor(3.0))
+    assert_same(got.values, torch.tensor(3.0))
+    assert_same(got.indices, torch.tensor(0))
+    got = kael.sort(kael.zeros(3, 0), dim=1)
+    assert_same(got.values, torch.zeros(3, 0))
+    assert_same(got.indices, torch.zeros(3, 0, dtype=torch.int64))
+    with pytest.raises(kael.IndexError, match=r"range of \[-1, 0\], but got 1"):
+        kael.sort(kael.tensor(3.0), dim=1)
+
+
+def _distinct(shape, layout, dtype=kael.float32):
+    """Tensors with no repeated value, so topk's order is fully determined."""
+    n = math.prod(shape)
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(30))
+    t = perm.to(TORCH_DTYPES[dtype]).reshape(shape)
+    k, tk = make(shape, dtype, "contiguous")
+    k, tk = as_kael(t), t
+    if layout == "transposed":
+        return k.T.contiguous().T, tk
+    return k, tk
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64], ids=DTYPE_IDS[:3])
+@pytest.mark.parametrize("dim", [0, 1])
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("k", [0, 1, 3, 5])
+def test_topk_matches_torch(dtype, dim, largest, k):
+    x, t = _distinct((5, 6), "transposed", dtype)
+    got = kael.topk(x, k, dim, largest=largest)
+    want = torch.topk(t, k, dim, largest=largest)
+    assert_same(got.values, want.values)
+    assert_same(got.indices, want.indices)
+
+
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("k", [1, 4, 9])
+def test_topk_with_ties_gives_torch_values_and_indices_that_point_at_them(largest, k):
+    x, t = make((4, 9), kael.float64, "transposed", seed=31)
+    x[0, 3] = float("nan")
+    t[0, 3] = float("nan")
+    got = kael.topk(x, k, largest=largest)
+    want = torch.topk(t, k, largest=largest)
+    assert_same(got.values, want.values)  # tied values may come from other positions
+    assert_same(kael.gather(x, 1, got.indices), want.values)
+
+
+def test_topk_k_limits_size_passes_size_plus_1_and_negative_raise():
+    x = kael.tensor([3.0, float("nan"), 1.0, 2.0])
+    values, indices = x.topk(4)
+    want = torch.topk(torch.tensor([3.0, float("nan"), 1.0, 2.0]), 4)
+    assert_same(values, want.values)
+    assert_same(indices, want.indices)
+    assert x.topk(0).values.shape == (0,)
+    with pytest.raises(kael.IndexError, match="k is 5 but dimension 0 has size 4"):
+        x.topk(5)
+    with pytest.raises(kael.IndexError, match="k is -1 but dimension 0 has size 4"):
+        x.topk(-1)
+
+
+def test_topk_counts_nan_as_the_largest_value():
+    x = [3.0, float("nan"), 1.0, 2.0]
+    for largest in (True, False):
+        got = kael.topk(kael.tensor(x), 2, largest=largest)
+        want = torch.topk(torch.tensor(x), 2, largest=largest)
+        assert_same(got.values, want.values)
+        assert_same(got.indices, want.indices)
+
+
+def test_topk_of_0d_and_empty_tensors_and_bad_arguments():
+    got = kael.topk(kael.tensor(3.0), 1)
+    assert_same(got.values, torch.tensor(3.0))
+    assert_same(got.indices, torch.tensor(0))
+    with pytest.raises(kael.IndexError, match="k is 2 but dimension 0 has size 1"):
+        kael.topk(kael.tensor(3.0), 2)
+    assert kael.topk(kael.zeros(3, 0), 0).indices.shape == (3, 0)
+    with pytest.raises(kael.IndexError, match="k is 1 but dimension 1 has size 0"):
+        kael.topk(kael.zeros(3, 0), 1)
+    with pytest.raises(kael.TypeError, match="topk.*does not support bool"):
+        kael.topk(kael.tensor([True, False]), 1)
+    with pytest.raises(kael.TypeError, match="k must be an int, got float"):
+        kael.topk(kael.tensor([1.0]), 1.0)
+
+
+# ---- masked_fill, devices -----------------------------------------------------------------------------
+
+
+def test_masked_fill_with_a_wider_mask_widens_the_result_like_torch():
+    mask = [[True, False, True], [False, False, True]]
+    got = kael.masked_fill(kael.zeros(3), kael.tensor(mask), 5.0)
+    assert_same(got, torch.zeros(3).masked_fill(torch.tensor(mask), 5.0))
+
+
+def test_the_ops_are_functions_and_methods_except_cat_and_stack():
+    for name in (
+        "gather",
+        "index_select",
+        "take_along_dim",
+        "scatter_add",
+        "index_add",
+        "nonzero",
+        "sort",
+        "argsort",
+        "topk",
+        "scatter_add_",
+        "index_add_",
+    ):
+        assert callable(getattr(kael.Tensor, name)), name
+    for name in ("cat", "stack"):
+        assert callable(getattr(kael, name)) and not hasattr(kael.Tensor, name)
+    values, indices = kael.tensor([2.0, 1.0]).sort()
+    assert indices.tolist() == [1, 0] and values.tolist() == [1.0, 2.0]
+
+
+@pytest.mark.parametrize(
+    ("name", "call"),
+    [
+        ("gather", lambda x: kael.gather(x, 0, kael.tensor([0]))),
+        ("index_select", lambda x: kael.index_select(x, 0, kael.tensor([0]))),
+        ("take_along_dim", lambda x: kael.take_along_dim(x, kael.tensor([0]))),
+        ("scatter_add", lambda x: kael.scatter_add(x, 0, kael.tensor([0]), kael.ones(1))),
+        ("index_add", lambda x: kael.index_add(x, 0, kael.tensor([0]), kael.ones(1))),
+        ("nonzero", kael.nonzero),
+        ("sort", kael.sort),
+        ("argsort", kael.argsort),
+        ("topk", lambda x: kael.topk(x, 1)),
+    ],
+)
+def test_ops_reject_inputs_that_are_not_tensors(name, call):
+    with pytest.raises(kael.TypeError, match=rf"{name}\(\): input must be a Tensor, got list"):
+        call([1.0, 2.0])
+
+
+class _OnCuda:
+    device = CUDA
+
+
+def test_index_kernels_refuse_cuda_operands_naming_the_op():
+    with pytest.raises(kael.Error, match="gather is not supported on cuda yet"):
+        indexing.require_cpu("gather", _OnCuda())
