@@ -1,11 +1,191 @@
-"""Matrix products: matmul (NumPy's shape rules), mm, bmm, dot, outer and the `@` operator."""
+"""Matrix products: matmul (NumPy's shape rules), mm, bmm, dot, outer and the `@` operator.
+
+matmul promotes both operands to promote_types of their dtypes (bool is refused), treats
+a 1-d left operand as a row and a 1-d right operand as a column (removing the added dim
+from the result), and broadcasts the batch dims with stride 0, never copying them. The
+product runs in kael's kernels: codegen/cpu/gemm*.py on the host, codegen/ptx/gemm.py
+on a GPU. mm, bmm and dot are matmul behind PyTorch's rank checks; outer is a
+broadcasting multiply.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from kael.codegen.cpu import gemm_run
+from kael.frontend import eager
+from kael.frontend.elementwise import _expanded, _output, broadcast_shapes
+from kael.frontend.elementwise import binary as _binary
+from kael.frontend.tensor import Tensor, clone_impl, empty_impl
+from kael.runtime.device import CPU
+from kael.runtime.dtypes import bool_, promote_types
+from kael.runtime.errors import Error, TypeError, ValueError
+from kael.runtime.tensor_impl import TensorImpl, contiguous_strides, format_shape
+
+
+def _tensor(x, op: str, name: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: {name} must be a Tensor, got {type(x).__name__}")
+    return x
+
+
+def _derive(impl: TensorImpl, shape: tuple, strides: tuple) -> TensorImpl:
+    return TensorImpl(impl.storage, shape, strides, impl.offset, impl.dtype, impl.device)
+
+
+def _shapes(a: Tensor, b: Tensor) -> str:
+    return f"{format_shape(a.shape)} and {format_shape(b.shape)}"
+
+
+def _product(a, b, out: Tensor | None, op: str) -> Tensor:
+    """a @ b with NumPy's rules; `op` names the public function in errors."""
+    a, b = _tensor(a, op, "input"), _tensor(b, op, "other")
+    ai, bi = a._impl, b._impl
+    if not ai.shape or not bi.shape:
+        raise ValueError(
+            f"both arguments to {op} need to be at least 1D, but they are "
+            f"{len(ai.shape)}D and {len(bi.shape)}D"
+        )
+    if ai.device is not bi.device:
+        raise Error(
+            f"{op}: expected all tensors on one device, but found {ai.device} and {bi.device}"
+        )
+    dtype = ai.dtype if ai.dtype is bi.dtype else promote_types(ai.dtype, bi.dtype)
+    if dtype is bool_:
+        raise TypeError(f"{op} does not support dtype bool")
+    # A 1-d left operand is a row [1, K]; a 1-d right operand a column [K, 1].
+    left = ai if len(ai.shape) > 1 else _derive(ai, (1, *ai.shape), (0, *ai.strides))
+    right = bi if len(bi.shape) > 1 else _derive(bi, (*bi.shape, 1), (*bi.strides, 0))
+    m, k = left.shape[-2:]
+    k2, n = right.shape[-2:]
+    if k != k2:
+        raise ValueError(
+            f"{op}: shapes {_shapes(a, b)} cannot be multiplied: the first has {k} columns "
+            f"and the second {k2} rows"
+        )
+    lb, rb = left.shape[:-2], right.shape[:-2]
+    if lb == rb:
+        batch = lb
+    else:
+        try:
+            batch = broadcast_shapes(lb, rb)
+        except ValueError:
+            raise ValueError(
+                f"{op}: the batch dims of shapes {_shapes(a, b)} cannot be broadcast together"
+            ) from None
+    shape = batch + (m, n)
+    final = batch + ((m,) if len(ai.shape) > 1 else ()) + ((n,) if len(bi.shape) > 1 else ())
+    target = _output(out, final, dtype, ai.device, op)
+    if target._impl.numel() == 0:
+        return target
+    if k == 0:
+        eager.fill(target._impl, 0)  # each element is a sum of no products
+        return target
+    _multiply(_operand(left, dtype, batch), _operand(right, dtype, batch), target, shape)
+    return target
+
+
+def _operand(impl: TensorImpl, dtype, batch: tuple) -> TensorImpl:
+    """impl in the compute dtype, its batch dims broadcast to `batch` with stride 0."""
+    if impl.dtype is not dtype:
+        impl = clone_impl(impl, dtype)
+    return _expanded(impl, batch + impl.shape[-2:])
+
+
+def _multiply(a: TensorImpl, b: TensorImpl, target: Tensor, shape: tuple) -> None:
+    """target (viewed in the full [*batch, M, N] shape) = a @ b, through a fresh buffer
+    when target's columns are not unit-stride or it shares memory with an operand."""
+    t = target._impl
+    if t.shape == shape:
+        c = t
+    else:  # re-insert the dims a 1-d operand removed; a size-1 dim's stride is free
+        c = _derive(t, shape, contiguous_strides(shape)) if t.is_contiguous() else None
+    direct = (
+        c is not None
+        and (shape[-1] == 1 or c.strides[-1] == 1)
+        and t.storage is not a.storage
+        and t.storage is not b.storage
+    )
+    if not direct:
+        c = empty_impl(shape, t.dtype, t.device)
+    if c.device is CPU:
+        gemm_run.matmul(c, a, b)
+    else:
+        from kael.codegen.ptx import gemm as ptx_gemm
+
+        ptx_gemm.matmul(c, a, b)
+    if not direct:
+        eager.copy_into(t, _derive(c, t.shape, contiguous_strides(t.shape)))
+
+
+def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """The matrix product with NumPy's rules: 1-d promotion and broadcast batch dims."""
+    return _product(input, other, out, "matmul")
+
+
+def _check_rank(t, rank: int, op: str, name: str) -> Tensor:
+    t = _tensor(t, op, name)
+    if t.ndim != rank:
+        raise ValueError(
+            f"{op}: {name} must be a {rank}-D tensor, but got a {t.ndim}-D tensor of shape "
+            f"{format_shape(t.shape)}"
+        )
+    return t
+
+
+def mm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """The product of two matrices (2-d and 2-d)."""
+    _check_rank(input, 2, "mm", "input")
+    _check_rank(mat2, 2, "mm", "mat2")
+    return _product(input, mat2, out, "mm")
+
+
+def bmm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """Batched matrix products of [B, n, m] and [B, m, p]: equal batch sizes, no broadcast."""
+    _check_rank(input, 3, "bmm", "input")
+    _check_rank(mat2, 3, "bmm", "mat2")
+    if input.shape[0] != mat2.shape[0]:
+        raise ValueError(
+            f"bmm: batch sizes differ: shapes {_shapes(input, mat2)} "
+            f"({input.shape[0]} vs {mat2.shape[0]})"
+        )
+    return _product(input, mat2, out, "bmm")
+
+
+def dot(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """The inner product of two 1-d tensors of equal length: a 0-d tensor."""
+    _check_rank(input, 1, "dot", "input")
+    _check_rank(other, 1, "dot", "other")
+    if input.shape != other.shape:
+        raise ValueError(
+            f"dot: inconsistent tensor sizes: shapes {_shapes(input, other)} differ in length"
+        )
+    return _product(input, other, out, "dot")
+
+
+def outer(input: Tensor, vec2: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """input[i] * vec2[j]: a broadcasting multiply of [n, 1] by [1, m] (kael.mul's dtype rules)."""
+    a = _check_rank(input, 1, "outer", "input")
+    b = _check_rank(vec2, 1, "outer", "vec2")
+    return _binary("mul", a.unsqueeze(1), b.unsqueeze(0), out)
+
+
+def _rmatmul(self: Tensor, other) -> Tensor:
+    return _product(other, self, None, "matmul")
+
+
+def _matmul_method(self: Tensor, other) -> Tensor:
+    return _product(self, other, None, "matmul")
+
+
 # kael.NAME for each entry; also Tensor.NAME unless the name is in NOT_METHODS.
-FUNCTIONS: dict[str, Callable] = {}
+FUNCTIONS: dict[str, Callable] = {
+    "matmul": matmul,
+    "mm": mm,
+    "bmm": bmm,
+    "dot": dot,
+    "outer": outer,
+}
 # Tensor-only methods (in-place variants, operators).
-METHODS: dict[str, Callable] = {}
+METHODS: dict[str, Callable] = {"__matmul__": _matmul_method, "__rmatmul__": _rmatmul}
 NOT_METHODS: frozenset[str] = frozenset()

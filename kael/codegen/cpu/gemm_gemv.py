@@ -1,0 +1,152 @@
+"""Matrix-vector products on the host: the two shapes the tiled kernels would waste work on.
+
+A tile of mr x nr accumulators computes mostly padding when one side is a vector, and
+reads B down its columns at the row stride, which no prefetcher follows. So:
+
+- `cols` (B's columns unit-stride; items: batch x rows x blocks of BLOCK columns; M = 1
+  for floats, any M for int64, whose products have no tiled kernel): the block of C is zeroed, then each pass adds a[k] * B[k, block] for KSTEP rows k with
+  full-width loads along B's rows, which stream; C's block stays in L1;
+- `rows` (N = 1, A's and the vector's k unit-stride; items: batch x groups of RSTEP
+  rows): dot products of RSTEP rows with the vector, sharing its loads.
+
+Both take gemm.INT_ARGS plus `blocks` (column blocks or row groups per batch).
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from kael.codegen.cpu import handwritten
+from kael.codegen.cpu.gemm import INT_ARGS, _i64, _min, _Vectors, begin, divmod_, finish
+from kael.runtime.dtypes import DType, float32, int64
+
+ARGS = (*INT_ARGS, "blocks")
+COLS, ROWS = "kael_gemv_cols", "kael_gemv_rows"
+BLOCK = 1024  # columns of C one item keeps in L1 (4 or 8 KiB)
+KSTEP = 4  # rows of B one pass over C's block adds
+RSTEP = 4  # rows of A one item dots with the vector
+UNROLL = 2  # vector accumulators per row
+
+
+def _vectors(module: ir.Module, dtype: DType) -> _Vectors:
+    if dtype is float32:
+        return _Vectors(module, ir.FloatType(), 16, 4, "f32")
+    if dtype is int64:
+        return _Vectors(module, ir.IntType(64), 8, 8, "i64")
+    return _Vectors(module, ir.DoubleType(), 8, 8, "f64")
+
+
+def _emit_cols(module: ir.Module, vx: _Vectors) -> None:
+    fn, b, w, loops = begin(module, COLS, ARGS)
+    t = vx.elem.as_pointer()
+    lanes = vx.lanes
+
+    def item(it):
+        row, block = divmod_(b, it, w["blocks"])
+        batch, r = divmod_(b, row, w["m"])
+        j0 = b.mul(block, _i64(BLOCK))
+        width = _min(b, _i64(BLOCK), b.sub(w["n"], j0))
+        a = b.gep(b.inttoptr(w["a"], t), [b.add(b.mul(batch, w["asb"]), b.mul(r, w["ars"]))])
+        bb = b.gep(b.inttoptr(w["b"], t), [b.add(b.mul(batch, w["bsb"]), j0)])
+        c_row = b.add(b.mul(batch, w["csb"]), b.mul(r, w["ldc"]))
+        c = b.gep(b.inttoptr(w["c"], t), [b.add(c_row, j0)])
+        vectors = b.sdiv(b.add(width, _i64(lanes - 1)), _i64(lanes))
+
+        def lane_mask(v):
+            return vx.mask(b, 0, b.sub(width, b.mul(v, _i64(lanes))))
+
+        def zero(v):
+            vx.store(b, vx.zero, b.gep(c, [b.mul(v, _i64(lanes))]), lane_mask(v))
+
+        loops.counted(_i64(0), vectors, 1, zero, "zero")
+
+        def rows(k0, count):
+            """C[block] += sum over count rows from k0 of a[k] * B[k, block]."""
+            scale = [
+                vx.splat(b, b.load(b.gep(a, [b.mul(b.add(k0, _i64(i)), w["aks"])])))
+                for i in range(count)
+            ]
+            starts = [b.gep(bb, [b.mul(b.add(k0, _i64(i)), w["brs"])]) for i in range(count)]
+
+            def add(v):
+                mask = lane_mask(v)
+                off = b.mul(v, _i64(lanes))
+                p = b.gep(c, [off])
+                acc = vx.load(b, p, mask)
+                for s, start in zip(scale, starts, strict=True):
+                    acc = vx.madd(b, s, vx.load(b, b.gep(start, [off]), mask), acc)
+                vx.store(b, acc, p, mask)
+
+            loops.counted(_i64(0), vectors, 1, add, f"add{count}")
+
+        groups = b.sdiv(w["k"], _i64(KSTEP))
+        loops.counted(_i64(0), groups, 1, lambda g: rows(b.mul(g, _i64(KSTEP)), KSTEP), "group")
+        loops.counted(b.mul(groups, _i64(KSTEP)), w["k"], 1, lambda k: rows(k, 1), "rest")
+
+    finish(fn, b, loops, item)
+
+
+def _emit_rows(module: ir.Module, vx: _Vectors) -> None:
+    fn, b, w, loops = begin(module, ROWS, ARGS)
+    t = vx.elem.as_pointer()
+    lanes = vx.lanes
+    reduce = ir.Function(
+        module,
+        ir.FunctionType(vx.elem, [vx.elem, vx.vec]),
+        f"llvm.vector.reduce.fadd.v{lanes}{'f32' if lanes == 16 else 'f64'}",
+    )
+    accs = [[b.alloca(vx.vec, name=f"acc{r}_{u}") for u in range(UNROLL)] for r in range(RSTEP)]
+
+    def item(it):
+        batch, group = divmod_(b, it, w["blocks"])
+        r0 = b.mul(group, _i64(RSTEP))
+        last = b.sub(w["m"], _i64(1))
+        base = b.gep(b.inttoptr(w["a"], t), [b.mul(batch, w["asb"])])
+        rows = [
+            b.gep(base, [b.mul(_min(b, b.add(r0, _i64(r)), last), w["ars"])]) for r in range(RSTEP)
+        ]
+        x = b.gep(b.inttoptr(w["b"], t), [b.mul(batch, w["bsb"])])
+        c = b.gep(b.inttoptr(w["c"], t), [b.mul(batch, w["csb"])])
+        for row in accs:
+            for acc in row:
+                b.store(vx.zero, acc)
+        step = lanes * UNROLL
+        chunks = b.sdiv(b.add(w["k"], _i64(step - 1)), _i64(step))
+
+        def chunk(s):
+            k0 = b.mul(s, _i64(step))
+            for u in range(UNROLL):
+                k = b.add(k0, _i64(u * lanes))
+                mask = vx.mask(b, 0, _min(b, b.sub(w["k"], k), _i64(lanes)))
+                xv = vx.load(b, b.gep(x, [k]), mask)
+                for row, acc in zip(rows, accs, strict=True):
+                    av = vx.load(b, b.gep(row, [k]), mask)
+                    b.store(vx.madd(b, av, xv, b.load(acc[u])), acc[u])
+
+        loops.counted(_i64(0), chunks, 1, chunk, "chunk")
+        zero = ir.Constant(vx.elem, 0.0)
+        for r, acc in enumerate(accs):
+            total = b.load(acc[0])
+            for u in range(1, UNROLL):
+                total = b.fadd(total, b.load(acc[u]))
+            row = b.add(r0, _i64(r))
+            with b.if_then(b.icmp_signed("<", row, w["m"])):
+                value = b.call(reduce, [zero, total], fastmath=("reassoc",))
+                b.store(value, b.gep(c, [b.mul(row, w["ldc"])]))
+
+    finish(fn, b, loops, item)
+
+
+def library(dtype: DType) -> handwritten.Library:
+    """The compiled kernels of a dtype, built once (disk-cached): both for floats, `cols`
+    alone for int64 (every row of C is a vector @ matrix product, in wrapping arithmetic)."""
+
+    def build(module: ir.Module) -> list[str]:
+        vx = _vectors(module, dtype)
+        _emit_cols(module, vx)
+        if dtype is int64:
+            return [COLS]
+        _emit_rows(module, vx)
+        return [COLS, ROWS]
+
+    return handwritten.compiled(f"kael_gemv_{dtype.name}", build)

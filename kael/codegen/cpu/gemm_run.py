@@ -1,0 +1,219 @@
+"""Runs matrix products on the host: batch layout, cache blocking, B packing and the launches
+of gemm.py's and gemm_gemv.py's kernels, planned once per (dtype, shapes, strides,
+threads).
+
+A plan is a list of launches whose argument words are fixed except the addresses of A, B,
+C and the packing buffer, so a repeated call does no planning in Python. Batch dims are
+passed as strides (a broadcast operand has stride 0 and is never copied); when B is
+shared by the batch and A's and C's batches are contiguous row blocks, the batch folds
+into the rows of one product, so B is packed once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+
+from kael.codegen.cpu import gemm, gemm_gemv
+from kael.ir.matmul import SPECS, GemmSpec, batch_dims
+from kael.runtime import debug
+from kael.runtime.dtypes import int64
+from kael.runtime.launcher import PARALLEL_BYTES, launch
+from kael.runtime.storage import Storage
+from kael.runtime.tensor_impl import TensorImpl
+from kael.runtime.threadpool import get_num_threads
+
+# B is read in place (not packed) when its columns are unit-stride and it is this small
+# (every panel stays in L1/L2, and packing would cost as much as it saves), or when A
+# has at most mr rows.
+DIRECT_B_BYTES = 64 << 10
+# A launch doing fewer multiply-adds runs on the calling thread.
+PARALLEL_FLOPS = 1 << 22
+A, B, C, BUF = range(4)  # which address a word slot takes
+
+
+@dataclass(frozen=True, slots=True)
+class _Launch:
+    fn: object
+    words: tuple[int, ...]
+    slots: tuple[tuple[int, int, int], ...]  # (word index, A|B|C|BUF, byte offset)
+    total: int
+    moved: int  # what the launcher compares with PARALLEL_BYTES
+    name: str = gemm.MACRO
+    flops: int = 0  # for KAEL_DEBUG: multiply-adds x 2 (0 for packing)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    launches: tuple[_Launch, ...]
+    buffer_bytes: int
+
+
+def _parallel(flops: int) -> int:
+    return PARALLEL_BYTES if flops >= PARALLEL_FLOPS else 0
+
+
+def _blocks(total: int, block: int) -> int:
+    return -(-total // block)
+
+
+def _row_blocks(spec: GemmSpec, m: int, batches: int, threads: int) -> tuple[int, int]:
+    """(rows per block, blocks): about MC rows, whole mr panels, and enough blocks to split
+    evenly over the threads when one product is all the work."""
+    mblocks = _blocks(m, spec.mc)
+    if threads > 1 and batches * mblocks < 8 * threads:
+        per = _blocks(mblocks * batches, threads) * threads
+        mblocks = min(_blocks(m, spec.mr), max(1, per // batches))
+    mc = _blocks(_blocks(m, mblocks), spec.mr) * spec.mr
+    return mc, _blocks(m, mc)
+
+
+def _float_plan(spec, a, b, c, batch, outer, threads) -> Plan:
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    item = spec.dtype.itemsize
+    ars, aks = a.strides[-2:]
+    brs, bcs = b.strides[-2:]
+    bcs = 1 if n == 1 else bcs  # a column (a 1-d right operand has stride 0 there)
+    ldc = c.strides[-2]
+    q, (qa, qb, qc) = batch
+    if q > 1 and qb == 0 and qa == m * ars and qc == m * ldc:
+        m, q, qa, qc = m * q, 1, 0, 0
+    if n == 1 and (k == 1 or (aks == 1 and brs == 1)):  # matrix @ vector
+        groups = _blocks(m, gemm_gemv.RSTEP)
+        tail = (ars, 1, qa, 1, 1, qb, ldc, qc, m, 1, k, groups)
+        return _gemv(spec, gemm_gemv.ROWS, tail, q * groups, outer, 2 * q * m * k)
+    if m == 1 and bcs == 1:  # vector @ matrix
+        blocks = _blocks(n, gemm_gemv.BLOCK)
+        tail = (ars, aks, qa, brs, 1, qb, ldc, qc, 1, n, k, blocks)
+        return _gemv(spec, gemm_gemv.COLS, tail, q * blocks, outer, 2 * q * n * k)
+    mc, mblocks = _row_blocks(spec, m, q, threads)
+    # Too few row blocks to busy every thread (a short, wide product): split the columns.
+    nblocks = threads if q * mblocks < threads else 1
+    launches: list[_Launch] = []
+    buffer = 0
+    lib = gemm.float_library(spec)
+    macro, pack = lib[gemm.MACRO], lib[gemm.PACK_B]
+    # Rows of one mr panel use each element of B once: packing it would be pure cost.
+    once = m <= spec.mr and (qb != 0 or q == 1)
+    if bcs == 1 and (k * n * item <= DIRECT_B_BYTES or once):
+        steps = [(0, n, 0, k, False)]
+    else:
+        nk = _blocks(k, spec.kc)
+        kc = _blocks(k, nk)
+        steps = [
+            (j0, min(spec.nc, n - j0), p0, min(kc, k - p0), True)
+            for j0 in range(0, n, spec.nc)
+            for p0 in range(0, k, kc)
+        ]
+    qpack = q if qb else 1
+    for oa, ob, oc in outer:
+        for j0, nc, p0, kc, packed in steps:
+            tiles = _blocks(_blocks(nc, spec.nr), nblocks)
+            a_off = oa + p0 * aks * item
+            c_off = oc + j0 * item
+            if packed:
+                panels = _blocks(nc, spec.nr)
+                per_batch = panels * kc * spec.nr
+                buffer = max(buffer, qpack * per_batch * item)
+                b_off = ob + (p0 * brs + j0 * bcs) * item
+                words = (0, 0, brs, bcs, qb, per_batch, kc, nc, panels)
+                moved = 2 * qpack * per_batch * item
+                slots = ((0, B, b_off), (1, BUF, 0))
+                launches.append(_Launch(pack, words, slots, qpack * panels, moved, gemm.PACK_B))
+                bsrc, bps, bks, bsb = (BUF, 0), kc * spec.nr, spec.nr, per_batch if qb else 0
+            else:
+                bsrc, bps, bks, bsb = (B, ob), spec.nr, brs, qb
+            words = (
+                0, 0, 0, ars, aks, qa, bps, bks, bsb, ldc, qc,
+                m, nc, kc, mblocks, mc, int(p0 > 0), int(packed), nblocks, tiles,
+            )  # fmt: skip
+            slots = ((0, A, a_off), (1, *bsrc), (2, C, c_off))
+            flops = 2 * m * nc * kc * q
+            items = q * mblocks * nblocks
+            launches.append(
+                _Launch(macro, words, slots, items, _parallel(flops), gemm.MACRO, flops)
+            )
+    return Plan(tuple(launches), buffer)
+
+
+def _slots(outer) -> list[tuple[tuple[int, int, int], ...]]:
+    """The A, B, C address slots (words 0, 1, 2) of each outer batch offset."""
+    return [((0, A, oa), (1, B, ob), (2, C, oc)) for oa, ob, oc in outer]
+
+
+def _gemv(spec: GemmSpec, name: str, tail: tuple, total: int, outer, flops: int) -> Plan:
+    """One gemm_gemv launch per outer batch offset."""
+    fn = gemm_gemv.library(spec.dtype)[name]
+    words, moved = (0, 0, 0, *tail), _parallel(flops)
+    return Plan(tuple(_Launch(fn, words, s, total, moved, name, flops) for s in _slots(outer)), 0)
+
+
+def _int_plan(a, b, c, batch, outer) -> Plan:
+    """int64: rows of C as vector @ matrix products when B's columns are unit-stride
+    (gemm_gemv's cols kernel), else gemm.py's scalar row kernel."""
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    q, (qa, qb, qc) = batch
+    brs, bcs = b.strides[-2:]
+    ars, aks = a.strides[-2:]
+    flops = 2 * q * m * n * k
+    if bcs == 1 or n == 1:
+        blocks = _blocks(n, gemm_gemv.BLOCK)
+        tail = (ars, aks, qa, brs, 1, qb, c.strides[-2], qc, m, n, k, blocks)
+        fn, name, total = gemm_gemv.library(int64)[gemm_gemv.COLS], gemm_gemv.COLS, q * m * blocks
+    else:
+        tail = (ars, aks, qa, brs, bcs, qb, c.strides[-2], qc, m, n, k)
+        fn, name, total = gemm.int64_library()[gemm.ROWS_I64], gemm.ROWS_I64, q * m
+    words, moved = (0, 0, 0, *tail), _parallel(flops)
+    return Plan(tuple(_Launch(fn, words, s, total, moved, name, flops) for s in _slots(outer)), 0)
+
+
+def plan(a: TensorImpl, b: TensorImpl, c: TensorImpl, threads: int) -> Plan:
+    """The launches computing c = a @ b (see `matmul`)."""
+    dims = batch_dims(c.shape[:-2], a.strides[:-2], b.strides[:-2], c.strides[:-2])
+    inner = dims.pop() if dims else (1, (0, 0, 0))
+    item = c.dtype.itemsize
+    outer = [
+        tuple(
+            sum(i * st[x] * item for i, (_, st) in zip(index, dims, strict=True)) for x in range(3)
+        )
+        for index in itertools.product(*(range(size) for size, _ in dims))
+    ]
+    if c.dtype is int64:
+        return _int_plan(a, b, c, inner, outer)
+    return _float_plan(SPECS[c.dtype], a, b, c, inner, outer, threads)
+
+
+_plans: dict[tuple, Plan] = {}
+_MAX_PLANS = 1024
+
+
+def matmul(c: TensorImpl, a: TensorImpl, b: TensorImpl) -> None:
+    """c = a @ b for [*batch, M, K] @ [*batch, K, N] -> [*batch, M, N] with K > 0.
+
+    One dtype (float32, float64 or int64) and one batch shape for all three (broadcast
+    batch dims have stride 0); c's columns must be unit-stride and c must not overlap a or b.
+    """
+    threads = get_num_threads()
+    key = (c.dtype, a.shape, a.strides, b.shape, b.strides, c.strides, threads)
+    p = _plans.get(key)
+    if p is None:
+        if len(_plans) >= _MAX_PLANS:
+            _plans.clear()
+        p = _plans[key] = plan(a, b, c, threads)
+    buffer = Storage(p.buffer_bytes) if p.buffer_bytes else None
+    bases = (a.data_ptr(), b.data_ptr(), c.data_ptr(), buffer.ptr if buffer else 0)
+    for step in p.launches:
+        words = list(step.words)
+        for index, which, offset in step.slots:
+            words[index] = bases[which] + offset
+        if debug.level < 1:
+            launch(step.fn, words, step.total, step.moved, 1)
+            continue
+        start = time.perf_counter()
+        launch(step.fn, words, step.total, step.moved, 1)
+        seconds = max(time.perf_counter() - start, 1e-9)
+        rate = f" {step.flops / seconds / 1e9:.2f} GFLOP/s" if step.flops else ""
+        debug.emit(f"[kael] launch {step.name} items={step.total} {seconds * 1e6:.1f} us{rate}")

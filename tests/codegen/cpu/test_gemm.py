@@ -1,0 +1,407 @@
+"""The host matrix-product kernels below the frontend: B packing, edge tiles, blocking plans,
+batch layouts and the int64 row kernel, on NumPy-backed buffers with guard cells."""
+
+import ctypes
+
+import numpy as np
+import pytest
+from kernel_helpers import impl_of, run_python
+
+import kael
+from kael.codegen.cpu import gemm, gemm_gemv, gemm_run
+from kael.ir.matmul import SPECS, GemmSpec, batch_dims
+from kael.runtime.dtypes import float32, float64
+from kael.runtime.launcher import launch
+
+RNG = np.random.default_rng(7)
+NP = {float32: np.float32, float64: np.float64}
+
+
+def small_ints(shape, dtype) -> np.ndarray:
+    return RNG.integers(-4, 5, size=shape).astype(dtype)
+
+
+def guarded(shape, dtype, pad: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """(a NaN-filled array with `pad` guard cells around it, the inner view)."""
+    big = np.full(tuple(s + 2 * pad for s in shape), np.nan, dtype)
+    return big, big[(slice(pad, -pad),) * len(shape)]
+
+
+def run(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    batch = c.shape[:-2]
+    ea = np.broadcast_to(a, batch + a.shape[-2:])
+    eb = np.broadcast_to(b, batch + b.shape[-2:])
+    gemm_run.matmul(impl_of(c), impl_of(ea), impl_of(eb))
+
+
+# ---- the description -------------------------------------------------------------------
+
+
+def test_spec_text_names_every_parameter_so_caches_never_mix_kernels():
+    base = SPECS[float32]
+    texts = {
+        GemmSpec(float32, 6, 64, 240, 256, 1024).text(),
+        GemmSpec(float32, 4, 64, 240, 256, 1024).text(),
+        GemmSpec(float32, 6, 48, 240, 256, 1024).text(),
+        GemmSpec(float32, 6, 64, 120, 256, 1024).text(),
+        GemmSpec(float32, 6, 64, 240, 128, 1024).text(),
+        GemmSpec(float32, 6, 64, 240, 256, 512).text(),
+        GemmSpec(float64, 6, 64, 240, 256, 1024).text(),
+    }
+    assert len(texts) == 7
+    assert base.text() == str(base) and base.text().isidentifier()
+
+
+@pytest.mark.parametrize("dtype", [float32, float64], ids=["f32", "f64"])
+def test_spec_tiles_fit_the_vector_registers(dtype):
+    spec = SPECS[dtype]
+    assert spec.nr % spec.lanes == 0
+    assert spec.mr * spec.vectors + spec.vectors + 1 <= 32
+    assert spec.mc % spec.mr == 0  # row blocks never exceed the packed-A scratch
+
+
+# ---- packing ---------------------------------------------------------------------------
+
+
+def pack(dtype, src: np.ndarray, kc: int, n: int, batches: int = 1) -> np.ndarray:
+    """Run pack_b on src [batches, kc, n] (any strides); the packed buffer."""
+    spec = SPECS[dtype]
+    panels = -(-n // spec.nr)
+    per = panels * kc * spec.nr
+    dst = np.full(batches * per + 5, np.nan, NP[dtype])
+    item = src.itemsize
+    words = [
+        src.__array_interface__["data"][0], dst.ctypes.data,
+        src.strides[1] // item, src.strides[2] // item, src.strides[0] // item, per, kc, n, panels,
+    ]  # fmt: skip
+    fn = gemm.float_library(spec)[gemm.PACK_B]
+    launch(fn, words, batches * panels, 0, 1)
+    assert np.isnan(dst[batches * per :]).all()  # nothing written past the last panel
+    return dst[: batches * per].reshape(batches, panels, kc, spec.nr)
+
+
+@pytest.mark.parametrize("dtype", [float32, float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("n", [1, 15, 16, 63, 64, 65, 130])
+def test_pack_b_lays_out_panels_and_zero_pads_the_last(n, dtype):
+    spec = SPECS[dtype]
+    kc = 9
+    src = small_ints((2, kc, n), NP[dtype])
+    packed = pack(dtype, src, kc, n, batches=2)
+    padded = np.zeros((2, kc, packed.shape[1] * spec.nr), NP[dtype])
+    padded[:, :, :n] = src
+    want = padded.reshape(2, kc, -1, spec.nr).transpose(0, 2, 1, 3)
+    np.testing.assert_array_equal(packed, want)
+
+
+@pytest.mark.parametrize("dtype", [float32, float64], ids=["f32", "f64"])
+def test_pack_b_reads_transposed_and_stepped_sources(dtype):
+    spec = SPECS[dtype]
+    base = small_ints((1, 150, 40), NP[dtype])
+    src = base.transpose(0, 2, 1)[:, :, ::2]  # column stride 2 * 40, row stride 1
+    packed = pack(dtype, src, 40, 75)
+    padded = np.zeros((40, 2 * spec.nr if dtype is float32 else 3 * spec.nr), NP[dtype])
+    padded[:, :75] = src[0]
+    np.testing.assert_array_equal(packed[0], padded.reshape(40, -1, spec.nr).transpose(1, 0, 2))
+
+
+@pytest.mark.parametrize("dtype", [float32, float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("kc", [1, 15, 16, 17, 40])
+def test_pack_b_transposes_unit_stride_columns_in_blocks_with_edges(kc, dtype):
+    spec = SPECS[dtype]
+    n = spec.nr + 3
+    src = small_ints((1, n, kc), NP[dtype]).transpose(0, 2, 1)  # row stride 1
+    packed = pack(dtype, src, kc, n)
+    padded = np.zeros((kc, 2 * spec.nr), NP[dtype])
+    padded[:, :n] = src[0]
+    np.testing.assert_array_equal(packed[0], padded.reshape(kc, 2, spec.nr).transpose(1, 0, 2))
+
+
+@pytest.mark.parametrize("dtype", [float32, float64], ids=["f32", "f64"])
+def test_pack_b_reads_sources_without_any_unit_stride(dtype):
+    spec = SPECS[dtype]
+    src = small_ints((1, 2 * 9, 3 * 70), NP[dtype])[:, ::2, ::3]
+    packed = pack(dtype, src, 9, 70)
+    padded = np.zeros((9, 2 * spec.nr if dtype is float32 else 3 * spec.nr), NP[dtype])
+    padded[:, :70] = src[0]
+    np.testing.assert_array_equal(packed[0], padded.reshape(9, -1, spec.nr).transpose(1, 0, 2))
+
+
+# ---- edge tiles ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [float32, float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("m", [1, 5, 6, 7, 12, 13])
+@pytest.mark.parametrize("n", [1, 7, 8, 16, 17, 31, 32, 33, 64, 65])
+def test_edge_tiles_write_exactly_the_output_and_nothing_around_it(m, n, dtype):
+    a = small_ints((m, 11), NP[dtype])
+    b = small_ints((11, n), NP[dtype])
+    big, c = guarded((m, n), NP[dtype])
+    run(c, a, b)
+    np.testing.assert_array_equal(c, a @ b)
+    inner = np.zeros(big.shape, bool)
+    inner[3:-3, 3:-3] = True
+    assert np.isnan(big[~inner]).all()
+
+
+@pytest.mark.parametrize("dtype", [float32, float64], ids=["f32", "f64"])
+def test_packed_path_edges_and_k_blocks_write_only_the_output(dtype):
+    spec = SPECS[dtype]
+    m, k, n = spec.mc + 7, spec.kc + 3, spec.nc + 5  # one extra block in every direction
+    a = small_ints((m, k), NP[dtype])
+    b = small_ints((k, n), NP[dtype])
+    big, c = guarded((m, n), NP[dtype])
+    run(c, a, b)
+    np.testing.assert_array_equal(c, a @ b)
+    assert np.isnan(big[:3]).all() and np.isnan(big[-3:]).all()
+    assert np.isnan(big[:, :3]).all() and np.isnan(big[:, -3:]).all()
+
+
+GUARD_SCRIPT = """
+import ctypes, mmap
+import numpy as np
+from kernel_helpers import impl_of
+from kael.codegen.cpu import gemm_run
+
+libc = ctypes.CDLL(None)
+libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+PAGE = mmap.PAGESIZE
+
+
+def at_page_end(shape, dtype):
+    # An array whose last byte is followed by an inaccessible page: any read past it faults.
+    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    size = -(-nbytes // PAGE) * PAGE
+    mm = mmap.mmap(-1, size + PAGE)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(mm))
+    assert libc.mprotect(base + size, PAGE, 0) == 0
+    arr = np.frombuffer(mm, dtype, count=int(np.prod(shape)), offset=size - nbytes)
+    KEEP.append(mm)
+    return arr.reshape(shape)
+
+
+KEEP = []
+rng = np.random.default_rng(0)
+for dtype in (np.float32, np.float64, np.int64):
+    for m, k, n in ((7, 5, 3), (13, 9, 17), (1, 3, 1), (5, 40, 10), (247, 300, 70), (9, 513, 1030),
+                    (1, 40, 70), (9, 37, 1), (1, 33, 1025)):
+        a = at_page_end((m, k), dtype)
+        b = at_page_end((k, n), dtype)
+        bt = at_page_end((n, k), dtype).T
+        c = at_page_end((m, n), dtype)
+        a[...] = rng.integers(-4, 5, (m, k))
+        b[...] = rng.integers(-4, 5, (k, n))
+        gemm_run.matmul(impl_of(c), impl_of(a), impl_of(b))
+        assert (c == a @ b).all(), (dtype, m, k, n)
+        bt[...] = b
+        gemm_run.matmul(impl_of(c), impl_of(a), impl_of(bt))
+        assert (c == a @ b).all(), ("transposed", dtype, m, k, n)
+print("ok")
+"""
+
+
+def test_edge_tiles_never_touch_memory_past_the_operands():
+    # Masked B and C accesses and clamped A rows: operands end right before a PROT_NONE page.
+    res = run_python(GUARD_SCRIPT)
+    assert res.stdout.strip() == "ok"
+
+
+# ---- plans -----------------------------------------------------------------------------
+
+
+def test_batch_dims_drop_ones_and_merge_contiguous_dims():
+    dims = batch_dims((2, 1, 3), (60, 60, 20), (0, 0, 0), (30, 30, 10))
+    assert dims == [(6, (20, 0, 10))]
+    split = batch_dims((2, 3), (0, 20), (15, 5), (30, 10))
+    assert split == [(2, (0, 15, 30)), (3, (20, 5, 10))]
+    assert batch_dims(()) == []
+
+
+def _plan(a_shape, b_shape, dtype=np.float32, b_view=lambda x: x, threads=2, a_view=lambda x: x):
+    a = a_view(np.zeros(a_shape, dtype))
+    b = b_view(np.zeros(b_shape, dtype))
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    c = np.zeros(batch + (a.shape[-2], b.shape[-1]), dtype)
+    ea, eb = np.broadcast_to(a, batch + a.shape[-2:]), np.broadcast_to(b, batch + b.shape[-2:])
+    return gemm_run.plan(impl_of(ea), impl_of(eb), impl_of(c), threads)
+
+
+def test_small_unit_stride_b_is_read_in_place_and_larger_b_is_packed():
+    side = int((gemm_run.DIRECT_B_BYTES // 4) ** 0.5)
+    direct = _plan((8, side), (side, side))
+    assert direct.buffer_bytes == 0 and len(direct.launches) == 1
+    packed = _plan((8, side + 1), (side + 1, side + 1))
+    assert packed.buffer_bytes > 0 and len(packed.launches) == 2
+    transposed = _plan((8, 4), (4, 4), b_view=lambda x: x.T)
+    assert transposed.buffer_bytes > 0  # columns not unit-stride: always packed
+
+
+def test_a_shared_right_operand_folds_the_batch_into_one_product():
+    folded = _plan((16, 64, 200), (200, 200))
+    macro = folded.launches[-1]
+    assert macro.words[gemm.MACRO_ARGS.index("m")] == 16 * 64
+    nr = SPECS[float32].nr
+    assert folded.buffer_bytes == 4 * 200 * nr * 4  # B packed once: 4 panels of 200 rows
+
+
+def test_separate_right_operands_keep_the_batch_in_the_kernel():
+    kept = _plan((16, 128, 128), (16, 128, 128))
+    macro = kept.launches[-1]
+    assert macro.words[gemm.MACRO_ARGS.index("m")] == 128
+    assert macro.total == 16  # one row block per batch
+
+
+def test_launches_below_the_flop_threshold_run_inline_and_above_it_in_parallel():
+    def moved(m):  # direct path: one launch of 2 * m * 16 * 16 flops
+        (step,) = _plan((m, 16), (16, 16)).launches
+        return step.moved
+
+    edge = gemm_run.PARALLEL_FLOPS // (2 * 16 * 16)
+    assert moved(edge - 1) == 0
+    assert moved(edge) >= gemm_run.PARALLEL_BYTES
+
+
+def test_the_k_dimension_is_split_into_equal_blocks_no_larger_than_kc():
+    spec = SPECS[float32]
+    p = _plan((64, spec.kc + 1), (spec.kc + 1, 2000))
+    macros = [step for step in p.launches if len(step.words) == len(gemm.MACRO_ARGS)]
+    kcs = {step.words[gemm.MACRO_ARGS.index("kc")] for step in macros}
+    assert kcs <= {spec.kc // 2 + 1, spec.kc // 2}
+    assert max(kcs) <= spec.kc
+
+
+@pytest.mark.parametrize("m", [1, 6, 50, 241, 2048, 5000])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_row_blocks_cover_the_rows_in_whole_panels_and_balance_threads(m, threads):
+    spec = SPECS[float32]
+    mc, blocks = gemm_run._row_blocks(spec, m, 1, threads)
+    assert mc % spec.mr == 0 and mc <= spec.mc
+    assert (blocks - 1) * mc < m <= blocks * mc
+    if m >= threads * spec.mr:
+        assert blocks >= threads
+
+
+# ---- int64 ---------------------------------------------------------------------------
+
+
+def test_int64_rows_wrap_on_overflow():
+    a = np.array([[2**62, 2**62, 5]], np.int64)
+    b = np.array([[4], [4], [-(2**62)]], np.int64)
+    c = np.empty((1, 1), np.int64)
+    run(c, a, b)
+    want = (2**64 + 2**64 - 5 * 2**62 + 2**63) % 2**64 - 2**63
+    assert c[0, 0] == want
+
+
+def test_int64_batches_with_stride_zero_and_strided_columns():
+    a = RNG.integers(-9, 9, size=(1, 4, 6))
+    b = RNG.integers(-9, 9, size=(3, 12, 5))[:, ::2]
+    c = np.empty((3, 4, 5), np.int64)
+    run(c, a, b)
+    np.testing.assert_array_equal(c, a @ b)
+
+
+def test_kernels_take_the_kernel_signature():
+    lib = gemm.float_library(SPECS[float64])
+    assert isinstance(lib[gemm.MACRO], ctypes._CFuncPtr)
+    assert "kael_gemm_micro" in lib.text and "llvm.fma.v8f64" in lib.text
+    assert "llvm.masked.store.v16f32" in gemm.float_library(SPECS[float32]).text
+
+
+def test_debug_level_one_reports_each_launch_with_its_rate():
+    script = "import kael\nkael.ones(70, 300) @ kael.ones(300, 200)\n"
+    res = run_python(script, KAEL_DEBUG="1")
+    lines = [line for line in res.stderr.splitlines() if "kael_gemm" in line]
+    assert any(line.startswith("[kael] launch kael_gemm_pack_b items=") for line in lines)
+    assert any("kael_gemm_macro" in line and line.endswith("GFLOP/s") for line in lines)
+
+
+def test_a_single_column_right_operand_is_read_in_place():
+    column = _plan(
+        (50, 300), (300, 1), b_view=lambda x: np.lib.stride_tricks.as_strided(x, strides=(4, 0))
+    )
+    assert column.buffer_bytes == 0  # its column stride does not matter: never packed
+
+
+def test_b_is_read_in_place_for_at_most_one_row_panel_of_a():
+    mr = SPECS[float32].mr
+    assert _plan((mr, 300), (300, 300)).buffer_bytes == 0
+    assert _plan((mr + 1, 300), (300, 300)).buffer_bytes > 0
+    assert _plan((3, mr, 300), (300, 300)).buffer_bytes > 0  # one B for three batches
+
+
+def test_short_wide_products_split_their_columns_over_the_threads():
+    mr, nr = SPECS[float32].mr, SPECS[float32].nr
+    (wide,) = _plan((mr, 50), (50, 10 * nr + 1), threads=2).launches
+    args = dict(zip(gemm.MACRO_ARGS, wide.words, strict=True))
+    assert wide.total == 2 and args["nblocks"] == 2 and args["tiles"] == 6  # 11 panels
+    tall = _plan((2 * mr + 1, 50), (50, 10 * nr + 1), threads=2).launches[-1]
+    assert dict(zip(gemm.MACRO_ARGS, tall.words, strict=True))["nblocks"] == 1
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_column_blocks_compute_every_column_once(threads):
+    a = small_ints((4, 300), np.float32)
+    b = small_ints((300, 1000), np.float32)
+    big, c = guarded((4, 1000), np.float32)
+    before = kael.get_num_threads()
+    kael.set_num_threads(threads)
+    try:
+        run(c, a, b)
+    finally:
+        kael.set_num_threads(before)
+    np.testing.assert_array_equal(c, a @ b)
+    assert np.isnan(big[:3]).all() and np.isnan(big[-3:]).all()
+
+
+def test_vector_shapes_take_the_matrix_vector_kernels():
+    rows = _plan((9, 300), (300, 1)).launches
+    assert [step.name for step in rows] == [gemm_gemv.ROWS]
+    cols = _plan((1, 300), (300, 70)).launches
+    assert [step.name for step in cols] == [gemm_gemv.COLS]
+    transposed = _plan((300, 9), (300, 1), a_view=lambda x: x.T).launches  # k not unit-stride
+    assert gemm_gemv.ROWS not in [step.name for step in transposed]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m", [1, 3, 4, 5, 9])
+@pytest.mark.parametrize("k", [1, 15, 16, 17, 33, 100])
+def test_matrix_vector_rows_cover_row_groups_and_k_tails(m, k, dtype):
+    a = small_ints((m, k), dtype)
+    v = small_ints((k, 1), dtype)
+    big, c = guarded((m, 1), dtype)
+    run(c, a, v)
+    np.testing.assert_array_equal(c, a @ v)
+    assert np.isnan(big[:3]).all() and np.isnan(big[-3:]).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k", [1, 3, 4, 5, 9])
+@pytest.mark.parametrize("n", [2, 15, 16, 17, 1023, 1025, 2100])
+def test_vector_matrix_columns_cover_blocks_and_k_groups(k, n, dtype):
+    v = small_ints((1, k), dtype)
+    b = small_ints((k, n), dtype)
+    big, c = guarded((1, n), dtype)
+    run(c, v, b)
+    np.testing.assert_array_equal(c, v @ b)
+    assert np.isnan(big[:, :3]).all() and np.isnan(big[:, -3:]).all()
+
+
+@pytest.mark.parametrize("k", [1, 3, 4, 5, 9])
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 1023, 1025])
+def test_int64_rows_of_c_cover_column_blocks_and_k_groups(k, n):
+    a = RNG.integers(-(2**40), 2**40, size=(3, k))
+    b = RNG.integers(-(2**40), 2**40, size=(k, n))
+    big = np.full((9, n + 6), -7, np.int64)
+    c = big[3:-3, 3:-3]
+    run(c, a, b)
+    np.testing.assert_array_equal(c, a @ b)  # NumPy's int64 product wraps the same way
+    inner = np.zeros(big.shape, bool)
+    inner[3:-3, 3:-3] = True
+    assert (big[~inner] == -7).all()
+
+
+def test_int64_plans_pick_the_vector_kernel_for_unit_stride_columns_only():
+    contiguous = _plan((4, 5), (5, 6), dtype=np.int64).launches
+    assert [step.name for step in contiguous] == [gemm_gemv.COLS]
+    transposed = _plan((4, 5), (6, 5), dtype=np.int64, b_view=lambda x: x.T).launches
+    assert [step.name for step in transposed] == [gemm.ROWS_I64]
