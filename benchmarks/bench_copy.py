@@ -16,7 +16,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import SIDE, Case, N, run  # noqa: E402
+from common import SIDE, Case, N, run, triple  # noqa: E402
 
 import kael  # noqa: E402
 
@@ -26,9 +26,9 @@ def cases() -> list[Case]:
     base = rng.standard_normal(N, dtype=np.float32)
     square = base.reshape(SIDE, SIDE)
 
-    k_src, t_src, n_src = kael.tensor(base), torch.from_numpy(base.copy()), base.copy()
+    k_src, t_src, n_src = triple(base)
     k_dst, t_dst, n_dst = kael.empty(N), torch.empty(N), np.empty(N, np.float32)
-    k_sq, t_sq, n_sq = kael.tensor(square), torch.from_numpy(square.copy()), square.copy()
+    k_sq, t_sq, n_sq = triple(square)
     k_sq_dst, t_sq_dst = kael.empty(SIDE, SIDE), torch.empty(SIDE, SIDE)
     n_sq_dst = np.empty((SIDE, SIDE), np.float32)
     k_f64, t_f64, n_f64 = (

@@ -26,7 +26,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import SIDE, Case, N, run  # noqa: E402
+from common import SIDE, Case, N, run, triple  # noqa: E402
 
 import kael  # noqa: E402
 
@@ -39,9 +39,9 @@ def cases() -> list[Case]:
     tx, ty, tout = torch.from_numpy(x.copy()), torch.from_numpy(y.copy()), torch.empty(N)
     nx, ny, nout = x.copy(), y.copy(), np.empty(N, np.float32)
     sq = x.reshape(SIDE, SIDE)
-    ksq, tsq, nsq = kael.tensor(sq), torch.from_numpy(sq.copy()), sq.copy()
+    ksq, tsq, nsq = triple(sq)
     small = np.ones(4, np.float32)
-    ks, ts, ns = kael.tensor(small), torch.from_numpy(small.copy()), small.copy()
+    ks, ts, ns = triple(small)
     return [
         Case(
             "add 16M into preallocated (out=)",

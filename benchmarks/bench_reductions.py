@@ -18,7 +18,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import SIDE, Case, N, run  # noqa: E402
+from common import SIDE, Case, N, run, triple  # noqa: E402
 
 import kael  # noqa: E402
 
@@ -26,8 +26,8 @@ import kael  # noqa: E402
 def cases() -> list[Case]:
     base = np.random.default_rng(0).standard_normal(N, dtype=np.float32)
     square = base.reshape(SIDE, SIDE)
-    k, t, n = kael.tensor(base), torch.from_numpy(base.copy()), base.copy()
-    ks, ts, ns = kael.tensor(square), torch.from_numpy(square.copy()), square.copy()
+    k, t, n = triple(base)
+    ks, ts, ns = triple(square)
     target = ("torch", 1.1)
     return [
         Case(

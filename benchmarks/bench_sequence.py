@@ -16,7 +16,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import SIDE, Case, N, run  # noqa: E402
+from common import SIDE, Case, N, run, triple  # noqa: E402
 
 import kael  # noqa: E402
 
@@ -24,8 +24,8 @@ import kael  # noqa: E402
 def cases() -> list[Case]:
     base = np.random.default_rng(0).standard_normal(N, dtype=np.float32)
     square = base.reshape(SIDE, SIDE)
-    k_line, t_line, n_line = kael.tensor(base), torch.from_numpy(base.copy()), base.copy()
-    k_sq, t_sq, n_sq = kael.tensor(square), torch.from_numpy(square.copy()), square.copy()
+    k_line, t_line, n_line = triple(base)
+    k_sq, t_sq, n_sq = triple(square)
     out = [
         Case(
             "cumsum 16M float32",

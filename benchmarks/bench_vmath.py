@@ -1,6 +1,6 @@
 """exp and tanh of 16M float32 elements: kael's own vector math against PyTorch and NumPy.
 
-Run: python benchmarks/bench_vmath.py [--rounds N]
+Run: python benchmarks/bench_vmath.py [--rounds N] [--check]
 Target (vmath issue): each at most 0.5x PyTorch's time. The kael kernels are launched
 through eager.run as the frontend will, into preallocated outputs; torch and NumPy
 write into preallocated outputs too (out=).
@@ -8,7 +8,6 @@ write into preallocated outputs too (out=).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -19,14 +18,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import Case, measure, report  # noqa: E402
+from common import Case, N, run  # noqa: E402
 from kernel_helpers import empty_like_np, impl_of  # noqa: E402
 
 from kael.frontend import eager  # noqa: E402
 from kael.ir import graph as g  # noqa: E402
 from kael.runtime.dtypes import float32  # noqa: E402
-
-N = 16 * 1024 * 1024
 
 
 def _kael_unary(op: str, x: np.ndarray):
@@ -57,13 +54,7 @@ def cases() -> list[Case]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=15)
-    args = parser.parse_args()
-    print(f"torch threads: {torch.get_num_threads()}")
-    cs = cases()
-    measure(cs, rounds=args.rounds)
-    return 0 if report(cs) else 1
+    return run(__doc__.splitlines()[0], cases)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,16 @@ class Case:
         return statistics.median(self.times[lib]) * 1e3
 
 
+def triple(array) -> tuple:
+    """The values of a NumPy array as a kael tensor, a torch tensor and a NumPy array,
+    none sharing memory with another."""
+    import torch
+
+    import kael
+
+    return kael.tensor(array), torch.from_numpy(array.copy()), array.copy()
+
+
 def measure(cases: list[Case], rounds: int = 15, warmup: int = 2) -> None:
     """Fill each case's times with `rounds` interleaved samples per library."""
     for case in cases:

@@ -12,7 +12,10 @@ from collections.abc import Callable
 
 from llvmlite import ir
 
+import kael.codegen
+import kael.ir
 from kael.ir.expr import Binary, Cast, Const, Expr, Index, Load, Param, Unary, Where
+from kael.runtime import kernel_cache
 from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType
 
 I1, I8, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(64)
@@ -27,6 +30,20 @@ def value_type(dtype: DType, width: int) -> ir.Type:
     """The LLVM type of one value: a scalar, or a vector of `width` lanes."""
     t = scalar_type(dtype)
     return t if width == 1 else ir.VectorType(t, width)
+
+
+# A hash of every code generator's source: part of each compiled kernel's cache key.
+CODEGEN_SCHEMA = kernel_cache.source_fingerprint(kael.codegen, kael.ir)
+
+
+def i64(v: int) -> ir.Constant:
+    """The i64 constant `v`."""
+    return ir.Constant(I64, v)
+
+
+def smin(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    """The smaller of two signed integers."""
+    return b.select(b.icmp_signed("<", x, y), x, y)
 
 
 def constant(dtype: DType, value, width: int) -> ir.Constant:

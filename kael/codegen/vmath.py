@@ -270,9 +270,9 @@ class _Ops:
     def round_to_int(self, x: ir.Value) -> tuple[ir.Value, ir.Value]:
         """(rint(x) as a float, as an integer) for |x| < 2**(mant-1), by the shifter trick."""
         shifted = self.add(x, self.c(self.fmt.shifter))
-        return self._unshift(shifted)
+        return self.unshift(shifted)
 
-    def _unshift(self, shifted: ir.Value) -> tuple[ir.Value, ir.Value]:
+    def unshift(self, shifted: ir.Value) -> tuple[ir.Value, ir.Value]:
         n = self.b.sub(self.bits(shifted), self.ic(self.fmt.shifter_bits))
         return self.sub(shifted, self.c(self.fmt.shifter)), n
 
@@ -307,7 +307,7 @@ def x_type(m: ExprEmitter, dtype: DType) -> ir.Type:
 def _exp_reduce(o: _Ops, x: ir.Value) -> tuple[ir.Value, ir.Value]:
     """x = n ln2 + r with |r| <= ln2/2: (n as an integer, r). |x| must be below ~2**20."""
     shifted = o.fma(x, o.c(o.k.log2e), o.c(o.fmt.shifter))
-    nf, n = o._unshift(shifted)
+    nf, n = o.unshift(shifted)
     hi, lo = o.k.ln2
     r = o.fma(nf, o.c(-hi), x)  # exact: x and n * hi agree in their leading bits
     return n, o.fma(nf, o.c(-lo), r)
@@ -434,7 +434,7 @@ def _reduce_pio2(o: _Ops, x: ir.Value) -> tuple[ir.Value, ir.Value]:
     Accurate for |x| < 2**42; beyond, r is clamped so results stay in [-1, 1].
     """
     shifted = o.fma(x, o.c(TWO_OVER_PI), o.c(o.fmt.shifter))
-    qf, q = o._unshift(shifted)
+    qf, q = o.unshift(shifted)
     r = x
     for part in PIO2:
         r = o.fma(qf, o.c(-part), r)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import ctypes
 import os
 import struct
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -25,7 +24,7 @@ from kael.ir.kernel import BCAST, CONTIG, Kernel
 from kael.ir.ops import FAULTS, FLAG
 from kael.ir.reduction import ReducePlan, Reduction, plan_reduction
 from kael.ir.scheduler import schedule_elementwise, schedule_reduction
-from kael.runtime import cuda_driver, debug
+from kael.runtime import cuda_driver
 from kael.runtime.convert import convert_scalar
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import DType, bool_, float64, int64
@@ -62,11 +61,16 @@ _uses_index: dict[int, bool] = {}
 
 def template(key: tuple, build: Callable[[], tuple[str, list[g.Node]]]) -> tuple[Kernel, list[str]]:
     """The kernel template of one op signature and its scalar names, scheduled once."""
-    entry = _templates.get(key)
+    return _scheduled(_templates, key, build, schedule_elementwise)
+
+
+def _scheduled(cache: dict, key: tuple, build: Callable, schedule: Callable) -> tuple:
+    """cache[key], else (kernel, scalar names) scheduled from `build`'s name and outputs."""
+    entry = cache.get(key)
     if entry is None:
         name, outputs = build()
-        kernel, _, scalars = schedule_elementwise(name, outputs)
-        entry = _templates[key] = (kernel, scalars)
+        kernel, _, scalars = schedule(name, outputs)
+        entry = cache[key] = (kernel, scalars)
     return entry
 
 
@@ -165,24 +169,9 @@ def run(
         words.append(error.address)
     if plan.compiled is None:
         gpu_launch(plan.kernel, words, plan.elements)
-        return error is not None and error.check()
-    if debug.level < 1 and recorder is None:
-        launch(plan.compiled.fn, words, plan.total, plan.moved, plan.align)
-        return error is not None and error.check()
-    start = time.perf_counter()
-    launch(plan.compiled.fn, words, plan.total, plan.moved, plan.align)
-    flagged = error is not None and error.check()
-    _record(plan.kernel, plan.compiled.symbol, out.shape, plan.moved, start)
-    return flagged
-
-
-def _record(kernel, symbol: str, shape: tuple[int, ...], moved: int, start: float) -> None:
-    """Report a launch that began at `start` to the recorder and to KAEL_DEBUG."""
-    record = Launch(kernel, symbol, shape, moved, time.perf_counter() - start)
-    if recorder is not None:
-        recorder.append(record)
-    if debug.level >= 1:
-        debug.emit(f"[kael] launch {record}")
+    else:
+        launch(plan.compiled.fn, words, plan.total, plan.moved, plan.align, shape=out.shape)
+    return error is not None and error.check()
 
 
 class _ErrorWord:
@@ -211,31 +200,6 @@ class _ErrorWord:
             op, message = FAULTS[code]
             raise Error(f"{op}: {message}")
         return code == FLAG
-
-
-@dataclass(frozen=True)
-class Launch:
-    """One kernel launch as seen by KAEL_DEBUG=1 and kael.explain."""
-
-    kernel: Kernel
-    symbol: str
-    shape: tuple[int, ...]
-    bytes_moved: int
-    seconds: float
-
-    @property
-    def gbps(self) -> float:
-        return self.bytes_moved / max(self.seconds, 1e-9) / 1e9
-
-    def __str__(self) -> str:
-        return (
-            f"{self.symbol} shape={list(self.shape)} {self.seconds * 1e6:.1f} us "
-            f"{self.bytes_moved} bytes {self.gbps:.2f} GB/s"
-        )
-
-
-# When a list, every launch is appended to it (kael.explain sets it for one call).
-recorder: list[Launch] | None = None
 
 
 def _scalar(dtype: DType, name: str) -> g.Scalar:
@@ -328,12 +292,7 @@ def reduction_template(
     `build` returns a name and output nodes, each an epilogue over one Reduce node
     whose operand (the prologue) is built on shape-() Input nodes.
     """
-    entry = _reduction_templates.get(key)
-    if entry is None:
-        name, outputs = build()
-        kernel, _, scalars = schedule_reduction(name, outputs)
-        entry = _reduction_templates[key] = (kernel, scalars)
-    return entry
+    return _scheduled(_reduction_templates, key, build, schedule_reduction)
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,10 +366,10 @@ def run_reduction(
 
         gpu_reduce(plan.kernel, words, lay)
         return
-    start = time.perf_counter()
     fn = plan.compiled
-    launch(fn.main, words, lay.work_items, plan.moved, 1)
+    shape = outs[0].shape
+    launch(fn.main, words, lay.work_items, plan.moved, 1, shape=shape)
     if lay.blocks > 1:
-        launch(fn.final, words, lay.outputs, lay.outputs * lay.blocks * acc.itemsize, 1)
-    if recorder is not None or debug.level >= 1:
-        _record(plan.kernel, fn.symbol, outs[0].shape, plan.moved, start)
+        launch(
+            fn.final, words, lay.outputs, lay.outputs * lay.blocks * acc.itemsize, 1, shape=shape
+        )

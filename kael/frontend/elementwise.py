@@ -12,13 +12,14 @@ from __future__ import annotations
 import builtins
 from dataclasses import dataclass
 
-from kael.frontend import eager
-from kael.frontend.tensor import Tensor, empty_impl, has_internal_overlap
+from kael.frontend import eager, views
+from kael.frontend.outputs import check_writable, device_of, output, unaliased
+from kael.frontend.tensor import Tensor, empty_impl
 from kael.ir import graph as g
 from kael.runtime.convert import convert_scalar
 from kael.runtime.dtypes import DType, bool_, float32, float64, int64, result_type
-from kael.runtime.errors import Error, TypeError, ValueError
-from kael.runtime.tensor_impl import TensorImpl, format_shape
+from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.tensor_impl import format_shape
 
 # ---- the tables ------------------------------------------------------------------------------
 
@@ -158,18 +159,6 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _expanded(impl: TensorImpl, shape: tuple[int, ...]) -> TensorImpl:
-    """impl viewed with `shape` (stride 0 along broadcast dims); impl itself when equal."""
-    if impl.shape == shape:
-        return impl
-    lead = len(shape) - len(impl.shape)
-    strides = [0] * lead + [
-        0 if size == 1 and want != 1 else st
-        for size, st, want in zip(impl.shape, impl.strides, shape[lead:])
-    ]
-    return TensorImpl(impl.storage, shape, tuple(strides), impl.offset, impl.dtype, impl.device)
-
-
 # ---- dtype rules -----------------------------------------------------------------------------
 
 
@@ -249,52 +238,6 @@ def _check_pow_exponent(op: BinaryOp, compute: DType, exponent) -> None:
 # ---- outputs ---------------------------------------------------------------------------------
 
 
-def _output(out: Tensor | None, shape: tuple[int, ...], dtype: DType, device, op: str) -> Tensor:
-    """A new result tensor, or `out` checked to have the result's shape and dtype."""
-    if out is None:
-        return Tensor(empty_impl(shape, dtype, device))
-    if not isinstance(out, Tensor):
-        raise TypeError(f"{op}: out must be a Tensor, got {type(out).__name__}")
-    if out.shape != shape:
-        raise ValueError(
-            f"{op}: out has shape {format_shape(out.shape)} but the result has shape {format_shape(shape)}"
-        )
-    if out.dtype is not dtype:
-        raise TypeError(f"{op}: out has dtype {out.dtype} but the result has dtype {dtype}")
-    if out.device is not device:
-        raise Error(f"{op}: out is on {out.device} but the operands are on {device}")
-    _check_writable(out, op)
-    return out
-
-
-def _check_writable(t: Tensor, op: str) -> None:
-    if has_internal_overlap(t._impl):
-        raise Error(
-            f"{op}: unsupported operation: more than one element of the written-to tensor refers"
-            " to a single memory location. Please clone() the tensor before performing the"
-            " operation."
-        )
-
-
-def _device_of(tensors: list[Tensor], op: str):
-    device = tensors[0].device
-    for t in tensors[1:]:
-        if t.device is not device:
-            raise Error(
-                f"{op}: expected all tensors on one device, but found {device} and {t.device}"
-            )
-    return device
-
-
-def _unaliased(src: TensorImpl, dst: TensorImpl) -> TensorImpl:
-    """src, or a copy of it when it shares dst's storage in another layout (x.add_(x.T))."""
-    if src.storage is dst.storage and (src.strides != dst.strides or src.offset != dst.offset):
-        copy = empty_impl(src.shape, src.dtype, src.device)
-        eager.copy_into(copy, src)
-        return copy
-    return src
-
-
 # ---- running ---------------------------------------------------------------------------------
 
 
@@ -315,7 +258,9 @@ def _run(
     entry = eager.template(key, build)
     shape = out.shape
     ins = [
-        _unaliased(_expanded(x._impl, shape), out._impl) for x in operands if isinstance(x, Tensor)
+        unaliased(views.broadcast_view(x._impl, shape), out._impl)
+        for x in operands
+        if isinstance(x, Tensor)
     ]
     scalars = {
         f"x{i}": convert_scalar(x, compute)
@@ -338,9 +283,9 @@ def binary(name: str, a, b, out: Tensor | None = None) -> Tensor:
         raise TypeError(f"{name}: expected at least one Tensor operand, got two numbers")
     compute, result = _binary_dtypes(op, a, b)
     _check_pow_exponent(op, compute, b)
-    device = _device_of(tensors, name)
+    device = device_of(tensors, name)
     shape = broadcast_shapes(*(t.shape for t in tensors))
-    target = _output(out, shape, result, device, name)
+    target = output(out, shape, result, device, name)
     _launch_binary(op, a, b, compute, target)
     return target
 
@@ -364,7 +309,7 @@ def unary(name: str, x, out: Tensor | None = None) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{name}: expected a Tensor, got {type(x).__name__}")
     compute, result = _unary_dtypes(op, x)
-    target = _output(out, x.shape, result, x.device, name)
+    target = output(out, x.shape, result, x.device, name)
     _launch_unary(op.name, op.ir, x, compute, target)
     return target
 
@@ -392,24 +337,24 @@ def gelu(x: Tensor, approximate: str = "none", out: Tensor | None = None) -> Ten
     if not isinstance(x, Tensor):
         raise TypeError(f"gelu: expected a Tensor, got {type(x).__name__}")
     compute = x.dtype if x.dtype.is_floating_point else float32
-    target = _output(out, x.shape, compute, x.device, "gelu")
+    target = output(out, x.shape, compute, x.device, "gelu")
     ir_op = "gelu" if approximate == "none" else "gelu_tanh"
     _launch_unary(ir_op, ir_op, x, compute, target)
     return target
 
 
-def where(condition: Tensor, a, b, out: Tensor | None = None) -> Tensor:
-    """a where condition holds, else b; all three broadcast; dtype from a and b."""
+def where(condition: Tensor, input, other, out: Tensor | None = None) -> Tensor:
+    """input where condition holds, else other; all three broadcast; dtype from the two."""
     if not isinstance(condition, Tensor):
         raise TypeError(f"where: condition must be a Tensor, got {type(condition).__name__}")
     if condition.dtype is not bool_:
         raise TypeError(f"where expected condition to be a bool tensor, got {condition.dtype}")
-    a, b = _operand(a, "where"), _operand(b, "where")
+    a, b = _operand(input, "where"), _operand(other, "where")
     tensors = [t for t in (condition, a, b) if isinstance(t, Tensor)]
-    device = _device_of(tensors, "where")
+    device = device_of(tensors, "where")
     dtype = result_type(a, b)
     shape = broadcast_shapes(*(t.shape for t in tensors))
-    target = _output(out, shape, dtype, device, "where")
+    target = output(out, shape, dtype, device, "where")
 
     def build():
         value = g.Where(
@@ -436,9 +381,9 @@ def clamp(x: Tensor, min=None, max=None, out: Tensor | None = None) -> Tensor:
     if dtype is bool_:
         raise TypeError("clamp does not support bool")
     tensors = [t for t in (x, *bounds) if isinstance(t, Tensor)]
-    device = _device_of(tensors, "clamp")
+    device = device_of(tensors, "clamp")
     shape = broadcast_shapes(*(t.shape for t in tensors))
-    target = _output(out, shape, dtype, device, "clamp")
+    target = output(out, shape, dtype, device, "clamp")
     _launch_clamp(x, min, max, dtype, target)
     return target
 
@@ -475,7 +420,7 @@ def _check_inplace(self: Tensor, result: DType, shape: tuple[int, ...], op: str)
         raise TypeError(
             f"{op}: result type {result} can't be cast to the desired output type {self.dtype}"
         )
-    _check_writable(self, op)
+    check_writable(self, op)
     if shape != self.shape:
         raise ValueError(
             f"{op}: output with shape {format_shape(self.shape)} doesn't match the broadcast "
@@ -490,7 +435,7 @@ def binary_(name: str, self: Tensor, other) -> Tensor:
     compute, result = _binary_dtypes(op, self, other)
     _check_pow_exponent(op, compute, other)
     tensors = [t for t in (self, other) if isinstance(t, Tensor)]
-    _device_of(tensors, f"{name}_")
+    device_of(tensors, f"{name}_")
     shape = broadcast_shapes(*(t.shape for t in tensors))
     _check_inplace(self, result, shape, f"{name}_")
     _launch_binary(op, self, other, compute, self)
@@ -505,7 +450,7 @@ def clamp_(self: Tensor, min=None, max=None) -> Tensor:
     bounds = [_operand(v, "clamp_") for v in (min, max) if v is not None]
     dtype = result_type(self, *bounds)
     tensors = [t for t in (self, *bounds) if isinstance(t, Tensor)]
-    _device_of(tensors, "clamp_")
+    device_of(tensors, "clamp_")
     shape = broadcast_shapes(*(t.shape for t in tensors))
     _check_inplace(self, dtype, shape, "clamp_")
     _launch_clamp(self, min, max, dtype, self)
@@ -548,7 +493,7 @@ def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
         return "masked_fill", [value_node]
 
     entry = eager.template(("masked_fill", dtype), build)
-    mask_impl = _unaliased(_expanded(mask._impl, shape), self._impl)
+    mask_impl = unaliased(views.broadcast_view(mask._impl, shape), self._impl)
     eager.run(entry, [self._impl], [mask_impl, self._impl], {"x2": convert_scalar(value, dtype)})
     self._impl.storage.bump_version()
     return self
@@ -578,7 +523,7 @@ def equal(a: Tensor, b: Tensor) -> bool:
         y = g.Cast(compute, (), g.Input(b.dtype, (), "x1"))
         return "equal", [g.Unary(bool_, (), "flag", g.Binary(bool_, (), "ne", x, y))]
 
-    return not _any("equal", [a, b], build, a.shape, _device_of([a, b], "equal"), compute)
+    return not _any("equal", [a, b], build, a.shape, device_of([a, b], "equal"), compute)
 
 
 def allclose(
@@ -608,7 +553,7 @@ def allclose(
             ok = g.Binary(bool_, (), "or", ok, nans)
         return "allclose", [g.Unary(bool_, (), "flag", g.Unary(bool_, (), "not", ok))]
 
-    device = _device_of([a, b], "allclose")
+    device = device_of([a, b], "allclose")
     shape = broadcast_shapes(a.shape, b.shape)
     operands = [a, b, float(atol), float(rtol)]
     return not _any(f"allclose{int(bool(equal_nan))}", operands, build, shape, device, dt)

@@ -20,11 +20,11 @@ def _device(device) -> Device:
     return CPU if device is None else parse_device(device)
 
 
-def _dtype(dtype, default: DType) -> DType:
+def dtype_or(dtype, default: DType) -> DType:
     return default if dtype is None else as_dtype(dtype)
 
 
-def _new(size: tuple, dtype: DType, device) -> Tensor:
+def new_tensor(size: tuple, dtype: DType, device) -> Tensor:
     """An uninitialised tensor of the given sizes (varargs ints or one tuple or list)."""
     shape = views.check_shape(views.parse_size(size))
     return Tensor(empty_impl(shape, dtype, _device(device)))
@@ -50,7 +50,7 @@ def _python_number(value):
     return None
 
 
-def _number(value, what: str):
+def as_number(value, what: str):
     """A Python number; TypeError naming `what` otherwise."""
     number = _python_number(value)
     if number is None:
@@ -60,7 +60,7 @@ def _number(value, what: str):
 
 def empty(*size, dtype=None, device=None) -> Tensor:
     """An uninitialised tensor (float32 unless told otherwise)."""
-    return _new(size, _dtype(dtype, dtypes.float32), device)
+    return new_tensor(size, dtype_or(dtype, dtypes.float32), device)
 
 
 def zeros(*size, dtype=None, device=None) -> Tensor:
@@ -73,31 +73,31 @@ def ones(*size, dtype=None, device=None) -> Tensor:
 
 def full(size, fill_value, *, dtype=None, device=None) -> Tensor:
     """Every element `fill_value`; the dtype follows the value's kind, as in PyTorch."""
-    fill_value = _number(fill_value, "fill_value")
-    t = _new((size,), _dtype(dtype, scalar_dtype(fill_value)), device)
+    fill_value = as_number(fill_value, "fill_value")
+    t = new_tensor((size,), dtype_or(dtype, scalar_dtype(fill_value)), device)
     return _filled(t, fill_value)
 
 
-def _like(t: Tensor, dtype, device) -> Tensor:
+def new_like(t: Tensor, dtype, device) -> Tensor:
     dtype = t.dtype if dtype is None else as_dtype(dtype)
     return Tensor(empty_impl(t.shape, dtype, t.device if device is None else parse_device(device)))
 
 
 def empty_like(t: Tensor, *, dtype=None, device=None) -> Tensor:
     """An uninitialised contiguous tensor of t's shape (and dtype and device by default)."""
-    return _like(t, dtype, device)
+    return new_like(t, dtype, device)
 
 
 def zeros_like(t: Tensor, *, dtype=None, device=None) -> Tensor:
-    return _filled(_like(t, dtype, device), 0)
+    return _filled(new_like(t, dtype, device), 0)
 
 
 def ones_like(t: Tensor, *, dtype=None, device=None) -> Tensor:
-    return _filled(_like(t, dtype, device), 1)
+    return _filled(new_like(t, dtype, device), 1)
 
 
 def full_like(t: Tensor, fill_value, *, dtype=None, device=None) -> Tensor:
-    return _filled(_like(t, dtype, device), _number(fill_value, "fill_value"))
+    return _filled(new_like(t, dtype, device), as_number(fill_value, "fill_value"))
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None) -> Tensor:
@@ -108,9 +108,11 @@ def arange(start, end=None, step=1, *, dtype=None, device=None) -> Tensor:
     """
     if end is None:
         start, end = 0, start
-    start, end, step = (_number(v, n) for v, n in ((start, "start"), (end, "end"), (step, "step")))
+    start, end, step = (
+        as_number(v, n) for v, n in ((start, "start"), (end, "end"), (step, "step"))
+    )
     exact = all(type(v) is not builtins.float for v in (start, end, step))
-    dtype = _dtype(dtype, dtypes.int64 if exact else dtypes.float32)
+    dtype = dtype_or(dtype, dtypes.int64 if exact else dtypes.float32)
     if dtype.is_bool:
         raise TypeError("arange does not support dtype bool")
     if not all(math.isfinite(v) for v in (start, end, step)):
@@ -126,21 +128,21 @@ def arange(start, end=None, step=1, *, dtype=None, device=None) -> Tensor:
         if not math.isfinite(quotient):
             raise ValueError(f"arange({start}, {end}, {step}) has too many elements")
         count = math.ceil(quotient)
-    t = _new((count,), dtype, device)
+    t = new_tensor((count,), dtype, device)
     eager.arange_into(t._impl, start, step)
     return t
 
 
 def linspace(start, end, steps, *, dtype=None, device=None) -> Tensor:
     """`steps` evenly spaced values from start to exactly end (floating dtypes only)."""
-    start, end = _number(start, "start"), _number(end, "end")
+    start, end = as_number(start, "start"), as_number(end, "end")
     steps = views.as_int(steps, "steps")
-    dtype = _dtype(dtype, dtypes.float32)
+    dtype = dtype_or(dtype, dtypes.float32)
     if not dtype.is_floating_point:
         raise TypeError(f"linspace only supports floating point dtypes, got {dtype}")
     if steps < 0:
         raise ValueError(f"number of steps must be non-negative, got {steps}")
-    t = _new((steps,), dtype, device)
+    t = new_tensor((steps,), dtype, device)
     eager.linspace_into(t._impl, builtins.float(start), builtins.float(end))
     return t
 
@@ -152,15 +154,15 @@ def eye(n, m=None, *, dtype=None, device=None) -> Tensor:
     for name, v in (("n", n), ("m", m)):
         if v < 0:
             raise ValueError(f"{name} must be greater or equal to 0, got {v}")
-    t = _new((n, m), _dtype(dtype, dtypes.float32), device)
+    t = new_tensor((n, m), dtype_or(dtype, dtypes.float32), device)
     eager.eye_into(t._impl)
     return t
 
 
 def scalar_tensor(value, *, dtype=None, device=None) -> Tensor:
     """A 0-d tensor holding `value` (float32 unless told otherwise, as in PyTorch)."""
-    t = _new(((),), _dtype(dtype, dtypes.float32), device)
-    return _filled(t, _number(value, "value"))
+    t = new_tensor(((),), dtype_or(dtype, dtypes.float32), device)
+    return _filled(t, as_number(value, "value"))
 
 
 def from_numpy(arr: np.ndarray) -> Tensor:
@@ -209,7 +211,7 @@ def tensor(data, *, dtype=None, device=None) -> Tensor:
     wide = dtypes.float64 if kind.is_floating_point else dtypes.int64
     packed = array.array("d" if wide is dtypes.float64 else "q", flat)
     source = interop.host_buffer_impl(packed, shape, wide)
-    out = empty_impl(shape, _dtype(dtype, kind), CPU)
+    out = empty_impl(shape, dtype_or(dtype, kind), CPU)
     eager.copy_into(out, source)
     return Tensor(out).to(device=_device(device))
 

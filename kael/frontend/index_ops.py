@@ -17,8 +17,9 @@ from typing import NamedTuple
 import numpy as np
 
 from kael.codegen.cpu import gather as kernels
-from kael.frontend import eager, elementwise, interop, views
+from kael.frontend import eager, elementwise, interop, reductions, views
 from kael.frontend.indexing import nonzero_impl, require_cpu
+from kael.frontend.outputs import device_of
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl, has_internal_overlap
 from kael.runtime.convert import convert_scalar
 from kael.runtime.dtypes import bool_, int64, promote_types
@@ -98,7 +99,7 @@ def _tensor_list(tensors, op: str) -> list[Tensor]:
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}(): expected a Tensor as element {i}, got {type(t).__name__}")
-    elementwise._device_of(list(tensors), op)
+    device_of(list(tensors), op)
     return list(tensors)
 
 
@@ -225,8 +226,17 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     src1 = _at_least_1d(src)
     shape = src1.shape[:d] + (n,) + src1.shape[d + 1 :]
     out = empty_impl(shape if src.shape else (), src.dtype, src.device)
+    if n and not out.numel():  # no element is read, but every index is still checked
+        _check_range(index, d, src1.shape[d], "index_select")
     _gather_into(out, src1, d, _spread(idx, shape, d), kernels.STRICT, "index_select")
     return Tensor(out)
+
+
+def _check_range(index: Tensor, dim: int, size: int, op: str) -> None:
+    """Refuse an index outside [0, size) by its smallest or largest value (two reductions)."""
+    for value in (reductions.amin(index).item(), reductions.amax(index).item()):
+        if not 0 <= value < size:
+            raise _out_of_bounds(op, value, dim, size)
 
 
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
@@ -503,6 +513,17 @@ FUNCTIONS: dict[str, Callable] = {
     "argsort": argsort,
     "topk": topk,
 }
+
+
+def _where_method(self: Tensor, condition: Tensor, other) -> Tensor:
+    """Tensor.where(condition, other) is where(condition, self, other), as in torch."""
+    return elementwise.where(condition, self, other)
+
+
 # Tensor-only methods (in-place variants, operators).
-METHODS: dict[str, Callable] = {"scatter_add_": scatter_add_, "index_add_": index_add_}
+METHODS: dict[str, Callable] = {
+    "scatter_add_": scatter_add_,
+    "index_add_": index_add_,
+    "where": _where_method,
+}
 NOT_METHODS: frozenset[str] = frozenset({"cat", "stack"})

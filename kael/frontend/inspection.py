@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kael.codegen.cpu import compiler, jit
-from kael.frontend import eager
 from kael.ir.kernel import Kernel
-from kael.ir.printer import format_kernel
+from kael.ir.printer import format_kernel, format_reduction
+from kael.ir.reduction import Reduction
+from kael.runtime import launches
 from kael.runtime.errors import ValueError
+from kael.runtime.launches import Launch
 
 STAGES = ("kael", "llvm", "asm", "ptx")
 
@@ -30,24 +32,53 @@ def kernel_stage(kernel: Kernel, stage: str) -> str:
     raise ValueError(f"unknown stage '{stage}', expected one of {', '.join(STAGES)}")
 
 
-def record_launches(fn: Callable, *args, **kwargs) -> tuple[object, list[eager.Launch]]:
+def record_launches(fn: Callable, *args, **kwargs) -> tuple[object, list[Launch]]:
     """Call fn and return its result with every kernel launch it made."""
-    saved = eager.recorder
-    eager.recorder = launches = []
+    saved = launches.recorder
+    launches.recorder = made = []
     try:
         result = fn(*args, **kwargs)
     finally:
-        eager.recorder = saved
-    return result, launches
+        launches.recorder = saved
+    return result, made
 
 
-def explain(
-    fn: Callable, *args, stages: tuple[str, ...] = ("kael",), **kwargs
-) -> list[eager.Launch]:
-    """Print, for one call of fn, each kernel with its IR, bytes moved, time and GB/s."""
-    _, launches = record_launches(fn, *args, **kwargs)
-    for i, launch in enumerate(launches):
+def launch_stage(launch: Launch, stage: str) -> str:
+    """One stage of a launched kernel: kael, llvm, asm or ptx for an IR kernel; kael, llvm
+    or ptx for a reduction; llvm for a hand-written kernel."""
+    if isinstance(launch.kernel, Kernel):
+        return kernel_stage(launch.kernel, stage)
+    if isinstance(launch.kernel, Reduction):
+        return _reduction_stage(launch.kernel, launch.symbol.removesuffix("_final"), stage)
+    if stage == "llvm" and launch.llvm is not None:
+        return launch.llvm
+    if stage not in STAGES:
+        raise ValueError(f"unknown stage '{stage}', expected one of {', '.join(STAGES)}")
+    return f"({launch.symbol}: no {stage} stage to show for this kernel)"
+
+
+def _reduction_stage(red: Reduction, symbol: str, stage: str) -> str:
+    if stage == "kael":
+        return format_reduction(red)
+    if stage == "llvm":
+        from kael.codegen.cpu.handwritten import ir_text
+        from kael.codegen.cpu.reduce import build_module
+
+        return ir_text(build_module(red, symbol))
+    if stage == "ptx":
+        from kael.codegen.ptx.reduce import ptx_for
+
+        return ptx_for(red)
+    if stage not in STAGES:
+        raise ValueError(f"unknown stage '{stage}', expected one of {', '.join(STAGES)}")
+    return f"({symbol}: no {stage} stage to show for this kernel)"
+
+
+def explain(fn: Callable, *args, stages: tuple[str, ...] = ("kael",), **kwargs) -> list[Launch]:
+    """Print, for one call of fn, each launch with its IR (where it has one), time and rate."""
+    _, made = record_launches(fn, *args, **kwargs)
+    for i, launch in enumerate(made):
         print(f"kernel {i}: {launch}")
         for stage in stages:
-            print(kernel_stage(launch.kernel, stage))
-    return launches
+            print(launch_stage(launch, stage))
+    return made

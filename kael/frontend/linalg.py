@@ -14,9 +14,11 @@ from collections.abc import Callable
 
 from kael.codegen.cpu import gemm_run
 from kael.frontend import eager
-from kael.frontend.elementwise import _expanded, _output, broadcast_shapes
 from kael.frontend.elementwise import binary as _binary
+from kael.frontend.elementwise import broadcast_shapes
+from kael.frontend.outputs import output
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl
+from kael.frontend.views import broadcast_view
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import bool_, promote_types
 from kael.runtime.errors import Error, TypeError, ValueError
@@ -75,7 +77,7 @@ def _product(a, b, out: Tensor | None, op: str) -> Tensor:
             ) from None
     shape = batch + (m, n)
     final = batch + ((m,) if len(ai.shape) > 1 else ()) + ((n,) if len(bi.shape) > 1 else ())
-    target = _output(out, final, dtype, ai.device, op)
+    target = output(out, final, dtype, ai.device, op)
     if target._impl.numel() == 0:
         return target
     if k == 0:
@@ -89,7 +91,7 @@ def _operand(impl: TensorImpl, dtype, batch: tuple) -> TensorImpl:
     """impl in the compute dtype, its batch dims broadcast to `batch` with stride 0."""
     if impl.dtype is not dtype:
         impl = clone_impl(impl, dtype)
-    return _expanded(impl, batch + impl.shape[-2:])
+    return broadcast_view(impl, batch + impl.shape[-2:])
 
 
 def _multiply(a: TensorImpl, b: TensorImpl, target: Tensor, shape: tuple) -> None:

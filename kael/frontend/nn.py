@@ -17,7 +17,7 @@ from collections.abc import Callable
 from kael.codegen.cpu import rows
 from kael.frontend import eager, reductions, views
 from kael.frontend import elementwise as ew
-from kael.frontend.elementwise import _output
+from kael.frontend.outputs import output
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import as_dtype, float32, float64, int64
@@ -133,7 +133,7 @@ def logsumexp(input: Tensor, dim, keepdim: bool = False, *, out: Tensor | None =
     impl = x._impl
     dims = reductions.reduce_axes(x, dim, "logsumexp")  # () for a 0-d tensor: one row of one
     shape = reductions.reduced_shape(impl.shape, dims, keepdim)
-    target = _output(out, shape, impl.dtype, impl.device, "logsumexp")
+    target = output(out, shape, impl.dtype, impl.device, "logsumexp")
     if impl.numel() == 0:  # the sum of no exponentials is 0: log gives -inf
         eager.fill(target._impl, -math.inf)
     elif _fused(impl, dims) and target.is_contiguous() and not target.shares_storage(x):

@@ -182,7 +182,7 @@ def _generate(
 
 
 def _floating(name: str, dtype) -> DType:
-    dtype = factories._dtype(dtype, float32)
+    dtype = factories.dtype_or(dtype, float32)
     if not dtype.is_floating_point:
         raise TypeError(f"{name} only supports floating point dtypes, got {dtype}")
     return dtype
@@ -207,24 +207,24 @@ def _fill(name: str, t: Tensor) -> Tensor:
 
 def rand(*size, dtype=None, device=None) -> Tensor:
     """Uniform samples in [0, 1) (float32 unless told otherwise; never 1.0)."""
-    return _fill("rand", factories._new(size, _floating("rand", dtype), device))
+    return _fill("rand", factories.new_tensor(size, _floating("rand", dtype), device))
 
 
 def randn(*size, dtype=None, device=None) -> Tensor:
     """Standard normal samples (Box-Muller in float64)."""
-    return _fill("randn", factories._new(size, _floating("randn", dtype), device))
+    return _fill("randn", factories.new_tensor(size, _floating("randn", dtype), device))
 
 
 def rand_like(input: Tensor, *, dtype=None, device=None) -> Tensor:
     """rand in input's shape (and dtype and device unless told otherwise)."""
     dtype = _floating("rand_like", input.dtype if dtype is None else dtype)
-    return _fill("rand", factories._like(input, dtype, device))
+    return _fill("rand", factories.new_like(input, dtype, device))
 
 
 def randn_like(input: Tensor, *, dtype=None, device=None) -> Tensor:
     """randn in input's shape (and dtype and device unless told otherwise)."""
     dtype = _floating("randn_like", input.dtype if dtype is None else dtype)
-    return _fill("randn", factories._like(input, dtype, device))
+    return _fill("randn", factories.new_like(input, dtype, device))
 
 
 def unit_from_bits(bits: Tensor, dtype: DType) -> Tensor:
@@ -248,7 +248,7 @@ def unit_from_bits(bits: Tensor, dtype: DType) -> Tensor:
 
 
 def _integer_dtype(name: str, dtype) -> DType:
-    dtype = factories._dtype(dtype, int64)
+    dtype = factories.dtype_or(dtype, int64)
     if dtype.is_bool:
         raise TypeError(f"{name} does not support dtype bool")
     return dtype
@@ -269,7 +269,7 @@ def randint(low, high=None, size=None, *, dtype=None, device=None) -> Tensor:
     if low >= high:
         raise ValueError(f"randint expects low < high, got low={low}, high={high}")
     dtype = _integer_dtype("randint", dtype)
-    t = factories._new((size,), dtype, device)
+    t = factories.new_tensor((size,), dtype, device)
 
     def build() -> g.Node:
         value = _op("add", _scalar(int64, "low"), _below(_scalar(int64, "span")))
@@ -285,7 +285,7 @@ def randperm(n, *, dtype=None, device=None) -> Tensor:
     if n < 0:
         raise ValueError(f"randperm expects n >= 0, got n={n}")
     dtype = _integer_dtype("randperm", dtype)
-    keys = factories._new((n,), int64, device)
+    keys = factories.new_tensor((n,), int64, device)
     _generate(("randperm",), lambda: _block()[0], keys._impl)
     order = np.argsort(keys.cpu().numpy(), kind="stable").astype(np.int64)
     return factories.from_numpy(order).to(dtype=dtype, device=keys.device)
@@ -295,7 +295,7 @@ def randperm(n, *, dtype=None, device=None) -> Tensor:
 
 
 def _probability(p) -> float:
-    p = float(factories._number(p, "p"))
+    p = float(factories.as_number(p, "p"))
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"bernoulli expects p to be in [0, 1], but got p={p}")
     return p
@@ -311,13 +311,13 @@ def bernoulli(input, p=None, *, dtype=None, device=None) -> Tensor:
     if not isinstance(input, Tensor):
         if p is None:
             raise TypeError("bernoulli(size, p) needs a probability p")
-        out = factories._new((input,), factories._dtype(dtype, float32), device)
+        out = factories.new_tensor((input,), factories.dtype_or(dtype, float32), device)
         return _bernoulli_scalar(out, _probability(p))
     if p is not None:
-        return _bernoulli_scalar(factories._like(input, dtype, device), _probability(p))
+        return _bernoulli_scalar(factories.new_like(input, dtype, device), _probability(p))
     if not input.dtype.is_floating_point:
         raise TypeError(f"bernoulli expects floating point probabilities, got {input.dtype}")
-    out = factories._like(input, dtype, device)
+    out = factories.new_like(input, dtype, device)
     probs = input.to(device=out.device).contiguous()
     pdt, odt = probs.dtype, out.dtype
 

@@ -11,12 +11,13 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from kael.frontend import eager
-from kael.frontend.elementwise import _expanded, _output, binary, broadcast_shapes
+from kael.frontend.elementwise import binary, broadcast_shapes
+from kael.frontend.outputs import output
 from kael.frontend.tensor import Tensor, empty_impl
-from kael.frontend.views import as_int, wrap_dim
+from kael.frontend.views import as_int, broadcast_view, wrap_dim
 from kael.ir import graph as g
 from kael.ir.reduction import ARG_OPS, OPS
-from kael.runtime.dtypes import DType, bool_, float64, int64
+from kael.runtime.dtypes import DType, as_dtype, bool_, float64, int64
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
 from kael.runtime.tensor_impl import format_shape
 
@@ -117,10 +118,10 @@ def reduce(
     result_shape = reduced_shape(shape, axes, keepdim)
     outs = list(out) if out is not None else [None] * len(kernel.outputs)
     results = [
-        _output(o, result_shape, buf.dtype, device, name or op)
+        output(o, result_shape, buf.dtype, device, name or op)
         for o, buf in zip(outs, kernel.outputs)
     ]
-    ins = [_expanded(t._impl, shape) for t in inputs]
+    ins = [broadcast_view(t._impl, shape) for t in inputs]
     storages = {id(t._impl.storage) for t in inputs}
     # An out= sharing memory with an input is written only after the kernel has read it.
     targets = [
@@ -169,7 +170,7 @@ def _casting(dtype: DType) -> Build:
 
 
 def _float_only(x: Tensor, op: str, dtype: DType | None = None) -> DType:
-    target = dtype or x.dtype
+    target = x.dtype if dtype is None else as_dtype(dtype)
     if not target.is_floating_point:
         raise TypeError(
             f"{op}(): could not infer output dtype. Input dtype must be either a floating"
@@ -180,7 +181,7 @@ def _float_only(x: Tensor, op: str, dtype: DType | None = None) -> DType:
 
 def _sum_dtype(x: Tensor, dtype: DType | None) -> DType:
     if dtype is not None:
-        return dtype
+        return as_dtype(dtype)
     return x.dtype if x.dtype.is_floating_point else int64
 
 
@@ -242,24 +243,24 @@ def _sum_like(op: str, x, dim, keepdim, dtype, out) -> Tensor:
 
 
 def sum(
-    x: Tensor, dim=None, keepdim: bool = False, *, dtype: DType | None = None, out=None
+    input: Tensor, dim=None, keepdim: bool = False, *, dtype: DType | None = None, out=None
 ) -> Tensor:
     """Sum over dim (all by default); floats accumulate in float64, integers wrap in int64."""
-    return _sum_like("sum", x, dim, keepdim, dtype, out)
+    return _sum_like("sum", input, dim, keepdim, dtype, out)
 
 
 def prod(
-    x: Tensor, dim=None, keepdim: bool = False, *, dtype: DType | None = None, out=None
+    input: Tensor, dim=None, keepdim: bool = False, *, dtype: DType | None = None, out=None
 ) -> Tensor:
     """Product over dim (all by default), accumulated like sum."""
-    return _sum_like("prod", x, dim, keepdim, dtype, out)
+    return _sum_like("prod", input, dim, keepdim, dtype, out)
 
 
 def mean(
-    x: Tensor, dim=None, keepdim: bool = False, *, dtype: DType | None = None, out=None
+    input: Tensor, dim=None, keepdim: bool = False, *, dtype: DType | None = None, out=None
 ) -> Tensor:
     """Sum / count in one kernel (the division is the epilogue); floating dtypes only."""
-    x = _tensor(x, "mean")
+    x = _tensor(input, "mean")
     keepdim = _keepdim(keepdim, "mean")
     target = _float_only(x, "mean", dtype)
     axes = reduce_axes(x, dim, "mean")
@@ -321,14 +322,37 @@ def _variance(op: str, x, dim, correction, keepdim, out) -> Tensor:
     )[0]
 
 
-def var(x: Tensor, dim=None, *, correction: float = 1, keepdim: bool = False, out=None) -> Tensor:
-    """Variance with `correction` (1: unbiased), two-pass so a large mean loses nothing."""
-    return _variance("var", x, dim, correction, keepdim, out)
+def _unbiased(op: str, dim, unbiased, correction) -> tuple:
+    """(dim, correction) from torch's call forms: var(t, True), var(t, dim, unbiased, keepdim)
+    and correction=; unbiased and correction together are refused, as in torch."""
+    if isinstance(dim, bool):  # var(t, False): the legacy (input, unbiased) overload
+        if unbiased is not None:
+            raise TypeError(f"{op}(): unbiased given twice ({dim} and {unbiased})")
+        dim, unbiased = None, dim
+    if unbiased is None:
+        return dim, 1 if correction is None else correction
+    if correction is not None:
+        raise TypeError(f"{op}(): pass unbiased={unbiased} or correction={correction}, not both")
+    if not isinstance(unbiased, bool):
+        raise TypeError(f"{op}(): unbiased must be a bool, got {type(unbiased).__name__}")
+    return dim, int(unbiased)
 
 
-def std(x: Tensor, dim=None, *, correction: float = 1, keepdim: bool = False, out=None) -> Tensor:
+def var(
+    input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None, out=None
+) -> Tensor:
+    """Variance with `correction` (default 1; unbiased=False is 0), two-pass so a large mean
+    loses nothing."""
+    dim, correction = _unbiased("var", dim, unbiased, correction)
+    return _variance("var", input, dim, correction, keepdim, out)
+
+
+def std(
+    input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None, out=None
+) -> Tensor:
     """sqrt(var): the square root is the second pass's epilogue."""
-    return _variance("std", x, dim, correction, keepdim, out)
+    dim, correction = _unbiased("std", dim, unbiased, correction)
+    return _variance("std", input, dim, correction, keepdim, out)
 
 
 # ---- extremes --------------------------------------------------------------------------------
@@ -343,14 +367,14 @@ def _extreme(op: str, x: Tensor, dim, keepdim, out) -> Tensor:
     return reduce(base, [x], axes, keepdim, out=_out1(out), name=f"{op}_{x.dtype}")[0]
 
 
-def amax(x: Tensor, dim=(), keepdim: bool = False, *, out=None) -> Tensor:
+def amax(input: Tensor, dim=(), keepdim: bool = False, *, out=None) -> Tensor:
     """Largest value over dim (all when empty); NaN propagates."""
-    return _extreme("amax", x, dim, keepdim, out)
+    return _extreme("amax", input, dim, keepdim, out)
 
 
-def amin(x: Tensor, dim=(), keepdim: bool = False, *, out=None) -> Tensor:
+def amin(input: Tensor, dim=(), keepdim: bool = False, *, out=None) -> Tensor:
     """Smallest value over dim (all when empty); NaN propagates."""
-    return _extreme("amin", x, dim, keepdim, out)
+    return _extreme("amin", input, dim, keepdim, out)
 
 
 def _values_indices(op: str, x: Tensor, dim, keepdim, out) -> ValuesIndices:
@@ -384,14 +408,14 @@ def _max_or_min(op: str, x, dim, keepdim, out):
     return _values_indices(op, x, dim, keepdim, out)
 
 
-def max(x: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor | ValuesIndices:
+def max(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor | ValuesIndices:
     """max(t): the largest value; max(t, dim): (values, indices); max(a, b): maximum."""
-    return _max_or_min("max", x, dim, keepdim, out)
+    return _max_or_min("max", input, dim, keepdim, out)
 
 
-def min(x: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor | ValuesIndices:
+def min(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor | ValuesIndices:
     """min(t): the smallest value; min(t, dim): (values, indices); min(a, b): minimum."""
-    return _max_or_min("min", x, dim, keepdim, out)
+    return _max_or_min("min", input, dim, keepdim, out)
 
 
 def _arg(op: str, x, dim, keepdim, out) -> Tensor:
@@ -419,17 +443,17 @@ def _arg(op: str, x, dim, keepdim, out) -> Tensor:
     )[0]
 
 
-def argmax(x: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
+def argmax(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
     """Index of the largest value (of the flattened tensor when dim is None).
 
     Ties take the first index; the first NaN wins.
     """
-    return _arg("argmax", x, dim, keepdim, out)
+    return _arg("argmax", input, dim, keepdim, out)
 
 
-def argmin(x: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
+def argmin(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
     """Index of the smallest value; ties take the first index, the first NaN wins."""
-    return _arg("argmin", x, dim, keepdim, out)
+    return _arg("argmin", input, dim, keepdim, out)
 
 
 # ---- logic and counting ----------------------------------------------------------------------
@@ -451,23 +475,23 @@ def _logic(op: str, x, dim, keepdim, out) -> Tensor:
     )[0]
 
 
-def all(x: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
+def all(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
     """Whether every element is nonzero (NaN counts as nonzero); true when empty."""
-    return _logic("all", x, dim, keepdim, out)
+    return _logic("all", input, dim, keepdim, out)
 
 
-def any(x: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
+def any(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
     """Whether some element is nonzero (NaN counts as nonzero); false when empty."""
-    return _logic("any", x, dim, keepdim, out)
+    return _logic("any", input, dim, keepdim, out)
 
 
 def _nonzero_count(a: g.Node) -> g.Node:
     return _cast(_bin("ne", a, g.Const(a.dtype, (), False if a.dtype.is_bool else 0)), int64)
 
 
-def count_nonzero(x: Tensor, dim=None, *, out=None) -> Tensor:
+def count_nonzero(input: Tensor, dim=None, *, out=None) -> Tensor:
     """How many elements are nonzero, over dim (all by default), as int64: one kernel."""
-    x = _tensor(x, "count_nonzero")
+    x = _tensor(input, "count_nonzero")
     axes = reduce_axes(x, dim, "count_nonzero")
     return reduce(
         "sum",
@@ -492,13 +516,13 @@ def _norm_order(p) -> float:
     return float(p)
 
 
-def norm(x: Tensor, p=2, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
+def norm(input: Tensor, p=2, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
     """The vector p-norm over dim (all by default): one kernel, the root in its epilogue.
 
     p = 2 sums squares, 1 sums magnitudes, inf / -inf take the largest / smallest
     magnitude, 0 counts nonzeros, any other p is sum(|x|^p)^(1/p).
     """
-    x = _tensor(x, "norm")
+    x = _tensor(input, "norm")
     keepdim = _keepdim(keepdim, "norm")
     if not x.dtype.is_floating_point:
         raise TypeError(f"norm(): expected a floating point tensor as input, got {x.dtype}")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from kael.codegen.cpu import scan
 from kael.frontend import eager, views
-from kael.frontend.elementwise import _check_writable, _output, _unaliased
+from kael.frontend.outputs import check_writable, output, unaliased
 from kael.frontend.tensor import Tensor, empty_impl, transfer_impl
 from kael.ir import graph as g
 from kael.runtime.device import CPU
@@ -67,7 +67,7 @@ def _in_layout_of(impl: TensorImpl, dtype: DType) -> TensorImpl:
 def _scan_on_cpu(op: str, src: TensorImpl, dst: TensorImpl, dim: int) -> None:
     """The scan, staged in src's layout and then copied when dst's layout would make it
     walk memory with a large stride (a transposed input into a contiguous result)."""
-    src = _unaliased(src, dst)
+    src = unaliased(src, dst)
     if src.numel() >= STAGE_ELEMENTS and scan.walks_strided(src, dst, dim):
         staged = _in_layout_of(src, dst.dtype)
         if not scan.walks_strided(src, staged, dim):
@@ -91,7 +91,7 @@ def _run_scan(op: str, src: TensorImpl, dst: TensorImpl, dim: int) -> None:
 def _scan(op: str, input: Tensor, dim, dtype, out: Tensor | None) -> Tensor:
     x = _tensor(input, op)
     d = views.wrap_dim(dim, x.ndim)
-    result = _output(out, x.shape, _scan_dtype(x, dtype, op), x.device, op)
+    result = output(out, x.shape, _scan_dtype(x, dtype, op), x.device, op)
     _run_scan(op, x._impl, result._impl, d)
     if out is not None:
         out._impl.storage.bump_version()
@@ -108,7 +108,7 @@ def _scan_(op: str, self: Tensor, dim, dtype) -> Tensor:
             f"{name}: bad in-place call: input tensor dtype {self.dtype} and output tensor dtype"
             f" {result} should match"
         )
-    _check_writable(self, name)
+    check_writable(self, name)
     _run_scan(op, self._impl, self._impl, d)
     self._impl.storage.bump_version()
     return self
@@ -153,7 +153,7 @@ def _triangle(name: str, x: Tensor, diagonal, out: Tensor) -> None:
     # Past either edge every diagonal keeps all or nothing: clamp into int64 safely.
     edge = max(x.shape[-2:]) + 1
     diag = max(-edge, min(edge, diagonal))
-    eager.run(entry, [out._impl], [_unaliased(x._impl, out._impl)], {"diag": diag})
+    eager.run(entry, [out._impl], [unaliased(x._impl, out._impl)], {"diag": diag})
 
 
 def _check_matrix(x: Tensor, op: str) -> None:
@@ -166,7 +166,7 @@ def _triangle_op(name: str) -> Callable:
         x = _tensor(input, name)
         _check_matrix(x, name)
         diagonal = views.as_int(diagonal, "diagonal")
-        result = _output(out, x.shape, x.dtype, x.device, name)
+        result = output(out, x.shape, x.dtype, x.device, name)
         _triangle(name, x, diagonal, result)
         if out is not None:
             out._impl.storage.bump_version()
@@ -182,7 +182,7 @@ def _triangle_inplace(name: str) -> Callable:
     def method(self: Tensor, diagonal=0) -> Tensor:
         _check_matrix(_tensor(self, f"{name}_"), f"{name}_")
         diagonal = views.as_int(diagonal, "diagonal")
-        _check_writable(self, f"{name}_")
+        check_writable(self, f"{name}_")
         _triangle(name, self, diagonal, self)
         self._impl.storage.bump_version()
         return self
@@ -287,7 +287,17 @@ FUNCTIONS: dict[str, Callable] = {
     "flip": flip,
     "roll": roll,
 }
+
+
+def _flip_method(self: Tensor, *dims, **kwargs) -> Tensor:
+    """Tensor.flip(0, 1) as well as flip((0, 1)) and flip(dims=...), as in torch."""
+    if not dims:
+        return flip(self, **kwargs)
+    return flip(self, dims[0] if len(dims) == 1 else dims, **kwargs)
+
+
 METHODS: dict[str, Callable] = {
+    "flip": _flip_method,
     "cumsum_": cumsum_,
     "cumprod_": cumprod_,
     "tril_": _triangle_inplace("tril"),

@@ -228,6 +228,18 @@ def expand(impl: TensorImpl, args: tuple) -> TensorImpl:
     return derive(impl, shape, strides, impl.offset)
 
 
+def broadcast_view(impl: TensorImpl, shape: tuple[int, ...]) -> TensorImpl:
+    """impl viewed with `shape` (stride 0 along broadcast dims); impl itself when equal."""
+    if impl.shape == shape:
+        return impl
+    lead = len(shape) - len(impl.shape)
+    strides = [0] * lead + [
+        0 if size == 1 and want != 1 else st
+        for size, st, want in zip(impl.shape, impl.strides, shape[lead:])
+    ]
+    return derive(impl, shape, strides, impl.offset)
+
+
 def narrow(impl: TensorImpl, dim, start, length) -> TensorImpl:
     """`length` elements of `dim` from `start` (negative start counts from the end)."""
     ndim = len(impl.shape)

@@ -46,7 +46,7 @@ def plan(shape: tuple[int, ...], strides: list[tuple[int, ...]], keep_dims: bool
     sizes = [shape[d] for d in dims]
     per = [[st[d] for d in dims] for st in strides]
     if not keep_dims:
-        sizes, per = _coalesce(sizes, per)
+        sizes, per = coalesce(sizes, per)
     if not sizes:
         return Layout((1,), tuple((0,) for _ in strides), tuple(CONTIG for _ in strides), False)
     tiled = False
@@ -58,7 +58,7 @@ def plan(shape: tuple[int, ...], strides: list[tuple[int, ...]], keep_dims: bool
     return Layout(tuple(sizes), tuple(tuple(st) for st in per), inners, tiled)
 
 
-def _coalesce(sizes: list[int], per: list[list[int]]) -> tuple[list[int], list[list[int]]]:
+def coalesce(sizes: list[int], per: list[list[int]]) -> tuple[list[int], list[list[int]]]:
     """Merge dimension d into d+1 wherever every buffer steps over it contiguously."""
     if not sizes:
         return sizes, per

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from kael.ir.expr import Expr, Load, faults
 from kael.ir.kernel import BCAST, CONTIG, STRIDED, Buffer
-from kael.ir.layout import _coalesce
+from kael.ir.layout import coalesce
 from kael.runtime.dtypes import DType, int64
 
 BLOCK = 16384  # reduced elements per block: the unit of work and of the combining tree
@@ -162,10 +162,10 @@ def plan_reduction(
     kept = [shape[d] for d in kept_dims]
     kper = [[st[kept_pos[d]] for d in kept_dims] for st in out_strides]
     kper += [[st[d] for d in kept_dims] for st in in_strides]
-    kept, kper = _coalesce(kept, kper)
+    kept, kper = coalesce(kept, kper)
     red = [shape[d] for d in red_dims]
     rper = [[st[d] for d in red_dims] for st in in_strides] + [[logical[d] for d in red_dims]]
-    red, rper = _coalesce(red, rper)
+    red, rper = coalesce(red, rper)
     if 0 in red or not red:
         red, rper = [0 if 0 in red else 1], [[0] for _ in rper]
     *rper, index_strides = rper

@@ -1,15 +1,33 @@
-"""Runs a compiled CPU kernel over its work items, inline or split across the thread pool."""
+"""Runs a compiled CPU kernel over its work items, inline or split across the thread pool.
+
+Every CPU launch goes through `launch`, which reports it to runtime/launches.py when
+something records launches or KAEL_DEBUG is on (and costs one check otherwise).
+"""
 
 from __future__ import annotations
 
 import ctypes
+import time
 
+from kael.runtime import debug, launches
 from kael.runtime.threadpool import get_num_threads, pool
 
 # Below this many bytes moved, waking a worker costs more than it saves.
 PARALLEL_BYTES = 1 << 20
 # Ranges start on multiples of this many work items, so threads do not share cache lines.
 ALIGN_ITEMS = 64
+
+# The signature of every compiled kernel: void f(i64* args, i64 begin, i64 end).
+KernelFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+
+
+def kernel_fn(
+    address: int, symbol: str, kernel: object = None, llvm: str | None = None
+) -> KernelFn:
+    """A callable for the kernel at `address`, carrying what its launch records show."""
+    fn = KernelFn(address)
+    fn.symbol, fn.kernel, fn.llvm = symbol, kernel, llvm
+    return fn
 
 
 def split(total: int, parts: int, align: int = ALIGN_ITEMS) -> list[tuple[int, int]]:
@@ -20,14 +38,41 @@ def split(total: int, parts: int, align: int = ALIGN_ITEMS) -> list[tuple[int, i
     return [(b, min(b + step, total)) for b in range(0, total, step)] or [(0, 0)]
 
 
-def launch(fn, words: list[int], total: int, bytes_moved: int, align: int = ALIGN_ITEMS) -> None:
-    """Call `fn` over work items [0, total) with the argument block `words`."""
+def launch(
+    fn,
+    words: list[int],
+    total: int,
+    bytes_moved: int,
+    align: int = ALIGN_ITEMS,
+    *,
+    shape: tuple[int, ...] | None = None,
+    flops: int = 0,
+) -> None:
+    """Call `fn` over work items [0, total) with the argument block `words`.
+
+    `shape` (what the launch covers) and `flops` only show in its launch record.
+    """
     if total <= 0:
         return
+    watched = launches.recorder is not None or debug.level >= 1
+    start = time.perf_counter() if watched else 0.0
     block = (ctypes.c_int64 * len(words))(*words)
     address = ctypes.addressof(block)
     threads = get_num_threads()
     if threads == 1 or bytes_moved < PARALLEL_BYTES:
         fn(address, 0, total)
-        return
-    pool().run(fn, address, split(total, threads, align))
+    else:
+        pool().run(fn, address, split(total, threads, align))
+    if watched:
+        launches.report(
+            launches.Launch(
+                getattr(fn, "symbol", "unnamed"),
+                shape,
+                total,
+                bytes_moved,
+                time.perf_counter() - start,
+                flops,
+                getattr(fn, "kernel", None),
+                getattr(fn, "llvm", None),
+            )
+        )

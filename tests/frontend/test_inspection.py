@@ -1,7 +1,7 @@
 import pytest
 
 import kael
-from kael.frontend.inspection import explain, kernel_stage, record_launches
+from kael.frontend.inspection import explain, kernel_stage, launch_stage, record_launches
 
 
 def test_record_launches_sees_each_kernel_of_a_call():
@@ -44,3 +44,78 @@ def test_explain_prints_kernel_ir_and_rate(capsys):
     assert len(launches) == 1
     assert "kernel 0: kael_copy_float32_to_float32" in out and "GB/s" in out
     assert "out0 = in0" in out
+
+
+# ---- hand-written kernels go through the same launcher, so they are recorded too ----------
+
+
+def _only(launches, prefix):
+    found = [launch for launch in launches if launch.symbol.startswith(prefix)]
+    assert len(found) == 1, [launch.symbol for launch in launches]
+    return found[0]
+
+
+def test_a_row_kernel_launch_is_recorded_with_rows_and_cols():
+    x = kael.ones(6, 9, dtype=kael.float32)
+    _, launches = record_launches(kael.softmax, x, 1)
+    row = _only(launches, "kael_rows_softmax_float32")
+    assert row.shape == (6, 9) and row.bytes_moved == 6 * 9 * 4 * 2
+    assert row.kernel is None and 'define void @"kael_rows_softmax_float32"' in row.llvm
+
+
+def test_a_scan_launch_is_recorded_with_its_work_items():
+    x = kael.ones(5, 7, dtype=kael.float64)
+    _, launches = record_launches(kael.cumsum, x, 1)
+    scan = _only(launches, "kael_scan_cumsum_float64_float64")
+    assert scan.bytes_moved == 5 * 7 * 16 and scan.seconds > 0
+
+
+def test_a_gather_launch_is_recorded():
+    x = kael.ones(4, 3, dtype=kael.float32)
+    index = kael.zeros(4, 2, dtype=kael.int64)
+    _, launches = record_launches(kael.gather, x, 1, index)
+    assert _only(launches, "kael_gather").gbps >= 0
+
+
+def test_a_matmul_launch_is_recorded_with_its_flop_rate():
+    a = kael.ones(64, 32, dtype=kael.float32)
+    b = kael.ones(32, 48, dtype=kael.float32)
+    _, launches = record_launches(kael.matmul, a, b)
+    flops = [launch for launch in launches if launch.flops]
+    assert sum(launch.flops for launch in flops) == 2 * 64 * 32 * 48
+    assert all("GFLOP/s" in str(launch) for launch in flops)
+
+
+def test_a_reduction_records_its_ir_kernel():
+    x = kael.ones(10, 10)
+    _, [launch] = record_launches(kael.sum, x, 1)
+    assert launch.shape == (10,) and launch_stage(launch, "kael").startswith("reduction")
+    assert f'define void @"{launch.symbol}_final"' in launch_stage(launch, "llvm")
+
+
+def test_explain_shows_a_hand_written_kernel_by_symbol_and_its_llvm_on_request(capsys):
+    x = kael.ones(3, 4)
+    explain(kael.cumsum, x, 1, stages=("kael", "llvm"))
+    out = capsys.readouterr().out
+    assert "kernel 0: kael_scan_cumsum_float32_float32" in out
+    assert "no kael stage" in out and 'define void @"kael_scan_cumsum_float32_float32' in out
+
+
+def test_launch_stage_rejects_an_unknown_stage_of_a_hand_written_kernel():
+    _, launches = record_launches(kael.cumsum, kael.ones(3), 0)
+    with pytest.raises(kael.ValueError, match="'wat'.*kael, llvm, asm, ptx"):
+        launch_stage(launches[0], "wat")
+
+
+def test_nothing_is_recorded_outside_record_launches():
+    from kael.runtime import launches
+
+    assert launches.recorder is None
+    kael.cumsum(kael.ones(3), 0)
+    assert launches.recorder is None
+
+
+def test_a_reduction_over_several_blocks_records_the_launch_combining_them():
+    _, launches = record_launches(kael.sum, kael.ones(40000))  # 16384-element blocks
+    assert [launch.symbol.endswith("_final") for launch in launches] == [False, True]
+    assert launches[0].kernel is launches[1].kernel

@@ -16,6 +16,7 @@ from kernel_helpers import KAEL_DTYPES
 import kael
 from kael.codegen.ptx import compiler as ptx_compiler
 from kael.frontend import eager
+from kael.frontend.inspection import record_launches
 from kael.ir.kernel import BCAST, CONTIG, STRIDED
 
 DTYPES = [torch.float32, torch.float64, torch.int64, torch.bool]
@@ -146,22 +147,17 @@ def test_scan_of_a_large_tensor_split_over_threads_matches_torch(op):
 def test_scan_of_a_large_transposed_input_runs_in_its_layout_then_copies(dim):
     t = values(torch.float64, (400, 300), seed=7).T
     k = to_kael(t.T).T
-    eager.recorder = []
-    try:
-        got = kael.cumsum(k, dim)
-        copies = [r for r in eager.recorder if "copy" in r.symbol]
-    finally:
-        eager.recorder = None
+    got, launches = record_launches(kael.cumsum, k, dim)
+    copies = [r for r in launches if "copy" in r.symbol]
     assert len(copies) == 1 and copies[0].shape == (300, 400)
+    scans = [r for r in launches if "copy" not in r.symbol]
+    assert len(scans) == 1 and scans[0].symbol.startswith("kael_scan_cumsum_float64_float64")
     assert_same(got, torch.cumsum(t, dim))
     small = values(torch.float64, (40, 30), seed=7).T
     k = to_kael(small.T).T
-    eager.recorder = []
-    try:
-        got = kael.cumsum(k, dim)
-        assert eager.recorder == []  # below STAGE_ELEMENTS: one strided walk, no copy
-    finally:
-        eager.recorder = None
+    got, launches = record_launches(kael.cumsum, k, dim)
+    # below STAGE_ELEMENTS: one strided walk, no copy
+    assert [r.symbol.startswith("kael_scan_cumsum") for r in launches] == [True]
     assert_same(got, torch.cumsum(small, dim))
 
 
@@ -421,12 +417,7 @@ def test_flip_of_large_transposed_and_sliced_views_matches_torch(dtype):
 def test_flip_through_the_tiled_transposing_copy_walks_negative_strides_correctly():
     base = values(torch.float32, (70, 80), seed=14)
     k = to_kael(base).T
-    eager.recorder = []
-    try:
-        got = kael.flip(k, (1,))
-        (launch,) = eager.recorder
-    finally:
-        eager.recorder = None
+    got, (launch,) = record_launches(kael.flip, k, (1,))
     assert launch.kernel.tiled  # the input's unit stride is on the other dim
     assert_same(got, torch.flip(base.T, (1,)), exact=True)
 

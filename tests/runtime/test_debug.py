@@ -43,3 +43,20 @@ def test_each_debug_level_adds_its_stage(tmp_path):
     assert "kernel fill_float64 rank=1" in two and "LLVM IR" not in two
     assert "define void @kael_fill_float64" in three and "assembly" not in three
     assert "assembly of kael_fill_float64" in four and "ret" in four
+
+
+_HANDWRITTEN = """
+import kael
+kael.cumsum(kael.ones(5, 7), 1)
+kael.matmul(kael.ones(16, 8), kael.ones(8, 4))
+"""
+
+
+def test_level_1_prints_hand_written_launches_with_their_rate(tmp_path):
+    quiet = run_python(_HANDWRITTEN, KAEL_DEBUG="0", KAEL_CACHE_DIR=str(tmp_path)).stderr
+    one = run_python(_HANDWRITTEN, KAEL_DEBUG="1", KAEL_CACHE_DIR=str(tmp_path)).stderr
+    assert "[kael]" not in quiet
+    lines = [line for line in one.splitlines() if line.startswith("[kael] launch")]
+    scan = [line for line in lines if "kael_scan_cumsum_float32_float32" in line]
+    assert len(scan) == 1 and "items=5 " in scan[0] and "GB/s" in scan[0]
+    assert any("GFLOP/s" in line for line in lines)

@@ -30,8 +30,8 @@ from typing import NamedTuple
 from llvmlite import ir
 
 from kael.codegen.cpu import handwritten
-from kael.codegen.cpu.loops import _LoopBuilder
-from kael.codegen.lowering import scalar_type
+from kael.codegen.cpu.loops import LoopBuilder
+from kael.codegen.lowering import i64, scalar_type
 from kael.runtime.dtypes import INT64_MAX, DType, bool_, float32, float64, int64
 from kael.runtime.launcher import launch
 
@@ -51,10 +51,6 @@ ORDER_LINES, ORDER_OUTER = 0, 1
 NONZERO_WORDS = ("input", "counts", "out", "total", "rank")
 # Elements per nonzero work item: large enough that the scan over blocks is negligible.
 NONZERO_BLOCK = 4096
-
-
-def _i64(v: int) -> ir.Constant:
-    return ir.Constant(I64, v)
 
 
 class _Walk:
@@ -77,7 +73,7 @@ class _Walk:
         covers only the leading dims of a larger space)."""
         self.b, self.args, self.first, self.rank = b, args, first, rank
         self.span = rank if span is None else span
-        self.loops = _LoopBuilder(b)
+        self.loops = LoopBuilder(b)
         self.coord = b.alloca(I64, size=rank, name="coord")
         self.offs = [b.alloca(I64, name=f"off{k}") for k in range(operands)]
         self.rem = b.alloca(I64, name="rem")
@@ -88,11 +84,11 @@ class _Walk:
         return self.b.load(self.b.gep(self.args, [i]))
 
     def size(self, d: ir.Value) -> ir.Value:
-        return self.word(self.b.add(_i64(self.first), d))
+        return self.word(self.b.add(i64(self.first), d))
 
     def stride(self, k: int, d: ir.Value) -> ir.Value:
         b = self.b
-        return self.word(b.add(b.add(_i64(self.first), b.mul(self.span, _i64(k + 1))), d))
+        return self.word(b.add(b.add(i64(self.first), b.mul(self.span, i64(k + 1))), d))
 
     def at(self, d: ir.Value) -> ir.Value:
         return self.b.gep(self.coord, [d])
@@ -113,11 +109,11 @@ class _Walk:
         is 0 goes to run_body(pos, bases, inner strides, run) instead."""
         b, rank = self.b, self.rank
         for k, off in enumerate(self.offs):
-            b.store(_i64(0) if origins is None else origins[k], off)
+            b.store(i64(0) if origins is None else origins[k], off)
         b.store(start, self.rem)
 
         def decompose(j):
-            d = b.sub(b.sub(rank, _i64(1)), j)
+            d = b.sub(b.sub(rank, i64(1)), j)
             size, rem = self.size(d), b.load(self.rem)
             c = b.srem(rem, size)
             b.store(b.sdiv(rem, size), self.rem)
@@ -125,8 +121,8 @@ class _Walk:
             for k, off in enumerate(self.offs):
                 self.add_to(off, b.mul(c, self.stride(k, d)))
 
-        self.loops.counted(_i64(0), rank, 1, decompose, "decompose")
-        last = b.sub(rank, _i64(1))
+        self.loops.counted(i64(0), rank, 1, decompose, "decompose")
+        last = b.sub(rank, i64(1))
         inner_size = self.size(last)
         inner = [self.stride(k, last) for k in range(len(self.offs))]
         b.store(start, self.pos)
@@ -146,14 +142,14 @@ class _Walk:
             body(b.add(pos, j), offsets, b.add(c, j))
 
         if uniform is None:
-            self.loops.counted(_i64(0), run, 1, element, "run")
+            self.loops.counted(i64(0), run, 1, element, "run")
         else:
             k, run_body = uniform
-            with b.if_else(b.icmp_signed("==", inner[k], _i64(0))) as (same, varying):
+            with b.if_else(b.icmp_signed("==", inner[k], i64(0))) as (same, varying):
                 with same:
                     run_body(pos, bases, inner, run)
                 with varying:
-                    self.loops.counted(_i64(0), run, 1, element, "run")
+                    self.loops.counted(i64(0), run, 1, element, "run")
         b.store(b.add(pos, run), self.pos)
         b.store(b.add(c, run), self.at(last))
         for base, st, off in zip(bases, inner, self.offs):
@@ -172,14 +168,14 @@ class _Walk:
         b.branch(head)
         b.position_at_end(head)
         d = b.load(self.dim)
-        b.cbranch(b.icmp_signed(">", d, _i64(0)), check, done)
+        b.cbranch(b.icmp_signed(">", d, i64(0)), check, done)
         b.position_at_end(check)
         size = self.size(d)
         b.cbranch(b.icmp_signed(">=", b.load(self.at(d)), size), roll, done)
         b.position_at_end(roll)
-        outer = b.sub(d, _i64(1))
-        b.store(_i64(0), self.at(d))
-        self.add_to(self.at(outer), _i64(1))
+        outer = b.sub(d, i64(1))
+        b.store(i64(0), self.at(d))
+        self.add_to(self.at(outer), i64(1))
         for k, off in enumerate(self.offs):
             self.add_to(off, b.sub(self.stride(k, outer), b.mul(size, self.stride(k, d))))
         b.store(outer, self.dim)
@@ -188,7 +184,7 @@ class _Walk:
 
 
 def _words(b: ir.IRBuilder, args: ir.Value, names: Sequence[str]) -> dict[str, ir.Value]:
-    return {name: b.load(b.gep(args, [_i64(i)]), name=name) for i, name in enumerate(names)}
+    return {name: b.load(b.gep(args, [i64(i)]), name=name) for i, name in enumerate(names)}
 
 
 def _ptr(b: ir.IRBuilder, word: ir.Value, t: ir.Type) -> ir.Value:
@@ -212,7 +208,7 @@ def _walk_function(module: ir.Module, kind: str, dtype: DType) -> str:
     index, error = _ptr(b, w["index"], I64), _ptr(b, w["error"], I64)
     value = b.alloca(I64, name="value")
     walk = _Walk(b, fn.args[0], len(WALK_WORDS), w["rank"], 3)
-    writes = b.icmp_signed("!=", w["write"], _i64(0))
+    writes = b.icmp_signed("!=", w["write"], i64(0))
 
     def element(pos, offs, _inner):
         od, ot, oi = offs
@@ -252,7 +248,7 @@ def _walk_function(module: ir.Module, kind: str, dtype: DType) -> str:
                     else:
                         b.store(b.load(here), at)
 
-                walk.loops.counted(_i64(0), run, 1, copy, "copy")
+                walk.loops.counted(i64(0), run, 1, copy, "copy")
             with bad:
                 b.atomic_rmw("min", error, pos, "monotonic")
 
@@ -266,39 +262,39 @@ def _walk_function(module: ir.Module, kind: str, dtype: DType) -> str:
     # walks the items' range of the other dims inside (for a source whose indexed dim is
     # not its fastest). The check-only pass (STRICT indices) keeps its first bad position
     # in a register: a branch-free loop.
-    last = b.sub(w["rank"], _i64(1))
+    last = b.sub(w["rank"], i64(1))
     line = walk.size(last)
     first_bad = b.alloca(I64, name="first_bad")
     outer = _Walk(b, fn.args[0], len(WALK_WORDS), last, 3, span=w["rank"])
 
     def check(pos, offs, _inner):
         bad = b.icmp_unsigned(">=", b.load(b.gep(index, [offs[2]])), w["size"])
-        here = b.select(bad, pos, _i64(INT64_MAX))
+        here = b.select(bad, pos, i64(INT64_MAX))
         old = b.load(first_bad)
         b.store(b.select(b.icmp_signed("<", here, old), here, old), first_bad)
 
     def step(j):
-        origins = [b.mul(j, walk.stride(0, last)), _i64(0), b.mul(j, walk.stride(2, last))]
+        origins = [b.mul(j, walk.stride(0, last)), i64(0), b.mul(j, walk.stride(2, last))]
 
         def at_j(pos, offs, inner):
             element(b.add(b.mul(pos, line), j), offs, inner)
 
         outer(begin, end, at_j, origins=origins)
 
-    by_lines = b.icmp_signed("==", w["order"], _i64(ORDER_LINES))
+    by_lines = b.icmp_signed("==", w["order"], i64(ORDER_LINES))
     with b.if_else(b.and_(writes, b.not_(by_lines))) as (across, whole):
         with across:
-            walk.loops.counted(_i64(0), line, 1, step, "across")
+            walk.loops.counted(i64(0), line, 1, step, "across")
         with whole:
             start, stop = b.mul(begin, line), b.mul(end, line)
             with b.if_else(writes) as (write, check_only):
                 with write:
                     walk(start, stop, element)
                 with check_only:
-                    b.store(_i64(INT64_MAX), first_bad)
+                    b.store(i64(INT64_MAX), first_bad)
                     walk(start, stop, check)
                     found = b.load(first_bad)
-                    with b.if_then(b.icmp_signed("<", found, _i64(INT64_MAX))):
+                    with b.if_then(b.icmp_signed("<", found, i64(INT64_MAX))):
                         b.atomic_rmw("min", error, found, "monotonic")
     b.ret_void()
     return symbol
@@ -307,13 +303,13 @@ def _walk_function(module: ir.Module, kind: str, dtype: DType) -> str:
 def _mapped_index(b: ir.IRBuilder, w: dict[str, ir.Value], v: ir.Value, out: ir.Value) -> None:
     """Store into `out` the index v as the mode maps it; the caller checks 0 <= it < size."""
     size, mode = w["size"], w["mode"]
-    negative = b.icmp_signed("<", v, _i64(0))
+    negative = b.icmp_signed("<", v, i64(0))
     wrapped = b.select(negative, b.add(v, size), v)
-    b.store(b.select(b.icmp_signed("==", mode, _i64(WRAP)), wrapped, v), out)
-    modulo = b.and_(b.icmp_signed("==", mode, _i64(MODULO)), b.icmp_signed(">", size, _i64(0)))
+    b.store(b.select(b.icmp_signed("==", mode, i64(WRAP)), wrapped, v), out)
+    modulo = b.and_(b.icmp_signed("==", mode, i64(MODULO)), b.icmp_signed(">", size, i64(0)))
     with b.if_then(modulo, likely=False):
         r = b.srem(v, size)
-        b.store(b.select(b.icmp_signed("<", r, _i64(0)), b.add(r, size), r), out)
+        b.store(b.select(b.icmp_signed("<", r, i64(0)), b.add(r, size), r), out)
 
 
 def _build_walks(kind: str) -> Callable[[ir.Module], list[str]]:
@@ -340,7 +336,7 @@ def _nonzero_function(module: ir.Module, dtype: DType, write: bool) -> str:
     counts, out = _ptr(b, w["counts"], I64), _ptr(b, w["out"], I64)
     found = b.alloca(I64, name="found")
     walk = _Walk(b, fn.args[0], len(NONZERO_WORDS), rank, 1)
-    last = b.sub(rank, _i64(1))
+    last = b.sub(rank, i64(1))
 
     def element(_pos, offs, inner):
         hit = _is_nonzero(b, dtype, b.load(b.gep(data, offs)))
@@ -350,16 +346,16 @@ def _nonzero_function(module: ir.Module, dtype: DType, write: bool) -> str:
         with b.if_then(hit):
             row = b.gep(out, [b.mul(b.load(found), rank)])
             walk.loops.counted(
-                _i64(0), last, 1, lambda d: b.store(b.load(walk.at(d)), b.gep(row, [d])), "coord"
+                i64(0), last, 1, lambda d: b.store(b.load(walk.at(d)), b.gep(row, [d])), "coord"
             )
             b.store(inner, b.gep(row, [last]))
-            b.store(b.add(b.load(found), _i64(1)), found)
+            b.store(b.add(b.load(found), i64(1)), found)
 
     def block(item):
-        start = b.mul(item, _i64(NONZERO_BLOCK))
-        stop = b.add(start, _i64(NONZERO_BLOCK))
+        start = b.mul(item, i64(NONZERO_BLOCK))
+        stop = b.add(start, i64(NONZERO_BLOCK))
         stop = b.select(b.icmp_signed("<", stop, w["total"]), stop, w["total"])
-        b.store(b.load(b.gep(counts, [item])) if write else _i64(0), found)
+        b.store(b.load(b.gep(counts, [item])) if write else i64(0), found)
         walk(start, stop, element)
         if not write:
             b.store(b.load(found), b.gep(counts, [item]))
@@ -375,9 +371,9 @@ def _scan_function(module: ir.Module) -> str:
     fn, b = handwritten.kernel_function(module, symbol)
     args = fn.args[0]
     counts = _ptr(b, b.load(args), I64)
-    blocks = b.load(b.gep(args, [_i64(1)]))
+    blocks = b.load(b.gep(args, [i64(1)]))
     acc = b.alloca(I64, name="acc")
-    b.store(_i64(0), acc)
+    b.store(i64(0), acc)
 
     def step(i):
         at = b.gep(counts, [i])
@@ -385,7 +381,7 @@ def _scan_function(module: ir.Module) -> str:
         b.store(b.load(acc), at)
         b.store(b.add(b.load(acc), count), acc)
 
-    _LoopBuilder(b).counted(_i64(0), blocks, 1, step, "scan")
+    LoopBuilder(b).counted(i64(0), blocks, 1, step, "scan")
     b.store(b.load(acc), b.gep(counts, [blocks]))
     b.ret_void()
     return symbol

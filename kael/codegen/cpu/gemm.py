@@ -22,7 +22,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from kael.codegen.cpu import handwritten
-from kael.codegen.cpu.loops import _LoopBuilder
+from kael.codegen.cpu.loops import LoopBuilder
+from kael.codegen.lowering import i64, smin
 from kael.ir.matmul import INT64_TEXT, GemmSpec
 from kael.runtime.dtypes import float32
 
@@ -41,22 +42,14 @@ INT_ARGS = (
 MACRO, PACK_B, ROWS_I64 = "kael_gemm_macro", "kael_gemm_pack_b", "kael_gemm_rows_i64"
 
 
-def _i64(v: int) -> ir.Constant:
-    return ir.Constant(I64, v)
-
-
-def _min(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
-    return b.select(b.icmp_signed("<", x, y), x, y)
-
-
 def _words(b: ir.IRBuilder, fn: ir.Function, names: tuple[str, ...]) -> dict[str, ir.Value]:
-    return {n: b.load(b.gep(fn.args[0], [_i64(i)]), name=n) for i, n in enumerate(names)}
+    return {n: b.load(b.gep(fn.args[0], [i64(i)]), name=n) for i, n in enumerate(names)}
 
 
 def begin(module: ir.Module, symbol: str, names: tuple[str, ...]):
     """A new kernel `symbol`: (function, builder, its argument words by name, loops)."""
     fn, b = handwritten.kernel_function(module, symbol)
-    return fn, b, _words(b, fn, names), _LoopBuilder(b)
+    return fn, b, _words(b, fn, names), LoopBuilder(b)
 
 
 def divmod_(b: ir.IRBuilder, x: ir.Value, d: ir.Value) -> tuple[ir.Value, ir.Value]:
@@ -65,13 +58,13 @@ def divmod_(b: ir.IRBuilder, x: ir.Value, d: ir.Value) -> tuple[ir.Value, ir.Val
     return q, b.sub(x, b.mul(q, d))
 
 
-def finish(fn: ir.Function, b: ir.IRBuilder, loops: _LoopBuilder, item) -> None:
+def finish(fn: ir.Function, b: ir.IRBuilder, loops: LoopBuilder, item) -> None:
     """Run `item` over the work items [begin, end) and return."""
     loops.counted(fn.args[1], fn.args[2], 1, item, "item")
     b.ret_void()
 
 
-class _Vectors:
+class Vectors:
     """Vector types, masks and the masked-memory intrinsics of one element type, and
     `madd(b, x, y, acc)` = x * y + acc (llvm.fma for floats, wrapping mul and add for i64)."""
 
@@ -127,13 +120,13 @@ class _Vectors:
         b.call(self.store_fn, [v, b.bitcast(p, self.vec.as_pointer()), self.align, mask])
 
 
-def _vectors(module: ir.Module, spec: GemmSpec) -> _Vectors:
+def _vectors(module: ir.Module, spec: GemmSpec) -> Vectors:
     if spec.dtype is float32:
-        return _Vectors(module, ir.FloatType(), spec.lanes, 4, "f32")
-    return _Vectors(module, ir.DoubleType(), spec.lanes, 8, "f64")
+        return Vectors(module, ir.FloatType(), spec.lanes, 4, "f32")
+    return Vectors(module, ir.DoubleType(), spec.lanes, 8, "f64")
 
 
-def _micro_kernel(module: ir.Module, spec: GemmSpec, vx: _Vectors, packed: bool) -> ir.Function:
+def _micro_kernel(module: ir.Module, spec: GemmSpec, vx: Vectors, packed: bool) -> ir.Function:
     """C[mvalid x nvalid] (+)= A[mvalid x kc] B[kc x nvalid] with mr x nr accumulators.
 
     `packed`: A is an mr-row panel (row stride 1, k stride mr) and B a zero-padded panel
@@ -152,18 +145,18 @@ def _micro_kernel(module: ir.Module, spec: GemmSpec, vx: _Vectors, packed: bool)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     mr, nv, lanes = spec.mr, spec.vectors, spec.lanes
     if packed:
-        ars, aks, bks = _i64(1), _i64(mr), _i64(spec.nr)
-        rows = [b.gep(a, [_i64(i)]) for i in range(mr)]
+        ars, aks, bks = i64(1), i64(mr), i64(spec.nr)
+        rows = [b.gep(a, [i64(i)]) for i in range(mr)]
     else:
-        last = b.sub(mvalid, _i64(1))
-        rows = [b.gep(a, [b.mul(_min(b, _i64(i), last), ars)]) for i in range(mr)]
+        last = b.sub(mvalid, i64(1))
+        rows = [b.gep(a, [b.mul(smin(b, i64(i), last), ars)]) for i in range(mr)]
     masks = [vx.mask(b, v * lanes, nvalid) for v in range(nv)]
     pre = b.block
     head, body, done = (fn.append_basic_block(n) for n in ("k.head", "k.body", "k.done"))
     b.branch(head)
     b.position_at_end(head)
     k = b.phi(I64, name="k")
-    k.add_incoming(_i64(0), pre)
+    k.add_incoming(i64(0), pre)
     acc = [[b.phi(vx.vec, name=f"acc{i}_{v}") for v in range(nv)] for i in range(mr)]
     for row in acc:
         for phi in row:
@@ -174,28 +167,28 @@ def _micro_kernel(module: ir.Module, spec: GemmSpec, vx: _Vectors, packed: bool)
     if packed:
         vptr = vx.vec.as_pointer()
         bvec = [
-            b.load(b.bitcast(b.gep(brow, [_i64(v * lanes)]), vptr), align=vx.align.constant)
+            b.load(b.bitcast(b.gep(brow, [i64(v * lanes)]), vptr), align=vx.align.constant)
             for v in range(nv)
         ]
     else:
-        bvec = [vx.load(b, b.gep(brow, [_i64(v * lanes)]), masks[v]) for v in range(nv)]
+        bvec = [vx.load(b, b.gep(brow, [i64(v * lanes)]), masks[v]) for v in range(nv)]
     koff = b.mul(k, aks)
     for i in range(mr):
         s = vx.splat(b, b.load(b.gep(rows[i], [koff])))
         for v in range(nv):
             acc[i][v].add_incoming(b.call(vx.fma_fn, [s, bvec[v], acc[i][v]]), body)
-    k.add_incoming(b.add(k, _i64(1)), body)
+    k.add_incoming(b.add(k, i64(1)), body)
     b.branch(head)
     b.position_at_end(done)
-    adding = b.icmp_signed("!=", accumulate, _i64(0))
+    adding = b.icmp_signed("!=", accumulate, i64(0))
     for i in range(mr):
         store = fn.append_basic_block(f"row{i}.store")
         after = fn.append_basic_block(f"row{i}.after")
-        b.cbranch(b.icmp_signed("<", _i64(i), mvalid), store, after)
+        b.cbranch(b.icmp_signed("<", i64(i), mvalid), store, after)
         b.position_at_end(store)
-        crow = b.gep(c, [b.mul(_i64(i), ldc)])
+        crow = b.gep(c, [b.mul(i64(i), ldc)])
         for v in range(nv):
-            p = b.gep(crow, [_i64(v * lanes)])
+            p = b.gep(crow, [i64(v * lanes)])
             total = b.fadd(acc[i][v], vx.load(b, p, masks[v]))
             vx.store(b, b.select(adding, total, acc[i][v]), p, masks[v])
         b.branch(after)
@@ -214,9 +207,9 @@ def _emit_macro(module: ir.Module, spec: GemmSpec, micro: tuple, elem: ir.Type) 
     packed = b.bitcast(scratch, elem.as_pointer())
     t = elem.as_pointer()
     base = {name: b.inttoptr(w[name], t) for name in ("a", "b", "c")}
-    ntiles = b.sdiv(b.add(w["n"], _i64(spec.nr - 1)), _i64(spec.nr))
-    mr = _i64(spec.mr)
-    pack_a = b.icmp_signed("!=", w["pack_a"], _i64(0))
+    ntiles = b.sdiv(b.add(w["n"], i64(spec.nr - 1)), i64(spec.nr))
+    mr = i64(spec.mr)
+    pack_a = b.icmp_signed("!=", w["pack_a"], i64(0))
     panel_elems = b.mul(mr, w["kc"])
 
     def item(it):
@@ -224,22 +217,22 @@ def _emit_macro(module: ir.Module, spec: GemmSpec, micro: tuple, elem: ir.Type) 
         first = b.mul(cols, w["tiles"])
         batch, block = divmod_(b, rows, w["mblocks"])
         i0 = b.mul(block, w["mc"])
-        i1 = _min(b, w["m"], b.add(i0, w["mc"]))
+        i1 = smin(b, w["m"], b.add(i0, w["mc"]))
         a = b.gep(base["a"], [b.mul(batch, w["asb"])])
         bb = b.gep(base["b"], [b.mul(batch, w["bsb"])])
         c = b.gep(base["c"], [b.mul(batch, w["csb"])])
-        panels = b.sdiv(b.add(b.sub(i1, i0), _i64(spec.mr - 1)), mr)
+        panels = b.sdiv(b.add(b.sub(i1, i0), i64(spec.mr - 1)), mr)
         with b.if_then(pack_a):
             _pack_a(b, loops, spec, a, w, i0, i1, panels, packed)
 
         def column(jt):
-            j0 = b.mul(jt, _i64(spec.nr))
-            nvalid = _min(b, _i64(spec.nr), b.sub(w["n"], j0))
+            j0 = b.mul(jt, i64(spec.nr))
+            nvalid = smin(b, i64(spec.nr), b.sub(w["n"], j0))
             panel = b.gep(bb, [b.mul(jt, w["bps"])])
 
             def tile(ip):
                 i = b.add(i0, b.mul(ip, mr))
-                mvalid = _min(b, mr, b.sub(i1, i))
+                mvalid = smin(b, mr, b.sub(i1, i))
                 tail = [w["ldc"], w["kc"], mvalid, nvalid, w["accumulate"]]
                 cp = b.gep(c, [b.add(b.mul(i, w["ldc"]), j0)])
                 with b.if_else(pack_a) as (packed_tile, direct_tile):
@@ -250,38 +243,37 @@ def _emit_macro(module: ir.Module, spec: GemmSpec, micro: tuple, elem: ir.Type) 
                         src = b.gep(a, [b.mul(i, w["ars"])])
                         b.call(micro[1], [src, w["ars"], w["aks"], panel, w["bks"], cp, *tail])
 
-            loops.counted(_i64(0), panels, 1, tile, "tile")
+            loops.counted(i64(0), panels, 1, tile, "tile")
 
-        loops.counted(first, _min(b, ntiles, b.add(first, w["tiles"])), 1, column, "column")
+        loops.counted(first, smin(b, ntiles, b.add(first, w["tiles"])), 1, column, "column")
 
     finish(fn, b, loops, item)
 
 
 def _pack_a(b, loops, spec, a, w, i0, i1, panels, packed) -> None:
     """packed[ip*mr*kc + k*mr + r] = A[i0 + ip*mr + r, k], rows past i1 repeating the last."""
-    mr = _i64(spec.mr)
-    last = b.sub(i1, _i64(1))
+    mr = i64(spec.mr)
+    last = b.sub(i1, i64(1))
 
     def panel(ip):
         first = b.add(i0, b.mul(ip, mr))
         dst = b.gep(packed, [b.mul(ip, b.mul(mr, w["kc"]))])
         rows = [
-            b.gep(a, [b.mul(_min(b, b.add(first, _i64(r)), last), w["ars"])])
-            for r in range(spec.mr)
+            b.gep(a, [b.mul(smin(b, b.add(first, i64(r)), last), w["ars"])]) for r in range(spec.mr)
         ]
 
         def step(k):
             koff = b.mul(k, w["aks"])
             out = b.gep(dst, [b.mul(k, mr)])
             for r in range(spec.mr):
-                b.store(b.load(b.gep(rows[r], [koff])), b.gep(out, [_i64(r)]))
+                b.store(b.load(b.gep(rows[r], [koff])), b.gep(out, [i64(r)]))
 
-        loops.counted(_i64(0), w["kc"], 1, step, "apack")
+        loops.counted(i64(0), w["kc"], 1, step, "apack")
 
-    loops.counted(_i64(0), panels, 1, panel, "apanel")
+    loops.counted(i64(0), panels, 1, panel, "apanel")
 
 
-def _emit_pack_b(module: ir.Module, spec: GemmSpec, vx: _Vectors) -> None:
+def _emit_pack_b(module: ir.Module, spec: GemmSpec, vx: Vectors) -> None:
     """Panel p of batch q: dst[q*db + p*kc*nr + k*nr + jj] = src[q*sb + k*rs + (p*nr+jj)*cs],
     zero where p*nr + jj >= n. Unit-stride rows copy vectors, unit-stride columns (a
     transposed B) transpose lanes x lanes blocks in registers, other layouts go scalar."""
@@ -291,18 +283,18 @@ def _emit_pack_b(module: ir.Module, spec: GemmSpec, vx: _Vectors) -> None:
 
     def item(it):
         batch, p = divmod_(b, it, w["npanels"])
-        j0 = b.mul(p, _i64(nr))
-        width = _min(b, _i64(nr), b.sub(w["n"], j0))
+        j0 = b.mul(p, i64(nr))
+        width = smin(b, i64(nr), b.sub(w["n"], j0))
         src = b.gep(b.inttoptr(w["src"], t), [b.add(b.mul(batch, w["sb"]), b.mul(j0, w["cs"]))])
         dst = b.gep(
             b.inttoptr(w["dst"], t),
-            [b.add(b.mul(batch, w["db"]), b.mul(p, b.mul(w["kc"], _i64(nr))))],
+            [b.add(b.mul(batch, w["db"]), b.mul(p, b.mul(w["kc"], i64(nr))))],
         )
         panel = (b, loops, spec, vx, w, src, dst, width)
-        with b.if_else(b.icmp_signed("==", w["cs"], _i64(1))) as (unit, other):
+        with b.if_else(b.icmp_signed("==", w["cs"], i64(1))) as (unit, other):
             with unit:
                 _pack_rows(*panel)
-            with other, b.if_else(b.icmp_signed("==", w["rs"], _i64(1))) as (columns, strided):
+            with other, b.if_else(b.icmp_signed("==", w["rs"], i64(1))) as (columns, strided):
                 with columns:
                     _pack_columns(*panel)
                 with strided:
@@ -318,12 +310,12 @@ def _pack_rows(b, loops, spec, vx, w, src, dst, width) -> None:
     vptr = vx.vec.as_pointer()
 
     def row(k):
-        s, d = b.gep(src, [b.mul(k, w["rs"])]), b.gep(dst, [b.mul(k, _i64(spec.nr))])
+        s, d = b.gep(src, [b.mul(k, w["rs"])]), b.gep(dst, [b.mul(k, i64(spec.nr))])
         for v in range(spec.vectors):
-            x = vx.load(b, b.gep(s, [_i64(v * lanes)]), masks[v])
-            b.store(x, b.bitcast(b.gep(d, [_i64(v * lanes)]), vptr), align=vx.align.constant)
+            x = vx.load(b, b.gep(s, [i64(v * lanes)]), masks[v])
+            b.store(x, b.bitcast(b.gep(d, [i64(v * lanes)]), vptr), align=vx.align.constant)
 
-    loops.counted(_i64(0), w["kc"], 1, row, "rows")
+    loops.counted(i64(0), w["kc"], 1, row, "rows")
 
 
 def _transpose(b: ir.IRBuilder, rows: list[ir.Value], lanes: int) -> list[ir.Value]:
@@ -348,45 +340,45 @@ def _pack_columns(b, loops, spec, vx, w, src, dst, width) -> None:
     Each loaded cache line is used whole, so power-of-two column strides cannot thrash L1.
     """
     lanes, kc = spec.lanes, w["kc"]
-    steps = b.sdiv(b.add(kc, _i64(lanes - 1)), _i64(lanes))
+    steps = b.sdiv(b.add(kc, i64(lanes - 1)), i64(lanes))
     vptr = vx.vec.as_pointer()
     off = ir.Constant(ir.VectorType(I1, lanes), [0] * lanes)
     on = ir.Constant(ir.VectorType(I1, lanes), [1] * lanes)
 
     def step(s):
-        k = b.mul(s, _i64(lanes))
+        k = b.mul(s, i64(lanes))
         kmask = vx.mask(b, 0, b.sub(kc, k))
         for g in range(spec.vectors):
             block = []
             for col in range(lanes):
                 jj = g * lanes + col
-                inside = b.icmp_signed("<", _i64(jj), width)
-                p = b.gep(src, [b.add(b.mul(_i64(jj), w["cs"]), k)])
+                inside = b.icmp_signed("<", i64(jj), width)
+                p = b.gep(src, [b.add(b.mul(i64(jj), w["cs"]), k)])
                 block.append(vx.load(b, p, b.select(inside, kmask, off)))
             for kk, vec in enumerate(_transpose(b, block, lanes)):
-                row = b.add(k, _i64(kk))
-                d = b.bitcast(b.gep(dst, [b.add(b.mul(row, _i64(spec.nr)), _i64(g * lanes))]), vptr)
+                row = b.add(k, i64(kk))
+                d = b.bitcast(b.gep(dst, [b.add(b.mul(row, i64(spec.nr)), i64(g * lanes))]), vptr)
                 keep = b.select(b.icmp_signed("<", row, kc), on, off)
                 b.call(vx.store_fn, [vec, d, vx.align, keep])
 
-    loops.counted(_i64(0), steps, 1, step, "columns")
+    loops.counted(i64(0), steps, 1, step, "columns")
 
 
 def _pack_scalar(b, loops, spec, vx, w, src, dst, width) -> None:
     """Any strides: one element at a time, columns past the edge read clamped and zeroed."""
-    last = b.sub(width, _i64(1))
+    last = b.sub(width, i64(1))
 
     def row(k):
-        s, d = b.gep(src, [b.mul(k, w["rs"])]), b.gep(dst, [b.mul(k, _i64(spec.nr))])
+        s, d = b.gep(src, [b.mul(k, w["rs"])]), b.gep(dst, [b.mul(k, i64(spec.nr))])
 
         def col(jj):
-            x = b.load(b.gep(s, [b.mul(_min(b, jj, last), w["cs"])]))
+            x = b.load(b.gep(s, [b.mul(smin(b, jj, last), w["cs"])]))
             inside = b.icmp_signed("<", jj, width)
             b.store(b.select(inside, x, ir.Constant(vx.elem, 0.0)), b.gep(d, [jj]))
 
-        loops.counted(_i64(0), _i64(spec.nr), 1, col, "col")
+        loops.counted(i64(0), i64(spec.nr), 1, col, "col")
 
-    loops.counted(_i64(0), w["kc"], 1, row, "scalar")
+    loops.counted(i64(0), w["kc"], 1, row, "scalar")
 
 
 def build_float(spec: GemmSpec):
@@ -412,7 +404,7 @@ def _emit_rows_i64(module: ir.Module) -> list[str]:
         a = b.gep(b.inttoptr(w["a"], t), [b.add(b.mul(batch, w["asb"]), b.mul(r, w["ars"]))])
         bb = b.gep(b.inttoptr(w["b"], t), [b.mul(batch, w["bsb"])])
         c = b.gep(b.inttoptr(w["c"], t), [b.add(b.mul(batch, w["csb"]), b.mul(r, w["ldc"]))])
-        loops.counted(_i64(0), w["n"], 1, lambda j: b.store(_i64(0), b.gep(c, [j])), "zero")
+        loops.counted(i64(0), w["n"], 1, lambda j: b.store(i64(0), b.gep(c, [j])), "zero")
 
         def inner(k):
             x = b.load(b.gep(a, [b.mul(k, w["aks"])]))
@@ -422,9 +414,9 @@ def _emit_rows_i64(module: ir.Module) -> list[str]:
                 p = b.gep(c, [j])
                 b.store(b.add(b.load(p), b.mul(x, b.load(b.gep(brow, [b.mul(j, w["bcs"])])))), p)
 
-            loops.counted(_i64(0), w["n"], 1, col, "col")
+            loops.counted(i64(0), w["n"], 1, col, "col")
 
-        loops.counted(_i64(0), w["k"], 1, inner, "k")
+        loops.counted(i64(0), w["k"], 1, inner, "k")
 
     finish(fn, b, loops, item)
     return [ROWS_I64]

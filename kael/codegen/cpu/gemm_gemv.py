@@ -17,7 +17,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from kael.codegen.cpu import handwritten
-from kael.codegen.cpu.gemm import INT_ARGS, _i64, _min, _Vectors, begin, divmod_, finish
+from kael.codegen.cpu.gemm import INT_ARGS, Vectors, begin, divmod_, finish
+from kael.codegen.lowering import i64, smin
 from kael.runtime.dtypes import DType, float32, int64
 
 ARGS = (*INT_ARGS, "blocks")
@@ -28,15 +29,15 @@ RSTEP = 4  # rows of A one item dots with the vector
 UNROLL = 2  # vector accumulators per row
 
 
-def _vectors(module: ir.Module, dtype: DType) -> _Vectors:
+def _vectors(module: ir.Module, dtype: DType) -> Vectors:
     if dtype is float32:
-        return _Vectors(module, ir.FloatType(), 16, 4, "f32")
+        return Vectors(module, ir.FloatType(), 16, 4, "f32")
     if dtype is int64:
-        return _Vectors(module, ir.IntType(64), 8, 8, "i64")
-    return _Vectors(module, ir.DoubleType(), 8, 8, "f64")
+        return Vectors(module, ir.IntType(64), 8, 8, "i64")
+    return Vectors(module, ir.DoubleType(), 8, 8, "f64")
 
 
-def _emit_cols(module: ir.Module, vx: _Vectors) -> None:
+def _emit_cols(module: ir.Module, vx: Vectors) -> None:
     fn, b, w, loops = begin(module, COLS, ARGS)
     t = vx.elem.as_pointer()
     lanes = vx.lanes
@@ -44,49 +45,49 @@ def _emit_cols(module: ir.Module, vx: _Vectors) -> None:
     def item(it):
         row, block = divmod_(b, it, w["blocks"])
         batch, r = divmod_(b, row, w["m"])
-        j0 = b.mul(block, _i64(BLOCK))
-        width = _min(b, _i64(BLOCK), b.sub(w["n"], j0))
+        j0 = b.mul(block, i64(BLOCK))
+        width = smin(b, i64(BLOCK), b.sub(w["n"], j0))
         a = b.gep(b.inttoptr(w["a"], t), [b.add(b.mul(batch, w["asb"]), b.mul(r, w["ars"]))])
         bb = b.gep(b.inttoptr(w["b"], t), [b.add(b.mul(batch, w["bsb"]), j0)])
         c_row = b.add(b.mul(batch, w["csb"]), b.mul(r, w["ldc"]))
         c = b.gep(b.inttoptr(w["c"], t), [b.add(c_row, j0)])
-        vectors = b.sdiv(b.add(width, _i64(lanes - 1)), _i64(lanes))
+        vectors = b.sdiv(b.add(width, i64(lanes - 1)), i64(lanes))
 
         def lane_mask(v):
-            return vx.mask(b, 0, b.sub(width, b.mul(v, _i64(lanes))))
+            return vx.mask(b, 0, b.sub(width, b.mul(v, i64(lanes))))
 
         def zero(v):
-            vx.store(b, vx.zero, b.gep(c, [b.mul(v, _i64(lanes))]), lane_mask(v))
+            vx.store(b, vx.zero, b.gep(c, [b.mul(v, i64(lanes))]), lane_mask(v))
 
-        loops.counted(_i64(0), vectors, 1, zero, "zero")
+        loops.counted(i64(0), vectors, 1, zero, "zero")
 
         def rows(k0, count):
             """C[block] += sum over count rows from k0 of a[k] * B[k, block]."""
             scale = [
-                vx.splat(b, b.load(b.gep(a, [b.mul(b.add(k0, _i64(i)), w["aks"])])))
+                vx.splat(b, b.load(b.gep(a, [b.mul(b.add(k0, i64(i)), w["aks"])])))
                 for i in range(count)
             ]
-            starts = [b.gep(bb, [b.mul(b.add(k0, _i64(i)), w["brs"])]) for i in range(count)]
+            starts = [b.gep(bb, [b.mul(b.add(k0, i64(i)), w["brs"])]) for i in range(count)]
 
             def add(v):
                 mask = lane_mask(v)
-                off = b.mul(v, _i64(lanes))
+                off = b.mul(v, i64(lanes))
                 p = b.gep(c, [off])
                 acc = vx.load(b, p, mask)
                 for s, start in zip(scale, starts, strict=True):
                     acc = vx.madd(b, s, vx.load(b, b.gep(start, [off]), mask), acc)
                 vx.store(b, acc, p, mask)
 
-            loops.counted(_i64(0), vectors, 1, add, f"add{count}")
+            loops.counted(i64(0), vectors, 1, add, f"add{count}")
 
-        groups = b.sdiv(w["k"], _i64(KSTEP))
-        loops.counted(_i64(0), groups, 1, lambda g: rows(b.mul(g, _i64(KSTEP)), KSTEP), "group")
-        loops.counted(b.mul(groups, _i64(KSTEP)), w["k"], 1, lambda k: rows(k, 1), "rest")
+        groups = b.sdiv(w["k"], i64(KSTEP))
+        loops.counted(i64(0), groups, 1, lambda g: rows(b.mul(g, i64(KSTEP)), KSTEP), "group")
+        loops.counted(b.mul(groups, i64(KSTEP)), w["k"], 1, lambda k: rows(k, 1), "rest")
 
     finish(fn, b, loops, item)
 
 
-def _emit_rows(module: ir.Module, vx: _Vectors) -> None:
+def _emit_rows(module: ir.Module, vx: Vectors) -> None:
     fn, b, w, loops = begin(module, ROWS, ARGS)
     t = vx.elem.as_pointer()
     lanes = vx.lanes
@@ -99,11 +100,11 @@ def _emit_rows(module: ir.Module, vx: _Vectors) -> None:
 
     def item(it):
         batch, group = divmod_(b, it, w["blocks"])
-        r0 = b.mul(group, _i64(RSTEP))
-        last = b.sub(w["m"], _i64(1))
+        r0 = b.mul(group, i64(RSTEP))
+        last = b.sub(w["m"], i64(1))
         base = b.gep(b.inttoptr(w["a"], t), [b.mul(batch, w["asb"])])
         rows = [
-            b.gep(base, [b.mul(_min(b, b.add(r0, _i64(r)), last), w["ars"])]) for r in range(RSTEP)
+            b.gep(base, [b.mul(smin(b, b.add(r0, i64(r)), last), w["ars"])]) for r in range(RSTEP)
         ]
         x = b.gep(b.inttoptr(w["b"], t), [b.mul(batch, w["bsb"])])
         c = b.gep(b.inttoptr(w["c"], t), [b.mul(batch, w["csb"])])
@@ -111,25 +112,25 @@ def _emit_rows(module: ir.Module, vx: _Vectors) -> None:
             for acc in row:
                 b.store(vx.zero, acc)
         step = lanes * UNROLL
-        chunks = b.sdiv(b.add(w["k"], _i64(step - 1)), _i64(step))
+        chunks = b.sdiv(b.add(w["k"], i64(step - 1)), i64(step))
 
         def chunk(s):
-            k0 = b.mul(s, _i64(step))
+            k0 = b.mul(s, i64(step))
             for u in range(UNROLL):
-                k = b.add(k0, _i64(u * lanes))
-                mask = vx.mask(b, 0, _min(b, b.sub(w["k"], k), _i64(lanes)))
+                k = b.add(k0, i64(u * lanes))
+                mask = vx.mask(b, 0, smin(b, b.sub(w["k"], k), i64(lanes)))
                 xv = vx.load(b, b.gep(x, [k]), mask)
                 for row, acc in zip(rows, accs, strict=True):
                     av = vx.load(b, b.gep(row, [k]), mask)
                     b.store(vx.madd(b, av, xv, b.load(acc[u])), acc[u])
 
-        loops.counted(_i64(0), chunks, 1, chunk, "chunk")
+        loops.counted(i64(0), chunks, 1, chunk, "chunk")
         zero = ir.Constant(vx.elem, 0.0)
         for r, acc in enumerate(accs):
             total = b.load(acc[0])
             for u in range(1, UNROLL):
                 total = b.fadd(total, b.load(acc[u]))
-            row = b.add(r0, _i64(r))
+            row = b.add(r0, i64(r))
             with b.if_then(b.icmp_signed("<", row, w["m"])):
                 value = b.call(reduce, [zero, total], fastmath=("reassoc",))
                 b.store(value, b.gep(c, [b.mul(row, w["ldc"])]))

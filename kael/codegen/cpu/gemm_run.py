@@ -12,12 +12,10 @@ into the rows of one product, so B is packed once.
 from __future__ import annotations
 
 import itertools
-import time
 from dataclasses import dataclass
 
 from kael.codegen.cpu import gemm, gemm_gemv
 from kael.ir.matmul import SPECS, GemmSpec, batch_dims
-from kael.runtime import debug
 from kael.runtime.dtypes import int64
 from kael.runtime.launcher import PARALLEL_BYTES, launch
 from kael.runtime.storage import Storage
@@ -209,11 +207,4 @@ def matmul(c: TensorImpl, a: TensorImpl, b: TensorImpl) -> None:
         words = list(step.words)
         for index, which, offset in step.slots:
             words[index] = bases[which] + offset
-        if debug.level < 1:
-            launch(step.fn, words, step.total, step.moved, 1)
-            continue
-        start = time.perf_counter()
-        launch(step.fn, words, step.total, step.moved, 1)
-        seconds = max(time.perf_counter() - start, 1e-9)
-        rate = f" {step.flops / seconds / 1e9:.2f} GFLOP/s" if step.flops else ""
-        debug.emit(f"[kael] launch {step.name} items={step.total} {seconds * 1e6:.1f} us{rate}")
+        launch(step.fn, words, step.total, step.moved, 1, flops=step.flops)

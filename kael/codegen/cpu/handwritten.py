@@ -9,7 +9,6 @@ module once per process and caches its object code on disk, keyed by the LLVM IR
 
 from __future__ import annotations
 
-import ctypes
 import threading
 from collections.abc import Callable
 
@@ -17,9 +16,9 @@ from llvmlite import ir
 
 from kael.codegen.cpu import compiler
 from kael.runtime import kernel_cache
+from kael.runtime.launcher import KernelFn, kernel_fn
 
 I64 = ir.IntType(64)
-KernelFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
 
 def kernel_function(module: ir.Module, symbol: str) -> tuple[ir.Function, ir.IRBuilder]:
@@ -68,6 +67,6 @@ def compiled(name: str, build: Callable[[ir.Module], list[str]]) -> Library:
             addresses, tracker = compiler.load_object_symbols(
                 obj, tuple(symbols), f"{name}_{key[:12]}"
             )
-            functions = {s: KernelFn(addresses[s]) for s in symbols}
+            functions = {s: kernel_fn(addresses[s], s, llvm=text) for s in symbols}
             lib = _libraries[name] = Library(functions, tracker, text)
         return lib

@@ -6,21 +6,15 @@ disk cache only links the stored object code (about 1 ms a kernel).
 
 from __future__ import annotations
 
-import ctypes
 import time
 
-import kael.codegen
-import kael.ir
 from kael.codegen.cpu import compiler
+from kael.codegen.lowering import CODEGEN_SCHEMA
 from kael.ir.kernel import Kernel
 from kael.ir.printer import format_kernel
 from kael.runtime import debug, kernel_cache
+from kael.runtime.launcher import kernel_fn
 from kael.runtime.version import __version__
-
-KernelFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
-
-
-_CODEGEN_SCHEMA = kernel_cache.source_fingerprint(kael.codegen, kael.ir)
 
 
 class CompiledKernel:
@@ -32,7 +26,7 @@ class CompiledKernel:
         self.kernel = kernel
         self.symbol = symbol
         self.text = text
-        self.fn = KernelFn(address)
+        self.fn = kernel_fn(address, symbol, kernel)
         self._tracker = tracker  # unloading the library would free the code under fn
 
 
@@ -44,7 +38,7 @@ def cache_key(kernel: Kernel) -> tuple[str, str]:
     text = format_kernel(kernel)
     t = compiler.host_target()
     key = kernel_cache.key_of(
-        text, t["triple"], t["cpu"], t["features"], t["llvm"], __version__, _CODEGEN_SCHEMA
+        text, t["triple"], t["cpu"], t["features"], t["llvm"], __version__, CODEGEN_SCHEMA
     )
     return text, key
 

@@ -69,7 +69,7 @@ class _Args:
             b.store_atomic(ir.Constant(I64, code), self.error, ordering="monotonic", align=8)
 
 
-class _LoopBuilder:
+class LoopBuilder:
     """Small structured-control-flow helpers over one IRBuilder."""
 
     def __init__(self, b: ir.IRBuilder):
@@ -161,7 +161,7 @@ def _emit_body(
         buf = kernel.inputs[i]
         if width > 1 and buf.inner == BCAST:
             scalar = b.load(address(n_out + i, 1), align=buf.dtype.itemsize)
-            return _splat(b, scalar, width)
+            return splat(b, scalar, width)
         return b.load(address(n_out + i, width), align=buf.dtype.itemsize)
 
     for o, (buf, value) in enumerate(
@@ -170,7 +170,7 @@ def _emit_body(
         _store(b, kernel, address(o, width), value, align or buf.dtype.itemsize, stream)
 
 
-def _splat(b: ir.IRBuilder, v: ir.Value, width: int) -> ir.Value:
+def splat(b: ir.IRBuilder, v: ir.Value, width: int) -> ir.Value:
     vt = ir.VectorType(v.type, width)
     one = b.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(I64, 0))
     mask = ir.Constant(ir.VectorType(ir.IntType(32), width), [0] * width)
@@ -182,7 +182,7 @@ def _lane_offsets(width: int) -> ir.Constant:
 
 
 def _splat_i64(b: ir.IRBuilder, v: ir.Value, width: int) -> ir.Value:
-    return _splat(b, v, width)
+    return splat(b, v, width)
 
 
 def _emit_flat(b: ir.IRBuilder, kernel: Kernel, args: _Args, begin: ir.Value, end: ir.Value):
@@ -227,16 +227,22 @@ def _emit_flat(b: ir.IRBuilder, kernel: Kernel, args: _Args, begin: ir.Value, en
     b.position_at_end(more)
     b.store(ir.Constant(I64, 0), slots[inner])
     # Carry into the outer dimensions; pos < end guarantees one of them advances.
+    carry(b, fn, slots, args.sizes, inner, row)
+    b.position_at_end(after)
+
+
+def carry(b: ir.IRBuilder, fn: ir.Function, slots, sizes, inner: int, resume) -> None:
+    """Add one to odometer digits slots[inner - 1], ..., slots[0] (each wrapping at its
+    size) until one does not wrap, then branch to `resume`."""
     for d in reversed(range(inner)):
         v = b.add(b.load(slots[d]), ir.Constant(I64, 1))
-        wrapped = b.icmp_signed(">=", v, args.sizes[d])
+        wrapped = b.icmp_signed(">=", v, sizes[d])
         b.store(b.select(wrapped, ir.Constant(I64, 0), v), slots[d])
         if d > 0:
             nxt = fn.append_basic_block(f"carry{d}")
-            b.cbranch(wrapped, nxt, row)
+            b.cbranch(wrapped, nxt, resume)
             b.position_at_end(nxt)
-    b.branch(row)
-    b.position_at_end(after)
+    b.branch(resume)
 
 
 def _emit_strided_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
@@ -254,7 +260,7 @@ def _emit_strided_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
             lambda axis: pos if axis == inner else idx[axis],
         )
 
-    _LoopBuilder(b).counted(ir.Constant(I64, 0), n, 1, body, "elem")
+    LoopBuilder(b).counted(ir.Constant(I64, 0), n, 1, body, "elem")
 
 
 def _emit_contig_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
@@ -286,7 +292,7 @@ def _emit_contig_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
 
         return index
 
-    loops = _LoopBuilder(b)
+    loops = LoopBuilder(b)
     start = ir.Constant(I64, 0)
     stream = kernel.nontemporal
     align = 0
@@ -443,7 +449,7 @@ def _emit_tiled(b: ir.IRBuilder, kernel: Kernel, args: _Args, begin: ir.Value, e
     tile = ir.Constant(I64, width)
     n_ti = b.sdiv(b.add(args.sizes[rows_dim], ir.Constant(I64, width - 1)), tile)
     n_tj = b.sdiv(b.add(args.sizes[cols_dim], ir.Constant(I64, width - 1)), tile)
-    loops = _LoopBuilder(b)
+    loops = LoopBuilder(b)
     vector_tiles = all(buf.inner == CONTIG for buf in kernel.outputs)
 
     def per_tile(w):

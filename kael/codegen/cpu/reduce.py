@@ -21,18 +21,19 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-import kael.codegen
-import kael.ir
 from kael.codegen.cpu import compiler, handwritten
-from kael.codegen.cpu.loops import _LoopBuilder, _splat
+from kael.codegen.cpu.loops import LoopBuilder, carry, splat
 from kael.codegen.lowering import (
+    CODEGEN_SCHEMA,
     I64,
     ExprEmitter,
     constant,
     decompose,
     element_offset,
+    i64,
     param_from_word,
     scalar_type,
+    smin,
     value_type,
 )
 from kael.ir.kernel import BCAST, STRIDED
@@ -40,6 +41,7 @@ from kael.ir.printer import format_reduction
 from kael.ir.reduction import ARG_OPS, BLOCK, COLS, MAX_COLUMNS, Reduction
 from kael.runtime import kernel_cache
 from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType
+from kael.runtime.launcher import kernel_fn
 from kael.runtime.version import __version__
 
 VECTOR_BYTES = 64
@@ -138,20 +140,12 @@ def word_count(red: Reduction) -> int:
     return n_out + n_in + 2 + k + r + n_out * k + n_in * (k + r) + r + 4 + len(red.params)
 
 
-def _i64(v: int) -> ir.Constant:
-    return ir.Constant(I64, v)
-
-
-def _min(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
-    return b.select(b.icmp_signed("<", x, y), x, y)
-
-
 class _Emitter:
     """Shared state for emitting one function of a reduction."""
 
     def __init__(self, red: Reduction, fn: ir.Function, b: ir.IRBuilder):
         self.red, self.fn, self.b = red, fn, b
-        self.loops = _LoopBuilder(b)
+        self.loops = LoopBuilder(b)
         self.args = _Args(b, red, fn.args[0])
         self.combine = Combiner(b, red.op, red.acc)
         self.width = vector_width(red)
@@ -179,12 +173,12 @@ class _Emitter:
         if width == 1:
             return b.load(p, align=buf.dtype.itemsize)
         if buf.inner == BCAST:
-            return _splat(b, b.load(p, align=buf.dtype.itemsize), width)
+            return splat(b, b.load(p, align=buf.dtype.itemsize), width)
         if buf.inner == STRIDED:
             vec = ir.Constant(value_type(buf.dtype, width), ir.Undefined)
             for lane in range(width):
-                q = b.gep(p, [b.mul(stride, _i64(lane))]) if lane else p
-                vec = b.insert_element(vec, b.load(q, align=buf.dtype.itemsize), _i64(lane))
+                q = b.gep(p, [b.mul(stride, i64(lane))]) if lane else p
+                vec = b.insert_element(vec, b.load(q, align=buf.dtype.itemsize), i64(lane))
             return vec
         vp = b.bitcast(p, value_type(buf.dtype, width).as_pointer())
         return b.load(vp, align=buf.dtype.itemsize)
@@ -226,7 +220,7 @@ class _Emitter:
         idx = [b.load(s) for s in slots]
         pos = b.load(pos_slot)
         first = idx[-1]
-        n = _min(b, b.sub(args.reduced[-1], first), b.sub(j1, pos))
+        n = smin(b, b.sub(args.reduced[-1], first), b.sub(j1, pos))
         k = self.red.kept
         offsets = [element_offset(b, idx[:-1], st[k:-1]) for st in args.in_strides]
         at = element_offset(b, idx[:-1], args.index_strides[:-1])
@@ -237,16 +231,8 @@ class _Emitter:
         more = fn.append_basic_block("runs.next")
         b.cbranch(b.icmp_signed("<", pos, j1), more, after)
         b.position_at_end(more)
-        b.store(_i64(0), slots[-1])
-        for d in reversed(range(r - 1)):
-            v = b.add(b.load(slots[d]), _i64(1))
-            wrapped = b.icmp_signed(">=", v, args.reduced[d])
-            b.store(b.select(wrapped, _i64(0), v), slots[d])
-            if d > 0:
-                nxt = fn.append_basic_block(f"carry{d}")
-                b.cbranch(wrapped, nxt, run)
-                b.position_at_end(nxt)
-        b.branch(run)
+        b.store(i64(0), slots[-1])
+        carry(b, fn, slots, args.reduced, r - 1, run)
         b.position_at_end(after)
 
     def fold_lanes(self, v: ir.Value, iv, width: int):
@@ -265,8 +251,8 @@ class _Emitter:
                 ia, ic = b.shuffle_vector(iv, undef_i, lo), b.shuffle_vector(iv, undef_i, hi)
             v, iv = self.combine(a, ia, c, ic)
             width = h
-        value = b.extract_element(v, _i64(0))
-        return value, (b.extract_element(iv, _i64(0)) if iv is not None else None)
+        value = b.extract_element(v, i64(0))
+        return value, (b.extract_element(iv, i64(0)) if iv is not None else None)
 
 
 def _no_index(axis: int):
@@ -292,7 +278,7 @@ def _rows_block(e: _Emitter, j0, j1, bases):
     for s in vec_i:
         b.store(ir.Constant(idx_t, [ir.Constant(I64, INT64_MAX)] * w), s)
     b.store(e.ident(1), tail)
-    b.store(_i64(INT64_MAX), tail_i)
+    b.store(i64(INT64_MAX), tail_i)
     lanes = ir.Constant(idx_t, list(range(w))) if w > 1 else None
     last = red.kept + red.reduced - 1
 
@@ -318,20 +304,20 @@ def _rows_block(e: _Emitter, j0, j1, bases):
                     x = e.prologue(w, lambda i: e.load_input(i, at[i], w, strides[i]))
                     index = None
                     if arg:
-                        here = _splat(b, b.add(run_index, b.mul(j, istep)), w)
-                        index = b.add(here, b.mul(lanes, _splat(b, istep, w)))
+                        here = splat(b, b.add(run_index, b.mul(j, istep)), w)
+                        index = b.add(here, b.mul(lanes, splat(b, istep, w)))
                     accumulate(vec[u], vec_i[u] if arg else None, x, index)
 
                 return body
 
             def unrolled(j):
                 for u in range(UNROLL):
-                    step(u)(b.add(j, _i64(u * w)))
+                    step(u)(b.add(j, i64(u * w)))
 
-            j = e.loops.counted(_i64(0), n, w * UNROLL, unrolled, "vec4")
+            j = e.loops.counted(i64(0), n, w * UNROLL, unrolled, "vec4")
             j = e.loops.counted(j, n, w, step(0), "vec")
         else:
-            j = _i64(0)
+            j = i64(0)
 
         def scalar(j):
             at = [
@@ -363,8 +349,8 @@ def _emit_rows(e: _Emitter, w: ir.Value) -> None:
     o, blk = b.sdiv(w, nb), b.srem(w, nb)
     kidx = decompose(b, o, args.kept)
     bases = [element_offset(b, kidx, st[: red.kept]) for st in args.in_strides]
-    j0 = b.mul(blk, _i64(BLOCK))
-    j1 = _min(b, b.add(j0, _i64(BLOCK)), args.length)
+    j0 = b.mul(blk, i64(BLOCK))
+    j1 = smin(b, b.add(j0, i64(BLOCK)), args.length)
     value, index = _rows_block(e, j0, j1, bases)
     _finish(e, o, blk, kidx, value, index)
 
@@ -372,7 +358,7 @@ def _emit_rows(e: _Emitter, w: ir.Value) -> None:
 def _finish(e: _Emitter, o, blk, kidx, value, index) -> None:
     """Store the epilogue when one block covers the output, else the block's partial."""
     b, args = e.b, e.args
-    with b.if_else(b.icmp_signed("==", args.blocks, _i64(1))) as (whole, partial):
+    with b.if_else(b.icmp_signed("==", args.blocks, i64(1))) as (whole, partial):
         with whole:
             offsets = [element_offset(b, kidx, st) for st in args.out_strides]
             e.store_result(offsets, value, index)
@@ -394,23 +380,23 @@ def _emit_cols(e: _Emitter, w: ir.Value) -> None:
     outer, chunk, blk = item[: k - 1], item[k - 1], item[k]
     width = e.width
     c0 = b.mul(chunk, args.columns)
-    cn = _min(b, args.columns, b.sub(args.kept[-1], c0))
+    cn = smin(b, args.columns, b.sub(args.kept[-1], c0))
     bases = [
         b.add(element_offset(b, outer, st[: k - 1]), b.mul(c0, st[k - 1])) for st in args.in_strides
     ]
     acc_ty = scalar_type(red.acc)
-    row = e.entry.alloca(acc_ty, size=_i64(MAX_COLUMNS), name="row")
+    row = e.entry.alloca(acc_ty, size=i64(MAX_COLUMNS), name="row")
     row.align = VECTOR_BYTES
     align = red.acc.itemsize
     arg = red.is_arg
-    rows_i = e.entry.alloca(I64, size=_i64(MAX_COLUMNS), name="row_index") if arg else None
+    rows_i = e.entry.alloca(I64, size=i64(MAX_COLUMNS), name="row_index") if arg else None
 
     def init(c):
         b.store(e.ident(1), b.gep(row, [c]))
         if arg:
-            b.store(_i64(INT64_MAX), b.gep(rows_i, [c]))
+            b.store(i64(INT64_MAX), b.gep(rows_i, [c]))
 
-    e.loops.counted(_i64(0), cn, 1, init, "init")
+    e.loops.counted(i64(0), cn, 1, init, "init")
     last = k + red.reduced - 1
     vt = value_type(red.acc, width)
 
@@ -427,7 +413,7 @@ def _emit_cols(e: _Emitter, w: ir.Value) -> None:
             def fold(j):
                 starts = []
                 for r in range(count):
-                    jr = b.add(first, b.add(j, _i64(r)))
+                    jr = b.add(first, b.add(j, i64(r)))
                     starts.append(
                         [
                             b.add(b.add(base, off), b.mul(jr, st[last]))
@@ -449,8 +435,8 @@ def _emit_cols(e: _Emitter, w: ir.Value) -> None:
                             x = e.prologue(lanes, lambda k, at=at: e.load_input(k, at[k], lanes))
                             index = None
                             if arg:
-                                here = b.add(prefix, b.mul(b.add(first, b.add(j, _i64(r))), step))
-                                index = here if lanes == 1 else _splat(b, here, lanes)
+                                here = b.add(prefix, b.mul(b.add(first, b.add(j, i64(r))), step))
+                                index = here if lanes == 1 else splat(b, here, lanes)
                             v, i = e.combine(v, i, x, index)
                         b.store(v, p, align=align)
                         if arg:
@@ -460,19 +446,19 @@ def _emit_cols(e: _Emitter, w: ir.Value) -> None:
 
                 def unrolled(c):
                     for u in range(UNROLL):
-                        columns(width)(b.add(c, _i64(u * width)))
+                        columns(width)(b.add(c, i64(u * width)))
 
-                c = e.loops.counted(_i64(0), cn, width * UNROLL, unrolled, "cvec4")
+                c = e.loops.counted(i64(0), cn, width * UNROLL, unrolled, "cvec4")
                 c = e.loops.counted(c, cn, width, columns(width), "cvec")
                 e.loops.counted(c, cn, 1, columns(1), "ctail")
 
             return fold
 
-        j = e.loops.counted(_i64(0), n, ROW_GROUP, rows(ROW_GROUP), "rgroup")
+        j = e.loops.counted(i64(0), n, ROW_GROUP, rows(ROW_GROUP), "rgroup")
         e.loops.counted(j, n, 1, rows(1), "relem")
 
-    j0 = b.mul(blk, _i64(BLOCK))
-    j1 = _min(b, b.add(j0, _i64(BLOCK)), args.length)
+    j0 = b.mul(blk, i64(BLOCK))
+    j1 = smin(b, b.add(j0, i64(BLOCK)), args.length)
     e.walk_reduced(j0, j1, run)
     outer_flat = b.sdiv(w, b.mul(args.chunks, args.blocks))
 
@@ -482,7 +468,7 @@ def _emit_cols(e: _Emitter, w: ir.Value) -> None:
         index = b.load(b.gep(rows_i, [c])) if arg else None
         _finish(e, o, blk, [*outer, col], b.load(b.gep(row, [c])), index)
 
-    e.loops.counted(_i64(0), cn, 1, store, "store")
+    e.loops.counted(i64(0), cn, 1, store, "store")
 
 
 def _emit_final(e: _Emitter, o: ir.Value) -> None:
@@ -498,7 +484,7 @@ def _emit_final(e: _Emitter, o: ir.Value) -> None:
     b.branch(head)
     b.position_at_end(head)
     s = b.phi(I64, name="span")
-    s.add_incoming(_i64(1), pre)
+    s.add_incoming(i64(1), pre)
     b.cbranch(b.icmp_signed("<", s, nb), body, done)
     b.position_at_end(body)
 
@@ -513,9 +499,9 @@ def _emit_final(e: _Emitter, o: ir.Value) -> None:
             b.store(iv, b.gep(indices, [i]))
 
     # for (i = 0; i + s < nb; i += 2s): the loop helper needs a constant step.
-    two_s = b.mul(s, _i64(2))
-    count = b.sdiv(b.add(b.sub(nb, s), b.sub(two_s, _i64(1))), two_s)
-    e.loops.counted(_i64(0), count, 1, lambda t: pair(b.mul(t, two_s)), "tree.pair")
+    two_s = b.mul(s, i64(2))
+    count = b.sdiv(b.add(b.sub(nb, s), b.sub(two_s, i64(1))), two_s)
+    e.loops.counted(i64(0), count, 1, lambda t: pair(b.mul(t, two_s)), "tree.pair")
     s.add_incoming(two_s, b.block)
     b.branch(head)
     b.position_at_end(done)
@@ -559,7 +545,6 @@ class CompiledReduction:
 
 
 _memory = kernel_cache.Memo()
-_SCHEMA = kernel_cache.source_fingerprint(kael.codegen, kael.ir)
 
 
 def get(red: Reduction) -> CompiledReduction:
@@ -571,7 +556,7 @@ def _load_or_compile(red: Reduction) -> CompiledReduction:
     text = format_reduction(red)
     t = compiler.host_target()
     key = kernel_cache.key_of(
-        text, t["triple"], t["cpu"], t["features"], t["llvm"], __version__, _SCHEMA
+        text, t["triple"], t["cpu"], t["features"], t["llvm"], __version__, CODEGEN_SCHEMA
     )
     symbol = f"kael_{red.name}_{key[:16]}"
     symbols = (symbol, f"{symbol}_final")
@@ -581,5 +566,5 @@ def _load_or_compile(red: Reduction) -> CompiledReduction:
 
     obj, _ = kernel_cache.fetch("cpu", key, build)
     addresses, tracker = compiler.load_object_symbols(obj, symbols, symbol)
-    fns = [handwritten.KernelFn(addresses[s]) for s in symbols]
+    fns = [kernel_fn(addresses[s], s, red) for s in symbols]
     return CompiledReduction(red, symbol, fns[0], fns[1], tracker)

@@ -24,17 +24,15 @@ from __future__ import annotations
 
 import ctypes
 import struct
-import time
 from collections.abc import Callable
 from functools import partial
 
 from llvmlite import ir
 
 from kael.codegen.cpu import handwritten
-from kael.codegen.cpu.loops import VECTOR_BYTES, _LoopBuilder
+from kael.codegen.cpu.loops import VECTOR_BYTES, LoopBuilder
 from kael.codegen.emitters import UNARY_EMITTERS
-from kael.codegen.lowering import ExprEmitter, scalar_type
-from kael.runtime import debug
+from kael.codegen.lowering import ExprEmitter, i64, scalar_type
 from kael.runtime.dtypes import INT64_MAX, DType, float32, float64
 from kael.runtime.launcher import launch
 
@@ -43,10 +41,6 @@ I64 = ir.IntType(64)
 INF = float("inf")
 # Layer norm variants: which of weight and bias the kernel applies.
 AFFINE = ("none", "weight", "bias", "both")
-
-
-def _i64(v: int) -> ir.Constant:
-    return ir.Constant(I64, v)
 
 
 def _vec(t: ir.Type, width: int) -> ir.Type:
@@ -95,7 +89,7 @@ class _Acc:
         b = self.row.b
         acc, vec = self.get(1), self.get(self.row.width)
         for lane in range(self.row.width):
-            acc = self.combine(b, acc, b.extract_element(vec, _i64(lane)))
+            acc = self.combine(b, acc, b.extract_element(vec, i64(lane)))
         return acc
 
 
@@ -108,9 +102,9 @@ class _Row:
         self.width = VECTOR_BYTES // dtype.itemsize
         self.t = scalar_type(dtype)
         self.w = {
-            name: b.load(b.gep(fn.args[0], [_i64(i)]), name=name) for i, name in enumerate(args)
+            name: b.load(b.gep(fn.args[0], [i64(i)]), name=name) for i, name in enumerate(args)
         }
-        self.loops = _LoopBuilder(b)
+        self.loops = LoopBuilder(b)
         self.emitters = {
             w: ExprEmitter(b, w, _no_expr, _no_expr, _no_expr) for w in (self.width, 1)
         }
@@ -154,7 +148,7 @@ class _Row:
 
     def each(self, n: ir.Value, body: Callable[[ir.Value, int], None], name: str) -> None:
         """body(j, W) over whole vectors of [0, n), then body(j, 1) over the rest."""
-        j = self.loops.counted(_i64(0), n, self.width, lambda j: body(j, self.width), f"{name}.v")
+        j = self.loops.counted(i64(0), n, self.width, lambda j: body(j, self.width), f"{name}.v")
         self.loops.counted(j, n, 1, lambda j: body(j, 1), f"{name}.s")
 
     def acc(self, elem: ir.Type, init: float, combine: Callable) -> _Acc:
@@ -281,13 +275,13 @@ def _cross_entropy(module: ir.Module, symbol: str, dtype: DType) -> None:
     losses = r.ptr("scratch", F64)
     counts, error = b.gep(losses, [rows]), r.ptr("error", I64)
     top, total = r.acc(r.t, -INF, _nan_max), r.acc(F64, 0.0, _fadd)
-    weighted = b.icmp_signed("!=", r.w["weighted"], _i64(0))
+    weighted = b.icmp_signed("!=", r.w["weighted"], i64(0))
     zero = ir.Constant(F64, 0.0)
 
     def row(i):
         t = b.load(b.gep(targets, [i]))
         ignored = b.icmp_signed("==", t, r.w["ignore"])
-        inside = b.and_(b.icmp_signed(">=", t, _i64(0)), b.icmp_signed("<", t, cols))
+        inside = b.and_(b.icmp_signed(">=", t, i64(0)), b.icmp_signed("<", t, cols))
         loss_at, count_at = b.gep(losses, [i]), b.gep(counts, [i])
         b.store(zero, loss_at)
         b.store(zero, count_at)
@@ -320,7 +314,7 @@ def _total(module: ir.Module, symbol: str, dtype: DType) -> None:
         acc.reset()
         r.each(rows, lambda j, w, acc=acc, base=base: acc.update(w, r.load(base, j, w)), "sum")
     loss, count = (acc.total() for acc in sums)
-    mean = b.icmp_signed("!=", r.w["mean"], _i64(0))
+    mean = b.icmp_signed("!=", r.w["mean"], i64(0))
     value = b.select(mean, b.fdiv(loss, count), loss)
     b.store(value if dtype is float64 else b.fptrunc(value, ir.FloatType()), out)
     b.ret_void()
@@ -366,19 +360,9 @@ def _align(cols: int) -> int:
 
 
 def run_rows(kernel: str, dtype: DType, words: list[int], rows: int, cols: int) -> None:
-    """Run a row kernel over `rows` rows of `cols` elements (KAEL_DEBUG=1 prints the launch)."""
+    """Run a row kernel over `rows` rows of `cols` elements."""
     moved = rows * max(cols, 1) * dtype.itemsize * 2
-    fn = function(kernel, dtype)
-    if debug.level < 1:
-        launch(fn, words, rows, moved, _align(cols))
-        return
-    start = time.perf_counter()
-    launch(fn, words, rows, moved, _align(cols))
-    seconds = time.perf_counter() - start
-    debug.emit(
-        f"[kael] launch {symbol(kernel, dtype)} rows={rows} cols={cols} {seconds * 1e6:.1f} us"
-        f" {moved} bytes {moved / max(seconds, 1e-9) / 1e9:.2f} GB/s"
-    )
+    launch(function(kernel, dtype), words, rows, moved, _align(cols), shape=(rows, cols))
 
 
 def float_word(value: float) -> int:

@@ -20,7 +20,8 @@ from llvmlite import ir
 
 from kael.codegen import philox
 from kael.codegen.cpu import handwritten
-from kael.codegen.cpu.loops import _LoopBuilder
+from kael.codegen.cpu.loops import LoopBuilder
+from kael.codegen.lowering import i64
 from kael.runtime.dtypes import INT64_MAX
 from kael.runtime.launcher import launch
 
@@ -37,16 +38,12 @@ F64 = ir.DoubleType()
 I64 = ir.IntType(64)
 
 
-def _i64(v: int) -> ir.Constant:
-    return ir.Constant(I64, v)
-
-
 class _Row:
     """Emits the body for one row; loop-carried values live in entry-block allocas (mem2reg)."""
 
     def __init__(self, b: ir.IRBuilder, words: dict[str, ir.Value], entry: ir.IRBuilder):
         self.b = b
-        self.loops = _LoopBuilder(b)
+        self.loops = LoopBuilder(b)
         self.w = words
         self.ptr = {
             name: b.inttoptr(
@@ -70,19 +67,19 @@ class _Row:
         weights = self.at("weights", row, classes)
         self.scan(weights, classes)
         first_bad, positives = b.load(self.first_bad), b.load(self.count)
-        replacement = b.icmp_signed("!=", self.w["replacement"], _i64(0))
-        bad = b.icmp_signed(">=", first_bad, _i64(0))
-        none = b.icmp_signed("==", positives, _i64(0))
+        replacement = b.icmp_signed("!=", self.w["replacement"], i64(0))
+        bad = b.icmp_signed(">=", first_bad, i64(0))
+        none = b.icmp_signed("==", positives, i64(0))
         few = b.and_(b.not_(replacement), b.icmp_signed("<", positives, samples))
         code = b.select(
-            bad, _i64(BAD_WEIGHT), b.select(none, _i64(NO_POSITIVE), _i64(TOO_FEW_POSITIVE))
+            bad, i64(BAD_WEIGHT), b.select(none, i64(NO_POSITIVE), i64(TOO_FEW_POSITIVE))
         )
-        detail = b.select(bad, first_bad, b.select(none, _i64(0), positives))
+        detail = b.select(bad, first_bad, b.select(none, i64(0), positives))
         with b.if_else(b.or_(bad, b.or_(none, few)), likely=False) as (fail, draw):
             with fail:
-                status = self.at("status", row, _i64(2))
+                status = self.at("status", row, i64(2))
                 b.store(code, status)
-                b.store(detail, b.gep(status, [_i64(1)]))
+                b.store(detail, b.gep(status, [i64(1)]))
                 b.atomic_rmw("min", self.ptr["error"], row, "monotonic")
             with draw:
                 scratch = self.at("scratch", row, classes)
@@ -98,7 +95,7 @@ class _Row:
         """first_bad (-1 if none), the number of positive weights and the last positive class."""
         b = self.b
         for var, init in ((self.first_bad, -1), (self.count, 0), (self.last, -1)):
-            b.store(_i64(init), var)
+            b.store(i64(init), var)
 
         def body(k):
             x = b.load(b.gep(weights, [k]))
@@ -107,19 +104,19 @@ class _Row:
                 b.fcmp_ordered("<", x, ir.Constant(F64, float("inf"))),
             )
             first_bad = b.load(self.first_bad)
-            fresh = b.and_(b.not_(ok), b.icmp_signed("<", first_bad, _i64(0)))
+            fresh = b.and_(b.not_(ok), b.icmp_signed("<", first_bad, i64(0)))
             b.store(b.select(fresh, k, first_bad), self.first_bad)
             positive = b.fcmp_ordered(">", x, ir.Constant(F64, 0.0))
             b.store(b.add(b.load(self.count), b.zext(positive, I64)), self.count)
             b.store(b.select(positive, k, b.load(self.last)), self.last)
 
-        self.loops.counted(_i64(0), classes, 1, body, "scan")
+        self.loops.counted(i64(0), classes, 1, body, "scan")
 
     def point(self, counter: ir.Value, total: ir.Value) -> ir.Value:
         """u * total, u the float64 uniform of `counter`: 53 random bits times 2**-53."""
         b = self.b
         bits, _ = philox.philox_block(b, 1, counter, self.w["seed"])
-        unit = b.fmul(b.uitofp(b.lshr(bits, _i64(11)), F64), ir.Constant(F64, 2.0**-53))
+        unit = b.fmul(b.uitofp(b.lshr(bits, i64(11)), F64), ir.Constant(F64, 2.0**-53))
         return b.fmul(unit, total)
 
     def with_replacement(self, weights, scratch, out, first) -> None:
@@ -132,12 +129,12 @@ class _Row:
             b.store(acc, self.acc)
             b.store(acc, b.gep(scratch, [k]))
 
-        self.loops.counted(_i64(0), classes, 1, cumulate, "cumsum")
+        self.loops.counted(i64(0), classes, 1, cumulate, "cumsum")
         total = b.load(self.acc)
 
         def draw(j):
             point = self.point(b.add(first, j), total)
-            b.store(_i64(0), self.lo)
+            b.store(i64(0), self.lo)
             b.store(classes, self.hi)
             head, body, done = (
                 b.append_basic_block(f"search.{n}") for n in ("head", "body", "done")
@@ -147,21 +144,21 @@ class _Row:
             lo, hi = b.load(self.lo), b.load(self.hi)
             b.cbranch(b.icmp_signed("<", lo, hi), body, done)
             b.position_at_end(body)
-            mid = b.lshr(b.add(lo, hi), _i64(1))
+            mid = b.lshr(b.add(lo, hi), i64(1))
             above = b.fcmp_ordered(">", b.load(b.gep(scratch, [mid])), point)
             b.store(b.select(above, mid, hi), self.hi)
-            b.store(b.select(above, lo, b.add(mid, _i64(1))), self.lo)
+            b.store(b.select(above, lo, b.add(mid, i64(1))), self.lo)
             b.branch(head)
             b.position_at_end(done)
             self.store_pick(out, j, b.load(self.lo))
 
-        self.loops.counted(_i64(0), self.w["samples"], 1, draw, "draw")
+        self.loops.counted(i64(0), self.w["samples"], 1, draw, "draw")
 
     def without_replacement(self, weights, scratch, out, first) -> None:
         """Each draw: total the remaining weights, walk to the point, zero the pick."""
         b, classes = self.b, self.w["classes"]
         self.loops.counted(
-            _i64(0),
+            i64(0),
             classes,
             1,
             lambda k: b.store(b.load(b.gep(weights, [k])), b.gep(scratch, [k])),
@@ -170,7 +167,7 @@ class _Row:
 
         def draw(j):
             b.store(ir.Constant(F64, 0.0), self.acc)
-            b.store(_i64(-1), self.last)
+            b.store(i64(-1), self.last)
 
             def total(k):
                 x = b.load(b.gep(scratch, [k]))
@@ -178,10 +175,10 @@ class _Row:
                 positive = b.fcmp_ordered(">", x, ir.Constant(F64, 0.0))
                 b.store(b.select(positive, k, b.load(self.last)), self.last)
 
-            self.loops.counted(_i64(0), classes, 1, total, "total")
+            self.loops.counted(i64(0), classes, 1, total, "total")
             point = self.point(b.add(first, j), b.load(self.acc))
             b.store(ir.Constant(F64, 0.0), self.acc)
-            b.store(_i64(0), self.lo)
+            b.store(i64(0), self.lo)
             head, body, step, done = (
                 b.append_basic_block(f"walk.{n}") for n in ("head", "body", "step", "done")
             )
@@ -194,13 +191,13 @@ class _Row:
             b.store(acc, self.acc)
             b.cbranch(b.fcmp_ordered(">", acc, point), done, step)
             b.position_at_end(step)
-            b.store(b.add(k, _i64(1)), self.lo)
+            b.store(b.add(k, i64(1)), self.lo)
             b.branch(head)
             b.position_at_end(done)
             pick = self.store_pick(out, j, b.load(self.lo))
             b.store(ir.Constant(F64, 0.0), b.gep(scratch, [pick]))
 
-        self.loops.counted(_i64(0), self.w["samples"], 1, draw, "draw")
+        self.loops.counted(i64(0), self.w["samples"], 1, draw, "draw")
 
     def store_pick(self, out, j, k) -> ir.Value:
         """Store class k, or the last positive class when rounding put the point past the end."""
@@ -213,9 +210,9 @@ class _Row:
 def build(module: ir.Module) -> list[str]:
     """Emit kael_multinomial into `module`; returns its symbol."""
     fn, b = handwritten.kernel_function(module, SYMBOL)
-    words = {name: b.load(b.gep(fn.args[0], [_i64(i)]), name=name) for i, name in enumerate(ARGS)}
+    words = {name: b.load(b.gep(fn.args[0], [i64(i)]), name=name) for i, name in enumerate(ARGS)}
     row = _Row(b, words, b)  # allocas before the first branch: still the entry block
-    _LoopBuilder(b).counted(fn.args[1], fn.args[2], 1, row, "row")
+    LoopBuilder(b).counted(fn.args[1], fn.args[2], 1, row, "row")
     b.ret_void()
     return [SYMBOL]
 

@@ -23,8 +23,8 @@ import math
 from llvmlite import ir
 
 from kael.codegen.cpu import handwritten
-from kael.codegen.cpu.loops import _LoopBuilder
-from kael.codegen.lowering import ExprEmitter, scalar_type, value_type
+from kael.codegen.cpu.loops import LoopBuilder
+from kael.codegen.lowering import ExprEmitter, i64, scalar_type, value_type
 from kael.ir import layout
 from kael.runtime.dtypes import DType, bool_, float64, int64
 from kael.runtime.errors import ValueError
@@ -37,10 +37,6 @@ LANES = 8  # one 64-byte vector of the 8-byte accumulator
 UNROLL = 4  # independent vector accumulators per chunk
 CHUNK = LANES * UNROLL  # adjacent lines per work item of the `columns` kernel
 HEADER = 7  # words before the batch sizes
-
-
-def _i64(v: int) -> ir.Constant:
-    return ir.Constant(I64, v)
 
 
 def accumulator(dst: DType) -> DType:
@@ -92,7 +88,7 @@ class _Words:
 
     def __init__(self, b: ir.IRBuilder, block: ir.Value, src: DType, dst: DType):
         self.b, self.block = b, block
-        word = [b.load(b.gep(block, [_i64(i)])) for i in range(HEADER)]
+        word = [b.load(b.gep(block, [i64(i)])) for i in range(HEADER)]
         self.src = b.inttoptr(word[0], scalar_type(src).as_pointer(), name="src")
         self.dst = b.inttoptr(word[1], scalar_type(dst).as_pointer(), name="dst")
         self.n, self.src_step, self.dst_step, self.cols, self.rank = word[2:]
@@ -103,7 +99,7 @@ class _Words:
     def batch(self, d: ir.Value, which: int) -> ir.Value:
         """Word `which` (0 size, 1 src stride, 2 dst stride) of batch dimension d."""
         b = self.b
-        at = b.add(_i64(HEADER), b.add(b.mul(self.rank, _i64(which)), d))
+        at = b.add(i64(HEADER), b.add(b.mul(self.rank, i64(which)), d))
         return b.load(b.gep(self.block, [at]))
 
     def offsets(self, line: ir.Value) -> tuple[ir.Value, ir.Value]:
@@ -113,21 +109,21 @@ class _Words:
         """
         b = self.b
         b.store(line, self.rem)
-        b.store(_i64(0), self.src_off)
-        b.store(_i64(0), self.dst_off)
+        b.store(i64(0), self.src_off)
+        b.store(i64(0), self.dst_off)
 
         def add(d, i):
             b.store(b.add(b.load(self.src_off), b.mul(i, self.batch(d, 1))), self.src_off)
             b.store(b.add(b.load(self.dst_off), b.mul(i, self.batch(d, 2))), self.dst_off)
 
         def dim(k):
-            d = b.sub(b.sub(self.rank, _i64(1)), k)
+            d = b.sub(b.sub(self.rank, i64(1)), k)
             size, rem = self.batch(d, 0), b.load(self.rem)
             b.store(b.sdiv(rem, size), self.rem)
             add(d, b.srem(rem, size))
 
-        _LoopBuilder(b).counted(_i64(0), b.sub(self.rank, _i64(1)), 1, dim, "dim")
-        add(_i64(0), b.load(self.rem))
+        LoopBuilder(b).counted(i64(0), b.sub(self.rank, i64(1)), 1, dim, "dim")
+        add(i64(0), b.load(self.rem))
         return b.load(self.src_off), b.load(self.dst_off)
 
 
@@ -141,7 +137,7 @@ def _scan_line(b, scan: _Scan, w: _Words, slots, src_off, dst_off) -> None:
         b.store(acc, slots[0])
         scan.store(acc, b.gep(w.dst, [b.add(dst_off, b.mul(k, w.dst_step))]))
 
-    _LoopBuilder(b).counted(_i64(0), w.n, 1, step, "scan")
+    LoopBuilder(b).counted(i64(0), w.n, 1, step, "scan")
 
 
 def _build_lines(module: ir.Module, op: str, src: DType, dst: DType, symbol: str) -> None:
@@ -154,7 +150,7 @@ def _build_lines(module: ir.Module, op: str, src: DType, dst: DType, symbol: str
         src_off, dst_off = w.offsets(i)
         _scan_line(b, scan, w, slots, src_off, dst_off)
 
-    _LoopBuilder(b).counted(fn.args[1], fn.args[2], 1, line, "line")
+    LoopBuilder(b).counted(fn.args[1], fn.args[2], 1, line, "line")
     b.ret_void()
 
 
@@ -165,13 +161,13 @@ def _build_columns(module: ir.Module, op: str, src: DType, dst: DType, symbol: s
     vector = _Scan(b, op, src, dst, LANES)
     slots = [b.alloca(scalar_type(scalar.acc), name="acc")]
     vslots = [b.alloca(value_type(vector.acc, LANES), name=f"vacc{u}") for u in range(UNROLL)]
-    chunks = b.sdiv(b.add(w.cols, _i64(CHUNK - 1)), _i64(CHUNK))
+    chunks = b.sdiv(b.add(w.cols, i64(CHUNK - 1)), i64(CHUNK))
 
     def item(i):
         src_off, dst_off = w.offsets(b.sdiv(i, chunks))
-        j0 = b.mul(b.srem(i, chunks), _i64(CHUNK))
+        j0 = b.mul(b.srem(i, chunks), i64(CHUNK))
         src_off, dst_off = b.add(src_off, j0), b.add(dst_off, j0)
-        full = b.icmp_signed("<=", b.add(j0, _i64(CHUNK)), w.cols)
+        full = b.icmp_signed("<=", b.add(j0, i64(CHUNK)), w.cols)
         with b.if_else(full) as (whole, edge):
             with whole:
                 for slot in vslots:
@@ -181,22 +177,22 @@ def _build_columns(module: ir.Module, op: str, src: DType, dst: DType, symbol: s
                     src_row = b.add(src_off, b.mul(k, w.src_step))
                     dst_row = b.add(dst_off, b.mul(k, w.dst_step))
                     for u, slot in enumerate(vslots):
-                        x = vector.load(b.gep(w.src, [b.add(src_row, _i64(u * LANES))]))
+                        x = vector.load(b.gep(w.src, [b.add(src_row, i64(u * LANES))]))
                         acc = vector.combine(b.load(slot), x)
                         b.store(acc, slot)
-                        vector.store(acc, b.gep(w.dst, [b.add(dst_row, _i64(u * LANES))]))
+                        vector.store(acc, b.gep(w.dst, [b.add(dst_row, i64(u * LANES))]))
 
-                _LoopBuilder(b).counted(_i64(0), w.n, 1, step, "rows")
+                LoopBuilder(b).counted(i64(0), w.n, 1, step, "rows")
             with edge:
-                _LoopBuilder(b).counted(
-                    _i64(0),
+                LoopBuilder(b).counted(
+                    i64(0),
                     b.sub(w.cols, j0),
                     1,
                     lambda j: _scan_line(b, scalar, w, slots, b.add(src_off, j), b.add(dst_off, j)),
                     "col",
                 )
 
-    _LoopBuilder(b).counted(fn.args[1], fn.args[2], 1, item, "item")
+    LoopBuilder(b).counted(fn.args[1], fn.args[2], 1, item, "item")
     b.ret_void()
 
 

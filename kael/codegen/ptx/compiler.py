@@ -17,9 +17,8 @@ from pathlib import Path
 
 from llvmlite import ir
 
-import kael.codegen
-import kael.ir
 from kael.codegen.cpu import jit
+from kael.codegen.lowering import CODEGEN_SCHEMA
 from kael.codegen.ptx import kernel as ptx_kernel
 from kael.ir.kernel import Kernel
 from kael.ir.printer import format_kernel
@@ -36,7 +35,6 @@ PTXAS_TIMEOUT_S = 120
 _llvm_lock = threading.Lock()  # one target machine, used by one thread at a time
 _memory = kernel_cache.Memo()
 # Editing any of the code generator or the IR invalidates cached PTX.
-_CODEGEN_SCHEMA = kernel_cache.source_fingerprint(kael.codegen, kael.ir)
 
 
 @functools.cache
@@ -73,7 +71,7 @@ def cache_key(kernel: Kernel) -> str:
         FEATURES,
         llvm_version(),
         __version__,
-        _CODEGEN_SCHEMA,
+        CODEGEN_SCHEMA,
     )
 
 

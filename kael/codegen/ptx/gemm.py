@@ -15,9 +15,10 @@ import functools
 
 from llvmlite import ir
 
-from kael.codegen.cpu.loops import _LoopBuilder
+from kael.codegen.cpu.loops import LoopBuilder
+from kael.codegen.lowering import i64
 from kael.codegen.ptx import compiler
-from kael.codegen.ptx.kernel import DATA_LAYOUT, TRIPLE
+from kael.codegen.ptx.kernel import DATA_LAYOUT, TRIPLE, sreg
 from kael.ir.matmul import batch_dims
 from kael.runtime import cuda_driver, kernel_cache
 from kael.runtime.dtypes import DType, float32, float64, int64
@@ -36,16 +37,6 @@ _ELEM = {float32: ir.FloatType(), float64: ir.DoubleType(), int64: I64}
 
 def symbol(dtype: DType) -> str:
     return f"kael_gemm_ptx_{dtype.name}"
-
-
-def _i64(v: int) -> ir.Constant:
-    return ir.Constant(I64, v)
-
-
-def _sreg(b: ir.IRBuilder, name: str) -> ir.Value:
-    full = f"llvm.nvvm.read.ptx.sreg.{name}"
-    fn = b.module.globals.get(full) or ir.Function(b.module, ir.FunctionType(I32, []), full)
-    return b.zext(b.call(fn, []), I64)
 
 
 def build_module(dtype: DType) -> ir.Module:
@@ -86,47 +77,47 @@ def build_module(dtype: DType) -> ir.Module:
     for row in acc:
         for cell in row:
             b.store(zero, cell)
-    tid = _sreg(b, "tid.x")
-    tx, ty = b.urem(tid, _i64(TILE // SUB)), b.udiv(tid, _i64(TILE // SUB))
-    block = _sreg(b, "ctaid.x")
+    tid = sreg(b, "tid.x")
+    tx, ty = b.urem(tid, i64(TILE // SUB)), b.udiv(tid, i64(TILE // SUB))
+    block = sreg(b, "ctaid.x")
     tiles = b.mul(w["tiles_m"], w["tiles_n"])
     batch = b.udiv(block, tiles)
     rest = b.urem(block, tiles)
-    row0 = b.mul(b.udiv(rest, w["tiles_n"]), _i64(TILE))
-    col0 = b.mul(b.urem(rest, w["tiles_n"]), _i64(TILE))
+    row0 = b.mul(b.udiv(rest, w["tiles_n"]), i64(TILE))
+    col0 = b.mul(b.urem(rest, w["tiles_n"]), i64(TILE))
     t = elem.as_pointer()
     a = b.gep(b.inttoptr(w["a"], t), [b.mul(batch, w["asb"])])
     bm = b.gep(b.inttoptr(w["b"], t), [b.mul(batch, w["bsb"])])
     c = b.gep(b.inttoptr(w["c"], t), [b.mul(batch, w["csb"])])
 
     def smem(name: str, index: ir.Value) -> ir.Value:
-        return b.gep(shared[name], [_i64(0), index])
+        return b.gep(shared[name], [i64(0), index])
 
     def guarded_load(ptr_base, r, col, rows, cols, rs, cs) -> ir.Value:
         inside = b.and_(b.icmp_signed("<", r, rows), b.icmp_signed("<", col, cols))
-        safe_r = b.select(inside, r, _i64(0))
-        safe_c = b.select(inside, col, _i64(0))
+        safe_r = b.select(inside, r, i64(0))
+        safe_c = b.select(inside, col, i64(0))
         x = b.load(b.gep(ptr_base, [b.add(b.mul(safe_r, rs), b.mul(safe_c, cs))]))
         return b.select(inside, x, zero)
 
-    ksteps = b.udiv(b.add(w["k"], _i64(STEP - 1)), _i64(STEP))
+    ksteps = b.udiv(b.add(w["k"], i64(STEP - 1)), i64(STEP))
 
     def kstep(s):
-        k0 = b.mul(s, _i64(STEP))
+        k0 = b.mul(s, i64(STEP))
         for r in range(TILE * STEP // THREADS):
-            lin = b.add(tid, _i64(r * THREADS))
-            kk, mm = b.urem(lin, _i64(STEP)), b.udiv(lin, _i64(STEP))
+            lin = b.add(tid, i64(r * THREADS))
+            kk, mm = b.urem(lin, i64(STEP)), b.udiv(lin, i64(STEP))
             x = guarded_load(a, b.add(row0, mm), b.add(k0, kk), w["m"], w["k"], w["ars"], w["aks"])
-            b.store(x, smem("As", b.add(b.mul(kk, _i64(TILE)), mm)))
-            nn, kb = b.urem(lin, _i64(TILE)), b.udiv(lin, _i64(TILE))
+            b.store(x, smem("As", b.add(b.mul(kk, i64(TILE)), mm)))
+            nn, kb = b.urem(lin, i64(TILE)), b.udiv(lin, i64(TILE))
             y = guarded_load(bm, b.add(k0, kb), b.add(col0, nn), w["k"], w["n"], w["brs"], w["bcs"])
-            b.store(y, smem("Bs", b.add(b.mul(kb, _i64(TILE)), nn)))
+            b.store(y, smem("Bs", b.add(b.mul(kb, i64(TILE)), nn)))
         b.call(barrier, [ir.Constant(I32, 0)])
 
         def inner(kk):
-            base = b.mul(kk, _i64(TILE))
-            av = [b.load(smem("As", b.add(base, b.add(ty, _i64(16 * i))))) for i in range(SUB)]
-            bv = [b.load(smem("Bs", b.add(base, b.add(tx, _i64(16 * j))))) for j in range(SUB)]
+            base = b.mul(kk, i64(TILE))
+            av = [b.load(smem("As", b.add(base, b.add(ty, i64(16 * i))))) for i in range(SUB)]
+            bv = [b.load(smem("Bs", b.add(base, b.add(tx, i64(16 * j))))) for j in range(SUB)]
             for i in range(SUB):
                 for j in range(SUB):
                     old = b.load(acc[i][j])
@@ -136,14 +127,14 @@ def build_module(dtype: DType) -> ir.Module:
                         new = b.add(old, b.mul(av[i], bv[j]))
                     b.store(new, acc[i][j])
 
-        _LoopBuilder(b).counted(_i64(0), _i64(STEP), 1, inner, "kk")
+        LoopBuilder(b).counted(i64(0), i64(STEP), 1, inner, "kk")
         b.call(barrier, [ir.Constant(I32, 0)])
 
-    _LoopBuilder(b).counted(_i64(0), ksteps, 1, kstep, "ks")
+    LoopBuilder(b).counted(i64(0), ksteps, 1, kstep, "ks")
     for i in range(SUB):
         for j in range(SUB):
-            r = b.add(row0, b.add(ty, _i64(16 * i)))
-            col = b.add(col0, b.add(tx, _i64(16 * j)))
+            r = b.add(row0, b.add(ty, i64(16 * i)))
+            col = b.add(col0, b.add(tx, i64(16 * j)))
             inside = b.and_(b.icmp_signed("<", r, w["m"]), b.icmp_signed("<", col, w["n"]))
             with b.if_then(inside):
                 b.store(b.load(acc[i][j]), b.gep(c, [b.add(b.mul(r, w["ldc"]), col)]))

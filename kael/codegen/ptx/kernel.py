@@ -66,7 +66,7 @@ def _name_params(fn: ir.Function, kernel: Kernel) -> None:
         arg.name = name
 
 
-def _sreg(b: ir.IRBuilder, register: str) -> ir.Value:
+def sreg(b: ir.IRBuilder, register: str) -> ir.Value:
     """A PTX special register (tid.x, ntid.x, ctaid.x, nctaid.x) as an i64."""
     name = f"llvm.nvvm.read.ptx.sreg.{register}"
     fn = b.module.globals.get(name)
@@ -100,9 +100,9 @@ def build_function(module: ir.Module, kernel: Kernel, symbol: str) -> ir.Functio
     error = b.inttoptr(words[-2], I64.as_pointer(), name="err") if kernel.may_fault else None
     total = words[-1]
 
-    threads = _sreg(b, "ntid.x")
-    start = b.add(b.mul(_sreg(b, "ctaid.x"), threads), _sreg(b, "tid.x"), name="start")
-    step = b.mul(_sreg(b, "nctaid.x"), threads, name="step")
+    threads = sreg(b, "ntid.x")
+    start = b.add(b.mul(sreg(b, "ctaid.x"), threads), sreg(b, "tid.x"), name="start")
+    step = b.mul(sreg(b, "nctaid.x"), threads, name="step")
     b.cbranch(b.icmp_signed("<", start, total), loop, done)
 
     b.position_at_end(loop)

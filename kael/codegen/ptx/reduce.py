@@ -16,16 +16,18 @@ from llvmlite import ir
 
 from kael.codegen.cpu.reduce import Combiner, identity, word_count
 from kael.codegen.lowering import (
+    CODEGEN_SCHEMA,
     I64,
     ExprEmitter,
     constant,
     decompose,
     element_offset,
+    i64,
     param_from_word,
     scalar_type,
 )
 from kael.codegen.ptx import compiler
-from kael.codegen.ptx.kernel import DATA_LAYOUT, TRIPLE, _sreg
+from kael.codegen.ptx.kernel import DATA_LAYOUT, TRIPLE, sreg
 from kael.ir.printer import format_reduction
 from kael.ir.reduction import ReducePlan, Reduction
 from kael.runtime import cuda_driver, kernel_cache
@@ -38,10 +40,6 @@ WARPS = THREADS // WARP
 MAX_BLOCKS = 8192
 I32 = ir.IntType(32)
 FULL_MASK = -1
-
-
-def _i64(v: int) -> ir.Constant:
-    return ir.Constant(I64, v)
 
 
 def _i32(v: int) -> ir.Constant:
@@ -68,8 +66,8 @@ def _shuffle(b: ir.IRBuilder, v: ir.Value, lane_mask: int) -> ir.Value:
         return b.bitcast(move(b.bitcast(v, I32)), t)
     bits = b.bitcast(v, I64) if isinstance(t, ir.DoubleType) else v
     lo = move(b.trunc(bits, I32))
-    hi = move(b.trunc(b.lshr(bits, _i64(32)), I32))
-    joined = b.or_(b.zext(lo, I64), b.shl(b.zext(hi, I64), _i64(32)))
+    hi = move(b.trunc(b.lshr(bits, i64(32)), I32))
+    joined = b.or_(b.zext(lo, I64), b.shl(b.zext(hi, I64), i64(32)))
     return b.bitcast(joined, t) if isinstance(t, ir.DoubleType) else joined
 
 
@@ -138,14 +136,14 @@ class _Body:
         outs, ins, kept, reduced, out_st, in_st, index_st, length, params = self.words()
         shared_v = _shared(b.module, self.acc_t, "warp_values")
         shared_i = _shared(b.module, I64, "warp_indices")
-        tid = _sreg(b, "tid.x")
-        lane = b.urem(tid, _i64(WARP))
-        warp = b.udiv(tid, _i64(WARP))
-        outputs = _i64(1)
+        tid = sreg(b, "tid.x")
+        lane = b.urem(tid, i64(WARP))
+        warp = b.udiv(tid, i64(WARP))
+        outputs = i64(1)
         for s in kept:
             outputs = b.mul(outputs, s)
-        start = _sreg(b, "ctaid.x")
-        step = _sreg(b, "nctaid.x")
+        start = sreg(b, "ctaid.x")
+        step = sreg(b, "nctaid.x")
         head = fn.append_basic_block("out.head")
         body = fn.append_basic_block("out.body")
         done = fn.append_basic_block("exit")
@@ -170,7 +168,7 @@ class _Body:
         i = b.phi(I64, name="i")
         j.add_incoming(tid, pre)
         v.add_incoming(self.ident(), pre)
-        i.add_incoming(_i64(INT64_MAX), pre)
+        i.add_incoming(i64(INT64_MAX), pre)
         ridx = decompose(b, j, reduced)
         offs = [
             b.add(base, element_offset(b, ridx, st[red.kept :])) for base, st in zip(bases, in_st)
@@ -182,7 +180,7 @@ class _Body:
         x = ExprEmitter(b, 1, load, _no_index, lambda s: params[s]).emit(red.prologue)
         flat = element_offset(b, ridx, index_st) if self.arg else None
         nv, ni = self.combine(v, i, x, flat)
-        nj = b.add(j, _i64(THREADS))
+        nj = b.add(j, i64(THREADS))
         j.add_incoming(nj, b.block)
         v.add_incoming(nv, b.block)
         i.add_incoming(ni if self.arg else i, b.block)
@@ -193,26 +191,26 @@ class _Body:
         tv = b.phi(self.acc_t, name="tv")
         ti = b.phi(I64, name="ti")
         tv.add_incoming(self.ident(), pre)
-        ti.add_incoming(_i64(INT64_MAX), pre)
+        ti.add_incoming(i64(INT64_MAX), pre)
         tv.add_incoming(nv, last)
         ti.add_incoming(ni if self.arg else i, last)
 
         # Shared memory starts as the identity (set here, not by an initializer).
-        zero = _i64(0)
-        with b.if_then(b.icmp_unsigned("<", tid, _i64(WARPS))):
+        zero = i64(0)
+        with b.if_then(b.icmp_unsigned("<", tid, i64(WARPS))):
             b.store(self.ident(), b.gep(shared_v, [zero, tid]))
-            b.store(_i64(INT64_MAX), b.gep(shared_i, [zero, tid]))
+            b.store(i64(INT64_MAX), b.gep(shared_i, [zero, tid]))
         _barrier(b)
         wv, wi = self.fold_warp(tv, ti)
         with b.if_then(b.icmp_unsigned("==", lane, zero)):
             b.store(wv, b.gep(shared_v, [zero, warp]))
-            b.store(wi if self.arg else _i64(0), b.gep(shared_i, [zero, warp]))
+            b.store(wi if self.arg else i64(0), b.gep(shared_i, [zero, warp]))
         _barrier(b)
         with b.if_then(b.icmp_unsigned("==", warp, zero)):
-            inside = b.icmp_unsigned("<", lane, _i64(WARPS))
+            inside = b.icmp_unsigned("<", lane, i64(WARPS))
             slot = b.select(inside, lane, zero)
             sv = b.select(inside, b.load(b.gep(shared_v, [zero, slot])), self.ident())
-            si = b.select(inside, b.load(b.gep(shared_i, [zero, slot])), _i64(INT64_MAX))
+            si = b.select(inside, b.load(b.gep(shared_i, [zero, slot])), i64(INT64_MAX))
             fv, fi = self.fold_warp(sv, si)
             with b.if_then(b.icmp_unsigned("==", lane, zero)):
                 emitter = ExprEmitter(
@@ -243,7 +241,7 @@ def cache_key(red: Reduction) -> str:
         compiler.ARCH,
         compiler.FEATURES,
         compiler.llvm_version(),
-        compiler._CODEGEN_SCHEMA,
+        CODEGEN_SCHEMA,
     )
 
 

@@ -1,0 +1,57 @@
+"""Checks every op family shares on its operands and its result: out=, devices, aliasing."""
+
+from __future__ import annotations
+
+from kael.frontend import eager
+from kael.frontend.tensor import Tensor, empty_impl, has_internal_overlap
+from kael.runtime.dtypes import DType
+from kael.runtime.errors import Error, TypeError, ValueError
+from kael.runtime.tensor_impl import TensorImpl, format_shape
+
+
+def output(out: Tensor | None, shape: tuple[int, ...], dtype: DType, device, op: str) -> Tensor:
+    """A new result tensor, or `out` checked to have the result's shape and dtype."""
+    if out is None:
+        return Tensor(empty_impl(shape, dtype, device))
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op}: out must be a Tensor, got {type(out).__name__}")
+    if out.shape != shape:
+        raise ValueError(
+            f"{op}: out has shape {format_shape(out.shape)} but the result has shape {format_shape(shape)}"
+        )
+    if out.dtype is not dtype:
+        raise TypeError(f"{op}: out has dtype {out.dtype} but the result has dtype {dtype}")
+    if out.device is not device:
+        raise Error(f"{op}: out is on {out.device} but the operands are on {device}")
+    check_writable(out, op)
+    return out
+
+
+def check_writable(t: Tensor, op: str) -> None:
+    """Refuse to write a tensor whose elements share memory (an expanded view)."""
+    if has_internal_overlap(t._impl):
+        raise Error(
+            f"{op}: unsupported operation: more than one element of the written-to tensor refers"
+            " to a single memory location. Please clone() the tensor before performing the"
+            " operation."
+        )
+
+
+def device_of(tensors: list[Tensor], op: str):
+    """The one device all `tensors` are on."""
+    device = tensors[0].device
+    for t in tensors[1:]:
+        if t.device is not device:
+            raise Error(
+                f"{op}: expected all tensors on one device, but found {device} and {t.device}"
+            )
+    return device
+
+
+def unaliased(src: TensorImpl, dst: TensorImpl) -> TensorImpl:
+    """src, or a copy of it when it shares dst's storage in another layout (x.add_(x.T))."""
+    if src.storage is dst.storage and (src.strides != dst.strides or src.offset != dst.offset):
+        copy = empty_impl(src.shape, src.dtype, src.device)
+        eager.copy_into(copy, src)
+        return copy
+    return src
