@@ -7,15 +7,16 @@ PyTorch's `copy_`; a transposed 4096x4096 copy at most PyTorch's time.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
-import numpy as np
-import torch
-
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")  # before NumPy loads; see common.py
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 from common import SIDE, Case, N, run, triple  # noqa: E402
 
 import kael  # noqa: E402

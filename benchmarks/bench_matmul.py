@@ -18,14 +18,12 @@ import os
 import sys
 from pathlib import Path
 
-os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")  # before NumPy loads OpenBLAS
-
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")  # before NumPy loads; see common.py
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 from common import Case, run  # noqa: E402
 
 import kael  # noqa: E402

@@ -2,6 +2,12 @@
 
 Each round runs every library once per case, so a noisy neighbour slows all of them
 alike instead of whichever happened to run at the time.
+
+Every benchmark sets OPENBLAS_THREAD_TIMEOUT=4 before it imports NumPy. OpenBLAS's idle
+workers otherwise spin for about 2^28 cycles after each NumPy call that used them,
+taking a core from whatever runs next (kael's 2048^3 product ran at 0.4x its speed right
+after a NumPy call, and sums lost up to 2x); with the timeout they sleep at once, so
+every library starts on idle cores.
 """
 
 from __future__ import annotations
