@@ -458,12 +458,12 @@ def clamp_(self: Tensor, min=None, max=None) -> Tensor:
     return self
 
 
-def masked_fill(self: Tensor, mask: Tensor, value) -> Tensor:
-    """A copy of self with `value` wherever mask (bool) holds, in the broadcast shape of both
-    (a mask wider than self widens the result, as in PyTorch)."""
-    if isinstance(mask, Tensor) and mask.shape != self.shape:
-        self = self.expand(*broadcast_shapes(self.shape, mask.shape))
-    return masked_fill_(self.clone(), mask, value)
+def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
+    """A copy of input with `value` wherever mask (bool) holds, in the broadcast shape of both
+    (a mask wider than input widens the result, as in PyTorch)."""
+    if isinstance(mask, Tensor) and mask.shape != input.shape:
+        input = input.expand(*broadcast_shapes(input.shape, mask.shape))
+    return masked_fill_(input.clone(), mask, value)
 
 
 def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
