@@ -18,8 +18,8 @@ import numpy as np
 
 from kael.codegen.cpu import gather as kernels
 from kael.frontend import eager, elementwise, interop, reductions, views
-from kael.frontend.indexing import nonzero_impl, require_cpu
-from kael.frontend.outputs import device_of
+from kael.frontend.indexing import nonzero_impl
+from kael.frontend.outputs import device_of, require_cpu
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl, has_internal_overlap
 from kael.runtime.convert import convert_scalar
 from kael.runtime.dtypes import bool_, int64, promote_types

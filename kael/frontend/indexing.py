@@ -20,7 +20,12 @@ from typing import NamedTuple
 import numpy as np
 
 from kael.codegen.cpu import gather
-from kael.frontend import eager, interop, views
+from kael.frontend import (
+    eager,
+    interop,
+    outputs,  # a cycle too: call through the module
+    views,
+)
 from kael.frontend import tensor as tensor_module  # a cycle: tensor.py imports this module
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import INT64_MAX, bool_, int64
@@ -165,13 +170,6 @@ def assign(tensor, key, value) -> None:
         target.fill_(value)
 
 
-def require_cpu(op: str, *impls: TensorImpl) -> None:
-    """The index kernels are CPU-only: kael.Error for any CUDA operand."""
-    for impl in impls:
-        if impl.device is not CPU:
-            raise Error(f"{op} is not supported on cuda yet")
-
-
 # ---- advanced keys: the plan ------------------------------------------------------------------
 
 
@@ -195,7 +193,7 @@ class _Plan(NamedTuple):
 
 
 def _plan(impl: TensorImpl, keys: tuple) -> _Plan:
-    require_cpu("advanced indexing", impl)
+    outputs.require_cpu("advanced indexing", impl)
     entries = [_entry(k) for k in keys]
     view, indices = _apply(impl, entries)
     shapes = [ix.impl.shape for ix in indices]
@@ -328,7 +326,7 @@ def _mask_columns(mask: TensorImpl) -> list[TensorImpl]:
 
 def nonzero_impl(impl: TensorImpl) -> TensorImpl:
     """[n, ndim] int64 coordinates of impl's nonzero elements, row-major (the nonzero kernel)."""
-    require_cpu("nonzero", impl)
+    outputs.require_cpu("nonzero", impl)
     out: list[TensorImpl] = []
 
     def allocate(count: int) -> int:
@@ -420,7 +418,7 @@ def _values(value, plan: _Plan) -> TensorImpl:
         eager.fill(one, value)
         return views.derive(one, plan.shape, (0,) * len(plan.shape), 0)
     source = value._impl
-    require_cpu("advanced indexing", source)
+    outputs.require_cpu("advanced indexing", source)
     # Leading size-1 dims of the value may exceed the result's rank, as in PyTorch.
     while len(source.shape) > len(plan.shape) and source.shape[0] == 1:
         source = views.squeeze(source, 0)

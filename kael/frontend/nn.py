@@ -17,11 +17,11 @@ from collections.abc import Callable
 from kael.codegen.cpu import rows
 from kael.frontend import eager, reductions, views
 from kael.frontend import elementwise as ew
-from kael.frontend.outputs import output
+from kael.frontend.outputs import output, require_cpu
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import as_dtype, float32, float64, int64
-from kael.runtime.errors import Error, IndexError, TypeError, ValueError
+from kael.runtime.errors import IndexError, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, format_shape
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -33,8 +33,8 @@ REDUCTIONS = ("mean", "sum", "none")
 def _tensor(x, op: str, what: str = "input", cpu_only: bool = True) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected {what} to be a Tensor, got {type(x).__name__}")
-    if cpu_only and x.device is not CPU:
-        raise Error(f"{op}: the fused row kernels run on the CPU; {what} is on {x.device}")
+    if cpu_only:
+        require_cpu(op, x._impl)
     return x
 
 

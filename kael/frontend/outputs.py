@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kael.frontend import eager
 from kael.frontend.tensor import Tensor, empty_impl, has_internal_overlap
+from kael.runtime.device import CPU
 from kael.runtime.dtypes import DType
 from kael.runtime.errors import Error, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, format_shape
@@ -25,6 +26,13 @@ def output(out: Tensor | None, shape: tuple[int, ...], dtype: DType, device, op:
         raise Error(f"{op}: out is on {out.device} but the operands are on {device}")
     check_writable(out, op)
     return out
+
+
+def require_cpu(op: str, *impls: TensorImpl) -> None:
+    """kael.Error for any CUDA operand of an op whose kernels are hand-written CPU code."""
+    for impl in impls:
+        if impl.device is not CPU:
+            raise Error(f"{op} is not supported on cuda yet")
 
 
 def check_writable(t: Tensor, op: str) -> None:

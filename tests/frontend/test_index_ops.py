@@ -14,7 +14,7 @@ import torch
 from kernel_helpers import KAEL_DTYPES, TORCH_DTYPES
 
 import kael
-from kael.frontend import indexing
+from kael.frontend import outputs
 from kael.runtime.device import CUDA
 
 DTYPES = [kael.float32, kael.float64, kael.int64, kael.bool]
@@ -784,4 +784,4 @@ class _OnCuda:
 
 def test_index_kernels_refuse_cuda_operands_naming_the_op():
     with pytest.raises(kael.Error, match="gather is not supported on cuda yet"):
-        indexing.require_cpu("gather", _OnCuda())
+        outputs.require_cpu("gather", _OnCuda())
