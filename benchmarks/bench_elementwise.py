@@ -18,17 +18,13 @@ import os
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
-os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")  # before NumPy loads; see common.py
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: F401  (first: it quiets OpenBLAS before NumPy loads)
+import numpy as np
+import torch
+from common import SIDE, Case, N, run, triple
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from common import SIDE, Case, N, run, triple  # noqa: E402
-
-import kael  # noqa: E402
+import kael
 
 
 def cases() -> list[Case]:

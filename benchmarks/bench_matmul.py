@@ -14,19 +14,14 @@ library: one call of a few microseconds measures cache misses after the previous
 
 from __future__ import annotations
 
-import os
 import sys
-from pathlib import Path
 
-os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")  # before NumPy loads; see common.py
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: F401  (first: it quiets OpenBLAS before NumPy loads)
+import numpy as np
+import torch
+from common import Case, run
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from common import Case, run  # noqa: E402
-
-import kael  # noqa: E402
+import kael
 
 AT_LEAST_09 = 1 / 0.9  # time ratio of "at least 0.9x the GFLOP/s"
 FLOPS: dict[str, float] = {}

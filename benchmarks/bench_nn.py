@@ -10,20 +10,15 @@ reported without a target. NumPy's versions are written out of its own ops.
 
 from __future__ import annotations
 
-import os
 import sys
-from pathlib import Path
 
-os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")  # before NumPy loads; see common.py
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: F401  (first: it quiets OpenBLAS before NumPy loads)
+import numpy as np
+import torch
+import torch.nn.functional as F
+from common import SIDE, Case, run
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from common import SIDE, Case, run  # noqa: E402
-
-import kael  # noqa: E402
+import kael
 
 
 def _np_softmax(x: np.ndarray, axis: int) -> np.ndarray:

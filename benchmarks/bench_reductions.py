@@ -9,19 +9,14 @@ reported without a target.
 
 from __future__ import annotations
 
-import os
 import sys
-from pathlib import Path
 
-os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")  # before NumPy loads; see common.py
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: F401  (first: it quiets OpenBLAS before NumPy loads)
+import numpy as np
+import torch
+from common import SIDE, Case, N, run, triple
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from common import SIDE, Case, N, run, triple  # noqa: E402
-
-import kael  # noqa: E402
+import kael
 
 
 def cases() -> list[Case]:

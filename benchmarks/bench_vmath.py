@@ -8,23 +8,20 @@ write into preallocated outputs too (out=).
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
-os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")  # before NumPy loads; see common.py
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from common import Case, N, run  # noqa: E402
-from kernel_helpers import empty_like_np, impl_of  # noqa: E402
+import common  # noqa: F401  (first: it quiets OpenBLAS before NumPy loads)
+import numpy as np
+import torch
+from common import Case, N, run
+from kernel_helpers import empty_like_np, impl_of
 
-from kael.frontend import eager  # noqa: E402
-from kael.ir import graph as g  # noqa: E402
-from kael.runtime.dtypes import float32  # noqa: E402
+from kael.frontend import eager
+from kael.ir import graph as g
+from kael.runtime.dtypes import float32
 
 
 def _kael_unary(op: str, x: np.ndarray):

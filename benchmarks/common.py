@@ -3,7 +3,8 @@
 Each round runs every library once per case, so a noisy neighbour slows all of them
 alike instead of whichever happened to run at the time.
 
-Every benchmark sets OPENBLAS_THREAD_TIMEOUT=4 before it imports NumPy. OpenBLAS's idle
+Importing this module (ruff's isort keeps it above NumPy) puts this checkout's kael on
+sys.path and sets OPENBLAS_THREAD_TIMEOUT=4 before NumPy loads. OpenBLAS's idle
 workers otherwise spin for about 2^28 cycles after each NumPy call that used them,
 taking a core from whatever runs next (kael's 2048^3 product ran at 0.4x its speed right
 after a NumPy call, and sums lost up to 2x); with the timeout they sleep at once, so
@@ -13,10 +14,16 @@ every library starts on idle cores.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 N = 16 * 1024 * 1024  # elements of the large cases: 64 MiB of float32, past every cache
 SIDE = 4096  # N as a square
