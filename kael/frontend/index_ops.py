@@ -19,7 +19,7 @@ import numpy as np
 from kael.codegen.cpu import gather as kernels
 from kael.frontend import eager, elementwise, interop, reductions, views
 from kael.frontend.indexing import nonzero_impl
-from kael.frontend.outputs import device_of, require_cpu
+from kael.frontend.outputs import device_of, require_cpu, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl, has_internal_overlap
 from kael.runtime.convert import convert_scalar
 from kael.runtime.dtypes import bool_, int64, promote_types
@@ -37,15 +37,9 @@ class ValuesIndices(NamedTuple):
 # ---- argument checks ----------------------------------------------------------------------------
 
 
-def _tensor(x, op: str, what: str = "input") -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): {what} must be a Tensor, got {type(x).__name__}")
-    return x
-
-
 def _index(x, op: str, what: str = "index") -> Tensor:
     """x, checked to be an int64 tensor."""
-    _tensor(x, op, what)
+    tensor_arg(x, op, what)
     if x.dtype is not int64:
         raise TypeError(f"{op}(): expected dtype int64 for {what}, got {x.dtype}")
     return x
@@ -169,7 +163,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
 
     The index may be smaller than the input outside `dim`; negative indices are refused.
     """
-    _tensor(input, "gather")
+    tensor_arg(input, "gather")
     _index(index, "gather")
     src, idx = input._impl, index._impl
     require_cpu("gather", src, idx)
@@ -210,7 +204,7 @@ def _gather_into(
 
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Whole slices of `input` along `dim`, picked by a 1-d (or 0-d) int64 index."""
-    _tensor(input, "index_select")
+    tensor_arg(input, "index_select")
     _index(index, "index_select")
     src, idx = input._impl, index._impl
     require_cpu("index_select", src, idx)
@@ -242,7 +236,7 @@ def _check_range(index: Tensor, dim: int, size: int, op: str) -> None:
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
     """Values of `input` at `indices` along `dim`, both broadcast outside it; dim=None reads
     the flattened input. With a dim, indices wrap modulo the size, as in PyTorch 2.13."""
-    _tensor(input, "take_along_dim")
+    tensor_arg(input, "take_along_dim")
     _index(indices, "take_along_dim", "indices")
     require_cpu("take_along_dim", input._impl, indices._impl)
     if dim is None:
@@ -278,9 +272,9 @@ def scatter_add_(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 
     Every index is checked before anything is written, so a bad one leaves self unchanged.
     """
-    _tensor(self, "scatter_add_", "self")
+    tensor_arg(self, "scatter_add_", "self")
     _index(index, "scatter_add_")
-    _tensor(src, "scatter_add_", "src")
+    tensor_arg(src, "scatter_add_", "src")
     _check_scatter(self, index._impl, src, "scatter_add_", "src")
     d = views.wrap_dim(dim, self.ndim)
     dst, idx, source = _at_least_1d(self._impl), _at_least_1d(index._impl), _at_least_1d(src._impl)
@@ -356,7 +350,7 @@ def _check_scatter(self: Tensor, index: TensorImpl, src: Tensor, op: str, what: 
 
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """scatter_add_ into a copy of input."""
-    _tensor(input, "scatter_add")
+    tensor_arg(input, "scatter_add")
     return scatter_add_(input.clone(), dim, index, src)
 
 
@@ -365,9 +359,9 @@ def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
 
     alpha is converted to self's dtype first (2.5 adds twice to an int64 tensor, as in PyTorch).
     """
-    _tensor(self, "index_add_", "self")
+    tensor_arg(self, "index_add_", "self")
     _index(index, "index_add_")
-    _tensor(source, "index_add_", "source")
+    tensor_arg(source, "index_add_", "source")
     if index.ndim > 1:
         raise ValueError(
             f"index_add_(): index must be a 1-d (or 0-d) tensor, got {index.ndim} dims"
@@ -400,7 +394,7 @@ def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
 
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
     """index_add_ into a copy of input."""
-    _tensor(input, "index_add")
+    tensor_arg(input, "index_add")
     return index_add_(input.clone(), dim, index, source, alpha=alpha)
 
 
@@ -410,7 +404,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Tensor | tuple[Tensor, ...]:
     """[n, ndim] int64 coordinates of the nonzero elements in row-major order (NaN counts);
     with as_tuple, one 1-d tensor per dim (a 0-d input counts as 1-d)."""
-    _tensor(input, "nonzero")
+    tensor_arg(input, "nonzero")
     impl = input._impl
     if as_tuple:
         coords = nonzero_impl(_at_least_1d(impl))
@@ -468,7 +462,7 @@ def sort(
 ) -> ValuesIndices:
     """(values, indices) of each row along dim sorted; always stable (ties keep input order,
     descending too), NaN last ascending and first descending."""
-    _tensor(input, "sort")
+    tensor_arg(input, "sort")
     d = views.wrap_dim(dim, input.ndim)
     order = _order(input, d, bool(descending), None, "sort")
     return ValuesIndices(_values(input, d, order), Tensor(order))
@@ -476,7 +470,7 @@ def sort(
 
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
     """The indices of sort(input, dim, descending)."""
-    _tensor(input, "argsort")
+    tensor_arg(input, "argsort")
     d = views.wrap_dim(dim, input.ndim)
     return Tensor(_order(input, d, bool(descending), None, "argsort"))
 
@@ -486,7 +480,7 @@ def topk(
 ) -> ValuesIndices:
     """(values, indices) of the k largest (or smallest) elements along dim, in sorted order;
     0 <= k <= size, NaN counts as the largest value."""
-    _tensor(input, "topk")
+    tensor_arg(input, "topk")
     k = views.as_int(k, "topk(): k")
     if input.dtype is bool_:
         raise TypeError("topk(): does not support bool tensors")

@@ -16,19 +16,13 @@ from kael.codegen.cpu import gemm_run
 from kael.frontend import eager
 from kael.frontend.elementwise import binary as _binary
 from kael.frontend.elementwise import broadcast_shapes
-from kael.frontend.outputs import output
+from kael.frontend.outputs import output, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl
 from kael.frontend.views import broadcast_view
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import bool_, promote_types
 from kael.runtime.errors import Error, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides, format_shape
-
-
-def _tensor(x, op: str, name: str) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}: {name} must be a Tensor, got {type(x).__name__}")
-    return x
 
 
 def _derive(impl: TensorImpl, shape: tuple, strides: tuple) -> TensorImpl:
@@ -41,7 +35,7 @@ def _shapes(a: Tensor, b: Tensor) -> str:
 
 def _product(a, b, out: Tensor | None, op: str) -> Tensor:
     """a @ b with NumPy's rules; `op` names the public function in errors."""
-    a, b = _tensor(a, op, "input"), _tensor(b, op, "other")
+    a, b = tensor_arg(a, op, "input"), tensor_arg(b, op, "other")
     ai, bi = a._impl, b._impl
     if not ai.shape or not bi.shape:
         raise ValueError(
@@ -126,7 +120,7 @@ def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor
 
 
 def _check_rank(t, rank: int, op: str, name: str) -> Tensor:
-    t = _tensor(t, op, name)
+    t = tensor_arg(t, op, name)
     if t.ndim != rank:
         raise ValueError(
             f"{op}: {name} must be a {rank}-D tensor, but got a {t.ndim}-D tensor of shape "

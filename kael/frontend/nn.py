@@ -17,7 +17,7 @@ from collections.abc import Callable
 from kael.codegen.cpu import rows
 from kael.frontend import eager, reductions, views
 from kael.frontend import elementwise as ew
-from kael.frontend.outputs import output, require_cpu
+from kael.frontend.outputs import output, require_cpu, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import as_dtype, float32, float64, int64
@@ -31,8 +31,7 @@ REDUCTIONS = ("mean", "sum", "none")
 
 
 def _tensor(x, op: str, what: str = "input", cpu_only: bool = True) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}: expected {what} to be a Tensor, got {type(x).__name__}")
+    tensor_arg(x, op, what)
     if cpu_only:
         require_cpu(op, x._impl)
     return x

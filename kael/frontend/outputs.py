@@ -28,6 +28,14 @@ def output(out: Tensor | None, shape: tuple[int, ...], dtype: DType, device, op:
     return out
 
 
+def tensor_arg(x, op: str, what: str = "input") -> Tensor:
+    """x itself when it is a Tensor, else a kael.TypeError naming the op, the argument and
+    the type given."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): {what} must be a Tensor, got {type(x).__name__}")
+    return x
+
+
 def require_cpu(op: str, *impls: TensorImpl) -> None:
     """kael.Error for any CUDA operand of an op whose kernels are hand-written CPU code."""
     for impl in impls:

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from kael.frontend import eager
 from kael.frontend.elementwise import binary, broadcast_shapes
-from kael.frontend.outputs import output
+from kael.frontend.outputs import output, tensor_arg
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.views import as_int, broadcast_view, wrap_dim
 from kael.ir import graph as g
@@ -189,12 +189,6 @@ def _acc(dtype: DType) -> DType:
     return float64 if dtype.is_floating_point else int64
 
 
-def _tensor(x, op: str) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): expected a Tensor as input, got {type(x).__name__}")
-    return x
-
-
 def _keepdim(keepdim, op: str) -> bool:
     if not isinstance(keepdim, bool):
         raise TypeError(f"{op}(): keepdim must be a bool, got {type(keepdim).__name__}")
@@ -224,7 +218,7 @@ def _out1(out) -> list | None:
 
 
 def _sum_like(op: str, x, dim, keepdim, dtype, out) -> Tensor:
-    x = _tensor(x, op)
+    x = tensor_arg(x, op)
     keepdim = _keepdim(keepdim, op)
     target = _sum_dtype(x, dtype)
     acc = _acc(target)
@@ -260,7 +254,7 @@ def mean(
     input: Tensor, dim=None, keepdim: bool = False, *, dtype: DType | None = None, out=None
 ) -> Tensor:
     """Sum / count in one kernel (the division is the epilogue); floating dtypes only."""
-    x = _tensor(input, "mean")
+    x = tensor_arg(input, "mean")
     keepdim = _keepdim(keepdim, "mean")
     target = _float_only(x, "mean", dtype)
     axes = reduce_axes(x, dim, "mean")
@@ -280,7 +274,7 @@ def mean(
 
 def _variance(op: str, x, dim, correction, keepdim, out) -> Tensor:
     """Two passes: the float64 mean, then sum((x - mean)^2) / max(N - correction, 0)."""
-    x = _tensor(x, op)
+    x = tensor_arg(x, op)
     keepdim = _keepdim(keepdim, op)
     if not x.dtype.is_floating_point:
         raise TypeError(f"{op}(): std and var only support floating point dtypes, got {x.dtype}")
@@ -359,7 +353,7 @@ def std(
 
 
 def _extreme(op: str, x: Tensor, dim, keepdim, out) -> Tensor:
-    x = _tensor(x, op)
+    x = tensor_arg(x, op)
     keepdim = _keepdim(keepdim, op)
     base = "max" if op in ("max", "amax") else "min"
     axes = reduce_axes(x, dim, op)
@@ -397,7 +391,7 @@ def _values_indices(op: str, x: Tensor, dim, keepdim, out) -> ValuesIndices:
 
 
 def _max_or_min(op: str, x, dim, keepdim, out):
-    x = _tensor(x, op)
+    x = tensor_arg(x, op)
     if isinstance(dim, Tensor):
         return binary("maximum" if op == "max" else "minimum", x, dim, out=out)
     keepdim = _keepdim(keepdim, op)
@@ -419,7 +413,7 @@ def min(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor |
 
 
 def _arg(op: str, x, dim, keepdim, out) -> Tensor:
-    x = _tensor(x, op)
+    x = tensor_arg(x, op)
     keepdim = _keepdim(keepdim, op)
     if x.dtype.is_bool:
         raise TypeError(f"{op}(): does not support bool input")
@@ -460,7 +454,7 @@ def argmin(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tenso
 
 
 def _logic(op: str, x, dim, keepdim, out) -> Tensor:
-    x = _tensor(x, op)
+    x = tensor_arg(x, op)
     keepdim = _keepdim(keepdim, op)
     axes = reduce_axes(x, dim, op)
     return reduce(
@@ -491,7 +485,7 @@ def _nonzero_count(a: g.Node) -> g.Node:
 
 def count_nonzero(input: Tensor, dim=None, *, out=None) -> Tensor:
     """How many elements are nonzero, over dim (all by default), as int64: one kernel."""
-    x = _tensor(input, "count_nonzero")
+    x = tensor_arg(input, "count_nonzero")
     axes = reduce_axes(x, dim, "count_nonzero")
     return reduce(
         "sum",
@@ -522,7 +516,7 @@ def norm(input: Tensor, p=2, dim=None, keepdim: bool = False, *, out=None) -> Te
     p = 2 sums squares, 1 sums magnitudes, inf / -inf take the largest / smallest
     magnitude, 0 counts nonzeros, any other p is sum(|x|^p)^(1/p).
     """
-    x = _tensor(input, "norm")
+    x = tensor_arg(input, "norm")
     keepdim = _keepdim(keepdim, "norm")
     if not x.dtype.is_floating_point:
         raise TypeError(f"norm(): expected a floating point tensor as input, got {x.dtype}")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from kael.codegen.cpu import scan
 from kael.frontend import eager, views
-from kael.frontend.outputs import check_writable, output, unaliased
+from kael.frontend.outputs import check_writable, output, tensor_arg, unaliased
 from kael.frontend.tensor import Tensor, empty_impl, transfer_impl
 from kael.ir import graph as g
 from kael.runtime.device import CPU
@@ -21,12 +21,6 @@ from kael.runtime.dtypes import DType, as_dtype, bool_, int64
 from kael.runtime.errors import Error, TypeError
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl
-
-
-def _tensor(x, op: str) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
-    return x
 
 
 def _ints(value, what: str) -> tuple[int, ...]:
@@ -89,7 +83,7 @@ def _run_scan(op: str, src: TensorImpl, dst: TensorImpl, dim: int) -> None:
 
 
 def _scan(op: str, input: Tensor, dim, dtype, out: Tensor | None) -> Tensor:
-    x = _tensor(input, op)
+    x = tensor_arg(input, op)
     d = views.wrap_dim(dim, x.ndim)
     result = output(out, x.shape, _scan_dtype(x, dtype, op), x.device, op)
     _run_scan(op, x._impl, result._impl, d)
@@ -100,7 +94,7 @@ def _scan(op: str, input: Tensor, dim, dtype, out: Tensor | None) -> Tensor:
 
 def _scan_(op: str, self: Tensor, dim, dtype) -> Tensor:
     name = f"{op}_"
-    _tensor(self, name)
+    tensor_arg(self, name)
     d = views.wrap_dim(dim, self.ndim)
     result = _scan_dtype(self, dtype, name)
     if result is not self.dtype:
@@ -163,7 +157,7 @@ def _check_matrix(x: Tensor, op: str) -> None:
 
 def _triangle_op(name: str) -> Callable:
     def fn(input: Tensor, diagonal=0, *, out: Tensor | None = None) -> Tensor:
-        x = _tensor(input, name)
+        x = tensor_arg(input, name)
         _check_matrix(x, name)
         diagonal = views.as_int(diagonal, "diagonal")
         result = output(out, x.shape, x.dtype, x.device, name)
@@ -180,7 +174,7 @@ def _triangle_op(name: str) -> Callable:
 
 def _triangle_inplace(name: str) -> Callable:
     def method(self: Tensor, diagonal=0) -> Tensor:
-        _check_matrix(_tensor(self, f"{name}_"), f"{name}_")
+        _check_matrix(tensor_arg(self, f"{name}_"), f"{name}_")
         diagonal = views.as_int(diagonal, "diagonal")
         check_writable(self, f"{name}_")
         _triangle(name, self, diagonal, self)
@@ -210,7 +204,7 @@ def _dims(dims, ndim: int, op: str) -> list[int]:
 
 def flip(input: Tensor, dims) -> Tensor:
     """A copy with the order of elements reversed along each of `dims`."""
-    x = _tensor(input, "flip")
+    x = tensor_arg(input, "flip")
     if dims is None:
         raise TypeError("flip: dims must be an int or a tuple of ints, got None")
     wrapped = _dims(dims, x.ndim, "flip")  # a 0-d tensor accepts 0 and -1, and has no dim to flip
@@ -257,7 +251,7 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:
 
     Without dims the tensor is rolled as if flattened, then given back its shape.
     """
-    x = _tensor(input, "roll")
+    x = tensor_arg(input, "roll")
     total = _roll_shifts(x, shifts, dims)
     src = x._impl if dims is not None else x.reshape(-1)._impl
     out = empty_impl(src.shape, src.dtype, src.device)

@@ -279,9 +279,9 @@ def test_batch_dims_that_do_not_broadcast_raise_naming_both_shapes():
 
 
 def test_non_tensor_operands_raise_type_error():
-    with pytest.raises(kael.TypeError, match="matmul: other must be a Tensor, got list"):
+    with pytest.raises(kael.TypeError, match=r"matmul\(\): other must be a Tensor, got list"):
         kael.matmul(kael.ones(2), [1.0, 2.0])
-    with pytest.raises(kael.TypeError, match="mm: input must be a Tensor, got int"):
+    with pytest.raises(kael.TypeError, match=r"mm\(\): input must be a Tensor, got int"):
         kael.mm(3, kael.ones(2, 2))
 
 

@@ -145,7 +145,7 @@ def test_bad_dim_and_input_types_are_type_errors(name):
         getattr(kael, name)(kael.ones(2, 3), 1.0)
     with pytest.raises(kael.TypeError, match="dim must be an int, got NoneType"):
         getattr(kael, name)(kael.ones(2, 3), None)
-    with pytest.raises(kael.TypeError, match="expected input to be a Tensor, got list"):
+    with pytest.raises(kael.TypeError, match="input must be a Tensor, got list"):
         getattr(kael, name)([1.0, 2.0], 0)
 
 
@@ -487,7 +487,7 @@ def test_cross_entropy_bad_weight_reduction_and_operands_are_typed_errors():
         kael.cross_entropy(x, t, kael.ones(3, dtype=kael.float64))
     with pytest.raises(kael.ValueError, match="avg is not a valid value for reduction"):
         kael.cross_entropy(x, t, reduction="avg")
-    with pytest.raises(kael.TypeError, match="expected target to be a Tensor, got list"):
+    with pytest.raises(kael.TypeError, match="target must be a Tensor, got list"):
         kael.cross_entropy(x, [0, 0])
     with pytest.raises(kael.TypeError, match="ignore_index must be an int, got float"):
         kael.cross_entropy(x, t, ignore_index=1.5)
@@ -606,5 +606,5 @@ def test_layer_norm_bad_types_are_type_errors():
         kael.TypeError, match="normalized_shape element 0 must be an int, got float"
     ):
         kael.layer_norm(x, (4.0,))
-    with pytest.raises(kael.TypeError, match="expected bias to be a Tensor, got list"):
+    with pytest.raises(kael.TypeError, match="bias must be a Tensor, got list"):
         kael.layer_norm(x, (4,), None, [0.0] * 4)

@@ -301,7 +301,7 @@ def test_scan_bad_argument_types_raise_type_error(op):
         getattr(kael, op)(k, None)
     with pytest.raises(kael.TypeError, match="dtype bool is not supported"):
         getattr(kael, op)(k, 0, dtype=kael.bool)
-    with pytest.raises(kael.TypeError, match="expected a Tensor, got list"):
+    with pytest.raises(kael.TypeError, match="input must be a Tensor, got list"):
         getattr(kael, op)([1, 2], 0)
 
 
