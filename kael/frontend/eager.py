@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import os
 import struct
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -52,25 +53,48 @@ NONTEMPORAL_BYTES = _streaming_threshold()
 
 parallel.install()
 
-_templates: dict[tuple, tuple[Kernel, list[str]]] = {}
-# (template id, rank, inners, tiled, streaming, on cpu) -> (specialized kernel, CPU code).
-# Templates live in _templates forever, so their ids are stable keys.
-_specialized: dict[tuple, tuple[Kernel, jit.CompiledKernel]] = {}
-_uses_index: dict[int, bool] = {}
+class Template:
+    """One op signature's scheduled kernel (a Kernel or a Reduction) and its scalar names.
+
+    Hashed by identity: the launch caches below key by the template object itself, which
+    keeps it alive, so no other template can ever take over its key (an `id()` can be
+    reused once its object dies). Unpacks as `(kernel, scalar names)`.
+    """
+
+    __slots__ = ("kernel", "scalars", "uses_index")
+
+    def __init__(self, kernel: Kernel | Reduction, scalars: list[str]) -> None:
+        self.kernel = kernel
+        self.scalars = scalars
+        self.uses_index = isinstance(kernel, Kernel) and kernel.uses_index
+
+    def __iter__(self):
+        return iter((self.kernel, self.scalars))
 
 
-def template(key: tuple, build: Callable[[], tuple[str, list[g.Node]]]) -> tuple[Kernel, list[str]]:
+_templates: dict[tuple, Template] = {}
+# (template, rank, inners, tiled, streaming, on cpu) -> (specialized kernel, CPU code).
+_specialized: dict[tuple, tuple[Kernel, jit.CompiledKernel | None]] = {}
+_templates_lock = threading.Lock()
+
+
+def template(key: tuple, build: Callable[[], tuple[str, list[g.Node]]]) -> Template:
     """The kernel template of one op signature and its scalar names, scheduled once."""
     return _scheduled(_templates, key, build, schedule_elementwise)
 
 
-def _scheduled(cache: dict, key: tuple, build: Callable, schedule: Callable) -> tuple:
-    """cache[key], else (kernel, scalar names) scheduled from `build`'s name and outputs."""
+def _scheduled(cache: dict, key: tuple, build: Callable, schedule: Callable) -> Template:
+    """cache[key], else the template scheduled from `build`'s name and outputs.
+
+    Two threads may both schedule a new signature; the first to store it wins and both
+    use that one.
+    """
     entry = cache.get(key)
     if entry is None:
         name, outputs = build()
         kernel, _, scalars = schedule(name, outputs)
-        entry = cache[key] = (kernel, scalars)
+        with _templates_lock:
+            entry = cache.setdefault(key, Template(kernel, scalars))
     return entry
 
 
@@ -94,11 +118,9 @@ class _Plan:
     faults: bool  # whether the argument block ends with an error word
 
 
-def _plan(kernel: Kernel, out: TensorImpl, impls: tuple[TensorImpl, ...]) -> _Plan:
-    keep = _uses_index.get(id(kernel))
-    if keep is None:
-        keep = _uses_index[id(kernel)] = kernel.uses_index
-    lay = layout.plan(out.shape, [t.strides for t in impls], keep_dims=keep)
+def _plan(entry: Template, out: TensorImpl, impls: tuple[TensorImpl, ...]) -> _Plan:
+    kernel = entry.kernel
+    lay = layout.plan(out.shape, [t.strides for t in impls], keep_dims=entry.uses_index)
     n = out.numel()
     stream = (
         n * out.dtype.itemsize >= NONTEMPORAL_BYTES
@@ -107,7 +129,7 @@ def _plan(kernel: Kernel, out: TensorImpl, impls: tuple[TensorImpl, ...]) -> _Pl
         and all(i in (CONTIG, BCAST) for i in lay.inners)
     )
     on_cpu = out.device is CPU
-    key = (id(kernel), lay.rank, lay.inners, lay.tiled, stream, on_cpu)
+    key = (entry, lay.rank, lay.inners, lay.tiled, stream, on_cpu)
     hit = _specialized.get(key)
     if hit is None:
         specialized = kernel.specialize(lay.rank, lay.inners, lay.tiled, stream)
@@ -136,7 +158,7 @@ _MAX_PLANS = 4096
 
 
 def run(
-    entry: tuple[Kernel, list[str]],
+    entry: Template,
     outs: list[TensorImpl],
     ins: list[TensorImpl],
     scalars: dict | None = None,
@@ -152,14 +174,14 @@ def run(
     for t in impls:
         if t.device is not device:
             raise Error(f"expected all tensors on one device, but found {device} and {t.device}")
-    sig = (id(kernel), device, out.shape, *[t.strides for t in impls])
+    sig = (entry, device, out.shape, *[t.strides for t in impls])
     plan = _plans.get(sig)
     if plan is None:
         if out.numel() == 0:
             return False
         if len(_plans) >= _MAX_PLANS:
             _plans.clear()
-        plan = _plans[sig] = _plan(kernel, out, impls)
+        plan = _plans[sig] = _plan(entry, out, impls)
     words = [t.data_ptr() for t in impls]
     words += plan.tail
     if names:
@@ -214,7 +236,7 @@ def _bin(op: str, a: g.Node, b: g.Node) -> g.Binary:
     return g.Binary(bool_ if op == "eq" else a.dtype, (), op, a, b)
 
 
-def copy_template(src: DType, dst: DType) -> tuple[Kernel, list[str]]:
+def copy_template(src: DType, dst: DType) -> Template:
     """The converting copy from `src` to `dst` elements."""
     return template(
         ("copy", src, dst),
@@ -279,14 +301,14 @@ def eye_into(dst: TensorImpl) -> None:
 
 # ---- reductions ------------------------------------------------------------------------------
 
-_reduction_templates: dict[tuple, tuple[Reduction, list[str]]] = {}
-# (template id, device, shape, axes, strides of every operand) -> _ReductionPlan.
+_reduction_templates: dict[tuple, Template] = {}
+# (template, device, shape, axes, keepdim, threads, strides of every operand) -> plan.
 _reduction_plans: dict[tuple, _ReductionPlan] = {}
 
 
 def reduction_template(
     key: tuple, build: Callable[[], tuple[str, list[g.Node]]]
-) -> tuple[Reduction, list[str]]:
+) -> Template:
     """The reduction kernel of one op signature and its scalar names, scheduled once.
 
     `build` returns a name and output nodes, each an epilogue over one Reduce node
@@ -324,7 +346,7 @@ def _reduction_plan(kernel: Reduction, outs, ins, shape, axes, keepdim) -> _Redu
 
 
 def run_reduction(
-    entry: tuple[Reduction, list[str]],
+    entry: Template,
     outs: list[TensorImpl],
     ins: list[TensorImpl],
     axes: tuple[int, ...],
@@ -341,7 +363,7 @@ def run_reduction(
         if t.device is not device:
             raise Error(f"expected all tensors on one device, but found {device} and {t.device}")
     shape = ins[0].shape
-    sig = (id(kernel), device, shape, axes, keepdim, get_num_threads())
+    sig = (entry, device, shape, axes, keepdim, get_num_threads())
     sig += tuple(t.strides for t in (*outs, *ins))
     plan = _reduction_plans.get(sig)
     if plan is None:

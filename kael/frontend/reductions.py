@@ -114,7 +114,7 @@ def reduce(
         return name or f"{op}_{'_'.join(d.name for d in dtypes)}", outs
 
     entry = eager.reduction_template(("reduce", op, key, dtypes, len(epilogues)), build)
-    kernel = entry[0]
+    kernel = entry.kernel
     result_shape = reduced_shape(shape, axes, keepdim)
     outs = list(out) if out is not None else [None] * len(kernel.outputs)
     results = [

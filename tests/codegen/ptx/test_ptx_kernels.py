@@ -56,7 +56,7 @@ def eager_kernel(family: str, dtypes: tuple[DType, ...]) -> Kernel:
     caught: list[Kernel] = []
 
     def run(entry, outs, ins, scalars=None):
-        caught.append(entry[0])
+        caught.append(entry.kernel)
 
     impls = [types.SimpleNamespace(dtype=d, numel=lambda: 3) for d in dtypes]
     with mock.patch.object(eager, "run", run):
