@@ -359,8 +359,8 @@ def test_scalar_and_vector_lanes_agree(op):
 
 def _kernels(dt):
     for op in UNARY:
-        yield op, _unary_template(op, dt)[0]
-    yield "pow", _binary_template("pow", dt)[0]
+        yield op, _unary_template(op, dt).kernel
+    yield "pow", _binary_template("pow", dt).kernel
 
 
 def test_float32_kernels_are_vectorized_and_call_nothing():
