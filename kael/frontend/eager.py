@@ -11,7 +11,6 @@ from __future__ import annotations
 import ctypes
 import os
 import struct
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -25,7 +24,7 @@ from kael.ir.kernel import BCAST, CONTIG, Kernel
 from kael.ir.ops import FAULTS, FLAG
 from kael.ir.reduction import ReducePlan, Reduction, plan_reduction
 from kael.ir.scheduler import schedule_elementwise, schedule_reduction
-from kael.runtime import cuda_driver
+from kael.runtime import cuda_driver, sync
 from kael.runtime.convert import convert_scalar
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import DType, bool_, float64, int64
@@ -75,7 +74,7 @@ class Template:
 _templates: dict[tuple, Template] = {}
 # (template, rank, inners, tiled, streaming, on cpu) -> (specialized kernel, CPU code).
 _specialized: dict[tuple, tuple[Kernel, jit.CompiledKernel | None]] = {}
-_templates_lock = threading.Lock()
+_templates_lock = sync.lock()
 
 
 def template(key: tuple, build: Callable[[], tuple[str, list[g.Node]]]) -> Template:

@@ -11,8 +11,6 @@ floats are computed in float64 from 53 random bits, then rounded.
 from __future__ import annotations
 
 import math
-import os
-import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -22,6 +20,7 @@ from kael.frontend import eager, factories, views
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl, transfer_impl
 from kael.ir import graph as g
 from kael.ir.ops import BINARY_OPS
+from kael.runtime import sync
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType, bool_, float32, float64, int64
 from kael.runtime.errors import TypeError, ValueError
@@ -41,7 +40,7 @@ class Generator:
     """The seed and the Philox offset: the next n draws get counters [offset, offset + n)."""
 
     def __init__(self, seed: int = DEFAULT_SEED) -> None:
-        self.lock = threading.Lock()
+        self.lock = sync.lock(fork_rank=sync.GENERATOR_RANK)
         self._seed = seed
         self._offset = 0
 
@@ -70,14 +69,8 @@ class Generator:
             return self._seed, first
 
 
+# Its lock is held across fork() (runtime/sync.py), as the book's pthread_atfork does.
 default_generator = Generator()
-# A thread inside `reserve` during fork() would leave the lock held forever in the child:
-# hold it across the fork, then release it on both sides (the book's pthread_atfork).
-os.register_at_fork(
-    before=default_generator.lock.acquire,
-    after_in_parent=default_generator.lock.release,
-    after_in_child=default_generator.lock.release,
-)
 
 
 def manual_seed(seed) -> None:

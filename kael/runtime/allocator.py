@@ -3,18 +3,16 @@
 Training loops allocate the same sizes every step; reusing freed blocks avoids a system
 allocation per intermediate (and, on a GPU, an expensive cuMemAlloc/cuMemFree pair).
 Host blocks come from libc's posix_memalign, 64-byte aligned. One allocator exists per
-device kind; each has one lock, and fork handlers make sure no child inherits it held.
+device kind; each has one lock, held across fork() so that no child inherits it held.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
-import threading
-import weakref
 from collections.abc import Callable
 
-from kael.runtime import cuda_driver
+from kael.runtime import cuda_driver, sync
 from kael.runtime.device import Device, parse_device
 from kael.runtime.errors import Error, ValueError
 
@@ -47,7 +45,6 @@ def _bucket_sizes() -> list[int]:
 
 
 _BUCKETS = _bucket_sizes()
-_instances: weakref.WeakSet[CachingAllocator] = weakref.WeakSet()
 
 
 class CachingAllocator:
@@ -65,10 +62,10 @@ class CachingAllocator:
         self.name = name
         self._system_alloc = system_alloc
         self._system_free = system_free
-        self._lock = threading.RLock()
+        # Held across fork() (runtime/sync.py): a child never inherits it held.
+        self._lock = sync.lock(reentrant=True, fork_rank=sync.ALLOCATOR_RANK)
         self._free: dict[int, list[int]] = {capacity: [] for capacity in _BUCKETS}
         self._in_use = self._cached = self._reserved = self._hits = self._misses = 0
-        _instances.add(self)
 
     def allocate(self, capacity: int) -> int:
         """A block of exactly `capacity` bytes: a cached one if any (hit), else a new one."""
@@ -210,34 +207,3 @@ def set_caching_allocator_enabled(flag: bool) -> None:
 def caching_allocator_enabled() -> bool:
     """Whether released blocks are cached (False under KAEL_NO_CACHING_ALLOCATOR)."""
     return _enabled
-
-
-# fork() copies only the calling thread: a lock held by another thread at that moment
-# would stay held forever in the child. Hold every allocator lock across the fork.
-_held_across_fork: list[CachingAllocator] = []
-
-
-def _before_fork() -> None:
-    _held_across_fork[:] = list(_instances)
-    for allocator in _held_across_fork:
-        allocator._lock.acquire()
-
-
-def _after_fork_in_parent() -> None:
-    for allocator in reversed(_held_across_fork):
-        allocator._lock.release()
-    _held_across_fork.clear()
-
-
-def _after_fork_in_child() -> None:
-    for allocator in _held_across_fork:
-        allocator._lock = threading.RLock()
-    _held_across_fork.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(
-        before=_before_fork,
-        after_in_parent=_after_fork_in_parent,
-        after_in_child=_after_fork_in_child,
-    )

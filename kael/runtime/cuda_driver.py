@@ -11,11 +11,12 @@ import ctypes
 import os
 import threading
 
+from kael.runtime import sync
 from kael.runtime.errors import Error
 
 _UNAVAILABLE = "CUDA is not available: no NVIDIA driver or GPU was found"
 
-_probe_lock = threading.Lock()
+_probe_lock = sync.lock()
 _probed = False
 _available = False
 _reason = ""  # why the probe failed, appended to the error message
@@ -163,8 +164,7 @@ def launch_kernel(function, blocks: int, threads: int, words: list[int]) -> None
 
 def _after_fork_in_child() -> None:
     """A CUDA context does not survive fork(): refuse CUDA in the child of an initialized parent."""
-    global _forked, _probe_lock
-    _probe_lock = threading.Lock()
+    global _forked
     if _available:
         _forked = True
 

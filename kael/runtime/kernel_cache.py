@@ -10,9 +10,10 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-import threading
 from collections.abc import Callable, Hashable
 from pathlib import Path
+
+from kael.runtime import sync
 
 _MAGIC = b"KAELOBJ1"
 _DIGEST = 32
@@ -104,7 +105,7 @@ class Memo:
 
     def __init__(self) -> None:
         self._entries: dict = {}
-        self._lock = threading.Lock()
+        self._lock = sync.lock()
 
     def get(self, key: Hashable, make: Callable[[], object]):
         value = self._entries.get(key)

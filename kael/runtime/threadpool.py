@@ -3,7 +3,8 @@
 A ctypes call releases the GIL, so the workers run kernels truly in parallel. The
 calling thread takes the first range itself. Small launches never reach the pool:
 waking a thread costs tens of microseconds (see launcher.py). After fork() the child
-starts with no workers and makes new ones on demand.
+starts with no workers and makes new ones on demand. When the system refuses a thread, a
+pool runs with the threads it has (`regroup`), never waiting for one that did not start.
 """
 
 from __future__ import annotations
@@ -12,13 +13,17 @@ import os
 import queue
 import threading
 
+from kael.runtime import sync
 from kael.runtime.errors import ValueError
+
+# More threads than this is a mistake, not a machine: set_num_threads refuses it.
+MAX_THREADS = 1024
 
 
 def _default_threads() -> int:
     raw = os.environ.get("KAEL_NUM_THREADS", "")
     if raw.isdigit() and int(raw) > 0:
-        return int(raw)
+        return min(int(raw), MAX_THREADS)
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:
@@ -32,16 +37,21 @@ class ThreadPool:
     """
 
     def __init__(self) -> None:
-        self._workers: list[queue.SimpleQueue] = []
-        self._done: queue.SimpleQueue = queue.SimpleQueue()
-        self._lock = threading.Lock()
+        self._lock = sync.lock()
+        self.after_fork_in_child()
 
-    def _ensure_workers(self, n: int) -> None:
-        while len(self._workers) < n:
+    def _ensure_workers(self, n: int) -> int:
+        """Start workers until there are n, or until the system refuses one; how many there are."""
+        while len(self._workers) < min(n, self._limit):
             inbox: queue.SimpleQueue = queue.SimpleQueue()
             t = threading.Thread(target=self._work, args=(inbox,), daemon=True, name="kael-worker")
-            t.start()
+            try:
+                t.start()
+            except RuntimeError:  # "can't start new thread"
+                self._limit = len(self._workers)
+                break
             self._workers.append(inbox)
+        return len(self._workers)
 
     def _work(self, inbox: queue.SimpleQueue) -> None:
         while True:
@@ -54,8 +64,8 @@ class ThreadPool:
     def run(self, fn, args: int, ranges: list[tuple[int, int]]) -> None:
         """Call fn(args, begin, end) once per range, the first on this thread, and wait."""
         with self._lock:
+            ranges = regroup(ranges, self._ensure_workers(len(ranges) - 1) + 1)
             helpers = ranges[1:]
-            self._ensure_workers(len(helpers))
             for inbox, (b, e) in zip(self._workers, helpers):
                 inbox.put((fn, args, b, e, self._done))
             try:
@@ -65,7 +75,23 @@ class ThreadPool:
                     self._done.get()
 
     def after_fork_in_child(self) -> None:
-        self.__init__()
+        """No workers (a child has none of the parent's threads); sync.py resets the lock."""
+        self._workers: list[queue.SimpleQueue] = []
+        self._done: queue.SimpleQueue = queue.SimpleQueue()
+        self._limit = MAX_THREADS  # workers the system let us start
+
+
+def regroup(ranges: list[tuple[int, int]], parts: int) -> list[tuple[int, int]]:
+    """Consecutive `ranges` merged into at most `parts` ranges of near-equal counts.
+
+    For a pool with fewer threads than a launch was split for: each merged range still
+    starts where one of the original ranges did, so alignment is kept.
+    """
+    n = len(ranges)
+    if parts >= n:
+        return ranges
+    cuts = [i * n // parts for i in range(parts + 1)]
+    return [(ranges[a][0], ranges[b - 1][1]) for a, b in zip(cuts, cuts[1:])]
 
 
 _num_threads = _default_threads()
@@ -93,6 +119,8 @@ def set_num_threads(n: int) -> None:
     global _num_threads
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"number of threads must be a positive int, got {n!r}")
+    if n > MAX_THREADS:
+        raise ValueError(f"number of threads must be at most {MAX_THREADS}, got {n}")
     _num_threads = n
 
 

@@ -25,6 +25,14 @@ def test_set_num_threads_rejects_non_positive_ints(bad):
         threadpool.set_num_threads(bad)
 
 
+@pytest.mark.parametrize("absurd", [threadpool.MAX_THREADS + 1, 2**63])
+def test_set_num_threads_refuses_more_than_the_limit(absurd, restore_threads):
+    threadpool.set_num_threads(threadpool.MAX_THREADS)  # the limit itself is allowed
+    with pytest.raises(KaelValueError, match=f"at most {threadpool.MAX_THREADS}, got {absurd}"):
+        threadpool.set_num_threads(absurd)
+    assert threadpool.get_num_threads() == threadpool.MAX_THREADS
+
+
 def test_set_num_threads_accepts_one_and_more(restore_threads):
     threadpool.set_num_threads(1)
     assert threadpool.get_num_threads() == 1
@@ -46,6 +54,34 @@ def test_python_pool_runs_each_range_once_and_the_first_on_the_caller():
     threadpool.python_pool().run(_recording_fn(calls, lock), 0, ranges)
     assert sorted((b, e) for b, e, _ in calls) == ranges
     assert [t for b, _, t in calls if b == 0] == [threading.get_ident()]
+
+
+def test_python_pool_runs_every_range_when_the_system_refuses_threads(monkeypatch):
+    pool = threadpool.ThreadPool()
+    started = []
+
+    def start(self):
+        if len(started) == 1:
+            raise RuntimeError("can't start new thread")
+        started.append(self)
+        real_start(self)
+
+    real_start = threading.Thread.start
+    monkeypatch.setattr(threading.Thread, "start", start)
+    calls, lock = [], threading.Lock()
+    ranges = [(0, 10), (10, 20), (20, 30), (30, 35)]
+    pool.run(_recording_fn(calls, lock), 0, ranges)
+    assert sorted((b, e) for b, e, _ in calls) == [(0, 20), (20, 35)]  # caller + one worker
+    assert len(started) == 1
+
+
+def test_regroup_merges_consecutive_ranges_keeping_their_starts():
+    ranges = [(0, 64), (64, 128), (128, 192), (192, 200)]
+    assert threadpool.regroup(ranges, 2) == [(0, 128), (128, 200)]
+    assert threadpool.regroup(ranges, 3) == [(0, 64), (64, 128), (128, 200)]
+    assert threadpool.regroup(ranges, 1) == [(0, 200)]
+    assert threadpool.regroup(ranges, 4) == ranges
+    assert threadpool.regroup(ranges, 9) == ranges
 
 
 def test_split_covers_the_range_without_overlap():

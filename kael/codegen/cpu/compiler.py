@@ -2,33 +2,26 @@
 
 llvmlite.binding is imported on first use only, so a process whose kernels all come
 from the disk cache pays for loading it but never runs the optimizer or code generator.
+Every LLVM call and every lazily built LLVM object holds kael/codegen/llvm.py's lock.
 """
 
 from __future__ import annotations
 
 import ctypes
-import functools
-import threading
 
 from llvmlite import ir
 
+from kael.codegen import llvm as _binding
 from kael.codegen.cpu.loops import build_function
 from kael.ir.kernel import Kernel
 from kael.ir.reduction import Reduction
+from kael.runtime import sync
 
-_lock = threading.Lock()
-
-
-@functools.cache
-def _llvm():
-    import llvmlite.binding as llvm
-
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    return llvm
+_lock = _binding.LOCK
+_llvm = _binding.binding
 
 
-@functools.cache
+@sync.cached(lock_with=_lock)
 def host_target() -> dict:
     """The host's triple, CPU name and feature string, as LLVM sees them."""
     llvm = _llvm()
@@ -44,7 +37,7 @@ def host_target() -> dict:
     }
 
 
-@functools.cache
+@sync.cached(lock_with=_lock)
 def _target_machine():
     llvm = _llvm()
     t = host_target()
@@ -114,7 +107,7 @@ def assembly(kernel: Kernel, symbol: str) -> str:
         return _target_machine().emit_assembly(_optimized(build_module(kernel, symbol)))
 
 
-@functools.cache
+@sync.cached(lock_with=_lock)
 def _jit():
     jit = _llvm().create_lljit_compiler(_target_machine())
     # Never destroyed, not even at interpreter exit: native pool workers may still be

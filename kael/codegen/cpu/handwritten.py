@@ -9,13 +9,12 @@ module once per process and caches its object code on disk, keyed by the LLVM IR
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 from llvmlite import ir
 
 from kael.codegen.cpu import compiler
-from kael.runtime import kernel_cache
+from kael.runtime import kernel_cache, sync
 from kael.runtime.launcher import KernelFn, kernel_fn
 
 I64 = ir.IntType(64)
@@ -46,7 +45,7 @@ class Library:
         return self.functions[symbol]
 
 
-_lock = threading.Lock()
+_lock = sync.lock(reentrant=True)
 _libraries: dict[str, Library] = {}
 
 

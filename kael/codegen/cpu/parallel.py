@@ -14,12 +14,10 @@ its Python pool.
 from __future__ import annotations
 
 import ctypes
-import functools
 import platform
-import threading
 
 from kael.codegen.cpu import compiler
-from kael.runtime import kernel_cache, threadpool
+from kael.runtime import kernel_cache, sync, threadpool
 
 SPIN = 20000  # pause-loop rounds before a waiter sleeps (a few tens of microseconds)
 _FUTEX_SYSCALL = {"x86_64": 202, "aarch64": 98}
@@ -125,15 +123,18 @@ next:
   br label %loop
 }
 
-; Start workers until there are `n` (never fewer: idle ones sleep).
-define void @kael_pool_start(i32 %n) {
+; Start workers until there are `n` (never fewer: idle ones sleep), stopping at the first
+; pthread_create that fails; returns how many workers there are.
+define i32 @kael_pool_start(i32 %n) {
 entry:
-  %have = load i32, ptr @workers
-  %enough = icmp uge i32 %have, %n
-  br i1 %enough, label %exit, label %spawn
-spawn:
-  %i = phi i32 [ %have, %entry ], [ %i1, %spawn ]
   %tid = alloca i64
+  %have = load i32, ptr @workers
+  br label %check
+check:
+  %i = phi i32 [ %have, %entry ], [ %i1, %spawned ]
+  %more = icmp ult i32 %i, %n
+  br i1 %more, label %spawn, label %exit
+spawn:
   %now = load atomic i32, ptr @gen acquire, align 4
   %now64 = zext i32 %now to i64
   %high = shl i64 %now64, 32
@@ -141,12 +142,15 @@ spawn:
   %packed = or i64 %high, %i64
   %arg = inttoptr i64 %packed to ptr
   %rc = call i32 @pthread_create(ptr %tid, ptr null, ptr @worker, ptr %arg)
+  %ok = icmp eq i32 %rc, 0
+  br i1 %ok, label %spawned, label %exit
+spawned:
   %i1 = add i32 %i, 1
   store i32 %i1, ptr @workers
-  %more = icmp ult i32 %i1, %n
-  br i1 %more, label %spawn, label %exit
+  br label %check
 exit:
-  ret void
+  %count = load i32, ptr @workers
+  ret i32 %count
 }
 
 ; Forget the workers after fork(): the child has none of the parent's threads.
@@ -194,28 +198,42 @@ exit:
 
 
 class NativePool:
-    """The compiled pool: `run(fn, args, ranges)` like the runtime's Python pool."""
+    """The compiled pool: `run(fn, args, ranges)` like the runtime's Python pool.
+
+    When the system refuses a thread, the pool keeps the workers it has and never asks
+    for more (each refused pthread_create costs a failed stack mapping); launches then
+    share their ranges among the threads that did start.
+    """
 
     def __init__(self, addresses: dict[str, int], keepalive) -> None:
-        self._start = ctypes.CFUNCTYPE(None, ctypes.c_int32)(addresses["kael_pool_start"])
+        self._start = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32)(addresses["kael_pool_start"])
         self._reset = ctypes.CFUNCTYPE(None)(addresses["kael_pool_reset"])
         self._run = ctypes.CFUNCTYPE(
             None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int32
         )(addresses["kael_pool_run"])
         self._keepalive = keepalive
-        self._lock = threading.Lock()
+        self._lock = sync.lock()  # one job at a time: the job lives in the pool's globals
+        self._limit = threadpool.MAX_THREADS  # workers the system let us start
 
     def run(self, fn, args: int, ranges: list[tuple[int, int]]) -> None:
         """Call fn(args, begin, end) once per range, the first on this thread, and wait."""
-        flat = (ctypes.c_int64 * (2 * len(ranges)))(*(x for r in ranges for x in r))
         address = ctypes.cast(fn, ctypes.c_void_p).value
-        with self._lock:  # one job at a time: the job lives in the pool's globals
-            self._start(len(ranges) - 1)
+        with self._lock:
+            wanted = min(len(ranges) - 1, self._limit)
+            workers = self._start(wanted)
+            if workers < wanted:
+                self._limit = workers
+            ranges = threadpool.regroup(ranges, min(workers, wanted) + 1)
+            if len(ranges) == 1:
+                fn(args, *ranges[0])
+                return
+            flat = (ctypes.c_int64 * (2 * len(ranges)))(*(x for r in ranges for x in r))
             self._run(address, args, ctypes.addressof(flat), len(ranges))
 
     def after_fork_in_child(self) -> None:
+        """The child has none of the parent's threads (sync.py re-initializes the lock)."""
         self._reset()
-        self._lock = threading.Lock()
+        self._limit = threadpool.MAX_THREADS
 
 
 def _ir_text() -> str:
@@ -227,7 +245,7 @@ def _ir_text() -> str:
     )
 
 
-@functools.cache
+@sync.cached
 def native_pool() -> NativePool | None:
     """Build (or load from the disk cache) and link the pool; None where it cannot run."""
     if platform.system() != "Linux" or platform.machine() not in _FUTEX_SYSCALL:

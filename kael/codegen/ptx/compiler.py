@@ -7,23 +7,22 @@ GPU path is tested on machines without a GPU.
 
 from __future__ import annotations
 
-import functools
 import shutil
 import subprocess
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 from llvmlite import ir
 
+from kael.codegen import llvm as _binding
 from kael.codegen.cpu import jit
 from kael.codegen.lowering import CODEGEN_SCHEMA
 from kael.codegen.ptx import kernel as ptx_kernel
 from kael.ir.kernel import Kernel
 from kael.ir.printer import format_kernel
 from kael.ir.reduction import Reduction
-from kael.runtime import debug, kernel_cache
+from kael.runtime import debug, kernel_cache, sync
 from kael.runtime.errors import Error
 from kael.runtime.version import __version__
 
@@ -32,21 +31,13 @@ FEATURES = "+ptx80"
 CACHE_KIND = "ptx"
 PTXAS_TIMEOUT_S = 120
 
-_llvm_lock = threading.Lock()  # one target machine, used by one thread at a time
+_llvm_lock = _binding.LOCK
+_llvm = _binding.all_targets
 _memory = kernel_cache.Memo()
 # Editing any of the code generator or the IR invalidates cached PTX.
 
 
-@functools.cache
-def _llvm():
-    import llvmlite.binding as llvm
-
-    llvm.initialize_all_targets()
-    llvm.initialize_all_asmprinters()
-    return llvm
-
-
-@functools.cache
+@sync.cached(lock_with=_llvm_lock)
 def _target_machine():
     target = _llvm().Target.from_triple(ptx_kernel.TRIPLE)
     return target.create_target_machine(cpu=ARCH, features=FEATURES, opt=3)
@@ -57,7 +48,7 @@ def target_data_layout() -> str:
     return str(_target_machine().target_data)
 
 
-@functools.cache
+@sync.cached
 def llvm_version() -> str:
     return ".".join(str(v) for v in _llvm().llvm_version_info)
 

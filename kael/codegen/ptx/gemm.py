@@ -11,8 +11,6 @@ A, B, C, each operand's strides in elements, the sizes and the tile counts.
 
 from __future__ import annotations
 
-import functools
-
 from llvmlite import ir
 
 from kael.codegen.cpu.loops import LoopBuilder
@@ -20,7 +18,7 @@ from kael.codegen.lowering import i64
 from kael.codegen.ptx import compiler
 from kael.codegen.ptx.kernel import DATA_LAYOUT, TRIPLE, sreg
 from kael.ir.matmul import batch_dims
-from kael.runtime import cuda_driver, kernel_cache
+from kael.runtime import cuda_driver, kernel_cache, sync
 from kael.runtime.dtypes import DType, float32, float64, int64
 from kael.runtime.tensor_impl import TensorImpl
 
@@ -142,7 +140,7 @@ def build_module(dtype: DType) -> ir.Module:
     return module
 
 
-@functools.cache
+@sync.cached
 def ptx(dtype: DType) -> str:
     """The kernel's PTX text, running LLVM at most once per machine (disk cache)."""
     module = build_module(dtype)
@@ -155,7 +153,7 @@ def ptx(dtype: DType) -> str:
     return payload.decode()
 
 
-@functools.cache
+@sync.cached
 def _function(dtype: DType):
     return cuda_driver.load_function(ptx(dtype), symbol(dtype))
 

@@ -6,7 +6,7 @@ import threading
 
 import numpy as np
 import pytest
-from kernel_helpers import empty_like_np, impl_of
+from kernel_helpers import empty_like_np, impl_of, run_python
 
 from kael.codegen.cpu import parallel
 from kael.frontend import eager
@@ -96,3 +96,24 @@ def test_workers_started_later_never_rerun_an_old_job(threads):
         threads(1 + k % 9)
         out, src = _big_copy()
         assert np.array_equal(out, src), k
+
+
+@needs_native
+def test_pool_runs_with_the_threads_the_system_lets_start():
+    # Under an address-space limit most of 400 worker stacks cannot be mapped: the pool once
+    # counted the failed pthread_create as a worker and waited for it forever.
+    res = run_python(
+        """
+import resource
+import numpy as np
+import kael
+x = kael.ones(1 << 22, dtype=kael.float64)
+float(x.sum())  # kernels compiled, memory in place, before the limit
+with open("/proc/self/status") as f:
+    vm = next(int(line.split()[1]) for line in f if line.startswith("VmSize")) * 1024
+resource.setrlimit(resource.RLIMIT_AS, (vm + (256 << 20), resource.RLIM_INFINITY))
+kael.set_num_threads(400)
+print("sum", float((x * 3.0).sum()), float(kael.cumsum(x, 0)[-1]))
+"""
+    )
+    assert f"sum {3.0 * (1 << 22)} {float(1 << 22)}" in res.stdout
