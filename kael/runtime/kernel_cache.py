@@ -1,22 +1,26 @@
 """The on-disk half of the kernel cache: compiled code by key under KAEL_CACHE_DIR.
 
 Entries are written atomically (a temporary file, then a rename), so a concurrent
-process never sees a torn file, and carry a checksum, so a corrupt or truncated entry
-reads as missing and is recompiled rather than trusted.
+process never sees a torn file, and carry a checksum of their key and payload, so a
+corrupt or truncated entry, or a valid entry moved to another key's path, reads as
+missing and is recompiled rather than trusted. Only regular files are read, opened
+without blocking: a FIFO, a device or a directory in an entry's place is not an entry.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Hashable
 from pathlib import Path
 
 from kael.runtime import sync
 
-_MAGIC = b"KAELOBJ1"
+_MAGIC = b"KAELOBJ2"
 _DIGEST = 32
+MAX_ENTRY_BYTES = 1 << 28  # far above any kernel's object code; larger is not an entry
 
 # Counters for tests, the tour and KAEL_DEBUG: how each kernel was obtained.
 stats = {"compiled": 0, "disk_hits": 0, "memory_hits": 0, "corrupt": 0}
@@ -53,18 +57,47 @@ def _path(kind: str, key: str) -> Path:
     return cache_dir() / kind / key[:2] / f"{key}.bin"
 
 
-def load(kind: str, key: str) -> bytes | None:
-    """The payload stored under `key`, or None when missing, truncated or corrupt."""
+def _digest(key: str, payload: bytes) -> bytes:
+    return hashlib.sha256(key.encode() + b"\0" + payload).digest()
+
+
+def _read_regular_file(path: Path) -> bytes | None:
+    """The bytes of a regular file at `path`; None if absent, unreadable or anything else."""
     try:
-        data = _path(kind, key).read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ENTRY_BYTES:
+            stats["corrupt"] += 1
+            return None
+        chunks, left = [], info.st_size
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def load(kind: str, key: str) -> bytes | None:
+    """The payload stored under `key`, or None when missing, truncated, corrupt or another
+    key's entry."""
+    data = _read_regular_file(_path(kind, key))
+    if data is None:
         return None
     head = len(_MAGIC) + _DIGEST
     payload = data[head:]
     if (
         len(data) < head
         or data[: len(_MAGIC)] != _MAGIC
-        or hashlib.sha256(payload).digest() != data[len(_MAGIC) : head]
+        or _digest(key, payload) != data[len(_MAGIC) : head]
     ):
         stats["corrupt"] += 1
         return None
@@ -79,7 +112,7 @@ def store(kind: str, key: str, payload: bytes) -> None:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(_MAGIC + hashlib.sha256(payload).digest() + payload)
+                f.write(_MAGIC + _digest(key, payload) + payload)
             os.replace(tmp, path)
         except BaseException:
             os.unlink(tmp)

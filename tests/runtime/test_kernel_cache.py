@@ -1,6 +1,8 @@
 """The disk half of the kernel cache: atomic, checksummed, shared across processes."""
 
 import json
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -72,6 +74,8 @@ def test_keys_differ_when_any_part_differs():
 
 _SCRIPT = """
 import json
+import os
+import threading
 import numpy as np
 from kernel_helpers import empty_like_np, impl_of
 from kael.frontend import eager
@@ -103,4 +107,69 @@ def test_corrupt_entry_is_recompiled_not_trusted(cache_dir):
         path.write_bytes(path.read_bytes()[:-7])
     again = _run_process(cache_dir)
     assert again["corrupt"] >= 1 and again["compiled"] >= 1
+    assert _run_process(cache_dir)["compiled"] == 0
+
+
+def _load_in_thread(kind: str, key: str):
+    """load() on a daemon thread: (finished within 5 s, its result)."""
+    result = []
+    t = threading.Thread(target=lambda: result.append(kernel_cache.load(kind, key)), daemon=True)
+    t.start()
+    t.join(5)
+    return not t.is_alive(), result[0] if result else "still blocked"
+
+
+@pytest.mark.parametrize("kind_of_file", ["fifo", "device", "directory"])
+def test_entry_that_is_not_a_regular_file_reads_as_missing_without_blocking(
+    cache_dir, kind_of_file
+):
+    key = "56" * 32
+    kernel_cache.store("cpu", key, b"payload")
+    path = next(cache_dir.rglob("*.bin"))
+    path.unlink()
+    if kind_of_file == "fifo":
+        os.mkfifo(path)  # opening it for reading blocks until a writer comes
+    elif kind_of_file == "device":
+        path.symlink_to("/dev/zero")  # reading it never ends
+    else:
+        path.mkdir()
+    before = kernel_cache.stats["corrupt"]
+    assert _load_in_thread("cpu", key) == (True, None)
+    assert kernel_cache.stats["corrupt"] == before + 1
+
+
+def test_valid_entry_under_another_key_reads_as_missing(cache_dir):
+    first, second = "78" * 32, "9a" * 32
+    kernel_cache.store("cpu", first, b"code of the first kernel")
+    kernel_cache.store("cpu", second, b"code of the second kernel")
+    paths = {p.stem: p for p in cache_dir.rglob("*.bin")}
+    paths[second].write_bytes(paths[first].read_bytes())  # checksum valid, key wrong
+    assert kernel_cache.load("cpu", first) == b"code of the first kernel"
+    assert kernel_cache.load("cpu", second) is None
+
+
+def _swap_every_entry(cache_dir) -> int:
+    """Give every entry the bytes of the next one (the thread pool's included)."""
+    paths = sorted(cache_dir.rglob("*.bin"))
+    contents = [p.read_bytes() for p in paths]
+    for path, data in zip(paths, contents[1:] + contents[:1]):
+        path.write_bytes(data)
+    return len(paths)
+
+
+def test_swapped_entries_are_recompiled_and_import_still_works(cache_dir):
+    _run_process(cache_dir)
+    assert _swap_every_entry(cache_dir) >= 2
+    again = _run_process(cache_dir)  # imports kael, whose thread pool has a swapped entry
+    assert again["corrupt"] >= 2 and again["compiled"] >= 2
+    assert _run_process(cache_dir)["compiled"] == 0
+
+
+def test_fifos_in_place_of_entries_neither_hang_nor_break_a_process(cache_dir):
+    _run_process(cache_dir)
+    for path in cache_dir.rglob("*.bin"):
+        path.unlink()
+        os.mkfifo(path)
+    again = _run_process(cache_dir)
+    assert again["corrupt"] >= 2 and again["compiled"] >= 2
     assert _run_process(cache_dir)["compiled"] == 0
