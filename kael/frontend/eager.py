@@ -31,7 +31,7 @@ from kael.runtime.dtypes import DType, bool_, float64, int64
 from kael.runtime.errors import Error
 from kael.runtime.launcher import launch
 from kael.runtime.storage import Storage
-from kael.runtime.tensor_impl import TensorImpl
+from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
 from kael.runtime.threadpool import get_num_threads
 
 
@@ -164,7 +164,9 @@ def run(
 ) -> bool:
     """Launch a template over the index space of `outs[0]`; every operand has that shape.
 
-    Returns whether a "flag" op in the kernel saw a true value anywhere.
+    Returns whether a "flag" op in the kernel saw a true value anywhere. A kernel that can
+    fault (integer division) and writes over one of its inputs (`a //= b`) runs into a
+    temporary first, so an op that raises leaves its operands as they were.
     """
     kernel, names = entry
     out = outs[0]
@@ -181,6 +183,8 @@ def run(
         if len(_plans) >= _MAX_PLANS:
             _plans.clear()
         plan = _plans[sig] = _plan(entry, out, impls)
+    if plan.faults and any(o.storage is t.storage for o in outs for t in ins):
+        return _run_then_copy(entry, outs, ins, scalars)
     words = [t.data_ptr() for t in impls]
     words += plan.tail
     if names:
@@ -193,6 +197,25 @@ def run(
     else:
         launch(plan.compiled.fn, words, plan.total, plan.moved, plan.align, shape=out.shape)
     return error is not None and error.check()
+
+
+def _run_then_copy(entry: Template, outs, ins, scalars) -> bool:
+    """run() into fresh contiguous outputs, copied over `outs` only once nothing faulted."""
+    temps = [
+        TensorImpl(
+            Storage(o.numel() * o.dtype.itemsize, o.device),
+            o.shape,
+            contiguous_strides(o.shape),
+            0,
+            o.dtype,
+            o.device,
+        )
+        for o in outs
+    ]
+    flag = run(entry, temps, ins, scalars)
+    for o, t in zip(outs, temps):
+        copy_into(o, t)
+    return flag
 
 
 class _ErrorWord:

@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+import torch
 from kernel_helpers import impl_of
 
 import kael
@@ -25,3 +26,30 @@ def test_one_template_serves_every_fill_value():
     eager.fill(impl_of(b), -7.5)
     assert len(eager._specialized) == before
     assert a.tolist() == [1.25] * 3 and b.tolist() == [-7.5] * 3
+
+
+_RAISING_INPLACE = {
+    "remainder_": lambda a, b: a.remainder_(b),
+    "floor_divide_": lambda a, b: a.floor_divide_(b),
+    "ifloordiv": lambda a, b: a.__ifloordiv__(b),
+    "imod": lambda a, b: a.__imod__(b),
+    "out_is_input": lambda a, b: kael.remainder(a, b, out=a),
+}
+
+
+@pytest.mark.parametrize("op", list(_RAISING_INPLACE))
+@pytest.mark.parametrize("divisor", ["tensor", "scalar"])
+def test_inplace_op_that_raises_in_its_kernel_leaves_its_operand_unchanged(op, divisor):
+    base = kael.tensor([[5, -6, 7, 8], [9, 10, -11, 12]])
+    a = base[:, 1:]  # a view: the kernel writes through strides into base's storage
+    b = kael.tensor([2, 0, 3]) if divisor == "tensor" else 0
+    with pytest.raises(kael.Error, match="ZeroDivisionError: a divisor is 0"):
+        _RAISING_INPLACE[op](a, b)
+    assert base.tolist() == [[5, -6, 7, 8], [9, 10, -11, 12]]
+
+
+def test_inplace_op_that_can_fault_still_writes_when_nothing_faults():
+    a = kael.tensor([[5, -6, 7], [9, 10, -11]]).T  # transposed: the copy back keeps layout
+    want = torch.tensor([[5, -6, 7], [9, 10, -11]]).T // torch.tensor([2, 3])
+    a //= kael.tensor([2, 3])
+    assert a.tolist() == want.tolist() and a.stride() == (1, 3)
