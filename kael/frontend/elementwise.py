@@ -13,7 +13,15 @@ import builtins
 from dataclasses import dataclass
 
 from kael.frontend import eager, views
-from kael.frontend.outputs import check_writable, device_of, output, unaliased
+from kael.frontend.outputs import (
+    bool_arg,
+    check_writable,
+    device_of,
+    float_arg,
+    output,
+    tensor_arg,
+    unaliased,
+)
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.ir import graph as g
 from kael.runtime.convert import convert_scalar
@@ -330,12 +338,11 @@ def _launch_unary(name: str, ir_op: str, x: Tensor, compute: DType, target: Tens
 # ---- the few ops that are not one table row --------------------------------------------------
 
 
-def gelu(x: Tensor, approximate: str = "none", out: Tensor | None = None) -> Tensor:
+def gelu(input: Tensor, approximate: str = "none", out: Tensor | None = None) -> Tensor:
     """GELU: x * Phi(x) exactly ("none", through erf) or with the tanh approximation."""
     if approximate not in ("none", "tanh"):
         raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
-    if not isinstance(x, Tensor):
-        raise TypeError(f"gelu: expected a Tensor, got {type(x).__name__}")
+    x = tensor_arg(input, "gelu")
     compute = x.dtype if x.dtype.is_floating_point else float32
     target = output(out, x.shape, compute, x.device, "gelu")
     ir_op = "gelu" if approximate == "none" else "gelu_tanh"
@@ -370,22 +377,29 @@ def where(condition: Tensor, input, other, out: Tensor | None = None) -> Tensor:
     return target
 
 
-def clamp(x: Tensor, min=None, max=None, out: Tensor | None = None) -> Tensor:
-    """x limited to [min, max] (either may be None); a NaN bound gives NaN, min > max gives max."""
-    if not isinstance(x, Tensor):
-        raise TypeError(f"clamp: expected a Tensor, got {type(x).__name__}")
-    if min is None and max is None:
-        raise ValueError("clamp: at least one of 'min' or 'max' must not be None")
-    bounds = [_operand(v, "clamp") for v in (min, max) if v is not None]
-    dtype = result_type(x, *bounds)
-    if dtype is bool_:
-        raise TypeError("clamp does not support bool")
+def clamp(input: Tensor, min=None, max=None, out: Tensor | None = None) -> Tensor:
+    """input limited to [min, max] (either may be None); a NaN bound gives NaN, min > max gives
+    max."""
+    x = tensor_arg(input, "clamp")
+    bounds, dtype = _clamp_dtype(x, min, max, "clamp")
     tensors = [t for t in (x, *bounds) if isinstance(t, Tensor)]
     device = device_of(tensors, "clamp")
     shape = broadcast_shapes(*(t.shape for t in tensors))
     target = output(out, shape, dtype, device, "clamp")
     _launch_clamp(x, min, max, dtype, target)
     return target
+
+
+def _clamp_dtype(x: Tensor, lo, hi, op: str) -> tuple[list, DType]:
+    """clamp's and clamp_'s bounds as operands and their computing dtype; at least one bound,
+    and no bool clamp (PyTorch has no bool kernel), in place or not."""
+    if lo is None and hi is None:
+        raise ValueError(f"{op}: at least one of 'min' or 'max' must not be None")
+    bounds = [_operand(v, op) for v in (lo, hi) if v is not None]
+    dtype = result_type(x, *bounds)
+    if dtype is bool_:
+        raise TypeError(f"{op} does not support bool")
+    return bounds, dtype
 
 
 def _launch_clamp(x: Tensor, lo, hi, dtype: DType, target: Tensor) -> None:
@@ -445,10 +459,7 @@ def binary_(name: str, self: Tensor, other) -> Tensor:
 
 def clamp_(self: Tensor, min=None, max=None) -> Tensor:
     """clamp written into self (its dtype never changes)."""
-    if min is None and max is None:
-        raise ValueError("clamp_: at least one of 'min' or 'max' must not be None")
-    bounds = [_operand(v, "clamp_") for v in (min, max) if v is not None]
-    dtype = result_type(self, *bounds)
+    bounds, dtype = _clamp_dtype(self, min, max, "clamp_")
     tensors = [t for t in (self, *bounds) if isinstance(t, Tensor)]
     device_of(tensors, "clamp_")
     shape = broadcast_shapes(*(t.shape for t in tensors))
@@ -510,10 +521,9 @@ def _any(name: str, operands: list, build, shape, device, compute: DType) -> boo
     )
 
 
-def equal(a: Tensor, b: Tensor) -> bool:
-    """True when a and b have one shape and equal elements (NaN is never equal)."""
-    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
-        raise TypeError("equal expects two Tensors")
+def equal(input: Tensor, other: Tensor) -> bool:
+    """True when input and other have one shape and equal elements (NaN is never equal)."""
+    a, b = _two_tensors(input, other, "equal")
     if a.shape != b.shape:
         return False
     compute = result_type(a, b)
@@ -527,11 +537,12 @@ def equal(a: Tensor, b: Tensor) -> bool:
 
 
 def allclose(
-    a: Tensor, b: Tensor, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False
+    input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False
 ) -> bool:
-    """|a - b| <= atol + rtol * |b| everywhere (broadcast), as torch.allclose."""
-    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
-        raise TypeError("allclose expects two Tensors")
+    """|input - other| <= atol + rtol * |other| everywhere (broadcast), as torch.allclose."""
+    a, b = _two_tensors(input, other, "allclose")
+    rtol, atol = (_tolerance(v, name) for v, name in ((rtol, "rtol"), (atol, "atol")))
+    equal_nan = bool_arg(equal_nan, "allclose", "equal_nan")
     promoted = result_type(a, b)
     dt = promoted if promoted.is_floating_point else float64
 
@@ -555,5 +566,18 @@ def allclose(
 
     device = device_of([a, b], "allclose")
     shape = broadcast_shapes(a.shape, b.shape)
-    operands = [a, b, float(atol), float(rtol)]
-    return not _any(f"allclose{int(bool(equal_nan))}", operands, build, shape, device, dt)
+    operands = [a, b, atol, rtol]
+    return not _any(f"allclose{int(equal_nan)}", operands, build, shape, device, dt)
+
+
+def _two_tensors(input, other, op: str) -> tuple[Tensor, Tensor]:
+    """The two tensors of a whole-tensor predicate, each checked and named if it is not one."""
+    return tensor_arg(input, op), tensor_arg(other, op, "other")
+
+
+def _tolerance(value, name: str) -> float:
+    """allclose's rtol or atol: a float >= 0 (NaN refused), as torch checks it."""
+    tolerance = float_arg(value, "allclose", name)
+    if not tolerance >= 0:
+        raise ValueError(f"allclose(): {name} must be greater than or equal to zero, got {value}")
+    return tolerance

@@ -9,11 +9,13 @@ import math
 import numpy as np
 
 from kael.frontend import eager, interop, views
+from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.runtime import dtypes
 from kael.runtime.device import CPU, Device, parse_device
 from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType, as_dtype, scalar_dtype
 from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.tensor_impl import check_rank
 
 
 def _device(device) -> Device:
@@ -78,26 +80,30 @@ def full(size, fill_value, *, dtype=None, device=None) -> Tensor:
     return _filled(t, fill_value)
 
 
-def new_like(t: Tensor, dtype, device) -> Tensor:
+def new_like(input, dtype, device, op: str = "new_like") -> Tensor:
+    """An uninitialised contiguous tensor of input's shape (and dtype and device by default);
+    kael.TypeError naming `op` when input is not a Tensor (callers that checked it pass none)."""
+    t = tensor_arg(input, op)
     dtype = t.dtype if dtype is None else as_dtype(dtype)
     return Tensor(empty_impl(t.shape, dtype, t.device if device is None else parse_device(device)))
 
 
-def empty_like(t: Tensor, *, dtype=None, device=None) -> Tensor:
-    """An uninitialised contiguous tensor of t's shape (and dtype and device by default)."""
-    return new_like(t, dtype, device)
+def empty_like(input: Tensor, *, dtype=None, device=None) -> Tensor:
+    """An uninitialised contiguous tensor of input's shape (and dtype and device by default)."""
+    return new_like(input, dtype, device, "empty_like")
 
 
-def zeros_like(t: Tensor, *, dtype=None, device=None) -> Tensor:
-    return _filled(new_like(t, dtype, device), 0)
+def zeros_like(input: Tensor, *, dtype=None, device=None) -> Tensor:
+    return _filled(new_like(input, dtype, device, "zeros_like"), 0)
 
 
-def ones_like(t: Tensor, *, dtype=None, device=None) -> Tensor:
-    return _filled(new_like(t, dtype, device), 1)
+def ones_like(input: Tensor, *, dtype=None, device=None) -> Tensor:
+    return _filled(new_like(input, dtype, device, "ones_like"), 1)
 
 
-def full_like(t: Tensor, fill_value, *, dtype=None, device=None) -> Tensor:
-    return _filled(new_like(t, dtype, device), as_number(fill_value, "fill_value"))
+def full_like(input: Tensor, fill_value, *, dtype=None, device=None) -> Tensor:
+    t = new_like(input, dtype, device, "full_like")
+    return _filled(t, as_number(fill_value, "fill_value"))
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None) -> Tensor:
@@ -159,10 +165,10 @@ def eye(n, m=None, *, dtype=None, device=None) -> Tensor:
     return t
 
 
-def scalar_tensor(value, *, dtype=None, device=None) -> Tensor:
-    """A 0-d tensor holding `value` (float32 unless told otherwise, as in PyTorch)."""
+def scalar_tensor(s, *, dtype=None, device=None) -> Tensor:
+    """A 0-d tensor holding the number `s` (float32 unless told otherwise, as in PyTorch)."""
     t = new_tensor(((),), dtype_or(dtype, dtypes.float32), device)
-    return _filled(t, as_number(value, "value"))
+    return _filled(t, as_number(s, "s"))
 
 
 def from_numpy(arr: np.ndarray) -> Tensor:
@@ -225,6 +231,7 @@ def _scan(data) -> tuple[tuple[int, ...], list, DType]:
         if not probe:
             break
         probe = probe[0]
+    check_rank(shape)  # before the walk, which recurses once per dim
     flat: list = []
     kinds = set()
     _collect(data, shape, 0, [], flat, kinds)

@@ -19,7 +19,7 @@ import numpy as np
 from kael.codegen.cpu import gather as kernels
 from kael.frontend import eager, elementwise, interop, reductions, views
 from kael.frontend.indexing import nonzero_impl
-from kael.frontend.outputs import device_of, require_cpu, tensor_arg
+from kael.frontend.outputs import bool_arg, device_of, require_cpu, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl, has_internal_overlap
 from kael.runtime.convert import convert_scalar
 from kael.runtime.dtypes import bool_, int64, promote_types
@@ -164,6 +164,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     The index may be smaller than the input outside `dim`; negative indices are refused.
     """
     tensor_arg(input, "gather")
+    bool_arg(sparse_grad, "gather", "sparse_grad")  # kael has no gradients: checked only
     _index(index, "gather")
     src, idx = input._impl, index._impl
     require_cpu("gather", src, idx)
@@ -406,7 +407,7 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Tensor | tuple[Tensor, 
     with as_tuple, one 1-d tensor per dim (a 0-d input counts as 1-d)."""
     tensor_arg(input, "nonzero")
     impl = input._impl
-    if as_tuple:
+    if bool_arg(as_tuple, "nonzero", "as_tuple"):
         coords = nonzero_impl(_at_least_1d(impl))
         n, k = coords.shape
         return tuple(Tensor(views.derive(coords, (n,), (k,), j)) for j in range(k))
@@ -457,22 +458,32 @@ def _values(input: Tensor, dim: int, order: TensorImpl) -> Tensor:
     return Tensor(out)
 
 
+def _descending(descending, stable, op: str) -> bool:
+    """sort's and argsort's flags checked as bools (stable may be None, as torch.sort's
+    schema has it; kael's order is always stable); descending returned."""
+    if stable is not None:
+        bool_arg(stable, op, "stable")
+    return bool_arg(descending, op, "descending")
+
+
 def sort(
     input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False
 ) -> ValuesIndices:
     """(values, indices) of each row along dim sorted; always stable (ties keep input order,
     descending too), NaN last ascending and first descending."""
     tensor_arg(input, "sort")
+    descending = _descending(descending, stable, "sort")
     d = views.wrap_dim(dim, input.ndim)
-    order = _order(input, d, bool(descending), None, "sort")
+    order = _order(input, d, descending, None, "sort")
     return ValuesIndices(_values(input, d, order), Tensor(order))
 
 
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
     """The indices of sort(input, dim, descending)."""
     tensor_arg(input, "argsort")
+    descending = _descending(descending, stable, "argsort")
     d = views.wrap_dim(dim, input.ndim)
-    return Tensor(_order(input, d, bool(descending), None, "argsort"))
+    return Tensor(_order(input, d, descending, None, "argsort"))
 
 
 def topk(
@@ -482,6 +493,8 @@ def topk(
     0 <= k <= size, NaN counts as the largest value."""
     tensor_arg(input, "topk")
     k = views.as_int(k, "topk(): k")
+    largest = bool_arg(largest, "topk", "largest")
+    bool_arg(sorted, "topk", "sorted")
     if input.dtype is bool_:
         raise TypeError("topk(): does not support bool tensors")
     d = views.wrap_dim(dim, input.ndim)
@@ -490,7 +503,7 @@ def topk(
         raise IndexError(
             f"topk(): selected index k out of range: k is {k} but dimension {d} has size {size}"
         )
-    order = _order(input, d, bool(largest), k, "topk")
+    order = _order(input, d, largest, k, "topk")
     return ValuesIndices(_values(input, d, order), Tensor(order))
 
 

@@ -1,5 +1,6 @@
 """Indexing: ints, positive-step slices, None and Ellipsis select a view; integer and bool
-tensor keys (and lists, arrays, Python bools) gather a copy with PyTorch's rules.
+tensor keys (and lists, arrays, Python bools) gather a copy with PyTorch's rules, in which
+a 0-d integer tensor is the int it holds.
 
 An advanced key is applied in two steps. Its basic parts give a view V in which every
 advanced index still has its dim; a bool mask becomes one int64 index per mask dim
@@ -124,9 +125,25 @@ def _is_advanced(k) -> bool:
 # ---- entry points ---------------------------------------------------------------------------------
 
 
+def _key_tuple(key) -> tuple:
+    """The key as a tuple, each 0-d int64 tensor or integer array read as the int it holds:
+    PyTorch indexes with it as with that int (a view without the dim), not as NumPy's
+    0-d advanced index."""
+    keys = key if type(key) is tuple else (key,)
+    return tuple(_as_int_key(k) for k in keys)
+
+
+def _as_int_key(k):
+    """k, or the int that k holds when it is a 0-d int64 tensor or 0-d integer array."""
+    integer = (isinstance(k, tensor_module.Tensor) and k.dtype is int64) or (
+        isinstance(k, np.ndarray) and np.issubdtype(k.dtype, np.integer)
+    )
+    return k.item() if integer and not k.shape else k
+
+
 def getitem(tensor, key):
     """tensor[key]: a view for basic keys, a gathered copy for advanced ones."""
-    keys = key if type(key) is tuple else (key,)
+    keys = _key_tuple(key)
     if not any(_is_advanced(k) for k in keys):
         return tensor_module.Tensor(index_view(tensor._impl, keys))
     plan = _plan(tensor._impl, keys)
@@ -138,9 +155,9 @@ def getitem(tensor, key):
 
 def setitem(tensor, key, value) -> None:
     """tensor[key] = value: a tensor value is broadcast and converted, a number is filled."""
-    keys = key if type(key) is tuple else (key,)
+    keys = _key_tuple(key)
     if not any(_is_advanced(k) for k in keys):
-        assign(tensor, key, value)
+        assign(tensor, keys, value)
         return
     if _is_full_mask(tensor, keys) and not _is_nonscalar_tensor(value):
         tensor.masked_fill_(keys[0], value)  # one elementwise pass, no coordinates

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import DType, from_numpy_dtype
+from kael.runtime.dtypes import INT64_MAX, DType, from_numpy_dtype
 from kael.runtime.errors import TypeError, ValueError
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
@@ -26,8 +26,15 @@ class _StorageArray:
             "shape": impl.shape,
             "typestr": impl.dtype.numpy.str,
             "data": (impl.data_ptr(), False),
-            "strides": tuple(s * itemsize for s in impl.strides),
+            "strides": tuple(_byte_stride(s, itemsize) for s in impl.strides),
         }
+
+
+def _byte_stride(stride: int, itemsize: int) -> int:
+    """A NumPy byte stride. Validation bounds every stride that steps by the storage size, so
+    one beyond int64 belongs to a dim that never steps (size 1, or an empty tensor's): 0."""
+    nbytes = stride * itemsize
+    return nbytes if nbytes <= INT64_MAX else 0
 
 
 def numpy_view(impl: TensorImpl) -> np.ndarray:

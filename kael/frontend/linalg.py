@@ -148,15 +148,15 @@ def bmm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
     return _product(input, mat2, out, "bmm")
 
 
-def dot(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
+def dot(input: Tensor, tensor: Tensor, *, out: Tensor | None = None) -> Tensor:
     """The inner product of two 1-d tensors of equal length: a 0-d tensor."""
     _check_rank(input, 1, "dot", "input")
-    _check_rank(other, 1, "dot", "other")
-    if input.shape != other.shape:
+    _check_rank(tensor, 1, "dot", "tensor")
+    if input.shape != tensor.shape:
         raise ValueError(
-            f"dot: inconsistent tensor sizes: shapes {_shapes(input, other)} differ in length"
+            f"dot: inconsistent tensor sizes: shapes {_shapes(input, tensor)} differ in length"
         )
-    return _product(input, other, out, "dot")
+    return _product(input, tensor, out, "dot")
 
 
 def outer(input: Tensor, vec2: Tensor, *, out: Tensor | None = None) -> Tensor:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from kael.codegen.cpu import rows
 from kael.frontend import eager, reductions, views
 from kael.frontend import elementwise as ew
-from kael.frontend.outputs import output, require_cpu, tensor_arg
+from kael.frontend.outputs import float_arg, output, require_cpu, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import as_dtype, float32, float64, int64
@@ -129,6 +129,7 @@ def _composed_logsumexp(x: Tensor, dims: tuple[int, ...]) -> Tensor:
 def logsumexp(input: Tensor, dim, keepdim: bool = False, *, out: Tensor | None = None) -> Tensor:
     """log(sum(exp(x))) over `dim`, shifted by the max: all -inf (or empty) gives -inf."""
     x = _as_floating(input, "logsumexp", cpu_only=False)
+    keepdim = reductions.keepdim_arg(keepdim, "logsumexp")
     impl = x._impl
     dims = reductions.reduce_axes(x, dim, "logsumexp")  # () for a 0-d tensor: one row of one
     shape = reductions.reduced_shape(impl.shape, dims, keepdim)
@@ -203,7 +204,7 @@ def cross_entropy(
     op = "cross_entropy"
     if reduction not in REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
-    ignore_index = views.as_int(ignore_index, "ignore_index")
+    ignore_index = views.as_int64(ignore_index, "ignore_index")
     x = _as_floating(input, op)
     target = _check_target(x, target, op)
     class_dim = 0 if x.ndim == 1 else 1
@@ -274,6 +275,7 @@ def layer_norm(
     """(x - mean) / sqrt(var + eps) over the trailing `normalized_shape` dims (biased
     variance, two passes), times weight, plus bias."""
     shape = _normalized_shape(normalized_shape)
+    eps = float_arg(eps, "layer_norm", "eps")
     x = _as_floating(input, "layer_norm")
     k = len(shape)
     if x.shape[max(x.ndim - k, 0) :] != shape or x.ndim < k:
@@ -304,7 +306,7 @@ def layer_norm(
             w.data_ptr() if w is not None else 0,
             b.data_ptr() if b is not None else 0,
             cols,
-            rows.float_word(float(eps)),
+            rows.float_word(eps),
         ]
         rows.run_rows(f"layer_norm_{variant}", src.dtype, words, row_count, cols)
     return Tensor(out)

@@ -30,8 +30,15 @@ def _unary_function(name: str):
     return fn
 
 
+def _pow(input, exponent, *, out: Tensor | None = None) -> Tensor:
+    """Elementwise input ** exponent, broadcast (torch names pow's second operand exponent)."""
+    return ew.binary("pow", input, exponent, out)
+
+
+_pow.__name__ = _pow.__qualname__ = "pow"
+
 FUNCTIONS = {name: _binary_function(name) for name in ew.BINARY}
-FUNCTIONS.update({name: _unary_function(name) for name in ew.UNARY})
+FUNCTIONS.update({name: _unary_function(name) for name in ew.UNARY}, pow=_pow)
 FUNCTIONS.update(
     where=ew.where,
     clamp=ew.clamp,
@@ -64,13 +71,17 @@ for _family in FAMILIES:
     FUNCTIONS.update(_family.FUNCTIONS)
     NOT_METHODS.update(_family.NOT_METHODS)
 
-INPLACE_BINARY = ("add", "sub", "mul", "div", "pow", "floor_divide", "remainder")
+INPLACE_BINARY = (
+    "add", "sub", "mul", "div", "pow", "floor_divide", "remainder", "bitwise_and", "bitwise_or",
+    "bitwise_xor",
+)  # fmt: skip
 
 
-def _reflected(name: str):
+def _reflected(name: str, dunder: str):
     def method(self, other):
         return ew.binary(name, other, self)
 
+    _name_method(method, f"__r{dunder}__")
     return method
 
 
@@ -78,15 +89,21 @@ def _inplace(name: str):
     def method(self, other):
         return ew.binary_(name, self, other)
 
-    method.__name__ = f"{name}_"
+    _name_method(method, f"{name}_")
     return method
+
+
+def _name_method(method, name: str) -> None:
+    """Name a generated method as Tensor.NAME, so Python's argument errors say which it is."""
+    method.__name__ = name
+    method.__qualname__ = f"Tensor.{name}"
 
 
 def _method(fn):
     def method(self, *args, **kwargs):
         return fn(self, *args, **kwargs)
 
-    method.__name__ = fn.__name__
+    _name_method(method, fn.__name__)
     method.__doc__ = fn.__doc__
     return method
 
@@ -118,7 +135,7 @@ def _install() -> None:
     }
     for dunder, name in operators.items():
         setattr(Tensor, f"__{dunder}__", _method(FUNCTIONS[name]))
-        setattr(Tensor, f"__r{dunder}__", _reflected(name))
+        setattr(Tensor, f"__r{dunder}__", _reflected(name, dunder))
         if name in INPLACE_BINARY:
             setattr(Tensor, f"__i{dunder}__", _inplace(name))
     for dunder in ("eq", "ne", "lt", "le", "gt", "ge"):

@@ -1,13 +1,18 @@
-"""Checks every op family shares on its operands and its result: out=, devices, aliasing."""
+"""Checks every op family shares on its operands, arguments and result: out=, devices,
+aliasing, and bool, float and Scalar arguments."""
 
 from __future__ import annotations
+
+import numbers
 
 from kael.frontend import eager
 from kael.frontend.tensor import Tensor, empty_impl, has_internal_overlap
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import DType
+from kael.runtime.dtypes import INT64_MIN, DType
 from kael.runtime.errors import Error, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, format_shape
+
+UINT64_MAX = 2**64 - 1
 
 
 def output(out: Tensor | None, shape: tuple[int, ...], dtype: DType, device, op: str) -> Tensor:
@@ -34,6 +39,44 @@ def tensor_arg(x, op: str, what: str = "input") -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}(): {what} must be a Tensor, got {type(x).__name__}")
     return x
+
+
+def bool_arg(value, op: str, what: str) -> bool:
+    """A Python bool argument (keepdim, equal_nan): PyTorch refuses ints, strings and NumPy
+    bools there, so kael.TypeError naming the op, the argument and the type given."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{op}(): {what} must be a bool, got {_type_name(value)}")
+    return value
+
+
+def _type_name(value) -> str:
+    """A value's type as a message names it: numpy.bool apart from Python's bool."""
+    kind = type(value)
+    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+
+
+def float_arg(value, op: str, what: str) -> float:
+    """A float argument (eps, rtol) as a Python float; ints, bools and NumPy numbers convert
+    as in PyTorch. kael.TypeError for a non-number, kael.ValueError for an int no float holds."""
+    if not isinstance(value, numbers.Real):
+        raise TypeError(f"{op}(): {what} must be a float, got {_type_name(value)}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"{op}(): {what} {value} is too large for a float") from None
+
+
+def scalar_arg(value, op: str, what: str) -> int | float:
+    """A number argument PyTorch reads as a Scalar (var's correction, norm's p): a float, or
+    an int that int64 or uint64 holds (beyond, kael.ValueError naming it); bools refused."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{op}(): {what} must be a number, got {_type_name(value)}")
+    if not isinstance(value, numbers.Integral):
+        return float(value)
+    value = int(value)
+    if not INT64_MIN <= value <= UINT64_MAX:
+        raise ValueError(f"{op}(): {what} {value} is out of the range of int64 and uint64")
+    return value
 
 
 def require_cpu(op: str, *impls: TensorImpl) -> None:

@@ -17,6 +17,7 @@ import numpy as np
 
 from kael.codegen.cpu import sampling
 from kael.frontend import eager, factories, views
+from kael.frontend.outputs import bool_arg, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl, transfer_impl
 from kael.ir import graph as g
 from kael.ir.ops import BINARY_OPS
@@ -210,12 +211,14 @@ def randn(*size, dtype=None, device=None) -> Tensor:
 
 def rand_like(input: Tensor, *, dtype=None, device=None) -> Tensor:
     """rand in input's shape (and dtype and device unless told otherwise)."""
+    input = tensor_arg(input, "rand_like")
     dtype = _floating("rand_like", input.dtype if dtype is None else dtype)
     return _fill("rand", factories.new_like(input, dtype, device))
 
 
 def randn_like(input: Tensor, *, dtype=None, device=None) -> Tensor:
     """randn in input's shape (and dtype and device unless told otherwise)."""
+    input = tensor_arg(input, "randn_like")
     dtype = _floating("randn_like", input.dtype if dtype is None else dtype)
     return _fill("randn", factories.new_like(input, dtype, device))
 
@@ -368,6 +371,7 @@ def multinomial(input: Tensor, num_samples, replacement: bool = False) -> Tensor
     if input.ndim not in (1, 2):
         raise ValueError(f"multinomial expects 1-d or 2-d weights, got {input.ndim} dims")
     samples = views.as_int(num_samples, "num_samples")
+    replacement = bool_arg(replacement, "multinomial", "replacement")
     if samples <= 0:
         raise ValueError(f"multinomial expects num_samples > 0, got num_samples={samples}")
     rows, classes = (1, *input.shape) if input.ndim == 1 else input.shape

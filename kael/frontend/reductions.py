@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from kael.frontend import eager
 from kael.frontend.elementwise import binary, broadcast_shapes
-from kael.frontend.outputs import output, tensor_arg
+from kael.frontend.outputs import bool_arg, output, scalar_arg, tensor_arg, unaliased
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.views import as_int, broadcast_view, wrap_dim
 from kael.ir import graph as g
@@ -189,10 +189,14 @@ def _acc(dtype: DType) -> DType:
     return float64 if dtype.is_floating_point else int64
 
 
-def _keepdim(keepdim, op: str) -> bool:
-    if not isinstance(keepdim, bool):
-        raise TypeError(f"{op}(): keepdim must be a bool, got {type(keepdim).__name__}")
-    return keepdim
+def keepdim_arg(keepdim, op: str) -> bool:
+    """keepdim as a bool; kael.TypeError for anything else (an int, a string), as in torch."""
+    return bool_arg(keepdim, op, "keepdim")
+
+
+def _all_dims(dim) -> bool:
+    """Whether dim names no dim in particular: None, or an empty tuple or list."""
+    return dim is None or (isinstance(dim, tuple | list) and not dim)
 
 
 def _nonempty(x: Tensor, axes: tuple[int, ...], op: str, dim_given: bool) -> None:
@@ -219,7 +223,7 @@ def _out1(out) -> list | None:
 
 def _sum_like(op: str, x, dim, keepdim, dtype, out) -> Tensor:
     x = tensor_arg(x, op)
-    keepdim = _keepdim(keepdim, op)
+    keepdim = keepdim_arg(keepdim, op)
     target = _sum_dtype(x, dtype)
     acc = _acc(target)
     axes = reduce_axes(x, dim, op)
@@ -255,7 +259,7 @@ def mean(
 ) -> Tensor:
     """Sum / count in one kernel (the division is the epilogue); floating dtypes only."""
     x = tensor_arg(input, "mean")
-    keepdim = _keepdim(keepdim, "mean")
+    keepdim = keepdim_arg(keepdim, "mean")
     target = _float_only(x, "mean", dtype)
     axes = reduce_axes(x, dim, "mean")
     return reduce(
@@ -275,11 +279,10 @@ def mean(
 def _variance(op: str, x, dim, correction, keepdim, out) -> Tensor:
     """Two passes: the float64 mean, then sum((x - mean)^2) / max(N - correction, 0)."""
     x = tensor_arg(x, op)
-    keepdim = _keepdim(keepdim, op)
+    keepdim = keepdim_arg(keepdim, op)
     if not x.dtype.is_floating_point:
         raise TypeError(f"{op}(): std and var only support floating point dtypes, got {x.dtype}")
-    if isinstance(correction, bool) or not isinstance(correction, int | float):
-        raise TypeError(f"{op}(): correction must be a number, got {type(correction).__name__}")
+    correction = scalar_arg(correction, op, "correction")
     axes = reduce_axes(x, dim, op)
     n = reduced_count(x.shape, axes)
     (m,) = reduce(
@@ -354,10 +357,10 @@ def std(
 
 def _extreme(op: str, x: Tensor, dim, keepdim, out) -> Tensor:
     x = tensor_arg(x, op)
-    keepdim = _keepdim(keepdim, op)
+    keepdim = keepdim_arg(keepdim, op)
     base = "max" if op in ("max", "amax") else "min"
     axes = reduce_axes(x, dim, op)
-    _nonempty(x, axes, op, dim is not None and dim != () and dim != [])
+    _nonempty(x, axes, op, not _all_dims(dim))
     return reduce(base, [x], axes, keepdim, out=_out1(out), name=f"{op}_{x.dtype}")[0]
 
 
@@ -394,7 +397,7 @@ def _max_or_min(op: str, x, dim, keepdim, out):
     x = tensor_arg(x, op)
     if isinstance(dim, Tensor):
         return binary("maximum" if op == "max" else "minimum", x, dim, out=out)
-    keepdim = _keepdim(keepdim, op)
+    keepdim = keepdim_arg(keepdim, op)
     if dim is None:
         if keepdim:
             raise TypeError(f"{op}(): keepdim needs a dim")
@@ -414,7 +417,7 @@ def min(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor |
 
 def _arg(op: str, x, dim, keepdim, out) -> Tensor:
     x = tensor_arg(x, op)
-    keepdim = _keepdim(keepdim, op)
+    keepdim = keepdim_arg(keepdim, op)
     if x.dtype.is_bool:
         raise TypeError(f"{op}(): does not support bool input")
     if isinstance(dim, tuple | list):
@@ -455,7 +458,12 @@ def argmin(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tenso
 
 def _logic(op: str, x, dim, keepdim, out) -> Tensor:
     x = tensor_arg(x, op)
-    keepdim = _keepdim(keepdim, op)
+    keepdim = keepdim_arg(keepdim, op)
+    if isinstance(dim, tuple | list) and not dim:
+        # PyTorch 2.13 reduces over no dim here (every other reduction takes () as all).
+        result = output(out, x.shape, bool_, x.device, op)
+        eager.copy_into(result._impl, unaliased(x._impl, result._impl))
+        return result
     axes = reduce_axes(x, dim, op)
     return reduce(
         op,
@@ -503,11 +511,11 @@ def count_nonzero(input: Tensor, dim=None, *, out=None) -> Tensor:
 
 
 def _norm_order(p) -> float:
-    if p == "fro":
+    if isinstance(p, str):
+        if p != "fro":
+            raise TypeError(f"norm(): p must be a number or 'fro', got {p!r}")
         return 2.0
-    if isinstance(p, bool) or not isinstance(p, int | float):
-        raise TypeError(f"norm(): p must be a number or 'fro', got {p!r}")
-    return float(p)
+    return float(scalar_arg(p, "norm", "p"))
 
 
 def norm(input: Tensor, p=2, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
@@ -517,7 +525,7 @@ def norm(input: Tensor, p=2, dim=None, keepdim: bool = False, *, out=None) -> Te
     magnitude, 0 counts nonzeros, any other p is sum(|x|^p)^(1/p).
     """
     x = tensor_arg(input, "norm")
-    keepdim = _keepdim(keepdim, "norm")
+    keepdim = keepdim_arg(keepdim, "norm")
     if not x.dtype.is_floating_point:
         raise TypeError(f"norm(): expected a floating point tensor as input, got {x.dtype}")
     order = _norm_order(p)
@@ -541,7 +549,7 @@ def norm(input: Tensor, p=2, dim=None, keepdim: bool = False, *, out=None) -> Te
         op, kind = ("max", "inf") if order > 0 else ("min", "-inf")
         prologue = lambda a: _un("abs", a)  # noqa: E731
         epilogue = _identity
-        _nonempty(x, axes, "norm", dim is not None)
+        _nonempty(x, axes, "norm", not _all_dims(dim))
     else:
         prologue = lambda a: _bin("pow", magnitude(a), _scalar("p"))  # noqa: E731
         epilogue = lambda r: _cast(_bin("pow", r, _scalar("inv")), dt)  # noqa: E731

@@ -24,10 +24,10 @@ from kael.runtime.tensor_impl import TensorImpl
 
 
 def _ints(value, what: str) -> tuple[int, ...]:
-    """An int or a tuple/list of ints as a tuple; TypeError naming `what` otherwise."""
+    """An int or a tuple/list of int64 ints as a tuple; TypeError naming `what` otherwise."""
     if isinstance(value, (tuple, list)):
-        return tuple(views.as_int(v, f"{what} element {i}") for i, v in enumerate(value))
-    return (views.as_int(value, what),)
+        return tuple(views.as_int64(v, f"{what} element {i}") for i, v in enumerate(value))
+    return (views.as_int64(value, what),)
 
 
 # ---- cumsum, cumprod -------------------------------------------------------------------------
@@ -159,14 +159,14 @@ def _triangle_op(name: str) -> Callable:
     def fn(input: Tensor, diagonal=0, *, out: Tensor | None = None) -> Tensor:
         x = tensor_arg(input, name)
         _check_matrix(x, name)
-        diagonal = views.as_int(diagonal, "diagonal")
+        diagonal = views.as_int64(diagonal, "diagonal")
         result = output(out, x.shape, x.dtype, x.device, name)
         _triangle(name, x, diagonal, result)
         if out is not None:
             out._impl.storage.bump_version()
         return result
 
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name  # Python's argument errors name the op
     part = "lower" if name == "tril" else "upper"
     fn.__doc__ = f"The {part} triangle of the last two dims (from `diagonal`); zeros elsewhere."
     return fn
@@ -175,13 +175,14 @@ def _triangle_op(name: str) -> Callable:
 def _triangle_inplace(name: str) -> Callable:
     def method(self: Tensor, diagonal=0) -> Tensor:
         _check_matrix(tensor_arg(self, f"{name}_"), f"{name}_")
-        diagonal = views.as_int(diagonal, "diagonal")
+        diagonal = views.as_int64(diagonal, "diagonal")
         check_writable(self, f"{name}_")
         _triangle(name, self, diagonal, self)
         self._impl.storage.bump_version()
         return self
 
     method.__name__ = f"{name}_"
+    method.__qualname__ = f"Tensor.{name}_"
     method.__doc__ = f"{name} written into self."
     return method
 

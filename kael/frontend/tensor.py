@@ -12,11 +12,19 @@ from kael.runtime.device import CPU, CUDA, Device, parse_device
 from kael.runtime.dtypes import DType, as_dtype
 from kael.runtime.errors import Error, TypeError, ValueError
 from kael.runtime.storage import Storage
-from kael.runtime.tensor_impl import TensorImpl, checked_mul, contiguous_strides, shape_numel
+from kael.runtime.tensor_impl import (
+    TensorImpl,
+    check_rank,
+    checked_mul,
+    contiguous_strides,
+    shape_numel,
+)
 
 
 def empty_impl(shape: tuple[int, ...], dtype: DType, device: Device) -> TensorImpl:
-    """A contiguous impl over new, uninitialised storage sized exactly for its elements."""
+    """A contiguous impl over new, uninitialised storage sized exactly for its elements; the
+    rank is checked first, so no kernel fills a result that could never become a Tensor."""
+    check_rank(shape)
     nbytes = checked_mul(shape_numel(shape), dtype.itemsize, "tensor size in bytes")
     if device is not CPU:
         cuda_driver.require()  # a clear error even for 0 bytes, which allocate nothing
@@ -57,6 +65,13 @@ def _without_repeats(impl: TensorImpl) -> TensorImpl:
         1 if stride == 0 else size for size, stride in zip(impl.shape, impl.strides, strict=True)
     ]
     return views.derive(impl, shape, impl.strides, impl.offset)
+
+
+def _other(other, op: str) -> Tensor:
+    """outputs.tensor_arg for a method's `other` (imported here: outputs imports this module)."""
+    from kael.frontend import outputs
+
+    return outputs.tensor_arg(other, op, "other")
 
 
 class Tensor:
@@ -133,11 +148,11 @@ class Tensor:
 
     def is_same(self, other: Tensor) -> bool:
         """Whether both handles refer to one tensor (one impl)."""
-        return self._impl is other._impl
+        return self._impl is _other(other, "is_same")._impl
 
     def shares_storage(self, other: Tensor) -> bool:
         """Whether a write through one tensor can change the other."""
-        return self._impl.storage is other._impl.storage
+        return self._impl.storage is _other(other, "shares_storage")._impl.storage
 
     @property
     def T(self) -> Tensor:
@@ -355,7 +370,7 @@ class Tensor:
         return Tensor(views.expand(self._impl, sizes))
 
     def expand_as(self, other: Tensor) -> Tensor:
-        return Tensor(views.expand(self._impl, (other.shape,)))
+        return Tensor(views.expand(self._impl, (_other(other, "expand_as").shape,)))
 
     def narrow(self, dim, start, length) -> Tensor:
         return Tensor(views.narrow(self._impl, dim, start, length))

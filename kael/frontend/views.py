@@ -10,6 +10,7 @@ import builtins
 import math
 import operator
 
+from kael.runtime.dtypes import INT64_MAX, INT64_MIN
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, format_shape
 
@@ -24,6 +25,15 @@ def as_int(value, what: str) -> int:
         return operator.index(value)
     except builtins.TypeError:
         raise TypeError(f"{what} must be an int, got {type(value).__name__}") from None
+
+
+def as_int64(value, what: str) -> int:
+    """as_int for an argument a kernel takes as one int64 word (a diagonal, a shift, an
+    ignore_index): ValueError beyond int64, as PyTorch refuses it."""
+    value = as_int(value, what)
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise ValueError(f"{what} {value} is out of the range of int64")
+    return value
 
 
 def parse_size(args: tuple, what: str = "size") -> tuple[int, ...]:
@@ -312,16 +322,18 @@ def squeeze(impl: TensorImpl, dim=None) -> TensorImpl:
 
 
 def flatten_shape(shape: tuple[int, ...], start_dim, end_dim) -> tuple[int, ...] | None:
-    """The shape with dims start_dim..end_dim merged, or None when nothing changes."""
+    """The shape with dims start_dim..end_dim merged, or None when nothing changes; a 0-d
+    tensor checks its dims like any other (0 and -1 only) and becomes shape (1,)."""
     ndim = len(shape)
-    if ndim == 0:
-        return (1,)
+    start_dim, end_dim = as_int(start_dim, "start_dim"), as_int(end_dim, "end_dim")
     start, end = wrap_dim(start_dim, ndim), wrap_dim(end_dim, ndim)
     if start > end:
         raise ValueError(
             f"flatten() has invalid args: start_dim ({start_dim}) cannot come after"
             f" end_dim ({end_dim})"
         )
+    if ndim == 0:
+        return (1,)
     if start == end:
         return None
     return shape[:start] + (math.prod(shape[start : end + 1]),) + shape[end + 1 :]

@@ -10,20 +10,28 @@ class Device:
     """Where a storage's bytes live; interned, so `is` and `==` agree and hashing is cheap."""
 
     __slots__ = ("type", "index")
-    _interned: dict[str, Device] = {}
 
-    def __new__(cls, type: str, index: int = 0) -> Device:
-        if isinstance(type, str) and ":" in type and index == 0:
-            return parse_device(type)  # kael.device("cuda:0"), as torch.device accepts
-        if type not in ("cpu", "cuda") or index != 0:
-            _reject(type if index == 0 else f"{type}:{index}")
-        device = cls._interned.get(type)
-        if device is None:
-            device = object.__new__(cls)
-            object.__setattr__(device, "type", type)
-            object.__setattr__(device, "index", 0)
-            cls._interned[type] = device
-        return device
+    def __new__(cls, type, index=None) -> Device:
+        """kael.device("cuda:0"), ("cuda", 0), a Device, or a bare int as a CUDA index
+        (kael.device(0)), as torch.device takes them; typed errors for anything else."""
+        if index is None:
+            if isinstance(type, (str, Device)):
+                return parse_device(type)
+            if isinstance(type, bool) or not hasattr(type, "__index__"):
+                raise TypeError(
+                    "device() expects a device name, a kael.device or a CUDA index, got"
+                    f" {_type_name(type)}"
+                )
+            return parse_device(f"cuda:{_device_index(type)}")
+        if not isinstance(type, str):
+            raise TypeError(f"device() expects a device type string, got {_type_name(type)}")
+        index = _device_index(index)
+        if ":" in type:
+            raise ValueError(
+                f"device type '{type}' must not include an index because index {index} was"
+                " passed explicitly"
+            )
+        return CPU if (type, index) == ("cpu", 0) else parse_device(f"{type}:{index}")
 
     def __setattr__(self, name, value):
         raise AttributeError("kael devices are immutable")
@@ -38,8 +46,30 @@ class Device:
         return (Device, (self.type, self.index))
 
 
-CPU = Device("cpu")
-CUDA = Device("cuda")
+def _interned(type: str) -> Device:
+    """The one Device of a type, made once (Device() itself parses and looks these up)."""
+    device = object.__new__(Device)
+    object.__setattr__(device, "type", type)
+    object.__setattr__(device, "index", 0)
+    return device
+
+
+def _type_name(value) -> str:
+    return type(value).__name__
+
+
+def _device_index(index) -> int:
+    """A device index: a non-negative int (NumPy ints too, never a bool)."""
+    if isinstance(index, bool) or not hasattr(index, "__index__"):
+        raise TypeError(f"device index must be an int, got {_type_name(index)}")
+    index = index.__index__()
+    if index < 0:
+        raise ValueError(f"device index must not be negative, got {index}")
+    return index
+
+
+CPU = _interned("cpu")
+CUDA = _interned("cuda")
 
 _BY_NAME = {"cpu": CPU, "cuda": CUDA, "cuda:0": CUDA}
 

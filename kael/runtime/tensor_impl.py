@@ -38,8 +38,20 @@ def checked_add(a: int, b: int, what: str = "result") -> int:
     return total
 
 
+# The most dimensions a tensor may have: NumPy's limit, which item, tolist, printing and
+# numpy() go through (PyTorch 2.13 creates more, and its numpy() refuses them too).
+MAX_DIMS = 64
+
+
+def check_rank(shape: Sequence[int]) -> None:
+    """Refuse a shape with more than MAX_DIMS dimensions, naming how many it has."""
+    if len(shape) > MAX_DIMS:
+        raise ValueError(f"a tensor can have at most {MAX_DIMS} dimensions, got {len(shape)}")
+
+
 def validate_shape(shape: Sequence[int]) -> None:
-    """Reject negative dimensions, and dimensions that an int64 cannot hold."""
+    """Reject more than MAX_DIMS dimensions, negative ones, and ones an int64 cannot hold."""
+    check_rank(shape)
     for d in shape:
         if not 0 <= d <= INT64_MAX:
             if d < 0:

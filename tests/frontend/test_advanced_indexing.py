@@ -90,9 +90,10 @@ KEYS = {
 @pytest.mark.parametrize("name", list(KEYS))
 def test_getitem_with_advanced_keys_matches_torch(name, layout):
     k, t = base((3, 4), kael.float32, layout)
-    result = k[kael_key(KEYS[name])]
-    check(result, t[KEYS[name]])
-    assert not result.shares_storage(k)
+    result, want = k[kael_key(KEYS[name])], t[KEYS[name]]
+    check(result, want)
+    # A copy, except where PyTorch gives a view (a 0-d int tensor indexes as an int).
+    assert result.shares_storage(k) == (want._base is not None)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
@@ -286,3 +287,84 @@ def test_setitem_rejects_bad_values_and_targets():
         k[kael.tensor([0])] = "a"
     with pytest.raises(kael.Error, match="more than one element of the written-to tensor"):
         kael.zeros(3).expand(2, 3)[kael.tensor([0])] = 1.0
+
+
+# ---- 0-d tensor keys -------------------------------------------------------------------------
+
+ZERO_DIM_INT_KEYS = {
+    "alone": I(1),
+    "negative": I(-2),
+    "then slice then index": (I(0), slice(None), I([0, 1])),
+    "between": (slice(None), I(2), I([0, 3])),
+    "two": (I(1), I(2)),
+    "with ellipsis": (I(0), Ellipsis, I([[0, 1]])),
+    "with None": (None, I(1), slice(1, None)),
+    "0-d array": (np.array(1), slice(None), [0, 1]),
+}
+
+
+@pytest.mark.parametrize("name", list(ZERO_DIM_INT_KEYS))
+def test_zero_dim_int_tensor_index_acts_as_int(name):
+    # PyTorch reads a 0-d integer index as the int it holds (NumPy would broadcast it with
+    # the other advanced indices): the dim goes, and with no other advanced index it is a view.
+    k, t = base((2, 3, 4), kael.float32, "transposed")
+    key = ZERO_DIM_INT_KEYS[name]
+    result, want = k[kael_key(key)], t[key]
+    check(result, want)
+    assert result.shares_storage(k) == (want._base is not None)
+    assert kael.zeros(2, 3, 4)[kael.tensor(0), :, kael.tensor([0, 1])].shape == (3, 2)
+
+
+@pytest.mark.parametrize("name", list(ZERO_DIM_INT_KEYS))
+def test_zero_dim_int_tensor_assignment_acts_as_int(name):
+    # Distinct values in the shape of PyTorch's result, so each lands where PyTorch puts it.
+    k, t = base((2, 3, 4), kael.float32, "contiguous")
+    key = ZERO_DIM_INT_KEYS[name]
+    value = torch.arange(float(t[key].numel())).reshape(t[key].shape) + 10
+    k[kael_key(key)] = kael.tensor(value.numpy())
+    t[key] = value
+    check(k, t)
+    k[kael_key(key)] = 9.0
+    t[key] = 9.0
+    check(k, t)
+
+
+def test_zero_dim_int_tensor_index_is_checked_like_an_int():
+    # Both sides of the range; the broadcast of the other indices may be empty (False
+    # adds an empty dim) and the int is still checked, as PyTorch checks it.
+    k = kael.zeros(3)
+    assert k[kael.tensor(2)].shape == () and k[kael.tensor(-3)].shape == ()
+    assert k[False, kael.tensor(2)].shape == tuple(torch.zeros(3)[False, I(2)].shape) == (0,)
+    for bad in (3, -4, 7):
+        for key in ((kael.tensor(bad),), (False, kael.tensor(bad))):
+            message = f"index {bad} is out of bounds for dimension 0 with size 3"
+            with pytest.raises(kael.IndexError, match=message):
+                k[key]
+            with pytest.raises(kael.IndexError, match=message):
+                k[key] = 1.0
+            with pytest.raises(IndexError):
+                torch.zeros(3)[tuple(I(b) if isinstance(b, kael.Tensor) else b for b in key)]
+    assert k.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_empty_broadcast_of_1d_indices_checks_nothing_like_torch():
+    # A 1-d index broadcast against an empty one selects nothing; PyTorch reads no index
+    # value then, out of range or not, for [] and []= alike.
+    k, t = kael.zeros(3), torch.zeros(3)
+    check(k[False, kael.tensor([7])], t[False, I([7])])
+    k[False, kael.tensor([7])] = 1.0
+    t[False, I([7])] = 1.0
+    check(k, t)
+
+
+def test_zero_dim_bool_tensor_key_copies_like_torch():
+    k, t = base((2, 3), kael.float32, "contiguous")
+    for value in (True, False):
+        result, want = k[kael.tensor(value)], t[torch.tensor(value)]
+        check(result, want)
+        assert want._base is None and not result.shares_storage(k)
+        check(k[kael.tensor(1), kael.tensor(value)], t[I(1), torch.tensor(value)])
+    k[kael.tensor(False)] = 5.0
+    assert not (k == 5.0).any().item()
+    k[kael.tensor(True)] = 5.0
+    assert (k == 5.0).all().item()

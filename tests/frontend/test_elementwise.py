@@ -1026,6 +1026,45 @@ def test_allclose_matches_torch(a, b, kwargs, dtype):
     assert got == want
 
 
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"atol": math.inf}, {"rtol": 0}, {"atol": 0.0}, {"rtol": True}, {"atol": np.float32(0.5)}],
+    ids=repr,
+)
+def test_allclose_takes_any_tolerance_at_least_zero_like_torch(kwargs):
+    ta, tb = torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.5])
+    assert kael.allclose(to_kael(ta), to_kael(tb), **kwargs) == torch.allclose(ta, tb, **kwargs)
+
+
+@pytest.mark.parametrize("name", ["rtol", "atol"])
+@pytest.mark.parametrize("value", [NAN, -1.0, -1e-300, -INF], ids=repr)
+def test_allclose_tolerance_below_zero_or_nan_is_a_value_error(name, value):
+    t = torch.zeros(3)
+    with pytest.raises(RuntimeError, match="greater than or equal to zero"):
+        torch.allclose(t, t, **{name: value})
+    message = f"^allclose\\(\\): {name} must be greater than or equal to zero, got {value}$"
+    with pytest.raises(kael.ValueError, match=message):
+        kael.allclose(to_kael(t), to_kael(t), **{name: value})
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"rtol": "a"}, "rtol must be a float, got str"),
+        ({"atol": None}, "atol must be a float, got NoneType"),
+        ({"equal_nan": 1}, "equal_nan must be a bool, got int"),
+        ({"equal_nan": "yes"}, "equal_nan must be a bool, got str"),
+    ],
+    ids=repr,
+)
+def test_allclose_argument_types_are_type_errors_naming_them(kwargs, message):
+    t = torch.zeros(3)
+    with pytest.raises(TypeError):
+        torch.allclose(t, t, **kwargs)
+    with pytest.raises(kael.TypeError, match=f"^allclose\\(\\): {message}$"):
+        kael.allclose(to_kael(t), to_kael(t), **kwargs)
+
+
 def test_allclose_on_integers_and_bools():
     for a, b in (([1, 2], [1, 2]), ([1, 2], [1, 3]), ([True], [True]), ([True], [False])):
         ta, tb = torch.tensor(a), torch.tensor(b)

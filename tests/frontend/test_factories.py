@@ -83,6 +83,33 @@ def test_like_factories_copy_shape_dtype_and_device_contiguously(name, like_torc
         like_torch(result, getattr(torch, name)(torch.zeros(3, 2, dtype=torch.int64)))
 
 
+LIKE_FACTORIES = {
+    "empty_like": (),
+    "zeros_like": (),
+    "ones_like": (),
+    "full_like": (3.0,),
+    "rand_like": (),
+    "randn_like": (),
+}
+
+
+@pytest.mark.parametrize("value", [[1.0, 2.0], None, 2.0, np.zeros(2)], ids=repr)
+@pytest.mark.parametrize("name", list(LIKE_FACTORIES))
+def test_like_factories_refuse_a_non_tensor_naming_it(name, value):
+    with pytest.raises(TypeError):
+        getattr(torch, name)(value, *LIKE_FACTORIES[name])
+    kind = type(value).__name__
+    with pytest.raises(kael.TypeError, match=rf"^{name}\(\): input must be a Tensor, got {kind}$"):
+        getattr(kael, name)(value, *LIKE_FACTORIES[name])
+
+
+@pytest.mark.parametrize("name", list(LIKE_FACTORIES))
+def test_like_factories_take_input_by_keyword_like_torch(name):
+    extra = {"fill_value": 3.0} if name == "full_like" else {}
+    result = getattr(kael, name)(input=kael.zeros(2, 3), **extra)
+    assert result.shape == tuple(getattr(torch, name)(input=torch.zeros(2, 3), **extra).shape)
+
+
 def test_like_factories_take_a_dtype():
     assert kael.zeros_like(kael.zeros(2), dtype=kael.int64).tolist() == [0, 0]
     assert kael.full_like(kael.zeros(2), 7, dtype=kael.int64).tolist() == [7, 7]
@@ -248,6 +275,23 @@ def test_tensor_accepts_ints_at_the_int64_limits_and_rejects_beyond():
         kael.tensor([0, INT64_MAX + 1])
     with pytest.raises(kael.ValueError, match=rf"value {INT64_MIN - 1} at position \[0, 0\]"):
         kael.tensor([[INT64_MIN - 1]])
+
+
+def _nested(depth: int) -> list:
+    data = [1.5]
+    for _ in range(depth - 1):
+        data = [data]
+    return data
+
+
+def test_tensor_of_data_nested_64_deep_works_and_deeper_is_a_value_error():
+    # The walk over nested data recurses once per dim: the rank is checked before it, so
+    # data nested thousands deep is a kael.ValueError, not a RecursionError.
+    t = kael.tensor(_nested(64))
+    assert t.shape == tuple(torch.tensor(_nested(64)).shape) == (1,) * 64
+    for depth in (65, 5000):
+        with pytest.raises(kael.ValueError, match=f"at most 64 dimensions, got {depth}$"):
+            kael.tensor(_nested(depth))
 
 
 def test_tensor_packs_big_ints_as_floats_when_a_float_is_present_like_torch(like_torch):

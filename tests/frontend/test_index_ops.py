@@ -785,3 +785,36 @@ class _OnCuda:
 def test_index_kernels_refuse_cuda_operands_naming_the_op():
     with pytest.raises(kael.Error, match="gather is not supported on cuda yet"):
         outputs.require_cpu("gather", _OnCuda())
+
+
+BOOL_FLAGS = {
+    "sort descending": lambda L, x, v: L.sort(x, 0, descending=v),
+    "sort stable": lambda L, x, v: L.sort(x, dim=0, stable=v),
+    "argsort descending": lambda L, x, v: L.argsort(x, 0, descending=v),
+    "argsort stable": lambda L, x, v: L.argsort(x, dim=0, stable=v),
+    "topk largest": lambda L, x, v: L.topk(x, 1, largest=v),
+    "topk sorted": lambda L, x, v: L.topk(x, 1, sorted=v),
+    "gather sparse_grad": lambda L, x, v: L.gather(x, 0, x.long() * 0, sparse_grad=v),
+    "nonzero as_tuple": lambda L, x, v: L.nonzero(x, as_tuple=v),
+}
+
+
+@pytest.mark.parametrize("value", ["yes", 1, np.bool_(True)], ids=repr)
+@pytest.mark.parametrize("flag", list(BOOL_FLAGS))
+def test_bool_flags_must_be_bools(flag, value):
+    # Each was read by its truth value, so "yes" or 1 passed for True; PyTorch refuses them.
+    with pytest.raises(TypeError):
+        BOOL_FLAGS[flag](torch, torch.ones(3), value)
+    op, what = flag.split()
+    kind = "numpy.bool" if isinstance(value, np.bool_) else type(value).__name__
+    with pytest.raises(kael.TypeError, match=rf"^{op}\(\): {what} must be a bool, got {kind}$"):
+        BOOL_FLAGS[flag](kael, kael.ones(3), value)
+
+
+@pytest.mark.parametrize("flag", list(BOOL_FLAGS))
+def test_bool_flags_take_both_bools_like_torch(flag):
+    for value in (False, True):
+        got = BOOL_FLAGS[flag](kael, kael.tensor([1.0, 0.0, 2.0]), value)
+        want = BOOL_FLAGS[flag](torch, torch.tensor([1.0, 0.0, 2.0]), value)
+        got, want = (r[0] if isinstance(r, tuple) else r for r in (got, want))
+        np.testing.assert_array_equal(got.numpy(), want.numpy())

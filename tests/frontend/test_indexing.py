@@ -101,7 +101,7 @@ def test_two_ellipses_raise():
         (np.array([0]), np.array([0])),
         ([0, 1], [0, 1]),
         (True, True),
-        ((0, kael.tensor(1)), (0, torch.tensor(1))),
+        ((0, kael.tensor([1])), (0, torch.tensor([1]))),
     ],
     ids=["tensor", "ndarray", "list", "bool", "tensor in tuple"],
 )

@@ -489,6 +489,23 @@ def test_clamp_in_place_refuses_higher_category_bounds_and_no_bounds():
     assert_same(k.clamp_(1, 1), torch.tensor([1, 1, 1]))  # int bounds fit int64
 
 
+@pytest.mark.parametrize(
+    ("lo", "hi"), [(True, None), (None, False), (True, False)], ids=["min", "max", "both"]
+)
+def test_clamp_in_place_refuses_bool_like_clamp(lo, hi):
+    # Bool bounds on a bool tensor pass the in-place dtype check, but PyTorch has no bool
+    # clamp kernel: clamp_ refuses it as clamp does, before writing anything.
+    t = torch.tensor([True, False])
+    with pytest.raises(NotImplementedError):
+        t.clone().clamp_(lo, hi)
+    k = kael.tensor([True, False])
+    with pytest.raises(kael.TypeError, match="^clamp does not support bool$"):
+        kael.clamp(k, lo, hi)
+    with pytest.raises(kael.TypeError, match="^clamp_ does not support bool$"):
+        k.clamp_(lo, hi)
+    assert k.tolist() == [True, False]
+
+
 # ---- masked_fill_ -----------------------------------------------------------------------------
 
 
@@ -645,3 +662,20 @@ def test_floor_divide_and_remainder_in_place_keep_self_dtype_and_refuse_a_float_
     assert k.tolist() == [3, -4] and k.dtype is kael.int64
     with pytest.raises(kael.TypeError, match="float32 can't be cast"):
         k.remainder_(2.5)
+
+
+@pytest.mark.parametrize("op", ["and", "or", "xor"])
+@pytest.mark.parametrize("dtype", [torch.int64, torch.bool], ids=["i64", "bool"])
+def test_bitwise_augmented_assignment_writes_in_place_like_torch(op, dtype):
+    t, other = values(dtype, (3, 4)), values(dtype, (4,), shift=5)
+    k = kael.from_numpy(t.numpy().copy())
+    view = k[1:]  # shares k's storage: sees the write only if it happens in place
+    want = getattr(t, f"__i{op}__")(other)
+    got = getattr(k, f"__i{op}__")(kael.from_numpy(other.numpy().copy()))
+    assert got is k
+    np.testing.assert_array_equal(k.numpy(), want.numpy())
+    np.testing.assert_array_equal(view.numpy(), want[1:].numpy())
+    scalar = True if dtype is torch.bool else 3
+    getattr(k, f"bitwise_{op}_")(scalar)
+    getattr(want, f"bitwise_{op}_")(scalar)
+    np.testing.assert_array_equal(k.numpy(), want.numpy())

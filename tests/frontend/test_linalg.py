@@ -293,7 +293,7 @@ def test_non_tensor_operands_raise_type_error():
         ("bmm", (2, 3), (2, 3, 3), r"bmm: input must be a 3-D tensor, but got a 2-D tensor"),
         ("bmm", (2, 2, 3), (3, 3), r"mat2 must be a 3-D tensor, but got a 2-D tensor of shape \[3, 3\]"),
         ("dot", (2, 3), (3,), r"dot: input must be a 1-D tensor, but got a 2-D tensor of shape \[2, 3\]"),
-        ("dot", (3,), (), r"other must be a 1-D tensor, but got a 0-D tensor of shape \[\]"),
+        ("dot", (3,), (), r"tensor must be a 1-D tensor, but got a 0-D tensor of shape \[\]"),
         ("outer", (2, 2), (3,), r"outer: input must be a 1-D tensor, but got a 2-D tensor"),
         ("outer", (2,), (3, 1), r"vec2 must be a 1-D tensor, but got a 2-D tensor of shape \[3, 1\]"),
     ],

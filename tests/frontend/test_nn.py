@@ -493,6 +493,23 @@ def test_cross_entropy_bad_weight_reduction_and_operands_are_typed_errors():
         kael.cross_entropy(x, t, ignore_index=1.5)
 
 
+@pytest.mark.parametrize("ignore_index", [2**63 - 1, -(2**63), np.int64(1)], ids=repr)
+def test_cross_entropy_ignore_index_anywhere_in_int64_matches_torch(ignore_index):
+    x, t = _random((3, 4), seed=11), torch.tensor([0, 1, 2])
+    want = F.cross_entropy(x, t, ignore_index=ignore_index)
+    check(kael.cross_entropy(to_kael(x), to_kael(t), ignore_index=ignore_index), want)
+
+
+@pytest.mark.parametrize("ignore_index", [2**63, -(2**63) - 1, 2**70])
+def test_cross_entropy_ignore_index_beyond_int64_is_a_value_error(ignore_index):
+    x, t = _random((3, 4)), torch.tensor([0, 1, 2])
+    with pytest.raises(ValueError):
+        F.cross_entropy(x, t, ignore_index=ignore_index)
+    message = f"^ignore_index {ignore_index} is out of the range of int64$"
+    with pytest.raises(kael.ValueError, match=message):
+        kael.cross_entropy(to_kael(x), to_kael(t), ignore_index=ignore_index)
+
+
 # ---- layer_norm ------------------------------------------------------------------------------
 
 
@@ -594,6 +611,25 @@ def test_layer_norm_shape_errors_name_the_shapes():
         kael.layer_norm(x, (3, 4), None, kael.ones(3, 4, 1))
     with pytest.raises(kael.ValueError, match="at least 1-dimensional"):
         kael.layer_norm(kael.tensor(1.0), ())
+
+
+@pytest.mark.parametrize("eps", [1e-3, 1, True, np.float32(0.5), 0.0], ids=repr)
+def test_layer_norm_eps_takes_any_real_number_like_torch(eps):
+    x = _random((2, 4), seed=12)
+    want = F.layer_norm(x, (4,), eps=eps)
+    check(kael.layer_norm(to_kael(x), (4,), eps=eps), want, NORM_TOL[torch.float32])
+
+
+@pytest.mark.parametrize("eps", [None, "a", [1e-5]], ids=repr)
+def test_layer_norm_eps_must_be_a_float(eps):
+    x = _random((2, 4))
+    with pytest.raises(TypeError):
+        F.layer_norm(x, (4,), eps=eps)
+    kind = type(eps).__name__
+    with pytest.raises(
+        kael.TypeError, match=f"^layer_norm\\(\\): eps must be a float, got {kind}$"
+    ):
+        kael.layer_norm(to_kael(x), (4,), eps=eps)
 
 
 def test_layer_norm_bad_types_are_type_errors():

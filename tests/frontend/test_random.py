@@ -417,6 +417,12 @@ def test_multinomial_limits():
         kr.multinomial(kael.tensor([1, 2]), 1)
 
 
+@pytest.mark.parametrize("flag", ["yes", 1, None])
+def test_multinomial_replacement_must_be_a_bool(flag):
+    with pytest.raises(kael.TypeError, match="replacement must be a bool, got"):
+        kr.multinomial(kael.ones(3), 2, replacement=flag)
+
+
 # ---- threads and fork ---------------------------------------------------------------------------
 
 

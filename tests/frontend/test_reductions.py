@@ -529,6 +529,99 @@ def test_non_tensor_input_and_bad_keepdim_are_type_errors():
         kael.max(kael.ones(2), "0")
 
 
+# ---- dim=() and other argument forms -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("dim", [(), []], ids=["tuple", "list"])
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("op", ["any", "all"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_any_and_all_over_no_dims_give_the_bool_of_the_input(dtype, op, keepdim, dim):
+    # PyTorch 2.13 reduces over no dim here: x.bool() in x's shape, keepdim or not.
+    for shape in ((4, 6), (), (0, 3)):
+        t = base_values(dtype, shape, seed=3)
+        k = to_kael(t)
+        check(getattr(kael, op)(k, dim, keepdim), getattr(torch, op)(t, dim=(), keepdim=keepdim))
+    k, t = twins(dtype, "transposed", seed=5)
+    out = kael.empty(4, 6, dtype=kael.bool)
+    assert getattr(kael, op)(k, dim, out=out) is out
+    check(out, getattr(torch, op)(t, dim=()))
+
+
+# prod is left out: torch 2.13's prod takes one int dim, not ().
+NO_DIM_OPS = [op for op in VALUE_OPS if op not in ("any", "all", "prod")]
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("op", NO_DIM_OPS)
+def test_other_reductions_take_no_dims_as_every_dim(op, keepdim):
+    if op == "count_nonzero" and keepdim:
+        pytest.skip("count_nonzero has no keepdim")
+    k, t = twins(torch.float64, "stepped", seed=6)
+    check(call(kael, op, k, (), keepdim), call(torch, op, t, (), keepdim))
+    # logsumexp too, with keepdim (torch 2.13's keepdim=False form fails on its own output).
+    check(kael.logsumexp(k, (), keepdim=True), torch.logsumexp(t, (), keepdim=True))
+
+
+@pytest.mark.parametrize("dim", [np.int64(1), np.int32(-1), (np.int64(0), np.int16(1))], ids=repr)
+@pytest.mark.parametrize(
+    "op", ["sum", "mean", "var", "amax", "amin", "any", "all", "argmax", "max", "count_nonzero"]
+)
+def test_numpy_integer_dims_are_ints(op, dim):
+    if op in ("argmax", "max") and isinstance(dim, tuple):
+        pytest.skip("one dim only")
+    k, t = twins(torch.float32, "contiguous", seed=7)
+    got, want = getattr(kael, op)(k, dim), getattr(torch, op)(t, dim)
+    if op == "max":
+        got, want = got.values, want.values
+    check(got, want)
+    check(kael.logsumexp(k, dim), torch.logsumexp(t, dim))
+
+
+KEEPDIM_OPS = [
+    "sum", "prod", "mean", "var", "std", "amax", "amin", "all", "any", "argmax", "argmin", "max",
+    "min", "norm", "logsumexp",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("keepdim", ["yes", 1, None, np.bool_(True)], ids=repr)
+@pytest.mark.parametrize("op", KEEPDIM_OPS)
+def test_keepdim_must_be_a_bool_in_every_reduction(op, keepdim):
+    k, t = twins(torch.float32, "contiguous")
+    with pytest.raises(TypeError):
+        getattr(torch, op)(t, 0, keepdim=keepdim)
+    kind = "numpy.bool" if isinstance(keepdim, np.bool_) else type(keepdim).__name__
+    with pytest.raises(kael.TypeError, match=rf"^{op}\(\): keepdim must be a bool, got {kind}$"):
+        getattr(kael, op)(k, 0, keepdim=keepdim)
+
+
+@pytest.mark.filterwarnings(r"ignore:var\(\)")
+@pytest.mark.parametrize("value", [INT64_MIN, 2**64 - 1, 3, np.int64(2), 2.5])
+@pytest.mark.parametrize("what", ["correction", "p"])
+def test_scalar_arguments_an_int64_or_uint64_holds_match_torch(what, value):
+    # var's correction and norm's p are PyTorch Scalars: any float, any int in
+    # [-2**63, 2**64) (int64 or uint64).
+    k, t = twins(torch.float64, "contiguous", seed=8)
+    if what == "correction":
+        check(kael.var(k, 0, correction=value), torch.var(t, 0, correction=value))
+    else:
+        check(kael.norm(k, value, 0), torch.norm(t, value, 0))
+
+
+@pytest.mark.parametrize("value", [INT64_MIN - 1, 2**64, 2**70, -(2**70)])
+@pytest.mark.parametrize("what", ["correction", "p"])
+def test_scalar_arguments_beyond_int64_and_uint64_are_value_errors(what, value):
+    k, t = twins(torch.float64, "contiguous")
+    call_kael = {"correction": lambda: kael.var(k, 0, correction=value), "p": lambda: k.norm(value)}
+    call_torch = {"correction": lambda: t.var(0, correction=value), "p": lambda: t.norm(value)}
+    with pytest.raises((OverflowError, ValueError)):
+        call_torch[what]()
+    op = "var" if what == "correction" else "norm"
+    message = rf"^{op}\(\): {what} {value} is out of the range of int64 and uint64$"
+    with pytest.raises(kael.ValueError, match=message):
+        call_kael[what]()
+
+
 def test_unknown_reduce_op_is_refused():
     with pytest.raises(kael.ValueError, match="unknown reduction 'median'"):
         reductions.reduce("median", [kael.ones(2)], (0,))

@@ -1,6 +1,7 @@
 """The Tensor handle: validation, queries, element access, conversions and in-place writes."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -377,3 +378,107 @@ def test_numpy_values_equal_torch_after_writes(arange_pair):
     k.T[0] = 9.0
     t.T[0] = 9.0
     np.testing.assert_array_equal(k.numpy(), t.numpy())
+
+
+# ---- rank and stride limits ------------------------------------------------------------------
+
+# 64 dims, 16 of them of size 2 (reversed, so no two merge into one contiguous run).
+SHAPE_64 = tuple(2 if d % 4 == 0 else 1 for d in range(64))
+
+
+def _pair_64d():
+    n = int(np.prod(SHAPE_64))
+    k, t = kael.arange(n, dtype=kael.float32).view(SHAPE_64), torch.arange(float(n)).view(SHAPE_64)
+    order = tuple(reversed(range(64)))
+    return k.permute(*order), t.permute(*order)
+
+
+def test_64_dims_work_in_every_method(like_torch):
+    k, t = _pair_64d()
+    assert repr(k).startswith("tensor(" + "[" * 64) and "shape=[1, 1, 1, 2," in repr(k)
+    assert k.tolist() == t.tolist()
+    like_torch(k, t)
+    # (kael's results are contiguous; torch's keep the permuted layout: values compared.)
+    np.testing.assert_array_equal(k.clone().numpy(), t.clone().numpy())
+    np.testing.assert_array_equal((k + 1).numpy(), (t + 1).numpy())
+    np.testing.assert_array_equal(k.sum(dim=63).numpy(), t.sum(dim=63).numpy())
+    np.testing.assert_array_equal(k[..., 1].numpy(), t[..., 1].numpy())
+    np.testing.assert_array_equal(k[k > 3].numpy(), t[t > 3].numpy())
+    one = kael.full((1,) * 64, 2.5)
+    assert one.item() == 2.5 and one.numpy().ndim == 64
+    assert kael.from_numpy(np.zeros((1,) * 64)).ndim == 64
+
+
+RANK_65_PATHS = {
+    "zeros": lambda x: kael.zeros((1,) * 65),
+    "empty varargs": lambda x: kael.empty(*(1,) * 65),
+    "full": lambda x: kael.full((1,) * 65, 1.0),
+    "rand": lambda x: kael.rand((1,) * 65),
+    "view": lambda x: x.view((1,) * 65),
+    "reshape": lambda x: x.reshape((1,) * 65),
+    "unsqueeze": lambda x: x.unsqueeze(0),
+    "None index": lambda x: x[None],
+    "expand": lambda x: x.expand((1,) * 65),
+    "as_strided": lambda x: x.as_strided((1,) * 65, (1,) * 65),
+    "unflatten": lambda x: x.unflatten(0, (1, 1)),
+    "advanced index": lambda x: x[kael.zeros(1, 1, dtype=kael.int64)],
+    "broadcast": lambda x: x + kael.zeros((1,) * 65),
+}
+
+
+@pytest.mark.parametrize("path", list(RANK_65_PATHS))
+def test_65_dims_are_refused_on_every_path(path):
+    x = kael.zeros((1,) * 64)
+    with pytest.raises(kael.ValueError, match="^a tensor can have at most 64 dimensions, got 65$"):
+        RANK_65_PATHS[path](x)
+
+
+# Valid layouts with a stride beyond any byte stride NumPy can hold, on dims that never step.
+NEVER_STEPPING = [
+    ((2, 0), (2**61, 1)),
+    ((2, 0), (INT64_MAX, 1)),
+    ((0,), (INT64_MAX,)),
+    ((1, 2), (2**62, 1)),
+    ((1, 2), (INT64_MAX, 1)),
+    ((2, 1), (1, INT64_MAX)),
+]
+
+
+@pytest.mark.parametrize(("size", "stride"), NEVER_STEPPING, ids=repr)
+def test_huge_strides_on_dims_that_never_step_convert_and_print(size, stride):
+    # PyTorch accepts these layouts; every method works on them, as on any valid tensor.
+    k = kael.arange(4.0).as_strided(size, stride)
+    t = torch.arange(4.0).as_strided(size, stride)
+    assert k.tolist() == t.tolist()
+    np.testing.assert_array_equal(k.numpy(), t.numpy())
+    np.testing.assert_array_equal(np.from_dlpack(k), t.numpy())
+    assert k.numpy().shape == size
+    assert "shape=[" in repr(k)
+    assert k.clone().tolist() == t.clone().tolist()
+    assert (k + 1).tolist() == (t + 1).tolist()
+
+
+def test_methods_taking_another_tensor_refuse_a_non_tensor_naming_it():
+    x = kael.zeros(2)
+    for name in ("is_same", "shares_storage", "expand_as"):
+        with pytest.raises(
+            kael.TypeError, match=rf"^{name}\(\): other must be a Tensor, got list$"
+        ):
+            getattr(x, name)([1, 2])
+
+
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (lambda x: x.add_(), "Tensor.add_"),
+        (lambda x: x.mul_(1, 2), "Tensor.mul_"),
+        (lambda x: x.__radd__(), "Tensor.__radd__"),
+        (lambda x: x.tril_(0, 1), "Tensor.tril_"),
+        (lambda x: kael.triu(x, 0, 1), "triu"),
+        (lambda x: kael.add(x), "add"),
+    ],
+    ids=["missing", "extra", "reflected", "triangle in place", "triangle", "binary"],
+)
+def test_argument_count_errors_name_the_method(call, name):
+    with pytest.raises(TypeError, match=rf"^{re.escape(name)}\(\) "):
+        call(kael.zeros(2, 2))

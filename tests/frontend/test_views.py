@@ -280,6 +280,30 @@ def test_flatten_of_a_0d_tensor_has_one_element(like_torch):
     like_torch(kael.tensor(3).flatten(), torch.tensor(3).flatten())
 
 
+@pytest.mark.parametrize(("start", "end"), [(0, 0), (-1, 0), (0, -1), (-1, -1)])
+def test_flatten_of_a_0d_tensor_accepts_dims_0_and_minus_1(start, end, like_torch):
+    like_torch(kael.tensor(2.5).flatten(start, end), torch.tensor(2.5).flatten(start, end))
+
+
+@pytest.mark.parametrize(("start", "end", "bad"), [(5, 0, 5), (0, 5, 5), (1, 0, 1), (-2, 0, -2)])
+def test_flatten_of_a_0d_tensor_checks_its_dims(start, end, bad):
+    # A 0-d tensor has dims 0 and -1 only, as every other dim argument sees it.
+    with pytest.raises(IndexError):
+        torch.tensor(2.5).flatten(start, end)
+    with pytest.raises(kael.IndexError, match=rf"range of \[-1, 0\], but got {bad}\)"):
+        kael.tensor(2.5).flatten(start, end)
+
+
+@pytest.mark.parametrize("shape", [(), (2, 3)])
+def test_flatten_names_a_dim_that_is_not_an_int(shape):
+    with pytest.raises(TypeError):
+        torch.zeros(shape).flatten(5, "a")
+    with pytest.raises(kael.TypeError, match="end_dim must be an int, got str"):
+        kael.zeros(shape).flatten(5, "a")
+    with pytest.raises(kael.TypeError, match="start_dim must be an int, got float"):
+        kael.zeros(shape).flatten(0.5)
+
+
 def test_flatten_rejects_start_after_end():
     with pytest.raises(kael.ValueError, match="start_dim .* cannot come after end_dim"):
         kael.zeros(2, 3).flatten(1, 0)

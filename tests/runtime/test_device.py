@@ -1,8 +1,11 @@
 """Devices: parsing, identity, printing, and the CUDA queries without a GPU."""
 
+import builtins
 import copy
 import pickle
+import re
 
+import numpy as np
 import pytest
 import torch
 
@@ -114,3 +117,48 @@ def test_device_constructor_accepts_a_full_name_like_torch_device():
     assert Device("cuda:0") is CUDA
     with pytest.raises(ValueError, match="one CUDA device"):
         Device("cuda:1")
+
+
+@pytest.mark.parametrize("index", [0, np.int64(0)], ids=repr)
+def test_device_of_an_int_is_a_cuda_index_like_torch(index):
+    # torch.device(1) is device(type='cuda', index=1); kael has cuda:0 only.
+    assert Device(index) is CUDA
+    assert Device("cuda", index) is CUDA
+    assert Device("cpu", index) is CPU
+    assert Device("cuda", None) is CUDA and Device(CPU) is CPU
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((5,), "device 'cuda:5' is not available: kael has one CUDA device"),
+        ((-1,), "device index must not be negative, got -1"),
+        (("cuda", -2), "device index must not be negative, got -2"),
+        (("cuda:0", 0), "device type 'cuda:0' must not include an index because index 0 was"),
+        (("cpu", 1), "unknown device 'cpu:1'"),
+    ],
+    ids=repr,
+)
+def test_device_bad_indices_are_value_errors_naming_them(args, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Device(*args)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((None,), "device() expects a device name, a kael.device or a CUDA index, got NoneType"),
+        ((1.5,), "device() expects a device name, a kael.device or a CUDA index, got float"),
+        ((True,), "device() expects a device name, a kael.device or a CUDA index, got bool"),
+        (("cuda", "a"), "device index must be an int, got str"),
+        (("cuda", True), "device index must be an int, got bool"),
+        ((5, 0), "device() expects a device type string, got int"),
+    ],
+    ids=repr,
+)
+def test_device_bad_argument_types_are_type_errors_naming_them(args, message):
+    if not isinstance(args[0], int | float):  # torch 2.13 without a GPU refuses any int index
+        with pytest.raises(builtins.TypeError):
+            torch.device(*args)
+    with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+        Device(*args)

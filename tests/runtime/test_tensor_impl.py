@@ -329,6 +329,18 @@ def test_validate_shape():
         validate_shape((2, -1))
 
 
+def test_validate_allows_64_dims_and_refuses_65_first():
+    # NumPy's limit, which item, tolist, printing and numpy() go through; checked before the
+    # other shape rules, so even an otherwise wrong 65-d layout names the rank.
+    make_impl(4, (1,) * 64, (1,) * 64).validate()
+    with pytest.raises(ValueError, match="^a tensor can have at most 64 dimensions, got 65$"):
+        make_impl(4, (1,) * 65, (1,) * 65).validate()
+    with pytest.raises(ValueError, match="at most 64 dimensions, got 70$"):
+        make_impl(4, (-1,) * 70, (1,) * 3).validate()
+    with pytest.raises(ValueError, match="at most 64 dimensions, got 65$"):
+        validate_shape((1,) * 65)
+
+
 @pytest.mark.parametrize(("dims", "text"), [((2, 3), "[2, 3]"), ((), "[]"), ((5,), "[5]")])
 def test_format_shape(dims, text):
     assert format_shape(dims) == text
