@@ -40,6 +40,19 @@ def _atanh_tail(z):
     return (2 * mp.atanh(s) / s - 2) / z if z else mp.mpf(2) / 3
 
 
+def _pow_tail(z):
+    """(2 atanh(s) - 2s - (2/3) s^3) / s^5: pow's log carries 2/3 exactly, in two parts."""
+    return (_atanh_tail(z) - mp.mpf(2) / 3) / z if z else mp.mpf(2) / 5
+
+
+def _erfc_far(v):
+    """K(v) with erfc(a) = exp(-a^2) (1 + v K(v)) / (a sqrt(pi)), v = 1/a^2 (gelu's far tail)."""
+    if not v:
+        return -mp.mpf(1) / 2
+    a = 1 / mp.sqrt(v)
+    return (mp.sqrt(mp.pi) * a * mp.exp(a * a) * mp.erfc(a) - 1) / v
+
+
 def _series_safe(f, at0):
     return lambda v: f(v) if v else at0
 
@@ -54,7 +67,9 @@ FITS = {
         {"f32": 4, "f64": 10},
     ),
     # log(1 + f) = f - (f^2/2 - s (f^2/2 + z R(z))), s = f / (2 + f), z = s^2.
-    "log": Fit(_atanh_tail, lambda z: z / 2, 0.0, SMAX**2, {"f32": 2, "f64": 6, "pow": 7}),
+    "log": Fit(_atanh_tail, lambda z: z / 2, 0.0, SMAX**2, {"f32": 2, "f64": 6}),
+    # pow's log(1 + f) = 2s + (2/3) s^3 + s^5 P(z), relative to log(1 + f) ~ 2s.
+    "pow": Fit(_pow_tail, lambda z: z * z / 2, 0.0, SMAX**2, {"f64": 6}),
     # sin(r) = r + r z S(z), z = r^2, |r| <= pi/4 (and a little: the reduction's rounding).
     "sin": Fit(
         _series_safe(lambda z: (mp.sin(mp.sqrt(z)) / mp.sqrt(z) - 1) / z, -mp.mpf(1) / 6),
@@ -112,6 +127,9 @@ FITS = {
         {"f64": 23},
         center=3.4609375,
     ),
+    # erfc past erf_big (a > 4 / 6, v <= 1/16 / 1/36), relative to 1 + v K(v).
+    "erfc_far": Fit(_erfc_far, lambda v: v / (1 + v * _erfc_far(v)), 0.0, 1 / 16, {"f32": 4}),
+    "erfc_far64": Fit(_erfc_far, lambda v: v / (1 + v * _erfc_far(v)), 0.0, 1 / 36, {"f64": 9}),
 }
 
 

@@ -165,6 +165,42 @@ class ExprEmitter:
             raise AssertionError("this backend gave the emitter no error word")
         self._fault(code, cond)
 
+    def any_lane(self, cond: ir.Value) -> ir.Value:
+        """An i1 that is true when any lane of the i1 (vector) `cond` holds."""
+        if self.width == 1:
+            return cond
+        fnty = ir.FunctionType(I1, [cond.type])
+        name = f"llvm.vector.reduce.or.{mangle(cond.type)}"
+        return self.b.call(declare(self.b.module, name, fnty), [cond])
+
+    def rarely(
+        self, cond: ir.Value, values: list[ir.Value], slow: Callable[[], list[ir.Value]]
+    ) -> list[ir.Value]:
+        """`values` with the lanes where `cond` holds taken from `slow()` instead.
+
+        slow() is emitted on a branch taken only when some lane needs it (math's far
+        ranges), so the common path stays straight-line and vectorized; slow() may add
+        blocks of its own, but must not emit() expressions (the memo would hand its
+        values to code outside the branch).
+        """
+        b = self.b
+        pre = b.block
+        rare = b.append_basic_block("rare")
+        join = b.append_basic_block("rare.join")
+        b.cbranch(self.any_lane(cond), rare, join).set_weights([1, 1 << 20])
+        b.position_at_end(rare)
+        chosen = [b.select(cond, s, v) for s, v in zip(slow(), values)]
+        end = b.block
+        b.branch(join)
+        b.position_at_end(join)
+        out = []
+        for v, c in zip(values, chosen):
+            phi = b.phi(v.type)
+            phi.add_incoming(v, pre)
+            phi.add_incoming(c, end)
+            out.append(phi)
+        return out
+
     def intrinsic(self, name: str, v: ir.Value, *rest: ir.Value) -> ir.Value:
         """Call an overloaded LLVM intrinsic whose result has the first operand's type."""
         fnty = ir.FunctionType(v.type, [v.type] + [r.type for r in rest])

@@ -2,8 +2,10 @@
 
 Emitted lane-generically through the ExprEmitter, so CPU loops stay vectorized (no
 libm calls) and the GPU needs no libdevice; only intrinsics that every backend lowers
-(fma, fabs, copysign, fdiv, integer ops and bit casts) are used, and the code is
-branch-free: every lane computes each path and selects.
+(fma, fabs, copysign, fdiv, integer ops and bit casts) are used. The main ranges are
+branch-free (every lane computes each path and selects); far ranges that need much more
+work (huge trigonometric arguments, gelu's far tail) run on a branch taken only when
+some lane needs it (ExprEmitter.rarely).
 
 Polynomial coefficients are weighted minimax fits made by benchmarks/fit_vmath.py
 (Lawson's algorithm against 40-digit mpmath references), lowest degree first; split
@@ -11,9 +13,11 @@ constants (ln2, pi/2 in two or three parts) are the precision's roundings of mpm
 values. float32 sin/cos/tan and pow run in float64 inside and round once.
 
 Accuracy (tests/codegen/test_vmath.py measures it): exp, exp2, expm1, log, log2,
-log1p, sin, cos, tanh, sigmoid, erf and pow within 2 ulp in both precisions; sin/cos/tan
-are reduced accurately for |x| < 2**42 (beyond, x * 2/pi is too coarse to place x in its
-quadrant; results there stay finite and within [-1, 1], but are not sin or cos of x).
+log1p, sin, cos, tanh, sigmoid, erf and pow within 2 ulp in both precisions, over every
+finite input: sin/cos/tan reduce exactly up to the largest float (trig_reduce.py), pow up
+to exp's overflow and underflow edges, silu and gelu_tanh keep subnormal results, gelu's
+negative tail continues past erfc's polynomial (float64 gelu between x = -6 sqrt 2 and -3
+carries erf's absolute, not relative, accuracy).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from kael.codegen import arith
+from kael.codegen import arith, trig_reduce
 from kael.codegen.lowering import ExprEmitter, value_type_of_width
 from kael.runtime.dtypes import DType, float32, float64
 
@@ -74,6 +78,8 @@ class _Consts:
     erf_poly: tuple[float, ...]  # erf(x) = x + x E(z)
     erfc_poly: tuple[float, ...]  # erfc(a) = exp(-a^2) G(a - erf_center)
     # (float32: relative error in G, for gelu's tail; float64: absolute error in erf)
+    erfc_far_poly: tuple[float, ...]  # erfc(a) = exp(-a^2) (1 + v K(v)) / (a sqrt pi), v = 1/a^2
+    # (a > erf_big: gelu's far tail, relative error)
 
 
 _C = {
@@ -111,6 +117,10 @@ _C = {
             0.00022778102720621973, -6.496049172710627e-05, 1.7639662473811768e-05,
             -4.070650447829394e-06, 1.1024761761291302e-06, -4.919954221804801e-07,
             1.1505548513923713e-07,
+        ),
+        erfc_far_poly=(
+            -0.49999865889549255, 0.7496819496154785, -1.849804401397705, 5.653144359588623,
+            -12.910684585571289,
         ),
     ),
     float64: _Consts(
@@ -165,25 +175,31 @@ _C = {
             9.834889537918799e-14, 1.9744564266930755e-13, 1.936991790401015e-14,
             -5.348845339692361e-14, -1.7532809358473947e-14, -2.0030705907388967e-15,
         ),
+        erfc_far_poly=(
+            -0.49999999999997036, 0.7499999999468355, -1.874999966941611, 6.562489782335778,
+            -29.529423837842597, 162.21788779380785, -1040.9157510019643, 7205.2121967726725,
+            -44635.2483211405, 165399.28770070817,
+        ),
     ),
 }  # fmt: skip
 
-# pi/2 = PIO2[0] + PIO2[1] + PIO2[2] (float64 roundings of the mpmath remainders): with fma
-# the first step is exact while the quadrant q < 2**52, and the three carry 159 bits.
-PIO2 = (1.5707963267948966, 6.123233995736766e-17, -1.4973849048591698e-33)
 TWO_OVER_PI = 0.6366197723675814
-PIO4_CLAMP = 0.7861835  # pi/4 * 1.001, the fitted range: bounds r beyond 2**42
 # pow's ln 2 in two parts: a 32-bit head, so k * head is exact for |k| < 2**21.
 LN2_HEAD, LN2_TAIL = 0.6931471803691238, 1.9082149292705877e-10
-# pow's log tail: 2 atanh(s) = 2s + s z Q(z), to 2**-62 relative (degree 7, fit_vmath.py "pow").
+# pow's log tail: 2 atanh(s) = 2s + (2/3) s^3 + s^5 P(z), z = s^2, to 2**-66 of the log
+# (degree 6, fit_vmath.py "pow", for 2/3 carried exactly: pow's error grows with |y ln x|).
 POW_LOG_POLY = (
-    0.6666666666666666, 0.40000000000006203, 0.2857142856910256, 0.22222222643996836,
-    0.18181775909708736, 0.15387079357345254, 0.13250387834696342, 0.13248792085934238,
+    0.40000000000002256, 0.28571428570099955, 0.2222222251984312, 0.18181784375018623,
+    0.1538675692978136, 0.13256827884259623, 0.13196227999147422,
 )  # fmt: skip
 TWO_THIRDS = (0.6666666666666666, 3.700743415417188e-17)  # 2/3 = hi + lo
 SQRT_2_OVER_PI = 0.7978845608028654  # gelu_tanh: u = x (a + b x^2), b = a * 0.044715
 GELU_TANH_CUBIC = 0.035677408136300125
 SQRT_HALF = 0.7071067811865476
+INV_SQRT_2PI = 0.3989422804014327
+# silu and gelu_tanh's x e^-|u| (|u| >= |x|) stays representable up to |u| ~ -exp_lo + 7
+# (silu(-109) = -2e-45 in float32): the logistic's exp reaches this far past exp's clamp.
+LOGISTIC_REACH = 8.0
 
 
 class _Ops:
@@ -429,16 +445,16 @@ def _in_float64(fn: Callable[[_Ops, ir.Value, _Consts], ir.Value]) -> Callable:
 
 
 def _reduce_pio2(o: _Ops, x: ir.Value) -> tuple[ir.Value, ir.Value]:
-    """x = q pi/2 + r, |r| <= pi/4 (float64): (q as an integer, r).
+    """x = q pi/2 + r, |r| <= pi/4 (float64): (q as an integer, r), for every finite x.
 
-    Accurate for |x| < 2**42; beyond, r is clamped so results stay in [-1, 1].
+    Cody-Waite with three parts of pi/2 below trig_reduce.HUGE; Payne-Hanek from there.
     """
     shifted = o.fma(x, o.c(TWO_OVER_PI), o.c(o.fmt.shifter))
     qf, q = o.unshift(shifted)
     r = x
-    for part in PIO2:
+    for part in trig_reduce.PIO2:
         r = o.fma(qf, o.c(-part), r)
-    return q, o.clamp(r, -PIO4_CLAMP, PIO4_CLAMP)
+    return trig_reduce.exact_for_huge(o.m, x, q, r)
 
 
 def _sin_cos_reduced(o: _Ops, r: ir.Value, k: _Consts) -> tuple[ir.Value, ir.Value]:
@@ -495,15 +511,17 @@ def _logistic(o: _Ops, x: ir.Value, scale: ir.Value | None = None) -> ir.Value:
     """scale * sigmoid(x) as scale / (1 + e) or scale e / (1 + e), e = exp(-|x|) <= 1.
 
     scale * e is scaled by 2**n last, so it keeps full precision where e is subnormal
-    (and is scale * 0 where e underflows, NaN for an infinite scale as in PyTorch).
+    or underflows but scale * e does not (|x| up to LOGISTIC_REACH past exp's edge); it
+    is scale * 0 beyond, NaN for an infinite scale as in PyTorch.
     """
     a = o.abs(x)
-    p, n = _exp_parts(o, o.clamp(o.neg(a), o.k.exp_lo, 0.0))
+    lo = o.k.exp_lo - LOGISTIC_REACH
+    p, n = _exp_parts(o, o.clamp(o.neg(a), lo, 0.0))
     e = o.ldexp(p, n)
     positive = o.cmp(">=", x, o.c(0.0))
     if scale is None:
         return _over_one_plus(o, o.select(positive, o.c(1.0), e), e)
-    in_range = o.cmp("<", a, o.c(-o.k.exp_lo))
+    in_range = o.cmp("<", a, o.c(-lo))
     scaled = o.select(in_range, o.ldexp(p, n, scale), o.mul(scale, e))
     return _over_one_plus(o, o.select(positive, scale, scaled), e)
 
@@ -566,7 +584,26 @@ def _gelu(o: _Ops, x: ir.Value) -> ir.Value:
     small, tail, is_small = _erf_parts(o, t, (o.mul(hi, half), o.mul(lo, half)))
     big = o.select(o.cmp("<", t, o.c(0.0)), tail, o.sub(o.c(2.0), tail))
     one_plus = o.select(is_small, o.add(o.c(1.0), small), big)
-    return o.mul(o.mul(half, x), one_plus)
+    # Past erf_big the polynomial's tail is 0; decided on x^2 / 2, which its clamp uses
+    # (-inf keeps inf * 0 = NaN, as in PyTorch).
+    far = o.cmp(">", o.mul(hi, half), o.c(o.k.erf_big**2))
+    far = o.b.and_(far, o.b.and_(o.cmp("<", x, o.c(0.0)), o.cmp(">", x, o.c(-INF))))
+    near = o.mul(o.mul(half, x), one_plus)
+    return o.m.rarely(far, [near], lambda: [_gelu_far(o, x, hi, lo)])[0]
+
+
+def _gelu_far(o: _Ops, x: ir.Value, hi: ir.Value, lo: ir.Value) -> ir.Value:
+    """gelu(x) for x < 0 with x^2 / 2 = hi / 2 + lo / 2 > erf_big^2, past erfc's polynomial.
+
+    0.5 x erfc(a) at a = -x / sqrt 2 is -(1 + v K(v)) exp(-x^2 / 2) / sqrt(2 pi) with
+    v = 1/a^2 = 2/x^2; exp is scaled last, so subnormal results round once.
+    """
+    v = o.div(o.c(2.0), hi)
+    scale = o.mul(o.fma(v, o.poly(v, o.k.erfc_far_poly), o.c(1.0)), o.c(-INV_SQRT_2PI))
+    arg = o.mul(hi, o.c(-0.5))
+    extra = o.select(o.cmp(">", arg, o.c(o.k.exp_lo)), o.mul(lo, o.c(-0.5)), o.c(0.0))
+    p, n = _exp_parts(o, o.clamp(arg, o.k.exp_lo, 0.0), extra)
+    return o.ldexp(p, n, scale)
 
 
 def _two_product(o: _Ops, a: ir.Value, b: ir.Value) -> tuple[ir.Value, ir.Value]:
@@ -603,7 +640,7 @@ def _log_double(o: _Ops, x: ir.Value) -> tuple[ir.Value, ir.Value]:
     s3_lo = o.fma(s, w_lo, s3_lo)
     c3, c3_lo = _two_product(o, s3, o.c(TWO_THIRDS[0]))
     c3_lo = o.add(c3_lo, o.fma(s3, o.c(TWO_THIRDS[1]), o.mul(s3_lo, o.c(TWO_THIRDS[0]))))
-    tail = o.mul(o.mul(s3, w), o.poly(w, POW_LOG_POLY[1:]))
+    tail = o.mul(o.mul(s3, w), o.poly(w, POW_LOG_POLY))
     h1, e1 = _two_sum(o, o.mul(k, o.c(LN2_HEAD)), o.add(s, s))
     hi, e2 = _two_sum(o, h1, c3)
     small = o.fma(o.mul(o.c(2.0), w), s_lo, o.fma(o.c(2.0), s_lo, o.add(c3_lo, tail)))
@@ -613,12 +650,16 @@ def _log_double(o: _Ops, x: ir.Value) -> tuple[ir.Value, ir.Value]:
 
 
 def _pow_magnitude(o: _Ops, ax: ir.Value, y: ir.Value) -> ir.Value:
-    """|x|**y = exp(y ln|x|) with y ln|x| in two parts; 0, inf and NaN flow through."""
+    """|x|**y = exp(y ln|x|) with y ln|x| in two parts; 0, inf and NaN flow through.
+
+    The tail (about |t| 2**-53) joins only where t is inside exp's clamp: past it, it
+    grows with t (to order 1 at |t| ~ 2**53) and would carry a clamped t back in range.
+    """
     hi, lo = _log_double(o, ax)
     hi = _log_specials(o, ax, hi)
     t = o.mul(y, hi)
     t_lo = o.fma(y, lo, o.fma(y, hi, o.neg(t)))
-    t_lo = o.select(o.cmp("<", o.abs(t), o.c(INF)), t_lo, o.c(0.0))
+    t_lo = o.select(o.cmp("<", o.abs(t), o.c(-o.k.exp_lo)), t_lo, o.c(0.0))
     return _exp_clamped(o, o.clamp(t, o.k.exp_lo, o.k.exp_hi), t_lo)
 
 

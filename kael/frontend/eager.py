@@ -52,6 +52,7 @@ NONTEMPORAL_BYTES = _streaming_threshold()
 
 parallel.install()
 
+
 class Template:
     """One op signature's scheduled kernel (a Kernel or a Reduction) and its scalar names.
 
@@ -328,9 +329,7 @@ _reduction_templates: dict[tuple, Template] = {}
 _reduction_plans: dict[tuple, _ReductionPlan] = {}
 
 
-def reduction_template(
-    key: tuple, build: Callable[[], tuple[str, list[g.Node]]]
-) -> Template:
+def reduction_template(key: tuple, build: Callable[[], tuple[str, list[g.Node]]]) -> Template:
     """The reduction kernel of one op signature and its scalar names, scheduled once.
 
     `build` returns a name and output nodes, each an epilogue over one Reduce node

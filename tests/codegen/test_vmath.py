@@ -1,14 +1,18 @@
 """kael's vector math (kael/codegen/vmath.py): ulp accuracy, special values, PyTorch's golden
-tolerances, vectorized CPU code without calls, and PTX that ptxas accepts.
+tolerances, vectorized CPU code without libm calls, and PTX that ptxas accepts.
 
 Kernels are built as the frontend builds them: a graph node over inputs, scheduled by
 eager.template and launched by eager.run on TensorImpls over NumPy arrays.
 
 Main domains where the ulp bounds are asserted (measured maxima in the bounds' comments):
-exp, exp2, expm1, tanh, sigmoid, erf: every finite input; log, log2: x > 0; log1p: x > -1;
-sin, cos, tan: |x| < 2**42; silu: results >= the smallest normal; gelu, gelu_tanh: |x| <= 3
-(for very negative x their values are tiny and the functions ill-conditioned, so only the
-golden tolerances apply); pow: every pair with a finite, normal result.
+exp, exp2, expm1, tanh, sigmoid, silu, erf, sin, cos, tan: every finite input (trigonometry
+reduced exactly up to the largest float by trig_reduce.py, checked against mpmath); log, log2:
+x > 0; log1p: x > -1; gelu: every finite input in float32, x >= -3 and x < -6 sqrt 2 in
+float64 (in between, erfc's float64 polynomial is fitted for erf's absolute error: relative
+error up to ~5e-4 at x = -8.48); gelu_tanh: x >= -3 (below, 2u's rounding grows the error
+with |u|: ~250 ulp at x = -13); pow: every pair with a finite, normal result, up to
+|y ln x| at the overflow and underflow edges. Each threshold inside the polynomial code
+(clamps, switches between formulas, underflow edges) is tested on both sides against mpmath.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import pytest
 import torch
 from kernel_helpers import ROOT, empty_like_np, impl_of
 
+from kael.codegen import trig_reduce, vmath
 from kael.codegen.cpu import compiler as cpu_compiler
 from kael.codegen.ptx import compiler as ptx_compiler
 from kael.frontend import eager
@@ -37,6 +42,7 @@ UNARY = [
     "silu", "erf", "gelu", "gelu_tanh",
 ]  # fmt: skip
 FLOATS = [np.float32, np.float64]
+TRIG = ("sin", "cos", "tan")
 L = np.longdouble
 F = torch.nn.functional
 TORCH = {
@@ -51,9 +57,10 @@ TORCH = {
 TORCH_QUIRKS = {("gelu", np.float32, np.inf), ("gelu", np.float32, float(np.finfo(np.float32).max))}
 
 # Max ulp asserted on each main domain, for both precisions unless (op, "f64") says more
-# (measured f32/f64: exp .99/.94, exp2 1.04/1.01, expm1 1.53/1.77, log .76/.76, log2
-# 1.55/1.54, log1p .77/.77, sin and cos .58/1.42, tan .60/2.58, tanh 1.47/1.45, sigmoid
-# 1.75/1.75, silu 2.46/2.56, erf 1.05/.87, gelu 3.65/16.6, gelu_tanh 11.4/9.9, pow .5/1.44).
+# (measured f32/f64: exp .99/.97, exp2 1.04/1.02, expm1 1.53/1.77, log .76/.77, log2
+# 1.55/1.54, log1p .77/.77, sin .58/1.42 and cos .58/1.49 (huge arguments .56/1.19), tan
+# .61/2.68, tanh 1.47/1.48, sigmoid 1.75/1.83, silu 2.46/2.56, erf 1.05/.90, gelu
+# 3.58/17.1 (far tail 2.1/1.9), gelu_tanh 11.4/11.5, pow .5/1.44, 1.1 near exp's edges).
 # gelu's erfc polynomial is fitted for erf's absolute error, so gelu's negative tail is
 # relatively less accurate in float64; gelu_tanh is ill-conditioned for negative x (its
 # condition number reaches ~10 at x = -3), so any float evaluation loses about that much.
@@ -155,10 +162,14 @@ def _mp(fn):
     return ref
 
 
-MP = {
-    "erf": _mp(mpmath.erf),
-    "gelu": _mp(lambda v: v / 2 * mpmath.erfc(-v / mpmath.sqrt(2))),
-}
+def _gelu_mp(v):
+    """x Phi(x); past |x| = 40 (where mpmath's erfc overflows) it is x or 0 in any float."""
+    if abs(v) > 40:
+        return v if v > 0 else mpmath.mpf(0)
+    return v / 2 * mpmath.erfc(-v / mpmath.sqrt(2))
+
+
+MP = {"erf": _mp(mpmath.erf), "gelu": _mp(_gelu_mp)}
 
 
 def ulp_errors(got: np.ndarray, ref: np.ndarray, dt) -> np.ndarray:
@@ -176,29 +187,26 @@ def _in_domain(op: str, x: np.ndarray) -> np.ndarray:
         return x > 0
     if op == "log1p":
         return x > -1
-    if op in ("sin", "cos", "tan"):
-        return np.abs(x) < 2.0**42
-    if op in ("gelu", "gelu_tanh"):
-        return np.abs(x) <= 3
+    if op == "gelu" and x.dtype == np.float64:
+        return (x >= -3) | (x < -6 * np.sqrt(2))
+    if op == "gelu_tanh":
+        return x >= -3
     return np.isfinite(x)
 
 
 def max_ulp(op: str, x: np.ndarray) -> float:
     """The worst ulp error of op over the main-domain elements of x."""
     dt = x.dtype.type
-    x = x[_in_domain(op, x)]
+    x = x[_in_domain(op, x) & np.isfinite(x)]
     with np.errstate(all="ignore"):
-        if op in WIDE:
-            ref = WIDE[op](x.astype(np.float64 if dt is np.float32 else L))
+        if op in WIDE:  # long double trigonometry reduces exactly, as mpmath does
+            wide = np.float64 if dt is np.float32 and op not in TRIG else L
+            ref = WIDE[op](x.astype(wide))
         elif dt is np.float32:
             ref = (_erf_torch64 if op == "erf" else _gelu_torch64)(x)
         else:
             ref = MP[op](x)
-    got = apply(op, x)
-    if op == "silu":  # below the normal range the result has fewer significant bits
-        keep = np.abs(ref) >= np.finfo(dt).tiny
-        got, ref = got[keep], ref[keep]
-    return float(ulp_errors(got, ref, dt).max())
+    return float(ulp_errors(apply(op, x), ref, dt).max())
 
 
 def float32_sweep(step: int = 1021) -> np.ndarray:
@@ -249,6 +257,175 @@ def test_pow_ulp_error(dt):
     assert ulp_errors(got[keep], ref[keep], dt).max() <= ULP_BOUND["pow"]
 
 
+# --- past the main ranges: every threshold, both sides ---------------------------------------
+
+
+def _mp_sigmoid(v):
+    return 1 / (1 + mpmath.exp(-v))
+
+
+# 30-digit mpmath references of every unary op (gelu_tanh with its exact constants).
+MP_ALL = {
+    **{op: _mp(getattr(mpmath, op)) for op in ("exp", "expm1", "log", "log1p", "tanh", "erf")},
+    **{op: _mp(getattr(mpmath, op)) for op in TRIG},
+    "exp2": _mp(lambda v: mpmath.power(2, v)),
+    "log2": _mp(lambda v: mpmath.log(v, 2)),
+    "sigmoid": _mp(_mp_sigmoid),
+    "silu": _mp(lambda v: v * _mp_sigmoid(v)),
+    "gelu": MP["gelu"],
+    "gelu_tanh": _mp(
+        lambda v: v * _mp_sigmoid(2 * mpmath.sqrt(2 / mpmath.pi) * (v + 0.044715 * v**3))
+    ),
+}
+
+
+def _thresholds(op: str, dt) -> list[float]:
+    """Where vmath's code switches formula or clamps, or op's result leaves a float's range."""
+    k, info = vmath._C[dtypes.from_numpy_dtype(dt)], np.finfo(dt)
+    top, tiny, sub = (float(v) for v in (info.max, info.tiny, info.smallest_subnormal))
+    ln, root2 = np.log, np.sqrt(2)
+    return {
+        "exp": [k.exp_lo, k.exp_hi, ln(top), ln(tiny), ln(sub)],
+        "exp2": [k.exp_lo * k.log2e, k.exp_hi * k.log2e, np.log2(top), np.log2(sub), 0.5, -0.5],
+        "expm1": [k.expm1_lo, k.exp_hi, ln(top), ln(2) / 2, -ln(2) / 2],
+        "log": [tiny, np.sqrt(0.5), np.sqrt(2), top],
+        "log2": [tiny, np.sqrt(0.5), np.sqrt(2), top],
+        "log1p": [-1 + float(info.epsneg), -0.5, 1.0, -1.0, top / 2],
+        "tanh": [k.tanh_small, -k.tanh_small, k.tanh_big / 2, -k.tanh_big / 2],
+        "sigmoid": [k.exp_lo, ln(tiny), -k.exp_lo],
+        "silu": [k.exp_lo, k.exp_lo - vmath.LOGISTIC_REACH, ln(tiny)],
+        "erf": [k.erf_small, -k.erf_small, k.erf_big, -k.erf_big],
+        "gelu": [k.erf_small * root2, -k.erf_small * root2, k.erf_big * root2],
+        "gelu_tanh": [-3.0, 3.0, 1e4],
+        **{op: [2.0**20, 2.0**40, -(2.0**40), 2.0**52, top] for op in TRIG},
+    }[op] + ([-k.erf_big * root2, -14.2 if dt is np.float32 else -38.6] if op == "gelu" else [])
+
+
+def _around(t: float, dt) -> np.ndarray:
+    """t's float and 16 neighbours each side, then 1e-6 .. 3% away on both sides."""
+    t = dt(t)
+    rel = np.array([1e-6, 1e-4, 1e-3, 1e-2, 3e-2])
+    with np.errstate(over="ignore", invalid="ignore"):  # past the largest float: inf, dropped
+        steps = (np.arange(-16, 17) * np.spacing(np.abs(t))).astype(dt)
+        return np.concatenate([t + steps, t * (1 + np.concatenate([rel, -rel]))]).astype(dt)
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+@pytest.mark.parametrize("op", UNARY)
+def test_every_threshold_of_the_polynomial_code_holds_on_both_sides(op, dt):
+    x = np.concatenate([_around(t, dt) for t in _thresholds(op, dt)])
+    x = x[_in_domain(op, x) & np.isfinite(x)]
+    assert ulp_errors(apply(op, x), MP_ALL[op](x), dt).max() <= ulp_bound(op, dt)
+
+
+# --- huge trigonometric arguments (kael/codegen/trig_reduce.py) ------------------------------
+
+
+KAHAN = 6381956970095103 * 2.0**797  # the float64 closest to a multiple of pi/2
+
+
+def test_two_over_pi_table_holds_mpmaths_bits():
+    with mpmath.workprec(1400):
+        bits = int(mpmath.floor(2 / mpmath.pi * mpmath.mpf(2) ** 1280))
+    assert int(trig_reduce.TWO_OVER_PI_HEX, 16) == bits
+    words = trig_reduce.WORDS  # 64 zero bits, then the same bits
+    assert words[0] == 0
+    assert sum(w << 64 * (len(words) - 1 - i) for i, w in enumerate(words)) == bits
+    # The window at the largest exponent (4 words from its first) stays inside the table.
+    assert len(words) >= (trig_reduce.MAX_START >> 6) + 4
+
+
+def _huge_sample(dt) -> np.ndarray:
+    """Both sides of HUGE (16 floats each), then geometric up to the largest float, +-."""
+    huge = dt(trig_reduce.HUGE)
+    near = huge + np.arange(-16, 17) * np.spacing(huge)
+    far = np.geomspace(2.0**30, float(np.finfo(dt).max) / 2, 700)  # max itself below
+    x = np.concatenate([near, far, [np.finfo(dt).max]]).astype(dt)
+    return np.concatenate([x, -x])
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+@pytest.mark.parametrize("op", TRIG)
+def test_sin_cos_tan_reduce_huge_arguments_exactly(op, dt):
+    x = _huge_sample(dt)
+    assert ulp_errors(apply(op, x), MP_ALL[op](x), dt).max() <= ulp_bound(op, dt)
+
+
+@pytest.mark.parametrize("op", TRIG)
+def test_reduction_keeps_full_precision_nearest_a_multiple_of_pi_over_2(op):
+    """x - q pi/2 = 4.7e-19 there: it needs 2/pi to about 2**-120 of x."""
+    x = np.array([KAHAN, -KAHAN, 1e16, -1e22, 2.0**1000 * 1.2345])
+    assert ulp_errors(apply(op, x), MP_ALL[op](x), np.float64).max() <= ulp_bound(op, np.float64)
+
+
+def test_the_issues_examples():
+    np.testing.assert_allclose(apply("sin", np.array([1e16])), [0.7796880066069788], rtol=1e-15)
+    x = np.array([3.4e38], np.float32)
+    np.testing.assert_allclose(apply("sin", x), MP_ALL["sin"](x).astype(np.float32), rtol=1e-7)
+    assert abs(float(apply("sin", x)[0]) - (-0.244)) < 1e-3
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_pow_of_huge_exponents_underflows_to_zero_or_overflows(dt):
+    """y ln x's tail must not join once y ln x is clamped: it grows with y (order 1 at 2**53)."""
+    big, odd = (1e300, 2.0**52 + 1) if dt is np.float64 else (1e30, 2.0**23 + 1)
+    pairs = [(2, -big), (0.5, big), (10, -1e20), (2, big), (0.5, -big), (10, 1e20)]
+    pairs += [(1.5, -1e15), (1.5, -1e17), (0.7, 1e15), (0.7, 1e17), (3, -(2.0**60))]
+    pairs += [(-2, -1e25), (-2, 1e25), (-2, -odd), (-2, odd), (2, -1074), (2, -1075)]
+    pairs += [(2, -149), (2, -150), (2, 127), (2, 128), (2, 1023), (2, 1024)]
+    x, y = (np.array(v, dt) for v in zip(*pairs))
+    with mpmath.workdps(30), np.errstate(over="ignore"):
+        want = np.array([float(mpmath.power(float(a), float(b))) for a, b in pairs]).astype(dt)
+    got = apply_pow(x, y)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_pow_stays_within_its_bound_up_to_the_overflow_and_underflow_edges(dt):
+    """|y ln x| near exp's edges multiplies ln|x|'s relative error by up to 745."""
+    rng = np.random.default_rng(11)
+    info = np.finfo(dt)
+    x = np.repeat(np.array([0.7, 1.3, 1.4, 1.5, 3.0, 1e-10, 1e10], dt), 60)
+    edges = [
+        np.log(float(info.max)),
+        np.log(float(info.tiny)),
+        np.log(float(info.smallest_subnormal)),
+    ]
+    t = np.array(edges)[rng.integers(0, 3, x.size)] * (1 - rng.uniform(0, 0.15, x.size))
+    y = (t / np.log(x.astype(np.float64))).astype(dt)
+    with mpmath.workdps(40):
+        ref = np.array([L(mpmath.nstr(mpmath.power(float(a), float(b)), 25)) for a, b in zip(x, y)])
+    assert ulp_errors(apply_pow(x, y), ref, dt).max() <= ULP_BOUND["pow"]
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_silu_and_gelu_tanh_keep_subnormal_results_past_exps_underflow_edge(dt):
+    """x e^-|u| stays representable a few units past exp's own edge: no early flush to 0."""
+    k = vmath._C[dtypes.from_numpy_dtype(dt)]
+    x = np.linspace(k.exp_lo - vmath.LOGISTIC_REACH - 2, k.exp_lo + 2, 400).astype(dt)
+    assert ulp_errors(apply("silu", x), MP_ALL["silu"](x), dt).max() <= 1
+    # gelu_tanh's 2u crosses exp's edge at x = -10.7 (float32) / -21.5 (float64); there its
+    # rounding costs ~|u| ulps (the main-range bound does not apply), never the value.
+    x = np.linspace(-11.2, -10.2, 400) if dt is np.float32 else np.linspace(-21.9, -21.1, 400)
+    x = x.astype(dt)
+    sub = float(np.finfo(dt).smallest_subnormal)
+    ref = MP_ALL["gelu_tanh"](x).astype(np.float64)
+    np.testing.assert_allclose(apply("gelu_tanh", x), ref, rtol=2e-4, atol=sub)
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_gelu_negative_tail_past_erfcs_polynomial_is_not_flushed_to_zero(dt):
+    """Past x = -erf_big sqrt 2 gelu is tiny but not 0, down to its underflow edge."""
+    k = vmath._C[dtypes.from_numpy_dtype(dt)]
+    edge = -k.erf_big * np.sqrt(2)
+    x = np.linspace(edge, -14.5 if dt is np.float32 else -39.0, 600).astype(dt)
+    assert ulp_errors(apply("gelu", x), MP["gelu"](x), dt).max() <= ulp_bound("gelu", dt)
+    if dt is np.float64:  # inside the edge erf's polynomial carries only erf's absolute error
+        x = np.linspace(edge, -3, 200)
+        np.testing.assert_allclose(apply("gelu", x), MP["gelu"](x).astype(dt), rtol=1e-3)
+
+
 # --- special values and PyTorch -------------------------------------------------------------
 
 
@@ -282,8 +459,6 @@ TOL = {np.float32: (1e-5, 1e-6), np.float64: (1e-12, 1e-14)}
 @pytest.mark.parametrize("op", UNARY)
 def test_special_values_match_torch(op, dt):
     x = _specials(dt)
-    if op in ("sin", "cos", "tan"):  # documented: only |x| < 2**42 is reduced exactly
-        x = x[~(np.abs(x) >= 2.0**42) | ~np.isfinite(x)]
     assert_matches_torch(apply(op, x), torch_op(op, x), x, op, dt, *TOL[dt])
 
 
@@ -337,19 +512,16 @@ def test_integer_pow_still_wraps_exactly():
     np.testing.assert_array_equal(apply_pow(x, y), want)
 
 
-@pytest.mark.parametrize("dt", FLOATS)
-def test_trig_beyond_the_exact_range_stays_finite_and_bounded(dt):
-    x = np.geomspace(2.0**42, float(np.finfo(dt).max) / 2, 20_000).astype(dt)
-    x = np.concatenate([x, -x])
-    for op in ("sin", "cos"):
-        y = apply(op, x)
-        assert np.isfinite(y).all() and (np.abs(y) <= 1).all(), op
-
-
 @pytest.mark.parametrize("op", UNARY)
 def test_scalar_and_vector_lanes_agree(op):
-    """A strided view runs the scalar (width 1) code; the contiguous copy the vector code."""
+    """A strided view runs the scalar (width 1) code; the contiguous copy the vector code.
+
+    Some elements are far out (huge trigonometric arguments, gelu's far tail), so the rarely
+    taken paths run in both, mixed with common lanes.
+    """
     x = np.random.default_rng(1).standard_normal(2 * 333).astype(np.float32) * 5
+    x[::14] *= 1e30
+    x[5::22] = -9.5
     view = x[::2]
     np.testing.assert_array_equal(apply(op, view), apply(op, np.ascontiguousarray(view)))
 
@@ -363,13 +535,15 @@ def _kernels(dt):
     yield "pow", _binary_template("pow", dt).kernel
 
 
-def test_float32_kernels_are_vectorized_and_call_nothing():
+def test_float32_kernels_are_vectorized_and_call_only_kaels_rare_paths():
+    """No libm: the only call is trigonometry's huge-argument lane loop, in the module."""
     reg = "zmm" if "avx512f" in cpu_compiler.vector_features() else "ymm"
     for op, kernel in _kernels(dtypes.float32):
         k = kernel.specialize(1, (CONTIG,) * (len(kernel.inputs) + 1), False, False)
         asm = cpu_compiler.assembly(k, "k")
         assert re.search(rf"vfmadd\w*\s.*%{reg}", asm), op
-        assert not re.search(r"\bcall", asm), op
+        callees = set(re.findall(r"\bcall\w*\s+(\S+)", asm))
+        assert callees <= ({"kael_trig_reduce_v16"} if op in TRIG else set()), (op, callees)
 
 
 _PTX_PROBE = """
@@ -411,4 +585,6 @@ def test_every_function_lowers_to_ptx_that_ptxas_accepts(dt, ptx_survives_in_a_c
         k = kernel.specialize(1, (CONTIG,) * (len(kernel.inputs) + 1), False, False)
         ptx = ptx_compiler.compile_ptx(k)
         assert ".entry" in ptx and "call" not in ptx, op
+        if op in TRIG:  # 2/pi's bits for huge arguments: a constant table in global memory
+            assert re.search(r"\.global \.align 8 \.b8 kael_two_over_pi\[168\] = \{0, ", ptx)
         ptx_compiler.ptxas_check(ptx)

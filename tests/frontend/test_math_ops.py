@@ -120,3 +120,19 @@ def test_math_out_of_the_wrong_dtype_raises():
         kael.TypeError, match="out has dtype float64 but the result has dtype float32"
     ):
         kael.exp(kael.ones(3), out=kael.empty(3, dtype=kael.float64))
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64])
+def test_pow_with_huge_exponents_underflows_to_zero_and_overflows_to_inf(dtype):
+    """Past |y log2 x| ~ 1e16 pow overflowed to inf where the result underflows to 0."""
+    base, exps = [2.0, 0.5, 10.0], [-1e300, 1e300, -1e20]
+    kb, tb = kael.tensor(base, dtype=dtype), torch.tensor(base, dtype=TORCH_DTYPE[dtype])
+    ke, te = kael.tensor(exps, dtype=kael.float64), torch.tensor(exps, dtype=torch.float64)
+    _check(kael.pow(kb, ke), torch.pow(tb, te))
+    np.testing.assert_array_equal(kael.pow(kb.double(), ke).numpy(), [0.0, 0.0, 0.0])
+    _check(kb**-1e300, tb**-1e300)
+    np.testing.assert_array_equal((kb**-1e300).numpy(), [0.0, np.inf, 0.0])
+    kb.pow_(ke)  # in place: the float64 exponents promote the computation, not the result
+    tb.pow_(te)
+    _check(kb, tb)
+    np.testing.assert_array_equal(kb.numpy(), [0.0, 0.0, 0.0])

@@ -54,7 +54,10 @@ def compiled(name: str, build: Callable[[ir.Module], list[str]]) -> Library:
 
     `name` must identify what `build` emits: the same name always gets the same library.
     """
-    with _lock:
+    lib = _libraries.get(name)
+    if lib is not None:
+        return lib
+    with _lock:  # reentrant: a build may compile another module
         lib = _libraries.get(name)
         if lib is None:
             module = ir.Module(name=name)
