@@ -21,6 +21,7 @@ T = TypeVar("T")
 # holding one may wait only for locks of a higher rank: the allocators' locks come last,
 # since a Storage finalizer (run by any allocation, inside any other lock) takes them.
 LLVM_RANK = 10
+LLVMLITE_RANK = 11  # llvmlite's own lock around every C call, taken inside kael's
 GENERATOR_RANK = 20
 ALLOCATOR_RANK = 90
 
@@ -37,9 +38,17 @@ def lock(*, reentrant: bool = False, fork_rank: int | None = None):
     new = threading.RLock() if reentrant else threading.Lock()
     _all.append(new)
     if fork_rank is not None:
-        _held.append((fork_rank, new))
-        _held.sort(key=lambda entry: entry[0])
+        hold_across_fork(new, fork_rank)
     return new
+
+
+def hold_across_fork(existing, fork_rank: int) -> None:
+    """Make fork() wait for a lock made elsewhere (a library's), as for `lock(fork_rank=)`,
+    and re-initialize it in the child; it needs acquire, release and _at_fork_reinit."""
+    if existing not in _all:
+        _all.append(existing)
+    _held.append((fork_rank, existing))
+    _held.sort(key=lambda entry: entry[0])
 
 
 def cached(fn: Callable[..., T] | None = None, *, lock_with=None):

@@ -59,7 +59,8 @@ def test_cached_does_not_store_a_failed_build():
 
 
 # Forks its own children while a thread keeps `busy` running, then checks each child can
-# compile, launch and allocate. Prints "ok N" when all N children exited 0 in time.
+# compile, launch and allocate. Prints "ok N" when all N children exited 0 in time. A child
+# forked inside one of llvmlite's own C calls (its lock held) hung in 1 of ~50 forks.
 _FORK_WHILE_BUSY = """
 import os, sys, threading, time
 import numpy as np
@@ -91,7 +92,7 @@ worker = threading.Thread(target={{"compile": compile_forever, "launch": launch_
                           "allocate": allocate_forever}}[busy], daemon=True)
 worker.start()
 children = []
-for k in range(12):
+for k in range(24):
     time.sleep(0.02 * (k % 4))
     pid = os.fork()
     if pid == 0:
@@ -126,7 +127,7 @@ if not pending and not failed:
 def test_fork_while_another_thread_is_busy_gives_a_working_child(busy, tmp_path):
     env = {"KAEL_CACHE_DIR": str(tmp_path / "cache")} if busy == "compile" else {}
     res = run_python(_FORK_WHILE_BUSY.format(busy=busy), **env)
-    assert "ok 12" in res.stdout, res.stdout + res.stderr
+    assert "ok 24" in res.stdout, res.stdout + res.stderr
 
 
 def test_lock_held_by_another_thread_at_fork_is_free_in_the_child():
