@@ -25,7 +25,7 @@ from kael.ir.ops import FAULTS, FLAG
 from kael.ir.reduction import ReducePlan, Reduction, plan_reduction
 from kael.ir.scheduler import schedule_elementwise, schedule_reduction
 from kael.runtime import cuda_driver, sync
-from kael.runtime.convert import convert_scalar
+from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import DType, bool_, float64, int64
 from kael.runtime.errors import Error
@@ -273,9 +273,10 @@ def copy_into(dst: TensorImpl, src: TensorImpl) -> None:
 
 
 def fill(dst: TensorImpl, value) -> None:
-    """Every element of dst set to the Python scalar `value`, converted to dst's dtype."""
+    """Every element of dst set to the Python scalar `value`, converted to dst's dtype (a
+    PyTorch Scalar: an int beyond int64 that uint64 holds fills float and bool tensors)."""
     k = template(("fill", dst.dtype), lambda: (f"fill_{dst.dtype}", [_scalar(dst.dtype, "value")]))
-    run(k, [dst], [], {"value": convert_scalar(value, dst.dtype)})
+    run(k, [dst], [], {"value": convert_scalar(value, dst.dtype, CHECKED)})
 
 
 def arange_into(dst: TensorImpl, start, step) -> None:

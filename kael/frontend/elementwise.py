@@ -24,8 +24,8 @@ from kael.frontend.outputs import (
 )
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.ir import graph as g
-from kael.runtime.convert import convert_scalar
-from kael.runtime.dtypes import DType, bool_, float32, float64, int64, result_type
+from kael.runtime.convert import CHECKED, WRAP, convert_scalar
+from kael.runtime.dtypes import INT64_MAX, DType, bool_, float32, float64, int64, result_type
 from kael.runtime.errors import TypeError, ValueError
 from kael.runtime.tensor_impl import format_shape
 
@@ -35,27 +35,43 @@ from kael.runtime.tensor_impl import format_shape
 @dataclass(frozen=True)
 class BinaryOp:
     """A binary op: `rule` maps the promoted dtype to the compute dtype; `bool_out` ops
-    (comparisons, logic) give bool; `refuse` names the dtypes the op rejects."""
+    (comparisons, logic) give bool; `refuse_bool` is the message refusing a bool compute.
+    `tensors` names the arguments PyTorch's signature takes only as a Tensor (it has no
+    Number overload there): the function and method refuse a Python number for them. A
+    `scalar_exponent` op reads a number `other` as PyTorch's Scalar: a float32 pow computes
+    with it in float64, 0.5 and -0.5 run sqrt and rsqrt (_EXPONENT_KERNELS), and an int pow
+    refuses an int beyond int64 (the other ops take such an int modulo 2**64 into int64, as
+    PyTorch casts its uint64 Scalar)."""
 
     name: str
     ir: str
     rule: str = "promote"  # promote | add | true_div | logical | integral
     bool_out: bool = False
     refuse_bool: str | None = None
+    tensors: tuple[str, ...] = ()
+    scalar_exponent: bool = False
 
 
 @dataclass(frozen=True)
 class UnaryOp:
+    """A unary op: `rule` maps x's dtype to the compute dtype; `float_only` ops refuse int and
+    bool inputs that the "float" rule would compute in float32 (PyTorch's activations have
+    float kernels only)."""
+
     name: str
     ir: str
     rule: str = "keep"  # keep | float | square | logical | bool_out | integral
     refuse_bool: bool = False
+    float_only: bool = False
 
 
 _SUB_BOOL = (
     "Subtraction, the `-` operator, with a bool tensor is not supported. "
     "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
 )
+
+_TENSORS = ("input", "other")  # maximum(Tensor, Tensor): no Number overload at all
+_INPUT = ("input",)  # eq(Tensor, Tensor) and eq(Tensor, Number): never a Number input
 
 BINARY: dict[str, BinaryOp] = {
     op.name: op
@@ -66,18 +82,18 @@ BINARY: dict[str, BinaryOp] = {
         BinaryOp("div", "div", "true_div"),
         BinaryOp("floor_divide", "floordiv", refuse_bool="floor_divide does not support bool"),
         BinaryOp("remainder", "rem", refuse_bool="remainder does not support bool"),
-        BinaryOp("pow", "pow", refuse_bool="pow does not support bool"),
-        BinaryOp("maximum", "max"),
-        BinaryOp("minimum", "min"),
-        BinaryOp("eq", "eq", bool_out=True),
-        BinaryOp("ne", "ne", bool_out=True),
-        BinaryOp("lt", "lt", bool_out=True),
-        BinaryOp("le", "le", bool_out=True),
-        BinaryOp("gt", "gt", bool_out=True),
-        BinaryOp("ge", "ge", bool_out=True),
-        BinaryOp("logical_and", "and", "logical", bool_out=True),
-        BinaryOp("logical_or", "or", "logical", bool_out=True),
-        BinaryOp("logical_xor", "xor", "logical", bool_out=True),
+        BinaryOp("pow", "pow", refuse_bool="pow does not support bool", scalar_exponent=True),
+        BinaryOp("maximum", "max", tensors=_TENSORS),
+        BinaryOp("minimum", "min", tensors=_TENSORS),
+        BinaryOp("eq", "eq", bool_out=True, tensors=_INPUT),
+        BinaryOp("ne", "ne", bool_out=True, tensors=_INPUT),
+        BinaryOp("lt", "lt", bool_out=True, tensors=_INPUT),
+        BinaryOp("le", "le", bool_out=True, tensors=_INPUT),
+        BinaryOp("gt", "gt", bool_out=True, tensors=_INPUT),
+        BinaryOp("ge", "ge", bool_out=True, tensors=_INPUT),
+        BinaryOp("logical_and", "and", "logical", bool_out=True, tensors=_TENSORS),
+        BinaryOp("logical_or", "or", "logical", bool_out=True, tensors=_TENSORS),
+        BinaryOp("logical_xor", "xor", "logical", bool_out=True, tensors=_TENSORS),
         BinaryOp("bitwise_and", "bitand", "integral"),
         BinaryOp("bitwise_or", "bitor", "integral"),
         BinaryOp("bitwise_xor", "bitxor", "integral"),
@@ -106,9 +122,10 @@ UNARY: dict[str, UnaryOp] = {
             UnaryOp(name, name, "float")
             for name in (
                 "sqrt", "rsqrt", "exp", "exp2", "expm1", "log", "log2", "log1p", "sin", "cos",
-                "tan", "tanh", "sigmoid", "silu", "erf",
+                "tan", "tanh", "sigmoid", "erf",
             )
         ),
+        UnaryOp("silu", "silu", "float", float_only=True),
     )
 }  # fmt: skip
 
@@ -213,11 +230,39 @@ def _has_bool(*operands) -> bool:
     )
 
 
+def check_tensor_args(op: BinaryOp, input, other) -> None:
+    """PyTorch's signature check of the public function and method: the arguments `op.tensors`
+    names must be Tensors (kael.TypeError naming the op and the argument)."""
+    for what, value in (("input", input), ("other", other)):
+        if what in op.tensors:
+            tensor_arg(value, op.name, what)
+
+
+def _floating_only(name: str, dtype: DType) -> None:
+    """Refuse an int or bool input of an op with float kernels only (silu, gelu), as PyTorch
+    does even for an empty one."""
+    if not dtype.is_floating_point:
+        raise TypeError(f"{name} is only supported for floating point dtypes, got {dtype}")
+
+
+def _refuse_bool_with_uint64(name: str, a, b) -> None:
+    """PyTorch reads an int beyond int64 as a uint64 Scalar and refuses to promote it with a
+    bool tensor (with an int64 one it wraps, with a float one it converts)."""
+    tensor, number = (a, b) if isinstance(a, Tensor) else (b, a)
+    if tensor.dtype is bool_ and type(number) is builtins.int and number > INT64_MAX:
+        raise TypeError(
+            f"{name}: a bool tensor and {number}, an int beyond int64 (a uint64 in PyTorch), "
+            "do not promote"
+        )
+
+
 def _unary_dtypes(op: UnaryOp, x: Tensor) -> tuple[DType, DType]:
     dtype = x.dtype
     rule = op.rule
     if op.refuse_bool and dtype is bool_:
         raise TypeError(_NEG_BOOL if op.name == "neg" else f"{op.name} does not support bool")
+    if op.float_only:
+        _floating_only(op.name, dtype)
     if rule == "float":
         compute = dtype if dtype.is_floating_point else float32
         return compute, compute
@@ -261,8 +306,10 @@ def _run(
     build,
     out: Tensor,
     compute: DType,
+    beyond_int64: str = CHECKED,
 ) -> bool:
-    """Build (once) and launch the kernel of `build` over out's shape; returns the flag."""
+    """Build (once) and launch the kernel of `build` over out's shape; returns the flag. The
+    number operands convert to `compute` (an int beyond int64 as `beyond_int64` says)."""
     entry = eager.template(key, build)
     shape = out.shape
     ins = [
@@ -271,7 +318,7 @@ def _run(
         if isinstance(x, Tensor)
     ]
     scalars = {
-        f"x{i}": convert_scalar(x, compute)
+        f"x{i}": convert_scalar(x, compute, beyond_int64)
         for i, x in enumerate(operands)
         if not isinstance(x, Tensor)
     }
@@ -298,17 +345,31 @@ def binary(name: str, a, b, out: Tensor | None = None) -> Tensor:
     return target
 
 
+# The number exponents PyTorch's float pow computes with another kernel, whose special
+# values are not pow's: sqrt(-0.0) is -0.0 and sqrt(-inf) NaN (pow gives +0.0 and inf).
+_EXPONENT_KERNELS = {0.5: "sqrt", -0.5: "rsqrt"}
+
+
 def _launch_binary(op: BinaryOp, a, b, compute: DType, target: Tensor) -> None:
     operand_dtype = bool_ if op.rule == "logical" else compute
+    _refuse_bool_with_uint64(op.name, a, b)
+    number_exponent = op.scalar_exponent and not isinstance(b, Tensor)
+    kernel = _EXPONENT_KERNELS.get(b) if number_exponent and compute.is_floating_point else None
+    if kernel is not None:
+        _launch_unary(kernel, kernel, a, compute, target)
+        return
+    # A float32 pow's number exponent stays a double: the base (rounded to float32 first, as
+    # PyTorch converts it) is widened and pow runs in float64, rounded to float32 at the end.
+    wide = float64 if number_exponent and operand_dtype is float32 else operand_dtype
 
     def build():
-        x = g.Cast(operand_dtype, (), _leaf(a, operand_dtype, "x0"))
-        y = g.Cast(operand_dtype, (), _leaf(b, operand_dtype, "x1"))
-        value = g.Binary(bool_ if op.bool_out else operand_dtype, (), op.ir, x, y)
+        x = g.Cast(wide, (), g.Cast(operand_dtype, (), _leaf(a, operand_dtype, "x0")))
+        y = g.Cast(wide, (), _leaf(b, wide, "x1"))
+        value = g.Binary(bool_ if op.bool_out else wide, (), op.ir, x, y)
         return f"{op.name}", [g.Cast(target.dtype, (), value)]
 
-    key = ("binary", op.name, _kind(a), _kind(b), operand_dtype, target.dtype)
-    _run(key, [a, b], build, target, operand_dtype)
+    key = ("binary", op.name, _kind(a), _kind(b), operand_dtype, wide, target.dtype)
+    _run(key, [a, b], build, target, wide, CHECKED if number_exponent else WRAP)
 
 
 def unary(name: str, x, out: Tensor | None = None) -> Tensor:
@@ -343,7 +404,8 @@ def gelu(input: Tensor, approximate: str = "none", out: Tensor | None = None) ->
     if approximate not in ("none", "tanh"):
         raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
     x = tensor_arg(input, "gelu")
-    compute = x.dtype if x.dtype.is_floating_point else float32
+    _floating_only("gelu", x.dtype)
+    compute = x.dtype
     target = output(out, x.shape, compute, x.device, "gelu")
     ir_op = "gelu" if approximate == "none" else "gelu_tanh"
     _launch_unary(ir_op, ir_op, x, compute, target)
@@ -381,48 +443,60 @@ def clamp(input: Tensor, min=None, max=None, out: Tensor | None = None) -> Tenso
     """input limited to [min, max] (either may be None); a NaN bound gives NaN, min > max gives
     max."""
     x = tensor_arg(input, "clamp")
-    bounds, dtype = _clamp_dtype(x, min, max, "clamp")
-    tensors = [t for t in (x, *bounds) if isinstance(t, Tensor)]
+    bounds, dtype = _clamp_bounds(x, min, max, "clamp")
+    tensors = [t for t in (x, *bounds.values()) if isinstance(t, Tensor)]
     device = device_of(tensors, "clamp")
     shape = broadcast_shapes(*(t.shape for t in tensors))
     target = output(out, shape, dtype, device, "clamp")
-    _launch_clamp(x, min, max, dtype, target)
+    _launch_clamp(x, bounds, dtype, target)
     return target
 
 
-def _clamp_dtype(x: Tensor, lo, hi, op: str) -> tuple[list, DType]:
-    """clamp's and clamp_'s bounds as operands and their computing dtype; at least one bound,
-    and no bool clamp (PyTorch has no bool kernel), in place or not."""
+_CLAMP_OPS = {"min": "max", "max": "min"}  # each bound by the op that applies it
+
+
+def _clamp_bounds(x: Tensor, lo, hi, op: str) -> tuple[dict, DType]:
+    """clamp's and clamp_'s bounds by name ("min", "max"; None left out) and their computing
+    dtype, checked as PyTorch's two signatures (Tensor bounds, or Number bounds) check them,
+    in place or not: at least one bound; no Tensor with dims beside a number (a 0-d tensor
+    there is read as its number); a bool result only from one Tensor bound (PyTorch's bool
+    kernels are those of clamp_min and clamp_max with a Tensor)."""
     if lo is None and hi is None:
         raise ValueError(f"{op}: at least one of 'min' or 'max' must not be None")
-    bounds = [_operand(v, op) for v in (lo, hi) if v is not None]
-    dtype = result_type(x, *bounds)
-    if dtype is bool_:
-        raise TypeError(f"{op} does not support bool")
+    bounds = {name: _operand(v, op) for name, v in zip(_CLAMP_OPS, (lo, hi)) if v is not None}
+    numbers = not all(isinstance(v, Tensor) for v in bounds.values())
+    if numbers:
+        bounds = {name: _bound_number(v, name, op) for name, v in bounds.items()}
+    dtype = result_type(x, *bounds.values())
+    if dtype is bool_ and (numbers or len(bounds) > 1):
+        given = "number bounds" if numbers else "two Tensor bounds"
+        raise TypeError(f"{op} does not support bool with {given}, only with one Tensor bound")
     return bounds, dtype
 
 
-def _launch_clamp(x: Tensor, lo, hi, dtype: DType, target: Tensor) -> None:
-    operands = [x] + [_operand(v, "clamp") for v in (lo, hi) if v is not None]
+def _bound_number(bound, name: str, op: str):
+    """A clamp bound beside a number bound: a number, or the number a 0-d tensor holds."""
+    if not isinstance(bound, Tensor):
+        return bound
+    if bound.ndim:
+        raise TypeError(
+            f"{op}(): {name} must be a number when the other bound is one (Tensor bounds or "
+            f"number bounds, not both), got a Tensor of shape {format_shape(bound.shape)}"
+        )
+    return bound.item()
 
+
+def _launch_clamp(x: Tensor, bounds: dict, dtype: DType, target: Tensor) -> None:
     def build():
         value: g.Node = g.Cast(dtype, (), g.Input(x.dtype, (), "x0"))
-        names = iter(("x1", "x2"))
-        for bound, ir_op in ((lo, "max"), (hi, "min")):
-            if bound is not None:
-                leaf = g.Cast(dtype, (), _leaf(_operand(bound, "clamp"), dtype, next(names)))
-                value = g.Binary(dtype, (), ir_op, value, leaf)
+        for i, (name, bound) in enumerate(bounds.items(), 1):
+            leaf = g.Cast(dtype, (), _leaf(bound, dtype, f"x{i}"))
+            value = g.Binary(dtype, (), _CLAMP_OPS[name], value, leaf)
         return "clamp", [g.Cast(target.dtype, (), value)]
 
-    key = (
-        "clamp",
-        x.dtype,
-        _kind(lo) if lo is not None else None,
-        _kind(hi) if hi is not None else None,
-        dtype,
-        target.dtype,
-    )
-    _run(key, operands, build, target, dtype)
+    kinds = tuple((name, _kind(bound)) for name, bound in bounds.items())
+    key = ("clamp", x.dtype, kinds, dtype, target.dtype)
+    _run(key, [x, *bounds.values()], build, target, dtype)
 
 
 # ---- in place ---------------------------------------------------------------------------------
@@ -459,12 +533,12 @@ def binary_(name: str, self: Tensor, other) -> Tensor:
 
 def clamp_(self: Tensor, min=None, max=None) -> Tensor:
     """clamp written into self (its dtype never changes)."""
-    bounds, dtype = _clamp_dtype(self, min, max, "clamp_")
-    tensors = [t for t in (self, *bounds) if isinstance(t, Tensor)]
+    bounds, dtype = _clamp_bounds(self, min, max, "clamp_")
+    tensors = [t for t in (self, *bounds.values()) if isinstance(t, Tensor)]
     device_of(tensors, "clamp_")
     shape = broadcast_shapes(*(t.shape for t in tensors))
     _check_inplace(self, dtype, shape, "clamp_")
-    _launch_clamp(self, min, max, dtype, self)
+    _launch_clamp(self, bounds, dtype, self)
     self._impl.storage.bump_version()
     return self
 
@@ -505,7 +579,8 @@ def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
 
     entry = eager.template(("masked_fill", dtype), build)
     mask_impl = unaliased(views.broadcast_view(mask._impl, shape), self._impl)
-    eager.run(entry, [self._impl], [mask_impl, self._impl], {"x2": convert_scalar(value, dtype)})
+    scalars = {"x2": convert_scalar(value, dtype, CHECKED)}
+    eager.run(entry, [self._impl], [mask_impl, self._impl], scalars)
     self._impl.storage.bump_version()
     return self
 
@@ -543,8 +618,11 @@ def allclose(
     a, b = _two_tensors(input, other, "allclose")
     rtol, atol = (_tolerance(v, name) for v, name in ((rtol, "rtol"), (atol, "atol")))
     equal_nan = bool_arg(equal_nan, "allclose", "equal_nan")
-    promoted = result_type(a, b)
-    dt = promoted if promoted.is_floating_point else float64
+    if a.dtype is not b.dtype:  # torch.isclose's check: no promotion (equal promotes)
+        raise TypeError(
+            f"allclose(): input has dtype {a.dtype} but other has dtype {b.dtype}; they must match"
+        )
+    dt = a.dtype if a.dtype.is_floating_point else float64
 
     def build():
         x = g.Cast(dt, (), g.Input(a.dtype, (), "x0"))

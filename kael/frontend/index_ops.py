@@ -21,7 +21,7 @@ from kael.frontend import eager, elementwise, interop, reductions, views
 from kael.frontend.indexing import nonzero_impl
 from kael.frontend.outputs import bool_arg, device_of, require_cpu, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl, has_internal_overlap
-from kael.runtime.convert import convert_scalar
+from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.dtypes import bool_, int64, promote_types
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, format_shape
@@ -386,7 +386,8 @@ def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
             f" ({src.shape[d]})"
         )
     if not (type(alpha) is int and alpha == 1):
-        scaled = elementwise.binary("mul", Tensor(src), convert_scalar(alpha, self.dtype))
+        alpha = convert_scalar(alpha, self.dtype, CHECKED)  # a Scalar: uint64 too
+        scaled = elementwise.binary("mul", Tensor(src), alpha)
         src = scaled.to(self.dtype)._impl
     _scatter_add(dst, d, spread, src, "index_add_")
     self._impl.storage.bump_version()

@@ -28,6 +28,7 @@ from kael.frontend import (
     views,
 )
 from kael.frontend import tensor as tensor_module  # a cycle: tensor.py imports this module
+from kael.runtime.convert import convert_scalar
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import INT64_MAX, bool_, int64
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
@@ -154,11 +155,17 @@ def getitem(tensor, key):
 
 
 def setitem(tensor, key, value) -> None:
-    """tensor[key] = value: a tensor value is broadcast and converted, a number is filled."""
+    """tensor[key] = value: a tensor value is broadcast (and, for a basic key, converted), a
+    number is filled (an int beyond int64 refused for every dtype, as PyTorch's setitem
+    refuses it)."""
     keys = _key_tuple(key)
+    if not isinstance(value, tensor_module.Tensor):
+        convert_scalar(value, tensor.dtype)  # the check alone: kael.ValueError beyond int64
     if not any(_is_advanced(k) for k in keys):
         assign(tensor, keys, value)
         return
+    if not isinstance(key, builtins.bool | np.bool_):  # x[True] is a view's assignment
+        _check_put_dtype(tensor, keys, value)
     if _is_full_mask(tensor, keys) and not _is_nonscalar_tensor(value):
         tensor.masked_fill_(keys[0], value)  # one elementwise pass, no coordinates
         return
@@ -410,6 +417,30 @@ def _run(plan: _Plan, kind: str, dense: gather.Operand, parallel: bool = True) -
 
 
 # ---- assignment -------------------------------------------------------------------------------
+
+
+def _check_put_dtype(tensor, keys: tuple, value) -> None:
+    """PyTorch's index_put takes only a tensor value of the indexed tensor's dtype; it converts
+    one element through one bool mask alone (its masked_fill), as a basic key's copy does."""
+    if not isinstance(value, tensor_module.Tensor) or value.dtype is tensor.dtype:
+        return
+    advanced = [k for k in keys if _is_advanced(k)]
+    if len(advanced) == 1 and _is_mask(advanced[0]) and value.numel() == 1:
+        return
+    raise TypeError(
+        f"index put requires the value's dtype to match the tensor's: got {value.dtype} for"
+        f" the value and {tensor.dtype} for the tensor"
+    )
+
+
+def _is_mask(k) -> bool:
+    """Whether a key element is a bool mask with dims (PyTorch indexes with a 0-d one)."""
+    if isinstance(k, tensor_module.Tensor):
+        return k.dtype is bool_ and k.ndim > 0
+    if isinstance(k, list | tuple | np.ndarray):
+        array = np.asarray(k)
+        return array.dtype == np.bool_ and array.ndim > 0
+    return False
 
 
 def _is_full_mask(tensor, keys: tuple) -> bool:

@@ -128,6 +128,8 @@ def _composed_logsumexp(x: Tensor, dims: tuple[int, ...]) -> Tensor:
 
 def logsumexp(input: Tensor, dim, keepdim: bool = False, *, out: Tensor | None = None) -> Tensor:
     """log(sum(exp(x))) over `dim`, shifted by the max: all -inf (or empty) gives -inf."""
+    if dim is None:  # torch's signature: dim is required (an int or a tuple of ints)
+        raise TypeError("logsumexp(): dim must be an int or a tuple of ints, got None")
     x = _as_floating(input, "logsumexp", cpu_only=False)
     keepdim = reductions.keepdim_arg(keepdim, "logsumexp")
     impl = x._impl

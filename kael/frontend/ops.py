@@ -13,7 +13,10 @@ from kael.frontend.tensor import Tensor
 
 
 def _binary_function(name: str):
+    op = ew.BINARY[name]
+
     def fn(input, other, *, out: Tensor | None = None) -> Tensor:
+        ew.check_tensor_args(op, input, other)  # kael's own code calls ew.binary, unchecked
         return ew.binary(name, input, other, out)
 
     fn.__name__ = fn.__qualname__ = name

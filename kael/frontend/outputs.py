@@ -8,11 +8,9 @@ import numbers
 from kael.frontend import eager
 from kael.frontend.tensor import Tensor, empty_impl, has_internal_overlap
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import INT64_MIN, DType
+from kael.runtime.dtypes import INT64_MIN, UINT64_MAX, DType
 from kael.runtime.errors import Error, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, format_shape
-
-UINT64_MAX = 2**64 - 1
 
 
 def output(out: Tensor | None, shape: tuple[int, ...], dtype: DType, device, op: str) -> Tensor:

@@ -161,7 +161,10 @@ class Tensor:
 
     @property
     def mT(self) -> Tensor:
-        """The last two dims swapped (a batch of matrices transposed)."""
+        """The last two dims swapped (a batch of matrices transposed); a 0-d tensor itself, as
+        in PyTorch 2.13 (which deprecates it), and a 1-d one refused."""
+        if not self._impl.shape:
+            return self
         if len(self._impl.shape) < 2:
             raise ValueError(
                 "tensor.mT is only supported on matrices or batches of matrices."

@@ -8,7 +8,7 @@ import struct
 import numpy as np
 
 from kael.runtime import dtypes
-from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType
+from kael.runtime.dtypes import INT64_MAX, INT64_MIN, UINT64_MAX, DType
 from kael.runtime.errors import TypeError, ValueError
 
 # -float(INT64_MIN) is exactly 2**63; float(INT64_MAX) would round up to the same 2**63,
@@ -18,11 +18,24 @@ _INT64_LIMIT = -_INT64_LOWEST
 _FLOAT32 = struct.Struct("f")
 
 
-def convert_scalar(value: bool | int | float, dtype: DType) -> bool | int | float:
-    """The Python value a `dtype` element holds for `value`, converted as C would without UB."""
+# How an int beyond int64 that uint64 holds converts (convert_scalar's `beyond_int64`).
+REFUSE, CHECKED, WRAP = "refuse", "checked", "wrap"
+
+
+def convert_scalar(
+    value: bool | int | float, dtype: DType, beyond_int64: str = REFUSE
+) -> bool | int | float:
+    """The Python value a `dtype` element holds for `value`, converted as C would without UB.
+
+    An int beyond int64 is refused (kael.ValueError) unless `beyond_int64` reads one that
+    uint64 holds as PyTorch reads an op's Scalar argument: CHECKED converts it to float and
+    bool dtypes by value and refuses it for int64 (a fill value, a clamp bound); WRAP takes it
+    modulo 2**64 into int64, as PyTorch's binary ops cast a uint64 Scalar (int64 x + 2**63 is
+    x - 2**63). Beyond uint64 (or below int64) every mode refuses it.
+    """
     value = _as_python_scalar(value)
     if type(value) is int and not INT64_MIN <= value <= INT64_MAX:
-        raise ValueError(f"value {value} is out of range for int64")
+        value = _beyond_int64(value, dtype, beyond_int64)
     if dtype is dtypes.bool_:
         return value != 0  # NaN != 0, so NaN is True, as in PyTorch
     if dtype is dtypes.int64:
@@ -32,6 +45,19 @@ def convert_scalar(value: bool | int | float, dtype: DType) -> bool | int | floa
     if dtype is dtypes.float32:
         return int_to_float32(value) if type(value) is int else to_float32(value)
     raise TypeError(f"expected a kael dtype, got {dtype!r}")
+
+
+def _beyond_int64(value: int, dtype: DType, mode: str) -> int:
+    """An int outside int64 as `mode` reads it for `dtype` (see convert_scalar)."""
+    if mode == REFUSE:
+        raise ValueError(f"value {value} is out of range for int64")
+    if not INT64_MIN <= value <= UINT64_MAX:
+        raise ValueError(f"value {value} is out of the range of int64 and uint64")
+    if dtype is not dtypes.int64:
+        return value
+    if mode == WRAP:
+        return value - 2**64
+    raise ValueError(f"value {value} cannot be converted to int64 without overflow")
 
 
 def _as_python_scalar(value) -> bool | int | float:

@@ -8,6 +8,7 @@ from kael.runtime.errors import TypeError
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
+UINT64_MAX = 2**64 - 1  # a Python int up to here is a Scalar in PyTorch (uint64)
 
 BOOL_CATEGORY, INT_CATEGORY, FLOAT_CATEGORY = 0, 1, 2
 

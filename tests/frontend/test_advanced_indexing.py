@@ -3,8 +3,7 @@
 Keys are written with torch tensors and converted element by element, so each case runs
 the same key through both libraries. Where kael decides differently the test says so:
 an out-of-bounds message names the indexed tensor's real dimension (PyTorch always says
-dimension 0), and an assigned tensor is converted to the target's dtype as basic
-assignment does (PyTorch's index_put_ requires equal dtypes).
+dimension 0).
 """
 
 import numpy as np
@@ -217,8 +216,8 @@ SET_CASES = {
 def test_setitem_with_advanced_keys_matches_torch(name, layout):
     key, value = SET_CASES[name]
     k, t = base((3, 4), kael.float64, layout)
-    kv = kael_key(value) if isinstance(value, torch.Tensor) else value
     tv = value.double() if isinstance(value, torch.Tensor) else value
+    kv = kael_key(tv)  # index_put takes the target's dtype only
     check(_set(k, kael_key(key), kv), _set(t, key, tv))
 
 
@@ -230,10 +229,50 @@ def test_setitem_writes_every_dtype(dtype):
     check(_set(k, kael_key(MASK), True), _set(t, MASK, True))
 
 
-def test_setitem_converts_the_value_to_the_target_dtype():
-    k = kael.zeros(3, dtype=kael.int64)
-    k[kael.tensor([0, 2])] = kael.tensor([1.9, -2.9])
-    assert k.tolist() == [1, 0, -2]  # PyTorch's index_put_ refuses a float value here
+# key -> whether PyTorch's setitem converts a float32 value of that many elements into an
+# int64 tensor: basic keys copy (converting), advanced ones index_put (equal dtypes only),
+# except one element through one bool mask with dims alone (a masked_fill).
+CONVERTING_KEYS = {
+    "int": (1, 1, True),
+    "slice": (slice(0, 2), 2, True),
+    "lone python bool": (True, 3, True),
+    "0-d int tensor": (I(1), 1, True),
+    "int tensor": (I([0, 2]), 2, False),
+    "int tensor, one element": (I([0, 2]), 1, False),
+    "int list": ([0, 2], 2, False),
+    "empty int tensor": (I([], dtype=torch.int64), 1, False),
+    "mask, one element": (I([True, False, True]), 1, True),
+    "mask, 0-d value": (I([True, False, True]), 0, True),
+    "bool list, one element": ([True, False, True], 1, True),
+    "mask, two elements": (I([True, False, True]), 2, False),
+    "0-d bool tensor": (I(True), 1, False),
+    "python bool in a tuple": ((True,), 3, False),
+    "python bool and a mask": ((True, I([True, False, True])), 1, False),
+}
+
+
+@pytest.mark.parametrize("name", list(CONVERTING_KEYS))
+def test_setitem_through_an_advanced_key_refuses_another_dtype_like_torch(name):
+    key, count, converts = CONVERTING_KEYS[name]
+    value = torch.tensor(2.5) if count == 0 else torch.full((count,), 2.5)
+    t, k = torch.zeros(3, dtype=torch.int64), kael.zeros(3, dtype=kael.int64)
+    if converts:
+        t[key] = value
+        k[kael_key(key)] = kael.tensor(value.numpy())
+        check(k, t)
+        return
+    with pytest.raises(RuntimeError, match="Index put requires the source and destination"):
+        t[key] = value
+    message = (
+        "^index put requires the value's dtype to match the tensor's: got float32 for the"
+        " value and int64 for the tensor$"
+    )
+    with pytest.raises(kael.TypeError, match=message):
+        k[kael_key(key)] = kael.tensor(value.numpy())
+    assert k.tolist() == [0, 0, 0]
+    k[kael_key(key)] = kael.tensor(value.numpy()).long()  # the same dtype is put
+    t[key] = value.long()
+    check(k, t)
 
 
 def test_setitem_with_repeated_indices_writes_the_last_value():

@@ -53,3 +53,24 @@ def test_inplace_op_that_can_fault_still_writes_when_nothing_faults():
     want = torch.tensor([[5, -6, 7], [9, 10, -11]]).T // torch.tensor([2, 3])
     a //= kael.tensor([2, 3])
     assert a.tolist() == want.tolist() and a.stride() == (1, 3)
+
+
+@pytest.mark.parametrize("value", [2**63, 2**64 - 1, 2**64, -(2**63) - 1], ids=repr)
+def test_fill_reads_an_int_beyond_int64_as_a_pytorch_scalar(value):
+    # fill_, full and full_like take torch's Scalar range [-2**63, 2**64): a uint64 fills a
+    # float or bool tensor by value and is refused by int64; beyond the range, refused.
+    fills = {
+        "fill_": lambda lib, dt: lib.zeros(2, dtype=dt).fill_(value),
+        "full": lambda lib, dt: lib.full((2,), value, dtype=dt),
+        "full_like": lambda lib, dt: lib.full_like(lib.zeros(2, dtype=dt), value),
+    }
+    for fill in fills.values():
+        for name in ("float32", "float64", "int64", "bool"):
+            try:
+                want = fill(torch, getattr(torch, name))
+            except (RuntimeError, OverflowError):
+                with pytest.raises(kael.ValueError, match=f"^value {value} "):
+                    fill(kael, getattr(kael, name))
+                continue
+            got = fill(kael, getattr(kael, name))
+            assert got.tolist() == want.tolist() and str(got.dtype) == name

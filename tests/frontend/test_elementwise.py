@@ -98,17 +98,17 @@ def assert_same(k, t: torch.Tensor, zero_sign: bool = True) -> None:
         ), (got, want)
 
 
-def torch_binary(name: str, a, b):
-    """PyTorch's result for kael.NAME(a, b), scalars on either side meaning wrapped numbers."""
-    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-        return getattr(torch, name)(a, b)
-    if name in OPERATOR_FORMS:
-        return OPERATOR_FORMS[name](a, b)
-    # div, maximum, minimum and the logical ops: a 0-d tensor of the result dtype has the
-    # wrapped number's promotion against any tensor.
-    tensor, scalar = (a, b) if isinstance(a, torch.Tensor) else (b, a)
-    wrapped = torch.tensor(scalar, dtype=torch.result_type(tensor, scalar))
-    return getattr(torch, name)(*((a, wrapped) if tensor is a else (wrapped, b)))
+def torch_binary(name: str, a, b, operator: bool = False):
+    """PyTorch's result for kael.NAME(a, b) (or, with `operator`, for the Python operator):
+    the function form raises TypeError for a number where its signature takes only a Tensor
+    (maximum, minimum and the logical ops; a comparison's input); a number taken means a
+    wrapped number on either side (div's function form: `/` rounds twice in torch)."""
+    form = OPERATOR_FORMS.get(name)
+    if operator and form:
+        return form(a, b)
+    result = getattr(torch, name)(a, b)
+    tensors = isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
+    return form(a, b) if form and not tensors else result
 
 
 def _is_bool(x) -> bool:
@@ -121,14 +121,16 @@ def _long(x):
     return int(x) if isinstance(x, bool) else x
 
 
-def expected_binary(name: str, a, b):
+def expected_binary(name: str, a, b, operator: bool = False):
     """torch's result, or the exception kael must raise, with the book's two deliberate rules."""
     if name == "add" and _is_bool(a) and _is_bool(b):
         return torch_binary(name, _long(a), _long(b))  # the book: bool + bool counts in int64
     if name == "pow" and _is_bool(a) and _is_bool(b):
         return kael.TypeError  # the book: pow throws on bool (torch keeps bool)
     try:
-        return torch_binary(name, a, b)
+        return torch_binary(name, a, b, operator)
+    except TypeError:
+        return kael.TypeError
     except (RuntimeError, NotImplementedError):
         return kael.Error
 
@@ -277,6 +279,128 @@ def test_dimensioned_tensor_outranks_zero_dim_tensor_of_the_same_category():
     i, f = torch.tensor([1, 2]), torch.tensor(0.5, dtype=torch.float64)
     assert_same(kael.add(to_kael(i), to_kael(f)), i + f)  # higher category: the 0-d dtype
     assert (i + f).dtype == torch.float64
+
+
+# (call, the argument the number is) for a number beside an int64 tensor t.
+NUMBER_FORMS = {
+    "function other": (lambda lib, name, t, v: getattr(lib, name)(t, v), "other"),
+    "function input": (lambda lib, name, t, v: getattr(lib, name)(v, t), "input"),
+    "method other": (lambda lib, name, t, v: getattr(t, name)(v), "other"),
+}
+
+
+@pytest.mark.parametrize("form", list(NUMBER_FORMS))
+@pytest.mark.parametrize("name", BINARY_OPS)
+def test_binary_functions_and_methods_refuse_a_number_exactly_where_torch_does(name, form):
+    # maximum, minimum and the logical ops have Tensor-only signatures; a comparison takes a
+    # Number other but never a Number input; the rest take a number on either side.
+    call, what = NUMBER_FORMS[form]
+    t = torch.tensor([1, 3])
+    for number in (2, 1.0, True, np.int64(2)):
+        try:
+            want = call(torch, name, t, number)
+        except TypeError:
+            message = rf"^{name}\(\): {what} must be a Tensor, got {type(number).__name__}$"
+            with pytest.raises(kael.TypeError, match=message):
+                call(kael, name, to_kael(t), number)
+            continue
+        except (RuntimeError, NotImplementedError):  # a dtype refusal: bitwise of a float
+            with pytest.raises(kael.Error):
+                call(kael, name, to_kael(t), number)
+            continue
+        assert_same(call(kael, name, to_kael(t), number), want)
+
+
+def test_maximum_refuses_a_number_other_like_torch():
+    t = torch.tensor([1, 3])
+    with pytest.raises(TypeError, match="must be Tensor, not int"):
+        torch.maximum(t, 2)
+    for fn in (kael.maximum, kael.minimum, kael.Tensor.maximum, kael.logical_or):
+        with pytest.raises(
+            kael.TypeError, match=rf"^{fn.__name__}\(\): other must be a Tensor, got int$"
+        ):
+            fn(to_kael(t), 2)
+    # A tensor other (0-d too) is taken; kael's own code takes a number through ew.binary.
+    two = torch.tensor(2)
+    assert_same(kael.maximum(to_kael(t), to_kael(two)), torch.maximum(t, two))
+    assert_same(kael.max(to_kael(t), to_kael(two)), torch.max(t, two))
+    assert_same(ew.binary("maximum", to_kael(t), 2), torch.maximum(t, two))
+    assert_same(ew.binary("logical_xor", to_kael(t), 1.0), torch.logical_xor(t, torch.tensor(1.0)))
+
+
+BEYOND_INT64 = [2**63, 2**64 - 1, 2**64, -(2**63) - 1]
+# Each op with its number argument v: a binary operand, a bound, a selected or filled value.
+NUMBER_ARGUMENT_CALLS = {
+    "add": lambda x, v: x + v,
+    "rsub": lambda x, v: v - x,
+    "mul_": lambda x, v: x.clone().mul_(v),
+    "div": lambda x, v: x / v,
+    "floor_divide": lambda x, v: x // v,
+    "rfloor_divide": lambda x, v: v // x,
+    "remainder": lambda x, v: x % v,
+    "pow": lambda x, v: x**v,
+    "rpow": lambda x, v: v**x,
+    "eq": lambda x, v: x == v,
+    "lt": lambda x, v: x < v,
+    "ge": lambda x, v: x >= v,
+    "bitwise_and": lambda x, v: x & v,
+    "clamp max": lambda x, v: x.clamp(None, v),
+    "clamp_ min": lambda x, v: x.clone().clamp_(v),
+    "where": lambda x, v: x.where(x > 0, v),
+    "masked_fill": lambda x, v: x.masked_fill(x > 0, v),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("name", list(NUMBER_ARGUMENT_CALLS))
+def test_an_int_beyond_int64_is_a_uint64_scalar_like_torch(name, dtype):
+    # torch reads an int in [2**63, 2**64) as a uint64 Scalar: by value in float ops; taken
+    # modulo 2**64 by int64 arithmetic and comparisons (x < 2**63 is false: it is -2**63);
+    # refused where it is checked into int64 (pow's exponent, clamp, where, masked_fill) and
+    # beside a bool tensor. Beyond uint64 or below int64 it is refused.
+    call = NUMBER_ARGUMENT_CALLS[name]
+    t = torch.tensor([INT64_MIN, -1, 3, 0 if dtype is torch.bool else 2]).to(dtype)
+    for v in BEYOND_INT64:
+        try:
+            want = call(t, v)
+        except (RuntimeError, OverflowError):
+            k = to_kael(t)
+            with pytest.raises((kael.ValueError, kael.TypeError)):
+                call(k, v)
+            assert_same(k, t)
+            continue
+        assert_same(call(to_kael(t), v), want)
+
+
+def test_an_int_beyond_int64_names_its_range_where_refused():
+    # Both ends of torch's Scalar range [-2**63, 2**64) answer; one past either is refused.
+    x = kael.tensor([1.0])
+    assert (x + 2**63).tolist() == [2.0**63] and (x * INT64_MIN).tolist() == [-(2.0**63)]
+    assert (x + (2**64 - 1)).tolist() == [2.0**64]
+    assert (kael.tensor([1]) + 2**63).tolist() == [1 - 2**63]
+    for v in (2**64, INT64_MIN - 1):
+        with pytest.raises(OverflowError):
+            torch.tensor([1.0]) + v
+        message = f"^value {v} is out of the range of int64 and uint64$"
+        with pytest.raises(kael.ValueError, match=message):
+            x + v
+    message = "^value 9223372036854775808 cannot be converted to int64 without overflow$"
+    for call in (
+        lambda lib: lib.tensor([1]).clamp(max=2**63),
+        lambda lib: lib.tensor([1]) ** 2**63,
+        lambda lib: lib.tensor([1]).masked_fill(lib.tensor([True]), 2**63),
+    ):
+        with pytest.raises(RuntimeError, match="cannot be converted to type int64_t"):
+            call(torch)
+        with pytest.raises(kael.ValueError, match=message):
+            call(kael)
+    message = (
+        r"^add: a bool tensor and 9223372036854775808, an int beyond int64 \(a uint64 in "
+        r"PyTorch\), do not promote$"
+    )
+    with pytest.raises(kael.TypeError, match=message):
+        kael.tensor([True]) + 2**63
+    assert kael.tensor([True]).masked_fill(kael.tensor([True]), 2**63).tolist() == [True]
 
 
 # ---- special values ---------------------------------------------------------------------------
@@ -527,6 +651,86 @@ def test_integer_scalar_base_to_integer_tensor_power():
     assert (2 ** to_kael(e)).tolist() == [1, 2, 32, 2**62, INT64_MIN]
 
 
+POW_BASES = [INF, -INF, 0.0, -0.0, -1.5, 2.0, -2.0, 1e-30, 3.0, NAN, 1.0, -1.0, 1e30, 0.5, 7.0]
+POW_EXPONENTS = [
+    1e-50,
+    -1e-50,
+    2.0000000001,
+    1 + 1e-9,
+    0.1,
+    1e10,
+    -2.5,
+    3.0,
+    1e300,
+    7,
+    -3,
+    2**53 + 1,
+]
+
+
+def _ipow(x, exponent):
+    x **= exponent
+    return x
+
+
+POW_FORMS = {
+    "operator": lambda lib, x, e: x**e,
+    "function": lambda lib, x, e: lib.pow(x, e),
+    "method": lambda lib, x, e: x.pow(e),
+    "in place": lambda lib, x, e: x.clone().pow_(e),
+    "augmented": lambda lib, x, e: _ipow(x.clone(), e),
+}
+
+
+@pytest.mark.parametrize("form", list(POW_FORMS))
+@pytest.mark.parametrize("exponent", POW_EXPONENTS, ids=repr)
+def test_float32_pow_keeps_a_number_exponent_in_float64_like_torch(exponent, form):
+    # torch keeps a Scalar exponent in double: its scalar loop (a tensor under 32 elements)
+    # computes std::pow(float, double), so x ** 1e-50 is not 1 for 0, inf or -1.5, and
+    # -2.0 ** 2.0000000001 is NaN. Its vector loop rounds the exponent to float32 first: a
+    # longer tensor is checked against torch's float64 answer rounded to float32.
+    call = POW_FORMS[form]
+    t = torch.tensor(POW_BASES)
+    assert_same(call(kael, to_kael(t), exponent), call(torch, t, exponent))
+    long = t.repeat(4)
+    assert_same(call(kael, to_kael(long), exponent), call(torch, long.double(), exponent).float())
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.float64, torch.int64], ids=["f32", "f64", "i64"]
+)
+@pytest.mark.parametrize("exponent", [0.5, -0.5])
+def test_pow_by_a_number_half_is_sqrt_or_rsqrt_like_torch(exponent, dtype):
+    # torch computes x ** 0.5 as sqrt(x) and x ** -0.5 as rsqrt(x), whose special values are
+    # not pow's: sqrt(-0.0) is -0.0 and sqrt(-inf) NaN, rsqrt(-0.0) is -inf. A tensor
+    # exponent (a 0-d one too) is pow: +0.0, inf and +inf, 0.0 there.
+    base = [-0.0, -INF, 0.0, INF, 4.0, -4.0, 2.0, 1e-30, 0.25]
+    t = torch.tensor(base).to(dtype) if dtype.is_floating_point else torch.tensor([0, 4, -4, 7])
+    assert_same(to_kael(t) ** exponent, t**exponent)
+    if dtype.is_floating_point:  # in place too, and the tensor exponent
+        assert_same(to_kael(t).pow_(exponent), t.clone().pow_(exponent))
+        e = torch.tensor(exponent, dtype=dtype)
+        want, got = torch.pow(t, e), kael.pow(to_kael(t), to_kael(e))
+        assert_same(got[:4], want[:4])  # the special values; the rest within an ulp
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-15)
+        assert want[0].item() == (0.0 if exponent > 0 else INF) and not want[0].signbit()
+
+
+def test_pow_rounds_a_tensor_exponent_and_a_number_base_to_float32_like_torch():
+    # The other operands keep the float32 path: a float32 exponent tensor, and the Python
+    # float base of __rpow__ (torch rounds it to float32: (1 + 1e-9) ** x is 1).
+    x = torch.tensor([-2.0, 3.0, 1e10])
+    e = torch.tensor([2.0000000001, 1 + 1e-9, 1.0])
+    assert_same(kael.pow(to_kael(x), to_kael(e)), torch.pow(x, e))
+    assert (kael.pow(to_kael(x), to_kael(e)).tolist()[0]) == 4.0
+    assert_same((1 + 1e-9) ** to_kael(x), (1 + 1e-9) ** x)
+    assert ((1 + 1e-9) ** to_kael(x)).tolist()[2] == 1.0
+    assert_same(kael.pow(2.0000000001, to_kael(x)), torch.pow(2.0000000001, x))
+    i = torch.tensor([3, -2, 0])  # an int base computes in float32, from float32 values
+    assert_same(to_kael(i) ** 2.5, i**2.5)
+    assert_same(to_kael(i.double()) ** 2.0000000001, i.double() ** 2.0000000001)
+
+
 # ---- bool refusals ----------------------------------------------------------------------------
 
 
@@ -757,6 +961,45 @@ def test_unary_result_dtype_rules(name, dtype, want):
     assert_same(got, getattr(torch, name)(t))
 
 
+FLOAT_RULE_OPS = [name for name, op in ew.UNARY.items() if op.rule == "float"]
+TORCH_FLOAT_RULE = {name: getattr(torch, name, None) for name in FLOAT_RULE_OPS}
+TORCH_FLOAT_RULE["silu"] = torch.nn.functional.silu
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.bool], ids=["i64", "bool"])
+@pytest.mark.parametrize("name", [*FLOAT_RULE_OPS, "gelu", "gelu_tanh"])
+def test_float_activations_refuse_int_and_bool_where_torch_does(name, dtype):
+    # torch computes ints and bools in float32 for every "float" rule op but silu and gelu,
+    # whose kernels are float only (they refuse even an empty input).
+    if name.startswith("gelu"):
+        approximate = "tanh" if name == "gelu_tanh" else "none"
+        ops = [lambda lib, x: lib.nn.functional.gelu(x, approximate=approximate)]
+    else:
+        torch_fn = TORCH_FLOAT_RULE[name]
+        ops = [lambda lib, x: getattr(lib, name)(x) if lib is kael else torch_fn(x)]
+        ops.append(lambda lib, x: getattr(x, name)() if lib is kael else torch_fn(x))
+    for shape in ((5,), (0,)):
+        t = values(dtype, shape)
+        for op in ops:
+            try:
+                want = op(torch, t)
+            except NotImplementedError:
+                base = "gelu" if name.startswith("gelu") else name
+                message = (
+                    f"^{base} is only supported for floating point dtypes, got {TO_KAEL[dtype]}$"
+                )
+                with pytest.raises(kael.TypeError, match=message):
+                    op(kael, to_kael(t))
+                continue
+            got = op(kael, to_kael(t))
+            assert got.dtype is kael.float32 and want.dtype is torch.float32
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-7)
+    float_input = values(torch.float64, (5,))  # the other side: floats compute
+    for op in ops:
+        got, want = op(kael, to_kael(float_input)), op(torch, float_input)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-14)
+
+
 # ---- where ------------------------------------------------------------------------------------
 
 
@@ -873,13 +1116,96 @@ def test_clamp_with_tensor_bounds_broadcasts_and_promotes():
     assert_same(kael.clamp(to_kael(i), min=to_kael(lo64)), torch.clamp(i, min=lo64))
 
 
-def test_clamp_mixing_scalar_and_tensor_bounds():
+def _clamp(lib, fn: str, x, lo, hi):
+    """clamp (on x) or clamp_ (on a copy of x) in one library."""
+    return lib.clamp(x, lo, hi) if fn == "clamp" else x.clone().clamp_(lo, hi)
+
+
+@pytest.mark.parametrize("fn", ["clamp", "clamp_"])
+def test_clamp_refuses_a_tensor_bound_beside_a_number_like_torch(fn):
     t = torch.tensor([-2.0, 0.0, 3.0, 9.0])
-    hi = torch.tensor([1.0, -1.0, 2.0, 8.0])
-    want = torch.clamp(t, torch.tensor(-1.5), hi)
-    assert_same(kael.clamp(to_kael(t), -1.5, to_kael(hi)), want)
-    lo = torch.tensor([-3.0, 0.5, 4.0, 0.0])
-    assert_same(kael.clamp(to_kael(t), to_kael(lo), 2.5), torch.clamp(t, lo, torch.tensor(2.5)))
+    bound = torch.tensor([1.0, -1.0, 2.0, 8.0])
+    for lo, hi, name in ((-1.5, bound, "max"), (bound, 2.5, "min"), (True, bound, "max")):
+        with pytest.raises(TypeError, match="invalid combination of arguments"):
+            _clamp(torch, fn, t, lo, hi)
+        k = to_kael(t)
+        message = (
+            rf"^{fn}\(\): {name} must be a number when the other bound is one \(Tensor bounds"
+            r" or number bounds, not both\), got a Tensor of shape \[4\]$"
+        )
+        klo, khi = (to_kael(v) if isinstance(v, torch.Tensor) else v for v in (lo, hi))
+        with pytest.raises(kael.TypeError, match=message):
+            _clamp(kael, fn, k, klo, khi)
+        assert k.tolist() == t.tolist()
+    for lo, hi in ((None, bound), (bound, bound), (-1.5, 2.5)):  # not mixed: both answer
+        klo, khi = (to_kael(v) if isinstance(v, torch.Tensor) else v for v in (lo, hi))
+        assert_same(_clamp(kael, fn, to_kael(t), klo, khi), _clamp(torch, fn, t, lo, hi))
+
+
+@pytest.mark.parametrize("fn", ["clamp", "clamp_"])
+def test_clamp_reads_a_0d_tensor_bound_beside_a_number_as_that_number_like_torch(fn):
+    # torch's Number overload takes a 0-d tensor for a Number: its value then promotes as a
+    # Python number (float32 here), where two tensor bounds promote as tensors (float64).
+    x = torch.tensor([0.0, 3.0])
+    lo64, hi64 = torch.tensor(0.5, dtype=torch.float64), torch.tensor(2.5, dtype=torch.float64)
+    cases = [(lo64, 1), (1, hi64), (torch.tensor(True), 2.0), (lo64, hi64), (lo64, None)]
+    for lo, hi in cases:
+        klo, khi = (to_kael(v) if isinstance(v, torch.Tensor) else v for v in (lo, hi))
+        assert_same(_clamp(kael, fn, to_kael(x), klo, khi), _clamp(torch, fn, x, lo, hi))
+    i = torch.tensor([0, 3])
+    assert torch.clamp(i, lo64, 1).dtype is torch.float32
+    assert_same(kael.clamp(to_kael(i), to_kael(lo64), 1), torch.clamp(i, lo64, 1))
+    assert_same(kael.clamp(to_kael(i), to_kael(lo64), None), torch.clamp(i, lo64, None))
+
+
+BOOL_CLAMP_BOUNDS = {
+    "tensor min": (torch.tensor([True, False]), None, True),
+    "tensor max": (None, torch.tensor([True, False]), True),
+    "0-d tensor min": (torch.tensor(True), None, True),
+    "row of tensor max": (None, torch.tensor([[False], [True]]), True),
+    "two tensors": (torch.tensor([True, False]), torch.tensor([True, True]), False),
+    "two 0-d tensors": (torch.tensor(True), torch.tensor(False), False),
+    "number min": (True, None, False),
+    "number max": (None, False, False),
+    "numbers": (True, False, False),
+    "0-d tensor and a number": (torch.tensor(True), False, False),
+}
+
+
+@pytest.mark.parametrize("fn", ["clamp", "clamp_"])
+@pytest.mark.parametrize("name", list(BOOL_CLAMP_BOUNDS))
+def test_clamp_of_bool_takes_one_tensor_bound_like_torch(name, fn):
+    lo, hi, answers = BOOL_CLAMP_BOUNDS[name]
+    x = torch.tensor([False, True])
+    klo, khi = (to_kael(v) if isinstance(v, torch.Tensor) else v for v in (lo, hi))
+    if fn == "clamp_" and name == "row of tensor max":
+        answers = False  # the broadcast shape [2, 2] is not x's: both refuse
+    if answers:
+        assert_same(_clamp(kael, fn, to_kael(x), klo, khi), _clamp(torch, fn, x, lo, hi))
+        return
+    with pytest.raises((NotImplementedError, RuntimeError)):
+        _clamp(torch, fn, x, lo, hi)
+    k = to_kael(x)
+    with pytest.raises(kael.Error):
+        _clamp(kael, fn, k, klo, khi)
+    assert k.tolist() == [False, True]
+
+
+def test_clamp_of_bool_refusal_names_the_bounds():
+    b, t = kael.tensor([False, True]), kael.tensor([True, False])
+    for fn, args, given in (
+        (kael.clamp, (b, t, t), "two Tensor bounds"),
+        (kael.clamp, (b, True), "number bounds"),
+        (kael.Tensor.clamp_, (b, None, False), "number bounds"),
+        (kael.clamp, (kael.zeros(0, dtype=kael.bool), t[:0], t[:0]), "two Tensor bounds"),
+    ):
+        op = "clamp_" if fn is kael.Tensor.clamp_ else "clamp"
+        message = f"^{op} does not support bool with {given}, only with one Tensor bound$"
+        with pytest.raises(kael.TypeError, match=message):
+            fn(*args)
+    with pytest.raises(NotImplementedError):  # torch refuses the empty one too
+        empty = torch.zeros(0, dtype=torch.bool)
+        torch.clamp(empty, empty, empty)
 
 
 def test_clamp_without_bounds_raises_and_bool_is_refused():
@@ -1065,6 +1391,25 @@ def test_allclose_argument_types_are_type_errors_naming_them(kwargs, message):
         kael.allclose(to_kael(t), to_kael(t), **kwargs)
 
 
+@pytest.mark.parametrize("da", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("db", DTYPES, ids=DTYPE_IDS)
+def test_allclose_refuses_mixed_dtypes_like_torch_and_equal_promotes_them(da, db):
+    ta, tb = torch.tensor([1, 0]).to(da), torch.tensor([1, 0]).to(db)
+    for a, b in ((ta, tb), (ta[:1], tb.reshape(2, 1)), (ta[:0], tb[:0]), (ta[0], tb)):
+        assert kael.equal(to_kael(a), to_kael(b)) == torch.equal(a, b)
+        if da is db:
+            assert kael.allclose(to_kael(a), to_kael(b)) == torch.allclose(a, b)
+            continue
+        with pytest.raises(RuntimeError, match="did not match"):
+            torch.allclose(a, b)
+        message = (
+            rf"^allclose\(\): input has dtype {TO_KAEL[da]} but other has dtype "
+            rf"{TO_KAEL[db]}; they must match$"
+        )
+        with pytest.raises(kael.TypeError, match=message):
+            kael.allclose(to_kael(a), to_kael(b))
+
+
 def test_allclose_on_integers_and_bools():
     for a, b in (([1, 2], [1, 2]), ([1, 2], [1, 3]), ([True], [True]), ([True], [False])):
         ta, tb = torch.tensor(a), torch.tensor(b)
@@ -1193,7 +1538,7 @@ def test_python_operators_and_reflected_operators_match_torch(symbol, op):
     for a, b in cases:
         ka = to_kael(a) if isinstance(a, torch.Tensor) else a
         kb = to_kael(b) if isinstance(b, torch.Tensor) else b
-        expected = expected_binary(name, a, b)
+        expected = expected_binary(name, a, b, operator=True)
         if isinstance(expected, type):
             with pytest.raises(expected):
                 op(ka, kb)

@@ -343,6 +343,8 @@ def _scalar_target(step: Step):
         return torch.result_type(step.tx, step.tns["y"])
     if step.name.startswith("clamp"):
         bounds = [v for v in (step.tns["lo"], step.tns["hi"]) if v is not None]
+        if not all(isinstance(v, torch.Tensor) for v in bounds):  # the Number overload reads
+            bounds = [v.item() if isinstance(v, torch.Tensor) else v for v in bounds]  # a 0-d one
         return step.tx.dtype if step.op.inplace else _result_type(step.tx, *bounds)
     return step.tx.dtype
 

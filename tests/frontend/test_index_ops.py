@@ -460,6 +460,24 @@ def test_index_add_scales_by_alpha_in_self_dtype(dtype, alpha):
     )
 
 
+@pytest.mark.parametrize("alpha", [2**63, 2**64 - 1, 2**64, -(2**63) - 1], ids=repr)
+def test_index_add_reads_an_alpha_beyond_int64_as_a_pytorch_scalar(alpha):
+    # A uint64 alpha scales float and bool tensors by value and is refused by int64; past
+    # torch's Scalar range [-2**63, 2**64) it is refused for every dtype.
+    for name in ("float32", "float64", "int64", "bool"):
+        t = torch.zeros(3, dtype=getattr(torch, name))
+        k = kael.zeros(3, dtype=getattr(kael, name))
+        ti, tsrc = torch.tensor([0, 2]), torch.ones(2, dtype=t.dtype)
+        try:
+            want = t.index_add(0, ti, tsrc, alpha=alpha)
+        except (RuntimeError, OverflowError):
+            with pytest.raises(kael.ValueError, match=f"^value {alpha} "):
+                k.index_add_(0, as_kael(ti), as_kael(tsrc), alpha=alpha)
+            assert k.tolist() == t.tolist()
+            continue
+        assert_same(kael.index_add(k, 0, as_kael(ti), as_kael(tsrc), alpha=alpha), want)
+
+
 def test_index_add_functional_0d_and_0d_index():
     k, t = make((3, 2))
     assert_same(

@@ -174,3 +174,27 @@ def test_setitem_with_an_unbroadcastable_tensor_raises():
 def test_setitem_with_a_non_number_raises_type_error():
     with pytest.raises(kael.TypeError, match="got str"):
         kael.zeros(3)[0] = "x"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bool"])
+def test_setitem_refuses_an_int_beyond_int64_for_every_dtype_like_torch(dtype):
+    # torch's setitem unpacks a number as an int64 (no uint64 Scalar there, unlike fill_):
+    # one past either end is refused for every dtype and key; the ends themselves are stored.
+    keys = [(0, 0), (slice(None), slice(None)), ((Ellipsis, None), (Ellipsis, None))]
+    keys += [(kael.tensor([0, 2]), torch.tensor([0, 2]))]
+    keys += [(kael.tensor([True, False, True]), torch.tensor([True, False, True]))]
+    for kkey, tkey in keys:
+        k, t = (
+            kael.zeros(3, dtype=getattr(kael, dtype)),
+            torch.zeros(3, dtype=getattr(torch, dtype)),
+        )
+        for value in (2**63, -(2**63) - 1):
+            with pytest.raises(ValueError, match="Overflow when unpacking long long"):
+                t[tkey] = value
+            with pytest.raises(kael.ValueError, match=f"^value {value} is out of range for int64$"):
+                k[kkey] = value
+            assert k.tolist() == t.tolist()
+        for value in (2**63 - 1, -(2**63)):
+            t[tkey] = value
+            k[kkey] = value
+            assert k.tolist() == t.tolist()

@@ -242,6 +242,20 @@ def test_logsumexp_matches_torch_over_layouts(layout):
         check(k.logsumexp(dim, keepdim=True), t.logsumexp(dim, keepdim=True))
 
 
+def test_logsumexp_refuses_dim_none_like_torch():
+    # torch's signature requires dims (an int or a tuple of ints): None is refused by the
+    # function and the method; any dims given are reduced.
+    t = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    message = r"^logsumexp\(\): dim must be an int or a tuple of ints, got None$"
+    for call in (lambda lib, x: lib.logsumexp(x, None), lambda lib, x: x.logsumexp(dim=None)):
+        with pytest.raises(TypeError, match="must be tuple of ints, not NoneType"):
+            call(torch, t)
+        with pytest.raises(kael.TypeError, match=message):
+            call(kael, to_kael(t))
+    check(kael.logsumexp(to_kael(t), (0, 1)), torch.logsumexp(t, (0, 1)))
+    check(kael.logsumexp(to_kael(t), -1), torch.logsumexp(t, -1))
+
+
 def test_logsumexp_of_an_empty_dim_is_minus_infinity_and_of_no_rows_is_empty():
     check(kael.logsumexp(kael.ones(2, 0), 1), torch.logsumexp(torch.ones(2, 0), 1))
     assert kael.logsumexp(kael.ones(2, 0), 1).tolist() == [-INF, -INF]

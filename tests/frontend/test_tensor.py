@@ -2,6 +2,7 @@
 
 import math
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -110,6 +111,20 @@ def test_mT_transposes_the_last_two_dims(shape, arange_pair, like_torch):
 
 def test_mT_needs_at_least_two_dims():
     with pytest.raises(kael.ValueError, match="Got 1-D tensor"):
+        _ = kael.zeros(3).mT
+
+
+def test_mT_of_a_0d_tensor_is_the_tensor_itself_like_torch():
+    # torch 2.13 deprecates mT on 0-d tensors but answers the tensor itself; 1-d is refused.
+    k, t = kael.tensor(2.0), torch.tensor(2.0)
+    with warnings.catch_warnings():  # torch warns once per process
+        warnings.simplefilter("ignore")
+        assert t.mT is t
+    assert k.mT is k
+    assert k.T.shape == () and k.T.item() == 2.0
+    with pytest.raises(RuntimeError, match="Got 1-D tensor"):
+        _ = torch.zeros(3).mT
+    with pytest.raises(kael.ValueError, match=r"^tensor\.mT is only supported on matrices"):
         _ = kael.zeros(3).mT
 
 

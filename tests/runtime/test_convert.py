@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from kael.runtime import dtypes
-from kael.runtime.convert import convert_scalar
+from kael.runtime.convert import CHECKED, WRAP, convert_scalar
 from kael.runtime.errors import TypeError, ValueError
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -88,6 +88,38 @@ def test_int_outside_int64_raises_for_every_dtype(value, dtype):
         convert_scalar(value, dtype)
     with pytest.raises((RuntimeError, builtins.ValueError, OverflowError)):
         torch.tensor([value])
+
+
+TORCH_DTYPES = {dtypes.float32: torch.float32, dtypes.float64: torch.float64,
+                dtypes.int64: torch.int64, dtypes.bool_: torch.bool}  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", list(TORCH_DTYPES), ids=str)
+@pytest.mark.parametrize("value", [2**63, 2**64 - 1, 2**64, INT64_MIN - 1], ids=repr)
+def test_int_beyond_int64_converts_as_a_pytorch_scalar_when_asked(value, dtype):
+    # CHECKED: torch's Scalar range [-2**63, 2**64) fills float and bool by value, int64
+    # refuses a uint64 (torch.full checks it so); WRAP takes it modulo 2**64 into int64, as
+    # torch's binary ops do (int64 + 2**63); past the range both refuse.
+    try:
+        want = torch.full((1,), value, dtype=TORCH_DTYPES[dtype]).item()
+    except OverflowError:
+        want = None
+    except RuntimeError:
+        want = "checked"
+    beyond = f"^value {value} is out of the range of int64 and uint64$"
+    if want is None:
+        for mode in (CHECKED, WRAP):
+            with pytest.raises(ValueError, match=beyond):
+                convert_scalar(value, dtype, mode)
+        return
+    if want == "checked":
+        message = f"^value {value} cannot be converted to int64 without overflow$"
+        with pytest.raises(ValueError, match=message):
+            convert_scalar(value, dtype, CHECKED)
+        assert convert_scalar(value, dtype, WRAP) == (torch.tensor([1]) + value).item() - 1
+        return
+    assert convert_scalar(value, dtype, CHECKED) == convert_scalar(value, dtype, WRAP) == want
+    assert type(convert_scalar(value, dtype, CHECKED)) is type(want)
 
 
 @pytest.mark.parametrize("value", [INT64_MAX, INT64_MIN])
