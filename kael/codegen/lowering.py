@@ -218,6 +218,16 @@ def mangle(t: ir.Type) -> str:
     return f"i{t.width}"
 
 
+def report_fault(
+    b: ir.IRBuilder, error: ir.Value, code: int, cond: ir.Value, value: ir.Value | None = None
+) -> None:
+    """Store `code` (or the i64 `value`) in the int64 error word at `error` where the i1
+    `cond` holds (rarely taken; monotonic, so racing threads store one code whole)."""
+    with b.if_then(cond, likely=False):
+        word = ir.Constant(I64, code) if value is None else value
+        b.store_atomic(word, error, ordering="monotonic", align=8)
+
+
 def declare(module: ir.Module, name: str, fnty: ir.FunctionType) -> ir.Function:
     """The function `name` of `module`, declared on first use."""
     fn = module.globals.get(name)

@@ -346,6 +346,8 @@ class _ReductionPlan:
     layout: ReducePlan
     tail: list[int]  # sizes, strides, length, blocks, chunks
     moved: int
+    paired: bool  # a second accumulator: scratch for its partials too
+    faults: bool  # whether the argument block ends with an error word (an epilogue's flag)
 
 
 def _reduction_plan(kernel: Reduction, outs, ins, shape, axes, keepdim) -> _ReductionPlan:
@@ -364,7 +366,9 @@ def _reduction_plan(kernel: Reduction, outs, ins, shape, axes, keepdim) -> _Redu
         tail += st
     tail += [*lay.index_strides, lay.length, lay.blocks, lay.chunks, lay.columns]
     moved = sum(t.numel() * t.dtype.itemsize for t in (*outs, *ins))
-    return _ReductionPlan(specialized, compiled, lay, tail, moved)
+    return _ReductionPlan(
+        specialized, compiled, lay, tail, moved, specialized.paired, specialized.may_fault
+    )
 
 
 def run_reduction(
@@ -374,10 +378,11 @@ def run_reduction(
     axes: tuple[int, ...],
     keepdim: bool = False,
     scalars: dict | None = None,
-) -> None:
+) -> bool:
     """Reduce the inputs (all of one shape) over `axes` into `outs`, in one launch per pass.
 
-    `outs` have the kept shape, with the reduced dims as size 1 when `keepdim`.
+    `outs` have the kept shape, with the reduced dims as size 1 when `keepdim`. Returns
+    whether an epilogue's "flag" op saw a true value for some output.
     """
     kernel, names = entry
     device = outs[0].device
@@ -390,7 +395,7 @@ def run_reduction(
     plan = _reduction_plans.get(sig)
     if plan is None:
         if outs[0].numel() == 0:
-            return
+            return False
         if len(_reduction_plans) >= _MAX_PLANS:
             _reduction_plans.clear()
         plan = _reduction_plans[sig] = _reduction_plan(kernel, outs, ins, shape, axes, keepdim)
@@ -399,17 +404,20 @@ def run_reduction(
     scratch = scratch_index = None
     if lay.blocks > 1 and device is CPU:
         scratch = Storage(lay.outputs * lay.blocks * acc.itemsize, device)
-        scratch_index = Storage(lay.outputs * lay.blocks * 8 if plan.kernel.is_arg else 8, device)
+        scratch_index = Storage(lay.outputs * lay.blocks * 8 if plan.paired else 8, device)
     words = [t.data_ptr() for t in (*outs, *ins)]
     words += [scratch.ptr if scratch else 0, scratch_index.ptr if scratch_index else 0]
     words += plan.tail
     if names:
         words += [_param_word(scalars[name], d) for name, d in zip(names, plan.kernel.params)]
+    error = _ErrorWord(device) if plan.faults else None
+    if error is not None:
+        words.append(error.address)
     if plan.compiled is None:
         from kael.codegen.ptx.reduce import launch as gpu_reduce
 
         gpu_reduce(plan.kernel, words, lay)
-        return
+        return error is not None and error.check()
     fn = plan.compiled
     shape = outs[0].shape
     launch(fn.main, words, lay.work_items, plan.moved, 1, shape=shape)
@@ -417,3 +425,4 @@ def run_reduction(
         launch(
             fn.final, words, lay.outputs, lay.outputs * lay.blocks * acc.itemsize, 1, shape=shape
         )
+    return error is not None and error.check()

@@ -56,14 +56,21 @@ def format_kernel(k: Kernel) -> str:
 def format_reduction(k: Reduction) -> str:
     """A reduction kernel: header, buffers, the prologue and each output's epilogue.
 
-    In an epilogue, in0 is the reduced value and in1 the reduced index.
+    In an epilogue, in0 is the reduced value and in1 the reduced index, or a paired
+    sum's second total.
     """
     vector = " vector" if k.vector else ""
     lines = [f"reduction {k.name} {k.op} {k.schedule} kept={k.kept} reduced={k.reduced}{vector}"]
     lines += [f"  out{i}: {b.dtype}" for i, b in enumerate(k.outputs)]
-    lines += [f"  in{i}: {b.dtype} {b.inner}" for i, b in enumerate(k.inputs)]
+    fixed = k.invariant or (False,) * len(k.inputs)
+    lines += [
+        f"  in{i}: {b.dtype} {b.inner}" + (" invariant" if inv else "")
+        for i, (b, inv) in enumerate(zip(k.inputs, fixed))
+    ]
     lines += [f"  p{i}: {d}" for i, d in enumerate(k.params)]
     lines.append(f"  acc = {k.op}({format_expr(k.prologue)})")
+    if k.second is not None:
+        lines.append(f"  acc1 = {k.op}({format_expr(k.second)})")
     lines += [f"  out{i} = {format_expr(e)}" for i, e in enumerate(k.epilogues)]
     return "\n".join(lines)
 

@@ -4,7 +4,11 @@
 parameters, fused from the graph under the Reduce node); the values are combined with
 `op` into an accumulator of the prologue's dtype; each output stores its `epilogue`,
 an expression in which `Load(acc, 0)` is the reduced value and `Load(int64, 1)` the
-reduced index (argmax and argmin). Reduced indices are flat row-major positions over
+reduced index (argmax and argmin). A sum may carry a `second` per-element value, summed
+alongside the first in a second accumulator of the same dtype (var's sum(d) and
+sum(d^2) in one pass); its total is `Load(acc, 1)`. Both accumulators follow one order,
+that of the index of arg ops. An epilogue may raise the error word's flag (ops.FLAG),
+never a fault of its prologue. Reduced indices are flat row-major positions over
 the reduced dimensions, cut into fixed BLOCK-element blocks; several blocks' partials
 are combined by a fixed pairwise tree, so results never depend on the thread count.
 """
@@ -38,6 +42,11 @@ def index_load() -> Expr:
     return Load(int64, 1)
 
 
+def second_load(dtype: DType) -> Expr:
+    """The sum of the second per-element value (a paired sum) inside an epilogue."""
+    return Load(dtype, 1)
+
+
 @dataclass(frozen=True, slots=True)
 class Reduction:
     """One reduction kernel; `schedule`, `kept`, `reduced` and `vector` fix its loop shape.
@@ -58,10 +67,24 @@ class Reduction:
     kept: int = 0
     reduced: int = 1
     vector: bool = False
+    second: Expr | None = None  # a paired sum's second per-element value
+    # per input: whether every reduced dim has stride 0 (var's broadcast mean): its loads
+    # do not move along the reduced elements, so the kernel loads it once per output
+    invariant: tuple[bool, ...] = ()
 
     @property
     def acc(self) -> DType:
         return self.prologue.dtype
+
+    @property
+    def paired(self) -> bool:
+        """Whether a second accumulator rides along: the index (arg ops) or a second sum."""
+        return self.op in ARG_OPS or self.second is not None
+
+    @property
+    def second_dtype(self) -> DType:
+        """The second accumulator's dtype: int64 indices, or the paired sum's dtype."""
+        return int64 if self.second is None else self.second.dtype
 
     @property
     def outputs(self) -> tuple[Buffer, ...]:
@@ -73,7 +96,8 @@ class Reduction:
 
     @property
     def may_fault(self) -> bool:
-        return faults(self.prologue) or any(faults(e) for e in self.epilogues)
+        """Whether an epilogue writes the error word (the flag): one more argument word."""
+        return any(faults(e) for e in self.epilogues)
 
     def specialize(self, plan: ReducePlan) -> Reduction:
         ins = tuple(dataclasses.replace(b, inner=i) for b, i in zip(self.inputs, plan.inners))
@@ -84,6 +108,7 @@ class Reduction:
             kept=len(plan.kept),
             reduced=len(plan.reduced),
             vector=plan.vector,
+            invariant=plan.invariant,
         )
 
 
@@ -102,6 +127,7 @@ class ReducePlan:
     # COLS: outputs per work item. Each output's order is fixed whatever the chunking,
     # so it follows the thread count: rows are read in long runs, split across threads.
     columns: int = 1
+    invariant: tuple[bool, ...] = ()  # per input: stride 0 along every reduced dim
 
     @property
     def outputs(self) -> int:
@@ -187,6 +213,16 @@ def plan_reduction(
     if columns:
         share = -(-kept[-1] // max(1, threads))
         width = min(MAX_COLUMNS, max(MIN_COLUMNS, -(-share // 64) * 64))
+    invariant = tuple(not any(r) for r in rper)
     return ReducePlan(
-        tuple(kept), tuple(red), outs, ins, schedule, True, inners, tuple(index_strides), width
+        tuple(kept),
+        tuple(red),
+        outs,
+        ins,
+        schedule,
+        True,
+        inners,
+        tuple(index_strides),
+        width,
+        invariant,
     )

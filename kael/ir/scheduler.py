@@ -12,7 +12,7 @@ from __future__ import annotations
 from kael.ir import expr as x
 from kael.ir import graph as g
 from kael.ir.kernel import Buffer, Kernel
-from kael.ir.reduction import ARG_OPS, OPS, Reduction, acc_load, index_load
+from kael.ir.reduction import ARG_OPS, OPS, Reduction, acc_load, index_load, second_load
 
 
 def schedule_elementwise(
@@ -84,15 +84,17 @@ def schedule_reduction(
     """One Reduction for outputs that each apply an epilogue to one Reduce node.
 
     Every Reduce must read the same operand with one op, except that max and argmax (or
-    min and argmin) pair into one argmax kernel giving values and indices. Returns the
+    min and argmin) pair into one argmax kernel giving values and indices, and two sums
+    of different operands pair into one kernel with two accumulators. Returns the
     kernel, the prologue's Input nodes and the Scalar names, in slot order.
     """
     reduces = _reduce_nodes(outputs)
     if not reduces:
         raise ValueError("schedule_reduction needs a Reduce node")
-    operand = reduces[0].x
+    operands = list({id(r.x): r.x for r in reduces}.values())
     ops = {r.op for r in reduces}
-    if any(r.x is not operand for r in reduces) or not ops <= set(OPS):
+    paired = len(operands) == 2 and ops == {"sum"}
+    if not ops <= set(OPS) or (len(operands) > 1 and not paired):
         raise ValueError(f"cannot fuse reductions {sorted(ops)} over different operands")
     arg = [op for op in ops if op in ARG_OPS]
     if len(ops) > 1 and not (len(arg) == 1 and ops == {arg[0], ARG_OPS[arg[0]]}):
@@ -100,15 +102,26 @@ def schedule_reduction(
     op = arg[0] if arg else reduces[0].op
     inputs: list[g.Input] = []
     scalars: list[str] = []
-    prologue = _lowering(inputs, scalars, {})(operand)
+    lower = _lowering(inputs, scalars, {})
+    prologue = lower(operands[0])
+    second = lower(operands[1]) if paired else None
+    if second is not None and second.dtype is not prologue.dtype:
+        raise ValueError(f"paired sums need one dtype, got {prologue.dtype} and {second.dtype}")
     memo: dict[int, x.Expr] = {}
     for r in reduces:
-        memo[id(r)] = index_load() if r.op in ARG_OPS else acc_load(prologue.dtype)
+        if r.op in ARG_OPS:
+            memo[id(r)] = index_load()
+        elif r.x is operands[0]:
+            memo[id(r)] = acc_load(prologue.dtype)
+        else:
+            memo[id(r)] = second_load(prologue.dtype)
     stray: list[g.Input] = []
     epilogues = tuple(_lowering(stray, scalars, memo)(o) for o in outputs)
     if stray:
         raise ValueError("an epilogue may read only the reduced value, not other inputs")
-    exprs = (prologue, *epilogues)
+    exprs = (prologue, *epilogues) if second is None else (prologue, second, *epilogues)
+    if x.faults(prologue) or (second is not None and x.faults(second)):
+        raise NotImplementedError("reductions over ops that can fault are not supported")
     kernel = Reduction(
         name=name,
         op=op,
@@ -116,9 +129,8 @@ def schedule_reduction(
         prologue=prologue,
         epilogues=epilogues,
         params=tuple(e.dtype for e in _params(exprs)),
+        second=second,
     )
-    if kernel.may_fault:
-        raise NotImplementedError("reductions over ops that can fault are not supported")
     return kernel, inputs, scalars
 
 

@@ -6,6 +6,8 @@ Where the book decides differently from PyTorch (integer and bool inputs become 
 where torch refuses them), the test pins the book's rule and says so.
 """
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -575,6 +577,42 @@ def test_layer_norm_eps_is_used():
 def test_layer_norm_of_a_constant_row_is_zero_and_of_special_values_follows_torch():
     x = torch.tensor([[2.0, 2.0, 2.0], [NAN, 0, 1], [INF, 0, 1]])
     check(kael.layer_norm(to_kael(x), (3,)), F.layer_norm(x, (3,)), NORM_TOL[torch.float32])
+
+
+@pytest.mark.parametrize("value", [1e50, math.log(0.2), 1e50 / 3, 1.797e308])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "stepped", "row_expanded"])
+def test_layer_norm_of_a_constant_row_is_zero_in_every_layout(layout, value):
+    # The fuzzer's find: kael gave 1.0 for [1e50] * 8 and -7e-14 for [log(0.2)] * 8 (torch
+    # 0); 1.797e308 overflowed the sum (NaN in both). Every layout reaches the row kernel.
+    shape, view = LAYOUTS[layout]
+    k = view(kael.full(shape, value, dtype=kael.float64))
+    n = k.shape[-1]
+    assert not kael.layer_norm(k, (n,)).numpy().any()
+    assert not kael.layer_norm(k, k.shape, eps=1.0).numpy().any()
+    if value < 3e38:
+        assert not kael.layer_norm(k.to(kael.float32), (n,)).numpy().any()
+
+
+def test_layer_norm_normalizes_float32_rows_with_their_float64_mean():
+    # The mean 16777211.5 is no float32: rounded, it gave -1.109 (torch -1.265), exactly
+    # -0.83205 = -1.5 / sqrt(2.25 + 1).
+    x = torch.tensor([[16777210.0, 16777213.0]])
+    got = kael.layer_norm(to_kael(x), (2,), eps=1.0)
+    want = -1.5 / math.sqrt(3.25)
+    assert got.tolist() == [[np.float32(want), np.float32(-want)]]
+    assert abs(F.layer_norm(x, (2,), eps=1.0)[0, 0].item() - want) > 0.4
+
+
+@pytest.mark.parametrize("scale", [1e150, 1e154, 1e300])
+def test_layer_norm_of_float64_rows_is_finite_past_the_squares_overflow(scale):
+    # Below 2^512 the squares are finite; past it the row is rescaled by a power of two,
+    # in every layout (the composed copy) and with weight and bias; torch gives NaN or 0.
+    base = _random((4, 6), torch.float64, seed=4)
+    t = base * scale
+    want = F.layer_norm(base, (6,), base[0], base[1], eps=0.0)  # scale-free when eps = 0
+    for k in (to_kael(t), to_kael(t.T.contiguous()).T.contiguous(), to_kael(t.T.contiguous()).T):
+        got = kael.layer_norm(k, (6,), to_kael(base[0]), to_kael(base[1]), eps=0.0)
+        check(got, want, NORM_TOL[torch.float64])
 
 
 def test_layer_norm_accumulates_in_float64_so_float32_squares_do_not_overflow():

@@ -3,7 +3,9 @@ every bad input as a typed kael error, NaN and tie rules, precision, determinism
 one launch per pass (the elementwise prologue and epilogue fused into the kernel)."""
 
 import math
+from fractions import Fraction
 
+import mpmath
 import numpy as np
 import pytest
 import torch
@@ -76,6 +78,43 @@ def check(k: kael.Tensor, t: torch.Tensor, exact: bool = False) -> None:
         np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol, equal_nan=True)
     else:
         np.testing.assert_array_equal(got, want)
+
+
+def _along(values: np.ndarray, axis, one) -> np.ndarray:
+    """one(1-d slice) for each slice along `axis` (every element when None), as float64."""
+    if axis is None:
+        return np.array(one(values.ravel()), dtype=np.float64)
+    moved = np.moveaxis(values, axis, -1)
+    flat = [one(v) for v in moved.reshape(-1, moved.shape[-1])]
+    return np.array(flat, dtype=np.float64).reshape(moved.shape[:-1])
+
+
+def exact_norm(values: np.ndarray, p, axis=None) -> np.ndarray:
+    """sum(|x|^p)^(1/p) in mpmath (its exponents do not overflow), rounded to float64."""
+
+    def one(v):
+        with mpmath.workprec(200):
+            terms = [abs(mpmath.mpf(float(x))) for x in v]
+            if p < 0 and any(t == 0 for t in terms):
+                return 0.0
+            total = mpmath.fsum(t**p for t in terms)
+            return float(total ** (mpmath.mpf(1) / p)) if total else 0.0
+
+    return _along(values, axis, one)
+
+
+def exact_moment(values: np.ndarray, op: str, axis=None, correction=1) -> np.ndarray:
+    """var (exact, in rationals) or std (its mpmath square root), rounded to float64."""
+
+    def one(v):
+        xs = [Fraction(float(x)) for x in v]
+        mean = sum(xs) / len(xs)
+        var = sum((x - mean) ** 2 for x in xs) / (len(xs) - correction)
+        with mpmath.workprec(200):
+            exact = mpmath.mpf(var.numerator) / var.denominator
+            return float(mpmath.sqrt(exact) if op == "std" else exact)
+
+    return _along(values, axis, one)
 
 
 def call(lib, op: str, x, dim, keepdim):
@@ -407,6 +446,122 @@ def test_var_divides_by_n_minus_correction_clamped_at_zero():
     assert kael.std(to_kael(t), correction=4).item() == math.inf
 
 
+# Values whose float64 mean rounds away from the value: a constant slice of them shows the
+# mean's rounding error e as n e^2 / (n - 1) in a plain second pass (torch's Welford passes
+# too give up to 3e67 for 1e50 / 3); the corrected pass cancels it exactly.
+CONSTANTS = [-7.05e16, 1e50 / 3, math.log(0.2), -123456789.123, 0.1, 3.0]
+
+
+@pytest.mark.parametrize("value", CONSTANTS)
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_var_of_a_constant_slice_is_zero_in_every_layout(layout, value):
+    shape, view = LAYOUTS[layout]
+    k = view(kael.full(shape, value, dtype=kael.float64))
+    for dim in (None, 0, 1, (0, 1)):
+        for op in ("var", "std"):
+            for correction in (0, 1):
+                got = getattr(kael, op)(k, dim, correction=correction)
+                assert not got.numpy().any(), (op, dim, got)
+
+
+@pytest.mark.parametrize("ulps", [1, 2, 3, 16])
+@pytest.mark.parametrize("base", [1e50 / 3, -7.05e16, 16777211.0, math.log(0.2)])
+def test_var_of_data_a_few_ulps_wide_is_exact(base, ulps):
+    # Every d = x - mean is a small multiple of one ulp: both sums are exact and the result
+    # is the variance rounded once; a plain second pass (and torch) can be off by 100%.
+    x = np.array([base + i * ulps * np.spacing(base) * (i % 3) for i in range(37)])
+    k, t = kael.tensor(x), torch.from_numpy(x)
+    for op in ("var", "std"):
+        want = exact_moment(x, op)
+        got = getattr(kael, op)(k).item()
+        assert got == pytest.approx(float(want), rel=1e-14, abs=0)
+        assert abs(got - want) <= abs(getattr(torch, op)(t).item() - want)
+    # one side of the limit: float32 data takes the plain second pass, exact to its precision
+    x32 = np.float32(16777210.0) + np.arange(4, dtype=np.float32)
+    got = kael.var(kael.tensor(x32)).item()
+    assert got == np.float32(exact_moment(x32.astype(np.float64), "var"))
+
+
+def test_var_and_std_along_a_dim_are_finite_where_float64_sums_overflow():
+    # The fuzzer's find: std over dim 0 of (4, 2) copies of 1.797e308 was inf (the sum
+    # overflows); now its epilogue raises the flag and the passes are redone on x / 2^1022.
+    k = kael.full((4, 2), 1.797e308, dtype=kael.float64)
+    assert kael.std(k, 0).tolist() == [0.0, 0.0]
+    assert kael.var(k, 1, correction=0).tolist() == [0.0] * 4
+    x = np.array([[1.7e308, -1.7e308, 1e300, -2e307], [1e200, -1e200, 1e154, 0.0]])
+    for op in ("var", "std"):
+        for dim in (None, 0, 1):
+            want = exact_moment(x, op, dim)
+            got = getattr(kael, op)(kael.tensor(x), dim).numpy()
+            np.testing.assert_allclose(got, want, rtol=1e-14)
+    # Exact variances past the largest double stay inf; their square roots are finite.
+    assert kael.var(kael.tensor(x[0])).item() == math.inf
+    assert math.isfinite(kael.std(kael.tensor(x[0])).item())
+
+
+@pytest.mark.parametrize("magnitude", [1e153, 1e155, 1e306, 1.7976931348623157e308])
+def test_std_is_exact_on_both_sides_of_the_squares_overflow(magnitude):
+    # 1e153: sums and squares are finite, one pass; from 1e155 on the squares overflow.
+    x = np.array([magnitude, -magnitude / 2, magnitude / 4, -magnitude / 8, magnitude / 3])
+    t = torch.from_numpy(x)
+    for op in ("var", "std"):
+        want = exact_moment(x, op)
+        got = getattr(kael, op)(kael.tensor(x)).item()
+        if math.isinf(want):
+            assert got == want
+            continue
+        assert got == pytest.approx(float(want), rel=1e-14)
+        torch_error = abs(getattr(torch, op)(t).item() - want)
+        assert abs(got - want) <= torch_error or math.isnan(torch_error)
+    launches = record_launches(kael.std, kael.tensor(x))[1]
+    assert len(launches) == (2 if magnitude < 1e154 else 6)  # + unit, mean, sums, unscale
+
+
+def test_var_and_std_of_inf_and_nan_follow_torch_after_the_retry():
+    x = torch.tensor([[1.0, math.inf, 2.0], [math.nan, 1.0, 1.0], [-math.inf, math.inf, 0.0]])
+    x = x.double()
+    for op in ("var", "std"):
+        for dim in (None, 0, 1):
+            check(getattr(kael, op)(to_kael(x), dim), getattr(torch, op)(x, dim))
+
+
+def test_a_scaled_retry_with_out_aliasing_the_input_reads_the_input_intact():
+    x = kael.tensor([[1.5e308, -1.5e308, 1.5e308], [1.0, 2.0, 3.0]], dtype=kael.float64)
+    want = kael.std(x.clone(), 1)
+    kael.std(x, 1, out=x[:, 0])
+    assert x[:, 0].tolist() == want.tolist() and math.isfinite(want[0].item())
+    y = kael.full((3,), -5.6e269, dtype=kael.float64)
+    kael.norm(y, 2, 0, keepdim=True, out=y[:1])
+    assert y[0].item() == pytest.approx(5.6e269 * math.sqrt(3), rel=1e-15)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_corrected_and_scaled_passes_do_not_depend_on_the_thread_count(threads):
+    # Several blocks per output (and a flagged retry): bit for bit with 2 threads.
+    rng = np.random.default_rng(5)
+    x = 1e300 * rng.standard_normal((3, 70_000)) + np.array([[0.0], [1e308], [0.0]])
+    narrow = 1e50 / 3 + np.spacing(1e50) * rng.integers(0, 4, 70_000)
+    inputs = [kael.tensor(x), kael.tensor(narrow), kael.tensor(x.T.copy()).T]
+
+    def results():
+        return [
+            kael.std(inputs[0], 1).numpy().tobytes(),
+            kael.var(inputs[1]).item(),
+            kael.norm(inputs[0], 2, 1).numpy().tobytes(),
+            kael.norm(inputs[0], 3).item(),
+            kael.var(inputs[2], 1).numpy().tobytes(),
+        ]
+
+    saved = kael.get_num_threads()
+    kael.set_num_threads(2)
+    try:
+        reference = results()
+        kael.set_num_threads(threads)
+        assert results() == reference
+    finally:
+        kael.set_num_threads(saved)
+
+
 # ---- norm ------------------------------------------------------------------------------------
 
 
@@ -428,6 +583,50 @@ def test_norm_orders_match_torch(p, dtype):
 def test_norm_order_must_be_a_number():
     with pytest.raises(kael.TypeError, match="p must be a number or 'fro', got 'nuc'"):
         kael.norm(kael.ones(3), "nuc")
+
+
+@pytest.mark.parametrize("p", [2, 3, 0.5, -1, 2.5, 8])
+@pytest.mark.parametrize("magnitude", [1e100, 1e152, 1e200, 5.6e269, 1.7e308])
+def test_norm_is_finite_where_its_float64_powers_overflow(p, magnitude):
+    # sum(|x|^p) passes the largest double from |x| ~ 2^(1024 / p): the flagged epilogue
+    # sends the sum to a retry on x / max|x|, exact for any p; torch answers inf.
+    x = np.array([[magnitude, -magnitude / 3, 0.5 * magnitude], [2.0, -magnitude, 1e-300]])
+    for dim in (None, 0, 1):
+        want = exact_norm(x, p, dim)
+        got = kael.norm(kael.tensor(x), p, dim).numpy()
+        # kael's pow (codegen/vmath.py) holds a few ulps; a square root, half an ulp
+        np.testing.assert_allclose(got, want, rtol=1e-14 if p == 2 else 1e-13)
+    # the fuzzer's find: a 0-d tensor
+    assert kael.norm(kael.tensor(-magnitude, dtype=kael.float64)).item() == magnitude
+
+
+def test_norm_below_the_overflow_takes_one_pass_and_above_it_three_more():
+    below = kael.tensor([9e153, -9e153], dtype=kael.float64)  # sum of squares 1.62e308
+    above = kael.tensor([1e154, -1e154], dtype=kael.float64)  # 2e308: past the largest double
+    for x, passes in ((below, 1), (above, 4)):  # + unit, scaled sum, unscale
+        got, launches = record_launches(kael.norm, x)
+        assert len(launches) == passes
+        want = exact_norm(x.numpy(), 2)
+        assert abs(got.item() - want) <= np.spacing(want)  # a root and a product: 1 ulp
+
+
+def test_float32_norms_overflow_only_in_high_powers():
+    # float32 squares and cubes stay far inside float64; |x|^10 of 2e38 does not.
+    x = np.array([2e38, -2e38, 1.0], dtype=np.float32)
+    for p in (2, 3, 10, -10):
+        want = exact_norm(x.astype(np.float64), p).astype(np.float32)
+        got = kael.norm(kael.tensor(x), p)
+        assert got.dtype is kael.float32
+        np.testing.assert_allclose(got.numpy(), want, rtol=2e-7)
+    assert len(record_launches(kael.norm, kael.tensor(x))[1]) == 1
+    assert len(record_launches(kael.norm, kael.tensor(x), 10)[1]) == 4
+
+
+def test_norms_of_inf_and_nan_follow_torch_after_the_retry():
+    x = torch.tensor([[1.0, math.inf, 2.0], [math.nan, 1.0, 1.0], [0.0, 0.0, 1e300]]).double()
+    for p in (2, 3, -1):
+        for dim in (None, 0, 1):
+            check(kael.norm(to_kael(x), p, dim), torch.norm(x, p, dim))
 
 
 # ---- count_nonzero, all, any -------------------------------------------------------------------
@@ -604,8 +803,12 @@ def test_scalar_arguments_an_int64_or_uint64_holds_match_torch(what, value):
     k, t = twins(torch.float64, "contiguous", seed=8)
     if what == "correction":
         check(kael.var(k, 0, correction=value), torch.var(t, 0, correction=value))
-    else:
+    elif abs(value) < 2**63:
         check(kael.norm(k, value, 0), torch.norm(t, value, 0))
+    else:
+        # |x|^p overflows for such p (torch answers inf, or 0 for p < 0): kael's scaled
+        # retry gives the norm, about the largest (smallest) magnitude.
+        check(kael.norm(k, value, 0), torch.from_numpy(exact_norm(t.numpy(), value, 0)))
 
 
 @pytest.mark.parametrize("value", [INT64_MIN - 1, 2**64, 2**70, -(2**70)])

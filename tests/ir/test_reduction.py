@@ -48,12 +48,46 @@ def test_max_and_argmax_of_one_operand_pair_into_one_kernel():
     assert red.epilogues == (x.Load(int64, 0), x.Load(int64, 1))
 
 
+def test_two_sums_of_different_operands_pair_into_one_kernel():
+    # var's second pass: sum(d) and sum(d^2) in one kernel, their subexpressions shared.
+    a, m = g.Input(float64, (), "a"), g.Input(float64, (), "m")
+    d = g.Binary(float64, (), "sub", a, m)
+    total = g.Reduce(float64, (), "sum", d, (0,))
+    squares = g.Reduce(float64, (), "sum", g.Binary(float64, (), "mul", d, d), (0,))
+    red, inputs, _ = schedule_reduction("moments", [g.Binary(float64, (), "sub", squares, total)])
+    assert red.op == "sum" and red.paired and not red.is_arg and red.second_dtype is float64
+    assert [i.name for i in inputs] == ["a", "m"]
+    dx = x.Binary(float64, "sub", x.Load(float64, 0), x.Load(float64, 1))
+    # The sums are taken in the order the epilogue meets them: squares first here.
+    assert red.prologue == x.Binary(float64, "mul", dx, dx) and red.second == dx
+    assert red.epilogues == (x.Binary(float64, "sub", x.Load(float64, 0), x.Load(float64, 1)),)
+    assert format_reduction(red).splitlines()[4:6] == [
+        "  acc = sum(mul(sub(in0, in1), sub(in0, in1)))",
+        "  acc1 = sum(sub(in0, in1))",
+    ]
+
+
+def test_an_epilogue_may_raise_the_flag_but_a_prologue_may_not_fault():
+    a = g.Input(float64, (), "a")
+    r = g.Reduce(float64, (), "sum", a, (0,))
+    flagged = g.Unary(bool_, (), "flag", g.Unary(bool_, (), "isinf", r))
+    red, _, _ = schedule_reduction("flagged", [g.Where(float64, (), flagged, r, r)])
+    assert red.may_fault
+    i = g.Input(int64, (), "i")
+    quotient = g.Binary(int64, (), "floordiv", i, i)
+    with pytest.raises(NotImplementedError, match="can fault"):
+        schedule_reduction("bad", [g.Reduce(int64, (), "sum", quotient, (0,))])
+
+
 def test_reductions_of_different_operands_or_ops_are_refused():
     a, b = g.Input(float64, (), "a"), g.Input(float64, (), "b")
     with pytest.raises(ValueError, match="different operands"):
         schedule_reduction(
-            "bad", [g.Reduce(float64, (), "sum", a, ()), g.Reduce(float64, (), "sum", b, ())]
+            "bad", [g.Reduce(float64, (), "max", a, ()), g.Reduce(float64, (), "max", b, ())]
         )
+    c = g.Input(float64, (), "c")
+    with pytest.raises(ValueError, match="different operands"):
+        schedule_reduction("bad", [g.Reduce(float64, (), "sum", v, ()) for v in (a, b, c)])
     with pytest.raises(ValueError, match=r"\['max', 'sum'\]"):
         schedule_reduction(
             "bad", [g.Reduce(float64, (), "sum", a, ()), g.Reduce(float64, (), "max", a, ())]
@@ -133,3 +167,18 @@ def test_bool_prologue_for_all_and_any():
     r = g.Reduce(bool_, (), "all", g.Cast(bool_, (), a), (0,))
     red, _, _ = schedule_reduction("all", [r])
     assert red.acc is bool_ and red.prologue == x.Cast(bool_, x.Load(float32, 0))
+
+
+def test_plan_marks_inputs_that_do_not_move_along_the_reduced_dims():
+    # var's second pass over dim 0: x walks the rows, its keepdim mean (1, 8) does not, so
+    # the kernel loads the mean once per output; the mark is part of the printed key.
+    p = plan_reduction((5, 8), (0,), [(1,)], [(8, 1), (0, 1)])
+    assert p.invariant == (False, True)
+    p = plan_reduction((5, 8), (1,), [(1,)], [(8, 1), (1, 0)])
+    assert p.invariant == (False, True)
+    a, m = g.Input(float64, (), "a"), g.Input(float64, (), "m")
+    d = g.Binary(float64, (), "sub", a, m)
+    r = g.Reduce(float64, (), "sum", g.Binary(float64, (), "mul", d, d), (0,))
+    red, _, _ = schedule_reduction("sq", [r])
+    text = format_reduction(red.specialize(plan_reduction((5, 8), (0,), [(1,)], [(8, 1), (0, 1)])))
+    assert "  in0: float64 contig\n  in1: float64 contig invariant" in text

@@ -23,6 +23,7 @@ from kael.codegen.lowering import (
     element_offset,
     mangle,
     param_from_word,
+    report_fault,
     scalar_type,
     value_type,
 )
@@ -65,8 +66,7 @@ class _Args:
             name = f"llvm.vector.reduce.or.{mangle(cond.type)}"
             fnty = ir.FunctionType(ir.IntType(1), [cond.type])
             cond = b.call(declare(b.module, name, fnty), [cond])
-        with b.if_then(cond, likely=False):
-            b.store_atomic(ir.Constant(I64, code), self.error, ordering="monotonic", align=8)
+        report_fault(b, self.error, code, cond)
 
 
 class LoopBuilder:

@@ -12,7 +12,15 @@ Argument words: output pointers, input pointers, the value and index scratch poi
 the kept sizes, the reduced sizes, each output's strides over the kept dims, each
 input's strides over kept then reduced dims, each reduced dim's step in the flat
 reduced index (arg ops), the reduced length, the block count, the chunk count and
-width (COLS), then the run-time scalars (floats as float64 bits).
+width (COLS), the run-time scalars (floats as float64 bits), then the error word's
+address when an epilogue raises the flag.
+
+A paired reduction (arg ops, or a sum with a second value) carries its second
+accumulator exactly where argmax carries its index: in every lane, unrolled copy,
+scratch partial and tree step, so both totals follow one order. A ROWS sum whose
+per-element value is a product (norm's x * x, var's d * d) adds it with one fma. An input that does
+not move along the reduced dims (var's broadcast mean) gets constant 0 reduced strides,
+so its loads hoist out of the reduced loops.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
+from kael.codegen.combine import Combiner, identity
 from kael.codegen.cpu import compiler, handwritten
 from kael.codegen.cpu.loops import LoopBuilder, carry, splat
 from kael.codegen.lowering import (
@@ -32,15 +41,16 @@ from kael.codegen.lowering import (
     element_offset,
     i64,
     param_from_word,
+    report_fault,
     scalar_type,
     smin,
     value_type,
 )
 from kael.ir.kernel import BCAST, STRIDED
 from kael.ir.printer import format_reduction
-from kael.ir.reduction import ARG_OPS, BLOCK, COLS, MAX_COLUMNS, Reduction
+from kael.ir.reduction import BLOCK, COLS, MAX_COLUMNS, Reduction
 from kael.runtime import kernel_cache
-from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType
+from kael.runtime.dtypes import INT64_MAX, DType, int64
 from kael.runtime.launcher import kernel_fn
 from kael.runtime.version import __version__
 
@@ -53,59 +63,6 @@ def vector_width(red: Reduction) -> int:
     """Lanes per accumulator: one 64-byte vector of the widest of the inputs and accumulator."""
     sizes = [red.acc.itemsize] + [b.dtype.itemsize for b in red.inputs]
     return max(1, VECTOR_BYTES // max(sizes))
-
-
-def identity(op: str, dtype: DType) -> bool | int | float:
-    """The value every block starts from: the op's neutral element."""
-    base = ARG_OPS.get(op, op)
-    if base in ("sum", "any"):
-        return 0
-    if base in ("prod", "all"):
-        return 1
-    if dtype.is_floating_point:
-        return float("-inf") if base == "max" else float("inf")
-    if dtype.is_bool:
-        return 0 if base == "max" else 1
-    return INT64_MIN if base == "max" else INT64_MAX
-
-
-class Combiner:
-    """Emits `a (+) c` for one op, on scalars or vectors alike; arg ops carry indices."""
-
-    def __init__(self, b: ir.IRBuilder, op: str, dtype: DType):
-        self.b, self.op, self.dtype = b, op, dtype
-
-    def __call__(self, a, ia, c, ic):
-        b, op, dt = self.b, self.op, self.dtype
-        if op == "sum":
-            return (b.fadd(a, c) if dt.is_floating_point else b.add(a, c)), None
-        if op == "prod":
-            return (b.fmul(a, c) if dt.is_floating_point else b.mul(a, c)), None
-        if op == "all":
-            return b.and_(a, c), None
-        if op == "any":
-            return b.or_(a, c), None
-        greater = ARG_OPS.get(op, op) == "max"
-        rel = ">" if greater else "<"
-        if dt.is_floating_point:
-            a_nan = b.fcmp_unordered("uno", a, a)
-            c_nan = b.fcmp_unordered("uno", c, c)
-            better = b.fcmp_ordered(rel, a, c)
-            equal = b.fcmp_ordered("==", a, c)
-        else:
-            cmp = b.icmp_unsigned if dt.is_bool else b.icmp_signed
-            better, equal = cmp(rel, a, c), cmp("==", a, c)
-        if op not in ARG_OPS:
-            if not dt.is_floating_point:
-                return b.select(better, a, c), None
-            # NaN wins from either side: max/min propagate it.
-            return b.select(b.or_(a_nan, b.and_(b.not_(c_nan), better)), a, c), None
-        first = b.icmp_signed("<", ia, ic)
-        take_a = b.or_(better, b.and_(equal, first))
-        if dt.is_floating_point:
-            # The first NaN wins; any NaN beats every number.
-            take_a = b.select(a_nan, b.or_(b.not_(c_nan), first), b.and_(b.not_(c_nan), take_a))
-        return b.select(take_a, a, c), b.select(take_a, ia, ic)
 
 
 class _Args:
@@ -125,19 +82,24 @@ class _Args:
         self.outs = [ptr(buf.dtype) for buf in red.outputs]
         self.ins = [ptr(buf.dtype) for buf in red.inputs]
         self.scratch = ptr(red.acc)
-        self.scratch_index = b.inttoptr(word(), I64.as_pointer())
+        self.scratch_index = ptr(red.second_dtype)
         self.kept = [word() for _ in range(k)]
         self.reduced = [word() for _ in range(r)]
         self.out_strides = [[word() for _ in range(k)] for _ in range(n_out)]
         self.in_strides = [[word() for _ in range(k + r)] for _ in range(n_in)]
+        for strides, fixed in zip(self.in_strides, red.invariant):
+            if fixed:  # constant 0: its loads hoist out of the reduced loops, once per output
+                strides[k:] = [i64(0)] * r
         self.index_strides = [word() for _ in range(r)]
         self.length, self.blocks, self.chunks, self.columns = word(), word(), word(), word()
         self.params = [param_from_word(b, word(), d) for d in red.params]
+        self.error = ptr(int64) if red.may_fault else None
 
 
 def word_count(red: Reduction) -> int:
     n_out, n_in, k, r = len(red.outputs), len(red.inputs), red.kept, red.reduced
-    return n_out + n_in + 2 + k + r + n_out * k + n_in * (k + r) + r + 4 + len(red.params)
+    words = n_out + n_in + 2 + k + r + n_out * k + n_in * (k + r) + r + 4 + len(red.params)
+    return words + int(red.may_fault)
 
 
 class _Emitter:
@@ -156,12 +118,36 @@ class _Emitter:
         """An entry-block alloca: loop-carried state that mem2reg turns into SSA."""
         return self.entry.alloca(t, name=name)
 
+    def note_fault(self, code: int, cond: ir.Value) -> None:
+        """An epilogue's fault (the flag) kept in a register where `cond` holds, stored in
+        the error word once per call (report_faults): no branch per output, so the loops
+        storing outputs stay straight-line (vectorizable) code."""
+        b = self.b
+        b.store(b.select(cond, i64(code), b.load(self.fault_code)), self.fault_code)
+
+    def report_faults(self) -> None:
+        if self.red.may_fault:
+            b = self.b
+            code = b.load(self.fault_code)
+            report_fault(b, self.args.error, 0, b.icmp_signed("!=", code, i64(0)), code)
+
     def ident(self, width: int) -> ir.Value:
         return constant(self.red.acc, identity(self.red.op, self.red.acc), width)
 
-    def prologue(self, width: int, load) -> ir.Value:
+    def prologue(self, width: int, load, index=None) -> tuple[ir.Value, ir.Value | None]:
+        """The per-element value and the second one: a paired sum's second value (sharing
+        its subexpressions), else `index()` for arg ops, else None."""
         emitter = ExprEmitter(self.b, width, load, _no_index, lambda s: self.args.params[s])
-        return emitter.emit(self.red.prologue)
+        value = emitter.emit(self.red.prologue)
+        if self.red.second is not None:
+            return value, emitter.emit(self.red.second)
+        return value, (index() if self.red.is_arg else None)
+
+    def second_ident(self, width: int) -> ir.Value:
+        """The second accumulator's start: no index yet (arg ops), or 0 (a paired sum)."""
+        if self.red.second is None:
+            return constant(int64, INT64_MAX, width)
+        return constant(self.red.acc, 0, width)
 
     def load_input(self, i: int, base: ir.Value, width: int, stride=None) -> ir.Value:
         """Input i at element offset `base` (scalar), or `width` lanes from there.
@@ -185,13 +171,14 @@ class _Emitter:
 
     def store_result(self, offsets: list[ir.Value], value: ir.Value, index) -> None:
         """Each output's epilogue of (value, index) at its element offset."""
-        b = self.b
+        b, args = self.b, self.args
         emitter = ExprEmitter(
             b,
             1,
             lambda i: value if i == 0 else index,
             _no_index,
-            lambda s: self.args.params[s],
+            lambda s: args.params[s],
+            self.note_fault,
         )
         for o, (buf, e) in enumerate(zip(self.red.outputs, self.red.epilogues)):
             p = b.gep(self.args.outs[o], [offsets[o]])
@@ -262,7 +249,7 @@ def _no_index(axis: int):
 def _rows_block(e: _Emitter, j0, j1, bases):
     """(value, index) of reduced elements [j0, j1) of one output, inputs at `bases`."""
     red, b = e.red, e.b
-    arg = red.is_arg
+    paired = red.paired
     gathers = any(buf.inner == STRIDED for buf in red.inputs)
     # Gathering more than 8 lanes element by element costs more code than it saves.
     w = e.width if red.vector and not (gathers and e.width > 8) else 1
@@ -270,23 +257,24 @@ def _rows_block(e: _Emitter, j0, j1, bases):
     idx_t = ir.VectorType(I64, w) if w > 1 else I64
     n_acc = UNROLL if w > 1 else 0
     vec = [e.slot(acc_t, f"acc{u}") for u in range(n_acc)]
-    vec_i = [e.slot(idx_t, f"acci{u}") for u in range(n_acc)] if arg else []
+    sec_t = value_type(red.second_dtype, w)
+    vec_i = [e.slot(sec_t, f"acci{u}") for u in range(n_acc)] if paired else []
     tail = e.slot(scalar_type(red.acc), "tail")
-    tail_i = e.slot(I64, "taili")
+    tail_i = e.slot(scalar_type(red.second_dtype), "taili")
     for s in vec:
         b.store(e.ident(w), s)
     for s in vec_i:
-        b.store(ir.Constant(idx_t, [ir.Constant(I64, INT64_MAX)] * w), s)
+        b.store(e.second_ident(w), s)
     b.store(e.ident(1), tail)
-    b.store(i64(INT64_MAX), tail_i)
+    b.store(e.second_ident(1), tail_i)
     lanes = ir.Constant(idx_t, list(range(w))) if w > 1 else None
     last = red.kept + red.reduced - 1
 
     def accumulate(slot, islot, value, index):
-        cur_i = b.load(islot) if arg else None
+        cur_i = b.load(islot) if paired else None
         v, i = e.combine(b.load(slot), cur_i, value, index)
         b.store(v, slot)
-        if arg:
+        if paired:
             b.store(i, islot)
 
     istep = e.args.index_strides[-1]
@@ -301,12 +289,15 @@ def _rows_block(e: _Emitter, j0, j1, bases):
             def step(u: int):
                 def body(j):
                     at = [b.add(h, b.mul(j, st)) for h, st in zip(heads, strides)]
-                    x = e.prologue(w, lambda i: e.load_input(i, at[i], w, strides[i]))
-                    index = None
-                    if arg:
+
+                    def index():
                         here = splat(b, b.add(run_index, b.mul(j, istep)), w)
-                        index = b.add(here, b.mul(lanes, splat(b, istep, w)))
-                    accumulate(vec[u], vec_i[u] if arg else None, x, index)
+                        return b.add(here, b.mul(lanes, splat(b, istep, w)))
+
+                    x, second = e.prologue(
+                        w, lambda i: e.load_input(i, at[i], w, strides[i]), index
+                    )
+                    accumulate(vec[u], vec_i[u] if paired else None, x, second)
 
                 return body
 
@@ -324,23 +315,25 @@ def _rows_block(e: _Emitter, j0, j1, bases):
                 b.add(s, b.mul(b.add(first, j), st[last]))
                 for s, st in zip(starts, e.args.in_strides)
             ]
-            x = e.prologue(1, lambda i: e.load_input(i, at[i], 1))
-            accumulate(tail, tail_i, x, b.add(run_index, b.mul(j, istep)) if arg else None)
+            x, second = e.prologue(
+                1, lambda i: e.load_input(i, at[i], 1), lambda: b.add(run_index, b.mul(j, istep))
+            )
+            accumulate(tail, tail_i, x, second)
 
         e.loops.counted(j, n, 1, scalar, "elem")
 
     e.walk_reduced(j0, j1, row)
     if w == 1:
-        return b.load(tail), (b.load(tail_i) if arg else None)
+        return b.load(tail), (b.load(tail_i) if paired else None)
     accs = [b.load(s) for s in vec]
-    ids = [b.load(s) for s in vec_i] if arg else [None] * n_acc
+    ids = [b.load(s) for s in vec_i] if paired else [None] * n_acc
     while len(accs) > 1:
         pairs = [
             e.combine(accs[k], ids[k], accs[k + 1], ids[k + 1]) for k in range(0, len(accs), 2)
         ]
         accs, ids = [p[0] for p in pairs], [p[1] for p in pairs]
     value, index = e.fold_lanes(accs[0], ids[0], w)
-    return e.combine(value, index, b.load(tail), b.load(tail_i) if arg else None)
+    return e.combine(value, index, b.load(tail), b.load(tail_i) if paired else None)
 
 
 def _emit_rows(e: _Emitter, w: ir.Value) -> None:
@@ -372,7 +365,8 @@ def _finish(e: _Emitter, o, blk, kidx, value, index) -> None:
 def _emit_cols(e: _Emitter, w: ir.Value) -> None:
     """One chunk of outputs along the contiguous last kept dim, over one block of rows.
 
-    Each output accumulates its rows in order, four rows per pass over the chunk.
+    Each output accumulates its rows in order, four rows per pass over the chunk (eight
+    for a paired sum, whose two accumulator rows cost twice the loads and stores).
     """
     b, args, red = e.b, e.args, e.red
     k = red.kept
@@ -388,13 +382,16 @@ def _emit_cols(e: _Emitter, w: ir.Value) -> None:
     row = e.entry.alloca(acc_ty, size=i64(MAX_COLUMNS), name="row")
     row.align = VECTOR_BYTES
     align = red.acc.itemsize
-    arg = red.is_arg
-    rows_i = e.entry.alloca(I64, size=i64(MAX_COLUMNS), name="row_index") if arg else None
+    paired = red.paired
+    sec_ty = scalar_type(red.second_dtype)
+    rows_i = e.entry.alloca(sec_ty, size=i64(MAX_COLUMNS), name="row_index") if paired else None
+    if rows_i is not None:
+        rows_i.align = VECTOR_BYTES
 
     def init(c):
         b.store(e.ident(1), b.gep(row, [c]))
-        if arg:
-            b.store(i64(INT64_MAX), b.gep(rows_i, [c]))
+        if paired:
+            b.store(e.second_ident(1), b.gep(rows_i, [c]))
 
     e.loops.counted(i64(0), cn, 1, init, "init")
     last = k + red.reduced - 1
@@ -425,21 +422,26 @@ def _emit_cols(e: _Emitter, w: ir.Value) -> None:
                     def body(c):
                         p = at_column(row, c, lanes, vt.element)
                         v = b.load(p, align=align)
-                        pi = at_column(rows_i, c, lanes, I64) if arg else None
-                        i = b.load(pi, align=8) if arg else None
+                        pi = at_column(rows_i, c, lanes, sec_ty) if paired else None
+                        i = b.load(pi, align=8) if paired else None
                         for r in range(count):
                             at = [
                                 a if buf.inner == BCAST else b.add(a, c)
                                 for a, buf in zip(starts[r], red.inputs)
                             ]
-                            x = e.prologue(lanes, lambda k, at=at: e.load_input(k, at[k], lanes))
-                            index = None
-                            if arg:
+
+                            def index(r=r):
                                 here = b.add(prefix, b.mul(b.add(first, b.add(j, i64(r))), step))
-                                index = here if lanes == 1 else splat(b, here, lanes)
-                            v, i = e.combine(v, i, x, index)
+                                return here if lanes == 1 else splat(b, here, lanes)
+
+                            x, second = e.prologue(
+                                lanes, lambda k, at=at: e.load_input(k, at[k], lanes), index
+                            )
+                            # No fma here: a column's rows form one chain, an fma
+                            # is slower than an add on it.
+                            v, i = e.combine(v, i, x, second, fuse=False)
                         b.store(v, p, align=align)
-                        if arg:
+                        if paired:
                             b.store(i, pi, align=8)
 
                     return body
@@ -454,7 +456,9 @@ def _emit_cols(e: _Emitter, w: ir.Value) -> None:
 
             return fold
 
-        j = e.loops.counted(i64(0), n, ROW_GROUP, rows(ROW_GROUP), "rgroup")
+        # A paired sum loads and stores two accumulator rows: fold twice the rows per pass.
+        group = ROW_GROUP * (2 if red.second is not None else 1)
+        j = e.loops.counted(i64(0), n, group, rows(group), "rgroup")
         e.loops.counted(j, n, 1, rows(1), "relem")
 
     j0 = b.mul(blk, i64(BLOCK))
@@ -465,7 +469,7 @@ def _emit_cols(e: _Emitter, w: ir.Value) -> None:
     def store(c):
         col = b.add(c0, c)
         o = b.add(b.mul(outer_flat, args.kept[-1]), col)
-        index = b.load(b.gep(rows_i, [c])) if arg else None
+        index = b.load(b.gep(rows_i, [c])) if paired else None
         _finish(e, o, blk, [*outer, col], b.load(b.gep(row, [c])), index)
 
     e.loops.counted(i64(0), cn, 1, store, "store")
@@ -478,7 +482,7 @@ def _emit_final(e: _Emitter, o: ir.Value) -> None:
     base = b.mul(o, nb)
     values = b.gep(args.scratch, [base])
     indices = b.gep(args.scratch_index, [base])
-    arg = e.red.is_arg
+    paired = e.red.paired
     pre = b.block
     head, body, done = (fn.append_basic_block(n) for n in ("tree.head", "tree.level", "tree.done"))
     b.branch(head)
@@ -491,11 +495,11 @@ def _emit_final(e: _Emitter, o: ir.Value) -> None:
     def pair(i):
         j = b.add(i, s)
         pa, pc = b.gep(values, [i]), b.gep(values, [j])
-        ia = b.load(b.gep(indices, [i])) if arg else None
-        ic = b.load(b.gep(indices, [j])) if arg else None
+        ia = b.load(b.gep(indices, [i])) if paired else None
+        ic = b.load(b.gep(indices, [j])) if paired else None
         v, iv = e.combine(b.load(pa), ia, b.load(pc), ic)
         b.store(v, pa)
-        if arg:
+        if paired:
             b.store(iv, b.gep(indices, [i]))
 
     # for (i = 0; i + s < nb; i += 2s): the loop helper needs a constant step.
@@ -508,15 +512,20 @@ def _emit_final(e: _Emitter, o: ir.Value) -> None:
     kidx = decompose(b, o, args.kept)
     offsets = [element_offset(b, kidx, st) for st in args.out_strides]
     value = b.load(values)
-    index = b.load(indices) if arg else None
+    index = b.load(indices) if paired else None
     e.store_result(offsets, value, index)
 
 
 def _function(module: ir.Module, red: Reduction, symbol: str, body) -> None:
     fn, b = handwritten.kernel_function(module, symbol)
     e = _Emitter(red, fn, b)
+    if red.may_fault:
+        e.fault_code = e.slot(I64, "fault")
+        b.position_at_end(b.block)  # the entry builder inserted above b's last instruction
+        b.store(i64(0), e.fault_code)
     begin, end = fn.args[1], fn.args[2]
     e.loops.counted(begin, end, 1, lambda w: body(e, w), "item")
+    e.report_faults()
     b.ret_void()
 
 

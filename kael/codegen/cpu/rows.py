@@ -5,15 +5,23 @@ rows of a contiguous [rows, cols] input, so runtime/launcher.py splits rows over
 thread pool. A row is walked a few times (it stays in cache between passes): W-lane
 vectors (one 64-byte register), then a scalar tail, with kael's own exp and log
 (codegen/vmath.py through the emitter tables). Sums accumulate in float64 whatever
-the element type; lanes combine in a fixed order, so results do not depend on threads.
+the element type; lanes fold by halves in a fixed order, so results do not depend on
+threads.
 
 - softmax: NaN-aware max; out = exp(x - max) with the sum; out *= 1 / sum.
 - log_softmax: max; sum of exp(x - max); out = (x - max) - log(sum), exact where
   log(softmax) underflows.
 - logsumexp: shift = max, or 0 when the max is infinite (no inf - inf); out = log(sum
   of exp(x - shift)) + shift: an all -inf or empty row gives -inf, a +inf entry inf.
-- layer_norm: mean, then the variance as the mean of (x - mean)^2 (two passes), then
-  (x - mean) / sqrt(var + eps), times weight, plus bias (variants by which are given).
+- layer_norm: the corrected two-pass algorithm in float64: the mean m, then sum(d^2) of
+  d = x - m and, for float64 rows, sum(d) in one pass; delta = sum(d) / n corrects m
+  (a float32 row's float64 mean is already exact far below float32's precision) and
+  var = sum(d^2) / n - delta^2. out = fma(x - hi, rstd, shift) with hi = m + delta
+  rounded to the element type and shift = -(its rounding error) * rstd, so float32 rows
+  normalize with the float64 mean in float32 arithmetic and a constant row gives 0
+  exactly; then times weight, plus bias (variants by which are given). A float64 row
+  whose sum(d^2) is not finite is normalized again on a rare path: the same passes on
+  x / u, u the power of two at or below max |x|, with eps / u^2 (kept positive).
 - cross_entropy: per row the weighted loss w[t] * (logsumexp(x) - x[t]) and w[t] into a
   float64 [2, rows] scratch; rows whose target is ignore_index give 0 and 0; a target
   outside [0, cols) lowers the error word to its row (atomic min). `total` then sums
@@ -39,6 +47,7 @@ from kael.runtime.launcher import launch
 F64 = ir.DoubleType()
 I64 = ir.IntType(64)
 INF = float("inf")
+MIN_SUBNORMAL = 5e-324
 # Layer norm variants: which of weight and bias the kernel applies.
 AFFINE = ("none", "weight", "bias", "both")
 
@@ -66,6 +75,22 @@ def _fadd(b: ir.IRBuilder, a: ir.Value, x: ir.Value) -> ir.Value:
     return b.fadd(a, x)
 
 
+def _two_sum_error(b: ir.IRBuilder, x: ir.Value, y: ir.Value, s: ir.Value) -> ir.Value:
+    """(x + y) - s exactly, for s = x + y rounded (Knuth's TwoSum)."""
+    yy = b.fsub(s, x)
+    return b.fadd(b.fsub(x, b.fsub(s, yy)), b.fsub(y, yy))
+
+
+def _inverse_unit(b: ir.IRBuilder, m: ir.Value) -> ir.Value:
+    """2^-e for the power of two 2^e at or below the float64 m, e clamped to [-1022, 1022]
+    (both normal), read from m's exponent bits; 1 when m is inf or NaN."""
+    biased = b.and_(b.lshr(b.bitcast(m, I64), i64(52)), i64(0x7FF))
+    clamped = b.select(b.icmp_signed("<", biased, i64(1)), i64(1), biased)
+    clamped = b.select(b.icmp_signed(">", clamped, i64(2045)), i64(2045), clamped)
+    inverse = b.bitcast(b.shl(b.sub(i64(2046), clamped), i64(52)), F64)
+    return b.select(b.icmp_signed("==", biased, i64(0x7FF)), ir.Constant(F64, 1.0), inverse)
+
+
 class _Acc:
     """A loop-carried value per width: a W-lane vector and a scalar, folded at the end."""
 
@@ -85,12 +110,19 @@ class _Acc:
         self.row.b.store(self.combine(self.row.b, self.get(w), x), self.slots[w])
 
     def total(self) -> ir.Value:
-        """The scalar, then lanes 0..W-1 folded in order."""
+        """The lanes folded by halves (lane i with lane i + W/2, ...), then the scalar."""
         b = self.row.b
-        acc, vec = self.get(1), self.get(self.row.width)
-        for lane in range(self.row.width):
-            acc = self.combine(b, acc, b.extract_element(vec, i64(lane)))
-        return acc
+        vec, width = self.get(self.row.width), self.row.width
+        i32 = ir.IntType(32)
+        while width > 1:
+            h = width // 2
+            halves = [
+                b.shuffle_vector(vec, vec, ir.Constant(ir.VectorType(i32, h), list(lanes)))
+                for lanes in (range(h), range(h, width))
+            ]
+            vec = self.combine(b, *halves)
+            width = h
+        return self.combine(b, b.extract_element(vec, i64(0)), self.get(1))
 
 
 class _Row:
@@ -132,8 +164,12 @@ class _Row:
         return UNARY_EMITTERS[name](self.emitters[w], v, dtype or self.dtype)
 
     def intrinsic(self, name: str, v: ir.Value) -> ir.Value:
-        """A scalar LLVM intrinsic that every backend lowers exactly (fabs, sqrt)."""
+        """An LLVM intrinsic that every backend lowers exactly (fabs, sqrt), on any lanes."""
         return self.emitters[1].intrinsic(name, v)
+
+    def fma(self, x: ir.Value, y: ir.Value, z: ir.Value) -> ir.Value:
+        """x * y + z rounded once, lane-wise."""
+        return self.emitters[1].intrinsic("llvm.fma", x, y, z)
 
     def splat(self, v: ir.Value, w: int) -> ir.Value:
         return self.emitters[w].splat(v)
@@ -142,9 +178,9 @@ class _Row:
         """Elements as float64 (lane-wise)."""
         return v if self.dtype is float64 else self.b.fpext(v, _vec(F64, w))
 
-    def narrow(self, v: ir.Value) -> ir.Value:
-        """A float64 scalar as the element type."""
-        return v if self.dtype is float64 else self.b.fptrunc(v, self.t)
+    def narrow(self, v: ir.Value, w: int = 1) -> ir.Value:
+        """float64 lanes (a scalar when w is 1) as the element type."""
+        return v if self.dtype is float64 else self.b.fptrunc(v, _vec(self.t, w))
 
     def each(self, n: ir.Value, body: Callable[[ir.Value, int], None], name: str) -> None:
         """body(j, W) over whole vectors of [0, n), then body(j, 1) over the rest."""
@@ -233,27 +269,60 @@ def _layer_norm(module: ir.Module, symbol: str, dtype: DType, affine: str) -> No
     b, cols = r.b, r.w["cols"]
     xs, outs, weight, bias = r.ptr("x"), r.ptr("out"), r.ptr("weight"), r.ptr("bias")
     eps = b.bitcast(r.w["eps"], F64)
-    total, squares = r.acc(F64, 0.0, _fadd), r.acc(F64, 0.0, _fadd)
+    total, deviations, squares = (r.acc(F64, 0.0, _fadd) for _ in range(3))
+    top = r.acc(F64, 0.0, _nan_max)
     n = b.sitofp(cols, F64)
+    inv_n = b.fdiv(ir.Constant(F64, 1.0), n)
+    zero = ir.Constant(F64, 0.0)
 
-    def row(i):
-        x, out = r.row_ptr(xs, i, cols), r.row_ptr(outs, i, cols)
+    def value(x, j, w, inv):
+        """Element j (w lanes) as float64, times the row's inverse unit in the rare path."""
+        v = r.wide(r.load(x, j, w), w)
+        return v if inv is None else b.fmul(v, r.splat(inv, w))
+
+    def moments(x, inv):
+        """(mean, delta, var, sum(d^2)) of d = x - mean: the mean, then one pass summing
+        d^2 and, for float64 rows, d (delta = sum(d) / n corrects the mean). A float32
+        row's float64 mean is already exact to far below its precision: delta is 0."""
         total.reset()
-        r.each(cols, lambda j, w: total.update(w, r.wide(r.load(x, j, w), w)), "sum")
-        mean = b.fdiv(total.total(), n)
+        r.each(cols, lambda j, w: total.update(w, value(x, j, w, inv)), "sum")
+        # float64: delta corrects the mean's rounding, so multiplying by 1 / n will do;
+        # float32: the float64 quotient of its exact sum is the mean it normalizes with.
+        mean = b.fmul(total.total(), inv_n) if dtype is float64 else b.fdiv(total.total(), n)
+        deviations.reset()
         squares.reset()
 
-        def square(j, w):
-            d = b.fsub(r.wide(r.load(x, j, w), w), r.splat(mean, w))
+        def deviation(j, w):
+            d = b.fsub(value(x, j, w, inv), r.splat(mean, w))
+            if dtype is float64:
+                deviations.update(w, d)
             squares.update(w, b.fmul(d, d))
 
-        r.each(cols, square, "var")
-        var = b.fdiv(squares.total(), n)
-        std = r.intrinsic("llvm.sqrt", b.fadd(var, eps))
-        rstd, mean_t = r.narrow(b.fdiv(ir.Constant(F64, 1.0), std)), r.narrow(mean)
+        r.each(cols, deviation, "dev")
+        sq = squares.total()
+        if dtype is not float64:
+            return mean, zero, b.fmul(sq, inv_n), sq
+        # var = sum(d^2) / n - delta^2: both divisions side by side, off each other's path.
+        delta = b.fdiv(deviations.total(), n)
+        var = b.fsub(b.fmul(sq, inv_n), b.fmul(delta, delta))
+        return mean, delta, b.select(b.fcmp_ordered("<", var, zero), zero, var), sq
+
+    def normalize(x, out, inv, mean, delta, rstd):
+        """out = (x - (mean + delta)) * rstd [* weight] [+ bias] as fma(x - hi, rstd, shift):
+        hi is mean + delta rounded to the element type, shift = -(its rounding error) *
+        rstd, so x - hi is exact near the mean and a constant row gives 0 exactly."""
+        if dtype is float64:
+            hi = b.fadd(mean, delta)
+            err = _two_sum_error(b, mean, delta, hi)
+        else:
+            hi = r.narrow(mean)
+            err = b.fsub(mean, r.wide(hi, 1))
+        shift = r.narrow(b.fneg(b.fmul(err, rstd)))
+        rstd = r.narrow(rstd)
 
         def normed(j, w):
-            v = b.fmul(b.fsub(r.load(x, j, w), r.splat(mean_t, w)), r.splat(rstd, w))
+            v = r.load(x, j, w) if inv is None else r.narrow(value(x, j, w, inv), w)
+            v = r.fma(b.fsub(v, r.splat(hi, w)), r.splat(rstd, w), r.splat(shift, w))
             if affine in ("weight", "both"):
                 v = b.fmul(v, r.load(weight, j, w))
             if affine in ("bias", "both"):
@@ -261,6 +330,34 @@ def _layer_norm(module: ir.Module, symbol: str, dtype: DType, affine: str) -> No
             r.store(v, out, j, w)
 
         r.each(cols, normed, "norm")
+
+    def rstd_of(var, eps_):
+        return b.fdiv(ir.Constant(F64, 1.0), r.intrinsic("llvm.sqrt", b.fadd(var, eps_)))
+
+    def rescaled(x, out):
+        """The rare path: the row scaled by 1 / u, u the power of two at or below max |x|
+        (1 when that is inf or NaN), so no sum overflows; eps scales by 1 / u^2."""
+        top.reset()
+        r.each(
+            cols, lambda j, w: top.update(w, r.intrinsic("llvm.fabs", value(x, j, w, None))), "top"
+        )
+        inv = _inverse_unit(b, top.total())
+        mean, delta, var, _ = moments(x, inv)
+        eps_u = b.fmul(b.fmul(eps, inv), inv)
+        # A positive eps stays positive: a constant row gives 0 / sqrt(eps), not 0 / 0.
+        tiny = ir.Constant(F64, MIN_SUBNORMAL)
+        floor = b.select(b.fcmp_ordered("<", eps_u, tiny), tiny, eps_u)
+        eps_u = b.select(b.fcmp_ordered(">", eps, zero), floor, eps_u)
+        normalize(x, out, inv, mean, delta, rstd_of(var, eps_u))
+
+    def row(i):
+        x, out = r.row_ptr(xs, i, cols), r.row_ptr(outs, i, cols)
+        mean, delta, var, sq = moments(x, None)
+        normalize(x, out, None, mean, delta, rstd_of(var, eps))
+        if dtype is float64:  # float32 sums and squares cannot overflow float64
+            finite = b.fcmp_ordered("<", r.intrinsic("llvm.fabs", sq), ir.Constant(F64, INF))
+            with b.if_then(b.not_(finite), likely=False):
+                rescaled(x, out)  # writes the row again
 
     r.over_rows(row)
 

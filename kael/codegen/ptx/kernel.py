@@ -18,6 +18,7 @@ from kael.codegen.lowering import (
     decompose,
     element_offset,
     param_from_word,
+    report_fault,
     scalar_type,
 )
 from kael.ir.kernel import Kernel
@@ -120,8 +121,7 @@ def build_function(module: ir.Module, kernel: Kernel, symbol: str) -> ir.Functio
         return b.load(address(n_out + i), align=kernel.inputs[i].dtype.itemsize)
 
     def fault(code: int, cond: ir.Value) -> None:
-        with b.if_then(cond, likely=False):
-            b.store_atomic(ir.Constant(I64, code), error, ordering="monotonic", align=8)
+        report_fault(b, error, code, cond)
 
     emitter = ExprEmitter(b, 1, load, lambda axis: idx[axis], lambda slot: params[slot], fault)
     for o, (buf, e) in enumerate(zip(kernel.outputs, kernel.exprs)):

@@ -5,8 +5,10 @@ scratch words are unused). CTA c reduces outputs c, c + grid, ...: its THREADS t
 stride over the output's reduced elements, each warp folds its lanes with butterfly
 shuffles (llvm.nvvm.shfl.sync.bfly), lane 0 of each warp writes shared memory
 (addrspace(3), set in-kernel: initializers on shared globals are dropped), and after a
-barrier warp 0 folds the warps' values and thread 0 stores the epilogue. The order is
-fixed by the launch shape, so results repeat run to run. Not run here (no GPU): ptxas
+barrier warp 0 folds the warps' values and thread 0 stores the epilogue. A paired
+reduction's second accumulator (argmax's index, a paired sum's second total) travels
+with the value through every step; an epilogue's flag goes to the error word, the last
+parameter. The order is fixed by the launch shape, so results repeat run to run. Not run here (no GPU): ptxas
 checks the PTX.
 """
 
@@ -14,7 +16,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from kael.codegen.cpu.reduce import Combiner, identity, word_count
+from kael.codegen.combine import Combiner, identity
+from kael.codegen.cpu.reduce import word_count
 from kael.codegen.lowering import (
     CODEGEN_SCHEMA,
     I64,
@@ -24,6 +27,7 @@ from kael.codegen.lowering import (
     element_offset,
     i64,
     param_from_word,
+    report_fault,
     scalar_type,
 )
 from kael.codegen.ptx import compiler
@@ -100,8 +104,9 @@ class _Body:
     def __init__(self, red: Reduction, fn: ir.Function):
         self.red, self.fn = red, fn
         self.b = ir.IRBuilder(fn.append_basic_block("entry"))
-        self.arg = red.is_arg
+        self.paired = red.paired
         self.acc_t = scalar_type(red.acc)
+        self.sec_t = scalar_type(red.second_dtype)
         self.combine = Combiner(self.b, red.op, red.acc)
 
     def words(self):
@@ -119,15 +124,22 @@ class _Body:
         length = next(it)
         next(it), next(it), next(it)  # blocks, chunks, columns: CPU schedule words
         params = [param_from_word(b, next(it), d) for d in red.params]
+        self.error = b.inttoptr(next(it), I64.as_pointer()) if red.may_fault else None
         return outs, ins, kept, reduced, out_st, in_st, index_st, length, params
 
     def ident(self):
         return constant(self.red.acc, identity(self.red.op, self.red.acc), 1)
 
+    def second_ident(self):
+        """No index yet (arg ops), or 0 (a paired sum)."""
+        if self.red.second is None:
+            return i64(INT64_MAX)
+        return constant(self.red.acc, 0, 1)
+
     def fold_warp(self, v, i):
         for mask in (16, 8, 4, 2, 1):
             ov = _shuffle(self.b, v, mask)
-            oi = _shuffle(self.b, i, mask) if self.arg else None
+            oi = _shuffle(self.b, i, mask) if self.paired else None
             v, i = self.combine(v, i, ov, oi)
         return v, i
 
@@ -135,7 +147,7 @@ class _Body:
         b, red, fn = self.b, self.red, self.fn
         outs, ins, kept, reduced, out_st, in_st, index_st, length, params = self.words()
         shared_v = _shared(b.module, self.acc_t, "warp_values")
-        shared_i = _shared(b.module, I64, "warp_indices")
+        shared_i = _shared(b.module, self.sec_t, "warp_indices")
         tid = sreg(b, "tid.x")
         lane = b.urem(tid, i64(WARP))
         warp = b.udiv(tid, i64(WARP))
@@ -165,10 +177,10 @@ class _Body:
         b.position_at_end(loop)
         j = b.phi(I64, name="j")
         v = b.phi(self.acc_t, name="v")
-        i = b.phi(I64, name="i")
+        i = b.phi(self.sec_t, name="i")
         j.add_incoming(tid, pre)
         v.add_incoming(self.ident(), pre)
-        i.add_incoming(i64(INT64_MAX), pre)
+        i.add_incoming(self.second_ident(), pre)
         ridx = decompose(b, j, reduced)
         offs = [
             b.add(base, element_offset(b, ridx, st[red.kept :])) for base, st in zip(bases, in_st)
@@ -177,44 +189,53 @@ class _Body:
         def load(k: int) -> ir.Value:
             return b.load(b.gep(ins[k], [offs[k]]), align=red.inputs[k].dtype.itemsize)
 
-        x = ExprEmitter(b, 1, load, _no_index, lambda s: params[s]).emit(red.prologue)
-        flat = element_offset(b, ridx, index_st) if self.arg else None
-        nv, ni = self.combine(v, i, x, flat)
+        emitter = ExprEmitter(b, 1, load, _no_index, lambda s: params[s])
+        x = emitter.emit(red.prologue)
+        if red.second is not None:
+            second = emitter.emit(red.second)
+        else:
+            second = element_offset(b, ridx, index_st) if red.is_arg else None
+        nv, ni = self.combine(v, i, x, second)
         nj = b.add(j, i64(THREADS))
         j.add_incoming(nj, b.block)
         v.add_incoming(nv, b.block)
-        i.add_incoming(ni if self.arg else i, b.block)
+        i.add_incoming(ni if self.paired else i, b.block)
         b.cbranch(b.icmp_signed("<", nj, length), loop, after)
         last = b.block
 
         b.position_at_end(after)
         tv = b.phi(self.acc_t, name="tv")
-        ti = b.phi(I64, name="ti")
+        ti = b.phi(self.sec_t, name="ti")
         tv.add_incoming(self.ident(), pre)
-        ti.add_incoming(i64(INT64_MAX), pre)
+        ti.add_incoming(self.second_ident(), pre)
         tv.add_incoming(nv, last)
-        ti.add_incoming(ni if self.arg else i, last)
+        ti.add_incoming(ni if self.paired else i, last)
 
         # Shared memory starts as the identity (set here, not by an initializer).
         zero = i64(0)
         with b.if_then(b.icmp_unsigned("<", tid, i64(WARPS))):
             b.store(self.ident(), b.gep(shared_v, [zero, tid]))
-            b.store(i64(INT64_MAX), b.gep(shared_i, [zero, tid]))
+            b.store(self.second_ident(), b.gep(shared_i, [zero, tid]))
         _barrier(b)
         wv, wi = self.fold_warp(tv, ti)
         with b.if_then(b.icmp_unsigned("==", lane, zero)):
             b.store(wv, b.gep(shared_v, [zero, warp]))
-            b.store(wi if self.arg else i64(0), b.gep(shared_i, [zero, warp]))
+            b.store(wi if self.paired else self.second_ident(), b.gep(shared_i, [zero, warp]))
         _barrier(b)
         with b.if_then(b.icmp_unsigned("==", warp, zero)):
             inside = b.icmp_unsigned("<", lane, i64(WARPS))
             slot = b.select(inside, lane, zero)
             sv = b.select(inside, b.load(b.gep(shared_v, [zero, slot])), self.ident())
-            si = b.select(inside, b.load(b.gep(shared_i, [zero, slot])), i64(INT64_MAX))
+            si = b.select(inside, b.load(b.gep(shared_i, [zero, slot])), self.second_ident())
             fv, fi = self.fold_warp(sv, si)
             with b.if_then(b.icmp_unsigned("==", lane, zero)):
                 emitter = ExprEmitter(
-                    b, 1, lambda k: fv if k == 0 else fi, _no_index, lambda s: params[s]
+                    b,
+                    1,
+                    lambda k: fv if k == 0 else fi,
+                    _no_index,
+                    lambda s: params[s],
+                    lambda code, cond: report_fault(b, self.error, code, cond),
                 )
                 for n, (buf, e) in enumerate(zip(red.outputs, red.epilogues)):
                     at = element_offset(b, kidx, out_st[n])

@@ -7,6 +7,7 @@ lanes folded by halves, the tail added last; block partials combined bottom-up i
 """
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from kael.frontend import eager
 from kael.ir import graph as g
 from kael.ir.kernel import STRIDED
 from kael.ir.reduction import BLOCK, COLS, ROWS, plan_reduction
-from kael.runtime.dtypes import float64, int64
+from kael.runtime.dtypes import bool_, float64, int64
 
 W, U = 8, 4
 
@@ -162,3 +163,120 @@ def test_identities_of_each_op():
     assert cpu_reduce.identity("max", float64) == -math.inf
     assert cpu_reduce.identity("argmin", int64) == 2**63 - 1
     assert cpu_reduce.identity("all", float64) == 1
+
+
+# ---- a paired sum and the epilogue's flag ------------------------------------------------------
+
+
+def _paired_template():
+    """sum(x) and sum(|x|) in one kernel, as var's corrected pass pairs sum(d), sum(d^2)."""
+
+    def build():
+        x = g.Input(float64, (), "x")
+        total = g.Reduce(float64, (), "sum", x, ())
+        magnitudes = g.Reduce(float64, (), "sum", g.Unary(float64, (), "abs", x), ())
+        return "test_paired_f64", [total, magnitudes]
+
+    return eager.reduction_template(("test_reduce", "paired"), build)
+
+
+def run_paired(arr: np.ndarray, axes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    kept = tuple(s for d, s in enumerate(arr.shape) if d not in axes)
+    (total, t_impl), (squares, s_impl) = (
+        empty_like_np(kept, np.float64),
+        empty_like_np(kept, np.float64),
+    )
+    assert not eager.run_reduction(_paired_template(), [t_impl, s_impl], [impl_of(arr)], axes)
+    return total, squares
+
+
+@pytest.mark.parametrize("n", [7, 33, BLOCK + 1, 3 * BLOCK + 7])
+def test_a_paired_sum_gives_each_total_in_the_order_of_a_single_sum(n):
+    # Both accumulators walk the lanes, blocks and tree of one sum, in every schedule.
+    x = np.random.default_rng(n).standard_normal(2 * n) * 1e3
+    for view in (x[:n], x[::2]):
+        total, magnitudes = run_paired(view, (0,))
+        assert total[()] == reference_sum(view)
+        assert magnitudes[()] == reference_sum(abs(view))
+    cols = x[: 2 * n // 9 * 9].reshape(-1, 9)  # an outer reduction: the COLS schedule
+    total, magnitudes = run_paired(cols, (0,))
+    assert total.tolist() == [reference_sum(cols[:, c], sequential) for c in range(9)]
+    assert magnitudes.tolist() == [reference_sum(abs(cols[:, c]), sequential) for c in range(9)]
+
+
+@pytest.mark.parametrize("threads", [1, 2, 5])
+def test_a_paired_sum_does_not_depend_on_the_thread_count(threads):
+    x = np.random.default_rng(4).standard_normal((703, 1100))
+    saved = kael.get_num_threads()
+    kael.set_num_threads(threads)
+    try:
+        got = [run_paired(x, (0,)), run_paired(x, (1,)), run_paired(x.ravel()[:50_000], (0,))]
+    finally:
+        kael.set_num_threads(saved)
+    assert got[0][1].tolist() == [sequential(abs(x[:, c])) for c in range(1100)]
+    assert got[1][0].tolist() == [reference_sum(row) for row in x]
+    assert got[2][1][()] == reference_sum(abs(x.ravel()[:50_000]))
+
+
+def _fma(a: float, b: float, c: float) -> float:
+    """a * b + c rounded once (rationals round correctly to float)."""
+    return float(Fraction(a) * Fraction(b) + Fraction(c))
+
+
+def squares_in_lane_order(x: np.ndarray) -> float:
+    """lanes_sum's order for sum(x * x), each square fused into its accumulator."""
+    acc = np.zeros((U, W))
+    main = len(x) // (W * U) * (W * U)
+    for j in range(0, main, W * U):
+        chunk = x[j : j + W * U].reshape(U, W)
+        acc = np.vectorize(_fma)(chunk, chunk, acc)
+    j = main
+    while j + W <= len(x):
+        acc[0] = np.vectorize(_fma)(x[j : j + W], x[j : j + W], acc[0])
+        j += W
+    tail = 0.0
+    for v in x[j:]:
+        tail = _fma(float(v), float(v), tail)
+    v = (acc[0] + acc[1]) + (acc[2] + acc[3])
+    while len(v) > 1:
+        v = v[: len(v) // 2] + v[len(v) // 2 :]
+    return float(v[0]) + tail
+
+
+@pytest.mark.parametrize("n", [5, 40, 77])
+def test_a_prologue_product_is_fused_into_its_accumulator(n):
+    # norm's x * x and var's d * d: acc = fma(x, x, acc), one rounding per term, one
+    # instruction (it keeps var's paired pass as fast as a single sum of squares).
+    x = np.random.default_rng(n).standard_normal(n) * 1e3
+    got = kael.norm(kael.tensor(x)).item()
+    assert got == math.sqrt(squares_in_lane_order(x))
+    plain = math.sqrt(lanes_sum(x * x))
+    assert abs(got - plain) <= 2 * np.spacing(got)  # the unfused order: within rounding
+
+
+def _flagged_sum_template():
+    """sum(x), raising the flag where a sum is inf: moments.py's overflow check."""
+
+    def build():
+        x = g.Input(float64, (), "x")
+        r = g.Reduce(float64, (), "sum", x, ())
+        flag = g.Unary(bool_, (), "flag", g.Unary(bool_, (), "isinf", r))
+        return "test_flagged_f64", [g.Where(float64, (), flag, r, r)]
+
+    return eager.reduction_template(("test_reduce", "flagged"), build)
+
+
+@pytest.mark.parametrize(
+    "shape,axes", [((5, 9), (1,)), ((3, 2 * BLOCK + 5), (1,)), ((700, 9), (0,))]
+)
+def test_an_epilogue_flag_says_whether_any_output_raised_it(shape, axes):
+    # One block, several blocks (the flag is raised in the tree's function) and COLS.
+    x = np.ones(shape)
+    kept = tuple(s for d, s in enumerate(shape) if d not in axes)
+    out, out_impl = empty_like_np(kept, np.float64)
+    template = _flagged_sum_template()
+    assert not eager.run_reduction(template, [out_impl], [impl_of(x)], axes)
+    last = x[:, -1] if axes == (0,) else x[-1]
+    last[-2:] = 1.7e308  # two in the last output: its sum overflows, the others' do not
+    assert eager.run_reduction(template, [out_impl], [impl_of(x)], axes)
+    assert np.isinf(out).sum() == 1 and out.flat[-1] == math.inf

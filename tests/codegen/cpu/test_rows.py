@@ -5,6 +5,9 @@ around the vector width (the vector loop, the scalar tail and both), the infinit
 rules, the error word of cross_entropy and results that do not depend on the threads.
 """
 
+import math
+
+import mpmath
 import numpy as np
 import pytest
 import torch
@@ -145,6 +148,94 @@ def test_layer_norm_variance_takes_two_passes_so_a_large_mean_does_not_cancel():
     np.testing.assert_allclose(_layer_norm(x, eps=0.0), [[1, -1, 1, -1]], rtol=1e-12)
 
 
+def exact_layer_norm(x, weight=None, bias=None, eps=1e-5) -> np.ndarray:
+    """Each row's (x - mean) / sqrt(var + eps) * weight + bias in mpmath, in x's dtype."""
+    out = np.empty(x.shape, np.float64)
+    with mpmath.workprec(300):
+        for i, row in enumerate(x):
+            v = [mpmath.mpf(float(e)) for e in row]
+            mean = mpmath.fsum(v) / len(v)
+            rstd = 1 / mpmath.sqrt(mpmath.fsum((e - mean) ** 2 for e in v) / len(v) + eps)
+            for j, e in enumerate(v):
+                y = (e - mean) * rstd
+                y = y * float(weight[j]) if weight is not None else y
+                out[i, j] = float(y + float(bias[j]) if bias is not None else y)
+    return out.astype(x.dtype)
+
+
+CONSTANT_ROWS = {
+    np.float64: [1e50, math.log(0.2), 1e50 / 3, -7.05e16, 0.1, 1e-300, 1.797e308, -1e200],
+    np.float32: [16777211.0, math.log(0.2), 0.1, 3e38, -1e-40, 7.0],
+}
+
+
+@pytest.mark.parametrize("dtype_id", list(DTYPES))
+def test_layer_norm_of_a_constant_row_is_zero(dtype_id):
+    # The float64 mean of [1e50] * 8 was 1 ulp off, which normalized to 1.0 (torch 0):
+    # the corrected pass subtracts exactly the mean's error. 1.797e308 (its sum overflows)
+    # takes the rescaled path and gives 0 too.
+    np_dtype, _ = DTYPES[dtype_id]
+    for value in CONSTANT_ROWS[np_dtype]:
+        for cols in _cols(np_dtype):
+            x = np.full((3, cols), value, np_dtype)
+            for eps in (1e-5, 1.0):
+                assert not _layer_norm(x, eps=eps).any(), (value, cols, eps)
+            bias = _random(cols, np_dtype, seed=3)
+            assert (_layer_norm(x, bias * 2, bias) == bias).all()
+            # eps = 0: 0 / sqrt(0) is NaN on both sides of the rescaled path, as in torch
+            assert np.isnan(_layer_norm(x, eps=0.0)).all() or cols == 1 and value == 0
+
+
+@pytest.mark.parametrize(
+    "row,eps",
+    [
+        (np.array([16777210, 16777213], np.float32), 1.0),  # the mean is not a float32
+        (np.array([16777210, 16777211, 16777211, 16777216], np.float32), 1e-5),
+        (1e50 / 3 + np.spacing(1e50 / 3) * np.array([0, 1, 1, 2, 0, 3, 1, 0, 1]), 0.0),
+        (-7.05e16 + np.array([0, 16, 0, 0, 32, 16, 0, 0, 0, 16, 0]), 1e-5),
+        (0.1 + np.spacing(0.1) * np.arange(5), 0.0),
+    ],
+)
+def test_layer_norm_of_a_row_a_few_ulps_wide_is_exact_to_rounding(row, eps):
+    # float32 rows subtract the float64 mean as a float32 pair (kael gave -1.109 and torch
+    # gives -1.265 for the first, exactly -0.832); float64 rows add the mean's correction.
+    x = row[None, :]
+    want = exact_layer_norm(x, eps=eps)
+    got = _layer_norm(x, eps=eps)
+    ulp = np.spacing(np.abs(want).max())
+    assert np.abs(got - want).max() <= 2 * ulp
+    torch_got = F.layer_norm(torch.from_numpy(x), (x.shape[1],), eps=eps).numpy()
+    assert np.abs(got - want).max() <= np.abs(torch_got - want).max()
+
+
+@pytest.mark.parametrize("affine", rows.AFFINE)
+def test_float64_rows_whose_squares_overflow_are_normalized_rescaled(affine):
+    # Rows past 2^512 (squares) or 2^1024 / n (sums) take the rare path on x / u, u the
+    # power of two at or below max |x|: finite where the exact result is (torch gives NaN
+    # or 0). 1e153 stays on the main path: both sides of the limit match mpmath.
+    x = np.array(
+        [
+            [1e300, -1e300, 0.0, 5e299],
+            [1.5e308, -1.5e308, 1.5e308, 1.0],
+            [1e200, 2e200, 3e200, 1e-200],
+            [1e153, -1e153, 2e153, 0.0],
+            [1e155, -1e155, 2e155, 0.0],
+            [1.797e308, 1.797e308, 1.797e308, -1.797e308],
+        ]
+    )
+    w = np.array([1.0, -2.0, 0.5, 3.0]) if affine in ("weight", "both") else None
+    b = np.array([0.25, 1.0, -1.0, 2.0]) if affine in ("bias", "both") else None
+    for eps in (1e-5, 1e300):  # eps / u^2 counts when eps rivals the variance
+        got = _layer_norm(x, w, b, eps=eps)
+        np.testing.assert_allclose(got, exact_layer_norm(x, w, b, eps=eps), rtol=1e-14, atol=1e-15)
+
+
+def test_layer_norm_rows_of_inf_and_nan_follow_torch_through_the_rare_path():
+    x = np.array([[INF, 1.0, 2.0], [NAN, 1.0, 1.0], [INF, -INF, 0.0], [1e308, INF, 1e308]])
+    want = F.layer_norm(torch.from_numpy(x), (3,)).numpy()
+    np.testing.assert_array_equal(_layer_norm(x), want)
+
+
 def _cross_entropy(x, target, weight=None, ignore=-100):
     r, c = x.shape
     scratch = np.full((2, r), 7.0)
@@ -235,6 +326,20 @@ def test_rows_split_over_threads_give_bit_identical_results(kernel):
     finally:
         set_num_threads(saved)
     assert results[0].tobytes() == results[1].tobytes()
+
+
+def test_rescaled_layer_norm_rows_split_over_threads_give_bit_identical_results():
+    saved = get_num_threads()
+    x = _random((300, 1000), np.float64) * 1e299
+    x[::7] += 1e300 / 3  # every seventh row takes the rare path
+    results = []
+    try:
+        for threads in (1, 2):
+            set_num_threads(threads)
+            results.append(_layer_norm(x))
+    finally:
+        set_num_threads(saved)
+    assert results[0].tobytes() == results[1].tobytes() and np.isfinite(results[0]).all()
 
 
 @pytest.mark.parametrize("kernel", rows.KERNELS)
