@@ -2,6 +2,8 @@
 
 from kael import cuda, nn
 from kael.frontend import ops as _ops
+from kael.frontend import random as _random
+from kael.frontend.compiled import compile
 from kael.frontend.factories import (
     arange,
     as_tensor,
@@ -21,19 +23,9 @@ from kael.frontend.factories import (
     zeros_like,
 )
 from kael.frontend.inspection import explain
-from kael.frontend.random import (
-    bernoulli,
-    initial_seed,
-    manual_seed,
-    multinomial,
-    rand,
-    rand_like,
-    randint,
-    randn,
-    randn_like,
-    randperm,
-)
+from kael.frontend.random import initial_seed, manual_seed
 from kael.frontend.tensor import Tensor
+from kael.frontend.tracing import op_door as _op_door
 from kael.runtime.allocator import empty_cache, memory_stats
 from kael.runtime.debug import set_debug
 from kael.runtime.device import Device as device
@@ -44,6 +36,9 @@ from kael.runtime.threadpool import get_num_threads, set_num_threads
 from kael.runtime.version import __version__
 
 globals().update(_ops.FUNCTIONS)
+_SAMPLERS = ("bernoulli", "multinomial", "rand", "rand_like", "randint", "randn", "randn_like")
+globals().update({name: _op_door(name, getattr(_random, name)) for name in _SAMPLERS})
+randperm = _op_door("randperm", _random.randperm)
 
 __all__ = [
     "randperm",
@@ -66,6 +61,7 @@ __all__ = [
     "arange",
     "as_tensor",
     "bool",
+    "compile",
     "cuda",
     "nn",
     "device",

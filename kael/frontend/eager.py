@@ -33,6 +33,7 @@ from kael.runtime.launcher import launch
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
 from kael.runtime.threadpool import get_num_threads
+from kael.runtime.tracestate import state as _trace_state
 
 
 def _streaming_threshold() -> int:
@@ -176,6 +177,9 @@ def run(
     for t in impls:
         if t.device is not device:
             raise Error(f"expected all tensors on one device, but found {device} and {t.device}")
+    trace = _trace_state.trace
+    if trace is not None:
+        return out.numel() != 0 and trace.record(entry, outs, ins, scalars)
     sig = (entry, device, out.shape, *[t.strides for t in impls])
     plan = _plans.get(sig)
     if plan is None:
@@ -389,6 +393,9 @@ def run_reduction(
     for t in (*outs, *ins):
         if t.device is not device:
             raise Error(f"expected all tensors on one device, but found {device} and {t.device}")
+    trace = _trace_state.trace
+    if trace is not None:
+        return outs[0].numel() != 0 and trace.record(entry, outs, ins, scalars, (axes, keepdim))
     shape = ins[0].shape
     sig = (entry, device, shape, axes, keepdim, get_num_threads())
     sig += tuple(t.strides for t in (*outs, *ins))

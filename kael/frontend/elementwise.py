@@ -12,7 +12,7 @@ from __future__ import annotations
 import builtins
 from dataclasses import dataclass
 
-from kael.frontend import eager, views
+from kael.frontend import eager, tracing, views
 from kael.frontend.outputs import (
     bool_arg,
     check_writable,
@@ -23,6 +23,7 @@ from kael.frontend.outputs import (
     unaliased,
 )
 from kael.frontend.tensor import Tensor, empty_impl
+from kael.frontend.tracing import SymFloat
 from kael.ir import graph as g
 from kael.runtime.convert import CHECKED, WRAP, convert_scalar
 from kael.runtime.dtypes import INT64_MAX, DType, bool_, float32, float64, int64, result_type
@@ -141,7 +142,7 @@ _NEG_BOOL = (
 def _number(x) -> bool | int | float | None:
     """x as a Python scalar when it is one (NumPy scalars included), else None."""
     kind = type(x)
-    if kind is builtins.float or kind is builtins.int or kind is builtins.bool:
+    if kind is builtins.float or kind is builtins.int or kind is builtins.bool or kind is SymFloat:
         return x
     item = getattr(x, "item", None)
     if item is not None and getattr(x, "shape", None) == () and not isinstance(x, Tensor):
@@ -598,6 +599,7 @@ def _any(name: str, operands: list, build, shape, device, compute: DType) -> boo
 
 def equal(input: Tensor, other: Tensor) -> bool:
     """True when input and other have one shape and equal elements (NaN is never equal)."""
+    tracing.data_dependent("kael.equal (a Python bool from the values)")
     a, b = _two_tensors(input, other, "equal")
     if a.shape != b.shape:
         return False
@@ -615,6 +617,7 @@ def allclose(
     input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False
 ) -> bool:
     """|input - other| <= atol + rtol * |other| everywhere (broadcast), as torch.allclose."""
+    tracing.data_dependent("kael.allclose (a Python bool from the values)")
     a, b = _two_tensors(input, other, "allclose")
     rtol, atol = (_tolerance(v, name) for v, name in ((rtol, "rtol"), (atol, "atol")))
     equal_nan = bool_arg(equal_nan, "allclose", "equal_nan")

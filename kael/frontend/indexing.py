@@ -25,6 +25,7 @@ from kael.frontend import (
     eager,
     interop,
     outputs,  # a cycle too: call through the module
+    tracing,
     views,
 )
 from kael.frontend import tensor as tensor_module  # a cycle: tensor.py imports this module
@@ -351,6 +352,7 @@ def _mask_columns(mask: TensorImpl) -> list[TensorImpl]:
 def nonzero_impl(impl: TensorImpl) -> TensorImpl:
     """[n, ndim] int64 coordinates of impl's nonzero elements, row-major (the nonzero kernel)."""
     outputs.require_cpu("nonzero", impl)
+    tracing.data_dependent("nonzero, whose output shape depends on the values")
     out: list[TensorImpl] = []
 
     def allocate(count: int) -> int:

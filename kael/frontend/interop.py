@@ -11,6 +11,7 @@ from kael.runtime.dtypes import INT64_MAX, DType, from_numpy_dtype
 from kael.runtime.errors import TypeError, ValueError
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
+from kael.runtime.tracestate import state as _trace_state
 
 
 class _StorageArray:
@@ -39,6 +40,9 @@ def _byte_stride(stride: int, itemsize: int) -> int:
 
 def numpy_view(impl: TensorImpl) -> np.ndarray:
     """A writable array over the impl's bytes (CPU only): same memory, NumPy byte strides."""
+    trace = _trace_state.trace
+    if trace is not None:
+        trace.host_read("reading a tensor's values on the host")
     return np.asarray(_StorageArray(impl))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from kael.frontend import elementwise as ew
 from kael.frontend import index_ops, linalg, nn, reductions, sequence
 from kael.frontend.tensor import Tensor
+from kael.frontend.tracing import op_door
 
 
 def _binary_function(name: str):
@@ -65,7 +66,6 @@ ALIASES = {
     "less_equal": "le",
     "not_equal": "ne",
 }
-FUNCTIONS.update({alias: FUNCTIONS[name] for alias, name in ALIASES.items()})
 
 # Every other op family declares its own functions and Tensor methods.
 FAMILIES = (reductions, linalg, index_ops, sequence, nn)
@@ -73,6 +73,15 @@ NOT_METHODS: set[str] = set()
 for _family in FAMILIES:
     FUNCTIONS.update(_family.FUNCTIONS)
     NOT_METHODS.update(_family.NOT_METHODS)
+# Each public op goes through the tracing door (recorded, or an extern step, under compile).
+FUNCTIONS = {name: op_door(name, fn) for name, fn in FUNCTIONS.items()}
+FUNCTIONS.update({alias: FUNCTIONS[name] for alias, name in ALIASES.items()})
+
+# Tensor's own methods that may launch kernels (views need no door: they launch nothing).
+TRACED_TENSOR_METHODS = (
+    "to", "cpu", "cuda", "float", "double", "long", "bool", "clone", "contiguous", "copy_",
+    "fill_", "zero_", "reshape", "__getitem__", "__setitem__",
+)  # fmt: skip
 
 INPLACE_BINARY = (
     "add", "sub", "mul", "div", "pow", "floor_divide", "remainder", "bitwise_and", "bitwise_or",
@@ -85,7 +94,7 @@ def _reflected(name: str, dunder: str):
         return ew.binary(name, other, self)
 
     _name_method(method, f"__r{dunder}__")
-    return method
+    return op_door(name, method)
 
 
 def _inplace(name: str):
@@ -93,7 +102,7 @@ def _inplace(name: str):
         return ew.binary_(name, self, other)
 
     _name_method(method, f"{name}_")
-    return method
+    return op_door(f"{name}_", method)
 
 
 def _name_method(method, name: str) -> None:
@@ -118,12 +127,13 @@ def _install() -> None:
             setattr(Tensor, name, _method(fn))
     for family in FAMILIES:
         for name, fn in family.METHODS.items():
-            setattr(Tensor, name, fn)
+            setattr(Tensor, name, op_door(name, fn))
     for name in INPLACE_BINARY:
         setattr(Tensor, f"{name}_", _inplace(name))
-    Tensor.clamp_ = ew.clamp_
-    Tensor.clip_ = ew.clamp_
-    Tensor.masked_fill_ = ew.masked_fill_
+    Tensor.clamp_ = Tensor.clip_ = op_door("clamp_", ew.clamp_)
+    Tensor.masked_fill_ = op_door("masked_fill_", ew.masked_fill_)
+    for name in TRACED_TENSOR_METHODS:
+        setattr(Tensor, name, op_door(f"Tensor.{name}", getattr(Tensor, name)))
     operators = {
         "add": "add",
         "sub": "sub",

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from kael.codegen.cpu import sampling
-from kael.frontend import eager, factories, views
+from kael.frontend import eager, factories, tracing, views
 from kael.frontend.outputs import bool_arg, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl, transfer_impl
 from kael.ir import graph as g
@@ -72,6 +72,12 @@ class Generator:
 
 # Its lock is held across fork() (runtime/sync.py), as the book's pthread_atfork does.
 default_generator = Generator()
+
+
+def reserve_words(count: int) -> tuple[int, int]:
+    """The kernel words (seed, first counter) of `count` fresh counters of the generator."""
+    seed, offset = default_generator.reserve(count)
+    return _signed(seed), _signed(offset)
 
 
 def manual_seed(seed) -> None:
@@ -163,12 +169,12 @@ def _generate(
     are contiguous and of out's shape.
     """
     n = out.numel()
-    seed, offset = default_generator.reserve(n)
+    seed, offset = tracing.reserve(n)
     if n == 0:
         return False
     flat = [views.derive(t, (n,), (1,), t.offset) for t in (out, *ins)]
     entry = eager.template(("random", *key), lambda: (key[0], [build()]))
-    words = {"seed": _signed(seed), "offset": _signed(offset), **(scalars or {})}
+    words = {"seed": seed, "offset": offset, **(scalars or {})}
     return eager.run(entry, flat[:1], flat[1:], words)
 
 

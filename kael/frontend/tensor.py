@@ -19,6 +19,7 @@ from kael.runtime.tensor_impl import (
     contiguous_strides,
     shape_numel,
 )
+from kael.runtime.tracestate import state as _trace_state
 
 
 def empty_impl(shape: tuple[int, ...], dtype: DType, device: Device) -> TensorImpl:
@@ -28,7 +29,9 @@ def empty_impl(shape: tuple[int, ...], dtype: DType, device: Device) -> TensorIm
     nbytes = checked_mul(shape_numel(shape), dtype.itemsize, "tensor size in bytes")
     if device is not CPU:
         cuda_driver.require()  # a clear error even for 0 bytes, which allocate nothing
-    return TensorImpl(Storage(nbytes, device), shape, contiguous_strides(shape), 0, dtype, device)
+    trace = _trace_state.trace
+    storage = Storage(nbytes, device) if trace is None else trace.new_storage(nbytes, device)
+    return TensorImpl(storage, shape, contiguous_strides(shape), 0, dtype, device)
 
 
 def clone_impl(impl: TensorImpl, dtype: DType | None = None) -> TensorImpl:
@@ -65,6 +68,14 @@ def _without_repeats(impl: TensorImpl) -> TensorImpl:
         1 if stride == 0 else size for size, stride in zip(impl.shape, impl.strides, strict=True)
     ]
     return views.derive(impl, shape, impl.strides, impl.offset)
+
+
+def _needs_values(what: str) -> None:
+    """Mark Python that reads a tensor's values: under @kael.compile's trace they do not
+    exist yet (kael.Error naming the line, or the rest of the call runs eagerly)."""
+    trace = _trace_state.trace
+    if trace is not None:
+        trace.data_dependent(what)
 
 
 def _other(other, op: str) -> Tensor:
@@ -186,14 +197,17 @@ class Tensor:
         n = self._impl.numel()
         if n != 1:
             raise ValueError(f"a Tensor with {n} elements cannot be converted to Scalar")
+        _needs_values("Tensor.item()")
         return self._host_array().item()
 
     def tolist(self) -> list | bool | int | float:
         """The elements as nested Python lists (a number for a 0-d tensor)."""
+        _needs_values("Tensor.tolist()")
         return self._host_array().tolist()
 
     def numpy(self) -> np.ndarray:
         """A NumPy array over the same bytes (no copy); it keeps the storage alive."""
+        _needs_values("Tensor.numpy()")
         if self._impl.device is not CPU:
             raise TypeError(
                 f"can't convert {self._impl.device} device type tensor to numpy."
@@ -202,6 +216,7 @@ class Tensor:
         return interop.numpy_view(self._impl)
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        _needs_values("converting a tensor to a NumPy array")
         needs_copy = self._impl.device is not CPU or (
             dtype is not None and np.dtype(dtype) != self._impl.dtype.numpy
         )
@@ -236,15 +251,19 @@ class Tensor:
         n = self._impl.numel()
         if n != 1:
             raise ValueError(f"Boolean value of a Tensor with {n} elements is ambiguous")
+        _needs_values("bool(tensor) (an `if` or `while` on a tensor)")
         return bool(self.item())
 
     def __float__(self) -> float:
+        _needs_values("float(tensor)")
         return float(self.item())
 
     def __int__(self) -> int:
+        _needs_values("int(tensor)")
         return int(self.item())
 
     def __repr__(self) -> str:
+        _needs_values("printing a tensor")
         return printing.format_tensor(self)
 
     # ---- conversion -----------------------------------------------------------------------

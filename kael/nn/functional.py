@@ -5,7 +5,7 @@ from kael.frontend.ops import FUNCTIONS as _FUNCTIONS
 
 _ACTIVATIONS = ("relu", "gelu", "silu", "sigmoid", "tanh")
 # torch.nn.functional has no logsumexp: it stays kael.logsumexp and Tensor.logsumexp only.
-_NN = {name: fn for name, fn in _nn.FUNCTIONS.items() if name != "logsumexp"}
+_NN = {name: _FUNCTIONS[name] for name in _nn.FUNCTIONS if name != "logsumexp"}
 
 globals().update({name: _FUNCTIONS[name] for name in _ACTIVATIONS})
 globals().update(_NN)

@@ -33,7 +33,12 @@ def convert_scalar(
     modulo 2**64 into int64, as PyTorch's binary ops cast a uint64 Scalar (int64 x + 2**63 is
     x - 2**63). Beyond uint64 (or below int64) every mode refuses it.
     """
-    value = _as_python_scalar(value)
+    kind = type(value)
+    if kind is not float and kind is not int and kind is not bool:
+        traced = getattr(kind, "kael_convert", None)  # a traced function's float argument
+        if traced is not None:
+            return traced(value, dtype, beyond_int64)
+        value = _as_python_scalar(value)
     if type(value) is int and not INT64_MIN <= value <= INT64_MAX:
         value = _beyond_int64(value, dtype, beyond_int64)
     if dtype is dtypes.bool_:

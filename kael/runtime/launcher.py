@@ -11,6 +11,7 @@ import time
 
 from kael.runtime import debug, launches
 from kael.runtime.threadpool import get_num_threads, pool
+from kael.runtime.tracestate import state as _trace_state
 
 # Below this many bytes moved, waking a worker costs more than it saves.
 PARALLEL_BYTES = 1 << 20
@@ -52,6 +53,8 @@ def launch(
 
     `shape` (what the launch covers) and `flops` only show in its launch record.
     """
+    if _trace_state.trace is not None:
+        _trace_state.trace.hand_written(getattr(fn, "symbol", "unnamed"))
     if total <= 0:
         return
     watched = launches.recorder is not None or debug.level >= 1

@@ -1,0 +1,368 @@
+"""@kael.compile: a function traced once per call signature into a fused plan, replayed after.
+
+A call's signature is its argument tree with, per tensor, dtype, device, shape, strides,
+offset, storage size and which earlier argument's storage it shares (so aliasing is part
+of the key), and the value of every other argument except Python floats, which are
+run-time parameters (unless the trace used their value in Python). Calls with the same
+signature run the plan; a new shape re-traces in Python but compiles nothing new, since
+kernels take sizes and strides at run time. A new guard (dtype, rank, size-1 pattern,
+layout class, aliasing, constants) counts as a recompile, and each says what changed.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kael.frontend import eager, pytree, tracing
+from kael.frontend import plan as p
+from kael.frontend.tensor import Tensor
+from kael.ir.kernel import Kernel
+from kael.ir.printer import format_kernel
+from kael.ir.reduction import Reduction
+from kael.runtime import sync
+from kael.runtime.tensor_impl import contiguous_strides
+from kael.runtime.tracestate import state
+
+MAX_PLANS = 256  # traced signatures kept per function (shapes are unbounded)
+
+_templates: dict[Kernel | Reduction, eager.Template] = {}
+_templates_lock = sync.lock()
+
+
+def template_for(kernel: Kernel | Reduction) -> eager.Template:
+    """The one eager template of a fused kernel, whose parameters are named p0, p1, ..."""
+    entry = _templates.get(kernel)
+    if entry is None:
+        made = eager.Template(kernel, [f"p{i}" for i in range(len(kernel.params))])
+        with _templates_lock:
+            entry = _templates.setdefault(kernel, made)
+    return entry
+
+
+@dataclass
+class CacheInfo:
+    """What a compiled function holds: traced plans, guards, and why each recompile ran."""
+
+    plans: int
+    guards: int
+    hits: int
+    traces: int
+    recompiles: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Entry:
+    """The plans of one signature, by the values of the float arguments the trace used."""
+
+    used: tuple[int, ...]
+    plans: dict[tuple, p.Plan]
+    implicit: list  # (getter, storage): tensors read from globals and closure cells
+
+
+def _describe(leaf) -> tuple:
+    """A leaf's part of the signature (a float's value is added only where it was used)."""
+    if isinstance(leaf, Tensor):
+        impl = leaf._impl
+        storage = impl.storage
+        return (
+            "tensor",
+            impl.dtype,
+            impl.device,
+            impl.shape,
+            impl.strides,
+            impl.offset,
+            storage.nbytes,
+        )
+    kind = type(leaf)
+    if kind is float:
+        return (float,)
+    try:
+        hash(leaf)
+    except TypeError:
+        return ("object", kind, id(leaf))
+    return ("const", kind, leaf)
+
+
+def _signature(leaves: list, treedef) -> tuple[list, tuple]:
+    """(the tensor leaves, the call's signature key)."""
+    tensors = []
+    seen: dict[int, int] = {}
+    parts = []
+    for leaf in leaves:
+        part = _describe(leaf)
+        if isinstance(leaf, Tensor):
+            sid = id(leaf._impl.storage)
+            part += (seen.setdefault(sid, len(tensors)),)
+            tensors.append(leaf)
+        parts.append(part)
+    return tensors, (treedef, tuple(parts))
+
+
+def _guard(key: tuple, used_values: tuple) -> tuple:
+    """The coarse form of a signature: sizes dropped, their size-1 pattern and layout kept."""
+    treedef, parts = key
+    coarse = []
+    for part in parts:
+        if part[0] == "tensor":
+            _, dtype, device, shape, strides, offset, _, alias = part
+            dense = strides == contiguous_strides(shape)
+            coarse.append((dtype, device, len(shape), tuple(s == 1 for s in shape), dense, alias))
+        else:
+            coarse.append(part)
+    return (treedef, tuple(coarse), used_values)
+
+
+def _what_changed(old: tuple, new: tuple) -> str:
+    """Words for the first difference between two guards."""
+    if old[0] != new[0]:
+        return "the structure of the arguments changed"
+    names = ("dtype", "device", "rank", "size-1 dims", "contiguity", "aliasing")
+    for i, (a, b) in enumerate(zip(old[1], new[1])):
+        if a == b:
+            continue
+        if len(a) == len(b) == len(names):
+            for name, x, y in zip(names, a, b):
+                if x != y:
+                    return f"argument {i}: {name} changed from {_word(x)} to {_word(y)}"
+        return f"argument {i} changed from {_word(a)} to {_word(b)}"
+    return f"float arguments used as Python values changed: {old[2]} -> {new[2]}"
+
+
+def _word(value) -> str:
+    if isinstance(value, tuple) and value and value[0] == "const":
+        return repr(value[2])
+    return str(value)
+
+
+def _implicit_sources(fn: Callable) -> dict[int, tuple[Callable, object]]:
+    """Tensors the function reads from its globals and closure cells, by storage id."""
+    found: dict[int, tuple[Callable, object]] = {}
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return found
+    g = getattr(fn, "__globals__", {})
+    for name in code.co_names:
+        value = g.get(name)
+        if isinstance(value, Tensor):
+            found[id(value._impl.storage)] = (functools.partial(g.get, name), value._impl.storage)
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            continue
+        if isinstance(value, Tensor):
+            found[id(value._impl.storage)] = (
+                functools.partial(getattr, cell, "cell_contents"),
+                value._impl.storage,
+            )
+    return found
+
+
+def _reads(get: Callable, storage) -> bool:
+    """Whether a global or closure name still holds a tensor over `storage`."""
+    value = get()
+    return isinstance(value, Tensor) and value._impl.storage is storage
+
+
+class CompiledFunction:
+    """A function of tensors run as fused kernels; see kael.compile."""
+
+    def __init__(self, fn: Callable, fullgraph: bool = True, max_recompiles: int = 8) -> None:
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.fullgraph = fullgraph
+        self.max_recompiles = max_recompiles
+        self._entries: dict[tuple, _Entry] = {}
+        self._guards: list[tuple] = []
+        self._info = CacheInfo(0, 0, 0, 0)
+        self._warned_fallback: set[str] = set()
+        self._lock = sync.lock()
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else types.MethodType(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        if state.trace is not None:  # called from a function being traced: part of its trace
+            return self.fn(*args, **kwargs)
+        plan, tensors, leaves, treedef, key = self._lookup(args, kwargs)
+        if plan is None:
+            return self._trace(leaves, treedef, tensors, key)[0]
+        self._info.hits += 1
+        if plan.fallback is not None:
+            return self.fn(*args, **kwargs)
+        return plan.run(tensors, leaves)
+
+    def _lookup(self, args, kwargs):
+        leaves, treedef = pytree.flatten((args, kwargs))
+        tensors, key = _signature(leaves, treedef)
+        entry = self._entries.get(key)
+        plan = None
+        if entry is not None and all(_reads(get, s) for get, s in entry.implicit):
+            plan = entry.plans.get(tuple(leaves[i] for i in entry.used))
+        return plan, tensors, leaves, treedef, key
+
+    def _trace(self, leaves, treedef, tensors, key):
+        """Run the function once under a trace; keep the plan it leaves."""
+        trace = tracing.Trace(self.fn, self.fullgraph, tensors, leaves)
+        symbolic = [
+            tracing.SymFloat.make(v, i, trace) if type(v) is float else v
+            for i, v in enumerate(leaves)
+        ]
+        args, kwargs = pytree.unflatten(treedef, symbolic)
+        state.trace = trace
+        try:
+            result = self.fn(*args, **kwargs)
+            if state.trace is trace:
+                result = trace.finish(result)
+        except BaseException:
+            if state.trace is trace:
+                trace.flush()  # what eager would have run before the error; its own fault first
+            raise
+        finally:
+            state.trace = None
+        plan = trace.plan
+        if trace.broken is not None:
+            plan.fallback = trace.broken
+            if trace.broken not in self._warned_fallback:
+                self._warned_fallback.add(trace.broken)
+                warnings.warn(
+                    f"kael.compile({self.__name__}): {trace.broken} needs a tensor's values, so "
+                    "this call signature runs eagerly (fullgraph=False)",
+                    stacklevel=3,
+                )
+        self._store(trace, plan, leaves, key)
+        return result, plan
+
+    def _store(self, trace, plan: p.Plan, leaves: list, key: tuple) -> None:
+        used = tuple(sorted(trace.used_scalars))
+        values = tuple(float(leaves[i]) for i in used)
+        sources = _implicit_sources(self.fn)
+        implicit = [
+            sources[id(s.storage)]
+            for s in plan.slots
+            if s.kind == p.IMPLICIT and id(s.storage) in sources
+        ]
+        guard = _guard(key, values)
+        with self._lock:
+            info = self._info
+            info.traces += 1
+            if guard not in self._guards:
+                if self._guards:
+                    reason = _what_changed(self._guards[-1], guard)
+                    info.recompiles.append(reason)
+                    if len(info.recompiles) > self.max_recompiles:
+                        warnings.warn(
+                            f"kael.compile({self.__name__}) recompiled "
+                            f"{len(info.recompiles)} times; this time because {reason}",
+                            stacklevel=4,
+                        )
+                self._guards.append(guard)
+            if sum(len(e.plans) for e in self._entries.values()) >= MAX_PLANS:
+                self._entries.clear()
+            entry = self._entries.get(key)
+            same = entry is not None and [s for _, s in entry.implicit] == [s for _, s in implicit]
+            if not same or entry.used != used:
+                entry = self._entries[key] = _Entry(used, {}, implicit)
+            entry.plans[values] = plan
+
+    # ---- looking inside ------------------------------------------------------------------
+
+    def cache_info(self) -> CacheInfo:
+        """How many plans and guards exist, hits, traces and the reason of each recompile."""
+        info = self._info
+        plans = sum(len(e.plans) for e in self._entries.values())
+        return CacheInfo(plans, len(self._guards), info.hits, info.traces, list(info.recompiles))
+
+    def plan_for(self, *args, **kwargs) -> p.Plan:
+        """The plan that a call with these arguments runs (traced by running it once if new)."""
+        plan, tensors, leaves, treedef, key = self._lookup(args, kwargs)
+        if plan is None:
+            plan = self._trace(leaves, treedef, tensors, key)[1]
+        return plan
+
+    def kernels(self, *args, **kwargs) -> list:
+        """The kernels (Kernel or Reduction) a call with these arguments launches, in order."""
+        return [s.template.kernel for s in self.plan_for(*args, **kwargs).kernel_steps]
+
+    def inspect(self, *args, stages: tuple[str, ...] = ("kael",), **kwargs) -> Inspection:
+        """What a call with these arguments runs: the steps, what each fused, why values were
+        stored between kernels, and each kernel at the chosen stages (kael, llvm, asm, ptx)."""
+        return Inspection(self.__name__, self.plan_for(*args, **kwargs), stages)
+
+
+class Inspection:
+    """The text of a compiled plan (print it), with the plan itself in `.plan`."""
+
+    def __init__(self, name: str, plan: p.Plan, stages: tuple[str, ...]) -> None:
+        self.name = name
+        self.plan = plan
+        self.stages = stages
+
+    @property
+    def kernels(self) -> list:
+        return [s.template.kernel for s in self.plan.kernel_steps]
+
+    def __str__(self) -> str:
+        from kael.frontend.inspection import kernel_stage, launch_stage
+
+        plan = self.plan
+        lines = [f"compiled {self.name}:"]
+        if plan.fallback is not None:
+            lines.append(f"  runs eagerly: {plan.fallback}")
+            return "\n".join(lines)
+        externs = sum(1 for s in plan.steps if type(s) is p.ExternCall)
+        lines.append(
+            f"  {len(plan.kernel_steps)} kernels, {externs} extern steps, "
+            f"peak intermediate memory {plan.peak_bytes} bytes"
+        )
+        for i, s in enumerate(plan.steps):
+            if type(s) is p.KernelCall:
+                kind = "reduction" if s.axes is not None else "kernel"
+                lines.append(
+                    f"  [{i}] {kind} {s.template.kernel.name}: fuses {', '.join(s.covers)}"
+                )
+                kernel = s.specialized(plan.slots)
+                for stage in self.stages:
+                    if isinstance(kernel, Reduction):
+                        text = _reduction_text(kernel, stage, launch_stage)
+                    else:
+                        text = kernel_stage(kernel, stage)
+                    lines += ["      " + line for line in text.splitlines()]
+            elif type(s) is p.ExternCall:
+                lines.append(f"  [{i}] extern {s.name}: runs eagerly, never fused")
+            else:
+                lines.append(f"  [{i}] reserve {s.count} random counters")
+        for c in plan.cuts:
+            lines.append(f"  stored: {c.producer} -> {c.consumer}: {c.reason}")
+        if plan.dropped:
+            lines.append(f"  fused away: {', '.join(plan.dropped)}")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def _reduction_text(kernel: Reduction, stage: str, launch_stage) -> str:
+    if stage == "kael":
+        return format_kernel(kernel)
+    from kael.runtime.launches import Launch
+
+    return launch_stage(Launch(kernel.name, None, 0, 0, 0.0, 0, kernel, None), stage)
+
+
+def compile(
+    fn: Callable | None = None, *, fullgraph: bool = True, dynamic=None, max_recompiles: int = 8
+):
+    """Trace `fn` into fused kernels once per call signature; `@kael.compile` or
+    `@kael.compile(fullgraph=False)`. With fullgraph=False, Python that needs a tensor's
+    values ends the trace and that signature runs eagerly (with one warning); by default it
+    raises kael.Error naming the line. `dynamic` is accepted for PyTorch's spelling: sizes
+    never cause a recompile here."""
+    if fn is None:
+        return lambda f: compile(
+            f, fullgraph=fullgraph, dynamic=dynamic, max_recompiles=max_recompiles
+        )
+    return CompiledFunction(fn, fullgraph, max_recompiles)

@@ -1,0 +1,38 @@
+"""Flattening nested lists, tuples and dicts of arguments into leaves and back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# A tree definition: ("leaf",), or (container kind, keys or length, child definitions).
+TreeDef = tuple
+
+
+def flatten(tree: Any, leaves: list | None = None) -> tuple[list, TreeDef]:
+    """(the leaves in order, the tree's shape); lists, tuples and dicts are containers."""
+    if leaves is None:
+        leaves = []
+    kind = type(tree)
+    if kind is list or kind is tuple:
+        return leaves, (kind, len(tree), tuple(flatten(c, leaves)[1] for c in tree))
+    if kind is dict:
+        keys = tuple(tree)
+        return leaves, (dict, keys, tuple(flatten(tree[k], leaves)[1] for k in keys))
+    leaves.append(tree)
+    return leaves, ("leaf",)
+
+
+def unflatten(treedef: TreeDef, leaves: list) -> Any:
+    """The tree of `treedef` with `leaves` in order."""
+    it = iter(leaves)
+    return _build(treedef, it)
+
+
+def _build(treedef: TreeDef, it) -> Any:
+    if treedef[0] == "leaf":
+        return next(it)
+    kind, keys, children = treedef
+    values = [_build(c, it) for c in children]
+    if kind is dict:
+        return dict(zip(keys, values))
+    return kind(values)

@@ -1,0 +1,458 @@
+"""Tracing: running a function's ops through the eager door while recording, not launching.
+
+While a Trace is active on a thread, eager.run and eager.run_reduction append one fusion
+Step per op (the op's own kernel template, checks and dtype rules ran as in eager), and
+new tensors get a LazyStorage: a buffer that gets memory only if the fused plan stores it.
+Each public op runs inside `op_door`: when an op needs a hand-written kernel or host work
+(matmul, sort, the softmax rows), the steps it recorded are rolled back and it becomes an
+extern step, run eagerly on materialized inputs. Reading values on the host (item, bool,
+numpy, print) is data-dependent Python: it raises a kael.Error naming the user's line, or
+with fullgraph=False ends the trace and lets the function go on eagerly.
+
+The trace runs the function once, for real: pending steps are fused and executed whenever
+an extern needs its inputs and at the end, and the plan it leaves repeats them per call.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+import weakref
+from collections.abc import Callable
+
+from kael.frontend import plan as p
+from kael.frontend import pytree
+from kael.ir.fusion import Step, View, fuse
+from kael.runtime.device import Device
+from kael.runtime.errors import Error
+from kael.runtime.storage import Storage
+from kael.runtime.tracestate import NeedsExtern, state
+
+_KAEL_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def active() -> Trace | None:
+    """The calling thread's trace, or None when ops run eagerly."""
+    return state.trace
+
+
+class GraphBreak(Exception):  # noqa: N818 - unwinds an op to its door, never seen by users
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+
+class LazyStorage(Storage):
+    """A traced tensor's buffer: memory only once the fused plan stores it."""
+
+    __slots__ = ("call", "index")
+
+    def __init__(self, nbytes: int, device: Device, call: p.Call, index: int) -> None:
+        self._set(0, nbytes, device, None)
+        self.call = call
+        self.index = index
+
+    @property
+    def ptr(self) -> int:
+        storage = self.call.bound[self.index]
+        if storage is None:
+            trace = state.trace
+            if trace is None:
+                raise Error(
+                    "this tensor was made inside a compiled function whose trace did not finish"
+                )
+            trace.host_read("reading a traced tensor's memory")
+        return storage.ptr
+
+    @ptr.setter
+    def ptr(self, value: int) -> None:
+        pass  # the address is that of the storage the plan binds to the slot
+
+    def __repr__(self) -> str:
+        return f"LazyStorage(nbytes={self.nbytes}, device={self.device}, slot={self.index})"
+
+
+class SymFloat(float):
+    """A Python float argument of a traced function: ops take it as a run-time parameter.
+    Any other use of its value (arithmetic, comparison, printing) marks it `used`, and then
+    the plan is specialized to its value."""
+
+    __slots__ = ("index", "conversions", "trace")
+
+    @classmethod
+    def make(cls, value: float, index: int, trace: Trace) -> SymFloat:
+        out = float.__new__(cls, value)
+        out.index, out.conversions, out.trace = index, (), trace
+        return out
+
+    def _use(self) -> float:
+        self.trace.used_scalars.add(self.index)
+        return float.__float__(self)
+
+    def kael_convert(self, dtype, mode):
+        """convert_scalar of this argument: a float result stays tied to the argument."""
+        from kael.runtime.convert import convert_scalar
+
+        result = convert_scalar(float.__float__(self), dtype, mode)
+        if type(result) is not float:
+            self._use()
+            return result
+        out = SymFloat.make(result, self.index, self.trace)
+        out.conversions = (*self.conversions, (dtype, mode))
+        return out
+
+
+def _used(name: str):
+    base = getattr(float, name)
+    binary = name in _BINARY
+
+    def method(self, *args):
+        if binary and not isinstance(args[0], int | float):
+            return NotImplemented  # `lr * tensor`: the tensor's reflected op takes it as a scalar
+        self._use()
+        return base(self, *args)
+
+    method.__name__ = name
+    return method
+
+
+_BINARY = {
+    "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
+    "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__",
+    "__rpow__", "__divmod__", "__rdivmod__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__",
+    "__ge__",
+}  # fmt: skip
+
+for _name in (
+    "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
+    "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__",
+    "__rpow__", "__divmod__", "__rdivmod__", "__neg__", "__pos__", "__abs__", "__eq__",
+    "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__", "__int__", "__float__",
+    "__hash__", "__repr__", "__str__", "__format__", "__round__", "__trunc__", "__floor__",
+    "__ceil__", "is_integer", "as_integer_ratio", "hex", "__getnewargs__",
+):  # fmt: skip
+    setattr(SymFloat, _name, _used(_name))
+
+
+def _source(value):
+    """A recorded step's parameter: the value, or where each call takes it from."""
+    if type(value) is SymFloat:
+        return p.ArgScalar(value.index, value.conversions)
+    return value
+
+
+class Buffer:
+    """What the trace knows of one buffer: its slot in the plan and, for a fresh one, the
+    LazyStorage that stands for it while user code may still hold it."""
+
+    __slots__ = ("slot", "lazy")
+
+    def __init__(self, slot: int, lazy: LazyStorage | None) -> None:
+        self.slot = slot
+        self.lazy = weakref.ref(lazy) if lazy is not None else None
+
+    def alive(self) -> bool:
+        return self.lazy is None or self.lazy() is not None
+
+
+class Trace:
+    """The recording of one call of a compiled function, and the plan it builds."""
+
+    def __init__(self, fn: Callable, fullgraph: bool, tensors: list, scalars: list) -> None:
+        self.fn = fn
+        self.fullgraph = fullgraph
+        self.plan = p.Plan()
+        self.call = p.Call(self.plan, [], scalars)
+        self.buffers: list[Buffer] = []
+        self.by_storage: dict[int, int] = {}  # id(real storage) -> slot (kept alive in bound)
+        self.pending: list[tuple[Step, object]] = []
+        self.reservations: list[int] = []  # counts reserved since the last flush
+        self.depth = 0
+        self.used_scalars: set[int] = set()
+        self.broken: str | None = None
+        self.versions: dict[int, int] = {}
+        for i, t in enumerate(tensors):
+            storage = t._impl.storage
+            if id(storage) not in self.by_storage:
+                self._real(storage, p.ARG, i)
+
+    # ---- buffers -------------------------------------------------------------------------
+
+    def _add(self, slot: p.Slot, storage: Storage | None, lazy: LazyStorage | None = None) -> int:
+        index = len(self.plan.slots)
+        self.plan.slots.append(slot)
+        self.call.bound.append(storage)
+        self.buffers.append(Buffer(index, lazy))
+        return index
+
+    def _real(self, storage: Storage, kind: str, arg: int = -1) -> int:
+        slot = p.Slot(
+            kind, storage.nbytes, storage.device, arg, storage if kind == p.IMPLICIT else None
+        )
+        index = self._add(slot, storage)
+        self.by_storage[id(storage)] = index
+        self.versions[index] = storage.version
+        return index
+
+    def new_storage(self, nbytes: int, device: Device) -> LazyStorage:
+        """The storage of a tensor made under tracing: memory only if the plan stores it."""
+        index = len(self.plan.slots)
+        lazy = LazyStorage(nbytes, device, self.call, index)
+        self._add(p.Slot(p.FRESH, nbytes, device), None, lazy)
+        return lazy
+
+    def slot_of(self, storage: Storage) -> int:
+        if type(storage) is LazyStorage and storage.call is self.call:
+            return storage.index
+        index = self.by_storage.get(id(storage))
+        if index is None:
+            index = self._real(storage, p.IMPLICIT)
+        return index
+
+    def view(self, impl) -> View:
+        return View(self.slot_of(impl.storage), impl.shape, impl.strides, impl.offset, impl.dtype)
+
+    # ---- recording -----------------------------------------------------------------------
+
+    def record(self, entry, outs, ins, scalars, axes=None) -> bool:
+        """One op's launch, recorded instead of run; a launch whose result Python reads (a
+        kernel-side flag) needs the data, so its op runs as an extern."""
+        kernel, names = entry
+        if kernel.may_fault and _flags(kernel):
+            self.host_read("an op that reads its own result")
+        params = [_source(scalars[n]) for n in names] if names else []
+        step = Step(
+            kernel,
+            [self.view(o) for o in outs],
+            [self.view(i) for i in ins],
+            params,
+            kernel.name,
+            *(axes or ((), False)),
+        )
+        self.pending.append((step, entry, axes))
+        return False
+
+    def reserve(self, count: int):
+        """Random counters for one op: reserved now, and by the plan at each call."""
+        from kael.frontend.random import reserve_words
+
+        self.call.random.append(reserve_words(count))
+        self.reservations.append(count)
+        k = len(self.call.random) - 1
+        return p.RandomWord(k, 0), p.RandomWord(k, 1)
+
+    def hand_written(self, symbol: str) -> None:
+        if self.depth == 0:
+            raise Error(f"kael internal: {symbol} launched under tracing outside an op door")
+        raise NeedsExtern(symbol)
+
+    def host_read(self, what: str) -> None:
+        """Host code reads a traced value: inside an op, the op becomes an extern step."""
+        if self.depth:
+            raise NeedsExtern(what)
+        self.data_dependent(what)
+
+    def data_dependent(self, what: str) -> None:
+        """Python needs a traced tensor's values: kael.Error naming the user's line, or,
+        with fullgraph=False, the rest of the call runs eagerly."""
+        if self.depth:
+            raise GraphBreak(what)
+        where = user_line()
+        if self.fullgraph:
+            raise Error(
+                f"{what} needs a tensor's values while @kael.compile traces the function"
+                f"{where}. Values exist only when the compiled plan runs, so Python cannot "
+                "branch on them: compute both sides and pick with kael.where(cond, a, b), or "
+                "move this out of the compiled function (or pass fullgraph=False to run the "
+                "rest of the function eagerly from here)"
+            )
+        self.broken = f"{what}{where}"
+        self.flush()
+        state.trace = None
+
+    # ---- ops -------------------------------------------------------------------------------
+
+    def call_op(self, name: str, fn: Callable, args: tuple, kwargs: dict):
+        """One public op under tracing: recorded through the eager door when it can be, else
+        run as an extern step; one that needs values for Python ends the trace."""
+        from kael.frontend.random import default_generator
+
+        mark = (
+            len(self.pending),
+            len(self.reservations),
+            len(self.call.random),
+            default_generator.get_state(),
+        )
+        self.depth += 1
+        try:
+            return fn(*args, **kwargs)
+        except NeedsExtern:
+            why = None
+        except GraphBreak as brk:
+            why = brk.what
+        finally:
+            self.depth -= 1
+        self._rollback(mark)
+        if why is None:
+            return self.extern(name, fn, args, kwargs)
+        self.data_dependent(f"{name} ({why})")
+        return fn(*args, **kwargs)  # tracing ended (fullgraph=False): the op runs eagerly
+
+    def _rollback(self, mark) -> None:
+        from kael.frontend.random import default_generator
+
+        pending, reservations, drawn, generator = mark
+        del self.pending[pending:]
+        del self.reservations[reservations:]
+        del self.call.random[drawn:]
+        if default_generator.get_state() != generator:
+            default_generator.set_state(*generator)
+
+    def extern(self, name: str, fn: Callable, args: tuple, kwargs: dict):
+        """Run an op eagerly on real inputs, now and at every call of the plan."""
+        from kael.frontend.tensor import Tensor
+
+        self.flush()
+        leaves, treedef = pytree.flatten((args, kwargs))
+        specs = [self.view(v._impl) if isinstance(v, Tensor) else _source(v) for v in leaves]
+        state.trace = None
+        try:
+            result = fn(*args, **kwargs)
+        finally:
+            state.trace = self
+        got, out_def = pytree.flatten(result)
+        out_specs = []
+        for v in got:
+            if isinstance(v, Tensor):
+                storage = v._impl.storage
+                new = type(storage) is not LazyStorage and id(storage) not in self.by_storage
+                if new:
+                    index = self._add(p.Slot(p.EXTERN, storage.nbytes, storage.device), storage)
+                    self.by_storage[id(storage)] = index
+                out_specs.append((self.view(v._impl), new))
+            else:
+                out_specs.append(v)
+        self.plan.steps.append(p.ExternCall(name, fn, treedef, specs, out_def, out_specs))
+        return result
+
+    # ---- running -------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Fuse the pending steps, add them to the plan and run them on this call's data."""
+        from kael.frontend.compiled import template_for
+
+        for count in self.reservations:
+            self.plan.steps.append(p.Reserve(count))
+        self.reservations = []
+        if not self.pending:
+            return
+        pending, self.pending = self.pending, []
+        live = {b.slot for b in self.buffers if b.alive()}
+        program = fuse([s for s, _, _ in pending], [s.nbytes for s in self.plan.slots], live)
+        self.plan.cuts += program.cuts
+        self.plan.dropped += program.dropped
+        steps = []
+        for f in program.steps:
+            _, entry, axes = pending[f.index]
+            template = entry if f.kernel is entry.kernel else template_for(f.kernel)
+            steps.append(p.KernelCall(template, f.outs, f.ins, f.params, f.covers, axes))
+        self.plan.steps += steps
+        saved, state.trace = state.trace, None
+        try:
+            for step in steps:
+                step.run(self.call)
+        finally:
+            state.trace = saved
+
+    def finish(self, result):
+        """The end of the traced call: run what is pending and describe the results."""
+        from kael.frontend.tensor import Tensor
+
+        leaves, treedef = pytree.flatten(result)
+        self.flush()
+        plan = self.plan
+        plan.outputs = treedef
+        plan.out_leaves = [self.view(v._impl) if isinstance(v, Tensor) else v for v in leaves]
+        for v in leaves:
+            if isinstance(v, Tensor) and type(v._impl.storage) is LazyStorage:
+                v._impl.storage = self.call.storage(v._impl.storage.index)
+        for index, before in self.versions.items():
+            storage = self.call.bound[index]
+            if storage is not None and storage.version != before:
+                plan.bumps[index] = storage.version - before
+        for b in self.buffers:
+            lazy = b.lazy() if b.lazy is not None else None
+            if lazy is not None and lazy.version:
+                plan.bumps[b.slot] = lazy.version
+        plan.finish()
+        return result
+
+
+def _flags(kernel) -> bool:
+    from kael.ir.expr import Unary, walk
+    from kael.ir.reduction import Reduction
+
+    exprs = kernel.epilogues if isinstance(kernel, Reduction) else kernel.exprs
+    return any(isinstance(n, Unary) and n.op == "flag" for e in exprs for n in walk(e))
+
+
+def user_line() -> str:
+    """' at FILE:LINE: `source`' for the innermost frame outside kael, or ''."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_KAEL_DIR):
+        frame = frame.f_back
+    if frame is None:
+        return ""
+    filename, line = frame.f_code.co_filename, frame.f_lineno
+    source = linecache.getline(filename, line).strip()
+    return f" at {filename}:{line}" + (f": `{source}`" if source else "")
+
+
+# ---- the op door ---------------------------------------------------------------------------
+
+
+def op_door(name: str, fn: Callable) -> Callable:
+    """`fn` as a public op: eager as it is, and recorded or run as an extern under tracing."""
+
+    def door(*args, **kwargs):
+        trace = state.trace
+        if trace is None or trace.depth:
+            return fn(*args, **kwargs)
+        return trace.call_op(name, fn, args, kwargs)
+
+    door.__name__ = getattr(fn, "__name__", name)
+    door.__qualname__ = getattr(fn, "__qualname__", name)
+    door.__doc__ = fn.__doc__
+    door.__wrapped__ = fn
+    return door
+
+
+def data_dependent(what: str) -> None:
+    """Mark Python that needs a tensor's values (item, bool, numpy, a data-sized shape)."""
+    trace = state.trace
+    if trace is not None:
+        trace.data_dependent(what)
+
+
+def host_read(what: str) -> None:
+    """Mark kael code reading a tensor's memory on the host."""
+    trace = state.trace
+    if trace is not None:
+        trace.host_read(what)
+
+
+def reserve(count: int):
+    """(seed, first counter) words for `count` random counters, traced or eager."""
+    trace = state.trace
+    if trace is not None:
+        return trace.reserve(count)
+    from kael.frontend.random import reserve_words
+
+    return reserve_words(count)
+
+
+def new_storage(nbytes: int, device: Device) -> Storage:
+    trace = state.trace
+    if trace is not None:
+        return trace.new_storage(nbytes, device)
+    return Storage(nbytes, device)

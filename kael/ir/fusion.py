@@ -1,0 +1,481 @@
+"""Fusion of a traced program: each op's kernel becomes one step, and a step that reads a
+value another elementwise step computed takes that step's expression in place of the load.
+
+A traced program is a list of Steps over numbered buffers. Each Step is one op's kernel
+(an elementwise Kernel or a Reduction, with Load(i) reading `ins[i]`) and the Views it
+writes and reads. `fuse` walks the steps in order, keeping a version per buffer: a read
+of a version that an elementwise step wrote whole is replaced by that step's expression,
+its loads re-based through the reader's view (`compose`), so views cost index arithmetic,
+never a copy. A producer none of whose versions must exist in memory is dropped. What
+forces a version into memory (a cut) is recorded with its reason, for inspection.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from kael.ir import expr as x
+from kael.ir.kernel import Buffer, Kernel
+from kael.ir.reduction import Reduction
+from kael.runtime.dtypes import DType
+
+# The largest expression (counted as a tree) a kernel may grow to by inlining: a value
+# used twice by each of a chain of ops doubles per op, so past this it is stored.
+MAX_EXPR_NODES = 400
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """A strided window of a buffer: shape, strides and offset in elements of `dtype`."""
+
+    buffer: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int
+    dtype: DType
+
+
+@dataclass(slots=True)
+class Step:
+    """One op's kernel and its operands; `params[i]` is the source of the kernel's Param(i)
+    (opaque here); `axes` and `keepdim` describe a Reduction's launch; `name` shows in
+    inspection."""
+
+    kernel: Kernel | Reduction
+    outs: list[View]
+    ins: list[View]
+    params: list[object]
+    name: str
+    axes: tuple[int, ...] = ()
+    keepdim: bool = False
+
+
+@dataclass(slots=True)
+class Fused:
+    """A step of the fused program: its kernel (new when anything was inlined), operands,
+    parameter sources, and the names of the ops it covers, in program order."""
+
+    kernel: Kernel | Reduction
+    outs: list[View]
+    ins: list[View]
+    params: list[object]
+    covers: list[str]
+    axes: tuple[int, ...] = ()
+    keepdim: bool = False
+    index: int = 0  # the step it stands for
+
+
+@dataclass(slots=True)
+class Cut:
+    """A value stored to memory between two steps, and why it could not be inlined."""
+
+    producer: str
+    consumer: str
+    reason: str
+
+
+@dataclass(slots=True)
+class FusedProgram:
+    steps: list[Fused]
+    cuts: list[Cut] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [0] * len(shape), 1
+    for i in range(len(shape) - 1, -1, -1):
+        strides[i] = step
+        step *= max(shape[i], 1)
+    return tuple(strides)
+
+
+def numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def covers_buffer(view: View, buffer_bytes: int) -> bool:
+    """Whether `view` is the whole buffer in row-major order (a fresh op output)."""
+    return (
+        view.offset == 0
+        and numel(view.shape) * view.dtype.itemsize == buffer_bytes
+        and view.strides == contiguous_strides(view.shape)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Composed:
+    """What a read through a view of a produced value is in the producer's terms: each
+    producer input's strides and offset, and per producer axis its position as
+    `start + sum(step[d] * index_d)` over the reader's dims (None for merged axes)."""
+
+    strides: tuple[tuple[int, ...], ...]
+    offsets: tuple[int, ...]
+    axes: tuple[tuple[int, dict[int, int]], ...] | None
+
+
+def compose(
+    read_shape: tuple[int, ...],
+    read_strides: tuple[int, ...],
+    read_offset: int,
+    produced: tuple[int, ...],
+    inputs: list[tuple[tuple[int, ...], int]],
+    keep_axes: bool,
+) -> Composed | None:
+    """The reads of a producer's inputs that stand for reading its row-major output of
+    shape `produced` through (read_shape, read_strides, read_offset); None when some step
+    of the read would carry from one producer dim into the next where an input's strides
+    do not (then the value must be stored). `inputs` are (strides, offset) over `produced`.
+
+    Each producer input groups the produced dims along which it steps evenly; a read's
+    offset and strides are written as digits of those groups, and the read composes when
+    no digit overflows anywhere in the read's extent.
+    """
+    if 0 in read_shape:
+        return Composed(tuple((0,) * len(read_shape) for _ in inputs), (0,) * len(inputs), None)
+    row = contiguous_strides(produced)
+    live = [e for e in range(len(produced)) if produced[e] != 1]
+    results = []
+    axes = None
+    for strides, offset in inputs:
+        groups: list[list[int]] = []  # [size, row stride, input stride, first axis]
+        for e in live:
+            if groups and not keep_axes and groups[-1][2] == produced[e] * strides[e]:
+                groups[-1][0] *= produced[e]
+                groups[-1][1] = row[e]
+                groups[-1][2] = strides[e]
+            else:
+                groups.append([produced[e], row[e], strides[e], e])
+        digits = _digits(read_shape, read_strides, read_offset, groups)
+        if digits is None:
+            return None
+        start, steps = digits
+        results.append(
+            (
+                tuple(
+                    sum(a * grp[2] for a, grp in zip(step, groups)) if read_shape[d] != 1 else 0
+                    for d, step in enumerate(steps)
+                ),
+                offset + sum(j * grp[2] for j, grp in zip(start, groups)),
+            )
+        )
+        if keep_axes:
+            axes = tuple(
+                (start[gi], {d: steps[d][gi] for d in range(len(read_shape)) if steps[d][gi]})
+                for gi in range(len(groups))
+            )
+            axes = _by_axis(axes, groups, len(produced))
+    if keep_axes and not inputs:
+        groups = [[produced[e], row[e], 0, e] for e in live]
+        digits = _digits(read_shape, read_strides, read_offset, groups)
+        if digits is None:
+            return None
+        start, steps = digits
+        axes = tuple(
+            (start[gi], {d: steps[d][gi] for d in range(len(read_shape)) if steps[d][gi]})
+            for gi in range(len(groups))
+        )
+        axes = _by_axis(axes, groups, len(produced))
+    return Composed(tuple(r[0] for r in results), tuple(r[1] for r in results), axes)
+
+
+def _by_axis(per_group, groups, rank: int):
+    """Per producer axis (start, steps); size-1 axes sit at 0."""
+    out: list[tuple[int, dict[int, int]]] = [(0, {})] * rank
+    for value, grp in zip(per_group, groups):
+        out[grp[3]] = value
+    return tuple(out)
+
+
+def _digits(read_shape, read_strides, read_offset, groups):
+    """(start digits, per read dim its step digits) over the groups, or None on a carry."""
+    total = 1
+    for grp in groups:
+        total *= grp[0]
+    if not 0 <= read_offset < max(total, 1):
+        return None
+    start = [(read_offset // grp[1]) % grp[0] for grp in groups]
+    steps = []
+    reach = list(start)
+    for size, stride in zip(read_shape, read_strides):
+        if size == 1 or stride == 0:
+            steps.append([0] * len(groups))
+            continue
+        if stride < 0 or stride >= total:
+            return None
+        step = [(stride // grp[1]) % grp[0] for grp in groups]
+        if sum(a * grp[1] for a, grp in zip(step, groups)) != stride:
+            return None
+        for gi, a in enumerate(step):
+            reach[gi] += (size - 1) * a
+        steps.append(step)
+    if any(r >= grp[0] for r, grp in zip(reach, groups)):
+        return None
+    return start, steps
+
+
+@dataclass(slots=True)
+class _Producer:
+    """A value an elementwise step wrote whole: its expression over its own leaves."""
+
+    name: str
+    names: list[tuple[int, str]]  # (step index, op name) of every op it covers
+    expr: x.Expr
+    leaves: list[tuple[View, int]]  # (view, version read)
+    params: list[tuple[DType, object]]
+    shape: tuple[int, ...]
+    uses_index: bool
+    size: int
+
+
+class _Builder:
+    """The leaves and parameters of the kernel being built, each registered once."""
+
+    def __init__(self) -> None:
+        self.leaves: list[tuple[View, int]] = []
+        self.leaf_slot: dict[tuple[View, int], int] = {}
+        self.params: list[tuple[DType, object]] = []
+        self.param_slot: dict[tuple, int] = {}
+        self.names: list[tuple[int, str]] = []
+
+    def leaf(self, view: View, version: int) -> x.Load:
+        key = (view, version)
+        slot = self.leaf_slot.get(key)
+        if slot is None:
+            slot = self.leaf_slot[key] = len(self.leaves)
+            self.leaves.append(key)
+        return x.Load(view.dtype, slot)
+
+    def param(self, dtype: DType, source: object) -> x.Param:
+        key = (dtype, _source_key(source))
+        slot = self.param_slot.get(key)
+        if slot is None:
+            slot = self.param_slot[key] = len(self.params)
+            self.params.append((dtype, source))
+        return x.Param(dtype, slot)
+
+
+def _source_key(source: object) -> tuple:
+    if isinstance(source, bool | int | float):
+        return (type(source), repr(source))
+    return ("object", id(source))
+
+
+def _size(e: x.Expr) -> int:
+    return sum(1 for _ in x.walk(e))
+
+
+def _rebuild(e: x.Expr, leaf, param, index, memo: dict) -> x.Expr:
+    """`e` with each Load, Param and Index replaced through the three callables."""
+    key = id(e)
+    hit = memo.get(key)
+    if hit is not None:
+        return hit[1]
+    if isinstance(e, x.Load):
+        out = leaf(e)
+    elif isinstance(e, x.Param):
+        out = param(e)
+    elif isinstance(e, x.Index):
+        out = index(e)
+    elif isinstance(e, x.Cast):
+        out = x.cast(_rebuild(e.x, leaf, param, index, memo), e.dtype)
+    elif isinstance(e, x.Unary):
+        out = x.Unary(e.dtype, e.op, _rebuild(e.x, leaf, param, index, memo))
+    elif isinstance(e, x.Binary):
+        a = _rebuild(e.a, leaf, param, index, memo)
+        b = _rebuild(e.b, leaf, param, index, memo)
+        out = x.Binary(e.dtype, e.op, a, b)
+    elif isinstance(e, x.Where):
+        c = _rebuild(e.cond, leaf, param, index, memo)
+        a = _rebuild(e.a, leaf, param, index, memo)
+        b = _rebuild(e.b, leaf, param, index, memo)
+        out = x.Where(e.dtype, c, a, b)
+    else:
+        out = e
+    memo[key] = (e, out)  # keep e alive so its id is not reused while memo lives
+    return out
+
+
+def _has_flag(e: x.Expr) -> bool:
+    return any(isinstance(n, x.Unary) and n.op == "flag" for n in x.walk(e))
+
+
+def fuse(
+    steps: list[Step], buffer_bytes: list[int], live: set[int], volatile: set[int] = frozenset()
+) -> FusedProgram:
+    """The fused program of `steps`. `buffer_bytes[b]` is buffer b's size; the last version of every buffer in `live` must be
+    in memory at the end. Values stored in `volatile` buffers are never inlined."""
+    version: dict[int, int] = {}
+    producers: dict[tuple[int, int], _Producer] = {}
+    needed: set[tuple[int, int]] = set()
+    built: list[tuple[list, _Builder, bool]] = []
+    cuts: list[Cut] = []
+    for position, step in enumerate(steps):
+        builder = _Builder()
+        builder.names.append((position, step.name))
+        reduction = isinstance(step.kernel, Reduction)
+        inlined = False
+
+        def load(e: x.Load, step=step, builder=builder, reduction=reduction) -> x.Expr:
+            nonlocal inlined
+            view = step.ins[e.buffer]
+            key = (view.buffer, version.get(view.buffer, 0))
+            producer = producers.get(key)
+            if producer is not None:
+                value, reason = _inline(producer, view, step, builder, version, reduction)
+                if value is not None:
+                    inlined = True
+                    return x.cast(value, e.dtype)
+                cuts.append(Cut(producer.name, step.name, reason))
+            needed.add(key)
+            return builder.leaf(view, key[1])
+
+        def param(e: x.Param, step=step, builder=builder) -> x.Expr:
+            return builder.param(e.dtype, step.params[e.slot])
+
+        def index(e: x.Index) -> x.Expr:
+            return e
+
+        memo: dict = {}
+        k = step.kernel
+        if reduction:
+            exprs = [_rebuild(k.prologue, load, param, index, memo)]
+            if k.second is not None:
+                exprs.append(_rebuild(k.second, load, param, index, memo))
+            emo: dict = {}
+            epilogues = [_rebuild(e, lambda e: e, param, index, emo) for e in k.epilogues]
+            exprs += epilogues
+        else:
+            exprs = [_rebuild(e, load, param, index, memo) for e in k.exprs]
+        changed = (
+            inlined
+            or [v for v, _ in builder.leaves] != step.ins
+            or len(builder.params) != len(step.params)
+        )
+        built.append((exprs, builder, changed))
+        faulting = any(x.faults(e) for e in exprs)
+        for i, out in enumerate(step.outs):
+            b = out.buffer
+            before = version.get(b, 0)
+            version[b] = before + 1
+            whole = covers_buffer(out, buffer_bytes[b])
+            if not whole:
+                needed.add((b, before))  # a partial write lands on the value before it
+            if faulting:
+                needed.add((b, before + 1))  # eager raises even when nothing reads it
+            if whole and not reduction and b not in volatile and not _has_flag(exprs[i]):
+                producers[(b, before + 1)] = _Producer(
+                    step.name,
+                    builder.names,
+                    exprs[i],
+                    builder.leaves,
+                    builder.params,
+                    out.shape,
+                    any(x.uses_index(e) for e in exprs),
+                    _size(exprs[i]),
+                )
+    for b in live:
+        if b in version:
+            needed.add((b, version[b]))
+    program = FusedProgram([])
+    program.cuts = [c for c in cuts]
+    written: dict[int, int] = {}
+    for i, (step, (exprs, builder, changed)) in enumerate(zip(steps, built)):
+        keys = []
+        for out in step.outs:
+            written[out.buffer] = written.get(out.buffer, 0) + 1
+            keys.append((out.buffer, written[out.buffer]))
+        if not any(key in needed for key in keys):
+            program.dropped.append(step.name)
+            continue
+        kernel = _kernel(step, exprs, builder) if changed else step.kernel
+        program.steps.append(
+            Fused(
+                kernel,
+                list(step.outs),
+                [v for v, _ in builder.leaves],
+                [source for _, source in builder.params],
+                [name for _, name in sorted(builder.names)],
+                step.axes,
+                step.keepdim,
+                i,
+            )
+        )
+    return program
+
+
+def _inline(producer: _Producer, view: View, step: Step, builder: _Builder, version, reduction):
+    """(the producer's expression read through `view`, None) or (None, why not)."""
+    if reduction and producer.uses_index:
+        return None, "a reduction cannot read positions of its input"
+    for leaf, seen in producer.leaves:
+        if version.get(leaf.buffer, 0) != seen:
+            return None, "an input of it was written in between"
+    composed = compose(
+        view.shape,
+        view.strides,
+        view.offset,
+        producer.shape,
+        [(leaf.strides, leaf.offset) for leaf, _ in producer.leaves],
+        producer.uses_index,
+    )
+    if composed is None:
+        return None, "the view reads across dims that the producer's inputs do not merge"
+    leaves = [
+        (dataclasses.replace(leaf, shape=view.shape, strides=st, offset=off), seen)
+        for (leaf, seen), st, off in zip(producer.leaves, composed.strides, composed.offsets)
+    ]
+    for out in step.outs:
+        for leaf, _ in leaves:
+            if leaf.buffer == out.buffer and (leaf.strides, leaf.offset) != (
+                out.strides,
+                out.offset,
+            ):
+                return None, "the reader overwrites what the value reads, in another layout"
+    axis_of = None
+    if producer.uses_index:
+        axis_of = {}
+        for axis, (start, steps) in enumerate(composed.axes):
+            if start != 0 or len(steps) > 1 or any(a != 1 for a in steps.values()):
+                return None, "positions would need index arithmetic"
+            axis_of[axis] = next(iter(steps), None)
+    if producer.size > MAX_EXPR_NODES:
+        return None, f"its expression has over {MAX_EXPR_NODES} nodes"
+
+    def leaf(e: x.Load) -> x.Expr:
+        view_, seen = leaves[e.buffer]
+        return builder.leaf(view_, seen)
+
+    def param(e: x.Param) -> x.Expr:
+        return builder.param(e.dtype, producer.params[e.slot][1])
+
+    def index(e: x.Index) -> x.Expr:
+        d = axis_of[e.axis]
+        return x.Const(e.dtype, 0) if d is None else x.Index(e.dtype, d)
+
+    builder.names.extend(n for n in producer.names if n not in builder.names)
+    return _rebuild(producer.expr, leaf, param, index, {}), None
+
+
+def _kernel(step: Step, exprs: list[x.Expr], builder: _Builder) -> Kernel | Reduction:
+    names = [name for _, name in sorted(builder.names)]
+    name = "_".join(names[:6]) + (f"_{len(builder.names)}ops" if len(builder.names) > 6 else "")
+    inputs = tuple(Buffer(v.dtype) for v, _ in builder.leaves)
+    params = tuple(d for d, _ in builder.params)
+    k = step.kernel
+    if isinstance(k, Reduction):
+        second = exprs[1] if k.second is not None else None
+        epilogues = tuple(exprs[2:] if second is not None else exprs[1:])
+        return dataclasses.replace(
+            k,
+            name=name,
+            inputs=inputs,
+            prologue=exprs[0],
+            second=second,
+            epilogues=epilogues,
+            params=params,
+        )
+    return dataclasses.replace(k, name=name, inputs=inputs, exprs=tuple(exprs), params=params)

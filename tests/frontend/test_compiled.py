@@ -1,0 +1,461 @@
+"""@kael.compile against eager kael: same values (bit for bit where the schedule is the same),
+dtypes, shapes, mutations, errors and random streams, with the kernels fused as counted."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+import kael
+from kael.codegen.cpu import compiler
+from kael.frontend import pytree
+
+
+def _clones(args):
+    leaves, tree = pytree.flatten(list(args))
+    return pytree.unflatten(tree, [a.clone() if isinstance(a, kael.Tensor) else a for a in leaves])
+
+
+def _same(a, b) -> None:
+    if isinstance(a, kael.Tensor):
+        assert isinstance(b, kael.Tensor)
+        assert a.shape == b.shape and a.dtype == b.dtype
+        assert kael.equal(a, b) or kael.allclose(a, b, equal_nan=True, rtol=0, atol=0)
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for k in a:
+            _same(a[k], b[k])
+    elif isinstance(a, tuple | list):
+        assert type(a) is type(b) and len(a) == len(b)
+        for x, y in zip(a, b):
+            _same(x, y)
+    else:
+        assert a == b
+
+
+def agree(fn, *args, calls: int = 3):
+    """Run fn eagerly and compiled `calls` times on equal arguments; every result and every
+    argument afterwards must be identical. Returns the compiled function."""
+    compiled = kael.compile(fn)
+    eager_args, compiled_args = _clones(args), _clones(args)
+    for _ in range(calls):
+        _same(fn(*eager_args), compiled(*compiled_args))
+        for a, b in zip(eager_args, compiled_args):
+            _same(a, b)
+    return compiled
+
+
+def kernels(compiled, *args) -> int:
+    return len(compiled.kernels(*args))
+
+
+x = kael.randn(64, 48)
+y = kael.randn(64, 48)
+row = kael.randn(48)
+
+
+# ---- fusion -----------------------------------------------------------------------------------
+
+
+def test_elementwise_chain_is_one_kernel():
+    f = agree(lambda a: kael.tanh(a * 1.5 + 2.0) * a, x)
+    assert kernels(f, x) == 1
+
+
+def test_branching_dag_computes_shared_value_once_per_element():
+    def f(a, b):
+        s = a * b + 1
+        return (s.exp() - s) * (s + b).sigmoid()
+
+    c = agree(f, x, y)
+    assert kernels(c, x, y) == 1
+
+
+def test_broadcast_operand_fuses():
+    c = agree(lambda a, b: kael.relu(a + b) * 2, x, row)
+    assert kernels(c, x, row) == 1
+
+
+def test_views_are_index_maps_not_copies():
+    def f(a):
+        t = a.reshape(8, 8, 48).permute(2, 0, 1)
+        return t[1:3] * 3 + t[0:2].exp().transpose(1, 2)
+
+    c = agree(f, x)
+    assert kernels(c, x) == 1
+
+
+def test_transposed_intermediate_fuses():
+    c = agree(lambda a, b: (a.T * 2 + 1).T + b, x, y)
+    assert kernels(c, x, y) == 1
+
+
+def test_prologue_fuses_into_reduction():
+    c = agree(lambda a: ((a - 1.0) ** 2).sum(-1), x)
+    assert kernels(c, x) == 1
+
+
+def test_var_from_primitives_is_two_reductions():
+    c = agree(lambda a: ((a - a.mean(-1, keepdim=True)) ** 2).mean(-1), x)
+    assert kernels(c, x) == 2
+
+
+def test_softmax_from_primitives_reads_rows_three_times():
+    def softmax(a):
+        e = (a - a.amax(-1, keepdim=True)).exp()
+        return e / e.sum(-1, keepdim=True)
+
+    c = agree(softmax, x)
+    assert kernels(c, x) == 3
+
+
+def test_dead_values_are_not_computed():
+    def f(a):
+        unused = a.exp() * 3  # noqa: F841 - dead on purpose
+        return a + 1
+
+    c = agree(f, x)
+    assert kernels(c, x) == 1
+
+
+def test_value_read_across_unmergeable_dims_is_stored():
+    # a.T (strided) reshaped merges dims the producer's input does not step evenly along.
+    def f(a):
+        t = a.T * 2
+        return t.reshape(-1)[:100] + 1
+
+    c = agree(f, x)
+    assert kernels(c, x) == 2
+    assert any("merge" in str(cut.reason) for cut in c.plan_for(x).cuts)
+
+
+def test_returned_intermediate_is_stored_and_reused():
+    def f(a):
+        s = a * 2
+        return s, s + 1
+
+    c = agree(f, x)
+    assert kernels(c, x) == 2
+
+
+# ---- mutation and aliasing --------------------------------------------------------------------
+
+
+def test_inplace_on_inputs_is_seen_by_the_caller():
+    def f(a, b):
+        a.add_(1)
+        b.mul_(a)
+        a[0] = 5
+        return a + b
+
+    agree(f, x, y)
+
+
+def test_inplace_bumps_the_version_counter_as_eager():
+    def f(a):
+        a.add_(1)
+        a.mul_(2)
+        return a
+
+    c = kael.compile(f)
+    e, t = x.clone(), x.clone()
+    for _ in range(2):
+        f(e)
+        c(t)
+        assert t._impl.storage.version == e._impl.storage.version
+
+
+def test_output_view_of_input_stays_a_view():
+    c = kael.compile(lambda a: a[1:3].T)
+    a = x.clone()
+    for _ in range(2):
+        out = c(a)
+        assert out._impl.storage is a._impl.storage
+        assert out.shape == (48, 2)
+
+
+def test_mutated_input_aliasing_another_recompiles():
+    # pytorch issue 139789: the second call's inputs overlap; torch.compile reuses the first
+    # graph and returns [3, 3, 3, 3] where eager gives [4, 4, 3, 3].
+    def f(a, b):
+        a.mul_(2)
+        return a + b
+
+    c = kael.compile(f)
+    assert c(kael.ones(4), kael.ones(4)).tolist() == [3.0] * 4
+    base = kael.ones(8)
+    assert c(base[:4], base[2:6]).tolist() == [4.0, 4.0, 3.0, 3.0]
+    base = kael.ones(8)
+    assert c(base[:4], base[2:6]).tolist() == [4.0, 4.0, 3.0, 3.0]
+    assert c(kael.ones(4), kael.ones(4)).tolist() == [3.0] * 4
+    info = c.cache_info()
+    assert info.guards == 2 and "aliasing" in info.recompiles[0]
+
+
+@pytest.mark.parametrize(
+    "split",
+    [
+        lambda base: (base, base),  # the same tensor twice
+        lambda base: (base[:4], base[4:]),  # one storage, disjoint
+        lambda base: (base[:4], base[2:6]),  # overlapping
+        lambda base: (base[:4], base[:4].flip(0)),  # reversed overlap
+    ],
+)
+def test_aliased_arguments_agree_with_eager(split):
+    def f(a, b):
+        a.add_(1)
+        b.mul_(3)
+        return a * b
+
+    c = kael.compile(f)
+    for _ in range(2):
+        eb, cb = kael.arange(8, dtype=kael.float32), kael.arange(8, dtype=kael.float32)
+        _same(f(*split(eb)), c(*split(cb)))
+        _same(eb, cb)
+
+
+# ---- guards and scalars -----------------------------------------------------------------------
+
+
+def _llvm_compiles(monkeypatch) -> list:
+    made = []
+    original = compiler.compile_object
+
+    def counting(kernel, symbol):
+        made.append(symbol)
+        return original(kernel, symbol)
+
+    monkeypatch.setattr(compiler, "compile_object", counting)
+    return made
+
+
+def test_float_arguments_are_runtime_parameters(monkeypatch):
+    def step(w, g, lr):
+        w -= lr * g
+        return w
+
+    c = kael.compile(step)
+    e, t = kael.ones(5), kael.ones(5)
+    g = kael.full((5,), 0.5)
+    for lr in (0.1, 0.2, 0.3):
+        step(e, g, lr)
+        c(t, g, lr)
+    _same(e, t)
+    info = c.cache_info()
+    assert info.traces == 1 and info.hits == 2
+
+
+def test_float_used_in_python_specializes_the_plan():
+    def f(a, scale):
+        return a * (scale * 2)  # Python arithmetic on the float
+
+    c = agree(f, x, 0.5)
+    assert c(x, 0.75).sub(x * 1.5).abs().max().item() == 0
+    assert c.cache_info().traces == 2
+
+
+def test_new_batch_sizes_compile_no_new_kernels(monkeypatch):
+    w, b = kael.randn(48, 16), kael.randn(16)
+
+    def mlp(a, w, b):
+        return kael.relu(a @ w + b) * 0.5
+
+    c = kael.compile(mlp)
+    c(kael.randn(7, 48), w, b)
+    made = _llvm_compiles(monkeypatch)
+    for n in (2, 3, 5, 8, 13, 21, 34, 55, 89, 144):
+        a = kael.randn(n, 48)
+        _same(c(a, w, b), mlp(a, w, b))
+    assert made == []
+    assert c.cache_info().guards == 1  # sizes are not in the guard (n = 1 would be)
+
+
+def test_dtype_change_recompiles_and_says_why():
+    c = kael.compile(lambda a: a + 1)
+    c(x)
+    c(x.double())
+    assert c.cache_info().recompiles == ["argument 0: dtype changed from float32 to float64"]
+
+
+def test_too_many_recompiles_warn_naming_the_change():
+    c = kael.compile(lambda a, k: a + k, max_recompiles=2)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        for k in range(5):
+            c(x, k)
+    messages = [str(w.message) for w in seen]
+    assert len(messages) == 2 and "argument 1 changed from 2 to 3" in messages[0]
+
+
+def test_globals_are_read_at_each_call():
+    global _WEIGHT
+    _WEIGHT = kael.ones(48)
+    c = kael.compile(_scaled_by_global)
+    _same(c(x), x * 1)
+    _WEIGHT.mul_(3)  # an in-place update of the global
+    _same(c(x), x * 3)
+    _WEIGHT = kael.full((48,), 2.0)  # the name rebound
+    _same(c(x), x * 2)
+
+
+_WEIGHT = kael.ones(48)
+
+
+def _scaled_by_global(a):
+    return a * _WEIGHT
+
+
+def test_closure_tensors_are_read_at_each_call():
+    w = kael.ones(48)
+    c = kael.compile(lambda a: a * w)
+    _same(c(x), x)
+    w.add_(1)
+    _same(c(x), x * 2)
+
+
+def test_argument_trees_of_lists_tuples_and_dicts():
+    def f(pair, named):
+        a, b = pair
+        return {"sum": a + named["c"], "prod": [b * named["c"]]}
+
+    agree(f, (x, y), {"c": row})
+
+
+# ---- random -----------------------------------------------------------------------------------
+
+
+def test_random_ops_draw_the_eager_stream():
+    def noisy(a):
+        return a + kael.randn(64, 48) * 0.1 + kael.rand(48)
+
+    c = kael.compile(noisy)
+    kael.manual_seed(7)
+    expected = [noisy(x) for _ in range(3)]
+    after = kael.randn(3)
+    kael.manual_seed(7)
+    got = [c(x) for _ in range(3)]
+    _same(expected, got)
+    _same(after, kael.randn(3))  # the generator advanced the same way
+
+
+# ---- data-dependent Python ---------------------------------------------------------------------
+
+
+def _branchy(a):
+    if a.sum() > 0:
+        return a + 1
+    return a - 1
+
+
+def test_branch_on_a_tensor_names_the_line():
+    with pytest.raises(
+        kael.Error, match=r"bool\(tensor\).*test_compiled.py:\d+: `if a.sum\(\) > 0:`"
+    ):
+        kael.compile(_branchy)(x)
+
+
+@pytest.mark.parametrize(
+    "read",
+    [lambda t: t.item(), lambda t: t.tolist(), lambda t: t.numpy(), lambda t: float(t), repr],
+)
+def test_host_reads_are_refused_in_full_graphs(read):
+    with pytest.raises(kael.Error, match="kael.where"):
+        kael.compile(lambda a: read(a.sum()))(x)
+
+
+def test_fullgraph_false_runs_eagerly_with_one_warning():
+    c = kael.compile(_branchy, fullgraph=False)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        for sign in (1, -1, 1):
+            _same(c(x * sign), _branchy(x * sign))
+    assert len(seen) == 1 and "runs eagerly" in str(seen[0].message)
+
+
+def test_predicates_returning_python_bools_are_data_dependent():
+    with pytest.raises(kael.Error, match="allclose"):
+        kael.compile(lambda a, b: kael.allclose(a, b))(x, y)
+
+
+# ---- extern steps -----------------------------------------------------------------------------
+
+
+def test_hand_written_ops_are_extern_steps():
+    w = kael.randn(48, 32)
+
+    def f(a, w):
+        h = kael.softmax(a @ w, -1)
+        return h.sort(-1)[0] + h.cumsum(-1)
+
+    c = agree(f, x, w)
+    plan = c.plan_for(x, w)
+    externs = [s.name for s in plan.steps if type(s).__name__ == "ExternCall"]
+    assert externs == ["__matmul__", "softmax", "sort", "cumsum"]
+    assert "extern sort: runs eagerly, never fused" in str(c.inspect(x, w))
+
+
+def test_advanced_indexing_inside_a_trace():
+    idx = kael.tensor([3, 1, 4, 1, 5])
+
+    def f(a, i):
+        a[i] = 0.5
+        return a[i] * 2
+
+    agree(f, x, idx)
+
+
+# ---- errors -----------------------------------------------------------------------------------
+
+
+def test_check_errors_match_eager():
+    def f(a, b):
+        return a + b
+
+    with pytest.raises(kael.ValueError) as eager_err:
+        f(x, kael.randn(3))
+    with pytest.raises(kael.ValueError) as compiled_err:
+        kael.compile(f)(x, kael.randn(3))
+    assert str(eager_err.value) == str(compiled_err.value)
+
+
+def test_kernel_faults_are_raised_at_the_call():
+    a = kael.tensor([4, 6, 8])
+    c = kael.compile(lambda a, b: (a + 1) // b)
+    assert c(a, kael.tensor([1, 2, 3])).tolist() == [5, 3, 3]
+    with pytest.raises(kael.Error, match="division by zero") as err:
+        c(a, kael.tensor([1, 0, 3]))
+    with pytest.raises(kael.Error) as eager_err:
+        (a + 1) // kael.tensor([1, 0, 3])
+    assert str(err.value) == str(eager_err.value)
+
+
+def test_unused_faulting_op_still_raises():
+    def f(a, b):
+        _ = a // b
+        return a + 1
+
+    with pytest.raises(kael.Error, match="division by zero"):
+        kael.compile(f)(kael.tensor([1, 2]), kael.tensor([0, 1]))
+
+
+# ---- inspection -------------------------------------------------------------------------------
+
+
+def test_inspect_shows_fusion_and_kernel_ir():
+    c = kael.compile(lambda a: (a * 2).exp().sum(-1))
+    text = str(c.inspect(x))
+    assert "1 kernels, 0 extern steps" in text
+    assert "fuses mul, exp, sum" in text
+    assert "acc = sum(" in text
+
+
+def test_inspect_llvm_stage():
+    c = kael.compile(lambda a: a * 2 + 1)
+    assert "define" in str(c.inspect(x, stages=("llvm",)))
+
+
+def test_nested_compiled_functions_trace_as_one():
+    inner = kael.compile(lambda a: a * 2)
+    outer = agree(lambda a: inner(a) + 1, x)
+    assert kernels(outer, x) == 1
