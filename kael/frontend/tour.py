@@ -78,6 +78,22 @@ def main() -> None:
         f"kernel cache: {kernel_cache.cache_dir()}"
     )
 
+    _section("@kael.compile: a whole function, fused")
+    print(
+        ">>> @kael.compile\n... def layer(x, b, scale):\n"
+        "...     h = kael.tanh(x * scale + b) * x\n...     return h, (h * h).sum(-1)"
+    )
+    layer = kael.compile(_layer)
+    x, b = kael.randn(512, 256), kael.randn(256)
+    h, sq = layer(x, b, 1.5)
+    print(f">>> layer(x, b, 1.5)  # x [512, 256]: {h.shape} and {sq.shape}")
+    print(layer.inspect(x, b, 1.5))
+
+
+def _layer(x, b, scale):
+    h = kael.tanh(x * scale + b) * x
+    return h, (h * h).sum(-1)
+
 
 if __name__ == "__main__":
     main()

@@ -303,11 +303,23 @@ def _has_flag(e: x.Expr) -> bool:
     return any(isinstance(n, x.Unary) and n.op == "flag" for n in x.walk(e))
 
 
-def fuse(
-    steps: list[Step], buffer_bytes: list[int], live: set[int], volatile: set[int] = frozenset()
-) -> FusedProgram:
-    """The fused program of `steps`. `buffer_bytes[b]` is buffer b's size; the last version of every buffer in `live` must be
-    in memory at the end. Values stored in `volatile` buffers are never inlined."""
+def fuse(steps: list[Step], buffer_bytes: list[int], live: set[int]) -> FusedProgram:
+    """The fused program of `steps`. `buffer_bytes[b]` is buffer b's size; the last version
+    of every buffer in `live` must be in memory at the end.
+
+    Two passes: the first finds the values that must be stored (outputs, and values some
+    reader cannot inline); the second has every reader of those load them instead of
+    computing them again.
+    """
+    first, stored = _pass(steps, buffer_bytes, live, set())
+    program = _pass(steps, buffer_bytes, live, stored)[0]
+    program.cuts = list({(c.producer, c.consumer, c.reason): c for c in first.cuts}.values())
+    return program
+
+
+def _pass(
+    steps: list[Step], buffer_bytes: list[int], live: set[int], stored: set[tuple[int, int]]
+) -> tuple[FusedProgram, set[tuple[int, int]]]:
     version: dict[int, int] = {}
     producers: dict[tuple[int, int], _Producer] = {}
     needed: set[tuple[int, int]] = set()
@@ -324,7 +336,7 @@ def fuse(
             view = step.ins[e.buffer]
             key = (view.buffer, version.get(view.buffer, 0))
             producer = producers.get(key)
-            if producer is not None:
+            if producer is not None and key not in stored:
                 value, reason = _inline(producer, view, step, builder, version, reduction)
                 if value is not None:
                     inlined = True
@@ -366,7 +378,7 @@ def fuse(
                 needed.add((b, before))  # a partial write lands on the value before it
             if faulting:
                 needed.add((b, before + 1))  # eager raises even when nothing reads it
-            if whole and not reduction and b not in volatile and not _has_flag(exprs[i]):
+            if whole and not reduction and not _has_flag(exprs[i]):
                 producers[(b, before + 1)] = _Producer(
                     step.name,
                     builder.names,
@@ -380,8 +392,7 @@ def fuse(
     for b in live:
         if b in version:
             needed.add((b, version[b]))
-    program = FusedProgram([])
-    program.cuts = [c for c in cuts]
+    program = FusedProgram([], cuts)
     written: dict[int, int] = {}
     for i, (step, (exprs, builder, changed)) in enumerate(zip(steps, built)):
         keys = []
@@ -404,7 +415,7 @@ def fuse(
                 i,
             )
         )
-    return program
+    return program, needed
 
 
 def _inline(producer: _Producer, view: View, step: Step, builder: _Builder, version, reduction):

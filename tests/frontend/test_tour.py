@@ -18,3 +18,5 @@ def test_python_m_kael_shows_host_ops_and_every_stage():
     assert "kernel copy_float32_to_float64 rank=1 flat" in out
     assert "fpext <" in out
     assert "vcvtps2pd" in out
+    assert "== @kael.compile" in out
+    assert "2 kernels, 0 extern steps" in out
