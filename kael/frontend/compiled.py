@@ -23,7 +23,7 @@ from kael.frontend.tensor import Tensor
 from kael.ir.kernel import Kernel
 from kael.ir.printer import format_kernel
 from kael.ir.reduction import Reduction
-from kael.runtime import sync
+from kael.runtime import debug, sync
 from kael.runtime.tensor_impl import contiguous_strides
 from kael.runtime.tracestate import state
 
@@ -197,7 +197,7 @@ class CompiledFunction:
         return plan.run(tensors, leaves)
 
     def _lookup(self, args, kwargs):
-        leaves, treedef = pytree.flatten((args, kwargs))
+        leaves, treedef = pytree.flatten_call(args, kwargs)
         tensors, key = _signature(leaves, treedef)
         entry = self._entries.get(key)
         plan = None
@@ -235,6 +235,9 @@ class CompiledFunction:
                     stacklevel=3,
                 )
         self._store(trace, plan, leaves, key)
+        if debug.level >= 1:
+            stages = ("kael", "llvm", "asm")[: debug.level - 1]
+            debug.emit(f"[kael] traced {Inspection(self.__name__, plan, stages)}")
         return result, plan
 
     def _store(self, trace, plan: p.Plan, leaves: list, key: tuple) -> None:

@@ -99,6 +99,11 @@ def _scheduled(cache: dict, key: tuple, build: Callable, schedule: Callable) -> 
     return entry
 
 
+def param_word(value, dtype: DType) -> int:
+    """A run-time parameter as its int64 argument word (floats as float64 bits)."""
+    return _param_word(value, dtype)
+
+
 def _param_word(value, dtype: DType) -> int:
     if dtype.is_floating_point:
         return struct.unpack("<q", struct.pack("<d", value))[0]
@@ -433,3 +438,74 @@ def run_reduction(
             fn.final, words, lay.outputs, lay.outputs * lay.blocks * acc.itemsize, 1, shape=shape
         )
     return error is not None and error.check()
+
+
+# ---- prepared launches ---------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Prepared:
+    """A CPU launch with every argument word fixed but the operands' addresses and the
+    run-time parameters: what a compiled plan replays, per call, without planning."""
+
+    fn: object
+    tail: list[int]  # every word after the addresses (and a reduction's scratch)
+    params: tuple[DType, ...]
+    total: int
+    moved: int
+    align: int
+    shape: tuple[int, ...]
+    final: object = None  # a reduction's combining function, when blocks > 1
+    outputs: int = 0  # a reduction's outputs
+    scratch: tuple[int, int] | None = None  # a reduction's partials and index bytes
+    reduction: bool = False
+
+    def launch(self, pointers: list[int], params: list[int]) -> None:
+        """Run it: `pointers` are the operands' addresses, `params` the parameters' words."""
+        words = pointers
+        scratch = self.scratch
+        if scratch is not None:
+            partials, index = Storage(scratch[0]), Storage(scratch[1])
+            words.append(partials.ptr)
+            words.append(index.ptr)
+        elif self.reduction:
+            words += (0, 0)
+        words += self.tail
+        if params:
+            words += params
+        launch(self.fn, words, self.total, self.moved, self.align, shape=self.shape)
+        if self.final is not None:
+            launch(self.final, words, self.outputs, scratch[0], 1, shape=self.shape)
+
+
+def prepare(entry: Template, outs, ins, axes=None) -> Prepared | None:
+    """The prepared launch of a template over operands of these layouts (impls; their
+    storage is not read), or None where it needs eager.run (a GPU, an error word, no work).
+    `axes` is a reduction's (axes, keepdim)."""
+    if outs[0].device is not CPU or outs[0].numel() == 0:
+        return None
+    if axes is None:
+        plan = _plan(entry, outs[0], (*outs, *ins))
+        if plan.faults:
+            return None
+        return Prepared(
+            plan.compiled.fn, plan.tail, entry.kernel.params, plan.total, plan.moved,
+            plan.align, outs[0].shape,
+        )  # fmt: skip
+    reduce_axes, keepdim = axes
+    plan = _reduction_plan(entry.kernel, outs, ins, ins[0].shape, reduce_axes, keepdim)
+    if plan.faults:
+        return None
+    lay = plan.layout
+    acc = plan.kernel.acc
+    blocks = lay.blocks > 1
+    scratch = None
+    if blocks:
+        scratch = (
+            lay.outputs * lay.blocks * acc.itemsize,
+            lay.outputs * lay.blocks * 8 if plan.paired else 8,
+        )
+    return Prepared(
+        plan.compiled.main, plan.tail, plan.kernel.params, lay.work_items, plan.moved, 1,
+        outs[0].shape, plan.compiled.final if blocks else None, lay.outputs, scratch, True,
+    )  # fmt: skip

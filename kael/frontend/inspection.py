@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from kael.codegen.cpu import compiler, jit
@@ -75,7 +76,21 @@ def _reduction_stage(red: Reduction, symbol: str, stage: str) -> str:
 
 
 def explain(fn: Callable, *args, stages: tuple[str, ...] = ("kael",), **kwargs) -> list[Launch]:
-    """Print, for one call of fn, each launch with its IR (where it has one), time and rate."""
+    """Print, for one call of fn, each launch with its IR (where it has one), time and rate.
+
+    For a kael.compile function whose plan for these arguments does not exist yet, the
+    first call (trace, compile, run) is made and timed apart, then one call is explained.
+    """
+    from kael.frontend.compiled import CompiledFunction
+
+    if isinstance(fn, CompiledFunction):
+        traces = fn.cache_info().traces
+        start = time.perf_counter()
+        plan = fn.plan_for(*args, **kwargs)
+        if fn.cache_info().traces > traces:
+            print(f"trace and compile (a first call): {(time.perf_counter() - start) * 1e3:.2f} ms")
+        externs = sum(1 for s in plan.steps if type(s).__name__ == "ExternCall")
+        print(f"plan: {len(plan.kernel_steps)} fused kernels, {externs} extern steps")
     _, made = record_launches(fn, *args, **kwargs)
     for i, launch in enumerate(made):
         print(f"kernel {i}: {launch}")

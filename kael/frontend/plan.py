@@ -18,9 +18,11 @@ from kael.ir.kernel import Kernel
 from kael.ir.reduction import Reduction
 from kael.runtime.convert import convert_scalar
 from kael.runtime.device import Device
+from kael.runtime.dtypes import DType
 from kael.runtime.errors import Error
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl
+from kael.runtime.threadpool import get_num_threads
 
 ARG, IMPLICIT, FRESH, EXTERN = "arg", "implicit", "fresh", "extern"
 
@@ -110,6 +112,27 @@ class KernelCall:
     params: list  # per parameter slot: a value or a source
     covers: list[str]
     axes: tuple[int, ...] | None = None  # a reduction's; None for elementwise
+    # the launch with its words fixed (shapes never change within a plan), per thread count
+    prepared: tuple[int, eager.Prepared | None] | None = None
+    pointers: list[tuple[int, int]] | None = None  # per operand: (slot, byte offset)
+    param_words: list[int] | None = None  # constants' words; the call's values fill `dynamic`
+    dynamic: list[tuple[int, object, DType]] | None = None
+
+    def _prepare(self, slots: list[Slot], threads: int):
+        outs, ins = ([_layout_only(v, slots) for v in vs] for vs in (self.outs, self.ins))
+        self.pointers = [(v.buffer, v.offset * v.dtype.itemsize) for v in self.outs + self.ins]
+        dtypes = self.template.kernel.params
+        self.param_words = [
+            0 if type(s) in (ArgScalar, RandomWord) else eager.param_word(s, d)
+            for s, d in zip(self.params, dtypes)
+        ]
+        self.dynamic = [
+            (i, s, d)
+            for i, (s, d) in enumerate(zip(self.params, dtypes))
+            if type(s) in (ArgScalar, RandomWord)
+        ]
+        self.prepared = (threads, eager.prepare(self.template, outs, ins, self.axes))
+        return self.prepared
 
     def specialized(self, slots: list[Slot]) -> Kernel | Reduction:
         """The kernel as this step launches it: specialized for its operands' layouts."""
@@ -121,6 +144,20 @@ class KernelCall:
         return eager._reduction_plan(self.template.kernel, outs, ins, shape, axes, keepdim).kernel
 
     def run(self, call: Call) -> None:
+        threads = get_num_threads()
+        prepared = self.prepared
+        if prepared is None or prepared[0] != threads:
+            prepared = self._prepare(call.plan.slots, threads)
+        if prepared[1] is not None:
+            bound = call.bound
+            pointers = [(bound[s] or call.storage(s)).ptr + offset for s, offset in self.pointers]
+            words = self.param_words
+            if self.dynamic:
+                words = list(words)
+                for i, source, dtype in self.dynamic:
+                    words[i] = eager.param_word(source.value(call), dtype)
+            prepared[1].launch(pointers, words)
+            return
         outs = [call.impl(v) for v in self.outs]
         ins = [call.impl(v) for v in self.ins]
         names = self.template.scalars
@@ -183,13 +220,17 @@ class Plan:
 
     slots: list[Slot] = field(default_factory=list)
     steps: list = field(default_factory=list)
-    outputs: pytree.TreeDef = ("leaf",)
+    outputs: pytree.TreeDef = pytree.LEAF
     out_leaves: list = field(default_factory=list)  # View for a tensor, else the constant
     bumps: dict[int, int] = field(default_factory=dict)  # slot -> in-place writes
     release: list[list[int]] = field(default_factory=list)  # per step: slots freed after it
     fallback: str | None = None  # why this signature runs eagerly instead, if it does
     cuts: list = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
+    # filled by finish(): what each call starts from
+    empty: list = field(default_factory=list)
+    args: list[tuple[int, int]] = field(default_factory=list)
+    schedule: list = field(default_factory=list)
 
     @property
     def kernel_steps(self) -> list[KernelCall]:
@@ -206,26 +247,31 @@ class Plan:
         for slot, i in last.items():
             if self.slots[slot].kind in (FRESH, EXTERN) and slot not in keep:
                 self.release[i].append(slot)
+        self.empty = [None] * len(self.slots)
+        for i, slot in enumerate(self.slots):
+            if slot.kind == IMPLICIT:
+                self.empty[i] = slot.storage
+        self.args = [(i, slot.arg) for i, slot in enumerate(self.slots) if slot.kind == ARG]
+        self.schedule = list(zip(self.steps, self.release))
 
     def run(self, tensors: list, scalars: list):
         """Run every step for one call and return its results."""
         from kael.frontend.tensor import Tensor
 
-        bound: list = [None] * len(self.slots)
-        for i, slot in enumerate(self.slots):
-            if slot.kind == ARG:
-                bound[i] = tensors[slot.arg]._impl.storage
-            elif slot.kind == IMPLICIT:
-                bound[i] = slot.storage
+        bound = list(self.empty)
+        for i, arg in self.args:
+            bound[i] = tensors[arg]._impl.storage
         call = Call(self, bound, scalars)
-        for step, release in zip(self.steps, self.release):
+        for step, release in self.schedule:
             step.run(call)
             for slot in release:
                 bound[slot] = None
         for slot, count in self.bumps.items():
             if bound[slot] is not None:
                 bound[slot].version += count
-        leaves = [Tensor(call.impl(v)) if type(v) is View else v for v in self.out_leaves]
+        leaves = [Tensor.trusted(call.impl(v)) if type(v) is View else v for v in self.out_leaves]
+        if self.outputs is pytree.LEAF:
+            return leaves[0]
         return pytree.unflatten(self.outputs, leaves)
 
     @property

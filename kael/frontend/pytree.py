@@ -4,8 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-# A tree definition: ("leaf",), or (container kind, keys or length, child definitions).
+# A tree definition: LEAF, ("args", n) for n plain positional arguments, or (container
+# kind, keys or length, child definitions).
 TreeDef = tuple
+LEAF = ("leaf",)
+
+
+def flatten_call(args: tuple, kwargs: dict) -> tuple[list, TreeDef]:
+    """flatten((args, kwargs)), with a short path for plain positional arguments."""
+    if not kwargs:
+        for a in args:
+            kind = type(a)
+            if kind is list or kind is tuple or kind is dict:
+                break
+        else:
+            return list(args), ("args", len(args))
+    return flatten((args, kwargs))
 
 
 def flatten(tree: Any, leaves: list | None = None) -> tuple[list, TreeDef]:
@@ -19,11 +33,13 @@ def flatten(tree: Any, leaves: list | None = None) -> tuple[list, TreeDef]:
         keys = tuple(tree)
         return leaves, (dict, keys, tuple(flatten(tree[k], leaves)[1] for k in keys))
     leaves.append(tree)
-    return leaves, ("leaf",)
+    return leaves, LEAF
 
 
 def unflatten(treedef: TreeDef, leaves: list) -> Any:
     """The tree of `treedef` with `leaves` in order."""
+    if treedef[0] == "args":
+        return tuple(leaves), {}
     it = iter(leaves)
     return _build(treedef, it)
 

@@ -94,6 +94,14 @@ class Tensor:
         impl.validate()
         self._impl = impl
 
+    @classmethod
+    def trusted(cls, impl: TensorImpl) -> Tensor:
+        """A handle to an impl whose layout was validated before (a compiled plan's outputs,
+        which repeat a traced, validated layout over a storage of the traced size)."""
+        t = cls.__new__(cls)
+        t._impl = impl
+        return t
+
     # ---- metadata -------------------------------------------------------------------------
 
     @property

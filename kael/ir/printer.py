@@ -19,10 +19,17 @@ def format_const(value: bool | int | float, dtype) -> str:
     return f"{dtype}({text})"
 
 
-def format_expr(e: Expr) -> str:
-    """One expression as nested calls: `cast<float64>(in0)`."""
+def format_expr(e: Expr, loads: tuple[str, ...] | None = None) -> str:
+    """One expression as nested calls: `cast<float64>(in0)`; `loads` names Load(i) (a
+    reduction's epilogue reads its accumulators, not its inputs)."""
+    if loads is not None:
+        return _format(e, lambda i: loads[i])
+    return _format(e, lambda i: f"in{i}")
+
+
+def _format(e: Expr, load) -> str:
     if isinstance(e, Load):
-        return f"in{e.buffer}"
+        return load(e.buffer)
     if isinstance(e, Const):
         return format_const(e.value, e.dtype)
     if isinstance(e, Param):
@@ -30,13 +37,13 @@ def format_expr(e: Expr) -> str:
     if isinstance(e, Index):
         return f"idx{e.axis}"
     if isinstance(e, Cast):
-        return f"cast<{e.dtype}>({format_expr(e.x)})"
+        return f"cast<{e.dtype}>({_format(e.x, load)})"
     if isinstance(e, Unary):
-        return f"{e.op}({format_expr(e.x)})"
+        return f"{e.op}({_format(e.x, load)})"
     if isinstance(e, Binary):
-        return f"{e.op}({format_expr(e.a)}, {format_expr(e.b)})"
+        return f"{e.op}({_format(e.a, load)}, {_format(e.b, load)})"
     if isinstance(e, Where):
-        return f"where({format_expr(e.cond)}, {format_expr(e.a)}, {format_expr(e.b)})"
+        return f"where({_format(e.cond, load)}, {_format(e.a, load)}, {_format(e.b, load)})"
     raise TypeError(f"cannot print expression {e!r}")
 
 
@@ -56,8 +63,8 @@ def format_kernel(k: Kernel) -> str:
 def format_reduction(k: Reduction) -> str:
     """A reduction kernel: header, buffers, the prologue and each output's epilogue.
 
-    In an epilogue, in0 is the reduced value and in1 the reduced index, or a paired
-    sum's second total.
+    An epilogue reads `acc`, the reduced value, and `index` (arg ops) or `acc1` (a paired
+    sum's second total).
     """
     vector = " vector" if k.vector else ""
     lines = [f"reduction {k.name} {k.op} {k.schedule} kept={k.kept} reduced={k.reduced}{vector}"]
@@ -71,7 +78,8 @@ def format_reduction(k: Reduction) -> str:
     lines.append(f"  acc = {k.op}({format_expr(k.prologue)})")
     if k.second is not None:
         lines.append(f"  acc1 = {k.op}({format_expr(k.second)})")
-    lines += [f"  out{i} = {format_expr(e)}" for i, e in enumerate(k.epilogues)]
+    names = ("acc", "index" if k.is_arg else "acc1")
+    lines += [f"  out{i} = {format_expr(e, names)}" for i, e in enumerate(k.epilogues)]
     return "\n".join(lines)
 
 

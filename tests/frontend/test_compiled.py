@@ -459,3 +459,23 @@ def test_nested_compiled_functions_trace_as_one():
     inner = kael.compile(lambda a: a * 2)
     outer = agree(lambda a: inner(a) + 1, x)
     assert kernels(outer, x) == 1
+
+
+def test_debug_level_prints_each_new_plan(capsys):
+    kael.set_debug(2)
+    try:
+        kael.compile(lambda a: a * 3 - 1)(x)
+    finally:
+        kael.set_debug(0)
+    err = capsys.readouterr().err
+    assert "[kael] traced compiled <lambda>:" in err and "out0 = sub(mul(in0, p0), p1)" in err
+
+
+def test_explain_times_the_first_call_apart(capsys):
+    c = kael.compile(lambda a: (a * 2).exp().sum(-1))
+    made = kael.explain(c, x)
+    out = capsys.readouterr().out
+    assert "trace and compile (a first call)" in out and "plan: 1 fused kernels" in out
+    assert len(made) == 1 and "out0 = cast<float32>(acc)" in out
+    kael.explain(c, x)
+    assert "trace and compile" not in capsys.readouterr().out

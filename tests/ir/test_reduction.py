@@ -111,7 +111,7 @@ def test_printed_reduction_names_op_schedule_and_expressions():
         "  out0: float32",
         "  in0: float32 strided",
         "  acc = sum(mul(cast<float64>(in0), cast<float64>(in0)))",
-        "  out0 = cast<float32>(sqrt(in0))",
+        "  out0 = cast<float32>(sqrt(acc))",
     ]
     assert format_kernel(red) == text
     plan = plan_reduction((4, 8), (1,), [(1,)], [(8, 1)])

@@ -1,0 +1,337 @@
+"""@kael.compile: kael eager, kael compiled, torch eager and torch.compile side by side.
+
+Run: python benchmarks/bench_compile.py [--rounds N] [--check] [--only NAME]
+Float32, medians of interleaved rounds (steady state: every first call is made before
+timing). For each workload it prints the four times, kael compiled's ratios to each, the
+kernels kael runs eagerly and compiled (extern steps in brackets), and kael compiled's
+time over its floor: the bytes the workload must read and write at the bandwidth of
+kael's own streaming copy measured in this run, or, where the math outweighs the memory
+traffic, the time of its most expensive op alone into a preallocated output, or its
+flops at the matmul kernel's measured speed.
+Targets (issue 10), each against the floor or torch.compile as named in its row.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+
+import common  # noqa: F401  (first: it quiets OpenBLAS before NumPy loads)
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import kael
+from kael.frontend.inspection import record_launches
+
+LIBS = ("kael", "kael.compile", "torch", "torch.compile")
+
+
+@dataclass
+class Workload:
+    name: str
+    kael_fn: object
+    torch_fn: object
+    kael_args: tuple
+    torch_args: tuple
+    floor: object  # () -> seconds
+    target: tuple[str, float] | None = None  # ("floor", 1.3) or ("torch.compile", 0.5)
+    runs: dict = field(default_factory=dict)
+    times: dict = field(default_factory=dict)
+    kernels: str = ""
+
+    def median(self, lib: str) -> float:
+        return statistics.median(self.times[lib])
+
+
+def _copy_bandwidth(n: int) -> float:
+    """Bytes per second of kael's streaming copy of n float32 (read + write)."""
+    src, dst = kael.randn(n), kael.empty(n)
+    for _ in range(3):
+        dst.copy_(src)
+    best = []
+    for _ in range(7):
+        start = time.perf_counter()
+        dst.copy_(src)
+        best.append(time.perf_counter() - start)
+    return 2 * n * 4 / statistics.median(best)
+
+
+def _op_time(fn, *args, **kwargs) -> float:
+    for _ in range(2):
+        fn(*args, **kwargs)
+    samples = []
+    for _ in range(7):
+        start = time.perf_counter()
+        fn(*args, **kwargs)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def _pair(shape, seed: int = 0, scale: float = 1.0):
+    x = np.random.default_rng(seed).standard_normal(shape, dtype=np.float32) * scale
+    return kael.tensor(x), torch.from_numpy(x.copy())
+
+
+def workloads(bandwidth: float) -> list[Workload]:
+    def memory(nbytes: int):
+        return lambda: nbytes / bandwidth
+
+    out = []
+    n = 16 * 1024 * 1024
+    kx, tx = _pair((n,))
+    tanh_out = kael.empty(n)
+
+    def tanh_chain(x, m=None):
+        return (x * 1.5 + 2.0).tanh() * x
+
+    out.append(
+        Workload(
+            "tanh(x*1.5+2)*x, 16M",
+            tanh_chain,
+            tanh_chain,
+            (kx,),
+            (tx,),
+            lambda: max(2 * n * 4 / bandwidth, _op_time(kael.tanh, kx, out=tanh_out)),
+            ("floor", 1.3),
+        )
+    )
+    side = 4096
+    ks, ts = _pair((side, side), 1)
+
+    def softmax(x):
+        e = (x - x.amax(-1, keepdim=True)).exp()
+        return e / e.sum(-1, keepdim=True)
+
+    out.append(
+        Workload(
+            "softmax from primitives 4096x4096",
+            softmax,
+            softmax,
+            (ks,),
+            (ts,),
+            memory(2 * side * side * 4),
+            ("floor", 1.3),
+        )
+    )
+
+    def var_chain(x):
+        return ((x - x.mean(-1, keepdim=True)) ** 2).mean(-1)
+
+    out.append(
+        Workload(
+            "((x - mean) ** 2).mean(-1) 4096x4096",
+            var_chain,
+            var_chain,
+            (ks,),
+            (ts,),
+            memory(side * side * 4),
+            ("floor", 1.4),
+        )
+    )
+    rows, cols = 8192, 1024
+    kl, tl = _pair((rows, cols), 2)
+    kw, tw = _pair((cols,), 3)
+
+    def rms_norm(x, w):
+        return x * (x * x).mean(-1, keepdim=True).add(1e-6).rsqrt() * w
+
+    out.append(
+        Workload(
+            "RMSNorm [8192, 1024]",
+            rms_norm,
+            rms_norm,
+            (kl, kw),
+            (tl, tw),
+            memory(2 * rows * cols * 4),
+            ("floor", 1.4),
+        )
+    )
+
+    def ln_gelu(x, w, lib):
+        m = x.mean(-1, keepdim=True)
+        d = x - m
+        v = (d * d).mean(-1, keepdim=True)
+        return lib.nn.functional.gelu(d * (v + 1e-5).rsqrt() * w)
+
+    out.append(
+        Workload(
+            "layer_norm + gelu [8192, 1024]",
+            lambda x, w: ln_gelu(x, w, kael),
+            lambda x, w: ln_gelu(x, w, torch),
+            (kl, kw),
+            (tl, tw),
+            memory(2 * rows * cols * 4),
+            ("floor", 1.4),
+        )
+    )
+    b, h, t, d = 1, 8, 512, 64
+    e = h * d
+    kq, tq = _pair((b, t, e), 4)
+    weights = [_pair((e, e), 5 + i, 1 / e**0.5) for i in range(4)]
+    kW = tuple(k for k, _ in weights)
+    tW = tuple(v for _, v in weights)
+    kmask = kael.triu(kael.full((t, t), float("-inf")), 1)
+    tmask = torch.triu(torch.full((t, t), float("-inf")), 1)
+
+    def attention(x, wq, wk, wv, wo, mask, lib):
+        q = (x @ wq).view(b, t, h, d).transpose(1, 2)
+        k = (x @ wk).view(b, t, h, d).transpose(1, 2)
+        v = (x @ wv).view(b, t, h, d).transpose(1, 2)
+        s = (q @ k.transpose(-2, -1)) * (d**-0.5) + mask
+        p = lib.softmax(s, -1)
+        y = (p @ v).transpose(1, 2).reshape(b, t, e) @ wo + x
+        m = y.mean(-1, keepdim=True)
+        c = y - m
+        return c * ((c * c).mean(-1, keepdim=True) + 1e-5).rsqrt()
+
+    flops = 2 * t * e * e * 4 + 2 * 2 * h * t * t * d
+    gemm_rate = _gemm_rate()
+    out.append(
+        Workload(
+            "attention block [1, 8, 512, 64]",
+            lambda x, *w: attention(x, *w, kmask, kael),
+            lambda x, *w: attention(x, *w, tmask, torch),
+            (kq, *kW),
+            (tq, *tW),
+            lambda: flops / gemm_rate,
+            ("torch.compile", 0.5),
+        )
+    )
+    rows, width = 4096, 1024
+    km, tm = _pair((rows, width), 9)
+    layers = [
+        (_pair((width, width), 10 + i, 1 / width**0.5), _pair((width,), 20 + i)) for i in range(3)
+    ]
+    kL = tuple(v for (kw, _), (kb, _) in layers for v in (kw, kb))
+    tL = tuple(v for (_, tw), (_, tb) in layers for v in (tw, tb))
+
+    def mlp(x, *params, act):
+        for i in range(0, len(params), 2):
+            x = act(x @ params[i] + params[i + 1])
+        return x
+
+    mlp_flops = 3 * 2 * rows * width * width
+    for act_name in ("relu", "gelu"):
+        kact = getattr(kael.nn.functional, act_name)
+        tact = getattr(F, act_name)
+        out.append(
+            Workload(
+                f"3-layer MLP [4096, 1024], {act_name}",
+                lambda x, *p, a=kact: mlp(x, *p, act=a),
+                lambda x, *p, a=tact: mlp(x, *p, act=a),
+                (km, *kL),
+                (tm, *tL),
+                lambda: mlp_flops / gemm_rate,
+                ("floor", 1.15),
+            )
+        )
+    k8, t8 = _pair((64, 64), 30)
+
+    def eight(x):
+        y = x * 2.0 + 1.0
+        y = y.exp() - x
+        y = y * y + x.abs()
+        return y.sqrt() - 0.5
+
+    out.append(Workload("8 ops on 64x64", eight, eight, (k8,), (t8,), lambda: 5e-6, ("us", 5)))
+    k4, t4 = _pair((4,), 31)
+
+    def twenty(x):
+        for i in range(10):
+            x = x * 1.01 + 0.001 * i
+        return x
+
+    out.append(
+        Workload("20 ops on 4 elements", twenty, twenty, (k4,), (t4,), lambda: 5e-6, ("us", 5))
+    )
+    return out
+
+
+def _gemm_rate() -> float:
+    """FLOP/s of kael's plain float32 matmul on [4096, 1024] @ [1024, 1024]."""
+    a, w = kael.randn(4096, 1024), kael.randn(1024, 1024)
+    return 2 * 4096 * 1024 * 1024 / _op_time(lambda: a @ w)
+
+
+def _kernel_counts(w: Workload, compiled) -> str:
+    _, eager = record_launches(w.kael_fn, *w.kael_args)
+    plan = compiled.plan_for(*w.kael_args)
+    externs = sum(1 for s in plan.steps if type(s).__name__ == "ExternCall")
+    return f"{len(eager)} / {len(plan.kernel_steps)} [{externs}]"
+
+
+def main() -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument("--only", default="", help="run the workloads whose name contains this")
+    parser.add_argument("--no-torch-compile", action="store_true")
+    args = parser.parse_args()
+    torch.set_num_threads(kael.get_num_threads())
+    print(f"kael threads {kael.get_num_threads()}, torch threads {torch.get_num_threads()}")
+    bandwidth = _copy_bandwidth(16 * 1024 * 1024)
+    print(f"kael streaming copy: {bandwidth / 1e9:.1f} GB/s (read + write)")
+    cases = [w for w in workloads(bandwidth) if args.only in w.name]
+    for w in cases:
+        compiled = kael.compile(w.kael_fn)
+        w.runs = {
+            "kael": lambda w=w: w.kael_fn(*w.kael_args),
+            "kael.compile": lambda w=w, c=compiled: c(*w.kael_args),
+            "torch": lambda w=w: w.torch_fn(*w.torch_args),
+        }
+        if not args.no_torch_compile:
+            tc = torch.compile(w.torch_fn)
+            w.runs["torch.compile"] = lambda w=w, c=tc: c(*w.torch_args)
+        for fn in w.runs.values():
+            for _ in range(2):
+                fn()
+        w.kernels = _kernel_counts(w, compiled)
+        w.times = {lib: [] for lib in w.runs}
+    reps = {w.name: 200 if w.target and w.target[0] == "us" else 1 for w in cases}
+    for _ in range(args.rounds):
+        for w in cases:
+            for lib, fn in w.runs.items():
+                start = time.perf_counter()
+                for _ in range(reps[w.name]):
+                    fn()
+                w.times[lib].append((time.perf_counter() - start) / reps[w.name])
+    ok = True
+    print(
+        f"\n{'workload':38} {'kael':>9} {'compiled':>9} {'torch':>9} {'t.comp':>9} "
+        f"{'c/eager':>7} {'c/torch':>7} {'c/t.co':>7} {'c/floor':>7}  kernels e/c [ext]  target"
+    )
+    for w in cases:
+        ms = {lib: w.median(lib) * 1e3 for lib in w.times}
+        c = ms["kael.compile"]
+        tco = ms.get("torch.compile", float("nan"))
+        floor = w.floor() * 1e3
+        verdict = ""
+        if w.target:
+            what, limit = w.target
+            if what == "floor":
+                ratio = c / floor
+            elif what == "us":
+                ratio, limit = c * 1e3, limit
+            else:
+                ratio = c / ms.get(what, float("nan"))
+            met = ratio <= limit
+            ok &= met
+            unit = "us" if what == "us" else f"x {what}"
+            verdict = f"<= {limit}{unit}: {'met' if met else 'MISSED'}"
+        unit = 1e3 if w.target and w.target[0] == "us" else 1
+        label = "us" if unit == 1e3 else "ms"
+        print(
+            f"{w.name + f' ({label})':38} {ms['kael'] * unit:9.3f} {c * unit:9.3f} "
+            f"{ms['torch'] * unit:9.3f} {tco * unit:9.3f} {c / ms['kael']:7.2f} "
+            f"{c / ms['torch']:7.2f} {c / tco:7.2f} {c / floor:7.2f}  {w.kernels:17}  {verdict}"
+        )
+    return 0 if ok or not args.check else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
