@@ -289,7 +289,7 @@ class CompiledFunction:
 
     def kernels(self, *args, **kwargs) -> list:
         """The kernels (Kernel or Reduction) a call with these arguments launches, in order."""
-        return [s.template.kernel for s in self.plan_for(*args, **kwargs).kernel_steps]
+        return [s.kernel for s in self.plan_for(*args, **kwargs).kernel_steps]
 
     def inspect(self, *args, stages: tuple[str, ...] = ("kael",), **kwargs) -> Inspection:
         """What a call with these arguments runs: the steps, what each fused, why values were
@@ -307,11 +307,23 @@ class Inspection:
 
     @property
     def kernels(self) -> list:
-        return [s.template.kernel for s in self.plan.kernel_steps]
+        return [s.kernel for s in self.plan.kernel_steps]
 
-    def __str__(self) -> str:
+    def _kernel_lines(self, label: str, s: p.KernelCall, plan: p.Plan) -> list[str]:
         from kael.frontend.inspection import kernel_stage, launch_stage
 
+        kind = "reduction" if s.axes is not None else "kernel"
+        lines = [f"  {label} {kind} {s.kernel.name}: fuses {', '.join(s.covers)}"]
+        kernel = s.specialized(plan.slots)
+        for stage in self.stages:
+            if isinstance(kernel, Reduction):
+                text = _reduction_text(kernel, stage, launch_stage)
+            else:
+                text = kernel_stage(kernel, stage)
+            lines += ["      " + line for line in text.splitlines()]
+        return lines
+
+    def __str__(self) -> str:
         plan = self.plan
         lines = [f"compiled {self.name}:"]
         if plan.fallback is not None:
@@ -324,19 +336,18 @@ class Inspection:
         )
         for i, s in enumerate(plan.steps):
             if type(s) is p.KernelCall:
-                kind = "reduction" if s.axes is not None else "kernel"
+                lines += self._kernel_lines(f"[{i}]", s, plan)
+            elif type(s) is p.RowGroup:
                 lines.append(
-                    f"  [{i}] {kind} {s.template.kernel.name}: fuses {', '.join(s.covers)}"
+                    f"  [{i}] row group: {len(s.members)} kernels run row by row over {s.rows} "
+                    "rows, each row read from memory once"
                 )
-                kernel = s.specialized(plan.slots)
-                for stage in self.stages:
-                    if isinstance(kernel, Reduction):
-                        text = _reduction_text(kernel, stage, launch_stage)
-                    else:
-                        text = kernel_stage(kernel, stage)
-                    lines += ["      " + line for line in text.splitlines()]
+                for j, m in enumerate(s.members):
+                    lines += self._kernel_lines(f"  [{i}.{j}]", m, plan)
             elif type(s) is p.ExternCall:
                 lines.append(f"  [{i}] extern {s.name}: runs eagerly, never fused")
+            elif type(s) is p.Alias:
+                lines.append(f"  [{i}] buffer {s.dst} reuses the memory of buffer {s.src}")
             else:
                 lines.append(f"  [{i}] reserve {s.count} random counters")
         for c in plan.cuts:

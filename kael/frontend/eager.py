@@ -22,7 +22,7 @@ from kael.ir import graph as g
 from kael.ir import layout
 from kael.ir.kernel import BCAST, CONTIG, Kernel
 from kael.ir.ops import FAULTS, FLAG
-from kael.ir.reduction import ReducePlan, Reduction, plan_reduction
+from kael.ir.reduction import ROWS, ReducePlan, Reduction, plan_reduction
 from kael.ir.scheduler import schedule_elementwise, schedule_reduction
 from kael.runtime import cuda_driver, sync
 from kael.runtime.convert import CHECKED, convert_scalar
@@ -124,12 +124,15 @@ class _Plan:
     faults: bool  # whether the argument block ends with an error word
 
 
-def _plan(entry: Template, out: TensorImpl, impls: tuple[TensorImpl, ...]) -> _Plan:
+def _plan(
+    entry: Template, out: TensorImpl, impls: tuple[TensorImpl, ...], streaming: bool = True
+) -> _Plan:
     kernel = entry.kernel
     lay = layout.plan(out.shape, [t.strides for t in impls], keep_dims=entry.uses_index)
     n = out.numel()
     stream = (
-        n * out.dtype.itemsize >= NONTEMPORAL_BYTES
+        streaming
+        and n * out.dtype.itemsize >= NONTEMPORAL_BYTES
         and not lay.tiled
         and lay.inners[0] == CONTIG
         and all(i in (CONTIG, BCAST) for i in lay.inners)
@@ -459,38 +462,53 @@ class Prepared:
     outputs: int = 0  # a reduction's outputs
     scratch: tuple[int, int] | None = None  # a reduction's partials and index bytes
     reduction: bool = False
+    # How work items map to the output: ELEMENTS (row-major elements, untiled), OUTPUTS (a
+    # ROWS reduction in one block: item i reduces output i, over `length` elements), or "".
+    walk: str = ""
+    length: int = 0
 
-    def launch(self, pointers: list[int], params: list[int]) -> None:
-        """Run it: `pointers` are the operands' addresses, `params` the parameters' words."""
+    def words(self, pointers: list[int], params: list[int]) -> tuple[list[int], list]:
+        """The argument block for `pointers` (operands' addresses) and `params` (parameter
+        words), and the scratch storages it points into (keep them until the launch ends)."""
         words = pointers
         scratch = self.scratch
+        held = []
         if scratch is not None:
-            partials, index = Storage(scratch[0]), Storage(scratch[1])
-            words.append(partials.ptr)
-            words.append(index.ptr)
+            held = [Storage(scratch[0]), Storage(scratch[1])]
+            words += (held[0].ptr, held[1].ptr)
         elif self.reduction:
             words += (0, 0)
         words += self.tail
         if params:
             words += params
+        return words, held
+
+    def launch(self, pointers: list[int], params: list[int]) -> None:
+        """Run it: `pointers` are the operands' addresses, `params` the parameters' words."""
+        words, held = self.words(pointers, params)
         launch(self.fn, words, self.total, self.moved, self.align, shape=self.shape)
         if self.final is not None:
-            launch(self.final, words, self.outputs, scratch[0], 1, shape=self.shape)
+            launch(self.final, words, self.outputs, self.scratch[0], 1, shape=self.shape)
+        del held
 
 
-def prepare(entry: Template, outs, ins, axes=None) -> Prepared | None:
+ELEMENTS, OUTPUTS = "elements", "outputs"
+
+
+def prepare(entry: Template, outs, ins, axes=None, streaming: bool = True) -> Prepared | None:
     """The prepared launch of a template over operands of these layouts (impls; their
     storage is not read), or None where it needs eager.run (a GPU, an error word, no work).
-    `axes` is a reduction's (axes, keepdim)."""
+    `axes` is a reduction's (axes, keepdim); `streaming` False keeps a large output in the
+    caches (a row group's next kernel reads it)."""
     if outs[0].device is not CPU or outs[0].numel() == 0:
         return None
     if axes is None:
-        plan = _plan(entry, outs[0], (*outs, *ins))
+        plan = _plan(entry, outs[0], (*outs, *ins), streaming)
         if plan.faults:
             return None
         return Prepared(
             plan.compiled.fn, plan.tail, entry.kernel.params, plan.total, plan.moved,
-            plan.align, outs[0].shape,
+            plan.align, outs[0].shape, walk="" if plan.kernel.tiled else ELEMENTS,
         )  # fmt: skip
     reduce_axes, keepdim = axes
     plan = _reduction_plan(entry.kernel, outs, ins, ins[0].shape, reduce_axes, keepdim)
@@ -505,7 +523,9 @@ def prepare(entry: Template, outs, ins, axes=None) -> Prepared | None:
             lay.outputs * lay.blocks * acc.itemsize,
             lay.outputs * lay.blocks * 8 if plan.paired else 8,
         )
+    rows = lay.schedule == ROWS and not blocks
     return Prepared(
         plan.compiled.main, plan.tail, plan.kernel.params, lay.work_items, plan.moved, 1,
         outs[0].shape, plan.compiled.final if blocks else None, lay.outputs, scratch, True,
+        OUTPUTS if rows else "", lay.length,
     )  # fmt: skip

@@ -346,9 +346,10 @@ def binary(name: str, a, b, out: Tensor | None = None) -> Tensor:
     return target
 
 
-# The number exponents PyTorch's float pow computes with another kernel, whose special
-# values are not pow's: sqrt(-0.0) is -0.0 and sqrt(-inf) NaN (pow gives +0.0 and inf).
-_EXPONENT_KERNELS = {0.5: "sqrt", -0.5: "rsqrt"}
+# The number exponents PyTorch's float pow computes with another kernel: sqrt's and rsqrt's
+# special values are not pow's (sqrt(-0.0) is -0.0 and sqrt(-inf) NaN, where pow gives +0.0
+# and inf); x ** 2 is x * x, rounded once, and x ** -1 is 1 / x.
+_EXPONENT_KERNELS = {0.5: "sqrt", -0.5: "rsqrt", 2: "square", -1: "reciprocal"}
 
 
 def _launch_binary(op: BinaryOp, a, b, compute: DType, target: Tensor) -> None:

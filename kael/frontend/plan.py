@@ -10,6 +10,8 @@ over the slots, or the reservation of random counters. The same steps run while 
 
 from __future__ import annotations
 
+import array
+import ctypes
 from dataclasses import dataclass, field
 
 from kael.frontend import eager, pytree
@@ -20,6 +22,7 @@ from kael.runtime.convert import convert_scalar
 from kael.runtime.device import Device
 from kael.runtime.dtypes import DType
 from kael.runtime.errors import Error
+from kael.runtime.launcher import launch
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl
 from kael.runtime.threadpool import get_num_threads
@@ -117,6 +120,7 @@ class KernelCall:
     pointers: list[tuple[int, int]] | None = None  # per operand: (slot, byte offset)
     param_words: list[int] | None = None  # constants' words; the call's values fill `dynamic`
     dynamic: list[tuple[int, object, DType]] | None = None
+    streaming: bool = True  # False inside a row group, where the next kernel reads the rows
 
     def _prepare(self, slots: list[Slot], threads: int):
         outs, ins = ([_layout_only(v, slots) for v in vs] for vs in (self.outs, self.ins))
@@ -131,7 +135,8 @@ class KernelCall:
             for i, (s, d) in enumerate(zip(self.params, dtypes))
             if type(s) in (ArgScalar, RandomWord)
         ]
-        self.prepared = (threads, eager.prepare(self.template, outs, ins, self.axes))
+        prepared = eager.prepare(self.template, outs, ins, self.axes, self.streaming)
+        self.prepared = (threads, prepared)
         return self.prepared
 
     def specialized(self, slots: list[Slot]) -> Kernel | Reduction:
@@ -143,20 +148,33 @@ class KernelCall:
         shape = ins[0].shape
         return eager._reduction_plan(self.template.kernel, outs, ins, shape, axes, keepdim).kernel
 
-    def run(self, call: Call) -> None:
+    @property
+    def kernel(self) -> Kernel | Reduction:
+        return self.template.kernel
+
+    def ready(self, slots: list[Slot]) -> eager.Prepared | None:
+        """The prepared launch for the current thread count (None: it runs through eager)."""
         threads = get_num_threads()
         prepared = self.prepared
         if prepared is None or prepared[0] != threads:
-            prepared = self._prepare(call.plan.slots, threads)
-        if prepared[1] is not None:
-            bound = call.bound
-            pointers = [(bound[s] or call.storage(s)).ptr + offset for s, offset in self.pointers]
-            words = self.param_words
-            if self.dynamic:
-                words = list(words)
-                for i, source, dtype in self.dynamic:
-                    words[i] = eager.param_word(source.value(call), dtype)
-            prepared[1].launch(pointers, words)
+            prepared = self._prepare(slots, threads)
+        return prepared[1]
+
+    def operands(self, call: Call) -> tuple[list[int], list[int]]:
+        """This call's operand addresses and parameter words."""
+        bound = call.bound
+        pointers = [(bound[s] or call.storage(s)).ptr + offset for s, offset in self.pointers]
+        words = self.param_words
+        if self.dynamic:
+            words = list(words)
+            for i, source, dtype in self.dynamic:
+                words[i] = eager.param_word(source.value(call), dtype)
+        return pointers, words
+
+    def run(self, call: Call) -> None:
+        prepared = self.ready(call.plan.slots)
+        if prepared is not None:
+            prepared.launch(*self.operands(call))
             return
         outs = [call.impl(v) for v in self.outs]
         ins = [call.impl(v) for v in self.ins]
@@ -167,6 +185,220 @@ class KernelCall:
         else:
             axes, keepdim = self.axes
             eager.run_reduction(self.template, outs, ins, axes, keepdim, scalars)
+
+
+@dataclass(slots=True)
+class Alias:
+    """Slot `dst` takes the storage of slot `src`: the next step writes its result over an
+    intermediate it reads at the same positions and that nothing reads afterwards."""
+
+    dst: int
+    src: int
+
+    def run(self, call: Call) -> None:
+        call.bound[self.dst] = call.storage(self.src)
+
+
+def reuse_in_place(steps: list, slots: list[Slot], live: set[int]) -> list:
+    """The steps with each elementwise kernel writing over a fresh intermediate it reads at
+    the same positions where that is the intermediate's last read (softmax's divide writes
+    its result over the stored exp): one buffer fewer, and one less pass to memory."""
+    out: list = []
+    for i, step in enumerate(steps):
+        if type(step) is KernelCall and step.axes is None and len(step.outs) == 1:
+            dst = step.outs[0]
+            later = {v.buffer for s in steps[i + 1 :] for v in _views(s)}
+            for v in step.ins:
+                src = v.buffer
+                if (
+                    src != dst.buffer
+                    and slots[src].kind == FRESH
+                    and slots[dst.buffer].kind == FRESH
+                    and slots[src].nbytes == slots[dst.buffer].nbytes
+                    and (v.shape, v.strides, v.offset, v.dtype)
+                    == (dst.shape, dst.strides, dst.offset, dst.dtype)
+                    and src not in later
+                    and src not in live
+                    and dst.buffer not in {w.buffer for s in steps[:i] for w in _views(s)}
+                ):
+                    out.append(Alias(dst.buffer, src))
+                    break
+        out.append(step)
+    return out
+
+
+@dataclass(slots=True)
+class RowGroup:
+    """Kernels run one row at a time by the row driver (codegen/cpu/rowdriver.py): a
+    reduction over rows and the kernels that read its result at the same rows, so each
+    row comes from memory once. Each member is the KernelCall it would be alone."""
+
+    members: list[KernelCall]
+    rows: int
+    per_row: list[int]  # each member's work items per row
+    chunk: int = 1  # rows per driver work item: as many as stay in cache together
+
+    @property
+    def covers(self) -> list[str]:
+        return [name for m in self.members for name in m.covers]
+
+    @property
+    def kernel(self) -> tuple[Kernel | Reduction, ...]:
+        """The member kernels, which the driver runs row by row as one launch."""
+        return tuple(m.kernel for m in self.members)
+
+    def run(self, call: Call) -> None:
+        slots = call.plan.slots
+        prepared = [m.ready(slots) for m in self.members]
+        if any(p is None for p in prepared) or _row_items(self.members, prepared) != self.per_row:
+            for m in self.members:  # a new thread count changed a layout: run them apart
+                m.run(call)
+            return
+        from kael.codegen.cpu.rowdriver import driver
+
+        blocks, held = [], []
+        chunk = self.chunk
+        words = [len(self.members), chunk, self.rows]
+        moved = 0
+        for m, p, per_row in zip(self.members, prepared, self.per_row):
+            member_words, scratch = p.words(*m.operands(call))
+            block = array.array("q", member_words)
+            blocks.append(block)
+            held += scratch
+            words += (_address(p.fn), block.buffer_info()[0], per_row)
+            moved += p.moved
+        launch(driver(), words, -(-self.rows // chunk), moved, 1, shape=(self.rows,))
+        del blocks, held
+
+
+def _address(fn) -> int:
+    return ctypes.cast(fn, ctypes.c_void_p).value
+
+
+# A row whose bytes exceed this is not run by the row driver: it would not stay in cache
+# between the group's kernels. The driver takes rows in chunks of about CHUNK_BYTES.
+ROW_BYTES = 256 * 1024
+CHUNK_BYTES = 64 * 1024
+
+
+def _row_items(members: list[KernelCall], prepared: list) -> list[int] | None:
+    """Each member's work items per row when all of them walk the same rows in order: the
+    reductions one output per item (one block each), the elementwise kernels elements."""
+    rows = length = None
+    for p in prepared:
+        if p.walk == eager.OUTPUTS:
+            if rows is not None and (p.outputs, p.length) != (rows, length):
+                return None
+            rows, length = p.outputs, p.length
+    if rows is None or rows < 2:
+        return None
+    items = []
+    for p in prepared:
+        if p.walk == eager.OUTPUTS:
+            items.append(1)
+        elif p.walk == eager.ELEMENTS and p.total == rows * length:
+            items.append(length)
+        else:
+            return None
+    return items
+
+
+def _row_aligned(view: View, rows: int, per_row: int, written_per_row: int) -> bool:
+    """Whether a reader walking `per_row` items a row reads, at row r, only row r of a buffer
+    written `written_per_row` elements a row: its outer dims step by whole written rows and
+    its inner dims stay inside one."""
+    shape, strides = view.shape, view.strides
+    k, inner = len(shape), 1
+    while k > 0 and inner < per_row:
+        k -= 1
+        inner *= shape[k]
+    if inner != per_row or view.offset != 0:
+        return False
+    step = written_per_row
+    for d in range(k - 1, -1, -1):
+        if shape[d] != 1 and strides[d] != step:
+            return False
+        step *= shape[d]
+    reach = sum((shape[d] - 1) * strides[d] for d in range(k, len(shape)))
+    return all(strides[d] >= 0 for d in range(k, len(shape))) and reach < written_per_row
+
+
+def group_rows(steps: list, slots: list[Slot]) -> list:
+    """The steps with each run of KernelCalls that can share the row driver as one RowGroup:
+    it holds a reduction, every member walks the same rows, and a value one member writes
+    is read by later members only at the row being computed."""
+    out: list = []
+    i = 0
+    while i < len(steps):
+        best = None
+        for j in range(i + 2, len(steps) + 1):
+            members = [s for s in steps[i:j] if type(s) is not Alias]
+            if type(steps[j - 1]) is Alias:
+                continue
+            if type(steps[j - 1]) is not KernelCall or type(steps[i]) is not KernelCall:
+                break
+            group = _as_group(members, slots)
+            if group is not None:
+                best = group
+        if best is None:
+            out.append(steps[i])
+            i += 1
+            continue
+        span = i  # the group stands for its members and the aliases between them
+        found = 0
+        while found < len(best.members):
+            if type(steps[span]) is Alias:
+                out.append(steps[span])
+            else:
+                found += 1
+            span += 1
+        out.append(best)
+        i = span
+    return out
+
+
+def _as_group(members: list[KernelCall], slots: list[Slot]) -> RowGroup | None:
+    prepared = [m.ready(slots) for m in members]
+    if any(p is None for p in prepared):
+        return None
+    items = _row_items(members, prepared)
+    if items is None:
+        return None
+    rows = prepared[0].total // items[0]
+    length = max(items)
+    row_bytes = length * max(v.dtype.itemsize for m in members for v in m.ins + m.outs)
+    if row_bytes > ROW_BYTES:
+        return None
+    written: dict[int, int] = {}
+    for m, p, per_row in zip(members, prepared, items):
+        reads = p.length if p.walk == eager.OUTPUTS else per_row  # input elements a row
+        for v in m.ins:
+            if v.buffer in written and not _row_aligned(v, rows, reads, written[v.buffer]):
+                return None
+        for v in m.outs:
+            size = 1
+            for s in v.shape:
+                size *= s
+            if v.offset != 0 or v.strides != tuple(_contiguous(v.shape)) or size != rows * per_row:
+                return None
+            written[v.buffer] = per_row
+    for m in members:  # a read before the write in another layout would see the new rows
+        for v in m.ins:
+            if v.buffer in written and slots[v.buffer].kind != FRESH:
+                return None
+    chunk = max(1, min(CHUNK_BYTES // row_bytes, -(-rows // (4 * get_num_threads()))))
+    for m in members[:-1]:  # their rows are read again from the caches: no streaming stores
+        if m.streaming:
+            m.streaming, m.prepared = False, None
+    return RowGroup(list(members), rows, items, chunk)
+
+
+def _contiguous(shape: tuple[int, ...]) -> list[int]:
+    strides, step = [0] * len(shape), 1
+    for i in range(len(shape) - 1, -1, -1):
+        strides[i] = step
+        step *= max(shape[i], 1)
+    return strides
 
 
 @dataclass(slots=True)
@@ -233,8 +465,9 @@ class Plan:
     schedule: list = field(default_factory=list)
 
     @property
-    def kernel_steps(self) -> list[KernelCall]:
-        return [s for s in self.steps if type(s) is KernelCall]
+    def kernel_steps(self) -> list[KernelCall | RowGroup]:
+        """The launches of kernels: each KernelCall, and each RowGroup as one launch."""
+        return [s for s in self.steps if type(s) is KernelCall or type(s) is RowGroup]
 
     def finish(self) -> None:
         """Work out, once, after which step each intermediate slot can be freed."""
@@ -292,6 +525,10 @@ class Plan:
 def _views(step) -> list[View]:
     if type(step) is KernelCall:
         return step.outs + step.ins
+    if type(step) is RowGroup:
+        return [v for m in step.members for v in m.outs + m.ins]
+    if type(step) is Alias:
+        return [View(step.src, (), (), 0, None), View(step.dst, (), (), 0, None)]
     if type(step) is ExternCall:
         return [v for v in step.leaves if type(v) is View] + [
             s[0] for s in step.out_leaves if type(s) is tuple

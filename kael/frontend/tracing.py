@@ -356,9 +356,11 @@ class Trace:
             _, entry, axes = pending[f.index]
             template = entry if f.kernel is entry.kernel else template_for(f.kernel)
             steps.append(p.KernelCall(template, f.outs, f.ins, f.params, f.covers, axes))
-        self.plan.steps += steps
         saved, state.trace = state.trace, None
         try:
+            steps = p.reuse_in_place(steps, self.plan.slots, live)
+            steps = p.group_rows(steps, self.plan.slots)
+            self.plan.steps += steps
             for step in steps:
                 step.run(self.call)
         finally:

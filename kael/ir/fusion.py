@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from kael.ir import expr as x
 from kael.ir.kernel import Buffer, Kernel
+from kael.ir.ops import VMATH_OPS
 from kael.ir.reduction import Reduction
 from kael.runtime.dtypes import DType
 
@@ -80,6 +81,7 @@ class FusedProgram:
     steps: list[Fused]
     cuts: list[Cut] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
+    shared: set[tuple[int, int]] = field(default_factory=set)  # costly values worth storing
 
 
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -299,6 +301,11 @@ def _rebuild(e: x.Expr, leaf, param, index, memo: dict) -> x.Expr:
     return out
 
 
+def _costly(e: x.Expr) -> bool:
+    """Whether an expression runs vector math (exp, log, tanh, ...): worth storing once."""
+    return any(isinstance(n, x.Unary | x.Binary) and n.op in VMATH_OPS for n in x.walk(e))
+
+
 def _has_flag(e: x.Expr) -> bool:
     return any(isinstance(n, x.Unary) and n.op == "flag" for n in x.walk(e))
 
@@ -308,10 +315,12 @@ def fuse(steps: list[Step], buffer_bytes: list[int], live: set[int]) -> FusedPro
     of every buffer in `live` must be in memory at the end.
 
     Two passes: the first finds the values that must be stored (outputs, and values some
-    reader cannot inline); the second has every reader of those load them instead of
-    computing them again.
+    reader cannot inline) and the costly values that a reduction and another step both
+    read (softmax's exp: stored once, not computed twice); the second has every reader of
+    those load them instead of computing them again.
     """
     first, stored = _pass(steps, buffer_bytes, live, set())
+    stored |= first.shared
     program = _pass(steps, buffer_bytes, live, stored)[0]
     program.cuts = list({(c.producer, c.consumer, c.reason): c for c in first.cuts}.values())
     return program
@@ -325,17 +334,22 @@ def _pass(
     needed: set[tuple[int, int]] = set()
     built: list[tuple[list, _Builder, bool]] = []
     cuts: list[Cut] = []
+    readers: dict[tuple[int, int], set[tuple[int, bool]]] = {}  # (step, is a reduction)
     for position, step in enumerate(steps):
         builder = _Builder()
         builder.names.append((position, step.name))
         reduction = isinstance(step.kernel, Reduction)
         inlined = False
 
-        def load(e: x.Load, step=step, builder=builder, reduction=reduction) -> x.Expr:
+        def load(
+            e: x.Load, step=step, builder=builder, reduction=reduction, position=position
+        ) -> x.Expr:
             nonlocal inlined
             view = step.ins[e.buffer]
             key = (view.buffer, version.get(view.buffer, 0))
             producer = producers.get(key)
+            if producer is not None:
+                readers.setdefault(key, set()).add((position, reduction))
             if producer is not None and key not in stored:
                 value, reason = _inline(producer, view, step, builder, version, reduction)
                 if value is not None:
@@ -393,6 +407,11 @@ def _pass(
         if b in version:
             needed.add((b, version[b]))
     program = FusedProgram([], cuts)
+    program.shared = {
+        key
+        for key, seen in readers.items()
+        if len(seen) >= 2 and any(r for _, r in seen) and _costly(producers[key].expr)
+    }
     written: dict[int, int] = {}
     for i, (step, (exprs, builder, changed)) in enumerate(zip(steps, built)):
         keys = []

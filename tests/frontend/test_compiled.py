@@ -96,18 +96,69 @@ def test_prologue_fuses_into_reduction():
     assert kernels(c, x) == 1
 
 
-def test_var_from_primitives_is_two_reductions():
+def _row_group(compiled, *args):
+    [step] = compiled.plan_for(*args).kernel_steps
+    assert type(step).__name__ == "RowGroup"
+    return step
+
+
+def test_var_from_primitives_is_one_row_group():
     c = agree(lambda a: ((a - a.mean(-1, keepdim=True)) ** 2).mean(-1), x)
-    assert kernels(c, x) == 2
+    assert len(_row_group(c, x).members) == 2
 
 
-def test_softmax_from_primitives_reads_rows_three_times():
+def test_softmax_from_primitives_is_one_row_group():
     def softmax(a):
         e = (a - a.amax(-1, keepdim=True)).exp()
         return e / e.sum(-1, keepdim=True)
 
     c = agree(softmax, x)
-    assert kernels(c, x) == 3
+    # amax; exp(x - m), stored once since the sum and the divide both read it; the sum;
+    # the divide, written over the stored exp
+    assert len(_row_group(c, x).members) == 4
+    text = str(c.inspect(x))
+    assert "row group: 4 kernels run row by row over 64 rows" in text
+    assert "reuses the memory of buffer" in text
+
+
+def test_rms_and_layer_norm_from_primitives_are_row_groups():
+    def rms(a, w):
+        return a * (a * a).mean(-1, keepdim=True).add(1e-6).rsqrt() * w
+
+    def layer_norm(a, w):
+        d = a - a.mean(-1, keepdim=True)
+        return d * ((d * d).mean(-1, keepdim=True) + 1e-5).rsqrt() * w
+
+    for f in (rms, layer_norm):
+        _row_group(agree(f, x, row), x, row)
+
+
+def test_rows_read_across_rows_are_not_grouped():
+    # the second reduction reads the first one's result transposed: another row's value
+    def f(a):
+        m = a.amax(-1, keepdim=True)  # [64, 1]
+        return (a[:, :1].T - m.T).sum(-1)  # [1, 64] minus [1, 64]: one row, 64 results
+
+    c = agree(f, x)
+    assert all(type(s).__name__ != "RowGroup" for s in c.plan_for(x).kernel_steps)
+
+
+def test_row_groups_give_the_same_bits_for_any_thread_count():
+    def softmax(a):
+        e = (a - a.amax(-1, keepdim=True)).exp()
+        return e / e.sum(-1, keepdim=True)
+
+    big = kael.randn(300, 2000)
+    c = kael.compile(softmax)
+    saved = kael.get_num_threads()
+    try:
+        kael.set_num_threads(1)
+        one = c(big)
+        kael.set_num_threads(2)
+        two = c(big)
+    finally:
+        kael.set_num_threads(saved)
+    assert kael.equal(one, two) and kael.equal(one, softmax(big))
 
 
 def test_dead_values_are_not_computed():

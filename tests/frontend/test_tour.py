@@ -19,4 +19,4 @@ def test_python_m_kael_shows_host_ops_and_every_stage():
     assert "fpext <" in out
     assert "vcvtps2pd" in out
     assert "== @kael.compile" in out
-    assert "2 kernels, 0 extern steps" in out
+    assert "1 kernels, 0 extern steps" in out and "row group: 2 kernels" in out
