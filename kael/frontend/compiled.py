@@ -171,10 +171,13 @@ def _reads(get: Callable, storage) -> bool:
 class CompiledFunction:
     """A function of tensors run as fused kernels; see kael.compile."""
 
-    def __init__(self, fn: Callable, fullgraph: bool = True, max_recompiles: int = 8) -> None:
+    def __init__(
+        self, fn: Callable, fullgraph: bool = True, max_recompiles: int = 8, check: bool = False
+    ) -> None:
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.fullgraph = fullgraph
+        self.check = check
         self.max_recompiles = max_recompiles
         self._entries: dict[tuple, _Entry] = {}
         self._guards: list[tuple] = []
@@ -189,12 +192,17 @@ class CompiledFunction:
         if state.trace is not None:  # called from a function being traced: part of its trace
             return self.fn(*args, **kwargs)
         plan, tensors, leaves, treedef, key = self._lookup(args, kwargs)
+        before = p.snapshot(tensors) if self.check else None
         if plan is None:
-            return self._trace(leaves, treedef, tensors, key)[0]
-        self._info.hits += 1
-        if plan.fallback is not None:
-            return self.fn(*args, **kwargs)
-        return plan.run(tensors, leaves)
+            result, plan = self._trace(leaves, treedef, tensors, key)
+        else:
+            self._info.hits += 1
+            if plan.fallback is not None:
+                return self.fn(*args, **kwargs)
+            result = plan.run(tensors, leaves)
+        if before is not None and plan.fallback is None:
+            plan.check(before, leaves, self.__name__)
+        return result
 
     def _lookup(self, args, kwargs):
         leaves, treedef = pytree.flatten_call(args, kwargs)
@@ -368,15 +376,22 @@ def _reduction_text(kernel: Reduction, stage: str, launch_stage) -> str:
 
 
 def compile(
-    fn: Callable | None = None, *, fullgraph: bool = True, dynamic=None, max_recompiles: int = 8
+    fn: Callable | None = None,
+    *,
+    fullgraph: bool = True,
+    dynamic=None,
+    max_recompiles: int = 8,
+    check: bool = False,
 ):
     """Trace `fn` into fused kernels once per call signature; `@kael.compile` or
     `@kael.compile(fullgraph=False)`. With fullgraph=False, Python that needs a tensor's
     values ends the trace and that signature runs eagerly (with one warning); by default it
     raises kael.Error naming the line. `dynamic` is accepted for PyTorch's spelling: sizes
-    never cause a recompile here."""
+    never cause a recompile here. `check=True` (for debugging) also runs each fused kernel's
+    ops one eager kernel at a time on copies of the arguments and raises kael.Error naming
+    the first fused kernel whose output differs."""
     if fn is None:
         return lambda f: compile(
-            f, fullgraph=fullgraph, dynamic=dynamic, max_recompiles=max_recompiles
+            f, fullgraph=fullgraph, dynamic=dynamic, max_recompiles=max_recompiles, check=check
         )
-    return CompiledFunction(fn, fullgraph, max_recompiles)
+    return CompiledFunction(fn, fullgraph, max_recompiles, check)

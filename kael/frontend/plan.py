@@ -14,6 +14,8 @@ import array
 import ctypes
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from kael.frontend import eager, pytree
 from kael.ir.fusion import View
 from kael.ir.kernel import Kernel
@@ -121,6 +123,7 @@ class KernelCall:
     param_words: list[int] | None = None  # constants' words; the call's values fill `dynamic`
     dynamic: list[tuple[int, object, DType]] | None = None
     streaming: bool = True  # False inside a row group, where the next kernel reads the rows
+    reference: list[KernelCall] = field(default_factory=list)  # the ops it fuses, unfused
 
     def _prepare(self, slots: list[Slot], threads: int):
         outs, ins = ([_layout_only(v, slots) for v in vs] for vs in (self.outs, self.ins))
@@ -507,6 +510,35 @@ class Plan:
             return leaves[0]
         return pytree.unflatten(self.outputs, leaves)
 
+    def check(self, tensors: list, scalars: list, name: str) -> None:
+        """Run the plan and, beside it, each fused kernel's ops one eager kernel at a time,
+        on copies of `tensors` (the arguments before the call); kael.Error naming the first
+        fused kernel whose output differs from its ops' (any bit, NaN payloads included)."""
+        from kael.frontend.random import default_generator
+
+        calls = [Call(self, list(self.empty), scalars) for _ in range(2)]
+        for call in calls:
+            for i, arg in self.args:
+                call.bound[i] = _copy(tensors[arg]._impl.storage)
+            for i, slot in enumerate(self.slots):
+                if slot.kind == IMPLICIT:
+                    call.bound[i] = _copy(slot.storage)
+        fused, unfused = calls
+        for step in self.steps:
+            if type(step) is KernelCall or type(step) is RowGroup:
+                members = step.members if type(step) is RowGroup else [step]
+                for m in members:
+                    for op in m.reference:
+                        op.run(unfused)
+                step.run(fused)
+                for m in members:
+                    _compare(m, fused, unfused, name)
+            else:  # the same draws and extern work in both
+                state = default_generator.get_state()
+                step.run(unfused)
+                default_generator.set_state(*state)
+                step.run(fused)
+
     @property
     def peak_bytes(self) -> int:
         """The most bytes of intermediates alive at once (outputs and inputs not counted)."""
@@ -520,6 +552,51 @@ class Plan:
             peak = max(peak, sum(self.slots[b].nbytes for b in alive))
             alive.difference_update(release)
         return peak
+
+
+def _copy(storage: Storage) -> Storage:
+    """A new storage holding `storage`'s bytes (a byte copy for check=True's comparison)."""
+    copy = Storage(storage.nbytes, storage.device)
+    if storage.nbytes:
+        ctypes.memmove(copy.ptr, storage.ptr, storage.nbytes)
+    return copy
+
+
+def snapshot(tensors: list) -> list:
+    """Tensors with the same layouts over copies of their storages (shared where theirs are)."""
+    from kael.frontend.tensor import Tensor
+
+    made: dict[int, Storage] = {}
+    out = []
+    for t in tensors:
+        impl = t._impl
+        copy = made.get(id(impl.storage))
+        if copy is None:
+            copy = made[id(impl.storage)] = _copy(impl.storage)
+        view = TensorImpl(copy, impl.shape, impl.strides, impl.offset, impl.dtype, impl.device)
+        out.append(Tensor.trusted(view))
+    return out
+
+
+def _compare(step: KernelCall, fused: Call, unfused: Call, name: str) -> None:
+    """kael.Error when the fused kernel wrote other bytes than its ops did."""
+    from kael.frontend.interop import numpy_view
+
+    for k, view in enumerate(step.outs):
+        got, want = (numpy_view(c.impl(view)) for c in (fused, unfused))
+        if got.tobytes() == want.tobytes():
+            continue
+        where = np.argwhere(got != want)
+        at = tuple(int(i) for i in where[0]) if len(where) else ()
+        detail = (
+            f" at {list(at)}: {got[at].item()!r} where its ops give {want[at].item()!r}"
+            if at
+            else ""
+        )
+        raise Error(
+            f"kael.compile({name}, check=True): kernel {step.kernel.name} (fusing "
+            f"{', '.join(step.covers)}) output {k} differs from its ops run one by one{detail}"
+        )
 
 
 def _views(step) -> list[View]:

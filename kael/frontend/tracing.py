@@ -352,10 +352,19 @@ class Trace:
         self.plan.cuts += program.cuts
         self.plan.dropped += program.dropped
         steps = []
-        for f in program.steps:
+        start = 0
+        for k, f in enumerate(program.steps):
             _, entry, axes = pending[f.index]
             template = entry if f.kernel is entry.kernel else template_for(f.kernel)
-            steps.append(p.KernelCall(template, f.outs, f.ins, f.params, f.covers, axes))
+            step = p.KernelCall(template, f.outs, f.ins, f.params, f.covers, axes)
+            # the ops it stands for, each its own eager kernel: what check=True compares with
+            stop = f.index + 1 if k + 1 < len(program.steps) else len(pending)
+            step.reference = [
+                p.KernelCall(e, s.outs, s.ins, s.params, [s.name], a)
+                for s, e, a in pending[start:stop]
+            ]
+            start = stop
+            steps.append(step)
         saved, state.trace = state.trace, None
         try:
             steps = p.reuse_in_place(steps, self.plan.slots, live)

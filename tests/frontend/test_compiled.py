@@ -10,6 +10,7 @@ import pytest
 import kael
 from kael.codegen.cpu import compiler
 from kael.frontend import pytree
+from kael.runtime.dtypes import float32
 
 
 def _clones(args):
@@ -530,3 +531,81 @@ def test_explain_times_the_first_call_apart(capsys):
     assert len(made) == 1 and "out0 = cast<float32>(acc)" in out
     kael.explain(c, x)
     assert "trace and compile" not in capsys.readouterr().out
+
+
+# ---- threads and fork -------------------------------------------------------------------------
+
+
+def test_threads_racing_through_first_calls_agree_with_eager():
+    import threading
+
+    def f(a, b, s):
+        h = (a * s + b).tanh()
+        return h / h.sum(-1, keepdim=True), (a - a.mean(-1, keepdim=True)).exp()
+
+    c = kael.compile(f)
+    inputs = [(kael.randn(8 + i % 3, 40), kael.randn(40), 0.5 + i) for i in range(8)]
+    barrier = threading.Barrier(4)
+    results: dict[int, object] = {}
+
+    def worker(k: int) -> None:
+        barrier.wait()
+        for i in range(k, len(inputs), 4):
+            for _ in range(3):
+                results[i] = c(*inputs[i])
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, args in enumerate(inputs):
+        _same(results[i], f(*args))
+
+
+def test_forked_child_replays_and_traces(tmp_path):
+    import os
+
+    c = kael.compile(lambda a: (a * 2 + 1).exp().sum(-1))
+    a = kael.randn(16, 32)
+    want = c(a)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            ok = kael.equal(c(a), want) and kael.equal(c(a[:5]), (a[:5] * 2 + 1).exp().sum(-1))
+        except BaseException:
+            ok = False
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+# ---- check=True -------------------------------------------------------------------------------
+
+
+def test_check_mode_passes_for_fused_plans():
+    def f(a, b):
+        a.add_(1)
+        e = (a - a.amax(-1, keepdim=True)).exp()
+        return e / e.sum(-1, keepdim=True) + kael.softmax(b, -1), (a * b).tanh().sum(0)
+
+    c = kael.compile(f, check=True)
+    eager_args, compiled_args = (x.clone(), y.clone()), (x.clone(), y.clone())
+    for _ in range(2):
+        _same(f(*eager_args), c(*compiled_args))
+
+
+def test_check_mode_names_the_kernel_that_differs():
+    import dataclasses
+
+    from kael.frontend.compiled import template_for
+    from kael.ir import expr as ir_expr
+
+    c = kael.compile(lambda a: (a * 2).exp() + 1, check=True)
+    c(x)
+    [step] = c.plan_for(x).kernel_steps
+    k = step.template.kernel
+    off = ir_expr.Binary(k.exprs[0].dtype, "add", k.exprs[0], ir_expr.Const(float32, 1e-3))
+    step.template, step.prepared = template_for(dataclasses.replace(k, exprs=(off,))), None
+    with pytest.raises(kael.Error, match=r"kernel mul_exp_add \(fusing mul, exp, add\) output 0"):
+        c(x)
