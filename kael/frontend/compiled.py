@@ -302,16 +302,49 @@ class CompiledFunction:
     def inspect(self, *args, stages: tuple[str, ...] = ("kael",), **kwargs) -> Inspection:
         """What a call with these arguments runs: the steps, what each fused, why values were
         stored between kernels, and each kernel at the chosen stages (kael, llvm, asm, ptx)."""
-        return Inspection(self.__name__, self.plan_for(*args, **kwargs), stages)
+        plan = self.plan_for(*args, **kwargs)
+        _, _, leaves, _, key = self._lookup(args, kwargs)
+        entry = self._entries.get(key)
+        used = entry.used if entry is not None else ()
+        return Inspection(self.__name__, plan, stages, _guard_words(leaves, used))
+
+
+def _guard_words(leaves: list, used: tuple[int, ...]) -> list[str]:
+    """The guard of a call in words: what a call must match to reuse its plan."""
+    words = []
+    storages: dict[int, int] = {}
+    for i, leaf in enumerate(leaves):
+        if isinstance(leaf, Tensor):
+            impl = leaf._impl
+            dense = "contiguous" if impl.strides == contiguous_strides(impl.shape) else "strided"
+            ones = [d for d, s in enumerate(impl.shape) if s == 1]
+            text = (
+                f"leaf {i}: {impl.dtype} tensor of rank {len(impl.shape)} on {impl.device}, {dense}"
+            )
+            if ones:
+                text += f", size 1 in dims {ones}"
+            first = storages.setdefault(id(impl.storage), i)
+            if first != i:
+                text += f", sharing storage with leaf {first}"
+            words.append(text)
+        elif type(leaf) is float:
+            how = f"specialized to {leaf!r}" if i in used else "a run-time parameter"
+            words.append(f"leaf {i}: a float, {how}")
+        else:
+            words.append(f"leaf {i}: the constant {leaf!r}")
+    return words
 
 
 class Inspection:
     """The text of a compiled plan (print it), with the plan itself in `.plan`."""
 
-    def __init__(self, name: str, plan: p.Plan, stages: tuple[str, ...]) -> None:
+    def __init__(
+        self, name: str, plan: p.Plan, stages: tuple[str, ...], guard: list[str] | None = None
+    ) -> None:
         self.name = name
         self.plan = plan
         self.stages = stages
+        self.guard = guard or []
 
     @property
     def kernels(self) -> list:
@@ -321,7 +354,9 @@ class Inspection:
         from kael.frontend.inspection import kernel_stage, launch_stage
 
         kind = "reduction" if s.axes is not None else "kernel"
-        lines = [f"  {label} {kind} {s.kernel.name}: fuses {', '.join(s.covers)}"]
+        prepared = s.ready(plan.slots)
+        moved = f", moves {prepared.moved} bytes" if prepared is not None else ""
+        lines = [f"  {label} {kind} {s.kernel.name}: fuses {', '.join(s.covers)}{moved}"]
         kernel = s.specialized(plan.slots)
         for stage in self.stages:
             if isinstance(kernel, Reduction):
@@ -342,6 +377,9 @@ class Inspection:
             f"  {len(plan.kernel_steps)} kernels, {externs} extern steps, "
             f"peak intermediate memory {plan.peak_bytes} bytes"
         )
+        if self.guard:
+            lines.append("  guard (sizes may change without a recompile):")
+            lines += [f"    {w}" for w in self.guard]
         for i, s in enumerate(plan.steps):
             if type(s) is p.KernelCall:
                 lines += self._kernel_lines(f"[{i}]", s, plan)

@@ -53,6 +53,8 @@ def launch_stage(launch: Launch, stage: str) -> str:
         return _reduction_stage(launch.kernel, launch.symbol.removesuffix("_final"), stage)
     if stage == "llvm" and launch.llvm is not None:
         return launch.llvm
+    if stage == "asm" and launch.llvm is not None:
+        return compiler.assembly_of_ir_text(launch.llvm)
     if stage not in STAGES:
         raise ValueError(f"unknown stage '{stage}', expected one of {', '.join(STAGES)}")
     return f"({launch.symbol}: no {stage} stage to show for this kernel)"
@@ -61,11 +63,12 @@ def launch_stage(launch: Launch, stage: str) -> str:
 def _reduction_stage(red: Reduction, symbol: str, stage: str) -> str:
     if stage == "kael":
         return format_reduction(red)
-    if stage == "llvm":
+    if stage in ("llvm", "asm"):
         from kael.codegen.cpu.handwritten import ir_text
         from kael.codegen.cpu.reduce import build_module
 
-        return ir_text(build_module(red, symbol))
+        text = ir_text(build_module(red, symbol))
+        return text if stage == "llvm" else compiler.assembly_of_ir_text(text)
     if stage == "ptx":
         from kael.codegen.ptx.reduce import ptx_for
 

@@ -609,3 +609,18 @@ def test_check_mode_names_the_kernel_that_differs():
     step.template, step.prepared = template_for(dataclasses.replace(k, exprs=(off,))), None
     with pytest.raises(kael.Error, match=r"kernel mul_exp_add \(fusing mul, exp, add\) output 0"):
         c(x)
+
+
+def test_inspect_states_the_guard_and_bytes_moved():
+    c = kael.compile(lambda a, b, s: (a * s + b).sum(-1))
+    text = str(c.inspect(x, x[0], 0.5))
+    assert (
+        "leaf 1: float32 tensor of rank 1 on cpu, contiguous, sharing storage with leaf 0" in text
+    )
+    assert "leaf 2: a float, a run-time parameter" in text
+    assert f"moves {64 * 48 * 4 * 2 + 64 * 4} bytes" in text  # as launches count: b broadcast
+
+
+def test_inspect_shows_assembly_of_reductions():
+    c = kael.compile(lambda a: (a * 2).sum(-1))
+    assert "mul_sum_float32_to_float32:" in str(c.inspect(x, stages=("asm",)))

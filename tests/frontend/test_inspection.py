@@ -61,6 +61,7 @@ def test_a_row_kernel_launch_is_recorded_with_rows_and_cols():
     row = _only(launches, "kael_rows_softmax_float32")
     assert row.shape == (6, 9) and row.bytes_moved == 6 * 9 * 4 * 2
     assert row.kernel is None and 'define void @"kael_rows_softmax_float32"' in row.llvm
+    assert "kael_rows_softmax_float32:" in launch_stage(row, "asm")  # its assembly, too
 
 
 def test_a_scan_launch_is_recorded_with_its_work_items():

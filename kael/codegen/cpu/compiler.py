@@ -87,14 +87,24 @@ def compile_object(kernel: Kernel, symbol: str) -> bytes:
         return _target_machine().emit_object(_optimized(build_module(kernel, symbol)))
 
 
-def compile_ir_text(text: str) -> bytes:
-    """Optimized host object code for hand-written LLVM IR (the native thread pool)."""
+def _with_target(text: str) -> str:
     t = host_target()
     header = (
         f'target triple = "{t["triple"]}"\ntarget datalayout = "{_target_machine().target_data}"\n'
     )
+    return header + text
+
+
+def compile_ir_text(text: str) -> bytes:
+    """Optimized host object code for hand-written LLVM IR (the native thread pool)."""
     with _lock:
-        return _target_machine().emit_object(_optimized(header + text))
+        return _target_machine().emit_object(_optimized(_with_target(text)))
+
+
+def assembly_of_ir_text(text: str) -> str:
+    """The host assembly of hand-written LLVM IR, as compile_ir_text optimizes it."""
+    with _lock:
+        return _target_machine().emit_assembly(_optimized(_with_target(text)))
 
 
 def optimized_ir(kernel: Kernel, symbol: str) -> str:
