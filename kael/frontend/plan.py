@@ -59,6 +59,13 @@ class ArgScalar:
 
 
 @dataclass(frozen=True, slots=True)
+class Input:
+    """A result that is the call's own tensor argument at position `index`: returned as is."""
+
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
 class RandomWord:
     """The seed or first counter of the call's `index`-th reservation of random counters."""
 
@@ -505,7 +512,14 @@ class Plan:
         for slot, count in self.bumps.items():
             if bound[slot] is not None:
                 bound[slot].version += count
-        leaves = [Tensor.trusted(call.impl(v)) if type(v) is View else v for v in self.out_leaves]
+        leaves = [
+            Tensor.trusted(call.impl(v))
+            if type(v) is View
+            else tensors[v.index]
+            if type(v) is Input
+            else _value(v, call)
+            for v in self.out_leaves
+        ]
         if self.outputs is pytree.LEAF:
             return leaves[0]
         return pytree.unflatten(self.outputs, leaves)

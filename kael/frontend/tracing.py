@@ -161,6 +161,7 @@ class Trace:
     def __init__(self, fn: Callable, fullgraph: bool, tensors: list, scalars: list) -> None:
         self.fn = fn
         self.fullgraph = fullgraph
+        self.tensors = tensors
         self.plan = p.Plan()
         self.call = p.Call(self.plan, [], scalars)
         self.buffers: list[Buffer] = []
@@ -383,7 +384,15 @@ class Trace:
         self.flush()
         plan = self.plan
         plan.outputs = treedef
-        plan.out_leaves = [self.view(v._impl) if isinstance(v, Tensor) else v for v in leaves]
+        inputs = {id(t): i for i, t in enumerate(self.tensors)}
+        plan.out_leaves = [
+            p.Input(inputs[id(v)])
+            if id(v) in inputs
+            else self.view(v._impl)
+            if isinstance(v, Tensor)
+            else _source(v)
+            for v in leaves
+        ]
         for v in leaves:
             if isinstance(v, Tensor) and type(v._impl.storage) is LazyStorage:
                 v._impl.storage = self.call.storage(v._impl.storage.index)

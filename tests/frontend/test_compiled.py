@@ -624,3 +624,58 @@ def test_inspect_states_the_guard_and_bytes_moved():
 def test_inspect_shows_assembly_of_reductions():
     c = kael.compile(lambda a: (a * 2).sum(-1))
     assert "mul_sum_float32_to_float32:" in str(c.inspect(x, stages=("asm",)))
+
+
+# ---- edges ------------------------------------------------------------------------------------
+
+
+def test_out_arguments_are_written_as_in_eager():
+    def f(a, out):
+        kael.add(a, 1, out=out)
+        return out * 2
+
+    agree(f, x, kael.zeros(64, 48))
+
+
+def test_an_error_midway_keeps_the_mutations_before_it():
+    def f(a):
+        a.add_(1)
+        return a + kael.randn(3)  # shapes do not broadcast
+
+    e, c = x.clone(), x.clone()
+    with pytest.raises(kael.ValueError) as eager_err:
+        f(e)
+    with pytest.raises(kael.ValueError) as compiled_err:
+        kael.compile(f)(c)
+    assert str(eager_err.value) == str(compiled_err.value)
+    _same(e, c)
+
+
+def test_returned_arguments_are_the_same_objects():
+    c = kael.compile(lambda a, b: (a, b.add_(1), a * 2))
+    b = y.clone()
+    for _ in range(2):
+        first, second, _ = c(x, b)
+        assert first is x and second is b
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: (kael.randn(0, 3),),
+        lambda: (kael.tensor(2.0), kael.tensor(3.0)),
+        lambda: (kael.tensor(2.0), 3.0),
+        lambda: (kael.arange(8), 3),
+    ],
+)
+def test_empty_zero_dim_and_integer_operands(make):
+    def f(*args):
+        a = args[0]
+        if len(args) == 1:
+            return (a * 2).sum(0)
+        b = args[1]
+        if a.dtype is kael.int64:
+            return (a * b // 2) > 4
+        return a * b + 1
+
+    agree(f, *make())
