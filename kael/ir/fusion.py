@@ -322,6 +322,7 @@ def fuse(steps: list[Step], buffer_bytes: list[int], live: set[int]) -> FusedPro
     first, stored = _pass(steps, buffer_bytes, live, set())
     stored |= first.shared
     program = _pass(steps, buffer_bytes, live, stored)[0]
+    program.steps = _merge_siblings(program.steps, buffer_bytes, live)
     program.cuts = list({(c.producer, c.consumer, c.reason): c for c in first.cuts}.values())
     return program
 
@@ -435,6 +436,90 @@ def _pass(
             )
         )
     return program, needed
+
+
+def _merge_siblings(steps: list[Fused], buffer_bytes: list[int], live: set[int]) -> list[Fused]:
+    """Consecutive elementwise kernels over one output shape as one kernel with several
+    outputs (an optimizer's updates of m, v and w; a value returned and used again), each
+    element computed once: a later kernel's read of an earlier one's output at the same
+    position takes the earlier expression, and that output is no longer stored when it was
+    a whole fresh value that nothing else reads."""
+    out: list[Fused] = []
+    for i, step in enumerate(steps):
+        if out:
+            later = {v.buffer for s in steps[i + 1 :] for v in s.ins} | live
+            merged = _merged(out[-1], step, later, buffer_bytes)
+            if merged is not None:
+                out[-1] = merged
+                continue
+        out.append(step)
+    return out
+
+
+def _merged(a: Fused, b: Fused, later: set[int], buffer_bytes: list[int]) -> Fused | None:
+    if not (isinstance(a.kernel, Kernel) and isinstance(b.kernel, Kernel)):
+        return None
+    shape = a.outs[0].shape
+    if any(v.shape != shape for v in a.outs + b.outs) or a.kernel.may_fault or b.kernel.may_fault:
+        return None
+    produced = {(v.buffer, v.strides, v.offset): k for k, v in enumerate(a.outs)}
+    written = {v.buffer: v for v in a.outs + b.outs}
+    for v in a.ins + b.ins:  # every read of a buffer the kernel writes must be at the same place
+        w = written.get(v.buffer)
+        if w is not None and (v.strides, v.offset, v.dtype) != (w.strides, w.offset, w.dtype):
+            return None
+    builder = _Builder()
+    for v in a.ins:
+        builder.leaf(v, 0)
+    for source, dtype in zip(a.params, a.kernel.params):
+        builder.param(dtype, source)
+
+    def a_leaf(e: x.Load) -> x.Expr:
+        return builder.leaf(a.ins[e.buffer], 0)
+
+    def a_param(e: x.Param) -> x.Expr:
+        return builder.param(e.dtype, a.params[e.slot])
+
+    first = [_rebuild(e, a_leaf, a_param, lambda e: e, {}) for e in a.kernel.exprs]
+
+    def b_leaf(e: x.Load) -> x.Expr:
+        v = b.ins[e.buffer]
+        k = produced.get((v.buffer, v.strides, v.offset))
+        return first[k] if k is not None else builder.leaf(v, 0)
+
+    def b_param(e: x.Param) -> x.Expr:
+        return builder.param(e.dtype, b.params[e.slot])
+
+    second = [_rebuild(e, b_leaf, b_param, lambda e: e, {}) for e in b.kernel.exprs]
+    if any(_size(e) > MAX_EXPR_NODES for e in second):
+        return None
+    # an output of `a` that `b` writes over at the same place, or a whole value that only
+    # `b` read, need not be stored
+    over = {(v.buffer, v.strides, v.offset) for v in b.outs}
+    keep = [
+        k
+        for k, v in enumerate(a.outs)
+        if (v.buffer, v.strides, v.offset) not in over
+        and (v.buffer in later or not covers_buffer(v, buffer_bytes[v.buffer]))
+    ]
+    outs = [a.outs[k] for k in keep] + b.outs
+    names = a.covers + b.covers
+    kernel = Kernel(
+        "_".join(names[:6]) + (f"_{len(names)}ops" if len(names) > 6 else ""),
+        0,
+        tuple(Buffer(v.dtype) for v, _ in builder.leaves),
+        tuple(Buffer(v.dtype) for v in outs),
+        tuple([first[k] for k in keep] + second),
+        tuple(d for d, _ in builder.params),
+    )
+    return Fused(
+        kernel,
+        outs,
+        [v for v, _ in builder.leaves],
+        [s for _, s in builder.params],
+        names,
+        index=b.index,
+    )
 
 
 def _inline(producer: _Producer, view: View, step: Step, builder: _Builder, version, reduction):

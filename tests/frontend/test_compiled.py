@@ -188,7 +188,20 @@ def test_returned_intermediate_is_stored_and_reused():
         return s, s + 1
 
     c = agree(f, x)
-    assert kernels(c, x) == 2
+    [kernel] = c.kernels(x)
+    assert len(kernel.outputs) == 2  # s computed once per element, stored, and used
+
+
+def test_optimizer_updates_of_several_tensors_are_one_kernel():
+    def adam(w, g, m, v, lr):
+        m.mul_(0.9).add_(g * 0.1)
+        v.mul_(0.999).add_(g * g * 0.001)
+        w.sub_(lr * m / (v.sqrt() + 1e-8))
+        return w
+
+    c = agree(adam, x, y, kael.zeros(64, 48), kael.zeros(64, 48), 0.01)
+    [kernel] = c.kernels(x, y, kael.zeros(64, 48), kael.zeros(64, 48), 0.01)
+    assert len(kernel.outputs) == 3
 
 
 # ---- mutation and aliasing --------------------------------------------------------------------
