@@ -24,6 +24,7 @@ from collections.abc import Callable
 from kael.frontend import plan as p
 from kael.frontend import pytree
 from kael.ir.fusion import Step, View, fuse
+from kael.ir.reduction import Reduction
 from kael.runtime.device import Device
 from kael.runtime.errors import Error
 from kael.runtime.storage import Storage
@@ -355,8 +356,9 @@ class Trace:
         steps = []
         start = 0
         for k, f in enumerate(program.steps):
-            _, entry, axes = pending[f.index]
+            _, entry, _ = pending[f.index]
             template = entry if f.kernel is entry.kernel else template_for(f.kernel)
+            axes = (f.axes, f.keepdim) if isinstance(f.kernel, Reduction) else None
             step = p.KernelCall(template, f.outs, f.ins, f.params, f.covers, axes)
             # the ops it stands for, each its own eager kernel: what check=True compares with
             stop = f.index + 1 if k + 1 < len(program.steps) else len(pending)

@@ -231,6 +231,8 @@ class _Producer:
     shape: tuple[int, ...]
     uses_index: bool
     size: int
+    reduced: bool = False  # it reads a reduction's result: worth folding into its epilogue
+    computes: bool = False  # more than loads and casts
 
 
 class _Builder:
@@ -322,6 +324,7 @@ def fuse(steps: list[Step], buffer_bytes: list[int], live: set[int]) -> FusedPro
     first, stored = _pass(steps, buffer_bytes, live, set())
     stored |= first.shared
     program = _pass(steps, buffer_bytes, live, stored)[0]
+    program.steps = _fold_epilogues(program.steps, buffer_bytes, live)
     program.steps = _merge_siblings(program.steps, buffer_bytes, live)
     program.cuts = list({(c.producer, c.consumer, c.reason): c for c in first.cuts}.values())
     return program
@@ -336,6 +339,7 @@ def _pass(
     built: list[tuple[list, _Builder, bool]] = []
     cuts: list[Cut] = []
     readers: dict[tuple[int, int], set[tuple[int, bool]]] = {}  # (step, is a reduction)
+    reduced: set[int] = set()  # buffers a reduction wrote
     for position, step in enumerate(steps):
         builder = _Builder()
         builder.names.append((position, step.name))
@@ -403,7 +407,11 @@ def _pass(
                     out.shape,
                     any(x.uses_index(e) for e in exprs),
                     _size(exprs[i]),
+                    any(v.buffer in reduced for v, _ in builder.leaves),
+                    any(isinstance(n, x.Unary | x.Binary | x.Where) for n in x.walk(exprs[i])),
                 )
+            if reduction:
+                reduced.add(b)
     for b in live:
         if b in version:
             needed.add((b, version[b]))
@@ -436,6 +444,79 @@ def _pass(
             )
         )
     return program, needed
+
+
+def _same_place(a: View, b: View) -> bool:
+    """Whether two views read the same elements at every position (size-1 dims' strides
+    do not matter)."""
+    return (a.buffer, a.shape, a.offset, a.dtype) == (b.buffer, b.shape, b.offset, b.dtype) and all(
+        s == 1 or p == q for s, p, q in zip(a.shape, a.strides, b.strides)
+    )
+
+
+def _fold_epilogues(steps: list[Fused], buffer_bytes: list[int], live: set[int]) -> list[Fused]:
+    """An elementwise kernel that reads only the outputs of the reduction just before it, at
+    their own positions (`rsqrt(var + eps)`), becomes more epilogues of that reduction: it
+    is computed once per output, in the reduction's launch. Outputs only it read are then
+    not stored."""
+    out: list[Fused] = []
+    for i, step in enumerate(steps):
+        prev = out[-1] if out else None
+        if (
+            prev is not None
+            and isinstance(prev.kernel, Reduction)
+            and isinstance(step.kernel, Kernel)
+            and not step.kernel.may_fault
+            and not step.kernel.uses_index
+            and step.ins
+            and all(any(_same_place(v, o) for o in prev.outs) for v in step.ins)
+            and all(v.shape == prev.outs[0].shape for v in step.outs)
+            and not {v.buffer for v in step.outs} & {v.buffer for v in prev.ins + prev.outs}
+        ):
+            later = {v.buffer for s in steps[i + 1 :] for v in s.ins} | live
+            out[-1] = _folded(prev, step, later, buffer_bytes)
+            continue
+        out.append(step)
+    return out
+
+
+def _folded(red: Fused, step: Fused, later: set[int], buffer_bytes: list[int]) -> Fused:
+    k = red.kernel
+    builder = _Builder()
+    for v in red.ins:
+        builder.leaf(v, 0)
+    for source, dtype in zip(red.params, k.params):
+        builder.param(dtype, source)
+
+    def param(e: x.Param) -> x.Expr:
+        return builder.param(e.dtype, step.params[e.slot])
+
+    def leaf(e: x.Load) -> x.Expr:
+        view = step.ins[e.buffer]
+        i = next(i for i, o in enumerate(red.outs) if _same_place(view, o))
+        return x.cast(k.epilogues[i], e.dtype)
+
+    more = [_rebuild(e, leaf, param, lambda e: e, {}) for e in step.kernel.exprs]
+    keep = [
+        j
+        for j, v in enumerate(red.outs)
+        if v.buffer in later or not covers_buffer(v, buffer_bytes[v.buffer])
+    ]
+    kernel = dataclasses.replace(
+        k,
+        epilogues=tuple(k.epilogues[j] for j in keep) + tuple(more),
+        params=tuple(d for d, _ in builder.params),
+    )
+    return Fused(
+        kernel,
+        [red.outs[j] for j in keep] + step.outs,
+        red.ins,
+        [s for _, s in builder.params],
+        red.covers + step.covers,
+        red.axes,
+        red.keepdim,
+        step.index,
+    )
 
 
 def _merge_siblings(steps: list[Fused], buffer_bytes: list[int], live: set[int]) -> list[Fused]:
@@ -559,6 +640,8 @@ def _inline(producer: _Producer, view: View, step: Step, builder: _Builder, vers
             axis_of[axis] = next(iter(steps), None)
     if producer.size > MAX_EXPR_NODES:
         return None, f"its expression has over {MAX_EXPR_NODES} nodes"
+    if numel(view.shape) > numel(producer.shape) and producer.reduced and producer.computes:
+        return None, "it would be computed again for every element it is broadcast to"
 
     def leaf(e: x.Load) -> x.Expr:
         view_, seen = leaves[e.buffer]

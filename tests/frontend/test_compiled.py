@@ -692,3 +692,15 @@ def test_empty_zero_dim_and_integer_operands(make):
         return a * b + 1
 
     agree(f, *make())
+
+
+def test_per_row_math_folds_into_the_reduction_epilogue():
+    def layer_norm(a):
+        d = a - a.mean(-1, keepdim=True)
+        return d * ((d * d).mean(-1, keepdim=True) + 1e-5).rsqrt()
+
+    c = agree(layer_norm, x)
+    group = _row_group(c, x)
+    var = group.members[1].kernel
+    assert [str(e.op) for e in var.epilogues] == ["rsqrt"]  # var itself is no longer stored
+    assert "computed again for every element it is broadcast to" in str(c.inspect(x))
