@@ -264,6 +264,7 @@ def _tensor_entry(impl: TensorImpl) -> tuple[str, object]:
     if impl.dtype is not bool_:
         raise IndexError(f"tensors used as indices must be long or bool tensors, got {impl.dtype}")
     if not impl.shape:  # a 0-d mask is a Python bool read from memory
+        tracing.data_dependent("a 0-d mask, whose result's shape depends on its value")
         return "bool", builtins.bool(interop.numpy_view(impl).item())
     return "mask", impl
 

@@ -379,6 +379,12 @@ def _as_group(members: list[KernelCall], slots: list[Slot]) -> RowGroup | None:
     row_bytes = length * max(v.dtype.itemsize for m in members for v in m.ins + m.outs)
     if row_bytes > ROW_BYTES:
         return None
+    for m in members:  # a reduction's work item must be a run of its input's trailing dims
+        if m.axes is not None:
+            axes, _ = m.axes
+            rank = len(m.ins[0].shape)
+            if sorted(a % rank for a in axes) != list(range(rank - len(axes), rank)):
+                return None
     written: dict[int, int] = {}
     for m, p, per_row in zip(members, prepared, items):
         reads = p.length if p.walk == eager.OUTPUTS else per_row  # input elements a row

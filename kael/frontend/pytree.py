@@ -15,7 +15,7 @@ def flatten_call(args: tuple, kwargs: dict) -> tuple[list, TreeDef]:
     if not kwargs:
         for a in args:
             kind = type(a)
-            if kind is list or kind is tuple or kind is dict:
+            if kind is list or kind is dict or isinstance(a, tuple):
                 break
         else:
             return list(args), ("args", len(args))
@@ -27,7 +27,7 @@ def flatten(tree: Any, leaves: list | None = None) -> tuple[list, TreeDef]:
     if leaves is None:
         leaves = []
     kind = type(tree)
-    if kind is list or kind is tuple:
+    if kind is list or isinstance(tree, tuple):  # named tuples too (sort's values, indices)
         return leaves, (kind, len(tree), tuple(flatten(c, leaves)[1] for c in tree))
     if kind is dict:
         keys = tuple(tree)
@@ -51,4 +51,6 @@ def _build(treedef: TreeDef, it) -> Any:
     values = [_build(c, it) for c in children]
     if kind is dict:
         return dict(zip(keys, values))
-    return kind(values)
+    if kind is list or kind is tuple:
+        return kind(values)
+    return kind(*values)  # a named tuple

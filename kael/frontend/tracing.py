@@ -124,6 +124,9 @@ _BINARY = {
     "__ge__",
 }  # fmt: skip
 
+# Messages that name an argument's type ("got float") read the same as in eager.
+SymFloat.__name__ = SymFloat.__qualname__ = "float"
+
 for _name in (
     "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
     "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__",
@@ -173,6 +176,7 @@ class Trace:
         self.used_scalars: set[int] = set()
         self.broken: str | None = None
         self.versions: dict[int, int] = {}
+        self.extern_bumps: dict[int, int] = {}  # id(storage) -> bumps made inside extern steps
         for i, t in enumerate(tensors):
             storage = t._impl.storage
             if id(storage) not in self.by_storage:
@@ -316,12 +320,23 @@ class Trace:
 
         self.flush()
         leaves, treedef = pytree.flatten((args, kwargs))
+        for v in leaves:  # bind what no kernel wrote (an empty tensor): the op reads it
+            if isinstance(v, Tensor) and type(v._impl.storage) is LazyStorage:
+                self.call.storage(v._impl.storage.index)
         specs = [self.view(v._impl) if isinstance(v, Tensor) else _source(v) for v in leaves]
+        storages = {id(s): s for s in self.call.bound if s is not None}
+        for v in leaves:
+            if isinstance(v, Tensor):
+                storages[id(v._impl.storage)] = v._impl.storage
+        before = {k: s.version for k, s in storages.items()}
         state.trace = None
         try:
             result = fn(*args, **kwargs)
         finally:
             state.trace = self
+        for k, s in storages.items():  # the op bumps them itself at every replay
+            if s.version != before[k]:
+                self.extern_bumps[k] = self.extern_bumps.get(k, 0) + s.version - before[k]
         got, out_def = pytree.flatten(result)
         out_specs = []
         for v in got:
@@ -395,17 +410,26 @@ class Trace:
             else _source(v)
             for v in leaves
         ]
-        for v in leaves:
-            if isinstance(v, Tensor) and type(v._impl.storage) is LazyStorage:
-                v._impl.storage = self.call.storage(v._impl.storage.index)
         for index, before in self.versions.items():
             storage = self.call.bound[index]
-            if storage is not None and storage.version != before:
-                plan.bumps[index] = storage.version - before
+            if storage is not None:
+                count = storage.version - before - self.extern_bumps.get(id(storage), 0)
+                if count:
+                    plan.bumps[index] = count
         for b in self.buffers:
             lazy = b.lazy() if b.lazy is not None else None
-            if lazy is not None and lazy.version:
-                plan.bumps[b.slot] = lazy.version
+            count = lazy.version - self.extern_bumps.get(id(lazy), 0) if lazy is not None else 0
+            if count:
+                plan.bumps[b.slot] = count
+        moved: set[int] = set()
+        for v in leaves:  # results get the real storage, with the writes counted on the lazy one
+            lazy = v._impl.storage if isinstance(v, Tensor) else None
+            if type(lazy) is LazyStorage:
+                real = self.call.storage(lazy.index)
+                if id(lazy) not in moved:
+                    moved.add(id(lazy))
+                    real.version = lazy.version
+                v._impl.storage = real
         plan.finish()
         return result
 
