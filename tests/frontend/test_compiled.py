@@ -704,3 +704,53 @@ def test_per_row_math_folds_into_the_reduction_epilogue():
     var = group.members[1].kernel
     assert [str(e.op) for e in var.epilogues] == ["rsqrt"]  # var itself is no longer stored
     assert "computed again for every element it is broadcast to" in str(c.inspect(x))
+
+
+# ---- found by tests/frontend/test_compile_fuzz.py ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "f",
+    [lambda a: a.softmax(0), lambda a: (lambda b: (b, b.sum(0)))(a * 2)],
+)
+def test_reductions_over_leading_dims_are_not_row_grouped(f):
+    agree(f, kael.randn(2, 2))
+    agree(f, x)
+
+
+def test_named_tuple_results_replay_with_new_data():
+    c = kael.compile(lambda a: a.sort(-1))
+    for a in (x, y, x * 3):
+        got = c(a)
+        assert type(got).__name__ == "ValuesIndices"
+        _same(tuple(got), tuple(a.sort(-1)))
+
+
+def test_empty_values_reach_extern_ops():
+    agree(lambda a: (a[:0] * 2).sort(-1), x)
+
+
+def test_a_zero_dim_mask_is_a_graph_break():
+    with pytest.raises(kael.Error, match="0-d mask"):
+        kael.compile(lambda a: a[a > 0])(kael.tensor(1.5))
+
+
+def test_float_arguments_read_as_floats_in_messages():
+    with pytest.raises(kael.TypeError, match="got float$"):
+        kael.compile(lambda a, s: kael.minimum(a, s))(x, 0.5)
+
+
+def test_inplace_extern_ops_bump_versions_once():
+    def f(a):
+        b = a * 2
+        b.cumsum_(0)
+        b.add_(1)
+        a.cumsum_(1)
+        return b
+
+    c = kael.compile(f)
+    e, t = x.clone(), x.clone()
+    for _ in range(3):
+        want, got = f(e), c(t)
+        assert got._impl.storage.version == want._impl.storage.version == 2
+        assert t._impl.storage.version == e._impl.storage.version
