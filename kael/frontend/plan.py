@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kael.frontend import eager, pytree
-from kael.ir.fusion import View
 from kael.ir.kernel import Kernel
 from kael.ir.reduction import Reduction
+from kael.ir.views import View
 from kael.runtime.convert import convert_scalar
 from kael.runtime.device import Device
 from kael.runtime.dtypes import DType

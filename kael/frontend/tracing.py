@@ -23,8 +23,9 @@ from collections.abc import Callable
 
 from kael.frontend import plan as p
 from kael.frontend import pytree
-from kael.ir.fusion import Step, View, fuse
+from kael.ir.fusion import Step, fuse
 from kael.ir.reduction import Reduction
+from kael.ir.views import View
 from kael.runtime.device import Device
 from kael.runtime.errors import Error
 from kael.runtime.storage import Storage
