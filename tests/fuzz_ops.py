@@ -946,3 +946,20 @@ def pick(draw, options: list, label: str):
 FAMILIES: dict[str, list[str]] = {}
 for _name, _op in OPS.items():
     FAMILIES.setdefault(_op.family, []).append(_name)
+
+
+def budget(examples: int, chosen_seed: str | None):
+    """hypothesis settings for `examples` examples: derandomized (or `chosen_seed`'s, from
+    KAEL_FUZZ_SEED), without a database or a deadline, so a run is reproducible and slow
+    kernels compile."""
+    from hypothesis import HealthCheck, seed, settings
+
+    chosen = settings(
+        max_examples=examples,
+        derandomize=chosen_seed is None,
+        database=None,
+        deadline=None,
+        print_blob=False,
+        suppress_health_check=list(HealthCheck),
+    )
+    return lambda fn: chosen(seed(int(chosen_seed))(fn) if chosen_seed is not None else fn)

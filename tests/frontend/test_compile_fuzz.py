@@ -68,13 +68,15 @@ from fuzz_ops import (
     Key,
     Op,
     Spec,
+    budget,
+    contiguous_strides,
     layouts,
     pick,
     shapes,
     specs,
     storage,
 )
-from hypothesis import HealthCheck, event, given, note, seed, settings
+from hypothesis import event, given, note
 from hypothesis import strategies as st
 
 import kael
@@ -146,14 +148,6 @@ def _literal(v, dtype: str) -> str:
     return repr(v)
 
 
-def _contiguous(size: tuple[int, ...]) -> tuple[int, ...]:
-    strides, acc = [], 1
-    for s in reversed(size):
-        strides.append(acc)
-        acc *= max(s, 1)
-    return tuple(reversed(strides))
-
-
 @dataclass
 class Base:
     """One storage of the inputs: its elements for calls 1 and 2, and for call 3 (fresh)."""
@@ -183,12 +177,12 @@ class TensorArg:
         return (
             self.offset == 0
             and len(bases[self.base].values) == math.prod(self.size)
-            and self.stride == _contiguous(self.size)
+            and self.stride == contiguous_strides(self.size)
         )
 
     def make(self, base: kael.Tensor) -> kael.Tensor:
         whole = self.offset == 0 and base.numel() == math.prod(self.size)
-        if whole and self.stride == _contiguous(self.size):
+        if whole and self.stride == contiguous_strides(self.size):
             return base.view(self.size)
         return base.as_strided(self.size, self.stride, self.offset)
 
@@ -754,17 +748,7 @@ if STRICT:
 
 
 def _budget(examples: int):
-    """hypothesis settings for `examples` examples: derandomized (or KAEL_FUZZ_SEED's),
-    without a database or a deadline, so a run is reproducible and slow kernels compile."""
-    chosen = settings(
-        max_examples=examples,
-        derandomize=SEED is None,
-        database=None,
-        deadline=None,
-        print_blob=False,
-        suppress_health_check=list(HealthCheck),
-    )
-    return lambda fn: chosen(seed(int(SEED))(fn) if SEED is not None else fn)
+    return budget(examples, SEED)
 
 
 def build(data) -> Program:

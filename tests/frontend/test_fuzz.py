@@ -46,8 +46,8 @@ import mpmath
 import numpy as np
 import pytest
 import torch
-from fuzz_ops import FAMILIES, I64_MAX, I64_MIN, OPS, Code, Dtype, Key, Spec, pick, specs
-from hypothesis import HealthCheck, event, given, note, seed, settings
+from fuzz_ops import FAMILIES, I64_MAX, I64_MIN, OPS, Code, Dtype, Key, Spec, budget, pick, specs
+from hypothesis import event, given, note
 from hypothesis import strategies as st
 from kernel_helpers import KAEL_DTYPES
 
@@ -978,17 +978,7 @@ def same_layout(k: kael.Tensor, t: torch.Tensor) -> bool:
 
 
 def _budget(examples: int):
-    """hypothesis settings for `examples` examples: derandomized (or KAEL_FUZZ_SEED's),
-    without a database or a deadline, so a run is reproducible and slow kernels compile."""
-    chosen = settings(
-        max_examples=examples,
-        derandomize=SEED is None,
-        database=None,
-        deadline=None,
-        print_blob=False,
-        suppress_health_check=list(HealthCheck),
-    )
-    return lambda fn: chosen(seed(int(SEED))(fn) if SEED is not None else fn)
+    return budget(examples, SEED)
 
 
 def run_chain(data, first: str | None = None) -> None:
