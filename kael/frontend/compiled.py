@@ -21,7 +21,6 @@ from kael.frontend import eager, pytree, tracing
 from kael.frontend import plan as p
 from kael.frontend.tensor import Tensor
 from kael.ir.kernel import Kernel
-from kael.ir.printer import format_kernel
 from kael.ir.reduction import Reduction
 from kael.runtime import debug, sync
 from kael.runtime.tensor_impl import contiguous_strides
@@ -351,7 +350,7 @@ class Inspection:
         return [s.kernel for s in self.plan.kernel_steps]
 
     def _kernel_lines(self, label: str, s: p.KernelCall, plan: p.Plan) -> list[str]:
-        from kael.frontend.inspection import kernel_stage, launch_stage
+        from kael.frontend.inspection import kernel_stage
 
         kind = "reduction" if s.axes is not None else "kernel"
         prepared = s.ready(plan.slots)
@@ -359,10 +358,7 @@ class Inspection:
         lines = [f"  {label} {kind} {s.kernel.name}: fuses {', '.join(s.covers)}{moved}"]
         kernel = s.specialized(plan.slots)
         for stage in self.stages:
-            if isinstance(kernel, Reduction):
-                text = _reduction_text(kernel, stage, launch_stage)
-            else:
-                text = kernel_stage(kernel, stage)
+            text = kernel_stage(kernel, stage)
             lines += ["      " + line for line in text.splitlines()]
         return lines
 
@@ -403,14 +399,6 @@ class Inspection:
         return "\n".join(lines)
 
     __repr__ = __str__
-
-
-def _reduction_text(kernel: Reduction, stage: str, launch_stage) -> str:
-    if stage == "kael":
-        return format_kernel(kernel)
-    from kael.runtime.launches import Launch
-
-    return launch_stage(Launch(kernel.name, None, 0, 0, 0.0, 0, kernel, None), stage)
 
 
 def compile(

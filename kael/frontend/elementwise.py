@@ -445,10 +445,7 @@ def clamp(input: Tensor, min=None, max=None, out: Tensor | None = None) -> Tenso
     """input limited to [min, max] (either may be None); a NaN bound gives NaN, min > max gives
     max."""
     x = tensor_arg(input, "clamp")
-    bounds, dtype = _clamp_bounds(x, min, max, "clamp")
-    tensors = [t for t in (x, *bounds.values()) if isinstance(t, Tensor)]
-    device = device_of(tensors, "clamp")
-    shape = broadcast_shapes(*(t.shape for t in tensors))
+    bounds, dtype, device, shape = _clamp_bounds(x, min, max, "clamp")
     target = output(out, shape, dtype, device, "clamp")
     _launch_clamp(x, bounds, dtype, target)
     return target
@@ -457,9 +454,9 @@ def clamp(input: Tensor, min=None, max=None, out: Tensor | None = None) -> Tenso
 _CLAMP_OPS = {"min": "max", "max": "min"}  # each bound by the op that applies it
 
 
-def _clamp_bounds(x: Tensor, lo, hi, op: str) -> tuple[dict, DType]:
-    """clamp's and clamp_'s bounds by name ("min", "max"; None left out) and their computing
-    dtype, checked as PyTorch's two signatures (Tensor bounds, or Number bounds) check them,
+def _clamp_bounds(x: Tensor, lo, hi, op: str) -> tuple[dict, DType, object, tuple[int, ...]]:
+    """clamp's and clamp_'s bounds by name ("min", "max"; None left out), their computing
+    dtype, the device and the broadcast shape, checked as PyTorch's two signatures (Tensor bounds, or Number bounds) check them,
     in place or not: at least one bound; no Tensor with dims beside a number (a 0-d tensor
     there is read as its number); a bool result only from one Tensor bound (PyTorch's bool
     kernels are those of clamp_min and clamp_max with a Tensor)."""
@@ -473,7 +470,9 @@ def _clamp_bounds(x: Tensor, lo, hi, op: str) -> tuple[dict, DType]:
     if dtype is bool_ and (numbers or len(bounds) > 1):
         given = "number bounds" if numbers else "two Tensor bounds"
         raise TypeError(f"{op} does not support bool with {given}, only with one Tensor bound")
-    return bounds, dtype
+    tensors = [t for t in (x, *bounds.values()) if isinstance(t, Tensor)]
+    device = device_of(tensors, op)
+    return bounds, dtype, device, broadcast_shapes(*(t.shape for t in tensors))
 
 
 def _bound_number(bound, name: str, op: str):
@@ -535,10 +534,7 @@ def binary_(name: str, self: Tensor, other) -> Tensor:
 
 def clamp_(self: Tensor, min=None, max=None) -> Tensor:
     """clamp written into self (its dtype never changes)."""
-    bounds, dtype = _clamp_bounds(self, min, max, "clamp_")
-    tensors = [t for t in (self, *bounds.values()) if isinstance(t, Tensor)]
-    device_of(tensors, "clamp_")
-    shape = broadcast_shapes(*(t.shape for t in tensors))
+    bounds, dtype, _, shape = _clamp_bounds(self, min, max, "clamp_")
     _check_inplace(self, dtype, shape, "clamp_")
     _launch_clamp(self, bounds, dtype, self)
     self._impl.storage.bump_version()

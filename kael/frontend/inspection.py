@@ -16,8 +16,10 @@ from kael.runtime.launches import Launch
 STAGES = ("kael", "llvm", "asm", "ptx")
 
 
-def kernel_stage(kernel: Kernel, stage: str) -> str:
+def kernel_stage(kernel: Kernel | Reduction, stage: str) -> str:
     """One stage of one kernel's compilation, as text: kael, llvm, asm or ptx."""
+    if isinstance(kernel, Reduction):
+        return _reduction_stage(kernel, kernel.name, stage)
     _, key = jit.cache_key(kernel)
     symbol = jit.symbol_of(kernel, key)
     if stage == "kael":

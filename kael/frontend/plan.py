@@ -26,7 +26,7 @@ from kael.runtime.dtypes import DType
 from kael.runtime.errors import Error
 from kael.runtime.launcher import launch
 from kael.runtime.storage import Storage
-from kael.runtime.tensor_impl import TensorImpl
+from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
 from kael.runtime.threadpool import get_num_threads
 
 ARG, IMPLICIT, FRESH, EXTERN = "arg", "implicit", "fresh", "extern"
@@ -395,7 +395,7 @@ def _as_group(members: list[KernelCall], slots: list[Slot]) -> RowGroup | None:
             size = 1
             for s in v.shape:
                 size *= s
-            if v.offset != 0 or v.strides != tuple(_contiguous(v.shape)) or size != rows * per_row:
+            if v.offset != 0 or v.strides != contiguous_strides(v.shape) or size != rows * per_row:
                 return None
             written[v.buffer] = per_row
     for m in members:  # a read before the write in another layout would see the new rows
@@ -407,14 +407,6 @@ def _as_group(members: list[KernelCall], slots: list[Slot]) -> RowGroup | None:
         if m.streaming:
             m.streaming, m.prepared = False, None
     return RowGroup(list(members), rows, items, chunk)
-
-
-def _contiguous(shape: tuple[int, ...]) -> list[int]:
-    strides, step = [0] * len(shape), 1
-    for i in range(len(shape) - 1, -1, -1):
-        strides[i] = step
-        step *= max(shape[i], 1)
-    return strides
 
 
 @dataclass(slots=True)
