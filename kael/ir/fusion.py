@@ -100,6 +100,16 @@ class _Builder:
         self.param_slot: dict[tuple, int] = {}
         self.names: list[tuple[int, str]] = []
 
+    @classmethod
+    def of(cls, step: Fused) -> _Builder:
+        """A builder holding a fused step's leaves and parameters in their slots, to extend."""
+        builder = cls()
+        for v in step.ins:
+            builder.leaf(v, 0)
+        for source, dtype in zip(step.params, step.kernel.params):
+            builder.param(dtype, source)
+        return builder
+
     def leaf(self, view: View, version: int) -> x.Load:
         key = (view, version)
         slot = self.leaf_slot.get(key)
@@ -337,11 +347,7 @@ def _fold_epilogues(steps: list[Fused], buffer_bytes: list[int], live: set[int])
 
 def _folded(red: Fused, step: Fused, later: set[int], buffer_bytes: list[int]) -> Fused:
     k = red.kernel
-    builder = _Builder()
-    for v in red.ins:
-        builder.leaf(v, 0)
-    for source, dtype in zip(red.params, k.params):
-        builder.param(dtype, source)
+    builder = _Builder.of(red)
 
     def param(e: x.Param) -> x.Expr:
         return builder.param(e.dtype, step.params[e.slot])
@@ -404,11 +410,7 @@ def _merged(a: Fused, b: Fused, later: set[int], buffer_bytes: list[int]) -> Fus
         w = written.get(v.buffer)
         if w is not None and (v.strides, v.offset, v.dtype) != (w.strides, w.offset, w.dtype):
             return None
-    builder = _Builder()
-    for v in a.ins:
-        builder.leaf(v, 0)
-    for source, dtype in zip(a.params, a.kernel.params):
-        builder.param(dtype, source)
+    builder = _Builder.of(a)
 
     def a_leaf(e: x.Load) -> x.Expr:
         return builder.leaf(a.ins[e.buffer], 0)
