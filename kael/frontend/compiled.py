@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from kael.frontend import eager, pytree, tracing
 from kael.frontend import plan as p
+from kael.frontend.plan_matmul import MatmulCall
 from kael.frontend.tensor import Tensor
 from kael.ir.kernel import Kernel
 from kael.ir.reduction import Reduction
@@ -362,6 +363,19 @@ class Inspection:
             lines += ["      " + line for line in text.splitlines()]
         return lines
 
+    def _product_lines(self, label: str, s: MatmulCall, plan: p.Plan) -> list[str]:
+        from kael.frontend.inspection import product_stage
+
+        a, b = (list(v.shape) for v in (s.a, s.b))
+        lines = [f"  {label} matmul {a} @ {b}: hand-written {s.c.dtype} kernels"]
+        for stage in self.stages:
+            lines += ["      " + line for line in product_stage(s.c.dtype, stage).splitlines()]
+        if s.epilogue is not None:
+            inside = s.ready(plan.slots)[2] is not None
+            where = "on each block as it completes" if inside else "after it (for these shapes)"
+            lines += self._kernel_lines(f"  {label} epilogue, run {where}:", s.epilogue, plan)
+        return lines
+
     def __str__(self) -> str:
         plan = self.plan
         lines = [f"compiled {self.name}:"]
@@ -386,6 +400,8 @@ class Inspection:
                 )
                 for j, m in enumerate(s.members):
                     lines += self._kernel_lines(f"  [{i}.{j}]", m, plan)
+            elif type(s) is MatmulCall:
+                lines += self._product_lines(f"[{i}]", s, plan)
             elif type(s) is p.ExternCall:
                 lines.append(f"  [{i}] extern {s.name}: runs eagerly, never fused")
             elif type(s) is p.Alias:

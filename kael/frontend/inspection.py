@@ -35,6 +35,26 @@ def kernel_stage(kernel: Kernel | Reduction, stage: str) -> str:
     raise ValueError(f"unknown stage '{stage}', expected one of {', '.join(STAGES)}")
 
 
+def product_stage(dtype, stage: str) -> str:
+    """One stage of the hand-written matrix-product kernels of `dtype` (a plan's matmul)."""
+    from kael.codegen.cpu import gemm, gemm_gemv
+    from kael.ir.matmul import SPECS
+
+    if stage not in STAGES:
+        raise ValueError(f"unknown stage '{stage}', expected one of {', '.join(STAGES)}")
+    if stage == "kael":
+        spec = SPECS.get(dtype)
+        return f"(gemm {spec.text() if spec else dtype}: packing, micro-kernels, macro loop)"
+    if stage == "ptx":
+        from kael.codegen.ptx import gemm as ptx_gemm
+
+        return ptx_gemm.ptx(dtype)
+    libs = [gemm.float_library(SPECS[dtype]), gemm_gemv.library(dtype)] if dtype in SPECS else []
+    texts = [lib.text for lib in libs] or [gemm.int64_library().text]
+    text = "\n".join(texts)
+    return text if stage == "llvm" else compiler.assembly_of_ir_text(text)
+
+
 def record_launches(fn: Callable, *args, **kwargs) -> tuple[object, list[Launch]]:
     """Call fn and return its result with every kernel launch it made."""
     saved = launches.recorder

@@ -23,6 +23,7 @@ from kael.runtime.device import CPU
 from kael.runtime.dtypes import bool_, promote_types
 from kael.runtime.errors import Error, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides, format_shape
+from kael.runtime.tracestate import state as _trace
 
 
 def _derive(impl: TensorImpl, shape: tuple, strides: tuple) -> TensorImpl:
@@ -105,7 +106,10 @@ def _multiply(a: TensorImpl, b: TensorImpl, target: Tensor, shape: tuple) -> Non
     if not direct:
         c = empty_impl(shape, t.dtype, t.device)
     if c.device is CPU:
-        gemm_run.matmul(c, a, b)
+        if _trace.trace is not None:
+            _trace.trace.matmul(c, a, b)
+        else:
+            gemm_run.matmul(c, a, b)
     else:
         from kael.codegen.ptx import gemm as ptx_gemm
 

@@ -132,6 +132,11 @@ class KernelCall:
     streaming: bool = True  # False inside a row group, where the next kernel reads the rows
     reference: list[KernelCall] = field(default_factory=list)  # the ops it fuses, unfused
 
+    launches_kernels = True
+
+    def views(self) -> list[View]:
+        return self.outs + self.ins
+
     def _prepare(self, slots: list[Slot], threads: int):
         outs, ins = ([_layout_only(v, slots) for v in vs] for vs in (self.outs, self.ins))
         self.pointers = [(v.buffer, v.offset * v.dtype.itemsize) for v in self.outs + self.ins]
@@ -204,20 +209,24 @@ class Alias:
 
     dst: int
     src: int
+    launches_kernels = False
+
+    def views(self) -> list[View]:
+        return [View(self.src, (), (), 0, None), View(self.dst, (), (), 0, None)]
 
     def run(self, call: Call) -> None:
         call.bound[self.dst] = call.storage(self.src)
 
 
 def reuse_in_place(steps: list, slots: list[Slot], live: set[int]) -> list:
-    """The steps with each elementwise kernel writing over a fresh intermediate it reads at
-    the same positions where that is the intermediate's last read (softmax's divide writes
+    """The steps with each elementwise kernel writing over a fresh intermediate it reads only
+    at the same positions where that is the intermediate's last read (softmax's divide writes
     its result over the stored exp): one buffer fewer, and one less pass to memory."""
     out: list = []
     for i, step in enumerate(steps):
         if type(step) is KernelCall and step.axes is None and len(step.outs) == 1:
             dst = step.outs[0]
-            later = {v.buffer for s in steps[i + 1 :] for v in _views(s)}
+            later = {v.buffer for s in steps[i + 1 :] for v in s.views()}
             for v in step.ins:
                 src = v.buffer
                 if (
@@ -225,11 +234,15 @@ def reuse_in_place(steps: list, slots: list[Slot], live: set[int]) -> list:
                     and slots[src].kind == FRESH
                     and slots[dst.buffer].kind == FRESH
                     and slots[src].nbytes == slots[dst.buffer].nbytes
-                    and (v.shape, v.strides, v.offset, v.dtype)
-                    == (dst.shape, dst.strides, dst.offset, dst.dtype)
+                    and all(
+                        (u.shape, u.strides, u.offset, u.dtype)
+                        == (dst.shape, dst.strides, dst.offset, dst.dtype)
+                        for u in step.ins
+                        if u.buffer == src
+                    )
                     and src not in later
                     and src not in live
-                    and dst.buffer not in {w.buffer for s in steps[:i] for w in _views(s)}
+                    and dst.buffer not in {w.buffer for s in steps[:i] for w in s.views()}
                 ):
                     out.append(Alias(dst.buffer, src))
                     break
@@ -247,6 +260,10 @@ class RowGroup:
     rows: int
     per_row: list[int]  # each member's work items per row
     chunk: int = 1  # rows per driver work item: as many as stay in cache together
+    launches_kernels = True
+
+    def views(self) -> list[View]:
+        return [v for m in self.members for v in m.outs + m.ins]
 
     @property
     def covers(self) -> list[str]:
@@ -420,6 +437,11 @@ class ExternCall:
     leaves: list  # View (a tensor), ArgScalar, or a constant
     outs: pytree.TreeDef
     out_leaves: list  # (View, binds a new slot) for tensors, else the constant
+    launches_kernels = False
+
+    def views(self) -> list[View]:
+        leaves = [v for v in self.leaves if type(v) is View]
+        return leaves + [s[0] for s in self.out_leaves if type(s) is tuple]
 
     def run(self, call: Call) -> None:
         from kael.frontend.tensor import Tensor
@@ -447,6 +469,10 @@ class Reserve:
     """Random counters reserved from the default generator, in eager's order."""
 
     count: int
+    launches_kernels = False
+
+    def views(self) -> list[View]:
+        return []
 
     def run(self, call: Call) -> None:
         from kael.frontend.random import reserve_words
@@ -473,15 +499,16 @@ class Plan:
     schedule: list = field(default_factory=list)
 
     @property
-    def kernel_steps(self) -> list[KernelCall | RowGroup]:
-        """The launches of kernels: each KernelCall, and each RowGroup as one launch."""
-        return [s for s in self.steps if type(s) is KernelCall or type(s) is RowGroup]
+    def kernel_steps(self) -> list:
+        """The launches of kernels: each KernelCall, each RowGroup as one launch, and each
+        matrix product with its epilogue."""
+        return [s for s in self.steps if s.launches_kernels]
 
     def finish(self) -> None:
         """Work out, once, after which step each intermediate slot can be freed."""
         last: dict[int, int] = {}
         for i, step in enumerate(self.steps):
-            for v in _views(step):
+            for v in step.views():
                 last[v.buffer] = i
         keep = {v.buffer for v in self.out_leaves if type(v) is View}
         self.release = [[] for _ in self.steps]
@@ -537,14 +564,19 @@ class Plan:
                     call.bound[i] = _copy(slot.storage)
         fused, unfused = calls
         for step in self.steps:
-            if type(step) is KernelCall or type(step) is RowGroup:
-                members = step.members if type(step) is RowGroup else [step]
+            kind = type(step)
+            if kind is KernelCall or kind is RowGroup:
+                members = step.members if kind is RowGroup else [step]
                 for m in members:
                     for op in m.reference:
                         op.run(unfused)
                 step.run(fused)
                 for m in members:
                     _compare(m, fused, unfused, name)
+            elif step.launches_kernels:  # a product: alone, then its epilogue's ops
+                step.run_apart(unfused, reference=True)
+                step.run(fused)
+                _compare(step, fused, unfused, name)
             else:  # the same draws and extern work in both
                 state = default_generator.get_state()
                 step.run(unfused)
@@ -558,7 +590,7 @@ class Plan:
         alive: set[int] = set()
         peak = 0
         for step, release in zip(self.steps, self.release):
-            for v in _views(step):
+            for v in step.views():
                 if self.slots[v.buffer].kind == FRESH and v.buffer not in keep:
                     alive.add(v.buffer)
             peak = max(peak, sum(self.slots[b].nbytes for b in alive))
@@ -609,17 +641,3 @@ def _compare(step: KernelCall, fused: Call, unfused: Call, name: str) -> None:
             f"kael.compile({name}, check=True): kernel {step.kernel.name} (fusing "
             f"{', '.join(step.covers)}) output {k} differs from its ops run one by one{detail}"
         )
-
-
-def _views(step) -> list[View]:
-    if type(step) is KernelCall:
-        return step.outs + step.ins
-    if type(step) is RowGroup:
-        return [v for m in step.members for v in m.outs + m.ins]
-    if type(step) is Alias:
-        return [View(step.src, (), (), 0, None), View(step.dst, (), (), 0, None)]
-    if type(step) is ExternCall:
-        return [v for v in step.leaves if type(v) is View] + [
-            s[0] for s in step.out_leaves if type(s) is tuple
-        ]
-    return []

@@ -353,11 +353,26 @@ class Trace:
         self.plan.steps.append(p.ExternCall(name, fn, treedef, specs, out_def, out_specs))
         return result
 
+    def matmul(self, c, a, b) -> None:
+        """c = a @ b (impls, checked and laid out by the op): a plan step of its own, which
+        the elementwise kernel after it may join as its epilogue."""
+        from kael.frontend.plan_matmul import MatmulCall
+
+        self.flush()
+        step = MatmulCall(self.view(a), self.view(b), self.view(c))
+        self.plan.steps.append(step)
+        saved, state.trace = state.trace, None
+        try:
+            step.run(self.call)
+        finally:
+            state.trace = saved
+
     # ---- running -------------------------------------------------------------------------
 
     def flush(self) -> None:
         """Fuse the pending steps, add them to the plan and run them on this call's data."""
         from kael.frontend.compiled import template_for
+        from kael.frontend.plan_matmul import MatmulCall, join_epilogue
 
         for count in self.reservations:
             self.plan.steps.append(p.Reserve(count))
@@ -388,11 +403,13 @@ class Trace:
         try:
             steps = p.reuse_in_place(steps, self.plan.slots, live)
             steps = p.group_rows(steps, self.plan.slots)
-            self.plan.steps += steps
             for step in steps:
                 step.run(self.call)
         finally:
             state.trace = saved
+        if self.plan.steps and type(self.plan.steps[-1]) is MatmulCall:
+            steps = join_epilogue(self.plan.steps.pop(), steps)
+        self.plan.steps += steps
 
     def finish(self, result):
         """The end of the traced call: run what is pending and describe the results."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kael.ir.kernel import Kernel
 from kael.runtime.dtypes import DType, float32, float64, int64
 
 VECTOR_BYTES = 64  # one AVX-512 register
@@ -47,6 +48,20 @@ class GemmSpec:
 
     def __str__(self) -> str:
         return self.text()
+
+
+@dataclass(frozen=True)
+class Product:
+    """A compiled plan's matrix product as inspection lists it: the hand-written kernels of
+    `dtype`, and the elementwise kernel its blocks run as they complete, if any."""
+
+    dtype: DType
+    epilogue: Kernel | None = None
+
+    @property
+    def name(self) -> str:
+        gemm = f"matmul_{self.dtype.name}"
+        return gemm if self.epilogue is None else f"{gemm}+{self.epilogue.name}"
 
 
 def batch_dims(

@@ -12,7 +12,11 @@ runtime/launcher.py splits its work items over the thread pool:
   micro-kernel (constant strides); otherwise the direct one reads A and B in place
   through their strides (B's columns unit-stride), clamping A's rows and masking B's
   loads. Both mask C's loads and stores, so no edge tile reads or writes outside its
-  matrices;
+  matrices. When `epi` is set (the last k block of a compiled plan's fused product), the
+  item then runs an elementwise kernel over the C block it just finished, while the block
+  is in cache: `epi` points at one block per column block, each `epi_stride` words
+  `[kernel address or 0, columns, the kernel's argument words]`, and the kernel runs over
+  the elements of rows batch * m + [i0, i1) of its columns (see gemm_run.epilogue_columns);
 - `rows_i64` (items: batch x rows) computes one output row with wrapping i64 arithmetic,
   for any strides.
 """
@@ -34,6 +38,7 @@ I1 = ir.IntType(1)
 MACRO_ARGS = (
     "a", "b", "c", "ars", "aks", "asb", "bps", "bks", "bsb", "ldc", "csb",
     "m", "n", "kc", "mblocks", "mc", "accumulate", "pack_a", "nblocks", "tiles",
+    "epi", "epi_stride",
 )  # fmt: skip
 PACK_ARGS = ("src", "dst", "rs", "cs", "sb", "db", "kc", "n", "npanels")
 INT_ARGS = (
@@ -211,6 +216,8 @@ def _emit_macro(module: ir.Module, spec: GemmSpec, micro: tuple, elem: ir.Type) 
     mr = i64(spec.mr)
     pack_a = b.icmp_signed("!=", w["pack_a"], i64(0))
     panel_elems = b.mul(mr, w["kc"])
+    has_epilogue = b.icmp_signed("!=", w["epi"], i64(0))
+    epilogues = b.inttoptr(w["epi"], I64.as_pointer())
 
     def item(it):
         rows, cols = divmod_(b, it, w["nblocks"])
@@ -246,8 +253,21 @@ def _emit_macro(module: ir.Module, spec: GemmSpec, micro: tuple, elem: ir.Type) 
             loops.counted(i64(0), panels, 1, tile, "tile")
 
         loops.counted(first, smin(b, ntiles, b.add(first, w["tiles"])), 1, column, "column")
+        with b.if_then(has_epilogue):
+            row0 = b.mul(batch, w["m"])
+            _epilogue(b, epilogues, b.mul(cols, w["epi_stride"]), b.add(row0, i0), b.add(row0, i1))
 
     finish(fn, b, loops, item)
+
+
+def _epilogue(b: ir.IRBuilder, blocks: ir.Value, at: ir.Value, r0: ir.Value, r1: ir.Value):
+    """Call the epilogue block at word `at` (when it has a kernel) on rows [r0, r1)."""
+    block = b.gep(blocks, [at])
+    address = b.load(block)
+    with b.if_then(b.icmp_signed("!=", address, i64(0))):
+        columns = b.load(b.gep(block, [i64(1)]))
+        fn = b.inttoptr(address, handwritten.KERNEL_TYPE.as_pointer())
+        b.call(fn, [b.gep(block, [i64(2)]), b.mul(r0, columns), b.mul(r1, columns)])
 
 
 def _pack_a(b, loops, spec, a, w, i0, i1, panels, packed) -> None:

@@ -40,12 +40,18 @@ class _Launch:
     moved: int  # what the launcher compares with PARALLEL_BYTES
     name: str = gemm.MACRO
     flops: int = 0  # for KAEL_DEBUG: multiply-adds x 2 (0 for packing)
+    # A macro launch that completes its columns (its k block is the last): the first column
+    # of each of its column blocks, and the end of the last; () for any other launch.
+    columns: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class Plan:
     launches: tuple[_Launch, ...]
     buffer_bytes: int
+    # Whether a macro item's rows i0..i1 of batch q are rows q * m + i0.. of C's [rows, n]
+    # (one inner batch of row blocks): then an epilogue kernel can follow each item.
+    rows_in_order: bool = False
 
 
 def _parallel(flops: int) -> int:
@@ -125,15 +131,19 @@ def _float_plan(spec, a, b, c, batch, outer, threads) -> Plan:
                 bsrc, bps, bks, bsb = (B, ob), spec.nr, brs, qb
             words = (
                 0, 0, 0, ars, aks, qa, bps, bks, bsb, ldc, qc,
-                m, nc, kc, mblocks, mc, int(p0 > 0), int(packed), nblocks, tiles,
+                m, nc, kc, mblocks, mc, int(p0 > 0), int(packed), nblocks, tiles, 0, 0,
             )  # fmt: skip
             slots = ((0, A, a_off), (1, *bsrc), (2, C, c_off))
             flops = 2 * m * nc * kc * q
             items = q * mblocks * nblocks
+            width = tiles * spec.nr
+            columns = ()
+            if p0 + kc == k:
+                columns = (*(min(j0 + i * width, j0 + nc) for i in range(nblocks)), j0 + nc)
             launches.append(
-                _Launch(macro, words, slots, items, _parallel(flops), gemm.MACRO, flops)
+                _Launch(macro, words, slots, items, _parallel(flops), gemm.MACRO, flops, columns)
             )
-    return Plan(tuple(launches), buffer)
+    return Plan(tuple(launches), buffer, len(outer) == 1 and (q == 1 or qc == m * ldc))
 
 
 def _slots(outer) -> list[tuple[tuple[int, int, int], ...]]:
@@ -186,6 +196,42 @@ def plan(a: TensorImpl, b: TensorImpl, c: TensorImpl, threads: int) -> Plan:
 
 _plans: dict[tuple, Plan] = {}
 _MAX_PLANS = 1024
+EPI = gemm.MACRO_ARGS.index("epi")
+
+
+def plan_for(a: TensorImpl, b: TensorImpl, c: TensorImpl) -> Plan:
+    """The plan of c = a @ b for the current thread count, from a bounded cache."""
+    threads = get_num_threads()
+    key = (c.dtype, a.shape, a.strides, b.shape, b.strides, c.strides, threads)
+    p = _plans.get(key)
+    if p is None:
+        if len(_plans) >= _MAX_PLANS:
+            _plans.clear()
+        p = _plans[key] = plan(a, b, c, threads)
+    return p
+
+
+def epilogue_columns(p: Plan) -> list[tuple[int, ...]] | None:
+    """Per launch of `p`, the column bounds of the blocks an epilogue follows (see
+    _Launch.columns), or None when `p` cannot take one (matrix-vector kernels, int64, or
+    batches whose rows are not one run of C's rows)."""
+    if not p.rows_in_order or any(s.name not in (gemm.MACRO, gemm.PACK_B) for s in p.launches):
+        return None
+    return [s.columns for s in p.launches]
+
+
+def run(p: Plan, a: int, b: int, c: int, epilogues: list | None = None) -> None:
+    """Launch `p` on the operands at these addresses; `epilogues`: per launch, the address
+    of its epilogue blocks (0 for none) and the words of one block."""
+    buffer = Storage(p.buffer_bytes) if p.buffer_bytes else None
+    bases = (a, b, c, buffer.ptr if buffer else 0)
+    for i, step in enumerate(p.launches):
+        words = list(step.words)
+        for index, which, offset in step.slots:
+            words[index] = bases[which] + offset
+        if epilogues is not None and epilogues[i][0]:
+            words[EPI], words[EPI + 1] = epilogues[i]
+        launch(step.fn, words, step.total, step.moved, 1, flops=step.flops)
 
 
 def matmul(c: TensorImpl, a: TensorImpl, b: TensorImpl) -> None:
@@ -194,17 +240,4 @@ def matmul(c: TensorImpl, a: TensorImpl, b: TensorImpl) -> None:
     One dtype (float32, float64 or int64) and one batch shape for all three (broadcast
     batch dims have stride 0); c's columns must be unit-stride and c must not overlap a or b.
     """
-    threads = get_num_threads()
-    key = (c.dtype, a.shape, a.strides, b.shape, b.strides, c.strides, threads)
-    p = _plans.get(key)
-    if p is None:
-        if len(_plans) >= _MAX_PLANS:
-            _plans.clear()
-        p = _plans[key] = plan(a, b, c, threads)
-    buffer = Storage(p.buffer_bytes) if p.buffer_bytes else None
-    bases = (a.data_ptr(), b.data_ptr(), c.data_ptr(), buffer.ptr if buffer else 0)
-    for step in p.launches:
-        words = list(step.words)
-        for index, which, offset in step.slots:
-            words[index] = bases[which] + offset
-        launch(step.fn, words, step.total, step.moved, 1, flops=step.flops)
+    run(plan_for(a, b, c), a.data_ptr(), b.data_ptr(), c.data_ptr())

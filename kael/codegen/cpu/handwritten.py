@@ -18,11 +18,13 @@ from kael.runtime import kernel_cache, sync
 from kael.runtime.launcher import KernelFn, kernel_fn
 
 I64 = ir.IntType(64)
+# Every kernel's type: void f(i64* args, i64 begin, i64 end).
+KERNEL_TYPE = ir.FunctionType(ir.VoidType(), [I64.as_pointer(), I64, I64])
 
 
 def kernel_function(module: ir.Module, symbol: str) -> tuple[ir.Function, ir.IRBuilder]:
     """A new `void symbol(i64* args, i64 begin, i64 end)` and a builder at its entry block."""
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), I64, I64]), symbol)
+    fn = ir.Function(module, KERNEL_TYPE, symbol)
     fn.args[0].add_attribute("noalias")
     fn.attributes.add("nounwind")
     return fn, ir.IRBuilder(fn.append_basic_block("entry"))

@@ -1,0 +1,195 @@
+"""The matrix-product step of a compiled plan, and the elementwise epilogue it can take.
+
+A traced matmul is its own step (not an extern): c = a @ b through codegen/cpu/gemm_run.
+When the kernel right after it reads c only at the positions it writes (a bias add, an
+activation, a residual add, a scaling), that kernel becomes the product's epilogue: each
+macro work item, having finished a block of c's rows and columns, runs the epilogue over
+that block while it is in cache (gemm.py's `epi` words), so c never makes a round trip to
+memory between them. The epilogue is the same compiled kernel as when it runs alone,
+launched over column slices of its operands, so the bits are the same either way.
+"""
+
+from __future__ import annotations
+
+import array
+from dataclasses import dataclass
+
+from kael.codegen.cpu import gemm_run
+from kael.frontend import eager
+from kael.frontend.plan import Alias, Call, KernelCall, Slot, _address, _layout_only
+from kael.ir.matmul import Product
+from kael.ir.views import View
+from kael.runtime.tensor_impl import contiguous_strides
+from kael.runtime.threadpool import get_num_threads
+
+
+@dataclass(frozen=True, slots=True)
+class _Block:
+    """The epilogue over columns [first, end) of the product: its launch, and per operand
+    the bytes from the whole view's address to the slice's."""
+
+    prepared: eager.Prepared
+    columns: int
+    shifts: tuple[int, ...]
+
+
+@dataclass(slots=True)
+class MatmulCall:
+    """c = a @ b (views over slots), then `epilogue` over c's blocks as they complete."""
+
+    a: View
+    b: View
+    c: View
+    epilogue: KernelCall | None = None
+    # per thread count: the gemm plan, and per launch its epilogue blocks (None: the
+    # epilogue runs after the product, as its own launch)
+    prepared: tuple | None = None
+    launches_kernels = True
+
+    @property
+    def covers(self) -> list[str]:
+        return ["matmul", *(self.epilogue.covers if self.epilogue is not None else ())]
+
+    @property
+    def kernel(self) -> Product:
+        return Product(self.c.dtype, self.epilogue.kernel if self.epilogue is not None else None)
+
+    def views(self) -> list[View]:
+        extra = self.epilogue.outs + self.epilogue.ins if self.epilogue is not None else []
+        return [self.a, self.b, self.c, *extra]
+
+    def ready(self, slots: list[Slot]) -> tuple:
+        threads = get_num_threads()
+        prepared = self.prepared
+        if prepared is None or prepared[0] != threads:
+            a, b, c = (_layout_only(v, slots) for v in (self.a, self.b, self.c))
+            gp = gemm_run.plan_for(a, b, c)
+            blocks = None if self.epilogue is None else self._blocks(gp, slots)
+            prepared = self.prepared = (threads, gp, blocks)
+        return prepared
+
+    def _blocks(self, gp: gemm_run.Plan, slots: list[Slot]) -> list | None:
+        """Per launch of the product, its epilogue blocks (None where no block is complete),
+        or None when the product's kernels or the slices' layouts cannot run it inside."""
+        columns = gemm_run.epilogue_columns(gp)
+        if columns is None:
+            return None
+        epi = self.epilogue
+        made: dict[tuple[int, int], _Block | None] = {}
+        out = []
+        for bounds in columns:
+            blocks = []
+            for first, end in zip(bounds, bounds[1:]):
+                if (first, end) not in made:
+                    made[first, end] = _slice(epi, slots, first, end)
+                block = made[first, end]
+                if block is None and end > first:
+                    return None  # a slice the elementwise walk cannot split by rows
+                blocks.append(block)
+            out.append(blocks or None)
+        return out
+
+    def _addresses(self, call: Call) -> tuple[int, int, int]:
+        return tuple(
+            call.storage(v.buffer).ptr + v.offset * v.dtype.itemsize
+            for v in (self.a, self.b, self.c)
+        )
+
+    def run(self, call: Call) -> None:
+        _, gp, blocks = self.ready(call.plan.slots)
+        if blocks is None:
+            self.run_apart(call)
+            return
+        pointers, params = self.epilogue.operands(call)
+        held, epilogues = [], []
+        for launch_blocks in blocks:
+            if launch_blocks is None:
+                epilogues.append((0, 0))
+                continue
+            rows = [_words(block, pointers, params) for block in launch_blocks]
+            stride = max(len(r) for r in rows)
+            words = array.array("q", [w for r in rows for w in r + [0] * (stride - len(r))])
+            held.append(words)
+            epilogues.append((words.buffer_info()[0], stride))
+        gemm_run.run(gp, *self._addresses(call), epilogues)
+        del held
+
+    def run_apart(self, call: Call, reference: bool = False) -> None:
+        """The product, then its epilogue as a launch of its own (`reference`: the ops the
+        epilogue fuses, one eager kernel each: what check=True compares with)."""
+        _, gp, _ = self.ready(call.plan.slots)
+        gemm_run.run(gp, *self._addresses(call))
+        if self.epilogue is not None:
+            for op in self.epilogue.reference if reference else [self.epilogue]:
+                op.run(call)
+
+    @property
+    def outs(self) -> list[View]:
+        """What it writes: c, and the epilogue's outputs."""
+        return [self.c, *(self.epilogue.outs if self.epilogue is not None else ())]
+
+
+def _words(block: _Block | None, pointers: list[int], params: list[int]) -> list[int]:
+    """One epilogue block's words: [kernel address, columns, its argument words]."""
+    if block is None:
+        return [0, 0]
+    shifted = [p + s for p, s in zip(pointers, block.shifts)]
+    words, _ = block.prepared.words(shifted, params)
+    return [_address(block.prepared.fn), block.columns, *words]
+
+
+def _slice(epi: KernelCall, slots: list[Slot], first: int, end: int) -> _Block | None:
+    """The epilogue over columns [first, end) of its operands, if its work items are then
+    row-major elements (rows of the slice, in order), else None."""
+    if end <= first:
+        return None
+    views = [
+        View(v.buffer, (*v.shape[:-1], end - first), v.strides, v.offset, v.dtype)
+        for v in epi.outs + epi.ins
+    ]
+    impls = [_layout_only(v, slots) for v in views]
+    n = len(epi.outs)
+    prepared = eager.prepare(epi.template, impls[:n], impls[n:], None, epi.streaming)
+    if prepared is None or prepared.walk != eager.ELEMENTS:
+        return None
+    shifts = tuple(first * v.strides[-1] * v.dtype.itemsize for v in views)
+    return _Block(prepared, end - first, shifts)
+
+
+def fits(m: MatmulCall, k: KernelCall) -> bool:
+    """Whether elementwise kernel `k` can run inside product `m` as its epilogue: it walks
+    c's shape, writes dense rows other than a's or b's, and reads c only where it writes."""
+    c = m.c
+    if k.axes is not None or not c.dtype.is_floating_point or not c.shape:
+        return False
+    shape = c.shape
+    dense = contiguous_strides(shape)
+    reads_c = False
+    for v in k.outs:
+        if v.shape != shape or v.strides != dense or v.buffer in (m.a.buffer, m.b.buffer):
+            return False
+        if v.buffer == c.buffer and v != c:
+            return False
+    for v in k.ins:
+        if v.shape != shape:
+            return False
+        if v.buffer == c.buffer:
+            if (v.strides, v.offset, v.dtype) != (c.strides, c.offset, c.dtype):
+                return False
+            reads_c = True
+    return reads_c
+
+
+def join_epilogue(m: MatmulCall, steps: list) -> list:
+    """`m` and the steps after it, with the first kernel among them as m's epilogue where it
+    fits (the buffer reuses before it then come first: the epilogue may write over c, never
+    over a or b, which other work items still read)."""
+    i = 0
+    while i < len(steps) and type(steps[i]) is Alias:
+        if steps[i].src in (m.a.buffer, m.b.buffer):
+            return [m, *steps]
+        i += 1
+    if m.epilogue is None and i < len(steps) and type(steps[i]) is KernelCall and fits(m, steps[i]):
+        m.epilogue, m.prepared = steps[i], None
+        return [*steps[:i], m, *steps[i + 1 :]]
+    return [m, *steps]

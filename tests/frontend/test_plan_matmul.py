@@ -1,0 +1,172 @@
+"""A compiled plan's matrix products and their epilogues (frontend/plan_matmul.py): the
+elementwise kernel after a product runs inside it, block by block, with eager's bits."""
+
+from __future__ import annotations
+
+import pytest
+
+import kael
+from kael.frontend.plan_matmul import MatmulCall
+
+F = kael.nn.functional
+
+
+def _bits(a: kael.Tensor, b: kael.Tensor) -> None:
+    assert a.shape == b.shape and a.dtype == b.dtype
+    assert a.numpy().tobytes() == b.numpy().tobytes()
+
+
+def _products(compiled, *args) -> list[MatmulCall]:
+    return [s for s in compiled.plan_for(*args).steps if type(s) is MatmulCall]
+
+
+def _inside(compiled, *args) -> list[bool]:
+    """Per product of the plan: whether its epilogue runs inside it for these arguments."""
+    plan = compiled.plan_for(*args)
+    return [
+        s.epilogue is not None and s.ready(plan.slots)[2] is not None
+        for s in _products(compiled, *args)
+    ]
+
+
+def _agree(fn, *args, calls: int = 2):
+    compiled = kael.compile(fn)
+    want = fn(*args)
+    for _ in range(calls):
+        got = compiled(*args)
+        for g, w in zip(
+            got if isinstance(got, tuple) else [got], want if isinstance(want, tuple) else [want]
+        ):
+            _bits(g, w)
+    kael.compile(fn, check=True)(*args)  # each fused kernel against its ops, bit for bit
+    return compiled
+
+
+@pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
+def threads(request):
+    saved = kael.get_num_threads()
+    kael.set_num_threads(request.param)
+    yield request.param
+    kael.set_num_threads(saved)
+
+
+def test_bias_and_activation_run_inside_each_product():
+    x = kael.randn(300, 200)
+    params = [kael.randn(200, 500), kael.randn(500), kael.randn(500, 70), kael.randn(70)]
+
+    def mlp(x, w1, b1, w2, b2):
+        return F.gelu(F.relu(x @ w1 + b1) @ w2 + b2)
+
+    c = _agree(mlp, x, *params)
+    assert len(c.kernels(x, *params)) == 2  # two products, each with its epilogue
+    assert _inside(c, x, *params) == [True, True]
+    assert [s.covers for s in _products(c, x, *params)] == [
+        ["matmul", "add", "relu"],
+        ["matmul", "add", "gelu"],
+    ]
+
+
+@pytest.mark.parametrize(
+    "m,k,n",
+    [
+        (7, 5, 3),  # one edge tile
+        (6, 100, 2000),  # at most mr rows: B read in place, columns split over threads
+        (50, 600, 90),  # k over kc: the epilogue follows the last k block only
+        (40, 30, 1100),  # n over nc: one epilogue block per column panel
+        (500, 64, 130),  # row blocks over both threads
+    ],
+)
+def test_epilogue_bits_match_eager_for_every_blocking(m, k, n, threads):
+    x, w, b = kael.randn(m, k), kael.randn(k, n), kael.randn(n)
+
+    def f(x, w, b, s):
+        return kael.tanh((x @ w) * s + b)
+
+    c = _agree(f, x, w, b, 0.25)
+    assert _inside(c, x, w, b, 0.25) == [True]
+    _bits(c(x, w, b, 0.5), f(x, w, b, 0.5))  # the scale is a run-time parameter
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 64, 100), (64, 8, 1)], ids=["row", "column"])
+def test_matrix_vector_products_run_the_epilogue_after(m, k, n):
+    x, w = kael.randn(m, k), kael.randn(k, n)
+    c = _agree(lambda x, w: (x @ w).sigmoid(), x, w)
+    assert _inside(c, x, w) == [False]  # gemv kernels have no blocks to follow
+
+
+def test_batched_products_take_an_epilogue():
+    q, kt = kael.randn(3, 40, 30), kael.randn(3, 30, 20)
+    x, w = kael.randn(2, 50, 30), kael.randn(30, 20)
+    bias = kael.randn(20)
+    c = _agree(lambda q, k, b: (q @ k) * 0.5 + b, q, kt, bias)
+    assert _inside(c, q, kt, bias) == [True]  # C's batches are one run of rows
+    c = _agree(lambda x, w, b: F.relu(x @ w + b), x, w, bias)
+    assert _inside(c, x, w, bias) == [True]  # a shared weight folds the batch into rows
+
+
+def test_residual_may_read_the_left_operand():
+    x, w = kael.randn(64, 64), kael.randn(64, 64)
+    c = _agree(lambda x, w: x @ w + x, x, w)
+    assert _inside(c, x, w) == [True]
+
+
+def test_reading_the_product_elsewhere_keeps_it_apart():
+    x, w = kael.randn(32, 32), kael.randn(32, 32)
+    c = _agree(lambda x, w: (lambda y: y + y.T)(x @ w), x, w)
+    assert [s.epilogue for s in _products(c, x, w)] == [None]
+
+
+def test_product_returned_beside_its_epilogue():
+    x, w = kael.randn(32, 48), kael.randn(48, 16)
+    c = _agree(lambda x, w: (lambda y: (y, y * 2 + 1))(x @ w), x, w)
+    assert _inside(c, x, w) == [True]  # c is stored anyway: the epilogue reads it in cache
+
+
+@pytest.mark.parametrize("target", ["left", "right"])
+def test_epilogue_never_writes_an_operand_of_its_product(target):
+    def f(x, w):
+        (x if target == "left" else w).add_(x @ w)
+        return x, w
+
+    x, w = kael.randn(16, 16), kael.randn(16, 16)
+    ex, ew = x.clone(), w.clone()
+    f(ex, ew)
+    c = kael.compile(f)
+    cx, cw = x.clone(), w.clone()
+    c(cx, cw)
+    _bits(cx, ex)
+    _bits(cw, ew)
+    assert [s.epilogue for s in _products(c, x.clone(), w.clone())] == [None]
+
+
+def test_integer_products_run_the_epilogue_after():
+    a = kael.randint(-5, 5, (20, 30))
+    b = kael.randint(-5, 5, (30, 10))
+    c = _agree(lambda a, b: (a @ b) + 1, a, b)
+    assert [s.epilogue for s in _products(c, a, b)] == [None]
+
+
+def test_out_argument_product_then_epilogue():
+    x, w, o = kael.randn(20, 30), kael.randn(30, 10), kael.empty(20, 10)
+
+    def f(x, w, o):
+        kael.matmul(x, w, out=o)
+        return o * 3
+
+    ex, eo = f(x, w, o.clone()), None
+    co = o.clone()
+    got = kael.compile(f)(x, w, co)
+    _bits(got, ex)
+    eo = o.clone()
+    f(x, w, eo)
+    _bits(co, eo)
+
+
+def test_inspect_shows_the_product_and_where_its_epilogue_runs():
+    x, w, b = kael.randn(30, 20), kael.randn(20, 10), kael.randn(10)
+    text = str(
+        kael.compile(lambda x, w, b: F.relu(x @ w + b)).inspect(x, w, b, stages=("kael", "llvm"))
+    )
+    assert "matmul [30, 20] @ [20, 10]: hand-written float32 kernels" in text
+    assert "epilogue, run on each block as it completes: kernel add_relu" in text
+    assert 'define void @"kael_gemm_macro"' in text
