@@ -64,19 +64,8 @@ class _Entry:
 
 
 def _describe(leaf) -> tuple:
-    """A leaf's part of the signature (a float's value is added only where it was used)."""
-    if isinstance(leaf, Tensor):
-        impl = leaf._impl
-        storage = impl.storage
-        return (
-            "tensor",
-            impl.dtype,
-            impl.device,
-            impl.shape,
-            impl.strides,
-            impl.offset,
-            storage.nbytes,
-        )
+    """A non-tensor leaf's part of the signature (a float's value is added only where it
+    was used; _signature describes tensors)."""
     kind = type(leaf)
     if kind is float:
         return (float,)
@@ -93,12 +82,19 @@ def _signature(leaves: list, treedef) -> tuple[list, tuple]:
     seen: dict[int, int] = {}
     parts = []
     for leaf in leaves:
-        part = _describe(leaf)
         if isinstance(leaf, Tensor):
-            sid = id(leaf._impl.storage)
-            part += (seen.setdefault(sid, len(tensors)),)
+            impl = leaf._impl
+            storage = impl.storage
+            alias = seen.setdefault(id(storage), len(tensors))
+            parts.append(
+                (
+                    "tensor", impl.dtype, impl.device, impl.shape, impl.strides, impl.offset,
+                    storage.nbytes, alias,
+                )
+            )  # fmt: skip
             tensors.append(leaf)
-        parts.append(part)
+        else:
+            parts.append(_describe(leaf))
     return tensors, (treedef, tuple(parts))
 
 
@@ -209,8 +205,10 @@ class CompiledFunction:
         tensors, key = _signature(leaves, treedef)
         entry = self._entries.get(key)
         plan = None
-        if entry is not None and all(_reads(get, s) for get, s in entry.implicit):
-            plan = entry.plans.get(tuple(leaves[i] for i in entry.used))
+        if entry is not None and (
+            not entry.implicit or all(_reads(get, s) for get, s in entry.implicit)
+        ):
+            plan = entry.plans.get(tuple([leaves[i] for i in entry.used]) if entry.used else ())
         return plan, tensors, leaves, treedef, key
 
     def _trace(self, leaves, treedef, tensors, key):

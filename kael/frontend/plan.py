@@ -24,12 +24,21 @@ from kael.runtime.convert import convert_scalar
 from kael.runtime.device import Device
 from kael.runtime.dtypes import DType
 from kael.runtime.errors import Error
-from kael.runtime.launcher import launch
+from kael.runtime.launcher import launch, launch_block
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
 from kael.runtime.threadpool import get_num_threads
 
 ARG, IMPLICIT, FRESH, EXTERN = "arg", "implicit", "fresh", "extern"
+
+
+def _trusted(impl: TensorImpl):
+    """Tensor.trusted(impl); bound on first use (tensor.py imports what imports this)."""
+    global _trusted
+    from kael.frontend.tensor import Tensor
+
+    _trusted = Tensor.trusted
+    return _trusted(impl)
 
 
 @dataclass(slots=True)
@@ -124,8 +133,9 @@ class KernelCall:
     params: list  # per parameter slot: a value or a source
     covers: list[str]
     axes: tuple[int, ...] | None = None  # a reduction's; None for elementwise
-    # the launch with its words fixed (shapes never change within a plan), per thread count
-    prepared: tuple[int, eager.Prepared | None] | None = None
+    # per thread count: the launch with its words fixed (shapes never change within a
+    # plan), and, where it needs no scratch, its argument block with the addresses left 0
+    prepared: tuple[int, eager.Prepared | None, array.array | None] | None = None
     pointers: list[tuple[int, int]] | None = None  # per operand: (slot, byte offset)
     param_words: list[int] | None = None  # constants' words; the call's values fill `dynamic`
     dynamic: list[tuple[int, object, DType]] | None = None
@@ -151,7 +161,10 @@ class KernelCall:
             if type(s) in (ArgScalar, RandomWord)
         ]
         prepared = eager.prepare(self.template, outs, ins, self.axes, self.streaming)
-        self.prepared = (threads, prepared)
+        block = None
+        if prepared is not None and prepared.scratch is None:
+            block = array.array("q", prepared.words([0] * len(self.pointers), self.param_words)[0])
+        self.prepared = (threads, prepared, block)
         return self.prepared
 
     def specialized(self, slots: list[Slot]) -> Kernel | Reduction:
@@ -169,11 +182,14 @@ class KernelCall:
 
     def ready(self, slots: list[Slot]) -> eager.Prepared | None:
         """The prepared launch for the current thread count (None: it runs through eager)."""
+        return self._ready(slots)[1]
+
+    def _ready(self, slots: list[Slot]) -> tuple:
         threads = get_num_threads()
         prepared = self.prepared
         if prepared is None or prepared[0] != threads:
             prepared = self._prepare(slots, threads)
-        return prepared[1]
+        return prepared
 
     def operands(self, call: Call) -> tuple[list[int], list[int]]:
         """This call's operand addresses and parameter words."""
@@ -187,7 +203,19 @@ class KernelCall:
         return pointers, words
 
     def run(self, call: Call) -> None:
-        prepared = self.ready(call.plan.slots)
+        _, prepared, block = self._ready(call.plan.slots)
+        if block is not None:  # the prebuilt block, copied, with this call's addresses
+            block = block[:]
+            bound = call.bound
+            for i, (s, offset) in enumerate(self.pointers):
+                block[i] = (bound[s] or call.storage(s)).ptr + offset
+            if self.dynamic:
+                at = len(block) - len(self.param_words)
+                for k, source, dtype in self.dynamic:
+                    block[at + k] = eager.param_word(source.value(call), dtype)
+            p = prepared
+            launch_block(p.fn, block, p.total, p.moved, p.align, shape=p.shape)
+            return
         if prepared is not None:
             prepared.launch(*self.operands(call))
             return
@@ -234,12 +262,7 @@ def reuse_in_place(steps: list, slots: list[Slot], live: set[int]) -> list:
                     and slots[src].kind == FRESH
                     and slots[dst.buffer].kind == FRESH
                     and slots[src].nbytes == slots[dst.buffer].nbytes
-                    and all(
-                        (u.shape, u.strides, u.offset, u.dtype)
-                        == (dst.shape, dst.strides, dst.offset, dst.dtype)
-                        for u in step.ins
-                        if u.buffer == src
-                    )
+                    and all(u.same_positions(dst) for u in step.ins if u.buffer == src)
                     and src not in later
                     and src not in live
                     and dst.buffer not in {w.buffer for s in steps[:i] for w in s.views()}
@@ -444,9 +467,10 @@ class ExternCall:
         return leaves + [s[0] for s in self.out_leaves if type(s) is tuple]
 
     def run(self, call: Call) -> None:
-        from kael.frontend.tensor import Tensor
 
-        leaves = [Tensor(call.impl(v)) if type(v) is View else _value(v, call) for v in self.leaves]
+        leaves = [
+            _trusted(call.impl(v)) if type(v) is View else _value(v, call) for v in self.leaves
+        ]
         args, kwargs = pytree.unflatten(self.args, leaves)
         result = self.fn(*args, **kwargs)
         got, _ = pytree.flatten(result)
@@ -496,7 +520,8 @@ class Plan:
     # filled by finish(): what each call starts from
     empty: list = field(default_factory=list)
     args: list[tuple[int, int]] = field(default_factory=list)
-    schedule: list = field(default_factory=list)
+    schedule: list = field(default_factory=list)  # (step, slots freed after it or None)
+    single: bool = False  # whether the result is one tensor and nothing needs bumping
 
     @property
     def kernel_steps(self) -> list:
@@ -520,11 +545,16 @@ class Plan:
             if slot.kind == IMPLICIT:
                 self.empty[i] = slot.storage
         self.args = [(i, slot.arg) for i, slot in enumerate(self.slots) if slot.kind == ARG]
-        self.schedule = list(zip(self.steps, self.release))
+        self.schedule = [(s, r) if r else (s, None) for s, r in zip(self.steps, self.release)]
+        self.single = (
+            self.outputs is pytree.LEAF
+            and type(self.out_leaves[0]) is View
+            and not self.bumps
+            and all(type(s) is KernelCall for s in self.steps)
+        )
 
     def run(self, tensors: list, scalars: list):
         """Run every step for one call and return its results."""
-        from kael.frontend.tensor import Tensor
 
         bound = list(self.empty)
         for i, arg in self.args:
@@ -532,13 +562,16 @@ class Plan:
         call = Call(self, bound, scalars)
         for step, release in self.schedule:
             step.run(call)
-            for slot in release:
-                bound[slot] = None
+            if release is not None:
+                for slot in release:
+                    bound[slot] = None
+        if self.single:  # one tensor out, no version to bump: a short path for small plans
+            return _trusted(call.impl(self.out_leaves[0]))
         for slot, count in self.bumps.items():
             if bound[slot] is not None:
                 bound[slot].version += count
         leaves = [
-            Tensor.trusted(call.impl(v))
+            _trusted(call.impl(v))
             if type(v) is View
             else tensors[v.index]
             if type(v) is Input
@@ -608,7 +641,6 @@ def _copy(storage: Storage) -> Storage:
 
 def snapshot(tensors: list) -> list:
     """Tensors with the same layouts over copies of their storages (shared where theirs are)."""
-    from kael.frontend.tensor import Tensor
 
     made: dict[int, Storage] = {}
     out = []
@@ -618,7 +650,7 @@ def snapshot(tensors: list) -> list:
         if copy is None:
             copy = made[id(impl.storage)] = _copy(impl.storage)
         view = TensorImpl(copy, impl.shape, impl.strides, impl.offset, impl.dtype, impl.device)
-        out.append(Tensor.trusted(view))
+        out.append(_trusted(view))
     return out
 
 

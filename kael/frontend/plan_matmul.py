@@ -166,15 +166,17 @@ def fits(m: MatmulCall, k: KernelCall) -> bool:
     dense = contiguous_strides(shape)
     reads_c = False
     for v in k.outs:
-        if v.shape != shape or v.strides != dense or v.buffer in (m.a.buffer, m.b.buffer):
+        if v.shape != shape or v.buffer in (m.a.buffer, m.b.buffer):
             return False
-        if v.buffer == c.buffer and v != c:
+        if not v.same_positions(View(v.buffer, shape, dense, v.offset, v.dtype)):
+            return False  # rows not dense: its work items would not follow c's rows
+        if v.buffer == c.buffer and not v.same_positions(c):
             return False
     for v in k.ins:
         if v.shape != shape:
             return False
         if v.buffer == c.buffer:
-            if (v.strides, v.offset, v.dtype) != (c.strides, c.offset, c.dtype):
+            if not v.same_positions(c):
                 return False
             reads_c = True
     return reads_c

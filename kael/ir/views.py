@@ -23,6 +23,19 @@ class View:
     offset: int
     dtype: DType
 
+    def same_positions(self, other: View) -> bool:
+        """Whether both views read the same elements at each index, whatever their buffers
+        (a size-1 dim's stride never moves: it may differ)."""
+        return (
+            self.shape == other.shape
+            and self.offset == other.offset
+            and self.dtype == other.dtype
+            and all(
+                a == b or n == 1
+                for a, b, n in zip(self.strides, other.strides, self.shape, strict=True)
+            )
+        )
+
 
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     strides, step = [0] * len(shape), 1

@@ -40,9 +40,16 @@ def split(total: int, parts: int, align: int = ALIGN_ITEMS) -> list[tuple[int, i
     return [(b, min(b + step, total)) for b in range(0, total, step)] or [(0, 0)]
 
 
-def launch(
+def launch(fn, words: list[int], *args, **kwargs) -> None:
+    """Call `fn` over work items [0, total) with the argument block `words` (see
+    launch_block for the other arguments)."""
+    # An array: a quarter of a ctypes array's cost to build.
+    launch_block(fn, array.array("q", words), *args, **kwargs)
+
+
+def launch_block(
     fn,
-    words: list[int],
+    block: array.array,
     total: int,
     bytes_moved: int,
     align: int = ALIGN_ITEMS,
@@ -50,17 +57,16 @@ def launch(
     shape: tuple[int, ...] | None = None,
     flops: int = 0,
 ) -> None:
-    """Call `fn` over work items [0, total) with the argument block `words`.
-
-    `shape` (what the launch covers) and `flops` only show in its launch record.
-    """
+    """Call `fn` over work items [0, total) with the argument block `block` (a compiled
+    plan's is copied from a prebuilt template and patched), on the thread pool when it
+    moves at least PARALLEL_BYTES. `shape` (what the launch covers) and `flops` only show
+    in its launch record."""
     if _trace_state.trace is not None:
         _trace_state.trace.hand_written(getattr(fn, "symbol", "unnamed"))
     if total <= 0:
         return
     watched = launches.recorder is not None or debug.level >= 1
     start = time.perf_counter() if watched else 0.0
-    block = array.array("q", words)  # a quarter of a ctypes array's cost to build
     address = block.buffer_info()[0]
     threads = get_num_threads()
     if threads == 1 or bytes_moved < PARALLEL_BYTES:

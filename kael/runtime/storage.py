@@ -33,14 +33,21 @@ class Storage:
     def __init__(self, nbytes: int, device: Device | str = CPU) -> None:
         if device.__class__ is not Device:
             device = parse_device(device)
-        nbytes = _as_size(nbytes)
-        self._set(0, nbytes, device, None)
+        if nbytes.__class__ is not int or nbytes < 0:
+            nbytes = _as_size(nbytes)
+        self.nbytes = nbytes
+        self.device = device
+        self.version = 0
+        self.owner = None
         if nbytes > 0:
             capacity = block_capacity(nbytes)
             allocator = allocator_for(device)
             self.ptr = allocator.allocate(capacity)
             self._capacity = capacity
             self._allocator = allocator
+        else:
+            self.ptr = self._capacity = 0
+            self._allocator = None
 
     @classmethod
     def external(cls, ptr: int, nbytes: int, owner: object, device: Device | str = CPU) -> Storage:

@@ -102,6 +102,10 @@ def test_batched_products_take_an_epilogue():
     assert _inside(c, q, kt, bias) == [True]  # C's batches are one run of rows
     c = _agree(lambda x, w, b: F.relu(x @ w + b), x, w, bias)
     assert _inside(c, x, w, bias) == [True]  # a shared weight folds the batch into rows
+    # attention's scores: a size-1 batch dim (whose stride views may spell differently)
+    q, kt, mask = kael.randn(1, 4, 20, 16), kael.randn(1, 4, 16, 20), kael.randn(20, 20)
+    c = _agree(lambda q, k, m: (q @ k) * 0.25 + m, q, kt, mask)
+    assert _inside(c, q, kt, mask) == [True]
 
 
 def test_residual_may_read_the_left_operand():
