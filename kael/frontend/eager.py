@@ -124,25 +124,47 @@ class _Plan:
     faults: bool  # whether the argument block ends with an error word
 
 
-def _plan(
-    entry: Template, out: TensorImpl, impls: tuple[TensorImpl, ...], streaming: bool = True
-) -> _Plan:
-    kernel = entry.kernel
+def _layout(entry: Template, out: TensorImpl, impls, streaming: bool):
+    """(the launch layout, whether the output takes streaming stores)."""
     lay = layout.plan(out.shape, [t.strides for t in impls], keep_dims=entry.uses_index)
-    n = out.numel()
     stream = (
         streaming
-        and n * out.dtype.itemsize >= NONTEMPORAL_BYTES
+        and out.numel() * out.dtype.itemsize >= NONTEMPORAL_BYTES
         and not lay.tiled
         and lay.inners[0] == CONTIG
         and all(i in (CONTIG, BCAST) for i in lay.inners)
     )
+    return lay, stream
+
+
+def specialized(entry: Template, outs, ins, axes=None, streaming: bool = True):
+    """The Kernel or Reduction a launch over operands of these layouts runs (as `prepare`
+    would launch it), without compiling it."""
+    if axes is None:
+        lay, stream = _layout(entry, outs[0], (*outs, *ins), streaming)
+        return entry.kernel.specialize(lay.rank, lay.inners, lay.tiled, stream)
+    reduce_axes, keepdim = axes
+    return entry.kernel.specialize(_reduction_layout(outs, ins, ins[0].shape, reduce_axes, keepdim))
+
+
+def _plan(
+    entry: Template,
+    out: TensorImpl,
+    impls: tuple[TensorImpl, ...],
+    streaming: bool = True,
+    compile: bool = True,
+) -> _Plan:
+    """The launch plan; with compile=False its CPU code is left None (not compiled yet)."""
+    lay, stream = _layout(entry, out, impls, streaming)
+    n = out.numel()
     on_cpu = out.device is CPU
     key = (entry, lay.rank, lay.inners, lay.tiled, stream, on_cpu)
     hit = _specialized.get(key)
     if hit is None:
-        specialized = kernel.specialize(lay.rank, lay.inners, lay.tiled, stream)
-        hit = _specialized[key] = (specialized, jit.get(specialized) if on_cpu else None)
+        specialized = entry.kernel.specialize(lay.rank, lay.inners, lay.tiled, stream)
+        hit = (specialized, None)
+        if compile or not on_cpu:
+            hit = _specialized[key] = (specialized, jit.get(specialized) if on_cpu else None)
     specialized, compiled = hit
     tail = list(lay.sizes)
     for st in lay.strides:
@@ -362,17 +384,23 @@ class _ReductionPlan:
     faults: bool  # whether the argument block ends with an error word (an epilogue's flag)
 
 
-def _reduction_plan(kernel: Reduction, outs, ins, shape, axes, keepdim) -> _ReductionPlan:
+def _reduction_layout(outs, ins, shape, axes, keepdim) -> ReducePlan:
     kept_axes = [d for d in range(len(shape)) if d not in axes]
     if keepdim:
         out_strides = [tuple(t.strides[d] for d in kept_axes) for t in outs]
     else:
         out_strides = [t.strides for t in outs]
     threads = get_num_threads()
-    lay = plan_reduction(shape, axes, out_strides, [t.strides for t in ins], threads)
+    return plan_reduction(shape, axes, out_strides, [t.strides for t in ins], threads)
+
+
+def _reduction_plan(
+    kernel: Reduction, outs, ins, shape, axes, keepdim, compile: bool = True
+) -> _ReductionPlan:
+    lay = _reduction_layout(outs, ins, shape, axes, keepdim)
     specialized = kernel.specialize(lay)
     on_cpu = outs[0].device is CPU
-    compiled = cpu_reduce.get(specialized) if on_cpu else None
+    compiled = cpu_reduce.get(specialized) if on_cpu and compile else None
     tail = [*lay.kept, *lay.reduced]
     for st in lay.out_strides + lay.in_strides:
         tail += st
@@ -495,26 +523,30 @@ class Prepared:
 ELEMENTS, OUTPUTS = "elements", "outputs"
 
 
-def prepare(entry: Template, outs, ins, axes=None, streaming: bool = True) -> Prepared | None:
+def prepare(
+    entry: Template, outs, ins, axes=None, streaming: bool = True, compile: bool = True
+) -> Prepared | None:
     """The prepared launch of a template over operands of these layouts (impls; their
     storage is not read), or None where it needs eager.run (a GPU, an error word, no work).
     `axes` is a reduction's (axes, keepdim); `streaming` False keeps a large output in the
-    caches (a row group's next kernel reads it)."""
+    caches (a row group's next kernel reads it). With compile=False, only the layout is
+    worked out: `fn` and `final` are None (what a plan reads before choosing)."""
     if outs[0].device is not CPU or outs[0].numel() == 0:
         return None
     if axes is None:
-        plan = _plan(entry, outs[0], (*outs, *ins), streaming)
+        plan = _plan(entry, outs[0], (*outs, *ins), streaming, compile)
         if plan.faults:
             return None
         return Prepared(
-            plan.compiled.fn, plan.tail, entry.kernel.params, plan.total, plan.moved,
+            plan.compiled.fn if plan.compiled else None, plan.tail, entry.kernel.params, plan.total, plan.moved,
             plan.align, outs[0].shape, walk="" if plan.kernel.tiled else ELEMENTS,
         )  # fmt: skip
     reduce_axes, keepdim = axes
-    plan = _reduction_plan(entry.kernel, outs, ins, ins[0].shape, reduce_axes, keepdim)
+    plan = _reduction_plan(entry.kernel, outs, ins, ins[0].shape, reduce_axes, keepdim, compile)
     if plan.faults:
         return None
     lay = plan.layout
+    compiled = plan.compiled
     acc = plan.kernel.acc
     blocks = lay.blocks > 1
     scratch = None
@@ -525,7 +557,8 @@ def prepare(entry: Template, outs, ins, axes=None, streaming: bool = True) -> Pr
         )
     rows = lay.schedule == ROWS and not blocks
     return Prepared(
-        plan.compiled.main, plan.tail, plan.kernel.params, lay.work_items, plan.moved, 1,
-        outs[0].shape, plan.compiled.final if blocks else None, lay.outputs, scratch, True,
+        compiled.main if compiled else None, plan.tail, plan.kernel.params, lay.work_items,
+        plan.moved, 1, outs[0].shape, compiled.final if blocks and compiled else None,
+        lay.outputs, scratch, True,
         OUTPUTS if rows else "", lay.length,
     )  # fmt: skip

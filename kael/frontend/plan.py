@@ -167,14 +167,16 @@ class KernelCall:
         self.prepared = (threads, prepared, block)
         return self.prepared
 
-    def specialized(self, slots: list[Slot]) -> Kernel | Reduction:
-        """The kernel as this step launches it: specialized for its operands' layouts."""
+    def layout(self, slots: list[Slot]) -> eager.Prepared | None:
+        """The launch as `ready` would prepare it, with no code compiled (fn is None)."""
         outs, ins = ([_layout_only(v, slots) for v in vs] for vs in (self.outs, self.ins))
-        if self.axes is None:
-            return eager._plan(self.template, outs[0], (*outs, *ins)).kernel
-        axes, keepdim = self.axes
-        shape = ins[0].shape
-        return eager._reduction_plan(self.template.kernel, outs, ins, shape, axes, keepdim).kernel
+        return eager.prepare(self.template, outs, ins, self.axes, self.streaming, compile=False)
+
+    def specialized(self, slots: list[Slot]) -> Kernel | Reduction:
+        """The kernel as this step launches it: specialized for its operands' layouts (not
+        compiled by asking)."""
+        outs, ins = ([_layout_only(v, slots) for v in vs] for vs in (self.outs, self.ins))
+        return eager.specialized(self.template, outs, ins, self.axes, self.streaming)
 
     @property
     def kernel(self) -> Kernel | Reduction:
@@ -408,7 +410,7 @@ def group_rows(steps: list, slots: list[Slot]) -> list:
 
 
 def _as_group(members: list[KernelCall], slots: list[Slot]) -> RowGroup | None:
-    prepared = [m.ready(slots) for m in members]
+    prepared = [m.layout(slots) for m in members]
     if any(p is None for p in prepared):
         return None
     items = _row_items(members, prepared)

@@ -403,6 +403,7 @@ class Trace:
         try:
             steps = p.reuse_in_place(steps, self.plan.slots, live)
             steps = p.group_rows(steps, self.plan.slots)
+            _compile_ahead(steps, self.plan.slots)
             for step in steps:
                 step.run(self.call)
         finally:
@@ -450,6 +451,24 @@ class Trace:
                 v._impl.storage = real
         plan.finish()
         return result
+
+
+def _compile_ahead(steps: list, slots: list) -> None:
+    """Compile the new CPU kernels of a segment's launches side by side (cpu/ahead.py)."""
+    from kael.codegen.cpu.ahead import compile_ahead
+    from kael.ir.views import numel
+    from kael.runtime.device import CPU
+
+    calls = []
+    for s in steps:
+        calls += s.members if type(s) is p.RowGroup else [s] if type(s) is p.KernelCall else []
+    compile_ahead(
+        [
+            c.specialized(slots)
+            for c in calls
+            if slots[c.outs[0].buffer].device is CPU and numel(c.outs[0].shape)
+        ]
+    )
 
 
 def _flags(kernel) -> bool:

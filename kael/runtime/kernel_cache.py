@@ -121,6 +121,11 @@ def store(kind: str, key: str, payload: bytes) -> None:
         pass
 
 
+def exists(kind: str, key: str) -> bool:
+    """Whether an entry is stored under `key` (not checked: `load` checks it)."""
+    return _path(kind, key).is_file()
+
+
 def fetch(kind: str, key: str, build: Callable[[], bytes]) -> tuple[bytes, str]:
     """The payload under `key` from disk, or built now and stored; with how it was had."""
     payload = load(kind, key)
@@ -139,6 +144,9 @@ class Memo:
     def __init__(self) -> None:
         self._entries: dict = {}
         self._lock = sync.lock()
+
+    def has(self, key: Hashable) -> bool:
+        return key in self._entries
 
     def get(self, key: Hashable, make: Callable[[], object]):
         value = self._entries.get(key)

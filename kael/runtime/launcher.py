@@ -23,12 +23,11 @@ ALIGN_ITEMS = 64
 KernelFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
 
-def kernel_fn(
-    address: int, symbol: str, kernel: object = None, llvm: str | None = None
-) -> KernelFn:
-    """A callable for the kernel at `address`, carrying what its launch records show."""
+def kernel_fn(address: int, symbol: str, kernel: object = None, library=None) -> KernelFn:
+    """A callable for the kernel at `address`, carrying what its launch records show: its
+    kael IR (`kernel`), or the hand-written library it is in (whose `.text` is LLVM IR)."""
     fn = KernelFn(address)
-    fn.symbol, fn.kernel, fn.llvm = symbol, kernel, llvm
+    fn.symbol, fn.kernel, fn.library = symbol, kernel, library
     return fn
 
 
@@ -83,6 +82,6 @@ def launch_block(
                 time.perf_counter() - start,
                 flops,
                 getattr(fn, "kernel", None),
-                getattr(fn, "llvm", None),
+                getattr(fn, "library", None),
             )
         )

@@ -23,7 +23,12 @@ class Launch:
     kernel: object = field(
         default=None, repr=False
     )  # the kael IR (Kernel or Reduction); None for hand-written kernels
-    llvm: str | None = field(default=None, repr=False)  # a hand-written kernel's LLVM module
+    library: object = field(default=None, repr=False)  # a hand-written kernel's module
+
+    @property
+    def llvm(self) -> str | None:
+        """A hand-written kernel's LLVM module text (None for IR kernels)."""
+        return self.library.text if self.library is not None else None
 
     @property
     def gbps(self) -> float:

@@ -9,6 +9,7 @@ import pytest
 
 import kael
 from kael.codegen.cpu import compiler
+from kael.frontend import plan as p
 from kael.frontend import pytree
 from kael.runtime.dtypes import float32
 
@@ -203,6 +204,32 @@ def test_buffer_reuse_needs_every_read_at_the_written_position():
 
     c = agree(f, sq)
     assert not any(type(s).__name__ == "Alias" for s in c.plan_for(sq).steps)
+
+
+def test_row_group_members_compile_only_the_code_they_run(monkeypatch):
+    # Choosing a row group reads launch layouts without compiling: a member that gives up
+    # streaming stores never has its streaming variant compiled.
+    from kael.codegen.cpu import jit
+    from kael.frontend import eager
+
+    monkeypatch.setattr(eager, "NONTEMPORAL_BYTES", 4096)  # so these rows would stream
+    a = kael.randn(64, 96)
+
+    def f(x):
+        e = (x - x.amax(-1, keepdim=True)).exp()  # stored: the sum and the divide read it
+        return e / e.sum(-1, keepdim=True)
+
+    c = agree(f, a)
+    plan = c.plan_for(a)
+    [group] = [s for s in plan.steps if type(s).__name__ == "RowGroup"]
+    elementwise = [m for m in group.members[:-1] if m.axes is None]
+    assert elementwise
+    for m in elementwise:
+        assert not m.streaming
+        outs, ins = ([p._layout_only(v, plan.slots) for v in vs] for vs in (m.outs, m.ins))
+        streaming = eager.specialized(m.template, outs, ins, None, streaming=True)
+        assert streaming != m.specialized(plan.slots)
+        assert not jit.compiled_here(streaming)
 
 
 def test_optimizer_updates_of_several_tensors_are_one_kernel():

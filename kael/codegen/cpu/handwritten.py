@@ -4,16 +4,21 @@ Ops whose loops the IR cannot express (multinomial's sampler, scans, row kernels
 gathers, matrix products) build their functions here. Each function has a kernel's
 signature, `void f(i64* args, i64 begin, i64 end)`, so runtime/launcher.py splits its
 work items over the thread pool like any kernel's. `compiled(name, build)` compiles a
-module once per process and caches its object code on disk, keyed by the LLVM IR text.
+module once per process and caches its object code on disk, keyed by the module's name
+and the fingerprint of the code generators' sources (lowering.CODEGEN_SCHEMA), so a new
+process loads it without building or printing the module (about 60 ms for the gemm
+module); its LLVM IR text is built again only when inspection asks for it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import llvmlite
 from llvmlite import ir
 
 from kael.codegen.cpu import compiler
+from kael.codegen.lowering import CODEGEN_SCHEMA
 from kael.runtime import kernel_cache, sync
 from kael.runtime.launcher import KernelFn, kernel_fn
 
@@ -38,17 +43,41 @@ def ir_text(module: ir.Module) -> str:
 class Library:
     """The kernels of one compiled module, kept loaded for the life of the process."""
 
-    def __init__(self, functions: dict[str, KernelFn], tracker, text: str) -> None:
-        self.functions = functions
-        self.text = text
-        self._tracker = tracker  # dropping it would unload the code under `functions`
+    def __init__(self, name: str, build: Callable, text: str | None = None) -> None:
+        self.name = name
+        self.functions: dict[str, KernelFn] = {}
+        self._build = build
+        self._text = text
+        self._tracker = None  # dropping it would unload the code under `functions`
+
+    def load(self, obj: bytes, symbols: list[str], key: str) -> None:
+        addresses, self._tracker = compiler.load_object_symbols(
+            obj, tuple(symbols), f"{self.name}_{key[:12]}"
+        )
+        self.functions = {s: kernel_fn(addresses[s], s, library=self) for s in symbols}
+
+    @property
+    def text(self) -> str:
+        """The module's LLVM IR (built again when the object code came from the disk)."""
+        if self._text is None:
+            with _lock:
+                if self._text is None:
+                    self._text = _module(self.name, self._build)[1]
+        return self._text
 
     def __getitem__(self, symbol: str) -> KernelFn:
         return self.functions[symbol]
 
 
 _lock = sync.lock(reentrant=True)
+LIBRARY_KIND = "cpu-library"  # payload: the symbols, one a line, NUL, the object code
 _libraries: dict[str, Library] = {}
+
+
+def _module(name: str, build: Callable[[ir.Module], list[str]]) -> tuple[list[str], str]:
+    module = ir.Module(name=name)
+    symbols = build(module)
+    return symbols, ir_text(module)
 
 
 def compiled(name: str, build: Callable[[ir.Module], list[str]]) -> Library:
@@ -62,15 +91,19 @@ def compiled(name: str, build: Callable[[ir.Module], list[str]]) -> Library:
     with _lock:  # reentrant: a build may compile another module
         lib = _libraries.get(name)
         if lib is None:
-            module = ir.Module(name=name)
-            symbols = build(module)
-            text = ir_text(module)
             t = compiler.host_target()
-            key = kernel_cache.key_of(name, text, t["triple"], t["cpu"], t["features"], t["llvm"])
-            obj, _ = kernel_cache.fetch("cpu", key, lambda: compiler.compile_ir_text(text))
-            addresses, tracker = compiler.load_object_symbols(
-                obj, tuple(symbols), f"{name}_{key[:12]}"
-            )
-            functions = {s: kernel_fn(addresses[s], s, llvm=text) for s in symbols}
-            lib = _libraries[name] = Library(functions, tracker, text)
+            key = kernel_cache.key_of(
+                name, CODEGEN_SCHEMA, llvmlite.__version__, t["triple"], t["cpu"],
+                t["features"], t["llvm"],
+            )  # fmt: skip
+            lib = Library(name, build)
+
+            def make() -> bytes:
+                symbols, lib._text = _module(name, build)
+                return "\n".join(symbols).encode() + b"\0" + compiler.compile_ir_text(lib._text)
+
+            payload, _ = kernel_cache.fetch(LIBRARY_KIND, key, make)
+            head, _, obj = payload.partition(b"\0")
+            lib.load(obj, head.decode().split("\n"), key)
+            _libraries[name] = lib
         return lib

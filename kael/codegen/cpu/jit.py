@@ -47,6 +47,11 @@ def symbol_of(kernel: Kernel, key: str) -> str:
     return f"kael_{kernel.name}_{key[:16]}"
 
 
+def compiled_here(kernel: Kernel) -> bool:
+    """Whether `kernel` is linked into this process already."""
+    return _memory.has(kernel)
+
+
 def get(kernel: Kernel) -> CompiledKernel:
     """The compiled form of `kernel`, compiling it at most once per machine."""
     return _memory.get(kernel, lambda: _load_or_compile(kernel))

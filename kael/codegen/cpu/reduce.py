@@ -561,19 +561,30 @@ def get(red: Reduction) -> CompiledReduction:
     return _memory.get(red, lambda: _load_or_compile(red))
 
 
-def _load_or_compile(red: Reduction) -> CompiledReduction:
-    text = format_reduction(red)
+def cache_key(red: Reduction) -> tuple[str, str]:
+    """(key, symbol): the disk cache key of `red`'s object code and its main symbol."""
     t = compiler.host_target()
     key = kernel_cache.key_of(
-        text, t["triple"], t["cpu"], t["features"], t["llvm"], __version__, CODEGEN_SCHEMA
-    )
-    symbol = f"kael_{red.name}_{key[:16]}"
+        format_reduction(red), t["triple"], t["cpu"], t["features"], t["llvm"], __version__,
+        CODEGEN_SCHEMA,
+    )  # fmt: skip
+    return key, f"kael_{red.name}_{key[:16]}"
+
+
+def compile_object(red: Reduction, symbol: str) -> bytes:
+    """Optimized host object code for `red` (main and final functions)."""
+    return compiler.compile_ir_text(handwritten.ir_text(build_module(red, symbol)))
+
+
+def compiled_here(red: Reduction) -> bool:
+    """Whether `red` is linked into this process already."""
+    return _memory.has(red)
+
+
+def _load_or_compile(red: Reduction) -> CompiledReduction:
+    key, symbol = cache_key(red)
     symbols = (symbol, f"{symbol}_final")
-
-    def build() -> bytes:
-        return compiler.compile_ir_text(handwritten.ir_text(build_module(red, symbol)))
-
-    obj, _ = kernel_cache.fetch("cpu", key, build)
+    obj, _ = kernel_cache.fetch("cpu", key, lambda: compile_object(red, symbol))
     addresses, tracker = compiler.load_object_symbols(obj, symbols, symbol)
     fns = [kernel_fn(addresses[s], s, red) for s in symbols]
     return CompiledReduction(red, symbol, fns[0], fns[1], tracker)
