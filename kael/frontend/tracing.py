@@ -237,6 +237,8 @@ class Trace:
             *(axes or ((), False)),
         )
         self.pending.append((step, entry, axes))
+        if kernel.may_fault:  # run now: a fault raises at the op, before it bumps versions
+            self.flush()
         return False
 
     def reserve(self, count: int):

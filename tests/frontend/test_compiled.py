@@ -545,6 +545,24 @@ def test_kernel_faults_are_raised_at_the_call():
     assert str(err.value) == str(eager_err.value)
 
 
+@pytest.mark.parametrize("op", ["remainder_", "floor_divide_"])
+def test_faulting_inplace_op_leaves_the_version_as_eager(op):
+    # Eager raises before its in-place write counts; the trace runs the faulting kernel at
+    # the op, so its version bump never happens either (found by the compile fuzzer).
+    def f(a, b):
+        getattr(a.add_(1), op)(b)
+        return a
+
+    results = []
+    for run in (f, kael.compile(f)):
+        a = kael.tensor([4, 6, 8])
+        with pytest.raises(kael.Error, match="division by zero") as err:
+            run(a, kael.tensor([1, 0, 3]))
+        results.append((a.tolist(), a._impl.storage.version, str(err.value)))
+    assert results[0] == results[1]
+    assert results[0][1] == 1  # the add_ only
+
+
 def test_unused_faulting_op_still_raises():
     def f(a, b):
         _ = a // b
