@@ -195,10 +195,25 @@ class CompiledFunction:
             self._info.hits += 1
             if plan.fallback is not None:
                 return self.fn(*args, **kwargs)
-            result = plan.run(tensors, leaves)
+            if plan.shaped:
+                result, plan = self._run_shaped(plan, tensors, leaves, treedef, key)
+            else:
+                result = plan.run(tensors, leaves)
         if before is not None and plan.fallback is None:
             plan.check(before, leaves, self.__name__)
         return result
+
+    def _run_shaped(self, plan: p.Plan, tensors, leaves, treedef, key):
+        """Run a plan with data-shaped externs; where this call's shapes differ, trace it
+        again (the random stream put back where the call began)."""
+        from kael.frontend.random import default_generator
+
+        state = default_generator.get_state()
+        try:
+            return plan.run(tensors, leaves), plan
+        except p.Retrace:
+            default_generator.set_state(*state)
+            return self._trace(leaves, treedef, tensors, key)
 
     def _lookup(self, args, kwargs):
         leaves, treedef = pytree.flatten_call(args, kwargs)
@@ -401,7 +416,13 @@ class Inspection:
             elif type(s) is MatmulCall:
                 lines += self._product_lines(f"[{i}]", s, plan)
             elif type(s) is p.ExternCall:
-                lines.append(f"  [{i}] extern {s.name}: runs eagerly, never fused")
+                shaped = (
+                    "; its output shapes depend on the values (checked each call: a change "
+                    "traces the call again)"
+                    if s.shaped
+                    else ""
+                )
+                lines.append(f"  [{i}] extern {s.name}: runs eagerly, never fused{shaped}")
             elif type(s) is p.Alias:
                 lines.append(f"  [{i}] buffer {s.dst} reuses the memory of buffer {s.src}")
             else:

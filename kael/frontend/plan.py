@@ -462,6 +462,7 @@ class ExternCall:
     leaves: list  # View (a tensor), ArgScalar, or a constant
     outs: pytree.TreeDef
     out_leaves: list  # (View, binds a new slot) for tensors, else the constant
+    shaped: bool = False  # its output shapes depend on the values: a change re-traces
     launches_kernels = False
 
     def views(self) -> list[View]:
@@ -482,12 +483,19 @@ class ExternCall:
             view, new = spec
             impl = value._impl
             if (impl.shape, impl.strides, impl.offset) != (view.shape, view.strides, view.offset):
+                if self.shaped:
+                    raise Retrace(self.name)
                 raise Error(
                     f"{self.name} returned a tensor of shape {list(impl.shape)} where its trace "
                     f"returned {list(view.shape)}; its output depends on the data"
                 )
             if new:
                 call.bound[view.buffer] = impl.storage
+
+
+class Retrace(Exception):  # noqa: N818 - caught by CompiledFunction, never seen by users
+    """A data-shaped extern's output shapes differ from the trace's: trace the call again
+    (nothing the caller can see was written before it)."""
 
 
 @dataclass(slots=True)
@@ -517,6 +525,7 @@ class Plan:
     bumps: dict[int, int] = field(default_factory=dict)  # slot -> in-place writes
     release: list[list[int]] = field(default_factory=list)  # per step: slots freed after it
     fallback: str | None = None  # why this signature runs eagerly instead, if it does
+    shaped: bool = False  # whether an extern's output shapes depend on the values
     cuts: list = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
     # filled by finish(): what each call starts from

@@ -44,6 +44,10 @@ class GraphBreak(Exception):  # noqa: N818 - unwinds an op to its door, never se
         self.what = what
 
 
+class ShapeFromData(GraphBreak):
+    """An op whose output shape depends on the values (nonzero, a mask index)."""
+
+
 class LazyStorage(Storage):
     """A traced tensor's buffer: memory only once the fused plan stores it."""
 
@@ -293,10 +297,13 @@ class Trace:
             default_generator.get_state(),
         )
         self.depth += 1
+        shaped = False
         try:
             return fn(*args, **kwargs)
         except NeedsExtern:
             why = None
+        except ShapeFromData as brk:
+            why, shaped = brk.what, True
         except GraphBreak as brk:
             why = brk.what
         finally:
@@ -304,6 +311,10 @@ class Trace:
         self._rollback(mark)
         if why is None:
             return self.extern(name, fn, args, kwargs)
+        if shaped:
+            if self._restartable():
+                return self.extern(name, fn, args, kwargs, shaped=True)
+            why += "; after an in-place write to an argument, a call cannot be traced again"
         self.data_dependent(f"{name} ({why})")
         return fn(*args, **kwargs)  # tracing ended (fullgraph=False): the op runs eagerly
 
@@ -317,8 +328,17 @@ class Trace:
         if default_generator.get_state() != generator:
             default_generator.set_state(*generator)
 
-    def extern(self, name: str, fn: Callable, args: tuple, kwargs: dict):
-        """Run an op eagerly on real inputs, now and at every call of the plan."""
+    def _restartable(self) -> bool:
+        """Whether nothing the caller can see was written so far in this call: a plan can
+        then be dropped midway, and the call traced again, when a data-shaped extern's
+        output shapes change."""
+        return not self.extern_bumps and all(
+            self.call.bound[i].version == v for i, v in self.versions.items()
+        )
+
+    def extern(self, name: str, fn: Callable, args: tuple, kwargs: dict, shaped: bool = False):
+        """Run an op eagerly on real inputs, now and at every call of the plan; `shaped`:
+        its output shapes depend on the values, and each call checks them."""
         from kael.frontend.tensor import Tensor
 
         self.flush()
@@ -352,7 +372,8 @@ class Trace:
                 out_specs.append((self.view(v._impl), new))
             else:
                 out_specs.append(v)
-        self.plan.steps.append(p.ExternCall(name, fn, treedef, specs, out_def, out_specs))
+        self.plan.steps.append(p.ExternCall(name, fn, treedef, specs, out_def, out_specs, shaped))
+        self.plan.shaped |= shaped
         return result
 
     def matmul(self, c, a, b) -> None:
@@ -516,6 +537,16 @@ def data_dependent(what: str) -> None:
     """Mark Python that needs a tensor's values (item, bool, numpy, a data-sized shape)."""
     trace = state.trace
     if trace is not None:
+        trace.data_dependent(what)
+
+
+def data_shaped(what: str) -> None:
+    """Mark an op whose output shape depends on the values (nonzero, a mask index): under
+    tracing it runs as an extern step whose output shapes each call checks."""
+    trace = state.trace
+    if trace is not None:
+        if trace.depth:
+            raise ShapeFromData(what)
         trace.data_dependent(what)
 
 

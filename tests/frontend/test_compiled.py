@@ -440,18 +440,25 @@ def test_argument_trees_of_lists_tuples_and_dicts():
 # ---- random -----------------------------------------------------------------------------------
 
 
+def same_stream(fn, a, calls: int, seed: int):
+    """fn and kael.compile(fn) from one seed, `calls` times each: the same values, and the
+    generator left in the same state. Returns the compiled function."""
+    c = kael.compile(fn)
+    kael.manual_seed(seed)
+    expected = [fn(a) for _ in range(calls)]
+    after = kael.randn(3)
+    kael.manual_seed(seed)
+    got = [c(a) for _ in range(calls)]
+    _same(expected, got)
+    _same(after, kael.randn(3))  # the generator advanced the same way
+    return c
+
+
 def test_random_ops_draw_the_eager_stream():
     def noisy(a):
         return a + kael.randn(64, 48) * 0.1 + kael.rand(48)
 
-    c = kael.compile(noisy)
-    kael.manual_seed(7)
-    expected = [noisy(x) for _ in range(3)]
-    after = kael.randn(3)
-    kael.manual_seed(7)
-    got = [c(x) for _ in range(3)]
-    _same(expected, got)
-    _same(after, kael.randn(3))  # the generator advanced the same way
+    same_stream(noisy, x, 3, 7)
 
 
 # ---- data-dependent Python ---------------------------------------------------------------------
@@ -808,9 +815,47 @@ def test_empty_values_reach_extern_ops():
     agree(lambda a: (a[:0] * 2).sort(-1), x)
 
 
-def test_a_zero_dim_mask_is_a_graph_break():
-    with pytest.raises(kael.Error, match="0-d mask"):
-        kael.compile(lambda a: a[a > 0])(kael.tensor(1.5))
+def test_a_zero_dim_mask_is_a_data_shaped_extern():
+    c = kael.compile(lambda a: a[a > 0] * 2)
+    for v in (1.5, -1.5, 2.5):  # the result has 1, 0, then 1 element
+        a = kael.tensor(v)
+        _same(c(a), a[a > 0] * 2)
+    assert c.cache_info().traces == 3
+
+
+def _masked(a, m):
+    b = a * 2
+    return b[m > 0] + 1, (a > 0).nonzero()
+
+
+def test_nonzero_and_masks_are_extern_steps_checked_at_each_call():
+    c = kael.compile(_masked)
+    a = kael.randn(40)
+    masks = [kael.randn(40) for _ in range(3)]
+    for m in (masks[0], masks[0], masks[1], masks[2], masks[2]):
+        _same(c(a, m), _masked(a, m))
+    counts = [int((m > 0).sum().item()) for m in masks]
+    # a new trace only where the count of selected elements changed
+    assert c.cache_info().traces == 1 + (counts[1] != counts[0]) + (counts[2] != counts[1])
+    assert "its output shapes depend on the values" in str(c.inspect(a, masks[0]))
+
+
+def test_data_shaped_extern_retraces_with_the_random_stream_of_eager():
+    def f(a):
+        r = kael.rand(40)
+        return a[r > 0.5] + r[r > 0.5]
+
+    c = same_stream(f, kael.randn(40), 4, 3)
+    assert c.cache_info().traces > 1  # the counts changed between calls
+
+
+def test_data_shaped_op_after_an_inplace_write_is_a_graph_break():
+    def f(a):
+        a.add_(1)
+        return a[a > 0]
+
+    with pytest.raises(kael.Error, match="cannot be traced again"):
+        kael.compile(f)(kael.randn(10))
 
 
 def test_float_arguments_read_as_floats_in_messages():
