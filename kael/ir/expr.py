@@ -129,19 +129,30 @@ def children(e: Expr) -> tuple[Expr, ...]:
     return ()
 
 
-def walk(e: Expr):
-    """Every node of an expression tree, operands before users."""
-    for c in children(e):
-        yield from walk(c)
-    yield e
+def walk(e: Expr) -> list[Expr]:
+    """Every node of an expression tree, operands before users (a shared operand once per
+    use). Iterative: nested generators cost a pass through every level per node."""
+    out: list[Expr] = []
+    stack: list[tuple[Expr, bool]] = [(e, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            out.append(node)
+            continue
+        stack.append((node, True))
+        stack.extend((c, False) for c in reversed(children(node)))
+    return out
 
 
 def uses_index(e: Expr) -> bool:
     return any(isinstance(n, Index) for n in walk(e))
 
 
+def node_faults(n: Expr) -> bool:
+    """Whether this node itself can report a fault (integer division by zero)."""
+    return isinstance(n, Unary | Binary) and may_fault(n.op, children(n)[0].dtype)
+
+
 def faults(e: Expr) -> bool:
     """Whether evaluating `e` can report a fault (integer division by zero)."""
-    return any(
-        isinstance(n, Unary | Binary) and may_fault(n.op, children(n)[0].dtype) for n in walk(e)
-    )
+    return any(node_faults(n) for n in walk(e))

@@ -173,10 +173,6 @@ def _costly(e: x.Expr) -> bool:
     return any(isinstance(n, x.Unary | x.Binary) and n.op in VMATH_OPS for n in x.walk(e))
 
 
-def _has_flag(e: x.Expr) -> bool:
-    return any(isinstance(n, x.Unary) and n.op == "flag" for n in x.walk(e))
-
-
 def fuse(steps: list[Step], buffer_bytes: list[int], live: set[int]) -> FusedProgram:
     """The fused program of `steps`. `buffer_bytes[b]` is buffer b's size; the last version
     of every buffer in `live` must be in memory at the end.
@@ -252,7 +248,9 @@ def _pass(
             or len(builder.params) != len(step.params)
         )
         built.append((exprs, builder, changed))
-        faulting = any(x.faults(e) for e in exprs)
+        nodes = [x.walk(e) for e in exprs]  # one walk each, for every question below
+        faulting = any(x.node_faults(n) for ns in nodes for n in ns)
+        positions = any(isinstance(n, x.Index) for ns in nodes for n in ns)
         for i, out in enumerate(step.outs):
             b = out.buffer
             before = version.get(b, 0)
@@ -262,7 +260,8 @@ def _pass(
                 needed.add((b, before))  # a partial write lands on the value before it
             if faulting:
                 needed.add((b, before + 1))  # eager raises even when nothing reads it
-            if whole and not reduction and not _has_flag(exprs[i]):
+            flagged = any(isinstance(n, x.Unary) and n.op == "flag" for n in nodes[i])
+            if whole and not reduction and not flagged:
                 producers[(b, before + 1)] = _Producer(
                     step.name,
                     builder.names,
@@ -270,10 +269,10 @@ def _pass(
                     builder.leaves,
                     builder.params,
                     out.shape,
-                    any(x.uses_index(e) for e in exprs),
-                    _size(exprs[i]),
+                    positions,
+                    len(nodes[i]),
                     any(v.buffer in reduced for v, _ in builder.leaves),
-                    any(isinstance(n, x.Unary | x.Binary | x.Where) for n in x.walk(exprs[i])),
+                    any(isinstance(n, x.Unary | x.Binary | x.Where) for n in nodes[i]),
                 )
             if reduction:
                 reduced.add(b)
