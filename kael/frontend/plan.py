@@ -204,22 +204,27 @@ class KernelCall:
                 words[i] = eager.param_word(source.value(call), dtype)
         return pointers, words
 
+    def patched(self, template: array.array, call: Call) -> array.array:
+        """A copy of the prebuilt argument block with this call's addresses and parameters."""
+        block = template[:]
+        bound = call.bound
+        for i, (s, offset) in enumerate(self.pointers):
+            block[i] = (bound[s] or call.storage(s)).ptr + offset
+        if self.dynamic:
+            at = len(block) - len(self.param_words)
+            for k, source, dtype in self.dynamic:
+                block[at + k] = eager.param_word(source.value(call), dtype)
+        return block
+
     def run(self, call: Call) -> None:
-        _, prepared, block = self._ready(call.plan.slots)
-        if block is not None:  # the prebuilt block, copied, with this call's addresses
-            block = block[:]
-            bound = call.bound
-            for i, (s, offset) in enumerate(self.pointers):
-                block[i] = (bound[s] or call.storage(s)).ptr + offset
-            if self.dynamic:
-                at = len(block) - len(self.param_words)
-                for k, source, dtype in self.dynamic:
-                    block[at + k] = eager.param_word(source.value(call), dtype)
-            p = prepared
-            launch_block(p.fn, block, p.total, p.moved, p.align, shape=p.shape)
+        _, p, template = self._ready(call.plan.slots)
+        if template is not None:
+            launch_block(
+                p.fn, self.patched(template, call), p.total, p.moved, p.align, shape=p.shape
+            )
             return
-        if prepared is not None:
-            prepared.launch(*self.operands(call))
+        if p is not None:  # a launch with scratch (a reduction over several blocks)
+            p.launch(*self.operands(call))
             return
         outs = [call.impl(v) for v in self.outs]
         ins = [call.impl(v) for v in self.ins]
@@ -285,10 +290,28 @@ class RowGroup:
     rows: int
     per_row: list[int]  # each member's work items per row
     chunk: int = 1  # rows per driver work item: as many as stay in cache together
+    # per thread count: the members' (prebuilt block, function address), the driver's
+    # leading words and bytes moved; or None where a layout changed and they run apart
+    prepared: tuple | None = None
     launches_kernels = True
 
     def views(self) -> list[View]:
         return [v for m in self.members for v in m.outs + m.ins]
+
+    def _ready(self, slots: list[Slot]) -> tuple:
+        threads = get_num_threads()
+        prepared = self.prepared
+        if prepared is None or prepared[0] != threads:
+            ready = [m._ready(slots) for m in self.members]
+            found = [p for _, p, _ in ready]
+            if any(r[2] is None for r in ready) or _row_items(self.members, found) != self.per_row:
+                prepared = (threads, None)  # a new thread count changed a layout
+            else:
+                members = [(block, _address(p.fn)) for _, p, block in ready]
+                moved = sum(p.moved for p in found)
+                prepared = (threads, (members, moved))
+            self.prepared = prepared
+        return prepared
 
     @property
     def covers(self) -> list[str]:
@@ -300,27 +323,23 @@ class RowGroup:
         return tuple(m.kernel for m in self.members)
 
     def run(self, call: Call) -> None:
-        slots = call.plan.slots
-        prepared = [m.ready(slots) for m in self.members]
-        if any(p is None for p in prepared) or _row_items(self.members, prepared) != self.per_row:
-            for m in self.members:  # a new thread count changed a layout: run them apart
+        ready = self._ready(call.plan.slots)[1]
+        if ready is None:
+            for m in self.members:
                 m.run(call)
             return
         from kael.codegen.cpu.rowdriver import driver
 
-        blocks, held = [], []
+        members, moved = ready
         chunk = self.chunk
         words = [len(self.members), chunk, self.rows]
-        moved = 0
-        for m, p, per_row in zip(self.members, prepared, self.per_row):
-            member_words, scratch = p.words(*m.operands(call))
-            block = array.array("q", member_words)
+        blocks = []
+        for m, (template, address), per_row in zip(self.members, members, self.per_row):
+            block = m.patched(template, call)
             blocks.append(block)
-            held += scratch
-            words += (_address(p.fn), block.buffer_info()[0], per_row)
-            moved += p.moved
+            words += (address, block.buffer_info()[0], per_row)
         launch(driver(), words, -(-self.rows // chunk), moved, 1, shape=(self.rows,))
-        del blocks, held
+        del blocks
 
 
 def _address(fn) -> int:
