@@ -205,14 +205,15 @@ class CompiledFunction:
 
     def _run_shaped(self, plan: p.Plan, tensors, leaves, treedef, key):
         """Run a plan with data-shaped externs; where this call's shapes differ, trace it
-        again (the random stream put back where the call began)."""
+        again, the random stream put back where the call began (unless another thread drew
+        meanwhile: its draws are not repeated, and this call's draw anew)."""
         from kael.frontend.random import default_generator
 
         state = default_generator.get_state()
         try:
             return plan.run(tensors, leaves), plan
-        except p.Retrace:
-            default_generator.set_state(*state)
+        except p.Retrace as retrace:
+            default_generator.rewind(state, retrace.drawn)
             return self._trace(leaves, treedef, tensors, key)
 
     def _lookup(self, args, kwargs):

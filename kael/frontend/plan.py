@@ -95,13 +95,14 @@ def _value(source, call: Call):
 class Call:
     """One run of a plan: the storage bound to each slot and the call's scalar values."""
 
-    __slots__ = ("plan", "bound", "scalars", "random")
+    __slots__ = ("plan", "bound", "scalars", "random", "drawn")
 
     def __init__(self, plan: Plan, bound: list, scalars: list) -> None:
         self.plan = plan
         self.bound = bound
         self.scalars = scalars
         self.random: list[tuple[int, int]] = []
+        self.drawn = 0  # random counters reserved so far
 
     def storage(self, slot: int) -> Storage:
         s = self.bound[slot]
@@ -503,7 +504,7 @@ class ExternCall:
             impl = value._impl
             if (impl.shape, impl.strides, impl.offset) != (view.shape, view.strides, view.offset):
                 if self.shaped:
-                    raise Retrace(self.name)
+                    raise Retrace(self.name, call.drawn)
                 raise Error(
                     f"{self.name} returned a tensor of shape {list(impl.shape)} where its trace "
                     f"returned {list(view.shape)}; its output depends on the data"
@@ -514,7 +515,12 @@ class ExternCall:
 
 class Retrace(Exception):  # noqa: N818 - caught by CompiledFunction, never seen by users
     """A data-shaped extern's output shapes differ from the trace's: trace the call again
-    (nothing the caller can see was written before it)."""
+    (nothing the caller can see was written before it). `drawn`: the random counters the
+    call reserved before it."""
+
+    def __init__(self, name: str, drawn: int) -> None:
+        super().__init__(name)
+        self.drawn = drawn
 
 
 @dataclass(slots=True)
@@ -531,6 +537,7 @@ class Reserve:
         from kael.frontend.random import reserve_words
 
         call.random.append(reserve_words(self.count))
+        call.drawn += self.count
 
 
 @dataclass(slots=True)

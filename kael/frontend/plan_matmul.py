@@ -97,7 +97,7 @@ class MatmulCall:
 
     def run(self, call: Call) -> None:
         _, gp, blocks = self.ready(call.plan.slots)
-        if blocks is None:
+        if blocks is None or self._overlaps(call):
             self.run_apart(call)
             return
         pointers, params = self.epilogue.operands(call)
@@ -114,6 +114,16 @@ class MatmulCall:
         gemm_run.run(gp, *self._addresses(call), epilogues)
         del held
 
+    def _overlaps(self, call: Call) -> bool:
+        """Whether an epilogue output shares memory with a or b (two storages over one
+        array): other work items still read a and b while an epilogue writes."""
+        spans = [_span(call.storage(v.buffer)) for v in (self.a, self.b)]
+        for v in self.epilogue.outs:
+            lo, hi = _span(call.storage(v.buffer))
+            if any(lo < end and start < hi for start, end in spans):
+                return True
+        return False
+
     def run_apart(self, call: Call, reference: bool = False) -> None:
         """The product, then its epilogue as a launch of its own (`reference`: the ops the
         epilogue fuses, one eager kernel each: what check=True compares with)."""
@@ -127,6 +137,10 @@ class MatmulCall:
     def outs(self) -> list[View]:
         """What it writes: c, and the epilogue's outputs."""
         return [self.c, *(self.epilogue.outs if self.epilogue is not None else ())]
+
+
+def _span(storage) -> tuple[int, int]:
+    return storage.ptr, storage.ptr + storage.nbytes
 
 
 def _words(block: _Block | None, pointers: list[int], params: list[int]) -> list[int]:
@@ -162,6 +176,8 @@ def fits(m: MatmulCall, k: KernelCall) -> bool:
     c = m.c
     if k.axes is not None or not c.dtype.is_floating_point or not c.shape:
         return False
+    if k.template.uses_index:
+        return False  # positions (tril, eye): a column slice would count them from its start
     shape = c.shape
     dense = contiguous_strides(shape)
     reads_c = False

@@ -62,6 +62,16 @@ class Generator:
         with self.lock:
             self._seed, self._offset = seed % _U64, offset % _U64
 
+    def rewind(self, state: tuple[int, int], count: int) -> bool:
+        """Put the generator back to `state` if exactly `count` counters were reserved since
+        (no other thread drew meanwhile, whose draws a rewind would repeat)."""
+        seed, offset = state
+        with self.lock:
+            if (self._seed, self._offset) != (seed, (offset + count) % _U64):
+                return False
+            self._seed, self._offset = seed, offset
+            return True
+
     def reserve(self, count: int) -> tuple[int, int]:
         """(seed, first counter) of `count` fresh counters; the offset moves past them."""
         with self.lock:

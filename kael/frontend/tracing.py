@@ -331,9 +331,13 @@ class Trace:
     def _restartable(self) -> bool:
         """Whether nothing the caller can see was written so far in this call: a plan can
         then be dropped midway, and the call traced again, when a data-shaped extern's
-        output shapes change."""
+        output shapes change. Version counters do not tell (an `out=` write bumps none):
+        every step so far, run or pending, must write only buffers the plan made."""
+        made = (p.FRESH, p.EXTERN)
+        slots = self.plan.slots
+        steps = [*self.plan.steps, *(step for step, _, _ in self.pending)]
         return not self.extern_bumps and all(
-            self.call.bound[i].version == v for i, v in self.versions.items()
+            slots[v.buffer].kind in made for step in steps for v in _writes(step)
         )
 
     def extern(self, name: str, fn: Callable, args: tuple, kwargs: dict, shaped: bool = False):
@@ -474,6 +478,17 @@ class Trace:
                 v._impl.storage = real
         plan.finish()
         return result
+
+
+def _writes(step) -> list[View]:
+    """The views a recorded or planned step writes (an extern: the tensors it returned that
+    it did not make, as an `out=` write returns them; its in-place writes bump versions,
+    which extern_bumps counts)."""
+    if type(step) is p.ExternCall:
+        return [spec[0] for spec in step.out_leaves if type(spec) is tuple and not spec[1]]
+    if type(step) is p.RowGroup:
+        return [v for m in step.members for v in m.outs]
+    return list(getattr(step, "outs", ()))
 
 
 def _compile_ahead(steps: list, slots: list) -> None:

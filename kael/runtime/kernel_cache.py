@@ -121,6 +121,16 @@ def store(kind: str, key: str, payload: bytes) -> None:
         pass
 
 
+def writable(kind: str) -> bool:
+    """Whether entries of `kind` can be stored (the directory made, and writable)."""
+    folder = cache_dir() / kind
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK)
+
+
 def exists(kind: str, key: str) -> bool:
     """Whether an entry is stored under `key` (not checked: `load` checks it)."""
     return _path(kind, key).is_file()

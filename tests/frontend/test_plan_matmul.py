@@ -143,6 +143,38 @@ def test_epilogue_never_writes_an_operand_of_its_product(target):
     assert [s.epilogue for s in _products(c, x.clone(), w.clone())] == [None]
 
 
+@pytest.mark.parametrize("m,k,n,t", [(4, 64, 256, 2), (300, 600, 1100, 1)])
+def test_position_kernels_run_after_the_product(m, k, n, t):
+    # triu counts columns: run over a column slice, it would count from the slice's start
+    saved = kael.get_num_threads()
+    kael.set_num_threads(t)
+    try:
+        x, w = kael.randn(m, k), kael.randn(k, n)
+        c = _agree(lambda x, w: (x @ w).triu(1), x, w)
+        assert [s.epilogue for s in _products(c, x, w)] == [None]
+    finally:
+        kael.set_num_threads(saved)
+
+
+def test_epilogue_apart_when_its_output_overlaps_an_operand():
+    # Two storages over one array: the output's rows are rows A's later blocks still read.
+    import numpy as np
+
+    arr = np.random.default_rng(0).standard_normal((600, 64)).astype(np.float32)
+    w = kael.randn(64, 64)
+
+    def f(x, w, out):
+        out.copy_(F.relu(x @ w))
+        return out
+
+    want = f(kael.tensor(arr[:500]), w, kael.tensor(arr[100:600]))
+    got = kael.compile(f)
+    for _ in range(2):
+        a = arr.copy()
+        result = got(kael.from_numpy(a[:500]), w, kael.from_numpy(a[100:600]))
+        _bits(result, want)
+
+
 def test_integer_products_run_the_epilogue_after():
     a = kael.randint(-5, 5, (20, 30))
     b = kael.randint(-5, 5, (30, 10))

@@ -6,11 +6,13 @@ forked child a share of the kernels that are neither linked nor on disk; a child
 its share into the disk cache and exits, while this process compiles its own share, then
 loads the children's from the disk (runtime/kernel_cache.py is the only channel, and
 every entry it reads is checked). Anything a child fails to store is compiled here as
-usual, so a read-only cache or a failed fork only costs the parallelism.
+usual, so a failed fork or child only costs the parallelism; with a cache directory that
+cannot be written nothing is forked.
 
 Fork safety: fork() waits for kael's LLVM and allocator locks (runtime/sync.py), so the
 child inherits none held; it only builds modules, runs LLVM and writes files, never
-launches a kernel or starts a thread, and leaves with os._exit, on any error too.
+launches a kernel or starts a thread, and leaves with os._exit, on any error too; one
+still running after CHILD_SECONDS is killed by its alarm or by the parent.
 KAEL_PARALLEL_COMPILE=N sets how many processes compile at once (default: the CPUs;
 0 or 1 turns it off).
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 import warnings
 from collections.abc import Callable
 
@@ -29,7 +32,13 @@ from kael.ir.kernel import Kernel
 from kael.ir.reduction import Reduction
 from kael.runtime import kernel_cache
 
-CHILD_SECONDS = 300  # a child that takes longer is killed by its own alarm
+CHILD_SECONDS = 300  # a child that takes longer is killed (its own alarm, then the parent)
+
+# Python 3.12+ warns when a threaded process forks; these children only compile and exit.
+warnings.filterwarnings(
+    "ignore", message=r".*fork\(\) may lead to deadlocks", category=DeprecationWarning,
+    module=__name__,
+)  # fmt: skip
 
 
 def processes() -> int:
@@ -38,8 +47,8 @@ def processes() -> int:
         return 1
     setting = os.environ.get("KAEL_PARALLEL_COMPILE", "")
     try:
-        return max(1, int(setting)) if setting else os.cpu_count() or 1
-    except ValueError:
+        return max(1, int(setting)) if setting else len(os.sched_getaffinity(0))
+    except (ValueError, AttributeError):
         return 1
 
 
@@ -74,33 +83,48 @@ def compile_ahead(kernels: list[Kernel | Reduction]) -> int:
             if job is not None:
                 jobs.append((k, job))
     workers = min(len(jobs), workers)
-    if workers < 2:
-        return 0
+    if workers < 2 or not kernel_cache.writable("cpu"):
+        return 0  # a child's work would be lost: the cache is the only way back
     shares = [jobs[i::workers] for i in range(workers)]
     children = [pid for pid in map(_fork_compiling, shares[1:]) if pid]
-    for kernel, _ in shares[0]:  # this process's share: compiled and linked now
-        if isinstance(kernel, Reduction):
-            cpu_reduce.get(kernel)
-        else:
-            jit.get(kernel)
-    for pid in children:
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
+    try:
+        for kernel, _ in shares[0]:  # this process's share: compiled and linked now
+            if isinstance(kernel, Reduction):
+                cpu_reduce.get(kernel)
+            else:
+                jit.get(kernel)
+    finally:
+        _reap(children, time.monotonic() + CHILD_SECONDS)
     return len(children)
+
+
+def _reap(children: list[int], deadline: float) -> None:
+    """Wait for the children, killing any still running at `deadline`."""
+    pending = list(children)
+    while pending:
+        for pid in list(pending):
+            with contextlib.suppress(ChildProcessError):
+                if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                    if time.monotonic() < deadline:
+                        continue
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+            pending.remove(pid)
+        if pending:
+            time.sleep(0.002)
 
 
 def _fork_compiling(share: list) -> int:
     """A child compiling `share` into the disk cache; its pid, or 0 if fork failed."""
     try:
-        with warnings.catch_warnings():  # 3.12+ warns about forking a threaded process
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
+        pid = os.fork()
     except OSError:
         return 0
     if pid:
         return pid
     status = 1
     try:
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)  # a Python handler could not run here
         signal.alarm(CHILD_SECONDS)
         for _, (key, make) in share:
             kernel_cache.store("cpu", key, make())

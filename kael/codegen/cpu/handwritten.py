@@ -4,10 +4,10 @@ Ops whose loops the IR cannot express (multinomial's sampler, scans, row kernels
 gathers, matrix products) build their functions here. Each function has a kernel's
 signature, `void f(i64* args, i64 begin, i64 end)`, so runtime/launcher.py splits its
 work items over the thread pool like any kernel's. `compiled(name, build)` compiles a
-module once per process and caches its object code on disk, keyed by the module's name
-and the fingerprint of the code generators' sources (lowering.CODEGEN_SCHEMA), so a new
-process loads it without building or printing the module (about 60 ms for the gemm
-module); its LLVM IR text is built again only when inspection asks for it.
+module once per process and caches its object code on disk, keyed by the module's name,
+kael's version and the fingerprint of the code generators' sources (CODEGEN_SCHEMA), so
+a new process loads it without building or printing the module (about 60 ms for the
+gemm module); its LLVM IR text is built again only when inspection asks for it.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from kael.codegen.cpu import compiler
 from kael.codegen.lowering import CODEGEN_SCHEMA
 from kael.runtime import kernel_cache, sync
 from kael.runtime.launcher import KernelFn, kernel_fn
+from kael.runtime.version import __version__
 
 I64 = ir.IntType(64)
 # Every kernel's type: void f(i64* args, i64 begin, i64 end).
@@ -93,8 +94,8 @@ def compiled(name: str, build: Callable[[ir.Module], list[str]]) -> Library:
         if lib is None:
             t = compiler.host_target()
             key = kernel_cache.key_of(
-                name, CODEGEN_SCHEMA, llvmlite.__version__, t["triple"], t["cpu"],
-                t["features"], t["llvm"],
+                name, CODEGEN_SCHEMA, __version__, llvmlite.__version__, t["triple"],
+                t["cpu"], t["features"], t["llvm"],
             )  # fmt: skip
             lib = Library(name, build)
 

@@ -52,3 +52,46 @@ def test_a_warm_cache_forks_nothing(tmp_path):
     _fresh_process(tmp_path, KAEL_PARALLEL_COMPILE="2")
     forks, _, same = _fresh_process(tmp_path, KAEL_PARALLEL_COMPILE="2")
     assert forks == "0" and same == "True"
+
+
+# A child stuck in its compile (a sleep where LLVM would run) is killed at the deadline, by
+# its own alarm even where the process had a Python SIGALRM handler, and this process
+# compiles that share itself.
+HANGING = """
+import os, signal, time
+import kael
+from kael.codegen.cpu import ahead, compiler
+from kael.codegen.cpu import reduce as cpu_reduce
+
+signal.signal(signal.SIGALRM, lambda *a: None)
+ahead.CHILD_SECONDS = 1
+parent = os.getpid()
+
+def stuck_in_children(compile_object):
+    def compile_or_hang(*args, **kwargs):
+        if os.getpid() != parent:
+            time.sleep(60)
+        return compile_object(*args, **kwargs)
+    return compile_or_hang
+
+compiler.compile_object = stuck_in_children(compiler.compile_object)
+cpu_reduce.compile_object = stuck_in_children(cpu_reduce.compile_object)
+
+def f(x):
+    e = (x - x.amax(-1, keepdim=True)).exp()
+    return e / e.sum(-1, keepdim=True)
+
+x = kael.randn(64, 300)
+start = time.monotonic()
+same = kael.equal(kael.compile(f)(x), f(x))
+print(same, time.monotonic() - start < 30)
+"""
+
+
+def test_a_stuck_child_is_killed_and_its_share_compiled_here(tmp_path):
+    env = dict(os.environ, KAEL_CACHE_DIR=str(tmp_path), KAEL_PARALLEL_COMPILE="2")
+    out = subprocess.run(
+        [sys.executable, "-c", HANGING], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "True"]
