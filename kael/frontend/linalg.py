@@ -91,7 +91,8 @@ def _operand(impl: TensorImpl, dtype, batch: tuple) -> TensorImpl:
 
 def _multiply(a: TensorImpl, b: TensorImpl, target: Tensor, shape: tuple) -> None:
     """target (viewed in the full [*batch, M, N] shape) = a @ b, through a fresh buffer
-    when target's columns are not unit-stride or it shares memory with an operand."""
+    when target's columns are not unit-stride or it shares memory with an operand (the
+    same storage, or another over the same bytes)."""
     t = target._impl
     if t.shape == shape:
         c = t
@@ -100,8 +101,8 @@ def _multiply(a: TensorImpl, b: TensorImpl, target: Tensor, shape: tuple) -> Non
     direct = (
         c is not None
         and (shape[-1] == 1 or c.strides[-1] == 1)
-        and t.storage is not a.storage
-        and t.storage is not b.storage
+        and not t.storage.overlaps(a.storage)
+        and not t.storage.overlaps(b.storage)
     )
     if not direct:
         c = empty_impl(shape, t.dtype, t.device)

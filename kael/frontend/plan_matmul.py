@@ -117,12 +117,8 @@ class MatmulCall:
     def _overlaps(self, call: Call) -> bool:
         """Whether an epilogue output shares memory with a or b (two storages over one
         array): other work items still read a and b while an epilogue writes."""
-        spans = [_span(call.storage(v.buffer)) for v in (self.a, self.b)]
-        for v in self.epilogue.outs:
-            lo, hi = _span(call.storage(v.buffer))
-            if any(lo < end and start < hi for start, end in spans):
-                return True
-        return False
+        operands = [call.storage(v.buffer) for v in (self.a, self.b)]
+        return any(call.storage(v.buffer).overlaps(s) for v in self.epilogue.outs for s in operands)
 
     def run_apart(self, call: Call, reference: bool = False) -> None:
         """The product, then its epilogue as a launch of its own (`reference`: the ops the
@@ -137,10 +133,6 @@ class MatmulCall:
     def outs(self) -> list[View]:
         """What it writes: c, and the epilogue's outputs."""
         return [self.c, *(self.epilogue.outs if self.epilogue is not None else ())]
-
-
-def _span(storage) -> tuple[int, int]:
-    return storage.ptr, storage.ptr + storage.nbytes
 
 
 def _words(block: _Block | None, pointers: list[int], params: list[int]) -> list[int]:

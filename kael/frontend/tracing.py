@@ -52,6 +52,7 @@ class LazyStorage(Storage):
     """A traced tensor's buffer: memory only once the fused plan stores it."""
 
     __slots__ = ("call", "index")
+    lazy = True
 
     def __init__(self, nbytes: int, device: Device, call: p.Call, index: int) -> None:
         self._set(0, nbytes, device, None)

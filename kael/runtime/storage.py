@@ -82,6 +82,18 @@ class Storage:
         """Whether the bytes belong to `owner` rather than to kael's allocator."""
         return self.nbytes > 0 and self._allocator is None
 
+    # Whether the memory is not placed yet (a traced tensor's, frontend/tracing.py): it
+    # shares bytes with no other storage, and reading `ptr` would need its values.
+    lazy = False
+
+    def overlaps(self, other: Storage) -> bool:
+        """Whether the two storages share any byte (one storage, or two over one array)."""
+        if self is other:
+            return self.nbytes > 0
+        if self.lazy or other.lazy:
+            return False
+        return self.ptr < other.ptr + other.nbytes and other.ptr < self.ptr + self.nbytes
+
     def bump_version(self) -> None:
         """Count one in-place write; autograd compares versions to detect modified inputs."""
         self.version += 1

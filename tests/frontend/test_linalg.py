@@ -399,6 +399,16 @@ def test_out_may_alias_an_operand():
     check_equal(ka, want)
 
 
+def test_out_may_share_bytes_with_an_operand_through_another_storage():
+    # two tensors from_numpy'd over one array: distinct storages, the same memory
+    arr = np.random.default_rng(1).standard_normal((600, 64)).astype(np.float32)
+    w = torch.from_numpy(np.random.default_rng(2).standard_normal((64, 64)).astype(np.float32))
+    want = torch.from_numpy(arr[:500].copy()) @ w
+    x, out = kael.from_numpy(arr[:500]), kael.from_numpy(arr[100:600])
+    kael.matmul(x, kael.from_numpy(w.numpy()), out=out)
+    check_equal(out, want)
+
+
 def test_out_with_one_d_results_and_out_for_mm_bmm_dot():
     kv, tv = pair(small_ints((4,), torch.float32))
     km, tm = pair(small_ints((3, 4), torch.float32, 1))

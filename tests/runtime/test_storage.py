@@ -170,3 +170,16 @@ def test_storage_supports_weak_references():
     assert ref() is s
     del s
     assert ref() is None
+
+
+def test_overlaps_sees_shared_bytes_on_both_sides_of_the_edge():
+    owner = ctypes.create_string_buffer(64)
+    base = ctypes.addressof(owner)
+    left = Storage.external(base, 32, owner)
+    touching = Storage.external(base + 32, 32, owner)  # adjacent: no byte in common
+    one_byte = Storage.external(base + 31, 8, owner)  # shares byte 31
+    assert left.overlaps(left) and not left.overlaps(touching) and not touching.overlaps(left)
+    assert left.overlaps(one_byte) and one_byte.overlaps(left)
+    assert not Storage(16).overlaps(Storage(16))  # two blocks of the allocator
+    empty = Storage(0)
+    assert not empty.overlaps(empty) and not empty.overlaps(left)
