@@ -718,6 +718,27 @@ class Key(tuple):
         return ", ".join(parts) + ("," if len(parts) == 1 else "")
 
 
+def source(value, xname: str, render: Callable[[object, str], str]) -> str:
+    """Python source for an argument of the kinds both fuzzers spell alike: dtypes, code over
+    x (written over `xname`), indexing keys and the items of tuples and lists (each through
+    `render`, the fuzzer's own), floats (non-finite ones as float('inf')) and other
+    constants."""
+    if isinstance(value, Dtype):
+        return value.code()
+    if isinstance(value, Code):
+        return value.text.replace("x", xname)
+    if isinstance(value, Key):
+        return value.code(lambda v: render(v, xname))
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float('{value}')"
+    if isinstance(value, tuple | list):
+        inner = ", ".join(render(v, xname) for v in value)
+        if isinstance(value, list):
+            return f"[{inner}]"
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    return repr(value)
+
+
 # ---- the op table ----------------------------------------------------------------------------
 
 

@@ -63,9 +63,7 @@ from fuzz_ops import (
     FAMILIES,
     NUMPY,
     OPS,
-    Code,
     Dtype,
-    Key,
     Op,
     Spec,
     budget,
@@ -73,6 +71,7 @@ from fuzz_ops import (
     layouts,
     pick,
     shapes,
+    source,
     specs,
     storage,
 )
@@ -201,10 +200,6 @@ class FloatArg:
     fresh: float
 
 
-def _float_code(v: float) -> str:
-    return f"float('{v}')" if not math.isfinite(v) else repr(v)
-
-
 class Inputs:
     """f's arguments: storages and the views and floats passed, rebuilt identically on
     demand (same bytes, strides, offsets and sharing)."""
@@ -232,7 +227,7 @@ class Inputs:
         parts = []
         for a in self.args:
             if isinstance(a, FloatArg):
-                parts.append(_float_code(a.fresh if fresh else a.value))
+                parts.append(source(a.fresh if fresh else a.value, "x", None))
             elif a.same_as is not None:
                 parts.append(parts[a.same_as])
             else:
@@ -354,22 +349,9 @@ class Program:
             return name
         if isinstance(value, Ref):
             return value.name
-        if isinstance(value, Dtype):
-            return value.code()
-        if isinstance(value, Code):
-            return value.text.replace("x", xname)
-        if isinstance(value, Key):
-            return value.code(lambda v: self.render(v, xname))
-        if isinstance(value, float):
-            if self.draw(st.booleans(), label="float argument"):
-                return self.add_float(value)
-            return _float_code(value)
-        if isinstance(value, tuple | list):
-            inner = ", ".join(self.render(v, xname) for v in value)
-            if isinstance(value, list):
-                return f"[{inner}]"
-            return f"({inner},)" if len(value) == 1 else f"({inner})"
-        return repr(value)
+        if isinstance(value, float) and self.draw(st.booleans(), label="float argument"):
+            return self.add_float(value)
+        return source(value, xname, self.render)
 
     def emit(self, line: str) -> None:
         """A line of f's body, run now in the probe namespace (raising ends the chain)."""

@@ -46,7 +46,20 @@ import mpmath
 import numpy as np
 import pytest
 import torch
-from fuzz_ops import FAMILIES, I64_MAX, I64_MIN, OPS, Code, Dtype, Key, Spec, budget, pick, specs
+from fuzz_ops import (
+    FAMILIES,
+    I64_MAX,
+    I64_MIN,
+    OPS,
+    Code,
+    Dtype,
+    Key,
+    Spec,
+    budget,
+    pick,
+    source,
+    specs,
+)
 from hypothesis import event, given, note
 from hypothesis import strategies as st
 from kernel_helpers import KAEL_DTYPES
@@ -750,20 +763,7 @@ class Chain:
             name = self.name("t")
             self.lines.append(f"{name} = {value.code()}")
             return name
-        if isinstance(value, Dtype):
-            return value.code()
-        if isinstance(value, Code):
-            return value.text.replace("x", xname)
-        if isinstance(value, Key):
-            return value.code(lambda v: self.render(v, xname))
-        if isinstance(value, float) and not math.isfinite(value):
-            return f"float('{value}')"
-        if isinstance(value, tuple | list):
-            inner = ", ".join(self.render(v, xname) for v in value)
-            if isinstance(value, list):
-                return f"[{inner}]"
-            return f"({inner},)" if len(value) == 1 else f"({inner})"
-        return repr(value)
+        return source(value, xname, self.render)
 
     def materialize(self, value, kx, tx):
         """(kael value, torch value) of an argument: Specs built and tracked, dtypes and code
