@@ -148,8 +148,14 @@ class KernelCall:
     def views(self) -> list[View]:
         return self.outs + self.ins
 
+    def _impls(self, slots: list[Slot]) -> tuple[list[TensorImpl], list[TensorImpl]]:
+        """Memoryless impls of the outputs and inputs: their layouts, for planning."""
+        return [_layout_only(v, slots) for v in self.outs], [
+            _layout_only(v, slots) for v in self.ins
+        ]
+
     def _prepare(self, slots: list[Slot], threads: int):
-        outs, ins = ([_layout_only(v, slots) for v in vs] for vs in (self.outs, self.ins))
+        outs, ins = self._impls(slots)
         self.pointers = [(v.buffer, v.offset * v.dtype.itemsize) for v in self.outs + self.ins]
         dtypes = self.template.kernel.params
         self.param_words = [
@@ -164,19 +170,19 @@ class KernelCall:
         prepared = eager.prepare(self.template, outs, ins, self.axes, self.streaming)
         block = None
         if prepared is not None and prepared.scratch is None:
-            block = array.array("q", prepared.words([0] * len(self.pointers), self.param_words)[0])
+            block = array.array("q", self.template_words(prepared))
         self.prepared = (threads, prepared, block)
         return self.prepared
 
     def layout(self, slots: list[Slot]) -> eager.Prepared | None:
         """The launch as `ready` would prepare it, with no code compiled (fn is None)."""
-        outs, ins = ([_layout_only(v, slots) for v in vs] for vs in (self.outs, self.ins))
+        outs, ins = self._impls(slots)
         return eager.prepare(self.template, outs, ins, self.axes, self.streaming, compile=False)
 
     def specialized(self, slots: list[Slot]) -> Kernel | Reduction:
         """The kernel as this step launches it: specialized for its operands' layouts (not
         compiled by asking)."""
-        outs, ins = ([_layout_only(v, slots) for v in vs] for vs in (self.outs, self.ins))
+        outs, ins = self._impls(slots)
         return eager.specialized(self.template, outs, ins, self.axes, self.streaming)
 
     @property
@@ -205,17 +211,37 @@ class KernelCall:
                 words[i] = eager.param_word(source.value(call), dtype)
         return pointers, words
 
+    def run_reference(self, call: Call) -> None:
+        """The ops it fuses, one eager kernel each (what check=True compares with)."""
+        for op in self.reference:
+            op.run(call)
+
+    def compared(self) -> list[KernelCall]:
+        """What check=True compares after a run: this kernel's outputs."""
+        return [self]
+
     def patched(self, template: array.array, call: Call) -> array.array:
         """A copy of the prebuilt argument block with this call's addresses and parameters."""
         block = template[:]
+        self.patch(block, call, 0, len(block))
+        return block
+
+    def patch(self, block: array.array, call: Call, start: int, end: int, shifts=None) -> None:
+        """Write this call's operand addresses (each moved by `shifts` bytes, for a slice of
+        the operands) and run-time parameters into block[start:end], this kernel's words."""
         bound = call.bound
         for i, (s, offset) in enumerate(self.pointers):
-            block[i] = (bound[s] or call.storage(s)).ptr + offset
+            moved = shifts[i] if shifts else 0
+            block[start + i] = (bound[s] or call.storage(s)).ptr + offset + moved
         if self.dynamic:
-            at = len(block) - len(self.param_words)
+            at = end - len(self.param_words)
             for k, source, dtype in self.dynamic:
                 block[at + k] = eager.param_word(source.value(call), dtype)
-        return block
+
+    def template_words(self, prepared: eager.Prepared) -> list[int]:
+        """`prepared`'s argument words with the addresses left 0 and the constant
+        parameters filled in: what `patch` completes per call."""
+        return prepared.words([0] * len(self.pointers), self.param_words)[0]
 
     def run(self, call: Call) -> None:
         _, p, template = self._ready(call.plan.slots)
@@ -298,6 +324,13 @@ class RowGroup:
 
     def views(self) -> list[View]:
         return [v for m in self.members for v in m.outs + m.ins]
+
+    def run_reference(self, call: Call) -> None:
+        for m in self.members:
+            m.run_reference(call)
+
+    def compared(self) -> list[KernelCall]:
+        return self.members
 
     def _ready(self, slots: list[Slot]) -> tuple:
         threads = get_num_threads()
@@ -584,10 +617,7 @@ class Plan:
         self.args = [(i, slot.arg) for i, slot in enumerate(self.slots) if slot.kind == ARG]
         self.schedule = [(s, r) if r else (s, None) for s, r in zip(self.steps, self.release)]
         self.single = (
-            self.outputs is pytree.LEAF
-            and type(self.out_leaves[0]) is View
-            and not self.bumps
-            and all(type(s) is KernelCall for s in self.steps)
+            self.outputs is pytree.LEAF and type(self.out_leaves[0]) is View and not self.bumps
         )
 
     def run(self, tensors: list, scalars: list):
@@ -634,19 +664,11 @@ class Plan:
                     call.bound[i] = _copy(slot.storage)
         fused, unfused = calls
         for step in self.steps:
-            kind = type(step)
-            if kind is KernelCall or kind is RowGroup:
-                members = step.members if kind is RowGroup else [step]
-                for m in members:
-                    for op in m.reference:
-                        op.run(unfused)
+            if step.launches_kernels:
+                step.run_reference(unfused)
                 step.run(fused)
-                for m in members:
-                    _compare(m, fused, unfused, name)
-            elif step.launches_kernels:  # a product: alone, then its epilogue's ops
-                step.run_apart(unfused, reference=True)
-                step.run(fused)
-                _compare(step, fused, unfused, name)
+                for part in step.compared():
+                    _compare(part, fused, unfused, name)
             else:  # the same draws and extern work in both
                 state = default_generator.get_state()
                 step.run(unfused)

@@ -33,6 +33,17 @@ class _Block:
     shifts: tuple[int, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class _Blocks:
+    """One launch's epilogue blocks, each `stride` words of `template`: [kernel address or
+    0, columns, the kernel's argument words (addresses 0)], and where each block's
+    argument words start and end, with its operands' shifts, for `KernelCall.patch`."""
+
+    template: array.array
+    stride: int
+    patches: tuple[tuple[int, int, tuple[int, ...]], ...]
+
+
 @dataclass(slots=True)
 class MatmulCall:
     """c = a @ b (views over slots), then `epilogue` over c's blocks as they complete."""
@@ -64,7 +75,10 @@ class MatmulCall:
         if prepared is None or prepared[0] != threads:
             a, b, c = (_layout_only(v, slots) for v in (self.a, self.b, self.c))
             gp = gemm_run.plan_for(a, b, c)
-            blocks = None if self.epilogue is None else self._blocks(gp, slots)
+            blocks = None
+            if self.epilogue is not None:
+                self.epilogue._ready(slots)  # its operand slots and parameter words
+                blocks = self._blocks(gp, slots)
             prepared = self.prepared = (threads, gp, blocks)
         return prepared
 
@@ -86,7 +100,7 @@ class MatmulCall:
                 if block is None and end > first:
                     return None  # a slice the elementwise walk cannot split by rows
                 blocks.append(block)
-            out.append(blocks or None)
+            out.append(_template(epi, blocks) if blocks else None)
         return out
 
     def _addresses(self, call: Call) -> tuple[int, int, int]:
@@ -100,17 +114,17 @@ class MatmulCall:
         if blocks is None or self._overlaps(call):
             self.run_apart(call)
             return
-        pointers, params = self.epilogue.operands(call)
+        epi = self.epilogue
         held, epilogues = [], []
         for launch_blocks in blocks:
             if launch_blocks is None:
                 epilogues.append((0, 0))
                 continue
-            rows = [_words(block, pointers, params) for block in launch_blocks]
-            stride = max(len(r) for r in rows)
-            words = array.array("q", [w for r in rows for w in r + [0] * (stride - len(r))])
+            words = launch_blocks.template[:]
+            for start, end, shifts in launch_blocks.patches:
+                epi.patch(words, call, start, end, shifts)
             held.append(words)
-            epilogues.append((words.buffer_info()[0], stride))
+            epilogues.append((words.buffer_info()[0], launch_blocks.stride))
         gemm_run.run(gp, *self._addresses(call), epilogues)
         del held
 
@@ -120,14 +134,23 @@ class MatmulCall:
         operands = [call.storage(v.buffer) for v in (self.a, self.b)]
         return any(call.storage(v.buffer).overlaps(s) for v in self.epilogue.outs for s in operands)
 
-    def run_apart(self, call: Call, reference: bool = False) -> None:
-        """The product, then its epilogue as a launch of its own (`reference`: the ops the
-        epilogue fuses, one eager kernel each: what check=True compares with)."""
-        _, gp, _ = self.ready(call.plan.slots)
-        gemm_run.run(gp, *self._addresses(call))
+    def _product(self, call: Call) -> None:
+        gemm_run.run(self.ready(call.plan.slots)[1], *self._addresses(call))
+
+    def run_apart(self, call: Call) -> None:
+        """The product, then its epilogue as a launch of its own."""
+        self._product(call)
         if self.epilogue is not None:
-            for op in self.epilogue.reference if reference else [self.epilogue]:
-                op.run(call)
+            self.epilogue.run(call)
+
+    def run_reference(self, call: Call) -> None:
+        """The product alone, then the ops its epilogue fuses, one eager kernel each."""
+        self._product(call)
+        if self.epilogue is not None:
+            self.epilogue.run_reference(call)
+
+    def compared(self) -> list[MatmulCall]:
+        return [self]
 
     @property
     def outs(self) -> list[View]:
@@ -135,13 +158,20 @@ class MatmulCall:
         return [self.c, *(self.epilogue.outs if self.epilogue is not None else ())]
 
 
-def _words(block: _Block | None, pointers: list[int], params: list[int]) -> list[int]:
-    """One epilogue block's words: [kernel address, columns, its argument words]."""
-    if block is None:
-        return [0, 0]
-    shifted = [p + s for p, s in zip(pointers, block.shifts)]
-    words, _ = block.prepared.words(shifted, params)
-    return [_address(block.prepared.fn), block.columns, *words]
+def _template(epi: KernelCall, blocks: list[_Block | None]) -> _Blocks:
+    """One launch's epilogue blocks as a prebuilt template (a None block: no kernel)."""
+    rows = [
+        [_address(b.prepared.fn), b.columns, *epi.template_words(b.prepared)] if b else [0, 0]
+        for b in blocks
+    ]
+    stride = max(len(r) for r in rows)
+    patches = tuple(
+        (i * stride + 2, i * stride + len(r), b.shifts)
+        for i, (r, b) in enumerate(zip(rows, blocks))
+        if b is not None
+    )
+    words = array.array("q", [w for r in rows for w in r + [0] * (stride - len(r))])
+    return _Blocks(words, stride, patches)
 
 
 def _slice(epi: KernelCall, slots: list[Slot], first: int, end: int) -> _Block | None:
