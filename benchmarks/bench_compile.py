@@ -1,8 +1,9 @@
-"""@kael.compile: kael eager, kael compiled, torch eager and torch.compile side by side.
+"""@kael.compile: kael eager, kael compiled, torch eager, torch.compile and NumPy side by side.
 
 Run: python benchmarks/bench_compile.py [--rounds N] [--check] [--only NAME]
 Float32, medians of interleaved rounds (steady state: every first call is made before
-timing). For each workload it prints the four times, kael compiled's ratios to each, the
+timing). For each workload it prints the times (NumPy where it has the ops: no erf, so
+no gelu rows), kael compiled's ratios to each, the
 kernels kael runs eagerly and compiled (extern steps in brackets), and kael compiled's
 time over its floor: the bytes the workload must read and write at the bandwidth of
 kael's own streaming copy measured in this run, or, where the math outweighs the memory
@@ -29,7 +30,7 @@ import torch.nn.functional as F
 import kael
 from kael.frontend.inspection import record_launches
 
-LIBS = ("kael", "kael.compile", "torch", "torch.compile")
+LIBS = ("kael", "kael.compile", "torch", "torch.compile", "numpy")
 
 
 @dataclass
@@ -41,6 +42,7 @@ class Workload:
     torch_args: tuple
     floor: object  # () -> seconds
     target: tuple[str, float] | None = None  # ("floor", 1.3) or ("torch.compile", 0.5)
+    numpy_fn: object = None  # the same computation in NumPy, where NumPy has its ops
     runs: dict = field(default_factory=dict)
     times: dict = field(default_factory=dict)
     kernels: str = ""
@@ -255,7 +257,58 @@ def workloads(bandwidth: float) -> list[Workload]:
     out.append(
         Workload("20 ops on 4 elements", twenty, twenty, (k4,), (t4,), lambda: 5e-6, ("us", 5))
     )
+    numpy_fns = _numpy_versions(b, t, h, d, e)
+    for w in out:
+        w.numpy_fn = numpy_fns.get(w.name)
     return out
+
+
+def _numpy_versions(b: int, t: int, h: int, d: int, e: int) -> dict:
+    """NumPy forms of the workloads, by name (NumPy has no erf: no gelu workloads)."""
+
+    def softmax(x):
+        z = np.exp(x - x.max(-1, keepdims=True))
+        return z / z.sum(-1, keepdims=True)
+
+    mask = np.triu(np.full((t, t), -np.inf, np.float32), 1)
+
+    def attention(x, wq, wk, wv, wo):
+        q, k, v = ((x @ w).reshape(b, t, h, d).transpose(0, 2, 1, 3) for w in (wq, wk, wv))
+        p = softmax((q @ k.transpose(0, 1, 3, 2)) * np.float32(d**-0.5) + mask)
+        y = (p @ v).transpose(0, 2, 1, 3).reshape(b, t, e) @ wo + x
+        c = y - y.mean(-1, keepdims=True)
+        return c / np.sqrt((c * c).mean(-1, keepdims=True) + np.float32(1e-5))
+
+    def mlp_relu(x, *params):
+        for i in range(0, len(params), 2):
+            x = np.maximum(x @ params[i] + params[i + 1], 0)
+        return x
+
+    def eight(x):
+        y = x * 2.0 + 1.0
+        y = np.exp(y) - x
+        y = y * y + np.abs(x)
+        return np.sqrt(y) - 0.5
+
+    def twenty(x):
+        for i in range(10):
+            x = x * 1.01 + 0.001 * i
+        return x
+
+    return {
+        "tanh(x*1.5+2)*x, 16M": lambda x: np.tanh(x * 1.5 + 2.0) * x,
+        "softmax from primitives 4096x4096": softmax,
+        "((x - mean) ** 2).mean(-1) 4096x4096": lambda x: (
+            (x - x.mean(-1, keepdims=True)) ** 2
+        ).mean(-1),
+        "RMSNorm [8192, 1024]": lambda x, w: (
+            x / np.sqrt((x * x).mean(-1, keepdims=True) + np.float32(1e-6)) * w
+        ),
+        "attention block [1, 8, 512, 64]": attention,
+        "3-layer MLP [4096, 1024], relu": mlp_relu,
+        "8 ops on 64x64": eight,
+        "20 ops on 4 elements": twenty,
+    }
 
 
 def _gemm_rate() -> float:
@@ -373,6 +426,9 @@ def main() -> int:
         if not args.no_torch_compile:
             tc = torch.compile(w.torch_fn)
             w.runs["torch.compile"] = lambda w=w, c=tc: c(*w.torch_args)
+        if w.numpy_fn is not None:
+            arrays = tuple(a.numpy() for a in w.torch_args)
+            w.runs["numpy"] = lambda w=w, a=arrays: w.numpy_fn(*a)
         for fn in w.runs.values():
             for _ in range(2):
                 fn()
@@ -389,12 +445,14 @@ def main() -> int:
     ok = True
     print(
         f"\n{'workload':38} {'kael':>9} {'compiled':>9} {'torch':>9} {'t.comp':>9} "
-        f"{'c/eager':>7} {'c/torch':>7} {'c/t.co':>7} {'c/floor':>7}  kernels e/c [ext]  target"
+        f"{'numpy':>9} {'c/eager':>7} {'c/torch':>7} {'c/t.co':>7} {'c/numpy':>7} "
+        f"{'c/floor':>7}  kernels e/c [ext]  target"
     )
     for w in cases:
         ms = {lib: w.median(lib) * 1e3 for lib in w.times}
         c = ms["kael.compile"]
         tco = ms.get("torch.compile", float("nan"))
+        npy = ms.get("numpy", float("nan"))
         floor = w.floor() * 1e3
         verdict = ""
         if w.target:
@@ -413,8 +471,9 @@ def main() -> int:
         label = "us" if unit == 1e3 else "ms"
         print(
             f"{w.name + f' ({label})':38} {ms['kael'] * unit:9.3f} {c * unit:9.3f} "
-            f"{ms['torch'] * unit:9.3f} {tco * unit:9.3f} {c / ms['kael']:7.2f} "
-            f"{c / ms['torch']:7.2f} {c / tco:7.2f} {c / floor:7.2f}  {w.kernels:17}  {verdict}"
+            f"{ms['torch'] * unit:9.3f} {tco * unit:9.3f} {npy * unit:9.3f} "
+            f"{c / ms['kael']:7.2f} {c / ms['torch']:7.2f} {c / tco:7.2f} {c / npy:7.2f} "
+            f"{c / floor:7.2f}  {w.kernels:17}  {verdict}"
         )
     return 0 if ok or not args.check else 1
 
