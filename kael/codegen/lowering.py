@@ -234,6 +234,27 @@ def declare(module: ir.Module, name: str, fnty: ir.FunctionType) -> ir.Function:
     return fn if fn is not None else ir.Function(module, fnty, name)
 
 
+def prefetch(b: ir.IRBuilder, ptr: ir.Value) -> None:
+    """Ask for the cache line at `ptr` (a read, kept in every cache level); never faults,
+    so the address may run past the buffer."""
+    i32 = ir.IntType(32)
+    fnty = ir.FunctionType(ir.VoidType(), [I8.as_pointer(), i32, i32, i32])
+    fn = declare(b.module, "llvm.prefetch.p0", fnty)
+    b.call(
+        fn,
+        [
+            b.bitcast(ptr, I8.as_pointer()),
+            *(ir.Constant(i32, v) for v in (0, int(__import__("os").environ.get("PFL", 3)), 1)),
+        ],
+    )
+
+
+def prefetch_steps(itemsize: int, width: int, steps: int, line: int = 64) -> list[int]:
+    """Which of `steps` consecutive `width`-lane loads of `itemsize`-byte elements start a
+    new cache line: one prefetch per line, not per load."""
+    return [u for u in range(steps) if (u * width * itemsize) % line == 0]
+
+
 def param_from_word(b: ir.IRBuilder, word: ir.Value, dtype: DType) -> ir.Value:
     """A run-time scalar from its 64-bit argument word (floats travel as float64 bits)."""
     if dtype.is_floating_point:

@@ -17,30 +17,15 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kael.frontend import eager, pytree, tracing
 from kael.frontend import plan as p
+from kael.frontend import pytree, tracing
 from kael.frontend.plan_matmul import MatmulCall
 from kael.frontend.tensor import Tensor
-from kael.ir.kernel import Kernel
-from kael.ir.reduction import Reduction
 from kael.runtime import debug, sync
 from kael.runtime.tensor_impl import contiguous_strides
 from kael.runtime.tracestate import state
 
 MAX_PLANS = 256  # traced signatures kept per function (shapes are unbounded)
-
-_templates: dict[Kernel | Reduction, eager.Template] = {}
-_templates_lock = sync.lock()
-
-
-def template_for(kernel: Kernel | Reduction) -> eager.Template:
-    """The one eager template of a fused kernel, whose parameters are named p0, p1, ..."""
-    entry = _templates.get(kernel)
-    if entry is None:
-        made = eager.Template(kernel, [f"p{i}" for i in range(len(kernel.params))])
-        with _templates_lock:
-            entry = _templates.setdefault(kernel, made)
-    return entry
 
 
 @dataclass

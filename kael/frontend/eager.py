@@ -99,6 +99,20 @@ def _scheduled(cache: dict, key: tuple, build: Callable, schedule: Callable) -> 
     return entry
 
 
+_fused: dict[Kernel | Reduction, Template] = {}
+
+
+def fused_template(kernel: Kernel | Reduction) -> Template:
+    """The one template of a kernel fusion built (compiled plans), whose parameters are
+    named p0, p1, ..."""
+    entry = _fused.get(kernel)
+    if entry is None:
+        made = Template(kernel, [f"p{i}" for i in range(len(kernel.params))])
+        with _templates_lock:
+            entry = _fused.setdefault(kernel, made)
+    return entry
+
+
 def param_word(value, dtype: DType) -> int:
     """A run-time parameter as its int64 argument word (floats as float64 bits)."""
     return _param_word(value, dtype)

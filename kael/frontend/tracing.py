@@ -21,8 +21,8 @@ import sys
 import weakref
 from collections.abc import Callable
 
+from kael.frontend import eager, pytree
 from kael.frontend import plan as p
-from kael.frontend import pytree
 from kael.ir.fusion import Step, fuse
 from kael.ir.reduction import Reduction
 from kael.ir.views import View
@@ -399,7 +399,6 @@ class Trace:
 
     def flush(self) -> None:
         """Fuse the pending steps, add them to the plan and run them on this call's data."""
-        from kael.frontend.compiled import template_for
         from kael.frontend.plan_matmul import MatmulCall, join_epilogue
 
         for count in self.reservations:
@@ -416,7 +415,7 @@ class Trace:
         start = 0
         for k, f in enumerate(program.steps):
             _, entry, _ = pending[f.index]
-            template = entry if f.kernel is entry.kernel else template_for(f.kernel)
+            template = entry if f.kernel is entry.kernel else eager.fused_template(f.kernel)
             axes = (f.axes, f.keepdim) if isinstance(f.kernel, Reduction) else None
             step = p.KernelCall(template, f.outs, f.ins, f.params, f.covers, axes)
             # the ops it stands for, each its own eager kernel: what check=True compares with

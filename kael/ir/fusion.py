@@ -168,7 +168,7 @@ def _rebuild(e: x.Expr, leaf, param, index, memo: dict) -> x.Expr:
     return out
 
 
-def _costly(e: x.Expr) -> bool:
+def costly(e: x.Expr) -> bool:
     """Whether an expression runs vector math (exp, log, tanh, ...): worth storing once."""
     return any(isinstance(n, x.Unary | x.Binary) and n.op in VMATH_OPS for n in x.walk(e))
 
@@ -283,7 +283,7 @@ def _pass(
     program.shared = {
         key
         for key, seen in readers.items()
-        if len(seen) >= 2 and any(r for _, r in seen) and _costly(producers[key].expr)
+        if len(seen) >= 2 and any(r for _, r in seen) and costly(producers[key].expr)
     }
     written: dict[int, int] = {}
     for i, (step, (exprs, builder, changed)) in enumerate(zip(steps, built)):

@@ -10,11 +10,12 @@ import dataclasses
 from dataclasses import dataclass
 
 from kael.ir.expr import Expr, faults, uses_index
-from kael.runtime.dtypes import DType
+from kael.runtime.dtypes import DType, int64
 
 # Innermost-dimension layout of a buffer: unit stride, stride 0 (broadcast), any stride,
 # or (tiled kernels only) any stride along the last dimension but unit along the one before.
 CONTIG, BCAST, STRIDED, TRANSPOSED = "contig", "bcast", "strided", "transposed"
+NO_PREFETCH = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +31,8 @@ class Kernel:
     """One compiled unit: outputs[i] = exprs[i] at every point of a rank-`rank` index space.
 
     `tiled` walks the last two dimensions in square tiles (a transposing copy);
-    `nontemporal` streams the output past the caches (large outputs only).
+    `nontemporal` streams the output past the caches (large outputs only); `prefetch`
+    names a unit-stride input whose lines are fetched ahead (see `prefetching`).
     """
 
     name: str
@@ -41,6 +43,7 @@ class Kernel:
     params: tuple[DType, ...] = ()
     tiled: bool = False
     nontemporal: bool = False
+    prefetch: int = NO_PREFETCH
 
     @property
     def buffers(self) -> tuple[Buffer, ...]:
@@ -67,3 +70,11 @@ class Kernel:
         return dataclasses.replace(
             self, rank=rank, inputs=ins, outputs=outs, tiled=tiled, nontemporal=nontemporal
         )
+
+
+def prefetching(kernel, input_index: int):
+    """`kernel` (a Kernel or a Reduction) fetching input `input_index` ahead of its reads:
+    the distance in elements is one more int64 run-time parameter, the last. A row group
+    gives it to a later kernel reading the rows its first kernel reads from memory next,
+    so the memory reads of one chunk of rows overlap the arithmetic on the one before."""
+    return dataclasses.replace(kernel, prefetch=input_index, params=kernel.params + (int64,))

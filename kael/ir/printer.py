@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from kael.ir.expr import Binary, Cast, Const, Expr, Index, Load, Param, Unary, Where
-from kael.ir.kernel import Kernel
+from kael.ir.kernel import NO_PREFETCH, Kernel
 from kael.ir.reduction import Reduction
 
 
@@ -55,9 +55,17 @@ def format_kernel(k: Kernel) -> str:
     lines = [f"kernel {k.name} rank={k.rank} {schedule}"]
     lines += [f"  out{i}: {b.dtype} {b.inner}" for i, b in enumerate(k.outputs)]
     lines += [f"  in{i}: {b.dtype} {b.inner}" for i, b in enumerate(k.inputs)]
-    lines += [f"  p{i}: {d}" for i, d in enumerate(k.params)]
+    lines += _params(k)
     lines += [f"  out{i} = {format_expr(e)}" for i, e in enumerate(k.exprs)]
     return "\n".join(lines)
+
+
+def _params(k: Kernel | Reduction) -> list[str]:
+    """The run-time parameter lines; the prefetch distance names what it fetches."""
+    lines = [f"  p{i}: {d}" for i, d in enumerate(k.params)]
+    if k.prefetch != NO_PREFETCH:
+        lines[-1] += f" (prefetch in{k.prefetch}: elements ahead)"
+    return lines
 
 
 def format_reduction(k: Reduction) -> str:
@@ -74,7 +82,7 @@ def format_reduction(k: Reduction) -> str:
         f"  in{i}: {b.dtype} {b.inner}" + (" invariant" if inv else "")
         for i, (b, inv) in enumerate(zip(k.inputs, fixed))
     ]
-    lines += [f"  p{i}: {d}" for i, d in enumerate(k.params)]
+    lines += _params(k)
     lines.append(f"  acc = {k.op}({format_expr(k.prologue)})")
     if k.second is not None:
         lines.append(f"  acc1 = {k.op}({format_expr(k.second)})")

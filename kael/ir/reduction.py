@@ -19,7 +19,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from kael.ir.expr import Expr, Load, faults
-from kael.ir.kernel import BCAST, CONTIG, STRIDED, Buffer
+from kael.ir.kernel import BCAST, CONTIG, NO_PREFETCH, STRIDED, Buffer
 from kael.ir.layout import coalesce
 from kael.runtime.dtypes import DType, int64
 
@@ -71,6 +71,7 @@ class Reduction:
     # per input: whether every reduced dim has stride 0 (var's broadcast mean): its loads
     # do not move along the reduced elements, so the kernel loads it once per output
     invariant: tuple[bool, ...] = ()
+    prefetch: int = NO_PREFETCH  # an input fetched ahead (kernel.prefetching)
 
     @property
     def acc(self) -> DType:

@@ -135,6 +135,43 @@ def test_rms_and_layer_norm_from_primitives_are_row_groups():
         _row_group(agree(f, x, row), x, row)
 
 
+def _prefetched(group) -> list[tuple[int, int]]:
+    """(member, input it prefetches) for each member launched in its prefetching variant."""
+    return [(i, m.kernel.prefetch) for i, m in enumerate(group.members) if m.kernel.prefetch >= 0]
+
+
+@pytest.mark.parametrize("shape", [(64, 48), (300, 2000), (5, 3)])
+def test_first_vector_math_member_prefetches_the_streamed_rows(shape):
+    def softmax(a):
+        e = (a - a.amax(-1, keepdim=True)).exp()
+        return e / e.sum(-1, keepdim=True)
+
+    a = kael.randn(*shape)
+    c = agree(softmax, a)
+    group = _row_group(c, a)
+    # exp(x - m) reads x (its input 0) where amax read it: one chunk of rows ahead
+    assert _prefetched(group) == [(1, 0)]
+    assert group.members[1].params[-1] == group.chunk * shape[1]
+    assert "(prefetch in0: elements ahead)" in str(c.inspect(a))
+
+
+def test_cheap_members_do_not_prefetch():
+    c = agree(lambda a: ((a - a.mean(-1, keepdim=True)) ** 2).mean(-1), x)
+    assert _prefetched(_row_group(c, x)) == []
+
+
+def test_a_prefetching_reduction_gives_the_same_bits():
+    # the sum's prologue runs exp on x: the reduction is the member that prefetches
+    def logsumexp(a):
+        m = a.amax(-1, keepdim=True)
+        return (a - m).exp().sum(-1, keepdim=True).log() + m
+
+    a = kael.randn(300, 2000)
+    c = agree(logsumexp, a)
+    [group] = [s for s in c.plan_for(a).kernel_steps if type(s).__name__ == "RowGroup"]
+    assert _prefetched(group) == [(1, 0)]
+
+
 def test_rows_read_across_rows_are_not_grouped():
     # the second reduction reads the first one's result transposed: another row's value
     def f(a):
@@ -699,7 +736,7 @@ def test_check_mode_passes_for_fused_plans():
 def test_check_mode_names_the_kernel_that_differs():
     import dataclasses
 
-    from kael.frontend.compiled import template_for
+    from kael.frontend import eager
     from kael.ir import expr as ir_expr
 
     c = kael.compile(lambda a: (a * 2).exp() + 1, check=True)
@@ -707,7 +744,8 @@ def test_check_mode_names_the_kernel_that_differs():
     [step] = c.plan_for(x).kernel_steps
     k = step.template.kernel
     off = ir_expr.Binary(k.exprs[0].dtype, "add", k.exprs[0], ir_expr.Const(float32, 1e-3))
-    step.template, step.prepared = template_for(dataclasses.replace(k, exprs=(off,))), None
+    step.template = eager.fused_template(dataclasses.replace(k, exprs=(off,)))
+    step.prepared = None
     with pytest.raises(kael.Error, match=r"kernel mul_exp_add \(fusing mul, exp, add\) output 0"):
         c(x)
 

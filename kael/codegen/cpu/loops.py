@@ -23,11 +23,13 @@ from kael.codegen.lowering import (
     element_offset,
     mangle,
     param_from_word,
+    prefetch,
+    prefetch_steps,
     report_fault,
     scalar_type,
     value_type,
 )
-from kael.ir.kernel import BCAST, CONTIG, TRANSPOSED, Kernel
+from kael.ir.kernel import BCAST, CONTIG, NO_PREFETCH, TRANSPOSED, Kernel
 
 VECTOR_BYTES = 64
 UNROLL = 4
@@ -313,9 +315,18 @@ def _emit_contig_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
         start = peel
         align = width * out_size if width * out_size <= CACHE_LINE else CACHE_LINE
 
+    ahead = kernel.prefetch
+    if ahead != NO_PREFETCH and kernel.inputs[ahead].inner == CONTIG:
+        ahead_row, distance = rows[len(kernel.outputs) + ahead], args.params[-1]
+        ahead_steps = prefetch_steps(kernel.inputs[ahead].dtype.itemsize, width, UNROLL)
+    else:
+        ahead_steps = []
+
     def unrolled(j):
         for u in range(UNROLL):
             ju = b.add(j, ir.Constant(I64, u * width))
+            if u in ahead_steps:
+                prefetch(b, b.gep(ahead_row, [b.add(ju, distance)]))
             _emit_body(b, kernel, args, width, address_at(ju), index_at(ju, width), align, stream)
 
     j = loops.counted(start, n, width * UNROLL, unrolled, "vec4")

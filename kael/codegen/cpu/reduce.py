@@ -41,12 +41,14 @@ from kael.codegen.lowering import (
     element_offset,
     i64,
     param_from_word,
+    prefetch,
+    prefetch_steps,
     report_fault,
     scalar_type,
     smin,
     value_type,
 )
-from kael.ir.kernel import BCAST, STRIDED
+from kael.ir.kernel import BCAST, CONTIG, NO_PREFETCH, STRIDED
 from kael.ir.printer import format_reduction
 from kael.ir.reduction import BLOCK, COLS, MAX_COLUMNS, Reduction
 from kael.runtime import kernel_cache
@@ -301,9 +303,20 @@ def _rows_block(e: _Emitter, j0, j1, bases):
 
                 return body
 
+            ahead = red.prefetch
+            if ahead != NO_PREFETCH and red.inputs[ahead].inner == CONTIG:
+                ahead_head, distance = heads[ahead], e.args.params[-1]
+                ahead_steps = prefetch_steps(red.inputs[ahead].dtype.itemsize, w, UNROLL)
+            else:
+                ahead_steps = []
+
             def unrolled(j):
                 for u in range(UNROLL):
-                    step(u)(b.add(j, i64(u * w)))
+                    ju = b.add(j, i64(u * w))
+                    if u in ahead_steps:
+                        at = b.add(b.add(ahead_head, ju), distance)
+                        prefetch(b, b.gep(e.args.ins[ahead], [at]))
+                    step(u)(ju)
 
             j = e.loops.counted(i64(0), n, w * UNROLL, unrolled, "vec4")
             j = e.loops.counted(j, n, w, step(0), "vec")
