@@ -6,9 +6,11 @@ timing). For each workload it prints the times (NumPy where it has the ops: no e
 no gelu rows), kael compiled's ratios to each, the
 kernels kael runs eagerly and compiled (extern steps in brackets), and kael compiled's
 time over its floor: the bytes the workload must read and write at the bandwidth of
-kael's own streaming copy measured in this run, or, where the math outweighs the memory
-traffic, the time of its most expensive op alone into a preallocated output, or its
-flops at the matmul kernel's measured speed.
+kael's own streaming copy, or, where the math outweighs the memory traffic, the time of
+its most expensive op alone into a preallocated output, or its flops at the matmul
+kernel's measured speed. The floor is measured again in every round, right after the
+workload, and c/floor is the median of the rounds' ratios: on this shared machine speed
+swings up to 2x within minutes, and both sides of a round's ratio swing together.
 Targets (issue 10), each against the floor or torch.compile as named in its row.
 `--first-calls` times instead each workload's first compiled call in a new process
 (kael with an empty and then a warm KAEL_CACHE_DIR, and torch.compile).
@@ -45,6 +47,7 @@ class Workload:
     numpy_fn: object = None  # the same computation in NumPy, where NumPy has its ops
     runs: dict = field(default_factory=dict)
     times: dict = field(default_factory=dict)
+    floors: list = field(default_factory=list)  # seconds, measured once per round
     kernels: str = ""
 
     def median(self, lib: str) -> float:
@@ -80,9 +83,9 @@ def _pair(shape, seed: int = 0, scale: float = 1.0):
     return kael.tensor(x), torch.from_numpy(x.copy())
 
 
-def workloads(bandwidth: float) -> list[Workload]:
+def workloads(bandwidth) -> list[Workload]:
     def memory(nbytes: int):
-        return lambda: nbytes / bandwidth
+        return lambda: nbytes / bandwidth()
 
     out = []
     n = 16 * 1024 * 1024
@@ -99,7 +102,7 @@ def workloads(bandwidth: float) -> list[Workload]:
             tanh_chain,
             (kx,),
             (tx,),
-            lambda: max(2 * n * 4 / bandwidth, _op_time(kael.tanh, kx, out=tanh_out)),
+            lambda: max(2 * n * 4 / bandwidth(), _op_time(kael.tanh, kx, out=tanh_out)),
             ("floor", 1.3),
         )
     )
@@ -118,7 +121,7 @@ def workloads(bandwidth: float) -> list[Workload]:
             softmax,
             (ks,),
             (ts,),
-            lambda: max(2 * side * side * 4 / bandwidth, _op_time(kael.exp, ks, out=square_out)),
+            lambda: max(2 * side * side * 4 / bandwidth(), _op_time(kael.exp, ks, out=square_out)),
             ("floor", 1.3),
         )
     )
@@ -171,7 +174,7 @@ def workloads(bandwidth: float) -> list[Workload]:
             (kl, kw),
             (tl, tw),
             lambda: max(
-                2 * rows * cols * 4 / bandwidth,
+                2 * rows * cols * 4 / bandwidth(),
                 _op_time(kael.nn.functional.gelu, kl, out=gelu_out),
             ),
             ("floor", 1.4),
@@ -413,8 +416,12 @@ def main() -> int:
         return 0 if ok or not args.check else 1
     torch.set_num_threads(kael.get_num_threads())
     print(f"kael threads {kael.get_num_threads()}, torch threads {torch.get_num_threads()}")
-    bandwidth = _copy_bandwidth(16 * 1024 * 1024)
-    print(f"kael streaming copy: {bandwidth / 1e9:.1f} GB/s (read + write)")
+    copies = []
+
+    def bandwidth() -> float:  # measured again with each round's floors: the machine drifts
+        copies.append(_copy_bandwidth(16 * 1024 * 1024))
+        return copies[-1]
+
     cases = [w for w in workloads(bandwidth) if args.only in w.name]
     for w in cases:
         compiled = kael.compile(w.kael_fn)
@@ -442,7 +449,9 @@ def main() -> int:
                 for _ in range(reps[w.name]):
                     fn()
                 w.times[lib].append((time.perf_counter() - start) / reps[w.name])
+            w.floors.append(w.floor())
     ok = True
+    print(f"kael streaming copy: {statistics.median(copies) / 1e9:.1f} GB/s (read + write)")
     print(
         f"\n{'workload':38} {'kael':>9} {'compiled':>9} {'torch':>9} {'t.comp':>9} "
         f"{'numpy':>9} {'c/eager':>7} {'c/torch':>7} {'c/t.co':>7} {'c/numpy':>7} "
@@ -453,12 +462,15 @@ def main() -> int:
         c = ms["kael.compile"]
         tco = ms.get("torch.compile", float("nan"))
         npy = ms.get("numpy", float("nan"))
-        floor = w.floor() * 1e3
+        # each round's time over that round's floor: both move together with the machine
+        over_floor = statistics.median(
+            t / f for t, f in zip(w.times["kael.compile"], w.floors, strict=True)
+        )
         verdict = ""
         if w.target:
             what, limit = w.target
             if what == "floor":
-                ratio = c / floor
+                ratio = over_floor
             elif what == "us":
                 ratio, limit = c * 1e3, limit
             else:
@@ -473,7 +485,7 @@ def main() -> int:
             f"{w.name + f' ({label})':38} {ms['kael'] * unit:9.3f} {c * unit:9.3f} "
             f"{ms['torch'] * unit:9.3f} {tco * unit:9.3f} {npy * unit:9.3f} "
             f"{c / ms['kael']:7.2f} {c / ms['torch']:7.2f} {c / tco:7.2f} {c / npy:7.2f} "
-            f"{c / floor:7.2f}  {w.kernels:17}  {verdict}"
+            f"{over_floor:7.2f}  {w.kernels:17}  {verdict}"
         )
     return 0 if ok or not args.check else 1
 

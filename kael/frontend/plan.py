@@ -514,7 +514,8 @@ def _as_group(members: list[KernelCall], slots: list[Slot]) -> RowGroup | None:
     if items is None:
         return None
     rows = prepared[0].total // items[0]
-    length = max(items)
+    # elements a member reads per row: a reduction its reduced length, not its one item
+    length = max(p.length if p.walk == eager.OUTPUTS else n for p, n in zip(prepared, items))
     row_bytes = length * max(v.dtype.itemsize for m in members for v in m.ins + m.outs)
     if row_bytes > ROW_BYTES:
         return None

@@ -130,6 +130,7 @@ def schedule_reduction(
         epilogues=epilogues,
         params=tuple(e.dtype for e in _params(exprs)),
         second=second,
+        runs=all(r.runs for r in reduces),
     )
     return kernel, inputs, scalars
 

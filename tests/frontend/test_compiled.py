@@ -155,6 +155,15 @@ def test_first_vector_math_member_prefetches_the_streamed_rows(shape):
     assert "(prefetch in0: elements ahead)" in str(c.inspect(a))
 
 
+@pytest.mark.parametrize("cols", [2000, 9000])
+def test_a_chunk_of_rows_stays_in_cache_when_every_member_reduces(cols):
+    # var's members are both reductions (one work item a row): the chunk is sized by the
+    # elements they read per row, not by their items (it was 512 rows, 8 MiB, once)
+    a = kael.randn(300, cols)
+    group = _row_group(agree(lambda t: ((t - t.mean(-1, keepdim=True)) ** 2).mean(-1), a), a)
+    assert group.chunk == max(1, p.CHUNK_BYTES // (cols * 4))
+
+
 def test_cheap_members_do_not_prefetch():
     c = agree(lambda a: ((a - a.mean(-1, keepdim=True)) ** 2).mean(-1), x)
     assert _prefetched(_row_group(c, x)) == []
