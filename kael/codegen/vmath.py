@@ -348,8 +348,13 @@ def _exp_clamped(o: _Ops, x: ir.Value, extra: ir.Value | None = None) -> ir.Valu
 
 
 def _exp(o: _Ops, x: ir.Value) -> ir.Value:
-    """exp(x): 0 below the underflow edge, inf above overflow, NaN kept."""
-    return _exp_clamped(o, o.clamp(x, o.k.exp_lo, o.k.exp_hi))
+    """exp(x): 0 below the underflow edge, inf above overflow, NaN kept.
+
+    Lanes below the edge (softmax's -inf mask) compute exp(0) and take 0: the clamped
+    edge's subnormal steps ran 3x slower than normal lanes here (0.6 vs 0.2 ms on 2M)."""
+    below = o.cmp("<", x, o.c(o.k.exp_lo))
+    safe = o.select(below, o.c(0.0), x)
+    return o.select(below, o.c(0.0), _exp_clamped(o, o.clamp(safe, o.k.exp_lo, o.k.exp_hi)))
 
 
 def _exp2(o: _Ops, x: ir.Value) -> ir.Value:
