@@ -451,7 +451,8 @@ def main() -> int:
                 w.times[lib].append((time.perf_counter() - start) / reps[w.name])
             w.floors.append(w.floor())
     ok = True
-    print(f"kael streaming copy: {statistics.median(copies) / 1e9:.1f} GB/s (read + write)")
+    if copies:
+        print(f"kael streaming copy: {statistics.median(copies) / 1e9:.1f} GB/s (read + write)")
     print(
         f"\n{'workload':38} {'kael':>9} {'compiled':>9} {'torch':>9} {'t.comp':>9} "
         f"{'numpy':>9} {'c/eager':>7} {'c/torch':>7} {'c/t.co':>7} {'c/numpy':>7} "

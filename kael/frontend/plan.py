@@ -21,6 +21,7 @@ from kael.ir.fusion import costly
 from kael.ir.kernel import Kernel, prefetching
 from kael.ir.reduction import Reduction
 from kael.ir.views import View, numel
+from kael.runtime.allocator import allocator_for, block_capacity
 from kael.runtime.convert import convert_scalar
 from kael.runtime.device import Device
 from kael.runtime.dtypes import DType
@@ -51,6 +52,16 @@ class Slot:
     device: Device
     arg: int = -1  # ARG: the position among the call's tensor leaves
     storage: Storage | None = None  # IMPLICIT: the storage read at every call
+    block: tuple | None = None  # (capacity, allocator) of a new storage, found on first use
+
+    def new_storage(self) -> Storage:
+        """A new storage of this slot's size, from the caching allocator."""
+        block = self.block
+        if block is None:
+            block = self.block = (block_capacity(self.nbytes), allocator_for(self.device))
+        if self.nbytes == 0:
+            return Storage(0, self.device)
+        return Storage.planned(self.nbytes, *block, self.device)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,14 +119,16 @@ class Call:
     def storage(self, slot: int) -> Storage:
         s = self.bound[slot]
         if s is None:
-            spec = self.plan.slots[slot]
-            s = self.bound[slot] = Storage(spec.nbytes, spec.device)
+            s = self.bound[slot] = self.plan.slots[slot].new_storage()
         return s
 
     def impl(self, view: View) -> TensorImpl:
         device = self.plan.slots[view.buffer].device
         storage = self.storage(view.buffer)
-        return TensorImpl(storage, view.shape, view.strides, view.offset, view.dtype, device)
+        return _impl(storage, view.shape, view.strides, view.offset, view.dtype, device)
+
+
+_impl = TensorImpl.of_tuples
 
 
 def _layout_only(view: View, slots: list[Slot]) -> TensorImpl:

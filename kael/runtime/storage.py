@@ -50,6 +50,21 @@ class Storage:
             self._allocator = None
 
     @classmethod
+    def planned(cls, nbytes: int, capacity: int, allocator, device: Device) -> Storage:
+        """A new storage of a size checked before (a compiled plan's buffers): `capacity`
+        and `allocator` are block_capacity(nbytes) and allocator_for(device), worked out
+        once per plan slot instead of on every call."""
+        self = _new(cls)
+        self.nbytes = nbytes
+        self.device = device
+        self.version = 0
+        self.owner = None
+        self.ptr = allocator.allocate(capacity)
+        self._capacity = capacity
+        self._allocator = allocator
+        return self
+
+    @classmethod
     def external(cls, ptr: int, nbytes: int, owner: object, device: Device | str = CPU) -> Storage:
         """Wrap memory kael did not allocate; `owner` is kept alive and the allocator never used."""
         if device.__class__ is not Device:
@@ -121,6 +136,7 @@ class Storage:
 
 
 _is_finalizing = sys.is_finalizing
+_new = object.__new__
 
 
 def _as_size(nbytes) -> int:

@@ -80,10 +80,22 @@ def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(strides)
 
 
+_new = object.__new__
+
+
 class TensorImpl:
     """Storage plus its interpretation; plain fields, validated once before it becomes a Tensor."""
 
     __slots__ = ("storage", "shape", "strides", "offset", "dtype", "device")
+
+    @classmethod
+    def of_tuples(cls, storage, shape: tuple, strides: tuple, offset: int, dtype, device):
+        """An impl from fields that are already tuples and ints (a compiled plan's views):
+        the constructor without its conversions."""
+        self = _new(cls)
+        self.storage, self.shape, self.strides = storage, shape, strides
+        self.offset, self.dtype, self.device = offset, dtype, device
+        return self
 
     def __init__(
         self,

@@ -9,7 +9,7 @@ import weakref
 import numpy as np
 import pytest
 
-from kael.runtime.allocator import block_capacity, memory_stats
+from kael.runtime.allocator import SMALL_LIMIT, allocator_for, block_capacity, memory_stats
 from kael.runtime.device import CPU, CUDA, cuda_is_available
 from kael.runtime.errors import Error, TypeError, ValueError
 from kael.runtime.storage import Storage
@@ -64,6 +64,18 @@ def test_block_returns_to_its_bucket_when_the_storage_dies():
     del s
     assert memory_stats()["in_use_bytes"] == in_use - 1024
     assert Storage(900).ptr == ptr  # same 1024-byte bucket, last in, first out
+
+
+@pytest.mark.parametrize("nbytes", [1, 4096, SMALL_LIMIT + 1])
+def test_planned_storage_is_an_allocator_block_like_any_other(nbytes):
+    capacity = block_capacity(nbytes)
+    in_use = memory_stats()["in_use_bytes"]
+    s = Storage.planned(nbytes, capacity, allocator_for(CPU), CPU)
+    assert (s.nbytes, s.device, s.version, s.ptr % 64) == (nbytes, CPU, 0, 0)
+    assert memory_stats()["in_use_bytes"] == in_use + capacity
+    ctypes.memset(s.ptr, 0xAB, nbytes)
+    del s
+    assert memory_stats()["in_use_bytes"] == in_use
 
 
 def test_block_in_a_reference_cycle_is_released_by_the_collector():

@@ -345,3 +345,12 @@ def test_validate_allows_64_dims_and_refuses_65_first():
 def test_format_shape(dims, text):
     assert format_shape(dims) == text
     assert format_shape(list(dims)) == text
+
+
+def test_of_tuples_builds_the_same_impl_as_the_constructor():
+    s = Storage(48)
+    fields = (s, (2, 3), (3, 1), 1, dtypes.float32, CPU)
+    made, plain = TensorImpl.of_tuples(*fields), TensorImpl(*fields)
+    assert [getattr(made, f) for f in TensorImpl.__slots__] == [
+        getattr(plain, f) for f in TensorImpl.__slots__
+    ]
