@@ -244,7 +244,7 @@ def prefetch(b: ir.IRBuilder, ptr: ir.Value) -> None:
         fn,
         [
             b.bitcast(ptr, I8.as_pointer()),
-            *(ir.Constant(i32, v) for v in (0, int(__import__("os").environ.get("PFL", 3)), 1)),
+            *(ir.Constant(i32, v) for v in (0, 3, 1)),
         ],
     )
 

@@ -77,7 +77,6 @@ def reduce(
     scalars: dict | None = None,
     out: Sequence[Tensor | None] | None = None,
     name: str = "",
-    runs: bool = False,
 ) -> Results:
     """Reduce `prologue(*inputs)` with `op` over `axes` of the inputs' broadcast shape.
 
@@ -88,8 +87,6 @@ def reduce(
     Scalars named by g.Scalar nodes come from `scalars`. `key` must identify what the
     callables build (they run once per key and input dtypes). One launch per call.
     Returns the results, flagged where an epilogue's "flag" op saw a true value.
-    `runs`: a sum of float32 values widened to float64 may add float32 runs first (faster,
-    within a few float32 ulps of each run; Reduction.partials).
     """
     if op not in OPS:
         raise ValueError(f"unknown reduction '{op}', expected one of {', '.join(OPS)}")
@@ -113,14 +110,14 @@ def reduce(
             index = g.Reduce(int64, (), op, x, axes)
             outs = [f(value, index) for f in epilogues]
         elif isinstance(x, tuple):
-            sums = [g.Reduce(v.dtype, (), op, v, axes, runs) for v in x]
+            sums = [g.Reduce(v.dtype, (), op, v, axes) for v in x]
             outs = [f(*sums) for f in epilogues]
         else:
-            r = g.Reduce(x.dtype, (), op, x, axes, runs)
+            r = g.Reduce(x.dtype, (), op, x, axes)
             outs = [f(r) for f in epilogues]
         return name or f"{op}_{'_'.join(d.name for d in dtypes)}", outs
 
-    entry = eager.reduction_template(("reduce", op, key, dtypes, len(epilogues), runs), build)
+    entry = eager.reduction_template(("reduce", op, key, dtypes, len(epilogues)), build)
     kernel = entry.kernel
     result_shape = reduced_shape(shape, axes, keepdim)
     outs = list(out) if out is not None else [None] * len(kernel.outputs)

@@ -83,15 +83,13 @@ def _sum_like(op: str, x, dim, keepdim, dtype, out) -> Tensor:
         key=("cast_sum", target),
         out=out1(out),
         name=f"{op}_{x.dtype}_to_{target}",
-        runs=op == "sum",
     )[0]
 
 
 def sum(
     input: Tensor, dim=None, keepdim: bool = False, *, dtype: DType | None = None, out=None
 ) -> Tensor:
-    """Sum over dim (all by default); floats accumulate in float64 (float32 values in float32
-    runs of 256 first, as torch sums them in float32), integers wrap in int64."""
+    """Sum over dim (all by default); floats accumulate in float64, integers wrap in int64."""
     return _sum_like("sum", input, dim, keepdim, dtype, out)
 
 
@@ -121,7 +119,6 @@ def mean(
         scalars={"count": float(reduced_count(x.shape, axes))},
         out=out1(out),
         name=f"mean_{x.dtype}_to_{target}",
-        runs=True,
     )[0]
 
 

@@ -86,7 +86,6 @@ class Reduce(Node):
     op: str = ""
     x: Node = None
     axes: tuple[int, ...] = ()
-    runs: bool = False  # a float32 sum may add float32 runs first (Reduction.partials)
 
 
 @dataclass(frozen=True, eq=False, slots=True)

@@ -86,8 +86,6 @@ def format_reduction(k: Reduction) -> str:
     lines.append(f"  acc = {k.op}({format_expr(k.prologue)})")
     if k.second is not None:
         lines.append(f"  acc1 = {k.op}({format_expr(k.second)})")
-    if k.partials:
-        lines.append("  (float32 runs summed in float32, their totals in float64)")
     names = ("acc", "index" if k.is_arg else "acc1")
     lines += [f"  out{i} = {format_expr(e, names)}" for i, e in enumerate(k.epilogues)]
     return "\n".join(lines)

@@ -18,10 +18,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from kael.ir.expr import Cast, Expr, Load, faults
+from kael.ir.expr import Expr, Load, faults
 from kael.ir.kernel import BCAST, CONTIG, NO_PREFETCH, STRIDED, Buffer
 from kael.ir.layout import coalesce
-from kael.runtime.dtypes import DType, float32, float64, int64
+from kael.runtime.dtypes import DType, int64
 
 BLOCK = 16384  # reduced elements per block: the unit of work and of the combining tree
 MAX_COLUMNS = 4096  # kept outputs per work item of a COLS reduction, at most
@@ -72,7 +72,6 @@ class Reduction:
     # do not move along the reduced elements, so the kernel loads it once per output
     invariant: tuple[bool, ...] = ()
     prefetch: int = NO_PREFETCH  # an input fetched ahead (kernel.prefetching)
-    runs: bool = False  # the op asked for float32 runs where `partials` allows them
 
     @property
     def acc(self) -> DType:
@@ -82,23 +81,6 @@ class Reduction:
     def paired(self) -> bool:
         """Whether a second accumulator rides along: the index (arg ops) or a second sum."""
         return self.op in ARG_OPS or self.second is not None
-
-    @property
-    def partials(self) -> bool:
-        """Whether this is a sum of float32 values widened to float64 that asked for runs
-        (sum and mean do, as torch sums float32 in float32; var's float64 mean does not,
-        it must stay exact): a vector ROWS block then sums runs of its values in float32
-        lanes and adds only each run's total in float64 (codegen/cpu/reduce.py)."""
-        return (
-            self.runs
-            and self.op == "sum"
-            and self.acc == float64
-            and all(
-                isinstance(e, Cast) and e.x.dtype == float32
-                for e in (self.prologue, self.second)
-                if e is not None
-            )
-        )
 
     @property
     def second_dtype(self) -> DType:

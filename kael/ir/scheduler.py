@@ -130,7 +130,6 @@ def schedule_reduction(
         epilogues=epilogues,
         params=tuple(e.dtype for e in _params(exprs)),
         second=second,
-        runs=all(r.runs for r in reduces),
     )
     return kernel, inputs, scalars
 

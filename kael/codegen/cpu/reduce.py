@@ -15,13 +15,6 @@ reduced index (arg ops), the reduced length, the block count, the chunk count an
 width (COLS), the run-time scalars (floats as float64 bits), then the error word's
 address when an epilogue raises the flag.
 
-A float32 sum or mean (`Reduction.partials`: float32 values widened to a float64 sum,
-asked for by the op) first sums runs of 16 * UNROLL * PARTIAL values in float32
-accumulators, each run's total widened into the float64 accumulators: half the loads'
-lanes are float64 otherwise, and the float32 arithmetic doubles a core's throughput on
-data in cache (var and softmax's row groups). A run adds at most PARTIAL values per lane
-before the pairwise fold, so the error stays a few float32 ulps of each run.
-
 A paired reduction (arg ops, or a sum with a second value) carries its second
 accumulator exactly where argmax carries its index: in every lane, unrolled copy,
 scratch partial and tree step, so both totals follow one order. A ROWS sum whose
@@ -59,13 +52,12 @@ from kael.ir.kernel import BCAST, CONTIG, NO_PREFETCH, STRIDED
 from kael.ir.printer import format_reduction
 from kael.ir.reduction import BLOCK, COLS, MAX_COLUMNS, Reduction
 from kael.runtime import kernel_cache
-from kael.runtime.dtypes import INT64_MAX, DType, float32, int64
+from kael.runtime.dtypes import INT64_MAX, DType, int64
 from kael.runtime.launcher import kernel_fn
 from kael.runtime.version import __version__
 
 VECTOR_BYTES = 64
 UNROLL = 4
-PARTIAL = 4  # float32 vectors each accumulator adds per run before the run goes to float64
 ROW_GROUP = 4  # COLS: rows folded per pass over a chunk of outputs
 
 
@@ -318,23 +310,15 @@ def _rows_block(e: _Emitter, j0, j1, bases):
             else:
                 ahead_steps = []
 
-            def fetch_ahead(j):
-                at = b.add(b.add(ahead_head, j), distance)
-                prefetch(b, b.gep(e.args.ins[ahead], [at]))
-
             def unrolled(j):
                 for u in range(UNROLL):
                     ju = b.add(j, i64(u * w))
                     if u in ahead_steps:
-                        fetch_ahead(ju)
+                        at = b.add(b.add(ahead_head, ju), distance)
+                        prefetch(b, b.gep(e.args.ins[ahead], [at]))
                     step(u)(ju)
 
-            j = i64(0)
-            if red.partials and not gathers:
-                j = _float32_runs(
-                    e, heads, strides, vec, vec_i, n, fetch_ahead if ahead_steps else None
-                )
-            j = e.loops.counted(j, n, w * UNROLL, unrolled, "vec4")
+            j = e.loops.counted(i64(0), n, w * UNROLL, unrolled, "vec4")
             j = e.loops.counted(j, n, w, step(0), "vec")
         else:
             j = i64(0)
@@ -363,53 +347,6 @@ def _rows_block(e: _Emitter, j0, j1, bases):
         accs, ids = [p[0] for p in pairs], [p[1] for p in pairs]
     value, index = e.fold_lanes(accs[0], ids[0], w)
     return e.combine(value, index, b.load(tail), b.load(tail_i) if paired else None)
-
-
-def _float32_runs(e: _Emitter, heads, strides, vec, vec_i, n, fetch_ahead) -> ir.Value:
-    """Sum the run's leading float32 values in runs of RUN_LANES * UNROLL * PARTIAL: each
-    run starts UNROLL float32 accumulators (and the paired ones) at 0, adds PARTIAL vectors
-    into each, combines them pairwise and adds the total, widened a half at a time, into
-    the float64 accumulators vec[0], vec[1], ... Returns where the float64 loops go on."""
-    red, b = e.red, e.b
-    lanes = VECTOR_BYTES // max([4] + [buf.dtype.itemsize for buf in red.inputs])
-    # no fma: a fused float32 square would round once where the unfused x * x rounds
-    # twice, and a compiled var must give eager's bits
-    add = Combiner(b, "sum", float32)
-    zero = constant(float32, 0, lanes)
-    wide = vec[0].type.pointee.count
-    exprs = [red.prologue.x] + ([red.second.x] if red.second is not None else [])
-    fetches = []
-    if fetch_ahead is not None:
-        fetches = prefetch_steps(red.inputs[red.prefetch].dtype.itemsize, lanes, PARTIAL * UNROLL)
-
-    def run(j):
-        sums = [[zero] * UNROLL for _ in exprs]
-        for k in range(PARTIAL * UNROLL):
-            jk = b.add(j, i64(k * lanes))
-            if fetch_ahead is not None and k in fetches:
-                fetch_ahead(jk)
-            at = [b.add(h, b.mul(jk, st)) for h, st in zip(heads, strides)]
-            emitter = ExprEmitter(
-                b,
-                lanes,
-                lambda i, at=at: e.load_input(i, at[i], lanes, strides[i]),
-                _no_index,
-                lambda s: e.args.params[s],
-            )
-            for acc, x in zip(sums, exprs):
-                acc[k % UNROLL] = add(acc[k % UNROLL], None, emitter.emit(x), None, fuse=False)[0]
-        for acc, slots in zip(sums, (vec, vec_i)):
-            total = b.fadd(b.fadd(acc[0], acc[1]), b.fadd(acc[2], acc[3]))
-            for piece in range(lanes // wide):
-                half = ir.Constant(
-                    ir.VectorType(ir.IntType(32), wide),
-                    list(range(piece * wide, (piece + 1) * wide)),
-                )
-                part = b.shuffle_vector(total, ir.Constant(total.type, ir.Undefined), half)
-                widened = b.fpext(part, slots[piece].type.pointee)
-                b.store(b.fadd(b.load(slots[piece]), widened), slots[piece])
-
-    return e.loops.counted(i64(0), n, lanes * UNROLL * PARTIAL, run, "runs32")
 
 
 def _emit_rows(e: _Emitter, w: ir.Value) -> None:
