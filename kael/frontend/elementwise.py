@@ -12,7 +12,7 @@ from __future__ import annotations
 import builtins
 from dataclasses import dataclass
 
-from kael.frontend import eager, tracing, views
+from kael.frontend import eager, fastpath, tracing, views
 from kael.frontend.outputs import (
     bool_arg,
     check_writable,
@@ -308,9 +308,11 @@ def _run(
     out: Tensor,
     compute: DType,
     beyond_int64: str = CHECKED,
+    fast: tuple | None = None,
 ) -> bool:
     """Build (once) and launch the kernel of `build` over out's shape; returns the flag. The
-    number operands convert to `compute` (an int beyond int64 as `beyond_int64` says)."""
+    number operands convert to `compute` (an int beyond int64 as `beyond_int64` says).
+    `fast`: the fast door's key to remember this launch under (fastpath.remember)."""
     entry = eager.template(key, build)
     shape = out.shape
     ins = [
@@ -323,7 +325,12 @@ def _run(
         for i, x in enumerate(operands)
         if not isinstance(x, Tensor)
     }
-    return eager.run(entry, [out._impl], ins, scalars)
+    flag = eager.run(entry, [out._impl], ins, scalars)
+    if fast is not None:
+        dtypes = (out.dtype, *(x.dtype for x in operands if isinstance(x, Tensor)))
+        number = [(name, beyond_int64) for name in scalars]
+        fastpath.remember(fast, entry, dtypes, number[0] if number else None)
+    return flag
 
 
 def _kind(x) -> str | DType:
@@ -332,6 +339,10 @@ def _kind(x) -> str | DType:
 
 def binary(name: str, a, b, out: Tensor | None = None) -> Tensor:
     """The binary op `name` of a and b (tensors or scalars), broadcast, into out if given."""
+    if out is None:
+        done = fastpath.binary(name, a, b)
+        if done is not None:
+            return done
     op = BINARY[name]
     a, b = _operand(a, name), _operand(b, name)
     tensors = [x for x in (a, b) if isinstance(x, Tensor)]
@@ -342,7 +353,8 @@ def binary(name: str, a, b, out: Tensor | None = None) -> Tensor:
     device = device_of(tensors, name)
     shape = broadcast_shapes(*(t.shape for t in tensors))
     target = output(out, shape, result, device, name)
-    _launch_binary(op, a, b, compute, target)
+    fast = fastpath.binary_key(name, a, b, shape) if out is None else None
+    _launch_binary(op, a, b, compute, target, fast)
     return target
 
 
@@ -352,7 +364,9 @@ def binary(name: str, a, b, out: Tensor | None = None) -> Tensor:
 _EXPONENT_KERNELS = {0.5: "sqrt", -0.5: "rsqrt", 2: "square", -1: "reciprocal"}
 
 
-def _launch_binary(op: BinaryOp, a, b, compute: DType, target: Tensor) -> None:
+def _launch_binary(
+    op: BinaryOp, a, b, compute: DType, target: Tensor, fast: tuple | None = None
+) -> None:
     operand_dtype = bool_ if op.rule == "logical" else compute
     _refuse_bool_with_uint64(op.name, a, b)
     number_exponent = op.scalar_exponent and not isinstance(b, Tensor)
@@ -371,21 +385,30 @@ def _launch_binary(op: BinaryOp, a, b, compute: DType, target: Tensor) -> None:
         return f"{op.name}", [g.Cast(target.dtype, (), value)]
 
     key = ("binary", op.name, _kind(a), _kind(b), operand_dtype, wide, target.dtype)
-    _run(key, [a, b], build, target, wide, CHECKED if number_exponent else WRAP)
+    # pow's number exponent picks its kernel by value (above): never served by the fast door
+    fast = None if number_exponent else fast
+    _run(key, [a, b], build, target, wide, CHECKED if number_exponent else WRAP, fast)
 
 
 def unary(name: str, x, out: Tensor | None = None) -> Tensor:
     """The unary op `name` of tensor x, into out if given."""
+    if out is None:
+        done = fastpath.unary(name, x)
+        if done is not None:
+            return done
     op = UNARY[name]
     if not isinstance(x, Tensor):
         raise TypeError(f"{name}: expected a Tensor, got {type(x).__name__}")
     compute, result = _unary_dtypes(op, x)
     target = output(out, x.shape, result, x.device, name)
-    _launch_unary(op.name, op.ir, x, compute, target)
+    fast = fastpath.unary_key(name, x) if out is None else None
+    _launch_unary(op.name, op.ir, x, compute, target, fast)
     return target
 
 
-def _launch_unary(name: str, ir_op: str, x: Tensor, compute: DType, target: Tensor) -> None:
+def _launch_unary(
+    name: str, ir_op: str, x: Tensor, compute: DType, target: Tensor, fast: tuple | None = None
+) -> None:
     def build():
         value = g.Unary(
             bool_ if ir_op in ("not", "isnan", "isinf", "isfinite") else compute,
@@ -395,7 +418,8 @@ def _launch_unary(name: str, ir_op: str, x: Tensor, compute: DType, target: Tens
         )
         return name, [g.Cast(target.dtype, (), value)]
 
-    _run(("unary", name, x.dtype, compute, target.dtype), [x], build, target, compute)
+    key = ("unary", name, x.dtype, compute, target.dtype)
+    _run(key, [x], build, target, compute, fast=fast)
 
 
 # ---- the few ops that are not one table row --------------------------------------------------
@@ -519,6 +543,9 @@ def _check_inplace(self: Tensor, result: DType, shape: tuple[int, ...], op: str)
 
 def binary_(name: str, self: Tensor, other) -> Tensor:
     """self = self (op) other, written into self's layout in self's dtype."""
+    done = fastpath.binary_(name, self, other)
+    if done is not None:
+        return done
     op = BINARY[name]
     other = _operand(other, f"{name}_")
     compute, result = _binary_dtypes(op, self, other)
@@ -527,7 +554,10 @@ def binary_(name: str, self: Tensor, other) -> Tensor:
     device_of(tensors, f"{name}_")
     shape = broadcast_shapes(*(t.shape for t in tensors))
     _check_inplace(self, result, shape, f"{name}_")
-    _launch_binary(op, self, other, compute, self)
+    fast = fastpath.binary_key(f"{name}_", self, other, shape)
+    if isinstance(other, Tensor) and other._impl.storage is self._impl.storage:
+        fast = None  # served here only when other is self: the door checks its place
+    _launch_binary(op, self, other, compute, self, fast)
     self._impl.storage.bump_version()
     return self
 

@@ -8,7 +8,7 @@ without a cycle); kael/__init__.py imports it.
 from __future__ import annotations
 
 from kael.frontend import elementwise as ew
-from kael.frontend import index_ops, linalg, nn, reductions, sequence
+from kael.frontend import fastpath, index_ops, linalg, nn, reductions, sequence
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
 
@@ -105,6 +105,33 @@ def _inplace(name: str):
     return op_door(f"{name}_", method)
 
 
+def _fast(name: str, slow, reflected: bool = False, inplace: bool = False):
+    """The operator method `slow`, asking the fast door (fastpath.py) first: a Python
+    operator on dense tensors skips the door's frames as well as the full door."""
+    if inplace:
+        door = fastpath.binary_
+
+        def method(self, other):
+            done = door(name, self, other)
+            return slow(self, other) if done is None else done
+    elif reflected:
+        door = fastpath.binary
+
+        def method(self, other):
+            done = door(name, other, self)
+            return slow(self, other) if done is None else done
+    else:
+        door = fastpath.binary
+
+        def method(self, other):
+            done = door(name, self, other)
+            return slow(self, other) if done is None else done
+
+    _name_method(method, slow.__name__)
+    method.__doc__ = slow.__doc__
+    return method
+
+
 def _name_method(method, name: str) -> None:
     """Name a generated method as Tensor.NAME, so Python's argument errors say which it is."""
     method.__name__ = name
@@ -129,7 +156,7 @@ def _install() -> None:
         for name, fn in family.METHODS.items():
             setattr(Tensor, name, op_door(name, fn))
     for name in INPLACE_BINARY:
-        setattr(Tensor, f"{name}_", _inplace(name))
+        setattr(Tensor, f"{name}_", _fast(name, _inplace(name), inplace=True))
     Tensor.clamp_ = Tensor.clip_ = op_door("clamp_", ew.clamp_)
     Tensor.masked_fill_ = op_door("masked_fill_", ew.masked_fill_)
     for name in TRACED_TENSOR_METHODS:
@@ -147,12 +174,12 @@ def _install() -> None:
         "xor": "bitwise_xor",
     }
     for dunder, name in operators.items():
-        setattr(Tensor, f"__{dunder}__", _method(FUNCTIONS[name]))
-        setattr(Tensor, f"__r{dunder}__", _reflected(name, dunder))
+        setattr(Tensor, f"__{dunder}__", _fast(name, _method(FUNCTIONS[name])))
+        setattr(Tensor, f"__r{dunder}__", _fast(name, _reflected(name, dunder), reflected=True))
         if name in INPLACE_BINARY:
-            setattr(Tensor, f"__i{dunder}__", _inplace(name))
-    for dunder in ("eq", "ne", "lt", "le", "gt", "ge"):
-        setattr(Tensor, f"__{dunder}__", _method(FUNCTIONS[dunder]))
+            setattr(Tensor, f"__i{dunder}__", _fast(name, _inplace(name), inplace=True))
+    for dunder in ("eq", "ne", "lt", "le", "gt", "ge"):  # input is self: always a Tensor
+        setattr(Tensor, f"__{dunder}__", _fast(dunder, _method(FUNCTIONS[dunder])))
     Tensor.__hash__ = object.__hash__  # defining __eq__ would otherwise make tensors unhashable
     Tensor.__neg__ = _method(FUNCTIONS["neg"])
     Tensor.__abs__ = _method(FUNCTIONS["abs"])

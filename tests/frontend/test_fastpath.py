@@ -1,0 +1,203 @@
+"""The eager fast door (kael/frontend/fastpath.py): a remembered dense elementwise launch gives
+the full door's result bit for bit, and every call it cannot serve takes the full door."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import kael
+from kael.frontend import elementwise as ew
+from kael.frontend import fastpath
+from kael.frontend.inspection import record_launches
+
+BINARY = list(ew.BINARY)
+DTYPES = [kael.float32, kael.float64, kael.int64, kael.bool]
+
+
+def _tensor(shape, dtype, seed=0) -> kael.Tensor:
+    x = np.random.default_rng(seed).standard_normal(shape) * 4
+    if dtype is kael.bool:
+        return kael.tensor(x > 0)
+    if dtype is kael.int64:
+        return kael.tensor(x.astype(np.int64))
+    return kael.tensor(x).to(dtype)
+
+
+def _full_door(name, a, b) -> kael.Tensor:
+    """The same op through the full door (out= is never served by the fast one)."""
+    want = getattr(kael, name)(a, b)  # the first call of a key: the full door
+    out = kael.empty(want.shape, dtype=want.dtype)
+    return getattr(kael, name)(a, b, out=out)
+
+
+def _same(a: kael.Tensor, b: kael.Tensor) -> None:
+    assert (a.shape, a.dtype, a.stride()) == (b.shape, b.dtype, b.stride())
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def _served(key) -> bool:
+    return key in fastpath._entries
+
+
+def _try(fn, *args):
+    try:
+        return fn(*args)
+    except kael.Error as e:
+        return type(e)
+
+
+@pytest.mark.parametrize("name", BINARY)
+@pytest.mark.parametrize("da", DTYPES)
+@pytest.mark.parametrize("db", DTYPES)
+def test_remembered_binary_gives_the_full_doors_bits(name, da, db):
+    a, b = _tensor((7, 5), da, 1), _tensor((7, 5), db, 2)
+    first = _try(getattr(kael, name), a, b)
+    if isinstance(first, type):  # refused: never remembered, refused again
+        assert _try(getattr(kael, name), a, b) is first
+        return
+    again = getattr(kael, name)(_tensor((3, 11), da, 3), _tensor((3, 11), db, 4))
+    _same(again, _full_door(name, _tensor((3, 11), da, 3), _tensor((3, 11), db, 4)))
+
+
+@pytest.mark.parametrize("number", [2.5, -3, 0.0, float("nan"), 7])
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64])
+def test_number_operands_on_either_side(number, dtype):
+    for _ in range(2):  # the second call of each key is the fast one
+        a = _tensor((4, 6), dtype, 5)
+        got = [a * number, number - a, a / number]
+        t = torch.from_numpy(a.numpy())
+        want = [t * number, number - t, t / number]
+        for g, w in zip(got, want):
+            assert g.dtype == getattr(kael, str(w.dtype).split(".")[1])
+            np.testing.assert_array_equal(g.numpy(), w.numpy())
+
+
+def test_zero_dim_tensors_keep_their_own_promotion():
+    # a 0-d int64 tensor times a float32 tensor is float32; a 0-d float64 times int64 float64
+    for _ in range(2):
+        assert (kael.tensor(3) * _tensor((4,), kael.float32)).dtype is kael.float32
+        assert (kael.tensor(2.0, dtype=kael.float64) * kael.tensor(3)).dtype is kael.float64
+
+
+def test_views_with_an_offset_read_their_own_elements():
+    base = kael.arange(300.0)
+    for _ in range(2):
+        got = base[100:200] + base[:100]
+        np.testing.assert_array_equal(got.numpy(), np.arange(100.0, 200) + np.arange(100.0))
+
+
+def test_calls_the_fast_door_cannot_serve_take_the_full_one():
+    a, b = _tensor((64, 48), kael.float32, 6), _tensor((64, 48), kael.float32, 7)
+    a + b
+    assert _served(("add", kael.float32, kael.float32, False))
+    t, u = torch.from_numpy(a.numpy()), torch.from_numpy(b.numpy())
+    cases = [
+        (a + b[0], t + u[0]),  # broadcasting
+        (a.T + b.T, t.T + u.T),  # strided views
+        (a[:, ::2] + b[:, ::2], t[:, ::2] + u[:, ::2]),
+    ]
+    for got, want in cases:
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    big = _tensor((600, 1000), kael.float32, 8)  # past the inline limit: the thread pool
+    np.testing.assert_array_equal((big + big).numpy(), big.numpy() * 2)
+    wide = kael.ones(3, dtype=kael.int64)
+    with pytest.raises(kael.Error):
+        wide + 2**70  # an int beyond int64 is judged by value
+    assert kael.empty(0) + kael.empty(0) is not None
+
+
+def test_faulting_kernels_are_never_remembered():
+    a, b = kael.tensor([6, 7]), kael.tensor([3, 0])
+    for _ in range(2):
+        with pytest.raises(kael.Error, match="ZeroDivisionError"):
+            a // b
+    assert not _served(("floor_divide", kael.int64, kael.int64, False))
+
+
+def test_recorded_launches_still_see_every_call():
+    a = _tensor((5,), kael.float32)
+    a + a
+    _, made = record_launches(lambda: a + a)
+    assert [m.symbol.startswith("kael_add") for m in made] == [True]
+
+
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div"])
+def test_in_place_moves_the_version_and_matches_the_full_door(name):
+    for _ in range(2):
+        a, b = _tensor((5, 9), kael.float64, 9), _tensor((5, 9), kael.float32, 10)
+        want = getattr(torch.from_numpy(a.numpy()), name)(torch.from_numpy(b.numpy()))
+        version = a._impl.storage.version
+        assert getattr(a, f"{name}_")(b) is a
+        assert a._impl.storage.version == version + 1
+        np.testing.assert_array_equal(a.numpy(), want.numpy())
+    assert _served((f"{name}_", kael.float64, kael.float32, False))
+
+
+def test_in_place_from_an_overlapping_view_reads_the_old_values():
+    # remembered by a plain call, then asked with its own shifted view: the full door
+    # copies the source first, as eager always did
+    x = kael.arange(10.0)
+    x[1:].add_(kael.ones(9))
+    y = kael.arange(10.0)
+    y[1:].add_(y[:-1])
+    np.testing.assert_array_equal(y.numpy(), [0, 1, 3, 5, 7, 9, 11, 13, 15, 17])
+    z = kael.arange(4.0)
+    z.add_(z)  # the same place: served, and right
+    np.testing.assert_array_equal(z.numpy(), [0, 2, 4, 6])
+
+
+def test_in_place_refusals_stay():
+    a = kael.ones(4, dtype=kael.int64)
+    for _ in range(2):
+        with pytest.raises(kael.TypeError, match="can't be cast"):
+            a.add_(kael.ones(4))
+    e = kael.ones(1).expand(4)
+    with pytest.raises(kael.Error, match="more than one element"):
+        e.add_(kael.ones(4))
+
+
+@pytest.mark.parametrize("name", list(ew.UNARY))
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_remembered_unary_gives_the_full_doors_bits(name, dtype):
+    for _ in range(2):
+        x = _tensor((6, 7), dtype, 11)
+        got = _try(getattr(kael, name), x)
+        if isinstance(got, type):  # refused (bitwise_not of a float): refused every time
+            continue
+        out = kael.empty(got.shape, dtype=got.dtype)
+        _same(got, getattr(kael, name)(x, out=out))
+
+
+def test_concurrent_first_calls_agree():
+    a, b = _tensor((33,), kael.float64, 12), _tensor((33,), kael.int64, 13)
+    want = a.numpy() * b.numpy()
+    errors = []
+
+    def work():
+        for _ in range(200):
+            if not np.array_equal((a * b).numpy(), want):
+                errors.append("mismatch")
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_uses_the_remembered_launches():
+    a = _tensor((20,), kael.float32, 14)
+    a + a  # remembered in the parent
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only when the fast door gives the right answer
+        ok = np.array_equal((a + a).numpy(), a.numpy() * 2)
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
