@@ -12,13 +12,22 @@ Everything else takes the full door: broadcasting, strided views, `out=`, result
 would go to the thread pool or take streaming stores, kernels that can fault (integer
 division), scalars the full door treats by value (ints beyond int64, pow's exponents),
 tracing, and launches that are being recorded (KAEL_DEBUG, kael.explain).
+
+Reductions (`reduction`, wrapping sum, mean, amax, ...) are keyed by their public
+arguments and the input's dtype, shape and strides (a reduction's layout plan depends on
+the shape): the full door's one launch is captured as it runs (`capture`) and replayed.
+Matrix products (`matmul`) are keyed by both operands' dtype, shape and strides and
+replay the gemm plan the full door ran (gemm_run.run: packing buffers, threads).
 """
 
 from __future__ import annotations
 
 import array
+import functools
+import threading
 from dataclasses import dataclass
 
+from kael.codegen.cpu import gemm_run
 from kael.frontend import eager
 from kael.runtime import launches
 from kael.runtime.allocator import allocator_for, block_capacity
@@ -28,6 +37,7 @@ from kael.runtime.dtypes import DType
 from kael.runtime.launcher import PARALLEL_BYTES
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides, shape_numel
+from kael.runtime.threadpool import get_num_threads
 from kael.runtime.tracestate import state as _trace_state
 
 # An int scalar inside this range converts the same way on both doors.
@@ -225,3 +235,168 @@ def remember(key: tuple, template: eager.Template, dtypes: tuple, scalar: tuple 
     if len(_entries) >= _MAX_ENTRIES:
         _entries.clear()
     _entries[key] = entry
+
+
+# ---- reductions ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Reduction:
+    """A remembered reduction launch: one pass, one block per output, no scratch."""
+
+    fn: object
+    block: array.array  # output and input addresses 0
+    total: int  # work items
+    shape: tuple  # the result's
+    dtype: DType
+    nbytes: int
+    itemsize: int  # the input's
+
+
+_reductions: dict[tuple, _Reduction] = {}
+_captured = threading.local()
+
+
+def capture(entry: eager.Template, outs: list, ins: list, axes, keepdim, scalars) -> None:
+    """Called by reduce_door.reduce after each launch: kept when a fast door asked."""
+    slot = getattr(_captured, "slot", None)
+    if slot is not None:
+        slot.append((entry, outs, ins, axes, keepdim, scalars))
+
+
+def reduction(fn):
+    """The public reduction `fn(input, dim, keepdim, ...)` behind a fast door keyed by its
+    arguments; a call the door has not seen runs `fn`, and its launch is remembered when it
+    was the call's one launch, on CPU, small enough to run inline in one block."""
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def door(input, *args, **kwargs):
+        if not _open() or type(input) is not Tensor or "out" in kwargs:
+            return fn(input, *args, **kwargs)
+        impl = input._impl
+        given = _plain_arguments(args, kwargs)
+        if given is None:  # a list of dims, a 1 for True: the full door judges those
+            return fn(input, *args, **kwargs)
+        key = (name, impl.dtype, impl.device, impl.shape, impl.strides, given)
+        entry = _reductions.get((key, get_num_threads()))
+        if entry is not None:
+            return _reduce(entry, impl)
+        saved, _captured.slot = getattr(_captured, "slot", None), []
+        try:
+            result = fn(input, *args, **kwargs)
+            launched = _captured.slot
+        finally:
+            _captured.slot = saved
+        if len(launched) == 1 and type(result) is Tensor and result._impl is launched[0][1][0]:
+            _remember_reduction((key, get_num_threads()), *launched[0])
+        return result
+
+    return door
+
+
+_PLAIN = (int, bool, type(None), DType)
+
+
+def _plain(value) -> tuple | None:
+    """(exact type, value): 1, True and 1.0 are equal keys, but not equal arguments."""
+    kind = type(value)
+    if kind is tuple:
+        return (kind, value) if all(type(d) is int for d in value) else None
+    return (kind, value) if kind in _PLAIN else None
+
+
+def _plain_arguments(args: tuple, kwargs: dict) -> tuple | None:
+    """The arguments as a key, each value beside its exact type, or None where one is not
+    an int, bool, None, dtype or tuple of ints (a list of dims: the full door judges it)."""
+    out = [_plain(v) for v in args]
+    out += [(k, _plain(v)) for k, v in kwargs.items()]
+    if None in out or any(p[1] is None for p in out[len(args) :]):
+        return None
+    return tuple(out)
+
+
+def _remember_reduction(key, entry, outs, ins, axes, keepdim, scalars) -> None:
+    if len(outs) != 1 or len(ins) != 1 or outs[0].device is not CPU or len(_reductions) > 4096:
+        return
+    prepared = eager.prepare(entry, outs, ins, (axes, keepdim))
+    if prepared is None or prepared.final is not None or prepared.moved >= PARALLEL_BYTES:
+        return
+    names = entry.scalars
+    params = [eager.param_word(scalars[n], d) for n, d in zip(names, entry.kernel.params)]
+    words, _ = prepared.words([0, 0], params)
+    out = outs[0]
+    if out.strides != _dense_strides(out.shape) or out.offset:
+        return
+    _reductions[key] = _Reduction(
+        prepared.fn, array.array("q", words), prepared.total, out.shape, out.dtype,
+        out.numel() * out.dtype.itemsize, ins[0].dtype.itemsize,
+    )  # fmt: skip
+
+
+def _reduce(entry: _Reduction, impl):
+    nbytes = entry.nbytes
+    storage = Storage.planned(nbytes, block_capacity(nbytes), _allocator, CPU)
+    block = entry.block[:]
+    block[0] = storage.ptr
+    block[1] = impl.storage.ptr + impl.offset * entry.itemsize
+    entry.fn(block.buffer_info()[0], 0, entry.total)
+    shape = entry.shape
+    out = TensorImpl.of_tuples(storage, shape, _dense_strides(shape), 0, entry.dtype, CPU)
+    return Tensor.trusted(out)
+
+
+# ---- matrix products -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Product:
+    plan: gemm_run.Plan
+    shape: tuple  # the result's
+    dtype: DType
+    nbytes: int
+    itemsize: int
+
+
+_products: dict[tuple, _Product] = {}
+
+
+def _product_key(a, b) -> tuple | None:
+    if type(a) is not Tensor or type(b) is not Tensor:
+        return None
+    ai, bi = a._impl, b._impl
+    if ai.device is not CPU or bi.device is not CPU:
+        return None
+    return (ai.dtype, ai.shape, ai.strides, bi.dtype, bi.shape, bi.strides, get_num_threads())
+
+
+def matmul(a, b):
+    """a @ b through a remembered gemm plan, or None."""
+    if not _open():
+        return None
+    key = _product_key(a, b)
+    entry = None if key is None else _products.get(key)
+    if entry is None:
+        return None
+    ai, bi = a._impl, b._impl
+    nbytes, size = entry.nbytes, entry.itemsize
+    storage = Storage.planned(nbytes, block_capacity(nbytes), _allocator, CPU)
+    a_at = ai.storage.ptr + ai.offset * size
+    gemm_run.run(entry.plan, a_at, bi.storage.ptr + bi.offset * size, storage.ptr)
+    shape = entry.shape
+    out = TensorImpl.of_tuples(storage, shape, _dense_strides(shape), 0, entry.dtype, CPU)
+    return Tensor.trusted(out)
+
+
+def remember_matmul(a, b, plan, target) -> None:
+    """Keep the plan the full door ran for a @ b into the fresh dense `target`."""
+    if not _open():
+        return
+    key = _product_key(a, b)
+    t = target._impl
+    if key is None or key in _products or t.strides != _dense_strides(t.shape) or t.offset:
+        return
+    if len(_products) >= _MAX_ENTRIES:
+        _products.clear()
+    nbytes = t.numel() * t.dtype.itemsize
+    _products[key] = _Product(plan, t.shape, t.dtype, nbytes, t.dtype.itemsize)

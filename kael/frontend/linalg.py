@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kael.codegen.cpu import gemm_run
-from kael.frontend import eager
+from kael.frontend import eager, fastpath
 from kael.frontend.elementwise import binary as _binary
 from kael.frontend.elementwise import broadcast_shapes
 from kael.frontend.outputs import output, tensor_arg
@@ -36,6 +36,10 @@ def _shapes(a: Tensor, b: Tensor) -> str:
 
 def _product(a, b, out: Tensor | None, op: str) -> Tensor:
     """a @ b with NumPy's rules; `op` names the public function in errors."""
+    if out is None:
+        done = fastpath.matmul(a, b)
+        if done is not None:
+            return done
     a, b = tensor_arg(a, op, "input"), tensor_arg(b, op, "other")
     ai, bi = a._impl, b._impl
     if not ai.shape or not bi.shape:
@@ -78,7 +82,9 @@ def _product(a, b, out: Tensor | None, op: str) -> Tensor:
     if k == 0:
         eager.fill(target._impl, 0)  # each element is a sum of no products
         return target
-    _multiply(_operand(left, dtype, batch), _operand(right, dtype, batch), target, shape)
+    plan = _multiply(_operand(left, dtype, batch), _operand(right, dtype, batch), target, shape)
+    if plan is not None and out is None and ai.dtype is bi.dtype:
+        fastpath.remember_matmul(a, b, plan, target)
     return target
 
 
@@ -89,10 +95,11 @@ def _operand(impl: TensorImpl, dtype, batch: tuple) -> TensorImpl:
     return broadcast_view(impl, batch + impl.shape[-2:])
 
 
-def _multiply(a: TensorImpl, b: TensorImpl, target: Tensor, shape: tuple) -> None:
+def _multiply(a: TensorImpl, b: TensorImpl, target: Tensor, shape: tuple):
     """target (viewed in the full [*batch, M, N] shape) = a @ b, through a fresh buffer
     when target's columns are not unit-stride or it shares memory with an operand (the
-    same storage, or another over the same bytes)."""
+    same storage, or another over the same bytes). Returns the CPU plan when it wrote
+    target directly and eagerly (what the fast door can replay), else None."""
     t = target._impl
     if t.shape == shape:
         c = t
@@ -106,17 +113,21 @@ def _multiply(a: TensorImpl, b: TensorImpl, target: Tensor, shape: tuple) -> Non
     )
     if not direct:
         c = empty_impl(shape, t.dtype, t.device)
+    plan = None
     if c.device is CPU:
         if _trace.trace is not None:
             _trace.trace.matmul(c, a, b)
         else:
-            gemm_run.matmul(c, a, b)
+            plan = gemm_run.plan_for(a, b, c)
+            gemm_run.run(plan, a.data_ptr(), b.data_ptr(), c.data_ptr())
     else:
         from kael.codegen.ptx import gemm as ptx_gemm
 
         ptx_gemm.matmul(c, a, b)
     if not direct:
         eager.copy_into(t, _derive(c, t.shape, contiguous_strides(t.shape)))
+        return None
+    return plan
 
 
 def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-from kael.frontend import eager
+from kael.frontend import eager, fastpath
 from kael.frontend.elementwise import binary
 from kael.frontend.moments import norm, std, var
 from kael.frontend.outputs import output, tensor_arg, unaliased
@@ -86,6 +86,7 @@ def _sum_like(op: str, x, dim, keepdim, dtype, out) -> Tensor:
     )[0]
 
 
+@fastpath.reduction
 def sum(
     input: Tensor, dim=None, keepdim: bool = False, *, dtype: DType | None = None, out=None
 ) -> Tensor:
@@ -93,6 +94,7 @@ def sum(
     return _sum_like("sum", input, dim, keepdim, dtype, out)
 
 
+@fastpath.reduction
 def prod(
     input: Tensor, dim=None, keepdim: bool = False, *, dtype: DType | None = None, out=None
 ) -> Tensor:
@@ -100,6 +102,7 @@ def prod(
     return _sum_like("prod", input, dim, keepdim, dtype, out)
 
 
+@fastpath.reduction
 def mean(
     input: Tensor, dim=None, keepdim: bool = False, *, dtype: DType | None = None, out=None
 ) -> Tensor:
@@ -134,11 +137,13 @@ def _extreme(op: str, x: Tensor, dim, keepdim, out) -> Tensor:
     return reduce(base, [x], axes, keepdim, out=out1(out), name=f"{op}_{x.dtype}")[0]
 
 
+@fastpath.reduction
 def amax(input: Tensor, dim=(), keepdim: bool = False, *, out=None) -> Tensor:
     """Largest value over dim (all when empty); NaN propagates."""
     return _extreme("amax", input, dim, keepdim, out)
 
 
+@fastpath.reduction
 def amin(input: Tensor, dim=(), keepdim: bool = False, *, out=None) -> Tensor:
     """Smallest value over dim (all when empty); NaN propagates."""
     return _extreme("amin", input, dim, keepdim, out)
@@ -210,6 +215,7 @@ def _arg(op: str, x, dim, keepdim, out) -> Tensor:
     )[0]
 
 
+@fastpath.reduction
 def argmax(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
     """Index of the largest value (of the flattened tensor when dim is None).
 
@@ -218,6 +224,7 @@ def argmax(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tenso
     return _arg("argmax", input, dim, keepdim, out)
 
 
+@fastpath.reduction
 def argmin(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
     """Index of the smallest value; ties take the first index, the first NaN wins."""
     return _arg("argmin", input, dim, keepdim, out)
@@ -247,11 +254,13 @@ def _logic(op: str, x, dim, keepdim, out) -> Tensor:
     )[0]
 
 
+@fastpath.reduction
 def all(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
     """Whether every element is nonzero (NaN counts as nonzero); true when empty."""
     return _logic("all", input, dim, keepdim, out)
 
 
+@fastpath.reduction
 def any(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
     """Whether some element is nonzero (NaN counts as nonzero); false when empty."""
     return _logic("any", input, dim, keepdim, out)

@@ -201,3 +201,112 @@ def test_a_forked_child_uses_the_remembered_launches():
         os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+# ---- reductions -------------------------------------------------------------------------------
+
+REDUCTIONS = ["sum", "prod", "mean", "amax", "amin", "argmax", "argmin", "all", "any"]
+
+
+@pytest.mark.parametrize("name", REDUCTIONS)
+@pytest.mark.parametrize(
+    "args, kwargs",
+    [((), {}), ((0,), {}), ((1,), {"keepdim": True}), ((), {"dim": (0, 1)}), ((-1, True), {})],
+)
+def test_remembered_reduction_gives_the_full_doors_bits(name, args, kwargs):
+    fn = getattr(kael, name)
+    x = _tensor((9, 13), kael.float32, 15)
+    if name == "mean" or name in ("argmax", "argmin") and "dim" in kwargs:
+        x = x if name == "mean" else None
+    if x is None:  # argmax takes one dim only
+        return
+    first = fn(x, *args, **kwargs)
+    out = kael.empty(first.shape, dtype=first.dtype)
+    for _ in range(2):
+        again = fn(_tensor((9, 13), kael.float32, 16), *args, **kwargs)
+        _same(again, fn(_tensor((9, 13), kael.float32, 16), *args, **kwargs, out=out))
+
+
+def test_reduction_keys_hold_shape_strides_offset_and_dtype():
+    base = _tensor((40, 30), kael.float64, 17)
+    views = [base, base[5:25], base[5:25].T, base[:, 3:9]]
+    for _ in range(2):
+        for v in views:
+            t = torch.from_numpy(v.numpy())
+            np.testing.assert_allclose(v.sum(0).numpy(), t.sum(0).numpy(), rtol=1e-12)
+            np.testing.assert_allclose(
+                v.mean(-1, keepdim=True).numpy(), t.mean(-1, keepdim=True).numpy(), rtol=1e-12
+            )
+        assert base.sum(dtype=kael.float32).dtype is kael.float32
+        assert base.sum().dtype is kael.float64
+
+
+def test_reduction_refusals_stay():
+    empty = kael.empty(0, 3)
+    for _ in range(2):
+        with pytest.raises(kael.IndexError, match="empty dimension"):
+            empty.amax(0)
+        with pytest.raises(kael.TypeError):
+            kael.ones(3, dtype=kael.int64).mean()
+    assert kael.tensor([[1.0, 2.0]]).sum(dim=[0, 1]).item() == 3.0  # a list of dims: no key
+
+
+def test_reductions_follow_the_thread_count():
+    x = _tensor((70, 300), kael.float32, 18)
+    want = x.sum(0)
+    saved = kael.get_num_threads()
+    try:
+        for threads in (1, 2, 3):
+            kael.set_num_threads(threads)
+            for _ in range(2):
+                _same(x.sum(0), want)
+    finally:
+        kael.set_num_threads(saved)
+
+
+# ---- matrix products --------------------------------------------------------------------------
+
+PRODUCTS = [
+    ((8, 5), (5, 3)),
+    ((5,), (5, 3)),
+    ((8, 5), (5,)),
+    ((5,), (5,)),
+    ((2, 8, 5), (5, 3)),
+    ((2, 8, 5), (2, 5, 3)),
+    ((1600, 20), (20,)),
+]
+
+
+@pytest.mark.parametrize("shapes", PRODUCTS, ids=str)
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64])
+def test_remembered_products_give_the_full_doors_bits(shapes, dtype):
+    sa, sb = shapes
+    first = _tensor(sa, dtype, 19) @ _tensor(sb, dtype, 20)
+    for seed in (21, 22):
+        a, b = _tensor(sa, dtype, seed), _tensor(sb, dtype, seed + 10)
+        got = a @ b
+        out = kael.empty(first.shape, dtype=first.dtype)
+        _same(got, kael.matmul(a, b, out=out))
+
+
+def test_transposed_and_offset_operands_are_keyed_apart():
+    base = _tensor((50, 40), kael.float32, 23)
+    v = _tensor((50,), kael.float32, 24)
+    t, tv = torch.from_numpy(base.numpy()), torch.from_numpy(v.numpy())
+    for _ in range(2):
+        np.testing.assert_allclose((base.T @ v).numpy(), (t.T @ tv).numpy(), rtol=1e-5)
+        np.testing.assert_allclose(
+            (base[10:20] @ base[0]).numpy(), (t[10:20] @ t[0]).numpy(), rtol=1e-5
+        )
+        np.testing.assert_allclose(
+            (base[:, 1:] @ v[:39]).numpy(), (t[:, 1:] @ tv[:39]).numpy(), rtol=1e-5
+        )
+
+
+def test_mixed_dtype_and_empty_products_take_the_full_door():
+    a, b = _tensor((4, 3), kael.float32, 25), _tensor((3, 2), kael.float64, 26)
+    for _ in range(2):
+        assert (a @ b).dtype is kael.float64
+        assert (kael.empty(4, 0) @ kael.empty(0, 2)).tolist() == [[0.0, 0.0]] * 4
+    with pytest.raises(kael.ValueError, match="cannot be multiplied"):
+        a @ a

@@ -92,6 +92,11 @@ def _float_plan(spec, a, b, c, batch, outer, threads) -> Plan:
         blocks = _blocks(n, gemm_gemv.BLOCK)
         tail = (ars, aks, qa, brs, 1, qb, ldc, qc, 1, n, k, blocks)
         return _gemv(spec, gemm_gemv.COLS, tail, q * blocks, outer, 2 * q * n * k)
+    if n == 1 and ars == 1 and ldc == 1:  # a transposed matrix @ vector (X.T @ v)
+        # as (v^T @ A^T)^T: the vector is the left operand, A^T's columns are unit-stride
+        blocks = _blocks(m, gemm_gemv.BLOCK)
+        tail = (0, brs, qb, aks, 1, qa, 0, qc, 1, m, k, blocks)
+        return _gemv(spec, gemm_gemv.COLS, tail, q * blocks, outer, 2 * q * m * k, swapped=True)
     mc, mblocks = _row_blocks(spec, m, q, threads)
     # Too few row blocks to busy every thread (a short, wide product): split the columns.
     nblocks = threads if q * mblocks < threads else 1
@@ -146,16 +151,22 @@ def _float_plan(spec, a, b, c, batch, outer, threads) -> Plan:
     return Plan(tuple(launches), buffer, len(outer) == 1 and (q == 1 or qc == m * ldc))
 
 
-def _slots(outer) -> list[tuple[tuple[int, int, int], ...]]:
-    """The A, B, C address slots (words 0, 1, 2) of each outer batch offset."""
+def _slots(outer, swapped: bool = False) -> list[tuple[tuple[int, int, int], ...]]:
+    """The A, B, C address slots (words 0, 1, 2) of each outer batch offset; `swapped`
+    gives word 0 B's address and word 1 A's (C^T = B^T A^T)."""
+    if swapped:
+        return [((0, B, ob), (1, A, oa), (2, C, oc)) for oa, ob, oc in outer]
     return [((0, A, oa), (1, B, ob), (2, C, oc)) for oa, ob, oc in outer]
 
 
-def _gemv(spec: GemmSpec, name: str, tail: tuple, total: int, outer, flops: int) -> Plan:
+def _gemv(
+    spec: GemmSpec, name: str, tail: tuple, total: int, outer, flops: int, swapped: bool = False
+) -> Plan:
     """One gemm_gemv launch per outer batch offset."""
     fn = gemm_gemv.library(spec.dtype)[name]
     words, moved = (0, 0, 0, *tail), _parallel(flops)
-    return Plan(tuple(_Launch(fn, words, s, total, moved, name, flops) for s in _slots(outer)), 0)
+    launches = (_Launch(fn, words, s, total, moved, name, flops) for s in _slots(outer, swapped))
+    return Plan(tuple(launches), 0)
 
 
 def _int_plan(a, b, c, batch, outer) -> Plan:

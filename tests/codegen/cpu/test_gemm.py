@@ -361,8 +361,25 @@ def test_vector_shapes_take_the_matrix_vector_kernels():
     assert [step.name for step in rows] == [gemm_gemv.ROWS]
     cols = _plan((1, 300), (300, 70)).launches
     assert [step.name for step in cols] == [gemm_gemv.COLS]
-    transposed = _plan((300, 9), (300, 1), a_view=lambda x: x.T).launches  # k not unit-stride
-    assert gemm_gemv.ROWS not in [step.name for step in transposed]
+    # A's k not unit-stride, its rows are: (v^T A^T)^T, the vector as the left operand
+    transposed = _plan((300, 9), (300, 1), a_view=lambda x: x.T).launches
+    assert [step.name for step in transposed] == [gemm_gemv.COLS]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k", [1, 3, 4, 5, 9, 1600])
+@pytest.mark.parametrize("m", [1, 2, 17, 1023, 1025])
+def test_transposed_matrix_vector_products_cover_blocks_and_k_groups(k, m, dtype):
+    a = small_ints((k, m), dtype)  # the product reads a.T: rows unit-stride, k strided
+    v = small_ints((k, 1), dtype)
+    big, column = guarded((m,), dtype)
+    c = column.reshape(m, 1)  # rows one element apart: C^T's columns unit-stride
+    names = [s.name for s in gemm_run.plan_for(impl_of(a.T), impl_of(v), impl_of(c)).launches]
+    # one row or one k: a.T is also a matrix whose k is unit-stride, the rows kernel's
+    assert names == [gemm_gemv.COLS] if m > 1 and k > 1 else names[0].startswith("kael_gemv")
+    run(c, a.T, v)
+    np.testing.assert_array_equal(c, a.T @ v)
+    assert np.isnan(big[:3]).all() and np.isnan(big[-3:]).all()
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
