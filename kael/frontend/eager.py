@@ -320,11 +320,15 @@ def copy_into(dst: TensorImpl, src: TensorImpl) -> None:
     run(copy_template(src.dtype, dst.dtype), [dst], [src])
 
 
+def fill_template(dtype: DType) -> Template:
+    """The kernel setting every element to the run-time parameter `value`."""
+    return template(("fill", dtype), lambda: (f"fill_{dtype}", [_scalar(dtype, "value")]))
+
+
 def fill(dst: TensorImpl, value) -> None:
     """Every element of dst set to the Python scalar `value`, converted to dst's dtype (a
     PyTorch Scalar: an int beyond int64 that uint64 holds fills float and bool tensors)."""
-    k = template(("fill", dst.dtype), lambda: (f"fill_{dst.dtype}", [_scalar(dst.dtype, "value")]))
-    run(k, [dst], [], {"value": convert_scalar(value, dst.dtype, CHECKED)})
+    run(fill_template(dst.dtype), [dst], [], {"value": convert_scalar(value, dst.dtype, CHECKED)})
 
 
 def arange_into(dst: TensorImpl, start, step) -> None:

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from kael.frontend import eager, interop, views
+from kael.frontend import eager, fastpath, interop, views
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.runtime import dtypes
@@ -26,14 +26,23 @@ def dtype_or(dtype, default: DType) -> DType:
     return default if dtype is None else as_dtype(dtype)
 
 
+_shapes: dict[tuple, tuple[int, ...]] = {}  # exact-typed size arguments -> checked shape
+
+
 def new_tensor(size: tuple, dtype: DType, device) -> Tensor:
     """An uninitialised tensor of the given sizes (varargs ints or one tuple or list)."""
-    shape = views.check_shape(views.parse_size(size))
-    return Tensor(empty_impl(shape, dtype, _device(device)))
+    given = views.exact_key(size)
+    shape = None if given is None else _shapes.get(given)
+    if shape is None:
+        shape = views.check_shape(views.parse_size(size))
+        if given is not None and len(_shapes) < 4096:
+            _shapes[given] = shape
+    return Tensor.trusted(empty_impl(shape, dtype, _device(device)))
 
 
 def _filled(tensor: Tensor, value) -> Tensor:
-    eager.fill(tensor._impl, value)
+    if not fastpath.fill(tensor._impl, value):
+        eager.fill(tensor._impl, value)
     return tensor
 
 

@@ -31,7 +31,7 @@ from kael.codegen.cpu import gemm_run
 from kael.frontend import eager
 from kael.runtime import launches
 from kael.runtime.allocator import allocator_for, block_capacity
-from kael.runtime.convert import convert_scalar
+from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import DType
 from kael.runtime.launcher import PARALLEL_BYTES
@@ -179,6 +179,24 @@ def binary_(name: str, self, other):
         return None
     impl.storage.version += 1
     return self
+
+
+def fill(impl, value) -> bool:
+    """Set every element of the dense CPU impl to the number `value` through a remembered
+    fill launch (remembered here on first use); False where the full door must run it."""
+    kind = type(value)
+    if not _open() or impl.device is not CPU or impl.strides != _dense_strides(impl.shape):
+        return False
+    if kind is int and value not in _INT_RANGE or kind not in (int, float, bool):
+        return False
+    key = ("fill", impl.dtype, kind)
+    entry = _entries.get(key)
+    if entry is None:
+        remember(key, eager.fill_template(impl.dtype), (impl.dtype,), ("value", CHECKED))
+        entry = _entries.get(key)
+        if entry is None:
+            return False
+    return _launch(entry, impl.shape, (), value, impl) is not None
 
 
 def _launch(entry: _Entry, shape: tuple, operands: tuple, number, into=None):

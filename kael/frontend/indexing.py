@@ -145,9 +145,19 @@ def _as_int_key(k):
 
 def getitem(tensor, key):
     """tensor[key]: a view for basic keys, a gathered copy for advanced ones."""
+    impl = tensor._impl
+    given = views.exact_key(key if type(key) is tuple else (key,))
+    memo = None if given is None else ("index", impl.shape, impl.strides, given)
+    if memo is not None:
+        hit = views.remembered(memo, impl)
+        if hit is not None:
+            return tensor_module.Tensor.trusted(hit)
     keys = _key_tuple(key)
     if not any(_is_advanced(k) for k in keys):
-        return tensor_module.Tensor(index_view(tensor._impl, keys))
+        result = tensor_module.Tensor(index_view(impl, keys))
+        if memo is not None:
+            views.remember(memo, impl, result._impl)
+        return result
     plan = _plan(tensor._impl, keys)
     out = tensor_module.empty_impl(plan.shape, tensor.dtype, CPU)
     dense = gather.Operand(out.data_ptr(), out.strides)

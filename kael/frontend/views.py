@@ -365,3 +365,51 @@ def as_strided(impl: TensorImpl, size, stride, storage_offset=None) -> TensorImp
     strides = parse_size((stride,), "stride")
     offset = impl.offset if storage_offset is None else as_int(storage_offset, "storage_offset")
     return derive(impl, shape, strides, offset)
+
+
+# ---- remembered layouts ----------------------------------------------------------------------
+
+# (op, shape, strides, exact-typed arguments) -> (shape, strides, offset step) of the view: a
+# view's layout is a function of those alone, so a repeated view (x.view(-1) in a loop, x[3:10])
+# skips parsing, inference and validation (the first call validated it). Bounded.
+_layouts: dict[tuple, tuple] = {}
+_MAX_LAYOUTS = 4096
+
+
+def exact_key(args) -> tuple | None:
+    """`args` (view sizes or an index key) as a key whose equality means equal arguments:
+    exact ints, None, Ellipsis, slices of those and tuples of ints; None for anything else
+    (a bool is not 1, a NumPy int or a tensor is judged again by the full path)."""
+    out = []
+    for a in args:
+        kind = type(a)
+        if kind is int or a is None or a is Ellipsis:
+            out.append(a)
+        elif kind is slice:
+            parts = (a.start, a.stop, a.step)
+            if any(p is not None and type(p) is not int for p in parts):
+                return None
+            out.append(("slice", *parts))
+        elif kind is tuple and all(type(d) is int for d in a):
+            out.append(("tuple", *a))
+        else:
+            return None
+    return tuple(out)
+
+
+def remembered(key: tuple, impl: TensorImpl) -> TensorImpl | None:
+    """The remembered view of `impl` for `key` ((op, shape, strides, exact args)), or None."""
+    hit = _layouts.get(key)
+    if hit is None:
+        return None
+    shape, strides, step = hit
+    return TensorImpl.of_tuples(
+        impl.storage, shape, strides, impl.offset + step, impl.dtype, impl.device
+    )
+
+
+def remember(key: tuple, impl: TensorImpl, view: TensorImpl) -> None:
+    """Keep `view`'s layout (validated, over `impl`'s storage) for `key`."""
+    if len(_layouts) >= _MAX_LAYOUTS:
+        _layouts.clear()
+    _layouts[key] = (view.shape, view.strides, view.offset - impl.offset)

@@ -310,3 +310,26 @@ def test_mixed_dtype_and_empty_products_take_the_full_door():
         assert (kael.empty(4, 0) @ kael.empty(0, 2)).tolist() == [[0.0, 0.0]] * 4
     with pytest.raises(kael.ValueError, match="cannot be multiplied"):
         a @ a
+
+
+# ---- fills ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("value", [0, 1, -7, 2.5, float("nan"), True])
+def test_fast_fills_give_the_full_doors_bits(dtype, value):
+    for _ in range(2):
+        got = kael.full((3, 4), value, dtype=dtype)
+        want = kael.empty(3, 4, dtype=dtype)
+        kael.frontend.eager.fill(want._impl, value)
+        _same(got, want)
+    assert _served(("fill", dtype, type(value)))
+    np.testing.assert_array_equal(kael.zeros(5).numpy(), np.zeros(5, np.float32))
+    np.testing.assert_array_equal(kael.ones(2, 3, dtype=dtype).numpy(), np.ones((2, 3)))
+
+
+def test_fills_judged_by_value_take_the_full_door():
+    for _ in range(2):
+        with pytest.raises(kael.Error):
+            kael.full((2,), 2**70, dtype=kael.int64)
+        assert kael.full((2,), 2**63, dtype=kael.float64).tolist() == [2.0**63] * 2

@@ -2,10 +2,12 @@
 
 import itertools
 
+import numpy as np
 import pytest
 import torch
 
 import kael
+from kael.frontend import views
 from kael.frontend.views import compute_stride, wrap_dim
 
 # Layouts that exercise computeStride: contiguous, transposed, sliced, expanded, size-1 dims.
@@ -367,3 +369,48 @@ def test_every_view_shares_storage_and_is_a_new_tensor():
     for r in results:
         assert r.shares_storage(k)
         assert not r.is_same(k)
+
+
+# ---- remembered layouts (views._layouts) --------------------------------------------------
+
+
+def _layout(t: kael.Tensor) -> tuple:
+    return t.shape, t.stride(), t._impl.offset, t._impl.storage
+
+
+def test_a_remembered_view_is_the_view_the_full_path_gives():
+    base = kael.arange(60.0)
+    for _ in range(2):  # the second of each is served from the memo
+        for t in (base, base[5:35], base.view(6, 10).T):
+            fresh = views.view(t._impl, (-1,)) if t.is_contiguous() else None
+            got = t.reshape(-1)
+            if fresh is not None:
+                assert _layout(t.view(-1)) == (
+                    fresh.shape,
+                    fresh.strides,
+                    fresh.offset,
+                    t._impl.storage,
+                )
+            np.testing.assert_array_equal(got.numpy(), t.numpy().reshape(-1))
+
+
+def test_remembered_views_keep_their_refusals():
+    t = kael.arange(12.0).view(3, 4).T
+    for _ in range(2):
+        with pytest.raises(kael.Error, match="view size is not compatible"):
+            t.view(-1)
+    x = kael.arange(4.0)
+    assert x.view(4, 1).shape == (4, 1)
+    with pytest.raises(kael.TypeError):
+        x.view(4, True)  # a bool is not the size 1 a remembered key holds
+
+
+def test_remembered_index_views_follow_the_base_offset():
+    base = kael.arange(100.0).view(10, 10)
+    for _ in range(2):
+        for t in (base, base[2:], base[:, 3:]):
+            np.testing.assert_array_equal(t[1:3, ::2].numpy(), t.numpy()[1:3, ::2])
+            np.testing.assert_array_equal(t[-1].numpy(), t.numpy()[-1])
+        with pytest.raises(kael.IndexError):
+            base[10]
+        assert base[np.int64(2)].tolist() == base[2].tolist()  # judged by the full path
