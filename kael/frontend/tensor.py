@@ -176,7 +176,18 @@ class Tensor:
     @property
     def T(self) -> Tensor:
         """All dims reversed: the transpose of a matrix."""
-        return Tensor(views.reverse_dims(self._impl))
+        # a permutation of a validated layout reads the same elements: nothing to validate
+        impl = self._impl
+        return Tensor.trusted(
+            TensorImpl.of_tuples(
+                impl.storage,
+                impl.shape[::-1],
+                impl.strides[::-1],
+                impl.offset,
+                impl.dtype,
+                impl.device,
+            )
+        )
 
     @property
     def mT(self) -> Tensor:
@@ -189,7 +200,7 @@ class Tensor:
                 "tensor.mT is only supported on matrices or batches of matrices."
                 f" Got {len(self._impl.shape)}-D tensor."
             )
-        return Tensor(views.transpose(self._impl, -2, -1))
+        return Tensor.trusted(views.transpose(self._impl, -2, -1))
 
     # ---- data -----------------------------------------------------------------------------
 
@@ -411,10 +422,10 @@ class Tensor:
         return result
 
     def transpose(self, dim0, dim1) -> Tensor:
-        return Tensor(views.transpose(self._impl, dim0, dim1))
+        return Tensor.trusted(views.transpose(self._impl, dim0, dim1))  # a permutation
 
     def permute(self, *dims) -> Tensor:
-        return Tensor(views.permute(self._impl, dims))
+        return Tensor.trusted(views.permute(self._impl, dims))
 
     def expand(self, *sizes) -> Tensor:
         return Tensor(views.expand(self._impl, sizes))
