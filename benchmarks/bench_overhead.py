@@ -7,7 +7,8 @@ in microseconds); each program is a whole loop (milliseconds), eager and with it
 under @kael.compile. Targets (issue 11): `a + b` on 4 and 100 elements <= 2.5 us, `w -= lr
 * g` <= 3 us, `x.sum()` and `x.mean(0, keepdim=True)` on [100, 20] <= 4 us, `X.T @ v` and
 `X @ w + b` (X [1600, 20]) <= 1.5x torch, views <= 1.5 us, `kael.zeros(100)` <= 2 us; the
-programs <= 1.3x torch eager and <= 0.7x torch compiled.
+programs <= 1.3x torch eager and <= 0.7x torch compiled; 20 back-to-back mid-size ops
+(add, exp, a row sum, softmax on 512x512 to 2048x2048) <= torch's time.
 """
 
 from __future__ import annotations
@@ -169,7 +170,21 @@ def program_cases() -> list[Case]:
             "torch": runs["torch"],
         }
         out.append(Case(name + ", compiled", runs, ("torch", 0.7)))
+    for side in (512, 1024, 2048):
+        mats = rng.standard_normal((side, side), dtype=np.float32)
+        inputs = {lib: (mod, make(mats)) for lib, (mod, make) in libs.items()}
+        runs = {lib: (lambda a=a: _back_to_back(*a)) for lib, a in inputs.items()}
+        out.append(Case(f"20 back-to-back ops on {side}x{side}", runs, ("torch", 1.0)))
     return out
+
+
+def _back_to_back(lib, x):
+    """20 consecutive mid-size ops: add, exp, a row sum and softmax, five times."""
+    for _ in range(5):
+        y = (x + x).exp()
+        y.sum(1)
+        x = lib.softmax(y, -1)
+    return x
 
 
 def report(cases: list[Case], unit: str, scale: float) -> bool:
