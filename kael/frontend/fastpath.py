@@ -61,6 +61,7 @@ class _Entry:
 
 
 _entries: dict[tuple, _Entry] = {}
+_BROADCAST = {"a0": 1, "b0": 2}  # a binary key's 0-d operand: its buffer, after the output
 Tensor = None  # kael.frontend.tensor.Tensor, bound by _bind (tensor.py imports what imports this)
 _strides: dict[tuple, tuple] = {}
 _allocator = allocator_for(CPU)
@@ -108,10 +109,17 @@ def _binary_parts(name: str, a, b) -> tuple | None:
     be served here (their own checks aside), or None."""
     ta, tb = type(a) is Tensor, type(b) is Tensor
     if ta and tb:
-        shape = a._impl.shape
-        if b._impl.shape != shape:
+        ai, bi = a._impl, b._impl
+        shape = ai.shape
+        if bi.shape == shape:
+            zero_d = not shape
+        elif not bi.shape:  # v / v.sum(): the 0-d operand is read at every element
+            zero_d = "b0"
+        elif not shape:
+            zero_d, shape = "a0", bi.shape
+        else:
             return None
-        return (name, _tensor_key(a), _tensor_key(b), not shape), shape, (a._impl, b._impl), None
+        return (name, _tensor_key(a), _tensor_key(b), zero_d), shape, (ai, bi), None
     if ta:
         shape = a._impl.shape
         return (name, _tensor_key(a), _number_key(b), not shape), shape, (a._impl,), b
@@ -234,7 +242,11 @@ def remember(key: tuple, template: eager.Template, dtypes: tuple, scalar: tuple 
     if key in _entries or None in key or template.kernel.may_fault:
         return
     probe = 64  # elements: a rank-1 dense layout of any length specializes the same way
-    impls = [TensorImpl(None, (probe,), (1,), 0, d, CPU) for d in dtypes]
+    spread = _BROADCAST.get(key[-1])  # the buffer a 0-d operand is, read with stride 0
+    impls = [
+        TensorImpl(None, (probe,), (0 if i == spread else 1,), 0, d, CPU)
+        for i, d in enumerate(dtypes)
+    ]
     plan = eager._plan(template, impls[0], tuple(impls))
     if plan.compiled is None or plan.kernel.nontemporal or plan.kernel.rank != 1:
         return

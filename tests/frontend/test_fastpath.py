@@ -333,3 +333,30 @@ def test_fills_judged_by_value_take_the_full_door():
         with pytest.raises(kael.Error):
             kael.full((2,), 2**70, dtype=kael.int64)
         assert kael.full((2,), 2**63, dtype=kael.float64).tolist() == [2.0**63] * 2
+
+
+@pytest.mark.parametrize("name", BINARY)
+@pytest.mark.parametrize("da", [kael.float32, kael.int64])
+@pytest.mark.parametrize("db", [kael.float64, kael.int64, kael.bool])
+@pytest.mark.parametrize("zero_d_first", [False, True])
+def test_a_zero_dim_operand_is_read_at_every_element(name, da, db, zero_d_first):
+    # v / v.sum(): the 0-d tensor broadcasts with stride 0 and keeps its own promotion
+    def operands(seed):
+        a, b = _tensor((6, 4), da, seed), _tensor((), db, seed + 1)
+        return (b, a) if zero_d_first else (a, b)
+
+    first = _try(getattr(kael, name), *operands(27))
+    if isinstance(first, type):
+        assert _try(getattr(kael, name), *operands(27)) is first
+        return
+    for seed in (28, 29):
+        got = getattr(kael, name)(*operands(seed))
+        _same(got, _full_door(name, *operands(seed)))
+
+
+def test_in_place_by_a_zero_dim_tensor():
+    for _ in range(2):
+        v = _tensor((50,), kael.float32, 30)
+        want = v.numpy() / np.float32(3.0)
+        v /= kael.tensor(3.0)
+        np.testing.assert_array_equal(v.numpy(), want)
