@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from kael.codegen.cpu import gemm_run
 from kael.frontend import eager
-from kael.runtime import launches
+from kael.runtime import debug, launches
 from kael.runtime.allocator import allocator_for, block_capacity
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.device import CPU
@@ -86,7 +86,8 @@ def _open() -> bool:
     """Whether this call may take the fast door: nothing traces or records launches."""
     if Tensor is None:
         _bind()
-    return _trace_state.trace is None and not launches.watched()
+    # launches.watched(), inlined: this runs before every fast call
+    return _trace_state.trace is None and launches.recorder is None and debug.level < 1
 
 
 def _tensor_key(t) -> tuple | None:
