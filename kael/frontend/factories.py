@@ -12,10 +12,13 @@ from kael.frontend import eager, fastpath, interop, views
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.runtime import dtypes
+from kael.runtime.allocator import allocator_for, block_capacity
 from kael.runtime.device import CPU, Device, parse_device
 from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType, as_dtype, scalar_dtype
 from kael.runtime.errors import TypeError, ValueError
-from kael.runtime.tensor_impl import check_rank
+from kael.runtime.storage import Storage
+from kael.runtime.tensor_impl import TensorImpl, check_rank
+from kael.runtime.tracestate import state as _trace_state
 
 
 def _device(device) -> Device:
@@ -26,18 +29,29 @@ def dtype_or(dtype, default: DType) -> DType:
     return default if dtype is None else as_dtype(dtype)
 
 
-_shapes: dict[tuple, tuple[int, ...]] = {}  # exact-typed size arguments -> checked shape
+# exact-typed size arguments -> (checked shape, its dense strides, its element count)
+_shapes: dict[tuple, tuple] = {}
+_host = allocator_for(CPU)
 
 
 def new_tensor(size: tuple, dtype: DType, device) -> Tensor:
     """An uninitialised tensor of the given sizes (varargs ints or one tuple or list)."""
     given = views.exact_key(size)
-    shape = None if given is None else _shapes.get(given)
-    if shape is None:
+    known = None if given is None else _shapes.get(given)
+    if known is None:
         shape = views.check_shape(views.parse_size(size))
+        impl = empty_impl(shape, dtype, _device(device))  # checks the rank and byte count
         if given is not None and len(_shapes) < 4096:
-            _shapes[given] = shape
-    return Tensor.trusted(empty_impl(shape, dtype, _device(device)))
+            _shapes[given] = (shape, impl.strides, impl.numel())
+        return Tensor.trusted(impl)
+    shape, strides, n = known
+    if device is not None or _trace_state.trace is not None:
+        return Tensor.trusted(empty_impl(shape, dtype, _device(device)))
+    nbytes = n * dtype.itemsize
+    if nbytes == 0 or nbytes > INT64_MAX:  # empty, or too big for this dtype: the full checks
+        return Tensor.trusted(empty_impl(shape, dtype, CPU))
+    storage = Storage.planned(nbytes, block_capacity(nbytes), _host, CPU)
+    return Tensor.trusted(TensorImpl.of_tuples(storage, shape, strides, 0, dtype, CPU))
 
 
 def _filled(tensor: Tensor, value) -> Tensor:

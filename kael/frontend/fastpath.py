@@ -205,10 +205,20 @@ def fill(impl, value) -> bool:
         entry = _entries.get(key)
         if entry is None:
             return False
-    return _launch(entry, impl.shape, (), value, impl) is not None
+    word = None
+    if kind is not float:  # floats are not memoized: -0.0 == 0.0 as a key
+        word = _fill_words.get((kind, value, impl.dtype))
+        if word is None:
+            word = eager.param_word(convert_scalar(value, impl.dtype, CHECKED), impl.dtype)
+            if len(_fill_words) < 256:
+                _fill_words[kind, value, impl.dtype] = word
+    return _launch(entry, impl.shape, (), value, impl, word) is not None
 
 
-def _launch(entry: _Entry, shape: tuple, operands: tuple, number, into=None):
+_fill_words: dict[tuple, int] = {}  # (int or bool, value, dtype) -> its word: zeros, ones
+
+
+def _launch(entry: _Entry, shape: tuple, operands: tuple, number, into=None, word=None):
     """The remembered launch over `operands`, into a new dense tensor (returned) or into
     the dense impl `into`; None where the call is empty or too big for this door."""
     n = shape_numel(shape)
@@ -227,7 +237,9 @@ def _launch(entry: _Entry, shape: tuple, operands: tuple, number, into=None):
     block[entry.buffers] = n
     if entry.scalar is not None:
         at, dtype, mode = entry.scalar
-        block[at] = eager.param_word(convert_scalar(number, dtype, mode), dtype)
+        if word is None:
+            word = eager.param_word(convert_scalar(number, dtype, mode), dtype)
+        block[at] = word
     entry.fn(block.buffer_info()[0], 0, n)
     if into is not None:
         return into

@@ -360,3 +360,12 @@ def test_in_place_by_a_zero_dim_tensor():
         want = v.numpy() / np.float32(3.0)
         v /= kael.tensor(3.0)
         np.testing.assert_array_equal(v.numpy(), want)
+
+
+def test_fills_keep_the_sign_of_zero_and_the_kind_of_one():
+    # -0.0 == 0.0 and True == 1 as dict keys: neither may be served as the other
+    for _ in range(2):
+        assert np.signbit(kael.full((2,), -0.0).numpy()).all()
+        assert not np.signbit(kael.full((2,), 0.0).numpy()).any()
+        assert kael.full((2,), True).dtype is kael.bool
+        assert kael.full((2,), 1).dtype is kael.int64
