@@ -135,8 +135,18 @@ def load_object_symbols(obj: bytes, symbols: tuple[str, ...], library: str):
     for name in symbols:
         builder = builder.export_symbol(name)
     with _lock:
-        tracker = builder.link(_jit(), library)
+        # A name is taken for good once linked: a process forked while another thread had
+        # linked a kernel but not yet cached it links that kernel again, under a new name.
+        unique, n = library, 1
+        while unique in _linked:
+            n += 1
+            unique = f"{library}~{n}"
+        tracker = builder.link(_jit(), unique)
+        _linked.add(unique)
     return {name: tracker[name] for name in symbols}, tracker
+
+
+_linked: set[str] = set()  # the JIT's library names in this process (changed under _lock)
 
 
 def load_object(obj: bytes, symbol: str):

@@ -71,3 +71,18 @@ def test_tiled_transpose_shuffles_in_registers():
     asm = _asm(float32, float32, inners=(CONTIG, TRANSPOSED), tiled=True, rank=2)
     assert re.search(r"v(perm|unpck|shuf|insert|extract)", asm), asm
     assert re.search(rf"vmovup[sd]\s+%{_vector_register()}", asm), asm
+
+
+def test_linking_a_library_name_twice_gives_two_working_libraries():
+    # a process forked between another thread's link and its cache store links the kernel
+    # again under the same name: the JIT refuses a taken name, so the second gets a new one
+    import ctypes
+
+    text = "define i64 @kael_test_seven() {\n  ret i64 7\n}\n"
+    obj = compiler.compile_ir_text(text)
+    first, keep1 = compiler.load_object_symbols(obj, ("kael_test_seven",), "kael_test_twice")
+    second, keep2 = compiler.load_object_symbols(obj, ("kael_test_seven",), "kael_test_twice")
+    for addresses in (first, second):
+        assert ctypes.CFUNCTYPE(ctypes.c_int64)(addresses["kael_test_seven"])() == 7
+    assert first["kael_test_seven"] != second["kael_test_seven"]
+    del keep1, keep2
