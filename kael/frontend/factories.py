@@ -40,16 +40,14 @@ def new_tensor(size: tuple, dtype: DType, device) -> Tensor:
     known = None if given is None else _shapes.get(given)
     if known is None:
         shape = views.check_shape(views.parse_size(size))
-        impl = empty_impl(shape, dtype, _device(device))  # checks the rank and byte count
-        if given is not None and len(_shapes) < 4096:
-            _shapes[given] = (shape, impl.strides, impl.numel())
-        return Tensor.trusted(impl)
+        t = Tensor(empty_impl(shape, dtype, _device(device)))  # validated: dims, strides
+        if given is not None and len(_shapes) < 4096 and t.numel():
+            _shapes[given] = (shape, t._impl.strides, t.numel())
+        return t
     shape, strides, n = known
-    if device is not None or _trace_state.trace is not None:
-        return Tensor.trusted(empty_impl(shape, dtype, _device(device)))
     nbytes = n * dtype.itemsize
-    if nbytes == 0 or nbytes > INT64_MAX:  # empty, or too big for this dtype: the full checks
-        return Tensor.trusted(empty_impl(shape, dtype, CPU))
+    if device is not None or _trace_state.trace is not None or nbytes > INT64_MAX:
+        return Tensor(empty_impl(shape, dtype, _device(device)))
     storage = Storage.planned(nbytes, block_capacity(nbytes), _host, CPU)
     return Tensor.trusted(TensorImpl.of_tuples(storage, shape, strides, 0, dtype, CPU))
 

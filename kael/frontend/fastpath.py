@@ -181,8 +181,14 @@ def binary_(name: str, self, other):
     if entry is None:
         return None
     impl = self._impl
-    shared = len(operands) == 2 and operands[1].storage is impl.storage
-    if shared and operands[1].offset != impl.offset:
+    other = operands[1] if len(operands) == 2 else None
+    # other in self's storage: served only as self itself (a.add_(a)); a 0-d view of self's
+    # first element (A /= A[0]) would be read after the kernel wrote it
+    if (
+        other is not None
+        and other.storage is impl.storage
+        and (other.offset != impl.offset or other.shape != impl.shape)
+    ):
         return None
     if _launch(entry, shape, operands, number, impl) is None:
         return None

@@ -106,26 +106,18 @@ def _inplace(name: str):
 
 
 def _fast(name: str, slow, reflected: bool = False, inplace: bool = False):
-    """The operator method `slow`, asking the fast door (fastpath.py) first: a Python
-    operator on dense tensors skips the door's frames as well as the full door."""
-    if inplace:
-        door = fastpath.binary_
+    """The operator method `slow`, asking the fast door (fastpath.py) first when called with
+    one operand: a Python operator on dense tensors skips the door's frames as well as the
+    full door. Any other call (keywords such as out=, a wrong count) is `slow`'s to judge."""
+    door = fastpath.binary_ if inplace else fastpath.binary
 
-        def method(self, other):
-            done = door(name, self, other)
-            return slow(self, other) if done is None else done
-    elif reflected:
-        door = fastpath.binary
-
-        def method(self, other):
-            done = door(name, other, self)
-            return slow(self, other) if done is None else done
-    else:
-        door = fastpath.binary
-
-        def method(self, other):
-            done = door(name, self, other)
-            return slow(self, other) if done is None else done
+    def method(self, *args, **kwargs):
+        if len(args) == 1 and not kwargs:
+            other = args[0]
+            done = door(name, other, self) if reflected else door(name, self, other)
+            if done is not None:
+                return done
+        return slow(self, *args, **kwargs)
 
     _name_method(method, slow.__name__)
     method.__doc__ = slow.__doc__

@@ -13,6 +13,7 @@ import operator
 from kael.runtime.dtypes import INT64_MAX, INT64_MIN
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, format_shape
+from kael.runtime.tracestate import state as _trace_state
 
 
 def as_int(value, what: str) -> int:
@@ -398,7 +399,10 @@ def exact_key(args) -> tuple | None:
 
 
 def remembered(key: tuple, impl: TensorImpl) -> TensorImpl | None:
-    """The remembered view of `impl` for `key` ((op, shape, strides, exact args)), or None."""
+    """The remembered view of `impl` for `key` ((op, shape, strides, exact args)), or None
+    (always while tracing: the trace sees every view as the full path makes it)."""
+    if _trace_state.trace is not None:
+        return None
     hit = _layouts.get(key)
     if hit is None:
         return None
@@ -410,6 +414,8 @@ def remembered(key: tuple, impl: TensorImpl) -> TensorImpl | None:
 
 def remember(key: tuple, impl: TensorImpl, view: TensorImpl) -> None:
     """Keep `view`'s layout (validated, over `impl`'s storage) for `key`."""
+    if _trace_state.trace is not None:
+        return
     if len(_layouts) >= _MAX_LAYOUTS:
         _layouts.clear()
     _layouts[key] = (view.shape, view.strides, view.offset - impl.offset)

@@ -343,3 +343,14 @@ def test_device_keyword_takes_cpu_strings_and_rejects_unknown_names():
 def test_cuda_factories_without_a_gpu_raise_a_clear_error(make):
     with pytest.raises(kael.Error, match="CUDA is not available"):
         make()
+
+
+@pytest.mark.parametrize("factory", [kael.empty, kael.zeros, kael.ones])
+def test_zero_element_shapes_whose_dims_or_strides_overflow_are_refused(factory):
+    # no bytes to allocate, yet the layout is no tensor's: refused on every call
+    for _ in range(2):
+        with pytest.raises(kael.ValueError, match="overflows int64"):
+            factory(0, 2**63)
+        with pytest.raises(kael.ValueError, match="int64 overflow in stride"):
+            factory(0, 2**40, 2**40)
+    assert factory(0, 3).shape == (0, 3)

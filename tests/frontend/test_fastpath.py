@@ -369,3 +369,26 @@ def test_fills_keep_the_sign_of_zero_and_the_kind_of_one():
         assert not np.signbit(kael.full((2,), 0.0).numpy()).any()
         assert kael.full((2,), True).dtype is kael.bool
         assert kael.full((2,), 1).dtype is kael.int64
+
+
+def test_in_place_by_a_zero_dim_view_of_self_reads_it_before_writing():
+    # A /= A[0] (a pivot): the 0-d view shares self's first element; the full door copies it
+    v = kael.tensor([2.0, 4.0, 6.0])
+    v /= kael.tensor(2.0)  # remembers div_ by a 0-d float32
+    for _ in range(2):
+        a = kael.tensor([2.0, 4.0, 6.0])
+        a /= a[0]
+        assert a.tolist() == [1.0, 2.0, 3.0]
+        m = kael.tensor([[2.0, 4.0, 6.0], [1.0, 1.0, 1.0]])
+        m[0] -= m[0, 0]
+        assert m.tolist() == [[0.0, 2.0, 4.0], [1.0, 1.0, 1.0]]
+
+
+def test_operator_methods_keep_keywords_and_argument_errors():
+    a = kael.ones(3)
+    a + a
+    assert a.__add__(a, out=kael.empty(3)).tolist() == [2.0, 2.0, 2.0]
+    with pytest.raises(TypeError, match="missing 1 required positional argument"):
+        a.__add__()
+    with pytest.raises(kael.TypeError, match="eq: expected a Tensor or a number, got NoneType"):
+        a == None  # noqa: B015, E711  (as the full door always refused it)
