@@ -398,9 +398,7 @@ def first_calls(names: list[str], with_torch: bool) -> bool:
 def main() -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=9)
-    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser = common.parser(__doc__.splitlines()[0], rounds=9)
     parser.add_argument("--only", default="", help="run the workloads whose name contains this")
     parser.add_argument("--no-torch-compile", action="store_true")
     parser.add_argument("--first-calls", action="store_true", help="time first calls instead")

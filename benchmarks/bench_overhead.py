@@ -13,7 +13,6 @@ programs <= 1.3x torch eager and <= 0.7x torch compiled; 20 back-to-back mid-siz
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 import common  # noqa: F401  (first: it quiets OpenBLAS before NumPy loads)
@@ -206,11 +205,9 @@ def report(cases: list[Case], unit: str, scale: float) -> bool:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
-    parser.add_argument("--threads", default="1,2", help="thread counts to run, comma-separated")
-    args = parser.parse_args()
+    options = common.parser(__doc__.splitlines()[0])
+    options.add_argument("--threads", default="1,2", help="thread counts to run, comma-separated")
+    args = options.parse_args()
     ok = True
     for threads in (int(t) for t in args.threads.split(",")):
         kael.set_num_threads(threads)

@@ -88,6 +88,14 @@ def report(cases: list[Case]) -> bool:
     return ok
 
 
+def parser(description: str, rounds: int = 15) -> argparse.ArgumentParser:
+    """The options every benchmark script takes: --rounds and --check."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--rounds", type=int, default=rounds)
+    p.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    return p
+
+
 def run(
     description: str,
     make_cases: Callable[[], list[Case]],
@@ -101,10 +109,7 @@ def run(
 
     import kael
 
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
-    args = parser.parse_args()
+    args = parser(description).parse_args()
     print(f"kael threads {kael.get_num_threads()}, torch threads {torch.get_num_threads()}")
     cases = make_cases()
     measure(cases, rounds=args.rounds)
