@@ -8,10 +8,12 @@ After the full door has run such a call once, `remember` keeps what it decided; 
 with the same key then costs a lookup, an allocation, a patched copy of the argument block
 and the kernel call (elementwise.py's `binary` and `unary` ask `binary`/`unary` here first).
 
-Everything else takes the full door: broadcasting, strided views, `out=`, results that
-would go to the thread pool or take streaming stores, kernels that can fault (integer
-division), scalars the full door treats by value (ints beyond int64, pow's exponents),
-tracing, and launches that are being recorded (KAEL_DEBUG, kael.explain).
+A 0-d tensor operand (`v / v.sum()`) is served too, read with stride 0 at every element.
+Everything else takes the full door: other broadcasting, strided views, `out=`, results
+that would go to the thread pool or take streaming stores, kernels that can fault (integer
+division), scalars the full door treats by value (ints beyond int64, pow's exponents), an
+in-place write whose operand sits elsewhere in self's storage, tracing, and launches that
+are being recorded (KAEL_DEBUG, kael.explain). Factories fill through `fill`.
 
 Reductions (`reduction`, wrapping sum, mean, amax, ...) are keyed by their public
 arguments and the input's dtype, shape and strides (a reduction's layout plan depends on
