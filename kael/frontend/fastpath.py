@@ -9,8 +9,9 @@ with the same key then costs a lookup, an allocation, a patched copy of the argu
 and the kernel call (elementwise.py's `binary` and `unary` ask `binary`/`unary` here first).
 
 A 0-d tensor operand (`v / v.sum()`) is served too, read with stride 0 at every element.
-Everything else takes the full door: other broadcasting, strided views, `out=`, results
-that would go to the thread pool or take streaming stores, kernels that can fault (integer
+Launches that move 1 MiB or more go to the thread pool as the full door's would. Everything
+else takes the full door: other broadcasting, strided views, `out=`, results big enough
+for streaming stores, kernels that can fault (integer
 division), scalars the full door treats by value (ints beyond int64, pow's exponents), an
 in-place write whose operand sits elsewhere in self's storage, tracing, and launches that
 are being recorded (KAEL_DEBUG, kael.explain). Factories fill through `fill`.
@@ -36,7 +37,7 @@ from kael.runtime.allocator import allocator_for, block_capacity
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import DType
-from kael.runtime.launcher import PARALLEL_BYTES
+from kael.runtime.launcher import PARALLEL_BYTES, launch_block
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides, shape_numel
 from kael.runtime.threadpool import get_num_threads
@@ -58,7 +59,8 @@ class _Entry:
     dtype: DType  # the result's
     buffers: int  # output, then each tensor operand: the first words
     itemsizes: tuple[int, ...]  # of each buffer
-    limit: int  # the most elements a call may have to run here (inline, no streaming)
+    limit: int  # the most elements a call may have here (below streaming stores' size)
+    width: int  # bytes a call moves per element: sum(itemsizes)
     scalar: tuple | None  # (word index, parameter dtype, conversion mode) of a number operand
 
 
@@ -248,7 +250,11 @@ def _launch(entry: _Entry, shape: tuple, operands: tuple, number, into=None, wor
         if word is None:
             word = eager.param_word(convert_scalar(number, dtype, mode), dtype)
         block[at] = word
-    entry.fn(block.buffer_info()[0], 0, n)
+    moved = n * entry.width
+    if moved >= PARALLEL_BYTES:  # the thread pool's, as the full door would launch it
+        launch_block(entry.fn, block, n, moved)
+    else:
+        entry.fn(block.buffer_info()[0], 0, n)
     if into is not None:
         return into
     impl = TensorImpl.of_tuples(storage, shape, _dense_strides(shape), 0, entry.dtype, CPU)
@@ -280,9 +286,9 @@ def remember(key: tuple, template: eager.Template, dtypes: tuple, scalar: tuple 
         at = (len(words) + i, kernel.params[i], mode)
     words += [0] * len(kernel.params)
     itemsizes = tuple(d.itemsize for d in dtypes)
-    limit = min(PARALLEL_BYTES, eager.NONTEMPORAL_BYTES) // sum(itemsizes) - 1
+    limit = (eager.NONTEMPORAL_BYTES - 1) // itemsizes[0]  # its stores never stream
     entry = _Entry(plan.compiled.fn, array.array("q", words), dtypes[0], len(impls),
-                   itemsizes, limit, at)  # fmt: skip
+                   itemsizes, limit, sum(itemsizes), at)  # fmt: skip
     if len(_entries) >= _MAX_ENTRIES:
         _entries.clear()
     _entries[key] = entry
@@ -302,9 +308,11 @@ class _Reduction:
     dtype: DType
     nbytes: int
     itemsize: int  # the input's
+    moved: int  # bytes read and written: the thread pool's at PARALLEL_BYTES
 
 
-_reductions: dict[tuple, _Reduction] = {}
+_reductions: dict[tuple, _Reduction | object] = {}
+_UNSERVED = object()  # a key whose call this door cannot replay (too big, several launches)
 _captured = threading.local()
 
 
@@ -329,18 +337,19 @@ def reduction(fn):
         given = _plain_arguments(args, kwargs)
         if given is None:  # a list of dims, a 1 for True: the full door judges those
             return fn(input, *args, **kwargs)
-        key = (name, impl.dtype, impl.device, impl.shape, impl.strides, given)
-        entry = _reductions.get((key, get_num_threads()))
+        key = (name, impl.dtype, impl.device, impl.shape, impl.strides, given, get_num_threads())
+        entry = _reductions.get(key)
         if entry is not None:
-            return _reduce(entry, impl)
+            return fn(input, *args, **kwargs) if entry is _UNSERVED else _reduce(entry, impl)
         saved, _captured.slot = getattr(_captured, "slot", None), []
         try:
             result = fn(input, *args, **kwargs)
             launched = _captured.slot
         finally:
             _captured.slot = saved
-        if len(launched) == 1 and type(result) is Tensor and result._impl is launched[0][1][0]:
-            _remember_reduction((key, get_num_threads()), *launched[0])
+        one = len(launched) == 1 and type(result) is Tensor and result._impl is launched[0][1][0]
+        if not (one and _remember_reduction(key, *launched[0])) and len(_reductions) < 4096:
+            _reductions[key] = _UNSERVED  # the same call runs the same way: never ask again
         return result
 
     return door
@@ -367,22 +376,24 @@ def _plain_arguments(args: tuple, kwargs: dict) -> tuple | None:
     return tuple(out)
 
 
-def _remember_reduction(key, entry, outs, ins, axes, keepdim, scalars) -> None:
+def _remember_reduction(key, entry, outs, ins, axes, keepdim, scalars) -> bool:
+    """Keep the captured launch for `key` when this door can replay it; whether it did."""
     if len(outs) != 1 or len(ins) != 1 or outs[0].device is not CPU or len(_reductions) > 4096:
-        return
+        return False
+    out = outs[0]
+    if out.strides != _dense_strides(out.shape) or out.offset:
+        return False  # a layout this door does not make
     prepared = eager.prepare(entry, outs, ins, (axes, keepdim))
-    if prepared is None or prepared.final is not None or prepared.moved >= PARALLEL_BYTES:
-        return
+    if prepared is None or prepared.final is not None:
+        return False
     names = entry.scalars
     params = [eager.param_word(scalars[n], d) for n, d in zip(names, entry.kernel.params)]
     words, _ = prepared.words([0, 0], params)
-    out = outs[0]
-    if out.strides != _dense_strides(out.shape) or out.offset:
-        return
     _reductions[key] = _Reduction(
         prepared.fn, array.array("q", words), prepared.total, out.shape, out.dtype,
-        out.numel() * out.dtype.itemsize, ins[0].dtype.itemsize,
+        out.numel() * out.dtype.itemsize, ins[0].dtype.itemsize, prepared.moved,
     )  # fmt: skip
+    return True
 
 
 def _reduce(entry: _Reduction, impl):
@@ -391,7 +402,10 @@ def _reduce(entry: _Reduction, impl):
     block = entry.block[:]
     block[0] = storage.ptr
     block[1] = impl.storage.ptr + impl.offset * entry.itemsize
-    entry.fn(block.buffer_info()[0], 0, entry.total)
+    if entry.moved >= PARALLEL_BYTES:
+        launch_block(entry.fn, block, entry.total, entry.moved, 1)
+    else:
+        entry.fn(block.buffer_info()[0], 0, entry.total)
     shape = entry.shape
     out = TensorImpl.of_tuples(storage, shape, _dense_strides(shape), 0, entry.dtype, CPU)
     return Tensor.trusted(out)

@@ -392,3 +392,17 @@ def test_operator_methods_keep_keywords_and_argument_errors():
         a.__add__()
     with pytest.raises(kael.TypeError, match="eq: expected a Tensor or a number, got NoneType"):
         a == None  # noqa: B015, E711  (as the full door always refused it)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_launches_for_the_thread_pool_are_served_as_the_full_door_runs_them(threads):
+    saved = kael.get_num_threads()
+    kael.set_num_threads(threads)
+    try:
+        a, b = _tensor((700, 900), kael.float32, 31), _tensor((700, 900), kael.float32, 32)
+        for _ in range(2):  # 7.5 MiB moved: past PARALLEL_BYTES, below streaming stores
+            _same(a * b, kael.mul(a, b, out=kael.empty(700, 900)))
+            _same(a.sum(1), kael.sum(a, 1, out=kael.empty(700)))
+            _same(a.exp(), kael.exp(a, out=kael.empty(700, 900)))
+    finally:
+        kael.set_num_threads(saved)
