@@ -143,15 +143,26 @@ def _as_int_key(k):
     return k.item() if integer and not k.shape else k
 
 
+def _memo_key(impl: TensorImpl, key) -> tuple | None:
+    given = views.exact_key(key if type(key) is tuple else (key,))
+    return None if given is None else ("index", impl.shape, impl.strides, given)
+
+
+def remembered_view(tensor, key):
+    """tensor[key] from the view memo (a basic key seen before on this layout), or None."""
+    impl = tensor._impl
+    memo = _memo_key(impl, key)
+    hit = None if memo is None else views.remembered(memo, impl)
+    return None if hit is None else tensor_module.Tensor.trusted(hit)
+
+
 def getitem(tensor, key):
     """tensor[key]: a view for basic keys, a gathered copy for advanced ones."""
+    done = remembered_view(tensor, key)
+    if done is not None:
+        return done
     impl = tensor._impl
-    given = views.exact_key(key if type(key) is tuple else (key,))
-    memo = None if given is None else ("index", impl.shape, impl.strides, given)
-    if memo is not None:
-        hit = views.remembered(memo, impl)
-        if hit is not None:
-            return tensor_module.Tensor.trusted(hit)
+    memo = _memo_key(impl, key)
     keys = _key_tuple(key)
     if not any(_is_advanced(k) for k in keys):
         result = tensor_module.Tensor(index_view(impl, keys))

@@ -8,7 +8,7 @@ without a cycle); kael/__init__.py imports it.
 from __future__ import annotations
 
 from kael.frontend import elementwise as ew
-from kael.frontend import fastpath, index_ops, linalg, nn, reductions, sequence
+from kael.frontend import fastpath, index_ops, indexing, linalg, nn, reductions, sequence
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
 
@@ -124,6 +124,18 @@ def _fast(name: str, slow, reflected: bool = False, inplace: bool = False):
     return method
 
 
+def _fast_getitem(slow):
+    """Tensor.__getitem__ asking the view memo first (it is closed while tracing): a repeated
+    basic index skips the door's frames too."""
+
+    def __getitem__(self, key):
+        done = indexing.remembered_view(self, key)
+        return slow(self, key) if done is None else done
+
+    __getitem__.__doc__ = slow.__doc__
+    return __getitem__
+
+
 def _name_method(method, name: str) -> None:
     """Name a generated method as Tensor.NAME, so Python's argument errors say which it is."""
     method.__name__ = name
@@ -153,6 +165,7 @@ def _install() -> None:
     Tensor.masked_fill_ = op_door("masked_fill_", ew.masked_fill_)
     for name in TRACED_TENSOR_METHODS:
         setattr(Tensor, name, op_door(f"Tensor.{name}", getattr(Tensor, name)))
+    Tensor.__getitem__ = _fast_getitem(Tensor.__getitem__)
     operators = {
         "add": "add",
         "sub": "sub",
