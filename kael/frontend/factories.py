@@ -12,7 +12,6 @@ from kael.frontend import eager, fastpath, interop, views
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.runtime import dtypes
-from kael.runtime.allocator import allocator_for, block_capacity
 from kael.runtime.device import CPU, Device, parse_device
 from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType, as_dtype, scalar_dtype
 from kael.runtime.errors import TypeError, ValueError
@@ -31,7 +30,6 @@ def dtype_or(dtype, default: DType) -> DType:
 
 # exact-typed size arguments -> (checked shape, its dense strides, its element count)
 _shapes: dict[tuple, tuple] = {}
-_host = allocator_for(CPU)
 
 
 def new_tensor(size: tuple, dtype: DType, device) -> Tensor:
@@ -48,7 +46,7 @@ def new_tensor(size: tuple, dtype: DType, device) -> Tensor:
     nbytes = n * dtype.itemsize
     if device is not None or _trace_state.trace is not None or nbytes > INT64_MAX:
         return Tensor(empty_impl(shape, dtype, _device(device)))
-    storage = Storage.planned(nbytes, block_capacity(nbytes), _host, CPU)
+    storage = Storage.host(nbytes)
     return Tensor.trusted(TensorImpl.of_tuples(storage, shape, strides, 0, dtype, CPU))
 
 

@@ -33,11 +33,10 @@ from dataclasses import dataclass
 from kael.codegen.cpu import gemm_run
 from kael.frontend import eager
 from kael.runtime import debug, launches
-from kael.runtime.allocator import allocator_for, block_capacity
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import DType
-from kael.runtime.launcher import PARALLEL_BYTES, launch_block
+from kael.runtime.launcher import run_block
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides, shape_numel
 from kael.runtime.threadpool import get_num_threads
@@ -68,7 +67,6 @@ _entries: dict[tuple, _Entry] = {}
 _BROADCAST = {"a0": 1, "b0": 2}  # a binary key's 0-d operand: its buffer, after the output
 Tensor = None  # kael.frontend.tensor.Tensor, bound by _bind (tensor.py imports what imports this)
 _strides: dict[tuple, tuple] = {}
-_allocator = allocator_for(CPU)
 
 
 def _dense_strides(shape: tuple) -> tuple:
@@ -238,7 +236,7 @@ def _launch(entry: _Entry, shape: tuple, operands: tuple, number, into=None, wor
     block = entry.block[:]
     if into is None:
         nbytes = n * sizes[0]
-        storage = Storage.planned(nbytes, block_capacity(nbytes), _allocator, CPU)
+        storage = Storage.host(nbytes)
         block[0] = storage.ptr
     else:
         block[0] = into.storage.ptr + into.offset * sizes[0]
@@ -250,11 +248,7 @@ def _launch(entry: _Entry, shape: tuple, operands: tuple, number, into=None, wor
         if word is None:
             word = eager.param_word(convert_scalar(number, dtype, mode), dtype)
         block[at] = word
-    moved = n * entry.width
-    if moved >= PARALLEL_BYTES:  # the thread pool's, as the full door would launch it
-        launch_block(entry.fn, block, n, moved)
-    else:
-        entry.fn(block.buffer_info()[0], 0, n)
+    run_block(entry.fn, block, n, n * entry.width)
     if into is not None:
         return into
     impl = TensorImpl.of_tuples(storage, shape, _dense_strides(shape), 0, entry.dtype, CPU)
@@ -308,7 +302,7 @@ class _Reduction:
     dtype: DType
     nbytes: int
     itemsize: int  # the input's
-    moved: int  # bytes read and written: the thread pool's at PARALLEL_BYTES
+    moved: int  # bytes read and written: the thread pool's from launcher.PARALLEL_BYTES
 
 
 _reductions: dict[tuple, _Reduction | object] = {}
@@ -398,14 +392,11 @@ def _remember_reduction(key, entry, outs, ins, axes, keepdim, scalars) -> bool:
 
 def _reduce(entry: _Reduction, impl):
     nbytes = entry.nbytes
-    storage = Storage.planned(nbytes, block_capacity(nbytes), _allocator, CPU)
+    storage = Storage.host(nbytes)
     block = entry.block[:]
     block[0] = storage.ptr
     block[1] = impl.storage.ptr + impl.offset * entry.itemsize
-    if entry.moved >= PARALLEL_BYTES:
-        launch_block(entry.fn, block, entry.total, entry.moved, 1)
-    else:
-        entry.fn(block.buffer_info()[0], 0, entry.total)
+    run_block(entry.fn, block, entry.total, entry.moved, 1)
     shape = entry.shape
     out = TensorImpl.of_tuples(storage, shape, _dense_strides(shape), 0, entry.dtype, CPU)
     return Tensor.trusted(out)
@@ -445,7 +436,7 @@ def matmul(a, b):
         return None
     ai, bi = a._impl, b._impl
     nbytes, size = entry.nbytes, entry.itemsize
-    storage = Storage.planned(nbytes, block_capacity(nbytes), _allocator, CPU)
+    storage = Storage.host(nbytes)
     a_at = ai.storage.ptr + ai.offset * size
     gemm_run.run(entry.plan, a_at, bi.storage.ptr + bi.offset * size, storage.ptr)
     shape = entry.shape

@@ -157,10 +157,8 @@ def remembered_view(tensor, key):
 
 
 def getitem(tensor, key):
-    """tensor[key]: a view for basic keys, a gathered copy for advanced ones."""
-    done = remembered_view(tensor, key)
-    if done is not None:
-        return done
+    """tensor[key]: a view for basic keys, a gathered copy for advanced ones. Tensor's
+    __getitem__ asks remembered_view first; a basic view made here is remembered."""
     impl = tensor._impl
     memo = _memo_key(impl, key)
     keys = _key_tuple(key)

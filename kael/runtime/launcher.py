@@ -46,6 +46,16 @@ def launch(fn, words: list[int], *args, **kwargs) -> None:
     launch_block(fn, array.array("q", words), *args, **kwargs)
 
 
+def run_block(fn, block: array.array, total: int, bytes_moved: int, align: int = ALIGN_ITEMS):
+    """The launch itself, unrecorded: inline below PARALLEL_BYTES moved (or on one thread),
+    else split over the pool. launch_block's callers, and the eager fast door, which is
+    closed whenever launches are recorded or traced."""
+    if bytes_moved < PARALLEL_BYTES or get_num_threads() == 1:
+        fn(block.buffer_info()[0], 0, total)
+    else:
+        pool().run(fn, block.buffer_info()[0], split(total, get_num_threads(), align))
+
+
 def launch_block(
     fn,
     block: array.array,
@@ -66,12 +76,7 @@ def launch_block(
         return
     watched = launches.recorder is not None or debug.level >= 1
     start = time.perf_counter() if watched else 0.0
-    address = block.buffer_info()[0]
-    threads = get_num_threads()
-    if threads == 1 or bytes_moved < PARALLEL_BYTES:
-        fn(address, 0, total)
-    else:
-        pool().run(fn, address, split(total, threads, align))
+    run_block(fn, block, total, bytes_moved, align)
     if watched:
         launches.report(
             launches.Launch(

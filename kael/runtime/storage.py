@@ -65,6 +65,11 @@ class Storage:
         return self
 
     @classmethod
+    def host(cls, nbytes: int) -> Storage:
+        """A new host storage of a checked, positive size: the fast doors' outputs."""
+        return cls.planned(nbytes, block_capacity(nbytes), _HOST, CPU)
+
+    @classmethod
     def external(cls, ptr: int, nbytes: int, owner: object, device: Device | str = CPU) -> Storage:
         """Wrap memory kael did not allocate; `owner` is kept alive and the allocator never used."""
         if device.__class__ is not Device:
@@ -136,6 +141,7 @@ class Storage:
 
 
 _is_finalizing = sys.is_finalizing
+_HOST = allocator_for(CPU)
 _new = object.__new__
 
 

@@ -67,15 +67,20 @@ def test_block_returns_to_its_bucket_when_the_storage_dies():
 
 
 @pytest.mark.parametrize("nbytes", [1, 4096, SMALL_LIMIT + 1])
-def test_planned_storage_is_an_allocator_block_like_any_other(nbytes):
+def test_planned_and_host_storages_are_allocator_blocks_like_any_other(nbytes):
     capacity = block_capacity(nbytes)
     in_use = memory_stats()["in_use_bytes"]
-    s = Storage.planned(nbytes, capacity, allocator_for(CPU), CPU)
-    assert (s.nbytes, s.device, s.version, s.ptr % 64) == (nbytes, CPU, 0, 0)
-    assert memory_stats()["in_use_bytes"] == in_use + capacity
-    ctypes.memset(s.ptr, 0xAB, nbytes)
-    del s
-    assert memory_stats()["in_use_bytes"] == in_use
+    makers = (
+        lambda: Storage.planned(nbytes, capacity, allocator_for(CPU), CPU),
+        lambda: Storage.host(nbytes),
+    )
+    for make in makers:
+        s = make()
+        assert (s.nbytes, s.device, s.version, s.ptr % 64) == (nbytes, CPU, 0, 0)
+        assert memory_stats()["in_use_bytes"] == in_use + capacity
+        ctypes.memset(s.ptr, 0xAB, nbytes)
+        del s
+        assert memory_stats()["in_use_bytes"] == in_use
 
 
 def test_block_in_a_reference_cycle_is_released_by_the_collector():
