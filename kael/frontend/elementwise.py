@@ -542,10 +542,8 @@ def _check_inplace(self: Tensor, result: DType, shape: tuple[int, ...], op: str)
 
 
 def binary_(name: str, self: Tensor, other) -> Tensor:
-    """self = self (op) other, written into self's layout in self's dtype."""
-    done = fastpath.binary_(name, self, other)
-    if done is not None:
-        return done
+    """self = self (op) other, written into self's layout in self's dtype. Its only caller,
+    Tensor's in-place methods, asked the fast door already (ops._fast)."""
     op = BINARY[name]
     other = _operand(other, f"{name}_")
     compute, result = _binary_dtypes(op, self, other)
