@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 from collections.abc import Callable
 
 from kael.runtime import cuda_driver, sync
@@ -24,6 +25,7 @@ MAX_CACHED_BYTES = 1 << 30  # kMaxCachedBytes: a release beyond this frees to th
 
 _DISABLE_VALUES = ("", "0", "false", "no", "off")
 _enabled = os.environ.get("KAEL_NO_CACHING_ALLOCATOR", "").strip().lower() in _DISABLE_VALUES
+_GIL = getattr(sys, "_is_gil_enabled", lambda: True)()  # False on free-threaded CPython
 
 
 def block_capacity(nbytes: int) -> int:
@@ -51,9 +53,16 @@ class CachingAllocator:
     """Free lists per capacity over a (system_alloc, system_free) pair, with statistics.
 
     system_alloc(nbytes) returns an address (an int) or raises (kael.Error or MemoryError
-    when out of memory); system_free(address) gives it back. Critical sections allocate no Python containers, so no garbage
-    collection (and no Storage finalizer) can run inside them; the lock is reentrant
-    anyway, so a finalizer or signal handler that releases a block cannot deadlock.
+    when out of memory); system_free(address) gives it back.
+
+    A hit and a release to the cache take no lock where the GIL is on (an eager op's
+    output costs one of each; the lock was two thirds of their time): list.pop and
+    list.append are atomic, so no block is handed out twice or lost, and each counter
+    update is one bytecode-level `+=` that no other thread interleaves with; a snapshot
+    taken while other threads allocate may lag one of them by a block. Misses, frees to
+    the system and empty_cache hold the lock, which is reentrant, so a finalizer or signal
+    handler that releases a block inside one cannot deadlock. Without a GIL (free-threaded
+    CPython) every path holds the lock.
     """
 
     def __init__(
@@ -69,6 +78,18 @@ class CachingAllocator:
 
     def allocate(self, capacity: int) -> int:
         """A block of exactly `capacity` bytes: a cached one if any (hit), else a new one."""
+        if _GIL:  # list.pop is atomic: no lock for a hit (see the class docstring)
+            blocks = self._free.get(capacity)
+            if blocks:
+                try:
+                    ptr = blocks.pop()
+                except IndexError:  # another thread took the last one meanwhile
+                    pass
+                else:
+                    self._cached -= capacity
+                    self._in_use += capacity
+                    self._hits += 1
+                    return ptr
         with self._lock:
             blocks = self._free.get(capacity)
             if blocks:
@@ -94,6 +115,17 @@ class CachingAllocator:
 
     def release(self, ptr: int, capacity: int) -> None:
         """Take back a block from allocate: cache it, or free it when disabled or over the cap."""
+        if _GIL and _enabled and self._cached + capacity <= MAX_CACHED_BYTES:
+            blocks = self._free.get(capacity)
+            if blocks is not None:
+                try:
+                    blocks.append(ptr)  # atomic, as pop is
+                except MemoryError:  # the free list cannot grow: free the block below
+                    pass
+                else:
+                    self._cached += capacity
+                    self._in_use -= capacity
+                    return
         with self._lock:
             self._in_use -= capacity
             if _enabled and self._cached + capacity <= MAX_CACHED_BYTES:
@@ -114,9 +146,14 @@ class CachingAllocator:
         freed: list[tuple[int, list[int]]] = []
         with self._lock:
             for capacity, blocks in self._free.items():
-                if blocks:
-                    freed.append((capacity, blocks[:]))
-                    blocks.clear()
+                taken = []
+                while blocks:  # one pop at a time: a lock-free hit may take one meanwhile
+                    try:
+                        taken.append(blocks.pop())
+                    except IndexError:
+                        break
+                if taken:
+                    freed.append((capacity, taken))
             total = sum(capacity * len(blocks) for capacity, blocks in freed)
             self._cached -= total
             self._reserved -= total
