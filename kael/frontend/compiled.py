@@ -172,6 +172,11 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if state.trace is not None:  # called from a function being traced: part of its trace
             return self.fn(*args, **kwargs)
+        if not kwargs and not self.check:
+            plan, tensors = self._positional(args)
+            if plan is not None:
+                self._info.hits += 1
+                return plan.run(tensors, list(args))
         plan, tensors, leaves, treedef, key = self._lookup(args, kwargs)
         before = p.snapshot(tensors) if self.check else None
         if plan is None:
@@ -200,6 +205,34 @@ class CompiledFunction:
         except p.Retrace as retrace:
             default_generator.rewind(state, retrace.drawn)
             return self._trace(leaves, treedef, tensors, key)
+
+    def _positional(self, args: tuple) -> tuple[p.Plan | None, list]:
+        """The plan of a call of tensors alone, positionally, whose signature holds no float
+        used as a value, no implicit input, no extern with data-shaped results and no
+        fallback (the common call), with its tensors; else (None, _) for _lookup to decide.
+        The key is _signature's, built without the general walk."""
+        tensors: list = []
+        parts: list = []
+        seen: dict[int, int] = {}
+        for a in args:
+            if not isinstance(a, Tensor):
+                return None, tensors
+            impl = a._impl
+            storage = impl.storage
+            parts.append(
+                (
+                    "tensor", impl.dtype, impl.device, impl.shape, impl.strides, impl.offset,
+                    storage.nbytes, seen.setdefault(id(storage), len(tensors)),
+                )
+            )  # fmt: skip
+            tensors.append(a)
+        entry = self._entries.get((("args", len(args)), tuple(parts)))
+        if entry is None or entry.implicit or entry.used:
+            return None, tensors
+        plan = entry.plans.get(())
+        if plan is None or plan.fallback is not None or plan.shaped:
+            return None, tensors
+        return plan, tensors
 
     def _lookup(self, args, kwargs):
         leaves, treedef = pytree.flatten_call(args, kwargs)

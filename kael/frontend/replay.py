@@ -1,0 +1,244 @@
+"""A plan's steady-state call as straight-line Python, generated once per thread count.
+
+Plan.run interprets its steps: per call it builds a Call, walks the schedule, asks each
+step for its prepared launch, patches argument blocks operand by operand, and frees
+intermediates from a release table. For a small plan that interpretation is most of the
+call (a one-kernel plan on 4096 floats: ~4 us of Python beside 2 us of kernel). Once
+every step is prepared, everything but the storages' addresses and the float arguments
+is fixed, so `build` writes the call out as one Python function (JAX and tinygrad replay
+a captured graph the same way): each block copied from its template and the addresses
+stored into their words, the kernels called directly (inline or on the pool, decided
+here once), intermediates dropped where their last reader ran, the results built.
+
+Prepared elementwise kernels, reductions without scratch, row groups and aliases are
+written out; any other step (a matrix product, an extern, a reservation of random
+counters, a launch with scratch) is called as in Plan.run, on a Call holding the
+storages it reads, and the storages it makes are taken back from it. The function is
+valid for the thread count it was built at and while no launch is watched
+(kael.explain, KAEL_DEBUG): Plan.run checks both before calling it.
+"""
+
+from __future__ import annotations
+
+import array
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kael.frontend import eager, pytree
+from kael.runtime.allocator import allocator_for, block_capacity
+from kael.runtime.convert import convert_scalar
+from kael.runtime.launcher import PARALLEL_BYTES, run_block
+from kael.runtime.storage import Storage
+from kael.runtime.tensor_impl import TensorImpl
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """A plan's call written out for `threads` threads: fn(tensors, scalars) -> results."""
+
+    threads: int
+    fn: Callable
+    source: str
+
+
+def _scalar(source, scalars: list):
+    """An ArgScalar's value for this call (its conversions as while tracing)."""
+    v = scalars[source.index]
+    for dtype, mode in source.conversions:
+        v = convert_scalar(v, dtype, mode)
+    return v
+
+
+class _Writer:
+    """The generated function's lines and the constants they name."""
+
+    def __init__(self, plan, threads: int) -> None:
+        from kael.frontend import plan as p
+
+        self.p = p
+        self.plan = plan
+        self.threads = threads
+        self.lines: list[str] = []
+        self.names: dict[str, object] = {
+            "_word": eager.param_word,
+            "_scalar": _scalar,
+            "_run_block": run_block,
+            "_impl": TensorImpl.of_tuples,
+            "_trusted": p._trusted,
+            "_array": array.array,
+        }
+        self.made: set[int] = set()  # slots whose storage is bound to a local already
+
+    def constant(self, prefix: str, value) -> str:
+        name = f"{prefix}{len(self.names)}"
+        self.names[name] = value
+        return name
+
+    def storage(self, slot: int) -> str:
+        """The local holding slot `slot`'s storage, bound at its first use."""
+        name = f"s{slot}"
+        if slot not in self.made:
+            self.made.add(slot)
+            s = self.plan.slots[slot]
+            if s.kind == self.p.ARG:
+                self.lines.append(f"{name} = tensors[{s.arg}]._impl.storage")
+            elif s.kind == self.p.IMPLICIT:
+                self.lines.append(f"{name} = {self.constant('S', s.storage)}")
+            elif s.kind == self.p.FRESH:
+                if s.nbytes == 0:
+                    new = self.constant("E", lambda device=s.device: Storage(0, device))
+                    self.lines.append(f"{name} = {new}()")
+                else:
+                    capacity, allocator = s.block or (
+                        block_capacity(s.nbytes),
+                        allocator_for(s.device),
+                    )
+                    planned = self.constant("P", Storage.planned)
+                    args = ", ".join(
+                        self.constant("C", v) for v in (s.nbytes, capacity, allocator, s.device)
+                    )
+                    self.lines.append(f"{name} = {planned}({args})")
+            else:  # an extern's result, bound by the step that made it
+                raise AssertionError(f"slot {slot} ({s.kind}) read before its step ran")
+        return name
+
+    def value(self, source) -> str:
+        """An expression for a parameter or constant result."""
+        kind = type(source)
+        if kind is self.p.ArgScalar:
+            return f"_scalar({self.constant('A', source)}, scalars)"
+        if kind is self.p.RandomWord:  # the counters a Reserve step put on the call
+            return f"{self.constant('R', source)}.value(call)"
+        return self.constant("K", source)
+
+    def block(self, step, template: array.array) -> str:
+        """Lines that copy `step`'s template and patch this call's words into it."""
+        name = f"b{len(self.lines)}"
+        self.lines.append(f"{name} = {self.constant('T', template)}[:]")
+        for i, (slot, offset) in enumerate(step.pointers):
+            address = f"{self.storage(slot)}.ptr" + (f" + {offset}" if offset else "")
+            self.lines.append(f"{name}[{i}] = {address}")
+        if step.dynamic:
+            at = len(template) - len(step.param_words)
+            for k, source, dtype in step.dynamic:
+                word = f"_word({self.value(source)}, {self.constant('D', dtype)})"
+                self.lines.append(f"{name}[{at + k}] = {word}")
+        return name
+
+    def launch(self, fn, block: str, total: int, moved: int, align: int) -> None:
+        if total <= 0:
+            return
+        f = self.constant("F", fn)
+        if moved < PARALLEL_BYTES or self.threads == 1:
+            self.lines.append(f"{f}({block}.buffer_info()[0], 0, {total})")
+        else:
+            self.lines.append(f"_run_block({f}, {block}, {total}, {moved}, {align})")
+
+    def written(self, step) -> bool:
+        """Whether `step` is written out; else the replay calls its own run on a Call."""
+        p = self.p
+        kind = type(step)
+        if kind is p.Alias:
+            return True
+        if kind is p.KernelCall:
+            threads, prepared, template = step.prepared or (None, None, None)
+            return threads == self.threads and prepared is not None and template is not None
+        if kind is p.RowGroup:
+            threads, ready = step.prepared or (None, None)
+            return threads == self.threads and ready is not None
+        return False  # a matrix product, an extern, a reservation of random counters
+
+    def kernel(self, step) -> None:
+        _, prepared, template = step.prepared
+        block = self.block(step, template)
+        self.launch(prepared.fn, block, prepared.total, prepared.moved, prepared.align)
+
+    def row_group(self, group) -> None:
+        from kael.codegen.cpu.rowdriver import driver
+
+        members, moved = group.prepared[1]
+        words = [str(len(group.members)), str(group.chunk), str(group.rows)]
+        for m, (template, address), per_row in zip(group.members, members, group.per_row):
+            block = self.block(m, template)
+            words += [str(address), f"{block}.buffer_info()[0]", str(per_row)]
+        name = f"w{len(self.lines)}"
+        self.lines.append(f"{name} = _array('q', [{', '.join(words)}])")
+        self.launch(driver(), name, -(-group.rows // group.chunk), moved, 1)
+
+    def result(self, leaf) -> str:
+        p = self.p
+        if type(leaf) is p.View:
+            device = self.plan.slots[leaf.buffer].device
+            parts = (leaf.shape, leaf.strides, leaf.offset, leaf.dtype, device)
+            args = ", ".join(self.constant("L", v) for v in parts)
+            return f"_trusted(_impl({self.storage(leaf.buffer)}, {args}))"
+        if type(leaf) is p.Input:
+            return f"tensors[{leaf.index}]"
+        return self.value(leaf)
+
+    def delegated(self, step) -> None:
+        """`step.run(call)`, the storages it reads bound on the call first and those it
+        made (fresh outputs, an extern's results) taken back after."""
+        slots = sorted({v.buffer for v in step.views()})
+        for slot in slots:
+            kind = self.plan.slots[slot].kind
+            if slot in self.made or kind in (self.p.ARG, self.p.IMPLICIT):
+                self.lines.append(f"bound[{slot}] = {self.storage(slot)}")
+        self.lines.append(f"{self.constant('X', step)}.run(call)")
+        for slot in slots:
+            if slot not in self.made:
+                self.made.add(slot)
+                self.lines.append(f"s{slot} = bound[{slot}]")
+
+    def write(self) -> str:
+        p, plan = self.p, self.plan
+        needs_call = not all(self.written(step) for step in plan.steps) or any(
+            type(src) is p.RandomWord
+            for step in plan.steps
+            for m in (step.members if type(step) is p.RowGroup else [step])
+            for _, src, _ in (getattr(m, "dynamic", None) or ())
+        )
+        if needs_call:
+            self.names["_Call"] = p.Call
+            plan_name = self.constant("PLAN", plan)
+            self.lines.append(f"bound = [None] * {len(plan.slots)}")
+            self.lines.append(f"call = _Call({plan_name}, bound, scalars)")
+        for step, release in plan.schedule:
+            kind = type(step)
+            if not self.written(step):
+                self.delegated(step)
+            elif kind is p.KernelCall:
+                self.kernel(step)
+            elif kind is p.RowGroup:
+                self.row_group(step)
+            else:  # an Alias
+                self.lines.append(f"s{step.dst} = {self.storage(step.src)}")
+                self.made.add(step.dst)
+            for slot in release or ():
+                if slot in self.made:
+                    self.lines.append(f"s{slot} = None")
+                    if needs_call:
+                        self.lines.append(f"bound[{slot}] = None")
+        for slot, count in plan.bumps.items():  # an argument's even where no kernel ran
+            if slot in self.made or plan.slots[slot].kind in (p.ARG, p.IMPLICIT):
+                name = self.storage(slot)
+                self.lines.append(f"if {name} is not None: {name}.version += {count}")
+        results = [self.result(leaf) for leaf in plan.out_leaves]
+        if plan.outputs is pytree.LEAF:
+            self.lines.append(f"return {results[0]}")
+        else:
+            tree = self.constant("O", plan.outputs)
+            self.lines.append(f"return _unflatten({tree}, [{', '.join(results)}])")
+            self.names["_unflatten"] = pytree.unflatten
+        body = "\n".join("    " + line for line in self.lines)
+        return f"def replay(tensors, scalars):\n{body}\n"
+
+
+def build(plan, threads: int) -> Replay:
+    """The plan's call written out for `threads` threads. Every step must have been
+    prepared (run once) at that thread count."""
+    writer = _Writer(plan, threads)
+    source = writer.write()
+    namespace = dict(writer.names)
+    exec(compile(source, f"<kael replay of {len(plan.steps)} steps>", "exec"), namespace)
+    return Replay(threads, namespace["replay"], source)

@@ -1,0 +1,154 @@
+"""A plan's call written out as straight-line Python (frontend/replay.py): when it exists,
+that it gives eager's bits, and when the plan runs step by step instead."""
+
+from __future__ import annotations
+
+import pytest
+
+import kael
+from kael.frontend.inspection import record_launches
+
+scale = kael.randn(48)
+
+
+def _bits_equal(a, b) -> bool:
+    if isinstance(a, kael.Tensor):
+        return (
+            a.shape == b.shape and a.dtype == b.dtype and a.numpy().tobytes() == b.numpy().tobytes()
+        )
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_bits_equal(a[k], b[k]) for k in a)
+    if isinstance(a, tuple | list):
+        return len(a) == len(b) and all(_bits_equal(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def elementwise(a, b):
+    return (a * 2.0 + b).exp() - a.abs()
+
+
+def reductions(a, b):
+    return (a * b).sum(0), a.amax(-1), (a - b).mean()
+
+
+def softmax(a, b):
+    e = (a - a.amax(-1, keepdim=True)).exp()
+    return e / e.sum(-1, keepdim=True) + b
+
+
+def with_float(a, b, lr):
+    return a - lr * b, {"sum": (a * lr).sum(1)}
+
+
+def in_place(a, b):
+    a.mul_(2.0).add_(b)
+    return a[1:]
+
+
+def implicit(a, b):
+    return a * scale + b
+
+
+CASES = [
+    (elementwise, ()),
+    (reductions, ()),
+    (softmax, ()),
+    (with_float, (0.25,)),
+    (implicit, ()),
+]
+
+
+def _args(extra):
+    return [kael.randn(64, 48), kael.randn(64, 48), *extra]
+
+
+@pytest.mark.parametrize("fn, extra", CASES, ids=[f.__name__ for f, _ in CASES])
+def test_replay_gives_eagers_bits(fn, extra):
+    c = kael.compile(fn)
+    args = _args(extra)
+    for _ in range(2):  # trace, then step by step (which writes the replay)
+        c(*args)
+    plan = c.plan_for(*args)
+    assert plan.replay is not None, "this plan's steps can all be written out"
+    for _ in range(2):
+        fresh = _args(extra)
+        assert _bits_equal(c(*fresh), fn(*fresh))
+
+
+def test_replay_bumps_versions_and_keeps_views():
+    c = kael.compile(in_place)
+    for _ in range(3):
+        a, b = kael.randn(8, 4), kael.randn(8, 4)
+        ea, version = a.clone(), a._impl.storage.version
+        view = c(a, b)
+        expected = in_place(ea, b)
+        assert kael.equal(a, ea) and kael.equal(view, expected)
+        assert a._impl.storage.version == version + 2
+        assert view._impl.storage is a._impl.storage  # an output that is a view stays one
+    assert c.plan_for(a, b).replay is not None
+
+
+def test_in_place_on_an_empty_argument_still_bumps_its_version():
+    # Found by the compile fuzzer: no kernel runs on 0 elements, but the write counts.
+    c = kael.compile(lambda x: x.add_(x))
+    for _ in range(3):
+        x = kael.empty(0, 2)
+        c(x)
+        assert x._impl.storage.version == 1
+
+
+def test_recorded_calls_run_step_by_step_and_show_every_kernel():
+    c = kael.compile(elementwise)
+    args = _args(())
+    for _ in range(3):
+        c(*args)
+    assert c.plan_for(*args).replay is not None
+    _, made = record_launches(c, *args)
+    assert len(made) == len(c.kernels(*args)) == 1
+
+
+def test_a_new_thread_count_runs_step_by_step_then_gets_its_own_replay():
+    saved = kael.get_num_threads()
+    c = kael.compile(softmax)
+    a, b = kael.randn(512, 1024), kael.randn(512, 1024)  # large enough for the pool
+    try:
+        kael.set_num_threads(1)
+        one = [c(a, b) for _ in range(3)][-1]
+        assert c.plan_for(a, b).replay.threads == 1
+        kael.set_num_threads(2)
+        two = [c(a, b) for _ in range(3)][-1]
+        assert c.plan_for(a, b).replay.threads == 2
+    finally:
+        kael.set_num_threads(saved)
+    assert _bits_equal(one, two) and _bits_equal(one, softmax(a, b))
+
+
+def test_matrix_products_externs_and_random_draws_run_their_own_step_inside_the_replay():
+    w = kael.randn(48, 16)
+    fns = (
+        lambda a: (a @ w).relu() + 1.0,
+        lambda a: a.sort(-1)[0] * 2,
+        lambda a: kael.rand(64, 48) * a + a.sum(),
+        lambda a: kael.softmax(a, -1) * 3.0,  # the hand-written row kernel: an extern
+    )
+    for fn in fns:
+        c = kael.compile(fn)
+        a = kael.randn(64, 48)
+        for _ in range(2):
+            c(a)
+        replay = c.plan_for(a).replay
+        assert ".run(call)" in replay.source
+        kael.manual_seed(3)
+        got = c(a)
+        kael.manual_seed(3)
+        assert _bits_equal(got, fn(a))
+
+
+def test_the_replay_source_names_no_step_twice():
+    c = kael.compile(reductions)
+    args = _args(())
+    for _ in range(2):
+        c(*args)
+    source = c.plan_for(*args).replay.source
+    assert source.startswith("def replay(tensors, scalars):")
+    assert source.count("tensors[0]._impl.storage") == 1  # each argument's storage read once
