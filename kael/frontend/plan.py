@@ -690,7 +690,7 @@ class Plan:
         replay = self.replay
         quiet = launches.recorder is None and debug.level < 1
         if replay is not None and replay.threads == threads and quiet:
-            return replay.fn(tensors, scalars)
+            return replay.fn(self, tensors, scalars)
         result = self._interpret(tensors, scalars)
         if quiet and self.replay_tried != threads:
             self.replay_tried = threads

@@ -34,7 +34,7 @@ from kael.runtime.tensor_impl import TensorImpl
 
 @dataclass(frozen=True, slots=True)
 class Replay:
-    """A plan's call written out for `threads` threads: fn(tensors, scalars) -> results."""
+    """A plan's call written out for `threads` threads: fn(plan, tensors, scalars) -> results."""
 
     threads: int
     fn: Callable
@@ -134,29 +134,31 @@ class _Writer:
         else:
             self.lines.append(f"_run_block({f}, {block}, {total}, {moved}, {align})")
 
-    def written(self, step) -> bool:
-        """Whether `step` is written out; else the replay calls its own run on a Call."""
+    def ready(self, step):
+        """What `step` is written out from (its prepared launch, read once: another thread
+        may prepare it anew meanwhile), or None: the replay calls its run on a Call."""
         p = self.p
         kind = type(step)
         if kind is p.Alias:
-            return True
+            return step
         if kind is p.KernelCall:
             threads, prepared, template = step.prepared or (None, None, None)
-            return threads == self.threads and prepared is not None and template is not None
+            ok = threads == self.threads and prepared is not None and template is not None
+            return (prepared, template) if ok else None
         if kind is p.RowGroup:
             threads, ready = step.prepared or (None, None)
-            return threads == self.threads and ready is not None
-        return False  # a matrix product, an extern, a reservation of random counters
+            return ready if threads == self.threads and ready is not None else None
+        return None  # a matrix product, an extern, a reservation of random counters
 
-    def kernel(self, step) -> None:
-        _, prepared, template = step.prepared
+    def kernel(self, step, ready) -> None:
+        prepared, template = ready
         block = self.block(step, template)
         self.launch(prepared.fn, block, prepared.total, prepared.moved, prepared.align)
 
-    def row_group(self, group) -> None:
+    def row_group(self, group, ready) -> None:
         from kael.codegen.cpu.rowdriver import driver
 
-        members, moved = group.prepared[1]
+        members, moved = ready
         words = [str(len(group.members)), str(group.chunk), str(group.rows)]
         for m, (template, address), per_row in zip(group.members, members, group.per_row):
             block = self.block(m, template)
@@ -192,25 +194,25 @@ class _Writer:
 
     def write(self) -> str:
         p, plan = self.p, self.plan
-        needs_call = not all(self.written(step) for step in plan.steps) or any(
+        ready = [self.ready(step) for step in plan.steps]
+        needs_call = None in ready or any(
             type(src) is p.RandomWord
             for step in plan.steps
             for m in (step.members if type(step) is p.RowGroup else [step])
             for _, src, _ in (getattr(m, "dynamic", None) or ())
         )
-        if needs_call:
+        if needs_call:  # the plan comes in as an argument: a constant would be a cycle
             self.names["_Call"] = p.Call
-            plan_name = self.constant("PLAN", plan)
             self.lines.append(f"bound = [None] * {len(plan.slots)}")
-            self.lines.append(f"call = _Call({plan_name}, bound, scalars)")
-        for step, release in plan.schedule:
+            self.lines.append("call = _Call(plan, bound, scalars)")
+        for (step, release), prepared in zip(plan.schedule, ready, strict=True):
             kind = type(step)
-            if not self.written(step):
+            if prepared is None:
                 self.delegated(step)
             elif kind is p.KernelCall:
-                self.kernel(step)
+                self.kernel(step, prepared)
             elif kind is p.RowGroup:
-                self.row_group(step)
+                self.row_group(step, prepared)
             else:  # an Alias
                 self.lines.append(f"s{step.dst} = {self.storage(step.src)}")
                 self.made.add(step.dst)
@@ -231,7 +233,7 @@ class _Writer:
             self.lines.append(f"return _unflatten({tree}, [{', '.join(results)}])")
             self.names["_unflatten"] = pytree.unflatten
         body = "\n".join("    " + line for line in self.lines)
-        return f"def replay(tensors, scalars):\n{body}\n"
+        return f"def replay(plan, tensors, scalars):\n{body}\n"
 
 
 def build(plan, threads: int) -> Replay:

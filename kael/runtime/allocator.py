@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+import weakref
 from collections.abc import Callable
 
 from kael.runtime import cuda_driver, sync
@@ -49,6 +50,11 @@ def _bucket_sizes() -> list[int]:
 _BUCKETS = _bucket_sizes()
 
 
+_instances: weakref.WeakSet = weakref.WeakSet()  # every allocator, recounted after fork()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=lambda: [a._recount() for a in list(_instances)])
+
+
 class CachingAllocator:
     """Free lists per capacity over a (system_alloc, system_free) pair, with statistics.
 
@@ -59,7 +65,9 @@ class CachingAllocator:
     output costs one of each; the lock was two thirds of their time): list.pop and
     list.append are atomic, so no block is handed out twice or lost, and each counter
     update is one bytecode-level `+=` that no other thread interleaves with; a snapshot
-    taken while other threads allocate may lag one of them by a block. Misses, frees to
+    taken while other threads allocate may lag one of them by a block, a release that
+    overfills the cache (two threads past the cap check at once) frees a block again,
+    and a forked child counts its cache again from the free lists. Misses, frees to
     the system and empty_cache hold the lock, which is reentrant, so a finalizer or signal
     handler that releases a block inside one cannot deadlock. Without a GIL (free-threaded
     CPython) every path holds the lock.
@@ -75,33 +83,37 @@ class CachingAllocator:
         self._lock = sync.lock(reentrant=True, fork_rank=sync.ALLOCATOR_RANK)
         self._free: dict[int, list[int]] = {capacity: [] for capacity in _BUCKETS}
         self._in_use = self._cached = self._reserved = self._hits = self._misses = 0
+        _instances.add(self)
 
     def allocate(self, capacity: int) -> int:
         """A block of exactly `capacity` bytes: a cached one if any (hit), else a new one."""
         if _GIL:  # list.pop is atomic: no lock for a hit (see the class docstring)
-            blocks = self._free.get(capacity)
-            if blocks:
-                try:
-                    ptr = blocks.pop()
-                except IndexError:  # another thread took the last one meanwhile
-                    pass
-                else:
-                    self._cached -= capacity
-                    self._in_use += capacity
-                    self._hits += 1
-                    return ptr
+            ptr = self._hit(capacity)
+            if ptr:
+                return ptr
         with self._lock:
-            blocks = self._free.get(capacity)
-            if blocks:
-                self._cached -= capacity
-                self._in_use += capacity
-                self._hits += 1
-                return blocks.pop()
+            ptr = self._hit(capacity)
+        if ptr:
+            return ptr
         ptr = self._allocate_from_system(capacity)
         with self._lock:
             self._misses += 1
             self._in_use += capacity
             self._reserved += capacity
+        return ptr
+
+    def _hit(self, capacity: int) -> int:
+        """A cached block of `capacity` bytes, counted as a hit, or 0 (none cached)."""
+        blocks = self._free.get(capacity)
+        if not blocks:
+            return 0
+        try:
+            ptr = blocks.pop()
+        except IndexError:  # another thread took the last one meanwhile
+            return 0
+        self._cached -= capacity
+        self._in_use += capacity
+        self._hits += 1
         return ptr
 
     def _allocate_from_system(self, capacity: int) -> int:
@@ -115,31 +127,52 @@ class CachingAllocator:
 
     def release(self, ptr: int, capacity: int) -> None:
         """Take back a block from allocate: cache it, or free it when disabled or over the cap."""
-        if _GIL and _enabled and self._cached + capacity <= MAX_CACHED_BYTES:
-            blocks = self._free.get(capacity)
-            if blocks is not None:
-                try:
-                    blocks.append(ptr)  # atomic, as pop is
-                except MemoryError:  # the free list cannot grow: free the block below
-                    pass
-                else:
-                    self._cached += capacity
-                    self._in_use -= capacity
-                    return
+        if _GIL and self._cache(ptr, capacity):
+            if self._cached > MAX_CACHED_BYTES or not _enabled:
+                self._trim(capacity)  # another thread passed the same checks meanwhile
+            return
         with self._lock:
+            if self._cache(ptr, capacity):
+                return
             self._in_use -= capacity
-            if _enabled and self._cached + capacity <= MAX_CACHED_BYTES:
-                blocks = self._free.get(capacity)
-                if blocks is not None:
-                    try:
-                        blocks.append(ptr)
-                    except MemoryError:  # the free list cannot grow: free the block instead
-                        pass
-                    else:
-                        self._cached += capacity
-                        return
             self._reserved -= capacity
         self._system_free(ptr)
+
+    def _cache(self, ptr: int, capacity: int) -> bool:
+        """Put a released block in its free list (counted), unless caching is off, the cache
+        is full or the list cannot grow."""
+        if not _enabled or self._cached + capacity > MAX_CACHED_BYTES:
+            return False
+        blocks = self._free.get(capacity)
+        if blocks is None:
+            return False
+        try:
+            blocks.append(ptr)  # atomic, as pop is
+        except MemoryError:
+            return False
+        self._cached += capacity
+        self._in_use -= capacity
+        return True
+
+    def _trim(self, capacity: int) -> None:
+        """Free one cached block of `capacity` bytes to the system."""
+        with self._lock:
+            blocks = self._free[capacity]
+            try:
+                ptr = blocks.pop()
+            except IndexError:
+                return
+            self._cached -= capacity
+            self._reserved -= capacity
+        self._system_free(ptr)
+
+    def _recount(self) -> None:
+        """In a forked child: counters made whole again. A thread switched out between a
+        lock-free pop or append and its counter updates does not exist in the child, so
+        the cache is counted from the free lists, and a block that thread held counts as in
+        use (the child cannot give it back)."""
+        self._cached = sum(capacity * len(blocks) for capacity, blocks in self._free.items())
+        self._in_use = self._reserved - self._cached
 
     def empty_cache(self) -> int:
         """Free every cached block to the system; returns the number of bytes freed."""

@@ -150,5 +150,5 @@ def test_the_replay_source_names_no_step_twice():
     for _ in range(2):
         c(*args)
     source = c.plan_for(*args).replay.source
-    assert source.startswith("def replay(tensors, scalars):")
+    assert source.startswith("def replay(plan, tensors, scalars):")
     assert source.count("tensors[0]._impl.storage") == 1  # each argument's storage read once

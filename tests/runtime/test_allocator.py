@@ -430,3 +430,53 @@ def test_fork_child_can_allocate():
         for t in threads:
             t.join()
     assert codes == [0] * 5
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_forked_child_counts_its_cache_again_from_the_free_lists():
+    # A thread switched out between a lock-free pop and its counter updates does not
+    # exist in a forked child: the child counts what its free lists hold.
+    allocator = CachingAllocator("recount", alloc_module.host_alloc, alloc_module.host_free)
+    ptr = allocator.allocate(512)
+    allocator.release(ptr, 512)
+    allocator._cached += 512  # as if a pop had run and its counters had not
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            s = allocator.stats()
+            whole = s["cached_bytes"] == 512 and s["in_use_bytes"] == 0
+            code = 0 if whole and s["reserved_bytes"] == 512 else 2
+        finally:
+            os._exit(code)
+    assert wait_for_child(pid, 30) == 0
+    allocator._cached -= 512
+    allocator.empty_cache()
+
+
+def test_release_past_the_cap_frees_the_block_again(fake, monkeypatch):
+    # Two threads past the cap check at once: the later one finds the cache over the cap
+    # after its append and frees a block to the system.
+    system, allocator = fake
+    first, second, other = (allocator.allocate(512) for _ in range(3))
+    monkeypatch.setattr(alloc_module, "MAX_CACHED_BYTES", 1024)
+    allocator.release(first, 512)
+
+    class Racing(dict):
+        """The free lists, with another thread's release landing right after this
+        thread's cap check (inside its free-list lookup)."""
+
+        raced = False
+
+        def get(self, capacity, default=None):
+            if not Racing.raced:
+                Racing.raced = True
+                allocator.release(other, 512)
+            return super().get(capacity, default)
+
+    allocator._free = Racing(allocator._free)
+    allocator.release(second, 512)  # 1536 > 1024 after its append: one block goes back
+    stats = allocator.stats()
+    assert Racing.raced and len(allocator._free[512]) == 2 and len(system.freed) == 1
+    assert stats["cached_bytes"] == stats["reserved_bytes"] == 1024
+    assert stats["in_use_bytes"] == 0
