@@ -178,6 +178,7 @@ class Trace:
         self.by_storage: dict[int, int] = {}  # id(real storage) -> slot (kept alive in bound)
         self.pending: list[tuple[Step, object]] = []
         self.reservations: list[int] = []  # counts reserved since the last flush
+        self.ran = 0  # plan.steps[:ran] have run on this call's data
         self.depth = 0
         self.used_scalars: set[int] = set()
         self.broken: str | None = None
@@ -378,6 +379,7 @@ class Trace:
             else:
                 out_specs.append(v)
         self.plan.steps.append(p.ExternCall(name, fn, treedef, specs, out_def, out_specs, shaped))
+        self.ran = len(self.plan.steps)  # it ran just now
         self.plan.shaped |= shaped
         return result
 
@@ -386,26 +388,27 @@ class Trace:
         the elementwise kernel after it may join as its epilogue."""
         from kael.frontend.plan_matmul import MatmulCall
 
-        self.flush()
-        step = MatmulCall(self.view(a), self.view(b), self.view(c))
-        self.plan.steps.append(step)
-        saved, state.trace = state.trace, None
-        try:
-            step.run(self.call)
-        finally:
-            state.trace = saved
+        self.flush(run=False)
+        self.plan.steps.append(MatmulCall(self.view(a), self.view(b), self.view(c)))
 
     # ---- running -------------------------------------------------------------------------
 
-    def flush(self) -> None:
-        """Fuse the pending steps, add them to the plan and run them on this call's data."""
-        from kael.frontend.plan_matmul import MatmulCall, join_epilogue
-
-        for count in self.reservations:
+    def flush(self, run: bool = True) -> None:
+        """Fuse the pending steps and add them to the plan; with `run`, also run every step
+        not run yet on this call's data (its new kernels compiled side by side first). A
+        matrix product adds itself unrun (run=False): what follows it joins the same batch
+        of compiles, and its epilogue runs inside it already at the trace."""
+        for count in self.reservations:  # their counters were reserved at the op itself
             self.plan.steps.append(p.Reserve(count))
         self.reservations = []
-        if not self.pending:
-            return
+        if self.pending:
+            self._add_pending()
+        if run:
+            self._run_added()
+
+    def _add_pending(self) -> None:
+        from kael.frontend.plan_matmul import MatmulCall, join_epilogue
+
         pending, self.pending = self.pending, []
         live = {b.slot for b in self.buffers if b.alive()}
         program = fuse([s for s, _, _ in pending], [s.nbytes for s in self.plan.slots], live)
@@ -430,14 +433,27 @@ class Trace:
         try:
             steps = p.reuse_in_place(steps, self.plan.slots, live)
             steps = p.group_rows(steps, self.plan.slots)
-            _compile_ahead(steps, self.plan.slots)
-            for step in steps:
+        finally:
+            state.trace = saved
+        last = self.plan.steps[-1] if self.plan.steps else None
+        if type(last) is MatmulCall and self.ran < len(self.plan.steps):  # it has not run
+            steps = join_epilogue(self.plan.steps.pop(), steps)
+        self.plan.steps += steps
+
+    def _run_added(self) -> None:
+        """Run the plan's steps added since the last run (reservations excepted: their
+        counters were drawn at the op), after compiling their new kernels side by side."""
+        todo = [s for s in self.plan.steps[self.ran :] if type(s) is not p.Reserve]
+        self.ran = len(self.plan.steps)
+        if not todo:
+            return
+        saved, state.trace = state.trace, None
+        try:
+            _compile_ahead(todo, self.plan.slots)
+            for step in todo:
                 step.run(self.call)
         finally:
             state.trace = saved
-        if self.plan.steps and type(self.plan.steps[-1]) is MatmulCall:
-            steps = join_epilogue(self.plan.steps.pop(), steps)
-        self.plan.steps += steps
 
     def finish(self, result):
         """The end of the traced call: run what is pending and describe the results."""
@@ -499,7 +515,12 @@ def _compile_ahead(steps: list, slots: list) -> None:
 
     calls = []
     for s in steps:
-        calls += s.members if type(s) is p.RowGroup else [s] if type(s) is p.KernelCall else []
+        if type(s) is p.RowGroup:
+            calls += s.members
+        elif type(s) is p.KernelCall:
+            calls.append(s)
+        elif getattr(s, "epilogue", None) is not None:  # a matrix product's
+            calls.append(s.epilogue)
     compile_ahead(
         [
             c.specialized(slots)

@@ -553,6 +553,29 @@ def test_predicates_returning_python_bools_are_data_dependent():
 # ---- extern steps -----------------------------------------------------------------------------
 
 
+def test_matrix_products_run_in_one_batch_with_the_kernels_after_them(monkeypatch):
+    # A product adds itself to the plan unrun: the trace compiles and runs it with the
+    # kernels that follow (its epilogue joined), not one segment at a time.
+    from kael.frontend import tracing
+
+    batches = []
+    real = tracing._compile_ahead
+
+    def recorded(steps, slots):
+        batches.append([type(s).__name__ for s in steps])
+        return real(steps, slots)
+
+    monkeypatch.setattr(tracing, "_compile_ahead", recorded)
+    w, v = kael.randn(48, 32), kael.randn(32, 16)
+
+    def f(a, w, v):
+        h = (a @ w).relu()
+        return (h @ v).tanh() + h.sum()
+
+    agree(f, x, w, v)
+    assert len(batches) == 1 and batches[0].count("MatmulCall") == 2
+
+
 def test_hand_written_ops_are_extern_steps():
     w = kael.randn(48, 32)
 
