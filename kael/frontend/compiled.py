@@ -143,6 +143,24 @@ def _implicit_sources(fn: Callable) -> dict[int, tuple[Callable, object]]:
     return found
 
 
+def _twins(tensors: list) -> tuple[int, int] | None:
+    """The positions of two tensor arguments whose storages are different objects over
+    overlapping memory (two from_numpy of one array), else None. The trace tells aliasing
+    by storage identity, so the plan would treat them as independent."""
+    spans: dict[int, tuple[int, int, int]] = {}
+    for i, t in enumerate(tensors):
+        storage = t._impl.storage
+        if id(storage) not in spans and storage.nbytes:
+            spans[id(storage)] = (storage.ptr, storage.ptr + storage.nbytes, i)
+    if len(spans) < 2:
+        return None
+    ordered = sorted(spans.values())
+    for (_, end, i), (start, _, j) in zip(ordered, ordered[1:]):
+        if start < end:
+            return min(i, j), max(i, j)
+    return None
+
+
 def _reads(get: Callable, storage) -> bool:
     """Whether a global or closure name still holds a tensor over `storage`."""
     value = get()
@@ -178,6 +196,14 @@ class CompiledFunction:
                 self._info.hits += 1
                 return plan.run(tensors, list(args))
         plan, tensors, leaves, treedef, key = self._lookup(args, kwargs)
+        twins = _twins(tensors)
+        if twins is not None:
+            self._warn_once(
+                f"kael.compile({self.__name__}): tensor arguments {twins[0]} and {twins[1]} "
+                "share memory through two storages (two from_numpy of one array?); calls "
+                "like this run eagerly, which keeps eager's results"
+            )
+            return self.fn(*args, **kwargs)
         before = p.snapshot(tensors) if self.check else None
         if plan is None:
             result, plan = self._trace(leaves, treedef, tensors, key)
@@ -192,6 +218,12 @@ class CompiledFunction:
         if before is not None and plan.fallback is None:
             plan.check(before, leaves, self.__name__)
         return result
+
+    def _warn_once(self, message: str) -> None:
+        """A warning shown the first time this function meets its case."""
+        if message not in self._warned_fallback:
+            self._warned_fallback.add(message)
+            warnings.warn(message, stacklevel=4)
 
     def _run_shaped(self, plan: p.Plan, tensors, leaves, treedef, key):
         """Run a plan with data-shaped externs; where this call's shapes differ, trace it
@@ -226,6 +258,8 @@ class CompiledFunction:
                 )
             )  # fmt: skip
             tensors.append(a)
+        if len(seen) > 1 and _twins(tensors) is not None:
+            return None, tensors
         entry = self._entries.get((("args", len(args)), tuple(parts)))
         if entry is None or entry.implicit or entry.used:
             return None, tensors
@@ -267,13 +301,10 @@ class CompiledFunction:
         plan = trace.plan
         if trace.broken is not None:
             plan.fallback = trace.broken
-            if trace.broken not in self._warned_fallback:
-                self._warned_fallback.add(trace.broken)
-                warnings.warn(
-                    f"kael.compile({self.__name__}): {trace.broken} needs a tensor's values, so "
-                    "this call signature runs eagerly (fullgraph=False)",
-                    stacklevel=3,
-                )
+            self._warn_once(
+                f"kael.compile({self.__name__}): {trace.broken} needs a tensor's values, so "
+                "this call signature runs eagerly (fullgraph=False)"
+            )
         self._store(trace, plan, leaves, key)
         if debug.level >= 1:
             stages = ("kael", "llvm", "asm")[: debug.level - 1]

@@ -232,7 +232,7 @@ def run(
         if len(_plans) >= _MAX_PLANS:
             _plans.clear()
         plan = _plans[sig] = _plan(entry, out, impls)
-    if plan.faults and any(o.storage is t.storage for o in outs for t in ins):
+    if plan.faults and any(o.storage.overlaps(t.storage) for o in outs for t in ins):
         return _run_then_copy(entry, outs, ins, scalars)
     words = [t.data_ptr() for t in impls]
     words += plan.tail

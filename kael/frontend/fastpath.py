@@ -186,10 +186,11 @@ def binary_(name: str, self, other):
     other = operands[1] if len(operands) == 2 else None
     # other in self's storage: served only as self itself (a.add_(a)); a 0-d view of self's
     # first element (A /= A[0]) would be read after the kernel wrote it
-    if (
-        other is not None
-        and other.storage is impl.storage
+    if other is not None and (
+        other.storage is impl.storage
         and (other.offset != impl.offset or other.shape != impl.shape)
+        or other.storage is not impl.storage
+        and other.storage.overlaps(impl.storage)  # two storages over one array
     ):
         return None
     if _launch(entry, shape, operands, number, impl) is None:

@@ -342,7 +342,7 @@ def _check_scatter(self: Tensor, index: TensorImpl, src: Tensor, op: str, what: 
             " the operation."
         )
     for name, storage in ((what, src._impl.storage), ("index", index.storage)):
-        if storage is self._impl.storage:
+        if storage.overlaps(self._impl.storage):  # one storage, or two over one array
             raise Error(
                 f"{op}(): {name} shares memory with self, which the kernel writes while reading"
                 f" it. Please clone() the {name} first."

@@ -10,7 +10,7 @@ from kael.frontend.tensor import Tensor, empty_impl, has_internal_overlap
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import INT64_MIN, UINT64_MAX, DType
 from kael.runtime.errors import Error, TypeError, ValueError
-from kael.runtime.tensor_impl import TensorImpl, format_shape
+from kael.runtime.tensor_impl import TensorImpl, format_shape, read_hazard
 
 
 def output(out: Tensor | None, shape: tuple[int, ...], dtype: DType, device, op: str) -> Tensor:
@@ -106,8 +106,8 @@ def device_of(tensors: list[Tensor], op: str):
 
 
 def unaliased(src: TensorImpl, dst: TensorImpl) -> TensorImpl:
-    """src, or a copy of it when it shares dst's storage in another layout (x.add_(x.T))."""
-    if src.storage is dst.storage and (src.strides != dst.strides or src.offset != dst.offset):
+    """src, or a copy of it when writing dst could change it before it is read (read_hazard)."""
+    if read_hazard(src, dst):
         copy = empty_impl(src.shape, src.dtype, src.device)
         eager.copy_into(copy, src)
         return copy

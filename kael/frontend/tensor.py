@@ -17,6 +17,7 @@ from kael.runtime.tensor_impl import (
     check_rank,
     checked_mul,
     contiguous_strides,
+    read_hazard,
     shape_numel,
 )
 from kael.runtime.tracestate import state as _trace_state
@@ -362,10 +363,8 @@ class Tensor:
         if source.device is not dst.device:
             source = transfer_impl(source, dst.device)
         expanded = views.expand(source, (dst.shape,))
-        if source.storage is dst.storage and (
-            expanded.offset != dst.offset
-            or expanded.strides != dst.strides
-            or expanded.dtype is not dst.dtype
+        if read_hazard(expanded, dst) or (
+            expanded.dtype is not dst.dtype and source.storage.overlaps(dst.storage)
         ):
             expanded = views.expand(clone_impl(source), (dst.shape,))  # reads before writes
         eager.copy_into(dst, expanded)

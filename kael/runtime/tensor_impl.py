@@ -207,3 +207,19 @@ class TensorImpl:
             f"TensorImpl(shape={format_shape(self.shape)}, strides={format_shape(self.strides)}, "
             f"offset={self.offset}, dtype={self.dtype}, device={self.device})"
         )
+
+
+def read_hazard(src: TensorImpl, dst: TensorImpl) -> bool:
+    """Whether writing dst element by element may change elements of src not read yet: they
+    share memory in another layout, in one storage (x.add_(x.T)) or in two over one array
+    (two from_numpy of one array: storage identity alone misses those)."""
+    if src.storage is dst.storage:
+        return src.strides != dst.strides or src.offset != dst.offset
+    if not src.storage.overlaps(dst.storage):
+        return False
+    start = src.storage.ptr + src.offset * src.dtype.itemsize
+    return (
+        start != dst.storage.ptr + dst.offset * dst.dtype.itemsize
+        or src.strides != dst.strides
+        or src.dtype.itemsize != dst.dtype.itemsize
+    )

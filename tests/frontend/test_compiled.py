@@ -355,6 +355,40 @@ def test_mutated_input_aliasing_another_recompiles():
     assert info.guards == 2 and "aliasing" in info.recompiles[0]
 
 
+def test_arguments_over_one_array_in_two_storages_run_eagerly_with_a_warning():
+    # Two from_numpy of one array: two Storage objects, one memory. The trace tells
+    # aliasing by storage, so such a call runs eagerly (eager reads a shifted twin first).
+    import numpy as np
+
+    def f(a, b):
+        a[1:].add_(b[:-1])
+        return (a * 2).sum()
+
+    def twins():
+        array = np.arange(3000, dtype=np.float32)
+        return kael.from_numpy(array), kael.from_numpy(array)
+
+    c = kael.compile(f)
+    ea, eb = twins()
+    expected = f(ea, eb)
+    for call in range(2):
+        a, b = twins()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = c(a, b)
+        assert kael.equal(got, expected) and kael.equal(a, ea)
+        assert [str(w.message) for w in caught if "two storages" in str(w.message)] == (
+            ["kael.compile(f): tensor arguments 0 and 1 share memory through two storages"
+             " (two from_numpy of one array?); calls like this run eagerly, which keeps"
+             " eager's results"] if call == 0 else []
+        )  # fmt: skip
+    apart = np.arange(3000, dtype=np.float32), np.arange(3000, dtype=np.float32)
+    expected = f(*(kael.from_numpy(v.copy()) for v in apart))
+    a, b = kael.from_numpy(apart[0]), kael.from_numpy(apart[1])  # no shared memory: traced
+    assert kael.equal(c(a, b), expected)
+    assert c.cache_info().traces == 1
+
+
 @pytest.mark.parametrize(
     "split",
     [

@@ -13,6 +13,7 @@ from kael.runtime.tensor_impl import (
     checked_mul,
     contiguous_strides,
     format_shape,
+    read_hazard,
     shape_numel,
     validate_shape,
 )
@@ -354,3 +355,37 @@ def test_of_tuples_builds_the_same_impl_as_the_constructor():
     assert [getattr(made, f) for f in TensorImpl.__slots__] == [
         getattr(plain, f) for f in TensorImpl.__slots__
     ]
+
+
+# ---- read hazards --------------------------------------------------------------------------------
+
+
+def _twin(storage: Storage, shift_bytes: int = 0) -> Storage:
+    """A second Storage object over `storage`'s memory (as two from_numpy of one array)."""
+    return Storage.external(storage.ptr + shift_bytes, storage.nbytes - shift_bytes, storage)
+
+
+@pytest.mark.parametrize(
+    "src_of, expected",
+    [
+        (lambda s: TensorImpl(s, (4, 4), (4, 1), 0, F32, CPU), False),  # itself: same places
+        (lambda s: TensorImpl(s, (4, 4), (1, 4), 0, F32, CPU), True),  # its transpose
+        (lambda s: TensorImpl(_twin(s), (4, 4), (4, 1), 0, F32, CPU), False),  # twin, same places
+        (lambda s: TensorImpl(_twin(s), (4, 4), (1, 4), 0, F32, CPU), True),  # twin, transposed
+        (lambda s: TensorImpl(_twin(s, 4), (3, 4), (4, 1), 0, F32, CPU), True),  # twin, shifted
+        (lambda s: TensorImpl(Storage(64), (4, 4), (1, 4), 0, F32, CPU), False),  # apart
+    ],
+    ids=["self", "transpose", "twin", "twin_transposed", "twin_shifted", "apart"],
+)
+def test_read_hazard_is_told_by_memory_not_storage_identity(src_of, expected):
+    dst = TensorImpl(Storage(64), (4, 4), (4, 1), 0, F32, CPU)
+    assert read_hazard(src_of(dst.storage), dst) is expected
+
+
+def test_a_twin_reaching_the_same_bytes_from_another_start_is_no_hazard():
+    storage = Storage(64)
+    dst = TensorImpl(storage, (3, 4), (4, 1), 4, F32, CPU)  # rows 1-3
+    src = TensorImpl(_twin(storage, 16), (3, 4), (4, 1), 0, F32, CPU)  # the same rows
+    assert read_hazard(src, dst) is False
+    wider = TensorImpl(_twin(storage, 16), (3, 4), (4, 1), 0, dtypes.float64, CPU)
+    assert read_hazard(wider, dst) is True  # other element widths: other places
