@@ -90,7 +90,9 @@ def _reduction_stage(red: Reduction, symbol: str, stage: str) -> str:
         from kael.codegen.cpu.reduce import build_module
 
         text = ir_text(build_module(red, symbol))
-        return text if stage == "llvm" else compiler.assembly_of_ir_text(text)
+        if stage == "llvm":
+            return text
+        return compiler.assembly_of_ir_text(text, compiler.kernel_passes(text))
     if stage == "ptx":
         from kael.codegen.ptx.reduce import ptx_for
 

@@ -8,6 +8,7 @@ Every LLVM call and every lazily built LLVM object holds kael/codegen/llvm.py's 
 from __future__ import annotations
 
 import ctypes
+import re
 
 from llvmlite import ir
 
@@ -68,11 +69,39 @@ def build_module(kernel: Kernel, symbol: str) -> ir.Module:
     return module
 
 
-def _optimized(module: ir.Module | str):
+# The passes kael's generated kernels get where kael vectorized their loops itself: they
+# arrive vectorized, unrolled and with their loops in shape, and need SSA form (their
+# loop indices live in allocas), folding and CSE. LLVM's O3 pipeline vectorizes their
+# scalar tails again and unrolls more, and codegen's loop strength reduction then spends
+# most of its time on that code: 52 -> 21 ms a kernel, the same run times within this
+# machine's noise (benchmarks/bench_passes.py). A kernel kael left scalar (a strided or
+# gathered inner dim) keeps O3, whose loop vectorizer makes it 1.2x faster; so do the
+# hand-written libraries (gemm, rows, scans).
+KERNEL_PASSES = (
+    "sroa", "instruction_combine", "simplify_cfg", "new_gvn", "instruction_combine",
+    "simplify_cfg",
+)  # fmt: skip
+_VECTOR_TYPE = re.compile(r"<\d+ x ")
+
+
+def kernel_passes(text: str) -> tuple[str, ...] | None:
+    """The passes for a generated kernel's LLVM IR text: KERNEL_PASSES where kael emitted
+    vector code, else None (O3)."""
+    return KERNEL_PASSES if _VECTOR_TYPE.search(text) else None
+
+
+def _optimized(module: ir.Module | str, passes: tuple[str, ...] | None = None):
+    """`module` parsed, verified and optimized: by `passes` in order, else LLVM's O3."""
     llvm = _llvm()
     mod = llvm.parse_assembly(str(module))
     mod.verify()
     tm = _target_machine()
+    if passes is not None:
+        pm = llvm.create_new_module_pass_manager()
+        for name in passes:
+            getattr(pm, f"add_{name}_pass")()
+        pm.run(mod, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(2)))
+        return mod
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     pto.loop_vectorization = True
     pto.slp_vectorization = True  # off by default in llvmlite 0.50
@@ -81,10 +110,15 @@ def _optimized(module: ir.Module | str):
     return mod
 
 
+def _kernel_optimized(kernel: Kernel, symbol: str):
+    text = str(build_module(kernel, symbol))
+    return _optimized(text, kernel_passes(text))
+
+
 def compile_object(kernel: Kernel, symbol: str) -> bytes:
     """Optimized host object code for `kernel`, exporting `symbol`."""
     with _lock:
-        return _target_machine().emit_object(_optimized(build_module(kernel, symbol)))
+        return _target_machine().emit_object(_kernel_optimized(kernel, symbol))
 
 
 def _with_target(text: str) -> str:
@@ -95,26 +129,27 @@ def _with_target(text: str) -> str:
     return header + text
 
 
-def compile_ir_text(text: str) -> bytes:
-    """Optimized host object code for hand-written LLVM IR (the native thread pool)."""
+def compile_ir_text(text: str, passes: tuple[str, ...] | None = None) -> bytes:
+    """Optimized host object code for LLVM IR text: a hand-written library (O3), or a
+    reduction's module (KERNEL_PASSES)."""
     with _lock:
-        return _target_machine().emit_object(_optimized(_with_target(text)))
+        return _target_machine().emit_object(_optimized(_with_target(text), passes))
 
 
-def assembly_of_ir_text(text: str) -> str:
-    """The host assembly of hand-written LLVM IR, as compile_ir_text optimizes it."""
+def assembly_of_ir_text(text: str, passes: tuple[str, ...] | None = None) -> str:
+    """The host assembly of LLVM IR text, as compile_ir_text optimizes it."""
     with _lock:
-        return _target_machine().emit_assembly(_optimized(_with_target(text)))
+        return _target_machine().emit_assembly(_optimized(_with_target(text), passes))
 
 
 def optimized_ir(kernel: Kernel, symbol: str) -> str:
     with _lock:
-        return str(_optimized(build_module(kernel, symbol)))
+        return str(_kernel_optimized(kernel, symbol))
 
 
 def assembly(kernel: Kernel, symbol: str) -> str:
     with _lock:
-        return _target_machine().emit_assembly(_optimized(build_module(kernel, symbol)))
+        return _target_machine().emit_assembly(_kernel_optimized(kernel, symbol))
 
 
 @sync.cached(lock_with=_lock)

@@ -586,7 +586,8 @@ def cache_key(red: Reduction) -> tuple[str, str]:
 
 def compile_object(red: Reduction, symbol: str) -> bytes:
     """Optimized host object code for `red` (main and final functions)."""
-    return compiler.compile_ir_text(handwritten.ir_text(build_module(red, symbol)))
+    text = handwritten.ir_text(build_module(red, symbol))
+    return compiler.compile_ir_text(text, compiler.kernel_passes(text))
 
 
 def compiled_here(red: Reduction) -> bool:

@@ -1,0 +1,153 @@
+"""kael's kernel passes against LLVM's O3 pipeline: compile time and run time, one process.
+
+Run: python benchmarks/bench_passes.py [--rounds N] [--check]
+
+Each case's kernel (an eager elementwise kernel or a reduction, as kael launches it) is
+compiled twice in this process, once as kael compiles it (compiler.kernel_passes:
+KERNEL_PASSES where kael vectorized it, O3 where it left it scalar) and once through O3
+for every kernel, both linked
+under their own names and run on the same argument block, interleaved round by round on
+one thread, each pipeline first every other round. Printed per case: both run times and their ratio (the median of the rounds'
+ratios), then the mean compile time of each pipeline.
+Targets (issue 11, first call): a new kernel compiles in at most 10 ms (reported: the mean
+over the cases; the machine's load moves it) and KERNEL_PASSES' code runs at most 1.05x
+O3's in the median over the cases.
+"""
+
+from __future__ import annotations
+
+import array
+import ctypes
+import statistics
+import time
+
+import common  # noqa: F401  (first: it quiets OpenBLAS before NumPy loads)
+from common import parser
+
+import kael
+from kael.codegen.cpu import compiler
+from kael.codegen.cpu import reduce as cpu_reduce
+from kael.frontend import fastpath
+from kael.ir.reduction import Reduction
+from kael.runtime import launcher
+
+_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+
+
+def cases() -> dict:
+    n = 1 << 22
+    a, b = kael.randn(n), kael.randn(n)
+    s = kael.randn(2048, 2048)
+    row = kael.randn(2048)
+    cube = kael.randn(64, 64, 64)
+    ints = kael.arange(n)
+    return {
+        "a + b": lambda: a + b,
+        "strided x * 2": lambda: s[:, ::2] * 2.0,
+        "x + x.T": lambda: s + s.T,
+        "x + row (broadcast)": lambda: s + row,
+        "where(a > 0, a, b)": lambda: kael.where(a > 0, a, b),
+        "exp": lambda: a.exp(),
+        "tanh": lambda: a.tanh(),
+        "gelu": lambda: kael.nn.functional.gelu(a),
+        "permute copy": lambda: cube.permute(2, 0, 1).contiguous(),
+        "x.T copy": lambda: s.T.contiguous(),
+        "int64 * 3": lambda: ints * 3,
+        "float32 -> int64": lambda: a.to(kael.int64),
+        "sum over dim 1": lambda: s.sum(1),
+        "amax over dim 1": lambda: s.amax(1),
+        "mean over dim 1, keepdim": lambda: s.mean(1, keepdim=True),
+    }
+
+
+def _captured(fn) -> tuple | None:
+    """(kernel function, argument block, work items) of the last single-block launch fn makes."""
+    made = []
+    real = launcher.run_block
+
+    def capture(f, block, total, moved, align=launcher.ALIGN_ITEMS):
+        made.append((f, array.array("q", block), total))
+        return real(f, block, total, moved, align)
+
+    fn()  # compile and warm up through the usual path first
+    launcher.run_block = fastpath.run_block = capture
+    try:
+        fn()
+    finally:
+        launcher.run_block = fastpath.run_block = real
+    return made[-1] if made else None
+
+
+def _build(kernel, o3: bool, tag: str) -> tuple[object, object, float]:
+    """(callable, tracker, compile seconds) of kernel as kael compiles it, or through O3."""
+    real = compiler.kernel_passes
+    symbol = f"kael_passes_{tag}_{abs(hash(kernel)) % 10**12}"
+    if o3:
+        compiler.kernel_passes = lambda text: None
+    try:
+        start = time.perf_counter()
+        if isinstance(kernel, Reduction):
+            obj = cpu_reduce.compile_object(kernel, symbol)
+        else:
+            obj = compiler.compile_object(kernel, symbol)
+        seconds = time.perf_counter() - start
+    finally:
+        compiler.kernel_passes = real
+    address, tracker = compiler.load_object(obj, symbol)
+    return _SIGNATURE(address), tracker, seconds
+
+
+def main() -> int:
+    options = parser(__doc__, rounds=20).parse_args()
+    kael.set_num_threads(1)
+    built = {}
+    compile_times: dict[str, list[float]] = {"kael passes": [], "O3": []}
+    for name, fn in cases().items():
+        found = _captured(fn)
+        kernel = getattr(found[0], "kernel", None) if found else None
+        if kernel is None:
+            print(f"{name}: no single-block launch to compare")
+            continue
+        variants = []
+        for label, o3 in (("kael passes", False), ("O3", True)):
+            f, tracker, seconds = _build(kernel, o3, label[0])
+            compile_times[label].append(seconds)
+            variants.append((f, tracker))
+        built[name] = (variants, found[1], found[2])
+    times = {name: ([], []) for name in built}
+    for r in range(options.rounds):
+        for name, (variants, block, total) in built.items():
+            address = block.buffer_info()[0]
+            # the second to run finds the data in cache: each pipeline goes first every
+            # other round
+            for i in (0, 1) if r % 2 == 0 else (1, 0):
+                f = variants[i][0]
+                start = time.perf_counter()
+                for _ in range(3):
+                    f(address, 0, total)
+                times[name][i].append((time.perf_counter() - start) / 3)
+    print(f"\n{'case (1 thread)':32} {'kael passes ms':>15} {'O3 ms':>9} {'ratio':>7}")
+    ratios = []
+    for name, (ours, o3) in times.items():
+        ratio = statistics.median(a / b for a, b in zip(ours, o3))
+        ratios.append(ratio)
+        print(
+            f"{name:32} {statistics.median(ours) * 1e3:15.3f} {statistics.median(o3) * 1e3:9.3f}"
+            f" {ratio:7.2f}"
+        )
+    mean = {k: statistics.mean(v) * 1e3 for k, v in compile_times.items()}
+    overall = statistics.median(ratios)
+    fast_enough = mean["kael passes"] <= 10
+    print(
+        f"\ncompile per kernel: kael passes {mean['kael passes']:.1f} ms, O3 {mean['O3']:.1f} ms"
+        f"  (target <= 10 ms: {'met' if fast_enough else 'MISSED'})"
+    )
+    print(
+        f"run time, median over cases: {overall:.2f}x O3's"
+        f"  (target <= 1.05x: {'met' if overall <= 1.05 else 'MISSED'})"
+    )
+    return 0 if not options.check or (fast_enough and overall <= 1.05) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
