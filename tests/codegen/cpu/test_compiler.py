@@ -86,3 +86,25 @@ def test_linking_a_library_name_twice_gives_two_working_libraries():
         assert ctypes.CFUNCTYPE(ctypes.c_int64)(addresses["kael_test_seven"])() == 7
     assert first["kael_test_seven"] != second["kael_test_seven"]
     del keep1, keep2
+
+
+def _module_text(inners) -> str:
+    kernel, _ = eager.copy_template(float32, float32)
+    return str(compiler.build_module(kernel.specialize(1, inners, False, False), "k"))
+
+
+def test_kernels_kael_vectorized_get_the_short_pass_list():
+    assert compiler.kernel_passes(_module_text((CONTIG, CONTIG))) == compiler.KERNEL_PASSES
+
+
+def test_kernels_left_scalar_keep_o3_for_its_loop_vectorizer():
+    text = _module_text((CONTIG, STRIDED))
+    assert compiler.kernel_passes(text) is None
+    assert "llvm.loop.isvectorized" in str(compiler._optimized(text, None))
+
+
+def test_the_short_pass_list_vectorizes_nothing_again():
+    # O3 would vectorize the scalar tail of kael's vector loops once more (and mark it).
+    text = _module_text((CONTIG, CONTIG))
+    assert "llvm.loop.isvectorized" not in str(compiler._optimized(text, compiler.KERNEL_PASSES))
+    assert "llvm.loop.isvectorized" in str(compiler._optimized(text, None))
