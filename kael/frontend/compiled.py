@@ -147,6 +147,11 @@ def _twins(tensors: list) -> tuple[int, int] | None:
     """The positions of two tensor arguments whose storages are different objects over
     overlapping memory (two from_numpy of one array), else None. The trace tells aliasing
     by storage identity, so the plan would treat them as independent."""
+    if len(tensors) == 2:  # the common case, without the sort
+        s, t = tensors[0]._impl.storage, tensors[1]._impl.storage
+        if s is t or not s.nbytes or not t.nbytes:
+            return None
+        return (0, 1) if s.ptr < t.ptr + t.nbytes and t.ptr < s.ptr + s.nbytes else None
     spans: dict[int, tuple[int, int, int]] = {}
     for i, t in enumerate(tensors):
         storage = t._impl.storage

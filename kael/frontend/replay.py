@@ -54,8 +54,10 @@ class _Writer:
 
     def __init__(self, plan, threads: int) -> None:
         from kael.frontend import plan as p
+        from kael.frontend.plan_matmul import MatmulCall  # both import this module
 
         self.p = p
+        self.MatmulCall = MatmulCall
         self.plan = plan
         self.threads = threads
         self.lines: list[str] = []
@@ -148,12 +150,38 @@ class _Writer:
         if kind is p.RowGroup:
             threads, ready = step.prepared or (None, None)
             return ready if threads == self.threads and ready is not None else None
-        return None  # a matrix product, an extern, a reservation of random counters
+        if kind is self.MatmulCall and step.epilogue is None:
+            threads, gp, _ = step.prepared or (None, None, None)
+            return gp if threads == self.threads else None
+        return None  # a product with an epilogue, an extern, a reservation of counters
 
     def kernel(self, step, ready) -> None:
         prepared, template = ready
         block = self.block(step, template)
         self.launch(prepared.fn, block, prepared.total, prepared.moved, prepared.align)
+
+    def product(self, step, gp) -> None:
+        """A matrix product's launches (gemm_run.run written out): packing scratch, then
+        each launch's words with the operands' addresses patched in."""
+        bases = [
+            f"{self.storage(v.buffer)}.ptr"
+            + (f" + {v.offset * v.dtype.itemsize}" if v.offset else "")
+            for v in (step.a, step.b, step.c)
+        ]
+        if gp.buffer_bytes:
+            scratch = f"k{len(self.lines)}"
+            self.lines.append(f"{scratch} = {self.constant('H', Storage.host)}({gp.buffer_bytes})")
+            bases.append(f"{scratch}.ptr")
+        else:
+            bases.append("0")
+        for launch in gp.launches:
+            name = f"g{len(self.lines)}"
+            self.lines.append(f"{name} = {self.constant('T', array.array('q', launch.words))}[:]")
+            for index, which, offset in launch.slots:
+                self.lines.append(
+                    f"{name}[{index}] = {bases[which]}" + (f" + {offset}" if offset else "")
+                )
+            self.launch(launch.fn, name, launch.total, launch.moved, 1)
 
     def row_group(self, group, ready) -> None:
         from kael.codegen.cpu.rowdriver import driver
@@ -213,6 +241,8 @@ class _Writer:
                 self.kernel(step, prepared)
             elif kind is p.RowGroup:
                 self.row_group(step, prepared)
+            elif kind is self.MatmulCall:
+                self.product(step, prepared)
             else:  # an Alias
                 self.lines.append(f"s{step.dst} = {self.storage(step.src)}")
                 self.made.add(step.dst)

@@ -152,3 +152,21 @@ def test_the_replay_source_names_no_step_twice():
     source = c.plan_for(*args).replay.source
     assert source.startswith("def replay(plan, tensors, scalars):")
     assert source.count("tensors[0]._impl.storage") == 1  # each argument's storage read once
+
+
+def test_a_product_without_epilogue_is_written_out():
+    # power iteration: the product's launches go into the replay, no Call is built
+    def step(m, v):
+        v = m @ v
+        return v / (v * v).sum().sqrt()
+
+    c = kael.compile(step)
+    m, v = kael.randn(200, 200) / 20, kael.randn(200)
+    for _ in range(2):
+        c(m, v)
+    source = c.plan_for(m, v).replay.source
+    assert ".run(call)" not in source and "_Call" not in source
+    for _ in range(3):
+        v = c(m, v)
+    ev = kael.randn(200)
+    assert _bits_equal(c(m, ev), step(m, ev))
