@@ -143,18 +143,17 @@ def _implicit_sources(fn: Callable) -> dict[int, tuple[Callable, object]]:
     return found
 
 
-def _twins(tensors: list) -> tuple[int, int] | None:
-    """The positions of two tensor arguments whose storages are different objects over
-    overlapping memory (two from_numpy of one array), else None. The trace tells aliasing
-    by storage identity, so the plan would treat them as independent."""
-    if len(tensors) == 2:  # the common case, without the sort
-        s, t = tensors[0]._impl.storage, tensors[1]._impl.storage
+def _twins(storages: list) -> tuple[int, int] | None:
+    """The positions of two storages that are different objects over overlapping memory
+    (two from_numpy of one array), else None. The trace tells aliasing by storage
+    identity, so the plan would treat them as independent."""
+    if len(storages) == 2:  # the common case, without the sort
+        s, t = storages
         if s is t or not s.nbytes or not t.nbytes:
             return None
         return (0, 1) if s.ptr < t.ptr + t.nbytes and t.ptr < s.ptr + s.nbytes else None
     spans: dict[int, tuple[int, int, int]] = {}
-    for i, t in enumerate(tensors):
-        storage = t._impl.storage
+    for i, storage in enumerate(storages):
         if id(storage) not in spans and storage.nbytes:
             spans[id(storage)] = (storage.ptr, storage.ptr + storage.nbytes, i)
     if len(spans) < 2:
@@ -164,6 +163,20 @@ def _twins(tensors: list) -> tuple[int, int] | None:
         if start < end:
             return min(i, j), max(i, j)
     return None
+
+
+def _call_twins(tensors: list, plan: p.Plan | None) -> tuple[str, str] | None:
+    """Names of two tensors of a call, arguments or the plan's implicit inputs (globals,
+    closures, attributes it read while tracing), sharing memory through two storages."""
+    storages = [t._impl.storage for t in tensors]
+    implicit = plan.implicit if plan is not None else []
+    found = _twins(storages + implicit)
+    if found is None:
+        return None
+    return tuple(
+        f"argument {i}" if i < len(storages) else "a tensor it reads from outside its arguments"
+        for i in found
+    )
 
 
 def _reads(get: Callable, storage) -> bool:
@@ -201,12 +214,12 @@ class CompiledFunction:
                 self._info.hits += 1
                 return plan.run(tensors, list(args))
         plan, tensors, leaves, treedef, key = self._lookup(args, kwargs)
-        twins = _twins(tensors)
+        twins = _call_twins(tensors, plan)
         if twins is not None:
             self._warn_once(
-                f"kael.compile({self.__name__}): tensor arguments {twins[0]} and {twins[1]} "
-                "share memory through two storages (two from_numpy of one array?); calls "
-                "like this run eagerly, which keeps eager's results"
+                f"kael.compile({self.__name__}): {twins[0]} and {twins[1]} share memory "
+                "through two storages (two from_numpy of one array?); calls like this run "
+                "eagerly, which keeps eager's results"
             )
             return self.fn(*args, **kwargs)
         before = p.snapshot(tensors) if self.check else None
@@ -263,13 +276,15 @@ class CompiledFunction:
                 )
             )  # fmt: skip
             tensors.append(a)
-        if len(seen) > 1 and _twins(tensors) is not None:
+        if len(seen) > 1 and _twins([t._impl.storage for t in tensors]) is not None:
             return None, tensors
         entry = self._entries.get((("args", len(args)), tuple(parts)))
         if entry is None or entry.implicit or entry.used:
             return None, tensors
         plan = entry.plans.get(())
         if plan is None or plan.fallback is not None or plan.shaped:
+            return None, tensors
+        if plan.implicit and _call_twins(tensors, plan) is not None:
             return None, tensors
         return plan, tensors
 

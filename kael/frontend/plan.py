@@ -304,10 +304,12 @@ class Alias:
         call.bound[self.dst] = call.storage(self.src)
 
 
-def reuse_in_place(steps: list, slots: list[Slot], live: set[int]) -> list:
+def reuse_in_place(steps: list, slots: list[Slot], live: set[int], earlier=frozenset()) -> list:
     """The steps with each elementwise kernel writing over a fresh intermediate it reads only
     at the same positions where that is the intermediate's last read (softmax's divide writes
-    its result over the stored exp): one buffer fewer, and one less pass to memory."""
+    its result over the stored exp): one buffer fewer, and one less pass to memory. Never
+    where the output buffer holds values already: read by the kernel itself, or touched by
+    a step before (`earlier`: the plan's steps before these; y.add_(...) after y = a @ b)."""
     out: list = []
     for i, step in enumerate(steps):
         if type(step) is KernelCall and step.axes is None and len(step.outs) == 1:
@@ -324,6 +326,8 @@ def reuse_in_place(steps: list, slots: list[Slot], live: set[int]) -> list:
                     and src not in later
                     and src not in live
                     and dst.buffer not in {w.buffer for s in steps[:i] for w in s.views()}
+                    and dst.buffer not in earlier
+                    and all(u.buffer != dst.buffer for u in step.ins)
                 ):
                     out.append(Alias(dst.buffer, src))
                     break
@@ -652,6 +656,7 @@ class Plan:
     args: list[tuple[int, int]] = field(default_factory=list)
     schedule: list = field(default_factory=list)  # (step, slots freed after it or None)
     single: bool = False  # whether the result is one tensor and nothing needs bumping
+    implicit: list = field(default_factory=list)  # the storages of the IMPLICIT slots
     replay: replay_module.Replay | None = None  # the call written out (frontend/replay.py)
     replay_tried: int = 0  # the thread count replay was last built for (0: never)
 
@@ -676,6 +681,7 @@ class Plan:
         for i, slot in enumerate(self.slots):
             if slot.kind == IMPLICIT:
                 self.empty[i] = slot.storage
+        self.implicit = [slot.storage for slot in self.slots if slot.kind == IMPLICIT]
         self.args = [(i, slot.arg) for i, slot in enumerate(self.slots) if slot.kind == ARG]
         self.schedule = [(s, r) if r else (s, None) for s, r in zip(self.steps, self.release)]
         self.single = (

@@ -219,6 +219,21 @@ class Trace:
             return storage.index
         index = self.by_storage.get(id(storage))
         if index is None:
+            twin = next(
+                (
+                    s
+                    for s in self.call.bound
+                    if s is not None and type(s) is not LazyStorage and s.overlaps(storage)
+                ),
+                None,
+            )
+            if twin is not None and type(storage) is not LazyStorage:
+                raise Error(
+                    "kael.compile: a tensor the function reads from outside its arguments"
+                    f"{user_line()} shares memory with another tensor of the call through a "
+                    "second storage (two from_numpy of one array?), which the trace cannot "
+                    "tell apart; pass it as an argument, or clone() it"
+                )
             index = self._real(storage, p.IMPLICIT)
         return index
 
@@ -389,7 +404,9 @@ class Trace:
         from kael.frontend.plan_matmul import MatmulCall
 
         self.flush(run=False)
-        self.plan.steps.append(MatmulCall(self.view(a), self.view(b), self.view(c)))
+        step = MatmulCall(self.view(a), self.view(b), self.view(c))
+        self.call.storage(step.c.buffer)  # allocated now: running out of memory raises here
+        self.plan.steps.append(step)
 
     # ---- running -------------------------------------------------------------------------
 
@@ -431,7 +448,8 @@ class Trace:
             steps.append(step)
         saved, state.trace = state.trace, None
         try:
-            steps = p.reuse_in_place(steps, self.plan.slots, live)
+            earlier = {v.buffer for s in self.plan.steps for v in s.views()}
+            steps = p.reuse_in_place(steps, self.plan.slots, live, earlier)
             steps = p.group_rows(steps, self.plan.slots)
         finally:
             state.trace = saved

@@ -378,7 +378,7 @@ def test_arguments_over_one_array_in_two_storages_run_eagerly_with_a_warning():
             got = c(a, b)
         assert kael.equal(got, expected) and kael.equal(a, ea)
         assert [str(w.message) for w in caught if "two storages" in str(w.message)] == (
-            ["kael.compile(f): tensor arguments 0 and 1 share memory through two storages"
+            ["kael.compile(f): argument 0 and argument 1 share memory through two storages"
              " (two from_numpy of one array?); calls like this run eagerly, which keeps"
              " eager's results"] if call == 0 else []
         )  # fmt: skip
@@ -387,6 +387,49 @@ def test_arguments_over_one_array_in_two_storages_run_eagerly_with_a_warning():
     a, b = kael.from_numpy(apart[0]), kael.from_numpy(apart[1])  # no shared memory: traced
     assert kael.equal(c(a, b), expected)
     assert c.cache_info().traces == 1
+
+
+def test_a_global_over_an_arguments_array_raises_at_the_trace_naming_the_line():
+    import numpy as np
+
+    array = np.arange(16, dtype=np.float32)
+    shared = kael.from_numpy(array)
+
+    def f(a):
+        a.add_(1)
+        return shared * 2
+
+    with pytest.raises(kael.Error, match=r"reads from outside its arguments.*`return shared \* 2`"):
+        kael.compile(f)(kael.from_numpy(array))
+
+
+def test_a_later_call_whose_argument_twins_a_global_runs_eagerly():
+    import numpy as np
+
+    array = np.arange(16, dtype=np.float32)
+    shared = kael.from_numpy(array)
+
+    def f(a):
+        a.add_(1)
+        return shared * 2
+
+    c = kael.compile(f)
+    c(kael.arange(16, dtype=kael.float32))  # traced apart from `shared`
+    with pytest.warns(UserWarning, match="argument 0 and a tensor it reads from outside"):
+        got = c(kael.from_numpy(array))
+    assert got.tolist() == [2.0 * (i + 1) for i in range(16)]  # eager's: the write seen
+
+
+def test_an_in_place_write_over_a_product_keeps_the_products_values():
+    # Found by review: the write's result must not be rebound to a dead temporary's
+    # buffer when the product already filled the output.
+    def f(a, b, t):
+        y = a @ b
+        e = t.exp()
+        y.add_(e / e.sum(1, keepdim=True))
+        return y
+
+    agree(f, kael.randn(32, 16), kael.randn(16, 32), kael.randn(32, 32))
 
 
 @pytest.mark.parametrize(
