@@ -389,7 +389,8 @@ def test_arguments_over_one_array_in_two_storages_run_eagerly_with_a_warning():
     assert c.cache_info().traces == 1
 
 
-def test_a_global_over_an_arguments_array_raises_at_the_trace_naming_the_line():
+def _writes_and_reads_a_global():
+    """(an array, f) where f writes its argument and reads a global over the same array."""
     import numpy as np
 
     array = np.arange(16, dtype=np.float32)
@@ -399,20 +400,17 @@ def test_a_global_over_an_arguments_array_raises_at_the_trace_naming_the_line():
         a.add_(1)
         return shared * 2
 
+    return array, f
+
+
+def test_a_global_over_an_arguments_array_raises_at_the_trace_naming_the_line():
+    array, f = _writes_and_reads_a_global()
     with pytest.raises(kael.Error, match=r"reads from outside its arguments.*`return shared \* 2`"):
         kael.compile(f)(kael.from_numpy(array))
 
 
 def test_a_later_call_whose_argument_twins_a_global_runs_eagerly():
-    import numpy as np
-
-    array = np.arange(16, dtype=np.float32)
-    shared = kael.from_numpy(array)
-
-    def f(a):
-        a.add_(1)
-        return shared * 2
-
+    array, f = _writes_and_reads_a_global()
     c = kael.compile(f)
     c(kael.arange(16, dtype=kael.float32))  # traced apart from `shared`
     with pytest.warns(UserWarning, match="argument 0 and a tensor it reads from outside"):
