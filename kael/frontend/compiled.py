@@ -48,12 +48,15 @@ class _Entry:
     implicit: list  # (getter, storage): tensors read from globals and closure cells
 
 
+_FLOAT = (float,)
+
+
 def _describe(leaf) -> tuple:
     """A non-tensor leaf's part of the signature (a float's value is added only where it
     was used; _signature describes tensors)."""
     kind = type(leaf)
     if kind is float:
-        return (float,)
+        return _FLOAT
     try:
         hash(leaf)
     except TypeError:
@@ -257,14 +260,21 @@ class CompiledFunction:
             return self._trace(leaves, treedef, tensors, key)
 
     def _positional(self, args: tuple) -> tuple[p.Plan | None, list]:
-        """The plan of a call of tensors alone, positionally, whose signature holds no float
-        used as a value, no implicit input, no extern with data-shaped results and no
+        """The plan of a call of tensors, floats and ints, positionally, whose signature holds
+        no float used as a value, no implicit input, no extern with data-shaped results and no
         fallback (the common call), with its tensors; else (None, _) for _lookup to decide.
         The key is _signature's, built without the general walk."""
         tensors: list = []
         parts: list = []
         seen: dict[int, int] = {}
         for a in args:
+            kind = type(a)
+            if kind is float:  # a run-time parameter (entries that used its value bail below)
+                parts.append(_FLOAT)
+                continue
+            if kind is int:
+                parts.append(("const", int, a))
+                continue
             if not isinstance(a, Tensor):
                 return None, tensors
             impl = a._impl
