@@ -64,8 +64,9 @@ def _describe(leaf) -> tuple:
     return ("const", kind, leaf)
 
 
-def _signature(leaves: list, treedef) -> tuple[list, tuple]:
-    """(the tensor leaves, the call's signature key)."""
+def _signature(leaves: list, treedef, plain: bool = False) -> tuple[list, tuple | None]:
+    """(the tensor leaves, the call's signature key). With `plain`, the key is None where a
+    leaf is neither a tensor, a float nor an int (_positional leaves those to _lookup)."""
     tensors = []
     seen: dict[int, int] = {}
     parts = []
@@ -81,6 +82,8 @@ def _signature(leaves: list, treedef) -> tuple[list, tuple]:
                 )
             )  # fmt: skip
             tensors.append(leaf)
+        elif plain and type(leaf) is not float and type(leaf) is not int:
+            return tensors, None
         else:
             parts.append(_describe(leaf))
     return tensors, (treedef, tuple(parts))
@@ -150,21 +153,10 @@ def _twins(storages: list) -> tuple[int, int] | None:
     """The positions of two storages that are different objects over overlapping memory
     (two from_numpy of one array), else None. The trace tells aliasing by storage
     identity, so the plan would treat them as independent."""
-    if len(storages) == 2:  # the common case, without the sort
-        s, t = storages
-        if s is t or not s.nbytes or not t.nbytes:
-            return None
-        return (0, 1) if s.ptr < t.ptr + t.nbytes and t.ptr < s.ptr + s.nbytes else None
-    spans: dict[int, tuple[int, int, int]] = {}
-    for i, storage in enumerate(storages):
-        if id(storage) not in spans and storage.nbytes:
-            spans[id(storage)] = (storage.ptr, storage.ptr + storage.nbytes, i)
-    if len(spans) < 2:
-        return None
-    ordered = sorted(spans.values())
-    for (_, end, i), (start, _, j) in zip(ordered, ordered[1:]):
-        if start < end:
-            return min(i, j), max(i, j)
+    for j, t in enumerate(storages):
+        for i in range(j):
+            if storages[i] is not t and storages[i].overlaps(t):
+                return i, j
     return None
 
 
@@ -261,40 +253,17 @@ class CompiledFunction:
 
     def _positional(self, args: tuple) -> tuple[p.Plan | None, list]:
         """The plan of a call of tensors, floats and ints, positionally, whose signature holds
-        no float used as a value, no implicit input, no extern with data-shaped results and no
-        fallback (the common call), with its tensors; else (None, _) for _lookup to decide.
-        The key is _signature's, built without the general walk."""
-        tensors: list = []
-        parts: list = []
-        seen: dict[int, int] = {}
-        for a in args:
-            kind = type(a)
-            if kind is float:  # a run-time parameter (entries that used its value bail below)
-                parts.append(_FLOAT)
-                continue
-            if kind is int:
-                parts.append(("const", int, a))
-                continue
-            if not isinstance(a, Tensor):
-                return None, tensors
-            impl = a._impl
-            storage = impl.storage
-            parts.append(
-                (
-                    "tensor", impl.dtype, impl.device, impl.shape, impl.strides, impl.offset,
-                    storage.nbytes, seen.setdefault(id(storage), len(tensors)),
-                )
-            )  # fmt: skip
-            tensors.append(a)
-        if len(seen) > 1 and _twins([t._impl.storage for t in tensors]) is not None:
-            return None, tensors
-        entry = self._entries.get((("args", len(args)), tuple(parts)))
+        no float used as a value, no implicit input read from a name, no extern with
+        data-shaped results, no fallback and no twin storages (the common call), with its
+        tensors; else (None, _) for _lookup to decide. No pytree walk."""
+        tensors, key = _signature(args, ("args", len(args)), plain=True)
+        entry = self._entries.get(key) if key is not None else None
         if entry is None or entry.implicit or entry.used:
             return None, tensors
         plan = entry.plans.get(())
         if plan is None or plan.fallback is not None or plan.shaped:
             return None, tensors
-        if plan.implicit and _call_twins(tensors, plan) is not None:
+        if (len(tensors) > 1 or plan.implicit) and _call_twins(tensors, plan) is not None:
             return None, tensors
         return plan, tensors
 

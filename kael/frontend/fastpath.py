@@ -38,7 +38,7 @@ from kael.runtime.device import CPU
 from kael.runtime.dtypes import DType
 from kael.runtime.launcher import run_block
 from kael.runtime.storage import Storage
-from kael.runtime.tensor_impl import TensorImpl, contiguous_strides, shape_numel
+from kael.runtime.tensor_impl import TensorImpl, contiguous_strides, read_hazard, shape_numel
 from kael.runtime.threadpool import get_num_threads
 from kael.runtime.tracestate import state as _trace_state
 
@@ -184,14 +184,10 @@ def binary_(name: str, self, other):
         return None
     impl = self._impl
     other = operands[1] if len(operands) == 2 else None
-    # other in self's storage: served only as self itself (a.add_(a)); a 0-d view of self's
-    # first element (A /= A[0]) would be read after the kernel wrote it
-    if other is not None and (
-        other.storage is impl.storage
-        and (other.offset != impl.offset or other.shape != impl.shape)
-        or other.storage is not impl.storage
-        and other.storage.overlaps(impl.storage)  # two storages over one array
-    ):
+    # other sharing self's memory elsewhere (a shifted twin storage, or a 0-d view of self's
+    # first element: A /= A[0]) would be read after the kernel wrote it: the full door
+    # copies it first
+    if other is not None and read_hazard(other, impl):
         return None
     if _launch(entry, shape, operands, number, impl) is None:
         return None

@@ -56,14 +56,18 @@ class Slot:
     storage: Storage | None = None  # IMPLICIT: the storage read at every call
     block: tuple | None = None  # (capacity, allocator) of a new storage, found on first use
 
-    def new_storage(self) -> Storage:
-        """A new storage of this slot's size, from the caching allocator."""
+    def planned(self) -> tuple:
+        """Storage.planned's arguments for a new storage of this slot (worked out once)."""
         block = self.block
         if block is None:
             block = self.block = (block_capacity(self.nbytes), allocator_for(self.device))
+        return (self.nbytes, *block, self.device)
+
+    def new_storage(self) -> Storage:
+        """A new storage of this slot's size, from the caching allocator."""
         if self.nbytes == 0:
             return Storage(0, self.device)
-        return Storage.planned(self.nbytes, *block, self.device)
+        return Storage.planned(*self.planned())
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +79,11 @@ class ArgScalar:
     conversions: tuple = ()
 
     def value(self, call: Call):
-        v = call.scalars[self.index]
+        return self.of(call.scalars)
+
+    def of(self, scalars: list):
+        """The value for a call whose leaves are `scalars`."""
+        v = scalars[self.index]
         for dtype, mode in self.conversions:
             v = convert_scalar(v, dtype, mode)
         return v

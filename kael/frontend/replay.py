@@ -25,9 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kael.frontend import eager, pytree
-from kael.runtime.allocator import allocator_for, block_capacity
-from kael.runtime.convert import convert_scalar
-from kael.runtime.launcher import PARALLEL_BYTES, run_block
+from kael.runtime.launcher import inline, run_block
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl
 
@@ -39,14 +37,6 @@ class Replay:
     threads: int
     fn: Callable
     source: str
-
-
-def _scalar(source, scalars: list):
-    """An ArgScalar's value for this call (its conversions as while tracing)."""
-    v = scalars[source.index]
-    for dtype, mode in source.conversions:
-        v = convert_scalar(v, dtype, mode)
-    return v
 
 
 class _Writer:
@@ -63,7 +53,6 @@ class _Writer:
         self.lines: list[str] = []
         self.names: dict[str, object] = {
             "_word": eager.param_word,
-            "_scalar": _scalar,
             "_run_block": run_block,
             "_impl": TensorImpl.of_tuples,
             "_trusted": p._trusted,
@@ -86,20 +75,11 @@ class _Writer:
                 self.lines.append(f"{name} = tensors[{s.arg}]._impl.storage")
             elif s.kind == self.p.IMPLICIT:
                 self.lines.append(f"{name} = {self.constant('S', s.storage)}")
-            elif s.kind == self.p.FRESH:
-                if s.nbytes == 0:
-                    new = self.constant("E", lambda device=s.device: Storage(0, device))
-                    self.lines.append(f"{name} = {new}()")
-                else:
-                    capacity, allocator = s.block or (
-                        block_capacity(s.nbytes),
-                        allocator_for(s.device),
-                    )
-                    planned = self.constant("P", Storage.planned)
-                    args = ", ".join(
-                        self.constant("C", v) for v in (s.nbytes, capacity, allocator, s.device)
-                    )
-                    self.lines.append(f"{name} = {planned}({args})")
+            elif s.kind == self.p.FRESH and s.nbytes == 0:
+                self.lines.append(f"{name} = {self.constant('E', s.new_storage)}()")
+            elif s.kind == self.p.FRESH:  # Storage.planned called here: one frame fewer
+                args = ", ".join(self.constant("C", v) for v in s.planned())
+                self.lines.append(f"{name} = {self.constant('P', Storage.planned)}({args})")
             else:  # an extern's result, bound by the step that made it
                 raise AssertionError(f"slot {slot} ({s.kind}) read before its step ran")
         return name
@@ -108,7 +88,7 @@ class _Writer:
         """An expression for a parameter or constant result."""
         kind = type(source)
         if kind is self.p.ArgScalar:
-            return f"_scalar({self.constant('A', source)}, scalars)"
+            return f"{self.constant('A', source)}.of(scalars)"
         if kind is self.p.RandomWord:  # the counters a Reserve step put on the call
             return f"{self.constant('R', source)}.value(call)"
         return self.constant("K", source)
@@ -131,7 +111,7 @@ class _Writer:
         if total <= 0:
             return
         f = self.constant("F", fn)
-        if moved < PARALLEL_BYTES or self.threads == 1:
+        if inline(moved, self.threads):
             self.lines.append(f"{f}({block}.buffer_info()[0], 0, {total})")
         else:
             self.lines.append(f"_run_block({f}, {block}, {total}, {moved}, {align})")

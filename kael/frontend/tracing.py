@@ -219,15 +219,8 @@ class Trace:
             return storage.index
         index = self.by_storage.get(id(storage))
         if index is None:
-            twin = next(
-                (
-                    s
-                    for s in self.call.bound
-                    if s is not None and type(s) is not LazyStorage and s.overlaps(storage)
-                ),
-                None,
-            )
-            if twin is not None and type(storage) is not LazyStorage:
+            # Storage.overlaps is False for lazy storages: only real memory is compared
+            if any(s is not None and s.overlaps(storage) for s in self.call.bound):
                 raise Error(
                     "kael.compile: a tensor the function reads from outside its arguments"
                     f"{user_line()} shares memory with another tensor of the call through a "

@@ -68,7 +68,7 @@ class CachingAllocator:
     taken while other threads allocate may lag one of them by a block, a release that
     overfills the cache (two threads past the cap check at once) frees a block again,
     and a forked child counts its cache again from the free lists. Misses, frees to
-    the system and empty_cache hold the lock, which is reentrant, so a finalizer or signal
+    the system and empty_cache's pops hold the lock, which is reentrant, so a finalizer or signal
     handler that releases a block inside one cannot deadlock. Without a GIL (free-threaded
     CPython) every path holds the lock.
     """
@@ -154,17 +154,18 @@ class CachingAllocator:
         self._in_use -= capacity
         return True
 
-    def _trim(self, capacity: int) -> None:
-        """Free one cached block of `capacity` bytes to the system."""
+    def _trim(self, capacity: int) -> bool:
+        """Free one cached block of `capacity` bytes to the system; False if none is cached
+        (one pop under the lock: a lock-free hit may take blocks meanwhile)."""
         with self._lock:
-            blocks = self._free[capacity]
             try:
-                ptr = blocks.pop()
+                ptr = self._free[capacity].pop()
             except IndexError:
-                return
+                return False
             self._cached -= capacity
             self._reserved -= capacity
         self._system_free(ptr)
+        return True
 
     def _recount(self) -> None:
         """In a forked child: counters made whole again. A thread switched out between a
@@ -176,23 +177,10 @@ class CachingAllocator:
 
     def empty_cache(self) -> int:
         """Free every cached block to the system; returns the number of bytes freed."""
-        freed: list[tuple[int, list[int]]] = []
-        with self._lock:
-            for capacity, blocks in self._free.items():
-                taken = []
-                while blocks:  # one pop at a time: a lock-free hit may take one meanwhile
-                    try:
-                        taken.append(blocks.pop())
-                    except IndexError:
-                        break
-                if taken:
-                    freed.append((capacity, taken))
-            total = sum(capacity * len(blocks) for capacity, blocks in freed)
-            self._cached -= total
-            self._reserved -= total
-        for _, blocks in freed:
-            for ptr in blocks:
-                self._system_free(ptr)
+        total = 0
+        for capacity, blocks in self._free.items():
+            while blocks and self._trim(capacity):
+                total += capacity
         return total
 
     def stats(self) -> dict[str, int]:

@@ -46,11 +46,17 @@ def launch(fn, words: list[int], *args, **kwargs) -> None:
     launch_block(fn, array.array("q", words), *args, **kwargs)
 
 
+def inline(bytes_moved: int, threads: int) -> bool:
+    """Whether a launch runs on the calling thread: below PARALLEL_BYTES moved, or on one
+    thread (waking the pool would cost more than the work)."""
+    return bytes_moved < PARALLEL_BYTES or threads == 1
+
+
 def run_block(fn, block: array.array, total: int, bytes_moved: int, align: int = ALIGN_ITEMS):
-    """The launch itself, unrecorded: inline below PARALLEL_BYTES moved (or on one thread),
-    else split over the pool. launch_block's callers, and the eager fast door, which is
-    closed whenever launches are recorded or traced."""
-    if bytes_moved < PARALLEL_BYTES or get_num_threads() == 1:
+    """The launch itself, unrecorded: inline (see `inline`), else split over the pool.
+    launch_block's callers, the eager fast door and compiled replays, which are never
+    used while launches are recorded or traced."""
+    if bytes_moved < PARALLEL_BYTES or get_num_threads() == 1:  # inline(), without the call
         fn(block.buffer_info()[0], 0, total)
     else:
         pool().run(fn, block.buffer_info()[0], split(total, get_num_threads(), align))
