@@ -14,7 +14,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kael.codegen.cpu import jit, parallel
+from kael.codegen.cpu import jit, native_launch, parallel
 from kael.codegen.cpu import reduce as cpu_reduce
 from kael.codegen.cpu.loops import tile_size
 from kael.codegen.ptx.launch import launch as gpu_launch
@@ -52,6 +52,7 @@ def _streaming_threshold() -> int:
 NONTEMPORAL_BYTES = _streaming_threshold()
 
 parallel.install()
+native_launch.install()
 
 
 class Template:

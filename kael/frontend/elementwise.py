@@ -329,7 +329,7 @@ def _run(
     if fast is not None:
         dtypes = (out.dtype, *(x.dtype for x in operands if isinstance(x, Tensor)))
         number = [(name, beyond_int64) for name in scalars]
-        fastpath.remember(fast, entry, dtypes, number[0] if number else None)
+        fastpath.remember(fast, entry, dtypes, number[0] if number else None, out._impl, ins)
     return flag
 
 

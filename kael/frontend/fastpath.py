@@ -30,13 +30,13 @@ import functools
 import threading
 from dataclasses import dataclass
 
-from kael.codegen.cpu import gemm_run
+from kael.codegen.cpu import gemm_run, native_launch
 from kael.frontend import eager
 from kael.runtime import debug, launches
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import DType
-from kael.runtime.launcher import run_block
+from kael.runtime.launcher import PARALLEL_BYTES, run_block
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides, read_hazard, shape_numel
 from kael.runtime.threadpool import get_num_threads
@@ -61,9 +61,13 @@ class _Entry:
     limit: int  # the most elements a call may have here (below streaming stores' size)
     width: int  # bytes a call moves per element: sum(itemsizes)
     scalar: tuple | None  # (word index, parameter dtype, conversion mode) of a number operand
+    # the inline launch: words (each buffer's address, the size, the number's word) into
+    # the template (codegen/cpu/native_launch.py)
+    native: native_launch.Descriptor
 
 
 _entries: dict[tuple, _Entry] = {}
+_native = None  # native_launch.launcher(), bound when the first launch is remembered
 _BROADCAST = {"a0": 1, "b0": 2}  # a binary key's 0-d operand: its buffer, after the output
 Tensor = None  # kael.frontend.tensor.Tensor, bound by _bind (tensor.py imports what imports this)
 _strides: dict[tuple, tuple] = {}
@@ -132,42 +136,86 @@ def _binary_parts(name: str, a, b) -> tuple | None:
     return None
 
 
+def _shaped_parts(name: str, a, b) -> tuple | None:
+    """(key, tensor operands, number operand) of a binary call on CPU tensors of any layout
+    (broadcast, strided), keyed by every operand's exact layout; or None."""
+    ta, tb = type(a) is Tensor, type(b) is Tensor
+    if ta and tb:
+        ai, bi = a._impl, b._impl
+        if ai.device is not CPU or bi.device is not CPU:
+            return None
+        key = (SHAPED, name, ai.dtype, ai.shape, ai.strides, bi.dtype, bi.shape, bi.strides)
+        return key, (ai, bi), None
+    if ta:
+        ai = a._impl
+        if ai.device is not CPU:
+            return None
+        return (SHAPED, name, ai.dtype, ai.shape, ai.strides, _number_key(b)), (ai,), b
+    if tb:
+        bi = b._impl
+        if bi.device is not CPU:
+            return None
+        return (SHAPED, name, _number_key(a), bi.dtype, bi.shape, bi.strides), (bi,), a
+    return None
+
+
 def binary(name: str, a, b):
     """a (op) b through a remembered launch, or None (the caller takes the full door)."""
     if not _open():
         return None
     parts = _binary_parts(name, a, b)
+    if parts is not None:
+        key, shape, operands, number = parts
+        entry = _entries.get(key)
+        if entry is not None:
+            return _launch(entry, shape, operands, number)
+        if None not in key:  # a dense call the door has not seen: not a shaped one either
+            return None
+    parts = _shaped_parts(name, a, b)
     if parts is None:
         return None
-    key, shape, operands, number = parts
-    entry = _entries.get(key)
-    return None if entry is None else _launch(entry, shape, operands, number)
+    key, operands, number = parts
+    entry = _shaped.get(key)
+    return None if entry is None else _launch_shaped(entry, operands, number)
 
 
 def binary_key(name: str, a, b, shape: tuple) -> tuple | None:
-    """The key to remember a full-door call of a (op) b with result `shape` under, or None
-    where this door could never serve such a call."""
+    """The key to remember a full-door call of a (op) b with result `shape` under (a dense
+    one where it serves every size, else the operands' exact layouts), or None where this
+    door could never serve such a call."""
     if not _open():
         return None
     parts = _binary_parts(name, a, b)
-    if parts is None or parts[1] != shape or None in parts[0]:
-        return None
-    return parts[0]
+    if parts is not None and parts[1] == shape and None not in parts[0]:
+        return parts[0]
+    parts = _shaped_parts(name, a, b)
+    return None if parts is None or None in parts[0] else parts[0]
 
 
 def unary(name: str, x):
     """op(x) through a remembered launch, or None."""
     if not _open() or type(x) is not Tensor:
         return None
-    entry = _entries.get((name, _tensor_key(x)))
-    return None if entry is None else _launch(entry, x._impl.shape, (x._impl,), None)
+    impl = x._impl
+    dtype = _tensor_key(x)
+    if dtype is not None:
+        entry = _entries.get((name, dtype))
+        return None if entry is None else _launch(entry, impl.shape, (impl,), None)
+    entry = _shaped.get((SHAPED, name, impl.dtype, impl.shape, impl.strides))
+    return None if entry is None else _launch_shaped(entry, (impl,), None)
 
 
 def unary_key(name: str, x) -> tuple | None:
     """The key to remember a full-door call of op(x) under, or None."""
-    if not _open() or type(x) is not Tensor or _tensor_key(x) is None:
+    if not _open() or type(x) is not Tensor:
         return None
-    return (name, _tensor_key(x))
+    dtype = _tensor_key(x)
+    if dtype is not None:
+        return (name, dtype)
+    impl = x._impl
+    if impl.device is not CPU:
+        return None
+    return (SHAPED, name, impl.dtype, impl.shape, impl.strides)
 
 
 def binary_(name: str, self, other):
@@ -175,13 +223,22 @@ def binary_(name: str, self, other):
     None. `other` must not share self's storage in another place: the full door copies it."""
     if not _open() or type(self) is not Tensor:
         return None
-    parts = _binary_parts(f"{name}_", self, other)
-    if parts is None:
-        return None
-    key, shape, operands, number = parts
-    entry = _entries.get(key)
+    name = f"{name}_"
+    parts = _binary_parts(name, self, other)
+    entry = None
+    if parts is not None:
+        key, shape, operands, number = parts
+        entry = _entries.get(key)
+        if entry is None and None not in key:
+            return None
     if entry is None:
-        return None
+        parts = _shaped_parts(name, self, other)
+        if parts is None:
+            return None
+        key, operands, number = parts
+        entry = _shaped.get(key)
+        if entry is None:
+            return None
     impl = self._impl
     other = operands[1] if len(operands) == 2 else None
     # other sharing self's memory elsewhere (a shifted twin storage, or a 0-d view of self's
@@ -189,7 +246,9 @@ def binary_(name: str, self, other):
     # copies it first
     if other is not None and read_hazard(other, impl):
         return None
-    if _launch(entry, shape, operands, number, impl) is None:
+    if type(entry) is _Shaped:
+        _launch_shaped(entry, operands, number, impl)
+    elif _launch(entry, shape, operands, number, impl) is None:
         return None
     impl.storage.version += 1
     return self
@@ -230,33 +289,159 @@ def _launch(entry: _Entry, shape: tuple, operands: tuple, number, into=None, wor
     if n == 0 or n > entry.limit:
         return None
     sizes = entry.itemsizes
-    block = entry.block[:]
     if into is None:
-        nbytes = n * sizes[0]
-        storage = Storage.host(nbytes)
-        block[0] = storage.ptr
+        storage = Storage.host(n * sizes[0])
+        out = storage.ptr
     else:
-        block[0] = into.storage.ptr + into.offset * sizes[0]
-    for i, impl in enumerate(operands, 1):
-        block[i] = impl.storage.ptr + impl.offset * sizes[i]
-    block[entry.buffers] = n
-    if entry.scalar is not None:
-        at, dtype, mode = entry.scalar
-        if word is None:
-            word = eager.param_word(convert_scalar(number, dtype, mode), dtype)
-        block[at] = word
-    run_block(entry.fn, block, n, n * entry.width)
+        out = into.storage.ptr + into.offset * sizes[0]
+    if entry.scalar is not None and word is None:
+        _, dtype, mode = entry.scalar
+        word = eager.param_word(convert_scalar(number, dtype, mode), dtype)
+    moved = n * entry.width
+    if moved < PARALLEL_BYTES or get_num_threads() == 1:
+        at = entry.native.address
+        if len(operands) == 2:
+            a, b = operands
+            _native(at, n, out, a.storage.ptr + a.offset * sizes[1],
+                    b.storage.ptr + b.offset * sizes[2], n)  # fmt: skip
+        elif not operands:
+            _native(at, n, out, n, word)
+        else:
+            a = operands[0]
+            if word is None:
+                _native(at, n, out, a.storage.ptr + a.offset * sizes[1], n)
+            else:
+                _native(at, n, out, a.storage.ptr + a.offset * sizes[1], n, word)
+    else:
+        block = entry.block[:]
+        block[0] = out
+        for i, impl in enumerate(operands, 1):
+            block[i] = impl.storage.ptr + impl.offset * sizes[i]
+        block[entry.buffers] = n
+        if word is not None:
+            block[entry.scalar[0]] = word
+        run_block(entry.fn, block, n, moved)
     if into is not None:
         return into
     impl = TensorImpl.of_tuples(storage, shape, _dense_strides(shape), 0, entry.dtype, CPU)
     return Tensor.trusted(impl)
 
 
-def remember(key: tuple, template: eager.Template, dtypes: tuple, scalar: tuple | None) -> None:
+@dataclass(frozen=True, slots=True)
+class _Shaped:
+    """A remembered launch over operands of one exact layout each (broadcast, strided): the
+    full door's argument block with the addresses left 0, and its launch."""
+
+    native: native_launch.Descriptor  # words: the output's address, each operand's, the number's
+    fn: object
+    block: array.array
+    shape: tuple  # a fresh result's, with its strides, dtype and bytes
+    strides: tuple
+    dtype: DType
+    nbytes: int
+    itemsizes: tuple[int, ...]  # of the output and each tensor operand
+    total: int  # work items
+    moved: int  # bytes read and written
+    align: int
+    scalar: tuple | None  # (word index, parameter dtype, conversion mode) of a number operand
+
+
+_shaped: dict[tuple, _Shaped] = {}
+
+
+class _ShapedKey:
+    """The first item of a key by exact layouts (no op name can equal it)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "SHAPED"
+
+
+SHAPED = _ShapedKey()
+
+
+def _launch_shaped(entry: _Shaped, operands: tuple, number, into=None):
+    """The remembered launch over `operands`, into a new tensor (returned) or into `into`."""
+    sizes = entry.itemsizes
+    if into is None:
+        storage = Storage.host(entry.nbytes)
+        out = storage.ptr
+    else:
+        out = into.storage.ptr + into.offset * sizes[0]
+    word = None
+    if entry.scalar is not None:
+        _, dtype, mode = entry.scalar
+        word = eager.param_word(convert_scalar(number, dtype, mode), dtype)
+    if entry.moved < PARALLEL_BYTES or get_num_threads() == 1:
+        at, total = entry.native.address, entry.total
+        a = operands[0]
+        if len(operands) == 2:
+            b = operands[1]
+            _native(at, total, out, a.storage.ptr + a.offset * sizes[1],
+                    b.storage.ptr + b.offset * sizes[2])  # fmt: skip
+        elif word is None:
+            _native(at, total, out, a.storage.ptr + a.offset * sizes[1])
+        else:
+            _native(at, total, out, a.storage.ptr + a.offset * sizes[1], word)
+    else:
+        block = entry.block[:]
+        block[0] = out
+        for i, impl in enumerate(operands, 1):
+            block[i] = impl.storage.ptr + impl.offset * sizes[i]
+        if word is not None:
+            block[entry.scalar[0]] = word
+        run_block(entry.fn, block, entry.total, entry.moved, entry.align)
+    if into is not None:
+        return into
+    impl = TensorImpl.of_tuples(storage, entry.shape, entry.strides, 0, entry.dtype, CPU)
+    return Tensor.trusted(impl)
+
+
+def _remember_shaped(key: tuple, template: eager.Template, out, ins, scalar) -> None:
+    """Keep the launch the full door just ran for `key` over `out` and the broadcast views
+    `ins` of the tensor operands."""
+    impls = (out, *ins)
+    if key in _shaped or template.kernel.may_fault or out.numel() == 0:
+        return
+    plan = eager._plan(template, out, impls)
+    if plan.compiled is None or plan.faults:
+        return
+    kernel = template.kernel
+    words = [0] * len(impls) + list(plan.tail)
+    at = None
+    if scalar is not None:
+        name, mode = scalar
+        i = template.scalars.index(name)
+        at = (len(words) + i, kernel.params[i], mode)
+    words += [0] * len(kernel.params)
+    positions = tuple(range(len(impls))) + (() if at is None else (at[0],))
+    per_item = max(1, plan.moved // max(1, plan.total))
+    native = native_launch.describe(plan.compiled.fn, words, positions, per_item)
+    if native is None:
+        return
+    global _native
+    _native = native_launch.launcher()
+    itemsizes = tuple(t.dtype.itemsize for t in impls)
+    nbytes = out.numel() * itemsizes[0]
+    entry = _Shaped(native, plan.compiled.fn, array.array("q", words), out.shape, out.strides,
+                    out.dtype, nbytes, itemsizes, plan.total, plan.moved, plan.align, at)  # fmt: skip
+    if len(_shaped) >= _MAX_ENTRIES:
+        _shaped.clear()
+    _shaped[key] = entry
+
+
+def remember(
+    key: tuple, template: eager.Template, dtypes: tuple, scalar: tuple | None, out=None, ins=()
+) -> None:
     """Keep the launch of `template` for `key` (binary: (name, kind of a, kind of b, 0-d);
-    unary: (name, dtype)): `dtypes` are the output's and each tensor operand's, `scalar`
-    is (parameter name, conversion mode) of a number operand. Only for kernels that
-    cannot fault; the full door has just run the call this key stands for."""
+    unary: (name, dtype); or a key by exact layouts, then `out` and `ins` are the impls
+    it ran over): `dtypes` are the output's and each tensor operand's, `scalar` is
+    (parameter name, conversion mode) of a number operand. Only for kernels that cannot
+    fault; the full door has just run the call this key stands for."""
+    if key[0] is SHAPED:
+        _remember_shaped(key, template, out, ins, scalar)
+        return
     if key in _entries or None in key or template.kernel.may_fault:
         return
     probe = 64  # elements: a rank-1 dense layout of any length specializes the same way
@@ -278,8 +463,14 @@ def remember(key: tuple, template: eager.Template, dtypes: tuple, scalar: tuple 
     words += [0] * len(kernel.params)
     itemsizes = tuple(d.itemsize for d in dtypes)
     limit = (eager.NONTEMPORAL_BYTES - 1) // itemsizes[0]  # its stores never stream
+    positions = (*range(len(impls)), len(impls)) + (() if at is None else (at[0],))
+    native = native_launch.describe(plan.compiled.fn, words, positions, sum(itemsizes))
+    if native is None:
+        return
+    global _native
+    _native = native_launch.launcher()
     entry = _Entry(plan.compiled.fn, array.array("q", words), dtypes[0], len(impls),
-                   itemsizes, limit, sum(itemsizes), at)  # fmt: skip
+                   itemsizes, limit, sum(itemsizes), at, native)  # fmt: skip
     if len(_entries) >= _MAX_ENTRIES:
         _entries.clear()
     _entries[key] = entry
@@ -294,6 +485,7 @@ class _Reduction:
 
     fn: object
     block: array.array  # output and input addresses 0
+    native: native_launch.Descriptor  # words: the output's and the input's addresses
     total: int  # work items
     shape: tuple  # the result's
     dtype: DType
@@ -380,20 +572,29 @@ def _remember_reduction(key, entry, outs, ins, axes, keepdim, scalars) -> bool:
     names = entry.scalars
     params = [eager.param_word(scalars[n], d) for n, d in zip(names, entry.kernel.params)]
     words, _ = prepared.words([0, 0], params)
+    per_item = prepared.moved // max(1, prepared.total)
+    native = native_launch.describe(prepared.fn, words, (0, 1), per_item)
+    if native is None:
+        return False
+    global _native
+    _native = native_launch.launcher()
     _reductions[key] = _Reduction(
-        prepared.fn, array.array("q", words), prepared.total, out.shape, out.dtype,
+        prepared.fn, array.array("q", words), native, prepared.total, out.shape, out.dtype,
         out.numel() * out.dtype.itemsize, ins[0].dtype.itemsize, prepared.moved,
     )  # fmt: skip
     return True
 
 
 def _reduce(entry: _Reduction, impl):
-    nbytes = entry.nbytes
-    storage = Storage.host(nbytes)
-    block = entry.block[:]
-    block[0] = storage.ptr
-    block[1] = impl.storage.ptr + impl.offset * entry.itemsize
-    run_block(entry.fn, block, entry.total, entry.moved, 1)
+    storage = Storage.host(entry.nbytes)
+    source = impl.storage.ptr + impl.offset * entry.itemsize
+    if entry.moved < PARALLEL_BYTES or get_num_threads() == 1:
+        _native(entry.native.address, entry.total, storage.ptr, source)
+    else:
+        block = entry.block[:]
+        block[0] = storage.ptr
+        block[1] = source
+        run_block(entry.fn, block, entry.total, entry.moved, 1)
     shape = entry.shape
     out = TensorImpl.of_tuples(storage, shape, _dense_strides(shape), 0, entry.dtype, CPU)
     return Tensor.trusted(out)

@@ -24,6 +24,8 @@ import array
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kael.codegen.cpu import native_launch
+from kael.codegen.cpu.native_launch import describe
 from kael.frontend import eager, pytree
 from kael.runtime.launcher import inline, run_block
 from kael.runtime.storage import Storage
@@ -57,6 +59,7 @@ class _Writer:
             "_impl": TensorImpl.of_tuples,
             "_trusted": p._trusted,
             "_array": array.array,
+            "_launch": native_launch.launcher(),
         }
         self.made: set[int] = set()  # slots whose storage is bound to a local already
 
@@ -93,18 +96,23 @@ class _Writer:
             return f"{self.constant('R', source)}.value(call)"
         return self.constant("K", source)
 
+    def words(self, step, template: array.array) -> list[tuple[int, str]]:
+        """(position, expression) of each word a call of `step` supplies: the operands'
+        addresses, then its run-time parameters."""
+        out = []
+        for i, (slot, offset) in enumerate(step.pointers):
+            out.append((i, f"{self.storage(slot)}.ptr" + (f" + {offset}" if offset else "")))
+        at = len(template) - len(step.param_words)
+        for k, source, dtype in step.dynamic or ():
+            out.append((at + k, f"_word({self.value(source)}, {self.constant('D', dtype)})"))
+        return out
+
     def block(self, step, template: array.array) -> str:
         """Lines that copy `step`'s template and patch this call's words into it."""
         name = f"b{len(self.lines)}"
         self.lines.append(f"{name} = {self.constant('T', template)}[:]")
-        for i, (slot, offset) in enumerate(step.pointers):
-            address = f"{self.storage(slot)}.ptr" + (f" + {offset}" if offset else "")
-            self.lines.append(f"{name}[{i}] = {address}")
-        if step.dynamic:
-            at = len(template) - len(step.param_words)
-            for k, source, dtype in step.dynamic:
-                word = f"_word({self.value(source)}, {self.constant('D', dtype)})"
-                self.lines.append(f"{name}[{at + k}] = {word}")
+        for position, word in self.words(step, template):
+            self.lines.append(f"{name}[{position}] = {word}")
         return name
 
     def launch(self, fn, block: str, total: int, moved: int, align: int) -> None:
@@ -137,6 +145,16 @@ class _Writer:
 
     def kernel(self, step, ready) -> None:
         prepared, template = ready
+        if prepared.total > 0 and inline(prepared.moved, self.threads):
+            words = self.words(step, template)
+            per_item = prepared.moved // prepared.total
+            described = describe(prepared.fn, template, [p for p, _ in words], per_item)
+            if described is not None:  # the native launch: no block copied in Python
+                self.constant("N", described)  # kept alive by the function's globals
+                args = ", ".join([str(described.address), str(prepared.total)])
+                args = ", ".join([args, *(w for _, w in words)])
+                self.lines.append(f"_launch({args})")
+                return
         block = self.block(step, template)
         self.launch(prepared.fn, block, prepared.total, prepared.moved, prepared.align)
 

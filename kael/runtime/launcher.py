@@ -18,6 +18,9 @@ from kael.runtime.tracestate import state as _trace_state
 PARALLEL_BYTES = 1 << 20
 # Ranges start on multiples of this many work items, so threads do not share cache lines.
 ALIGN_ITEMS = 64
+# An inline launch moving this many bytes releases the GIL (a microsecond of work or more),
+# so other Python threads run beside it; below it, taking the GIL back costs more.
+RELEASE_BYTES = 64 * 1024
 
 # The signature of every compiled kernel: void f(i64* args, i64 begin, i64 end).
 KernelFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
@@ -27,8 +30,18 @@ def kernel_fn(address: int, symbol: str, kernel: object = None, library=None) ->
     """A callable for the kernel at `address`, carrying what its launch records show: its
     kael IR (`kernel`), or the hand-written library it is in (whose `.text` is LLVM IR)."""
     fn = KernelFn(address)
-    fn.symbol, fn.kernel, fn.library = symbol, kernel, library
+    fn.address, fn.symbol, fn.kernel, fn.library = address, symbol, kernel, library
     return fn
+
+
+# The inline call as a builtin, call(fn address, block address, total, release the GIL):
+# codegen/cpu/native_launch.py installs it (~0.1 us; a ctypes call costs ~0.5 us).
+_direct = None
+
+
+def install_direct(call) -> None:
+    global _direct
+    _direct = call
 
 
 def split(total: int, parts: int, align: int = ALIGN_ITEMS) -> list[tuple[int, int]]:
@@ -57,7 +70,10 @@ def run_block(fn, block: array.array, total: int, bytes_moved: int, align: int =
     launch_block's callers, the eager fast door and compiled replays, which are never
     used while launches are recorded or traced."""
     if bytes_moved < PARALLEL_BYTES or get_num_threads() == 1:  # inline(), without the call
-        fn(block.buffer_info()[0], 0, total)
+        if _direct is None:
+            fn(block.buffer_info()[0], 0, total)
+        else:
+            _direct(fn.address, block.buffer_info()[0], total, bytes_moved >= RELEASE_BYTES)
     else:
         pool().run(fn, block.buffer_info()[0], split(total, get_num_threads(), align))
 

@@ -44,6 +44,12 @@ def _served(key) -> bool:
     return key in fastpath._entries
 
 
+def _served_shaped(name: str, *operands) -> bool:
+    """Whether the door by exact layouts holds this call's launch."""
+    parts = fastpath._shaped_parts(name, *operands)
+    return parts is not None and parts[0] in fastpath._shaped
+
+
 def _try(fn, *args):
     try:
         return fn(*args)
@@ -404,5 +410,111 @@ def test_launches_for_the_thread_pool_are_served_as_the_full_door_runs_them(thre
             _same(a * b, kael.mul(a, b, out=kael.empty(700, 900)))
             _same(a.sum(1), kael.sum(a, 1, out=kael.empty(700)))
             _same(a.exp(), kael.exp(a, out=kael.empty(700, 900)))
+    finally:
+        kael.set_num_threads(saved)
+
+
+# ---- calls keyed by exact layouts (broadcast, strided) -------------------------------------------
+
+
+def _layouts(dtype, seed):
+    """(a, b) pairs of one call shape each: broadcast rows and columns, transposed, stepped,
+    offset views and a number."""
+    base = _tensor((12, 10), dtype, seed)
+    col = _tensor((12, 1), dtype, seed + 1)
+    row = _tensor((10,), dtype, seed + 2)
+    return [
+        (base, row),
+        (col, row),
+        (base.T, base[:10, :10]),
+        (base[:, ::3], col),
+        (base[2:7, 1:], base[0, 1:]),
+        (base.T, 2.5),
+        (3, base[::2]),
+    ]
+
+
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "maximum", "eq", "lt", "pow"])
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64])
+def test_calls_by_exact_layout_give_the_full_doors_bits(name, dtype):
+    for i, (a, b) in enumerate(_layouts(dtype, 40)):
+        first = _try(getattr(kael, name), a, b)
+        if isinstance(first, type):  # refused: never remembered, refused again
+            assert _try(getattr(kael, name), a, b) is first
+            continue
+        (a2, b2) = _layouts(dtype, 50)[i]  # other values, the same layouts
+        got = getattr(kael, name)(a2, b2)
+        _same(got, _full_door(name, a2, b2))
+        assert got.is_contiguous()
+    a, b = _layouts(dtype, 60)[0]
+    if _try(getattr(kael, name), a, b) is not kael.TypeError:
+        assert _served_shaped(name, a, b)
+
+
+def test_layouts_of_one_shape_are_keyed_apart():
+    x = _tensor((6, 6), kael.float32, 61)
+    t = torch.from_numpy(x.numpy())
+    for _ in range(2):
+        np.testing.assert_array_equal((x + x.T).numpy(), (t + t.T).numpy())
+        np.testing.assert_array_equal((x.T + x).numpy(), (t.T + t).numpy())
+        np.testing.assert_array_equal((x[::2] - x[1::2]).numpy(), (t[::2] - t[1::2]).numpy())
+        np.testing.assert_array_equal(
+            (x[:, ::2] - x[:, :3]).numpy(), (t[:, ::2] - t[:, :3]).numpy()
+        )
+
+
+@pytest.mark.parametrize("name", ["neg", "exp", "sqrt", "abs", "logical_not"])
+def test_strided_unary_calls_are_served_with_the_full_doors_bits(name):
+    for seed in (62, 63):
+        x = _tensor((9, 14), kael.float32, seed)[:, 1::3].T
+        got = getattr(kael, name)(x)
+        _same(got, getattr(kael, name)(x, out=kael.empty(got.shape, dtype=got.dtype)))
+    assert fastpath.unary_key(name, x) in fastpath._shaped
+
+
+def test_in_place_by_exact_layout_moves_the_version_and_matches_torch():
+    for _ in range(2):
+        x = _tensor((8, 12), kael.float64, 64)
+        row = _tensor((6,), kael.float32, 65)
+        t = torch.from_numpy(x.numpy().copy())
+        view = x[:, ::2]
+        version = x._impl.storage.version
+        assert view.add_(row) is view
+        t[:, ::2].add_(torch.from_numpy(row.numpy()))
+        assert x._impl.storage.version == version + 1
+        np.testing.assert_array_equal(x.numpy(), t.numpy())
+        x.T.mul_(0.5)
+        t.T.mul_(0.5)
+        np.testing.assert_array_equal(x.numpy(), t.numpy())
+    assert _served_shaped("add_", x[:, ::2], row)
+
+
+def test_in_place_by_exact_layout_from_an_overlapping_view_reads_the_old_values():
+    for _ in range(2):
+        x = kael.arange(20.0).reshape(4, 5)
+        t = torch.arange(20.0).reshape(4, 5)
+        x[1:, ::2].add_(x[:-1, ::2])  # reads rows the write has changed: the full door copies
+        t[1:, ::2].add_(t[:-1, ::2].clone())
+        np.testing.assert_array_equal(x.numpy(), t.numpy())
+
+
+def test_in_place_by_exact_layout_keeps_its_refusals():
+    x = kael.ones(3, 4)
+    for _ in range(2):
+        with pytest.raises(kael.Error, match="doesn't match the broadcast shape"):
+            x[:, :1].add_(kael.ones(3, 4))
+        with pytest.raises(kael.TypeError, match="can't be cast"):
+            kael.ones(3, 4, dtype=kael.int64)[:, ::2].add_(kael.ones(2) * 0.5)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_pool_sized_calls_by_exact_layout_are_served_as_the_full_door_runs_them(threads):
+    saved = kael.get_num_threads()
+    kael.set_num_threads(threads)
+    try:
+        a, row = _tensor((700, 900), kael.float32, 66), _tensor((900,), kael.float32, 67)
+        for _ in range(2):  # 7.5 MiB moved: the thread pool
+            _same(a * row, kael.mul(a, row, out=kael.empty(700, 900)))
+            _same(a.T + 1.0, kael.add(a.T, 1.0, out=kael.empty(900, 700)))
     finally:
         kael.set_num_threads(saved)
