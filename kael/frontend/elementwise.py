@@ -364,6 +364,16 @@ def binary(name: str, a, b, out: Tensor | None = None) -> Tensor:
 _EXPONENT_KERNELS = {0.5: "sqrt", -0.5: "rsqrt", 2: "square", -1: "reciprocal"}
 
 
+def _exponent_key(x) -> tuple | None:
+    """What picks pow's kernel of a number exponent, for the fast door's key: its type, the
+    kernel its value takes, and its sign (integer powers refuse negative exponents)."""
+    kind = fastpath.number_key(x)
+    return None if kind is None else (kind, _EXPONENT_KERNELS.get(x), x < 0)
+
+
+fastpath.value_keys.update(pow=_exponent_key, pow_=_exponent_key)
+
+
 def _launch_binary(
     op: BinaryOp, a, b, compute: DType, target: Tensor, fast: tuple | None = None
 ) -> None:
@@ -372,7 +382,7 @@ def _launch_binary(
     number_exponent = op.scalar_exponent and not isinstance(b, Tensor)
     kernel = _EXPONENT_KERNELS.get(b) if number_exponent and compute.is_floating_point else None
     if kernel is not None:
-        _launch_unary(kernel, kernel, a, compute, target)
+        _launch_unary(kernel, kernel, a, compute, target, fast)
         return
     # A float32 pow's number exponent stays a double: the base (rounded to float32 first, as
     # PyTorch converts it) is widened and pow runs in float64, rounded to float32 at the end.
@@ -385,8 +395,6 @@ def _launch_binary(
         return f"{op.name}", [g.Cast(target.dtype, (), value)]
 
     key = ("binary", op.name, _kind(a), _kind(b), operand_dtype, wide, target.dtype)
-    # pow's number exponent picks its kernel by value (above): never served by the fast door
-    fast = None if number_exponent else fast
     _run(key, [a, b], build, target, wide, CHECKED if number_exponent else WRAP, fast)
 
 

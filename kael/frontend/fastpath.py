@@ -104,11 +104,22 @@ def _tensor_key(t) -> tuple | None:
     return impl.dtype
 
 
-def _number_key(x) -> type | None:
+def number_key(x) -> type | None:
+    """A number operand's type where the door serves it (a float, an int within int64)."""
     kind = type(x)
     if kind is float or (kind is int and x in _INT_RANGE):
         return kind
     return None
+
+
+# Ops whose kernel depends on the value of a number right operand, not only its type: the
+# op's name -> what of that value the key holds (elementwise.py registers pow's exponent).
+value_keys: dict = {}
+
+
+def _right_number_key(name: str, x):
+    judge = value_keys.get(name)
+    return number_key(x) if judge is None else judge(x)
 
 
 def _binary_parts(name: str, a, b) -> tuple | None:
@@ -129,10 +140,10 @@ def _binary_parts(name: str, a, b) -> tuple | None:
         return (name, _tensor_key(a), _tensor_key(b), zero_d), shape, (ai, bi), None
     if ta:
         shape = a._impl.shape
-        return (name, _tensor_key(a), _number_key(b), not shape), shape, (a._impl,), b
+        return (name, _tensor_key(a), _right_number_key(name, b), not shape), shape, (a._impl,), b
     if tb:
         shape = b._impl.shape
-        return (name, _number_key(a), _tensor_key(b), not shape), shape, (b._impl,), a
+        return (name, number_key(a), _tensor_key(b), not shape), shape, (b._impl,), a
     return None
 
 
@@ -150,12 +161,13 @@ def _shaped_parts(name: str, a, b) -> tuple | None:
         ai = a._impl
         if ai.device is not CPU:
             return None
-        return (SHAPED, name, ai.dtype, ai.shape, ai.strides, _number_key(b)), (ai,), b
+        key = (SHAPED, name, ai.dtype, ai.shape, ai.strides, _right_number_key(name, b))
+        return key, (ai,), b
     if tb:
         bi = b._impl
         if bi.device is not CPU:
             return None
-        return (SHAPED, name, _number_key(a), bi.dtype, bi.shape, bi.strides), (bi,), a
+        return (SHAPED, name, number_key(a), bi.dtype, bi.shape, bi.strides), (bi,), a
     return None
 
 

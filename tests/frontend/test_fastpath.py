@@ -518,3 +518,27 @@ def test_pool_sized_calls_by_exact_layout_are_served_as_the_full_door_runs_them(
             _same(a.T + 1.0, kael.add(a.T, 1.0, out=kael.empty(900, 700)))
     finally:
         kael.set_num_threads(saved)
+
+
+@pytest.mark.parametrize("exponent", [2, 2.0, 0.5, -0.5, -1, 3, 1.5, 0.0, -0.0, float("nan"), -2])
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64])
+@pytest.mark.parametrize("layout", ["dense", "strided"])
+def test_pow_by_a_number_is_keyed_by_the_kernel_its_value_picks(exponent, dtype, layout):
+    # x ** 2 is square, x ** 0.5 sqrt, x ** -1 reciprocal, other values pow: every value
+    # that picks another kernel (or a refusal: int ** -2) has a key of its own
+    def base(seed):
+        x = _tensor((6, 8), dtype, seed).abs()
+        return x if layout == "dense" else x[:, ::2]
+
+    for seed in (70, 71, 72):
+        x = base(seed)
+        got = _try(lambda x=x: x**exponent)
+        if isinstance(got, type):  # integers to negative powers, refused by torch too
+            assert got is kael.ValueError
+            with pytest.raises(RuntimeError, match="negative integer powers"):
+                torch.from_numpy(x.numpy()) ** exponent
+            continue
+        want = torch.from_numpy(x.numpy()) ** exponent
+        out = kael.empty(got.shape, dtype=got.dtype)
+        _same(got, kael.pow(x, exponent, out=out))
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)

@@ -248,13 +248,20 @@ def _no_index(axis: int):
     raise NotImplementedError("a reduction prologue cannot read its position")
 
 
-def _rows_block(e: _Emitter, j0, j1, bases):
-    """(value, index) of reduced elements [j0, j1) of one output, inputs at `bases`."""
-    red, b = e.red, e.b
-    paired = red.paired
+def _row_lanes(e: _Emitter) -> int:
+    """The lanes of a ROWS reduction's accumulators (1: scalar code)."""
+    red = e.red
     gathers = any(buf.inner == STRIDED for buf in red.inputs)
     # Gathering more than 8 lanes element by element costs more code than it saves.
-    w = e.width if red.vector and not (gathers and e.width > 8) else 1
+    return e.width if red.vector and not (gathers and e.width > 8) else 1
+
+
+def _rows_block(e: _Emitter, j0, j1, bases, short: bool = False):
+    """(value, index) of reduced elements [j0, j1) of one output, inputs at `bases`;
+    `short`: the block is shorter than the vector, so its scalar code runs alone."""
+    red, b = e.red, e.b
+    paired = red.paired
+    w = 1 if short else _row_lanes(e)
     acc_t = value_type(red.acc, w)
     idx_t = ir.VectorType(I64, w) if w > 1 else I64
     n_acc = UNROLL if w > 1 else 0
@@ -336,8 +343,13 @@ def _rows_block(e: _Emitter, j0, j1, bases):
         e.loops.counted(j, n, 1, scalar, "elem")
 
     e.walk_reduced(j0, j1, row)
+    tail_value, tail_index = b.load(tail), (b.load(tail_i) if paired else None)
+    if short:
+        # What the vector code gives a block shorter than its lanes: every lane left at the
+        # identity, whose fold is the identity again, combined with the tail.
+        return e.combine(e.ident(1), e.second_ident(1) if paired else None, tail_value, tail_index)
     if w == 1:
-        return b.load(tail), (b.load(tail_i) if paired else None)
+        return tail_value, tail_index
     accs = [b.load(s) for s in vec]
     ids = [b.load(s) for s in vec_i] if paired else [None] * n_acc
     while len(accs) > 1:
@@ -346,19 +358,93 @@ def _rows_block(e: _Emitter, j0, j1, bases):
         ]
         accs, ids = [p[0] for p in pairs], [p[1] for p in pairs]
     value, index = e.fold_lanes(accs[0], ids[0], w)
-    return e.combine(value, index, b.load(tail), b.load(tail_i) if paired else None)
+    return e.combine(value, index, tail_value, tail_index)
 
 
-def _emit_rows(e: _Emitter, w: ir.Value) -> None:
+def _emit_rows(e: _Emitter, w: ir.Value, short: bool = False) -> None:
+    """Work item w: one block of one output's reduced elements; `short`: the whole of an
+    output shorter than the vector (one block, no lanes)."""
     b, args, red = e.b, e.args, e.red
     nb = args.blocks
-    o, blk = b.sdiv(w, nb), b.srem(w, nb)
+    o, blk = (w, i64(0)) if short else (b.sdiv(w, nb), b.srem(w, nb))
     kidx = decompose(b, o, args.kept)
     bases = [element_offset(b, kidx, st[: red.kept]) for st in args.in_strides]
     j0 = b.mul(blk, i64(BLOCK))
     j1 = smin(b, b.add(j0, i64(BLOCK)), args.length)
-    value, index = _rows_block(e, j0, j1, bases)
+    value, index = _rows_block(e, j0, j1, bases, short)
     _finish(e, o, blk, kidx, value, index)
+
+
+def _emit_short_lanes(e: _Emitter, begin: ir.Value, end: ir.Value) -> ir.Value:
+    """Outputs of a reduction whose rows are shorter than the vector, as many lanes at a
+    time: each lane is one output and walks its row's elements in order from the identity,
+    then combines with the identity once, exactly what the scalar code does for one output
+    (so the bits are the same); the elements come in lane by lane. Runs the whole chunks in
+    [begin, end) and returns where the scalar loop takes over."""
+    red, b, args = e.red, e.b, e.args
+    lanes = e.width
+    paired = red.paired
+    acc_t, sec_t = value_type(red.acc, lanes), value_type(red.second_dtype, lanes)
+    bases = [e.entry.alloca(I64, size=i64(lanes), name=f"lane_base{i}") for i in red.inputs]
+    values = e.entry.alloca(scalar_type(red.acc), size=i64(lanes), name="lane_values")
+    indices = e.entry.alloca(scalar_type(red.second_dtype), size=i64(lanes), name="lane_index")
+    values.align = indices.align = VECTOR_BYTES  # stored as whole vectors
+    acc, acc_i = e.slot(acc_t, "lane_acc"), e.slot(sec_t, "lane_acc_index")
+    last = red.kept + red.reduced - 1
+    istep = args.index_strides[-1]
+
+    def chunk(c0):
+        def base(lane):
+            kidx = decompose(b, b.add(c0, lane), args.kept)
+            for slots, st in zip(bases, args.in_strides):
+                b.store(element_offset(b, kidx, st[: red.kept]), b.gep(slots, [lane]))
+
+        e.loops.counted(i64(0), i64(lanes), 1, base, "lanes.base")
+        heads = [[b.load(b.gep(slots, [i64(k)])) for k in range(lanes)] for slots in bases]
+        b.store(e.ident(lanes), acc)
+        if paired:
+            b.store(e.second_ident(lanes), acc_i)
+
+        def row(pos, first, n, offsets, prefix):
+            def element(j):
+                jj = b.add(first, j)
+                at = [b.add(off, b.mul(jj, st[last])) for off, st in zip(offsets, args.in_strides)]
+
+                def load(i):
+                    vec = ir.Constant(value_type(red.inputs[i].dtype, lanes), ir.Undefined)
+                    for k in range(lanes):
+                        p = b.gep(args.ins[i], [b.add(heads[i][k], at[i])])
+                        item = b.load(p, align=red.inputs[i].dtype.itemsize)
+                        vec = b.insert_element(vec, item, i64(k))
+                    return vec
+
+                x, second = e.prologue(
+                    lanes, load, lambda: splat(b, b.add(prefix, b.mul(jj, istep)), lanes)
+                )
+                v, i = e.combine(b.load(acc), b.load(acc_i) if paired else None, x, second)
+                b.store(v, acc)
+                if paired:
+                    b.store(i, acc_i)
+
+            e.loops.counted(i64(0), n, 1, element, "lanes.elem")
+
+        e.walk_reduced(i64(0), args.length, row)
+        value, index = e.combine(
+            e.ident(lanes), e.second_ident(lanes) if paired else None,
+            b.load(acc), b.load(acc_i) if paired else None,
+        )  # fmt: skip
+        b.store(value, b.bitcast(values, acc_t.as_pointer()))
+        if paired:
+            b.store(index, b.bitcast(indices, sec_t.as_pointer()))
+
+        def store(lane):
+            o = b.add(c0, lane)
+            index = b.load(b.gep(indices, [lane])) if paired else None
+            _finish(e, o, i64(0), decompose(b, o, args.kept), b.load(b.gep(values, [lane])), index)
+
+        e.loops.counted(i64(0), i64(lanes), 1, store, "lanes.store")
+
+    return e.loops.counted(begin, end, lanes, chunk, "lanes")
 
 
 def _finish(e: _Emitter, o, blk, kidx, value, index) -> None:
@@ -537,7 +623,22 @@ def _function(module: ir.Module, red: Reduction, symbol: str, body) -> None:
         b.position_at_end(b.block)  # the entry builder inserted above b's last instruction
         b.store(i64(0), e.fault_code)
     begin, end = fn.args[1], fn.args[2]
-    e.loops.counted(begin, end, 1, lambda w: body(e, w), "item")
+    lanes = _row_lanes(e) if body is _emit_rows else 1
+    if lanes > 1:
+        # Outputs shorter than the vector (argmin over [n, 5]) run a loop of scalar code
+        # alone: the lanes' setup and folds cost more than such a row's elements.
+        short = b.and_(
+            b.icmp_signed("<", e.args.length, i64(lanes)),
+            b.icmp_signed("==", e.args.blocks, i64(1)),
+        )
+        with b.if_else(short) as (few, many):
+            with few:
+                rest = _emit_short_lanes(e, begin, end)
+                e.loops.counted(rest, end, 1, lambda w: _emit_rows(e, w, True), "short")
+            with many:
+                e.loops.counted(begin, end, 1, lambda w: body(e, w), "item")
+    else:
+        e.loops.counted(begin, end, 1, lambda w: body(e, w), "item")
     e.report_faults()
     b.ret_void()
 

@@ -280,3 +280,20 @@ def test_an_epilogue_flag_says_whether_any_output_raised_it(shape, axes):
     last[-2:] = 1.7e308  # two in the last output: its sum overflows, the others' do not
     assert eager.run_reduction(template, [out_impl], [impl_of(x)], axes)
     assert np.isinf(out).sum() == 1 and out.flat[-1] == math.inf
+
+
+@pytest.mark.parametrize("length", [1, 2, 5, W - 1, W])
+@pytest.mark.parametrize("rows", [1, W - 1, 4 * W + 5])
+def test_rows_shorter_than_the_vector_sum_in_the_lane_order_bit_for_bit(length, rows):
+    # rows of fewer elements than lanes run one output per lane (whole chunks of outputs)
+    # or the scalar code (the rest): both give exactly the documented lane order's sum
+    x = np.random.default_rng(length * 100 + rows).standard_normal((rows, length)) * 1e3
+    x[0, :] = -0.0  # a row of negative zeros sums to +0.0, as the lanes' identity gives
+    got = run_sum(x, (1,))
+    assert got.tolist() == [reference_sum(row) for row in x]
+    assert not np.signbit(got[0])
+    if length < W:  # transposed short rows (the columns pass): the same sequential order
+        t = np.ascontiguousarray(x.T).T
+        assert run_sum(t, (1,)).tolist() == got.tolist()
+    strided = np.repeat(x, 2, axis=1)[:, ::2]  # strided rows, one output per lane
+    assert run_sum(strided, (1,)).tolist() == got.tolist()
