@@ -24,12 +24,12 @@ from kael.ir.kernel import BCAST, CONTIG, Kernel
 from kael.ir.ops import FAULTS, FLAG
 from kael.ir.reduction import ROWS, ReducePlan, Reduction, plan_reduction
 from kael.ir.scheduler import schedule_elementwise, schedule_reduction
-from kael.runtime import cuda_driver, sync
+from kael.runtime import cuda_driver, debug, launches, sync
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import DType, bool_, float64, int64
 from kael.runtime.errors import Error
-from kael.runtime.launcher import launch
+from kael.runtime.launcher import PARALLEL_BYTES, launch
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
 from kael.runtime.threadpool import get_num_threads
@@ -53,6 +53,7 @@ NONTEMPORAL_BYTES = _streaming_threshold()
 
 parallel.install()
 native_launch.install()
+_native_launch = native_launch.launcher()
 
 
 class Template:
@@ -137,6 +138,9 @@ class _Plan:
     align: int
     moved: int  # bytes read and written
     faults: bool  # whether the argument block ends with an error word
+    # the inline launch: words (each operand's address, the parameters, the error word's
+    # address) into the template; None on a GPU
+    native: native_launch.Descriptor | None = None
 
 
 def _layout(entry: Template, out: TensorImpl, impls, streaming: bool):
@@ -194,7 +198,13 @@ def _plan(
     else:
         total, align = n, 64
     moved = sum(t.numel() * t.dtype.itemsize for t in impls)
-    return _Plan(specialized, compiled, tail, n, total, align, moved, specialized.may_fault)
+    faults = specialized.may_fault
+    native = None
+    if compiled is not None and total > 0:
+        words = [0] * len(impls) + tail + [0] * (len(entry.kernel.params) + faults)
+        positions = [*range(len(impls)), *range(len(impls) + len(tail), len(words))]
+        native = native_launch.describe(compiled.fn, words, positions, moved // total)
+    return _Plan(specialized, compiled, tail, n, total, align, moved, faults, native)
 
 
 # Launch plans by (template, device, shape, strides of every operand): a repeated call
@@ -236,12 +246,21 @@ def run(
     if plan.faults and any(o.storage.overlaps(t.storage) for o in outs for t in ins):
         return _run_then_copy(entry, outs, ins, scalars)
     words = [t.data_ptr() for t in impls]
-    words += plan.tail
-    if names:
-        words += [_param_word(scalars[name], d) for name, d in zip(names, kernel.params)]
+    params = [_param_word(scalars[name], d) for name, d in zip(names, kernel.params)]
     error = _ErrorWord(device) if plan.faults else None
     if error is not None:
-        words.append(error.address)
+        params.append(error.address)
+    native = plan.native
+    if (
+        native is not None
+        and (plan.moved < PARALLEL_BYTES or get_num_threads() == 1)
+        and launches.recorder is None
+        and debug.level < 1
+    ):  # launcher.launch without its Python: the descriptor holds every other word
+        _native_launch(native.address, plan.total, *words, *params)
+        return error is not None and error.check()
+    words += plan.tail
+    words += params
     if plan.compiled is None:
         gpu_launch(plan.kernel, words, plan.elements)
     else:

@@ -70,10 +70,11 @@ def run_block(fn, block: array.array, total: int, bytes_moved: int, align: int =
     launch_block's callers, the eager fast door and compiled replays, which are never
     used while launches are recorded or traced."""
     if bytes_moved < PARALLEL_BYTES or get_num_threads() == 1:  # inline(), without the call
-        if _direct is None:
+        address = getattr(fn, "address", None)  # kernel_fn's; a bare CFUNCTYPE has none
+        if _direct is None or address is None:
             fn(block.buffer_info()[0], 0, total)
         else:
-            _direct(fn.address, block.buffer_info()[0], total, bytes_moved >= RELEASE_BYTES)
+            _direct(address, block.buffer_info()[0], total, bytes_moved >= RELEASE_BYTES)
     else:
         pool().run(fn, block.buffer_info()[0], split(total, get_num_threads(), align))
 

@@ -494,7 +494,10 @@ def test_a_kernel_told_one_element_too_many_faults_at_the_guard():
         "kael.exp(a)\n"
         "print('inside ok', file=sys.stderr, flush=True)\n"
         "eager.launch = overrun\n"
-        "kael.exp(a, out=kael.empty(1000))\n"  # out=: the full door, not the fast one
+        # out=: the full door, not the fast one; recorded: through launcher.launch, not the
+        # native launch of a described plan
+        "from kael.frontend.inspection import record_launches\n"
+        "record_launches(lambda: kael.exp(a, out=kael.empty(1000)))\n"
     )
     with pytest.raises(AssertionError, match=_FAULTED):
         run_python(FAULTHANDLER + script)
