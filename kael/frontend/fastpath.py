@@ -622,6 +622,10 @@ class _Product:
     dtype: DType
     nbytes: int
     itemsize: int
+    # a plan of one inline launch and no scratch (matrix @ vector): its descriptor, and
+    # for each word it takes (A, B or C, byte offset)
+    native: native_launch.Descriptor | None = None
+    words: tuple = ()
 
 
 _products: dict[tuple, _Product] = {}
@@ -647,8 +651,13 @@ def matmul(a, b):
     ai, bi = a._impl, b._impl
     nbytes, size = entry.nbytes, entry.itemsize
     storage = Storage.host(nbytes)
-    a_at = ai.storage.ptr + ai.offset * size
-    gemm_run.run(entry.plan, a_at, bi.storage.ptr + bi.offset * size, storage.ptr)
+    bases = (ai.storage.ptr + ai.offset * size, bi.storage.ptr + bi.offset * size, storage.ptr)
+    native = entry.native
+    if native is None:
+        gemm_run.run(entry.plan, *bases)
+    else:
+        _native(native.address, entry.plan.launches[0].total,
+                *[bases[which] + offset for which, offset in entry.words])  # fmt: skip
     shape = entry.shape
     out = TensorImpl.of_tuples(storage, shape, _dense_strides(shape), 0, entry.dtype, CPU)
     return Tensor.trusted(out)
@@ -665,4 +674,13 @@ def remember_matmul(a, b, plan, target) -> None:
     if len(_products) >= _MAX_ENTRIES:
         _products.clear()
     nbytes = t.numel() * t.dtype.itemsize
-    _products[key] = _Product(plan, t.shape, t.dtype, nbytes, t.dtype.itemsize)
+    native, words = None, ()
+    if len(plan.launches) == 1 and not plan.buffer_bytes and plan.launches[0].moved == 0:
+        launch = plan.launches[0]
+        positions = [i for i, _, _ in launch.slots]  # the GIL released from 64K flops:
+        flops = max(1, launch.flops // max(1, launch.total))
+        native = native_launch.describe(launch.fn, launch.words, positions, flops)
+        words = tuple((which, offset) for _, which, offset in launch.slots)
+        global _native
+        _native = native_launch.launcher()
+    _products[key] = _Product(plan, t.shape, t.dtype, nbytes, t.dtype.itemsize, native, words)

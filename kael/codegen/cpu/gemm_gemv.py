@@ -27,6 +27,7 @@ BLOCK = 1024  # columns of C one item keeps in L1 (4 or 8 KiB)
 KSTEP = 4  # rows of B one pass over C's block adds
 RSTEP = 4  # rows of A one item dots with the vector
 UNROLL = 2  # vector accumulators per row
+NARROW = 2  # a column block of at most this many vectors keeps C in registers
 
 
 def _vectors(module: ir.Module, dtype: DType) -> Vectors:
@@ -41,6 +42,9 @@ def _emit_cols(module: ir.Module, vx: Vectors) -> None:
     fn, b, w, loops = begin(module, COLS, ARGS)
     t = vx.elem.as_pointer()
     lanes = vx.lanes
+    # narrow blocks: KSTEP accumulators per vector of C, in registers across all of k
+    narrow_accs = [[b.alloca(vx.vec, name=f"nacc{v}_{r}") for r in range(KSTEP)]
+                   for v in range(NARROW)]  # fmt: skip
 
     def item(it):
         row, block = divmod_(b, it, w["blocks"])
@@ -58,8 +62,6 @@ def _emit_cols(module: ir.Module, vx: Vectors) -> None:
 
         def zero(v):
             vx.store(b, vx.zero, b.gep(c, [b.mul(v, i64(lanes))]), lane_mask(v))
-
-        loops.counted(i64(0), vectors, 1, zero, "zero")
 
         def rows(k0, count):
             """C[block] += sum over count rows from k0 of a[k] * B[k, block]."""
@@ -81,8 +83,54 @@ def _emit_cols(module: ir.Module, vx: Vectors) -> None:
             loops.counted(i64(0), vectors, 1, add, f"add{count}")
 
         groups = b.sdiv(w["k"], i64(KSTEP))
-        loops.counted(i64(0), groups, 1, lambda g: rows(b.mul(g, i64(KSTEP)), KSTEP), "group")
-        loops.counted(b.mul(groups, i64(KSTEP)), w["k"], 1, lambda k: rows(k, 1), "rest")
+
+        def narrow(count: int):
+            """A block of at most `count` vectors (X.T @ v with few columns): each row k
+            adds a[k] * B[k, block] into accumulator k % KSTEP, in registers, and C is
+            their sum, stored once; the C-in-L1 passes would wait on each store."""
+            accs = narrow_accs[:count]
+            for row in accs:
+                for acc in row:
+                    b.store(vx.zero, acc)
+            masks = [lane_mask(i64(v)) for v in range(count)]
+
+            def add(k, r):
+                scale = vx.splat(b, b.load(b.gep(a, [b.mul(k, w["aks"])])))
+                start = b.gep(bb, [b.mul(k, w["brs"])])
+                for v, (row, mask) in enumerate(zip(accs, masks, strict=True)):
+                    x = vx.load(b, b.gep(start, [i64(v * lanes)]), mask)
+                    b.store(vx.madd(b, scale, x, b.load(row[r])), row[r])
+
+            def group(g):
+                for r in range(KSTEP):
+                    add(b.add(b.mul(g, i64(KSTEP)), i64(r)), r)
+
+            loops.counted(i64(0), groups, 1, group, f"narrow{count}")
+            loops.counted(b.mul(groups, i64(KSTEP)), w["k"], 1, lambda k: add(k, 0), "nrest")
+            plus = b.add if vx.fma_fn is None else b.fadd
+            for v, (row, mask) in enumerate(zip(accs, masks, strict=True)):
+                parts = [b.load(acc) for acc in row]
+                while len(parts) > 1:  # pairwise: (r0 + r1) + (r2 + r3)
+                    parts = [plus(parts[i], parts[i + 1]) for i in range(0, len(parts), 2)]
+                vx.store(b, parts[0], b.gep(c, [i64(v * lanes)]), mask)
+
+        def wide():
+            loops.counted(i64(0), vectors, 1, zero, "zero")
+            loops.counted(i64(0), groups, 1, lambda g: rows(b.mul(g, i64(KSTEP)), KSTEP), "group")
+            loops.counted(b.mul(groups, i64(KSTEP)), w["k"], 1, lambda k: rows(k, 1), "rest")
+
+        # one path per block width: 1 .. NARROW vectors in registers, else C in L1
+        bodies = [lambda n=n: narrow(n) for n in range(1, NARROW + 1)] + [wide]
+        blocks = [fn.append_basic_block(f"width{n}") for n in range(1, len(bodies) + 1)]
+        after = fn.append_basic_block("width.done")
+        switch = b.switch(smin(b, vectors, i64(len(bodies))), blocks[-1])
+        for n, block in enumerate(blocks[:-1], 1):
+            switch.add_case(i64(n), block)
+        for block, body in zip(blocks, bodies, strict=True):
+            b.position_at_end(block)
+            body()
+            b.branch(after)
+        b.position_at_end(after)
 
     finish(fn, b, loops, item)
 

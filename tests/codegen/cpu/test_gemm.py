@@ -396,7 +396,7 @@ def test_matrix_vector_rows_cover_row_groups_and_k_tails(m, k, dtype):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("k", [1, 3, 4, 5, 9])
-@pytest.mark.parametrize("n", [2, 15, 16, 17, 1023, 1025, 2100])
+@pytest.mark.parametrize("n", [2, 15, 16, 17, 31, 32, 33, 1023, 1025, 2100])
 def test_vector_matrix_columns_cover_blocks_and_k_groups(k, n, dtype):
     v = small_ints((1, k), dtype)
     b = small_ints((k, n), dtype)
@@ -407,7 +407,7 @@ def test_vector_matrix_columns_cover_blocks_and_k_groups(k, n, dtype):
 
 
 @pytest.mark.parametrize("k", [1, 3, 4, 5, 9])
-@pytest.mark.parametrize("n", [1, 7, 8, 9, 1023, 1025])
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 16, 17, 1023, 1025])
 def test_int64_rows_of_c_cover_column_blocks_and_k_groups(k, n):
     a = RNG.integers(-(2**40), 2**40, size=(3, k))
     b = RNG.integers(-(2**40), 2**40, size=(k, n))
@@ -425,3 +425,28 @@ def test_int64_plans_pick_the_vector_kernel_for_unit_stride_columns_only():
     assert [step.name for step in contiguous] == [gemm_gemv.COLS]
     transposed = _plan((4, 5), (6, 5), dtype=np.int64, b_view=lambda x: x.T).launches
     assert [step.name for step in transposed] == [gemm.ROWS_I64]
+
+
+@pytest.mark.parametrize("n", [5, 20, 40])
+def test_narrow_column_blocks_sum_rows_by_k_modulo_four_then_pairwise(n):
+    # at most two vectors of C (float32: n <= 32) stay in registers: row k goes to
+    # accumulator k % 4, and C = (acc0 + acc1) + (acc2 + acc3); wider blocks add the rows
+    # into C in order. Products are exact here, so only the order of the sums rounds.
+    k = 9
+    v = np.ones((1, k), np.float32)
+    b = np.ones((k, n), np.float32)
+    b[0] = 2.0**24  # 2^24 + 1 rounds back to 2^24 in float32: the order shows
+    b[5] = -(2.0**24)
+    big, c = guarded((1, n), np.float32)
+    run(c, v, b)
+    if n <= 32:
+        acc = [np.float32(0)] * 4
+        for row in range(k):
+            acc[row % 4] = np.float32(acc[row % 4] + b[row, 0])
+        want = np.float32(np.float32(acc[0] + acc[1]) + np.float32(acc[2] + acc[3]))
+    else:
+        want = np.float32(0)
+        for row in range(k):
+            want = np.float32(want + b[row, 0])
+    assert (c == want).all(), (c[0, 0], want)
+    assert np.isnan(big[:, :3]).all() and np.isnan(big[:, -3:]).all()
