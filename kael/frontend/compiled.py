@@ -65,8 +65,9 @@ def _describe(leaf) -> tuple:
 
 
 def _signature(leaves: list, treedef, plain: bool = False) -> tuple[list, tuple | None]:
-    """(the tensor leaves, the call's signature key). With `plain`, the key is None where a
-    leaf is neither a tensor, a float nor an int (_positional leaves those to _lookup)."""
+    """(the tensor leaves, the call's signature key). With `plain` (the arguments as they
+    were passed), the key is None where one is a list, tuple or dict (_positional leaves
+    those to _lookup, which flattens them)."""
     tensors = []
     seen: dict[int, int] = {}
     parts = []
@@ -82,7 +83,7 @@ def _signature(leaves: list, treedef, plain: bool = False) -> tuple[list, tuple 
                 )
             )  # fmt: skip
             tensors.append(leaf)
-        elif plain and type(leaf) is not float and type(leaf) is not int:
+        elif plain and (type(leaf) is list or type(leaf) is dict or isinstance(leaf, tuple)):
             return tensors, None
         else:
             parts.append(_describe(leaf))
@@ -252,10 +253,10 @@ class CompiledFunction:
             return self._trace(leaves, treedef, tensors, key)
 
     def _positional(self, args: tuple) -> tuple[p.Plan | None, list]:
-        """The plan of a call of tensors, floats and ints, positionally, whose signature holds
-        no float used as a value, no implicit input read from a name, no extern with
-        data-shaped results, no fallback and no twin storages (the common call), with its
-        tensors; else (None, _) for _lookup to decide. No pytree walk."""
+        """The plan of a call of positional leaves (tensors, numbers, a module...) whose
+        signature holds no float used as a value, no implicit input read from a name, no
+        extern with data-shaped results, no fallback and no twin storages (the common
+        call), with its tensors; else (None, _) for _lookup to decide. No pytree walk."""
         tensors, key = _signature(args, ("args", len(args)), plain=True)
         entry = self._entries.get(key) if key is not None else None
         if entry is None or entry.implicit or entry.used:

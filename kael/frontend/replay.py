@@ -107,6 +107,11 @@ class _Writer:
             out.append((at + k, f"_word({self.value(source)}, {self.constant('D', dtype)})"))
         return out
 
+    def native(self, described, total: int, words: list[str]) -> None:
+        """A line launching `described` with these word expressions (native_launch)."""
+        self.constant("N", described)  # kept alive by the function's globals
+        self.lines.append(f"_launch({', '.join([str(described.address), str(total), *words])})")
+
     def block(self, step, template: array.array) -> str:
         """Lines that copy `step`'s template and patch this call's words into it."""
         name = f"b{len(self.lines)}"
@@ -150,10 +155,7 @@ class _Writer:
             per_item = prepared.moved // prepared.total
             described = describe(prepared.fn, template, [p for p, _ in words], per_item)
             if described is not None:  # the native launch: no block copied in Python
-                self.constant("N", described)  # kept alive by the function's globals
-                args = ", ".join([str(described.address), str(prepared.total)])
-                args = ", ".join([args, *(w for _, w in words)])
-                self.lines.append(f"_launch({args})")
+                self.native(described, prepared.total, [w for _, w in words])
                 return
         block = self.block(step, template)
         self.launch(prepared.fn, block, prepared.total, prepared.moved, prepared.align)
@@ -173,12 +175,21 @@ class _Writer:
         else:
             bases.append("0")
         for launch in gp.launches:
+            words = [
+                bases[which] + (f" + {offset}" if offset else "")
+                for _, which, offset in launch.slots
+            ]
+            if launch.total > 0 and inline(launch.moved, self.threads):
+                flops = max(1, launch.flops // launch.total)  # the GIL released from 64K
+                positions = [index for index, _, _ in launch.slots]
+                described = describe(launch.fn, launch.words, positions, flops)
+                if described is not None:
+                    self.native(described, launch.total, words)
+                    continue
             name = f"g{len(self.lines)}"
             self.lines.append(f"{name} = {self.constant('T', array.array('q', launch.words))}[:]")
-            for index, which, offset in launch.slots:
-                self.lines.append(
-                    f"{name}[{index}] = {bases[which]}" + (f" + {offset}" if offset else "")
-                )
+            for (index, _, _), word in zip(launch.slots, words, strict=True):
+                self.lines.append(f"{name}[{index}] = {word}")
             self.launch(launch.fn, name, launch.total, launch.moved, 1)
 
     def row_group(self, group, ready) -> None:
