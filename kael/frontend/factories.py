@@ -85,18 +85,32 @@ def empty(*size, dtype=None, device=None) -> Tensor:
 
 
 def zeros(*size, dtype=None, device=None) -> Tensor:
-    return _filled(empty(*size, dtype=dtype, device=device), 0)
+    return _full_of(size, dtype, device, 0)
 
 
 def ones(*size, dtype=None, device=None) -> Tensor:
-    return _filled(empty(*size, dtype=dtype, device=device), 1)
+    return _full_of(size, dtype, device, 1)
+
+
+def _full_of(size: tuple, dtype, device, value) -> Tensor:
+    """A new float32 (unless told otherwise) tensor of `size` full of `value`; a size made
+    before, on the host, takes one remembered fill (fastpath.full)."""
+    if device is None:
+        given = views.exact_key(size)
+        known = None if given is None else _shapes.get(given)
+        if known is not None:
+            made = fastpath.full(
+                known[0], dtypes.float32 if dtype is None else as_dtype(dtype), value
+            )
+            if made is not None:
+                return made
+    return _filled(empty(*size, dtype=dtype, device=device), value)
 
 
 def full(size, fill_value, *, dtype=None, device=None) -> Tensor:
     """Every element `fill_value`; the dtype follows the value's kind, as in PyTorch."""
     fill_value = as_number(fill_value, "fill_value")
-    t = new_tensor((size,), dtype_or(dtype, scalar_dtype(fill_value)), device)
-    return _filled(t, fill_value)
+    return _full_of((size,), dtype_or(dtype, scalar_dtype(fill_value)), device, fill_value)
 
 
 def new_like(input, dtype, device, op: str = "new_like") -> Tensor:

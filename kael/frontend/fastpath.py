@@ -69,7 +69,7 @@ class _Entry:
 _entries: dict[tuple, _Entry] = {}
 _native = None  # native_launch.launcher(), bound when the first launch is remembered
 _BROADCAST = {"a0": 1, "b0": 2}  # a binary key's 0-d operand: its buffer, after the output
-Tensor = None  # kael.frontend.tensor.Tensor, bound by _bind (tensor.py imports what imports this)
+Tensor = None  # kael.frontend.tensor.Tensor, bound by ops.py through `bind`
 _strides: dict[tuple, tuple] = {}
 
 
@@ -83,25 +83,25 @@ def _dense_strides(shape: tuple) -> tuple:
     return st
 
 
-def _bind() -> None:
+def bind(tensor_class) -> None:
+    """Name the Tensor class (ops.py, at import: tensor.py imports what imports this)."""
     global Tensor
-    from kael.frontend.tensor import Tensor
+    Tensor = tensor_class
 
 
 def _open() -> bool:
     """Whether this call may take the fast door: nothing traces or records launches."""
-    if Tensor is None:
-        _bind()
-    # launches.watched(), inlined: this runs before every fast call
+    # launches.watched(), inlined: this runs before every fast call (ops.py binds Tensor)
     return _trace_state.trace is None and launches.recorder is None and debug.level < 1
 
 
 def _tensor_key(t) -> tuple | None:
     """What the door's decisions see of a tensor operand, or None where it cannot serve it."""
     impl = t._impl
-    if impl.device is not CPU or impl.strides != _dense_strides(impl.shape):
-        return None
-    return impl.dtype
+    dense = _strides.get(impl.shape)  # _dense_strides, inlined for shapes seen before
+    if dense is None:
+        dense = _dense_strides(impl.shape)
+    return impl.dtype if impl.strides == dense and impl.device is CPU else None
 
 
 def number_key(x) -> type | None:
@@ -175,6 +175,19 @@ def binary(name: str, a, b):
     """a (op) b through a remembered launch, or None (the caller takes the full door)."""
     if not _open():
         return None
+    if type(a) is Tensor and type(b) is Tensor:  # the common call first: dense, one shape
+        ai, bi = a._impl, b._impl
+        shape = ai.shape
+        dense = _strides.get(shape)
+        if (
+            bi.shape == shape
+            and ai.strides == dense
+            and bi.strides == dense
+            and ai.device is CPU
+            and bi.device is CPU
+        ):
+            entry = _entries.get((name, ai.dtype, bi.dtype, not shape))
+            return None if entry is None else _launch(entry, shape, (ai, bi), None)
     parts = _binary_parts(name, a, b)
     if parts is not None:
         key, shape, operands, number = parts
@@ -269,26 +282,44 @@ def binary_(name: str, self, other):
 def fill(impl, value) -> bool:
     """Set every element of the dense CPU impl to the number `value` through a remembered
     fill launch (remembered here on first use); False where the full door must run it."""
-    kind = type(value)
     if not _open() or impl.device is not CPU or impl.strides != _dense_strides(impl.shape):
         return False
+    found = _fill_launch(impl.dtype, value)
+    return (
+        found is not None and _launch(found[0], impl.shape, (), value, impl, found[1]) is not None
+    )
+
+
+def full(shape: tuple, dtype: DType, value):
+    """A new dense host tensor of a checked `shape` with every element the number `value`,
+    through a remembered fill launch; None where the full door must make it."""
+    if not _open():
+        return None
+    found = _fill_launch(dtype, value)
+    return None if found is None else _launch(found[0], shape, (), value, None, found[1])
+
+
+def _fill_launch(dtype: DType, value) -> tuple | None:
+    """(the fill entry of `dtype`, value's word or None for a float) or None where the
+    value is judged by the full door (a kind it converts apart, an int beyond int64)."""
+    kind = type(value)
     if kind is int and value not in _INT_RANGE or kind not in (int, float, bool):
-        return False
-    key = ("fill", impl.dtype, kind)
+        return None
+    key = ("fill", dtype, kind)
     entry = _entries.get(key)
     if entry is None:
-        remember(key, eager.fill_template(impl.dtype), (impl.dtype,), ("value", CHECKED))
+        remember(key, eager.fill_template(dtype), (dtype,), ("value", CHECKED))
         entry = _entries.get(key)
         if entry is None:
-            return False
+            return None
     word = None
     if kind is not float:  # floats are not memoized: -0.0 == 0.0 as a key
-        word = _fill_words.get((kind, value, impl.dtype))
+        word = _fill_words.get((kind, value, dtype))
         if word is None:
-            word = eager.param_word(convert_scalar(value, impl.dtype, CHECKED), impl.dtype)
+            word = eager.param_word(convert_scalar(value, dtype, CHECKED), dtype)
             if len(_fill_words) < 256:
-                _fill_words[kind, value, impl.dtype] = word
-    return _launch(entry, impl.shape, (), value, impl, word) is not None
+                _fill_words[kind, value, dtype] = word
+    return entry, word
 
 
 _fill_words: dict[tuple, int] = {}  # (int or bool, value, dtype) -> its word: zeros, ones
@@ -335,8 +366,20 @@ def _launch(entry: _Entry, shape: tuple, operands: tuple, number, into=None, wor
         run_block(entry.fn, block, n, moved)
     if into is not None:
         return into
-    impl = TensorImpl.of_tuples(storage, shape, _dense_strides(shape), 0, entry.dtype, CPU)
-    return Tensor.trusted(impl)
+    return _result(storage, shape, _dense_strides(shape), entry.dtype)
+
+
+def _result(storage: Storage, shape: tuple, strides: tuple, dtype: DType):
+    """A Tensor over a fresh host storage in a layout this door made (valid by making)."""
+    impl = _new(TensorImpl)  # TensorImpl.of_tuples and Tensor.trusted, without their frames
+    impl.storage, impl.shape, impl.strides = storage, shape, strides
+    impl.offset, impl.dtype, impl.device = 0, dtype, CPU
+    t = _new(Tensor)
+    t._impl = impl
+    return t
+
+
+_new = object.__new__
 
 
 @dataclass(frozen=True, slots=True)
@@ -406,8 +449,7 @@ def _launch_shaped(entry: _Shaped, operands: tuple, number, into=None):
         run_block(entry.fn, block, entry.total, entry.moved, entry.align)
     if into is not None:
         return into
-    impl = TensorImpl.of_tuples(storage, entry.shape, entry.strides, 0, entry.dtype, CPU)
-    return Tensor.trusted(impl)
+    return _result(storage, entry.shape, entry.strides, entry.dtype)
 
 
 def _remember_shaped(key: tuple, template: eager.Template, out, ins, scalar) -> None:

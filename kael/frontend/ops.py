@@ -7,10 +7,28 @@ without a cycle); kael/__init__.py imports it.
 
 from __future__ import annotations
 
+import functools
+
 from kael.frontend import elementwise as ew
 from kael.frontend import fastpath, index_ops, indexing, linalg, nn, reductions, sequence
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
+
+
+def _fast_unary(name: str, slow):
+    """The unary function or method `slow` (kael.exp(x), x.exp(), -x), asking the fast door
+    first when called with the tensor alone (out= and the rest are `slow`'s to judge)."""
+    door = fastpath.unary
+
+    @functools.wraps(slow)
+    def fast(x, *args, **kwargs):
+        if not args and not kwargs:
+            done = door(name, x)
+            if done is not None:
+                return done
+        return slow(x, *args, **kwargs)
+
+    return fast
 
 
 def _binary_function(name: str):
@@ -73,8 +91,10 @@ NOT_METHODS: set[str] = set()
 for _family in FAMILIES:
     FUNCTIONS.update(_family.FUNCTIONS)
     NOT_METHODS.update(_family.NOT_METHODS)
-# Each public op goes through the tracing door (recorded, or an extern step, under compile).
+# Each public op goes through the tracing door (recorded, or an extern step, under compile);
+# a unary op asks the fast door before it (which serves nothing while tracing).
 FUNCTIONS = {name: op_door(name, fn) for name, fn in FUNCTIONS.items()}
+FUNCTIONS.update({name: _fast_unary(name, FUNCTIONS[name]) for name in ew.UNARY})
 FUNCTIONS.update({alias: FUNCTIONS[name] for alias, name in ALIASES.items()})
 
 # Tensor's own methods that may launch kernels (views need no door: they launch nothing).
@@ -105,19 +125,24 @@ def _inplace(name: str):
     return op_door(f"{name}_", method)
 
 
+_MISSING = object()  # no operand given: the slow method raises as it would
+
+
 def _fast(name: str, slow, reflected: bool = False, inplace: bool = False):
     """The operator method `slow`, asking the fast door (fastpath.py) first when called with
     one operand: a Python operator on dense tensors skips the door's frames as well as the
     full door. Any other call (keywords such as out=, a wrong count) is `slow`'s to judge."""
     door = fastpath.binary_ if inplace else fastpath.binary
 
-    def method(self, *args, **kwargs):
-        if len(args) == 1 and not kwargs:
-            other = args[0]
+    # `other` named, not in *args: a call binds faster (an operator passes exactly one)
+    def method(self, other=_MISSING, *args, **kwargs):
+        if other is not _MISSING and not args and not kwargs:
             done = door(name, other, self) if reflected else door(name, self, other)
             if done is not None:
                 return done
-        return slow(self, *args, **kwargs)
+        if other is _MISSING:
+            return slow(self, *args, **kwargs)
+        return slow(self, other, *args, **kwargs)
 
     _name_method(method, slow.__name__)
     method.__doc__ = slow.__doc__
@@ -153,9 +178,15 @@ def _method(fn):
 
 def _install() -> None:
     """Every function as a Tensor method, the in-place variants and the operators."""
+    fastpath.bind(Tensor)
     for name, fn in FUNCTIONS.items():
         if not hasattr(Tensor, name) and name not in NOT_METHODS:
-            setattr(Tensor, name, _method(fn))
+            fast = name in ew.UNARY or ALIASES.get(name) in ew.UNARY
+            setattr(
+                Tensor,
+                name,
+                _fast_unary(ALIASES.get(name, name), _method(fn)) if fast else _method(fn),
+            )
     for family in FAMILIES:
         for name, fn in family.METHODS.items():
             setattr(Tensor, name, op_door(name, fn))
@@ -186,9 +217,9 @@ def _install() -> None:
     for dunder in ("eq", "ne", "lt", "le", "gt", "ge"):  # input is self: always a Tensor
         setattr(Tensor, f"__{dunder}__", _fast(dunder, _method(FUNCTIONS[dunder])))
     Tensor.__hash__ = object.__hash__  # defining __eq__ would otherwise make tensors unhashable
-    Tensor.__neg__ = _method(FUNCTIONS["neg"])
-    Tensor.__abs__ = _method(FUNCTIONS["abs"])
-    Tensor.__invert__ = _method(FUNCTIONS["bitwise_not"])
+    Tensor.__neg__ = _fast_unary("neg", _method(FUNCTIONS["neg"]))
+    Tensor.__abs__ = _fast_unary("abs", _method(FUNCTIONS["abs"]))
+    Tensor.__invert__ = _fast_unary("bitwise_not", _method(FUNCTIONS["bitwise_not"]))
     Tensor.__pos__ = lambda self: self
 
 

@@ -88,9 +88,17 @@ class CachingAllocator:
     def allocate(self, capacity: int) -> int:
         """A block of exactly `capacity` bytes: a cached one if any (hit), else a new one."""
         if _GIL:  # list.pop is atomic: no lock for a hit (see the class docstring)
-            ptr = self._hit(capacity)
-            if ptr:
-                return ptr
+            blocks = self._free.get(capacity)
+            if blocks:  # _hit, inlined: every eager op's output comes through here
+                try:
+                    ptr = blocks.pop()
+                except IndexError:  # another thread took the last one meanwhile
+                    ptr = 0
+                if ptr:
+                    self._cached -= capacity
+                    self._in_use += capacity
+                    self._hits += 1
+                    return ptr
         with self._lock:
             ptr = self._hit(capacity)
         if ptr:
@@ -127,10 +135,19 @@ class CachingAllocator:
 
     def release(self, ptr: int, capacity: int) -> None:
         """Take back a block from allocate: cache it, or free it when disabled or over the cap."""
-        if _GIL and self._cache(ptr, capacity):
-            if self._cached > MAX_CACHED_BYTES or not _enabled:
-                self._trim(capacity)  # another thread passed the same checks meanwhile
-            return
+        if _GIL and _enabled and self._cached + capacity <= MAX_CACHED_BYTES:
+            blocks = self._free.get(capacity)  # _cache, inlined: every eager op's output
+            if blocks is not None:
+                try:
+                    blocks.append(ptr)  # atomic, as pop is
+                except MemoryError:  # the list cannot grow: the locked path frees it
+                    blocks = None
+            if blocks is not None:
+                self._cached += capacity
+                self._in_use -= capacity
+                if self._cached > MAX_CACHED_BYTES or not _enabled:
+                    self._trim(capacity)  # another thread passed the same checks meanwhile
+                return
         with self._lock:
             if self._cache(ptr, capacity):
                 return

@@ -6,7 +6,7 @@ import builtins
 import operator
 import sys
 
-from kael.runtime.allocator import allocator_for, block_capacity
+from kael.runtime.allocator import SMALL_LIMIT, SMALL_STEP, allocator_for, block_capacity
 from kael.runtime.device import CPU, Device, parse_device
 from kael.runtime.errors import TypeError, ValueError
 
@@ -67,7 +67,18 @@ class Storage:
     @classmethod
     def host(cls, nbytes: int) -> Storage:
         """A new host storage of a checked, positive size: the fast doors' outputs."""
-        return cls.planned(nbytes, block_capacity(nbytes), _HOST, CPU)
+        # planned() with block_capacity's small buckets inlined: every fast op comes here
+        small = nbytes <= SMALL_LIMIT
+        capacity = (nbytes + SMALL_STEP - 1) & -SMALL_STEP if small else block_capacity(nbytes)
+        self = _new(cls)
+        self.nbytes = nbytes
+        self.device = CPU
+        self.version = 0
+        self.owner = None
+        self.ptr = _HOST.allocate(capacity)
+        self._capacity = capacity
+        self._allocator = _HOST
+        return self
 
     @classmethod
     def external(cls, ptr: int, nbytes: int, owner: object, device: Device | str = CPU) -> Storage:
