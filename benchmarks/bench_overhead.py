@@ -217,7 +217,7 @@ def main() -> int:
         measure(ops, rounds=args.rounds)
         ok &= report(ops, "us per call", 1e3 / REPS)
         programs = program_cases()
-        measure(programs, rounds=max(3, args.rounds // 3))
+        measure(programs, rounds=max(5, args.rounds // 2))
         ok &= report(programs, "ms", 1.0)
     return 0 if ok or not args.check else 1
 

@@ -8,7 +8,11 @@ sys.path and sets OPENBLAS_THREAD_TIMEOUT=4 before NumPy loads. OpenBLAS's idle
 workers otherwise spin for about 2^28 cycles after each NumPy call that used them,
 taking a core from whatever runs next (kael's 2048^3 product ran at 0.4x its speed right
 after a NumPy call, and sums lost up to 2x); with the timeout they sleep at once, so
-every library starts on idle cores.
+every library starts on idle cores. For the same reason `measure` pauses SETTLE seconds
+before each timed call: PyTorch's OpenMP workers and kael's pool spin for up to a
+millisecond after their last parallel op, and a library timed right after the other one
+found its second core taken by those spinners (kael's 20 back-to-back ops on 512x512 on
+two threads: 0.95 ms alone, 5.4 ms right after torch's).
 """
 
 from __future__ import annotations
@@ -52,8 +56,12 @@ def triple(array) -> tuple:
     return kael.tensor(array), torch.from_numpy(array.copy()), array.copy()
 
 
+SETTLE = 0.005  # seconds before each timed call: the other library's spinners give up
+
+
 def measure(cases: list[Case], rounds: int = 15, warmup: int = 2) -> None:
-    """Fill each case's times with `rounds` interleaved samples per library."""
+    """Fill each case's times with `rounds` interleaved samples per library, each call
+    started on idle cores (SETTLE)."""
     for case in cases:
         for fn in case.runs.values():
             for _ in range(warmup):
@@ -62,6 +70,7 @@ def measure(cases: list[Case], rounds: int = 15, warmup: int = 2) -> None:
     for _ in range(rounds):
         for case in cases:
             for lib, fn in case.runs.items():
+                time.sleep(SETTLE)
                 start = time.perf_counter()
                 fn()
                 case.times[lib].append(time.perf_counter() - start)

@@ -461,6 +461,12 @@ class Inspection:
                     f"  [{i}] row group: {len(s.members)} kernels run row by row over {s.rows} "
                     "rows, each row read from memory once"
                 )
+                if s.local:
+                    held = ", ".join(str(slot) for slot in s.local)
+                    lines.append(
+                        f"    buffers {held} live in the driver's chunk scratch "
+                        f"({s.scratch_bytes} bytes a thread), never in memory"
+                    )
                 for j, m in enumerate(s.members):
                     lines += self._kernel_lines(f"  [{i}.{j}]", m, plan)
             elif type(s) is MatmulCall:

@@ -252,17 +252,22 @@ class KernelCall:
         """What check=True compares after a run: this kernel's outputs."""
         return [self]
 
-    def patched(self, template: array.array, call: Call) -> array.array:
-        """A copy of the prebuilt argument block with this call's addresses and parameters."""
+    def patched(self, template: array.array, call: Call, local=()) -> array.array:
+        """A copy of the prebuilt argument block with this call's addresses and parameters;
+        the words of `local` slots (a row group's chunk scratch) are left to the driver."""
         block = template[:]
-        self.patch(block, call, 0, len(block))
+        self.patch(block, call, 0, len(block), local=local)
         return block
 
-    def patch(self, block: array.array, call: Call, start: int, end: int, shifts=None) -> None:
+    def patch(
+        self, block: array.array, call: Call, start: int, end: int, shifts=None, local=()
+    ) -> None:
         """Write this call's operand addresses (each moved by `shifts` bytes, for a slice of
         the operands) and run-time parameters into block[start:end], this kernel's words."""
         bound = call.bound
         for i, (s, offset) in enumerate(self.pointers):
+            if s in local:
+                continue
             moved = shifts[i] if shifts else 0
             block[start + i] = (bound[s] or call.storage(s)).ptr + offset + moved
         if self.dynamic:
@@ -356,7 +361,21 @@ class RowGroup:
     # per thread count: the members' (prebuilt block, function address), the driver's
     # leading words and bytes moved; or None where a layout changed and they run apart
     prepared: tuple | None = None
+    # values only the members write and read: slot -> (byte offset in the driver's chunk
+    # scratch, bytes a row), never in memory of their own (scratch_bytes in all)
+    local: dict[int, tuple[int, int]] = field(default_factory=dict)
+    scratch_bytes: int = 0
     launches_kernels = True
+
+    def patches(self, member: KernelCall) -> list[tuple[int, int, int]]:
+        """(block word, scratch offset, bytes a row) of each of member's chunk-local
+        operands: what the driver stores into its copy of the block before each chunk."""
+        out = []
+        for word, (slot, offset) in enumerate(member.pointers):
+            if slot in self.local:
+                at, row_bytes = self.local[slot]
+                out.append((word, at + offset, row_bytes))
+        return out
 
     def views(self) -> list[View]:
         return [v for m in self.members for v in m.outs + m.ins]
@@ -377,7 +396,7 @@ class RowGroup:
             if any(r[2] is None for r in ready) or _row_items(self.members, found) != self.per_row:
                 prepared = (threads, None)  # a new thread count changed a layout
             else:
-                members = [(block, _address(p.fn)) for _, p, block in ready]
+                members = [(block, p.fn.address) for _, p, block in ready]
                 moved = sum(p.moved for p in found)
                 prepared = (threads, (members, moved))
             self.prepared = prepared
@@ -392,23 +411,28 @@ class RowGroup:
         """The member kernels, which the driver runs row by row as one launch."""
         return tuple(m.kernel for m in self.members)
 
-    def run(self, call: Call) -> None:
+    def run(self, call: Call, whole: bool = False) -> None:
+        """One launch of the driver; `whole`: every value in a buffer of its own, none in the
+        chunk scratch (check=True compares each member's outputs)."""
         ready = self._ready(call.plan.slots)[1]
         if ready is None:
             for m in self.members:
                 m.run(call)
             return
-        from kael.codegen.cpu.rowdriver import driver
+        from kael.codegen.cpu import rowdriver
 
         members, moved = ready
-        chunk = self.chunk
-        words = [len(self.members), chunk, self.rows]
-        blocks = []
+        local = {} if whole else self.local
+        records, blocks = [], []
         for m, (template, address), per_row in zip(self.members, members, self.per_row):
-            block = m.patched(template, call)
+            block = m.patched(template, call, local)
             blocks.append(block)
-            words += (address, block.buffer_info()[0], per_row)
-        launch(driver(), words, -(-self.rows // chunk), moved, 1, shape=(self.rows,))
+            patches = self.patches(m) if local else []
+            records.append((address, block.buffer_info()[0], per_row, len(block), patches))
+        scratch = self.scratch_bytes if local else 0
+        words = rowdriver.words(self.chunk, self.rows, scratch, records)
+        chunks = -(-self.rows // self.chunk)
+        launch(rowdriver.driver(), words, chunks, moved, 1, shape=(self.rows,))
         del blocks
 
 
@@ -418,10 +442,6 @@ def _per_element(kernel: Kernel | Reduction) -> tuple:
     if isinstance(kernel, Reduction):
         return (kernel.prologue,) + (() if kernel.second is None else (kernel.second,))
     return kernel.exprs
-
-
-def _address(fn) -> int:
-    return ctypes.cast(fn, ctypes.c_void_p).value
 
 
 # A row whose bytes exceed this is not run by the row driver: it would not stay in cache
@@ -472,10 +492,11 @@ def _row_aligned(view: View, rows: int, per_row: int, written_per_row: int) -> b
     return all(strides[d] >= 0 for d in range(k, len(shape))) and reach < written_per_row
 
 
-def group_rows(steps: list, slots: list[Slot]) -> list:
+def group_rows(steps: list, slots: list[Slot], live=frozenset()) -> list:
     """The steps with each run of KernelCalls that can share the row driver as one RowGroup:
     it holds a reduction, every member walks the same rows, and a value one member writes
-    is read by later members only at the row being computed."""
+    is read by later members only at the row being computed. Values only the members use
+    (not in `live`, read by no other step) live in the driver's chunk scratch."""
     out: list = []
     i = 0
     while i < len(steps):
@@ -496,15 +517,56 @@ def group_rows(steps: list, slots: list[Slot]) -> list:
         span = i  # the group stands for its members and the aliases between them
         found = 0
         while found < len(best.members):
-            if type(steps[span]) is Alias:
-                out.append(steps[span])
-            else:
-                found += 1
+            found += type(steps[span]) is not Alias
             span += 1
+        if CHUNK_LOCAL:
+            _chunk_local(best, steps, i, span, slots, live)
+        # an alias onto a chunk-local value would put a later result in scratch: dropped,
+        # the result gets memory of its own
+        out += [a for a in steps[i:span] if type(a) is Alias and a.src not in best.local]
         _fetch_ahead(best, slots)
         out.append(best)
         i = span
     return out
+
+
+def _chunk_local(
+    group: RowGroup, steps: list, first: int, span: int, slots: list[Slot], live
+) -> None:
+    """Give `group` the values one member writes and only later members read (softmax's
+    exp and row maxima, var's mean): FRESH, not `live`, touched by no step outside the
+    group, no alias's target. Each takes chunk x its bytes a row of the driver's scratch."""
+    outside = {v.buffer for st in steps[:first] + steps[span:] for v in st.views()}
+    aliased = {a.dst for a in steps[first:span] if type(a) is Alias}
+    writers: dict[int, int] = {}
+    for k, m in enumerate(group.members):
+        for v in m.outs:
+            writers[v.buffer] = k if v.buffer not in writers else -1  # -1: written twice
+    offset = 0
+    for slot, k in writers.items():
+        if k < 0 or slots[slot].kind != FRESH or slot in live or slot in outside or slot in aliased:
+            continue
+        readers = [j for j, m in enumerate(group.members) for v in m.ins if v.buffer == slot]
+        if any(j <= k for j in readers):
+            continue
+        view = next(v for v in group.members[k].outs if v.buffer == slot)
+        row_bytes = group.per_row[k] * view.dtype.itemsize
+        group.local[slot] = (offset, row_bytes)
+        offset += -(-group.chunk * row_bytes // 64) * 64  # each on its own cache lines
+    group.scratch_bytes = offset
+
+
+# Switches for in-process A/B measurements (benchmarks, tests): a later member that streams
+# its output prefetches the next chunk; values only a group uses live in chunk scratch.
+_PREFETCH_STREAMING = True
+CHUNK_LOCAL = True
+
+
+def _streams(member: KernelCall, slots: list[Slot]) -> bool:
+    """Whether an elementwise member writes its output with streaming stores."""
+    if member.axes is not None or not member.streaming:
+        return False
+    return getattr(member.specialized(slots), "nontemporal", False)
 
 
 def _fetch_ahead(group: RowGroup, slots: list[Slot]) -> None:
@@ -513,9 +575,14 @@ def _fetch_ahead(group: RowGroup, slots: list[Slot]) -> None:
     the same positions) prefetch it one chunk of rows ahead: the next chunk arrives while
     this one is computed on. Where the later members are cheap (var), the prefetches come
     faster than memory answers and slow the group down (measured: 12% on var 4096x4096,
-    11-14% faster softmax)."""
+    11-14% faster softmax). A last member writing its output with streaming stores (RMSNorm's
+    x * r * w) prefetches too, cheap or not: its stores and the next chunk's loads then
+    share the memory bus instead of taking turns (RMSNorm [8192, 1024]: 0.88x the time)."""
     first = group.members[0]
     later = [m for m in group.members[1:] if any(costly(e) for e in _per_element(m.kernel))]
+    last = group.members[-1]
+    if _PREFETCH_STREAMING and last not in later and _streams(last, slots):
+        later.append(last)
     written = {v.buffer for m in group.members for v in m.outs}
     streamed = [
         v
@@ -755,7 +822,10 @@ class Plan:
         for step in self.steps:
             if step.launches_kernels:
                 step.run_reference(unfused)
-                step.run(fused)
+                if type(step) is RowGroup:
+                    step.run(fused, whole=True)
+                else:
+                    step.run(fused)
                 for part in step.compared():
                     _compare(part, fused, unfused, name)
             else:  # the same draws and extern work in both
@@ -766,8 +836,10 @@ class Plan:
 
     @property
     def peak_bytes(self) -> int:
-        """The most bytes of intermediates alive at once (outputs and inputs not counted)."""
+        """The most bytes of intermediates alive at once (outputs and inputs not counted; a
+        row group's chunk-local values live on the driver's stack)."""
         keep = {v.buffer for v in self.out_leaves if type(v) is View}
+        keep |= {slot for step in self.steps if type(step) is RowGroup for slot in step.local}
         alive: set[int] = set()
         peak = 0
         for step, release in zip(self.steps, self.release):

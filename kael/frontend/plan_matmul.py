@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from kael.codegen.cpu import gemm_run
 from kael.frontend import eager
-from kael.frontend.plan import Alias, Call, KernelCall, Slot, _address, _layout_only
+from kael.frontend.plan import Alias, Call, KernelCall, Slot, _layout_only
 from kael.ir.matmul import Product
 from kael.ir.views import View
 from kael.runtime.tensor_impl import contiguous_strides
@@ -161,7 +161,7 @@ class MatmulCall:
 def _template(epi: KernelCall, blocks: list[_Block | None]) -> _Blocks:
     """One launch's epilogue blocks as a prebuilt template (a None block: no kernel)."""
     rows = [
-        [_address(b.prepared.fn), b.columns, *epi.template_words(b.prepared)] if b else [0, 0]
+        [b.prepared.fn.address, b.columns, *epi.template_words(b.prepared)] if b else [0, 0]
         for b in blocks
     ]
     stride = max(len(r) for r in rows)

@@ -96,12 +96,14 @@ class _Writer:
             return f"{self.constant('R', source)}.value(call)"
         return self.constant("K", source)
 
-    def words(self, step, template: array.array) -> list[tuple[int, str]]:
+    def words(self, step, template: array.array, local=()) -> list[tuple[int, str]]:
         """(position, expression) of each word a call of `step` supplies: the operands'
-        addresses, then its run-time parameters."""
+        addresses (but `local` slots', which a row driver stores), then its run-time
+        parameters."""
         out = []
         for i, (slot, offset) in enumerate(step.pointers):
-            out.append((i, f"{self.storage(slot)}.ptr" + (f" + {offset}" if offset else "")))
+            if slot not in local:
+                out.append((i, f"{self.storage(slot)}.ptr" + (f" + {offset}" if offset else "")))
         at = len(template) - len(step.param_words)
         for k, source, dtype in step.dynamic or ():
             out.append((at + k, f"_word({self.value(source)}, {self.constant('D', dtype)})"))
@@ -112,11 +114,11 @@ class _Writer:
         self.constant("N", described)  # kept alive by the function's globals
         self.lines.append(f"_launch({', '.join([str(described.address), str(total), *words])})")
 
-    def block(self, step, template: array.array) -> str:
+    def block(self, step, template: array.array, local=()) -> str:
         """Lines that copy `step`'s template and patch this call's words into it."""
         name = f"b{len(self.lines)}"
         self.lines.append(f"{name} = {self.constant('T', template)}[:]")
-        for position, word in self.words(step, template):
+        for position, word in self.words(step, template, local):
             self.lines.append(f"{name}[{position}] = {word}")
         return name
 
@@ -193,16 +195,18 @@ class _Writer:
             self.launch(launch.fn, name, launch.total, launch.moved, 1)
 
     def row_group(self, group, ready) -> None:
-        from kael.codegen.cpu.rowdriver import driver
+        from kael.codegen.cpu import rowdriver
 
         members, moved = ready
-        words = [str(len(group.members)), str(group.chunk), str(group.rows)]
+        records = []
         for m, (template, address), per_row in zip(group.members, members, group.per_row):
-            block = self.block(m, template)
-            words += [str(address), f"{block}.buffer_info()[0]", str(per_row)]
+            block = self.block(m, template, group.local)
+            patches = group.patches(m)
+            records.append((address, f"{block}.buffer_info()[0]", per_row, len(template), patches))
+        words = rowdriver.words(group.chunk, group.rows, group.scratch_bytes, records)
         name = f"w{len(self.lines)}"
-        self.lines.append(f"{name} = _array('q', [{', '.join(words)}])")
-        self.launch(driver(), name, -(-group.rows // group.chunk), moved, 1)
+        self.lines.append(f"{name} = _array('q', [{', '.join(str(w) for w in words)}])")
+        self.launch(rowdriver.driver(), name, -(-group.rows // group.chunk), moved, 1)
 
     def result(self, leaf) -> str:
         p = self.p

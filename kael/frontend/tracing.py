@@ -443,7 +443,7 @@ class Trace:
         try:
             earlier = {v.buffer for s in self.plan.steps for v in s.views()}
             steps = p.reuse_in_place(steps, self.plan.slots, live, earlier)
-            steps = p.group_rows(steps, self.plan.slots)
+            steps = p.group_rows(steps, self.plan.slots, live)
         finally:
             state.trace = saved
         last = self.plan.steps[-1] if self.plan.steps else None

@@ -116,11 +116,16 @@ def test_softmax_from_primitives_is_one_row_group():
 
     c = agree(softmax, x)
     # amax; exp(x - m), stored once since the sum and the divide both read it; the sum;
-    # the divide, written over the stored exp
-    assert len(_row_group(c, x).members) == 4
+    # the divide. The maxima, the exp and the sums live in the driver's chunk scratch: the
+    # plan holds no intermediate buffer, and the divide writes a result of its own.
+    group = _row_group(c, x)
+    assert len(group.members) == 4
+    assert len(group.local) == 3
     text = str(c.inspect(x))
     assert "row group: 4 kernels run row by row over 64 rows" in text
-    assert "reuses the memory of buffer" in text
+    assert "live in the driver's chunk scratch" in text
+    assert "peak intermediate memory 0 bytes" in text
+    assert "reuses the memory of buffer" not in text
 
 
 def test_rms_and_layer_norm_from_primitives_are_row_groups():
@@ -168,6 +173,77 @@ def test_a_chunk_of_rows_stays_in_cache_when_every_member_reduces(cols):
 def test_cheap_members_do_not_prefetch():
     c = agree(lambda a: ((a - a.mean(-1, keepdim=True)) ** 2).mean(-1), x)
     assert _prefetched(_row_group(c, x)) == []
+
+
+def test_a_last_member_writing_with_streaming_stores_prefetches():
+    # RMSNorm over rows big enough for streaming stores: x * r * w (cheap) prefetches the
+    # next chunk of x while its stores go out; at a size below streaming stores it does not
+    def rms(a, w):
+        return a * (a * a).mean(-1, keepdim=True).add(1e-6).rsqrt() * w
+
+    big, w = kael.randn(8192, 1024), kael.randn(1024)  # 32 MiB out: streaming stores
+    c = agree(rms, big, w, calls=2)
+    assert _prefetched(_row_group(c, big, w)) == [(1, 0)]
+    small = kael.randn(64, 1024)
+    c = agree(rms, small, w)
+    assert _prefetched(_row_group(c, small, w)) == []
+
+
+def _softmax_parts(a):
+    e = (a - a.amax(-1, keepdim=True)).exp()
+    s = e.sum(-1, keepdim=True)
+    return e, s, e / s
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("shape", [(64, 48), (7, 5000), (300, 2000), (3, 17)])
+def test_chunk_local_values_give_eagers_bits_for_any_thread_count(threads, shape):
+    saved = kael.get_num_threads()
+    kael.set_num_threads(threads)
+    try:
+        a = kael.randn(*shape)
+        c = agree(lambda t: _softmax_parts(t)[2], a)
+        group = _row_group(c, a)
+        chunk_bytes = {slot: group.chunk * row for slot, (_, row) in group.local.items()}
+        assert len(group.local) == 3  # the maxima, the exp, the sums
+        assert group.scratch_bytes == sum(-(-b // 64) * 64 for b in chunk_bytes.values())
+        assert c.plan_for(a).peak_bytes == 0
+    finally:
+        kael.set_num_threads(saved)
+
+
+def test_values_read_after_the_group_keep_their_buffers():
+    # returned (e and s live on) or read by a later step: never chunk-local
+    c = agree(_softmax_parts, x)
+    [group] = [s for s in c.plan_for(x).kernel_steps if type(s).__name__ == "RowGroup"]
+    assert set(group.local) == {group.members[0].outs[0].buffer}  # the maxima alone
+    plan = c.plan_for(x)
+    written = {v.buffer for m in group.members for v in m.outs}
+    returned = {v.buffer for v in plan.out_leaves if type(v).__name__ == "View"}
+    assert not set(group.local) & returned and returned <= written
+
+    def then_scaled(a):
+        e, s, out = _softmax_parts(a)
+        return out + e.amax()  # e read after the group
+
+    c = agree(then_scaled, x)
+    group = next(s for s in c.plan_for(x).kernel_steps if type(s).__name__ == "RowGroup")
+    e_slot = group.members[1].outs[0].buffer
+    assert e_slot not in group.local
+
+
+def test_check_mode_compares_every_member_of_a_group_with_chunk_local_values():
+    c = kael.compile(lambda t: _softmax_parts(t)[2], check=True)
+    for _ in range(2):
+        _same(c(x), _softmax_parts(x)[2])
+    assert _row_group(c, x).local
+
+
+def test_chunk_local_values_can_be_switched_off_with_the_same_bits(monkeypatch):
+    monkeypatch.setattr(p, "CHUNK_LOCAL", False)
+    c = agree(lambda t: _softmax_parts(t)[2], x)
+    assert _row_group(c, x).local == {}
+    assert c.plan_for(x).peak_bytes > 0
 
 
 def test_a_prefetching_reduction_gives_the_same_bits():

@@ -4,9 +4,20 @@ once and re-read from cache by the kernels after the first.
 A compiled plan groups a reduction over rows with the kernels that read its result at the
 same rows (softmax written as amax, sum of exp, divide; var, RMSNorm, layer_norm). The
 driver's work items are chunks of rows (as many as stay in cache together); for each chunk
-it calls every kernel of the group on that chunk's work items, in order. Its argument
-block is `[n, rows per chunk, rows, then per kernel: function address, argument block
-address, work items per row]`, so one compiled function serves every group.
+it calls every kernel of the group on that chunk's work items, in order.
+
+A value that only the group's own kernels write and read (softmax's exp, the row maxima)
+never needs a whole buffer: the driver gives it a chunk-sized scratch on its own stack,
+so it stays in cache and never goes to memory. Each kernel addresses its buffers from a
+base in its argument block, so the driver copies every kernel's block once per call (the
+threads share the originals) and, before each chunk, stores into the copy each scratch
+value's base moved back by the chunk's first row: the kernel's own index arithmetic then
+lands in the scratch.
+
+Argument block: `[count, rows per chunk, rows, scratch bytes]`, then per kernel six
+words `[function, block, work items per row, block words, first patch, patches]`, then
+per patch three words `[block word, scratch byte offset, bytes per row]`. One compiled
+function serves every group.
 """
 
 from __future__ import annotations
@@ -14,59 +25,107 @@ from __future__ import annotations
 from llvmlite import ir
 
 from kael.codegen.cpu import handwritten
+from kael.codegen.cpu.loops import LoopBuilder
 
 SYMBOL = "kael_row_driver"
+I8 = ir.IntType(8)
 I64 = ir.IntType(64)
 KERNEL = ir.FunctionType(ir.VoidType(), [I64.as_pointer(), I64, I64])
+HEAD = 4  # words before the kernels' records
+RECORD = 6  # words per kernel
+PATCH = 3  # words per patch
+
+
+def _i64(v: int) -> ir.Constant:
+    return ir.Constant(I64, v)
 
 
 def _build(module: ir.Module) -> list[str]:
     fn, b = handwritten.kernel_function(module, SYMBOL)
     args, begin, end = fn.args
-    row_slot = b.alloca(I64)
-    k_slot = b.alloca(I64)
-    count = b.load(args)
-    chunk = b.load(b.gep(args, [ir.Constant(I64, 1)]))
-    total = b.load(b.gep(args, [ir.Constant(I64, 2)]))
-    b.store(begin, row_slot)
-    rows = fn.append_basic_block("rows")
-    kernels = fn.append_basic_block("kernels")
-    call = fn.append_basic_block("call")
-    next_row = fn.append_basic_block("next_row")
-    done = fn.append_basic_block("done")
-    b.branch(rows)
+    loops = LoopBuilder(b)
 
-    b.position_at_end(rows)
-    row = b.load(row_slot)
-    b.store(ir.Constant(I64, 0), k_slot)
-    b.cbranch(b.icmp_signed("<", row, end), kernels, done)
+    def word(i):
+        return b.load(b.gep(args, [i if isinstance(i, ir.Value) else _i64(i)]))
 
-    b.position_at_end(kernels)
-    k = b.load(k_slot)
-    b.cbranch(b.icmp_signed("<", k, count), call, next_row)
+    count, chunk, total, scratch_bytes = (word(i) for i in range(HEAD))
+    patches_at = b.add(_i64(HEAD), b.mul(count, _i64(RECORD)))
 
-    b.position_at_end(call)
-    base = b.add(b.mul(k, ir.Constant(I64, 3)), ir.Constant(I64, 3))
-    words = [b.load(b.gep(args, [b.add(base, ir.Constant(I64, i))])) for i in range(3)]
-    address, block, per_row = words
-    first_row = b.mul(row, chunk)
-    past = b.add(first_row, chunk)
-    last_row = b.select(b.icmp_signed("<", past, total), past, total)
-    target = b.inttoptr(address, KERNEL.as_pointer())
-    first, last = b.mul(first_row, per_row), b.mul(last_row, per_row)
-    b.call(target, [b.inttoptr(block, I64.as_pointer()), first, last])
-    b.store(b.add(k, ir.Constant(I64, 1)), k_slot)
-    b.branch(kernels)
+    def field(k, f):
+        return word(b.add(b.add(_i64(HEAD), b.mul(k, _i64(RECORD))), _i64(f)))
 
-    b.position_at_end(next_row)
-    b.store(b.add(row, ir.Constant(I64, 1)), row_slot)
-    b.branch(rows)
+    # this call's copies of the kernels' blocks, one after another, and where each starts
+    words_slot = b.alloca(I64)
+    b.store(_i64(0), words_slot)
+    loops.counted(
+        _i64(0),
+        count,
+        1,
+        lambda k: b.store(b.add(b.load(words_slot), field(k, 3)), words_slot),
+        "size",
+    )
+    copies = b.alloca(I64, size=b.load(words_slot), name="copies")
+    copies.align = 64
+    starts = b.alloca(I64, size=count, name="starts")
+    scratch = b.alloca(I8, size=scratch_bytes, name="scratch")
+    scratch.align = 64
+    scratch_base = b.ptrtoint(scratch, I64)
+    b.store(_i64(0), words_slot)
 
-    b.position_at_end(done)
+    def copy(k):
+        at, n = b.load(words_slot), field(k, 3)
+        b.store(at, b.gep(starts, [k]))
+        src = b.inttoptr(field(k, 1), I64.as_pointer())
+        loops.counted(
+            _i64(0),
+            n,
+            1,
+            lambda i: b.store(b.load(b.gep(src, [i])), b.gep(copies, [b.add(at, i)])),
+            "copy",
+        )
+        b.store(b.add(at, n), words_slot)
+
+    loops.counted(_i64(0), count, 1, copy, "copies")
+
+    def run_chunk(c):
+        first_row = b.mul(c, chunk)
+        past = b.add(first_row, chunk)
+        last_row = b.select(b.icmp_signed("<", past, total), past, total)
+
+        def run_kernel(k):
+            block = b.gep(copies, [b.load(b.gep(starts, [k]))])
+            first_patch, patches = field(k, 4), field(k, 5)
+
+            def patch(j):
+                at = b.add(patches_at, b.mul(b.add(first_patch, j), _i64(PATCH)))
+                target, offset, row_bytes = (word(b.add(at, _i64(i))) for i in range(PATCH))
+                base = b.sub(b.add(scratch_base, offset), b.mul(first_row, row_bytes))
+                b.store(base, b.gep(block, [target]))
+
+            loops.counted(_i64(0), patches, 1, patch, "patch")
+            per_row = field(k, 2)
+            kernel = b.inttoptr(field(k, 0), KERNEL.as_pointer())
+            b.call(kernel, [block, b.mul(first_row, per_row), b.mul(last_row, per_row)])
+
+        loops.counted(_i64(0), count, 1, run_kernel, "kernels")
+
+    loops.counted(begin, end, 1, run_chunk, "chunks")
     b.ret_void()
     return [SYMBOL]
 
 
 def driver():
-    """The compiled row driver (a kernel function over rows)."""
+    """The compiled row driver (a kernel function over chunks of rows)."""
     return handwritten.compiled(SYMBOL, _build)[SYMBOL]
+
+
+def words(chunk: int, rows: int, scratch_bytes: int, members: list) -> list:
+    """The driver's argument block: `members` are (function address, block address, work
+    items per row, block words, [(block word, scratch offset, bytes per row), ...])."""
+    head = [len(members), chunk, rows, scratch_bytes]
+    records, table = [], []
+    for fn, block, per_row, nwords, patches in members:
+        records += [fn, block, per_row, nwords, len(table) // PATCH, len(patches)]
+        for patch in patches:
+            table += patch
+    return head + records + table
