@@ -560,18 +560,24 @@ def capture(entry: eager.Template, outs: list, ins: list, axes, keepdim, scalars
         slot.append((entry, outs, ins, axes, keepdim, scalars))
 
 
-def reduction(fn):
+def reduction(fn, traced=None):
     """The public reduction `fn(input, dim, keepdim, ...)` behind a fast door keyed by its
     arguments; a call the door has not seen runs `fn`, and its launch is remembered when it
-    was the call's one launch, on CPU, small enough to run inline in one block."""
+    was the call's one launch, on CPU, small enough to run inline in one block. `traced`:
+    what runs while the door is closed (the op door, under @kael.compile's trace), else fn.
+    A door from a door wraps the same function (`__wrapped__`), never the door itself."""
+    fn = getattr(fn, "__wrapped__", fn)
+    closed = fn if traced is None else traced
     name = fn.__name__
 
     @functools.wraps(fn)
     def door(input, *args, **kwargs):
-        if not _open() or type(input) is not Tensor or "out" in kwargs:
+        if not _open() or type(input) is not Tensor:
+            return closed(input, *args, **kwargs)
+        if "out" in kwargs:
             return fn(input, *args, **kwargs)
         impl = input._impl
-        given = _plain_arguments(args, kwargs)
+        given = _plain_arguments(args, kwargs) if args or kwargs else ()
         if given is None:  # a list of dims, a 1 for True: the full door judges those
             return fn(input, *args, **kwargs)
         key = (name, impl.dtype, impl.device, impl.shape, impl.strides, given, get_num_threads())

@@ -283,6 +283,8 @@ def count_nonzero(input: Tensor, dim=None, *, out=None) -> Tensor:
 
 
 # kael.NAME for each entry; also Tensor.NAME unless the name is in NOT_METHODS.
+# The reductions whose public function and method are fastpath.reduction's door itself.
+FAST = ("sum", "prod", "mean", "amax", "amin", "argmax", "argmin", "all", "any")
 FUNCTIONS: dict[str, Callable] = {
     f.__name__: f
     for f in (
