@@ -9,6 +9,7 @@ conversion or fill writes goes through here.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import os
 import struct
 from collections.abc import Callable
@@ -432,12 +433,32 @@ def _reduction_layout(outs, ins, shape, axes, keepdim) -> ReducePlan:
     return plan_reduction(shape, axes, out_strides, [t.strides for t in ins], threads)
 
 
+# A ROWS reduction whose unit-stride input is at least FETCH_FROM_BYTES (past the L2s)
+# fetches it FETCH_AHEAD_BYTES ahead of its loads: the hardware prefetchers alone left
+# kael's sums 1.2-1.4x PyTorch's time on 64 MiB; with it they run at 0.8x (sum over dim 1
+# of 4096x4096, float32, 2 threads; distances of 16-64 KiB measured alike, 4 KiB no help).
+FETCH_FROM_BYTES = 4 << 20
+FETCH_AHEAD_BYTES = 32 << 10
+
+
+def _fetching(red: Reduction, ins) -> Reduction:
+    """`red` fetching its first input ahead where it streams a large input from memory."""
+    source = ins[0]
+    big = source.numel() * source.dtype.itemsize >= FETCH_FROM_BYTES
+    if not big or red.schedule != ROWS or red.prefetch >= 0 or red.inputs[0].inner != CONTIG:
+        return red
+    ahead = FETCH_AHEAD_BYTES // source.dtype.itemsize
+    return dataclasses.replace(red, prefetch=0, fetch_ahead=ahead)
+
+
 def _reduction_plan(
     kernel: Reduction, outs, ins, shape, axes, keepdim, compile: bool = True
 ) -> _ReductionPlan:
     lay = _reduction_layout(outs, ins, shape, axes, keepdim)
-    specialized = kernel.specialize(lay)
     on_cpu = outs[0].device is CPU
+    specialized = kernel.specialize(lay)
+    if on_cpu:
+        specialized = _fetching(specialized, ins)
     compiled = cpu_reduce.get(specialized) if on_cpu and compile else None
     tail = [*lay.kept, *lay.reduced]
     for st in lay.out_strides + lay.in_strides:

@@ -64,7 +64,11 @@ def _params(k: Kernel | Reduction) -> list[str]:
     """The run-time parameter lines; the prefetch distance names what it fetches."""
     lines = [f"  p{i}: {d}" for i, d in enumerate(k.params)]
     if k.prefetch != NO_PREFETCH:
-        lines[-1] += f" (prefetch in{k.prefetch}: elements ahead)"
+        ahead = getattr(k, "fetch_ahead", 0)
+        if ahead:
+            lines.append(f"  prefetch in{k.prefetch}: {ahead} elements ahead")
+        else:
+            lines[-1] += f" (prefetch in{k.prefetch}: elements ahead)"
     return lines
 
 

@@ -72,6 +72,9 @@ class Reduction:
     # do not move along the reduced elements, so the kernel loads it once per output
     invariant: tuple[bool, ...] = ()
     prefetch: int = NO_PREFETCH  # an input fetched ahead (kernel.prefetching)
+    # elements `prefetch` is fetched ahead, fixed in the code (an eager reduction streaming
+    # its input from memory); 0: the last run-time parameter says (a row group's member)
+    fetch_ahead: int = 0
 
     @property
     def acc(self) -> DType:

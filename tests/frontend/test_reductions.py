@@ -1013,3 +1013,36 @@ def test_short_rows_match_torch_with_ties_nans_and_zeros(name, length, rows):
     if name not in ("argmax", "argmin"):
         pairs = k.reshape(rows, 1, length)
         np.testing.assert_array_equal(getattr(pairs, name)((1, 2)).numpy(), got.numpy())
+
+
+def test_reductions_streaming_a_large_input_fetch_it_ahead_with_the_same_bits(monkeypatch):
+    # from FETCH_FROM_BYTES of unit-stride input a ROWS reduction prefetches it; below, or
+    # over columns, it does not; the prefetches never change a bit
+    from kael.frontend import eager, fastpath
+    from kael.ir.printer import format_reduction
+
+    def fresh():
+        fastpath._reductions.clear()
+        eager._reduction_plans.clear()
+
+    big = kael.randn(1024, 1024)  # exactly 4 MiB
+    _, [launch] = record_launches(lambda: big.sum(1))
+    assert f"prefetch in0: {eager.FETCH_AHEAD_BYTES // 4} elements ahead" in format_reduction(
+        launch.kernel
+    )
+    fetched = [big.sum(1), big.amax(1), big.sum(), big.argmax(1)]
+    _, [launch] = record_launches(lambda: big[:, :1000].sum(1))  # under 4 MiB: no prefetch
+    assert "prefetch" not in format_reduction(launch.kernel)
+    _, [launch] = record_launches(lambda: big.sum(0))  # columns, not rows: no prefetch
+    assert "prefetch" not in format_reduction(launch.kernel)
+    monkeypatch.setattr(eager, "FETCH_FROM_BYTES", 1 << 62)
+    fresh()
+    try:
+        plain = [big.sum(1), big.amax(1), big.sum(), big.argmax(1)]
+        _, [launch] = record_launches(lambda: big.sum(1))
+        assert "prefetch" not in format_reduction(launch.kernel)
+    finally:
+        fresh()
+    for a, b in zip(fetched, plain):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_array_equal(a.numpy(), b.numpy())

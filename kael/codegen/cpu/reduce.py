@@ -312,7 +312,8 @@ def _rows_block(e: _Emitter, j0, j1, bases, short: bool = False):
 
             ahead = red.prefetch
             if ahead != NO_PREFETCH and red.inputs[ahead].inner == CONTIG:
-                ahead_head, distance = heads[ahead], e.args.params[-1]
+                distance = i64(red.fetch_ahead) if red.fetch_ahead else e.args.params[-1]
+                ahead_head = heads[ahead]
                 ahead_steps = prefetch_steps(red.inputs[ahead].dtype.itemsize, w, UNROLL)
             else:
                 ahead_steps = []
