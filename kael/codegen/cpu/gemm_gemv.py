@@ -18,14 +18,14 @@ from llvmlite import ir
 
 from kael.codegen.cpu import handwritten
 from kael.codegen.cpu.gemm import INT_ARGS, Vectors, begin, divmod_, finish
-from kael.codegen.lowering import i64, smin
+from kael.codegen.lowering import I64, i64, smin
 from kael.runtime.dtypes import DType, float32, int64
 
 ARGS = (*INT_ARGS, "blocks")
 COLS, ROWS = "kael_gemv_cols", "kael_gemv_rows"
 BLOCK = 1024  # columns of C one item keeps in L1 (4 or 8 KiB)
 KSTEP = 4  # rows of B one pass over C's block adds
-RSTEP = 4  # rows of A one item dots with the vector
+RSTEP = 4  # rows of A one item dots with the vector (_fold_rows pairs them twice)
 UNROLL = 2  # vector accumulators per row
 NARROW = 2  # a column block of at most this many vectors keeps C in registers
 
@@ -135,19 +135,64 @@ def _emit_cols(module: ir.Module, vx: Vectors) -> None:
     finish(fn, b, loops, item)
 
 
+def _fold_rows(b: ir.IRBuilder, totals: list[ir.Value], lanes: int) -> ir.Value:
+    """The RSTEP rows' sums as one vector of RSTEP lanes: each level adds the two halves of
+    every row's partials, two rows' halves moved side by side by one pair of shuffles, so
+    the rows share their shuffles and adds (lanes i and i + half pair as in a halving
+    reduction of one row)."""
+    i32 = ir.IntType(32)
+
+    def join(x, y, picks_x, picks_y):
+        width = len(x.type) if hasattr(x.type, "__len__") else x.type.count
+        return b.shuffle_vector(
+            x,
+            y,
+            ir.Constant(
+                ir.VectorType(i32, len(picks_x) + len(picks_y)),
+                picks_x + [width + p for p in picks_y],
+            ),
+        )
+
+    # level one: rows 2j and 2j + 1 into one vector of two groups of lanes / 2
+    half = lanes // 2
+    pairs = []
+    for x, y in zip(totals[0::2], totals[1::2], strict=True):
+        lo = join(x, y, list(range(half)), list(range(half)))
+        hi = join(x, y, list(range(half, lanes)), list(range(half, lanes)))
+        pairs.append(b.fadd(lo, hi))
+    # level two: the pairs into one vector of RSTEP groups of lanes / 4
+    quarter = half // 2
+    firsts = [*range(quarter), *range(half, half + quarter)]
+    seconds = [*range(quarter, half), *range(half + quarter, lanes)]
+    v = b.fadd(join(pairs[0], pairs[1], firsts, firsts), join(pairs[0], pairs[1], seconds, seconds))
+    group = quarter  # lanes a row has left, RSTEP groups side by side
+    while group > 1:
+        h = group // 2
+        lo = [g * group + j for g in range(RSTEP) for j in range(h)]
+        hi = [g * group + h + j for g in range(RSTEP) for j in range(h)]
+        v = b.fadd(join(v, v, lo, []), join(v, v, hi, []))
+        group = h
+    return v
+
+
 def _emit_rows(module: ir.Module, vx: Vectors) -> None:
     fn, b, w, loops = begin(module, ROWS, ARGS)
     t = vx.elem.as_pointer()
     lanes = vx.lanes
-    reduce = ir.Function(
-        module,
-        ir.FunctionType(vx.elem, [vx.elem, vx.vec]),
-        f"llvm.vector.reduce.fadd.v{lanes}{'f32' if lanes == 16 else 'f64'}",
-    )
     accs = [[b.alloca(vx.vec, name=f"acc{r}_{u}") for u in range(UNROLL)] for r in range(RSTEP)]
+    every = ir.Constant(vx.mask_ty, [1] * lanes)
+    # (batch, row group) of the current item, carried from item to item: a division per
+    # item cost as much as the dot products of a short row group
+    where = [b.alloca(I64, name="batch"), b.alloca(I64, name="group")]
+    for slot, value in zip(where, divmod_(b, fn.args[1], w["blocks"]), strict=True):
+        b.store(value, slot)
 
     def item(it):
-        batch, group = divmod_(b, it, w["blocks"])
+        batch, group = (b.load(slot) for slot in where)
+        following = b.add(group, i64(1))
+        wraps = b.icmp_signed("==", following, w["blocks"])
+        b.store(b.select(wraps, b.add(batch, i64(1)), batch), where[0])
+        b.store(b.select(wraps, i64(0), following), where[1])
         r0 = b.mul(group, i64(RSTEP))
         last = b.sub(w["m"], i64(1))
         base = b.gep(b.inttoptr(w["a"], t), [b.mul(batch, w["asb"])])
@@ -160,28 +205,32 @@ def _emit_rows(module: ir.Module, vx: Vectors) -> None:
             for acc in row:
                 b.store(vx.zero, acc)
         step = lanes * UNROLL
-        chunks = b.sdiv(b.add(w["k"], i64(step - 1)), i64(step))
 
-        def chunk(s):
+        def chunk(s, masked: bool):
             k0 = b.mul(s, i64(step))
             for u in range(UNROLL):
                 k = b.add(k0, i64(u * lanes))
-                mask = vx.mask(b, 0, smin(b, b.sub(w["k"], k), i64(lanes)))
+                mask = vx.mask(b, 0, smin(b, b.sub(w["k"], k), i64(lanes))) if masked else every
                 xv = vx.load(b, b.gep(x, [k]), mask)
                 for row, acc in zip(rows, accs, strict=True):
                     av = vx.load(b, b.gep(row, [k]), mask)
                     b.store(vx.madd(b, av, xv, b.load(acc[u])), acc[u])
 
-        loops.counted(i64(0), chunks, 1, chunk, "chunk")
-        zero = ir.Constant(vx.elem, 0.0)
-        for r, acc in enumerate(accs):
+        full = b.sdiv(w["k"], i64(step))  # whole chunks load unmasked; the tail, masked
+        loops.counted(i64(0), full, 1, lambda s: chunk(s, False), "chunk")
+        with b.if_then(b.icmp_signed(">", w["k"], b.mul(full, i64(step)))):
+            chunk(full, True)
+        totals = []
+        for acc in accs:
             total = b.load(acc[0])
             for u in range(1, UNROLL):
                 total = b.fadd(total, b.load(acc[u]))
+            totals.append(total)
+        sums = _fold_rows(b, totals, lanes)
+        for r in range(RSTEP):
             row = b.add(r0, i64(r))
             with b.if_then(b.icmp_signed("<", row, w["m"])):
-                value = b.call(reduce, [zero, total], fastmath=("reassoc",))
-                b.store(value, b.gep(c, [b.mul(row, w["ldc"])]))
+                b.store(b.extract_element(sums, i64(r)), b.gep(c, [b.mul(row, w["ldc"])]))
 
     finish(fn, b, loops, item)
 
