@@ -175,7 +175,9 @@ def binary(name: str, a, b):
     """a (op) b through a remembered launch, or None (the caller takes the full door)."""
     if not _open():
         return None
-    if type(a) is Tensor and type(b) is Tensor:  # the common call first: dense, one shape
+    # the common calls first: dense tensors of one shape, a dense tensor and a number
+    ta, tb = type(a) is Tensor, type(b) is Tensor
+    if ta and tb:
         ai, bi = a._impl, b._impl
         shape = ai.shape
         dense = _strides.get(shape)
@@ -188,6 +190,19 @@ def binary(name: str, a, b):
         ):
             entry = _entries.get((name, ai.dtype, bi.dtype, not shape))
             return None if entry is None else _launch(entry, shape, (ai, bi), None)
+    elif ta or tb:
+        impl, number = (a._impl, b) if ta else (b._impl, a)
+        kind = type(number)
+        shape = impl.shape
+        if (
+            (kind is float or kind is int and number in _INT_RANGE)
+            and impl.strides == _strides.get(shape)
+            and impl.device is CPU
+            and (tb or name not in value_keys)
+        ):
+            key = (name, impl.dtype, kind, not shape) if ta else (name, kind, impl.dtype, not shape)
+            entry = _entries.get(key)
+            return None if entry is None else _launch(entry, shape, (impl,), number)
     parts = _binary_parts(name, a, b)
     if parts is not None:
         key, shape, operands, number = parts
@@ -248,7 +263,25 @@ def binary_(name: str, self, other):
     None. `other` must not share self's storage in another place: the full door copies it."""
     if not _open() or type(self) is not Tensor:
         return None
-    name = f"{name}_"
+    name = _INPLACE.get(name) or _INPLACE.setdefault(name, f"{name}_")
+    impl = self._impl
+    if type(other) is Tensor:  # the common call first: dense tensors of one shape
+        oi = other._impl
+        shape = impl.shape
+        dense = _strides.get(shape)
+        if (
+            oi.shape == shape
+            and impl.strides == dense
+            and oi.strides == dense
+            and impl.device is CPU
+            and oi.device is CPU
+            and not read_hazard(oi, impl)
+        ):
+            entry = _entries.get((name, impl.dtype, oi.dtype, not shape))
+            if entry is None or _launch(entry, shape, (impl, oi), None, impl) is None:
+                return None
+            impl.storage.version += 1
+            return self
     parts = _binary_parts(name, self, other)
     entry = None
     if parts is not None:
@@ -402,6 +435,7 @@ class _Shaped:
 
 
 _shaped: dict[tuple, _Shaped] = {}
+_INPLACE: dict[str, str] = {}  # an op's name -> its in-place key name: "add" -> "add_"
 
 
 class _ShapedKey:
