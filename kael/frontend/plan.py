@@ -551,8 +551,11 @@ def _chunk_local(
             continue
         view = next(v for v in group.members[k].outs if v.buffer == slot)
         row_bytes = group.per_row[k] * view.dtype.itemsize
+        size = -(-group.chunk * row_bytes // 64) * 64  # each on its own cache lines
+        if offset + size > LOCAL_BYTES:
+            continue  # the driver's stack holds so much at most; the rest stay in memory
         group.local[slot] = (offset, row_bytes)
-        offset += -(-group.chunk * row_bytes // 64) * 64  # each on its own cache lines
+        offset += size
     group.scratch_bytes = offset
 
 
@@ -560,6 +563,9 @@ def _chunk_local(
 # its output prefetches the next chunk; values only a group uses live in chunk scratch.
 _PREFETCH_STREAMING = True
 CHUNK_LOCAL = True
+# The most chunk scratch one driver call takes on its thread's stack (worker threads have
+# megabytes; a row is at most ROW_BYTES, so the first local value always fits).
+LOCAL_BYTES = 1 << 20
 
 
 def _streams(member: KernelCall, slots: list[Slot]) -> bool:

@@ -1094,3 +1094,16 @@ def test_data_shaped_op_after_a_write_to_an_argument_is_a_graph_break(f):
 def test_float_arguments_read_as_floats_in_messages():
     with pytest.raises(kael.TypeError, match="got float$"):
         kael.compile(lambda a, s: kael.minimum(a, s))(x, 0.5)
+
+
+def test_chunk_scratch_is_bounded_and_the_rest_stays_in_memory(monkeypatch):
+    # a tight LOCAL_BYTES keeps only what fits; the values left out keep their buffers
+    a = kael.randn(64, 48)
+    chunk_row = 48 * 4
+    monkeypatch.setattr(p, "LOCAL_BYTES", 64)  # the row maxima and sums, not the exp
+    c = agree(lambda t: _softmax_parts(t)[2], a)
+    group = _row_group(c, a)
+    assert group.scratch_bytes <= 64
+    exp_slot = group.members[1].outs[0].buffer
+    assert exp_slot not in group.local and group.chunk * chunk_row > 64
+    assert c.plan_for(a).peak_bytes >= 64 * 48 * 4
