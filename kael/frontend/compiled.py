@@ -69,13 +69,18 @@ def _signature(leaves: list, treedef, plain: bool = False) -> tuple[list, tuple 
     were passed), the key is None where one is a list, tuple or dict (_positional leaves
     those to _lookup, which flattens them)."""
     tensors = []
-    seen: dict[int, int] = {}
+    storages = []  # of the tensors so far: a new one's alias is the first it is
     parts = []
     for leaf in leaves:
-        if isinstance(leaf, Tensor):
+        kind = type(leaf)
+        if kind is Tensor or isinstance(leaf, Tensor):
             impl = leaf._impl
             storage = impl.storage
-            alias = seen.setdefault(id(storage), len(tensors))
+            alias = len(tensors)
+            for i, s in enumerate(storages):
+                if s is storage:
+                    alias = i
+                    break
             parts.append(
                 (
                     "tensor", impl.dtype, impl.device, impl.shape, impl.strides, impl.offset,
@@ -83,7 +88,10 @@ def _signature(leaves: list, treedef, plain: bool = False) -> tuple[list, tuple 
                 )
             )  # fmt: skip
             tensors.append(leaf)
-        elif plain and (type(leaf) is list or type(leaf) is dict or isinstance(leaf, tuple)):
+            storages.append(storage)
+        elif kind is float:
+            parts.append(_FLOAT)
+        elif plain and (kind is list or kind is dict or isinstance(leaf, tuple)):
             return tensors, None
         else:
             parts.append(_describe(leaf))
@@ -264,7 +272,11 @@ class CompiledFunction:
         plan = entry.plans.get(())
         if plan is None or plan.fallback is not None or plan.shaped:
             return None, tensors
-        if (len(tensors) > 1 or plan.implicit) and _call_twins(tensors, plan) is not None:
+        if len(tensors) == 2 and not plan.implicit:  # _call_twins for two, inlined
+            a, b = tensors[0]._impl.storage, tensors[1]._impl.storage
+            if a is not b and a.overlaps(b):
+                return None, tensors
+        elif (len(tensors) > 1 or plan.implicit) and _call_twins(tensors, plan) is not None:
             return None, tensors
         return plan, tensors
 
