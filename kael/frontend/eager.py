@@ -157,14 +157,15 @@ def _layout(entry: Template, out: TensorImpl, impls, streaming: bool):
     return lay, stream
 
 
-def specialized(entry: Template, outs, ins, axes=None, streaming: bool = True):
+def specialized(entry: Template, outs, ins, axes=None, streaming: bool = True, fetch=True):
     """The Kernel or Reduction a launch over operands of these layouts runs (as `prepare`
     would launch it), without compiling it."""
     if axes is None:
         lay, stream = _layout(entry, outs[0], (*outs, *ins), streaming)
         return entry.kernel.specialize(lay.rank, lay.inners, lay.tiled, stream)
     reduce_axes, keepdim = axes
-    return entry.kernel.specialize(_reduction_layout(outs, ins, ins[0].shape, reduce_axes, keepdim))
+    red = entry.kernel.specialize(_reduction_layout(outs, ins, ins[0].shape, reduce_axes, keepdim))
+    return _fetching(red, ins) if fetch and outs[0].device is CPU else red
 
 
 def _plan(
@@ -452,12 +453,12 @@ def _fetching(red: Reduction, ins) -> Reduction:
 
 
 def _reduction_plan(
-    kernel: Reduction, outs, ins, shape, axes, keepdim, compile: bool = True
+    kernel: Reduction, outs, ins, shape, axes, keepdim, compile: bool = True, fetch=True
 ) -> _ReductionPlan:
     lay = _reduction_layout(outs, ins, shape, axes, keepdim)
     on_cpu = outs[0].device is CPU
     specialized = kernel.specialize(lay)
-    if on_cpu:
+    if on_cpu and fetch:
         specialized = _fetching(specialized, ins)
     compiled = cpu_reduce.get(specialized) if on_cpu and compile else None
     tail = [*lay.kept, *lay.reduced]
@@ -583,13 +584,21 @@ ELEMENTS, OUTPUTS = "elements", "outputs"
 
 
 def prepare(
-    entry: Template, outs, ins, axes=None, streaming: bool = True, compile: bool = True
+    entry: Template,
+    outs,
+    ins,
+    axes=None,
+    streaming: bool = True,
+    compile: bool = True,
+    fetch: bool = True,
 ) -> Prepared | None:
     """The prepared launch of a template over operands of these layouts (impls; their
     storage is not read), or None where it needs eager.run (a GPU, an error word, no work).
     `axes` is a reduction's (axes, keepdim); `streaming` False keeps a large output in the
     caches (a row group's next kernel reads it). With compile=False, only the layout is
-    worked out: `fn` and `final` are None (what a plan reads before choosing)."""
+    worked out: `fn` and `final` are None (what a plan reads before choosing). `fetch`
+    False: a reduction never fetches its input ahead itself (a row group's later member
+    does it for it)."""
     if outs[0].device is not CPU or outs[0].numel() == 0:
         return None
     if axes is None:
@@ -601,7 +610,9 @@ def prepare(
             plan.align, outs[0].shape, walk="" if plan.kernel.tiled else ELEMENTS,
         )  # fmt: skip
     reduce_axes, keepdim = axes
-    plan = _reduction_plan(entry.kernel, outs, ins, ins[0].shape, reduce_axes, keepdim, compile)
+    plan = _reduction_plan(
+        entry.kernel, outs, ins, ins[0].shape, reduce_axes, keepdim, compile, fetch
+    )
     if plan.faults:
         return None
     lay = plan.layout

@@ -165,6 +165,8 @@ class KernelCall:
     param_words: list[int] | None = None  # constants' words; the call's values fill `dynamic`
     dynamic: list[tuple[int, object, DType]] | None = None
     streaming: bool = True  # False inside a row group, where the next kernel reads the rows
+    fetch: bool = True  # a large reduction's own prefetch (eager._fetching); off where a
+    # later member of its row group prefetches the rows for it
     reference: list[KernelCall] = field(default_factory=list)  # the ops it fuses, unfused
 
     launches_kernels = True
@@ -191,7 +193,9 @@ class KernelCall:
             for i, (s, d) in enumerate(zip(self.params, dtypes))
             if type(s) in (ArgScalar, RandomWord)
         ]
-        prepared = eager.prepare(self.template, outs, ins, self.axes, self.streaming)
+        prepared = eager.prepare(
+            self.template, outs, ins, self.axes, self.streaming, fetch=self.fetch
+        )
         block = None
         if prepared is not None and prepared.scratch is None:
             block = array.array("q", self.template_words(prepared))
@@ -201,13 +205,15 @@ class KernelCall:
     def layout(self, slots: list[Slot]) -> eager.Prepared | None:
         """The launch as `ready` would prepare it, with no code compiled (fn is None)."""
         outs, ins = self._impls(slots)
-        return eager.prepare(self.template, outs, ins, self.axes, self.streaming, compile=False)
+        return eager.prepare(
+            self.template, outs, ins, self.axes, self.streaming, compile=False, fetch=self.fetch
+        )
 
     def specialized(self, slots: list[Slot]) -> Kernel | Reduction:
         """The kernel as this step launches it: specialized for its operands' layouts (not
         compiled by asking)."""
         outs, ins = self._impls(slots)
-        return eager.specialized(self.template, outs, ins, self.axes, self.streaming)
+        return eager.specialized(self.template, outs, ins, self.axes, self.streaming, self.fetch)
 
     @property
     def kernel(self) -> Kernel | Reduction:
@@ -603,6 +609,9 @@ def _fetch_ahead(group: RowGroup, slots: list[Slot]) -> None:
             for v in streamed:
                 if u.buffer == v.buffer and u.same_positions(v) and u.shape == v.shape:
                     m.fetch_ahead(i, group.chunk * (numel(v.shape) // group.rows))
+                    # the first member's own prefetch would fetch the same rows again
+                    # (softmax: 1.1x the time with both)
+                    first.fetch, first.prepared = False, None
                     return
 
 

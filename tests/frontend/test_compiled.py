@@ -1107,3 +1107,18 @@ def test_chunk_scratch_is_bounded_and_the_rest_stays_in_memory(monkeypatch):
     exp_slot = group.members[1].outs[0].buffer
     assert exp_slot not in group.local and group.chunk * chunk_row > 64
     assert c.plan_for(a).peak_bytes >= 64 * 48 * 4
+
+
+def test_a_large_groups_first_reduction_fetches_ahead_unless_a_later_member_does():
+    # var over 4096 rows of 16 KiB: the mean (the first member) prefetches its rows itself;
+    # softmax: the exp member prefetches them, so the maxima's reduction does not
+    big = kael.randn(1024, 4096)  # 16 MiB: past FETCH_FROM_BYTES
+    var = agree(lambda a: ((a - a.mean(-1, keepdim=True)) ** 2).mean(-1), big, calls=2)
+    plan = var.plan_for(big)
+    first = _row_group(var, big).members[0]
+    assert first.specialized(plan.slots).fetch_ahead > 0
+    soft = agree(lambda t: _softmax_parts(t)[2], big, calls=2)
+    plan = soft.plan_for(big)
+    group = _row_group(soft, big)
+    assert _prefetched(group) == [(1, 0)]
+    assert group.members[0].specialized(plan.slots).fetch_ahead == 0
