@@ -241,6 +241,8 @@ def unary(name: str, x):
     if dtype is not None:
         entry = _entries.get((name, dtype))
         return None if entry is None else _launch(entry, impl.shape, (impl,), None)
+    if impl.device is not CPU:  # a CPU layout's launch must never run on device memory
+        return None
     entry = _shaped.get((SHAPED, name, impl.dtype, impl.shape, impl.strides))
     return None if entry is None else _launch_shaped(entry, (impl,), None)
 

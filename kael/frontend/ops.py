@@ -21,12 +21,12 @@ def _fast_unary(name: str, slow):
     door = fastpath.unary
 
     @functools.wraps(slow)
-    def fast(x, *args, **kwargs):
+    def fast(input, *args, **kwargs):  # `input`, as torch names it: kael.exp(input=x)
         if not args and not kwargs:
-            done = door(name, x)
+            done = door(name, input)
             if done is not None:
                 return done
-        return slow(x, *args, **kwargs)
+        return slow(input, *args, **kwargs)
 
     return fast
 

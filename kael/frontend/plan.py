@@ -655,6 +655,9 @@ def _as_group(members: list[KernelCall], slots: list[Slot]) -> RowGroup | None:
     for m in members[:-1]:  # their rows are read again from the caches: no streaming stores
         if m.streaming:
             m.streaming, m.prepared = False, None
+    for m in members[1:]:  # they read the rows from the caches (or chunk scratch): no prefetch
+        if m.fetch:
+            m.fetch, m.prepared = False, None
     return RowGroup(list(members), rows, items, chunk)
 
 

@@ -3,6 +3,8 @@ dtypes, shapes, mutations, errors and random streams, with the kernels fused as 
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -1122,3 +1124,27 @@ def test_a_large_groups_first_reduction_fetches_ahead_unless_a_later_member_does
     group = _row_group(soft, big)
     assert _prefetched(group) == [(1, 0)]
     assert group.members[0].specialized(plan.slots).fetch_ahead == 0
+
+
+def test_chunk_scratch_never_takes_a_small_thread_stack():
+    # 128 KiB of chunk scratch, called on one thread (inline) from a thread whose stack is
+    # 160 KiB: the scratch comes from the heap, so the call neither crashes nor differs
+    code = (
+        "import threading, kael, numpy as np\n"
+        "kael.set_num_threads(1)\n"
+        "@kael.compile\n"
+        "def chain(x):\n"
+        "    a = x.exp(); sa = a.sum(-1, keepdim=True)\n"
+        "    b = (a / sa).sin(); sb = b.sum(-1, keepdim=True)\n"
+        "    return b / sb\n"
+        "x = kael.randn(8, 16384, dtype=kael.float64)\n"
+        "want = chain(x).numpy()\n"
+        "[g] = [s for s in chain.plan_for(x).steps if type(s).__name__ == 'RowGroup']\n"
+        "assert g.scratch_bytes >= 128 * 1024, g.scratch_bytes\n"
+        "threading.stack_size(160 * 1024)\n"
+        "out = {}\n"
+        "t = threading.Thread(target=lambda: out.update(r=chain(x).numpy())); t.start(); t.join()\n"
+        "assert np.array_equal(out['r'], want)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -542,3 +542,28 @@ def test_pow_by_a_number_is_keyed_by_the_kernel_its_value_picks(exponent, dtype,
         out = kael.empty(got.shape, dtype=got.dtype)
         _same(got, kael.pow(x, exponent, out=out))
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_a_device_tensor_of_a_remembered_cpu_layout_is_never_served():
+    # a strided CUDA tensor with a layout a CPU call made before must reach the full door,
+    # not the CPU kernel (simulated: a cuda impl over host memory, which nothing reads)
+    from kael.runtime.device import CUDA
+    from kael.runtime.storage import Storage
+    from kael.runtime.tensor_impl import TensorImpl
+
+    a = kael.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    a.T.exp(), a.T.exp()
+    assert fastpath.unary_key("exp", a.T) in fastpath._shaped
+    storage = Storage.external(a._impl.storage.ptr, 24, a, device=CUDA)
+    g = kael.Tensor.trusted(TensorImpl(storage, (3, 2), (1, 3), 0, kael.float32, CUDA))
+    assert fastpath.unary("exp", g) is None
+    assert fastpath.binary("add", g, 1.0) is None
+
+
+@pytest.mark.parametrize("name", ["exp", "neg", "abs", "sigmoid", "absolute"])
+def test_unary_functions_take_input_by_keyword(name):
+    x = _tensor((4,), kael.float32, 80)
+    fn = getattr(kael, name)
+    _same(fn(input=x), fn(x))
+    with pytest.raises(TypeError, match="'input'"):
+        fn()

@@ -184,7 +184,8 @@ def _emit_rows(module: ir.Module, vx: Vectors) -> None:
     # (batch, row group) of the current item, carried from item to item: a division per
     # item cost as much as the dot products of a short row group
     where = [b.alloca(I64, name="batch"), b.alloca(I64, name="group")]
-    for slot, value in zip(where, divmod_(b, fn.args[1], w["blocks"]), strict=True):
+    blocks = b.select(b.icmp_signed(">", w["blocks"], i64(0)), w["blocks"], i64(1))  # no /0
+    for slot, value in zip(where, divmod_(b, fn.args[1], blocks), strict=True):
         b.store(value, slot)
 
     def item(it):

@@ -279,9 +279,12 @@ def native() -> tuple | None:
         return None
     t = compiler.host_target()
     key = kernel_cache.key_of(SYMBOL, _IR, t["triple"], t["cpu"], t["features"], t["llvm"])
-    obj, _ = kernel_cache.fetch("cpu", key, lambda: compiler.compile_ir_text(_IR))
     symbols = (SYMBOL, CALL_SYMBOL)
-    addresses, tracker = compiler.load_object_symbols(obj, symbols, f"{SYMBOL}_{key[:12]}")
+    try:
+        obj, _ = kernel_cache.fetch("cpu", key, lambda: compiler.compile_ir_text(_IR))
+        addresses, tracker = compiler.load_object_symbols(obj, symbols, f"{SYMBOL}_{key[:12]}")
+    except RuntimeError:  # the JIT could not resolve the C API here (a static embedding)
+        return None
     # The builtins may outlive this module at exit: their code is deliberately leaked.
     ctypes.pythonapi.Py_IncRef(ctypes.py_object(tracker))
     return _builtin("launch", addresses[SYMBOL]), _builtin("call", addresses[CALL_SYMBOL])

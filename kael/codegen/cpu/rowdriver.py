@@ -7,8 +7,9 @@ driver's work items are chunks of rows (as many as stay in cache together); for 
 it calls every kernel of the group on that chunk's work items, in order.
 
 A value that only the group's own kernels write and read (softmax's exp, the row maxima)
-never needs a whole buffer: the driver gives it a chunk-sized scratch on its own stack,
-so it stays in cache and never goes to memory. Each kernel addresses its buffers from a
+never needs a whole buffer: the driver gives it a chunk-sized scratch of its own (from the
+C heap, once per call: the calling thread's stack may be small), so it stays in cache and
+never goes to memory. Each kernel addresses its buffers from a
 base in its argument block, so the driver copies every kernel's block once per call (the
 threads share the originals) and, before each chunk, stores into the copy each scratch
 value's base moved back by the chunk's first row: the kernel's own index arithmetic then
@@ -67,9 +68,24 @@ def _build(module: ir.Module) -> list[str]:
     copies = b.alloca(I64, size=b.load(words_slot), name="copies")
     copies.align = 64
     starts = b.alloca(I64, size=count, name="starts")
-    scratch = b.alloca(I8, size=scratch_bytes, name="scratch")
-    scratch.align = 64
-    scratch_base = b.ptrtoint(scratch, I64)
+    # the chunk scratch comes from the C heap: a caller's thread may have a small stack
+    # (threading.stack_size, musl, macOS); where malloc refuses, the stack serves after all
+    heap_slot = b.alloca(I8.as_pointer(), name="heap")
+    b.store(ir.Constant(I8.as_pointer(), None), heap_slot)
+    wanted = b.icmp_signed(">", scratch_bytes, _i64(0))
+    with b.if_then(wanted):
+        rc = b.call(_memalign(module), [heap_slot, _i64(64), scratch_bytes])
+        with b.if_then(b.icmp_signed("!=", rc, ir.Constant(ir.IntType(32), 0))):
+            b.store(ir.Constant(I8.as_pointer(), None), heap_slot)
+    heap = b.load(heap_slot)
+    on_heap = b.icmp_unsigned("!=", heap, ir.Constant(I8.as_pointer(), None))
+    stack_slot = b.alloca(I64, name="stack_scratch")
+    b.store(_i64(0), stack_slot)
+    with b.if_then(b.and_(wanted, b.not_(on_heap))):
+        fallback = b.alloca(I8, size=scratch_bytes, name="scratch")
+        fallback.align = 64
+        b.store(b.ptrtoint(fallback, I64), stack_slot)
+    scratch_base = b.select(on_heap, b.ptrtoint(heap, I64), b.load(stack_slot))
     b.store(_i64(0), words_slot)
 
     def copy(k):
@@ -110,8 +126,21 @@ def _build(module: ir.Module) -> list[str]:
         loops.counted(_i64(0), count, 1, run_kernel, "kernels")
 
     loops.counted(begin, end, 1, run_chunk, "chunks")
+    with b.if_then(on_heap):
+        b.call(_free(module), [heap])
     b.ret_void()
     return [SYMBOL]
+
+
+def _memalign(module: ir.Module) -> ir.Function:
+    """libc's posix_memalign, resolved in the process when the module is linked."""
+    ty = ir.FunctionType(ir.IntType(32), [I8.as_pointer().as_pointer(), I64, I64])
+    return module.globals.get("posix_memalign") or ir.Function(module, ty, "posix_memalign")
+
+
+def _free(module: ir.Module) -> ir.Function:
+    ty = ir.FunctionType(ir.VoidType(), [I8.as_pointer()])
+    return module.globals.get("free") or ir.Function(module, ty, "free")
 
 
 def driver():
