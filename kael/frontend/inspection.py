@@ -49,7 +49,10 @@ def product_stage(dtype, stage: str) -> str:
         from kael.codegen.ptx import gemm as ptx_gemm
 
         return ptx_gemm.ptx(dtype)
-    libs = [gemm.float_library(SPECS[dtype]), gemm_gemv.library(dtype)] if dtype in SPECS else []
+    libs = []
+    if dtype in SPECS:
+        spec = SPECS[dtype]
+        libs = [gemm.float_library(spec), gemm.pack_library(spec), gemm_gemv.library(dtype)]
     texts = [lib.text for lib in libs] or [gemm.int64_library().text]
     text = "\n".join(texts)
     return text if stage == "llvm" else compiler.assembly_of_ir_text(text)

@@ -102,8 +102,7 @@ def _float_plan(spec, a, b, c, batch, outer, threads) -> Plan:
     nblocks = threads if q * mblocks < threads else 1
     launches: list[_Launch] = []
     buffer = 0
-    lib = gemm.float_library(spec)
-    macro, pack = lib[gemm.MACRO], lib[gemm.PACK_B]
+    macro = gemm.float_library(spec)[gemm.MACRO]
     # Rows of one mr panel use each element of B once: packing it would be pure cost.
     once = m <= spec.mr and (qb != 0 or q == 1)
     if bcs == 1 and (k * n * item <= DIRECT_B_BYTES or once):
@@ -130,6 +129,7 @@ def _float_plan(spec, a, b, c, batch, outer, threads) -> Plan:
                 words = (0, 0, brs, bcs, qb, per_batch, kc, nc, panels)
                 moved = 2 * qpack * per_batch * item
                 slots = ((0, B, b_off), (1, BUF, 0))
+                pack = gemm.pack_library(spec)[gemm.PACK_B]
                 launches.append(_Launch(pack, words, slots, qpack * panels, moved, gemm.PACK_B))
                 bsrc, bps, bks, bsb = (BUF, 0), kc * spec.nr, spec.nr, per_batch if qb else 0
             else:

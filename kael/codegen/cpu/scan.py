@@ -196,20 +196,24 @@ def _build_columns(module: ir.Module, op: str, src: DType, dst: DType, symbol: s
     b.ret_void()
 
 
-def _library(op: str, src: DType, dst: DType) -> handwritten.Library:
-    name = module_name(op, src, dst)
+_BUILDERS = {"lines": _build_lines, "columns": _build_columns}
+
+
+def _library(op: str, src: DType, dst: DType, kind: str) -> handwritten.Library:
+    """One kernel (`lines` or `columns`) of one scan, a module of its own: a first call
+    compiles the one it runs."""
+    symbol = f"{module_name(op, src, dst)}_{kind}"
 
     def build(module: ir.Module) -> list[str]:
-        _build_lines(module, op, src, dst, f"{name}_lines")
-        _build_columns(module, op, src, dst, f"{name}_columns")
-        return [f"{name}_lines", f"{name}_columns"]
+        _BUILDERS[kind](module, op, src, dst, symbol)
+        return [symbol]
 
-    return handwritten.compiled(name, build)
+    return handwritten.compiled(symbol, build)
 
 
 def ir_text(op: str, src: DType, dst: DType) -> str:
-    """The LLVM IR of one scan module, without a target header."""
-    return _library(op, src, dst).text
+    """The LLVM IR of one scan's kernels, without a target header."""
+    return "\n".join(_library(op, src, dst, kind).text for kind in _BUILDERS)
 
 
 def plan(
@@ -257,6 +261,6 @@ def run(op: str, src: TensorImpl, dst: TensorImpl, dim: int) -> None:
     if src.numel() == 0:
         return
     kind, words, items = plan(src.shape, src.strides, dst.strides, dim)
-    fn = _library(op, src.dtype, dst.dtype)[f"{module_name(op, src.dtype, dst.dtype)}_{kind}"]
+    fn = _library(op, src.dtype, dst.dtype, kind)[f"{module_name(op, src.dtype, dst.dtype)}_{kind}"]
     moved = src.numel() * (src.dtype.itemsize + dst.dtype.itemsize)
     launch(fn, [src.data_ptr(), dst.data_ptr(), *words], items, moved, align=1)

@@ -74,7 +74,7 @@ def pack(dtype, src: np.ndarray, kc: int, n: int, batches: int = 1) -> np.ndarra
         src.__array_interface__["data"][0], dst.ctypes.data,
         src.strides[1] // item, src.strides[2] // item, src.strides[0] // item, per, kc, n, panels,
     ]  # fmt: skip
-    fn = gemm.float_library(spec)[gemm.PACK_B]
+    fn = gemm.pack_library(spec)[gemm.PACK_B]
     launch(fn, words, batches * panels, 0, 1)
     assert np.isnan(dst[batches * per :]).all()  # nothing written past the last panel
     return dst[: batches * per].reshape(batches, panels, kc, spec.nr)
@@ -305,6 +305,21 @@ def test_kernels_take_the_kernel_signature():
     assert isinstance(lib[gemm.MACRO], ctypes._CFuncPtr)
     assert "kael_gemm_micro" in lib.text and "llvm.fma.v8f64" in lib.text
     assert "llvm.masked.store.v16f32" in gemm.float_library(SPECS[float32]).text
+    assert isinstance(gemm.pack_library(SPECS[float64])[gemm.PACK_B], ctypes._CFuncPtr)
+
+
+def test_a_product_reading_b_in_place_never_compiles_the_packing_module():
+    # a fresh process: a small product (B read in place) loads the macro module alone
+    code = (
+        "import kael\n"
+        "from kael.codegen.cpu import handwritten\n"
+        "kael.randn(4, 5) @ kael.randn(5, 3)\n"
+        "names = sorted(handwritten._libraries)\n"
+        "assert not any(n.endswith('_pack_b') for n in names), names\n"
+        "kael.randn(300, 300) @ kael.randn(300, 300)\n"
+        "assert any(n.endswith('_pack_b') for n in handwritten._libraries)\n"
+    )
+    run_python(code)  # exits 0 only when both asserts hold
 
 
 def test_debug_level_one_reports_each_launch_with_its_rate():
