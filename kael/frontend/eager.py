@@ -164,8 +164,12 @@ def specialized(entry: Template, outs, ins, axes=None, streaming: bool = True, f
         lay, stream = _layout(entry, outs[0], (*outs, *ins), streaming)
         return entry.kernel.specialize(lay.rank, lay.inners, lay.tiled, stream)
     reduce_axes, keepdim = axes
-    red = entry.kernel.specialize(_reduction_layout(outs, ins, ins[0].shape, reduce_axes, keepdim))
-    return _fetching(red, ins) if fetch and outs[0].device is CPU else red
+    lay = _reduction_layout(outs, ins, ins[0].shape, reduce_axes, keepdim)
+    red = entry.kernel.specialize(lay)
+    if outs[0].device is not CPU:
+        return red
+    red = _shortened(red, lay)
+    return _fetching(red, ins) if fetch else red
 
 
 def _plan(
@@ -442,6 +446,15 @@ FETCH_FROM_BYTES = 4 << 20
 FETCH_AHEAD_BYTES = 32 << 10
 
 
+def _shortened(red: Reduction, lay) -> Reduction:
+    """`red`'s variant for rows shorter than its lanes (one output per lane), where this
+    launch has such rows in one block: a kernel of its own, so the common one stays small
+    and quick to compile."""
+    if lay.schedule != ROWS or lay.blocks != 1 or lay.length >= cpu_reduce.row_lanes(red):
+        return red
+    return dataclasses.replace(red, short=True)
+
+
 def _fetching(red: Reduction, ins) -> Reduction:
     """`red` fetching its first input ahead where it streams a large input from memory."""
     source = ins[0]
@@ -458,6 +471,8 @@ def _reduction_plan(
     lay = _reduction_layout(outs, ins, shape, axes, keepdim)
     on_cpu = outs[0].device is CPU
     specialized = kernel.specialize(lay)
+    if on_cpu:
+        specialized = _shortened(specialized, lay)
     if on_cpu and fetch:
         specialized = _fetching(specialized, ins)
     compiled = cpu_reduce.get(specialized) if on_cpu and compile else None

@@ -78,7 +78,7 @@ def format_reduction(k: Reduction) -> str:
     An epilogue reads `acc`, the reduced value, and `index` (arg ops) or `acc1` (a paired
     sum's second total).
     """
-    vector = " vector" if k.vector else ""
+    vector = (" vector" if k.vector else "") + (" short" if k.short else "")
     lines = [f"reduction {k.name} {k.op} {k.schedule} kept={k.kept} reduced={k.reduced}{vector}"]
     lines += [f"  out{i}: {b.dtype}" for i, b in enumerate(k.outputs)]
     fixed = k.invariant or (False,) * len(k.inputs)

@@ -75,6 +75,9 @@ class Reduction:
     # elements `prefetch` is fetched ahead, fixed in the code (an eager reduction streaming
     # its input from memory); 0: the last run-time parameter says (a row group's member)
     fetch_ahead: int = 0
+    # ROWS in one block over rows shorter than the accumulators' lanes: one output per lane
+    # (codegen/cpu/reduce.py); a variant of its own, chosen per launch (eager._shortened)
+    short: bool = False
 
     @property
     def acc(self) -> DType:

@@ -1046,3 +1046,18 @@ def test_reductions_streaming_a_large_input_fetch_it_ahead_with_the_same_bits(mo
     for a, b in zip(fetched, plain):
         assert a.dtype == b.dtype and a.shape == b.shape
         np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_rows_shorter_than_the_lanes_run_a_variant_of_their_own():
+    # the common kernel carries no short-row code (it compiles as fast as before); rows
+    # shorter than the lanes launch the `short` variant, with the same bits as each row alone
+    from kael.ir.printer import format_reduction
+
+    short, wide = kael.randn(100, 5), kael.randn(100, 40)
+    _, [launch] = record_launches(lambda: short.sum(-1))
+    assert " short" in format_reduction(launch.kernel).splitlines()[0]
+    _, [launch] = record_launches(lambda: wide.sum(-1))
+    assert " short" not in format_reduction(launch.kernel).splitlines()[0]
+    got = short.sum(-1)
+    for i in (0, 17, 99):
+        assert got[i].item() == short[i].sum().item()

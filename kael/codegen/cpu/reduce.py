@@ -248,12 +248,16 @@ def _no_index(axis: int):
     raise NotImplementedError("a reduction prologue cannot read its position")
 
 
-def _row_lanes(e: _Emitter) -> int:
+def row_lanes(red: Reduction) -> int:
     """The lanes of a ROWS reduction's accumulators (1: scalar code)."""
-    red = e.red
     gathers = any(buf.inner == STRIDED for buf in red.inputs)
+    width = vector_width(red)
     # Gathering more than 8 lanes element by element costs more code than it saves.
-    return e.width if red.vector and not (gathers and e.width > 8) else 1
+    return width if red.vector and not (gathers and width > 8) else 1
+
+
+def _row_lanes(e: _Emitter) -> int:
+    return row_lanes(e.red)
 
 
 def _rows_block(e: _Emitter, j0, j1, bases, short: bool = False):
@@ -391,6 +395,8 @@ def _emit_short_lanes(e: _Emitter, begin: ir.Value, end: ir.Value) -> ir.Value:
     indices = e.entry.alloca(scalar_type(red.second_dtype), size=i64(lanes), name="lane_index")
     values.align = indices.align = VECTOR_BYTES  # stored as whole vectors
     acc, acc_i = e.slot(acc_t, "lane_acc"), e.slot(sec_t, "lane_acc_index")
+    # the entry builder's allocas went in ahead of b's place in the entry block: go past them
+    b.position_at_end(b.block)
     last = red.kept + red.reduced - 1
     istep = args.index_strides[-1]
 
@@ -624,20 +630,12 @@ def _function(module: ir.Module, red: Reduction, symbol: str, body) -> None:
         b.position_at_end(b.block)  # the entry builder inserted above b's last instruction
         b.store(i64(0), e.fault_code)
     begin, end = fn.args[1], fn.args[2]
-    lanes = _row_lanes(e) if body is _emit_rows else 1
-    if lanes > 1:
-        # Outputs shorter than the vector (argmin over [n, 5]) run a loop of scalar code
-        # alone: the lanes' setup and folds cost more than such a row's elements.
-        short = b.and_(
-            b.icmp_signed("<", e.args.length, i64(lanes)),
-            b.icmp_signed("==", e.args.blocks, i64(1)),
-        )
-        with b.if_else(short) as (few, many):
-            with few:
-                rest = _emit_short_lanes(e, begin, end)
-                e.loops.counted(rest, end, 1, lambda w: _emit_rows(e, w, True), "short")
-            with many:
-                e.loops.counted(begin, end, 1, lambda w: body(e, w), "item")
+    if body is _emit_rows and red.short:
+        # Outputs shorter than the vector (argmin over [n, 5]): whole chunks of outputs one
+        # per lane, the rest in scalar code; the lanes' setup and folds would cost more
+        # than such a row's elements
+        rest = _emit_short_lanes(e, begin, end)
+        e.loops.counted(rest, end, 1, lambda w: _emit_rows(e, w, True), "short")
     else:
         e.loops.counted(begin, end, 1, lambda w: body(e, w), "item")
     e.report_faults()
