@@ -330,8 +330,31 @@ def full(shape: tuple, dtype: DType, value):
     through a remembered fill launch; None where the full door must make it."""
     if not _open():
         return None
+    kind = type(value)
+    if kind is not float:  # zeros, ones: everything but the allocation worked out once
+        made = _filled.get((shape, dtype, kind, value))
+        if made is not None:
+            native, n, nbytes, word, strides = made
+            storage = Storage.host(nbytes)
+            _native(native.address, n, storage.ptr, n, word)
+            return _result(storage, shape, strides, dtype)
     found = _fill_launch(dtype, value)
-    return None if found is None else _launch(found[0], shape, (), value, None, found[1])
+    if found is None:
+        return None
+    result = _launch(found[0], shape, (), value, None, found[1])
+    if result is not None and kind is not float and len(_filled) < 1024:
+        entry, word = found
+        n = result._impl.storage.nbytes // dtype.itemsize
+        if n * dtype.itemsize < PARALLEL_BYTES:  # inline: the launch above ran so
+            key = (shape, dtype, kind, value)
+            _filled[key] = (entry.native, n, n * dtype.itemsize, word, _dense_strides(shape))
+    return result
+
+
+# (shape, dtype, int or bool, value) -> (the fill's Descriptor, elements, bytes, the value's
+# word, strides): a small factory's whole launch but the allocation (floats are not kept:
+# -0.0 == 0.0 as a key)
+_filled: dict[tuple, tuple] = {}
 
 
 def _fill_launch(dtype: DType, value) -> tuple | None:

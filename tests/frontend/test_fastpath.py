@@ -567,3 +567,18 @@ def test_unary_functions_take_input_by_keyword(name):
     _same(fn(input=x), fn(x))
     with pytest.raises(TypeError, match="'input'"):
         fn()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_small_factory_of_a_known_size_is_one_remembered_launch(dtype):
+    # zeros/ones/full by an int or bool: everything but the allocation worked out once;
+    # by a float: not kept (-0.0 == 0.0 as a key), still right
+    for _ in range(3):
+        np.testing.assert_array_equal(kael.zeros(3, 5, dtype=dtype).numpy(), np.zeros((3, 5)))
+        np.testing.assert_array_equal(kael.ones(7, dtype=dtype).numpy(), np.ones(7))
+        assert kael.full((2, 2), -0.0, dtype=dtype).tolist() == [[-0.0] * 2] * 2
+    assert ((3, 5), dtype, int, 0) in fastpath._filled
+    assert not any(key[2] is float for key in fastpath._filled)
+    big = kael.zeros(600, 1000, dtype=dtype)  # past the inline size: never kept
+    assert ((600, 1000), dtype, int, 0) not in fastpath._filled
+    assert not big.numpy().any()
