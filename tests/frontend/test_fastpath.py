@@ -579,6 +579,6 @@ def test_a_small_factory_of_a_known_size_is_one_remembered_launch(dtype):
         assert kael.full((2, 2), -0.0, dtype=dtype).tolist() == [[-0.0] * 2] * 2
     assert ((3, 5), dtype, int, 0) in fastpath._filled
     assert not any(key[2] is float for key in fastpath._filled)
-    big = kael.zeros(600, 1000, dtype=dtype)  # past the inline size: never kept
-    assert ((600, 1000), dtype, int, 0) not in fastpath._filled
+    big = kael.zeros(1200, 1000, dtype=dtype)  # past the inline size: never kept
+    assert ((1200, 1000), dtype, int, 0) not in fastpath._filled
     assert not big.numpy().any()
