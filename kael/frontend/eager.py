@@ -28,7 +28,7 @@ from kael.ir.scheduler import schedule_elementwise, schedule_reduction
 from kael.runtime import cuda_driver, debug, launches, sync
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import DType, bool_, float64, int64
+from kael.runtime.dtypes import FLOAT_CATEGORY, DType, bool_, float64, int64
 from kael.runtime.errors import Error
 from kael.runtime.launcher import PARALLEL_BYTES, launch
 from kael.runtime.storage import Storage
@@ -122,9 +122,12 @@ def param_word(value, dtype: DType) -> int:
 
 
 def _param_word(value, dtype: DType) -> int:
-    if dtype.is_floating_point:
-        return struct.unpack("<q", struct.pack("<d", value))[0]
+    if dtype.category == FLOAT_CATEGORY:  # is_floating_point, without the property's call
+        return _AS_INT64(_AS_FLOAT64(value))[0]
     return int(value)
+
+
+_AS_FLOAT64, _AS_INT64 = struct.Struct("<d").pack, struct.Struct("<q").unpack
 
 
 @dataclass(frozen=True, slots=True)

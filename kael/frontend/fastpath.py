@@ -383,6 +383,23 @@ def _fill_launch(dtype: DType, value) -> tuple | None:
 _fill_words: dict[tuple, int] = {}  # (int or bool, value, dtype) -> its word: zeros, ones
 
 
+def _number_word(number, scalar: tuple) -> int:
+    """The argument word of a number operand, converted as `scalar` (word index, dtype,
+    mode) says. The last one is kept by identity: a loop's learning rate or constant is one
+    float object call after call (and -0.0 and 0.0 are two), so it converts once."""
+    global _last_word
+    seen, how, word = _last_word
+    if number is seen and how is scalar:
+        return word
+    _, dtype, mode = scalar
+    word = eager.param_word(convert_scalar(number, dtype, mode), dtype)
+    _last_word = (number, scalar, word)  # one tuple: threads see it whole
+    return word
+
+
+_last_word: tuple = (None, None, 0)
+
+
 def _launch(entry: _Entry, shape: tuple, operands: tuple, number, into=None, word=None):
     """The remembered launch over `operands`, into a new dense tensor (returned) or into
     the dense impl `into`; None where the call is empty or too big for this door."""
@@ -396,8 +413,7 @@ def _launch(entry: _Entry, shape: tuple, operands: tuple, number, into=None, wor
     else:
         out = into.storage.ptr + into.offset * sizes[0]
     if entry.scalar is not None and word is None:
-        _, dtype, mode = entry.scalar
-        word = eager.param_word(convert_scalar(number, dtype, mode), dtype)
+        word = _number_word(number, entry.scalar)
     moved = n * entry.width
     if moved < PARALLEL_BYTES or get_num_threads() == 1:
         at = entry.native.address
@@ -483,10 +499,7 @@ def _launch_shaped(entry: _Shaped, operands: tuple, number, into=None):
         out = storage.ptr
     else:
         out = into.storage.ptr + into.offset * sizes[0]
-    word = None
-    if entry.scalar is not None:
-        _, dtype, mode = entry.scalar
-        word = eager.param_word(convert_scalar(number, dtype, mode), dtype)
+    word = None if entry.scalar is None else _number_word(number, entry.scalar)
     if entry.moved < PARALLEL_BYTES or get_num_threads() == 1:
         at, total = entry.native.address, entry.total
         a = operands[0]

@@ -582,3 +582,20 @@ def test_a_small_factory_of_a_known_size_is_one_remembered_launch(dtype):
     big = kael.zeros(1200, 1000, dtype=dtype)  # past the inline size: never kept
     assert ((1200, 1000), dtype, int, 0) not in fastpath._filled
     assert not big.numpy().any()
+
+
+def test_a_number_operands_word_is_kept_by_identity_only():
+    # the last number's word is reused only for the same object and the same conversion:
+    # -0.0 after 0.0, one float object by float32 then float64, an int then a bool
+    x32, x64 = _tensor((5,), kael.float32, 90), _tensor((5,), kael.float64, 91)
+    lr = 0.1
+    for _ in range(3):
+        for zero in (0.0, -0.0):
+            got = x32 * zero
+            assert np.array_equal(np.signbit(got.numpy()), np.signbit(x32.numpy() * zero))
+        np.testing.assert_array_equal((x32 * lr).numpy(), x32.numpy() * np.float32(lr))
+        np.testing.assert_array_equal((x64 * lr).numpy(), x64.numpy() * lr)
+        ints = kael.tensor([1, 2, 3])
+        assert (ints + 1).tolist() == [2, 3, 4]
+        assert (ints + True).tolist() == [2, 3, 4]
+        assert (ints * 2**62).tolist() == [2**62, -(2**63), 2**62 * 3 - 2**64]
