@@ -181,15 +181,13 @@ def binary(name: str, a, b):
         ai, bi = a._impl, b._impl
         shape = ai.shape
         dense = _strides.get(shape)
-        if (
-            bi.shape == shape
-            and ai.strides == dense
-            and bi.strides == dense
-            and ai.device is CPU
-            and bi.device is CPU
-        ):
-            entry = _entries.get((name, ai.dtype, bi.dtype, not shape))
-            return None if entry is None else _launch(entry, shape, (ai, bi), None)
+        if ai.strides == dense and ai.device is CPU and bi.device is CPU:
+            if bi.shape == shape and bi.strides == dense:
+                entry = _entries.get((name, ai.dtype, bi.dtype, not shape))
+                return None if entry is None else _launch(entry, shape, (ai, bi), None)
+            if not bi.shape and shape:  # v / v.sum(): the 0-d operand read at every element
+                entry = _entries.get((name, ai.dtype, bi.dtype, "b0"))
+                return None if entry is None else _launch(entry, shape, (ai, bi), None)
     elif ta or tb:
         impl, number = (a._impl, b) if ta else (b._impl, a)
         kind = type(number)

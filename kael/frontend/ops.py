@@ -157,6 +157,18 @@ def _fast(name: str, slow, reflected: bool = False, inplace: bool = False):
     return method
 
 
+def _fast_matmul(slow):
+    """`a @ b` asking the fast door (a remembered product of these layouts) first."""
+    door = fastpath.matmul
+
+    @functools.wraps(slow)
+    def method(self, other):
+        done = door(self, other)
+        return slow(self, other) if done is None else done
+
+    return method
+
+
 def _fast_getitem(slow):
     """Tensor.__getitem__ asking the view memo first (it is closed while tracing): a repeated
     basic index skips the door's frames too."""
@@ -202,6 +214,7 @@ def _install() -> None:
     for family in FAMILIES:
         for name, fn in family.METHODS.items():
             setattr(Tensor, name, op_door(name, fn))
+    Tensor.__matmul__ = _fast_matmul(Tensor.__matmul__)
     for name in INPLACE_BINARY:
         setattr(Tensor, f"{name}_", _fast(name, _inplace(name), inplace=True))
     Tensor.clamp_ = Tensor.clip_ = op_door("clamp_", ew.clamp_)
