@@ -168,11 +168,7 @@ def specialized(entry: Template, outs, ins, axes=None, streaming: bool = True, f
         return entry.kernel.specialize(lay.rank, lay.inners, lay.tiled, stream)
     reduce_axes, keepdim = axes
     lay = _reduction_layout(outs, ins, ins[0].shape, reduce_axes, keepdim)
-    red = entry.kernel.specialize(lay)
-    if outs[0].device is not CPU:
-        return red
-    red = _shortened(red, lay)
-    return _fetching(red, ins) if fetch else red
+    return _launched(entry.kernel.specialize(lay), lay, outs, ins, fetch)
 
 
 def _plan(
@@ -468,16 +464,21 @@ def _fetching(red: Reduction, ins) -> Reduction:
     return dataclasses.replace(red, prefetch=0, fetch_ahead=ahead)
 
 
+def _launched(red: Reduction, lay, outs, ins, fetch: bool) -> Reduction:
+    """The variant of the specialized `red` this launch runs on the host: for short rows
+    (_shortened), fetching a large input ahead (_fetching, unless `fetch` is False)."""
+    if outs[0].device is not CPU:
+        return red
+    red = _shortened(red, lay)
+    return _fetching(red, ins) if fetch else red
+
+
 def _reduction_plan(
     kernel: Reduction, outs, ins, shape, axes, keepdim, compile: bool = True, fetch=True
 ) -> _ReductionPlan:
     lay = _reduction_layout(outs, ins, shape, axes, keepdim)
     on_cpu = outs[0].device is CPU
-    specialized = kernel.specialize(lay)
-    if on_cpu:
-        specialized = _shortened(specialized, lay)
-    if on_cpu and fetch:
-        specialized = _fetching(specialized, ins)
+    specialized = _launched(kernel.specialize(lay), lay, outs, ins, fetch)
     compiled = cpu_reduce.get(specialized) if on_cpu and compile else None
     tail = [*lay.kept, *lay.reduced]
     for st in lay.out_strides + lay.in_strides:

@@ -25,7 +25,6 @@ replay the gemm plan the full door ran (gemm_run.run: packing buffers, threads).
 
 from __future__ import annotations
 
-import array
 import functools
 import threading
 from dataclasses import dataclass
@@ -54,20 +53,19 @@ class _Entry:
     size left 0, and what to patch per call."""
 
     fn: object
-    block: array.array
     dtype: DType  # the result's
     buffers: int  # output, then each tensor operand: the first words
     itemsizes: tuple[int, ...]  # of each buffer
     limit: int  # the most elements a call may have here (below streaming stores' size)
     width: int  # bytes a call moves per element: sum(itemsizes)
     scalar: tuple | None  # (word index, parameter dtype, conversion mode) of a number operand
-    # the inline launch: words (each buffer's address, the size, the number's word) into
-    # the template (codegen/cpu/native_launch.py)
+    # the argument block with the addresses and the size left 0, and the words a call
+    # supplies: each buffer's address, the size, the number's word (native_launch.py)
     native: native_launch.Descriptor
 
 
 _entries: dict[tuple, _Entry] = {}
-_native = None  # native_launch.launcher(), bound when the first launch is remembered
+_native = None  # native_launch.launcher(), bound by `bind`
 _BROADCAST = {"a0": 1, "b0": 2}  # a binary key's 0-d operand: its buffer, after the output
 Tensor = None  # kael.frontend.tensor.Tensor, bound by ops.py through `bind`
 _strides: dict[tuple, tuple] = {}
@@ -84,9 +82,11 @@ def _dense_strides(shape: tuple) -> tuple:
 
 
 def bind(tensor_class) -> None:
-    """Name the Tensor class (ops.py, at import: tensor.py imports what imports this)."""
-    global Tensor
+    """Name the Tensor class (ops.py, at import: tensor.py imports what imports this) and
+    the launch builtin every remembered launch goes through."""
+    global Tensor, _native
     Tensor = tensor_class
+    _native = native_launch.launcher()
 
 
 def _open() -> bool:
@@ -428,17 +428,16 @@ def _launch(entry: _Entry, shape: tuple, operands: tuple, number, into=None, wor
             else:
                 _native(at, n, out, a.storage.ptr + a.offset * sizes[1], n, word)
     else:
-        block = entry.block[:]
-        block[0] = out
-        for i, impl in enumerate(operands, 1):
-            block[i] = impl.storage.ptr + impl.offset * sizes[i]
-        block[entry.buffers] = n
-        if word is not None:
-            block[entry.scalar[0]] = word
-        run_block(entry.fn, block, n, moved)
+        words = [out, *_addresses(operands, sizes), n] + ([] if word is None else [word])
+        run_block(entry.fn, entry.native.block(words), n, moved)
     if into is not None:
         return into
     return _result(storage, shape, _dense_strides(shape), entry.dtype)
+
+
+def _addresses(operands: tuple, sizes: tuple) -> list[int]:
+    """Each operand's element 0 (sizes[0] is the output's itemsize)."""
+    return [impl.storage.ptr + impl.offset * size for impl, size in zip(operands, sizes[1:])]
 
 
 def _result(storage: Storage, shape: tuple, strides: tuple, dtype: DType):
@@ -461,7 +460,6 @@ class _Shaped:
 
     native: native_launch.Descriptor  # words: the output's address, each operand's, the number's
     fn: object
-    block: array.array
     shape: tuple  # a fresh result's, with its strides, dtype and bytes
     strides: tuple
     dtype: DType
@@ -510,13 +508,8 @@ def _launch_shaped(entry: _Shaped, operands: tuple, number, into=None):
         else:
             _native(at, total, out, a.storage.ptr + a.offset * sizes[1], word)
     else:
-        block = entry.block[:]
-        block[0] = out
-        for i, impl in enumerate(operands, 1):
-            block[i] = impl.storage.ptr + impl.offset * sizes[i]
-        if word is not None:
-            block[entry.scalar[0]] = word
-        run_block(entry.fn, block, entry.total, entry.moved, entry.align)
+        words = [out, *_addresses(operands, sizes)] + ([] if word is None else [word])
+        run_block(entry.fn, entry.native.block(words), entry.total, entry.moved, entry.align)
     if into is not None:
         return into
     return _result(storage, entry.shape, entry.strides, entry.dtype)
@@ -544,12 +537,10 @@ def _remember_shaped(key: tuple, template: eager.Template, out, ins, scalar) -> 
     native = native_launch.describe(plan.compiled.fn, words, positions, per_item)
     if native is None:
         return
-    global _native
-    _native = native_launch.launcher()
     itemsizes = tuple(t.dtype.itemsize for t in impls)
     nbytes = out.numel() * itemsizes[0]
-    entry = _Shaped(native, plan.compiled.fn, array.array("q", words), out.shape, out.strides,
-                    out.dtype, nbytes, itemsizes, plan.total, plan.moved, plan.align, at)  # fmt: skip
+    entry = _Shaped(native, plan.compiled.fn, out.shape, out.strides, out.dtype, nbytes,
+                    itemsizes, plan.total, plan.moved, plan.align, at)  # fmt: skip
     if len(_shaped) >= _MAX_ENTRIES:
         _shaped.clear()
     _shaped[key] = entry
@@ -591,10 +582,8 @@ def remember(
     native = native_launch.describe(plan.compiled.fn, words, positions, sum(itemsizes))
     if native is None:
         return
-    global _native
-    _native = native_launch.launcher()
-    entry = _Entry(plan.compiled.fn, array.array("q", words), dtypes[0], len(impls),
-                   itemsizes, limit, sum(itemsizes), at, native)  # fmt: skip
+    entry = _Entry(plan.compiled.fn, dtypes[0], len(impls), itemsizes, limit, sum(itemsizes),
+                   at, native)  # fmt: skip
     if len(_entries) >= _MAX_ENTRIES:
         _entries.clear()
     _entries[key] = entry
@@ -608,8 +597,7 @@ class _Reduction:
     """A remembered reduction launch: one pass, one block per output, no scratch."""
 
     fn: object
-    block: array.array  # output and input addresses 0
-    native: native_launch.Descriptor  # words: the output's and the input's addresses
+    native: native_launch.Descriptor  # its block; words: the output's and the input's addresses
     total: int  # work items
     shape: tuple  # the result's
     dtype: DType
@@ -706,10 +694,8 @@ def _remember_reduction(key, entry, outs, ins, axes, keepdim, scalars) -> bool:
     native = native_launch.describe(prepared.fn, words, (0, 1), per_item)
     if native is None:
         return False
-    global _native
-    _native = native_launch.launcher()
     _reductions[key] = _Reduction(
-        prepared.fn, array.array("q", words), native, prepared.total, out.shape, out.dtype,
+        prepared.fn, native, prepared.total, out.shape, out.dtype,
         out.numel() * out.dtype.itemsize, ins[0].dtype.itemsize, prepared.moved,
     )  # fmt: skip
     return True
@@ -721,13 +707,9 @@ def _reduce(entry: _Reduction, impl):
     if entry.moved < PARALLEL_BYTES or get_num_threads() == 1:
         _native(entry.native.address, entry.total, storage.ptr, source)
     else:
-        block = entry.block[:]
-        block[0] = storage.ptr
-        block[1] = source
+        block = entry.native.block((storage.ptr, source))
         run_block(entry.fn, block, entry.total, entry.moved, 1)
-    shape = entry.shape
-    out = TensorImpl.of_tuples(storage, shape, _dense_strides(shape), 0, entry.dtype, CPU)
-    return Tensor.trusted(out)
+    return _result(storage, entry.shape, _dense_strides(entry.shape), entry.dtype)
 
 
 # ---- matrix products -------------------------------------------------------------------------
@@ -776,9 +758,7 @@ def matmul(a, b):
     else:
         _native(native.address, entry.plan.launches[0].total,
                 *[bases[which] + offset for which, offset in entry.words])  # fmt: skip
-    shape = entry.shape
-    out = TensorImpl.of_tuples(storage, shape, _dense_strides(shape), 0, entry.dtype, CPU)
-    return Tensor.trusted(out)
+    return _result(storage, entry.shape, _dense_strides(entry.shape), entry.dtype)
 
 
 def remember_matmul(a, b, plan, target) -> None:
@@ -799,6 +779,4 @@ def remember_matmul(a, b, plan, target) -> None:
         flops = max(1, launch.flops // max(1, launch.total))
         native = native_launch.describe(launch.fn, launch.words, positions, flops)
         words = tuple((which, offset) for _, which, offset in launch.slots)
-        global _native
-        _native = native_launch.launcher()
     _products[key] = _Product(plan, t.shape, t.dtype, nbytes, t.dtype.itemsize, native, words)

@@ -95,14 +95,16 @@ for _family in FAMILIES:
 # a unary op asks the fast door before it (which serves nothing while tracing).
 FUNCTIONS = {name: op_door(name, fn) for name, fn in FUNCTIONS.items()}
 FUNCTIONS.update({name: _fast_unary(name, FUNCTIONS[name]) for name in ew.UNARY})
-# a reduction's fast door (fastpath.reduction) is its outermost frame: the op door runs
-# only where the fast one is closed
-FUNCTIONS.update(
-    {
-        name: fastpath.reduction(FUNCTIONS[name].__wrapped__, FUNCTIONS[name])
-        for name in reductions.FAST
-    }
-)
+
+
+def _reduction_door(name: str):
+    """A reduction's fast door (fastpath.reduction) as its outermost frame: the op door runs
+    only where the fast one is closed."""
+    fn = reductions.FUNCTIONS[name]
+    return fastpath.reduction(fn, op_door(name, fn))
+
+
+FUNCTIONS.update({name: _reduction_door(name) for name in reductions.FAST})
 FUNCTIONS.update({alias: FUNCTIONS[name] for alias, name in ALIASES.items()})
 
 # Tensor's own methods that may launch kernels (views need no door: they launch nothing).
@@ -200,7 +202,7 @@ def _install() -> None:
     """Every function as a Tensor method, the in-place variants and the operators."""
     fastpath.bind(Tensor)
     for name in reductions.FAST:  # the door itself as the method: no frame in between
-        method = fastpath.reduction(FUNCTIONS[name], op_door(name, FUNCTIONS[name].__wrapped__))
+        method = _reduction_door(name)
         _name_method(method, name)
         setattr(Tensor, name, method)
     for name, fn in FUNCTIONS.items():

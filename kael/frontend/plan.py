@@ -855,7 +855,7 @@ class Plan:
     @property
     def peak_bytes(self) -> int:
         """The most bytes of intermediates alive at once (outputs and inputs not counted; a
-        row group's chunk-local values live on the driver's stack)."""
+        row group's chunk-local values live in the driver's chunk scratch)."""
         keep = {v.buffer for v in self.out_leaves if type(v) is View}
         keep |= {slot for step in self.steps if type(step) is RowGroup for slot in step.local}
         alive: set[int] = set()

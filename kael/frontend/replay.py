@@ -109,17 +109,28 @@ class _Writer:
             out.append((at + k, f"_word({self.value(source)}, {self.constant('D', dtype)})"))
         return out
 
-    def native(self, described, total: int, words: list[str]) -> None:
-        """A line launching `described` with these word expressions (native_launch)."""
+    def call(self, fn, template, words, total: int, moved: int, align: int, per_item: int):
+        """Lines launching `fn` over `template` with `words` ((position, expression)): one
+        native launch where it runs inline (native_launch: no block copied in Python),
+        else the block copied, patched and launched."""
+        if total <= 0:
+            return
+        described = None
+        if inline(moved, self.threads):
+            described = describe(fn, template, [p for p, _ in words], per_item)
+        if described is None:
+            self.launch(fn, self.block(template, words), total, moved, align)
+            return
         self.constant("N", described)  # kept alive by the function's globals
-        self.lines.append(f"_launch({', '.join([str(described.address), str(total), *words])})")
+        args = [str(described.address), str(total), *(w for _, w in words)]
+        self.lines.append(f"_launch({', '.join(args)})")
 
-    def block(self, step, template: array.array, local=()) -> str:
-        """Lines that copy `step`'s template and patch this call's words into it."""
+    def block(self, template: array.array, words) -> str:
+        """Lines that copy `template` and store `words` ((position, expression)) into it;
+        the block's local name."""
         name = f"b{len(self.lines)}"
         self.lines.append(f"{name} = {self.constant('T', template)}[:]")
-        for position, word in self.words(step, template, local):
-            self.lines.append(f"{name}[{position}] = {word}")
+        self.lines += [f"{name}[{position}] = {word}" for position, word in words]
         return name
 
     def launch(self, fn, block: str, total: int, moved: int, align: int) -> None:
@@ -152,15 +163,10 @@ class _Writer:
 
     def kernel(self, step, ready) -> None:
         prepared, template = ready
-        if prepared.total > 0 and inline(prepared.moved, self.threads):
-            words = self.words(step, template)
-            per_item = prepared.moved // prepared.total
-            described = describe(prepared.fn, template, [p for p, _ in words], per_item)
-            if described is not None:  # the native launch: no block copied in Python
-                self.native(described, prepared.total, [w for _, w in words])
-                return
-        block = self.block(step, template)
-        self.launch(prepared.fn, block, prepared.total, prepared.moved, prepared.align)
+        per_item = prepared.moved // max(1, prepared.total)
+        words = self.words(step, template)
+        self.call(prepared.fn, template, words, prepared.total, prepared.moved, prepared.align,
+                  per_item)  # fmt: skip
 
     def product(self, step, gp) -> None:
         """A matrix product's launches (gemm_run.run written out): packing scratch, then
@@ -178,21 +184,12 @@ class _Writer:
             bases.append("0")
         for launch in gp.launches:
             words = [
-                bases[which] + (f" + {offset}" if offset else "")
-                for _, which, offset in launch.slots
+                (index, bases[which] + (f" + {offset}" if offset else ""))
+                for index, which, offset in launch.slots
             ]
-            if launch.total > 0 and inline(launch.moved, self.threads):
-                flops = max(1, launch.flops // launch.total)  # the GIL released from 64K
-                positions = [index for index, _, _ in launch.slots]
-                described = describe(launch.fn, launch.words, positions, flops)
-                if described is not None:
-                    self.native(described, launch.total, words)
-                    continue
-            name = f"g{len(self.lines)}"
-            self.lines.append(f"{name} = {self.constant('T', array.array('q', launch.words))}[:]")
-            for (index, _, _), word in zip(launch.slots, words, strict=True):
-                self.lines.append(f"{name}[{index}] = {word}")
-            self.launch(launch.fn, name, launch.total, launch.moved, 1)
+            flops = launch.flops // max(1, launch.total)  # the GIL released from 64K flops
+            template = array.array("q", launch.words)
+            self.call(launch.fn, template, words, launch.total, launch.moved, 1, flops)
 
     def row_group(self, group, ready) -> None:
         from kael.codegen.cpu import rowdriver
@@ -200,7 +197,7 @@ class _Writer:
         members, moved = ready
         records = []
         for m, (template, address), per_row in zip(group.members, members, group.per_row):
-            block = self.block(m, template, group.local)
+            block = self.block(template, self.words(m, template, group.local))
             patches = group.patches(m)
             records.append((address, f"{block}.buffer_info()[0]", per_row, len(template), patches))
         words = rowdriver.words(group.chunk, group.rows, group.scratch_bytes, records)

@@ -215,18 +215,25 @@ class Descriptor:
         self.release_items = release_items
         _described[self.address] = self
 
+    def block(self, words) -> array.array:
+        """A copy of the template with `words` at the positions: the block the native
+        launch builds, for a launch that goes to the thread pool or through ctypes."""
+        block = self.template[:]
+        for position, word in zip(self.positions, words, strict=True):
+            block[position] = word
+        return block
+
 
 _described: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 def describe(fn, template, positions, bytes_per_item: int) -> Descriptor | None:
-    """A Descriptor for the ctypes kernel `fn`, releasing the GIL from RELEASE_BYTES moved;
-    None where the block is too large to copy onto the native launch's stack."""
+    """A Descriptor for the kernel `fn` (launcher.kernel_fn's), releasing the GIL from
+    RELEASE_BYTES moved; None where the block is too large for the native launch's stack."""
     if not 0 < len(template) <= MAX_WORDS:
         return None
-    address = ctypes.cast(fn, ctypes.c_void_p).value
     release = -(-RELEASE_BYTES // max(1, bytes_per_item))
-    return Descriptor(address, template, positions, release)
+    return Descriptor(fn.address, template, positions, release)
 
 
 def python_launch(address: int, total: int, *words: int) -> None:
@@ -234,9 +241,7 @@ def python_launch(address: int, total: int, *words: int) -> None:
     d = _described[address]
     if len(words) != len(d.positions):
         raise TypeError(COUNT_MESSAGE)
-    block = d.template[:]
-    for position, word in zip(d.positions, words):
-        block[position] = word
+    block = d.block(words)
     if total > 0:
         KernelFn(d.fn)(block.buffer_info()[0], 0, total)
 

@@ -256,16 +256,12 @@ def row_lanes(red: Reduction) -> int:
     return width if red.vector and not (gathers and width > 8) else 1
 
 
-def _row_lanes(e: _Emitter) -> int:
-    return row_lanes(e.red)
-
-
 def _rows_block(e: _Emitter, j0, j1, bases, short: bool = False):
     """(value, index) of reduced elements [j0, j1) of one output, inputs at `bases`;
     `short`: the block is shorter than the vector, so its scalar code runs alone."""
     red, b = e.red, e.b
     paired = red.paired
-    w = 1 if short else _row_lanes(e)
+    w = 1 if short else row_lanes(e.red)
     acc_t = value_type(red.acc, w)
     idx_t = ir.VectorType(I64, w) if w > 1 else I64
     n_acc = UNROLL if w > 1 else 0
