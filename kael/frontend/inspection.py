@@ -53,9 +53,10 @@ def product_stage(dtype, stage: str) -> str:
     if dtype in SPECS:
         spec = SPECS[dtype]
         libs = [gemm.float_library(spec), gemm.pack_library(spec), gemm_gemv.library(dtype)]
-    texts = [lib.text for lib in libs] or [gemm.int64_library().text]
-    text = "\n".join(texts)
-    return text if stage == "llvm" else compiler.assembly_of_ir_text(text)
+    libs = libs or [gemm.int64_library()]
+    if stage == "llvm":
+        return "\n".join(lib.text for lib in libs)
+    return "\n".join(lib.assembly() for lib in libs)
 
 
 def record_launches(fn: Callable, *args, **kwargs) -> tuple[object, list[Launch]]:
@@ -78,8 +79,8 @@ def launch_stage(launch: Launch, stage: str) -> str:
         return _reduction_stage(launch.kernel, launch.symbol.removesuffix("_final"), stage)
     if stage == "llvm" and launch.llvm is not None:
         return launch.llvm
-    if stage == "asm" and launch.llvm is not None:
-        return compiler.assembly_of_ir_text(launch.llvm)
+    if stage == "asm" and launch.library is not None:
+        return launch.library.assembly()
     if stage not in STAGES:
         raise ValueError(f"unknown stage '{stage}', expected one of {', '.join(STAGES)}")
     return f"({launch.symbol}: no {stage} stage to show for this kernel)"

@@ -7,6 +7,7 @@ Every LLVM call and every lazily built LLVM object holds kael/codegen/llvm.py's 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import re
 
@@ -110,15 +111,47 @@ def _optimized(module: ir.Module | str, passes: tuple[str, ...] | None = None):
     return mod
 
 
-def _kernel_optimized(kernel: Kernel, symbol: str):
-    text = str(build_module(kernel, symbol))
-    return _optimized(text, kernel_passes(text))
+# Code generation for the same kernels skips loop strength reduction: their loops step
+# one index through plain base + index * size addresses, which x86 addressing modes take
+# as they are, and LSR was a third to a half of their code generation time (a new small
+# kernel 12 -> 7 ms; run times unchanged, benchmarks/bench_passes.py). cl::opt settings
+# are process-wide: set for one emission and restored, under the LLVM lock.
+_KERNEL_CODEGEN = ("-disable-lsr",)
+
+
+@contextlib.contextmanager
+def _codegen_for(passes: tuple[str, ...] | None):
+    """Code generation options for a module optimized by `passes` (held under _lock)."""
+    if passes is None:
+        yield
+        return
+    llvm = _llvm()
+    for option in _KERNEL_CODEGEN:
+        llvm.set_option("kael", f"{option}=true")
+    try:
+        yield
+    finally:
+        for option in _KERNEL_CODEGEN:
+            llvm.set_option("kael", f"{option}=false")
+
+
+def _emit(text: str, passes: tuple[str, ...] | None, assembly: bool = False):
+    """Object code (or assembly text) of LLVM IR text optimized by `passes`."""
+    with _lock:
+        mod = _optimized(text, passes)
+        tm = _target_machine()
+        with _codegen_for(passes):
+            return tm.emit_assembly(mod) if assembly else tm.emit_object(mod)
+
+
+def _kernel_text(kernel: Kernel, symbol: str) -> str:
+    return str(build_module(kernel, symbol))
 
 
 def compile_object(kernel: Kernel, symbol: str) -> bytes:
     """Optimized host object code for `kernel`, exporting `symbol`."""
-    with _lock:
-        return _target_machine().emit_object(_kernel_optimized(kernel, symbol))
+    text = _kernel_text(kernel, symbol)
+    return _emit(text, kernel_passes(text))
 
 
 def _with_target(text: str) -> str:
@@ -132,24 +165,23 @@ def _with_target(text: str) -> str:
 def compile_ir_text(text: str, passes: tuple[str, ...] | None = None) -> bytes:
     """Optimized host object code for LLVM IR text: a hand-written library (O3), or a
     reduction's module (KERNEL_PASSES)."""
-    with _lock:
-        return _target_machine().emit_object(_optimized(_with_target(text), passes))
+    return _emit(_with_target(text), passes)
 
 
 def assembly_of_ir_text(text: str, passes: tuple[str, ...] | None = None) -> str:
-    """The host assembly of LLVM IR text, as compile_ir_text optimizes it."""
-    with _lock:
-        return _target_machine().emit_assembly(_optimized(_with_target(text), passes))
+    """The host assembly of LLVM IR text, as compile_ir_text compiles it."""
+    return _emit(_with_target(text), passes, assembly=True)
 
 
 def optimized_ir(kernel: Kernel, symbol: str) -> str:
+    text = _kernel_text(kernel, symbol)
     with _lock:
-        return str(_kernel_optimized(kernel, symbol))
+        return str(_optimized(text, kernel_passes(text)))
 
 
 def assembly(kernel: Kernel, symbol: str) -> str:
-    with _lock:
-        return _target_machine().emit_assembly(_kernel_optimized(kernel, symbol))
+    text = _kernel_text(kernel, symbol)
+    return _emit(text, kernel_passes(text), assembly=True)
 
 
 @sync.cached(lock_with=_lock)

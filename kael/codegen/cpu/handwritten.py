@@ -13,6 +13,7 @@ gemm module); its LLVM IR text is built again only when inspection asks for it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 import llvmlite
 from llvmlite import ir
@@ -23,6 +24,7 @@ from kael.runtime import kernel_cache, sync
 from kael.runtime.launcher import KernelFn, kernel_fn
 from kael.runtime.version import __version__
 
+Passes = tuple[str, ...] | None | Literal["auto"]
 I64 = ir.IntType(64)
 # Every kernel's type: void f(i64* args, i64 begin, i64 end).
 KERNEL_TYPE = ir.FunctionType(ir.VoidType(), [I64.as_pointer(), I64, I64])
@@ -44,11 +46,12 @@ def ir_text(module: ir.Module) -> str:
 class Library:
     """The kernels of one compiled module, kept loaded for the life of the process."""
 
-    def __init__(self, name: str, build: Callable, text: str | None = None) -> None:
+    def __init__(self, name: str, build: Callable, passes: Passes) -> None:
         self.name = name
+        self.passes = passes
         self.functions: dict[str, KernelFn] = {}
         self._build = build
-        self._text = text
+        self._text: str | None = None
         self._tracker = None  # dropping it would unload the code under `functions`
 
     def load(self, obj: bytes, symbols: list[str], key: str) -> None:
@@ -66,6 +69,14 @@ class Library:
                     self._text = _module(self.name, self._build)[1]
         return self._text
 
+    def optimization(self) -> tuple[str, ...] | None:
+        """The passes the module is optimized by (compiler._optimized: None is O3)."""
+        return compiler.kernel_passes(self.text) if self.passes == "auto" else self.passes
+
+    def assembly(self) -> str:
+        """The module's host assembly, as it was compiled."""
+        return compiler.assembly_of_ir_text(self.text, self.optimization())
+
     def __getitem__(self, symbol: str) -> KernelFn:
         return self.functions[symbol]
 
@@ -81,10 +92,15 @@ def _module(name: str, build: Callable[[ir.Module], list[str]]) -> tuple[list[st
     return symbols, ir_text(module)
 
 
-def compiled(name: str, build: Callable[[ir.Module], list[str]]) -> Library:
+def compiled(
+    name: str, build: Callable[[ir.Module], list[str]], passes: Passes = "auto"
+) -> Library:
     """The module `build` fills (returning its kernel symbols), compiled at most once.
 
     `name` must identify what `build` emits: the same name always gets the same library.
+    `passes`: "auto" optimizes a module kael vectorized itself by compiler.KERNEL_PASSES
+    and a scalar one by O3 (whose loop vectorizer may find work), as for generated
+    kernels; or a pass list, or None for O3.
     """
     lib = _libraries.get(name)
     if lib is not None:
@@ -94,14 +110,15 @@ def compiled(name: str, build: Callable[[ir.Module], list[str]]) -> Library:
         if lib is None:
             t = compiler.host_target()
             key = kernel_cache.key_of(
-                name, CODEGEN_SCHEMA, __version__, llvmlite.__version__, t["triple"],
+                name, repr(passes), CODEGEN_SCHEMA, __version__, llvmlite.__version__, t["triple"],
                 t["cpu"], t["features"], t["llvm"],
             )  # fmt: skip
-            lib = Library(name, build)
+            lib = Library(name, build, passes)
 
             def make() -> bytes:
                 symbols, lib._text = _module(name, build)
-                return "\n".join(symbols).encode() + b"\0" + compiler.compile_ir_text(lib._text)
+                obj = compiler.compile_ir_text(lib._text, lib.optimization())
+                return "\n".join(symbols).encode() + b"\0" + obj
 
             payload, _ = kernel_cache.fetch(LIBRARY_KIND, key, make)
             head, _, obj = payload.partition(b"\0")

@@ -191,6 +191,7 @@ error:
 _IR = _IR.replace("{count_length}", str(len(COUNT_MESSAGE) + 1)).replace(
     "{count_message}", COUNT_MESSAGE
 )
+_PASSES = compiler.KERNEL_PASSES  # straight-line glue: O3 would only cost compile time
 KernelFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
 
@@ -283,10 +284,12 @@ def native() -> tuple | None:
     if not _api_present():
         return None
     t = compiler.host_target()
-    key = kernel_cache.key_of(SYMBOL, _IR, t["triple"], t["cpu"], t["features"], t["llvm"])
+    key = kernel_cache.key_of(
+        SYMBOL, _IR, repr(_PASSES), t["triple"], t["cpu"], t["features"], t["llvm"]
+    )
     symbols = (SYMBOL, CALL_SYMBOL)
     try:
-        obj, _ = kernel_cache.fetch("cpu", key, lambda: compiler.compile_ir_text(_IR))
+        obj, _ = kernel_cache.fetch("cpu", key, lambda: compiler.compile_ir_text(_IR, _PASSES))
         addresses, tracker = compiler.load_object_symbols(obj, symbols, f"{SYMBOL}_{key[:12]}")
     except RuntimeError:  # the JIT could not resolve the C API here (a static embedding)
         return None

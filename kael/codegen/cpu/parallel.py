@@ -22,6 +22,7 @@ from kael.runtime import kernel_cache, sync, threadpool
 SPIN = 20000  # pause-loop rounds before a waiter sleeps (a few tens of microseconds)
 _FUTEX_SYSCALL = {"x86_64": 202, "aarch64": 98}
 _PAUSE = {"x86_64": "call void @llvm.x86.sse2.pause()", "aarch64": ""}
+_PASSES = compiler.KERNEL_PASSES  # scheduling glue, no loop worth vectorizing: O3 costs time
 
 # Globals: the job (generation, kernel, arguments, ranges, helper count), the completion
 # counter, the number of workers started and of workers asleep. Ranges are i64 pairs.
@@ -252,8 +253,10 @@ def native_pool() -> NativePool | None:
         return None
     text = _ir_text()
     t = compiler.host_target()
-    key = kernel_cache.key_of("native-pool", text, t["triple"], t["cpu"], t["features"], t["llvm"])
-    obj, _ = kernel_cache.fetch("cpu", key, lambda: compiler.compile_ir_text(text))
+    key = kernel_cache.key_of(
+        "native-pool", text, repr(_PASSES), t["triple"], t["cpu"], t["features"], t["llvm"]
+    )
+    obj, _ = kernel_cache.fetch("cpu", key, lambda: compiler.compile_ir_text(text, _PASSES))
     names = ("kael_pool_start", "kael_pool_reset", "kael_pool_run")
     addresses, tracker = compiler.load_object_symbols(obj, names, f"kael_pool_{key[:12]}")
     # Workers run this code until the process ends: it must never be unloaded, not even

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from kael.codegen.cpu import handwritten
+from kael.codegen.cpu import compiler, handwritten
 from kael.codegen.cpu.loops import LoopBuilder
 
 SYMBOL = "kael_row_driver"
@@ -145,7 +145,7 @@ def _free(module: ir.Module) -> ir.Function:
 
 def driver():
     """The compiled row driver (a kernel function over chunks of rows)."""
-    return handwritten.compiled(SYMBOL, _build)[SYMBOL]
+    return handwritten.compiled(SYMBOL, _build, compiler.KERNEL_PASSES)[SYMBOL]
 
 
 def words(chunk: int, rows: int, scratch_bytes: int, members: list) -> list:

@@ -108,3 +108,55 @@ def test_the_short_pass_list_vectorizes_nothing_again():
     text = _module_text((CONTIG, CONTIG))
     assert "llvm.loop.isvectorized" not in str(compiler._optimized(text, compiler.KERNEL_PASSES))
     assert "llvm.loop.isvectorized" in str(compiler._optimized(text, None))
+
+
+def _object_with_lsr(text: str, passes) -> bytes:
+    with compiler._lock:
+        return compiler._target_machine().emit_object(compiler._optimized(text, passes))
+
+
+def test_kael_vectorized_kernels_are_emitted_without_loop_strength_reduction():
+    text = _module_text((CONTIG, CONTIG))
+    ours = compiler._emit(text, compiler.KERNEL_PASSES)
+    assert ours != _object_with_lsr(text, compiler.KERNEL_PASSES)
+    with compiler._lock, compiler._codegen_for(compiler.KERNEL_PASSES):
+        assert ours == compiler._target_machine().emit_object(
+            compiler._optimized(text, compiler.KERNEL_PASSES)
+        )
+
+
+def test_o3_modules_keep_loop_strength_reduction_after_a_kernel_was_emitted():
+    text = _module_text((CONTIG, STRIDED))
+    before = _object_with_lsr(text, None)
+    compiler._emit(_module_text((CONTIG, CONTIG)), compiler.KERNEL_PASSES)  # sets, restores
+    assert compiler._emit(text, None) == before == _object_with_lsr(text, None)
+
+
+def _launched_kernel(fn, *args):
+    from kael.frontend.inspection import record_launches
+
+    _, made = record_launches(fn, *args)
+    return made[-1].kernel
+
+
+def test_vector_math_and_random_bodies_are_not_unrolled():
+    import kael
+    from kael.codegen.cpu import loops
+
+    x = kael.randn(64)
+    assert loops.unroll_of(_launched_kernel(kael.tanh, x)) == 1
+    assert loops.unroll_of(_launched_kernel(lambda: kael.randn(64))) == 1
+    assert loops.unroll_of(_launched_kernel(kael.add, x, x)) == loops.UNROLL
+
+
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 31, 33, 64, 65, 100, 1000])
+def test_a_body_without_unrolling_covers_every_length(n):
+    import numpy as np
+    import torch
+
+    import kael
+
+    data = np.linspace(-4, 4, n, dtype=np.float32)
+    got = kael.tensor(data).tanh().erf().numpy()
+    want = torch.from_numpy(data).tanh().erf().numpy()
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7)

@@ -4,6 +4,7 @@ the disk cache by a new process without building the module, rebuilt from a corr
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -57,3 +58,27 @@ def test_corrupt_library_entry_is_rebuilt(tmp_path):
     entry.write_bytes(bytes(data))
     assert _new_process(tmp_path) == ["7", "1", "1", "True"]
     assert _new_process(tmp_path) == ["7", "0", "1", "True"]  # the rebuilt entry is good
+
+
+def test_a_library_kael_vectorized_gets_the_short_pass_list():
+    from kael.codegen.cpu import compiler, rows
+    from kael.runtime.dtypes import float32
+
+    lib = rows.library("softmax", float32)
+    assert lib.optimization() == compiler.KERNEL_PASSES
+    assert "vfmadd" in lib.assembly() or "vmul" in lib.assembly()
+
+
+def test_a_scalar_library_keeps_o3_for_its_loop_vectorizer():
+    from kael.codegen.cpu import gather
+    from kael.runtime.dtypes import float32
+
+    lib = gather._library("nonzero", float32)
+    assert re.search(r"<\d+ x ", lib.text) is None  # no vector code of kael's own
+    assert lib.optimization() is None
+
+
+def test_the_row_driver_asks_for_the_short_pass_list():
+    from kael.codegen.cpu import compiler, rowdriver
+
+    assert rowdriver.driver().library.optimization() == compiler.KERNEL_PASSES
