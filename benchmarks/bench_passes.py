@@ -29,7 +29,7 @@ from kael.codegen.cpu import compiler
 from kael.codegen.cpu import reduce as cpu_reduce
 from kael.frontend import fastpath
 from kael.ir.reduction import Reduction
-from kael.runtime import launcher
+from kael.runtime import launcher, launches
 
 _SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
@@ -70,11 +70,14 @@ def _captured(fn) -> tuple | None:
         return real(f, block, total, moved, align)
 
     fn()  # compile and warm up through the usual path first
+    # A recorded call skips the native launches, so every launch reaches run_block.
     launcher.run_block = fastpath.run_block = capture
+    saved, launches.recorder = launches.recorder, []
     try:
         fn()
     finally:
         launcher.run_block = fastpath.run_block = real
+        launches.recorder = saved
     return made[-1] if made else None
 
 

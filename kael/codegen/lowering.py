@@ -286,4 +286,4 @@ def element_offset(b: ir.IRBuilder, idx: list[ir.Value], strides: list[ir.Value]
 
 
 # The op tables live with their emitters; imported last, as they use the helpers above.
-from kael.codegen.emitters import BINARY_EMITTERS, UNARY_EMITTERS  # noqa: E402
+from kael.codegen.emitters import BINARY_EMITTERS, LONG_OPS, UNARY_EMITTERS  # noqa: E402, F401

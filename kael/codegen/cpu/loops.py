@@ -18,6 +18,7 @@ from llvmlite import ir
 
 from kael.codegen.lowering import (
     I64,
+    LONG_OPS,
     ExprEmitter,
     declare,
     decompose,
@@ -32,24 +33,20 @@ from kael.codegen.lowering import (
 )
 from kael.ir import expr as x
 from kael.ir.kernel import BCAST, CONTIG, NO_PREFETCH, TRANSPOSED, Kernel
-from kael.ir.ops import RANDOM_OPS, VMATH_OPS
 
 VECTOR_BYTES = 64
 UNROLL = 4
 CACHE_LINE = 64
 
 
-_HEAVY_OPS = VMATH_OPS | frozenset(RANDOM_OPS)
-
-
 def unroll_of(kernel: Kernel) -> int:
-    """Copies of the vector body per loop step. A body running vector math or Philox is
-    compute-bound: its copies hide nothing the out-of-order core does not, and only
-    multiply its compile time (measured on 4M elements, one thread: randn 310 -> 156 ms,
-    gelu 79 -> 47 ms to compile; run times within 2%, float64 erf 16% faster)."""
+    """Copies of the vector body per loop step. A body running vector math or Philox
+    (lowering.LONG_OPS) is compute-bound: its copies hide nothing the out-of-order core
+    does not, and only multiply its compile time (randn 310 -> 156 ms, gelu 58 -> 17 ms;
+    run times on 4M elements within 2%, float64 erf 16% faster)."""
     for e in kernel.exprs:
         for n in x.walk(e):
-            if isinstance(n, x.Unary | x.Binary) and n.op in _HEAVY_OPS:
+            if isinstance(n, x.Unary | x.Binary) and n.op in LONG_OPS:
                 return 1
     return UNROLL
 

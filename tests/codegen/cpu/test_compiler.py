@@ -145,6 +145,7 @@ def test_vector_math_and_random_bodies_are_not_unrolled():
 
     x = kael.randn(64)
     assert loops.unroll_of(_launched_kernel(kael.tanh, x)) == 1
+    assert loops.unroll_of(_launched_kernel(kael.nn.functional.gelu, x)) == 1
     assert loops.unroll_of(_launched_kernel(lambda: kael.randn(64))) == 1
     assert loops.unroll_of(_launched_kernel(kael.add, x, x)) == loops.UNROLL
 
