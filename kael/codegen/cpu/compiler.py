@@ -76,8 +76,10 @@ def build_module(kernel: Kernel, symbol: str) -> ir.Module:
 # scalar tails again and unrolls more, and codegen's loop strength reduction then spends
 # most of its time on that code: 52 -> 21 ms a kernel, the same run times within this
 # machine's noise (benchmarks/bench_passes.py). A kernel kael left scalar (a strided or
-# gathered inner dim) keeps O3, whose loop vectorizer makes it 1.2x faster; so do the
-# hand-written libraries (gemm, rows, scans).
+# gathered inner dim) keeps O3 (less its unroller, see _optimized), whose loop
+# vectorizer makes it 1.2x faster; so do the scalar hand-written libraries (gathers,
+# nonzero, scans: 1.4-3x faster for it), while those kael vectorized itself (gemm, rows)
+# take the short list too (handwritten.compiled).
 KERNEL_PASSES = (
     "sroa", "instruction_combine", "simplify_cfg", "new_gvn", "instruction_combine",
     "simplify_cfg",
@@ -106,6 +108,10 @@ def _optimized(module: ir.Module | str, passes: tuple[str, ...] | None = None):
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     pto.loop_vectorization = True
     pto.slp_vectorization = True  # off by default in llvmlite 0.50
+    # The vectorizer interleaves what it vectorizes; the unroller after it cost a third of
+    # the scalar libraries' compile time (nonzero 98 -> 60 ms, scan 37 -> 18 ms) for run
+    # times this machine's noise cannot tell apart (a strided kernel 0.87x, another 1.08x).
+    pto.loop_unrolling = False
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
     return mod
