@@ -32,7 +32,7 @@ from kael.codegen.lowering import (
     value_type,
 )
 from kael.ir import expr as x
-from kael.ir.kernel import BCAST, CONTIG, NO_PREFETCH, TRANSPOSED, Kernel
+from kael.ir.kernel import BCAST, CONTIG, NO_PREFETCH, STRIDED, TRANSPOSED, Kernel
 
 VECTOR_BYTES = 64
 UNROLL = 4
@@ -179,12 +179,17 @@ def _emit_body(
         if width > 1 and buf.inner == BCAST:
             scalar = b.load(address(n_out + i, 1), align=buf.dtype.itemsize)
             return splat(b, scalar, width)
+        if width > 1 and buf.inner == STRIDED:
+            return _gather(b, address(n_out + i, width), buf.dtype.itemsize)
         return b.load(address(n_out + i, width), align=buf.dtype.itemsize)
 
     for o, (buf, value) in enumerate(
         zip(kernel.outputs, _compute(b, kernel, args, width, load, index))
     ):
-        _store(b, kernel, address(o, width), value, align or buf.dtype.itemsize, stream)
+        if width > 1 and buf.inner == STRIDED:
+            _scatter(b, value, address(o, width), buf.dtype.itemsize)
+        else:
+            _store(b, kernel, address(o, width), value, align or buf.dtype.itemsize, stream)
 
 
 def splat(b: ir.IRBuilder, v: ir.Value, width: int) -> ir.Value:
@@ -263,7 +268,38 @@ def carry(b: ir.IRBuilder, fn: ir.Function, slots, sizes, inner: int, resume) ->
 
 
 def _emit_strided_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
+    """A run of `n` elements where some buffer has any stride. A long body (unroll_of 1)
+    runs `width` lanes at a time, gathering and scattering the strided buffers: LLVM's
+    vectorizer gives up on its rarely-taken branches, and one element at a time a strided
+    exp took 3x PyTorch's time. Cheap bodies stay scalar (they beat PyTorch already)."""
     inner = kernel.rank - 1
+    loops = LoopBuilder(b)
+    j = ir.Constant(I64, 0)
+    if unroll_of(kernel) == 1:
+        width = vector_width(kernel)
+        lanes = _lane_offsets(width)
+
+        def lanes_body(j):
+            pos = b.add(i0, j)
+            at = b.add(_splat_i64(b, pos, width), lanes)
+
+            def address(i: int, w: int):
+                buf, base = kernel.buffers[i], bases[i]
+                if buf.inner == BCAST or w == 1:
+                    return b.gep(args.ptrs[i], [base])
+                if buf.inner == CONTIG:
+                    p = b.gep(args.ptrs[i], [b.add(base, pos)])
+                    return b.bitcast(p, value_type(buf.dtype, w).as_pointer())
+                step = _splat_i64(b, args.strides[i][inner], w)
+                offsets = b.add(_splat_i64(b, base, w), b.mul(at, step))
+                return _lane_pointers(b, args.ptrs[i], offsets, w)
+
+            def index(axis: int):
+                return at if axis == inner else _splat_i64(b, idx[axis], width)
+
+            _emit_body(b, kernel, args, width, address, index)
+
+        j = loops.counted(j, n, width, lanes_body, "lanes")
 
     def body(j):
         pos = b.add(i0, j)
@@ -277,7 +313,38 @@ def _emit_strided_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
             lambda axis: pos if axis == inner else idx[axis],
         )
 
-    LoopBuilder(b).counted(ir.Constant(I64, 0), n, 1, body, "elem")
+    loops.counted(j, n, 1, body, "elem")
+
+
+def _lane_pointers(b: ir.IRBuilder, ptr: ir.Value, offsets: ir.Value, width: int) -> ir.Value:
+    """The vector of `ptr + offsets[lane]` element pointers."""
+    size = b.ptrtoint(b.gep(ptr, [ir.Constant(I64, 1)]), I64)
+    size = b.sub(size, b.ptrtoint(ptr, I64))
+    addresses = b.add(
+        _splat_i64(b, b.ptrtoint(ptr, I64), width), b.mul(offsets, _splat_i64(b, size, width))
+    )
+    return b.inttoptr(addresses, ir.VectorType(ptr.type, width))
+
+
+def _all_lanes(width: int) -> ir.Constant:
+    return ir.Constant(ir.VectorType(ir.IntType(1), width), [1] * width)
+
+
+def _gather(b: ir.IRBuilder, pointers: ir.Value, align: int) -> ir.Value:
+    width, element = pointers.type.count, pointers.type.element.pointee
+    vt, i32 = ir.VectorType(element, width), ir.IntType(32)
+    mask = _all_lanes(width)
+    fnty = ir.FunctionType(vt, [pointers.type, i32, mask.type, vt])
+    fn = declare(b.module, f"llvm.masked.gather.{mangle(vt)}.v{width}p0", fnty)
+    return b.call(fn, [pointers, ir.Constant(i32, align), mask, ir.Constant(vt, ir.Undefined)])
+
+
+def _scatter(b: ir.IRBuilder, value: ir.Value, pointers: ir.Value, align: int) -> None:
+    width, i32 = pointers.type.count, ir.IntType(32)
+    mask = _all_lanes(width)
+    fnty = ir.FunctionType(ir.VoidType(), [value.type, pointers.type, i32, mask.type])
+    fn = declare(b.module, f"llvm.masked.scatter.{mangle(value.type)}.v{width}p0", fnty)
+    b.call(fn, [value, pointers, ir.Constant(i32, align), mask])
 
 
 def _emit_contig_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):

@@ -161,3 +161,29 @@ def test_a_body_without_unrolling_covers_every_length(n):
     got = kael.tensor(data).tanh().erf().numpy()
     want = torch.from_numpy(data).tanh().erf().numpy()
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("n", [1, 7, 16, 17, 40, 100])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_long_body_over_strided_buffers_gathers_and_scatters_every_lane(n, dtype):
+    import numpy as np
+    import torch
+
+    import kael
+
+    data = np.random.default_rng(n).standard_normal((3, 3 * n)).astype(dtype)
+    x, t = kael.tensor(data), torch.from_numpy(data)
+    np.testing.assert_allclose(x[:, ::3].tanh().numpy(), t[:, ::3].tanh().numpy(), rtol=4e-6)
+    out = kael.zeros(3, 2 * n, dtype=getattr(kael, dtype))
+    kael.exp(x[:, ::3], out=out[:, ::2])  # strided in, strided out
+    want = torch.zeros(3, 2 * n, dtype=getattr(torch, dtype))
+    want[:, ::2] = t[:, ::3].exp()
+    np.testing.assert_allclose(out.numpy(), want.numpy(), rtol=4e-6)
+
+
+def test_a_long_body_over_a_strided_buffer_is_vector_code():
+    import kael
+
+    x = kael.randn(8, 64)
+    asm = compiler.assembly(_launched_kernel(kael.exp, x[:, ::2]), "k")
+    assert re.search(r"vgather|vpgather", asm) or not HAS_AVX512, asm[:2000]
