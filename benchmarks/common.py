@@ -9,10 +9,11 @@ workers otherwise spin for about 2^28 cycles after each NumPy call that used the
 taking a core from whatever runs next (kael's 2048^3 product ran at 0.4x its speed right
 after a NumPy call, and sums lost up to 2x); with the timeout they sleep at once, so
 every library starts on idle cores. For the same reason `measure` pauses SETTLE seconds
-before each timed call: PyTorch's OpenMP workers and kael's pool spin for up to a
-millisecond after their last parallel op, and a library timed right after the other one
-found its second core taken by those spinners (kael's 20 back-to-back ops on 512x512 on
-two threads: 0.95 ms alone, 5.4 ms right after torch's).
+before each timed call: after its last parallel op PyTorch's OpenMP worker spins for
+about 8 ms (process CPU time against wall time, 2 threads) and kael's pool for about
+0.6 ms, and a library timed while the other one's spinner held the second core ran as if
+on one (kael's 20 back-to-back ops on 512x512 on two threads: 0.95 ms alone, 5.4 ms
+right after torch's; a 1 MiB sum 23 us alone, 70-130 us within 10 ms of torch's).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def triple(array) -> tuple:
     return kael.tensor(array), torch.from_numpy(array.copy()), array.copy()
 
 
-SETTLE = 0.005  # seconds before each timed call: the other library's spinners give up
+SETTLE = 0.015  # seconds before each timed call: the other library's spinners give up
 
 
 def measure(cases: list[Case], rounds: int = 15, warmup: int = 2) -> None:

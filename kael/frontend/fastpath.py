@@ -594,16 +594,20 @@ def remember(
 
 @dataclass(frozen=True, slots=True)
 class _Reduction:
-    """A remembered reduction launch: one pass, one block per output, no scratch."""
+    """A remembered reduction launch: one pass, then for inputs reduced in several blocks
+    the fixed tree over their partials (`final`), which lives in per-call scratch."""
 
     fn: object
-    native: native_launch.Descriptor  # its block; words: the output's and the input's addresses
+    native: native_launch.Descriptor  # its block; words: output, input (then the scratch)
     total: int  # work items
     shape: tuple  # the result's
     dtype: DType
     nbytes: int
     itemsize: int  # the input's
     moved: int  # bytes read and written: the thread pool's from launcher.PARALLEL_BYTES
+    final: native_launch.Descriptor | None = None  # the tree, one work item per output
+    outputs: int = 0
+    scratch: tuple[int, int] = (0, 0)  # bytes of the partials and of their indices
 
 
 _reductions: dict[tuple, _Reduction | object] = {}
@@ -685,30 +689,43 @@ def _remember_reduction(key, entry, outs, ins, axes, keepdim, scalars) -> bool:
     if out.strides != _dense_strides(out.shape) or out.offset:
         return False  # a layout this door does not make
     prepared = eager.prepare(entry, outs, ins, (axes, keepdim))
-    if prepared is None or prepared.final is not None:
+    if prepared is None:
         return False
     names = entry.scalars
     params = [eager.param_word(scalars[n], d) for n, d in zip(names, entry.kernel.params)]
     words, _ = prepared.words([0, 0], params)
+    positions = (0, 1) if prepared.final is None else (0, 1, 2, 3)  # + the two scratches
     per_item = prepared.moved // max(1, prepared.total)
-    native = native_launch.describe(prepared.fn, words, (0, 1), per_item)
+    native = native_launch.describe(prepared.fn, words, positions, per_item)
+    final = scratch = None
+    if prepared.final is not None:
+        scratch = prepared.scratch
+        final = native_launch.describe(prepared.final, words, positions, scratch[0])
+        if final is None or scratch[0] >= PARALLEL_BYTES:
+            return False  # a tree big enough for the pool: the full door runs it
     if native is None:
         return False
     _reductions[key] = _Reduction(
         prepared.fn, native, prepared.total, out.shape, out.dtype,
         out.numel() * out.dtype.itemsize, ins[0].dtype.itemsize, prepared.moved,
+        final, prepared.outputs, scratch or (0, 0),
     )  # fmt: skip
     return True
 
 
 def _reduce(entry: _Reduction, impl):
     storage = Storage.host(entry.nbytes)
-    source = impl.storage.ptr + impl.offset * entry.itemsize
+    words = [storage.ptr, impl.storage.ptr + impl.offset * entry.itemsize]
+    final = entry.final
+    if final is not None:
+        partials, indices = Storage.host(entry.scratch[0]), Storage.host(entry.scratch[1])
+        words += (partials.ptr, indices.ptr)
     if entry.moved < PARALLEL_BYTES or get_num_threads() == 1:
-        _native(entry.native.address, entry.total, storage.ptr, source)
+        _native(entry.native.address, entry.total, *words)
     else:
-        block = entry.native.block((storage.ptr, source))
-        run_block(entry.fn, block, entry.total, entry.moved, 1)
+        run_block(entry.fn, entry.native.block(words), entry.total, entry.moved, 1)
+    if final is not None:
+        _native(final.address, entry.outputs, *words)
     return _result(storage, entry.shape, _dense_strides(entry.shape), entry.dtype)
 
 

@@ -233,6 +233,27 @@ def test_remembered_reduction_gives_the_full_doors_bits(name, args, kwargs):
         _same(again, fn(_tensor((9, 13), kael.float32, 16), *args, **kwargs, out=out))
 
 
+@pytest.mark.parametrize("name", REDUCTIONS)
+@pytest.mark.parametrize("shape", [(300, 200), (640, 1024)])  # 4 blocks; 40 on the pool
+def test_a_reduction_over_several_blocks_is_remembered_with_its_tree(name, shape):
+    from kael.frontend import fastpath
+
+    fn = getattr(kael, name)
+    x = _tensor(shape, kael.float32, 19)
+    saved = kael.get_num_threads()
+    try:
+        kael.set_num_threads(2)
+        first = fn(x)
+        served = [e for k, e in fastpath._reductions.items() if k[0] == name and k[3] == shape]
+        assert served and all(getattr(e, "final", None) is not None for e in served)
+        out = kael.empty(first.shape, dtype=first.dtype)
+        for seed in (20, 21):
+            y = _tensor(shape, kael.float32, seed)
+            _same(fn(y), fn(y, out=out))  # the door's tree, the full door's tree: one order
+    finally:
+        kael.set_num_threads(saved)
+
+
 def test_reduction_keys_hold_shape_strides_offset_and_dtype():
     base = _tensor((40, 30), kael.float64, 17)
     views = [base, base[5:25], base[5:25].T, base[:, 3:9]]
