@@ -292,7 +292,7 @@ def _emit_strided_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
                     return b.bitcast(p, value_type(buf.dtype, w).as_pointer())
                 step = _splat_i64(b, args.strides[i][inner], w)
                 offsets = b.add(_splat_i64(b, base, w), b.mul(at, step))
-                return _lane_pointers(b, args.ptrs[i], offsets, w)
+                return _lane_pointers(b, args.ptrs[i], offsets, buf.dtype.itemsize)
 
             def index(axis: int):
                 return at if axis == inner else _splat_i64(b, idx[axis], width)
@@ -316,13 +316,11 @@ def _emit_strided_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
     loops.counted(j, n, 1, body, "elem")
 
 
-def _lane_pointers(b: ir.IRBuilder, ptr: ir.Value, offsets: ir.Value, width: int) -> ir.Value:
-    """The vector of `ptr + offsets[lane]` element pointers."""
-    size = b.ptrtoint(b.gep(ptr, [ir.Constant(I64, 1)]), I64)
-    size = b.sub(size, b.ptrtoint(ptr, I64))
-    addresses = b.add(
-        _splat_i64(b, b.ptrtoint(ptr, I64), width), b.mul(offsets, _splat_i64(b, size, width))
-    )
+def _lane_pointers(b: ir.IRBuilder, ptr: ir.Value, offsets: ir.Value, itemsize: int):
+    """The vector of `ptr + offsets[lane]` element pointers (offsets in elements)."""
+    width = offsets.type.count
+    base = _splat_i64(b, b.ptrtoint(ptr, I64), width)
+    addresses = b.add(base, b.mul(offsets, _splat_i64(b, ir.Constant(I64, itemsize), width)))
     return b.inttoptr(addresses, ir.VectorType(ptr.type, width))
 
 
