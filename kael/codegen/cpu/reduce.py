@@ -25,8 +25,6 @@ so its loads hoist out of the reduced loops.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from llvmlite import ir
 
 from kael.codegen.combine import Combiner, identity
@@ -51,7 +49,7 @@ from kael.codegen.lowering import (
 from kael.ir.kernel import BCAST, CONTIG, NO_PREFETCH, STRIDED
 from kael.ir.printer import format_reduction
 from kael.ir.reduction import BLOCK, COLS, MAX_COLUMNS, Reduction
-from kael.runtime import kernel_cache
+from kael.runtime import kernel_cache, sync
 from kael.runtime.dtypes import INT64_MAX, DType, int64
 from kael.runtime.launcher import kernel_fn
 from kael.runtime.version import __version__
@@ -638,31 +636,44 @@ def _function(module: ir.Module, red: Reduction, symbol: str, body) -> None:
     b.ret_void()
 
 
-def fill_module(module: ir.Module, red: Reduction, symbol: str) -> None:
-    """Emit `symbol` (the blocks) and `symbol_final` (the tree) into `module`."""
+def fill_module(module: ir.Module, red: Reduction, symbol: str, final: bool = True) -> None:
+    """Emit `symbol` (the blocks) into `module`, and `symbol_final` (the tree) with `final`."""
     _function(module, red, symbol, _emit_cols if red.schedule == COLS else _emit_rows)
-    _function(module, red, f"{symbol}_final", _emit_final)
+    if final:
+        _function(module, red, f"{symbol}_final", _emit_final)
 
 
 def build_module(red: Reduction, symbol: str) -> ir.Module:
-    """The module of both functions, without a target (compile_ir_text adds the host's)."""
+    """The module of both functions, without a target (compile_ir_text adds the host's):
+    what inspection shows; each function is compiled in a module of its own."""
     module = ir.Module(name=symbol)
     fill_module(module, red, symbol)
     return module
 
 
-@dataclass(frozen=True)
 class CompiledReduction:
-    """Both functions of a reduction, linked into this process."""
+    """A reduction linked into this process: `main` (the blocks) at once, `final` (the
+    fixed tree over several blocks' partials) compiled on first use, as most reductions
+    fit one block and never run it (a quarter of a reduction's code and compile time)."""
 
-    reduction: Reduction
-    symbol: str
-    main: object
-    final: object
-    tracker: object
+    __slots__ = ("reduction", "symbol", "main", "_tracker", "_final", "_final_tracker")
+
+    def __init__(self, red: Reduction, symbol: str, main: object, tracker: object) -> None:
+        self.reduction, self.symbol, self.main = red, symbol, main
+        self._tracker = tracker  # unloading the code would free what `main` runs
+        self._final = self._final_tracker = None
+
+    @property
+    def final(self) -> object:
+        if self._final is None:
+            with _final_lock:
+                if self._final is None:
+                    self._final_tracker, self._final = _load_final(self.reduction, self.symbol)
+        return self._final
 
 
 _memory = kernel_cache.Memo()
+_final_lock = sync.lock(reentrant=True)
 
 
 def get(red: Reduction) -> CompiledReduction:
@@ -671,7 +682,7 @@ def get(red: Reduction) -> CompiledReduction:
 
 
 def cache_key(red: Reduction) -> tuple[str, str]:
-    """(key, symbol): the disk cache key of `red`'s object code and its main symbol."""
+    """(key, symbol): the disk cache key of `red`'s main object code and its symbol."""
     t = compiler.host_target()
     key = kernel_cache.key_of(
         format_reduction(red), t["triple"], t["cpu"], t["features"], t["llvm"], __version__,
@@ -680,9 +691,14 @@ def cache_key(red: Reduction) -> tuple[str, str]:
     return key, f"kael_{red.name}_{key[:16]}"
 
 
-def compile_object(red: Reduction, symbol: str) -> bytes:
-    """Optimized host object code for `red` (main and final functions)."""
-    text = handwritten.ir_text(build_module(red, symbol))
+def compile_object(red: Reduction, symbol: str, final: bool = False) -> bytes:
+    """Optimized host object code for `red`'s main function (`final`: its tree instead)."""
+    module = ir.Module(name=symbol)
+    if final:
+        _function(module, red, f"{symbol}_final", _emit_final)
+    else:
+        fill_module(module, red, symbol, final=False)
+    text = handwritten.ir_text(module)
     return compiler.compile_ir_text(text, compiler.kernel_passes(text))
 
 
@@ -693,8 +709,15 @@ def compiled_here(red: Reduction) -> bool:
 
 def _load_or_compile(red: Reduction) -> CompiledReduction:
     key, symbol = cache_key(red)
-    symbols = (symbol, f"{symbol}_final")
     obj, _ = kernel_cache.fetch("cpu", key, lambda: compile_object(red, symbol))
-    addresses, tracker = compiler.load_object_symbols(obj, symbols, symbol)
-    fns = [kernel_fn(addresses[s], s, red) for s in symbols]
-    return CompiledReduction(red, symbol, fns[0], fns[1], tracker)
+    addresses, tracker = compiler.load_object_symbols(obj, (symbol,), symbol)
+    return CompiledReduction(red, symbol, kernel_fn(addresses[symbol], symbol, red), tracker)
+
+
+def _load_final(red: Reduction, symbol: str) -> tuple[object, object]:
+    """(tracker, kernel function) of `red`'s tree, from the disk cache or compiled."""
+    key = kernel_cache.key_of(cache_key(red)[0], "final")
+    name = f"{symbol}_final"
+    obj, _ = kernel_cache.fetch("cpu", key, lambda: compile_object(red, symbol, final=True))
+    addresses, tracker = compiler.load_object_symbols(obj, (name,), name)
+    return tracker, kernel_fn(addresses[name], name, red)

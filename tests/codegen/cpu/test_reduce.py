@@ -297,3 +297,29 @@ def test_rows_shorter_than_the_vector_sum_in_the_lane_order_bit_for_bit(length, 
         assert run_sum(t, (1,)).tolist() == got.tolist()
     strided = np.repeat(x, 2, axis=1)[:, ::2]  # strided rows, one output per lane
     assert run_sum(strided, (1,)).tolist() == got.tolist()
+
+
+LAZY_TREE = """
+import kael
+from kael.codegen.cpu import reduce as cpu_reduce
+from kael.frontend.inspection import record_launches
+x = kael.arange(1000, dtype=kael.float64).reshape(10, 100) * 0.5  # one block a row
+_, made = record_launches(kael.prod, x, 1)
+compiled = cpu_reduce.get(made[0].kernel)
+print(compiled._final is None)
+y = kael.full((3, 40000), 1.0001, dtype=kael.float64)  # three blocks a row: the tree runs
+print(abs(kael.prod(y, 1)[0].item() - 1.0001 ** 40000) < 1e-6 * 1.0001 ** 40000)
+print(cpu_reduce.get(record_launches(kael.prod, y, 1)[1][0].kernel)._final is not None)
+"""
+
+
+def test_a_reduction_compiles_its_tree_only_when_it_runs_several_blocks(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, KAEL_CACHE_DIR=str(tmp_path))
+    out = subprocess.run(
+        [sys.executable, "-c", LAZY_TREE], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.stdout.split() == ["True", "True", "True"], out.stderr
