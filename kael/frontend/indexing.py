@@ -149,10 +149,22 @@ def _memo_key(impl: TensorImpl, key) -> tuple | None:
 
 
 def remembered_view(tensor, key):
-    """tensor[key] from the view memo (a basic key seen before on this layout), or None."""
+    """tensor[key] from the view memo (a basic key seen before on this layout), or None.
+    A lone int or slice, the common keys, skip exact_key's loop."""
     impl = tensor._impl
-    memo = _memo_key(impl, key)
-    hit = None if memo is None else views.remembered(memo, impl)
+    kind = type(key)
+    if kind is slice:
+        part = views.slice_key(key)
+        if part is None:
+            return None
+        given = (part,)
+    elif kind is int:
+        given = (key,)
+    else:
+        given = views.exact_key(key if kind is tuple else (key,))
+        if given is None:
+            return None
+    hit = views.remembered(("index", impl.shape, impl.strides, given), impl)
     return None if hit is None else tensor_module.Tensor.trusted(hit)
 
 

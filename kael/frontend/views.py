@@ -387,15 +387,27 @@ def exact_key(args) -> tuple | None:
         if kind is int or a is None or a is Ellipsis:
             out.append(a)
         elif kind is slice:
-            parts = (a.start, a.stop, a.step)
-            if any(p is not None and type(p) is not int for p in parts):
+            part = slice_key(a)
+            if part is None:
                 return None
-            out.append(("slice", *parts))
+            out.append(part)
         elif kind is tuple and all(type(d) is int for d in a):
             out.append(("tuple", *a))
         else:
             return None
     return tuple(out)
+
+
+_SLICE_PARTS = (int, type(None))
+
+
+def slice_key(s: slice) -> tuple | None:
+    """A slice as exact_key writes it, or None where a bound is not an int or None."""
+    start, stop, step = s.start, s.stop, s.step
+    parts = _SLICE_PARTS
+    if type(start) in parts and type(stop) in parts and type(step) in parts:
+        return ("slice", start, stop, step)
+    return None
 
 
 def remembered(key: tuple, impl: TensorImpl) -> TensorImpl | None:

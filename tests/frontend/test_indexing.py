@@ -198,3 +198,28 @@ def test_setitem_refuses_an_int_beyond_int64_for_every_dtype_like_torch(dtype):
             t[tkey] = value
             k[kkey] = value
             assert k.tolist() == t.tolist()
+
+
+def test_a_repeated_lone_slice_or_int_is_served_by_the_view_memo_with_pytorchs_layout():
+    from kael.frontend import indexing, views
+
+    x = kael.tensor(np.arange(60.0).reshape(6, 10))
+    t = torch.from_numpy(np.arange(60.0).reshape(6, 10))
+    for key in (slice(1, None), slice(None, 5, 2), 3, -1, slice(-2, None, None)):
+        x[key]  # the first call validates and remembers the layout
+        hit = indexing.remembered_view(x, key)
+        assert hit is not None, key
+        assert (hit.shape, hit.stride()) == (tuple(t[key].shape), t[key].stride()), key
+        np.testing.assert_array_equal(hit.numpy(), t[key].numpy())
+        # one key format for both doors: exact_key's entry is the lone key's
+        impl = x._impl
+        assert views.remembered(("index", impl.shape, impl.strides, views.exact_key((key,))), impl)
+
+
+def test_keys_that_only_look_like_ints_never_hit_the_view_memo():
+    x = kael.tensor(np.arange(12.0).reshape(3, 4))
+    x[1]
+    assert x[True].shape == (1, 3, 4)  # a bool is not the int 1
+    assert x[np.int64(1)].shape == (4,)
+    with pytest.raises(kael.TypeError, match="slice indices must be integers or None, got float"):
+        x[1.0:]
