@@ -6,7 +6,7 @@ import pytest
 
 from kael.codegen.cpu import compiler
 from kael.frontend import eager
-from kael.ir.kernel import CONTIG, STRIDED
+from kael.ir.kernel import CONTIG, STRIDED, TRANSPOSED
 from kael.runtime.dtypes import float32, float64, int64
 
 HAS_AVX512 = "avx512f" in compiler.vector_features()
@@ -66,8 +66,6 @@ def test_host_target_reports_its_features():
 
 
 def test_tiled_transpose_shuffles_in_registers():
-    from kael.ir.kernel import TRANSPOSED
-
     asm = _asm(float32, float32, inners=(CONTIG, TRANSPOSED), tiled=True, rank=2)
     assert re.search(r"v(perm|unpck|shuf|insert|extract)", asm), asm
     assert re.search(rf"vmovup[sd]\s+%{_vector_register()}", asm), asm
@@ -187,3 +185,13 @@ def test_a_long_body_over_a_strided_buffer_is_vector_code():
     x = kael.randn(8, 64)
     asm = compiler.assembly(_launched_kernel(kael.exp, x[:, ::2]), "k")
     assert re.search(r"vgather|vpgather", asm) or not HAS_AVX512, asm[:2000]
+
+
+@pytest.mark.parametrize("src, dst", [(float32, float32), (float64, float64), (int64, float32)])
+def test_tiles_transpose_through_the_permute_intrinsic_with_avx512(src, dst):
+    asm = _asm(src, dst, inners=(CONTIG, TRANSPOSED), tiled=True, rank=2)
+    if not HAS_AVX512:
+        assert "vpermi2" not in asm and "vpermt2" not in asm
+        return
+    assert re.search(r"vperm[it]2[pqd]", asm), asm[:2000]
+    assert not re.search(r"vunpck|vshuf", asm), "generic shuffles left in the transpose"
