@@ -26,7 +26,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from kael.codegen.cpu import handwritten
-from kael.codegen.cpu.loops import LoopBuilder
+from kael.codegen.cpu.loops import LoopBuilder, transpose
 from kael.codegen.lowering import i64, smin
 from kael.ir.matmul import INT64_TEXT, GemmSpec
 from kael.runtime.dtypes import float32
@@ -338,22 +338,6 @@ def _pack_rows(b, loops, spec, vx, w, src, dst, width) -> None:
     loops.counted(i64(0), w["kc"], 1, row, "rows")
 
 
-def _transpose(b: ir.IRBuilder, rows: list[ir.Value], lanes: int) -> list[ir.Value]:
-    """The lanes x lanes block `rows` transposed: log2(lanes) rounds of block swaps."""
-    rows = list(rows)
-    d = 1
-    while d < lanes:
-        low = [j if j & d == 0 else lanes + j - d for j in range(lanes)]
-        high = [j + d if j & d == 0 else lanes + j for j in range(lanes)]
-        for i in range(lanes):
-            if i & d == 0:
-                x, y = rows[i], rows[i + d]
-                rows[i] = b.shuffle_vector(x, y, ir.Constant(ir.VectorType(I32, lanes), low))
-                rows[i + d] = b.shuffle_vector(x, y, ir.Constant(ir.VectorType(I32, lanes), high))
-        d *= 2
-    return rows
-
-
 def _pack_columns(b, loops, spec, vx, w, src, dst, width) -> None:
     """Unit-stride rows of B^T: load lanes k-values of lanes columns, transpose, store rows.
 
@@ -375,7 +359,7 @@ def _pack_columns(b, loops, spec, vx, w, src, dst, width) -> None:
                 inside = b.icmp_signed("<", i64(jj), width)
                 p = b.gep(src, [b.add(b.mul(i64(jj), w["cs"]), k)])
                 block.append(vx.load(b, p, b.select(inside, kmask, off)))
-            for kk, vec in enumerate(_transpose(b, block, lanes)):
+            for kk, vec in enumerate(transpose(b, block)):
                 row = b.add(k, i64(kk))
                 d = b.bitcast(b.gep(dst, [b.add(b.mul(row, i64(spec.nr)), i64(g * lanes))]), vptr)
                 keep = b.select(b.icmp_signed("<", row, kc), on, off)

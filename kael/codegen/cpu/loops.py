@@ -440,7 +440,7 @@ _PERMUTES = {("float", 16): ("ps", 32), ("double", 8): ("pd", 64), ("i32", 16): 
              ("i64", 8): ("q", 64)}  # fmt: skip
 
 
-def _transpose(b: ir.IRBuilder, rows: list[ir.Value]) -> list[ir.Value]:
+def transpose(b: ir.IRBuilder, rows: list[ir.Value]) -> list[ir.Value]:
     """Transpose a square of W vectors of W lanes in registers (W log2 W shuffles).
 
     At half-width h, rows i and i + h swap their off-diagonal h-lane blocks; after the
@@ -558,7 +558,7 @@ def _emit_full_tile(b, kernel: Kernel, args: _Args, bases, outer, r0, c0, width:
                 )
                 for j in range(width)
             ]
-            vecs = _transpose(b, cols)
+            vecs = transpose(b, cols)
         else:
             vecs = []
             for o in at_row:
