@@ -435,7 +435,7 @@ def tile_size(kernel: Kernel) -> int:
     return vector_width(kernel)
 
 
-# AVX-512's two-source permute of each 64-byte element type: (intrinsic suffix, index type).
+# AVX-512's two-source permute of each 64-byte element type: (intrinsic suffix, index bits).
 _PERMUTES = {("float", 16): ("ps", 32), ("double", 8): ("pd", 64), ("i32", 16): ("d", 32),
              ("i64", 8): ("q", 64)}  # fmt: skip
 
@@ -451,76 +451,50 @@ def transpose(b: ir.IRBuilder, rows: list[ir.Value]) -> list[ir.Value]:
     """
     w = len(rows)
     rows = list(rows)
-    masks = []
+    levels = []  # (h, the two swapped blocks' masks)
     h = w // 2
     while h >= 1:
         top, bottom = [], []
         for k in range(0, w, 2 * h):
             top += list(range(k, k + h)) + list(range(w + k, w + k + h))
             bottom += list(range(k + h, k + 2 * h)) + list(range(w + k + h, w + k + 2 * h))
-        masks.append((h, top, bottom))
+        levels.append((h, (top, bottom)))
         h //= 2
-    step = _permute_step(b, rows[0].type, masks)
-    for level, (h, top, bottom) in enumerate(masks):
-        top_c, bottom_c = step.indices(level, top, bottom)
+    step, masks = _transpose_step(b, rows[0].type, [m for _, pair in levels for m in pair])
+    for level, (h, _) in enumerate(levels):
+        top_mask, bottom_mask = masks[2 * level], masks[2 * level + 1]
         for i in range(w):
             if (i // h) % 2 == 0:
                 upper, lower = rows[i], rows[i + h]
-                rows[i] = step(upper, lower, top_c)
-                rows[i + h] = step(upper, lower, bottom_c)
+                rows[i], rows[i + h] = step(upper, lower, top_mask), step(upper, lower, bottom_mask)
     return rows
 
 
-class _Shuffle:
-    """One transpose step as LLVM's generic two-source shuffle (constant masks)."""
-
-    def __init__(self, b: ir.IRBuilder, width: int) -> None:
-        self.b, self.width = b, width
-
-    def indices(self, level: int, top: list[int], bottom: list[int]) -> tuple:
-        vt = ir.VectorType(ir.IntType(32), self.width)
-        return ir.Constant(vt, top), ir.Constant(vt, bottom)
-
-    def __call__(self, a: ir.Value, c: ir.Value, mask: ir.Value) -> ir.Value:
-        return self.b.shuffle_vector(a, c, mask)
-
-
-class _Permute(_Shuffle):
-    """One transpose step as AVX-512's vpermi2var, its indices loaded from a global."""
-
-    def __init__(self, b: ir.IRBuilder, vt: ir.VectorType, masks: list) -> None:
-        super().__init__(b, vt.count)
-        suffix, bits = _PERMUTES[(str(vt.element), vt.count)]
-        ivt = ir.VectorType(ir.IntType(bits), vt.count)
-        fnty = ir.FunctionType(vt, [vt, ivt, vt])
-        self.fn = declare(b.module, f"llvm.x86.avx512.vpermi2var.{suffix}.512", fnty)
-        name = f"kael_transpose_{suffix}"
-        table = b.module.globals.get(name)
-        if table is None:
-            at = ir.ArrayType(ivt, 2 * len(masks))
-            table = ir.GlobalVariable(b.module, at, name)
-            table.linkage = "internal"
-            table.initializer = ir.Constant(
-                at, [ir.Constant(ivt, m) for _, top, bottom in masks for m in (top, bottom)]
-            )
-        self.table = table
-
-    def indices(self, level: int, top: list[int], bottom: list[int]) -> tuple:
-        i32 = ir.IntType(32)
-        at = [self.b.gep(self.table, [ir.Constant(i32, 0), ir.Constant(i32, 2 * level + j)])
-              for j in (0, 1)]  # fmt: skip
-        return self.b.load(at[0]), self.b.load(at[1])
-
-    def __call__(self, a: ir.Value, c: ir.Value, mask: ir.Value) -> ir.Value:
-        return self.b.call(self.fn, [a, mask, c])
-
-
-def _permute_step(b: ir.IRBuilder, vt: ir.VectorType, masks: list) -> _Shuffle:
+def _transpose_step(b: ir.IRBuilder, vt: ir.VectorType, masks: list[list[int]]):
+    """(step(a, c, mask), the masks as its operands): AVX-512's vpermi2var with the masks
+    loaded from an internal global, else the generic shuffle with constant masks."""
     from kael.codegen.cpu import compiler  # it imports this module
 
-    if (str(vt.element), vt.count) in _PERMUTES and "avx512f" in compiler.vector_features():
-        return _Permute(b, vt, masks)
-    return _Shuffle(b, vt.count)
+    form = _PERMUTES.get((str(vt.element), vt.count))
+    if form is None or "avx512f" not in compiler.vector_features():
+        constant = ir.VectorType(ir.IntType(32), vt.count)
+        return b.shuffle_vector, [ir.Constant(constant, m) for m in masks]
+    suffix, bits = form
+    ivt = ir.VectorType(ir.IntType(bits), vt.count)
+    fn = declare(
+        b.module, f"llvm.x86.avx512.vpermi2var.{suffix}.512", ir.FunctionType(vt, [vt, ivt, vt])
+    )
+    name = f"kael_transpose_{suffix}"
+    table = b.module.globals.get(name)
+    if table is None:
+        table = ir.GlobalVariable(b.module, ir.ArrayType(ivt, len(masks)), name)
+        table.linkage = "internal"
+        table.initializer = ir.Constant(table.value_type, [ir.Constant(ivt, m) for m in masks])
+    i32 = ir.IntType(32)
+    loaded = [
+        b.load(b.gep(table, [ir.Constant(i32, 0), ir.Constant(i32, i)])) for i in range(len(masks))
+    ]
+    return (lambda a, c, mask: b.call(fn, [a, mask, c])), loaded
 
 
 def _vector_ptr(b: ir.IRBuilder, ptr: ir.Value, offset: ir.Value, dtype, width: int) -> ir.Value:
