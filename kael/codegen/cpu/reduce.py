@@ -636,9 +636,13 @@ def _function(module: ir.Module, red: Reduction, symbol: str, body) -> None:
     b.ret_void()
 
 
-def fill_module(module: ir.Module, red: Reduction, symbol: str, final: bool = True) -> None:
-    """Emit `symbol` (the blocks) into `module`, and `symbol_final` (the tree) with `final`."""
-    _function(module, red, symbol, _emit_cols if red.schedule == COLS else _emit_rows)
+def fill_module(
+    module: ir.Module, red: Reduction, symbol: str, main: bool = True, final: bool = True
+) -> None:
+    """Emit `symbol` (the blocks, with `main`) and `symbol_final` (the tree, with `final`)
+    into `module`."""
+    if main:
+        _function(module, red, symbol, _emit_cols if red.schedule == COLS else _emit_rows)
     if final:
         _function(module, red, f"{symbol}_final", _emit_final)
 
@@ -673,7 +677,7 @@ class CompiledReduction:
 
 
 _memory = kernel_cache.Memo()
-_final_lock = sync.lock(reentrant=True)
+_final_lock = sync.lock()
 
 
 def get(red: Reduction) -> CompiledReduction:
@@ -694,10 +698,7 @@ def cache_key(red: Reduction) -> tuple[str, str]:
 def compile_object(red: Reduction, symbol: str, final: bool = False) -> bytes:
     """Optimized host object code for `red`'s main function (`final`: its tree instead)."""
     module = ir.Module(name=symbol)
-    if final:
-        _function(module, red, f"{symbol}_final", _emit_final)
-    else:
-        fill_module(module, red, symbol, final=False)
+    fill_module(module, red, symbol, main=not final, final=final)
     text = handwritten.ir_text(module)
     return compiler.compile_ir_text(text, compiler.kernel_passes(text))
 
@@ -709,15 +710,19 @@ def compiled_here(red: Reduction) -> bool:
 
 def _load_or_compile(red: Reduction) -> CompiledReduction:
     key, symbol = cache_key(red)
-    obj, _ = kernel_cache.fetch("cpu", key, lambda: compile_object(red, symbol))
-    addresses, tracker = compiler.load_object_symbols(obj, (symbol,), symbol)
-    return CompiledReduction(red, symbol, kernel_fn(addresses[symbol], symbol, red), tracker)
+    tracker, main = _linked(red, key, symbol, False)
+    return CompiledReduction(red, symbol, main, tracker)
 
 
 def _load_final(red: Reduction, symbol: str) -> tuple[object, object]:
     """(tracker, kernel function) of `red`'s tree, from the disk cache or compiled."""
-    key = kernel_cache.key_of(cache_key(red)[0], "final")
-    name = f"{symbol}_final"
-    obj, _ = kernel_cache.fetch("cpu", key, lambda: compile_object(red, symbol, final=True))
+    return _linked(red, kernel_cache.key_of(cache_key(red)[0], "final"), symbol, True)
+
+
+def _linked(red: Reduction, key: str, symbol: str, final: bool) -> tuple[object, object]:
+    """(tracker, kernel function) of `red`'s main function or its tree (`final`), its
+    object code from the disk cache under `key` or compiled."""
+    name = f"{symbol}_final" if final else symbol
+    obj, _ = kernel_cache.fetch("cpu", key, lambda: compile_object(red, symbol, final))
     addresses, tracker = compiler.load_object_symbols(obj, (name,), name)
     return tracker, kernel_fn(addresses[name], name, red)
