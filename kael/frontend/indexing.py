@@ -144,27 +144,28 @@ def _as_int_key(k):
 
 
 def _memo_key(impl: TensorImpl, key) -> tuple | None:
-    given = views.exact_key(key if type(key) is tuple else (key,))
-    return None if given is None else ("index", impl.shape, impl.strides, given)
-
-
-def remembered_view(tensor, key):
-    """tensor[key] from the view memo (a basic key seen before on this layout), or None.
-    A lone int or slice, the common keys, skip exact_key's loop."""
-    impl = tensor._impl
+    """The view memo's key of `impl[key]`, or None for a key it does not serve. A lone int
+    or slice, the commonest keys, skip exact_key's loop."""
     kind = type(key)
-    if kind is slice:
+    if kind is int:
+        given = (key,)
+    elif kind is slice:
         part = views.slice_key(key)
         if part is None:
             return None
         given = (part,)
-    elif kind is int:
-        given = (key,)
     else:
         given = views.exact_key(key if kind is tuple else (key,))
         if given is None:
             return None
-    hit = views.remembered(("index", impl.shape, impl.strides, given), impl)
+    return ("index", impl.shape, impl.strides, given)
+
+
+def remembered_view(tensor, key):
+    """tensor[key] from the view memo (a basic key seen before on this layout), or None."""
+    impl = tensor._impl
+    memo = _memo_key(impl, key)
+    hit = None if memo is None else views.remembered(memo, impl)
     return None if hit is None else tensor_module.Tensor.trusted(hit)
 
 
