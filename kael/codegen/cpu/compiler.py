@@ -17,7 +17,7 @@ from kael.codegen import llvm as _binding
 from kael.codegen.cpu.loops import build_function
 from kael.ir.kernel import Kernel
 from kael.ir.reduction import Reduction
-from kael.runtime import sync
+from kael.runtime import kernel_cache, sync
 
 _lock = _binding.LOCK
 _llvm = _binding.binding
@@ -225,3 +225,19 @@ def load_object(obj: bytes, symbol: str):
     """Link one kernel's object code; returns (address, tracker)."""
     addresses, tracker = load_object_symbols(obj, (symbol,), symbol)
     return addresses[symbol], tracker
+
+
+def link_glue(name: str, text: str, symbols: tuple[str, ...]):
+    """Hand-written glue in LLVM IR text (the launch builtins, the thread pool) linked for
+    the life of the process: compiled by the short pass list (it has no loop worth
+    vectorizing), its object code cached on disk keyed by the text and the target.
+    Returns ({symbol: address}, tracker); the tracker is leaked on purpose, as its code
+    may run until the process ends, interpreter shutdown included."""
+    t = host_target()
+    key = kernel_cache.key_of(
+        name, text, repr(KERNEL_PASSES), t["triple"], t["cpu"], t["features"], t["llvm"]
+    )
+    obj, _ = kernel_cache.fetch("cpu", key, lambda: compile_ir_text(text, KERNEL_PASSES))
+    addresses, tracker = load_object_symbols(obj, symbols, f"{name}_{key[:12]}")
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(tracker))
+    return addresses, tracker

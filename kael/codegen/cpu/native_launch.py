@@ -25,8 +25,8 @@ import os
 import weakref
 
 from kael.codegen.cpu import compiler
-from kael.runtime import kernel_cache, sync
 from kael.runtime import launcher as launcher_module
+from kael.runtime import sync
 from kael.runtime.launcher import RELEASE_BYTES
 
 METH_FASTCALL = 0x80
@@ -191,7 +191,6 @@ error:
 _IR = _IR.replace("{count_length}", str(len(COUNT_MESSAGE) + 1)).replace(
     "{count_message}", COUNT_MESSAGE
 )
-_PASSES = compiler.KERNEL_PASSES  # straight-line glue: O3 would only cost compile time
 KernelFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
 
@@ -283,18 +282,10 @@ def native() -> tuple | None:
         return None
     if not _api_present():
         return None
-    t = compiler.host_target()
-    key = kernel_cache.key_of(
-        SYMBOL, _IR, repr(_PASSES), t["triple"], t["cpu"], t["features"], t["llvm"]
-    )
-    symbols = (SYMBOL, CALL_SYMBOL)
     try:
-        obj, _ = kernel_cache.fetch("cpu", key, lambda: compiler.compile_ir_text(_IR, _PASSES))
-        addresses, tracker = compiler.load_object_symbols(obj, symbols, f"{SYMBOL}_{key[:12]}")
+        addresses, _ = compiler.link_glue(SYMBOL, _IR, (SYMBOL, CALL_SYMBOL))
     except RuntimeError:  # the JIT could not resolve the C API here (a static embedding)
         return None
-    # The builtins may outlive this module at exit: their code is deliberately leaked.
-    ctypes.pythonapi.Py_IncRef(ctypes.py_object(tracker))
     return _builtin("launch", addresses[SYMBOL]), _builtin("call", addresses[CALL_SYMBOL])
 
 

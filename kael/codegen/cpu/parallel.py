@@ -17,12 +17,11 @@ import ctypes
 import platform
 
 from kael.codegen.cpu import compiler
-from kael.runtime import kernel_cache, sync, threadpool
+from kael.runtime import sync, threadpool
 
 SPIN = 20000  # pause-loop rounds before a waiter sleeps (a few tens of microseconds)
 _FUTEX_SYSCALL = {"x86_64": 202, "aarch64": 98}
 _PAUSE = {"x86_64": "call void @llvm.x86.sse2.pause()", "aarch64": ""}
-_PASSES = compiler.KERNEL_PASSES  # scheduling glue, no loop worth vectorizing: O3 costs time
 
 # Globals: the job (generation, kernel, arguments, ranges, helper count), the completion
 # counter, the number of workers started and of workers asleep. Ranges are i64 pairs.
@@ -251,17 +250,8 @@ def native_pool() -> NativePool | None:
     """Build (or load from the disk cache) and link the pool; None where it cannot run."""
     if platform.system() != "Linux" or platform.machine() not in _FUTEX_SYSCALL:
         return None
-    text = _ir_text()
-    t = compiler.host_target()
-    key = kernel_cache.key_of(
-        "native-pool", text, repr(_PASSES), t["triple"], t["cpu"], t["features"], t["llvm"]
-    )
-    obj, _ = kernel_cache.fetch("cpu", key, lambda: compiler.compile_ir_text(text, _PASSES))
     names = ("kael_pool_start", "kael_pool_reset", "kael_pool_run")
-    addresses, tracker = compiler.load_object_symbols(obj, names, f"kael_pool_{key[:12]}")
-    # Workers run this code until the process ends: it must never be unloaded, not even
-    # while the interpreter shuts down, so the tracker is deliberately leaked.
-    ctypes.pythonapi.Py_IncRef(ctypes.py_object(tracker))
+    addresses, tracker = compiler.link_glue("kael_pool", _ir_text(), names)
     return NativePool(addresses, tracker)
 
 
