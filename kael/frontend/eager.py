@@ -30,7 +30,7 @@ from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import FLOAT_CATEGORY, DType, bool_, float64, int64
 from kael.runtime.errors import Error
-from kael.runtime.launcher import PARALLEL_BYTES, launch
+from kael.runtime.launcher import PROMOTE_BYTES, launch, runs_inline
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
 from kael.runtime.threadpool import get_num_threads
@@ -188,7 +188,9 @@ def _plan(
         specialized = entry.kernel.specialize(lay.rank, lay.inners, lay.tiled, stream)
         hit = (specialized, None)
         if compile or not on_cpu:
-            hit = _specialized[key] = (specialized, jit.get(specialized) if on_cpu else None)
+            # a first launch that would promote tier-0 code compiles the optimized at once
+            big = sum(t.numel() * t.dtype.itemsize for t in impls) >= PROMOTE_BYTES
+            hit = _specialized[key] = (specialized, jit.get(specialized, big) if on_cpu else None)
     specialized, compiled = hit
     tail = list(lay.sizes)
     for st in lay.strides:
@@ -258,7 +260,7 @@ def run(
     native = plan.native
     if (
         native is not None
-        and (plan.moved < PARALLEL_BYTES or get_num_threads() == 1)
+        and (plan.moved < PROMOTE_BYTES or runs_inline(plan.compiled.fn, plan.moved))
         and launches.recorder is None
         and debug.level < 1
     ):  # launcher.launch without its Python: the descriptor holds every other word
@@ -479,12 +481,13 @@ def _reduction_plan(
     lay = _reduction_layout(outs, ins, shape, axes, keepdim)
     on_cpu = outs[0].device is CPU
     specialized = _launched(kernel.specialize(lay), lay, outs, ins, fetch)
-    compiled = cpu_reduce.get(specialized) if on_cpu and compile else None
+    moved = sum(t.numel() * t.dtype.itemsize for t in (*outs, *ins))
+    big = moved >= PROMOTE_BYTES  # see _plan
+    compiled = cpu_reduce.get(specialized, big) if on_cpu and compile else None
     tail = [*lay.kept, *lay.reduced]
     for st in lay.out_strides + lay.in_strides:
         tail += st
     tail += [*lay.index_strides, lay.length, lay.blocks, lay.chunks, lay.columns]
-    moved = sum(t.numel() * t.dtype.itemsize for t in (*outs, *ins))
     return _ReductionPlan(
         specialized, compiled, lay, tail, moved, specialized.paired, specialized.may_fault
     )

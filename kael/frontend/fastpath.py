@@ -35,7 +35,7 @@ from kael.runtime import debug, launches
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import DType
-from kael.runtime.launcher import PARALLEL_BYTES, run_block
+from kael.runtime.launcher import PARALLEL_BYTES, PROMOTE_BYTES, run_block, runs_inline
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides, read_hazard, shape_numel
 from kael.runtime.threadpool import get_num_threads
@@ -413,7 +413,7 @@ def _launch(entry: _Entry, shape: tuple, operands: tuple, number, into=None, wor
     if entry.scalar is not None and word is None:
         word = _number_word(number, entry.scalar)
     moved = n * entry.width
-    if moved < PARALLEL_BYTES or get_num_threads() == 1:
+    if moved < PROMOTE_BYTES or runs_inline(entry.fn, moved):
         at = entry.native.address
         if len(operands) == 2:
             a, b = operands
@@ -496,7 +496,7 @@ def _launch_shaped(entry: _Shaped, operands: tuple, number, into=None):
     else:
         out = into.storage.ptr + into.offset * sizes[0]
     word = None if entry.scalar is None else _number_word(number, entry.scalar)
-    if entry.moved < PARALLEL_BYTES or get_num_threads() == 1:
+    if entry.moved < PROMOTE_BYTES or runs_inline(entry.fn, entry.moved):
         at, total = entry.native.address, entry.total
         a = operands[0]
         if len(operands) == 2:
@@ -720,7 +720,7 @@ def _reduce(entry: _Reduction, impl):
     if final is not None:
         partials, indices = Storage.host(entry.scratch[0]), Storage.host(entry.scratch[1])
         words += (partials.ptr, indices.ptr)
-    if entry.moved < PARALLEL_BYTES or get_num_threads() == 1:
+    if entry.moved < PROMOTE_BYTES or runs_inline(entry.fn, entry.moved):
         _native(entry.native.address, entry.total, *words)
     else:
         run_block(entry.fn, entry.native.block(words), entry.total, entry.moved, 1)

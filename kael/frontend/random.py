@@ -149,7 +149,9 @@ def _normal() -> g.Node:
         g.Unary(float64, (), "log", _op("sub", _const(float64, 1.0), _unit(lo))),
     )
     angle = _op("mul", _op("sub", _unit(hi), _const(float64, 0.5)), _const(float64, 2 * math.pi))
-    return _op("mul", g.Unary(float64, (), "sqrt", radius_sq), g.Unary(float64, (), "cos", angle))
+    # |angle| <= pi: cos without the reduction of huge arguments (vmath's cos_bounded)
+    cosine = g.Unary(float64, (), "cos_bounded", angle)
+    return _op("mul", g.Unary(float64, (), "sqrt", radius_sq), cosine)
 
 
 def _below(span: g.Node) -> g.Node:

@@ -34,6 +34,7 @@ UNARY_OPS: dict[str, str] = {
     "log1p": "float",
     "sin": "float",
     "cos": "float",
+    "cos_bounded": "float",  # internal: cos for |x| < 2**40 only (randn's angle)
     "tan": "float",
     "tanh": "float",
     "sigmoid": "float",
@@ -78,6 +79,7 @@ VMATH_OPS = frozenset(
         "log1p",
         "sin",
         "cos",
+        "cos_bounded",
         "tan",
         "tanh",
         "sigmoid",

@@ -21,6 +21,9 @@ ALIGN_ITEMS = 64
 # An inline launch moving this many bytes releases the GIL (a microsecond of work or more),
 # so other Python threads run beside it; below it, taking the GIL back costs more.
 RELEASE_BYTES = 64 * 1024
+# A kernel still on its tier-0 (-O0) code gets its optimized code before its first launch
+# moving this many bytes (codegen/cpu/tiers.py): a microsecond of work or more.
+PROMOTE_BYTES = RELEASE_BYTES
 
 # The signature of every compiled kernel: void f(i64* args, i64 begin, i64 end).
 KernelFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
@@ -31,7 +34,23 @@ def kernel_fn(address: int, symbol: str, kernel: object = None, library=None) ->
     kael IR (`kernel`), or the hand-written library it is in (whose `.text` is LLVM IR)."""
     fn = KernelFn(address)
     fn.address, fn.symbol, fn.kernel, fn.library = address, symbol, kernel, library
+    fn.tier0 = None  # codegen/cpu/tiers.py's Tier0 while the kernel runs its -O0 code
     return fn
+
+
+def optimize(fn) -> None:
+    """Have `fn` run its optimized code from now on: a kernel still on its tier-0 code is
+    promoted (codegen/cpu/tiers.py). Compiled plans ask it of each kernel they take."""
+    tier = getattr(fn, "tier0", None)
+    if tier is not None:
+        tier.promote()
+
+
+def runs_inline(fn, bytes_moved: int) -> bool:
+    """For a launch of PROMOTE_BYTES or more: whether it runs on the calling thread (see
+    `inline`), its kernel optimized first."""
+    optimize(fn)
+    return bytes_moved < PARALLEL_BYTES or get_num_threads() == 1
 
 
 # The inline call as a builtin, call(fn address, block address, total, release the GIL):
@@ -69,7 +88,7 @@ def run_block(fn, block: array.array, total: int, bytes_moved: int, align: int =
     """The launch itself, unrecorded: inline (see `inline`), else split over the pool.
     launch_block's callers, the eager fast door and compiled replays, which are never
     used while launches are recorded or traced."""
-    if bytes_moved < PARALLEL_BYTES or get_num_threads() == 1:  # inline(), without the call
+    if bytes_moved < PROMOTE_BYTES or runs_inline(fn, bytes_moved):
         address = getattr(fn, "address", None)  # kernel_fn's; a bare CFUNCTYPE has none
         if _direct is None or address is None:
             fn(block.buffer_info()[0], 0, total)
@@ -97,6 +116,9 @@ def launch_block(
         _trace_state.trace.hand_written(getattr(fn, "symbol", "unnamed"))
     if total <= 0:
         return
+    tier = getattr(fn, "tier0", None)
+    if tier is not None:  # the fast door's launches come here only the first time
+        tier.launched()
     watched = launches.recorder is not None or debug.level >= 1
     start = time.perf_counter() if watched else 0.0
     run_block(fn, block, total, bytes_moved, align)

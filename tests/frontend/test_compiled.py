@@ -534,14 +534,18 @@ def test_aliased_arguments_agree_with_eager(split):
 
 
 def _llvm_compiles(monkeypatch) -> list:
+    """The LLVM IR texts compiled from now on (either tier: codegen/cpu/tiers.py)."""
     made = []
-    original = compiler.compile_object
 
-    def counting(kernel, symbol):
-        made.append(symbol)
-        return original(kernel, symbol)
+    def counting(original):
+        def compile_text(text, *args, **kwargs):
+            made.append(text[:300])
+            return original(text, *args, **kwargs)
 
-    monkeypatch.setattr(compiler, "compile_object", counting)
+        return compile_text
+
+    for name in ("emit_object", "emit_tier0"):
+        monkeypatch.setattr(compiler, name, counting(getattr(compiler, name)))
     return made
 
 

@@ -26,7 +26,7 @@ import time
 import warnings
 from collections.abc import Callable
 
-from kael.codegen.cpu import compiler, jit
+from kael.codegen.cpu import compiler, jit, tiers
 from kael.codegen.cpu import reduce as cpu_reduce
 from kael.ir.kernel import Kernel
 from kael.ir.reduction import Reduction
@@ -53,18 +53,19 @@ def processes() -> int:
 
 
 def _job(kernel: Kernel | Reduction) -> tuple[str, Callable[[], bytes]] | None:
-    """(disk key, compile) for a kernel this process would have to compile, else None."""
+    """(disk key, compile) of the optimized code of a kernel this process would
+    have to compile, else None."""
     if isinstance(kernel, Reduction):
-        if cpu_reduce.compiled_here(kernel):
+        if cpu_reduce.optimized_here(kernel):
             return None
         key, symbol = cpu_reduce.cache_key(kernel)
-        make = lambda: cpu_reduce.compile_object(kernel, symbol)  # noqa: E731
+        source = cpu_reduce.source(kernel, symbol)
     else:
-        if jit.compiled_here(kernel):
+        if jit.optimized_here(kernel):
             return None
         _, key = jit.cache_key(kernel)
-        symbol = jit.symbol_of(kernel, key)
-        make = lambda: compiler.compile_object(kernel, symbol)  # noqa: E731
+        source = jit.source(kernel, jit.symbol_of(kernel, key))
+    make = lambda: tiers.optimized_payload(source, compiler.kernel_passes)  # noqa: E731
     return None if kernel_cache.exists("cpu", key) else (key, make)
 
 
@@ -90,9 +91,9 @@ def compile_ahead(kernels: list[Kernel | Reduction]) -> int:
     try:
         for kernel, _ in shares[0]:  # this process's share: compiled and linked now
             if isinstance(kernel, Reduction):
-                cpu_reduce.get(kernel)
+                cpu_reduce.get(kernel, optimized=True)
             else:
-                jit.get(kernel)
+                jit.get(kernel, optimized=True)
     finally:
         _reap(children, time.monotonic() + CHILD_SECONDS)
     return len(children)

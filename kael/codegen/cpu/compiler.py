@@ -39,14 +39,25 @@ def host_target() -> dict:
     }
 
 
-@sync.cached(lock_with=_lock)
-def _target_machine():
+def _machine(opt: int):
     llvm = _llvm()
     t = host_target()
     target = llvm.Target.from_triple(t["triple"])
     return target.create_target_machine(
-        cpu=t["cpu"], features=t["features"], opt=3, reloc="pic", codemodel="default"
+        cpu=t["cpu"], features=t["features"], opt=opt, reloc="pic", codemodel="default"
     )
+
+
+@sync.cached(lock_with=_lock)
+def _target_machine():
+    return _machine(3)
+
+
+@sync.cached(lock_with=_lock)
+def _tier0_machine():
+    """Code generation at -O0 (fast instruction selection and register allocation) for
+    tier-0 code (codegen/cpu/tiers.py)."""
+    return _machine(0)
 
 
 def vector_features() -> list[str]:
@@ -149,17 +160,29 @@ def _emit(text: str, passes: tuple[str, ...] | None, assembly: bool = False):
             return tm.emit_assembly(mod) if assembly else tm.emit_object(mod)
 
 
-def _kernel_text(kernel: Kernel, symbol: str) -> str:
+def emit_object(text: str, passes: tuple[str, ...] | None) -> bytes:
+    """Optimized object code of LLVM IR text with its target (see with_target)."""
+    return _emit(text, passes)
+
+
+def emit_tier0(text: str, assembly: bool = False):
+    """Object code (or assembly) of LLVM IR text with its target, unoptimized and
+    generated at -O0: a third of the optimized build's time (codegen/cpu/tiers.py)."""
+    llvm = _llvm()
+    with _lock:
+        mod = llvm.parse_assembly(text)
+        mod.verify()
+        tm = _tier0_machine()
+        return tm.emit_assembly(mod) if assembly else tm.emit_object(mod)
+
+
+def kernel_text(kernel: Kernel, symbol: str) -> str:
+    """The kernel's LLVM IR text, with the host target."""
     return str(build_module(kernel, symbol))
 
 
-def compile_object(kernel: Kernel, symbol: str) -> bytes:
-    """Optimized host object code for `kernel`, exporting `symbol`."""
-    text = _kernel_text(kernel, symbol)
-    return _emit(text, kernel_passes(text))
-
-
-def _with_target(text: str) -> str:
+def with_target(text: str) -> str:
+    """LLVM IR text without a target header, given the host's."""
     t = host_target()
     header = (
         f'target triple = "{t["triple"]}"\ntarget datalayout = "{_target_machine().target_data}"\n'
@@ -170,22 +193,22 @@ def _with_target(text: str) -> str:
 def compile_ir_text(text: str, passes: tuple[str, ...] | None = None) -> bytes:
     """Optimized host object code for LLVM IR text: a hand-written library (O3), or a
     reduction's module (KERNEL_PASSES)."""
-    return _emit(_with_target(text), passes)
+    return _emit(with_target(text), passes)
 
 
 def assembly_of_ir_text(text: str, passes: tuple[str, ...] | None = None) -> str:
     """The host assembly of LLVM IR text, as compile_ir_text compiles it."""
-    return _emit(_with_target(text), passes, assembly=True)
+    return _emit(with_target(text), passes, assembly=True)
 
 
 def optimized_ir(kernel: Kernel, symbol: str) -> str:
-    text = _kernel_text(kernel, symbol)
+    text = kernel_text(kernel, symbol)
     with _lock:
         return str(_optimized(text, kernel_passes(text)))
 
 
 def assembly(kernel: Kernel, symbol: str) -> str:
-    text = _kernel_text(kernel, symbol)
+    text = kernel_text(kernel, symbol)
     return _emit(text, kernel_passes(text), assembly=True)
 
 

@@ -438,14 +438,14 @@ def _emit_rows_i64(module: ir.Module) -> list[str]:
 
 def float_library(spec: GemmSpec) -> handwritten.Library:
     """The compiled float product kernel (MACRO) of `spec`, built or loaded once."""
-    return handwritten.compiled(spec.text(), build_float(spec))
+    return handwritten.compiled(spec.text(), build_float(spec), tiered=False)
 
 
 def pack_library(spec: GemmSpec) -> handwritten.Library:
     """The compiled B packing kernel (PACK_B) of `spec`, built or loaded once."""
-    return handwritten.compiled(f"{spec.text()}_pack_b", build_pack(spec))
+    return handwritten.compiled(f"{spec.text()}_pack_b", build_pack(spec), tiered=False)
 
 
 def int64_library() -> handwritten.Library:
     """The compiled int64 row kernel."""
-    return handwritten.compiled(INT64_TEXT, _emit_rows_i64)
+    return handwritten.compiled(INT64_TEXT, _emit_rows_i64, tiered=False)

@@ -248,4 +248,4 @@ def library(dtype: DType) -> handwritten.Library:
         _emit_rows(module, vx)
         return [COLS, ROWS]
 
-    return handwritten.compiled(f"kael_gemv_{dtype.name}", build)
+    return handwritten.compiled(f"kael_gemv_{dtype.name}", build, tiered=False)

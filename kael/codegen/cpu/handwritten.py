@@ -18,10 +18,10 @@ from typing import Literal
 import llvmlite
 from llvmlite import ir
 
-from kael.codegen.cpu import compiler
+from kael.codegen.cpu import compiler, tiers
 from kael.codegen.lowering import CODEGEN_SCHEMA
 from kael.runtime import kernel_cache, sync
-from kael.runtime.launcher import KernelFn, kernel_fn
+from kael.runtime.launcher import KernelFn
 from kael.runtime.version import __version__
 
 Passes = tuple[str, ...] | None | Literal["auto"]
@@ -54,11 +54,9 @@ class Library:
         self._text: str | None = None
         self._tracker = None  # dropping it would unload the code under `functions`
 
-    def load(self, obj: bytes, symbols: list[str], key: str) -> None:
-        addresses, self._tracker = compiler.load_object_symbols(
-            obj, tuple(symbols), f"{self.name}_{key[:12]}"
-        )
-        self.functions = {s: kernel_fn(addresses[s], s, library=self) for s in symbols}
+    def load(self, linked: tiers.Linked) -> None:
+        self._tracker = linked
+        self.functions = {s: linked.fn(s, library=self) for s in linked.addresses}
 
     @property
     def text(self) -> str:
@@ -93,14 +91,19 @@ def _module(name: str, build: Callable[[ir.Module], list[str]]) -> tuple[list[st
 
 
 def compiled(
-    name: str, build: Callable[[ir.Module], list[str]], passes: Passes = "auto"
+    name: str,
+    build: Callable[[ir.Module], list[str]],
+    passes: Passes = "auto",
+    tiered: bool = True,
 ) -> Library:
     """The module `build` fills (returning its kernel symbols), compiled at most once.
 
     `name` must identify what `build` emits: the same name always gets the same library.
     `passes`: "auto" optimizes a module kael vectorized itself by compiler.KERNEL_PASSES
     and a scalar one by O3 (whose loop vectorizer may find work), as for generated
-    kernels; or a pass list, or None for O3.
+    kernels; or a pass list, or None for O3. `tiered`: linked at tier 0 first, promoted
+    on its first large launch (codegen/cpu/tiers.py); False links the optimized code at
+    once (the matrix products, whose work is not told by the bytes they move).
     """
     lib = _libraries.get(name)
     if lib is not None:
@@ -115,13 +118,13 @@ def compiled(
             )  # fmt: skip
             lib = Library(name, build, passes)
 
-            def make() -> bytes:
+            def source() -> tuple[list[str], str]:
                 symbols, lib._text = _module(name, build)
-                obj = compiler.compile_ir_text(lib._text, lib.optimization())
-                return "\n".join(symbols).encode() + b"\0" + obj
+                return symbols, compiler.with_target(lib._text)
 
-            payload, _ = kernel_cache.fetch(LIBRARY_KIND, key, make)
-            head, _, obj = payload.partition(b"\0")
-            lib.load(obj, head.decode().split("\n"), key)
+            lib.load(tiers.link(
+                LIBRARY_KIND, key, f"{name}_{key[:12]}", source,
+                lambda _: lib.optimization(), optimized=not tiered,
+            ))  # fmt: skip
             _libraries[name] = lib
         return lib

@@ -28,7 +28,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from kael.codegen.combine import Combiner, identity
-from kael.codegen.cpu import compiler, handwritten
+from kael.codegen.cpu import compiler, handwritten, tiers
 from kael.codegen.cpu.loops import LoopBuilder, carry, splat
 from kael.codegen.lowering import (
     CODEGEN_SCHEMA,
@@ -51,7 +51,7 @@ from kael.ir.printer import format_reduction
 from kael.ir.reduction import BLOCK, COLS, MAX_COLUMNS, Reduction
 from kael.runtime import kernel_cache, sync
 from kael.runtime.dtypes import INT64_MAX, DType, int64
-from kael.runtime.launcher import kernel_fn
+from kael.runtime.launcher import optimize
 from kael.runtime.version import __version__
 
 VECTOR_BYTES = 64
@@ -658,21 +658,27 @@ def build_module(red: Reduction, symbol: str) -> ir.Module:
 class CompiledReduction:
     """A reduction linked into this process: `main` (the blocks) at once, `final` (the
     fixed tree over several blocks' partials) compiled on first use, as most reductions
-    fit one block and never run it (a quarter of a reduction's code and compile time)."""
+    fit one block and never run it (a quarter of a reduction's code and compile time).
+    Each is linked at tier 0 or optimized as codegen/cpu/tiers.py decides."""
 
-    __slots__ = ("reduction", "symbol", "main", "_tracker", "_final", "_final_tracker")
+    __slots__ = ("reduction", "symbol", "main", "_linked", "_final", "_final_linked", "_optimized")
 
-    def __init__(self, red: Reduction, symbol: str, main: object, tracker: object) -> None:
-        self.reduction, self.symbol, self.main = red, symbol, main
-        self._tracker = tracker  # unloading the code would free what `main` runs
-        self._final = self._final_tracker = None
+    def __init__(self, red: Reduction, symbol: str, linked: tiers.Linked, optimized: bool) -> None:
+        self.reduction, self.symbol, self._optimized = red, symbol, optimized
+        self.main = linked.fn(symbol, red)
+        self._linked = linked  # unloading the code would free what `main` runs
+        self._final = self._final_linked = None
 
     @property
     def final(self) -> object:
         if self._final is None:
             with _final_lock:
                 if self._final is None:
-                    self._final_tracker, self._final = _load_final(self.reduction, self.symbol)
+                    key, symbol = cache_key(self.reduction)
+                    name = f"{symbol}_final"
+                    self._final_linked = _linked(self.reduction, final_key(key), name, symbol,
+                                                 True, self._optimized)  # fmt: skip
+                    self._final = self._final_linked.fn(name, self.reduction)
         return self._final
 
 
@@ -680,9 +686,16 @@ _memory = kernel_cache.Memo()
 _final_lock = sync.lock()
 
 
-def get(red: Reduction) -> CompiledReduction:
-    """The compiled reduction, running LLVM at most once per machine (disk cache)."""
-    return _memory.get(red, lambda: _load_or_compile(red))
+def get(red: Reduction, optimized: bool = False) -> CompiledReduction:
+    """The compiled reduction, running LLVM at most once per machine and tier (disk cache);
+    `optimized`: with its optimized code (one linked at tier 0 is promoted)."""
+    compiled = _memory.get(red, lambda: _load_or_compile(red, optimized))
+    if optimized:
+        optimize(compiled.main)
+        compiled._optimized = True
+        if compiled._final is not None:
+            optimize(compiled._final)
+    return compiled
 
 
 def cache_key(red: Reduction) -> tuple[str, str]:
@@ -695,34 +708,44 @@ def cache_key(red: Reduction) -> tuple[str, str]:
     return key, f"kael_{red.name}_{key[:16]}"
 
 
-def compile_object(red: Reduction, symbol: str, final: bool = False) -> bytes:
-    """Optimized host object code for `red`'s main function (`final`: its tree instead)."""
-    module = ir.Module(name=symbol)
-    fill_module(module, red, symbol, main=not final, final=final)
-    text = handwritten.ir_text(module)
-    return compiler.compile_ir_text(text, compiler.kernel_passes(text))
+def final_key(key: str) -> str:
+    """The disk cache key of a reduction's tree, by its main function's key."""
+    return kernel_cache.key_of(key, "final")
+
+
+def source(red: Reduction, symbol: str, final: bool = False) -> tiers.Source:
+    """What tiers.link compiles: `red`'s main function, or its tree (`final`)."""
+
+    def build() -> tuple[list[str], str]:
+        module = ir.Module(name=symbol)
+        fill_module(module, red, symbol, main=not final, final=final)
+        name = f"{symbol}_final" if final else symbol
+        return [name], compiler.with_target(handwritten.ir_text(module))
+
+    return build
 
 
 def compiled_here(red: Reduction) -> bool:
-    """Whether `red` is linked into this process already."""
+    """Whether `red` is linked into this process already (at either tier)."""
     return _memory.has(red)
 
 
-def _load_or_compile(red: Reduction) -> CompiledReduction:
+def optimized_here(red: Reduction) -> bool:
+    """Whether `red`'s main function is linked into this process with optimized code."""
+    return _memory.has(red) and get(red).main.tier0 is None
+
+
+def _load_or_compile(red: Reduction, optimized: bool) -> CompiledReduction:
     key, symbol = cache_key(red)
-    tracker, main = _linked(red, key, symbol, False)
-    return CompiledReduction(red, symbol, main, tracker)
+    return CompiledReduction(red, symbol, _linked(red, key, symbol, symbol, False, optimized),
+                             optimized)  # fmt: skip
 
 
-def _load_final(red: Reduction, symbol: str) -> tuple[object, object]:
-    """(tracker, kernel function) of `red`'s tree, from the disk cache or compiled."""
-    return _linked(red, kernel_cache.key_of(cache_key(red)[0], "final"), symbol, True)
-
-
-def _linked(red: Reduction, key: str, symbol: str, final: bool) -> tuple[object, object]:
-    """(tracker, kernel function) of `red`'s main function or its tree (`final`), its
-    object code from the disk cache under `key` or compiled."""
-    name = f"{symbol}_final" if final else symbol
-    obj, _ = kernel_cache.fetch("cpu", key, lambda: compile_object(red, symbol, final))
-    addresses, tracker = compiler.load_object_symbols(obj, (name,), name)
-    return tracker, kernel_fn(addresses[name], name, red)
+def _linked(
+    red: Reduction, key: str, name: str, symbol: str, final: bool, optimized: bool
+) -> tiers.Linked:
+    """`red`'s main function or its tree (`final`) linked as `name`, its object code from
+    the disk cache under `key` or compiled."""
+    return tiers.link(
+        "cpu", key, name, source(red, symbol, final), compiler.kernel_passes, optimized
+    )

@@ -145,7 +145,7 @@ def _free(module: ir.Module) -> ir.Function:
 
 def driver():
     """The compiled row driver (a kernel function over chunks of rows)."""
-    return handwritten.compiled(SYMBOL, _build, compiler.KERNEL_PASSES)[SYMBOL]
+    return handwritten.compiled(SYMBOL, _build, compiler.KERNEL_PASSES, tiered=False)[SYMBOL]
 
 
 def words(chunk: int, rows: int, scratch_bytes: int, members: list) -> list:
