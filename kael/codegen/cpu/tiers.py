@@ -82,7 +82,8 @@ def optimized_payload(source: Source, passes: Passes) -> bytes:
     return _pack(symbols, compiler.emit_object(text, passes(text)))
 
 
-def _tier0_payload(source: Source) -> bytes:
+def tier0_payload(source: Source) -> bytes:
+    """The disk payload of tier 0: its symbols, then its object code (trampolines included)."""
     symbols, text = source()
     return _pack(symbols, compiler.emit_tier0(trampolined(text, symbols)))
 
@@ -165,7 +166,7 @@ def link(
     if optimized or not ENABLED or kernel_cache.exists(kind, key):
         addresses, tracker, how = full()
         return Linked(addresses, tracker, how, None)
-    payload, how = kernel_cache.fetch(kind, tier0_key(key), lambda: _tier0_payload(source))
+    payload, how = kernel_cache.fetch(kind, tier0_key(key), lambda: tier0_payload(source))
     symbols, obj = unpack(payload)
     slots = tuple(f"{s}.slot" for s in symbols)
     addresses, tracker = compiler.load_object_symbols(obj, (*symbols, *slots), f"{name}.tier0")
