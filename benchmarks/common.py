@@ -60,21 +60,29 @@ def triple(array) -> tuple:
 SETTLE = 0.015  # seconds before each timed call: the other library's spinners give up
 
 
-def measure(cases: list[Case], rounds: int = 15, warmup: int = 2) -> None:
+def measure(cases: list[Case], rounds: int = 15, warmup: int = 2, block: int = 0) -> None:
     """Fill each case's times with `rounds` interleaved samples per library, each call
-    started on idle cores (SETTLE)."""
+    started on idle cores (SETTLE). With `block`, a sample is instead the mean of `block`
+    back-to-back calls after `warmup` more, as a loop of them runs (the libraries' order
+    alternating from round to round)."""
     for case in cases:
         for fn in case.runs.values():
             for _ in range(warmup):
                 fn()
         case.times = {lib: [] for lib in case.runs}
-    for _ in range(rounds):
+    for r in range(rounds):
         for case in cases:
-            for lib, fn in case.runs.items():
-                time.sleep(SETTLE)
+            order = list(case.runs.items())
+            for lib, fn in order[::-1] if block and r % 2 else order:
+                if block:
+                    for _ in range(warmup):
+                        fn()
+                else:
+                    time.sleep(SETTLE)
                 start = time.perf_counter()
-                fn()
-                case.times[lib].append(time.perf_counter() - start)
+                for _ in range(max(block, 1)):
+                    fn()
+                case.times[lib].append((time.perf_counter() - start) / max(block, 1))
 
 
 def report(cases: list[Case]) -> bool:
