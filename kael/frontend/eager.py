@@ -264,6 +264,9 @@ def run(
         and launches.recorder is None
         and debug.level < 1
     ):  # launcher.launch without its Python: the descriptor holds every other word
+        tier = plan.compiled.fn.tier0
+        if tier is not None:  # counted as launch_block counts (codegen/cpu/tiers.py)
+            tier.launched()
         _native_launch(native.address, plan.total, *words, *params)
         return error is not None and error.check()
     words += plan.tail

@@ -15,6 +15,7 @@ from kael.codegen.lowering import CODEGEN_SCHEMA
 from kael.ir.kernel import Kernel
 from kael.ir.printer import format_kernel
 from kael.runtime import debug, kernel_cache
+from kael.runtime.launcher import optimize
 from kael.runtime.version import __version__
 
 
@@ -67,8 +68,8 @@ def get(kernel: Kernel, optimized: bool = False) -> CompiledKernel:
     """The compiled form of `kernel`, compiling it at most once per machine and tier;
     `optimized`: with its optimized code (a kernel linked at tier 0 is promoted)."""
     compiled = _memory.get(kernel, lambda: _load_or_compile(kernel, optimized))
-    if optimized and compiled.fn.tier0 is not None:
-        compiled.fn.tier0.promote()
+    if optimized:
+        optimize(compiled.fn)
     return compiled
 
 
