@@ -181,6 +181,7 @@ def _plan(
     """The launch plan; with compile=False its CPU code is left None (not compiled yet)."""
     lay, stream = _layout(entry, out, impls, streaming)
     n = out.numel()
+    moved = sum(t.numel() * t.dtype.itemsize for t in impls)
     on_cpu = out.device is CPU
     key = (entry, lay.rank, lay.inners, lay.tiled, stream, on_cpu)
     hit = _specialized.get(key)
@@ -189,7 +190,7 @@ def _plan(
         hit = (specialized, None)
         if compile or not on_cpu:
             # a first launch that would promote tier-0 code compiles the optimized at once
-            big = sum(t.numel() * t.dtype.itemsize for t in impls) >= PROMOTE_BYTES
+            big = moved >= PROMOTE_BYTES
             hit = _specialized[key] = (specialized, jit.get(specialized, big) if on_cpu else None)
     specialized, compiled = hit
     tail = list(lay.sizes)
@@ -204,7 +205,6 @@ def _plan(
         align = 1
     else:
         total, align = n, 64
-    moved = sum(t.numel() * t.dtype.itemsize for t in impls)
     faults = specialized.may_fault
     native = None
     if compiled is not None and total > 0:

@@ -103,11 +103,17 @@ def kernel_passes(text: str) -> tuple[str, ...] | None:
     return KERNEL_PASSES if _VECTOR_TYPE.search(text) else None
 
 
+def _parsed(text: str):
+    """LLVM IR text parsed and verified (held under _lock)."""
+    mod = _llvm().parse_assembly(text)
+    mod.verify()
+    return mod
+
+
 def _optimized(module: ir.Module | str, passes: tuple[str, ...] | None = None):
     """`module` parsed, verified and optimized: by `passes` in order, else LLVM's O3."""
     llvm = _llvm()
-    mod = llvm.parse_assembly(str(module))
-    mod.verify()
+    mod = _parsed(str(module))
     tm = _target_machine()
     if passes is not None:
         pm = llvm.create_new_module_pass_manager()
@@ -167,11 +173,9 @@ def emit_object(text: str, passes: tuple[str, ...] | None) -> bytes:
 
 def emit_tier0(text: str, assembly: bool = False):
     """Object code (or assembly) of LLVM IR text with its target, unoptimized and
-    generated at -O0: a third of the optimized build's time (codegen/cpu/tiers.py)."""
-    llvm = _llvm()
+    generated at -O0: about half the optimized build's time (codegen/cpu/tiers.py)."""
     with _lock:
-        mod = llvm.parse_assembly(text)
-        mod.verify()
+        mod = _parsed(text)
         tm = _tier0_machine()
         return tm.emit_assembly(mod) if assembly else tm.emit_object(mod)
 

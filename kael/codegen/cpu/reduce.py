@@ -659,12 +659,13 @@ class CompiledReduction:
     """A reduction linked into this process: `main` (the blocks) at once, `final` (the
     fixed tree over several blocks' partials) compiled on first use, as most reductions
     fit one block and never run it (a quarter of a reduction's code and compile time).
-    Each is linked at tier 0 or optimized as codegen/cpu/tiers.py decides."""
+    Each is linked at tier 0 or optimized as codegen/cpu/tiers.py decides: the tree
+    optimized once `main` runs optimized code."""
 
-    __slots__ = ("reduction", "symbol", "main", "_linked", "_final", "_final_linked", "_optimized")
+    __slots__ = ("reduction", "symbol", "main", "_linked", "_final", "_final_linked")
 
-    def __init__(self, red: Reduction, symbol: str, linked: tiers.Linked, optimized: bool) -> None:
-        self.reduction, self.symbol, self._optimized = red, symbol, optimized
+    def __init__(self, red: Reduction, symbol: str, linked: tiers.Linked) -> None:
+        self.reduction, self.symbol = red, symbol
         self.main = linked.fn(symbol, red)
         self._linked = linked  # unloading the code would free what `main` runs
         self._final = self._final_linked = None
@@ -676,8 +677,9 @@ class CompiledReduction:
                 if self._final is None:
                     key, symbol = cache_key(self.reduction)
                     name = f"{symbol}_final"
+                    optimized = self.main.tier0 is None
                     self._final_linked = _linked(self.reduction, final_key(key), name, symbol,
-                                                 True, self._optimized)  # fmt: skip
+                                                 True, optimized)  # fmt: skip
                     self._final = self._final_linked.fn(name, self.reduction)
         return self._final
 
@@ -692,9 +694,7 @@ def get(red: Reduction, optimized: bool = False) -> CompiledReduction:
     compiled = _memory.get(red, lambda: _load_or_compile(red, optimized))
     if optimized:
         optimize(compiled.main)
-        compiled._optimized = True
-        if compiled._final is not None:
-            optimize(compiled._final)
+        optimize(compiled._final)  # None until the tree is first needed
     return compiled
 
 
@@ -725,11 +725,6 @@ def source(red: Reduction, symbol: str, final: bool = False) -> tiers.Source:
     return build
 
 
-def compiled_here(red: Reduction) -> bool:
-    """Whether `red` is linked into this process already (at either tier)."""
-    return _memory.has(red)
-
-
 def optimized_here(red: Reduction) -> bool:
     """Whether `red`'s main function is linked into this process with optimized code."""
     return _memory.has(red) and get(red).main.tier0 is None
@@ -737,8 +732,7 @@ def optimized_here(red: Reduction) -> bool:
 
 def _load_or_compile(red: Reduction, optimized: bool) -> CompiledReduction:
     key, symbol = cache_key(red)
-    return CompiledReduction(red, symbol, _linked(red, key, symbol, symbol, False, optimized),
-                             optimized)  # fmt: skip
+    return CompiledReduction(red, symbol, _linked(red, key, symbol, symbol, False, optimized))
 
 
 def _linked(
