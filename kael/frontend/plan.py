@@ -585,18 +585,20 @@ def _streams(member: KernelCall, slots: list[Slot]) -> bool:
 
 
 def _fetch_ahead(group: RowGroup, slots: list[Slot]) -> None:
-    """Let the first later member that runs vector math (exp, erf, ...) and reads what the
-    group's first kernel streams from memory (a dense input the group does not write, at
-    the same positions) prefetch it one chunk of rows ahead: the next chunk arrives while
-    this one is computed on. Where the later members are cheap (var), the prefetches come
-    faster than memory answers and slow the group down (measured: 12% on var 4096x4096,
-    11-14% faster softmax). A last member writing its output with streaming stores (RMSNorm's
-    x * r * w) prefetches too, cheap or not: its stores and the next chunk's loads then
-    share the memory bus instead of taking turns (RMSNorm [8192, 1024]: 0.88x the time)."""
+    """Let one later member that reads what the group's first kernel streams from memory
+    (a dense input the group does not write, at the same positions) prefetch it into L2
+    one chunk of rows ahead: the next chunk arrives while this one is computed on. The
+    first such member that runs vector math (exp, erf, ...) is chosen (softmax 0.80-0.89x
+    the time), else a last member writing its output with streaming stores (RMSNorm's
+    x * r * w: its stores and the next chunk's loads share the memory bus instead of
+    taking turns, 0.88x), else, where the rows are large enough for a lone reduction to
+    fetch them ahead (eager.FETCH_FROM_BYTES), any later member (var's squared deviations,
+    0.85x the time, where the first member's own prefetch no longer overlaps anything)."""
     first = group.members[0]
-    later = [m for m in group.members[1:] if any(costly(e) for e in _per_element(m.kernel))]
-    last = group.members[-1]
-    if _PREFETCH_STREAMING and last not in later and _streams(last, slots):
+    rest = group.members[1:]
+    later = [m for m in rest if any(costly(e) for e in _per_element(m.kernel))]
+    last = rest[-1] if rest else None
+    if _PREFETCH_STREAMING and last is not None and last not in later and _streams(last, slots):
         later.append(last)
     written = {v.buffer for m in group.members for v in m.outs}
     streamed = [
@@ -607,6 +609,8 @@ def _fetch_ahead(group: RowGroup, slots: list[Slot]) -> None:
         and v.strides == contiguous_strides(v.shape)
         and numel(v.shape) % group.rows == 0
     ]
+    if any(numel(v.shape) * v.dtype.itemsize >= eager.FETCH_FROM_BYTES for v in streamed):
+        later += [m for m in rest if m not in later]
     for m in later:
         for i, u in enumerate(m.ins):
             for v in streamed:

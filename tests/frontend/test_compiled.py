@@ -11,8 +11,8 @@ import pytest
 
 import kael
 from kael.codegen.cpu import compiler
+from kael.frontend import eager, pytree
 from kael.frontend import plan as p
-from kael.frontend import pytree
 from kael.runtime.dtypes import float32
 
 
@@ -172,9 +172,14 @@ def test_a_chunk_of_rows_stays_in_cache_when_every_member_reduces(cols):
     assert group.chunk == max(1, min(p.CHUNK_BYTES // (cols * 4), work_items))
 
 
-def test_cheap_members_do_not_prefetch():
-    c = agree(lambda a: ((a - a.mean(-1, keepdim=True)) ** 2).mean(-1), x)
-    assert _prefetched(_row_group(c, x)) == []
+def test_cheap_members_do_not_prefetch_rows_below_fetch_from_bytes():
+    def var(a):
+        return ((a - a.mean(-1, keepdim=True)) ** 2).mean(-1)
+
+    below = kael.randn(eager.FETCH_FROM_BYTES // (4 * 1024) - 1, 1024)
+    assert _prefetched(_row_group(agree(var, below), below)) == []
+    at = kael.randn(eager.FETCH_FROM_BYTES // (4 * 1024), 1024)
+    assert _prefetched(_row_group(agree(var, at), at)) == [(1, 0)]
 
 
 def test_a_last_member_writing_with_streaming_stores_prefetches():
@@ -1115,14 +1120,17 @@ def test_chunk_scratch_is_bounded_and_the_rest_stays_in_memory(monkeypatch):
     assert c.plan_for(a).peak_bytes >= 64 * 48 * 4
 
 
-def test_a_large_groups_first_reduction_fetches_ahead_unless_a_later_member_does():
-    # var over 4096 rows of 16 KiB: the mean (the first member) prefetches its rows itself;
+def test_a_large_groups_later_member_fetches_ahead_not_its_first_reduction():
+    # var over rows past FETCH_FROM_BYTES: the squared deviations (cheap) prefetch the next
+    # chunk while this one is summed from cache, and the mean does not fetch them again;
     # softmax: the exp member prefetches them, so the maxima's reduction does not
     big = kael.randn(1024, 4096)  # 16 MiB: past FETCH_FROM_BYTES
     var = agree(lambda a: ((a - a.mean(-1, keepdim=True)) ** 2).mean(-1), big, calls=2)
     plan = var.plan_for(big)
-    first = _row_group(var, big).members[0]
-    assert first.specialized(plan.slots).fetch_ahead > 0
+    group = _row_group(var, big)
+    assert _prefetched(group) == [(1, 0)]
+    assert group.members[1].params[-1] == group.chunk * 4096
+    assert group.members[0].specialized(plan.slots).fetch_ahead == 0
     soft = agree(lambda t: _softmax_parts(t)[2], big, calls=2)
     plan = soft.plan_for(big)
     group = _row_group(soft, big)
