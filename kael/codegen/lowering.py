@@ -64,9 +64,12 @@ class ExprEmitter:
         index: Callable[[int], ir.Value],
         param: Callable[[int], ir.Value],
         fault: Callable[[int, ir.Value], None] | None = None,
+        scalef: bool = False,
     ):
+        """`scalef`: the target has AVX-512's vscalef (host CPU code: compiler.has_scalef)."""
         self.b = builder
         self.width = width
+        self.scalef = scalef
         self.load = load
         self.index = index
         self.param = param

@@ -512,18 +512,37 @@ def test_integer_pow_still_wraps_exactly():
     np.testing.assert_array_equal(apply_pow(x, y), want)
 
 
+@pytest.mark.parametrize("dt", FLOATS)
 @pytest.mark.parametrize("op", UNARY)
-def test_scalar_and_vector_lanes_agree(op):
-    """A strided view runs the scalar (width 1) code; the contiguous copy the vector code.
+def test_scalar_and_vector_lanes_agree(op, dt):
+    """A strided view runs the scalar (width 1) code; the contiguous copy the vector code
+    (with AVX-512, exp's scaling by 2**n is one vscalef there and two exact steps in the
+    scalar code: the same bits, subnormal and overflowing results included).
 
-    Some elements are far out (huge trigonometric arguments, gelu's far tail), so the rarely
-    taken paths run in both, mixed with common lanes.
+    Some elements are far out (huge trigonometric arguments, gelu's far tail, exp's
+    underflow and overflow edges), so the rarely taken paths run in both, mixed with
+    common lanes.
     """
-    x = np.random.default_rng(1).standard_normal(2 * 333).astype(np.float32) * 5
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(2 * 333).astype(dt) * 5
     x[::14] *= 1e30
     x[5::22] = -9.5
+    lo, hi = (-104.0, 89.0) if dt is np.float32 else (-746.0, 710.0)
+    x[1::10] = rng.uniform(lo, lo + 18, x[1::10].size)  # subnormal results and 0
+    x[3::26] = rng.uniform(hi - 2, hi, x[3::26].size)  # the largest results and inf
+    x[14:28:2] = [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-40, -1e-40]
     view = x[::2]
     np.testing.assert_array_equal(apply(op, view), apply(op, np.ascontiguousarray(view)))
+
+
+@pytest.mark.skipif("avx512f" not in cpu_compiler.vector_features(), reason="needs AVX-512")
+@pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float64])
+def test_exp_scales_by_vscalef_with_avx512(dt):
+    kernel = _unary_template("exp", dt).kernel
+    asm = cpu_compiler.assembly(kernel.specialize(1, (CONTIG, CONTIG), False, False), "k")
+    suffix = "ps" if dt is dtypes.float32 else "pd"
+    assert re.search(rf"vscalef{suffix}\s.*%zmm", asm)
+    assert not re.search(r"vpslld\s.*%zmm", asm)  # no exponent field built by hand
 
 
 # --- generated code -------------------------------------------------------------------------

@@ -67,6 +67,12 @@ def vector_features() -> list[str]:
     return [f for f in wanted if f in on]
 
 
+@sync.cached(lock_with=_lock)
+def has_scalef() -> bool:
+    """Whether host code may use AVX-512's vscalef (vector math's ldexp)."""
+    return "avx512f" in vector_features()
+
+
 def build_module(kernel: Kernel, symbol: str) -> ir.Module:
     """The kernel as an llvmlite module for the host target."""
     module = ir.Module(name=symbol)

@@ -152,9 +152,11 @@ def _compute(
     b: ir.IRBuilder, kernel: Kernel, args: _Args, width: int, load, index
 ) -> list[ir.Value]:
     """The value of every output expression, given how to load inputs and positions."""
-    emitter = ExprEmitter(
-        b, width, load, index, lambda slot: args.params[slot], lambda c, v: args.fault(b, c, v)
-    )
+    from kael.codegen.cpu import compiler  # it imports this module
+
+    fault = lambda c, v: args.fault(b, c, v)  # noqa: E731
+    params = lambda slot: args.params[slot]  # noqa: E731
+    emitter = ExprEmitter(b, width, load, index, params, fault, compiler.has_scalef())
     return [emitter.emit(e) for e in kernel.exprs]
 
 

@@ -37,7 +37,7 @@ from functools import partial
 
 from llvmlite import ir
 
-from kael.codegen.cpu import handwritten
+from kael.codegen.cpu import compiler, handwritten
 from kael.codegen.cpu.loops import VECTOR_BYTES, LoopBuilder
 from kael.codegen.emitters import UNARY_EMITTERS
 from kael.codegen.lowering import ExprEmitter, i64, scalar_type
@@ -138,7 +138,8 @@ class _Row:
         }
         self.loops = LoopBuilder(b)
         self.emitters = {
-            w: ExprEmitter(b, w, _no_expr, _no_expr, _no_expr) for w in (self.width, 1)
+            w: ExprEmitter(b, w, _no_expr, _no_expr, _no_expr, scalef=compiler.has_scalef())
+            for w in (self.width, 1)
         }
 
     def ptr(self, name: str, t: ir.Type | None = None) -> ir.Value:
