@@ -63,8 +63,10 @@ SETTLE = 0.015  # seconds before each timed call: the other library's spinners g
 def measure(cases: list[Case], rounds: int = 15, warmup: int = 2, block: int = 0) -> None:
     """Fill each case's times with `rounds` interleaved samples per library, each call
     started on idle cores (SETTLE). With `block`, a sample is instead the mean of `block`
-    back-to-back calls after `warmup` more, as a loop of them runs (the libraries' order
-    alternating from round to round)."""
+    back-to-back calls after SETTLE and `warmup` more calls, as a loop of them runs (the
+    libraries' order alternating from round to round): the pause lets the other library's
+    spinning workers give up their cores, the warmup calls bring this VM's parked second
+    vCPU back."""
     for case in cases:
         for fn in case.runs.values():
             for _ in range(warmup):
@@ -74,11 +76,9 @@ def measure(cases: list[Case], rounds: int = 15, warmup: int = 2, block: int = 0
         for case in cases:
             order = list(case.runs.items())
             for lib, fn in order[::-1] if block and r % 2 else order:
-                if block:
-                    for _ in range(warmup):
-                        fn()
-                else:
-                    time.sleep(SETTLE)
+                time.sleep(SETTLE)
+                for _ in range(warmup if block else 0):
+                    fn()
                 start = time.perf_counter()
                 for _ in range(max(block, 1)):
                     fn()
