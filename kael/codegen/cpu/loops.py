@@ -154,9 +154,15 @@ def _compute(
     """The value of every output expression, given how to load inputs and positions."""
     from kael.codegen.cpu import compiler  # it imports this module
 
-    fault = lambda c, v: args.fault(b, c, v)  # noqa: E731
-    params = lambda slot: args.params[slot]  # noqa: E731
-    emitter = ExprEmitter(b, width, load, index, params, fault, compiler.has_scalef())
+    emitter = ExprEmitter(
+        b,
+        width,
+        load,
+        index,
+        lambda slot: args.params[slot],
+        lambda c, v: args.fault(b, c, v),
+        scalef=compiler.has_scalef(),
+    )
     return [emitter.emit(e) for e in kernel.exprs]
 
 

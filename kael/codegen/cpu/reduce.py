@@ -137,8 +137,14 @@ class _Emitter:
     def prologue(self, width: int, load, index=None) -> tuple[ir.Value, ir.Value | None]:
         """The per-element value and the second one: a paired sum's second value (sharing
         its subexpressions), else `index()` for arg ops, else None."""
-        params = lambda s: self.args.params[s]  # noqa: E731
-        emitter = ExprEmitter(self.b, width, load, _no_index, params, scalef=compiler.has_scalef())
+        emitter = ExprEmitter(
+            self.b,
+            width,
+            load,
+            _no_index,
+            lambda s: self.args.params[s],
+            scalef=compiler.has_scalef(),
+        )
         value = emitter.emit(self.red.prologue)
         if self.red.second is not None:
             return value, emitter.emit(self.red.second)
