@@ -177,8 +177,10 @@ def _plan(
     impls: tuple[TensorImpl, ...],
     streaming: bool = True,
     compile: bool = True,
+    optimized: bool = False,
 ) -> _Plan:
-    """The launch plan; with compile=False its CPU code is left None (not compiled yet)."""
+    """The launch plan; with compile=False its CPU code is left None (not compiled yet),
+    with optimized=True a kernel new to the process is linked optimized, not at tier 0."""
     lay, stream = _layout(entry, out, impls, streaming)
     n = out.numel()
     moved = sum(t.numel() * t.dtype.itemsize for t in impls)
@@ -190,7 +192,7 @@ def _plan(
         hit = (specialized, None)
         if compile or not on_cpu:
             # a first launch that would promote tier-0 code compiles the optimized at once
-            big = moved >= PROMOTE_BYTES
+            big = optimized or moved >= PROMOTE_BYTES
             hit = _specialized[key] = (specialized, jit.get(specialized, big) if on_cpu else None)
     specialized, compiled = hit
     tail = list(lay.sizes)
@@ -479,13 +481,21 @@ def _launched(red: Reduction, lay, outs, ins, fetch: bool) -> Reduction:
 
 
 def _reduction_plan(
-    kernel: Reduction, outs, ins, shape, axes, keepdim, compile: bool = True, fetch=True
+    kernel: Reduction,
+    outs,
+    ins,
+    shape,
+    axes,
+    keepdim,
+    compile: bool = True,
+    fetch=True,
+    optimized: bool = False,
 ) -> _ReductionPlan:
     lay = _reduction_layout(outs, ins, shape, axes, keepdim)
     on_cpu = outs[0].device is CPU
     specialized = _launched(kernel.specialize(lay), lay, outs, ins, fetch)
     moved = sum(t.numel() * t.dtype.itemsize for t in (*outs, *ins))
-    big = moved >= PROMOTE_BYTES  # see _plan
+    big = optimized or moved >= PROMOTE_BYTES  # see _plan
     compiled = cpu_reduce.get(specialized, big) if on_cpu and compile else None
     tail = [*lay.kept, *lay.reduced]
     for st in lay.out_strides + lay.in_strides:
@@ -616,6 +626,7 @@ def prepare(
     streaming: bool = True,
     compile: bool = True,
     fetch: bool = True,
+    optimized: bool = False,
 ) -> Prepared | None:
     """The prepared launch of a template over operands of these layouts (impls; their
     storage is not read), or None where it needs eager.run (a GPU, an error word, no work).
@@ -623,11 +634,12 @@ def prepare(
     caches (a row group's next kernel reads it). With compile=False, only the layout is
     worked out: `fn` and `final` are None (what a plan reads before choosing). `fetch`
     False: a reduction never fetches its input ahead itself (a row group's later member
-    does it for it)."""
+    does it for it). `optimized`: code new to the process is linked optimized at once (a
+    compiled plan's kernels run again and again: no tier-0 build first)."""
     if outs[0].device is not CPU or outs[0].numel() == 0:
         return None
     if axes is None:
-        plan = _plan(entry, outs[0], (*outs, *ins), streaming, compile)
+        plan = _plan(entry, outs[0], (*outs, *ins), streaming, compile, optimized)
         if plan.faults:
             return None
         return Prepared(
@@ -636,7 +648,7 @@ def prepare(
         )  # fmt: skip
     reduce_axes, keepdim = axes
     plan = _reduction_plan(
-        entry.kernel, outs, ins, ins[0].shape, reduce_axes, keepdim, compile, fetch
+        entry.kernel, outs, ins, ins[0].shape, reduce_axes, keepdim, compile, fetch, optimized
     )
     if plan.faults:
         return None

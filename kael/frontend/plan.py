@@ -194,9 +194,9 @@ class KernelCall:
             if type(s) in (ArgScalar, RandomWord)
         ]
         prepared = eager.prepare(
-            self.template, outs, ins, self.axes, self.streaming, fetch=self.fetch
+            self.template, outs, ins, self.axes, self.streaming, fetch=self.fetch, optimized=True
         )
-        if prepared is not None:  # a compiled function is called again and again
+        if prepared is not None:  # code eager linked at tier 0 before: promoted
             optimize(prepared.fn)
             optimize(prepared.final)
         block = None

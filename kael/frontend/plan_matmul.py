@@ -186,7 +186,9 @@ def _slice(epi: KernelCall, slots: list[Slot], first: int, end: int) -> _Block |
     ]
     impls = [_layout_only(v, slots) for v in views]
     n = len(epi.outs)
-    prepared = eager.prepare(epi.template, impls[:n], impls[n:], None, epi.streaming)
+    prepared = eager.prepare(
+        epi.template, impls[:n], impls[n:], None, epi.streaming, optimized=True
+    )
     if prepared is None or prepared.walk != eager.ELEMENTS:
         return None
     optimize(prepared.fn)  # the matmul's own kernel calls it, through its trampoline

@@ -192,12 +192,24 @@ def test_compiled_plans_and_concurrent_promotion(tmp_path):
         """
 import threading
 
+from kael.codegen.cpu import compiler
+
 @kael.compile
 def f(x):
     return (x * 2).tanh()
 
+@kael.compile
+def g(x):
+    return (x * 3).exp().sum(-1)
+
 x = kael.ones(16)
+builds = []
+real = compiler.emit_tier0
+compiler.emit_tier0 = lambda text, *a, **k: builds.append(text) or real(text, *a, **k)
 f(x)
+g(kael.ones(4, 16))
+plan_tier0_builds = len(builds)
+compiler.emit_tier0 = real
 plan_fn = fn_of("mul_tanh")
 x = kael.ones(64) / 3
 small = x.sin()
@@ -217,6 +229,7 @@ for t in threads:
 for t in threads:
     t.join()
 print(json.dumps({"plan_tier0": plan_fn.tier0 is not None, "was_tier0": was_tier0,
+                  "plan_tier0_builds": plan_tier0_builds,
                   "promoted": fn.tier0 is None, "results": results,
                   "small": small.numpy()[0].item(), "after": x.sin().numpy()[0].item(),
                   "smalls": sorted(set(smalls))}))
@@ -224,6 +237,7 @@ print(json.dumps({"plan_tier0": plan_fn.tier0 is not None, "was_tier0": was_tier
         tmp_path,
     )
     assert not got["plan_tier0"]  # a compiled plan runs optimized code from its first call
+    assert got["plan_tier0_builds"] == 0  # ... and builds none at tier 0 first
     assert got["was_tier0"] and got["promoted"]
     assert len(got["results"]) == 4 and len({tuple(r) for r in got["results"]}) == 1
     assert got["small"] == got["after"]
