@@ -538,13 +538,11 @@ def run_reduction(
             _reduction_plans.clear()
         plan = _reduction_plans[sig] = _reduction_plan(kernel, outs, ins, shape, axes, keepdim)
     lay = plan.layout
-    acc = plan.kernel.acc
-    scratch = scratch_index = None
+    held, scratch = None, [0, 0]  # held: the scratch storage, kept until the launches end
     if lay.blocks > 1 and device is CPU:
-        scratch = Storage(lay.outputs * lay.blocks * acc.itemsize, device)
-        scratch_index = Storage(lay.outputs * lay.blocks * 8 if plan.paired else 8, device)
+        held, *scratch = scratch_storage(_scratch_bytes(plan))
     words = [t.data_ptr() for t in (*outs, *ins)]
-    words += [scratch.ptr if scratch else 0, scratch_index.ptr if scratch_index else 0]
+    words += scratch
     words += plan.tail
     if names:
         words += [_param_word(scalars[name], d) for name, d in zip(names, plan.kernel.params)]
@@ -560,13 +558,27 @@ def run_reduction(
     shape = outs[0].shape
     launch(fn.main, words, lay.work_items, plan.moved, 1, shape=shape)
     if lay.blocks > 1:
-        launch(
-            fn.final, words, lay.outputs, lay.outputs * lay.blocks * acc.itemsize, 1, shape=shape
-        )
+        launch(fn.final, words, lay.outputs, _scratch_bytes(plan)[0], 1, shape=shape)
     return error is not None and error.check()
 
 
 # ---- prepared launches ---------------------------------------------------------------------------
+
+
+def _scratch_bytes(plan: _ReductionPlan) -> tuple[int, int]:
+    """Bytes of a reduction's partials (one accumulator per output and block) and of its
+    index scratch (one int64 per partial for arg ops, else one word)."""
+    lay = plan.layout
+    partials = lay.outputs * lay.blocks
+    return partials * plan.kernel.acc.itemsize, partials * 8 if plan.paired else 8
+
+
+def scratch_storage(scratch: tuple[int, int]) -> tuple[Storage, int, int]:
+    """One host storage for a reduction's partials and index scratch (`Prepared.scratch`
+    bytes): (the storage, the partials' address, the indices' address, 64-byte aligned)."""
+    partials = -(-scratch[0] // 64) * 64
+    storage = Storage.host(partials + scratch[1])
+    return storage, storage.ptr, storage.ptr + partials
 
 
 @dataclass(slots=True)
@@ -597,8 +609,9 @@ class Prepared:
         scratch = self.scratch
         held = []
         if scratch is not None:
-            held = [Storage(scratch[0]), Storage(scratch[1])]
-            words += (held[0].ptr, held[1].ptr)
+            storage, partials, indices = scratch_storage(scratch)
+            held = [storage]
+            words += (partials, indices)
         elif self.reduction:
             words += (0, 0)
         words += self.tail
@@ -654,14 +667,8 @@ def prepare(
         return None
     lay = plan.layout
     compiled = plan.compiled
-    acc = plan.kernel.acc
     blocks = lay.blocks > 1
-    scratch = None
-    if blocks:
-        scratch = (
-            lay.outputs * lay.blocks * acc.itemsize,
-            lay.outputs * lay.blocks * 8 if plan.paired else 8,
-        )
+    scratch = _scratch_bytes(plan) if blocks else None
     rows = lay.schedule == ROWS and not blocks
     return Prepared(
         compiled.main if compiled else None, plan.tail, plan.kernel.params, lay.work_items,

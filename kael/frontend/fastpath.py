@@ -700,7 +700,9 @@ def _remember_reduction(key, entry, outs, ins, axes, keepdim, scalars) -> bool:
     final = scratch = None
     if prepared.final is not None:
         scratch = prepared.scratch
-        final = native_launch.describe(prepared.final, words, positions, scratch[0])
+        # the tree's work items are the outputs, as the full door launches it
+        per_output = scratch[0] // max(1, prepared.outputs)
+        final = native_launch.describe(prepared.final, words, positions, per_output)
         if final is None or scratch[0] >= PARALLEL_BYTES:
             return False  # a tree big enough for the pool: the full door runs it
     if native is None:
@@ -718,8 +720,8 @@ def _reduce(entry: _Reduction, impl):
     words = [storage.ptr, impl.storage.ptr + impl.offset * entry.itemsize]
     final = entry.final
     if final is not None:
-        partials, indices = Storage.host(entry.scratch[0]), Storage.host(entry.scratch[1])
-        words += (partials.ptr, indices.ptr)
+        held, partials, indices = eager.scratch_storage(entry.scratch)
+        words += (partials, indices)
     if entry.moved < PROMOTE_BYTES or runs_inline(entry.fn, entry.moved):
         _native(entry.native.address, entry.total, *words)
     else:

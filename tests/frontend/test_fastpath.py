@@ -254,6 +254,20 @@ def test_a_reduction_over_several_blocks_is_remembered_with_its_tree(name, shape
         kael.set_num_threads(saved)
 
 
+def test_a_remembered_tree_keeps_the_gil_below_release_bytes():
+    # the tree's work items are its outputs: a 2 KiB tree (64 rows over several blocks)
+    # keeps the GIL for all of them, as the full door's launch of it does (it once let the
+    # GIL go from its 32nd output: the tree's bytes were taken for each output's)
+    from kael.runtime.launcher import RELEASE_BYTES
+
+    x = _tensor((64, 50000), kael.float32, 22)
+    for _ in range(2):
+        x.sum(1)
+    [entry] = [e for k, e in fastpath._reductions.items() if k[0] == "sum" and k[3] == x.shape]
+    assert entry.final is not None and entry.scratch[0] < RELEASE_BYTES
+    assert entry.final.release_items > entry.outputs
+
+
 def test_reduction_keys_hold_shape_strides_offset_and_dtype():
     base = _tensor((40, 30), kael.float64, 17)
     views = [base, base[5:25], base[5:25].T, base[:, 3:9]]
