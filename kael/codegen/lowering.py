@@ -66,7 +66,7 @@ class ExprEmitter:
         fault: Callable[[int, ir.Value], None] | None = None,
         scalef: bool = False,
     ):
-        """`scalef`: the target has AVX-512's vscalef (host CPU code: compiler.has_scalef)."""
+        """`scalef`: the target has AVX-512's vscalef (host CPU code: compiler.has_avx512f)."""
         self.b = builder
         self.width = width
         self.scalef = scalef

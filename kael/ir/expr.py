@@ -144,6 +144,11 @@ def walk(e: Expr) -> list[Expr]:
     return out
 
 
+def uses_ops(e: Expr, ops) -> bool:
+    """Whether `e` has a unary or binary node whose op is in `ops`."""
+    return any(isinstance(n, Unary | Binary) and n.op in ops for n in walk(e))
+
+
 def uses_index(e: Expr) -> bool:
     return any(isinstance(n, Index) for n in walk(e))
 

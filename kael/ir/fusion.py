@@ -170,7 +170,7 @@ def _rebuild(e: x.Expr, leaf, param, index, memo: dict) -> x.Expr:
 
 def costly(e: x.Expr) -> bool:
     """Whether an expression runs vector math (exp, log, tanh, ...): worth storing once."""
-    return any(isinstance(n, x.Unary | x.Binary) and n.op in VMATH_OPS for n in x.walk(e))
+    return x.uses_ops(e, VMATH_OPS)
 
 
 def fuse(steps: list[Step], buffer_bytes: list[int], live: set[int]) -> FusedProgram:

@@ -68,8 +68,8 @@ def vector_features() -> list[str]:
 
 
 @sync.cached(lock_with=_lock)
-def has_scalef() -> bool:
-    """Whether host code may use AVX-512's vscalef (vector math's ldexp)."""
+def has_avx512f() -> bool:
+    """Whether host code may use AVX-512 instructions (vscalef, vpermi2var)."""
     return "avx512f" in vector_features()
 
 

@@ -44,11 +44,7 @@ def unroll_of(kernel: Kernel) -> int:
     (lowering.LONG_OPS) is compute-bound: its copies hide nothing the out-of-order core
     does not, and only multiply its compile time (randn 310 -> 156 ms, gelu 58 -> 17 ms;
     run times on 4M elements within 2%, float64 erf 16% faster)."""
-    for e in kernel.exprs:
-        for n in x.walk(e):
-            if isinstance(n, x.Unary | x.Binary) and n.op in LONG_OPS:
-                return 1
-    return UNROLL
+    return 1 if any(x.uses_ops(e, LONG_OPS) for e in kernel.exprs) else UNROLL
 
 
 def vector_width(kernel: Kernel) -> int:
@@ -161,7 +157,7 @@ def _compute(
         index,
         lambda slot: args.params[slot],
         lambda c, v: args.fault(b, c, v),
-        scalef=compiler.has_scalef(),
+        scalef=compiler.has_avx512f(),
     )
     return [emitter.emit(e) for e in kernel.exprs]
 
@@ -484,7 +480,7 @@ def _transpose_step(b: ir.IRBuilder, vt: ir.VectorType, masks: list[list[int]]):
     from kael.codegen.cpu import compiler  # it imports this module
 
     form = _PERMUTES.get((str(vt.element), vt.count))
-    if form is None or "avx512f" not in compiler.vector_features():
+    if form is None or not compiler.has_avx512f():
         constant = ir.VectorType(ir.IntType(32), vt.count)
         return b.shuffle_vector, [ir.Constant(constant, m) for m in masks]
     suffix, bits = form

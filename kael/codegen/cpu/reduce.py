@@ -143,7 +143,7 @@ class _Emitter:
             load,
             _no_index,
             lambda s: self.args.params[s],
-            scalef=compiler.has_scalef(),
+            scalef=compiler.has_avx512f(),
         )
         value = emitter.emit(self.red.prologue)
         if self.red.second is not None:

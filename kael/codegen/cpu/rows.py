@@ -138,7 +138,7 @@ class _Row:
         }
         self.loops = LoopBuilder(b)
         self.emitters = {
-            w: ExprEmitter(b, w, _no_expr, _no_expr, _no_expr, scalef=compiler.has_scalef())
+            w: ExprEmitter(b, w, _no_expr, _no_expr, _no_expr, scalef=compiler.has_avx512f())
             for w in (self.width, 1)
         }
 
