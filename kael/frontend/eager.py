@@ -30,7 +30,7 @@ from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import FLOAT_CATEGORY, DType, bool_, float64, int64
 from kael.runtime.errors import Error
-from kael.runtime.launcher import PROMOTE_BYTES, launch, runs_inline
+from kael.runtime.launcher import PROMOTE_BYTES, count_launch, launch, runs_inline
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
 from kael.runtime.threadpool import get_num_threads
@@ -266,9 +266,7 @@ def run(
         and launches.recorder is None
         and debug.level < 1
     ):  # launcher.launch without its Python: the descriptor holds every other word
-        tier = plan.compiled.fn.tier0
-        if tier is not None:  # counted as launch_block counts (codegen/cpu/tiers.py)
-            tier.launched()
+        count_launch(plan.compiled.fn)  # as launch_block counts it
         _native_launch(native.address, plan.total, *words, *params)
         return error is not None and error.check()
     words += plan.tail

@@ -50,7 +50,14 @@ def runs_inline(fn, bytes_moved: int) -> bool:
     """For a launch of PROMOTE_BYTES or more: whether it runs on the calling thread (see
     `inline`), its kernel optimized first."""
     optimize(fn)
-    return bytes_moved < PARALLEL_BYTES or get_num_threads() == 1
+    return inline(bytes_moved, get_num_threads())
+
+
+def count_launch(fn) -> None:
+    """Count a launch of `fn` toward its tier-0 code's promotion (codegen/cpu/tiers.py)."""
+    tier = getattr(fn, "tier0", None)
+    if tier is not None:
+        tier.launched()
 
 
 # The inline call as a builtin, call(fn address, block address, total, release the GIL):
@@ -116,9 +123,7 @@ def launch_block(
         _trace_state.trace.hand_written(getattr(fn, "symbol", "unnamed"))
     if total <= 0:
         return
-    tier = getattr(fn, "tier0", None)
-    if tier is not None:  # the fast door's launches come here only the first time
-        tier.launched()
+    count_launch(fn)  # the fast door's launches come here only the first time
     watched = launches.recorder is not None or debug.level >= 1
     start = time.perf_counter() if watched else 0.0
     run_block(fn, block, total, bytes_moved, align)
