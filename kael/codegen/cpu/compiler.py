@@ -15,6 +15,7 @@ from llvmlite import ir
 
 from kael.codegen import llvm as _binding
 from kael.codegen.cpu.loops import build_function
+from kael.codegen.lowering import CODEGEN_SCHEMA
 from kael.ir.kernel import Kernel
 from kael.ir.reduction import Reduction
 from kael.runtime import kernel_cache, sync
@@ -177,13 +178,11 @@ def emit_object(text: str, passes: tuple[str, ...] | None) -> bytes:
     return _emit(text, passes)
 
 
-def emit_tier0(text: str, assembly: bool = False):
-    """Object code (or assembly) of LLVM IR text with its target, unoptimized and
-    generated at -O0: about half the optimized build's time (codegen/cpu/tiers.py)."""
+def emit_tier0(text: str) -> bytes:
+    """Object code of LLVM IR text with its target, unoptimized and generated at -O0:
+    about half the optimized build's time (codegen/cpu/tiers.py)."""
     with _lock:
-        mod = _parsed(text)
-        tm = _tier0_machine()
-        return tm.emit_assembly(mod) if assembly else tm.emit_object(mod)
+        return _tier0_machine().emit_object(_parsed(text))
 
 
 def kernel_text(kernel: Kernel, symbol: str) -> str:
@@ -201,8 +200,7 @@ def with_target(text: str) -> str:
 
 
 def compile_ir_text(text: str, passes: tuple[str, ...] | None = None) -> bytes:
-    """Optimized host object code for LLVM IR text: a hand-written library (O3), or a
-    reduction's module (KERNEL_PASSES)."""
+    """Optimized host object code for LLVM IR text without a target header (link_glue's)."""
     return _emit(with_target(text), passes)
 
 
@@ -268,8 +266,9 @@ def link_glue(name: str, text: str, symbols: tuple[str, ...]):
     may run until the process ends, interpreter shutdown included."""
     t = host_target()
     key = kernel_cache.key_of(
-        name, text, repr(KERNEL_PASSES), t["triple"], t["cpu"], t["features"], t["llvm"]
-    )
+        name, text, repr(KERNEL_PASSES), CODEGEN_SCHEMA, t["triple"], t["cpu"], t["features"],
+        t["llvm"],
+    )  # fmt: skip
     obj, _ = kernel_cache.fetch("cpu", key, lambda: compile_ir_text(text, KERNEL_PASSES))
     addresses, tracker = load_object_symbols(obj, symbols, f"{name}_{key[:12]}")
     ctypes.pythonapi.Py_IncRef(ctypes.py_object(tracker))

@@ -39,7 +39,7 @@ def kernel_function(module: ir.Module, symbol: str) -> tuple[ir.Function, ir.IRB
 
 
 def ir_text(module: ir.Module) -> str:
-    """The module's LLVM IR without a target header (compile_ir_text adds the host's)."""
+    """The module's LLVM IR without a target header (compiler.with_target adds the host's)."""
     return "\n".join(line for line in str(module).splitlines() if not line.startswith("target "))
 
 

@@ -655,7 +655,7 @@ def fill_module(
 
 
 def build_module(red: Reduction, symbol: str) -> ir.Module:
-    """The module of both functions, without a target (compile_ir_text adds the host's):
+    """The module of both functions, without a target (compiler.with_target adds the host's):
     what inspection shows; each function is compiled in a module of its own."""
     module = ir.Module(name=symbol)
     fill_module(module, red, symbol)
