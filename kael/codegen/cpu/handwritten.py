@@ -119,7 +119,10 @@ def compiled(
             lib = Library(name, build, passes)
 
             def source() -> tuple[list[str], str]:
-                symbols, lib._text = _module(name, build)
+                if lib._text is None or not lib.functions:
+                    symbols, lib._text = _module(name, build)
+                else:  # a promotion: the tier-0 build kept the text, and linked the symbols
+                    symbols = list(lib.functions)
                 return symbols, compiler.with_target(lib._text)
 
             lib.load(tiers.link(
