@@ -669,10 +669,10 @@ class CompiledReduction:
     Each is linked at tier 0 or optimized as codegen/cpu/tiers.py decides: the tree
     optimized once `main` runs optimized code."""
 
-    __slots__ = ("reduction", "symbol", "main", "_linked", "_final", "_final_linked")
+    __slots__ = ("reduction", "key", "symbol", "main", "_linked", "_final", "_final_linked")
 
-    def __init__(self, red: Reduction, symbol: str, linked: tiers.Linked) -> None:
-        self.reduction, self.symbol = red, symbol
+    def __init__(self, red: Reduction, key: str, symbol: str, linked: tiers.Linked) -> None:
+        self.reduction, self.key, self.symbol = red, key, symbol
         self.main = linked.fn(symbol, red)
         self._linked = linked  # unloading the code would free what `main` runs
         self._final = self._final_linked = None
@@ -682,11 +682,10 @@ class CompiledReduction:
         if self._final is None:
             with _final_lock:
                 if self._final is None:
-                    key, symbol = cache_key(self.reduction)
-                    name = f"{symbol}_final"
+                    name = f"{self.symbol}_final"
                     optimized = self.main.tier0 is None
-                    self._final_linked = _linked(self.reduction, final_key(key), name, symbol,
-                                                 True, optimized)  # fmt: skip
+                    self._final_linked = _linked(self.reduction, final_key(self.key), name,
+                                                 self.symbol, True, optimized)  # fmt: skip
                     self._final = self._final_linked.fn(name, self.reduction)
         return self._final
 
@@ -739,7 +738,7 @@ def optimized_here(red: Reduction) -> bool:
 
 def _load_or_compile(red: Reduction, optimized: bool) -> CompiledReduction:
     key, symbol = cache_key(red)
-    return CompiledReduction(red, symbol, _linked(red, key, symbol, symbol, False, optimized))
+    return CompiledReduction(red, key, symbol, _linked(red, key, symbol, symbol, False, optimized))
 
 
 def _linked(
