@@ -625,7 +625,8 @@ def capture(entry: eager.Template, outs: list, ins: list, axes, keepdim, scalars
 def reduction(fn, traced=None):
     """The public reduction `fn(input, dim, keepdim, ...)` behind a fast door keyed by its
     arguments; a call the door has not seen runs `fn`, and its launch is remembered when it
-    was the call's one launch, on CPU, small enough to run inline in one block. `traced`:
+    was the call's one launch on CPU (a tree over several blocks included, unless the tree
+    itself is big enough for the pool). `traced`:
     what runs while the door is closed (the op door, under @kael.compile's trace), else fn.
     A door from a door wraps the same function (`__wrapped__`), never the door itself."""
     fn = getattr(fn, "__wrapped__", fn)

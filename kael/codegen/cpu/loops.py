@@ -32,7 +32,7 @@ from kael.codegen.lowering import (
     value_type,
 )
 from kael.ir import expr as x
-from kael.ir.kernel import BCAST, CONTIG, NO_PREFETCH, STRIDED, TRANSPOSED, Kernel
+from kael.ir.kernel import BCAST, CONTIG, NO_PREFETCH, TRANSPOSED, Kernel
 
 VECTOR_BYTES = 64
 UNROLL = 4
@@ -183,14 +183,14 @@ def _emit_body(
         if width > 1 and buf.inner == BCAST:
             scalar = b.load(address(n_out + i, 1), align=buf.dtype.itemsize)
             return splat(b, scalar, width)
-        if width > 1 and buf.inner == STRIDED:
+        if width > 1 and buf.inner not in (CONTIG, BCAST):  # `address` gives lane pointers
             return _gather(b, address(n_out + i, width), buf.dtype.itemsize)
         return b.load(address(n_out + i, width), align=buf.dtype.itemsize)
 
     for o, (buf, value) in enumerate(
         zip(kernel.outputs, _compute(b, kernel, args, width, load, index))
     ):
-        if width > 1 and buf.inner == STRIDED:
+        if width > 1 and buf.inner not in (CONTIG, BCAST):
             _scatter(b, value, address(o, width), buf.dtype.itemsize)
         else:
             _store(b, kernel, address(o, width), value, align or buf.dtype.itemsize, stream)
