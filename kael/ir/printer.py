@@ -79,6 +79,8 @@ def format_reduction(k: Reduction) -> str:
     sum's second total).
     """
     vector = (" vector" if k.vector else "") + (" short" if k.short else "")
+    if k.run_dtype is not None:
+        vector += f" {k.run_dtype}-runs"
     lines = [f"reduction {k.name} {k.op} {k.schedule} kept={k.kept} reduced={k.reduced}{vector}"]
     lines += [f"  out{i}: {b.dtype}" for i, b in enumerate(k.outputs)]
     fixed = k.invariant or (False,) * len(k.inputs)

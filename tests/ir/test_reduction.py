@@ -118,6 +118,32 @@ def test_printed_reduction_names_op_schedule_and_expressions():
     assert "vector" in format_reduction(red.specialize(plan))
 
 
+def _float32_sum(result=float32):
+    """sum(x) of float32 x accumulated in float64, stored as `result` (the frontend's sum)."""
+    x_ = g.Input(float32, (), "x")
+    total = g.Reduce(float64, (), "sum", g.Cast(float64, (), x_), ())
+    return schedule_reduction("s", [g.Cast(result, (), total) if result != float64 else total])[0]
+
+
+@pytest.mark.parametrize(
+    "layout,runs",
+    [
+        (((4, 64), (1,), [(1,)], [(64, 1)]), float32),  # a row sum: vector ROWS
+        (((64, 4), (0,), [(4,)], [(4, 1)]), None),  # gathered lanes keep float64
+        (((4096, 4096), (0,), [(1,)], [(4096, 1)]), None),  # COLS
+    ],
+)
+def test_only_vector_rows_float32_sums_add_float32_runs(layout, runs):
+    red = _float32_sum().specialize(plan_reduction(*layout))
+    assert red.run_dtype == runs
+    assert ("float32-runs" in format_reduction(red)) == (runs is not None)
+
+
+def test_a_float64_result_keeps_every_value_widened():
+    red = _float32_sum(float64).specialize(plan_reduction((4, 64), (1,), [(1,)], [(64, 1)]))
+    assert red.run_dtype is None
+
+
 def test_plan_coalesces_kept_and_reduced_dims_separately():
     p = plan_reduction((2, 3, 4, 5), (2, 3), [(3, 1)], [(60, 20, 5, 1)])
     assert p.kept == (6,) and p.reduced == (20,)

@@ -48,7 +48,7 @@ from kael.codegen.lowering import (
 )
 from kael.ir.kernel import BCAST, CONTIG, NO_PREFETCH, STRIDED
 from kael.ir.printer import format_reduction
-from kael.ir.reduction import BLOCK, COLS, MAX_COLUMNS, Reduction
+from kael.ir.reduction import BLOCK, COLS, MAX_COLUMNS, RUN_LENGTH, Reduction
 from kael.runtime import kernel_cache, sync
 from kael.runtime.dtypes import INT64_MAX, DType, int64
 from kael.runtime.launcher import optimize
@@ -134,9 +134,12 @@ class _Emitter:
     def ident(self, width: int) -> ir.Value:
         return constant(self.red.acc, identity(self.red.op, self.red.acc), width)
 
-    def prologue(self, width: int, load, index=None) -> tuple[ir.Value, ir.Value | None]:
+    def prologue(
+        self, width: int, load, index=None, run: bool = False
+    ) -> tuple[ir.Value, ir.Value | None]:
         """The per-element value and the second one: a paired sum's second value (sharing
-        its subexpressions), else `index()` for arg ops, else None."""
+        its subexpressions), else `index()` for arg ops, else None. `run`: the value in the
+        reduction's run_dtype, before its widening cast."""
         emitter = ExprEmitter(
             self.b,
             width,
@@ -145,7 +148,7 @@ class _Emitter:
             lambda s: self.args.params[s],
             scalef=compiler.has_avx512f(),
         )
-        value = emitter.emit(self.red.prologue)
+        value = emitter.emit(self.red.prologue.x if run else self.red.prologue)
         if self.red.second is not None:
             return value, emitter.emit(self.red.second)
         return value, (index() if self.red.is_arg else None)
@@ -255,6 +258,8 @@ def _no_index(axis: int):
 
 def row_lanes(red: Reduction) -> int:
     """The lanes of a ROWS reduction's accumulators (1: scalar code)."""
+    if red.run_dtype is not None:  # float32 runs: a 64-byte vector of them
+        return VECTOR_BYTES // red.run_dtype.itemsize
     gathers = any(buf.inner == STRIDED for buf in red.inputs)
     width = vector_width(red)
     # Gathering more than 8 lanes element by element costs more code than it saves.
@@ -323,15 +328,21 @@ def _rows_block(e: _Emitter, j0, j1, bases, short: bool = False):
             else:
                 ahead_steps = []
 
-            def unrolled(j):
+            def unrolled(j, add=None):
                 for u in range(UNROLL):
                     ju = b.add(j, i64(u * w))
                     if u in ahead_steps:
                         at = b.add(b.add(ahead_head, ju), distance)
                         prefetch(b, b.gep(e.args.ins[ahead], [at]))
-                    step(u)(ju)
+                    if add is None:
+                        step(u)(ju)
+                    else:
+                        add(u, ju)
 
-            j = e.loops.counted(i64(0), n, w * UNROLL, unrolled, "vec4")
+            if red.run_dtype is None:
+                j = e.loops.counted(i64(0), n, w * UNROLL, unrolled, "vec4")
+            else:
+                j = _runs(e, w, n, unrolled, heads, strides, vec)
             j = e.loops.counted(j, n, w, step(0), "vec")
         else:
             j = i64(0)
@@ -365,6 +376,35 @@ def _rows_block(e: _Emitter, j0, j1, bases, short: bool = False):
         accs, ids = [p[0] for p in pairs], [p[1] for p in pairs]
     value, index = e.fold_lanes(accs[0], ids[0], w)
     return e.combine(value, index, tail_value, tail_index)
+
+
+def _runs(e: _Emitter, w: int, n: ir.Value, unrolled, heads, strides, accs) -> ir.Value:
+    """The unrolled loop of a ROWS sum with a run_dtype over elements [0, n) of a row run:
+    each accumulator u adds RUN_LENGTH vectors in float32 (the last run may be shorter),
+    then the run's total, widened, into its float64 accumulator `acc{u}`. Returns where
+    the single-vector loop takes over. `accs`: the float64 accumulators' slots."""
+    red, b = e.red, e.b
+    run_t = value_type(red.run_dtype, w)
+    zero = constant(red.run_dtype, identity(red.op, red.run_dtype), w)
+    runs = [e.slot(run_t, f"run{u}") for u in range(UNROLL)]
+
+    def add(u, j):
+        at = [b.add(h, b.mul(j, st)) for h, st in zip(heads, strides)]
+        x, _ = e.prologue(w, lambda i: e.load_input(i, at[i], w), run=True)
+        b.store(b.fadd(b.load(runs[u]), x), runs[u])
+
+    def run(j0, stop):
+        for slot in runs:
+            b.store(zero, slot)
+        j = e.loops.counted(j0, stop, w * UNROLL, lambda j: unrolled(j, add), "run")
+        for slot, acc in zip(runs, accs):
+            wide = b.fpext(b.load(slot), value_type(red.acc, w))
+            b.store(e.combine(b.load(acc), None, wide, None)[0], acc)
+        return j
+
+    span = w * UNROLL * RUN_LENGTH
+    j = e.loops.counted(i64(0), n, span, lambda j0: run(j0, b.add(j0, i64(span))), "runs")
+    return run(j, n)
 
 
 def _emit_rows(e: _Emitter, w: ir.Value, short: bool = False) -> None:

@@ -4,6 +4,8 @@ The references below restate the documented order in NumPy (kael/codegen/cpu/red
 within a 16384-element block, 8-lane float64 accumulators unrolled 4 times, then a
 vector step into accumulator 0, then a scalar tail; accumulators combined pairwise,
 lanes folded by halves, the tail added last; block partials combined bottom-up in pairs.
+A float32 sum with a float32 result has 16 lanes and adds its unrolled steps in float32
+runs before widening them.
 """
 
 import math
@@ -18,23 +20,28 @@ from kael.codegen.cpu import reduce as cpu_reduce
 from kael.frontend import eager
 from kael.ir import graph as g
 from kael.ir.kernel import STRIDED
-from kael.ir.reduction import BLOCK, COLS, ROWS, plan_reduction
+from kael.ir.reduction import BLOCK, COLS, ROWS, RUN_LENGTH, plan_reduction
 from kael.runtime.dtypes import bool_, float64, int64
 
 W, U = 8, 4
 
 
-def lanes_sum(block: np.ndarray) -> float:
-    """One contiguous block in the kernel's lane order."""
-    acc = np.zeros((U, W))
+def lanes_sum(block: np.ndarray, lanes: int = W, run: int = 0) -> float:
+    """One contiguous block in the kernel's lane order. `run`: float32 values are added in
+    float32, `run` unrolled steps at a time, each run's total then widened (run_dtype)."""
+    acc = np.zeros((U, lanes))
     n = len(block)
-    main = n // (W * U) * (W * U)
-    for j in range(0, main, W * U):
-        acc = acc + block[j : j + W * U].reshape(U, W)
+    main = n // (lanes * U) * (lanes * U)
+    span = lanes * U * (run or 1)
+    for r in range(0, main + 1 if run else main, span):  # runs: a last, partial one too
+        part = np.zeros((U, lanes), block.dtype if run else np.float64)
+        for j in range(r, min(r + span, main), lanes * U):
+            part = part + block[j : j + lanes * U].reshape(U, lanes)
+        acc = acc + part
     j = main
-    while j + W <= n:
-        acc[0] = acc[0] + block[j : j + W]
-        j += W
+    while j + lanes <= n:
+        acc[0] = acc[0] + block[j : j + lanes]
+        j += lanes
     tail = 0.0
     for x in block[j:]:
         tail = tail + float(x)
@@ -43,6 +50,11 @@ def lanes_sum(block: np.ndarray) -> float:
         h = len(v) // 2
         v = v[:h] + v[h:]
     return float(v[0]) + tail
+
+
+def runs_sum(block: np.ndarray) -> float:
+    """A float32 block of a sum with a float32 result: 16 float32 lanes, RUN_LENGTH runs."""
+    return lanes_sum(block, 16, RUN_LENGTH)
 
 
 def tree(partials: list[float]) -> float:
@@ -89,6 +101,36 @@ def run_sum(arr: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
 def test_contiguous_sum_follows_lanes_blocks_and_tree_bit_for_bit(n):
     x = np.random.default_rng(n).standard_normal(n) * 1e3
     assert run_sum(x, (0,))[()] == reference_sum(x)
+
+
+def _wide_range_float32(n: int, seed: int) -> np.ndarray:
+    """float32 values over eight decades: float32 runs round them where float64 would not."""
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(n) * 10.0 ** rng.integers(0, 8, n)).astype(np.float32)
+
+
+@pytest.mark.parametrize(
+    "n", [15, 16, 64, 1023, 1024, 1025, 4096 + 80, BLOCK - 1, BLOCK + 17, 3 * BLOCK + 7]
+)
+def test_float32_sum_adds_float32_runs_then_widens_bit_for_bit(n):
+    x = _wide_range_float32(n, n)
+    want = np.float32(reference_sum(x, runs_sum))
+    assert kael.sum(kael.tensor(x)).item() == want
+    assert kael.mean(kael.tensor(x)).item() == np.float32(reference_sum(x, runs_sum) / n)
+    rows = kael.sum(kael.tensor(np.stack([x, -x])), 1).tolist()
+    assert rows == [want, -want]
+
+
+def test_float32_runs_differ_from_widening_every_value():
+    # the data above tells the two orders apart, so the test before can fail
+    x = _wide_range_float32(3 * BLOCK + 7, 0)
+    assert reference_sum(x, runs_sum) != reference_sum(x.astype(np.float64))
+
+
+def test_a_float64_result_widens_every_float32_value():
+    x = _wide_range_float32(BLOCK + 17, 1)
+    got = kael.sum(kael.tensor(x), dtype=kael.float64).item()
+    assert got == reference_sum(x.astype(np.float64))
 
 
 @pytest.mark.parametrize("n", [BLOCK - 1, BLOCK, BLOCK + 1, 2 * BLOCK + 3])
