@@ -11,13 +11,11 @@ import ctypes
 import time
 
 from kael.runtime import debug, launches
-from kael.runtime.threadpool import get_num_threads, pool
+from kael.runtime.threadpool import ALIGN_ITEMS, get_num_threads, pool
 from kael.runtime.tracestate import state as _trace_state
 
 # Below this many bytes moved, waking a worker costs more than it saves.
 PARALLEL_BYTES = 1 << 20
-# Ranges start on multiples of this many work items, so threads do not share cache lines.
-ALIGN_ITEMS = 64
 # An inline launch moving this many bytes releases the GIL (a microsecond of work or more),
 # so other Python threads run beside it; below it, taking the GIL back costs more.
 RELEASE_BYTES = 64 * 1024
@@ -70,14 +68,6 @@ def install_direct(call) -> None:
     _direct = call
 
 
-def split(total: int, parts: int, align: int = ALIGN_ITEMS) -> list[tuple[int, int]]:
-    """[0, total) as up to `parts` contiguous ranges of near-equal length."""
-    parts = max(1, min(parts, total // max(1, align) or 1))
-    step = -(-total // parts)
-    step = -(-step // align) * align if total >= parts * align else step
-    return [(b, min(b + step, total)) for b in range(0, total, step)] or [(0, 0)]
-
-
 def launch(fn, words: list[int], *args, **kwargs) -> None:
     """Call `fn` over work items [0, total) with the argument block `words` (see
     launch_block for the other arguments)."""
@@ -102,7 +92,7 @@ def run_block(fn, block: array.array, total: int, bytes_moved: int, align: int =
         else:
             _direct(address, block.buffer_info()[0], total, bytes_moved >= RELEASE_BYTES)
     else:
-        pool().run(fn, block.buffer_info()[0], split(total, get_num_threads(), align))
+        pool().run(fn, block.buffer_info()[0], total, align, get_num_threads())
 
 
 def launch_block(

@@ -18,6 +18,8 @@ from kael.runtime.errors import ValueError
 
 # More threads than this is a mistake, not a machine: set_num_threads refuses it.
 MAX_THREADS = 1024
+# Ranges start on multiples of this many work items, so threads do not share cache lines.
+ALIGN_ITEMS = 64
 
 
 def _default_threads() -> int:
@@ -61,8 +63,10 @@ class ThreadPool:
             finally:
                 done.put(None)
 
-    def run(self, fn, args: int, ranges: list[tuple[int, int]]) -> None:
-        """Call fn(args, begin, end) once per range, the first on this thread, and wait."""
+    def run(self, fn, args: int, total: int, align: int, threads: int) -> None:
+        """Call fn(args, begin, end) over work items [0, total) split into a range per
+        thread (`align`ed starts), up to `threads` threads, the first range on this one."""
+        ranges = split(total, threads, align)
         with self._lock:
             ranges = regroup(ranges, self._ensure_workers(len(ranges) - 1) + 1)
             helpers = ranges[1:]
@@ -79,6 +83,14 @@ class ThreadPool:
         self._workers: list[queue.SimpleQueue] = []
         self._done: queue.SimpleQueue = queue.SimpleQueue()
         self._limit = MAX_THREADS  # workers the system let us start
+
+
+def split(total: int, parts: int, align: int = ALIGN_ITEMS) -> list[tuple[int, int]]:
+    """[0, total) as up to `parts` contiguous ranges of near-equal length."""
+    parts = max(1, min(parts, total // max(1, align) or 1))
+    step = -(-total // parts)
+    step = -(-step // align) * align if total >= parts * align else step
+    return [(b, min(b + step, total)) for b in range(0, total, step)] or [(0, 0)]
 
 
 def regroup(ranges: list[tuple[int, int]], parts: int) -> list[tuple[int, int]]:

@@ -50,8 +50,9 @@ def _recording_fn(calls, lock):
 
 def test_python_pool_runs_each_range_once_and_the_first_on_the_caller():
     calls, lock = [], threading.Lock()
-    ranges = [(0, 10), (10, 20), (20, 25)]
-    threadpool.python_pool().run(_recording_fn(calls, lock), 0, ranges)
+    threadpool.python_pool().run(_recording_fn(calls, lock), 0, 25, 1, 3)
+    ranges = [(0, 9), (9, 18), (18, 25)]
+    assert threadpool.split(25, 3, 1) == ranges
     assert sorted((b, e) for b, e, _ in calls) == ranges
     assert [t for b, _, t in calls if b == 0] == [threading.get_ident()]
 
@@ -69,8 +70,7 @@ def test_python_pool_runs_every_range_when_the_system_refuses_threads(monkeypatc
     real_start = threading.Thread.start
     monkeypatch.setattr(threading.Thread, "start", start)
     calls, lock = [], threading.Lock()
-    ranges = [(0, 10), (10, 20), (20, 30), (30, 35)]
-    pool.run(_recording_fn(calls, lock), 0, ranges)
+    pool.run(_recording_fn(calls, lock), 0, 35, 5, 4)  # ranges [0, 10), ..., [30, 35)
     assert sorted((b, e) for b, e, _ in calls) == [(0, 20), (20, 35)]  # caller + one worker
     assert len(started) == 1
 
@@ -87,14 +87,14 @@ def test_regroup_merges_consecutive_ranges_keeping_their_starts():
 def test_split_covers_the_range_without_overlap():
     for total in [1, 63, 64, 65, 1000, 12345]:
         for parts in [1, 2, 3, 7]:
-            ranges = launcher.split(total, parts)
+            ranges = threadpool.split(total, parts)
             assert ranges[0][0] == 0 and ranges[-1][1] == total
             assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
             assert len(ranges) <= parts
 
 
 def test_split_aligns_range_starts_when_large_enough():
-    assert all(b % 64 == 0 for b, _ in launcher.split(100000, 3))
+    assert all(b % 64 == 0 for b, _ in threadpool.split(100000, 3))
 
 
 def test_small_launches_run_inline(restore_threads):
@@ -107,25 +107,28 @@ def test_small_launches_run_inline(restore_threads):
     assert calls == [(0, 100, threading.get_ident())]
 
 
-def test_large_launches_use_every_thread(restore_threads):
+def test_large_launches_are_split_into_ranges_covering_every_item_once(restore_threads):
     threadpool.set_num_threads(2)
     calls, lock = [], threading.Lock()
     fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(
         _recording_fn(calls, lock)
     )
-    launcher.launch(fn, [0], 1 << 20, bytes_moved=launcher.PARALLEL_BYTES)
-    assert len(calls) == 2 and len({t for _, _, t in calls}) == 2
+    total = 1 << 20
+    launcher.launch(fn, [0], total, bytes_moved=launcher.PARALLEL_BYTES)
+    ranges = sorted((b, e) for b, e, _ in calls)
+    assert len(ranges) >= 2 and ranges[0][0] == 0 and ranges[-1][1] == total
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
 def test_forked_child_gets_a_fresh_pool(restore_threads):
     threadpool.set_num_threads(2)
-    threadpool.python_pool().run(lambda a, b, e: None, 0, [(0, 1), (1, 2)])
+    threadpool.python_pool().run(lambda a, b, e: None, 0, 2, 1, 2)
     pid = os.fork()
     if pid == 0:
         try:
             done = []
-            threadpool.python_pool().run(lambda a, b, e: done.append(b), 0, [(0, 1), (1, 2)])
+            threadpool.python_pool().run(lambda a, b, e: done.append(b), 0, 2, 1, 2)
             os._exit(0 if sorted(done) == [0, 1] else 1)
         except BaseException:
             os._exit(2)

@@ -1,5 +1,6 @@
 """The compiled thread pool: installed, correct for any thread count, fork- and thread-safe."""
 
+import ctypes
 import os
 import platform
 import threading
@@ -117,3 +118,66 @@ print("sum", float((x * 3.0).sum()), float(kael.cumsum(x, 0)[-1]))
 """
     )
     assert f"sum {3.0 * (1 << 22)} {float(1 << 22)}" in res.stdout
+
+
+def _kernel(calls, lock, before=None):
+    """A launchable callback recording (begin, end, thread); `before(begin)` runs first."""
+
+    def fn(args, begin, end):
+        if before is not None:
+            before(begin)
+        with lock:
+            calls.append((begin, end, threading.get_ident()))
+
+    return ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(fn)
+
+
+@needs_native
+def test_a_launch_runs_each_of_its_ranges_once(threads):
+    threads(2)
+    calls, lock = [], threading.Lock()
+    total = 1 << 20
+    launcher.launch(_kernel(calls, lock), [0], total, bytes_moved=launcher.PARALLEL_BYTES)
+    want = threadpool.split(total, 2 * parallel.RANGES_PER_THREAD)
+    assert len(want) == 2 * parallel.RANGES_PER_THREAD
+    assert sorted((b, e) for b, e, _ in calls) == want
+
+
+@needs_native
+def test_workers_run_ranges_of_a_launch(threads):
+    # the caller's ranges wait until a worker has run one (a worker may run them all)
+    threads(2)
+    calls, lock, worked = [], threading.Lock(), threading.Event()
+
+    def before(begin):
+        if threading.get_ident() != caller:
+            worked.set()
+        else:
+            worked.wait(timeout=10)
+
+    caller = threading.get_ident()
+    launcher.launch(_kernel(calls, lock, before), [0], 1 << 20, bytes_moved=1 << 20)
+    assert worked.is_set()
+    assert any(t != caller for _, _, t in calls)
+
+
+@needs_native
+def test_the_caller_takes_the_ranges_of_a_late_worker(threads):
+    # a worker stuck in its first range until the caller runs a range of the worker's share
+    threads(2)
+    calls, lock, stolen = [], threading.Lock(), threading.Event()
+    total = 1 << 20
+
+    def before(begin):
+        if threading.get_ident() != caller:
+            stolen.wait(timeout=10)
+        elif begin >= total // 2:
+            stolen.set()
+
+    caller = threading.get_ident()
+    launcher.launch(_kernel(calls, lock, before), [0], total, bytes_moved=1 << 20)
+    assert stolen.is_set()
+    assert any(b >= total // 2 for b, _, t in calls if t == caller)  # the worker's share
+    assert sorted((b, e) for b, e, _ in calls) == threadpool.split(
+        total, 2 * parallel.RANGES_PER_THREAD
+    )
