@@ -675,10 +675,17 @@ def _plain(value) -> tuple | None:
 def _plain_arguments(args: tuple, kwargs: dict) -> tuple | None:
     """The arguments as a key, each value beside its exact type, or None where one is not
     an int, bool, None, dtype or tuple of ints (a list of dims: the full door judges it)."""
-    out = [_plain(v) for v in args]
-    out += [(k, _plain(v)) for k, v in kwargs.items()]
-    if None in out or any(p[1] is None for p in out[len(args) :]):
-        return None
+    out = []
+    for value in args:
+        plain = _plain(value)
+        if plain is None:
+            return None
+        out.append(plain)
+    for name, value in kwargs.items():
+        plain = _plain(value)
+        if plain is None:
+            return None
+        out.append((name, plain))
     return tuple(out)
 
 
@@ -737,15 +744,11 @@ def _reduce(entry: _Reduction, impl):
 
 @dataclass(frozen=True, slots=True)
 class _Product:
-    plan: gemm_run.Plan
+    plan: gemm_run.Plan  # one native call where it is one inline launch (Plan.native)
     shape: tuple  # the result's
     dtype: DType
     nbytes: int
     itemsize: int
-    # a plan of one inline launch and no scratch (matrix @ vector): its descriptor, and
-    # for each word it takes (A, B or C, byte offset)
-    native: native_launch.Descriptor | None = None
-    words: tuple = ()
 
 
 _products: dict[tuple, _Product] = {}
@@ -771,13 +774,12 @@ def matmul(a, b):
     ai, bi = a._impl, b._impl
     nbytes, size = entry.nbytes, entry.itemsize
     storage = Storage.host(nbytes)
-    bases = (ai.storage.ptr + ai.offset * size, bi.storage.ptr + bi.offset * size, storage.ptr)
-    native = entry.native
-    if native is None:
-        gemm_run.run(entry.plan, *bases)
-    else:
-        _native(native.address, entry.plan.launches[0].total,
-                *[bases[which] + offset for which, offset in entry.words])  # fmt: skip
+    gemm_run.run(
+        entry.plan,
+        ai.storage.ptr + ai.offset * size,
+        bi.storage.ptr + bi.offset * size,
+        storage.ptr,
+    )
     return _result(storage, entry.shape, _dense_strides(entry.shape), entry.dtype)
 
 
@@ -792,11 +794,4 @@ def remember_matmul(a, b, plan, target) -> None:
     if len(_products) >= _MAX_ENTRIES:
         _products.clear()
     nbytes = t.numel() * t.dtype.itemsize
-    native, words = None, ()
-    if len(plan.launches) == 1 and not plan.buffer_bytes and plan.launches[0].moved == 0:
-        launch = plan.launches[0]
-        positions = [i for i, _, _ in launch.slots]  # the GIL released from 64K flops:
-        flops = max(1, launch.flops // max(1, launch.total))
-        native = native_launch.describe(launch.fn, launch.words, positions, flops)
-        words = tuple((which, offset) for _, which, offset in launch.slots)
-    _products[key] = _Product(plan, t.shape, t.dtype, nbytes, t.dtype.itemsize, native, words)
+    _products[key] = _Product(plan, t.shape, t.dtype, nbytes, t.dtype.itemsize)

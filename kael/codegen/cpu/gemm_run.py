@@ -11,11 +11,13 @@ into the rows of one product, so B is packed once.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass
 
-from kael.codegen.cpu import gemm, gemm_gemv
+from kael.codegen.cpu import gemm, gemm_gemv, native_launch
 from kael.ir.matmul import SPECS, GemmSpec, batch_dims
+from kael.runtime import launches
 from kael.runtime.dtypes import int64
 from kael.runtime.launcher import PARALLEL_BYTES, launch
 from kael.runtime.storage import Storage
@@ -29,6 +31,7 @@ DIRECT_B_BYTES = 64 << 10
 # A launch doing fewer multiply-adds runs on the calling thread.
 PARALLEL_FLOPS = 1 << 22
 A, B, C, BUF = range(4)  # which address a word slot takes
+_call = native_launch.launcher()  # a described launch, called as a builtin
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +55,9 @@ class Plan:
     # Whether a macro item's rows i0..i1 of batch q are rows q * m + i0.. of C's [rows, n]
     # (one inner batch of row blocks): then an epilogue kernel can follow each item.
     rows_in_order: bool = False
+    # A plan of one inline launch and no buffer (matrix @ vector, small products): that
+    # launch as a native call's Descriptor, and per word a call supplies (A|B|C, offset).
+    native: tuple[native_launch.Descriptor, tuple[tuple[int, int], ...]] | None = None
 
 
 def _parallel(flops: int) -> int:
@@ -201,8 +207,20 @@ def plan(a: TensorImpl, b: TensorImpl, c: TensorImpl, threads: int) -> Plan:
         for index in itertools.product(*(range(size) for size, _ in dims))
     ]
     if c.dtype is int64:
-        return _int_plan(a, b, c, inner, outer)
-    return _float_plan(SPECS[c.dtype], a, b, c, inner, outer, threads)
+        p = _int_plan(a, b, c, inner, outer)
+    else:
+        p = _float_plan(SPECS[c.dtype], a, b, c, inner, outer, threads)
+    return dataclasses.replace(p, native=_native_call(p))
+
+
+def _native_call(p: Plan) -> tuple | None:
+    """Plan.native of `p`, or None where its launches take the launcher."""
+    if len(p.launches) != 1 or p.buffer_bytes or p.launches[0].moved:
+        return None
+    step = p.launches[0]
+    flops = max(1, step.flops // max(1, step.total))  # the GIL released from 64K flops
+    native = native_launch.describe(step.fn, step.words, [i for i, _, _ in step.slots], flops)
+    return None if native is None else (native, tuple((w, o) for _, w, o in step.slots))
 
 
 _plans: dict[tuple, Plan] = {}
@@ -234,6 +252,17 @@ def epilogue_columns(p: Plan) -> list[tuple[int, ...]] | None:
 def run(p: Plan, a: int, b: int, c: int, epilogues: list | None = None) -> None:
     """Launch `p` on the operands at these addresses; `epilogues`: per launch, the address
     of its epilogue blocks (0 for none) and the words of one block."""
+    native = p.native
+    if (
+        native is not None
+        and p.launches[0].fn.tier0 is None  # promoted: its launches need no counting
+        and not (epilogues and epilogues[0][0])
+        and not launches.watched()
+    ):
+        bases = (a, b, c)
+        descriptor, sources = native
+        _call(descriptor.address, p.launches[0].total, *[bases[w] + o for w, o in sources])
+        return
     buffer = Storage(p.buffer_bytes) if p.buffer_bytes else None
     bases = (a, b, c, buffer.ptr if buffer else 0)
     for i, step in enumerate(p.launches):

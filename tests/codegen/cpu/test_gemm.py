@@ -10,8 +10,9 @@ from kernel_helpers import impl_of, run_python
 import kael
 from kael.codegen.cpu import gemm, gemm_gemv, gemm_run
 from kael.ir.matmul import SPECS, GemmSpec, batch_dims
+from kael.runtime import launches
 from kael.runtime.dtypes import float32, float64
-from kael.runtime.launcher import launch
+from kael.runtime.launcher import launch, optimize
 
 RNG = np.random.default_rng(7)
 NP = {float32: np.float32, float64: np.float64}
@@ -465,3 +466,29 @@ def test_narrow_column_blocks_sum_rows_by_k_modulo_four_then_pairwise(n):
             want = np.float32(want + b[row, 0])
     assert (c == want).all(), (c[0, 0], want)
     assert np.isnan(big[:, :3]).all() and np.isnan(big[:, -3:]).all()
+
+
+def test_a_one_launch_plan_runs_as_one_native_call_unless_launches_are_recorded(monkeypatch):
+    a, v = small_ints((200, 200), np.float32), small_ints((200, 1), np.float32)
+    c = np.zeros((200, 1), np.float32)
+    p = gemm_run.plan_for(impl_of(a), impl_of(v), impl_of(c))
+    step = p.launches[0]
+    assert p.native is not None and p.native[0].fn == step.fn.address
+    assert [w for w, _ in p.native[1]] == [gemm_run.A, gemm_run.B, gemm_run.C]
+    big = small_ints((2048, 2048), np.float32)  # a product past the parallel threshold
+    assert gemm_run.plan_for(impl_of(big), impl_of(big), impl_of(big.copy())).native is None
+    optimize(step.fn)  # until then its launches are counted through the launcher
+    through_launcher = []
+    real = gemm_run.launch
+    monkeypatch.setattr(
+        gemm_run, "launch", lambda *a, **k: (through_launcher.append(a), real(*a, **k))
+    )
+    addresses = [x.ctypes.data for x in (a, v, c)]
+    gemm_run.run(p, *addresses)
+    np.testing.assert_array_equal(c, a @ v)
+    assert through_launcher == []
+    c[:] = 0
+    monkeypatch.setattr(launches, "recorder", [])
+    gemm_run.run(p, *addresses)
+    np.testing.assert_array_equal(c, a @ v)
+    assert len(through_launcher) == 1 and len(launches.recorder) == 1
