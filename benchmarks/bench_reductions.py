@@ -4,8 +4,9 @@ Run: python benchmarks/bench_reductions.py [--rounds N] [--check]
 Targets (issue 4): the sum of 16M elements, and sums over dim 0 and over dim 1 of a
 4096x4096 tensor, each take at most 1.1x PyTorch's time, each call started on idle cores.
 Then (issue 11) the sum of 16M and the sum over dim 1 back to back, in alternating blocks
-of calls: at most 1.0x PyTorch's. kael accumulates float32 in float64 in fixed blocks
-(deterministic for any thread count); the other cases are reported without a target.
+of calls: at most 1.0x PyTorch's. kael adds float32 in float32 runs of 16 per lane,
+accumulated in float64 in fixed blocks (deterministic for any thread count); the other
+cases are reported without a target.
 """
 
 from __future__ import annotations

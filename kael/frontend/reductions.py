@@ -90,7 +90,8 @@ def _sum_like(op: str, x, dim, keepdim, dtype, out) -> Tensor:
 def sum(
     input: Tensor, dim=None, keepdim: bool = False, *, dtype: DType | None = None, out=None
 ) -> Tensor:
-    """Sum over dim (all by default); floats accumulate in float64, integers wrap in int64."""
+    """Sum over dim (all by default); floats accumulate in float64 (float32 values with a
+    float32 result in short float32 runs first: ir/reduction.py), integers wrap in int64."""
     return _sum_like("sum", input, dim, keepdim, dtype, out)
 
 
