@@ -35,7 +35,7 @@ from kael.runtime import debug, launches
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import DType
-from kael.runtime.launcher import PARALLEL_BYTES, PROMOTE_BYTES, run_block, runs_inline
+from kael.runtime.launcher import PARALLEL_BYTES, PROMOTE_BYTES, run_pooled, runs_inline
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides, read_hazard, shape_numel
 from kael.runtime.threadpool import get_num_threads
@@ -429,7 +429,7 @@ def _launch(entry: _Entry, shape: tuple, operands: tuple, number, into=None, wor
                 _native(at, n, out, a.storage.ptr + a.offset * sizes[1], n, word)
     else:
         words = [out, *_addresses(operands, sizes), n] + ([] if word is None else [word])
-        run_block(entry.fn, entry.native.block(words), n, moved)
+        run_pooled(entry.fn, entry.native.block(words), n)
     if into is not None:
         return into
     return _result(storage, shape, _dense_strides(shape), entry.dtype)
@@ -509,7 +509,7 @@ def _launch_shaped(entry: _Shaped, operands: tuple, number, into=None):
             _native(at, total, out, a.storage.ptr + a.offset * sizes[1], word)
     else:
         words = [out, *_addresses(operands, sizes)] + ([] if word is None else [word])
-        run_block(entry.fn, entry.native.block(words), entry.total, entry.moved, entry.align)
+        run_pooled(entry.fn, entry.native.block(words), entry.total, entry.align)
     if into is not None:
         return into
     return _result(storage, entry.shape, entry.strides, entry.dtype)
@@ -733,7 +733,7 @@ def _reduce(entry: _Reduction, impl):
     if entry.moved < PROMOTE_BYTES or runs_inline(entry.fn, entry.moved):
         _native(entry.native.address, entry.total, *words)
     else:
-        run_block(entry.fn, entry.native.block(words), entry.total, entry.moved, 1)
+        run_pooled(entry.fn, entry.native.block(words), entry.total, 1)
     if final is not None:
         _native(final.address, entry.outputs, *words)
     return _result(storage, entry.shape, _dense_strides(entry.shape), entry.dtype)

@@ -92,7 +92,12 @@ def run_block(fn, block: array.array, total: int, bytes_moved: int, align: int =
         else:
             _direct(address, block.buffer_info()[0], total, bytes_moved >= RELEASE_BYTES)
     else:
-        pool().run(fn, block.buffer_info()[0], total, align, get_num_threads())
+        run_pooled(fn, block, total, align)
+
+
+def run_pooled(fn, block: array.array, total: int, align: int = ALIGN_ITEMS) -> None:
+    """The launch on the thread pool, for callers that found it does not run inline."""
+    pool().run(fn, block.buffer_info()[0], total, align, get_num_threads())
 
 
 def launch_block(

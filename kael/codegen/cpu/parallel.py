@@ -24,10 +24,11 @@ import platform
 from kael.codegen.cpu import compiler
 from kael.runtime import sync, threadpool
 
-SPIN = 20000  # pause-loop rounds before a waiter sleeps (a few tens of microseconds)
+SPIN = 20000  # pause-loop rounds before a waiter sleeps (about 0.6 ms on this machine)
 # Ranges a launch is cut into per thread: a thread that is done takes a late one's.
 RANGES_PER_THREAD = 4
-# A ticket holds range indices in 16 bits: MAX_THREADS * RANGES_PER_THREAD must fit.
+# A ticket holds range indices in 16 bits.
+assert threadpool.MAX_THREADS * RANGES_PER_THREAD < 1 << 16
 TICKET_STRIDE = 8  # words between two threads' tickets: a cache line each
 _FUTEX_SYSCALL = {"x86_64": 202, "aarch64": 98}
 _PAUSE = {"x86_64": "call void @llvm.x86.sse2.pause()", "aarch64": ""}
