@@ -371,8 +371,9 @@ class CompiledFunction:
         return plan
 
     def kernels(self, *args, **kwargs) -> list:
-        """The kernels (Kernel or Reduction) a call with these arguments launches, in order."""
-        return [s.kernel for s in self.plan_for(*args, **kwargs).kernel_steps]
+        """The kernels (Kernel or Reduction) a call with these arguments launches, in order,
+        specialized for its operands' layouts: each one `kernel_stage` can show."""
+        return self.inspect(*args, **kwargs).kernels
 
     def inspect(self, *args, stages: tuple[str, ...] = ("kael",), **kwargs) -> Inspection:
         """What a call with these arguments runs: the steps, what each fused, why values were
@@ -423,7 +424,9 @@ class Inspection:
 
     @property
     def kernels(self) -> list:
-        return [s.kernel for s in self.plan.kernel_steps]
+        """Each fused kernel as the plan launches it (specialized for its operands' layouts),
+        ready for `kernel_stage`."""
+        return [s.specialized(self.plan.slots) for s in self.plan.kernel_steps]
 
     def _kernel_lines(self, label: str, s: p.KernelCall, plan: p.Plan) -> list[str]:
         from kael.frontend.inspection import kernel_stage

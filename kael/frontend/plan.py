@@ -420,6 +420,10 @@ class RowGroup:
         """The member kernels, which the driver runs row by row as one launch."""
         return tuple(m.kernel for m in self.members)
 
+    def specialized(self, slots: list[Slot]) -> tuple[Kernel | Reduction, ...]:
+        """The member kernels as the driver launches them."""
+        return tuple(m.specialized(slots) for m in self.members)
+
     def run(self, call: Call, whole: bool = False) -> None:
         """One launch of the driver; `whole`: every value in a buffer of its own, none in the
         chunk scratch (check=True compares each member's outputs)."""

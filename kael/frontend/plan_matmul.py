@@ -66,6 +66,10 @@ class MatmulCall:
     def kernel(self) -> Product:
         return Product(self.c.dtype, self.epilogue.kernel if self.epilogue is not None else None)
 
+    def specialized(self, slots: list[Slot]) -> Product:
+        """The product as launched: its kernels are hand-written, not specialized by layout."""
+        return self.kernel
+
     def views(self) -> list[View]:
         extra = self.epilogue.outs + self.epilogue.ins if self.epilogue is not None else []
         return [self.a, self.b, self.c, *extra]

@@ -13,6 +13,7 @@ import kael
 from kael.codegen.cpu import compiler
 from kael.frontend import eager, pytree
 from kael.frontend import plan as p
+from kael.frontend.inspection import STAGES
 from kael.runtime.dtypes import float32
 
 
@@ -958,6 +959,20 @@ def test_inspect_states_the_guard_and_bytes_moved():
 def test_inspect_shows_assembly_of_reductions():
     c = kael.compile(lambda a: (a * 2).sum(-1))
     assert "mul_sum_float32_to_float32:" in str(c.inspect(x, stages=("asm",)))
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_every_listed_kernel_shows_every_stage(stage):
+    # The kernels a plan lists are the ones it launches (specialized for the operands'
+    # layouts), so each stage of each can be built: a transposed read and a reduction.
+    from kael.frontend.inspection import kernel_stage
+
+    c = kael.compile(lambda a, b: ((a.T + b).exp() * 2, (a * 2).sum(-1)))
+    square = kael.randn(48, 48)
+    listed = c.kernels(square, square)
+    assert len(listed) == 2
+    for kernel in listed:
+        assert kernel.name in kernel_stage(kernel, stage)
 
 
 # ---- edges ------------------------------------------------------------------------------------
