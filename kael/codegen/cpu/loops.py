@@ -7,7 +7,8 @@ the work items [begin, end): elements in row-major order for a flat kernel, squa
 tiles of the last two dimensions for a tiled one. Threads call it on disjoint ranges.
 
 Inner loops where every buffer is unit-stride or broadcast are vectorized explicitly
-(`WIDTH` lanes, unrolled `UNROLL` times, then a scalar tail), so speed does not hang on
+(`WIDTH` lanes, unrolled `UNROLL` times, then one masked vector step for the rest of the
+row, or a scalar tail in kernels that report faults), so speed does not hang on
 the loop vectorizer; a nontemporal kernel first aligns its output to 64 bytes. A body
 running vector math or Philox is not unrolled (`unroll_of`).
 """
@@ -171,10 +172,13 @@ def _emit_body(
     index,
     align: int = 0,
     stream: bool = False,
+    mask: ir.Value | None = None,
 ) -> None:
     """Compute every output at one position (or `width` consecutive ones) and store it.
 
     `address(buffer, width)` gives the pointer to load or store; `index(axis)` the position.
+    With a `mask` (an i1 per lane, unit-stride and broadcast buffers only) the lanes off it
+    neither load nor store: a row's last partial vector.
     """
     n_out = len(kernel.outputs)
 
@@ -185,6 +189,8 @@ def _emit_body(
             return splat(b, scalar, width)
         if width > 1 and buf.inner not in (CONTIG, BCAST):  # `address` gives lane pointers
             return _gather(b, address(n_out + i, width), buf.dtype.itemsize)
+        if mask is not None:
+            return _masked_load(b, address(n_out + i, width), buf.dtype.itemsize, mask)
         return b.load(address(n_out + i, width), align=buf.dtype.itemsize)
 
     for o, (buf, value) in enumerate(
@@ -192,6 +198,8 @@ def _emit_body(
     ):
         if width > 1 and buf.inner not in (CONTIG, BCAST):
             _scatter(b, value, address(o, width), buf.dtype.itemsize)
+        elif mask is not None:
+            _masked_store(b, value, address(o, width), buf.dtype.itemsize, mask)
         else:
             _store(b, kernel, address(o, width), value, align or buf.dtype.itemsize, stream)
 
@@ -349,6 +357,35 @@ def _scatter(b: ir.IRBuilder, value: ir.Value, pointers: ir.Value, align: int) -
     b.call(fn, [value, pointers, ir.Constant(i32, align), mask])
 
 
+def _masked_load(b: ir.IRBuilder, ptr: ir.Value, align: int, mask: ir.Value) -> ir.Value:
+    """The lanes of *ptr on `mask`, zero elsewhere; lanes off the mask read no memory."""
+    vt, i32 = ptr.type.pointee, ir.IntType(32)
+    fnty = ir.FunctionType(vt, [ptr.type, i32, mask.type, vt])
+    fn = declare(b.module, f"llvm.masked.load.{mangle(vt)}.p0", fnty)
+    return b.call(fn, [ptr, ir.Constant(i32, align), mask, ir.Constant(vt, None)])
+
+
+def _masked_store(b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, align: int, mask) -> None:
+    i32 = ir.IntType(32)
+    fnty = ir.FunctionType(ir.VoidType(), [value.type, ptr.type, i32, mask.type])
+    fn = declare(b.module, f"llvm.masked.store.{mangle(value.type)}.p0", fnty)
+    b.call(fn, [value, ptr, ir.Constant(i32, align), mask])
+
+
+def lanes_below(b: ir.IRBuilder, count: ir.Value, width: int) -> ir.Value:
+    """The i1 lane mask of the first `count` (< width, an i64) of `width` lanes."""
+    i32 = ir.IntType(32)
+    lanes = ir.Constant(ir.VectorType(i32, width), list(range(width)))
+    return b.icmp_unsigned("<", lanes, splat(b, b.trunc(count, i32), width))
+
+
+def masked_tail(kernel: Kernel) -> bool:
+    """Whether a row's last partial vector runs as one masked vector step rather than
+    element by element: the lanes off the mask compute on zeros, so never in a kernel
+    that reports faults (an integer division by zero would be reported)."""
+    return vector_width(kernel) > 1 and not kernel.may_fault
+
+
 def _emit_contig_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
     """A run of `n` elements where each buffer is unit-stride or broadcast."""
     inner = kernel.rank - 1
@@ -425,6 +462,11 @@ def _emit_contig_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
             ),
             "vec",
         )
+    if masked_tail(kernel):
+        with b.if_then(b.icmp_signed("<", j, n)):
+            mask = lanes_below(b, b.sub(n, j), width)
+            _emit_body(b, kernel, args, width, address_at(j), index_at(j, width), mask=mask)
+        return
     loops.counted(
         j,
         n,

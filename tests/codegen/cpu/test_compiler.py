@@ -4,8 +4,9 @@ import re
 
 import pytest
 
-from kael.codegen.cpu import compiler
+from kael.codegen.cpu import compiler, loops
 from kael.frontend import eager
+from kael.ir import graph as g
 from kael.ir.kernel import CONTIG, STRIDED, TRANSPOSED
 from kael.runtime.dtypes import float32, float64, int64
 
@@ -101,11 +102,24 @@ def test_kernels_left_scalar_keep_o3_for_its_loop_vectorizer():
     assert "llvm.loop.isvectorized" in str(compiler._optimized(text, None))
 
 
-def test_the_short_pass_list_vectorizes_nothing_again():
-    # O3 would vectorize the scalar tail of kael's vector loops once more (and mark it).
+def test_the_short_pass_list_vectorizes_nothing_again(monkeypatch):
+    # O3 would vectorize a scalar tail of kael's vector loops once more (and mark it); rows
+    # end in a masked vector step unless the kernel reports faults, so one is forced here.
+    monkeypatch.setattr(loops, "masked_tail", lambda kernel: False)
     text = _module_text((CONTIG, CONTIG))
     assert "llvm.loop.isvectorized" not in str(compiler._optimized(text, compiler.KERNEL_PASSES))
     assert "llvm.loop.isvectorized" in str(compiler._optimized(text, None))
+
+
+def test_rows_end_in_one_masked_vector_step_unless_the_kernel_reports_faults():
+    assert "llvm.masked.store" in _module_text((CONTIG, CONTIG))
+    a, b = (g.Input(int64, (), name) for name in "ab")
+    kernel = eager.template(
+        ("test_floordiv",), lambda: ("floordiv_int64", [g.Binary(int64, (), "floordiv", a, b)])
+    ).kernel
+    assert kernel.may_fault
+    text = str(compiler.build_module(kernel.specialize(1, (CONTIG,) * 3, False, False), "k"))
+    assert "llvm.masked.store" not in text
 
 
 def _object_with_lsr(text: str, passes) -> bytes:
