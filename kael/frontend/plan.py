@@ -436,17 +436,14 @@ class RowGroup:
 
         members, moved = ready
         local = {} if whole else self.local
-        records, blocks = [], []
+        records = []
         for m, (template, address), per_row in zip(self.members, members, self.per_row):
             block = m.patched(template, call, local)
-            blocks.append(block)
-            patches = self.patches(m) if local else []
-            records.append((address, block.buffer_info()[0], per_row, len(block), patches))
+            records.append((address, block, per_row, self.patches(m) if local else []))
         scratch = self.scratch_bytes if local else 0
-        words = rowdriver.words(self.chunk, self.rows, scratch, records)
+        words, _ = rowdriver.words(self.chunk, self.rows, scratch, records)
         chunks = -(-self.rows // self.chunk)
         launch(rowdriver.driver(), words, chunks, moved, 1, shape=(self.rows,))
-        del blocks
 
 
 def _per_element(kernel: Kernel | Reduction) -> tuple:

@@ -195,15 +195,19 @@ class _Writer:
         from kael.codegen.cpu import rowdriver
 
         members, moved = ready
-        records = []
-        for m, (template, address), per_row in zip(group.members, members, group.per_row):
-            block = self.block(template, self.words(m, template, group.local))
-            patches = group.patches(m)
-            records.append((address, f"{block}.buffer_info()[0]", per_row, len(template), patches))
-        words = rowdriver.words(group.chunk, group.rows, group.scratch_bytes, records)
-        name = f"w{len(self.lines)}"
-        self.lines.append(f"{name} = _array('q', [{', '.join(str(w) for w in words)}])")
-        self.launch(rowdriver.driver(), name, -(-group.rows // group.chunk), moved, 1)
+        records = [
+            (address, template, per_row, group.patches(m))
+            for m, (template, address), per_row in zip(group.members, members, group.per_row)
+        ]
+        words, starts = rowdriver.words(group.chunk, group.rows, group.scratch_bytes, records)
+        patched = [
+            (start + position, word)
+            for m, (template, _), start in zip(group.members, members, starts)
+            for position, word in self.words(m, template, group.local)
+        ]
+        chunks = -(-group.rows // group.chunk)
+        template = array.array("q", words)
+        self.call(rowdriver.driver(), template, patched, chunks, moved, 1, moved // chunks)
 
     def result(self, leaf) -> str:
         p = self.p

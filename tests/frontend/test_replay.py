@@ -75,6 +75,23 @@ def test_replay_gives_eagers_bits(fn, extra):
         assert _bits_equal(c(*fresh), fn(*fresh))
 
 
+def test_a_row_group_replays_as_one_native_launch():
+    # The members' blocks travel inside the row driver's block: the call stores the
+    # operands' addresses into one template, as it does for one kernel.
+    c = kael.compile(softmax)
+    args = _args(())
+    for _ in range(2):
+        c(*args)
+    plan = c.plan_for(*args)
+    [group] = plan.kernel_steps
+    assert len(group.members) == 4  # amax, exp, sum, divide and add
+    lines = plan.replay.source.splitlines()
+    assert sum("_launch(" in line for line in lines) == 1
+    assert not any("_array(" in line or "[:]" in line for line in lines)
+    fresh = _args(())
+    assert _bits_equal(c(*fresh), softmax(*fresh))
+
+
 def test_replay_bumps_versions_and_keeps_views():
     c = kael.compile(in_place)
     for _ in range(3):

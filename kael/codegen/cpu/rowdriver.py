@@ -16,9 +16,12 @@ value's base moved back by the chunk's first row: the kernel's own index arithme
 lands in the scratch.
 
 Argument block: `[count, rows per chunk, rows, scratch bytes]`, then per kernel six
-words `[function, block, work items per row, block words, first patch, patches]`, then
-per patch three words `[block word, scratch byte offset, bytes per row]`. One compiled
-function serves every group.
+words `[function, block at, work items per row, block words, first patch, patches]`, then
+per patch three words `[block word, scratch byte offset, bytes per row]`, then the
+kernels' own blocks, one after another (`block at` is where each starts, in words from
+the start of the driver's block). The whole launch is one block, so a compiled plan
+launches a group as it launches one kernel: a template with the operands' addresses
+stored at their words (native_launch.py). One compiled function serves every group.
 """
 
 from __future__ import annotations
@@ -91,7 +94,7 @@ def _build(module: ir.Module) -> list[str]:
     def copy(k):
         at, n = b.load(words_slot), field(k, 3)
         b.store(at, b.gep(starts, [k]))
-        src = b.inttoptr(field(k, 1), I64.as_pointer())
+        src = b.gep(args, [field(k, 1)])
         loops.counted(
             _i64(0),
             n,
@@ -148,13 +151,18 @@ def driver():
     return handwritten.compiled(SYMBOL, _build, compiler.KERNEL_PASSES, tiered=False)[SYMBOL]
 
 
-def words(chunk: int, rows: int, scratch_bytes: int, members: list) -> list:
-    """The driver's argument block: `members` are (function address, block address, work
-    items per row, block words, [(block word, scratch offset, bytes per row), ...])."""
+def words(chunk: int, rows: int, scratch_bytes: int, members: list) -> tuple[list, list]:
+    """The driver's argument block, and where in it each member's block starts: `members`
+    are (function address, block words, work items per row, [(block word, scratch
+    offset, bytes per row), ...])."""
     head = [len(members), chunk, rows, scratch_bytes]
     records, table = [], []
-    for fn, block, per_row, nwords, patches in members:
-        records += [fn, block, per_row, nwords, len(table) // PATCH, len(patches)]
+    at = HEAD + RECORD * len(members) + PATCH * sum(len(m[3]) for m in members)
+    starts = []
+    for fn, block, per_row, patches in members:
+        starts.append(at)
+        records += [fn, at, per_row, len(block), len(table) // PATCH, len(patches)]
+        at += len(block)
         for patch in patches:
             table += patch
-    return head + records + table
+    return head + records + table + [w for m in members for w in m[1]], starts
