@@ -339,10 +339,9 @@ def _kind(x) -> str | DType:
 
 def binary(name: str, a, b, out: Tensor | None = None) -> Tensor:
     """The binary op `name` of a and b (tensors or scalars), broadcast, into out if given."""
-    if out is None:
-        done = fastpath.binary(name, a, b)
-        if done is not None:
-            return done
+    done = fastpath.binary(name, a, b) if out is None else fastpath.binary_out(name, a, b, out)
+    if done is not None:
+        return done
     op = BINARY[name]
     a, b = _operand(a, name), _operand(b, name)
     tensors = [x for x in (a, b) if isinstance(x, Tensor)]
@@ -353,7 +352,7 @@ def binary(name: str, a, b, out: Tensor | None = None) -> Tensor:
     device = device_of(tensors, name)
     shape = broadcast_shapes(*(t.shape for t in tensors))
     target = output(out, shape, result, device, name)
-    fast = fastpath.binary_key(name, a, b, shape) if out is None else None
+    fast = fastpath.binary_key(name, a, b, shape) if _remembers(out) else None
     _launch_binary(op, a, b, compute, target, fast)
     return target
 
@@ -400,18 +399,23 @@ def _launch_binary(
 
 def unary(name: str, x, out: Tensor | None = None) -> Tensor:
     """The unary op `name` of tensor x, into out if given."""
-    if out is None:
-        done = fastpath.unary(name, x)
-        if done is not None:
-            return done
+    done = fastpath.unary(name, x) if out is None else fastpath.unary_out(name, x, out)
+    if done is not None:
+        return done
     op = UNARY[name]
     if not isinstance(x, Tensor):
         raise TypeError(f"{name}: expected a Tensor, got {type(x).__name__}")
     compute, result = _unary_dtypes(op, x)
     target = output(out, x.shape, result, x.device, name)
-    fast = fastpath.unary_key(name, x) if out is None else None
+    fast = fastpath.unary_key(name, x) if _remembers(out) else None
     _launch_unary(op.name, op.ir, x, compute, target, fast)
     return target
+
+
+def _remembers(out: Tensor | None) -> bool:
+    """Whether the fast door may remember this call: a new result, or a dense out= (the
+    launch is the one a new result takes)."""
+    return out is None or fastpath.dense_out(out)
 
 
 def _launch_unary(

@@ -9,8 +9,10 @@ with the same key then costs a lookup, an allocation, a patched copy of the argu
 and the kernel call (elementwise.py's `binary` and `unary` ask `binary`/`unary` here first).
 
 A 0-d tensor operand (`v / v.sum()`) is served too, read with stride 0 at every element.
-Launches that move 1 MiB or more go to the thread pool as the full door's would. Everything
-else takes the full door: other broadcasting, strided views, `out=`, results big enough
+Launches that move 1 MiB or more go to the thread pool as the full door's would. An `out=`
+tensor that is dense, of the result's shape and dtype and shares no operand's memory
+elsewhere takes the remembered launch too (`binary_out`, `unary_out`). Everything
+else takes the full door: other broadcasting, strided views, other outs, results big enough
 for streaming stores, kernels that can fault (integer
 division), scalars the full door treats by value (ints beyond int64, pow's exponents), an
 in-place write whose operand sits elsewhere in self's storage, tracing, and launches that
@@ -215,6 +217,59 @@ def binary(name: str, a, b):
     key, operands, number = parts
     entry = _shaped.get(key)
     return None if entry is None else _launch_shaped(entry, operands, number)
+
+
+def _into(out, entry: _Entry | None, shape: tuple, operands: tuple) -> TensorImpl | None:
+    """out's impl where a remembered launch may write the result into it: a dense CPU
+    tensor of the result's shape and dtype that shares no operand's memory elsewhere
+    (the full door judges the rest, and raises its errors)."""
+    if entry is None or type(out) is not Tensor:
+        return None
+    impl = out._impl
+    if (
+        impl.shape != shape
+        or impl.dtype is not entry.dtype
+        or impl.device is not CPU
+        or impl.strides != _dense_strides(shape)
+        or any(read_hazard(t, impl) for t in operands)
+    ):
+        return None
+    return impl
+
+
+def binary_out(name: str, a, b, out):
+    """a (op) b written into `out` through a remembered launch (out returned), or None."""
+    if not _open():
+        return None
+    parts = _binary_parts(name, a, b)
+    if parts is None:
+        return None
+    key, shape, operands, number = parts
+    impl = _into(out, _entries.get(key), shape, operands)
+    if impl is None or _launch(_entries[key], shape, operands, number, impl) is None:
+        return None
+    return out
+
+
+def unary_out(name: str, x, out):
+    """op(x) written into `out` through a remembered launch (out returned), or None."""
+    if not _open() or type(x) is not Tensor:
+        return None
+    dtype = _tensor_key(x)
+    entry = _entries.get((name, dtype)) if dtype is not None else None
+    impl = _into(out, entry, x._impl.shape, (x._impl,))
+    if impl is None or _launch(entry, impl.shape, (x._impl,), None, impl) is None:
+        return None
+    return out
+
+
+def dense_out(out) -> bool:
+    """Whether an out= tensor is dense on the CPU: a call into it may be remembered for
+    later calls, which make dense results."""
+    if type(out) is not Tensor:
+        return False
+    impl = out._impl
+    return impl.device is CPU and impl.strides == _dense_strides(impl.shape)
 
 
 def binary_key(name: str, a, b, shape: tuple) -> tuple | None:

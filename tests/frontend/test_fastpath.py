@@ -28,11 +28,13 @@ def _tensor(shape, dtype, seed=0) -> kael.Tensor:
     return kael.tensor(x).to(dtype)
 
 
+def _full(fn, *args, **kwargs) -> kael.Tensor:
+    """fn's call through the full door: the fast one is closed while launches are recorded."""
+    return record_launches(fn, *args, **kwargs)[0]
+
+
 def _full_door(name, a, b) -> kael.Tensor:
-    """The same op through the full door (out= is never served by the fast one)."""
-    want = getattr(kael, name)(a, b)  # the first call of a key: the full door
-    out = kael.empty(want.shape, dtype=want.dtype)
-    return getattr(kael, name)(a, b, out=out)
+    return _full(getattr(kael, name), a, b)
 
 
 def _same(a: kael.Tensor, b: kael.Tensor) -> None:
@@ -175,8 +177,7 @@ def test_remembered_unary_gives_the_full_doors_bits(name, dtype):
         got = _try(getattr(kael, name), x)
         if isinstance(got, type):  # refused (bitwise_not of a float): refused every time
             continue
-        out = kael.empty(got.shape, dtype=got.dtype)
-        _same(got, getattr(kael, name)(x, out=out))
+        _same(got, _full(getattr(kael, name), x))
 
 
 def test_concurrent_first_calls_agree():
@@ -226,11 +227,10 @@ def test_remembered_reduction_gives_the_full_doors_bits(name, args, kwargs):
         x = x if name == "mean" else None
     if x is None:  # argmax takes one dim only
         return
-    first = fn(x, *args, **kwargs)
-    out = kael.empty(first.shape, dtype=first.dtype)
+    fn(x, *args, **kwargs)
     for _ in range(2):
         again = fn(_tensor((9, 13), kael.float32, 16), *args, **kwargs)
-        _same(again, fn(_tensor((9, 13), kael.float32, 16), *args, **kwargs, out=out))
+        _same(again, _full(fn, _tensor((9, 13), kael.float32, 16), *args, **kwargs))
 
 
 @pytest.mark.parametrize("name", REDUCTIONS)
@@ -243,13 +243,12 @@ def test_a_reduction_over_several_blocks_is_remembered_with_its_tree(name, shape
     saved = kael.get_num_threads()
     try:
         kael.set_num_threads(2)
-        first = fn(x)
+        fn(x)
         served = [e for k, e in fastpath._reductions.items() if k[0] == name and k[3] == shape]
         assert served and all(getattr(e, "final", None) is not None for e in served)
-        out = kael.empty(first.shape, dtype=first.dtype)
         for seed in (20, 21):
             y = _tensor(shape, kael.float32, seed)
-            _same(fn(y), fn(y, out=out))  # the door's tree, the full door's tree: one order
+            _same(fn(y), _full(fn, y))  # the door's tree, the full door's tree: one order
     finally:
         kael.set_num_threads(saved)
 
@@ -322,12 +321,10 @@ PRODUCTS = [
 @pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64])
 def test_remembered_products_give_the_full_doors_bits(shapes, dtype):
     sa, sb = shapes
-    first = _tensor(sa, dtype, 19) @ _tensor(sb, dtype, 20)
+    _tensor(sa, dtype, 19) @ _tensor(sb, dtype, 20)
     for seed in (21, 22):
         a, b = _tensor(sa, dtype, seed), _tensor(sb, dtype, seed + 10)
-        got = a @ b
-        out = kael.empty(first.shape, dtype=first.dtype)
-        _same(got, kael.matmul(a, b, out=out))
+        _same(a @ b, _full(kael.matmul, a, b))
 
 
 def test_transposed_and_offset_operands_are_keyed_apart():
@@ -442,9 +439,9 @@ def test_launches_for_the_thread_pool_are_served_as_the_full_door_runs_them(thre
     try:
         a, b = _tensor((700, 900), kael.float32, 31), _tensor((700, 900), kael.float32, 32)
         for _ in range(2):  # 7.5 MiB moved: past PARALLEL_BYTES, below streaming stores
-            _same(a * b, kael.mul(a, b, out=kael.empty(700, 900)))
-            _same(a.sum(1), kael.sum(a, 1, out=kael.empty(700)))
-            _same(a.exp(), kael.exp(a, out=kael.empty(700, 900)))
+            _same(a * b, _full(kael.mul, a, b))
+            _same(a.sum(1), _full(kael.sum, a, 1))
+            _same(a.exp(), _full(kael.exp, a))
     finally:
         kael.set_num_threads(saved)
 
@@ -503,7 +500,7 @@ def test_strided_unary_calls_are_served_with_the_full_doors_bits(name):
     for seed in (62, 63):
         x = _tensor((9, 14), kael.float32, seed)[:, 1::3].T
         got = getattr(kael, name)(x)
-        _same(got, getattr(kael, name)(x, out=kael.empty(got.shape, dtype=got.dtype)))
+        _same(got, _full(getattr(kael, name), x))
     assert fastpath.unary_key(name, x) in fastpath._shaped
 
 
@@ -549,8 +546,8 @@ def test_pool_sized_calls_by_exact_layout_are_served_as_the_full_door_runs_them(
     try:
         a, row = _tensor((700, 900), kael.float32, 66), _tensor((900,), kael.float32, 67)
         for _ in range(2):  # 7.5 MiB moved: the thread pool
-            _same(a * row, kael.mul(a, row, out=kael.empty(700, 900)))
-            _same(a.T + 1.0, kael.add(a.T, 1.0, out=kael.empty(900, 700)))
+            _same(a * row, _full(kael.mul, a, row))
+            _same(a.T + 1.0, _full(kael.add, a.T, 1.0))
     finally:
         kael.set_num_threads(saved)
 
@@ -574,8 +571,7 @@ def test_pow_by_a_number_is_keyed_by_the_kernel_its_value_picks(exponent, dtype,
                 torch.from_numpy(x.numpy()) ** exponent
             continue
         want = torch.from_numpy(x.numpy()) ** exponent
-        out = kael.empty(got.shape, dtype=got.dtype)
-        _same(got, kael.pow(x, exponent, out=out))
+        _same(got, _full(kael.pow, x, exponent))
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
 
 
@@ -634,3 +630,57 @@ def test_a_number_operands_word_is_kept_by_identity_only():
         assert (ints + 1).tolist() == [2, 3, 4]
         assert (ints + True).tolist() == [2, 3, 4]
         assert (ints * 2**62).tolist() == [2**62, -(2**63), 2**62 * 3 - 2**64]
+
+
+@pytest.mark.parametrize("name", ["add", "mul", "div", "lt"])
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64])
+def test_out_calls_into_dense_tensors_are_served_with_the_full_doors_bits(name, dtype):
+    fn = getattr(kael, name)
+    a, b = _tensor((5, 9), dtype, 80), _tensor((5, 9), dtype, 81)
+    number = 2.5 if dtype.is_floating_point else 3
+    for other in (b, number):
+        want = _full(fn, a, other)
+        out = kael.empty(want.shape, dtype=want.dtype)
+        assert fn(a, other, out=out) is out  # the first call: the full door remembers it
+        assert _served(fastpath._binary_parts(name, a, other)[0])
+        out = kael.empty(want.shape, dtype=want.dtype)
+        assert fastpath.binary_out(name, a, other, out) is out  # the fast door serves it
+        _same(out, want)
+        rows = kael.empty(20, 9, dtype=want.dtype)[3:8]  # dense, at an offset
+        assert fn(a, other, out=rows) is rows
+        _same(rows, want)
+
+
+@pytest.mark.parametrize("name", ["exp", "neg", "sqrt"])
+def test_unary_out_calls_are_served_and_may_write_over_their_input(name):
+    fn = getattr(kael, name)
+    x = _tensor((6, 7), kael.float64, 82).abs()
+    want = _full(fn, x)
+    out = kael.empty(6, 7, dtype=kael.float64)
+    assert fn(x, out=out) is out
+    assert fastpath.unary_out(name, x, out) is out
+    _same(out, want)
+    assert fn(x, out=x) is x  # the same elements read then written
+    _same(x, want)
+
+
+def test_out_calls_the_fast_door_cannot_serve_take_the_full_one():
+    a = _tensor((6, 8), kael.float32, 83)
+    kael.add(a, a, out=kael.empty(6, 8))
+    t = torch.from_numpy(a.numpy())
+    strided = kael.zeros(8, 6).T  # not dense: the full door's own layout
+    kael.add(a, a, out=strided)
+    np.testing.assert_array_equal(strided.numpy(), (t + t).numpy())
+    with pytest.raises(
+        kael.TypeError, match="out has dtype float64 but the result has dtype float32"
+    ):
+        kael.add(a, a, out=kael.empty(6, 8, dtype=kael.float64))
+    with pytest.raises(kael.ValueError, match=r"out has shape \[8, 6\] but the result has shape"):
+        kael.add(a, a, out=kael.empty(8, 6))
+    with pytest.raises(kael.TypeError, match="out must be a Tensor, got list"):
+        kael.add(a, a, out=[])
+    # out over the input shifted by one element: the full door reads each element first
+    base = kael.arange(10.0)
+    want = _full(kael.add, base[1:], 1.0)
+    kael.add(base[1:], 1.0, out=base[:-1])
+    np.testing.assert_array_equal(base[:-1].numpy(), want.numpy())
