@@ -223,18 +223,12 @@ def _into(out, entry: _Entry | None, shape: tuple, operands: tuple) -> TensorImp
     """out's impl where a remembered launch may write the result into it: a dense CPU
     tensor of the result's shape and dtype that shares no operand's memory elsewhere
     (the full door judges the rest, and raises its errors)."""
-    if entry is None or type(out) is not Tensor:
+    if entry is None or not dense_out(out):
         return None
     impl = out._impl
-    if (
-        impl.shape != shape
-        or impl.dtype is not entry.dtype
-        or impl.device is not CPU
-        or impl.strides != _dense_strides(shape)
-        or any(read_hazard(t, impl) for t in operands)
-    ):
+    if impl.shape != shape or impl.dtype is not entry.dtype:
         return None
-    return impl
+    return None if any(read_hazard(t, impl) for t in operands) else impl
 
 
 def binary_out(name: str, a, b, out):
