@@ -62,6 +62,8 @@ def op_cases() -> list[Case]:
     def numpy_step():
         nw.__isub__(0.01 * n["b"])
 
+    ko, to, no = kael.empty(100), torch.empty(100), np.empty(100, f32)
+
     def case(name, kf, tf, nf=None, target=None):
         runs = {"kael": _loop(kf), "torch": _loop(tf)}
         if nf is not None:
@@ -90,6 +92,10 @@ def op_cases() -> list[Case]:
              lambda: n["x"].reshape(-1), ("us", 1.5)),
         case("zeros(100)", lambda: kael.zeros(100), lambda: torch.zeros(100),
              lambda: np.zeros(100, np.float32), ("us", 2.0)),
+        case("exp(a, out=o), 100", lambda: kael.exp(k["a"], out=ko),
+             lambda: torch.exp(t["a"], out=to), lambda: np.exp(n["a"], out=no)),
+        case("softmax(x, -1), [100, 20]", lambda: kael.softmax(k["x"], -1),
+             lambda: torch.softmax(t["x"], -1)),
     ]  # fmt: skip
 
 

@@ -352,7 +352,7 @@ def binary(name: str, a, b, out: Tensor | None = None) -> Tensor:
     device = device_of(tensors, name)
     shape = broadcast_shapes(*(t.shape for t in tensors))
     target = output(out, shape, result, device, name)
-    fast = fastpath.binary_key(name, a, b, shape) if _remembers(out) else None
+    fast = fastpath.binary_key(name, a, b, shape) if _remembers(out, tensors) else None
     _launch_binary(op, a, b, compute, target, fast)
     return target
 
@@ -407,15 +407,19 @@ def unary(name: str, x, out: Tensor | None = None) -> Tensor:
         raise TypeError(f"{name}: expected a Tensor, got {type(x).__name__}")
     compute, result = _unary_dtypes(op, x)
     target = output(out, x.shape, result, x.device, name)
-    fast = fastpath.unary_key(name, x) if _remembers(out) else None
+    fast = fastpath.unary_key(name, x) if _remembers(out, (x,)) else None
     _launch_unary(op.name, op.ir, x, compute, target, fast)
     return target
 
 
-def _remembers(out: Tensor | None) -> bool:
-    """Whether the fast door may remember this call: a new result, or a dense out= (the
-    launch is the one a new result takes)."""
-    return out is None or fastpath.dense_out(out)
+def _remembers(out: Tensor | None, tensors) -> bool:
+    """Whether the fast door may remember this call: a new result, or a dense out= that
+    shares no memory with an operand (the launch is then the one a new result takes; over
+    an operand, the full door may first copy it, and the launch it runs reads the copy)."""
+    if out is None:
+        return True
+    storage = out._impl.storage if fastpath.dense_out(out) else None
+    return storage is not None and not any(t._impl.storage.overlaps(storage) for t in tensors)
 
 
 def _launch_unary(

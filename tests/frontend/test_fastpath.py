@@ -684,3 +684,17 @@ def test_out_calls_the_fast_door_cannot_serve_take_the_full_one():
     want = _full(kael.add, base[1:], 1.0)
     kael.add(base[1:], 1.0, out=base[:-1])
     np.testing.assert_array_equal(base[:-1].numpy(), want.numpy())
+
+
+def test_an_out_call_over_its_own_operand_is_never_remembered():
+    # The full door copies the transposed operand before writing over it, so the launch it
+    # runs reads the copy's layout: remembered under the operands' layouts, a later a + a.T
+    # would read a as if dense.
+    data = np.arange(121, dtype=np.float32).reshape(11, 11)
+    k = kael.tensor(data)
+    kael.add(k, k.T, out=k)
+    np.testing.assert_array_equal(k.numpy(), data + data.T)
+    a = kael.tensor(data)
+    assert not _served_shaped("add", a, a.T)
+    for _ in range(2):
+        np.testing.assert_array_equal((a + a.T).numpy(), data + data.T)
