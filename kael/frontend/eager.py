@@ -30,7 +30,7 @@ from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import FLOAT_CATEGORY, DType, bool_, float64, int64
 from kael.runtime.errors import Error
-from kael.runtime.launcher import PROMOTE_BYTES, count_launch, launch, runs_inline
+from kael.runtime.launcher import PROMOTE_BYTES, count_launch, launch, optimize, runs_inline
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
 from kael.runtime.threadpool import get_num_threads
@@ -195,6 +195,8 @@ def _plan(
             big = optimized or moved >= PROMOTE_BYTES
             hit = _specialized[key] = (specialized, jit.get(specialized, big) if on_cpu else None)
     specialized, compiled = hit
+    if optimized and compiled is not None:  # linked at tier 0 by an eager call before
+        optimize(compiled.fn)
     tail = list(lay.sizes)
     for st in lay.strides:
         tail += st
@@ -645,8 +647,9 @@ def prepare(
     caches (a row group's next kernel reads it). With compile=False, only the layout is
     worked out: `fn` and `final` are None (what a plan reads before choosing). `fetch`
     False: a reduction never fetches its input ahead itself (a row group's later member
-    does it for it). `optimized`: code new to the process is linked optimized at once (a
-    compiled plan's kernels run again and again: no tier-0 build first)."""
+    does it for it). `optimized`: the code runs optimized (a compiled plan's kernels run
+    again and again): linked so at once where it is new, promoted where an eager call
+    linked it at tier 0."""
     if outs[0].device is not CPU or outs[0].numel() == 0:
         return None
     if axes is None:

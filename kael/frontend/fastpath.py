@@ -239,8 +239,9 @@ def binary_out(name: str, a, b, out):
     if parts is None:
         return None
     key, shape, operands, number = parts
-    impl = _into(out, _entries.get(key), shape, operands)
-    if impl is None or _launch(_entries[key], shape, operands, number, impl) is None:
+    entry = _entries.get(key)
+    impl = _into(out, entry, shape, operands)
+    if impl is None or _launch(entry, shape, operands, number, impl) is None:
         return None
     return out
 

@@ -28,7 +28,7 @@ from kael.runtime.convert import convert_scalar
 from kael.runtime.device import Device
 from kael.runtime.dtypes import DType
 from kael.runtime.errors import Error
-from kael.runtime.launcher import launch, launch_block, optimize
+from kael.runtime.launcher import launch, launch_block
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
 from kael.runtime.threadpool import get_num_threads
@@ -196,9 +196,6 @@ class KernelCall:
         prepared = eager.prepare(
             self.template, outs, ins, self.axes, self.streaming, fetch=self.fetch, optimized=True
         )
-        if prepared is not None:  # code eager linked at tier 0 before: promoted
-            optimize(prepared.fn)
-            optimize(prepared.final)
         block = None
         if prepared is not None and prepared.scratch is None:
             block = array.array("q", self.template_words(prepared))

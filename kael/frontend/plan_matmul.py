@@ -19,7 +19,6 @@ from kael.frontend import eager
 from kael.frontend.plan import Alias, Call, KernelCall, Slot, _layout_only
 from kael.ir.matmul import Product
 from kael.ir.views import View
-from kael.runtime.launcher import optimize
 from kael.runtime.tensor_impl import contiguous_strides
 from kael.runtime.threadpool import get_num_threads
 
@@ -195,7 +194,6 @@ def _slice(epi: KernelCall, slots: list[Slot], first: int, end: int) -> _Block |
     )
     if prepared is None or prepared.walk != eager.ELEMENTS:
         return None
-    optimize(prepared.fn)  # the matmul's own kernel calls it, through its trampoline
     shifts = tuple(first * v.strides[-1] * v.dtype.itemsize for v in views)
     return _Block(prepared, end - first, shifts)
 

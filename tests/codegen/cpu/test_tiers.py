@@ -267,3 +267,22 @@ print(json.dumps({"before": before, "child": os.read(r, 1).decode(),
         tmp_path,
     )
     assert got == {"before": True, "child": "1", "parent_still_tier0": True}
+
+
+def test_a_prepared_launch_asked_optimized_promotes_code_eager_linked_at_tier0(tmp_path):
+    # An eager call links the kernel at tier 0; a compiled plan preparing the same
+    # specialized launch (optimized=True) gets it promoted, not its tier-0 code.
+    got = _child(
+        """
+x = kael.ones(16)
+kael.exp(x)
+before = fn_of("exp").tier0 is not None
+[template] = [t for k, t in eager._templates.items() if k[:2] == ("unary", "exp")]
+out = kael.empty(16)
+prepared = eager.prepare(template, [out._impl], [x._impl], optimized=True)
+print(json.dumps({"before": before, "same": prepared.fn is fn_of("exp"),
+                  "after": prepared.fn.tier0 is None}))
+""",
+        tmp_path,
+    )
+    assert got == {"before": True, "same": True, "after": True}
