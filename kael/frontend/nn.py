@@ -4,9 +4,11 @@
 Rows along the last dimension(s) of a contiguous CPU tensor run the fused row kernels
 of codegen/cpu/rows.py. Other layouts (and devices) of softmax, log_softmax and
 logsumexp take the book's composed path of kael ops (amax and sum with keepdim, sub,
-exp, log, div, where); cross_entropy and layer_norm copy their rows contiguous first
-(the class dim moved last). Integer and bool inputs become float32 (the book's
-as_floating).
+exp, log, div, where), and so does a trace: under @kael.compile those ops fuse with the
+ops around them into one row group. cross_entropy and layer_norm copy their rows
+contiguous first (the class dim moved last); under a trace they are extern steps (their
+row kernels keep numerics the composed ops lack: float64 moments, overflow-free squares).
+Integer and bool inputs become float32 (the book's as_floating).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from kael.runtime.device import CPU
 from kael.runtime.dtypes import as_dtype, float32, float64, int64
 from kael.runtime.errors import IndexError, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, format_shape
+from kael.runtime.tracestate import state
 
 REDUCTIONS = ("mean", "sum", "none")
 
@@ -72,9 +75,16 @@ def _rows_of(impl: TensorImpl, tail: int) -> tuple[int, int]:
 
 
 def _fused(impl: TensorImpl, dims: tuple[int, ...]) -> bool:
-    """Whether `dims` are the trailing dims of a contiguous CPU tensor: rows for the kernels."""
+    """Whether `dims` are the trailing dims of a contiguous CPU tensor: rows for the kernels.
+    Never while tracing: the composed ops are recorded, and fuse with the ops around them
+    (a compiled attention's scale and mask join its softmax's row group)."""
     n = len(impl.shape)
-    return impl.device is CPU and impl.is_contiguous() and dims == tuple(range(n - len(dims), n))
+    return (
+        state.trace is None
+        and impl.device is CPU
+        and impl.is_contiguous()
+        and dims == tuple(range(n - len(dims), n))
+    )
 
 
 def _run_rows(kernel: str, src: TensorImpl, out: TensorImpl, tail: int) -> None:
