@@ -506,6 +506,21 @@ def _reduction_plan(
     )
 
 
+def _cached_reduction_plan(entry: Template, outs, ins, axes, keepdim) -> _ReductionPlan:
+    """The plan run_reduction launches (and the fast door's `prepare` then remembers): one
+    layout planning per signature, not one per asker."""
+    sig = (entry, outs[0].device, ins[0].shape, axes, keepdim, get_num_threads())
+    sig += tuple(t.strides for t in (*outs, *ins))
+    plan = _reduction_plans.get(sig)
+    if plan is None:
+        if len(_reduction_plans) >= _MAX_PLANS:
+            _reduction_plans.clear()
+        plan = _reduction_plans[sig] = _reduction_plan(
+            entry.kernel, outs, ins, ins[0].shape, axes, keepdim
+        )
+    return plan
+
+
 def run_reduction(
     entry: Template,
     outs: list[TensorImpl],
@@ -527,16 +542,9 @@ def run_reduction(
     trace = _trace_state.trace
     if trace is not None:
         return outs[0].numel() != 0 and trace.record(entry, outs, ins, scalars, (axes, keepdim))
-    shape = ins[0].shape
-    sig = (entry, device, shape, axes, keepdim, get_num_threads())
-    sig += tuple(t.strides for t in (*outs, *ins))
-    plan = _reduction_plans.get(sig)
-    if plan is None:
-        if outs[0].numel() == 0:
-            return False
-        if len(_reduction_plans) >= _MAX_PLANS:
-            _reduction_plans.clear()
-        plan = _reduction_plans[sig] = _reduction_plan(kernel, outs, ins, shape, axes, keepdim)
+    if outs[0].numel() == 0:
+        return False
+    plan = _cached_reduction_plan(entry, outs, ins, axes, keepdim)
     lay = plan.layout
     held, scratch = None, [0, 0]  # held: the scratch storage, kept until the launches end
     if lay.blocks > 1 and device is CPU:
@@ -661,9 +669,12 @@ def prepare(
             plan.align, outs[0].shape, walk="" if plan.kernel.tiled else ELEMENTS,
         )  # fmt: skip
     reduce_axes, keepdim = axes
-    plan = _reduction_plan(
-        entry.kernel, outs, ins, ins[0].shape, reduce_axes, keepdim, compile, fetch, optimized
-    )
+    if compile and fetch and not optimized:  # what run_reduction ran: planned once
+        plan = _cached_reduction_plan(entry, outs, ins, reduce_axes, keepdim)
+    else:
+        plan = _reduction_plan(
+            entry.kernel, outs, ins, ins[0].shape, reduce_axes, keepdim, compile, fetch, optimized
+        )
     if plan.faults:
         return None
     lay = plan.layout

@@ -74,3 +74,21 @@ def test_fill_reads_an_int_beyond_int64_as_a_pytorch_scalar(value):
                 continue
             got = fill(kael, getattr(kael, name))
             assert got.tolist() == want.tolist() and str(got.dtype) == name
+
+
+def test_an_eager_reduction_at_a_new_shape_plans_its_layout_once(monkeypatch):
+    # the full door plans the launch it runs; the fast door then remembers that launch
+    # from the same plan instead of laying the reduction out a second time
+    from kael.frontend import fastpath
+
+    planned = []
+    real = eager.plan_reduction
+    monkeypatch.setattr(eager, "plan_reduction", lambda *a: planned.append(a) or real(*a))
+    monkeypatch.setattr(eager, "_reduction_plans", {})
+    monkeypatch.setattr(fastpath, "_reductions", {})
+    x = kael.randn(37, 13)
+    got = x.sum(-1)
+    assert len(planned) == 1
+    assert np.allclose(got.numpy(), x.numpy().astype(np.float64).sum(-1), rtol=1e-6, atol=1e-6)
+    x.sum(-1)  # now remembered by the fast door: no planning at all
+    assert len(planned) == 1
