@@ -505,6 +505,7 @@ def group_rows(steps: list, slots: list[Slot], live=frozenset()) -> list:
     is read by later members only at the row being computed. Values only the members use
     (not in `live`, read by no other step) live in the driver's chunk scratch."""
     out: list = []
+    layouts: dict[tuple, eager.Prepared | None] = {}  # each member's, asked once per span
     i = 0
     while i < len(steps):
         best = None
@@ -514,7 +515,7 @@ def group_rows(steps: list, slots: list[Slot], live=frozenset()) -> list:
                 continue
             if type(steps[j - 1]) is not KernelCall or type(steps[i]) is not KernelCall:
                 break
-            group = _as_group(members, slots)
+            group = _as_group(members, slots, layouts)
             if group is not None:
                 best = group
         if best is None:
@@ -620,8 +621,17 @@ def _fetch_ahead(group: RowGroup, slots: list[Slot]) -> None:
                     return
 
 
-def _as_group(members: list[KernelCall], slots: list[Slot]) -> RowGroup | None:
-    prepared = [m.layout(slots) for m in members]
+def _as_group(members: list[KernelCall], slots: list[Slot], layouts: dict) -> RowGroup | None:
+    """The members as one row group, or None. `layouts` memoizes each member's launch
+    layout (by the member and the flags a formed group changes) across group_rows's
+    spans, which ask for the same members again and again."""
+    prepared = []
+    for m in members:
+        key = (id(m), m.template, m.streaming, m.fetch)
+        found = layouts.get(key, layouts)
+        if found is layouts:
+            found = layouts[key] = m.layout(slots)
+        prepared.append(found)
     if any(p is None for p in prepared):
         return None
     items = _row_items(members, prepared)

@@ -161,3 +161,20 @@ def node_faults(n: Expr) -> bool:
 def faults(e: Expr) -> bool:
     """Whether evaluating `e` can report a fault (integer division by zero)."""
     return any(node_faults(n) for n in walk(e))
+
+
+# id(exprs) -> (exprs, whether any faults): asked at every launch planned, and a kernel's
+# specializations share its tuple of expressions (the tuple is held, so its id stays its own)
+_faulting: dict[int, tuple[tuple, bool]] = {}
+
+
+def any_faults(exprs: tuple[Expr, ...]) -> bool:
+    """Whether evaluating any of `exprs` can report a fault; memoized per tuple."""
+    hit = _faulting.get(id(exprs))
+    if hit is not None and hit[0] is exprs:
+        return hit[1]
+    found = any(faults(e) for e in exprs)
+    if len(_faulting) >= 4096:
+        _faulting.clear()
+    _faulting[id(exprs)] = (exprs, found)
+    return found

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from kael.ir.expr import Expr, faults, uses_index
+from kael.ir.expr import Expr, any_faults, uses_index
 from kael.runtime.dtypes import DType, int64
 
 # Innermost-dimension layout of a buffer: unit stride, stride 0 (broadcast), any stride,
@@ -53,7 +53,7 @@ class Kernel:
     @property
     def may_fault(self) -> bool:
         """Whether the argument block ends with the address of an error word."""
-        return any(faults(e) for e in self.exprs)
+        return any_faults(self.exprs)
 
     @property
     def uses_index(self) -> bool:

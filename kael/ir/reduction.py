@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from kael.ir.expr import Cast, Expr, Load, faults
+from kael.ir.expr import Cast, Expr, Load, any_faults
 from kael.ir.kernel import BCAST, CONTIG, NO_PREFETCH, STRIDED, Buffer
 from kael.ir.layout import coalesce
 from kael.runtime.dtypes import DType, float32, float64, int64
@@ -132,7 +132,7 @@ class Reduction:
     @property
     def may_fault(self) -> bool:
         """Whether an epilogue writes the error word (the flag): one more argument word."""
-        return any(faults(e) for e in self.epilogues)
+        return any_faults(self.epilogues)
 
     def specialize(self, plan: ReducePlan) -> Reduction:
         ins = tuple(dataclasses.replace(b, inner=i) for b, i in zip(self.inputs, plan.inners))

@@ -61,3 +61,13 @@ def test_walk_visits_operands_before_users():
 def test_uses_index_finds_positions():
     assert x.uses_index(x.cast(x.index(1), float32))
     assert not x.uses_index(x.Load(float32, 0))
+
+
+def test_any_faults_is_true_for_integer_division_only_and_answers_per_tuple():
+    a, b = x.Load(int64, 0), x.Load(int64, 1)
+    dividing = (x.binary("add", a, b), x.binary("floordiv", a, b))
+    adding = (x.binary("add", a, b),)
+    for _ in range(2):  # the second answer comes from the memo
+        assert x.any_faults(dividing) and not x.any_faults(adding)
+    # a tuple made later (perhaps at a freed tuple's address) gets its own answer
+    assert x.any_faults(dividing[1:]) and not x.any_faults(adding + adding)
