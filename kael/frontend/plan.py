@@ -627,7 +627,7 @@ def _as_group(members: list[KernelCall], slots: list[Slot], layouts: dict) -> Ro
     spans, which ask for the same members again and again."""
     prepared = []
     for m in members:
-        key = (id(m), m.template, m.streaming, m.fetch)
+        key = (id(m), m.streaming, m.fetch)  # a member's template changes only once grouped
         found = layouts.get(key, layouts)
         if found is layouts:
             found = layouts[key] = m.layout(slots)
