@@ -373,7 +373,7 @@ class CompiledFunction:
     def kernels(self, *args, **kwargs) -> list:
         """The kernels (Kernel or Reduction) a call with these arguments launches, in order,
         specialized for its operands' layouts: each one `kernel_stage` can show."""
-        return self.inspect(*args, **kwargs).kernels
+        return Inspection(self.__name__, self.plan_for(*args, **kwargs), ()).kernels
 
     def inspect(self, *args, stages: tuple[str, ...] = ("kael",), **kwargs) -> Inspection:
         """What a call with these arguments runs: the steps, what each fused, why values were

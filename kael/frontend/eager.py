@@ -547,8 +547,9 @@ def run_reduction(
     plan = _cached_reduction_plan(entry, outs, ins, axes, keepdim)
     lay = plan.layout
     held, scratch = None, [0, 0]  # held: the scratch storage, kept until the launches end
-    if lay.blocks > 1 and device is CPU:
-        held, *scratch = scratch_storage(_scratch_bytes(plan))
+    scratch_bytes = _scratch_bytes(plan) if lay.blocks > 1 else None
+    if scratch_bytes is not None and device is CPU:
+        held, *scratch = scratch_storage(scratch_bytes)
     words = [t.data_ptr() for t in (*outs, *ins)]
     words += scratch
     words += plan.tail
@@ -566,7 +567,7 @@ def run_reduction(
     shape = outs[0].shape
     launch(fn.main, words, lay.work_items, plan.moved, 1, shape=shape)
     if lay.blocks > 1:
-        launch(fn.final, words, lay.outputs, _scratch_bytes(plan)[0], 1, shape=shape)
+        launch(fn.final, words, lay.outputs, scratch_bytes[0], 1, shape=shape)
     return error is not None and error.check()
 
 

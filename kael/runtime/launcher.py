@@ -47,8 +47,10 @@ def optimize(fn) -> None:
 def runs_inline(fn, bytes_moved: int) -> bool:
     """For a launch of PROMOTE_BYTES or more: whether it runs on the calling thread (see
     `inline`), its kernel optimized first."""
-    optimize(fn)
-    return inline(bytes_moved, get_num_threads())
+    tier = getattr(fn, "tier0", None)  # optimize(fn) and inline(), inlined: asked per launch
+    if tier is not None:
+        tier.promote()
+    return bytes_moved < PARALLEL_BYTES or get_num_threads() == 1
 
 
 def count_launch(fn) -> None:

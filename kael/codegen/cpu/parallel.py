@@ -344,7 +344,7 @@ class NativePool:
             self._run(address, args, ctypes.addressof(flat), count, used)
 
     def _cut(self, key: tuple) -> tuple:
-        """The job of a launch shape, its workers started; kept once they all are."""
+        """The job of a launch shape, its workers started (as many as the system lets)."""
         total, align, threads = key
         ranges = threadpool.split(total, threads * RANGES_PER_THREAD, align)
         wanted = min(threads, len(ranges)) - 1
@@ -354,10 +354,9 @@ class NativePool:
         used = min(workers, wanted) + 1
         flat = (ctypes.c_int64 * (2 * len(ranges)))(*(x for r in ranges for x in r))
         job = (flat, len(ranges), used)
-        if workers >= wanted:
-            if len(self._jobs) >= 256:
-                self._jobs.clear()
-            self._jobs[key] = job
+        if len(self._jobs) >= 256:
+            self._jobs.clear()
+        self._jobs[key] = job  # kept even with fewer workers: the limit only goes down
         return job
 
     def after_fork_in_child(self) -> None:
