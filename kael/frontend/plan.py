@@ -628,10 +628,9 @@ def _as_group(members: list[KernelCall], slots: list[Slot], layouts: dict) -> Ro
     prepared = []
     for m in members:
         key = (id(m), m.streaming, m.fetch)  # a member's template changes only once grouped
-        found = layouts.get(key, layouts)
-        if found is layouts:
-            found = layouts[key] = m.layout(slots)
-        prepared.append(found)
+        if key not in layouts:
+            layouts[key] = m.layout(slots)
+        prepared.append(layouts[key])
     if any(p is None for p in prepared):
         return None
     items = _row_items(members, prepared)

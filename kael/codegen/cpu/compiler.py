@@ -252,12 +252,6 @@ def load_object_symbols(obj: bytes, symbols: tuple[str, ...], library: str):
 _linked: set[str] = set()  # the JIT's library names in this process (changed under _lock)
 
 
-def load_object(obj: bytes, symbol: str):
-    """Link one kernel's object code; returns (address, tracker)."""
-    addresses, tracker = load_object_symbols(obj, (symbol,), symbol)
-    return addresses[symbol], tracker
-
-
 def link_glue(name: str, text: str, symbols: tuple[str, ...]):
     """Hand-written glue in LLVM IR text (the launch builtins, the thread pool) linked for
     the life of the process: compiled by the short pass list (it has no loop worth

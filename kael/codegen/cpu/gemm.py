@@ -26,7 +26,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from kael.codegen.cpu import handwritten
-from kael.codegen.cpu.loops import LoopBuilder, transpose
+from kael.codegen.cpu.loops import LoopBuilder, masked_load, masked_store, transpose
 from kael.codegen.lowering import i64, smin
 from kael.ir.matmul import INT64_TEXT, GemmSpec
 from kael.runtime.dtypes import float32
@@ -77,24 +77,14 @@ class Vectors:
         self.elem, self.lanes = elem, lanes
         self.vec = ir.VectorType(elem, lanes)
         self.mask_ty = ir.VectorType(I1, lanes)
-        ptr = self.vec.as_pointer()
         vname = f"v{lanes}{suffix}"
-        self.load_fn = ir.Function(
-            module,
-            ir.FunctionType(self.vec, [ptr, I32, self.mask_ty, self.vec]),
-            f"llvm.masked.load.{vname}.p0",
-        )
-        self.store_fn = ir.Function(
-            module,
-            ir.FunctionType(ir.VoidType(), [self.vec, ptr, I32, self.mask_ty]),
-            f"llvm.masked.store.{vname}.p0",
-        )
         self.fma_fn = None
         if suffix != "i64":
             fma_ty = ir.FunctionType(self.vec, [self.vec] * 3)
             self.fma_fn = ir.Function(module, fma_ty, f"llvm.fma.{vname}")
         self.zero = ir.Constant(self.vec, None)
         self.align = ir.Constant(I32, itemsize)
+        self.itemsize = itemsize
         self.index = ir.IntType(8 * itemsize)
 
     def madd(self, b: ir.IRBuilder, x: ir.Value, y: ir.Value, acc: ir.Value) -> ir.Value:
@@ -117,12 +107,10 @@ class Vectors:
         return b.shuffle_vector(one, ir.Constant(ty, ir.Undefined), zeros)
 
     def load(self, b: ir.IRBuilder, p: ir.Value, mask: ir.Value) -> ir.Value:
-        return b.call(
-            self.load_fn, [b.bitcast(p, self.vec.as_pointer()), self.align, mask, self.zero]
-        )
+        return masked_load(b, b.bitcast(p, self.vec.as_pointer()), self.itemsize, mask)
 
     def store(self, b: ir.IRBuilder, v: ir.Value, p: ir.Value, mask: ir.Value) -> None:
-        b.call(self.store_fn, [v, b.bitcast(p, self.vec.as_pointer()), self.align, mask])
+        masked_store(b, v, b.bitcast(p, self.vec.as_pointer()), self.itemsize, mask)
 
 
 def _vectors(module: ir.Module, spec: GemmSpec) -> Vectors:
@@ -363,7 +351,7 @@ def _pack_columns(b, loops, spec, vx, w, src, dst, width) -> None:
                 row = b.add(k, i64(kk))
                 d = b.bitcast(b.gep(dst, [b.add(b.mul(row, i64(spec.nr)), i64(g * lanes))]), vptr)
                 keep = b.select(b.icmp_signed("<", row, kc), on, off)
-                b.call(vx.store_fn, [vec, d, vx.align, keep])
+                masked_store(b, vec, d, vx.itemsize, keep)
 
     loops.counted(i64(0), steps, 1, step, "columns")
 

@@ -190,7 +190,7 @@ def _emit_body(
         if width > 1 and buf.inner not in (CONTIG, BCAST):  # `address` gives lane pointers
             return _gather(b, address(n_out + i, width), buf.dtype.itemsize)
         if mask is not None:
-            return _masked_load(b, address(n_out + i, width), buf.dtype.itemsize, mask)
+            return masked_load(b, address(n_out + i, width), buf.dtype.itemsize, mask)
         return b.load(address(n_out + i, width), align=buf.dtype.itemsize)
 
     for o, (buf, value) in enumerate(
@@ -199,7 +199,7 @@ def _emit_body(
         if width > 1 and buf.inner not in (CONTIG, BCAST):
             _scatter(b, value, address(o, width), buf.dtype.itemsize)
         elif mask is not None:
-            _masked_store(b, value, address(o, width), buf.dtype.itemsize, mask)
+            masked_store(b, value, address(o, width), buf.dtype.itemsize, mask)
         else:
             _store(b, kernel, address(o, width), value, align or buf.dtype.itemsize, stream)
 
@@ -357,7 +357,7 @@ def _scatter(b: ir.IRBuilder, value: ir.Value, pointers: ir.Value, align: int) -
     b.call(fn, [value, pointers, ir.Constant(i32, align), mask])
 
 
-def _masked_load(b: ir.IRBuilder, ptr: ir.Value, align: int, mask: ir.Value) -> ir.Value:
+def masked_load(b: ir.IRBuilder, ptr: ir.Value, align: int, mask: ir.Value) -> ir.Value:
     """The lanes of *ptr on `mask`, zero elsewhere; lanes off the mask read no memory."""
     vt, i32 = ptr.type.pointee, ir.IntType(32)
     fnty = ir.FunctionType(vt, [ptr.type, i32, mask.type, vt])
@@ -365,7 +365,8 @@ def _masked_load(b: ir.IRBuilder, ptr: ir.Value, align: int, mask: ir.Value) -> 
     return b.call(fn, [ptr, ir.Constant(i32, align), mask, ir.Constant(vt, None)])
 
 
-def _masked_store(b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, align: int, mask) -> None:
+def masked_store(b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, align: int, mask) -> None:
+    """`value`'s lanes on `mask` stored to *ptr; lanes off the mask write no memory."""
     i32 = ir.IntType(32)
     fnty = ir.FunctionType(ir.VoidType(), [value.type, ptr.type, i32, mask.type])
     fn = declare(b.module, f"llvm.masked.store.{mangle(value.type)}.p0", fnty)
