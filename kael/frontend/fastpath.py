@@ -71,6 +71,7 @@ _native = None  # native_launch.launcher(), bound by `bind`
 _BROADCAST = {"a0": 1, "b0": 2}  # a binary key's 0-d operand: its buffer, after the output
 Tensor = None  # kael.frontend.tensor.Tensor, bound by ops.py through `bind`
 _strides: dict[tuple, tuple] = {}
+_numels: dict[tuple, int] = {}  # beside _strides: each shape's element count
 
 
 def _dense_strides(shape: tuple) -> tuple:
@@ -79,7 +80,9 @@ def _dense_strides(shape: tuple) -> tuple:
     if st is None:
         if len(_strides) >= _STRIDES_MAX:
             _strides.clear()
+            _numels.clear()
         st = _strides[shape] = contiguous_strides(shape)
+        _numels[shape] = shape_numel(shape)
     return st
 
 
@@ -175,7 +178,8 @@ def _shaped_parts(name: str, a, b) -> tuple | None:
 
 def binary(name: str, a, b):
     """a (op) b through a remembered launch, or None (the caller takes the full door)."""
-    if not _open():
+    # _open(), inlined: every binary operator asks
+    if _trace_state.trace is not None or launches.recorder is not None or debug.level >= 1:
         return None
     # the common calls first: dense tensors of one shape, a dense tensor and a number
     ta, tb = type(a) is Tensor, type(b) is Tensor
@@ -229,6 +233,11 @@ def _into(out, entry: _Entry | None, shape: tuple, operands: tuple) -> TensorImp
     if impl.shape != shape or impl.dtype is not entry.dtype:
         return None
     return None if any(read_hazard(t, impl) for t in operands) else impl
+
+
+def _apart(a: Storage, b: Storage) -> bool:
+    """Whether two host storages share no byte: read_hazard's common answer, asked first."""
+    return a is not b and (a.ptr >= b.ptr + b.nbytes or b.ptr >= a.ptr + a.nbytes)
 
 
 def binary_out(name: str, a, b, out):
@@ -308,7 +317,10 @@ def unary_key(name: str, x) -> tuple | None:
 def binary_(name: str, self, other):
     """self (op)= other through a remembered launch (self returned, its version moved), or
     None. `other` must not share self's storage in another place: the full door copies it."""
-    if not _open() or type(self) is not Tensor:
+    # _open(), inlined: every in-place operator asks
+    if _trace_state.trace is not None or launches.recorder is not None or debug.level >= 1:
+        return None
+    if type(self) is not Tensor:
         return None
     name = _INPLACE.get(name) or _INPLACE.setdefault(name, f"{name}_")
     impl = self._impl
@@ -322,7 +334,7 @@ def binary_(name: str, self, other):
             and oi.strides == dense
             and impl.device is CPU
             and oi.device is CPU
-            and not read_hazard(oi, impl)
+            and (_apart(oi.storage, impl.storage) or not read_hazard(oi, impl))
         ):
             entry = _entries.get((name, impl.dtype, oi.dtype, not shape))
             if entry is None or _launch(entry, shape, (impl, oi), None, impl) is None:
@@ -448,7 +460,9 @@ _last_word: tuple = (None, None, 0)
 def _launch(entry: _Entry, shape: tuple, operands: tuple, number, into=None, word=None):
     """The remembered launch over `operands`, into a new dense tensor (returned) or into
     the dense impl `into`; None where the call is empty or too big for this door."""
-    n = shape_numel(shape)
+    n = _numels.get(shape)
+    if n is None:
+        n = shape_numel(shape)
     if n == 0 or n > entry.limit:
         return None
     sizes = entry.itemsizes
@@ -458,7 +472,9 @@ def _launch(entry: _Entry, shape: tuple, operands: tuple, number, into=None, wor
     else:
         out = into.storage.ptr + into.offset * sizes[0]
     if entry.scalar is not None and word is None:
-        word = _number_word(number, entry.scalar)
+        seen, how, word = _last_word  # _number_word's memo, inlined
+        if number is not seen or how is not entry.scalar:
+            word = _number_word(number, entry.scalar)
     moved = n * entry.width
     if moved < PROMOTE_BYTES or runs_inline(entry.fn, moved):
         at = entry.native.address
@@ -479,7 +495,15 @@ def _launch(entry: _Entry, shape: tuple, operands: tuple, number, into=None, wor
         run_pooled(entry.fn, entry.native.block(words), n)
     if into is not None:
         return into
-    return _result(storage, shape, _dense_strides(shape), entry.dtype)
+    strides = _strides.get(shape)
+    if strides is None:  # the memo was cleared since the caller's lookup
+        strides = _dense_strides(shape)
+    impl = _new(TensorImpl)  # _result, inlined: every fast op's result is made here
+    impl.storage, impl.shape, impl.strides = storage, shape, strides
+    impl.offset, impl.dtype, impl.device = 0, entry.dtype, CPU
+    t = _new(Tensor)
+    t._impl = impl
+    return t
 
 
 def _addresses(operands: tuple, sizes: tuple) -> list[int]:

@@ -135,24 +135,18 @@ def _inplace(name: str):
     return op_door(f"{name}_", method)
 
 
-_MISSING = object()  # no operand given: the slow method raises as it would
-
-
 def _fast(name: str, slow, reflected: bool = False, inplace: bool = False):
-    """The operator method `slow`, asking the fast door (fastpath.py) first when called with
-    one operand: a Python operator on dense tensors skips the door's frames as well as the
-    full door. Any other call (keywords such as out=, a wrong count) is `slow`'s to judge."""
+    """The operator method `slow`, asking the fast door (fastpath.py) first when called
+    without out=: a Python operator on dense tensors skips the door's frames as well as the
+    full door. An out= call is `slow`'s to judge; Python's own argument errors name the
+    method (an operator passes exactly one operand: no *args or **kwargs to build)."""
     door = fastpath.binary_ if inplace else fastpath.binary
 
-    # `other` named, not in *args: a call binds faster (an operator passes exactly one)
-    def method(self, other=_MISSING, *args, **kwargs):
-        if other is not _MISSING and not args and not kwargs:
+    def method(self, other, *, out=None):
+        if out is None:
             done = door(name, other, self) if reflected else door(name, self, other)
-            if done is not None:
-                return done
-        if other is _MISSING:
-            return slow(self, *args, **kwargs)
-        return slow(self, other, *args, **kwargs)
+            return slow(self, other) if done is None else done
+        return slow(self, other, out=out)
 
     _name_method(method, slow.__name__)
     method.__doc__ = slow.__doc__

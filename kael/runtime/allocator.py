@@ -65,7 +65,8 @@ class CachingAllocator:
     output costs one of each; the lock was two thirds of their time): list.pop and
     list.append are atomic, so no block is handed out twice or lost, and each counter
     update is one bytecode-level `+=` that no other thread interleaves with; a snapshot
-    taken while other threads allocate may lag one of them by a block, a release that
+    taken while other threads allocate may lag one of them by a block (bytes in use are
+    not counted apart: they are the reserved bytes less the cached ones), a release that
     overfills the cache (two threads past the cap check at once) frees a block again,
     and a forked child counts its cache again from the free lists. Misses, frees to
     the system and empty_cache's pops hold the lock, which is reentrant, so a finalizer or signal
@@ -82,7 +83,10 @@ class CachingAllocator:
         # Held across fork() (runtime/sync.py): a child never inherits it held.
         self._lock = sync.lock(reentrant=True, fork_rank=sync.ALLOCATOR_RANK)
         self._free: dict[int, list[int]] = {capacity: [] for capacity in _BUCKETS}
-        self._in_use = self._cached = self._reserved = self._hits = self._misses = 0
+        self._cached = self._reserved = self._hits = self._misses = 0
+        # The most cached bytes a release may reach without the lock: -1 where none may
+        # (caching off, or no GIL); set_caching_allocator_enabled keeps it current.
+        self.lock_free_cap = MAX_CACHED_BYTES if _GIL and _enabled else -1
         _instances.add(self)
 
     def allocate(self, capacity: int) -> int:
@@ -96,7 +100,6 @@ class CachingAllocator:
                     ptr = 0
                 if ptr:
                     self._cached -= capacity
-                    self._in_use += capacity
                     self._hits += 1
                     return ptr
         with self._lock:
@@ -106,7 +109,6 @@ class CachingAllocator:
         ptr = self._allocate_from_system(capacity)
         with self._lock:
             self._misses += 1
-            self._in_use += capacity
             self._reserved += capacity
         return ptr
 
@@ -120,7 +122,6 @@ class CachingAllocator:
         except IndexError:  # another thread took the last one meanwhile
             return 0
         self._cached -= capacity
-        self._in_use += capacity
         self._hits += 1
         return ptr
 
@@ -135,23 +136,20 @@ class CachingAllocator:
 
     def release(self, ptr: int, capacity: int) -> None:
         """Take back a block from allocate: cache it, or free it when disabled or over the cap."""
-        if _GIL and _enabled and self._cached + capacity <= MAX_CACHED_BYTES:
-            blocks = self._free.get(capacity)  # _cache, inlined: every eager op's output
-            if blocks is not None:
-                try:
-                    blocks.append(ptr)  # atomic, as pop is
-                except MemoryError:  # the list cannot grow: the locked path frees it
-                    blocks = None
-            if blocks is not None:
+        # Storage.__del__ inlines this branch (every eager op's output is released there)
+        if self._cached + capacity <= self.lock_free_cap:
+            try:
+                self._free[capacity].append(ptr)  # atomic, as pop is
+            except MemoryError:  # the list cannot grow: the locked path frees it
+                pass
+            else:
                 self._cached += capacity
-                self._in_use -= capacity
-                if self._cached > MAX_CACHED_BYTES or not _enabled:
-                    self._trim(capacity)  # another thread passed the same checks meanwhile
+                if self._cached > self.lock_free_cap:
+                    self._trim(capacity)  # another thread passed the same check meanwhile
                 return
         with self._lock:
             if self._cache(ptr, capacity):
                 return
-            self._in_use -= capacity
             self._reserved -= capacity
         self._system_free(ptr)
 
@@ -168,7 +166,6 @@ class CachingAllocator:
         except MemoryError:
             return False
         self._cached += capacity
-        self._in_use -= capacity
         return True
 
     def _trim(self, capacity: int) -> bool:
@@ -190,7 +187,6 @@ class CachingAllocator:
         the cache is counted from the free lists, and a block that thread held counts as in
         use (the child cannot give it back)."""
         self._cached = sum(capacity * len(blocks) for capacity, blocks in self._free.items())
-        self._in_use = self._reserved - self._cached
 
     def empty_cache(self) -> int:
         """Free every cached block to the system; returns the number of bytes freed."""
@@ -204,7 +200,7 @@ class CachingAllocator:
         """A snapshot: in_use_bytes and cached_bytes (capacities), reserved_bytes, hits, misses."""
         with self._lock:
             return {
-                "in_use_bytes": self._in_use,
+                "in_use_bytes": self._reserved - self._cached,
                 "cached_bytes": self._cached,
                 "reserved_bytes": self._reserved,
                 "hits": self._hits,
@@ -275,6 +271,8 @@ def set_caching_allocator_enabled(flag: bool) -> None:
     """Turn caching on or off at run time; turning it off empties every cache."""
     global _enabled
     _enabled = bool(flag)
+    for allocator in list(_instances):
+        allocator.lock_free_cap = MAX_CACHED_BYTES if _GIL and _enabled else -1
     if not _enabled:
         empty_cache()
 

@@ -6,7 +6,7 @@ import builtins
 import operator
 import sys
 
-from kael.runtime.allocator import SMALL_LIMIT, SMALL_STEP, allocator_for, block_capacity
+from kael.runtime.allocator import _GIL, SMALL_LIMIT, SMALL_STEP, allocator_for, block_capacity
 from kael.runtime.device import CPU, Device, parse_device
 from kael.runtime.errors import TypeError, ValueError
 
@@ -75,7 +75,16 @@ class Storage:
         self.device = CPU
         self.version = 0
         self.owner = None
-        self.ptr = _HOST.allocate(capacity)
+        blocks = _HOST_FREE.get(capacity)
+        if blocks and _GIL:  # the allocator's hit, inlined (see CachingAllocator.allocate)
+            try:
+                self.ptr = blocks.pop()
+                _HOST._cached -= capacity
+                _HOST._hits += 1
+            except IndexError:  # another thread took the last one meanwhile
+                self.ptr = _HOST.allocate(capacity)
+        else:
+            self.ptr = _HOST.allocate(capacity)
         self._capacity = capacity
         self._allocator = _HOST
         return self
@@ -136,8 +145,21 @@ class Storage:
             return
         if allocator is not None:
             self._allocator = None
+            capacity = self._capacity
+            if allocator._cached + capacity <= allocator.lock_free_cap:
+                # CachingAllocator.release's lock-free branch, inlined: every eager op's
+                # output ends here (a MemoryError from append takes release's own path)
+                try:
+                    allocator._free[capacity].append(self.ptr)
+                except MemoryError:
+                    pass
+                else:
+                    allocator._cached += capacity
+                    if allocator._cached > allocator.lock_free_cap:
+                        allocator._trim(capacity)
+                    return
             try:
-                allocator.release(self.ptr, self._capacity)
+                allocator.release(self.ptr, capacity)
             except Exception:
                 if not _is_finalizing():  # at interpreter exit, leaking is fine
                     raise
@@ -153,6 +175,7 @@ class Storage:
 
 _is_finalizing = sys.is_finalizing
 _HOST = allocator_for(CPU)
+_HOST_FREE = _HOST._free
 _new = object.__new__
 
 

@@ -156,10 +156,16 @@ def test_cache_cap_is_one_gib():
     assert alloc_module.MAX_CACHED_BYTES == 1 << 30
 
 
+def _scale_cap(allocator, monkeypatch, cap: int) -> None:
+    """The cache cap scaled down, for the locked path and the lock-free one."""
+    monkeypatch.setattr(alloc_module, "MAX_CACHED_BYTES", cap)
+    monkeypatch.setattr(allocator, "lock_free_cap", cap)
+
+
 def test_cache_cap_1gib(fake, monkeypatch):
     # The cap, scaled down: caching exactly up to the cap is allowed, one block more is freed.
     system, allocator = fake
-    monkeypatch.setattr(alloc_module, "MAX_CACHED_BYTES", 1024)
+    _scale_cap(allocator, monkeypatch, 1024)
     blocks = [allocator.allocate(512) for _ in range(3)]
     allocator.release(blocks[0], 512)
     allocator.release(blocks[1], 512)
@@ -212,6 +218,17 @@ def test_disabling_empties_existing_caches(restore_enabled):
     assert memory_stats()["cached_bytes"] > 0
     set_caching_allocator_enabled(False)
     assert memory_stats()["cached_bytes"] == 0
+
+
+def test_a_storage_dying_while_caching_is_off_frees_its_block(restore_enabled):
+    # Storage.__del__ releases lock-free on its own: turning caching off must stop it too
+    set_caching_allocator_enabled(False)
+    s, small = Storage(5000), Storage.host(400)
+    del s, small
+    assert memory_stats()["cached_bytes"] == 0
+    set_caching_allocator_enabled(True)
+    Storage(5000)  # dies at once, and caches its block again
+    assert memory_stats()["cached_bytes"] > 0
 
 
 def run_python(code: str, **env_overrides: str) -> subprocess.CompletedProcess:
@@ -459,7 +476,7 @@ def test_release_past_the_cap_frees_the_block_again(fake, monkeypatch):
     # after its append and frees a block to the system.
     system, allocator = fake
     first, second, other = (allocator.allocate(512) for _ in range(3))
-    monkeypatch.setattr(alloc_module, "MAX_CACHED_BYTES", 1024)
+    _scale_cap(allocator, monkeypatch, 1024)
     allocator.release(first, 512)
 
     class Racing(dict):
@@ -468,11 +485,11 @@ def test_release_past_the_cap_frees_the_block_again(fake, monkeypatch):
 
         raced = False
 
-        def get(self, capacity, default=None):
+        def __getitem__(self, capacity):
             if not Racing.raced:
                 Racing.raced = True
                 allocator.release(other, 512)
-            return super().get(capacity, default)
+            return super().__getitem__(capacity)
 
     allocator._free = Racing(allocator._free)
     allocator.release(second, 512)  # 1536 > 1024 after its append: one block goes back
