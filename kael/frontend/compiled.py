@@ -22,6 +22,8 @@ from kael.frontend import pytree, tracing
 from kael.frontend.plan_matmul import MatmulCall
 from kael.frontend.tensor import Tensor
 from kael.runtime import debug, sync
+from kael.runtime.device import Device
+from kael.runtime.dtypes import DType
 from kael.runtime.tensor_impl import contiguous_strides
 from kael.runtime.tracestate import state
 
@@ -46,9 +48,15 @@ class _Entry:
     used: tuple[int, ...]
     plans: dict[tuple, p.Plan]
     implicit: list  # (getter, storage): tensors read from globals and closure cells
+    # the plan every call of this signature runs, where nothing but the signature decides
+    # it (no float used as a value, no implicit input, no fallback, no data-shaped extern)
+    positional: p.Plan | None = None
 
 
 _FLOAT = (float,)
+# Kinds of constant whose every value hashes (kael.compile(step)(kael, x): a module, a dim,
+# a name, a dtype): a Tensor subclass is none of them.
+_HASHED = frozenset({int, bool, str, type(None), types.ModuleType, DType, Device})
 
 
 def _describe(leaf) -> tuple:
@@ -73,7 +81,11 @@ def _signature(leaves: list, treedef, plain: bool = False) -> tuple[list, tuple 
     parts = []
     for leaf in leaves:
         kind = type(leaf)
-        if kind is Tensor or isinstance(leaf, Tensor):
+        if kind is float:
+            parts.append(_FLOAT)
+        elif kind in _HASHED:  # _describe's answer for the usual constants, without a frame
+            parts.append(("const", kind, leaf))
+        elif kind is Tensor or isinstance(leaf, Tensor):
             impl = leaf._impl
             storage = impl.storage
             alias = len(tensors)
@@ -89,8 +101,6 @@ def _signature(leaves: list, treedef, plain: bool = False) -> tuple[list, tuple 
             )  # fmt: skip
             tensors.append(leaf)
             storages.append(storage)
-        elif kind is float:
-            parts.append(_FLOAT)
         elif plain and (kind is list or kind is dict or isinstance(leaf, tuple)):
             return tensors, None
         else:
@@ -267,10 +277,8 @@ class CompiledFunction:
         call), with its tensors; else (None, _) for _lookup to decide. No pytree walk."""
         tensors, key = _signature(args, ("args", len(args)), plain=True)
         entry = self._entries.get(key) if key is not None else None
-        if entry is None or entry.implicit or entry.used:
-            return None, tensors
-        plan = entry.plans.get(())
-        if plan is None or plan.fallback is not None or plan.shaped:
+        plan = None if entry is None else entry.positional
+        if plan is None:
             return None, tensors
         if len(tensors) == 2 and not plan.implicit:  # _call_twins for two, inlined
             a, b = tensors[0]._impl.storage, tensors[1]._impl.storage
@@ -354,6 +362,8 @@ class CompiledFunction:
             if not same or entry.used != used:
                 entry = self._entries[key] = _Entry(used, {}, implicit)
             entry.plans[values] = plan
+            plain = not used and not implicit and plan.fallback is None and not plan.shaped
+            entry.positional = plan if plain else None
 
     # ---- looking inside ------------------------------------------------------------------
 

@@ -187,3 +187,84 @@ def test_a_product_without_epilogue_is_written_out():
         v = c(m, v)
     ev = kael.randn(200)
     assert _bits_equal(c(m, ev), step(m, ev))
+
+
+def power_step(m, v):
+    v = m @ v
+    return v / (v * v).sum().sqrt()
+
+
+def _replayed(fn, *args):
+    c = kael.compile(fn)
+    for _ in range(2):  # trace, then step by step (which writes the replay)
+        c(*args)
+    return c, c.plan_for(*args).replay
+
+
+def test_small_intermediates_stay_with_the_replay_between_calls():
+    # power iteration's norm (4 bytes) is not allocated and freed by every call
+    m, v = kael.randn(200, 200) / 20, kael.randn(200)
+    c, replay = _replayed(power_step, m, v)
+    pool = replay.fn.__globals__["_pool"]
+    assert "pool[0]" in replay.source and replay.kept_bytes == 4 and pool == []
+    c(m, v)  # the replay's first call makes the entry it keeps
+    assert len(pool) == 1
+    kept = pool[0]
+    first, second = c(m, v), c(m, v)
+    assert len(pool) == 1 and pool[0] is kept
+    assert first._impl.storage is not second._impl.storage  # results are never kept
+    for _ in range(3):  # the kept norm is written again by each call before it is read
+        ev = kael.randn(200)
+        assert _bits_equal(c(m, ev), power_step(m, ev))
+
+
+def test_results_aliased_and_large_intermediates_are_made_by_every_call():
+    from kael.frontend import replay as replay_module
+    from kael.frontend.plan import Alias
+
+    m, v = kael.randn(200, 200) / 20, kael.randn(200)
+    plan = kael.compile(power_step).plan_for(m, v)
+    kept = replay_module._kept_slots(plan, [])
+    results = {leaf.buffer for leaf in plan.out_leaves}
+    assert kept and not kept & results
+    # the product's output becomes the result through an alias: never kept either
+    aliased = {s for step in plan.steps if type(step) is Alias for s in (step.src, step.dst)}
+    assert aliased and not kept & aliased
+
+    def big(a, b):
+        return (a @ b).exp().sum(-1)
+
+    a = kael.randn(256, 256)
+    c, replay = _replayed(big, a, a)
+    product = c.plan_for(a, a).steps[0].c.buffer
+    assert replay_module.POOL_BYTES < 256 * 256 * 4  # the product's output is too big to keep
+    assert f"s{product} = pool" not in replay.source
+    assert replay.kept_bytes <= replay_module.POOL_BYTES
+    assert _bits_equal(c(a, a), big(a, a))
+
+
+def test_threads_calling_one_replay_at_once_each_compute_their_own_result():
+    import threading
+
+    def spread(m, v):  # the kept norm is written, then read after a product long enough
+        n = (v * v).sum().sqrt()  # to release the GIL: another call runs in between
+        return (m @ v) / n
+
+    m = kael.randn(1000, 1000)
+    vs = [kael.randn(1000) for _ in range(4)]
+    expected = [spread(m, v) for v in vs]
+    c, replay = _replayed(spread, m, vs[0])
+    assert "pool[0]" in replay.source
+    wrong = []
+
+    def work(i):
+        for _ in range(50):
+            if not _bits_equal(c(m, vs[i]), expected[i]):
+                wrong.append(i)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == []  # one entry shared by every call: about 160 of 200 wrong
