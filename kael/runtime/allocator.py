@@ -40,6 +40,12 @@ def block_capacity(nbytes: int) -> int:
     return 1 << (nbytes - 1).bit_length()
 
 
+def _lock_free_cap() -> int:
+    """The cache cap of a lock-free release: -1 where none may take place (caching off, or
+    no GIL to make list.append and the counters' updates atomic)."""
+    return MAX_CACHED_BYTES if _GIL and _enabled else -1
+
+
 def _bucket_sizes() -> list[int]:
     """Every capacity block_capacity can return."""
     small = range(SMALL_STEP, SMALL_LIMIT + 1, SMALL_STEP)
@@ -84,9 +90,9 @@ class CachingAllocator:
         self._lock = sync.lock(reentrant=True, fork_rank=sync.ALLOCATOR_RANK)
         self._free: dict[int, list[int]] = {capacity: [] for capacity in _BUCKETS}
         self._cached = self._reserved = self._hits = self._misses = 0
-        # The most cached bytes a release may reach without the lock: -1 where none may
-        # (caching off, or no GIL); set_caching_allocator_enabled keeps it current.
-        self.lock_free_cap = MAX_CACHED_BYTES if _GIL and _enabled else -1
+        # The most cached bytes a release may reach without the lock (set_caching_allocator_
+        # enabled keeps it current)
+        self.lock_free_cap = _lock_free_cap()
         _instances.add(self)
 
     def allocate(self, capacity: int) -> int:
@@ -272,7 +278,7 @@ def set_caching_allocator_enabled(flag: bool) -> None:
     global _enabled
     _enabled = bool(flag)
     for allocator in list(_instances):
-        allocator.lock_free_cap = MAX_CACHED_BYTES if _GIL and _enabled else -1
+        allocator.lock_free_cap = _lock_free_cap()
     if not _enabled:
         empty_cache()
 
