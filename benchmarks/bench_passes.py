@@ -97,8 +97,8 @@ def _build(kernel, variant: str, tag: str) -> tuple[object, object, float]:
         passes = compiler.kernel_passes if variant == "optimized" else (lambda text: None)
         payload = tiers.optimized_payload(source, passes)
     seconds = time.perf_counter() - start
-    address, tracker = compiler.load_object(tiers.unpack(payload)[1], symbol)
-    return _SIGNATURE(address), tracker, seconds
+    addresses, tracker = compiler.load_object_symbols(tiers.unpack(payload)[1], (symbol,), symbol)
+    return _SIGNATURE(addresses[symbol]), tracker, seconds
 
 
 def main() -> int:
