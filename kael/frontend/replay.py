@@ -68,6 +68,7 @@ class _Writer:
         }
         self.made: set[int] = set()  # slots whose storage is bound to a local already
         self.kept: set[int] = set()  # intermediates taken from the replay's pool (write)
+        self.pool_room = POOL_BYTES  # bytes a pool entry may still take for scratch
         self.pool_sizes: list[int] = []  # bytes of each storage of a pool entry
 
     def constant(self, prefix: str, value) -> str:
@@ -104,7 +105,8 @@ class _Writer:
     def scratch(self, nbytes: int) -> str:
         """An expression for a product's packing scratch: kept with the replay while the
         pool entry stays within POOL_BYTES, else a new storage per call."""
-        if sum(self.pool_sizes) + nbytes <= POOL_BYTES:
+        if nbytes <= self.pool_room:  # what the kept slots left of POOL_BYTES
+            self.pool_room -= nbytes
             return self.pooled(nbytes)
         return f"{self.constant('H', Storage.host)}({nbytes})"
 
@@ -257,6 +259,7 @@ class _Writer:
         p, plan = self.p, self.plan
         ready = [self.ready(step) for step in plan.steps]
         self.kept = _kept_slots(plan, [s for s, r in zip(plan.steps, ready) if r is None])
+        self.pool_room = POOL_BYTES - sum(plan.slots[i].nbytes for i in self.kept)
         needs_call = None in ready or any(
             type(src) is p.RandomWord
             for step in plan.steps
@@ -326,15 +329,20 @@ def _kept_slots(plan, delegated: list) -> set[int]:
     from kael.frontend import plan as p
 
     shown = {leaf.buffer for leaf in plan.out_leaves if type(leaf) is p.View}
+    bound = set()  # the slots the replay binds to a storage (a row group's local ones never)
     for step in plan.steps:
         if type(step) is p.Alias:
             shown |= {step.src, step.dst}
+        else:
+            local = step.local if type(step) is p.RowGroup else ()
+            bound |= {v.buffer for v in step.views() if v.buffer not in local}
     for step in delegated:
         shown |= {v.buffer for v in step.views()}
     candidates = [
         (i, slot.nbytes)
         for i, slot in enumerate(plan.slots)
-        if slot.kind == p.FRESH and slot.nbytes > 0 and slot.device == CPU and i not in shown
+        if slot.kind == p.FRESH and slot.nbytes > 0 and slot.device == CPU
+        if i in bound and i not in shown
     ]
     kept, total = set(), 0
     for i, nbytes in candidates:
@@ -351,4 +359,6 @@ def build(plan, threads: int) -> Replay:
     source = writer.write()
     namespace = dict(writer.names)
     exec(compile(source, f"<kael replay of {len(plan.steps)} steps>", "exec"), namespace)
-    return Replay(threads, namespace["replay"], source, sum(writer.pool_sizes))
+    # popped: left in its own globals, the function would be a cycle, and its kept storages
+    # would outlive the plan until the cyclic collector ran
+    return Replay(threads, namespace.pop("replay"), source, sum(writer.pool_sizes))

@@ -146,19 +146,19 @@ class Storage:
         if allocator is not None:
             self._allocator = None
             capacity = self._capacity
-            if allocator._cached + capacity <= allocator.lock_free_cap:
-                # CachingAllocator.release's lock-free branch, inlined: every eager op's
-                # output ends here (a MemoryError from append takes release's own path)
-                try:
-                    allocator._free[capacity].append(self.ptr)
-                except MemoryError:
-                    pass
-                else:
-                    allocator._cached += capacity
-                    if allocator._cached > allocator.lock_free_cap:
-                        allocator._trim(capacity)
-                    return
             try:
+                if allocator._cached + capacity <= allocator.lock_free_cap:
+                    # CachingAllocator.release's lock-free branch, inlined: every eager op's
+                    # output ends here (a MemoryError from append takes release's own path)
+                    try:
+                        allocator._free[capacity].append(self.ptr)
+                    except MemoryError:
+                        pass
+                    else:
+                        allocator._cached += capacity
+                        if allocator._cached > allocator.lock_free_cap:
+                            allocator._trim(capacity)
+                        return
                 allocator.release(self.ptr, capacity)
             except Exception:
                 if not _is_finalizing():  # at interpreter exit, leaking is fine

@@ -268,3 +268,47 @@ def test_threads_calling_one_replay_at_once_each_compute_their_own_result():
     for t in threads:
         t.join()
     assert wrong == []  # one entry shared by every call: about 160 of 200 wrong
+
+
+def test_a_pool_entry_holds_at_most_pool_bytes_scratch_included():
+    from kael.frontend import replay as replay_module
+
+    def two_products(a, b, x, y):  # kept slots and two products' packing scratch
+        return (a @ b.T).sum() + (x @ y).sum()
+
+    args = (kael.randn(64, 128), kael.randn(64, 128), kael.randn(96, 64), kael.randn(64, 128))
+    c, replay = _replayed(two_products, *args)
+    assert 0 < replay.kept_bytes <= replay_module.POOL_BYTES
+    assert _bits_equal(c(*args), two_products(*args))
+
+
+def test_a_dropped_compiled_function_frees_its_kept_intermediates_at_once():
+    import gc
+
+    m, v = kael.randn(200, 200) / 20, kael.randn(200)
+    gc.collect()
+    gc.disable()  # without the cyclic collector: reference counts alone must free them
+    try:
+        before = kael.memory_stats()["in_use_bytes"]
+        c, replay = _replayed(power_step, m, v)
+        for _ in range(3):
+            c(m, v)
+        assert kael.memory_stats()["in_use_bytes"] > before  # the pool's entry
+        del c, replay
+        assert kael.memory_stats()["in_use_bytes"] == before
+    finally:
+        gc.enable()
+
+
+def test_a_row_groups_chunk_local_slots_take_no_room_in_the_pool():
+    # the row driver keeps them in its own scratch: the replay never makes their storage
+    from kael.frontend import replay as replay_module
+    from kael.frontend.plan import RowGroup
+
+    args = _args(())
+    c = kael.compile(softmax)
+    for _ in range(2):
+        c(*args)
+    plan = c.plan_for(*args)
+    local = {s for step in plan.steps if type(step) is RowGroup for s in step.local}
+    assert local and not replay_module._kept_slots(plan, []) & local
