@@ -316,13 +316,13 @@ def unary_key(name: str, x) -> tuple | None:
 
 def binary_(name: str, self, other):
     """self (op)= other through a remembered launch (self returned, its version moved), or
-    None. `other` must not share self's storage in another place: the full door copies it."""
+    None; `name` is the in-place op's ("sub_"). `other` must not share self's storage in
+    another place: the full door copies it."""
     # _open(), inlined: every in-place operator asks
     if _trace_state.trace is not None or launches.recorder is not None or debug.level >= 1:
         return None
     if type(self) is not Tensor:
         return None
-    name = _INPLACE.get(name) or _INPLACE.setdefault(name, f"{name}_")
     impl = self._impl
     if type(other) is Tensor:  # the common call first: dense tensors of one shape
         oi = other._impl
@@ -543,7 +543,6 @@ class _Shaped:
 
 
 _shaped: dict[tuple, _Shaped] = {}
-_INPLACE: dict[str, str] = {}  # an op's name -> its in-place key name: "add" -> "add_"
 
 
 class _ShapedKey:

@@ -141,10 +141,11 @@ def _fast(name: str, slow, reflected: bool = False, inplace: bool = False):
     full door. An out= call is `slow`'s to judge; Python's own argument errors name the
     method (an operator passes exactly one operand: no *args or **kwargs to build)."""
     door = fastpath.binary_ if inplace else fastpath.binary
+    key = f"{name}_" if inplace else name  # the in-place door's keys name the in-place op
 
     def method(self, other, *, out=None):
         if out is None:
-            done = door(name, other, self) if reflected else door(name, self, other)
+            done = door(key, other, self) if reflected else door(key, self, other)
             return slow(self, other) if done is None else done
         return slow(self, other, out=out)
 
