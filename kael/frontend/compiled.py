@@ -7,6 +7,10 @@ run-time parameters (unless the trace used their value in Python). Calls with th
 signature run the plan; a new shape re-traces in Python but compiles nothing new, since
 kernels take sizes and strides at run time. A new guard (dtype, rank, size-1 pattern,
 layout class, aliasing, constants) counts as a recompile, and each says what changed.
+
+The signature a function last ran by the positional path is also written out as a guard
+in front of its plan's replay (frontend/guard.py): a call like the last one is checked and
+run by one generated function, without building its signature.
 """
 
 from __future__ import annotations
@@ -18,13 +22,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kael.frontend import plan as p
-from kael.frontend import pytree, tracing
+from kael.frontend import pytree, replay, tracing
+from kael.frontend.guard import MISS, supported
 from kael.frontend.plan_matmul import MatmulCall
 from kael.frontend.tensor import Tensor
 from kael.runtime import debug, sync
 from kael.runtime.device import Device
 from kael.runtime.dtypes import DType
 from kael.runtime.tensor_impl import contiguous_strides
+from kael.runtime.threadpool import get_num_threads
 from kael.runtime.tracestate import state
 
 MAX_PLANS = 256  # traced signatures kept per function (shapes are unbounded)
@@ -51,6 +57,7 @@ class _Entry:
     # the plan every call of this signature runs, where nothing but the signature decides
     # it (no float used as a value, no implicit input, no fallback, no data-shaped extern)
     positional: p.Plan | None = None
+    guarded: replay.Replay | None = None  # positional's replay behind this signature's guard
 
 
 _FLOAT = (float,)
@@ -215,6 +222,7 @@ class CompiledFunction:
         self._info = CacheInfo(0, 0, 0, 0)
         self._warned_fallback: set[str] = set()
         self._lock = sync.lock()
+        self._guarded: Callable | None = None  # the last positional call's guarded replay
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else types.MethodType(self, obj)
@@ -223,10 +231,17 @@ class CompiledFunction:
         if state.trace is not None:  # called from a function being traced: part of its trace
             return self.fn(*args, **kwargs)
         if not kwargs and not self.check:
-            plan, tensors = self._positional(args)
+            guarded = self._guarded
+            if guarded is not None:
+                result = guarded(args)
+                if result is not MISS:
+                    return result
+            plan, tensors, key = self._positional(args)
             if plan is not None:
                 self._info.hits += 1
-                return plan.run(tensors, list(args))
+                result = plan.run(tensors, list(args))
+                self._guard(key, plan)
+                return result
         plan, tensors, leaves, treedef, key = self._lookup(args, kwargs)
         twins = _call_twins(tensors, plan)
         if twins is not None:
@@ -270,23 +285,42 @@ class CompiledFunction:
             default_generator.rewind(state, retrace.drawn)
             return self._trace(leaves, treedef, tensors, key)
 
-    def _positional(self, args: tuple) -> tuple[p.Plan | None, list]:
+    def _positional(self, args: tuple) -> tuple[p.Plan | None, list, tuple | None]:
         """The plan of a call of positional leaves (tensors, numbers, a module...) whose
         signature holds no float used as a value, no implicit input read from a name, no
         extern with data-shaped results, no fallback and no twin storages (the common
-        call), with its tensors; else (None, _) for _lookup to decide. No pytree walk."""
+        call), with its tensors and signature; else (None, _, _) for _lookup to decide. No
+        pytree walk."""
         tensors, key = _signature(args, ("args", len(args)), plain=True)
         entry = self._entries.get(key) if key is not None else None
         plan = None if entry is None else entry.positional
         if plan is None:
-            return None, tensors
+            return None, tensors, key
         if len(tensors) == 2 and not plan.implicit:  # _call_twins for two, inlined
             a, b = tensors[0]._impl.storage, tensors[1]._impl.storage
             if a is not b and a.overlaps(b):
-                return None, tensors
+                return None, tensors, key
         elif (len(tensors) > 1 or plan.implicit) and _call_twins(tensors, plan) is not None:
-            return None, tensors
-        return plan, tensors
+            return None, tensors, key
+        return plan, tensors, key
+
+    def _guard(self, key: tuple, plan: p.Plan) -> None:
+        """Put the replay of `plan`, the positional plan of signature `key` that just ran,
+        behind that signature's guard, for the next calls to try first: written once per
+        signature and thread count, when the plan has its replay."""
+        ready = plan.replay
+        if ready is None or ready.threads != get_num_threads() or not supported(key[1]):
+            return
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry.positional is not plan:
+                return
+            guarded = entry.guarded
+            if guarded is None or guarded.threads != ready.threads:
+                twins = functools.partial(_call_twins, plan=plan)
+                guarded = replay.build_guarded(plan, ready, key[1], twins, self._info)
+                entry.guarded = guarded
+            self._guarded = guarded.fn
 
     def _lookup(self, args, kwargs):
         leaves, treedef = pytree.flatten_call(args, kwargs)
@@ -355,6 +389,7 @@ class CompiledFunction:
                             stacklevel=4,
                         )
                 self._guards.append(guard)
+            self._guarded = None
             if sum(len(e.plans) for e in self._entries.values()) >= MAX_PLANS:
                 self._entries.clear()
             entry = self._entries.get(key)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from kael.codegen.cpu import native_launch
 from kael.codegen.cpu.native_launch import describe
-from kael.frontend import eager, pytree
+from kael.frontend import eager, guard, pytree
 from kael.runtime.device import CPU
 from kael.runtime.launcher import inline, run_block
 from kael.runtime.storage import Storage
@@ -44,12 +44,13 @@ class Replay:
     fn: Callable
     source: str
     kept_bytes: int = 0  # of the intermediates each pool entry holds between calls
+    pool: tuple = ((), None)  # (bytes of each kept storage, the list of kept entries)
 
 
 class _Writer:
     """The generated function's lines and the constants they name."""
 
-    def __init__(self, plan, threads: int) -> None:
+    def __init__(self, plan, threads: int, guarded: bool = False) -> None:
         from kael.frontend import plan as p
         from kael.frontend.plan_matmul import MatmulCall  # both import this module
 
@@ -57,6 +58,7 @@ class _Writer:
         self.MatmulCall = MatmulCall
         self.plan = plan
         self.threads = threads
+        self.guarded = guarded  # the arguments' storages and tensors bound by a guard
         self.lines: list[str] = []
         self.names: dict[str, object] = {
             "_word": eager.param_word,
@@ -82,7 +84,9 @@ class _Writer:
         if slot not in self.made:
             self.made.add(slot)
             s = self.plan.slots[slot]
-            if s.kind == self.p.ARG:
+            if s.kind == self.p.ARG and self.guarded:
+                self.lines.append(f"{name} = st{s.arg}")
+            elif s.kind == self.p.ARG:
                 self.lines.append(f"{name} = tensors[{s.arg}]._impl.storage")
             elif s.kind == self.p.IMPLICIT:
                 self.lines.append(f"{name} = {self.constant('S', s.storage)}")
@@ -238,7 +242,7 @@ class _Writer:
             args = ", ".join(self.constant("L", v) for v in parts)
             return f"_trusted(_impl({self.storage(leaf.buffer)}, {args}))"
         if type(leaf) is p.Input:
-            return f"tensors[{leaf.index}]"
+            return f"t{leaf.index}" if self.guarded else f"tensors[{leaf.index}]"
         return self.value(leaf)
 
     def delegated(self, step) -> None:
@@ -255,7 +259,8 @@ class _Writer:
                 self.made.add(slot)
                 self.lines.append(f"s{slot} = bound[{slot}]")
 
-    def write(self) -> str:
+    def write(self) -> list[str]:
+        """The lines of the call; the arguments are `plan`, `tensors` and `scalars`."""
         p, plan = self.p, self.plan
         ready = [self.ready(step) for step in plan.steps]
         self.kept = _kept_slots(plan, [s for s, r in zip(plan.steps, ready) if r is None])
@@ -301,15 +306,14 @@ class _Writer:
             tree = self.constant("O", plan.outputs)
             self.lines.append(f"return _unflatten({tree}, [{', '.join(results)}])")
             self.names["_unflatten"] = pytree.unflatten
-        body = "\n".join("    " + line for line in self.lines)
-        return f"def replay(plan, tensors, scalars):\n{body}\n"
+        return self.lines
 
     def keep_pool(self) -> None:
         """Lines taking a pool entry (the kept storages) first and giving it back last. An
         entry is taken by one call at a time (list.pop and append are atomic): a second
         thread calling meanwhile makes its own; a call that raises drops its entry."""
         sizes = tuple(self.pool_sizes)
-        self.names["_pool"] = []
+        self.names.setdefault("_pool", [])  # build_guarded shares the replay's
         self.names["_fresh"] = lambda: tuple(Storage.host(n) for n in sizes)
         self.lines[:0] = ["try:", "    pool = _pool.pop()", "except IndexError:",
                           "    pool = _fresh()"]  # fmt: skip
@@ -352,13 +356,52 @@ def _kept_slots(plan, delegated: list) -> set[int]:
     return kept
 
 
+def _function(head: str, lines: list[str], names: dict, steps: int) -> tuple[Callable, str]:
+    """The function `head` with body `lines`, its globals `names`; and its source."""
+    body = "\n".join("    " + line for line in lines)
+    source = f"def {head}:\n{body}\n"
+    namespace = dict(names)
+    exec(compile(source, f"<kael replay of {steps} steps>", "exec"), namespace)
+    # popped: left in its own globals, the function would be a cycle, and its kept storages
+    # would outlive the plan until the cyclic collector ran
+    return namespace.pop(head.partition("(")[0]), source
+
+
 def build(plan, threads: int) -> Replay:
     """The plan's call written out for `threads` threads. Every step must have been
     prepared (run once) at that thread count."""
     writer = _Writer(plan, threads)
-    source = writer.write()
-    namespace = dict(writer.names)
-    exec(compile(source, f"<kael replay of {len(plan.steps)} steps>", "exec"), namespace)
-    # popped: left in its own globals, the function would be a cycle, and its kept storages
-    # would outlive the plan until the cyclic collector ran
-    return Replay(threads, namespace.pop("replay"), source, sum(writer.pool_sizes))
+    lines = writer.write()
+    fn, source = _function("replay(plan, tensors, scalars)", lines, writer.names, len(plan.steps))
+    pool = (tuple(writer.pool_sizes), writer.names.get("_pool"))
+    return Replay(threads, fn, source, sum(writer.pool_sizes), pool)
+
+
+def build_guarded(plan, ready: Replay, parts: tuple, twins: Callable, info) -> Replay:
+    """The plan's call for one positional signature (`parts`, compiled._signature's):
+    fn(args) runs a call whose arguments match it, at the thread count of the plan's
+    replay `ready` with no launch watched, counting a hit on `info`; any other call gets
+    guard.MISS back and nothing run. `twins(tensors)` names two arguments that overlap
+    through two storages, or None (compiled._call_twins). Where it keeps the same
+    intermediates as `ready`, it takes them from the same pool."""
+    from kael.runtime import debug, launches, threadpool
+
+    threads = ready.threads
+    writer = _Writer(plan, threads, guarded=True)
+    sizes, pool = ready.pool
+    writer.names["_pool"] = pool
+    lines = writer.write()
+    if tuple(writer.pool_sizes) != sizes:  # a step prepared anew since: kept otherwise
+        writer.names["_pool"] = []
+    checks = guard.lines(parts, twins, bool(plan.implicit), writer.names)
+    writer.names.update(plan=plan, _threadpool=threadpool, _launches=launches, _debug=debug)
+    writer.names["_info"] = info
+    checks += [
+        f"if _threadpool._num_threads != {threads} or _launches.recorder is not None "
+        "or _debug.level >= 1: return _MISS",
+        "scalars = args",
+        "_info.hits += 1",
+    ]
+    fn, source = _function("guarded(args)", checks + lines, writer.names, len(plan.steps))
+    pool = (tuple(writer.pool_sizes), writer.names["_pool"])
+    return Replay(threads, fn, source, sum(writer.pool_sizes), pool)

@@ -1,0 +1,86 @@
+"""A compiled function's positional call signature tested field by field, as Python lines.
+
+CompiledFunction._positional finds a call's plan by building its signature (a tuple per
+tensor: dtype, device, shape, strides, offset, bytes, aliasing) and hashing it into a dict:
+about 1.1 us of power iteration's 5.5 us call (kael, A, v). Most programs call a compiled
+function with one signature again and again, so for the signature it last ran, `lines`
+writes the same test out against that one key, each field compared with a constant, and
+the replay writer puts them in front of the plan's replay (replay.build_guarded): one
+function that checks a call and runs it, with no tuple built and nothing hashed. A call
+that fails any test gets MISS back and takes the dict path, which decides it as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+MISS = object()  # the call is not the one the function was written for
+
+# Above this many tensors the pairwise overlap tests are written as one call instead.
+_INLINE_PAIRS = 4
+
+
+def supported(parts: tuple) -> bool:
+    """Whether every leaf of a positional signature is a kind `lines` can test: a tensor,
+    a float, or a constant compared by value (an int, a str, a module, a dtype...)."""
+    return all(part[0] in ("tensor", "const", float) for part in parts)
+
+
+def lines(parts: tuple, twins: Callable[[tuple], object], always: bool, names: dict) -> list[str]:
+    """Lines that return MISS unless `args` (the call's positional arguments) match the
+    signature `parts` (compiled._signature's, every part `supported`), binding tensor j
+    to `t{j}` and its storage to `st{j}`. Two different storages must not overlap: tested
+    pair by pair, or by `twins(tensors)` (None when none do) where the tensors are many
+    or `always` (the plan reads tensors from outside its arguments too). The values the
+    lines name go into `names`, the function's globals; a miss returns `_MISS`."""
+    from kael.frontend.tensor import Tensor  # tensor.py imports the replay, which imports this
+
+    def constant(value) -> str:
+        name = f"_g{len(names)}"
+        names[name] = value
+        return name
+
+    names.update(_MISS=MISS, _Tensor=Tensor)
+    miss = "return _MISS"
+    locals_, tests = [], []
+    alone: list[int] = []  # the tensors whose storage is no earlier tensor's
+    for i, part in enumerate(parts):
+        if part[0] is float:
+            locals_.append(f"a{i}")
+            tests.append(f"if type(a{i}) is not float: {miss}")
+            continue
+        if part[0] == "const":
+            locals_.append(f"a{i}")
+            kind, value = constant(part[1]), constant(part[2])
+            tests.append(f"if type(a{i}) is not {kind} or a{i} != {value}: {miss}")
+            continue
+        _, dtype, device, shape, strides, offset, nbytes, alias = part
+        j = sum(1 for n in locals_ if n[0] == "t")
+        locals_.append(f"t{j}")
+        tests += [
+            f"if type(t{j}) is not _Tensor: {miss}",
+            f"m{j} = t{j}._impl",
+            f"if m{j}.shape != {shape!r} or m{j}.strides != {strides!r} or m{j}.offset != "
+            f"{offset} or m{j}.dtype is not {constant(dtype)} or m{j}.device is not "
+            f"{constant(device)}: {miss}",
+            f"st{j} = m{j}.storage",
+            f"if st{j}.nbytes != {nbytes}: {miss}",
+        ]
+        if alias != j:  # a view of an earlier argument's storage
+            tests.append(f"if st{j} is not st{alias}: {miss}")
+            continue
+        tests += [f"if st{j} is st{k}: {miss}" for k in alone]
+        alone.append(j)
+    count = sum(1 for n in locals_ if n[0] == "t")
+    if always or count > _INLINE_PAIRS:
+        tensors = "".join(f"t{j}, " for j in range(count))
+        tests.append(f"if {constant(twins)}(({tensors})) is not None: {miss}")
+    else:  # Storage.overlaps of two different storages, written out for each pair
+        tests += [
+            f"if not (st{a}.lazy or st{b}.lazy) and st{a}.ptr < st{b}.ptr + st{b}.nbytes "
+            f"and st{b}.ptr < st{a}.ptr + st{a}.nbytes: {miss}"
+            for n, b in enumerate(alone)
+            for a in alone[:n]
+        ]
+    unpack = [f"{', '.join(locals_)}, = args"] if locals_ else []
+    return [f"if len(args) != {len(parts)}: {miss}", *unpack, *tests]

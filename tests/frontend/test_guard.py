@@ -1,0 +1,229 @@
+"""The guarded replay (frontend/guard.py): a compiled function's last positional call
+signature tested field by field in front of its plan's replay. It must run exactly the
+calls the signature lookup would give the same plan, and hand every other call back."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+import kael
+from kael.frontend.guard import MISS
+
+
+def _bits(t: kael.Tensor) -> tuple:
+    return t.shape, t.dtype, t.numpy().tobytes()
+
+
+def scaled_norm(m, v, scale, power):
+    v = m @ v
+    return v * scale / (v * v).sum().sqrt() ** power
+
+
+def _guarded(fn, *args):
+    """The compiled function, after the calls that trace it, write its replay and then
+    its guarded replay."""
+    c = kael.compile(fn)
+    for _ in range(3):
+        c(*args)
+    assert c._guarded is not None
+    return c
+
+
+def _call():
+    return kael.randn(200, 200) / 20, kael.randn(200), 0.5, 2
+
+
+def test_a_call_like_the_last_runs_through_the_guarded_replay():
+    args = _call()
+    c = _guarded(scaled_norm, *args)
+    hits = c.cache_info().hits
+    assert c._guarded(args) is not MISS
+    assert c.cache_info().hits == hits + 1
+    v = kael.randn(200)
+    assert _bits(c(args[0], v, 0.25, 2)) == _bits(scaled_norm(args[0], v, 0.25, 2))
+
+
+def _variants(m, v):
+    """Calls of scaled_norm that differ from (m, v, 0.5, 2) in one field of its signature."""
+    big = kael.randn(300)
+    return {
+        "argument count": (m, v, 0.5),
+        "dtype": (m, v.double(), 0.5, 2),
+        "shape": (m[:100], v, 0.5, 2),
+        "strides": (m.T, v, 0.5, 2),
+        "offset": (m, big[100:], 0.5, 2),
+        "storage bytes": (m, big[:200], 0.5, 2),
+        "float as an int": (m, v, 1, 2),
+        "int value": (m, v, 0.5, 3),
+        "bool for an int": (m, v, 0.5, True),
+        "not a tensor": (m, v.numpy(), 0.5, 2),
+    }
+
+
+@pytest.mark.parametrize("field", list(_variants(kael.ones(1), kael.ones(1))))
+def test_a_call_that_differs_in_one_field_misses_and_runs_its_own_plan(field):
+    m, v, *_ = args = _call()
+    c = _guarded(scaled_norm, *args)
+    call = _variants(m, v)[field]
+    guarded = c._guarded
+    assert guarded(call) is MISS
+    if field == "argument count":
+        with pytest.raises(TypeError):
+            c(*call)
+        return
+    if field == "not a tensor":
+        return
+    assert _bits(c(*call)) == _bits(scaled_norm(*call))
+    assert c._guarded is not guarded  # the last call's signature is the one guarded now
+
+
+def test_a_tensor_subclass_misses_and_takes_the_lookup():
+    class Sub(kael.Tensor):
+        __slots__ = ()
+
+    m, v, *rest = args = _call()
+    c = _guarded(scaled_norm, *args)
+    sub = Sub(kael.randn(200)._impl)
+    assert c._guarded((m, sub, *rest)) is MISS
+    assert _bits(c(m, sub, *rest)) == _bits(scaled_norm(m, sub, *rest))
+
+
+def add_into(a, b):
+    a.add_(b)
+    return a.sum()
+
+
+def test_aliasing_is_guarded_both_ways():
+    a, b = kael.ones(8), kael.ones(8)
+    c = _guarded(add_into, a, b)
+    assert c._guarded((a, a)) is MISS  # one storage where the plan has two
+    s = kael.ones(8)
+    c = _guarded(add_into, s, s)
+    assert c._guarded((a, b)) is MISS  # two storages where the plan has one
+    x = kael.ones(8)
+    assert c(x, x).item() == 16.0 and x.tolist() == [2.0] * 8  # eager's answer
+
+
+def test_two_storages_over_one_array_miss_and_run_eagerly():
+    apart = np.ones(8, np.float32), np.ones(8, np.float32)
+    c = _guarded(add_into, kael.from_numpy(apart[0]), kael.from_numpy(apart[1]))
+    array = np.ones(8, np.float32)
+    twins = kael.from_numpy(array), kael.from_numpy(array)
+    assert c._guarded(twins) is MISS
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert c(*twins).item() == 16.0
+    assert any("two storages" in str(w.message) for w in caught)
+
+
+def five(a, b, c, d, e):
+    a.add_(e)
+    return a + b + c + d
+
+
+def test_overlaps_among_many_arguments_are_tested_by_one_call():
+    args = [kael.from_numpy(np.ones(8, np.float32)) for _ in range(5)]
+    c = _guarded(five, *args)
+    array = np.ones(8, np.float32)
+    twins = [*args[:4], kael.from_numpy(array)]
+    twins[0] = kael.from_numpy(array)  # arguments 0 and 4 share memory
+    assert c._guarded(tuple(twins)) is MISS
+    fresh = [kael.from_numpy(np.ones(8, np.float32)) for _ in range(5)]
+    assert c._guarded(tuple(fresh)) is not MISS
+
+
+class Model:
+    def __init__(self, weight: kael.Tensor) -> None:
+        self.weight = weight
+
+    def forward(self, x):
+        x.mul_(2)
+        return x + self.weight
+
+
+def test_an_argument_overlapping_a_tensor_the_plan_reads_from_an_attribute_misses():
+    array = np.ones(8, np.float32)
+    model = Model(kael.from_numpy(array))
+    c = _guarded(Model.forward, model, kael.ones(8))
+    assert c._guarded((model, kael.ones(8))) is not MISS
+    assert c._guarded((model, kael.from_numpy(array))) is MISS
+
+
+def test_a_new_thread_count_misses_and_is_guarded_anew():
+    args = _call()
+    c = _guarded(scaled_norm, *args)
+    guarded = c._guarded
+    threads = kael.get_num_threads()
+    try:
+        kael.set_num_threads(3 - min(threads, 2))
+        assert guarded(args) is MISS
+        for _ in range(3):
+            assert _bits(c(*args)) == _bits(scaled_norm(*args))
+        assert c._guarded is not guarded and c._guarded(args) is not MISS
+    finally:
+        kael.set_num_threads(threads)
+
+
+def test_a_watched_launch_misses(capsys):
+    args = _call()
+    c = _guarded(scaled_norm, *args)
+    assert len(kael.explain(c, *args)) >= 3  # the product, the sum, the scaling: recorded
+    assert "kernel 2:" in capsys.readouterr().out
+    assert c._guarded(args) is not MISS
+
+
+def test_what_the_guard_runs_the_lookup_runs_too():
+    m, v, *_ = args = _call()
+    c = _guarded(scaled_norm, *args)
+    plan = c._positional(args)[0]
+    calls = [*_variants(m, v).values(), args, (m, kael.randn(200), 0.75, 2)]
+    for call in calls:
+        if c._guarded(call) is not MISS:
+            assert c._positional(call)[0] is plan
+
+
+def test_threads_sharing_the_guarded_replay_each_get_their_own_result():
+    m = kael.randn(200, 200) / 20
+    vs = [kael.randn(200) for _ in range(4)]
+    expected = [_bits(scaled_norm(m, v, 0.5, 2)) for v in vs]
+    c = _guarded(scaled_norm, m, vs[0], 0.5, 2)
+    wrong = []
+
+    def work(i):
+        for _ in range(200):
+            if _bits(c(m, vs[i], 0.5, 2)) != expected[i]:
+                wrong.append(i)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == []
+
+
+def test_the_guarded_replay_shares_the_replays_pool():
+    args = _call()
+    c = _guarded(scaled_norm, *args)
+    entry = c._entries[next(iter(c._entries))]
+    replay = c.plan_for(*args).replay
+    assert entry.guarded.pool[1] is replay.pool[1] and replay.pool[0]
+
+
+def test_kael_debug_misses_so_each_launch_is_reported(capsys):
+    from kael.runtime import debug
+
+    args = _call()
+    c = _guarded(scaled_norm, *args)
+    before = debug.get_debug()
+    debug.set_debug(1)
+    try:
+        assert c._guarded(args) is MISS
+        c(*args)
+    finally:
+        debug.set_debug(before)
+    assert capsys.readouterr().err.count("kael_") >= 3
