@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from kael.codegen.cpu import gemm_run, native_launch
 from kael.frontend import eager
-from kael.runtime import debug, launches
+from kael.runtime import debug, launches, threadpool
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import DType
@@ -815,10 +815,16 @@ def _reduce(entry: _Reduction, impl):
 @dataclass(frozen=True, slots=True)
 class _Product:
     plan: gemm_run.Plan  # one native call where it is one inline launch (Plan.native)
-    shape: tuple  # the result's
+    shape: tuple  # the result's, with its strides
+    strides: tuple
     dtype: DType
     nbytes: int
     itemsize: int
+    # Plan.native of three words: (its launch's kernel, address, total, and per word the
+    # operand (A, B or C) and byte offset it takes), called here while the kernel is
+    # promoted (gemm_run.run's own first branch, without its frames: gemv is a door of
+    # its own for small products); else None
+    direct: tuple | None
 
 
 _products: dict[tuple, _Product] = {}
@@ -835,22 +841,33 @@ def _product_key(a, b) -> tuple | None:
 
 def matmul(a, b):
     """a @ b through a remembered gemm plan, or None."""
-    if not _open():
+    # _open() and _product_key, inlined: every small product starts here
+    if _trace_state.trace is not None or launches.recorder is not None or debug.level >= 1:
         return None
-    key = _product_key(a, b)
-    entry = None if key is None else _products.get(key)
-    if entry is None:
+    if type(a) is not Tensor or type(b) is not Tensor:
         return None
     ai, bi = a._impl, b._impl
-    nbytes, size = entry.nbytes, entry.itemsize
-    storage = Storage.host(nbytes)
-    gemm_run.run(
-        entry.plan,
-        ai.storage.ptr + ai.offset * size,
-        bi.storage.ptr + bi.offset * size,
-        storage.ptr,
-    )
-    return _result(storage, entry.shape, _dense_strides(entry.shape), entry.dtype)
+    key = (ai.dtype, ai.shape, ai.strides, bi.dtype, bi.shape, bi.strides, threadpool._num_threads)
+    entry = _products.get(key)
+    if entry is None or ai.device is not CPU or bi.device is not CPU:
+        return None
+    size = entry.itemsize
+    storage = Storage.host(entry.nbytes)
+    pa = ai.storage.ptr + ai.offset * size
+    pb = bi.storage.ptr + bi.offset * size
+    direct = entry.direct
+    if direct is not None and direct[0].tier0 is None:
+        _, address, total, w0, o0, w1, o1, w2, o2 = direct
+        bases = (pa, pb, storage.ptr)
+        _native(address, total, bases[w0] + o0, bases[w1] + o1, bases[w2] + o2)
+    else:
+        gemm_run.run(entry.plan, pa, pb, storage.ptr)
+    impl = _new(TensorImpl)  # _result, inlined
+    impl.storage, impl.shape, impl.strides = storage, entry.shape, entry.strides
+    impl.offset, impl.dtype, impl.device = 0, entry.dtype, CPU
+    t = _new(Tensor)
+    t._impl = impl
+    return t
 
 
 def remember_matmul(a, b, plan, target) -> None:
@@ -864,4 +881,9 @@ def remember_matmul(a, b, plan, target) -> None:
     if len(_products) >= _MAX_ENTRIES:
         _products.clear()
     nbytes = t.numel() * t.dtype.itemsize
-    _products[key] = _Product(plan, t.shape, t.dtype, nbytes, t.dtype.itemsize)
+    direct = None
+    if plan.native is not None and len(plan.native[1]) == 3:
+        descriptor, sources = plan.native
+        step = plan.launches[0]
+        direct = (step.fn, descriptor.address, step.total, *(x for ws in sources for x in ws))
+    _products[key] = _Product(plan, t.shape, t.strides, t.dtype, nbytes, t.dtype.itemsize, direct)

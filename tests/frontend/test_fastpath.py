@@ -341,6 +341,16 @@ def test_transposed_and_offset_operands_are_keyed_apart():
         )
 
 
+def test_matrix_vector_products_are_one_native_call_without_frames():
+    from kael.frontend import fastpath
+
+    a, v = _tensor((50, 40), kael.float32, 27), _tensor((50,), kael.float32, 28)
+    for m, x in ((a[:, :40], v[:40]), (a.T, v)):  # gemv reads A by rows, then by columns
+        m @ x
+        assert fastpath._products[fastpath._product_key(m, x)].direct is not None
+        _same(m @ x, _full(kael.matmul, m, x))
+
+
 def test_mixed_dtype_and_empty_products_take_the_full_door():
     a, b = _tensor((4, 3), kael.float32, 25), _tensor((3, 2), kael.float64, 26)
     for _ in range(2):
