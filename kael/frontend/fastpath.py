@@ -18,9 +18,10 @@ division), scalars the full door treats by value (ints beyond int64, pow's expon
 in-place write whose operand sits elsewhere in self's storage, tracing, and launches that
 are being recorded (KAEL_DEBUG, kael.explain). Factories fill through `fill`.
 
-Reductions (`reduction`, wrapping sum, mean, amax, ...) are keyed by their public
-arguments and the input's dtype, shape and strides (a reduction's layout plan depends on
-the shape): the full door's one launch is captured as it runs (`capture`) and replayed.
+Reductions and the row kernels (`keyed`, wrapping sum, mean, amax, ..., softmax,
+log_softmax and logsumexp) are keyed by their public arguments and the input's dtype,
+shape and strides (a reduction's layout plan depends on the shape): the full door's one
+launch is captured as it runs (`capture`, `capture_rows`) and replayed.
 Matrix products (`matmul`) are keyed by both operands' dtype, shape and strides and
 replay the gemm plan the full door ran (gemm_run.run: packing buffers, threads).
 """
@@ -659,13 +660,14 @@ def remember(
     _entries[key] = entry
 
 
-# ---- reductions ------------------------------------------------------------------------------
+# ---- reductions and row kernels --------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class _Reduction:
-    """A remembered reduction launch: one pass, then for inputs reduced in several blocks
-    the fixed tree over their partials (`final`), which lives in per-call scratch."""
+    """A remembered reduction or row-kernel launch: one pass, then for inputs reduced in
+    several blocks the fixed tree over their partials (`final`), which lives in per-call
+    scratch."""
 
     fn: object
     native: native_launch.Descriptor  # its block; words: output, input (then the scratch)
@@ -678,9 +680,10 @@ class _Reduction:
     final: native_launch.Descriptor | None = None  # the tree, one work item per output
     outputs: int = 0
     scratch: tuple[int, int] = (0, 0)  # bytes of the partials and of their indices
+    align: int = 1  # work items per split unit on the thread pool
 
 
-_reductions: dict[tuple, _Reduction | object] = {}
+_keyed: dict[tuple, _Reduction | object] = {}
 _UNSERVED = object()  # a key whose call this door cannot replay (too big, several launches)
 _captured = threading.local()
 
@@ -689,14 +692,25 @@ def capture(entry: eager.Template, outs: list, ins: list, axes, keepdim, scalars
     """Called by reduce_door.reduce after each launch: kept when a fast door asked."""
     slot = getattr(_captured, "slot", None)
     if slot is not None:
-        slot.append((entry, outs, ins, axes, keepdim, scalars))
+        remember = functools.partial(_remember_reduction, entry, outs, ins, axes, keepdim, scalars)
+        slot.append((outs[0] if outs else None, remember))
 
 
-def reduction(fn, traced=None):
-    """The public reduction `fn(input, dim, keepdim, ...)` behind a fast door keyed by its
-    arguments; a call the door has not seen runs `fn`, and its launch is remembered when it
-    was the call's one launch on CPU (a tree over several blocks included, unless the tree
-    itself is big enough for the pool). `traced`:
+def capture_rows(fn, words: list[int], rows: int, moved: int, align: int, src, out) -> None:
+    """Called by the row kernels' door (nn.py) after each launch of `fn` over `rows` rows
+    with the block `words` (src's address, out's, then fixed words): kept when a fast door
+    asked."""
+    slot = getattr(_captured, "slot", None)
+    if slot is not None:
+        remember = functools.partial(_remember_rows, fn, words, rows, moved, align, src, out)
+        slot.append((out, remember))
+
+
+def keyed(fn, traced=None):
+    """The public op `fn(input, ...)` (a reduction, a row kernel) behind a fast door keyed
+    by its arguments; a call the door has not seen runs `fn`, and its launch is remembered
+    when it was the call's one launch on CPU and made the result (a tree over several
+    blocks included, unless the tree itself is big enough for the pool). `traced`:
     what runs while the door is closed (the op door, under @kael.compile's trace), else fn.
     A door from a door wraps the same function (`__wrapped__`), never the door itself."""
     fn = getattr(fn, "__wrapped__", fn)
@@ -714,7 +728,7 @@ def reduction(fn, traced=None):
         if given is None:  # a list of dims, a 1 for True: the full door judges those
             return fn(input, *args, **kwargs)
         key = (name, impl.dtype, impl.device, impl.shape, impl.strides, given, get_num_threads())
-        entry = _reductions.get(key)
+        entry = _keyed.get(key)
         if entry is not None:
             return fn(input, *args, **kwargs) if entry is _UNSERVED else _reduce(entry, impl)
         saved, _captured.slot = getattr(_captured, "slot", None), []
@@ -723,9 +737,9 @@ def reduction(fn, traced=None):
             launched = _captured.slot
         finally:
             _captured.slot = saved
-        one = len(launched) == 1 and type(result) is Tensor and result._impl is launched[0][1][0]
-        if not (one and _remember_reduction(key, *launched[0])) and len(_reductions) < 4096:
-            _reductions[key] = _UNSERVED  # the same call runs the same way: never ask again
+        one = len(launched) == 1 and type(result) is Tensor and result._impl is launched[0][0]
+        if not (one and launched[0][1](key, impl)) and len(_keyed) < 4096:
+            _keyed[key] = _UNSERVED  # the same call runs the same way: never ask again
         return result
 
     return door
@@ -759,13 +773,32 @@ def _plain_arguments(args: tuple, kwargs: dict) -> tuple | None:
     return tuple(out)
 
 
-def _remember_reduction(key, entry, outs, ins, axes, keepdim, scalars) -> bool:
+def _fresh_dense(out) -> bool:
+    """Whether `out` is a host result in the layout this door makes, with room to keep it."""
+    dense = out.strides == _dense_strides(out.shape) and not out.offset
+    return out.device is CPU and dense and len(_keyed) <= 4096
+
+
+def _remember_rows(fn, words, rows, moved, align, src, out, key, impl) -> bool:
+    """Keep a captured row-kernel launch for `key` when it read the input itself (not a
+    converted copy) into a fresh dense result; whether it did."""
+    if src is not impl or not _fresh_dense(out):
+        return False
+    template = [0, 0, *words[2:]]
+    native = native_launch.describe(fn, template, (1, 0), moved // max(1, rows))  # out, src
+    if native is None:
+        return False
+    nbytes = out.numel() * out.dtype.itemsize
+    _keyed[key] = _Reduction(fn, native, rows, out.shape, out.dtype, nbytes,
+                             src.dtype.itemsize, moved, align=align)  # fmt: skip
+    return True
+
+
+def _remember_reduction(entry, outs, ins, axes, keepdim, scalars, key, impl) -> bool:
     """Keep the captured launch for `key` when this door can replay it; whether it did."""
-    if len(outs) != 1 or len(ins) != 1 or outs[0].device is not CPU or len(_reductions) > 4096:
+    if len(outs) != 1 or len(ins) != 1 or not _fresh_dense(outs[0]):
         return False
     out = outs[0]
-    if out.strides != _dense_strides(out.shape) or out.offset:
-        return False  # a layout this door does not make
     prepared = eager.prepare(entry, outs, ins, (axes, keepdim))
     if prepared is None:
         return False
@@ -785,7 +818,7 @@ def _remember_reduction(key, entry, outs, ins, axes, keepdim, scalars) -> bool:
             return False  # a tree big enough for the pool: the full door runs it
     if native is None:
         return False
-    _reductions[key] = _Reduction(
+    _keyed[key] = _Reduction(
         prepared.fn, native, prepared.total, out.shape, out.dtype,
         out.numel() * out.dtype.itemsize, ins[0].dtype.itemsize, prepared.moved,
         final, prepared.outputs, scratch or (0, 0),
@@ -803,7 +836,7 @@ def _reduce(entry: _Reduction, impl):
     if entry.moved < PROMOTE_BYTES or runs_inline(entry.fn, entry.moved):
         _native(entry.native.address, entry.total, *words)
     else:
-        run_pooled(entry.fn, entry.native.block(words), entry.total, 1)
+        run_pooled(entry.fn, entry.native.block(words), entry.total, entry.align)
     if final is not None:
         _native(final.address, entry.outputs, *words)
     return _result(storage, entry.shape, _dense_strides(entry.shape), entry.dtype)

@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable
 
 from kael.codegen.cpu import rows
-from kael.frontend import eager, reductions, views
+from kael.frontend import eager, fastpath, reductions, views
 from kael.frontend import elementwise as ew
 from kael.frontend.outputs import float_arg, output, require_cpu, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl
@@ -88,10 +88,13 @@ def _fused(impl: TensorImpl, dims: tuple[int, ...]) -> bool:
 
 
 def _run_rows(kernel: str, src: TensorImpl, out: TensorImpl, tail: int) -> None:
-    """The row kernel over src seen as [rows, cols], cols its last `tail` dims."""
+    """The row kernel over src seen as [rows, cols], cols its last `tail` dims (offered to
+    the fast door, which replays it for the next call like this one)."""
     row_count, cols = _rows_of(src, tail)
     if row_count:
-        rows.run_rows(kernel, src.dtype, [src.data_ptr(), out.data_ptr(), cols], row_count, cols)
+        words = [src.data_ptr(), out.data_ptr(), cols]
+        fn, moved, align = rows.run_rows(kernel, src.dtype, words, row_count, cols)
+        fastpath.capture_rows(fn, words, row_count, moved, align, src, out)
 
 
 def _composed_softmax(x: Tensor, d: int, log: bool) -> Tensor:
@@ -325,6 +328,7 @@ def layer_norm(
 
 
 # kael.NAME for each entry; also Tensor.NAME unless the name is in NOT_METHODS.
+FAST = ("softmax", "log_softmax", "logsumexp")  # behind fastpath.keyed's door
 FUNCTIONS: dict[str, Callable] = {
     "softmax": softmax,
     "log_softmax": log_softmax,

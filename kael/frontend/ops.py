@@ -97,14 +97,15 @@ FUNCTIONS = {name: op_door(name, fn) for name, fn in FUNCTIONS.items()}
 FUNCTIONS.update({name: _fast_unary(name, FUNCTIONS[name]) for name in ew.UNARY})
 
 
-def _reduction_door(name: str):
-    """A reduction's fast door (fastpath.reduction) as its outermost frame: the op door runs
-    only where the fast one is closed."""
-    fn = reductions.FUNCTIONS[name]
-    return fastpath.reduction(fn, op_door(name, fn))
+def _keyed_door(name: str, family=reductions):
+    """A reduction's or row kernel's fast door (fastpath.keyed) as its outermost frame: the
+    op door runs only where the fast one is closed."""
+    fn = family.FUNCTIONS[name]
+    return fastpath.keyed(fn, op_door(name, fn))
 
 
-FUNCTIONS.update({name: _reduction_door(name) for name in reductions.FAST})
+FUNCTIONS.update({name: _keyed_door(name) for name in reductions.FAST})
+FUNCTIONS.update({name: _keyed_door(name, nn) for name in nn.FAST})
 FUNCTIONS.update({alias: FUNCTIONS[name] for alias, name in ALIASES.items()})
 
 # Tensor's own methods that may launch kernels (views need no door: they launch nothing).
@@ -196,10 +197,11 @@ def _method(fn):
 def _install() -> None:
     """Every function as a Tensor method, the in-place variants and the operators."""
     fastpath.bind(Tensor)
-    for name in reductions.FAST:  # the door itself as the method: no frame in between
-        method = _reduction_door(name)
-        _name_method(method, name)
-        setattr(Tensor, name, method)
+    for family in (reductions, nn):  # the door itself as the method: no frame in between
+        for name in family.FAST:
+            method = _keyed_door(name, family)
+            _name_method(method, name)
+            setattr(Tensor, name, method)
     for name, fn in FUNCTIONS.items():
         if not hasattr(Tensor, name) and name not in NOT_METHODS:
             fast = name in ew.UNARY or ALIASES.get(name) in ew.UNARY

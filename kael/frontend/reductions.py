@@ -86,7 +86,7 @@ def _sum_like(op: str, x, dim, keepdim, dtype, out) -> Tensor:
     )[0]
 
 
-@fastpath.reduction
+@fastpath.keyed
 def sum(
     input: Tensor, dim=None, keepdim: bool = False, *, dtype: DType | None = None, out=None
 ) -> Tensor:
@@ -95,7 +95,7 @@ def sum(
     return _sum_like("sum", input, dim, keepdim, dtype, out)
 
 
-@fastpath.reduction
+@fastpath.keyed
 def prod(
     input: Tensor, dim=None, keepdim: bool = False, *, dtype: DType | None = None, out=None
 ) -> Tensor:
@@ -103,7 +103,7 @@ def prod(
     return _sum_like("prod", input, dim, keepdim, dtype, out)
 
 
-@fastpath.reduction
+@fastpath.keyed
 def mean(
     input: Tensor, dim=None, keepdim: bool = False, *, dtype: DType | None = None, out=None
 ) -> Tensor:
@@ -138,13 +138,13 @@ def _extreme(op: str, x: Tensor, dim, keepdim, out) -> Tensor:
     return reduce(base, [x], axes, keepdim, out=out1(out), name=f"{op}_{x.dtype}")[0]
 
 
-@fastpath.reduction
+@fastpath.keyed
 def amax(input: Tensor, dim=(), keepdim: bool = False, *, out=None) -> Tensor:
     """Largest value over dim (all when empty); NaN propagates."""
     return _extreme("amax", input, dim, keepdim, out)
 
 
-@fastpath.reduction
+@fastpath.keyed
 def amin(input: Tensor, dim=(), keepdim: bool = False, *, out=None) -> Tensor:
     """Smallest value over dim (all when empty); NaN propagates."""
     return _extreme("amin", input, dim, keepdim, out)
@@ -216,7 +216,7 @@ def _arg(op: str, x, dim, keepdim, out) -> Tensor:
     )[0]
 
 
-@fastpath.reduction
+@fastpath.keyed
 def argmax(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
     """Index of the largest value (of the flattened tensor when dim is None).
 
@@ -225,7 +225,7 @@ def argmax(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tenso
     return _arg("argmax", input, dim, keepdim, out)
 
 
-@fastpath.reduction
+@fastpath.keyed
 def argmin(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
     """Index of the smallest value; ties take the first index, the first NaN wins."""
     return _arg("argmin", input, dim, keepdim, out)
@@ -255,13 +255,13 @@ def _logic(op: str, x, dim, keepdim, out) -> Tensor:
     )[0]
 
 
-@fastpath.reduction
+@fastpath.keyed
 def all(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
     """Whether every element is nonzero (NaN counts as nonzero); true when empty."""
     return _logic("all", input, dim, keepdim, out)
 
 
-@fastpath.reduction
+@fastpath.keyed
 def any(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
     """Whether some element is nonzero (NaN counts as nonzero); false when empty."""
     return _logic("any", input, dim, keepdim, out)
@@ -284,7 +284,7 @@ def count_nonzero(input: Tensor, dim=None, *, out=None) -> Tensor:
 
 
 # kael.NAME for each entry; also Tensor.NAME unless the name is in NOT_METHODS.
-# The reductions whose public function and method are fastpath.reduction's door itself.
+# The reductions whose public function and method are fastpath.keyed's door itself.
 FAST = ("sum", "prod", "mean", "amax", "amin", "argmax", "argmin", "all", "any")
 FUNCTIONS: dict[str, Callable] = {
     f.__name__: f

@@ -244,7 +244,7 @@ def test_a_reduction_over_several_blocks_is_remembered_with_its_tree(name, shape
     try:
         kael.set_num_threads(2)
         fn(x)
-        served = [e for k, e in fastpath._reductions.items() if k[0] == name and k[3] == shape]
+        served = [e for k, e in fastpath._keyed.items() if k[0] == name and k[3] == shape]
         assert served and all(getattr(e, "final", None) is not None for e in served)
         for seed in (20, 21):
             y = _tensor(shape, kael.float32, seed)
@@ -262,7 +262,7 @@ def test_a_remembered_tree_keeps_the_gil_below_release_bytes():
     x = _tensor((64, 50000), kael.float32, 22)
     for _ in range(2):
         x.sum(1)
-    [entry] = [e for k, e in fastpath._reductions.items() if k[0] == "sum" and k[3] == x.shape]
+    [entry] = [e for k, e in fastpath._keyed.items() if k[0] == "sum" and k[3] == x.shape]
     assert entry.final is not None and entry.scratch[0] < RELEASE_BYTES
     assert entry.final.release_items > entry.outputs
 
@@ -289,6 +289,77 @@ def test_reduction_refusals_stay():
         with pytest.raises(kael.TypeError):
             kael.ones(3, dtype=kael.int64).mean()
     assert kael.tensor([[1.0, 2.0]]).sum(dim=[0, 1]).item() == 3.0  # a list of dims: no key
+
+
+ROW_KERNELS = [
+    ("softmax", (-1,), {}),
+    ("softmax", (), {"dim": 0}),
+    ("log_softmax", (1,), {}),
+    ("logsumexp", (-1,), {}),
+    ("logsumexp", ((0, 1), True), {}),
+]
+
+
+def _row_served(name: str, x) -> list:
+    i = x._impl
+    return [
+        e for k, e in fastpath._keyed.items()
+        if k[0] == name and k[3:5] == (i.shape, i.strides) and k[-1] == kael.get_num_threads()
+        and e is not fastpath._UNSERVED
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("name, args, kwargs", ROW_KERNELS, ids=str)
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64])
+def test_remembered_row_kernels_give_the_full_doors_bits(name, args, kwargs, dtype):
+    fn = getattr(kael, name)
+    x = _tensor((9, 13), dtype, 30)
+    fn(x, *args, **kwargs)
+    assert _row_served(name, x)
+    for seed in (31, 32):
+        y = _tensor((9, 13), dtype, seed)
+        _same(fn(y, *args, **kwargs), _full(fn, y, *args, **kwargs))
+        _same(getattr(y, name)(*args, **kwargs), _full(fn, y, *args, **kwargs))
+
+
+def test_row_kernels_over_a_converted_copy_or_a_view_are_never_remembered():
+    ints = _tensor((6, 5), kael.int64, 33)
+    x = _tensor((6, 5), kael.float32, 34)
+    for _ in range(2):  # each reads a copy the full door made, not the input
+        _same(kael.softmax(ints, -1), _full(kael.softmax, ints, -1))
+        _same(
+            kael.softmax(x, -1, dtype=kael.float64), _full(kael.softmax, x, -1, dtype=kael.float64)
+        )
+        _same(kael.log_softmax(x.T, -1), _full(kael.log_softmax, x.T, -1))  # composed: 4 launches
+    assert not _row_served("softmax", ints) and not _row_served("log_softmax", x.T)
+    assert kael.softmax(x, -1, dtype=kael.float64).dtype is kael.float64
+
+
+def test_row_kernel_refusals_and_out_calls_stay():
+    x = _tensor((4, 3), kael.float32, 35)
+    out = kael.empty(4)
+    for _ in range(2):
+        with pytest.raises(kael.IndexError, match="Dimension out of range"):
+            kael.softmax(x, 2)
+        assert kael.logsumexp(x, 1, out=out) is out
+        _same(out, _full(kael.logsumexp, x, 1))
+        assert kael.softmax(kael.empty(0, 3), -1).shape == (0, 3)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_pool_sized_row_kernels_are_served_as_the_full_door_runs_them(threads):
+    saved = kael.get_num_threads()
+    try:
+        kael.set_num_threads(threads)
+        for shape in ((2048, 1024), (70000, 8)):  # long rows; short rows split in blocks
+            x = _tensor(shape, kael.float32, 36)
+            kael.softmax(x, -1)
+            [entry] = _row_served("softmax", x)
+            assert entry.align == (64 if shape[1] < 16 else 1)
+            y = _tensor(shape, kael.float32, 37)
+            _same(kael.softmax(y, -1), _full(kael.softmax, y, -1))
+    finally:
+        kael.set_num_threads(saved)
 
 
 def test_reductions_follow_the_thread_count():

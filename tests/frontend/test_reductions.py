@@ -1022,7 +1022,7 @@ def test_reductions_streaming_a_large_input_fetch_it_ahead_with_the_same_bits(mo
     from kael.ir.printer import format_reduction
 
     def fresh():
-        fastpath._reductions.clear()
+        fastpath._keyed.clear()
         eager._reduction_plans.clear()
 
     big = kael.randn(1024, 1024)  # exactly 4 MiB

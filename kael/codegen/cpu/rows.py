@@ -457,10 +457,13 @@ def _align(cols: int) -> int:
     return 1 if cols >= 16 else 64
 
 
-def run_rows(kernel: str, dtype: DType, words: list[int], rows: int, cols: int) -> None:
-    """Run a row kernel over `rows` rows of `cols` elements."""
+def run_rows(kernel: str, dtype: DType, words: list[int], rows: int, cols: int) -> tuple:
+    """Run a row kernel over `rows` rows of `cols` elements; (the kernel, the bytes it
+    moved, its rows per split unit), for a caller that replays the launch."""
     moved = rows * max(cols, 1) * dtype.itemsize * 2
-    launch(function(kernel, dtype), words, rows, moved, _align(cols), shape=(rows, cols))
+    fn = function(kernel, dtype)
+    launch(fn, words, rows, moved, _align(cols), shape=(rows, cols))
+    return fn, moved, _align(cols)
 
 
 def float_word(value: float) -> int:
