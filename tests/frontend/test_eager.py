@@ -85,7 +85,7 @@ def test_an_eager_reduction_at_a_new_shape_plans_its_layout_once(monkeypatch):
     real = eager.plan_reduction
     monkeypatch.setattr(eager, "plan_reduction", lambda *a: planned.append(a) or real(*a))
     monkeypatch.setattr(eager, "_reduction_plans", {})
-    monkeypatch.setattr(fastpath, "_reductions", {})
+    monkeypatch.setattr(fastpath, "_keyed", {})
     x = kael.randn(37, 13)
     got = x.sum(-1)
     assert len(planned) == 1
