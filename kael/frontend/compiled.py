@@ -115,7 +115,7 @@ def _signature(leaves: list, treedef, plain: bool = False) -> tuple[list, tuple 
     return tensors, (treedef, tuple(parts))
 
 
-def _guard(key: tuple, used_values: tuple) -> tuple:
+def _coarse(key: tuple, used_values: tuple) -> tuple:
     """The coarse form of a signature: sizes dropped, their size-1 pattern and layout kept."""
     treedef, parts = key
     coarse = []
@@ -222,7 +222,9 @@ class CompiledFunction:
         self._info = CacheInfo(0, 0, 0, 0)
         self._warned_fallback: set[str] = set()
         self._lock = sync.lock()
-        self._guarded: Callable | None = None  # the last positional call's guarded replay
+        # the guarded replays of the last two positional signatures called, latest first
+        self._guarded: Callable | None = None
+        self._other: Callable | None = None
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else types.MethodType(self, obj)
@@ -236,11 +238,17 @@ class CompiledFunction:
                 result = guarded(args)
                 if result is not MISS:
                     return result
+                other = self._other
+                if other is not None:
+                    result = other(args)
+                    if result is not MISS:  # two signatures in turn: both stay guarded
+                        self._guarded, self._other = other, guarded
+                        return result
             plan, tensors, key = self._positional(args)
             if plan is not None:
                 self._info.hits += 1
                 result = plan.run(tensors, list(args))
-                self._guard(key, plan)
+                self._install_guarded(key, plan)
                 return result
         plan, tensors, leaves, treedef, key = self._lookup(args, kwargs)
         twins = _call_twins(tensors, plan)
@@ -304,23 +312,31 @@ class CompiledFunction:
             return None, tensors, key
         return plan, tensors, key
 
-    def _guard(self, key: tuple, plan: p.Plan) -> None:
+    def _install_guarded(self, key: tuple, plan: p.Plan) -> None:
         """Put the replay of `plan`, the positional plan of signature `key` that just ran,
         behind that signature's guard, for the next calls to try first: written once per
-        signature and thread count, when the plan has its replay."""
+        signature and thread count (under the lock), when the plan has its replay. A guard
+        that outlives a re-trace of its signature still runs a correct plan of it."""
         ready = plan.replay
-        if ready is None or ready.threads != get_num_threads() or not supported(key[1]):
+        if ready is None or ready.threads != get_num_threads():
             return
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is None or entry.positional is not plan:
+        entry = self._entries.get(key)
+        if entry is None or entry.positional is not plan:
+            return
+        guarded = entry.guarded
+        if guarded is None or guarded.threads != ready.threads:
+            if not supported(key[1]):
                 return
-            guarded = entry.guarded
-            if guarded is None or guarded.threads != ready.threads:
-                twins = functools.partial(_call_twins, plan=plan)
-                guarded = replay.build_guarded(plan, ready, key[1], twins, self._info)
-                entry.guarded = guarded
-            self._guarded = guarded.fn
+            with self._lock:
+                if entry.positional is not plan:
+                    return
+                guarded = entry.guarded
+                if guarded is None or guarded.threads != ready.threads:
+                    twins = functools.partial(_call_twins, plan=plan)
+                    guarded = replay.build_guarded(plan, ready, key[1], twins, self._info)
+                    entry.guarded = guarded
+        if self._guarded is not guarded.fn:
+            self._guarded, self._other = guarded.fn, self._guarded
 
     def _lookup(self, args, kwargs):
         leaves, treedef = pytree.flatten_call(args, kwargs)
@@ -374,7 +390,7 @@ class CompiledFunction:
             for s in plan.slots
             if s.kind == p.IMPLICIT and id(s.storage) in sources
         ]
-        guard = _guard(key, values)
+        guard = _coarse(key, values)
         with self._lock:
             info = self._info
             info.traces += 1
@@ -389,16 +405,21 @@ class CompiledFunction:
                             stacklevel=4,
                         )
                 self._guards.append(guard)
-            self._guarded = None
+            entry = self._entries.get(key)
+            if entry is not None and entry.guarded is not None:  # its signature's guard goes
+                stale = entry.guarded.fn
+                self._guarded = None if self._guarded is stale else self._guarded
+                self._other = None if self._other is stale else self._other
             if sum(len(e.plans) for e in self._entries.values()) >= MAX_PLANS:
                 self._entries.clear()
-            entry = self._entries.get(key)
+                entry = self._guarded = self._other = None
             same = entry is not None and [s for _, s in entry.implicit] == [s for _, s in implicit]
             if not same or entry.used != used:
                 entry = self._entries[key] = _Entry(used, {}, implicit)
             entry.plans[values] = plan
             plain = not used and not implicit and plan.fallback is None and not plan.shaped
             entry.positional = plan if plain else None
+            entry.guarded = None  # built again from the new positional plan when it runs
 
     # ---- looking inside ------------------------------------------------------------------
 

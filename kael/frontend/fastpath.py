@@ -664,7 +664,7 @@ def remember(
 
 
 @dataclass(frozen=True, slots=True)
-class _Reduction:
+class _Kept:
     """A remembered reduction or row-kernel launch: one pass, then for inputs reduced in
     several blocks the fixed tree over their partials (`final`), which lives in per-call
     scratch."""
@@ -683,7 +683,7 @@ class _Reduction:
     align: int = 1  # work items per split unit on the thread pool
 
 
-_keyed: dict[tuple, _Reduction | object] = {}
+_keyed: dict[tuple, _Kept | object] = {}
 _UNSERVED = object()  # a key whose call this door cannot replay (too big, several launches)
 _captured = threading.local()
 
@@ -730,7 +730,7 @@ def keyed(fn, traced=None):
         key = (name, impl.dtype, impl.device, impl.shape, impl.strides, given, get_num_threads())
         entry = _keyed.get(key)
         if entry is not None:
-            return fn(input, *args, **kwargs) if entry is _UNSERVED else _reduce(entry, impl)
+            return fn(input, *args, **kwargs) if entry is _UNSERVED else _replay_kept(entry, impl)
         saved, _captured.slot = getattr(_captured, "slot", None), []
         try:
             result = fn(input, *args, **kwargs)
@@ -789,7 +789,7 @@ def _remember_rows(fn, words, rows, moved, align, src, out, key, impl) -> bool:
     if native is None:
         return False
     nbytes = out.numel() * out.dtype.itemsize
-    _keyed[key] = _Reduction(fn, native, rows, out.shape, out.dtype, nbytes,
+    _keyed[key] = _Kept(fn, native, rows, out.shape, out.dtype, nbytes,
                              src.dtype.itemsize, moved, align=align)  # fmt: skip
     return True
 
@@ -818,7 +818,7 @@ def _remember_reduction(entry, outs, ins, axes, keepdim, scalars, key, impl) -> 
             return False  # a tree big enough for the pool: the full door runs it
     if native is None:
         return False
-    _keyed[key] = _Reduction(
+    _keyed[key] = _Kept(
         prepared.fn, native, prepared.total, out.shape, out.dtype,
         out.numel() * out.dtype.itemsize, ins[0].dtype.itemsize, prepared.moved,
         final, prepared.outputs, scratch or (0, 0),
@@ -826,7 +826,7 @@ def _remember_reduction(entry, outs, ins, axes, keepdim, scalars, key, impl) -> 
     return True
 
 
-def _reduce(entry: _Reduction, impl):
+def _replay_kept(entry: _Kept, impl):
     storage = Storage.host(entry.nbytes)
     words = [storage.ptr, impl.storage.ptr + impl.offset * entry.itemsize]
     final = entry.final
@@ -853,10 +853,10 @@ class _Product:
     dtype: DType
     nbytes: int
     itemsize: int
-    # Plan.native of three words: (its launch's kernel, address, total, and per word the
-    # operand (A, B or C) and byte offset it takes), called here while the kernel is
-    # promoted (gemm_run.run's own first branch, without its frames: gemv is a door of
-    # its own for small products); else None
+    # where the plan is one native launch of three words (a small product, gemv): its
+    # kernel, address, total, and per word the operand (A, B or C) and byte offset it
+    # takes; the door calls it itself while the kernel is promoted, as gemm_run.run's
+    # first branch would, without its frames. Else None
     direct: tuple | None
 
 

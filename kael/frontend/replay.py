@@ -38,7 +38,8 @@ from kael.runtime.tensor_impl import TensorImpl
 
 @dataclass(frozen=True, slots=True)
 class Replay:
-    """A plan's call written out for `threads` threads: fn(plan, tensors, scalars) -> results."""
+    """A plan's call written out for `threads` threads: fn(plan, tensors, scalars) ->
+    results (build's), or fn(args) -> results or guard.MISS (build_guarded's)."""
 
     threads: int
     fn: Callable
@@ -260,7 +261,8 @@ class _Writer:
                 self.lines.append(f"s{slot} = bound[{slot}]")
 
     def write(self) -> list[str]:
-        """The lines of the call; the arguments are `plan`, `tensors` and `scalars`."""
+        """The lines of the call's body: they read `plan` and `scalars`, and `tensors`
+        unless guarded (then a guard's lines have bound `t{j}` and `st{j}`)."""
         p, plan = self.p, self.plan
         ready = [self.ready(step) for step in plan.steps]
         self.kept = _kept_slots(plan, [s for s, r in zip(plan.steps, ready) if r is None])
@@ -361,10 +363,11 @@ def _function(head: str, lines: list[str], names: dict, steps: int) -> tuple[Cal
     body = "\n".join("    " + line for line in lines)
     source = f"def {head}:\n{body}\n"
     namespace = dict(names)
-    exec(compile(source, f"<kael replay of {steps} steps>", "exec"), namespace)
+    name = head.partition("(")[0]
+    exec(compile(source, f"<kael {name} replay of {steps} steps>", "exec"), namespace)
     # popped: left in its own globals, the function would be a cycle, and its kept storages
     # would outlive the plan until the cyclic collector ran
-    return namespace.pop(head.partition("(")[0]), source
+    return namespace.pop(name), source
 
 
 def build(plan, threads: int) -> Replay:
