@@ -3,8 +3,9 @@
 Each is a hand-written `void f(i64* args, i64 begin, i64 end)` whose work items are the
 rows of a contiguous [rows, cols] input, so runtime/launcher.py splits rows over the
 thread pool. A row is walked a few times (it stays in cache between passes): W-lane
-vectors (one 64-byte register), then a scalar tail, with kael's own exp and log
-(codegen/vmath.py through the emitter tables). Sums accumulate in float64 whatever
+vectors (one 64-byte register), the last partial one masked (its lanes past the row
+read and write no memory and add the accumulator's neutral value), with kael's own
+exp and log (codegen/vmath.py through the emitter tables). Sums accumulate in float64 whatever
 the element type; lanes fold by halves in a fixed order, so results do not depend on
 threads.
 
@@ -38,7 +39,7 @@ from functools import partial
 from llvmlite import ir
 
 from kael.codegen.cpu import compiler, handwritten
-from kael.codegen.cpu.loops import VECTOR_BYTES, LoopBuilder
+from kael.codegen.cpu.loops import VECTOR_BYTES, LoopBuilder, lanes_below, masked_load, masked_store
 from kael.codegen.emitters import UNARY_EMITTERS
 from kael.codegen.lowering import ExprEmitter, i64, scalar_type
 from kael.runtime.dtypes import INT64_MAX, DType, float32, float64
@@ -107,7 +108,11 @@ class _Acc:
         return self.row.b.load(self.slots[w])
 
     def update(self, w: int, x: ir.Value) -> None:
-        self.row.b.store(self.combine(self.row.b, self.get(w), x), self.slots[w])
+        """Combine `x` in; lanes off the row's mask give the neutral `init` instead."""
+        b, mask = self.row.b, self.row.mask
+        if mask is not None and w > 1:
+            x = b.select(mask, x, _splat(self.elem, self.init, w))
+        b.store(self.combine(b, self.get(w), x), self.slots[w])
 
     def total(self) -> ir.Value:
         """The lanes folded by halves (lane i with lane i + W/2, ...), then the scalar."""
@@ -137,6 +142,7 @@ class _Row:
             name: b.load(b.gep(fn.args[0], [i64(i)]), name=name) for i, name in enumerate(args)
         }
         self.loops = LoopBuilder(b)
+        self.mask: ir.Value | None = None  # the lanes inside the row, in `each`'s last step
         self.emitters = {
             w: ExprEmitter(b, w, _no_expr, _no_expr, _no_expr, scalef=compiler.has_avx512f())
             for w in (self.width, 1)
@@ -149,16 +155,26 @@ class _Row:
         return self.b.gep(base, [self.b.mul(row, cols)])
 
     def load(self, row: ir.Value, j: ir.Value, w: int) -> ir.Value:
+        """Elements j.. (w lanes); in a masked step, zeros past the row, nothing read."""
         p = self.b.gep(row, [j])
-        if w > 1:
-            p = self.b.bitcast(p, ir.VectorType(self.t, w).as_pointer())
+        if w == 1:
+            return self.b.load(p, align=self.dtype.itemsize)
+        p = self.b.bitcast(p, ir.VectorType(self.t, w).as_pointer())
+        if self.mask is not None:
+            return masked_load(self.b, p, self.dtype.itemsize, self.mask)
         return self.b.load(p, align=self.dtype.itemsize)
 
     def store(self, v: ir.Value, row: ir.Value, j: ir.Value, w: int) -> None:
+        """Store elements j.. (w lanes); in a masked step, nothing written past the row."""
         p = self.b.gep(row, [j])
-        if w > 1:
-            p = self.b.bitcast(p, ir.VectorType(self.t, w).as_pointer())
-        self.b.store(v, p, align=self.dtype.itemsize)
+        if w == 1:
+            self.b.store(v, p, align=self.dtype.itemsize)
+            return
+        p = self.b.bitcast(p, ir.VectorType(self.t, w).as_pointer())
+        if self.mask is not None:
+            masked_store(self.b, v, p, self.dtype.itemsize, self.mask)
+        else:
+            self.b.store(v, p, align=self.dtype.itemsize)
 
     def math(self, name: str, v: ir.Value, w: int, dtype: DType | None = None) -> ir.Value:
         """kael's vector math (never llvm.exp): exp or log of a value of `w` lanes."""
@@ -184,9 +200,15 @@ class _Row:
         return v if self.dtype is float64 else self.b.fptrunc(v, _vec(self.t, w))
 
     def each(self, n: ir.Value, body: Callable[[ir.Value, int], None], name: str) -> None:
-        """body(j, W) over whole vectors of [0, n), then body(j, 1) over the rest."""
+        """body(j, W) over whole vectors of [0, n), then once more over the rest under
+        `mask` (one vector step, not up to W - 1 scalar ones: a 20-column row is two)."""
+        b = self.b
         j = self.loops.counted(i64(0), n, self.width, lambda j: body(j, self.width), f"{name}.v")
-        self.loops.counted(j, n, 1, lambda j: body(j, 1), f"{name}.s")
+        rest = b.sub(n, j)
+        with b.if_then(b.icmp_signed(">", rest, i64(0))):
+            self.mask = lanes_below(b, rest, self.width)
+            body(j, self.width)
+            self.mask = None
 
     def acc(self, elem: ir.Type, init: float, combine: Callable) -> _Acc:
         return _Acc(self, elem, init, combine)
