@@ -3,10 +3,11 @@
 CompiledFunction._positional finds a call's plan by building its signature (a tuple per
 tensor: dtype, device, shape, strides, offset, bytes, aliasing) and hashing it into a dict:
 about 1.1 us of power iteration's 5.5 us call (kael, A, v). Most programs call a compiled
-function with one signature again and again, so for the signature it last ran, `lines`
-writes the same test out against that one key, each field compared with a constant, and
-the replay writer puts them in front of the plan's replay (replay.build_guarded): one
-function that checks a call and runs it, with no tuple built and nothing hashed. A call
+function with one signature again and again (or two in turn), so for each of the two
+signatures it last ran, `lines` writes the same test out against that one key, each
+field compared with a constant, and the replay writer puts them in front of the plan's
+replay (replay.build_guarded): one function that checks a call and runs it, with no
+tuple built and nothing hashed. A call
 that fails any test gets MISS back and takes the dict path, which decides it as before.
 """
 

@@ -1,6 +1,7 @@
-"""The guarded replay (frontend/guard.py): a compiled function's last positional call
-signature tested field by field in front of its plan's replay. It must run exactly the
-calls the signature lookup would give the same plan, and hand every other call back."""
+"""The guarded replay (frontend/guard.py): each of a compiled function's last two
+positional call signatures tested field by field in front of its plan's replay. It must
+run exactly the calls the signature lookup would give the same plan, and hand every
+other call back."""
 
 from __future__ import annotations
 
@@ -267,6 +268,33 @@ def test_a_third_signature_pushes_out_the_oldest_guard():
     assert MISS is c._guarded(calls[0]) is c._other(calls[0])
 
 
+def test_a_hit_on_the_second_guard_puts_it_first():
+    m, v, *_ = args = _call()
+    other = (m[:100], v, 0.5, 2)
+    c = kael.compile(scaled_norm)
+    for call in (args, other):
+        for _ in range(3):
+            c(*call)
+    first, second = c._guarded, c._other
+    assert first(other) is not MISS and second(args) is not MISS
+    c(*args)
+    assert (c._guarded, c._other) == (second, first)
+
+
+def test_clearing_the_plans_drops_both_guards(monkeypatch):
+    from kael.frontend import compiled
+
+    m, v, *_ = args = _call()
+    c = kael.compile(scaled_norm)
+    for call in (args, (m[:100], v, 0.5, 2)):
+        for _ in range(3):
+            c(*call)
+    assert c._guarded is not None and c._other is not None
+    monkeypatch.setattr(compiled, "MAX_PLANS", 2)
+    c(m[:50], v, 0.5, 2)  # a third plan: the table is cleared before it is stored
+    assert c._guarded is None and c._other is None
+
+
 def test_a_signature_traced_again_drops_its_guard():
     args = _call()
     c = _guarded(scaled_norm, *args)
@@ -279,3 +307,18 @@ def test_a_signature_traced_again_drops_its_guard():
     for _ in range(2):
         assert _bits(c(*args)) == _bits(scaled_norm(*args))
     assert c._entries[key].guarded.fn is c._guarded
+
+
+def test_a_signature_traced_again_keeps_the_other_signatures_guard():
+    m, v, *_ = args = _call()
+    other = (m[:100], v, 0.5, 2)
+    c = kael.compile(scaled_norm)
+    for call in (other, args):
+        for _ in range(3):
+            c(*call)
+    _, _, key2 = c._positional(other)
+    kept = c._entries[key2].guarded
+    assert kept is not None and c._other is kept.fn
+    _, tensors, key = c._positional(args)
+    c._trace(list(args), ("args", len(args)), tensors, key)
+    assert c._guarded is None and c._other is kept.fn and c._entries[key2].guarded is kept

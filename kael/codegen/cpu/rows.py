@@ -93,31 +93,27 @@ def _inverse_unit(b: ir.IRBuilder, m: ir.Value) -> ir.Value:
 
 
 class _Acc:
-    """A loop-carried value per width: a W-lane vector and a scalar, folded at the end."""
+    """A loop-carried W-lane vector (`each` hands every body W lanes), folded at the end."""
 
     def __init__(self, row: _Row, elem: ir.Type, init: float, combine: Callable) -> None:
         self.row, self.elem, self.init, self.combine = row, elem, init, combine
-        # Made before the kernel's first branch: entry-block allocas, which mem2reg lifts.
-        self.slots = {w: row.b.alloca(_vec(elem, w)) for w in (row.width, 1)}
+        # Made before the kernel's first branch: an entry-block alloca, which mem2reg lifts.
+        self.slot = row.b.alloca(_vec(elem, row.width))
 
     def reset(self) -> None:
-        for w, slot in self.slots.items():
-            self.row.b.store(_splat(self.elem, self.init, w), slot)
-
-    def get(self, w: int) -> ir.Value:
-        return self.row.b.load(self.slots[w])
+        self.row.b.store(_splat(self.elem, self.init, self.row.width), self.slot)
 
     def update(self, w: int, x: ir.Value) -> None:
-        """Combine `x` in; lanes off the row's mask give the neutral `init` instead."""
+        """Combine `x` (w = W lanes) in; lanes off the row's mask give the neutral `init`."""
         b, mask = self.row.b, self.row.mask
-        if mask is not None and w > 1:
+        if mask is not None:
             x = b.select(mask, x, _splat(self.elem, self.init, w))
-        b.store(self.combine(b, self.get(w), x), self.slots[w])
+        b.store(self.combine(b, b.load(self.slot), x), self.slot)
 
     def total(self) -> ir.Value:
-        """The lanes folded by halves (lane i with lane i + W/2, ...), then the scalar."""
+        """The lanes folded by halves (lane i with lane i + W/2, ...) down to one."""
         b = self.row.b
-        vec, width = self.get(self.row.width), self.row.width
+        vec, width = b.load(self.slot), self.row.width
         i32 = ir.IntType(32)
         while width > 1:
             h = width // 2
@@ -127,7 +123,7 @@ class _Acc:
             ]
             vec = self.combine(b, *halves)
             width = h
-        return self.combine(b, b.extract_element(vec, i64(0)), self.get(1))
+        return b.extract_element(vec, i64(0))
 
 
 class _Row:
@@ -155,22 +151,15 @@ class _Row:
         return self.b.gep(base, [self.b.mul(row, cols)])
 
     def load(self, row: ir.Value, j: ir.Value, w: int) -> ir.Value:
-        """Elements j.. (w lanes); in a masked step, zeros past the row, nothing read."""
-        p = self.b.gep(row, [j])
-        if w == 1:
-            return self.b.load(p, align=self.dtype.itemsize)
-        p = self.b.bitcast(p, ir.VectorType(self.t, w).as_pointer())
+        """Elements j.. (w = W lanes); in a masked step, zeros past the row, nothing read."""
+        p = self.b.bitcast(self.b.gep(row, [j]), ir.VectorType(self.t, w).as_pointer())
         if self.mask is not None:
             return masked_load(self.b, p, self.dtype.itemsize, self.mask)
         return self.b.load(p, align=self.dtype.itemsize)
 
     def store(self, v: ir.Value, row: ir.Value, j: ir.Value, w: int) -> None:
-        """Store elements j.. (w lanes); in a masked step, nothing written past the row."""
-        p = self.b.gep(row, [j])
-        if w == 1:
-            self.b.store(v, p, align=self.dtype.itemsize)
-            return
-        p = self.b.bitcast(p, ir.VectorType(self.t, w).as_pointer())
+        """Store elements j.. (w = W lanes); in a masked step, nothing past the row."""
+        p = self.b.bitcast(self.b.gep(row, [j]), ir.VectorType(self.t, w).as_pointer())
         if self.mask is not None:
             masked_store(self.b, v, p, self.dtype.itemsize, self.mask)
         else:

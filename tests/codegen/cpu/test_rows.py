@@ -1,7 +1,7 @@
 """The fused row kernels (kael/codegen/cpu/rows.py) below the frontend, against PyTorch.
 
 Rows are contiguous NumPy arrays handed to the kernels by address: every row length
-around the vector width (the vector loop, the scalar tail and both), the infinity
+around the vector width (the vector loop, the masked last vector and both), the infinity
 rules, the error word of cross_entropy and results that do not depend on the threads.
 """
 
@@ -100,6 +100,19 @@ def test_infinite_rows_follow_torch(dtype_id):
     got = _logsumexp(x)
     np.testing.assert_allclose(got, torch.logsumexp(t, -1).numpy(), **TOL[np_dtype])
     assert got[0] == -INF and got[1] == INF
+
+
+@pytest.mark.parametrize("dtype_id", list(DTYPES))
+def test_lanes_past_a_row_add_nothing_where_they_would_overflow(dtype_id):
+    # the masked last vector computes on zeros past the row: exp(0 - max) with max -1000
+    # overflows there, and a sum that took it in would be inf
+    np_dtype, _ = DTYPES[dtype_id]
+    for cols in _cols(np_dtype):
+        x = -1000.0 - np.abs(_random((3, cols), np_dtype, seed=cols))
+        t = torch.from_numpy(x)
+        for kernel, ref in TORCH_ROW_OPS.items():
+            np.testing.assert_allclose(_softmax_like(kernel, x), ref(t).numpy(), **TOL[np_dtype])
+        np.testing.assert_allclose(_logsumexp(x), torch.logsumexp(t, -1).numpy(), **TOL[np_dtype])
 
 
 def test_logsumexp_of_an_empty_row_is_minus_infinity():
@@ -230,9 +243,11 @@ def test_float64_rows_whose_squares_overflow_are_normalized_rescaled(affine):
         np.testing.assert_allclose(got, exact_layer_norm(x, w, b, eps=eps), rtol=1e-14, atol=1e-15)
 
 
-def test_layer_norm_rows_of_inf_and_nan_follow_torch_through_the_rare_path():
-    x = np.array([[INF, 1.0, 2.0], [NAN, 1.0, 1.0], [INF, -INF, 0.0], [1e308, INF, 1e308]])
-    want = F.layer_norm(torch.from_numpy(x), (3,)).numpy()
+@pytest.mark.parametrize("cols", [3, 9, 17])  # inside the masked vector, after one, two
+def test_layer_norm_rows_of_inf_and_nan_follow_torch_through_the_rare_path(cols):
+    head = np.array([[INF, 1.0, 2.0], [NAN, 1.0, 1.0], [INF, -INF, 0.0], [1e308, INF, 1e308]])
+    x = np.concatenate([np.ones((4, cols - 3)), head], axis=1)  # the specials at the row's end
+    want = F.layer_norm(torch.from_numpy(x), (cols,)).numpy()
     np.testing.assert_array_equal(_layer_norm(x), want)
 
 
