@@ -44,6 +44,16 @@ def _guarded(fn, *args):
     return c
 
 
+def _guarding(*calls):
+    """scaled_norm compiled and called with each signature in turn until it is guarded:
+    the last one's guard first, the one before it second."""
+    c = kael.compile(scaled_norm)
+    for call in calls:
+        for _ in range(3):
+            c(*call)
+    return c
+
+
 def _call():
     return kael.randn(200, 200) / 20, kael.randn(200), 0.5, 2
 
@@ -260,10 +270,7 @@ def test_two_signatures_called_in_turn_both_stay_guarded(monkeypatch):
 def test_a_third_signature_pushes_out_the_oldest_guard():
     m, v, *_ = args = _call()
     calls = [args, (m.double(), v.double(), 0.5, 2), (m[:100], v, 0.5, 2)]
-    c = kael.compile(scaled_norm)
-    for call in calls:
-        for _ in range(3):
-            c(*call)
+    c = _guarding(*calls)
     assert c._guarded(calls[2]) is not MISS and c._other(calls[1]) is not MISS
     assert MISS is c._guarded(calls[0]) is c._other(calls[0])
 
@@ -271,10 +278,7 @@ def test_a_third_signature_pushes_out_the_oldest_guard():
 def test_a_hit_on_the_second_guard_puts_it_first():
     m, v, *_ = args = _call()
     other = (m[:100], v, 0.5, 2)
-    c = kael.compile(scaled_norm)
-    for call in (args, other):
-        for _ in range(3):
-            c(*call)
+    c = _guarding(args, other)
     first, second = c._guarded, c._other
     assert first(other) is not MISS and second(args) is not MISS
     c(*args)
@@ -285,10 +289,7 @@ def test_clearing_the_plans_drops_both_guards(monkeypatch):
     from kael.frontend import compiled
 
     m, v, *_ = args = _call()
-    c = kael.compile(scaled_norm)
-    for call in (args, (m[:100], v, 0.5, 2)):
-        for _ in range(3):
-            c(*call)
+    c = _guarding(args, (m[:100], v, 0.5, 2))
     assert c._guarded is not None and c._other is not None
     monkeypatch.setattr(compiled, "MAX_PLANS", 2)
     c(m[:50], v, 0.5, 2)  # a third plan: the table is cleared before it is stored
@@ -312,10 +313,7 @@ def test_a_signature_traced_again_drops_its_guard():
 def test_a_signature_traced_again_keeps_the_other_signatures_guard():
     m, v, *_ = args = _call()
     other = (m[:100], v, 0.5, 2)
-    c = kael.compile(scaled_norm)
-    for call in (other, args):
-        for _ in range(3):
-            c(*call)
+    c = _guarding(other, args)
     _, _, key2 = c._positional(other)
     kept = c._entries[key2].guarded
     assert kept is not None and c._other is kept.fn
