@@ -690,20 +690,22 @@ _captured = threading.local()
 
 def capture(entry: eager.Template, outs: list, ins: list, axes, keepdim, scalars) -> None:
     """Called by reduce_door.reduce after each launch: kept when a fast door asked."""
-    slot = getattr(_captured, "slot", None)
-    if slot is not None:
-        remember = functools.partial(_remember_reduction, entry, outs, ins, axes, keepdim, scalars)
-        slot.append((outs[0] if outs else None, remember))
+    _offer(outs[0] if outs else None, _remember_reduction, entry, outs, ins, axes, keepdim, scalars)
 
 
 def capture_rows(fn, words: list[int], rows: int, moved: int, align: int, src, out) -> None:
     """Called by the row kernels' door (nn.py) after each launch of `fn` over `rows` rows
     with the block `words` (src's address, out's, then fixed words): kept when a fast door
     asked."""
+    _offer(out, _remember_rows, fn, words, rows, moved, align, src, out)
+
+
+def _offer(out, remember, *launch) -> None:
+    """Hand a launch that made `out` to the fast door that asked (`keyed`), if one did:
+    remember(*launch, key, impl) keeps it for that door's key."""
     slot = getattr(_captured, "slot", None)
     if slot is not None:
-        remember = functools.partial(_remember_rows, fn, words, rows, moved, align, src, out)
-        slot.append((out, remember))
+        slot.append((out, functools.partial(remember, *launch)))
 
 
 def keyed(fn, traced=None):
@@ -738,7 +740,7 @@ def keyed(fn, traced=None):
         finally:
             _captured.slot = saved
         one = len(launched) == 1 and type(result) is Tensor and result._impl is launched[0][0]
-        if not (one and launched[0][1](key, impl)) and len(_keyed) < 4096:
+        if not (one and launched[0][1](key, impl)) and len(_keyed) < _MAX_ENTRIES:
             _keyed[key] = _UNSERVED  # the same call runs the same way: never ask again
         return result
 
@@ -776,7 +778,7 @@ def _plain_arguments(args: tuple, kwargs: dict) -> tuple | None:
 def _fresh_dense(out) -> bool:
     """Whether `out` is a host result in the layout this door makes, with room to keep it."""
     dense = out.strides == _dense_strides(out.shape) and not out.offset
-    return out.device is CPU and dense and len(_keyed) <= 4096
+    return out.device is CPU and dense and len(_keyed) < _MAX_ENTRIES
 
 
 def _remember_rows(fn, words, rows, moved, align, src, out, key, impl) -> bool:
@@ -789,8 +791,8 @@ def _remember_rows(fn, words, rows, moved, align, src, out, key, impl) -> bool:
     if native is None:
         return False
     nbytes = out.numel() * out.dtype.itemsize
-    _keyed[key] = _Kept(fn, native, rows, out.shape, out.dtype, nbytes,
-                             src.dtype.itemsize, moved, align=align)  # fmt: skip
+    _keyed[key] = _Kept(fn, native, rows, out.shape, out.dtype, nbytes, src.dtype.itemsize,
+                        moved, align=align)  # fmt: skip
     return True
 
 

@@ -7,8 +7,8 @@ function with one signature again and again (or two in turn), so for each of the
 signatures it last ran, `lines` writes the same test out against that one key, each
 field compared with a constant, and the replay writer puts them in front of the plan's
 replay (replay.build_guarded): one function that checks a call and runs it, with no
-tuple built and nothing hashed. A call
-that fails any test gets MISS back and takes the dict path, which decides it as before.
+tuple built and nothing hashed. A call that fails any test gets MISS back and takes the
+dict path, which decides it as before.
 """
 
 from __future__ import annotations

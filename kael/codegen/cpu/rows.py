@@ -5,9 +5,9 @@ rows of a contiguous [rows, cols] input, so runtime/launcher.py splits rows over
 thread pool. A row is walked a few times (it stays in cache between passes): W-lane
 vectors (one 64-byte register), the last partial one masked (its lanes past the row
 read and write no memory and add the accumulator's neutral value), with kael's own
-exp and log (codegen/vmath.py through the emitter tables). Sums accumulate in float64 whatever
-the element type; lanes fold by halves in a fixed order, so results do not depend on
-threads.
+exp and log (codegen/vmath.py through the emitter tables). Sums accumulate in float64
+whatever the element type; lanes fold by halves in a fixed order, so results do not
+depend on threads.
 
 - softmax: NaN-aware max; out = exp(x - max) with the sum; out *= 1 / sum.
 - log_softmax: max; sum of exp(x - max); out = (x - max) - log(sum), exact where
@@ -472,9 +472,9 @@ def run_rows(kernel: str, dtype: DType, words: list[int], rows: int, cols: int) 
     """Run a row kernel over `rows` rows of `cols` elements; (the kernel, the bytes it
     moved, its rows per split unit), for a caller that replays the launch."""
     moved = rows * max(cols, 1) * dtype.itemsize * 2
-    fn = function(kernel, dtype)
-    launch(fn, words, rows, moved, _align(cols), shape=(rows, cols))
-    return fn, moved, _align(cols)
+    fn, align = function(kernel, dtype), _align(cols)
+    launch(fn, words, rows, moved, align, shape=(rows, cols))
+    return fn, moved, align
 
 
 def float_word(value: float) -> int:
