@@ -607,15 +607,22 @@ class Prepared:
     scratch: tuple[int, int] | None = None  # a reduction's partials and index bytes
     reduction: bool = False
     # How work items map to the output: ELEMENTS (row-major elements, untiled), OUTPUTS (a
-    # ROWS reduction in one block: item i reduces output i, over `length` elements), or "".
+    # ROWS reduction: item i reduces block i % blocks of output i // blocks, over `length`
+    # elements in all; `final` then combines each output's blocks), or "".
     walk: str = ""
     length: int = 0
+    blocks: int = 1
+    paired: bool = False  # a reduction whose index scratch holds one word per partial
 
-    def words(self, pointers: list[int], params: list[int]) -> tuple[list[int], list]:
+    def words(
+        self, pointers: list[int], params: list[int], scratch: bool = True
+    ) -> tuple[list[int], list]:
         """The argument block for `pointers` (operands' addresses) and `params` (parameter
-        words), and the scratch storages it points into (keep them until the launch ends)."""
+        words), and the scratch storages it points into (keep them until the launch ends);
+        `scratch` False leaves a reduction's scratch addresses 0 (a row group's driver
+        stores its own)."""
         words = pointers
-        scratch = self.scratch
+        scratch = self.scratch if scratch else None
         held = []
         if scratch is not None:
             storage, partials, indices = scratch_storage(scratch)
@@ -682,10 +689,9 @@ def prepare(
     compiled = plan.compiled
     blocks = lay.blocks > 1
     scratch = _scratch_bytes(plan) if blocks else None
-    rows = lay.schedule == ROWS and not blocks
     return Prepared(
         compiled.main if compiled else None, plan.tail, plan.kernel.params, lay.work_items,
         plan.moved, 1, outs[0].shape, compiled.final if blocks and compiled else None,
         lay.outputs, scratch, True,
-        OUTPUTS if rows else "", lay.length,
+        OUTPUTS if lay.schedule == ROWS else "", lay.length, lay.blocks, plan.paired,
     )  # fmt: skip

@@ -281,10 +281,11 @@ class KernelCall:
             for k, source, dtype in self.dynamic:
                 block[at + k] = eager.param_word(source.value(call), dtype)
 
-    def template_words(self, prepared: eager.Prepared) -> list[int]:
+    def template_words(self, prepared: eager.Prepared, scratch: bool = True) -> list[int]:
         """`prepared`'s argument words with the addresses left 0 and the constant
-        parameters filled in: what `patch` completes per call."""
-        return prepared.words([0] * len(self.pointers), self.param_words)[0]
+        parameters filled in: what `patch` completes per call (`scratch` False: a
+        reduction's scratch addresses left 0 too, for a row driver to store)."""
+        return prepared.words([0] * len(self.pointers), self.param_words, scratch)[0]
 
     def run(self, call: Call) -> None:
         _, p, template = self._ready(call.plan.slots)
@@ -358,29 +359,54 @@ def reuse_in_place(steps: list, slots: list[Slot], live: set[int], earlier=froze
 class RowGroup:
     """Kernels run one row at a time by the row driver (codegen/cpu/rowdriver.py): a
     reduction over rows and the kernels that read its result at the same rows, so each
-    row comes from memory once. Each member is the KernelCall it would be alone."""
+    row comes from memory once. Each member is the KernelCall it would be alone. A
+    reduction over rows longer than one block (ir/reduction.py BLOCK) runs as two of the
+    driver's kernels: its blocks, with their partials in the chunk scratch, then its tree."""
 
     members: list[KernelCall]
     rows: int
-    per_row: list[int]  # each member's work items per row
+    per_row: list[int]  # each member's output elements per row (a reduction's: 1)
     chunk: int = 1  # rows per driver work item: as many as stay in cache together
-    # per thread count: the members' (prebuilt block, function address), the driver's
-    # leading words and bytes moved; or None where a layout changed and they run apart
+    # per thread count: per member (prebuilt block, function address, tree address or
+    # None, blocks a row), and bytes moved; or None where a layout changed and they run apart
     prepared: tuple | None = None
     # values only the members write and read: slot -> (byte offset in the driver's chunk
     # scratch, bytes a row), never in memory of their own (scratch_bytes in all)
     local: dict[int, tuple[int, int]] = field(default_factory=dict)
     scratch_bytes: int = 0
+    # member index -> its partials' and index scratch's (byte offset, bytes a row), at the
+    # start of the chunk scratch (partial_bytes of it)
+    partials: dict[int, tuple[tuple[int, int], tuple[int, int]]] = field(default_factory=dict)
+    partial_bytes: int = 0
     launches_kernels = True
 
-    def patches(self, member: KernelCall) -> list[tuple[int, int, int]]:
-        """(block word, scratch offset, bytes a row) of each of member's chunk-local
-        operands: what the driver stores into its copy of the block before each chunk."""
+    def patches(self, k: int, local) -> list[tuple[int, int, int]]:
+        """(block word, scratch offset, bytes a row) of member k's chunk-local operands
+        (those of `local`) and partials: what the driver stores into its copy of the block
+        before each chunk."""
+        member = self.members[k]
         out = []
         for word, (slot, offset) in enumerate(member.pointers):
-            if slot in self.local:
-                at, row_bytes = self.local[slot]
+            if slot in local:
+                at, row_bytes = local[slot]
                 out.append((word, at + offset, row_bytes))
+        if k in self.partials:  # the two scratch words follow the operands' addresses
+            values, indices = self.partials[k]
+            out += [(len(member.pointers), *values), (len(member.pointers) + 1, *indices)]
+        return out
+
+    def records(self, ready: list, local) -> list[tuple[KernelCall, tuple]]:
+        """The driver's kernels in order, each with its member: (function address, block
+        template, work items a row, patches), as rowdriver.words takes them. A member
+        reducing each row in several blocks runs twice: its blocks, then its tree (one
+        item a row)."""
+        out = []
+        for k, (m, (template, main, tree, blocks)) in enumerate(zip(self.members, ready)):
+            patches = self.patches(k, local)
+            if tree is None:
+                out.append((m, (main, template, self.per_row[k], patches)))
+            else:
+                out += [(m, (main, template, blocks, patches)), (m, (tree, template, 1, patches))]
         return out
 
     def views(self) -> list[View]:
@@ -399,12 +425,17 @@ class RowGroup:
         if prepared is None or prepared[0] != threads:
             ready = [m._ready(slots) for m in self.members]
             found = [p for _, p, _ in ready]
-            if any(r[2] is None for r in ready) or _row_items(self.members, found) != self.per_row:
+            members = []
+            for m, (_, p, block) in zip(self.members, ready):
+                if p is not None and p.final is not None and p.blocks > 1:
+                    block = array.array("q", m.template_words(p, scratch=False))
+                    members.append((block, p.fn.address, p.final.address, p.blocks))
+                elif block is not None:
+                    members.append((block, p.fn.address, None, 1))
+            if len(members) < len(ready) or _row_items(self.members, found) != self.per_row:
                 prepared = (threads, None)  # a new thread count changed a layout
             else:
-                members = [(block, p.fn.address) for _, p, block in ready]
-                moved = sum(p.moved for p in found)
-                prepared = (threads, (members, moved))
+                prepared = (threads, (members, sum(p.moved for p in found)))
             self.prepared = prepared
         return prepared
 
@@ -433,11 +464,11 @@ class RowGroup:
 
         members, moved = ready
         local = {} if whole else self.local
-        records = []
-        for m, (template, address), per_row in zip(self.members, members, self.per_row):
-            block = m.patched(template, call, local)
-            records.append((address, block, per_row, self.patches(m) if local else []))
-        scratch = self.scratch_bytes if local else 0
+        records = [
+            (address, m.patched(template, call, local), per_row, patches)
+            for m, (address, template, per_row, patches) in self.records(members, local)
+        ]
+        scratch = self.scratch_bytes if local else self.partial_bytes
         words, _ = rowdriver.words(self.chunk, self.rows, scratch, records)
         chunks = -(-self.rows // self.chunk)
         launch(rowdriver.driver(), words, chunks, moved, 1, shape=(self.rows,))
@@ -451,9 +482,11 @@ def _per_element(kernel: Kernel | Reduction) -> tuple:
     return kernel.exprs
 
 
-# A row whose bytes exceed this is not run by the row driver: it would not stay in cache
-# between the group's kernels. The driver takes rows in chunks of about CHUNK_BYTES.
-ROW_BYTES = 256 * 1024
+# A row whose bytes exceed this is not run by the row driver: it would not stay in the L2
+# beside its chunk-local values between the group's kernels (softmax over rows of 128K
+# float32: 0.62x the time of four kernels apart; of 256K, still 0.93x, of 1M, 1.1x). The
+# driver takes rows in chunks of about CHUNK_BYTES.
+ROW_BYTES = 512 * 1024
 CHUNK_BYTES = 32 * 1024  # well inside L1 + L2 beside the next chunk it prefetches
 
 
@@ -550,7 +583,7 @@ def _chunk_local(
     for k, m in enumerate(group.members):
         for v in m.outs:
             writers[v.buffer] = k if v.buffer not in writers else -1  # -1: written twice
-    offset = 0
+    offset = group.partial_bytes
     for slot, k in writers.items():
         if k < 0 or slots[slot].kind != FRESH or slot in live or slot in outside or slot in aliased:
             continue
@@ -636,7 +669,8 @@ def _as_group(members: list[KernelCall], slots: list[Slot], layouts: dict) -> Ro
     items = _row_items(members, prepared)
     if items is None:
         return None
-    rows = prepared[0].total // items[0]
+    first = prepared[0]
+    rows = first.outputs if first.walk == eager.OUTPUTS else first.total // items[0]
     # elements a member reads per row: a reduction its reduced length, not its one item
     length = max(p.length if p.walk == eager.OUTPUTS else n for p, n in zip(prepared, items))
     row_bytes = length * max(v.dtype.itemsize for m in members for v in m.ins + m.outs)
@@ -672,7 +706,27 @@ def _as_group(members: list[KernelCall], slots: list[Slot], layouts: dict) -> Ro
     for m in members[1:]:  # they read the rows from the caches (or chunk scratch): no prefetch
         if m.fetch:
             m.fetch, m.prepared = False, None
-    return RowGroup(list(members), rows, items, chunk)
+    group = RowGroup(list(members), rows, items, chunk)
+    _chunk_partials(group, prepared)
+    return group
+
+
+def _chunk_partials(group: RowGroup, prepared: list) -> None:
+    """Give each member that reduces a row in several blocks its partials (one accumulator a
+    block) and index scratch (one word a partial for arg ops and paired sums, else one word)
+    at the start of the driver's chunk scratch, each on cache lines of its own."""
+    offset = 0
+    for k, p in enumerate(prepared):
+        if p.walk != eager.OUTPUTS or p.blocks == 1:
+            continue
+        value_row = p.scratch[0] // p.outputs
+        index_row = p.blocks * 8 if p.paired else 0
+        spans = []
+        for row_bytes in (value_row, index_row):
+            spans.append((offset, row_bytes))
+            offset += -(-max(8, group.chunk * row_bytes) // 64) * 64
+        group.partials[k] = (spans[0], spans[1])
+    group.partial_bytes = group.scratch_bytes = offset
 
 
 @dataclass(slots=True)

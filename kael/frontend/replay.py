@@ -221,14 +221,13 @@ class _Writer:
         from kael.codegen.cpu import rowdriver
 
         members, moved = ready
-        records = [
-            (address, template, per_row, group.patches(m))
-            for m, (template, address), per_row in zip(group.members, members, group.per_row)
-        ]
-        words, starts = rowdriver.words(group.chunk, group.rows, group.scratch_bytes, records)
+        records = group.records(members, group.local)
+        words, starts = rowdriver.words(
+            group.chunk, group.rows, group.scratch_bytes, [r for _, r in records]
+        )
         patched = [
             (start + position, word)
-            for m, (template, _), start in zip(group.members, members, starts)
+            for (m, (_, template, _, _)), start in zip(records, starts)
             for position, word in self.words(m, template, group.local)
         ]
         chunks = -(-group.rows // group.chunk)

@@ -14,6 +14,7 @@ from kael.codegen.cpu import compiler
 from kael.frontend import eager, pytree
 from kael.frontend import plan as p
 from kael.frontend.inspection import STAGES
+from kael.ir.reduction import BLOCK
 from kael.runtime.dtypes import float32
 
 
@@ -264,6 +265,59 @@ def test_a_prefetching_reduction_gives_the_same_bits():
     c = agree(logsumexp, a)
     [group] = [s for s in c.plan_for(a).kernel_steps if type(s).__name__ == "RowGroup"]
     assert _prefetched(group) == [(1, 0)]
+
+
+def _softmax(a):
+    e = (a - a.amax(-1, keepdim=True)).exp()
+    return e / e.sum(-1, keepdim=True)
+
+
+@pytest.mark.parametrize("cols", [BLOCK + 1, 3 * BLOCK, 50257])
+def test_rows_longer_than_a_block_run_in_the_row_driver(cols):
+    # amax and the sum reduce each row in several blocks: the driver runs each one's blocks
+    # (partials in its chunk scratch) and then its tree, row by row: one launch in all
+    a = kael.randn(5, cols)
+    c = agree(_softmax, a)
+    group = _row_group(c, a)
+    assert sorted(group.partials) == [0, 2]  # amax's and the sum's
+    kael.compile(_softmax, check=True)(a)  # every member's output as its ops give it
+
+
+def test_long_row_arg_reductions_keep_their_indices_in_chunk_scratch():
+    # argmax carries an index per partial beside its value: both in the driver's scratch
+    def f(a):
+        return (a - a.mean(-1, keepdim=True)).abs().argmax(-1)
+
+    a = kael.randn(3, 2 * BLOCK + 5)
+    a[1, 2 * BLOCK + 1] = 1000.0  # the farthest value, in the last block of row 1
+    group = _row_group(agree(f, a), a)
+    # (offset, bytes a row) of each member's partials and indices
+    (_, mean_values), (_, mean_indices) = group.partials[0]
+    assert (mean_values, mean_indices) == (3 * 8, 0)  # three float64 partials, no indices
+    (_, arg_values), (_, arg_indices) = group.partials[1]
+    assert (arg_values, arg_indices) == (3 * 4, 3 * 8)  # three float32 values, three indices
+    assert f(a).tolist()[1] == 2 * BLOCK + 1
+
+
+def test_long_row_groups_give_the_same_bits_for_any_thread_count():
+    a = kael.randn(7, 2 * BLOCK + 100)
+    c = kael.compile(_softmax)
+    saved = kael.get_num_threads()
+    try:
+        results = []
+        for threads in (1, 2, 3):
+            kael.set_num_threads(threads)
+            results.append(c(a))
+    finally:
+        kael.set_num_threads(saved)
+    assert all(kael.equal(r, _softmax(a)) for r in results)
+
+
+def test_rows_up_to_row_bytes_are_grouped_and_longer_ones_are_not():
+    at = kael.randn(2, p.ROW_BYTES // 4)
+    assert kernels(agree(_softmax, at, calls=1), at) == 1
+    past = kael.randn(2, p.ROW_BYTES // 4 + 1)
+    assert kernels(agree(_softmax, past, calls=1), past) == 4
 
 
 def test_rows_read_across_rows_are_not_grouped():

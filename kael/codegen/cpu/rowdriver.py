@@ -13,7 +13,9 @@ never goes to memory. Each kernel addresses its buffers from a
 base in its argument block, so the driver copies every kernel's block once per call (the
 threads share the originals) and, before each chunk, stores into the copy each scratch
 value's base moved back by the chunk's first row: the kernel's own index arithmetic then
-lands in the scratch.
+lands in the scratch. A reduction reducing each row in several blocks is two of the
+driver's kernels (its blocks, so many work items a row, then its tree, one), and its
+partials are such a scratch value too.
 
 Argument block: `[count, rows per chunk, rows, scratch bytes]`, then per kernel six
 words `[function, block at, work items per row, block words, first patch, patches]`, then
