@@ -2,7 +2,8 @@
 
 Run: python benchmarks/bench_compile.py [--rounds N] [--check] [--only NAME]
 Float32, medians of interleaved rounds (steady state: every first call is made before
-timing). For each workload it prints the times (NumPy where it has the ops: no erf, so
+timing; in a round each library is timed as the median of three back-to-back runs, as its
+floor is). For each workload it prints the times (NumPy where it has the ops: no erf, so
 no gelu rows), kael compiled's ratios to each, the
 kernels kael runs eagerly and compiled (extern steps in brackets), and kael compiled's
 time over its floor: the bytes the workload must read and write at the bandwidth of
@@ -75,6 +76,19 @@ def _op_time(fn, *args, **kwargs) -> float:
         start = time.perf_counter()
         fn(*args, **kwargs)
         samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def _steady(fn, reps: int) -> float:
+    """One library's time in a round: the median of three back-to-back timings of `reps`
+    calls, as an op floor is timed (the first call after another library's run finds the
+    caches and idle threads as that run left them, which no floor pays)."""
+    samples = []
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        samples.append((time.perf_counter() - start) / reps)
     return statistics.median(samples)
 
 
@@ -443,10 +457,7 @@ def main() -> int:
     for _ in range(args.rounds):
         for w in cases:
             for lib, fn in w.runs.items():
-                start = time.perf_counter()
-                for _ in range(reps[w.name]):
-                    fn()
-                w.times[lib].append((time.perf_counter() - start) / reps[w.name])
+                w.times[lib].append(_steady(fn, reps[w.name]))
             w.floors.append(w.floor())
     ok = True
     if copies:
