@@ -719,8 +719,8 @@ def _chunk_partials(group: RowGroup, prepared: list) -> None:
     for k, p in enumerate(prepared):
         if p.walk != eager.OUTPUTS or p.blocks == 1:
             continue
-        value_row = p.scratch[0] // p.outputs
-        index_row = p.blocks * 8 if p.paired else 0
+        value_row = p.scratch[0] // p.outputs  # as eager sizes them for the whole launch
+        index_row = p.scratch[1] // p.outputs if p.paired else 0
         spans = []
         for row_bytes in (value_row, index_row):
             spans.append((offset, row_bytes))
