@@ -68,28 +68,29 @@ def _copy_bandwidth(n: int) -> float:
     return 2 * n * 4 / statistics.median(best)
 
 
-def _op_time(fn, *args, **kwargs) -> float:
-    for _ in range(2):
-        fn(*args, **kwargs)
-    samples = []
-    for _ in range(7):
+def _median_time(call, samples: int, reps: int = 1, warm: int = 0) -> float:
+    """The median over `samples` back-to-back timings of `reps` calls of `call()` each (per
+    call), after `warm` untimed calls."""
+    for _ in range(warm):
+        call()
+    times = []
+    for _ in range(samples):
         start = time.perf_counter()
-        fn(*args, **kwargs)
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+        for _ in range(reps):
+            call()
+        times.append((time.perf_counter() - start) / reps)
+    return statistics.median(times)
+
+
+def _op_time(fn, *args, **kwargs) -> float:
+    return _median_time(lambda: fn(*args, **kwargs), 7, warm=2)
 
 
 def _steady(fn, reps: int) -> float:
     """One library's time in a round: the median of three back-to-back timings of `reps`
     calls, as an op floor is timed (the first call after another library's run finds the
     caches and idle threads as that run left them, which no floor pays)."""
-    samples = []
-    for _ in range(3):
-        start = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        samples.append((time.perf_counter() - start) / reps)
-    return statistics.median(samples)
+    return _median_time(fn, 3, reps)
 
 
 def _pair(shape, seed: int = 0, scale: float = 1.0):

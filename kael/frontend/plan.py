@@ -427,7 +427,7 @@ class RowGroup:
             found = [p for _, p, _ in ready]
             members = []
             for m, (_, p, block) in zip(self.members, ready):
-                if p is not None and p.final is not None and p.blocks > 1:
+                if p is not None and p.final is not None:  # several blocks a row
                     block = array.array("q", m.template_words(p, scratch=False))
                     members.append((block, p.fn.address, p.final.address, p.blocks))
                 elif block is not None:
@@ -725,7 +725,7 @@ def _chunk_partials(group: RowGroup, prepared: list) -> None:
         for row_bytes in (value_row, index_row):
             spans.append((offset, row_bytes))
             offset += -(-max(8, group.chunk * row_bytes) // 64) * 64
-        group.partials[k] = (spans[0], spans[1])
+        group.partials[k] = tuple(spans)
     group.partial_bytes = group.scratch_bytes = offset
 
 
