@@ -31,7 +31,9 @@ class Kernel:
     """One compiled unit: outputs[i] = exprs[i] at every point of a rank-`rank` index space.
 
     `tiled` walks the last two dimensions in square tiles (a transposing copy);
-    `nontemporal` streams the output past the caches (large outputs only); `prefetch`
+    `nontemporal` streams the output past the caches (large outputs only) and, unless
+    `fenced` is False, ends with a fence that publishes those weakly ordered stores to other
+    threads (False where the caller fences once after many calls: the row driver); `prefetch`
     names a unit-stride input whose lines are fetched ahead (see `prefetching`).
     """
 
@@ -43,6 +45,7 @@ class Kernel:
     params: tuple[DType, ...] = ()
     tiled: bool = False
     nontemporal: bool = False
+    fenced: bool = True
     prefetch: int = NO_PREFETCH
 
     @property

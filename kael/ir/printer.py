@@ -52,6 +52,7 @@ def format_kernel(k: Kernel) -> str:
     if isinstance(k, Reduction):
         return format_reduction(k)
     schedule = ("tiled" if k.tiled else "flat") + (" nontemporal" if k.nontemporal else "")
+    schedule += "" if k.fenced or not k.nontemporal else " unfenced"
     lines = [f"kernel {k.name} rank={k.rank} {schedule}"]
     lines += [f"  out{i}: {b.dtype} {b.inner}" for i, b in enumerate(k.outputs)]
     lines += [f"  in{i}: {b.dtype} {b.inner}" for i, b in enumerate(k.inputs)]

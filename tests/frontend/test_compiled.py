@@ -3,6 +3,7 @@ dtypes, shapes, mutations, errors and random streams, with the kernels fused as 
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 import warnings
@@ -167,11 +168,49 @@ def test_first_vector_math_member_prefetches_the_streamed_rows(shape):
 @pytest.mark.parametrize("cols", [2000, 9000])
 def test_a_chunk_of_rows_stays_in_cache_when_every_member_reduces(cols):
     # var's members are both reductions (one work item a row): the chunk is sized by the
-    # elements they read per row, not by their items (it was 512 rows, 8 MiB, once)
+    # elements they read per row, not by their items (it was 512 rows, 8 MiB, once), and
+    # the mean a row it keeps in the chunk scratch
     a = kael.randn(300, cols)
     group = _row_group(agree(lambda t: ((t - t.mean(-1, keepdim=True)) ** 2).mean(-1), a), a)
     work_items = -(-300 // (4 * kael.get_num_threads()))  # rows enough for every thread
+    assert group.chunk == max(1, min(p.CHUNK_BYTES // (cols * 4 + 4), work_items))
+
+
+@pytest.mark.parametrize("cols", [48, 1000, 2000, 4096])
+def test_a_chunks_rows_and_their_chunk_local_values_fit_chunk_bytes_together(cols, monkeypatch):
+    # softmax keeps a row's maxima, exp and sum in the chunk scratch: a chunk of rows takes
+    # CHUNK_BYTES with them (two 4096-float rows and their exp overflowed L1: 1.02x the time)
+    a = kael.randn(400, cols)
+    work_items = -(-400 // (4 * kael.get_num_threads()))
+    group = _row_group(agree(lambda t: _softmax_parts(t)[2], a), a)
+    assert sorted(row for _, row in group.local.values()) == [4, 4, cols * 4]
+    together = cols * 4 + cols * 4 + 8
+    assert group.chunk == max(1, min(p.CHUNK_BYTES // together, work_items))
+    monkeypatch.setattr(p, "CHUNK_LOCAL", False)  # nothing local: the rows alone
+    group = _row_group(agree(lambda t: _softmax_parts(t)[2], a), a)
     assert group.chunk == max(1, min(p.CHUNK_BYTES // (cols * 4), work_items))
+
+
+def test_a_streaming_last_member_leaves_its_fence_to_the_row_driver(monkeypatch):
+    # a fence a chunk waited for the chunk's streaming stores to reach memory before the
+    # next chunk began (softmax 4096x4096 1.06x the time): the driver fences once at its end
+    from kael.codegen.cpu import rowdriver
+
+    monkeypatch.setattr(eager, "NONTEMPORAL_BYTES", 4096)  # so the divide's stores stream
+    a = kael.randn(64, 96)
+    c = agree(lambda t: _softmax_parts(t)[2], a)
+    plan = c.plan_for(a)
+    group = _row_group(c, a)
+    last = group.members[-1].specialized(plan.slots)
+    assert last.nontemporal and not last.fenced
+    assert "fence" not in compiler.kernel_text(last, "k")
+    assert "rank=2 flat nontemporal unfenced" in str(c.inspect(a))
+    assert rowdriver.driver().library.text.count("fence seq_cst") == 1
+    for m in group.members[:-1]:  # their rows are read again: neither streamed nor unfenced
+        k = m.specialized(plan.slots)
+        assert not getattr(k, "nontemporal", False) and getattr(k, "fenced", True)
+    # the kernel every other launch runs fences before it returns
+    assert "fence seq_cst" in compiler.kernel_text(dataclasses.replace(last, fenced=True), "k")
 
 
 def test_cheap_members_do_not_prefetch_rows_below_fetch_from_bytes():

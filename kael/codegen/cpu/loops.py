@@ -131,7 +131,7 @@ def build_function(module: ir.Module, kernel: Kernel, symbol: str) -> ir.Functio
         _emit_flat(b, kernel, args, begin, end)
     b.branch(exit_block)
     b.position_at_end(exit_block)
-    if kernel.nontemporal:
+    if kernel.nontemporal and kernel.fenced:
         b.fence("seq_cst")  # streaming stores are weakly ordered: publish them before returning
     b.ret_void()
     return fn

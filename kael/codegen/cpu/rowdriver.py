@@ -15,7 +15,10 @@ threads share the originals) and, before each chunk, stores into the copy each s
 value's base moved back by the chunk's first row: the kernel's own index arithmetic then
 lands in the scratch. A reduction reducing each row in several blocks is two of the
 driver's kernels (its blocks, so many work items a row, then its tree, one), and its
-partials are such a scratch value too.
+partials are such a scratch value too. A member writing with streaming stores leaves
+their fence to the driver, which fences once after its chunks (a fence a chunk waited for
+each chunk's stores to reach memory before the next chunk's loads began: softmax 4096x4096
+1.06x the time).
 
 Argument block: `[count, rows per chunk, rows, scratch bytes]`, then per kernel six
 words `[function, block at, work items per row, block words, first patch, patches]`, then
@@ -131,6 +134,7 @@ def _build(module: ir.Module) -> list[str]:
         loops.counted(_i64(0), count, 1, run_kernel, "kernels")
 
     loops.counted(begin, end, 1, run_chunk, "chunks")
+    b.fence("seq_cst")  # publishes the streaming stores of members that leave it to the driver
     with b.if_then(on_heap):
         b.call(_free(module), [heap])
     b.ret_void()
