@@ -3,3 +3,20 @@ from pathlib import Path
 
 # Tests import their helpers (tests/kernel_helpers.py) by module name.
 sys.path.insert(0, str(Path(__file__).parent))
+
+
+def pytest_collection_modifyitems(config, items):
+    """Skip the `gpu` tests, naming why, where no CUDA device is usable (probed only when
+    some are collected): `python -m kael.check_gpu` runs them on a machine with one."""
+    on_gpu = [item for item in items if item.get_closest_marker("gpu")]
+    if not on_gpu:
+        return
+    import pytest
+
+    from kael.runtime import cuda_driver
+
+    reason = cuda_driver.unavailable_reason()
+    if reason:
+        skip = pytest.mark.skip(reason=f"needs a CUDA device: {reason}")
+        for item in on_gpu:
+            item.add_marker(skip)

@@ -22,13 +22,14 @@ _available = False
 _reason = ""  # why the probe failed, appended to the error message
 _driver = None  # the cuda.bindings.driver module, set only by a successful probe
 _context = None  # the primary context of device 0
+_device = None  # device 0's handle
 _thread = threading.local()  # .bound: the context is current on this thread
 _forked = False  # this process was forked from one that had initialized CUDA
 
 
 def _probe() -> None:
     """Initialize CUDA once: cuInit, device 0, its primary context; remember any failure."""
-    global _probed, _available, _reason, _driver, _context
+    global _probed, _available, _reason, _driver, _context, _device
     with _probe_lock:
         if _probed:
             return
@@ -47,7 +48,7 @@ def _probe() -> None:
         except Exception as exc:  # no driver, no device, or a driver error: all mean "absent"
             _reason = f"{type(exc).__name__}: {exc}"
         else:
-            _driver, _context, _available = driver, context, True
+            _driver, _context, _device, _available = driver, context, device, True
             _thread.bound = True
         _probed = True
 
@@ -78,6 +79,46 @@ def is_available() -> bool:
     if not _probed:
         _probe()
     return _available and not _forked
+
+
+def unavailable_reason() -> str:
+    """Why CUDA is not usable here ('' where it is): the probe's failure, or the fork."""
+    if not _probed:
+        _probe()
+    if _forked:
+        return "this process was forked after CUDA was initialized in its parent"
+    if _available:
+        return ""
+    return f"{_UNAVAILABLE} ({_reason})" if _reason else _UNAVAILABLE
+
+
+_ATTRIBUTES = {
+    "multiprocessors": "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT",
+    "major": "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR",
+    "minor": "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR",
+}
+
+
+def describe() -> dict[str, object]:
+    """Device 0 as the driver reports it: name, memory in bytes, multiprocessors, compute
+    capability (major, minor) and the driver's CUDA version (12080: 12.8)."""
+    driver = require()
+    (name,) = _call(driver, "cuDeviceGetName", driver.cuDeviceGetName(256, _device))
+    (memory,) = _call(driver, "cuDeviceTotalMem", driver.cuDeviceTotalMem(_device))
+    (version,) = _call(driver, "cuDriverGetVersion", driver.cuDriverGetVersion())
+    found = {}
+    for key, attribute in _ATTRIBUTES.items():
+        which = getattr(driver.CUdevice_attribute, attribute)
+        (found[key],) = _call(
+            driver, "cuDeviceGetAttribute", driver.cuDeviceGetAttribute(which, _device)
+        )
+    return {
+        "name": bytes(name).split(b"\0")[0].decode(errors="replace"),
+        "memory": int(memory),
+        "multiprocessors": int(found["multiprocessors"]),
+        "capability": (int(found["major"]), int(found["minor"])),
+        "driver": int(version),
+    }
 
 
 def require():

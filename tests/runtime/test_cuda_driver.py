@@ -82,6 +82,24 @@ class FakeDriver:
         self.calls.append("cuCtxSynchronize")
         return (OK,)
 
+    class CUdevice_attribute(enum.IntEnum):
+        CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
+        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
+        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
+
+    def cuDeviceGetName(self, length, device):
+        return (OK, b"Fake H200" + b"\0" * (length - 9))
+
+    def cuDeviceTotalMem(self, device):
+        return (OK, 141 << 30)
+
+    def cuDriverGetVersion(self):
+        return (OK, 13000)
+
+    def cuDeviceGetAttribute(self, attribute, device):
+        values = {16: 132, 75: 9, 76: 0}
+        return (OK, values[attribute])
+
     def cuGetErrorName(self, err):
         return (OK, FakeResult(err).name.encode())
 
@@ -100,6 +118,7 @@ def install(monkeypatch, driver):
         "_reason": "",
         "_driver": None,
         "_context": None,
+        "_device": None,
     }
     for name, value in state.items():
         monkeypatch.setattr(cuda_driver, name, value)
@@ -190,3 +209,27 @@ def test_forked_child_refuses_cuda(gpu, monkeypatch):
         cuda_driver.synchronize()
     cuda_driver.mem_free(12345)  # the parent's block: nothing to do, no error
     assert "cuMemFree" not in gpu.calls
+
+
+def test_describe_reports_what_the_driver_says(gpu):
+    assert cuda_driver.describe() == {
+        "name": "Fake H200",
+        "memory": 141 << 30,
+        "multiprocessors": 132,
+        "capability": (9, 0),
+        "driver": 13000,
+    }
+
+
+def test_unavailable_reason_names_the_probes_failure(monkeypatch):
+    install(monkeypatch, FakeDriver(init_raises=RuntimeError("libcuda.so not found")))
+    reason = cuda_driver.unavailable_reason()
+    assert reason.startswith("CUDA is not available") and "libcuda.so not found" in reason
+    with pytest.raises(Error, match="libcuda.so not found"):
+        cuda_driver.describe()
+
+
+def test_unavailable_reason_is_empty_with_a_device_and_names_a_fork(gpu, monkeypatch):
+    assert cuda_driver.unavailable_reason() == ""
+    monkeypatch.setattr(cuda_driver, "_forked", True)
+    assert "forked" in cuda_driver.unavailable_reason()

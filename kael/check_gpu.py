@@ -1,0 +1,317 @@
+"""`python -m kael.check_gpu`: what kael does on an NVIDIA GPU, checked in one unattended run.
+
+On a machine with a usable GPU it prints the device and the versions, runs the device
+tests (`pytest -m gpu`), then times kael against PyTorch on the same GPU and prints one
+table with each workload's target (issue 12). A step that fails is reported and the run
+goes on, so one short device session shows everything at once. Without a GPU it says why
+and exits 0. `--device cpu --scale 0.001` runs the same table on the host at a tiny size:
+how the script itself is tested on machines without a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import math
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+import kael
+from kael.runtime import cuda_driver
+
+GiB = 1 << 30
+
+
+@dataclass
+class Case:
+    """One workload: `build(lib, device, scale)` makes its inputs with `lib` (kael or torch)
+    and returns the call to time; `work` is what one call moves or computes at `scale`."""
+
+    name: str
+    build: Callable
+    work: Callable[[float], float]  # bytes, or flops where `unit` is TFLOP/s
+    unit: str = "GB/s"
+    # ("copy", f): at least f of the copy bandwidth; ("torch", f): f of torch's speed
+    target: tuple[str, float] | None = None
+
+    def verdict(self, ratios: dict[str, float]) -> str:
+        if self.target is None:
+            return ""
+        against, least = self.target
+        got = ratios.get(against)
+        shown = f">= {least:.0%} of {against}"
+        return f"{shown}: " + ("n/a" if got is None else "met" if got >= least else "MISSED")
+
+
+def _host(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)
+
+
+def _on(lib, array: np.ndarray, device: str):
+    return (lib.from_numpy(array) if lib is not kael else kael.from_numpy(array)).to(device)
+
+
+def _size(base: int, scale: float) -> int:
+    return max(16, int(base * scale))
+
+
+def _side(base: int, scale: float) -> int:
+    return max(16, int(base * math.sqrt(scale)))
+
+
+def _elementwise(fn: Callable, inputs: int):
+    def build(lib, device, scale):
+        n = _size(1 << 28, scale)
+        xs = [_on(lib, _host((n,), i), device) for i in range(inputs)]
+        return lambda: fn(lib, *xs)
+
+    return build
+
+
+def _rows(fn: Callable):
+    def build(lib, device, scale):
+        side = _side(8192, scale)
+        x = _on(lib, _host((side, side)), device)
+        return lambda: fn(lib, x)
+
+    return build
+
+
+def _matmul(lib, device, scale):
+    n = _side(8192, scale)
+    a, b = (_on(lib, _host((n, n), s), device) for s in (1, 2))
+    return lambda: a @ b
+
+
+def _layer_norm(lib, x):
+    return lib.nn.functional.layer_norm(x, (x.shape[-1],))
+
+
+def _conv2d(lib, device, scale):  # a ResNet-50 layer: 3x3, 256 channels, 14x14, batch 32
+    batch = max(1, int(32 * scale))
+    x = _on(lib, _host((batch, 256, 14, 14)), device)
+    w = _on(lib, _host((256, 256, 3, 3), 1), device)
+    return lambda: lib.nn.functional.conv2d(x, w, padding=1)
+
+
+def _attention_shape(scale: float) -> tuple[int, int, int, int]:
+    return max(1, int(8 * scale)), 16, _side(1024, min(1.0, 8 * scale)), 64
+
+
+def _attention(lib, device, scale):  # one compiled GPT-style block, [8, 16, 1024, 64]
+    b, h, t, d = _attention_shape(scale)
+    q, k, v = (_on(lib, _host((b, h, t, d), s), device) for s in range(3))
+
+    def block(q, k, v):
+        s = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d))
+        return lib.softmax(s, -1) @ v
+
+    compiled = kael.compile(block) if lib is kael else lib.compile(block)
+    return lambda: compiled(q, k, v)
+
+
+def cases() -> list[Case]:
+    f32 = 4
+    return [
+        Case("add 256M float32", _elementwise(lambda lib, a, b: a + b, 2),
+             lambda s: 3 * f32 * _size(1 << 28, s), target=("copy", 0.85)),
+        Case("exp 256M float32", _elementwise(lambda lib, a: lib.exp(a), 1),
+             lambda s: 2 * f32 * _size(1 << 28, s), target=("copy", 0.85)),
+        Case("sum 256M float32", _elementwise(lambda lib, a: a.sum(), 1),
+             lambda s: f32 * _size(1 << 28, s), target=("copy", 0.80)),
+        Case("softmax 8192x8192", _rows(lambda lib, x: lib.softmax(x, -1)),
+             lambda s: 2 * f32 * _side(8192, s) ** 2),
+        Case("layer_norm 8192x8192", _rows(_layer_norm), lambda s: 2 * f32 * _side(8192, s) ** 2),
+        Case("matmul 8192 float32", _matmul, lambda s: 2 * _side(8192, s) ** 3, "TFLOP/s",
+             ("torch", 0.50)),
+        Case("conv2d ResNet 3x3x256, 14x14", _conv2d,
+             lambda s: 2 * max(1, int(32 * s)) * 256 * 14 * 14 * 256 * 9, "TFLOP/s"),
+        Case("compiled attention [8,16,1024,64]", _attention,
+             lambda s: 4 * math.prod(_attention_shape(s)) * _attention_shape(s)[2], "TFLOP/s"),
+    ]  # fmt: skip
+
+
+def _sync(lib, device: str) -> None:
+    if device == "cpu":
+        return
+    if lib is kael:
+        kael.cuda.synchronize()
+    else:
+        lib.cuda.synchronize()
+
+
+def time_call(lib, device: str, call: Callable, repeats: int = 5) -> float:
+    """Median seconds of `repeats` calls after two warm-ups, each waited for."""
+    for _ in range(2):
+        call()
+    _sync(lib, device)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        _sync(lib, device)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _error(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:90] if text else ''}"
+
+
+def measure(case: Case, lib, device: str, scale: float) -> float | str:
+    """Seconds a call takes, or the error that stopped it."""
+    try:
+        return time_call(lib, device, case.build(lib, device, scale))
+    except Exception as exc:  # every failure is a row of the table, not the end of the run
+        return _error(exc)
+
+
+def copy_bandwidth(device: str, scale: float) -> float:
+    """Bytes a second a device-to-device copy moves (read + write), by the driver's
+    cuMemcpyDtoD on the GPU, by a kael copy on the host."""
+    n = _size(1 << 28, scale)
+    src = kael.from_numpy(_host((n,))).to(device)
+    dst = kael.empty(n, device=device)
+    if device == "cpu":
+        seconds = time_call(kael, device, lambda: dst.copy_(src))
+    else:
+        move = lambda: cuda_driver.memcpy_dtod(dst.data_ptr(), src.data_ptr(), 4 * n)  # noqa: E731
+        seconds = time_call(kael, device, move)
+    return 2 * 4 * n / seconds
+
+
+def _rate(case: Case, seconds: float | str, scale: float) -> str:
+    if isinstance(seconds, str):
+        return ""
+    value = case.work(scale) / seconds
+    return f"{value / 1e12:.1f}" if case.unit == "TFLOP/s" else f"{value / 1e9:.0f}"
+
+
+def table(device: str, scale: float, torch_lib) -> tuple[list[str], bool]:
+    """The benchmark table's lines, and whether every kael case ran."""
+    lines = []
+    copy = copy_bandwidth(device, scale)
+    lines.append(f"copy bandwidth (read + write): {copy / 1e9:.0f} GB/s")
+    lines.append(
+        f"{'workload':34} {'kael ms':>9} {'torch ms':>9} {'kael':>7} {'torch':>7}  {'unit':7}"
+        f" {'t/kael':>6} {'of copy':>7}  target"
+    )
+    ran = True
+    for case in cases():
+        mine = measure(case, kael, device, scale)
+        theirs = measure(case, torch_lib, device, scale) if torch_lib else "no torch"
+        ran &= not isinstance(mine, str)
+        ratios = {}  # kael's speed over torch's, and over the copy's
+        if not isinstance(mine, str) and not isinstance(theirs, str):
+            ratios["torch"] = theirs / mine
+        if not isinstance(mine, str) and case.unit == "GB/s":
+            ratios["copy"] = case.work(scale) / mine / copy
+        ms = [f"{t * 1e3:9.3f}" if not isinstance(t, str) else f"{'-':>9}" for t in (mine, theirs)]
+        shown = [f"{ratios[k]:.2f}" if k in ratios else "" for k in ("torch", "copy")]
+        lines.append(
+            f"{case.name:34} {ms[0]} {ms[1]} {_rate(case, mine, scale):>7} "
+            f"{_rate(case, theirs, scale):>7}  {case.unit:7} {shown[0]:>6} {shown[1]:>7}  "
+            f"{case.verdict(ratios)}"
+        )
+        for who, result in (("kael", mine), ("torch", theirs)):
+            if isinstance(result, str):
+                lines.append(f"    {who}: {result}")
+    return lines, ran
+
+
+def run_tests(timeout: float) -> bool:
+    """The device tests, `pytest -m gpu`, in a child process; whether they passed."""
+    root = Path(__file__).resolve().parent.parent
+    command = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider", "-rfE"]
+    try:
+        done = subprocess.run(
+            command, cwd=root, capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired as exc:
+        print((exc.stdout or "")[-4000:] if isinstance(exc.stdout, str) else "")
+        print(f"device tests: stopped after {timeout:.0f} s")
+        return False
+    print(done.stdout[-6000:], done.stderr[-2000:], sep="")
+    return done.returncode == 0
+
+
+def versions() -> str:
+    found = [f"python {platform.python_version()}"]
+    for name in ("llvmlite", "numpy", "cuda.bindings", "torch"):
+        try:
+            module = __import__(name, fromlist=["__version__"])
+            found.append(f"{name} {getattr(module, '__version__', '?')}")
+        except Exception:
+            found.append(f"{name} missing")
+    return ", ".join(found)
+
+
+def _torch(device: str):
+    try:
+        import torch
+    except Exception:
+        return None
+    return torch if device == "cpu" or torch.cuda.is_available() else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kael.check_gpu", description=__doc__)
+    parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    parser.add_argument("--scale", type=float, default=1.0, help="fraction of the sizes")
+    parser.add_argument("--no-tests", action="store_true", help="only the benchmark table")
+    parser.add_argument("--tests-timeout", type=float, default=240.0)
+    parser.add_argument("--out", type=Path, help="also write the report here (a file)")
+    args = parser.parse_args(argv)
+    report = io.StringIO()
+
+    class Tee(io.TextIOBase):
+        def write(self, text):
+            sys.__stdout__.write(text)
+            sys.__stdout__.flush()
+            return report.write(text)
+
+    with contextlib.redirect_stdout(Tee()):
+        status = _check(args)
+    if args.out:
+        args.out.write_text(report.getvalue())
+    return status
+
+
+def _check(args) -> int:
+    print(f"kael {kael.__version__}: {versions()}")
+    if args.device == "cuda":
+        reason = cuda_driver.unavailable_reason()
+        if reason:
+            print(f"no GPU to check: {reason}")
+            return 0
+        d = cuda_driver.describe()
+        major, minor = d["capability"]
+        print(
+            f"device: {d['name']}, {d['memory'] / GiB:.0f} GiB, {d['multiprocessors']} SMs,"
+            f" sm_{major}{minor}, driver CUDA {d['driver'] // 1000}.{d['driver'] % 1000 // 10}"
+        )
+    ok = True
+    if not args.no_tests:
+        print("\n== device tests (pytest -m gpu)")
+        ok = run_tests(args.tests_timeout)
+    print(f"\n== kael against torch on {args.device} (scale {args.scale:g})")
+    lines, ran = table(args.device, args.scale, _torch(args.device))
+    print("\n".join(lines))
+    print(
+        f"\ndevice tests {'passed' if ok else 'FAILED'}; kael ran {'every' if ran else 'not every'} case"
+    )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

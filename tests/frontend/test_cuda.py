@@ -1,0 +1,129 @@
+"""kael on a CUDA device against the same ops on the CPU: run by `python -m kael.check_gpu`
+(or `pytest -m gpu`) on a machine with a GPU, skipped with the probe's reason elsewhere."""
+
+import numpy as np
+import pytest
+
+import kael
+
+pytestmark = pytest.mark.gpu
+
+DEVICE = "cuda"
+FLOATS = [kael.float32, kael.float64]
+NP = {kael.float32: np.float32, kael.float64: np.float64, kael.int64: np.int64, kael.bool: bool}
+
+
+def _host(shape, dtype, seed: int = 0) -> kael.Tensor:
+    rng = np.random.default_rng(seed)
+    if dtype is kael.bool:
+        values = rng.random(shape) < 0.5
+    elif dtype is kael.int64:
+        values = rng.integers(-1000, 1000, shape)
+    else:
+        values = rng.standard_normal(shape)
+    return kael.tensor(np.asarray(values).astype(NP[dtype]))
+
+
+def _bits(t: kael.Tensor) -> np.ndarray:
+    return t.cpu().numpy()
+
+
+def _same_bits(got: kael.Tensor, want: kael.Tensor) -> None:
+    assert str(got.device) == "cuda:0" and got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
+def _close(got: kael.Tensor, want: kael.Tensor, rtol: float) -> None:
+    assert str(got.device) == "cuda:0" and got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(_bits(got), _bits(want), rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("dtype", list(NP), ids=str)
+@pytest.mark.parametrize("shape", [(), (0,), (7,), (3, 5), (1 << 20,)], ids=str)
+def test_a_tensor_goes_to_the_device_and_back_bit_for_bit(dtype, shape):
+    host = _host(shape, dtype)
+    on_device = host.to(DEVICE)
+    assert str(on_device.device) == "cuda:0" and on_device.dtype == dtype
+    _same_bits(on_device, host.to(DEVICE))
+    np.testing.assert_array_equal(on_device.cpu().numpy(), host.numpy())
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "maximum"])
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_correctly_rounded_binary_ops_give_the_cpus_bits(op, dtype):
+    # IEEE add, sub, mul, div and max round the same on both: the same bits
+    a, b = _host((1000, 37), dtype, 1), _host((1000, 37), dtype, 2)
+    fn = getattr(kael, op)
+    _same_bits(fn(a.to(DEVICE), b.to(DEVICE)), fn(a, b))
+
+
+@pytest.mark.parametrize("op", ["exp", "log", "tanh", "sin", "sqrt", "sigmoid"])
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_vector_math_on_the_device_agrees_with_the_cpu(op, dtype):
+    a = _host((4096,), dtype, 3).abs() + 0.5
+    fn = getattr(kael, op)
+    _close(fn(a.to(DEVICE)), fn(a), 4e-7 if dtype is kael.float32 else 1e-15)
+
+
+def test_broadcast_and_transposed_operands_on_the_device():
+    a, row = _host((300, 200), kael.float32, 4), _host((200,), kael.float32, 5)
+    want = a.T * 2.0 + row[:, None]
+    _same_bits(a.to(DEVICE).T * 2.0 + row.to(DEVICE)[:, None], want)
+
+
+def test_a_fused_chain_over_many_blocks_reaches_every_element():
+    n = (1 << 24) + 3  # more elements than one grid of blocks covers in one pass
+    a = kael.arange(n, dtype=kael.float32)
+    got = (a.to(DEVICE) * 0.5 + 1.0).cpu().numpy()
+    np.testing.assert_array_equal(got, (a * 0.5 + 1.0).numpy())
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64], ids=str)
+@pytest.mark.parametrize("op", ["sum", "amax", "amin", "argmax"])
+@pytest.mark.parametrize("dim", [None, 0, 1])
+def test_reductions_on_the_device_agree_with_the_cpu(dtype, op, dim):
+    a = _host((513, 1031), dtype, 6)
+    fn = getattr(kael, op)
+    got = fn(a.to(DEVICE)) if dim is None else fn(a.to(DEVICE), dim)
+    want = fn(a) if dim is None else fn(a, dim)
+    if op == "sum" and dtype is not kael.int64:
+        _close(got, want, 1e-6)
+    else:
+        _same_bits(got, want)
+
+
+def test_a_float32_sum_gives_the_cpus_bits():
+    # the issue's promise: the same fixed blocks and combining order on both devices
+    a = _host((1 << 22,), kael.float32, 7)
+    _same_bits(a.to(DEVICE).sum(), a.sum())
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("shape", [(64, 64, 64), (257, 129, 65), (1, 1000, 1)], ids=str)
+def test_matmul_on_the_device_agrees_with_the_cpu(dtype, shape):
+    m, k, n = shape
+    a, b = _host((m, k), dtype, 8), _host((k, n), dtype, 9)
+    _close(a.to(DEVICE) @ b.to(DEVICE), a @ b, 1e-4 if dtype is kael.float32 else 1e-12)
+
+
+def test_softmax_on_the_device_agrees_with_the_cpu():
+    a = _host((64, 1000), kael.float32, 10)
+    _close(kael.softmax(a.to(DEVICE), -1), kael.softmax(a, -1), 1e-6)
+
+
+def test_mixed_devices_raise_naming_both():
+    with pytest.raises(kael.Error, match=r"cpu.*cuda:0|cuda:0.*cpu"):
+        kael.ones(3) + kael.ones(3, device=DEVICE)
+
+
+def test_an_op_without_a_device_kernel_raises_a_typed_error():
+    a = _host((4, 8), kael.float32, 11).to(DEVICE)
+    with pytest.raises(kael.Error, match="not supported on cuda"):
+        kael.nn.functional.layer_norm(a, (8,))
+
+
+def test_synchronize_returns_once_queued_work_is_done():
+    a = kael.ones(1 << 20, device=DEVICE)
+    b = a * 3.0
+    kael.cuda.synchronize()
+    assert float(b.sum().cpu().item()) == 3.0 * (1 << 20)

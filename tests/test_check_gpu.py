@@ -1,0 +1,58 @@
+"""python -m kael.check_gpu: says why and exits 0 without a GPU; its table, run on the host
+at a tiny size, has a row for every workload and reports failures as rows."""
+
+import subprocess
+import sys
+
+import pytest
+
+from kael import check_gpu
+from kael.runtime import cuda_driver
+
+
+@pytest.mark.skipif(cuda_driver.is_available(), reason="with a GPU the check runs for real")
+def test_without_a_gpu_it_says_why_and_exits_0():
+    done = subprocess.run(
+        [sys.executable, "-m", "kael.check_gpu"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "no GPU to check: CUDA is not available" in done.stdout
+
+
+def test_the_table_on_the_host_has_a_row_for_every_workload(tmp_path):
+    out = tmp_path / "report.txt"
+    assert (
+        check_gpu.main(["--device", "cpu", "--scale", "0.0005", "--no-tests", "--out", str(out)])
+        == 0
+    )
+    report = out.read_text()
+    assert "copy bandwidth (read + write):" in report
+    names = [c.name for c in check_gpu.cases()]
+    lines = report.splitlines()
+    rows = [i for i, line in enumerate(lines) if line[:34].strip() in names]
+    assert [lines[i][:34].strip() for i in rows] == names
+    for i in rows:  # kael's time, or a '-' and kael's error on the next line
+        kael_ms = lines[i][34:].split()[0]
+        assert kael_ms == "-" and lines[i + 1].startswith("    kael: ") or float(kael_ms) > 0
+
+
+def test_a_failing_workload_is_a_row_with_its_error():
+    def build(lib, device, scale):
+        raise ValueError("no such kernel on this device\nsecond line")
+
+    case = check_gpu.Case("broken", build, lambda s: 1.0)
+    assert check_gpu.measure(case, None, "cpu", 1.0) == "ValueError: no such kernel on this device"
+
+
+@pytest.mark.parametrize(
+    ("ratios", "verdict"),
+    [
+        ({"copy": 0.85}, ">= 85% of copy: met"),
+        ({"copy": 0.849}, ">= 85% of copy: MISSED"),
+        ({}, ">= 85% of copy: n/a"),
+    ],
+)
+def test_a_target_is_met_at_its_limit_and_missed_below(ratios, verdict):
+    case = check_gpu.Case("x", None, lambda s: 1.0, target=("copy", 0.85))
+    assert case.verdict(ratios) == verdict
+    assert check_gpu.Case("y", None, lambda s: 1.0).verdict(ratios) == ""
