@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import faulthandler
 import functools
 import io
 import math
+import os
 import platform
 import statistics
 import subprocess
@@ -199,12 +201,20 @@ def _rate(case: Case, seconds: float | str, scale: float) -> str:
     return f"{value / 1e12:.1f}" if case.unit == "TFLOP/s" else f"{value / 1e9:.0f}"
 
 
-def table(device: str, scale: float, torch_lib) -> tuple[list[str], bool]:
-    """The benchmark table's lines, and whether every kael case ran."""
-    lines = []
-    copy = copy_bandwidth(device, scale)
-    lines.append(f"copy bandwidth (read + write): {copy / 1e9:.0f} GB/s")
-    lines.append(
+# errors after which the context is unusable: every later row, torch's too, would fail
+STICKY = ("ILLEGAL_ADDRESS", "LAUNCH_FAILED", "MISALIGNED_ADDRESS", "ILLEGAL_INSTRUCTION")
+
+
+def table(device: str, scale: float, torch_lib) -> bool:
+    """Print the benchmark table a row at a time (a crash keeps the rows before it);
+    whether every kael case ran."""
+    try:
+        copy = copy_bandwidth(device, scale)
+        print(f"copy bandwidth (read + write): {copy / 1e9:.0f} GB/s")
+    except Exception as exc:
+        copy = math.nan
+        print(f"copy bandwidth: n/a ({_error(exc)})")
+    print(
         f"{'workload':34} {'kael ms':>9} {'torch ms':>9} {'kael':>7} {'torch':>7}  {'unit':7}"
         f" {'t/kael':>6} {'of copy':>7}  target"
     )
@@ -220,27 +230,41 @@ def table(device: str, scale: float, torch_lib) -> tuple[list[str], bool]:
             ratios["copy"] = case.work(scale) / mine / copy
         ms = [f"{t * 1e3:9.3f}" if not isinstance(t, str) else f"{'-':>9}" for t in (mine, theirs)]
         shown = [f"{ratios[k]:.2f}" if k in ratios else "" for k in ("torch", "copy")]
-        lines.append(
+        print(
             f"{case.name:34} {ms[0]} {ms[1]} {_rate(case, mine, scale):>7} "
             f"{_rate(case, theirs, scale):>7}  {case.unit:7} {shown[0]:>6} {shown[1]:>7}  "
             f"{case.verdict(ratios)}"
         )
         for who, result in (("kael", mine), ("torch", theirs)):
             if isinstance(result, str):
-                lines.append(f"    {who}: {result}")
-    return lines, ran
+                print(f"    {who}: {result}")
+        if isinstance(mine, str) and any(code in mine for code in STICKY):
+            print("the CUDA context is broken by that error: the table stops here")
+            return False
+    return ran
+
+
+def _text(output) -> str:
+    """A child's output as text (TimeoutExpired keeps bytes even with text=True)."""
+    if isinstance(output, bytes):
+        return output.decode(errors="replace")
+    return output or ""
 
 
 def run_tests(timeout: float) -> bool:
-    """The device tests, `pytest -m gpu`, in a child process; whether they passed."""
+    """The device tests, `pytest -m gpu`, in a child process; whether they passed. The
+    child must find the device (KAEL_REQUIRE_GPU: conftest.py stops instead of skipping)
+    and dumps its threads' stacks where a test hangs."""
     root = Path(__file__).resolve().parent.parent
-    command = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider", "-rfE"]
+    command = [sys.executable, "-m", "pytest", "-m", "gpu", "-p", "no:cacheprovider", "-rfEs"]
+    command += ["-o", "faulthandler_timeout=60"]
+    env = dict(os.environ, KAEL_REQUIRE_GPU="1", PYTHONUNBUFFERED="1")
     try:
         done = subprocess.run(
-            command, cwd=root, capture_output=True, text=True, timeout=timeout, check=False
+            command, cwd=root, env=env, capture_output=True, text=True, timeout=timeout
         )
     except subprocess.TimeoutExpired as exc:
-        print((exc.stdout or "")[-4000:] if isinstance(exc.stdout, str) else "")
+        print(_text(exc.stdout)[-4000:], _text(exc.stderr)[-2000:], sep="")
         print(f"device tests: stopped after {timeout:.0f} s")
         return False
     print(done.stdout[-6000:], done.stderr[-2000:], sep="")
@@ -271,22 +295,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the sizes")
     parser.add_argument("--no-tests", action="store_true", help="only the benchmark table")
-    parser.add_argument("--tests-timeout", type=float, default=240.0)
+    parser.add_argument("--tests-timeout", type=float, default=150.0)
     parser.add_argument("--out", type=Path, help="also write the report here (a file)")
     args = parser.parse_args(argv)
-    report = io.StringIO()
+    faulthandler.enable()  # a crash in a kernel launch still says where
+    with contextlib.ExitStack() as stack:
+        report = stack.enter_context(open(args.out, "w")) if args.out else None  # noqa: SIM115
 
-    class Tee(io.TextIOBase):
-        def write(self, text):
-            sys.__stdout__.write(text)
-            sys.__stdout__.flush()
-            return report.write(text)
+        class Tee(io.TextIOBase):
+            """Each line to the terminal and the report as it comes: a crash keeps both."""
 
-    with contextlib.redirect_stdout(Tee()):
-        status = _check(args)
-    if args.out:
-        args.out.write_text(report.getvalue())
-    return status
+            def write(self, text):
+                sys.__stdout__.write(text)
+                sys.__stdout__.flush()
+                if report is not None:
+                    report.write(text)
+                    report.flush()
+                return len(text)
+
+        stack.enter_context(contextlib.redirect_stdout(Tee()))
+        return _check(args)
 
 
 def _check(args) -> int:
@@ -307,8 +335,7 @@ def _check(args) -> int:
         print("\n== device tests (pytest -m gpu)")
         ok = run_tests(args.tests_timeout)
     print(f"\n== kael against torch on {args.device} (scale {args.scale:g})")
-    lines, ran = table(args.device, args.scale, _torch(args.device))
-    print("\n".join(lines))
+    ran = table(args.device, args.scale, _torch(args.device))
     print(
         f"\ndevice tests {'passed' if ok else 'FAILED'}; kael ran {'every' if ran else 'not every'} case"
     )
