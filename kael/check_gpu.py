@@ -61,7 +61,7 @@ def _host(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
 
 
 def _on(lib, array: np.ndarray, device: str):
-    return (lib.from_numpy(array) if lib is not kael else kael.from_numpy(array)).to(device)
+    return lib.from_numpy(array).to(device)
 
 
 def _size(base: int, scale: float) -> int:

@@ -245,15 +245,15 @@ class KernelCall:
     def fetch_ahead(self, index: int, distance: int) -> None:
         """Launch the variant of the kernel that prefetches input `index` `distance`
         elements ahead of its reads (kernel.prefetching)."""
-        kernel = prefetching(self.template.kernel, index)
-        self.template = eager.fused_template(kernel)
+        self._launch_variant(prefetching(self.template.kernel, index))
         self.params = self.params + [distance]
-        self.prepared = None
 
     def defer_fence(self) -> None:
         """Launch the variant of the kernel whose streaming stores its caller publishes
         (the row driver: one fence after all its chunks, kernel.Kernel.fenced)."""
-        kernel = dataclasses.replace(self.template.kernel, fenced=False)
+        self._launch_variant(dataclasses.replace(self.template.kernel, fenced=False))
+
+    def _launch_variant(self, kernel: Kernel | Reduction) -> None:
         self.template = eager.fused_template(kernel)
         self.prepared = None
 

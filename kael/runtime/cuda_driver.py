@@ -86,7 +86,7 @@ def unavailable_reason() -> str:
     if not _probed:
         _probe()
     if _forked:
-        return "this process was forked after CUDA was initialized in its parent"
+        return "CUDA cannot be used in a process forked after CUDA was initialized"
     if _available:
         return ""
     return f"{_UNAVAILABLE} ({_reason})" if _reason else _UNAVAILABLE
@@ -125,10 +125,8 @@ def require():
     """The driver module with device 0's context current on this thread; kael.Error if absent."""
     if not _probed:
         _probe()
-    if _forked:
-        raise Error("CUDA cannot be used in a process forked after CUDA was initialized")
-    if not _available:
-        raise Error(f"{_UNAVAILABLE} ({_reason})" if _reason else _UNAVAILABLE)
+    if _forked or not _available:
+        raise Error(unavailable_reason())
     if not getattr(_thread, "bound", False):
         # A context is current per thread: bind the primary context on first use here.
         _call(_driver, "cuCtxSetCurrent", _driver.cuCtxSetCurrent(_context))
