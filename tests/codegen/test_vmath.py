@@ -22,6 +22,7 @@ import re
 import shutil
 import subprocess
 import sys
+import zlib
 
 import mpmath
 import numpy as np
@@ -59,14 +60,14 @@ TORCH_QUIRKS = {("gelu", np.float32, np.inf), ("gelu", np.float32, float(np.finf
 # Max ulp asserted on each main domain, for both precisions unless (op, "f64") says more
 # (measured f32/f64: exp .99/.97, exp2 1.04/1.02, expm1 1.53/1.77, log .76/.77, log2
 # 1.55/1.54, log1p .77/.77, sin .58/1.42 and cos .58/1.49 (huge arguments .56/1.19), tan
-# .61/2.68, tanh 1.47/1.48, sigmoid 1.75/1.83, silu 2.46/2.56, erf 1.05/.90, gelu
+# .61/2.68 (3.06 the worst of 4M float64 samples: sin r / cos r near |r| = pi/4), tanh 1.47/1.48, sigmoid 1.75/1.83, silu 2.46/2.56, erf 1.05/.90, gelu
 # 3.58/17.1 (far tail 2.1/1.9), gelu_tanh 11.4/11.5, pow .5/1.44, 1.1 near exp's edges).
 # gelu's erfc polynomial is fitted for erf's absolute error, so gelu's negative tail is
 # relatively less accurate in float64; gelu_tanh is ill-conditioned for negative x (its
 # condition number reaches ~10 at x = -3), so any float evaluation loses about that much.
 ULP_BOUND = {
     "exp": 2, "exp2": 2, "expm1": 2, "log": 2, "log2": 2, "log1p": 2, "sin": 2, "cos": 2,
-    "tan": 3, "tanh": 2, "sigmoid": 2, "silu": 3, "erf": 2, "gelu": 4, ("gelu", "f64"): 20,
+    "tan": 3, ("tan", "f64"): 3.5, "tanh": 2, "sigmoid": 2, "silu": 3, "erf": 2, "gelu": 4, ("gelu", "f64"): 20,
     "gelu_tanh": 16, "pow": 2,
 }  # fmt: skip
 
@@ -217,7 +218,7 @@ def float32_sweep(step: int = 1021) -> np.ndarray:
 
 def float64_sample(op: str, n: int) -> np.ndarray:
     """Random float64 bit patterns plus dense samples of the moderate range."""
-    rng = np.random.default_rng(abs(hash(op)) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(op.encode()))  # str hash() changes per process
     x = rng.integers(0, 2**64, n, dtype=np.uint64).view(np.float64)
     x = x[np.isfinite(x)]
     mid = [rng.uniform(-30, 30, n), rng.uniform(-2, 2, n)]
