@@ -210,8 +210,14 @@ class CompiledFunction:
     """A function of tensors run as fused kernels; see kael.compile."""
 
     def __init__(
-        self, fn: Callable, fullgraph: bool = True, max_recompiles: int = 8, check: bool = False
+        self,
+        fn: Callable,
+        fullgraph: bool = True,
+        max_recompiles: int | None = 8,
+        check: bool = False,
     ) -> None:
+        """`max_recompiles` None: kael's own use (an eager op's generated plans), which
+        keeps no history of guards and never warns."""
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.fullgraph = fullgraph
@@ -394,7 +400,7 @@ class CompiledFunction:
         with self._lock:
             info = self._info
             info.traces += 1
-            if guard not in self._guards:
+            if self.max_recompiles is not None and guard not in self._guards:
                 if self._guards:
                     reason = _what_changed(self._guards[-1], guard)
                     info.recompiles.append(reason)

@@ -704,7 +704,9 @@ def _offer(out, remember, *launch) -> None:
     """Hand a launch that made `out` to the fast door that asked (`keyed`), if one did:
     remember(*launch, key, impl) keeps it for that door's key."""
     slot = getattr(_captured, "slot", None)
-    if slot is not None:
+    # (under a trace the launch is recorded, not run: holding its output would keep a
+    # traced value alive, and out of the row driver's chunk scratch)
+    if slot is not None and _trace_state.trace is None:
         slot.append((out, functools.partial(remember, *launch)))
 
 

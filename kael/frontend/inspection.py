@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 
@@ -77,6 +78,10 @@ def launch_stage(launch: Launch, stage: str) -> str:
         return kernel_stage(launch.kernel, stage)
     if isinstance(launch.kernel, Reduction):
         return _reduction_stage(launch.kernel, launch.symbol.removesuffix("_final"), stage)
+    if isinstance(launch.kernel, tuple):  # the row driver and the members it runs per row
+        members = [kernel_stage(k, stage) for k in launch.kernel]
+        own = launch_stage(dataclasses.replace(launch, kernel=None), stage)
+        return "\n".join(members if stage in ("kael", "ptx") else [own, *members])
     if stage == "llvm" and launch.llvm is not None:
         return launch.llvm
     if stage == "asm" and launch.library is not None:

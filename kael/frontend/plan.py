@@ -480,7 +480,8 @@ class RowGroup:
         scratch = self.scratch_bytes if local else self.partial_bytes
         words, _ = rowdriver.words(self.chunk, self.rows, scratch, records)
         chunks = -(-self.rows // self.chunk)
-        launch(rowdriver.driver(), words, chunks, moved, 1, shape=(self.rows,))
+        members = self.specialized(call.plan.slots) if launches.watched() else None
+        launch(rowdriver.driver(), words, chunks, moved, 1, shape=(self.rows,), kernel=members)
 
 
 def _per_element(kernel: Kernel | Reduction) -> tuple:
@@ -501,7 +502,8 @@ CHUNK_BYTES = 32 * 1024  # well inside L1 + L2 beside the next chunk it prefetch
 
 def _row_items(members: list[KernelCall], prepared: list) -> list[int] | None:
     """Each member's work items per row when all of them walk the same rows in order: the
-    reductions one output per item (one block each), the elementwise kernels elements."""
+    reductions one output per item (one block each), the elementwise kernels the row's
+    elements or one value a row (what reads the reductions' results alone)."""
     rows = length = None
     for p in prepared:
         if p.walk == eager.OUTPUTS:
@@ -516,6 +518,8 @@ def _row_items(members: list[KernelCall], prepared: list) -> list[int] | None:
             items.append(1)
         elif p.walk == eager.ELEMENTS and p.total == rows * length:
             items.append(length)
+        elif p.walk == eager.ELEMENTS and p.total == rows:  # one value a row (logsumexp's +)
+            items.append(1)
         else:
             return None
     return items

@@ -111,11 +111,13 @@ def launch_block(
     *,
     shape: tuple[int, ...] | None = None,
     flops: int = 0,
+    kernel: object = None,
 ) -> None:
     """Call `fn` over work items [0, total) with the argument block `block` (a compiled
     plan's is copied from a prebuilt template and patched), on the thread pool when it
-    moves at least PARALLEL_BYTES. `shape` (what the launch covers) and `flops` only show
-    in its launch record."""
+    moves at least PARALLEL_BYTES. `shape` (what the launch covers), `flops` and `kernel`
+    (the IR it runs, where fn's own is not: a row group's members) only show in its launch
+    record."""
     if _trace_state.trace is not None:
         _trace_state.trace.hand_written(getattr(fn, "symbol", "unnamed"))
     if total <= 0:
@@ -133,7 +135,7 @@ def launch_block(
                 bytes_moved,
                 time.perf_counter() - start,
                 flops,
-                getattr(fn, "kernel", None),
+                getattr(fn, "kernel", None) if kernel is None else kernel,
                 getattr(fn, "library", None),
             )
         )

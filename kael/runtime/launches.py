@@ -20,9 +20,9 @@ class Launch:
     bytes_moved: int
     seconds: float
     flops: int = 0  # 0 where unknown
-    kernel: object = field(
-        default=None, repr=False
-    )  # the kael IR (Kernel or Reduction); None for hand-written kernels
+    # the kael IR (Kernel or Reduction, a tuple of them for a row group's driver); None for
+    # hand-written kernels
+    kernel: object = field(default=None, repr=False)
     library: object = field(default=None, repr=False)  # a hand-written kernel's module
 
     @property

@@ -709,6 +709,18 @@ def test_too_many_recompiles_warn_naming_the_change():
     assert len(messages) == 2 and "argument 1 changed from 2 to 3" in messages[0]
 
 
+def test_kaels_own_compiled_functions_keep_no_guard_history_and_never_warn():
+    from kael.frontend.compiled import CompiledFunction
+
+    c = CompiledFunction(lambda a, k: a + k, max_recompiles=None)  # an eager op's plans
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        for k in range(12):
+            _same(c(x, k), x + k)
+    info = c.cache_info()
+    assert seen == [] and info.recompiles == [] and info.guards == 0 and info.plans == 12
+
+
 def test_globals_are_read_at_each_call():
     global _WEIGHT
     _WEIGHT = kael.ones(48)

@@ -2,6 +2,8 @@ import pytest
 
 import kael
 from kael.frontend.inspection import explain, kernel_stage, launch_stage, record_launches
+from kael.ir.kernel import Kernel
+from kael.ir.reduction import Reduction
 
 
 def test_record_launches_sees_each_kernel_of_a_call():
@@ -62,6 +64,28 @@ def test_a_row_kernel_launch_is_recorded_with_rows_and_cols():
     assert row.shape == (6, 9) and row.bytes_moved == 6 * 9 * 4 * 2
     assert row.kernel is None and 'define void @"kael_rows_softmax_float32"' in row.llvm
     assert "kael_rows_softmax_float32:" in launch_stage(row, "asm")  # its assembly, too
+
+
+@kael.compile
+def _softmax_from_primitives(x):
+    e = (x - x.amax(-1, keepdim=True)).exp()
+    return e / e.sum(-1, keepdim=True)
+
+
+def test_a_row_group_launch_shows_the_driver_and_every_member():
+    x = kael.ones(6, 9, dtype=kael.float32)
+    _softmax_from_primitives(x)  # traced here: the recorded call runs the plan
+    _, launches = record_launches(_softmax_from_primitives, x)
+    driver = _only(launches, "kael_row_driver")
+    assert driver.shape == (6,) and len(launches) == 1  # one launch: the rows
+    kinds = [type(k) for k in driver.kernel]
+    assert kinds == [Reduction, Kernel, Reduction, Kernel]  # amax, exp, sum, divide
+    kael_text = launch_stage(driver, "kael")
+    assert "acc = max(in0)" in kael_text and "exp(sub(in0, in1))" in kael_text
+    llvm = launch_stage(driver, "llvm")
+    assert 'define void @"kael_row_driver"' in llvm and llvm.count("define void") >= 5
+    assert "kael_row_driver:" in launch_stage(driver, "asm")
+    assert ".visible .entry" in launch_stage(driver, "ptx")  # each member's PTX
 
 
 def test_a_scan_launch_is_recorded_with_its_work_items():

@@ -15,7 +15,10 @@ import torch.nn.functional as F
 from kernel_helpers import KAEL_DTYPES
 
 import kael
-from kael.frontend.inspection import record_launches
+from kael.frontend import nn
+from kael.frontend.compiled import CompiledFunction
+from kael.frontend.inspection import launch_stage, record_launches
+from kael.frontend.plan import ROW_BYTES
 
 INF, NAN = float("inf"), float("nan")
 FLOATS = [torch.float32, torch.float64]
@@ -214,10 +217,160 @@ def test_last_dim_of_contiguous_runs_one_row_kernel_and_other_dims_compose_kael_
     assert len(composed) >= 4  # amax, sub, exp, sum, ... each a compiled kernel
 
 
+# [1024, 4096] float32 is GENERATED_FROM_BYTES exactly; one row less stays below it.
+GENERATED_ROWS = nn.GENERATED_FROM_BYTES // (4096 * 4)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "logsumexp"])
+@pytest.mark.parametrize("rows", [GENERATED_ROWS - 1, GENERATED_ROWS])
+def test_from_generated_bytes_eager_rows_run_the_generated_row_group(name, rows):
+    x = kael.from_numpy(_row_values((rows, 4096), np.float32, seed=rows))
+    result, launches = record_launches(getattr(kael, name), x, 1)
+    if rows < GENERATED_ROWS:
+        assert [launch.symbol for launch in launches] == [f"kael_rows_{name}_float32"]
+    else:  # one launch of the row driver: amax, exp, sum and the result per row
+        assert [launch.symbol for launch in launches] == ["kael_row_driver"]
+        assert len(launches[0].kernel) >= 3
+    want = getattr(torch, name)(torch.from_numpy(x.numpy()), 1)
+    np.testing.assert_allclose(result.numpy(), want.numpy(), rtol=2e-5, atol=1e-7)
+    _, composed = record_launches(getattr(kael, name), x, 0)  # other dims: 3 fused kernels
+    assert len(composed) == 3 if rows == GENERATED_ROWS else len(composed) >= 4  # op by op
+
+
+@pytest.mark.parametrize("cols", [1 << 17, (1 << 17) + 1])
+def test_generated_softmax_computes_exp_twice_only_where_rows_outgrow_the_row_driver(cols):
+    k = kael.ones(32, cols, dtype=kael.float32)  # from GENERATED_FROM_BYTES: generated
+    _, launches = record_launches(kael.softmax, k, 1)
+    passes = [launch for launch in launches if not launch.symbol.endswith("_final")]
+    exps = sum(launch_stage(launch, "kael").count("exp(") for launch in passes)
+    assert exps == (1 if cols * 4 <= ROW_BYTES else 2)
+    np.testing.assert_allclose(kael.softmax(k, 1).numpy(), 1 / cols, rtol=1e-5)
+
+
+def test_a_plan_traced_inside_the_fast_door_keeps_its_chunk_local_values(monkeypatch):
+    fresh = CompiledFunction(nn._GENERATED["softmax"].fn, max_recompiles=None)
+    monkeypatch.setitem(nn._GENERATED, "softmax", fresh)
+    x = kael.ones(GENERATED_ROWS, 4096, dtype=kael.float32)
+    kael.softmax(x, -1)  # traced under the softmax's fast door, which captures launches
+    [group] = fresh.plan_for(x, 1).steps
+    assert len(group.local) == 3  # the row maxima, exp and sums: in the driver's scratch
+    assert fresh.cache_info().traces == 1
+
+
 def test_softmax_rows_sum_to_one_at_float32_precision():
     k = to_kael(_random((8, 5000), seed=9))
     s = kael.softmax(k, 1).numpy().astype(np.float64).sum(axis=1)
     np.testing.assert_allclose(s, 1.0, rtol=1e-5)
+
+
+# ---- the generated rows: every length around the vector width, the infinity rules ------------
+
+
+ROW_DTYPES = {"f32": np.float32, "f64": np.float64}
+ROW_TOL = {np.float32: {"rtol": 2e-6, "atol": 1e-7}, np.float64: {"rtol": 1e-14, "atol": 1e-300}}
+
+
+def _cols(np_dtype) -> list[int]:
+    """Row lengths around one and two vectors (16 float32 or 8 float64 lanes)."""
+    w = 64 // np.dtype(np_dtype).itemsize
+    return [1, w - 1, w, w + 1, 2 * w + 3, 100]
+
+
+def _row_values(shape, np_dtype, seed=0) -> np.ndarray:
+    return (np.random.default_rng(seed).standard_normal(shape) * 3).astype(np_dtype)
+
+
+def _softmax_like(kernel: str, x: np.ndarray) -> np.ndarray:
+    """The generated plan eager softmax and log_softmax run from GENERATED_FROM_BYTES."""
+    return nn._GENERATED[kernel](kael.from_numpy(x), 1).numpy()
+
+
+def _logsumexp(x: np.ndarray) -> np.ndarray:
+    return nn._GENERATED["logsumexp"](kael.from_numpy(x), 1).numpy()[:, 0]
+
+
+TORCH_ROW_OPS = {
+    "softmax": lambda t: torch.softmax(t, -1),
+    "log_softmax": lambda t: torch.log_softmax(t, -1),
+}
+
+
+@pytest.mark.parametrize("dtype_id", list(ROW_DTYPES))
+@pytest.mark.parametrize("kernel", list(TORCH_ROW_OPS))
+def test_softmax_rows_match_torch_for_every_length_around_the_vector_width(kernel, dtype_id):
+    np_dtype = ROW_DTYPES[dtype_id]
+    for cols in _cols(np_dtype):
+        x = _row_values((5, cols), np_dtype, seed=cols)
+        want = TORCH_ROW_OPS[kernel](torch.from_numpy(x)).numpy()
+        np.testing.assert_allclose(_softmax_like(kernel, x), want, **ROW_TOL[np_dtype])
+
+
+@pytest.mark.parametrize("dtype_id", list(ROW_DTYPES))
+def test_logsumexp_rows_match_torch_for_every_length_around_the_vector_width(dtype_id):
+    np_dtype = ROW_DTYPES[dtype_id]
+    for cols in _cols(np_dtype):
+        x = _row_values((5, cols), np_dtype, seed=cols)
+        want = torch.logsumexp(torch.from_numpy(x), -1).numpy()
+        np.testing.assert_allclose(_logsumexp(x), want, **ROW_TOL[np_dtype])
+
+
+@pytest.mark.parametrize("dtype_id", list(ROW_DTYPES))
+def test_a_nan_anywhere_in_a_row_makes_the_whole_softmax_row_nan(dtype_id):
+    np_dtype = ROW_DTYPES[dtype_id]
+    for cols in _cols(np_dtype):
+        x = _row_values((cols, cols), np_dtype)
+        np.fill_diagonal(x, NAN)  # the NaN walks from the first vector lane to the tail
+        for kernel in TORCH_ROW_OPS:
+            assert np.isnan(_softmax_like(kernel, x)).all()
+        assert np.isnan(_logsumexp(x)).all()
+
+
+@pytest.mark.parametrize("dtype_id", list(ROW_DTYPES))
+def test_infinite_rows_follow_torch(dtype_id):
+    np_dtype = ROW_DTYPES[dtype_id]
+    x = np.array([[-INF] * 17, [INF] + [1.0] * 16, [-INF] * 8 + [0.0, 1.0] + [-INF] * 7], np_dtype)
+    t = torch.from_numpy(x)
+    for kernel, ref in TORCH_ROW_OPS.items():
+        np.testing.assert_allclose(_softmax_like(kernel, x), ref(t).numpy(), **ROW_TOL[np_dtype])
+    got = _logsumexp(x)
+    np.testing.assert_allclose(got, torch.logsumexp(t, -1).numpy(), **ROW_TOL[np_dtype])
+    assert got[0] == -INF and got[1] == INF
+
+
+@pytest.mark.parametrize("dtype_id", list(ROW_DTYPES))
+def test_lanes_past_a_row_add_nothing_where_they_would_overflow(dtype_id):
+    # the masked last vector computes on zeros past the row: exp(0 - max) with max -1000
+    # overflows there, and a sum that took it in would be inf
+    np_dtype = ROW_DTYPES[dtype_id]
+    for cols in _cols(np_dtype):
+        x = -1000.0 - np.abs(_row_values((3, cols), np_dtype, seed=cols))
+        t = torch.from_numpy(x)
+        for kernel, ref in TORCH_ROW_OPS.items():
+            np.testing.assert_allclose(
+                _softmax_like(kernel, x), ref(t).numpy(), **ROW_TOL[np_dtype]
+            )
+        np.testing.assert_allclose(
+            _logsumexp(x), torch.logsumexp(t, -1).numpy(), **ROW_TOL[np_dtype]
+        )
+
+
+def test_logsumexp_of_an_empty_row_is_minus_infinity():
+    x = np.empty((3, 0), np.float32)  # (never generated: the sum of nothing is known)
+    assert kael.logsumexp(kael.from_numpy(x), -1).tolist() == [-INF] * 3
+
+
+@pytest.mark.parametrize("kernel", ["softmax", "log_softmax", "logsumexp"])
+def test_generated_rows_split_over_threads_give_bit_identical_results(kernel):
+    saved = kael.get_num_threads()
+    x = _row_values((300, 1000), np.float32)  # 1.1 MiB: split over the threads
+    results = []
+    try:
+        for threads in (1, 2):
+            kael.set_num_threads(threads)
+            results.append(_logsumexp(x) if kernel == "logsumexp" else _softmax_like(kernel, x))
+    finally:
+        kael.set_num_threads(saved)
+    assert results[0].tobytes() == results[1].tobytes()
 
 
 # ---- logsumexp -------------------------------------------------------------------------------
