@@ -263,7 +263,8 @@ def test_softmax_rows_sum_to_one_at_float32_precision():
     np.testing.assert_allclose(s, 1.0, rtol=1e-5)
 
 
-# ---- the generated rows: every length around the vector width, the infinity rules ------------
+# ---- rows, by the row kernels and generated: every length around the vector width, the
+# infinity rules
 
 
 ROW_DTYPES = {"f32": np.float32, "f64": np.float64}
@@ -280,13 +281,21 @@ def _row_values(shape, np_dtype, seed=0) -> np.ndarray:
     return (np.random.default_rng(seed).standard_normal(shape) * 3).astype(np_dtype)
 
 
-def _softmax_like(kernel: str, x: np.ndarray) -> np.ndarray:
-    """The generated plan eager softmax and log_softmax run from GENERATED_FROM_BYTES."""
-    return nn._GENERATED[kernel](kael.from_numpy(x), 1).numpy()
+# how eager runs a softmax-family op on rows: the row kernels (rows as small as these), or
+# the generated plan that runs from GENERATED_FROM_BYTES
+PATHS = ["row kernel", "generated"]
 
 
-def _logsumexp(x: np.ndarray) -> np.ndarray:
-    return nn._GENERATED["logsumexp"](kael.from_numpy(x), 1).numpy()[:, 0]
+def _softmax_like(kernel: str, x: np.ndarray, path: str) -> np.ndarray:
+    if path == "generated":
+        return nn._GENERATED[kernel](kael.from_numpy(x), 1).numpy()
+    return getattr(kael, kernel)(kael.from_numpy(x), -1).numpy()
+
+
+def _logsumexp(x: np.ndarray, path: str) -> np.ndarray:
+    if path == "generated":
+        return nn._GENERATED["logsumexp"](kael.from_numpy(x), 1).numpy()[:, 0]
+    return kael.logsumexp(kael.from_numpy(x), -1).numpy()
 
 
 TORCH_ROW_OPS = {
@@ -295,50 +304,57 @@ TORCH_ROW_OPS = {
 }
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("dtype_id", list(ROW_DTYPES))
 @pytest.mark.parametrize("kernel", list(TORCH_ROW_OPS))
-def test_softmax_rows_match_torch_for_every_length_around_the_vector_width(kernel, dtype_id):
+def test_softmax_rows_match_torch_for_every_length_around_the_vector_width(kernel, dtype_id, path):
     np_dtype = ROW_DTYPES[dtype_id]
     for cols in _cols(np_dtype):
         x = _row_values((5, cols), np_dtype, seed=cols)
         want = TORCH_ROW_OPS[kernel](torch.from_numpy(x)).numpy()
-        np.testing.assert_allclose(_softmax_like(kernel, x), want, **ROW_TOL[np_dtype])
+        np.testing.assert_allclose(_softmax_like(kernel, x, path), want, **ROW_TOL[np_dtype])
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("dtype_id", list(ROW_DTYPES))
-def test_logsumexp_rows_match_torch_for_every_length_around_the_vector_width(dtype_id):
+def test_logsumexp_rows_match_torch_for_every_length_around_the_vector_width(dtype_id, path):
     np_dtype = ROW_DTYPES[dtype_id]
     for cols in _cols(np_dtype):
         x = _row_values((5, cols), np_dtype, seed=cols)
         want = torch.logsumexp(torch.from_numpy(x), -1).numpy()
-        np.testing.assert_allclose(_logsumexp(x), want, **ROW_TOL[np_dtype])
+        np.testing.assert_allclose(_logsumexp(x, path), want, **ROW_TOL[np_dtype])
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("dtype_id", list(ROW_DTYPES))
-def test_a_nan_anywhere_in_a_row_makes_the_whole_softmax_row_nan(dtype_id):
+def test_a_nan_anywhere_in_a_row_makes_the_whole_softmax_row_nan(dtype_id, path):
     np_dtype = ROW_DTYPES[dtype_id]
     for cols in _cols(np_dtype):
         x = _row_values((cols, cols), np_dtype)
         np.fill_diagonal(x, NAN)  # the NaN walks from the first vector lane to the tail
         for kernel in TORCH_ROW_OPS:
-            assert np.isnan(_softmax_like(kernel, x)).all()
-        assert np.isnan(_logsumexp(x)).all()
+            assert np.isnan(_softmax_like(kernel, x, path)).all()
+        assert np.isnan(_logsumexp(x, path)).all()
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("dtype_id", list(ROW_DTYPES))
-def test_infinite_rows_follow_torch(dtype_id):
+def test_infinite_rows_follow_torch(dtype_id, path):
     np_dtype = ROW_DTYPES[dtype_id]
     x = np.array([[-INF] * 17, [INF] + [1.0] * 16, [-INF] * 8 + [0.0, 1.0] + [-INF] * 7], np_dtype)
     t = torch.from_numpy(x)
     for kernel, ref in TORCH_ROW_OPS.items():
-        np.testing.assert_allclose(_softmax_like(kernel, x), ref(t).numpy(), **ROW_TOL[np_dtype])
-    got = _logsumexp(x)
+        np.testing.assert_allclose(
+            _softmax_like(kernel, x, path), ref(t).numpy(), **ROW_TOL[np_dtype]
+        )
+    got = _logsumexp(x, path)
     np.testing.assert_allclose(got, torch.logsumexp(t, -1).numpy(), **ROW_TOL[np_dtype])
     assert got[0] == -INF and got[1] == INF
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("dtype_id", list(ROW_DTYPES))
-def test_lanes_past_a_row_add_nothing_where_they_would_overflow(dtype_id):
+def test_lanes_past_a_row_add_nothing_where_they_would_overflow(dtype_id, path):
     # the masked last vector computes on zeros past the row: exp(0 - max) with max -1000
     # overflows there, and a sum that took it in would be inf
     np_dtype = ROW_DTYPES[dtype_id]
@@ -347,10 +363,10 @@ def test_lanes_past_a_row_add_nothing_where_they_would_overflow(dtype_id):
         t = torch.from_numpy(x)
         for kernel, ref in TORCH_ROW_OPS.items():
             np.testing.assert_allclose(
-                _softmax_like(kernel, x), ref(t).numpy(), **ROW_TOL[np_dtype]
+                _softmax_like(kernel, x, path), ref(t).numpy(), **ROW_TOL[np_dtype]
             )
         np.testing.assert_allclose(
-            _logsumexp(x), torch.logsumexp(t, -1).numpy(), **ROW_TOL[np_dtype]
+            _logsumexp(x, path), torch.logsumexp(t, -1).numpy(), **ROW_TOL[np_dtype]
         )
 
 
@@ -359,15 +375,19 @@ def test_logsumexp_of_an_empty_row_is_minus_infinity():
     assert kael.logsumexp(kael.from_numpy(x), -1).tolist() == [-INF] * 3
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("kernel", ["softmax", "log_softmax", "logsumexp"])
-def test_generated_rows_split_over_threads_give_bit_identical_results(kernel):
+def test_rows_split_over_threads_give_bit_identical_results(kernel, path):
     saved = kael.get_num_threads()
     x = _row_values((300, 1000), np.float32)  # 1.1 MiB: split over the threads
     results = []
     try:
         for threads in (1, 2):
             kael.set_num_threads(threads)
-            results.append(_logsumexp(x) if kernel == "logsumexp" else _softmax_like(kernel, x))
+            if kernel == "logsumexp":
+                results.append(_logsumexp(x, path))
+            else:
+                results.append(_softmax_like(kernel, x, path))
     finally:
         kael.set_num_threads(saved)
     assert results[0].tobytes() == results[1].tobytes()

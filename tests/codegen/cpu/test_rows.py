@@ -1,8 +1,10 @@
 """The fused row kernels (kael/codegen/cpu/rows.py) below the frontend, against PyTorch.
 
 Rows are contiguous NumPy arrays handed to the kernels by address: every row length
-around the vector width (the vector loop, the masked last vector and both), the infinity
-rules, the error word of cross_entropy and results that do not depend on the threads.
+around the vector width (the vector loop, the masked last vector and both), the error
+word of cross_entropy and results that do not depend on the threads. (softmax's,
+log_softmax's and logsumexp's rows, by these kernels and generated, are pinned through
+the frontend in tests/frontend/test_nn.py.)
 """
 
 import math
@@ -32,13 +34,6 @@ def _cols(np_dtype) -> list[int]:
     return [1, w - 1, w, w + 1, 2 * w + 3, 100]
 
 
-def _softmax_like(kernel: str, x: np.ndarray) -> np.ndarray:
-    out = np.full_like(x, 7.0)
-    r, c = x.shape
-    rows.run_rows(kernel, rows_dtype(x), [x.ctypes.data, out.ctypes.data, c], r, c)
-    return out
-
-
 def _logsumexp(x: np.ndarray) -> np.ndarray:
     out = np.full(x.shape[0], 7.0, x.dtype)
     r, c = x.shape
@@ -52,67 +47,6 @@ def rows_dtype(x: np.ndarray):
 
 def _random(shape, np_dtype, seed=0) -> np.ndarray:
     return (np.random.default_rng(seed).standard_normal(shape) * 3).astype(np_dtype)
-
-
-TORCH_ROW_OPS = {
-    "softmax": lambda t: torch.softmax(t, -1),
-    "log_softmax": lambda t: torch.log_softmax(t, -1),
-}
-
-
-@pytest.mark.parametrize("dtype_id", list(DTYPES))
-@pytest.mark.parametrize("kernel", list(TORCH_ROW_OPS))
-def test_softmax_rows_match_torch_for_every_length_around_the_vector_width(kernel, dtype_id):
-    np_dtype, _ = DTYPES[dtype_id]
-    for cols in _cols(np_dtype):
-        x = _random((5, cols), np_dtype, seed=cols)
-        want = TORCH_ROW_OPS[kernel](torch.from_numpy(x)).numpy()
-        np.testing.assert_allclose(_softmax_like(kernel, x), want, **TOL[np_dtype])
-
-
-@pytest.mark.parametrize("dtype_id", list(DTYPES))
-def test_logsumexp_rows_match_torch_for_every_length_around_the_vector_width(dtype_id):
-    np_dtype, _ = DTYPES[dtype_id]
-    for cols in _cols(np_dtype):
-        x = _random((5, cols), np_dtype, seed=cols)
-        want = torch.logsumexp(torch.from_numpy(x), -1).numpy()
-        np.testing.assert_allclose(_logsumexp(x), want, **TOL[np_dtype])
-
-
-@pytest.mark.parametrize("dtype_id", list(DTYPES))
-def test_a_nan_anywhere_in_a_row_makes_the_whole_softmax_row_nan(dtype_id):
-    np_dtype, _ = DTYPES[dtype_id]
-    for cols in _cols(np_dtype):
-        x = _random((cols, cols), np_dtype)
-        np.fill_diagonal(x, NAN)  # the NaN walks from the first vector lane to the tail
-        for kernel in TORCH_ROW_OPS:
-            assert np.isnan(_softmax_like(kernel, x)).all()
-        assert np.isnan(_logsumexp(x)).all()
-
-
-@pytest.mark.parametrize("dtype_id", list(DTYPES))
-def test_infinite_rows_follow_torch(dtype_id):
-    np_dtype, _ = DTYPES[dtype_id]
-    x = np.array([[-INF] * 17, [INF] + [1.0] * 16, [-INF] * 8 + [0.0, 1.0] + [-INF] * 7], np_dtype)
-    t = torch.from_numpy(x)
-    for kernel, ref in TORCH_ROW_OPS.items():
-        np.testing.assert_allclose(_softmax_like(kernel, x), ref(t).numpy(), **TOL[np_dtype])
-    got = _logsumexp(x)
-    np.testing.assert_allclose(got, torch.logsumexp(t, -1).numpy(), **TOL[np_dtype])
-    assert got[0] == -INF and got[1] == INF
-
-
-@pytest.mark.parametrize("dtype_id", list(DTYPES))
-def test_lanes_past_a_row_add_nothing_where_they_would_overflow(dtype_id):
-    # the masked last vector computes on zeros past the row: exp(0 - max) with max -1000
-    # overflows there, and a sum that took it in would be inf
-    np_dtype, _ = DTYPES[dtype_id]
-    for cols in _cols(np_dtype):
-        x = -1000.0 - np.abs(_random((3, cols), np_dtype, seed=cols))
-        t = torch.from_numpy(x)
-        for kernel, ref in TORCH_ROW_OPS.items():
-            np.testing.assert_allclose(_softmax_like(kernel, x), ref(t).numpy(), **TOL[np_dtype])
-        np.testing.assert_allclose(_logsumexp(x), torch.logsumexp(t, -1).numpy(), **TOL[np_dtype])
 
 
 def test_logsumexp_of_an_empty_row_is_minus_infinity():
@@ -324,20 +258,14 @@ def test_total_of_no_rows_is_zero_and_its_mean_nan():
     assert np.isnan(out[0])
 
 
-@pytest.mark.parametrize("kernel", ["softmax", "log_softmax", "logsumexp", "layer_norm_none"])
-def test_rows_split_over_threads_give_bit_identical_results(kernel):
+def test_layer_norm_rows_split_over_threads_give_bit_identical_results():
     saved = get_num_threads()
     x = _random((300, 1000), np.float32)  # 1.1 MiB: split over the threads
     results = []
     try:
         for threads in (1, 2):
             set_num_threads(threads)
-            if kernel == "logsumexp":
-                results.append(_logsumexp(x))
-            elif kernel == "layer_norm_none":
-                results.append(_layer_norm(x))
-            else:
-                results.append(_softmax_like(kernel, x))
+            results.append(_layer_norm(x))
     finally:
         set_num_threads(saved)
     assert results[0].tobytes() == results[1].tobytes()
