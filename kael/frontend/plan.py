@@ -421,6 +421,17 @@ class RowGroup:
     def views(self) -> list[View]:
         return [v for m in self.members for v in m.outs + m.ins]
 
+    def traffic(self, slots: list[Slot], local) -> int:
+        """Bytes the group moves to and from memory: each buffer outside the chunk scratch
+        (`local`) once, at most its size (softmax 4096x4096: 128 MiB, where the members'
+        own counts add up to 512)."""
+        touched: dict[int, int] = {}
+        for v in self.views():
+            if v.buffer not in local:
+                size = min(numel(v.shape) * v.dtype.itemsize, slots[v.buffer].nbytes)
+                touched[v.buffer] = max(touched.get(v.buffer, 0), size)
+        return sum(touched.values())
+
     def run_reference(self, call: Call) -> None:
         for m in self.members:
             m.run_reference(call)
@@ -480,8 +491,12 @@ class RowGroup:
         scratch = self.scratch_bytes if local else self.partial_bytes
         words, _ = rowdriver.words(self.chunk, self.rows, scratch, records)
         chunks = -(-self.rows // self.chunk)
-        members = self.specialized(call.plan.slots) if launches.watched() else None
-        launch(rowdriver.driver(), words, chunks, moved, 1, shape=(self.rows,), kernel=members)
+        members = traffic = None
+        if launches.watched():  # the record shows the members and the bytes memory moves
+            members = self.specialized(call.plan.slots)
+            traffic = self.traffic(call.plan.slots, local)
+        launch(rowdriver.driver(), words, chunks, moved, 1, shape=(self.rows,), kernel=members,
+               recorded_bytes=traffic)  # fmt: skip
 
 
 def _per_element(kernel: Kernel | Reduction) -> tuple:

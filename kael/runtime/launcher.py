@@ -112,12 +112,14 @@ def launch_block(
     shape: tuple[int, ...] | None = None,
     flops: int = 0,
     kernel: object = None,
+    recorded_bytes: int | None = None,
 ) -> None:
     """Call `fn` over work items [0, total) with the argument block `block` (a compiled
     plan's is copied from a prebuilt template and patched), on the thread pool when it
-    moves at least PARALLEL_BYTES. `shape` (what the launch covers), `flops` and `kernel`
-    (the IR it runs, where fn's own is not: a row group's members) only show in its launch
-    record."""
+    moves at least PARALLEL_BYTES. `shape` (what the launch covers), `flops`, `kernel`
+    (the IR it runs, where fn's own is not: a row group's members) and `recorded_bytes`
+    (the bytes it moves where bytes_moved, which decides the split, counts more) only show
+    in its launch record."""
     if _trace_state.trace is not None:
         _trace_state.trace.hand_written(getattr(fn, "symbol", "unnamed"))
     if total <= 0:
@@ -132,7 +134,7 @@ def launch_block(
                 getattr(fn, "symbol", "unnamed"),
                 shape,
                 total,
-                bytes_moved,
+                bytes_moved if recorded_bytes is None else recorded_bytes,
                 time.perf_counter() - start,
                 flops,
                 getattr(fn, "kernel", None) if kernel is None else kernel,

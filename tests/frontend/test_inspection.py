@@ -78,6 +78,7 @@ def test_a_row_group_launch_shows_the_driver_and_every_member():
     _, launches = record_launches(_softmax_from_primitives, x)
     driver = _only(launches, "kael_row_driver")
     assert driver.shape == (6,) and len(launches) == 1  # one launch: the rows
+    assert driver.bytes_moved == 2 * 6 * 9 * 4  # x in, the result out: exp stays in cache
     kinds = [type(k) for k in driver.kernel]
     assert kinds == [Reduction, Kernel, Reduction, Kernel]  # amax, exp, sum, divide
     kael_text = launch_stage(driver, "kael")
