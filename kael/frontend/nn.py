@@ -100,7 +100,7 @@ def _run_rows(kernel: str, src: TensorImpl, out: TensorImpl, tail: int) -> None:
         fastpath.capture_rows(fn, words, row_count, moved, align, src, out)
 
 
-def _composed_softmax(x: Tensor, d: int, log: bool) -> Tensor:
+def _composed_softmax(x: Tensor, d: int, log: bool = False) -> Tensor:
     """The book's composed softmax: max, sub, exp, sum (keepdim) and div; one exp per
     element, read by both the sum and the division (in a row group: chunk scratch)."""
     shifted = ew.binary("sub", x, reductions.amax(x, d, keepdim=True))
@@ -134,12 +134,10 @@ def _composed_logsumexp(x: Tensor, *dims: int) -> Tensor:
 # row kernels stay: a plan costs a trace for each new shape (1.1-1.3 ms) and its guard on
 # the second call (0.3-0.5 ms), where a row kernel call takes 7-70 us.
 GENERATED_FROM_BYTES = 16 << 20
-_GENERATED = {
-    "softmax": CompiledFunction(lambda x, d: _composed_softmax(x, d, False), max_recompiles=None),
+_GENERATED = {  # softmax and log_softmax: _composed_softmax with `log` a trace constant
+    "softmax": CompiledFunction(_composed_softmax, max_recompiles=None),
     "softmax_long": CompiledFunction(_softmax_exp_twice, max_recompiles=None),
-    "log_softmax": CompiledFunction(
-        lambda x, d: _composed_softmax(x, d, True), max_recompiles=None
-    ),
+    "log_softmax": CompiledFunction(_composed_softmax, max_recompiles=None),
     "logsumexp": CompiledFunction(_composed_logsumexp, max_recompiles=None),
 }
 
@@ -159,6 +157,14 @@ def _row_group_fits(impl: TensorImpl, d: int) -> bool:
     return last and impl.is_contiguous() and cols * impl.dtype.itemsize <= plan.ROW_BYTES
 
 
+def _generated_softmax(kernel: str, x: Tensor, d: int) -> Tensor:
+    """softmax or log_softmax of x over `d` by its compiled plan (exp computed twice where
+    the rows are not one row group's)."""
+    if kernel == "softmax" and not _row_group_fits(x._impl, d):
+        return _GENERATED["softmax_long"](x, d)
+    return _GENERATED[kernel](x, d, kernel == "log_softmax")
+
+
 def _softmax(kernel: str, x, dim, dtype) -> Tensor:
     x = _as_floating(x, kernel, dtype, cpu_only=False)
     impl = x._impl
@@ -166,9 +172,7 @@ def _softmax(kernel: str, x, dim, dtype) -> Tensor:
     if impl.numel() == 0:
         return Tensor(empty_impl(impl.shape, impl.dtype, impl.device))
     if _generated(impl):
-        if kernel == "softmax" and not _row_group_fits(impl, d):
-            kernel = "softmax_long"
-        return _GENERATED[kernel](x, d)
+        return _generated_softmax(kernel, x, d)
     dims = (d,) if x.ndim else ()  # a 0-d tensor is one row of one element
     if not _fused(impl, dims):
         return _composed_softmax(x, d, kernel == "log_softmax")
@@ -196,21 +200,22 @@ def logsumexp(input: Tensor, dim, keepdim: bool = False, *, out: Tensor | None =
     impl = x._impl
     dims = reductions.reduce_axes(x, dim, "logsumexp")  # () for a 0-d tensor: one row of one
     shape = reductions.reduced_shape(impl.shape, dims, keepdim)
-    if out is None and _generated(impl):
+    generated = _generated(impl)
+    if out is None and generated:
         return _GENERATED["logsumexp"](x, *dims).reshape(shape)
     target = output(out, shape, impl.dtype, impl.device, "logsumexp")
+    rows_fit = not generated and _fused(impl, dims)
     if impl.numel() == 0:  # the sum of no exponentials is 0: log gives -inf
         eager.fill(target._impl, -math.inf)
-    elif _generated(impl):
-        eager.copy_into(target._impl, _GENERATED["logsumexp"](x, *dims).reshape(shape)._impl)
-    elif _fused(impl, dims) and target.is_contiguous() and not target.shares_storage(x):
+    elif rows_fit and target.is_contiguous() and not target.shares_storage(x):
         _run_rows("logsumexp", impl, target._impl, len(dims))
-    elif _fused(impl, dims):  # through a new result: out is strided or overlaps the input
+    elif rows_fit:  # through a new result: out is strided or overlaps the input
         result = empty_impl(shape, impl.dtype, CPU)
         _run_rows("logsumexp", impl, result, len(dims))
         eager.copy_into(target._impl, result)
-    else:
-        eager.copy_into(target._impl, _composed_logsumexp(x, *dims).reshape(shape)._impl)
+    else:  # the composition, as a compiled plan when generated
+        compose = _GENERATED["logsumexp"] if generated else _composed_logsumexp
+        eager.copy_into(target._impl, compose(x, *dims).reshape(shape)._impl)
     return target
 
 
