@@ -34,8 +34,7 @@ def _probe() -> None:
         if _probed:
             return
         try:
-            from cuda.bindings import driver
-
+            driver = _driver_module()
             _call(driver, "cuInit", driver.cuInit(0))
             (count,) = _call(driver, "cuDeviceGetCount", driver.cuDeviceGetCount())
             if count < 1:
@@ -51,6 +50,20 @@ def _probe() -> None:
             _driver, _context, _device, _available = driver, context, device, True
             _thread.bound = True
         _probed = True
+
+
+def emulated() -> bool:
+    """Whether KAEL_EMULATE_CUDA=1 asks for the emulated device (runtime/emulator) instead
+    of a driver: kael's PTX run on the CPU, for tests on machines without a GPU."""
+    return os.environ.get("KAEL_EMULATE_CUDA", "").strip() == "1"
+
+
+def _driver_module():
+    if emulated():
+        from kael.runtime.emulator import driver
+    else:
+        from cuda.bindings import driver
+    return driver
 
 
 def _call(driver, name: str, result: tuple) -> tuple:

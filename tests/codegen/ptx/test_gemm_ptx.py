@@ -10,11 +10,10 @@ import kael
 from kael.codegen.ptx import compiler
 from kael.codegen.ptx import gemm as ptx_gemm
 from kael.codegen.ptx import kernel as ptx_kernel
-from kael.runtime.device import cuda_is_available
 from kael.runtime.dtypes import float32, float64, int64
 
 needs_ptxas = pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not on PATH")
-needs_gpu = pytest.mark.skipif(not cuda_is_available(), reason="no CUDA driver and GPU")
+needs_gpu = pytest.mark.gpu  # skipped by conftest where no device is usable
 DTYPES = [float32, float64, int64]
 
 

@@ -23,13 +23,12 @@ from kael.codegen.ptx import kernel as ptx_kernel
 from kael.frontend import eager
 from kael.ir.kernel import BCAST, CONTIG, STRIDED, Kernel
 from kael.runtime import cuda_driver, kernel_cache
-from kael.runtime.device import cuda_is_available
 from kael.runtime.dtypes import ALL_DTYPES, DType, bool_, float32, float64, int64
 from kael.runtime.errors import Error
 
 REPO = Path(__file__).resolve().parents[3]
 needs_ptxas = pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not on PATH")
-needs_gpu = pytest.mark.skipif(not cuda_is_available(), reason="no CUDA driver and GPU")
+needs_gpu = pytest.mark.gpu  # skipped by conftest where no device is usable
 
 # family -> how eager.py launches it, given stand-ins for (dst, *srcs).
 OPS = {

@@ -15,10 +15,9 @@ from kael.codegen.ptx import reduce as ptx_reduce
 from kael.frontend.inspection import kernel_stage, record_launches
 from kael.ir.reduction import plan_reduction
 from kael.runtime import kernel_cache
-from kael.runtime.device import cuda_is_available
 
 needs_ptxas = pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not on PATH")
-needs_gpu = pytest.mark.skipif(not cuda_is_available(), reason="no CUDA driver and GPU")
+needs_gpu = pytest.mark.gpu  # skipped by conftest where no device is usable
 
 # name -> (op call, input dtype, shape): the kernels the frontend launches for them.
 CASES = {

@@ -1,0 +1,207 @@
+"""The emulated device behind the calls `runtime/cuda_driver.py` makes of
+`cuda.bindings.driver`: each returns (CUresult, values...) as the binding does, so the
+same checked layer runs on a GPU and here. KAEL_EMULATE_CUDA=1 selects it."""
+
+from __future__ import annotations
+
+import ctypes
+import enum
+import threading
+
+from kael.runtime.emulator import machine, ptx
+from kael.runtime.emulator.memory import TOTAL_BYTES, Fault, Memory
+
+NAME = "kael PTX emulator (sm_90)"
+DRIVER_VERSION = 12080
+
+
+class CUresult(enum.IntEnum):
+    CUDA_SUCCESS = 0
+    CUDA_ERROR_INVALID_VALUE = 1
+    CUDA_ERROR_OUT_OF_MEMORY = 2
+    CUDA_ERROR_INVALID_PTX = 218
+    CUDA_ERROR_NOT_FOUND = 500
+    CUDA_ERROR_ILLEGAL_ADDRESS = 700
+    CUDA_ERROR_LAUNCH_TIMEOUT = 702
+    CUDA_ERROR_ILLEGAL_INSTRUCTION = 715
+    CUDA_ERROR_MISALIGNED_ADDRESS = 716
+    CUDA_ERROR_LAUNCH_FAILED = 719
+    CUDA_ERROR_NOT_SUPPORTED = 801
+
+
+_DESCRIPTIONS = {
+    CUresult.CUDA_SUCCESS: "no error",
+    CUresult.CUDA_ERROR_INVALID_VALUE: "invalid argument",
+    CUresult.CUDA_ERROR_OUT_OF_MEMORY: "out of memory",
+    CUresult.CUDA_ERROR_INVALID_PTX: "a PTX JIT compilation failed",
+    CUresult.CUDA_ERROR_NOT_FOUND: "named symbol not found",
+    CUresult.CUDA_ERROR_ILLEGAL_ADDRESS: "an illegal memory access was encountered",
+    CUresult.CUDA_ERROR_LAUNCH_TIMEOUT: "the launch timed out and was terminated",
+    CUresult.CUDA_ERROR_ILLEGAL_INSTRUCTION: "an illegal instruction was encountered",
+    CUresult.CUDA_ERROR_MISALIGNED_ADDRESS: "misaligned address",
+    CUresult.CUDA_ERROR_LAUNCH_FAILED: "unspecified launch failure",
+    CUresult.CUDA_ERROR_NOT_SUPPORTED: "operation not supported",
+}
+
+
+class CUdevice_attribute(enum.IntEnum):
+    CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
+    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
+    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
+
+
+_ATTRIBUTES = {
+    CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: 4,
+    CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: 9,
+    CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: 0,
+}
+
+OK = CUresult.CUDA_SUCCESS
+_memory = Memory()
+_lock = threading.RLock()  # one device: launches and copies run one at a time, in order
+_last_fault = ""  # the emulator's account of the last failure, for cuGetErrorString
+
+
+class Module:
+    def __init__(self, parsed: ptx.Module) -> None:
+        self.parsed = parsed
+        self.addresses: dict[str, int] = {}
+        for var in parsed.variables.values():  # module variables live in device memory
+            at = _memory.alloc(max(var.size, 1))
+            _memory.span(at, len(var.init))[:] = memoryview(var.init) if var.init else b""
+            self.addresses[var.name] = at
+
+
+class Function:
+    def __init__(self, module: Module, fn: ptx.Function) -> None:
+        self.module = module
+        self.fn = fn
+
+
+def _failed(exc: Fault):
+    global _last_fault
+    _last_fault = str(exc)
+    return (CUresult[exc.code],)
+
+
+def cuInit(flags: int):
+    return (OK,)
+
+
+def cuDeviceGetCount():
+    return OK, 1
+
+
+def cuDeviceGet(ordinal: int):
+    return (OK, 0) if ordinal == 0 else (CUresult.CUDA_ERROR_INVALID_VALUE, None)
+
+
+def cuDevicePrimaryCtxRetain(device):
+    return OK, "kael-emulated-context"
+
+
+def cuCtxSetCurrent(context):
+    return (OK,)
+
+
+def cuCtxSynchronize():
+    return (OK,)
+
+
+def cuGetErrorName(err):
+    return OK, CUresult(err).name.encode()
+
+
+def cuGetErrorString(err):
+    text = _DESCRIPTIONS.get(CUresult(err), "error")
+    if err != OK and _last_fault:
+        text = f"{text}: {_last_fault}"
+    return OK, text.encode()
+
+
+def cuDeviceGetName(length: int, device):
+    return OK, NAME.encode()[: length - 1]
+
+
+def cuDeviceTotalMem(device):
+    return OK, TOTAL_BYTES
+
+
+def cuDriverGetVersion():
+    return OK, DRIVER_VERSION
+
+
+def cuDeviceGetAttribute(attribute, device):
+    return OK, _ATTRIBUTES[CUdevice_attribute(attribute)]
+
+
+def cuMemAlloc(nbytes: int):
+    with _lock:
+        try:
+            return OK, _memory.alloc(int(nbytes))
+        except Fault as exc:
+            return (*_failed(exc), None)
+
+
+def cuMemFree(ptr):
+    with _lock:
+        try:
+            _memory.free(int(ptr))
+        except Fault as exc:
+            return _failed(exc)
+        return (OK,)
+
+
+def _copy(how, dst, src, nbytes):
+    with _lock:
+        try:
+            how(int(dst), int(src), int(nbytes))
+        except Fault as exc:
+            return _failed(exc)
+        return (OK,)
+
+
+def cuMemcpyHtoD(dst, src, nbytes):
+    return _copy(_memory.copy_from_host, dst, src, nbytes)
+
+
+def cuMemcpyDtoH(dst, src, nbytes):
+    return _copy(_memory.copy_to_host, dst, src, nbytes)
+
+
+def cuMemcpyDtoD(dst, src, nbytes):
+    return _copy(_memory.copy, dst, src, nbytes)
+
+
+def cuModuleLoadData(image: bytes):
+    text = bytes(image).split(b"\0")[0].decode()
+    with _lock:
+        try:
+            return OK, Module(ptx.parse(text))
+        except ptx.PtxSyntaxError as exc:
+            return (*_failed(Fault("CUDA_ERROR_INVALID_PTX", str(exc))), None)
+
+
+def cuModuleGetFunction(module: Module, name: bytes):
+    fn = module.parsed.functions.get(name.decode())
+    if fn is None:
+        return (*_failed(Fault("CUDA_ERROR_NOT_FOUND", f"no entry {name.decode()}")), None)
+    return OK, Function(module, fn)
+
+
+def cuLaunchKernel(function: Function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+    """Run the launch now (the emulated device has one in-order queue); its parameters are
+    read from the array of pointers at `params`, one per declared parameter."""
+    if (gy, gz, by, bz) != (1, 1, 1, 1) or shared or extra:
+        return _failed(
+            Fault("CUDA_ERROR_NOT_SUPPORTED", "only 1-D launches without dynamic shared memory")
+        )
+    fn = function.fn
+    pointers = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
+    values = {name: ctypes.string_at(pointers[k], size) for k, (name, size) in enumerate(fn.params)}
+    with _lock:
+        try:
+            machine.launch(fn, _memory, function.module.addresses, int(gx), int(bx), values)
+        except Fault as exc:
+            return _failed(exc)
+    return (OK,)

@@ -1,0 +1,642 @@
+"""What each PTX instruction does, for the threads of one step, as NumPy on their lanes.
+
+One handler per opcode head (`add`, `setp`, `ld`, ...), found in HANDLERS; the opcode's
+other parts (rounding, comparison, state space, type) are read by the handler. Integer
+arithmetic wraps, shifts saturate as PTX's do, float arithmetic is IEEE round-to-nearest
+(exact fma included: fma.py), float-to-int conversions saturate and send NaN to 0. The
+`.approx` math (ex2, lg2, sin, cos, rsqrt, tanh) is computed in float64 and rounded: closer
+than the hardware's, so tests of it compare with a tolerance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from kael.runtime.emulator.fma import fma
+from kael.runtime.emulator.ptx import (
+    NP,
+    SIGNED,
+    TYPE_BYTES,
+    UNSIGNED,
+    Addr,
+    Instruction,
+    Pair,
+    Reg,
+    SReg,
+    Sym,
+    Vec,
+)
+
+SPACES = ("global", "shared", "local", "param", "const")
+
+HANDLERS: dict[str, Callable] = {}
+
+
+def execute(m, ins: Instruction, lanes) -> None:
+    handler = HANDLERS.get(ins.parts[0])
+    if handler is None:
+        raise m.fault("CUDA_ERROR_ILLEGAL_INSTRUCTION", f"the emulator does not run {ins.opcode}")
+    with np.errstate(all="ignore"):
+        handler(m, ins, lanes)
+
+
+def handles(*names: str):
+    def register(fn):
+        for name in names:
+            HANDLERS[name] = fn
+        return fn
+
+    return register
+
+
+def _type(ins: Instruction) -> str:
+    return ins.parts[-1]
+
+
+def _is_float(t: str) -> bool:
+    return t.startswith("f") or t == "bf16"
+
+
+def _ftz(ins: Instruction, x):
+    """Subnormal float32 values flushed to zero of their sign (the `.ftz` modifier)."""
+    if "ftz" not in ins.parts or np.asarray(x).dtype != np.float32:
+        return x
+    tiny = np.abs(x) < np.finfo(np.float32).tiny
+    return np.where(tiny, np.copysign(np.float32(0), x), x).astype(np.float32)
+
+
+def _sources(m, ins: Instruction, lanes, t: str, count: int) -> list:
+    return [_ftz(ins, m.read(op, t, lanes)) for op in ins.operands[1 : 1 + count]]
+
+
+def _result(m, ins: Instruction, lanes, value) -> None:
+    m.write(ins.operands[0], _ftz(ins, value), lanes)
+
+
+# -- arithmetic ---------------------------------------------------------------------------
+def _binary(fn: Callable, int_fn: Callable | None = None):
+    def handler(m, ins, lanes):
+        t = _type(ins)
+        a, b = _sources(m, ins, lanes, t, 2)
+        out = fn(a, b) if _is_float(t) or int_fn is None else int_fn(a, b, t)
+        _result(m, ins, lanes, np.asarray(out).astype(NP[t], copy=False))
+
+    return handler
+
+
+def _carry_add(m, ins, lanes):
+    """add.cc, addc, addc.cc, sub.cc, subc, subc.cc: 32- and 64-bit chains through CC.CF."""
+    t = _type(ins)
+    u = UNSIGNED[TYPE_BYTES[t]]
+    a, b = (
+        np.asarray(x).view(u) if np.asarray(x).ndim else np.asarray(x).astype(u)
+        for x in _sources(m, ins, lanes, t, 2)
+    )
+    cin = m.carry[lanes].astype(u) if ins.parts[0] in ("addc", "subc") else u(0)
+    if ins.parts[0].startswith("add"):
+        out = a + b + cin
+        cout = (out < a) | ((out == a) & (cin == 1))
+    else:
+        out = a - b - cin
+        cout = (a < b) | ((a == b) & (cin == 1))
+    if "cc" in ins.parts:
+        m.carry[lanes] = cout
+    _result(m, ins, lanes, np.asarray(out).view(NP[t]) if np.asarray(out).ndim else out)
+
+
+def _mul_hi(a, b, t: str):
+    width = TYPE_BYTES[t]
+    if width < 8:
+        wide = SIGNED[2 * width] if t.startswith("s") else UNSIGNED[2 * width]
+        return ((a.astype(wide) * b.astype(wide)) >> (8 * width)).astype(NP[t])
+    ua, ub = np.asarray(a).view(np.uint64), np.asarray(b).view(np.uint64)
+    low = np.uint64(0xFFFFFFFF)
+    a0, a1, b0, b1 = ua & low, ua >> 32, ub & low, ub >> 32
+    p0, p1, p2, p3 = a0 * b0, a0 * b1, a1 * b0, a1 * b1
+    carry = ((p0 >> 32) + (p1 & low) + (p2 & low)) >> 32
+    hi = p3 + (p1 >> 32) + (p2 >> 32) + carry
+    if t.startswith("s"):
+        hi = hi - np.where(np.asarray(a) < 0, ub, 0).astype(np.uint64)
+        hi = hi - np.where(np.asarray(b) < 0, ua, 0).astype(np.uint64)
+    return hi.view(NP[t])
+
+
+def _wide(t: str):
+    width = TYPE_BYTES[t]
+    return SIGNED[2 * width] if t.startswith("s") else UNSIGNED[2 * width]
+
+
+@handles("add", "sub", "addc", "subc")
+def _add_sub(m, ins, lanes):
+    if "cc" in ins.parts or ins.parts[0] in ("addc", "subc"):
+        return _carry_add(m, ins, lanes)
+    sign = 1 if ins.parts[0] == "add" else -1
+    t = _type(ins)
+    a, b = _sources(m, ins, lanes, t, 2)
+    out = a + b if sign > 0 else a - b
+    if "sat" in ins.parts and _is_float(t):
+        out = np.where(np.isnan(out), 0, np.clip(out, 0, 1))
+    _result(m, ins, lanes, np.asarray(out).astype(NP[t], copy=False))
+
+
+@handles("mul")
+def _mul(m, ins, lanes):
+    t = _type(ins)
+    a, b = _sources(m, ins, lanes, t, 2)
+    if "wide" in ins.parts:
+        out = np.asarray(a).astype(_wide(t)) * np.asarray(b).astype(_wide(t))
+    elif "hi" in ins.parts:
+        out = _mul_hi(np.asarray(a), np.asarray(b), t)
+    else:
+        out = np.asarray(a * b).astype(NP[t], copy=False)
+    _result(m, ins, lanes, out)
+
+
+@handles("mad", "fma")
+def _mad(m, ins, lanes):
+    t = _type(ins)
+    a, b, c = _sources(m, ins, lanes, t, 3)
+    if _is_float(t):
+        out = fma(np.asarray(a), np.asarray(b), np.asarray(c))
+    elif "wide" in ins.parts:
+        wide = _wide(t)
+        out = np.asarray(a).astype(wide) * np.asarray(b).astype(wide) + np.asarray(c).astype(wide)
+    elif "hi" in ins.parts:
+        out = _mul_hi(np.asarray(a), np.asarray(b), t) + c
+    else:
+        out = a * b + c
+    _result(m, ins, lanes, np.asarray(out).astype(out.dtype if "wide" in ins.parts else NP[t]))
+
+
+def _divide(a, b, t: str):
+    u = UNSIGNED[TYPE_BYTES[t]]
+    zero = b == 0
+    if t.startswith("s"):
+        ua, ub = np.abs(a).astype(NP[t]).view(u), np.abs(np.where(zero, 1, b)).astype(NP[t]).view(u)
+        q = (ua // ub).view(NP[t])
+        q = np.where((a < 0) != (b < 0), -q, q)
+    else:
+        q = a // np.where(zero, 1, b)
+    return np.where(zero, NP[t](-1) if t.startswith("s") else np.iinfo(NP[t]).max, q).astype(NP[t])
+
+
+@handles("div")
+def _div(m, ins, lanes):
+    t = _type(ins)
+    a, b = (np.asarray(x) for x in _sources(m, ins, lanes, t, 2))
+    _result(m, ins, lanes, (a / b).astype(NP[t]) if _is_float(t) else _divide(a, b, t))
+
+
+@handles("rem")
+def _rem(m, ins, lanes):
+    t = _type(ins)
+    a, b = (np.asarray(x) for x in _sources(m, ins, lanes, t, 2))
+    q = _divide(a, b, t)
+    _result(m, ins, lanes, np.where(b == 0, a, a - q * b).astype(NP[t]))
+
+
+def _float_min_max(pick_max: bool, propagate: bool):
+    def fn(a, b):
+        out = np.fmax(a, b) if pick_max else np.fmin(a, b)
+        zeros = (a == 0) & (b == 0)
+        if np.any(zeros):  # -0.0 < +0.0
+            sa, sb = np.signbit(a), np.signbit(b)
+            neg = (sa & sb) if pick_max else (sa | sb)
+            out = np.where(zeros, np.where(neg, -np.abs(out), np.abs(out)), out)
+        if propagate:
+            out = np.where(np.isnan(a) | np.isnan(b), np.nan, out)
+        return out
+
+    return fn
+
+
+@handles("min", "max")
+def _min_max(m, ins, lanes):
+    t = _type(ins)
+    a, b = _sources(m, ins, lanes, t, 2)
+    pick_max = ins.parts[0] == "max"
+    if _is_float(t):
+        out = _float_min_max(pick_max, "NaN" in ins.parts)(np.asarray(a), np.asarray(b))
+    else:
+        out = np.maximum(a, b) if pick_max else np.minimum(a, b)
+    _result(m, ins, lanes, np.asarray(out).astype(NP[t]))
+
+
+def _bits(values, t: str):
+    return np.asarray(values).astype(NP[t], copy=False)
+
+
+HANDLERS["and"] = _binary(np.bitwise_and, lambda a, b, t: a & b)
+HANDLERS["or"] = _binary(np.bitwise_or, lambda a, b, t: a | b)
+HANDLERS["xor"] = _binary(np.bitwise_xor, lambda a, b, t: a ^ b)
+
+
+@handles("shl", "shr")
+def _shift(m, ins, lanes):
+    t = _type(ins)
+    a = np.asarray(m.read(ins.operands[1], t, lanes))
+    amount = np.asarray(m.read(ins.operands[2], "u32", lanes)).astype(np.uint64)
+    width = 8 * TYPE_BYTES[t]
+    big = amount >= width
+    amount = np.minimum(amount, width - 1).astype(a.dtype)
+    if ins.parts[0] == "shl":
+        out = np.where(big, 0, a << amount)
+    elif t.startswith("s"):
+        out = a >> np.where(big, width - 1, amount).astype(a.dtype)
+    else:
+        out = np.where(big, 0, a >> amount)
+    _result(m, ins, lanes, np.asarray(out).astype(NP[t]))
+
+
+@handles("shf")
+def _funnel(m, ins, lanes):
+    """shf.{l,r}.{wrap,clamp}.b32 d, a, b, c: the 64-bit b:a shifted, 32 bits kept."""
+    a, b = (np.asarray(m.read(op, "u32", lanes)).astype(np.uint64) for op in ins.operands[1:3])
+    c = np.asarray(m.read(ins.operands[3], "u32", lanes)).astype(np.uint64)
+    n = c & np.uint64(31) if "wrap" in ins.parts else np.minimum(c, np.uint64(32))
+    joined = (b << np.uint64(32)) | a
+    if ins.parts[1] == "l":
+        out = ((joined << n) >> np.uint64(32)) & np.uint64(0xFFFFFFFF)
+    else:
+        out = (joined >> n) & np.uint64(0xFFFFFFFF)
+    _result(m, ins, lanes, out.astype(np.uint32))
+
+
+@handles("neg", "abs", "not", "cnot", "sqrt", "rsqrt", "rcp", "ex2", "lg2", "sin", "cos", "tanh")
+def _unary(m, ins, lanes):
+    t = _type(ins)
+    (a,) = _sources(m, ins, lanes, t, 1)
+    a = np.asarray(a)
+    head = ins.parts[0]
+    if head == "neg":
+        out = -a if _is_float(t) or t.startswith("s") else (~a + np.asarray(1, a.dtype))
+    elif head == "abs":
+        out = np.abs(a)
+    elif head == "not":
+        out = ~a
+    elif head == "cnot":
+        out = (a == 0).astype(NP[t])
+    elif head == "sqrt" and "approx" not in ins.parts:
+        out = np.sqrt(a)
+    elif head == "rcp" and "approx" not in ins.parts:
+        out = np.asarray(1, a.dtype) / a
+    else:
+        wide = a.astype(np.float64)
+        out = {
+            "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x), "rcp": lambda x: 1 / x,
+            "ex2": np.exp2, "lg2": np.log2, "sin": np.sin, "cos": np.cos, "tanh": np.tanh,
+        }[head](wide)  # fmt: skip
+    _result(m, ins, lanes, np.asarray(out).astype(NP[t]))
+
+
+@handles("copysign")
+def _copysign(m, ins, lanes):
+    t = _type(ins)
+    a, b = _sources(m, ins, lanes, t, 2)
+    _result(m, ins, lanes, np.copysign(b, a).astype(NP[t]))
+
+
+@handles("popc", "clz", "brev")
+def _bit_count(m, ins, lanes):
+    t = _type(ins)
+    a = np.asarray(m.read(ins.operands[1], t, lanes)).view(UNSIGNED[TYPE_BYTES[t]])
+    width = 8 * TYPE_BYTES[t]
+    if ins.parts[0] == "popc":
+        out = np.bitwise_count(a).astype(np.uint32)
+    elif ins.parts[0] == "clz":
+        out = np.full(a.shape, width, np.uint32)
+        for bit in range(width):
+            hit = (a >> np.asarray(width - 1 - bit, a.dtype)) & np.asarray(1, a.dtype)
+            out = np.where((out == width) & (hit == 1), bit, out).astype(np.uint32)
+    else:
+        out = np.zeros_like(a)
+        for bit in range(width):
+            one = (a >> np.asarray(bit, a.dtype)) & np.asarray(1, a.dtype)
+            out |= one << np.asarray(width - 1 - bit, a.dtype)
+    _result(m, ins, lanes, out)
+
+
+# -- comparisons and selection ------------------------------------------------------------
+_ORDERED = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+            "gt": np.greater, "ge": np.greater_equal}  # fmt: skip
+_UNSIGNED_CMP = {"lo": "lt", "ls": "le", "hi": "gt", "hs": "ge"}
+
+
+def _compare(cmp: str, a, b, t: str):
+    a, b = np.asarray(a), np.asarray(b)
+    if _is_float(t):
+        nan = np.isnan(a) | np.isnan(b)
+        if cmp == "num":
+            return ~nan
+        if cmp == "nan":
+            return nan
+        if cmp.endswith("u"):
+            return _ORDERED[cmp[:-1]](a, b) | nan
+        return _ORDERED[cmp](a, b) & ~nan
+    if cmp in _UNSIGNED_CMP:
+        u = UNSIGNED[TYPE_BYTES[t]]
+        return _ORDERED[_UNSIGNED_CMP[cmp]](a.astype(NP[t]).view(u), b.astype(NP[t]).view(u))
+    return _ORDERED[cmp](a, b)
+
+
+_BOOL_OPS = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}
+
+
+@handles("setp")
+def _setp(m, ins, lanes):
+    t = _type(ins)
+    ops = ins.operands
+    a, b = (_ftz(ins, m.read(op, t, lanes)) for op in ops[1:3])
+    result = np.broadcast_to(_compare(ins.parts[1], a, b, t), (m.count(lanes),))
+    second = ~result
+    combine = next((p for p in ins.parts[2:] if p in _BOOL_OPS), None)
+    if combine is not None:
+        c = _predicate(m, ops[3], lanes)
+        result, second = _BOOL_OPS[combine](result, c), _BOOL_OPS[combine](second, c)
+    if isinstance(ops[0], Pair):
+        m.write(ops[0].first, result, lanes)
+        m.write(ops[0].second, second, lanes)
+    else:
+        m.write(ops[0], result, lanes)
+
+
+def _predicate(m, op, lanes):
+    if isinstance(op, Reg) and op.name.startswith("!"):
+        return ~m.read(Reg(op.name[1:]), "pred", lanes)
+    return m.read(op, "pred", lanes)
+
+
+@handles("selp")
+def _selp(m, ins, lanes):
+    t = _type(ins)
+    a, b = (m.read(op, t, lanes) for op in ins.operands[1:3])
+    c = _predicate(m, ins.operands[3], lanes)
+    _result(m, ins, lanes, np.where(c, a, b).astype(NP[t]))
+
+
+@handles("testp")
+def _testp(m, ins, lanes):
+    t = _type(ins)
+    a = np.asarray(m.read(ins.operands[1], t, lanes))
+    tiny = np.finfo(NP[t]).tiny
+    test = {
+        "finite": np.isfinite(a), "infinite": np.isinf(a), "number": ~np.isnan(a),
+        "notanumber": np.isnan(a), "normal": np.isfinite(a) & (np.abs(a) >= tiny),
+        "subnormal": (np.abs(a) < tiny) & (a != 0),
+    }[ins.parts[1]]  # fmt: skip
+    m.write(ins.operands[0], np.broadcast_to(test, (m.count(lanes),)), lanes)
+
+
+# -- conversions and moves -----------------------------------------------------------------
+_INTEGER_ROUNDING = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}
+
+
+def _float_to_int(x, mode: str, t: str):
+    rounded = _INTEGER_ROUNDING.get(mode, np.trunc)(np.asarray(x, np.float64))
+    info = np.iinfo(NP[t])
+    big = rounded >= float(info.max)
+    small = rounded <= float(info.min)
+    safe = np.where(big | small | np.isnan(rounded), 0, rounded)
+    out = safe.astype(NP[t])
+    return np.where(big, info.max, np.where(small, info.min, out)).astype(NP[t])
+
+
+def _narrow_float(x, mode: str, t: str):
+    out = np.asarray(x).astype(NP[t])
+    if mode in ("rz", "rm", "rp"):
+        back = out.astype(np.float64)
+        wide = np.asarray(x, np.float64)
+        if mode == "rz":
+            fix, toward = np.abs(back) > np.abs(wide), np.zeros_like(out)
+        elif mode == "rm":
+            fix, toward = back > wide, np.full_like(out, -np.inf)
+        else:
+            fix, toward = back < wide, np.full_like(out, np.inf)
+        out = np.where(fix & np.isfinite(wide), np.nextafter(out, toward), out)
+    return out.astype(NP[t])
+
+
+@handles("cvt")
+def _cvt(m, ins, lanes):
+    dst, src = ins.parts[-2], ins.parts[-1]
+    mode = next((p for p in ins.parts[1:-2] if p.startswith("r")), "")
+    x = np.asarray(_ftz(ins, m.read(ins.operands[1], src, lanes)))
+    if _is_float(dst) and _is_float(src):
+        if mode in _INTEGER_ROUNDING:
+            out = _INTEGER_ROUNDING[mode](x).astype(NP[dst])
+        elif TYPE_BYTES[dst] < TYPE_BYTES[src]:
+            out = _narrow_float(x, mode, dst)
+        else:
+            out = x.astype(NP[dst])
+    elif _is_float(src):
+        out = _float_to_int(x, mode, dst)
+    elif _is_float(dst):
+        if mode not in ("", "rn"):
+            raise m.fault("CUDA_ERROR_NOT_SUPPORTED", f"{ins.opcode}: only .rn integer conversions")
+        out = x.astype(NP[dst])
+    else:
+        out = x.astype(NP[dst])
+        if "sat" in ins.parts:
+            info = np.iinfo(NP[dst])
+            out = np.clip(x.astype(np.float64), info.min, info.max).astype(NP[dst])
+    if "sat" in ins.parts and _is_float(dst):
+        out = np.where(np.isnan(out), 0, np.clip(out, 0, 1)).astype(NP[dst])
+    _result(m, ins, lanes, out)
+
+
+@handles("cvta")
+def _cvta(m, ins, lanes):
+    """cvta.SPACE.u64 (a window's address to a generic one) and cvta.to.SPACE.u64 (back)."""
+    space = ins.parts[2] if ins.parts[1] == "to" else ins.parts[1]
+    a = np.asarray(m.read(ins.operands[1], "u64", lanes))
+    if space in ("global", "const", "param"):
+        out = a
+    elif ins.parts[1] == "to":
+        out = a - m.generic(space, np.zeros_like(a), lanes, 0)
+    else:
+        out = m.generic(space, a, lanes, 0)
+    _result(m, ins, lanes, np.broadcast_to(out, (m.count(lanes),)).astype(np.uint64))
+
+
+@handles("mov")
+def _mov(m, ins, lanes):
+    t = _type(ins)
+    d, a = ins.operands
+    if isinstance(d, Vec):  # a wide value split into its pieces, low first
+        whole = np.asarray(m.read(a, t, lanes)).view(UNSIGNED[TYPE_BYTES[t]])
+        piece = TYPE_BYTES[t] // len(d.items)
+        for k, reg in enumerate(d.items):
+            value = (whole >> np.asarray(8 * piece * k, whole.dtype)) & np.asarray(
+                (1 << 8 * piece) - 1, whole.dtype
+            )
+            m.write(reg, value.astype(UNSIGNED[piece]), lanes)
+    elif isinstance(a, Vec):
+        piece = TYPE_BYTES[t] // len(a.items)
+        wide = UNSIGNED[TYPE_BYTES[t]]
+        out = np.zeros(m.count(lanes), wide)
+        for k, reg in enumerate(a.items):
+            value = np.asarray(m.read(reg, f"b{8 * piece}", lanes)).astype(wide)
+            out |= value << np.asarray(8 * piece * k, wide)
+        m.write(d, out.view(NP[t]), lanes)
+    else:
+        m.write(d, np.broadcast_to(np.asarray(m.read(a, t, lanes)), (m.count(lanes),)), lanes)
+
+
+# -- memory --------------------------------------------------------------------------------
+def _space(ins: Instruction) -> str:
+    return next((p for p in ins.parts if p in SPACES), "generic")
+
+
+def _vector(ins: Instruction) -> int:
+    return next((int(p[1:]) for p in ins.parts if p in ("v2", "v4", "v8")), 1)
+
+
+def _addresses(m, ins: Instruction, addr: Addr, lanes, space: str, size: int):
+    if isinstance(addr.base, Sym):
+        base = np.uint64(m.address_of(addr.base.name))
+    else:
+        base = np.asarray(m.read(addr.base, "u64", lanes))
+    at = base + np.uint64(addr.offset & 0xFFFFFFFFFFFFFFFF)
+    return m.generic(space, at, lanes, size)
+
+
+def _param(m, ins: Instruction, addr: Addr, t: str):
+    data = m.params.get(addr.base.name) if isinstance(addr.base, Sym) else None
+    width = TYPE_BYTES[t]
+    if data is None or addr.offset + width > len(data):
+        raise m.fault("CUDA_ERROR_ILLEGAL_ADDRESS", f"no parameter bytes at {addr}")
+    return np.frombuffer(data, NP[t], 1, addr.offset)[0]
+
+
+@handles("ld")
+def _ld(m, ins, lanes):
+    t = _type(ins)
+    d, addr = ins.operands
+    space = _space(ins)
+    if space == "param":
+        m.write(d, np.broadcast_to(_param(m, ins, addr, t), (m.count(lanes),)), lanes)
+        return
+    width = TYPE_BYTES[t]
+    targets = d.items if isinstance(d, Vec) else (d,)
+    at = _addresses(m, ins, addr, lanes, space, width * len(targets))
+    for k, reg in enumerate(targets):
+        m.write(reg, m.memory.load(at + np.uint64(k * width), NP[t], ins.opcode), lanes)
+
+
+@handles("st")
+def _st(m, ins, lanes):
+    t = _type(ins)
+    addr, value = ins.operands
+    width = TYPE_BYTES[t]
+    sources = value.items if isinstance(value, Vec) else (value,)
+    at = _addresses(m, ins, addr, lanes, _space(ins), width * len(sources))
+    for k, op in enumerate(sources):
+        v = np.broadcast_to(np.asarray(m.read(op, t, lanes)).astype(NP[t]), (m.count(lanes),))
+        m.memory.store(at + np.uint64(k * width), np.ascontiguousarray(v), ins.opcode)
+
+
+_ATOMIC = {
+    "add": lambda old, b, c: old + b, "min": lambda old, b, c: np.minimum(old, b),
+    "max": lambda old, b, c: np.maximum(old, b), "and": lambda old, b, c: old & b,
+    "or": lambda old, b, c: old | b, "xor": lambda old, b, c: old ^ b,
+    "exch": lambda old, b, c: b, "cas": lambda old, b, c: np.where(old == b, c, old),
+    "inc": lambda old, b, c: np.where(old >= b, 0, old + 1),
+    "dec": lambda old, b, c: np.where((old == 0) | (old > b), b, old - 1),
+}  # fmt: skip
+
+
+@handles("atom", "red")
+def _atomic(m, ins, lanes):
+    """Each thread's read-modify-write in lane order: threads hitting one address see
+    each other's results, as the hardware serializes them."""
+    t = _type(ins)
+    op = next(p for p in ins.parts[1:] if p in _ATOMIC)
+    ops = ins.operands if ins.parts[0] == "atom" else (None, *ins.operands)
+    addr = ops[1]
+    count = m.count(lanes)
+    at = _addresses(m, ins, addr, lanes, _space(ins), TYPE_BYTES[t])
+    b = np.broadcast_to(np.asarray(m.read(ops[2], t, lanes)).astype(NP[t]), (count,))
+    c = (
+        np.broadcast_to(np.asarray(m.read(ops[3], t, lanes)).astype(NP[t]), (count,))
+        if len(ops) > 3
+        else b
+    )
+    old = np.empty(count, NP[t])
+    if len(np.unique(at)) == count:
+        old[:] = m.memory.load(at, NP[t], ins.opcode)
+        m.memory.store(at, np.asarray(_ATOMIC[op](old, b, c)).astype(NP[t]), ins.opcode)
+    else:
+        for k in range(count):
+            one = at[k : k + 1]
+            old[k] = m.memory.load(one, NP[t], ins.opcode)[0]
+            new = np.asarray(_ATOMIC[op](old[k : k + 1], b[k : k + 1], c[k : k + 1])).astype(NP[t])
+            m.memory.store(one, new, ins.opcode)
+    if ops[0] is not None:
+        m.write(ops[0], old, lanes)
+
+
+# -- warps, barriers, fences -----------------------------------------------------------------
+@handles("shfl")
+def _shfl(m, ins, lanes):
+    """shfl.sync.MODE.b32 d[|p], a, b, c, membermask, with PTX's lane arithmetic."""
+    mode = ins.parts[2]
+    dest, a_op, b_op, c_op = ins.operands[:4]
+    lane = np.asarray(m.read(SReg("%laneid"), "u32", lanes)).astype(np.int64)
+    b = np.asarray(m.read(b_op, "u32", lanes)).astype(np.int64) & 31
+    c = np.asarray(m.read(c_op, "u32", lanes)).astype(np.int64)
+    segmask = (c >> 8) & 31
+    min_lane = lane & segmask
+    max_lane = min_lane | (c & 31 & ~segmask)
+    if mode == "up":
+        j = lane - b
+        valid = j >= max_lane
+    elif mode == "down":
+        j = lane + b
+        valid = j <= max_lane
+    elif mode == "bfly":
+        j = lane ^ b
+        valid = j <= max_lane
+    else:
+        j = min_lane | (b & ~segmask)
+        valid = j <= max_lane
+    j = np.where(valid, j, lane)
+    flat = np.arange(m.n)[lanes]
+    source = flat - lane + j
+    here = m.converged(lanes)
+    if not here[source].all():
+        raise m.fault("CUDA_ERROR_LAUNCH_FAILED", "shfl.sync reads a thread that did not reach it")
+    values = m.read(a_op, "b32", slice(None))[source]
+    first = dest.first if isinstance(dest, Pair) else dest
+    m.write(first, values, lanes)
+    if isinstance(dest, Pair):
+        m.write(dest.second, valid, lanes)
+
+
+@handles("vote")
+def _vote(m, ins, lanes):
+    """vote.sync.{all,any,uni}.pred and vote.sync.ballot.b32 over the warp's threads here."""
+    mode = ins.parts[2]
+    pred = np.broadcast_to(_predicate(m, ins.operands[1], lanes), (m.count(lanes),))
+    flat = np.arange(m.n)[lanes]
+    warp = flat // 32
+    lane = flat % 32
+    warps = m.n // 32 + 1
+    if mode == "ballot":
+        bits = np.zeros(warps, np.uint64)
+        np.bitwise_or.at(bits, warp, (pred.astype(np.uint64) << lane.astype(np.uint64)))
+        m.write(ins.operands[0], bits[warp].astype(np.uint32), lanes)
+        return
+    trues = np.bincount(warp, pred, warps)
+    counts = np.bincount(warp, None, warps)
+    value = {"all": trues == counts, "any": trues > 0, "uni": (trues == 0) | (trues == counts)}[
+        mode
+    ]
+    m.write(ins.operands[0], value[warp], lanes)
+
+
+@handles("bar", "barrier", "membar", "fence")
+def _ordering(m, ins, lanes):
+    """Threads run in lockstep here, so a barrier (checked by the machine) and a fence
+    have nothing left to order."""

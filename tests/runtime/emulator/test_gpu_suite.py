@@ -1,0 +1,27 @@
+"""The device tests (`pytest -m gpu`, what `python -m kael.check_gpu` runs on a GPU) pass on
+the emulated device, so every CI run executes kael's PTX, not only ptxas's check of it."""
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_the_device_tests_pass_on_the_emulated_device(tmp_path):
+    report = tmp_path / "gpu.xml"
+    env = {**os.environ, "KAEL_EMULATE_CUDA": "1", "KAEL_REQUIRE_GPU": "1"}
+    cmd = [sys.executable, "-m", "pytest", "-m", "gpu", "-p", "no:cacheprovider", "tests"]
+    cmd.append(f"--junitxml={report}")
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    suite = ET.parse(report).getroot().find("testsuite")
+    ran, skipped = int(suite.get("tests")), int(suite.get("skipped"))
+    expected_failures = sum(
+        1
+        for case in suite.iter("testcase")
+        if case.find("skipped") is not None and "xfail" in (case.find("skipped").get("type") or "")
+    )
+    assert ran >= 90 and skipped == expected_failures, (ran, skipped, expected_failures)

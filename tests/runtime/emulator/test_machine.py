@@ -1,0 +1,257 @@
+"""The emulated device runs hand-written PTX (checked by ptxas where it is installed) as a
+GPU would: wrapping integers, saturating conversions, warp shuffles, barriers that wait,
+atomics that serialize, and a typed fault for every access a GPU would refuse."""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from kael.codegen.ptx import compiler
+from kael.runtime.emulator import driver, machine
+from kael.runtime.emulator.fma import fma
+
+HEADER = """.version 8.0
+.target sm_90
+.address_size 64
+"""
+THREAD = """
+	mov.u32 %r1, %tid.x;
+	mov.u32 %r2, %ctaid.x;
+	mov.u32 %r3, %ntid.x;
+	mad.lo.s32 %r4, %r2, %r3, %r1;
+	ld.param.u64 %rd1, [k_param_0];
+	ld.param.u64 %rd2, [k_param_1];
+	cvta.to.global.u64 %rd1, %rd1;
+	cvta.to.global.u64 %rd2, %rd2;
+"""
+
+
+def kernel(body: str, shared: str = "") -> str:
+    """An entry `k(out, in)` whose thread t has t in %r4, out in %rd1 and in in %rd2."""
+    return (
+        HEADER
+        + ".visible .entry k(.param .u64 k_param_0, .param .u64 k_param_1)\n{\n"
+        + "\t.reg .pred %p<8>;\n\t.reg .b32 %r<32>;\n\t.reg .b64 %rd<32>;\n"
+        + shared
+        + THREAD
+        + body
+        + "\tret;\n}\n"
+    )
+
+
+def checked(text: str) -> str:
+    if shutil.which("ptxas"):
+        compiler.ptxas_check(text)  # the test's PTX is PTX a GPU would load
+    return text
+
+
+def launch(text: str, out: np.ndarray, inp: np.ndarray, grid: int, block: int):
+    """Run k(out, in) on the emulated device; (CUresult, out's bytes after the launch)."""
+    _, module = driver.cuModuleLoadData(checked(text).encode())
+    _, fn = driver.cuModuleGetFunction(module, b"k")
+    _, dst = driver.cuMemAlloc(out.nbytes)
+    _, src = driver.cuMemAlloc(inp.nbytes)
+    try:
+        driver.cuMemcpyHtoD(src, inp.ctypes.data, inp.nbytes)
+        driver.cuMemcpyHtoD(dst, out.ctypes.data, out.nbytes)
+        words = (ctypes.c_uint64 * 2)(dst, src)
+        slots = (ctypes.c_void_p * 2)(ctypes.addressof(words), ctypes.addressof(words) + 8)
+        (err,) = driver.cuLaunchKernel(
+            fn, grid, 1, 1, block, 1, 1, 0, 0, ctypes.addressof(slots), 0
+        )
+        result = np.empty_like(out)
+        driver.cuMemcpyDtoH(result.ctypes.data, dst, out.nbytes)
+    finally:
+        driver.cuMemFree(dst)
+        driver.cuMemFree(src)
+    return err, result
+
+
+def fault_text(err) -> str:
+    return driver.cuGetErrorName(err)[1].decode() + ": " + driver.cuGetErrorString(err)[1].decode()
+
+
+INT_OPS = {  # PTX body computing out[8i + k] from a = in[2i], b = in[2i + 1]
+    "mul.hi.u64": lambda a, b: (a * b) >> 64,
+    "mul.hi.s64": lambda a, b: (_signed(a) * _signed(b)) >> 64,
+    "shl.b64": lambda a, b: (a << (b & 127)) if (b & 127) < 64 else 0,
+    "shr.s64": lambda a, b: _signed(a) >> min(b & 127, 63),
+    "shr.u64": lambda a, b: a >> (b & 127) if (b & 127) < 64 else 0,
+    "div.s64": lambda a, b: _trunc_div(_signed(a), _signed(b)),
+    "rem.s64": lambda a, b: _signed(a) - _trunc_div(_signed(a), _signed(b)) * _signed(b),
+    "min.s64": lambda a, b: min(_signed(a), _signed(b)),
+}
+
+
+def _signed(v: int) -> int:
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def _trunc_div(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return -q if (a < 0) != (b < 0) else q
+
+
+def test_integer_arithmetic_wraps_and_shifts_saturate():
+    body = "\tmul.wide.u32 %rd3, %r4, 16;\n\tadd.s64 %rd4, %rd2, %rd3;\n"
+    body += "\tld.global.u64 %rd5, [%rd4];\n\tld.global.u64 %rd6, [%rd4+8];\n"
+    body += "\tcvt.u32.u64 %r5, %rd6;\n\tand.b32 %r5, %r5, 127;\n"
+    body += "\tmul.wide.u32 %rd7, %r4, 64;\n\tadd.s64 %rd8, %rd1, %rd7;\n"
+    for k, op in enumerate(INT_OPS):
+        b = "%r5" if op.startswith("sh") else "%rd6"
+        body += f"\t{op} %rd{10 + k}, %rd5, {b};\n\tst.global.u64 [%rd8+{8 * k}], %rd{10 + k};\n"
+    rng = np.random.default_rng(0)
+    pairs = rng.integers(-(1 << 63), (1 << 63) - 1, (256, 2), dtype=np.int64, endpoint=True)
+    pairs[:8, 1] = [1, -1, 63, 64, 65, 127, 2, 3]
+    pairs[0, 0] = -(1 << 63)  # INT64_MIN / 1 and min shifts
+    pairs[:, 1] = np.where(pairs[:, 1] == 0, 7, pairs[:, 1])
+    err, got = launch(kernel(body), np.zeros((256, 8), np.uint64), pairs.view(np.uint64), 2, 128)
+    assert err == driver.OK, fault_text(err)
+    for i, (a, b) in enumerate(pairs.view(np.uint64).tolist()):
+        want = [fn(a, b) % (1 << 64) for fn in INT_OPS.values()]
+        assert got[i].tolist() == want, (i, a, b)
+
+
+def test_float_to_int_conversion_saturates_and_sends_nan_to_zero():
+    body = (
+        "\tmul.wide.u32 %rd3, %r4, 8;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tadd.s64 %rd5, %rd1, %rd3;\n"
+    )
+    body += "\tld.global.f64 %rd6, [%rd4];\n\tcvt.rzi.s32.f64 %r6, %rd6;\n"
+    body += "\tcvt.s64.s32 %rd7, %r6;\n\tst.global.u64 [%rd5], %rd7;\n"
+    values = np.array([1.9, -1.9, 3e9, -3e9, np.nan, np.inf, -np.inf, 2147483647.5], np.float64)
+    err, got = launch(kernel(body.replace("%rd6", "%rd6")), np.zeros(8, np.int64), values, 1, 8)
+    assert err == driver.OK, fault_text(err)
+    assert got.tolist() == [1, -1, 2**31 - 1, -(2**31), 0, 2**31 - 1, -(2**31), 2**31 - 1]
+
+
+def test_warp_shuffles_sum_a_warp_in_butterfly_order():
+    body = (
+        "\tmul.wide.u32 %rd3, %r4, 4;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tadd.s64 %rd5, %rd1, %rd3;\n"
+    )
+    body += "\tld.global.u32 %r6, [%rd4];\n"
+    for k, step in enumerate((16, 8, 4, 2, 1)):
+        a, d = 6 + 2 * k, 7 + 2 * k
+        body += f"\tshfl.sync.bfly.b32 %r{d}, %r{a}, {step}, 31, -1;\n\tadd.s32 %r{a + 2}, %r{a}, %r{d};\n"
+    body += "\tst.global.u32 [%rd5], %r16;\n"
+    values = np.arange(64, dtype=np.uint32) ** 2
+    err, got = launch(kernel(body), np.zeros(64, np.uint32), values, 1, 64)
+    assert err == driver.OK, fault_text(err)
+    assert got.tolist() == [int(values[:32].sum())] * 32 + [int(values[32:].sum())] * 32
+
+
+BARRIER_AFTER_LOOP = """
+	.shared .align 8 .b8 slots[1024];
+"""
+
+
+def test_a_barrier_waits_for_threads_whose_code_comes_after_it():
+    # thread t loops t times in a block laid out after the barrier, then meets the others
+    body = """	mov.u32 %r10, 0;
+	bra.uni $L_check;
+$L_meet:
+	bar.sync 0;
+	mov.u64 %rd9, slots;
+	xor.b32 %r12, %r1, 1;
+	mul.wide.u32 %rd10, %r12, 4;
+	add.s64 %rd11, %rd9, %rd10;
+	ld.shared.u32 %r13, [%rd11];
+	mul.wide.u32 %rd3, %r4, 4;
+	add.s64 %rd5, %rd1, %rd3;
+	st.global.u32 [%rd5], %r13;
+	ret;
+$L_check:
+	setp.ge.u32 %p1, %r10, %r1;
+	@%p1 bra $L_store;
+	add.s32 %r10, %r10, 1;
+	bra.uni $L_check;
+$L_store:
+	mov.u64 %rd9, slots;
+	mul.wide.u32 %rd10, %r1, 4;
+	add.s64 %rd11, %rd9, %rd10;
+	st.shared.u32 [%rd11], %r10;
+	bra.uni $L_meet;
+"""
+    err, got = launch(
+        kernel(body, BARRIER_AFTER_LOOP), np.zeros(64, np.uint32), np.zeros(1, np.uint32), 2, 32
+    )
+    assert err == driver.OK, fault_text(err)
+    assert got.tolist() == [t ^ 1 for t in range(32)] * 2  # each read its neighbour's count
+
+
+def test_a_barrier_part_of_a_cta_never_reaches_is_a_launch_failure():
+    body = """	setp.eq.u32 %p1, %r1, 0;
+	@%p1 bra $L_skip;
+	bar.sync 0;
+$L_skip:
+	ret;
+"""
+    text = kernel(body).replace("\tret;\n}", "}")
+    err, _ = launch(text, np.zeros(1, np.uint32), np.zeros(1, np.uint32), 1, 64)
+    assert err == driver.CUresult.CUDA_ERROR_LAUNCH_FAILED
+    assert "never reaches" in fault_text(err) and "bar.sync" in fault_text(err)
+
+
+def test_a_load_past_an_allocation_is_an_illegal_address_naming_the_instruction():
+    body = "\tmul.wide.u32 %rd3, %r4, 4;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tld.global.u32 %r6, [%rd4+4096];\n"
+    err, _ = launch(kernel(body), np.zeros(4, np.uint32), np.zeros(4, np.uint32), 1, 4)
+    assert err == driver.CUresult.CUDA_ERROR_ILLEGAL_ADDRESS
+    assert "ld.global.u32 %r6, [%rd4+4096]" in fault_text(err)
+
+
+def test_a_load_inside_its_allocation_is_not_a_fault():
+    body = "\tmul.wide.u32 %rd3, %r4, 4;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tld.global.u32 %r6, [%rd4+252];\n"
+    err, _ = launch(kernel(body), np.zeros(4, np.uint32), np.zeros(64, np.uint32), 1, 1)
+    assert err == driver.OK, fault_text(err)
+
+
+def test_a_misaligned_store_faults():
+    body = "\tst.global.u32 [%rd1+2], %r4;\n"
+    err, _ = launch(kernel(body), np.zeros(4, np.uint32), np.zeros(4, np.uint32), 1, 1)
+    assert err == driver.CUresult.CUDA_ERROR_MISALIGNED_ADDRESS
+
+
+def test_atomics_on_one_address_serialize():
+    body = "\tatom.global.add.u32 %r6, [%rd1], 1;\n\tmul.wide.u32 %rd3, %r4, 4;\n"
+    body += "\tadd.s64 %rd5, %rd1, %rd3;\n\tst.global.u32 [%rd5+4], %r6;\n"
+    err, got = launch(kernel(body), np.zeros(129, np.uint32), np.zeros(1, np.uint32), 2, 64)
+    assert err == driver.OK, fault_text(err)
+    assert got[0] == 128 and sorted(got[1:].tolist()) == list(range(128))
+
+
+def test_a_kernel_that_never_ends_times_out(monkeypatch):
+    monkeypatch.setattr(machine, "MAX_STEPS", 1000)
+    body = "$L_spin:\n\tbra.uni $L_spin;\n"
+    err, _ = launch(kernel(body), np.zeros(1, np.uint32), np.zeros(1, np.uint32), 1, 32)
+    assert err == driver.CUresult.CUDA_ERROR_LAUNCH_TIMEOUT
+
+
+def _exact(x, y, z) -> float:
+    return float(Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fma_rounds_once(dtype):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(4000).astype(dtype)
+    b = rng.standard_normal(4000).astype(dtype)
+    c = (-(a.astype(np.float64) * b) * (1 + 1e-7 * rng.standard_normal(4000))).astype(dtype)
+    c[::5] = rng.standard_normal(800).astype(dtype)  # and sums without cancellation
+    got = fma(a, b, c)
+    want = np.array([_exact(x, y, z) for x, y, z in zip(a, b, c)]).astype(dtype)
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == dtype
+
+
+def test_fma_float64_near_overflow_and_underflow_is_exact():
+    a = np.array([1e300, 1e-300, 3.0, 1e308])
+    b = np.array([1e10, 1e-30, 2.0**-1074, 2.0])
+    c = np.array([-1e300, 5e-324, 0.0, -1.5e308])
+    got = fma(a, b, c)
+    want = [float("inf"), _exact(1e-300, 1e-30, 5e-324), _exact(3.0, 2.0**-1074, 0.0)]
+    want.append(_exact(1e308, 2.0, -1.5e308))  # a * b overflows, the exact sum does not
+    np.testing.assert_array_equal(got, want)
