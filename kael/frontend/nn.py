@@ -22,7 +22,7 @@ from kael.codegen.cpu import rows
 from kael.frontend import eager, fastpath, plan, reductions, views
 from kael.frontend import elementwise as ew
 from kael.frontend.compiled import CompiledFunction
-from kael.frontend.outputs import float_arg, output, require_cpu, tensor_arg
+from kael.frontend.outputs import device_of, float_arg, output, require_cpu, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import as_dtype, float32, float64, int64
@@ -253,7 +253,8 @@ def _parameter(param, op: str, name: str, x: Tensor, shape: tuple, mismatch: str
     """
     if param is None:
         return None
-    param = _tensor(param, op, name)
+    param = _tensor(param, op, name, cpu_only=False)
+    device_of([x, param], op)
     if param.shape != shape:
         raise ValueError(mismatch.format(got=format_shape(param.shape)))
     if param.dtype is not x.dtype:
@@ -337,6 +338,21 @@ def _normalized_shape(normalized_shape) -> tuple[int, ...]:
     return shape
 
 
+def _composed_layer_norm(
+    x: Tensor, dims: tuple[int, ...], w: TensorImpl | None, b: TensorImpl | None, eps: float
+) -> Tensor:
+    """layer_norm from kael's reductions and elementwise ops (for devices without the row
+    kernel): moments in float64, as the row kernel takes them for float32 rows, then
+    normalized, narrowed, scaled and shifted in the element type."""
+    wide = x if x.dtype is float64 else x.to(float64)
+    centred = wide - wide.mean(dims, keepdim=True)
+    var = (centred * centred).mean(dims, keepdim=True)
+    y = (centred * (var + eps).rsqrt()).to(x.dtype)
+    if w is not None:
+        y = y * Tensor(w)
+    return y if b is None else y + Tensor(b)
+
+
 def layer_norm(
     input: Tensor,
     normalized_shape,
@@ -348,7 +364,7 @@ def layer_norm(
     variance, two passes), times weight, plus bias."""
     shape = _normalized_shape(normalized_shape)
     eps = float_arg(eps, "layer_norm", "eps")
-    x = _as_floating(input, "layer_norm")
+    x = _as_floating(input, "layer_norm", cpu_only=False)
     k = len(shape)
     if x.shape[max(x.ndim - k, 0) :] != shape or x.ndim < k:
         raise ValueError(
@@ -367,6 +383,8 @@ def layer_norm(
         )
         for param, name in ((weight, "weight"), (bias, "bias"))
     )
+    if x._impl.device is not CPU:
+        return _composed_layer_norm(x, tuple(range(x.ndim - k, x.ndim)), w, b, eps)
     src = _contiguous(x._impl)
     out = empty_impl(src.shape, src.dtype, CPU)
     row_count, cols = _rows_of(src, k)

@@ -116,6 +116,24 @@ def test_softmax_on_the_device_agrees_with_the_cpu():
     _close(kael.softmax(a.to(DEVICE), -1), kael.softmax(a, -1), 1e-6)
 
 
+@pytest.mark.parametrize("affine", ["none", "weight", "both"])
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_layer_norm_on_the_device_agrees_with_the_cpu(dtype, affine):
+    x = _host((6, 5, 40), dtype, 12) * 3.0 + 1.0
+    params = [
+        _host((5, 40), dtype, 13 + i) for i in range({"none": 0, "weight": 1, "both": 2}[affine])
+    ]
+    want = kael.nn.functional.layer_norm(x, (5, 40), *params)
+    got = kael.nn.functional.layer_norm(x.to(DEVICE), (5, 40), *[p.to(DEVICE) for p in params])
+    _close(got, want, 2e-6 if dtype is kael.float32 else 1e-14)
+
+
+def test_layer_norm_with_a_weight_on_another_device_raises_naming_both():
+    x, w = _host((2, 8), kael.float32, 14), _host((8,), kael.float32, 15)
+    with pytest.raises(kael.Error, match=r"cuda:0 and cpu"):
+        kael.nn.functional.layer_norm(x.to(DEVICE), (8,), w)
+
+
 def test_mixed_devices_raise_naming_both():
     with pytest.raises(kael.Error, match=r"cpu.*cuda:0|cuda:0.*cpu"):
         kael.ones(3) + kael.ones(3, device=DEVICE)
@@ -123,8 +141,8 @@ def test_mixed_devices_raise_naming_both():
 
 def test_an_op_without_a_device_kernel_raises_a_typed_error():
     a = _host((4, 8), kael.float32, 11).to(DEVICE)
-    with pytest.raises(kael.Error, match="not supported on cuda"):
-        kael.nn.functional.layer_norm(a, (8,))
+    with pytest.raises(kael.Error, match="sort is not supported on cuda"):
+        kael.sort(a, 1)
 
 
 def test_synchronize_returns_once_queued_work_is_done():
