@@ -334,6 +334,9 @@ def _check(args) -> int:
     if not args.no_tests:
         print("\n== device tests (pytest -m gpu)")
         ok = run_tests(args.tests_timeout)
+    if args.device == "cuda" and cuda_driver.emulated():
+        print("\nthe device is kael's emulator (KAEL_EMULATE_CUDA=1): no benchmark table")
+        return 0 if ok else 1
     print(f"\n== kael against torch on {args.device} (scale {args.scale:g})")
     ran = table(args.device, args.scale, _torch(args.device))
     print(

@@ -1,6 +1,7 @@
 """python -m kael.check_gpu: says why and exits 0 without a GPU; its table, run on the host
 at a tiny size, has a row for every workload and reports failures as rows."""
 
+import argparse
 import subprocess
 import sys
 
@@ -56,3 +57,24 @@ def test_a_target_is_met_at_its_limit_and_missed_below(ratios, verdict):
     case = check_gpu.Case("x", None, lambda s: 1.0, target=("copy", 0.85))
     assert case.verdict(ratios) == verdict
     assert check_gpu.Case("y", None, lambda s: 1.0).verdict(ratios) == ""
+
+
+def test_on_the_emulated_device_it_runs_the_device_tests_but_no_table(monkeypatch, capsys):
+    ran = []
+    monkeypatch.setenv("KAEL_EMULATE_CUDA", "1")
+    monkeypatch.setattr(cuda_driver, "unavailable_reason", lambda: "")
+    monkeypatch.setattr(
+        cuda_driver,
+        "describe",
+        lambda: dict(
+            name="emulated", memory=1 << 33, multiprocessors=4, capability=(9, 0), driver=12080
+        ),
+    )
+    monkeypatch.setattr(check_gpu, "run_tests", lambda timeout: ran.append(timeout) or True)
+    monkeypatch.setattr(check_gpu, "table", lambda *a: pytest.fail("benchmarked the emulator"))
+    args = argparse.Namespace(device="cuda", no_tests=False, tests_timeout=60, scale=1.0)
+    assert check_gpu._check(args) == 0
+    assert (
+        len(ran) == 1
+        and "emulator (KAEL_EMULATE_CUDA=1): no benchmark table" in capsys.readouterr().out
+    )
