@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable
 
 from kael.codegen.cpu import rows
-from kael.frontend import eager, fastpath, plan, reductions, views
+from kael.frontend import eager, factories, fastpath, plan, reductions, views
 from kael.frontend import elementwise as ew
 from kael.frontend.compiled import CompiledFunction
 from kael.frontend.outputs import device_of, float_arg, output, require_cpu, tensor_arg
@@ -224,7 +224,8 @@ def logsumexp(input: Tensor, dim, keepdim: bool = False, *, out: Tensor | None =
 
 def _check_target(x: Tensor, target, op: str) -> Tensor:
     """target: int64 class indices shaped like x without its class dim (dim 1, or 0 if 1-d)."""
-    target = _tensor(target, op, "target")
+    target = _tensor(target, op, "target", cpu_only=False)
+    device_of([x, target], op)
     if target.dtype is not int64:
         raise TypeError(
             f"{op}: expected target dtype to be int64 (class indices), but got {target.dtype}"
@@ -262,6 +263,43 @@ def _parameter(param, op: str, name: str, x: Tensor, shape: tuple, mismatch: str
     return _contiguous(param._impl)
 
 
+def _bad_target(target: Tensor, at: int, classes: int, ignore_index: int):
+    value = target.reshape(-1)[at].item()
+    raise IndexError(
+        f"Target {value} is out of bounds: cross_entropy expects a class in [0, {classes})"
+        f" (or ignore_index {ignore_index}), found at flat position {at}"
+    )
+
+
+def _composed_cross_entropy(
+    x: Tensor, target: Tensor, w, ignore_index: int, reduction: str, class_dim: int
+) -> Tensor:
+    """cross_entropy from kael's ops (for devices without the row kernel): log_softmax in
+    float64, as the row kernel computes, each sample's class picked by comparing with the
+    class index; out-of-range targets are found on the device, and only then is the target
+    copied to the host, to name the first one."""
+    classes = x.shape[class_dim]
+    labels = target.unsqueeze(class_dim) if x.ndim > 1 else target
+    valid = labels != ignore_index
+    bad = valid & ((labels < 0) | (labels >= classes))
+    if bad.any().item():
+        at = int(reductions.argmax(bad.cpu().reshape(-1).to(int64)).item())
+        _bad_target(target.cpu(), at, classes, ignore_index)
+    along = (classes,) + (1,) * (x.ndim - class_dim - 1)  # broadcasts along the class dim
+    picked = (factories.arange(classes, device=x.device).view(along) == labels) & valid
+    logp = log_softmax(x.to(float64), class_dim)
+    # one nonzero per sample: the weight of its class (1 without weights), 0 where ignored
+    weights = picked.to(float64)
+    if w is not None:
+        weights = ew.where(picked, Tensor(w).to(float64).view(along), 0.0)
+    losses = -(weights * logp).sum(class_dim)
+    sample_weight = weights.sum(class_dim)
+    if reduction == "none":
+        return losses.to(x.dtype)
+    total = losses.sum()
+    return (total / sample_weight.sum() if reduction == "mean" else total).to(x.dtype)
+
+
 def cross_entropy(
     input: Tensor,
     target: Tensor,
@@ -278,7 +316,7 @@ def cross_entropy(
     if reduction not in REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     ignore_index = views.as_int64(ignore_index, "ignore_index")
-    x = _as_floating(input, op)
+    x = _as_floating(input, op, cpu_only=False)
     target = _check_target(x, target, op)
     class_dim = 0 if x.ndim == 1 else 1
     classes = x.shape[class_dim]
@@ -291,6 +329,8 @@ def cross_entropy(
         f"weight tensor should be defined either for all {classes} classes or no classes"
         " but got weight tensor of shape: {got}",
     )
+    if x._impl.device is not CPU:
+        return _composed_cross_entropy(x, target, w, ignore_index, reduction, class_dim)
     src = _moved_last(x._impl, class_dim)
     labels = _contiguous(target._impl)
     count = labels.numel()
@@ -305,11 +345,7 @@ def cross_entropy(
     if count:
         bad = rows.cross_entropy(src.dtype, addresses, count, classes, ignore_index, w is not None)
     if bad >= 0:
-        value = Tensor(labels).reshape(-1)[bad].item()
-        raise IndexError(
-            f"Target {value} is out of bounds: {op} expects a class in [0, {classes})"
-            f" (or ignore_index {ignore_index}), found at flat position {bad}"
-        )
+        _bad_target(Tensor(labels), bad, classes, ignore_index)
     if reduction == "none":
         losses = clone_impl(views.select(scratch, 0, 0), src.dtype)
         return Tensor(losses).reshape(target.shape)

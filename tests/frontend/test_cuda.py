@@ -128,6 +128,32 @@ def test_layer_norm_on_the_device_agrees_with_the_cpu(dtype, affine):
     _close(got, want, 2e-6 if dtype is kael.float32 else 1e-14)
 
 
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+@pytest.mark.parametrize("shape", [(6, 5), (5,), (4, 5, 3)], ids=str)
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_cross_entropy_on_the_device_agrees_with_the_cpu(dtype, shape, weighted, reduction):
+    x = _host(shape, dtype, 16) * 3.0
+    classes = shape[0] if len(shape) == 1 else shape[1]
+    target = kael.tensor(np.random.default_rng(17).integers(0, classes, (shape[0], *shape[2:])))
+    if len(shape) == 1:
+        target = target[0]
+    else:
+        target.view(-1)[0] = -100  # ignored
+    w = _host((classes,), dtype, 18).abs() if weighted else None
+    F = kael.nn.functional
+    want = F.cross_entropy(x, target, w, reduction=reduction)
+    on_device = w.to(DEVICE) if weighted else None
+    got = F.cross_entropy(x.to(DEVICE), target.to(DEVICE), on_device, reduction=reduction)
+    _close(got, want, 1e-6 if dtype is kael.float32 else 1e-14)
+
+
+def test_cross_entropy_on_the_device_names_an_out_of_range_target():
+    x, target = _host((3, 4), kael.float32, 19).to(DEVICE), kael.tensor([0, 7, 1]).to(DEVICE)
+    with pytest.raises(kael.IndexError, match=r"Target 7 is out of bounds.*flat position 1"):
+        kael.nn.functional.cross_entropy(x, target)
+
+
 def test_layer_norm_with_a_weight_on_another_device_raises_naming_both():
     x, w = _host((2, 8), kael.float32, 14), _host((8,), kael.float32, 15)
     with pytest.raises(kael.Error, match=r"cuda:0 and cpu"):
