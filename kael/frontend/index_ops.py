@@ -167,7 +167,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     bool_arg(sparse_grad, "gather", "sparse_grad")  # kael has no gradients: checked only
     _index(index, "gather")
     src, idx = input._impl, index._impl
-    require_cpu("gather", src, idx)
+    _same_device("gather", src, idx)
     d = views.wrap_dim(dim, len(src.shape))
     _same_rank(idx, src, "gather", "index", "input")
     src1, idx1 = _at_least_1d(src), _at_least_1d(idx)
@@ -198,9 +198,20 @@ def _gather_into(
         size,
         src.strides[dim],
         mode,
+        device=src.device,
     )
     if bad is not None:
         raise _out_of_bounds(op, bad, dim, size)
+
+
+def _same_device(op: str, first: TensorImpl, *others: TensorImpl) -> None:
+    """kael.Error naming both devices when an operand is not on the first one's."""
+    for impl in others:
+        if impl.device is not first.device:
+            raise Error(
+                f"{op}(): expected all tensors on one device, but found {first.device} and"
+                f" {impl.device}"
+            )
 
 
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
@@ -208,7 +219,7 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     tensor_arg(input, "index_select")
     _index(index, "index_select")
     src, idx = input._impl, index._impl
-    require_cpu("index_select", src, idx)
+    _same_device("index_select", src, idx)
     d = views.wrap_dim(dim, len(src.shape))
     if len(idx.shape) > 1:
         raise ValueError(
@@ -239,7 +250,7 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
     the flattened input. With a dim, indices wrap modulo the size, as in PyTorch 2.13."""
     tensor_arg(input, "take_along_dim")
     _index(indices, "take_along_dim", "indices")
-    require_cpu("take_along_dim", input._impl, indices._impl)
+    _same_device("take_along_dim", input._impl, indices._impl)
     if dim is None:
         return gather(input.reshape(-1), 0, indices.reshape(-1))
     if input.ndim != indices.ndim:
@@ -307,8 +318,9 @@ def _scatter_add(dst: TensorImpl, d: int, idx: TensorImpl, src: TensorImpl, op: 
     ]
     for write, walked in ((False, checked), (True, sizes)):
         bad = kernels.walk(
-            "scatter_add", dst.dtype, walked, dense, table, ix, size, stride, write=write, order=way
-        )
+            "scatter_add", dst.dtype, walked, dense, table, ix, size, stride, write=write,
+            order=way, device=dst.device,
+        )  # fmt: skip
         if bad is not None:
             raise _out_of_bounds(op, bad, d, size)
 
@@ -329,7 +341,7 @@ def _scatter_order(src: TensorImpl, idx: TensorImpl, d: int) -> tuple[list[int],
 
 def _check_scatter(self: Tensor, index: TensorImpl, src: Tensor, op: str, what: str) -> None:
     """Device, dtype, rank, writability and aliasing checks of scatter_add_ and index_add_."""
-    require_cpu(op, self._impl, index, src._impl)
+    _same_device(op, self._impl, index, src._impl)
     if src.dtype is not self.dtype:
         raise TypeError(
             f"{op}(): expected {what} to have self's dtype {self.dtype}, got {src.dtype}"

@@ -384,16 +384,15 @@ def _mask_columns(mask: TensorImpl) -> list[TensorImpl]:
 
 def nonzero_impl(impl: TensorImpl) -> TensorImpl:
     """[n, ndim] int64 coordinates of impl's nonzero elements, row-major (the nonzero kernel)."""
-    outputs.require_cpu("nonzero", impl)
     tracing.data_shaped("nonzero, whose output shape depends on the values")
     out: list[TensorImpl] = []
 
     def allocate(count: int) -> int:
-        out.append(tensor_module.empty_impl((count, len(impl.shape)), int64, CPU))
+        out.append(tensor_module.empty_impl((count, len(impl.shape)), int64, impl.device))
         return out[0].storage.ptr
 
     operand = gather.Operand(impl.data_ptr(), impl.strides)
-    gather.nonzero(impl.dtype, impl.shape, operand, allocate)
+    gather.nonzero(impl.dtype, impl.shape, operand, allocate, device=impl.device)
     return out[0]
 
 

@@ -154,6 +154,65 @@ def test_cross_entropy_on_the_device_names_an_out_of_range_target():
         kael.nn.functional.cross_entropy(x, target)
 
 
+INDEX_DTYPES = [kael.float32, kael.float64, kael.int64, kael.bool]
+
+
+@pytest.mark.parametrize("dtype", INDEX_DTYPES, ids=str)
+def test_gather_index_select_and_take_along_dim_on_the_device_agree_with_the_cpu(dtype):
+    src = _host((7, 9), dtype, 20)
+    index = kael.tensor(np.random.default_rng(21).integers(0, 7, (5, 9)))
+    rows = kael.tensor([6, 0, 3, 3])
+    on = (src.to(DEVICE), index.to(DEVICE), rows.to(DEVICE))
+    _same_bits(kael.gather(on[0], 0, on[1]), kael.gather(src, 0, index))
+    _same_bits(kael.gather(on[0].T, 1, on[1][:, :7]), kael.gather(src.T, 1, index[:, :7]))
+    _same_bits(kael.index_select(on[0], 0, on[2]), kael.index_select(src, 0, rows))
+    _same_bits(kael.index_select(on[0], 1, on[2]), kael.index_select(src, 1, rows))
+    wrapped = index - 7  # take_along_dim wraps indices modulo the size
+    _same_bits(
+        kael.take_along_dim(on[0], wrapped.to(DEVICE), 0), kael.take_along_dim(src, wrapped, 0)
+    )
+
+
+def test_gather_on_the_device_names_a_bad_index_and_its_dim():
+    src, index = _host((3, 4), kael.float32, 22).to(DEVICE), kael.tensor([[0, 5]]).to(DEVICE)
+    with pytest.raises(kael.IndexError, match=r"5.*out of bounds.*dimension 1.*size 4"):
+        kael.gather(src, 1, index)
+
+
+@pytest.mark.parametrize("dtype", [kael.float64, kael.int64], ids=str)
+def test_scatter_add_on_the_device_sums_repeated_indices_as_the_cpu(dtype):
+    src = _host((6, 5), dtype, 23)
+    index = kael.tensor(np.random.default_rng(24).integers(0, 3, (6, 5)))
+    want = kael.zeros(3, 5, dtype=dtype).scatter_add_(0, index, src)
+    got = kael.zeros(3, 5, dtype=dtype).to(DEVICE).scatter_add_(0, index.to(DEVICE), src.to(DEVICE))
+    _same_bits(got, want)
+    want = kael.zeros(6, 4, dtype=dtype).index_add_(1, kael.tensor([3, 0, 3, 1, 0]), src)
+    got = kael.zeros(6, 4, dtype=dtype).to(DEVICE)
+    got.index_add_(1, kael.tensor([3, 0, 3, 1, 0]).to(DEVICE), src.to(DEVICE))
+    _same_bits(got, want)
+
+
+def test_a_bad_scatter_index_on_the_device_leaves_self_unchanged():
+    self_ = kael.zeros(2, 3).to(DEVICE)
+    with pytest.raises(kael.IndexError, match="out of bounds"):
+        self_.scatter_add_(0, kael.tensor([[0, 2, 1]]).to(DEVICE), kael.ones(1, 3).to(DEVICE))
+    assert self_.cpu().numpy().tolist() == [[0.0] * 3] * 2
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (13,), (5, 7), (3, 0, 2), (2, 3, 4)], ids=str)
+@pytest.mark.parametrize("dtype", [kael.float32, kael.bool, kael.int64], ids=str)
+def test_nonzero_on_the_device_lists_the_cpus_coordinates(dtype, shape):
+    x = _host(shape, kael.float32, 25)
+    x = (x > 0.3).to(dtype) if dtype is not kael.float32 else x * (x > 0.3).to(kael.float32)
+    got = kael.nonzero(x.to(DEVICE))
+    _same_bits(got, kael.nonzero(x))
+
+
+def test_nonzero_over_many_blocks_on_the_device_keeps_row_major_order():
+    x = (kael.arange(3 * 5000) % 7 == 0).view(3, 5000)  # spans several nonzero work items
+    _same_bits(kael.nonzero(x.to(DEVICE)), kael.nonzero(x))
+
+
 def test_layer_norm_with_a_weight_on_another_device_raises_naming_both():
     x, w = _host((2, 8), kael.float32, 14), _host((8,), kael.float32, 15)
     with pytest.raises(kael.Error, match=r"cuda:0 and cpu"):

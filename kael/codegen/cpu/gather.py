@@ -393,12 +393,16 @@ def _build_nonzero(dtype: DType) -> Callable[[ir.Module], list[str]]:
     return build
 
 
-def _library(kind: str, dtype: DType) -> handwritten.Library:
-    """One family's kernels of one dtype: a first call compiles only what it runs (nonzero
-    of one dtype ~0.1 s, where every dtype's took 0.4 s)."""
+def _spec(kind: str, dtype: DType) -> tuple[str, Callable[[ir.Module], list[str]]]:
+    """The module name and builder of one family's kernels of one dtype: a first call
+    compiles only what it runs (nonzero of one dtype ~0.1 s, where every dtype's took 0.4 s)."""
     if kind == "nonzero":
-        return handwritten.compiled(f"kael_nonzero_{dtype.name}", _build_nonzero(dtype))
-    return handwritten.compiled(f"kael_{kind}_{dtype.name}", _build_walk(kind, dtype))
+        return f"kael_nonzero_{dtype.name}", _build_nonzero(dtype)
+    return f"kael_{kind}_{dtype.name}", _build_walk(kind, dtype)
+
+
+def _library(kind: str, dtype: DType) -> handwritten.Library:
+    return handwritten.compiled(*_spec(kind, dtype))
 
 
 def function(kind: str, dtype: DType) -> handwritten.KernelFn:
@@ -410,6 +414,41 @@ def ir_text(kind: str, dtype: DType) -> str:
     """The LLVM IR of one kernel family ("nonzero" or one of KINDS) for `dtype`, without a
     target header."""
     return _library(kind, dtype).text
+
+
+class HostRunner:
+    """Runs the kernels on the CPU for one op call: scratch words in host memory, launches
+    on the thread pool. codegen/ptx/handwritten.py's DeviceRunner runs the same kernels,
+    built by the same builders, on the GPU."""
+
+    def __init__(self) -> None:
+        self._kept: list = []
+
+    def scratch(self, values: Sequence[int]) -> int:
+        host = (ctypes.c_int64 * max(1, len(values)))(*values)
+        self._kept.append(host)
+        return ctypes.addressof(host)
+
+    def read(self, address: int, count: int) -> list[int]:
+        return list((ctypes.c_int64 * count).from_address(address))
+
+    def run(self, name, build, symbol, words, items, moved, align=None, serial=False) -> None:
+        fn = handwritten.compiled(name, build)[symbol]
+        launch(
+            fn, words, items, 0 if serial else moved, **({} if align is None else {"align": align})
+        )
+
+    def close(self) -> None:
+        self._kept.clear()
+
+
+def _runner(device):
+    """The runner for tensors on `device` (None: the CPU)."""
+    if device is None or device.type == "cpu":
+        return HostRunner()
+    from kael.codegen.ptx.handwritten import DeviceRunner  # the GPU side of these kernels
+
+    return DeviceRunner()
 
 
 # ---- running ---------------------------------------------------------------------------------
@@ -435,11 +474,13 @@ def walk(
     write: bool = True,
     parallel: bool = True,
     order: int = ORDER_LINES,
+    device=None,
 ) -> int | None:
     """Run a walk kernel over `sizes`; None, or the first bad index value (nothing was
     written for it). scatter_add needs its indexed dim last in `sizes` and at least one
     other dim; its check-only pass (write=False) takes indices as STRICT. `parallel=False`
-    keeps a put with repeated offsets on one thread, so the last write wins."""
+    keeps a put with repeated offsets on one thread, so the last write wins. `device`: where
+    the operands' addresses point (None: the CPU)."""
     total = math.prod(sizes)
     if total == 0:
         return None
@@ -447,12 +488,37 @@ def walk(
         sizes, dense, table, index = (1,), _scalar(dense), _scalar(table), _scalar(index)
     if kind == "scatter_add" and len(sizes) == 1:  # a leading size-1 dim: one line
         sizes, dense, table, index = (1, *sizes), _lead(dense), _lead(table), _lead(index)
-    error = ctypes.c_int64(INT64_MAX)
+    runner = _runner(device)
+    try:
+        return _walk(
+            runner,
+            kind,
+            dtype,
+            sizes,
+            dense,
+            table,
+            index,
+            size,
+            stride,
+            mode,
+            write,
+            parallel,
+            order,
+        )
+    finally:
+        runner.close()
+
+
+def _walk(
+    runner, kind, dtype, sizes, dense, table, index, size, stride, mode, write, parallel, order
+):
+    total = math.prod(sizes)
+    error = runner.scratch([INT64_MAX])
     fixed = {
         "dense": dense.address,
         "table": table.address,
         "index": index.address,
-        "error": ctypes.addressof(error),
+        "error": error,
         "size": size,
         "stride": stride,
         "mode": mode,
@@ -463,22 +529,23 @@ def walk(
     }
     words = [fixed[name] for name in WALK_WORDS]
     words += [*sizes, *dense.strides, *table.strides, *index.strides]
-    moved = total * (2 * dtype.itemsize + 8) if parallel else 0
-    fn = function(kind, int64 if kind == "offsets" else dtype)
+    moved = total * (2 * dtype.itemsize + 8)
+    typed = int64 if kind == "offsets" else dtype
+    name, build = _spec(kind, typed)
+    symbol = f"kael_{kind}_{typed.name}"
     if kind == "scatter_add":
-        launch(fn, words, total // sizes[-1], moved, align=1)
+        runner.run(name, build, symbol, words, total // sizes[-1], moved, align=1)
     else:
-        launch(fn, words, total, moved)
-    if error.value == INT64_MAX:
-        return None
-    return _value_at(index, sizes, error.value)
+        runner.run(name, build, symbol, words, total, moved, serial=not parallel)
+    (bad,) = runner.read(error, 1)
+    return None if bad == INT64_MAX else _value_at(runner, index, sizes, bad)
 
 
 def nonzero(
-    dtype: DType, sizes: Sequence[int], data: Operand, allocate: Callable[[int], int]
+    dtype: DType, sizes: Sequence[int], data: Operand, allocate: Callable[[int], int], device=None
 ) -> int:
     """Write the coordinates of data's nonzeros, row-major, to `allocate(count)` ([count,
-    rank] contiguous int64, an address); returns the count."""
+    rank] contiguous int64, an address on `device`); returns the count."""
     total = math.prod(sizes)
     if total == 0:
         allocate(0)
@@ -486,19 +553,25 @@ def nonzero(
     listed = bool(sizes)  # a 0-d input has no coordinates to write
     if not listed:
         sizes, data = (1,), _scalar(data)
-    lib = _library("nonzero", dtype)
+    name, build = _spec("nonzero", dtype)
     blocks = -(-total // NONZERO_BLOCK)
-    counts = (ctypes.c_int64 * (blocks + 1))()
-    words = [data.address, ctypes.addressof(counts), 0, total, len(sizes), *sizes, *data.strides]
-    moved = total * dtype.itemsize
-    launch(lib[f"kael_nonzero_count_{dtype.name}"], words, blocks, moved, align=1)
-    launch(lib["kael_nonzero_scan"], [ctypes.addressof(counts), blocks], 1, 0, align=1)
-    count = counts[blocks]
-    out = allocate(count)
-    if count and listed:
-        words[2] = out
-        launch(lib[f"kael_nonzero_write_{dtype.name}"], words, blocks, moved, align=1)
-    return count
+    runner = _runner(device)
+    try:
+        counts = runner.scratch([0] * (blocks + 1))
+        words = [data.address, counts, 0, total, len(sizes), *sizes, *data.strides]
+        moved = total * dtype.itemsize
+        runner.run(name, build, f"kael_nonzero_count_{dtype.name}", words, blocks, moved, align=1)
+        runner.run(name, build, "kael_nonzero_scan", [counts, blocks], 1, 0, align=1)
+        (count,) = runner.read(counts + 8 * blocks, 1)
+        out = allocate(count)
+        if count and listed:
+            words[2] = out
+            runner.run(
+                name, build, f"kael_nonzero_write_{dtype.name}", words, blocks, moved, align=1
+            )
+        return count
+    finally:
+        runner.close()
 
 
 def _scalar(operand: Operand) -> Operand:
@@ -510,10 +583,10 @@ def _lead(operand: Operand) -> Operand:
     return Operand(operand.address, (0, *operand.strides))
 
 
-def _value_at(index: Operand, sizes: Sequence[int], position: int) -> int:
+def _value_at(runner, index: Operand, sizes: Sequence[int], position: int) -> int:
     """The index value at flat walk `position` (the error report reads it from memory)."""
     offset = 0
     for size, stride in zip(reversed(sizes), reversed(index.strides)):
         position, c = divmod(position, size)
         offset += c * stride
-    return ctypes.c_int64.from_address(index.address + 8 * offset).value
+    return runner.read(index.address + 8 * offset, 1)[0]

@@ -636,6 +636,27 @@ def _vote(m, ins, lanes):
     m.write(ins.operands[0], value[warp], lanes)
 
 
+@handles("stacksave", "stackrestore", "alloca")
+def _stack(m, ins, lanes):
+    """Each thread's stack in its local window: alloca.u64 d, size, align takes the next
+    aligned bytes; stacksave and stackrestore read and set the stack's top (local addresses)."""
+    head = ins.parts[0]
+    if head == "stacksave":
+        m.write(ins.operands[0], m.stack[lanes], lanes)
+        return
+    if head == "stackrestore":
+        m.stack[lanes] = np.asarray(m.read(ins.operands[0], "u64", lanes))
+        return
+    size = np.asarray(m.read(ins.operands[1], "u64", lanes)).astype(np.uint64)
+    align = np.uint64(int(m.read(ins.operands[2], "u64", lanes)))
+    at = (m.stack[lanes] + align - np.uint64(1)) & ~(align - np.uint64(1))
+    top = at + size
+    if np.any(top > np.uint64(m.local_bytes)):
+        raise m.fault("CUDA_ERROR_ILLEGAL_ADDRESS", f"alloca past the {m.local_bytes}-byte stack")
+    m.stack[lanes] = top
+    m.write(ins.operands[0], at, lanes)
+
+
 @handles("bar", "barrier", "membar", "fence")
 def _ordering(m, ins, lanes):
     """Threads run in lockstep here, so a barrier (checked by the machine) and a fence

@@ -33,6 +33,7 @@ LANES = 1 << 15
 MAX_STEPS = 2_000_000  # per chunk: a kernel still running after this many is hung
 SHARED_BASE = 0x1000_0000_0000
 LOCAL_BASE = 0x2000_0000_0000
+STACK_BYTES = 1024  # each thread's stack for alloca, where a kernel uses one
 
 
 def launch(
@@ -44,7 +45,8 @@ def launch(
     params: dict[str, bytes],
 ) -> None:
     """Run `fn` over `grid` CTAs of `block` threads; Fault where a GPU would fault."""
-    per_chunk = max(1, LANES // block)
+    lanes = LANES // 4 if any(i.parts[0] == "alloca" for i in fn.code) else LANES
+    per_chunk = max(1, lanes // block)
     for first in range(0, grid, per_chunk):
         ctas = min(per_chunk, grid - first)
         Chunk(fn, memory, module_addresses, grid, block, first, ctas, params).run()
@@ -80,8 +82,13 @@ class Chunk:
         self.windows = []
         if fn.shared_bytes:
             self._window(SHARED_BASE, ctas * fn.shared_bytes)
-        if fn.local_bytes:
-            self._window(LOCAL_BASE, n * fn.local_bytes)
+        # each thread's local memory: its .local variables, then a stack for alloca
+        dynamic = any(ins.parts[0] in ("alloca", "stacksave") for ins in fn.code)
+        self.stack_base = -(-fn.local_bytes // 16) * 16
+        self.local_bytes = self.stack_base + (STACK_BYTES if dynamic else 0)
+        self.stack = np.full(n, self.stack_base, np.uint64)
+        if self.local_bytes:
+            self._window(LOCAL_BASE, n * self.local_bytes)
         self.at: Instruction | None = None
 
     def _window(self, base: int, nbytes: int) -> None:
@@ -162,7 +169,7 @@ class Chunk:
             window, owner = self.fn.shared_bytes, self.cta[lanes]
             base = SHARED_BASE
         elif space == "local":
-            window, owner = self.fn.local_bytes, np.arange(self.n)[lanes]
+            window, owner = self.local_bytes, np.arange(self.n)[lanes]
             base = LOCAL_BASE
         else:
             return addresses

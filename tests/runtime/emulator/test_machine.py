@@ -255,3 +255,49 @@ def test_fma_float64_near_overflow_and_underflow_is_exact():
     want = [float("inf"), _exact(1e-300, 1e-30, 5e-324), _exact(3.0, 2.0**-1074, 0.0)]
     want.append(_exact(1e308, 2.0, -1.5e308))  # a * b overflows, the exact sum does not
     np.testing.assert_array_equal(got, want)
+
+
+def test_alloca_gives_each_thread_its_own_stack_until_stackrestore():
+    # each thread allocas t + 1 words, fills them with t, sums them back, restores the stack
+    body = """	stacksave.u64 %rd20;
+	add.s32 %r5, %r1, 1;
+	mul.wide.u32 %rd21, %r5, 8;
+	alloca.u64 %rd22, %rd21, 8;
+	cvta.local.u64 %rd23, %rd22;
+	cvt.u64.u32 %rd24, %r1;
+	mov.u32 %r6, 0;
+$L_fill:
+	mul.wide.u32 %rd25, %r6, 8;
+	add.s64 %rd26, %rd23, %rd25;
+	st.u64 [%rd26], %rd24;
+	add.s32 %r6, %r6, 1;
+	setp.lt.u32 %p1, %r6, %r5;
+	@%p1 bra $L_fill;
+	mov.u64 %rd27, 0;
+	mov.u32 %r6, 0;
+$L_sum:
+	mul.wide.u32 %rd25, %r6, 8;
+	add.s64 %rd26, %rd23, %rd25;
+	ld.u64 %rd28, [%rd26];
+	add.s64 %rd27, %rd27, %rd28;
+	add.s32 %r6, %r6, 1;
+	setp.lt.u32 %p1, %r6, %r5;
+	@%p1 bra $L_sum;
+	stackrestore.u64 %rd20;
+	stacksave.u64 %rd29;
+	sub.s64 %rd30, %rd29, %rd20;
+	mul.wide.u32 %rd3, %r4, 16;
+	add.s64 %rd5, %rd1, %rd3;
+	st.global.u64 [%rd5], %rd27;
+	st.global.u64 [%rd5+8], %rd30;
+"""
+    err, got = launch(kernel(body), np.zeros((40, 2), np.uint64), np.zeros(1, np.uint64), 1, 40)
+    assert err == driver.OK, fault_text(err)
+    assert got[:, 0].tolist() == [t * (t + 1) for t in range(40)]
+    assert got[:, 1].tolist() == [0] * 40  # the stack is back where it was saved
+
+
+def test_an_alloca_past_the_stack_is_an_illegal_address():
+    body = "\tmov.u64 %rd20, 1048576;\n\talloca.u64 %rd22, %rd20, 8;\n"
+    err, _ = launch(kernel(body), np.zeros(1, np.uint64), np.zeros(1, np.uint64), 1, 1)
+    assert err == driver.CUresult.CUDA_ERROR_ILLEGAL_ADDRESS and "alloca" in fault_text(err)
