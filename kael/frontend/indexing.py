@@ -24,7 +24,6 @@ from kael.codegen.cpu import gather
 from kael.frontend import (
     eager,
     interop,
-    outputs,  # a cycle too: call through the module
     tracing,
     views,
 )
@@ -181,7 +180,7 @@ def getitem(tensor, key):
             views.remember(memo, impl, result._impl)
         return result
     plan = _plan(tensor._impl, keys)
-    out = tensor_module.empty_impl(plan.shape, tensor.dtype, CPU)
+    out = tensor_module.empty_impl(plan.shape, tensor.dtype, tensor._impl.device)
     dense = gather.Operand(out.data_ptr(), out.strides)
     _run(plan, "gather", dense)
     return tensor_module.Tensor(out)
@@ -250,8 +249,7 @@ class _Plan(NamedTuple):
 
 
 def _plan(impl: TensorImpl, keys: tuple) -> _Plan:
-    outputs.require_cpu("advanced indexing", impl)
-    entries = [_entry(k) for k in keys]
+    entries = [_on_device(_entry(k), impl.device) for k in keys]
     view, indices = _apply(impl, entries)
     shapes = [ix.impl.shape for ix in indices]
     batch = _broadcast(shapes)
@@ -290,6 +288,15 @@ def _entry(k) -> tuple[str, object]:
     return "int", k
 
 
+def _on_device(entry: tuple[str, object], device) -> tuple[str, object]:
+    """An index or mask entry on the indexed tensor's device: host keys (lists, arrays, CPU
+    tensors) are copied there, as PyTorch moves a CPU index to the GPU."""
+    kind, value = entry
+    if kind in ("index", "mask") and value.device is not device:
+        return kind, tensor_module.transfer_impl(value, device)
+    return entry
+
+
 def _tensor_entry(impl: TensorImpl) -> tuple[str, object]:
     if impl.dtype is int64:
         return "index", impl
@@ -297,7 +304,8 @@ def _tensor_entry(impl: TensorImpl) -> tuple[str, object]:
         raise IndexError(f"tensors used as indices must be long or bool tensors, got {impl.dtype}")
     if not impl.shape:  # a 0-d mask is a Python bool read from memory
         tracing.data_shaped("a 0-d mask, whose result's shape depends on its value")
-        return "bool", builtins.bool(interop.numpy_view(impl).item())
+        host = impl if impl.device is CPU else tensor_module.transfer_impl(impl, CPU)
+        return "bool", builtins.bool(interop.numpy_view(host).item())
     return "mask", impl
 
 
@@ -334,7 +342,10 @@ def _apply(impl: TensorImpl, entries: list) -> tuple[TensorImpl, list[_Index]]:
     for kind, value in entries:
         if kind in ("none", "bool"):
             if kind == "bool":
-                indices.append(_Index(_bool_index(value), len(shape), None))
+                index = _bool_index(value)
+                if impl.device is not CPU:
+                    index = tensor_module.transfer_impl(index, impl.device)
+                indices.append(_Index(index, len(shape), None))
             shape.append(1)
             strides.append(0)
         elif kind == "ellipsis":
@@ -414,7 +425,7 @@ def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
 
 def _offsets(view: TensorImpl, indices: list[_Index], batch: tuple[int, ...]) -> TensorImpl:
     """sum of index * stride over the indices, in int64 of shape B; each index checked."""
-    offsets = tensor_module.empty_impl(batch, int64, CPU)
+    offsets = tensor_module.empty_impl(batch, int64, view.device)
     eager.fill(offsets, 0)
     dense = gather.Operand(offsets.data_ptr(), offsets.strides)
     unused = gather.Operand(0, (0,) * len(batch))
@@ -423,8 +434,9 @@ def _offsets(view: TensorImpl, indices: list[_Index], batch: tuple[int, ...]) ->
         index = gather.Operand(expanded.data_ptr(), expanded.strides)
         size, stride = view.shape[ix.dim], view.strides[ix.dim]
         bad = gather.walk(
-            "offsets", int64, batch, dense, unused, index, size, stride, mode=gather.WRAP
-        )
+            "offsets", int64, batch, dense, unused, index, size, stride, mode=gather.WRAP,
+            device=view.device,
+        )  # fmt: skip
         if bad is not None:
             raise IndexError(
                 f"index {bad} is out of bounds for dimension {ix.source} with size {size}"
@@ -447,6 +459,7 @@ def _run(plan: _Plan, kind: str, dense: gather.Operand, parallel: bool = True) -
         INT64_MAX,
         1,
         parallel=parallel,
+        device=plan.view.device,
     )
 
 
@@ -494,13 +507,17 @@ def _is_nonscalar_tensor(value) -> bool:
 
 def _values(value, plan: _Plan) -> TensorImpl:
     """The assigned values as V's dtype over the result shape (stride 0 where broadcast)."""
-    dtype = plan.view.dtype
+    dtype, device = plan.view.dtype, plan.view.device
     if not isinstance(value, tensor_module.Tensor):
-        one = tensor_module.empty_impl((), dtype, CPU)
+        one = tensor_module.empty_impl((), dtype, device)
         eager.fill(one, value)
         return views.derive(one, plan.shape, (0,) * len(plan.shape), 0)
     source = value._impl
-    outputs.require_cpu("advanced indexing", source)
+    if source.device is not device:
+        raise Error(
+            f"index_put_: expected the value on the indexed tensor's device {device}, got"
+            f" {source.device}"
+        )
     # Leading size-1 dims of the value may exceed the result's rank, as in PyTorch.
     while len(source.shape) > len(plan.shape) and source.shape[0] == 1:
         source = views.squeeze(source, 0)
@@ -511,6 +528,6 @@ def _values(value, plan: _Plan) -> TensorImpl:
             f"shape mismatch: value tensor of shape {format_shape(value.shape)} cannot be"
             f" broadcast to indexing result of shape {format_shape(plan.shape)}"
         ) from None
-    out = tensor_module.empty_impl(plan.shape, dtype, CPU)
+    out = tensor_module.empty_impl(plan.shape, dtype, device)
     eager.copy_into(out, expanded)  # also reads a value that aliases the target first
     return out

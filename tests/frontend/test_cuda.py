@@ -213,6 +213,39 @@ def test_nonzero_over_many_blocks_on_the_device_keeps_row_major_order():
     _same_bits(kael.nonzero(x.to(DEVICE)), kael.nonzero(x))
 
 
+def _keys(on_device: bool):
+    to = (lambda t: t.to(DEVICE)) if on_device else (lambda t: t)
+    idx, mask = kael.tensor([4, -1, 0, 4]), kael.arange(6) % 2 == 0
+    return [
+        to(idx), (slice(1, 3), to(idx)), (to(idx), slice(None, None, 2)), [2, 0],
+        to(mask), (to(mask), 1), (Ellipsis, to(kael.tensor([[1, 0], [2, 2]]))),
+        (to(idx), to(kael.tensor([0, 1, 2, 3]))), idx,  # a CPU index into a cuda tensor
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("k", range(9))
+def test_advanced_indexing_on_the_device_gathers_and_puts_as_the_cpu(k):
+    x = _host((6, 5), kael.float32, 26)
+    host_key, device_key = _keys(False)[k], _keys(True)[k]
+    _same_bits(x.to(DEVICE)[device_key], x[host_key])
+    want, got = x.clone(), x.to(DEVICE)
+    want[host_key] = 7.5
+    got[device_key] = 7.5
+    _same_bits(got, want)
+    value = _host(x[host_key].shape, kael.float32, 27)
+    want[host_key] = value
+    got[device_key] = value.to(DEVICE)
+    _same_bits(got, want)
+
+
+def test_advanced_indexing_on_the_device_names_a_bad_index():
+    x = _host((3, 4), kael.float32, 28).to(DEVICE)
+    with pytest.raises(
+        kael.IndexError, match="index 9 is out of bounds for dimension 1 with size 4"
+    ):
+        x[:, kael.tensor([0, 9]).to(DEVICE)]
+
+
 def test_layer_norm_with_a_weight_on_another_device_raises_naming_both():
     x, w = _host((2, 8), kael.float32, 14), _host((8,), kael.float32, 15)
     with pytest.raises(kael.Error, match=r"cuda:0 and cpu"):
