@@ -17,11 +17,13 @@ from typing import NamedTuple
 import numpy as np
 
 from kael.codegen.cpu import gather as kernels
+from kael.codegen.cpu import sort as merge_sort
 from kael.frontend import eager, elementwise, interop, reductions, views
 from kael.frontend.indexing import nonzero_impl
-from kael.frontend.outputs import bool_arg, device_of, require_cpu, tensor_arg
+from kael.frontend.outputs import bool_arg, device_of, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl, has_internal_overlap
 from kael.runtime.convert import CHECKED, convert_scalar
+from kael.runtime.device import CPU
 from kael.runtime.dtypes import bool_, int64, promote_types
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, format_shape
@@ -434,11 +436,12 @@ def _order(input: Tensor, dim: int, descending: bool, k: int | None, op: str) ->
     """int64 positions along `dim` that sort each row stably (NaN greater than every number),
     the first k of them when k is given; written by the copy kernel in input's layout."""
     impl = input._impl
-    require_cpu(op, impl)
     if not impl.shape:
         out = empty_impl((), int64, impl.device)
         eager.fill(out, 0)
         return out
+    if impl.device is not CPU:
+        return _device_order(impl, dim, descending, k)
     rows = interop.numpy_view(clone_impl(views.transpose(impl, dim, -1)))
     n = rows.shape[-1]
     if k is not None and k < n:  # topk: partition, then order only the k candidates
@@ -453,6 +456,37 @@ def _order(input: Tensor, dim: int, descending: bool, k: int | None, op: str) ->
     shape = impl.shape[:dim] + (order.shape[-1],) + impl.shape[dim + 1 :]
     out = empty_impl(shape, int64, impl.device)
     eager.copy_into(views.transpose(out, dim, -1), interop.from_numpy_impl(order))
+    return out
+
+
+def _device_order(impl: TensorImpl, dim: int, descending: bool, k: int | None) -> TensorImpl:
+    """_order on a device: the merge-sort kernels on a contiguous copy of the rows (no host
+    round trip); topk keeps the first k of the full stable order."""
+    keys = clone_impl(views.transpose(impl, dim, -1))
+    n = keys.shape[-1]
+    kept = n if k is None else k
+    shape = impl.shape[:dim] + (kept,) + impl.shape[dim + 1 :]
+    out = empty_impl(shape, int64, impl.device)
+    if not out.numel():
+        return out
+    rows = keys.numel() // n
+    buffers = [empty_impl(keys.shape, int64, impl.device) for _ in range(2)]
+    runner = kernels.runner_for(impl.device)
+    try:
+        address = merge_sort.order(
+            runner,
+            impl.dtype,
+            keys.data_ptr(),
+            rows,
+            n,
+            descending,
+            [b.data_ptr() for b in buffers],
+        )
+    finally:
+        runner.close()
+    order = next(b for b in buffers if b.data_ptr() == address)
+    picked = views.narrow(order, len(order.shape) - 1, 0, kept)
+    eager.copy_into(views.transpose(out, dim, -1), picked)
     return out
 
 

@@ -22,7 +22,7 @@ from kael.codegen.cpu import rows
 from kael.frontend import eager, factories, fastpath, plan, reductions, views
 from kael.frontend import elementwise as ew
 from kael.frontend.compiled import CompiledFunction
-from kael.frontend.outputs import device_of, float_arg, output, require_cpu, tensor_arg
+from kael.frontend.outputs import device_of, float_arg, output, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import as_dtype, float32, float64, int64
@@ -36,16 +36,9 @@ REDUCTIONS = ("mean", "sum", "none")
 # ---- operands --------------------------------------------------------------------------------
 
 
-def _tensor(x, op: str, what: str = "input", cpu_only: bool = True) -> Tensor:
-    tensor_arg(x, op, what)
-    if cpu_only:
-        require_cpu(op, x._impl)
-    return x
-
-
-def _as_floating(x, op: str, dtype=None, cpu_only: bool = True) -> Tensor:
+def _as_floating(x, op: str, dtype=None) -> Tensor:
     """x as a floating tensor: `dtype` when given, else its own float dtype or float32."""
-    x = _tensor(x, op, cpu_only=cpu_only)
+    x = tensor_arg(x, op, "input")
     if dtype is not None:
         target = as_dtype(dtype)
         if not target.is_floating_point:
@@ -166,7 +159,7 @@ def _generated_softmax(kernel: str, x: Tensor, d: int) -> Tensor:
 
 
 def _softmax(kernel: str, x, dim, dtype) -> Tensor:
-    x = _as_floating(x, kernel, dtype, cpu_only=False)
+    x = _as_floating(x, kernel, dtype)
     impl = x._impl
     d = views.wrap_dim(dim, x.ndim)
     if impl.numel() == 0:
@@ -195,7 +188,7 @@ def logsumexp(input: Tensor, dim, keepdim: bool = False, *, out: Tensor | None =
     """log(sum(exp(x))) over `dim`, shifted by the max: all -inf (or empty) gives -inf."""
     if dim is None:  # torch's signature: dim is required (an int or a tuple of ints)
         raise TypeError("logsumexp(): dim must be an int or a tuple of ints, got None")
-    x = _as_floating(input, "logsumexp", cpu_only=False)
+    x = _as_floating(input, "logsumexp")
     keepdim = reductions.keepdim_arg(keepdim, "logsumexp")
     impl = x._impl
     dims = reductions.reduce_axes(x, dim, "logsumexp")  # () for a 0-d tensor: one row of one
@@ -224,7 +217,7 @@ def logsumexp(input: Tensor, dim, keepdim: bool = False, *, out: Tensor | None =
 
 def _check_target(x: Tensor, target, op: str) -> Tensor:
     """target: int64 class indices shaped like x without its class dim (dim 1, or 0 if 1-d)."""
-    target = _tensor(target, op, "target", cpu_only=False)
+    target = tensor_arg(target, op, "target")
     device_of([x, target], op)
     if target.dtype is not int64:
         raise TypeError(
@@ -254,7 +247,7 @@ def _parameter(param, op: str, name: str, x: Tensor, shape: tuple, mismatch: str
     """
     if param is None:
         return None
-    param = _tensor(param, op, name, cpu_only=False)
+    param = tensor_arg(param, op, name)
     device_of([x, param], op)
     if param.shape != shape:
         raise ValueError(mismatch.format(got=format_shape(param.shape)))
@@ -316,7 +309,7 @@ def cross_entropy(
     if reduction not in REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     ignore_index = views.as_int64(ignore_index, "ignore_index")
-    x = _as_floating(input, op, cpu_only=False)
+    x = _as_floating(input, op)
     target = _check_target(x, target, op)
     class_dim = 0 if x.ndim == 1 else 1
     classes = x.shape[class_dim]
@@ -400,7 +393,7 @@ def layer_norm(
     variance, two passes), times weight, plus bias."""
     shape = _normalized_shape(normalized_shape)
     eps = float_arg(eps, "layer_norm", "eps")
-    x = _as_floating(input, "layer_norm", cpu_only=False)
+    x = _as_floating(input, "layer_norm")
     k = len(shape)
     if x.shape[max(x.ndim - k, 0) :] != shape or x.ndim < k:
         raise ValueError(

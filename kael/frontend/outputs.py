@@ -7,7 +7,6 @@ import numbers
 
 from kael.frontend import eager
 from kael.frontend.tensor import Tensor, empty_impl, has_internal_overlap
-from kael.runtime.device import CPU
 from kael.runtime.dtypes import INT64_MIN, UINT64_MAX, DType
 from kael.runtime.errors import Error, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, format_shape, read_hazard
@@ -75,13 +74,6 @@ def scalar_arg(value, op: str, what: str) -> int | float:
     if not INT64_MIN <= value <= UINT64_MAX:
         raise ValueError(f"{op}(): {what} {value} is out of the range of int64 and uint64")
     return value
-
-
-def require_cpu(op: str, *impls: TensorImpl) -> None:
-    """kael.Error for any CUDA operand of an op whose kernels are hand-written CPU code."""
-    for impl in impls:
-        if impl.device is not CPU:
-            raise Error(f"{op} is not supported on cuda yet")
 
 
 def check_writable(t: Tensor, op: str) -> None:

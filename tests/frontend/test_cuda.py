@@ -246,6 +246,41 @@ def test_advanced_indexing_on_the_device_names_a_bad_index():
         x[:, kael.tensor([0, 9]).to(DEVICE)]
 
 
+def _ties_and_nans(dtype, shape, seed):
+    x = _host(shape, kael.float64, seed).mul(2.0).round()  # ties
+    if dtype.is_floating_point:
+        x.view(-1)[::7] = float("nan")
+    return (x > 0) if dtype is kael.bool else x.to(dtype)
+
+
+@pytest.mark.parametrize("descending", [False, True], ids=["ascending", "descending"])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+@pytest.mark.parametrize("dtype", INDEX_DTYPES, ids=str)
+def test_sort_and_argsort_on_the_device_give_the_cpus_stable_order(dtype, dim, descending):
+    x = _ties_and_nans(dtype, (6, 5, 9), 29)
+    values, indices = kael.sort(x.to(DEVICE), dim, descending)
+    want_values, want_indices = kael.sort(x, dim, descending)
+    _same_bits(indices, want_indices)
+    _same_bits(values, want_values)
+    _same_bits(kael.argsort(x.to(DEVICE), dim, descending), want_indices)
+
+
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("k", [0, 1, 5, 17])
+@pytest.mark.parametrize("dtype", [kael.float32, kael.int64], ids=str)
+def test_topk_on_the_device_agrees_with_the_cpu(dtype, k, largest):
+    x = _host((4, 17), dtype, 30)  # distinct values: no tie at the k-th place
+    values, indices = kael.topk(x.to(DEVICE), k, 1, largest)
+    want_values, want_indices = kael.topk(x, k, 1, largest)
+    _same_bits(indices, want_indices)
+    _same_bits(values, want_values)
+
+
+def test_sort_of_a_0d_and_an_empty_tensor_on_the_device():
+    _same_bits(kael.sort(kael.tensor(3.0).to(DEVICE))[1], kael.sort(kael.tensor(3.0))[1])
+    _same_bits(kael.sort(kael.ones(3, 0).to(DEVICE), 0)[0], kael.sort(kael.ones(3, 0), 0)[0])
+
+
 def test_layer_norm_with_a_weight_on_another_device_raises_naming_both():
     x, w = _host((2, 8), kael.float32, 14), _host((8,), kael.float32, 15)
     with pytest.raises(kael.Error, match=r"cuda:0 and cpu"):
@@ -257,10 +292,10 @@ def test_mixed_devices_raise_naming_both():
         kael.ones(3) + kael.ones(3, device=DEVICE)
 
 
-def test_an_op_without_a_device_kernel_raises_a_typed_error():
+def test_an_index_op_with_its_index_on_the_host_raises_naming_both_devices():
     a = _host((4, 8), kael.float32, 11).to(DEVICE)
-    with pytest.raises(kael.Error, match="sort is not supported on cuda"):
-        kael.sort(a, 1)
+    with pytest.raises(kael.Error, match=r"gather\(\): .*one device, but found cuda:0 and cpu"):
+        kael.gather(a, 1, kael.zeros(4, 2, dtype=kael.int64))
 
 
 def test_synchronize_returns_once_queued_work_is_done():

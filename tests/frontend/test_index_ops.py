@@ -14,7 +14,7 @@ import torch
 from kernel_helpers import KAEL_DTYPES, TORCH_DTYPES
 
 import kael
-from kael.frontend import outputs
+from kael.frontend import index_ops
 from kael.runtime.device import CUDA
 
 DTYPES = [kael.float32, kael.float64, kael.int64, kael.bool]
@@ -800,9 +800,12 @@ class _OnCuda:
     device = CUDA
 
 
-def test_index_kernels_refuse_cuda_operands_naming_the_op():
-    with pytest.raises(kael.Error, match="gather is not supported on cuda yet"):
-        outputs.require_cpu("gather", _OnCuda())
+def test_index_ops_refuse_operands_on_two_devices_naming_both():
+    with pytest.raises(
+        kael.Error,
+        match=r"gather\(\): expected all tensors on one device, but found cpu and cuda:0",
+    ):
+        index_ops._same_device("gather", kael.ones(2)._impl, _OnCuda())
 
 
 BOOL_FLAGS = {

@@ -442,7 +442,7 @@ class HostRunner:
         self._kept.clear()
 
 
-def _runner(device):
+def runner_for(device):
     """The runner for tensors on `device` (None: the CPU)."""
     if device is None or device.type == "cpu":
         return HostRunner()
@@ -488,7 +488,7 @@ def walk(
         sizes, dense, table, index = (1,), _scalar(dense), _scalar(table), _scalar(index)
     if kind == "scatter_add" and len(sizes) == 1:  # a leading size-1 dim: one line
         sizes, dense, table, index = (1, *sizes), _lead(dense), _lead(table), _lead(index)
-    runner = _runner(device)
+    runner = runner_for(device)
     try:
         return _walk(
             runner,
@@ -555,7 +555,7 @@ def nonzero(
         sizes, data = (1,), _scalar(data)
     name, build = _spec("nonzero", dtype)
     blocks = -(-total // NONZERO_BLOCK)
-    runner = _runner(device)
+    runner = runner_for(device)
     try:
         counts = runner.scratch([0] * (blocks + 1))
         words = [data.address, counts, 0, total, len(sizes), *sizes, *data.strides]

@@ -1,0 +1,33 @@
+"""codegen/cpu's hand-written kernels compiled for the GPU: every family's module is PTX that
+ptxas accepts, each function behind one launchable grid entry; run on the emulated device
+by the `gpu` tests (tests/frontend/test_cuda.py)."""
+
+import re
+import shutil
+
+import pytest
+
+from kael.codegen.cpu import gather, sort
+from kael.codegen.ptx import compiler
+from kael.codegen.ptx import handwritten as gpu
+from kael.runtime.dtypes import bool_, float32, float64, int64
+
+needs_ptxas = pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not on PATH")
+DTYPES = [float32, float64, int64, bool_]
+FAMILIES = [(kind, d) for kind in ("gather", "put", "scatter_add", "nonzero") for d in DTYPES]
+FAMILIES += [("offsets", int64)]
+SPECS = [gather._spec(kind, d) for kind, d in FAMILIES] + [sort.spec(d) for d in DTYPES]
+
+
+@needs_ptxas
+@pytest.mark.parametrize("spec", SPECS, ids=[name for name, _ in SPECS])
+def test_every_hand_written_family_is_ptx_ptxas_accepts(spec):
+    compiler.ptxas_check(gpu.ptx(*spec))
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[name for name, _ in SPECS])
+def test_each_function_is_internal_behind_one_grid_entry(spec):
+    text = gpu.ptx(*spec)
+    entries = re.findall(r"\.visible \.entry (\w+)\(", text)
+    assert entries and all(name.endswith("_grid") for name in entries)
+    assert ".func" not in text  # the CPU-shaped functions were inlined into their entries
