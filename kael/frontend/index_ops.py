@@ -17,6 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from kael.codegen.cpu import gather as kernels
+from kael.codegen.cpu import handwritten
 from kael.codegen.cpu import sort as merge_sort
 from kael.frontend import eager, elementwise, interop, reductions, views
 from kael.frontend.indexing import nonzero_impl
@@ -471,7 +472,7 @@ def _device_order(impl: TensorImpl, dim: int, descending: bool, k: int | None) -
         return out
     rows = keys.numel() // n
     buffers = [empty_impl(keys.shape, int64, impl.device) for _ in range(2)]
-    runner = kernels.runner_for(impl.device)
+    runner = handwritten.runner_for(impl.device)
     try:
         address = merge_sort.order(
             runner,

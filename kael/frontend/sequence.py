@@ -14,7 +14,7 @@ from collections.abc import Callable
 from kael.codegen.cpu import scan
 from kael.frontend import eager, views
 from kael.frontend.outputs import check_writable, output, tensor_arg, unaliased
-from kael.frontend.tensor import Tensor, empty_impl, transfer_impl
+from kael.frontend.tensor import Tensor, empty_impl
 from kael.ir import graph as g
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import DType, as_dtype, bool_, int64
@@ -72,14 +72,12 @@ def _scan_on_cpu(op: str, src: TensorImpl, dst: TensorImpl, dim: int) -> None:
 
 
 def _run_scan(op: str, src: TensorImpl, dst: TensorImpl, dim: int) -> None:
-    """dst = scan of src; the scan kernels are CPU code, so GPU tensors pass through the host."""
+    """dst = scan of src: on the CPU staged where a layout would make it walk memory with a
+    large stride; on a GPU the same kernels, one work item a thread."""
     if dst.device is CPU:
         _scan_on_cpu(op, src, dst, dim)
         return
-    host_src = transfer_impl(src, CPU)
-    host_dst = empty_impl(dst.shape, dst.dtype, CPU)
-    scan.run(op, host_src, host_dst, dim)
-    eager.copy_into(dst, transfer_impl(host_dst, dst.device))
+    scan.run(op, unaliased(src, dst), dst, dim)
 
 
 def _scan(op: str, input: Tensor, dim, dtype, out: Tensor | None) -> Tensor:

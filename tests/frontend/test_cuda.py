@@ -281,6 +281,18 @@ def test_sort_of_a_0d_and_an_empty_tensor_on_the_device():
     _same_bits(kael.sort(kael.ones(3, 0).to(DEVICE), 0)[0], kael.sort(kael.ones(3, 0), 0)[0])
 
 
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("dtype", INDEX_DTYPES, ids=str)
+def test_scans_run_on_the_device_and_give_the_cpus_bits(dtype, op):
+    x = _host((6, 40, 5), dtype, 31)
+    fn = getattr(kael, op)
+    for dim in range(3):
+        _same_bits(fn(x.to(DEVICE), dim), fn(x, dim))
+    _same_bits(fn(x.to(DEVICE).transpose(0, 2), 1), fn(x.transpose(0, 2), 1))
+    long = _host((2, 3000), dtype, 32)  # rows long enough for the column kernel
+    _same_bits(fn(long.to(DEVICE), 1), fn(long, 1))
+
+
 def test_layer_norm_with_a_weight_on_another_device_raises_naming_both():
     x, w = _host((2, 8), kael.float32, 14), _host((8,), kael.float32, 15)
     with pytest.raises(kael.Error, match=r"cuda:0 and cpu"):

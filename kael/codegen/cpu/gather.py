@@ -22,7 +22,6 @@ whatever the split.
 
 from __future__ import annotations
 
-import ctypes
 import math
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
@@ -33,7 +32,6 @@ from kael.codegen.cpu import handwritten
 from kael.codegen.cpu.loops import LoopBuilder
 from kael.codegen.lowering import i64, scalar_type
 from kael.runtime.dtypes import INT64_MAX, DType, bool_, int64
-from kael.runtime.launcher import launch
 
 I64 = ir.IntType(64)
 
@@ -416,41 +414,6 @@ def ir_text(kind: str, dtype: DType) -> str:
     return _library(kind, dtype).text
 
 
-class HostRunner:
-    """Runs the kernels on the CPU for one op call: scratch words in host memory, launches
-    on the thread pool. codegen/ptx/handwritten.py's DeviceRunner runs the same kernels,
-    built by the same builders, on the GPU."""
-
-    def __init__(self) -> None:
-        self._kept: list = []
-
-    def scratch(self, values: Sequence[int]) -> int:
-        host = (ctypes.c_int64 * max(1, len(values)))(*values)
-        self._kept.append(host)
-        return ctypes.addressof(host)
-
-    def read(self, address: int, count: int) -> list[int]:
-        return list((ctypes.c_int64 * count).from_address(address))
-
-    def run(self, name, build, symbol, words, items, moved, align=None, serial=False) -> None:
-        fn = handwritten.compiled(name, build)[symbol]
-        launch(
-            fn, words, items, 0 if serial else moved, **({} if align is None else {"align": align})
-        )
-
-    def close(self) -> None:
-        self._kept.clear()
-
-
-def runner_for(device):
-    """The runner for tensors on `device` (None: the CPU)."""
-    if device is None or device.type == "cpu":
-        return HostRunner()
-    from kael.codegen.ptx.handwritten import DeviceRunner  # the GPU side of these kernels
-
-    return DeviceRunner()
-
-
 # ---- running ---------------------------------------------------------------------------------
 
 
@@ -488,7 +451,7 @@ def walk(
         sizes, dense, table, index = (1,), _scalar(dense), _scalar(table), _scalar(index)
     if kind == "scatter_add" and len(sizes) == 1:  # a leading size-1 dim: one line
         sizes, dense, table, index = (1, *sizes), _lead(dense), _lead(table), _lead(index)
-    runner = runner_for(device)
+    runner = handwritten.runner_for(device)
     try:
         return _walk(
             runner,
@@ -555,7 +518,7 @@ def nonzero(
         sizes, data = (1,), _scalar(data)
     name, build = _spec("nonzero", dtype)
     blocks = -(-total // NONZERO_BLOCK)
-    runner = runner_for(device)
+    runner = handwritten.runner_for(device)
     try:
         counts = runner.scratch([0] * (blocks + 1))
         words = [data.address, counts, 0, total, len(sizes), *sizes, *data.strides]

@@ -8,11 +8,15 @@ module once per process and caches its object code on disk, keyed by the module'
 kael's version and the fingerprint of the code generators' sources (CODEGEN_SCHEMA), so
 a new process loads it without building or printing the module (about 60 ms for the
 gemm module); its LLVM IR text is built again only when inspection asks for it.
+Builders that stay target-neutral (index walks, nonzero, scans, the merge sort) run on a
+GPU too: callers go through `runner_for(device)`, whose runners give scratch words, reads
+and launches on the host (HostRunner) or the device (codegen/ptx/handwritten.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import ctypes
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import llvmlite
@@ -21,7 +25,7 @@ from llvmlite import ir
 from kael.codegen.cpu import compiler, tiers
 from kael.codegen.lowering import CODEGEN_SCHEMA
 from kael.runtime import kernel_cache, sync
-from kael.runtime.launcher import KernelFn
+from kael.runtime.launcher import KernelFn, launch
 from kael.runtime.version import __version__
 
 Passes = tuple[str, ...] | None | Literal["auto"]
@@ -131,3 +135,39 @@ def compiled(
             ))  # fmt: skip
             _libraries[name] = lib
         return lib
+
+
+class HostRunner:
+    """Runs the kernels on the CPU for one op call: scratch words in host memory, launches
+    on the thread pool. codegen/ptx/handwritten.py's DeviceRunner runs the same kernels,
+    built by the same builders, on the GPU."""
+
+    def __init__(self) -> None:
+        self._kept: list = []
+
+    def scratch(self, values: Sequence[int]) -> int:
+        host = (ctypes.c_int64 * max(1, len(values)))(*values)
+        self._kept.append(host)
+        return ctypes.addressof(host)
+
+    def read(self, address: int, count: int) -> list[int]:
+        return list((ctypes.c_int64 * count).from_address(address))
+
+    def run(self, name, build, symbol, words, items, moved, align=None, serial=False) -> None:
+        """Launch `symbol` of module `name` over `items` work items (`serial`: inline)."""
+        fn = compiled(name, build)[symbol]
+        launch(
+            fn, words, items, 0 if serial else moved, **({} if align is None else {"align": align})
+        )
+
+    def close(self) -> None:
+        self._kept.clear()
+
+
+def runner_for(device) -> HostRunner:
+    """The runner for tensors on `device` (None: the CPU); close() it after the call."""
+    if device is None or device.type == "cpu":
+        return HostRunner()
+    from kael.codegen.ptx.handwritten import DeviceRunner  # the GPU side of these kernels
+
+    return DeviceRunner()

@@ -28,7 +28,6 @@ from kael.codegen.lowering import ExprEmitter, i64, scalar_type, value_type
 from kael.ir import layout
 from kael.runtime.dtypes import DType, bool_, float64, int64
 from kael.runtime.errors import ValueError
-from kael.runtime.launcher import launch
 from kael.runtime.tensor_impl import TensorImpl
 
 I64 = ir.IntType(64)
@@ -199,16 +198,20 @@ def _build_columns(module: ir.Module, op: str, src: DType, dst: DType, symbol: s
 _BUILDERS = {"lines": _build_lines, "columns": _build_columns}
 
 
-def _library(op: str, src: DType, dst: DType, kind: str) -> handwritten.Library:
-    """One kernel (`lines` or `columns`) of one scan, a module of its own: a first call
-    compiles the one it runs."""
+def _spec(op: str, src: DType, dst: DType, kind: str):
+    """One kernel (`lines` or `columns`) of one scan, a module of its own (a first call
+    compiles the one it runs): its symbol, which names the module too, and its builder."""
     symbol = f"{module_name(op, src, dst)}_{kind}"
 
     def build(module: ir.Module) -> list[str]:
         _BUILDERS[kind](module, op, src, dst, symbol)
         return [symbol]
 
-    return handwritten.compiled(symbol, build)
+    return symbol, build
+
+
+def _library(op: str, src: DType, dst: DType, kind: str) -> handwritten.Library:
+    return handwritten.compiled(*_spec(op, src, dst, kind))
 
 
 def ir_text(op: str, src: DType, dst: DType) -> str:
@@ -250,7 +253,8 @@ def walks_strided(src: TensorImpl, dst: TensorImpl, dim: int) -> bool:
 
 
 def run(op: str, src: TensorImpl, dst: TensorImpl, dim: int) -> None:
-    """dst = the `op` scan of src along `dim` (dst's dtype: float32, float64 or int64).
+    """dst = the `op` scan of src along `dim` (dst's dtype: float32, float64 or int64), on
+    the device the two are on (the same kernels: codegen/ptx/handwritten.py).
 
     src and dst have one shape; dst may be src itself (same layout), never a partial overlap.
     """
@@ -261,6 +265,12 @@ def run(op: str, src: TensorImpl, dst: TensorImpl, dim: int) -> None:
     if src.numel() == 0:
         return
     kind, words, items = plan(src.shape, src.strides, dst.strides, dim)
-    fn = _library(op, src.dtype, dst.dtype, kind)[f"{module_name(op, src.dtype, dst.dtype)}_{kind}"]
+    symbol, build = _spec(op, src.dtype, dst.dtype, kind)
     moved = src.numel() * (src.dtype.itemsize + dst.dtype.itemsize)
-    launch(fn, [src.data_ptr(), dst.data_ptr(), *words], items, moved, align=1)
+    runner = handwritten.runner_for(dst.device)
+    try:
+        runner.run(
+            symbol, build, symbol, [src.data_ptr(), dst.data_ptr(), *words], items, moved, align=1
+        )
+    finally:
+        runner.close()

@@ -17,7 +17,6 @@ from collections.abc import Callable, Sequence
 from llvmlite import ir
 
 from kael.codegen.cpu import handwritten
-from kael.codegen.cpu.gather import HostRunner
 from kael.codegen.cpu.loops import LoopBuilder
 from kael.codegen.lowering import i64, scalar_type
 from kael.runtime.dtypes import DType, bool_
@@ -115,7 +114,7 @@ def host_order(
     dtype: DType, keys: int, rows: int, n: int, descending: bool, out: Sequence[int]
 ) -> int:
     """`order` on the CPU (the kernel as the GPU runs it, for tests against the host sort)."""
-    runner = HostRunner()
+    runner = handwritten.HostRunner()
     try:
         return order(runner, dtype, keys, rows, n, descending, out)
     finally:

@@ -264,6 +264,24 @@ def _funnel(m, ins, lanes):
     _result(m, ins, lanes, out.astype(np.uint32))
 
 
+@handles("prmt")
+def _permute(m, ins, lanes):
+    """prmt.b32 d, a, b, c (the default mode): byte i of d is byte (c's nibble i & 7) of
+    b:a, or that byte's sign spread over it where the nibble's 8 bit is set."""
+    if len(ins.parts) > 2:
+        raise m.fault("CUDA_ERROR_NOT_SUPPORTED", f"{ins.opcode}: only the default mode")
+    a, b, c = (np.asarray(m.read(op, "u32", lanes)).astype(np.uint64) for op in ins.operands[1:4])
+    pool = (b << np.uint64(32)) | a
+    out = np.zeros(np.broadcast(a, b, c).shape, np.uint64)
+    for i in range(4):
+        nibble = (c >> np.uint64(4 * i)) & np.uint64(15)
+        byte = (pool >> ((nibble & np.uint64(7)) * np.uint64(8))) & np.uint64(255)
+        sign = np.where((byte & np.uint64(128)) != 0, np.uint64(255), np.uint64(0))
+        byte = np.where((nibble & np.uint64(8)) != 0, sign, byte)
+        out |= byte << np.uint64(8 * i)
+    _result(m, ins, lanes, out.astype(np.uint32))
+
+
 @handles("neg", "abs", "not", "cnot", "sqrt", "rsqrt", "rcp", "ex2", "lg2", "sin", "cos", "tanh")
 def _unary(m, ins, lanes):
     t = _type(ins)

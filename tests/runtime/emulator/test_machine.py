@@ -301,3 +301,14 @@ def test_an_alloca_past_the_stack_is_an_illegal_address():
     body = "\tmov.u64 %rd20, 1048576;\n\talloca.u64 %rd22, %rd20, 8;\n"
     err, _ = launch(kernel(body), np.zeros(1, np.uint64), np.zeros(1, np.uint64), 1, 1)
     assert err == driver.CUresult.CUDA_ERROR_ILLEGAL_ADDRESS and "alloca" in fault_text(err)
+
+
+def test_prmt_picks_bytes_and_spreads_their_signs():
+    body = "\tmov.u32 %r6, 0x84838281;\n\tmov.u32 %r7, 0x08070605;\n"
+    body += "\tprmt.b32 %r8, %r6, %r7, 0x7340;\n\tprmt.b32 %r9, %r6, %r7, 0x0b0a;\n"
+    body += "\tst.global.u32 [%rd1], %r8;\n\tst.global.u32 [%rd1+4], %r9;\n"
+    err, got = launch(kernel(body), np.zeros(2, np.uint32), np.zeros(1, np.uint32), 1, 1)
+    assert err == driver.OK, fault_text(err)
+    # selector nibbles, lowest first: 0x7340 picks bytes 0 (0x81), 4 (0x05), 3 (0x84), 7 (0x08);
+    # 0x0b0a: byte 2's sign (0x83: 0xff), byte 0, byte 3's sign (0x84: 0xff), byte 0
+    assert got.tolist() == [0x08840581, 0x81FF81FF]
