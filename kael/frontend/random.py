@@ -18,11 +18,10 @@ import numpy as np
 from kael.codegen.cpu import sampling
 from kael.frontend import eager, factories, tracing, views
 from kael.frontend.outputs import bool_arg, tensor_arg
-from kael.frontend.tensor import Tensor, clone_impl, empty_impl, transfer_impl
+from kael.frontend.tensor import Tensor, clone_impl, empty_impl
 from kael.ir import graph as g
 from kael.ir.ops import BINARY_OPS
 from kael.runtime import sync
-from kael.runtime.device import CPU
 from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType, bool_, float32, float64, int64
 from kael.runtime.errors import TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl
@@ -393,10 +392,11 @@ def multinomial(input: Tensor, num_samples, replacement: bool = False) -> Tensor
     if samples <= 0:
         raise ValueError(f"multinomial expects num_samples > 0, got num_samples={samples}")
     rows, classes = (1, *input.shape) if input.ndim == 1 else input.shape
-    weights = _host_float64(input._impl)
-    out = empty_impl((rows, samples), int64, CPU)
-    scratch = empty_impl((rows, classes), float64, CPU)
-    status = empty_impl((rows, 2), int64, CPU)
+    device = input.device
+    weights = _contiguous_float64(input._impl)
+    out = empty_impl((rows, samples), int64, device)
+    scratch = empty_impl((rows, classes), float64, device)
+    status = empty_impl((rows, 2), int64, device)
     seed, offset = default_generator.reserve(rows * samples)
     buffers = {"weights": weights, "out": out, "scratch": scratch, "status": status}
     bad = sampling.run(
@@ -407,17 +407,16 @@ def multinomial(input: Tensor, num_samples, replacement: bool = False) -> Tensor
         bool(replacement),
         _signed(seed),
         _signed(offset),
+        device,
     )
     if bad >= 0:
-        raise _multinomial_error(Tensor(weights), Tensor(status), bad, samples, input.ndim)
-    result = Tensor(out if input.ndim == 2 else views.derive(out, (samples,), (1,), 0))
-    return result.to(device=input.device)
+        weights, status = Tensor(weights).cpu(), Tensor(status).cpu()  # only to name the row
+        raise _multinomial_error(weights, status, bad, samples, input.ndim)
+    return Tensor(out if input.ndim == 2 else views.derive(out, (samples,), (1,), 0))
 
 
-def _host_float64(impl: TensorImpl) -> TensorImpl:
-    """impl's elements as a contiguous float64 impl in host memory."""
-    if impl.device is not CPU:
-        impl = transfer_impl(impl, CPU)
+def _contiguous_float64(impl: TensorImpl) -> TensorImpl:
+    """impl's elements as a contiguous float64 impl on its device."""
     if impl.dtype is float64 and impl.is_contiguous():
         return impl
     return clone_impl(impl, float64)

@@ -293,6 +293,21 @@ def test_scans_run_on_the_device_and_give_the_cpus_bits(dtype, op):
     _same_bits(fn(long.to(DEVICE), 1), fn(long, 1))
 
 
+@pytest.mark.parametrize("replacement", [True, False])
+def test_multinomial_on_the_device_draws_the_cpus_samples_from_one_seed(replacement):
+    weights = _host((4, 7), kael.float32, 33).abs() + 0.1
+    kael.manual_seed(5)
+    want = kael.multinomial(weights, 5, replacement)
+    kael.manual_seed(5)
+    got = kael.multinomial(weights.to(DEVICE), 5, replacement)
+    _same_bits(got, want)
+
+
+def test_multinomial_on_the_device_names_a_bad_weight():
+    with pytest.raises(kael.ValueError, match=r"got -1.0 at position \[0, 1\]"):
+        kael.multinomial(kael.tensor([[1.0, -1.0]]).to(DEVICE), 1)
+
+
 def test_layer_norm_with_a_weight_on_another_device_raises_naming_both():
     x, w = _host((2, 8), kael.float32, 14), _host((8,), kael.float32, 15)
     with pytest.raises(kael.Error, match=r"cuda:0 and cpu"):

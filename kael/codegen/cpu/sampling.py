@@ -14,8 +14,6 @@ its index with an atomic min, so the caller reports the first bad row whatever t
 
 from __future__ import annotations
 
-import ctypes
-
 from llvmlite import ir
 
 from kael.codegen import philox
@@ -23,7 +21,6 @@ from kael.codegen.cpu import handwritten
 from kael.codegen.cpu.loops import LoopBuilder
 from kael.codegen.lowering import i64
 from kael.runtime.dtypes import INT64_MAX
-from kael.runtime.launcher import launch
 
 SYMBOL = "kael_multinomial"
 ARGS = (
@@ -235,16 +232,25 @@ def run(
     replacement: bool,
     seed: int,
     offset: int,
+    device=None,
 ) -> int:
     """Sample every row; -1, or the first bad row (its status words say why).
 
-    `addresses` holds the weights, out, scratch and status buffers; seed and offset are
-    signed 64-bit words.
+    `addresses` holds the weights, out, scratch and status buffers, on `device` (None: the
+    CPU); seed and offset are signed 64-bit words.
     """
-    error = ctypes.c_int64(INT64_MAX)
+    runner = handwritten.runner_for(device)
+    try:
+        return _run(runner, addresses, rows, classes, samples, replacement, seed, offset)
+    finally:
+        runner.close()
+
+
+def _run(runner, addresses, rows, classes, samples, replacement, seed, offset) -> int:
+    error = runner.scratch([INT64_MAX])
     values = {
         **addresses,
-        "error": ctypes.addressof(error),
+        "error": error,
         "classes": classes,
         "samples": samples,
         "replacement": int(replacement),
@@ -252,5 +258,6 @@ def run(
         "offset": offset,
     }
     moved = rows * (2 * classes * 8 + samples * 8)
-    launch(function(), [values[name] for name in ARGS], rows, moved, align=1)
-    return -1 if error.value == INT64_MAX else error.value
+    runner.run(SYMBOL, build, SYMBOL, [values[name] for name in ARGS], rows, moved, align=1)
+    (bad,) = runner.read(error, 1)
+    return -1 if bad == INT64_MAX else bad
