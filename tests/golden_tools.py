@@ -172,11 +172,14 @@ def apply_view(t, view: str):
 # ---- loading ---------------------------------------------------------------------------------
 
 
-def load_inputs(case: Case, lib, root: Path = GOLDEN_DIR) -> dict:
-    """The case's inputs as `lib` tensors: each base .npy loaded, then its view applied."""
+def load_inputs(case: Case, lib, root: Path = GOLDEN_DIR, device: str = "cpu") -> dict:
+    """The case's inputs as `lib` tensors on `device`: each base .npy loaded (and copied to
+    the device), then its view applied."""
     out = {}
     for name in case.inputs:
         base = lib.from_numpy(np.load(case.input_path(name, root), allow_pickle=False))
+        if device != "cpu":
+            base = base.to(device)
         out[name] = apply_view(base, case.views[name])
     return out
 
@@ -191,7 +194,8 @@ def as_arrays(result) -> list[np.ndarray]:
     arrays = []
     for item in items:
         if hasattr(item, "numpy"):
-            arrays.append(np.array(item.numpy(), order="C"))  # ascontiguousarray makes 0-d 1-d
+            host = item.cpu() if str(item.device) != "cpu" else item
+            arrays.append(np.array(host.numpy(), order="C"))  # ascontiguousarray makes 0-d 1-d
         elif isinstance(item, bool | int | float):
             arrays.append(np.asarray(item))
         else:
@@ -478,21 +482,21 @@ def adapter_for(op: str) -> Adapter:
         raise KeyError(f"no golden op registered for {op!r}: add it to REGISTRY") from None
 
 
-def run_case(case: Case, lib, root: Path = GOLDEN_DIR):
+def run_case(case: Case, lib, root: Path = GOLDEN_DIR, device: str = "cpu"):
     """Load the case's inputs into lib, apply the views and call the op; returns its result."""
     adapter = adapter_for(case.op)
-    return adapter(lib, load_inputs(case, lib, root), decode_args(case.args))
+    return adapter(lib, load_inputs(case, lib, root, device), decode_args(case.args))
 
 
-def check_case(case: Case, lib, root: Path = GOLDEN_DIR) -> None:
-    """AssertionError unless lib (kael) reproduces the case: its outputs, or, where PyTorch
-    raised, the typed lib error matching PyTorch's error type."""
+def check_case(case: Case, lib, root: Path = GOLDEN_DIR, device: str = "cpu") -> None:
+    """AssertionError unless lib (kael) reproduces the case with its inputs on `device`: its
+    outputs, or, where PyTorch raised, the typed lib error matching PyTorch's error type."""
     if not case.error:
-        assert_matches(run_case(case, lib, root), load_expected(case, root))
+        assert_matches(run_case(case, lib, root, device), load_expected(case, root))
         return
     expected = getattr(lib, KAEL_ERRORS[case.error])
     try:
-        run_case(case, lib, root)
+        run_case(case, lib, root, device)
     except expected:
         return
     except Exception as e:

@@ -7,6 +7,8 @@ fault instead of trapping, and float rules follow PyTorch (NaN propagation, sign
 
 from __future__ import annotations
 
+import math
+
 from llvmlite import ir
 
 from kael.codegen.lowering import I1, ExprEmitter, declare, mangle, value_type_of_width
@@ -177,6 +179,50 @@ def _fmod_floor_fix(m: ExprEmitter, mod, c, dtype: DType):
     return b.and_(nonzero, differ)
 
 
+def _fmod(m: ExprEmitter, a, c, dtype: DType):
+    """C's fmod, exactly. LLVM lowers frem for the host to libm's fmod, but NVPTX expands it
+    to a - trunc(a / c) * c, which is off for large quotients and gives fmod(inf, inf) = inf;
+    the GPU gets the shift-and-subtract loop instead: c doubled up to |a|, then subtracted
+    back down, each subtraction exact (Sterbenz)."""
+    b = m.b
+    if not str(b.module.triple).startswith("nvptx"):
+        return b.frem(a, c)
+    r0, d = m.intrinsic("llvm.fabs", a), m.intrinsic("llvm.fabs", c)
+    inf = m.const(dtype, math.inf)
+    nan_result = b.or_(
+        b.or_(b.fcmp_unordered("uno", a, c), b.fcmp_ordered("==", r0, inf)),
+        b.fcmp_ordered("==", d, m.const(dtype, 0.0)),
+    )
+    loop = b.and_(b.not_(nan_result), b.fcmp_ordered(">=", r0, d))
+    loop = b.and_(loop, b.fcmp_ordered("<", d, inf))
+    entry = b.block
+    up, down_head, down, done = (
+        b.append_basic_block(f"fmod.{n}") for n in ("up", "head", "down", "done")
+    )
+    b.cbranch(loop, up, done)
+    b.position_at_end(up)  # t = d * 2^k, the largest not above r
+    t = b.phi(a.type)
+    t.add_incoming(d, entry)
+    doubled = b.fadd(t, t)
+    t.add_incoming(doubled, up)
+    b.cbranch(b.fcmp_ordered("<=", doubled, r0), up, down_head)
+    b.position_at_end(down_head)
+    r, tt = b.phi(a.type), b.phi(a.type)
+    r.add_incoming(r0, up)
+    tt.add_incoming(t, up)
+    b.cbranch(b.fcmp_ordered(">=", tt, d), down, done)
+    b.position_at_end(down)
+    r.add_incoming(b.select(b.fcmp_ordered(">=", r, tt), b.fsub(r, tt), r), down)
+    tt.add_incoming(b.fmul(tt, m.const(dtype, 0.5)), down)
+    b.branch(down_head)
+    b.position_at_end(done)
+    out = b.phi(a.type)
+    out.add_incoming(r0, entry)  # |a| < |c|, c infinite, or a NaN case (picked below)
+    out.add_incoming(r, down_head)
+    result = m.intrinsic("llvm.copysign", out, a)
+    return b.select(nan_result, m.const(dtype, math.nan), result)
+
+
 def _floordiv(m: ExprEmitter, a, c, dtype: DType):
     """Python's //: integers round toward -inf (INT64_MIN // -1 wraps); floats as PyTorch."""
     b = m.b
@@ -190,7 +236,7 @@ def _floordiv(m: ExprEmitter, a, c, dtype: DType):
         return b.select(minus_one, b.sub(m.const(dtype, 0), a), q)
     # PyTorch's div_floor_floating: fmod, exact quotient, floor fix-up, signed zeros.
     zero, one = m.const(dtype, 0.0), m.const(dtype, 1.0)
-    mod = b.frem(a, c)
+    mod = _fmod(m, a, c, dtype)
     div = b.fdiv(b.fsub(a, mod), c)
     div = b.select(_fmod_floor_fix(m, mod, c, dtype), b.fsub(div, one), div)
     floor = m.intrinsic("llvm.floor", div)
@@ -207,7 +253,7 @@ def _rem(m: ExprEmitter, a, c, dtype: DType):
     if dtype.is_bool:
         return m.const(dtype, 0)
     if dtype.is_floating_point:
-        mod = b.frem(a, c)
+        mod = _fmod(m, a, c, dtype)
         return b.select(_fmod_floor_fix(m, mod, c, dtype), b.fadd(mod, c), mod)
     d, _ = _safe_divisor(m, a, c, dtype, FAULT_REM_BY_ZERO)
     mod = b.srem(a, d)

@@ -65,6 +65,24 @@ def test_vector_math_on_the_device_agrees_with_the_cpu(op, dtype):
     _close(fn(a.to(DEVICE)), fn(a), 4e-7 if dtype is kael.float32 else 1e-15)
 
 
+@pytest.mark.parametrize("op", ["remainder", "floor_divide"])
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_float_remainder_on_the_device_is_exact_as_the_cpus(dtype, op):
+    # NVPTX's own frem is a - trunc(a / b) * b: wrong for large quotients and inf % inf
+    rng = np.random.default_rng(34)
+    a = rng.standard_normal(500) * 10.0 ** rng.integers(-30, 30, 500)
+    b = rng.standard_normal(500) * 10.0 ** rng.integers(-30, 30, 500)
+    special = [np.inf, -np.inf, np.nan, 0.0, -0.0, 5.0, -5.0, 3.0]
+    a = np.concatenate([a, np.repeat(special, len(special))])
+    b = np.concatenate([b, np.tile(special, len(special))])
+    x, y = kael.tensor(a).to(dtype), kael.tensor(b).to(dtype)
+    fn = getattr(kael, op)
+    _same_bits(fn(x.to(DEVICE), y.to(DEVICE)), fn(x, y))
+    got, want = _bits(fn(x.to(DEVICE), y.to(DEVICE))), _bits(fn(x, y))
+    numbers = ~np.isnan(want)  # zeros' signs too (a NaN's sign means nothing)
+    np.testing.assert_array_equal(np.signbit(got)[numbers], np.signbit(want)[numbers])
+
+
 def test_broadcast_and_transposed_operands_on_the_device():
     a, row = _host((300, 200), kael.float32, 4), _host((200,), kael.float32, 5)
     want = a.T * 2.0 + row[:, None]
