@@ -326,6 +326,42 @@ def test_multinomial_on_the_device_names_a_bad_weight():
         kael.multinomial(kael.tensor([[1.0, -1.0]]).to(DEVICE), 1)
 
 
+def _softmax(x):
+    e = (x - x.amax(-1, keepdim=True)).exp()
+    return e / e.sum(-1, keepdim=True)
+
+
+def _dense_relu(x, w, b):
+    return kael.nn.functional.relu(x @ w + b)
+
+
+def _bump(x):
+    x.add_(1.0)
+    return x * 2.0 + kael.rand(x.shape, device=x.device)
+
+
+@pytest.mark.parametrize("fn", [_softmax, _dense_relu, _bump], ids=lambda f: f.__name__)
+def test_a_compiled_function_on_the_device_gives_eagers_cpu_results(fn):
+    shapes = {_softmax: [(8, 33)], _dense_relu: [(8, 16), (16, 4), (4,)], _bump: [(5, 3)]}[fn]
+    args = [_host(shape, kael.float32, 35 + i) for i, shape in enumerate(shapes)]
+    kael.manual_seed(3)
+    want = fn(*[a.clone() for a in args])
+    compiled = kael.compile(fn)
+    on_device = [a.to(DEVICE) for a in args]
+    kael.manual_seed(3)
+    got = compiled(*on_device)
+    _close(got, want, 1e-6)
+    if fn is _bump:  # the caller sees the in-place update, on the device
+        _close(on_device[0], args[0] + 1.0, 0.0)
+
+
+def test_a_compiled_functions_kernels_on_the_device_show_their_ptx():
+    text = str(
+        kael.compile(_softmax).inspect(_host((4, 8), kael.float32, 38).to(DEVICE), stages=("ptx",))
+    )
+    assert text.count(".visible .entry") >= 3 and "cuda:0" in text
+
+
 def test_layer_norm_with_a_weight_on_another_device_raises_naming_both():
     x, w = _host((2, 8), kael.float32, 14), _host((8,), kael.float32, 15)
     with pytest.raises(kael.Error, match=r"cuda:0 and cpu"):
