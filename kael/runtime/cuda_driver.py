@@ -148,10 +148,30 @@ def require():
 
 
 def mem_alloc(nbytes: int) -> int:
-    """Device memory of `nbytes` bytes (cuMemAlloc, 256-byte aligned); its address."""
+    """Device memory of `nbytes` bytes (cuMemAlloc, 256-byte aligned); its address. Out of
+    memory is a kael.Error naming the bytes asked for and the bytes the device has free."""
     driver = require()
-    (ptr,) = _call(driver, "cuMemAlloc", driver.cuMemAlloc(nbytes))
+    result = driver.cuMemAlloc(nbytes)
+    if result[0] == driver.CUresult.CUDA_ERROR_OUT_OF_MEMORY:
+        free, total = mem_info()
+        raise Error(
+            f"cuMemAlloc failed: {_error_text(driver, result[0])}: cannot allocate {nbytes}"
+            f" bytes ({_gib(nbytes)}); the device has {free} bytes ({_gib(free)}) free of"
+            f" {total} ({_gib(total)})"
+        )
+    (ptr,) = _call(driver, "cuMemAlloc", result)
     return int(ptr)
+
+
+def mem_info() -> tuple[int, int]:
+    """(free, total) bytes of device memory (cuMemGetInfo)."""
+    driver = require()
+    free, total = _call(driver, "cuMemGetInfo", driver.cuMemGetInfo())
+    return int(free), int(total)
+
+
+def _gib(nbytes: int) -> str:
+    return f"{nbytes / (1 << 30):.2f} GiB"
 
 
 def mem_free(ptr: int) -> None:

@@ -379,6 +379,30 @@ def test_an_index_op_with_its_index_on_the_host_raises_naming_both_devices():
         kael.gather(a, 1, kael.zeros(4, 2, dtype=kael.int64))
 
 
+@pytest.fixture
+def small_device(monkeypatch):
+    """The emulated device shrunk to what it holds plus `room` bytes (a GPU's cannot be)."""
+    from kael.runtime import cuda_driver
+
+    if not cuda_driver.emulated():
+        pytest.skip("shrinks the emulated device's memory (KAEL_EMULATE_CUDA=1)")
+    from kael.runtime.emulator import driver, memory
+
+    def shrink(room: int) -> None:
+        kael.empty_cache()  # no cached block serves what the test asks for
+        monkeypatch.setattr(memory, "TOTAL_BYTES", driver._memory.in_use + room)
+
+    return shrink
+
+
+def test_out_of_device_memory_names_the_bytes_asked_for_and_free(small_device):
+    small_device(1 << 20)
+    with pytest.raises(
+        kael.Error, match=r"CUDA_ERROR_OUT_OF_MEMORY .*: cannot allocate \d+ bytes .* free of"
+    ):
+        kael.empty(1 << 20, device=DEVICE)
+
+
 def test_synchronize_returns_once_queued_work_is_done():
     a = kael.ones(1 << 20, device=DEVICE)
     b = a * 3.0

@@ -8,8 +8,8 @@ import ctypes
 import enum
 import threading
 
-from kael.runtime.emulator import machine, ptx
-from kael.runtime.emulator.memory import TOTAL_BYTES, Fault, Memory
+from kael.runtime.emulator import machine, memory, ptx
+from kael.runtime.emulator.memory import Fault, Memory
 
 NAME = "kael PTX emulator (sm_90)"
 DRIVER_VERSION = 12080
@@ -124,7 +124,7 @@ def cuDeviceGetName(length: int, device):
 
 
 def cuDeviceTotalMem(device):
-    return OK, TOTAL_BYTES
+    return OK, memory.TOTAL_BYTES
 
 
 def cuDriverGetVersion():
@@ -133,6 +133,10 @@ def cuDriverGetVersion():
 
 def cuDeviceGetAttribute(attribute, device):
     return OK, _ATTRIBUTES[CUdevice_attribute(attribute)]
+
+
+def cuMemGetInfo():
+    return OK, memory.TOTAL_BYTES - _memory.in_use, memory.TOTAL_BYTES
 
 
 def cuMemAlloc(nbytes: int):

@@ -13,7 +13,7 @@ from kael.runtime.errors import Error
 
 DEVICE_BASE = 0x7F00_0000_0000  # far from where the host maps its own memory
 ALIGN = 256  # cuMemAlloc's alignment
-TOTAL_BYTES = 8 << 30  # what the emulated device reports and lends
+TOTAL_BYTES = 8 << 30  # what the emulated device reports and lends (read at each call)
 
 
 class Fault(Error):
