@@ -321,6 +321,12 @@ class Tensor:
     def cuda(self) -> Tensor:
         return self.to(device=CUDA)
 
+    def record_stream(self, stream) -> None:
+        """Mark this cuda tensor's memory as used by `stream` (kael.cuda.record_stream)."""
+        from kael import cuda  # kael.cuda imports the runtime only; this module is below it
+
+        cuda.record_stream(self, stream)
+
     def float(self) -> Tensor:
         return self.to(dtype=dtypes.float32)
 

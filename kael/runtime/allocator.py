@@ -217,6 +217,84 @@ class CachingAllocator:
         return f"CachingAllocator({self.name!r}, {self.stats()})"
 
 
+class DeviceAllocator(CachingAllocator):
+    """The CUDA allocator: a CachingAllocator whose blocks keep the streams that used them.
+
+    A block allocated while a stream other than the null one is current, or marked with
+    `record_stream`, goes back to the cache only once the work queued on those streams at
+    its release has finished (an event recorded on each, queried at the next allocation,
+    waited for by empty_cache): another stream never gets a block whose last kernels may
+    still run. Blocks only the null stream used are cached at once, as the null stream
+    orders itself with every other (kael's streams are created blocking). Every release
+    takes the locked path (lock_free_cap is -1), which costs little next to a GPU launch.
+    """
+
+    def __init__(self, name: str, system_alloc, system_free) -> None:
+        super().__init__(name, system_alloc, system_free)
+        self._streams: dict[int, set] = {}  # block -> streams other than null that used it
+        self._pending: list[tuple[int, int, list]] = []  # (block, capacity, events)
+
+    lock_free_cap = property(lambda self: -1, lambda self, value: None)
+
+    def allocate(self, capacity: int) -> int:
+        if self._pending:
+            self._collect(wait=False)
+        ptr = super().allocate(capacity)
+        stream = cuda_driver.current_stream()
+        if stream is not None:
+            with self._lock:
+                self._streams[ptr] = {stream}
+        return ptr
+
+    def record_stream(self, ptr: int, stream) -> None:
+        """Mark block `ptr` as used by `stream` (None, the null stream, needs no mark)."""
+        if stream is not None:
+            with self._lock:
+                self._streams.setdefault(ptr, set()).add(stream)
+
+    def release(self, ptr: int, capacity: int) -> None:
+        with self._lock:
+            streams = self._streams.pop(ptr, None)
+        if not streams:
+            super().release(ptr, capacity)
+            return
+        events = []
+        for stream in streams:
+            event = cuda_driver.event_create()
+            cuda_driver.event_record(event, stream)
+            events.append(event)
+        with self._lock:
+            self._pending.append((ptr, capacity, events))
+
+    def _collect(self, wait: bool) -> None:
+        """Cache the pending blocks whose streams are done (all of them, waiting, if `wait`)."""
+        with self._lock:
+            pending, self._pending = self._pending, []
+        kept = []
+        for ptr, capacity, events in pending:
+            if wait:
+                for event in events:
+                    cuda_driver.event_synchronize(event)
+            if wait or all(cuda_driver.event_query(event) for event in events):
+                for event in events:
+                    cuda_driver.event_destroy(event)
+                super().release(ptr, capacity)
+            else:
+                kept.append((ptr, capacity, events))
+        if kept:
+            with self._lock:
+                self._pending.extend(kept)
+
+    def pending_bytes(self) -> int:
+        """Bytes released but not yet reusable: their streams may still use them."""
+        with self._lock:
+            return sum(capacity for _, capacity, _ in self._pending)
+
+    def empty_cache(self) -> int:
+        self._collect(wait=True)
+        return super().empty_cache()
+
+
 def _host_functions() -> tuple[Callable[[int], int], Callable[[int], None]]:
     """posix_memalign and free from the C library, wrapped for CachingAllocator."""
     libc = ctypes.CDLL(None)
@@ -251,7 +329,7 @@ MADV_HUGEPAGE = 14
 host_alloc, host_free = _host_functions()
 _ALLOCATORS = {
     "cpu": CachingAllocator("cpu", host_alloc, host_free),
-    "cuda": CachingAllocator("cuda", cuda_driver.mem_alloc, cuda_driver.mem_free),
+    "cuda": DeviceAllocator("cuda", cuda_driver.mem_alloc, cuda_driver.mem_free),
 }
 
 

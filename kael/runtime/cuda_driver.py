@@ -183,21 +183,127 @@ def mem_free(ptr: int) -> None:
 
 
 def memcpy_htod(dst: int, src: int, nbytes: int) -> None:
-    """Copy `nbytes` from host address `src` to device address `dst` (synchronous)."""
+    """Copy `nbytes` from host address `src` to device address `dst` on the current stream;
+    the host memory may be reused on return."""
     driver = require()
-    _call(driver, "cuMemcpyHtoD", driver.cuMemcpyHtoD(dst, src, nbytes))
+    stream = current_stream()
+    if stream is None:
+        _call(driver, "cuMemcpyHtoD", driver.cuMemcpyHtoD(dst, src, nbytes))
+    else:
+        _call(driver, "cuMemcpyHtoDAsync", driver.cuMemcpyHtoDAsync(dst, src, nbytes, stream))
 
 
 def memcpy_dtoh(dst: int, src: int, nbytes: int) -> None:
-    """Copy `nbytes` from device address `src` to host address `dst` (synchronous)."""
+    """Copy `nbytes` from device address `src` to host address `dst`, waiting for the current
+    stream only (the other streams keep running)."""
     driver = require()
-    _call(driver, "cuMemcpyDtoH", driver.cuMemcpyDtoH(dst, src, nbytes))
+    stream = current_stream()
+    if stream is None:
+        _call(driver, "cuMemcpyDtoH", driver.cuMemcpyDtoH(dst, src, nbytes))
+        return
+    _call(driver, "cuMemcpyDtoHAsync", driver.cuMemcpyDtoHAsync(dst, src, nbytes, stream))
+    stream_synchronize(stream)
 
 
 def memcpy_dtod(dst: int, src: int, nbytes: int) -> None:
-    """Copy `nbytes` between two device addresses."""
+    """Copy `nbytes` between two device addresses on the current stream."""
     driver = require()
-    _call(driver, "cuMemcpyDtoD", driver.cuMemcpyDtoD(dst, src, nbytes))
+    stream = current_stream()
+    if stream is None:
+        _call(driver, "cuMemcpyDtoD", driver.cuMemcpyDtoD(dst, src, nbytes))
+    else:
+        _call(driver, "cuMemcpyDtoDAsync", driver.cuMemcpyDtoDAsync(dst, src, nbytes, stream))
+
+
+# ---- streams and events ----------------------------------------------------------------------
+# A stream is the driver's handle; None is the null (legacy default) stream, which waits for
+# the work of every other stream kael makes (they are created blocking) and they for it.
+
+
+def current_stream():
+    """This thread's current stream handle (None: the null stream)."""
+    return getattr(_thread, "stream", None)
+
+
+def set_current_stream(stream) -> None:
+    _thread.stream = stream
+
+
+def stream_create():
+    driver = require()
+    (stream,) = _call(driver, "cuStreamCreate", driver.cuStreamCreate(0))
+    return stream
+
+
+def stream_destroy(stream) -> None:
+    if _forked or not _available:
+        return  # the parent's stream, or none was ever made
+    driver = require()
+    _call(driver, "cuStreamDestroy", driver.cuStreamDestroy(stream))
+
+
+def stream_synchronize(stream) -> None:
+    """Wait for the work queued on `stream` (None: the null stream, which waits for all)."""
+    if stream is None:
+        synchronize()
+        return
+    driver = require()
+    _call(driver, "cuStreamSynchronize", driver.cuStreamSynchronize(stream))
+
+
+def _done(driver, name: str, result: tuple) -> bool:
+    """A query's answer: True when finished, False when not ready, else kael.Error."""
+    if result[0] == driver.CUresult.CUDA_ERROR_NOT_READY:
+        return False
+    _call(driver, name, result)
+    return True
+
+
+def stream_query(stream) -> bool:
+    driver = require()
+    return _done(driver, "cuStreamQuery", driver.cuStreamQuery(stream or 0))
+
+
+def event_create(timing: bool = False):
+    driver = require()
+    flags = 0 if timing else driver.CUevent_flags.CU_EVENT_DISABLE_TIMING
+    (event,) = _call(driver, "cuEventCreate", driver.cuEventCreate(flags))
+    return event
+
+
+def event_destroy(event) -> None:
+    if _forked or not _available:
+        return
+    driver = require()
+    _call(driver, "cuEventDestroy", driver.cuEventDestroy(event))
+
+
+def event_record(event, stream) -> None:
+    driver = require()
+    _call(driver, "cuEventRecord", driver.cuEventRecord(event, stream or 0))
+
+
+def event_query(event) -> bool:
+    driver = require()
+    return _done(driver, "cuEventQuery", driver.cuEventQuery(event))
+
+
+def event_synchronize(event) -> None:
+    driver = require()
+    _call(driver, "cuEventSynchronize", driver.cuEventSynchronize(event))
+
+
+def event_elapsed_ms(start, end) -> float:
+    """Milliseconds between two recorded, completed timing events."""
+    driver = require()
+    (ms,) = _call(driver, "cuEventElapsedTime", driver.cuEventElapsedTime(start, end))
+    return float(ms)
+
+
+def stream_wait_event(stream, event) -> None:
+    """Work queued on `stream` after this waits for `event`."""
+    driver = require()
+    _call(driver, "cuStreamWaitEvent", driver.cuStreamWaitEvent(stream or 0, event, 0))
 
 
 def synchronize() -> None:
@@ -218,7 +324,7 @@ def load_function(ptx: str, name: str) -> tuple[object, object]:
 
 
 def launch_kernel(function, blocks: int, threads: int, words: list[int]) -> None:
-    """cuLaunchKernel on the null stream with one 64-bit parameter per word."""
+    """cuLaunchKernel on the current stream with one 64-bit parameter per word."""
     driver = require()
     n = len(words)
     values = (ctypes.c_int64 * n)(*words)
@@ -229,7 +335,17 @@ def launch_kernel(function, blocks: int, threads: int, words: list[int]) -> None
         driver,
         "cuLaunchKernel",
         driver.cuLaunchKernel(
-            function, blocks, 1, 1, threads, 1, 1, 0, 0, ctypes.addressof(pointers), 0
+            function,
+            blocks,
+            1,
+            1,
+            threads,
+            1,
+            1,
+            0,
+            current_stream() or 0,
+            ctypes.addressof(pointers),
+            0,
         ),
     )
 

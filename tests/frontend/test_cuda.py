@@ -403,6 +403,58 @@ def test_out_of_device_memory_names_the_bytes_asked_for_and_free(small_device):
         kael.empty(1 << 20, device=DEVICE)
 
 
+def test_work_on_a_stream_gives_the_same_results_and_the_stream_is_current_inside():
+    s = kael.cuda.Stream()
+    a = _host((300,), kael.float32, 39)
+    with kael.cuda.stream(s) as inside:
+        assert inside is s and kael.cuda.current_stream() == s
+        on_device = a.to(DEVICE)
+        got = (on_device * 2.0).cumsum(0)
+        host = got.cpu()  # waits for s only
+    assert kael.cuda.current_stream() == kael.cuda.default_stream()
+    np.testing.assert_array_equal(host.numpy(), (a * 2.0).cumsum(0).numpy())
+    assert s.query()
+    s.synchronize()
+
+
+def test_streams_wait_for_each_other_through_events():
+    first, second = kael.cuda.Stream(), kael.cuda.Stream()
+    with kael.cuda.stream(first):
+        x = kael.ones(64, device=DEVICE) * 3.0
+    second.wait_stream(first)
+    with kael.cuda.stream(second):
+        x.record_stream(second)
+        y = x + 1.0
+    second.synchronize()
+    assert y.cpu().numpy().tolist() == [4.0] * 64
+
+
+def test_timing_events_measure_the_work_between_them():
+    start, end = kael.cuda.Event(enable_timing=True), kael.cuda.Event(enable_timing=True)
+    start.record()
+    (kael.ones(4096, device=DEVICE) * 2.0).sum()
+    end.record()
+    end.synchronize()
+    assert end.query() and start.elapsed_time(end) > 0.0
+
+
+def test_event_and_stream_misuse_raise_typed_errors():
+    untimed, timed = kael.cuda.Event(), kael.cuda.Event(enable_timing=True)
+    untimed.record()
+    timed.record()
+    with pytest.raises(kael.Error, match="enable_timing=True"):
+        untimed.elapsed_time(timed)
+    with pytest.raises(kael.Error, match="must be recorded"):
+        timed.elapsed_time(kael.cuda.Event(enable_timing=True))
+    refused = pytest.raises(
+        kael.TypeError, match=r"stream\(\): expected a kael.cuda.Stream, got int"
+    )
+    with refused, kael.cuda.stream(3):
+        pass
+    with pytest.raises(kael.Error, match="record_stream\\(\\): expected a cuda tensor"):
+        kael.ones(2).record_stream(kael.cuda.Stream())
+
+
 def test_synchronize_returns_once_queued_work_is_done():
     a = kael.ones(1 << 20, device=DEVICE)
     b = a * 3.0

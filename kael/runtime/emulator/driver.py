@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import enum
 import threading
+import time
 
 from kael.runtime.emulator import machine, memory, ptx
 from kael.runtime.emulator.memory import Fault, Memory
@@ -20,7 +21,9 @@ class CUresult(enum.IntEnum):
     CUDA_ERROR_INVALID_VALUE = 1
     CUDA_ERROR_OUT_OF_MEMORY = 2
     CUDA_ERROR_INVALID_PTX = 218
+    CUDA_ERROR_INVALID_HANDLE = 400
     CUDA_ERROR_NOT_FOUND = 500
+    CUDA_ERROR_NOT_READY = 600
     CUDA_ERROR_ILLEGAL_ADDRESS = 700
     CUDA_ERROR_LAUNCH_TIMEOUT = 702
     CUDA_ERROR_ILLEGAL_INSTRUCTION = 715
@@ -35,6 +38,8 @@ _DESCRIPTIONS = {
     CUresult.CUDA_ERROR_OUT_OF_MEMORY: "out of memory",
     CUresult.CUDA_ERROR_INVALID_PTX: "a PTX JIT compilation failed",
     CUresult.CUDA_ERROR_NOT_FOUND: "named symbol not found",
+    CUresult.CUDA_ERROR_INVALID_HANDLE: "invalid resource handle",
+    CUresult.CUDA_ERROR_NOT_READY: "device not ready",
     CUresult.CUDA_ERROR_ILLEGAL_ADDRESS: "an illegal memory access was encountered",
     CUresult.CUDA_ERROR_LAUNCH_TIMEOUT: "the launch timed out and was terminated",
     CUresult.CUDA_ERROR_ILLEGAL_INSTRUCTION: "an illegal instruction was encountered",
@@ -42,6 +47,11 @@ _DESCRIPTIONS = {
     CUresult.CUDA_ERROR_LAUNCH_FAILED: "unspecified launch failure",
     CUresult.CUDA_ERROR_NOT_SUPPORTED: "operation not supported",
 }
+
+
+class CUevent_flags(enum.IntEnum):
+    CU_EVENT_DEFAULT = 0
+    CU_EVENT_DISABLE_TIMING = 2
 
 
 class CUdevice_attribute(enum.IntEnum):
@@ -175,6 +185,82 @@ def cuMemcpyDtoH(dst, src, nbytes):
 
 def cuMemcpyDtoD(dst, src, nbytes):
     return _copy(_memory.copy, dst, src, nbytes)
+
+
+# The emulated device runs every launch and copy at once, in order: each stream's work is
+# done when its call returns, so queries answer "done" and waits return at once.
+def cuMemcpyHtoDAsync(dst, src, nbytes, stream):
+    return cuMemcpyHtoD(dst, src, nbytes)
+
+
+def cuMemcpyDtoHAsync(dst, src, nbytes, stream):
+    return cuMemcpyDtoH(dst, src, nbytes)
+
+
+def cuMemcpyDtoDAsync(dst, src, nbytes, stream):
+    return cuMemcpyDtoD(dst, src, nbytes)
+
+
+class Stream:
+    pass
+
+
+class Event:
+    def __init__(self, timing: bool) -> None:
+        self.timing = timing
+        self.at: float | None = None
+
+
+def cuStreamCreate(flags):
+    return OK, Stream()
+
+
+def cuStreamDestroy(stream):
+    return (OK,)
+
+
+def cuStreamSynchronize(stream):
+    return (OK,)
+
+
+def cuStreamQuery(stream):
+    return (OK,)
+
+
+def cuStreamWaitEvent(stream, event, flags):
+    return (OK,)
+
+
+def cuEventCreate(flags):
+    return OK, Event(not int(flags) & CUevent_flags.CU_EVENT_DISABLE_TIMING)
+
+
+def cuEventDestroy(event):
+    return (OK,)
+
+
+def cuEventRecord(event, stream):
+    event.at = time.perf_counter()
+    return (OK,)
+
+
+def cuEventQuery(event):
+    return (OK,)
+
+
+def cuEventSynchronize(event):
+    return (OK,)
+
+
+def cuEventElapsedTime(start, end):
+    if not (start.timing and end.timing) or start.at is None or end.at is None:
+        return (
+            *_failed(
+                Fault("CUDA_ERROR_INVALID_HANDLE", "an event without timing or never recorded")
+            ),
+            None,
+        )
+    return OK, (end.at - start.at) * 1e3
 
 
 def cuModuleLoadData(image: bytes):

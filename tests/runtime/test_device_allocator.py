@@ -1,0 +1,93 @@
+"""The CUDA allocator never hands a block to other work while a stream other than the null
+one may still use it: such a block waits for an event on each of its streams."""
+
+import pytest
+
+from kael.runtime import allocator as allocator_module
+from kael.runtime import cuda_driver
+
+CAP = 4096
+
+
+class FakeStreams:
+    """cuda_driver's stream and event calls, scripted: events finish when told to."""
+
+    def __init__(self, monkeypatch):
+        self.current = None
+        self.done: set[int] = set()
+        self.recorded: list[tuple[int, object]] = []
+        self.destroyed: list[int] = []
+        self.waited: list[int] = []
+        self._next = 0
+        monkeypatch.setattr(cuda_driver, "current_stream", lambda: self.current)
+        monkeypatch.setattr(cuda_driver, "event_create", self._create)
+        monkeypatch.setattr(cuda_driver, "event_record", lambda e, s: self.recorded.append((e, s)))
+        monkeypatch.setattr(cuda_driver, "event_query", lambda e: e in self.done)
+        monkeypatch.setattr(cuda_driver, "event_synchronize", self._wait)
+        monkeypatch.setattr(cuda_driver, "event_destroy", self.destroyed.append)
+
+    def _create(self, timing: bool = False) -> int:
+        self._next += 1
+        return self._next
+
+    def _wait(self, event: int) -> None:
+        self.waited.append(event)
+        self.done.add(event)
+
+
+@pytest.fixture
+def device(monkeypatch):
+    memory = {"next": 1 << 40, "freed": []}
+
+    def alloc(nbytes: int) -> int:
+        memory["next"] += nbytes
+        return memory["next"]
+
+    allocator = allocator_module.DeviceAllocator("fake-cuda", alloc, memory["freed"].append)
+    return allocator, FakeStreams(monkeypatch), memory["freed"]
+
+
+def test_a_null_stream_block_is_reused_at_once(device):
+    allocator, _, _ = device
+    ptr = allocator.allocate(CAP)
+    allocator.release(ptr, CAP)
+    assert allocator.allocate(CAP) == ptr
+
+
+def test_a_streams_block_waits_for_its_event_before_reuse(device):
+    allocator, streams, _ = device
+    streams.current = "s1"
+    ptr = allocator.allocate(CAP)
+    allocator.release(ptr, CAP)
+    assert streams.recorded == [(1, "s1")] and allocator.pending_bytes() == CAP
+    other = allocator.allocate(CAP)  # s1 may still use ptr: a new block
+    assert other != ptr and allocator.pending_bytes() == CAP
+    streams.done.add(1)
+    allocator.release(other, CAP)  # other was made under s1 too: pending on its own event
+    streams.done.add(2)
+    assert allocator.allocate(CAP) in (ptr, other) and allocator.pending_bytes() == 0
+    assert sorted(streams.destroyed) == [1, 2]
+
+
+def test_record_stream_adds_a_stream_to_wait_for(device):
+    allocator, streams, _ = device
+    ptr = allocator.allocate(CAP)  # on the null stream
+    allocator.record_stream(ptr, "s2")
+    allocator.record_stream(ptr, None)  # the null stream needs no mark
+    allocator.release(ptr, CAP)
+    assert streams.recorded == [(1, "s2")] and allocator.pending_bytes() == CAP
+
+
+def test_empty_cache_waits_for_pending_blocks_and_frees_them(device):
+    allocator, streams, freed = device
+    streams.current = "s1"
+    ptr = allocator.allocate(CAP)
+    allocator.release(ptr, CAP)
+    assert allocator.empty_cache() == CAP
+    assert streams.waited == [1] and freed == [ptr] and allocator.pending_bytes() == 0
+
+
+def test_every_release_takes_the_locked_path(device):
+    allocator, _, _ = device
+    allocator.lock_free_cap = 1 << 30  # what set_caching_allocator_enabled assigns
+    assert allocator.lock_free_cap == -1
