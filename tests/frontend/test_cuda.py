@@ -311,6 +311,25 @@ def test_scans_run_on_the_device_and_give_the_cpus_bits(dtype, op):
     _same_bits(fn(long.to(DEVICE), 1), fn(long, 1))
 
 
+SAMPLERS = {
+    "rand": lambda device: kael.rand(257, device=device),
+    "randn": lambda device: kael.randn(3, 50, device=device),
+    "randint": lambda device: kael.randint(-5, 10, (99,), device=device),
+    "randperm": lambda device: kael.randperm(40, device=device),
+    "bernoulli": lambda device: kael.bernoulli(kael.full((70,), 0.3, device=device)),
+}
+
+
+@pytest.mark.parametrize("sampler", list(SAMPLERS))
+def test_random_values_on_the_device_are_the_cpus_and_advance_the_generator_alike(sampler):
+    kael.manual_seed(7)
+    want, after_cpu = SAMPLERS[sampler]("cpu"), kael.rand(3)
+    kael.manual_seed(7)
+    got, after_device = SAMPLERS[sampler](DEVICE), kael.rand(3)
+    _same_bits(got, want)
+    np.testing.assert_array_equal(after_device.numpy(), after_cpu.numpy())
+
+
 @pytest.mark.parametrize("replacement", [True, False])
 def test_multinomial_on_the_device_draws_the_cpus_samples_from_one_seed(replacement):
     weights = _host((4, 7), kael.float32, 33).abs() + 0.1
