@@ -11,7 +11,7 @@ import ctypes
 import os
 import threading
 
-from kael.runtime import sync
+from kael.runtime import launches, sync
 from kael.runtime.errors import Error
 
 _UNAVAILABLE = "CUDA is not available: no NVIDIA driver or GPU was found"
@@ -323,31 +323,49 @@ def load_function(ptx: str, name: str) -> tuple[object, object]:
     return module, function
 
 
-def launch_kernel(function, blocks: int, threads: int, words: list[int]) -> None:
-    """cuLaunchKernel on the current stream with one 64-bit parameter per word."""
+def launch_kernel(
+    function,
+    blocks: int,
+    threads: int,
+    words: list[int],
+    *,
+    name: str = "",
+    moved: int = 0,
+    flops: int = 0,
+    kernel=None,
+) -> None:
+    """cuLaunchKernel on the current stream with one 64-bit parameter per word. Where
+    launches are watched (KAEL_DEBUG, kael.explain), events around it time the kernel alone
+    on the device, and the launch is reported with `name`, the bytes it moves and its flops."""
     driver = require()
     n = len(words)
     values = (ctypes.c_int64 * n)(*words)
     base = ctypes.addressof(values)
     # cuLaunchKernel copies each parameter from the address in its slot of this array.
     pointers = (ctypes.c_void_p * n)(*(base + 8 * i for i in range(n)))
+    stream = current_stream()
+    timed = launches.watched()
+    if timed:
+        start, end = event_create(timing=True), event_create(timing=True)
+        event_record(start, stream)
     _call(
         driver,
         "cuLaunchKernel",
         driver.cuLaunchKernel(
-            function,
-            blocks,
-            1,
-            1,
-            threads,
-            1,
-            1,
-            0,
-            current_stream() or 0,
-            ctypes.addressof(pointers),
-            0,
+            function, blocks, 1, 1, threads, 1, 1, 0, stream or 0, ctypes.addressof(pointers), 0
         ),
     )
+    if timed:
+        event_record(end, stream)
+        event_synchronize(end)
+        seconds = event_elapsed_ms(start, end) / 1e3
+        event_destroy(start)
+        event_destroy(end)
+        launches.report(
+            launches.Launch(
+                name or "cuda kernel", None, blocks * threads, moved, seconds, flops, kernel
+            )
+        )
 
 
 def _after_fork_in_child() -> None:

@@ -474,6 +474,17 @@ def test_event_and_stream_misuse_raise_typed_errors():
         kael.ones(2).record_stream(kael.cuda.Stream())
 
 
+def test_device_launches_are_timed_by_events_and_reported_with_bytes_and_flops():
+    from kael.frontend.inspection import record_launches
+
+    x = _host((64, 64), kael.float32, 40).to(DEVICE)
+    _, launches = record_launches(lambda a: (a @ a).sum(1), x)
+    assert [launch.symbol.split("_")[1] for launch in launches] == ["gemm", "sum"]
+    assert all(launch.seconds > 0 for launch in launches)
+    assert launches[0].flops == 2 * 64**3
+    assert launches[1].bytes_moved == 64 * (64 * 4 + 4) and launches[1].kernel is not None
+
+
 def test_synchronize_returns_once_queued_work_is_done():
     a = kael.ones(1 << 20, device=DEVICE)
     b = a * 3.0

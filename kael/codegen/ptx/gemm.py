@@ -179,4 +179,7 @@ def matmul(c: TensorImpl, a: TensorImpl, b: TensorImpl) -> None:
             a.data_ptr() + oa * item, b.data_ptr() + ob * item, c.data_ptr() + oc * item,
             *a.strides[-2:], qa, *b.strides[-2:], qb, c.strides[-2], qc, m, n, k, tm, tn,
         ]  # fmt: skip
-        cuda_driver.launch_kernel(function, q * tm * tn, THREADS, words)
+        cuda_driver.launch_kernel(
+            function, q * tm * tn, THREADS, words, name=symbol(c.dtype),
+            moved=q * (m * k + k * n + m * n) * item, flops=2 * q * m * n * k,
+        )  # fmt: skip

@@ -128,7 +128,10 @@ class DeviceRunner:
         block = self.scratch(words)
         blocks = 1 if serial else max(1, min(MAX_BLOCKS, -(-items // THREADS)))
         threads = 1 if serial else THREADS
-        cuda_driver.launch_kernel(function(name, build, symbol), blocks, threads, [block, items])
+        cuda_driver.launch_kernel(
+            function(name, build, symbol), blocks, threads, [block, items], name=symbol,
+            moved=moved,
+        )  # fmt: skip
 
     def close(self) -> None:
         for ptr, capacity in self._blocks:

@@ -59,6 +59,9 @@ def launch(kernel: Kernel, words: list[int], total: int) -> None:
         raise Error(f"kernel {kernel.name} takes {expected} argument words, got {len(words)}")
     if total <= 0:
         return
+    entry = get(kernel)
+    moved = total * sum(buffer.dtype.itemsize for buffer in kernel.buffers)
     cuda_driver.launch_kernel(
-        get(kernel).function, grid_blocks(total), THREADS_PER_BLOCK, [*words, total]
-    )
+        entry.function, grid_blocks(total), THREADS_PER_BLOCK, [*words, total],
+        name=entry.name, moved=moved, kernel=kernel,
+    )  # fmt: skip

@@ -295,4 +295,13 @@ def launch(red: Reduction, words: list[int], plan: ReducePlan) -> None:
         red, lambda: cuda_driver.load_function(ptx_for(red), function_name(red))
     )
     blocks = max(1, min(MAX_BLOCKS, plan.outputs))
-    cuda_driver.launch_kernel(function, blocks, THREADS, words)
+    reduced = 1
+    for size in plan.reduced:
+        reduced *= size
+    moved = plan.outputs * (
+        reduced * sum(b.dtype.itemsize for b in red.inputs)
+        + sum(b.dtype.itemsize for b in red.outputs)
+    )
+    cuda_driver.launch_kernel(
+        function, blocks, THREADS, words, name=function_name(red), moved=moved, kernel=red
+    )
