@@ -8,6 +8,7 @@ import numpy as np
 
 from kael.frontend import eager, indexing, interop, printing, views
 from kael.runtime import cuda_driver, dtypes
+from kael.runtime.allocator import PINNED
 from kael.runtime.device import CPU, CUDA, Device, parse_device
 from kael.runtime.dtypes import DType, as_dtype
 from kael.runtime.errors import Error, TypeError, ValueError
@@ -42,15 +43,22 @@ def clone_impl(impl: TensorImpl, dtype: DType | None = None) -> TensorImpl:
     return out
 
 
-def transfer_impl(impl: TensorImpl, device: Device) -> TensorImpl:
-    """impl's elements in a new contiguous impl on another device (a host <-> GPU memcpy)."""
+def transfer_impl(impl: TensorImpl, device: Device, non_blocking: bool = False) -> TensorImpl:
+    """impl's elements in a new contiguous impl on another device (a host <-> GPU memcpy);
+    `non_blocking` from pinned memory to the GPU: queued on the current stream, the pinned
+    block kept from reuse until the copy is done."""
     if not impl.is_contiguous():
         impl = clone_impl(impl)
     out = empty_impl(impl.shape, impl.dtype, device)
     nbytes = impl.nbytes()
-    if nbytes:
-        memcpy = cuda_driver.memcpy_htod if device is CUDA else cuda_driver.memcpy_dtoh
-        memcpy(out.storage.ptr, impl.data_ptr(), nbytes)
+    if not nbytes:
+        return out
+    if non_blocking and device is CUDA and impl.storage.is_pinned:
+        cuda_driver.memcpy_htod_async(out.storage.ptr, impl.data_ptr(), nbytes)
+        PINNED.record_stream(impl.storage.ptr, cuda_driver.current_stream())
+        return out
+    memcpy = cuda_driver.memcpy_htod if device is CUDA else cuda_driver.memcpy_dtoh
+    memcpy(out.storage.ptr, impl.data_ptr(), nbytes)
     return out
 
 
@@ -288,8 +296,10 @@ class Tensor:
 
     # ---- conversion -----------------------------------------------------------------------
 
-    def to(self, *args, dtype=None, device=None) -> Tensor:
-        """This tensor with another dtype and/or device; self when nothing changes."""
+    def to(self, *args, dtype=None, device=None, non_blocking: bool = False) -> Tensor:
+        """This tensor with another dtype and/or device; self when nothing changes.
+        `non_blocking`: a copy from pinned host memory to a GPU does not wait for the device
+        (it runs on the current stream); any other copy waits as usual."""
         for arg in args:
             if isinstance(arg, DType):
                 dtype = arg
@@ -310,10 +320,30 @@ class Tensor:
         if convert and impl.device is CPU:  # convert where the kernels run
             impl, convert = clone_impl(impl, dtype), False
         if device is not impl.device:
-            impl = transfer_impl(impl, device)
+            if not isinstance(non_blocking, bool):
+                raise TypeError(
+                    f"to(): non_blocking must be a bool, got {type(non_blocking).__name__}"
+                )
+            impl = transfer_impl(impl, device, non_blocking)
         if convert:
             impl = clone_impl(impl, dtype)
         return Tensor(impl)
+
+    def pin_memory(self) -> Tensor:
+        """A copy of this CPU tensor in page-locked host memory (self if it is in some)."""
+        impl = self._impl
+        if impl.device is not CPU:
+            raise Error(f"pin_memory(): only CPU tensors can be pinned, got one on {impl.device}")
+        if impl.storage.is_pinned:
+            return self
+        storage = Storage.pinned(impl.nbytes())
+        out = TensorImpl(storage, impl.shape, contiguous_strides(impl.shape), 0, impl.dtype, CPU)
+        eager.copy_into(out, impl)
+        return Tensor(out)
+
+    def is_pinned(self) -> bool:
+        """Whether this tensor's memory is page-locked host memory (pin_memory)."""
+        return self._impl.storage.is_pinned
 
     def cpu(self) -> Tensor:
         return self.to(device=CPU)

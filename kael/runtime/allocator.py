@@ -295,6 +295,21 @@ class DeviceAllocator(CachingAllocator):
         return super().empty_cache()
 
 
+class PinnedAllocator(DeviceAllocator):
+    """Page-locked host blocks (Tensor.pin_memory): an asynchronous copy from one is marked
+    with `record_stream` (the null stream too: the host may write the block as soon as the
+    allocator hands it out again), and the block is reused only once that copy is done."""
+
+    def allocate(self, capacity: int) -> int:
+        if self._pending:
+            self._collect(wait=False)
+        return CachingAllocator.allocate(self, capacity)
+
+    def record_stream(self, ptr: int, stream) -> None:
+        with self._lock:
+            self._streams.setdefault(ptr, set()).add(stream or 0)
+
+
 def _host_functions() -> tuple[Callable[[int], int], Callable[[int], None]]:
     """posix_memalign and free from the C library, wrapped for CachingAllocator."""
     libc = ctypes.CDLL(None)
@@ -333,6 +348,9 @@ _ALLOCATORS = {
 }
 
 
+PINNED = PinnedAllocator("pinned", cuda_driver.host_alloc_pinned, cuda_driver.host_free_pinned)
+
+
 def allocator_for(device: str | Device) -> CachingAllocator:
     """The allocator of a device kind."""
     if device.__class__ is not Device:
@@ -346,8 +364,8 @@ def memory_stats(device: str | Device = "cpu") -> dict[str, int]:
 
 
 def empty_cache() -> None:
-    """Free the cached blocks of every device to the system."""
-    for allocator in _ALLOCATORS.values():
+    """Free the cached blocks of every device (and of pinned host memory) to the system."""
+    for allocator in (*_ALLOCATORS.values(), PINNED):
         allocator.empty_cache()
 
 

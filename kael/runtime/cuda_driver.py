@@ -174,6 +174,28 @@ def _gib(nbytes: int) -> str:
     return f"{nbytes / (1 << 30):.2f} GiB"
 
 
+def host_alloc_pinned(nbytes: int) -> int:
+    """Page-locked host memory of `nbytes` bytes (cuMemHostAlloc): copies from it to the
+    device can run asynchronously. Its address."""
+    driver = require()
+    (ptr,) = _call(driver, "cuMemHostAlloc", driver.cuMemHostAlloc(nbytes, 0))
+    return int(ptr)
+
+
+def host_free_pinned(ptr: int) -> None:
+    if _forked:
+        return  # pinned by the parent's context
+    driver = require()
+    _call(driver, "cuMemFreeHost", driver.cuMemFreeHost(ptr))
+
+
+def memcpy_htod_async(dst: int, src: int, nbytes: int) -> None:
+    """Copy from pinned host memory to the device on the current stream, without waiting."""
+    driver = require()
+    stream = current_stream() or 0
+    _call(driver, "cuMemcpyHtoDAsync", driver.cuMemcpyHtoDAsync(dst, src, nbytes, stream))
+
+
 def mem_free(ptr: int) -> None:
     """Return memory from mem_alloc to the driver."""
     if _forked:

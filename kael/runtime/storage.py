@@ -6,7 +6,14 @@ import builtins
 import operator
 import sys
 
-from kael.runtime.allocator import _GIL, SMALL_LIMIT, SMALL_STEP, allocator_for, block_capacity
+from kael.runtime.allocator import (
+    _GIL,
+    PINNED,
+    SMALL_LIMIT,
+    SMALL_STEP,
+    allocator_for,
+    block_capacity,
+)
 from kael.runtime.device import CPU, Device, parse_device
 from kael.runtime.errors import TypeError, ValueError
 
@@ -63,6 +70,19 @@ class Storage:
         self._capacity = capacity
         self._allocator = allocator
         return self
+
+    @classmethod
+    def pinned(cls, nbytes: int) -> Storage:
+        """Host memory that is page-locked (allocator.PINNED): copies from it to a GPU can run
+        asynchronously (Tensor.pin_memory)."""
+        nbytes = _as_size(nbytes)
+        if not nbytes:
+            return cls(0, CPU)
+        return cls.planned(nbytes, block_capacity(nbytes), PINNED, CPU)
+
+    @property
+    def is_pinned(self) -> bool:
+        return self._allocator is PINNED
 
     @classmethod
     def host(cls, nbytes: int) -> Storage:

@@ -485,6 +485,25 @@ def test_device_launches_are_timed_by_events_and_reported_with_bytes_and_flops()
     assert launches[1].bytes_moved == 64 * (64 * 4 + 4) and launches[1].kernel is not None
 
 
+def test_a_non_blocking_copy_from_pinned_memory_arrives_whole():
+    host = _host((1000,), kael.float32, 41)
+    pinned = host.pin_memory()
+    assert pinned.is_pinned() and not host.is_pinned() and pinned.pin_memory() is pinned
+    s = kael.cuda.Stream()
+    with kael.cuda.stream(s):
+        on_device = pinned.to(DEVICE, non_blocking=True)
+    s.synchronize()
+    _same_bits(on_device, host.to(DEVICE))
+    _same_bits(kael.ones(3).pin_memory().to(DEVICE, non_blocking=True), kael.ones(3, device=DEVICE))
+
+
+def test_pin_memory_and_non_blocking_refuse_what_they_cannot_do():
+    with pytest.raises(kael.Error, match=r"pin_memory\(\): only CPU tensors can be pinned"):
+        kael.ones(2, device=DEVICE).pin_memory()
+    with pytest.raises(kael.TypeError, match="non_blocking must be a bool, got int"):
+        kael.ones(2).to(DEVICE, non_blocking=1)
+
+
 def test_synchronize_returns_once_queued_work_is_done():
     a = kael.ones(1 << 20, device=DEVICE)
     b = a * 3.0

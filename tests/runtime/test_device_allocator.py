@@ -91,3 +91,15 @@ def test_every_release_takes_the_locked_path(device):
     allocator, _, _ = device
     allocator.lock_free_cap = 1 << 30  # what set_caching_allocator_enabled assigns
     assert allocator.lock_free_cap == -1
+
+
+def test_a_pinned_block_copied_on_the_null_stream_still_waits_for_the_copy(monkeypatch):
+    streams = FakeStreams(monkeypatch)
+    pinned = allocator_module.PinnedAllocator("fake-pinned", lambda n: 1 << 20, lambda p: None)
+    streams.current = "s1"  # host allocations are not stream work: nothing recorded
+    ptr = pinned.allocate(CAP)
+    pinned.release(ptr, CAP)
+    assert pinned.pending_bytes() == 0 and pinned.allocate(CAP) == ptr
+    pinned.record_stream(ptr, None)  # an async copy on the null stream reads it
+    pinned.release(ptr, CAP)
+    assert streams.recorded == [(1, 0)] and pinned.pending_bytes() == CAP

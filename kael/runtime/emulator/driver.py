@@ -157,6 +157,21 @@ def cuMemAlloc(nbytes: int):
             return (*_failed(exc), None)
 
 
+_pinned: dict[int, ctypes.Array] = {}  # page-locked host memory: plain host memory here
+
+
+def cuMemHostAlloc(nbytes, flags):
+    block = (ctypes.c_char * max(1, int(nbytes)))()
+    _pinned[ctypes.addressof(block)] = block
+    return OK, ctypes.addressof(block)
+
+
+def cuMemFreeHost(ptr):
+    if _pinned.pop(int(ptr), None) is None:
+        return _failed(Fault("CUDA_ERROR_INVALID_VALUE", f"cuMemFreeHost of {int(ptr):#x}"))
+    return (OK,)
+
+
 def cuMemFree(ptr):
     with _lock:
         try:
