@@ -98,7 +98,9 @@ def test_launch_runs_one_cta_per_output_with_the_cpu_words(monkeypatch):
     calls = []
     monkeypatch.setattr(ptx_reduce, "_loaded", kernel_cache.Memo())  # keep the fake out
     monkeypatch.setattr(ptx_reduce.cuda_driver, "load_function", lambda ptx, name: ("m", name))
-    monkeypatch.setattr(ptx_reduce.cuda_driver, "launch_kernel", lambda *args: calls.append(args))
+    monkeypatch.setattr(
+        ptx_reduce.cuda_driver, "launch_kernel", lambda *args, **_: calls.append(args)
+    )
     (kernel,) = kernels_of("sum_f32_inner")
     plan = plan_reduction((4, 40), (1,), [(1,)], [(40, 1)])
     words = list(range(word_count(kernel)))
