@@ -28,18 +28,20 @@ class Stream:
 
     `Stream()` makes a new one; `current_stream()` and `default_stream()` return the ones in
     use (the default is the null stream, which waits for every other stream and they for it).
+    A stream's handle lives as long as the process (as PyTorch pools its streams): the
+    allocator may still record events on it for blocks freed after the Stream object died.
     """
 
-    __slots__ = ("_handle", "_owned", "__weakref__")
+    __slots__ = ("_handle", "__weakref__")
 
     def __init__(self) -> None:
         self._handle = cuda_driver.stream_create()
-        self._owned = True
+        _handles.append(self._handle)
 
     @classmethod
     def _of(cls, handle) -> Stream:
         s = object.__new__(cls)
-        s._handle, s._owned = handle, False
+        s._handle = handle
         return s
 
     def synchronize(self) -> None:
@@ -78,9 +80,8 @@ class Stream:
             else f"<kael.cuda.Stream {id(self):#x}>"
         )
 
-    def __del__(self) -> None:
-        if getattr(self, "_owned", False):
-            cuda_driver.stream_destroy(self._handle)
+
+_handles: list = []  # every stream made: never destroyed (see Stream)
 
 
 class Event:

@@ -474,9 +474,9 @@ def _fetching(red: Reduction, ins) -> Reduction:
 def _launched(red: Reduction, lay, outs, ins, fetch: bool) -> Reduction:
     """The variant of the specialized `red` this launch runs on the host: for short rows
     (_shortened), fetching a large input ahead (_fetching, unless `fetch` is False)."""
+    red = _shortened(red, lay)  # a GPU runs float sums in the host's order: the same variant
     if outs[0].device is not CPU:
         return red
-    red = _shortened(red, lay)
     return _fetching(red, ins) if fetch else red
 
 

@@ -271,19 +271,23 @@ class DeviceAllocator(CachingAllocator):
         with self._lock:
             pending, self._pending = self._pending, []
         kept = []
-        for ptr, capacity, events in pending:
-            if wait:
-                for event in events:
-                    cuda_driver.event_synchronize(event)
-            if wait or all(cuda_driver.event_query(event) for event in events):
-                for event in events:
-                    cuda_driver.event_destroy(event)
-                super().release(ptr, capacity)
-            else:
-                kept.append((ptr, capacity, events))
-        if kept:
-            with self._lock:
-                self._pending.extend(kept)
+        try:
+            while pending:
+                ptr, capacity, events = pending[0]
+                if wait:
+                    for event in events:
+                        cuda_driver.event_synchronize(event)
+                if wait or all(cuda_driver.event_query(event) for event in events):
+                    for event in events:
+                        cuda_driver.event_destroy(event)
+                    super().release(ptr, capacity)
+                else:
+                    kept.append(pending[0])
+                pending.pop(0)
+        finally:  # a driver error leaves what was not collected pending, not lost
+            if kept or pending:
+                with self._lock:
+                    self._pending.extend(kept + pending)
 
     def pending_bytes(self) -> int:
         """Bytes released but not yet reusable: their streams may still use them."""

@@ -206,13 +206,15 @@ def mem_free(ptr: int) -> None:
 
 def memcpy_htod(dst: int, src: int, nbytes: int) -> None:
     """Copy `nbytes` from host address `src` to device address `dst` on the current stream;
-    the host memory may be reused on return."""
+    the host memory may be reused on return (from pinned memory the async copy would not
+    have finished: the stream is waited for)."""
     driver = require()
     stream = current_stream()
     if stream is None:
         _call(driver, "cuMemcpyHtoD", driver.cuMemcpyHtoD(dst, src, nbytes))
     else:
         _call(driver, "cuMemcpyHtoDAsync", driver.cuMemcpyHtoDAsync(dst, src, nbytes, stream))
+        stream_synchronize(stream)
 
 
 def memcpy_dtoh(dst: int, src: int, nbytes: int) -> None:
@@ -255,13 +257,6 @@ def stream_create():
     driver = require()
     (stream,) = _call(driver, "cuStreamCreate", driver.cuStreamCreate(0))
     return stream
-
-
-def stream_destroy(stream) -> None:
-    if _forked or not _available:
-        return  # the parent's stream, or none was ever made
-    driver = require()
-    _call(driver, "cuStreamDestroy", driver.cuStreamDestroy(stream))
 
 
 def stream_synchronize(stream) -> None:

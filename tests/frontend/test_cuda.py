@@ -104,21 +104,30 @@ def test_reductions_on_the_device_agree_with_the_cpu(dtype, op, dim):
     fn = getattr(kael, op)
     got = fn(a.to(DEVICE)) if dim is None else fn(a.to(DEVICE), dim)
     want = fn(a) if dim is None else fn(a, dim)
-    if op == "sum" and dtype is not kael.int64:
-        _close(got, want, 2e-5)  # the CPU's float32 runs: rows of 1031 off by up to 7.8e-6
-    else:
-        _same_bits(got, want)
+    _same_bits(got, want)  # float sums too: the host's blocks and order (ptx/reduce.py)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 12: ptx/reduce.py widens every float32 value and adds in its own order, the"
-    " CPU adds float32 runs in fixed blocks and a fixed tree; the same order is still to build",
-)
-def test_a_float32_sum_gives_the_cpus_bits():
-    # the issue's promise: the same fixed blocks and combining order on both devices
-    a = _host((1 << 22,), kael.float32, 7)
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_a_sum_over_many_blocks_gives_the_cpus_bits(dtype):
+    # the same fixed blocks, lanes, float32 runs and combining tree on both devices
+    a = kael.tensor(np.random.default_rng(7).standard_normal(1 << 18) * 1e3).to(dtype)
     _same_bits(a.to(DEVICE).sum(), a.sum())
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "var", "std", "norm", "prod"])
+@pytest.mark.parametrize("dim", [None, 0, 1, (0, 2)], ids=str)
+def test_float64_accumulations_give_the_cpus_bits(op, dim):
+    # float64 data whose sums round at every step: only the same order gives the same bits
+    a = kael.tensor(np.random.default_rng(8).standard_normal((9, 40, 70)) * 1e3)
+    if op == "prod":
+        a = a / 1e3 * 0.05 + 1.0
+    fn = getattr(kael, op)
+    on_device = a.to(DEVICE)
+    for x, y in ((a, on_device), (a.transpose(0, 2), on_device.transpose(0, 2))):
+        # contiguous and transposed: the host's ROWS and COLS schedules, strided lanes
+        got = fn(y) if dim is None else fn(y, dim=dim)
+        want = fn(x) if dim is None else fn(x, dim=dim)
+        _same_bits(got, want)
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)

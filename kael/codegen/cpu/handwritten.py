@@ -153,8 +153,11 @@ class HostRunner:
     def read(self, address: int, count: int) -> list[int]:
         return list((ctypes.c_int64 * count).from_address(address))
 
-    def run(self, name, build, symbol, words, items, moved, align=None, serial=False) -> None:
-        """Launch `symbol` of module `name` over `items` work items (`serial`: inline)."""
+    def run(
+        self, name, build, symbol, words, items, moved, align=None, serial=False, kernel=None
+    ) -> None:
+        """Launch `symbol` of module `name` over `items` work items (`serial`: inline); the
+        same signature as the GPU's runner (`kernel` is for its launch record)."""
         fn = compiled(name, build)[symbol]
         launch(
             fn, words, items, 0 if serial else moved, **({} if align is None else {"align": align})

@@ -146,7 +146,8 @@ class _Emitter:
             load,
             _no_index,
             lambda s: self.args.params[s],
-            scalef=compiler.has_avx512f(),
+            # vscalef is the host's: the GPU runs these functions too (ptx/reduce.py)
+            scalef=compiler.has_avx512f() and not str(self.b.module.triple).startswith("nvptx"),
         )
         value = emitter.emit(self.red.prologue.x if run else self.red.prologue)
         if self.red.second is not None:
@@ -526,12 +527,15 @@ def _emit_cols(e: _Emitter, w: ir.Value) -> None:
         b.add(element_offset(b, outer, st[: k - 1]), b.mul(c0, st[k - 1])) for st in args.in_strides
     ]
     acc_ty = scalar_type(red.acc)
-    row = e.entry.alloca(acc_ty, size=i64(MAX_COLUMNS), name="row")
+    # A GPU thread takes one column (ptx/reduce.py passes columns = 1): one slot, not 32 KiB
+    # of local memory per thread. Each column is its own chain: the same bits either way.
+    capacity = 1 if str(b.module.triple).startswith("nvptx") else MAX_COLUMNS
+    row = e.entry.alloca(acc_ty, size=i64(capacity), name="row")
     row.align = VECTOR_BYTES
     align = red.acc.itemsize
     paired = red.paired
     sec_ty = scalar_type(red.second_dtype)
-    rows_i = e.entry.alloca(sec_ty, size=i64(MAX_COLUMNS), name="row_index") if paired else None
+    rows_i = e.entry.alloca(sec_ty, size=i64(capacity), name="row_index") if paired else None
     if rows_i is not None:
         rows_i.align = VECTOR_BYTES
 

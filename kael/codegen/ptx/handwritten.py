@@ -97,8 +97,8 @@ def function(name: str, build: Build, symbol: str):
 
 class DeviceRunner:
     """Runs hand-written kernel families on the GPU for one op call: scratch words in device
-    memory (from the caching allocator, returned by `close`), launches on the null stream,
-    so a block released after the call is reused only by work queued after it."""
+    memory (from the caching allocator, returned by `close`), launches on the current
+    stream; the allocator keeps a block another stream may still use (DeviceAllocator)."""
 
     def __init__(self) -> None:
         self._blocks: list[tuple[int, int]] = []
@@ -119,10 +119,13 @@ class DeviceRunner:
         cuda_driver.memcpy_dtoh(ctypes.addressof(host), address, 8 * count)
         return list(host)
 
-    def run(self, name, build, symbol, words, items, moved, align=None, serial=False) -> None:
+    def run(
+        self, name, build, symbol, words, items, moved, align=None, serial=False, kernel=None
+    ) -> None:
         """One launch over `items` work items; `serial`: all on one thread, in order (a put
-        whose repeated offsets must end with the last write). `moved` and `align` are the
-        CPU's split hints."""
+        whose repeated offsets must end with the last write). `moved` (also the launch
+        record's bytes) and `align` are the CPU's split hints; `kernel`: the IR it runs, for
+        the launch record."""
         if items <= 0:
             return
         block = self.scratch(words)
@@ -130,7 +133,7 @@ class DeviceRunner:
         threads = 1 if serial else THREADS
         cuda_driver.launch_kernel(
             function(name, build, symbol), blocks, threads, [block, items], name=symbol,
-            moved=moved,
+            moved=moved, kernel=kernel,
         )  # fmt: skip
 
     def close(self) -> None:

@@ -14,9 +14,12 @@ checks the PTX.
 
 from __future__ import annotations
 
+import dataclasses
+
 from llvmlite import ir
 
 from kael.codegen.combine import Combiner, identity
+from kael.codegen.cpu import reduce as cpu_reduce
 from kael.codegen.cpu.reduce import word_count
 from kael.codegen.lowering import (
     CODEGEN_SCHEMA,
@@ -31,9 +34,11 @@ from kael.codegen.lowering import (
     scalar_type,
 )
 from kael.codegen.ptx import compiler
+from kael.codegen.ptx.handwritten import DeviceRunner
 from kael.codegen.ptx.kernel import DATA_LAYOUT, TRIPLE, sreg
+from kael.ir.kernel import NO_PREFETCH
 from kael.ir.printer import format_reduction
-from kael.ir.reduction import ReducePlan, Reduction
+from kael.ir.reduction import COLS, ReducePlan, Reduction
 from kael.runtime import cuda_driver, kernel_cache
 from kael.runtime.dtypes import INT64_MAX
 from kael.runtime.errors import Error
@@ -284,8 +289,54 @@ def ptx_for(red: Reduction) -> str:
     return _memory.get(red, make)
 
 
+def in_host_order(red: Reduction) -> bool:
+    """Whether `red`'s result depends on the order of its combining steps (float sums and
+    products: sum, mean, var, std, norm, prod): those run the host's own functions."""
+    return red.op in ("sum", "prod") and red.acc.is_floating_point
+
+
+def host_order_spec(red: Reduction):
+    """(symbol, builder) of `red`'s host functions (codegen/cpu/reduce.py: the blocks and
+    the tree over their partials) for the GPU, without the host's prefetches."""
+    gpu_red = dataclasses.replace(red, prefetch=NO_PREFETCH, fetch_ahead=0)
+    symbol = f"kael_{red.name}_host_order_{cache_key(gpu_red)[:16]}"
+
+    def build(module: ir.Module) -> list[str]:
+        cpu_reduce.fill_module(module, gpu_red, symbol)
+        return [symbol, f"{symbol}_final"]
+
+    return symbol, build
+
+
+def _launch_in_host_order(red: Reduction, words: list[int], plan: ReducePlan, moved: int) -> None:
+    """The host's work items, one a thread, then its tree where an output spans several
+    blocks: the CPU's blocks, lanes and combining order, so the same bits on both devices
+    whatever the thread counts (partials in device scratch, as the CPU keeps them in host
+    scratch). The fast kernel above stays for the ops whose order cannot show."""
+    symbol, build = host_order_spec(red)
+    runner = DeviceRunner()
+    try:
+        words = list(words)
+        items = plan.work_items
+        if plan.schedule == COLS:  # one column a work item (see codegen/cpu/reduce._emit_cols)
+            at = word_count(red) - len(red.params) - int(red.may_fault)
+            words[at - 2], words[at - 1] = plan.kept[-1], 1  # chunks, columns
+            items = plan.outputs * plan.blocks
+        if plan.blocks > 1:
+            partials = plan.outputs * plan.blocks
+            at = len(red.outputs) + len(red.inputs)
+            words[at] = runner.scratch([0] * partials)  # 8 bytes hold any accumulator
+            words[at + 1] = runner.scratch([0] * (partials if red.paired else 1))
+        runner.run(symbol, build, symbol, words, items, moved, kernel=red)
+        if plan.blocks > 1:
+            runner.run(symbol, build, f"{symbol}_final", words, plan.outputs, 0, kernel=red)
+    finally:
+        runner.close()
+
+
 def launch(red: Reduction, words: list[int], plan: ReducePlan) -> None:
-    """Run `red` on the GPU: one CTA per output (up to MAX_BLOCKS, then grid-stride)."""
+    """Run `red` on the GPU: one CTA per output (up to MAX_BLOCKS, then grid-stride), or,
+    where the order of its steps shows in the result, the host's functions (above)."""
     expected = word_count(red)
     if len(words) != expected:
         raise Error(f"reduction {red.name} takes {expected} argument words, got {len(words)}")
@@ -302,6 +353,9 @@ def launch(red: Reduction, words: list[int], plan: ReducePlan) -> None:
         reduced * sum(b.dtype.itemsize for b in red.inputs)
         + sum(b.dtype.itemsize for b in red.outputs)
     )
+    if in_host_order(red):
+        _launch_in_host_order(red, words, plan, moved)
+        return
     cuda_driver.launch_kernel(
         function, blocks, THREADS, words, name=function_name(red), moved=moved, kernel=red
     )

@@ -54,7 +54,7 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         ul = ((ah * bh - uh) + ah * bl + al * bh) + al * bl
         th, tl = _two_sum(c, uh)
         v = _round_to_odd(*_two_sum(tl, ul))
-        out = th + v
+        out = np.where(v == 0, th, th + v)  # an exact th keeps its sign: fma(-0, 5, -0) = -0
         finite = np.isfinite(a) & np.isfinite(b) & np.isfinite(c)
         mag = np.abs(uh)
         safe = (
@@ -66,6 +66,8 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
             & ((out == 0) | (np.abs(out) > 2.0**-900))
         )
         out = np.where(finite, out, a * b + c)
+        # a finite product, however large, plus an infinite c is c (a * b may overflow)
+        out = np.where(np.isfinite(a) & np.isfinite(b) & np.isinf(c), c, out)
         for k in np.nonzero(finite & ~safe)[0]:
             out.flat[k] = _exact(a.flat[k], b.flat[k], c.flat[k])
         return out

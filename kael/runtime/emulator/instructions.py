@@ -34,10 +34,25 @@ SPACES = ("global", "shared", "local", "param", "const")
 HANDLERS: dict[str, Callable] = {}
 
 
+# Modifiers the handlers below do not implement: refused, never run as something else.
+_UNSUPPORTED = {
+    "add": {"rz", "rm", "rp"}, "sub": {"rz", "rm", "rp"}, "mul": {"rz", "rm", "rp", "sat"},
+    "fma": {"rz", "rm", "rp", "sat"}, "mad": {"rz", "rm", "rp", "sat", "cc"},
+    "div": {"rz", "rm", "rp"}, "sqrt": {"rz", "rm", "rp"}, "rcp": {"rz", "rm", "rp"},
+}  # fmt: skip
+
+
 def execute(m, ins: Instruction, lanes) -> None:
     handler = HANDLERS.get(ins.parts[0])
     if handler is None:
         raise m.fault("CUDA_ERROR_ILLEGAL_INSTRUCTION", f"the emulator does not run {ins.opcode}")
+    refused = _UNSUPPORTED.get(ins.parts[0], set()).intersection(ins.parts)
+    if ins.parts[0] in ("add", "sub") and "sat" in ins.parts and not _is_float(_type(ins)):
+        refused = {"sat"}
+    if refused:
+        raise m.fault(
+            "CUDA_ERROR_NOT_SUPPORTED", f"{ins.opcode}: the emulator has no .{refused.pop()}"
+        )
     with np.errstate(all="ignore"):
         handler(m, ins, lanes)
 
@@ -455,10 +470,11 @@ def _cvt(m, ins, lanes):
             raise m.fault("CUDA_ERROR_NOT_SUPPORTED", f"{ins.opcode}: only .rn integer conversions")
         out = x.astype(NP[dst])
     else:
+        if "sat" in ins.parts:  # clamped in the source type, to bounds both types hold
+            have, want = np.iinfo(x.dtype), np.iinfo(NP[dst])
+            low, high = max(have.min, want.min), min(have.max, want.max)
+            x = np.clip(x, x.dtype.type(low), x.dtype.type(high))
         out = x.astype(NP[dst])
-        if "sat" in ins.parts:
-            info = np.iinfo(NP[dst])
-            out = np.clip(x.astype(np.float64), info.min, info.max).astype(NP[dst])
     if "sat" in ins.parts and _is_float(dst):
         out = np.where(np.isnan(out), 0, np.clip(out, 0, 1)).astype(NP[dst])
     _result(m, ins, lanes, out)
@@ -512,11 +528,17 @@ def _vector(ins: Instruction) -> int:
 
 
 def _addresses(m, ins: Instruction, addr: Addr, lanes, space: str, size: int):
+    """Each thread's generic address of `size` bytes at `addr` (a whole vector: aligned to
+    all of it, as a GPU requires of .v2 and .v4 accesses)."""
     if isinstance(addr.base, Sym):
         base = np.uint64(m.address_of(addr.base.name))
     else:
         base = np.asarray(m.read(addr.base, "u64", lanes))
     at = base + np.uint64(addr.offset & 0xFFFFFFFFFFFFFFFF)
+    misaligned = np.asarray(at % np.uint64(size)) != 0
+    if np.any(misaligned):
+        bad = int(np.broadcast_to(at, misaligned.shape)[misaligned][0])
+        raise m.fault("CUDA_ERROR_MISALIGNED_ADDRESS", f"{size} bytes at {bad:#x}")
     return m.generic(space, at, lanes, size)
 
 
@@ -622,6 +644,11 @@ def _shfl(m, ins, lanes):
     j = np.where(valid, j, lane)
     flat = np.arange(m.n)[lanes]
     source = flat - lane + j
+    tid = np.asarray(m.read(SReg("%tid.x"), "u32", lanes)).astype(np.int64)
+    if np.any(tid - lane + j >= m.block):
+        raise m.fault(
+            "CUDA_ERROR_LAUNCH_FAILED", "shfl.sync reads a lane past the CTA's last thread"
+        )
     here = m.converged(lanes)
     if not here[source].all():
         raise m.fault("CUDA_ERROR_LAUNCH_FAILED", "shfl.sync reads a thread that did not reach it")
@@ -637,10 +664,9 @@ def _vote(m, ins, lanes):
     """vote.sync.{all,any,uni}.pred and vote.sync.ballot.b32 over the warp's threads here."""
     mode = ins.parts[2]
     pred = np.broadcast_to(_predicate(m, ins.operands[1], lanes), (m.count(lanes),))
-    flat = np.arange(m.n)[lanes]
-    warp = flat // 32
-    lane = flat % 32
-    warps = m.n // 32 + 1
+    warp = m.warp[lanes]
+    lane = np.asarray(m.read(SReg("%laneid"), "u32", lanes)).astype(np.int64)
+    warps = int(m.warp.max()) + 1
     if mode == "ballot":
         bits = np.zeros(warps, np.uint64)
         np.bitwise_or.at(bits, warp, (pred.astype(np.uint64) << lane.astype(np.uint64)))

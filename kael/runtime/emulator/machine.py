@@ -34,6 +34,7 @@ MAX_STEPS = 2_000_000  # per chunk: a kernel still running after this many is hu
 SHARED_BASE = 0x1000_0000_0000
 LOCAL_BASE = 0x2000_0000_0000
 STACK_BYTES = 1024  # each thread's stack for alloca, where a kernel uses one
+LOCAL_CHUNK_BYTES = 64 << 20
 
 
 def launch(
@@ -46,6 +47,8 @@ def launch(
 ) -> None:
     """Run `fn` over `grid` CTAs of `block` threads; Fault where a GPU would fault."""
     lanes = LANES // 4 if any(i.parts[0] == "alloca" for i in fn.code) else LANES
+    if fn.local_bytes:  # each thread's local window: a chunk's at most LOCAL_CHUNK_BYTES
+        lanes = min(lanes, max(block, LOCAL_CHUNK_BYTES // fn.local_bytes))
     per_chunk = max(1, lanes // block)
     for first in range(0, grid, per_chunk):
         ctas = min(per_chunk, grid - first)
@@ -225,7 +228,8 @@ class Chunk:
             if head == "bra":
                 self._join(groups, labels[ins.operands[0].name], on)
             elif head in ("ret", "exit"):
-                pass  # these threads are done, and a barrier still counts them (below)
+                for unit, counts in members.items():  # done: no barrier waits for them
+                    counts -= np.bincount(getattr(self, unit)[on], minlength=len(counts))
             else:
                 instructions.execute(self, ins, on)
                 self._join(groups, pc + 1, on)
@@ -235,8 +239,9 @@ class Chunk:
     def _next(self, groups: dict, members: dict) -> tuple[int, object]:
         """The lowest program counter whose threads can run: at a barrier (a CTA's) or a
         warp-wide instruction (a warp's) only the threads whose every partner is there
-        too; the others wait, and the rest of the program runs first. A partner that
-        exited never arrives: CUDA leaves such a barrier undefined, so it is reported."""
+        too; the others wait, and the rest of the program runs first. Threads that exited
+        count as arrived ("barriers exclusively waiting on threads that have exited are
+        always resolved", PTX ISA on exit); a partner waiting elsewhere is reported."""
         for pc in sorted(groups):
             if pc >= len(self.fn.code):
                 raise self.fault("CUDA_ERROR_ILLEGAL_INSTRUCTION", "ran past the kernel's end")

@@ -87,6 +87,24 @@ def test_ptx_parameters_are_the_cpu_words():
     assert fn.calling_convention == "ptx_kernel"
 
 
+@pytest.mark.parametrize("name", list(CASES))
+def test_float_sums_and_products_run_in_the_hosts_order_and_the_rest_fast(name):
+    # order shows in float sums (sum, mean, var, std, norm) and products only
+    (kernel, *_) = kernels_of(name)
+    order_free = kernel.op not in ("sum", "prod") or not kernel.acc.is_floating_point
+    assert ptx_reduce.in_host_order(kernel) is not order_free
+
+
+@needs_ptxas
+@pytest.mark.parametrize("name", ["sum_f32_inner", "sum_f32_outer", "var_f64", "prod_f64"])
+def test_the_hosts_reduction_functions_are_ptx_ptxas_accepts(name):
+    from kael.codegen.ptx import handwritten
+
+    for kernel in kernels_of(name):
+        if ptx_reduce.in_host_order(kernel):
+            compiler.ptxas_check(handwritten.ptx(*ptx_reduce.host_order_spec(kernel)))
+
+
 @needs_gpu
 def test_cuda_reductions_match_the_cpu():
     x = kael.arange(1000, dtype=kael.float32).view(10, 100)
@@ -101,12 +119,12 @@ def test_launch_runs_one_cta_per_output_with_the_cpu_words(monkeypatch):
     monkeypatch.setattr(
         ptx_reduce.cuda_driver, "launch_kernel", lambda *args, **_: calls.append(args)
     )
-    (kernel,) = kernels_of("sum_f32_inner")
-    plan = plan_reduction((4, 40), (1,), [(1,)], [(40, 1)])
+    (kernel,) = kernels_of("amax_f32")  # an order-free op: the fast kernel
+    plan = plan_reduction((3, 9), (1,), [(1,)], [(9, 1)])
     words = list(range(word_count(kernel)))
     ptx_reduce.launch(kernel, words, plan)
     [(function, blocks, threads, passed)] = calls
     assert function == ptx_reduce.function_name(kernel)
-    assert (blocks, threads, passed) == (4, ptx_reduce.THREADS, words)
+    assert (blocks, threads, passed) == (3, ptx_reduce.THREADS, words)
     with pytest.raises(kael.Error, match=r"takes \d+ argument words, got 3"):
         ptx_reduce.launch(kernel, [1, 2, 3], plan)

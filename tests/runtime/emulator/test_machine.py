@@ -183,17 +183,32 @@ $L_store:
     assert got.tolist() == [t ^ 1 for t in range(32)] * 2  # each read its neighbour's count
 
 
-def test_a_barrier_part_of_a_cta_never_reaches_is_a_launch_failure():
+def test_two_parts_of_a_cta_waiting_at_different_barriers_is_a_launch_failure():
     body = """	setp.eq.u32 %p1, %r1, 0;
-	@%p1 bra $L_skip;
+	@%p1 bra $L_other;
 	bar.sync 0;
-$L_skip:
 	ret;
+$L_other:
+	bar.sync 0;
 """
-    text = kernel(body).replace("\tret;\n}", "}")
-    err, _ = launch(text, np.zeros(1, np.uint32), np.zeros(1, np.uint32), 1, 64)
+    err, _ = launch(kernel(body), np.zeros(1, np.uint32), np.zeros(1, np.uint32), 1, 64)
     assert err == driver.CUresult.CUDA_ERROR_LAUNCH_FAILED
     assert "never reaches" in fault_text(err) and "bar.sync" in fault_text(err)
+
+
+def test_threads_that_exited_release_a_barrier():
+    # PTX ISA, exit: barriers exclusively waiting on threads that have exited are resolved
+    body = """	setp.ge.u32 %p1, %r1, 32;
+	@%p1 bra $L_done;
+	bar.sync 0;
+	mul.wide.u32 %rd3, %r4, 4;
+	add.s64 %rd5, %rd1, %rd3;
+	st.global.u32 [%rd5], %r1;
+$L_done:
+"""
+    err, got = launch(kernel(body), np.zeros(64, np.uint32), np.zeros(1, np.uint32), 1, 64)
+    assert err == driver.OK, fault_text(err)
+    assert got[:32].tolist() == list(range(32)) and not got[32:].any()
 
 
 def test_a_load_past_an_allocation_is_an_illegal_address_naming_the_instruction():
@@ -209,9 +224,16 @@ def test_a_load_inside_its_allocation_is_not_a_fault():
     assert err == driver.OK, fault_text(err)
 
 
-def test_a_misaligned_store_faults():
-    body = "\tst.global.u32 [%rd1+2], %r4;\n"
-    err, _ = launch(kernel(body), np.zeros(4, np.uint32), np.zeros(4, np.uint32), 1, 1)
+@pytest.mark.parametrize(
+    "body",
+    [
+        "\tst.global.u32 [%rd1+2], %r4;\n",  # off its element's alignment
+        "\tld.global.v2.u32 {%r6, %r7}, [%rd2+4];\n",  # aligned to an element, not the vector
+    ],
+    ids=["store", "vector-load"],
+)
+def test_a_misaligned_access_faults(body):
+    err, _ = launch(kernel(body), np.zeros(4, np.uint32), np.zeros(8, np.uint32), 1, 1)
     assert err == driver.CUresult.CUDA_ERROR_MISALIGNED_ADDRESS
 
 
@@ -312,3 +334,38 @@ def test_prmt_picks_bytes_and_spreads_their_signs():
     # selector nibbles, lowest first: 0x7340 picks bytes 0 (0x81), 4 (0x05), 3 (0x84), 7 (0x08);
     # 0x0b0a: byte 2's sign (0x83: 0xff), byte 0, byte 3's sign (0x84: 0xff), byte 0
     assert got.tolist() == [0x08840581, 0x81FF81FF]
+
+
+def test_vote_ballot_counts_the_lanes_of_each_warp_of_its_cta():
+    body = "\tsetp.ne.u32 %p1, %r1, 1000;\n\tvote.sync.ballot.b32 %r6, %p1, -1;\n"
+    body += (
+        "\tmul.wide.u32 %rd3, %r4, 4;\n\tadd.s64 %rd5, %rd1, %rd3;\n\tst.global.u32 [%rd5], %r6;\n"
+    )
+    err, got = launch(kernel(body), np.zeros(96, np.uint32), np.zeros(1, np.uint32), 2, 48)
+    assert err == driver.OK, fault_text(err)
+    per_cta = [0xFFFFFFFF] * 32 + [0xFFFF] * 16  # a CTA of 48 threads: a full and a half warp
+    assert got.tolist() == per_cta * 2
+
+
+def test_saturating_integer_conversions_clamp_as_integers():
+    body = "\tld.global.u64 %rd6, [%rd2];\n\tcvt.sat.s64.u64 %rd7, %rd6;\n\tst.global.u64 [%rd1], %rd7;\n"
+    body += "\tcvt.sat.s32.u64 %r6, %rd6;\n\tst.global.u32 [%rd1+8], %r6;\n"
+    err, got = launch(kernel(body), np.zeros(2, np.uint64), np.array([2**64 - 1], np.uint64), 1, 1)
+    assert err == driver.OK, fault_text(err)
+    assert got.view(np.int64)[0] == 2**63 - 1 and got.view(np.int32)[2] == 2**31 - 1
+
+
+def test_a_shuffle_from_past_the_ctas_last_thread_is_a_launch_failure():
+    body = "\tshfl.sync.idx.b32 %r6, %r1, 20, 31, -1;\n"
+    err, _ = launch(kernel(body), np.zeros(1, np.uint32), np.zeros(1, np.uint32), 2, 48)
+    assert err == driver.CUresult.CUDA_ERROR_LAUNCH_FAILED and "past the CTA" in fault_text(err)
+
+
+def test_fma_float64_keeps_signed_zeros_and_infinite_addends():
+    got = fma(
+        np.array([-0.0, 1e200, 1e200]),
+        np.array([5.0, 1e200, -1e200]),
+        np.array([-0.0, -np.inf, np.inf]),
+    )
+    assert np.signbit(got[0]) and got[0] == 0.0
+    assert got[1] == -np.inf and got[2] == np.inf
