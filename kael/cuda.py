@@ -7,6 +7,7 @@ that stream only, and `Event`s order streams and time their work.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 from collections.abc import Iterator
 
@@ -68,10 +69,10 @@ class Stream:
         self.wait_event(_stream_arg(other, "wait_stream").record_event())
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Stream) and other._handle == self._handle
+        return isinstance(other, Stream) and _key(other._handle) == _key(self._handle)
 
     def __hash__(self) -> int:
-        return hash(("stream", id(self._handle) if self._handle is not None else 0))
+        return hash(("stream", _key(self._handle)))
 
     def __repr__(self) -> str:
         return (
@@ -82,6 +83,17 @@ class Stream:
 
 
 _handles: list = []  # every stream made: never destroyed (see Stream)
+
+
+def _key(handle) -> int:
+    """A stream handle's identity: the driver's pointer value (cuda-python's CUstream is
+    int()-able), else the handle object (the emulator's); 0 for the null stream."""
+    if handle is None:
+        return 0
+    try:
+        return int(handle)
+    except builtins.TypeError:  # kael's TypeError shadows the builtin here
+        return id(handle)
 
 
 class Event:
