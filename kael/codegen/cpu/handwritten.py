@@ -140,17 +140,24 @@ def compiled(
 class HostRunner:
     """Runs the kernels on the CPU for one op call: scratch words in host memory, launches
     on the thread pool. codegen/ptx/handwritten.py's DeviceRunner runs the same kernels,
-    built by the same builders, on the GPU."""
+    built by the same builders, on the GPU. Cheap to make: small index ops make one a call."""
+
+    __slots__ = ("_kept",)
 
     def __init__(self) -> None:
         self._kept: list = []
 
     def scratch(self, values: Sequence[int]) -> int:
-        host = (ctypes.c_int64 * max(1, len(values)))(*values)
+        if len(values) == 1:  # an error word: the commonest scratch
+            host = ctypes.c_int64(values[0])
+        else:
+            host = (ctypes.c_int64 * max(1, len(values)))(*values)
         self._kept.append(host)
         return ctypes.addressof(host)
 
     def read(self, address: int, count: int) -> list[int]:
+        if count == 1:
+            return [ctypes.c_int64.from_address(address).value]
         return list((ctypes.c_int64 * count).from_address(address))
 
     def run(
@@ -158,10 +165,11 @@ class HostRunner:
     ) -> None:
         """Launch `symbol` of module `name` over `items` work items (`serial`: inline); the
         same signature as the GPU's runner (`kernel` is for its launch record)."""
-        fn = compiled(name, build)[symbol]
-        launch(
-            fn, words, items, 0 if serial else moved, **({} if align is None else {"align": align})
-        )
+        fn = (_libraries.get(name) or compiled(name, build))[symbol]
+        if align is None:
+            launch(fn, words, items, 0 if serial else moved)
+        else:
+            launch(fn, words, items, 0 if serial else moved, align=align)
 
     def close(self) -> None:
         self._kept.clear()
@@ -170,7 +178,7 @@ class HostRunner:
 def runner_for(device) -> HostRunner:
     """The runner for tensors on `device` (None: the CPU); close() it after the call."""
     if device is None or device.type == "cpu":
-        return HostRunner()
+        return HostRunner()  # a plain object: cheaper than any pooling
     from kael.codegen.ptx.handwritten import DeviceRunner  # the GPU side of these kernels
 
     return DeviceRunner()

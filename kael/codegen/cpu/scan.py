@@ -198,16 +198,24 @@ def _build_columns(module: ir.Module, op: str, src: DType, dst: DType, symbol: s
 _BUILDERS = {"lines": _build_lines, "columns": _build_columns}
 
 
+_specs: dict = {}
+
+
 def _spec(op: str, src: DType, dst: DType, kind: str):
     """One kernel (`lines` or `columns`) of one scan, a module of its own (a first call
-    compiles the one it runs): its symbol, which names the module too, and its builder."""
+    compiles the one it runs): its symbol, which names the module too, and its builder
+    (memoized: every scan call asks)."""
+    found = _specs.get((op, src, dst, kind))
+    if found is not None:
+        return found
     symbol = f"{module_name(op, src, dst)}_{kind}"
 
     def build(module: ir.Module) -> list[str]:
         _BUILDERS[kind](module, op, src, dst, symbol)
         return [symbol]
 
-    return symbol, build
+    found = _specs[(op, src, dst, kind)] = (symbol, build)
+    return found
 
 
 def _library(op: str, src: DType, dst: DType, kind: str) -> handwritten.Library:
