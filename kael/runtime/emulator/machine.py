@@ -11,6 +11,8 @@ free on a GPU too), each chunk with its own registers, shared and local windows.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from kael.runtime.emulator import instructions
@@ -35,6 +37,9 @@ SHARED_BASE = 0x1000_0000_0000
 LOCAL_BASE = 0x2000_0000_0000
 STACK_BYTES = 1024  # each thread's stack for alloca, where a kernel uses one
 LOCAL_CHUNK_BYTES = 64 << 20
+# KAEL_EMULATE_CUDA_SERIAL=1: warps run one at a time between barriers (Chunk._next_warp),
+# slower, and a kernel missing a barrier gives wrong results instead of lockstep's right ones
+WARP_SERIAL = os.environ.get("KAEL_EMULATE_CUDA_SERIAL", "").strip() == "1"
 
 
 def launch(
@@ -93,6 +98,7 @@ class Chunk:
         if self.local_bytes:
             self._window(LOCAL_BASE, n * self.local_bytes)
         self.at: Instruction | None = None
+        self.serial = WARP_SERIAL
 
     def _window(self, base: int, nbytes: int) -> None:
         self.memory.add(base, np.zeros(-(-nbytes // 8) * 8, np.uint8))
@@ -242,6 +248,8 @@ class Chunk:
         too; the others wait, and the rest of the program runs first. Threads that exited
         count as arrived ("barriers exclusively waiting on threads that have exited are
         always resolved", PTX ISA on exit); a partner waiting elsewhere is reported."""
+        if self.serial:
+            return self._next_warp(groups, members)
         for pc in sorted(groups):
             if pc >= len(self.fn.code):
                 raise self.fault("CUDA_ERROR_ILLEGAL_INSTRUCTION", "ran past the kernel's end")
@@ -250,18 +258,55 @@ class Chunk:
             if unit is None or isinstance(lanes, slice):
                 del groups[pc]
                 return pc, lanes
-            owner = getattr(self, unit)[lanes]
-            counts = members[unit]
-            complete = np.bincount(owner, minlength=len(counts)) == counts
-            ready = complete[owner]
+            ready = self._ready(pc, lanes, members)
             if ready.all():
                 del groups[pc]
                 return pc, lanes
             if ready.any():
                 groups[pc] = lanes[~ready]
                 return pc, lanes[ready]
+        raise self._deadlock(groups)
+
+    def _ready(self, pc: int, lanes, members: dict) -> np.ndarray:
+        """Which of the threads at `pc` may run it (all, unless it waits for partners)."""
+        unit = _waits_for(self.fn.code[pc])
+        if unit is None:
+            return np.ones(len(lanes), bool)
+        owner = getattr(self, unit)[lanes]
+        counts = members[unit]
+        return (np.bincount(owner, minlength=len(counts)) == counts)[owner]
+
+    def _next_warp(self, groups: dict, members: dict) -> tuple[int, np.ndarray]:
+        """Warp by warp (WARP_SERIAL): the highest-numbered warp that can run goes on, from
+        its lowest program counter, until it waits at a barrier or exits; then the next.
+        So a warp runs far ahead of the others, and a missing barrier (a shared value read
+        before its writer ran) shows in the results instead of hiding in lockstep."""
+        best = None
+        for pc in sorted(groups):
+            if pc >= len(self.fn.code):
+                raise self.fault("CUDA_ERROR_ILLEGAL_INSTRUCTION", "ran past the kernel's end")
+            lanes = self._indices(groups[pc])
+            ready = lanes[self._ready(pc, lanes, members)]
+            if len(ready):
+                warp = int(self.warp[ready].max())
+                if best is None or warp > best[0]:
+                    best = (warp, pc, ready)
+        if best is None:
+            raise self._deadlock(groups)
+        warp, pc, ready = best
+        take = ready[self.warp[ready] == warp]
+        if _waits_for(self.fn.code[pc]) == "cta":  # a barrier releases its whole CTA at once
+            take = ready[self.cta[ready] == self.cta[take[0]]]
+        rest = np.setdiff1d(self._indices(groups[pc]), take, assume_unique=True)
+        if len(rest):
+            groups[pc] = rest
+        else:
+            del groups[pc]
+        return pc, take
+
+    def _deadlock(self, groups: dict) -> Fault:
         self.at = self.fn.code[min(groups)]
-        raise self.fault(
+        return self.fault(
             "CUDA_ERROR_LAUNCH_FAILED",
             "every running thread waits at a barrier or warp-wide instruction that part of"
             f" its CTA or warp never reaches (threads wait at lines"

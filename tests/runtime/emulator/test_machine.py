@@ -369,3 +369,33 @@ def test_fma_float64_keeps_signed_zeros_and_infinite_addends():
     )
     assert np.signbit(got[0]) and got[0] == 0.0
     assert got[1] == -np.inf and got[2] == np.inf
+
+
+EXCHANGE = """	mov.u64 %rd9, slots;
+	mul.wide.u32 %rd10, %r1, 4;
+	add.s64 %rd11, %rd9, %rd10;
+	add.s32 %r6, %r1, 100;
+	st.shared.u32 [%rd11], %r6;
+{barrier}	add.s32 %r7, %r1, 32;
+	and.b32 %r7, %r7, 63;
+	mul.wide.u32 %rd12, %r7, 4;
+	add.s64 %rd13, %rd9, %rd12;
+	ld.shared.u32 %r8, [%rd13];
+	mul.wide.u32 %rd3, %r4, 4;
+	add.s64 %rd5, %rd1, %rd3;
+	st.global.u32 [%rd5], %r8;
+"""
+
+
+@pytest.mark.parametrize("serial", [False, True], ids=["lockstep", "warp-serial"])
+@pytest.mark.parametrize("barrier", [True, False], ids=["barrier", "no-barrier"])
+def test_warp_serial_runs_show_a_missing_barrier(monkeypatch, serial, barrier):
+    # each thread writes its slot, then reads the slot of a thread in the other warp
+    monkeypatch.setattr(machine, "WARP_SERIAL", serial)
+    body = EXCHANGE.format(barrier="\tbar.sync 0;\n" if barrier else "")
+    err, got = launch(
+        kernel(body, BARRIER_AFTER_LOOP), np.zeros(64, np.uint32), np.zeros(1, np.uint32), 1, 64
+    )
+    assert err == driver.OK, fault_text(err)
+    right = [100 + (t + 32) % 64 for t in range(64)]
+    assert (got.tolist() == right) is (barrier or not serial)  # lockstep hides the race
