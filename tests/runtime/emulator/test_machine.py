@@ -149,33 +149,41 @@ BARRIER_AFTER_LOOP = """
 """
 
 
+def slot(index: str) -> str:
+    """PTX putting the address of shared `slots[index]` (u32 words) in %rd11."""
+    return f"\tmov.u64 %rd9, slots;\n\tmul.wide.u32 %rd10, {index}, 4;\n\tadd.s64 %rd11, %rd9, %rd10;\n"
+
+
+def store_out(value: str) -> str:
+    """PTX storing `value` to out[thread]."""
+    return f"\tmul.wide.u32 %rd3, %r4, 4;\n\tadd.s64 %rd5, %rd1, %rd3;\n\tst.global.u32 [%rd5], {value};\n"
+
+
 def test_a_barrier_waits_for_threads_whose_code_comes_after_it():
     # thread t loops t times in a block laid out after the barrier, then meets the others
-    body = """	mov.u32 %r10, 0;
+    body = (
+        """	mov.u32 %r10, 0;
 	bra.uni $L_check;
 $L_meet:
 	bar.sync 0;
-	mov.u64 %rd9, slots;
 	xor.b32 %r12, %r1, 1;
-	mul.wide.u32 %rd10, %r12, 4;
-	add.s64 %rd11, %rd9, %rd10;
-	ld.shared.u32 %r13, [%rd11];
-	mul.wide.u32 %rd3, %r4, 4;
-	add.s64 %rd5, %rd1, %rd3;
-	st.global.u32 [%rd5], %r13;
-	ret;
+"""
+        + slot("%r12")
+        + "\tld.shared.u32 %r13, [%rd11];\n"
+        + store_out("%r13")
+        + """	ret;
 $L_check:
 	setp.ge.u32 %p1, %r10, %r1;
 	@%p1 bra $L_store;
 	add.s32 %r10, %r10, 1;
 	bra.uni $L_check;
 $L_store:
-	mov.u64 %rd9, slots;
-	mul.wide.u32 %rd10, %r1, 4;
-	add.s64 %rd11, %rd9, %rd10;
-	st.shared.u32 [%rd11], %r10;
+"""
+        + slot("%r1")
+        + """	st.shared.u32 [%rd11], %r10;
 	bra.uni $L_meet;
 """
+    )
     err, got = launch(
         kernel(body, BARRIER_AFTER_LOOP), np.zeros(64, np.uint32), np.zeros(1, np.uint32), 2, 32
     )
@@ -371,20 +379,14 @@ def test_fma_float64_keeps_signed_zeros_and_infinite_addends():
     assert got[1] == -np.inf and got[2] == np.inf
 
 
-EXCHANGE = """	mov.u64 %rd9, slots;
-	mul.wide.u32 %rd10, %r1, 4;
-	add.s64 %rd11, %rd9, %rd10;
-	add.s32 %r6, %r1, 100;
-	st.shared.u32 [%rd11], %r6;
-{barrier}	add.s32 %r7, %r1, 32;
-	and.b32 %r7, %r7, 63;
-	mul.wide.u32 %rd12, %r7, 4;
-	add.s64 %rd13, %rd9, %rd12;
-	ld.shared.u32 %r8, [%rd13];
-	mul.wide.u32 %rd3, %r4, 4;
-	add.s64 %rd5, %rd1, %rd3;
-	st.global.u32 [%rd5], %r8;
-"""
+EXCHANGE = (
+    slot("%r1")
+    + "\tadd.s32 %r6, %r1, 100;\n\tst.shared.u32 [%rd11], %r6;\n{barrier}"
+    + "\tadd.s32 %r7, %r1, 32;\n\tand.b32 %r7, %r7, 63;\n"
+    + slot("%r7")
+    + "\tld.shared.u32 %r8, [%rd11];\n"
+    + store_out("%r8")
+)
 
 
 @pytest.mark.parametrize("serial", [False, True], ids=["lockstep", "warp-serial"])
