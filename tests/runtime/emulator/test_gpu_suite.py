@@ -25,3 +25,24 @@ def test_the_device_tests_pass_on_the_emulated_device(tmp_path):
         if case.find("skipped") is not None and "xfail" in (case.find("skipped").get("type") or "")
     )
     assert ran >= 90 and skipped == expected_failures, (ran, skipped, expected_failures)
+
+
+WARP_SERIAL_CHECK = """
+import numpy as np
+import kael
+for dtype in (kael.float32, kael.float64, kael.int64):  # the tiled matmul: tiles in shared memory
+    a, b = (kael.randn(33, 20) * 10).to(dtype), (kael.randn(20, 17) * 10).to(dtype)
+    np.testing.assert_allclose((a.cuda() @ b.cuda()).cpu().numpy(), (a @ b).numpy(), rtol=1e-5)
+x = kael.randn(7, 300)
+for op in ("amax", "argmax", "amin"):  # the CTA-per-output reduction: warps meet in shared memory
+    want = getattr(kael, op)(x, 1).numpy()
+    np.testing.assert_array_equal(getattr(kael, op)(x.cuda(), 1).cpu().numpy(), want)
+"""
+
+
+def test_kernels_with_shared_memory_are_right_with_warps_run_one_at_a_time():
+    # lockstep would hide a missing barrier; warp-serial emulation shows it as wrong values
+    env = {**os.environ, "KAEL_EMULATE_CUDA": "1", "KAEL_EMULATE_CUDA_SERIAL": "1"}
+    cmd = [sys.executable, "-c", WARP_SERIAL_CHECK]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
