@@ -61,12 +61,12 @@ class Stream:
 
     def wait_event(self, event: Event) -> None:
         """Work queued on this stream from now on waits for `event`."""
-        _event_arg(event, "wait_event")
+        _arg(event, Event, "wait_event")
         cuda_driver.stream_wait_event(self._handle, event._handle)
 
     def wait_stream(self, other: Stream) -> None:
         """Work queued on this stream from now on waits for the work queued on `other` so far."""
-        self.wait_event(_stream_arg(other, "wait_stream").record_event())
+        self.wait_event(_arg(other, Stream, "wait_stream").record_event())
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Stream) and _key(other._handle) == _key(self._handle)
@@ -112,7 +112,7 @@ class Event:
 
     def record(self, stream: Stream | None = None) -> None:
         """Record the event on `stream` (the current stream if None)."""
-        stream = current_stream() if stream is None else _stream_arg(stream, "record")
+        stream = current_stream() if stream is None else _arg(stream, Stream, "record")
         cuda_driver.event_record(self._handle, stream._handle)
         self._recorded = True
 
@@ -127,11 +127,11 @@ class Event:
 
     def wait(self, stream: Stream | None = None) -> None:
         """Make `stream` (the current one if None) wait for this event."""
-        (current_stream() if stream is None else _stream_arg(stream, "wait")).wait_event(self)
+        (current_stream() if stream is None else _arg(stream, Stream, "wait")).wait_event(self)
 
     def elapsed_time(self, end: Event) -> float:
         """Milliseconds from this event to `end`, both recorded with enable_timing=True."""
-        _event_arg(end, "elapsed_time")
+        _arg(end, Event, "elapsed_time")
         if not (self._timing and end._timing):
             raise Error("elapsed_time(): both events must be created with enable_timing=True")
         if not (self._recorded and end._recorded):
@@ -145,15 +145,10 @@ class Event:
             cuda_driver.event_destroy(handle)
 
 
-def _stream_arg(value, op: str) -> Stream:
-    if not isinstance(value, Stream):
-        raise TypeError(f"{op}(): expected a kael.cuda.Stream, got {type(value).__name__}")
-    return value
-
-
-def _event_arg(value, op: str) -> Event:
-    if not isinstance(value, Event):
-        raise TypeError(f"{op}(): expected a kael.cuda.Event, got {type(value).__name__}")
+def _arg(value, cls: type, op: str):
+    """`value` itself when it is a `cls` (Stream or Event), else a kael.TypeError."""
+    if not isinstance(value, cls):
+        raise TypeError(f"{op}(): expected a kael.cuda.{cls.__name__}, got {type(value).__name__}")
     return value
 
 
@@ -175,7 +170,7 @@ def stream(s: Stream | None) -> Iterator[Stream | None]:
     if s is None:
         yield None
         return
-    _stream_arg(s, "stream")
+    _arg(s, Stream, "stream")
     before = cuda_driver.current_stream()
     cuda_driver.set_current_stream(s._handle)
     try:
@@ -187,7 +182,7 @@ def stream(s: Stream | None) -> Iterator[Stream | None]:
 def record_stream(tensor, s: Stream) -> None:
     """Mark `tensor`'s memory as used by `s`: the allocator reuses it only after the work
     queued on `s` when the tensor dies has finished (Tensor.record_stream)."""
-    _stream_arg(s, "record_stream")
+    _arg(s, Stream, "record_stream")
     storage = tensor._impl.storage
     if storage.device is not CUDA:
         raise Error(f"record_stream(): expected a cuda tensor, got one on {storage.device}")

@@ -11,7 +11,7 @@ import math
 
 from llvmlite import ir
 
-from kael.codegen.lowering import I1, ExprEmitter, declare, mangle, value_type_of_width
+from kael.codegen.lowering import I1, ExprEmitter, declare, mangle, targets_gpu, value_type_of_width
 from kael.ir.ops import FLAG
 from kael.runtime.dtypes import DType
 
@@ -185,7 +185,7 @@ def _fmod(m: ExprEmitter, a, c, dtype: DType):
     the GPU gets the shift-and-subtract loop instead: c doubled up to |a|, then subtracted
     back down, each subtraction exact (Sterbenz)."""
     b = m.b
-    if not str(b.module.triple).startswith("nvptx"):
+    if not targets_gpu(b.module):
         return b.frem(a, c)
     r0, d = m.intrinsic("llvm.fabs", a), m.intrinsic("llvm.fabs", c)
     inf = m.const(dtype, math.inf)

@@ -36,6 +36,12 @@ def value_type(dtype: DType, width: int) -> ir.Type:
 CODEGEN_SCHEMA = kernel_cache.source_fingerprint(kael.codegen, kael.ir)
 
 
+def targets_gpu(module: ir.Module) -> bool:
+    """Whether `module` is built for NVPTX: builders shared by both backends (reductions,
+    arithmetic) pick the GPU's variant of a host-only construct by it."""
+    return str(module.triple).startswith("nvptx")
+
+
 def i64(v: int) -> ir.Constant:
     """The i64 constant `v`."""
     return ir.Constant(I64, v)

@@ -170,7 +170,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     bool_arg(sparse_grad, "gather", "sparse_grad")  # kael has no gradients: checked only
     _index(index, "gather")
     src, idx = input._impl, index._impl
-    _same_device("gather", src, idx)
+    device_of([src, idx], "gather()")
     d = views.wrap_dim(dim, len(src.shape))
     _same_rank(idx, src, "gather", "index", "input")
     src1, idx1 = _at_least_1d(src), _at_least_1d(idx)
@@ -207,22 +207,12 @@ def _gather_into(
         raise _out_of_bounds(op, bad, dim, size)
 
 
-def _same_device(op: str, first: TensorImpl, *others: TensorImpl) -> None:
-    """kael.Error naming both devices when an operand is not on the first one's."""
-    for impl in others:
-        if impl.device is not first.device:
-            raise Error(
-                f"{op}(): expected all tensors on one device, but found {first.device} and"
-                f" {impl.device}"
-            )
-
-
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Whole slices of `input` along `dim`, picked by a 1-d (or 0-d) int64 index."""
     tensor_arg(input, "index_select")
     _index(index, "index_select")
     src, idx = input._impl, index._impl
-    _same_device("index_select", src, idx)
+    device_of([src, idx], "index_select()")
     d = views.wrap_dim(dim, len(src.shape))
     if len(idx.shape) > 1:
         raise ValueError(
@@ -253,7 +243,7 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
     the flattened input. With a dim, indices wrap modulo the size, as in PyTorch 2.13."""
     tensor_arg(input, "take_along_dim")
     _index(indices, "take_along_dim", "indices")
-    _same_device("take_along_dim", input._impl, indices._impl)
+    device_of([input._impl, indices._impl], "take_along_dim()")
     if dim is None:
         return gather(input.reshape(-1), 0, indices.reshape(-1))
     if input.ndim != indices.ndim:
@@ -344,7 +334,7 @@ def _scatter_order(src: TensorImpl, idx: TensorImpl, d: int) -> tuple[list[int],
 
 def _check_scatter(self: Tensor, index: TensorImpl, src: Tensor, op: str, what: str) -> None:
     """Device, dtype, rank, writability and aliasing checks of scatter_add_ and index_add_."""
-    _same_device(op, self._impl, index, src._impl)
+    device_of([self._impl, index, src._impl], f"{op}()")
     if src.dtype is not self.dtype:
         raise TypeError(
             f"{op}(): expected {what} to have self's dtype {self.dtype}, got {src.dtype}"

@@ -86,8 +86,8 @@ def check_writable(t: Tensor, op: str) -> None:
         )
 
 
-def device_of(tensors: list[Tensor], op: str):
-    """The one device all `tensors` are on."""
+def device_of(tensors: list, op: str):
+    """The one device all `tensors` (Tensors or impls) are on; kael.Error naming two others."""
     device = tensors[0].device
     for t in tensors[1:]:
         if t.device is not device:

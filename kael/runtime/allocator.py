@@ -235,22 +235,25 @@ class DeviceAllocator(CachingAllocator):
         self._pending: list[tuple[int, int, list]] = []  # (block, capacity, events)
 
     lock_free_cap = property(lambda self: -1, lambda self, value: None)
+    # Device memory: work on the current stream uses a block from its allocation, and the
+    # null stream orders itself with every other, so it needs no mark (PinnedAllocator: both
+    # the other way round).
+    marks_allocating_stream = True
+    null_stream_needs_mark = False
 
     def allocate(self, capacity: int) -> int:
         if self._pending:
             self._collect(wait=False)
         ptr = super().allocate(capacity)
-        stream = cuda_driver.current_stream()
-        if stream is not None:
-            with self._lock:
-                self._streams[ptr] = {stream}
+        if self.marks_allocating_stream:
+            self.record_stream(ptr, cuda_driver.current_stream())
         return ptr
 
     def record_stream(self, ptr: int, stream) -> None:
-        """Mark block `ptr` as used by `stream` (None, the null stream, needs no mark)."""
-        if stream is not None:
+        """Mark block `ptr` as used by `stream` (None: the null stream)."""
+        if stream is not None or self.null_stream_needs_mark:
             with self._lock:
-                self._streams.setdefault(ptr, set()).add(stream)
+                self._streams.setdefault(ptr, set()).add(stream or 0)
 
     def release(self, ptr: int, capacity: int) -> None:
         with self._lock:
@@ -304,14 +307,8 @@ class PinnedAllocator(DeviceAllocator):
     with `record_stream` (the null stream too: the host may write the block as soon as the
     allocator hands it out again), and the block is reused only once that copy is done."""
 
-    def allocate(self, capacity: int) -> int:
-        if self._pending:
-            self._collect(wait=False)
-        return CachingAllocator.allocate(self, capacity)
-
-    def record_stream(self, ptr: int, stream) -> None:
-        with self._lock:
-            self._streams.setdefault(ptr, set()).add(stream or 0)
+    marks_allocating_stream = False  # a host allocation is no stream's work
+    null_stream_needs_mark = True
 
 
 def _host_functions() -> tuple[Callable[[int], int], Callable[[int], None]]:

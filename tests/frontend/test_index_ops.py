@@ -14,7 +14,7 @@ import torch
 from kernel_helpers import KAEL_DTYPES, TORCH_DTYPES
 
 import kael
-from kael.frontend import index_ops
+from kael.frontend.outputs import device_of
 from kael.runtime.device import CUDA
 
 DTYPES = [kael.float32, kael.float64, kael.int64, kael.bool]
@@ -805,7 +805,7 @@ def test_index_ops_refuse_operands_on_two_devices_naming_both():
         kael.Error,
         match=r"gather\(\): expected all tensors on one device, but found cpu and cuda:0",
     ):
-        index_ops._same_device("gather", kael.ones(2)._impl, _OnCuda())
+        device_of([kael.ones(2)._impl, _OnCuda()], "gather()")
 
 
 BOOL_FLAGS = {

@@ -457,37 +457,10 @@ def walk(
         sizes, dense, table, index = (1,), _scalar(dense), _scalar(table), _scalar(index)
     if kind == "scatter_add" and len(sizes) == 1:  # a leading size-1 dim: one line
         sizes, dense, table, index = (1, *sizes), _lead(dense), _lead(table), _lead(index)
-    runner = handwritten.runner_for(device)
-    try:
-        return _walk(
-            runner,
-            kind,
-            dtype,
-            sizes,
-            dense,
-            table,
-            index,
-            size,
-            stride,
-            mode,
-            write,
-            parallel,
-            order,
-        )
-    finally:
-        runner.close()
-
-
-def _walk(
-    runner, kind, dtype, sizes, dense, table, index, size, stride, mode, write, parallel, order
-):
-    total = math.prod(sizes)
-    error = runner.scratch([INT64_MAX])
     fixed = {
         "dense": dense.address,
         "table": table.address,
         "index": index.address,
-        "error": error,
         "size": size,
         "stride": stride,
         "mode": mode,
@@ -496,18 +469,23 @@ def _walk(
         "total": total,
         "rank": len(sizes),
     }
-    words = [fixed[name] for name in WALK_WORDS]
-    words += [*sizes, *dense.strides, *table.strides, *index.strides]
     moved = total * (2 * dtype.itemsize + 8)
     typed = int64 if kind == "offsets" else dtype
     name, build = _spec(kind, typed)
     symbol = f"kael_{kind}_{typed.name}"
-    if kind == "scatter_add":
-        runner.run(name, build, symbol, words, total // sizes[-1], moved, align=1)
-    else:
-        runner.run(name, build, symbol, words, total, moved, serial=not parallel)
-    (bad,) = runner.read(error, 1)
-    return None if bad == INT64_MAX else _value_at(runner, index, sizes, bad)
+    runner = handwritten.runner_for(device)
+    try:
+        fixed["error"] = error = runner.scratch([INT64_MAX])
+        words = [fixed[name] for name in WALK_WORDS]
+        words += [*sizes, *dense.strides, *table.strides, *index.strides]
+        if kind == "scatter_add":
+            runner.run(name, build, symbol, words, total // sizes[-1], moved, align=1)
+        else:
+            runner.run(name, build, symbol, words, total, moved, serial=not parallel)
+        (bad,) = runner.read(error, 1)
+        return None if bad == INT64_MAX else _value_at(runner, index, sizes, bad)
+    finally:
+        runner.close()
 
 
 def nonzero(

@@ -44,6 +44,7 @@ from kael.codegen.lowering import (
     report_fault,
     scalar_type,
     smin,
+    targets_gpu,
     value_type,
 )
 from kael.ir.kernel import BCAST, CONTIG, NO_PREFETCH, STRIDED
@@ -147,7 +148,7 @@ class _Emitter:
             _no_index,
             lambda s: self.args.params[s],
             # vscalef is the host's: the GPU runs these functions too (ptx/reduce.py)
-            scalef=compiler.has_avx512f() and not str(self.b.module.triple).startswith("nvptx"),
+            scalef=compiler.has_avx512f() and not targets_gpu(self.b.module),
         )
         value = emitter.emit(self.red.prologue.x if run else self.red.prologue)
         if self.red.second is not None:
@@ -529,7 +530,7 @@ def _emit_cols(e: _Emitter, w: ir.Value) -> None:
     acc_ty = scalar_type(red.acc)
     # A GPU thread takes one column (ptx/reduce.py passes columns = 1): one slot, not 32 KiB
     # of local memory per thread. Each column is its own chain: the same bits either way.
-    capacity = 1 if str(b.module.triple).startswith("nvptx") else MAX_COLUMNS
+    capacity = 1 if targets_gpu(b.module) else MAX_COLUMNS
     row = e.entry.alloca(acc_ty, size=i64(capacity), name="row")
     row.align = VECTOR_BYTES
     align = red.acc.itemsize

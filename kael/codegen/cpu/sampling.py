@@ -239,25 +239,20 @@ def run(
     `addresses` holds the weights, out, scratch and status buffers, on `device` (None: the
     CPU); seed and offset are signed 64-bit words.
     """
+    moved = rows * (2 * classes * 8 + samples * 8)
     runner = handwritten.runner_for(device)
     try:
-        return _run(runner, addresses, rows, classes, samples, replacement, seed, offset)
+        values = {
+            **addresses,
+            "error": (error := runner.scratch([INT64_MAX])),
+            "classes": classes,
+            "samples": samples,
+            "replacement": int(replacement),
+            "seed": seed,
+            "offset": offset,
+        }
+        runner.run(SYMBOL, build, SYMBOL, [values[name] for name in ARGS], rows, moved, align=1)
+        (bad,) = runner.read(error, 1)
+        return -1 if bad == INT64_MAX else bad
     finally:
         runner.close()
-
-
-def _run(runner, addresses, rows, classes, samples, replacement, seed, offset) -> int:
-    error = runner.scratch([INT64_MAX])
-    values = {
-        **addresses,
-        "error": error,
-        "classes": classes,
-        "samples": samples,
-        "replacement": int(replacement),
-        "seed": seed,
-        "offset": offset,
-    }
-    moved = rows * (2 * classes * 8 + samples * 8)
-    runner.run(SYMBOL, build, SYMBOL, [values[name] for name in ARGS], rows, moved, align=1)
-    (bad,) = runner.read(error, 1)
-    return -1 if bad == INT64_MAX else bad

@@ -7,7 +7,8 @@ so a pass over R rows of n elements has R * ceil(n / 2 width) independent items.
 pass reads positions themselves, so no buffer is initialized. The order is the host's:
 stable, NaN after every number ascending and before every number descending, ties in
 input order both ways. The builder is target-neutral: codegen/ptx/handwritten.py runs it
-on the GPU, and the CPU can run it too (tests check it against the host's order there).
+on the GPU, and the CPU can run it too (tests check it against the host's order there,
+through handwritten.HostRunner).
 """
 
 from __future__ import annotations
@@ -108,14 +109,3 @@ def order(
         width *= 2
         if width >= n:
             return src
-
-
-def host_order(
-    dtype: DType, keys: int, rows: int, n: int, descending: bool, out: Sequence[int]
-) -> int:
-    """`order` on the CPU (the kernel as the GPU runs it, for tests against the host sort)."""
-    runner = handwritten.HostRunner()
-    try:
-        return order(runner, dtype, keys, rows, n, descending, out)
-    finally:
-        runner.close()

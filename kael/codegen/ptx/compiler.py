@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from llvmlite import ir
@@ -103,6 +104,16 @@ def assemble(module: ir.Module) -> str:
 def compile_ptx(kernel: Kernel) -> str:
     """Run LLVM: the PTX text of `kernel`, bypassing every cache."""
     return assemble(build_module(kernel))
+
+
+def stored_ptx(identity: str, build: Callable[[], ir.Module]) -> str:
+    """The PTX of the module `build` makes, from the disk cache when a module of the same
+    `identity` (its printed kernel, or a name that fixes its code) was assembled before by
+    this target and code generator; the modules that are not one Kernel come here."""
+    key = kernel_cache.key_of(
+        identity, ptx_kernel.TRIPLE, ARCH, FEATURES, llvm_version(), __version__, CODEGEN_SCHEMA
+    )
+    return kernel_cache.fetch(CACHE_KIND, key, lambda: assemble(build()).encode())[0].decode()
 
 
 def ptx_for(kernel: Kernel) -> str:

@@ -18,7 +18,7 @@ from kael.codegen.lowering import i64
 from kael.codegen.ptx import compiler
 from kael.codegen.ptx.kernel import DATA_LAYOUT, TRIPLE, sreg
 from kael.ir.matmul import batch_dims
-from kael.runtime import cuda_driver, kernel_cache, sync
+from kael.runtime import cuda_driver, sync
 from kael.runtime.dtypes import DType, float32, float64, int64
 from kael.runtime.tensor_impl import TensorImpl
 
@@ -144,13 +144,7 @@ def build_module(dtype: DType) -> ir.Module:
 def ptx(dtype: DType) -> str:
     """The kernel's PTX text, running LLVM at most once per machine (disk cache)."""
     module = build_module(dtype)
-    key = kernel_cache.key_of(
-        str(module), TRIPLE, compiler.ARCH, compiler.FEATURES, compiler.llvm_version()
-    )
-    payload, _ = kernel_cache.fetch(
-        compiler.CACHE_KIND, key, lambda: compiler.assemble(module).encode()
-    )
-    return payload.decode()
+    return compiler.stored_ptx(str(module), lambda: module)
 
 
 @sync.cached

@@ -16,13 +16,12 @@ from collections.abc import Callable, Sequence
 
 from llvmlite import ir
 
-from kael.codegen.lowering import CODEGEN_SCHEMA, i64
+from kael.codegen.lowering import i64
 from kael.codegen.ptx import compiler
 from kael.codegen.ptx.kernel import DATA_LAYOUT, TRIPLE, sreg
 from kael.runtime import cuda_driver, kernel_cache
 from kael.runtime.allocator import allocator_for, block_capacity
 from kael.runtime.device import CUDA
-from kael.runtime.version import __version__
 
 THREADS = 256
 MAX_BLOCKS = 8192
@@ -76,15 +75,7 @@ def _grid_entry(module: ir.Module, body: ir.Function) -> None:
 def ptx(name: str, build: Build) -> str:
     """The module's PTX, running LLVM at most once per machine (kept with the kernels' PTX)."""
 
-    def make() -> str:
-        key = kernel_cache.key_of(
-            name, TRIPLE, compiler.ARCH, compiler.FEATURES, compiler.llvm_version(), __version__,
-            CODEGEN_SCHEMA,
-        )  # fmt: skip
-        compile_ = lambda: compiler.assemble(build_module(name, build)).encode()  # noqa: E731
-        return kernel_cache.fetch(compiler.CACHE_KIND, key, compile_)[0].decode()
-
-    return _modules.get(name, make)
+    return _modules.get(name, lambda: compiler.stored_ptx(name, lambda: build_module(name, build)))
 
 
 def function(name: str, build: Build, symbol: str):

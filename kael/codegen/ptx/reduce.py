@@ -279,12 +279,9 @@ def ptx_for(red: Reduction) -> str:
     """The PTX of `red`, running LLVM at most once per machine."""
 
     def make() -> str:
-        payload, _ = kernel_cache.fetch(
-            compiler.CACHE_KIND,
-            cache_key(red),
-            lambda: compiler.assemble(build_module(red, function_name(red))).encode(),
+        return compiler.stored_ptx(
+            format_reduction(red), lambda: build_module(red, function_name(red))
         )
-        return payload.decode()
 
     return _memory.get(red, make)
 

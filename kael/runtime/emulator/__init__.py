@@ -9,4 +9,8 @@ is shaped like `cuda.bindings.driver`, so `runtime/cuda_driver.py` runs on it un
 when KAEL_EMULATE_CUDA=1. It is a test device: slow (about a microsecond per lane and
 instruction), exact where PTX is exact (IEEE arithmetic, fma, conversions), and strict
 where a GPU would fault (out-of-bounds, misaligned, diverged barriers and shuffles).
+
+NumPy here is the emulated hardware, not an op's implementation: every value a kael op
+returns on this device is computed by kael's own PTX, which these modules only execute
+instruction by instruction (as a GPU's ALUs would); no kael op is computed by NumPy.
 """

@@ -91,12 +91,12 @@ def _result(m, ins: Instruction, lanes, value) -> None:
 
 
 # -- arithmetic ---------------------------------------------------------------------------
-def _binary(fn: Callable, int_fn: Callable | None = None):
+def _bitwise(fn: Callable):
+    """and, or, xor on .pred and .bN operands: `fn` on their bits."""
+
     def handler(m, ins, lanes):
         t = _type(ins)
-        a, b = _sources(m, ins, lanes, t, 2)
-        out = fn(a, b) if _is_float(t) or int_fn is None else int_fn(a, b, t)
-        _result(m, ins, lanes, np.asarray(out).astype(NP[t], copy=False))
+        _result(m, ins, lanes, np.asarray(fn(*_sources(m, ins, lanes, t, 2))).astype(NP[t]))
 
     return handler
 
@@ -105,10 +105,7 @@ def _carry_add(m, ins, lanes):
     """add.cc, addc, addc.cc, sub.cc, subc, subc.cc: 32- and 64-bit chains through CC.CF."""
     t = _type(ins)
     u = UNSIGNED[TYPE_BYTES[t]]
-    a, b = (
-        np.asarray(x).view(u) if np.asarray(x).ndim else np.asarray(x).astype(u)
-        for x in _sources(m, ins, lanes, t, 2)
-    )
+    a, b = (np.asarray(x).astype(u) for x in _sources(m, ins, lanes, t, 2))  # same bits
     cin = m.carry[lanes].astype(u) if ins.parts[0] in ("addc", "subc") else u(0)
     if ins.parts[0].startswith("add"):
         out = a + b + cin
@@ -243,9 +240,9 @@ def _bits(values, t: str):
     return np.asarray(values).astype(NP[t], copy=False)
 
 
-HANDLERS["and"] = _binary(np.bitwise_and, lambda a, b, t: a & b)
-HANDLERS["or"] = _binary(np.bitwise_or, lambda a, b, t: a | b)
-HANDLERS["xor"] = _binary(np.bitwise_xor, lambda a, b, t: a ^ b)
+HANDLERS["and"] = _bitwise(np.bitwise_and)
+HANDLERS["or"] = _bitwise(np.bitwise_or)
+HANDLERS["xor"] = _bitwise(np.bitwise_xor)
 
 
 @handles("shl", "shr")

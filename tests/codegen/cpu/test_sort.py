@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import kael
+from kael.codegen.cpu import handwritten
 from kael.codegen.cpu import sort as merge_sort
 from kael.frontend import index_ops
 
@@ -26,9 +27,11 @@ def _rows(dtype, rows: int, n: int, seed: int) -> kael.Tensor:
 def _kernel_order(x: kael.Tensor, descending: bool) -> np.ndarray:
     rows, n = x.shape
     buffers = [kael.empty(rows, n, dtype=kael.int64) for _ in range(2)]
-    address = merge_sort.host_order(
-        x.dtype, x.data_ptr(), rows, n, descending, [b.data_ptr() for b in buffers]
+    runner = handwritten.HostRunner()  # the kernels as the GPU runs them, on the CPU
+    address = merge_sort.order(
+        runner, x.dtype, x.data_ptr(), rows, n, descending, [b.data_ptr() for b in buffers]
     )
+    runner.close()
     return next(b for b in buffers if b.data_ptr() == address).numpy()
 
 
