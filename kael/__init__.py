@@ -29,8 +29,26 @@ from kael.frontend.tracing import op_door as _op_door
 from kael.runtime.allocator import empty_cache, memory_stats
 from kael.runtime.debug import set_debug
 from kael.runtime.device import Device as device
+from kael.runtime.dtypes import (
+    bfloat16,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    promote_types,
+    result_type,
+    uint8,
+)
 from kael.runtime.dtypes import bool_ as bool
-from kael.runtime.dtypes import float32, float64, int64, promote_types, result_type
+from kael.runtime.dtypes import float16 as half
+from kael.runtime.dtypes import float32 as float
+from kael.runtime.dtypes import float64 as double
+from kael.runtime.dtypes import int16 as short
+from kael.runtime.dtypes import int32 as int
+from kael.runtime.dtypes import int64 as long
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
 from kael.runtime.threadpool import get_num_threads, set_num_threads
 from kael.runtime.version import __version__
@@ -70,14 +88,26 @@ __all__ = [
     "empty_like",
     "explain",
     "eye",
+    "bfloat16",
+    "double",
+    "float",
+    "float16",
     "float32",
     "float64",
+    "half",
     "from_dlpack",
     "from_numpy",
     "full",
     "full_like",
     "get_num_threads",
+    "int",
+    "int8",
+    "int16",
+    "int32",
     "int64",
+    "long",
+    "short",
+    "uint8",
     "linspace",
     "memory_stats",
     "ones",

@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-import kael
 from kael.runtime import dtypes
 from kael.runtime.device import CPU
 from kael.runtime.storage import Storage
@@ -58,10 +57,5 @@ def run_python(script: str, **env: str) -> subprocess.CompletedProcess:
 
 
 # kael's dtypes and PyTorch's, both ways, for tests that compare the two.
-TORCH_DTYPES = {
-    kael.float32: torch.float32,
-    kael.float64: torch.float64,
-    kael.int64: torch.int64,
-    kael.bool: torch.bool,
-}
+TORCH_DTYPES = {d: getattr(torch, d.name) for d in dtypes.ALL_DTYPES}
 KAEL_DTYPES = {t: k for k, t in TORCH_DTYPES.items()}

@@ -25,10 +25,8 @@ def _compare(op: str):
         if dtype.is_floating_point:
             # ne is the one unordered comparison: NaN != x is true.
             r = m.b.fcmp_unordered("!=", a, c) if op == "ne" else m.b.fcmp_ordered(_FCMP[op], a, c)
-        elif dtype.is_bool:
-            r = m.b.icmp_unsigned(_ICMP[op], a, c)
         else:
-            r = m.b.icmp_signed(_ICMP[op], a, c)
+            r = m.icmp(_ICMP[op], a, c, dtype)
         return m.i1_to_bool(r)
 
     return emit
@@ -51,8 +49,7 @@ def _extremum(greater: bool):
             pick_a = b.or_(pick_a, b.fcmp_unordered("uno", a, a))
             c_nan = b.fcmp_unordered("uno", c, c)
             return b.select(b.and_(pick_a, b.not_(c_nan)), a, c)
-        cmp = b.icmp_signed if not dtype.is_bool else b.icmp_unsigned
-        return b.select(cmp(">" if greater else "<", a, c), a, c)
+        return b.select(m.icmp(">" if greater else "<", a, c, dtype), a, c)
 
     return emit
 
@@ -71,7 +68,7 @@ def _neg(m: ExprEmitter, v, dtype: DType):
 def _abs(m: ExprEmitter, v, dtype: DType):
     if dtype.is_floating_point:
         return m.intrinsic("llvm.fabs", v)
-    if dtype.is_bool:
+    if not dtype.signed:  # uint8 and bool
         return v
     negative = m.b.icmp_signed("<", v, m.const(dtype, 0))
     return m.b.select(negative, m.b.sub(m.const(dtype, 0), v), v)
@@ -82,6 +79,8 @@ def _sign(m: ExprEmitter, v, dtype: DType):
     if dtype.is_bool:
         return v
     b = m.b
+    if not dtype.signed:  # uint8: 1 where non-zero
+        return b.zext(b.icmp_unsigned("!=", v, m.const(dtype, 0)), v.type)
     if dtype.is_floating_point:
         pos, neg = (
             b.fcmp_ordered(">", v, m.const(dtype, 0.0)),
@@ -94,7 +93,7 @@ def _sign(m: ExprEmitter, v, dtype: DType):
 
 def _relu(m: ExprEmitter, v, dtype: DType):
     """0 where x < 0, else x: NaN and -0.0 pass through, as in PyTorch."""
-    if dtype.is_bool:
+    if not dtype.signed:
         return v
     zero = m.const(dtype, 0.0 if dtype.is_floating_point else 0)
     below = (
@@ -166,6 +165,13 @@ def _safe_divisor(m: ExprEmitter, a, c, dtype: DType, code: int):
     return b.select(b.or_(zero, minus_one), m.const(dtype, 1), c), minus_one
 
 
+def _nonzero_divisor(m: ExprEmitter, c, dtype: DType, code: int):
+    """An unsigned divisor with 0 reported and replaced by 1, so udiv/urem never trap."""
+    zero = m.b.icmp_unsigned("==", c, m.const(dtype, 0))
+    m.fault(code, zero)
+    return m.b.select(zero, m.const(dtype, 1), c)
+
+
 def _fmod_floor_fix(m: ExprEmitter, mod, c, dtype: DType):
     """Whether a truncated remainder needs moving to the divisor's sign (floor semantics)."""
     b = m.b
@@ -228,6 +234,8 @@ def _floordiv(m: ExprEmitter, a, c, dtype: DType):
     b = m.b
     if dtype.is_bool:
         return b.and_(a, c)  # only 1 // 1 == 1 is defined; frontend rejects bool
+    if not dtype.signed:
+        return b.udiv(a, _nonzero_divisor(m, c, dtype, FAULT_FLOORDIV_BY_ZERO))
     if not dtype.is_floating_point:
         d, minus_one = _safe_divisor(m, a, c, dtype, FAULT_FLOORDIV_BY_ZERO)
         q = b.sdiv(a, d)
@@ -255,6 +263,8 @@ def _rem(m: ExprEmitter, a, c, dtype: DType):
     if dtype.is_floating_point:
         mod = _fmod(m, a, c, dtype)
         return b.select(_fmod_floor_fix(m, mod, c, dtype), b.fadd(mod, c), mod)
+    if not dtype.signed:
+        return b.urem(a, _nonzero_divisor(m, c, dtype, FAULT_REM_BY_ZERO))
     d, _ = _safe_divisor(m, a, c, dtype, FAULT_REM_BY_ZERO)
     mod = b.srem(a, d)
     return b.select(_fmod_floor_fix(m, mod, c, dtype), b.add(mod, c), mod)
@@ -268,7 +278,7 @@ def _int_pow(m: ExprEmitter, base, exp, dtype: DType):
     """
     b = m.b
     one, zero = m.const(dtype, 1), m.const(dtype, 0)
-    negative = b.icmp_signed("<", exp, zero)
+    negative = m.icmp("<", exp, zero, dtype)
     first = b.select(negative, zero, exp)  # a negative exponent skips the loop
     entry = b.block
     head, body, done = (b.append_basic_block(f"ipow.{n}") for n in ("head", "body", "done"))

@@ -10,7 +10,7 @@ from llvmlite import ir
 
 from kael.codegen.lowering import declare, mangle
 from kael.ir.reduction import ARG_OPS
-from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType
+from kael.runtime.dtypes import DType
 
 
 def identity(op: str, dtype: DType) -> bool | int | float:
@@ -22,9 +22,7 @@ def identity(op: str, dtype: DType) -> bool | int | float:
         return 1
     if dtype.is_floating_point:
         return float("-inf") if base == "max" else float("inf")
-    if dtype.is_bool:
-        return 0 if base == "max" else 1
-    return INT64_MIN if base == "max" else INT64_MAX
+    return dtype.min if base == "max" else dtype.max
 
 
 class Combiner:
@@ -65,7 +63,7 @@ class Combiner:
             better = b.fcmp_ordered(rel, a, c)
             equal = b.fcmp_ordered("==", a, c)
         else:
-            cmp = b.icmp_unsigned if dt.is_bool else b.icmp_signed
+            cmp = b.icmp_signed if dt.signed else b.icmp_unsigned
             better, equal = cmp(rel, a, c), cmp("==", a, c)
         if op not in ARG_OPS:
             if not dt.is_floating_point:

@@ -16,20 +16,78 @@ import kael.codegen
 import kael.ir
 from kael.ir.expr import Binary, Cast, Const, Expr, Index, Load, Param, Unary, Where
 from kael.runtime import kernel_cache
-from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType
+from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType, float32, int32, int64
 
-I1, I8, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(64)
-_SCALAR_TYPES = {"float": ir.FloatType(), "double": ir.DoubleType(), "i64": I64, "i8": I8}
+I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
+# bfloat16 lives in memory as its 16 bits (llvmlite has no bfloat type).
+_MEMORY_TYPES = {
+    "float": ir.FloatType(),
+    "double": ir.DoubleType(),
+    "half": ir.HalfType(),
+    "bfloat": I16,
+    "i64": I64,
+    "i32": I32,
+    "i16": I16,
+    "i8": I8,
+}
 
 
 def scalar_type(dtype: DType) -> ir.Type:
-    return _SCALAR_TYPES[dtype.llvm]
+    """The LLVM type a `dtype` value has in registers (float for float16 and bfloat16)."""
+    return _MEMORY_TYPES[dtype.compute.llvm]
 
 
 def value_type(dtype: DType, width: int) -> ir.Type:
     """The LLVM type of one value: a scalar, or a vector of `width` lanes."""
     t = scalar_type(dtype)
     return t if width == 1 else ir.VectorType(t, width)
+
+
+def memory_type(dtype: DType, width: int = 1) -> ir.Type:
+    """The LLVM type of `width` `dtype` elements in memory: what pointers point to."""
+    t = _MEMORY_TYPES[dtype.llvm]
+    return t if width == 1 else ir.VectorType(t, width)
+
+
+def widen(b: ir.IRBuilder, v: ir.Value, dtype: DType) -> ir.Value:
+    """A value loaded from memory in its register type: float16/bfloat16 become float32.
+    A value already in registers (a reduction's accumulator) passes through."""
+    element = v.type.element if isinstance(v.type, ir.VectorType) else v.type
+    if not dtype.is_half or isinstance(element, ir.FloatType):
+        return v
+    if dtype.llvm == "half":
+        return b.fpext(v, _like(v.type, ir.FloatType()))
+    bits = b.shl(b.zext(v, _like(v.type, I32)), _splat_int(v.type, I32, 16))
+    return b.bitcast(bits, _like(v.type, ir.FloatType()))
+
+
+def narrow(b: ir.IRBuilder, v: ir.Value, dtype: DType) -> ir.Value:
+    """A register value as `dtype` stores it: float32 rounds to float16/bfloat16, ties to
+    even; a NaN becomes bfloat16's quiet NaN 0x7fc0, as PyTorch's c10::BFloat16 does."""
+    if not dtype.is_half:
+        return v
+    if dtype.llvm == "half":
+        return b.fptrunc(v, _like(v.type, ir.HalfType()))
+    bits = b.bitcast(v, _like(v.type, I32))
+    odd = b.and_(b.lshr(bits, _splat_int(v.type, I32, 16)), _splat_int(v.type, I32, 1))
+    rounded = b.add(b.add(bits, _splat_int(v.type, I32, 0x7FFF)), odd)
+    high = b.trunc(b.lshr(rounded, _splat_int(v.type, I32, 16)), _like(v.type, I16))
+    nan = b.fcmp_unordered("uno", v, v)
+    return b.select(nan, _splat_int(v.type, I16, 0x7FC0), high)
+
+
+def _like(t: ir.Type, element: ir.Type) -> ir.Type:
+    """`element`, or a vector of it with as many lanes as `t` has."""
+    return ir.VectorType(element, t.count) if isinstance(t, ir.VectorType) else element
+
+
+def _splat_int(t: ir.Type, element: ir.IntType, value: int) -> ir.Constant:
+    c = ir.Constant(element, value)
+    return (
+        ir.Constant(ir.VectorType(element, t.count), [c] * t.count)
+        if isinstance(t, ir.VectorType)
+        else c
+    )
 
 
 # A hash of every code generator's source: part of each compiled kernel's cache key.
@@ -53,8 +111,11 @@ def smin(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
 
 
 def constant(dtype: DType, value, width: int) -> ir.Constant:
+    """`value` as a `dtype` register constant; integers wrap into the dtype's width."""
     t = scalar_type(dtype)
-    v = int(value) if not dtype.is_floating_point else float(value)
+    v = float(value) if dtype.is_floating_point else int(value)
+    if not dtype.is_floating_point and dtype.itemsize < 8:
+        v = dtype.wrap(v) if not dtype.is_bool else v
     c = ir.Constant(t, v)
     return c if width == 1 else ir.Constant(ir.VectorType(t, width), [c] * width)
 
@@ -91,7 +152,7 @@ class ExprEmitter:
 
     def _emit(self, e: Expr) -> ir.Value:
         if isinstance(e, Load):
-            v = self.load(e.buffer)
+            v = widen(self.b, self.load(e.buffer), e.dtype)
             # Foreign memory (from_numpy) may hold bool bytes other than 0 and 1.
             return self.i1_to_bool(self.truth(v, e.dtype)) if e.dtype.is_bool else v
         if isinstance(e, Const):
@@ -103,9 +164,9 @@ class ExprEmitter:
         if isinstance(e, Cast):
             return self.convert(self.emit(e.x), e.x.dtype, e.dtype)
         if isinstance(e, Unary):
-            return UNARY_EMITTERS[e.op](self, self.emit(e.x), e.x.dtype)
+            return UNARY_EMITTERS[e.op](self, self.emit(e.x), e.x.dtype.compute)
         if isinstance(e, Binary):
-            return BINARY_EMITTERS[e.op](self, self.emit(e.a), self.emit(e.b), e.a.dtype)
+            return BINARY_EMITTERS[e.op](self, self.emit(e.a), self.emit(e.b), e.a.dtype.compute)
         if isinstance(e, Where):
             cond = self.truth(self.emit(e.cond), e.cond.dtype)
             return self.b.select(cond, self.emit(e.a), self.emit(e.b))
@@ -134,25 +195,45 @@ class ExprEmitter:
             return self.b.fcmp_unordered("!=", v, self.const(dtype, 0.0))
         return self.b.icmp_unsigned("!=", v, self.const(dtype, 0))
 
+    def icmp(self, op: str, a: ir.Value, c: ir.Value, dtype: DType) -> ir.Value:
+        """An integer comparison, signed or unsigned as `dtype` is (uint8 and bool are not)."""
+        return (self.b.icmp_signed if dtype.signed else self.b.icmp_unsigned)(op, a, c)
+
     def convert(self, v: ir.Value, src: DType, dst: DType) -> ir.Value:
-        """Chapter 02's convert_value, lane-wise."""
+        """Chapter 02's convert_value, lane-wise, with PyTorch's rules for the other dtypes:
+        anything reaches float16/bfloat16 through float32 (c10::Half and c10::BFloat16 are
+        built from a float), and floats reach the narrow integers through int32 as x86's
+        cvtt does (NaN and out-of-range give INT32_MIN), then wrap."""
         if src is dst:
             return v
         b, w = self.b, self.width
+        if dst.is_half:
+            wide = self.convert(v, src, float32) if src.compute is not float32 else v
+            return widen(b, narrow(b, wide, dst), dst)
         if dst.is_bool:
             return self.i1_to_bool(self.truth(v, src))
-        if src.is_bool:
-            return (
-                b.uitofp(v, value_type(dst, w))
-                if dst.is_floating_point
-                else b.zext(v, value_type(dst, w))
-            )
         if src.is_floating_point and dst.is_floating_point:
-            grow = src.itemsize < dst.itemsize
-            return (b.fpext if grow else b.fptrunc)(v, value_type(dst, w))
+            have, want = src.compute.itemsize, dst.itemsize
+            if have == want:  # float16/bfloat16 to float32: already one in registers
+                return v
+            return (b.fpext if have < want else b.fptrunc)(v, value_type(dst, w))
         if dst.is_floating_point:
-            return b.sitofp(v, value_type(dst, w))
-        return self.saturating_to_int(v, src, dst)
+            to_float = b.sitofp if src.signed else b.uitofp
+            return to_float(v, value_type(dst, w))
+        if not src.is_floating_point:
+            return self.resize(v, src, dst)
+        if dst is int64:
+            return self.saturating_to_int(v, src.compute, dst)
+        return self.resize(self.to_int32(v, src.compute), int32, dst)
+
+    def resize(self, v: ir.Value, src: DType, dst: DType) -> ir.Value:
+        """An integer in another width: wider sign- or zero-extends as `src` is, narrower wraps."""
+        grow, shrink = src.itemsize < dst.itemsize, src.itemsize > dst.itemsize
+        if not (grow or shrink):
+            return v
+        if shrink:
+            return self.b.trunc(v, value_type(dst, self.width))
+        return (self.b.sext if src.signed else self.b.zext)(v, value_type(dst, self.width))
 
     def saturating_to_int(self, v: ir.Value, src: DType, dst: DType) -> ir.Value:
         """Truncate toward zero; <= -2**63 gives INT64_MIN, >= 2**63 INT64_MAX, NaN gives 0.
@@ -167,6 +248,17 @@ class ExprEmitter:
         out = b.select(low, self.const(dst, INT64_MIN), raw)
         out = b.select(high, self.const(dst, INT64_MAX), out)
         return b.select(nan, self.const(dst, 0), out)
+
+    def to_int32(self, v: ir.Value, src: DType) -> ir.Value:
+        """x86's cvttss2si/cvttsd2si: truncate toward zero; NaN and values outside int32
+        give INT32_MIN (what PyTorch's CPU kernels store for them)."""
+        b = self.b
+        raw = b.fptosi(v, value_type(int32, self.width))
+        inside = b.and_(
+            b.fcmp_ordered(">=", v, self.const(src, -(2.0**31))),
+            b.fcmp_ordered("<", v, self.const(src, 2.0**31)),
+        )
+        return b.select(inside, raw, self.const(int32, int32.min))
 
     def fault(self, code: int, cond: ir.Value) -> None:
         """Report fault `code` (kael.ir.ops.FAULTS) where the i1 (vector) `cond` holds."""
@@ -224,6 +316,8 @@ def mangle(t: ir.Type) -> str:
         return "f32"
     if isinstance(t, ir.DoubleType):
         return "f64"
+    if isinstance(t, ir.HalfType):
+        return "f16"
     return f"i{t.width}"
 
 
@@ -267,11 +361,12 @@ def prefetch_steps(itemsize: int, width: int, steps: int, line: int = 64) -> lis
 
 
 def param_from_word(b: ir.IRBuilder, word: ir.Value, dtype: DType) -> ir.Value:
-    """A run-time scalar from its 64-bit argument word (floats travel as float64 bits)."""
+    """A run-time scalar from its 64-bit argument word (floats travel as float64 bits), in
+    its register type: a float16 scalar stays a float32, as PyTorch's opmath keeps it."""
     if dtype.is_floating_point:
         v = b.bitcast(word, ir.DoubleType())
         return v if dtype.itemsize == 8 else b.fptrunc(v, ir.FloatType())
-    return word if dtype.itemsize == 8 else b.trunc(word, I8)
+    return word if dtype.itemsize == 8 else b.trunc(word, scalar_type(dtype))
 
 
 def value_type_of_width(t: ir.Type, width: int) -> ir.Type:

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from kael.frontend import eager, fastpath, interop, views
+from kael.frontend import dlpack, eager, fastpath, interop, views
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.runtime import dtypes
@@ -210,10 +210,10 @@ def from_numpy(arr: np.ndarray) -> Tensor:
 
 
 def from_dlpack(obj) -> Tensor:
-    """A CPU tensor over the memory of a DLPack producer (no copy)."""
+    """A CPU tensor over the memory of a DLPack producer (no copy; every kael dtype)."""
     if isinstance(obj, Tensor):
         return obj.detach()
-    return from_numpy(interop.dlpack_to_numpy(obj))
+    return Tensor(dlpack.to_impl(obj))
 
 
 def as_tensor(data, *, dtype=None, device=None) -> Tensor:

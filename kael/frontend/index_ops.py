@@ -25,7 +25,7 @@ from kael.frontend.outputs import bool_arg, device_of, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl, has_internal_overlap
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import bool_, int64, promote_types
+from kael.runtime.dtypes import bfloat16, bool_, float32, int64, promote_types
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, format_shape
 
@@ -433,7 +433,9 @@ def _order(input: Tensor, dim: int, descending: bool, k: int | None, op: str) ->
         return out
     if impl.device is not CPU:
         return _device_order(impl, dim, descending, k)
-    rows = interop.numpy_view(clone_impl(views.transpose(impl, dim, -1)))
+    # bfloat16 keys order as their float32 values (NumPy would read uint16 bits).
+    keys_dtype = float32 if impl.dtype is bfloat16 else impl.dtype
+    rows = interop.numpy_view(clone_impl(views.transpose(impl, dim, -1), keys_dtype))
     n = rows.shape[-1]
     if k is not None and k < n:  # topk: partition, then order only the k candidates
         split = n - k if descending else max(k - 1, 0)

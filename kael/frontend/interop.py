@@ -101,15 +101,3 @@ def host_buffer_impl(buffer, shape: tuple[int, ...], dtype) -> TensorImpl:
     address, length = buffer.buffer_info()
     storage = Storage.external(address, length * buffer.itemsize, buffer, CPU)
     return TensorImpl(storage, shape, contiguous_strides(shape), 0, dtype, CPU)
-
-
-def dlpack_to_numpy(obj) -> np.ndarray:
-    """A NumPy array over the memory of any CPU DLPack producer (no copy)."""
-    if not hasattr(obj, "__dlpack__"):
-        raise TypeError(f"from_dlpack expects an object with __dlpack__, got {type(obj).__name__}")
-    device_type, _ = obj.__dlpack_device__()
-    if device_type != 1:  # kDLCPU
-        raise TypeError(
-            f"from_dlpack supports CPU memory only for now, got DLPack device type {device_type}"
-        )
-    return np.from_dlpack(obj)

@@ -19,6 +19,7 @@ from kael.frontend.elementwise import broadcast_shapes
 from kael.frontend.outputs import output, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl
 from kael.frontend.views import broadcast_view
+from kael.runtime import dtypes
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import bool_, promote_types
 from kael.runtime.errors import Error, TypeError, ValueError
@@ -82,10 +83,26 @@ def _product(a, b, out: Tensor | None, op: str) -> Tensor:
     if k == 0:
         eager.fill(target._impl, 0)  # each element is a sum of no products
         return target
+    wide = _GEMM_DTYPE.get(dtype, dtype)
+    if wide is not dtype:  # through the widened product, rounded (or wrapped) once at the end
+        result = Tensor(empty_impl(final, wide, ai.device))
+        _multiply(_operand(left, wide, batch), _operand(right, wide, batch), result, shape)
+        eager.copy_into(target._impl, result._impl)
+        return target
     plan = _multiply(_operand(left, dtype, batch), _operand(right, dtype, batch), target, shape)
     if plan is not None and out is None and ai.dtype is bi.dtype:
         fastpath.remember_matmul(a, b, plan, target)
     return target
+
+
+# The dtype the matmul kernels multiply a product of these in: float16/bfloat16 in float32
+# (PyTorch's CPU accumulation too), the narrow integers in int64, whose products and sums
+# wrap to the same low bits.
+_GEMM_DTYPE = {
+    dtypes.float16: dtypes.float32,
+    dtypes.bfloat16: dtypes.float32,
+    **{d: dtypes.int64 for d in (dtypes.int32, dtypes.int16, dtypes.int8, dtypes.uint8)},
+}
 
 
 def _operand(impl: TensorImpl, dtype, batch: tuple) -> TensorImpl:

@@ -10,7 +10,8 @@ that composition as a compiled plan (faster than the row kernels, but each new s
 costs a trace). cross_entropy and layer_norm copy their rows
 contiguous first (the class dim moved last); under a trace they are extern steps (their
 row kernels keep numerics the composed ops lack: float64 moments, overflow-free squares).
-Integer and bool inputs become float32 (the book's as_floating).
+Integer and bool inputs become float32 (the book's as_floating); float16 and bfloat16
+inputs compute in float32 and round their results once (frontend/opmath.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from kael.codegen.cpu import rows
 from kael.frontend import eager, factories, fastpath, plan, reductions, views
 from kael.frontend import elementwise as ew
 from kael.frontend.compiled import CompiledFunction
+from kael.frontend.opmath import in_float32
 from kael.frontend.outputs import device_of, float_arg, output, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl
 from kael.runtime.device import CPU
@@ -174,16 +176,19 @@ def _softmax(kernel: str, x, dim, dtype) -> Tensor:
     return Tensor(out)
 
 
+@in_float32
 def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     """exp(x - max) / sum(exp(x - max)) along `dim`: no overflow for large entries."""
     return _softmax("softmax", input, dim, dtype)
 
 
+@in_float32
 def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     """(x - max) - log(sum(exp(x - max))) along `dim`: exact where log(softmax(x)) is -inf."""
     return _softmax("log_softmax", input, dim, dtype)
 
 
+@in_float32
 def logsumexp(input: Tensor, dim, keepdim: bool = False, *, out: Tensor | None = None) -> Tensor:
     """log(sum(exp(x))) over `dim`, shifted by the max: all -inf (or empty) gives -inf."""
     if dim is None:  # torch's signature: dim is required (an int or a tuple of ints)
@@ -293,6 +298,7 @@ def _composed_cross_entropy(
     return (total / sample_weight.sum() if reduction == "mean" else total).to(x.dtype)
 
 
+@in_float32
 def cross_entropy(
     input: Tensor,
     target: Tensor,
@@ -382,6 +388,7 @@ def _composed_layer_norm(
     return y if b is None else y + Tensor(b)
 
 
+@in_float32
 def layer_norm(
     input: Tensor,
     normalized_shape,

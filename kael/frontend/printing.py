@@ -13,7 +13,7 @@ _ELLIPSIS = object()  # stands for the elided middle of a summarised dim
 
 def format_tensor(tensor) -> str:
     """`tensor([...], shape=[...], dtype=...)`, plus `, device=cuda:0` off the CPU."""
-    array = tensor.cpu().numpy()
+    array = tensor._host_array()
     fmt = _formatter(tensor.dtype)
     suffix = f", shape={format_shape(tensor.shape)}, dtype={tensor.dtype}"
     if tensor.device.type != "cpu":

@@ -22,7 +22,7 @@ from kael.frontend.tensor import Tensor, clone_impl, empty_impl
 from kael.ir import graph as g
 from kael.ir.ops import BINARY_OPS
 from kael.runtime import sync
-from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType, bool_, float32, float64, int64
+from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType, bool_, float16, float32, float64, int64
 from kael.runtime.errors import TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl
 
@@ -131,7 +131,13 @@ def _unit(bits: g.Node) -> g.Node:
 
 
 def _as_float(value: g.Node, dtype: DType, below_one: bool = False) -> g.Node:
-    """A float64 value rounded to `dtype`; `below_one` maps a float32 1.0 to the float below."""
+    """A float64 value rounded to `dtype`; `below_one` maps a float32 1.0 to the float below,
+    and a uniform float16/bfloat16 keeps the dtype's significand bits of u (as PyTorch does:
+    multiples of 2**-11 or 2**-8 below 1, never rounded up to 1)."""
+    if below_one and dtype.is_half:
+        digits = 11 if dtype is float16 else 8
+        steps = g.Unary(float64, (), "floor", _op("mul", value, _const(float64, 2.0**digits)))
+        return g.Cast(dtype, (), _op("mul", steps, _const(float64, 2.0**-digits)))
     out = g.Cast(dtype, (), value) if dtype is not float64 else value
     if not below_one or dtype is float64:
         return out

@@ -29,7 +29,7 @@ from kael.frontend.reduce_door import (
 from kael.frontend.reduce_door import reduced_shape as reduced_shape  # for other op families
 from kael.frontend.tensor import Tensor
 from kael.frontend.views import as_int
-from kael.runtime.dtypes import DType, as_dtype, bool_, float64, int64
+from kael.runtime.dtypes import DType, as_dtype, bool_, float64, int64, uint8
 from kael.runtime.errors import IndexError, TypeError
 from kael.runtime.tensor_impl import format_shape
 
@@ -237,9 +237,11 @@ def argmin(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tenso
 def _logic(op: str, x, dim, keepdim, out) -> Tensor:
     x = tensor_arg(x, op)
     keepdim = keepdim_arg(keepdim, op)
+    # PyTorch keeps uint8 for uint8 inputs (its masks before bool existed), bool otherwise.
+    dtype = uint8 if x.dtype is uint8 else bool_
     if isinstance(dim, tuple | list) and not dim:
         # PyTorch 2.13 reduces over no dim here (every other reduction takes () as all).
-        result = output(out, x.shape, bool_, x.device, op)
+        result = output(out, x.shape, dtype, x.device, op)
         eager.copy_into(result._impl, unaliased(x._impl, result._impl))
         return result
     axes = reduce_axes(x, dim, op)
@@ -249,7 +251,8 @@ def _logic(op: str, x, dim, keepdim, out) -> Tensor:
         axes,
         keepdim,
         prologue=lambda a: cast_to(a, bool_),
-        key=("truth",),
+        epilogues=(lambda r: cast_to(r, dtype),),
+        key=("truth", dtype),
         out=out1(out),
         name=f"{op}_{x.dtype}",
     )[0]

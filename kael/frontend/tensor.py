@@ -10,7 +10,7 @@ from kael.frontend import eager, indexing, interop, printing, views
 from kael.runtime import cuda_driver, dtypes
 from kael.runtime.allocator import PINNED
 from kael.runtime.device import CPU, CUDA, Device, parse_device
-from kael.runtime.dtypes import DType, as_dtype
+from kael.runtime.dtypes import DType, as_dtype, bfloat16, float32
 from kael.runtime.errors import Error, TypeError, ValueError
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import (
@@ -85,6 +85,30 @@ def _needs_values(what: str) -> None:
     trace = _trace_state.trace
     if trace is not None:
         trace.data_dependent(what)
+
+
+# Tensor.type()'s names, PyTorch's legacy tensor type per dtype.
+_TYPE_NAMES = {
+    dtypes.float32: "FloatTensor",
+    dtypes.float64: "DoubleTensor",
+    dtypes.float16: "HalfTensor",
+    dtypes.bfloat16: "BFloat16Tensor",
+    dtypes.int64: "LongTensor",
+    dtypes.int32: "IntTensor",
+    dtypes.int16: "ShortTensor",
+    dtypes.int8: "CharTensor",
+    dtypes.uint8: "ByteTensor",
+    dtypes.bool_: "BoolTensor",
+}
+
+
+def _numpy_has(dtype: DType) -> None:
+    """Refuse an array of bfloat16, which NumPy has no dtype for (PyTorch's TypeError)."""
+    if dtype is bfloat16:
+        raise TypeError(
+            "Got unsupported ScalarType BFloat16: NumPy has no bfloat16;"
+            " convert first, e.g. tensor.float().numpy()"
+        )
 
 
 def _other(other, op: str) -> Tensor:
@@ -214,8 +238,11 @@ class Tensor:
     # ---- data -----------------------------------------------------------------------------
 
     def _host_array(self) -> np.ndarray:
-        """A NumPy array over the elements: a view on CPU, over a host copy otherwise."""
+        """A NumPy array over the elements: a view on CPU, over a host copy otherwise;
+        bfloat16 (which NumPy lacks) as the float32 values kael's cast gives."""
         impl = self._impl
+        if impl.dtype is bfloat16:
+            impl = self.to(float32)._impl
         if impl.device is not CPU:
             impl = transfer_impl(impl, CPU)
         return interop.numpy_view(impl)
@@ -236,6 +263,7 @@ class Tensor:
     def numpy(self) -> np.ndarray:
         """A NumPy array over the same bytes (no copy); it keeps the storage alive."""
         _needs_values("Tensor.numpy()")
+        _numpy_has(self._impl.dtype)
         if self._impl.device is not CPU:
             raise TypeError(
                 f"can't convert {self._impl.device} device type tensor to numpy."
@@ -245,6 +273,7 @@ class Tensor:
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         _needs_values("converting a tensor to a NumPy array")
+        _numpy_has(self._impl.dtype)
         needs_copy = self._impl.device is not CPU or (
             dtype is not None and np.dtype(dtype) != self._impl.dtype.numpy
         )
@@ -256,9 +285,18 @@ class Tensor:
         return array.copy() if copy else array
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        return self.numpy().__dlpack__(
-            stream=stream, max_version=max_version, dl_device=dl_device, copy=copy
-        )
+        """A DLPack capsule over this CPU tensor's bytes (every dtype, bfloat16 included):
+        DLPack 1.0's versioned one when `max_version` allows, else the classic one;
+        `copy=True` exports a copy."""
+        from kael.frontend import dlpack  # it imports the runtime only; this module is above
+
+        _needs_values("exporting a tensor through DLPack")
+        if dl_device is not None and tuple(dl_device) != (1, 0):
+            raise BufferError(f"kael exports CPU tensors only, got dl_device {dl_device}")
+        if stream is not None and stream != -1:
+            raise BufferError("a CPU tensor has no stream to synchronize with")
+        versioned = max_version is not None and tuple(max_version)[0] >= 1
+        return dlpack.capsule(self.clone()._impl if copy else self._impl, versioned)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         device = self._impl.device
@@ -357,17 +395,22 @@ class Tensor:
 
         cuda.record_stream(self, stream)
 
-    def float(self) -> Tensor:
-        return self.to(dtype=dtypes.float32)
+    def type(self, dtype: DType | str | None = None) -> Tensor | str:
+        """Without an argument, the type's name as PyTorch spells it ("kael.FloatTensor",
+        "kael.cuda.FloatTensor"); with a dtype (or such a name), this tensor converted."""
+        if dtype is None:
+            place = "cuda." if self._impl.device is not CPU else ""
+            return f"kael.{place}{_TYPE_NAMES[self._impl.dtype]}"
+        if isinstance(dtype, str) and dtype.startswith("kael."):
+            names = {n: d for d, n in _TYPE_NAMES.items()}
+            found = names.get(dtype.removeprefix("kael.").removeprefix("cuda."))
+            if found is None:
+                raise TypeError(f"invalid type: '{dtype}'")
+            return self.to(found, device=CUDA if ".cuda." in dtype else self._impl.device)
+        return self.to(dtype=dtype)
 
-    def double(self) -> Tensor:
-        return self.to(dtype=dtypes.float64)
-
-    def long(self) -> Tensor:
-        return self.to(dtype=dtypes.int64)
-
-    def bool(self) -> Tensor:
-        return self.to(dtype=dtypes.bool_)
+    def is_floating_point(self) -> bool:
+        return self._impl.dtype.is_floating_point
 
     def clone(self) -> Tensor:
         """A new contiguous tensor with offset 0 and storage sized for its elements."""
@@ -426,8 +469,11 @@ class Tensor:
     # ---- views ----------------------------------------------------------------------------
 
     def view(self, *shape) -> Tensor:
-        """The same elements in another shape; kael.Error when the strides do not allow it."""
+        """The same elements in another shape; kael.Error when the strides do not allow it.
+        `view(dtype)` reads the same bytes as another dtype."""
         impl = self._impl
+        if len(shape) == 1 and isinstance(shape[0], DType):
+            return Tensor(views.view_dtype(impl, shape[0]))
         given = views.exact_key(shape)
         key = None if given is None else ("view", impl.shape, impl.strides, given)
         if key is not None:
@@ -498,3 +544,31 @@ class Tensor:
 
     def __setitem__(self, key, value) -> None:
         indexing.setitem(self, key, value)
+
+
+# PyTorch's conversion methods, each `to(dtype)` by another name: tensor.half(), .byte(), ...
+CONVERSIONS = {
+    "float": dtypes.float32,
+    "double": dtypes.float64,
+    "half": dtypes.float16,
+    "bfloat16": dtypes.bfloat16,
+    "long": dtypes.int64,
+    "int": dtypes.int32,
+    "short": dtypes.int16,
+    "char": dtypes.int8,
+    "byte": dtypes.uint8,
+    "bool": dtypes.bool_,
+}
+
+
+def _conversion(name: str, dtype: DType):
+    def convert(self: Tensor) -> Tensor:
+        return self.to(dtype=dtype)
+
+    convert.__name__, convert.__qualname__ = name, f"Tensor.{name}"
+    convert.__doc__ = f"This tensor as {dtype} (self when it already is one)."
+    return convert
+
+
+for _name, _dtype in CONVERSIONS.items():
+    setattr(Tensor, _name, _conversion(_name, _dtype))

@@ -10,7 +10,7 @@ import builtins
 import math
 import operator
 
-from kael.runtime.dtypes import INT64_MAX, INT64_MIN
+from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, format_shape
 from kael.runtime.tracestate import state as _trace_state
@@ -158,6 +158,32 @@ def view(impl: TensorImpl, args: tuple) -> TensorImpl:
             " dimension spans across two contiguous subspaces). Use .reshape(...) instead."
         )
     return result
+
+
+def view_dtype(impl: TensorImpl, dtype: DType) -> TensorImpl:
+    """The same bytes read as `dtype` (PyTorch's view(dtype)): with another element size the
+    last dim must be unit-stride and the sizes, strides and offset must split evenly."""
+    old, new = impl.dtype.itemsize, dtype.itemsize
+    shape, strides, offset = list(impl.shape), list(impl.strides), impl.offset
+    if old != new:
+        what = f"view {impl.dtype} as {dtype} (different element sizes)"
+        if not shape:
+            raise ValueError(f"self.dim() cannot be 0 to {what}")
+        if strides[-1] != 1 and shape[-1] != 1:
+            raise ValueError(f"self.stride(-1) must be 1 to {what}, but got {strides[-1]}")
+        for name, value in (
+            ("self.size(-1)", shape[-1]),
+            ("self.storage_offset()", offset),
+            *((f"self.stride({d})", strides[d]) for d in range(len(shape) - 1)),
+        ):
+            if value * old % new:
+                raise ValueError(
+                    f"{name} must be divisible by {max(new // old, 1)} to {what}, but got {value}"
+                )
+        shape[-1] = shape[-1] * old // new
+        strides = [s * old // new for s in strides[:-1]] + [1]
+        offset = offset * old // new
+    return TensorImpl(impl.storage, tuple(shape), tuple(strides), offset, dtype, impl.device)
 
 
 def try_view(impl: TensorImpl, args: tuple) -> TensorImpl | None:

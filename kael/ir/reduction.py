@@ -87,7 +87,8 @@ class Reduction:
 
     @property
     def acc(self) -> DType:
-        return self.prologue.dtype
+        """The accumulator's dtype: float32 for float16/bfloat16 values."""
+        return self.prologue.dtype.compute
 
     @property
     def run_dtype(self) -> DType | None:
@@ -119,7 +120,7 @@ class Reduction:
     @property
     def second_dtype(self) -> DType:
         """The second accumulator's dtype: int64 indices, or the paired sum's dtype."""
-        return int64 if self.second is None else self.second.dtype
+        return int64 if self.second is None else self.second.dtype.compute
 
     @property
     def outputs(self) -> tuple[Buffer, ...]:

@@ -1,4 +1,5 @@
-"""Host side of chapter 02's conversion rules: the value a tensor of a dtype stores for a scalar."""
+"""Host side of the conversion rules (chapter 02, and PyTorch's for the other dtypes): the
+value a tensor of a dtype stores for a scalar."""
 
 from __future__ import annotations
 
@@ -49,7 +50,34 @@ def convert_scalar(
         return float(value)
     if dtype is dtypes.float32:
         return int_to_float32(value) if type(value) is int else to_float32(value)
+    if not isinstance(dtype, DType):
+        raise TypeError(f"expected a kael dtype, got {dtype!r}")
+    if dtype.is_half:
+        return _to_half_precision(value, dtype)
+    if dtype in dtypes.INTEGER_DTYPES:
+        return _to_narrow_int(value, dtype, beyond_int64)
     raise TypeError(f"expected a kael dtype, got {dtype!r}")
+
+
+def _to_half_precision(value: bool | int | float, dtype: DType) -> float:
+    """The float32 a float16/bfloat16 op computes with (PyTorch's opmath); kernels round it
+    to the dtype when they store it, beyond its range to +-inf, as torch.tensor does."""
+    return int_to_float32(value) if type(value) is int else to_float32(value)
+
+
+def _to_narrow_int(value: bool | int | float, dtype: DType, mode: str) -> int:
+    """An op's scalar (WRAP) as PyTorch's CPU kernels convert it: floats through int32 as
+    x86's cvtt does, then modulo 2**bits. A stored value must fit the dtype, except that
+    uint8 takes -255..-1 modulo 256 as c10's checked conversion does."""
+    if mode == WRAP:
+        if type(value) is float:
+            inside = -(2.0**31) <= value < 2.0**31
+            value = int(value) if inside else dtypes.int32.min
+        return dtype.wrap(int(value))
+    lowest = -dtype.max if not dtype.signed and type(value) is not float else dtype.min
+    if not (lowest <= value <= dtype.max):  # False for NaN
+        raise ValueError(f"value {value} cannot be converted to {dtype} without overflow")
+    return dtype.wrap(int(value))
 
 
 def _beyond_int64(value: int, dtype: DType, mode: str) -> int:

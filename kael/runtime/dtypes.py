@@ -1,4 +1,8 @@
-"""The four element types, promotion by rank and category, and the scalar rule (chapter 02)."""
+"""Element types, PyTorch's promotion lattice, and the scalar rule.
+
+Chapter 02 defines the book's four (float32, float64, int64, bool) and decides everything
+among them; int32, int16, int8, uint8, float16 and bfloat16 follow PyTorch.
+"""
 
 from __future__ import annotations
 
@@ -14,17 +18,37 @@ BOOL_CATEGORY, INT_CATEGORY, FLOAT_CATEGORY = 0, 1, 2
 
 
 class DType:
-    """One element type: its name, size, promotion rank, category and machine types."""
+    """One element type: its name, size, category, signedness and machine types.
 
-    __slots__ = ("name", "itemsize", "rank", "category", "numpy", "llvm")
+    `llvm` is the type in memory; `compute` is the dtype arithmetic runs in: itself, except
+    float16 and bfloat16, which kernels widen to float32 on load and round back on store.
+    """
 
-    def __init__(self, name: str, itemsize: int, rank: int, category: int, numpy_dtype, llvm: str):
+    __slots__ = ("name", "itemsize", "category", "signed", "numpy", "llvm", "_compute")
+
+    def __init__(
+        self,
+        name: str,
+        itemsize: int,
+        category: int,
+        numpy_dtype,
+        llvm: str,
+        signed: bool = True,
+        compute: DType | None = None,
+    ):
         self.name = name
         self.itemsize = itemsize
-        self.rank = rank
         self.category = category
+        self.signed = signed
+        # bfloat16 has no NumPy dtype: its bytes travel as uint16.
         self.numpy = np.dtype(numpy_dtype)
         self.llvm = llvm
+        self._compute = compute
+
+    @property
+    def compute(self) -> DType:
+        """The dtype kernels compute in: float32 for the two half-precision types."""
+        return self._compute or self
 
     @property
     def is_floating_point(self) -> bool:
@@ -33,6 +57,27 @@ class DType:
     @property
     def is_bool(self) -> bool:
         return self.category == BOOL_CATEGORY
+
+    @property
+    def min(self) -> int:
+        """The lowest value of an integer (or bool) dtype."""
+        return -(1 << (8 * self.itemsize - 1)) if self.signed else 0
+
+    @property
+    def max(self) -> int:
+        """The highest value of an integer (or bool) dtype."""
+        return 1 if self.is_bool else (1 << (8 * self.itemsize - self.signed)) - 1
+
+    def wrap(self, value: int) -> int:
+        """An int taken modulo 2**bits into this integer dtype's range (C's conversion)."""
+        bits = 8 * self.itemsize
+        value &= (1 << bits) - 1
+        return value - (1 << bits) if self.signed and value > self.max else value
+
+    @property
+    def is_half(self) -> bool:
+        """float16 or bfloat16: stored narrow, computed in float32."""
+        return self._compute is not None
 
     def __str__(self) -> str:
         return self.name
@@ -44,15 +89,32 @@ class DType:
         return (dtype_from_name, (self.name,))
 
 
-# The promotion rank is its own table, not the declaration order: Bool < I64 < F32 < F64.
-float32 = DType("float32", 4, 2, FLOAT_CATEGORY, np.float32, "float")
-float64 = DType("float64", 8, 3, FLOAT_CATEGORY, np.float64, "double")
-int64 = DType("int64", 8, 1, INT_CATEGORY, np.int64, "i64")
-bool_ = DType("bool", 1, 0, BOOL_CATEGORY, np.bool_, "i8")
+float32 = DType("float32", 4, FLOAT_CATEGORY, np.float32, "float")
+float64 = DType("float64", 8, FLOAT_CATEGORY, np.float64, "double")
+float16 = DType("float16", 2, FLOAT_CATEGORY, np.float16, "half", compute=float32)
+bfloat16 = DType("bfloat16", 2, FLOAT_CATEGORY, np.uint16, "bfloat", compute=float32)
+int64 = DType("int64", 8, INT_CATEGORY, np.int64, "i64")
+int32 = DType("int32", 4, INT_CATEGORY, np.int32, "i32")
+int16 = DType("int16", 2, INT_CATEGORY, np.int16, "i16")
+int8 = DType("int8", 1, INT_CATEGORY, np.int8, "i8")
+uint8 = DType("uint8", 1, INT_CATEGORY, np.uint8, "i8", signed=False)
+bool_ = DType("bool", 1, BOOL_CATEGORY, np.bool_, "i8", signed=False)
 
-ALL_DTYPES = (float32, float64, int64, bool_)
+# The book's four (chapter 02), whose rules decide everything among themselves.
+BOOK_DTYPES = (float32, float64, int64, bool_)
+ALL_DTYPES = (float32, float64, float16, bfloat16, int64, int32, int16, int8, uint8, bool_)
+INTEGER_DTYPES = (int64, int32, int16, int8, uint8)
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
-_BY_NUMPY = {d.numpy: d for d in ALL_DTYPES}
+# PyTorch's aliases: kael.long, kael.half, ...
+ALIASES = {
+    "long": int64,
+    "int": int32,
+    "short": int16,
+    "float": float32,
+    "double": float64,
+    "half": float16,
+}
+_BY_NUMPY = {d.numpy: d for d in ALL_DTYPES if d is not bfloat16}
 # The default dtype of each scalar category: a Python float is float32, as in PyTorch.
 _CATEGORY_DEFAULT = {BOOL_CATEGORY: bool_, INT_CATEGORY: int64, FLOAT_CATEGORY: float32}
 
@@ -60,7 +122,7 @@ _CATEGORY_DEFAULT = {BOOL_CATEGORY: bool_, INT_CATEGORY: int64, FLOAT_CATEGORY: 
 def dtype_from_name(name: str) -> DType:
     """The dtype called `name` ("float32", ...); TypeError for any other name."""
     try:
-        return _BY_NAME[name]
+        return _BY_NAME.get(name) or ALIASES[name]
     except KeyError:
         raise TypeError(f"unknown dtype '{name}', expected one of {', '.join(_BY_NAME)}") from None
 
@@ -72,7 +134,7 @@ def from_numpy_dtype(dt) -> DType:
         return _BY_NUMPY[key.newbyteorder("=") if key.byteorder == ">" else key]
     except KeyError:
         raise TypeError(
-            f"unsupported numpy dtype {key}, kael supports float32, float64, int64 and bool"
+            f"unsupported numpy dtype {key}, kael supports {', '.join(map(str, _BY_NUMPY))}"
         ) from None
 
 
@@ -86,9 +148,18 @@ def as_dtype(dtype) -> DType:
 
 
 def promote_types(a: DType, b: DType) -> DType:
-    """The higher of two dtypes by promotion rank."""
+    """PyTorch's promotion lattice: the higher category wins; within one, the wider type,
+    with uint8 + int8 -> int16 and float16 + bfloat16 -> float32 (neither holds the other)."""
     a, b = as_dtype(a), as_dtype(b)
-    return a if a.rank >= b.rank else b
+    if a is b:
+        return a
+    if a.category != b.category:
+        return a if a.category > b.category else b
+    if a.itemsize == b.itemsize:  # uint8/int8 or float16/bfloat16
+        return int16 if a.category == INT_CATEGORY else float32
+    if a is uint8 or b is uint8:  # every wider integer is signed and holds uint8
+        return b if a is uint8 else a
+    return a if a.itemsize > b.itemsize else b
 
 
 def scalar_dtype(value) -> DType:

@@ -518,3 +518,37 @@ def test_synchronize_returns_once_queued_work_is_done():
     b = a * 3.0
     kael.cuda.synchronize()
     assert float(b.sum().cpu().item()) == 3.0 * (1 << 20)
+
+
+# ---- the dtypes beyond the book: the same kernels, narrow loads and stores ----------------------
+
+NARROW = [kael.int32, kael.int16, kael.int8, kael.uint8, kael.float16, kael.bfloat16]
+
+
+def _narrow_host(shape, dtype, seed: int = 0) -> kael.Tensor:
+    values = np.random.default_rng(seed).standard_normal(shape) * 50
+    return kael.tensor(values.astype(np.float32)).to(dtype)
+
+
+def _same_values(got: kael.Tensor, want: kael.Tensor) -> None:
+    assert str(got.device) == "cuda:0" and got.dtype == want.dtype and got.shape == want.shape
+    assert got.cpu().tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("dtype", NARROW, ids=str)
+def test_narrow_dtypes_compute_on_the_device_as_on_the_cpu(dtype):
+    a, b = _narrow_host((333, 7), dtype, 1), _narrow_host((333, 7), dtype, 2)
+    da, db = a.to(DEVICE), b.to(DEVICE)
+    _same_values(da + db * 2, a + b * 2)
+    _same_values(kael.maximum(da, db), kael.maximum(a, b))
+    _same_values(da.to(kael.float32), a.to(kael.float32))
+    _same_values(da.float().to(dtype), a.float().to(dtype))
+    _same_values(da.amax(0), a.amax(0))
+    _same_values(da.sum(1), a.sum(1))
+    _same_values(da.argmin(1), a.argmin(1))
+    _same_values(kael.cumsum(da, 1), kael.cumsum(a, 1))
+    _same_values(kael.sort(da, 1).values, kael.sort(a, 1).values)
+    _same_values(da[kael.tensor([3, 0, 5]).to(DEVICE)], a[kael.tensor([3, 0, 5])])
+    if dtype.is_floating_point:  # the float32 product, rounded once: the same on both
+        _same_values(da[:5] @ db[:5].T, a[:5] @ b[:5].T)
+        _same_values(kael.softmax(da, 1), kael.softmax(a, 1))

@@ -9,6 +9,7 @@ import torch
 
 import kael
 from kael.frontend.tensor import Tensor
+from kael.runtime import dtypes
 from kael.runtime.device import CUDA
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl
@@ -55,7 +56,10 @@ def test_numpy_array_keeps_the_storage_alive():
     assert storage() is None
 
 
-@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64, kael.bool])
+NUMPY_DTYPES = [d for d in dtypes.ALL_DTYPES if d is not kael.bfloat16]
+
+
+@pytest.mark.parametrize("dtype", NUMPY_DTYPES, ids=str)
 def test_numpy_dtype_matches_torch(dtype, torch_dtype):
     assert (
         kael.zeros(2, dtype=dtype).numpy().dtype
@@ -97,7 +101,7 @@ def test_array_protocol_shares_unless_a_copy_or_conversion_is_asked():
         np.array(k, dtype=np.float64, copy=False)
 
 
-@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64, kael.bool])
+@pytest.mark.parametrize("dtype", NUMPY_DTYPES, ids=str)
 def test_torch_reads_a_tensor_through_dlpack_without_a_copy(dtype, torch_dtype):
     k = kael.ones(3, 4, dtype=dtype).T
     t = torch.from_dlpack(k)
@@ -152,7 +156,7 @@ def test_from_numpy_keeps_the_array_alive():
     assert k.tolist() == [0, 2, 4, 6]
 
 
-@pytest.mark.parametrize("dtype", [np.int32, np.float16, np.uint8, np.complex64])
+@pytest.mark.parametrize("dtype", [np.uint16, np.uint32, np.uint64, np.complex64, np.float128])
 def test_from_numpy_rejects_unsupported_dtypes(dtype):
     with pytest.raises(kael.TypeError, match=f"unsupported numpy dtype {np.dtype(dtype)}"):
         kael.from_numpy(np.zeros(2, dtype=dtype))
@@ -220,3 +224,114 @@ def test_as_tensor_copies_when_it_must():
     reversed_ = np.arange(3.0)[::-1]
     assert kael.as_tensor(reversed_).tolist() == [2.0, 1.0, 0.0]
     assert kael.as_tensor([[1, 2]]).dtype is kael.int64
+
+
+# ---- the dtypes beyond the book ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("np_dtype", "dtype"),
+    [(np.uint8, kael.uint8), (np.int32, kael.int32), (np.float16, kael.float16)]
+    + [(np.int16, kael.int16), (np.int8, kael.int8)],
+    ids=str,
+)
+def test_from_numpy_of_narrow_dtypes_is_zero_copy(np_dtype, dtype):
+    image = (np.arange(2 * 3 * 4) % 250).astype(np_dtype).reshape(2, 3, 4)
+    k = kael.from_numpy(image)
+    assert k.dtype is dtype
+    assert k.data_ptr() == image.ctypes.data
+    image[1, 2, 3] = 7
+    assert k[1, 2, 3].item() == 7
+    back = k.numpy()
+    assert back.dtype == np_dtype and np.shares_memory(back, image)
+
+
+def test_uint8_image_converts_to_float_as_torch():
+    image = np.random.default_rng(3).integers(0, 256, (4, 5, 3), dtype=np.uint8)
+    k = kael.from_numpy(image).permute(2, 0, 1).float() / 255
+    t = torch.from_numpy(image).permute(2, 0, 1).float() / 255
+    assert k.dtype is kael.float32 and k.shape == tuple(t.shape)
+    np.testing.assert_array_equal(k.numpy(), t.numpy())
+
+
+def test_bfloat16_has_no_numpy_array():
+    k = kael.tensor([1.5, -2.0]).bfloat16()
+    with pytest.raises(kael.TypeError, match="BFloat16"):
+        k.numpy()
+    with pytest.raises(kael.TypeError, match="BFloat16"):
+        np.asarray(k)
+    assert k.tolist() == [1.5, -2.0]
+    assert k.float().numpy().tolist() == [1.5, -2.0]
+
+
+@pytest.mark.parametrize("dtype", dtypes.ALL_DTYPES, ids=str)
+def test_dlpack_round_trips_every_dtype_with_torch_without_a_copy(dtype, torch_dtype):
+    t = torch.arange(12).view(3, 4).T[1:].to(torch_dtype(dtype))
+    k = kael.from_dlpack(t)
+    assert k.dtype is dtype
+    assert (k.shape, k.strides()) == (tuple(t.shape), t.stride())
+    assert k.data_ptr() == t.data_ptr()
+    assert k.tolist() == t.tolist()
+    back = torch.from_dlpack(k)
+    assert back.dtype == t.dtype and back.data_ptr() == t.data_ptr()
+    assert back.tolist() == t.tolist()
+
+
+def test_bfloat16_goes_through_dlpack_both_ways():
+    t = torch.tensor([1.5, -2.25, 3.0], dtype=torch.bfloat16)
+    k = kael.from_dlpack(t)
+    t[0] = 7.0
+    assert k.tolist() == [7.0, -2.25, 3.0]
+    assert torch.from_dlpack(k * 2).tolist() == [14.0, -4.5, 6.0]
+
+
+def test_dlpack_export_lives_until_the_consumer_lets_go():
+    from kael.frontend import dlpack
+
+    before = len(dlpack._exported)
+    k = kael.arange(5)
+    consumer = torch.from_dlpack(k)
+    unconsumed = k.__dlpack__(max_version=(1, 0))
+    del k
+    gc.collect()
+    assert consumer.tolist() == [0, 1, 2, 3, 4]  # the storage is still alive
+    assert len(dlpack._exported) == before + 2
+    del consumer, unconsumed
+    gc.collect()
+    assert len(dlpack._exported) == before
+
+
+class _Producer:
+    """A DLPack producer that is not a kael.Tensor (from_dlpack detaches those directly)."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def __dlpack__(self, **kwargs):
+        return self.tensor.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.tensor.__dlpack_device__()
+
+
+def test_dlpack_import_calls_the_producers_deleter_when_done():
+    from kael.frontend import dlpack
+
+    before = len(dlpack._exported)
+    imported = kael.from_dlpack(_Producer(kael.arange(4)))
+    gc.collect()
+    assert imported.tolist() == [0, 1, 2, 3]
+    assert len(dlpack._exported) == before + 1  # the producer's memory is held
+    del imported
+    gc.collect()
+    assert len(dlpack._exported) == before  # its deleter ran
+
+
+def test_dlpack_export_refuses_another_device_or_a_stream():
+    k = kael.arange(3)
+    with pytest.raises(BufferError, match="CPU tensors only"):
+        k.__dlpack__(dl_device=(2, 0))
+    with pytest.raises(BufferError, match="no stream"):
+        k.__dlpack__(stream=1)
+    copied = torch.from_dlpack(k.__dlpack__(copy=True))
+    assert copied.data_ptr() != k.data_ptr() and copied.tolist() == [0, 1, 2]

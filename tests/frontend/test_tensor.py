@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from kernel_helpers import TORCH_DTYPES
 
 import kael
 from kael.frontend.tensor import Tensor
@@ -497,3 +498,83 @@ def test_methods_taking_another_tensor_refuse_a_non_tensor_naming_it():
 def test_argument_count_errors_name_the_method(call, name):
     with pytest.raises(TypeError, match=rf"^{re.escape(name)}\(\) "):
         call(kael.zeros(2, 2))
+
+
+# ---- dtype conversions and views --------------------------------------------------------------
+
+CONVERSIONS = [
+    "float",
+    "double",
+    "half",
+    "bfloat16",
+    "long",
+    "int",
+    "short",
+    "char",
+    "byte",
+    "bool",
+]
+
+
+@pytest.mark.parametrize("method", CONVERSIONS)
+def test_conversion_methods_match_torch(method):
+    values = [1.5, -2.25, 0.0, 300.0, -0.75]
+    k = getattr(kael.tensor(values), method)()
+    t = getattr(torch.tensor(values), method)()
+    assert str(t.dtype) == f"torch.{k.dtype}"
+    assert k.float().tolist() == t.float().tolist()
+
+
+@pytest.mark.parametrize("dtype", list(TORCH_DTYPES), ids=str)
+def test_type_names_and_converts_as_torch(dtype):
+    k, t = kael.zeros(2, dtype=dtype), torch.zeros(2, dtype=TORCH_DTYPES[dtype])
+    assert k.type() == t.type().replace("torch.", "kael.")
+    assert k.is_floating_point() == t.is_floating_point()
+    assert kael.zeros(2).type(dtype).dtype is dtype
+    assert kael.zeros(2).type(k.type()).dtype is dtype
+
+
+def test_type_refuses_an_unknown_name():
+    with pytest.raises(kael.TypeError, match="invalid type: 'kael.QuadTensor'"):
+        kael.zeros(2).type("kael.QuadTensor")
+
+
+@pytest.mark.parametrize(
+    ("src", "dst"),
+    [
+        (kael.float32, kael.int32),
+        (kael.float32, kael.uint8),
+        (kael.float32, kael.float16),
+        (kael.int16, kael.bfloat16),
+        (kael.uint8, kael.int32),
+        (kael.float64, kael.int16),
+        (kael.int8, kael.bool),
+    ],
+    ids=str,
+)
+def test_view_dtype_reinterprets_bytes_as_torch(src, dst):
+    t = torch.arange(24, dtype=TORCH_DTYPES[src]).view(2, 12)
+    k = kael.from_dlpack(t.clone())
+    for key in ((), (slice(None), slice(4, None))):
+        kv, tv = k[key].view(dst), t[key].view(TORCH_DTYPES[dst])
+        assert kv.shape == tuple(tv.shape)
+        assert kv.strides() == tv.stride()
+        assert kv.storage_offset() == tv.storage_offset()
+        assert kv.float().tolist() == tv.float().tolist()
+
+
+@pytest.mark.parametrize(
+    ("make", "dtype", "message"),
+    [
+        (lambda L: L.zeros((), dtype=L.uint8), "int32", "dim\\(\\) cannot be 0"),
+        (lambda L: L.zeros(4, 3, dtype=L.uint8).T, "int16", "stride\\(-1\\) must be 1"),
+        (lambda L: L.zeros(3, dtype=L.uint8), "int16", "size\\(-1\\) must be divisible"),
+        (lambda L: L.zeros(9, dtype=L.uint8)[1:5], "int32", "storage_offset"),
+        (lambda L: L.zeros(3, 6, dtype=L.uint8)[:, :4], "int32", "stride\\(0\\)"),
+    ],
+)
+def test_view_dtype_refuses_layouts_torch_refuses(make, dtype, message):
+    with pytest.raises(RuntimeError):
+        make(torch).view(getattr(torch, dtype))
+    with pytest.raises(kael.ValueError, match=message):
+        make(kael).view(getattr(kael, dtype))

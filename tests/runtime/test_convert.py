@@ -198,7 +198,7 @@ def test_result_is_a_plain_python_scalar(value, dtype, kind):
     ids=repr,
 )
 def test_numpy_scalars_convert_like_python_scalars(value, plain):
-    for dtype in dtypes.ALL_DTYPES:
+    for dtype in dtypes.BOOK_DTYPES:
         assert convert_scalar(value, dtype) == convert_scalar(plain, dtype)
 
 
@@ -216,3 +216,56 @@ def test_non_numbers_raise_type_error(value):
 def test_unknown_dtype_raises_type_error():
     with pytest.raises(TypeError):
         convert_scalar(1.0, "float32")
+
+
+# ---- the dtypes beyond the book: PyTorch's rules -------------------------------------------
+
+NARROW = (dtypes.int32, dtypes.int16, dtypes.int8, dtypes.uint8)
+STORED_VALUES = [0, 1, -1, 127, 128, -128, -129, 255, 256, -255, -256, 32767, 32768, 2**31]
+STORED_VALUES += [-(2**31), 2**31 - 1, 3.7, -1.5, 127.5, 255.9, 1e10, math.nan, math.inf]
+
+
+def torch_full(value, dtype: dtypes.DType):
+    """What torch.full stores for `value`, or the error type it raises."""
+    try:
+        return torch.full((1,), value, dtype=getattr(torch, dtype.name)).item()
+    except RuntimeError:
+        return ValueError
+
+
+@pytest.mark.parametrize("dtype", NARROW, ids=str)
+@pytest.mark.parametrize("value", STORED_VALUES, ids=repr)
+def test_stored_narrow_int_is_checked_as_torch_full(dtype, value):
+    expected = torch_full(value, dtype)
+    if expected is ValueError:
+        with pytest.raises(ValueError, match=f"cannot be converted to {dtype}"):
+            convert_scalar(value, dtype, CHECKED)
+    else:
+        assert convert_scalar(value, dtype, CHECKED) == expected
+
+
+@pytest.mark.parametrize("dtype", NARROW, ids=str)
+@pytest.mark.parametrize(
+    "value", [300, -1, 2**40 + 3, -(2**33), 3.7, -1.5, 1e10, 2.0**31], ids=repr
+)
+def test_op_scalar_wraps_into_narrow_int_as_torch(dtype, value):
+    # A binary op's Scalar of the tensor's own category: torch adds it to 0 in that dtype.
+    if isinstance(value, float):  # a float scalar promotes; its cast is the tensor cast
+        expected = torch.tensor([value], dtype=torch.float32).to(getattr(torch, dtype.name))
+        assert convert_scalar(value, dtype, WRAP) == expected.item()
+    else:
+        zero = torch.zeros(1, dtype=getattr(torch, dtype.name))
+        assert convert_scalar(value, dtype, WRAP) == (zero + value).item()
+
+
+@pytest.mark.parametrize("dtype", (dtypes.float16, dtypes.bfloat16), ids=str)
+@pytest.mark.parametrize("value", [1.0, 65504.0, 65519.0, 65520.0, 1e5, 3e38, 1e300, math.inf])
+def test_stored_half_rounds_as_torch_tensor(dtype, value):
+    wide = convert_scalar(value, dtype, CHECKED)  # the float32 the kernel rounds on store
+    expected = torch.tensor([value], dtype=torch.float64).to(getattr(torch, dtype.name))
+    assert torch.tensor([wide]).to(expected.dtype).item() == expected.item()
+
+
+def test_half_op_scalar_stays_float32_as_pytorch_opmath():
+    assert convert_scalar(1e-4, dtypes.float16, WRAP) == float(np.float32(1e-4))
+    assert convert_scalar(1e6, dtypes.float16, WRAP) == 1e6  # no overflow check for an op

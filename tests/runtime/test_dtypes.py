@@ -36,8 +36,38 @@ class FakeTensor:
 @pytest.mark.parametrize("dtype", ALL, ids=str)
 def test_itemsize_and_numpy_match_torch(dtype):
     assert dtype.itemsize == torch_dtype(dtype).itemsize
-    assert dtype.numpy == torch.zeros(1, dtype=torch_dtype(dtype)).numpy().dtype
+    if dtype is dtypes.bfloat16:  # NumPy has none: its bytes travel as uint16
+        assert dtype.numpy == np.uint16
+    else:
+        assert dtype.numpy == torch.zeros(1, dtype=torch_dtype(dtype)).numpy().dtype
     assert dtype.is_floating_point == torch_dtype(dtype).is_floating_point
+    assert dtype.signed == torch_dtype(dtype).is_signed or dtype.is_floating_point
+
+
+@pytest.mark.parametrize("dtype", [*dtypes.INTEGER_DTYPES, dtypes.bool_], ids=str)
+def test_integer_limits_match_torch(dtype):
+    info = torch.iinfo(torch_dtype(dtype)) if dtype is not dtypes.bool_ else None
+    assert (dtype.min, dtype.max) == ((info.min, info.max) if info else (0, 1))
+
+
+@pytest.mark.parametrize("dtype", dtypes.INTEGER_DTYPES, ids=str)
+def test_wrap_takes_ints_modulo_the_width(dtype):
+    for value in (dtype.max + 1, dtype.min - 1, 300, -300, 2**70 + 5):
+        expected = torch.tensor([value % 2**64 - (2**64 if value % 2**64 >= 2**63 else 0)])
+        assert dtype.wrap(value) == expected.to(torch_dtype(dtype)).item()
+
+
+@pytest.mark.parametrize(
+    ("alias", "dtype"),
+    [("long", "int64"), ("int", "int32"), ("short", "int16"), ("float", "float32")]
+    + [("double", "float64"), ("half", "float16")],
+)
+def test_pytorch_aliases_name_the_dtype(alias, dtype):
+    import kael
+
+    assert getattr(kael, alias) is dtypes.dtype_from_name(dtype)
+    assert dtypes.as_dtype(alias) is dtypes.dtype_from_name(dtype)
+    assert getattr(torch, alias) is torch_dtype(dtypes.dtype_from_name(dtype))
 
 
 @pytest.mark.parametrize(("a", "b"), list(itertools.product(ALL, ALL)), ids=str)
@@ -67,6 +97,7 @@ def test_promote_with_scalar_matches_torch(dtype, scalar):
     assert dtypes.promote_with_scalar(dtype, scalar) is kael_dtype(expected)
 
 
+N = len(ALL)
 OPERANDS = [FakeTensor(d, (2,)) for d in ALL] + [FakeTensor(d, ()) for d in ALL] + [True, 3, 2.5]
 
 
@@ -81,7 +112,7 @@ def test_result_type_of_pairs_matches_torch(x, y):
 
 
 @pytest.mark.parametrize(
-    "ops", list(itertools.product(OPERANDS[:4], OPERANDS[4:8], OPERANDS[8:])), ids=str
+    "ops", list(itertools.product(OPERANDS[:N], OPERANDS[N : 2 * N], OPERANDS[2 * N :])), ids=str
 )
 def test_result_type_of_tensor_zero_dim_and_scalar_matches_torch(ops):
     # torch.result_type takes two operands; torch.add of all three applies the same tiers.
@@ -124,19 +155,20 @@ def test_scalar_dtype_rejects_non_numbers():
 
 @pytest.mark.parametrize("dtype", ALL, ids=str)
 def test_numpy_round_trip_and_pickle(dtype):
-    assert dtypes.from_numpy_dtype(dtype.numpy) is dtype
+    if dtype is not dtypes.bfloat16:  # uint16 bytes are not a kael dtype of their own
+        assert dtypes.from_numpy_dtype(dtype.numpy) is dtype
     assert pickle.loads(pickle.dumps(dtype)) is dtype
     assert dtypes.as_dtype(dtype.name) is dtype
     assert str(dtype) == str(torch_dtype(dtype)).removeprefix("torch.")
 
 
-@pytest.mark.parametrize("bad", [np.float16, np.int32, np.uint8, np.complex64])
+@pytest.mark.parametrize("bad", [np.uint16, np.uint32, np.uint64, np.complex64, np.longdouble])
 def test_unsupported_numpy_dtypes_raise(bad):
     with pytest.raises(TypeError, match="unsupported numpy dtype"):
         dtypes.from_numpy_dtype(bad)
 
 
-@pytest.mark.parametrize("bad", ["float16", 3, None])
+@pytest.mark.parametrize("bad", ["float8", "uint16", 3, None])
 def test_as_dtype_rejects_other_values(bad):
     with pytest.raises(TypeError):
         dtypes.as_dtype(bad)

@@ -30,7 +30,7 @@ from llvmlite import ir
 
 from kael.codegen.cpu import handwritten
 from kael.codegen.cpu.loops import LoopBuilder
-from kael.codegen.lowering import i64, scalar_type
+from kael.codegen.lowering import i64, memory_type, narrow, widen
 from kael.runtime.dtypes import INT64_MAX, DType, bool_, int64
 
 I64 = ir.IntType(64)
@@ -189,7 +189,10 @@ def _ptr(b: ir.IRBuilder, word: ir.Value, t: ir.Type) -> ir.Value:
 
 
 def _add(b: ir.IRBuilder, dtype: DType, x: ir.Value, y: ir.Value) -> ir.Value:
-    """x + y as the dtype adds: float, wrapping int64, or logical or for bool."""
+    """x + y as the dtype adds: float (float16/bfloat16 in float32, rounded back), wrapping
+    integers, or logical or for bool."""
+    if dtype.is_half:
+        return narrow(b, b.fadd(widen(b, x, dtype), widen(b, y, dtype)), dtype)
     if dtype.is_floating_point:
         return b.fadd(x, y)
     return b.or_(x, y) if dtype is bool_ else b.add(x, y)
@@ -200,7 +203,7 @@ def _walk_function(module: ir.Module, kind: str, dtype: DType) -> str:
     symbol = f"kael_{kind}_{dtype.name}"
     fn, b = handwritten.kernel_function(module, symbol)
     w = _words(b, fn.args[0], WALK_WORDS)
-    t = scalar_type(dtype)
+    t = memory_type(dtype)
     dense, table = _ptr(b, w["dense"], t), _ptr(b, w["table"], t)
     index, error = _ptr(b, w["index"], I64), _ptr(b, w["error"], I64)
     value = b.alloca(I64, name="value")
@@ -317,6 +320,7 @@ def _build_walk(kind: str, dtype: DType) -> Callable[[ir.Module], list[str]]:
 
 
 def _is_nonzero(b: ir.IRBuilder, dtype: DType, x: ir.Value) -> ir.Value:
+    x = widen(b, x, dtype)
     if dtype.is_floating_point:
         return b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0))  # NaN counts as nonzero
     return b.icmp_unsigned("!=", x, ir.Constant(x.type, 0))
@@ -328,7 +332,7 @@ def _nonzero_function(module: ir.Module, dtype: DType, write: bool) -> str:
     fn, b = handwritten.kernel_function(module, symbol)
     w = _words(b, fn.args[0], NONZERO_WORDS)
     rank = w["rank"]
-    data = _ptr(b, w["input"], scalar_type(dtype))
+    data = _ptr(b, w["input"], memory_type(dtype))
     counts, out = _ptr(b, w["counts"], I64), _ptr(b, w["out"], I64)
     found = b.alloca(I64, name="found")
     walk = _Walk(b, fn.args[0], len(NONZERO_WORDS), rank, 1)

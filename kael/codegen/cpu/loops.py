@@ -25,12 +25,12 @@ from kael.codegen.lowering import (
     decompose,
     element_offset,
     mangle,
+    memory_type,
+    narrow,
     param_from_word,
     prefetch,
     prefetch_steps,
     report_fault,
-    scalar_type,
-    value_type,
 )
 from kael.ir import expr as x
 from kael.ir.kernel import BCAST, CONTIG, NO_PREFETCH, TRANSPOSED, Kernel
@@ -63,7 +63,7 @@ class _Args:
             return b.load(b.gep(block, [ir.Constant(I64, i)]), name=f"w{i}")
 
         self.ptrs = [
-            b.inttoptr(word(i), scalar_type(buf.dtype).as_pointer(), name=f"p{i}")
+            b.inttoptr(word(i), memory_type(buf.dtype).as_pointer(), name=f"p{i}")
             for i, buf in enumerate(kernel.buffers)
         ]
         self.sizes = [word(n + d) for d in range(r)]
@@ -148,7 +148,8 @@ def _store(
 def _compute(
     b: ir.IRBuilder, kernel: Kernel, args: _Args, width: int, load, index
 ) -> list[ir.Value]:
-    """The value of every output expression, given how to load inputs and positions."""
+    """The value of every output expression as its buffer stores it, given how to load
+    inputs and positions."""
     from kael.codegen.cpu import compiler  # it imports this module
 
     emitter = ExprEmitter(
@@ -160,7 +161,7 @@ def _compute(
         lambda c, v: args.fault(b, c, v),
         scalef=compiler.has_avx512f(),
     )
-    return [emitter.emit(e) for e in kernel.exprs]
+    return [narrow(b, emitter.emit(e), o.dtype) for e, o in zip(kernel.exprs, kernel.outputs)]
 
 
 def _emit_body(
@@ -301,7 +302,7 @@ def _emit_strided_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
                     return b.gep(args.ptrs[i], [base])
                 if buf.inner == CONTIG:
                     p = b.gep(args.ptrs[i], [b.add(base, pos)])
-                    return b.bitcast(p, value_type(buf.dtype, w).as_pointer())
+                    return b.bitcast(p, memory_type(buf.dtype, w).as_pointer())
                 step = _splat_i64(b, args.strides[i][inner], w)
                 offsets = b.add(_splat_i64(b, base, w), b.mul(at, step))
                 return _lane_pointers(b, args.ptrs[i], offsets, buf.dtype.itemsize)
@@ -403,7 +404,7 @@ def _emit_contig_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
             if buf.inner == BCAST:
                 return rows[i]
             p = b.gep(rows[i], [j])
-            return p if w == 1 else b.bitcast(p, value_type(buf.dtype, w).as_pointer())
+            return p if w == 1 else b.bitcast(p, memory_type(buf.dtype, w).as_pointer())
 
         return address
 
@@ -545,7 +546,7 @@ def _transpose_step(b: ir.IRBuilder, vt: ir.VectorType, masks: list[list[int]]):
 
 
 def _vector_ptr(b: ir.IRBuilder, ptr: ir.Value, offset: ir.Value, dtype, width: int) -> ir.Value:
-    return b.bitcast(b.gep(ptr, [offset]), value_type(dtype, width).as_pointer())
+    return b.bitcast(b.gep(ptr, [offset]), memory_type(dtype, width).as_pointer())
 
 
 def _emit_full_tile(b, kernel: Kernel, args: _Args, bases, outer, r0, c0, width: int):
@@ -583,7 +584,7 @@ def _emit_full_tile(b, kernel: Kernel, args: _Args, bases, outer, r0, c0, width:
         else:
             vecs = []
             for o in at_row:
-                vec = ir.Constant(value_type(buf.dtype, width), ir.Undefined)
+                vec = ir.Constant(memory_type(buf.dtype, width), ir.Undefined)
                 for j in range(width):
                     off = b.add(o, b.mul(b.add(c0, ir.Constant(I64, j)), st[cols_dim]))
                     vec = b.insert_element(

@@ -38,6 +38,8 @@ from kael.codegen.lowering import (
     decompose,
     element_offset,
     i64,
+    memory_type,
+    narrow,
     param_from_word,
     prefetch,
     prefetch_steps,
@@ -78,7 +80,7 @@ class _Args:
             return b.load(b.gep(block, [ir.Constant(I64, i)]), name=f"w{i}")
 
         def ptr(dtype: DType) -> ir.Value:
-            return b.inttoptr(word(), scalar_type(dtype).as_pointer())
+            return b.inttoptr(word(), memory_type(dtype).as_pointer())
 
         self.outs = [ptr(buf.dtype) for buf in red.outputs]
         self.ins = [ptr(buf.dtype) for buf in red.inputs]
@@ -173,12 +175,12 @@ class _Emitter:
         if buf.inner == BCAST:
             return splat(b, b.load(p, align=buf.dtype.itemsize), width)
         if buf.inner == STRIDED:
-            vec = ir.Constant(value_type(buf.dtype, width), ir.Undefined)
+            vec = ir.Constant(memory_type(buf.dtype, width), ir.Undefined)
             for lane in range(width):
                 q = b.gep(p, [b.mul(stride, i64(lane))]) if lane else p
                 vec = b.insert_element(vec, b.load(q, align=buf.dtype.itemsize), i64(lane))
             return vec
-        vp = b.bitcast(p, value_type(buf.dtype, width).as_pointer())
+        vp = b.bitcast(p, memory_type(buf.dtype, width).as_pointer())
         return b.load(vp, align=buf.dtype.itemsize)
 
     def store_result(self, offsets: list[ir.Value], value: ir.Value, index) -> None:
@@ -194,7 +196,7 @@ class _Emitter:
         )
         for o, (buf, e) in enumerate(zip(self.red.outputs, self.red.epilogues)):
             p = b.gep(self.args.outs[o], [offsets[o]])
-            b.store(emitter.emit(e), p, align=buf.dtype.itemsize)
+            b.store(narrow(b, emitter.emit(e), buf.dtype), p, align=buf.dtype.itemsize)
 
     def walk_reduced(self, j0: ir.Value, j1: ir.Value, row) -> None:
         """Call row(pos, first, n, offsets, at) for each run of the last reduced dim in [j0, j1).
@@ -461,7 +463,7 @@ def _emit_short_lanes(e: _Emitter, begin: ir.Value, end: ir.Value) -> ir.Value:
                 at = [b.add(off, b.mul(jj, st[last])) for off, st in zip(offsets, args.in_strides)]
 
                 def load(i):
-                    vec = ir.Constant(value_type(red.inputs[i].dtype, lanes), ir.Undefined)
+                    vec = ir.Constant(memory_type(red.inputs[i].dtype, lanes), ir.Undefined)
                     for k in range(lanes):
                         p = b.gep(args.ins[i], [b.add(heads[i][k], at[i])])
                         item = b.load(p, align=red.inputs[i].dtype.itemsize)

@@ -24,7 +24,15 @@ from llvmlite import ir
 
 from kael.codegen.cpu import handwritten
 from kael.codegen.cpu.loops import LoopBuilder
-from kael.codegen.lowering import ExprEmitter, i64, scalar_type, value_type
+from kael.codegen.lowering import (
+    ExprEmitter,
+    i64,
+    memory_type,
+    narrow,
+    scalar_type,
+    value_type,
+    widen,
+)
 from kael.ir import layout
 from kael.runtime.dtypes import DType, bool_, float64, int64
 from kael.runtime.errors import ValueError
@@ -63,8 +71,8 @@ class _Scan:
         """The element(s) at `ptr`, converted to dst then widened to the accumulator."""
         b, em = self.b, self.em
         if self.width > 1:
-            ptr = b.bitcast(ptr, value_type(self.src, self.width).as_pointer())
-        v = b.load(ptr, align=self.src.itemsize)
+            ptr = b.bitcast(ptr, memory_type(self.src, self.width).as_pointer())
+        v = widen(b, b.load(ptr, align=self.src.itemsize), self.src)
         if self.src.is_bool:  # foreign bool bytes may hold values other than 0 and 1
             v = em.i1_to_bool(em.truth(v, bool_))
         return em.convert(em.convert(v, self.src, self.dst), self.dst, self.acc)
@@ -78,8 +86,9 @@ class _Scan:
     def store(self, acc: ir.Value, ptr: ir.Value) -> None:
         b = self.b
         if self.width > 1:
-            ptr = b.bitcast(ptr, value_type(self.dst, self.width).as_pointer())
-        b.store(self.em.convert(acc, self.acc, self.dst), ptr, align=self.dst.itemsize)
+            ptr = b.bitcast(ptr, memory_type(self.dst, self.width).as_pointer())
+        value = narrow(b, self.em.convert(acc, self.acc, self.dst), self.dst)
+        b.store(value, ptr, align=self.dst.itemsize)
 
 
 class _Words:
@@ -88,8 +97,8 @@ class _Words:
     def __init__(self, b: ir.IRBuilder, block: ir.Value, src: DType, dst: DType):
         self.b, self.block = b, block
         word = [b.load(b.gep(block, [i64(i)])) for i in range(HEADER)]
-        self.src = b.inttoptr(word[0], scalar_type(src).as_pointer(), name="src")
-        self.dst = b.inttoptr(word[1], scalar_type(dst).as_pointer(), name="dst")
+        self.src = b.inttoptr(word[0], memory_type(src).as_pointer(), name="src")
+        self.dst = b.inttoptr(word[1], memory_type(dst).as_pointer(), name="dst")
         self.n, self.src_step, self.dst_step, self.cols, self.rank = word[2:]
         self.rem = b.alloca(I64, name="rem")
         self.src_off = b.alloca(I64, name="src_off")

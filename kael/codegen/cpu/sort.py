@@ -19,8 +19,8 @@ from llvmlite import ir
 
 from kael.codegen.cpu import handwritten
 from kael.codegen.cpu.loops import LoopBuilder
-from kael.codegen.lowering import i64, scalar_type
-from kael.runtime.dtypes import DType, bool_
+from kael.codegen.lowering import i64, memory_type, widen
+from kael.runtime.dtypes import DType
 
 I64 = ir.IntType(64)
 WORDS = ("keys", "src", "dst", "n", "width", "merges", "descending")
@@ -32,10 +32,9 @@ def _before(b: ir.IRBuilder, dtype: DType, x: ir.Value, y: ir.Value, descending)
         x_nan, y_nan = b.fcmp_unordered("uno", x, x), b.fcmp_unordered("uno", y, y)
         up = b.or_(b.fcmp_ordered("<", x, y), b.and_(b.not_(x_nan), y_nan))
         down = b.or_(b.fcmp_ordered(">", x, y), b.and_(x_nan, b.not_(y_nan)))
-    elif dtype is bool_:
-        up, down = b.icmp_unsigned("<", x, y), b.icmp_unsigned(">", x, y)
     else:
-        up, down = b.icmp_signed("<", x, y), b.icmp_signed(">", x, y)
+        cmp = b.icmp_signed if dtype.signed else b.icmp_unsigned  # uint8 and bool are not
+        up, down = cmp("<", x, y), cmp(">", x, y)
     return b.select(descending, down, up)
 
 
@@ -45,7 +44,7 @@ def _merge_function(module: ir.Module, dtype: DType) -> str:
     fn, b = handwritten.kernel_function(module, symbol)
     args = fn.args[0]
     w = {name: b.load(b.gep(args, [i64(k)]), name=name) for k, name in enumerate(WORDS)}
-    keys = b.inttoptr(w["keys"], scalar_type(dtype).as_pointer())
+    keys = b.inttoptr(w["keys"], memory_type(dtype).as_pointer())
     src, dst = (b.inttoptr(w[name], I64.as_pointer()) for name in ("src", "dst"))
     n, width, merges = w["n"], w["width"], w["merges"]
     descending = b.icmp_signed("!=", w["descending"], i64(0))
@@ -72,11 +71,10 @@ def _merge_function(module: ir.Module, dtype: DType) -> str:
             left_open, right_open = b.icmp_signed("<", i, mid), b.icmp_signed("<", j, hi)
             pi = position(smaller(i, b.sub(mid, i64(1))))
             pj = position(smaller(j, b.sub(hi, i64(1))))
-            ki = b.load(b.gep(keys, [b.add(base, pi)]))
-            kj = b.load(b.gep(keys, [b.add(base, pj)]))
-            right = b.and_(
-                right_open, b.or_(b.not_(left_open), _before(b, dtype, kj, ki, descending))
-            )
+            ki = widen(b, b.load(b.gep(keys, [b.add(base, pi)])), dtype)
+            kj = widen(b, b.load(b.gep(keys, [b.add(base, pj)])), dtype)
+            before = _before(b, dtype.compute, kj, ki, descending)
+            right = b.and_(right_open, b.or_(b.not_(left_open), before))
             b.store(b.select(right, pj, pi), b.gep(dst, [b.add(base, o)]))
             b.store(b.select(right, i, b.add(i, i64(1))), i_at)
             b.store(b.select(right, b.add(j, i64(1)), j), j_at)

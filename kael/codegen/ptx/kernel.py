@@ -17,9 +17,10 @@ from kael.codegen.lowering import (
     ExprEmitter,
     decompose,
     element_offset,
+    memory_type,
+    narrow,
     param_from_word,
     report_fault,
-    scalar_type,
 )
 from kael.ir.kernel import Kernel
 from kael.runtime.errors import Error
@@ -91,7 +92,7 @@ def build_function(module: ir.Module, kernel: Kernel, symbol: str) -> ir.Functio
     b = ir.IRBuilder(entry)
 
     ptrs = [
-        b.inttoptr(words[i], scalar_type(buf.dtype).as_pointer(), name=f"p{i}")
+        b.inttoptr(words[i], memory_type(buf.dtype).as_pointer(), name=f"p{i}")
         for i, buf in enumerate(kernel.buffers)
     ]
     sizes = words[n : n + r]
@@ -125,7 +126,7 @@ def build_function(module: ir.Module, kernel: Kernel, symbol: str) -> ir.Functio
 
     emitter = ExprEmitter(b, 1, load, lambda axis: idx[axis], lambda slot: params[slot], fault)
     for o, (buf, e) in enumerate(zip(kernel.outputs, kernel.exprs)):
-        b.store(emitter.emit(e), address(o), align=buf.dtype.itemsize)
+        b.store(narrow(b, emitter.emit(e), buf.dtype), address(o), align=buf.dtype.itemsize)
     following = b.add(linear, step)
     linear.add_incoming(following, b.block)
     b.cbranch(b.icmp_signed("<", following, total), loop, done)

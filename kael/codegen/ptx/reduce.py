@@ -29,6 +29,8 @@ from kael.codegen.lowering import (
     decompose,
     element_offset,
     i64,
+    memory_type,
+    narrow,
     param_from_word,
     report_fault,
     scalar_type,
@@ -69,8 +71,8 @@ def _shuffle(b: ir.IRBuilder, v: ir.Value, lane_mask: int) -> ir.Value:
     def move(word: ir.Value) -> ir.Value:
         return b.call(shfl, [_i32(FULL_MASK), word, _i32(lane_mask), _i32(0x1F)])
 
-    if isinstance(t, ir.IntType) and t.width < 32:
-        return b.trunc(move(b.zext(v, I32)), t)
+    if isinstance(t, ir.IntType) and t.width <= 32:
+        return move(v) if t.width == 32 else b.trunc(move(b.zext(v, I32)), t)
     if isinstance(t, ir.FloatType):
         return b.bitcast(move(b.bitcast(v, I32)), t)
     bits = b.bitcast(v, I64) if isinstance(t, ir.DoubleType) else v
@@ -117,8 +119,8 @@ class _Body:
     def words(self):
         b, red = self.b, self.red
         it = iter(self.fn.args)
-        outs = [b.inttoptr(next(it), scalar_type(o.dtype).as_pointer()) for o in red.outputs]
-        ins = [b.inttoptr(next(it), scalar_type(i.dtype).as_pointer()) for i in red.inputs]
+        outs = [b.inttoptr(next(it), memory_type(o.dtype).as_pointer()) for o in red.outputs]
+        ins = [b.inttoptr(next(it), memory_type(i.dtype).as_pointer()) for i in red.inputs]
         next(it), next(it)  # the CPU's scratch buffers
         k, r = red.kept, red.reduced
         kept = [next(it) for _ in range(k)]
@@ -244,7 +246,8 @@ class _Body:
                 )
                 for n, (buf, e) in enumerate(zip(red.outputs, red.epilogues)):
                     at = element_offset(b, kidx, out_st[n])
-                    b.store(emitter.emit(e), b.gep(outs[n], [at]), align=buf.dtype.itemsize)
+                    value = narrow(b, emitter.emit(e), buf.dtype)
+                    b.store(value, b.gep(outs[n], [at]), align=buf.dtype.itemsize)
         _barrier(b)  # shared memory is reused by the next output
         o.add_incoming(b.add(o, step), b.block)
         b.branch(head)

@@ -262,6 +262,34 @@ def _shift(m, ins, lanes):
     _result(m, ins, lanes, np.asarray(out).astype(NP[t]))
 
 
+@handles("bfe")
+def _bit_field_extract(m, ins, lanes):
+    """bfe.{u,s}{32,64} d, a, pos, len: len bits of a from bit pos, zero- or sign-extended
+    (pos and len take their low 8 bits; bits past the msb read as the msb, or 0 unsigned)."""
+    t = _type(ins)
+    width = 8 * TYPE_BYTES[t]
+    ones = np.uint64((1 << width) - 1)
+    a = np.asarray(m.read(ins.operands[1], "u" + t[1:], lanes)).astype(np.uint64)
+    pos, length = (
+        np.asarray(m.read(op, "u32", lanes)).astype(np.uint64) & np.uint64(0xFF)
+        for op in ins.operands[2:4]
+    )
+    inside = pos < width
+    field = np.where(inside, a >> np.minimum(pos, width - 1), 0)
+    if t.startswith("s"):  # the field's top bit, or the msb when the field runs past it
+        top = np.minimum(pos + length - np.uint64(1), np.uint64(width - 1))
+        sign = (a >> top) & np.uint64(1)
+        sign = np.where(length == 0, 0, sign).astype(np.uint64)
+    else:
+        sign = np.zeros_like(a)
+    keep = np.minimum(length, np.uint64(width))
+    mask = np.where(
+        keep >= 64, np.uint64(0xFFFFFFFFFFFFFFFF), (np.uint64(1) << keep) - np.uint64(1)
+    )
+    out = (field & mask) | np.where(sign == 1, ~mask & ones, 0)
+    _result(m, ins, lanes, out.astype(np.uint64).astype(NP[t]))
+
+
 @handles("shf")
 def _funnel(m, ins, lanes):
     """shf.{l,r}.{wrap,clamp}.b32 d, a, b, c: the 64-bit b:a shifted, 32 bits kept."""

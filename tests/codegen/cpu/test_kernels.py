@@ -7,17 +7,14 @@ import pytest
 import torch
 from kernel_helpers import empty_like_np, impl_of
 
+import kael
 from kael.frontend import eager
 from kael.runtime import dtypes
 from kael.runtime.threadpool import get_num_threads, set_num_threads
 
-NP = {"float32": np.float32, "float64": np.float64, "int64": np.int64, "bool": np.bool_}
-TORCH = {
-    "float32": torch.float32,
-    "float64": torch.float64,
-    "int64": torch.int64,
-    "bool": torch.bool,
-}
+# Every dtype NumPy has (bfloat16 has no NumPy dtype: tests/frontend/test_dtype_ops.py).
+NP = {d.name: d.numpy.type for d in dtypes.ALL_DTYPES if d is not dtypes.bfloat16}
+TORCH = {name: getattr(torch, name) for name in NP}
 SPECIALS = [0.0, -0.0, 1.0, -1.0, 2.5, -2.7, 1e-10, 1000.0, -1000.0, 1e20, -1e20]
 
 
@@ -30,8 +27,14 @@ def _copy(src: np.ndarray, dst_dtype) -> np.ndarray:
 @pytest.mark.parametrize("src_name", list(NP))
 @pytest.mark.parametrize("dst_name", list(NP))
 def test_conversion_matches_torch_for_in_range_values(src_name, dst_name):
+    info = np.iinfo(NP[src_name]) if np.issubdtype(NP[src_name], np.integer) else None
     if src_name == "int64":
         src = np.array([0, 1, -1, 2, -2, 1000, -1000, 2**40, -(2**40)], np.int64)
+    elif info is not None:  # each narrow integer's own range, its limits included
+        values = [0, 1, 2, 100, info.max, info.min, info.max - 1, -1, -100]
+        src = np.array([v for v in values if info.min <= v <= info.max], NP[src_name])
+    elif src_name == "float16":
+        src = np.array([v for v in SPECIALS if abs(v) < 6e4], np.float16)
     elif dst_name == "int64":
         src = np.array([v for v in SPECIALS if abs(v) < 1e19]).astype(NP[src_name])
     else:
@@ -151,6 +154,12 @@ def test_parallel_launch_gives_the_same_result_as_one_thread(threads):
 @pytest.mark.parametrize("value", [2.5, -1, True, 0, float("nan")])
 def test_fill_converts_the_value_with_the_dtype_rules(name, value):
     out, dst = empty_like_np((5, 3), NP[name])
+    if value != value and name in ("int32", "int16", "int8", "uint8"):
+        with pytest.raises(RuntimeError):  # PyTorch: "cannot be converted ... without overflow"
+            torch.full((5, 3), value, dtype=TORCH[name])
+        with pytest.raises(kael.ValueError, match="without overflow"):
+            eager.fill(dst, value)
+        return
     eager.fill(dst, value)
     want = torch.full((5, 3), value, dtype=torch.float64).to(TORCH[name]).numpy()
     if name == "int64" and value != value:
@@ -186,7 +195,7 @@ def test_empty_outputs_launch_nothing():
 
 
 def test_dtype_table_is_complete():
-    assert set(NP) == {d.name for d in dtypes.ALL_DTYPES}
+    assert set(NP) | {"bfloat16"} == {d.name for d in dtypes.ALL_DTYPES}
 
 
 @pytest.mark.parametrize("shape", [(16, 16), (64, 48), (100, 37), (33, 250)])

@@ -1,0 +1,211 @@
+"""DLPack both ways for CPU tensors of every kael dtype (bfloat16 included, which NumPy's
+DLPack cannot carry): kael's own DLManagedTensor capsules, no copy either way.
+
+Export: `Tensor.__dlpack__` hands out a "dltensor" capsule over the tensor's bytes; the
+consumer calls its deleter when done, which drops the reference keeping the storage alive
+(an unconsumed capsule calls it when it is collected). Import: `to_impl` reads a producer's
+capsule, renames it "used_dltensor" as the protocol asks, and wraps the memory as external
+Storage whose owner calls the producer's deleter when kael no longer needs it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+
+from kael.runtime import dtypes
+from kael.runtime.device import CPU
+from kael.runtime.dtypes import DType
+from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.storage import Storage
+from kael.runtime.tensor_impl import TensorImpl
+
+KDL_CPU = 1
+_INT, _UINT, _FLOAT, _BFLOAT, _BOOL = 0, 1, 2, 4, 6
+_CODES: dict[DType, int] = {
+    dtypes.float32: _FLOAT,
+    dtypes.float64: _FLOAT,
+    dtypes.float16: _FLOAT,
+    dtypes.bfloat16: _BFLOAT,
+    dtypes.int64: _INT,
+    dtypes.int32: _INT,
+    dtypes.int16: _INT,
+    dtypes.int8: _INT,
+    dtypes.uint8: _UINT,
+    dtypes.bool_: _BOOL,
+}
+_DTYPES = {(code, 8 * d.itemsize): d for d, code in _CODES.items()}
+_NAME, _USED = b"dltensor", b"used_dltensor"
+_VERSIONED_NAME = b"dltensor_versioned"  # DLPack 1.0: a version and flags (writable memory)
+
+
+class _Device(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _Tensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _Device),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class _Managed(ctypes.Structure):
+    pass
+
+
+_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(_Managed))
+_Managed._fields_ = [
+    ("dl_tensor", _Tensor),
+    ("manager_ctx", ctypes.c_void_p),
+    ("deleter", _DELETER),
+]
+
+
+class _Version(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class _Versioned(ctypes.Structure):
+    pass
+
+
+_VERSIONED_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(_Versioned))
+_Versioned._fields_ = [
+    ("version", _Version),
+    ("manager_ctx", ctypes.c_void_p),
+    ("deleter", _VERSIONED_DELETER),
+    ("flags", ctypes.c_uint64),
+    ("dl_tensor", _Tensor),
+]
+
+_api = ctypes.pythonapi
+_api.PyCapsule_New.restype = ctypes.py_object
+_api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+_api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_IsValid.restype = ctypes.c_int
+_api.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_SetName.restype = ctypes.c_int
+_api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+# Exported tensors by the address of their DLManagedTensor: what keeps each one's memory
+# (and its ctypes structures) alive until its deleter runs.
+_exported: dict[int, tuple] = {}
+_lock = threading.Lock()
+
+
+def _release(address: int) -> None:
+    with _lock:
+        _exported.pop(address, None)
+
+
+@_DELETER
+def _delete(managed) -> None:
+    _release(ctypes.addressof(managed.contents))
+
+
+@_VERSIONED_DELETER
+def _delete_versioned(managed) -> None:
+    _release(ctypes.addressof(managed.contents))
+
+
+@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+def _capsule_destructor(capsule: int) -> None:
+    """A capsule collected unconsumed still holds its tensor: release it."""
+    obj = ctypes.cast(capsule, ctypes.py_object)
+    for name in (_NAME, _VERSIONED_NAME):
+        if _api.PyCapsule_IsValid(obj, name):
+            _release(_api.PyCapsule_GetPointer(obj, name))
+
+
+def capsule(impl: TensorImpl, versioned: bool = False) -> object:
+    """A capsule over impl's elements (CPU only) that keeps its storage alive: DLPack 1.0's
+    "dltensor_versioned" (writable) when `versioned`, else the classic "dltensor"."""
+    if impl.device is not CPU:
+        raise TypeError(f"DLPack export supports CPU tensors only, got one on {impl.device}")
+    rank = len(impl.shape)
+    shape = (ctypes.c_int64 * max(rank, 1))(*impl.shape)
+    strides = (ctypes.c_int64 * max(rank, 1))(*impl.strides)
+    dt = impl.dtype
+    tensor = _Tensor(
+        impl.data_ptr() or None,
+        _Device(KDL_CPU, 0),
+        rank,
+        _DataType(_CODES[dt], 8 * dt.itemsize, 1),
+        ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64)),
+        ctypes.cast(strides, ctypes.POINTER(ctypes.c_int64)),
+        0,
+    )
+    if versioned:
+        managed = _Versioned(_Version(1, 0), None, _delete_versioned, 0, tensor)
+        name = _VERSIONED_NAME
+    else:
+        managed = _Managed(tensor, None, _delete)
+        name = _NAME
+    with _lock:
+        _exported[ctypes.addressof(managed)] = (managed, shape, strides, impl.storage)
+    destructor = ctypes.cast(_capsule_destructor, ctypes.c_void_p)
+    return _api.PyCapsule_New(ctypes.addressof(managed), name, destructor)
+
+
+class _Producer:
+    """Owner of imported memory: calls the producer's deleter when kael lets go of it."""
+
+    __slots__ = ("managed",)
+
+    def __init__(self, managed) -> None:
+        self.managed = managed
+
+    def __del__(self) -> None:
+        deleter = self.managed.contents.deleter
+        if deleter:
+            deleter(self.managed)
+
+
+def to_impl(obj) -> TensorImpl:
+    """A CPU impl over the memory of any DLPack producer (no copy), for every kael dtype."""
+    if not hasattr(obj, "__dlpack__"):
+        raise TypeError(f"from_dlpack expects an object with __dlpack__, got {type(obj).__name__}")
+    device_type, _ = obj.__dlpack_device__()
+    if device_type != KDL_CPU:
+        raise TypeError(
+            f"from_dlpack supports CPU memory only for now, got DLPack device type {device_type}"
+        )
+    cap = obj.__dlpack__()
+    if not _api.PyCapsule_IsValid(cap, _NAME):
+        raise ValueError("from_dlpack expects an unconsumed 'dltensor' capsule")
+    managed = ctypes.cast(_api.PyCapsule_GetPointer(cap, _NAME), ctypes.POINTER(_Managed))
+    _api.PyCapsule_SetName(cap, _USED)  # consumed: its deleter is kael's to call now
+    owner = _Producer(managed)
+    t = managed.contents.dl_tensor
+    dtype = _DTYPES.get((t.dtype.code, t.dtype.bits))
+    if dtype is None or t.dtype.lanes != 1:
+        raise TypeError(
+            f"from_dlpack: unsupported DLPack dtype (code {t.dtype.code}, {t.dtype.bits} bits,"
+            f" {t.dtype.lanes} lanes)"
+        )
+    shape = tuple(t.shape[i] for i in range(t.ndim))
+    if t.strides:
+        strides = tuple(t.strides[i] for i in range(t.ndim))
+    else:  # NULL strides: compact row-major
+        strides, step = [], 1
+        for size in reversed(shape):
+            strides.insert(0, step)
+            step *= max(size, 1)
+        strides = tuple(strides)
+    if any(s < 0 for s in strides):
+        raise ValueError(f"from_dlpack: negative strides {strides} are not supported")
+    extent = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+    address = (t.data or 0) + t.byte_offset
+    storage = Storage.external(address, extent * dtype.itemsize, owner, CPU)
+    return TensorImpl(storage, shape, strides, 0, dtype, CPU)

@@ -1,0 +1,55 @@
+"""PyTorch's opmath for kernels written for float32 and float64 only (the row kernels):
+a float16/bfloat16 tensor argument is widened to float32 by one compiled cast, the op runs
+there, and its floating results are rounded back to the argument's dtype once, as PyTorch's
+CPU kernels compute these dtypes in float."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+from kael.frontend.tensor import Tensor
+from kael.runtime.dtypes import DType, float32
+from kael.runtime.errors import TypeError
+
+
+def in_float32(fn: Callable) -> Callable:
+    """`fn` with float16/bfloat16 tensor arguments computed in float32 (see the module)."""
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        half = _half_of(args, kwargs)
+        if half is None or kwargs.get("dtype") is not None:
+            return fn(*args, **kwargs)
+        out = kwargs.pop("out", None)
+        if out is not None and getattr(out, "dtype", half) is not half:
+            raise TypeError(
+                f"{fn.__name__}: expected out to have dtype {half}, got {out.dtype} instead"
+            )
+        args = tuple(_widened(a) for a in args)
+        kwargs = {k: _widened(v) for k, v in kwargs.items()}
+        result = _rounded(fn(*args, **kwargs), half)
+        return result if out is None else out.copy_(result)
+
+    del run.__wrapped__  # doors unwrap to the function they serve: this one, not fn
+    return run
+
+
+def _half_of(args: tuple, kwargs: dict) -> DType | None:
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, Tensor) and a.dtype.is_half:
+            return a.dtype
+    return None
+
+
+def _widened(x):
+    return x.to(float32) if isinstance(x, Tensor) and x.dtype.is_half else x
+
+
+def _rounded(result, half: DType):
+    if isinstance(result, Tensor):
+        return result.to(half) if result.dtype is float32 else result
+    if isinstance(result, tuple):
+        items = [_rounded(r, half) for r in result]
+        return type(result)(*items) if hasattr(result, "_fields") else type(result)(items)
+    return result
