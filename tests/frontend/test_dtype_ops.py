@@ -315,3 +315,17 @@ def test_randint_of_narrow_int_stays_in_range(dtype):
     x = kael.randint(0, 100, (1000,), dtype=dtype)
     assert x.dtype is dtype
     assert x.min().item() >= 0 and x.max().item() < 100
+
+
+@pytest.mark.parametrize("dtype", HALVES, ids=str)
+def test_streamed_half_stores_round_as_torch(dtype):
+    # Outputs past eager.NONTEMPORAL_BYTES take streaming stores (float16: vcvtps2ph).
+    from kael.frontend import eager
+
+    n = eager.NONTEMPORAL_BYTES // 2 + 1003
+    x = np.random.default_rng(5).standard_normal(n).astype(np.float32) * 1000
+    k = kael.from_numpy(x).to(dtype)
+    t = torch.from_numpy(x).to(TORCH_DTYPES[dtype])
+    got = (k * 1.7 + k).view(kael.int16).numpy()
+    want = (t * 1.7 + t).view(torch.int16).numpy()
+    np.testing.assert_array_equal(got, want)

@@ -68,6 +68,11 @@ def vector_features() -> list[str]:
     return [f for f in wanted if f in on]
 
 
+def has_feature(name: str) -> bool:
+    """Whether the host target has the LLVM feature `name` ("f16c", "avx512f", ...)."""
+    return f"+{name}" in host_target()["features"].split(",")
+
+
 @sync.cached(lock_with=_lock)
 def has_avx512f() -> bool:
     """Whether host code may use AVX-512 instructions (vscalef, vpermi2var)."""

@@ -34,6 +34,7 @@ from kael.codegen.lowering import (
 )
 from kael.ir import expr as x
 from kael.ir.kernel import BCAST, CONTIG, NO_PREFETCH, TRANSPOSED, Kernel
+from kael.runtime.dtypes import float16
 
 VECTOR_BYTES = 64
 UNROLL = 4
@@ -49,8 +50,9 @@ def unroll_of(kernel: Kernel) -> int:
 
 
 def vector_width(kernel: Kernel) -> int:
-    """Lanes per vector: one 64-byte register of the widest element type."""
-    return max(1, VECTOR_BYTES // max(b.dtype.itemsize for b in kernel.buffers))
+    """Lanes per vector: one 64-byte register of the widest element type as computed
+    (float16 and bfloat16 in float32: 16 lanes, loaded from 32 bytes)."""
+    return max(1, VECTOR_BYTES // max(b.dtype.compute.itemsize for b in kernel.buffers))
 
 
 class _Args:
@@ -145,11 +147,33 @@ def _store(
         st.set_metadata("nontemporal", b.module.add_metadata([ir.Constant(ir.IntType(32), 1)]))
 
 
+# float16 streaming stores: LLVM folds fptrunc into native float16 arithmetic (vaddph) and
+# then stores half vectors through the cache, dropping !nontemporal; x86's own conversion
+# (an intrinsic LLVM leaves alone) keeps the store streaming.
+_CVTPS2PH = {16: "llvm.x86.avx512.mask.vcvtps2ph.512", 8: "llvm.x86.vcvtps2ph.256"}
+
+
+def _streamed_half(b: ir.IRBuilder, value: ir.Value, ptr: ir.Value) -> tuple | None:
+    """(bits, pointer) of a float32 vector rounded to float16 by vcvtps2ph (to nearest,
+    ties to even) for a streaming store, or None where the host lacks that instruction."""
+    from kael.codegen.cpu import compiler  # it imports this module
+
+    lanes = value.type.count if isinstance(value.type, ir.VectorType) else 1
+    if lanes not in _CVTPS2PH or not compiler.has_feature("avx512f" if lanes == 16 else "f16c"):
+        return None
+    i16s, i32 = ir.VectorType(ir.IntType(16), lanes), ir.IntType(32)
+    args = [value, ir.Constant(i32, 0)]
+    if lanes == 16:
+        args += [ir.Constant(i16s, None), ir.Constant(ir.IntType(16), -1)]
+    fn = declare(b.module, _CVTPS2PH[lanes], ir.FunctionType(i16s, [a.type for a in args]))
+    return b.call(fn, args), b.bitcast(ptr, i16s.as_pointer())
+
+
 def _compute(
     b: ir.IRBuilder, kernel: Kernel, args: _Args, width: int, load, index
 ) -> list[ir.Value]:
-    """The value of every output expression as its buffer stores it, given how to load
-    inputs and positions."""
+    """The value of every output expression in registers (float16/bfloat16 as float32),
+    given how to load inputs and positions."""
     from kael.codegen.cpu import compiler  # it imports this module
 
     emitter = ExprEmitter(
@@ -161,7 +185,7 @@ def _compute(
         lambda c, v: args.fault(b, c, v),
         scalef=compiler.has_avx512f(),
     )
-    return [narrow(b, emitter.emit(e), o.dtype) for e, o in zip(kernel.exprs, kernel.outputs)]
+    return [emitter.emit(e) for e in kernel.exprs]
 
 
 def _emit_body(
@@ -194,9 +218,15 @@ def _emit_body(
             return masked_load(b, address(n_out + i, width), buf.dtype.itemsize, mask)
         return b.load(address(n_out + i, width), align=buf.dtype.itemsize)
 
-    for o, (buf, value) in enumerate(
-        zip(kernel.outputs, _compute(b, kernel, args, width, load, index))
-    ):
+    values = _compute(b, kernel, args, width, load, index)
+    for o, (buf, wide) in enumerate(zip(kernel.outputs, values)):
+        half = None
+        if stream and buf.dtype is float16:
+            half = _streamed_half(b, wide, address(o, width))
+        if half is not None:
+            _store(b, kernel, half[1], half[0], align, stream)
+            continue
+        value = narrow(b, wide, buf.dtype)
         if width > 1 and buf.inner not in (CONTIG, BCAST):
             _scatter(b, value, address(o, width), buf.dtype.itemsize)
         elif mask is not None:
@@ -609,9 +639,8 @@ def _emit_full_tile(b, kernel: Kernel, args: _Args, bases, outer, r0, c0, width:
         for o, (buf, v) in enumerate(zip(kernel.outputs, values)):
             st = args.strides[o]
             off = b.add(b.add(bases[o], b.mul(row, st[rows_dim])), c0)
-            b.store(
-                v, _vector_ptr(b, args.ptrs[o], off, buf.dtype, width), align=buf.dtype.itemsize
-            )
+            ptr = _vector_ptr(b, args.ptrs[o], off, buf.dtype, width)
+            b.store(narrow(b, v, buf.dtype), ptr, align=buf.dtype.itemsize)
 
 
 def _emit_tiled(b: ir.IRBuilder, kernel: Kernel, args: _Args, begin: ir.Value, end: ir.Value):

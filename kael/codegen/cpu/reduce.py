@@ -64,7 +64,7 @@ ROW_GROUP = 4  # COLS: rows folded per pass over a chunk of outputs
 
 def vector_width(red: Reduction) -> int:
     """Lanes per accumulator: one 64-byte vector of the widest of the inputs and accumulator."""
-    sizes = [red.acc.itemsize] + [b.dtype.itemsize for b in red.inputs]
+    sizes = [red.acc.itemsize] + [b.dtype.compute.itemsize for b in red.inputs]
     return max(1, VECTOR_BYTES // max(sizes))
 
 
