@@ -22,6 +22,14 @@ from kael.frontend.factories import (
     zeros,
     zeros_like,
 )
+from kael.frontend.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from kael.frontend.inspection import explain
 from kael.frontend.random import initial_seed, manual_seed
 from kael.frontend.tensor import Tensor
@@ -120,4 +128,14 @@ __all__ = [
     "tensor",
     "zeros",
     "zeros_like",
+    "enable_grad",
+    "inference_mode",
+    "is_grad_enabled",
+    "is_inference_mode_enabled",
+    "no_grad",
+    "set_grad_enabled",
 ]
+
+# The implementation's packages stay importable (kael.runtime.dtypes, ...) but are not part
+# of the public namespace; importing their modules bound them here.
+del codegen, frontend, ir, runtime  # noqa: F821

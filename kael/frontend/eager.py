@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import math
 import os
 import struct
 from collections.abc import Callable
@@ -26,9 +27,9 @@ from kael.ir.ops import FAULTS, FLAG
 from kael.ir.reduction import ROWS, ReducePlan, Reduction, plan_reduction
 from kael.ir.scheduler import schedule_elementwise, schedule_reduction
 from kael.runtime import cuda_driver, debug, launches, sync
-from kael.runtime.convert import CHECKED, convert_scalar
+from kael.runtime.convert import CHECKED, convert_scalar, to_float32, to_half_precision
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import FLOAT_CATEGORY, DType, bool_, float64, int64
+from kael.runtime.dtypes import FLOAT_CATEGORY, DType, bool_, float32, float64, int64
 from kael.runtime.errors import Error
 from kael.runtime.launcher import PROMOTE_BYTES, count_launch, launch, optimize, runs_inline
 from kael.runtime.storage import Storage
@@ -378,22 +379,91 @@ def arange_into(dst: TensorImpl, start, step) -> None:
 
 
 def linspace_into(dst: TensorImpl, start: float, end: float) -> None:
-    """dst[i] = start + i * delta in float64, the last element exactly `end`."""
-    steps = dst.numel()
-    delta = (end - start) / (steps - 1) if steps > 1 else 0.0
+    """PyTorch's linspace: positions below steps // 2 count up from start, the rest down
+    from end (the last is exactly end), each value start + step * i as one fused
+    multiply-add (PyTorch's compiled loop contracts it): float32, float64 and the integers
+    evaluate it exactly in float64 (an error-free product and sum) and round once;
+    float16/bfloat16 round every operation to the dtype, as c10::Half arithmetic does."""
+    steps, dtype = dst.numel(), dst.dtype
+    if steps == 0:
+        return
+    if steps == 1:  # PyTorch fills start: step would divide by zero
+        fill(dst, start)
+        return
+    if dtype.is_half:
+        _linspace_half(dst, start, end)
+        return
+    if dtype is float32:
+        start, end = to_float32(start), to_float32(end)
+        step = to_float32(to_float32(end - start) / to_float32(float(steps - 1)))
+    elif not dtype.is_floating_point:  # start and end become the dtype's integers first
+        start, end = (float(convert_scalar(v, dtype, CHECKED)) for v in (start, end))
+        step = (end - start) / (steps - 1)
+    else:
+        step = (end - start) / (steps - 1)
+    # The split of step * i overflows past here: a plain product and sum instead.
+    exact = abs(step) * steps < 1e290 and math.isfinite(step)
+    k = template(("linspace", dtype, exact), lambda: _linspace_graph(dtype, exact))
+    scalars = {"start": start, "end": end, "step": step, "neg_step": -step, "last": steps - 1}
+    run(k, [dst], [], {**scalars, "halfway": steps // 2})
+
+
+def _linspace_parts() -> tuple[g.Node, g.Node, g.Node]:
+    """(base, signed step, count) of each position: (start, step, i) below halfway, else
+    (end, -step, steps - 1 - i)."""
+    pos = _position(int64)
+    up = _bin("lt", pos, _scalar(int64, "halfway"))
+    count = g.Where(int64, (), up, pos, _bin("sub", _scalar(int64, "last"), pos))
+    base = g.Where(float64, (), up, _scalar(float64, "start"), _scalar(float64, "end"))
+    step = g.Where(float64, (), up, _scalar(float64, "step"), _scalar(float64, "neg_step"))
+    return base, step, count
+
+
+def _linspace_graph(dtype: DType, exact: bool) -> tuple[str, list[g.Node]]:
+    base, a, count = _linspace_parts()
+    k = g.Cast(float64, (), count)
+    p = _bin("mul", a, k)
+    if not exact:
+        return f"linspace_{dtype}", [g.Cast(dtype, (), _bin("add", base, p))]
+    # Veltkamp splits give p's rounding error e exactly; Knuth's two-sum gives s's.
+    a_hi, a_lo = _split(a)
+    k_hi, k_lo = _split(k)
+    e = _bin("sub", _bin("mul", a_hi, k_hi), p)
+    e = _bin("add", _bin("add", e, _bin("mul", a_hi, k_lo)), _bin("mul", a_lo, k_hi))
+    e = _bin("add", e, _bin("mul", a_lo, k_lo))
+    s = _bin("add", base, p)
+    b_part = _bin("sub", s, base)
+    err = _bin("add", _bin("sub", base, _bin("sub", s, b_part)), _bin("sub", p, b_part))
+    value = _bin("add", s, _bin("add", err, e))
+    return f"linspace_{dtype}", [g.Cast(dtype, (), value)]
+
+
+def _split(x: g.Node) -> tuple[g.Node, g.Node]:
+    """x as hi + lo, each of at most 26 significant bits (Veltkamp, 2**27 + 1)."""
+    t = _bin("mul", g.Const(float64, (), 134217729.0), x)
+    hi = _bin("sub", t, _bin("sub", t, x))
+    return hi, _bin("sub", x, hi)
+
+
+def _linspace_half(dst: TensorImpl, start: float, end: float) -> None:
+    """linspace in float16/bfloat16 arithmetic: every product and sum rounded to the dtype."""
+    dtype, steps = dst.dtype, dst.numel()
+    start, end = to_half_precision(start, dtype), to_half_precision(end, dtype)
+    span = to_half_precision(end - start, dtype)
+    step = to_half_precision(span / to_half_precision(float(steps - 1), dtype), dtype)
 
     def build():
-        pos = _position(float64)
-        value = _bin("add", _scalar(float64, "start"), _bin("mul", pos, _scalar(float64, "delta")))
-        last = _bin("eq", pos, _scalar(float64, "last"))
-        exact = g.Where(float64, (), last, _scalar(float64, "end"), value)
-        return f"linspace_{dst.dtype}", [g.Cast(dst.dtype, (), exact)]
+        base, a, count = _linspace_parts()
 
-    k = template(("linspace", dst.dtype), build)
-    # With one step the only element is start: no position may take `end`.
-    last = float(steps - 1) if steps > 1 else -1.0
-    scalars = {"start": float(start), "delta": delta, "last": last, "end": float(end)}
-    run(k, [dst], [], scalars)
+        def rounded(x: g.Node) -> g.Node:
+            return g.Cast(float64, (), g.Cast(dtype, (), x))
+
+        product = rounded(_bin("mul", a, rounded(g.Cast(float64, (), count))))
+        return f"linspace_{dtype}", [g.Cast(dtype, (), _bin("add", base, product))]
+
+    k = template(("linspace", dtype), build)
+    scalars = {"start": start, "end": end, "step": step, "neg_step": -step, "last": steps - 1}
+    run(k, [dst], [], {**scalars, "halfway": steps // 2})
 
 
 def eye_into(dst: TensorImpl) -> None:

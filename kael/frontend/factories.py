@@ -173,12 +173,13 @@ def arange(start, end=None, step=1, *, dtype=None, device=None) -> Tensor:
 
 
 def linspace(start, end, steps, *, dtype=None, device=None) -> Tensor:
-    """`steps` evenly spaced values from start to exactly end (floating dtypes only)."""
+    """`steps` evenly spaced values from start to exactly end, computed as PyTorch does
+    (integer dtypes truncate them)."""
     start, end = as_number(start, "start"), as_number(end, "end")
     steps = views.as_int(steps, "steps")
     dtype = dtype_or(dtype, dtypes.float32)
-    if not dtype.is_floating_point:
-        raise TypeError(f"linspace only supports floating point dtypes, got {dtype}")
+    if dtype.is_bool:
+        raise TypeError("linspace does not support dtype bool")
     if steps < 0:
         raise ValueError(f"number of steps must be non-negative, got {steps}")
     t = new_tensor((steps,), dtype, device)

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from kael.codegen.cpu import gemm_run, native_launch
 from kael.frontend import eager
+from kael.frontend.keywords import torch_keywords
 from kael.runtime import debug, launches, threadpool
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.device import CPU
@@ -723,6 +724,8 @@ def keyed(fn, traced=None):
 
     @functools.wraps(fn)
     def door(input, *args, **kwargs):
+        if kwargs:
+            kwargs = torch_keywords(kwargs)
         if not _open() or type(input) is not Tensor:
             return closed(input, *args, **kwargs)
         if "out" in kwargs:

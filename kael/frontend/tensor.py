@@ -412,6 +412,28 @@ class Tensor:
     def is_floating_point(self) -> bool:
         return self._impl.dtype.is_floating_point
 
+    # ---- autograd's attributes: kael has no autograd yet, so nothing requires grad ---------
+
+    @property
+    def requires_grad(self) -> bool:
+        return False
+
+    @property
+    def grad(self) -> None:
+        return None
+
+    @property
+    def is_leaf(self) -> bool:
+        return True
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Self when asked for no grad; kael.Error when asked for one (no autograd yet)."""
+        if requires_grad:
+            raise Error(
+                "requires_grad_(True): kael has no autograd yet, so no tensor can require grad"
+            )
+        return self
+
     def clone(self) -> Tensor:
         """A new contiguous tensor with offset 0 and storage sized for its elements."""
         return Tensor(clone_impl(self._impl))

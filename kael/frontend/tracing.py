@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 from kael.frontend import eager, pytree
 from kael.frontend import plan as p
+from kael.frontend.keywords import torch_keywords
 from kael.ir.fusion import Step, fuse
 from kael.ir.reduction import Reduction
 from kael.ir.views import View
@@ -568,6 +569,8 @@ def op_door(name: str, fn: Callable) -> Callable:
     """`fn` as a public op: eager as it is, and recorded or run as an extern under tracing."""
 
     def door(*args, **kwargs):
+        if kwargs:
+            kwargs = torch_keywords(kwargs)
         trace = state.trace
         if trace is None or trace.depth:
             return fn(*args, **kwargs)

@@ -17,6 +17,8 @@ from kael.runtime.errors import TypeError, ValueError
 _INT64_LOWEST = float(INT64_MIN)
 _INT64_LIMIT = -_INT64_LOWEST
 _FLOAT32 = struct.Struct("f")
+_FLOAT16 = struct.Struct("e")
+_BITS32 = struct.Struct("I")
 
 
 # How an int beyond int64 that uint64 holds converts (convert_scalar's `beyond_int64`).
@@ -140,3 +142,19 @@ def int_to_float32(value: int) -> float:
             quotient += 1
         magnitude = quotient << shift
     return float(magnitude if value >= 0 else -magnitude)
+
+
+def to_half_precision(value: float, dtype: DType) -> float:
+    """A double rounded as a kernel stores it in float16/bfloat16: to float32 first (as
+    c10::Half and c10::BFloat16 are built), then to nearest even; beyond range +-inf."""
+    wide = to_float32(value)
+    if dtype is dtypes.float16:
+        try:
+            return _FLOAT16.unpack(_FLOAT16.pack(wide))[0]
+        except OverflowError:
+            return math.copysign(math.inf, wide)
+    if wide != wide:
+        return wide
+    bits = _BITS32.unpack(_FLOAT32.pack(wide))[0]
+    bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+    return _FLOAT32.unpack(_BITS32.pack(bits & 0xFFFFFFFF))[0]

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 import kael
+from kael.frontend import eager, fastpath
 from kael.frontend import elementwise as ew
-from kael.frontend import fastpath
 from kael.frontend.inspection import record_launches
 
 BINARY = list(ew.BINARY)
@@ -440,7 +440,7 @@ def test_fast_fills_give_the_full_doors_bits(dtype, value):
     for _ in range(2):
         got = kael.full((3, 4), value, dtype=dtype)
         want = kael.empty(3, 4, dtype=dtype)
-        kael.frontend.eager.fill(want._impl, value)
+        eager.fill(want._impl, value)
         _same(got, want)
     assert _served(("fill", dtype, type(value)))
     np.testing.assert_array_equal(kael.zeros(5).numpy(), np.zeros(5, np.float32))

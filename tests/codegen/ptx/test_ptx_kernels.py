@@ -127,9 +127,10 @@ def test_layout_and_schedule_hints_leave_the_ptx_unchanged_but_key_it(case):
 def test_entry_takes_one_u64_per_argument_word_plus_total():
     kernel = eager_kernel("linspace", (float32,)).specialize(2, (STRIDED,), False, False)
     ptx = compiler.compile_ptx(kernel)
-    # 1 pointer, 2 sizes, 2 strides, 4 scalars (start, delta, last, end), total.
-    assert ptx_kernel.param_count(kernel) == 10
-    assert ptx.count(".param .u64") == 10
+    # 1 pointer, 2 sizes, 2 strides, 6 scalars (start, end, step, neg_step, last,
+    # halfway), total.
+    assert ptx_kernel.param_count(kernel) == 12
+    assert ptx.count(".param .u64") == 12
     module = compiler.build_module(kernel)
     assert [a.name for a in module.get_global(compiler.function_name(kernel)).args][-1] == "total"
 
