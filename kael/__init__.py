@@ -31,7 +31,7 @@ from kael.frontend.grad_mode import (
     set_grad_enabled,
 )
 from kael.frontend.inspection import explain
-from kael.frontend.random import initial_seed, manual_seed
+from kael.frontend.random import Generator, default_generator, initial_seed, manual_seed
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door as _op_door
 from kael.runtime.allocator import empty_cache, memory_stats
@@ -42,12 +42,14 @@ from kael.runtime.dtypes import (
     float16,
     float32,
     float64,
+    get_default_dtype,
     int8,
     int16,
     int32,
     int64,
     promote_types,
     result_type,
+    set_default_dtype,
     uint8,
 )
 from kael.runtime.dtypes import bool_ as bool
@@ -75,6 +77,8 @@ __all__ = [
     "rand",
     "multinomial",
     "manual_seed",
+    "Generator",
+    "default_generator",
     "initial_seed",
     "bernoulli",
     *_ops.FUNCTIONS,
@@ -134,6 +138,8 @@ __all__ = [
     "is_inference_mode_enabled",
     "no_grad",
     "set_grad_enabled",
+    "get_default_dtype",
+    "set_default_dtype",
 ]
 
 # The implementation's packages stay importable (kael.runtime.dtypes, ...) but are not part

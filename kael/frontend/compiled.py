@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import types
 import warnings
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -28,7 +29,7 @@ from kael.frontend.plan_matmul import MatmulCall
 from kael.frontend.tensor import Tensor
 from kael.runtime import debug, sync
 from kael.runtime.device import Device
-from kael.runtime.dtypes import DType
+from kael.runtime.dtypes import DType, on_default_dtype_change
 from kael.runtime.tensor_impl import contiguous_strides
 from kael.runtime.threadpool import get_num_threads
 from kael.runtime.tracestate import state
@@ -206,6 +207,18 @@ def _reads(get: Callable, storage) -> bool:
     return isinstance(value, Tensor) and value._impl.storage is storage
 
 
+# Every compiled function, so set_default_dtype can drop plans traced under the old one.
+_instances: weakref.WeakSet = weakref.WeakSet()
+
+
+def _forget_all() -> None:
+    for fn in list(_instances):
+        fn._forget()
+
+
+on_default_dtype_change(_forget_all)
+
+
 class CompiledFunction:
     """A function of tensors run as fused kernels; see kael.compile."""
 
@@ -231,6 +244,14 @@ class CompiledFunction:
         # the guarded replays of the last two positional signatures called, latest first
         self._guarded: Callable | None = None
         self._other: Callable | None = None
+        _instances.add(self)
+
+    def _forget(self) -> None:
+        """Drop every plan and guard: traced under another default dtype."""
+        with self._lock:
+            self._entries.clear()
+            self._guards.clear()
+            self._guarded = self._other = None
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else types.MethodType(self, obj)
@@ -292,7 +313,7 @@ class CompiledFunction:
         meanwhile: its draws are not repeated, and this call's draw anew)."""
         from kael.frontend.random import default_generator
 
-        state = default_generator.get_state()
+        state = default_generator.position()
         try:
             return plan.run(tensors, leaves), plan
         except p.Retrace as retrace:

@@ -26,7 +26,17 @@ from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.tracing import SymFloat
 from kael.ir import graph as g
 from kael.runtime.convert import CHECKED, WRAP, convert_scalar
-from kael.runtime.dtypes import INT64_MAX, DType, bool_, float32, float64, int64, result_type
+from kael.runtime.dtypes import (
+    INT64_MAX,
+    DType,
+    bool_,
+    float32,
+    float64,
+    get_default_dtype,
+    int64,
+    on_default_dtype_change,
+    result_type,
+)
 from kael.runtime.errors import TypeError, ValueError
 from kael.runtime.tensor_impl import format_shape
 
@@ -189,6 +199,7 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
 
 
 _binary_rules: dict[tuple, tuple[DType, DType]] = {}
+on_default_dtype_change(_binary_rules.clear)  # a Python float's tier means another dtype
 
 
 def _tier(x) -> object:
@@ -216,7 +227,7 @@ def _binary_rule(op: BinaryOp, a, b) -> tuple[DType, DType]:
     if rule == "add" and promoted is bool_:
         compute = int64  # the book: bool + bool counts, as int64
     elif rule == "true_div" and not promoted.is_floating_point:
-        compute = float32
+        compute = get_default_dtype()
     else:
         compute = promoted
     if op.refuse_bool and (compute is bool_ or (op.name == "sub" and _has_bool(a, b))):
@@ -265,7 +276,7 @@ def _unary_dtypes(op: UnaryOp, x: Tensor) -> tuple[DType, DType]:
     if op.float_only:
         _floating_only(op.name, dtype)
     if rule == "float":
-        compute = dtype if dtype.is_floating_point else float32
+        compute = dtype if dtype.is_floating_point else get_default_dtype()
         return compute, compute
     if rule == "square":
         return (int64, int64) if dtype is bool_ else (dtype, dtype)

@@ -80,8 +80,8 @@ def as_number(value, what: str):
 
 
 def empty(*size, dtype=None, device=None) -> Tensor:
-    """An uninitialised tensor (float32 unless told otherwise)."""
-    return new_tensor(size, dtype_or(dtype, dtypes.float32), device)
+    """An uninitialised tensor (the default dtype unless told otherwise)."""
+    return new_tensor(size, dtype_or(dtype, dtypes.get_default_dtype()), device)
 
 
 def zeros(*size, dtype=None, device=None) -> Tensor:
@@ -93,14 +93,14 @@ def ones(*size, dtype=None, device=None) -> Tensor:
 
 
 def _full_of(size: tuple, dtype, device, value) -> Tensor:
-    """A new float32 (unless told otherwise) tensor of `size` full of `value`; a size made
+    """A new tensor (the default dtype unless told otherwise) of `size` full of `value`; a size made
     before, on the host, takes one remembered fill (fastpath.full)."""
     if device is None:
         given = views.exact_key(size)
         known = None if given is None else _shapes.get(given)
         if known is not None:
             made = fastpath.full(
-                known[0], dtypes.float32 if dtype is None else as_dtype(dtype), value
+                known[0], dtypes.get_default_dtype() if dtype is None else as_dtype(dtype), value
             )
             if made is not None:
                 return made
@@ -151,7 +151,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None) -> Tensor:
         as_number(v, n) for v, n in ((start, "start"), (end, "end"), (step, "step"))
     )
     exact = all(type(v) is not builtins.float for v in (start, end, step))
-    dtype = dtype_or(dtype, dtypes.int64 if exact else dtypes.float32)
+    dtype = dtype_or(dtype, dtypes.int64 if exact else dtypes.get_default_dtype())
     if dtype.is_bool:
         raise TypeError("arange does not support dtype bool")
     if not all(math.isfinite(v) for v in (start, end, step)):
@@ -177,7 +177,7 @@ def linspace(start, end, steps, *, dtype=None, device=None) -> Tensor:
     (integer dtypes truncate them)."""
     start, end = as_number(start, "start"), as_number(end, "end")
     steps = views.as_int(steps, "steps")
-    dtype = dtype_or(dtype, dtypes.float32)
+    dtype = dtype_or(dtype, dtypes.get_default_dtype())
     if dtype.is_bool:
         raise TypeError("linspace does not support dtype bool")
     if steps < 0:
@@ -194,14 +194,14 @@ def eye(n, m=None, *, dtype=None, device=None) -> Tensor:
     for name, v in (("n", n), ("m", m)):
         if v < 0:
             raise ValueError(f"{name} must be greater or equal to 0, got {v}")
-    t = new_tensor((n, m), dtype_or(dtype, dtypes.float32), device)
+    t = new_tensor((n, m), dtype_or(dtype, dtypes.get_default_dtype()), device)
     eager.eye_into(t._impl)
     return t
 
 
 def scalar_tensor(s, *, dtype=None, device=None) -> Tensor:
-    """A 0-d tensor holding the number `s` (float32 unless told otherwise, as in PyTorch)."""
-    t = new_tensor(((),), dtype_or(dtype, dtypes.float32), device)
+    """A 0-d tensor holding the number `s` (the default dtype unless told otherwise)."""
+    t = new_tensor(((),), dtype_or(dtype, dtypes.get_default_dtype()), device)
     return _filled(t, as_number(s, "s"))
 
 
@@ -270,7 +270,7 @@ def _scan(data) -> tuple[tuple[int, ...], list, DType]:
     kinds = set()
     _collect(data, shape, 0, [], flat, kinds)
     if builtins.float in kinds or not flat:
-        kind = dtypes.float32
+        kind = dtypes.get_default_dtype()
     elif builtins.int in kinds:
         kind = dtypes.int64
     else:

@@ -38,7 +38,7 @@ from kael.frontend.keywords import torch_keywords
 from kael.runtime import debug, launches, threadpool
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import DType
+from kael.runtime.dtypes import DType, on_default_dtype_change
 from kael.runtime.launcher import PARALLEL_BYTES, PROMOTE_BYTES, run_pooled, runs_inline
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides, read_hazard, shape_numel
@@ -868,6 +868,16 @@ class _Product:
 
 
 _products: dict[tuple, _Product] = {}
+
+
+def _forget() -> None:
+    """Drop every remembered launch: its result dtype may come from the old default dtype
+    (int64 + 2.5 gives the default float), so set_default_dtype calls this."""
+    for table in (_entries, _filled, _fill_words, _shaped, _keyed, _products):
+        table.clear()
+
+
+on_default_dtype_change(_forget)
 
 
 def _product_key(a, b) -> tuple | None:

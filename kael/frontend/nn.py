@@ -27,7 +27,7 @@ from kael.frontend.opmath import in_float32
 from kael.frontend.outputs import device_of, float_arg, output, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import as_dtype, float32, float64, int64
+from kael.runtime.dtypes import as_dtype, float64, get_default_dtype, int64
 from kael.runtime.errors import IndexError, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, format_shape
 from kael.runtime.tracestate import state
@@ -46,7 +46,7 @@ def _as_floating(x, op: str, dtype=None) -> Tensor:
         if not target.is_floating_point:
             raise TypeError(f"{op}: dtype must be a floating dtype, got {target}")
     else:
-        target = x.dtype if x.dtype.is_floating_point else float32
+        target = x.dtype if x.dtype.is_floating_point else get_default_dtype()
     return x if x.dtype is target else Tensor(clone_impl(x._impl, target))
 
 

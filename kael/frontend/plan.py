@@ -952,9 +952,9 @@ class Plan:
                 for part in step.compared():
                     _compare(part, fused, unfused, name)
             else:  # the same draws and extern work in both
-                state = default_generator.get_state()
+                state = default_generator.position()
                 step.run(unfused)
-                default_generator.set_state(*state)
+                default_generator.restore(*state)
                 step.run(fused)
 
     @property

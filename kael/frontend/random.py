@@ -11,18 +11,32 @@ floats are computed in float64 from 53 random bits, then rounded.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 
 import numpy as np
 
 from kael.codegen.cpu import sampling
 from kael.frontend import eager, factories, tracing, views
-from kael.frontend.outputs import bool_arg, tensor_arg
+from kael.frontend.outputs import bool_arg, check_writable, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl
 from kael.ir import graph as g
 from kael.ir.ops import BINARY_OPS
 from kael.runtime import sync
-from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType, bool_, float16, float32, float64, int64
+from kael.runtime.device import Device, parse_device
+from kael.runtime.dtypes import (
+    INT64_MAX,
+    INT64_MIN,
+    DType,
+    bfloat16,
+    bool_,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    int64,
+    uint8,
+)
 from kael.runtime.errors import TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl
 
@@ -37,27 +51,57 @@ def _signed(word: int) -> int:
 
 
 class Generator:
-    """The seed and the Philox offset: the next n draws get counters [offset, offset + n)."""
+    """A random stream: its seed and Philox offset (the next n draws get counters [offset,
+    offset + n)). PyTorch's API: manual_seed, seed, initial_seed, get_state and set_state;
+    the same seed gives the same values on every device, so `device` only records where
+    its user said it draws."""
 
-    def __init__(self, seed: int = DEFAULT_SEED) -> None:
+    def __init__(self, device: str | Device = "cpu") -> None:
+        self.device = parse_device(device)
         self.lock = sync.lock(fork_rank=sync.GENERATOR_RANK)
-        self._seed = seed
+        self._seed = DEFAULT_SEED
         self._offset = 0
 
-    def manual_seed(self, seed: int) -> None:
+    def manual_seed(self, seed) -> Generator:
+        """Reseed and rewind; torch's range: [-2**63, 2**64), negatives wrap. Returns self."""
+        seed = _seed_arg(seed)
         with self.lock:
             self._seed, self._offset = seed, 0
+        return self
+
+    def seed(self) -> int:
+        """Reseed from the operating system's entropy; returns the new seed."""
+        seed = int.from_bytes(os.urandom(8), "little")
+        self.manual_seed(seed)
+        return seed
 
     def initial_seed(self) -> int:
         with self.lock:
             return self._seed
 
-    def get_state(self) -> tuple[int, int]:
+    def get_state(self) -> Tensor:
+        """The stream's state as 16 uint8 bytes (seed and offset, little-endian), as
+        PyTorch's is a ByteTensor: set_state takes it back."""
+        seed, offset = self.position()
+        raw = seed.to_bytes(8, "little") + offset.to_bytes(8, "little")
+        return factories.tensor(list(raw), dtype=uint8)
+
+    def set_state(self, new_state: Tensor) -> None:
+        """Restore a state get_state returned; TypeError or ValueError for anything else."""
+        if not isinstance(new_state, Tensor) or new_state.dtype is not uint8:
+            got = new_state.dtype if isinstance(new_state, Tensor) else type(new_state).__name__
+            raise TypeError(f"set_state expects a uint8 tensor from get_state, got {got}")
+        if new_state.shape != (16,):
+            raise ValueError(f"set_state expects 16 bytes, got shape {list(new_state.shape)}")
+        raw = bytes(new_state.tolist())
+        self.restore(int.from_bytes(raw[:8], "little"), int.from_bytes(raw[8:], "little"))
+
+    def position(self) -> tuple[int, int]:
         """(seed, offset)."""
         with self.lock:
             return self._seed, self._offset
 
-    def set_state(self, seed: int, offset: int) -> None:
+    def restore(self, seed: int, offset: int) -> None:
         with self.lock:
             self._seed, self._offset = seed % _U64, offset % _U64
 
@@ -78,23 +122,39 @@ class Generator:
             self._offset = (first + count) % _U64
             return self._seed, first
 
+    def __repr__(self) -> str:
+        return f"kael.Generator(device={str(self.device)!r})"
+
 
 # Its lock is held across fork() (runtime/sync.py), as the book's pthread_atfork does.
 default_generator = Generator()
 
 
-def reserve_words(count: int) -> tuple[int, int]:
-    """The kernel words (seed, first counter) of `count` fresh counters of the generator."""
-    seed, offset = default_generator.reserve(count)
+def generator_arg(generator, op: str) -> Generator:
+    """`generator=` of a sampler: a kael.Generator, or None for the default one."""
+    if generator is None:
+        return default_generator
+    if not isinstance(generator, Generator):
+        raise TypeError(f"{op}: generator must be a kael.Generator, got {type(generator).__name__}")
+    return generator
+
+
+def reserve_words(count: int, generator: Generator | None = None) -> tuple[int, int]:
+    """The kernel words (seed, first counter) of `count` fresh counters of `generator`."""
+    seed, offset = (generator or default_generator).reserve(count)
     return _signed(seed), _signed(offset)
 
 
-def manual_seed(seed) -> None:
-    """Reseed and rewind the generator; torch's range: [-2**63, 2**64), negatives wrap."""
+def _seed_arg(seed) -> int:
     seed = views.as_int(seed, "seed")
     if not INT64_MIN <= seed < _U64:
         raise ValueError(f"manual_seed expects a seed in [-2**63, 2**64), got seed={seed}")
-    default_generator.manual_seed(seed % _U64)
+    return seed % _U64
+
+
+def manual_seed(seed) -> Generator:
+    """Reseed and rewind the default generator (returned, as torch does)."""
+    return default_generator.manual_seed(seed)
 
 
 def initial_seed() -> int:
@@ -179,6 +239,7 @@ def _generate(
     out: TensorImpl,
     scalars: dict | None = None,
     ins: tuple[TensorImpl, ...] = (),
+    generator: Generator | None = None,
 ) -> bool:
     """Fill the new contiguous `out` with `build`'s values over fresh counters; returns the flag.
 
@@ -186,7 +247,7 @@ def _generate(
     are contiguous and of out's shape.
     """
     n = out.numel()
-    seed, offset = tracing.reserve(n)
+    seed, offset = tracing.reserve(n, generator)
     if n == 0:
         return False
     flat = [views.derive(t, (n,), (1,), t.offset) for t in (out, *ins)]
@@ -199,7 +260,7 @@ def _generate(
 
 
 def _floating(name: str, dtype) -> DType:
-    dtype = factories.dtype_or(dtype, float32)
+    dtype = factories.dtype_or(dtype, get_default_dtype())
     if not dtype.is_floating_point:
         raise TypeError(f"{name} only supports floating point dtypes, got {dtype}")
     return dtype
@@ -216,20 +277,22 @@ _FLOAT_SAMPLERS: dict[str, Callable[[DType], g.Node]] = {
 }
 
 
-def _fill(name: str, t: Tensor) -> Tensor:
+def _fill(name: str, t: Tensor, generator: Generator | None = None) -> Tensor:
     """The float sampler `name` into the new tensor t."""
-    _generate((name, t.dtype), lambda: _FLOAT_SAMPLERS[name](t.dtype), t._impl)
+    _generate((name, t.dtype), lambda: _FLOAT_SAMPLERS[name](t.dtype), t._impl, generator=generator)
     return t
 
 
-def rand(*size, dtype=None, device=None) -> Tensor:
-    """Uniform samples in [0, 1) (float32 unless told otherwise; never 1.0)."""
-    return _fill("rand", factories.new_tensor(size, _floating("rand", dtype), device))
+def rand(*size, generator=None, dtype=None, device=None) -> Tensor:
+    """Uniform samples in [0, 1) (the default dtype unless told otherwise; never 1.0)."""
+    gen = generator_arg(generator, "rand")
+    return _fill("rand", factories.new_tensor(size, _floating("rand", dtype), device), gen)
 
 
-def randn(*size, dtype=None, device=None) -> Tensor:
+def randn(*size, generator=None, dtype=None, device=None) -> Tensor:
     """Standard normal samples (Box-Muller in float64)."""
-    return _fill("randn", factories.new_tensor(size, _floating("randn", dtype), device))
+    gen = generator_arg(generator, "randn")
+    return _fill("randn", factories.new_tensor(size, _floating("randn", dtype), device), gen)
 
 
 def rand_like(input: Tensor, *, dtype=None, device=None) -> Tensor:
@@ -273,7 +336,7 @@ def _integer_dtype(name: str, dtype) -> DType:
     return dtype
 
 
-def randint(low, high=None, size=None, *, dtype=None, device=None) -> Tensor:
+def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None) -> Tensor:
     """Uniform integers in [low, high): randint(high, size) or randint(low, high, size)."""
     if size is None and isinstance(high, (tuple, list)):
         low, high, size = 0, low, high
@@ -288,24 +351,27 @@ def randint(low, high=None, size=None, *, dtype=None, device=None) -> Tensor:
     if low >= high:
         raise ValueError(f"randint expects low < high, got low={low}, high={high}")
     dtype = _integer_dtype("randint", dtype)
+    gen = generator_arg(generator, "randint")
     t = factories.new_tensor((size,), dtype, device)
 
     def build() -> g.Node:
         value = _op("add", _scalar(int64, "low"), _below(_scalar(int64, "span")))
         return g.Cast(dtype, (), value) if dtype is not int64 else value
 
-    _generate(("randint", dtype), build, t._impl, {"low": low, "span": _signed(high - low)})
+    words = {"low": low, "span": _signed(high - low)}
+    _generate(("randint", dtype), build, t._impl, words, generator=gen)
     return t
 
 
-def randperm(n, *, dtype=None, device=None) -> Tensor:
+def randperm(n, *, generator=None, dtype=None, device=None) -> Tensor:
     """A random permutation of 0 .. n-1: kernel-drawn keys, sorted on the host."""
     n = views.as_int(n, "n")
     if n < 0:
         raise ValueError(f"randperm expects n >= 0, got n={n}")
     dtype = _integer_dtype("randperm", dtype)
+    gen = generator_arg(generator, "randperm")
     keys = factories.new_tensor((n,), int64, device)
-    _generate(("randperm",), lambda: _block()[0], keys._impl)
+    _generate(("randperm",), lambda: _block()[0], keys._impl, generator=gen)
     order = np.argsort(keys.cpu().numpy(), kind="stable").astype(np.int64)
     return factories.from_numpy(order).to(dtype=dtype, device=keys.device)
 
@@ -320,20 +386,21 @@ def _probability(p) -> float:
     return p
 
 
-def bernoulli(input, p=None, *, dtype=None, device=None) -> Tensor:
+def bernoulli(input, p=None, *, generator=None, dtype=None, device=None) -> Tensor:
     """1 with probability p, else 0: (rand in float64 < p) converted, as the book defines it.
 
     bernoulli(probs) draws one sample per element of a float tensor, in its dtype;
     bernoulli(t, p) uses one probability in t's shape and dtype; bernoulli(size, p) is the
-    book's form (float32 unless told otherwise).
+    book's form (the default dtype unless told otherwise).
     """
+    gen = generator_arg(generator, "bernoulli")
     if not isinstance(input, Tensor):
         if p is None:
             raise TypeError("bernoulli(size, p) needs a probability p")
-        out = factories.new_tensor((input,), factories.dtype_or(dtype, float32), device)
-        return _bernoulli_scalar(out, _probability(p))
+        out = factories.new_tensor((input,), factories.dtype_or(dtype, get_default_dtype()), device)
+        return _bernoulli_scalar(out, _probability(p), gen)
     if p is not None:
-        return _bernoulli_scalar(factories.new_like(input, dtype, device), _probability(p))
+        return _bernoulli_scalar(factories.new_like(input, dtype, device), _probability(p), gen)
     if not input.dtype.is_floating_point:
         raise TypeError(f"bernoulli expects floating point probabilities, got {input.dtype}")
     out = factories.new_like(input, dtype, device)
@@ -357,7 +424,8 @@ def bernoulli(input, p=None, *, dtype=None, device=None) -> Tensor:
         value = g.Cast(odt, (), _op("lt", _uniform(), prob))
         return g.Where(odt, (), bad, _const(odt, 0), value)
 
-    if _generate(("bernoulli_tensor", pdt, odt), build, out._impl, ins=(probs._impl,)):
+    key = ("bernoulli_tensor", pdt, odt)
+    if _generate(key, build, out._impl, ins=(probs._impl,), generator=gen):
         values = probs.cpu().numpy()
         first = np.unravel_index(np.flatnonzero(~((values >= 0) & (values <= 1)))[0], values.shape)
         raise ValueError(
@@ -367,20 +435,20 @@ def bernoulli(input, p=None, *, dtype=None, device=None) -> Tensor:
     return out
 
 
-def _bernoulli_scalar(out: Tensor, p: float) -> Tensor:
+def _bernoulli_scalar(out: Tensor, p: float, generator: Generator) -> Tensor:
     dtype = out.dtype
 
     def build() -> g.Node:
         return g.Cast(dtype, (), _op("lt", _uniform(), _scalar(float64, "p")))
 
-    _generate(("bernoulli", dtype), build, out._impl, {"p": p})
+    _generate(("bernoulli", dtype), build, out._impl, {"p": p}, generator=generator)
     return out
 
 
 # ---- multinomial ------------------------------------------------------------------------------
 
 
-def multinomial(input: Tensor, num_samples, replacement: bool = False) -> Tensor:
+def multinomial(input: Tensor, num_samples, replacement: bool = False, *, generator=None) -> Tensor:
     """Class indices drawn with probability proportional to the weights of each row.
 
     input is [K] or [B, K] with finite, non-negative float weights, at least one positive
@@ -403,7 +471,7 @@ def multinomial(input: Tensor, num_samples, replacement: bool = False) -> Tensor
     out = empty_impl((rows, samples), int64, device)
     scratch = empty_impl((rows, classes), float64, device)
     status = empty_impl((rows, 2), int64, device)
-    seed, offset = default_generator.reserve(rows * samples)
+    seed, offset = generator_arg(generator, "multinomial").reserve(rows * samples)
     buffers = {"weights": weights, "out": out, "scratch": scratch, "status": status}
     bad = sampling.run(
         {name: impl.data_ptr() for name, impl in buffers.items()},
@@ -444,3 +512,109 @@ def _multinomial_error(weights: Tensor, status: Tensor, row: int, samples: int, 
         f"multinomial without replacement cannot draw num_samples={samples} from "
         f"{detail} positive weights{where}"
     )
+
+
+# ---- in-place samplers: Tensor.uniform_, normal_, exponential_, random_ ------------------------
+
+
+def _sample_into(self: Tensor, op: str, key: tuple, build, scalars: dict, generator) -> Tensor:
+    """self's elements replaced by a fresh sample (`build`'s graph in self's dtype)."""
+    gen = generator_arg(generator, op)
+    check_writable(self, op)
+    fresh = factories.new_tensor((self.shape,), self.dtype, self.device)
+    _generate((op, *key, self.dtype), build, fresh._impl, scalars, generator=gen)
+    eager.copy_into(self._impl, fresh._impl)
+    self._impl.storage.bump_version()
+    return self
+
+
+def _float_arg(value, what: str) -> float:
+    return float(factories.as_number(value, what))
+
+
+def uniform_(self: Tensor, from_=0.0, to=1.0, *, generator=None) -> Tensor:
+    """Uniform samples in [from_, to) (floating dtypes), in float64 and then rounded."""
+    low, high = _float_arg(from_, "from"), _float_arg(to, "to")
+    _floating("uniform_", self.dtype)
+    if not low <= high:
+        raise ValueError(
+            f"uniform_ expects to return a [from, to) range, but found from={low} > to={high}"
+        )
+    if not math.isfinite(high - low):
+        raise ValueError(f"uniform_ expects to-from to be finite, got from={low}, to={high}")
+
+    def build() -> g.Node:
+        span = _op("mul", _uniform(), _scalar(float64, "span"))
+        return g.Cast(self.dtype, (), _op("add", _scalar(float64, "low"), span))
+
+    return _sample_into(self, "uniform_", (), build, {"low": low, "span": high - low}, generator)
+
+
+def normal_(self: Tensor, mean=0.0, std=1.0, *, generator=None) -> Tensor:
+    """Normal samples mean + std * z (floating dtypes; std >= 0)."""
+    mean, std = _float_arg(mean, "mean"), _float_arg(std, "std")
+    _floating("normal_", self.dtype)
+    if not std >= 0:
+        raise ValueError(f"normal_ expects std >= 0.0, but found std {std}")
+
+    def build() -> g.Node:
+        z = _op("mul", _normal(), _scalar(float64, "std"))
+        return g.Cast(self.dtype, (), _op("add", _scalar(float64, "mean"), z))
+
+    return _sample_into(self, "normal_", (), build, {"mean": mean, "std": std}, generator)
+
+
+def exponential_(self: Tensor, lambd=1.0, *, generator=None) -> Tensor:
+    """Exponential samples -log(1 - u) / lambd (floating dtypes; lambd > 0)."""
+    lambd = _float_arg(lambd, "lambd")
+    _floating("exponential_", self.dtype)
+    if not lambd > 0:
+        raise ValueError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+
+    def build() -> g.Node:
+        tail = g.Unary(float64, (), "log", _op("sub", _const(float64, 1.0), _uniform()))
+        value = _op("div", tail, _scalar(float64, "neg_lambd"))
+        return g.Cast(self.dtype, (), value)
+
+    return _sample_into(self, "exponential_", (), build, {"neg_lambd": -lambd}, generator)
+
+
+# random_()'s default top: integers fill their range; floats every integer their
+# significand holds exactly (PyTorch: 2**24 for float32, 2**53 for float64).
+_RANDOM_TOP = {float32: 2**24, float64: 2**53, float16: 2**11, bfloat16: 2**8}
+
+
+def random_(self: Tensor, from_=0, to=None, *, generator=None) -> Tensor:
+    """Uniform integers in [from_, to) (random_(to): [0, to)); random_() draws from the
+    dtype's whole range (floats: every integer up to 2**digits). Any dtype but bool's
+    two values go through int64."""
+    if to is None and from_ != 0:
+        from_, to = 0, from_
+    low = views.as_int(from_, "from")
+    if to is None:
+        top = _RANDOM_TOP.get(self.dtype)
+        high = top + 1 if top is not None else self.dtype.max + 1
+    else:
+        high = views.as_int(to, "to")
+    if not low < high:
+        raise ValueError(
+            f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
+        )
+    if not low >= INT64_MIN and high - low <= _U64:
+        raise ValueError(f"random_ expects a range within 64 bits, got from={low}, to={high}")
+
+    def build() -> g.Node:
+        value = _op("add", _scalar(int64, "low"), _below(_scalar(int64, "span")))
+        return g.Cast(self.dtype, (), value)
+
+    words = {"low": low, "span": _signed((high - low) % _U64)}
+    return _sample_into(self, "random_", (), build, words, generator)
+
+
+for _name, _method in (
+    ("uniform_", uniform_),
+    ("normal_", normal_),
+    ("exponential_", exponential_),
+    ("random_", random_),
+):
+    setattr(Tensor, _name, tracing.op_door(_name, _method))

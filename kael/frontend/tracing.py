@@ -305,7 +305,7 @@ class Trace:
             len(self.pending),
             len(self.reservations),
             len(self.call.random),
-            default_generator.get_state(),
+            default_generator.position(),
         )
         self.depth += 1
         shaped = False
@@ -336,8 +336,8 @@ class Trace:
         del self.pending[pending:]
         del self.reservations[reservations:]
         del self.call.random[drawn:]
-        if default_generator.get_state() != generator:
-            default_generator.set_state(*generator)
+        if default_generator.position() != generator:
+            default_generator.restore(*generator)
 
     def _restartable(self) -> bool:
         """Whether nothing the caller can see was written so far in this call: a plan can
@@ -607,14 +607,18 @@ def host_read(what: str) -> None:
         trace.host_read(what)
 
 
-def reserve(count: int):
-    """(seed, first counter) words for `count` random counters, traced or eager."""
+def reserve(count: int, generator=None):
+    """(seed, first counter) words for `count` random counters of `generator` (None: the
+    default one), traced or eager. A plan draws from the default generator only: an op
+    with its own generator runs as an extern step, drawing from it at each call."""
+    from kael.frontend.random import default_generator, reserve_words
+
     trace = state.trace
     if trace is not None:
+        if generator is not None and generator is not default_generator:
+            raise NeedsExtern("a random op with its own generator")
         return trace.reserve(count)
-    from kael.frontend.random import reserve_words
-
-    return reserve_words(count)
+    return reserve_words(count, generator)
 
 
 def new_storage(nbytes: int, device: Device) -> Storage:

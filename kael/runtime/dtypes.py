@@ -115,8 +115,36 @@ ALIASES = {
     "half": float16,
 }
 _BY_NUMPY = {d.numpy: d for d in ALL_DTYPES if d is not bfloat16}
-# The default dtype of each scalar category: a Python float is float32, as in PyTorch.
+# The default dtype of each scalar category: a Python float is float32, as in PyTorch
+# (set_default_dtype changes the float entry).
 _CATEGORY_DEFAULT = {BOOL_CATEGORY: bool_, INT_CATEGORY: int64, FLOAT_CATEGORY: float32}
+
+
+# Callbacks that drop what was worked out under the old default dtype (memoized promotion,
+# remembered launches, compiled plans); registered by the modules that keep such caches.
+_default_hooks: list = []
+
+
+def get_default_dtype() -> DType:
+    """The dtype of Python floats and of float factories (float32 unless set)."""
+    return _CATEGORY_DEFAULT[FLOAT_CATEGORY]
+
+
+def set_default_dtype(dtype: DType) -> None:
+    """Make `dtype` (a floating dtype) the default, as torch.set_default_dtype does; it is
+    process-wide, and every cache that depended on the old one is dropped."""
+    dtype = as_dtype(dtype)
+    if not dtype.is_floating_point:
+        raise TypeError(f"only floating-point types are supported as the default type, got {dtype}")
+    if dtype is not _CATEGORY_DEFAULT[FLOAT_CATEGORY]:
+        _CATEGORY_DEFAULT[FLOAT_CATEGORY] = dtype
+        for hook in _default_hooks:
+            hook()
+
+
+def on_default_dtype_change(hook) -> None:
+    """Call `hook()` whenever set_default_dtype changes the default."""
+    _default_hooks.append(hook)
 
 
 def dtype_from_name(name: str) -> DType:
@@ -163,13 +191,13 @@ def promote_types(a: DType, b: DType) -> DType:
 
 
 def scalar_dtype(value) -> DType:
-    """The category default of a Python scalar: bool, int64 or float32."""
+    """The category default of a Python scalar: bool, int64 or the default float dtype."""
     if isinstance(value, (bool, np.bool_)):
         return bool_
     if isinstance(value, (int, np.integer)):
         return int64
     if isinstance(value, (float, np.floating)):
-        return float32
+        return _CATEGORY_DEFAULT[FLOAT_CATEGORY]
     raise TypeError(f"expected a Python bool, int or float scalar, got {type(value).__name__}")
 
 

@@ -589,7 +589,7 @@ def run(fn: Callable, inputs: Inputs, fresh: bool, random_seed: int) -> Outcome:
             result, error = fn(*args), None
     except Exception as e:  # any exception is an outcome to compare
         result, error = None, e
-    return Outcome(result, error, bases, default_generator.get_state())
+    return Outcome(result, error, bases, default_generator.position())
 
 
 def data_dependent(outcome: Outcome) -> bool:

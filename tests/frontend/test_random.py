@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 import pytest
+import torch
 from kernel_helpers import run_python
 
 import kael
@@ -26,9 +27,9 @@ BELOW_ONE = np.nextafter(np.float32(1), np.float32(0))
 
 @pytest.fixture(autouse=True)
 def _restore_generator_and_threads():
-    state, threads = kr.default_generator.get_state(), kael.get_num_threads()
+    state, threads = kr.default_generator.position(), kael.get_num_threads()
     yield
-    kr.default_generator.set_state(*state)
+    kr.default_generator.restore(*state)
     kael.set_num_threads(threads)
 
 
@@ -98,7 +99,7 @@ def test_offset_advances_by_the_counters_each_call_consumes():
     kr.randint(0, 3, (5,))
     kr.multinomial(kael.ones(2, 4), 3, replacement=True)
     kr.rand(0)
-    assert kr.default_generator.get_state() == (5, 6 + 4 + 5 + 2 * 3)
+    assert kr.default_generator.position() == (5, 6 + 4 + 5 + 2 * 3)
 
 
 def test_consecutive_calls_continue_one_stream():
@@ -195,7 +196,7 @@ def test_rand_float32_never_returns_one_where_float64_rounds_up():
             found = start + int(hits[0])
             break
     assert found is not None, "no float64 sample rounds up to 1.0f in 2**28 draws"
-    kr.default_generator.set_state(1, found)
+    kr.default_generator.restore(1, found)
     assert np_of(kr.rand(1)).tolist() == [BELOW_ONE]
 
 
@@ -441,7 +442,7 @@ def test_concurrent_sampling_splits_the_stream_without_overlap():
     for t in workers:
         t.join()
     total = threads * calls * size
-    assert kr.default_generator.get_state() == (21, total)
+    assert kr.default_generator.position() == (21, total)
     kr.manual_seed(21)
     whole = np_of(kr.rand(total, dtype=kael.float64))
     np.testing.assert_array_equal(np.sort(np.concatenate(drawn)), np.sort(whole))
@@ -485,3 +486,104 @@ def test_fork_while_another_thread_holds_the_generator_lock():
         os.waitpid(pid, 0)
         pytest.fail("the child hung on the generator lock")
     kr.rand(4)  # and the parent's lock was released too
+
+
+# ---- Generator objects and generator= --------------------------------------------------------
+
+GENERATOR_DRAWS = {
+    "rand": lambda g: kael.rand(5, generator=g),
+    "randn": lambda g: kael.randn(2, 3, generator=g),
+    "randint": lambda g: kael.randint(3, 9, (6,), generator=g),
+    "randperm": lambda g: kael.randperm(7, generator=g),
+    "bernoulli": lambda g: kael.bernoulli(kael.full((8,), 0.5), generator=g),
+    "multinomial": lambda g: kael.multinomial(kael.ones(6), 3, generator=g),
+    "uniform_": lambda g: kael.empty(4).uniform_(-1, 1, generator=g),
+    "normal_": lambda g: kael.empty(4).normal_(generator=g),
+    "exponential_": lambda g: kael.empty(4).exponential_(generator=g),
+    "random_": lambda g: kael.empty(4, dtype=kael.int32).random_(0, 100, generator=g),
+}
+
+
+@pytest.mark.parametrize("name", GENERATOR_DRAWS)
+def test_a_generator_is_its_own_stream(name):
+    draw = GENERATOR_DRAWS[name]
+    a, b = kael.Generator().manual_seed(123), kael.Generator().manual_seed(123)
+    before = kael.default_generator.position()
+    first = draw(a).tolist()
+    assert draw(b).tolist() == first  # same seed, same values
+    assert kael.default_generator.position() == before  # the default stream did not move
+    kael.manual_seed(123)
+    assert draw(None).tolist() == first  # the default generator is one like them
+
+
+def test_generator_state_round_trips_as_a_byte_tensor():
+    g = kael.Generator().manual_seed(9)
+    kael.rand(3, generator=g)
+    state = g.get_state()
+    assert state.dtype is kael.uint8 and state.shape == (16,)
+    first = kael.randn(4, generator=g).tolist()
+    g.set_state(state)
+    assert kael.randn(4, generator=g).tolist() == first
+    with pytest.raises(kael.TypeError, match="uint8 tensor"):
+        g.set_state(kael.zeros(16))
+    with pytest.raises(kael.ValueError, match="16 bytes"):
+        g.set_state(kael.zeros(3, dtype=kael.uint8))
+
+
+def test_generator_api_matches_torch():
+    for lib in (kael, torch):
+        g = lib.Generator()
+        assert g.manual_seed(7) is g and g.initial_seed() == 7
+        assert g.seed() == g.initial_seed()
+        assert lib.manual_seed(3) is lib.default_generator
+    assert str(kael.Generator("cuda").device) == "cuda:0"
+
+
+def test_generator_argument_must_be_a_generator():
+    with pytest.raises(kael.TypeError, match="generator must be a kael.Generator, got int"):
+        kael.randn(3, generator=3)
+
+
+def test_compiled_function_draws_from_its_generator_each_call():
+    g = kael.Generator().manual_seed(1)
+
+    @kael.compile
+    def f(x):
+        return x + kael.rand(3, generator=g)
+
+    got = [f(kael.zeros(3)).tolist() for _ in range(3)]
+    g.manual_seed(1)
+    want = [kael.rand(3, generator=g).tolist() for _ in range(3)]
+    assert got == want
+
+
+# ---- in-place samplers ----------------------------------------------------------------------
+
+
+def test_in_place_samplers_keep_layout_and_fill_their_range():
+    x = kael.empty(4, 3).transpose(0, 1)
+    assert x.uniform_(-2, 3) is x and x.shape == (3, 4)
+    assert x.min().item() >= -2 and x.max().item() < 3
+    big = kael.empty(20000, dtype=kael.float64)
+    assert abs(big.normal_(5, 2).mean().item() - 5) < 0.1
+    assert abs(big.std().item() - 2) < 0.1
+    assert abs(big.exponential_(4).mean().item() - 0.25) < 0.02 and big.min().item() >= 0
+    ints = kael.empty(5000, dtype=kael.int16).random_(-3, 4)
+    assert ints.min().item() == -3 and ints.max().item() == 3
+    assert kael.empty(5000, dtype=kael.uint8).random_(10).max().item() == 9
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: kael.empty(3).uniform_(2, 1), kael.ValueError, "from=2.0 > to=1.0"),
+        (lambda: kael.empty(3, dtype=kael.int64).uniform_(), kael.TypeError, "floating"),
+        (lambda: kael.empty(3).normal_(0, -1), kael.ValueError, "std >= 0.0"),
+        (lambda: kael.empty(3).exponential_(0), kael.ValueError, "lambda > 0.0"),
+        (lambda: kael.empty(3).random_(5, 2), kael.ValueError, "from=5 >= to=2"),
+        (lambda: kael.ones(3).expand(2, 3).uniform_(), kael.Error, "uniform_"),
+    ],
+)
+def test_in_place_samplers_refuse_what_torch_refuses(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
