@@ -23,6 +23,7 @@ from kael.frontend.tensor import Tensor, clone_impl, empty_impl
 from kael.ir import graph as g
 from kael.ir.ops import BINARY_OPS
 from kael.runtime import sync
+from kael.runtime.convert import to_float32, to_half_precision
 from kael.runtime.device import Device, parse_device
 from kael.runtime.dtypes import (
     INT64_MAX,
@@ -609,6 +610,52 @@ def random_(self: Tensor, from_=0, to=None, *, generator=None) -> Tensor:
 
     words = {"low": low, "span": _signed((high - low) % _U64)}
     return _sample_into(self, "random_", (), build, words, generator)
+
+
+# ---- dropout ----------------------------------------------------------------------------------
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Each element zeroed with probability p and the rest scaled by 1 / (1 - p), drawn
+    from the Philox stream in one kernel (PyTorch's input * mask / (1 - p)); the input
+    itself when not training or p is 0."""
+    x = tensor_arg(input, "dropout")
+    p = float(factories.as_number(p, "p"))
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    training = bool_arg(training, "dropout", "training")
+    inplace = bool_arg(inplace, "dropout", "inplace")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"dropout: expected a floating point input, got {x.dtype}")
+    if not training or p == 0.0:
+        return x
+    if inplace:
+        check_writable(x, "dropout")
+    out = factories.new_tensor((x.shape,), x.dtype, x.device)
+    src = x.contiguous()
+    dt = x.dtype
+    # PyTorch's mask: 1.0 / (1 - p) computed in the dtype's own arithmetic (float for
+    # float32 and the half types, rounded to the dtype), then x * mask: NaN stays NaN.
+    if p == 1.0:
+        scale = 0.0
+    elif dt is float64:
+        scale = 1.0 / (1.0 - p)
+    else:
+        scale = to_float32(1.0 / to_float32(1.0 - p))
+        scale = to_half_precision(scale, dt) if dt.is_half else scale
+
+    def build() -> g.Node:
+        keep = _op("lt", _uniform(), _scalar(float64, "keep"))
+        mask = g.Where(dt, (), keep, _scalar(dt, "scale"), _const(dt, 0.0))
+        return _op("mul", g.Input(dt, (), "x"), mask)
+
+    words = {"keep": 1.0 - p, "scale": scale}
+    _generate(("dropout", dt), build, out._impl, words, ins=(src._impl,))
+    if inplace:
+        eager.copy_into(x._impl, out._impl)
+        x._impl.storage.bump_version()
+        return x
+    return out
 
 
 for _name, _method in (

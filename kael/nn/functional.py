@@ -1,7 +1,11 @@
-"""kael.nn.functional: the activations and the softmax family under PyTorch's names."""
+"""kael.nn.functional: PyTorch's functional layer API under its names: the activations,
+dropout, and the softmax family."""
 
+from kael.frontend import activations as _activations
 from kael.frontend import nn as _nn
+from kael.frontend import random as _random
 from kael.frontend.ops import FUNCTIONS as _FUNCTIONS
+from kael.frontend.tracing import op_door as _op_door
 
 _ACTIVATIONS = ("relu", "gelu", "silu", "sigmoid", "tanh")
 # torch.nn.functional has no logsumexp: it stays kael.logsumexp and Tensor.logsumexp only.
@@ -9,5 +13,7 @@ _NN = {name: _FUNCTIONS[name] for name in _nn.FUNCTIONS if name != "logsumexp"}
 
 globals().update({name: _FUNCTIONS[name] for name in _ACTIVATIONS})
 globals().update(_NN)
+globals().update(_activations.FUNCTIONS)
+dropout = _op_door("dropout", _random.dropout)
 
-__all__ = [*_ACTIVATIONS, *_NN]
+__all__ = [*_ACTIVATIONS, *_NN, *_activations.FUNCTIONS, "dropout"]

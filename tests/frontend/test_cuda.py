@@ -552,3 +552,21 @@ def test_narrow_dtypes_compute_on_the_device_as_on_the_cpu(dtype):
     if dtype.is_floating_point:  # the float32 product, rounded once: the same on both
         _same_values(da[:5] @ db[:5].T, a[:5] @ b[:5].T)
         _same_values(kael.softmax(da, 1), kael.softmax(a, 1))
+
+
+@pytest.mark.parametrize("name", ["elu", "selu", "leaky_relu", "hardswish", "mish", "softplus"])
+def test_activations_on_the_device_agree_with_the_cpu(name):
+    import kael.nn.functional as F
+
+    x = _host((257, 9), kael.float32, 3)
+    _close(getattr(F, name)(x.to(DEVICE)), getattr(F, name)(x), 2e-6)
+
+
+def test_dropout_on_the_device_draws_the_cpus_mask():
+    import kael.nn.functional as F
+
+    x = _host((4099,), kael.float32, 4)
+    kael.manual_seed(11)
+    on_cpu = F.dropout(x, 0.25)
+    kael.manual_seed(11)
+    _same_bits(F.dropout(x.to(DEVICE), 0.25), on_cpu)

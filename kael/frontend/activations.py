@@ -1,0 +1,318 @@
+"""torch.nn.functional's elementwise activations, each declared once as a formula over one
+element (and its scalar parameters) that runs as one fused kernel: eagerly, inside
+@kael.compile (where it fuses with the ops around it) and on cuda tensors.
+
+A formula is written with `Value`, a graph node with Python's operators, so the table
+reads like the definitions in PyTorch's documentation.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kael.frontend import eager, views
+from kael.frontend.outputs import check_writable, tensor_arg, unaliased
+from kael.frontend.tensor import Tensor, empty_impl
+from kael.frontend.tracing import op_door
+from kael.ir import graph as g
+from kael.runtime.convert import CHECKED, convert_scalar
+from kael.runtime.dtypes import DType, bool_, float32, get_default_dtype
+from kael.runtime.errors import TypeError, ValueError
+
+
+class Value:
+    """One graph node of a formula, with the arithmetic a formula needs."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node: g.Node) -> None:
+        self.node = node
+
+    def _lift(self, other) -> g.Node:
+        return other.node if isinstance(other, Value) else g.Const(self.node.dtype, (), other)
+
+    def _binary(self, op: str, other, reflected: bool = False) -> Value:
+        a, b = self.node, self._lift(other)
+        a, b = (b, a) if reflected else (a, b)
+        return Value(g.Binary(self.node.dtype, (), op, a, b))
+
+    def __add__(self, other) -> Value:
+        return self._binary("add", other)
+
+    def __radd__(self, other) -> Value:
+        return self._binary("add", other, True)
+
+    def __sub__(self, other) -> Value:
+        return self._binary("sub", other)
+
+    def __rsub__(self, other) -> Value:
+        return self._binary("sub", other, True)
+
+    def __mul__(self, other) -> Value:
+        return self._binary("mul", other)
+
+    def __rmul__(self, other) -> Value:
+        return self._binary("mul", other, True)
+
+    def __truediv__(self, other) -> Value:
+        return self._binary("div", other)
+
+    def __neg__(self) -> Value:
+        return self.apply("neg")
+
+    def __gt__(self, other) -> Value:
+        return Value(g.Binary(bool_, (), "gt", self.node, self._lift(other)))
+
+    def apply(self, op: str) -> Value:
+        """The unary IR op `op` of this value (exp, expm1, log1p, tanh, abs, sigmoid, ...)."""
+        return Value(g.Unary(self.node.dtype, (), op, self.node))
+
+
+def where(cond: Value, a: Value, b) -> Value:
+    return Value(g.Where(a.node.dtype, (), cond.node, a.node, a._lift(b)))
+
+
+def maximum(a: Value, b) -> Value:
+    return a._binary("max", b)
+
+
+def minimum(a: Value, b) -> Value:
+    return a._binary("min", b)
+
+
+def stored(v: Value) -> Value:
+    """v rounded to its dtype as a tensor would store it (float16/bfloat16; others are
+    already exact): for activations PyTorch composes from ops, each op rounding."""
+    dtype = v.node.dtype
+    if not dtype.is_half:
+        return v
+    return Value(g.Cast(dtype, (), g.Cast(float32, (), v.node)))
+
+
+def _softplus(x: Value) -> Value:
+    return x.apply("exp").apply("log1p")
+
+
+# SELU's constants, as PyTorch spells them.
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+@dataclass(frozen=True)
+class Activation:
+    """One activation: its formula of (x, *params), its parameters with their defaults,
+    and what integer inputs do ("float": computed in the default float dtype, as PyTorch's
+    composite ops do; "keep": in their own dtype; None: refused, as PyTorch's float
+    kernels are)."""
+
+    formula: Callable[..., Value]
+    params: tuple[tuple[str, float], ...] = ()
+    integers: str | None = None
+    inplace: bool = True  # PyTorch's signature takes inplace=
+
+
+ACTIVATIONS: dict[str, Activation] = {
+    "elu": Activation(lambda x, a: where(x > 0, x, a * x.apply("expm1")), (("alpha", 1.0),)),
+    "selu": Activation(lambda x: SELU_SCALE * where(x > 0, x, SELU_ALPHA * x.apply("expm1"))),
+    "celu": Activation(lambda x, a: where(x > 0, x, a * (x / a).apply("expm1")), (("alpha", 1.0),)),
+    "leaky_relu": Activation(
+        lambda x, slope: where(x > 0, x, x * slope), (("negative_slope", 0.01),)
+    ),
+    "hardtanh": Activation(
+        lambda x, lo, hi: minimum(maximum(x, lo), hi),
+        (("min_val", -1.0), ("max_val", 1.0)),
+        integers="keep",
+    ),
+    "relu6": Activation(lambda x: minimum(maximum(x, 0), 6), integers="keep"),
+    "hardsigmoid": Activation(lambda x: minimum(maximum(x + 3, 0), 6) / 6),
+    "hardswish": Activation(lambda x: x * minimum(maximum(x + 3, 0), 6) / 6),
+    "mish": Activation(lambda x: x * _softplus(x).apply("tanh")),
+    "softplus": Activation(
+        lambda x, beta, threshold: where(x * beta > threshold, x, _softplus(x * beta) / beta),
+        (("beta", 1.0), ("threshold", 20.0)),
+        inplace=False,
+    ),
+    "softsign": Activation(
+        lambda x: x / stored(x.apply("abs") + 1), integers="float", inplace=False
+    ),
+    "logsigmoid": Activation(
+        lambda x: minimum(x, 0) - (-x.apply("abs")).apply("exp").apply("log1p"), inplace=False
+    ),
+    "tanhshrink": Activation(
+        lambda x: x - stored(x.apply("tanh")), integers="float", inplace=False
+    ),
+}
+
+
+def _dtypes(name: str, act: Activation, dtype: DType) -> DType:
+    """The compute (and result) dtype of `act` on `dtype`; TypeError where PyTorch has
+    no kernel for it."""
+    if dtype.is_floating_point:
+        return dtype
+    if dtype is not bool_ and act.integers == "keep":
+        return dtype
+    if dtype is not bool_ and act.integers == "float":
+        return get_default_dtype()
+    raise TypeError(f"{name}: not implemented for {dtype} inputs (floating point only)")
+
+
+def activate(name: str, input: Tensor, params: tuple, inplace: bool = False) -> Tensor:
+    """Activation `name` of `input` with its parameter values, as one kernel."""
+    act = ACTIVATIONS[name]
+    x = tensor_arg(input, name)
+    compute = _dtypes(name, act, x.dtype)
+    if not isinstance(inplace, builtins.bool):
+        raise TypeError(f"{name}: inplace must be a bool, got {type(inplace).__name__}")
+    if inplace:
+        check_writable(x, name)
+        if compute is not x.dtype:
+            raise TypeError(f"{name}: inplace needs a {compute} input, got {x.dtype}")
+    target = x._impl if inplace else empty_impl(x.shape, compute, x.device)
+    names = tuple(p for p, _ in act.params)
+
+    def build():
+        leaf = Value(g.Cast(compute, (), g.Input(x.dtype, (), "x0")))
+        scalars = [Value(g.Scalar(compute, (), p)) for p in names]
+        return name, [g.Cast(compute, (), act.formula(leaf, *scalars).node)]
+
+    entry = eager.template(("activation", name, x.dtype, compute), build)
+    words = {p: convert_scalar(v, compute, CHECKED) for p, v in zip(names, params)}
+    eager.run(entry, [target], [unaliased(x._impl, target)], words)
+    if inplace:
+        target.storage.bump_version()
+        return x
+    return Tensor(target)
+
+
+def _public(name: str) -> Callable:
+    """The torch.nn.functional signature of activation `name`: input, its parameters (with
+    PyTorch's defaults) and inplace where PyTorch takes it, by position or keyword."""
+    act = ACTIVATIONS[name]
+    order = [p for p, _ in act.params] + (["inplace"] if act.inplace else [])
+
+    def fn(input: Tensor, *args, **kwargs) -> Tensor:
+        if len(args) > len(order):
+            raise TypeError(
+                f"{name}() takes at most {len(order) + 1} arguments, got {len(args) + 1}"
+            )
+        given = dict(zip(order, args))
+        for key, value in kwargs.items():
+            if key not in order:
+                raise TypeError(f"{name}() got an unexpected keyword argument {key!r}")
+            if key in given:
+                raise TypeError(f"{name}() got multiple values for argument {key!r}")
+            given[key] = value
+        values = tuple(given.get(p, default) for p, default in act.params)
+        return activate(name, input, values, given.get("inplace", False))
+
+    fn.__name__ = fn.__qualname__ = name
+    params = "".join(f", {p}={v}" for p, v in act.params)
+    fn.__doc__ = f"torch.nn.functional.{name}(input{params}) as one kernel."
+    return fn
+
+
+FUNCTIONS = {name: op_door(name, _public(name)) for name in ACTIVATIONS}
+
+
+# ---- activations over two operands or a dim --------------------------------------------------
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """a * sigmoid(b), a and b the two halves of input along `dim`, in one kernel."""
+    x = tensor_arg(input, "glu")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"glu: not implemented for {x.dtype} inputs (floating point only)")
+    if x.ndim == 0:
+        raise ValueError("glu does not support scalars because halving size must be even")
+    d = views.wrap_dim(dim, x.ndim)
+    size = x.shape[d]
+    if size % 2:
+        raise ValueError(f"Halving dimension must be even, but dimension {d} is size {size}")
+    a, b = x.narrow(d, 0, size // 2), x.narrow(d, size // 2, size // 2)
+    out = empty_impl(a.shape, x.dtype, x.device)
+    dt = x.dtype
+
+    def build():
+        left, right = (Value(g.Input(dt, (), n)) for n in ("x0", "x1"))
+        return "glu", [(left * right.apply("sigmoid")).node]
+
+    eager.run(eager.template(("glu", dt), build), [out], [a._impl, b._impl])
+    return Tensor(out)
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """x where x > 0, else weight * x; weight has one value or one per channel (dim 1)."""
+    x, w = tensor_arg(input, "prelu"), tensor_arg(weight, "prelu", "weight")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"prelu: not implemented for {x.dtype} inputs (floating point only)")
+    if w.dtype is not x.dtype:
+        raise TypeError(f"prelu: weight has dtype {w.dtype} but input has dtype {x.dtype}")
+    channels = x.shape[1] if x.ndim >= 2 else 1
+    if w.numel() not in (1, channels):
+        raise ValueError(
+            "Mismatch of parameter numbers and input channel size. Found parameter numbers ="
+            f" {w.numel()} and channel size = {channels}."
+        )
+    if w.numel() == 1:
+        shaped = w.reshape(()).expand(x.shape)
+    else:
+        shaped = w.reshape((channels,) + (1,) * (x.ndim - 2)).expand(x.shape)
+    out = empty_impl(x.shape, x.dtype, x.device)
+    dt = x.dtype
+
+    def build():
+        v, slope = Value(g.Input(dt, (), "x0")), Value(g.Input(dt, (), "x1"))
+        return "prelu", [where(v > 0, v, slope * v).node]
+
+    eager.run(eager.template(("prelu", dt), build), [out], [x._impl, shaped._impl])
+    return Tensor(out)
+
+
+def softmin(input: Tensor, dim: int, dtype=None) -> Tensor:
+    """softmax of -input along `dim`."""
+    from kael.frontend import nn
+
+    x = tensor_arg(input, "softmin")
+    return nn.softmax(-x if dtype is None else -(x.to(dtype)), dim)
+
+
+def gumbel_softmax(
+    logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10, dim: int = -1
+) -> Tensor:
+    """softmax((logits + g) / tau) along `dim`, g Gumbel noise (-log of exponential
+    samples); `hard`: the one-hot of its argmax, in the value y_hard - y_soft + y_soft as
+    PyTorch computes it."""
+    from kael.frontend import nn, reductions
+
+    x = tensor_arg(logits, "gumbel_softmax")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"gumbel_softmax: expected floating point logits, got {x.dtype}")
+    noise = -Tensor(empty_impl(x.shape, x.dtype, x.device)).exponential_().log()
+    soft = nn.softmax((x + noise) / tau, dim)
+    if not hard:
+        return soft
+    d = views.wrap_dim(dim, x.ndim) if x.ndim else 0
+    index = reductions.argmax(soft, d, keepdim=True)
+    shape = [1] * x.ndim
+    if x.ndim:
+        shape[d] = x.shape[d]
+    from kael.frontend import factories
+
+    positions = factories.arange(x.shape[d] if x.ndim else 1, device=x.device).reshape(shape)
+    one_hot = (positions == index).to(x.dtype)
+    return one_hot - soft + soft
+
+
+FUNCTIONS.update(
+    {
+        name: op_door(name, fn)
+        for name, fn in (
+            ("glu", glu),
+            ("prelu", prelu),
+            ("softmin", softmin),
+            ("gumbel_softmax", gumbel_softmax),
+        )
+    }
+)

@@ -1,0 +1,234 @@
+"""torch.nn.functional's activations, dropout and friends against PyTorch: values, dtype
+and shape over every dtype and layout, their parameters and inplace=, and typed errors."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+from kernel_helpers import TORCH_DTYPES
+
+import kael
+import kael.nn.functional as KF
+from kael.frontend import activations
+from kael.runtime import dtypes
+
+VALUES = [-30.0, -3.0, -1.0, -0.5, -0.0, 0.0, 0.25, 1.0, 2.5, 7.0, 30.0, math.nan, math.inf]
+# float32 math may differ from PyTorch's by an ulp or two; half types by one of their steps
+TOL = {kael.float32: 2e-6, kael.float64: 1e-13, kael.float16: 2**-10, kael.bfloat16: 2**-7}
+
+
+def pair(values, dtype):
+    t = torch.tensor(values, dtype=torch.float64).to(TORCH_DTYPES[dtype])
+    return kael.from_dlpack(t.clone()), t
+
+
+def check(k, t, dtype=None):
+    assert isinstance(k, kael.Tensor)
+    assert k.shape == tuple(t.shape)
+    assert TORCH_DTYPES[k.dtype] == t.dtype, (k.dtype, t.dtype)
+    got = torch.from_dlpack(k.contiguous()).double()
+    want = t.double()
+    tol = TOL.get(k.dtype, 0)
+    torch.testing.assert_close(got, want, rtol=tol, atol=tol * 1e-3, equal_nan=True)
+
+
+def run_both(fk, ft):
+    try:
+        want = ft()
+    except (RuntimeError, TypeError, ValueError, NotImplementedError):
+        with pytest.raises(kael.Error):
+            fk()
+        return None, None
+    return fk(), want
+
+
+@pytest.mark.parametrize("dtype", dtypes.ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("name", sorted(activations.ACTIVATIONS))
+def test_activation_matches_torch_on_every_dtype(name, dtype):
+    values = VALUES if dtype.is_floating_point else [-3, -1, 0, 1, 2, 7]
+    values = [bool(v) for v in values] if dtype is kael.bool else values
+    if dtype is kael.uint8:
+        values = [0, 1, 2, 7, 200]
+    k, t = pair(values, dtype)
+    got, want = run_both(lambda: getattr(KF, name)(k), lambda: getattr(TF, name)(t))
+    if want is not None:
+        check(got, want)
+
+
+PARAMS = {
+    "elu": ((0.5,), {"alpha": 2.0}),
+    "celu": ((0.3,), {"alpha": 1.5}),
+    "leaky_relu": ((0.2,), {"negative_slope": 0.05}),
+    "hardtanh": ((-0.5, 2.0), {"min_val": -2.0, "max_val": 0.5}),
+    "softplus": ((2.0, 5.0), {"beta": 0.5, "threshold": 3.0}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PARAMS))
+def test_parameters_by_position_and_keyword_match_torch(name):
+    args, kwargs = PARAMS[name]
+    k, t = pair(VALUES, kael.float32)
+    check(getattr(KF, name)(k, *args), getattr(TF, name)(t, *args))
+    check(getattr(KF, name)(k, **kwargs), getattr(TF, name)(t, **kwargs))
+
+
+LAYOUTS = {
+    "transposed": lambda x: x.transpose(0, 1),
+    "sliced": lambda x: x[1:, ::2],
+    "expanded": lambda x: x[:1].expand(3, 4),
+    "0-d": lambda x: x[1, 2],
+    "empty": lambda x: x[:0],
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("name", sorted(activations.ACTIVATIONS))
+def test_activation_over_every_layout(name, layout):
+    k, t = pair(VALUES[:12], kael.float32)
+    kx, tx = LAYOUTS[layout](k.view(3, 4)), LAYOUTS[layout](t.view(3, 4))
+    check(getattr(KF, name)(kx), getattr(TF, name)(tx))
+
+
+@pytest.mark.parametrize("name", sorted(n for n, a in activations.ACTIVATIONS.items() if a.inplace))
+def test_inplace_writes_the_input_as_torch(name):
+    k, t = pair(VALUES, kael.float32)
+    version = k._impl.storage.version
+    assert getattr(KF, name)(k, inplace=True) is k
+    getattr(TF, name)(t, inplace=True)
+    check(k, t)
+    assert k._impl.storage.version > version
+    strided = kael.zeros(4, 6)[:, ::2]
+    getattr(KF, name)(strided, inplace=True)  # a strided view, written in its own layout
+
+
+def test_inplace_refuses_a_dtype_change_and_read_only_inputs():
+    with pytest.raises(kael.TypeError, match="inplace"):
+        KF.hardtanh(kael.arange(3), inplace=1)
+    with pytest.raises(kael.TypeError, match="not implemented for int64"):
+        KF.elu(kael.arange(3))
+    with pytest.raises(kael.Error):
+        KF.elu(kael.ones(3).expand(2, 3), inplace=True)  # overlapping elements
+
+
+def test_argument_errors_name_the_function():
+    x = kael.ones(2)
+    with pytest.raises(kael.TypeError, match="unexpected keyword argument 'beta'"):
+        KF.elu(x, beta=2.0)
+    with pytest.raises(kael.TypeError, match="multiple values for argument 'alpha'"):
+        KF.elu(x, 1.0, alpha=2.0)
+    with pytest.raises(kael.TypeError, match="at most"):
+        KF.selu(x, True, 3)
+
+
+def test_activations_fuse_inside_compile_with_eagers_values():
+    @kael.compile
+    def f(x):
+        return KF.softplus(KF.elu(x, 0.5) * 2, beta=2.0) + KF.hardswish(x)
+
+    x = kael.randn(64, 33)
+    eager = KF.softplus(KF.elu(x, 0.5) * 2, beta=2.0) + KF.hardswish(x)
+    assert kael.equal(f(x), eager)
+    assert "elu" in str(f.inspect(x))
+
+
+# ---- glu, prelu, softmin, gumbel_softmax --------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.float16], ids=str)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_glu_matches_torch(dtype, dim):
+    k, t = pair(np.linspace(-3, 3, 24).tolist(), dtype)
+    check(KF.glu(k.view(4, 6), dim), TF.glu(t.view(4, 6), dim))
+
+
+def test_glu_refuses_an_odd_dim_and_scalars():
+    with pytest.raises(kael.ValueError, match="dimension 1 is size 3"):
+        KF.glu(kael.ones(2, 3))
+    with pytest.raises(kael.ValueError, match="scalars"):
+        KF.glu(kael.tensor(1.0))
+
+
+@pytest.mark.parametrize("weights", [1, 3])
+@pytest.mark.parametrize("shape", [(2, 3), (2, 3, 4), (5, 3, 2, 2)])
+def test_prelu_matches_torch(shape, weights):
+    k, t = pair(np.linspace(-2, 2, int(np.prod(shape))).tolist(), kael.float32)
+    kw, tw = pair([0.25, -0.1, 0.5][:weights], kael.float32)
+    check(KF.prelu(k.view(shape), kw), TF.prelu(t.view(shape), tw))
+
+
+def test_prelu_refuses_a_weight_per_other_channels():
+    with pytest.raises(kael.ValueError, match="parameter numbers = 2 and channel size = 3"):
+        KF.prelu(kael.ones(2, 3), kael.ones(2))
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_softmin_matches_torch(dim):
+    k, t = pair(np.linspace(-2, 5, 12).tolist(), kael.float32)
+    check(KF.softmin(k.view(3, 4), dim), TF.softmin(t.view(3, 4), dim))
+
+
+@pytest.mark.parametrize("hard", [False, True])
+def test_gumbel_softmax_gives_distributions_or_one_hots(hard):
+    logits = kael.tensor([[0.0, 3.0, 1.0, -2.0]] * 2000)
+    y = KF.gumbel_softmax(logits, tau=0.5, hard=hard)
+    assert y.shape == (2000, 4) and y.dtype is kael.float32
+    assert np.allclose(y.sum(-1).numpy(), 1.0, atol=1e-5)
+    picks = y.argmax(-1).numpy()
+    freq = np.bincount(picks, minlength=4) / len(picks)
+    expected = np.exp([0.0, 3.0, 1.0, -2.0]) / np.exp([0.0, 3.0, 1.0, -2.0]).sum()
+    assert np.allclose(freq, expected, atol=0.04)  # argmax of Gumbel noise: a categorical
+    if hard:
+        assert set(np.unique(y.numpy())) <= {0.0, 1.0}
+
+
+# ---- dropout ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "dtype", [kael.float32, kael.float64, kael.float16, kael.bfloat16], ids=str
+)
+def test_dropout_scales_what_it_keeps_as_torch(dtype):
+    k, t = pair(np.linspace(-5, 5, 20000).tolist(), dtype)
+    p = 0.3
+    out = KF.dropout(k, p)
+    kept = out.float().numpy() != 0
+    assert abs(1 - kept.mean() - p) < 0.02
+    # torch's kept values: x * (ones / (1 - p)) in the dtype
+    scaled = (t * torch.ones_like(t).div_(1 - p)).float().numpy()
+    nonzero = t.float().numpy() != 0
+    np.testing.assert_array_equal(out.float().numpy()[kept], scaled[kept])
+    assert not np.any(out.float().numpy()[~kept & nonzero])
+
+
+def test_dropout_edges_as_torch():
+    x = kael.tensor([1.0, math.nan, -2.0])
+    assert KF.dropout(x, 0.5, training=False) is x
+    assert KF.dropout(x, 0.0) is x
+    zeros = KF.dropout(x, 1.0)
+    np.testing.assert_array_equal(
+        zeros.numpy(), TF.dropout(torch.tensor([1.0, math.nan, -2.0]), 1.0).numpy()
+    )
+    y = kael.ones(1000)
+    assert KF.dropout(y, 0.5, inplace=True) is y and (y.numpy() == 0).any()
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: KF.dropout(kael.ones(3), 1.5), kael.ValueError, "between 0 and 1, but got 1.5"),
+        (lambda: KF.dropout(kael.arange(3), 0.5), kael.TypeError, "floating point"),
+        (lambda: KF.dropout(kael.ones(3), 0.5, training=2), kael.TypeError, "training"),
+    ],
+)
+def test_dropout_refuses_what_torch_refuses(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_dropout_draws_from_the_seeded_stream():
+    kael.manual_seed(7)
+    a = KF.dropout(kael.ones(64), 0.5)
+    kael.manual_seed(7)
+    assert kael.equal(KF.dropout(kael.ones(64), 0.5), a)
