@@ -1,9 +1,6 @@
 """torch.nn.functional's elementwise activations, each declared once as a formula over one
-element (and its scalar parameters) that runs as one fused kernel: eagerly, inside
-@kael.compile (where it fuses with the ops around it) and on cuda tensors.
-
-A formula is written with `Value`, a graph node with Python's operators, so the table
-reads like the definitions in PyTorch's documentation.
+element (and its scalar parameters, frontend/formula.py) that runs as one fused kernel:
+eagerly, inside @kael.compile (where it fuses with the ops around it) and on cuda tensors.
 """
 
 from __future__ import annotations
@@ -12,83 +9,13 @@ import builtins
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kael.frontend import eager, views
-from kael.frontend.outputs import check_writable, tensor_arg, unaliased
+from kael.frontend import views
+from kael.frontend.formula import Value, launch, maximum, minimum, stored, where
+from kael.frontend.outputs import check_writable, tensor_arg
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.tracing import op_door
-from kael.ir import graph as g
-from kael.runtime.convert import CHECKED, convert_scalar
-from kael.runtime.dtypes import DType, bool_, float32, get_default_dtype
+from kael.runtime.dtypes import DType, bool_, get_default_dtype
 from kael.runtime.errors import TypeError, ValueError
-
-
-class Value:
-    """One graph node of a formula, with the arithmetic a formula needs."""
-
-    __slots__ = ("node",)
-
-    def __init__(self, node: g.Node) -> None:
-        self.node = node
-
-    def _lift(self, other) -> g.Node:
-        return other.node if isinstance(other, Value) else g.Const(self.node.dtype, (), other)
-
-    def _binary(self, op: str, other, reflected: bool = False) -> Value:
-        a, b = self.node, self._lift(other)
-        a, b = (b, a) if reflected else (a, b)
-        return Value(g.Binary(self.node.dtype, (), op, a, b))
-
-    def __add__(self, other) -> Value:
-        return self._binary("add", other)
-
-    def __radd__(self, other) -> Value:
-        return self._binary("add", other, True)
-
-    def __sub__(self, other) -> Value:
-        return self._binary("sub", other)
-
-    def __rsub__(self, other) -> Value:
-        return self._binary("sub", other, True)
-
-    def __mul__(self, other) -> Value:
-        return self._binary("mul", other)
-
-    def __rmul__(self, other) -> Value:
-        return self._binary("mul", other, True)
-
-    def __truediv__(self, other) -> Value:
-        return self._binary("div", other)
-
-    def __neg__(self) -> Value:
-        return self.apply("neg")
-
-    def __gt__(self, other) -> Value:
-        return Value(g.Binary(bool_, (), "gt", self.node, self._lift(other)))
-
-    def apply(self, op: str) -> Value:
-        """The unary IR op `op` of this value (exp, expm1, log1p, tanh, abs, sigmoid, ...)."""
-        return Value(g.Unary(self.node.dtype, (), op, self.node))
-
-
-def where(cond: Value, a: Value, b) -> Value:
-    return Value(g.Where(a.node.dtype, (), cond.node, a.node, a._lift(b)))
-
-
-def maximum(a: Value, b) -> Value:
-    return a._binary("max", b)
-
-
-def minimum(a: Value, b) -> Value:
-    return a._binary("min", b)
-
-
-def stored(v: Value) -> Value:
-    """v rounded to its dtype as a tensor would store it (float16/bfloat16; others are
-    already exact): for activations PyTorch composes from ops, each op rounding."""
-    dtype = v.node.dtype
-    if not dtype.is_half:
-        return v
-    return Value(g.Cast(dtype, (), g.Cast(float32, (), v.node)))
 
 
 def _softplus(x: Value) -> Value:
@@ -169,21 +96,12 @@ def activate(name: str, input: Tensor, params: tuple, inplace: bool = False) -> 
         check_writable(x, name)
         if compute is not x.dtype:
             raise TypeError(f"{name}: inplace needs a {compute} input, got {x.dtype}")
-    target = x._impl if inplace else empty_impl(x.shape, compute, x.device)
-    names = tuple(p for p, _ in act.params)
-
-    def build():
-        leaf = Value(g.Cast(compute, (), g.Input(x.dtype, (), "x0")))
-        scalars = [Value(g.Scalar(compute, (), p)) for p in names]
-        return name, [g.Cast(compute, (), act.formula(leaf, *scalars).node)]
-
-    entry = eager.template(("activation", name, x.dtype, compute), build)
-    words = {p: convert_scalar(v, compute, CHECKED) for p, v in zip(names, params)}
-    eager.run(entry, [target], [unaliased(x._impl, target)], words)
+    params = dict(zip((p for p, _ in act.params), params))
+    result = launch((name,), [x], compute, act.formula, params, x._impl if inplace else None)
     if inplace:
-        target.storage.bump_version()
+        x._impl.storage.bump_version()
         return x
-    return Tensor(target)
+    return result
 
 
 def _public(name: str) -> Callable:
@@ -231,15 +149,7 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     if size % 2:
         raise ValueError(f"Halving dimension must be even, but dimension {d} is size {size}")
     a, b = x.narrow(d, 0, size // 2), x.narrow(d, size // 2, size // 2)
-    out = empty_impl(a.shape, x.dtype, x.device)
-    dt = x.dtype
-
-    def build():
-        left, right = (Value(g.Input(dt, (), n)) for n in ("x0", "x1"))
-        return "glu", [(left * right.apply("sigmoid")).node]
-
-    eager.run(eager.template(("glu", dt), build), [out], [a._impl, b._impl])
-    return Tensor(out)
+    return launch(("glu",), [a, b], x.dtype, lambda left, right: left * right.apply("sigmoid"))
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
@@ -259,15 +169,7 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
         shaped = w.reshape(()).expand(x.shape)
     else:
         shaped = w.reshape((channels,) + (1,) * (x.ndim - 2)).expand(x.shape)
-    out = empty_impl(x.shape, x.dtype, x.device)
-    dt = x.dtype
-
-    def build():
-        v, slope = Value(g.Input(dt, (), "x0")), Value(g.Input(dt, (), "x1"))
-        return "prelu", [where(v > 0, v, slope * v).node]
-
-    eager.run(eager.template(("prelu", dt), build), [out], [x._impl, shaped._impl])
-    return Tensor(out)
+    return launch(("prelu",), [x, shaped], x.dtype, lambda v, slope: where(v > 0, v, slope * v))
 
 
 def softmin(input: Tensor, dim: int, dtype=None) -> Tensor:

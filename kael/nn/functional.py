@@ -1,7 +1,8 @@
 """kael.nn.functional: PyTorch's functional layer API under its names: the activations,
-dropout, and the softmax family."""
+dropout, the losses and distances, and the softmax family."""
 
 from kael.frontend import activations as _activations
+from kael.frontend import losses as _losses
 from kael.frontend import nn as _nn
 from kael.frontend import random as _random
 from kael.frontend.ops import FUNCTIONS as _FUNCTIONS
@@ -14,6 +15,7 @@ _NN = {name: _FUNCTIONS[name] for name in _nn.FUNCTIONS if name != "logsumexp"}
 globals().update({name: _FUNCTIONS[name] for name in _ACTIVATIONS})
 globals().update(_NN)
 globals().update(_activations.FUNCTIONS)
+globals().update(_losses.FUNCTIONS)
 dropout = _op_door("dropout", _random.dropout)
 
-__all__ = [*_ACTIVATIONS, *_NN, *_activations.FUNCTIONS, "dropout"]
+__all__ = [*_ACTIVATIONS, *_NN, *_activations.FUNCTIONS, *_losses.FUNCTIONS, "dropout"]

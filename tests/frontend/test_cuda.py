@@ -570,3 +570,19 @@ def test_dropout_on_the_device_draws_the_cpus_mask():
     on_cpu = F.dropout(x, 0.25)
     kael.manual_seed(11)
     _same_bits(F.dropout(x.to(DEVICE), 0.25), on_cpu)
+
+
+def test_losses_on_the_device_agree_with_the_cpu():
+    import kael.nn.functional as F
+
+    x, y = _host((65, 7), kael.float32, 5), _host((65, 7), kael.float32, 6)
+    t = kael.tensor(np.arange(65) % 7)
+    for fn in (
+        lambda a, b: F.mse_loss(a, b),
+        lambda a, b: F.huber_loss(a, b, reduction="none"),
+        lambda a, b: F.binary_cross_entropy_with_logits(a, (b > 0).float()),
+        lambda a, b: F.cosine_similarity(a, b),
+    ):
+        _close(fn(x.to(DEVICE), y.to(DEVICE)), fn(x, y), 2e-6)
+    logp = kael.log_softmax(x, 1)
+    _close(F.nll_loss(logp.to(DEVICE), t.to(DEVICE)), F.nll_loss(logp, t), 2e-6)

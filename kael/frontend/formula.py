@@ -1,0 +1,156 @@
+"""Formulas over one element: `Value`, a graph node with Python's operators, so an op
+declared as a formula (an activation, a loss) reads like PyTorch's documentation of it,
+and `launch`, which runs a formula over broadcast tensors as one kernel."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from kael.frontend import eager, views
+from kael.frontend.outputs import unaliased
+from kael.frontend.tensor import Tensor, empty_impl
+from kael.ir import graph as g
+from kael.runtime.convert import CHECKED, convert_scalar
+from kael.runtime.dtypes import DType, bool_, float32
+from kael.runtime.tensor_impl import TensorImpl
+
+
+class Value:
+    """One graph node of a formula, with the arithmetic a formula needs."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node: g.Node) -> None:
+        self.node = node
+
+    def _lift(self, other) -> g.Node:
+        return other.node if isinstance(other, Value) else g.Const(self.node.dtype, (), other)
+
+    def _binary(self, op: str, other, reflected: bool = False) -> Value:
+        a, b = self.node, self._lift(other)
+        a, b = (b, a) if reflected else (a, b)
+        return Value(g.Binary(self.node.dtype, (), op, a, b))
+
+    def __add__(self, other) -> Value:
+        return self._binary("add", other)
+
+    def __radd__(self, other) -> Value:
+        return self._binary("add", other, True)
+
+    def __sub__(self, other) -> Value:
+        return self._binary("sub", other)
+
+    def __rsub__(self, other) -> Value:
+        return self._binary("sub", other, True)
+
+    def __mul__(self, other) -> Value:
+        return self._binary("mul", other)
+
+    def __rmul__(self, other) -> Value:
+        return self._binary("mul", other, True)
+
+    def __truediv__(self, other) -> Value:
+        return self._binary("div", other)
+
+    def __neg__(self) -> Value:
+        return self.apply("neg")
+
+    def _compare(self, op: str, other) -> Value:
+        return Value(g.Binary(bool_, (), op, self.node, self._lift(other)))
+
+    def __gt__(self, other) -> Value:
+        return self._compare("gt", other)
+
+    def __lt__(self, other) -> Value:
+        return self._compare("lt", other)
+
+    def eq(self, other) -> Value:
+        """A bool Value: where self == other (== itself stays Python's identity)."""
+        return self._compare("eq", other)
+
+    def ne(self, other) -> Value:
+        return self._compare("ne", other)
+
+    def apply(self, op: str) -> Value:
+        """The unary IR op `op` of this value (exp, expm1, log1p, tanh, abs, sigmoid, ...)."""
+        return Value(g.Unary(self.node.dtype, (), op, self.node))
+
+
+def where(cond: Value, a, b) -> Value:
+    """a where cond holds, else b; one of them a Value (the other may be a number)."""
+    ref = a if isinstance(a, Value) else b
+    return Value(g.Where(ref.node.dtype, (), cond.node, ref._lift(a), ref._lift(b)))
+
+
+def maximum(a: Value, b) -> Value:
+    return a._binary("max", b)
+
+
+def minimum(a: Value, b) -> Value:
+    return a._binary("min", b)
+
+
+def stored(v: Value) -> Value:
+    """v rounded to its dtype as a tensor would store it (float16/bfloat16; others are
+    already exact): for activations PyTorch composes from ops, each op rounding."""
+    dtype = v.node.dtype
+    if not dtype.is_half:
+        return v
+    return Value(g.Cast(dtype, (), g.Cast(float32, (), v.node)))
+
+
+def launch(
+    key: tuple,
+    tensors: Sequence[Tensor],
+    compute: DType,
+    formula: Callable[..., Value],
+    params: dict | None = None,
+    out: TensorImpl | None = None,
+) -> Tensor:
+    """formula(*tensors as `compute` values, *params as run-time scalars) over the tensors'
+    broadcast shape, as one kernel into `out` (else a new tensor of `compute`). `key`
+    names the formula: one compiled template per key and input dtypes."""
+    from kael.frontend.elementwise import broadcast_shapes
+
+    params = params or {}
+    shape = broadcast_shapes(*(t.shape for t in tensors))
+    target = out if out is not None else empty_impl(shape, compute, tensors[0].device)
+    ins = [unaliased(views.broadcast_view(t._impl, shape), target) for t in tensors]
+    dtypes_in = tuple(t.dtype for t in tensors)
+    template_key = ("formula", *key, dtypes_in, compute, target.dtype)
+
+    def build():
+        leaves = [
+            Value(g.Cast(compute, (), g.Input(d, (), str(i)))) for i, d in enumerate(dtypes_in)
+        ]
+        scalars = [Value(g.Scalar(compute, (), p)) for p in params]
+        result = g.Cast(target.dtype, (), formula(*leaves, *scalars).node)
+        _slots[template_key] = _input_order(result)
+        return key[0], [result]
+
+    entry = eager.template(template_key, build)
+    words = {p: convert_scalar(v, compute, CHECKED) for p, v in params.items()}
+    eager.run(entry, [target], [ins[i] for i in _slots[template_key]], words)
+    return Tensor(target)
+
+
+# Per formula template: which operand each kernel input is. The scheduler numbers a
+# graph's inputs as it meets them, which is not the formula's argument order (y - x).
+_slots: dict[tuple, tuple[int, ...]] = {}
+
+
+def _input_order(root: g.Node) -> tuple[int, ...]:
+    """The operands (Input nodes named by their position) in the scheduler's order: depth
+    first, operands left to right, each node once."""
+    seen: set[int] = set()
+    order: list[int] = []
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if isinstance(n, g.Input):
+            order.append(int(n.name))
+        stack.extend(reversed(n.operands))
+    return tuple(order)

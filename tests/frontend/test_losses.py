@@ -1,0 +1,224 @@
+"""torch.nn.functional's losses and distances against PyTorch: values, dtype and shape for
+each reduction, dtype and layout, and typed errors for bad inputs."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+from kernel_helpers import TORCH_DTYPES
+
+import kael
+import kael.nn.functional as KF
+
+RNG = np.random.default_rng(13)
+A = RNG.standard_normal((6, 5))
+B = RNG.standard_normal((6, 5))
+PROB = 1 / (1 + np.exp(-A))
+BITS = (B > 0).astype(float)
+SIGNS = np.where(RNG.standard_normal(6) > 0, 1.0, -1.0)
+TOL = {kael.float32: 3e-6, kael.float64: 1e-12, kael.float16: 2e-3, kael.bfloat16: 2e-2}
+
+
+def lib_tensors(lib, dtype, *arrays):
+    if lib is torch:
+        return [torch.tensor(a).to(TORCH_DTYPES[dtype]) for a in arrays]
+    return [kael.from_dlpack(torch.tensor(a).to(TORCH_DTYPES[dtype])) for a in arrays]
+
+
+def check(k, t, dtype, tol=None):
+    assert k.shape == tuple(t.shape)
+    assert TORCH_DTYPES[k.dtype] == t.dtype
+    tol = tol or TOL[dtype]
+    got = torch.from_dlpack(k.contiguous()).double()
+    torch.testing.assert_close(got, t.double(), rtol=tol, atol=tol, equal_nan=True)
+
+
+LOG_P = torch.log_softmax(torch.tensor(A), 1).numpy()
+Q = torch.softmax(torch.tensor(B), 1).numpy()
+
+# name -> (arrays, call(F, *tensors, reduction))
+LOSSES = {
+    "mse_loss": ((A, B), lambda F, x, y, r: F.mse_loss(x, y, reduction=r)),
+    "l1_loss": ((A, B), lambda F, x, y, r: F.l1_loss(x, y, reduction=r)),
+    "smooth_l1_loss": ((A, B), lambda F, x, y, r: F.smooth_l1_loss(x, y, reduction=r, beta=0.5)),
+    "smooth_l1_beta0": ((A, B), lambda F, x, y, r: F.smooth_l1_loss(x, y, reduction=r, beta=0.0)),
+    "huber_loss": ((A, B), lambda F, x, y, r: F.huber_loss(x, y, reduction=r, delta=0.7)),
+    "soft_margin_loss": ((A, np.sign(B)), lambda F, x, y, r: F.soft_margin_loss(x, y, reduction=r)),
+    "bce": ((PROB, BITS), lambda F, x, y, r: F.binary_cross_entropy(x, y, reduction=r)),
+    "bce_weight": (
+        (PROB, BITS, B**2),
+        lambda F, x, y, w, r: F.binary_cross_entropy(x, y, weight=w, reduction=r),
+    ),
+    "bce_logits": (
+        (A, BITS),
+        lambda F, x, y, r: F.binary_cross_entropy_with_logits(x, y, reduction=r),
+    ),
+    "bce_logits_pos_weight": (
+        (A * 20, BITS, np.arange(1.0, 6.0), B**2),
+        lambda F, x, y, pw, w, r: F.binary_cross_entropy_with_logits(
+            x, y, weight=w, pos_weight=pw, reduction=r
+        ),
+    ),
+    "kl_div": ((LOG_P, Q), lambda F, x, y, r: F.kl_div(x, y, reduction=r)),
+    "kl_div_log_target": (
+        (LOG_P, np.log(Q)),
+        lambda F, x, y, r: F.kl_div(x, y, reduction=r, log_target=True),
+    ),
+    "margin_ranking_loss": (
+        (A[:, 0], B[:, 0], SIGNS),
+        lambda F, a, b, y, r: F.margin_ranking_loss(a, b, y, margin=0.3, reduction=r),
+    ),
+    "hinge_embedding_loss": (
+        (A[:, 0], SIGNS),
+        lambda F, x, y, r: F.hinge_embedding_loss(x, y, margin=0.5, reduction=r),
+    ),
+    "triplet_margin_loss": (
+        (A, B, A * 2 - B),
+        lambda F, a, p, n, r: F.triplet_margin_loss(a, p, n, margin=0.4, reduction=r),
+    ),
+    "triplet_swap_p1": (
+        (A, B, A * 2 - B),
+        lambda F, a, p, n, r: F.triplet_margin_loss(a, p, n, p=1, swap=True, reduction=r),
+    ),
+    "cosine_embedding_loss": (
+        (A, B, SIGNS),
+        lambda F, a, b, y, r: F.cosine_embedding_loss(a, b, y, margin=0.1, reduction=r),
+    ),
+}
+
+
+@pytest.mark.filterwarnings("ignore:reduction. 'mean' divides")  # PyTorch's own kl_div note
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.float16], ids=str)
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("name", LOSSES)
+def test_loss_matches_torch(name, reduction, dtype):
+    arrays, call = LOSSES[name]
+    k = call(KF, *lib_tensors(kael, dtype, *arrays), reduction)
+    t = call(TF, *lib_tensors(torch, dtype, *arrays), reduction)
+    # PyTorch composes these from float16 ops, each rounding; kael's kernels round once:
+    # they agree to a few float16 steps of the (larger) intermediate values.
+    composed = name.startswith(("kl_div", "triplet", "cosine", "bce_logits_pos"))
+    check(k, t, dtype, 3e-2 if dtype is kael.float16 and composed else None)
+
+
+def test_kl_div_batchmean_divides_by_the_batch():
+    k = KF.kl_div(*lib_tensors(kael, kael.float64, LOG_P, Q), reduction="batchmean")
+    t = TF.kl_div(*lib_tensors(torch, kael.float64, LOG_P, Q), reduction="batchmean")
+    check(k, t, kael.float64)
+
+
+@pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "huber_loss"])
+def test_losses_of_transposed_and_broadcast_operands(name):
+    x, y = lib_tensors(kael, kael.float32, A, B)
+    tx, ty = lib_tensors(torch, kael.float32, A, B)
+    check(getattr(KF, name)(x.T, y.T), getattr(TF, name)(tx.T, ty.T), kael.float32)
+    with pytest.warns(UserWarning):
+        want = getattr(TF, name)(tx, ty[:1], reduction="none")
+    check(getattr(KF, name)(x, y[:1], reduction="none"), want, kael.float32)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_cosine_similarity_and_pairwise_distance_match_torch(dim):
+    x, y = lib_tensors(kael, kael.float32, A, B)
+    tx, ty = lib_tensors(torch, kael.float32, A, B)
+    check(KF.cosine_similarity(x, y, dim), TF.cosine_similarity(tx, ty, dim), kael.float32)
+    check(KF.cosine_similarity(x, y[:1], dim), TF.cosine_similarity(tx, ty[:1], dim), kael.float32)
+    for p in (1, 2, 3.5, float("inf")):
+        check(
+            KF.pairwise_distance(x, y, p, keepdim=dim == 0),
+            TF.pairwise_distance(tx, ty, p, keepdim=dim == 0),
+            kael.float32,
+        )
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_nll_loss_matches_torch(reduction, weighted):
+    target = np.array([1, 0, 4, -100, 2, 4])
+    weight = np.array([0.5, 1.0, 2.0, 1.5, 0.25]) if weighted else None
+    for shape in ((6, 5), (3, 5, 2)):
+        logp = LOG_P if shape == (6, 5) else LOG_P.reshape(3, 2, 5).transpose(0, 2, 1)
+        tgt = target if shape == (6, 5) else target.reshape(3, 2)
+        kw = {"weight": weight} if weighted else {}
+        k = KF.nll_loss(
+            kael.tensor(np.ascontiguousarray(logp)),
+            kael.tensor(tgt),
+            weight=kael.tensor(weight) if weighted else None,
+            reduction=reduction,
+        )
+        t = TF.nll_loss(
+            torch.tensor(logp),
+            torch.tensor(tgt),
+            weight=torch.tensor(weight) if weighted else None,
+            reduction=reduction,
+        )
+        del kw
+        check(k, t, kael.float64)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (
+            lambda: KF.mse_loss(kael.ones(2), kael.ones(2), reduction="avg"),
+            kael.ValueError,
+            "'avg'",
+        ),
+        (lambda: KF.l1_loss(kael.arange(2), kael.arange(2)), kael.TypeError, "floating"),
+        (
+            lambda: KF.huber_loss(kael.ones(2), kael.ones(2), delta=-1.0),
+            kael.ValueError,
+            "negative",
+        ),
+        (
+            lambda: KF.binary_cross_entropy(kael.tensor([1.5]), kael.tensor([1.0])),
+            kael.ValueError,
+            "between 0 and 1",
+        ),
+        (
+            lambda: KF.binary_cross_entropy(kael.ones(2), kael.ones(3)),
+            kael.ValueError,
+            "target size",
+        ),
+        (
+            lambda: KF.binary_cross_entropy_with_logits(kael.ones(2), kael.ones(3)),
+            kael.ValueError,
+            "same as input size",
+        ),
+        (
+            lambda: KF.nll_loss(kael.zeros(2, 3), kael.tensor([0, 3])),
+            kael.IndexError,
+            "Target 3 is out of bounds",
+        ),
+        (lambda: KF.nll_loss(kael.zeros(2, 3), kael.tensor([0.0, 1.0])), kael.TypeError, "int64"),
+        (
+            lambda: KF.nll_loss(kael.zeros(2, 3), kael.tensor([0, 1, 2])),
+            kael.ValueError,
+            "target of shape",
+        ),
+        (
+            lambda: KF.pairwise_distance(kael.ones(2), kael.ones(2), p=0),
+            kael.ValueError,
+            "positive",
+        ),
+        (
+            lambda: KF.kl_div(kael.ones(2), kael.ones(2), reduction="batch"),
+            kael.ValueError,
+            "'batch'",
+        ),
+    ],
+)
+def test_bad_inputs_raise_typed_errors(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_losses_inside_compile_match_eager():
+    @kael.compile
+    def f(x, y):
+        return KF.huber_loss(x, y, delta=0.5) + KF.mse_loss(x, y, reduction="sum")
+
+    x, y = lib_tensors(kael, kael.float32, A, B)
+    assert kael.allclose(
+        f(x, y), KF.huber_loss(x, y, delta=0.5) + KF.mse_loss(x, y, reduction="sum")
+    )
