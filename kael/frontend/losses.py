@@ -41,6 +41,12 @@ def _check_reduction(reduction, name: str, allowed: tuple = REDUCTIONS) -> None:
         )
 
 
+def _operands(input, target, name: str, reduction, allowed: tuple = REDUCTIONS):
+    """(input, target) as tensors, with the reduction checked first."""
+    _check_reduction(reduction, name, allowed)
+    return tensor_arg(input, name), tensor_arg(target, name, "target")
+
+
 def _floating(tensors: list[Tensor], name: str):
     """The compute dtype of a loss over `tensors`: their promoted floating dtype."""
     dtype = result_type(*tensors)
@@ -87,8 +93,7 @@ def _pointwise(name: str) -> Callable:
     defaults = dict(spec.params)
 
     def fn(input: Tensor, target: Tensor, *args, reduction: str = "mean", **kwargs) -> Tensor:
-        x, y = tensor_arg(input, name), tensor_arg(target, name, "target")
-        _check_reduction(reduction, name)
+        x, y = _operands(input, target, name, reduction)
         values = dict(zip(defaults, args)) | {
             k: kwargs.pop(k) for k in list(kwargs) if k in defaults
         }
@@ -118,8 +123,7 @@ def binary_cross_entropy(
     """-(y log x + (1 - y) log(1 - x)), each log clamped at -100 as PyTorch does; input in
     [0, 1] (checked)."""
     name = "binary_cross_entropy"
-    x, y = tensor_arg(input, name), tensor_arg(target, name, "target")
-    _check_reduction(reduction, name)
+    x, y = _operands(input, target, name, reduction)
     if x.shape != y.shape:
         raise ValueError(
             f"Using a target size ({list(y.shape)}) that is different to the input size"
@@ -150,8 +154,7 @@ def binary_cross_entropy_with_logits(
     """(1 - y) x - log_sigmoid(x), with pos_weight: (1 - y) x + (1 + (pw - 1) y) *
     (log1p(exp(-|x|)) + max(-x, 0)); stable for every x."""
     name = "binary_cross_entropy_with_logits"
-    x, y = tensor_arg(input, name), tensor_arg(target, name, "target")
-    _check_reduction(reduction, name)
+    x, y = _operands(input, target, name, reduction)
     if x.shape != y.shape:
         raise ValueError(
             f"Target size ({list(y.shape)}) must be the same as input size ({list(x.shape)})"
@@ -186,8 +189,7 @@ def kl_div(
     """target (log target - input), with 0 where target is 0 (xlogy); input holds
     log-probabilities. 'batchmean' divides the sum by the batch size."""
     name = "kl_div"
-    x, y = tensor_arg(input, name), tensor_arg(target, name, "target")
-    _check_reduction(reduction, name, (*REDUCTIONS, "batchmean"))
+    x, y = _operands(input, target, name, reduction, (*REDUCTIONS, "batchmean"))
     dtype = _floating([x, y], name)
 
     def formula(x: Value, t: Value) -> Value:
@@ -225,8 +227,7 @@ def hinge_embedding_loss(
 ) -> Tensor:
     """x where y is 1, max(0, margin - x) where y is -1 (PyTorch's sum of the two parts)."""
     name = "hinge_embedding_loss"
-    x, y = tensor_arg(input, name), tensor_arg(target, name, "target")
-    _check_reduction(reduction, name)
+    x, y = _operands(input, target, name, reduction)
     dtype = _floating([x, y], name)
 
     def formula(x: Value, y: Value, m: Value) -> Value:
@@ -321,8 +322,7 @@ def nll_loss(
     """-input[n, target[n]] * weight[target[n]] over input [N, C, d...] (or [C]); targets
     equal to ignore_index count 0, and 'mean' divides by the targets' total weight."""
     name = "nll_loss"
-    x, t = tensor_arg(input, name), tensor_arg(target, name, "target")
-    _check_reduction(reduction, name)
+    x, t = _operands(input, target, name, reduction)
     _floating([x], name)
     if t.dtype is not int64:
         raise TypeError(f"{name}: expected target dtype int64 (class indices), got {t.dtype}")
