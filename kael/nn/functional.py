@@ -2,6 +2,7 @@
 dropout, the losses and distances, and the softmax family."""
 
 from kael.frontend import activations as _activations
+from kael.frontend import layers as _layers
 from kael.frontend import losses as _losses
 from kael.frontend import nn as _nn
 from kael.frontend import random as _random
@@ -16,6 +17,14 @@ globals().update({name: _FUNCTIONS[name] for name in _ACTIVATIONS})
 globals().update(_NN)
 globals().update(_activations.FUNCTIONS)
 globals().update(_losses.FUNCTIONS)
+globals().update(_layers.FUNCTIONS)
 dropout = _op_door("dropout", _random.dropout)
 
-__all__ = [*_ACTIVATIONS, *_NN, *_activations.FUNCTIONS, *_losses.FUNCTIONS, "dropout"]
+__all__ = [
+    *_ACTIVATIONS,
+    *_NN,
+    *_activations.FUNCTIONS,
+    *_losses.FUNCTIONS,
+    *_layers.FUNCTIONS,
+    "dropout",
+]

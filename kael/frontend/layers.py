@@ -1,0 +1,150 @@
+"""torch.nn.functional's small layers, composed from kael's ops: embedding, one_hot,
+normalize, rms_norm, pixel_shuffle and pixel_unshuffle (each works eagerly, inside
+@kael.compile and on cuda tensors, as its ops do)."""
+
+from __future__ import annotations
+
+import math
+
+from kael.frontend import elementwise as ew
+from kael.frontend import factories, index_ops, reductions, views
+from kael.frontend.outputs import tensor_arg
+from kael.frontend.tensor import Tensor
+from kael.frontend.tracing import op_door
+from kael.runtime.dtypes import bfloat16, float16, float32, float64, int64
+from kael.runtime.errors import TypeError, ValueError
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, **kwargs) -> Tensor:
+    """The rows of `weight` named by the int64 `input`, in input's shape plus the row.
+    padding_idx only matters to gradients (kael has none yet): it is checked, not used."""
+    idx, w = tensor_arg(input, "embedding"), tensor_arg(weight, "embedding", "weight")
+    if kwargs.get("max_norm") is not None:
+        raise TypeError("embedding: max_norm (which renormalizes weight in place) is not supported")
+    if idx.dtype.is_floating_point or idx.dtype.is_bool:
+        raise TypeError(f"embedding: expected input of an integer dtype (indices), got {idx.dtype}")
+    if w.ndim != 2:
+        raise ValueError(f"embedding: weight must be 2-D, got {w.ndim}-D")
+    if padding_idx is not None and not -w.shape[0] <= padding_idx < w.shape[0]:
+        raise ValueError(f"embedding: padding_idx {padding_idx} must be within num_embeddings")
+    rows = index_ops.index_select(w, 0, idx.reshape(-1).to(int64))
+    return rows.reshape((*idx.shape, w.shape[1]))
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 one-hot rows of the int64 class indices (num_classes -1: max + 1)."""
+    x = tensor_arg(tensor, "one_hot")
+    if x.dtype is not int64:
+        raise TypeError(f"one_hot is only applicable to index tensor of type int64, got {x.dtype}")
+    num_classes = views.as_int(num_classes, "num_classes")
+    if x.numel() and int(x.amin()) < 0:
+        raise ValueError("Class values must be non-negative.")
+    if num_classes == -1:
+        if not x.numel():
+            raise ValueError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(x.amax()) + 1
+    elif num_classes < 1:
+        raise ValueError(f"one_hot: num_classes must be positive or -1, got {num_classes}")
+    elif x.numel() and int(x.amax()) >= num_classes:
+        raise ValueError("Class values must be smaller than num_classes.")
+    classes = factories.arange(num_classes, device=x.device)
+    return ew.binary("eq", x.unsqueeze(-1), classes).to(int64)
+
+
+def normalize(
+    input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Tensor | None = None
+) -> Tensor:
+    """input / max(||input||_p along dim, eps)."""
+    x = tensor_arg(input, "normalize")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"normalize: expected a floating point input, got {x.dtype}")
+    d = views.wrap_dim(dim, x.ndim) if x.ndim else None
+    if p == 2:
+        norm = reductions.sum(x * x, d, keepdim=True).sqrt()
+    elif p == 1:
+        norm = reductions.sum(x.abs(), d, keepdim=True)
+    elif p == math.inf:
+        norm = reductions.amax(x.abs(), d, keepdim=True)
+    elif p > 0:
+        norm = reductions.sum(x.abs() ** p, d, keepdim=True) ** (1.0 / p)
+    else:
+        raise ValueError(f"normalize: p must be positive, got {p}")
+    return ew.binary("div", x, norm.clamp(min=eps), out)
+
+
+def rms_norm(
+    input: Tensor, normalized_shape, weight: Tensor | None = None, eps: float | None = None
+) -> Tensor:
+    """x / sqrt(mean(x^2 over the last len(normalized_shape) dims) + eps) * weight; eps
+    None is the machine epsilon of the compute dtype, as in PyTorch."""
+    x = tensor_arg(input, "rms_norm")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"rms_norm: expected a floating point input, got {x.dtype}")
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(x.shape[len(x.shape) - len(shape) :]) != shape or len(shape) > x.ndim:
+        raise ValueError(
+            f"rms_norm: normalized_shape {list(shape)} does not match the last dims of"
+            f" input of shape {list(x.shape)}"
+        )
+    if weight is not None and tuple(weight.shape) != shape:
+        raise ValueError(f"rms_norm: weight of shape {list(weight.shape)}, expected {list(shape)}")
+    if eps is None:
+        eps = _MACHINE_EPS[x.dtype]
+    dims = tuple(range(x.ndim - len(shape), x.ndim))
+    wide = x.float() if x.dtype.is_half else x  # PyTorch: half types in float32
+    scale = (reductions.mean(wide * wide, dims, keepdim=True) + eps).rsqrt()
+    y = (wide * scale).to(x.dtype)
+    return y if weight is None else y * weight
+
+
+# rms_norm's default eps: the machine epsilon of the dtype it computes in (float32 for the
+# half types, as PyTorch's opmath does).
+_MACHINE_EPS = {float16: 2.0**-23, bfloat16: 2.0**-23, float32: 2.0**-23, float64: 2.0**-52}
+
+
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    """[*, C r^2, H, W] -> [*, C, H r, W r]."""
+    x = tensor_arg(input, "pixel_shuffle")
+    r = views.as_int(upscale_factor, "upscale_factor")
+    if x.ndim < 3:
+        raise ValueError(f"pixel_shuffle expects input to have at least 3 dimensions, got {x.ndim}")
+    if r <= 0:
+        raise ValueError(f"pixel_shuffle expects a positive upscale_factor, got {r}")
+    *lead, c, h, w = x.shape
+    if c % (r * r):
+        raise ValueError(
+            f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the"
+            f" square of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}"
+        )
+    n = len(lead)
+    y = x.reshape((*lead, c // (r * r), r, r, h, w))
+    y = y.permute((*range(n), n, n + 3, n + 1, n + 4, n + 2))
+    return y.reshape((*lead, c // (r * r), h * r, w * r))
+
+
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """[*, C, H r, W r] -> [*, C r^2, H, W]: pixel_shuffle undone."""
+    x = tensor_arg(input, "pixel_unshuffle")
+    r = views.as_int(downscale_factor, "downscale_factor")
+    if x.ndim < 3:
+        raise ValueError(
+            f"pixel_unshuffle expects input to have at least 3 dimensions, got {x.ndim}"
+        )
+    if r <= 0:
+        raise ValueError(f"pixel_unshuffle expects a positive downscale_factor, got {r}")
+    *lead, c, h, w = x.shape
+    if h % r or w % r:
+        raise ValueError(
+            f"pixel_unshuffle expects height {h} and width {w} to be divisible by"
+            f" downscale_factor {r}"
+        )
+    n = len(lead)
+    y = x.reshape((*lead, c, h // r, r, w // r, r))
+    y = y.permute((*range(n), n, n + 2, n + 4, n + 1, n + 3))
+    return y.reshape((*lead, c * r * r, h // r, w // r))
+
+
+FUNCTIONS = {
+    fn.__name__: op_door(fn.__name__, fn)
+    for fn in (embedding, one_hot, normalize, rms_norm, pixel_shuffle, pixel_unshuffle)
+}

@@ -1,0 +1,118 @@
+"""embedding, one_hot, normalize, rms_norm, pixel_shuffle and pixel_unshuffle against
+PyTorch: values, dtype and shape, and typed errors for bad inputs."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+from kernel_helpers import TORCH_DTYPES
+
+import kael
+import kael.nn.functional as KF
+
+RNG = np.random.default_rng(21)
+
+
+def both(array, dtype=kael.float32):
+    t = torch.tensor(array).to(TORCH_DTYPES[dtype])
+    return kael.from_dlpack(t.clone()), t
+
+
+def same(k, t, tol=0.0):
+    assert k.shape == tuple(t.shape) and TORCH_DTYPES[k.dtype] == t.dtype
+    got = torch.from_dlpack(k.contiguous())
+    torch.testing.assert_close(got.double(), t.double(), rtol=tol, atol=tol, equal_nan=True)
+
+
+@pytest.mark.parametrize("index_shape", [(), (5,), (2, 3), (0, 4)])
+def test_embedding_gathers_rows_as_torch(index_shape):
+    weight = RNG.standard_normal((7, 3))
+    index = RNG.integers(0, 7, index_shape)
+    kw, tw = both(weight, kael.float64)
+    ki, ti = both(index, kael.int64)
+    same(KF.embedding(ki, kw), TF.embedding(ti, tw))
+    same(KF.embedding(ki, kw.T.contiguous().T, padding_idx=0), TF.embedding(ti, tw, padding_idx=0))
+
+
+def test_embedding_refuses_bad_indices_and_weights():
+    with pytest.raises(kael.TypeError, match="integer dtype"):
+        KF.embedding(kael.ones(2), kael.ones(3, 2))
+    with pytest.raises(kael.ValueError, match="2-D"):
+        KF.embedding(kael.tensor([0]), kael.ones(3))
+    with pytest.raises(kael.IndexError):
+        KF.embedding(kael.tensor([3]), kael.ones(3, 2))
+    with pytest.raises(kael.TypeError, match="max_norm"):
+        KF.embedding(kael.tensor([0]), kael.ones(3, 2), max_norm=1.0)
+
+
+@pytest.mark.parametrize("num_classes", [-1, 5])
+def test_one_hot_matches_torch(num_classes):
+    values = np.array([[0, 3], [1, 1], [2, 0]])
+    k, t = both(values, kael.int64)
+    same(KF.one_hot(k, num_classes), TF.one_hot(t, num_classes))
+
+
+@pytest.mark.parametrize(
+    ("values", "num_classes", "error", "message"),
+    [
+        ([0, -1], -1, kael.ValueError, "non-negative"),
+        ([0, 5], 3, kael.ValueError, "smaller than num_classes"),
+        ([], -1, kael.ValueError, "empty tensor"),
+    ],
+)
+def test_one_hot_refuses_what_torch_refuses(values, num_classes, error, message):
+    with pytest.raises(RuntimeError):
+        TF.one_hot(torch.tensor(values, dtype=torch.int64), num_classes)
+    with pytest.raises(error, match=message):
+        KF.one_hot(kael.tensor(values, dtype=kael.int64), num_classes)
+    with pytest.raises(kael.TypeError, match="int64"):
+        KF.one_hot(kael.tensor([0, 1], dtype=kael.int32))
+
+
+@pytest.mark.parametrize("p", [1, 2, 3.0, math.inf])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_normalize_matches_torch(p, dim):
+    x = RNG.standard_normal((4, 6))
+    x[1] = 0.0  # a zero vector: divided by eps
+    k, t = both(x)
+    same(KF.normalize(k, p, dim), TF.normalize(t, p, dim), 2e-6)
+    same(KF.normalize(k.T, p, dim), TF.normalize(t.T, p, dim), 2e-6)
+
+
+@pytest.mark.parametrize(
+    "dtype", [kael.float32, kael.float64, kael.float16, kael.bfloat16], ids=str
+)
+@pytest.mark.parametrize("shape", [(5,), (3, 5)])
+def test_rms_norm_matches_torch(dtype, shape):
+    x = RNG.standard_normal((2, 3, 5))
+    w = RNG.standard_normal(shape)
+    k, t = both(x, dtype)
+    kw, tw = both(w, dtype)
+    tol = {kael.float32: 2e-6, kael.float64: 1e-12}.get(dtype, 2e-2)
+    same(KF.rms_norm(k, shape), TF.rms_norm(t, shape), tol)
+    same(KF.rms_norm(k, shape, kw, eps=1e-3), TF.rms_norm(t, shape, tw, eps=1e-3), tol)
+
+
+def test_rms_norm_refuses_a_shape_that_is_not_trailing():
+    with pytest.raises(kael.ValueError, match="does not match"):
+        KF.rms_norm(kael.ones(2, 3), (2,))
+
+
+@pytest.mark.parametrize("lead", [(), (2,), (2, 3)])
+def test_pixel_shuffle_and_unshuffle_match_torch(lead):
+    x = np.arange(int(np.prod(lead)) * 8 * 3 * 2, dtype=np.float32).reshape(*lead, 8, 3, 2)
+    k, t = both(x)
+    same(KF.pixel_shuffle(k, 2), TF.pixel_shuffle(t, 2))
+    y = TF.pixel_shuffle(t, 2)
+    same(KF.pixel_unshuffle(kael.from_dlpack(y.clone()), 2), TF.pixel_unshuffle(y, 2))
+
+
+def test_pixel_shuffle_refuses_what_torch_refuses():
+    with pytest.raises(kael.ValueError, match="divisible by 4"):
+        KF.pixel_shuffle(kael.ones(1, 6, 2, 2), 2)
+    with pytest.raises(kael.ValueError, match="at least 3 dimensions"):
+        KF.pixel_shuffle(kael.ones(4, 4), 2)
+    with pytest.raises(kael.ValueError, match="divisible by downscale_factor"):
+        KF.pixel_unshuffle(kael.ones(1, 1, 3, 4), 2)
