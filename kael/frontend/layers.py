@@ -1,5 +1,5 @@
-"""torch.nn.functional's small layers, composed from kael's ops: embedding, one_hot,
-normalize, rms_norm, pixel_shuffle and pixel_unshuffle (each works eagerly, inside
+"""torch.nn.functional's small layers, composed from kael's ops: linear, bilinear,
+embedding, one_hot, normalize, rms_norm, pixel_shuffle and pixel_unshuffle (each works eagerly, inside
 @kael.compile and on cuda tensors, as its ops do)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from kael.frontend import elementwise as ew
-from kael.frontend import factories, index_ops, reductions, views
+from kael.frontend import factories, index_ops, linalg, reductions, views
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
@@ -144,7 +144,44 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     return y.reshape((*lead, c * r * r, h // r, w // r))
 
 
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """input @ weight^T + bias: weight is [out_features, in_features]."""
+    x, w = tensor_arg(input, "linear"), tensor_arg(weight, "linear", "weight")
+    if w.ndim not in (1, 2):
+        raise ValueError(f"linear: weight must be 1-D or 2-D, got {w.ndim}-D")
+    y = linalg.matmul(x, w.T if w.ndim == 2 else w)
+    return y if bias is None else y + tensor_arg(bias, "linear", "bias")
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """y[..., o] = x1[..., i] W[o, i, j] x2[..., j] + b[o], through one matrix product."""
+    a, b = tensor_arg(input1, "bilinear"), tensor_arg(input2, "bilinear")
+    w = tensor_arg(weight, "bilinear", "weight")
+    if w.ndim != 3 or a.shape[-1] != w.shape[1] or b.shape[-1] != w.shape[2]:
+        raise ValueError(
+            f"bilinear: weight {list(w.shape)} must be [out, in1, in2] for inputs"
+            f" {list(a.shape)} and {list(b.shape)}"
+        )
+    if a.shape[:-1] != b.shape[:-1]:
+        raise ValueError(
+            f"bilinear: input1 {list(a.shape)} and input2 {list(b.shape)} need the same batch dims"
+        )
+    out, in1, in2 = w.shape
+    mixed = linalg.matmul(a, w.permute(1, 0, 2).reshape(in1, out * in2))  # [..., out * in2]
+    y = reductions.sum(mixed.reshape((*a.shape[:-1], out, in2)) * b.unsqueeze(-2), -1)
+    return y if bias is None else y + tensor_arg(bias, "bilinear", "bias")
+
+
 FUNCTIONS = {
     fn.__name__: op_door(fn.__name__, fn)
-    for fn in (embedding, one_hot, normalize, rms_norm, pixel_shuffle, pixel_unshuffle)
+    for fn in (
+        embedding,
+        one_hot,
+        normalize,
+        rms_norm,
+        pixel_shuffle,
+        pixel_unshuffle,
+        linear,
+        bilinear,
+    )
 }

@@ -586,3 +586,16 @@ def test_losses_on_the_device_agree_with_the_cpu():
         _close(fn(x.to(DEVICE), y.to(DEVICE)), fn(x, y), 2e-6)
     logp = kael.log_softmax(x, 1)
     _close(F.nll_loss(logp.to(DEVICE), t.to(DEVICE)), F.nll_loss(logp, t), 2e-6)
+
+
+def test_norms_and_attention_on_the_device_agree_with_the_cpu():
+    import kael.nn.functional as F
+
+    x = _host((4, 3, 6), kael.float32, 7)
+    w = _host((3,), kael.float32, 8)
+    d = x.to(DEVICE)
+    _close(F.group_norm(d, 3, w.to(DEVICE)), F.group_norm(x, 3, w), 2e-6)
+    _close(F.batch_norm(d, None, None, training=True), F.batch_norm(x, None, None, training=True), 2e-6)
+    q, k, v = (_host((2, 5, 8), kael.float32, s) for s in (9, 10, 11))
+    on_cpu = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    _close(F.scaled_dot_product_attention(q.cuda(), k.cuda(), v.cuda(), is_causal=True), on_cpu, 2e-6)

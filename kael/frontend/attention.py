@@ -1,0 +1,94 @@
+"""scaled_dot_product_attention as torch.nn.functional has it: softmax(q k^T * scale +
+mask) v, composed from kael's matmul, softmax and elementwise ops (so @kael.compile fuses
+the scale, the mask and the softmax into one row group between the two products)."""
+
+from __future__ import annotations
+
+import math
+
+from kael.frontend import elementwise as ew
+from kael.frontend import factories, linalg, nn, random, reductions
+from kael.frontend.outputs import device_of, tensor_arg
+from kael.frontend.tensor import Tensor
+from kael.frontend.tracing import op_door
+from kael.runtime.dtypes import bool_
+from kael.runtime.errors import TypeError, ValueError
+
+
+def scaled_dot_product_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> Tensor:
+    """Attention of query [..., L, E] over key [..., S, E] and value [..., S, Ev]: a bool
+    mask keeps where True, a float mask adds; is_causal keeps the lower triangle; scale
+    defaults to 1/sqrt(E); enable_gqa repeats key and value heads (dim -3) to the query's.
+    A row the mask leaves nothing of gives zeros, as PyTorch's CPU kernel does."""
+    name = "scaled_dot_product_attention"
+    q, k, v = (
+        tensor_arg(t, name, what) for t, what in ((query, "query"), (key, "key"), (value, "value"))
+    )
+    device_of([q, k, v], name)
+    for t in (q, k, v):
+        if not t.dtype.is_floating_point:
+            raise TypeError(f"{name}: expected floating point query, key and value, got {t.dtype}")
+        if t.ndim < 2:
+            raise ValueError(f"{name}: expected at least 2-D query, key and value, got {t.ndim}-D")
+    if not (q.dtype is k.dtype is v.dtype):
+        raise TypeError(
+            f"Expected query, key, and value to have the same dtype, but got query.dtype:"
+            f" {q.dtype} key.dtype: {k.dtype} and value.dtype: {v.dtype} instead."
+        )
+    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"{name}: query {list(q.shape)}, key {list(k.shape)} and value {list(v.shape)}"
+            " disagree: query and key need one embedding size, key and value one length"
+        )
+    if is_causal and attn_mask is not None:
+        raise ValueError(
+            "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True"
+        )
+    if enable_gqa and q.ndim >= 3 and k.shape[-3] != q.shape[-3]:
+        heads, kv_heads = q.shape[-3], k.shape[-3]
+        if heads % kv_heads:
+            raise ValueError(
+                f"{name}: {heads} query heads are not a multiple of {kv_heads} key heads"
+            )
+        k, v = (_repeat_heads(t, heads // kv_heads) for t in (k, v))
+    length, source = q.shape[-2], k.shape[-2]
+    factor = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    scores = linalg.matmul(q, k.transpose(-2, -1)) * factor
+    if is_causal:
+        rows = factories.arange(length, device=q.device).reshape(length, 1)
+        cols = factories.arange(source, device=q.device).reshape(1, source)
+        attn_mask = ew.binary("ge", rows, cols)
+    if attn_mask is not None:
+        mask = tensor_arg(attn_mask, name, "attn_mask")
+        keep_or_add = mask.dtype is bool_
+        scores = ew.where(mask, scores, -math.inf) if keep_or_add else scores + mask
+    weights = nn.softmax(scores, -1)
+    if attn_mask is not None and not is_causal:  # a row masked out entirely attends to nothing
+        empty = ew.binary("eq", reductions.amax(scores, -1, keepdim=True), -math.inf)
+        weights = ew.where(empty, 0.0, weights)
+    if dropout_p > 0.0:
+        weights = random.dropout(weights, dropout_p)
+    return linalg.matmul(weights, v)
+
+
+def _repeat_heads(t: Tensor, times: int) -> Tensor:
+    """Each head of t (dim -3) repeated `times` times in place: [.., H, S, E] -> [.., H*times, S, E]."""
+    shape = t.shape
+    expanded = t.unsqueeze(-3).expand((*shape[:-2], times, *shape[-2:]))
+    return expanded.reshape((*shape[:-3], shape[-3] * times, *shape[-2:]))
+
+
+FUNCTIONS = {
+    "scaled_dot_product_attention": op_door(
+        "scaled_dot_product_attention", scaled_dot_product_attention
+    )
+}

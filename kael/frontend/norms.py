@@ -1,0 +1,189 @@
+"""torch.nn.functional's normalization layers beyond layer_norm and rms_norm: batch_norm
+(training statistics, running statistics updated in place, eval), group_norm,
+instance_norm and local_response_norm, composed from kael's reductions and elementwise
+ops (float16/bfloat16 computed in float32, as PyTorch's kernels do)."""
+
+from __future__ import annotations
+
+from kael.frontend import eager, factories, moments, reductions
+from kael.frontend import elementwise as ew
+from kael.frontend.outputs import device_of, tensor_arg
+from kael.frontend.tensor import Tensor
+from kael.frontend.tracing import op_door
+from kael.runtime.dtypes import float32
+from kael.runtime.errors import TypeError, ValueError
+
+
+def _floating(x, name: str) -> Tensor:
+    x = tensor_arg(x, name)
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"{name}: expected a floating point input, got {x.dtype}")
+    return x
+
+
+def _channel_view(t: Tensor | None, x: Tensor, name: str, what: str) -> Tensor | None:
+    """A per-channel vector (weight, bias, running stats) shaped to broadcast over x's dim 1."""
+    if t is None:
+        return None
+    t = tensor_arg(t, name, what)
+    channels = x.shape[1]
+    if t.shape != (channels,):
+        raise ValueError(f"{name}: {what} should have {channels} elements, got {list(t.shape)}")
+    device_of([x, t], name)
+    return t.reshape((channels,) + (1,) * (x.ndim - 2))
+
+
+def _affine(y: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
+    if weight is not None:
+        y = y * weight
+    return y if bias is None else y + bias
+
+
+def _wide(x: Tensor) -> Tensor:
+    """x in its compute dtype: float16/bfloat16 statistics are taken in float32."""
+    return x.to(float32) if x.dtype.is_half else x
+
+
+def batch_norm(
+    input: Tensor,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    training: bool = False,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """(x - mean) / sqrt(var + eps) * weight + bias per channel (dim 1). Training uses the
+    batch's statistics (biased variance) and moves the running ones toward them in place
+    (the unbiased variance); eval uses the running statistics."""
+    name = "batch_norm"
+    x = _floating(input, name)
+    if x.ndim < 2:
+        raise ValueError(f"{name}: expected at least 2-D input (N, C, ...), got {x.ndim}-D")
+    mean_v, var_v = (
+        _channel_view(t, x, name, w)
+        for t, w in ((running_mean, "running_mean"), (running_var, "running_var"))
+    )
+    w, b = _channel_view(weight, x, name, "weight"), _channel_view(bias, x, name, "bias")
+    dims = (0, *range(2, x.ndim))
+    wide = _wide(x)
+    if training:
+        count = x.numel() // x.shape[1]
+        if count <= 1:
+            raise ValueError(
+                f"Expected more than 1 value per channel when training, got input size {list(x.shape)}"
+            )
+        mean = reductions.mean(wide, dims, keepdim=True)
+        var = moments.var(wide, dims, correction=0, keepdim=True)
+        for stat, batch in ((mean_v, mean), (var_v, var * (count / (count - 1)))):
+            if stat is not None:  # running = (1 - momentum) running + momentum batch
+                moved = stat * (1 - momentum) + batch.reshape(stat.shape) * momentum
+                eager.copy_into(stat._impl, moved._impl)
+                stat._impl.storage.bump_version()
+    else:
+        if mean_v is None or var_v is None:
+            raise ValueError(f"{name}: running_mean and running_var must be given in eval mode")
+        mean, var = mean_v, var_v
+    y = ((wide - mean) * (var + eps).rsqrt()).to(x.dtype)
+    return _affine(y, w, b)
+
+
+def instance_norm(
+    input: Tensor,
+    running_mean: Tensor | None = None,
+    running_var: Tensor | None = None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    use_input_stats: bool = True,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """batch_norm of each sample on its own: statistics per (sample, channel) over the
+    spatial dims; running statistics (when given) move toward their mean over the batch."""
+    name = "instance_norm"
+    x = _floating(input, name)
+    if x.ndim < 3:
+        raise ValueError(f"{name}: expected at least 3-D input (N, C, ...), got {x.ndim}-D")
+    if not use_input_stats:
+        return batch_norm(x, running_mean, running_var, weight, bias, False, momentum, eps)
+    n, c = x.shape[:2]
+    folded = x.reshape((1, n * c, *x.shape[2:]))
+    stats = [
+        None if s is None else factories.zeros(n * c, dtype=s.dtype, device=s.device)
+        for s in (running_mean, running_var)
+    ]
+    for s, full in zip(stats, (running_mean, running_var)):
+        if s is not None:
+            s.copy_(_tile(full, n))
+    y = batch_norm(folded, *stats, None, None, True, momentum, eps).reshape(x.shape)
+    for s, full in zip(stats, (running_mean, running_var)):
+        if s is not None:  # each channel's moved statistic, averaged over the samples
+            full.copy_(reductions.mean(s.reshape(n, c), 0))
+    return _affine(
+        y, _channel_view(weight, x, name, "weight"), _channel_view(bias, x, name, "bias")
+    )
+
+
+def _tile(t: Tensor, n: int) -> Tensor:
+    """t repeated n times end to end (a 1-d tensor)."""
+    return t.reshape(1, -1).expand(n, t.shape[0]).reshape(-1)
+
+
+def group_norm(
+    input: Tensor,
+    num_groups: int,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Statistics per (sample, group of C / num_groups channels) over those channels and the
+    spatial dims, then a per-channel weight and bias."""
+    name = "group_norm"
+    x = _floating(input, name)
+    if x.ndim < 2:
+        raise ValueError(f"{name}: expected at least 2-D input (N, C, ...), got {x.ndim}-D")
+    n, c = x.shape[:2]
+    if num_groups <= 0 or c % num_groups:
+        raise ValueError(
+            f"Expected number of channels in input to be divisible by num_groups, but got"
+            f" input of shape {list(x.shape)} and num_groups={num_groups}"
+        )
+    grouped = _wide(x).reshape(n, num_groups, -1)
+    mean = reductions.mean(grouped, -1, keepdim=True)
+    var = moments.var(grouped, -1, correction=0, keepdim=True)
+    y = ((grouped - mean) * (var + eps).rsqrt()).reshape(x.shape).to(x.dtype)
+    return _affine(
+        y, _channel_view(weight, x, name, "weight"), _channel_view(bias, x, name, "bias")
+    )
+
+
+def local_response_norm(
+    input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0
+) -> Tensor:
+    """x / (k + alpha * mean of x^2 over `size` neighbouring channels)^beta, the window
+    zero-padded as PyTorch pads it (size // 2 before, (size - 1) // 2 after)."""
+    name = "local_response_norm"
+    x = _floating(input, name)
+    if x.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {x.ndim} dimensions)")
+    if size <= 0:
+        raise ValueError(f"{name}: size must be positive, got {size}")
+    c = x.shape[1]
+    sq = x * x
+    before, after = size // 2, (size - 1) // 2
+    zeros = factories.zeros(
+        (x.shape[0], before + c + after, *x.shape[2:]), dtype=x.dtype, device=x.device
+    )
+    zeros[:, before : before + c] = sq
+    total = zeros[:, 0:c]
+    for i in range(1, size):
+        total = total + zeros[:, i : i + c]
+    div = (total * (alpha / size) + k) ** beta
+    return ew.binary("div", x, div)
+
+
+FUNCTIONS = {
+    fn.__name__: op_door(fn.__name__, fn)
+    for fn in (batch_norm, instance_norm, group_norm, local_response_norm)
+}

@@ -1,0 +1,207 @@
+"""batch_norm, instance_norm, group_norm, local_response_norm, linear, bilinear and
+scaled_dot_product_attention against PyTorch, with their errors."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+from kernel_helpers import TORCH_DTYPES
+
+import kael
+import kael.nn.functional as KF
+
+RNG = np.random.default_rng(31)
+X = RNG.standard_normal((4, 3, 5, 2))
+W3, B3 = RNG.standard_normal(3), RNG.standard_normal(3)
+
+
+def pair(array, dtype=kael.float32):
+    t = torch.tensor(array).to(TORCH_DTYPES[dtype])
+    return kael.from_dlpack(t.clone()), t
+
+
+def same(k, t, tol=2e-5):
+    assert k.shape == tuple(t.shape) and TORCH_DTYPES[k.dtype] == t.dtype
+    got = torch.from_dlpack(k.contiguous()).double()
+    torch.testing.assert_close(got, t.double(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.bfloat16], ids=str)
+@pytest.mark.parametrize("affine", [False, True])
+@pytest.mark.parametrize("shape", [(4, 3), (4, 3, 5), (4, 3, 5, 2)])
+def test_batch_norm_training_updates_running_stats_as_torch(shape, affine, dtype):
+    x = X.reshape(-1)[: int(np.prod(shape))].reshape(shape)
+    kx, tx = pair(x, dtype)
+    krm, trm = pair(np.zeros(3), dtype)
+    krv, trv = pair(np.ones(3), dtype)
+    w = [pair(W3, dtype), pair(B3, dtype)] if affine else [(None, None), (None, None)]
+    k = KF.batch_norm(kx, krm, krv, w[0][0], w[1][0], True, 0.2, 1e-4)
+    t = TF.batch_norm(tx, trm, trv, w[0][1], w[1][1], True, 0.2, 1e-4)
+    tol = 2e-5 if dtype is not kael.bfloat16 else 3e-2
+    same(k, t, tol)
+    same(krm, trm, tol)
+    same(krv, trv, tol)
+    same(KF.batch_norm(kx, krm, krv), TF.batch_norm(tx, trm, trv), tol)  # eval
+
+
+def test_batch_norm_refuses_one_value_per_channel_when_training():
+    with pytest.raises(kael.ValueError, match="more than 1 value per channel"):
+        KF.batch_norm(kael.ones(1, 3), None, None, training=True)
+    with pytest.raises(kael.ValueError, match="running_mean"):
+        KF.batch_norm(kael.ones(2, 3), None, None)
+    with pytest.raises(kael.ValueError, match="3 elements"):
+        KF.batch_norm(kael.ones(2, 3), kael.zeros(2), kael.ones(2))
+
+
+@pytest.mark.parametrize("running", [False, True])
+def test_instance_norm_matches_torch(running):
+    kx, tx = pair(X)
+    stats = [pair(np.zeros(3)), pair(np.ones(3))] if running else [(None, None)] * 2
+    kw, tw = pair(W3)
+    same(
+        KF.instance_norm(kx, stats[0][0], stats[1][0], weight=kw, momentum=0.3),
+        TF.instance_norm(tx, stats[0][1], stats[1][1], weight=tw, momentum=0.3),
+    )
+    if running:
+        same(stats[0][0], stats[0][1])
+        same(stats[1][0], stats[1][1])
+
+
+@pytest.mark.parametrize("groups", [1, 3])
+def test_group_norm_matches_torch(groups):
+    x = RNG.standard_normal((2, 6, 4))
+    kx, tx = pair(x)
+    kw, tw = pair(RNG.standard_normal(6))
+    same(KF.group_norm(kx, groups, kw, kw), TF.group_norm(tx, groups, tw, tw))
+    with pytest.raises(kael.ValueError, match="divisible by num_groups"):
+        KF.group_norm(kx, 4)
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5])
+def test_local_response_norm_matches_torch(size):
+    kx, tx = pair(X)
+    same(
+        KF.local_response_norm(kx, size, 1e-2, 0.5, 2.0),
+        TF.local_response_norm(tx, size, 1e-2, 0.5, 2.0),
+    )
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("shape", [(4,), (3, 4), (2, 3, 4)])
+def test_linear_matches_torch(shape, bias):
+    kx, tx = pair(RNG.standard_normal(shape))
+    kw, tw = pair(RNG.standard_normal((5, 4)))
+    kb, tb = pair(RNG.standard_normal(5)) if bias else (None, None)
+    same(KF.linear(kx, kw, kb), TF.linear(tx, tw, tb))
+    same(KF.linear(kx, kw.T.contiguous().T, kb), TF.linear(tx, tw, tb))
+
+
+def test_bilinear_matches_torch():
+    ka, ta = pair(RNG.standard_normal((2, 3, 4)))
+    kb, tb = pair(RNG.standard_normal((2, 3, 6)))
+    kw, tw = pair(RNG.standard_normal((5, 4, 6)))
+    kc, tc = pair(RNG.standard_normal(5))
+    same(KF.bilinear(ka, kb, kw, kc), TF.bilinear(ta, tb, tw, tc), 1e-4)
+    with pytest.raises(kael.ValueError, match="must be"):
+        KF.bilinear(ka, kb, kw[:, :3])
+
+
+Q, K, V = (RNG.standard_normal(s) for s in ((2, 4, 6, 8), (2, 4, 7, 8), (2, 4, 7, 5)))
+MASK = RNG.standard_normal((6, 7))
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"is_causal": True},
+        {"scale": 0.3},
+        {"attn_mask": MASK},
+        {"attn_mask": MASK > -1.0},
+        {"attn_mask": MASK[None, None]},
+    ],
+    ids=["plain", "causal", "scale", "float_mask", "bool_mask", "broadcast_mask"],
+)
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64], ids=str)
+def test_scaled_dot_product_attention_matches_torch(kwargs, dtype):
+    kq, tq = pair(Q, dtype)
+    kk, tk = pair(K, dtype)
+    kv, tv = pair(V, dtype)
+    kmask, tmask = kwargs.get("attn_mask"), kwargs.get("attn_mask")
+    if kmask is not None:
+        mdtype = kael.bool if kmask.dtype == bool else dtype
+        kmask, tmask = pair(kmask, mdtype)
+    kw = {**kwargs, "attn_mask": kmask}
+    tw = {**kwargs, "attn_mask": tmask}
+    same(
+        KF.scaled_dot_product_attention(kq, kk, kv, **kw),
+        TF.scaled_dot_product_attention(tq, tk, tv, **tw),
+    )
+
+
+def test_attention_with_grouped_heads_and_compiled():
+    kq, tq = pair(Q)
+    kk, tk = pair(K[:, :2])
+    kv, tv = pair(V[:, :2])
+    same(
+        KF.scaled_dot_product_attention(kq, kk, kv, enable_gqa=True),
+        TF.scaled_dot_product_attention(tq, tk, tv, enable_gqa=True),
+    )
+    attend = kael.compile(lambda q, k, v: KF.scaled_dot_product_attention(q, k, v, is_causal=True))
+    kk, kv = pair(K)[0], pair(V)[0]
+    assert kael.allclose(
+        attend(kq, kk, kv), KF.scaled_dot_product_attention(kq, kk, kv, is_causal=True), atol=1e-6
+    )
+
+
+def test_attention_dropout_keeps_shape_and_draws_from_the_stream():
+    kq, kk, kv = (pair(a)[0] for a in (Q, K, V))
+    kael.manual_seed(3)
+    a = KF.scaled_dot_product_attention(kq, kk, kv, dropout_p=0.5)
+    kael.manual_seed(3)
+    assert kael.equal(a, KF.scaled_dot_product_attention(kq, kk, kv, dropout_p=0.5))
+    assert a.shape == (2, 4, 6, 5)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (
+            lambda q, k, v: KF.scaled_dot_product_attention(
+                q, k, v, attn_mask=kael.ones(6, 7), is_causal=True
+            ),
+            kael.ValueError,
+            "should not be set",
+        ),
+        (
+            lambda q, k, v: KF.scaled_dot_product_attention(q, k.double(), v),
+            kael.TypeError,
+            "same dtype",
+        ),
+        (
+            lambda q, k, v: KF.scaled_dot_product_attention(q, k[..., :3], v),
+            kael.ValueError,
+            "disagree",
+        ),
+        (
+            lambda q, k, v: KF.scaled_dot_product_attention(q.long(), k.long(), v.long()),
+            kael.TypeError,
+            "floating",
+        ),
+    ],
+)
+def test_attention_refuses_bad_inputs(call, error, message):
+    with pytest.raises(error, match=message):
+        call(*(pair(a)[0] for a in (Q, K, V)))
+
+
+def test_fully_masked_rows_give_zeros_as_torch():
+    kq, kk, kv = (pair(a)[0] for a in (Q, K, V))
+    tq, tk, tv = (pair(a)[1] for a in (Q, K, V))
+    mask = np.ones((6, 7), dtype=bool)
+    mask[2] = False
+    km, tm = pair(mask, kael.bool)
+    same(
+        KF.scaled_dot_product_attention(kq, kk, kv, attn_mask=km),
+        TF.scaled_dot_product_attention(tq, tk, tv, attn_mask=tm),
+    )
