@@ -7,6 +7,7 @@ from kael.frontend import layers as _layers
 from kael.frontend import losses as _losses
 from kael.frontend import nn as _nn
 from kael.frontend import norms as _norms
+from kael.frontend import padding as _padding
 from kael.frontend import random as _random
 from kael.frontend.ops import FUNCTIONS as _FUNCTIONS
 from kael.frontend.tracing import op_door as _op_door
@@ -22,6 +23,7 @@ globals().update(_losses.FUNCTIONS)
 globals().update(_layers.FUNCTIONS)
 globals().update(_norms.FUNCTIONS)
 globals().update(_attention.FUNCTIONS)
+globals().update(_padding.FUNCTIONS)
 dropout = _op_door("dropout", _random.dropout)
 
 __all__ = [

@@ -595,7 +595,11 @@ def test_norms_and_attention_on_the_device_agree_with_the_cpu():
     w = _host((3,), kael.float32, 8)
     d = x.to(DEVICE)
     _close(F.group_norm(d, 3, w.to(DEVICE)), F.group_norm(x, 3, w), 2e-6)
-    _close(F.batch_norm(d, None, None, training=True), F.batch_norm(x, None, None, training=True), 2e-6)
+    _close(
+        F.batch_norm(d, None, None, training=True), F.batch_norm(x, None, None, training=True), 2e-6
+    )
     q, k, v = (_host((2, 5, 8), kael.float32, s) for s in (9, 10, 11))
     on_cpu = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    _close(F.scaled_dot_product_attention(q.cuda(), k.cuda(), v.cuda(), is_causal=True), on_cpu, 2e-6)
+    _close(
+        F.scaled_dot_product_attention(q.cuda(), k.cuda(), v.cuda(), is_causal=True), on_cpu, 2e-6
+    )

@@ -1,0 +1,103 @@
+"""torch.nn.functional.pad: constant, reflect, replicate and circular padding of the last
+len(pad) // 2 dims. Constant padding fills a new tensor and copies the input into its
+middle; the other modes gather each padded dim's rows by an index vector (the positions
+are host arithmetic on sizes; the data moves through kael's index kernels)."""
+
+from __future__ import annotations
+
+from kael.frontend import factories, index_ops, views
+from kael.frontend.outputs import tensor_arg
+from kael.frontend.tensor import Tensor
+from kael.frontend.tracing import op_door
+from kael.runtime.errors import TypeError, ValueError
+
+MODES = ("constant", "reflect", "replicate", "circular")
+
+
+def _source(i: int, size: int, mode: str) -> int:
+    """The input position padded position i (relative to the input's start) reads."""
+    if mode == "replicate":
+        return min(max(i, 0), size - 1)
+    if mode == "circular":
+        return i % size
+    period = 2 * (size - 1)  # reflect: ... 2 1 | 0 1 2 3 | 2 1 ...
+    i = abs(i) % period if period else 0
+    return period - i if i >= size else i
+
+
+def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) -> Tensor:
+    """`input` padded: pad = (left of the last dim, right of it, left of the one before,
+    ...); negative amounts crop. value fills constant padding (0 by default)."""
+    x = tensor_arg(input, "pad")
+    amounts = tuple(views.as_int(p, "pad") for p in pad)
+    if len(amounts) % 2:
+        raise ValueError(f"Padding length must be divisible by 2, got {len(amounts)}")
+    dims = len(amounts) // 2
+    if dims > x.ndim:
+        raise ValueError(f"Padding length {len(amounts)} is too large for a {x.ndim}-D input")
+    if mode not in MODES:
+        raise ValueError(f"pad: mode must be one of {MODES}, got {mode!r}")
+    if mode != "constant" and value not in (None, 0, 0.0):
+        raise ValueError(f"Padding mode {mode!r} doesn't take in value argument")
+    sides = [(amounts[2 * i], amounts[2 * i + 1]) for i in range(dims)]  # last dim first
+    if mode == "constant":
+        return _constant(x, sides, 0 if value is None else value)
+    if dims > 3 or x.ndim not in (dims + 1, dims + 2):  # PyTorch's supported combinations
+        raise ValueError(
+            f"Padding size {len(amounts)} is not supported for {x.ndim}D input tensor"
+            f" ({mode} padding of k dims takes a (k + 1)-D or (k + 2)-D input, k <= 3)"
+        )
+    if x.dtype.is_bool and mode in ("reflect", "replicate"):
+        raise TypeError(f"pad: {mode} padding is not implemented for bool (as in PyTorch)")
+    out = x
+    for k, (left, right) in enumerate(sides):
+        d = x.ndim - 1 - k
+        if mode == "circular" and (left < 0 or right < 0):  # PyTorch crops, then wraps
+            start, stop = max(-left, 0), out.shape[d] - max(-right, 0)
+            out = out.narrow(d, start, max(stop - start, 0))
+            left, right = max(left, 0), max(right, 0)
+        size = out.shape[d]
+        if mode == "reflect" and (left >= size or right >= size):
+            raise ValueError(
+                f"Argument #4: Padding size should be less than the corresponding input"
+                f" dimension, but got: padding ({left}, {right}) at dimension {d} of input"
+                f" {list(x.shape)}"
+            )
+        if mode == "circular" and (left > size or right > size):
+            raise ValueError(
+                f"Padding value causes wrapping around more than once: ({left}, {right}) for"
+                f" dimension {d} of size {size}"
+            )
+        positions = [_source(i, size, mode) for i in range(-left, size + right)]
+        index = factories.tensor(positions, device=x.device)
+        out = index_ops.index_select(out, d, index)
+    return out
+
+
+def _constant(x: Tensor, sides: list[tuple[int, int]], value) -> Tensor:
+    """A new tensor of the padded shape filled with value, x (cropped where an amount is
+    negative) copied into its middle."""
+    shape = list(x.shape)
+    src = [slice(None)] * x.ndim
+    dst = [slice(None)] * x.ndim
+    for k, (left, right) in enumerate(sides):
+        d = x.ndim - 1 - k
+        size = x.shape[d]
+        new = size + left + right
+        if new < 0:
+            raise ValueError(
+                f"The input size {size}, plus negative padding {left} and {right} resulted in a"
+                f" negative output size, which is invalid. Check dimension {d} of your input."
+            )
+        shape[d] = new
+        src[d] = slice(max(-left, 0), size - max(-right, 0))
+        dst[d] = slice(max(left, 0), max(left, 0) + max(size - max(-left, 0) - max(-right, 0), 0))
+    if not isinstance(value, (bool, int, float)):
+        raise TypeError(f"pad: value must be a number, got {type(value).__name__}")
+    out = factories.full(tuple(shape), value, dtype=x.dtype, device=x.device)
+    if all(s.stop > s.start for s in src if s.start is not None) and x.numel():
+        out[tuple(dst)] = x[tuple(src)]
+    return out
+
+
+FUNCTIONS = {"pad": op_door("pad", pad)}
