@@ -1,9 +1,12 @@
 """torch.nn.functional's families in kael against PyTorch, side by side in one run.
 
 Run: python benchmarks/bench_functional.py [--rounds N] [--check]
-Targets (issue 13; float32, 16M elements, 2 threads, medians): every elementwise
-activation at memory speed, i.e. at most 1.3x kael's own relu over the same bytes (one
-read, one write; relu is the copy-speed reference), and dropout (training) likewise.
+Targets (issue 13; float32, 2 threads, medians): every elementwise activation (16M
+elements) at memory speed, i.e. at most 1.3x kael's own relu over the same bytes (one
+read, one write; relu is the copy-speed reference), and dropout (training) likewise;
+conv2d of a ResNet layer ([32, 64, 56, 56], 3x3, 64 filters, padding 1) and of a 1x1
+layer at most PyTorch's time (oneDNN); max_pool2d and avg_pool2d (3x3, stride 2) at most
+0.7x PyTorch's; scaled_dot_product_attention ([8, 8, 1024, 64], causal) at most PyTorch's.
 PyTorch's time is shown beside each.
 """
 
@@ -41,7 +44,53 @@ def cases() -> list[Case]:
         RELU: lambda: kael.relu(k),
     }
     out.append(Case("dropout p=0.2 16M", runs, target=(RELU, 1.3)))
-    return out
+    return out + layer_cases()
+
+
+def layer_cases() -> list[Case]:
+    """Convolution, pooling and attention at the issue's sizes."""
+    rng = np.random.default_rng(1)
+
+    def both(*shape):
+        a = rng.standard_normal(shape, dtype=np.float32)
+        return kael.tensor(a), torch.from_numpy(a.copy())
+
+    kx, tx = both(32, 64, 56, 56)
+    kw, tw = both(64, 64, 3, 3)
+    k1, t1 = both(64, 64, 1, 1)
+    kq, tq = both(8, 8, 1024, 64)
+    kk, tk = both(8, 8, 1024, 64)
+    kv, tv = both(8, 8, 1024, 64)
+    pairs = [
+        (
+            "conv2d 3x3 [32,64,56,56]",
+            lambda: KF.conv2d(kx, kw, padding=1),
+            lambda: TF.conv2d(tx, tw, padding=1),
+            1.0,
+        ),
+        ("conv2d 1x1 [32,64,56,56]", lambda: KF.conv2d(kx, k1), lambda: TF.conv2d(tx, t1), 1.0),
+        (
+            "max_pool2d 3x3/2 [32,64,56,56]",
+            lambda: KF.max_pool2d(kx, 3, 2, 1),
+            lambda: TF.max_pool2d(tx, 3, 2, 1),
+            0.7,
+        ),
+        (
+            "avg_pool2d 3x3/2 [32,64,56,56]",
+            lambda: KF.avg_pool2d(kx, 3, 2, 1),
+            lambda: TF.avg_pool2d(tx, 3, 2, 1),
+            0.7,
+        ),
+        (
+            "sdpa causal [8,8,1024,64]",
+            lambda: KF.scaled_dot_product_attention(kq, kk, kv, is_causal=True),
+            lambda: TF.scaled_dot_product_attention(tq, tk, tv, is_causal=True),
+            1.0,
+        ),
+    ]
+    return [
+        Case(name, {"kael": k, "torch": t}, target=("torch", limit)) for name, k, t, limit in pairs
+    ]
 
 
 def main() -> int:

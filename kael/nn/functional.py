@@ -3,11 +3,13 @@ dropout, the losses and distances, and the softmax family."""
 
 from kael.frontend import activations as _activations
 from kael.frontend import attention as _attention
+from kael.frontend import conv as _conv
 from kael.frontend import layers as _layers
 from kael.frontend import losses as _losses
 from kael.frontend import nn as _nn
 from kael.frontend import norms as _norms
 from kael.frontend import padding as _padding
+from kael.frontend import pooling as _pooling
 from kael.frontend import random as _random
 from kael.frontend.ops import FUNCTIONS as _FUNCTIONS
 from kael.frontend.tracing import op_door as _op_door
@@ -24,6 +26,8 @@ globals().update(_layers.FUNCTIONS)
 globals().update(_norms.FUNCTIONS)
 globals().update(_attention.FUNCTIONS)
 globals().update(_padding.FUNCTIONS)
+globals().update(_conv.FUNCTIONS)
+globals().update(_pooling.FUNCTIONS)
 dropout = _op_door("dropout", _random.dropout)
 
 __all__ = [

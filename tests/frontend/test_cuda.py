@@ -603,3 +603,14 @@ def test_norms_and_attention_on_the_device_agree_with_the_cpu():
     _close(
         F.scaled_dot_product_attention(q.cuda(), k.cuda(), v.cuda(), is_causal=True), on_cpu, 2e-6
     )
+
+
+def test_convolution_and_pooling_on_the_device_agree_with_the_cpu():
+    import kael.nn.functional as F
+
+    x = _host((2, 3, 9, 8), kael.float32, 12)
+    w = _host((4, 3, 3, 3), kael.float32, 13)
+    d = x.to(DEVICE)
+    _close(F.conv2d(d, w.to(DEVICE), padding=1), F.conv2d(x, w, padding=1), 2e-6)
+    _close(F.max_pool2d(d, 3, 2, 1), F.max_pool2d(x, 3, 2, 1), 0)
+    _close(F.avg_pool2d(d, 2), F.avg_pool2d(x, 2), 2e-6)

@@ -1,0 +1,305 @@
+"""torch.nn.functional's pooling: max_pool1d/2d/3d (indices, ceil_mode, dilation),
+avg_pool1d/2d/3d (count_include_pad, divisor_override, ceil_mode) and the adaptive pools.
+
+A pool reduces a window view of its padded input (conv.windows: no copy) over the kernel
+dims with one reduction kernel: amax for max pools, sum for average pools divided by each
+window's count. Indices (return_indices) take the argmax of the flattened windows and
+turn it into the position in the unpadded input plane, as PyTorch numbers them. Adaptive
+pools with windows of one size are plain pools; otherwise each dim is pooled in turn
+(average: one product with an averaging matrix; max: one slice per output position).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from kael.frontend import elementwise as ew
+from kael.frontend import factories, index_ops, linalg, reductions
+from kael.frontend.conv import tuple_arg, windows
+from kael.frontend.outputs import tensor_arg
+from kael.frontend.padding import pad
+from kael.frontend.tensor import Tensor
+from kael.frontend.tracing import op_door
+from kael.runtime.dtypes import float64, int64
+from kael.runtime.errors import TypeError, ValueError
+
+
+def _batched(x: Tensor, dims: int, op: str) -> tuple[Tensor, bool]:
+    if x.ndim == dims + 2:
+        return x, True
+    if x.ndim == dims + 1:
+        return x.unsqueeze(0), False
+    raise ValueError(
+        f"{op}: Expected {dims + 1}D or {dims + 2}D (batch mode) tensor for input, got"
+        f" {list(x.shape)}"
+    )
+
+
+def _sizes(size, kernel, stride, pads, dilation, ceil_mode: bool, op: str) -> list[int]:
+    """Each dim's output size: PyTorch's pooling_output_shape (a ceil_mode window must
+    start inside the input or its left padding)."""
+    out = []
+    for s, k, st, p, d in zip(size, kernel, stride, pads, dilation):
+        if p > (d * (k - 1) + 1) // 2:
+            raise ValueError(
+                f"{op}: pad should be at most half of effective kernel size, but got pad={p},"
+                f" kernel_size={k} and dilation={d}"
+            )
+        span = s + 2 * p - d * (k - 1) - 1
+        o = (span + (st - 1 if ceil_mode else 0)) // st + 1
+        if ceil_mode and (o - 1) * st >= s + p:
+            o -= 1
+        if o < 1:
+            raise ValueError(
+                f"{op}: Given input size {list(size)}, calculated output size is too small"
+            )
+        out.append(o)
+    return out
+
+
+def _prepare(input, kernel_size, stride, padding, dilation, ceil_mode, dims: int, op: str):
+    x, batched = _batched(tensor_arg(input, op), dims, op)
+    kernel = tuple_arg(kernel_size, dims, "kernel_size", op)
+    no_stride = stride is None or (isinstance(stride, Sequence) and not stride)
+    stride = kernel if no_stride else tuple_arg(stride, dims, "stride", op)
+    pads = tuple_arg(padding, dims, "padding", op)
+    dilation = tuple_arg(dilation, dims, "dilation", op)
+    if any(v <= 0 for v in (*kernel, *stride, *dilation)):
+        raise ValueError(f"{op}: kernel_size, stride and dilation must be positive")
+    out = _sizes(x.shape[2:], kernel, stride, pads, dilation, bool(ceil_mode), op)
+    return x, batched, kernel, stride, pads, dilation, out
+
+
+def _padded(x: Tensor, pads, kernel, stride, dilation, out, value) -> Tensor:
+    """x padded by `pads` on both sides, and on the right as far as ceil_mode's last
+    windows reach, with `value`."""
+    amounts: list[int] = []
+    for s, p, k, st, d, o in reversed(list(zip(x.shape[2:], pads, kernel, stride, dilation, out))):
+        reach = (o - 1) * st + d * (k - 1) + 1
+        amounts += [p, max(reach - s - p, p)]
+    return pad(x, amounts, value=value) if any(amounts) else x
+
+
+def _lowest(x: Tensor):
+    """The value padding never wins a max with: -inf, or the integer dtype's minimum."""
+    return -math.inf if x.dtype.is_floating_point else x.dtype.min
+
+
+def _max_pool(dims: int, op: str):
+    def max_pool(
+        input: Tensor,
+        kernel_size,
+        stride=None,
+        padding=0,
+        dilation=1,
+        ceil_mode: bool = False,
+        return_indices: bool = False,
+    ):
+        x, batched, kernel, stride, pads, dilation, out = _prepare(
+            input, kernel_size, stride, padding, dilation, ceil_mode, dims, op
+        )
+        if x.dtype.is_bool:
+            raise TypeError(f"{op}: not implemented for bool")
+        xp = _padded(x, pads, kernel, stride, dilation, out, _lowest(x))
+        win = windows(xp, kernel, stride, dilation)
+        win = win[(slice(None), slice(None), *(slice(0, o) for o in out))]
+        kernel_dims = tuple(range(2 + dims, 2 + 2 * dims))
+        values = reductions.amax(win, kernel_dims)
+        if not return_indices:
+            return values if batched else values.squeeze(0)
+        flat = win.reshape((*win.shape[: 2 + dims], -1))
+        local = reductions.argmax(flat, -1)
+        index = _input_positions(local, kernel, stride, pads, dilation, out, x.shape[2:])
+        if not batched:
+            values, index = values.squeeze(0), index.squeeze(0)
+        return values, index
+
+    max_pool.__name__ = max_pool.__qualname__ = op
+    max_pool.__doc__ = f"torch.nn.functional.{op}: amax over a window view of the padded input."
+    return max_pool
+
+
+def _input_positions(local: Tensor, kernel, stride, pads, dilation, out, size) -> Tensor:
+    """The flat position in the unpadded input plane of each window's chosen offset:
+    sum over dims of (o * stride - pad + k * dilation) * (the plane's stride of that dim)."""
+    dims = len(kernel)
+    index = factories.zeros(local.shape, dtype=int64, device=local.device)
+    rest = local
+    plane = 1
+    for d in reversed(range(dims)):
+        k = ew.binary("remainder", rest, kernel[d])
+        rest = ew.binary("floor_divide", rest, kernel[d])
+        shape = [1] * (2 + dims)
+        shape[2 + d] = out[d]
+        start = factories.arange(out[d], device=local.device).reshape(shape) * stride[d] - pads[d]
+        index = index + (start + k * dilation[d]) * plane
+        plane *= size[d]
+    return index
+
+
+def _avg_pool(dims: int, op: str):
+    def avg_pool(
+        input: Tensor,
+        kernel_size,
+        stride=None,
+        padding=0,
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+        divisor_override: int | None = None,
+    ) -> Tensor:
+        x, batched, kernel, stride, pads, dilation, out = _prepare(
+            input, kernel_size, stride, padding, 1, ceil_mode, dims, op
+        )
+        if not x.dtype.is_floating_point:
+            raise TypeError(f"{op}: not implemented for {x.dtype} (floating point only)")
+        if divisor_override is not None and divisor_override == 0:
+            raise ValueError(f"{op}: divisor must be not zero")
+        xp = _padded(x, pads, kernel, stride, dilation, out, 0.0)
+        win = windows(xp, kernel, stride, dilation)
+        win = win[(slice(None), slice(None), *(slice(0, o) for o in out))]
+        total = reductions.sum(win, tuple(range(2 + dims, 2 + 2 * dims)))
+        if divisor_override is not None:
+            y = total / divisor_override
+        else:
+            y = total / _counts(x.shape[2:], kernel, stride, pads, out, count_include_pad, x)
+        return y if batched else y.squeeze(0)
+
+    avg_pool.__name__ = avg_pool.__qualname__ = op
+    avg_pool.__doc__ = f"torch.nn.functional.{op}: window sums over each window's count."
+    return avg_pool
+
+
+def _counts(size, kernel, stride, pads, out, include_pad: bool, like: Tensor) -> Tensor:
+    """Each window's divisor, PyTorch's: the window clipped to the padded input (with
+    count_include_pad) or to the input itself, a product of per-dim counts."""
+    result = None
+    dims = len(kernel)
+    for d, (s, k, st, p, o) in enumerate(zip(size, kernel, stride, pads, out)):
+        counts = []
+        for i in range(o):
+            start, end = i * st - p, min(i * st - p + k, s + p)
+            if not include_pad:
+                start, end = max(start, 0), min(end, s)
+            counts.append(end - start)
+        shape = [1] * (2 + dims)
+        shape[2 + d] = o
+        vec = factories.tensor(counts, dtype=like.dtype, device=like.device).reshape(shape)
+        result = vec if result is None else result * vec
+    return result
+
+
+# ---- adaptive pools ---------------------------------------------------------------------------
+
+
+def _bounds(size: int, out: int) -> list[tuple[int, int]]:
+    """PyTorch's adaptive windows: [floor(i size / out), ceil((i + 1) size / out))."""
+    return [(i * size // out, -(-(i + 1) * size // out)) for i in range(out)]
+
+
+def _output_size(output_size, dims: int, size, op: str) -> tuple[int, ...]:
+    sizes = (output_size,) * dims if not isinstance(output_size, Sequence) else tuple(output_size)
+    if len(sizes) != dims:
+        raise ValueError(f"{op}: output_size must have {dims} elements, got {list(sizes)}")
+    sizes = tuple(s if s is not None else size[i] for i, s in enumerate(sizes))
+    if any(s <= 0 for s in sizes):
+        raise ValueError(f"{op}: output_size must be positive, got {list(sizes)}")
+    return sizes
+
+
+def _adaptive_avg(dims: int, op: str):
+    def adaptive_avg_pool(input: Tensor, output_size) -> Tensor:
+        x, batched = _batched(tensor_arg(input, op), dims, op)
+        if not x.dtype.is_floating_point:
+            raise TypeError(f"{op}: not implemented for {x.dtype} (floating point only)")
+        sizes = _output_size(output_size, dims, x.shape[2:], op)
+        y = x
+        for d, o in enumerate(sizes):  # each dim in turn: a product with its averaging matrix
+            s = x.shape[2 + d]
+            weights = [[0.0] * o for _ in range(s)]
+            for i, (lo, hi) in enumerate(_bounds(s, o)):
+                for j in range(lo, hi):
+                    weights[j][i] = 1.0 / (hi - lo)
+            matrix = factories.tensor(weights, dtype=float64, device=x.device).to(x.dtype)
+            y = _moved_back(linalg.matmul(_moved_last(y, 2 + d), matrix), 2 + d)
+        y = y.contiguous()
+        return y if batched else y.squeeze(0)
+
+    adaptive_avg_pool.__name__ = adaptive_avg_pool.__qualname__ = op
+    adaptive_avg_pool.__doc__ = f"torch.nn.functional.{op}: one averaging product per dim."
+    return adaptive_avg_pool
+
+
+def _moved_last(y: Tensor, dim: int) -> Tensor:
+    """y with `dim` moved last (the others in order)."""
+    order = [d for d in range(y.ndim) if d != dim] + [dim]
+    return y.permute(order)
+
+
+def _moved_back(y: Tensor, dim: int) -> Tensor:
+    """_moved_last undone: the last dim put back at `dim`."""
+    order = list(range(y.ndim - 1))
+    order.insert(dim, y.ndim - 1)
+    return y.permute(order)
+
+
+def _adaptive_max(dims: int, op: str):
+    def adaptive_max_pool(input: Tensor, output_size, return_indices: bool = False):
+        x, batched = _batched(tensor_arg(input, op), dims, op)
+        if x.dtype.is_bool:
+            raise TypeError(f"{op}: not implemented for bool")
+        size = x.shape[2:]
+        sizes = _output_size(output_size, dims, size, op)
+        bounds = [_bounds(s, o) for s, o in zip(size, sizes)]
+        values, indices = [], []
+        for cell in _cells(sizes):
+            region = x
+            for d, i in enumerate(cell):
+                lo, hi = bounds[d][i]
+                region = region.narrow(2 + d, lo, hi - lo)
+            flat = region.reshape((*x.shape[:2], -1))
+            values.append(reductions.amax(flat, -1))
+            if return_indices:
+                local = reductions.argmax(flat, -1)
+                indices.append(
+                    _window_position(local, [bounds[d][i] for d, i in enumerate(cell)], size)
+                )
+        shape = (*x.shape[:2], *sizes)
+        out = index_ops.stack(values, -1).reshape(shape)
+        if not return_indices:
+            return out if batched else out.squeeze(0)
+        index = index_ops.stack(indices, -1).reshape(shape)
+        return (out, index) if batched else (out.squeeze(0), index.squeeze(0))
+
+    adaptive_max_pool.__name__ = adaptive_max_pool.__qualname__ = op
+    adaptive_max_pool.__doc__ = f"torch.nn.functional.{op}: amax of each adaptive window."
+    return adaptive_max_pool
+
+
+def _cells(sizes: Sequence[int]):
+    if not sizes:
+        yield ()
+        return
+    for i in range(sizes[0]):
+        for rest in _cells(sizes[1:]):
+            yield (i, *rest)
+
+
+def _window_position(local: Tensor, bounds, size) -> Tensor:
+    """A flat offset within the window [lo, hi) per dim as the position in the input plane."""
+    index = factories.zeros(local.shape, dtype=int64, device=local.device)
+    rest, plane = local, 1
+    for d in reversed(range(len(bounds))):
+        lo, hi = bounds[d]
+        k = ew.binary("remainder", rest, hi - lo)
+        rest = ew.binary("floor_divide", rest, hi - lo)
+        index = index + (k + lo) * plane
+        plane *= size[d]
+    return index
+
+
+POOLS = {f"max_pool{d}d": _max_pool(d, f"max_pool{d}d") for d in (1, 2, 3)}
+POOLS |= {f"avg_pool{d}d": _avg_pool(d, f"avg_pool{d}d") for d in (1, 2, 3)}
+POOLS |= {f"adaptive_avg_pool{d}d": _adaptive_avg(d, f"adaptive_avg_pool{d}d") for d in (1, 2, 3)}
+POOLS |= {f"adaptive_max_pool{d}d": _adaptive_max(d, f"adaptive_max_pool{d}d") for d in (1, 2, 3)}
+FUNCTIONS = {name: op_door(name, fn) for name, fn in POOLS.items()}

@@ -1,0 +1,174 @@
+"""conv1d/2d/3d, conv_transpose1d/2d/3d, unfold and fold against PyTorch."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+from kernel_helpers import TORCH_DTYPES
+
+import kael
+import kael.nn.functional as KF
+
+RNG = np.random.default_rng(41)
+
+
+def pair(array, dtype=kael.float32):
+    t = torch.tensor(array).to(TORCH_DTYPES[dtype])
+    return kael.from_dlpack(t.clone()), t
+
+
+def same(k, t, tol=2e-4):
+    assert k.shape == tuple(t.shape) and TORCH_DTYPES[k.dtype] == t.dtype
+    got = torch.from_dlpack(k.contiguous()).double()
+    torch.testing.assert_close(got, t.double(), rtol=tol, atol=tol)
+
+
+CONV2D = [
+    {},
+    {"stride": 2, "padding": 1},
+    {"padding": "same", "dilation": 2},
+    {"padding": "valid"},
+    {"stride": (2, 1), "padding": (0, 2), "dilation": (1, 2)},
+    {"groups": 2},
+    {"groups": 4, "stride": 3},
+]
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("kwargs", CONV2D, ids=str)
+def test_conv2d_matches_torch(kwargs, bias):
+    groups = kwargs.get("groups", 1)
+    kx, tx = pair(RNG.standard_normal((2, 4, 9, 8)))
+    kw, tw = pair(RNG.standard_normal((8, 4 // groups, 3, 3)))
+    kb, tb = pair(RNG.standard_normal(8)) if bias else (None, None)
+    same(KF.conv2d(kx, kw, kb, **kwargs), TF.conv2d(tx, tw, tb, **kwargs))
+    same(KF.conv2d(kx[0], kw, kb, **kwargs), TF.conv2d(tx[0], tw, tb, **kwargs))  # unbatched
+
+
+@pytest.mark.parametrize("dtype", [kael.float64, kael.float16], ids=str)
+def test_conv2d_of_other_dtypes_and_layouts(dtype):
+    kx, tx = pair(RNG.standard_normal((2, 3, 7, 6)), dtype)
+    kw, tw = pair(RNG.standard_normal((5, 3, 2, 3)), dtype)
+    tol = 1e-10 if dtype is kael.float64 else 2e-2
+    same(KF.conv2d(kx.transpose(2, 3), kw), TF.conv2d(tx.transpose(2, 3), tw), tol)
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{}, {"stride": 3, "padding": 2}, {"padding": "same"}, {"dilation": 3}]
+)
+def test_conv1d_and_conv3d_match_torch(kwargs):
+    kx, tx = pair(RNG.standard_normal((2, 3, 17)))
+    kw, tw = pair(RNG.standard_normal((4, 3, 4)))
+    same(KF.conv1d(kx, kw, **kwargs), TF.conv1d(tx, tw, **kwargs))
+    kx, tx = pair(RNG.standard_normal((1, 2, 7, 9, 8)))
+    kw, tw = pair(RNG.standard_normal((3, 2, 2, 3, 2)))
+    same(KF.conv3d(kx, kw, **kwargs), TF.conv3d(tx, tw, **kwargs))
+
+
+TRANSPOSED = [
+    {},
+    {"stride": 2, "padding": 1, "output_padding": 1},
+    {"dilation": 2},
+    {"groups": 2, "stride": (1, 2)},
+]
+
+
+@pytest.mark.parametrize("kwargs", TRANSPOSED, ids=str)
+def test_conv_transpose2d_matches_torch(kwargs):
+    groups = kwargs.get("groups", 1)
+    kx, tx = pair(RNG.standard_normal((2, 4, 5, 6)))
+    kw, tw = pair(RNG.standard_normal((4, 6 // groups, 3, 3)))
+    kb, tb = pair(RNG.standard_normal(6))
+    same(KF.conv_transpose2d(kx, kw, kb, **kwargs), TF.conv_transpose2d(tx, tw, tb, **kwargs))
+
+
+def test_conv_transpose1d_and_3d_match_torch():
+    kx, tx = pair(RNG.standard_normal((2, 3, 9)))
+    kw, tw = pair(RNG.standard_normal((3, 2, 4)))
+    same(
+        KF.conv_transpose1d(kx, kw, stride=3, padding=1),
+        TF.conv_transpose1d(tx, tw, stride=3, padding=1),
+    )
+    kx, tx = pair(RNG.standard_normal((1, 2, 3, 4, 2)))
+    kw, tw = pair(RNG.standard_normal((2, 3, 2, 2, 2)))
+    same(KF.conv_transpose3d(kx, kw, stride=2), TF.conv_transpose3d(tx, tw, stride=2))
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"kernel_size": 2},
+        {"kernel_size": 3, "padding": 1, "stride": 2},
+        {"kernel_size": (2, 3), "dilation": (2, 1)},
+    ],
+    ids=str,
+)
+def test_unfold_and_fold_match_torch(kwargs):
+    kx, tx = pair(RNG.standard_normal((2, 3, 7, 8)))
+    cols_k, cols_t = KF.unfold(kx, **kwargs), TF.unfold(tx, **kwargs)
+    same(cols_k, cols_t)
+    same(KF.fold(cols_k, (7, 8), **kwargs), TF.fold(cols_t, (7, 8), **kwargs))
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (
+            lambda: KF.conv2d(kael.ones(1, 3, 5, 5), kael.ones(4, 2, 3, 3)),
+            kael.ValueError,
+            "expected input",
+        ),
+        (
+            lambda: KF.conv2d(kael.ones(1, 4, 5, 5), kael.ones(4, 2, 3, 3), groups=3),
+            kael.ValueError,
+            "groups=3",
+        ),
+        (
+            lambda: KF.conv2d(
+                kael.ones(1, 3, 5, 5), kael.ones(4, 3, 3, 3), stride=2, padding="same"
+            ),
+            kael.ValueError,
+            "strided",
+        ),
+        (
+            lambda: KF.conv2d(kael.ones(1, 3, 5, 5), kael.ones(4, 3, 3, 3), padding="full"),
+            kael.ValueError,
+            "Invalid padding",
+        ),
+        (
+            lambda: KF.conv2d(kael.ones(1, 3, 2, 2), kael.ones(4, 3, 3, 3)),
+            kael.ValueError,
+            "smaller than the kernel",
+        ),
+        (lambda: KF.conv2d(kael.ones(3, 5), kael.ones(4, 3, 3, 3)), kael.ValueError, "3D"),
+        (
+            lambda: KF.conv2d(
+                kael.ones(1, 3, 5, 5, dtype=kael.int64), kael.ones(4, 3, 3, 3, dtype=kael.int64)
+            ),
+            kael.TypeError,
+            "floating",
+        ),
+        (
+            lambda: KF.conv_transpose2d(
+                kael.ones(1, 3, 5, 5), kael.ones(3, 2, 3, 3), stride=2, output_padding=2
+            ),
+            kael.ValueError,
+            "output padding",
+        ),
+        (lambda: KF.fold(kael.ones(1, 5, 4), (3, 3), 2), kael.ValueError, "divisible"),
+    ],
+)
+def test_bad_convolutions_raise(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_conv_with_bias_and_relu_compiles_into_a_plan():
+    @kael.compile
+    def block(x, w, b):
+        return kael.relu(KF.conv2d(x, w, b, padding=1))
+
+    kx, _ = pair(RNG.standard_normal((2, 4, 8, 8)))
+    kw, _ = pair(RNG.standard_normal((6, 4, 3, 3)))
+    kb, _ = pair(RNG.standard_normal(6))
+    assert kael.allclose(block(kx, kw, kb), kael.relu(KF.conv2d(kx, kw, kb, padding=1)), atol=1e-5)
