@@ -244,7 +244,7 @@ def col2im(cols: Tensor, full: Sequence[int], stride, dilation, dims: int) -> Te
     channels, kernel = cols.shape[1 + dims], cols.shape[2 + dims :]
     out = factories.zeros((n, channels, *full), dtype=cols.dtype, device=cols.device)
     per_offset = cols.permute((0, 1 + dims, *range(1, 1 + dims), *range(2 + dims, 2 + 2 * dims)))
-    for offset in _offsets(kernel):
+    for offset in offsets(kernel):
         target = [slice(None), slice(None)]
         for k, s, st, dl in zip(offset, size, stride, dilation):
             target.append(slice(k * dl, k * dl + (s - 1) * st + 1, st))
@@ -253,13 +253,13 @@ def col2im(cols: Tensor, full: Sequence[int], stride, dilation, dims: int) -> Te
     return out
 
 
-def _offsets(kernel: Sequence[int]):
+def offsets(kernel: Sequence[int]):
     """Every kernel offset tuple, in row-major order."""
     if not kernel:
         yield ()
         return
     for k in range(kernel[0]):
-        for rest in _offsets(kernel[1:]):
+        for rest in offsets(kernel[1:]):
             yield (k, *rest)
 
 

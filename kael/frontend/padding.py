@@ -94,9 +94,15 @@ def _constant(x: Tensor, sides: list[tuple[int, int]], value) -> Tensor:
         dst[d] = slice(max(left, 0), max(left, 0) + max(size - max(-left, 0) - max(-right, 0), 0))
     if not isinstance(value, (bool, int, float)):
         raise TypeError(f"pad: value must be a number, got {type(value).__name__}")
-    out = factories.full(tuple(shape), value, dtype=x.dtype, device=x.device)
+    out = factories.empty(tuple(shape), dtype=x.dtype, device=x.device)
     if all(s.stop > s.start for s in src if s.start is not None) and x.numel():
         out[tuple(dst)] = x[tuple(src)]
+    for d, inner in enumerate(dst):  # only the padding is filled: one pass over the middle
+        if inner.start is None:  # a dim without padding
+            continue
+        for part in (slice(0, inner.start), slice(inner.stop, shape[d])):
+            if part.stop > part.start:
+                out[(slice(None),) * d + (part,)] = value
     return out
 
 
