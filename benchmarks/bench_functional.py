@@ -6,7 +6,8 @@ elements) at memory speed, i.e. at most 1.3x kael's own relu over the same bytes
 read, one write; relu is the copy-speed reference), and dropout (training) likewise;
 conv2d of a ResNet layer ([32, 64, 56, 56], 3x3, 64 filters, padding 1) and of a 1x1
 layer at most PyTorch's time (oneDNN); max_pool2d and avg_pool2d (3x3, stride 2) at most
-0.7x PyTorch's; scaled_dot_product_attention ([8, 8, 1024, 64], causal) at most PyTorch's.
+0.7x PyTorch's; interpolate bilinear (2x up) at most PyTorch's;
+scaled_dot_product_attention ([8, 8, 1024, 64], causal) at most PyTorch's.
 PyTorch's time is shown beside each.
 """
 
@@ -80,6 +81,12 @@ def layer_cases() -> list[Case]:
             lambda: KF.avg_pool2d(kx, 3, 2, 1),
             lambda: TF.avg_pool2d(tx, 3, 2, 1),
             0.7,
+        ),
+        (
+            "interpolate bilinear [32,64,56,56]x2",
+            lambda: KF.interpolate(kx, scale_factor=2, mode="bilinear"),
+            lambda: TF.interpolate(tx, scale_factor=2, mode="bilinear"),
+            1.0,
         ),
         (
             "sdpa causal [8,8,1024,64]",

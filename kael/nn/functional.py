@@ -4,6 +4,7 @@ dropout, the losses and distances, and the softmax family."""
 from kael.frontend import activations as _activations
 from kael.frontend import attention as _attention
 from kael.frontend import conv as _conv
+from kael.frontend import interpolate as _interpolate
 from kael.frontend import layers as _layers
 from kael.frontend import losses as _losses
 from kael.frontend import nn as _nn
@@ -28,6 +29,7 @@ globals().update(_attention.FUNCTIONS)
 globals().update(_padding.FUNCTIONS)
 globals().update(_conv.FUNCTIONS)
 globals().update(_pooling.FUNCTIONS)
+globals().update(_interpolate.FUNCTIONS)
 dropout = _op_door("dropout", _random.dropout)
 
 __all__ = [

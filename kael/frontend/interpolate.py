@@ -1,0 +1,175 @@
+"""torch.nn.functional.interpolate: nearest, nearest-exact, (bi/tri)linear, bicubic and
+area, with size or scale_factor and align_corners, as PyTorch's CPU kernels compute them.
+
+Resampling is separable: each spatial dim, last first (PyTorch's order of taps), becomes
+index_select of its 1, 2 or 4 source rows and one kernel summing them with their
+weights. Source positions and weights are host arithmetic on the sizes, in PyTorch's
+float32 for float32 data (its scale and coordinate math round there).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from kael.frontend import factories, index_ops
+from kael.frontend.formula import Value, launch
+from kael.frontend.outputs import tensor_arg
+from kael.frontend.pooling import POOLS
+from kael.frontend.tensor import Tensor
+from kael.frontend.tracing import op_door
+from kael.runtime.convert import to_float32
+from kael.runtime.dtypes import float64
+from kael.runtime.errors import TypeError, ValueError
+
+MODES = {
+    "nearest": 1,
+    "nearest-exact": 1,
+    "linear": 1,
+    "bilinear": 2,
+    "bicubic": 2,
+    "trilinear": 3,
+    "area": None,
+}
+CUBIC_A = -0.75  # PyTorch's bicubic coefficient
+
+
+def _sizes(x: Tensor, dims: int, size, scale_factor, recompute: bool | None):
+    """(output sizes, the scale each dim maps with: None where it is in / out)."""
+    spatial = x.shape[2:]
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        sizes = (size,) * dims if isinstance(size, int) else tuple(size)
+        if len(sizes) != dims:
+            raise ValueError(
+                f"Input and output must have the same number of spatial dimensions, but got"
+                f" input with spatial dimensions of {list(spatial)} and output size of"
+                f" {list(sizes)}."
+            )
+        return sizes, (None,) * dims
+    scales = (
+        (scale_factor,) * dims if not isinstance(scale_factor, Sequence) else tuple(scale_factor)
+    )
+    if len(scales) != dims:
+        raise ValueError(f"scale_factor must have {dims} elements, got {list(scales)}")
+    sizes = tuple(math.floor(s * f) for s, f in zip(spatial, scales))
+    return sizes, ((None,) * dims if recompute else tuple(float(f) for f in scales))
+
+
+def _scale(size: int, out: int, given: float | None, align_corners: bool, wide: bool) -> float:
+    """PyTorch's area_pixel_compute_scale in the data's opmath precision."""
+    r = (lambda v: v) if wide else to_float32
+    if align_corners:
+        return r((size - 1) / (out - 1)) if out > 1 else 0.0
+    return r(1.0 / given) if given is not None and given > 0 else r(size / out)
+
+
+def _source(dst: int, scale: float, align_corners: bool, cubic: bool, wide: bool) -> float:
+    r = (lambda v: v) if wide else to_float32
+    if align_corners:
+        return r(scale * dst)
+    src = r(r(scale * r(dst + 0.5)) - 0.5)
+    return src if cubic or src >= 0 else 0.0
+
+
+def _taps(mode: str, size: int, out: int, given, align_corners: bool, wide: bool):
+    """Per output position: [(source index, weight), ...] for this dim."""
+    scale = _scale(size, out, given if not align_corners else None, align_corners, wide)
+    r = (lambda v: v) if wide else to_float32
+    rows = []
+    for dst in range(out):
+        if mode in ("nearest", "nearest-exact"):
+            shift = 0.5 if mode == "nearest-exact" else 0.0
+            src = math.floor(r(r(dst + shift) * r(1.0 / given if given else size / out)))
+            rows.append([(min(src, size - 1), 1.0)])
+        elif mode == "bicubic":
+            src = _source(dst, scale, align_corners, True, wide)
+            i = math.floor(src)
+            t = r(src - i)
+            a = CUBIC_A
+            w = [
+                ((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a,
+                ((a + 2) * t - (a + 3)) * t * t + 1,
+                ((a + 2) * (1 - t) - (a + 3)) * (1 - t) * (1 - t) + 1,
+                ((a * (2 - t) - 5 * a) * (2 - t) + 8 * a) * (2 - t) - 4 * a,
+            ]
+            rows.append([(min(max(i - 1 + k, 0), size - 1), r(w[k])) for k in range(4)])
+        else:
+            src = _source(dst, scale, align_corners, False, wide)
+            i0 = min(math.floor(src), size - 1)
+            i1 = min(i0 + 1, size - 1)
+            lam = r(src - i0)
+            rows.append([(i0, r(1.0 - lam)), (i1, lam)])
+    return rows
+
+
+def interpolate(
+    input: Tensor,
+    size=None,
+    scale_factor=None,
+    mode: str = "nearest",
+    align_corners: bool | None = None,
+    recompute_scale_factor: bool | None = None,
+    antialias: bool = False,
+) -> Tensor:
+    """input [N, C, *spatial] resampled to `size` (or spatial * scale_factor)."""
+    x = tensor_arg(input, "interpolate")
+    if mode not in MODES:
+        raise ValueError(f"interpolate: mode must be one of {tuple(MODES)}, got {mode!r}")
+    if antialias:
+        raise ValueError("interpolate: antialias is not supported yet")
+    dims = x.ndim - 2
+    if dims < 1 or dims > 3:
+        raise ValueError(f"interpolate: expected a 3D, 4D or 5D input, got {x.ndim}D")
+    wanted = MODES[mode]
+    if wanted is not None and wanted != dims and mode not in ("nearest", "nearest-exact"):
+        raise ValueError(f"Got {x.ndim}D input, but {mode} mode needs {wanted + 2}D input")
+    if align_corners is not None and mode in ("nearest", "nearest-exact", "area"):
+        raise ValueError(
+            "align_corners option can only be set with the interpolating modes:"
+            " linear | bilinear | bicubic | trilinear"
+        )
+    sizes, given = _sizes(x, dims, size, scale_factor, recompute_scale_factor)
+    if any(s <= 0 for s in sizes):
+        raise ValueError(f"interpolate: output sizes must be positive, got {list(sizes)}")
+    if mode == "area":
+        return POOLS[f"adaptive_avg_pool{dims}d"](x, sizes)
+    if not x.dtype.is_floating_point and mode != "nearest" and mode != "nearest-exact":
+        raise TypeError(f"interpolate: {mode} is not implemented for {x.dtype}")
+    wide = x.dtype is float64
+    y = x
+    for d in reversed(range(dims)):
+        rows = _taps(mode, x.shape[2 + d], sizes[d], given[d], bool(align_corners), wide)
+        y = _resample(y, 2 + d, rows)
+    return y
+
+
+def _resample(x: Tensor, dim: int, rows: list[list[tuple[int, float]]]) -> Tensor:
+    """out[.., j, ..] = sum_k weight[j][k] * x[.., source[j][k], ..] along `dim`."""
+    taps = len(rows[0])
+    picked = [
+        index_ops.index_select(x, dim, factories.tensor([r[k][0] for r in rows], device=x.device))
+        for k in range(taps)
+    ]
+    if taps == 1:
+        return picked[0]
+    shape = [1] * x.ndim
+    shape[dim] = len(rows)
+    weights = [
+        factories.tensor([r[k][1] for r in rows], dtype=float64, device=x.device)
+        .to(x.dtype)
+        .reshape(shape)
+        for k in range(taps)
+    ]
+
+    def weighted(*values: Value) -> Value:
+        total = values[0] * values[taps]
+        for k in range(1, taps):
+            total = total + values[k] * values[taps + k]
+        return total
+
+    return launch(("resample", taps), [*picked, *weights], x.dtype, weighted)
+
+
+FUNCTIONS = {"interpolate": op_door("interpolate", interpolate)}

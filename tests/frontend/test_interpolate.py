@@ -1,0 +1,82 @@
+"""F.interpolate in every mode, by size and by scale_factor, with align_corners, against
+PyTorch, and its refusals."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+from kernel_helpers import TORCH_DTYPES
+
+import kael
+import kael.nn.functional as KF
+
+RNG = np.random.default_rng(47)
+X2 = RNG.standard_normal((2, 3, 7, 9))
+SIZES = [{"size": (5, 6)}, {"size": (14, 20)}, {"scale_factor": 1.7}, {"scale_factor": (0.5, 2.0)}]
+SIZES += [{"size": (1, 1)}, {"scale_factor": 2.5, "recompute_scale_factor": True}]
+
+
+def both(array, dtype=kael.float32):
+    t = torch.tensor(array).to(TORCH_DTYPES[dtype])
+    return kael.from_dlpack(t.clone()), t
+
+
+def same(k, t, tol):
+    assert k.shape == tuple(t.shape) and TORCH_DTYPES[k.dtype] == t.dtype
+    got = torch.from_dlpack(k.contiguous()).double()
+    torch.testing.assert_close(got, t.double(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64], ids=str)
+@pytest.mark.parametrize("kwargs", SIZES, ids=str)
+@pytest.mark.parametrize(
+    ("mode", "align"),
+    [("nearest", None), ("nearest-exact", None), ("area", None)]
+    + [(m, a) for m in ("bilinear", "bicubic") for a in (False, True)],
+)
+def test_interpolate_2d_matches_torch(mode, align, kwargs, dtype):
+    kx, tx = both(X2, dtype)
+    tol = 3e-6 if dtype is kael.float32 else 1e-12
+    k = KF.interpolate(kx, mode=mode, align_corners=align, **kwargs)
+    same(k, TF.interpolate(tx, mode=mode, align_corners=align, **kwargs), tol)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "area"])
+def test_interpolate_1d_and_3d_match_torch(mode):
+    kx, tx = both(X2[0])
+    same(KF.interpolate(kx, size=11, mode=mode), TF.interpolate(tx, size=11, mode=mode), 3e-6)
+    kx, tx = both(RNG.standard_normal((1, 2, 3, 4, 5)))
+    mode3 = "trilinear" if mode == "linear" else mode
+    same(
+        KF.interpolate(kx, scale_factor=2, mode=mode3),
+        TF.interpolate(tx, scale_factor=2, mode=mode3),
+        3e-6,
+    )
+
+
+def test_nearest_keeps_integer_and_half_dtypes():
+    kx, tx = both(np.arange(24).reshape(1, 2, 3, 4), kael.uint8)
+    same(KF.interpolate(kx, scale_factor=2), TF.interpolate(tx, scale_factor=2), 0)
+    kx, tx = both(X2, kael.float16)
+    same(
+        KF.interpolate(kx, size=(9, 4), mode="bilinear"),
+        TF.interpolate(tx, size=(9, 4), mode="bilinear"),
+        2e-3,
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"size": 4, "scale_factor": 2.0}, "only one of size or scale_factor"),
+        ({}, "only one of size or scale_factor"),
+        ({"size": (4, 4), "mode": "cubic"}, "mode must be one of"),
+        ({"size": (4, 4), "mode": "nearest", "align_corners": True}, "align_corners option"),
+        ({"size": (4, 4, 4)}, "same number of spatial dimensions"),
+        ({"size": (4, 4), "mode": "trilinear"}, "needs 5D input"),
+        ({"size": (0, 4)}, "positive"),
+    ],
+)
+def test_bad_arguments_raise(kwargs, message):
+    with pytest.raises(kael.ValueError, match=message):
+        KF.interpolate(kael.ones(1, 1, 3, 3), **kwargs)
