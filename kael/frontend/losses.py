@@ -357,6 +357,58 @@ def nll_loss(
     return total if reduction == "sum" else total / reductions.sum(wt)
 
 
+def cross_entropy_extended(
+    x: Tensor,
+    target: Tensor,
+    weight: Tensor | None,
+    ignore_index: int,
+    reduction: str,
+    label_smoothing: float,
+) -> Tensor:
+    """cross_entropy with class-probability targets (target shaped like input) or with
+    label smoothing, composed as PyTorch composes it: (1 - eps) * nll + eps / C * the
+    smoothing term (-sum of log-probabilities, weighted; ignored targets count 0)."""
+    from kael.frontend import nn
+
+    name = "cross_entropy"
+    class_dim = 0 if x.ndim == 1 else 1
+    classes = x.shape[class_dim]
+    logp = nn.log_softmax(x, class_dim)
+    shape = [1] * x.ndim
+    shape[class_dim] = classes
+    wv = None if weight is None else weight.to(x.dtype).reshape(shape)
+    eps = float(label_smoothing)
+    if target.dtype.is_floating_point:  # class probabilities
+        if target.shape != x.shape:
+            raise ValueError(
+                f"{name}: class-probability targets must have the input's shape"
+                f" {list(x.shape)}, got {list(target.shape)}"
+            )
+        probs = target.to(x.dtype)
+        if eps > 0:
+            probs = probs * (1 - eps) + eps / classes
+        terms = logp * probs if wv is None else logp * probs * wv
+        per = -reductions.sum(terms, class_dim)
+        if reduction == "none":
+            return per
+        total = reductions.sum(per)
+        return total if reduction == "sum" else total / (x.numel() // max(classes, 1))
+    nll = nll_loss(logp, target, weight, ignore_index, reduction)
+    keep = target != ignore_index
+    smooth = -reductions.sum(logp if wv is None else logp * wv, class_dim)
+    smooth = ew.where(keep, smooth, 0.0)
+    if reduction == "none":
+        term = smooth
+    elif reduction == "sum":
+        term = reductions.sum(smooth)
+    elif weight is None:
+        term = reductions.sum(smooth) / reductions.sum(keep.to(x.dtype))
+    else:
+        picked = ew.where(keep, weight.to(x.dtype)[ew.where(keep, target, 0)], 0.0)
+        term = reductions.sum(smooth) / reductions.sum(picked)
+    return nll * (1 - eps) + term * (eps / classes)
+
+
 FUNCTIONS = {name: op_door(name, _pointwise(name)) for name in POINTWISE}
 FUNCTIONS.update(
     {

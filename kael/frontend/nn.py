@@ -226,8 +226,8 @@ def _check_target(x: Tensor, target, op: str) -> Tensor:
     device_of([x, target], op)
     if target.dtype is not int64:
         raise TypeError(
-            f"{op}: expected target dtype to be int64 (class indices), but got {target.dtype}"
-            " (class probabilities are not supported)"
+            f"{op}: expected target dtype to be int64 (class indices) or floating point (class"
+            f" probabilities), but got {target.dtype}"
         )
     if x.ndim == 0:
         raise ValueError(f"{op}: input must have at least 1 dimension (classes), got a 0-d tensor")
@@ -306,16 +306,28 @@ def cross_entropy(
     *,
     ignore_index: int = -100,
     reduction: str = "mean",
+    label_smoothing: float = 0.0,
 ) -> Tensor:
     """Mean (or sum, or each) of -w[t] log_softmax(logits)[t] over samples; targets equal to
-    ignore_index count for nothing. Logits are [C], [N, C] or [N, C, d1, ...]. reduction
-    and ignore_index are keyword-only: torch's fourth positional is its deprecated
-    size_average."""
+    ignore_index count for nothing. Logits are [C], [N, C] or [N, C, d1, ...]; a floating
+    target shaped like them holds class probabilities. reduction, ignore_index and
+    label_smoothing are keyword-only: torch's fourth positional is its deprecated
+    size_average. Class indices without smoothing run the fused row kernel."""
     op = "cross_entropy"
     if reduction not in REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     ignore_index = views.as_int64(ignore_index, "ignore_index")
     x = _as_floating(input, op)
+    smoothing = float_arg(label_smoothing, op, "label_smoothing")
+    if not 0.0 <= smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {smoothing}")
+    probabilities = isinstance(target, Tensor) and target.dtype.is_floating_point
+    if probabilities or smoothing > 0:
+        from kael.frontend import losses
+
+        if not probabilities:
+            target = _check_target(x, target, op)
+        return losses.cross_entropy_extended(x, target, weight, ignore_index, reduction, smoothing)
     target = _check_target(x, target, op)
     class_dim = 0 if x.ndim == 1 else 1
     classes = x.shape[class_dim]

@@ -222,3 +222,34 @@ def test_losses_inside_compile_match_eager():
     assert kael.allclose(
         f(x, y), KF.huber_loss(x, y, delta=0.5) + KF.mse_loss(x, y, reduction="sum")
     )
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("smoothing", [0.0, 0.1, 0.35])
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_cross_entropy_with_probabilities_and_label_smoothing_matches_torch(
+    reduction, smoothing, weighted
+):
+    logits = RNG.standard_normal((6, 5, 2))
+    probs = torch.softmax(torch.tensor(RNG.standard_normal((6, 5, 2))), 1).numpy()
+    target = np.array([[1, 0], [4, -100], [2, 4], [0, 0], [3, -100], [1, 2]])
+    weight = np.array([0.5, 1.0, 2.0, 1.5, 0.25]) if weighted else None
+    kw = {"reduction": reduction, "label_smoothing": smoothing}
+    for tgt in (target, probs):
+        k = KF.cross_entropy(
+            kael.tensor(logits), kael.tensor(tgt), kael.tensor(weight) if weighted else None, **kw
+        )
+        t = TF.cross_entropy(
+            torch.tensor(logits),
+            torch.tensor(tgt),
+            torch.tensor(weight) if weighted else None,
+            **kw,
+        )
+        check(k, t, kael.float64)
+
+
+def test_cross_entropy_refuses_bad_smoothing_and_probability_shapes():
+    with pytest.raises(kael.ValueError, match="between 0.0 and 1.0"):
+        KF.cross_entropy(kael.ones(2, 3), kael.tensor([0, 1]), label_smoothing=1.5)
+    with pytest.raises(kael.ValueError, match="input's shape"):
+        KF.cross_entropy(kael.ones(2, 3), kael.ones(2, 4))
