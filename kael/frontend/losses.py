@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kael.frontend import elementwise as ew
-from kael.frontend import index_ops, reductions, views
+from kael.frontend import factories, index_ops, reductions, views
 from kael.frontend.formula import Value, launch, maximum, minimum, where
 from kael.frontend.outputs import device_of, tensor_arg
 from kael.frontend.tensor import Tensor
@@ -237,6 +237,63 @@ def hinge_embedding_loss(
     return _reduced(loss, reduction, name)
 
 
+def multilabel_soft_margin_loss(
+    input: Tensor, target: Tensor, weight: Tensor | None = None, reduction: str = "mean"
+) -> Tensor:
+    """-mean over classes of y log sigmoid(x) + (1 - y) log sigmoid(-x), class-weighted."""
+    name = "multilabel_soft_margin_loss"
+    x, y = _operands(input, target, name, reduction)
+    tensors = [x, y] + ([tensor_arg(weight, name, "weight")] if weight is not None else [])
+    dtype = _floating(tensors, name)
+
+    def formula(x: Value, y: Value, *w: Value) -> Value:
+        loss = -(y * _log_sigmoid(x) + (1 - y) * _log_sigmoid(-x))
+        return loss * w[0] if w else loss
+
+    per_class = launch((name, weight is not None), tensors, dtype, formula)
+    per_sample = reductions.mean(per_class, -1) if per_class.ndim else per_class
+    return _reduced(per_sample, reduction, name)
+
+
+def multi_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    p: int = 1,
+    margin: float = 1.0,
+    weight: Tensor | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """sum over classes i != y of max(0, margin - x[y] + x[i])^p / C, times weight[y]."""
+    name = "multi_margin_loss"
+    x, t = _operands(input, target, name, reduction)
+    _floating([x], name)
+    if p not in (1, 2):
+        raise ValueError(f"{name}: only p == 1 and p == 2 supported, got {p}")
+    if t.dtype is not int64:
+        raise TypeError(f"{name}: expected int64 class indices, got {t.dtype}")
+    batched = x.ndim == 2
+    if x.ndim not in (1, 2) or t.shape != ((x.shape[0],) if batched else ()):
+        raise ValueError(
+            f"{name}: inconsistent target size {list(t.shape)} for input of size {list(x.shape)}"
+        )
+    rows = x if batched else x.unsqueeze(0)
+    labels = t.reshape(-1, 1)
+    classes = rows.shape[1]
+    if labels.numel() and (bool((labels < 0).any()) or bool((labels >= classes).any())):
+        raise IndexError(f"{name}: target out of range for {classes} classes")
+    chosen = index_ops.gather(rows, 1, labels)
+    gap = (rows - chosen + margin).clamp(min=0)
+    gap = gap * gap if p == 2 else gap
+    positions = ew.binary("ne", factories.arange(classes, device=x.device).reshape(1, -1), labels)
+    gap = ew.where(positions, gap, 0.0)
+    if weight is not None:
+        w = tensor_arg(weight, name, "weight").to(x.dtype)
+        gap = gap * w[labels]
+    per = reductions.sum(gap, 1) / classes
+    per = per if batched else per.reshape(())
+    return _reduced(per, reduction, name)
+
+
 # ---- distances and the losses built on them -------------------------------------------------------
 
 
@@ -424,6 +481,8 @@ FUNCTIONS.update(
             triplet_margin_loss,
             cosine_embedding_loss,
             nll_loss,
+            multilabel_soft_margin_loss,
+            multi_margin_loss,
         )
     }
 )

@@ -253,3 +253,40 @@ def test_cross_entropy_refuses_bad_smoothing_and_probability_shapes():
         KF.cross_entropy(kael.ones(2, 3), kael.tensor([0, 1]), label_smoothing=1.5)
     with pytest.raises(kael.ValueError, match="input's shape"):
         KF.cross_entropy(kael.ones(2, 3), kael.ones(2, 4))
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_multilabel_and_multi_margin_losses_match_torch(reduction, weighted):
+    labels = (RNG.standard_normal((6, 5)) > 0).astype(float)
+    classes = np.array([1, 0, 4, 3, 2, 4])
+    weight = np.abs(RNG.standard_normal(5)) if weighted else None
+    kw, tw = (kael.tensor(weight), torch.tensor(weight)) if weighted else (None, None)
+    check(
+        KF.multilabel_soft_margin_loss(
+            kael.tensor(A), kael.tensor(labels), kw, reduction=reduction
+        ),
+        TF.multilabel_soft_margin_loss(
+            torch.tensor(A), torch.tensor(labels), tw, reduction=reduction
+        ),
+        kael.float64,
+    )
+    for p in (1, 2):
+        check(
+            KF.multi_margin_loss(
+                kael.tensor(A), kael.tensor(classes), p, 0.7, kw, reduction=reduction
+            ),
+            TF.multi_margin_loss(
+                torch.tensor(A), torch.tensor(classes), p, 0.7, tw, reduction=reduction
+            ),
+            kael.float64,
+        )
+
+
+def test_multi_margin_loss_refuses_bad_targets():
+    with pytest.raises(kael.ValueError, match="only p == 1 and p == 2"):
+        KF.multi_margin_loss(kael.ones(2, 3), kael.tensor([0, 1]), p=3)
+    with pytest.raises(kael.IndexError, match="out of range"):
+        KF.multi_margin_loss(kael.ones(2, 3), kael.tensor([0, 3]))
+    with pytest.raises(kael.ValueError, match="inconsistent target size"):
+        KF.multi_margin_loss(kael.ones(2, 3), kael.tensor([0, 1, 2]))
