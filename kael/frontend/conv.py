@@ -4,8 +4,9 @@
 
 A convolution reads its (zero-padded) input through a window view: [N, C, *out, *kernel]
 with strides stride * s and dilation * s over the input's own storage, no copy; im2col
-copies that view into [N * out, C * kernel] rows once, and kael's matmul kernel
-contracts them with the weight. A transposed convolution multiplies first and then
+copies that view into [N, C * kernel, out] once, and kael's batched matmul contracts the
+weight [O, C * kernel] with it straight into NCHW order (0.65x the time of rows
+[N * out, C * kernel] times weight^T and a permute after). A transposed convolution multiplies first and then
 scatters each kernel offset's products into the output (col2im: one strided add per
 offset).
 """
@@ -127,15 +128,16 @@ def _conv(dims: int, op: str):
         win = windows(xp, kernel, stride, dilation)  # [N, C, *out, *kernel]
         n, out = x.shape[0], win.shape[2 : 2 + dims]
         cg, og = channels // groups, out_channels // groups
-        taps = math.prod(kernel)
-        order = (0, *range(2, 2 + dims), 1, *range(2 + dims, 2 + 2 * dims))
+        taps, positions = math.prod(kernel), math.prod(out)
+        # im2col as [N, C * kernel, out]: weight @ cols lands in NCHW order, no permute after
+        order = (0, 1, *range(2 + dims, 2 + 2 * dims), *range(2, 2 + dims))
         parts = []
         for g in range(groups):
-            cols = win.narrow(1, g * cg, cg).permute(order).reshape(-1, cg * taps)
+            cols = win.narrow(1, g * cg, cg).permute(order).reshape(n, cg * taps, positions)
             wg = w.narrow(0, g * og, og).reshape(og, cg * taps)
-            parts.append(linalg.matmul(cols, wg.T).reshape((n, *out, og)))
-        y = parts[0] if groups == 1 else index_ops.cat(parts, dims + 1)
-        y = y.permute((0, dims + 1, *range(1, dims + 1)))
+            parts.append(linalg.matmul(wg, cols))
+        y = parts[0] if groups == 1 else index_ops.cat(parts, 1)
+        y = y.reshape((n, out_channels, *out))
         if bias is not None:
             b = tensor_arg(bias, op, "bias")
             if b.shape != (out_channels,):
