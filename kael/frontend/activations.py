@@ -6,6 +6,7 @@ eagerly, inside @kael.compile (where it fuses with the ops around it) and on cud
 from __future__ import annotations
 
 import builtins
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -67,6 +68,19 @@ ACTIVATIONS: dict[str, Activation] = {
     "logsigmoid": Activation(
         lambda x: minimum(x, 0) - (-x.apply("abs")).apply("exp").apply("log1p"), inplace=False
     ),
+    "threshold": Activation(
+        lambda x, threshold, value: where(x <= threshold, value, x),  # NaN passes, as in torch
+        (("threshold", None), ("value", None)),  # required, as in PyTorch
+        integers="keep",
+    ),
+    "hardshrink": Activation(
+        lambda x, lambd: where(x.apply("abs") <= lambd, 0.0, x), (("lambd", 0.5),), inplace=False
+    ),
+    "softshrink": Activation(
+        lambda x, lambd: where(x > lambd, x - lambd, where(-x > lambd, x + lambd, x * 0)),
+        (("lambd", 0.5),),
+        inplace=False,
+    ),
     "tanhshrink": Activation(
         lambda x: x - stored(x.apply("tanh")), integers="float", inplace=False
     ),
@@ -123,6 +137,9 @@ def _public(name: str) -> Callable:
                 raise TypeError(f"{name}() got multiple values for argument {key!r}")
             given[key] = value
         values = tuple(given.get(p, default) for p, default in act.params)
+        missing = [p for (p, _), v in zip(act.params, values) if v is None]
+        if missing:
+            raise TypeError(f"{name}() missing required argument {missing[0]!r}")
         return activate(name, input, values, given.get("inplace", False))
 
     fn.__name__ = fn.__qualname__ = name
@@ -132,6 +149,37 @@ def _public(name: str) -> Callable:
 
 
 FUNCTIONS = {name: op_door(name, _public(name)) for name in ACTIVATIONS}
+# torch.nn.functional's in-place spellings: F.elu_(x) is F.elu(x, inplace=True).
+INPLACE_SPELLINGS = ("elu", "celu", "selu", "leaky_relu", "hardtanh", "threshold")
+FUNCTIONS.update(
+    {
+        f"{name}_": op_door(f"{name}_", functools.partial(_public(name), inplace=True))
+        for name in INPLACE_SPELLINGS
+    }
+)
+
+
+# ---- relu and silu: kael's own unary ops, with torch.nn.functional's inplace= --------------
+
+
+def _unary_with_inplace(name: str):
+    def fn(input: Tensor, inplace: bool = False) -> Tensor:
+        from kael.frontend import elementwise as ew
+
+        x = tensor_arg(input, name)
+        if not isinstance(inplace, builtins.bool):
+            raise TypeError(f"{name}: inplace must be a bool, got {type(inplace).__name__}")
+        if not inplace:
+            return ew.unary(name, x)
+        check_writable(x, name)
+        return ew.unary(name, x, x)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"torch.nn.functional.{name}(input, inplace=False)."
+    return fn
+
+
+UNARY_WITH_INPLACE = {name: _unary_with_inplace(name) for name in ("relu", "silu")}
 
 
 # ---- activations over two operands or a dim --------------------------------------------------
@@ -207,6 +255,8 @@ def gumbel_softmax(
     return one_hot - soft + soft
 
 
+FUNCTIONS.update({name: op_door(name, fn) for name, fn in UNARY_WITH_INPLACE.items()})
+FUNCTIONS["relu_"] = op_door("relu_", functools.partial(UNARY_WITH_INPLACE["relu"], inplace=True))
 FUNCTIONS.update(
     {
         name: op_door(name, fn)

@@ -64,6 +64,9 @@ class Value:
     def __lt__(self, other) -> Value:
         return self._compare("lt", other)
 
+    def __le__(self, other) -> Value:
+        return self._compare("le", other)
+
     def eq(self, other) -> Value:
         """A bool Value: where self == other (== itself stays Python's identity)."""
         return self._compare("eq", other)

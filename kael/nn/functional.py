@@ -15,7 +15,7 @@ from kael.frontend import random as _random
 from kael.frontend.ops import FUNCTIONS as _FUNCTIONS
 from kael.frontend.tracing import op_door as _op_door
 
-_ACTIVATIONS = ("relu", "gelu", "silu", "sigmoid", "tanh")
+_ACTIVATIONS = ("gelu", "sigmoid", "tanh")  # relu and silu (inplace=) are activations.py's
 # torch.nn.functional has no logsumexp: it stays kael.logsumexp and Tensor.logsumexp only.
 _NN = {name: _FUNCTIONS[name] for name in _nn.FUNCTIONS if name != "logsumexp"}
 

@@ -16,6 +16,8 @@ from kael.runtime import dtypes
 
 VALUES = [-30.0, -3.0, -1.0, -0.5, -0.0, 0.0, 0.25, 1.0, 2.5, 7.0, 30.0, math.nan, math.inf]
 # float32 math may differ from PyTorch's by an ulp or two; half types by one of their steps
+# Arguments an activation cannot go without (PyTorch's threshold has no defaults).
+REQUIRED = {"threshold": (0.5, -1.0)}
 TOL = {kael.float32: 2e-6, kael.float64: 1e-13, kael.float16: 2**-10, kael.bfloat16: 2**-7}
 
 
@@ -52,12 +54,16 @@ def test_activation_matches_torch_on_every_dtype(name, dtype):
     if dtype is kael.uint8:
         values = [0, 1, 2, 7, 200]
     k, t = pair(values, dtype)
-    got, want = run_both(lambda: getattr(KF, name)(k), lambda: getattr(TF, name)(t))
+    args = REQUIRED.get(name, ())
+    got, want = run_both(lambda: getattr(KF, name)(k, *args), lambda: getattr(TF, name)(t, *args))
     if want is not None:
         check(got, want)
 
 
 PARAMS = {
+    "threshold": ((0.6, -2.0), {"threshold": -0.5, "value": 7.0}),
+    "hardshrink": ((0.6,), {"lambd": 1.5}),
+    "softshrink": ((0.6,), {"lambd": 1.5}),
     "elu": ((0.5,), {"alpha": 2.0}),
     "celu": ((0.3,), {"alpha": 1.5}),
     "leaky_relu": ((0.2,), {"negative_slope": 0.05}),
@@ -88,19 +94,21 @@ LAYOUTS = {
 def test_activation_over_every_layout(name, layout):
     k, t = pair(VALUES[:12], kael.float32)
     kx, tx = LAYOUTS[layout](k.view(3, 4)), LAYOUTS[layout](t.view(3, 4))
-    check(getattr(KF, name)(kx), getattr(TF, name)(tx))
+    args = REQUIRED.get(name, ())
+    check(getattr(KF, name)(kx, *args), getattr(TF, name)(tx, *args))
 
 
 @pytest.mark.parametrize("name", sorted(n for n, a in activations.ACTIVATIONS.items() if a.inplace))
 def test_inplace_writes_the_input_as_torch(name):
     k, t = pair(VALUES, kael.float32)
     version = k._impl.storage.version
-    assert getattr(KF, name)(k, inplace=True) is k
-    getattr(TF, name)(t, inplace=True)
+    args = REQUIRED.get(name, ())
+    assert getattr(KF, name)(k, *args, inplace=True) is k
+    getattr(TF, name)(t, *args, inplace=True)
     check(k, t)
     assert k._impl.storage.version > version
     strided = kael.zeros(4, 6)[:, ::2]
-    getattr(KF, name)(strided, inplace=True)  # a strided view, written in its own layout
+    getattr(KF, name)(strided, *args, inplace=True)  # a strided view, in its own layout
 
 
 def test_inplace_refuses_a_dtype_change_and_read_only_inputs():
@@ -233,3 +241,23 @@ def test_dropout_draws_from_the_seeded_stream():
     a = KF.dropout(kael.ones(64), 0.5)
     kael.manual_seed(7)
     assert kael.equal(KF.dropout(kael.ones(64), 0.5), a)
+
+
+@pytest.mark.parametrize(
+    "name", ["relu", "elu", "celu", "selu", "leaky_relu", "hardtanh", "threshold"]
+)
+def test_in_place_spellings_match_torch(name):
+    args = (0.5, -1.0) if name == "threshold" else ()
+    k, t = pair(VALUES, kael.float32)
+    assert getattr(KF, f"{name}_")(k, *args) is k
+    getattr(TF, f"{name}_")(t, *args)
+    check(k, t)
+
+
+def test_relu_and_silu_take_inplace_and_every_name_is_torchs():
+    k, t = pair(VALUES, kael.float32)
+    assert KF.relu(k, inplace=True) is k and KF.silu(k, True) is k
+    check(k, TF.silu(TF.relu(t)))
+    with pytest.raises(kael.TypeError, match="missing required argument 'threshold'"):
+        KF.threshold(k)
+    assert set(KF.__all__) <= set(dir(TF))
