@@ -142,6 +142,21 @@ __all__ = [
     "set_default_dtype",
 ]
 
+# torch.nn.functional's functions that PyTorch also has as torch.NAME with the same
+# signature (torch.conv2d, torch.selu_, ...); the losses and norms are not among them
+# (torch's own spellings take other arguments).
+_TORCH_LEVEL_FUNCTIONAL = (
+    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "adaptive_avg_pool1d", "selu",
+    "celu", "threshold", "hardshrink", "pixel_shuffle", "pixel_unshuffle",
+    "cosine_similarity", "pairwise_distance", "bilinear", "prelu", "rms_norm", "selu_",
+    "celu_", "threshold_", "relu_",
+)  # fmt: skip
+globals().update({name: getattr(nn.functional, name) for name in _TORCH_LEVEL_FUNCTIONAL})
+__all__ += list(_TORCH_LEVEL_FUNCTIONAL)
+for _name in ("hardshrink", "prelu", "relu_"):  # Tensor.hardshrink(), Tensor.prelu(w), ...
+    setattr(Tensor, _name, getattr(nn.functional, _name))
+
 # The implementation's packages stay importable (kael.runtime.dtypes, ...) but are not part
 # of the public namespace; importing their modules bound them here.
 del codegen, frontend, ir, runtime  # noqa: F821
