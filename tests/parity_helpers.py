@@ -2,7 +2,7 @@
 
 import numpy as np
 import torch
-from kernel_helpers import KAEL_DTYPES
+from kernel_helpers import KAEL_DTYPES, TORCH_DTYPES
 
 import kael
 
@@ -22,3 +22,21 @@ def same(k, t) -> None:
     assert isinstance(k, tuple | list) and len(k) == len(t), (type(k), type(t))
     for a, b in zip(k, t):
         same(a, b)
+
+
+def torch_pair(array, dtype=kael.float32):
+    """`array` as a torch tensor of `dtype` and a kael tensor over a copy of its bytes."""
+    t = torch.tensor(array).to(TORCH_DTYPES[dtype])
+    return kael.from_dlpack(t.clone()), t
+
+
+def close_to_torch(k, t, tol: float, equal_nan: bool = False) -> None:
+    """kael's result against torch's: shape, dtype, and values within `tol` (absolute and
+    relative, compared in float64); tuples item by item."""
+    if isinstance(t, tuple):
+        for a, b in zip(k, t):
+            close_to_torch(a, b, tol, equal_nan)
+        return
+    assert k.shape == tuple(t.shape) and TORCH_DTYPES[k.dtype] == t.dtype
+    got = torch.from_dlpack(k.contiguous()).double()
+    torch.testing.assert_close(got, t.double(), rtol=tol, atol=tol, equal_nan=equal_nan)

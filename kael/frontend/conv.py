@@ -13,6 +13,7 @@ offset).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 
@@ -57,16 +58,34 @@ def windows(
     return x.as_strided((*x.shape[:2], *out, *kernel), view_strides, x.storage_offset())
 
 
-def _batched(x: Tensor, dims: int, op: str) -> tuple[Tensor, bool]:
-    """x as [N, C, *size] (an unbatched [C, *size] gains N = 1), and whether it was batched."""
+def batched(input, dims: int, op: str) -> tuple[Tensor, bool]:
+    """input as [N, C, *size] (an unbatched [C, *size] gains N = 1), and whether it was
+    batched: the layers with `dims` spatial dims (convolutions, pools) all take both."""
+    x = tensor_arg(input, op)
     if x.ndim == dims + 2:
         return x, True
     if x.ndim == dims + 1:
         return x.unsqueeze(0), False
     raise ValueError(
-        f"{op}: expected {dims + 1}D (unbatched) or {dims + 2}D (batched) input, but got input"
+        f"{op}: Expected {dims + 1}D (unbatched) or {dims + 2}D (batched) input, but got input"
         f" of size: {list(x.shape)}"
     )
+
+
+def _input_and_weight(input, weight, dims: int, op: str) -> tuple[Tensor, bool, Tensor]:
+    """(input as [N, C, *size], whether it was batched, weight): one device, one floating
+    dtype, the weight's rank that of the input."""
+    x, was_batched = batched(input, dims, op)
+    w = tensor_arg(weight, op, "weight")
+    device_of([x, w], op)
+    if not x.dtype.is_floating_point or w.dtype is not x.dtype:
+        raise TypeError(
+            f"{op}: expected floating point input and weight of one dtype, got {x.dtype}"
+            f" and {w.dtype}"
+        )
+    if w.ndim != dims + 2:
+        raise ValueError(f"{op}: expected {dims + 2}D weight, got {list(w.shape)}")
+    return x, was_batched, w
 
 
 def _zero_pad(x: Tensor, before: Sequence[int], after: Sequence[int]) -> Tensor:
@@ -89,16 +108,7 @@ def _conv(dims: int, op: str):
         dilation=1,
         groups: int = 1,
     ) -> Tensor:
-        x, batched = _batched(tensor_arg(input, op), dims, op)
-        w = tensor_arg(weight, op, "weight")
-        device_of([x, w], op)
-        if not x.dtype.is_floating_point or w.dtype is not x.dtype:
-            raise TypeError(
-                f"{op}: expected floating point input and weight of one dtype, got {x.dtype}"
-                f" and {w.dtype}"
-            )
-        if w.ndim != dims + 2:
-            raise ValueError(f"{op}: expected {dims + 2}D weight, got {list(w.shape)}")
+        x, was_batched, w = _input_and_weight(input, weight, dims, op)
         stride = tuple_arg(stride, dims, "stride", op)
         dilation = tuple_arg(dilation, dims, "dilation", op)
         groups = views.as_int(groups, "groups")
@@ -147,7 +157,7 @@ def _conv(dims: int, op: str):
             y = y + b.reshape((out_channels,) + (1,) * dims)
         else:
             y = y.contiguous()
-        return y if batched else y.squeeze(0)
+        return y if was_batched else y.squeeze(0)
 
     conv.__name__ = conv.__qualname__ = op
     conv.__doc__ = (
@@ -188,18 +198,14 @@ def _conv_transpose(dims: int, op: str):
         groups: int = 1,
         dilation=1,
     ) -> Tensor:
-        x, batched = _batched(tensor_arg(input, op), dims, op)
-        w = tensor_arg(weight, op, "weight")
-        device_of([x, w], op)
-        if not x.dtype.is_floating_point or w.dtype is not x.dtype:
-            raise TypeError(f"{op}: expected floating point input and weight of one dtype")
+        x, was_batched, w = _input_and_weight(input, weight, dims, op)
         stride = tuple_arg(stride, dims, "stride", op)
         pads = tuple_arg(padding, dims, "padding", op)
         extra = tuple_arg(output_padding, dims, "output_padding", op)
         dilation = tuple_arg(dilation, dims, "dilation", op)
         groups = views.as_int(groups, "groups")
         channels = x.shape[1]
-        if w.ndim != dims + 2 or w.shape[0] != channels or channels % groups:
+        if w.shape[0] != channels or channels % groups:
             raise ValueError(
                 f"{op}: weight {list(w.shape)} does not fit input {list(x.shape)} with"
                 f" groups={groups}"
@@ -232,7 +238,7 @@ def _conv_transpose(dims: int, op: str):
             y = y + tensor_arg(bias, op, "bias").reshape((-1,) + (1,) * dims)
         else:
             y = y.contiguous()
-        return y if batched else y.squeeze(0)
+        return y if was_batched else y.squeeze(0)
 
     conv_transpose.__name__ = conv_transpose.__qualname__ = op
     conv_transpose.__doc__ = f"torch.nn.functional.{op}: matmul, then col2im."
@@ -257,18 +263,13 @@ def col2im(cols: Tensor, full: Sequence[int], stride, dilation, dims: int) -> Te
 
 def offsets(kernel: Sequence[int]):
     """Every kernel offset tuple, in row-major order."""
-    if not kernel:
-        yield ()
-        return
-    for k in range(kernel[0]):
-        for rest in offsets(kernel[1:]):
-            yield (k, *rest)
+    return itertools.product(*(range(k) for k in kernel))
 
 
 def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
     """im2col: [N, C, H, W] -> [N, C * kh * kw, L], L the number of windows."""
     op = "unfold"
-    x, batched = _batched(tensor_arg(input, op), 2, op)
+    x, was_batched = batched(input, 2, op)
     kernel = tuple_arg(kernel_size, 2, "kernel_size", op)
     dilation = tuple_arg(dilation, 2, "dilation", op)
     pads = tuple_arg(padding, 2, "padding", op)
@@ -276,17 +277,17 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
     win = windows(_zero_pad(x, pads, pads), kernel, stride, dilation)  # [N, C, oh, ow, kh, kw]
     n, c, oh, ow = win.shape[:4]
     cols = win.permute(0, 1, 4, 5, 2, 3).reshape(n, c * kernel[0] * kernel[1], oh * ow)
-    return cols if batched else cols.squeeze(0)
+    return cols if was_batched else cols.squeeze(0)
 
 
 def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
     """col2im, unfold's adjoint: [N, C * kh * kw, L] -> [N, C, H, W], overlaps summed."""
     op = "fold"
     x = tensor_arg(input, op)
-    batched = x.ndim == 3
+    was_batched = x.ndim == 3
     if x.ndim not in (2, 3):
         raise ValueError(f"{op}: expected 2D or 3D input, got {list(x.shape)}")
-    x = x if batched else x.unsqueeze(0)
+    x = x if was_batched else x.unsqueeze(0)
     size = tuple_arg(output_size, 2, "output_size", op)
     kernel = tuple_arg(kernel_size, 2, "kernel_size", op)
     dilation = tuple_arg(dilation, 2, "dilation", op)
@@ -314,7 +315,7 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
     full = [s + 2 * p for s, p in zip(size, pads)]
     out = col2im(cols, full, stride, dilation, 2)
     out = out[:, :, pads[0] : pads[0] + size[0], pads[1] : pads[1] + size[1]].contiguous()
-    return out if batched else out.squeeze(0)
+    return out if was_batched else out.squeeze(0)
 
 
 CONVOLUTIONS = {f"conv{d}d": _conv(d, f"conv{d}d") for d in (1, 2, 3)}

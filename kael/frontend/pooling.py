@@ -16,25 +16,13 @@ from collections.abc import Sequence
 
 from kael.frontend import elementwise as ew
 from kael.frontend import factories, index_ops, linalg, reductions
-from kael.frontend.conv import offsets, tuple_arg, windows
+from kael.frontend.conv import batched, offsets, tuple_arg, windows
 from kael.frontend.formula import Value, launch, maximum
-from kael.frontend.outputs import tensor_arg
 from kael.frontend.padding import pad
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
 from kael.runtime.dtypes import float64, int64
 from kael.runtime.errors import TypeError, ValueError
-
-
-def _batched(x: Tensor, dims: int, op: str) -> tuple[Tensor, bool]:
-    if x.ndim == dims + 2:
-        return x, True
-    if x.ndim == dims + 1:
-        return x.unsqueeze(0), False
-    raise ValueError(
-        f"{op}: Expected {dims + 1}D or {dims + 2}D (batch mode) tensor for input, got"
-        f" {list(x.shape)}"
-    )
 
 
 def _sizes(size, kernel, stride, pads, dilation, ceil_mode: bool, op: str) -> list[int]:
@@ -60,7 +48,7 @@ def _sizes(size, kernel, stride, pads, dilation, ceil_mode: bool, op: str) -> li
 
 
 def _prepare(input, kernel_size, stride, padding, dilation, ceil_mode, dims: int, op: str):
-    x, batched = _batched(tensor_arg(input, op), dims, op)
+    x, was_batched = batched(input, dims, op)
     kernel = tuple_arg(kernel_size, dims, "kernel_size", op)
     no_stride = stride is None or (isinstance(stride, Sequence) and not stride)
     stride = kernel if no_stride else tuple_arg(stride, dims, "stride", op)
@@ -69,7 +57,7 @@ def _prepare(input, kernel_size, stride, padding, dilation, ceil_mode, dims: int
     if any(v <= 0 for v in (*kernel, *stride, *dilation)):
         raise ValueError(f"{op}: kernel_size, stride and dilation must be positive")
     out = _sizes(x.shape[2:], kernel, stride, pads, dilation, bool(ceil_mode), op)
-    return x, batched, kernel, stride, pads, dilation, out
+    return x, was_batched, kernel, stride, pads, dilation, out
 
 
 def _padded(x: Tensor, pads, kernel, stride, dilation, out, value) -> Tensor:
@@ -97,7 +85,7 @@ def _max_pool(dims: int, op: str):
         ceil_mode: bool = False,
         return_indices: bool = False,
     ):
-        x, batched, kernel, stride, pads, dilation, out = _prepare(
+        x, was_batched, kernel, stride, pads, dilation, out = _prepare(
             input, kernel_size, stride, padding, dilation, ceil_mode, dims, op
         )
         if x.dtype.is_bool:
@@ -112,11 +100,11 @@ def _max_pool(dims: int, op: str):
         else:
             values = reductions.amax(win, kernel_dims)
         if not return_indices:
-            return values if batched else values.squeeze(0)
+            return values if was_batched else values.squeeze(0)
         flat = win.reshape((*win.shape[: 2 + dims], -1))
         local = reductions.argmax(flat, -1)
         index = _input_positions(local, kernel, stride, pads, dilation, out, x.shape[2:])
-        if not batched:
+        if not was_batched:
             values, index = values.squeeze(0), index.squeeze(0)
         return values, index
 
@@ -125,22 +113,30 @@ def _max_pool(dims: int, op: str):
     return max_pool
 
 
-def _input_positions(local: Tensor, kernel, stride, pads, dilation, out, size) -> Tensor:
-    """The flat position in the unpadded input plane of each window's chosen offset:
-    sum over dims of (o * stride - pad + k * dilation) * (the plane's stride of that dim)."""
-    dims = len(kernel)
+def _plane_index(local: Tensor, extents, starts, steps, size) -> Tensor:
+    """The flat position in the input plane of each flat offset `local` within windows of
+    `extents`: per dim, offset k lands at starts[d] + k * steps[d] (a number, or a tensor
+    broadcast over the outputs); the plane's dims have `size`."""
     index = factories.zeros(local.shape, dtype=int64, device=local.device)
-    rest = local
-    plane = 1
-    for d in reversed(range(dims)):
-        k = ew.binary("remainder", rest, kernel[d])
-        rest = ew.binary("floor_divide", rest, kernel[d])
-        shape = [1] * (2 + dims)
-        shape[2 + d] = out[d]
-        start = factories.arange(out[d], device=local.device).reshape(shape) * stride[d] - pads[d]
-        index = index + (start + k * dilation[d]) * plane
+    rest, plane = local, 1
+    for d in reversed(range(len(extents))):
+        k = ew.binary("remainder", rest, extents[d])
+        rest = ew.binary("floor_divide", rest, extents[d])
+        index = index + (k * steps[d] + starts[d]) * plane
         plane *= size[d]
     return index
+
+
+def _input_positions(local: Tensor, kernel, stride, pads, dilation, out, size) -> Tensor:
+    """max_pool's indices: window o's offset k is at o * stride - pad + k * dilation."""
+    dims = len(kernel)
+    starts = []
+    for d in range(dims):
+        shape = [1] * (2 + dims)
+        shape[2 + d] = out[d]
+        first = factories.arange(out[d], device=local.device).reshape(shape)
+        starts.append(first * stride[d] - pads[d])
+    return _plane_index(local, kernel, starts, dilation, size)
 
 
 def _avg_pool(dims: int, op: str):
@@ -153,7 +149,7 @@ def _avg_pool(dims: int, op: str):
         count_include_pad: bool = True,
         divisor_override: int | None = None,
     ) -> Tensor:
-        x, batched, kernel, stride, pads, dilation, out = _prepare(
+        x, was_batched, kernel, stride, pads, dilation, out = _prepare(
             input, kernel_size, stride, padding, 1, ceil_mode, dims, op
         )
         if not x.dtype.is_floating_point:
@@ -172,7 +168,7 @@ def _avg_pool(dims: int, op: str):
             y = launch(("avg_pool", len(taps)), [*taps, divisor], x.dtype, _mean_of_taps)
         else:
             y = reductions.sum(win, tuple(range(2 + dims, 2 + 2 * dims))) / divisor
-        return y if batched else y.squeeze(0)
+        return y if was_batched else y.squeeze(0)
 
     avg_pool.__name__ = avg_pool.__qualname__ = op
     avg_pool.__doc__ = f"torch.nn.functional.{op}: window sums over each window's count."
@@ -245,7 +241,7 @@ def _output_size(output_size, dims: int, size, op: str) -> tuple[int, ...]:
 
 def _adaptive_avg(dims: int, op: str):
     def adaptive_avg_pool(input: Tensor, output_size) -> Tensor:
-        x, batched = _batched(tensor_arg(input, op), dims, op)
+        x, was_batched = batched(input, dims, op)
         if not x.dtype.is_floating_point:
             raise TypeError(f"{op}: not implemented for {x.dtype} (floating point only)")
         sizes = _output_size(output_size, dims, x.shape[2:], op)
@@ -259,7 +255,7 @@ def _adaptive_avg(dims: int, op: str):
             matrix = factories.tensor(weights, dtype=float64, device=x.device).to(x.dtype)
             y = _moved_back(linalg.matmul(_moved_last(y, 2 + d), matrix), 2 + d)
         y = y.contiguous()
-        return y if batched else y.squeeze(0)
+        return y if was_batched else y.squeeze(0)
 
     adaptive_avg_pool.__name__ = adaptive_avg_pool.__qualname__ = op
     adaptive_avg_pool.__doc__ = f"torch.nn.functional.{op}: one averaging product per dim."
@@ -281,57 +277,34 @@ def _moved_back(y: Tensor, dim: int) -> Tensor:
 
 def _adaptive_max(dims: int, op: str):
     def adaptive_max_pool(input: Tensor, output_size, return_indices: bool = False):
-        x, batched = _batched(tensor_arg(input, op), dims, op)
+        x, was_batched = batched(input, dims, op)
         if x.dtype.is_bool:
             raise TypeError(f"{op}: not implemented for bool")
         size = x.shape[2:]
         sizes = _output_size(output_size, dims, size, op)
         bounds = [_bounds(s, o) for s, o in zip(size, sizes)]
         values, indices = [], []
-        for cell in _cells(sizes):
+        for cell in offsets(sizes):
+            window = [bounds[d][i] for d, i in enumerate(cell)]
             region = x
-            for d, i in enumerate(cell):
-                lo, hi = bounds[d][i]
+            for d, (lo, hi) in enumerate(window):
                 region = region.narrow(2 + d, lo, hi - lo)
             flat = region.reshape((*x.shape[:2], -1))
             values.append(reductions.amax(flat, -1))
             if return_indices:
                 local = reductions.argmax(flat, -1)
-                indices.append(
-                    _window_position(local, [bounds[d][i] for d, i in enumerate(cell)], size)
-                )
+                extents, starts = [hi - lo for lo, hi in window], [lo for lo, _ in window]
+                indices.append(_plane_index(local, extents, starts, [1] * dims, size))
         shape = (*x.shape[:2], *sizes)
         out = index_ops.stack(values, -1).reshape(shape)
         if not return_indices:
-            return out if batched else out.squeeze(0)
+            return out if was_batched else out.squeeze(0)
         index = index_ops.stack(indices, -1).reshape(shape)
-        return (out, index) if batched else (out.squeeze(0), index.squeeze(0))
+        return (out, index) if was_batched else (out.squeeze(0), index.squeeze(0))
 
     adaptive_max_pool.__name__ = adaptive_max_pool.__qualname__ = op
     adaptive_max_pool.__doc__ = f"torch.nn.functional.{op}: amax of each adaptive window."
     return adaptive_max_pool
-
-
-def _cells(sizes: Sequence[int]):
-    if not sizes:
-        yield ()
-        return
-    for i in range(sizes[0]):
-        for rest in _cells(sizes[1:]):
-            yield (i, *rest)
-
-
-def _window_position(local: Tensor, bounds, size) -> Tensor:
-    """A flat offset within the window [lo, hi) per dim as the position in the input plane."""
-    index = factories.zeros(local.shape, dtype=int64, device=local.device)
-    rest, plane = local, 1
-    for d in reversed(range(len(bounds))):
-        lo, hi = bounds[d]
-        k = ew.binary("remainder", rest, hi - lo)
-        rest = ew.binary("floor_divide", rest, hi - lo)
-        index = index + (k + lo) * plane
-        plane *= size[d]
-    return index
 
 
 POOLS = {f"max_pool{d}d": _max_pool(d, f"max_pool{d}d") for d in (1, 2, 3)}

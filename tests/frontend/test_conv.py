@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
-import torch
 import torch.nn.functional as TF
-from kernel_helpers import TORCH_DTYPES
+from parity_helpers import close_to_torch
+from parity_helpers import torch_pair as pair
 
 import kael
 import kael.nn.functional as KF
@@ -12,15 +12,8 @@ import kael.nn.functional as KF
 RNG = np.random.default_rng(41)
 
 
-def pair(array, dtype=kael.float32):
-    t = torch.tensor(array).to(TORCH_DTYPES[dtype])
-    return kael.from_dlpack(t.clone()), t
-
-
 def same(k, t, tol=2e-4):
-    assert k.shape == tuple(t.shape) and TORCH_DTYPES[k.dtype] == t.dtype
-    got = torch.from_dlpack(k.contiguous()).double()
-    torch.testing.assert_close(got, t.double(), rtol=tol, atol=tol)
+    close_to_torch(k, t, tol)
 
 
 CONV2D = [

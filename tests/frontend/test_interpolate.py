@@ -3,9 +3,9 @@ PyTorch, and its refusals."""
 
 import numpy as np
 import pytest
-import torch
 import torch.nn.functional as TF
-from kernel_helpers import TORCH_DTYPES
+from parity_helpers import close_to_torch
+from parity_helpers import torch_pair as both
 
 import kael
 import kael.nn.functional as KF
@@ -16,15 +16,8 @@ SIZES = [{"size": (5, 6)}, {"size": (14, 20)}, {"scale_factor": 1.7}, {"scale_fa
 SIZES += [{"size": (1, 1)}, {"scale_factor": 2.5, "recompute_scale_factor": True}]
 
 
-def both(array, dtype=kael.float32):
-    t = torch.tensor(array).to(TORCH_DTYPES[dtype])
-    return kael.from_dlpack(t.clone()), t
-
-
 def same(k, t, tol):
-    assert k.shape == tuple(t.shape) and TORCH_DTYPES[k.dtype] == t.dtype
-    got = torch.from_dlpack(k.contiguous()).double()
-    torch.testing.assert_close(got, t.double(), rtol=tol, atol=tol)
+    close_to_torch(k, t, tol)
 
 
 @pytest.mark.parametrize("dtype", [kael.float32, kael.float64], ids=str)

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
-from kernel_helpers import TORCH_DTYPES
+from parity_helpers import close_to_torch
+from parity_helpers import torch_pair as both
 
 import kael
 import kael.nn.functional as KF
@@ -15,15 +16,8 @@ import kael.nn.functional as KF
 RNG = np.random.default_rng(21)
 
 
-def both(array, dtype=kael.float32):
-    t = torch.tensor(array).to(TORCH_DTYPES[dtype])
-    return kael.from_dlpack(t.clone()), t
-
-
 def same(k, t, tol=0.0):
-    assert k.shape == tuple(t.shape) and TORCH_DTYPES[k.dtype] == t.dtype
-    got = torch.from_dlpack(k.contiguous())
-    torch.testing.assert_close(got.double(), t.double(), rtol=tol, atol=tol, equal_nan=True)
+    close_to_torch(k, t, tol, equal_nan=True)
 
 
 @pytest.mark.parametrize("index_shape", [(), (5,), (2, 3), (0, 4)])

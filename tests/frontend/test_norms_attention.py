@@ -3,9 +3,9 @@ scaled_dot_product_attention against PyTorch, with their errors."""
 
 import numpy as np
 import pytest
-import torch
 import torch.nn.functional as TF
-from kernel_helpers import TORCH_DTYPES
+from parity_helpers import close_to_torch
+from parity_helpers import torch_pair as pair
 
 import kael
 import kael.nn.functional as KF
@@ -15,15 +15,8 @@ X = RNG.standard_normal((4, 3, 5, 2))
 W3, B3 = RNG.standard_normal(3), RNG.standard_normal(3)
 
 
-def pair(array, dtype=kael.float32):
-    t = torch.tensor(array).to(TORCH_DTYPES[dtype])
-    return kael.from_dlpack(t.clone()), t
-
-
 def same(k, t, tol=2e-5):
-    assert k.shape == tuple(t.shape) and TORCH_DTYPES[k.dtype] == t.dtype
-    got = torch.from_dlpack(k.contiguous()).double()
-    torch.testing.assert_close(got, t.double(), rtol=tol, atol=tol)
+    close_to_torch(k, t, tol)
 
 
 @pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.bfloat16], ids=str)

@@ -3,9 +3,9 @@ divisor_override) and the adaptive pools against PyTorch."""
 
 import numpy as np
 import pytest
-import torch
 import torch.nn.functional as TF
-from kernel_helpers import TORCH_DTYPES
+from parity_helpers import close_to_torch
+from parity_helpers import torch_pair as pair
 
 import kael
 import kael.nn.functional as KF
@@ -14,19 +14,8 @@ RNG = np.random.default_rng(43)
 X2 = RNG.standard_normal((2, 3, 9, 8))
 
 
-def pair(array, dtype=kael.float32):
-    t = torch.tensor(array).to(TORCH_DTYPES[dtype])
-    return kael.from_dlpack(t.clone()), t
-
-
 def same(k, t, tol=2e-6):
-    if isinstance(t, tuple):
-        for a, b in zip(k, t):
-            same(a, b, tol)
-        return
-    assert k.shape == tuple(t.shape) and TORCH_DTYPES[k.dtype] == t.dtype
-    got = torch.from_dlpack(k.contiguous()).double()
-    torch.testing.assert_close(got, t.double(), rtol=tol, atol=tol, equal_nan=True)
+    close_to_torch(k, t, tol, equal_nan=True)
 
 
 MAX2D = [
