@@ -110,6 +110,11 @@ def smin(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.icmp_signed("<", x, y), x, y)
 
 
+def smax(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    """The larger of two signed integers."""
+    return b.select(b.icmp_signed(">", x, y), x, y)
+
+
 def constant(dtype: DType, value, width: int) -> ir.Constant:
     """`value` as a `dtype` register constant; integers wrap into the dtype's width."""
     t = scalar_type(dtype)

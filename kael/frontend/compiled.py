@@ -538,9 +538,11 @@ class Inspection:
         from kael.frontend.inspection import product_stage
 
         a, b = (list(v.shape) for v in (s.a, s.b))
-        lines = [f"  {label} matmul {a} @ {b}: hand-written {s.c.dtype} kernels"]
+        what = f"matmul {a} @ {b}" if s.geometry is None else f"conv of {a} by weight {b}"
+        lines = [f"  {label} {what}: hand-written {s.c.dtype} kernels"]
         for stage in self.stages:
-            lines += ["      " + line for line in product_stage(s.c.dtype, stage).splitlines()]
+            text = product_stage(s.c.dtype, stage, s.op)
+            lines += ["      " + line for line in text.splitlines()]
         if s.epilogue is not None:
             inside = s.ready(plan.slots)[2] is not None
             where = "on each block as it completes" if inside else "after it (for these shapes)"

@@ -2,13 +2,16 @@
 'same' and 'valid', dilation, groups), conv_transpose1d/2d/3d (output_padding), unfold
 (im2col) and fold (col2im).
 
-A convolution reads its (zero-padded) input through a window view: [N, C, *out, *kernel]
-with strides stride * s and dilation * s over the input's own storage, no copy; im2col
-copies that view into [N, C * kernel, out] once, and kael's batched matmul contracts the
-weight [O, C * kernel] with it straight into NCHW order (0.65x the time of rows
-[N * out, C * kernel] times weight^T and a permute after). A transposed convolution multiplies first and then
-scatters each kernel offset's products into the output (col2im: one strided add per
-offset).
+A float32 or float64 convolution on the CPU is an implicit GEMM (codegen/cpu/conv.py):
+the weight [O, C * kernel] times the window matrix, which each work item packs block by
+block from the input itself, zeros for the padding included, so neither a padded copy
+nor the im2col matrix is ever stored; under @kael.compile it is a plan step whose
+bias and activation run inside it. Elsewhere (the GPU, float16 and bfloat16) the
+zero-padded input is read through a window view [N, C, *out, *kernel] (strides stride *
+s and dilation * s over its storage), im2col copies that view into [N, C * kernel, out]
+and the batched matmul contracts the weight with it straight into NCHW order. A
+transposed convolution multiplies first and then scatters each kernel offset's products
+into the output (col2im: one strided add per offset).
 """
 
 from __future__ import annotations
@@ -17,12 +20,16 @@ import itertools
 import math
 from collections.abc import Sequence
 
+from kael.codegen.cpu import conv_run, gemm_run
 from kael.frontend import factories, index_ops, linalg, views
 from kael.frontend.outputs import device_of, tensor_arg
 from kael.frontend.padding import pad
-from kael.frontend.tensor import Tensor
+from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.tracing import op_door
+from kael.ir.conv import ConvGeometry
+from kael.runtime.device import CPU
 from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.tracestate import state as _trace
 
 
 def tuple_arg(value, dims: int, name: str, op: str) -> tuple[int, ...]:
@@ -128,26 +135,23 @@ def _conv(dims: int, op: str):
         if any(v <= 0 for v in (*stride, *dilation)):
             raise ValueError(f"{op}: stride and dilation must be positive")
         before, after = _padding(padding, kernel, dilation, stride, dims, op)
-        xp = _zero_pad(x, before, after)
-        size = xp.shape[2:]
+        size = [s + b + a for s, b, a in zip(x.shape[2:], before, after)]
         if any(s < dl * (k - 1) + 1 for s, k, dl in zip(size, kernel, dilation)):
             raise ValueError(
                 f"{op}: input size (padded) {list(size)} is smaller than the kernel size"
                 f" {list(kernel)} (dilated by {list(dilation)})"
             )
-        win = windows(xp, kernel, stride, dilation)  # [N, C, *out, *kernel]
-        n, out = x.shape[0], win.shape[2 : 2 + dims]
-        cg, og = channels // groups, out_channels // groups
-        taps, positions = math.prod(kernel), math.prod(out)
-        # im2col as [N, C * kernel, out]: weight @ cols lands in NCHW order, no permute after
-        order = (0, 1, *range(2 + dims, 2 + 2 * dims), *range(2, 2 + dims))
-        parts = []
-        for g in range(groups):
-            cols = win.narrow(1, g * cg, cg).permute(order).reshape(n, cg * taps, positions)
-            wg = w.narrow(0, g * og, og).reshape(og, cg * taps)
-            parts.append(linalg.matmul(wg, cols))
-        y = parts[0] if groups == 1 else index_ops.cat(parts, 1)
-        y = y.reshape((n, out_channels, *out))
+        out = [
+            (s - dl * (k - 1) - 1) // st + 1 for s, k, st, dl in zip(size, kernel, stride, dilation)
+        ]
+        geometry = ConvGeometry.of(
+            x.shape[0], groups, channels // groups, out_channels // groups, x.shape[2:], kernel,
+            stride, dilation, before, out,
+        )  # fmt: skip
+        if x.device is CPU and conv_run.supports(geometry, x.dtype):
+            y = _implicit_gemm(x, w, geometry)
+        else:
+            y = _im2col(_zero_pad(x, before, after), w, geometry)
         if bias is not None:
             b = tensor_arg(bias, op, "bias")
             if b.shape != (out_channels,):
@@ -155,8 +159,6 @@ def _conv(dims: int, op: str):
                     f"{op}: bias should have {out_channels} elements, got {list(b.shape)}"
                 )
             y = y + b.reshape((out_channels,) + (1,) * dims)
-        else:
-            y = y.contiguous()
         return y if was_batched else y.squeeze(0)
 
     conv.__name__ = conv.__qualname__ = op
@@ -164,6 +166,39 @@ def _conv(dims: int, op: str):
         f"torch.nn.functional.{op}: im2col over a window view, then one matmul per group."
     )
     return conv
+
+
+def _implicit_gemm(x: Tensor, w: Tensor, g: ConvGeometry) -> Tensor:
+    """The convolution by codegen/cpu/conv.py's kernels: the window matrix is packed block
+    by block from x itself, never stored; under tracing, a plan step that a bias or an
+    activation after it can join as its epilogue."""
+    xi, wi = x.contiguous()._impl, w.contiguous()._impl
+    n, o = x.shape[0], g.groups * g.og
+    c = empty_impl((n, o, g.positions), x.dtype, x.device)
+    if _trace.trace is not None:
+        _trace.trace.matmul(c, xi, wi, geometry=g)
+    else:
+        gemm_run.run(conv_run.plan_for(g, x.dtype), xi.data_ptr(), wi.data_ptr(), c.data_ptr())
+    dims = len(w.shape) - 2
+    return Tensor(c).reshape((n, o, *g.out[3 - dims :]))
+
+
+def _im2col(xp: Tensor, w: Tensor, g: ConvGeometry) -> Tensor:
+    """The convolution of the zero-padded input as im2col and one matmul per group (the
+    GPU's path and the narrow float types')."""
+    dims = len(w.shape) - 2
+    kernel, out = w.shape[2:], g.out[3 - dims :]
+    win = windows(xp, kernel, g.stride[3 - dims :], g.dilation[3 - dims :])  # [N, C, *out, *k]
+    n, cg, og, taps = xp.shape[0], g.cg, g.og, g.taps
+    # im2col as [N, C * kernel, out]: weight @ cols lands in NCHW order, no permute after
+    order = (0, 1, *range(2 + dims, 2 + 2 * dims), *range(2, 2 + dims))
+    parts = []
+    for i in range(g.groups):
+        cols = win.narrow(1, i * cg, cg).permute(order).reshape(n, cg * taps, g.positions)
+        wg = w.narrow(0, i * og, og).reshape(og, cg * taps)
+        parts.append(linalg.matmul(wg, cols))
+    y = parts[0] if g.groups == 1 else index_ops.cat(parts, 1)
+    return y.reshape((n, g.groups * og, *out))
 
 
 def _padding(padding, kernel, dilation, stride, dims: int, op: str):

@@ -36,13 +36,21 @@ def kernel_stage(kernel: Kernel | Reduction, stage: str) -> str:
     raise ValueError(f"unknown stage '{stage}', expected one of {', '.join(STAGES)}")
 
 
-def product_stage(dtype, stage: str) -> str:
-    """One stage of the hand-written matrix-product kernels of `dtype` (a plan's matmul)."""
-    from kael.codegen.cpu import gemm, gemm_gemv
+def product_stage(dtype, stage: str, op: str = "matmul") -> str:
+    """One stage of the hand-written matrix-product kernels of `dtype` (a plan's matmul),
+    or with op "conv" of its implicit-GEMM convolution kernels."""
+    from kael.codegen.cpu import conv, gemm, gemm_gemv
     from kael.ir.matmul import SPECS
 
     if stage not in STAGES:
         raise ValueError(f"unknown stage '{stage}', expected one of {', '.join(STAGES)}")
+    if op == "conv" and stage != "ptx":
+        lib = conv.library(SPECS[dtype])
+        if stage == "kael":
+            return (
+                f"({lib.name}: weight packing; window blocks packed from the input, micro-kernels)"
+            )
+        return lib.text if stage == "llvm" else lib.assembly()
     if stage == "kael":
         spec = SPECS.get(dtype)
         return f"(gemm {spec.text() if spec else dtype}: packing, micro-kernels, macro loop)"

@@ -1,6 +1,8 @@
 """The matrix-product step of a compiled plan, and the elementwise epilogue it can take.
 
-A traced matmul is its own step (not an extern): c = a @ b through codegen/cpu/gemm_run.
+A traced matmul is its own step (not an extern): c = a @ b through codegen/cpu/gemm_run;
+a traced convolution is the same step with a geometry (c [N, O, P] = conv(a, b) through
+codegen/cpu/conv_run, whose launches take an epilogue the same way).
 When the kernel right after it reads c only at the positions it writes (a bias add, an
 activation, a residual add, a scaling), that kernel becomes the product's epilogue: each
 macro work item, having finished a block of c's rows and columns, runs the epilogue over
@@ -12,11 +14,14 @@ launched over column slices of its operands, so the bits are the same either way
 from __future__ import annotations
 
 import array
+import dataclasses
+import math
 from dataclasses import dataclass
 
-from kael.codegen.cpu import gemm_run
+from kael.codegen.cpu import conv_run, gemm_run
 from kael.frontend import eager
 from kael.frontend.plan import Alias, Call, KernelCall, Slot, _layout_only
+from kael.ir.conv import ConvGeometry
 from kael.ir.matmul import Product
 from kael.ir.views import View
 from kael.runtime.tensor_impl import contiguous_strides
@@ -46,24 +51,31 @@ class _Blocks:
 
 @dataclass(slots=True)
 class MatmulCall:
-    """c = a @ b (views over slots), then `epilogue` over c's blocks as they complete."""
+    """c = a @ b (views over slots), or with `geometry` c = conv(a, b), then `epilogue`
+    over c's blocks as they complete."""
 
     a: View
     b: View
     c: View
     epilogue: KernelCall | None = None
+    geometry: ConvGeometry | None = None
     # per thread count: the gemm plan, and per launch its epilogue blocks (None: the
     # epilogue runs after the product, as its own launch)
     prepared: tuple | None = None
     launches_kernels = True
 
     @property
+    def op(self) -> str:
+        return "matmul" if self.geometry is None else "conv"
+
+    @property
     def covers(self) -> list[str]:
-        return ["matmul", *(self.epilogue.covers if self.epilogue is not None else ())]
+        return [self.op, *(self.epilogue.covers if self.epilogue is not None else ())]
 
     @property
     def kernel(self) -> Product:
-        return Product(self.c.dtype, self.epilogue.kernel if self.epilogue is not None else None)
+        epilogue = self.epilogue.kernel if self.epilogue is not None else None
+        return Product(self.c.dtype, epilogue, self.op)
 
     def specialized(self, slots: list[Slot]) -> Product:
         """The product as launched: its kernels are hand-written, not specialized by layout."""
@@ -77,8 +89,10 @@ class MatmulCall:
         threads = get_num_threads()
         prepared = self.prepared
         if prepared is None or prepared[0] != threads:
-            a, b, c = (_layout_only(v, slots) for v in (self.a, self.b, self.c))
-            gp = gemm_run.plan_for(a, b, c)
+            if self.geometry is not None:
+                gp = conv_run.plan_for(self.geometry, self.c.dtype)
+            else:
+                gp = gemm_run.plan_for(*(_layout_only(v, slots) for v in (self.a, self.b, self.c)))
             blocks = None
             if self.epilogue is not None:
                 self.epilogue._ready(slots)  # its operand slots and parameter words
@@ -235,7 +249,34 @@ def join_epilogue(m: MatmulCall, steps: list) -> list:
         if steps[i].src in (m.a.buffer, m.b.buffer):
             return [m, *steps]
         i += 1
-    if m.epilogue is None and i < len(steps) and type(steps[i]) is KernelCall and fits(m, steps[i]):
-        m.epilogue, m.prepared = steps[i], None
-        return [*steps[:i], m, *steps[i + 1 :]]
+    if m.epilogue is None and i < len(steps) and type(steps[i]) is KernelCall:
+        k = steps[i] if m.geometry is None else _in_product_shape(steps[i], m.c.shape)
+        if k is not None and fits(m, k):
+            m.epilogue, m.prepared = k, None
+            return [*steps[:i], m, *steps[i + 1 :]]
     return [m, *steps]
+
+
+def _in_product_shape(k: KernelCall, shape: tuple[int, ...]) -> KernelCall | None:
+    """A convolution's next kernel with its views of [N, O, *out] seen as the product's
+    [N, O, P] (the spatial dims merged: same positions), or None where a view's spatial
+    strides do not merge."""
+    merged = [_merge_spatial(v, shape) for v in k.outs + k.ins]
+    if any(v is None for v in merged):
+        return None
+    n = len(k.outs)
+    return dataclasses.replace(k, outs=merged[:n], ins=merged[n:], prepared=None)
+
+
+def _merge_spatial(v: View, shape: tuple[int, ...]) -> View | None:
+    """v [N, O, *spatial] as [N, O, prod(spatial)] (v itself when already that shape)."""
+    if v.shape == shape:
+        return v
+    if len(v.shape) < 3 or v.shape[:2] != shape[:2] or math.prod(v.shape[2:]) != shape[2]:
+        return None
+    dims = [(n, st) for n, st in zip(v.shape[2:], v.strides[2:]) if n != 1]
+    for (_, outer), (inner_n, inner) in zip(dims, dims[1:]):
+        if outer != inner * inner_n:
+            return None
+    stride = dims[-1][1] if dims else 1
+    return View(v.buffer, shape, (*v.strides[:2], stride), v.offset, v.dtype)

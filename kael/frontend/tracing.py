@@ -392,13 +392,14 @@ class Trace:
         self.plan.shaped |= shaped
         return result
 
-    def matmul(self, c, a, b) -> None:
-        """c = a @ b (impls, checked and laid out by the op): a plan step of its own, which
-        the elementwise kernel after it may join as its epilogue."""
+    def matmul(self, c, a, b, geometry=None) -> None:
+        """c = a @ b (impls, checked and laid out by the op), or with `geometry` the
+        convolution of a by b: a plan step of its own, which the elementwise kernel after
+        it may join as its epilogue."""
         from kael.frontend.plan_matmul import MatmulCall
 
         self.flush(run=False)
-        step = MatmulCall(self.view(a), self.view(b), self.view(c))
+        step = MatmulCall(self.view(a), self.view(b), self.view(c), geometry=geometry)
         self.call.storage(step.c.buffer)  # allocated now: running out of memory raises here
         self.plan.steps.append(step)
 

@@ -52,15 +52,17 @@ class GemmSpec:
 
 @dataclass(frozen=True)
 class Product:
-    """A compiled plan's matrix product as inspection lists it: the hand-written kernels of
-    `dtype`, and the elementwise kernel its blocks run as they complete, if any."""
+    """A compiled plan's matrix product (or convolution, `op` conv) as inspection lists
+    it: the hand-written kernels of `dtype`, and the elementwise kernel its blocks run as
+    they complete, if any."""
 
     dtype: DType
     epilogue: Kernel | None = None
+    op: str = "matmul"
 
     @property
     def name(self) -> str:
-        gemm = f"matmul_{self.dtype.name}"
+        gemm = f"{self.op}_{self.dtype.name}"
         return gemm if self.epilogue is None else f"{gemm}+{self.epilogue.name}"
 
 

@@ -156,12 +156,34 @@ def test_bad_convolutions_raise(call, error, message):
         call()
 
 
-def test_conv_with_bias_and_relu_compiles_into_a_plan():
+def test_conv_with_bias_and_relu_compiles_into_one_kernel():
+    """The bias add and relu run inside the convolution, on each block as it completes."""
+
     @kael.compile
     def block(x, w, b):
         return kael.relu(KF.conv2d(x, w, b, padding=1))
 
-    kx, _ = pair(RNG.standard_normal((2, 4, 8, 8)))
-    kw, _ = pair(RNG.standard_normal((6, 4, 3, 3)))
-    kb, _ = pair(RNG.standard_normal(6))
-    assert kael.allclose(block(kx, kw, kb), kael.relu(KF.conv2d(kx, kw, kb, padding=1)), atol=1e-5)
+    kx, tx = pair(RNG.standard_normal((2, 4, 8, 8)))
+    kw, tw = pair(RNG.standard_normal((6, 4, 3, 3)))
+    kb, tb = pair(RNG.standard_normal(6))
+    for _ in range(2):  # the trace, then a replay
+        same(block(kx, kw, kb), TF.relu(TF.conv2d(tx, tw, tb, padding=1)))
+    plan = block.plan_for(kx, kw, kb)
+    assert len(plan.kernel_steps) == 1
+    assert "epilogue, run on each block as it completes" in str(block.inspect(kx, kw, kb))
+
+
+def test_conv_then_a_kernel_reading_it_elsewhere_runs_apart():
+    """A kernel reading the convolution at other positions (a flip) cannot join it."""
+
+    @kael.compile
+    def block(x, w):
+        y = KF.conv2d(x, w, padding=1)
+        return y + y.flip(3)
+
+    kx, tx = pair(RNG.standard_normal((2, 4, 8, 8)))
+    kw, tw = pair(RNG.standard_normal((6, 4, 3, 3)))
+    for _ in range(2):
+        ty = TF.conv2d(tx, tw, padding=1)
+        same(block(kx, kw), ty + ty.flip(3))
+    assert len(block.plan_for(kx, kw).kernel_steps) == 2

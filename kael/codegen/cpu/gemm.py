@@ -113,13 +113,13 @@ class Vectors:
         masked_store(b, v, b.bitcast(p, self.vec.as_pointer()), self.itemsize, mask)
 
 
-def _vectors(module: ir.Module, spec: GemmSpec) -> Vectors:
+def vectors(module: ir.Module, spec: GemmSpec) -> Vectors:
     if spec.dtype is float32:
         return Vectors(module, ir.FloatType(), spec.lanes, 4, "f32")
     return Vectors(module, ir.DoubleType(), spec.lanes, 8, "f64")
 
 
-def _micro_kernel(module: ir.Module, spec: GemmSpec, vx: Vectors, packed: bool) -> ir.Function:
+def micro_kernel(module: ir.Module, spec: GemmSpec, vx: Vectors, packed: bool) -> ir.Function:
     """C[mvalid x nvalid] (+)= A[mvalid x kc] B[kc x nvalid] with mr x nr accumulators.
 
     `packed`: A is an mr-row panel (row stride 1, k stride mr) and B a zero-padded panel
@@ -243,12 +243,12 @@ def _emit_macro(module: ir.Module, spec: GemmSpec, micro: tuple, elem: ir.Type) 
         loops.counted(first, smin(b, ntiles, b.add(first, w["tiles"])), 1, column, "column")
         with b.if_then(has_epilogue):
             row0 = b.mul(batch, w["m"])
-            _epilogue(b, epilogues, b.mul(cols, w["epi_stride"]), b.add(row0, i0), b.add(row0, i1))
+            epilogue(b, epilogues, b.mul(cols, w["epi_stride"]), b.add(row0, i0), b.add(row0, i1))
 
     finish(fn, b, loops, item)
 
 
-def _epilogue(b: ir.IRBuilder, blocks: ir.Value, at: ir.Value, r0: ir.Value, r1: ir.Value):
+def epilogue(b: ir.IRBuilder, blocks: ir.Value, at: ir.Value, r0: ir.Value, r1: ir.Value):
     """Call the epilogue block at word `at` (when it has a kernel) on rows [r0, r1)."""
     block = b.gep(blocks, [at])
     address = b.load(block)
@@ -377,8 +377,8 @@ def build_float(spec: GemmSpec):
     """The builder of `spec`'s product module: micro-kernels and macro loop."""
 
     def build(module: ir.Module) -> list[str]:
-        vx = _vectors(module, spec)
-        micro = (_micro_kernel(module, spec, vx, True), _micro_kernel(module, spec, vx, False))
+        vx = vectors(module, spec)
+        micro = (micro_kernel(module, spec, vx, True), micro_kernel(module, spec, vx, False))
         _emit_macro(module, spec, micro, vx.elem)
         return [MACRO]
 
@@ -390,7 +390,7 @@ def build_pack(spec: GemmSpec):
     never compiles it, ~0.15 s of a first call)."""
 
     def build(module: ir.Module) -> list[str]:
-        _emit_pack_b(module, spec, _vectors(module, spec))
+        _emit_pack_b(module, spec, vectors(module, spec))
         return [PACK_B]
 
     return build

@@ -15,7 +15,7 @@ import dataclasses
 import itertools
 from dataclasses import dataclass
 
-from kael.codegen.cpu import gemm, gemm_gemv, native_launch
+from kael.codegen.cpu import conv, gemm, gemm_gemv, native_launch
 from kael.ir.matmul import SPECS, GemmSpec, batch_dims
 from kael.runtime import launches
 from kael.runtime.dtypes import int64
@@ -35,7 +35,7 @@ _call = native_launch.launcher()  # a described launch, called as a builtin
 
 
 @dataclass(frozen=True, slots=True)
-class _Launch:
+class Launch:
     fn: object
     words: tuple[int, ...]
     slots: tuple[tuple[int, int, int], ...]  # (word index, A|B|C|BUF, byte offset)
@@ -50,7 +50,7 @@ class _Launch:
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    launches: tuple[_Launch, ...]
+    launches: tuple[Launch, ...]
     buffer_bytes: int
     # Whether a macro item's rows i0..i1 of batch q are rows q * m + i0.. of C's [rows, n]
     # (one inner batch of row blocks): then an epilogue kernel can follow each item.
@@ -60,7 +60,7 @@ class Plan:
     native: tuple[native_launch.Descriptor, tuple[tuple[int, int], ...]] | None = None
 
 
-def _parallel(flops: int) -> int:
+def parallel(flops: int) -> int:
     return PARALLEL_BYTES if flops >= PARALLEL_FLOPS else 0
 
 
@@ -106,7 +106,7 @@ def _float_plan(spec, a, b, c, batch, outer, threads) -> Plan:
     mc, mblocks = _row_blocks(spec, m, q, threads)
     # Too few row blocks to busy every thread (a short, wide product): split the columns.
     nblocks = threads if q * mblocks < threads else 1
-    launches: list[_Launch] = []
+    launches: list[Launch] = []
     buffer = 0
     macro = gemm.float_library(spec)[gemm.MACRO]
     # Rows of one mr panel use each element of B once: packing it would be pure cost.
@@ -136,7 +136,7 @@ def _float_plan(spec, a, b, c, batch, outer, threads) -> Plan:
                 moved = 2 * qpack * per_batch * item
                 slots = ((0, B, b_off), (1, BUF, 0))
                 pack = gemm.pack_library(spec)[gemm.PACK_B]
-                launches.append(_Launch(pack, words, slots, qpack * panels, moved, gemm.PACK_B))
+                launches.append(Launch(pack, words, slots, qpack * panels, moved, gemm.PACK_B))
                 bsrc, bps, bks, bsb = (BUF, 0), kc * spec.nr, spec.nr, per_batch if qb else 0
             else:
                 bsrc, bps, bks, bsb = (B, ob), spec.nr, brs, qb
@@ -152,7 +152,7 @@ def _float_plan(spec, a, b, c, batch, outer, threads) -> Plan:
             if p0 + kc == k:
                 columns = (*(min(j0 + i * width, j0 + nc) for i in range(nblocks)), j0 + nc)
             launches.append(
-                _Launch(macro, words, slots, items, _parallel(flops), gemm.MACRO, flops, columns)
+                Launch(macro, words, slots, items, parallel(flops), gemm.MACRO, flops, columns)
             )
     return Plan(tuple(launches), buffer, len(outer) == 1 and (q == 1 or qc == m * ldc))
 
@@ -170,8 +170,8 @@ def _gemv(
 ) -> Plan:
     """One gemm_gemv launch per outer batch offset."""
     fn = gemm_gemv.library(spec.dtype)[name]
-    words, moved = (0, 0, 0, *tail), _parallel(flops)
-    launches = (_Launch(fn, words, s, total, moved, name, flops) for s in _slots(outer, swapped))
+    words, moved = (0, 0, 0, *tail), parallel(flops)
+    launches = (Launch(fn, words, s, total, moved, name, flops) for s in _slots(outer, swapped))
     return Plan(tuple(launches), 0)
 
 
@@ -191,8 +191,8 @@ def _int_plan(a, b, c, batch, outer) -> Plan:
     else:
         tail = (ars, aks, qa, brs, bcs, qb, c.strides[-2], qc, m, n, k)
         fn, name, total = gemm.int64_library()[gemm.ROWS_I64], gemm.ROWS_I64, q * m
-    words, moved = (0, 0, 0, *tail), _parallel(flops)
-    return Plan(tuple(_Launch(fn, words, s, total, moved, name, flops) for s in _slots(outer)), 0)
+    words, moved = (0, 0, 0, *tail), parallel(flops)
+    return Plan(tuple(Launch(fn, words, s, total, moved, name, flops) for s in _slots(outer)), 0)
 
 
 def plan(a: TensorImpl, b: TensorImpl, c: TensorImpl, threads: int) -> Plan:
@@ -225,7 +225,10 @@ def _native_call(p: Plan) -> tuple | None:
 
 _plans: dict[tuple, Plan] = {}
 _MAX_PLANS = 1024
-EPI = gemm.MACRO_ARGS.index("epi")
+# The kernels of plans that take an epilogue: the packers, and the products with the
+# index of their `epi` word.
+EPILOGUE_HOSTS = (gemm.MACRO, gemm.PACK_B, conv.CONV, conv.PACK_W)
+EPI = {gemm.MACRO: gemm.MACRO_ARGS.index("epi"), conv.CONV: conv.CONV_ARGS.index("epi")}
 
 
 def plan_for(a: TensorImpl, b: TensorImpl, c: TensorImpl) -> Plan:
@@ -242,9 +245,9 @@ def plan_for(a: TensorImpl, b: TensorImpl, c: TensorImpl) -> Plan:
 
 def epilogue_columns(p: Plan) -> list[tuple[int, ...]] | None:
     """Per launch of `p`, the column bounds of the blocks an epilogue follows (see
-    _Launch.columns), or None when `p` cannot take one (matrix-vector kernels, int64, or
+    Launch.columns), or None when `p` cannot take one (matrix-vector kernels, int64, or
     batches whose rows are not one run of C's rows)."""
-    if not p.rows_in_order or any(s.name not in (gemm.MACRO, gemm.PACK_B) for s in p.launches):
+    if not p.rows_in_order or any(s.name not in EPILOGUE_HOSTS for s in p.launches):
         return None
     return [s.columns for s in p.launches]
 
@@ -270,7 +273,8 @@ def run(p: Plan, a: int, b: int, c: int, epilogues: list | None = None) -> None:
         for index, which, offset in step.slots:
             words[index] = bases[which] + offset
         if epilogues is not None and epilogues[i][0]:
-            words[EPI], words[EPI + 1] = epilogues[i]
+            at = EPI[step.name]
+            words[at], words[at + 1] = epilogues[i]
         launch(step.fn, words, step.total, step.moved, 1, flops=step.flops)
 
 

@@ -213,7 +213,7 @@ def _emit_body(
             scalar = b.load(address(n_out + i, 1), align=buf.dtype.itemsize)
             return splat(b, scalar, width)
         if width > 1 and buf.inner not in (CONTIG, BCAST):  # `address` gives lane pointers
-            return _gather(b, address(n_out + i, width), buf.dtype.itemsize)
+            return gather(b, address(n_out + i, width), buf.dtype.itemsize)
         if mask is not None:
             return masked_load(b, address(n_out + i, width), buf.dtype.itemsize, mask)
         return b.load(address(n_out + i, width), align=buf.dtype.itemsize)
@@ -335,7 +335,7 @@ def _emit_strided_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
                     return b.bitcast(p, memory_type(buf.dtype, w).as_pointer())
                 step = _splat_i64(b, args.strides[i][inner], w)
                 offsets = b.add(_splat_i64(b, base, w), b.mul(at, step))
-                return _lane_pointers(b, args.ptrs[i], offsets, buf.dtype.itemsize)
+                return lane_pointers(b, args.ptrs[i], offsets, buf.dtype.itemsize)
 
             def index(axis: int):
                 return at if axis == inner else _splat_i64(b, idx[axis], width)
@@ -359,7 +359,7 @@ def _emit_strided_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
     loops.counted(j, n, 1, body, "elem")
 
 
-def _lane_pointers(b: ir.IRBuilder, ptr: ir.Value, offsets: ir.Value, itemsize: int):
+def lane_pointers(b: ir.IRBuilder, ptr: ir.Value, offsets: ir.Value, itemsize: int):
     """The vector of `ptr + offsets[lane]` element pointers (offsets in elements)."""
     width = offsets.type.count
     base = _splat_i64(b, b.ptrtoint(ptr, I64), width)
@@ -371,13 +371,16 @@ def _all_lanes(width: int) -> ir.Constant:
     return ir.Constant(ir.VectorType(ir.IntType(1), width), [1] * width)
 
 
-def _gather(b: ir.IRBuilder, pointers: ir.Value, align: int) -> ir.Value:
+def gather(b: ir.IRBuilder, pointers: ir.Value, align: int, mask: ir.Value | None = None):
+    """The elements at a vector of pointers; with `mask`, lanes off it read no memory and
+    give zero."""
     width, element = pointers.type.count, pointers.type.element.pointee
     vt, i32 = ir.VectorType(element, width), ir.IntType(32)
-    mask = _all_lanes(width)
+    fill = ir.Constant(vt, ir.Undefined if mask is None else None)
+    mask = _all_lanes(width) if mask is None else mask
     fnty = ir.FunctionType(vt, [pointers.type, i32, mask.type, vt])
     fn = declare(b.module, f"llvm.masked.gather.{mangle(vt)}.v{width}p0", fnty)
-    return b.call(fn, [pointers, ir.Constant(i32, align), mask, ir.Constant(vt, ir.Undefined)])
+    return b.call(fn, [pointers, ir.Constant(i32, align), mask, fill])
 
 
 def _scatter(b: ir.IRBuilder, value: ir.Value, pointers: ir.Value, align: int) -> None:
