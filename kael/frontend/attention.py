@@ -1,6 +1,9 @@
 """scaled_dot_product_attention as torch.nn.functional has it: softmax(q k^T * scale +
-mask) v, composed from kael's matmul, softmax and elementwise ops (so @kael.compile fuses
-the scale, the mask and the softmax into one row group between the two products)."""
+mask) v. On the CPU in float32 and float64 it is one fused kernel (codegen/cpu/
+attention.py: online softmax over key blocks, the [L, S] scores never stored; under
+@kael.compile an extern step); otherwise (the GPU, half types, dropout, value rows
+wider than the kernel's block) it is composed from kael's matmul, softmax and
+elementwise ops."""
 
 from __future__ import annotations
 
@@ -9,9 +12,10 @@ import math
 from kael.frontend import elementwise as ew
 from kael.frontend import factories, linalg, nn, random, reductions
 from kael.frontend.outputs import device_of, tensor_arg
-from kael.frontend.tensor import Tensor
+from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.tracing import op_door
-from kael.runtime.dtypes import bool_
+from kael.runtime.device import CPU
+from kael.runtime.dtypes import bool_, float32, float64
 from kael.runtime.errors import TypeError, ValueError
 
 
@@ -62,6 +66,10 @@ def scaled_dot_product_attention(
         k, v = (_repeat_heads(t, heads // kv_heads) for t in (k, v))
     length, source = q.shape[-2], k.shape[-2]
     factor = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    if dropout_p == 0.0:
+        fused = _fused(q, k, v, attn_mask, is_causal, factor)
+        if fused is not None:
+            return fused
     scores = linalg.matmul(q, k.transpose(-2, -1)) * factor
     if is_causal:
         rows = factories.arange(length, device=q.device).reshape(length, 1)
@@ -78,6 +86,61 @@ def scaled_dot_product_attention(
     if dropout_p > 0.0:
         weights = random.dropout(weights, dropout_p)
     return linalg.matmul(weights, v)
+
+
+def _fused(q: Tensor, k: Tensor, v: Tensor, mask, is_causal: bool, scale: float):
+    """The attention by codegen/cpu/attention.py's fused kernel, or None where it does not
+    apply (a GPU, half types, batch dims that differ, value rows wider than EV_MAX, a mask
+    whose batch dims do not merge into one stride)."""
+    from kael.codegen.cpu import attention as kernel
+
+    batch = q.shape[:-2]
+    if (
+        q.device is not CPU
+        or q.dtype not in (float32, float64)
+        or k.shape[:-2] != batch
+        or v.shape[:-2] != batch
+        or v.shape[-1] > kernel.EV_MAX
+    ):
+        return None
+    length, source, width = q.shape[-2], k.shape[-2], v.shape[-1]
+    count = math.prod(batch)
+    kind, strides = ("causal" if is_causal else "none"), (0, 0, 0)
+    if mask is not None:
+        mask = tensor_arg(mask, "scaled_dot_product_attention", "attn_mask")
+        if mask.dtype is not bool_ and mask.dtype is not q.dtype:
+            return None
+        try:
+            full = mask.expand((*batch, length, source))
+        except ValueError:
+            return None
+        merged = _merged_batch_stride(full.shape[:-2], full.strides()[:-2])
+        if merged is None:
+            return None
+        kind = "keep" if mask.dtype is bool_ else "additive"
+        strides = (merged, *full.strides()[-2:])
+        mask = full._impl
+    rows = [_rows(t, count, n) for t, n in ((q, length), (v, source))]
+    kt = k.reshape((count, source, k.shape[-1])).transpose(1, 2).contiguous()
+    out = empty_impl((count, length, width), q.dtype, q.device)
+    if out.numel():
+        kernel.run(rows[0], kt._impl, rows[1], out, mask, kind, scale, count, strides)
+    return Tensor(out).reshape((*batch, length, width))
+
+
+def _rows(t: Tensor, count: int, n: int):
+    """t as [count, n, last] with unit-stride rows (a copy only where needed)."""
+    t = t.reshape((count, n, t.shape[-1]))
+    return (t if t.strides()[-1] == 1 else t.contiguous())._impl
+
+
+def _merged_batch_stride(shape: tuple, strides: tuple) -> int | None:
+    """The one stride stepping through batch dims `shape` in row-major order, or None."""
+    dims = [(n, s) for n, s in zip(shape, strides) if n != 1]
+    for (_, outer), (n, inner) in zip(dims, dims[1:]):
+        if outer != inner * n:
+            return None
+    return dims[-1][1] if dims else 0
 
 
 def _repeat_heads(t: Tensor, times: int) -> Tensor:
