@@ -5,9 +5,11 @@ Targets (issue 13; float32, 2 threads, medians): every elementwise activation (1
 elements) at memory speed, i.e. at most 1.3x kael's own relu over the same bytes (one
 read, one write; relu is the copy-speed reference), and dropout (training) likewise;
 conv2d of a ResNet layer ([32, 64, 56, 56], 3x3, 64 filters, padding 1) and of a 1x1
-layer at most PyTorch's time (oneDNN); max_pool2d and avg_pool2d (3x3, stride 2) at most
-0.7x PyTorch's; interpolate bilinear (2x up) at most PyTorch's;
-scaled_dot_product_attention ([8, 8, 1024, 64], causal) at most PyTorch's.
+layer at most PyTorch's time (oneDNN), and conv2d + bias + relu under @kael.compile one
+kernel (checked and printed); max_pool2d and avg_pool2d (3x3, stride 2) at most 0.7x
+PyTorch's; interpolate bilinear (2x up) at most PyTorch's; scaled_dot_product_attention
+([8, 8, 1024, 64], causal) at most PyTorch's; embedding (a 64 MB gather) and one_hot at
+memory speed: at most 1.3x kael's own copy (clone) or fill (zeros) of their output's bytes.
 PyTorch's time is shown beside each.
 """
 
@@ -25,6 +27,7 @@ import kael
 import kael.nn.functional as KF
 
 RELU = "kael relu"
+COPY, FILL = "kael clone", "kael zeros"
 ACTIVATIONS = (
     "elu", "selu", "celu", "leaky_relu", "hardtanh", "relu6", "hardsigmoid", "hardswish",
     "mish", "softplus", "softsign", "logsigmoid", "tanhshrink", "silu", "gelu",
@@ -45,7 +48,39 @@ def cases() -> list[Case]:
         RELU: lambda: kael.relu(k),
     }
     out.append(Case("dropout p=0.2 16M", runs, target=(RELU, 1.3)))
-    return out + layer_cases()
+    return out + layer_cases() + lookup_cases()
+
+
+def lookup_cases() -> list[Case]:
+    """embedding and one_hot against a copy and a fill of the same bytes."""
+    rng = np.random.default_rng(2)
+    table = rng.standard_normal((50_000, 256), dtype=np.float32)
+    index = rng.integers(0, 50_000, 65_536)
+    kt, tt = kael.tensor(table), torch.from_numpy(table)
+    ki, ti = kael.tensor(index), torch.from_numpy(index)
+    rows = kael.tensor(table[:65_536])
+    labels = rng.integers(0, 1000, 16_384)
+    kl, tl = kael.tensor(labels), torch.from_numpy(labels)
+    return [
+        Case(
+            "embedding [50000,256] x 65536 (64 MB)",
+            {
+                "kael": lambda: KF.embedding(ki, kt),
+                "torch": lambda: TF.embedding(ti, tt),
+                COPY: lambda: rows.clone(),
+            },
+            target=(COPY, 1.3),
+        ),
+        Case(
+            "one_hot 16384 x 1000 (int64, 131 MB)",
+            {
+                "kael": lambda: KF.one_hot(kl, 1000),
+                "torch": lambda: TF.one_hot(tl, 1000),
+                FILL: lambda: kael.zeros((16_384, 1000), dtype=kael.int64),
+            },
+            target=(FILL, 1.3),
+        ),
+    ]
 
 
 def layer_cases() -> list[Case]:
@@ -95,13 +130,39 @@ def layer_cases() -> list[Case]:
             1.0,
         ),
     ]
+    kb, tb = both(64)
+    pairs.append(
+        (
+            CONV_BLOCK,
+            lambda: conv_block(kx, kw, kb),
+            lambda: TF.relu(TF.conv2d(tx, tw, tb, padding=1)),
+            1.0,
+        )
+    )
     return [
         Case(name, {"kael": k, "torch": t}, target=("torch", limit)) for name, k, t, limit in pairs
     ]
 
 
+CONV_BLOCK = "compiled conv2d+bias+relu [32,64,56,56]"
+
+
+@kael.compile
+def conv_block(x, w, b):
+    return KF.relu(KF.conv2d(x, w, b, padding=1))
+
+
+def one_kernel(cases: list[Case]) -> bool:
+    """The compiled conv block's plan: one kernel (the bias and relu run inside the conv)."""
+    x, w, b = kael.randn(32, 64, 56, 56), kael.randn(64, 64, 3, 3), kael.randn(64)
+    kernels = len(conv_block.plan_for(x, w, b).kernel_steps)
+    ok = kernels == 1
+    print(f"{CONV_BLOCK}: {kernels} kernel(s) in its plan (target 1): {'met' if ok else 'MISSED'}")
+    return ok
+
+
 def main() -> int:
-    return run(__doc__.splitlines()[0], cases)
+    return run(__doc__.splitlines()[0], cases, one_kernel)
 
 
 if __name__ == "__main__":

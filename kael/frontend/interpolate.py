@@ -1,9 +1,10 @@
 """torch.nn.functional.interpolate: nearest, nearest-exact, (bi/tri)linear, bicubic and
 area, with size or scale_factor and align_corners, as PyTorch's CPU kernels compute them.
 
-Resampling is separable: each spatial dim, last first (PyTorch's order of taps), becomes
-index_select of its 1, 2 or 4 source rows and one kernel summing them with their
-weights. Source positions and weights are host arithmetic on the sizes, in PyTorch's
+Resampling is separable: each spatial dim, last first (PyTorch's order of taps), is one
+pass summing its 1, 2 or 4 source rows with their weights: on the CPU in float32 and
+float64 one kernel reading the sources in place (codegen/cpu/resample.py), elsewhere
+index_select of each tap's rows and one elementwise kernel. Source positions and weights are host arithmetic on the sizes, in PyTorch's
 float32 for float32 data (its scale and coordinate math round there).
 """
 
@@ -16,10 +17,11 @@ from kael.frontend import factories, index_ops
 from kael.frontend.formula import Value, launch
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.pooling import POOLS
-from kael.frontend.tensor import Tensor
+from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.tracing import op_door
 from kael.runtime.convert import to_float32
-from kael.runtime.dtypes import float64
+from kael.runtime.device import CPU
+from kael.runtime.dtypes import bfloat16, float16, float32, float64
 from kael.runtime.errors import TypeError, ValueError
 
 MODES = {
@@ -138,16 +140,20 @@ def interpolate(
     if not x.dtype.is_floating_point and mode != "nearest" and mode != "nearest-exact":
         raise TypeError(f"interpolate: {mode} is not implemented for {x.dtype}")
     wide = x.dtype is float64
-    y = x
+    # float16 and bfloat16 resample in float32, rounded once at the end, as PyTorch does
+    half = x.dtype in (float16, bfloat16) and mode not in ("nearest", "nearest-exact")
+    y = x.to(float32) if half else x
     for d in reversed(range(dims)):
         rows = _taps(mode, x.shape[2 + d], sizes[d], given[d], bool(align_corners), wide)
         y = _resample(y, 2 + d, rows)
-    return y
+    return y.to(x.dtype) if half else y
 
 
 def _resample(x: Tensor, dim: int, rows: list[list[tuple[int, float]]]) -> Tensor:
     """out[.., j, ..] = sum_k weight[j][k] * x[.., source[j][k], ..] along `dim`."""
     taps = len(rows[0])
+    if x.device is CPU and x.dtype in (float32, float64) and x.numel():
+        return _resample_kernel(x, dim, rows, taps)
     picked = [
         index_ops.index_select(x, dim, factories.tensor([r[k][0] for r in rows], device=x.device))
         for k in range(taps)
@@ -170,6 +176,22 @@ def _resample(x: Tensor, dim: int, rows: list[list[tuple[int, float]]]) -> Tenso
         return total
 
     return launch(("resample", taps), [*picked, *weights], x.dtype, weighted)
+
+
+def _resample_kernel(x: Tensor, dim: int, rows, taps: int) -> Tensor:
+    """_resample by codegen/cpu/resample.py: one pass, the sources read in place."""
+    from kael.codegen.cpu import resample
+
+    shape = x.shape
+    outer, inner = math.prod(shape[:dim]), math.prod(shape[dim + 1 :])
+    src = x.contiguous().reshape((outer, shape[dim], inner))
+    out = empty_impl((outer, len(rows), inner), x.dtype, x.device)
+    idx = factories.tensor([r[k][0] for k in range(taps) for r in rows], device=x.device)
+    weights = factories.tensor(
+        [r[k][1] for k in range(taps) for r in rows], dtype=x.dtype, device=x.device
+    )
+    resample.run(src._impl, out, idx._impl, weights._impl, taps)
+    return Tensor(out).reshape((*shape[:dim], len(rows), *shape[dim + 1 :]))
 
 
 FUNCTIONS = {"interpolate": op_door("interpolate", interpolate)}
