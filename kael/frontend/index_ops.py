@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from kael.codegen.cpu import gather as kernels
-from kael.codegen.cpu import handwritten
+from kael.codegen.cpu import handwritten, take_rows
 from kael.codegen.cpu import sort as merge_sort
 from kael.frontend import eager, elementwise, interop, reductions, views
 from kael.frontend.indexing import nonzero_impl
@@ -227,6 +227,14 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     out = empty_impl(shape if src.shape else (), src.dtype, src.device)
     if n and not out.numel():  # no element is read, but every index is still checked
         _check_range(index, d, src1.shape[d], "index_select")
+    run = math.prod(src1.shape[d + 1 :]) * src.dtype.itemsize
+    if src.device is CPU and run >= take_rows.MIN_RUN and src1.is_contiguous() and out.numel():
+        flat = index.reshape(-1).contiguous()._impl
+        outer = math.prod(src1.shape[:d])
+        bad = take_rows.take_rows(out, src1, flat, outer, src1.shape[d], run)
+        if bad is not None:
+            raise _out_of_bounds("index_select", bad, d, src1.shape[d])
+        return Tensor(out)
     _gather_into(out, src1, d, _spread(idx, shape, d), kernels.STRICT, "index_select")
     return Tensor(out)
 

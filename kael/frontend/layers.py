@@ -8,6 +8,7 @@ import math
 
 from kael.frontend import elementwise as ew
 from kael.frontend import factories, index_ops, linalg, reductions, views
+from kael.frontend.formula import launch
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
@@ -48,7 +49,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     elif x.numel() and int(x.amax()) >= num_classes:
         raise ValueError("Class values must be smaller than num_classes.")
     classes = factories.arange(num_classes, device=x.device)
-    return ew.binary("eq", x.unsqueeze(-1), classes).to(int64)
+    return launch(("one_hot",), [x.unsqueeze(-1), classes], int64, lambda a, c: a.eq(c))
 
 
 def normalize(
