@@ -3,6 +3,7 @@ divisor_override) and the adaptive pools against PyTorch."""
 
 import numpy as np
 import pytest
+import torch
 import torch.nn.functional as TF
 from parity_helpers import close_to_torch
 from parity_helpers import torch_pair as pair
@@ -97,7 +98,7 @@ def test_adaptive_pools_match_torch(size):
         (lambda: KF.max_pool2d(kael.ones(1, 1, 2, 2), 3), "too small"),
         (lambda: KF.max_pool2d(kael.ones(4), 2), "Expected"),
         (lambda: KF.avg_pool2d(kael.ones(1, 1, 4, 4), 2, divisor_override=0), "not zero"),
-        (lambda: KF.adaptive_avg_pool2d(kael.ones(1, 1, 4, 4), (0, 2)), "positive"),
+        (lambda: KF.adaptive_avg_pool2d(kael.ones(1, 1, 4, 4), (-1, 2)), "greater than or equal"),
     ],
 )
 def test_bad_pools_raise(call, message):
@@ -105,3 +106,66 @@ def test_bad_pools_raise(call, message):
         call()
     with pytest.raises(kael.TypeError, match="floating"):
         KF.avg_pool2d(kael.ones(1, 1, 4, 4, dtype=kael.int64), 2)
+
+
+@pytest.mark.parametrize("size", [0, (0, 2), (3, 0)], ids=str)
+def test_adaptive_pools_to_an_output_size_of_zero_are_empty_as_torch(size):
+    kx, tx = pair(X2)
+    same(KF.adaptive_avg_pool2d(kx, size), TF.adaptive_avg_pool2d(tx, size))
+    same(
+        KF.adaptive_max_pool2d(kx, size, return_indices=True),
+        TF.adaptive_max_pool2d(tx, size, return_indices=True),
+    )
+
+
+@pytest.mark.parametrize("size", [(3, 4), (5, 2)], ids=str)
+def test_adaptive_avg_pool_of_bfloat16_averages_in_float32_and_rounds_once(size):
+    # A bfloat16 averaging matrix (1/3 rounded) or a bfloat16 result between the two dims
+    # each moved some averages a step or more from PyTorch's.
+    kx, tx = pair(X2, kael.bfloat16)
+    got = torch.from_dlpack(KF.adaptive_avg_pool2d(kx, size)).double()
+    torch.testing.assert_close(
+        got, TF.adaptive_avg_pool2d(tx, size).double(), rtol=2**-7, atol=1e-5
+    )
+
+
+def test_avg_pool1d_has_torch_signature_without_divisor_override():
+    kx, tx = pair(X2[0])
+    with pytest.raises(TypeError):
+        TF.avg_pool1d(tx, 2, divisor_override=3)
+    with pytest.raises(kael.TypeError, match="divisor_override"):
+        KF.avg_pool1d(kx, 2, divisor_override=3)
+    same(KF.avg_pool1d(kx, 3, 2, 1, True, False), TF.avg_pool1d(tx, 3, 2, 1, True, False))
+
+
+REGIONS = [
+    ((2, 3, 13, 12), {"kernel_size": 3, "stride": 2, "padding": 1}),
+    ((1, 4, 10, 12), {"kernel_size": (3, 2), "stride": (2, 3), "padding": 1, "ceil_mode": True}),
+    ((1, 4, 10, 12), {"kernel_size": 3, "stride": 1, "padding": 1}),
+    ((1, 1, 3, 3), {"kernel_size": 3, "stride": 1, "padding": 1}),  # no interior
+    ((1, 2, 7, 8, 9), {"kernel_size": 3, "stride": 2, "padding": 1}),
+    ((2, 4, 50), {"kernel_size": 4, "stride": 3, "padding": 2, "ceil_mode": True}),
+    ((1, 2, 9, 9), {"kernel_size": 2, "stride": 2}),  # no padding: the interior alone
+]
+
+
+@pytest.mark.parametrize("shape, kwargs", REGIONS, ids=str)
+def test_pools_region_by_region_match_torch(monkeypatch, shape, kwargs):
+    """Large inputs pool the interior in place and pad only the borders' slices."""
+    from kael.frontend import pooling
+
+    monkeypatch.setattr(pooling, "REGION_ELEMENTS", 0)
+    dims = len(shape) - 2
+    kx, tx = pair(RNG.standard_normal(shape))
+    for name in ("max", "avg"):
+        k = getattr(KF, f"{name}_pool{dims}d")(kx, **kwargs)
+        same(k, getattr(TF, f"{name}_pool{dims}d")(tx, **kwargs), 0)
+    same(
+        getattr(KF, f"avg_pool{dims}d")(kx, **kwargs, count_include_pad=False),
+        getattr(TF, f"avg_pool{dims}d")(tx, **kwargs, count_include_pad=False),
+        0,
+    )
+    if dims > 1:  # integer padding is the dtype's minimum (torch has no uint8 max_pool1d)
+        ki, ti = pair(RNG.integers(0, 255, shape), kael.uint8)
+        pool, reference = getattr(KF, f"max_pool{dims}d"), getattr(TF, f"max_pool{dims}d")
+        same(pool(ki, **kwargs), reference(ti, **kwargs), 0)
