@@ -24,17 +24,10 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "tests"), str(HERE)]
+import golden_ops  # noqa: E402
 import golden_tools as gt  # noqa: E402
-from patterns import (  # noqa: E402
-    EXCLUDED,
-    INT64_MAX,
-    INT64_MIN,
-    PENDING,
-    TO_INT64_SPECIAL,
-    Pattern,
-    Spec,
-    op_table,
-)
+from patterns import EXCLUDED, PENDING, TO_INT64_SPECIAL, op_table  # noqa: E402
+from specs import INT64_MAX, INT64_MIN, Pattern, Spec  # noqa: E402
 
 
 def make_base(s: Spec) -> torch.Tensor:
@@ -46,6 +39,8 @@ def make_base(s: Spec) -> torch.Tensor:
         return torch.randn(s.shape, dtype=dtype)
     if s.kind == "positive":
         return torch.rand(s.shape, dtype=dtype) * 3 + 0.01
+    if s.kind == "unit":
+        return torch.rand(s.shape, dtype=dtype) * 0.98 + 0.01
     if s.kind == "int64":
         return torch.randint(-5, 6, s.shape, dtype=torch.int64).to(dtype)
     if s.kind == "nonzero":
@@ -124,7 +119,7 @@ def write_case(op: str, pattern: Pattern, root: Path) -> gt.Case:
         gt.encode_args(pattern.args),
     )
     for name, s in pattern.inputs.items():
-        np.save(case.input_path(name, root), make_base(s).numpy())
+        np.save(case.input_path(name, root), gt.to_array(make_base(s)))
     note, override = OVERRIDES.get((op, pattern.name), (None, None))
     try:
         if override is not None:
@@ -151,8 +146,12 @@ def generate(root: Path = gt.GOLDEN_DIR) -> list[gt.Case]:
     for op, patterns in op_table().items():
         if op in PENDING:
             continue
-        if op not in gt.REGISTRY:
+        if op not in golden_ops.REGISTRY:
             raise KeyError(f"no golden op registered for {op!r}: add it to REGISTRY")
+        names = [p.name for p in patterns]
+        if len(set(names)) < len(names):
+            repeated = sorted({n for n in names if names.count(n) > 1})
+            raise ValueError(f"{op} repeats the case names {repeated}")
         cases += [write_case(op, p, root) for p in patterns if (op, p.name) not in EXCLUDED]
     (root / "manifest.txt").write_text("".join(c.to_line() + "\n" for c in cases))
     return cases

@@ -3,50 +3,34 @@ patterns (op_table). golden/generate.py turns them into files with PyTorch."""
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
-import golden_tools as gt
-
-INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
-NAN, INF = math.nan, math.inf
-SPECIAL_VALUES = [NAN, INF, -INF, 0.0, -0.0, 1.0, -1.0, 1e-10, 1000.0, -1000.0]
-
-# ---- input specs -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Spec:
-    """How to make one input: kind is normal, positive, int64, nonzero (int64 without 0), index
-    (int64 in [0, high)), bool or values (explicit `values`, reshaped to `shape`)."""
-
-    shape: tuple[int, ...]
-    dtype: str = "float32"
-    kind: str = ""
-    view: str = "none"
-    values: tuple | None = None
-    high: int = 0
-
-
-def spec(shape, dtype="float32", kind="", view="none", values=None, high=0) -> Spec:
-    if not kind:
-        kind = "values" if values is not None else {"int64": "int64", "bool": "bool"}.get(dtype)
-        kind = kind or "normal"
-    return Spec(tuple(shape), dtype, kind, view, None if values is None else tuple(values), high)
-
-
-@dataclass(frozen=True)
-class Pattern:
-    """A case template: name, named input specs and keyword args for the op."""
-
-    name: str
-    inputs: dict[str, Spec]
-    args: dict
-
-
-def P(name: str, args: dict | None = None, **inputs: Spec) -> Pattern:
-    return Pattern(name, inputs, args or {})
-
+import golden_ops
+from patterns_aliases import alias_table
+from patterns_dtypes import (
+    MATMUL_DTYPE_PATTERNS,
+    OTHER_DTYPE_PATTERNS,
+    SOFTMAX_DTYPE_PATTERNS,
+    TO_EVERY_PAIR,
+    TO_FIRST_DTYPES,
+    TO_SPECIAL,
+    binary_bfloat16_patterns,
+    binary_dtype_patterns,
+    reduction_dtype_patterns,
+    unary_bfloat16_patterns,
+    unary_dtype_patterns,
+)
+from patterns_excluded import EXCLUDED_NEW
+from patterns_layers import layer_table
+from patterns_nn import activation_table, loss_table
+from patterns_spatial import spatial_table
+from specs import (
+    INF,
+    NAN,
+    SPECIAL_VALUES,
+    P,
+    Pattern,
+    layout_patterns,
+    spec,
+)
 
 # ---- binary patterns -------------------------------------------------------------------------
 
@@ -116,7 +100,8 @@ def binary_patterns(kind: str = "normal", int_kind: str = "int64", scalars: bool
     """The binary grid; `scalars=False` leaves out Python-number operands, for the ops whose
     PyTorch signature takes tensors only (maximum, minimum, the logical ops)."""
     out = broadcast_patterns(kind, int_kind) + promotion_patterns(int_kind) + BOOL_PATTERNS
-    out += [special_pair("float32"), special_pair("float64")]
+    out += binary_dtype_patterns(kind, int_kind)
+    out += [special_pair("float32"), special_pair("float64")] + binary_bfloat16_patterns(kind)
     return [p for p in out if scalars or not ({"input", "other"} & set(p.args))]
 
 
@@ -156,13 +141,7 @@ DIVISION_EXTRA = [
 def unary_patterns(kind: str = "normal") -> list[Pattern]:
     f = lambda shape, view="none", dtype="float32": spec(shape, dtype, kind, view)  # noqa: E731
     return [
-        P("contiguous", x=f((3, 4))),
-        P("transposed", x=f((5, 3), "transpose:0:1")),
-        P("stepped", x=f((3, 8), "slice:1:1:8:3")),
-        P("expanded", x=f((1, 4), "expand:3:4")),
-        P("permuted", x=f((4, 2, 3), "permute:2:0:1")),
-        P("zero_d", x=f(())),
-        P("empty", x=f((0, 3))),
+        *layout_patterns(kind),
         P("odd_sizes", x=f((5, 37))),
         P("float64", x=f((3, 4), dtype="float64")),
         P("float64_transposed", x=f((9, 17), "transpose:0:1", "float64")),
@@ -170,6 +149,8 @@ def unary_patterns(kind: str = "normal") -> list[Pattern]:
         P("bool", x=spec((3, 4), "bool")),
         P("special_float32", x=spec((10,), values=SPECIAL_VALUES)),
         P("special_float64", x=spec((10,), "float64", values=SPECIAL_VALUES)),
+        *unary_dtype_patterns(kind),
+        *unary_bfloat16_patterns(kind),
     ]
 
 
@@ -339,6 +320,7 @@ def reduction_patterns(
         P("empty_kept_dim", {"dim": 1}, x=f((0, 3))),
         P("dim_out_of_range", {"dim": 2}, x=f((3, 4))),
     ]
+    out += reduction_dtype_patterns(kind)
     out += [P("empty_all", x=f((0, 3))), P("empty_dim", {"dim": 0}, x=f((0, 3)))]
     if dtypes:
         out += [
@@ -741,12 +723,15 @@ ARANGE_INTEGER_DTYPE = [P("integer_dtype_fractional", {"start": 0.5, "end": 3.5,
 EXCLUDED = {
     # PyTorch 2.13's float32 gelu gives NaN at +inf (its float64 gives inf, as does kael).
     ("gelu", "special_float32"): "torch float32 gelu(inf) is nan",
+    ("gelu", "special_float16"): "torch float16 gelu(inf) is nan",
+    ("gelu", "special_bfloat16"): "torch bfloat16 gelu(inf) is nan",
     # kael's float rule computes these for integer inputs in float32; PyTorch refuses them.
     **{
         (op, dtype): "torch refuses integer input"
         for op in ("silu", "gelu", "gelu_tanh")
         for dtype in ("int64", "bool")
     },
+    **EXCLUDED_NEW,
 }
 
 # ---- which ops get which patterns ----------------------------------------------------------------
@@ -786,7 +771,7 @@ def op_table() -> dict[str, list[Pattern]]:
     table["pow"] = binary_patterns(kind="positive", int_kind="nonzero") + POW_EXTRA
     for name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
         table[name] = INTEGER_PATTERNS
-    for name in gt.UNARY_OPS + ("gelu_tanh",):
+    for name in golden_ops.UNARY_OPS + ("gelu_tanh",):
         table[name] = unary_patterns("positive" if name in POSITIVE_UNARY else "normal")
     for name in ROUNDING:
         table[name] += ROUNDING_EXTRA
@@ -805,7 +790,7 @@ def op_table() -> dict[str, list[Pattern]]:
     table["copy_"] = COPY_PATTERNS + COPY_FLOAT_TO_INT
     table["fill_"] = FILL_PATTERNS
     table["zero_"] = ZERO_PATTERNS
-    table["to"] = TO_PATTERNS + TO_INT64_SPECIAL
+    table["to"] = TO_PATTERNS + TO_FIRST_DTYPES + TO_INT64_SPECIAL + TO_EVERY_PAIR + TO_SPECIAL
     table.update(VIEW_PATTERNS)
     for name in ("zeros_like", "ones_like"):
         table[name] = LIKE_PATTERNS
@@ -877,6 +862,17 @@ def op_table() -> dict[str, list[Pattern]]:
     table["getitem"] = INDEXING_PATTERNS
     table["setitem"] = SETITEM_PATTERNS
     table.update(operator_table())
+    # the new dtypes in the other grids
+    for name in ("matmul", "mm"):
+        table[name] = table[name] + MATMUL_DTYPE_PATTERNS
+    for name in ("softmax", "log_softmax"):
+        table[name] = table[name] + SOFTMAX_DTYPE_PATTERNS
+    for name, patterns in OTHER_DTYPE_PATTERNS.items():
+        table[name] = table[name] + patterns
+    # torch.nn.functional, then the other spellings
+    for part in (activation_table(), loss_table(), layer_table(), spatial_table()):
+        table.update(part)
+    table.update(alias_table(table))
     return table
 
 

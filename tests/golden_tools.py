@@ -1,5 +1,5 @@
-"""The golden pipeline's shared tools: manifest lines, case arguments, views, op adapters, loading
-and the comparison.
+"""The golden pipeline's shared tools: manifest lines, case arguments, views, loading, the
+bfloat16 storage and the comparison; tests/golden_ops.py holds the op adapters.
 
 Everything that calls an op is generic over `lib`, the library module: golden/generate.py passes
 torch to compute the expected values and tests/test_golden.py passes kael to replay them, so both
@@ -9,13 +9,12 @@ sides apply the same views and make the same calls, and one registry serves both
 from __future__ import annotations
 
 import math
-import operator
 import os
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from golden_ops import adapter_for
 
 ROOT = Path(__file__).resolve().parents[1]
 # KAEL_GOLDEN_DIR points both sides at another data directory (to try out a regeneration).
@@ -172,12 +171,35 @@ def apply_view(t, view: str):
 # ---- loading ---------------------------------------------------------------------------------
 
 
+# A .npy cannot hold bfloat16: a bfloat16 array is stored as a structured array with one field
+# named "bfloat16" holding the values as float32 (each bfloat16 is exactly a float32).
+BFLOAT16 = np.dtype([("bfloat16", np.float32)])
+
+
+def to_array(t) -> np.ndarray:
+    """A lib tensor (on any device) as a C-order NumPy array; bfloat16 as BFLOAT16."""
+    host = t.cpu() if str(t.device) != "cpu" else t
+    if str(host.dtype).endswith("bfloat16"):
+        values = np.array(host.float().numpy(), order="C")
+        array = np.empty(values.shape, BFLOAT16)
+        array["bfloat16"] = values
+        return array
+    return np.array(host.numpy(), order="C")  # ascontiguousarray would make a 0-d array 1-d
+
+
+def from_array(array: np.ndarray, lib):
+    """The inverse of to_array: a lib tensor of the array's values, bfloat16 for BFLOAT16."""
+    if array.dtype == BFLOAT16:
+        return lib.from_numpy(np.array(array["bfloat16"], order="C")).to(lib.bfloat16)
+    return lib.from_numpy(array)
+
+
 def load_inputs(case: Case, lib, root: Path = GOLDEN_DIR, device: str = "cpu") -> dict:
     """The case's inputs as `lib` tensors on `device`: each base .npy loaded (and copied to
     the device), then its view applied."""
     out = {}
     for name in case.inputs:
-        base = lib.from_numpy(np.load(case.input_path(name, root), allow_pickle=False))
+        base = from_array(np.load(case.input_path(name, root), allow_pickle=False), lib)
         if device != "cpu":
             base = base.to(device)
         out[name] = apply_view(base, case.views[name])
@@ -194,8 +216,7 @@ def as_arrays(result) -> list[np.ndarray]:
     arrays = []
     for item in items:
         if hasattr(item, "numpy"):
-            host = item.cpu() if str(item.device) != "cpu" else item
-            arrays.append(np.array(host.numpy(), order="C"))  # ascontiguousarray makes 0-d 1-d
+            arrays.append(to_array(item))
         elif isinstance(item, bool | int | float):
             arrays.append(np.asarray(item))
         else:
@@ -205,11 +226,12 @@ def as_arrays(result) -> list[np.ndarray]:
 
 # ---- the comparison --------------------------------------------------------------------------
 
-# (rtol, atol) per floating dtype; int64 and bool compare exactly.
+# (rtol, atol) per floating dtype; integers and bool compare exactly.
 TOLERANCES = {
     np.dtype(np.float32): (1e-5, 1e-6),
     np.dtype(np.float64): (1e-12, 1e-14),
     np.dtype(np.float16): (2e-3, 1e-5),  # float32 math rounded once: a step or two apart
+    BFLOAT16: (2**-6, 1e-5),  # two bfloat16 steps (2**-7 each at 1.0), for the same reason
 }
 
 
@@ -219,9 +241,12 @@ def mismatch(actual: np.ndarray, expected: np.ndarray) -> str | None:
     if actual.shape != expected.shape:
         return f"shape {actual.shape} != expected {expected.shape}"
     if actual.dtype != expected.dtype:
-        return f"dtype {actual.dtype} != expected {expected.dtype}"
-    if expected.dtype in TOLERANCES:
-        rtol, atol = TOLERANCES[expected.dtype]
+        return f"dtype {_dtype_name(actual.dtype)} != expected {_dtype_name(expected.dtype)}"
+    tolerance = TOLERANCES.get(expected.dtype)
+    if expected.dtype == BFLOAT16:
+        actual, expected = actual["bfloat16"], expected["bfloat16"]
+    if tolerance:
+        rtol, atol = tolerance
         a, e = actual.astype(np.float64), expected.astype(np.float64)
         both_nan = np.isnan(a) & np.isnan(e)
         finite = np.isfinite(e) & np.isfinite(a)
@@ -236,9 +261,13 @@ def mismatch(actual: np.ndarray, expected: np.ndarray) -> str | None:
     index = tuple(int(i) for i in bad[0])
     got, want = actual[index], expected[index]
     detail = f"actual {got!r}, expected {want!r}"
-    if expected.dtype in TOLERANCES and math.isfinite(float(got)) and math.isfinite(float(want)):
+    if tolerance and math.isfinite(float(got)) and math.isfinite(float(want)):
         detail += f", difference {abs(float(got) - float(want))!r}"
     return f"{len(bad)} of {expected.size} elements differ; first at index {list(index)}: {detail}"
+
+
+def _dtype_name(dtype: np.dtype) -> str:
+    return "bfloat16" if dtype == BFLOAT16 else str(dtype)
 
 
 def assert_matches(result, expected: list[np.ndarray]) -> None:
@@ -262,228 +291,6 @@ KAEL_ERRORS = {
     "ValueError": "ValueError",
     "IndexError": "IndexError",
 }
-
-
-# ---- the op adapters -------------------------------------------------------------------------
-
-Adapter = Callable[[object, dict, dict], object]
-
-
-def resolve(lib, name: str):
-    """lib.NAME, else lib.nn.functional.NAME; AttributeError naming the op when neither exists."""
-    fn = getattr(lib, name, None)
-    if fn is None:
-        fn = getattr(lib.nn.functional, name, None)
-    if fn is None:
-        raise AttributeError(f"{lib.__name__} has no op {name!r}")
-    return fn
-
-
-def _with_dtypes(lib, args: dict) -> dict:
-    """A copy of args (adapters pop from it) with a `dtype` name turned into lib's dtype."""
-    args = dict(args)
-    if "dtype" in args:
-        args["dtype"] = getattr(lib, args["dtype"])
-    return args
-
-
-def _scalar_operand(args: dict) -> tuple:
-    """The arg `other` (a Python-number operand) popped into a positional tail: parameter names
-    differ (PyTorch's pow_ calls it exponent, kael's where calls it b)."""
-    return (args.pop("other"),) if "other" in args else ()
-
-
-def function(name: str, star: str | None = None) -> Adapter:
-    """lib.NAME(*inputs, **args); `star` names an arg passed as the positional tail."""
-
-    def call(lib, inputs: dict, args: dict):
-        args = _with_dtypes(lib, args)
-        tail = (args.pop(star) if star else ()) + _scalar_operand(args)
-        return resolve(lib, name)(*inputs.values(), *tail, **args)
-
-    return call
-
-
-def binary(name: str) -> Adapter:
-    """lib.NAME(a, b); a Python-scalar operand comes from the args `input` or `other`."""
-
-    def call(lib, inputs: dict, args: dict):
-        return resolve(lib, name)(*_two_operands(inputs, args))
-
-    return call
-
-
-def _two_operands(inputs: dict, args: dict) -> tuple:
-    """(a, b) from the inputs, either one replaced by the Python-number arg `input` or `other`."""
-    tensors = iter(inputs.values())
-    a = args["input"] if "input" in args else next(tensors)
-    b = args["other"] if "other" in args else next(tensors)
-    return a, b
-
-
-def first_then_keywords(name: str) -> Adapter:
-    """lib.NAME(first input, other inputs by name, **args): layer_norm's weight and bias."""
-
-    def call(lib, inputs: dict, args: dict):
-        first, *rest = inputs
-        return resolve(lib, name)(inputs[first], **{k: inputs[k] for k in rest}, **args)
-
-    return call
-
-
-def dim_second(name: str, as_method: bool = False) -> Adapter:
-    """NAME(x, dim, *other inputs) (index_select, gather, scatter_add), or x.NAME(dim, ...) for
-    the in-place methods (index_add_, scatter_add_)."""
-
-    def call(lib, inputs: dict, args: dict):
-        args = dict(args)
-        x, *rest = inputs.values()
-        dim = args.pop("dim")
-        if as_method:
-            return _checked_inplace(name, x, getattr(x, name)(dim, *rest, **args))
-        return resolve(lib, name)(x, dim, *rest, **args)
-
-    return call
-
-
-def sequence_of_inputs(name: str) -> Adapter:
-    """lib.NAME([inputs...], **args): cat and stack."""
-
-    def call(lib, inputs: dict, args: dict):
-        return resolve(lib, name)(list(inputs.values()), **args)
-
-    return call
-
-
-def method(name: str, star: str | None = None) -> Adapter:
-    """first_input.NAME(*other inputs, **args); an in-place method must return self."""
-
-    def call(lib, inputs: dict, args: dict):
-        args = _with_dtypes(lib, args)
-        self, *rest = inputs.values()
-        tail = (args.pop(star) if star else ()) + _scalar_operand(args)
-        return _checked_inplace(name, self, getattr(self, name)(*rest, *tail, **args))
-
-    return call
-
-
-def _checked_inplace(name: str, self, result):
-    """result, after checking that an in-place method (name ends in _) returned self."""
-    if name.endswith("_") and result is not self:
-        raise AssertionError(f"in-place {name} did not return self")
-    return result
-
-
-def gelu_tanh(lib, inputs: dict, args: dict):
-    return resolve(lib, "gelu")(*inputs.values(), approximate="tanh")
-
-
-def to_dtype(lib, inputs: dict, args: dict):
-    (x,) = inputs.values()
-    return x.to(getattr(lib, args["dtype"]))
-
-
-def getitem(lib, inputs: dict, args: dict):
-    """x[index] with an integer or bool index tensor (advanced indexing: a copy)."""
-    x, index = inputs.values()
-    return x[index]
-
-
-def setitem(lib, inputs: dict, args: dict):
-    """x[index] = value (a Python number), giving back x."""
-    x, index = inputs.values()
-    x[index] = args["value"]
-    return x
-
-
-def python_operator(name: str) -> Adapter:
-    """operator.NAME on the inputs: `a - b`, `2.5 - b` (a Python scalar from the arg `input`),
-    `-x`, `a += b` (which must give back a itself)."""
-    fn = getattr(operator, name)
-
-    def call(lib, inputs: dict, args: dict):
-        if name in UNARY_OPERATORS:
-            return fn(*inputs.values())
-        a, b = _two_operands(inputs, args)
-        result = fn(a, b)
-        if name in INPLACE_OPERATORS and result is not a:
-            raise AssertionError(f"{name} did not give back its left operand")
-        return result
-
-    return call
-
-
-# One line per op: the manifest's op name -> how to call it. Ops of families still being written
-# have entries too; a manifest case whose op is missing here fails loudly (see adapter_for).
-BINARY_OPS = (
-    "add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum",
-    "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
-    "bitwise_and", "bitwise_or", "bitwise_xor",
-)  # fmt: skip
-UNARY_OPS = (
-    "neg", "abs", "sign", "relu", "floor", "ceil", "round", "trunc", "square", "reciprocal",
-    "logical_not", "bitwise_not", "isnan", "isinf", "isfinite", "sqrt", "rsqrt", "exp", "exp2",
-    "expm1", "log", "log2", "log1p", "sin", "cos", "tan", "tanh", "sigmoid", "silu", "erf", "gelu",
-)  # fmt: skip
-INPLACE_OPS = (
-    "add_", "sub_", "mul_", "div_", "pow_", "floor_divide_", "remainder_", "clamp_", "copy_",
-    "fill_", "zero_", "masked_fill_", "cumsum_", "cumprod_", "tril_", "triu_",
-)  # fmt: skip
-REDUCTION_OPS = (
-    "sum", "prod", "mean", "var", "std", "max", "min", "amax", "amin", "argmax", "argmin", "all",
-    "any", "norm", "logsumexp", "count_nonzero",
-)  # fmt: skip
-FUNCTION_OPS = (
-    "where", "clamp", "masked_fill", "equal", "allclose", "matmul", "mm", "bmm", "dot", "outer",
-    "take_along_dim", "nonzero", "cumsum", "cumprod",
-    "sort", "argsort", "topk", "tril", "triu", "flip", "roll", "softmax", "log_softmax",
-    "cross_entropy", "zeros_like", "ones_like", "full_like",
-)  # fmt: skip
-VIEW_OPS = (
-    "transpose", "narrow", "select", "unsqueeze", "squeeze", "flatten", "clone", "contiguous",
-)  # fmt: skip
-
-UNARY_OPERATORS = ("neg", "invert", "abs")
-INPLACE_OPERATORS = ("iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow")
-OPERATORS = (
-    "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and_", "or_", "xor",
-    "lt", "le", "gt", "ge", "eq", "ne", *UNARY_OPERATORS, *INPLACE_OPERATORS,
-)  # fmt: skip
-
-REGISTRY: dict[str, Adapter] = {
-    **{name: binary(name) for name in BINARY_OPS},
-    **{name: function(name) for name in UNARY_OPS + REDUCTION_OPS + FUNCTION_OPS},
-    **{name: method(name) for name in INPLACE_OPS + VIEW_OPS},
-    "gelu_tanh": gelu_tanh,
-    "to": to_dtype,
-    "permute": method("permute", star="dims"),
-    "reshape": method("reshape", star="shape"),
-    "view": method("view", star="shape"),
-    "expand": method("expand", star="sizes"),
-    **{name: dim_second(name) for name in ("index_select", "gather", "scatter_add", "index_add")},
-    **{name: dim_second(name, as_method=True) for name in ("index_add_", "scatter_add_")},
-    "cat": sequence_of_inputs("cat"),
-    "stack": sequence_of_inputs("stack"),
-    "layer_norm": first_then_keywords("layer_norm"),
-    **{name: function(name) for name in ("arange", "linspace", "eye", "full")},
-    **{f"operator_{name.rstrip('_')}": python_operator(name) for name in OPERATORS},
-    "getitem": getitem,
-    "setitem": setitem,
-    "scalar_tensor": function("scalar_tensor", star="s"),  # PyTorch calls the value s
-    "unflatten": method("unflatten"),
-    "as_strided": method("as_strided"),
-    "expand_as": method("expand_as"),
-    "zeros": function("zeros", star="size"),
-    "ones": function("ones", star="size"),
-}
-
-
-def adapter_for(op: str) -> Adapter:
-    """The registry entry of op; KeyError saying so when the op was never registered."""
-    try:
-        return REGISTRY[op]
-    except KeyError:
-        raise KeyError(f"no golden op registered for {op!r}: add it to REGISTRY") from None
 
 
 def run_case(case: Case, lib, root: Path = GOLDEN_DIR, device: str = "cpu"):

@@ -5,6 +5,7 @@ the generator's byte-for-byte reproducibility."""
 
 import math
 
+import golden_ops
 import golden_tools as gt
 import numpy as np
 import pytest
@@ -89,6 +90,70 @@ def test_float_tolerance_holds_on_both_sides_of_the_limit(dtype, expected, insid
     assert gt.mismatch(np.array([outside, -outside], dtype), e) is not None
 
 
+# ---- bfloat16: stored as a structured array of float32 values -----------------------------------
+
+BF16_STEP = 2.0**-7  # one bfloat16 step at 1.0 (8 bits of significand)
+
+
+def bf16(values) -> np.ndarray:
+    array = np.empty(np.shape(values), gt.BFLOAT16)
+    array["bfloat16"] = values
+    return array
+
+
+@pytest.mark.parametrize("at", [1.0, -64.0, 2.0**20])
+def test_bfloat16_tolerance_holds_on_both_sides_of_the_limit(at) -> None:
+    # two steps at the bottom of a binade (rtol 2**-6): one step off passes, three fail
+    step = abs(at) * BF16_STEP
+    assert gt.mismatch(bf16([at + step]), bf16([at])) is None
+    assert gt.mismatch(bf16([at - 2 * step]), bf16([at])) is None
+    assert "differ" in gt.mismatch(bf16([at + 3 * step]), bf16([at]))
+    assert "differ" in gt.mismatch(bf16([at - 3 * step]), bf16([at]))
+
+
+def test_bfloat16_compares_nan_and_infinities_like_the_other_floats() -> None:
+    special = bf16([np.nan, np.inf, -np.inf, 0.0])
+    assert gt.mismatch(special.copy(), special) is None
+    assert gt.mismatch(bf16([0.0, np.inf, -np.inf, 0.0]), special) is not None
+    assert gt.mismatch(bf16([np.nan, -np.inf, -np.inf, 0.0]), special) is not None
+
+
+def test_a_float32_array_never_matches_a_bfloat16_one() -> None:
+    values = np.array([1.0, 2.5], np.float32)
+    assert gt.mismatch(values, bf16(values)) == "dtype float32 != expected bfloat16"
+    assert gt.mismatch(bf16(values), values) == "dtype bfloat16 != expected float32"
+
+
+@pytest.mark.parametrize("lib", [torch, kael], ids=["torch", "kael"])
+@pytest.mark.parametrize("shape", [(2, 3), (), (0, 4)], ids=str)
+def test_bfloat16_round_trips_through_a_structured_array(lib, shape) -> None:
+    values = np.linspace(-3.0, 5.0, math.prod(shape), dtype=np.float32).reshape(shape)
+    t = lib.from_numpy(values).to(lib.bfloat16)
+    array = gt.to_array(t)
+    assert array.dtype == gt.BFLOAT16 and array.shape == shape
+    assert array["bfloat16"].tolist() == t.float().tolist()  # each bfloat16 is a float32
+    back = gt.from_array(array, lib)
+    assert back.dtype == lib.bfloat16 and tuple(back.shape) == shape
+    assert back.float().tolist() == t.float().tolist()
+
+
+def test_bfloat16_inputs_load_as_bfloat16_through_their_view(tmp_path) -> None:
+    case = case_in(tmp_path, "neg", "t", {"x": bf16(np.arange(6.0).reshape(2, 3))})
+    case = gt.Case(case.op, case.name, case.inputs, {"x": "transpose:0:1"})
+    for lib in (torch, kael):
+        (x,) = gt.load_inputs(case, lib, tmp_path).values()
+        assert x.dtype == lib.bfloat16 and tuple(x.shape) == (3, 2)
+        assert x.float().tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
+
+
+def test_the_generator_stores_bfloat16_bases_and_outputs_structured() -> None:
+    case = BY_ID["add/bfloat16"]
+    assert np.load(case.input_path("a")).dtype == gt.BFLOAT16
+    (out,) = gt.load_expected(case)
+    assert out.dtype == gt.BFLOAT16 and out.shape == (3, 4)
+    gt.check_case(case, kael)
+
+
 def test_integers_and_bools_compare_exactly() -> None:
     big = np.array([INT64_MAX], np.int64)
     assert gt.mismatch(big - 1, big) is not None
@@ -136,7 +201,7 @@ def test_results_keep_zero_d_shape_and_python_bools_become_bool_arrays() -> None
 
 
 def test_every_manifest_op_has_a_registry_entry() -> None:
-    missing = sorted({c.op for c in CASES} - set(gt.REGISTRY))
+    missing = sorted({c.op for c in CASES} - set(golden_ops.REGISTRY))
     assert not missing, f"manifest ops without a registry entry: {missing}"
 
 
@@ -148,7 +213,7 @@ def test_a_case_of_an_unregistered_op_fails_loudly(tmp_path) -> None:
 
 def test_a_registered_op_that_kael_lacks_fails_naming_it() -> None:
     with pytest.raises(AttributeError, match="has no op 'frobnicate'"):
-        gt.resolve(kael, "frobnicate")
+        golden_ops.resolve(kael, "frobnicate")
 
 
 def test_check_case_fails_a_wrong_value_and_passes_the_right_one(tmp_path) -> None:
@@ -283,7 +348,7 @@ def test_a_missing_data_file_fails_naming_it(tmp_path) -> None:
 
 def test_golden_data_has_enough_cases_and_ops_and_fits_the_budget() -> None:
     ops = {c.op for c in CASES}
-    assert len(CASES) >= 1000 and len(ops) >= 80, (len(CASES), len(ops))
+    assert len(CASES) >= 3600 and len(ops) >= 270, (len(CASES), len(ops))
     total = sum(p.stat().st_size for p in gt.GOLDEN_DIR.rglob("*") if p.is_file())
     assert total < 20 * 2**20, f"golden data is {total} bytes"
 
@@ -302,12 +367,16 @@ def test_the_pattern_families_of_the_chapter_are_in_the_data() -> None:
     for case_id in (
         "add/transposed", "add/special_float32", "mul/int64_and_zero_d_float32", "sub/bool_and_bool",
         "sqrt/special_float64", "add_/stepped_self", "masked_fill/wider_mask",
-        "pow/i64_negative_exponent",
+        "pow/i64_negative_exponent", "conv2d/groups", "max_pool2d/indices",
+        "batch_norm/training", "interpolate/bicubic", "to/special_bfloat16_to_float16",
     ):  # fmt: skip
         assert case_id in BY_ID, case_id
     special = gt.load_inputs(BY_ID["add/special_float32"], torch)
     assert special["a"].shape == (10, 1) and special["b"].shape == (1, 10)
     assert BY_ID["sub/bool_and_bool"].error == "RuntimeError"
+    # batch_norm gives back its running statistics; max_pool with indices two outputs
+    assert BY_ID["batch_norm/training"].outputs == 3
+    assert BY_ID["max_pool2d/indices"].outputs == 2
 
 
 def test_each_case_is_seeded_by_its_own_name() -> None:

@@ -39,12 +39,33 @@ class Activation:
     params: tuple[tuple[str, float], ...] = ()
     integers: str | None = None
     inplace: bool = True  # PyTorch's signature takes inplace=
+    check: Callable[..., None] | None = None  # refuses the parameter values PyTorch refuses
+
+
+def _alpha_not_zero(alpha: float) -> None:
+    if alpha == 0:
+        raise ValueError("ZeroDivisionError: alpha cannot be 0 for CELU")
+
+
+def _ordered(min_val: float, max_val: float) -> None:
+    # torch.nn.functional.hardtanh's check (its hardtanh_ binding skips it; kael's does not)
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+
+
+def _lambd_not_negative(lambd: float) -> None:
+    if lambd < 0:
+        raise ValueError(f"softshrink: lambda must be in range [0, inf), but found {lambd}")
 
 
 ACTIVATIONS: dict[str, Activation] = {
     "elu": Activation(lambda x, a: where(x > 0, x, a * x.apply("expm1")), (("alpha", 1.0),)),
     "selu": Activation(lambda x: SELU_SCALE * where(x > 0, x, SELU_ALPHA * x.apply("expm1"))),
-    "celu": Activation(lambda x, a: where(x > 0, x, a * (x / a).apply("expm1")), (("alpha", 1.0),)),
+    "celu": Activation(
+        lambda x, a: where(x > 0, x, a * (x / a).apply("expm1")),
+        (("alpha", 1.0),),
+        check=_alpha_not_zero,
+    ),
     "leaky_relu": Activation(
         lambda x, slope: where(x > 0, x, x * slope), (("negative_slope", 0.01),)
     ),
@@ -52,6 +73,7 @@ ACTIVATIONS: dict[str, Activation] = {
         lambda x, lo, hi: minimum(maximum(x, lo), hi),
         (("min_val", -1.0), ("max_val", 1.0)),
         integers="keep",
+        check=_ordered,
     ),
     "relu6": Activation(lambda x: minimum(maximum(x, 0), 6), integers="keep"),
     "hardsigmoid": Activation(lambda x: minimum(maximum(x + 3, 0), 6) / 6),
@@ -80,6 +102,7 @@ ACTIVATIONS: dict[str, Activation] = {
         lambda x, lambd: where(x > lambd, x - lambd, where(-x > lambd, x + lambd, x * 0)),
         (("lambd", 0.5),),
         inplace=False,
+        check=_lambd_not_negative,
     ),
     "tanhshrink": Activation(
         lambda x: x - stored(x.apply("tanh")), integers="float", inplace=False
@@ -110,6 +133,8 @@ def activate(name: str, input: Tensor, params: tuple, inplace: bool = False) -> 
         check_writable(x, name)
         if compute is not x.dtype:
             raise TypeError(f"{name}: inplace needs a {compute} input, got {x.dtype}")
+    if act.check is not None:
+        act.check(*params)
     params = dict(zip((p for p, _ in act.params), params))
     result = launch((name,), [x], compute, act.formula, params, x._impl if inplace else None)
     if inplace:

@@ -211,6 +211,11 @@ def margin_ranking_loss(
     name = "margin_ranking_loss"
     tensors = [tensor_arg(t, name) for t in (input1, input2, target)]
     _check_reduction(reduction, name)
+    if len({t.ndim for t in tensors}) > 1:
+        raise ValueError(
+            f"{name}: All input tensors should have same dimension but got sizes: "
+            + ", ".join(str(list(t.shape)) for t in tensors)
+        )
     dtype = _floating(tensors, name)
     loss = launch(
         (name,),
@@ -315,7 +320,8 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
 def pairwise_distance(
     x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False
 ) -> Tensor:
-    """The p-norm of x1 - x2 + eps along the last dim."""
+    """The p-norm of x1 - x2 + eps along the last dim, for any p as torch.norm takes it: p = 0
+    counts the nonzero differences, p = -inf is the smallest magnitude."""
     name = "pairwise_distance"
     a, b = tensor_arg(x1, name), tensor_arg(x2, name)
     dtype = _floating([a, b], name)
@@ -323,12 +329,14 @@ def pairwise_distance(
     dim = -1 if diff.ndim else None
     if p == math.inf:
         return reductions.amax(diff.abs(), dim, keepdim=keepdim)
+    if p == -math.inf:
+        return reductions.amin(diff.abs(), dim, keepdim=keepdim)
     if p == 2:
         return reductions.sum(diff * diff, dim, keepdim=keepdim).sqrt()
     if p == 1:
         return reductions.sum(diff.abs(), dim, keepdim=keepdim)
-    if p <= 0:
-        raise ValueError(f"{name}: p must be positive, got {p}")
+    if p == 0:
+        return reductions.sum((diff != 0).to(dtype), dim, keepdim=keepdim)
     return reductions.sum(diff.abs() ** p, dim, keepdim=keepdim) ** (1.0 / p)
 
 
@@ -353,15 +361,23 @@ def triplet_margin_loss(
     return _reduced((near - far + margin).clamp(min=0), reduction, name)
 
 
+COSINE_EPSILON = 1e-12  # PyTorch's EPSILON in cosine_embedding_loss
+
+
 def cosine_embedding_loss(
     input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0, reduction: str = "mean"
 ) -> Tensor:
-    """1 - cos(x1, x2) where y is 1, max(0, cos - margin) where y is -1."""
+    """1 - cos(x1, x2) where y is 1, max(0, cos - margin) where y is -1; cos as PyTorch
+    computes it: sum(x1 x2) / sqrt((sum(x1^2) + 1e-12) (sum(x2^2) + 1e-12))."""
     name = "cosine_embedding_loss"
     _check_reduction(reduction, name)
     a, b = tensor_arg(input1, name), tensor_arg(input2, name)
     y = tensor_arg(target, name, "target")
-    cos = cosine_similarity(a, b, dim=-1 if a.ndim else 0, eps=1e-12)
+    dtype = _floating([a, b], name)
+    a, b = a.to(dtype), b.to(dtype)
+    d = -1 if a.ndim else None
+    squares = [reductions.sum(v * v, d) + COSINE_EPSILON for v in (a, b)]
+    cos = reductions.sum(a * b, d) / (squares[0] * squares[1]).sqrt()
     loss = ew.where(y == 1, 1 - cos, ew.where(y == -1, (cos - margin).clamp(min=0), 0.0))
     return _reduced(loss, reduction, name)
 

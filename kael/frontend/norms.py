@@ -5,6 +5,8 @@ ops (float16/bfloat16 computed in float32, as PyTorch's kernels do)."""
 
 from __future__ import annotations
 
+import math
+
 from kael.frontend import eager, factories, moments, reductions
 from kael.frontend import elementwise as ew
 from kael.frontend.outputs import device_of, tensor_arg
@@ -149,7 +151,7 @@ def group_norm(
             f"Expected number of channels in input to be divisible by num_groups, but got"
             f" input of shape {list(x.shape)} and num_groups={num_groups}"
         )
-    grouped = _wide(x).reshape(n, num_groups, -1)
+    grouped = _wide(x).reshape(n, num_groups, math.prod(x.shape[1:]) // num_groups)
     mean = reductions.mean(grouped, -1, keepdim=True)
     var = moments.var(grouped, -1, correction=0, keepdim=True)
     y = ((grouped - mean) * (var + eps).rsqrt()).reshape(x.shape).to(x.dtype)

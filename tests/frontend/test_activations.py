@@ -120,6 +120,23 @@ def test_inplace_refuses_a_dtype_change_and_read_only_inputs():
         KF.elu(kael.ones(3).expand(2, 3), inplace=True)  # overlapping elements
 
 
+@pytest.mark.parametrize(
+    ("name", "args", "message"),
+    [
+        ("celu", (0.0,), "alpha cannot be 0"),
+        ("celu_", (0.0,), "alpha cannot be 0"),
+        ("hardtanh", (1.0, -1.0), "min_val cannot be greater than max_val"),
+        ("softshrink", (-0.5,), "lambda must be in range"),
+    ],
+)
+def test_parameter_values_torch_refuses_are_refused(name, args, message):
+    k, t = pair(VALUES, kael.float32)
+    with pytest.raises((RuntimeError, ValueError)):
+        getattr(TF, name)(t.clone(), *args)
+    with pytest.raises(kael.ValueError, match=message):
+        getattr(KF, name)(k.clone(), *args)
+
+
 def test_argument_errors_name_the_function():
     x = kael.ones(2)
     with pytest.raises(kael.TypeError, match="unexpected keyword argument 'beta'"):

@@ -614,6 +614,8 @@ def test_convolution_and_pooling_on_the_device_agree_with_the_cpu():
     _close(F.conv2d(d, w.to(DEVICE), padding=1), F.conv2d(x, w, padding=1), 2e-6)
     _close(F.max_pool2d(d, 3, 2, 1), F.max_pool2d(x, 3, 2, 1), 0)
     _close(F.avg_pool2d(d, 2), F.avg_pool2d(x, 2), 2e-6)
+    # the divisor of divisor_override is made on the input's device
+    _close(F.avg_pool2d(d, 2, divisor_override=3), F.avg_pool2d(x, 2, divisor_override=3), 2e-6)
 
 
 def test_interpolate_on_the_device_agrees_with_the_cpu():

@@ -131,6 +131,25 @@ def test_cosine_similarity_and_pairwise_distance_match_torch(dim):
         )
 
 
+@pytest.mark.parametrize("p", [0.0, -1.0, -float("inf"), 0.5])
+def test_pairwise_distance_takes_every_p_torch_norm_takes(p):
+    # p = 0 counts the nonzero differences (x2 - x1 + eps is 0 in one place of row 1)
+    x = np.array([[1.0, 2.0, 3.0], [0.0, 0.0, -1e-6]])
+    k, t = kael.tensor(x), torch.tensor(x)
+    check(KF.pairwise_distance(k, k * 0, p), TF.pairwise_distance(t, t * 0, p), kael.float64)
+
+
+def test_cosine_embedding_loss_adds_torch_epsilon_to_the_squared_norms():
+    # PyTorch's cos is sum(x1 x2) / sqrt((|x1|^2 + 1e-12)(|x2|^2 + 1e-12)): in float64 the
+    # epsilon moves the 12th digit, which clamping the norms instead would not.
+    a, b = lib_tensors(kael, kael.float64, A[:, :2], B[:, :2] * 1e-3)
+    ta, tb = lib_tensors(torch, kael.float64, A[:, :2], B[:, :2] * 1e-3)
+    y, ty = lib_tensors(kael, kael.float64, SIGNS)[0], lib_tensors(torch, kael.float64, SIGNS)[0]
+    k = KF.cosine_embedding_loss(a, b, y, reduction="none")
+    t = TF.cosine_embedding_loss(ta, tb, ty, reduction="none")
+    check(k, t, kael.float64, 1e-15)
+
+
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
 def test_nll_loss_matches_torch(reduction, weighted):
@@ -197,9 +216,9 @@ def test_nll_loss_matches_torch(reduction, weighted):
             "target of shape",
         ),
         (
-            lambda: KF.pairwise_distance(kael.ones(2), kael.ones(2), p=0),
+            lambda: KF.margin_ranking_loss(kael.ones(2, 3), kael.ones(2, 3), kael.ones(3)),
             kael.ValueError,
-            "positive",
+            "same dimension",
         ),
         (
             lambda: KF.kl_div(kael.ones(2), kael.ones(2), reduction="batch"),

@@ -70,6 +70,12 @@ def test_group_norm_matches_torch(groups):
         KF.group_norm(kx, 4)
 
 
+@pytest.mark.parametrize("shape", [(0, 6, 3), (2, 6, 0)])
+def test_group_norm_of_an_empty_batch_or_plane_is_empty_as_torch(shape):
+    kx, tx = pair(np.zeros(shape))
+    same(KF.group_norm(kx, 2), TF.group_norm(tx, 2))
+
+
 @pytest.mark.parametrize("size", [1, 2, 3, 5])
 def test_local_response_norm_matches_torch(size):
     kx, tx = pair(X)

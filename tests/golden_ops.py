@@ -1,0 +1,309 @@
+"""The golden op adapters: one registry entry per manifest op name, saying how to call it.
+
+Every adapter is generic over `lib`, the library module (torch when golden/generate.py writes
+the expected values, kael when tests/test_golden.py replays them): it gets lib, the case's
+inputs (views applied) and its decoded args, and returns the op's result.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+
+Adapter = Callable[[object, dict, dict], object]
+
+
+def resolve(lib, name: str):
+    """lib.NAME, else lib.nn.functional.NAME; AttributeError naming the op when neither exists."""
+    fn = getattr(lib, name, None)
+    if fn is None:
+        fn = getattr(lib.nn.functional, name, None)
+    if fn is None:
+        raise AttributeError(f"{lib.__name__} has no op {name!r}")
+    return fn
+
+
+def _with_dtypes(lib, args: dict) -> dict:
+    """A copy of args (adapters pop from it) with a `dtype` name turned into lib's dtype."""
+    args = dict(args)
+    if "dtype" in args:
+        args["dtype"] = getattr(lib, args["dtype"])
+    return args
+
+
+def _scalar_operand(args: dict) -> tuple:
+    """The arg `other` (a Python-number operand) popped into a positional tail: parameter names
+    differ (PyTorch's pow_ calls it exponent, kael's where calls it b)."""
+    return (args.pop("other"),) if "other" in args else ()
+
+
+def function(name: str, star: str | None = None) -> Adapter:
+    """lib.NAME(*inputs, **args); `star` names an arg passed as the positional tail."""
+
+    def call(lib, inputs: dict, args: dict):
+        args = _with_dtypes(lib, args)
+        tail = (args.pop(star) if star else ()) + _scalar_operand(args)
+        return resolve(lib, name)(*inputs.values(), *tail, **args)
+
+    return call
+
+
+def binary(name: str) -> Adapter:
+    """lib.NAME(a, b); a Python-scalar operand comes from the args `input` or `other`."""
+
+    def call(lib, inputs: dict, args: dict):
+        return resolve(lib, name)(*_two_operands(inputs, args))
+
+    return call
+
+
+def _two_operands(inputs: dict, args: dict) -> tuple:
+    """(a, b) from the inputs, either one replaced by the Python-number arg `input` or `other`."""
+    tensors = iter(inputs.values())
+    a = args["input"] if "input" in args else next(tensors)
+    b = args["other"] if "other" in args else next(tensors)
+    return a, b
+
+
+def functional(name: str) -> Adapter:
+    """lib.nn.functional.NAME(first input, the other inputs by name, **args): nn.functional's
+    own signature (torch.max_pool2d has no return_indices, torch.kl_div takes its reduction as
+    an int). An in-place spelling (elu_) must give back its input; where the running mean and
+    variance are inputs (batch_norm, instance_norm) they come back after the result, so their
+    in-place update is compared too."""
+
+    def call(lib, inputs: dict, args: dict):
+        first, *rest = inputs
+        fn = getattr(lib.nn.functional, name, None) or resolve(lib, name)
+        result = fn(inputs[first], **{k: inputs[k] for k in rest}, **_with_dtypes(lib, args))
+        result = _checked_inplace(name, inputs[first], result)
+        stats = tuple(inputs[k] for k in ("running_mean", "running_var") if k in inputs)
+        return (result, *stats) if stats else result
+
+    return call
+
+
+def dim_second(name: str, as_method: bool = False) -> Adapter:
+    """NAME(x, dim, *other inputs) (index_select, gather, scatter_add), or x.NAME(dim, ...) for
+    the in-place methods (index_add_, scatter_add_)."""
+
+    def call(lib, inputs: dict, args: dict):
+        args = dict(args)
+        x, *rest = inputs.values()
+        dim = args.pop("dim")
+        if as_method:
+            return _checked_inplace(name, x, getattr(x, name)(dim, *rest, **args))
+        return resolve(lib, name)(x, dim, *rest, **args)
+
+    return call
+
+
+def sequence_of_inputs(name: str) -> Adapter:
+    """lib.NAME([inputs...], **args): cat and stack."""
+
+    def call(lib, inputs: dict, args: dict):
+        return resolve(lib, name)(list(inputs.values()), **args)
+
+    return call
+
+
+def method(name: str, star: str | None = None) -> Adapter:
+    """first_input.NAME(*other inputs, **args); an in-place method must return self."""
+
+    def call(lib, inputs: dict, args: dict):
+        args = _with_dtypes(lib, args)
+        self, *rest = inputs.values()
+        tail = (args.pop(star) if star else ()) + _scalar_operand(args)
+        return _checked_inplace(name, self, getattr(self, name)(*rest, *tail, **args))
+
+    return call
+
+
+def _checked_inplace(name: str, self, result):
+    """result, after checking that an in-place method (name ends in _) returned self."""
+    if name.endswith("_") and result is not self:
+        raise AssertionError(f"in-place {name} did not return self")
+    return result
+
+
+def gelu_tanh(lib, inputs: dict, args: dict):
+    return resolve(lib, "gelu")(*inputs.values(), approximate="tanh")
+
+
+def to_dtype(lib, inputs: dict, args: dict):
+    (x,) = inputs.values()
+    return x.to(getattr(lib, args["dtype"]))
+
+
+def getitem(lib, inputs: dict, args: dict):
+    """x[index] with an integer or bool index tensor (advanced indexing: a copy)."""
+    x, index = inputs.values()
+    return x[index]
+
+
+def setitem(lib, inputs: dict, args: dict):
+    """x[index] = value (a Python number), giving back x."""
+    x, index = inputs.values()
+    x[index] = args["value"]
+    return x
+
+
+def python_operator(name: str) -> Adapter:
+    """operator.NAME on the inputs: `a - b`, `2.5 - b` (a Python scalar from the arg `input`),
+    `-x`, `a += b` (which must give back a itself)."""
+    fn = getattr(operator, name)
+
+    def call(lib, inputs: dict, args: dict):
+        if name in UNARY_OPERATORS:
+            return fn(*inputs.values())
+        a, b = _two_operands(inputs, args)
+        result = fn(a, b)
+        if name in INPLACE_OPERATORS and result is not a:
+            raise AssertionError(f"{name} did not give back its left operand")
+        return result
+
+    return call
+
+
+def attribute(name: str) -> Adapter:
+    """x.NAME, a property giving a view (x.T, x.mT)."""
+
+    def call(lib, inputs: dict, args: dict):
+        (x,) = inputs.values()
+        return getattr(x, name)
+
+    return call
+
+
+def tensor_from_list(lib, inputs: dict, args: dict):
+    """lib.tensor(x.tolist(), **args): nested Python lists back into a tensor, its dtype
+    inferred from the Python values unless given."""
+    (x,) = inputs.values()
+    return lib.tensor(x.tolist(), **_with_dtypes(lib, args))
+
+
+def result_type(lib, inputs: dict, args: dict):
+    """An empty tensor of lib.result_type(inputs..., the Python scalar `other` if given)."""
+    return lib.zeros(0, dtype=lib.result_type(*inputs.values(), *_scalar_operand(dict(args))))
+
+
+def promote_types(lib, inputs: dict, args: dict):
+    """An empty tensor of lib.promote_types(the dtypes named `a` and `b`)."""
+    return lib.zeros(0, dtype=lib.promote_types(getattr(lib, args["a"]), getattr(lib, args["b"])))
+
+
+# One line per op: the manifest's op name -> how to call it. Ops of families still being written
+# have entries too; a manifest case whose op is missing here fails loudly (see adapter_for).
+BINARY_OPS = (
+    "add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum",
+    "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
+    "bitwise_and", "bitwise_or", "bitwise_xor",
+)  # fmt: skip
+UNARY_OPS = (
+    "neg", "abs", "sign", "relu", "floor", "ceil", "round", "trunc", "square", "reciprocal",
+    "logical_not", "bitwise_not", "isnan", "isinf", "isfinite", "sqrt", "rsqrt", "exp", "exp2",
+    "expm1", "log", "log2", "log1p", "sin", "cos", "tan", "tanh", "sigmoid", "silu", "erf", "gelu",
+)  # fmt: skip
+INPLACE_OPS = (
+    "add_", "sub_", "mul_", "div_", "pow_", "floor_divide_", "remainder_", "clamp_", "copy_",
+    "fill_", "zero_", "masked_fill_", "cumsum_", "cumprod_", "tril_", "triu_",
+)  # fmt: skip
+REDUCTION_OPS = (
+    "sum", "prod", "mean", "var", "std", "max", "min", "amax", "amin", "argmax", "argmin", "all",
+    "any", "norm", "logsumexp", "count_nonzero",
+)  # fmt: skip
+FUNCTION_OPS = (
+    "where", "clamp", "masked_fill", "equal", "allclose", "matmul", "mm", "bmm", "dot", "outer",
+    "take_along_dim", "nonzero", "cumsum", "cumprod",
+    "sort", "argsort", "topk", "tril", "triu", "flip", "roll", "softmax", "log_softmax",
+    "cross_entropy", "zeros_like", "ones_like", "full_like",
+)  # fmt: skip
+VIEW_OPS = (
+    "transpose", "narrow", "select", "unsqueeze", "squeeze", "flatten", "clone", "contiguous",
+)  # fmt: skip
+
+# torch.nn.functional's ops, called by their nn.functional signature (see functional).
+ACTIVATION_OPS = (
+    "elu", "selu", "celu", "leaky_relu", "relu6", "hardtanh", "hardsigmoid", "hardswish", "mish",
+    "softplus", "softsign", "logsigmoid", "tanhshrink", "threshold", "hardshrink", "softshrink",
+    "glu", "prelu", "softmin", "elu_", "celu_", "selu_", "leaky_relu_", "hardtanh_", "threshold_",
+    "relu_",
+)  # fmt: skip
+LOSS_OPS = (
+    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "soft_margin_loss",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "margin_ranking_loss",
+    "hinge_embedding_loss", "triplet_margin_loss", "cosine_embedding_loss",
+    "multilabel_soft_margin_loss", "multi_margin_loss", "nll_loss", "cosine_similarity",
+    "pairwise_distance",
+)  # fmt: skip
+LAYER_OPS = (
+    "linear", "bilinear", "embedding", "one_hot", "normalize", "rms_norm", "pixel_shuffle",
+    "pixel_unshuffle", "batch_norm", "instance_norm", "group_norm", "local_response_norm",
+    "scaled_dot_product_attention",
+)  # fmt: skip
+SPATIAL_OPS = (
+    "pad", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+    "conv_transpose3d", "unfold", "fold", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
+    "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
+    "interpolate",
+)  # fmt: skip
+NN_OPS = ACTIVATION_OPS + LOSS_OPS + LAYER_OPS + SPATIAL_OPS
+# PyTorch's other spellings of ops the grids above cover, and the dtype-named casts.
+ALIAS_BINARY_OPS = (
+    "divide", "multiply", "subtract", "true_divide", "greater", "greater_equal", "less",
+    "less_equal", "not_equal",
+)  # fmt: skip
+CAST_METHODS = (
+    "byte", "char", "short", "int", "long", "half", "float", "double", "bool", "bfloat16",
+)  # fmt: skip
+
+UNARY_OPERATORS = ("neg", "invert", "abs")
+INPLACE_OPERATORS = ("iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow")
+OPERATORS = (
+    "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and_", "or_", "xor",
+    "lt", "le", "gt", "ge", "eq", "ne", *UNARY_OPERATORS, *INPLACE_OPERATORS,
+)  # fmt: skip
+
+REGISTRY: dict[str, Adapter] = {
+    **{name: binary(name) for name in BINARY_OPS},
+    **{name: function(name) for name in UNARY_OPS + REDUCTION_OPS + FUNCTION_OPS},
+    **{name: method(name) for name in INPLACE_OPS + VIEW_OPS},
+    "gelu_tanh": gelu_tanh,
+    "to": to_dtype,
+    "permute": method("permute", star="dims"),
+    "reshape": method("reshape", star="shape"),
+    "view": method("view", star="shape"),
+    "expand": method("expand", star="sizes"),
+    **{name: dim_second(name) for name in ("index_select", "gather", "scatter_add", "index_add")},
+    **{name: dim_second(name, as_method=True) for name in ("index_add_", "scatter_add_")},
+    "cat": sequence_of_inputs("cat"),
+    "stack": sequence_of_inputs("stack"),
+    **{name: functional(name) for name in ("layer_norm",) + NN_OPS},
+    **{name: function(name) for name in ("arange", "linspace", "eye", "full")},
+    **{f"operator_{name.rstrip('_')}": python_operator(name) for name in OPERATORS},
+    "getitem": getitem,
+    "setitem": setitem,
+    "scalar_tensor": function("scalar_tensor", star="s"),  # PyTorch calls the value s
+    "unflatten": method("unflatten"),
+    "as_strided": method("as_strided"),
+    "expand_as": method("expand_as"),
+    "zeros": function("zeros", star="size"),
+    "ones": function("ones", star="size"),
+    **{name: binary(name) for name in ALIAS_BINARY_OPS},
+    **{name: function(name) for name in ("absolute", "negative", "clip")},
+    **{name: method(name) for name in CAST_METHODS + ("clip_", "item")},
+    **{name: method(name) for name in ("bitwise_and_", "bitwise_or_", "bitwise_xor_")},
+    **{name: attribute(name) for name in ("T", "mT")},
+    "tensor": tensor_from_list,
+    "result_type": result_type,
+    "promote_types": promote_types,
+}
+
+
+def adapter_for(op: str) -> Adapter:
+    """The registry entry of op; KeyError saying so when the op was never registered."""
+    try:
+        return REGISTRY[op]
+    except KeyError:
+        raise KeyError(f"no golden op registered for {op!r}: add it to REGISTRY") from None
