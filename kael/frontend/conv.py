@@ -28,7 +28,8 @@ from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.tracing import op_door
 from kael.ir.conv import ConvGeometry
 from kael.runtime.device import CPU
-from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.dtypes import INTEGER_DTYPES, int64
+from kael.runtime.errors import Error, TypeError, ValueError
 from kael.runtime.tracestate import state as _trace
 
 
@@ -79,17 +80,21 @@ def batched(input, dims: int, op: str) -> tuple[Tensor, bool]:
     )
 
 
-def _input_and_weight(input, weight, dims: int, op: str) -> tuple[Tensor, bool, Tensor]:
-    """(input as [N, C, *size], whether it was batched, weight): one device, one floating
-    dtype, the weight's rank that of the input."""
+def _input_and_weight(
+    input, weight, dims: int, op: str, integers=INTEGER_DTYPES
+) -> tuple[Tensor, bool, Tensor]:
+    """(input as [N, C, *size], whether it was batched, weight): one device, one dtype
+    (floating, or one of `integers`: PyTorch's CPU convolutions take every integer dtype,
+    its transposed ones int64 only), the weight's rank that of the input."""
     x, was_batched = batched(input, dims, op)
     w = tensor_arg(weight, op, "weight")
     device_of([x, w], op)
-    if not x.dtype.is_floating_point or w.dtype is not x.dtype:
+    if w.dtype is not x.dtype or x.dtype.is_bool:
         raise TypeError(
-            f"{op}: expected floating point input and weight of one dtype, got {x.dtype}"
-            f" and {w.dtype}"
+            f"{op}: expected input and weight of one dtype (not bool), got {x.dtype} and {w.dtype}"
         )
+    if not x.dtype.is_floating_point and x.dtype not in integers:
+        raise Error(f"{op}: not implemented for {x.dtype}")
     if w.ndim != dims + 2:
         raise ValueError(f"{op}: expected {dims + 2}D weight, got {list(w.shape)}")
     return x, was_batched, w
@@ -233,7 +238,7 @@ def _conv_transpose(dims: int, op: str):
         groups: int = 1,
         dilation=1,
     ) -> Tensor:
-        x, was_batched, w = _input_and_weight(input, weight, dims, op)
+        x, was_batched, w = _input_and_weight(input, weight, dims, op, (int64,))
         stride = tuple_arg(stride, dims, "stride", op)
         pads = tuple_arg(padding, dims, "padding", op)
         extra = tuple_arg(output_padding, dims, "output_padding", op)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from kael.frontend import elementwise as ew
 from kael.frontend import factories, index_ops, linalg, reductions
 from kael.frontend.conv import batched, offsets, tuple_arg, windows
-from kael.frontend.formula import Value, launch, maximum
+from kael.frontend.formula import Value, launch, maximum, where
 from kael.frontend.padding import pad
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
@@ -157,8 +157,8 @@ def _avg_pool(dims: int, op: str):
         x, was_batched, kernel, stride, pads, dilation, out = _prepare(
             input, kernel_size, stride, padding, 1, ceil_mode, dims, op
         )
-        if not x.dtype.is_floating_point:
-            raise TypeError(f"{op}: not implemented for {x.dtype} (floating point only)")
+        if not x.dtype.is_floating_point and x.dtype is not int64:
+            raise TypeError(f"{op}: not implemented for {x.dtype} (floating point or int64)")
         if divisor_override is not None and divisor_override == 0:
             raise ValueError(f"{op}: divisor must be not zero")
         if divisor_override is not None:
@@ -177,7 +177,8 @@ def _avg_pool(dims: int, op: str):
         if taps is not None:  # one kernel: the taps summed in PyTorch's order, then divided
             y = launch(("avg_pool", len(taps)), [*taps, divisor], x.dtype, _mean_of_taps)
         else:
-            y = reductions.sum(win, tuple(range(2 + dims, 2 + 2 * dims))) / divisor
+            total = reductions.sum(win, tuple(range(2 + dims, 2 + 2 * dims)))
+            y = launch(("avg_pool_sum",), [total, divisor], x.dtype, _mean_of_taps)
         return y if was_batched else y.squeeze(0)
 
     avg_pool.__name__ = avg_pool.__qualname__ = op
@@ -262,10 +263,17 @@ def _fold_max(*taps: Value) -> Value:
 
 
 def _mean_of_taps(*values: Value) -> Value:
+    """The taps' sum over the divisor (the last value); an int64 sum wraps and its quotient
+    truncates toward zero, as PyTorch's integer average does."""
     total = values[0]
     for t in values[1:-1]:
         total = total + t
-    return total / values[-1]
+    count = values[-1]
+    if total.node.dtype.is_floating_point:
+        return total / count
+    floor = total._binary("floordiv", count)
+    inexact = (total - floor * count).ne(0)
+    return where(total < 0, where(inexact, floor + 1, floor), floor)
 
 
 def _counts(size, kernel, stride, pads, out, include_pad: bool, like: Tensor) -> Tensor:
@@ -311,8 +319,8 @@ def _output_size(output_size, dims: int, size, op: str) -> tuple[int, ...]:
 def _adaptive_avg(dims: int, op: str):
     def adaptive_avg_pool(input: Tensor, output_size) -> Tensor:
         x, was_batched = batched(input, dims, op)
-        if not x.dtype.is_floating_point:
-            raise TypeError(f"{op}: not implemented for {x.dtype} (floating point only)")
+        if not x.dtype.is_floating_point and x.dtype is not int64:
+            raise TypeError(f"{op}: not implemented for {x.dtype} (floating point or int64)")
         sizes = _output_size(output_size, dims, x.shape[2:], op)
         # float16 and bfloat16 average in float32, rounded once at the end, as PyTorch does
         compute = float32 if x.dtype in (float16, bfloat16) else x.dtype

@@ -136,10 +136,24 @@ def test_unfold_and_fold_match_torch(kwargs):
         (lambda: KF.conv2d(kael.ones(3, 5), kael.ones(4, 3, 3, 3)), kael.ValueError, "3D"),
         (
             lambda: KF.conv2d(
-                kael.ones(1, 3, 5, 5, dtype=kael.int64), kael.ones(4, 3, 3, 3, dtype=kael.int64)
+                kael.ones(1, 3, 5, 5, dtype=kael.int64), kael.ones(4, 3, 3, 3, dtype=kael.int32)
             ),
             kael.TypeError,
-            "floating",
+            "one dtype",
+        ),
+        (
+            lambda: KF.conv2d(
+                kael.ones(1, 3, 5, 5, dtype=kael.bool), kael.ones(4, 3, 3, 3, dtype=kael.bool)
+            ),
+            kael.TypeError,
+            "not bool",
+        ),
+        (
+            lambda: KF.conv_transpose2d(
+                kael.ones(1, 3, 5, 5, dtype=kael.int32), kael.ones(3, 2, 3, 3, dtype=kael.int32)
+            ),
+            kael.Error,
+            "not implemented for int32",
         ),
         (
             lambda: KF.conv_transpose2d(
@@ -187,3 +201,20 @@ def test_conv_then_a_kernel_reading_it_elsewhere_runs_apart():
         ty = TF.conv2d(tx, tw, padding=1)
         same(block(kx, kw), ty + ty.flip(3))
     assert len(block.plan_for(kx, kw).kernel_steps) == 2
+
+
+@pytest.mark.parametrize("dtype", [kael.int64, kael.int32, kael.int16, kael.int8, kael.uint8])
+def test_integer_convolutions_wrap_as_torch(dtype):
+    """PyTorch's CPU convolves every integer dtype (products and sums wrap); its transposed
+    convolution takes int64 only."""
+    kx, tx = pair(RNG.integers(0, 100, (2, 4, 9, 8)), dtype)
+    kw, tw = pair(RNG.integers(0, 4, (6, 2, 3, 3)), dtype)
+    kb, tb = pair(RNG.integers(0, 5, 6), dtype)
+    same(
+        KF.conv2d(kx, kw, kb, padding=1, stride=2, groups=2),
+        TF.conv2d(tx, tw, tb, padding=1, stride=2, groups=2),
+        0,
+    )
+    if dtype is kael.int64:
+        kw, tw = pair(RNG.integers(-3, 4, (4, 3, 3, 3)), dtype)
+        same(KF.conv_transpose2d(kx, kw, stride=2), TF.conv_transpose2d(tx, tw, stride=2), 0)

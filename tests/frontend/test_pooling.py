@@ -104,8 +104,8 @@ def test_adaptive_pools_match_torch(size):
 def test_bad_pools_raise(call, message):
     with pytest.raises(kael.ValueError, match=message):
         call()
-    with pytest.raises(kael.TypeError, match="floating"):
-        KF.avg_pool2d(kael.ones(1, 1, 4, 4, dtype=kael.int64), 2)
+    with pytest.raises(kael.TypeError, match="floating point or int64"):
+        KF.avg_pool2d(kael.ones(1, 1, 4, 4, dtype=kael.int32), 2)
 
 
 @pytest.mark.parametrize("size", [0, (0, 2), (3, 0)], ids=str)
@@ -169,3 +169,19 @@ def test_pools_region_by_region_match_torch(monkeypatch, shape, kwargs):
         ki, ti = pair(RNG.integers(0, 255, shape), kael.uint8)
         pool, reference = getattr(KF, f"max_pool{dims}d"), getattr(TF, f"max_pool{dims}d")
         same(pool(ki, **kwargs), reference(ti, **kwargs), 0)
+
+
+@pytest.mark.parametrize("large", [False, True], ids=["one_launch", "by_regions"])
+def test_int64_average_truncates_toward_zero_as_torch(monkeypatch, large):
+    from kael.frontend import pooling
+
+    if large:
+        monkeypatch.setattr(pooling, "REGION_ELEMENTS", 0)
+    kx, tx = pair(RNG.integers(-50, 50, (2, 3, 7, 8)), kael.int64)
+    for kwargs in (
+        {"kernel_size": 3, "stride": 2, "padding": 1},
+        {"kernel_size": 3, "padding": 1, "count_include_pad": False},
+        {"kernel_size": 2, "divisor_override": 3},
+        {"kernel_size": (7, 6)},  # 42 taps: the reduction's path
+    ):
+        same(KF.avg_pool2d(kx, **kwargs), TF.avg_pool2d(tx, **kwargs), 0)
