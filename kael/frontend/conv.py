@@ -362,5 +362,27 @@ CONVOLUTIONS = {f"conv{d}d": _conv(d, f"conv{d}d") for d in (1, 2, 3)}
 CONVOLUTIONS |= {
     f"conv_transpose{d}d": _conv_transpose(d, f"conv_transpose{d}d") for d in (1, 2, 3)
 }
+
+
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
+    """A 1-d convolution of time-batch-channel input [T, B, C] by weight [K, C, O] with
+    bias [O]: [T', B, O] (fairseq's layout)."""
+    x = tensor_arg(input, "conv_tbc")
+    w, b = tensor_arg(weight, "conv_tbc", "weight"), tensor_arg(bias, "conv_tbc", "bias")
+    if x.ndim != 3 or w.ndim != 3 or b.ndim != 1:
+        raise ValueError(
+            f"conv_tbc: expected 3-D input and weight and a 1-D bias, got {list(x.shape)},"
+            f" {list(w.shape)} and {list(b.shape)}"
+        )
+    if w.shape[1] != x.shape[2] or b.shape[0] != w.shape[2]:
+        raise ValueError(
+            f"conv_tbc: input channels {x.shape[2]}, weight {list(w.shape)} and bias"
+            f" {list(b.shape)} disagree"
+        )
+    y = CONVOLUTIONS["conv1d"](x.permute(1, 2, 0), w.permute(2, 1, 0), b, padding=pad)
+    return y.permute(2, 0, 1).contiguous()
+
+
 FUNCTIONS = {name: op_door(name, fn) for name, fn in CONVOLUTIONS.items()}
+FUNCTIONS["conv_tbc"] = op_door("conv_tbc", conv_tbc)
 FUNCTIONS |= {"unfold": op_door("unfold", unfold), "fold": op_door("fold", fold)}

@@ -194,4 +194,22 @@ def _resample_kernel(x: Tensor, dim: int, rows, taps: int) -> Tensor:
     return Tensor(out).reshape((*shape[:dim], len(rows), *shape[dim + 1 :]))
 
 
-FUNCTIONS = {"interpolate": op_door("interpolate", interpolate)}
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """interpolate under its deprecated name."""
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """interpolate(mode='nearest') under its deprecated name."""
+    return interpolate(input, size, scale_factor, "nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """interpolate(mode='bilinear', align_corners=True) under its deprecated name."""
+    return interpolate(input, size, scale_factor, "bilinear", True)
+
+
+FUNCTIONS = {
+    fn.__name__: op_door(fn.__name__, fn)
+    for fn in (interpolate, upsample, upsample_nearest, upsample_bilinear)
+}

@@ -9,6 +9,7 @@ import math
 from kael.frontend import elementwise as ew
 from kael.frontend import factories, index_ops, linalg, reductions, views
 from kael.frontend.formula import launch
+from kael.frontend.margins import p_norm
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
@@ -173,6 +174,43 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     return y if bias is None else y + tensor_arg(bias, "bilinear", "bias")
 
 
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """[N, C, *] with its C channels regrouped: channel g * (C / groups) + i goes to
+    i * groups + g (ShuffleNet's shuffle), one copy."""
+    x = tensor_arg(input, "channel_shuffle")
+    groups = views.as_int(groups, "groups")
+    if x.ndim < 3:
+        raise ValueError(
+            f"channel_shuffle expects input to have at least 3 dimensions, but got input with sizes {list(x.shape)}"
+        )
+    if groups <= 0 or x.shape[1] % groups:
+        raise ValueError(
+            f"Number of channels must be divisible by groups. Got {x.shape[1]} channels and {groups} groups."
+        )
+    n, c, rest = x.shape[0], x.shape[1], x.shape[2:]
+    grouped = x.reshape((n, groups, c // groups, *rest)).transpose(1, 2)
+    return grouped.reshape((n, c, *rest))
+
+
+def pdist(input: Tensor, p: float = 2.0) -> Tensor:
+    """The p-norm distances between the rows of [N, M] input, pairs i < j in row-major
+    order: N (N - 1) / 2 values."""
+    x = tensor_arg(input, "pdist")
+    if x.ndim != 2:
+        raise ValueError(f"pdist only supports 2D tensors, got: {x.ndim}D")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"pdist only supports floating-point dtypes, got {x.dtype}")
+    if p < 0:
+        raise ValueError(f"pdist only supports non-negative p values, got {p}")
+    n = x.shape[0]
+    if n < 2:
+        return factories.empty((0,), dtype=x.dtype, device=x.device)
+    upper = factories.ones((n, n), dtype=int64, device=x.device).triu(1)
+    pairs = index_ops.nonzero(upper)  # [N (N - 1) / 2, 2], row-major
+    diff = index_ops.index_select(x, 0, pairs[:, 0]) - index_ops.index_select(x, 0, pairs[:, 1])
+    return p_norm(diff, p, -1)
+
+
 FUNCTIONS = {
     fn.__name__: op_door(fn.__name__, fn)
     for fn in (
@@ -184,5 +222,8 @@ FUNCTIONS = {
         pixel_unshuffle,
         linear,
         bilinear,
+        channel_shuffle,
+        pdist,
     )
 }
+FUNCTIONS["native_channel_shuffle"] = FUNCTIONS["channel_shuffle"]

@@ -16,14 +16,15 @@ import math
 from collections.abc import Sequence
 
 from kael.frontend import elementwise as ew
-from kael.frontend import factories, index_ops, linalg, reductions
+from kael.frontend import factories, index_ops, linalg, reductions, views
 from kael.frontend.conv import batched, offsets, tuple_arg, windows
 from kael.frontend.formula import Value, launch, maximum, where
+from kael.frontend.outputs import tensor_arg
 from kael.frontend.padding import pad
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
 from kael.runtime.dtypes import bfloat16, float16, float32, float64, int64
-from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.errors import Error, TypeError, ValueError
 
 
 def _sizes(size, kernel, stride, pads, dilation, ceil_mode: bool, op: str) -> list[int]:
@@ -392,9 +393,85 @@ def _stacked(cells: list[Tensor], shape, like: Tensor, dtype=None) -> Tensor:
     return index_ops.stack(cells, -1).reshape(shape)
 
 
+# ---- lp pools, max_unpool and the _with_indices spellings ----------------------------------
+
+
+def _lp_pool(dims: int, op: str):
+    def lp_pool(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mode=False):
+        """(sum over each window of x^p)^(1/p), as PyTorch computes it: the average of x^p
+        times the window's size, its sign kept through a relu of its magnitude."""
+        x = tensor_arg(input, op)
+        kernel = tuple_arg(kernel_size, dims, "kernel_size", op)
+        mean = POOLS[f"avg_pool{dims}d"](x**norm_type, kernel, stride, 0, ceil_mode)
+        signed = ew.unary("sign", mean) * ew.unary("relu", ew.unary("abs", mean))
+        return (signed * math.prod(kernel)) ** (1.0 / norm_type)
+
+    lp_pool.__name__ = lp_pool.__qualname__ = op
+    return lp_pool
+
+
+def _max_unpool(dims: int, op: str):
+    def max_unpool(
+        input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None
+    ):
+        """max_pool's inverse: each value written at its index in a zero plane of
+        (in - 1) * stride - 2 * padding + kernel (or output_size) per dim."""
+        x, was_batched = batched(input, dims, op)
+        idx = tensor_arg(indices, op, "indices")
+        if idx.dtype is not int64:
+            raise TypeError(f"{op}: expected indices of dtype int64, got {idx.dtype}")
+        idx = idx if was_batched else idx.unsqueeze(0)
+        if idx.shape != x.shape:
+            raise ValueError(
+                f"{op}: Expected shape of indices to be same as that of the input"
+                f" tensor ({list(x.shape)}) but got indices tensor with shape:"
+                f" {list(idx.shape)}"
+            )
+        kernel = tuple_arg(kernel_size, dims, "kernel_size", op)
+        stride = kernel if stride is None else tuple_arg(stride, dims, "stride", op)
+        pads = tuple_arg(padding, dims, "padding", op)
+        if output_size is None:
+            size = tuple(
+                (s - 1) * st - 2 * p + k for s, st, p, k in zip(x.shape[2:], stride, pads, kernel)
+            )
+        else:
+            size = tuple(views.as_int(v, "output_size") for v in output_size)[-dims:]
+            if len(size) != dims:
+                raise ValueError(
+                    f"{op}: output_size must have {dims} or {dims + 2} elements, got {list(output_size)}"
+                )
+        n, c = x.shape[:2]
+        plane = math.prod(size)
+        flat = idx.reshape(n, c, -1)
+        if flat.numel() and (bool((flat < 0).any()) or bool((flat >= plane).any())):
+            raise Error(
+                f"{op}: Found an invalid max index (outside [0, {plane}) for an output of size {list(size)})"
+            )
+        out = factories.zeros((n, c, plane), dtype=x.dtype, device=x.device)
+        out = index_ops.scatter_add(out, 2, flat, x.reshape(n, c, -1)).reshape((n, c, *size))
+        return out if was_batched else out.squeeze(0)
+
+    max_unpool.__name__ = max_unpool.__qualname__ = op
+    return max_unpool
+
+
+def _with_indices(pool):
+    def with_indices(*args, **kwargs):
+        return pool(*args, **kwargs, return_indices=True)
+
+    with_indices.__name__ = with_indices.__qualname__ = f"{pool.__name__}_with_indices"
+    with_indices.__doc__ = f"{pool.__name__} giving (values, indices)."
+    return with_indices
+
+
 POOLS = {f"max_pool{d}d": _max_pool(d, f"max_pool{d}d") for d in (1, 2, 3)}
 POOLS |= {f"avg_pool{d}d": _avg_pool(d, f"avg_pool{d}d") for d in (1, 2, 3)}
 POOLS["avg_pool1d"] = _avg_pool1d(POOLS["avg_pool1d"])
 POOLS |= {f"adaptive_avg_pool{d}d": _adaptive_avg(d, f"adaptive_avg_pool{d}d") for d in (1, 2, 3)}
 POOLS |= {f"adaptive_max_pool{d}d": _adaptive_max(d, f"adaptive_max_pool{d}d") for d in (1, 2, 3)}
+POOLS |= {
+    f"{name}_with_indices": _with_indices(POOLS[name]) for name in list(POOLS) if "max" in name
+}
+POOLS |= {f"lp_pool{d}d": _lp_pool(d, f"lp_pool{d}d") for d in (1, 2, 3)}
+POOLS |= {f"max_unpool{d}d": _max_unpool(d, f"max_unpool{d}d") for d in (1, 2, 3)}
 FUNCTIONS = {name: op_door(name, fn) for name, fn in POOLS.items()}

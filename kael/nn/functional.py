@@ -7,7 +7,9 @@ from kael.frontend import conv as _conv
 from kael.frontend import interpolate as _interpolate
 from kael.frontend import layers as _layers
 from kael.frontend import losses as _losses
+from kael.frontend import margins as _margins
 from kael.frontend import nn as _nn
+from kael.frontend import noise as _noise
 from kael.frontend import norms as _norms
 from kael.frontend import padding as _padding
 from kael.frontend import pooling as _pooling
@@ -23,8 +25,10 @@ globals().update({name: _FUNCTIONS[name] for name in _ACTIVATIONS})
 globals().update(_NN)
 globals().update(_activations.FUNCTIONS)
 globals().update(_losses.FUNCTIONS)
+globals().update(_margins.FUNCTIONS)
 globals().update(_layers.FUNCTIONS)
 globals().update(_norms.FUNCTIONS)
+globals().update(_noise.FUNCTIONS)
 globals().update(_attention.FUNCTIONS)
 globals().update(_padding.FUNCTIONS)
 globals().update(_conv.FUNCTIONS)
@@ -37,6 +41,7 @@ __all__ = [
     *_NN,
     *_activations.FUNCTIONS,
     *_losses.FUNCTIONS,
+    *_margins.FUNCTIONS,
     *_layers.FUNCTIONS,
     "dropout",
 ]

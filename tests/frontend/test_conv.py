@@ -218,3 +218,12 @@ def test_integer_convolutions_wrap_as_torch(dtype):
     if dtype is kael.int64:
         kw, tw = pair(RNG.integers(-3, 4, (4, 3, 3, 3)), dtype)
         same(KF.conv_transpose2d(kx, kw, stride=2), TF.conv_transpose2d(tx, tw, stride=2), 0)
+
+
+def test_conv_tbc_matches_torch():
+    kx, tx = pair(RNG.standard_normal((10, 2, 4)))
+    kw, tw = pair(RNG.standard_normal((3, 4, 5)))
+    kb, tb = pair(RNG.standard_normal(5))
+    same(KF.conv_tbc(kx, kw, kb, 1), TF.conv_tbc(tx, tw, tb, 1))
+    with pytest.raises(kael.ValueError, match="disagree"):
+        KF.conv_tbc(kx, kw[:, :3], kb)

@@ -85,3 +85,18 @@ def test_half_floats_resample_in_float32_and_round_once(mode):
         k = torch.from_dlpack(KF.interpolate(kx, size=size, mode=mode)).double()
         t = TF.interpolate(tx, size=size, mode=mode).double()
         torch.testing.assert_close(k, t, rtol=2**-7, atol=1e-5)  # a step at most
+
+
+@pytest.mark.filterwarnings("ignore:`nn.functional.upsample")
+def test_deprecated_upsample_spellings_match_torch():
+    kx = kael.randn(2, 3, 5, 6)
+    tx = torch.from_numpy(kx.numpy())
+    for k, t in (
+        (
+            KF.upsample(kx, scale_factor=2, mode="bicubic"),
+            TF.upsample(tx, scale_factor=2, mode="bicubic"),
+        ),
+        (KF.upsample_nearest(kx, size=(7, 9)), TF.upsample_nearest(tx, size=(7, 9))),
+        (KF.upsample_bilinear(kx, scale_factor=2), TF.upsample_bilinear(tx, scale_factor=2)),
+    ):
+        np.testing.assert_allclose(k.numpy(), t.numpy(), rtol=1e-5, atol=1e-6)

@@ -110,3 +110,27 @@ def test_pixel_shuffle_refuses_what_torch_refuses():
         KF.pixel_shuffle(kael.ones(4, 4), 2)
     with pytest.raises(kael.ValueError, match="divisible by downscale_factor"):
         KF.pixel_unshuffle(kael.ones(1, 1, 3, 4), 2)
+
+
+def test_channel_shuffle_matches_torch():
+    kx, tx = both(RNG.standard_normal((2, 6, 3, 4)))
+    same(KF.channel_shuffle(kx, 3), TF.channel_shuffle(tx, 3))
+    same(
+        KF.native_channel_shuffle(kx.transpose(2, 3), 2),
+        TF.native_channel_shuffle(tx.transpose(2, 3), 2),
+    )
+    with pytest.raises(kael.ValueError, match="divisible by groups"):
+        KF.channel_shuffle(kx, 4)
+    with pytest.raises(kael.ValueError, match="at least 3 dimensions"):
+        KF.channel_shuffle(kx[0, 0], 1)
+
+
+@pytest.mark.parametrize("p", [0.0, 1.0, 2.0, 3.5, math.inf])
+def test_pdist_matches_torch(p):
+    kx, tx = both(RNG.standard_normal((7, 5)))
+    same(KF.pdist(kx, p), TF.pdist(tx, p), 2e-6)
+    same(KF.pdist(kx[:1], p), TF.pdist(tx[:1], p))  # one row: no pairs
+    with pytest.raises(kael.ValueError, match="2D"):
+        KF.pdist(kx[0], p)
+    with pytest.raises(kael.ValueError, match="non-negative"):
+        KF.pdist(kx, -1.0)

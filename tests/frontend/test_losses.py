@@ -309,3 +309,53 @@ def test_multi_margin_loss_refuses_bad_targets():
         KF.multi_margin_loss(kael.ones(2, 3), kael.tensor([0, 3]))
     with pytest.raises(kael.ValueError, match="inconsistent target size"):
         KF.multi_margin_loss(kael.ones(2, 3), kael.tensor([0, 1, 2]))
+
+
+POSITIVE = np.abs(B) * 3
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64], ids=str)
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize(
+    "log_input, full", [(True, False), (False, False), (True, True), (False, True)]
+)
+def test_poisson_nll_loss_matches_torch(dtype, reduction, log_input, full):
+    x = A if log_input else np.abs(A)
+    kx, ky = kael.tensor(x, dtype=dtype), kael.tensor(POSITIVE, dtype=dtype)
+    tx, ty = (torch.tensor(v).to(TORCH_DTYPES[dtype]) for v in (x, POSITIVE))
+    args = {"log_input": log_input, "full": full, "reduction": reduction}
+    k, t = KF.poisson_nll_loss(kx, ky, **args), TF.poisson_nll_loss(tx, ty, **args)
+    assert k.dtype is dtype and k.shape == tuple(t.shape)
+    np.testing.assert_allclose(k.numpy(), t.numpy(), rtol=TOL[dtype], atol=TOL[dtype])
+
+
+def test_poisson_nll_loss_reads_the_legacy_reduction_arguments():
+    kx, ky = kael.tensor(A), kael.tensor(POSITIVE)
+    tx, ty = torch.tensor(A, dtype=torch.float32), torch.tensor(POSITIVE, dtype=torch.float32)
+    for legacy in ({"reduce": False}, {"size_average": False}, {"size_average": True}):
+        with pytest.warns(UserWarning):
+            t = TF.poisson_nll_loss(tx, ty, **legacy)
+        np.testing.assert_allclose(
+            KF.poisson_nll_loss(kx, ky, **legacy).numpy(), t.numpy(), rtol=3e-6
+        )
+
+
+@pytest.mark.parametrize("var_shape", [(6, 5), (6, 1), (6,)], ids=str)
+@pytest.mark.parametrize("full", [False, True])
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_gaussian_nll_loss_matches_torch(var_shape, full, reduction):
+    var = np.abs(RNG.standard_normal(var_shape)) + 1e-3
+    var.flat[0] = 1e-9  # below eps: clamped
+    args = {"full": full, "reduction": reduction}
+    k = KF.gaussian_nll_loss(kael.tensor(A), kael.tensor(B), kael.tensor(var), **args)
+    t = TF.gaussian_nll_loss(*(torch.tensor(v, dtype=torch.float32) for v in (A, B, var)), **args)
+    assert k.shape == tuple(t.shape)
+    np.testing.assert_allclose(k.numpy(), t.numpy(), rtol=3e-6, atol=3e-6)
+
+
+def test_gaussian_nll_loss_refuses_negative_and_misshapen_variances():
+    x = kael.tensor(A)
+    with pytest.raises(kael.ValueError, match="negative"):
+        KF.gaussian_nll_loss(x, x, -kael.ones(6, 5))
+    with pytest.raises(kael.ValueError, match="incorrect size"):
+        KF.gaussian_nll_loss(x, x, kael.ones(5, 6))

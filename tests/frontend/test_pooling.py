@@ -185,3 +185,48 @@ def test_int64_average_truncates_toward_zero_as_torch(monkeypatch, large):
         {"kernel_size": (7, 6)},  # 42 taps: the reduction's path
     ):
         same(KF.avg_pool2d(kx, **kwargs), TF.avg_pool2d(tx, **kwargs), 0)
+
+
+@pytest.mark.parametrize("p", [1.0, 2.0, 3.0])
+def test_lp_pools_match_torch(p):
+    for dims, shape, kwargs in (
+        (1, (2, 3, 20), {"kernel_size": 3}),
+        (2, (2, 3, 9, 8), {"kernel_size": 3, "stride": 2}),
+        (2, (2, 3, 9, 8), {"kernel_size": (2, 3), "ceil_mode": True}),
+        (3, (1, 2, 6, 6, 6), {"kernel_size": 2}),
+    ):
+        kx, tx = pair(RNG.standard_normal(shape))
+        k = getattr(KF, f"lp_pool{dims}d")(kx, p, **kwargs)
+        close_to_torch(k, getattr(TF, f"lp_pool{dims}d")(tx, p, **kwargs), 5e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize("dims, shape", [(1, (2, 3, 10)), (2, (2, 3, 8, 10)), (3, (1, 2, 4, 6, 6))])
+def test_max_pool_with_indices_and_max_unpool_match_torch(dims, shape):
+    kx, tx = pair(RNG.standard_normal(shape))
+    kv, ki = getattr(KF, f"max_pool{dims}d_with_indices")(kx, 2, 2)
+    tv, ti = getattr(TF, f"max_pool{dims}d")(tx, 2, 2, return_indices=True)
+    same((kv, ki), (tv, ti), 0)
+    unpool, reference = getattr(KF, f"max_unpool{dims}d"), getattr(TF, f"max_unpool{dims}d")
+    same(unpool(kv, ki, 2), reference(tv, ti, 2), 0)
+    bigger = tuple(s + 1 for s in shape)
+    same(unpool(kv, ki, 2, output_size=bigger), reference(tv, ti, 2, output_size=bigger), 0)
+    same(unpool(kv[0], ki[0], 2, 2), reference(tv[0], ti[0], 2, 2), 0)  # unbatched
+
+
+def test_adaptive_max_pool_with_indices_matches_torch():
+    kx, tx = pair(RNG.standard_normal((2, 3, 9, 8)))
+    same(
+        KF.adaptive_max_pool2d_with_indices(kx, (3, 2)),
+        TF.adaptive_max_pool2d(tx, (3, 2), return_indices=True),
+        0,
+    )
+
+
+def test_max_unpool_refuses_bad_indices():
+    values, indices = KF.max_pool2d_with_indices(kael.randn(1, 1, 4, 4), 2)
+    with pytest.raises(kael.Error, match="invalid max index"):
+        KF.max_unpool2d(values, indices + 100, 2)
+    with pytest.raises(kael.ValueError, match="same as that of the input"):
+        KF.max_unpool2d(values, indices[..., :1], 2)
+    with pytest.raises(kael.TypeError, match="int64"):
+        KF.max_unpool2d(values, indices.int(), 2)
