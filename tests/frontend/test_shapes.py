@@ -1,0 +1,174 @@
+"""Shape functions (frontend/shapes.py) against PyTorch: values, dtype and shape over
+contiguous, transposed, sliced, expanded, 0-d and empty inputs, which results are views,
+and typed errors for bad arguments."""
+
+import numpy as np
+import pytest
+import torch
+from parity_helpers import same
+
+import kael
+
+RNG = np.random.default_rng(31)
+VALUES = RNG.standard_normal((4, 6)).astype(np.float32)
+
+
+def _layouts():
+    """(name, kael tensor, torch tensor) of one [4, 6]-ish value in several layouts."""
+    k, t = kael.tensor(VALUES), torch.tensor(VALUES)
+    yield "contiguous", k, t
+    yield "transposed", k.transpose(0, 1), t.transpose(0, 1)
+    yield "sliced", k[:, ::2], t[:, ::2]
+    yield "expanded", k[:1].expand(3, 6), t[:1].expand(3, 6)
+    yield "empty", k[:0], t[:0]
+
+
+LAYOUTS = list(_layouts())
+IDS = [name for name, _, _ in LAYOUTS]
+
+CALLS = {
+    "split_int": lambda lib, x: lib.split(x, 2, 1),
+    "split_sizes": lambda lib, x: lib.split(x, [1, x.shape[1] - 1], 1),
+    "chunk": lambda lib, x: lib.chunk(x, 4, 1),
+    "chunk_dim0": lambda lib, x: x.chunk(3),
+    "tensor_split_sections": lambda lib, x: lib.tensor_split(x, 4, 1),
+    "tensor_split_indices": lambda lib, x: lib.tensor_split(x, [1, -2, 10], 1),
+    "unbind": lambda lib, x: lib.unbind(x, 1),
+    "repeat": lambda lib, x: x.repeat(2, 1, 3),
+    "tile": lambda lib, x: lib.tile(x, (2,)),
+    "repeat_interleave": lambda lib, x: lib.repeat_interleave(x, 2, 1),
+    "repeat_interleave_flat": lambda lib, x: lib.repeat_interleave(x, 3),
+    "movedim": lambda lib, x: lib.movedim(x.unsqueeze(0), (0, 1), (2, 0)),
+    "swapaxes": lambda lib, x: lib.swapaxes(x, 0, 1),
+    "t": lambda lib, x: lib.t(x),
+    "diagonal": lambda lib, x: lib.diagonal(x, 1),
+    "diagonal_negative": lambda lib, x: lib.diagonal(x, -1, 1, 0),
+    "diag": lambda lib, x: lib.diag(x, -1),
+    "diag_of_row": lambda lib, x: lib.diag(x[0] if x.shape[0] else x[:, 0], 1),
+    "diag_embed": lambda lib, x: lib.diag_embed(x, 1, 0, 2),
+    "broadcast_to": lambda lib, x: lib.broadcast_to(x, (2, *x.shape)),
+    "atleast_3d": lambda lib, x: lib.atleast_3d(x),
+    "flatten": lambda lib, x: lib.flatten(x),
+    "ravel": lambda lib, x: lib.ravel(x),
+    "reshape": lambda lib, x: lib.reshape(x, (-1,)),
+    "permute": lambda lib, x: lib.permute(x, (1, 0)),
+    "transpose": lambda lib, x: lib.transpose(x, 0, -1),
+    "squeeze_unsqueeze": lambda lib, x: lib.squeeze(lib.unsqueeze(x, 1), 1),
+    "narrow": lambda lib, x: lib.narrow(x, 1, 1, 2),
+    "select": lambda lib, x: lib.select(x, 1, -1),
+    "view_as": lambda lib, x: x.contiguous().view_as(x.reshape(-1)),
+    "reshape_as": lambda lib, x: x.reshape_as(x.T),
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS, ids=IDS)
+@pytest.mark.parametrize("name", CALLS)
+def test_shape_function_matches_torch(name, layout):
+    _, k, t = layout
+    try:
+        expected = CALLS[name](torch, t)
+    except (RuntimeError, IndexError, ValueError) as e:
+        with pytest.raises((kael.Error, kael.IndexError, kael.ValueError)):
+            CALLS[name](kael, k)
+        assert e
+        return
+    same(CALLS[name](kael, k), expected)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["split_int", "chunk", "tensor_split_indices", "unbind", "movedim", "t", "diagonal",
+     "broadcast_to", "atleast_3d", "narrow", "select", "permute"],
+)  # fmt: skip
+def test_views_share_the_input_storage(name):
+    k = kael.tensor(VALUES)
+    out = CALLS[name](kael, k)
+    for piece in out if isinstance(out, tuple) else (out,):
+        assert piece.shares_storage(k)
+
+
+@pytest.mark.parametrize(
+    "name", ["t", "atleast_1d", "atleast_2d", "atleast_3d", "ravel", "flatten"]
+)
+def test_zero_d_inputs_match_torch(name):
+    k, t = kael.tensor(2.5), torch.tensor(2.5)
+    same(getattr(kael, name)(k), getattr(torch, name)(t))
+
+
+def test_repeat_interleave_with_tensor_counts_matches_torch():
+    k, t = kael.tensor(VALUES), torch.tensor(VALUES)
+    counts = [2, 0, 1, 3]
+    same(
+        kael.repeat_interleave(k, kael.tensor(counts), dim=0),
+        torch.repeat_interleave(t, torch.tensor(counts), dim=0),
+    )
+    same(kael.repeat_interleave(kael.tensor(counts)), torch.repeat_interleave(torch.tensor(counts)))
+    same(k.repeat_interleave(kael.tensor(3)), t.repeat_interleave(torch.tensor(3)))
+
+
+@pytest.mark.parametrize("indexing", ["ij", "xy"])
+def test_meshgrid_and_broadcast_tensors_match_torch(indexing):
+    a, b, c = (RNG.standard_normal(n).astype(np.float32) for n in (2, 3, 4))
+    ks, ts = [kael.tensor(v) for v in (a, b, c)], [torch.tensor(v) for v in (a, b, c)]
+    same(kael.meshgrid(*ks, indexing=indexing), torch.meshgrid(*ts, indexing=indexing))
+    same(kael.meshgrid(ks[:2], indexing=indexing), torch.meshgrid(ts[:2], indexing=indexing))
+    shapes = [kael.ones(3, 1), kael.ones(4), kael.tensor(1.0)]
+    tshapes = [torch.ones(3, 1), torch.ones(4), torch.tensor(1.0)]
+    same(kael.broadcast_tensors(*shapes), torch.broadcast_tensors(*tshapes))
+
+
+@pytest.mark.parametrize("offset", [-2, 0, 1, 5])
+@pytest.mark.parametrize("shape", [(4, 4), (3, 5), (0, 3)], ids=str)
+def test_triangle_indices_match_torch(shape, offset):
+    same(kael.tril_indices(*shape, offset), torch.tril_indices(*shape, offset))
+    same(kael.triu_indices(*shape, offset), torch.triu_indices(*shape, offset))
+
+
+def test_new_factories_take_the_tensor_dtype_and_device():
+    k, t = kael.ones(2, dtype=kael.int32), torch.ones(2, dtype=torch.int32)
+    same(k.new_zeros(3), t.new_zeros(3))
+    same(k.new_ones((2, 2), dtype=kael.float64), t.new_ones((2, 2), dtype=torch.float64))
+    same(k.new_full((2,), 7), t.new_full((2,), 7))
+    same(k.new_tensor([1.5, 2.5]), t.new_tensor([1.5, 2.5]))
+    assert k.new_empty(4).shape == (4,) and k.new_empty(4).dtype is kael.int32
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda x: kael.split(x, [1, 2], 1), kael.ValueError, "sum exactly"),
+        (lambda x: kael.split(x, -1), kael.ValueError, "non-negative"),
+        (lambda x: kael.chunk(x, 0), kael.ValueError, "greater than 0"),
+        (lambda x: kael.tensor_split(x, 0), kael.ValueError, "larger than 0"),
+        (lambda x: x.repeat(2), kael.ValueError, "can not be smaller"),
+        (lambda x: kael.repeat_interleave(x, -1), kael.ValueError, "negative"),
+        (
+            lambda x: kael.repeat_interleave(x, kael.tensor([1, 2]), dim=0),
+            kael.ValueError,
+            "same size",
+        ),
+        (lambda x: kael.movedim(x, (0, 1), 0), kael.ValueError, "same number"),
+        (lambda x: kael.movedim(x, (0, 0), (0, 1)), kael.ValueError, "repeated dim"),
+        (lambda x: kael.t(x.unsqueeze(0)), kael.ValueError, "<= 2 dimensions"),
+        (lambda x: kael.diagonal(x, 0, 1, 1), kael.ValueError, "cannot be identical"),
+        (lambda x: kael.diag(x.unsqueeze(0)), kael.ValueError, "1D or 2D"),
+        (lambda x: kael.meshgrid(x), kael.ValueError, "0D or 1D"),
+        (lambda x: kael.meshgrid(x[0], x[0], indexing="yx"), kael.ValueError, "indexing"),
+        (lambda x: kael.tril_indices(-1, 2), kael.ValueError, "non-negative"),
+        (lambda x: kael.split(x, 2, 5), kael.IndexError, "out of range"),
+    ],
+)
+def test_bad_arguments_raise_typed_errors(call, error, message):
+    with pytest.raises(error, match=message):
+        call(kael.tensor(VALUES))
+
+
+def test_shape_functions_inside_compile_match_eager():
+    def f(a):
+        top, bottom = a.chunk(2, 0)
+        return kael.movedim(kael.cat([bottom, top], 1).repeat(1, 2), 0, 1) + kael.diagonal(a).sum()
+
+    compiled = kael.compile(f)
+    x = kael.tensor(VALUES)
+    for _ in range(2):  # the trace, then a replay
+        assert kael.equal(compiled(x), f(x))
