@@ -74,6 +74,14 @@ class Value:
     def ne(self, other) -> Value:
         return self._compare("ne", other)
 
+    def __and__(self, other: Value) -> Value:
+        """Both bool values hold."""
+        return Value(g.Binary(bool_, (), "and", self.node, other.node))
+
+    def __or__(self, other: Value) -> Value:
+        """Either bool value holds."""
+        return Value(g.Binary(bool_, (), "or", self.node, other.node))
+
     def apply(self, op: str) -> Value:
         """The unary IR op `op` of this value (exp, expm1, log1p, tanh, abs, sigmoid, ...)."""
         return Value(g.Unary(self.node.dtype, (), op, self.node))

@@ -10,7 +10,17 @@ from __future__ import annotations
 import functools
 
 from kael.frontend import elementwise as ew
-from kael.frontend import fastpath, index_ops, indexing, linalg, nn, reductions, sequence, shapes
+from kael.frontend import (
+    fastpath,
+    index_ops,
+    indexing,
+    linalg,
+    math_functions,
+    nn,
+    reductions,
+    sequence,
+    shapes,
+)
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
 
@@ -86,7 +96,7 @@ ALIASES = {
 }
 
 # Every other op family declares its own functions and Tensor methods.
-FAMILIES = (reductions, linalg, index_ops, sequence, nn, shapes)
+FAMILIES = (reductions, linalg, index_ops, sequence, nn, shapes, math_functions)
 NOT_METHODS: set[str] = set()
 for _family in FAMILIES:
     FUNCTIONS.update(_family.FUNCTIONS)

@@ -68,6 +68,14 @@ class DType:
         """The highest value of an integer (or bool) dtype."""
         return 1 if self.is_bool else (1 << (8 * self.itemsize - self.signed)) - 1
 
+    @property
+    def largest(self) -> float:
+        """The largest finite value of a floating dtype."""
+        mantissa, exponent = {2: (10, 15), 4: (23, 127), 8: (52, 1023)}[self.itemsize]
+        if self.name == "bfloat16":
+            mantissa, exponent = 7, 127
+        return (2 - 2.0**-mantissa) * 2.0**exponent
+
     def wrap(self, value: int) -> int:
         """An int taken modulo 2**bits into this integer dtype's range (C's conversion)."""
         bits = 8 * self.itemsize

@@ -177,3 +177,17 @@ def test_as_dtype_rejects_other_values(bad):
 def test_int64_limits():
     assert torch.iinfo(torch.int64).min == dtypes.INT64_MIN
     assert torch.iinfo(torch.int64).max == dtypes.INT64_MAX
+
+
+def test_largest_finite_value_of_each_float_dtype_is_torch_finfo_max():
+    import torch
+
+    from kael.runtime import dtypes
+
+    for dtype, torch_dtype in (
+        (dtypes.float16, torch.float16),
+        (dtypes.bfloat16, torch.bfloat16),
+        (dtypes.float32, torch.float32),
+        (dtypes.float64, torch.float64),
+    ):
+        assert dtype.largest == torch.finfo(torch_dtype).max
