@@ -12,9 +12,11 @@ from dataclasses import dataclass
 from kael.ir.expr import Expr, any_faults, uses_index
 from kael.runtime.dtypes import DType, int64
 
-# Innermost-dimension layout of a buffer: unit stride, stride 0 (broadcast), any stride,
-# or (tiled kernels only) any stride along the last dimension but unit along the one before.
-CONTIG, BCAST, STRIDED, TRANSPOSED = "contig", "bcast", "strided", "transposed"
+# Innermost-dimension layout of a buffer: unit stride, stride 0 (broadcast), stride 2 (a
+# pool's or a strided slice's every other element: on the CPU an input read as two vectors
+# and its even lanes), any stride, or (tiled kernels only) any stride along the last
+# dimension but unit along the one before.
+CONTIG, BCAST, PAIRS, STRIDED, TRANSPOSED = "contig", "bcast", "pairs", "strided", "transposed"
 NO_PREFETCH = -1
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kael.ir.kernel import BCAST, CONTIG, STRIDED, TRANSPOSED
+from kael.ir.kernel import BCAST, CONTIG, PAIRS, STRIDED, TRANSPOSED
 
 TILE_MIN = 16  # both tiled dimensions must be at least this long for tiles to pay
 
@@ -30,7 +30,7 @@ class Layout:
 
 
 def _inner_kind(stride: int) -> str:
-    return CONTIG if stride == 1 else BCAST if stride == 0 else STRIDED
+    return {1: CONTIG, 0: BCAST, 2: PAIRS}.get(stride, STRIDED)
 
 
 def plan(shape: tuple[int, ...], strides: list[tuple[int, ...]], keep_dims: bool = False) -> Layout:

@@ -1,5 +1,5 @@
 from kael.ir import layout
-from kael.ir.kernel import BCAST, CONTIG, STRIDED
+from kael.ir.kernel import BCAST, CONTIG, PAIRS, STRIDED
 
 
 def test_contiguous_tensor_of_any_rank_is_one_flat_loop():
@@ -34,8 +34,14 @@ def test_row_broadcast_keeps_two_dims():
 
 
 def test_stepped_slice_is_strided():
-    lay = layout.plan((8,), [(1,), (2,)])
+    lay = layout.plan((8,), [(1,), (3,)])
     assert lay.inners == (CONTIG, STRIDED)
+
+
+def test_every_other_element_is_pairs_on_both_sides_of_stride_two():
+    assert layout.plan((8,), [(1,), (2,)]).inners == (CONTIG, PAIRS)
+    assert layout.plan((8,), [(1,), (3,)]).inners[1] == STRIDED
+    assert layout.plan((8,), [(1,), (-2,)]).inners[1] == STRIDED
 
 
 def test_transposed_input_is_tiled_with_its_unit_dim_second_last():

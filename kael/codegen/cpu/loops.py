@@ -33,7 +33,7 @@ from kael.codegen.lowering import (
     report_fault,
 )
 from kael.ir import expr as x
-from kael.ir.kernel import BCAST, CONTIG, NO_PREFETCH, TRANSPOSED, Kernel
+from kael.ir.kernel import BCAST, CONTIG, NO_PREFETCH, PAIRS, TRANSPOSED, Kernel
 from kael.runtime.dtypes import float16
 
 VECTOR_BYTES = 64
@@ -198,12 +198,15 @@ def _emit_body(
     align: int = 0,
     stream: bool = False,
     mask: ir.Value | None = None,
+    paired: bool = False,
 ) -> None:
     """Compute every output at one position (or `width` consecutive ones) and store it.
 
     `address(buffer, width)` gives the pointer to load or store; `index(axis)` the position.
     With a `mask` (an i1 per lane, unit-stride and broadcast buffers only) the lanes off it
-    neither load nor store: a row's last partial vector.
+    neither load nor store: a row's last partial vector. `paired`: a PAIRS input's address
+    is its first element, read as 2 * width lanes (the contiguous row walk's); else it
+    gives lane pointers like any strided buffer's.
     """
     n_out = len(kernel.outputs)
 
@@ -212,6 +215,8 @@ def _emit_body(
         if width > 1 and buf.inner == BCAST:
             scalar = b.load(address(n_out + i, 1), align=buf.dtype.itemsize)
             return splat(b, scalar, width)
+        if width > 1 and buf.inner == PAIRS and paired:  # `address` gives 2 * width lanes
+            return even_lanes(b, address(n_out + i, width), buf.dtype.itemsize, mask)
         if width > 1 and buf.inner not in (CONTIG, BCAST):  # `address` gives lane pointers
             return gather(b, address(n_out + i, width), buf.dtype.itemsize)
         if mask is not None:
@@ -278,7 +283,7 @@ def _emit_flat(b: ir.IRBuilder, kernel: Kernel, args: _Args, begin: ir.Value, en
     bases = [element_offset(b, idx[:inner], st[:inner]) for st in args.strides]
 
     vectorizable = all(buf.inner == CONTIG for buf in kernel.outputs) and all(
-        buf.inner in (CONTIG, BCAST) for buf in kernel.inputs
+        buf.inner in (CONTIG, BCAST, PAIRS) for buf in kernel.inputs
     )
     if vectorizable:
         _emit_contig_row(b, kernel, args, bases, idx, i0, n)
@@ -391,6 +396,23 @@ def _scatter(b: ir.IRBuilder, value: ir.Value, pointers: ir.Value, align: int) -
     b.call(fn, [value, pointers, ir.Constant(i32, align), mask])
 
 
+def even_lanes(b: ir.IRBuilder, ptr: ir.Value, align: int, mask: ir.Value | None) -> ir.Value:
+    """Elements 0, 2, 4, ... of the 2 * width at ptr (a <width x T>* pointer): one masked
+    load of the even lanes only (an odd one past the row's end is never touched), then
+    one permute packing them."""
+    vt = ptr.type.pointee
+    width, i32 = vt.count, ir.IntType(32)
+    wide = ir.VectorType(vt.element, 2 * width)
+    if mask is None:
+        mask = ir.Constant(ir.VectorType(ir.IntType(1), width), [1] * width)
+    spread = [i // 2 if i % 2 == 0 else width for i in range(2 * width)]
+    off = ir.Constant(ir.VectorType(ir.IntType(1), width), [0] * width)
+    evens = b.shuffle_vector(mask, off, ir.Constant(ir.VectorType(i32, 2 * width), spread))
+    pair = masked_load(b, b.bitcast(ptr, wide.as_pointer()), align, evens)
+    picks = ir.Constant(ir.VectorType(i32, width), [2 * i for i in range(width)])
+    return b.shuffle_vector(pair, ir.Constant(wide, ir.Undefined), picks)
+
+
 def masked_load(b: ir.IRBuilder, ptr: ir.Value, align: int, mask: ir.Value) -> ir.Value:
     """The lanes of *ptr on `mask`, zero elsewhere; lanes off the mask read no memory."""
     vt, i32 = ptr.type.pointee, ir.IntType(32)
@@ -422,13 +444,15 @@ def masked_tail(kernel: Kernel) -> bool:
 
 
 def _emit_contig_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
-    """A run of `n` elements where each buffer is unit-stride or broadcast."""
+    """A run of `n` elements where each output is unit-stride and each input unit-stride,
+    broadcast or of stride 2 (PAIRS: read 2 * width lanes at a time, its even ones kept)."""
     inner = kernel.rank - 1
     width = vector_width(kernel)
-    # Row pointers: unit-stride buffers start at base + i0, broadcast ones stay at base.
+    step = {BCAST: 0, PAIRS: 2}
+    # Row pointers: base + i0 * stride (a broadcast buffer's stays at base).
     rows = []
     for i, buf in enumerate(kernel.buffers):
-        start = bases[i] if buf.inner == BCAST else b.add(bases[i], i0)
+        start = b.add(bases[i], b.mul(i0, ir.Constant(I64, step.get(buf.inner, 1))))
         rows.append(b.gep(args.ptrs[i], [start]))
 
     def address_at(j):
@@ -436,7 +460,8 @@ def _emit_contig_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
             buf = kernel.buffers[i]
             if buf.inner == BCAST:
                 return rows[i]
-            p = b.gep(rows[i], [j])
+            at = b.mul(j, ir.Constant(I64, 2)) if buf.inner == PAIRS else j
+            p = b.gep(rows[i], [at])
             return p if w == 1 else b.bitcast(p, memory_type(buf.dtype, w).as_pointer())
 
         return address
@@ -484,7 +509,8 @@ def _emit_contig_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
             ju = b.add(j, ir.Constant(I64, u * width))
             if u in ahead_steps:
                 prefetch(b, b.gep(ahead_row, [b.add(ju, distance)]))
-            _emit_body(b, kernel, args, width, address_at(ju), index_at(ju, width), align, stream)
+            body_at = (address_at(ju), index_at(ju, width))
+            _emit_body(b, kernel, args, width, *body_at, align, stream, paired=True)
 
     j = loops.counted(start, n, width * unroll, unrolled, "vec4")
     if unroll > 1:
@@ -493,14 +519,24 @@ def _emit_contig_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
             n,
             width,
             lambda j: _emit_body(
-                b, kernel, args, width, address_at(j), index_at(j, width), align, stream
+                b,
+                kernel,
+                args,
+                width,
+                address_at(j),
+                index_at(j, width),
+                align,
+                stream,
+                paired=True,
             ),
             "vec",
         )
     if masked_tail(kernel):
         with b.if_then(b.icmp_signed("<", j, n)):
             mask = lanes_below(b, b.sub(n, j), width)
-            _emit_body(b, kernel, args, width, address_at(j), index_at(j, width), mask=mask)
+            _emit_body(
+                b, kernel, args, width, address_at(j), index_at(j, width), mask=mask, paired=True
+            )
         return
     loops.counted(
         j,
