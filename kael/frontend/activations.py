@@ -40,6 +40,9 @@ class Activation:
     integers: str | None = None
     inplace: bool = True  # PyTorch's signature takes inplace=
     check: Callable[..., None] | None = None  # refuses the parameter values PyTorch refuses
+    # more kernel parameters computed on the host from the user's (the formula takes them
+    # after its own): celu's 1 / alpha, which PyTorch multiplies by as well
+    derived: Callable[..., dict] | None = None
 
 
 def _alpha_not_zero(alpha: float) -> None:
@@ -62,9 +65,10 @@ ACTIVATIONS: dict[str, Activation] = {
     "elu": Activation(lambda x, a: where(x > 0, x, a * x.apply("expm1")), (("alpha", 1.0),)),
     "selu": Activation(lambda x: SELU_SCALE * where(x > 0, x, SELU_ALPHA * x.apply("expm1"))),
     "celu": Activation(
-        lambda x, a: where(x > 0, x, a * (x / a).apply("expm1")),
+        lambda x, a, inverse: where(x > 0, x, a * (x * inverse).apply("expm1")),
         (("alpha", 1.0),),
         check=_alpha_not_zero,
+        derived=lambda alpha: {"inverse": 1.0 / alpha},
     ),
     "leaky_relu": Activation(
         lambda x, slope: where(x > 0, x, x * slope), (("negative_slope", 0.01),)
@@ -135,7 +139,10 @@ def activate(name: str, input: Tensor, params: tuple, inplace: bool = False) -> 
             raise TypeError(f"{name}: inplace needs a {compute} input, got {x.dtype}")
     if act.check is not None:
         act.check(*params)
+    given = params
     params = dict(zip((p for p, _ in act.params), params))
+    if act.derived is not None:
+        params |= act.derived(*given)
     result = launch((name,), [x], compute, act.formula, params, x._impl if inplace else None)
     if inplace:
         x._impl.storage.bump_version()
