@@ -29,6 +29,7 @@ from kael.frontend.reduce_door import (
 from kael.frontend.reduce_door import reduced_shape as reduced_shape  # for other op families
 from kael.frontend.tensor import Tensor
 from kael.frontend.views import as_int
+from kael.ir import graph as g
 from kael.runtime.dtypes import DType, as_dtype, bool_, float64, int64, uint8
 from kael.runtime.errors import IndexError, TypeError
 from kael.runtime.tensor_impl import format_shape
@@ -286,6 +287,78 @@ def count_nonzero(input: Tensor, dim=None, *, out=None) -> Tensor:
     )[0]
 
 
+# ---- NaN-skipping sums and paired results ----------------------------------------------------
+
+
+def _without_nan(a: g.Node) -> g.Node:
+    """a with NaN as 0 (the neutral element of the sum)."""
+    return g.Where(a.dtype, (), g.Unary(bool_, (), "isnan", a), g.Const(a.dtype, (), 0), a)
+
+
+def nansum(
+    input: Tensor, dim=None, keepdim: bool = False, *, dtype: DType | None = None, out=None
+) -> Tensor:
+    """sum with NaN counted as 0 (integers: sum)."""
+    x = tensor_arg(input, "nansum")
+    if not x.dtype.is_floating_point:
+        return sum(x, dim, keepdim, dtype=dtype, out=out)
+    keepdim = keepdim_arg(keepdim, "nansum")
+    target = _sum_dtype(x, dtype)
+    axes = reduce_axes(x, dim, "nansum")
+    return reduce(
+        "sum",
+        [x],
+        axes,
+        keepdim,
+        prologue=lambda a: cast_to(cast_to(_without_nan(a), target), float64),
+        epilogues=[casting(target)],
+        key=("nansum", target),
+        out=out1(out),
+        name=f"nansum_{x.dtype}_to_{target}",
+    )[0]
+
+
+def nanmean(
+    input: Tensor, dim=None, keepdim: bool = False, *, dtype: DType | None = None, out=None
+) -> Tensor:
+    """The mean of the values that are not NaN (NaN where there are none)."""
+    x = tensor_arg(input, "nanmean")
+    target = _float_only(x, "nanmean", dtype)
+    total = nansum(x, dim, keepdim, dtype=target)
+    counts = sum(binary("eq", x, x), dim, keepdim)  # NaN alone is not equal to itself
+    result = binary("div", total, counts).to(target)
+    return result if out is None else out.copy_(result)
+
+
+class MinMax(NamedTuple):
+    """aminmax's result, as PyTorch names its fields."""
+
+    min: Tensor
+    max: Tensor
+
+
+def aminmax(input: Tensor, *, dim=None, keepdim: bool = False) -> MinMax:
+    """(amin, amax) over dim (all by default); NaN propagates."""
+    axes = () if dim is None else dim
+    return MinMax(amin(input, axes, keepdim), amax(input, axes, keepdim))
+
+
+def _with_mean(op: Callable, name: str) -> Callable:
+    def with_mean(
+        input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None
+    ):
+        spread = op(input, dim, unbiased, keepdim, correction=correction)
+        return spread, mean(input, dim, keepdim)
+
+    with_mean.__name__ = with_mean.__qualname__ = name
+    with_mean.__doc__ = f"({op.__name__}, mean) over dim, as torch.{name}."
+    return with_mean
+
+
+std_mean = _with_mean(std, "std_mean")
+var_mean = _with_mean(var, "var_mean")
+
+
 # kael.NAME for each entry; also Tensor.NAME unless the name is in NOT_METHODS.
 # The reductions whose public function and method are fastpath.keyed's door itself.
 FAST = ("sum", "prod", "mean", "amax", "amin", "argmax", "argmin", "all", "any")
@@ -293,9 +366,9 @@ FUNCTIONS: dict[str, Callable] = {
     f.__name__: f
     for f in (
         sum, prod, mean, var, std, max, min, amax, amin, argmax, argmin, all, any, norm,
-        count_nonzero,
+        count_nonzero, nansum, nanmean, aminmax, std_mean, var_mean,
     )
 }  # fmt: skip
 # Tensor-only methods (in-place variants, operators).
 METHODS: dict[str, Callable] = {}
-NOT_METHODS: frozenset[str] = frozenset()
+NOT_METHODS: frozenset[str] = frozenset({"std_mean", "var_mean"})

@@ -1061,3 +1061,54 @@ def test_rows_shorter_than_the_lanes_run_a_variant_of_their_own():
     got = short.sum(-1)
     for i in (0, 17, 99):
         assert got[i].item() == short[i].sum().item()
+
+
+def _with_nans(shape, dtype=np.float32):
+    values = np.random.default_rng(19).standard_normal(shape).astype(dtype)
+    values.flat[::4] = np.nan
+    if len(shape) == 2:
+        values[-1] = np.nan  # a row of NaN only
+    return values
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=str)
+@pytest.mark.parametrize(
+    "kwargs", [{}, {"dim": 1}, {"dim": 0, "keepdim": True}, {"dim": (0, 1)}], ids=str
+)
+def test_nansum_and_nanmean_skip_nan_as_torch(kwargs, dtype):
+    values = _with_nans((5, 6), dtype)
+    k, t = kael.tensor(values), torch.from_numpy(values)
+    for name in ("nansum", "nanmean"):
+        for kx, tx in ((k, t), (k.transpose(0, 1), t.T)):
+            got, want = getattr(kael, name)(kx, **kwargs), getattr(torch, name)(tx, **kwargs)
+            assert got.shape == tuple(want.shape) and got.dtype is kael.tensor(want.numpy()).dtype
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, equal_nan=True)
+
+
+def test_nansum_of_integers_is_sum_and_nanmean_refuses_them():
+    x = kael.arange(6).reshape(2, 3)
+    assert kael.nansum(x, 1).tolist() == [3, 12]
+    with pytest.raises(kael.TypeError, match="floating point"):
+        kael.nanmean(x)
+    assert kael.nansum(kael.empty(0)).item() == 0.0
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"dim": 1}, {"dim": 0, "keepdim": True}], ids=str)
+def test_aminmax_matches_torch(kwargs):
+    values = np.random.default_rng(23).standard_normal((4, 7)).astype(np.float32)
+    k, t = kael.tensor(values), torch.from_numpy(values)
+    got, want = kael.aminmax(k, **kwargs), torch.aminmax(t, **kwargs)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert got.min.shape == tuple(want.min.shape) and k.aminmax(**kwargs).max.shape == got.max.shape
+
+
+@pytest.mark.parametrize("name", ["std_mean", "var_mean"])
+@pytest.mark.parametrize(
+    "kwargs", [{}, {"dim": 1}, {"dim": 0, "correction": 0, "keepdim": True}], ids=str
+)
+def test_spread_with_mean_matches_torch(name, kwargs):
+    values = np.random.default_rng(29).standard_normal((5, 8))
+    k, t = kael.tensor(values), torch.from_numpy(values)
+    for a, b in zip(getattr(kael, name)(k, **kwargs), getattr(torch, name)(t, **kwargs)):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12)
