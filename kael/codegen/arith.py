@@ -17,7 +17,7 @@ from kael.runtime.dtypes import DType
 
 _FCMP = {"eq": "==", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _ICMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-FAULT_FLOORDIV_BY_ZERO, FAULT_REM_BY_ZERO = 1, 2
+FAULT_FLOORDIV_BY_ZERO, FAULT_REM_BY_ZERO, FAULT_FMOD_BY_ZERO, FAULT_DIV_BY_ZERO = 1, 2, 3, 4
 
 
 def _compare(op: str):
@@ -270,6 +270,54 @@ def _rem(m: ExprEmitter, a, c, dtype: DType):
     return b.select(_fmod_floor_fix(m, mod, c, dtype), b.add(mod, c), mod)
 
 
+def _c_fmod(m: ExprEmitter, a, c, dtype: DType):
+    """C's fmod (torch.fmod): the remainder of the truncated quotient, the dividend's sign."""
+    b = m.b
+    if dtype.is_bool:
+        return m.const(dtype, 0)
+    if dtype.is_floating_point:
+        return _fmod(m, a, c, dtype)
+    if not dtype.signed:
+        return b.urem(a, _nonzero_divisor(m, c, dtype, FAULT_FMOD_BY_ZERO))
+    return b.srem(a, _safe_divisor(m, a, c, dtype, FAULT_FMOD_BY_ZERO)[0])
+
+
+def _truncdiv(m: ExprEmitter, a, c, dtype: DType):
+    """The quotient rounded toward zero (div's rounding_mode='trunc'): floats trunc(a / c),
+    integers C's division (INT_MIN / -1 wraps)."""
+    b = m.b
+    if dtype.is_floating_point:
+        return m.intrinsic("llvm.trunc", b.fdiv(a, c))
+    if dtype.is_bool:
+        return b.and_(a, c)
+    if not dtype.signed:
+        return b.udiv(a, _nonzero_divisor(m, c, dtype, FAULT_DIV_BY_ZERO))
+    d, minus_one = _safe_divisor(m, a, c, dtype, FAULT_DIV_BY_ZERO)
+    return b.select(minus_one, b.sub(m.const(dtype, 0), a), b.sdiv(a, d))
+
+
+def _copysign(m: ExprEmitter, a, c, dtype: DType):
+    return m.intrinsic("llvm.copysign", a, c)
+
+
+def _shift(left: bool):
+    """a << c or a >> c as PyTorch's CPU kernels: a shift by at least the width (or by a
+    negative count, taken unsigned) gives 0, or for >> of a signed value its sign."""
+
+    def emit(m: ExprEmitter, a, c, dtype: DType):
+        b = m.b
+        bits = 8 * dtype.itemsize
+        too_far = b.icmp_unsigned(">=", c, m.const(dtype, bits))
+        count = b.select(too_far, m.const(dtype, 0), c)
+        if left:
+            return b.select(too_far, m.const(dtype, 0), b.shl(a, count))
+        if not dtype.signed:
+            return b.select(too_far, m.const(dtype, 0), b.lshr(a, count))
+        return b.ashr(a, b.select(too_far, m.const(dtype, bits - 1), count))
+
+    return emit
+
+
 def _int_pow(m: ExprEmitter, base, exp, dtype: DType):
     """Exponentiation by squaring with wrapping multiplies; negative exponents truncate 1/b^n.
 
@@ -366,6 +414,11 @@ BINARY = {
     "bitor": _bitwise("or_"),
     "bitxor": _bitwise("xor"),
     **{op: _compare(op) for op in ("eq", "ne", "lt", "le", "gt", "ge")},
+    "fmod": _c_fmod,
+    "truncdiv": _truncdiv,
+    "copysign": _copysign,
+    "shl": _shift(True),
+    "shr": _shift(False),
 }
 
 # pow is shared: integers here, floats in vmath.py.

@@ -81,6 +81,7 @@ _SUB_BOOL = (
     "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
 )
 
+_SHIFT_BOOL = "bit shifts are not implemented for bool"
 _TENSORS = ("input", "other")  # maximum(Tensor, Tensor): no Number overload at all
 _INPUT = ("input",)  # eq(Tensor, Tensor) and eq(Tensor, Number): never a Number input
 
@@ -108,8 +109,26 @@ BINARY: dict[str, BinaryOp] = {
         BinaryOp("bitwise_and", "bitand", "integral"),
         BinaryOp("bitwise_or", "bitor", "integral"),
         BinaryOp("bitwise_xor", "bitxor", "integral"),
+        BinaryOp("fmod", "fmod", refuse_bool="fmod does not support bool", tensors=_INPUT),
+        BinaryOp("copysign", "copysign", "true_div", tensors=_INPUT),
+        BinaryOp("bitwise_left_shift", "shl", "integral", refuse_bool=_SHIFT_BOOL),
+        BinaryOp("bitwise_right_shift", "shr", "integral", refuse_bool=_SHIFT_BOOL),
     )
 }
+# Binary ops run by name that are no public function of their own: div's
+# rounding_mode='trunc' (ops.py's div picks it).
+INTERNAL_BINARY: dict[str, BinaryOp] = {
+    "div_trunc": BinaryOp(
+        "div_trunc", "truncdiv", refuse_bool="div with rounding_mode='trunc' does not support bool"
+    ),
+}
+
+
+def binary_op(name: str) -> BinaryOp:
+    """The BinaryOp called `name`, public or internal."""
+    op = BINARY.get(name)
+    return op if op is not None else INTERNAL_BINARY[name]
+
 
 UNARY: dict[str, UnaryOp] = {
     op.name: op
@@ -353,7 +372,7 @@ def binary(name: str, a, b, out: Tensor | None = None) -> Tensor:
     done = fastpath.binary(name, a, b) if out is None else fastpath.binary_out(name, a, b, out)
     if done is not None:
         return done
-    op = BINARY[name]
+    op = binary_op(name)
     a, b = _operand(a, name), _operand(b, name)
     tensors = [x for x in (a, b) if isinstance(x, Tensor)]
     if not tensors:
@@ -571,7 +590,7 @@ def _check_inplace(self: Tensor, result: DType, shape: tuple[int, ...], op: str)
 def binary_(name: str, self: Tensor, other) -> Tensor:
     """self = self (op) other, written into self's layout in self's dtype. Its only caller,
     Tensor's in-place methods, asked the fast door already (ops._fast)."""
-    op = BINARY[name]
+    op = binary_op(name)
     other = _operand(other, f"{name}_")
     compute, result = _binary_dtypes(op, self, other)
     _check_pow_exponent(op, compute, other)

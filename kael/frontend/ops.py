@@ -23,6 +23,7 @@ from kael.frontend import (
 )
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
+from kael.runtime.errors import ValueError
 
 
 def _fast_unary(name: str, slow):
@@ -69,7 +70,28 @@ def _pow(input, exponent, *, out: Tensor | None = None) -> Tensor:
 
 _pow.__name__ = _pow.__qualname__ = "pow"
 
+ROUNDING_MODES = {None: "div", "trunc": "div_trunc", "floor": "floor_divide"}
+
+
+def _rounding(rounding_mode) -> str:
+    """The binary op of div's rounding_mode."""
+    if rounding_mode not in ROUNDING_MODES:
+        raise ValueError(
+            "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found"
+            f" {rounding_mode!r}"
+        )
+    return ROUNDING_MODES[rounding_mode]
+
+
+def _div(input, other, *, rounding_mode=None, out: Tensor | None = None) -> Tensor:
+    """input / other: true division, or rounded toward zero ('trunc') or down ('floor')."""
+    name = _rounding(rounding_mode)
+    ew.check_tensor_args(ew.binary_op(name), input, other)
+    return ew.binary(name, input, other, out)
+
+
 FUNCTIONS = {name: _binary_function(name) for name in ew.BINARY}
+FUNCTIONS["div"] = _div
 FUNCTIONS.update({name: _unary_function(name) for name in ew.UNARY}, pow=_pow)
 FUNCTIONS.update(
     where=ew.where,
@@ -126,7 +148,7 @@ TRACED_TENSOR_METHODS = (
 
 INPLACE_BINARY = (
     "add", "sub", "mul", "div", "pow", "floor_divide", "remainder", "bitwise_and", "bitwise_or",
-    "bitwise_xor",
+    "bitwise_xor", "fmod", "copysign", "bitwise_left_shift", "bitwise_right_shift",
 )  # fmt: skip
 
 
@@ -227,6 +249,15 @@ def _install() -> None:
     for name in INPLACE_BINARY:
         setattr(Tensor, f"{name}_", _fast(name, _inplace(name), inplace=True))
     Tensor.clamp_ = Tensor.clip_ = op_door("clamp_", ew.clamp_)
+    plain_div_ = Tensor.div_
+
+    def div_(self, other, *, rounding_mode=None):
+        if rounding_mode is None:
+            return plain_div_(self, other)
+        return ew.binary_(_rounding(rounding_mode), self, other)
+
+    _name_method(div_, "div_")
+    Tensor.div_ = Tensor.divide_ = op_door("div_", div_)
     Tensor.masked_fill_ = op_door("masked_fill_", ew.masked_fill_)
     for name in TRACED_TENSOR_METHODS:
         setattr(Tensor, name, op_door(f"Tensor.{name}", getattr(Tensor, name)))
@@ -242,6 +273,8 @@ def _install() -> None:
         "and": "bitwise_and",
         "or": "bitwise_or",
         "xor": "bitwise_xor",
+        "lshift": "bitwise_left_shift",
+        "rshift": "bitwise_right_shift",
     }
     for dunder, name in operators.items():
         setattr(Tensor, f"__{dunder}__", _fast(name, _method(FUNCTIONS[name])))

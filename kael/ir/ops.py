@@ -66,6 +66,11 @@ BINARY_OPS: dict[str, str] = {
     "bitand": "same",
     "bitor": "same",
     "bitxor": "same",
+    "fmod": "same",  # C's fmod: the remainder takes the dividend's sign
+    "truncdiv": "same",  # the quotient rounded toward zero
+    "copysign": "float",
+    "shl": "same",  # integers only, as the bitwise ops
+    "shr": "same",
 }
 
 # Transcendental ops: kael's own vector math (kael/codegen/vmath.py), float operands only.
@@ -92,6 +97,8 @@ VMATH_OPS = frozenset(
 FAULTS: dict[int, tuple[str, str]] = {
     1: ("floor_divide", "ZeroDivisionError: a divisor is 0 (integer division by zero)"),
     2: ("remainder", "ZeroDivisionError: a divisor is 0 (integer division by zero)"),
+    3: ("fmod", "ZeroDivisionError: a divisor is 0 (integer division by zero)"),
+    4: ("div", "ZeroDivisionError: a divisor is 0 (integer division by zero)"),
 }
 
 
@@ -102,7 +109,8 @@ FLAG = 99
 
 def may_fault(op: str, dtype) -> bool:
     """Whether `op` on `dtype` operands writes the error word (a fault, or the flag)."""
-    return op == "flag" or (op in ("floordiv", "rem") and not dtype.is_floating_point)
+    integer_division = op in ("floordiv", "rem", "fmod", "truncdiv")
+    return op == "flag" or (integer_division and not dtype.is_floating_point)
 
 
 REDUCE_OPS = ("sum", "prod", "max", "min")

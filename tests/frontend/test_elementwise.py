@@ -246,7 +246,11 @@ def test_binary_with_python_scalar_on_either_side_follows_the_scalar_tier(name, 
             ka, kb = (scalar, k) if left else (k, scalar)
             if name == "pow" and float_pow(a, b):
                 continue
-            if name in ("floor_divide", "remainder", "pow") and not left and scalar in (0, False):
+            if (
+                name in ("floor_divide", "remainder", "fmod", "pow")
+                and not left
+                and scalar in (0, False)
+            ):
                 continue  # zero divisors and exponents have their own tests
             check_binary(name, ka, kb, a, b)
             checked += 1
@@ -426,6 +430,14 @@ def test_binary_special_values_match_torch_bit_for_bit(name, dtype):
         agree = ~ours.isnan()
         assert torch.equal(ours[agree], expected[agree])
         assert torch.equal(ours[agree].signbit(), expected[agree].signbit())
+        return
+    if name == "fmod":  # C's fmod exactly (NumPy's); torch's vectorized loop has the same NaNs
+        with np.errstate(invalid="ignore"):
+            expected = torch.from_numpy(np.fmod(*np.broadcast_arrays(col.numpy(), row.numpy())))
+        assert_same(kael.fmod(to_kael(col), to_kael(row)), expected)
+        ours = torch.fmod(col, row)
+        agree = ~ours.isnan()
+        assert torch.equal(ours[agree], expected[agree])
         return
     check_binary(name, to_kael(col), to_kael(row), col, row)
 
@@ -1632,3 +1644,50 @@ def test_non_tensor_operands_raise_type_error():
         kael.add(1, 2)
     with pytest.raises(kael.TypeError):
         kael.neg(1.0)
+
+
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64])
+def test_div_rounding_modes_match_torch(mode, dtype):
+    a = values(dtype, (4, 5))
+    b = values(dtype, (5,))
+    if not dtype.is_floating_point:
+        b = torch.where(b == 0, torch.ones_like(b), b)  # integer zero divisors raise (below)
+    check_binary_fn = kael.div(to_kael(a), to_kael(b), rounding_mode=mode)
+    expected = torch.div(a, b, rounding_mode=mode)
+    assert_same(check_binary_fn, expected)
+    assert_same(to_kael(a).div(3, rounding_mode=mode), a.div(3, rounding_mode=mode))
+    k = to_kael(a.clone())
+    assert k.div_(to_kael(b), rounding_mode=mode) is k
+    assert_same(k, a.clone().div_(b, rounding_mode=mode))
+
+
+def test_div_rounding_mode_refusals():
+    with pytest.raises(kael.ValueError, match="rounding_mode"):
+        kael.div(kael.ones(2), 2, rounding_mode="up")
+    with pytest.raises(kael.Error, match="ZeroDivisionError"):
+        kael.div(kael.tensor([3]), kael.tensor([0]), rounding_mode="trunc")
+    with pytest.raises(kael.Error, match="ZeroDivisionError"):
+        kael.fmod(kael.tensor([3]), 0)
+
+
+def test_shift_operators_match_torch():
+    a, b = torch.tensor([1, -8, 5, 3, 7]), torch.tensor([1, 2, 70, -1, 0])
+    ka, kb = to_kael(a), to_kael(b)
+    assert_same(ka << kb, a << b)
+    assert_same(ka >> kb, a >> b)
+    assert_same(2 << ka[:2], 2 << a[:2])
+    k = ka.clone()
+    k <<= 1
+    assert_same(k, a << 1)
+
+
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+@pytest.mark.parametrize("dtype", [kael.int32, kael.int8, kael.uint8], ids=str)
+def test_div_rounding_modes_of_narrow_integers_match_torch(mode, dtype):
+    from parity_helpers import close_to_torch, torch_pair
+
+    low = 0 if dtype is kael.uint8 else -60
+    ka, ta = torch_pair(np.random.default_rng(3).integers(low, 100, (4, 5)), dtype)
+    kb, tb = torch_pair(np.random.default_rng(4).integers(1, 9, 5), dtype)
+    close_to_torch(kael.div(ka, kb, rounding_mode=mode), torch.div(ta, tb, rounding_mode=mode), 0)

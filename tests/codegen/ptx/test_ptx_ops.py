@@ -10,10 +10,11 @@ from kael.frontend import eager
 from kael.ir import graph as g
 from kael.ir.kernel import CONTIG
 from kael.ir.ops import BINARY_OPS, RANDOM_OPS, UNARY_OPS
-from kael.runtime.dtypes import ALL_DTYPES, bool_, float32, float64, int64
+from kael.runtime.dtypes import ALL_DTYPES, INTEGER_DTYPES, bool_, float32, float64, int64
 
 needs_ptxas = pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not on PATH")
 BITWISE = {"bitand", "bitor", "bitxor", "bitnot"}
+SHIFTS = {"shl", "shr"}
 
 
 def _dtypes(op: str, kind: str):
@@ -21,6 +22,8 @@ def _dtypes(op: str, kind: str):
         return (float32, float64)
     if op in BITWISE:
         return (int64, bool_)
+    if op in SHIFTS:
+        return INTEGER_DTYPES
     if op in RANDOM_OPS:
         return (int64,)
     return ALL_DTYPES
