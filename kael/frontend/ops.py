@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import functools
 
-from kael.frontend import elementwise as ew
 from kael.frontend import (
+    contractions,
     fastpath,
     index_ops,
     indexing,
@@ -21,6 +21,7 @@ from kael.frontend import (
     sequence,
     shapes,
 )
+from kael.frontend import elementwise as ew
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
 from kael.runtime.errors import ValueError
@@ -118,7 +119,7 @@ ALIASES = {
 }
 
 # Every other op family declares its own functions and Tensor methods.
-FAMILIES = (reductions, linalg, index_ops, sequence, nn, shapes, math_functions)
+FAMILIES = (reductions, linalg, index_ops, sequence, nn, shapes, math_functions, contractions)
 NOT_METHODS: set[str] = set()
 for _family in FAMILIES:
     FUNCTIONS.update(_family.FUNCTIONS)

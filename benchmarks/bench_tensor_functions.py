@@ -1,0 +1,69 @@
+"""Issue 14's tensor functions against PyTorch (and NumPy where it has them), side by side.
+
+Run: python benchmarks/bench_tensor_functions.py [--rounds N] [--check]
+Targets (float32, 2 threads): einsum of an attention contraction ([8, 8, 512, 64] x
+[8, 8, 512, 64] -> [8, 8, 512, 512]) and of a batched bilinear form at most PyTorch's time;
+cdist of [4096, 64] x [4096, 64] at most PyTorch's. The families still to come (median,
+quantile, unique, bincount, scatter_reduce, linalg) join this file with their targets.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import common  # noqa: F401  (first: it quiets OpenBLAS before NumPy loads)
+import numpy as np
+import torch
+from common import Case, run
+
+import kael
+
+
+def cases() -> list[Case]:
+    rng = np.random.default_rng(3)
+
+    def both(*shape):
+        a = rng.standard_normal(shape, dtype=np.float32)
+        return kael.tensor(a), torch.from_numpy(a.copy()), a
+
+    kq, tq, nq = both(8, 8, 512, 64)
+    kk, tk, nk = both(8, 8, 512, 64)
+    kx, tx, nx = both(64, 256)
+    kw, tw, nw = both(64, 256, 256)
+    ka, ta, na = both(4096, 64)
+    kb, tb, nb = both(4096, 64)
+    attention = "bhid,bhjd->bhij"
+    bilinear = "bi,bij,bj->b"
+    return [
+        Case(
+            f"einsum {attention} [8,8,512,64]",
+            {
+                "kael": lambda: kael.einsum(attention, kq, kk),
+                "torch": lambda: torch.einsum(attention, tq, tk),
+                "numpy": lambda: np.einsum(attention, nq, nk, optimize=True),
+            },
+            target=("torch", 1.0),
+        ),
+        Case(
+            f"einsum {bilinear} [64,256]",
+            {
+                "kael": lambda: kael.einsum(bilinear, kx, kw, kx),
+                "torch": lambda: torch.einsum(bilinear, tx, tw, tx),
+                "numpy": lambda: np.einsum(bilinear, nx, nw, nx, optimize=True),
+            },
+            target=("torch", 1.0),
+        ),
+        Case(
+            "cdist [4096,64] x [4096,64]",
+            {"kael": lambda: kael.cdist(ka, kb), "torch": lambda: torch.cdist(ta, tb)},
+            target=("torch", 1.0),
+        ),
+    ]
+
+
+def main() -> int:
+    return run(__doc__.splitlines()[0], cases)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

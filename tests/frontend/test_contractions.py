@@ -1,0 +1,108 @@
+"""einsum, tensordot, kron and cdist (frontend/contractions.py) against PyTorch: values,
+dtype and shape over equations with repeated indices, ellipsis, implicit outputs, many
+operands, layouts and dtypes; typed errors for bad equations and shapes."""
+
+import numpy as np
+import pytest
+import torch
+from parity_helpers import close_to_torch
+from parity_helpers import torch_pair as pair
+
+import kael
+
+RNG = np.random.default_rng(43)
+
+
+def _operands(*shapes, dtype=kael.float32):
+    made = [pair(RNG.standard_normal(s), dtype) for s in shapes]
+    return [k for k, _ in made], [t for _, t in made]
+
+
+EQUATIONS = [
+    ("ij,jk->ik", [(3, 4), (4, 5)]),
+    ("ij,jk", [(3, 4), (4, 5)]),
+    ("ij,jk,kl->il", [(3, 4), (4, 5), (5, 2)]),
+    ("...ij,...jk->...ik", [(2, 3, 4, 5), (2, 3, 5, 6)]),
+    ("...ij,jk->...ik", [(2, 3, 4, 5), (5, 6)]),
+    ("bhid,bhjd->bhij", [(2, 3, 4, 5), (2, 3, 6, 5)]),
+    ("ii->i", [(4, 4)]),
+    ("ii", [(4, 4)]),
+    ("iij->j", [(3, 3, 2)]),
+    ("ij->ji", [(3, 4)]),
+    ("ij->", [(3, 4)]),
+    ("i,i->", [(5,), (5,)]),
+    ("i,j->ij", [(3,), (4,)]),
+    ("ij,ij->ij", [(3, 4), (3, 4)]),
+    ("bij,bjk->bik", [(1, 3, 4), (5, 4, 2)]),  # a size-1 batch broadcasts
+    ("ijk,ikl->jl", [(2, 3, 4), (2, 4, 5)]),
+    ("i,i,i->i", [(4,), (4,), (4,)]),
+]
+
+
+@pytest.mark.parametrize("equation, shapes", EQUATIONS, ids=[e for e, _ in EQUATIONS])
+def test_einsum_matches_torch(equation, shapes):
+    ks, ts = _operands(*shapes)
+    close_to_torch(kael.einsum(equation, *ks), torch.einsum(equation, *ts), 2e-5)
+    close_to_torch(kael.einsum(equation, ks), torch.einsum(equation, ts), 2e-5)  # a list
+
+
+def test_einsum_of_transposed_float64_and_int64_operands():
+    ks, ts = _operands((4, 3), (5, 4), dtype=kael.float64)
+    close_to_torch(
+        kael.einsum("ji,kj->ik", ks[0], ks[1]), torch.einsum("ji,kj->ik", ts[0], ts[1]), 1e-12
+    )
+    ki, ti = pair(RNG.integers(-5, 5, (3, 4)), kael.int64)
+    close_to_torch(kael.einsum("ij,ij->i", ki, ki), torch.einsum("ij,ij->i", ti, ti), 0)
+    ke, te = _operands((0, 4), (4, 3))
+    close_to_torch(kael.einsum("ij,jk->ik", *ke), torch.einsum("ij,jk->ik", *te), 0)
+
+
+@pytest.mark.parametrize(
+    "equation, shapes, message",
+    [
+        ("ij,jk->ik", [(3, 4)], "operands"),
+        ("ij,jk->ik", [(3, 4), (5, 6)], "size"),
+        ("ij->ik", [(3, 4)], "appears in no operand"),
+        ("ijk->i", [(3, 4)], "indices"),
+        ("ij->ii", [(3, 4)], "repeats"),
+        ("i1->i", [(3, 4)], "invalid subscript"),
+    ],
+)
+def test_einsum_refuses_bad_equations(equation, shapes, message):
+    ks, _ = _operands(*shapes)
+    with pytest.raises(kael.ValueError, match=message):
+        kael.einsum(equation, *ks)
+
+
+@pytest.mark.parametrize("dims", [0, 1, 2, ([1, 2], [1, 0]), ([2], [0])], ids=str)
+def test_tensordot_matches_torch(dims):
+    ka, ta = pair(RNG.standard_normal((3, 4, 4)))
+    kb, tb = pair(RNG.standard_normal((4, 4, 2)))
+    close_to_torch(kael.tensordot(ka, kb, dims), torch.tensordot(ta, tb, dims), 2e-5)
+    with pytest.raises(kael.ValueError, match="contracted dimensions need to match"):
+        kael.tensordot(ka, kb[:3], 1)
+
+
+@pytest.mark.parametrize("shapes", [((2, 3), (4, 5)), ((3,), (2, 2)), ((2, 1, 3), (3, 2))], ids=str)
+def test_kron_matches_torch(shapes):
+    ks, ts = _operands(*shapes)
+    close_to_torch(kael.kron(*ks), torch.kron(*ts), 1e-6)
+
+
+@pytest.mark.parametrize("p", [0.0, 1.0, 2.0, 3.0, float("inf")])
+@pytest.mark.parametrize("rows", [(5, 7), (40, 30)], ids=["direct", "through_matmul"])
+def test_cdist_matches_torch(p, rows):
+    (ka, kb), (ta, tb) = _operands((2, rows[0], 8), (2, rows[1], 8))
+    close_to_torch(kael.cdist(ka, kb, p), torch.cdist(ta, tb, p), 3e-5)
+    mode = "donot_use_mm_for_euclid_dist"
+    close_to_torch(kael.cdist(ka, kb, p, mode), torch.cdist(ta, tb, p, mode), 3e-5)
+
+
+def test_cdist_refuses_bad_inputs():
+    x = kael.randn(3, 4)
+    with pytest.raises(kael.ValueError, match="same number of columns"):
+        kael.cdist(x, kael.randn(3, 5))
+    with pytest.raises(kael.ValueError, match="non-negative"):
+        kael.cdist(x, x, -1.0)
+    with pytest.raises(kael.ValueError, match="at least 2D"):
+        kael.cdist(x[0], x)
