@@ -17,6 +17,7 @@ from kael.frontend import (
     linalg,
     math_functions,
     nn,
+    order_statistics,
     reductions,
     sequence,
     shapes,
@@ -119,7 +120,17 @@ ALIASES = {
 }
 
 # Every other op family declares its own functions and Tensor methods.
-FAMILIES = (reductions, linalg, index_ops, sequence, nn, shapes, math_functions, contractions)
+FAMILIES = (
+    reductions,
+    linalg,
+    index_ops,
+    sequence,
+    nn,
+    shapes,
+    math_functions,
+    contractions,
+    order_statistics,
+)
 NOT_METHODS: set[str] = set()
 for _family in FAMILIES:
     FUNCTIONS.update(_family.FUNCTIONS)

@@ -1,0 +1,173 @@
+"""Order statistics as PyTorch has them: median, nanmedian, quantile, nanquantile, and the
+selections masked_select and argwhere. The ordering is the host's (the book's one
+exception: a median's argpartition, a quantile's sort); kael's gather kernel then picks
+each slice's ranks. NaN ranks last, so a slice with NaN has NaN as its median and
+quantiles, while the nan- variants count only its other values.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kael.frontend import elementwise as ew
+from kael.frontend import factories, index_ops, math_functions, reductions, views
+from kael.frontend.outputs import tensor_arg
+from kael.frontend.reductions import ValuesIndices
+from kael.frontend.tensor import Tensor
+from kael.runtime.device import CPU
+from kael.runtime.dtypes import int64
+from kael.runtime.errors import IndexError, TypeError, ValueError
+
+INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _finish(result: Tensor, d: int, keepdim: bool, dim, ndim: int) -> Tensor:
+    """A [..., k] result (k picked per slice) back in place of the reduced dim."""
+    if dim is None:
+        shape = (1,) * ndim if keepdim else ()
+        return result.reshape(shape)
+    if keepdim:
+        return result.movedim(-1, d)
+    return result.squeeze(-1)
+
+
+def _counts(values: Tensor) -> Tensor:
+    """Per slice (the last dim), how many values are not NaN, as int64 [..., 1]."""
+    return reductions.sum(ew.binary("eq", values, values), -1, keepdim=True)
+
+
+def _ranked(x: Tensor, dim, op: str) -> tuple[Tensor, int]:
+    """x with `dim` last (all of x flattened when None), contiguous, and dim's position."""
+    if dim is None:
+        moved, d = x.reshape(-1), 0
+    else:
+        d = views.wrap_dim(dim, max(x.ndim, 1))
+        moved = (x if x.ndim else x.reshape(1)).movedim(d, -1)
+    if moved.shape[-1] == 0:
+        raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+    return moved.contiguous(), d
+
+
+def _order(xs: Tensor, ranks: list[Tensor]) -> Tensor:
+    """Per slice of xs (the last dim), positions whose elements at `ranks` are those of
+    the sorted slice (NaN ranked last): on the CPU one host argpartition at the ranks
+    asked (the book's host-side ordering; O(n) where a sort is O(n log n)), on a GPU the
+    sort itself."""
+    if xs.device is CPU:
+        kth = sorted(set().union(*(r.reshape(-1).tolist() for r in ranks)))
+        return factories.from_numpy(np.argpartition(xs.numpy(), kth, axis=-1))
+    return index_ops.sort(xs, -1, stable=True)[1]
+
+
+def _median(op: str, skip_nan: bool):
+    def median(input: Tensor, dim=None, keepdim: bool = False):
+        x = tensor_arg(input, op)
+        if x.dtype.is_bool:
+            raise TypeError(f"{op}(): not implemented for bool")
+        ndim = x.ndim
+        xs, d = _ranked(x, dim, op)
+        n = xs.shape[-1]
+        floating = x.dtype.is_floating_point
+        if skip_nan and floating:
+            count = _counts(xs)
+            rank = ew.binary("floor_divide", ew.binary("sub", ew.binary("maximum", count, 1), 1), 2)
+        else:
+            rank = factories.full((*xs.shape[:-1], 1), (n - 1) // 2, dtype=int64, device=x.device)
+        where = index_ops.gather(_order(xs, [rank]), -1, rank)
+        picked = index_ops.gather(xs, -1, where)
+        if floating and not skip_nan:  # a slice with NaN: NaN, at its first NaN
+            nans = ew.binary("ne", xs, xs)
+            has_nan = reductions.any(nans, -1, keepdim=True)
+            where = ew.where(has_nan, reductions.argmax(nans.to(int64), -1, keepdim=True), where)
+            picked = ew.where(has_nan, float("nan"), picked)
+        if dim is None:
+            return _finish(picked, 0, keepdim, None, ndim)
+        return ValuesIndices(
+            _finish(picked, d, keepdim, dim, ndim), _finish(where, d, keepdim, dim, ndim)
+        )
+
+    median.__name__ = median.__qualname__ = op
+    median.__doc__ = (
+        f"torch.{op}: the lower median of each slice (all elements when dim is None), with"
+        " its index in the slice when dim is given."
+    )
+    return median
+
+
+def _quantile(op: str, skip_nan: bool):
+    def quantile(input: Tensor, q, dim=None, keepdim: bool = False, *, interpolation="linear"):
+        x = tensor_arg(input, op)
+        if not x.dtype.is_floating_point:
+            raise TypeError(f"{op}() input tensor must be either float or double dtype")
+        if interpolation not in INTERPOLATIONS:
+            raise ValueError(
+                f"{op}() interpolation must be one of {', '.join(INTERPOLATIONS)}. Got"
+                f" {interpolation}"
+            )
+        scalar_q = not isinstance(q, Tensor)
+        if isinstance(q, Tensor) and q.ndim > 1:
+            raise ValueError(f"{op}() q must be a scalar or 1D tensor")
+        qlist = [float(q)] if scalar_q else [float(v) for v in q.reshape(-1).tolist()]
+        if any(not 0 <= v <= 1 for v in qlist):
+            raise ValueError(f"{op}() q values must be in the range [0, 1]")
+        ndim = x.ndim
+        xs, d = _ranked(x, dim, op)
+        # PyTorch's ranks: q (n - 1) in the data's dtype, n the slice's non-NaN count
+        # for the nan- variant
+        n = _counts(xs) if skip_nan else xs.shape[-1]
+        last = (n - 1).to(xs.dtype) if skip_nan else float(xs.shape[-1] - 1)
+        bounds = []  # per q: (its ranks, the rank below, the rank above)
+        for v in qlist:
+            ranks = factories.full((*xs.shape[:-1], 1), v, dtype=xs.dtype, device=x.device) * last
+            if interpolation == "higher":
+                ranks = ranks.ceil()
+            elif interpolation == "nearest":
+                ranks = ranks.round()
+            below = ranks.clamp(min=0).to(int64)  # truncation: ranks are not negative
+            bounds.append((ranks, below, ranks.ceil().clamp(min=0).to(int64)))
+        order = _order(xs, [r for _, lo, hi in bounds for r in (lo, hi)])
+        any_nan = None if skip_nan else ew.binary("ne", xs, xs).any(-1, keepdim=True)
+        results = []
+        for ranks, below, above in bounds:
+            value = index_ops.gather(xs, -1, index_ops.gather(order, -1, below))
+            if interpolation in ("linear", "midpoint"):
+                upper = index_ops.gather(xs, -1, index_ops.gather(order, -1, above))
+                weight = ranks - below.to(xs.dtype) if interpolation == "linear" else 0.5
+                value = math_functions.lerp(value, upper, weight)
+            # an all-NaN slice (nan- variants) or any NaN in it: NaN quantiles
+            value = ew.where(n == 0 if skip_nan else any_nan, float("nan"), value)
+            results.append(_finish(value, d, keepdim, dim, ndim))
+        return results[0] if scalar_q else index_ops.stack(results, 0)
+
+    quantile.__name__ = quantile.__qualname__ = op
+    quantile.__doc__ = (
+        f"torch.{op}: the q-th quantiles of each slice (all elements when dim is None),"
+        " interpolated as asked between the sorted values around rank q (n - 1)."
+    )
+    return quantile
+
+
+def masked_select(input: Tensor, mask: Tensor) -> Tensor:
+    """The elements of input where the (broadcast) bool mask is True, as a 1-d tensor."""
+    x, m = tensor_arg(input, "masked_select"), tensor_arg(mask, "masked_select", "mask")
+    if not m.dtype.is_bool:
+        raise TypeError(f"masked_select: expected BoolTensor for mask, got {m.dtype}")
+    shape = ew.broadcast_shapes(x.shape, m.shape)
+    return x.expand(*shape)[m.expand(*shape)]
+
+
+def argwhere(input: Tensor) -> Tensor:
+    """The indices of the nonzero elements, one row each: nonzero's result."""
+    return index_ops.nonzero(tensor_arg(input, "argwhere"))
+
+
+FUNCTIONS = {
+    "median": _median("median", False),
+    "nanmedian": _median("nanmedian", True),
+    "quantile": _quantile("quantile", False),
+    "nanquantile": _quantile("nanquantile", True),
+    "masked_select": masked_select,
+    "argwhere": argwhere,
+}
+NOT_METHODS: frozenset[str] = frozenset()
+METHODS: dict = {}

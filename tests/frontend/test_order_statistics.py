@@ -1,0 +1,110 @@
+"""median, nanmedian, quantile, nanquantile, masked_select and argwhere
+(frontend/order_statistics.py) against PyTorch: values, indices, dtype and shape, NaN
+rules, every interpolation, layouts; typed errors."""
+
+import numpy as np
+import pytest
+import torch
+from parity_helpers import close_to_torch
+from parity_helpers import torch_pair as pair
+
+import kael
+
+RNG = np.random.default_rng(47)
+
+
+def _data(dtype=kael.float32, nans: bool = True):
+    values = RNG.standard_normal((6, 9))
+    if nans:
+        values[1, 3] = values[2, [0, 7]] = np.nan
+        values[5] = np.nan
+    return pair(values, dtype)
+
+
+@pytest.mark.parametrize("name", ["median", "nanmedian"])
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64], ids=str)
+def test_medians_match_torch(name, dtype):
+    k, t = _data(dtype)
+    fn, ref = getattr(kael, name), getattr(torch, name)
+    close_to_torch(fn(k), ref(t), 0, equal_nan=True)
+    for dim, keepdim in ((1, False), (0, True), (-1, True)):
+        got, want = fn(k, dim, keepdim), ref(t, dim, keepdim)
+        close_to_torch(got.values, want.values, 0, equal_nan=True)
+        rows = ~torch.isnan(t).all(
+            dim=dim, keepdim=keepdim
+        )  # an all-NaN slice's index is torch's choice
+        assert torch.equal(torch.from_numpy(got.indices.numpy())[rows], want.indices[rows])
+    got = fn(k.transpose(0, 1), 1)
+    close_to_torch(got.values, ref(t.T, 1).values, 0, equal_nan=True)
+
+
+def test_median_of_integers_and_a_single_value():
+    k, t = pair(RNG.integers(-9, 9, (4, 6)), kael.int64)
+    close_to_torch(kael.median(k, 1).values, torch.median(t, 1).values, 0)
+    assert kael.median(kael.tensor(3.5)).item() == 3.5
+    with pytest.raises(kael.IndexError, match="non-zero size"):
+        kael.median(kael.empty(0))
+
+
+@pytest.mark.parametrize("interpolation", ["linear", "lower", "higher", "midpoint", "nearest"])
+@pytest.mark.parametrize("q", [0.0, 0.25, 0.5, 0.9, 1.0])
+def test_quantiles_match_torch(interpolation, q):
+    k, t = _data()
+    kc, tc = _data(nans=False)
+    args = {"interpolation": interpolation}
+    for dim, keepdim in ((None, False), (1, False), (0, True)):
+        close_to_torch(
+            kael.quantile(kc, q, dim, keepdim, **args),
+            torch.quantile(tc, q, dim, keepdim, **args),
+            1e-6,
+        )
+        close_to_torch(
+            kael.quantile(k, q, dim, keepdim, **args),
+            torch.quantile(t, q, dim, keepdim, **args),
+            1e-6,
+            equal_nan=True,
+        )
+        close_to_torch(
+            kael.nanquantile(k, q, dim, keepdim, **args),
+            torch.nanquantile(t, q, dim, keepdim, **args),
+            1e-6,
+            equal_nan=True,
+        )
+
+
+def test_quantile_of_a_tensor_of_qs_stacks_them_first():
+    kc, tc = _data(nans=False)
+    kq, tq = pair([0.1, 0.5, 0.95])
+    close_to_torch(kael.quantile(kc, kq, 1), torch.quantile(tc, tq, 1), 1e-6)
+    close_to_torch(kc.quantile(kq), tc.quantile(tq), 1e-6)
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: kael.quantile(kael.ones(3), 1.5), kael.ValueError, "range"),
+        (
+            lambda: kael.quantile(kael.ones(3), 0.5, interpolation="cubic"),
+            kael.ValueError,
+            "interpolation",
+        ),
+        (
+            lambda: kael.quantile(kael.ones(3, dtype=kael.int64), 0.5),
+            kael.TypeError,
+            "float or double",
+        ),
+        (lambda: kael.quantile(kael.ones(3), kael.ones(2, 2) / 2), kael.ValueError, "1D"),
+        (lambda: kael.masked_select(kael.ones(3), kael.ones(3)), kael.TypeError, "BoolTensor"),
+    ],
+)
+def test_bad_inputs_raise_typed_errors(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_masked_select_broadcasts_and_argwhere_is_nonzero():
+    k, t = _data(nans=False)
+    km, tm = pair(RNG.standard_normal(9) > 0, kael.bool)
+    close_to_torch(kael.masked_select(k, km), torch.masked_select(t, tm), 0)
+    close_to_torch(k.masked_select(km), t.masked_select(tm), 0)
+    close_to_torch(kael.argwhere(k > 0.5), torch.argwhere(t > 0.5), 0)
