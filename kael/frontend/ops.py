@@ -19,6 +19,7 @@ from kael.frontend import (
     nn,
     order_statistics,
     reductions,
+    scatters,
     sequence,
     shapes,
 )
@@ -130,6 +131,7 @@ FAMILIES = (
     math_functions,
     contractions,
     order_statistics,
+    scatters,
 )
 NOT_METHODS: set[str] = set()
 for _family in FAMILIES:

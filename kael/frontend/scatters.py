@@ -1,0 +1,361 @@
+"""Writes by index and counts as PyTorch has them: scatter(_) (src or value),
+index_fill(_), index_copy(_), index_put(_) (accumulate too), bincount, histc, unique and
+unique_consecutive.
+
+Writes run gather.py's `put` walk (every index checked first, then written in the walk's
+order on one thread, so a repeated index keeps its last write, as PyTorch's CPU loop
+does); accumulating ones (index_put_ with accumulate, bincount, histc) its deterministic
+scatter_add. unique orders with the book's host-side sort, then kael's kernels find the
+runs of equal values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from kael.codegen.cpu import gather as kernels
+from kael.frontend import elementwise as ew
+from kael.frontend import factories, index_ops, reductions, sequence, views
+from kael.frontend.index_ops import _at_least_1d, _operand, _out_of_bounds, _spread, _zeroed
+from kael.frontend.outputs import check_writable, device_of, tensor_arg
+from kael.frontend.tensor import Tensor
+from kael.runtime.convert import CHECKED, convert_scalar
+from kael.runtime.dtypes import float64, int64
+from kael.runtime.errors import Error, TypeError, ValueError
+from kael.runtime.tensor_impl import TensorImpl
+
+# ---- writes by index -------------------------------------------------------------------------
+
+
+def _put(dst: TensorImpl, d: int, idx: TensorImpl, dense: kernels.Operand, op: str) -> None:
+    """dst[.., idx[..], ..] (along d) = dense at every position of idx's shape: checked
+    first, then written in order on one thread (the last write of a repeated index wins)."""
+    if not idx.numel():
+        return
+    table = _operand(dst, _zeroed(dst.strides, d))
+    size, stride = dst.shape[d], dst.strides[d]
+    for write in (False, True):
+        bad = kernels.walk(
+            "put", dst.dtype, idx.shape, dense, table, _operand(idx), size, stride,
+            write=write, parallel=False, device=dst.device,
+        )  # fmt: skip
+        if bad is not None:
+            raise _out_of_bounds(op, bad, d, size)
+
+
+def _value_operand(value, dtype, device, rank: int) -> tuple[kernels.Operand, Tensor]:
+    """A number as a dense operand of `rank` dims, all strides 0 (and the tensor holding it)."""
+    held = factories.full((), convert_scalar(value, dtype, CHECKED), dtype=dtype, device=device)
+    return kernels.Operand(held._impl.data_ptr(), (0,) * max(rank, 1)), held
+
+
+def _checked_self(self, op: str) -> Tensor:
+    x = tensor_arg(self, op, "self")
+    check_writable(x, op)
+    return x
+
+
+def scatter_(self: Tensor, dim: int, index: Tensor, src=None, value=None, *, reduce=None):
+    """self[index[i][j]][j] = src[i][j] (dim 0, and so on), or = value; reduce='add' adds."""
+    op = "scatter_"
+    x = _checked_self(self, op)
+    idx = tensor_arg(index, op, "index")
+    if idx.dtype is not int64:
+        raise TypeError(f"{op}(): Expected dtype int64 for index, got {idx.dtype}")
+    if (src is None) == (value is None):
+        raise TypeError(f"{op}() expects exactly one of src and value")
+    if reduce is not None:
+        if reduce not in ("add", "multiply"):
+            raise ValueError(
+                f"{op}(): reduce argument must be either add or multiply, got {reduce!r}"
+            )
+        if reduce == "multiply":
+            raise Error(f"{op}(): reduce='multiply' is deprecated in PyTorch; use scatter_reduce")
+        source = src if src is not None else ew.binary("add", x.new_zeros(idx.shape), value)
+        return index_ops.scatter_add_(x, dim, idx, source.to(x.dtype))
+    d = views.wrap_dim(dim, x.ndim)
+    dst, ix = _at_least_1d(x._impl), _at_least_1d(idx._impl)
+    if max(idx.ndim, 1) != max(x.ndim, 1):
+        raise ValueError(
+            f"{op}(): Index tensor must have the same number of dimensions as self tensor"
+        )
+    for k, n in enumerate(ix.shape):
+        if k != d and n > dst.shape[k]:
+            raise ValueError(
+                f"{op}(): Expected index {list(idx.shape)} to be smaller than self"
+                f" {list(x.shape)} apart from dimension {d}"
+            )
+    if src is not None:
+        s = tensor_arg(src, op, "src")
+        device_of([x, idx, s], op)
+        if s.dtype is not x.dtype:
+            raise TypeError(
+                f"{op}(): Expected self.dtype to be equal to src.dtype, got {x.dtype} and {s.dtype}"
+            )
+        source = _at_least_1d(s._impl)
+        if any(n > m for n, m in zip(ix.shape, source.shape)):
+            raise ValueError(
+                f"{op}(): Expected index {list(idx.shape)} to be smaller than src {list(s.shape)}"
+            )
+        _put(dst, d, ix, _operand(source, source.strides[: len(ix.shape)]), op)
+    else:
+        dense, held = _value_operand(value, x.dtype, x.device, len(ix.shape))
+        _put(dst, d, ix, dense, op)
+        del held
+    x._impl.storage.bump_version()
+    return x
+
+
+def scatter(input: Tensor, dim: int, index: Tensor, src=None, value=None, *, reduce=None):
+    """scatter_ into a copy of input."""
+    return scatter_(tensor_arg(input, "scatter").clone(), dim, index, src, value, reduce=reduce)
+
+
+def _along(x: Tensor, dim: int, index: Tensor, op: str) -> tuple[int, TensorImpl]:
+    """(dim, the 1-d index spread over x's shape with index's length along dim)."""
+    idx = tensor_arg(index, op, "index")
+    if idx.dtype is not int64 or idx.ndim > 1:
+        raise TypeError(
+            f"{op}(): index must be a 1-d (or 0-d) int64 tensor, got {idx.ndim}-d {idx.dtype}"
+        )
+    d = views.wrap_dim(dim, max(x.ndim, 1))
+    shape = list(_at_least_1d(x._impl).shape)
+    shape[d] = idx.numel()
+    return d, _spread(_at_least_1d(idx._impl), tuple(shape), d)
+
+
+def index_fill_(self: Tensor, dim: int, index: Tensor, value) -> Tensor:
+    """self's slices at index along dim filled with value (a number or a 0-d tensor)."""
+    x = _checked_self(self, "index_fill_")
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise ValueError(
+                f"index_fill_ only supports a 0-dimensional value tensor, got {value.ndim}-d"
+            )
+        value = value.item()
+    d, spread = _along(x, dim, index, "index_fill_")
+    dense, held = _value_operand(value, x.dtype, x.device, len(spread.shape))
+    _put(_at_least_1d(x._impl), d, spread, dense, "index_fill_")
+    del held
+    x._impl.storage.bump_version()
+    return x
+
+
+def index_copy_(self: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    """self's slices at index along dim replaced by source's, in index order."""
+    x = _checked_self(self, "index_copy_")
+    s = tensor_arg(source, "index_copy_", "source")
+    if s.dtype is not x.dtype:
+        raise TypeError(
+            f"index_copy_(): self and source expected to have the same dtype, got {x.dtype} and {s.dtype}"
+        )
+    d, spread = _along(x, dim, index, "index_copy_")
+    if tuple(_at_least_1d(s._impl).shape) != spread.shape:
+        raise ValueError(
+            f"index_copy_(): source {list(s.shape)} must be self's shape with"
+            f" {spread.shape[d]} slices along dim {d}"
+        )
+    source = _at_least_1d(s._impl)
+    _put(_at_least_1d(x._impl), d, spread, _operand(source), "index_copy_")
+    x._impl.storage.bump_version()
+    return x
+
+
+def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
+    return index_fill_(tensor_arg(input, "index_fill").clone(), dim, index, value)
+
+
+def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    return index_copy_(tensor_arg(input, "index_copy").clone(), dim, index, source)
+
+
+def index_put_(self: Tensor, indices: Sequence, values, accumulate: bool = False) -> Tensor:
+    """self[indices] = values, or += with accumulate (repeated positions add up)."""
+    x = _checked_self(self, "index_put_")
+    keys = tuple(indices)
+    if any(not isinstance(k, Tensor) for k in keys):
+        raise TypeError("index_put_(): indices must be a tuple of tensors")
+    if not accumulate:
+        x[keys] = values
+        return x
+    flat_keys = []
+    for k in keys:  # a bool mask stands for its nonzero coordinates
+        flat_keys += list(index_ops.nonzero(k, as_tuple=True)) if k.dtype.is_bool else [k]
+    if len(flat_keys) > x.ndim:
+        raise ValueError(
+            f"index_put_(): too many indices ({len(flat_keys)}) for a {x.ndim}-d tensor"
+        )
+    shape = ew.broadcast_shapes(*(k.shape for k in flat_keys))
+    rest = x.shape[len(flat_keys) :]
+    target = x if x.is_contiguous() else x.contiguous()
+    offset = None
+    for k, size, stride in zip(flat_keys, x.shape, _contiguous_strides(x.shape)):
+        k = ew.where(k < 0, k + size, k)  # negative indices count from the end
+        term = k.expand(*shape) * (stride // max(math.prod(rest), 1))
+        offset = term if offset is None else offset + term
+    rows = target.reshape(-1, *rest) if rest else target.reshape(-1)
+    source = ew.binary("add", x.new_zeros((*shape, *rest)), values).to(x.dtype)
+    lead = math.prod(shape)
+    positions = (
+        offset.reshape(lead, *([1] * len(rest))).expand(lead, *rest) if rest else offset.reshape(-1)
+    )
+    index_ops.scatter_add_(rows, 0, positions, source.reshape(lead, *rest))
+    if target is not x:
+        x.copy_(target)
+    return x
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def index_put(input: Tensor, indices: Sequence, values, accumulate: bool = False) -> Tensor:
+    return index_put_(tensor_arg(input, "index_put").clone(), indices, values, accumulate)
+
+
+# ---- counts ----------------------------------------------------------------------------------
+
+
+def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
+    """How often each value 0..max occurs in a 1-d non-negative integer tensor (or the sum
+    of its weights there), at least minlength long."""
+    x = tensor_arg(input, "bincount")
+    if x.ndim != 1 or x.dtype.is_floating_point or x.dtype.is_bool:
+        raise ValueError(
+            f"bincount only supports 1-d non-negative integral inputs, got {x.ndim}-d {x.dtype}"
+        )
+    if minlength < 0:
+        raise ValueError(f"bincount(): minlength should be >= 0, got {minlength}")
+    if x.numel() and int(reductions.amin(x)) < 0:
+        raise ValueError("bincount only supports 1-d non-negative integral inputs.")
+    n = max(int(reductions.amax(x)) + 1 if x.numel() else 0, minlength)
+    if weights is None:
+        counts = factories.zeros(n, dtype=int64, device=x.device)
+        return index_ops.scatter_add_(
+            counts, 0, x.to(int64), factories.ones(x.shape, dtype=int64, device=x.device)
+        )
+    w = tensor_arg(weights, "bincount", "weights")
+    if w.shape != x.shape:
+        raise ValueError(
+            f"bincount(): weights should be 1-d and have the same length as input, got {list(w.shape)}"
+        )
+    dtype = w.dtype if w.dtype.is_floating_point else float64
+    totals = factories.zeros(n, dtype=dtype, device=x.device)
+    return index_ops.scatter_add_(totals, 0, x.to(int64), w.to(dtype))
+
+
+def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:
+    """A histogram of `bins` equal bins over [min, max] (the data's range when both are 0);
+    values outside are not counted, the last bin includes max."""
+    x = tensor_arg(input, "histc")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f'"histogram_cpu" not implemented for {x.dtype}')
+    if bins <= 0:
+        raise ValueError(f"torch.histc(): bins must be > 0, but got {bins} for bins")
+    lo, hi = float(min), float(max)
+    if lo == hi and x.numel():
+        lo, hi = float(reductions.amin(x)), float(reductions.amax(x))
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if lo > hi:
+        raise ValueError(f"torch.histc(): max must be larger than min, but got min {lo} max {hi}")
+    flat = x.reshape(-1)
+    inside = (flat >= lo) & (flat <= hi)
+    position = ((flat - lo) * bins / (hi - lo)).clamp(min=0, max=bins - 1).to(int64)
+    counts = factories.zeros(bins, dtype=x.dtype, device=x.device)
+    return index_ops.scatter_add_(counts, 0, ew.where(inside, position, 0), inside.to(x.dtype))
+
+
+# ---- unique ----------------------------------------------------------------------------------
+
+
+def _runs(values: Tensor) -> tuple[Tensor, Tensor]:
+    """For a 1-d tensor: where each run of equal values starts (bool), and each element's
+    run number (NaN is never equal to NaN: each its own run, as PyTorch counts them)."""
+    starts = factories.ones(values.shape, dtype=int64, device=values.device)
+    if values.numel() > 1:
+        starts[1:] = (values[1:] != values[:-1]).to(int64)
+    return starts, sequence.cumsum(starts, 0) - 1
+
+
+def _unique_of(flat: Tensor, return_inverse: bool, return_counts: bool, order=None):
+    if not flat.numel():
+        empty = factories.zeros(0, dtype=int64, device=flat.device)
+        uniques = flat
+        inverse, counts = empty, empty
+    else:
+        starts, run = _runs(flat)
+        uniques = flat[starts != 0]
+        counts = bincount(run)
+        if order is None:
+            inverse = run
+        else:
+            inverse = factories.zeros(flat.shape, dtype=int64, device=flat.device)
+            scatter_(inverse, 0, order, run)
+    result = [uniques]
+    if return_inverse:
+        result.append(inverse)
+    if return_counts:
+        result.append(counts)
+    return result[0] if len(result) == 1 else tuple(result)
+
+
+def unique(
+    input: Tensor,
+    sorted: bool = True,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    dim=None,
+):
+    """The distinct values in ascending order (NaN last, each NaN its own), with each
+    element's position among them and each one's count if asked."""
+    x = tensor_arg(input, "unique")
+    if dim is not None:
+        raise Error("unique(): dim is not supported yet (flatten first, or use unique_consecutive)")
+    flat = x.reshape(-1)
+    values, order = index_ops.sort(flat, 0, stable=True)
+    result = _unique_of(values, return_inverse, return_counts, order)
+    if return_inverse:
+        parts = list(result)
+        parts[1] = parts[1].reshape(x.shape)
+        return tuple(parts)
+    return result
+
+
+def unique_consecutive(
+    input: Tensor, return_inverse: bool = False, return_counts: bool = False, dim=None
+):
+    """One value of each run of equal consecutive values, with positions and counts."""
+    x = tensor_arg(input, "unique_consecutive")
+    if dim is not None:
+        raise Error("unique_consecutive(): dim is not supported yet")
+    result = _unique_of(x.reshape(-1), return_inverse, return_counts)
+    if return_inverse:
+        parts = list(result)
+        parts[1] = parts[1].reshape(x.shape)
+        return tuple(parts)
+    return result
+
+
+FUNCTIONS = {
+    "scatter": scatter,
+    "index_fill": index_fill,
+    "index_copy": index_copy,
+    "index_put": index_put,
+    "bincount": bincount,
+    "histc": histc,
+    "unique": unique,
+    "unique_consecutive": unique_consecutive,
+}
+NOT_METHODS: frozenset[str] = frozenset()
+METHODS = {
+    "scatter_": scatter_,
+    "index_fill_": index_fill_,
+    "index_copy_": index_copy_,
+    "index_put_": index_put_,
+}

@@ -1,0 +1,118 @@
+"""scatter(_), index_fill(_), index_copy(_), index_put(_), bincount, histc, unique and
+unique_consecutive (frontend/scatters.py) against PyTorch: values, dtype and shape,
+repeated indices, layouts, NaN; typed errors for bad indices and shapes."""
+
+import numpy as np
+import pytest
+import torch
+from parity_helpers import close_to_torch
+from parity_helpers import torch_pair as pair
+
+import kael
+
+RNG = np.random.default_rng(53)
+
+
+def _base(dtype=kael.float32):
+    return pair(RNG.standard_normal((4, 6)), dtype)
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64], ids=str)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_scatter_of_src_and_value_matches_torch(dtype, dim):
+    k, t = _base(dtype)
+    shape = (3, 6) if dim == 0 else (4, 4)
+    high = 4 if dim == 0 else 6
+    ki, ti = pair(RNG.integers(0, high, shape), kael.int64)
+    ks, ts = pair(RNG.standard_normal((5, 7)), dtype)  # src larger than index: its corner
+    close_to_torch(kael.scatter(k, dim, ki, ks), torch.scatter(t, dim, ti, ts), 0)
+    close_to_torch(kael.scatter(k, dim, ki, value=3), torch.scatter(t, dim, ti, value=3), 0)
+    kk, tk = k.clone(), t.clone()
+    assert kk.scatter_(dim, ki, ks) is kk
+    close_to_torch(kk, tk.scatter_(dim, ti, ts), 0)
+    kt, tt = k.transpose(0, 1), t.T  # a transposed self: [6, 4]
+    kj, tj = pair(RNG.integers(0, kt.shape[dim], (2, 3)), kael.int64)
+    close_to_torch(kt.scatter(dim, kj, value=1), tt.scatter(dim, tj, value=1), 0)
+
+
+def test_scatter_refuses_bad_indices_and_keeps_self():
+    k, _ = _base()
+    before = k.clone()
+    with pytest.raises(kael.IndexError, match="out of bounds"):
+        k.scatter_(0, kael.tensor([[0, 9]]), kael.ones(1, 2))
+    assert kael.equal(k, before)  # checked before anything is written
+    with pytest.raises(kael.TypeError, match="exactly one of src and value"):
+        kael.scatter(k, 0, kael.tensor([[0]]))
+    with pytest.raises(kael.TypeError, match="int64"):
+        kael.scatter(k, 0, kael.tensor([[0.0]]), value=1)
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_index_fill_and_index_copy_match_torch(dim):
+    k, t = _base()
+    ki, ti = pair([3, 0, 3] if dim == 0 else [5, 1], kael.int64)
+    close_to_torch(kael.index_fill(k, dim, ki, -2.5), torch.index_fill(t, dim, ti, -2.5), 0)
+    close_to_torch(
+        k.index_fill(dim, ki, kael.tensor(7.0)), t.index_fill(dim, ti, torch.tensor(7.0)), 0
+    )
+    shape = [4, 6]
+    shape[dim] = ki.numel()
+    ks, ts = pair(RNG.standard_normal(shape))
+    close_to_torch(kael.index_copy(k, dim, ki, ks), torch.index_copy(t, dim, ti, ts), 0)
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_index_put_matches_torch(accumulate):
+    k, t = _base()
+    rows, cols = [0, 3, 0, -1], [1, 2, 1, 5]
+    kv, tv = pair([1.0, 2.0, 3.0, 4.0])
+    keys = (kael.tensor(rows), kael.tensor(cols))
+    tkeys = (torch.tensor(rows), torch.tensor(cols))
+    if accumulate:  # a repeated position adds up; torch's plain write keeps an arbitrary one
+        close_to_torch(kael.index_put(k, keys, kv, True), torch.index_put(t, tkeys, tv, True), 1e-6)
+    else:
+        keys, tkeys = (
+            (kael.tensor([0, 3]), kael.tensor([1, 2])),
+            (torch.tensor([0, 3]), torch.tensor([1, 2])),
+        )
+        close_to_torch(kael.index_put(k, keys, kv[:2]), torch.index_put(t, tkeys, tv[:2]), 0)
+    km, tm = pair([True, False, True, False], kael.bool)
+    close_to_torch(
+        k.clone().index_put_((km,), kael.tensor(1.5), accumulate),
+        t.clone().index_put_((tm,), torch.tensor(1.5), accumulate),
+        0,
+    )
+
+
+def test_bincount_and_histc_match_torch():
+    kb, tb = pair(RNG.integers(0, 12, 200), kael.int64)
+    close_to_torch(kael.bincount(kb), torch.bincount(tb), 0)
+    close_to_torch(kael.bincount(kb, minlength=20), torch.bincount(tb, minlength=20), 0)
+    kw, tw = pair(RNG.standard_normal(200))
+    close_to_torch(kael.bincount(kb, kw), torch.bincount(tb, tw), 1e-5)
+    close_to_torch(
+        kael.bincount(kael.tensor([], dtype=kael.int64)),
+        torch.bincount(torch.tensor([], dtype=torch.int64)),
+        0,
+    )
+    kh, th = pair(RNG.standard_normal(5000))
+    for args in ((10,), (7, -1.0, 1.0), (4, 0.5, 0.5)):
+        close_to_torch(kael.histc(kh, *args), torch.histc(th, *args), 0)
+    with pytest.raises(kael.ValueError, match="non-negative"):
+        kael.bincount(kael.tensor([1, -1]))
+    with pytest.raises(kael.ValueError, match="bins must be > 0"):
+        kael.histc(kh, 0)
+
+
+@pytest.mark.parametrize("inverse", [False, True])
+@pytest.mark.parametrize("counts", [False, True])
+def test_unique_and_unique_consecutive_match_torch(inverse, counts):
+    values = np.array([[2.0, np.nan, 1.0], [np.nan, 2.0, 1.0], [3.0, 3.0, 1.0]])
+    k, t = pair(values)
+    args = {"return_inverse": inverse, "return_counts": counts}
+    close_to_torch(kael.unique(k, **args), torch.unique(t, **args), 0, equal_nan=True)
+    ki, ti = pair([1, 1, 2, 2, 3, 1, 1, 2], kael.int64)
+    close_to_torch(kael.unique_consecutive(ki, **args), torch.unique_consecutive(ti, **args), 0)
+    close_to_torch(ki.unique(**args), ti.unique(**args), 0)
+    ke, te = pair(np.zeros(0))
+    close_to_torch(kael.unique(ke, **args), torch.unique(te, **args), 0)
