@@ -23,7 +23,7 @@ from kael.frontend.tensor import Tensor
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.dtypes import float64, int64
 from kael.runtime.errors import Error, TypeError, ValueError
-from kael.runtime.tensor_impl import TensorImpl
+from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
 
 # ---- writes by index -------------------------------------------------------------------------
 
@@ -190,7 +190,7 @@ def index_put_(self: Tensor, indices: Sequence, values, accumulate: bool = False
     rest = x.shape[len(flat_keys) :]
     target = x if x.is_contiguous() else x.contiguous()
     offset = None
-    for k, size, stride in zip(flat_keys, x.shape, _contiguous_strides(x.shape)):
+    for k, size, stride in zip(flat_keys, x.shape, contiguous_strides(x.shape)):
         k = ew.where(k < 0, k + size, k)  # negative indices count from the end
         term = k.expand(*shape) * (stride // max(math.prod(rest), 1))
         offset = term if offset is None else offset + term
@@ -204,14 +204,6 @@ def index_put_(self: Tensor, indices: Sequence, values, accumulate: bool = False
     if target is not x:
         x.copy_(target)
     return x
-
-
-def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
 
 
 def index_put(input: Tensor, indices: Sequence, values, accumulate: bool = False) -> Tensor:
