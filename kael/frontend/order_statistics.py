@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from kael.codegen.cpu import search
 from kael.frontend import elementwise as ew
 from kael.frontend import factories, index_ops, math_functions, reductions, views
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.reductions import ValuesIndices
 from kael.frontend.tensor import Tensor
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import int64
+from kael.runtime.dtypes import int32, int64, promote_types
 from kael.runtime.errors import IndexError, TypeError, ValueError
 
 INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
@@ -161,7 +162,62 @@ def argwhere(input: Tensor) -> Tensor:
     return index_ops.nonzero(tensor_arg(input, "argwhere"))
 
 
+def searchsorted(
+    sorted_sequence: Tensor,
+    input,
+    *,
+    out_int32: bool = False,
+    right: bool = False,
+    side: str | None = None,
+    sorter: Tensor | None = None,
+) -> Tensor:
+    """Where each value would go in its (last-dim) row of the sorted sequence to keep it
+    sorted: the first such place, or the last with right=True (side='right')."""
+    op = "searchsorted"
+    seq = tensor_arg(sorted_sequence, op, "sorted_sequence")
+    scalar = not isinstance(input, Tensor)
+    values = factories.full((), input, device=seq.device) if scalar else tensor_arg(input, op)
+    if side is not None:
+        if side not in ("left", "right") or (right and side == "left"):
+            raise ValueError(
+                f"{op}(): side must be 'left' or 'right' (and agree with right), got {side!r}"
+            )
+        right = side == "right"
+    if seq.ndim == 0:
+        raise ValueError(f"{op}(): boundaries tensor should have positive dimension, got 0-d")
+    if seq.ndim > 1 and (values.ndim != seq.ndim or values.shape[:-1] != seq.shape[:-1]):
+        raise ValueError(
+            f"{op}(): boundaries tensor should be 1 dimension or the first N-1 dimensions of"
+            f" boundaries tensor and input value tensor must match, but we got boundaries tensor"
+            f" {list(seq.shape)} and input value tensor {list(values.shape)}"
+        )
+    if sorter is not None:
+        if sorter.dtype is not int64 or sorter.shape != seq.shape:
+            raise ValueError(f"{op}(): sorter must be an int64 tensor of the sequence's shape")
+        seq = index_ops.take_along_dim(seq, sorter, -1)
+    dtype = promote_types(seq.dtype, values.dtype)
+    seq = seq.to(dtype).contiguous()
+    flat = values.to(dtype).contiguous()
+    out = factories.empty(values.shape, dtype=int32 if out_int32 else int64, device=seq.device)
+    if out.numel():
+        per_row = values.shape[-1] if seq.ndim > 1 else values.numel()
+        search.run(seq._impl, flat._impl, out._impl, per_row, bool(right))
+    return out
+
+
+def bucketize(input, boundaries: Tensor, *, out_int32: bool = False, right: bool = False) -> Tensor:
+    """The bucket of each value among 1-d sorted boundaries: searchsorted's position."""
+    edges = tensor_arg(boundaries, "bucketize", "boundaries")
+    if edges.ndim != 1:
+        raise ValueError(
+            f"bucketize(): boundaries tensor must be 1 dimension, but got dim({edges.ndim})"
+        )
+    return searchsorted(edges, input, out_int32=out_int32, right=right)
+
+
 FUNCTIONS = {
+    "searchsorted": searchsorted,
+    "bucketize": bucketize,
     "median": _median("median", False),
     "nanmedian": _median("nanmedian", True),
     "quantile": _quantile("quantile", False),
@@ -169,5 +225,5 @@ FUNCTIONS = {
     "masked_select": masked_select,
     "argwhere": argwhere,
 }
-NOT_METHODS: frozenset[str] = frozenset()
+NOT_METHODS: frozenset[str] = frozenset({"searchsorted"})
 METHODS: dict = {}

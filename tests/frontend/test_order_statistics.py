@@ -108,3 +108,42 @@ def test_masked_select_broadcasts_and_argwhere_is_nonzero():
     close_to_torch(kael.masked_select(k, km), torch.masked_select(t, tm), 0)
     close_to_torch(k.masked_select(km), t.masked_select(tm), 0)
     close_to_torch(kael.argwhere(k > 0.5), torch.argwhere(t > 0.5), 0)
+
+
+@pytest.mark.parametrize("right", [False, True])
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64, kael.int32], ids=str)
+def test_searchsorted_and_bucketize_match_torch(right, dtype):
+    if dtype.is_floating_point:
+        seq = np.concatenate([np.sort(RNG.standard_normal(40)), [np.nan]])
+        seq[5] = seq[6] = seq[7]  # repeated boundaries
+        values = np.concatenate([RNG.standard_normal(30) * 2, [np.nan, np.inf, -np.inf, seq[6]]])
+    else:
+        seq, values = np.sort(RNG.integers(-20, 20, 41)), RNG.integers(-25, 25, 34)
+    ks, ts = pair(seq, dtype)
+    kv, tv = pair(values.reshape(2, 17), dtype)
+    close_to_torch(
+        kael.searchsorted(ks, kv, right=right), torch.searchsorted(ts, tv, right=right), 0
+    )
+    close_to_torch(kael.bucketize(kv, ks, right=right), torch.bucketize(tv, ts, right=right), 0)
+    side = "right" if right else "left"
+    got = kael.searchsorted(ks, kv[0], side=side, out_int32=True)
+    close_to_torch(got, torch.searchsorted(ts, tv[0], side=side, out_int32=True), 0)
+
+
+def test_searchsorted_by_rows_with_a_sorter_and_a_scalar():
+    rows = np.sort(RNG.standard_normal((3, 8)), axis=1)
+    kr, tr = pair(rows)
+    kv, tv = pair(RNG.standard_normal((3, 5)))
+    close_to_torch(kael.searchsorted(kr, kv), torch.searchsorted(tr, tv), 0)
+    shuffled = RNG.standard_normal(9)
+    order = np.argsort(shuffled)
+    ks, ts = pair(shuffled)
+    ko, to = pair(order, kael.int64)
+    close_to_torch(
+        kael.searchsorted(ks, kv[0], sorter=ko), torch.searchsorted(ts, tv[0], sorter=to), 0
+    )
+    close_to_torch(kael.searchsorted(kr[0], 0.25), torch.searchsorted(tr[0], 0.25), 0)
+    with pytest.raises(kael.ValueError, match="first N-1 dimensions"):
+        kael.searchsorted(kr, kv[:2])
+    with pytest.raises(kael.ValueError, match="1 dimension"):
+        kael.bucketize(kv, kr)
