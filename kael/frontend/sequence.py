@@ -116,6 +116,15 @@ def cumprod(input: Tensor, dim, *, dtype=None, out: Tensor | None = None) -> Ten
     return _scan("cumprod", input, dim, dtype, out)
 
 
+def logcumsumexp(input: Tensor, dim, *, out: Tensor | None = None) -> Tensor:
+    """log(cumsum(exp(input))) along `dim` without overflow: running sums in log space,
+    in float64 (floating inputs only, as PyTorch)."""
+    x = tensor_arg(input, "logcumsumexp")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f'"logcumsumexp" not implemented for {x.dtype} (floating point only)')
+    return _scan("logcumsumexp", x, dim, None, out)
+
+
 def cumsum_(self: Tensor, dim, *, dtype=None) -> Tensor:
     """cumsum written into self; the result dtype must be self's."""
     return _scan_("cumsum", self, dim, dtype)
@@ -275,6 +284,7 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:
 FUNCTIONS: dict[str, Callable] = {
     "cumsum": cumsum,
     "cumprod": cumprod,
+    "logcumsumexp": logcumsumexp,
     "tril": tril,
     "triu": triu,
     "flip": flip,

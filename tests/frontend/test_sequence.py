@@ -551,3 +551,19 @@ def test_sequence_ops_are_functions_and_tensor_methods():
         assert callable(getattr(kael, name)) and callable(getattr(kael.Tensor, name))
     for name in ("cumsum_", "cumprod_", "tril_", "triu_"):
         assert callable(getattr(kael.Tensor, name))
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_logcumsumexp_matches_torch_with_infinities_and_nan(dim, dtype):
+    values = np.random.default_rng(61).standard_normal((5, 70)) * 30
+    values[1, 3], values[2, 5], values[3, 7] = np.inf, -np.inf, np.nan
+    values[4] = -np.inf  # a line of -inf stays -inf
+    t = torch.tensor(values, dtype=dtype)
+    k = kael.tensor(t.numpy())
+    for kx, tx in ((k, t), (k.transpose(0, 1), t.T), (k[:, ::3], t[:, ::3])):
+        got, want = kael.logcumsumexp(kx, dim), torch.logcumsumexp(tx, dim)
+        assert got.shape == tuple(want.shape) and got.dtype is kael.tensor(want.numpy()).dtype
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-6, atol=1e-6, equal_nan=True)
+    with pytest.raises(kael.TypeError, match="floating point only"):
+        kael.logcumsumexp(kael.arange(3), 0)

@@ -1,4 +1,5 @@
-"""cumsum and cumprod: hand-written LLVM row scans, one module per (op, input, output dtype).
+"""cumsum, cumprod and logcumsumexp: hand-written LLVM row scans, one module per (op,
+input, output dtype).
 
 A scan walks one line of the scanned dimension with its own stride, so any layout works
 without moving the dimension last. The batch of lines (every other dimension, merged by
@@ -11,6 +12,8 @@ every rank. Two functions per module:
 
 Accumulation is in int64 or float64 (float32 too, like PyTorch's CPU kernel), one
 element after another, so floating-point results do not depend on the thread count.
+logcumsumexp adds in log space: max + log1p(exp(-|a - b|)) with kael's vector math
+(an infinity added to itself stays itself, NaN propagates).
 Integer arithmetic wraps. The argument block is
 [src, dst, n, src_step, dst_step, cols, rank, sizes[rank], src_strides[rank],
 dst_strides[rank]], every word an int64.
@@ -24,6 +27,7 @@ from llvmlite import ir
 
 from kael.codegen.cpu import handwritten
 from kael.codegen.cpu.loops import LoopBuilder
+from kael.codegen.emitters import UNARY_EMITTERS
 from kael.codegen.lowering import (
     ExprEmitter,
     i64,
@@ -39,7 +43,8 @@ from kael.runtime.errors import ValueError
 from kael.runtime.tensor_impl import TensorImpl
 
 I64 = ir.IntType(64)
-OPS = ("cumsum", "cumprod")
+OPS = ("cumsum", "cumprod", "logcumsumexp")
+IDENTITY = {"cumsum": 0, "cumprod": 1, "logcumsumexp": -math.inf}
 LANES = 8  # one 64-byte vector of the 8-byte accumulator
 UNROLL = 4  # independent vector accumulators per chunk
 CHUNK = LANES * UNROLL  # adjacent lines per work item of the `columns` kernel
@@ -65,7 +70,7 @@ class _Scan:
         self.em = ExprEmitter(b, width, None, None, None)
 
     def identity(self) -> ir.Value:
-        return self.em.const(self.acc, 0 if self.op == "cumsum" else 1)
+        return self.em.const(self.acc, IDENTITY[self.op])
 
     def load(self, ptr: ir.Value) -> ir.Value:
         """The element(s) at `ptr`, converted to dst then widened to the accumulator."""
@@ -81,7 +86,23 @@ class _Scan:
         b, floating = self.b, self.acc.is_floating_point
         if self.op == "cumsum":
             return b.fadd(acc, x) if floating else b.add(acc, x)
+        if self.op == "logcumsumexp":
+            return self._log_add_exp(acc, x)
         return b.fmul(acc, x) if floating else b.mul(acc, x)
+
+    def _log_add_exp(self, a: ir.Value, x: ir.Value) -> ir.Value:
+        """log(e^a + e^x) in the accumulator's precision."""
+        b, em = self.b, self.em
+        top = b.select(
+            b.fcmp_unordered("uno", a, x), b.fadd(a, x), b.select(b.fcmp_ordered(">", a, x), a, x)
+        )
+        gap = b.fneg(em.intrinsic("llvm.fabs", b.fsub(a, x)))
+        grown = UNARY_EMITTERS["log1p"](em, UNARY_EMITTERS["exp"](em, gap, self.acc), self.acc)
+        same_infinity = b.and_(
+            b.fcmp_ordered("==", a, x),
+            b.fcmp_ordered("==", em.intrinsic("llvm.fabs", a), em.const(self.acc, math.inf)),
+        )
+        return b.select(same_infinity, a, b.fadd(top, grown))
 
     def store(self, acc: ir.Value, ptr: ir.Value) -> None:
         b = self.b

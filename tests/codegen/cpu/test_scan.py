@@ -17,7 +17,10 @@ def run_scan(op: str, src: np.ndarray, dim: int, dst_dtype=None) -> np.ndarray:
 
 
 def torch_scan(op: str, src: np.ndarray, dim: int, dtype=None) -> np.ndarray:
-    return getattr(torch, op)(torch.from_numpy(np.ascontiguousarray(src)), dim, dtype=dtype).numpy()
+    x = torch.from_numpy(np.ascontiguousarray(src))
+    if op == "logcumsumexp":  # no dtype argument: floats in, the same float out
+        return torch.logcumsumexp(x, dim).numpy()
+    return getattr(torch, op)(x, dim, dtype=dtype).numpy()
 
 
 def test_plan_scans_an_outer_dim_over_vector_chunks_when_the_inner_dim_is_contiguous():
@@ -71,7 +74,7 @@ def test_scan_kernels_match_torch_on_raw_buffers(op, shape, dim):
     np.testing.assert_allclose(run_scan(op, src, dim), torch_scan(op, src, dim), rtol=1e-12)
 
 
-@pytest.mark.parametrize("op", scan.OPS)
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])  # the integer scans
 def test_scan_walks_strided_views_without_copying(op):
     base = np.random.default_rng(1).integers(-5, 6, (20, 90))
     src = base.T[::2, 1::3]  # neither dim unit-stride
