@@ -52,6 +52,9 @@ class Value:
     def __truediv__(self, other) -> Value:
         return self._binary("div", other)
 
+    def __rtruediv__(self, other) -> Value:
+        return self._binary("div", other, True)
+
     def __neg__(self) -> Value:
         return self.apply("neg")
 

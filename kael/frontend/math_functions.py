@@ -1,11 +1,11 @@
 """Math functions PyTorch programs call beside the elementwise tables' ops, each one
 formula (frontend/formula.py) over kael's own math, so one kernel, fused under
-@kael.compile and run on cuda tensors: deg2rad, rad2deg, frac, sgn, log10, nan_to_num,
-xlogy, logaddexp, logaddexp2, hypot, lerp and isclose.
+@kael.compile and run on cuda tensors: deg2rad, rad2deg, frac, sgn, log10, sinh, cosh,
+asinh, acosh, atanh, nan_to_num, xlogy, logaddexp, logaddexp2, hypot, lerp and isclose.
 
 Accuracy (measured against float64 references in tests/frontend/test_math_functions.py):
 log10 1.8 ulp, hypot 1.9 (scaled by the larger magnitude: no overflow or underflow before
-the result's own); logaddexp and logaddexp2 within 2.2 ulps of the larger operand (the
+the result's own), the hyperbolic functions (float64 inside for float32) 0.5 ulp; logaddexp and logaddexp2 within 2.2 ulps of the larger operand (the
 formula, PyTorch's too, cancels where the result is near 0).
 """
 
@@ -36,13 +36,19 @@ def _compute(dtype: DType) -> DType:
     return float32 if dtype.is_half else dtype
 
 
-def _unary(name: str, formula: Callable[[Value], Value], floats_only: bool = False):
+def _unary(
+    name: str, formula: Callable[[Value], Value], floats_only: bool = False, wide: bool = False
+):
+    """A public unary function of `formula`; `wide`: float32 and the half types compute
+    in float64 and round once (the hyperbolic functions: within an ulp that way)."""
+
     def fn(input: Tensor) -> Tensor:
         x = tensor_arg(input, name)
         if floats_only and not x.dtype.is_floating_point:
             raise TypeError(f'"{name}" not implemented for {x.dtype} (floating point only)')
         out = _float_result(x.dtype)
-        return launch((name,), [x], _compute(out), formula).to(out)
+        compute = float64 if wide else _compute(out)
+        return launch((name, compute), [x], compute, formula).to(out)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"torch.{name}, elementwise: one kernel."
@@ -174,11 +180,69 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8
     return launch(key, [a, b], _compute(compute), formula, params).to(bool_)
 
 
+def _sinh(x: Value) -> Value:
+    """sinh: (t + t / (t + 1)) / 2 with t = expm1(|x|) (no cancellation near 0), beyond 1
+    h^2 / 2 - 1 / (2 h^2) with h = exp(|x| / 2) (no overflow before the result's own)."""
+    a = x.apply("abs")
+    t = a.apply("expm1")
+    near = 0.5 * (t + t / (t + 1))
+    h = (a * 0.5).apply("exp")
+    far = (h * 0.5) * h - (0.5 / h) / h
+    return _signed(where(a < 1, near, far), x)
+
+
+def _signed(magnitude: Value, x: Value) -> Value:
+    """magnitude with x's sign (-0.0 and NaN pass through as x)."""
+    return where(x < 0, -magnitude, where(x.eq(0), x, magnitude))
+
+
+def _cosh(x: Value) -> Value:
+    """cosh: h^2 / 2 + 1 / (2 h^2) with h = exp(|x| / 2): no overflow before the result's."""
+    h = (x.apply("abs") * 0.5).apply("exp")
+    return (h * 0.5) * h + (0.5 / h) / h
+
+
+def _asinh(x: Value) -> Value:
+    """asinh: log1p(a + a^2 / (1 + sqrt(1 + a^2))) with x's sign; past 2^28, log(a) + ln 2."""
+    a = x.apply("abs")
+    square = a * a
+    near = (a + square / (1 + (1 + square).apply("sqrt"))).apply("log1p")
+    far = a.apply("log") + LN2
+    return _signed(where(a < 2.0**28, near, far), x)
+
+
+def _acosh(x: Value) -> Value:
+    """acosh: log1p(t + sqrt(2t + t^2)) with t = x - 1 below 2; log(2x - 1 / (x + sqrt(x^2 -
+    1))) up to 2^28; log(x) + ln 2 beyond; NaN below 1."""
+    t = x - 1
+    near = (t + (t + t + t * t).apply("sqrt")).apply("log1p")
+    middle = (x + x - 1 / (x + (x * x - 1).apply("sqrt"))).apply("log")
+    far = x.apply("log") + LN2
+    value = where(x < 2, near, where(x < 2.0**28, middle, far))
+    return where(x < 1, math.nan, value)
+
+
+def _atanh(x: Value) -> Value:
+    """atanh: log1p(2a / (1 - a)) / 2 with x's sign (log1p(t + t a / (1 - a)), t = 2a, below
+    1/2); +-inf at +-1, NaN beyond."""
+    a = x.apply("abs")
+    t = a + a
+    near = 0.5 * (t + t * a / (1 - a)).apply("log1p")
+    far = 0.5 * (t / (1 - a)).apply("log1p")
+    value = where(a < 0.5, near, far)
+    return where(a > 1, math.nan, _signed(value, x))
+
+
 UNARY = {
     "deg2rad": _unary("deg2rad", lambda x: x * (math.pi / 180)),
     "rad2deg": _unary("rad2deg", lambda x: x * (180 / math.pi)),
     "frac": _unary("frac", lambda x: x - x.apply("trunc"), floats_only=True),
     "log10": _unary("log10", lambda x: x.apply("log") / LN10),
+    "sinh": _unary("sinh", _sinh, wide=True),
+    "cosh": _unary("cosh", _cosh, wide=True),
+    "asinh": _unary("asinh", _asinh, wide=True),
+    "acosh": _unary("acosh", _acosh, wide=True),
+    "atanh": _unary("atanh", _atanh, wide=True),
 }
 BINARY = {
     "xlogy": _binary("xlogy", _xlogy),
