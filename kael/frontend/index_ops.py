@@ -303,8 +303,11 @@ def scatter_add_(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     return self
 
 
-def _scatter_add(dst: TensorImpl, d: int, idx: TensorImpl, src: TensorImpl, op: str) -> None:
-    """The checked kernel call: a check-only pass, then lines along d summed race-free."""
+def _scatter_add(
+    dst: TensorImpl, d: int, idx: TensorImpl, src: TensorImpl, op: str, kind: str = "scatter_add"
+) -> None:
+    """The checked kernel call: a check-only pass, then lines along d combined race-free
+    (summed, or by another of gather.py's SCATTERS `kind`s)."""
     order, way = _scatter_order(src, idx, d)
     sizes = [idx.shape[k] for k in order]
     dense = kernels.Operand(src.data_ptr(), tuple(src.strides[k] for k in order))
@@ -319,7 +322,7 @@ def _scatter_add(dst: TensorImpl, d: int, idx: TensorImpl, src: TensorImpl, op: 
     ]
     for write, walked in ((False, checked), (True, sizes)):
         bad = kernels.walk(
-            "scatter_add", dst.dtype, walked, dense, table, ix, size, stride, write=write,
+            kind, dst.dtype, walked, dense, table, ix, size, stride, write=write,
             order=way, device=dst.device,
         )  # fmt: skip
         if bad is not None:

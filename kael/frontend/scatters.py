@@ -210,6 +210,84 @@ def index_put(input: Tensor, indices: Sequence, values, accumulate: bool = False
     return index_put_(tensor_arg(input, "index_put").clone(), indices, values, accumulate)
 
 
+REDUCES = {
+    "sum": "scatter_add",
+    "prod": "scatter_prod",
+    "amax": "scatter_amax",
+    "amin": "scatter_amin",
+    "mean": "scatter_add",
+}
+
+
+def scatter_reduce_(
+    self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True
+) -> Tensor:
+    """self[index[i][j]][j] combined with src[i][j] (dim 0, and so on) by `reduce`: sum,
+    prod, mean, amax or amin; include_self=False leaves self's own value out of the
+    positions index names. Deterministic: each position combines in index order."""
+    op = "scatter_reduce_"
+    x = _checked_self(self, op)
+    if reduce not in REDUCES:
+        raise ValueError(
+            f"{op}(): reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
+        )
+    idx = tensor_arg(index, op, "index")
+    s = tensor_arg(src, op, "src")
+    index_ops._check_scatter(x, idx._impl, s, op, "src")
+    if idx.dtype is not int64:
+        raise TypeError(f"{op}(): Expected dtype int64 for index, got {idx.dtype}")
+    d = views.wrap_dim(dim, max(x.ndim, 1))
+    dst, ix, source = _at_least_1d(x._impl), _at_least_1d(idx._impl), _at_least_1d(s._impl)
+    for k, n in enumerate(ix.shape):
+        if n > source.shape[k] or (k != d and n > dst.shape[k]):
+            raise ValueError(
+                f"{op}(): expected index {list(idx.shape)} to be no larger than self"
+                f" {list(x.shape)} apart from dimension {d} and no larger than src {list(s.shape)}"
+            )
+    if not include_self:  # the positions index names start from the reduction's identity
+        identity = {"sum": 0, "mean": 0, "prod": 1}.get(reduce)
+        if identity is None:
+            identity = _extreme(x.dtype, reduce == "amin")
+        dense, held = _value_operand(identity, x.dtype, x.device, len(ix.shape))
+        _put(dst, d, ix, dense, op)
+        del held
+    index_ops._scatter_add(dst, d, ix, source, op, REDUCES[reduce])
+    if reduce == "mean":
+        counts = x.new_zeros(x.shape).to(int64)
+        index_ops.scatter_add_(
+            counts, d, idx, factories.ones(idx.shape, dtype=int64, device=x.device)
+        )
+        if include_self:
+            counts = counts + 1
+        counts = ew.binary("maximum", counts, 1)
+        rounding = None if x.dtype.is_floating_point else "floor"
+        mean = (
+            ew.binary("div", x, counts)
+            if rounding is None
+            else ew.binary("floor_divide", x, counts)
+        )
+        x.copy_(mean.to(x.dtype))
+    x._impl.storage.bump_version()
+    return x
+
+
+def _extreme(dtype, largest: bool):
+    """The identity of amin (the largest value) or amax (the smallest)."""
+    if dtype.is_floating_point:
+        return math.inf if largest else -math.inf
+    if dtype.is_bool:
+        return largest
+    return dtype.max if largest else dtype.min
+
+
+def scatter_reduce(
+    input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True
+) -> Tensor:
+    """scatter_reduce_ into a copy of input."""
+    x = tensor_arg(input, "scatter_reduce").clone()
+    return scatter_reduce_(x, dim, index, src, reduce, include_self=include_self)
+
+
 # ---- counts ----------------------------------------------------------------------------------
 
 
@@ -336,6 +414,7 @@ def unique_consecutive(
 
 FUNCTIONS = {
     "scatter": scatter,
+    "scatter_reduce": scatter_reduce,
     "index_fill": index_fill,
     "index_copy": index_copy,
     "index_put": index_put,
@@ -347,6 +426,7 @@ FUNCTIONS = {
 NOT_METHODS: frozenset[str] = frozenset()
 METHODS = {
     "scatter_": scatter_,
+    "scatter_reduce_": scatter_reduce_,
     "index_fill_": index_fill_,
     "index_copy_": index_copy_,
     "index_put_": index_put_,

@@ -116,3 +116,39 @@ def test_unique_and_unique_consecutive_match_torch(inverse, counts):
     close_to_torch(ki.unique(**args), ti.unique(**args), 0)
     ke, te = pair(np.zeros(0))
     close_to_torch(kael.unique(ke, **args), torch.unique(te, **args), 0)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64], ids=str)
+def test_scatter_reduce_matches_torch(reduce, include_self, dtype):
+    k, t = pair(RNG.integers(-5, 6, (4, 6)), dtype)
+    ki, ti = pair(RNG.integers(0, 4, (5, 6)), kael.int64)
+    ks, ts = pair(RNG.integers(-5, 6, (5, 6)), dtype)
+    args = (reduce,)
+    kw = {"include_self": include_self}
+    close_to_torch(
+        kael.scatter_reduce(k, 0, ki, ks, *args, **kw),
+        torch.scatter_reduce(t, 0, ti, ts, *args, **kw),
+        1e-6,
+    )
+    kk, tk = k.clone(), t.clone()
+    assert kk.scatter_reduce_(1, ki[:4, :4], ks, *args, **kw) is kk
+    close_to_torch(kk, tk.scatter_reduce_(1, ti[:4, :4], ts, *args, **kw), 1e-6)
+    with pytest.raises(kael.ValueError, match="no larger than"):
+        kk.scatter_reduce_(1, ki[:, :4], ks, *args, **kw)  # 5 index rows for 4 of self
+
+
+def test_scatter_reduce_propagates_nan_and_refuses_bad_reduce():
+    k, t = pair([1.0, 2.0, 3.0])
+    ki, ti = pair([0, 0, 2], kael.int64)
+    ks, ts = pair([np.nan, 5.0, -1.0])
+    for reduce in ("amax", "amin", "sum"):
+        close_to_torch(
+            kael.scatter_reduce(k, 0, ki, ks, reduce),
+            torch.scatter_reduce(t, 0, ti, ts, reduce),
+            0,
+            equal_nan=True,
+        )
+    with pytest.raises(kael.ValueError, match="reduce argument"):
+        kael.scatter_reduce(k, 0, ki, ks, "max")

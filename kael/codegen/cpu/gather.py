@@ -38,7 +38,9 @@ I64 = ir.IntType(64)
 # How an index value becomes a position along the indexed dim.
 STRICT, WRAP, MODULO = 0, 1, 2
 # Walk kernels: what they do with the element the index selects.
-KINDS = ("gather", "put", "scatter_add", "offsets")
+KINDS = ("gather", "put", "scatter_add", "scatter_prod", "scatter_amax", "scatter_amin", "offsets")
+# The scatter reductions: line-owning walks that combine into the table.
+SCATTERS = ("scatter_add", "scatter_prod", "scatter_amax", "scatter_amin")
 WALK_WORDS = (
     "dense", "table", "index", "error", "size", "stride", "mode", "write", "order", "total",
     "rank",
@@ -188,6 +190,29 @@ def _ptr(b: ir.IRBuilder, word: ir.Value, t: ir.Type) -> ir.Value:
     return b.inttoptr(word, t.as_pointer())
 
 
+def _combine(kind: str, b: ir.IRBuilder, dtype: DType, x: ir.Value, y: ir.Value) -> ir.Value:
+    """x combined with y by scatter `kind`: add (_add), multiply, or the larger (smaller)
+    with NaN winning, in the dtype's arithmetic (half types through float32)."""
+    if kind == "scatter_add":
+        return _add(b, dtype, x, y)
+    wide = dtype.is_half
+    a, c = (widen(b, x, dtype), widen(b, y, dtype)) if wide else (x, y)
+    if kind == "scatter_prod":
+        if dtype.is_floating_point:
+            r = b.fmul(a, c)
+        else:
+            r = b.and_(a, c) if dtype is bool_ else b.mul(a, c)
+    elif dtype.is_floating_point:
+        op = ">" if kind == "scatter_amax" else "<"
+        takes = b.or_(b.fcmp_ordered(op, c, a), b.fcmp_unordered("uno", c, c))
+        r = b.select(b.fcmp_unordered("uno", a, a), a, b.select(takes, c, a))
+    else:
+        op = ">" if kind == "scatter_amax" else "<"
+        bigger = b.icmp_signed(op, c, a) if dtype.signed else b.icmp_unsigned(op, c, a)
+        r = b.select(bigger, c, a)
+    return narrow(b, r, dtype) if wide else r
+
+
 def _add(b: ir.IRBuilder, dtype: DType, x: ir.Value, y: ir.Value) -> ir.Value:
     """x + y as the dtype adds: float (float16/bfloat16 in float32, rounded back), wrapping
     integers, or logical or for bool."""
@@ -223,8 +248,8 @@ def _walk_function(module: ir.Module, kind: str, dtype: DType) -> str:
                     b.store(b.load(at), here)
                 elif kind == "put":
                     b.store(b.load(here), at)
-                elif kind == "scatter_add":
-                    b.store(_add(b, dtype, b.load(at), b.load(here)), at)
+                elif kind in SCATTERS:
+                    b.store(_combine(kind, b, dtype, b.load(at), b.load(here)), at)
                 else:  # offsets: dense accumulates index * stride over several indices
                     b.store(b.add(b.load(here), b.mul(v, w["stride"])), here)
             with bad:
@@ -253,7 +278,7 @@ def _walk_function(module: ir.Module, kind: str, dtype: DType) -> str:
                 b.atomic_rmw("min", error, pos, "monotonic")
 
     begin, end = fn.args[1], fn.args[2]
-    if kind != "scatter_add":
+    if kind not in SCATTERS:
         walk(begin, end, element, (2, same_index) if kind in ("gather", "put") else None)
         b.ret_void()
         return symbol
@@ -459,7 +484,7 @@ def walk(
         return None
     if not sizes:
         sizes, dense, table, index = (1,), _scalar(dense), _scalar(table), _scalar(index)
-    if kind == "scatter_add" and len(sizes) == 1:  # a leading size-1 dim: one line
+    if kind in SCATTERS and len(sizes) == 1:  # a leading size-1 dim: one line
         sizes, dense, table, index = (1, *sizes), _lead(dense), _lead(table), _lead(index)
     fixed = {
         "dense": dense.address,
@@ -482,7 +507,7 @@ def walk(
         fixed["error"] = error = runner.scratch([INT64_MAX])
         words = [fixed[name] for name in WALK_WORDS]
         words += [*sizes, *dense.strides, *table.strides, *index.strides]
-        if kind == "scatter_add":
+        if kind in SCATTERS:
             runner.run(name, build, symbol, words, total // sizes[-1], moved, align=1)
         else:
             runner.run(name, build, symbol, words, total, moved, serial=not parallel)
