@@ -4,8 +4,9 @@ Run: python benchmarks/bench_tensor_functions.py [--rounds N] [--check]
 Targets (float32, 2 threads): einsum of an attention contraction ([8, 8, 512, 64] x
 [8, 8, 512, 64] -> [8, 8, 512, 512]) and of a batched bilinear form at most PyTorch's time;
 cdist of [4096, 64] x [4096, 64] at most PyTorch's; median and quantile of 16M elements
-(8M for quantile: PyTorch refuses more) within 1.5x PyTorch's. The families still to come
-(unique, bincount, scatter_reduce, linalg) join this file with their targets.
+(8M for quantile: PyTorch refuses more) within 1.5x PyTorch's; unique and bincount of 16M
+int64 within 1.5x; scatter_reduce (sum of 16M into 1M places) at memory speed: at most 1.3x
+kael's own clone of its source. linalg joins this file with its targets.
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ def cases() -> list[Case]:
     ka, ta, na = both(4096, 64)
     kb, tb, nb = both(4096, 64)
     kv, tv, nv = both(1 << 24)
+    labels = rng.integers(0, 100_000, 1 << 24)
+    kl, tl = kael.tensor(labels), torch.from_numpy(labels)
+    places = rng.integers(0, 1 << 20, 1 << 24)
+    kp, tp = kael.tensor(places), torch.from_numpy(places)
+    kz, tz = kael.zeros(1 << 20), torch.zeros(1 << 20)
     half = 1 << 23
     attention = "bhid,bhjd->bhij"
     bilinear = "bi,bij,bj->b"
@@ -79,7 +85,37 @@ def cases() -> list[Case]:
             },
             target=("torch", 1.5),
         ),
+        Case(
+            "unique 16M int64",
+            {
+                "kael": lambda: kael.unique(kl),
+                "torch": lambda: torch.unique(tl),
+                "numpy": lambda: np.unique(labels),
+            },
+            target=("torch", 1.5),
+        ),
+        Case(
+            "bincount 16M int64",
+            {
+                "kael": lambda: kael.bincount(kl),
+                "torch": lambda: torch.bincount(tl),
+                "numpy": lambda: np.bincount(labels),
+            },
+            target=("torch", 1.5),
+        ),
+        Case(
+            "scatter_reduce sum 16M -> 1M",
+            {
+                "kael": lambda: kael.scatter_reduce(kz, 0, kp, kv, "sum"),
+                "torch": lambda: torch.scatter_reduce(tz, 0, tp, tv, "sum"),
+                COPY: lambda: kv.clone(),
+            },
+            target=(COPY, 1.3),
+        ),
     ]
+
+
+COPY = "kael clone"
 
 
 def main() -> int:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from kael.codegen.cpu import gather as kernels
 from kael.frontend import elementwise as ew
 from kael.frontend import factories, index_ops, reductions, sequence, views
@@ -21,6 +23,7 @@ from kael.frontend.index_ops import _at_least_1d, _operand, _out_of_bounds, _spr
 from kael.frontend.outputs import check_writable, device_of, tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.runtime.convert import CHECKED, convert_scalar
+from kael.runtime.device import CPU
 from kael.runtime.dtypes import float64, int64
 from kael.runtime.errors import Error, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
@@ -387,8 +390,14 @@ def unique(
     x = tensor_arg(input, "unique")
     if dim is not None:
         raise Error("unique(): dim is not supported yet (flatten first, or use unique_consecutive)")
-    flat = x.reshape(-1)
-    values, order = index_ops.sort(flat, 0, stable=True)
+    flat = x.reshape(-1).contiguous()
+    if flat.device is not CPU:
+        values, order = index_ops.sort(flat, 0, stable=True)
+    elif return_inverse:  # any order of equal values serves: the host's unstable argsort
+        order = factories.from_numpy(np.argsort(flat.numpy()))
+        values = index_ops.gather(flat, 0, order)
+    else:  # values alone: the host's (vectorized) sort, the book's ordering exception
+        values, order = factories.from_numpy(np.sort(flat.numpy())), None
     result = _unique_of(values, return_inverse, return_counts, order)
     if return_inverse:
         parts = list(result)
