@@ -101,6 +101,14 @@ FITS = {
         0.4**2,
         {"f64": 9},
     ),
+    # atan(v) = v + v z A(z), |v| <= tan(pi/8) after atan's reductions (math_functions.py).
+    "atan": Fit(
+        _series_safe(lambda z: (mp.atan(mp.sqrt(z)) / mp.sqrt(z) - 1) / z, -mp.mpf(1) / 3),
+        lambda z: z,
+        0.0,
+        float(mp.tan(mp.pi / 8) * 1.0001) ** 2,
+        {"f64": 10},
+    ),
     # erf(x) = x + x E(z), |x| < 0.921875.
     "erf": Fit(
         _series_safe(lambda z: mp.erf(mp.sqrt(z)) / mp.sqrt(z) - 1, 2 / mp.sqrt(mp.pi) - 1),

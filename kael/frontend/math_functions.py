@@ -70,12 +70,15 @@ def _operands(a, b, name: str) -> tuple[list[Tensor], DType]:
     return pair, _float_result(dtype)
 
 
-def _binary(name: str, formula: Callable[[Value, Value], Value], floats_only: bool = False):
+def _binary(
+    name: str, formula: Callable[[Value, Value], Value], floats_only: bool = False, wide=False
+):
     def fn(input, other) -> Tensor:
         pair, out = _operands(input, other, name)
         if floats_only and not result_type(input, other).is_floating_point:
             raise TypeError(f'"{name}" not implemented for integer inputs (floating point only)')
-        return launch((name,), pair, _compute(out), formula).to(out)
+        compute = float64 if wide else _compute(out)
+        return launch((name, compute), pair, compute, formula).to(out)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"torch.{name}, elementwise and broadcast: one kernel."
@@ -233,6 +236,65 @@ def _atanh(x: Value) -> Value:
     return where(a > 1, math.nan, _signed(value, x))
 
 
+# atan(v) = v + v z A(z) for |v| <= tan(pi/8): benchmarks/fit_vmath.py's "atan" (float64,
+# 0.02 eps; float32 computes in float64).
+ATAN_POLY = (
+    -0.333333333333332, 0.1999999999995399, -0.14285714280238657, 0.11111110785621375,
+    -0.09090897821017631, 0.07692061353781932, -0.06663117075652461, 0.05847984280665393,
+    -0.05039732227605092, 0.03807539020445764, -0.01791901708877154,
+)  # fmt: skip
+TAN_PI_8 = 0.41421356237309503
+# pi/4 and pi/2 as a double's head and the rest (added last, so the sum rounds once)
+PI_4 = (0.7853981633974483, 3.061616997868383e-17)
+PI_2 = (1.5707963267948966, 6.123233995736766e-17)
+
+
+def _atan_magnitude(a: Value) -> Value:
+    """atan(a) for a >= 0 (or NaN): 1/a past 1 (pi/2 minus it), (u - 1) / (u + 1) past
+    tan(pi/8) (pi/4 plus it), then the odd polynomial."""
+    big = a > 1
+    u = where(big, 1 / a, a)
+    mid = u > TAN_PI_8
+    v = where(mid, (u - 1) / (u + 1), u)
+    z = v * v
+    poly = ATAN_POLY[-1] + z * 0
+    for c in reversed(ATAN_POLY[:-1]):
+        poly = poly * z + c
+    core = v + v * z * poly
+    r = where(mid, PI_4[0] + (core + PI_4[1]), core)
+    return where(big, PI_2[0] + (PI_2[1] - r), r)
+
+
+def _atan(x: Value) -> Value:
+    return _signed(_atan_magnitude(x.apply("abs")), x)
+
+
+def _atan2(y: Value, x: Value) -> Value:
+    """The angle of (x, y): atan(|y| / |x|) (or pi/2 minus its inverse), mirrored for x < 0
+    (-0 included: 1/x < 0) and signed as y; both infinite: pi/4 or 3 pi/4; NaN in, NaN out."""
+    ay, ax = y.apply("abs"), x.apply("abs")
+    steep = ay > ax
+    ratio = where(steep, ax / ay, ay / ax)
+    base = _atan_magnitude(where(ratio.ne(ratio), 0.0, ratio))  # 0/0 and inf/inf: below
+    angle = where(steep, PI_2[0] + (PI_2[1] - base), base)
+    both_inf = ay.eq(math.inf) & ax.eq(math.inf)
+    angle = where(both_inf, PI_4[0], where(ay.eq(0) & ax.eq(0), 0.0, angle))
+    left = (x < 0) | ((1 / x) < 0)  # -0.0 too
+    angle = where(left, 2 * PI_2[0] + (2 * PI_2[1] - angle), angle)
+    angle = where(y.ne(y) | x.ne(x), math.nan, angle)
+    return where((y < 0) | ((1 / y) < 0), -angle, angle)
+
+
+def _asin(x: Value) -> Value:
+    """asin(x) = atan2(x, sqrt((1 - x)(1 + x))): no cancellation near +-1; NaN past them."""
+    return _atan2(x, ((1 - x) * (1 + x)).apply("sqrt"))
+
+
+def _acos(x: Value) -> Value:
+    """acos(x) = 2 atan2(sqrt(1 - x), sqrt(1 + x))."""
+    return 2 * _atan2((1 - x).apply("sqrt"), (1 + x).apply("sqrt"))
+
+
 UNARY = {
     "deg2rad": _unary("deg2rad", lambda x: x * (math.pi / 180)),
     "rad2deg": _unary("rad2deg", lambda x: x * (180 / math.pi)),
@@ -243,12 +305,16 @@ UNARY = {
     "asinh": _unary("asinh", _asinh, wide=True),
     "acosh": _unary("acosh", _acosh, wide=True),
     "atanh": _unary("atanh", _atanh, wide=True),
+    "atan": _unary("atan", _atan, wide=True),
+    "asin": _unary("asin", _asin, wide=True),
+    "acos": _unary("acos", _acos, wide=True),
 }
 BINARY = {
     "xlogy": _binary("xlogy", _xlogy),
     "logaddexp": _binary("logaddexp", _logaddexp("exp", 1.0), floats_only=True),
     "logaddexp2": _binary("logaddexp2", _logaddexp("exp2", 1 / LN2), floats_only=True),
     "hypot": _binary("hypot", _hypot, floats_only=True),
+    "atan2": _binary("atan2", _atan2, wide=True),
 }
 FUNCTIONS: dict[str, Callable] = {
     **UNARY,
