@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
 from kael.codegen.cpu import gather as kernels
 from kael.frontend import elementwise as ew
-from kael.frontend import factories, index_ops, reductions, sequence, views
+from kael.frontend import factories, index_ops, order_statistics, reductions, sequence, views
 from kael.frontend.index_ops import _at_least_1d, _operand, _out_of_bounds, _spread, _zeroed
 from kael.frontend.outputs import check_writable, device_of, tensor_arg
 from kael.frontend.tensor import Tensor
@@ -344,6 +345,65 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
     return index_ops.scatter_add_(counts, 0, ew.where(inside, position, 0), inside.to(x.dtype))
 
 
+class Histogram(NamedTuple):
+    """histogram's result, as PyTorch names its fields."""
+
+    hist: Tensor
+    bin_edges: Tensor
+
+
+def histogram(input: Tensor, bins=100, *, range=None, weight=None, density: bool = False):
+    """Counts (or summed weights) of input's values in `bins` equal bins over range (the
+    data's by default) or between the given edges; the last bin includes its right edge;
+    density divides by the total and the bin widths."""
+    x = tensor_arg(input, "histogram")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"histogram: input must be a floating point tensor, got {x.dtype}")
+    flat = x.reshape(-1)
+    if isinstance(bins, Tensor):
+        edges = bins.to(x.dtype).contiguous()
+        if edges.ndim != 1 or edges.numel() < 2:
+            raise ValueError(
+                "histogram: bins tensor should have one dimension and at least 2 elements"
+            )
+    else:
+        if bins <= 0:
+            raise ValueError(f"histogram(): bins must be > 0, but got {bins}")
+        lo, hi = (
+            range
+            if range is not None
+            else (
+                (float(reductions.amin(flat)), float(reductions.amax(flat)))
+                if flat.numel()
+                else (0.0, 0.0)
+            )
+        )
+        if lo > hi:
+            raise ValueError(f"histogram(): max must be larger than min, but got min {lo} max {hi}")
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        edges = factories.linspace(lo, hi, bins + 1, dtype=x.dtype, device=x.device)
+    count = edges.numel() - 1
+    first, last = edges[0], edges[-1]
+    inside = (flat >= first) & (flat <= last)
+    position = order_statistics.searchsorted(edges, flat, right=True) - 1
+    position = ew.where(inside, position.clamp(min=0, max=count - 1), 0)
+    values = (
+        inside.to(x.dtype)
+        if weight is None
+        else ew.where(
+            inside, tensor_arg(weight, "histogram", "weight").reshape(-1).to(x.dtype), 0.0
+        )
+    )
+    hist = index_ops.scatter_add_(
+        factories.zeros(count, dtype=x.dtype, device=x.device), 0, position, values
+    )
+    if density:
+        widths = edges[1:] - edges[:-1]
+        hist = hist / (reductions.sum(hist) * widths)
+    return Histogram(hist, edges)
+
+
 # ---- unique ----------------------------------------------------------------------------------
 
 
@@ -429,6 +489,7 @@ FUNCTIONS = {
     "index_put": index_put,
     "bincount": bincount,
     "histc": histc,
+    "histogram": histogram,
     "unique": unique,
     "unique_consecutive": unique_consecutive,
 }

@@ -152,3 +152,24 @@ def test_scatter_reduce_propagates_nan_and_refuses_bad_reduce():
         )
     with pytest.raises(kael.ValueError, match="reduce argument"):
         kael.scatter_reduce(k, 0, ki, ks, "max")
+
+
+@pytest.mark.parametrize("density", [False, True])
+def test_histogram_matches_torch(density):
+    kx, tx = pair(RNG.standard_normal(5000))
+    for args, kwargs in (
+        ((50,), {}),
+        ((7,), {"range": (-1.0, 1.5)}),
+        ((5,), {"range": (0.5, 0.5)}),
+    ):
+        got = kael.histogram(kx, *args, density=density, **kwargs)
+        want = torch.histogram(tx, *args, density=density, **kwargs)
+        close_to_torch(got.hist, want.hist, 1e-12)
+        close_to_torch(got.bin_edges, want.bin_edges, 1e-12)
+    ke, te = pair([-3.0, -1.0, 0.5, 2.0, 4.0])
+    kw, tw = pair(RNG.uniform(0, 2, 5000))
+    got = kael.histogram(kx, ke, weight=kw, density=density)
+    want = torch.histogram(tx, te, weight=tw, density=density)
+    close_to_torch(got.hist, want.hist, 1e-5)  # float32 sums of thousands of weights
+    with pytest.raises(kael.TypeError, match="floating point"):
+        kael.histogram(kael.arange(4), 2)
