@@ -164,8 +164,8 @@ def test_histogram_matches_torch(density):
     ):
         got = kael.histogram(kx, *args, density=density, **kwargs)
         want = torch.histogram(tx, *args, density=density, **kwargs)
-        close_to_torch(got.hist, want.hist, 1e-12)
-        close_to_torch(got.bin_edges, want.bin_edges, 1e-12)
+        close_to_torch(got.hist, want.hist, 1e-6 if density else 0)  # float32 division
+        close_to_torch(got.bin_edges, want.bin_edges, 0)
     ke, te = pair([-3.0, -1.0, 0.5, 2.0, 4.0])
     kw, tw = pair(RNG.uniform(0, 2, 5000))
     got = kael.histogram(kx, ke, weight=kw, density=density)
