@@ -12,8 +12,10 @@ import itertools
 from collections.abc import Callable
 
 from kael.codegen.cpu import scan
-from kael.frontend import eager, views
+from kael.frontend import eager, factories, views
+from kael.frontend import elementwise as ew
 from kael.frontend.outputs import check_writable, output, tensor_arg, unaliased
+from kael.frontend.reductions import ValuesIndices
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.ir import graph as g
 from kael.runtime.device import CPU
@@ -123,6 +125,36 @@ def logcumsumexp(input: Tensor, dim, *, out: Tensor | None = None) -> Tensor:
     if not x.dtype.is_floating_point:
         raise TypeError(f'"logcumsumexp" not implemented for {x.dtype} (floating point only)')
     return _scan("logcumsumexp", x, dim, None, out)
+
+
+def _running_extreme(op: str):
+    def running(input: Tensor, dim) -> ValuesIndices:
+        x = tensor_arg(input, op)
+        if x.dtype.is_bool:
+            raise TypeError(f"{op}(): not implemented for bool")
+        d = views.wrap_dim(dim, x.ndim)
+        values = _scan(op, x, d, x.dtype, None)
+        # index: the last position taken (x equal to the running value, or NaN), running
+        taken = ew.binary("eq", x, values)
+        if x.dtype.is_floating_point:
+            taken = ew.binary("logical_or", taken, ew.binary("ne", x, x))
+        n = x.shape[d] if x.ndim else 1
+        shape = [1] * max(x.ndim, 1)
+        shape[d if x.ndim else 0] = n
+        positions = factories.arange(n, device=x.device).reshape(tuple(shape) if x.ndim else ())
+        marked = ew.where(taken, positions, 0)
+        return ValuesIndices(values, _scan("cummax", marked, d, int64, None))
+
+    running.__name__ = running.__qualname__ = op
+    running.__doc__ = (
+        f"torch.{op}: the running {'max' if op == 'cummax' else 'min'} along dim and the index"
+        " it was taken at (a later equal value, and any NaN, takes over; NaN then stays)."
+    )
+    return running
+
+
+cummax = _running_extreme("cummax")
+cummin = _running_extreme("cummin")
 
 
 def cumsum_(self: Tensor, dim, *, dtype=None) -> Tensor:
@@ -285,6 +317,8 @@ FUNCTIONS: dict[str, Callable] = {
     "cumsum": cumsum,
     "cumprod": cumprod,
     "logcumsumexp": logcumsumexp,
+    "cummax": cummax,
+    "cummin": cummin,
     "tril": tril,
     "triu": triu,
     "flip": flip,

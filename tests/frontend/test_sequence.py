@@ -567,3 +567,22 @@ def test_logcumsumexp_matches_torch_with_infinities_and_nan(dim, dtype):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-6, atol=1e-6, equal_nan=True)
     with pytest.raises(kael.TypeError, match="floating point only"):
         kael.logcumsumexp(kael.arange(3), 0)
+
+
+@pytest.mark.parametrize("name", ["cummax", "cummin"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.int32], ids=str)
+def test_cummax_and_cummin_match_torch_with_ties_and_nan(name, dtype):
+    values = np.random.default_rng(67).integers(-3, 4, (5, 9)).astype(np.float64)  # ties
+    if dtype.is_floating_point:
+        values[1, 3] = values[2, 0] = values[2, 5] = np.nan
+    t = torch.tensor(values).to(dtype)
+    k = kael.tensor(t.numpy())
+    for dim in (0, 1, -1):
+        for kx, tx in ((k, t), (k.transpose(0, 1), t.T)):
+            got, want = getattr(kael, name)(kx, dim), getattr(torch, name)(tx, dim)
+            np.testing.assert_array_equal(got.values.numpy(), want.values.numpy())
+            np.testing.assert_array_equal(got.indices.numpy(), want.indices.numpy())
+    got = getattr(k, name)(1)
+    assert got.values.dtype is k.dtype and got.indices.dtype is kael.int64
+    with pytest.raises(kael.TypeError, match="bool"):
+        getattr(kael, name)(kael.ones(3, dtype=kael.bool), 0)

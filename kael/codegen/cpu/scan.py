@@ -38,13 +38,16 @@ from kael.codegen.lowering import (
     widen,
 )
 from kael.ir import layout
-from kael.runtime.dtypes import DType, bool_, float64, int64
+from kael.runtime.dtypes import INT64_MAX, DType, bool_, float64, int64
 from kael.runtime.errors import ValueError
 from kael.runtime.tensor_impl import TensorImpl
 
 I64 = ir.IntType(64)
-OPS = ("cumsum", "cumprod", "logcumsumexp")
+OPS = ("cumsum", "cumprod", "logcumsumexp", "cummax", "cummin")
+INT64_MIN = -INT64_MAX - 1
 IDENTITY = {"cumsum": 0, "cumprod": 1, "logcumsumexp": -math.inf}
+# cummax and cummin start from the accumulator's least (greatest) value; NaN, once met, stays
+EXTREMES = {"cummax": (-math.inf, INT64_MIN), "cummin": (math.inf, INT64_MAX)}
 LANES = 8  # one 64-byte vector of the 8-byte accumulator
 UNROLL = 4  # independent vector accumulators per chunk
 CHUNK = LANES * UNROLL  # adjacent lines per work item of the `columns` kernel
@@ -70,6 +73,9 @@ class _Scan:
         self.em = ExprEmitter(b, width, None, None, None)
 
     def identity(self) -> ir.Value:
+        if self.op in EXTREMES:
+            floating, integer = EXTREMES[self.op]
+            return self.em.const(self.acc, floating if self.acc.is_floating_point else integer)
         return self.em.const(self.acc, IDENTITY[self.op])
 
     def load(self, ptr: ir.Value) -> ir.Value:
@@ -88,7 +94,23 @@ class _Scan:
             return b.fadd(acc, x) if floating else b.add(acc, x)
         if self.op == "logcumsumexp":
             return self._log_add_exp(acc, x)
+        if self.op in EXTREMES:
+            return self._extreme(acc, x)
         return b.fmul(acc, x) if floating else b.mul(acc, x)
+
+    def _extreme(self, acc: ir.Value, x: ir.Value) -> ir.Value:
+        """PyTorch's running max (min): x where it is NaN or, while acc is not NaN, at least
+        (at most) acc."""
+        b = self.b
+        if not self.acc.is_floating_point:
+            op = ">=" if self.op == "cummax" else "<="
+            return b.select(b.icmp_signed(op, x, acc), x, acc)
+        op = ">=" if self.op == "cummax" else "<="
+        takes = b.or_(
+            b.fcmp_unordered("uno", x, x),
+            b.and_(b.fcmp_ordered("ord", acc, acc), b.fcmp_ordered(op, x, acc)),
+        )
+        return b.select(takes, x, acc)
 
     def _log_add_exp(self, a: ir.Value, x: ir.Value) -> ir.Value:
         """log(e^a + e^x) in the accumulator's precision."""
