@@ -11,7 +11,7 @@ import numpy as np
 
 from kael.codegen.cpu import search
 from kael.frontend import elementwise as ew
-from kael.frontend import factories, index_ops, math_functions, reductions, views
+from kael.frontend import factories, index_ops, math_functions, reductions, sequence, views
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.reductions import ValuesIndices
 from kael.frontend.tensor import Tensor
@@ -162,6 +162,37 @@ def argwhere(input: Tensor) -> Tensor:
     return index_ops.nonzero(tensor_arg(input, "argwhere"))
 
 
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
+    """The most frequent value of each slice (the smallest of equally frequent ones; each
+    NaN its own value) and the index of its last occurrence, as PyTorch's CPU kernel."""
+    x = tensor_arg(input, "mode")
+    ndim = x.ndim
+    xs, d = _ranked(x, dim, "mode")
+    n = xs.shape[-1]
+    values, order = index_ops.sort(xs, -1, stable=True)  # the book's host sort
+    rows = values.reshape(-1, n)
+    starts = factories.ones(rows.shape, dtype=int64, device=x.device)
+    if n > 1:
+        starts[:, 1:] = ew.binary("ne", rows[:, 1:], rows[:, :-1]).to(int64)
+    first_run = factories.arange(rows.shape[0], device=x.device).reshape(-1, 1) * n
+    run = sequence.cumsum(starts, 1) - 1 + first_run  # a number per run, over all rows
+    flat = run.reshape(-1)
+    ones = factories.ones(flat.shape, dtype=int64, device=x.device)
+    counts = index_ops.scatter_add_(
+        factories.zeros(flat.shape, dtype=int64, device=x.device), 0, flat, ones
+    )
+    sizes = index_ops.gather(counts, 0, flat).reshape(rows.shape)  # each element's run size
+    best = reductions.amax(sizes, -1, keepdim=True)
+    at = reductions.argmax(ew.binary("eq", sizes, best).to(int64), -1, keepdim=True)  # first
+    value = index_ops.gather(rows, -1, at)
+    last = index_ops.gather(order.reshape(-1, n), -1, at + best - 1)  # the run's last
+    shape = (*xs.shape[:-1], 1)
+    return ValuesIndices(
+        _finish(value.reshape(shape), d, keepdim, dim, ndim),
+        _finish(last.reshape(shape), d, keepdim, dim, ndim),
+    )
+
+
 def searchsorted(
     sorted_sequence: Tensor,
     input,
@@ -216,6 +247,7 @@ def bucketize(input, boundaries: Tensor, *, out_int32: bool = False, right: bool
 
 
 FUNCTIONS = {
+    "mode": mode,
     "searchsorted": searchsorted,
     "bucketize": bucketize,
     "median": _median("median", False),

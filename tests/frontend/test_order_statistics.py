@@ -147,3 +147,15 @@ def test_searchsorted_by_rows_with_a_sorter_and_a_scalar():
         kael.searchsorted(kr, kv[:2])
     with pytest.raises(kael.ValueError, match="1 dimension"):
         kael.bucketize(kv, kr)
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64], ids=str)
+@pytest.mark.parametrize("dim, keepdim", [(1, False), (0, True), (-1, True)])
+def test_mode_matches_torch_with_ties(dtype, dim, keepdim):
+    """The smallest of the most frequent values, at its last occurrence. (With NaN in a
+    slice PyTorch's CPU kernel miscounts the runs; kael counts each NaN as its own value.)"""
+    k, t = pair(RNG.integers(-3, 4, (6, 9)), dtype)
+    for kx, tx in ((k, t), (k.transpose(0, 1), t.T)):
+        close_to_torch(kael.mode(kx, dim, keepdim), torch.mode(tx, dim, keepdim), 0)
+    close_to_torch(k.mode(), t.mode(), 0)
+    close_to_torch(kael.mode(k[0, 0]), torch.mode(t[0, 0]), 0)  # 0-d
