@@ -11,6 +11,7 @@ import functools
 
 from kael.frontend import (
     contractions,
+    factorizations,
     fastpath,
     index_ops,
     indexing,
@@ -132,6 +133,7 @@ FAMILIES = (
     contractions,
     order_statistics,
     scatters,
+    factorizations,
 )
 NOT_METHODS: set[str] = set()
 for _family in FAMILIES:

@@ -17,3 +17,8 @@ class ValueError(Error, builtins.ValueError):
 
 class TypeError(Error, builtins.TypeError):
     """An unsupported or mismatched dtype, or an argument of the wrong Python type."""
+
+
+class LinAlgError(Error):
+    """A linear-algebra input the algorithm cannot factor: singular, not positive-definite,
+    or an iteration that did not converge (torch.linalg.LinAlgError)."""

@@ -1,0 +1,270 @@
+"""A structured builder for the per-matrix kernels of kael.linalg (LU, Cholesky, triangular
+solves, Householder QR, the symmetric eigensolver, the SVD): C-like code written in Python.
+
+A dense kernel's work item is one matrix of a batch: `per_matrix` builds
+`void f(i64* args, i64 begin, i64 end)` whose body runs once per item with a `Dense`
+handle: named argument words, typed mutable locals (allocas that mem2reg promotes),
+`loop`/`when`/`either` blocks, element access of row-major matrices and the few
+intrinsics factorizations need. Inner loops are written scalar: the module is optimized
+at O3 with fast-math arithmetic, so LLVM's loop vectorizer turns each row axpy and dot
+into vector code (checked in tests/codegen/test_dense.py's assembly probe).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+
+from llvmlite import ir
+
+from kael.codegen.cpu import handwritten
+from kael.codegen.lowering import declare, i64
+from kael.runtime.dtypes import DType
+
+I1, I64 = ir.IntType(1), ir.IntType(64)
+# Reassociation lets the vectorizer split a dot's sum; contraction lets it use FMA. No
+# nnan/ninf: NaN and infinity must travel through a factorization as LAPACK's do.
+FAST = ("reassoc", "contract", "nsz", "arcp")
+
+
+class Var:
+    """A mutable local of a kernel: `v.get()`, `v.set(value)`."""
+
+    __slots__ = ("_b", "_slot")
+
+    def __init__(self, b: ir.IRBuilder, slot: ir.Value) -> None:
+        self._b, self._slot = b, slot
+
+    def get(self) -> ir.Value:
+        return self._b.load(self._slot)
+
+    def set(self, value: ir.Value) -> None:
+        self._b.store(value, self._slot)
+
+
+class Matrix:
+    """A row-major matrix in a kernel: its base pointer and leading dimension (elements)."""
+
+    __slots__ = ("_d", "ptr", "ld")
+
+    def __init__(self, d: Dense, ptr: ir.Value, ld: ir.Value) -> None:
+        self._d, self.ptr, self.ld = d, ptr, ld
+
+    def at(self, i: ir.Value, j: ir.Value) -> ir.Value:
+        b = self._d.b
+        return b.gep(self.ptr, [b.add(b.mul(i, self.ld), j)])
+
+    def get(self, i: ir.Value, j: ir.Value) -> ir.Value:
+        return self._d.b.load(self.at(i, j))
+
+    def set(self, i: ir.Value, j: ir.Value, value: ir.Value) -> None:
+        self._d.b.store(value, self.at(i, j))
+
+    def row(self, i: ir.Value) -> ir.Value:
+        """A pointer to row i's first element."""
+        b = self._d.b
+        return b.gep(self.ptr, [b.mul(i, self.ld)])
+
+
+class Dense:
+    """The builder of one dense kernel body (see the module docstring)."""
+
+    def __init__(
+        self, fn: ir.Function, b: ir.IRBuilder, dtype: DType, words: dict[str, ir.Value]
+    ) -> None:
+        self.fn, self.b, self.dtype, self.w = fn, b, dtype, words
+        self.t = ir.DoubleType() if dtype.itemsize == 8 else ir.FloatType()
+        self._entry = fn.entry_basic_block
+        self._n = 0
+
+    # ---- values
+    def f(self, value: float) -> ir.Constant:
+        """A constant of the kernel's float type."""
+        return ir.Constant(self.t, value)
+
+    def i(self, value: int) -> ir.Constant:
+        return i64(value)
+
+    def ptr(self, word: str, t: ir.Type | None = None) -> ir.Value:
+        """Argument word `word` as a pointer to `t` (the kernel's float type by default)."""
+        return self.b.inttoptr(self.w[word], (t or self.t).as_pointer())
+
+    def matrix(self, word: str, ld: ir.Value | str, offset: ir.Value | None = None) -> Matrix:
+        """The matrix at word `word` (plus `offset` elements) with leading dimension `ld`."""
+        base = self.ptr(word)
+        if offset is not None:
+            base = self.b.gep(base, [offset])
+        return Matrix(self, base, self.w[ld] if isinstance(ld, str) else ld)
+
+    def var(self, init: ir.Value, name: str = "v") -> Var:
+        """A mutable local holding `init` (its slot is allocated in the entry block)."""
+        b = self.b
+        with b.goto_block(self._entry):
+            b.position_at_start(self._entry)
+            slot = b.alloca(init.type, name=name)
+        b.store(init, slot)
+        return Var(b, slot)
+
+    # ---- arithmetic (fast-math: see FAST)
+    def add(self, x, y):
+        return self.b.fadd(x, y, flags=FAST)
+
+    def sub(self, x, y):
+        return self.b.fsub(x, y, flags=FAST)
+
+    def mul(self, x, y):
+        return self.b.fmul(x, y, flags=FAST)
+
+    def div(self, x, y):
+        return self.b.fdiv(x, y)
+
+    def neg(self, x):
+        return self.b.fneg(x)
+
+    def _intrinsic(self, name: str, *args: ir.Value) -> ir.Value:
+        t = args[0].type
+        suffix = "f64" if t == ir.DoubleType() else "f32"
+        fnty = ir.FunctionType(t, [t] * len(args))
+        return self.b.call(declare(self.b.module, f"llvm.{name}.{suffix}", fnty), args)
+
+    def sqrt(self, x):
+        return self._intrinsic("sqrt", x)
+
+    def abs(self, x):
+        return self._intrinsic("fabs", x)
+
+    def copysign(self, magnitude, sign):
+        return self._intrinsic("copysign", magnitude, sign)
+
+    def hypot(self, x, y):
+        """sqrt(x^2 + y^2) without overflow or underflow: scaled by max(|x|, |y|)."""
+        b = self.b
+        ax, ay = self.abs(x), self.abs(y)
+        big = b.select(b.fcmp_ordered(">", ax, ay), ax, ay)
+        small = b.select(b.fcmp_ordered(">", ax, ay), ay, ax)
+        safe = b.select(b.fcmp_ordered("==", big, self.f(0.0)), self.f(1.0), big)
+        r = b.fdiv(small, safe)
+        return b.fmul(big, self.sqrt(b.fadd(self.f(1.0), b.fmul(r, r))))
+
+    def lt(self, x, y):
+        return self.b.fcmp_ordered("<", x, y)
+
+    def gt(self, x, y):
+        return self.b.fcmp_ordered(">", x, y)
+
+    def is_nan(self, x):
+        return self.b.fcmp_unordered("uno", x, x)
+
+    # ---- control flow
+    def _blocks(self, *names: str) -> list[ir.Block]:
+        self._n += 1
+        return [self.fn.append_basic_block(f"{name}{self._n}") for name in names]
+
+    @contextlib.contextmanager
+    def loop(self, start, stop, step: int = 1) -> Iterator[ir.Value]:
+        """for (i = start; i < stop; i += step) (step > 0), or for (i = start; i > stop;
+        i += step) (step < 0); `start`/`stop` may be ints."""
+        b = self.b
+        start = i64(start) if isinstance(start, int) else start
+        stop = i64(stop) if isinstance(stop, int) else stop
+        pre = b.block
+        head, body, done = self._blocks("head", "body", "done")
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(I64, name="i")
+        i.add_incoming(start, pre)
+        b.cbranch(b.icmp_signed("<" if step > 0 else ">", i, stop), body, done)
+        b.position_at_end(body)
+        yield i
+        i.add_incoming(b.add(i, i64(step)), b.block)
+        b.branch(head)
+        b.position_at_end(done)
+
+    @contextlib.contextmanager
+    def while_(self, condition: Callable[[], ir.Value]) -> Iterator[None]:
+        """while (condition()) body."""
+        b = self.b
+        head, body, done = self._blocks("whead", "wbody", "wdone")
+        b.branch(head)
+        b.position_at_end(head)
+        b.cbranch(condition(), body, done)
+        b.position_at_end(body)
+        yield
+        b.branch(head)
+        b.position_at_end(done)
+
+    def when(self, cond: ir.Value):
+        """if (cond) body, as a `with` block."""
+        return self.b.if_then(cond)
+
+    def either(self, cond: ir.Value):
+        """if (cond) ... else ..., as `with d.either(c) as (then, otherwise):`."""
+        return self.b.if_else(cond)
+
+    # ---- row operations, the kernels' inner loops
+    def axpy(self, y: ir.Value, alpha: ir.Value, x: ir.Value, lo, hi) -> None:
+        """y[j] += alpha * x[j] for j in [lo, hi) (y, x: element pointers)."""
+        b = self.b
+        with self.loop(lo, hi) as j:
+            py = b.gep(y, [j])
+            b.store(self.add(b.load(py), self.mul(alpha, b.load(b.gep(x, [j])))), py)
+
+    def dot(self, x: ir.Value, y: ir.Value, lo, hi, stride_x=None, stride_y=None) -> ir.Value:
+        """sum x[j] * y[j] for j in [lo, hi), unit strides unless given."""
+        b = self.b
+        acc = self.var(self.f(0.0), "dot")
+        with self.loop(lo, hi) as j:
+            jx = j if stride_x is None else b.mul(j, stride_x)
+            jy = j if stride_y is None else b.mul(j, stride_y)
+            prod = self.mul(b.load(b.gep(x, [jx])), b.load(b.gep(y, [jy])))
+            acc.set(self.add(acc.get(), prod))
+        return acc.get()
+
+    def scale(self, x: ir.Value, alpha: ir.Value, lo, hi) -> None:
+        """x[j] *= alpha for j in [lo, hi)."""
+        b = self.b
+        with self.loop(lo, hi) as j:
+            p = b.gep(x, [j])
+            b.store(self.mul(b.load(p), alpha), p)
+
+    def swap(self, x: ir.Value, y: ir.Value, lo, hi) -> None:
+        """Exchange x[j] and y[j] for j in [lo, hi)."""
+        b = self.b
+        with self.loop(lo, hi) as j:
+            px, py = b.gep(x, [j]), b.gep(y, [j])
+            vx, vy = b.load(px), b.load(py)
+            b.store(vy, px)
+            b.store(vx, py)
+
+
+def per_matrix(
+    module: ir.Module,
+    symbol: str,
+    dtype: DType,
+    words: Sequence[str],
+    body: Callable[[Dense, ir.Value], None],
+) -> list[str]:
+    """Emit kernel `symbol`: argument words named `words`, `body(d, item)` per work item."""
+    fn, b = handwritten.kernel_function(module, symbol)
+    loaded = {n: b.load(b.gep(fn.args[0], [i64(k)]), name=n) for k, n in enumerate(words)}
+    d = Dense(fn, b, dtype, loaded)
+    with d.loop(fn.args[1], fn.args[2]) as item:
+        body(d, item)
+    b.ret_void()
+    return [symbol]
+
+
+def run(
+    name: str,
+    build: Callable[[ir.Module], list[str]],
+    symbol: str,
+    words: Sequence[int],
+    items: int,
+    flops: int,
+) -> None:
+    """Launch `symbol` of module `name` over `items` matrices, split over the threads when
+    the work (`flops`, about) is worth it; the module is optimized at O3, never tiered."""
+    from kael.runtime.launcher import launch  # the launcher imports codegen at start-up
+
+    fn = handwritten.compiled(name, build, passes=None, tiered=False)[symbol]
+    launch(fn, list(words), items, flops * 8 if items > 1 else 0, align=1)

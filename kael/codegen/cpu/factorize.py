@@ -1,0 +1,98 @@
+"""The LU (partial pivoting) and Cholesky factorizations of kael.linalg, one dense kernel
+(codegen/cpu/dense.py) per matrix of a batch, factoring a contiguous copy in place.
+
+LU follows LAPACK's getf2: the pivot of column k is the first row of largest magnitude
+(pivots are stored 0-based, int64); a zero pivot records info = k + 1 (the first one)
+and the factorization goes on, so det() of a singular matrix is 0 and solve() can name
+the column. Cholesky is the lower factor, row by row (every inner product a unit-stride
+dot of two rows); a leading minor that is not positive (or NaN) stops it with info = its
+order, as LAPACK's potrf does.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from kael.codegen.cpu import dense
+from kael.codegen.lowering import smin
+
+I64 = ir.IntType(64)
+LU_WORDS = ("a", "piv", "info", "m", "n")
+CHOLESKY_WORDS = ("a", "info", "n")
+
+
+def _lu(d: dense.Dense, item: ir.Value) -> None:
+    b, w = d.b, d.w
+    m, n = w["m"], w["n"]
+    a = d.matrix("a", "n", b.mul(item, b.mul(m, n)))
+    steps = smin(b, m, n)
+    piv = b.gep(d.ptr("piv", I64), [b.mul(item, steps)])
+    info = b.gep(d.ptr("info", I64), [item])
+    b.store(d.i(0), info)
+    with d.loop(0, steps) as k:
+        best, largest = d.var(k, "best"), d.var(d.abs(a.get(k, k)), "largest")
+        with d.loop(b.add(k, d.i(1)), m) as i:
+            size = d.abs(a.get(i, k))
+            with d.when(d.gt(size, largest.get())):
+                best.set(i)
+                largest.set(size)
+        p = best.get()
+        b.store(p, b.gep(piv, [k]))
+        with d.when(b.icmp_signed("!=", p, k)):
+            d.swap(a.row(k), a.row(p), 0, n)
+        pivot = a.get(k, k)
+        with d.either(b.fcmp_ordered("==", pivot, d.f(0.0))) as (zero, nonzero):
+            with zero, d.when(b.icmp_signed("==", b.load(info), d.i(0))):
+                b.store(b.add(k, d.i(1)), info)
+            with nonzero:
+                below = b.add(k, d.i(1))
+                with d.loop(below, m) as i:
+                    factor = d.div(a.get(i, k), pivot)
+                    a.set(i, k, factor)
+                    d.axpy(a.row(i), d.neg(factor), a.row(k), below, n)
+
+
+def _cholesky(d: dense.Dense, item: ir.Value) -> None:
+    b, n = d.b, d.w["n"]
+    a = d.matrix("a", "n", b.mul(item, b.mul(n, n)))
+    info = b.gep(d.ptr("info", I64), [item])
+    b.store(d.i(0), info)
+    failed = d.var(ir.Constant(ir.IntType(1), 0), "failed")
+    with d.loop(0, n) as j, d.when(b.not_(failed.get())):
+        rj = a.row(j)
+        # Row j's left part first (l[j, k] = (a[j, k] - l[j, :k] . l[k, :k]) / l[k, k]),
+        # then its diagonal: every read is of rows already final.
+        with d.loop(0, j) as k:
+            s = d.sub(a.get(j, k), d.dot(rj, a.row(k), 0, k))
+            a.set(j, k, d.div(s, a.get(k, k)))
+        diagonal = d.sub(a.get(j, j), d.dot(rj, rj, 0, j))
+        positive = b.fcmp_ordered(">", diagonal, d.f(0.0))  # NaN is not
+        with d.either(positive) as (ok, bad):
+            with ok:
+                a.set(j, j, d.sqrt(diagonal))
+                # The strict upper part of the row is the factor's zeros.
+                with d.loop(b.add(j, d.i(1)), n) as k:
+                    a.set(j, k, d.f(0.0))
+            with bad:
+                b.store(b.add(j, d.i(1)), info)
+                failed.set(ir.Constant(ir.IntType(1), 1))
+
+
+def lu(a, piv, info, m: int, n: int, batch: int) -> None:
+    """Factor `batch` contiguous m x n matrices at impl `a` in place: P A = L U (L unit
+    lower, below the diagonal; U on and above it); 0-based pivots into impl `piv`
+    [batch, min(m, n)], LAPACK's info into impl `info` [batch] (int64)."""
+    name = f"kael_lu_{a.dtype.name}"
+    words = [a.data_ptr(), piv.data_ptr(), info.data_ptr(), m, n]
+    flops = m * n * min(m, n)
+    build = lambda mod: dense.per_matrix(mod, name, a.dtype, LU_WORDS, _lu)  # noqa: E731
+    dense.run(name, build, name, words, batch, flops)
+
+
+def cholesky(a, info, n: int, batch: int) -> None:
+    """The lower Cholesky factor of each of `batch` contiguous n x n matrices at impl `a`,
+    in place (its strict upper part zeroed); info [batch] as LAPACK's potrf sets it."""
+    name = f"kael_cholesky_{a.dtype.name}"
+    words = [a.data_ptr(), info.data_ptr(), n]
+    build = lambda mod: dense.per_matrix(mod, name, a.dtype, CHOLESKY_WORDS, _cholesky)  # noqa: E731
+    dense.run(name, build, name, words, batch, n**3 // 3)

@@ -1,0 +1,86 @@
+"""Triangular solves with many right-hand sides (LAPACK's trsm, and getrs's row
+interchanges): one dense kernel (codegen/cpu/dense.py) per system of a batch.
+
+The right-hand sides B [n, nrhs] are row-major and solved in place: row i of the
+solution is B[i] less the already-solved rows times the triangle's coefficients, then
+divided by the diagonal (unless unit), so every inner loop is a unit-stride axpy over the
+right-hand sides. The triangle is A's lower or upper part, or its transpose's (`trans`:
+coefficients A[k, i] for A[i, k], which turns lower into upper). A's batch stride may be
+0 (one A for all). `permute` applies an LU's row interchanges to the rows of B, in
+LAPACK's order (P B, before an LU solve) or the reverse (P^T B, after a transposed one).
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from kael.codegen.cpu import dense
+
+I64 = ir.IntType(64)
+WORDS = ("a", "b", "n", "nrhs", "a_stride", "b_stride", "lower", "unit", "trans")
+PERMUTE_WORDS = ("b", "piv", "rows", "nrhs", "steps", "piv_stride", "reverse")
+
+
+def _solve(d: dense.Dense, item: ir.Value) -> None:
+    b, w = d.b, d.w
+    n, nrhs = w["n"], w["nrhs"]
+    a = d.matrix("a", "n", b.mul(item, w["a_stride"]))
+    x = d.matrix("b", "nrhs", b.mul(item, w["b_stride"]))
+    trans = b.icmp_signed("!=", w["trans"], d.i(0))
+    unit = b.icmp_signed("!=", w["unit"], d.i(0))
+
+    def coefficient(i: ir.Value, k: ir.Value) -> ir.Value:
+        return b.load(b.select(trans, a.at(k, i), a.at(i, k)))
+
+    def finish(i: ir.Value) -> None:
+        with d.when(b.not_(unit)):
+            d.scale(x.row(i), d.div(d.f(1.0), coefficient(i, i)), 0, nrhs)
+
+    lower = b.xor(b.icmp_signed("!=", w["lower"], d.i(0)), trans)
+    with d.either(lower) as (forward, backward):
+        with forward, d.loop(0, n) as i:
+            with d.loop(0, i) as k:
+                d.axpy(x.row(i), d.neg(coefficient(i, k)), x.row(k), 0, nrhs)
+            finish(i)
+        with backward, d.loop(b.sub(n, d.i(1)), -1, -1) as i:
+            with d.loop(b.add(i, d.i(1)), n) as k:
+                d.axpy(x.row(i), d.neg(coefficient(i, k)), x.row(k), 0, nrhs)
+            finish(i)
+
+
+def _permute(d: dense.Dense, item: ir.Value) -> None:
+    b, w = d.b, d.w
+    x = d.matrix("b", "nrhs", b.mul(item, b.mul(w["rows"], w["nrhs"])))
+    piv = b.gep(d.ptr("piv", I64), [b.mul(item, w["piv_stride"])])
+    steps, reverse = w["steps"], b.icmp_signed("!=", w["reverse"], d.i(0))
+    with d.loop(0, steps) as s:
+        k = b.select(reverse, b.sub(b.sub(steps, d.i(1)), s), s)
+        p = b.load(b.gep(piv, [k]))
+        with d.when(b.icmp_signed("!=", p, k)):
+            d.swap(x.row(k), x.row(p), 0, w["nrhs"])
+
+
+def solve(a, x, n: int, nrhs: int, batch: int, *, lower: bool, unit: bool = False,
+          trans: bool = False, a_stride: int | None = None) -> None:  # fmt: skip
+    """Solve op(T) X = B in place for each of `batch` systems: T the lower or upper
+    triangle of the contiguous n x n matrices at impl `a` (batch stride `a_stride`
+    elements, n * n by default, 0 for one matrix), B the contiguous [n, nrhs] blocks at
+    impl `x`; op is the transpose when `trans`."""
+    name = f"kael_trsm_{a.dtype.name}"
+    stride = n * n if a_stride is None else a_stride
+    words = [a.data_ptr(), x.data_ptr(), n, nrhs, stride, n * nrhs, int(lower), int(unit)]
+    words.append(int(trans))
+    build = lambda mod: dense.per_matrix(mod, name, a.dtype, WORDS, _solve)  # noqa: E731
+    dense.run(name, build, name, words, batch, n * n * nrhs)
+
+
+def permute(x, piv, rows: int, nrhs: int, batch: int, *, reverse: bool = False) -> None:
+    """Apply 0-based LU row interchanges (impl `piv` [*, steps] int64, batch stride 0 when
+    it has no batch) to the rows of each contiguous [rows, nrhs] block at impl `x`, in
+    LAPACK's order or, `reverse`, the last first."""
+    name = f"kael_permute_rows_{x.dtype.name}"
+    steps = piv.shape[-1]
+    piv_stride = steps if len(piv.shape) > 1 and piv.numel() > steps else 0
+    words = [x.data_ptr(), piv.data_ptr(), rows, nrhs, steps, piv_stride, int(reverse)]
+    build = lambda mod: dense.per_matrix(mod, name, x.dtype, PERMUTE_WORDS, _permute)  # noqa: E731
+    dense.run(name, build, name, words, batch, steps * nrhs)

@@ -1,0 +1,514 @@
+"""torch.linalg's LU and Cholesky family: lu_factor(_ex), lu, lu_solve, solve(_ex),
+solve_triangular, inv(_ex), det, slogdet, cholesky(_ex), cholesky_solve, and the checks
+every linalg function shares (`square`, `matrices`, `on_host`).
+
+Each factorization runs kael's dense kernels (codegen/cpu/factorize.py and
+triangular.py) on a contiguous copy of the (broadcast) batch, one matrix per work item;
+the rest (determinants from the LU's diagonal, pivot signs, the views PyTorch returns) is
+kael's own ops. Inputs are float32 or float64, as PyTorch's CPU LAPACK takes them. A
+cuda tensor is factored on the host: copied there and back explicitly (`on_host`).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+from kael.codegen.cpu import factorize, triangular
+from kael.frontend import elementwise as ew
+from kael.frontend import factories, reductions
+from kael.frontend.elementwise import broadcast_shapes
+from kael.frontend.outputs import bool_arg, tensor_arg
+from kael.frontend.tensor import Tensor, clone_impl
+from kael.runtime.device import CPU
+from kael.runtime.dtypes import int32, int64
+from kael.runtime.errors import LinAlgError, TypeError, ValueError
+from kael.runtime.tensor_impl import shape_numel
+
+
+class LUFactor(NamedTuple):
+    LU: Tensor
+    pivots: Tensor
+
+
+class LUFactorEx(NamedTuple):
+    LU: Tensor
+    pivots: Tensor
+    info: Tensor
+
+
+class PLU(NamedTuple):
+    P: Tensor
+    L: Tensor
+    U: Tensor
+
+
+class Slogdet(NamedTuple):
+    sign: Tensor
+    logabsdet: Tensor
+
+
+class WithInfo(NamedTuple):
+    """What the _ex functions return: the result and LAPACK's info per matrix (int32)."""
+
+    result: Tensor
+    info: Tensor
+
+
+# ---- the checks every linalg function shares --------------------------------------------------
+
+
+def float_dtype(x: Tensor, op: str) -> None:
+    """float32 or float64, as PyTorch's CPU linear algebra takes: a kael.TypeError else."""
+    if x.dtype.is_half:
+        raise TypeError(f"{op}: Low precision dtypes not supported. Got {x.dtype}")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"{op}: Expected a floating point tensor as input. Got {x.dtype}")
+
+
+def matrices(x, op: str, what: str = "A") -> Tensor:
+    """`x` as a batch of matrices (at least 2 dims) of a linalg dtype."""
+    x = tensor_arg(x, op, what)
+    if x.ndim < 2:
+        raise ValueError(f"{op}: The input tensor {what} must have at least 2 dimensions.")
+    float_dtype(x, op)
+    return x
+
+
+def square(x, op: str, what: str = "A") -> Tensor:
+    """`x` as a batch of square matrices of a linalg dtype."""
+    x = matrices(x, op, what)
+    rows, cols = x.shape[-2:]
+    if rows != cols:
+        raise ValueError(
+            f"{op}: {what} must be batches of square matrices, but they are {rows} by {cols} "
+            "matrices"
+        )
+    return x
+
+
+def same_dtype(a: Tensor, b: Tensor, op: str, names: str = "A and B") -> None:
+    first, second = names.split(" and ")
+    if a.dtype is not b.dtype:
+        raise TypeError(
+            f"{op}: Expected {names} to have the same dtype, but found {first} of type "
+            f"{a.dtype} and {second} of type {b.dtype} instead"
+        )
+
+
+def working_copy(x: Tensor, batch: tuple[int, ...] | None = None) -> Tensor:
+    """A new contiguous copy of x (broadcast to `batch` first): what a kernel factors."""
+    if batch is not None and tuple(x.shape[:-2]) != batch:
+        x = x.expand(*batch, *x.shape[-2:])
+    return Tensor(clone_impl(x._impl))
+
+
+def _to(value, device):
+    if isinstance(value, Tensor):
+        return value.to(device)
+    if isinstance(value, tuple):
+        moved = [_to(v, device) for v in value]
+        return type(value)(*moved) if hasattr(value, "_fields") else tuple(moved)
+    return value
+
+
+def on_host(fn):
+    """Run `fn` on host copies of its cuda tensor arguments and move its results back to
+    the first argument's device: the dense kernels are host code (an explicit copy)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        device = next((a.device for a in args if isinstance(a, Tensor)), CPU)
+        if device is CPU:
+            return fn(*args, **kwargs)
+        args = [_to(a, CPU) for a in args]
+        kwargs = {k: _to(v, CPU) for k, v in kwargs.items()}
+        return _to(fn(*args, **kwargs), device)
+
+    return wrapper
+
+
+def raise_for(info: Tensor, op: str, message) -> None:
+    """A LinAlgError for the first matrix whose info is not 0; `message(code)` words it,
+    prefixed by the batch element when there is a batch (as PyTorch does)."""
+    codes = info.reshape(-1).tolist()
+    for index, code in enumerate(codes):
+        if code:
+            where = f"(Batch element {index}): " if info.ndim else ""
+            raise LinAlgError(f"{op}: {where}{message(code)}")
+
+
+# ---- LU -----------------------------------------------------------------------------------
+
+
+def _lu(a: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """(LU, 0-based int64 pivots, int64 info) of the contiguous copy `a`, factored in place."""
+    m, n = a.shape[-2:]
+    batch = a.shape[:-2]
+    piv = factories.empty((*batch, min(m, n)), dtype=int64)
+    info = factories.zeros(batch, dtype=int64)
+    count = shape_numel(batch)
+    if count and m and n:
+        factorize.lu(a._impl, piv._impl, info._impl, m, n, count)
+    return a, piv, info
+
+
+@on_host
+def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False) -> LUFactorEx:
+    """P A = L U with partial pivoting: the packed LU, 1-based int32 pivots and info (the
+    first zero pivot's 1-based column, 0 when none), as torch.linalg.lu_factor_ex."""
+    A = matrices(A, "linalg.lu_factor_ex")
+    if not bool_arg(pivot, "linalg.lu_factor_ex", "pivot"):
+        raise ValueError("linalg.lu_factor_ex: LU without pivoting is not implemented on the CPU")
+    lu, piv, info = _lu(working_copy(A))
+    info = info.to(int32)
+    if check_errors:
+        raise_for(info, "linalg.lu_factor_ex", lambda c: f"U[{c},{c}] is zero.")
+    return LUFactorEx(lu, (piv + 1).to(int32), info)
+
+
+@on_host
+def lu_factor(A, *, pivot: bool = True) -> LUFactor:
+    """The packed LU and 1-based int32 pivots; a singular matrix raises LinAlgError."""
+    lu, piv, info = lu_factor_ex(A, pivot=pivot)
+    raise_for(
+        info,
+        "torch.linalg.lu_factor",
+        lambda c: (
+            f"U[{c},{c}] is zero and using it on lu_solve would result in a division "
+            "by zero. If you still want to perform the factorization, consider calling "
+            "linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)"
+        ),
+    )
+    return LUFactor(lu, piv)
+
+
+def _permutation(piv: Tensor, m: int, dtype) -> Tensor:
+    """The m x m permutation matrices P with A = P L U, of 0-based LAPACK pivots [..., k]:
+    the interchanges applied to the identity's rows give P^T."""
+    batch = tuple(piv.shape[:-1])
+    rows = working_copy(factories.eye(m, dtype=dtype), batch)
+    if shape_numel(batch) and m:
+        triangular.permute(rows._impl, piv._impl, m, m, shape_numel(batch))
+    return rows.mT
+
+
+@on_host
+def lu(A, *, pivot: bool = True) -> PLU:
+    """A = P L U: the permutation, the unit lower L [m, k] and the upper U [k, n]."""
+    A = matrices(A, "linalg.lu")
+    if not bool_arg(pivot, "linalg.lu", "pivot"):
+        raise ValueError("linalg.lu: LU without pivoting is not implemented on the CPU")
+    packed, piv, _ = _lu(working_copy(A))
+    m, n = A.shape[-2:]
+    k = min(m, n)
+    lower = packed[..., :, :k].tril(-1) + factories.eye(m, k, dtype=A.dtype)
+    upper = packed[..., :k, :].triu()
+    return PLU(_permutation(piv, m, A.dtype), lower, upper)
+
+
+# ---- solves -------------------------------------------------------------------------------
+
+
+def _rhs(A: Tensor, B: Tensor, op: str, left: bool) -> tuple[Tensor, bool]:
+    """B as a batch of matrices and whether it was a (batch of) vector(s), by PyTorch's rule:
+    B is a vector when 1-d, or when its shape is A's without the last dim."""
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    if vector:
+        B = B.unsqueeze(-1) if left else B.unsqueeze(-2)
+    n = A.shape[-1]
+    if B.shape[-2 if left else -1] != n:
+        rows, cols = B.shape[-2:]
+        side = "AX = B" if left else "XA = B"
+        raise ValueError(
+            f"{op}: Incompatible shapes of A and B for the equation {side} ({n}x{n} and "
+            f"{rows}x{cols})"
+        )
+    return B, vector
+
+
+def _batch(a: Tensor, b: Tensor, op: str) -> tuple[int, ...]:
+    try:
+        return tuple(broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
+    except ValueError:
+        raise ValueError(
+            f"{op}: the batch dims of A {list(a.shape)} and B {list(b.shape)} cannot be "
+            "broadcast together"
+        ) from None
+
+
+def _lu_solve_into(lu: Tensor, piv: Tensor, x: Tensor, trans: bool = False) -> Tensor:
+    """Solve (L U) X = P B, or its transpose, in place in the contiguous `x` [*, n, k];
+    lu [*, n, n] and 0-based piv [*, n] have x's batch (or none: stride 0)."""
+    n, k = x.shape[-2:]
+    count = shape_numel(x.shape[:-2])
+    if not (count and n and k):
+        return x
+    stride = n * n if lu.ndim > 2 and lu.numel() > n * n else 0
+    a, b = lu._impl, x._impl
+    if not trans:
+        triangular.permute(b, piv._impl, n, k, count)
+        triangular.solve(a, b, n, k, count, lower=True, unit=True, a_stride=stride)
+        triangular.solve(a, b, n, k, count, lower=False, a_stride=stride)
+    else:  # (P L U)^T X = B: U^T Y = B, L^T Z = Y, X = P Z
+        triangular.solve(a, b, n, k, count, lower=False, trans=True, a_stride=stride)
+        triangular.solve(a, b, n, k, count, lower=True, unit=True, trans=True, a_stride=stride)
+        triangular.permute(b, piv._impl, n, k, count, reverse=True)
+    return x
+
+
+def _solve(A: Tensor, B: Tensor, op: str, left: bool) -> tuple[Tensor, Tensor, bool]:
+    """(X, info, whether B was a vector) of A X = B (left) or X A = B."""
+    A = square(A, op)
+    B = tensor_arg(B, op, "B")
+    same_dtype(A, B, op)
+    B, vector = _rhs(A, B, op, left)
+    if not left:  # X A = B is A^T X^T = B^T
+        A, B = A.mT, B.mT
+    batch = _batch(A, B, op)
+    lu, piv, info = _lu(working_copy(A, batch))
+    x = _lu_solve_into(lu, piv, working_copy(B, batch))
+    if not left:
+        x = x.mT
+    return (x.squeeze(-1 if left else -2) if vector else x), info.to(int32), vector
+
+
+@on_host
+def solve_ex(A, B, *, left: bool = True, check_errors: bool = False) -> WithInfo:
+    """X with A X = B (or X A = B), and info: 0, or the first zero pivot's column."""
+    x, info, _ = _solve(A, B, "linalg.solve_ex", bool_arg(left, "linalg.solve_ex", "left"))
+    if check_errors:
+        raise_for(info, "linalg.solve_ex", lambda c: "The solver failed because the input "
+                  "matrix is singular.")  # fmt: skip
+    return WithInfo(x, info)
+
+
+@on_host
+def solve(A, B, *, left: bool = True, out=None) -> Tensor:
+    """X with A X = B (left) or X A = B, batched and broadcast; B may be a vector. A
+    singular A raises LinAlgError (PyTorch's message)."""
+    x, info, _ = _solve(A, B, "linalg.solve", bool_arg(left, "linalg.solve", "left"))
+    if info.numel() and bool(info.ne(0).any()):
+        raise LinAlgError(
+            "torch.linalg.solve: The solver failed because the input matrix is singular."
+        )
+    return _out(x, out, "linalg.solve")
+
+
+@on_host
+def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False, out=None) -> Tensor:
+    """X with A X = B (or X A = B; A^T for `adjoint`) from lu_factor's LU and pivots."""
+    op = "linalg.lu_solve"
+    LU = square(LU, op, "LU")
+    pivots, B = tensor_arg(pivots, op, "pivots"), matrices(B, op, "B")
+    same_dtype(LU, B, op, "LU and B")
+    if pivots.dtype is not int32 or tuple(pivots.shape) != tuple(LU.shape[:-1]):
+        raise ValueError(
+            f"{op}: pivots must be an int32 tensor of shape {list(LU.shape[:-1])}, got "
+            f"{pivots.dtype} {list(pivots.shape)}"
+        )
+    n = LU.shape[-1]
+    if B.shape[-2 if left else -1] != n:
+        raise ValueError(f"{op}: Incompatible shapes of LU {list(LU.shape)} and B {list(B.shape)}")
+    if not left:  # X A = B: A^T X^T = B^T
+        B = B.mT
+    trans = bool(adjoint) != (not left)
+    batch = _batch(LU, B, op)
+    lu = working_copy(LU, batch)
+    piv = (pivots.expand(*batch, n) - 1).to(int64).contiguous()
+    x = _lu_solve_into(lu, piv, working_copy(B, batch), trans=trans)
+    return _out(x if left else x.mT, out, op)
+
+
+@on_host
+def solve_triangular(
+    A, B, *, upper: bool, left: bool = True, unitriangular: bool = False, out=None
+) -> Tensor:
+    """X with T X = B (or X T = B), T A's upper or lower triangle (the other is not read)."""
+    op = "linalg.solve_triangular"
+    A, B = square(A, op), matrices(B, op, "B")
+    same_dtype(A, B, op)
+    upper = bool_arg(upper, op, "upper")
+    if not left:  # X T = B: T^T X^T = B^T
+        A, B = A, B.mT
+    n = A.shape[-1]
+    if B.shape[-2] != n:
+        raise ValueError(f"{op}: Incompatible shapes of A {list(A.shape)} and B {list(B.shape)}")
+    batch = _batch(A, B, op)
+    a, x = working_copy(A, batch), working_copy(B, batch)
+    count, k = shape_numel(batch), x.shape[-1]
+    if count and n and k:
+        triangular.solve(a._impl, x._impl, n, k, count, lower=not upper,
+                         unit=bool(unitriangular), trans=not left)  # fmt: skip
+    return _out(x if left else x.mT, out, op)
+
+
+# ---- inverse and determinants -------------------------------------------------------------
+
+
+def _inverse(A: Tensor, op: str) -> tuple[Tensor, Tensor]:
+    A = square(A, op)
+    n = A.shape[-1]
+    lu, piv, info = _lu(working_copy(A))
+    eye = factories.eye(n, dtype=A.dtype)
+    return _lu_solve_into(lu, piv, working_copy(eye, tuple(A.shape[:-2]))), info.to(int32)
+
+
+@on_host
+def inv_ex(A, *, check_errors: bool = False) -> WithInfo:
+    """A's inverse and info (0, or the first zero pivot's column), batched."""
+    x, info = _inverse(A, "linalg.inv_ex")
+    if check_errors:
+        raise_for(info, "linalg.inv_ex", _singular)
+    return WithInfo(x, info)
+
+
+def _singular(code: int) -> str:
+    return (
+        f"The diagonal element {code} is zero, the inversion could not be completed because "
+        "the input matrix is singular."
+    )
+
+
+@on_host
+def inv(A, *, out=None) -> Tensor:
+    """A's inverse, batched; a singular matrix raises LinAlgError naming its zero pivot."""
+    x, info = _inverse(A, "linalg.inv")
+    raise_for(info, "linalg.inv", _singular)
+    return _out(x, out, "linalg.inv")
+
+
+def _pivot_sign(piv: Tensor, dtype) -> Tensor:
+    """(-1)^(number of row interchanges) of 0-based pivots [..., k], as `dtype`."""
+    steps = factories.arange(piv.shape[-1], dtype=int64)
+    swaps = reductions.sum(ew.binary("ne", piv, steps), -1)
+    return (1 - 2 * (swaps % 2)).to(dtype)
+
+
+@on_host
+def det(A, *, out=None) -> Tensor:
+    """The determinant of each matrix: the LU's diagonal product, signed by the pivots."""
+    A = square(A, "linalg.det")
+    lu, piv, _ = _lu(working_copy(A))
+    value = lu.diagonal(dim1=-2, dim2=-1).prod(-1) * _pivot_sign(piv, A.dtype)
+    return _out(value, out, "linalg.det")
+
+
+@on_host
+def slogdet(A, *, out=None) -> Slogdet:
+    """(sign, log |det|) of each matrix, without the determinant's overflow: sign 0 and
+    logabsdet -inf for a singular one."""
+    A = square(A, "linalg.slogdet")
+    lu, piv, _ = _lu(working_copy(A))
+    diagonal = lu.diagonal(dim1=-2, dim2=-1)
+    sign = diagonal.sgn().prod(-1) * _pivot_sign(piv, A.dtype)
+    return Slogdet(sign, diagonal.abs().log().sum(-1))
+
+
+@on_host
+def logdet(A) -> Tensor:
+    """log det A: NaN for a negative determinant, -inf for a singular matrix."""
+    sign, logabs = slogdet(A)
+    return ew.where(sign.lt(0), float("nan"), logabs)
+
+
+# ---- Cholesky -----------------------------------------------------------------------------
+
+
+def _not_definite(code: int) -> str:
+    return (
+        "The factorization could not be completed because the input is not positive-definite "
+        f"(the leading minor of order {code} is not positive-definite)."
+    )
+
+
+def _cholesky(A, op: str, upper: bool) -> tuple[Tensor, Tensor]:
+    A = square(A, op)
+    upper = bool_arg(upper, op, "upper")
+    a = working_copy(A)
+    n, batch = A.shape[-1], A.shape[:-2]
+    info = factories.zeros(batch, dtype=int64)
+    count = shape_numel(batch)
+    if count and n:
+        factorize.cholesky(a._impl, info._impl, n, count)
+    return (a.mT.contiguous() if upper else a), info.to(int32)
+
+
+@on_host
+def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False) -> WithInfo:
+    """The Cholesky factor (L, or U = L^T) and info: 0, or the order of the first leading
+    minor that is not positive-definite."""
+    factor, info = _cholesky(A, "linalg.cholesky_ex", upper)
+    if check_errors:
+        raise_for(info, "linalg.cholesky_ex", _not_definite)
+    return WithInfo(factor, info)
+
+
+@on_host
+def cholesky(A, *, upper: bool = False, out=None) -> Tensor:
+    """A = L L^T (or U^T U) for symmetric positive-definite A, which only its lower triangle
+    gives; LinAlgError naming the first leading minor that is not positive-definite."""
+    factor, info = _cholesky(A, "linalg.cholesky", upper)
+    raise_for(info, "linalg.cholesky", _not_definite)
+    return _out(factor, out, "linalg.cholesky")
+
+
+@on_host
+def cholesky_solve(B, L, upper: bool = False, *, out=None) -> Tensor:
+    """X with A X = B from A's Cholesky factor L (or U when `upper`), as torch.cholesky_solve."""
+    op = "cholesky_solve"
+    B, L = matrices(B, op, "B"), square(L, op, "L")
+    same_dtype(L, B, op, "L and B")
+    n = L.shape[-1]
+    if B.shape[-2] != n:
+        raise ValueError(f"{op}: Incompatible shapes of L {list(L.shape)} and B {list(B.shape)}")
+    batch = _batch(L, B, op)
+    a, x = working_copy(L, batch), working_copy(B, batch)
+    count, k = shape_numel(batch), x.shape[-1]
+    if count and n and k:
+        lower = not bool_arg(upper, op, "upper")
+        # L L^T X = B: L Y = B, then L^T X = Y (or U^T Y = B, U X = Y).
+        triangular.solve(a._impl, x._impl, n, k, count, lower=lower, trans=not lower)
+        triangular.solve(a._impl, x._impl, n, k, count, lower=lower, trans=lower)
+    return _out(x, out, op)
+
+
+def _out(result: Tensor, out, op: str) -> Tensor:
+    """`result`, or copied into `out` (its shape and dtype must match)."""
+    if out is None:
+        return result
+    out = tensor_arg(out, op, "out")
+    if tuple(out.shape) != tuple(result.shape) or out.dtype is not result.dtype:
+        raise ValueError(
+            f"{op}: out must be a {result.dtype} tensor of shape {list(result.shape)}, got "
+            f"{out.dtype} {list(out.shape)}"
+        )
+    return out.copy_(result)
+
+
+LINALG = {
+    "lu_factor": lu_factor,
+    "lu_factor_ex": lu_factor_ex,
+    "lu": lu,
+    "lu_solve": lu_solve,
+    "solve": solve,
+    "solve_ex": solve_ex,
+    "solve_triangular": solve_triangular,
+    "inv": inv,
+    "inv_ex": inv_ex,
+    "det": det,
+    "slogdet": slogdet,
+    "cholesky": cholesky,
+    "cholesky_ex": cholesky_ex,
+}
+# torch.* and Tensor methods of the same family.
+FUNCTIONS = {
+    "det": det,
+    "logdet": logdet,
+    "slogdet": slogdet,
+    "inverse": inv,
+    "cholesky_solve": cholesky_solve,
+    "cholesky": lambda input, upper=False, *, out=None: cholesky(input, upper=upper, out=out),
+}
+NOT_METHODS: frozenset[str] = frozenset()
+METHODS: dict = {}
