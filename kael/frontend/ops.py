@@ -19,10 +19,13 @@ from kael.frontend import (
     math_functions,
     nn,
     order_statistics,
+    orthogonal,
     reductions,
     scatters,
     sequence,
     shapes,
+    singular,
+    spectral,
 )
 from kael.frontend import elementwise as ew
 from kael.frontend.tensor import Tensor
@@ -134,6 +137,9 @@ FAMILIES = (
     order_statistics,
     scatters,
     factorizations,
+    orthogonal,
+    spectral,
+    singular,
 )
 NOT_METHODS: set[str] = set()
 for _family in FAMILIES:

@@ -1,0 +1,6 @@
+"""(Being written.)"""
+
+LINALG: dict = {}
+FUNCTIONS: dict = {}
+NOT_METHODS: frozenset[str] = frozenset()
+METHODS: dict = {}
