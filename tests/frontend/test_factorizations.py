@@ -1,0 +1,269 @@
+"""kael.linalg's LU and Cholesky family (frontend/factorizations.py) against torch.linalg:
+values, dtype and shape over layouts, batches and empty inputs; singular and
+not-positive-definite inputs; PyTorch's typed errors."""
+
+import numpy as np
+import pytest
+import torch
+from parity_helpers import close_to_torch
+
+import kael
+
+RNG = np.random.default_rng(14)
+FLOATS = [kael.float32, kael.float64]
+TOL = {kael.float32: 2e-4, kael.float64: 1e-10}
+LAYOUTS = ["contiguous", "transposed", "sliced", "expanded"]
+
+
+def _pair(array: np.ndarray, dtype, layout: str = "contiguous"):
+    """A kael tensor and the equal torch tensor, both in `layout` (the same strides)."""
+    t = torch.tensor(array).to(torch.float64 if dtype is kael.float64 else torch.float32)
+    if layout == "transposed":
+        t = t.mT.contiguous().mT
+    elif layout == "sliced":
+        big = torch.zeros(*t.shape[:-2], 2 * t.shape[-2], 2 * t.shape[-1], dtype=t.dtype)
+        big[..., ::2, ::2] = t
+        t = big[..., ::2, ::2]
+    elif layout == "expanded":
+        t = t[:1].expand(3, *t.shape[1:]) if t.ndim > 2 else t.expand(3, *t.shape)
+    base = kael.from_dlpack(t.contiguous() if layout == "contiguous" else t._base.clone())
+    if layout == "contiguous":
+        return base, t
+    k = kael.as_strided(base, tuple(t.shape), t.stride(), t.storage_offset())
+    return k, t
+
+
+def _well_conditioned(*shape) -> np.ndarray:
+    n = shape[-1]
+    return RNG.standard_normal(shape) + n * np.eye(n)
+
+
+def _spd(*shape) -> np.ndarray:
+    a = RNG.standard_normal(shape)
+    return a @ np.swapaxes(a, -1, -2) + shape[-1] * np.eye(shape[-1])
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_solve_inv_det_match_torch(dtype, layout):
+    k, t = _pair(_well_conditioned(2, 5, 5), dtype, layout)
+    kb, tb = _pair(RNG.standard_normal((5, 4)), dtype)  # one B for the batch
+    tol = TOL[dtype]
+    close_to_torch(kael.linalg.solve(k, kb), torch.linalg.solve(t, tb), tol)
+    close_to_torch(
+        kael.linalg.solve(k, kb.mT, left=False), torch.linalg.solve(t, tb.mT, left=False), tol
+    )
+    close_to_torch(kael.linalg.inv(k), torch.linalg.inv(t), tol)
+    close_to_torch(kael.linalg.det(k), torch.linalg.det(t), tol * 100)
+    close_to_torch(tuple(kael.linalg.slogdet(k)), tuple(torch.linalg.slogdet(t)), tol)
+    close_to_torch(k.logdet(), t.logdet(), tol)
+    close_to_torch(k.inverse(), t.inverse(), tol)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_solve_vector_and_broadcast_rules(dtype):
+    k, t = _pair(_well_conditioned(4, 4), dtype)
+    kv, tv = _pair(RNG.standard_normal(4), dtype)
+    tol = TOL[dtype]
+    close_to_torch(kael.linalg.solve(k, kv), torch.linalg.solve(t, tv), tol)
+    # A batch of vectors: B's shape is A's without the last dim.
+    kA, tA = _pair(_well_conditioned(3, 4, 4), dtype)
+    kV, tV = _pair(RNG.standard_normal((3, 4)), dtype)
+    close_to_torch(kael.linalg.solve(kA, kV), torch.linalg.solve(tA, tV), tol)
+    # One A for a batch of B, and a batch of A for one B.
+    kB, tB = _pair(RNG.standard_normal((2, 1, 4, 2)), dtype)
+    close_to_torch(kael.linalg.solve(kA, kB), torch.linalg.solve(tA, tB), tol)
+    close_to_torch(kael.linalg.solve(k, kB), torch.linalg.solve(t, tB), tol)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("shape", [(5, 5), (6, 4), (4, 6), (2, 3, 3)])
+def test_lu_factor_and_lu_match_torch(dtype, shape):
+    k, t = _pair(RNG.standard_normal(shape), dtype)
+    tol = TOL[dtype]
+    LU, piv, info = kael.linalg.lu_factor_ex(k)
+    tLU, tpiv, tinfo = torch.linalg.lu_factor_ex(t)
+    close_to_torch(LU, tLU, tol)
+    close_to_torch(piv, tpiv, 0)
+    close_to_torch(info, tinfo, 0)
+    for got, want in zip(kael.linalg.lu(k), torch.linalg.lu(t)):
+        close_to_torch(got, want, tol)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("adjoint", [False, True])
+def test_lu_solve_matches_torch(dtype, left, adjoint):
+    k, t = _pair(_well_conditioned(2, 4, 4), dtype)
+    kb, tb = _pair(RNG.standard_normal((2, 4, 4)), dtype)
+    LU, piv = kael.linalg.lu_factor(k)
+    tLU, tpiv = torch.linalg.lu_factor(t)
+    got = kael.linalg.lu_solve(LU, piv, kb, left=left, adjoint=adjoint)
+    close_to_torch(
+        got, torch.linalg.lu_solve(tLU, tpiv, tb, left=left, adjoint=adjoint), TOL[dtype]
+    )
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("unit", [False, True])
+def test_solve_triangular_matches_torch(dtype, upper, left, unit):
+    k, t = _pair(_well_conditioned(2, 4, 4), dtype)  # both triangles full: only one is read
+    kb, tb = _pair(RNG.standard_normal((2, 4, 4)), dtype)
+    got = kael.linalg.solve_triangular(k, kb, upper=upper, left=left, unitriangular=unit)
+    want = torch.linalg.solve_triangular(t, tb, upper=upper, left=left, unitriangular=unit)
+    close_to_torch(got, want, TOL[dtype])
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_cholesky_matches_torch(dtype, layout):
+    k, t = _pair(_spd(2, 6, 6), dtype, layout)
+    tol = TOL[dtype]
+    close_to_torch(kael.linalg.cholesky(k), torch.linalg.cholesky(t), tol)
+    close_to_torch(kael.linalg.cholesky(k, upper=True), torch.linalg.cholesky(t, upper=True), tol)
+    close_to_torch(k.cholesky(), torch.linalg.cholesky(t), tol)  # torch.cholesky warns
+    kb, tb = _pair(RNG.standard_normal((6, 2)), dtype)
+    L, tL = kael.linalg.cholesky(k), torch.linalg.cholesky(t)
+    close_to_torch(kael.cholesky_solve(kb, L), torch.cholesky_solve(tb, tL), tol)
+    U, tU = L.mT, tL.mT
+    close_to_torch(
+        kael.cholesky_solve(kb, U, upper=True), torch.cholesky_solve(tb, tU, upper=True), tol
+    )
+
+
+def test_cholesky_reads_only_the_lower_triangle():
+    a = _spd(5, 5)
+    garbage = a + np.triu(np.full((5, 5), 1e9), 1)
+    got = kael.linalg.cholesky(kael.tensor(garbage))
+    close_to_torch(got, torch.linalg.cholesky(torch.tensor(a)), 1e-10)
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (3, 0, 0), (0, 4, 4)])
+def test_empty_matrices_match_torch(shape):
+    k, t = kael.zeros(shape, dtype=kael.float64), torch.zeros(shape, dtype=torch.float64)
+    close_to_torch(kael.linalg.det(k), torch.linalg.det(t), 0)
+    close_to_torch(kael.linalg.inv(k), torch.linalg.inv(t), 0)
+    close_to_torch(kael.linalg.cholesky(k), torch.linalg.cholesky(t), 0)
+    close_to_torch(tuple(kael.linalg.slogdet(k)), tuple(torch.linalg.slogdet(t)), 0)
+    kb, tb = (
+        kael.zeros((*shape[:-1], 2), dtype=kael.float64),
+        torch.zeros((*shape[:-1], 2), dtype=torch.float64),
+    )
+    close_to_torch(kael.linalg.solve(k, kb), torch.linalg.solve(t, tb), 0)
+
+
+def test_singular_det_is_zero_and_slogdet_minus_infinity():
+    a = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])
+    k, t = kael.tensor(a), torch.tensor(a)
+    close_to_torch(kael.linalg.det(k), torch.linalg.det(t), 1e-12)
+    sign, logabs = kael.linalg.slogdet(k)
+    assert sign.item() == 0 and logabs.item() == -np.inf
+
+
+def test_det_sign_follows_the_row_interchanges():
+    perm = np.eye(4)[[1, 0, 3, 2]]  # two swaps: +1
+    odd = np.eye(4)[[1, 2, 0, 3]] * 2  # a 3-cycle (+1) times 2^4
+    for a in (perm, odd, np.eye(4)[[3, 0, 1, 2]]):
+        close_to_torch(kael.linalg.det(kael.tensor(a)), torch.linalg.det(torch.tensor(a)), 0)
+
+
+def test_singular_inputs_raise_linalg_error_with_torch_messages():
+    singular = kael.zeros(3, 3)
+    with pytest.raises(kael.linalg.LinAlgError, match="diagonal element 1 is zero"):
+        kael.linalg.inv(singular)
+    with pytest.raises(
+        kael.linalg.LinAlgError, match=r"\(Batch element 1\): The diagonal element 2"
+    ):
+        kael.linalg.inv(kael.tensor([[[1.0, 0], [0, 1]], [[1.0, 1], [1, 1]]]))
+    with pytest.raises(kael.linalg.LinAlgError, match="input matrix is singular"):
+        kael.linalg.solve(singular, kael.ones(3))
+    with pytest.raises(kael.linalg.LinAlgError, match="U\\[1,1\\] is zero"):
+        kael.linalg.lu_factor(singular)
+    assert isinstance(kael.linalg.LinAlgError("x"), RuntimeError)
+    x, info = kael.linalg.inv_ex(singular)
+    assert info.item() == 1 and info.dtype is kael.int32
+    with pytest.raises(kael.linalg.LinAlgError):
+        kael.linalg.inv_ex(singular, check_errors=True)
+
+
+def test_not_positive_definite_names_the_leading_minor():
+    a = kael.tensor([[4.0, 2, 0], [2, 1, 0], [0, 0, 1]])  # the 2x2 minor is 0
+    with pytest.raises(kael.linalg.LinAlgError, match="leading minor of order 2 is not positive"):
+        kael.linalg.cholesky(a)
+    L, info = kael.linalg.cholesky_ex(a)
+    assert info.item() == torch.linalg.cholesky_ex(torch.tensor(a.numpy())).info.item() == 2
+    nan = kael.tensor([[float("nan"), 0.0], [0.0, 1.0]])
+    assert kael.linalg.cholesky_ex(nan).info.item() == 1
+
+
+def test_nan_input_propagates_through_solve_and_det():
+    a = _well_conditioned(3, 3)
+    a[1, 1] = np.nan
+    k, t = kael.tensor(a), torch.tensor(a)
+    close_to_torch(kael.linalg.det(k), torch.linalg.det(t), 0, equal_nan=True)
+    assert np.isnan(kael.linalg.inv(k).numpy()).any()
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: kael.linalg.inv(kael.zeros(3)), kael.ValueError, "at least 2 dimensions"),
+        (lambda: kael.linalg.inv(kael.zeros(3, 4)), kael.ValueError, "3 by 4 matrices"),
+        (lambda: kael.linalg.det(kael.zeros(2, 3)), kael.ValueError, "2 by 3 matrices"),
+        (lambda: kael.linalg.inv(kael.zeros(3, 3, dtype=kael.int64)), kael.TypeError, "int64"),
+        (lambda: kael.linalg.inv(kael.zeros(3, 3, dtype=kael.float16)), kael.TypeError, "Low precision"),
+        (lambda: kael.linalg.cholesky(kael.zeros(2, 2, dtype=kael.bool)), kael.TypeError, "bool"),
+        (lambda: kael.linalg.solve(kael.eye(3), kael.ones(3, dtype=kael.float64)), kael.TypeError, "float32 and B of type"),
+        (lambda: kael.linalg.solve(kael.eye(3), kael.ones(4)), kael.ValueError, r"3x3 and 4x1"),
+        (lambda: kael.linalg.solve(kael.eye(3).expand(2, 3, 3), kael.ones(3, 3, 2)), kael.ValueError, "cannot be broadcast"),
+        (lambda: kael.linalg.solve_triangular(kael.eye(3), kael.ones(3), upper=True), kael.ValueError, "B must have at least 2"),
+        (lambda: kael.linalg.inv([[1.0]]), kael.TypeError, "must be a Tensor, got list"),
+        (lambda: kael.linalg.lu_solve(kael.eye(2), kael.ones(2), kael.ones(2, 1)), kael.ValueError, "int32"),
+        (lambda: kael.linalg.cholesky(kael.eye(2), upper=1), kael.TypeError, "upper must be a bool"),
+    ],
+)  # fmt: skip
+def test_bad_inputs_raise_typed_errors(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_out_argument_is_filled_and_checked():
+    a = kael.tensor(_well_conditioned(3, 3))
+    out = kael.empty(3, 3, dtype=kael.float64)
+    assert kael.linalg.inv(a, out=out) is out
+    close_to_torch(out, torch.linalg.inv(torch.tensor(a.numpy())), 1e-12)
+    with pytest.raises(kael.ValueError, match="out must be a float64 tensor of shape"):
+        kael.linalg.inv(a, out=kael.empty(2, 2, dtype=kael.float64))
+
+
+def test_batched_factorizations_run_over_threads_like_one_by_one():
+    a = _well_conditioned(64, 16, 16)
+    whole = kael.linalg.inv(kael.tensor(a)).numpy()
+    one = np.stack([kael.linalg.inv(kael.tensor(m)).numpy() for m in a[:4]])
+    np.testing.assert_array_equal(whole[:4], one)
+
+
+def test_linalg_runs_inside_compile():
+    @kael.compile
+    def f(a, b):
+        return kael.linalg.solve(a * 2, b) + kael.linalg.det(a).sum()
+
+    a, b = _well_conditioned(4, 4), RNG.standard_normal((4, 2))
+    want = torch.linalg.solve(torch.tensor(a) * 2, torch.tensor(b)) + torch.linalg.det(
+        torch.tensor(a)
+    )
+    for _ in range(2):
+        close_to_torch(f(kael.tensor(a), kael.tensor(b)), want, 1e-10)
+
+
+@pytest.mark.gpu
+def test_linalg_on_cuda_copies_through_the_host():
+    a = _well_conditioned(4, 4)
+    k = kael.tensor(a).cuda()
+    got = kael.linalg.inv(k)
+    assert str(got.device) == "cuda:0"
+    close_to_torch(got.cpu(), torch.linalg.inv(torch.tensor(a)), 1e-10)
+    sign, logabs = kael.linalg.slogdet(k)
+    assert str(sign.device) == "cuda:0" and str(logabs.device) == "cuda:0"
