@@ -1,6 +1,129 @@
-"""(Being written.)"""
+"""torch.linalg's orthogonal family: qr (modes 'reduced', 'complete', 'r'),
+householder_product (LAPACK's orgqr) and torch.qr's deprecated `some` form.
 
-LINALG: dict = {}
-FUNCTIONS: dict = {}
+Householder QR runs kael's dense kernels (codegen/cpu/householder.py) on a contiguous
+copy of the batch, one matrix per work item: geqr2 leaves R and the reflectors in it,
+and org2r turns the reflectors into Q's columns, as LAPACK's geqrf and orgqr do for
+PyTorch, so Q and R's signs are PyTorch's. Inputs are float32 or float64; a cuda tensor
+is factored on the host (factorizations.on_host).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from kael.codegen.cpu import householder
+from kael.frontend import factories
+from kael.frontend.factorizations import _out, matrices, on_host, same_dtype, working_copy
+from kael.frontend.outputs import bool_arg, tensor_arg
+from kael.frontend.tensor import Tensor
+from kael.runtime.errors import ValueError
+from kael.runtime.tensor_impl import shape_numel
+
+MODES = ("reduced", "complete", "r")
+
+
+class QR(NamedTuple):
+    Q: Tensor
+    R: Tensor
+
+
+def _geqrf(a: Tensor) -> tuple[Tensor, Tensor]:
+    """(packed R and reflectors, tau [*, min(m, n)]) of the contiguous copy `a`, in place."""
+    m, n = a.shape[-2:]
+    batch = tuple(a.shape[:-2])
+    tau = factories.zeros((*batch, min(m, n)), dtype=a.dtype)
+    count = shape_numel(batch)
+    if count and m and n:
+        work = factories.empty((count, n), dtype=a.dtype)
+        householder.geqr2(a._impl, tau._impl, work._impl, m, n, count)
+    return a, tau
+
+
+def _orgqr(q: Tensor, tau: Tensor) -> Tensor:
+    """The contiguous `q` [*, m, n] (its first k columns reflectors, tau [*, k]) made
+    Q's first n columns, in place."""
+    m, n = q.shape[-2:]
+    count = shape_numel(q.shape[:-2])
+    if count and m and n:
+        work = factories.empty((count, n), dtype=q.dtype)
+        householder.org2r(q._impl, tau._impl, work._impl, m, n, tau.shape[-1], count)
+    return q
+
+
+def _reflectors(packed: Tensor, columns: int) -> Tensor:
+    """A contiguous [*, m, columns] copy of the reflectors' columns, zero-padded past them
+    (org2r makes the padding the identity's columns)."""
+    if columns <= packed.shape[-1]:
+        return working_copy(packed[..., :columns])
+    q = factories.zeros((*packed.shape[:-1], columns), dtype=packed.dtype)
+    q[..., : packed.shape[-1]] = packed
+    return q
+
+
+@on_host
+def qr(A, mode: str = "reduced", *, out=None) -> QR:
+    """A = Q R with Q orthonormal columns and R upper triangular, batched: 'reduced'
+    (Q [m, k], R [k, n], k = min(m, n)), 'complete' (Q [m, m], R [m, n]) or 'r' (R only,
+    Q empty), as torch.linalg.qr."""
+    A = matrices(A, "linalg.qr")
+    if mode not in MODES:
+        raise ValueError(
+            f"qr received unrecognized mode '{mode}' but expected one of 'reduced' "
+            "(default), 'r', or 'complete'"
+        )
+    m, n = A.shape[-2:]
+    packed, tau = _geqrf(working_copy(A))
+    columns = m if mode == "complete" else min(m, n)
+    r = packed[..., :columns, :].triu()
+    if mode == "r":
+        q = factories.empty((0,), dtype=A.dtype)
+    else:
+        q = _orgqr(_reflectors(packed, columns), tau)
+    if out is not None:
+        out_q, out_r = out
+        q, r = _out(q, out_q, "linalg.qr"), _out(r, out_r, "linalg.qr")
+    return QR(q, r)
+
+
+@on_host
+def householder_product(A, tau, *, out=None) -> Tensor:
+    """The first n columns of H_0 H_1 ... H_{k-1}, H_i = I - tau_i v_i v_i^T with v_i
+    A's column i below a unit diagonal (m >= n >= k), as torch.linalg.householder_product."""
+    op = "torch.linalg.householder_product"
+    A = tensor_arg(A, op, "input")
+    tau = tensor_arg(tau, op, "tau")
+    if A.ndim < 2:
+        raise ValueError(f"{op}: input must have at least 2 dimensions.")
+    matrices(A, op, "input")
+    m, n = A.shape[-2:]
+    if m < n:
+        raise ValueError(f"{op}: input.shape[-2] must be greater than or equal to input.shape[-1]")
+    if tau.ndim != A.ndim - 1:
+        raise ValueError(
+            f"{op}: Expected tau to have one dimension less than input, but got tau.ndim "
+            f"equal to {tau.ndim} and input.ndim is equal to {A.ndim}"
+        )
+    if tau.shape[-1] > n:
+        raise ValueError(f"{op}: input.shape[-1] must be greater than or equal to tau.shape[-1]")
+    if tuple(tau.shape[:-1]) != tuple(A.shape[:-2]):
+        raise ValueError(
+            f"{op}: Expected batch dimensions of tau to be equal to input.shape[:-2], but got "
+            f"{list(tau.shape[:-1])}"
+        )
+    same_dtype(A, tau, op, "input and tau")
+    q = _orgqr(working_copy(A), tau.contiguous())
+    return _out(q, out, op)
+
+
+def qr_some(input, some: bool = True, *, out=None) -> QR:
+    """torch.qr (deprecated): the reduced factorization, or the complete one unless `some`."""
+    mode = "reduced" if bool_arg(some, "qr", "some") else "complete"
+    return qr(input, mode, out=out)
+
+
+LINALG = {"qr": qr, "householder_product": householder_product}
+# torch.* and Tensor methods of the same family.
+FUNCTIONS = {"qr": qr_some, "orgqr": householder_product}
 NOT_METHODS: frozenset[str] = frozenset()
 METHODS: dict = {}

@@ -1,0 +1,157 @@
+"""Householder QR of kael.linalg: LAPACK's geqr2 (A = Q R, the reflectors stored below R's
+diagonal and their scalars in tau) and org2r (Q formed from the reflectors), one dense
+kernel (codegen/cpu/dense.py) per matrix of a batch, in place on row-major copies.
+
+Reflector j is H = I - tau v v^T with v = [1, A[j+1:, j]], chosen as LAPACK's larfg
+chooses it: beta = -sign(alpha) * ||(alpha, x)||, tau = (beta - alpha) / beta, x scaled
+by 1 / (alpha - beta), so R's diagonal signs and Q are LAPACK's (and so PyTorch's) up to
+rounding. The norm of x is a plain sum of squares where that cannot overflow or lose
+precision to underflow, and a sum of squares scaled by the largest magnitude where it
+could. A reflector is applied to the trailing columns row by row, every inner loop a
+unit-stride axpy of rows: w = sum_i v_i A[i, c:], then A[i, c:] -= tau v_i w. Q is
+accumulated backward from the identity's columns, as org2r does, so each reflector only
+touches the rows and columns it changes.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from kael.codegen.cpu import dense
+from kael.codegen.lowering import smin
+
+I64 = ir.IntType(64)
+FACTOR_WORDS = ("a", "tau", "work", "m", "n")
+Q_WORDS = ("a", "tau", "work", "m", "n", "k")
+# Below these sums of squares (and at infinity or NaN) the norm is computed scaled: the
+# plain sum could have lost elements to underflow (or all of them: a sum of 0).
+TINY = {4: 2.0**-100, 8: 2.0**-900}
+
+
+def _column_norm(d: dense.Dense, a: dense.Matrix, j: ir.Value, lo: ir.Value, m: ir.Value):
+    """||A[lo:m, j]||, without overflow or underflow (NaN in, NaN out)."""
+    b = d.b
+    column = a.at(lo, j)
+    rows = b.sub(m, lo)
+    squares = d.dot(column, column, 0, rows, a.ld, a.ld)
+    norm = d.var(d.sqrt(squares), "norm")
+    finite = b.fcmp_ordered("<", squares, d.f(float("inf")))
+    safe = b.and_(finite, b.fcmp_ordered(">", squares, d.f(TINY[d.dtype.itemsize])))
+    with d.when(b.not_(safe)):
+        largest = d.var(d.f(0.0), "largest")
+        with d.loop(0, rows) as i:
+            size = d.abs(b.load(b.gep(column, [b.mul(i, a.ld)])))
+            with d.when(d.gt(size, largest.get())):
+                largest.set(size)
+        big = largest.get()
+        # All zeros (or underflowed) and no NaN, or an infinity: the norm is the largest.
+        zero = b.and_(b.fcmp_ordered("==", big, d.f(0.0)), b.not_(d.is_nan(squares)))
+        extreme = b.or_(b.fcmp_ordered("==", big, d.f(float("inf"))), zero)
+        with d.either(extreme) as (zero_or_infinite, scaled):
+            with zero_or_infinite:
+                norm.set(big)
+            with scaled:
+                inverse = d.div(d.f(1.0), big)
+                total = d.var(d.f(0.0), "total")
+                with d.loop(0, rows) as i:
+                    x = d.mul(b.load(b.gep(column, [b.mul(i, a.ld)])), inverse)
+                    total.set(d.add(total.get(), d.mul(x, x)))
+                norm.set(d.mul(big, d.sqrt(total.get())))
+    return norm.get()
+
+
+def _reflector(d: dense.Dense, a: dense.Matrix, j: ir.Value, m: ir.Value) -> ir.Value:
+    """Make A[j:, j] the reflector v (A[j, j] = beta, x scaled) as larfg does; its tau."""
+    b = d.b
+    below = b.add(j, d.i(1))
+    xnorm = _column_norm(d, a, j, below, m)
+    tau = d.var(d.f(0.0), "tau")
+    with d.when(b.fcmp_unordered("!=", xnorm, d.f(0.0))):  # H = I when x is zero
+        alpha = a.get(j, j)
+        beta = d.neg(d.copysign(d.hypot(alpha, xnorm), alpha))
+        tau.set(d.div(d.sub(beta, alpha), beta))
+        inverse = d.div(d.f(1.0), d.sub(alpha, beta))
+        with d.loop(below, m) as i:
+            a.set(i, j, d.mul(a.get(i, j), inverse))
+        a.set(j, j, beta)
+    return tau.get()
+
+
+def _apply(d: dense.Dense, a: dense.Matrix, w: ir.Value, j: ir.Value, m, n, tau) -> None:
+    """A[j:m, j+1:n] = H A[j:m, j+1:n] for reflector j (v = [1, A[j+1:m, j]]), through
+    the row `w`: w = v^T A[j:m, j+1:n], then each row less tau v_i w."""
+    b = d.b
+    below = b.add(j, d.i(1))
+    with d.when(b.fcmp_unordered("!=", tau, d.f(0.0))):  # NaN is applied, as LAPACK does
+        top = a.row(j)
+        with d.loop(below, n) as c:
+            b.store(b.load(b.gep(top, [c])), b.gep(w, [c]))
+        with d.loop(below, m) as i:
+            d.axpy(w, a.get(i, j), a.row(i), below, n)
+        d.axpy(top, d.neg(tau), w, below, n)
+        with d.loop(below, m) as i:
+            d.axpy(a.row(i), d.neg(d.mul(tau, a.get(i, j))), w, below, n)
+
+
+def _factor(d: dense.Dense, item: ir.Value) -> None:
+    b, w = d.b, d.w
+    m, n = w["m"], w["n"]
+    k = smin(b, m, n)
+    a = d.matrix("a", "n", b.mul(item, b.mul(m, n)))
+    tau = b.gep(d.ptr("tau"), [b.mul(item, k)])
+    work = b.gep(d.ptr("work"), [b.mul(item, n)])
+    with d.loop(0, k) as j:
+        t = _reflector(d, a, j, m)
+        b.store(t, b.gep(tau, [j]))
+        _apply(d, a, work, j, m, n, t)
+
+
+def _form_q(d: dense.Dense, item: ir.Value) -> None:
+    b, w = d.b, d.w
+    m, n, k = w["m"], w["n"], w["k"]
+    a = d.matrix("a", "n", b.mul(item, b.mul(m, n)))
+    tau = b.gep(d.ptr("tau"), [b.mul(item, k)])
+    work = b.gep(d.ptr("work"), [b.mul(item, n)])
+    # The columns past the reflectors are the identity's.
+    with d.loop(k, n) as j:
+        with d.loop(0, m) as i:
+            a.set(i, j, d.f(0.0))
+        a.set(j, j, d.f(1.0))
+    with d.loop(b.sub(k, d.i(1)), -1, -1) as j:
+        t = b.load(b.gep(tau, [j]))
+        _apply(d, a, work, j, m, n, t)
+        with d.loop(b.add(j, d.i(1)), m) as i:
+            a.set(i, j, d.mul(a.get(i, j), d.neg(t)))
+        a.set(j, j, d.sub(d.f(1.0), t))
+        with d.loop(0, j) as i:
+            a.set(i, j, d.f(0.0))
+
+
+def _module(dtype):
+    name = f"kael_householder_{dtype.name}"
+
+    def build(module: ir.Module) -> list[str]:
+        return [
+            *dense.per_matrix(module, f"{name}_geqr2", dtype, FACTOR_WORDS, _factor),
+            *dense.per_matrix(module, f"{name}_org2r", dtype, Q_WORDS, _form_q),
+        ]
+
+    return name, build
+
+
+def geqr2(a, tau, work, m: int, n: int, batch: int) -> None:
+    """Factor each of `batch` contiguous m x n matrices at impl `a` in place: R on and
+    above the diagonal, the reflectors' tails below it, their scalars into impl `tau`
+    [batch, min(m, n)]; impl `work` holds n elements per matrix."""
+    name, build = _module(a.dtype)
+    words = [a.data_ptr(), tau.data_ptr(), work.data_ptr(), m, n]
+    dense.run(name, build, f"{name}_geqr2", words, batch, 2 * m * n * min(m, n))
+
+
+def org2r(a, tau, work, m: int, n: int, k: int, batch: int) -> None:
+    """Overwrite each of `batch` contiguous m x n matrices at impl `a` (m >= n >= k; its
+    first k columns geqr2's reflectors, tau [batch, k]) with the first n columns of
+    Q = H_0 H_1 ... H_{k-1}; impl `work` holds n elements per matrix."""
+    name, build = _module(a.dtype)
+    words = [a.data_ptr(), tau.data_ptr(), work.data_ptr(), m, n, k]
+    dense.run(name, build, f"{name}_org2r", words, batch, 2 * m * n * k)
