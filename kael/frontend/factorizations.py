@@ -15,8 +15,8 @@ import functools
 from typing import NamedTuple
 
 from kael.codegen.cpu import factorize, triangular
+from kael.frontend import blocked, factories, reductions
 from kael.frontend import elementwise as ew
-from kael.frontend import factories, reductions
 from kael.frontend.elementwise import broadcast_shapes
 from kael.frontend.outputs import bool_arg, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl
@@ -148,9 +148,29 @@ def _lu(a: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     piv = factories.empty((*batch, min(m, n)), dtype=int64)
     info = factories.zeros(batch, dtype=int64)
     count = shape_numel(batch)
-    if count and m and n:
-        factorize.lu(a._impl, piv._impl, info._impl, m, n, count)
+    if count == 1 and m == n >= blocked.MIN_BLOCKED:
+        info.fill_(blocked.lu(a.reshape(n, n), piv.reshape(n)))
+    elif count and m and n:
+        factorize.lu(_stacked(a), piv._impl, info._impl, count)
     return a, piv, info
+
+
+def _stacked(t: Tensor):
+    """The impl a kernel takes: [r, c] (one matrix for every item) or [count, r, c]."""
+    return t._impl if t.ndim == 2 else t.reshape(-1, *t.shape[-2:])._impl
+
+
+def _triangular(a: Tensor, x: Tensor, *, lower: bool, unit: bool = False, trans: bool = False):
+    """op(T) X = B in place in the contiguous `x` [*, n, k]: T the lower or upper triangle
+    of `a` ([n, n], or x's batch of them); blocked for one large system."""
+    n, k = x.shape[-2:]
+    count = shape_numel(x.shape[:-2])
+    if not (count and n and k):
+        return
+    if count == 1 and n >= blocked.MIN_BLOCKED:
+        blocked.solve(a.reshape(n, n), x.reshape(n, k), lower=lower, unit=unit, trans=trans)
+    else:
+        triangular.solve(_stacked(a), _stacked(x), count, lower=lower, unit=unit, trans=trans)
 
 
 @on_host
@@ -244,16 +264,14 @@ def _lu_solve_into(lu: Tensor, piv: Tensor, x: Tensor, trans: bool = False) -> T
     count = shape_numel(x.shape[:-2])
     if not (count and n and k):
         return x
-    stride = n * n if lu.ndim > 2 and lu.numel() > n * n else 0
-    a, b = lu._impl, x._impl
     if not trans:
-        triangular.permute(b, piv._impl, n, k, count)
-        triangular.solve(a, b, n, k, count, lower=True, unit=True, a_stride=stride)
-        triangular.solve(a, b, n, k, count, lower=False, a_stride=stride)
+        triangular.permute(x._impl, piv._impl, n, k, count)
+        _triangular(lu, x, lower=True, unit=True)
+        _triangular(lu, x, lower=False)
     else:  # (P L U)^T X = B: U^T Y = B, L^T Z = Y, X = P Z
-        triangular.solve(a, b, n, k, count, lower=False, trans=True, a_stride=stride)
-        triangular.solve(a, b, n, k, count, lower=True, unit=True, trans=True, a_stride=stride)
-        triangular.permute(b, piv._impl, n, k, count, reverse=True)
+        _triangular(lu, x, lower=False, trans=True)
+        _triangular(lu, x, lower=True, unit=True, trans=True)
+        triangular.permute(x._impl, piv._impl, n, k, count, reverse=True)
     return x
 
 
@@ -336,10 +354,7 @@ def solve_triangular(
         raise ValueError(f"{op}: Incompatible shapes of A {list(A.shape)} and B {list(B.shape)}")
     batch = _batch(A, B, op)
     a, x = working_copy(A, batch), working_copy(B, batch)
-    count, k = shape_numel(batch), x.shape[-1]
-    if count and n and k:
-        triangular.solve(a._impl, x._impl, n, k, count, lower=not upper,
-                         unit=bool(unitriangular), trans=not left)  # fmt: skip
+    _triangular(a, x, lower=not upper, unit=bool(unitriangular), trans=not left)
     return _out(x if left else x.mT, out, op)
 
 
@@ -429,8 +444,10 @@ def _cholesky(A, op: str, upper: bool) -> tuple[Tensor, Tensor]:
     n, batch = A.shape[-1], A.shape[:-2]
     info = factories.zeros(batch, dtype=int64)
     count = shape_numel(batch)
-    if count and n:
-        factorize.cholesky(a._impl, info._impl, n, count)
+    if count == 1 and n >= blocked.MIN_BLOCKED:
+        info.fill_(blocked.cholesky(a.reshape(n, n)))
+    elif count and n:
+        factorize.cholesky(_stacked(a), info._impl, count)
     return (a.mT.contiguous() if upper else a), info.to(int32)
 
 
@@ -464,12 +481,10 @@ def cholesky_solve(B, L, upper: bool = False, *, out=None) -> Tensor:
         raise ValueError(f"{op}: Incompatible shapes of L {list(L.shape)} and B {list(B.shape)}")
     batch = _batch(L, B, op)
     a, x = working_copy(L, batch), working_copy(B, batch)
-    count, k = shape_numel(batch), x.shape[-1]
-    if count and n and k:
-        lower = not bool_arg(upper, op, "upper")
-        # L L^T X = B: L Y = B, then L^T X = Y (or U^T Y = B, U X = Y).
-        triangular.solve(a._impl, x._impl, n, k, count, lower=lower, trans=not lower)
-        triangular.solve(a._impl, x._impl, n, k, count, lower=lower, trans=lower)
+    lower = not bool_arg(upper, op, "upper")
+    # L L^T X = B: L Y = B, then L^T X = Y (or U^T Y = B, U X = Y).
+    _triangular(a, x, lower=lower, trans=not lower)
+    _triangular(a, x, lower=lower, trans=lower)
     return _out(x, out, op)
 
 

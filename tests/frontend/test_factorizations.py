@@ -8,6 +8,7 @@ import torch
 from parity_helpers import close_to_torch
 
 import kael
+from kael.frontend import blocked
 
 RNG = np.random.default_rng(14)
 FLOATS = [kael.float32, kael.float64]
@@ -267,3 +268,42 @@ def test_linalg_on_cuda_copies_through_the_host():
     close_to_torch(got.cpu(), torch.linalg.inv(torch.tensor(a)), 1e-10)
     sign, logabs = kael.linalg.slogdet(k)
     assert str(sign.device) == "cuda:0" and str(logabs.device) == "cuda:0"
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_one_large_matrix_takes_the_blocked_path_and_matches_torch(dtype):
+    n = blocked.MIN_BLOCKED + blocked.BLOCK + 7  # panels, and a ragged last one
+    k, t = _pair(RNG.standard_normal((n, n)), dtype)  # an unsymmetric, pivoting matrix
+    kb, tb = _pair(RNG.standard_normal((n, 3)), dtype)
+    tol = 50 * TOL[dtype]
+    LU, piv = kael.linalg.lu_factor(k)
+    tLU, tpiv = torch.linalg.lu_factor(t)
+    close_to_torch(piv, tpiv, 0)
+    close_to_torch(LU, tLU, tol)
+    close_to_torch(kael.linalg.solve(k, kb), torch.linalg.solve(t, tb), tol)
+    close_to_torch(
+        kael.linalg.lu_solve(LU, piv, kb, adjoint=True),
+        torch.linalg.lu_solve(tLU, tpiv, tb, adjoint=True),
+        tol,
+    )
+    close_to_torch(kael.linalg.inv(k), torch.linalg.inv(t), tol)
+    close_to_torch(tuple(kael.linalg.slogdet(k)), tuple(torch.linalg.slogdet(t)), tol)
+    kt, tt = _pair(_well_conditioned(n, n), dtype)  # a random triangle overflows
+    for upper in (False, True):
+        got = kael.linalg.solve_triangular(kt, kb, upper=upper)
+        close_to_torch(got, torch.linalg.solve_triangular(tt, tb, upper=upper), tol)
+    ks, ts = _pair(_spd(n, n), dtype)
+    close_to_torch(kael.linalg.cholesky(ks), torch.linalg.cholesky(ts), tol)
+
+
+def test_blocked_paths_report_late_failures_as_lapack_does():
+    n = blocked.MIN_BLOCKED + 2 * blocked.BLOCK
+    a = _well_conditioned(n, n)
+    a[:, 150] = 0  # singular: a zero pivot in the third panel
+    k, t = kael.tensor(a), torch.tensor(a)
+    assert kael.linalg.lu_factor_ex(k).info.item() == torch.linalg.lu_factor_ex(t).info.item() > 0
+    spd = _spd(n, n)
+    spd[200, 200] = -1e6  # the leading minor of order 201 is the first indefinite one
+    with pytest.raises(kael.linalg.LinAlgError, match="order 201 is not positive"):
+        kael.linalg.cholesky(kael.tensor(spd))
+    assert torch.linalg.cholesky_ex(torch.tensor(spd)).info.item() == 201

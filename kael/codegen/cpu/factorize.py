@@ -17,14 +17,14 @@ from kael.codegen.cpu import dense
 from kael.codegen.lowering import smin
 
 I64 = ir.IntType(64)
-LU_WORDS = ("a", "piv", "info", "m", "n")
-CHOLESKY_WORDS = ("a", "info", "n")
+LU_WORDS = ("a", "piv", "info", "m", "n", "ld", "stride", "swap_lo", "swap_hi")
+CHOLESKY_WORDS = ("a", "info", "n", "ld", "stride")
 
 
 def _lu(d: dense.Dense, item: ir.Value) -> None:
     b, w = d.b, d.w
     m, n = w["m"], w["n"]
-    a = d.matrix("a", "n", b.mul(item, b.mul(m, n)))
+    a = d.matrix("a", "ld", b.mul(item, w["stride"]))
     steps = smin(b, m, n)
     piv = b.gep(d.ptr("piv", I64), [b.mul(item, steps)])
     info = b.gep(d.ptr("info", I64), [item])
@@ -39,7 +39,7 @@ def _lu(d: dense.Dense, item: ir.Value) -> None:
         p = best.get()
         b.store(p, b.gep(piv, [k]))
         with d.when(b.icmp_signed("!=", p, k)):
-            d.swap(a.row(k), a.row(p), 0, n)
+            d.swap(a.row(k), a.row(p), w["swap_lo"], w["swap_hi"])
         pivot = a.get(k, k)
         with d.either(b.fcmp_ordered("==", pivot, d.f(0.0))) as (zero, nonzero):
             with zero, d.when(b.icmp_signed("==", b.load(info), d.i(0))):
@@ -54,7 +54,7 @@ def _lu(d: dense.Dense, item: ir.Value) -> None:
 
 def _cholesky(d: dense.Dense, item: ir.Value) -> None:
     b, n = d.b, d.w["n"]
-    a = d.matrix("a", "n", b.mul(item, b.mul(n, n)))
+    a = d.matrix("a", "ld", b.mul(item, d.w["stride"]))
     info = b.gep(d.ptr("info", I64), [item])
     b.store(d.i(0), info)
     failed = d.var(ir.Constant(ir.IntType(1), 0), "failed")
@@ -78,21 +78,33 @@ def _cholesky(d: dense.Dense, item: ir.Value) -> None:
                 failed.set(ir.Constant(ir.IntType(1), 1))
 
 
-def lu(a, piv, info, m: int, n: int, batch: int) -> None:
-    """Factor `batch` contiguous m x n matrices at impl `a` in place: P A = L U (L unit
-    lower, below the diagonal; U on and above it); 0-based pivots into impl `piv`
-    [batch, min(m, n)], LAPACK's info into impl `info` [batch] (int64)."""
+def geometry(a) -> tuple[int, int, int, int]:
+    """(rows, cols, leading dimension, batch stride) of impl `a`: [m, n] or [batch, m, n]
+    with unit-stride rows (batch stride 0: one matrix)."""
+    m, n = a.shape[-2:]
+    return m, n, a.strides[-2] if m > 1 else n, a.strides[0] if len(a.shape) > 2 else 0
+
+
+def lu(a, piv, info, batch: int, swap: tuple[int, int] | None = None) -> None:
+    """Factor the m x n matrices of impl `a` ([m, n] or [batch, m, n], unit-stride rows) in
+    place: P A = L U (L unit lower, below the diagonal; U on and above it); 0-based pivots
+    into contiguous impl `piv` [batch, min(m, n)], LAPACK's info into `info` [batch]
+    (int64). Row interchanges cover columns [swap) relative to A's first (a panel of a
+    larger matrix swaps whole rows: (-its first column, the matrix's width less it))."""
+    m, n, ld, stride = geometry(a)
+    lo, hi = (0, n) if swap is None else swap
     name = f"kael_lu_{a.dtype.name}"
-    words = [a.data_ptr(), piv.data_ptr(), info.data_ptr(), m, n]
-    flops = m * n * min(m, n)
+    words = [a.data_ptr(), piv.data_ptr(), info.data_ptr(), m, n, ld, stride, lo, hi]
     build = lambda mod: dense.per_matrix(mod, name, a.dtype, LU_WORDS, _lu)  # noqa: E731
-    dense.run(name, build, name, words, batch, flops)
+    dense.run(name, build, name, words, batch, m * n * min(m, n))
 
 
-def cholesky(a, info, n: int, batch: int) -> None:
-    """The lower Cholesky factor of each of `batch` contiguous n x n matrices at impl `a`,
-    in place (its strict upper part zeroed); info [batch] as LAPACK's potrf sets it."""
+def cholesky(a, info, batch: int) -> None:
+    """The lower Cholesky factor of each n x n matrix of impl `a` ([n, n] or [batch, n, n],
+    unit-stride rows), in place (its strict upper part zeroed); info [batch] as LAPACK's
+    potrf sets it."""
+    _, n, ld, stride = geometry(a)
     name = f"kael_cholesky_{a.dtype.name}"
-    words = [a.data_ptr(), info.data_ptr(), n]
+    words = [a.data_ptr(), info.data_ptr(), n, ld, stride]
     build = lambda mod: dense.per_matrix(mod, name, a.dtype, CHOLESKY_WORDS, _cholesky)  # noqa: E731
     dense.run(name, build, name, words, batch, n**3 // 3)

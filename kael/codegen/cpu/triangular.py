@@ -14,18 +14,18 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from kael.codegen.cpu import dense
+from kael.codegen.cpu import dense, factorize
 
 I64 = ir.IntType(64)
-WORDS = ("a", "b", "n", "nrhs", "a_stride", "b_stride", "lower", "unit", "trans")
+WORDS = ("a", "b", "n", "nrhs", "lda", "ldb", "a_stride", "b_stride", "lower", "unit", "trans")
 PERMUTE_WORDS = ("b", "piv", "rows", "nrhs", "steps", "piv_stride", "reverse")
 
 
 def _solve(d: dense.Dense, item: ir.Value) -> None:
     b, w = d.b, d.w
     n, nrhs = w["n"], w["nrhs"]
-    a = d.matrix("a", "n", b.mul(item, w["a_stride"]))
-    x = d.matrix("b", "nrhs", b.mul(item, w["b_stride"]))
+    a = d.matrix("a", "lda", b.mul(item, w["a_stride"]))
+    x = d.matrix("b", "ldb", b.mul(item, w["b_stride"]))
     trans = b.icmp_signed("!=", w["trans"], d.i(0))
     unit = b.icmp_signed("!=", w["unit"], d.i(0))
 
@@ -60,16 +60,16 @@ def _permute(d: dense.Dense, item: ir.Value) -> None:
             d.swap(x.row(k), x.row(p), 0, w["nrhs"])
 
 
-def solve(a, x, n: int, nrhs: int, batch: int, *, lower: bool, unit: bool = False,
-          trans: bool = False, a_stride: int | None = None) -> None:  # fmt: skip
+def solve(a, x, batch: int, *, lower: bool, unit: bool = False, trans: bool = False) -> None:
     """Solve op(T) X = B in place for each of `batch` systems: T the lower or upper
-    triangle of the contiguous n x n matrices at impl `a` (batch stride `a_stride`
-    elements, n * n by default, 0 for one matrix), B the contiguous [n, nrhs] blocks at
-    impl `x`; op is the transpose when `trans`."""
+    triangle of the n x n matrices of impl `a`, B the [n, nrhs] blocks of impl `x` (each
+    [n, .] or [batch, n, .] with unit-stride rows; a batch stride 0 shares one matrix);
+    op is the transpose when `trans`."""
+    _, n, lda, a_stride = factorize.geometry(a)
+    _, nrhs, ldb, b_stride = factorize.geometry(x)
     name = f"kael_trsm_{a.dtype.name}"
-    stride = n * n if a_stride is None else a_stride
-    words = [a.data_ptr(), x.data_ptr(), n, nrhs, stride, n * nrhs, int(lower), int(unit)]
-    words.append(int(trans))
+    words = [a.data_ptr(), x.data_ptr(), n, nrhs, lda, ldb, a_stride, b_stride, int(lower)]
+    words += [int(unit), int(trans)]
     build = lambda mod: dense.per_matrix(mod, name, a.dtype, WORDS, _solve)  # noqa: E731
     dense.run(name, build, name, words, batch, n * n * nrhs)
 

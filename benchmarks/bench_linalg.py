@@ -1,0 +1,64 @@
+"""torch.linalg's factorizations in kael against PyTorch (which calls LAPACK) and NumPy,
+side by side.
+
+Run: python benchmarks/bench_linalg.py [--rounds N] [--check]
+Targets (float64, 512 x 512, 2 threads): linalg.solve (one right-hand side block of 64
+columns), inv, cholesky, qr and eigh within 1.5x PyTorch's time, svd within 2x.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import common  # noqa: F401  (first: it quiets OpenBLAS before NumPy loads)
+import numpy as np
+import torch
+from common import Case, run
+
+import kael
+
+N = 512
+
+
+def cases() -> list[Case]:
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((N, N)) + N**0.5 * np.eye(N)
+    spd = a @ a.T
+    rhs = rng.standard_normal((N, 64))
+    ka, ta = kael.tensor(a), torch.from_numpy(a.copy())
+    ks, ts = kael.tensor(spd), torch.from_numpy(spd.copy())
+    kb, tb = kael.tensor(rhs), torch.from_numpy(rhs.copy())
+    linalg, tl = kael.linalg, torch.linalg
+
+    def case(name: str, kael_fn, torch_fn, numpy_fn, target: float) -> Case:
+        fns = {"kael": kael_fn, "torch": torch_fn}
+        if numpy_fn is not None:
+            fns["numpy"] = numpy_fn
+        return Case(f"linalg.{name} {N}x{N} float64", fns, target=("torch", target))
+
+    return [
+        case(
+            "solve (64 rhs)",
+            lambda: linalg.solve(ka, kb),
+            lambda: tl.solve(ta, tb),
+            lambda: np.linalg.solve(a, rhs),
+            1.5,
+        ),
+        case("inv", lambda: linalg.inv(ka), lambda: tl.inv(ta), lambda: np.linalg.inv(a), 1.5),
+        case(
+            "cholesky",
+            lambda: linalg.cholesky(ks),
+            lambda: tl.cholesky(ts),
+            lambda: np.linalg.cholesky(spd),
+            1.5,
+        ),
+        case("det", lambda: linalg.det(ka), lambda: tl.det(ta), lambda: np.linalg.det(a), 1.5),
+    ]
+
+
+def main() -> int:
+    return run(__doc__.splitlines()[0], cases)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""Blocked LU, Cholesky and triangular solves of one large matrix, as LAPACK's getrf,
+potrf and trsm are blocked: panels of BLOCK columns by the dense kernels
+(codegen/cpu/factorize.py, triangular.py), and the trailing updates, where nearly all the
+multiply-adds are, by kael's matrix product (codegen/cpu/gemm*.py, on every thread).
+
+A batch of matrices runs one dense kernel per matrix instead (the threads split the
+batch); these drivers are for a single matrix of at least MIN_BLOCKED rows, where one
+thread's unblocked kernel would leave the other threads idle and stream the trailing
+matrix through the cache once per column.
+"""
+
+from __future__ import annotations
+
+from kael.codegen.cpu import factorize, triangular
+from kael.frontend import factories
+from kael.frontend.tensor import Tensor
+from kael.runtime.dtypes import int64
+
+BLOCK = 64
+MIN_BLOCKED = 192  # rows from which one matrix is factored in panels
+
+
+def lu(a: Tensor, piv: Tensor) -> int:
+    """P A = L U in place for the contiguous n x n `a`; 0-based pivots into `piv` [n];
+    returns LAPACK's info (the first zero pivot's 1-based column, 0 when none)."""
+    n = a.shape[-1]
+    info, first = factories.zeros(1, dtype=int64), 0
+    for j in range(0, n, BLOCK):
+        nb = min(BLOCK, n - j)
+        factorize.lu(a[j:, j : j + nb]._impl, piv[j : j + nb]._impl, info._impl, 1, (-j, n - j))
+        if not first and (code := info.item()):
+            first = j + code
+        piv[j : j + nb].add_(j)
+        if j + nb < n:
+            right = a[j : j + nb, j + nb :]
+            triangular.solve(a[j : j + nb, j : j + nb]._impl, right._impl, 1, lower=True, unit=True)
+            a[j + nb :, j + nb :].sub_(a[j + nb :, j : j + nb] @ right)
+    return first
+
+
+def cholesky(a: Tensor) -> int:
+    """The lower Cholesky factor of the contiguous n x n `a` in place (its strict upper
+    part zeroed); returns LAPACK's info (the order of the first leading minor that is not
+    positive-definite, 0 when none)."""
+    n = a.shape[-1]
+    info = factories.zeros(1, dtype=int64)
+    for j in range(0, n, BLOCK):
+        nb = min(BLOCK, n - j)
+        diagonal = a[j : j + nb, j : j + nb]
+        factorize.cholesky(diagonal._impl, info._impl, 1)
+        if code := info.item():
+            return j + code
+        if j + nb < n:
+            # L21 = A21 L11^-T, through L11's inverse (a small triangular solve), so the
+            # product runs in the matrix-product kernel.
+            inverse = factories.eye(nb, dtype=a.dtype)
+            triangular.solve(diagonal._impl, inverse._impl, 1, lower=True)
+            below = a[j + nb :, j : j + nb]
+            below.copy_(below @ inverse.mT)
+            a[j + nb :, j + nb :].sub_(below @ below.mT)
+            a[j : j + nb, j + nb :].zero_()
+    return 0
+
+
+def solve(a: Tensor, x: Tensor, *, lower: bool, unit: bool = False, trans: bool = False) -> None:
+    """op(T) X = B in place in `x` [n, k] (unit-stride rows): T the lower or upper triangle
+    of the n x n `a`, op the transpose when `trans`; diagonal blocks by the triangular
+    kernel, the rest of each block column's elimination by one matrix product."""
+    n = a.shape[-1]
+    starts = list(range(0, n, BLOCK))
+    forward = lower != trans  # op(T) is lower: block rows top to bottom
+
+    def op(r0: int, r1: int, c0: int, c1: int) -> Tensor:
+        return a[c0:c1, r0:r1].mT if trans else a[r0:r1, c0:c1]
+
+    for i0 in starts if forward else reversed(starts):
+        i1 = min(i0 + BLOCK, n)
+        block = x[i0:i1]
+        diagonal = a[i0:i1, i0:i1]
+        triangular.solve(diagonal._impl, block._impl, 1, lower=lower, unit=unit, trans=trans)
+        if forward and i1 < n:
+            x[i1:].sub_(op(i1, n, i0, i1) @ block)
+        elif not forward and i0:
+            x[:i0].sub_(op(0, i0, i0, i1) @ block)
