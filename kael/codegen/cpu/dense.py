@@ -227,6 +227,26 @@ class Dense:
             p = b.gep(x, [j])
             b.store(self.mul(b.load(p), alpha), p)
 
+    def rotate(
+        self, x: ir.Value, y: ir.Value, c: ir.Value, s: ir.Value, lo, hi, norms: bool = False
+    ) -> tuple[ir.Value, ir.Value] | None:
+        """The plane rotation of two rows: x[j], y[j] = c x[j] - s y[j], s x[j] + c y[j] for
+        j in [lo, hi) (Jacobi and Givens steps). With `norms`, also returns the new rows'
+        squared norms, summed in the same pass (no second read of the rows)."""
+        b = self.b
+        sums = (self.var(self.f(0.0), "nx"), self.var(self.f(0.0), "ny")) if norms else None
+        with self.loop(lo, hi) as j:
+            px, py = b.gep(x, [j]), b.gep(y, [j])
+            vx, vy = b.load(px), b.load(py)
+            rx = self.sub(self.mul(c, vx), self.mul(s, vy))
+            ry = self.add(self.mul(s, vx), self.mul(c, vy))
+            b.store(rx, px)
+            b.store(ry, py)
+            if sums:
+                sums[0].set(self.add(sums[0].get(), self.mul(rx, rx)))
+                sums[1].set(self.add(sums[1].get(), self.mul(ry, ry)))
+        return (sums[0].get(), sums[1].get()) if sums else None
+
     def swap(self, x: ir.Value, y: ir.Value, lo, hi) -> None:
         """Exchange x[j] and y[j] for j in [lo, hi)."""
         b = self.b
@@ -235,6 +255,11 @@ class Dense:
             vx, vy = b.load(px), b.load(py)
             b.store(vy, px)
             b.store(vx, py)
+
+    def fill(self, x: ir.Value, value: ir.Value, lo, hi) -> None:
+        """x[j] = value for j in [lo, hi)."""
+        with self.loop(lo, hi) as j:
+            self.b.store(value, self.b.gep(x, [j]))
 
 
 def per_matrix(
