@@ -1,8 +1,11 @@
-"""kael.linalg: PyTorch's torch.linalg under its names, each in kael's dense kernels
-(codegen/cpu/factorize.py, triangular.py) and kael's own ops."""
+"""kael.linalg: PyTorch's torch.linalg under its names. The factorizations run kael's
+dense kernels (codegen/cpu/dense.py and the modules built on it); norms and products are
+kael's own reductions, matmul and elementwise ops."""
 
 from kael.frontend import factorizations as _factorizations
+from kael.frontend import matrix_norms as _matrix_norms
 from kael.frontend import orthogonal as _orthogonal
+from kael.frontend import products as _products
 from kael.frontend import singular as _singular
 from kael.frontend import spectral as _spectral
 from kael.frontend.tracing import op_door as _op_door
@@ -13,6 +16,8 @@ _FUNCTIONS = {
     **_orthogonal.LINALG,
     **_spectral.LINALG,
     **_singular.LINALG,
+    **_matrix_norms.LINALG,
+    **_products.LINALG,
 }
 globals().update({name: _op_door(f"linalg.{name}", fn) for name, fn in _FUNCTIONS.items()})
 

@@ -20,6 +20,7 @@ from kael.frontend import (
     nn,
     order_statistics,
     orthogonal,
+    products,
     reductions,
     scatters,
     sequence,
@@ -140,6 +141,7 @@ FAMILIES = (
     orthogonal,
     spectral,
     singular,
+    products,
 )
 NOT_METHODS: set[str] = set()
 for _family in FAMILIES:

@@ -1,0 +1,139 @@
+"""torch.linalg's norms: vector_norm, matrix_norm, norm and cond.
+
+Vector norms are kael.norm's one-kernel p-norms (frontend/moments.py, scaled where a sum
+of powers overflows); the matrix norms 'fro', 1, -1, inf and -inf are two reductions of
+|A|; 2, -2 and 'nuc' take the singular values (frontend/singular.py's svdvals).
+"""
+
+from __future__ import annotations
+
+import math
+
+from kael.frontend import elementwise as ew
+from kael.frontend import factorizations, moments, reductions, views
+from kael.frontend.outputs import tensor_arg
+from kael.frontend.tensor import Tensor
+from kael.runtime.errors import TypeError, ValueError
+
+MATRIX_ORDERS = ("fro", "nuc", math.inf, -math.inf, 1, -1, 2, -2)
+
+
+def _cast(x: Tensor, dtype, op: str) -> Tensor:
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"{op}: Expected a floating point tensor as input. Got {x.dtype}")
+    if dtype is not None:
+        if not dtype.is_floating_point:
+            raise TypeError(f"{op}: dtype should be a floating point type, got {dtype}")
+        x = x.to(dtype)
+    return x
+
+
+def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None, out=None) -> Tensor:
+    """The vector ord-norm of x over `dim` (all of x by default), as torch.linalg does:
+    2, 1, 0 (count of nonzeros), inf, -inf or any other real order."""
+    op = "linalg.vector_norm"
+    x = _cast(tensor_arg(x, op, "x"), dtype, op)
+    if isinstance(ord, bool) or not isinstance(ord, int | float):
+        raise TypeError(f"{op}(): argument 'ord' must be a number, not {type(ord).__name__}")
+    if math.isinf(ord) and x.numel() == 0 and dim is None:
+        raise ValueError(
+            f"{op} cannot compute the {ord} norm on an empty tensor because the operation "
+            "does not have an identity"
+        )
+    if isinstance(dim, list):
+        dim = tuple(dim)
+    return moments.norm(x, ord, dim, keepdim, out=out)
+
+
+def _two_dims(A: Tensor, dim, op: str) -> tuple[int, int]:
+    if not (isinstance(dim, tuple | list) and len(dim) == 2):
+        raise ValueError(f"{op}: dim must be a 2-tuple. Got {dim}")
+    d0, d1 = (views.wrap_dim(d, A.ndim) for d in dim)
+    if d0 == d1:
+        raise ValueError(f"{op}: dims must be different. Got ({dim[0]}, {dim[1]})")
+    return d0, d1
+
+
+def _singular_values(A: Tensor, d0: int, d1: int) -> Tensor:
+    from kael.frontend import singular  # its module imports this one's neighbours
+
+    return singular.LINALG["svdvals"](A.movedim((d0, d1), (-2, -1)))
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None, out=None):
+    """The matrix ord-norm over the two dims `dim`: 'fro', 'nuc', inf, -inf, 1, -1, 2, -2."""
+    op = "linalg.matrix_norm"
+    A = tensor_arg(A, op)
+    if A.ndim < 2:
+        raise ValueError(f"{op}: The input tensor A must have at least 2 dimensions.")
+    A = _cast(A, dtype, op)
+    if ord not in MATRIX_ORDERS or isinstance(ord, bool):
+        raise ValueError(f"{op}: Order {ord} not supported.")
+    d0, d1 = _two_dims(A, dim, op)
+    if ord == "fro":
+        result = moments.norm(A, 2, (d0, d1), keepdim)
+    elif ord in ("nuc", 2, -2):
+        s = _singular_values(A, d0, d1)
+        if ord == "nuc":
+            result = s.sum(-1)
+        elif s.shape[-1] == 0:
+            raise ValueError(f"{op}: Expected a non-empty matrix for the {ord}-norm")
+        else:
+            result = s.amax(-1) if ord == 2 else s.amin(-1)
+        if keepdim:
+            for d in sorted((d0, d1)):
+                result = result.unsqueeze(d)
+    else:
+        # 1 / -1: the largest / smallest column sum of |A|; inf / -inf: row sums.
+        summed, kept = (d0, d1) if abs(ord) == 1 else (d1, d0)
+        sums = reductions.sum(A.abs(), summed, keepdim=True)
+        reduce = reductions.amax if ord > 0 else reductions.amin
+        result = reduce(sums, kept, keepdim=True)
+        if not keepdim:
+            result = result.squeeze((d0, d1))
+    return factorizations._out(result, out, op)
+
+
+def norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None, out=None) -> Tensor:
+    """torch.linalg.norm: a vector norm over one dim (or all of a flattened A when ord and
+    dim are None), a matrix norm over two."""
+    op = "linalg.norm"
+    A = tensor_arg(A, op)
+    if isinstance(dim, int):
+        dim = (dim,)
+    if dim is None and ord is not None:
+        if A.ndim not in (1, 2):
+            raise ValueError(
+                f"{op}: If dim is not specified but ord is, the input must be 1D or 2D. Got "
+                f"{A.ndim}D."
+            )
+        dim = tuple(range(A.ndim))
+    if dim is not None and len(dim) == 2:
+        return matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype, out=out)
+    if isinstance(ord, str):
+        raise ValueError(f"{op}: Order {ord} not supported for a vector norm.")
+    return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype, out=out)
+
+
+def cond(A, p=None, *, out=None) -> Tensor:
+    """The condition number of each matrix in the p-norm: sigma_max / sigma_min for
+    p = None, 2 (and the inverse for -2), else norm(A) * norm(inv(A)); inf where singular."""
+    op = "linalg.cond"
+    A = factorizations.matrices(A, op)
+    if p is None or p in (2, -2):
+        s = _singular_values(A, A.ndim - 2, A.ndim - 1)
+        ratio = s.amax(-1) / s.amin(-1)
+        result = ratio.reciprocal() if p == -2 else ratio
+    else:
+        factorizations.square(A, op)
+        inverse, info = factorizations.inv_ex(A)
+        # A singular matrix's condition number is infinite, not an error.
+        finite = matrix_norm(A, p) * matrix_norm(inverse, p)
+        result = ew.where(info.ne(0), math.inf, finite)
+    return factorizations._out(result, out, op)
+
+
+LINALG = {"vector_norm": vector_norm, "matrix_norm": matrix_norm, "norm": norm, "cond": cond}
+FUNCTIONS: dict = {}
+NOT_METHODS: frozenset[str] = frozenset()
+METHODS: dict = {}
