@@ -28,26 +28,66 @@ class QR(NamedTuple):
     R: Tensor
 
 
+NB = 32  # the blocked kernels' panel width (LAPACK's default block size)
+BLOCKED = 128  # from this many reflectors on, panels and matrix products
+
+
+def _apply_block(panel: Tensor, tau: Tensor, c: Tensor, transpose: bool) -> None:
+    """C = H C (or H^T C) in place, H = H_0 ... H_{nb-1} = I - V T V^T the block of
+    reflectors in `panel` [count, r, nb]: LAPACK's larfb, in kael's matrix products."""
+    count, rows, nb = panel.shape
+    t = factories.empty((count, nb, nb), dtype=panel.dtype)
+    v = factories.empty((count, rows, nb), dtype=panel.dtype)
+    householder.larft(panel._impl, tau._impl, t._impl, v._impl, count)
+    w = (t.mT if transpose else t) @ (v.mT @ c)
+    c.sub_(v @ w)
+
+
 def _geqrf(a: Tensor) -> tuple[Tensor, Tensor]:
-    """(packed R and reflectors, tau [*, min(m, n)]) of the contiguous copy `a`, in place."""
+    """(packed R and reflectors, tau [*, min(m, n)]) of the contiguous copy `a`, in place:
+    geqr2 on the whole, or (LAPACK's geqrf) on panels of NB columns, each block of
+    reflectors applied to the columns after it at once."""
     m, n = a.shape[-2:]
+    k = min(m, n)
     batch = tuple(a.shape[:-2])
-    tau = factories.zeros((*batch, min(m, n)), dtype=a.dtype)
+    tau = factories.zeros((*batch, k), dtype=a.dtype)
     count = shape_numel(batch)
-    if count and m and n:
-        work = factories.empty((count, n), dtype=a.dtype)
-        householder.geqr2(a._impl, tau._impl, work._impl, m, n, count)
+    if not (count and m and n):
+        return a, tau
+    a3, tau2 = a.reshape(count, m, n), tau.reshape(count, k)
+    work = factories.empty((count, n), dtype=a.dtype)
+    if k < BLOCKED:
+        householder.geqr2(a3._impl, tau2._impl, work._impl, count)
+        return a, tau
+    for j in range(0, k, NB):
+        jb = min(NB, k - j)
+        panel, panel_tau = a3[:, j:, j : j + jb], tau2[:, j : j + jb]
+        householder.geqr2(panel._impl, panel_tau._impl, work._impl, count)
+        if j + jb < n:
+            _apply_block(panel, panel_tau, a3[:, j:, j + jb :], transpose=True)
     return a, tau
 
 
 def _orgqr(q: Tensor, tau: Tensor) -> Tensor:
     """The contiguous `q` [*, m, n] (its first k columns reflectors, tau [*, k]) made
-    Q's first n columns, in place."""
+    Q's first n columns, in place: org2r on the whole, or (LAPACK's orgqr) org2r on the
+    last panel and then, panel by panel backward, each block applied to the columns
+    after it and org2r on its own columns."""
     m, n = q.shape[-2:]
+    k = tau.shape[-1]
     count = shape_numel(q.shape[:-2])
-    if count and m and n:
-        work = factories.empty((count, n), dtype=q.dtype)
-        householder.org2r(q._impl, tau._impl, work._impl, m, n, tau.shape[-1], count)
+    if not (count and m and n):
+        return q
+    q3, tau2 = q.reshape(count, m, n), tau.contiguous().reshape(count, k)
+    work = factories.empty((count, n), dtype=q.dtype)
+    last = (k - 1) // NB * NB if k >= BLOCKED else 0
+    q3[:, :last, last:] = 0
+    householder.org2r(q3[:, last:, last:]._impl, tau2[:, last:]._impl, work._impl, count)
+    for j in range(last - NB, -1, -NB):
+        panel, panel_tau = q3[:, j:, j : j + NB], tau2[:, j : j + NB]
+        _apply_block(panel, panel_tau, q3[:, j:, j + NB :], transpose=False)
+        householder.org2r(panel._impl, panel_tau._impl, work._impl, count)
+        q3[:, :j, j : j + NB] = 0
     return q
 
 

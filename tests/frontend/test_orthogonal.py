@@ -14,6 +14,8 @@ TORCH = {kael.float32: torch.float32, kael.float64: torch.float64}
 TOL = {kael.float32: 2e-5, kael.float64: 1e-12}  # relative to the matrix's scale
 MODES = ["reduced", "complete", "r"]
 SHAPES = [(4, 3), (3, 4), (5, 5), (1, 1), (1, 4), (4, 1), (2, 7, 5), (3, 2, 6, 6), (40, 33)]
+# Past orthogonal.BLOCKED reflectors: panels, compact WY blocks and matrix products.
+BLOCKED_SHAPES = [(2, 200, 150), (140, 260), (161, 161)]
 
 
 def random(shape, dtype, seed: int = 0) -> np.ndarray:
@@ -50,6 +52,15 @@ def test_qr_matches_torch_for_every_shape_and_mode(shape, mode, dtype):
     a = random(shape, dtype)
     got, want = factor_both(a, mode)
     assert type(got).__name__ == "QR" and got._fields == ("Q", "R")
+    check_against_torch(got, want, a, dtype, mode)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("mode", ["reduced", "complete"])
+@pytest.mark.parametrize("shape", BLOCKED_SHAPES)
+def test_blocked_factorization_matches_torch(shape, mode, dtype):
+    a = random(shape, dtype, seed=12)
+    got, want = factor_both(a, mode)
     check_against_torch(got, want, a, dtype, mode)
 
 
@@ -147,7 +158,10 @@ def test_a_non_finite_first_column_makes_q_nan_as_in_torch():
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("shape,k", [((6, 4), 3), ((5, 5), 5), ((2, 7, 3), 2), ((4, 3), 0)])
+@pytest.mark.parametrize(
+    "shape,k",
+    [((6, 4), 3), ((5, 5), 5), ((2, 7, 3), 2), ((4, 3), 0), ((170, 150), 140), ((160, 150), 150)],
+)
 def test_householder_product_matches_torch(shape, k, dtype):
     a = torch.tensor(random(shape, dtype, seed=7))
     packed, tau = torch.geqrf(a)

@@ -21,8 +21,12 @@ from kael.codegen.cpu import dense
 from kael.codegen.lowering import smin
 
 I64 = ir.IntType(64)
-FACTOR_WORDS = ("a", "tau", "work", "m", "n")
-Q_WORDS = ("a", "tau", "work", "m", "n", "k")
+# Each matrix: m x n at `a` + item * a_stride, leading dimension ld (a panel of a larger
+# matrix, or the whole of a contiguous one); its k reflectors' scalars at tau + item *
+# tau_stride.
+FACTOR_WORDS = ("a", "tau", "work", "m", "n", "ld", "a_stride", "tau_stride")
+Q_WORDS = (*FACTOR_WORDS, "k")
+T_WORDS = ("a", "tau", "t", "v", "m", "k", "ld", "a_stride", "tau_stride")
 # Below these sums of squares (and at infinity or NaN) the norm is computed scaled: the
 # plain sum could have lost elements to underflow (or all of them: a sum of 0).
 TINY = {4: 2.0**-100, 8: 2.0**-900}
@@ -93,14 +97,19 @@ def _apply(d: dense.Dense, a: dense.Matrix, w: ir.Value, j: ir.Value, m, n, tau)
             d.axpy(a.row(i), d.neg(d.mul(tau, a.get(i, j))), w, below, n)
 
 
+def _operands(d: dense.Dense, item: ir.Value) -> tuple[dense.Matrix, ir.Value, ir.Value]:
+    """Item `item`'s matrix, tau and work row (FACTOR_WORDS)."""
+    b, w = d.b, d.w
+    a = d.matrix("a", "ld", b.mul(item, w["a_stride"]))
+    tau = b.gep(d.ptr("tau"), [b.mul(item, w["tau_stride"])])
+    return a, tau, b.gep(d.ptr("work"), [b.mul(item, w["n"])])
+
+
 def _factor(d: dense.Dense, item: ir.Value) -> None:
     b, w = d.b, d.w
     m, n = w["m"], w["n"]
-    k = smin(b, m, n)
-    a = d.matrix("a", "n", b.mul(item, b.mul(m, n)))
-    tau = b.gep(d.ptr("tau"), [b.mul(item, k)])
-    work = b.gep(d.ptr("work"), [b.mul(item, n)])
-    with d.loop(0, k) as j:
+    a, tau, work = _operands(d, item)
+    with d.loop(0, smin(b, m, n)) as j:
         t = _reflector(d, a, j, m)
         b.store(t, b.gep(tau, [j]))
         _apply(d, a, work, j, m, n, t)
@@ -109,9 +118,7 @@ def _factor(d: dense.Dense, item: ir.Value) -> None:
 def _form_q(d: dense.Dense, item: ir.Value) -> None:
     b, w = d.b, d.w
     m, n, k = w["m"], w["n"], w["k"]
-    a = d.matrix("a", "n", b.mul(item, b.mul(m, n)))
-    tau = b.gep(d.ptr("tau"), [b.mul(item, k)])
-    work = b.gep(d.ptr("work"), [b.mul(item, n)])
+    a, tau, work = _operands(d, item)
     # The columns past the reflectors are the identity's.
     with d.loop(k, n) as j:
         with d.loop(0, m) as i:
@@ -127,6 +134,35 @@ def _form_q(d: dense.Dense, item: ir.Value) -> None:
             a.set(i, j, d.f(0.0))
 
 
+def _triangular_factor(d: dense.Dense, item: ir.Value) -> None:
+    """LAPACK's larft (forward, columnwise): the upper k x k T with H_0 ... H_{k-1} =
+    I - V T V^T, V the m x k unit lower reflectors, written out too (for the matrix
+    products). Column i of T is -tau_i T[:i, :i] z with z = V[:, :i]^T v_i =
+    A[i, :i] + sum_{r > i} A[r, i] A[r, :i] (row axpys)."""
+    b, w = d.b, d.w
+    m, k = w["m"], w["k"]
+    a = d.matrix("a", "ld", b.mul(item, w["a_stride"]))
+    tau = b.gep(d.ptr("tau"), [b.mul(item, w["tau_stride"])])
+    t = d.matrix("t", "k", b.mul(item, b.mul(k, k)))
+    v = d.matrix("v", "k", b.mul(item, b.mul(m, k)))
+    with d.loop(0, m) as r, d.loop(0, k) as c:
+        below = b.icmp_signed(">", r, c)
+        unit = b.select(b.icmp_signed("==", r, c), d.f(1.0), d.f(0.0))
+        v.set(r, c, b.select(below, a.get(r, c), unit))
+    with d.loop(0, k) as i:
+        ti = b.load(b.gep(tau, [i]))
+        z = t.row(i)  # row i's strict left part (T's zeros) holds z while it is formed
+        with d.loop(0, i) as c:
+            b.store(a.get(i, c), b.gep(z, [c]))
+        with d.loop(b.add(i, d.i(1)), m) as r:
+            d.axpy(z, a.get(r, i), a.row(r), 0, i)
+        with d.loop(0, i) as c:
+            t.set(c, i, d.mul(d.neg(ti), d.dot(t.row(c), z, c, i)))
+        with d.loop(0, i) as c:
+            b.store(d.f(0.0), b.gep(z, [c]))
+        t.set(i, i, ti)
+
+
 def _module(dtype):
     name = f"kael_householder_{dtype.name}"
 
@@ -134,24 +170,49 @@ def _module(dtype):
         return [
             *dense.per_matrix(module, f"{name}_geqr2", dtype, FACTOR_WORDS, _factor),
             *dense.per_matrix(module, f"{name}_org2r", dtype, Q_WORDS, _form_q),
+            *dense.per_matrix(module, f"{name}_larft", dtype, T_WORDS, _triangular_factor),
         ]
 
     return name, build
 
 
-def geqr2(a, tau, work, m: int, n: int, batch: int) -> None:
-    """Factor each of `batch` contiguous m x n matrices at impl `a` in place: R on and
-    above the diagonal, the reflectors' tails below it, their scalars into impl `tau`
-    [batch, min(m, n)]; impl `work` holds n elements per matrix."""
+def _words(a, tau, work, m: int, n: int) -> list[int]:
+    """FACTOR_WORDS of the batch of m x n matrices impl `a` (a contiguous batch, or the
+    [..., m, n] panel view of one: its last stride is 1) and their taus impl `tau`."""
+    ld, a_stride = a.strides[-2], a.strides[-3] if len(a.shape) > 2 else 0
+    tau_stride = tau.strides[-2] if len(tau.shape) > 1 else 0
+    return [a.data_ptr(), tau.data_ptr(), work.data_ptr(), m, n, ld, a_stride, tau_stride]
+
+
+def geqr2(a, tau, work, batch: int) -> None:
+    """Factor each of the `batch` m x n matrices of impl `a` [batch, m, n] (row-major
+    rows, any row and batch strides) in place: R on and above the diagonal, the
+    reflectors' tails below it, their scalars into impl `tau` [batch, min(m, n)]; impl
+    `work` holds n elements per matrix."""
+    m, n = a.shape[-2:]
     name, build = _module(a.dtype)
-    words = [a.data_ptr(), tau.data_ptr(), work.data_ptr(), m, n]
+    words = _words(a, tau, work, m, n)
     dense.run(name, build, f"{name}_geqr2", words, batch, 2 * m * n * min(m, n))
 
 
-def org2r(a, tau, work, m: int, n: int, k: int, batch: int) -> None:
-    """Overwrite each of `batch` contiguous m x n matrices at impl `a` (m >= n >= k; its
-    first k columns geqr2's reflectors, tau [batch, k]) with the first n columns of
+def org2r(a, tau, work, batch: int) -> None:
+    """Overwrite each of the `batch` m x n matrices of impl `a` (m >= n >= k, laid out as
+    for geqr2; its first k columns reflectors, tau [batch, k]) with the first n columns of
     Q = H_0 H_1 ... H_{k-1}; impl `work` holds n elements per matrix."""
+    m, n = a.shape[-2:]
+    k = tau.shape[-1]
     name, build = _module(a.dtype)
-    words = [a.data_ptr(), tau.data_ptr(), work.data_ptr(), m, n, k]
+    words = [*_words(a, tau, work, m, n), k]
     dense.run(name, build, f"{name}_org2r", words, batch, 2 * m * n * k)
+
+
+def larft(a, tau, t, v, batch: int) -> None:
+    """The upper triangular factors T (impl `t`, contiguous [batch, k, k]) of the blocks
+    of reflectors in impl `a` [batch, m, k] (laid out as for geqr2), tau [batch, k], and
+    the reflectors as explicit unit lower matrices (impl `v`, contiguous [batch, m, k])."""
+    m, k = a.shape[-2:]
+    name, build = _module(a.dtype)
+    ld, a_stride, tau_stride = _words(a, tau, t, m, k)[5:]
+    words = [a.data_ptr(), tau.data_ptr(), t.data_ptr(), v.data_ptr(), m, k, ld]
+    words += [a_stride, tau_stride]
+    dense.run(name, build, f"{name}_larft", words, batch, m * k * k)
