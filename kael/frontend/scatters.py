@@ -26,7 +26,7 @@ from kael.frontend.tensor import Tensor
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import float64, int64
-from kael.runtime.errors import Error, TypeError, ValueError
+from kael.runtime.errors import Error, IndexError, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
 
 # ---- writes by index -------------------------------------------------------------------------
@@ -408,11 +408,14 @@ def histogram(input: Tensor, bins=100, *, range=None, weight=None, density: bool
 
 
 def _runs(values: Tensor) -> tuple[Tensor, Tensor]:
-    """For a 1-d tensor: where each run of equal values starts (bool), and each element's
-    run number (NaN is never equal to NaN: each its own run, as PyTorch counts them)."""
-    starts = factories.ones(values.shape, dtype=int64, device=values.device)
-    if values.numel() > 1:
-        starts[1:] = (values[1:] != values[:-1]).to(int64)
+    """For values [n] or rows [n, k]: where each run of equal values (rows) starts, and
+    each one's run number (NaN is never equal to NaN: each its own run, as PyTorch counts
+    them)."""
+    n = values.shape[0]
+    starts = factories.ones((n,), dtype=int64, device=values.device)
+    if n > 1:
+        differs = values[1:] != values[:-1]
+        starts[1:] = (differs if values.ndim == 1 else differs.any(-1)).to(int64)
     return starts, sequence.cumsum(starts, 0) - 1
 
 
@@ -428,7 +431,7 @@ def _unique_of(flat: Tensor, return_inverse: bool, return_counts: bool, order=No
         if order is None:
             inverse = run
         else:
-            inverse = factories.zeros(flat.shape, dtype=int64, device=flat.device)
+            inverse = factories.zeros(flat.shape[:1], dtype=int64, device=flat.device)
             scatter_(inverse, 0, order, run)
     result = [uniques]
     if return_inverse:
@@ -436,6 +439,36 @@ def _unique_of(flat: Tensor, return_inverse: bool, return_counts: bool, order=No
     if return_counts:
         result.append(counts)
     return result[0] if len(result) == 1 else tuple(result)
+
+
+def _slices(x: Tensor, dim, op: str) -> tuple[Tensor, int]:
+    """x's slices along `dim` as the rows of a contiguous [n, k] tensor, and dim wrapped."""
+    if x.ndim == 0:
+        raise IndexError(f"{op}(): dim {dim} is out of range for a 0-d tensor")
+    d = views.wrap_dim(dim, x.ndim)
+    moved = x.movedim(d, 0)
+    if moved.numel() == 0 and moved.shape[0]:
+        raise ValueError(
+            f"{op}(): There are 0 sized dimensions, and they aren't selected, so unique cannot "
+            "be applied"
+        )
+    return moved.reshape(moved.shape[0], math.prod(moved.shape[1:])).contiguous(), d
+
+
+def _unique_slices(x: Tensor, dim, op: str, return_inverse, return_counts, sort: bool):
+    """unique(dim=) and unique_consecutive(dim=): distinct slices along dim (sorted
+    lexicographically by the host, the book's ordering exception, when `sort`)."""
+    rows, d = _slices(x, dim, op)
+    order = None
+    if sort and rows.shape[0] > 1:
+        keys = (rows.float() if rows.dtype.is_half else rows).numpy()
+        order = factories.from_numpy(np.lexsort(keys.T[::-1]).astype(np.int64))
+        rows = index_ops.index_select(rows, 0, order)
+    result = _unique_of(rows, return_inverse, return_counts, order)
+    parts = list(result) if isinstance(result, tuple) else [result]
+    moved_shape = x.movedim(d, 0).shape[1:]
+    parts[0] = parts[0].reshape(parts[0].shape[0], *moved_shape).movedim(0, d)
+    return tuple(parts) if len(parts) > 1 else parts[0]
 
 
 def unique(
@@ -446,10 +479,11 @@ def unique(
     dim=None,
 ):
     """The distinct values in ascending order (NaN last, each NaN its own), with each
-    element's position among them and each one's count if asked."""
+    element's position among them and each one's count if asked; with `dim`, the distinct
+    slices along it in lexicographic order."""
     x = tensor_arg(input, "unique")
     if dim is not None:
-        raise Error("unique(): dim is not supported yet (flatten first, or use unique_consecutive)")
+        return _unique_slices(x, dim, "unique", return_inverse, return_counts, True)
     flat = x.reshape(-1).contiguous()
     if flat.device is not CPU:
         values, order = index_ops.sort(flat, 0, stable=True)
@@ -469,10 +503,11 @@ def unique(
 def unique_consecutive(
     input: Tensor, return_inverse: bool = False, return_counts: bool = False, dim=None
 ):
-    """One value of each run of equal consecutive values, with positions and counts."""
+    """One value of each run of equal consecutive values (slices along `dim` when given),
+    with positions and counts."""
     x = tensor_arg(input, "unique_consecutive")
     if dim is not None:
-        raise Error("unique_consecutive(): dim is not supported yet")
+        return _unique_slices(x, dim, "unique_consecutive", return_inverse, return_counts, False)
     result = _unique_of(x.reshape(-1), return_inverse, return_counts)
     if return_inverse:
         parts = list(result)

@@ -118,6 +118,32 @@ def test_unique_and_unique_consecutive_match_torch(inverse, counts):
     close_to_torch(kael.unique(ke, **args), torch.unique(te, **args), 0)
 
 
+@pytest.mark.parametrize("name", ["unique", "unique_consecutive"])
+@pytest.mark.parametrize("dim", [0, 1, -1, 2])
+@pytest.mark.parametrize("dtype", [kael.float32, kael.int64, kael.bool, kael.bfloat16], ids=str)
+def test_unique_along_a_dim_matches_torch(name, dim, dtype):
+    values = RNG.integers(0, 2, (6, 3, 4))
+    values[3] = values[0]  # equal slices, apart and (below) adjacent
+    values[2] = values[1]
+    k, t = pair(values, dtype)
+    fn, ref = getattr(kael, name), getattr(torch, name)
+    args = {"return_inverse": True, "return_counts": True, "dim": dim}
+    close_to_torch(fn(k, **args), ref(t, **args), 0)
+    close_to_torch(fn(k.mT, dim=dim), ref(t.mT, dim=dim), 0)
+    if dim == 0:
+        ke, te = pair(np.zeros((0, 3)), dtype)
+        close_to_torch(fn(ke, **args), ref(te, **args), 0)
+
+
+def test_unique_along_a_dim_rejects_what_torch_rejects():
+    with pytest.raises(kael.ValueError, match="0 sized dimensions, and they aren't selected"):
+        kael.unique(kael.zeros(3, 0), dim=0)
+    with pytest.raises(kael.IndexError):
+        kael.unique(kael.zeros(3, 2), dim=2)
+    with pytest.raises(kael.IndexError, match="0-d"):
+        kael.unique_consecutive(kael.tensor(1.0), dim=0)
+
+
 @pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
 @pytest.mark.parametrize("include_self", [True, False])
 @pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64], ids=str)
