@@ -1,6 +1,285 @@
-"""(Being written.)"""
+"""torch.linalg's singular value family: svd, svdvals, pinv, matrix_rank, lstsq, and the
+torch-level svd (U, S, V) and pinverse.
 
-LINALG: dict = {}
-FUNCTIONS: dict = {}
+Every one is the SVD of codegen/cpu/svd.py (one-sided Jacobi, one matrix per work item)
+on a contiguous copy of the batch: of A itself when it is wide or square, of A^T when
+it is tall, so the kernel's rotations always combine contiguous rows. The kernel gives
+X0 = G^T diag(S) W; which of G and W is U and which Vh follows from the transpose. The
+rest (tolerances, pseudo-inverses, least squares) is kael's own ops. lstsq solves by the
+SVD (the minimum-norm solution, as every driver gives up to rounding) and fills each
+field as PyTorch does for the driver named.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from kael.codegen.cpu import svd as kernel
+from kael.frontend import elementwise as ew
+from kael.frontend import factories
+from kael.frontend.factorizations import (
+    _batch,
+    _out,
+    matrices,
+    on_host,
+    raise_for,
+    same_dtype,
+    working_copy,
+)
+from kael.frontend.outputs import bool_arg, float_arg, tensor_arg
+from kael.frontend.tensor import Tensor
+from kael.runtime.dtypes import int64
+from kael.runtime.errors import ValueError
+from kael.runtime.tensor_impl import shape_numel
+
+
+class SVD(NamedTuple):
+    U: Tensor
+    S: Tensor
+    Vh: Tensor
+
+
+class TorchSVD(NamedTuple):
+    """torch.svd's result: V, not Vh."""
+
+    U: Tensor
+    S: Tensor
+    V: Tensor
+
+
+class Lstsq(NamedTuple):
+    solution: Tensor
+    residuals: Tensor
+    rank: Tensor
+    singular_values: Tensor
+
+
+DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
+
+
+def _eps(x: Tensor) -> float:
+    return 2.0**-52 if x.dtype.itemsize == 8 else 2.0**-23
+
+
+def _failed(code: int) -> str:
+    if code == kernel.NAN:
+        return (
+            "The algorithm failed to converge because the input matrix contained non-finite values."
+        )
+    return (
+        "The algorithm failed to converge because the input matrix is ill-conditioned or has "
+        f"too many repeated singular values (error code: {code})."
+    )
+
+
+def _decompose(A: Tensor, vectors: bool, full: bool) -> SVD | Tensor:
+    """A's SVD (U, S, Vh), or S alone; A a batch of float matrices. A NaN (or no
+    convergence) raises LinAlgError; an infinity gives NaN, as PyTorch's LAPACK does."""
+    m, n = A.shape[-2:]
+    batch = tuple(A.shape[:-2])
+    tall = m > n
+    k, length = min(m, n), max(m, n)
+    x0 = A.mT if tall else A
+    rows = length if (vectors and full) else k
+    if rows == k:
+        x = working_copy(x0)
+    else:
+        x = factories.empty((*batch, rows, length), dtype=A.dtype)
+        x.narrow(-2, 0, k).copy_(x0)
+    s = factories.empty((*batch, k), dtype=A.dtype)
+    g = factories.empty((*batch, k, k), dtype=A.dtype) if vectors else s
+    work = factories.empty((*batch, length), dtype=A.dtype) if vectors else s
+    info = factories.zeros(batch, dtype=int64)
+    count = shape_numel(batch)
+    if count and length and (k or rows):
+        kernel.svd(x._impl, g._impl, s._impl, work._impl, info._impl, k, length, rows, count,
+                   vectors)  # fmt: skip
+        raise_for(ew.where(info.eq(kernel.INFINITE), 0, info), "linalg.svd", _failed)
+    if not vectors:
+        return s
+    return SVD(x.mT, s, g) if tall else SVD(g.mT, s, x)
+
+
+def _no_driver(driver, op: str) -> None:
+    if driver is not None:
+        raise ValueError(
+            f"torch.{op}: keyword argument `driver=` is only supported on CUDA inputs with "
+            f"cuSOLVER backend (got driver={driver!r})."
+        )
+
+
+@on_host
+def svd(A, full_matrices: bool = True, *, driver=None, out=None) -> SVD:
+    """A = U diag(S) Vh: S descending (A's dtype), U and Vh with orthonormal columns and
+    rows, square when `full_matrices` ([m, m] and [n, n]), else [m, k] and [k, n]."""
+    op = "linalg.svd"
+    A = matrices(A, op)
+    _no_driver(driver, op)
+    result = _decompose(A, True, bool_arg(full_matrices, op, "full_matrices"))
+    if out is not None:
+        return SVD(*(_out(r, o, op) for r, o in zip(result, out, strict=True)))
+    return result
+
+
+@on_host
+def svdvals(A, *, driver=None, out=None) -> Tensor:
+    """A's singular values, descending (no singular vectors are formed)."""
+    A = matrices(A, "linalg.svdvals")
+    _no_driver(driver, "linalg.svdvals")
+    return _out(_decompose(A, False, False), out, "linalg.svdvals")
+
+
+def _tolerance_args(A: Tensor, atol, rtol, op: str) -> tuple[Tensor, Tensor]:
+    """PyTorch's (atol, rtol) as tensors: atol 0 by default; rtol eps * max(m, n) by
+    default, or 0 where an atol > 0 was given."""
+
+    def as_tensor(value, what: str) -> Tensor:
+        if isinstance(value, Tensor):
+            return value.to(A.dtype)
+        return factories.full((), float_arg(value, op, what), dtype=A.dtype)
+
+    m, n = A.shape[-2:]
+    default = factories.full((), _eps(A) * max(m, n), dtype=A.dtype)
+    absolute = as_tensor(0.0 if atol is None else atol, "atol")
+    if rtol is not None:
+        relative = as_tensor(rtol, "rtol")
+    elif atol is not None:
+        relative = ew.where(absolute.gt(0), 0.0, default)
+    else:
+        relative = default
+    return absolute, relative
+
+
+def _above(S: Tensor, atol: Tensor, rtol: Tensor) -> Tensor:
+    """Which singular values exceed max(atol, rtol * S_max) (each matrix its own S_max)."""
+    largest = S.narrow(-1, 0, 1) if S.shape[-1] else S
+    tol = ew.binary("maximum", atol.unsqueeze(-1), rtol.unsqueeze(-1) * largest)
+    return S.gt(tol)
+
+
+def _lower_symmetric(A: Tensor) -> Tensor:
+    """The symmetric matrix of A's lower triangle (what eigh reads for hermitian=True)."""
+    return A.tril() + A.tril(-1).mT
+
+
+@on_host
+def pinv(A, *, atol=None, rtol=None, hermitian: bool = False, out=None) -> Tensor:
+    """The pseudo-inverse V diag(1/S) U^T, singular values at most max(atol, rtol * S_max)
+    dropped (PyTorch's defaults); `hermitian` reads only the lower triangle."""
+    op = "linalg.pinv"
+    A = matrices(A, op)
+    if bool_arg(hermitian, op, "hermitian"):
+        A = _lower_symmetric(A)
+    U, S, Vh = _decompose(A, True, False)
+    keep = _above(S, *_tolerance_args(A, atol, rtol, op))
+    inverse = ew.where(keep, S.reciprocal(), 0.0)
+    return _out((Vh.mT * inverse.unsqueeze(-2)) @ U.mT, out, op)
+
+
+@on_host
+def matrix_rank(A, *, atol=None, rtol=None, hermitian: bool = False, out=None) -> Tensor:
+    """The number of singular values above max(atol, rtol * S_max), int64 per matrix."""
+    op = "linalg.matrix_rank"
+    A = matrices(A, op)
+    if bool_arg(hermitian, op, "hermitian"):
+        A = _lower_symmetric(A)
+    S = _decompose(A, False, False)
+    if not S.shape[-1]:
+        return _out(factories.zeros(tuple(A.shape[:-2]), dtype=int64), out, op)
+    rank = _above(S, *_tolerance_args(A, atol, rtol, op)).sum(-1)
+    return _out(rank, out, op)
+
+
+def _vector_rhs(A: Tensor, B: Tensor) -> bool:
+    """PyTorch's rule: B is a (batch of) vector(s) when 1-d, or A's shape less its last dim."""
+    return B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+
+
+@on_host
+def lstsq(A, B, rcond=None, *, driver=None) -> Lstsq:
+    """The minimum-norm X minimizing |A X - B| (by the SVD), with PyTorch's fields for the
+    driver (default 'gelsy'): rank (not for 'gels'), singular values ('gelsd', 'gelss'),
+    residuals when m > n and (for 'gelsd', 'gelss') every matrix has full rank."""
+    op = "linalg.lstsq"
+    A = matrices(A, op)
+    B = tensor_arg(B, op, "B")
+    same_dtype(A, B, op)
+    driver = "gelsy" if driver is None else driver
+    if driver not in DRIVERS:
+        raise ValueError(
+            f"torch.{op}: parameter `driver` should be one of (gels, gelsy, gelsd, gelss), "
+            f"got {driver!r}"
+        )
+    if not 0 <= A.ndim - B.ndim <= 1:
+        raise ValueError(
+            f"torch.{op}: A.dim() must be greater or equal to B.dim() and (A.dim() - B.dim()) "
+            f"<= 1, got A [{', '.join(map(str, A.shape))}] and B [{', '.join(map(str, B.shape))}]"
+        )
+    vector = _vector_rhs(A, B)
+    if vector:
+        B = B.unsqueeze(-1)
+    m, n = A.shape[-2:]
+    if B.shape[-2] != m:
+        raise ValueError(
+            f"torch.{op}: A.size(-2) should match B.size(-2), got A {list(A.shape)} and "
+            f"B {list(B.shape)}"
+        )
+    batch = _batch(A, B, op)
+    A, B = A.expand(*batch, m, n), B.expand(*batch, m, B.shape[-1])
+    U, S, Vh = _decompose(A, True, False)
+    cutoff = _eps(A) * max(m, n) if rcond is None or float_arg(rcond, op, "rcond") < 0 else rcond
+    zero = factories.zeros((), dtype=A.dtype)
+    keep = _above(S, zero, factories.full((), float(cutoff), dtype=A.dtype))
+    rank = keep.sum(-1)
+    inverse = ew.where(keep, S.reciprocal(), 0.0)
+    X = Vh.mT @ (inverse.unsqueeze(-1) * (U.mT @ B))
+    empty = factories.empty((0,), dtype=A.dtype)
+    residuals = empty
+    full_rank = driver == "gels" or not rank.numel() or bool(rank.eq(n).all())
+    if m > n and driver != "gelsy" and full_rank:
+        residuals = (A @ X - B).square().sum(-2)
+    if not B.shape[-1]:  # PyTorch returns early: rank 0, no singular values
+        rank, S = factories.zeros(batch, dtype=int64), empty
+    return Lstsq(
+        X.squeeze(-1) if vector else X,
+        residuals,
+        factories.empty((0,), dtype=int64) if driver == "gels" else rank,
+        S if driver in ("gelsd", "gelss") else empty,
+    )
+
+
+@on_host
+def torch_svd(input, some: bool = True, compute_uv: bool = True, *, out=None) -> TorchSVD:
+    """torch.svd: (U, S, V) with A = U diag(S) V^T, reduced when `some`; without
+    `compute_uv`, U [m, m] and V [n, n] are zeros."""
+    op = "svd"
+    A = matrices(input, op)
+    if bool_arg(compute_uv, op, "compute_uv"):
+        U, S, Vh = _decompose(A, True, not bool_arg(some, op, "some"))
+        result = TorchSVD(U, S, Vh.mT)
+    else:
+        m, n, batch = *A.shape[-2:], tuple(A.shape[:-2])
+        S = _decompose(A, False, False)
+        zeros = lambda size: factories.zeros((*batch, size, size), dtype=A.dtype)  # noqa: E731
+        result = TorchSVD(zeros(m), S, zeros(n))
+    if out is not None:
+        return TorchSVD(*(_out(r, o, op) for r, o in zip(result, out, strict=True)))
+    return result
+
+
+def pinverse(input, rcond: float = 1e-15) -> Tensor:
+    """torch.pinverse: pinv with rtol = rcond and no absolute tolerance."""
+    return pinv(input, atol=0.0, rtol=float_arg(rcond, "pinverse", "rcond"))
+
+
+LINALG = {
+    "svd": svd,
+    "svdvals": svdvals,
+    "pinv": pinv,
+    "matrix_rank": matrix_rank,
+    "lstsq": lstsq,
+}
+# torch.* and Tensor methods of the same family.
+FUNCTIONS = {"svd": torch_svd, "pinverse": pinverse}
 NOT_METHODS: frozenset[str] = frozenset()
 METHODS: dict = {}

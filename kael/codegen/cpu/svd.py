@@ -1,0 +1,215 @@
+"""The singular value decomposition of kael.linalg: one-sided Jacobi (Hestenes), one dense
+kernel (codegen/cpu/dense.py) per matrix of a batch.
+
+The kernel orthogonalizes the k rows of X [k, cols] (k <= cols; the frontend passes A, or A^T
+for a tall A, so every rotation combines two contiguous rows) by plane rotations, and
+applies each to the rows of G (starting as I_k), so X = G X0 throughout. A pair (i, j)
+is rotated unless |x_i . x_j| <= tol |x_i| |x_j| (de Rijk's test, tol = eps sqrt(cols));
+the squared row norms are summed in the rotation's own pass. When a sweep rotates
+nothing, X = Sigma W with W's rows orthonormal: X0 = G^T Sigma W. The rows are sorted by
+norm (descending), normalized into W, and the rows of zero norm (and, for full matrices,
+the rows k..cols-1 below X0's) completed to an orthonormal basis: each the unit vector e_t
+least covered by the rows before it (the smallest sum of squares of column t, so at
+least 1/cols of it is new), orthogonalized twice against them (Gram-Schmidt).
+
+Before the sweeps X is scaled by a power of two (exact) so its largest entry is in
+[1, 2): no squared norm overflows or underflows early. info is 0, the number of sweeps
+when MAX_SWEEPS ran without convergence, NAN for a NaN in X0, INFINITE for an infinity
+(the outputs are then NaN, as LAPACK's are).
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from kael.codegen.cpu import dense
+
+I1, I64 = ir.IntType(1), ir.IntType(64)
+WORDS = ("x", "g", "s", "work", "info", "k", "cols", "rows", "vectors")
+MAX_SWEEPS = 30
+NAN, INFINITE = -1, -2
+
+
+def _pow2_reciprocal(d: dense.Dense, largest: ir.Value) -> ir.Value:
+    """2^-e for largest in [2^e, 2^(e+1)): multiplying by it is exact (e clamped to the
+    normal exponents)."""
+    b = d.b
+    wide = d.dtype.itemsize == 8
+    bits, mantissa, bias = (I64, 52, 1023) if wide else (ir.IntType(32), 23, 127)
+    exponent = b.and_(b.lshr(b.bitcast(largest, bits), ir.Constant(bits, mantissa)),
+                      ir.Constant(bits, 2 * bias + 1))  # fmt: skip
+    target = b.sub(ir.Constant(bits, 2 * bias), exponent)
+    low, high = ir.Constant(bits, 1), ir.Constant(bits, 2 * bias)
+    target = b.select(b.icmp_signed("<", target, low), low, target)
+    target = b.select(b.icmp_signed(">", target, high), high, target)
+    return b.bitcast(b.shl(target, ir.Constant(bits, mantissa)), d.t)
+
+
+def _scan(d: dense.Dense, x: dense.Matrix, k, cols) -> tuple[ir.Value, ir.Value]:
+    """(max |x|, whether some x is NaN) over the k x cols matrix."""
+    b = d.b
+    largest, nan = d.var(d.f(0.0), "largest"), d.var(ir.Constant(I1, 0), "nan")
+    with d.loop(0, k) as i, d.loop(0, cols) as j:
+        v = d.abs(x.get(i, j))
+        nan.set(b.or_(nan.get(), d.is_nan(v)))
+        largest.set(b.select(d.gt(v, largest.get()), v, largest.get()))
+    return largest.get(), nan.get()
+
+
+def _identity(d: dense.Dense, g: dense.Matrix, k) -> None:
+    with d.loop(0, k) as i:
+        d.fill(g.row(i), d.f(0.0), 0, k)
+        g.set(i, i, d.f(1.0))
+
+
+def _tol(d: dense.Dense, cols) -> ir.Value:
+    """The relative threshold of the rotations and of negligible rows: eps sqrt(cols)."""
+    eps = 2.0**-52 if d.dtype.itemsize == 8 else 2.0**-23
+    return d.mul(d.f(eps), d.sqrt(d.b.sitofp(cols, d.t)))
+
+
+def _settle(d: dense.Dense, row: ir.Value, p: ir.Value, norm2: ir.Value, floor2, cols) -> None:
+    """Store a row's squared norm at p, or zero the row when the norm is below the floor:
+    such a row is rounding left by cancellation, which no rotation can make orthogonal."""
+    negligible = d.lt(norm2, floor2)
+    d.b.store(d.b.select(negligible, d.f(0.0), norm2), p)
+    with d.when(negligible):
+        d.fill(row, d.f(0.0), 0, cols)
+
+
+def _sweeps(
+    d: dense.Dense, x: dense.Matrix, g: dense.Matrix, s, k, cols, vectors, floor2
+) -> ir.Value:
+    """Cyclic Jacobi sweeps until one rotates nothing (or MAX_SWEEPS); s[i] holds row i's
+    squared norm. Returns the sweeps run when unconverged, else 0."""
+    b = d.b
+    tol = _tol(d, cols)
+    sweep, rotated = d.var(d.i(0), "sweep"), d.var(ir.Constant(I1, 1), "rotated")
+    running = lambda: b.and_(rotated.get(), b.icmp_signed("<", sweep.get(), d.i(MAX_SWEEPS)))  # noqa: E731
+    with d.while_(running):
+        rotated.set(ir.Constant(I1, 0))
+        with d.loop(0, k) as i, d.loop(b.add(i, d.i(1)), k) as j:
+            pi, pj = b.gep(s, [i]), b.gep(s, [j])
+            alpha, beta = b.load(pi), b.load(pj)
+            gamma = d.dot(x.row(i), x.row(j), 0, cols)
+            bound = d.mul(tol, d.mul(d.sqrt(alpha), d.sqrt(beta)))
+            with d.when(d.gt(d.abs(gamma), bound)):
+                rotated.set(ir.Constant(I1, 1))
+                zeta = d.div(d.sub(beta, alpha), d.mul(d.f(2.0), gamma))
+                t = d.div(d.copysign(d.f(1.0), zeta), d.add(d.abs(zeta), d.hypot(d.f(1.0), zeta)))
+                c = d.div(d.f(1.0), d.sqrt(d.add(d.f(1.0), d.mul(t, t))))
+                sn = d.mul(c, t)
+                ni, nj = d.rotate(x.row(i), x.row(j), c, sn, 0, cols, norms=True)
+                _settle(d, x.row(i), pi, ni, floor2, cols)
+                _settle(d, x.row(j), pj, nj, floor2, cols)
+                with d.when(vectors):
+                    d.rotate(g.row(i), g.row(j), c, sn, 0, k)
+        sweep.set(b.add(sweep.get(), d.i(1)))
+    return b.select(rotated.get(), sweep.get(), d.i(0))
+
+
+def _sort(d: dense.Dense, x: dense.Matrix, g: dense.Matrix, s, k, cols, vectors) -> None:
+    """Rows in descending order of s (selection sort: k swaps of rows at most)."""
+    b = d.b
+    with d.loop(0, k) as i:
+        best = d.var(i, "best")
+        later = d.loop(b.add(i, d.i(1)), k)
+        with later as j, d.when(d.gt(b.load(b.gep(s, [j])), b.load(b.gep(s, [best.get()])))):
+            best.set(j)
+        top = best.get()
+        with d.when(b.icmp_signed("!=", top, i)):
+            d.swap(b.gep(s, [i]), b.gep(s, [top]), 0, 1)
+            d.swap(x.row(i), x.row(top), 0, cols)
+            with d.when(vectors):
+                d.swap(g.row(i), g.row(top), 0, k)
+
+
+def _complete(d: dense.Dense, x: dense.Matrix, work, first, rows, cols) -> None:
+    """Rows first..rows-1 of x made orthonormal to the rows before them (themselves
+    orthonormal): e_t for the column t they cover least, Gram-Schmidt twice."""
+    b = d.b
+    d.fill(work, d.f(0.0), 0, cols)
+    with d.loop(0, first) as r:
+        _cover(d, work, x.row(r), cols)
+    with d.loop(first, rows) as r:
+        least = d.var(d.i(0), "least")
+        at = lambda t: b.load(b.gep(work, [t]))  # noqa: E731
+        with d.loop(1, cols) as t, d.when(d.lt(at(t), at(least.get()))):
+            least.set(t)
+        row = x.row(r)
+        d.fill(row, d.f(0.0), 0, cols)
+        x.set(r, least.get(), d.f(1.0))
+        for _ in range(2):
+            with d.loop(0, r) as q:
+                d.axpy(row, d.neg(d.dot(x.row(q), row, 0, cols)), x.row(q), 0, cols)
+        d.scale(row, d.div(d.f(1.0), d.sqrt(d.dot(row, row, 0, cols))), 0, cols)
+        _cover(d, work, row, cols)
+
+
+def _cover(d: dense.Dense, work, row, cols) -> None:
+    """work[t] += row[t]^2: how much of e_t the rows so far span."""
+    b = d.b
+    with d.loop(0, cols) as t:
+        p, v = b.gep(work, [t]), b.load(b.gep(row, [t]))
+        b.store(d.add(b.load(p), d.mul(v, v)), p)
+
+
+def _svd(d: dense.Dense, item: ir.Value) -> None:
+    b, w = d.b, d.w
+    k, cols, rows = w["k"], w["cols"], w["rows"]
+    x = d.matrix("x", "cols", b.mul(item, b.mul(rows, cols)))
+    g = d.matrix("g", "k", b.mul(item, b.mul(k, k)))
+    s = b.gep(d.ptr("s"), [b.mul(item, k)])
+    work = b.gep(d.ptr("work"), [b.mul(item, cols)])
+    info = b.gep(d.ptr("info", I64), [item])
+    vectors = b.icmp_signed("!=", w["vectors"], d.i(0))
+    largest, nan = _scan(d, x, k, cols)
+    finite = b.fcmp_ordered("<", largest, d.f(float("inf")))  # NaN is not
+    with d.either(b.and_(finite, b.not_(nan))) as (ok, bad):
+        with bad:
+            b.store(b.select(nan, d.i(NAN), d.i(INFINITE)), info)
+            d.fill(s, d.f(float("nan")), 0, k)
+            d.fill(x.ptr, d.f(float("nan")), 0, b.mul(rows, cols))
+            d.fill(g.ptr, d.f(float("nan")), 0, b.mul(k, k))
+        with ok:
+            zero = b.fcmp_ordered("==", largest, d.f(0.0))
+            factor = b.select(zero, d.f(1.0), _pow2_reciprocal(d, largest))
+            total = d.var(d.f(0.0), "total")
+            with d.loop(0, k) as i:
+                d.scale(x.row(i), factor, 0, cols)
+                total.set(d.add(total.get(), d.dot(x.row(i), x.row(i), 0, cols)))
+            tol = _tol(d, cols)
+            floor2 = d.mul(d.mul(tol, tol), total.get())  # (eps sqrt(cols) |A|_F)^2
+            with d.loop(0, k) as i:
+                _settle(
+                    d, x.row(i), b.gep(s, [i]), d.dot(x.row(i), x.row(i), 0, cols), floor2, cols
+                )
+            with d.when(vectors):
+                _identity(d, g, k)
+            b.store(_sweeps(d, x, g, s, k, cols, vectors, floor2), info)
+            _sort(d, x, g, s, k, cols, vectors)
+            tiny = d.f(2.0**-1022 if d.dtype.itemsize == 8 else 2.0**-126)
+            first = d.var(d.i(0), "first")
+            with d.loop(0, k) as i:
+                p = b.gep(s, [i])
+                norm2 = b.load(p)
+                sigma = d.sqrt(norm2)
+                with d.when(b.and_(vectors, b.not_(d.lt(norm2, tiny)))):
+                    d.scale(x.row(i), d.div(d.f(1.0), sigma), 0, cols)
+                    first.set(b.add(i, d.i(1)))
+                b.store(d.div(sigma, factor), p)
+            with d.when(vectors):
+                _complete(d, x, work, first.get(), rows, cols)
+
+
+def svd(x, g, s, work, info, k: int, cols: int, rows: int, batch: int, vectors: bool) -> None:
+    """One-sided Jacobi on each of `batch` contiguous [rows, cols] matrices at impl `x`, whose
+    first k rows are X0 (k <= cols): singular values into impl `s` [batch, k] (descending),
+    with `vectors` also G [batch, k, k] into impl `g` and W's rows (orthonormal, `rows` of
+    them: k, or cols for a full basis) in place of x, X0 = G^T diag(s) W[:k]. `work` [batch, cols]
+    is scratch; LAPACK-like info [batch] (int64): see the module docstring."""
+    name = f"kael_svd_jacobi_{x.dtype.name}"
+    words = [x.data_ptr(), g.data_ptr(), s.data_ptr(), work.data_ptr(), info.data_ptr(),
+             k, cols, rows, int(vectors)]  # fmt: skip
+    build = lambda mod: dense.per_matrix(mod, name, x.dtype, WORDS, _svd)  # noqa: E731
+    dense.run(name, build, name, words, batch, 8 * k * k * cols)

@@ -1,0 +1,331 @@
+"""kael.linalg's singular value family (frontend/singular.py) against torch.linalg: svd
+(up to each singular pair's sign, by reconstruction and orthonormality), svdvals, pinv,
+matrix_rank, lstsq (every driver's fields), torch.svd and pinverse; layouts, batches,
+empty, rank-deficient, ill-conditioned and extreme-scale inputs; NaN and infinity as
+PyTorch treats them; PyTorch's typed errors."""
+
+import numpy as np
+import pytest
+import torch
+from parity_helpers import close_to_torch
+
+import kael
+
+RNG = np.random.default_rng(1414)
+FLOATS = [kael.float32, kael.float64]
+TOL = {kael.float32: 1e-4, kael.float64: 1e-10}
+EPS = {kael.float32: 2.0**-23, kael.float64: 2.0**-52}
+SHAPES = [(4, 4), (7, 3), (3, 7), (2, 5, 5), (2, 1, 6, 4), (3, 2, 5), (1, 1), (9, 1)]
+
+
+def _expanded(x):
+    return x[:1].expand(3, *x.shape[1:]) if x.ndim > 2 else x.expand(3, *x.shape)
+
+
+LAYOUTS = {
+    "contiguous": lambda x: x,
+    "transposed": lambda x: x.mT.contiguous().mT,
+    "sliced": lambda x: x.repeat_interleave(2, -1).repeat_interleave(2, -2)[..., ::2, 1::2],
+    "expanded": _expanded,
+}
+
+
+def _pair(array: np.ndarray, dtype, layout: str = "contiguous"):
+    """A kael tensor and the equal torch tensor, the same view (`layout`) of each."""
+    a = np.ascontiguousarray(array, dtype=np.float64 if dtype is kael.float64 else np.float32)
+    view = LAYOUTS[layout]
+    return view(kael.tensor(a)), view(torch.tensor(a))
+
+
+def _np(x: kael.Tensor) -> np.ndarray:
+    return np.asarray(x.contiguous()).astype(np.float64)
+
+
+def _rank_deficient(m: int, n: int, rank: int) -> np.ndarray:
+    return RNG.standard_normal((m, rank)) @ RNG.standard_normal((rank, n))
+
+
+def _hilbert(n: int) -> np.ndarray:
+    i = np.arange(n)
+    return 1.0 / (i[:, None] + i[None, :] + 1)
+
+
+def _orthonormal_columns(q: np.ndarray, tol: float) -> None:
+    gram = np.swapaxes(q, -1, -2) @ q
+    np.testing.assert_allclose(gram, np.broadcast_to(np.eye(q.shape[-1]), gram.shape), atol=tol)
+
+
+def check_svd(k: kael.Tensor, t: torch.Tensor, full: bool, tol: float) -> None:
+    """kael's SVD of k against torch's of t: shapes and dtypes, S, U diag(S) Vh == A,
+    orthonormal U and Vh, and each singular pair equal to torch's up to its sign (where
+    the singular values are well separated, so the pair is unique)."""
+    U, S, Vh = kael.linalg.svd(k, full_matrices=full)
+    tU, tS, tVh = torch.linalg.svd(t, full_matrices=full)
+    for got, want in ((U, tU), (S, tS), (Vh, tVh)):
+        assert got.shape == tuple(want.shape) and got.dtype is k.dtype
+    close_to_torch(S, tS, tol)
+    m, n = t.shape[-2:]
+    r = min(m, n)
+    u, s, vh, a = _np(U), _np(S), _np(Vh), t.double().numpy()
+    scale = max(1.0, float(np.abs(s).max(initial=0.0)))
+    np.testing.assert_allclose((u[..., :r] * s[..., None, :]) @ vh[..., :r, :], a, atol=tol * scale)
+    _orthonormal_columns(u, tol)
+    _orthonormal_columns(np.swapaxes(vh, -1, -2), tol)
+    ts = tS.double().numpy()
+    tu, tvh = tU.double().numpy(), tVh.double().numpy()
+    for index in np.ndindex(*ts.shape[:-1]):
+        for j in range(r):
+            left = ts[index][j - 1] - ts[index][j] if j else np.inf
+            right = ts[index][j] - ts[index][j + 1] if j + 1 < r else ts[index][j]
+            if min(left, right) < 1e-3 * max(1.0, ts[index][0]):
+                continue  # a repeated or zero singular value: its vectors are not unique
+            sign = np.sign(np.dot(u[index][:, j], tu[index][:, j]))
+            np.testing.assert_allclose(sign * u[index][:, j], tu[index][:, j], atol=100 * tol)
+            np.testing.assert_allclose(sign * vh[index][j], tvh[index][j], atol=100 * tol)
+
+
+@pytest.mark.parametrize("full", [True, False])
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_svd_matches_torch(dtype, shape, full):
+    k, t = _pair(RNG.standard_normal(shape), dtype)
+    check_svd(k, t, full, TOL[dtype])
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_svd_of_every_layout(dtype, layout):
+    for shape in [(2, 6, 4), (2, 4, 6)]:
+        k, t = _pair(RNG.standard_normal(shape), dtype, layout)
+        check_svd(k, t, True, TOL[dtype])
+        close_to_torch(kael.linalg.svdvals(k), torch.linalg.svdvals(t), TOL[dtype])
+
+
+@pytest.mark.parametrize("full", [True, False])
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (0, 0), (2, 0, 0), (0, 2, 3), (2, 3, 0)])
+def test_svd_of_empty_inputs_has_torchs_shapes_and_bases(shape, full):
+    k, t = _pair(np.zeros(shape), kael.float64)
+    for got, want in zip(kael.linalg.svd(k, full_matrices=full), torch.linalg.svd(t, full_matrices=full), strict=True):  # fmt: skip
+        close_to_torch(got, want, 0)
+    close_to_torch(kael.linalg.svdvals(k), torch.linalg.svdvals(t), 0)
+
+
+@pytest.mark.parametrize("shape", [(6, 6, 2), (5, 8, 3), (8, 5, 5), (4, 4, 1)], ids=str)
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_rank_deficient_matrices(dtype, shape):
+    m, n, rank = shape
+    k, t = _pair(_rank_deficient(m, n, rank), dtype)
+    check_svd(k, t, True, 10 * TOL[dtype])
+    check_svd(k, t, False, 10 * TOL[dtype])
+    assert int(kael.linalg.matrix_rank(k)) == int(torch.linalg.matrix_rank(t)) == rank
+    close_to_torch(kael.linalg.pinv(k), torch.linalg.pinv(t), 100 * TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_zero_matrix_gives_identity_bases(dtype):
+    for shape in [(3, 3), (2, 4), (4, 2)]:
+        k, t = _pair(np.zeros(shape), dtype)
+        for got, want in zip(kael.linalg.svd(k), torch.linalg.svd(t), strict=True):
+            close_to_torch(got, want, 0)
+        close_to_torch(kael.linalg.pinv(k), torch.linalg.pinv(t), 0)
+        assert int(kael.linalg.matrix_rank(k)) == 0
+
+
+def test_ill_conditioned_hilbert_matrix_keeps_relative_accuracy():
+    # Jacobi's singular values are accurate relative to each one, down to ~1e-18 here.
+    k, t = _pair(_hilbert(12), kael.float64)
+    s, ts = _np(kael.linalg.svdvals(k)), torch.linalg.svdvals(t).numpy()
+    np.testing.assert_allclose(s[:6], ts[:6], rtol=1e-10)
+    np.testing.assert_allclose(s, ts, rtol=1e-10, atol=1e-14 * ts[0])
+    check_svd(k, t, True, 1e-9)
+    assert int(kael.linalg.matrix_rank(k)) == int(torch.linalg.matrix_rank(t))
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-160, 1e160, 1e300])
+def test_tiny_and_huge_scales_neither_overflow_nor_underflow(scale):
+    a = RNG.standard_normal((5, 4))
+    k, t = _pair(a * scale, kael.float64)
+    s = kael.linalg.svdvals(k)
+    close_to_torch(s / scale, torch.linalg.svdvals(torch.tensor(a)), 1e-12)
+    U, S, Vh = kael.linalg.svd(k)
+    rebuilt = (_np(U)[:, :4] * _np(S)) @ _np(Vh)
+    np.testing.assert_allclose(rebuilt / scale, a, atol=1e-12)
+
+
+def test_float32_scales():
+    a = RNG.standard_normal((4, 6))
+    for scale in (1e-30, 1e30):
+        k, _ = _pair(a * scale, kael.float32)
+        want = torch.linalg.svdvals(torch.tensor(a, dtype=torch.float32))
+        close_to_torch(kael.linalg.svdvals(k) / scale, want, 1e-4)
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (4, 2), (2, 5)], ids=str)
+def test_nan_raises_and_infinity_gives_nan_as_torch(shape):
+    a = np.ones(shape)
+    a[0, 1] = np.nan
+    message = "linalg.svd: The algorithm failed to converge because the input matrix contained"
+    for fn in (kael.linalg.svd, kael.linalg.svdvals, kael.linalg.pinv, kael.linalg.matrix_rank):
+        with pytest.raises(kael.linalg.LinAlgError, match=message):
+            fn(kael.tensor(a))
+    with pytest.raises(kael.linalg.LinAlgError, match=r"\(Batch element 1\)"):
+        kael.linalg.svdvals(kael.tensor(np.stack([np.ones(shape), a])))
+    a[0, 1] = np.inf
+    k, t = _pair(a, kael.float64)
+    close_to_torch(kael.linalg.svdvals(k), torch.linalg.svdvals(t), 0, equal_nan=True)
+    close_to_torch(kael.linalg.svd(k).S, torch.linalg.svd(t).S, 0, equal_nan=True)
+    close_to_torch(kael.linalg.pinv(k), torch.linalg.pinv(t), 0, equal_nan=True)
+    close_to_torch(kael.linalg.matrix_rank(k), torch.linalg.matrix_rank(t), 0)
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 4), (6, 1)], ids=str)
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_pinv_and_matrix_rank_match_torch(dtype, shape):
+    k, t = _pair(RNG.standard_normal(shape), dtype)
+    tol = 10 * TOL[dtype]
+    close_to_torch(kael.linalg.pinv(k), torch.linalg.pinv(t), tol)
+    close_to_torch(kael.pinverse(k), torch.pinverse(t), tol)
+    close_to_torch(k.pinverse(rcond=1e-3), t.pinverse(rcond=1e-3), tol)
+    close_to_torch(kael.linalg.matrix_rank(k), torch.linalg.matrix_rank(t), 0)
+    sym = RNG.standard_normal((4, 4))
+    ks, ts = _pair(np.tril(sym) + np.triu(RNG.standard_normal((4, 4)), 1), dtype)
+    close_to_torch(kael.linalg.pinv(ks, hermitian=True), torch.linalg.pinv(ts, hermitian=True), tol)
+    close_to_torch(
+        kael.linalg.matrix_rank(ks, hermitian=True), torch.linalg.matrix_rank(ts, hermitian=True), 0
+    )
+
+
+def test_tolerances_follow_torchs_rules():
+    # singular values 10, 1, 1e-3, 1e-9
+    u, _ = np.linalg.qr(RNG.standard_normal((5, 4)))
+    v, _ = np.linalg.qr(RNG.standard_normal((4, 4)))
+    k, t = _pair((u * [10, 1, 1e-3, 1e-9]) @ v.T, kael.float64)
+    for kwargs in [{}, {"atol": 0.5}, {"rtol": 1e-2}, {"atol": 1e-6, "rtol": 0.05}, {"atol": 0.0}]:
+        close_to_torch(
+            kael.linalg.matrix_rank(k, **kwargs), torch.linalg.matrix_rank(t, **kwargs), 0
+        )
+        close_to_torch(kael.linalg.pinv(k, **kwargs), torch.linalg.pinv(t, **kwargs), 1e-6)
+    tk, tt = _pair(np.array([0.5, 1e-5]), kael.float64)
+    batch_k, batch_t = _pair(np.stack([(u * [10, 1, 1e-3, 1e-9]) @ v.T] * 2), kael.float64)
+    close_to_torch(
+        kael.linalg.matrix_rank(batch_k, atol=tk), torch.linalg.matrix_rank(batch_t, atol=tt), 0
+    )
+
+
+@pytest.mark.parametrize("driver", [None, "gelsy", "gelsd", "gelss", "gels"])
+@pytest.mark.parametrize("shape", [(6, 3, 2), (3, 6, 2), (4, 4, 3), (6, 3, 0)], ids=str)
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_lstsq_fields_match_torch_per_driver(dtype, shape, driver):
+    m, n, nrhs = shape
+    if nrhs == 0 and driver not in (None, "gelsy"):
+        pytest.skip("PyTorch's gelsd, gelss and gels fail on an empty B (LAPACK's argument check)")
+    ka, ta = _pair(RNG.standard_normal((2, m, n)), dtype)
+    kb, tb = _pair(RNG.standard_normal((2, m, nrhs)), dtype)
+    got, want = kael.linalg.lstsq(ka, kb, driver=driver), torch.linalg.lstsq(ta, tb, driver=driver)
+    close_to_torch(tuple(got), tuple(want), 100 * TOL[dtype])
+
+
+@pytest.mark.parametrize("driver", [None, "gelsd", "gelss"])
+def test_lstsq_of_rank_deficient_systems_is_the_minimum_norm_solution(driver):
+    ka, ta = _pair(_rank_deficient(7, 4, 2), kael.float64)
+    kb, tb = _pair(RNG.standard_normal((7, 3)), kael.float64)
+    got, want = kael.linalg.lstsq(ka, kb, driver=driver), torch.linalg.lstsq(ta, tb, driver=driver)
+    close_to_torch(tuple(got), tuple(want), 1e-9)
+    assert int(got.rank) == 2 and got.residuals.shape == (0,)
+
+
+def test_lstsq_vectors_broadcasting_rcond_and_empty():
+    ka, ta = _pair(RNG.standard_normal((5, 3)), kael.float64)
+    kb, tb = _pair(RNG.standard_normal(5), kael.float64)
+    close_to_torch(tuple(kael.linalg.lstsq(ka, kb, driver="gelsd")), tuple(torch.linalg.lstsq(ta, tb, driver="gelsd")), 1e-10)  # fmt: skip
+    kA, tA = _pair(RNG.standard_normal((3, 5, 3)), kael.float64)
+    kB, tB = _pair(RNG.standard_normal((1, 5, 2)), kael.float64)
+    close_to_torch(tuple(kael.linalg.lstsq(kA, kB)), tuple(torch.linalg.lstsq(tA, tB)), 1e-10)
+    with pytest.raises(kael.ValueError, match=r"got A \[5, 3\] and B \[1, 5, 2\]"):
+        kael.linalg.lstsq(ka, kB)
+    close_to_torch(tuple(kael.linalg.lstsq(kA, kB, rcond=0.9, driver="gelss")), tuple(torch.linalg.lstsq(tA, tB, rcond=0.9, driver="gelss")), 1e-10)  # fmt: skip
+    for m, n in [(0, 3), (3, 0)]:
+        ke, te = _pair(np.zeros((m, n)), kael.float64)
+        kr, tr = _pair(np.ones((m, 2)), kael.float64)
+        close_to_torch(tuple(kael.linalg.lstsq(ke, kr, driver="gelsd")), tuple(torch.linalg.lstsq(te, tr, driver="gelsd")), 0)  # fmt: skip
+
+
+def test_torch_svd_returns_v_and_zeros_without_uv():
+    k, t = _pair(RNG.standard_normal((2, 5, 3)), kael.float64)
+    for some in (True, False):
+        U, S, V = kael.svd(k, some=some)
+        tU, tS, tV = torch.svd(t, some=some)
+        assert (U.shape, V.shape) == (tuple(tU.shape), tuple(tV.shape))
+        close_to_torch(S, tS, 1e-10)
+        rebuilt = (_np(U)[..., :3] * _np(S)[..., None, :]) @ np.swapaxes(_np(V), -1, -2)[..., :3, :]
+        np.testing.assert_allclose(rebuilt, t.numpy(), atol=1e-10)
+    got, want = k.svd(compute_uv=False), t.svd(compute_uv=False)
+    close_to_torch(tuple(got), tuple(want), 1e-10)
+    assert type(got).__name__ == "TorchSVD" and got._fields == ("U", "S", "V")
+    assert kael.linalg.svd(k)._fields == ("U", "S", "Vh")
+
+
+@pytest.mark.parametrize("dtype", [kael.int64, kael.int32, kael.float16, kael.bfloat16], ids=str)
+def test_non_float_dtypes_raise_type_error(dtype):
+    x = kael.ones(3, 3, dtype=dtype)
+    for fn in (kael.linalg.svd, kael.linalg.svdvals, kael.linalg.pinv, kael.linalg.matrix_rank, kael.svd, kael.pinverse):  # fmt: skip
+        with pytest.raises(kael.TypeError, match=str(dtype).split(".")[-1]):
+            fn(x)
+
+
+def test_bad_inputs_raise_typed_errors_naming_the_values():
+    with pytest.raises(kael.ValueError, match="at least 2 dimensions"):
+        kael.linalg.svd(kael.ones(3))
+    with pytest.raises(kael.ValueError, match="at least 2 dimensions"):
+        kael.linalg.lstsq(kael.ones(3), kael.ones(3))
+    a = kael.ones(5, 3, dtype=kael.float64)
+    with pytest.raises(kael.ValueError, match=r"A \[5, 3\] and B \[4, 2\]"):
+        kael.linalg.lstsq(a, kael.ones(4, 2, dtype=kael.float64))
+    with pytest.raises(kael.ValueError, match="gels, gelsy, gelsd, gelss\\), got 'qr'"):
+        kael.linalg.lstsq(a, kael.ones(5, 2, dtype=kael.float64), driver="qr")
+    with pytest.raises(kael.TypeError, match="float64.*float32|Double.*Float"):
+        kael.linalg.lstsq(a, kael.ones(5, 2))
+    with pytest.raises(kael.ValueError, match="driver='gesvd'"):
+        kael.linalg.svd(a, driver="gesvd")
+    with pytest.raises(kael.TypeError, match="full_matrices must be a bool"):
+        kael.linalg.svd(a, full_matrices=1)
+
+
+def test_batched_svd_over_threads_equals_one_by_one():
+    a = RNG.standard_normal((32, 9, 7))
+    whole = kael.linalg.svd(kael.tensor(a))
+    for i in (0, 17, 31):
+        one = kael.linalg.svd(kael.tensor(a[i]))
+        for got, want in zip(whole, one, strict=True):
+            np.testing.assert_array_equal(_np(got)[i], _np(want))
+
+
+def test_a_larger_matrix_with_clustered_singular_values():
+    n = 64
+    u, _ = np.linalg.qr(RNG.standard_normal((n, n)))
+    v, _ = np.linalg.qr(RNG.standard_normal((n, n)))
+    s = np.repeat([3.0, 2.0, 1.0, 1e-6], n // 4)
+    k, t = _pair((u * s) @ v.T, kael.float64)
+    check_svd(k, t, True, 1e-9)
+
+
+def test_svd_runs_inside_compile():
+    @kael.compile
+    def f(a):
+        return kael.linalg.svdvals(a * 2) + kael.linalg.pinv(a).sum()
+
+    a = RNG.standard_normal((5, 3))
+    t = torch.tensor(a)
+    want = torch.linalg.svdvals(t * 2) + torch.linalg.pinv(t).sum()
+    for _ in range(2):
+        close_to_torch(f(kael.tensor(a)), want, 1e-10)
+
+
+@pytest.mark.gpu
+def test_svd_on_cuda_copies_through_the_host():
+    a = RNG.standard_normal((5, 3))
+    k = kael.tensor(a).cuda()
+    U, S, Vh = kael.linalg.svd(k)
+    assert all(str(x.device) == "cuda:0" for x in (U, S, Vh))
+    close_to_torch(S.cpu(), torch.linalg.svdvals(torch.tensor(a)), 1e-10)
+    close_to_torch(kael.linalg.pinv(k).cpu(), torch.linalg.pinv(torch.tensor(a)), 1e-10)
