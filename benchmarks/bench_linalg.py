@@ -62,6 +62,7 @@ def cases() -> list[Case]:
             lambda: np.linalg.eigh(spd),
             1.5,
         ),
+        case("svd", lambda: linalg.svd(ka), lambda: tl.svd(ta), lambda: np.linalg.svd(a), 2.0),
     ]
 
 
