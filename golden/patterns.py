@@ -20,6 +20,7 @@ from patterns_dtypes import (
 )
 from patterns_excluded import EXCLUDED_NEW
 from patterns_layers import layer_table
+from patterns_more import more_table
 from patterns_nn import activation_table, loss_table
 from patterns_spatial import spatial_table
 from specs import (
@@ -873,6 +874,7 @@ def op_table() -> dict[str, list[Pattern]]:
     for part in (activation_table(), loss_table(), layer_table(), spatial_table()):
         table.update(part)
     table.update(alias_table(table))
+    table.update(more_table())
     return table
 
 

@@ -192,6 +192,61 @@ def promote_types(lib, inputs: dict, args: dict):
     return lib.zeros(0, dtype=lib.promote_types(getattr(lib, args["a"]), getattr(lib, args["b"])))
 
 
+def positional(name: str, keywords: tuple = ()) -> Adapter:
+    """lib.NAME(*inputs, p0, p1, p2, **other args) (or inputs[0].NAME(...)): the args p0..p2
+    are passed by position (torch.split's sections, movedim's dims, tril_indices' sizes, whose
+    parameter names differ between overloads); the inputs named in `keywords` go by name
+    (histogram's weight); a list or tuple result comes back as a tuple."""
+
+    def call(lib, inputs: dict, args: dict):
+        args = _with_dtypes(lib, args)
+        pos = [args.pop(k) for k in ("p0", "p1", "p2") if k in args]
+        given = [v for k, v in inputs.items() if k not in keywords]
+        named = {k: v for k, v in inputs.items() if k in keywords}
+        result = resolve(lib, name)(*given, *pos, **named, **args)
+        return tuple(result) if isinstance(result, list | tuple) else result
+
+    return call
+
+
+def dim_second_tuple(name: str) -> Adapter:
+    """dim_second's call with a namedtuple result given back as a plain tuple."""
+
+    def call(lib, inputs: dict, args: dict):
+        result = dim_second(name)(lib, inputs, args)
+        return tuple(result) if isinstance(result, list | tuple) else result
+
+    return call
+
+
+def div_rounding(mode: str) -> Adapter:
+    """lib.div(a, b, rounding_mode=mode): the op names div_trunc and div_floor."""
+
+    def call(lib, inputs: dict, args: dict):
+        return lib.div(*_two_operands(inputs, args), rounding_mode=mode)
+
+    return call
+
+
+def einsum(lib, inputs: dict, args: dict):
+    """lib.einsum(equation, *inputs); the manifest writes the equation's commas as '+'."""
+    return lib.einsum(args["equation"].replace("+", ","), *inputs.values())
+
+
+def tensordot(lib, inputs: dict, args: dict):
+    """lib.tensordot(a, b, dims): an int, or the lists dims_a and dims_b."""
+    args = dict(args)
+    if "dims_a" in args:
+        args["dims"] = (list(args.pop("dims_a")), list(args.pop("dims_b")))
+    return lib.tensordot(*inputs.values(), **args)
+
+
+def index_put(lib, inputs: dict, args: dict):
+    """lib.index_put(x, (i0, i1, ...), v, **args): the inputs are x, the index tensors, v."""
+    x, *indices, values = inputs.values()
+    return lib.index_put(x, tuple(indices), values, **args)
+
+
 # One line per op: the manifest's op name -> how to call it. Ops of families still being written
 # have entries too; a manifest case whose op is missing here fails loudly (see adapter_for).
 BINARY_OPS = (
@@ -258,6 +313,24 @@ CAST_METHODS = (
     "byte", "char", "short", "int", "long", "half", "float", "double", "bool", "bfloat16",
 )  # fmt: skip
 
+# The tensor functions added after the first grids (golden/patterns_more.py).
+POSITIONAL_OPS = (
+    "split", "chunk", "tensor_split", "unbind", "tile", "repeat_interleave", "movedim",
+    "swapaxes", "t", "diagonal", "diag", "diag_embed", "tril_indices", "triu_indices",
+    "broadcast_to", "atleast_1d", "atleast_2d", "atleast_3d", "ravel", "meshgrid",
+    "deg2rad", "rad2deg", "frac", "sgn", "log10", "nan_to_num", "lerp", "isclose", "sinh",
+    "cosh", "asinh", "acosh", "atanh", "atan", "asin", "acos",
+    "nansum", "nanmean", "aminmax", "std_mean", "var_mean", "logcumsumexp", "cummax", "cummin",
+    "median", "nanmedian", "quantile", "nanquantile", "mode", "searchsorted", "bucketize",
+    "kron", "cdist", "bincount", "histc", "unique", "unique_consecutive",
+    "masked_select", "argwhere",
+)  # fmt: skip
+MORE_BINARY_OPS = (
+    "xlogy", "logaddexp", "logaddexp2", "hypot", "atan2", "fmod", "copysign",
+    "bitwise_left_shift", "bitwise_right_shift",
+)  # fmt: skip
+DIM_SECOND_OPS = ("scatter", "scatter_reduce", "index_fill", "index_copy")
+
 UNARY_OPERATORS = ("neg", "invert", "abs")
 INPLACE_OPERATORS = ("iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow")
 OPERATORS = (
@@ -290,7 +363,7 @@ REGISTRY: dict[str, Adapter] = {
     "expand_as": method("expand_as"),
     "zeros": function("zeros", star="size"),
     "ones": function("ones", star="size"),
-    **{name: binary(name) for name in ALIAS_BINARY_OPS},
+    **{name: binary(name) for name in ALIAS_BINARY_OPS + MORE_BINARY_OPS},
     **{name: function(name) for name in ("absolute", "negative", "clip")},
     **{name: method(name) for name in CAST_METHODS + ("clip_", "item")},
     **{name: method(name) for name in ("bitwise_and_", "bitwise_or_", "bitwise_xor_")},
@@ -298,6 +371,15 @@ REGISTRY: dict[str, Adapter] = {
     "tensor": tensor_from_list,
     "result_type": result_type,
     "promote_types": promote_types,
+    "histogram": positional("histogram", keywords=("weight",)),
+    **{name: positional(name) for name in POSITIONAL_OPS},
+    "repeat": method("repeat", star="sizes"),
+    **{name: dim_second_tuple(name) for name in DIM_SECOND_OPS},
+    "div_trunc": div_rounding("trunc"),
+    "div_floor": div_rounding("floor"),
+    "einsum": einsum,
+    "tensordot": tensordot,
+    "index_put": index_put,
 }
 
 
