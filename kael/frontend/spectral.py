@@ -49,14 +49,22 @@ def _eigh(A, UPLO, op: str, vectors: bool) -> tuple[Tensor, Tensor]:
     A = square(A, op)
     lower = _uplo(UPLO, op)
     n, batch = A.shape[-1], tuple(A.shape[:-2])
-    a = working_copy(A)
+    count = shape_numel(batch)
     values = factories.empty((*batch, n), dtype=A.dtype)
     info = factories.zeros(batch, dtype=int64)
-    count = shape_numel(batch)
+    a = working_copy(A)
     if count and n:
-        work = factories.empty((count, 3 * n), dtype=A.dtype)
-        symmetric_eigen.eigh(a._impl, values._impl, work._impl, info._impl, n, count,
-                             lower=lower, vectors=vectors)  # fmt: skip
+        work = factories.empty((count, 4 * n), dtype=A.dtype)
+        steps = factories.empty(
+            (count, symmetric_eigen.steps_size(n) if vectors else 1), dtype=int64
+        )
+        for capacity in symmetric_eigen.capacities(n) if vectors else (0,):
+            pairs = factories.empty((count, max(2 * capacity, 1)), dtype=A.dtype)
+            symmetric_eigen.eigh(a._impl, values._impl, work._impl, info._impl, pairs._impl,
+                                 steps._impl, capacity, n, count, lower=lower, vectors=vectors)  # fmt: skip
+            if not vectors or not bool(info.eq(-1).any()):
+                break
+            a = working_copy(A)  # the log overflowed: again, with room for every sweep
     # PyTorch names linalg.eigh in eigvalsh's failures too (both are its _linalg_eigh).
     raise_for(info, "linalg.eigh", _not_converged)
     return values, a
