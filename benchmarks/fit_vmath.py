@@ -53,6 +53,31 @@ def _erfc_far(v):
     return (mp.sqrt(mp.pi) * a * mp.exp(a * a) * mp.erfc(a) - 1) / v
 
 
+def _erfinv_of_w(w):
+    """erfinv(y) / y at y = sqrt(1 - exp(-w))."""
+    if not w:
+        return mp.sqrt(mp.pi) / 2
+    y = mp.sqrt(-mp.expm1(-w))
+    return mp.erfinv(y) / y
+
+
+DIGAMMA_ROOT = mp.findroot(mp.digamma, mp.mpf("1.4616321449683623"))
+
+
+def _erfc_relative(hi: float, degree: dict[str, int], center: float) -> Fit:
+    """G(a) = exp(a^2) erfc(a) on [0.921875, hi], relative error."""
+
+    def scaled(a):
+        return mp.erfc(a) * mp.exp(a * a)
+
+    return Fit(scaled, lambda a: 1 / scaled(a), 0.921875, hi, degree, center=center)
+
+
+def _erfc_far_fit(hi: float, degree: dict[str, int]) -> Fit:
+    """K(v) on [0, hi], relative to 1 + v K(v) (erfc's far tail)."""
+    return Fit(_erfc_far, lambda v: v / (1 + v * _erfc_far(v)), 0.0, hi, degree)
+
+
 def _series_safe(f, at0):
     return lambda v: f(v) if v else at0
 
@@ -119,14 +144,7 @@ FITS = {
     ),
     # erfc(a) = exp(-a^2) G(a) for 0.921875 <= a <= 4 (f32) / 6 (f64). float32: relative
     # error in G (so gelu's erfc tail is accurate too); float64: absolute error in erf.
-    "erfc": Fit(
-        lambda a: mp.erfc(a) * mp.exp(a * a),
-        lambda a: 1 / (mp.erfc(a) * mp.exp(a * a)),
-        0.921875,
-        4.0,
-        {"f32": 12},
-        center=2.4609375,
-    ),
+    "erfc": _erfc_relative(4.0, {"f32": 12}, 2.4609375),
     "erfc64": Fit(
         lambda a: mp.erfc(a) * mp.exp(a * a),
         lambda a: mp.exp(-a * a) / mp.erf(a),
@@ -135,9 +153,41 @@ FITS = {
         {"f64": 23},
         center=3.4609375,
     ),
+    # kael.erfc in float64, relative error: exp(-a^2) M(a) for 0.921875 <= a <= 2.75, then
+    # exp(-a^2) (1 + v K(v)) / (a sqrt(pi)) with v = 1/a^2 <= 1/2.75^2.
+    "erfc_mid64": _erfc_relative(2.75, {"f64": 20}, 1.8),
+    "erfc_tail64": _erfc_far_fit(1 / 2.75**2, {"f64": 22}),
     # erfc past erf_big (a > 4 / 6, v <= 1/16 / 1/36), relative to 1 + v K(v).
-    "erfc_far": Fit(_erfc_far, lambda v: v / (1 + v * _erfc_far(v)), 0.0, 1 / 16, {"f32": 4}),
-    "erfc_far64": Fit(_erfc_far, lambda v: v / (1 + v * _erfc_far(v)), 0.0, 1 / 36, {"f64": 9}),
+    "erfc_far": _erfc_far_fit(1 / 16, {"f32": 4}),
+    "erfc_far64": _erfc_far_fit(1 / 36, {"f64": 9}),
+    # erfinv(y) = y C(w), w = -log((1 - y)(1 + y)) <= 6.25: Halley's start (special_math.py).
+    "erfinv_center": Fit(_erfinv_of_w, lambda w: 1, 0.0, 6.25, {"f64": 12}, center=3.125),
+    # erfinv(y) = T(s), s = sqrt(w) from 2.5 to float64's last y below 1 (s ~ 6.004).
+    "erfinv_tail": Fit(
+        lambda s: mp.erfinv(mp.sqrt(-mp.expm1(-s * s))),
+        lambda s: 1 / mp.erfinv(mp.sqrt(-mp.expm1(-s * s))),
+        2.5,
+        6.05,
+        {"f64": 12},
+        center=4.275,
+    ),
+    # lgamma(2 + t) = t L(t), |t| <= 1/2, relative error.
+    "lgamma": Fit(
+        _series_safe(lambda t: mp.loggamma(2 + t) / t, 1 - mp.euler),
+        _series_safe(lambda t: t / mp.loggamma(2 + t), 1 / (1 - mp.euler)),
+        -0.5,
+        0.5,
+        {"f64": 17},
+    ),
+    # digamma(x) = (x - x0) D(x - 3/2) on [1, 2], x0 its root: relative error.
+    "digamma": Fit(
+        lambda x: mp.digamma(x) / (x - DIGAMMA_ROOT),
+        lambda x: (x - DIGAMMA_ROOT) / mp.digamma(x),
+        1.0,
+        2.0,
+        {"f64": 22},
+        center=1.5,
+    ),
 }
 
 

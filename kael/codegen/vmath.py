@@ -14,10 +14,11 @@ values. float32 sin/cos/tan and pow run in float64 inside and round once.
 
 Accuracy (tests/codegen/test_vmath.py measures it): exp, exp2, expm1, log, log2,
 log1p, sin, cos, tanh, sigmoid, erf and pow within 2 ulp in both precisions, over every
-finite input: sin/cos/tan reduce exactly up to the largest float (trig_reduce.py), pow up
-to exp's overflow and underflow edges, silu and gelu_tanh keep subnormal results, gelu's
-negative tail continues past erfc's polynomial (float64 gelu between x = -6 sqrt 2 and -3
-carries erf's absolute, not relative, accuracy).
+finite input (erfc: 3 ulp in float64, 0.5 in float32 through float64, measured in
+tests/frontend/test_special_math.py): sin/cos/tan reduce exactly up to the largest float
+(trig_reduce.py), pow up to exp's overflow and underflow edges, silu and gelu_tanh keep
+subnormal results, gelu's negative tail continues past erfc's polynomial (float64 gelu
+between x = -6 sqrt 2 and -3 carries erf's absolute, not relative, accuracy).
 """
 
 from __future__ import annotations
@@ -197,6 +198,26 @@ SQRT_2_OVER_PI = 0.7978845608028654  # gelu_tanh: u = x (a + b x^2), b = a * 0.0
 GELU_TANH_CUBIC = 0.035677408136300125
 SQRT_HALF = 0.7071067811865476
 INV_SQRT_2PI = 0.3989422804014327
+# kael.erfc (float64; float32 rounds once): erfc(a) = exp(-a^2) M(a - ERFC_CENTER) from
+# erf_small to ERFC_SPLIT, then exp(-a^2) (1 + v K(v)) / (a sqrt pi), v = 1/a^2 (fit_vmath.py
+# "erfc_mid64" and "erfc_tail64", relative error).
+ERFC_SPLIT, ERFC_CENTER, SQRT_PI = 2.75, 1.8, 1.7724538509055159
+ERFC_MID_POLY = (
+    0.2785600956364385, -0.12556282280433384, 0.05254701458863772, -0.02065213102985786,
+    0.007686589367443564, -0.002726508067368087, 0.0009262916154460185, -0.00030262376007399324,
+    9.539221140145346e-05, -2.9092838519140995e-05, 8.605022372229382e-06, -2.4734236702878913e-06,
+    6.921379991498129e-07, -1.8884238181083245e-07, 5.032568375068905e-08, -1.312652094182558e-08,
+    3.3306479821697832e-09, -8.125429406514054e-10, 2.084575878829226e-10, -6.128565488522976e-11,
+    1.2018591138178741e-11,
+)  # fmt: skip
+ERFC_TAIL_POLY = (
+    -0.49999999999975514, 0.749999999724026, -1.8749998905406557, 6.562477891490549,
+    -29.52857348079543, 162.2089982313437, -1043.9574754327116, 7446.005486249849,
+    -53236.6671385526, 320458.3770971781, -1073271.798736299, -3917953.460169199,
+    65263203.23379156, -120694154.55332786, -2584209480.018326, 13144561940.961176,
+    97844646478.30919, -953951261493.5403, -2278571548054.906, 67179692756199.97,
+    -393456332752078.25, 1057678371062691.6, -1140743494092154.2,
+)  # fmt: skip
 # silu and gelu_tanh's x e^-|u| (|u| >= |x|) stays representable up to |u| ~ -exp_lo + 7
 # (silu(-109) = -2e-45 in float32): the logistic's exp reaches this far past exp's clamp.
 LOGISTIC_REACH = 8.0
@@ -598,6 +619,26 @@ def _erf(o: _Ops, x: ir.Value) -> ir.Value:
     return o.select(is_small, small, o.copysign(o.sub(o.c(1.0), tail), x))
 
 
+def _erfc(o: _Ops, x: ir.Value, _: _Consts) -> ir.Value:
+    """erfc in float64, relative error: (1 - x) - x E(x^2) below erf_small, else exp(-x^2)
+    times M(|x|) up to ERFC_SPLIT, (1 + v K(v)) / (|x| sqrt pi) (v = 1/x^2) beyond, exp's
+    scaling last (subnormal results round once); 2 minus that for negative x."""
+    k = o.k
+    a = o.abs(x)
+    hi, lo = _two_product(o, a, a)
+    near = o.fma(o.neg(x), o.poly(hi, k.erf_poly), o.sub(o.c(1.0), x))
+    mid = o.poly(o.sub(a, o.c(ERFC_CENTER)), ERFC_MID_POLY)
+    v = o.div(o.c(1.0), hi)
+    far = o.div(o.fma(v, o.poly(v, ERFC_TAIL_POLY), o.c(1.0)), o.mul(a, o.c(SQRT_PI)))
+    scale = o.select(o.cmp("<", a, o.c(ERFC_SPLIT)), mid, far)
+    arg = o.neg(hi)
+    extra = o.select(o.cmp(">", arg, o.c(k.exp_lo)), o.neg(lo), o.c(0.0))
+    tail = o.ldexp(*_exp_parts(o, o.clamp(arg, k.exp_lo, 0.0), extra), scale)
+    big = o.select(o.cmp("<", x, o.c(0.0)), o.sub(o.c(2.0), tail), tail)
+    result = o.select(o.cmp("<", a, o.c(k.erf_small)), near, big)
+    return o.select(o.is_nan(x), x, result)
+
+
 def _gelu(o: _Ops, x: ir.Value) -> ir.Value:
     """0.5 x (1 + erf(x / sqrt 2)), with 1 + erf(t) = erfc(|t|) for t < 0 (no cancellation).
 
@@ -741,6 +782,7 @@ UNARY: dict[str, Callable] = {
     "sigmoid": _native(_sigmoid),
     "silu": _native(_silu),
     "erf": _native(_erf),
+    "erfc": _in_float64(_erfc),
     "gelu": _native(_gelu),
     "gelu_tanh": _native(_gelu_tanh),
 }

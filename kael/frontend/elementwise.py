@@ -152,7 +152,7 @@ UNARY: dict[str, UnaryOp] = {
             UnaryOp(name, name, "float")
             for name in (
                 "sqrt", "rsqrt", "exp", "exp2", "expm1", "log", "log2", "log1p", "sin", "cos",
-                "tan", "tanh", "sigmoid", "erf",
+                "tan", "tanh", "sigmoid", "erf", "erfc",
             )
         ),
         UnaryOp("silu", "silu", "float", float_only=True),

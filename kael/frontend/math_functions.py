@@ -249,6 +249,14 @@ PI_4 = (0.7853981633974483, 3.061616997868383e-17)
 PI_2 = (1.5707963267948966, 6.123233995736766e-17)
 
 
+def horner(v: Value, coefs: tuple[float, ...]) -> Value:
+    """sum(coefs[i] * v**i) by Horner's rule (coefficients lowest degree first)."""
+    poly = coefs[-1] + v * 0
+    for c in reversed(coefs[:-1]):
+        poly = poly * v + c
+    return poly
+
+
 def _atan_magnitude(a: Value) -> Value:
     """atan(a) for a >= 0 (or NaN): 1/a past 1 (pi/2 minus it), (u - 1) / (u + 1) past
     tan(pi/8) (pi/4 plus it), then the odd polynomial."""
@@ -257,10 +265,7 @@ def _atan_magnitude(a: Value) -> Value:
     mid = u > TAN_PI_8
     v = where(mid, (u - 1) / (u + 1), u)
     z = v * v
-    poly = ATAN_POLY[-1] + z * 0
-    for c in reversed(ATAN_POLY[:-1]):
-        poly = poly * z + c
-    core = v + v * z * poly
+    core = v + v * z * horner(z, ATAN_POLY)
     r = where(mid, PI_4[0] + (core + PI_4[1]), core)
     return where(big, PI_2[0] + (PI_2[1] - r), r)
 

@@ -26,6 +26,7 @@ from kael.frontend import (
     sequence,
     shapes,
     singular,
+    special_math,
     spectral,
 )
 from kael.frontend import elementwise as ew
@@ -141,6 +142,7 @@ FAMILIES = (
     orthogonal,
     spectral,
     singular,
+    special_math,
     products,
 )
 NOT_METHODS: set[str] = set()

@@ -40,6 +40,7 @@ UNARY_OPS: dict[str, str] = {
     "sigmoid": "float",
     "silu": "float",
     "erf": "float",
+    "erfc": "float",
     "gelu": "float",
     "gelu_tanh": "float",
 }
@@ -89,6 +90,7 @@ VMATH_OPS = frozenset(
         "tanh",
         "sigmoid",
         "erf",
+        "erfc",
         "pow",
     )
 )

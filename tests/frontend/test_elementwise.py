@@ -2,7 +2,7 @@
 
 Every binary op of elementwise.BINARY and every unary op of elementwise.UNARY is covered
 except the transcendental ones (exp, exp2, expm1, log, log2, log1p, sin, cos, tan, tanh,
-sigmoid, silu, erf, gelu) and float pow, whose vector math has its own tests. Where the
+sigmoid, silu, erf, erfc, gelu) and float pow, whose vector math has its own tests. Where the
 book decides differently from PyTorch (bool + bool is int64, pow refuses bool), the test
 pins the book's rule and says so.
 """
@@ -24,7 +24,7 @@ INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
 
 TRANSCENDENTAL = {
     "exp", "exp2", "expm1", "log", "log2", "log1p", "sin", "cos", "tan", "tanh", "sigmoid",
-    "silu", "erf", "gelu",
+    "silu", "erf", "erfc", "gelu",
 }  # fmt: skip
 BINARY_OPS = list(ew.BINARY)
 UNARY_OPS = [name for name in ew.UNARY if name not in TRANSCENDENTAL]
