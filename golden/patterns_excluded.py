@@ -31,23 +31,8 @@ EXCLUDED_NEW = {
     ("pixel_unshuffle", "empty_batch"): "torch bug: pixel_unshuffle of a (0, 1, 2, 2) input "
     "gives it back unchanged instead of (0, 4, 1, 1); kael's shape is the rule's",
     # the tensor functions of patterns_more.py (reported with minimal repros)
-    **{
-        ("atleast_3d", case): "kael differs: atleast_3d of a 1-d (3,) gives (1, 1, 3); "
-        "torch gives (1, 3, 1)"
-        for case in ("vector", "two_inputs", "empty")
-    },
-    **{
-        (op, "bool"): f"kael differs: {op} of a bool tensor raises TypeError; torch computes it"
-        for op in ("cummax", "cummin")
-    },
     ("median", "int64_ties"): "kael differs: median's index among tied values (torch picks "
     "index 4 of [3, 5, -2, -1, 0, 0], kael 5); PyTorch leaves which tie unspecified",
     ("kron", "transposed"): "torch bug: kron of a transposed (3, 4) input raises a view error; "
     "kael computes it",
-    ("index_fill", "negative_index"): "kael differs: index_fill with index -1 raises "
-    "IndexError; torch fills the last slice",
-    **{
-        (op, "dim0"): f"kael differs: {op}(dim=0) is not supported (kael.Error); torch computes it"
-        for op in ("unique", "unique_consecutive")
-    },
 }

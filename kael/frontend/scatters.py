@@ -32,16 +32,19 @@ from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
 # ---- writes by index -------------------------------------------------------------------------
 
 
-def _put(dst: TensorImpl, d: int, idx: TensorImpl, dense: kernels.Operand, op: str) -> None:
+def _put(
+    dst: TensorImpl, d: int, idx: TensorImpl, dense: kernels.Operand, op: str, mode=kernels.STRICT
+) -> None:
     """dst[.., idx[..], ..] (along d) = dense at every position of idx's shape: checked
-    first, then written in order on one thread (the last write of a repeated index wins)."""
+    first, then written in order on one thread (the last write of a repeated index wins);
+    `mode` WRAP takes negative indices from the end, once."""
     if not idx.numel():
         return
     table = _operand(dst, _zeroed(dst.strides, d))
     size, stride = dst.shape[d], dst.strides[d]
     for write in (False, True):
         bad = kernels.walk(
-            "put", dst.dtype, idx.shape, dense, table, _operand(idx), size, stride,
+            "put", dst.dtype, idx.shape, dense, table, _operand(idx), size, stride, mode,
             write=write, parallel=False, device=dst.device,
         )  # fmt: skip
         if bad is not None:
@@ -140,7 +143,7 @@ def index_fill_(self: Tensor, dim: int, index: Tensor, value) -> Tensor:
         value = value.item()
     d, spread = _along(x, dim, index, "index_fill_")
     dense, held = _value_operand(value, x.dtype, x.device, len(spread.shape))
-    _put(_at_least_1d(x._impl), d, spread, dense, "index_fill_")
+    _put(_at_least_1d(x._impl), d, spread, dense, "index_fill_", kernels.WRAP)  # as PyTorch
     del held
     x._impl.storage.bump_version()
     return x

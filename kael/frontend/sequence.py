@@ -19,7 +19,7 @@ from kael.frontend.reductions import ValuesIndices
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.ir import graph as g
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import DType, as_dtype, bool_, int64
+from kael.runtime.dtypes import DType, as_dtype, bool_, int64, uint8
 from kael.runtime.errors import Error, TypeError
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl
@@ -130,9 +130,10 @@ def logcumsumexp(input: Tensor, dim, *, out: Tensor | None = None) -> Tensor:
 def _running_extreme(op: str):
     def running(input: Tensor, dim) -> ValuesIndices:
         x = tensor_arg(input, op)
-        if x.dtype.is_bool:
-            raise TypeError(f"{op}(): not implemented for bool")
         d = views.wrap_dim(dim, x.ndim)
+        if x.dtype.is_bool:  # a running or / and: the scan of its 0/1 bytes
+            values, indices = running(x.to(uint8), d)
+            return ValuesIndices(values.to(x.dtype), indices)
         values = _scan(op, x, d, x.dtype, None)
         # index: the last position taken (x equal to the running value, or NaN), running
         taken = ew.binary("eq", x, values)

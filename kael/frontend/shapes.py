@@ -350,6 +350,8 @@ def _at_least(rank: int) -> Callable:
                 out.append(t)
             elif rank == 3 and t.ndim == 2:
                 out.append(t.unsqueeze(-1))
+            elif rank == 3 and t.ndim == 1:  # PyTorch's [n] -> [1, n, 1]
+                out.append(t.reshape(1, t.shape[0], 1))
             else:
                 out.append(t.reshape((1,) * (rank - max(t.ndim, 1)) + (t.shape or (1,))))
         single = len(tensors) == 1 and not isinstance(tensors[0], list | tuple)

@@ -47,6 +47,16 @@ def test_scatter_refuses_bad_indices_and_keeps_self():
         kael.scatter(k, 0, kael.tensor([[0.0]]), value=1)
 
 
+def test_index_fill_takes_negative_indices_from_the_end_once():
+    k, t = _base()
+    ki, ti = pair([-1, -4, 0], kael.int64)
+    close_to_torch(kael.index_fill(k, 0, ki, 1.5), torch.index_fill(t, 0, ti, 1.5), 0)
+    with pytest.raises(
+        kael.IndexError, match="index -5 is out of bounds for dimension 0 with size 4"
+    ):
+        kael.index_fill(k, 0, kael.tensor([-5]), 1.5)
+
+
 @pytest.mark.parametrize("dim", [0, 1])
 def test_index_fill_and_index_copy_match_torch(dim):
     k, t = _base()

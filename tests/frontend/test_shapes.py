@@ -95,6 +95,12 @@ def test_zero_d_inputs_match_torch(name):
     same(getattr(kael, name)(k), getattr(torch, name)(t))
 
 
+@pytest.mark.parametrize("shape", [(3,), (0,), (2, 3)])
+def test_atleast_3d_places_the_new_dims_as_torch_does(shape):
+    k, t = kael.zeros(shape), torch.zeros(shape)
+    same(kael.atleast_3d(k), torch.atleast_3d(t))  # [n] -> [1, n, 1], [m, n] -> [m, n, 1]
+
+
 def test_repeat_interleave_with_tensor_counts_matches_torch():
     k, t = kael.tensor(VALUES), torch.tensor(VALUES)
     counts = [2, 0, 1, 3]
