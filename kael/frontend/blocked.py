@@ -11,7 +11,7 @@ matrix through the cache once per column.
 
 from __future__ import annotations
 
-from kael.codegen.cpu import factorize, triangular
+from kael.codegen.cpu import factorize, gemm_run, triangular
 from kael.frontend import factories
 from kael.frontend.tensor import Tensor
 from kael.runtime.dtypes import int64
@@ -20,22 +20,23 @@ BLOCK = 64
 MIN_BLOCKED = 192  # rows from which one matrix is factored in panels
 
 
-def lu(a: Tensor, piv: Tensor) -> int:
-    """P A = L U in place for the contiguous n x n `a`; 0-based pivots into `piv` [n];
-    returns LAPACK's info (the first zero pivot's 1-based column, 0 when none)."""
+def _subtract_product(c: Tensor, a: Tensor, b: Tensor) -> None:
+    """c -= a @ b, the product added into c by its own kernel where the plan allows."""
+    if not gemm_run.accumulate_into(c._impl, (-a)._impl, b._impl):
+        c.sub_(a @ b)
+
+
+def lu(a: Tensor, piv: Tensor, info: Tensor) -> None:
+    """P A = L U in place for the contiguous n x n `a`; 0-based pivots into `piv` [n],
+    LAPACK's info (the first zero pivot's 1-based column, 0 when none) into `info` [1]."""
     n = a.shape[-1]
-    info, first = factories.zeros(1, dtype=int64), 0
     for j in range(0, n, BLOCK):
         nb = min(BLOCK, n - j)
-        factorize.lu(a[j:, j : j + nb]._impl, piv[j : j + nb]._impl, info._impl, 1, (-j, n - j))
-        if not first and (code := info.item()):
-            first = j + code
-        piv[j : j + nb].add_(j)
+        factorize.lu(a[j:, j : j + nb]._impl, piv[j : j + nb]._impl, info._impl, 1, (j, n))
         if j + nb < n:
             right = a[j : j + nb, j + nb :]
             triangular.solve(a[j : j + nb, j : j + nb]._impl, right._impl, 1, lower=True, unit=True)
-            a[j + nb :, j + nb :].sub_(a[j + nb :, j : j + nb] @ right)
-    return first
+            _subtract_product(a[j + nb :, j + nb :], a[j + nb :, j : j + nb], right)
 
 
 def cholesky(a: Tensor) -> int:
@@ -57,7 +58,7 @@ def cholesky(a: Tensor) -> int:
             triangular.solve(diagonal._impl, inverse._impl, 1, lower=True)
             below = a[j + nb :, j : j + nb]
             below.copy_(below @ inverse.mT)
-            a[j + nb :, j + nb :].sub_(below @ below.mT)
+            _subtract_product(a[j + nb :, j + nb :], below, below.mT)
             a[j : j + nb, j + nb :].zero_()
     return 0
 
@@ -79,6 +80,6 @@ def solve(a: Tensor, x: Tensor, *, lower: bool, unit: bool = False, trans: bool 
         diagonal = a[i0:i1, i0:i1]
         triangular.solve(diagonal._impl, block._impl, 1, lower=lower, unit=unit, trans=trans)
         if forward and i1 < n:
-            x[i1:].sub_(op(i1, n, i0, i1) @ block)
+            _subtract_product(x[i1:], op(i1, n, i0, i1), block)
         elif not forward and i0:
-            x[:i0].sub_(op(0, i0, i0, i1) @ block)
+            _subtract_product(x[:i0], op(0, i0, i0, i1), block)

@@ -149,7 +149,7 @@ def _lu(a: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     info = factories.zeros(batch, dtype=int64)
     count = shape_numel(batch)
     if count == 1 and m == n >= blocked.MIN_BLOCKED:
-        info.fill_(blocked.lu(a.reshape(n, n), piv.reshape(n)))
+        blocked.lu(a.reshape(n, n), piv.reshape(n), info.reshape(1))
     elif count and m and n:
         factorize.lu(_stacked(a), piv._impl, info._impl, count)
     return a, piv, info

@@ -17,7 +17,7 @@ from kael.codegen.cpu import dense
 from kael.codegen.lowering import smin
 
 I64 = ir.IntType(64)
-LU_WORDS = ("a", "piv", "info", "m", "n", "ld", "stride", "swap_lo", "swap_hi")
+LU_WORDS = ("a", "piv", "info", "m", "n", "ld", "stride", "swap_lo", "swap_hi", "row0")
 CHOLESKY_WORDS = ("a", "info", "n", "ld", "stride")
 
 
@@ -28,7 +28,8 @@ def _lu(d: dense.Dense, item: ir.Value) -> None:
     steps = smin(b, m, n)
     piv = b.gep(d.ptr("piv", I64), [b.mul(item, steps)])
     info = b.gep(d.ptr("info", I64), [item])
-    b.store(d.i(0), info)
+    with d.when(b.icmp_signed("==", w["row0"], d.i(0))):  # a later panel keeps the first
+        b.store(d.i(0), info)
     with d.loop(0, steps) as k:
         best, largest = d.var(k, "best"), d.var(d.abs(a.get(k, k)), "largest")
         with d.loop(b.add(k, d.i(1)), m) as i:
@@ -37,13 +38,13 @@ def _lu(d: dense.Dense, item: ir.Value) -> None:
                 best.set(i)
                 largest.set(size)
         p = best.get()
-        b.store(p, b.gep(piv, [k]))
+        b.store(b.add(p, w["row0"]), b.gep(piv, [k]))
         with d.when(b.icmp_signed("!=", p, k)):
             d.swap(a.row(k), a.row(p), w["swap_lo"], w["swap_hi"])
         pivot = a.get(k, k)
         with d.either(b.fcmp_ordered("==", pivot, d.f(0.0))) as (zero, nonzero):
             with zero, d.when(b.icmp_signed("==", b.load(info), d.i(0))):
-                b.store(b.add(k, d.i(1)), info)
+                b.store(b.add(b.add(k, d.i(1)), w["row0"]), info)
             with nonzero:
                 below = b.add(k, d.i(1))
                 with d.loop(below, m) as i:
@@ -85,16 +86,17 @@ def geometry(a) -> tuple[int, int, int, int]:
     return m, n, a.strides[-2] if m > 1 else n, a.strides[0] if len(a.shape) > 2 else 0
 
 
-def lu(a, piv, info, batch: int, swap: tuple[int, int] | None = None) -> None:
+def lu(a, piv, info, batch: int, panel: tuple[int, int] | None = None) -> None:
     """Factor the m x n matrices of impl `a` ([m, n] or [batch, m, n], unit-stride rows) in
     place: P A = L U (L unit lower, below the diagonal; U on and above it); 0-based pivots
     into contiguous impl `piv` [batch, min(m, n)], LAPACK's info into `info` [batch]
-    (int64). Row interchanges cover columns [swap) relative to A's first (a panel of a
-    larger matrix swaps whole rows: (-its first column, the matrix's width less it))."""
+    (int64). `panel` = (j, width): `a` is the panel of a width-wide matrix from row and
+    column j on; its row interchanges cover whole rows, its pivots and info count from
+    row j, and info keeps an earlier panel's zero pivot."""
     m, n, ld, stride = geometry(a)
-    lo, hi = (0, n) if swap is None else swap
+    j, width = (0, n) if panel is None else panel
     name = f"kael_lu_{a.dtype.name}"
-    words = [a.data_ptr(), piv.data_ptr(), info.data_ptr(), m, n, ld, stride, lo, hi]
+    words = [a.data_ptr(), piv.data_ptr(), info.data_ptr(), m, n, ld, stride, -j, width - j, j]
     build = lambda mod: dense.per_matrix(mod, name, a.dtype, LU_WORDS, _lu)  # noqa: E731
     dense.run(name, build, name, words, batch, m * n * min(m, n))
 

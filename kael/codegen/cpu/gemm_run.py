@@ -243,6 +243,34 @@ def plan_for(a: TensorImpl, b: TensorImpl, c: TensorImpl) -> Plan:
     return p
 
 
+_ACCUMULATE = gemm.MACRO_ARGS.index("accumulate")
+
+
+def accumulate_into(c: TensorImpl, a: TensorImpl, b: TensorImpl) -> bool:
+    """c += a @ b in the product's own kernel (every k block adds to c, the first too),
+    as the blocked factorizations' trailing updates need; False (nothing done) where the
+    plan is not the packed macro kernel's (matrix-vector shapes, int64)."""
+    p = plan_for(a, b, c)
+    if any(s.name not in (gemm.MACRO, gemm.PACK_B) for s in p.launches):
+        return False
+    steps = tuple(
+        dataclasses.replace(s, words=_with(s.words, _ACCUMULATE, 1)) if s.name == gemm.MACRO else s
+        for s in p.launches
+    )
+    adding = dataclasses.replace(p, launches=steps)
+    run(
+        dataclasses.replace(adding, native=_native_call(adding)),
+        a.data_ptr(),
+        b.data_ptr(),
+        c.data_ptr(),
+    )
+    return True
+
+
+def _with(words: tuple[int, ...], index: int, value: int) -> tuple[int, ...]:
+    return (*words[:index], value, *words[index + 1 :])
+
+
 def epilogue_columns(p: Plan) -> list[tuple[int, ...]] | None:
     """Per launch of `p`, the column bounds of the blocks an epilogue follows (see
     Launch.columns), or None when `p` cannot take one (matrix-vector kernels, int64, or

@@ -492,3 +492,23 @@ def test_a_one_launch_plan_runs_as_one_native_call_unless_launches_are_recorded(
     gemm_run.run(p, *addresses)
     np.testing.assert_array_equal(c, a @ v)
     assert len(through_launcher) == 1 and len(launches.recorder) == 1
+
+
+@pytest.mark.parametrize("dtype", [float32, float64], ids=str)
+@pytest.mark.parametrize("m, k, n", [(5, 3, 7), (130, 64, 300), (64, 700, 40), (2, 9, 33)])
+def test_accumulate_into_adds_the_product_to_c(dtype, m, k, n):
+    a, b = small_ints((m, k), NP[dtype]), small_ints((k, n), NP[dtype])
+    big, c = guarded((m, n), NP[dtype])
+    c[...] = small_ints((m, n), NP[dtype])
+    want = c + a @ b  # small integers: exact in either dtype
+    ka, kb = kael.tensor(a), kael.tensor(b)
+    kc = kael.from_numpy(big)[3:-3, 3:-3]  # a strided window: only it may change
+    assert gemm_run.accumulate_into(kc._impl, ka._impl, kb._impl)
+    np.testing.assert_array_equal(c, want)
+    assert np.isnan(big[:3]).all() and np.isnan(big[-3:]).all() and np.isnan(big[:, :3]).all()
+
+
+def test_accumulate_into_declines_matrix_vector_shapes():
+    a, b, c = kael.ones(6, 4), kael.ones(4, 1), kael.zeros(6, 1)
+    assert not gemm_run.accumulate_into(c._impl, a._impl, b._impl)
+    assert c.sum().item() == 0  # nothing done
