@@ -18,6 +18,7 @@ from kael.codegen.cpu import dense, factorize
 
 I64 = ir.IntType(64)
 WORDS = ("a", "b", "n", "nrhs", "lda", "ldb", "a_stride", "b_stride", "lower", "unit", "trans")
+COLUMNS = 64  # the narrowest block of right-hand sides one work item solves
 PERMUTE_WORDS = ("b", "piv", "rows", "nrhs", "steps", "piv_stride", "reverse")
 
 
@@ -68,9 +69,21 @@ def solve(a, x, batch: int, *, lower: bool, unit: bool = False, trans: bool = Fa
     _, n, lda, a_stride = factorize.geometry(a)
     _, nrhs, ldb, b_stride = factorize.geometry(x)
     name = f"kael_trsm_{a.dtype.name}"
-    words = [a.data_ptr(), x.data_ptr(), n, nrhs, lda, ldb, a_stride, b_stride, int(lower)]
-    words += [int(unit), int(trans)]
     build = lambda mod: dense.per_matrix(mod, name, a.dtype, WORDS, _solve)  # noqa: E731
+    flags = [int(lower), int(unit), int(trans)]
+    address = x.data_ptr()
+    if batch == 1 and nrhs >= 2 * COLUMNS:
+        # One system's columns are independent systems: blocks of them are the work items
+        # (one triangle, stride 0; each block `width` elements right of the last).
+        width = max(COLUMNS, -(-nrhs // 8))
+        blocks = nrhs // width
+        words = [a.data_ptr(), address, n, width, lda, ldb, 0, width, *flags]
+        dense.run(name, build, name, words, blocks, n * n * width)
+        address += blocks * width * x.dtype.itemsize
+        nrhs -= blocks * width
+        if not nrhs:
+            return
+    words = [a.data_ptr(), address, n, nrhs, lda, ldb, a_stride, b_stride, *flags]
     dense.run(name, build, name, words, batch, n * n * nrhs)
 
 
