@@ -47,8 +47,9 @@ def _lu(d: dense.Dense, item: ir.Value) -> None:
                 b.store(b.add(b.add(k, d.i(1)), w["row0"]), info)
             with nonzero:
                 below = b.add(k, d.i(1))
+                scale = d.div(d.f(1.0), pivot)  # as LAPACK's getf2 scales the column
                 with d.loop(below, m) as i:
-                    factor = d.div(a.get(i, k), pivot)
+                    factor = d.mul(a.get(i, k), scale)
                     a.set(i, k, factor)
                     d.axpy(a.row(i), d.neg(factor), a.row(k), below, n)
 
