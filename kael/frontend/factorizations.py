@@ -96,11 +96,26 @@ def same_dtype(a: Tensor, b: Tensor, op: str, names: str = "A and B") -> None:
         )
 
 
-def working_copy(x: Tensor, batch: tuple[int, ...] | None = None) -> Tensor:
-    """A new contiguous copy of x (broadcast to `batch` first): what a kernel factors."""
+def working_copy(x: Tensor, batch: tuple[int, ...] | None = None, padded: bool = False) -> Tensor:
+    """A new contiguous copy of x (broadcast to `batch` first): what a kernel factors.
+    `padded`: one large matrix whose rows are a multiple of 1 KiB gets PAD more elements
+    a row (a view of the first ones): the blocked kernels walk its columns, and rows 4 KiB
+    apart would all fall in the same few cache sets (a 512 x 512 LU panel: 1.5x faster)."""
     if batch is not None and tuple(x.shape[:-2]) != batch:
         x = x.expand(*batch, *x.shape[-2:])
+    rows, cols = x.shape[-2:] if x.ndim >= 2 else (0, 0)
+    if (
+        padded
+        and shape_numel(x.shape[:-2]) == 1
+        and rows >= blocked.MIN_BLOCKED
+        and cols * x.dtype.itemsize % 1024 == 0
+    ):
+        buffer = factories.empty((*x.shape[:-1], cols + PAD), dtype=x.dtype)
+        return buffer[..., :cols].copy_(x)
     return Tensor(clone_impl(x._impl))
+
+
+PAD = 8  # elements added to a padded working copy's rows
 
 
 def _to(value, device):
@@ -180,7 +195,7 @@ def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False) -> LUFact
     A = matrices(A, "linalg.lu_factor_ex")
     if not bool_arg(pivot, "linalg.lu_factor_ex", "pivot"):
         raise ValueError("linalg.lu_factor_ex: LU without pivoting is not implemented on the CPU")
-    lu, piv, info = _lu(working_copy(A))
+    lu, piv, info = _lu(working_copy(A, padded=True))
     info = info.to(int32)
     if check_errors:
         raise_for(info, "linalg.lu_factor_ex", lambda c: f"U[{c},{c}] is zero.")
@@ -209,7 +224,7 @@ def _permutation(piv: Tensor, m: int, dtype) -> Tensor:
     batch = tuple(piv.shape[:-1])
     rows = working_copy(factories.eye(m, dtype=dtype), batch)
     if shape_numel(batch) and m:
-        triangular.permute(rows._impl, piv._impl, m, m, shape_numel(batch))
+        triangular.permute(_stacked(rows), piv._impl, shape_numel(batch))
     return rows.mT
 
 
@@ -265,13 +280,13 @@ def _lu_solve_into(lu: Tensor, piv: Tensor, x: Tensor, trans: bool = False) -> T
     if not (count and n and k):
         return x
     if not trans:
-        triangular.permute(x._impl, piv._impl, n, k, count)
+        triangular.permute(_stacked(x), piv._impl, count)
         _triangular(lu, x, lower=True, unit=True)
         _triangular(lu, x, lower=False)
     else:  # (P L U)^T X = B: U^T Y = B, L^T Z = Y, X = P Z
         _triangular(lu, x, lower=False, trans=True)
         _triangular(lu, x, lower=True, unit=True, trans=True)
-        triangular.permute(x._impl, piv._impl, n, k, count, reverse=True)
+        triangular.permute(_stacked(x), piv._impl, count, reverse=True)
     return x
 
 
@@ -284,8 +299,8 @@ def _solve(A: Tensor, B: Tensor, op: str, left: bool) -> tuple[Tensor, Tensor, b
     if not left:  # X A = B is A^T X^T = B^T
         A, B = A.mT, B.mT
     batch = _batch(A, B, op)
-    lu, piv, info = _lu(working_copy(A, batch))
-    x = _lu_solve_into(lu, piv, working_copy(B, batch))
+    lu, piv, info = _lu(working_copy(A, batch, padded=True))
+    x = _lu_solve_into(lu, piv, working_copy(B, batch, padded=True))
     if not left:
         x = x.mT
     return (x.squeeze(-1 if left else -2) if vector else x), info.to(int32), vector
@@ -332,9 +347,9 @@ def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False, out=Non
         B = B.mT
     trans = bool(adjoint) != (not left)
     batch = _batch(LU, B, op)
-    lu = working_copy(LU, batch)
+    lu = working_copy(LU, batch, padded=True)
     piv = (pivots.expand(*batch, n) - 1).to(int64).contiguous()
-    x = _lu_solve_into(lu, piv, working_copy(B, batch), trans=trans)
+    x = _lu_solve_into(lu, piv, working_copy(B, batch, padded=True), trans=trans)
     return _out(x if left else x.mT, out, op)
 
 
@@ -353,7 +368,7 @@ def solve_triangular(
     if B.shape[-2] != n:
         raise ValueError(f"{op}: Incompatible shapes of A {list(A.shape)} and B {list(B.shape)}")
     batch = _batch(A, B, op)
-    a, x = working_copy(A, batch), working_copy(B, batch)
+    a, x = working_copy(A, batch, padded=True), working_copy(B, batch, padded=True)
     _triangular(a, x, lower=not upper, unit=bool(unitriangular), trans=not left)
     return _out(x if left else x.mT, out, op)
 
@@ -364,9 +379,10 @@ def solve_triangular(
 def _inverse(A: Tensor, op: str) -> tuple[Tensor, Tensor]:
     A = square(A, op)
     n = A.shape[-1]
-    lu, piv, info = _lu(working_copy(A))
+    lu, piv, info = _lu(working_copy(A, padded=True))
     eye = factories.eye(n, dtype=A.dtype)
-    return _lu_solve_into(lu, piv, working_copy(eye, tuple(A.shape[:-2]))), info.to(int32)
+    x = working_copy(eye, tuple(A.shape[:-2]), padded=True)
+    return _lu_solve_into(lu, piv, x), info.to(int32)
 
 
 @on_host
@@ -404,7 +420,7 @@ def _pivot_sign(piv: Tensor, dtype) -> Tensor:
 def det(A, *, out=None) -> Tensor:
     """The determinant of each matrix: the LU's diagonal product, signed by the pivots."""
     A = square(A, "linalg.det")
-    lu, piv, _ = _lu(working_copy(A))
+    lu, piv, _ = _lu(working_copy(A, padded=True))
     value = lu.diagonal(dim1=-2, dim2=-1).prod(-1) * _pivot_sign(piv, A.dtype)
     return _out(value, out, "linalg.det")
 
@@ -414,7 +430,7 @@ def slogdet(A, *, out=None) -> Slogdet:
     """(sign, log |det|) of each matrix, without the determinant's overflow: sign 0 and
     logabsdet -inf for a singular one."""
     A = square(A, "linalg.slogdet")
-    lu, piv, _ = _lu(working_copy(A))
+    lu, piv, _ = _lu(working_copy(A, padded=True))
     diagonal = lu.diagonal(dim1=-2, dim2=-1)
     sign = diagonal.sgn().prod(-1) * _pivot_sign(piv, A.dtype)
     return Slogdet(sign, diagonal.abs().log().sum(-1))
@@ -440,7 +456,7 @@ def _not_definite(code: int) -> str:
 def _cholesky(A, op: str, upper: bool) -> tuple[Tensor, Tensor]:
     A = square(A, op)
     upper = bool_arg(upper, op, "upper")
-    a = working_copy(A)
+    a = working_copy(A, padded=True)
     n, batch = A.shape[-1], A.shape[:-2]
     info = factories.zeros(batch, dtype=int64)
     count = shape_numel(batch)
@@ -480,7 +496,7 @@ def cholesky_solve(B, L, upper: bool = False, *, out=None) -> Tensor:
     if B.shape[-2] != n:
         raise ValueError(f"{op}: Incompatible shapes of L {list(L.shape)} and B {list(B.shape)}")
     batch = _batch(L, B, op)
-    a, x = working_copy(L, batch), working_copy(B, batch)
+    a, x = working_copy(L, batch, padded=True), working_copy(B, batch, padded=True)
     lower = not bool_arg(upper, op, "upper")
     # L L^T X = B: L Y = B, then L^T X = Y (or U^T Y = B, U X = Y).
     _triangular(a, x, lower=lower, trans=not lower)

@@ -294,6 +294,14 @@ def test_one_large_matrix_takes_the_blocked_path_and_matches_torch(dtype):
         close_to_torch(got, torch.linalg.solve_triangular(tt, tb, upper=upper), tol)
     ks, ts = _pair(_spd(n, n), dtype)
     close_to_torch(kael.linalg.cholesky(ks), torch.linalg.cholesky(ts), tol)
+    # a batch of one, and rows of 1 KiB multiples (the padded working copy)
+    close_to_torch(kael.linalg.inv(k[None]), torch.linalg.inv(t[None]), tol)
+    kp, tp = _pair(_well_conditioned(256, 256), dtype)
+    close_to_torch(
+        kael.linalg.solve(kp[None], kp[:, :5]), torch.linalg.solve(tp[None], tp[:, :5]), tol
+    )
+    close_to_torch(kael.linalg.inv(kp), torch.linalg.inv(tp), tol)
+    close_to_torch(kael.linalg.det(kp), torch.linalg.det(tp), tol)
 
 
 def test_blocked_paths_report_late_failures_as_lapack_does():

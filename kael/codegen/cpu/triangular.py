@@ -19,7 +19,7 @@ from kael.codegen.cpu import dense, factorize
 I64 = ir.IntType(64)
 WORDS = ("a", "b", "n", "nrhs", "lda", "ldb", "a_stride", "b_stride", "lower", "unit", "trans")
 COLUMNS = 64  # the narrowest block of right-hand sides one work item solves
-PERMUTE_WORDS = ("b", "piv", "rows", "nrhs", "steps", "piv_stride", "reverse")
+PERMUTE_WORDS = ("b", "piv", "nrhs", "ld", "stride", "steps", "piv_stride", "reverse")
 
 
 def _solve(d: dense.Dense, item: ir.Value) -> None:
@@ -51,7 +51,7 @@ def _solve(d: dense.Dense, item: ir.Value) -> None:
 
 def _permute(d: dense.Dense, item: ir.Value) -> None:
     b, w = d.b, d.w
-    x = d.matrix("b", "nrhs", b.mul(item, b.mul(w["rows"], w["nrhs"])))
+    x = d.matrix("b", "ld", b.mul(item, w["stride"]))
     piv = b.gep(d.ptr("piv", I64), [b.mul(item, w["piv_stride"])])
     steps, reverse = w["steps"], b.icmp_signed("!=", w["reverse"], d.i(0))
     with d.loop(0, steps) as s:
@@ -87,13 +87,15 @@ def solve(a, x, batch: int, *, lower: bool, unit: bool = False, trans: bool = Fa
     dense.run(name, build, name, words, batch, n * n * nrhs)
 
 
-def permute(x, piv, rows: int, nrhs: int, batch: int, *, reverse: bool = False) -> None:
+def permute(x, piv, batch: int, *, reverse: bool = False) -> None:
     """Apply 0-based LU row interchanges (impl `piv` [*, steps] int64, batch stride 0 when
-    it has no batch) to the rows of each contiguous [rows, nrhs] block at impl `x`, in
-    LAPACK's order or, `reverse`, the last first."""
+    it has no batch) to the rows of each [rows, nrhs] block of impl `x` ([rows, nrhs] or
+    [batch, rows, nrhs], unit-stride rows), in LAPACK's order or, `reverse`, the last
+    first."""
     name = f"kael_permute_rows_{x.dtype.name}"
     steps = piv.shape[-1]
     piv_stride = steps if len(piv.shape) > 1 and piv.numel() > steps else 0
-    words = [x.data_ptr(), piv.data_ptr(), rows, nrhs, steps, piv_stride, int(reverse)]
+    _, nrhs, ld, stride = factorize.geometry(x)
+    words = [x.data_ptr(), piv.data_ptr(), nrhs, ld, stride, steps, piv_stride, int(reverse)]
     build = lambda mod: dense.per_matrix(mod, name, x.dtype, PERMUTE_WORDS, _permute)  # noqa: E731
     dense.run(name, build, name, words, batch, steps * nrhs)
