@@ -58,10 +58,14 @@ def _eigh(A, UPLO, op: str, vectors: bool) -> tuple[Tensor, Tensor]:
         steps = factories.empty(
             (count, symmetric_eigen.steps_size(n) if vectors else 1), dtype=int64
         )
+        strips = factories.empty(
+            (count, symmetric_eigen.strips_size(n) if vectors else 1), dtype=A.dtype
+        )
         for capacity in symmetric_eigen.capacities(n) if vectors else (0,):
             pairs = factories.empty((count, max(2 * capacity, 1)), dtype=A.dtype)
             symmetric_eigen.eigh(a._impl, values._impl, work._impl, info._impl, pairs._impl,
-                                 steps._impl, capacity, n, count, lower=lower, vectors=vectors)  # fmt: skip
+                                 steps._impl, strips._impl, capacity, n, count,
+                                 lower=lower, vectors=vectors)  # fmt: skip
             if not vectors or not bool(info.eq(-1).any()):
                 break
             a = working_copy(A)  # the log overflowed: again, with room for every sweep

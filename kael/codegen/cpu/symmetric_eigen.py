@@ -21,12 +21,15 @@ from __future__ import annotations
 from llvmlite import ir
 
 from kael.codegen.cpu import dense
+from kael.codegen.lowering import declare
 
 I1, I64 = ir.IntType(1), ir.IntType(64)
 WORDS = ("a", "w", "work", "info", "n", "lower", "vectors", "pairs", "steps", "capacity")
-ROTATE_WORDS = ("a", "pairs", "steps", "info", "n", "capacity", "chunk", "chunks")
+ROTATE_WORDS = ("a", "pairs", "steps", "info", "n", "capacity", "chunks", "strips", "size")
+FORM_WORDS = ("a", "work", "n", "blocks", "strips", "size")
 MAX_SWEEPS = 30
-CHUNK_BYTES = 2048  # the columns of Z^T one work item of the rotation kernel rotates
+STRIP = 32  # the columns of Z^T one work item of the rotation kernel rotates
+ROWS = 8  # the rows of Q^T one work item of the forming kernel makes
 # (eps: the convergence test's unit; safmin; dsyev's rmin and rmax), by itemsize.
 LIMITS = {
     8: (2.0**-52, 2.2250738585072014e-308, 1.0010415475915505e-146, 9.989595361011175e145),
@@ -140,30 +143,37 @@ def _tridiagonalize(d: dense.Dense, a: dense.Matrix, n, diag, e, tau, p) -> None
     _put(d, e, last, d.f(0.0))
 
 
-def _unit_row_and_column(d: dense.Dense, a: dense.Matrix, n, k) -> None:
-    """Row k and column k of A become e_k from the diagonal on."""
-    b = d.b
-    a.set(k, k, d.f(1.0))
-    d.fill(a.row(k), d.f(0.0), b.add(k, d.i(1)), n)
-    with d.loop(b.add(k, d.i(1)), n) as i:
-        a.set(i, k, d.f(0.0))
-
-
-def _accumulate(d: dense.Dense, a: dense.Matrix, n, tau) -> None:
-    """Q^T = H_{n-2} ... H_0 in place of the reflectors, backward (dorg2l's order): with
-    M_k = H_k M_{k+1}, M_k^T = M_{k+1}^T H_k changes rows and columns k + 1 on, each row
-    r by r -= tau (r . v) v, while row k still holds v_k."""
-    b = d.b
-    with d.loop(b.sub(n, d.i(2)), -1, -1) as k:
+def _form(d: dense.Dense, item: ir.Value) -> None:
+    """Rows [r0, r0 + ROWS) of Q^T = H_{n-2} ... H_0 (dorg2l's product, backward) into the
+    matrix's Q^T scratch, from the reflectors the eigh kernel left in A (row k: v_k from
+    column k + 1, tau_k in work). Each row starts as e_r and takes r -= tau_k (r . v_k) v_k
+    on columns k + 1 on for k = r - 1 down to 0 (rows are independent: H_k leaves the
+    earlier rows' zeros alone), so the blocks run on every thread and a block's rows stay
+    in L1 while each v_k streams past them once. Blocks are dealt outside-in (0, last, 1,
+    ...): later rows cost more, and each thread gets a contiguous run of items."""
+    b, w = d.b, d.w
+    n, blocks = w["n"], w["blocks"]
+    matrix, part = b.sdiv(item, blocks), b.srem(item, blocks)
+    half = b.sdiv(part, d.i(2))
+    block = b.select(b.trunc(part, I1), b.sub(b.sub(blocks, d.i(1)), half), half)
+    r0 = b.mul(block, d.i(ROWS))
+    r1 = b.select(b.icmp_signed("<", b.add(r0, d.i(ROWS)), n), b.add(r0, d.i(ROWS)), n)
+    a = d.matrix("a", "n", b.mul(matrix, b.mul(n, n)))
+    q = d.matrix("strips", "n", b.mul(matrix, w["size"]))
+    tau = _ptr(d, d.ptr("work"), b.add(b.mul(matrix, b.mul(n, d.i(4))), n))
+    broken = d.is_nan(_get(d, tau, b.sub(n, d.i(1))))
+    with d.loop(r0, r1) as r:
+        d.fill(q.row(r), b.select(broken, d.f(float("nan")), d.f(0.0)), 0, n)
+        with d.when(b.not_(broken)):
+            q.set(r, r, d.f(1.0))
+    with d.when(b.not_(broken)), d.loop(b.sub(r1, d.i(2)), -1, -1) as k:
         k1 = b.add(k, d.i(1))
-        _unit_row_and_column(d, a, n, k1)
-        t = _get(d, tau, k)
-        m = b.sub(n, k1)
+        t, m = _get(d, tau, k), b.sub(n, k1)
         v = _ptr(d, a.row(k), k1)
-        with d.when(b.fcmp_ordered("!=", t, d.f(0.0))), d.loop(k1, n) as r:
-            row = _ptr(d, a.row(r), k1)
+        start = b.select(b.icmp_signed(">", r0, k1), r0, k1)
+        with d.when(b.fcmp_ordered("!=", t, d.f(0.0))), d.loop(start, r1) as r:
+            row = _ptr(d, q.row(r), k1)
             d.axpy(row, d.neg(d.mul(t, d.dot(row, v, 0, m))), v, 0, m)
-    _unit_row_and_column(d, a, n, d.i(0))
 
 
 def steps_size(n: int) -> int:
@@ -354,6 +364,7 @@ def _eigh(d: dense.Dense, item: ir.Value) -> None:
                 d.fill(a.row(i), d.f(float("nan")), 0, n)
             with d.when(nan.get()):
                 b.store(b.sub(n, d.i(1)), info)
+            _put(d, tau, b.sub(n, d.i(1)), d.f(float("nan")))  # the forming kernel's flag
         with good:
             tiny = b.and_(d.gt(anrm, d.f(0.0)), d.lt(anrm, d.f(rmin)))
             sigma = b.select(tiny, d.div(d.f(rmin), anrm), d.f(1.0))
@@ -364,9 +375,8 @@ def _eigh(d: dense.Dense, item: ir.Value) -> None:
                     a.set(i, j, value)
                     a.set(j, i, value)
                 a.set(i, i, d.mul(a.get(i, i), sigma))
+            _put(d, tau, b.sub(n, d.i(1)), d.f(0.0))
             _tridiagonalize(d, a, n, diag, e, tau, p)
-            with d.when(vectors):
-                _accumulate(d, a, n, tau)
             _ql(d, log, n, diag, e, vectors, info)
             _sort(d, log, n, diag, vectors)
             with d.when(vectors):
@@ -375,38 +385,82 @@ def _eigh(d: dense.Dense, item: ir.Value) -> None:
                 _put(d, diag, i, d.div(_get(d, diag, i), sigma))
 
 
-def _rotate(d: dense.Dense, item: ir.Value) -> None:
-    """Replay one matrix's log on a chunk of Z^T's columns: every sweep's rotations of
-    rows (i, i + 1), i from m - 1 down to low, then the sort's interchanges. The
-    columns are independent, so the chunks of one matrix run on every thread."""
-    b, w = d.b, d.w
-    n, chunk, chunks = w["n"], w["chunk"], w["chunks"]
-    matrix, part = b.sdiv(item, chunks), b.srem(item, chunks)
-    first = b.mul(part, chunk)
-    width = b.sub(
-        b.select(b.icmp_signed("<", b.add(first, chunk), n), b.add(first, chunk), n), first
+def _splat(d: dense.Dense, vt: ir.VectorType, x: ir.Value) -> ir.Value:
+    """x in every lane of a vector of type vt."""
+    b, i32 = d.b, ir.IntType(32)
+    one = b.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(i32, 0))
+    return b.shuffle_vector(
+        one,
+        ir.Constant(vt, ir.Undefined),
+        ir.Constant(ir.VectorType(i32, vt.count), [0] * vt.count),
     )
+
+
+def _fma(d: dense.Dense, x: ir.Value, y: ir.Value, z: ir.Value) -> ir.Value:
+    """x y + z rounded once (llvm.fma on vectors): one instruction on the carried row's
+    dependency chain instead of a multiply and an add."""
+    suffix = f"v{x.type.count}{'f64' if d.dtype.itemsize == 8 else 'f32'}"
+    fnty = ir.FunctionType(x.type, [x.type] * 3)
+    return d.b.call(declare(d.b.module, f"llvm.fma.{suffix}", fnty), [x, y, z])
+
+
+def _rotate(d: dense.Dense, item: ir.Value) -> None:
+    """Replay one matrix's log on a strip of STRIP columns of Z^T: the strip is packed
+    into its own contiguous scratch (Z^T's rows, n apart, would crowd a few cache sets),
+    every sweep's rotations of rows (i, i + 1), i from m - 1 down to low, run down the
+    strip with row i + 1 carried in vector registers (each row read and written once a
+    sweep: dlasr's chase), then the sort's interchanges; the strip goes back. The strips
+    are independent, so those of one matrix run on every thread."""
+    b, w = d.b, d.w
+    n, chunks = w["n"], w["chunks"]
+    matrix, part = b.sdiv(item, chunks), b.srem(item, chunks)
+    first = b.mul(part, d.i(STRIP))
+    end = b.add(first, d.i(STRIP))
+    width = b.sub(b.select(b.icmp_signed("<", end, n), end, n), first)
     z = d.matrix("a", "n", b.add(b.mul(matrix, b.mul(n, n)), first))
+    q = d.matrix("strips", "n", b.add(b.mul(matrix, w["size"]), first))
+    packs = b.add(b.add(b.mul(matrix, w["size"]), b.mul(n, n)), b.mul(part, b.mul(n, d.i(STRIP))))
+    strip = d.matrix("strips", d.i(STRIP), packs)
+    vt = ir.VectorType(d.t, STRIP)
+    align = d.dtype.itemsize
+
+    def row(i: ir.Value) -> ir.Value:
+        return b.bitcast(strip.row(i), vt.as_pointer())
+
     pairs = _ptr(d, d.ptr("pairs"), b.mul(matrix, b.mul(w["capacity"], d.i(2))))
     stride = b.add(b.add(d.i(1), n), b.mul(n, d.i(2 * MAX_SWEEPS)))
     steps = _ptr(d, d.ptr("steps", I64), b.mul(matrix, stride))
     blocks = _ptr(d, steps, b.add(d.i(1), n))
-    pos = d.var(d.i(0), "pos")
     # A matrix that failed (or whose log overflowed) is left as it is: it raises.
     failed = b.icmp_signed("!=", _get(d, d.ptr("info", I64), matrix), d.i(0))
-    count = b.select(failed, d.i(0), b.load(steps))
-    with d.loop(0, count) as sweep:
-        low = _get(d, blocks, b.mul(sweep, d.i(2)))
-        m = _get(d, blocks, b.add(b.mul(sweep, d.i(2)), d.i(1)))
-        with d.loop(b.sub(m, d.i(1)), b.sub(low, d.i(1)), -1) as i:
-            at = b.mul(pos.get(), d.i(2))
-            c, s = _get(d, pairs, at), _get(d, pairs, b.add(at, d.i(1)))
-            d.rotate(z.row(i), z.row(b.add(i, d.i(1))), c, s, 0, width)
-            pos.set(b.add(pos.get(), d.i(1)))
-    with d.when(b.not_(failed)), d.loop(0, b.sub(n, d.i(1))) as i:
-        k = _get(d, steps, b.add(i, d.i(1)))
-        with d.when(b.icmp_signed("!=", k, i)):
-            d.swap(z.row(i), z.row(k), 0, width)
+    with d.when(b.not_(failed)):
+        with d.loop(0, n) as i:
+            d.fill(strip.row(i), d.f(0.0), width, STRIP)
+            with d.loop(0, width) as j:
+                _put(d, strip.row(i), j, q.get(i, j))
+        pos = d.var(d.i(0), "pos")
+        with d.loop(0, b.load(steps)) as sweep:
+            low = _get(d, blocks, b.mul(sweep, d.i(2)))
+            m = _get(d, blocks, b.add(b.mul(sweep, d.i(2)), d.i(1)))
+            carry = d.var(b.load(row(m), align=align), "carry")
+            start = pos.get()
+            with d.loop(b.sub(m, d.i(1)), b.sub(low, d.i(1)), -1) as i:
+                at = b.mul(b.add(start, b.sub(b.sub(m, d.i(1)), i)), d.i(2))
+                c = _splat(d, vt, _get(d, pairs, at))
+                s = _splat(d, vt, _get(d, pairs, b.add(at, d.i(1))))
+                x, y = b.load(row(i), align=align), carry.get()
+                b.store(_fma(d, c, y, d.mul(s, x)), row(b.add(i, d.i(1))), align=align)
+                carry.set(_fma(d, d.neg(s), y, d.mul(c, x)))
+            b.store(carry.get(), row(low), align=align)
+            pos.set(b.add(start, b.sub(m, low)))
+        with d.loop(0, b.sub(n, d.i(1))) as i:
+            k = _get(d, steps, b.add(i, d.i(1)))
+            with d.when(b.icmp_signed("!=", k, i)):
+                x, y = b.load(row(i), align=align), b.load(row(k), align=align)
+                b.store(y, row(i), align=align)
+                b.store(x, row(k), align=align)
+        with d.loop(0, n) as i, d.loop(0, width) as j:
+            z.set(i, j, _get(d, strip.row(i), j))
 
 
 def capacities(n: int) -> tuple[int, int]:
@@ -415,28 +469,37 @@ def capacities(n: int) -> tuple[int, int]:
     return 2 * n * n + n, MAX_SWEEPS * n * n + n
 
 
-def eigh(a, values, work, info, pairs, steps, capacity: int, n: int, batch: int, *,
+def strips_size(n: int) -> int:
+    """The elements of one matrix's scratch: Q^T (n x n), then the rotation kernel's
+    packed strips."""
+    return n * n + -(-n // STRIP) * STRIP * n
+
+
+def eigh(a, values, work, info, pairs, steps, strips, capacity: int, n: int, batch: int, *,
          lower: bool, vectors: bool) -> None:  # fmt: skip
     """Eigenvalues (ascending, into impl `values` [batch, n]) and, with `vectors`, the
     eigenvectors as the rows of each of the `batch` contiguous n x n matrices at impl `a`
     (overwritten; read: its lower or upper triangle); `work` [batch, 4 n] scratch, LAPACK's
     info into impl `info` [batch] (int64: -1 when the rotation log, impls `pairs`
     [batch, 2 capacity] and `steps` [batch, steps_size(n)] int64, was too short; then
-    `a` holds no result). Eigenvectors: the log is replayed on Z^T = Q^T in column
-    chunks, after the kernel that logged it."""
+    `a` holds no result). Eigenvectors: the log is replayed on Z^T = Q^T in strips of
+    STRIP columns (impl `strips` [batch, strips_size(n)] their scratch), after the
+    kernel that logged it."""
     name = f"kael_eigh_{a.dtype.name}"
     words = [a.data_ptr(), values.data_ptr(), work.data_ptr(), info.data_ptr(), n, int(lower)]
     words += [int(vectors), pairs.data_ptr(), steps.data_ptr(), capacity]
 
     def build(mod):
         kernels = dense.per_matrix(mod, name, a.dtype, WORDS, _eigh)
+        kernels += dense.per_matrix(mod, name + "_form", a.dtype, FORM_WORDS, _form)
         return kernels + dense.per_matrix(mod, name + "_rotate", a.dtype, ROTATE_WORDS, _rotate)
 
-    dense.run(name, build, name, words, batch, (4 if vectors else 2) * n**3)
+    dense.run(name, build, name, words, batch, 2 * n**3)
     if not vectors:
         return
-    chunk = max(1, CHUNK_BYTES // a.dtype.itemsize)
-    chunks = -(-n // chunk)
+    size, blocks, chunks = strips_size(n), -(-n // ROWS), -(-n // STRIP)
+    words = [a.data_ptr(), work.data_ptr(), n, blocks, strips.data_ptr(), size]
+    dense.run(name, build, name + "_form", words, batch * blocks, 4 * n**3 // 3)
     words = [a.data_ptr(), pairs.data_ptr(), steps.data_ptr(), info.data_ptr(), n, capacity]
-    words += [chunk, chunks]
+    words += [chunks, strips.data_ptr(), size]
     dense.run(name, build, name + "_rotate", words, batch * chunks, 6 * n**3)
