@@ -20,7 +20,7 @@ BLOCK = 64
 MIN_BLOCKED = 192  # rows from which one matrix is factored in panels
 
 
-def _subtract_product(c: Tensor, a: Tensor, b: Tensor) -> None:
+def subtract_product(c: Tensor, a: Tensor, b: Tensor) -> None:
     """c -= a @ b, the product added into c by its own kernel where the plan allows."""
     if not gemm_run.accumulate_into(c._impl, (-a)._impl, b._impl):
         c.sub_(a @ b)
@@ -36,7 +36,7 @@ def lu(a: Tensor, piv: Tensor, info: Tensor) -> None:
         if j + nb < n:
             right = a[j : j + nb, j + nb :]
             triangular.solve(a[j : j + nb, j : j + nb]._impl, right._impl, 1, lower=True, unit=True)
-            _subtract_product(a[j + nb :, j + nb :], a[j + nb :, j : j + nb], right)
+            subtract_product(a[j + nb :, j + nb :], a[j + nb :, j : j + nb], right)
 
 
 def cholesky(a: Tensor) -> int:
@@ -58,7 +58,7 @@ def cholesky(a: Tensor) -> int:
             triangular.solve(diagonal._impl, inverse._impl, 1, lower=True)
             below = a[j + nb :, j : j + nb]
             below.copy_(below @ inverse.mT)
-            _subtract_product(a[j + nb :, j + nb :], below, below.mT)
+            subtract_product(a[j + nb :, j + nb :], below, below.mT)
             a[j : j + nb, j + nb :].zero_()
     return 0
 
@@ -80,6 +80,6 @@ def solve(a: Tensor, x: Tensor, *, lower: bool, unit: bool = False, trans: bool 
         diagonal = a[i0:i1, i0:i1]
         triangular.solve(diagonal._impl, block._impl, 1, lower=lower, unit=unit, trans=trans)
         if forward and i1 < n:
-            _subtract_product(x[i1:], op(i1, n, i0, i1), block)
+            subtract_product(x[i1:], op(i1, n, i0, i1), block)
         elif not forward and i0:
-            _subtract_product(x[:i0], op(0, i0, i0, i1), block)
+            subtract_product(x[:i0], op(0, i0, i0, i1), block)

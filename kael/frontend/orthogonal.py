@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from kael.codegen.cpu import householder
-from kael.frontend import factories
+from kael.frontend import blocked, factories
 from kael.frontend.factorizations import _out, matrices, on_host, same_dtype, working_copy
 from kael.frontend.outputs import bool_arg, tensor_arg
 from kael.frontend.tensor import Tensor
@@ -40,7 +40,7 @@ def _apply_block(panel: Tensor, tau: Tensor, c: Tensor, transpose: bool) -> None
     v = factories.empty((count, rows, nb), dtype=panel.dtype)
     householder.larft(panel._impl, tau._impl, t._impl, v._impl, count)
     w = (t.mT if transpose else t) @ (v.mT @ c)
-    c.sub_(v @ w)
+    blocked.subtract_product(c, v, w)
 
 
 def _geqrf(a: Tensor) -> tuple[Tensor, Tensor]:
@@ -113,7 +113,7 @@ def qr(A, mode: str = "reduced", *, out=None) -> QR:
             "(default), 'r', or 'complete'"
         )
     m, n = A.shape[-2:]
-    packed, tau = _geqrf(working_copy(A))
+    packed, tau = _geqrf(working_copy(A, padded=True))
     columns = m if mode == "complete" else min(m, n)
     r = packed[..., :columns, :].triu()
     if mode == "r":
