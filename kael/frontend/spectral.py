@@ -1,13 +1,14 @@
 """torch.linalg's symmetric eigensolvers: eigh (eigenvalues ascending and the eigenvectors
 as columns) and eigvalsh, batched, float32 and float64, reading only the UPLO triangle.
 
-Each matrix of the (contiguous) batch copy is solved by one kernel of
-codegen/cpu/symmetric_eigen.py: tridiagonalization, the implicit QL iteration, sorting.
-The kernel leaves the eigenvectors as rows; the result is that matrix transposed (a
-view, with the column-major strides PyTorch's LAPACK result has). A NaN in the read
-triangle raises LinAlgError as PyTorch's LAPACK does when it fails to converge; an
-infinity gives NaN eigenvalues (and eigenvectors). torch.symeig is gone, so there are no
-torch-level names.
+Each matrix of the (contiguous) batch copy is solved by the kernels of
+codegen/cpu/symmetric_eigen.py: tridiagonalization, the implicit QL iteration, sorting,
+and for eigenvectors Q^T's forming and the rotations' replay (over the threads, in a
+scratch of strips_size(n) per matrix). They leave the eigenvectors as rows; the result
+is that matrix transposed (a view, with the column-major strides PyTorch's LAPACK result
+has). A NaN in the read triangle raises LinAlgError as PyTorch's LAPACK does when it
+fails to converge; an infinity gives NaN eigenvalues (and eigenvectors). torch.symeig is
+gone, so there are no torch-level names.
 """
 
 from __future__ import annotations

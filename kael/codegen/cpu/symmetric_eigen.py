@@ -1,19 +1,19 @@
-"""The symmetric eigensolver of kael.linalg (eigh, eigvalsh): one dense kernel
-(codegen/cpu/dense.py) per matrix of a batch, on a contiguous copy, in place.
+"""The symmetric eigensolver of kael.linalg (eigh, eigvalsh): dense kernels
+(codegen/cpu/dense.py) on a contiguous copy of each matrix of a batch, in place.
 
 The steps are LAPACK's dsyev's. The triangle that UPLO names is scanned for its largest
 magnitude: a NaN gives NaN eigenvalues and info = n - 1 (PyTorch's LAPACK fails to
 converge on one), an infinity NaN eigenvalues and info 0; otherwise the matrix is copied
 into the other triangle and scaled into [sqrt(safmin / eps), sqrt(eps / safmin)] when its
 norm is outside, so neither tiny nor huge matrices under- or overflow. Householder
-reflectors (dsytd2) reduce it to a tridiagonal T = Q^T A Q: the matrix is kept full and
-symmetric, so the symmetric product and the rank-2 update read whole contiguous rows, and
-the reflector of step k overwrites row k. Q^T is accumulated backward in place (rows:
-the columns of Q). The implicit QL iteration with Wilkinson's shift (EISPACK's tql2)
-finds T's eigenvalues, each Givens rotation combining two contiguous rows of Z^T (the
-eigenvectors are the rows; the caller transposes). At most 30 sweeps per eigenvalue: past
-that, info is the number of off-diagonals that did not reach zero (dsteqr's info).
-Eigenvalues come out ascending with their rows, scaled back.
+reflectors (dsytd2) reduce it to a tridiagonal T = Q^T A Q, updating only the lower
+triangle (whole contiguous row pieces), the reflector of step k in row k's upper part.
+The implicit QL iteration with Wilkinson's shift (EISPACK's tql2) finds T's eigenvalues
+and logs its Givens rotations. At most 30 sweeps per eigenvalue: past that, info is the
+number of off-diagonals that did not reach zero (dsteqr's info). Eigenvalues come out
+ascending, scaled back. With eigenvectors, two more kernels run over the threads: one
+forms Q^T (rows: the columns of Q) in blocks of rows, one replays the log on Z^T = Q^T
+in packed strips of columns (the eigenvectors are the rows; the caller transposes).
 """
 
 from __future__ import annotations
@@ -90,29 +90,36 @@ def _householder(d: dense.Dense, x: ir.Value, m: ir.Value) -> tuple[ir.Value, ir
     return beta.get(), tau.get()
 
 
-def _update_row(d: dense.Dense, row, v, w, vi, wi, lo, hi, after=None) -> ir.Value:
-    """row[j] -= vi w[j] + wi v[j] for j in [lo, hi), the rank-2 update of one row; with
-    `after` (a reflector, indexed as the row), also returns sum row[j] after[j] over the
-    updated row, in the same pass: the next step's symmetric product."""
+def _update_lower(d: dense.Dense, a: dense.Matrix, i, lo, v, w, u, p) -> None:
+    """Row i's part [lo, i] of the lower triangle takes the rank-2 update
+    a[i, j] -= v[i] w[j] + w[i] v[j], and in the same pass feeds the symmetric product
+    p = A u of the next step: p[i] += sum_j a[i, j] u[j] over j <= i and p[j] += a[i, j]
+    u[i] for j < i (the upper triangle's share, read from the lower one)."""
     b = d.b
+    row = a.row(i)
+    vi, wi, ui = _get(d, v, i), _get(d, w, i), _get(d, u, i)
     acc = d.var(d.f(0.0), "acc")
-    with d.loop(lo, hi) as j:
+    with d.loop(lo, i) as j:
         at = b.gep(row, [j])
         x = d.sub(b.load(at), d.add(d.mul(vi, _get(d, w, j)), d.mul(wi, _get(d, v, j))))
         b.store(x, at)
-        if after is not None:
-            acc.set(d.add(acc.get(), d.mul(x, _get(d, after, j))))
-    return acc.get()
+        acc.set(d.add(acc.get(), d.mul(x, _get(d, u, j))))
+        _put(d, p, j, d.add(_get(d, p, j), d.mul(x, ui)))
+    at = b.gep(row, [i])
+    x = d.sub(b.load(at), d.mul(d.f(2.0), d.mul(vi, wi)))
+    b.store(x, at)
+    _put(d, p, i, d.add(_get(d, p, i), d.add(acc.get(), d.mul(x, ui))))
 
 
 def _tridiagonalize(d: dense.Dense, a: dense.Matrix, n, diag, e, tau, p) -> None:
     """A = Q T Q^T: diag[k] = T[k, k], e[k] = T[k + 1, k], tau[k] and row k's v_k (from
-    column k + 1) describe H_k; Q = H_0 ... H_{n-2}. A's trailing block stays symmetric
-    and full, so every access reads whole contiguous rows: with p = tau A v and
-    w = p - (tau/2)(p.v) v, A -= v w^T + w v^T (dsytd2's step on both triangles). One pass
-    over the block per step: row k + 1 is updated first and gives the next reflector, so
-    each later row's update also yields its dot with that reflector (the next p; `p`
-    holds two vectors of n, used in turn)."""
+    column k + 1, the upper triangle no step reads) describe H_k; Q = H_0 ... H_{n-2}.
+    With p = tau A v and w = p - (tau/2)(p.v) v, A -= v w^T + w v^T (dsytd2's step) on
+    the lower triangle only, row by row, so each step streams half the trailing block
+    once: column k + 1 is updated first into row k + 1's upper part and gives the next
+    reflector, then each later row's update also feeds the next product A v (`p` holds
+    two vectors of n, used in turn). The first product reads A's full rows (it is
+    symmetric on entry)."""
     b = d.b
     one, last = d.i(1), b.sub(n, d.i(1))
     with d.when(b.icmp_signed(">", n, one)):
@@ -131,14 +138,18 @@ def _tridiagonalize(d: dense.Dense, a: dense.Matrix, n, diag, e, tau, p) -> None
             alpha = d.mul(d.mul(d.f(-0.5), _get(d, tau, k)), d.dot(w, v, k1, n))
             d.axpy(w, alpha, v, k1, n)
             head = a.row(k1)
-            _update_row(d, head, v, w, _get(d, v, k1), _get(d, w, k1), k1, n)
+            vk, wk = _get(d, v, k1), _get(d, w, k1)
+            with d.loop(k1, n) as j:
+                x = d.add(d.mul(vk, _get(d, w, j)), d.mul(wk, _get(d, v, j)))
+                _put(d, head, j, d.sub(a.get(j, k1), x))
             _put(d, diag, k1, a.get(k1, k1))
             beta, t = _householder(d, _ptr(d, head, k2), b.sub(n, k2))
             _put(d, e, k1, beta)
             _put(d, tau, k1, t)
+            d.fill(nxt, d.f(0.0), k2, n)
             with d.loop(k2, n) as i:
-                dot = _update_row(d, a.row(i), v, w, _get(d, v, i), _get(d, w, i), k2, n, head)
-                _put(d, nxt, i, d.mul(t, dot))
+                _update_lower(d, a, i, k2, v, w, head, nxt)
+            d.scale(nxt, t, k2, n)
     _put(d, diag, last, a.get(last, last))
     _put(d, e, last, d.f(0.0))
 
@@ -166,14 +177,41 @@ def _form(d: dense.Dense, item: ir.Value) -> None:
         d.fill(q.row(r), b.select(broken, d.f(float("nan")), d.f(0.0)), 0, n)
         with d.when(b.not_(broken)):
             q.set(r, r, d.f(1.0))
-    with d.when(b.not_(broken)), d.loop(b.sub(r1, d.i(2)), -1, -1) as k:
-        k1 = b.add(k, d.i(1))
-        t, m = _get(d, tau, k), b.sub(n, k1)
-        v = _ptr(d, a.row(k), k1)
-        start = b.select(b.icmp_signed(">", r0, k1), r0, k1)
-        with d.when(b.fcmp_ordered("!=", t, d.f(0.0))), d.loop(start, r1) as r:
-            row = _ptr(d, q.row(r), k1)
-            d.axpy(row, d.neg(d.mul(t, d.dot(row, v, 0, m))), v, 0, m)
+    top = b.sub(r1, d.i(2))
+    with d.when(b.not_(broken)):
+        with d.loop(top, 0, -2) as k:
+            _reflect_pair(d, a, q, tau, n, k, b.select(b.icmp_signed(">", r0, k), r0, k), r1)
+        with d.when(b.and_(b.icmp_signed(">=", top, d.i(0)), b.not_(b.trunc(top, I1)))):
+            _reflect_pair(d, a, q, tau, n, d.i(0), r0, r1, single=True)
+
+
+def _reflect_pair(d: dense.Dense, a, q, tau, n, k, lo, hi, single: bool = False) -> None:
+    """Rows [lo, hi) of Q^T take H_k (columns k + 1 on), then H_{k-1} (columns k on) in
+    the same pass: the second's dot rides on the first's update, so each row is read
+    three times for two reflectors instead of four (`single`: H_k alone). A row still
+    e_r there (r <= k) has zeros where the reflectors reach, and is left as it is."""
+    b = d.b
+    k1 = b.add(k, d.i(1))
+    m = b.sub(n, k1)
+    v = _ptr(d, a.row(k), k1)
+    t = _get(d, tau, k)
+    if not single:
+        k0 = b.sub(k, d.i(1))
+        u, t0 = _ptr(d, a.row(k0), k), _get(d, tau, k0)
+    with d.loop(lo, hi) as r:
+        row = _ptr(d, q.row(r), k1)
+        alpha = d.mul(t, d.dot(row, v, 0, m))
+        if single:
+            d.axpy(row, d.neg(alpha), v, 0, m)
+        else:
+            acc = d.var(d.mul(_get(d, q.row(r), k), _get(d, u, d.i(0))), "acc")
+            tail = _ptr(d, u, d.i(1))
+            with d.loop(0, m) as j:
+                at = b.gep(row, [j])
+                x = d.sub(b.load(at), d.mul(alpha, _get(d, v, j)))
+                b.store(x, at)
+                acc.set(d.add(acc.get(), d.mul(x, _get(d, tail, j))))
+            d.axpy(_ptr(d, q.row(r), k), d.neg(d.mul(t0, acc.get())), u, 0, b.add(m, d.i(1)))
 
 
 def steps_size(n: int) -> int:
@@ -270,6 +308,24 @@ def _ql(d: dense.Dense, log: _Log, n, diag, e, vectors, info) -> None:
         b.store(count.get(), info)
 
 
+def _hypot(d: dense.Dense, x: ir.Value, y: ir.Value) -> ir.Value:
+    """sqrt(x^2 + y^2): directly while max(|x|, |y|) is in [2^-500, 2^500] (no under- or
+    overflow), else d.hypot's scaled form. The QL sweep's chain runs through it, and the
+    direct form spares the scaling's division."""
+    b = d.b
+    big = b.select(d.gt(d.abs(x), d.abs(y)), d.abs(x), d.abs(y))
+    fine = b.and_(d.gt(big, d.f(2.0**-500)), d.lt(big, d.f(2.0**500)))
+    if d.dtype.itemsize == 4:
+        fine = b.and_(d.gt(big, d.f(2.0**-60)), d.lt(big, d.f(2.0**60)))
+    result = d.var(d.f(0.0), "hypot")
+    with d.either(fine) as (direct, scaled):
+        with direct:
+            result.set(d.sqrt(d.add(d.mul(x, x), d.mul(y, y))))
+        with scaled:
+            result.set(d.hypot(x, y))
+    return result.get()
+
+
 def _sweep(d: dense.Dense, log: _Log, n, diag, e, low, m, shift, vectors) -> None:
     """One implicit QL sweep over the unreduced block [low, m] (tql2's loop body)."""
     b = d.b
@@ -300,7 +356,7 @@ def _sweep(d: dense.Dense, log: _Log, n, diag, e, low, m, shift, vectors) -> Non
         ei, di = _get(d, e, i), _get(d, diag, i)
         gi = d.mul(c.get(), ei)
         hi = d.mul(c.get(), p_.get())
-        ri = d.hypot(p_.get(), ei)
+        ri = _hypot(d, p_.get(), ei)
         zero = b.fcmp_ordered("==", ri, d.f(0.0))
         safe = b.select(zero, d.f(1.0), ri)
         _put(d, e, b.add(i, one), d.mul(s.get(), ri))
@@ -404,13 +460,74 @@ def _fma(d: dense.Dense, x: ir.Value, y: ir.Value, z: ir.Value) -> ir.Value:
     return d.b.call(declare(d.b.module, f"llvm.fma.{suffix}", fnty), [x, y, z])
 
 
+def _replay(d: dense.Dense, vt, pairs, steps, blocks, row) -> None:
+    """Every sweep's rotations on the packed strip (rows by `row(i)`, vectors of type vt).
+    Two sweeps in a row over the same block [low, m] (most of them: tql2 sweeps a block
+    until its first off-diagonal vanishes) run as one wavefront, the second a row behind
+    the first: each row is read and written once for both, and their two carried rows
+    are independent chains. Rotation (c, s) of rows (x, y) = (i, i + 1):
+    y' = s x + c y, x' = c x - s y."""
+    b = d.b
+    align = d.dtype.itemsize
+    one = d.i(1)
+
+    def rot(at, x, y):
+        c = _splat(d, vt, _get(d, pairs, b.mul(at, d.i(2))))
+        s = _splat(d, vt, _get(d, pairs, b.add(b.mul(at, d.i(2)), one)))
+        return _fma(d, c, y, d.mul(s, x)), _fma(d, d.neg(s), y, d.mul(c, x))
+
+    def load(i):
+        return b.load(row(i), align=align)
+
+    def store(value, i):
+        b.store(value, row(i), align=align)
+
+    count, sweep, pos = b.load(steps), d.var(d.i(0), "sweep"), d.var(d.i(0), "pos")
+    with d.while_(lambda: b.icmp_signed("<", sweep.get(), count)):
+        at = b.mul(sweep.get(), d.i(2))
+        low, m = _get(d, blocks, at), _get(d, blocks, b.add(at, one))
+        length, start = b.sub(m, low), pos.get()
+        more = b.icmp_signed("<", b.add(sweep.get(), one), count)
+        after = b.select(more, b.add(at, d.i(2)), at)  # the next sweep's block, if any
+        same = b.and_(
+            b.icmp_signed("==", _get(d, blocks, after), low),
+            b.icmp_signed("==", _get(d, blocks, b.add(after, one)), m),
+        )
+        top = b.sub(m, one)
+        with d.either(b.and_(more, same)) as (two, single):
+            with two:
+                second = b.add(start, length)
+                out, carry = rot(start, load(top), load(m))
+                carry1, carry2 = d.var(carry, "carry1"), d.var(out, "carry2")
+                with d.loop(b.sub(m, d.i(2)), b.sub(low, one), -1) as i:
+                    out1, c1 = rot(b.add(start, b.sub(top, i)), load(i), carry1.get())
+                    out2, c2 = rot(b.add(second, b.sub(b.sub(top, one), i)), out1, carry2.get())
+                    store(out2, b.add(i, d.i(2)))
+                    carry1.set(c1)
+                    carry2.set(c2)
+                out2, c2 = rot(b.add(second, b.sub(length, one)), carry1.get(), carry2.get())
+                store(out2, b.add(low, one))
+                store(c2, low)
+                sweep.set(b.add(sweep.get(), d.i(2)))
+                pos.set(b.add(second, length))
+            with single:
+                carry = d.var(load(m), "carry")
+                with d.loop(top, b.sub(low, one), -1) as i:
+                    out, c = rot(b.add(start, b.sub(top, i)), load(i), carry.get())
+                    store(out, b.add(i, one))
+                    carry.set(c)
+                store(carry.get(), low)
+                sweep.set(b.add(sweep.get(), one))
+                pos.set(b.add(start, length))
+
+
 def _rotate(d: dense.Dense, item: ir.Value) -> None:
-    """Replay one matrix's log on a strip of STRIP columns of Z^T: the strip is packed
-    into its own contiguous scratch (Z^T's rows, n apart, would crowd a few cache sets),
-    every sweep's rotations of rows (i, i + 1), i from m - 1 down to low, run down the
-    strip with row i + 1 carried in vector registers (each row read and written once a
-    sweep: dlasr's chase), then the sort's interchanges; the strip goes back. The strips
-    are independent, so those of one matrix run on every thread."""
+    """Replay one matrix's log on a strip of STRIP columns of Z^T (the forming kernel's
+    Q^T) into A: the strip is packed into its own contiguous scratch (Z^T's rows, n
+    apart, would crowd a few cache sets), every sweep's rotations of rows (i, i + 1),
+    i from m - 1 down to low, run down it with row i + 1 carried in vector registers
+    (dlasr's chase; see _replay), then the sort's interchanges, and the strip goes to A.
+    The strips are independent, so those of one matrix run on every thread."""
     b, w = d.b, d.w
     n, chunks = w["n"], w["chunks"]
     matrix, part = b.sdiv(item, chunks), b.srem(item, chunks)
@@ -438,21 +555,7 @@ def _rotate(d: dense.Dense, item: ir.Value) -> None:
             d.fill(strip.row(i), d.f(0.0), width, STRIP)
             with d.loop(0, width) as j:
                 _put(d, strip.row(i), j, q.get(i, j))
-        pos = d.var(d.i(0), "pos")
-        with d.loop(0, b.load(steps)) as sweep:
-            low = _get(d, blocks, b.mul(sweep, d.i(2)))
-            m = _get(d, blocks, b.add(b.mul(sweep, d.i(2)), d.i(1)))
-            carry = d.var(b.load(row(m), align=align), "carry")
-            start = pos.get()
-            with d.loop(b.sub(m, d.i(1)), b.sub(low, d.i(1)), -1) as i:
-                at = b.mul(b.add(start, b.sub(b.sub(m, d.i(1)), i)), d.i(2))
-                c = _splat(d, vt, _get(d, pairs, at))
-                s = _splat(d, vt, _get(d, pairs, b.add(at, d.i(1))))
-                x, y = b.load(row(i), align=align), carry.get()
-                b.store(_fma(d, c, y, d.mul(s, x)), row(b.add(i, d.i(1))), align=align)
-                carry.set(_fma(d, d.neg(s), y, d.mul(c, x)))
-            b.store(carry.get(), row(low), align=align)
-            pos.set(b.add(start, b.sub(m, low)))
+        _replay(d, vt, pairs, steps, blocks, row)
         with d.loop(0, b.sub(n, d.i(1))) as i:
             k = _get(d, steps, b.add(i, d.i(1)))
             with d.when(b.icmp_signed("!=", k, i)):
@@ -482,9 +585,9 @@ def eigh(a, values, work, info, pairs, steps, strips, capacity: int, n: int, bat
     (overwritten; read: its lower or upper triangle); `work` [batch, 4 n] scratch, LAPACK's
     info into impl `info` [batch] (int64: -1 when the rotation log, impls `pairs`
     [batch, 2 capacity] and `steps` [batch, steps_size(n)] int64, was too short; then
-    `a` holds no result). Eigenvectors: the log is replayed on Z^T = Q^T in strips of
-    STRIP columns (impl `strips` [batch, strips_size(n)] their scratch), after the
-    kernel that logged it."""
+    `a` holds no result). Eigenvectors: after the kernel that logged the rotations, Q^T
+    is formed into impl `strips` [batch, strips_size(n)] and the log replayed on it in
+    strips of STRIP columns (packed there too), the result into `a`."""
     name = f"kael_eigh_{a.dtype.name}"
     words = [a.data_ptr(), values.data_ptr(), work.data_ptr(), info.data_ptr(), n, int(lower)]
     words += [int(vectors), pairs.data_ptr(), steps.data_ptr(), capacity]
