@@ -464,8 +464,9 @@ def _unique_slices(x: Tensor, dim, op: str, return_inverse, return_counts, sort:
     rows, d = _slices(x, dim, op)
     order = None
     if sort and rows.shape[0] > 1:
-        keys = (rows.float() if rows.dtype.is_half else rows).numpy()
+        keys = (rows.float() if rows.dtype.is_half else rows).cpu().numpy()  # explicit copy
         order = factories.from_numpy(np.lexsort(keys.T[::-1]).astype(np.int64))
+        order = order.to(rows.device)
         rows = index_ops.index_select(rows, 0, order)
     result = _unique_of(rows, return_inverse, return_counts, order)
     parts = list(result) if isinstance(result, tuple) else [result]
