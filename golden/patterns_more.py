@@ -1,7 +1,9 @@
 """The tensor functions added after the first grids: shape functions (split, tile, diagonal,
 meshgrid, ...), more elementwise math (hyperbolic and inverse trigonometric functions, xlogy,
 hypot, div's rounding modes, shifts), NaN-aware and order-statistic reductions and scans,
-contractions (einsum, tensordot, kron, cdist), and scatters, counts and selections."""
+contractions (einsum, tensordot, kron, cdist), scatters, counts and selections, and
+torch.linalg (on well-conditioned matrices given by value: the factorizations' outputs are
+then PyTorch's to an ulp or two of float64)."""
 
 from __future__ import annotations
 
@@ -660,8 +662,155 @@ def writes_table() -> dict[str, list[Pattern]]:
     return t
 
 
+# ---- torch.linalg ---------------------------------------------------------------------------
+
+# Diagonally dominant, unsymmetric (LU pivots on it), and a symmetric positive-definite one.
+WELL = (4.0, 1.0, -2.0, 0.5, -1.0, 5.0, 1.0, 2.0, 0.5, -1.5, 6.0, 1.0, 2.0, 0.0, -1.0, 3.0)
+PIVOTING = (1.0, 2.0, 0.0, 3.0, 0.5, 1.0, 4.0, -2.0, 2.0, -1.0, 1.0, 1.0, -3.0, 0.0, 2.0, 1.0)
+SPD = (6.0, 2.0, 1.0, 0.5, 2.0, 5.0, -1.0, 1.0, 1.0, -1.0, 4.0, 0.0, 0.5, 1.0, 0.0, 3.0)
+SINGULAR = (1.0, 2.0, 3.0, 2.0, 4.0, 6.0, 1.0, 0.0, 1.0)
+
+
+def _matrix(values, dtype="float64", view="none", shape=(4, 4)):
+    return spec(shape, dtype, values=values, view=view)
+
+
+def linalg_table() -> dict[str, list[Pattern]]:
+    square = [
+        P("float64", A=_matrix(WELL)),
+        P("pivoting", A=_matrix(PIVOTING)),
+        P("transposed", A=_matrix(WELL, view="transpose:0:1")),
+        P("batched", A=spec((2, 4, 4), "float64", values=WELL + PIVOTING)),
+        P("float32", A=_matrix(WELL, "float32")),
+        P("empty", A=spec((0, 0), "float64")),
+        P("not_square", A=spec((3, 4), "float64")),
+        P("int64_refused", A=spec((3, 3), "int64")),
+    ]
+    rhs = spec((4, 2), "float64", values=(1.0, -2.0, 0.5, 3.0, 2.0, 1.0, -1.0, 0.0))
+    t: dict[str, list[Pattern]] = {
+        "linalg_det": square + [P("singular", A=_matrix(SINGULAR, shape=(3, 3)))],
+        "linalg_slogdet": square,  # a singular one's sign is rounding's (LAPACK's tiny pivot)
+        "linalg_inv": square + [P("singular", A=_matrix(SINGULAR, shape=(3, 3)))],
+        "linalg_solve": [
+            P("matrix_rhs", A=_matrix(WELL), B=rhs),
+            P(
+                "vector_rhs",
+                A=_matrix(PIVOTING),
+                B=spec((4,), "float64", values=(1.0, 2.0, 3.0, 4.0)),
+            ),
+            P(
+                "left_false",
+                {"left": False},
+                A=_matrix(WELL),
+                B=spec((2, 4), "float64", values=WELL[:8]),
+            ),
+            P("broadcast", A=spec((2, 4, 4), "float64", values=WELL + SPD), B=rhs),
+            P("singular", A=_matrix(SINGULAR, shape=(3, 3)), B=spec((3, 1), "float64")),
+            P("dtype_mismatch", A=_matrix(WELL), B=spec((4, 2))),
+        ],
+        "linalg_cholesky": [
+            P("spd", A=_matrix(SPD)),
+            P("upper", {"upper": True}, A=_matrix(SPD)),
+            P("float32", A=_matrix(SPD, "float32")),
+            P("not_positive_definite", A=_matrix(WELL[:8] + (-9.0,) * 8)),
+            P("empty", A=spec((0, 0), "float64")),
+        ],
+        "linalg_lu_factor": [
+            P("pivoting", A=_matrix(PIVOTING)),
+            P("wide", A=spec((3, 4), "float64", values=WELL[:12])),
+        ],
+        "linalg_solve_triangular": [
+            P("upper", {"upper": True}, A=_matrix(WELL), B=rhs),
+            P("lower_unit", {"upper": False, "unitriangular": True}, A=_matrix(WELL), B=rhs),
+            P(
+                "right",
+                {"upper": True, "left": False},
+                A=_matrix(WELL),
+                B=spec((2, 4), "float64", values=SPD[:8]),
+            ),
+        ],
+        "linalg_qr": [
+            P("square", A=_matrix(WELL)),
+            P("tall_complete", {"mode": "complete"}, A=spec((4, 3), "float64", values=WELL[:12])),
+            P("wide", A=spec((3, 4), "float64", values=PIVOTING[:12])),
+            P("r_only", {"mode": "r"}, A=_matrix(PIVOTING)),
+        ],
+        "linalg_eigvalsh": [P("spd", A=_matrix(SPD)), P("upper", {"UPLO": "U"}, A=_matrix(SPD))],
+        "linalg_svdvals": [
+            P("square", A=_matrix(WELL)),
+            P("wide", A=spec((3, 4), "float64", values=PIVOTING[:12])),
+        ],
+        "linalg_matrix_rank": [
+            P("full", A=_matrix(WELL)),
+            P("singular", A=_matrix(SINGULAR, shape=(3, 3))),
+        ],
+        "linalg_pinv": [
+            P("square", A=_matrix(WELL)),
+            P("tall", A=spec((4, 3), "float64", values=WELL[:12])),
+        ],
+        "linalg_matrix_norm": [
+            *(
+                P(f"ord_{name}", {"ord": o}, A=_matrix(WELL))
+                for name, o in (
+                    ("fro", "fro"),
+                    ("nuc", "nuc"),
+                    ("1", 1),
+                    ("inf", INF),
+                    ("2", 2),
+                    ("minus_2", -2),
+                )
+            ),
+            P("float32_dims", {"ord": 1, "dim": (0, 1), "keepdim": True}, A=spec((3, 4))),
+            P("order_refused", {"ord": 3}, A=_matrix(WELL)),
+        ],
+        "linalg_vector_norm": [
+            P("two", x=spec((3, 4))),
+            P("one_dim", {"ord": 1, "dim": 1}, x=spec((3, 4))),
+            P("inf_keepdim", {"ord": INF, "dim": 0, "keepdim": True}, x=spec((3, 4))),
+            P("p3_transposed", {"ord": 3.0}, x=spec((5, 3), view="transpose:0:1")),
+            P("zero", {"ord": 0}, x=spec((3, 4), "float64")),
+            P("int64_refused", x=spec((3, 4), "int64")),
+        ],
+        "linalg_cond": [P("two", A=_matrix(WELL)), P("fro", {"p": "fro"}, A=_matrix(PIVOTING))],
+        "linalg_matrix_power": [
+            P("cube", {"n": 3}, A=_matrix(WELL)),
+            P("inverse_square", {"n": -2}, A=_matrix(WELL)),
+            P("zero", {"n": 0}, A=_matrix(WELL)),
+            P("int64", {"n": 2}, A=spec((3, 3), "int64")),
+            P("not_square", {"n": 2}, A=spec((3, 4), "float64")),
+        ],
+        "linalg_cross": [
+            P("rows", a=spec((4, 3)), b=spec((4, 3))),
+            P("broadcast", a=spec((2, 3), "float64"), b=spec((3,), "float64")),
+            P("int64", a=spec((2, 3), "int64"), b=spec((2, 3), "int64")),
+            P("wrong_size", a=spec((2, 2)), b=spec((2, 2))),
+        ],
+        "linalg_vecdot": [
+            P("rows", x=spec((3, 4)), y=spec((3, 4))),
+            P("broadcast", x=spec((3, 4), "float64"), y=spec((4,), "float64")),
+        ],
+        "linalg_multi_dot": [
+            P(
+                "chain",
+                a=spec((2, 3), "float64"),
+                b=spec((3, 4), "float64"),
+                c=spec((4, 2), "float64"),
+            ),
+            P(
+                "vectors_at_ends",
+                a=spec((3,), "float64"),
+                b=spec((3, 4), "float64"),
+                c=spec((4,), "float64"),
+            ),
+            P("mismatch", a=spec((2, 3)), b=spec((2, 3))),
+        ],
+    }
+    return t
+
+
 def more_table() -> dict[str, list[Pattern]]:
     t: dict[str, list[Pattern]] = {}
-    for part in (shape_table(), math_table(), order_table(), contraction_table(), writes_table()):
+    tables = (shape_table(), math_table(), order_table(), contraction_table(), writes_table())
+    for part in (*tables, linalg_table()):
         t.update(part)
     return t

@@ -209,6 +209,19 @@ def positional(name: str, keywords: tuple = ()) -> Adapter:
     return call
 
 
+def linalg(name: str) -> Adapter:
+    """lib.linalg.NAME(*inputs, **args) (multi_dot: the inputs as one list); a NamedTuple
+    result as a plain tuple."""
+
+    def call(lib, inputs: dict, args: dict):
+        fn = getattr(lib.linalg, name)
+        tensors = list(inputs.values())
+        result = fn(tensors, **args) if name == "multi_dot" else fn(*tensors, **args)
+        return tuple(result) if isinstance(result, tuple) else result
+
+    return call
+
+
 def dim_second_tuple(name: str) -> Adapter:
     """dim_second's call with a namedtuple result given back as a plain tuple."""
 
@@ -330,6 +343,12 @@ MORE_BINARY_OPS = (
     "bitwise_left_shift", "bitwise_right_shift",
 )  # fmt: skip
 DIM_SECOND_OPS = ("scatter", "scatter_reduce", "index_fill", "index_copy")
+# torch.linalg's functions, each golden op named linalg_NAME.
+LINALG_OPS = (
+    "det", "slogdet", "inv", "solve", "cholesky", "lu_factor", "solve_triangular", "qr",
+    "eigvalsh", "svdvals", "matrix_rank", "pinv", "matrix_norm", "vector_norm", "cond",
+    "matrix_power", "cross", "vecdot", "multi_dot",
+)  # fmt: skip
 
 UNARY_OPERATORS = ("neg", "invert", "abs")
 INPLACE_OPERATORS = ("iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow")
@@ -355,6 +374,7 @@ REGISTRY: dict[str, Adapter] = {
     **{name: functional(name) for name in ("layer_norm",) + NN_OPS},
     **{name: function(name) for name in ("arange", "linspace", "eye", "full")},
     **{f"operator_{name.rstrip('_')}": python_operator(name) for name in OPERATORS},
+    **{f"linalg_{name}": linalg(name) for name in LINALG_OPS},
     "getitem": getitem,
     "setitem": setitem,
     "scalar_tensor": function("scalar_tensor", star="s"),  # PyTorch calls the value s

@@ -8,6 +8,7 @@ sides apply the same views and make the same calls, and one registry serves both
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from dataclasses import dataclass, field
@@ -290,6 +291,7 @@ KAEL_ERRORS = {
     "TypeError": "TypeError",
     "ValueError": "ValueError",
     "IndexError": "IndexError",
+    "_LinAlgError": "linalg.LinAlgError",  # torch.linalg.LinAlgError's class name
 }
 
 
@@ -305,7 +307,7 @@ def check_case(case: Case, lib, root: Path = GOLDEN_DIR, device: str = "cpu") ->
     if not case.error:
         assert_matches(run_case(case, lib, root, device), load_expected(case, root))
         return
-    expected = getattr(lib, KAEL_ERRORS[case.error])
+    expected = functools.reduce(getattr, KAEL_ERRORS[case.error].split("."), lib)
     try:
         run_case(case, lib, root, device)
     except expected:
