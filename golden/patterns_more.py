@@ -240,20 +240,16 @@ def shape_table() -> dict[str, list[Pattern]]:
             P("transposed", {"offset": -1}, x=XT),
             P("same_dims", {"dim1": 0, "dim2": 0}, x=spec((2, 3))),
         ],
-        "tril_indices": [
-            P("square", {"p0": 3, "p1": 3}),
-            P("wide_offset", {"p0": 3, "p1": 5, "p2": 1}),
-            P("negative_offset", {"p0": 4, "p1": 3, "p2": -1}),
-            P("empty", {"p0": 0, "p1": 3}),
-            P("int32", {"p0": 3, "p1": 2, "dtype": "int32"}),
-        ],
-        "triu_indices": [
-            P("square", {"p0": 3, "p1": 3}),
-            P("wide_offset", {"p0": 3, "p1": 5, "p2": 1}),
-            P("negative_offset", {"p0": 4, "p1": 3, "p2": -1}),
-            P("empty", {"p0": 0, "p1": 3}),
-            P("int32", {"p0": 3, "p1": 2, "dtype": "int32"}),
-        ],
+        **{
+            name: [
+                P("square", {"p0": 3, "p1": 3}),
+                P("wide_offset", {"p0": 3, "p1": 5, "p2": 1}),
+                P("negative_offset", {"p0": 4, "p1": 3, "p2": -1}),
+                P("empty", {"p0": 0, "p1": 3}),
+                P("int32", {"p0": 3, "p1": 2, "dtype": "int32"}),
+            ]
+            for name in ("tril_indices", "triu_indices")
+        },
         "broadcast_to": [
             P("new_dims", {"p0": (2, 3, 4)}, x=spec((3, 1))),
             P("keep", {"p0": (-1, 4)}, x=spec((3, 1), "int64")),
