@@ -88,7 +88,7 @@ def _decompose(A: Tensor, vectors: bool, full: bool) -> SVD | Tensor:
         x.narrow(-2, 0, k).copy_(x0)
     s = factories.empty((*batch, k), dtype=A.dtype)
     g = factories.empty((*batch, k, k), dtype=A.dtype) if vectors else s
-    work = factories.empty((*batch, length), dtype=A.dtype) if vectors else s
+    work = factories.empty((*batch, length), dtype=A.dtype)
     info = factories.zeros(batch, dtype=int64)
     count = shape_numel(batch)
     if count and length and (k or rows):

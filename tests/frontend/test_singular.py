@@ -329,3 +329,33 @@ def test_svd_on_cuda_copies_through_the_host():
     assert all(str(x.device) == "cuda:0" for x in (U, S, Vh))
     close_to_torch(S.cpu(), torch.linalg.svdvals(torch.tensor(a)), 1e-10)
     close_to_torch(kael.linalg.pinv(k).cpu(), torch.linalg.pinv(torch.tensor(a)), 1e-10)
+
+
+@pytest.mark.parametrize("shape", [(150, 130), (130, 150), (140, 140)], ids=str)
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_a_single_large_matrix_swept_in_blocks_over_the_threads(dtype, shape):
+    # From order 128 one matrix's sweeps are split in block pairs over the threads.
+    m, n = shape
+    k, t = _pair(RNG.standard_normal(shape), dtype)
+    check_svd(k, t, True, 10 * TOL[dtype])
+    check_svd(k, t, False, 10 * TOL[dtype])
+    close_to_torch(kael.linalg.svdvals(k), torch.linalg.svdvals(t), 10 * TOL[dtype])
+    k, t = _pair(_rank_deficient(m, n, 40), dtype)
+    check_svd(k, t, True, 100 * TOL[dtype])
+    assert int(kael.linalg.matrix_rank(k)) == int(torch.linalg.matrix_rank(t)) == 40
+
+
+def test_a_large_ill_conditioned_matrix_in_blocks_keeps_relative_accuracy():
+    n = 160
+    u, _ = np.linalg.qr(RNG.standard_normal((n, n)))
+    v, _ = np.linalg.qr(RNG.standard_normal((n, n)))
+    s = np.logspace(0, -6, n)
+    k = kael.tensor((u * s) @ v.T * 1e200)
+    got = _np(kael.linalg.svdvals(k))
+    np.testing.assert_allclose(got, s * 1e200, rtol=1e-9)
+    a = np.ones((130, 130))
+    a[5, 7] = np.nan
+    with pytest.raises(kael.linalg.LinAlgError, match="contained non-finite values"):
+        kael.linalg.svd(kael.tensor(a))
+    a[5, 7] = np.inf
+    assert np.isnan(_np(kael.linalg.svdvals(kael.tensor(a)))).all()

@@ -20,14 +20,21 @@ when MAX_SWEEPS ran without convergence, NAN for a NaN in X0, INFINITE for an in
 
 from __future__ import annotations
 
+import array
+import ctypes
+
 from llvmlite import ir
 
 from kael.codegen.cpu import dense
+from kael.runtime.threadpool import get_num_threads
 
 I1, I64 = ir.IntType(1), ir.IntType(64)
-WORDS = ("x", "g", "s", "work", "info", "k", "cols", "rows", "vectors")
+WORDS = ("x", "g", "s", "work", "info", "k", "cols", "rows", "vectors", "phase")
+STEP_WORDS = ("x", "g", "s", "work", "flags", "schedule", "k", "cols", "vectors", "step", "blocks")
 MAX_SWEEPS = 30
 NAN, INFINITE = -1, -2
+FULL, PREPARE, FINISH = 0, 1, 2  # the phases of _svd (see svd)
+PARALLEL = 128  # from this order on, a single matrix's sweeps are split over the threads
 
 
 def _pow2_reciprocal(d: dense.Dense, largest: ir.Value) -> ir.Value:
@@ -77,6 +84,27 @@ def _settle(d: dense.Dense, row: ir.Value, p: ir.Value, norm2: ir.Value, floor2,
         d.fill(row, d.f(0.0), 0, cols)
 
 
+def _pair(d: dense.Dense, x, g, s, i, j, tol, floor2, k, cols, vectors, rotated) -> None:
+    """Rows i and j rotated orthogonal (and G's rows alike) unless they already are to tol;
+    `rotated` set when they were."""
+    b = d.b
+    pi, pj = b.gep(s, [i]), b.gep(s, [j])
+    alpha, beta = b.load(pi), b.load(pj)
+    gamma = d.dot(x.row(i), x.row(j), 0, cols)
+    bound = d.mul(tol, d.mul(d.sqrt(alpha), d.sqrt(beta)))
+    with d.when(d.gt(d.abs(gamma), bound)):
+        rotated.set(ir.Constant(I1, 1))
+        zeta = d.div(d.sub(beta, alpha), d.mul(d.f(2.0), gamma))
+        t = d.div(d.copysign(d.f(1.0), zeta), d.add(d.abs(zeta), d.hypot(d.f(1.0), zeta)))
+        c = d.div(d.f(1.0), d.sqrt(d.add(d.f(1.0), d.mul(t, t))))
+        sn = d.mul(c, t)
+        ni, nj = d.rotate(x.row(i), x.row(j), c, sn, 0, cols, norms=True)
+        _settle(d, x.row(i), pi, ni, floor2, cols)
+        _settle(d, x.row(j), pj, nj, floor2, cols)
+        with d.when(vectors):
+            d.rotate(g.row(i), g.row(j), c, sn, 0, k)
+
+
 def _sweeps(
     d: dense.Dense, x: dense.Matrix, g: dense.Matrix, s, k, cols, vectors, floor2
 ) -> ir.Value:
@@ -89,21 +117,7 @@ def _sweeps(
     with d.while_(running):
         rotated.set(ir.Constant(I1, 0))
         with d.loop(0, k) as i, d.loop(b.add(i, d.i(1)), k) as j:
-            pi, pj = b.gep(s, [i]), b.gep(s, [j])
-            alpha, beta = b.load(pi), b.load(pj)
-            gamma = d.dot(x.row(i), x.row(j), 0, cols)
-            bound = d.mul(tol, d.mul(d.sqrt(alpha), d.sqrt(beta)))
-            with d.when(d.gt(d.abs(gamma), bound)):
-                rotated.set(ir.Constant(I1, 1))
-                zeta = d.div(d.sub(beta, alpha), d.mul(d.f(2.0), gamma))
-                t = d.div(d.copysign(d.f(1.0), zeta), d.add(d.abs(zeta), d.hypot(d.f(1.0), zeta)))
-                c = d.div(d.f(1.0), d.sqrt(d.add(d.f(1.0), d.mul(t, t))))
-                sn = d.mul(c, t)
-                ni, nj = d.rotate(x.row(i), x.row(j), c, sn, 0, cols, norms=True)
-                _settle(d, x.row(i), pi, ni, floor2, cols)
-                _settle(d, x.row(j), pj, nj, floor2, cols)
-                with d.when(vectors):
-                    d.rotate(g.row(i), g.row(j), c, sn, 0, k)
+            _pair(d, x, g, s, i, j, tol, floor2, k, cols, vectors, rotated)
         sweep.set(b.add(sweep.get(), d.i(1)))
     return b.select(rotated.get(), sweep.get(), d.i(0))
 
@@ -154,7 +168,28 @@ def _cover(d: dense.Dense, work, row, cols) -> None:
         b.store(d.add(b.load(p), d.mul(v, v)), p)
 
 
+def _finish(d: dense.Dense, x, g, s, work, k, cols, rows, vectors, factor) -> None:
+    """After the sweeps: rows sorted, normalized into W (completed to `rows` of them),
+    s made the singular values (the scaling undone)."""
+    b = d.b
+    _sort(d, x, g, s, k, cols, vectors)
+    tiny = d.f(2.0**-1022 if d.dtype.itemsize == 8 else 2.0**-126)
+    first = d.var(d.i(0), "first")
+    with d.loop(0, k) as i:
+        p = b.gep(s, [i])
+        norm2 = b.load(p)
+        sigma = d.sqrt(norm2)
+        with d.when(b.and_(vectors, b.not_(d.lt(norm2, tiny)))):
+            d.scale(x.row(i), d.div(d.f(1.0), sigma), 0, cols)
+            first.set(b.add(i, d.i(1)))
+        b.store(d.div(sigma, factor), p)
+    with d.when(vectors):
+        _complete(d, x, work, first.get(), rows, cols)
+
+
 def _svd(d: dense.Dense, item: ir.Value) -> None:
+    """One matrix: FULL, or PREPARE (scaled, squared norms, G = I; the factor and the
+    floor kept in work[0:2] for the step kernel and FINISH) or FINISH."""
     b, w = d.b, d.w
     k, cols, rows = w["k"], w["cols"], w["rows"]
     x = d.matrix("x", "cols", b.mul(item, b.mul(rows, cols)))
@@ -163,6 +198,17 @@ def _svd(d: dense.Dense, item: ir.Value) -> None:
     work = b.gep(d.ptr("work"), [b.mul(item, cols)])
     info = b.gep(d.ptr("info", I64), [item])
     vectors = b.icmp_signed("!=", w["vectors"], d.i(0))
+    phase = w["phase"]
+    with d.either(b.icmp_signed("==", phase, d.i(FINISH))) as (finish, begin):
+        with finish:
+            _finish(d, x, g, s, work, k, cols, rows, vectors, b.load(work))
+        with begin:
+            _begin(d, x, g, s, work, info, k, cols, rows, vectors, phase)
+
+
+def _begin(d: dense.Dense, x, g, s, work, info, k, cols, rows, vectors, phase) -> None:
+    """The FULL and PREPARE phases (see _svd)."""
+    b = d.b
     largest, nan = _scan(d, x, k, cols)
     finite = b.fcmp_ordered("<", largest, d.f(float("inf")))  # NaN is not
     with d.either(b.and_(finite, b.not_(nan))) as (ok, bad):
@@ -170,7 +216,8 @@ def _svd(d: dense.Dense, item: ir.Value) -> None:
             b.store(b.select(nan, d.i(NAN), d.i(INFINITE)), info)
             d.fill(s, d.f(float("nan")), 0, k)
             d.fill(x.ptr, d.f(float("nan")), 0, b.mul(rows, cols))
-            d.fill(g.ptr, d.f(float("nan")), 0, b.mul(k, k))
+            with d.when(vectors):  # without vectors, g is s (k long)
+                d.fill(g.ptr, d.f(float("nan")), 0, b.mul(k, k))
         with ok:
             zero = b.fcmp_ordered("==", largest, d.f(0.0))
             factor = b.select(zero, d.f(1.0), _pow2_reciprocal(d, largest))
@@ -186,30 +233,89 @@ def _svd(d: dense.Dense, item: ir.Value) -> None:
                 )
             with d.when(vectors):
                 _identity(d, g, k)
-            b.store(_sweeps(d, x, g, s, k, cols, vectors, floor2), info)
-            _sort(d, x, g, s, k, cols, vectors)
-            tiny = d.f(2.0**-1022 if d.dtype.itemsize == 8 else 2.0**-126)
-            first = d.var(d.i(0), "first")
-            with d.loop(0, k) as i:
-                p = b.gep(s, [i])
-                norm2 = b.load(p)
-                sigma = d.sqrt(norm2)
-                with d.when(b.and_(vectors, b.not_(d.lt(norm2, tiny)))):
-                    d.scale(x.row(i), d.div(d.f(1.0), sigma), 0, cols)
-                    first.set(b.add(i, d.i(1)))
-                b.store(d.div(sigma, factor), p)
-            with d.when(vectors):
-                _complete(d, x, work, first.get(), rows, cols)
+            with d.either(b.icmp_signed("==", phase, d.i(FULL))) as (full, prepare):
+                with full:
+                    b.store(_sweeps(d, x, g, s, k, cols, vectors, floor2), info)
+                    _finish(d, x, g, s, work, k, cols, rows, vectors, factor)
+                with prepare:
+                    b.store(d.i(0), info)
+                    b.store(factor, work)
+                    b.store(floor2, b.gep(work, [d.i(1)]))
+
+
+def _step(d: dense.Dense, item: ir.Value) -> None:
+    """Work item `item` of one step of a block sweep: the rows of blocks a and b (the
+    schedule's pair `item` of this step) rotated against each other, and at step 0 each
+    block's rows among themselves; flags[item] says whether anything rotated."""
+    b, w = d.b, d.w
+    k, cols, blocks = w["k"], w["cols"], w["blocks"]
+    x, g = d.matrix("x", "cols"), d.matrix("g", "k")
+    s, work = d.ptr("s"), d.ptr("work")
+    vectors = b.icmp_signed("!=", w["vectors"], d.i(0))
+    schedule = d.ptr("schedule", I64)
+    at = b.add(b.mul(w["step"], blocks), b.mul(item, d.i(2)))
+    first, second = b.load(b.gep(schedule, [at])), b.load(b.gep(schedule, [b.add(at, d.i(1))]))
+    edge = lambda r: b.sdiv(b.mul(r, k), blocks)  # noqa: E731
+    tol, floor2 = _tol(d, cols), b.load(b.gep(work, [d.i(1)]))
+    rotated = d.var(ir.Constant(I1, 0), "rotated")
+    with d.when(b.icmp_signed("==", w["step"], d.i(0))):
+        for r in (first, second):
+            lo, hi = edge(r), edge(b.add(r, d.i(1)))
+            with d.loop(lo, hi) as i, d.loop(b.add(i, d.i(1)), hi) as j:
+                _pair(d, x, g, s, i, j, tol, floor2, k, cols, vectors, rotated)
+    inner = d.loop(edge(second), edge(b.add(second, d.i(1))))
+    with d.loop(edge(first), edge(b.add(first, d.i(1)))) as i, inner as j:
+        _pair(d, x, g, s, i, j, tol, floor2, k, cols, vectors, rotated)
+    b.store(b.zext(rotated.get(), I64), b.gep(d.ptr("flags", I64), [item]))
+
+
+def _schedule(pairs: int) -> array.array:
+    """The round-robin tournament of 2 `pairs` blocks: 2 pairs - 1 steps of `pairs`
+    disjoint block pairs, every pair of blocks met once."""
+    n = 2 * pairs
+    out = array.array("q")
+    for step in range(n - 1):
+        out.extend((step, n - 1))
+        for i in range(1, pairs):
+            out.extend(((step + i) % (n - 1), (step - i) % (n - 1)))
+    return out
+
+
+def _block_sweeps(x, g, s, work, info, k: int, cols: int, vectors: bool, pairs: int) -> None:
+    """The sweeps of one prepared matrix, each step's block pairs one launch's work items
+    (so the threads share it): until a sweep rotates nothing, or MAX_SWEEPS (info)."""
+    name = f"kael_svd_step_{x.dtype.name}"
+    schedule, flags = _schedule(pairs), array.array("q", [0] * pairs)
+    words = [x.data_ptr(), g.data_ptr(), s.data_ptr(), work.data_ptr(), flags.buffer_info()[0],
+             schedule.buffer_info()[0], k, cols, int(vectors), 0, 2 * pairs]  # fmt: skip
+    build = lambda mod: dense.per_matrix(mod, name, x.dtype, STEP_WORDS, _step)  # noqa: E731
+    flops = 8 * k * k * cols // (2 * pairs - 1)
+    for _ in range(MAX_SWEEPS):
+        rotated = False
+        for step in range(2 * pairs - 1):
+            words[9] = step
+            dense.run(name, build, name, words, pairs, flops)
+            rotated = rotated or any(flags)
+        if not rotated:
+            return
+    ctypes.c_int64.from_address(info.data_ptr()).value = MAX_SWEEPS
 
 
 def svd(x, g, s, work, info, k: int, cols: int, rows: int, batch: int, vectors: bool) -> None:
     """One-sided Jacobi on each of `batch` contiguous [rows, cols] matrices at impl `x`, whose
     first k rows are X0 (k <= cols): singular values into impl `s` [batch, k] (descending),
     with `vectors` also G [batch, k, k] into impl `g` and W's rows (orthonormal, `rows` of
-    them: k, or cols for a full basis) in place of x, X0 = G^T diag(s) W[:k]. `work` [batch, cols]
-    is scratch; LAPACK-like info [batch] (int64): see the module docstring."""
+    them: k, or cols for a full basis) in place of x, X0 = G^T diag(s) W[:k]. `work` [batch, cols],
+    its own, is scratch; LAPACK-like info [batch] (int64): see the module docstring. One matrix
+    of order PARALLEL or more is swept in blocks over the threads (_block_sweeps)."""
     name = f"kael_svd_jacobi_{x.dtype.name}"
+    pairs = get_num_threads()
+    split = batch == 1 and k >= PARALLEL and pairs > 1
     words = [x.data_ptr(), g.data_ptr(), s.data_ptr(), work.data_ptr(), info.data_ptr(),
-             k, cols, rows, int(vectors)]  # fmt: skip
+             k, cols, rows, int(vectors), PREPARE if split else FULL]  # fmt: skip
     build = lambda mod: dense.per_matrix(mod, name, x.dtype, WORDS, _svd)  # noqa: E731
     dense.run(name, build, name, words, batch, 8 * k * k * cols)
+    if split and ctypes.c_int64.from_address(info.data_ptr()).value == 0:
+        _block_sweeps(x, g, s, work, info, k, cols, vectors, pairs)
+        words[9] = FINISH
+        dense.run(name, build, name, words, batch, 8 * k * k * cols)
