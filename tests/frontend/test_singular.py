@@ -359,3 +359,15 @@ def test_a_large_ill_conditioned_matrix_in_blocks_keeps_relative_accuracy():
         kael.linalg.svd(kael.tensor(a))
     a[5, 7] = np.inf
     assert np.isnan(_np(kael.linalg.svdvals(kael.tensor(a)))).all()
+
+
+@pytest.mark.parametrize("shape", [(200, 140), (140, 200)], ids=str)
+def test_a_large_graded_matrix_by_its_triangular_factor(shape):
+    # One large matrix is swept as R of A = Q R; U (or Vh, when wide) is Q G^T.
+    grades = np.logspace(0, -8, min(shape))
+    a = RNG.standard_normal(shape)
+    a = a * grades[None, :] if shape[0] > shape[1] else a * grades[:, None]
+    k, t = _pair(a, kael.float64)
+    check_svd(k, t, False, 1e-9)
+    got, want = _np(kael.linalg.svdvals(k)), torch.linalg.svdvals(t).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-9)

@@ -1,5 +1,6 @@
 """The singular value decomposition of kael.linalg: one-sided Jacobi (Hestenes), one dense
-kernel (codegen/cpu/dense.py) per matrix of a batch.
+kernel (codegen/cpu/dense.py) per matrix of a batch; one matrix of order PARALLEL or more
+is prepared, swept in block pairs over the threads (_step) and finished in three phases.
 
 The kernel orthogonalizes the k rows of X [k, cols] (k <= cols; the frontend passes A, or A^T
 for a tall A, so every rotation combines two contiguous rows) by plane rotations, and
