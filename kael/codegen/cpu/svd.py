@@ -35,6 +35,7 @@ STEP_WORDS = ("x", "g", "s", "work", "flags", "schedule", "k", "cols", "vectors"
 MAX_SWEEPS = 30
 NAN, INFINITE = -1, -2
 FULL, PREPARE, FINISH = 0, 1, 2  # the phases of _svd (see svd)
+TILE = (2, 2)  # rows of a and of b a block step visits together: those stay in L1
 PARALLEL = 128  # from this order on, a single matrix's sweeps are split over the threads
 
 
@@ -246,8 +247,9 @@ def _begin(d: dense.Dense, x, g, s, work, info, k, cols, rows, vectors, phase) -
 
 def _step(d: dense.Dense, item: ir.Value) -> None:
     """Work item `item` of one step of a block sweep: the rows of blocks a and b (the
-    schedule's pair `item` of this step) rotated against each other, and at step 0 each
-    block's rows among themselves; flags[item] says whether anything rotated."""
+    schedule's pair `item` of this step) rotated against each other, TILE rows of each at a
+    time (fewer reads from L2), and at step 0 each block's rows among themselves;
+    flags[item] says whether anything rotated."""
     b, w = d.b, d.w
     k, cols, blocks = w["k"], w["cols"], w["blocks"]
     x, g = d.matrix("x", "cols"), d.matrix("g", "k")
@@ -264,10 +266,19 @@ def _step(d: dense.Dense, item: ir.Value) -> None:
             lo, hi = edge(r), edge(b.add(r, d.i(1)))
             with d.loop(lo, hi) as i, d.loop(b.add(i, d.i(1)), hi) as j:
                 _pair(d, x, g, s, i, j, tol, floor2, k, cols, vectors, rotated)
-    inner = d.loop(edge(second), edge(b.add(second, d.i(1))))
-    with d.loop(edge(first), edge(b.add(first, d.i(1)))) as i, inner as j:
-        _pair(d, x, g, s, i, j, tol, floor2, k, cols, vectors, rotated)
+    lo_a, hi_a = edge(first), edge(b.add(first, d.i(1)))
+    lo_b, hi_b = edge(second), edge(b.add(second, d.i(1)))
+    with d.loop(lo_a, hi_a, TILE[0]) as i0, d.loop(lo_b, hi_b, TILE[1]) as j0:
+        rows_i = d.loop(i0, _tile_end(d, i0, TILE[0], hi_a))
+        with rows_i as i, d.loop(j0, _tile_end(d, j0, TILE[1], hi_b)) as j:
+            _pair(d, x, g, s, i, j, tol, floor2, k, cols, vectors, rotated)
     b.store(b.zext(rotated.get(), I64), b.gep(d.ptr("flags", I64), [item]))
+
+
+def _tile_end(d: dense.Dense, start: ir.Value, size: int, stop: ir.Value) -> ir.Value:
+    """min(start + size, stop): where a tile of rows ends."""
+    end = d.b.add(start, d.i(size))
+    return d.b.select(d.b.icmp_signed("<", end, stop), end, stop)
 
 
 def _schedule(pairs: int) -> array.array:
