@@ -21,8 +21,8 @@ MIN_BLOCKED = 192  # rows from which one matrix is factored in panels
 
 
 def subtract_product(c: Tensor, a: Tensor, b: Tensor) -> None:
-    """c -= a @ b, the product added into c by its own kernel where the plan allows."""
-    if not gemm_run.accumulate_into(c._impl, (-a)._impl, b._impl):
+    """c -= a @ b, subtracted from c by the product's own kernel where the plan allows."""
+    if not gemm_run.accumulate_into(c._impl, a._impl, b._impl, subtract=True):
         c.sub_(a @ b)
 
 

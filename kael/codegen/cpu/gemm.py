@@ -44,6 +44,7 @@ PACK_ARGS = ("src", "dst", "rs", "cs", "sb", "db", "kc", "n", "npanels")
 INT_ARGS = (
     "a", "b", "c", "ars", "aks", "asb", "brs", "bcs", "bsb", "ldc", "csb", "m", "n", "k",
 )  # fmt: skip
+SUBTRACT = 2  # the accumulate word of C -= A B (the blocked factorizations' updates)
 MACRO, PACK_B, ROWS_I64 = "kael_gemm_macro", "kael_gemm_pack_b", "kael_gemm_rows_i64"
 
 
@@ -120,7 +121,8 @@ def vectors(module: ir.Module, spec: GemmSpec) -> Vectors:
 
 
 def micro_kernel(module: ir.Module, spec: GemmSpec, vx: Vectors, packed: bool) -> ir.Function:
-    """C[mvalid x nvalid] (+)= A[mvalid x kc] B[kc x nvalid] with mr x nr accumulators.
+    """C[mvalid x nvalid] (+)= A[mvalid x kc] B[kc x nvalid] with mr x nr accumulators
+    (`accumulate` 0: =, 1: +=, SUBTRACT: -=).
 
     `packed`: A is an mr-row panel (row stride 1, k stride mr) and B a zero-padded panel
     (k stride nr), so the strides are constants and B loads need no mask; otherwise A and
@@ -174,6 +176,7 @@ def micro_kernel(module: ir.Module, spec: GemmSpec, vx: Vectors, packed: bool) -
     b.branch(head)
     b.position_at_end(done)
     adding = b.icmp_signed("!=", accumulate, i64(0))
+    subtracting = b.icmp_signed("==", accumulate, i64(SUBTRACT))
     for i in range(mr):
         store = fn.append_basic_block(f"row{i}.store")
         after = fn.append_basic_block(f"row{i}.after")
@@ -182,7 +185,8 @@ def micro_kernel(module: ir.Module, spec: GemmSpec, vx: Vectors, packed: bool) -
         crow = b.gep(c, [b.mul(i64(i), ldc)])
         for v in range(nv):
             p = b.gep(crow, [i64(v * lanes)])
-            total = b.fadd(acc[i][v], vx.load(b, p, masks[v]))
+            held = vx.load(b, p, masks[v])
+            total = b.select(subtracting, b.fsub(held, acc[i][v]), b.fadd(acc[i][v], held))
             vx.store(b, b.select(adding, total, acc[i][v]), p, masks[v])
         b.branch(after)
         b.position_at_end(after)

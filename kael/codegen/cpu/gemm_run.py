@@ -246,15 +246,19 @@ def plan_for(a: TensorImpl, b: TensorImpl, c: TensorImpl) -> Plan:
 _ACCUMULATE = gemm.MACRO_ARGS.index("accumulate")
 
 
-def accumulate_into(c: TensorImpl, a: TensorImpl, b: TensorImpl) -> bool:
-    """c += a @ b in the product's own kernel (every k block adds to c, the first too),
-    as the blocked factorizations' trailing updates need; False (nothing done) where the
-    plan is not the packed macro kernel's (matrix-vector shapes, int64)."""
+def accumulate_into(c: TensorImpl, a: TensorImpl, b: TensorImpl, subtract: bool = False) -> bool:
+    """c += a @ b (c -= a @ b when `subtract`) in the product's own kernel (every k block
+    adds to c, the first too), as the blocked factorizations' trailing updates need; False
+    (nothing done) where the plan is not the packed macro kernel's (matrix-vector shapes,
+    int64)."""
     p = plan_for(a, b, c)
     if any(s.name not in (gemm.MACRO, gemm.PACK_B) for s in p.launches):
         return False
+    mode = gemm.SUBTRACT if subtract else 1
     steps = tuple(
-        dataclasses.replace(s, words=_with(s.words, _ACCUMULATE, 1)) if s.name == gemm.MACRO else s
+        dataclasses.replace(s, words=_with(s.words, _ACCUMULATE, mode))
+        if s.name == gemm.MACRO
+        else s
         for s in p.launches
     )
     adding = dataclasses.replace(p, launches=steps)

@@ -505,6 +505,8 @@ def test_accumulate_into_adds_the_product_to_c(dtype, m, k, n):
     kc = kael.from_numpy(big)[3:-3, 3:-3]  # a strided window: only it may change
     assert gemm_run.accumulate_into(kc._impl, ka._impl, kb._impl)
     np.testing.assert_array_equal(c, want)
+    assert gemm_run.accumulate_into(kc._impl, ka._impl, kb._impl, subtract=True)
+    np.testing.assert_array_equal(c, want - a @ b)  # back where it started, exactly
     assert np.isnan(big[:3]).all() and np.isnan(big[-3:]).all() and np.isnan(big[:, :3]).all()
 
 
