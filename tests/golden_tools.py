@@ -295,6 +295,11 @@ KAEL_ERRORS = {
 }
 
 
+def error_class(torch_name: str, lib) -> type:
+    """The lib error class a case that PyTorch failed with torch_name must raise."""
+    return functools.reduce(getattr, KAEL_ERRORS[torch_name].split("."), lib)
+
+
 def run_case(case: Case, lib, root: Path = GOLDEN_DIR, device: str = "cpu"):
     """Load the case's inputs into lib, apply the views and call the op; returns its result."""
     adapter = adapter_for(case.op)
@@ -307,7 +312,7 @@ def check_case(case: Case, lib, root: Path = GOLDEN_DIR, device: str = "cpu") ->
     if not case.error:
         assert_matches(run_case(case, lib, root, device), load_expected(case, root))
         return
-    expected = functools.reduce(getattr, KAEL_ERRORS[case.error].split("."), lib)
+    expected = error_class(case.error, lib)
     try:
         run_case(case, lib, root, device)
     except expected:

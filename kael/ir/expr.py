@@ -6,83 +6,97 @@ carry no shapes: one compiled kernel serves every shape of its rank and layout.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kael.ir.ops import BINARY_OPS, UNARY_OPS, may_fault
 from kael.runtime.dtypes import DType, bool_, int64
 
+# Expressions are DAGs: a formula reuses its subexpressions (asin's is 123 nodes, 1.4
+# million as a tree). So each node keeps its hash, computed once from its operands' hashes,
+# equality walks each pair of nodes once, and walks visit each node once.
+_node = dataclass(frozen=True, slots=True, eq=False)
 
-@dataclass(frozen=True, slots=True)
+
+@_node
 class Expr:
     """Base of all expressions; `dtype` is the element type of the value."""
 
     dtype: DType
+    _hash: int = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((type(self).__name__, *self._key())))
+
+    def _key(self) -> tuple:
+        """The fields that decide equality, operands included (every expression class
+        derives from Expr directly, so its own slots and the dtype are all its fields)."""
+        return (self.dtype, *(getattr(self, name) for name in self.__slots__))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if type(other) is not type(self) or other._hash != self._hash:
+            return False
+        return _same(self, other)
 
 
-@dataclass(frozen=True, slots=True)
+@_node
 class Load(Expr):
     """Element of input buffer `buffer` at the current index."""
 
     buffer: int
 
 
-@dataclass(frozen=True, slots=True)
+@_node
 class Const(Expr):
     """A constant already converted to `dtype` (bool as 0/1, float32 rounded)."""
 
     value: bool | int | float
 
-    def __eq__(self, other: object) -> bool:
-        # NaN constants must compare equal so equal kernels share one cache entry.
-        if not isinstance(other, Const) or other.dtype is not self.dtype:
-            return False
-        a, b = self.value, other.value
-        if isinstance(a, float) and isinstance(b, float):
-            return (math.isnan(a) and math.isnan(b)) or (
-                a == b and math.copysign(1, a) == math.copysign(1, b)
-            )
-        return a == b and type(a) is type(b)
-
-    def __hash__(self) -> int:
-        return hash((Const, self.dtype.name, repr(self.value)))
+    def _key(self) -> tuple:
+        # repr tells 1 from 1.0 and True, and -0.0 from 0.0, and makes every NaN one
+        # constant, so equal kernels share one cache entry.
+        return (self.dtype, "nan" if self.value != self.value else repr(self.value))
 
 
-@dataclass(frozen=True, slots=True)
+@_node
 class Param(Expr):
     """A scalar passed at run time in slot `slot`, so one kernel serves every value."""
 
     slot: int
 
 
-@dataclass(frozen=True, slots=True)
+@_node
 class Index(Expr):
     """The int64 position along output dimension `axis` (arange, eye, tril...)."""
 
     axis: int
 
 
-@dataclass(frozen=True, slots=True)
+@_node
 class Cast(Expr):
     """`x` converted to `dtype` with chapter 02's rules (bool normalises, float->int saturates)."""
 
     x: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@_node
 class Unary(Expr):
     op: str
     x: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@_node
 class Binary(Expr):
     op: str
     a: Expr
     b: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@_node
 class Where(Expr):
     cond: Expr
     a: Expr
@@ -130,18 +144,41 @@ def children(e: Expr) -> tuple[Expr, ...]:
 
 
 def walk(e: Expr) -> list[Expr]:
-    """Every node of an expression tree, operands before users (a shared operand once per
-    use). Iterative: nested generators cost a pass through every level per node."""
+    """Every node of an expression, operands before users, each shared node once.
+    Iterative: nested generators cost a pass through every level per node."""
     out: list[Expr] = []
+    seen: set[int] = set()
     stack: list[tuple[Expr, bool]] = [(e, False)]
     while stack:
         node, expanded = stack.pop()
         if expanded:
             out.append(node)
-            continue
-        stack.append((node, True))
-        stack.extend((c, False) for c in reversed(children(node)))
+        elif id(node) not in seen:
+            seen.add(id(node))
+            stack.append((node, True))
+            stack.extend((c, False) for c in reversed(children(node)))
     return out
+
+
+def _same(a: Expr, b: Expr) -> bool:
+    """Structural equality of two expressions of one class and hash, each pair of nodes
+    compared once (equal DAGs built apart share no nodes, so a pair recurs per path)."""
+    done: set[tuple[int, int]] = set()
+    stack = [(a, b)]
+    while stack:
+        a, b = stack.pop()
+        if a is b or (id(a), id(b)) in done:
+            continue
+        if type(a) is not type(b) or a._hash != b._hash:
+            return False
+        done.add((id(a), id(b)))
+        ka, kb = a._key(), b._key()
+        for x, y in zip(ka, kb, strict=True):
+            if isinstance(x, Expr):
+                stack.append((x, y))
+            elif x != y:
+                return False
+    return True
 
 
 def uses_ops(e: Expr, ops) -> bool:

@@ -22,8 +22,8 @@ from kael.ir.reduction import Reduction
 from kael.ir.views import View, compose, covers_buffer, numel
 from kael.runtime.dtypes import DType
 
-# The largest expression (counted as a tree) a kernel may grow to by inlining: a value
-# used twice by each of a chain of ops doubles per op, so past this it is stored.
+# The largest expression (in distinct nodes) a kernel may grow to by inlining: past this
+# a value is stored, so one kernel's code stays small enough to compile quickly.
 MAX_EXPR_NODES = 400
 
 
@@ -207,7 +207,7 @@ def _pass(
         reduction = isinstance(step.kernel, Reduction)
         inlined = False
 
-        def load(
+        def read(
             e: x.Load, step=step, builder=builder, reduction=reduction, position=position
         ) -> x.Expr:
             nonlocal inlined
@@ -224,6 +224,15 @@ def _pass(
                 cuts.append(Cut(producer.name, step.name, reason))
             needed.add(key)
             return builder.leaf(view, key[1])
+
+        # each input is read (and its producer inlined) once, however many Loads name it
+        loaded: dict[x.Load, x.Expr] = {}
+
+        def load(e: x.Load, loaded=loaded, read=read) -> x.Expr:
+            value = loaded.get(e)
+            if value is None:
+                value = loaded[e] = read(e)
+            return value
 
         def param(e: x.Param, step=step, builder=builder) -> x.Expr:
             return builder.param(e.dtype, step.params[e.slot])

@@ -4,7 +4,19 @@ from __future__ import annotations
 
 import math
 
-from kael.ir.expr import Binary, Cast, Const, Expr, Index, Load, Param, Unary, Where
+from kael.ir.expr import (
+    Binary,
+    Cast,
+    Const,
+    Expr,
+    Index,
+    Load,
+    Param,
+    Unary,
+    Where,
+    children,
+    walk,
+)
 from kael.ir.kernel import NO_PREFETCH, Kernel
 from kael.ir.reduction import Reduction
 
@@ -20,14 +32,55 @@ def format_const(value: bool | int | float, dtype) -> str:
 
 
 def format_expr(e: Expr, loads: tuple[str, ...] | None = None) -> str:
-    """One expression as nested calls: `cast<float64>(in0)`; `loads` names Load(i) (a
-    reduction's epilogue reads its accumulators, not its inputs)."""
-    if loads is not None:
-        return _format(e, lambda i: loads[i])
-    return _format(e, lambda i: f"in{i}")
+    """One expression as nested calls: `cast<float32>(in0)`; `loads` names Load(i) (a
+    reduction's epilogue reads its accumulators, not its inputs). A shared subexpression
+    is bound first: `t0 = abs(in0); where(lt(t0, 1.0), t0, ...)`."""
+    lines, (text,) = _format_group((e,), _loader(loads), "{} = {}")
+    return "; ".join([*lines, text])
 
 
-def _format(e: Expr, load) -> str:
+def _loader(loads: tuple[str, ...] | None):
+    return (lambda i: f"in{i}") if loads is None else (lambda i: loads[i])
+
+
+def _trivial(e: Expr) -> bool:
+    """Leaves and casts of leaves: printed in place however often they are used."""
+    while isinstance(e, Cast):
+        e = e.x
+    return not children(e)
+
+
+def _format_group(
+    exprs: tuple[Expr, ...], load, binding: str, first: int = 0
+) -> tuple[list[str], list[str]]:
+    """(binding lines, one text per expression): every non-trivial node used more than
+    once is printed once, as t<i> (numbered from `first`), so the text grows with the
+    nodes of the DAG, not with its paths."""
+    uses: dict[int, int] = {}
+    order: dict[int, Expr] = {}
+    for root in exprs:
+        uses[id(root)] = uses.get(id(root), 0) + 1
+        for n in walk(root):
+            if id(n) not in order:
+                order[id(n)] = n
+                for c in children(n):
+                    uses[id(c)] = uses.get(id(c), 0) + 1
+    names: dict[int, str] = {}
+    lines = []
+    for n in order.values():
+        if uses[id(n)] > 1 and not _trivial(n):
+            text = _format(n, load, names)
+            names[id(n)] = f"t{first + len(names)}"
+            lines.append(binding.format(names[id(n)], text))
+    return lines, [names.get(id(e)) or _format(e, load, names) for e in exprs]
+
+
+def _format(e: Expr, load, names: dict[int, str]) -> str:
+    """e's text, each named operand by its name."""
+
+    def arg(c: Expr) -> str:
+        return names.get(id(c)) or _format(c, load, names)
+
     if isinstance(e, Load):
         return load(e.buffer)
     if isinstance(e, Const):
@@ -37,18 +90,19 @@ def _format(e: Expr, load) -> str:
     if isinstance(e, Index):
         return f"idx{e.axis}"
     if isinstance(e, Cast):
-        return f"cast<{e.dtype}>({_format(e.x, load)})"
+        return f"cast<{e.dtype}>({arg(e.x)})"
     if isinstance(e, Unary):
-        return f"{e.op}({_format(e.x, load)})"
+        return f"{e.op}({arg(e.x)})"
     if isinstance(e, Binary):
-        return f"{e.op}({_format(e.a, load)}, {_format(e.b, load)})"
+        return f"{e.op}({arg(e.a)}, {arg(e.b)})"
     if isinstance(e, Where):
-        return f"where({_format(e.cond, load)}, {_format(e.a, load)}, {_format(e.b, load)})"
+        return f"where({arg(e.cond)}, {arg(e.a)}, {arg(e.b)})"
     raise TypeError(f"cannot print expression {e!r}")
 
 
 def format_kernel(k: Kernel) -> str:
-    """The kernel as a few lines: header, buffers, one line per output expression."""
+    """The kernel as a few lines: header, buffers, shared subexpressions, one line per
+    output expression."""
     if isinstance(k, Reduction):
         return format_reduction(k)
     schedule = ("tiled" if k.tiled else "flat") + (" nontemporal" if k.nontemporal else "")
@@ -57,7 +111,8 @@ def format_kernel(k: Kernel) -> str:
     lines += [f"  out{i}: {b.dtype} {b.inner}" for i, b in enumerate(k.outputs)]
     lines += [f"  in{i}: {b.dtype} {b.inner}" for i, b in enumerate(k.inputs)]
     lines += _params(k)
-    lines += [f"  out{i} = {format_expr(e)}" for i, e in enumerate(k.exprs)]
+    shared, texts = _format_group(k.exprs, _loader(None), "  {} = {}")
+    lines += shared + [f"  out{i} = {t}" for i, t in enumerate(texts)]
     return "\n".join(lines)
 
 
@@ -90,11 +145,12 @@ def format_reduction(k: Reduction) -> str:
         for i, (b, inv) in enumerate(zip(k.inputs, fixed))
     ]
     lines += _params(k)
-    lines.append(f"  acc = {k.op}({format_expr(k.prologue)})")
-    if k.second is not None:
-        lines.append(f"  acc1 = {k.op}({format_expr(k.second)})")
+    summed = (k.prologue,) if k.second is None else (k.prologue, k.second)
+    shared, texts = _format_group(summed, _loader(None), "  {} = {}")
+    lines += shared + [f"  {a} = {k.op}({t})" for a, t in zip(("acc", "acc1"), texts)]
     names = ("acc", "index" if k.is_arg else "acc1")
-    lines += [f"  out{i} = {format_expr(e, names)}" for i, e in enumerate(k.epilogues)]
+    shared, texts = _format_group(k.epilogues, _loader(names), "  {} = {}", len(shared))
+    lines += shared + [f"  out{i} = {t}" for i, t in enumerate(texts)]
     return "\n".join(lines)
 
 

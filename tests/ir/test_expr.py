@@ -50,6 +50,33 @@ def test_equal_trees_are_equal_and_hash_alike():
     assert tree() == tree() and hash(tree()) == hash(tree())
 
 
+def test_int_bool_and_float_constants_of_one_value_differ():
+    assert x.Const(int64, 1) != x.Const(int64, True)
+    assert x.Const(float64, 1) != x.Const(float64, 1.0)
+    assert x.Const(float64, 1.0) == x.Const(float64, 1.0)
+
+
+def _doubling(depth: int, leaf: int = 0) -> x.Expr:
+    """A DAG whose every level uses the one below twice: 2**depth paths, 2 depth nodes."""
+    e = x.cast(x.Load(int64, leaf), float64)
+    for _ in range(depth):
+        e = x.binary("add", x.unary("abs", e), e)
+    return e
+
+
+def test_shared_dags_hash_compare_and_walk_per_node_not_per_path():
+    a, b = _doubling(200), _doubling(200)  # 2**200 paths: anything per path never ends
+    assert a is not b and a == b and hash(a) == hash(b)
+    assert a != _doubling(200, leaf=1) and a != _doubling(199)
+    assert len(x.walk(a)) == 2 + 2 * 200
+
+
+def test_walk_visits_shared_operands_once():
+    a = x.Load(float32, 0)
+    e = x.binary("mul", x.unary("neg", a), a)
+    assert x.walk(e) == [a, e.a, e]
+
+
 def test_walk_visits_operands_before_users():
     a = x.Load(float32, 0)
     e = x.unary("neg", x.binary("add", a, a))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from kael.ir import expr as x
@@ -63,16 +62,29 @@ def test_overwritten_input_is_not_inlined_past_the_write():
 
 def test_expression_size_limit_stores_values_on_both_sides():
     def chain(n):
-        steps, e = [], None
+        steps = []
+        for i in range(n):
+            e = x.Load(float32, 0)
+            for _ in range(9):
+                e = x.unary("neg", e)
+            e = x.binary("mul", e, x.Load(float32, 0))  # 10 nodes per step
+            steps.append(_step(f"op{i}", [_view(i + 1)], [_view(i)], e))
+        return fuse(steps, [16] * (n + 1), live={0, n})
+
+    assert len(chain(MAX_EXPR_NODES // 10 - 1).steps) == 1
+    assert len(chain(MAX_EXPR_NODES // 10 + 1).steps) > 1
+
+
+def test_a_value_used_twice_per_step_counts_once_against_the_limit():
+    def squares(n):
+        steps = []
         for i in range(n):
             e = x.binary("mul", x.Load(float32, 0), x.Load(float32, 0))
             steps.append(_step(f"sq{i}", [_view(i + 1)], [_view(i)], e))
         return fuse(steps, [16] * (n + 1), live={0, n})
 
-    # each square doubles the tree: 2^k nodes stay under the limit, the next one does not
-    fits = int(np.log2(MAX_EXPR_NODES))
-    assert len(chain(fits).steps) == 1
-    assert len(chain(fits + 3).steps) > 1
+    # 2**40 paths, 41 nodes: one kernel, compiled per node
+    assert len(squares(40).steps) == 1
 
 
 @pytest.mark.parametrize("offset", [0, 1])

@@ -16,6 +16,34 @@ def test_expression_prints_as_nested_calls():
     assert format_expr(e) == "where(eq(idx0, idx1), float32(1.0), cast<float32>(in0))"
 
 
+def test_shared_subexpressions_print_once_bound_to_a_name():
+    a = x.unary("abs", x.Load(float32, 0))
+    e = x.binary("add", a, x.binary("mul", a, a))
+    assert format_expr(e) == "t0 = abs(in0); add(t0, mul(t0, t0))"
+
+
+def test_shared_leaves_and_casts_of_leaves_print_in_place():
+    a = x.cast(x.Load(int64, 0), float32)
+    assert format_expr(x.binary("mul", a, a)) == "mul(cast<float32>(in0), cast<float32>(in0))"
+
+
+def test_a_deeply_shared_kernel_prints_per_node():
+    e = x.Load(float64, 0)
+    for _ in range(200):
+        e = x.binary("add", x.unary("exp", e), e)
+    k = Kernel(
+        name="deep",
+        rank=1,
+        inputs=(Buffer(float64, CONTIG),),
+        outputs=(Buffer(float64, CONTIG),),
+        exprs=(e, x.unary("neg", e)),
+        params=(),
+    )
+    lines = format_kernel(k).splitlines()
+    assert lines[3:5] == ["  t0 = add(exp(in0), in0)", "  t1 = add(exp(t0), t0)"]
+    assert lines[-2:] == ["  out0 = t199", "  out1 = neg(t199)"] and len(lines) == 5 + 200
+
+
 def test_constants_print_their_dtype_and_special_values():
     assert format_expr(x.Const(bool_, 1)) == "bool(true)"
     assert format_expr(x.Const(float64, math.nan)) == "float64(nan)"

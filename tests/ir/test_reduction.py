@@ -61,9 +61,10 @@ def test_two_sums_of_different_operands_pair_into_one_kernel():
     # The sums are taken in the order the epilogue meets them: squares first here.
     assert red.prologue == x.Binary(float64, "mul", dx, dx) and red.second == dx
     assert red.epilogues == (x.Binary(float64, "sub", x.Load(float64, 0), x.Load(float64, 1)),)
-    assert format_reduction(red).splitlines()[4:6] == [
-        "  acc = sum(mul(sub(in0, in1), sub(in0, in1)))",
-        "  acc1 = sum(sub(in0, in1))",
+    assert format_reduction(red).splitlines()[4:7] == [
+        "  t0 = sub(in0, in1)",
+        "  acc = sum(mul(t0, t0))",
+        "  acc1 = sum(t0)",
     ]
 
 
