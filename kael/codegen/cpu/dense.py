@@ -7,7 +7,7 @@ handle: named argument words, typed mutable locals (allocas that mem2reg promote
 `loop`/`when`/`either` blocks, element access of row-major matrices and the few
 intrinsics factorizations need. Inner loops are written scalar: the module is optimized
 at O3 with fast-math arithmetic, so LLVM's loop vectorizer turns each row axpy and dot
-into vector code (checked in tests/codegen/test_dense.py's assembly probe).
+into vector code (checked in tests/codegen/cpu/test_dense.py's assembly probe).
 """
 
 from __future__ import annotations
@@ -155,6 +155,18 @@ class Dense:
     def is_nan(self, x):
         return self.b.fcmp_unordered("uno", x, x)
 
+    # ---- short vectors (a few columns of one row, loaded and stored at once)
+    def splat(self, x: ir.Value, lanes: int) -> ir.Value:
+        """x in every lane of a <lanes x type> vector."""
+        b, vt = self.b, ir.VectorType(x.type, lanes)
+        one = b.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(I64, 0))
+        zeros = ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes)
+        return b.shuffle_vector(one, ir.Constant(vt, ir.Undefined), zeros)
+
+    def lanes(self, x: ir.Value, lanes: int) -> ir.Value:
+        """A pointer to the `lanes` elements from element pointer x on, as one vector."""
+        return self.b.bitcast(x, ir.VectorType(self.t, lanes).as_pointer())
+
     # ---- control flow
     def _blocks(self, *names: str) -> list[ir.Block]:
         self._n += 1
@@ -208,6 +220,17 @@ class Dense:
         with self.loop(lo, hi) as j:
             py = b.gep(y, [j])
             b.store(self.add(b.load(py), self.mul(alpha, b.load(b.gep(x, [j])))), py)
+
+    def axpys(self, y: ir.Value, alphas: Sequence[ir.Value], xs: Sequence[ir.Value], lo, hi):
+        """y[j] += sum_c alphas[c] * xs[c][j] for j in [lo, hi): several axpys in one pass
+        over y (a rank-k update of one row: one load and store of y per k products)."""
+        b = self.b
+        with self.loop(lo, hi) as j:
+            py = b.gep(y, [j])
+            acc = b.load(py)
+            for alpha, x in zip(alphas, xs, strict=True):
+                acc = self.add(acc, self.mul(alpha, b.load(b.gep(x, [j]))))
+            b.store(acc, py)
 
     def dot(self, x: ir.Value, y: ir.Value, lo, hi, stride_x=None, stride_y=None) -> ir.Value:
         """sum x[j] * y[j] for j in [lo, hi), unit strides unless given."""

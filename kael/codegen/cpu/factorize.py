@@ -3,8 +3,9 @@
 
 LU follows LAPACK's getf2: the pivot of column k is the first row of largest magnitude
 (pivots are stored 0-based, int64); a zero pivot records info = k + 1 (the first one)
-and the factorization goes on, so det() of a singular matrix is 0 and solve() can name
-the column. Cholesky is the lower factor, row by row (every inner product a unit-stride
+and the factorization goes on without eliminating it, so det() of a singular matrix is 0
+and solve() can name the column. Its updates are delayed by sub-blocks of SUB columns,
+as getrf delays them by panels: the same steps, summed in another order. Cholesky is the lower factor, row by row (every inner product a unit-stride
 dot of two rows); a leading minor that is not positive (or NaN) stops it with info = its
 order, as LAPACK's potrf does.
 """
@@ -17,6 +18,11 @@ from kael.codegen.cpu import dense
 from kael.codegen.lowering import smin
 
 I64 = ir.IntType(64)
+# Columns the LU factors together, getf2's rank-1 updates confined to them (each row's SUB
+# columns one vector), before the columns right of them take all SUB updates in one pass
+# per row: a 512 x 64 panel in 0.20 ms instead of 0.34 (short row loops cost more than
+# their arithmetic).
+SUB = 8
 LU_WORDS = ("a", "piv", "info", "m", "n", "ld", "stride", "swap_lo", "swap_hi", "row0")
 CHOLESKY_WORDS = ("a", "info", "n", "ld", "stride")
 
@@ -30,28 +36,90 @@ def _lu(d: dense.Dense, item: ir.Value) -> None:
     info = b.gep(d.ptr("info", I64), [item])
     with d.when(b.icmp_signed("==", w["row0"], d.i(0))):  # a later panel keeps the first
         b.store(d.i(0), info)
-    with d.loop(0, steps) as k:
-        best, largest = d.var(k, "best"), d.var(d.abs(a.get(k, k)), "largest")
-        with d.loop(b.add(k, d.i(1)), m) as i:
-            size = d.abs(a.get(i, k))
-            with d.when(d.gt(size, largest.get())):
-                best.set(i)
-                largest.set(size)
-        p = best.get()
-        b.store(b.add(p, w["row0"]), b.gep(piv, [k]))
-        with d.when(b.icmp_signed("!=", p, k)):
-            d.swap(a.row(k), a.row(p), w["swap_lo"], w["swap_hi"])
-        pivot = a.get(k, k)
-        with d.either(b.fcmp_ordered("==", pivot, d.f(0.0))) as (zero, nonzero):
-            with zero, d.when(b.icmp_signed("==", b.load(info), d.i(0))):
-                b.store(b.add(b.add(k, d.i(1)), w["row0"]), info)
-            with nonzero:
-                below = b.add(k, d.i(1))
-                scale = d.div(d.f(1.0), pivot)  # as LAPACK's getf2 scales the column
-                with d.loop(below, m) as i:
+    with d.loop(0, steps, SUB) as kb:
+        end = smin(b, b.add(kb, d.i(SUB)), steps)
+        whole = b.icmp_signed("==", b.sub(end, kb), d.i(SUB))
+        with d.loop(kb, end) as k:
+            _lu_column(d, a, k, kb, end, whole, piv, info)
+        with d.when(b.icmp_signed("<", end, n)):
+            _lu_update(d, a, kb, end)
+
+
+def _lu_update(d: dense.Dense, a: dense.Matrix, kb, end) -> None:
+    """The columns right of sub-block [kb, end) take its rank-1 updates, row by row: U's
+    rows of the block (each from the rows above it), then every row below, all SUB
+    updates in one pass over the row when the block is whole and no pivot was zero."""
+    b, m, n = d.b, d.w["m"], d.w["n"]
+
+    def one_by_one(i, last):
+        with d.loop(kb, last) as c, d.when(_nonzero(d, a.get(c, c))):
+            d.axpy(a.row(i), d.neg(a.get(i, c)), a.row(c), end, n)
+
+    with d.loop(b.add(kb, d.i(1)), end) as i:
+        one_by_one(i, i)
+    whole = d.var(b.icmp_signed("==", b.sub(end, kb), d.i(SUB)), "whole")
+    with d.loop(kb, end) as c, d.when(b.not_(_nonzero(d, a.get(c, c)))):
+        whole.set(ir.Constant(ir.IntType(1), 0))
+    with d.either(whole.get()) as (fused, general):
+        with fused, d.loop(end, m) as i:
+            rows = [b.add(kb, d.i(c)) for c in range(SUB)]
+            factors = [d.neg(a.get(i, r)) for r in rows]
+            d.axpys(a.row(i), factors, [a.row(r) for r in rows], end, n)
+        with general, d.loop(end, m) as i:
+            one_by_one(i, end)
+
+
+def _nonzero(d: dense.Dense, pivot: ir.Value) -> ir.Value:
+    """Whether a pivot eliminates its column (getf2 skips a zero one; NaN eliminates)."""
+    return d.b.fcmp_unordered("!=", pivot, d.f(0.0))
+
+
+def _lu_column(d: dense.Dense, a: dense.Matrix, k, kb, end, whole, piv, info) -> None:
+    """getf2's step k inside sub-block [kb, end): pivot search and row interchange (whole
+    rows), the multipliers, and their update of columns k+1 to end (the block's SUB
+    columns of a row as one vector when the block is `whole`)."""
+    b, w, m = d.b, d.w, d.w["m"]
+    best, largest = d.var(k, "best"), d.var(d.abs(a.get(k, k)), "largest")
+    with d.loop(b.add(k, d.i(1)), m) as i:
+        size = d.abs(a.get(i, k))
+        with d.when(d.gt(size, largest.get())):
+            best.set(i)
+            largest.set(size)
+    p = best.get()
+    b.store(b.add(p, w["row0"]), b.gep(piv, [k]))
+    with d.when(b.icmp_signed("!=", p, k)):
+        d.swap(a.row(k), a.row(p), w["swap_lo"], w["swap_hi"])
+    pivot = a.get(k, k)
+    with d.either(_nonzero(d, pivot)) as (nonzero, zero):
+        with zero, d.when(b.icmp_signed("==", b.load(info), d.i(0))):
+            b.store(b.add(b.add(k, d.i(1)), w["row0"]), info)
+        with nonzero:
+            below = b.add(k, d.i(1))
+            scale = d.div(d.f(1.0), pivot)  # as LAPACK's getf2 scales the column
+            with d.either(whole) as (vector, scalar):
+                with vector:
+                    _eliminate_in_block(d, a, k, kb, scale)
+                with scalar, d.loop(below, m) as i:
                     factor = d.mul(a.get(i, k), scale)
                     a.set(i, k, factor)
-                    d.axpy(a.row(i), d.neg(factor), a.row(k), below, n)
+                    d.axpy(a.row(i), d.neg(factor), a.row(k), below, end)
+
+
+def _eliminate_in_block(d: dense.Dense, a: dense.Matrix, k, kb, scale) -> None:
+    """Every row below k: its multiplier into column k, and columns k+1 to kb + SUB less
+    it times row k's, all SUB columns loaded, blended by lane and stored as one vector."""
+    b = d.b
+    lane = d.splat(b.sub(k, kb), SUB)
+    order = ir.Constant(ir.VectorType(I64, SUB), list(range(SUB)))
+    right, at = b.icmp_signed(">", order, lane), b.icmp_signed("==", order, lane)
+    pivot_row = b.load(d.lanes(b.gep(a.row(k), [kb]), SUB), align=d.dtype.itemsize)
+    with d.loop(b.add(k, d.i(1)), d.w["m"]) as i:
+        where = d.lanes(b.gep(a.row(i), [kb]), SUB)
+        row = b.load(where, align=d.dtype.itemsize)
+        factor = d.mul(b.extract_element(row, b.sub(k, kb)), scale)
+        spread = d.splat(factor, SUB)
+        updated = d.sub(row, d.mul(spread, pivot_row))
+        b.store(b.select(right, updated, b.select(at, spread, row)), where, align=d.dtype.itemsize)
 
 
 def _cholesky(d: dense.Dense, item: ir.Value) -> None:
