@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from kael.codegen.cpu import binning
 from kael.codegen.cpu import gather as kernels
 from kael.frontend import elementwise as ew
 from kael.frontend import factories, index_ops, order_statistics, reductions, sequence, views
@@ -311,19 +312,29 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     if x.numel() and int(reductions.amin(x)) < 0:
         raise ValueError("bincount only supports 1-d non-negative integral inputs.")
     n = max(int(reductions.amax(x)) + 1 if x.numel() else 0, minlength)
-    if weights is None:
-        counts = factories.zeros(n, dtype=int64, device=x.device)
-        return index_ops.scatter_add_(
-            counts, 0, x.to(int64), factories.ones(x.shape, dtype=int64, device=x.device)
-        )
-    w = tensor_arg(weights, "bincount", "weights")
-    if w.shape != x.shape:
+    w = None if weights is None else tensor_arg(weights, "bincount", "weights")
+    if w is not None and w.shape != x.shape:
         raise ValueError(
             f"bincount(): weights should be 1-d and have the same length as input, got {list(w.shape)}"
         )
-    dtype = w.dtype if w.dtype.is_floating_point else float64
-    totals = factories.zeros(n, dtype=dtype, device=x.device)
-    return index_ops.scatter_add_(totals, 0, x.to(int64), w.to(dtype))
+    dtype = None if w is None else w.dtype if w.dtype.is_floating_point else float64
+    if not x.numel():  # PyTorch's int64 zeros, weights or not
+        return factories.zeros(minlength, dtype=int64, device=x.device)
+    if x.device == CPU and binning.chunks(x.numel()) * n <= x.numel():
+        return _histogram(x, w, dtype, n)
+    totals = factories.zeros(n, dtype=dtype or int64, device=x.device)
+    if w is None:
+        w = factories.ones(1, dtype=int64, device=x.device).expand(x.shape)
+    return index_ops.scatter_add_(totals, 0, x.to(int64), w.to(dtype or int64))
+
+
+def _histogram(x: Tensor, w: Tensor | None, dtype, bins: int) -> Tensor:
+    """bincount by the histogram kernel: a row of bins per chunk of x, summed after."""
+    rows = factories.zeros(binning.chunks(x.numel()), bins, dtype=dtype or int64)
+    values = x.to(int64).contiguous()
+    weights = None if w is None else w.to(dtype).contiguous()
+    binning.bin_into(rows._impl, values._impl, None if weights is None else weights._impl, dtype)
+    return rows.sum(0)
 
 
 def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:

@@ -9,6 +9,7 @@ from parity_helpers import close_to_torch
 from parity_helpers import torch_pair as pair
 
 import kael
+from kael.codegen.cpu.binning import CHUNK
 
 RNG = np.random.default_rng(53)
 
@@ -105,6 +106,9 @@ def test_bincount_and_histc_match_torch():
         torch.bincount(torch.tensor([], dtype=torch.int64)),
         0,
     )
+    empty, weights = kael.tensor([], dtype=kael.int64), kael.tensor([], dtype=kael.float64)
+    t_empty, t_weights = torch.tensor([], dtype=torch.int64), torch.tensor([], dtype=torch.float64)
+    close_to_torch(kael.bincount(empty, weights, 3), torch.bincount(t_empty, t_weights, 3), 0)
     kh, th = pair(RNG.standard_normal(5000))
     for args in ((10,), (7, -1.0, 1.0), (4, 0.5, 0.5)):
         close_to_torch(kael.histc(kh, *args), torch.histc(th, *args), 0)
@@ -112,6 +116,39 @@ def test_bincount_and_histc_match_torch():
         kael.bincount(kael.tensor([1, -1]))
     with pytest.raises(kael.ValueError, match="bins must be > 0"):
         kael.histc(kh, 0)
+
+
+@pytest.mark.parametrize(
+    "size, high", [(CHUNK - 1, 50), (CHUNK + 1, 50), (2 * CHUNK + 3, 3), (1000, 5000)]
+)  # several rows of bins, one partial; the last: more bins than values (the scatter path)
+@pytest.mark.parametrize("weights", [None, kael.float32, kael.float64, kael.int64], ids=str)
+def test_bincount_by_chunks_matches_torch(size, high, weights):
+    kb, tb = pair(RNG.integers(0, high, size), kael.int64)
+    if weights is None:
+        close_to_torch(kael.bincount(kb), torch.bincount(tb), 0)
+        return
+    kw, tw = pair(RNG.integers(-3, 4, size) if weights is kael.int64 else RNG.random(size), weights)
+    tol = 1e-4 if weights is kael.float32 else 1e-12  # per-chunk sums, then their sum
+    close_to_torch(kael.bincount(kb, kw), torch.bincount(tb, tw), tol)
+
+
+def test_bincount_of_strided_narrow_ints_matches_torch():
+    kb, tb = pair(RNG.integers(0, 9, (300, 4)), kael.int16)
+    close_to_torch(kael.bincount(kb[:, 1]), torch.bincount(tb[:, 1]), 0)
+    close_to_torch(
+        kael.bincount(kb[::3, 2], minlength=30), torch.bincount(tb[::3, 2], minlength=30), 0
+    )
+
+
+def test_weighted_bincount_has_the_same_bits_on_any_number_of_threads():
+    values, weights = kael.tensor(RNG.integers(0, 7, 3 * CHUNK)), kael.tensor(RNG.random(3 * CHUNK))
+    threads = kael.get_num_threads()
+    try:
+        kael.set_num_threads(1)
+        one = kael.bincount(values, weights).numpy()
+    finally:
+        kael.set_num_threads(threads)
+    np.testing.assert_array_equal(kael.bincount(values, weights).numpy(), one)
 
 
 @pytest.mark.parametrize("inverse", [False, True])
