@@ -38,7 +38,8 @@ def _apply_block(panel: Tensor, tau: Tensor, c: Tensor, transpose: bool) -> None
     count, rows, nb = panel.shape
     t = factories.empty((count, nb, nb), dtype=panel.dtype)
     v = factories.empty((count, rows, nb), dtype=panel.dtype)
-    householder.larft(panel._impl, tau._impl, t._impl, v._impl, count)
+    householder.reflectors(panel._impl, v._impl, count)
+    householder.larft((v.mT @ v)._impl, tau._impl, t._impl, count)
     w = (t.mT if transpose else t) @ (v.mT @ c)
     blocked.subtract_product(c, v, w)
 

@@ -10,7 +10,9 @@ precision to underflow, and a sum of squares scaled by the largest magnitude whe
 could. A reflector is applied to the trailing columns row by row, every inner loop a
 unit-stride axpy of rows: w = sum_i v_i A[i, c:], then A[i, c:] -= tau v_i w. Q is
 accumulated backward from the identity's columns, as org2r does, so each reflector only
-touches the rows and columns it changes.
+touches the rows and columns it changes. For the blocked drivers (frontend/orthogonal.py),
+`reflectors` writes a block's V out and `larft` forms T from V^T V, which the caller
+takes by a matrix product: m x k short row loops cost 4x the product's time.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ I64 = ir.IntType(64)
 # tau_stride.
 FACTOR_WORDS = ("a", "tau", "work", "m", "n", "ld", "a_stride", "tau_stride")
 Q_WORDS = (*FACTOR_WORDS, "k")
-T_WORDS = ("a", "tau", "t", "v", "m", "k", "ld", "a_stride", "tau_stride")
+V_WORDS = ("a", "v", "m", "k", "ld", "a_stride")
+T_WORDS = ("g", "tau", "t", "k", "tau_stride")
 # Below these sums of squares (and at infinity or NaN) the norm is computed scaled: the
 # plain sum could have lost elements to underflow (or all of them: a sum of 0).
 TINY = {4: 2.0**-100, 8: 2.0**-900}
@@ -134,32 +137,36 @@ def _form_q(d: dense.Dense, item: ir.Value) -> None:
             a.set(i, j, d.f(0.0))
 
 
-def _triangular_factor(d: dense.Dense, item: ir.Value) -> None:
-    """LAPACK's larft (forward, columnwise): the upper k x k T with H_0 ... H_{k-1} =
-    I - V T V^T, V the m x k unit lower reflectors, written out too (for the matrix
-    products). Column i of T is -tau_i T[:i, :i] z with z = V[:, :i]^T v_i =
-    A[i, :i] + sum_{r > i} A[r, i] A[r, :i] (row axpys)."""
+def _reflectors(d: dense.Dense, item: ir.Value) -> None:
+    """The m x k reflectors of a block as an explicit unit lower matrix V (for the
+    matrix products of larfb, and V^T V for larft)."""
     b, w = d.b, d.w
     m, k = w["m"], w["k"]
     a = d.matrix("a", "ld", b.mul(item, w["a_stride"]))
-    tau = b.gep(d.ptr("tau"), [b.mul(item, w["tau_stride"])])
-    t = d.matrix("t", "k", b.mul(item, b.mul(k, k)))
     v = d.matrix("v", "k", b.mul(item, b.mul(m, k)))
     with d.loop(0, m) as r, d.loop(0, k) as c:
         below = b.icmp_signed(">", r, c)
         unit = b.select(b.icmp_signed("==", r, c), d.f(1.0), d.f(0.0))
         v.set(r, c, b.select(below, a.get(r, c), unit))
+
+
+def _triangular_factor(d: dense.Dense, item: ir.Value) -> None:
+    """LAPACK's larft (forward, columnwise): the upper k x k T with H_0 ... H_{k-1} =
+    I - V T V^T, from G = V^T V (a matrix product, not m x k short row loops): column i
+    of T is -tau_i T[:i, :i] G[:i, i], and T[i, i] = tau_i."""
+    b, w = d.b, d.w
+    k = w["k"]
+    tau = b.gep(d.ptr("tau"), [b.mul(item, w["tau_stride"])])
+    g = d.matrix("g", "k", b.mul(item, b.mul(k, k)))
+    t = d.matrix("t", "k", b.mul(item, b.mul(k, k)))
     with d.loop(0, k) as i:
         ti = b.load(b.gep(tau, [i]))
-        z = t.row(i)  # row i's strict left part (T's zeros) holds z while it is formed
+        column = b.gep(g.row(d.i(0)), [i])  # G[:, i], k apart
         with d.loop(0, i) as c:
-            b.store(a.get(i, c), b.gep(z, [c]))
-        with d.loop(b.add(i, d.i(1)), m) as r:
-            d.axpy(z, a.get(r, i), a.row(r), 0, i)
-        with d.loop(0, i) as c:
-            t.set(c, i, d.mul(d.neg(ti), d.dot(t.row(c), z, c, i)))
-        with d.loop(0, i) as c:
-            b.store(d.f(0.0), b.gep(z, [c]))
+            dot = d.dot(t.row(c), column, c, i, stride_y=k)
+            t.set(c, i, d.mul(d.neg(ti), dot))
+        with d.loop(b.add(i, d.i(1)), k) as c:
+            t.set(c, i, d.f(0.0))
         t.set(i, i, ti)
 
 
@@ -170,6 +177,7 @@ def _module(dtype):
         return [
             *dense.per_matrix(module, f"{name}_geqr2", dtype, FACTOR_WORDS, _factor),
             *dense.per_matrix(module, f"{name}_org2r", dtype, Q_WORDS, _form_q),
+            *dense.per_matrix(module, f"{name}_reflectors", dtype, V_WORDS, _reflectors),
             *dense.per_matrix(module, f"{name}_larft", dtype, T_WORDS, _triangular_factor),
         ]
 
@@ -206,13 +214,21 @@ def org2r(a, tau, work, batch: int) -> None:
     dense.run(name, build, f"{name}_org2r", words, batch, 2 * m * n * k)
 
 
-def larft(a, tau, t, v, batch: int) -> None:
-    """The upper triangular factors T (impl `t`, contiguous [batch, k, k]) of the blocks
-    of reflectors in impl `a` [batch, m, k] (laid out as for geqr2), tau [batch, k], and
-    the reflectors as explicit unit lower matrices (impl `v`, contiguous [batch, m, k])."""
+def reflectors(a, v, batch: int) -> None:
+    """The blocks of reflectors in impl `a` [batch, m, k] (laid out as for geqr2) as
+    explicit unit lower matrices into impl `v` (contiguous [batch, m, k])."""
     m, k = a.shape[-2:]
     name, build = _module(a.dtype)
-    ld, a_stride, tau_stride = _words(a, tau, t, m, k)[5:]
-    words = [a.data_ptr(), tau.data_ptr(), t.data_ptr(), v.data_ptr(), m, k, ld]
-    words += [a_stride, tau_stride]
-    dense.run(name, build, f"{name}_larft", words, batch, m * k * k)
+    a_stride = a.strides[-3] if len(a.shape) > 2 else 0
+    words = [a.data_ptr(), v.data_ptr(), m, k, a.strides[-2], a_stride]
+    dense.run(name, build, f"{name}_reflectors", words, batch, m * k)
+
+
+def larft(gram, tau, t, batch: int) -> None:
+    """The upper triangular factors T (impl `t`, contiguous [batch, k, k]) of blocks of
+    reflectors V, given G = V^T V (impl `gram`, contiguous [batch, k, k]) and tau [batch, k]."""
+    k = gram.shape[-1]
+    name, build = _module(gram.dtype)
+    tau_stride = tau.strides[-2] if len(tau.shape) > 1 else 0
+    words = [gram.data_ptr(), tau.data_ptr(), t.data_ptr(), k, tau_stride]
+    dense.run(name, build, f"{name}_larft", words, batch, k**3)
