@@ -255,6 +255,22 @@ def accumulate_into(c: TensorImpl, a: TensorImpl, b: TensorImpl, subtract: bool 
     if any(s.name not in (gemm.MACRO, gemm.PACK_B) for s in p.launches):
         return False
     mode = gemm.SUBTRACT if subtract else 1
+    hit = _adding.get((id(p), mode))
+    if hit is None or hit[0] is not p:
+        if len(_adding) >= _MAX_PLANS:
+            _adding.clear()
+        hit = _adding[(id(p), mode)] = (p, _accumulating(p, mode))
+    run(hit[1], a.data_ptr(), b.data_ptr(), c.data_ptr())
+    return True
+
+
+# (id of a plan, accumulate word) -> (the plan, its accumulating form): the blocked
+# factorizations call the same shapes again and again (the plan is kept: its id stays its own)
+_adding: dict[tuple[int, int], tuple[Plan, Plan]] = {}
+
+
+def _accumulating(p: Plan, mode: int) -> Plan:
+    """Plan `p` with its macro kernel's accumulate word set to `mode`."""
     steps = tuple(
         dataclasses.replace(s, words=_with(s.words, _ACCUMULATE, mode))
         if s.name == gemm.MACRO
@@ -262,13 +278,7 @@ def accumulate_into(c: TensorImpl, a: TensorImpl, b: TensorImpl, subtract: bool 
         for s in p.launches
     )
     adding = dataclasses.replace(p, launches=steps)
-    run(
-        dataclasses.replace(adding, native=_native_call(adding)),
-        a.data_ptr(),
-        b.data_ptr(),
-        c.data_ptr(),
-    )
-    return True
+    return dataclasses.replace(adding, native=_native_call(adding))
 
 
 def _with(words: tuple[int, ...], index: int, value: int) -> tuple[int, ...]:

@@ -510,6 +510,27 @@ def test_accumulate_into_adds_the_product_to_c(dtype, m, k, n):
     assert np.isnan(big[:3]).all() and np.isnan(big[-3:]).all() and np.isnan(big[:, :3]).all()
 
 
+def test_accumulating_plans_are_built_once_per_mode_and_leave_the_product_alone(monkeypatch):
+    built = []
+    make = gemm_run._accumulating
+    monkeypatch.setattr(
+        gemm_run, "_accumulating", lambda p, mode: built.append(mode) or make(p, mode)
+    )
+    monkeypatch.setattr(gemm_run, "_adding", {})
+    a, b = (
+        kael.tensor(small_ints((40, 24), np.float64)),
+        kael.tensor(small_ints((24, 50), np.float64)),
+    )
+    c = kael.zeros(40, 50, dtype=kael.float64)
+    for _ in range(3):
+        assert gemm_run.accumulate_into(c._impl, a._impl, b._impl)
+        assert gemm_run.accumulate_into(c._impl, a._impl, b._impl, subtract=True)
+    assert built == [1, gemm.SUBTRACT] and c.abs().sum().item() == 0
+    gemm_run.matmul(c._impl, a._impl, b._impl)  # the plain product still overwrites c
+    gemm_run.matmul(c._impl, a._impl, b._impl)
+    np.testing.assert_array_equal(c.numpy(), a.numpy() @ b.numpy())
+
+
 def test_accumulate_into_declines_matrix_vector_shapes():
     a, b, c = kael.ones(6, 4), kael.ones(4, 1), kael.zeros(6, 1)
     assert not gemm_run.accumulate_into(c._impl, a._impl, b._impl)
