@@ -26,7 +26,7 @@ from kael.frontend.outputs import check_writable, device_of, tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import float64, int64
+from kael.runtime.dtypes import float32, float64, int64
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
 
@@ -317,7 +317,10 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
         raise ValueError(
             f"bincount(): weights should be 1-d and have the same length as input, got {list(w.shape)}"
         )
-    dtype = None if w is None else w.dtype if w.dtype.is_floating_point else float64
+    if w is not None:
+        device_of([x, w], "bincount")
+    # PyTorch sums float32 weights in float32 and every other dtype in float64
+    dtype = None if w is None else w.dtype if w.dtype in (float32, float64) else float64
     if not x.numel():  # PyTorch's int64 zeros, weights or not
         return factories.zeros(minlength, dtype=int64, device=x.device)
     if x.device == CPU and binning.chunks(x.numel()) * n <= x.numel():

@@ -14,7 +14,7 @@ from kael.runtime.dtypes import DType, bool_, int64
 # Expressions are DAGs: a formula reuses its subexpressions (asin's is 123 nodes, 1.4
 # million as a tree). So each node keeps its hash, computed once from its operands' hashes,
 # equality walks each pair of nodes once, and walks visit each node once.
-_node = dataclass(frozen=True, slots=True, eq=False)
+_node = dataclass(frozen=True, slots=True, eq=False, repr=False)
 
 
 @_node
@@ -34,6 +34,12 @@ class Expr:
 
     def __hash__(self) -> int:
         return self._hash
+
+    def __repr__(self) -> str:
+        """The printer's text (each shared node once; a dataclass repr goes by paths)."""
+        from kael.ir.printer import format_expr  # it imports this module
+
+        return f"<{self.dtype} {format_expr(self)}>"
 
     def __eq__(self, other: object) -> bool:
         if self is other:

@@ -97,7 +97,7 @@ def _format(e: Expr, load, names: dict[int, str]) -> str:
         return f"{e.op}({arg(e.a)}, {arg(e.b)})"
     if isinstance(e, Where):
         return f"where({arg(e.cond)}, {arg(e.a)}, {arg(e.b)})"
-    raise TypeError(f"cannot print expression {e!r}")
+    raise TypeError(f"cannot print expression of type {type(e).__name__}")
 
 
 def format_kernel(k: Kernel) -> str:

@@ -132,6 +132,25 @@ def test_bincount_by_chunks_matches_torch(size, high, weights):
     close_to_torch(kael.bincount(kb, kw), torch.bincount(tb, tw), tol)
 
 
+@pytest.mark.parametrize("weights", [kael.float16, kael.bfloat16, kael.int32, kael.bool], ids=str)
+@pytest.mark.parametrize("size", [6, 100_000])  # the scatter path and the histogram kernel
+def test_bincount_sums_other_weight_dtypes_in_float64_as_torch(weights, size):
+    kb, tb = pair(RNG.integers(0, 1000 if size > 6 else 4, size), kael.int64)
+    kw, tw = pair(RNG.integers(0, 2, size), weights)
+    got = kael.bincount(kb, kw)
+    assert got.dtype is kael.float64
+    close_to_torch(got, torch.bincount(tb, tw), 0)
+
+
+@pytest.mark.gpu
+def test_bincount_of_weights_on_another_device_is_refused():
+    values, weights = kael.tensor([0, 1, 1]), kael.ones(3).cuda()
+    with pytest.raises(kael.Error, match="cpu and cuda"):
+        kael.bincount(values, weights)
+    counts = kael.bincount(values.cuda(), weights)
+    assert str(counts.device) == "cuda:0" and counts.cpu().tolist() == [1.0, 2.0]
+
+
 def test_bincount_of_strided_narrow_ints_matches_torch():
     kb, tb = pair(RNG.integers(0, 9, (300, 4)), kael.int16)
     close_to_torch(kael.bincount(kb[:, 1]), torch.bincount(tb[:, 1]), 0)

@@ -71,6 +71,11 @@ def test_shared_dags_hash_compare_and_walk_per_node_not_per_path():
     assert len(x.walk(a)) == 2 + 2 * 200
 
 
+def test_repr_of_a_shared_dag_prints_each_node_once():
+    text = repr(_doubling(200))
+    assert text.startswith("<float64 t0 = ") and len(text) < 20_000
+
+
 def test_walk_visits_shared_operands_once():
     a = x.Load(float32, 0)
     e = x.binary("mul", x.unary("neg", a), a)

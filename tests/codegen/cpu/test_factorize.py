@@ -65,6 +65,23 @@ def test_an_infinite_entry_right_of_a_zero_pivot_stays_out_of_the_rows_below():
     assert np.isfinite(np.delete(lu, 2, axis=0)).all()
 
 
+@pytest.mark.parametrize("n", [SUB - 3, 2 * SUB + 1])  # the scalar path and the vector one
+@pytest.mark.parametrize("dtype, tiny", [(np.float64, 1e-310), (np.float32, 1e-40)])
+def test_a_subnormal_pivot_divides_instead_of_scaling_by_an_infinite_reciprocal(n, dtype, tiny):
+    # getf2 divides the column when 1 / pivot would overflow (MKL's small-matrix kernel,
+    # and so torch at n = 5, scales by inf instead: its factors are inf and NaN)
+    a = np.random.default_rng(n).standard_normal((n, n)).astype(dtype)
+    a[:, 0] *= dtype(tiny)
+    lu, piv, info = _factor(a)
+    assert info[0] == 0 and np.isfinite(lu).all()
+    lower, upper = np.tril(lu, -1) + np.eye(n), np.triu(lu)
+    rows = np.arange(n)
+    for k, p in enumerate(piv):
+        rows[[k, p]] = rows[[p, k]]
+    error = np.abs(lower.astype(np.float64) @ upper - a[rows]) / np.abs(a).max(axis=0)
+    assert error.max() < (1e-4 if dtype == np.float32 else 1e-9)
+
+
 def test_nan_spreads_as_in_lapack_and_nothing_crashes():
     a = np.random.default_rng(4).standard_normal((2 * SUB + 3, 2 * SUB + 3))
     a[5, 1] = np.nan
