@@ -105,6 +105,14 @@ def i64(v: int) -> ir.Constant:
     return ir.Constant(I64, v)
 
 
+def splat(b: ir.IRBuilder, x: ir.Value, lanes: int) -> ir.Value:
+    """Scalar x in every lane of a <lanes x type> vector."""
+    vt = ir.VectorType(x.type, lanes)
+    one = b.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(I64, 0))
+    zeros = ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes)
+    return b.shuffle_vector(one, ir.Constant(vt, ir.Undefined), zeros)
+
+
 def smin(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     """The smaller of two signed integers."""
     return b.select(b.icmp_signed("<", x, y), x, y)
@@ -184,12 +192,7 @@ class ExprEmitter:
 
     def splat(self, v: ir.Value) -> ir.Value:
         """A scalar broadcast to every lane (itself when scalar)."""
-        if self.width == 1:
-            return v
-        vt = ir.VectorType(v.type, self.width)
-        one = self.b.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(I64, 0))
-        mask = ir.Constant(ir.VectorType(ir.IntType(32), self.width), [0] * self.width)
-        return self.b.shuffle_vector(one, ir.Constant(vt, ir.Undefined), mask)
+        return v if self.width == 1 else splat(self.b, v, self.width)
 
     def i1_to_bool(self, v: ir.Value) -> ir.Value:
         return self.b.zext(v, value_type_of_width(I8, self.width))

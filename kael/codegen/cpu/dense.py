@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from llvmlite import ir
 
 from kael.codegen.cpu import handwritten
-from kael.codegen.lowering import declare, i64
+from kael.codegen.lowering import declare, i64, splat
 from kael.runtime.dtypes import DType
 
 I1, I64 = ir.IntType(1), ir.IntType(64)
@@ -158,10 +158,7 @@ class Dense:
     # ---- short vectors (a few columns of one row, loaded and stored at once)
     def splat(self, x: ir.Value, lanes: int) -> ir.Value:
         """x in every lane of a <lanes x type> vector."""
-        b, vt = self.b, ir.VectorType(x.type, lanes)
-        one = b.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(I64, 0))
-        zeros = ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes)
-        return b.shuffle_vector(one, ir.Constant(vt, ir.Undefined), zeros)
+        return splat(self.b, x, lanes)
 
     def lanes(self, x: ir.Value, lanes: int) -> ir.Value:
         """A pointer to the `lanes` elements from element pointer x on, as one vector."""

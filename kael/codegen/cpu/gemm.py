@@ -27,7 +27,7 @@ from llvmlite import ir
 
 from kael.codegen.cpu import handwritten
 from kael.codegen.cpu.loops import LoopBuilder, masked_load, masked_store, transpose
-from kael.codegen.lowering import i64, smin
+from kael.codegen.lowering import i64, smin, splat
 from kael.ir.matmul import INT64_TEXT, GemmSpec
 from kael.runtime.dtypes import float32
 
@@ -102,10 +102,9 @@ class Vectors:
         return b.icmp_signed("<", lanes, self.splat(b, valid, ty))
 
     def splat(self, b: ir.IRBuilder, x: ir.Value, elem: ir.Type | None = None) -> ir.Value:
-        ty = ir.VectorType(elem or self.elem, self.lanes)
-        one = b.insert_element(ir.Constant(ty, ir.Undefined), x, ir.Constant(I32, 0))
-        zeros = ir.Constant(ir.VectorType(I32, self.lanes), [0] * self.lanes)
-        return b.shuffle_vector(one, ir.Constant(ty, ir.Undefined), zeros)
+        """x (of type `elem`, the element type by default) in every lane."""
+        assert x.type == (elem or self.elem)
+        return splat(b, x, self.lanes)
 
     def load(self, b: ir.IRBuilder, p: ir.Value, mask: ir.Value) -> ir.Value:
         return masked_load(b, b.bitcast(p, self.vec.as_pointer()), self.itemsize, mask)

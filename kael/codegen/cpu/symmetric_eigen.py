@@ -443,13 +443,7 @@ def _eigh(d: dense.Dense, item: ir.Value) -> None:
 
 def _splat(d: dense.Dense, vt: ir.VectorType, x: ir.Value) -> ir.Value:
     """x in every lane of a vector of type vt."""
-    b, i32 = d.b, ir.IntType(32)
-    one = b.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(i32, 0))
-    return b.shuffle_vector(
-        one,
-        ir.Constant(vt, ir.Undefined),
-        ir.Constant(ir.VectorType(i32, vt.count), [0] * vt.count),
-    )
+    return d.splat(x, vt.count)
 
 
 def _fma(d: dense.Dense, x: ir.Value, y: ir.Value, z: ir.Value) -> ir.Value:
