@@ -63,23 +63,36 @@ def cholesky(a: Tensor) -> int:
     return 0
 
 
-def solve(a: Tensor, x: Tensor, *, lower: bool, unit: bool = False, trans: bool = False) -> None:
+def solve(
+    a: Tensor,
+    x: Tensor,
+    *,
+    lower: bool,
+    unit: bool = False,
+    trans: bool = False,
+    lower_rhs: bool = False,
+) -> None:
     """op(T) X = B in place in `x` [n, k] (unit-stride rows): T the lower or upper triangle
     of the n x n `a`, op the transpose when `trans`; diagonal blocks by the triangular
-    kernel, the rest of each block column's elimination by one matrix product."""
+    kernel, the rest of each block column's elimination by one matrix product.
+    `lower_rhs` (op(T) lower): B, and so X, is zero right of the diagonal (the identity:
+    X = T^-1), and each block row's columns past its diagonal block are skipped: a third
+    of the multiply-adds of a full right-hand side."""
     n = a.shape[-1]
     starts = list(range(0, n, BLOCK))
     forward = lower != trans  # op(T) is lower: block rows top to bottom
+    assert forward or not lower_rhs
 
     def op(r0: int, r1: int, c0: int, c1: int) -> Tensor:
         return a[c0:c1, r0:r1].mT if trans else a[r0:r1, c0:c1]
 
     for i0 in starts if forward else reversed(starts):
         i1 = min(i0 + BLOCK, n)
-        block = x[i0:i1]
+        columns = slice(0, i1 if lower_rhs else x.shape[-1])
+        block = x[i0:i1, columns]
         diagonal = a[i0:i1, i0:i1]
         triangular.solve(diagonal._impl, block._impl, 1, lower=lower, unit=unit, trans=trans)
         if forward and i1 < n:
-            subtract_product(x[i1:], op(i1, n, i0, i1), block)
+            subtract_product(x[i1:, columns], op(i1, n, i0, i1), block)
         elif not forward and i0:
             subtract_product(x[:i0], op(0, i0, i0, i1), block)

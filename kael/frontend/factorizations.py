@@ -15,7 +15,7 @@ import functools
 from typing import NamedTuple
 
 from kael.codegen.cpu import factorize, triangular
-from kael.frontend import blocked, factories, reductions
+from kael.frontend import blocked, factories, index_ops, reductions
 from kael.frontend import elementwise as ew
 from kael.frontend.elementwise import broadcast_shapes
 from kael.frontend.outputs import bool_arg, tensor_arg
@@ -382,7 +382,18 @@ def _inverse(A: Tensor, op: str) -> tuple[Tensor, Tensor]:
     lu, piv, info = _lu(working_copy(A, padded=True))
     eye = factories.eye(n, dtype=A.dtype)
     x = working_copy(eye, tuple(A.shape[:-2]), padded=True)
-    return _lu_solve_into(lu, piv, x), info.to(int32)
+    if shape_numel(A.shape[:-2]) != 1 or n < blocked.MIN_BLOCKED:
+        return _lu_solve_into(lu, piv, x), info.to(int32)
+    # One large matrix, in getri's order: X = U^-1 L^-1 (L^-1 is lower triangular, and
+    # the forward solve skips its zeros), then A^-1 = X P: the columns in the order
+    # P^T (0, 1, ..., n-1), the pivots' interchanges last to first.
+    square_lu, square_x = lu.reshape(n, n), x.reshape(n, n)
+    blocked.solve(square_lu, square_x, lower=True, unit=True, lower_rhs=True)
+    blocked.solve(square_lu, square_x, lower=False)
+    order = factories.arange(n, dtype=A.dtype).reshape(n, 1)
+    triangular.permute(order._impl, piv.reshape(n)._impl, 1, reverse=True)
+    inverse = index_ops.index_select(square_x, 1, order.reshape(n).to(int64))
+    return inverse.reshape(A.shape), info.to(int32)
 
 
 @on_host

@@ -1,0 +1,50 @@
+"""The blocked drivers of one large matrix (frontend/blocked.py) against LAPACK through
+PyTorch: the LU, and triangular solves in each orientation, a lower triangular right-hand
+side's zero blocks skipped."""
+
+import numpy as np
+import pytest
+import torch
+
+import kael
+from kael.frontend import blocked
+
+N = blocked.MIN_BLOCKED + blocked.BLOCK + 5  # several panels and a ragged last one
+
+
+def _triangle(lower: bool) -> np.ndarray:
+    a = np.random.default_rng(N).standard_normal((N, N)) / N + np.eye(N)  # well conditioned
+    return np.tril(a) if lower else np.triu(a)
+
+
+@pytest.mark.parametrize("lower, trans", [(True, False), (False, False), (True, True)])
+@pytest.mark.parametrize("unit", [False, True])
+def test_triangular_solve_matches_lapack(lower, trans, unit):
+    t = _triangle(lower)
+    b = np.random.default_rng(1).standard_normal((N, 70))
+    x = kael.tensor(b.copy())
+    blocked.solve(kael.tensor(t), x, lower=lower, unit=unit, trans=trans)
+    want = torch.linalg.solve_triangular(
+        torch.tensor(t.T if trans else t), torch.tensor(b), upper=lower == trans, unitriangular=unit
+    )
+    np.testing.assert_allclose(x.numpy(), want.numpy(), rtol=1e-10, atol=1e-10)
+
+
+def test_a_lower_right_hand_side_skips_its_zero_blocks_and_gives_the_inverse(monkeypatch):
+    t = _triangle(True)
+    x = kael.eye(N, dtype=kael.float64)
+    calls = []
+    product = blocked.subtract_product
+    monkeypatch.setattr(
+        blocked, "subtract_product", lambda c, a, b: calls.append(c.shape[-1]) or product(c, a, b)
+    )
+    blocked.solve(kael.tensor(t), x, lower=True, unit=True, lower_rhs=True)
+    unit = np.tril(t, -1) + np.eye(N)
+    np.testing.assert_allclose(x.numpy(), np.linalg.inv(unit), rtol=1e-10, atol=1e-12)
+    assert np.triu(x.numpy(), 1).max() == 0  # still lower triangular
+    assert calls == [min(i + blocked.BLOCK, N) for i in range(0, N - blocked.BLOCK, blocked.BLOCK)]
+
+
+def test_a_lower_right_hand_side_is_only_for_forward_solves():
+    with pytest.raises(AssertionError):
+        blocked.solve(kael.eye(N), kael.eye(N), lower=False, lower_rhs=True)
