@@ -245,10 +245,14 @@ def lu(A, *, pivot: bool = True) -> PLU:
 # ---- solves -------------------------------------------------------------------------------
 
 
+def vector_rhs(A: Tensor, B: Tensor) -> bool:
+    """PyTorch's rule: B is a (batch of) vector(s) when 1-d, or A's shape less its last dim."""
+    return B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+
+
 def _rhs(A: Tensor, B: Tensor, op: str, left: bool) -> tuple[Tensor, bool]:
-    """B as a batch of matrices and whether it was a (batch of) vector(s), by PyTorch's rule:
-    B is a vector when 1-d, or when its shape is A's without the last dim."""
-    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    """B as a batch of matrices and whether it was a (batch of) vector(s) (vector_rhs)."""
+    vector = vector_rhs(A, B)
     if vector:
         B = B.unsqueeze(-1) if left else B.unsqueeze(-2)
     n = A.shape[-1]

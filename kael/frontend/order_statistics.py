@@ -177,7 +177,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
     first_run = factories.arange(rows.shape[0], device=x.device).reshape(-1, 1) * n
     run = sequence.cumsum(starts, 1) - 1 + first_run  # a number per run, over all rows
     flat = run.reshape(-1)
-    ones = factories.ones(flat.shape, dtype=int64, device=x.device)
+    ones = factories.ones(1, dtype=int64, device=x.device).expand(flat.shape)
     counts = index_ops.scatter_add_(
         factories.zeros(flat.shape, dtype=int64, device=x.device), 0, flat, ones
     )

@@ -14,7 +14,14 @@ from typing import NamedTuple
 
 from kael.codegen.cpu import householder
 from kael.frontend import blocked, factories
-from kael.frontend.factorizations import _out, matrices, on_host, same_dtype, working_copy
+from kael.frontend.factorizations import (
+    _out,
+    float_dtype,
+    matrices,
+    on_host,
+    same_dtype,
+    working_copy,
+)
 from kael.frontend.outputs import bool_arg, tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.runtime.errors import ValueError
@@ -136,7 +143,7 @@ def householder_product(A, tau, *, out=None) -> Tensor:
     tau = tensor_arg(tau, op, "tau")
     if A.ndim < 2:
         raise ValueError(f"{op}: input must have at least 2 dimensions.")
-    matrices(A, op, "input")
+    float_dtype(A, op)
     m, n = A.shape[-2:]
     if m < n:
         raise ValueError(f"{op}: input.shape[-2] must be greater than or equal to input.shape[-1]")

@@ -25,6 +25,7 @@ from kael.frontend.factorizations import (
     on_host,
     raise_for,
     same_dtype,
+    vector_rhs,
     working_copy,
 )
 from kael.frontend.outputs import bool_arg, float_arg, tensor_arg
@@ -223,11 +224,6 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian: bool = False, out=None) -
     return _out(rank, out, op)
 
 
-def _vector_rhs(A: Tensor, B: Tensor) -> bool:
-    """PyTorch's rule: B is a (batch of) vector(s) when 1-d, or A's shape less its last dim."""
-    return B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
-
-
 @on_host
 def lstsq(A, B, rcond=None, *, driver=None) -> Lstsq:
     """The minimum-norm X minimizing |A X - B| (by the SVD), with PyTorch's fields for the
@@ -248,7 +244,7 @@ def lstsq(A, B, rcond=None, *, driver=None) -> Lstsq:
             f"torch.{op}: A.dim() must be greater or equal to B.dim() and (A.dim() - B.dim()) "
             f"<= 1, got A [{', '.join(map(str, A.shape))}] and B [{', '.join(map(str, B.shape))}]"
         )
-    vector = _vector_rhs(A, B)
+    vector = vector_rhs(A, B)
     if vector:
         B = B.unsqueeze(-1)
     m, n = A.shape[-2:]
@@ -268,8 +264,8 @@ def lstsq(A, B, rcond=None, *, driver=None) -> Lstsq:
     X = Vh.mT @ (inverse.unsqueeze(-1) * (U.mT @ B))
     empty = factories.empty((0,), dtype=A.dtype)
     residuals = empty
-    full_rank = driver == "gels" or not rank.numel() or bool(rank.eq(n).all())
-    if m > n and driver != "gelsy" and full_rank:
+    residual = m > n and driver != "gelsy"  # and full rank, asked (a host sync) only then
+    if residual and (driver == "gels" or not rank.numel() or bool(rank.eq(n).all())):
         residuals = (A @ X - B).square().sum(-2)
     if not B.shape[-1]:  # PyTorch returns early: rank 0, no singular values
         rank, S = factories.zeros(batch, dtype=int64), empty

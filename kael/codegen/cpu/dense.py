@@ -18,13 +18,16 @@ from collections.abc import Callable, Iterator, Sequence
 from llvmlite import ir
 
 from kael.codegen.cpu import handwritten
-from kael.codegen.lowering import declare, i64, splat
+from kael.codegen.lowering import declare, i64, mangle, splat
 from kael.runtime.dtypes import DType
 
 I1, I64 = ir.IntType(1), ir.IntType(64)
 # Reassociation lets the vectorizer split a dot's sum; contraction lets it use FMA. No
 # nnan/ninf: NaN and infinity must travel through a factorization as LAPACK's do.
 FAST = ("reassoc", "contract", "nsz", "arcp")
+
+
+PRECISION = {8: (2.0**-52, 2.0**-1022), 4: (2.0**-23, 2.0**-126)}  # (eps, safmin), by itemsize
 
 
 class Var:
@@ -74,6 +77,8 @@ class Dense:
     ) -> None:
         self.fn, self.b, self.dtype, self.w = fn, b, dtype, words
         self.t = ir.DoubleType() if dtype.itemsize == 8 else ir.FloatType()
+        # LAPACK's eps (the rounding unit's double) and safmin (the least normal number)
+        self.eps, self.safmin = PRECISION[dtype.itemsize]
         self._entry = fn.entry_basic_block
         self._n = 0
 
@@ -121,20 +126,20 @@ class Dense:
     def neg(self, x):
         return self.b.fneg(x)
 
-    def _intrinsic(self, name: str, *args: ir.Value) -> ir.Value:
+    def intrinsic(self, name: str, *args: ir.Value) -> ir.Value:
+        """llvm.<name> on scalars or vectors of one type (sqrt, fabs, fma, ...)."""
         t = args[0].type
-        suffix = "f64" if t == ir.DoubleType() else "f32"
         fnty = ir.FunctionType(t, [t] * len(args))
-        return self.b.call(declare(self.b.module, f"llvm.{name}.{suffix}", fnty), args)
+        return self.b.call(declare(self.b.module, f"llvm.{name}.{mangle(t)}", fnty), args)
 
     def sqrt(self, x):
-        return self._intrinsic("sqrt", x)
+        return self.intrinsic("sqrt", x)
 
     def abs(self, x):
-        return self._intrinsic("fabs", x)
+        return self.intrinsic("fabs", x)
 
     def copysign(self, magnitude, sign):
-        return self._intrinsic("copysign", magnitude, sign)
+        return self.intrinsic("copysign", magnitude, sign)
 
     def hypot(self, x, y):
         """sqrt(x^2 + y^2) without overflow or underflow: scaled by max(|x|, |y|)."""
@@ -239,6 +244,17 @@ class Dense:
             prod = self.mul(b.load(b.gep(x, [jx])), b.load(b.gep(y, [jy])))
             acc.set(self.add(acc.get(), prod))
         return acc.get()
+
+    def max_abs(self, x: ir.Value, lo, hi) -> tuple[ir.Value, ir.Value]:
+        """(max |x[j]|, whether some x[j] is NaN) over j in [lo, hi) (a NaN is never the
+        max: the scaling steps that ask check it apart)."""
+        b = self.b
+        largest, nan = self.var(self.f(0.0), "largest"), self.var(ir.Constant(I1, 0), "nan")
+        with self.loop(lo, hi) as j:
+            size = self.abs(b.load(b.gep(x, [j])))
+            largest.set(b.select(self.gt(size, largest.get()), size, largest.get()))
+            nan.set(b.or_(nan.get(), self.is_nan(size)))
+        return largest.get(), nan.get()
 
     def scale(self, x: ir.Value, alpha: ir.Value, lo, hi) -> None:
         """x[j] *= alpha for j in [lo, hi)."""

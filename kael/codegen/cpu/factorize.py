@@ -23,7 +23,6 @@ I64 = ir.IntType(64)
 # per row: a 512 x 64 panel in 0.20 ms instead of 0.34 (short row loops cost more than
 # their arithmetic).
 SUB = 8
-SAFMIN = {8: 2.2250738585072014e-308, 4: 1.1754943508222875e-38}  # by itemsize
 LU_WORDS = ("a", "piv", "info", "m", "n", "ld", "stride", "swap_lo", "swap_hi", "row0")
 CHOLESKY_WORDS = ("a", "info", "n", "ld", "stride")
 
@@ -98,7 +97,7 @@ def _lu_column(d: dense.Dense, a: dense.Matrix, k, kb, end, whole, piv, info) ->
             below = b.add(k, d.i(1))
             scale = d.div(d.f(1.0), pivot)
             # getf2 scales the column by 1 / pivot, or divides it when that would overflow
-            tiny = d.lt(d.abs(pivot), d.f(SAFMIN[d.dtype.itemsize]))
+            tiny = d.lt(d.abs(pivot), d.f(d.safmin))
             with d.either(tiny) as (dividing, scaling):
                 for how, multiplier in (
                     (dividing, lambda x: d.div(x, pivot)),

@@ -31,6 +31,7 @@ from kael.codegen.lowering import (
     prefetch,
     prefetch_steps,
     report_fault,
+    splat,
 )
 from kael.ir import expr as x
 from kael.ir.kernel import BCAST, CONTIG, NO_PREFETCH, PAIRS, TRANSPOSED, Kernel
@@ -240,19 +241,8 @@ def _emit_body(
             _store(b, kernel, address(o, width), value, align or buf.dtype.itemsize, stream)
 
 
-def splat(b: ir.IRBuilder, v: ir.Value, width: int) -> ir.Value:
-    vt = ir.VectorType(v.type, width)
-    one = b.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(I64, 0))
-    mask = ir.Constant(ir.VectorType(ir.IntType(32), width), [0] * width)
-    return b.shuffle_vector(one, ir.Constant(vt, ir.Undefined), mask)
-
-
 def _lane_offsets(width: int) -> ir.Constant:
     return ir.Constant(ir.VectorType(I64, width), list(range(width)))
-
-
-def _splat_i64(b: ir.IRBuilder, v: ir.Value, width: int) -> ir.Value:
-    return splat(b, v, width)
 
 
 def _emit_flat(b: ir.IRBuilder, kernel: Kernel, args: _Args, begin: ir.Value, end: ir.Value):
@@ -329,7 +319,7 @@ def _emit_strided_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
 
         def lanes_body(j):
             pos = b.add(i0, j)
-            at = b.add(_splat_i64(b, pos, width), lanes)
+            at = b.add(splat(b, pos, width), lanes)
 
             def address(i: int, w: int):
                 buf, base = kernel.buffers[i], bases[i]
@@ -338,12 +328,12 @@ def _emit_strided_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
                 if buf.inner == CONTIG:
                     p = b.gep(args.ptrs[i], [b.add(base, pos)])
                     return b.bitcast(p, memory_type(buf.dtype, w).as_pointer())
-                step = _splat_i64(b, args.strides[i][inner], w)
-                offsets = b.add(_splat_i64(b, base, w), b.mul(at, step))
+                step = splat(b, args.strides[i][inner], w)
+                offsets = b.add(splat(b, base, w), b.mul(at, step))
                 return lane_pointers(b, args.ptrs[i], offsets, buf.dtype.itemsize)
 
             def index(axis: int):
-                return at if axis == inner else _splat_i64(b, idx[axis], width)
+                return at if axis == inner else splat(b, idx[axis], width)
 
             _emit_body(b, kernel, args, width, address, index)
 
@@ -367,8 +357,8 @@ def _emit_strided_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
 def lane_pointers(b: ir.IRBuilder, ptr: ir.Value, offsets: ir.Value, itemsize: int):
     """The vector of `ptr + offsets[lane]` element pointers (offsets in elements)."""
     width = offsets.type.count
-    base = _splat_i64(b, b.ptrtoint(ptr, I64), width)
-    addresses = b.add(base, b.mul(offsets, _splat_i64(b, ir.Constant(I64, itemsize), width)))
+    base = splat(b, b.ptrtoint(ptr, I64), width)
+    addresses = b.add(base, b.mul(offsets, splat(b, ir.Constant(I64, itemsize), width)))
     return b.inttoptr(addresses, ir.VectorType(ptr.type, width))
 
 
@@ -469,9 +459,9 @@ def _emit_contig_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
     def index_at(j, w):
         def index(axis: int):
             if axis != inner:
-                return idx[axis] if w == 1 else _splat_i64(b, idx[axis], w)
+                return idx[axis] if w == 1 else splat(b, idx[axis], w)
             pos = b.add(i0, j)
-            return pos if w == 1 else b.add(_splat_i64(b, pos, w), _lane_offsets(w))
+            return pos if w == 1 else b.add(splat(b, pos, w), _lane_offsets(w))
 
         return index
 
@@ -669,10 +659,10 @@ def _emit_full_tile(b, kernel: Kernel, args: _Args, bases, outer, r0, c0, width:
 
         def index(axis: int, row=row):
             if axis == rows_dim:
-                return _splat_i64(b, row, width)
+                return splat(b, row, width)
             if axis == cols_dim:
-                return b.add(_splat_i64(b, c0, width), lanes)
-            return _splat_i64(b, outer[axis], width)
+                return b.add(splat(b, c0, width), lanes)
+            return splat(b, outer[axis], width)
 
         values = _compute(b, kernel, args, width, lambda k, i=i: emitter_rows[k][i], index)
         for o, (buf, v) in enumerate(zip(kernel.outputs, values)):

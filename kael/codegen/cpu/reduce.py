@@ -29,7 +29,7 @@ from llvmlite import ir
 
 from kael.codegen.combine import Combiner, identity
 from kael.codegen.cpu import compiler, handwritten, tiers
-from kael.codegen.cpu.loops import LoopBuilder, carry, splat
+from kael.codegen.cpu.loops import LoopBuilder, carry
 from kael.codegen.lowering import (
     CODEGEN_SCHEMA,
     I64,
@@ -46,6 +46,7 @@ from kael.codegen.lowering import (
     report_fault,
     scalar_type,
     smin,
+    splat,
     targets_gpu,
     value_type,
 )

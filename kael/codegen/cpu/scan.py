@@ -102,10 +102,9 @@ class _Scan:
         """PyTorch's running max (min): x where it is NaN or, while acc is not NaN, at least
         (at most) acc."""
         b = self.b
-        if not self.acc.is_floating_point:
-            op = ">=" if self.op == "cummax" else "<="
-            return b.select(b.icmp_signed(op, x, acc), x, acc)
         op = ">=" if self.op == "cummax" else "<="
+        if not self.acc.is_floating_point:
+            return b.select(b.icmp_signed(op, x, acc), x, acc)
         takes = b.or_(
             b.fcmp_unordered("uno", x, x),
             b.and_(b.fcmp_ordered("ord", acc, acc), b.fcmp_ordered(op, x, acc)),

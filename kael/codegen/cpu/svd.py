@@ -58,10 +58,10 @@ def _scan(d: dense.Dense, x: dense.Matrix, k, cols) -> tuple[ir.Value, ir.Value]
     """(max |x|, whether some x is NaN) over the k x cols matrix."""
     b = d.b
     largest, nan = d.var(d.f(0.0), "largest"), d.var(ir.Constant(I1, 0), "nan")
-    with d.loop(0, k) as i, d.loop(0, cols) as j:
-        v = d.abs(x.get(i, j))
-        nan.set(b.or_(nan.get(), d.is_nan(v)))
-        largest.set(b.select(d.gt(v, largest.get()), v, largest.get()))
+    with d.loop(0, k) as i:
+        row_largest, row_nan = d.max_abs(x.row(i), 0, cols)
+        nan.set(b.or_(nan.get(), row_nan))
+        largest.set(b.select(d.gt(row_largest, largest.get()), row_largest, largest.get()))
     return largest.get(), nan.get()
 
 
@@ -73,7 +73,7 @@ def _identity(d: dense.Dense, g: dense.Matrix, k) -> None:
 
 def _tol(d: dense.Dense, cols) -> ir.Value:
     """The relative threshold of the rotations and of negligible rows: eps sqrt(cols)."""
-    eps = 2.0**-52 if d.dtype.itemsize == 8 else 2.0**-23
+    eps = d.eps
     return d.mul(d.f(eps), d.sqrt(d.b.sitofp(cols, d.t)))
 
 
@@ -175,7 +175,7 @@ def _finish(d: dense.Dense, x, g, s, work, k, cols, rows, vectors, factor) -> No
     s made the singular values (the scaling undone)."""
     b = d.b
     _sort(d, x, g, s, k, cols, vectors)
-    tiny = d.f(2.0**-1022 if d.dtype.itemsize == 8 else 2.0**-126)
+    tiny = d.f(d.safmin)
     first = d.var(d.i(0), "first")
     with d.loop(0, k) as i:
         p = b.gep(s, [i])
@@ -226,13 +226,14 @@ def _begin(d: dense.Dense, x, g, s, work, info, k, cols, rows, vectors, phase) -
             total = d.var(d.f(0.0), "total")
             with d.loop(0, k) as i:
                 d.scale(x.row(i), factor, 0, cols)
-                total.set(d.add(total.get(), d.dot(x.row(i), x.row(i), 0, cols)))
+                norm2 = d.dot(x.row(i), x.row(i), 0, cols)
+                b.store(norm2, b.gep(s, [i]))  # kept for _settle below
+                total.set(d.add(total.get(), norm2))
             tol = _tol(d, cols)
             floor2 = d.mul(d.mul(tol, tol), total.get())  # (eps sqrt(cols) |A|_F)^2
             with d.loop(0, k) as i:
-                _settle(
-                    d, x.row(i), b.gep(s, [i]), d.dot(x.row(i), x.row(i), 0, cols), floor2, cols
-                )
+                at = b.gep(s, [i])
+                _settle(d, x.row(i), at, b.load(at), floor2, cols)
             with d.when(vectors):
                 _identity(d, g, k)
             with d.either(b.icmp_signed("==", phase, d.i(FULL))) as (full, prepare):

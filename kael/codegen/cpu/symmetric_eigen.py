@@ -21,7 +21,6 @@ from __future__ import annotations
 from llvmlite import ir
 
 from kael.codegen.cpu import dense
-from kael.codegen.lowering import declare
 
 I1, I64 = ir.IntType(1), ir.IntType(64)
 WORDS = ("a", "w", "work", "info", "n", "lower", "vectors", "pairs", "steps", "capacity")
@@ -32,8 +31,11 @@ STRIP = 32  # the columns of Z^T one work item of the rotation kernel rotates
 ROWS = 8  # the rows of Q^T one work item of the forming kernel makes
 # (eps: the convergence test's unit; safmin; dsyev's rmin and rmax), by itemsize.
 LIMITS = {
-    8: (2.0**-52, 2.2250738585072014e-308, 1.0010415475915505e-146, 9.989595361011175e145),
-    4: (2.0**-23, 1.1754943508222875e-38, 3.1401849173675503e-16, 3184525836262886.5),
+    size: (*dense.PRECISION[size], rmin, rmax)
+    for size, rmin, rmax in (
+        (8, 1.0010415475915505e-146, 9.989595361011175e145),
+        (4, 3.1401849173675503e-16, 3184525836262886.5),
+    )
 }
 
 
@@ -49,17 +51,6 @@ def _put(d: dense.Dense, base: ir.Value, i: ir.Value, value: ir.Value) -> None:
     d.b.store(value, d.b.gep(base, [i]))
 
 
-def _max_abs(d: dense.Dense, x: ir.Value, lo, hi) -> tuple[ir.Value, ir.Value]:
-    """(max |x[j]|, whether some x[j] is NaN) over j in [lo, hi)."""
-    b = d.b
-    largest, nan = d.var(d.f(0.0), "largest"), d.var(ir.Constant(I1, 0), "nan")
-    with d.loop(lo, hi) as j:
-        size = d.abs(_get(d, x, j))
-        largest.set(b.select(d.gt(size, largest.get()), size, largest.get()))
-        nan.set(b.or_(nan.get(), d.is_nan(size)))
-    return largest.get(), nan.get()
-
-
 def _householder(d: dense.Dense, x: ir.Value, m: ir.Value) -> tuple[ir.Value, ir.Value]:
     """LAPACK's dlarfg on x[0:m]: H = I - tau v v^T with H x = (beta, 0, ...); v
     overwrites x (v[0] = 1). The norm is scaled by max |x|, so it neither under- nor
@@ -68,7 +59,7 @@ def _householder(d: dense.Dense, x: ir.Value, m: ir.Value) -> tuple[ir.Value, ir
     eps, safmin, _, _ = LIMITS[d.dtype.itemsize]
     alpha = _get(d, x, d.i(0))
     one = d.i(1)
-    scale, _ = _max_abs(d, x, one, m)
+    scale, _ = d.max_abs(x, one, m)
     inverse = d.div(d.f(1.0), b.select(b.fcmp_ordered("==", scale, d.f(0.0)), d.f(1.0), scale))
     sums = d.var(d.f(0.0), "sums")
     with d.loop(one, m) as j:
@@ -220,18 +211,24 @@ def steps_size(n: int) -> int:
     return 1 + n + 2 * MAX_SWEEPS * n
 
 
+def _log_of(d: dense.Dense, matrix: ir.Value, n: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(rotation pairs, step record) of `matrix`'s log: its words in the pairs and steps
+    buffers (steps_size(n) a matrix)."""
+    b = d.b
+    pairs = _ptr(d, d.ptr("pairs"), b.mul(matrix, b.mul(d.w["capacity"], d.i(2))))
+    stride = b.add(b.add(d.i(1), n), b.mul(n, d.i(2 * MAX_SWEEPS)))
+    return pairs, _ptr(d, d.ptr("steps", I64), b.mul(matrix, stride))
+
+
 class _Log:
     """The record of the QL iteration's rotations that the rotation kernel replays on Z^T:
     (c, s) pairs in order, each sweep's block [low, m] and the sort's interchanges. A log
     past `capacity` pairs sets info = -1 (the caller retries with room for every sweep)."""
 
     def __init__(self, d: dense.Dense, item: ir.Value, n: ir.Value) -> None:
-        b = d.b
         self.d, self.n = d, n
         self.capacity = d.w["capacity"]
-        self.pairs = _ptr(d, d.ptr("pairs"), b.mul(item, b.mul(self.capacity, d.i(2))))
-        stride = b.add(b.add(d.i(1), n), b.mul(n, d.i(2 * MAX_SWEEPS)))
-        self.steps = _ptr(d, d.ptr("steps", I64), b.mul(item, stride))
+        self.pairs, self.steps = _log_of(d, item, n)
         self.pos = d.var(d.i(0), "pos")
 
     def open(self, vectors: ir.Value) -> None:
@@ -408,7 +405,7 @@ def _eigh(d: dense.Dense, item: ir.Value) -> None:
     largest, nan = d.var(d.f(0.0), "anrm"), d.var(ir.Constant(I1, 0), "anan")
     with d.loop(0, n) as i:
         after = b.add(i, d.i(1))
-        size, found = _max_abs(d, a.row(i), b.select(lower, d.i(0), i), b.select(lower, after, n))
+        size, found = d.max_abs(a.row(i), b.select(lower, d.i(0), i), b.select(lower, after, n))
         largest.set(b.select(d.gt(size, largest.get()), size, largest.get()))
         nan.set(b.or_(nan.get(), found))
     anrm = largest.get()
@@ -441,19 +438,6 @@ def _eigh(d: dense.Dense, item: ir.Value) -> None:
                 _put(d, diag, i, d.div(_get(d, diag, i), sigma))
 
 
-def _splat(d: dense.Dense, vt: ir.VectorType, x: ir.Value) -> ir.Value:
-    """x in every lane of a vector of type vt."""
-    return d.splat(x, vt.count)
-
-
-def _fma(d: dense.Dense, x: ir.Value, y: ir.Value, z: ir.Value) -> ir.Value:
-    """x y + z rounded once (llvm.fma on vectors): one instruction on the carried row's
-    dependency chain instead of a multiply and an add."""
-    suffix = f"v{x.type.count}{'f64' if d.dtype.itemsize == 8 else 'f32'}"
-    fnty = ir.FunctionType(x.type, [x.type] * 3)
-    return d.b.call(declare(d.b.module, f"llvm.fma.{suffix}", fnty), [x, y, z])
-
-
 def _replay(d: dense.Dense, vt, pairs, steps, blocks, row) -> None:
     """Every sweep's rotations on the packed strip (rows by `row(i)`, vectors of type vt).
     Two sweeps in a row over the same block [low, m] (most of them: tql2 sweeps a block
@@ -466,9 +450,9 @@ def _replay(d: dense.Dense, vt, pairs, steps, blocks, row) -> None:
     one = d.i(1)
 
     def rot(at, x, y):
-        c = _splat(d, vt, _get(d, pairs, b.mul(at, d.i(2))))
-        s = _splat(d, vt, _get(d, pairs, b.add(b.mul(at, d.i(2)), one)))
-        return _fma(d, c, y, d.mul(s, x)), _fma(d, d.neg(s), y, d.mul(c, x))
+        c = d.splat(_get(d, pairs, b.mul(at, d.i(2))), vt.count)
+        s = d.splat(_get(d, pairs, b.add(b.mul(at, d.i(2)), one)), vt.count)
+        return d.intrinsic("fma", c, y, d.mul(s, x)), d.intrinsic("fma", d.neg(s), y, d.mul(c, x))
 
     def load(i):
         return b.load(row(i), align=align)
@@ -538,9 +522,7 @@ def _rotate(d: dense.Dense, item: ir.Value) -> None:
     def row(i: ir.Value) -> ir.Value:
         return b.bitcast(strip.row(i), vt.as_pointer())
 
-    pairs = _ptr(d, d.ptr("pairs"), b.mul(matrix, b.mul(w["capacity"], d.i(2))))
-    stride = b.add(b.add(d.i(1), n), b.mul(n, d.i(2 * MAX_SWEEPS)))
-    steps = _ptr(d, d.ptr("steps", I64), b.mul(matrix, stride))
+    pairs, steps = _log_of(d, matrix, n)
     blocks = _ptr(d, steps, b.add(d.i(1), n))
     # A matrix that failed (or whose log overflowed) is left as it is: it raises.
     failed = b.icmp_signed("!=", _get(d, d.ptr("info", I64), matrix), d.i(0))
