@@ -129,7 +129,8 @@ def _to(value, device):
 
 def on_host(fn):
     """Run `fn` on host copies of its cuda tensor arguments and move its results back to
-    the first argument's device: the dense kernels are host code (an explicit copy)."""
+    the first argument's device: the dense kernels are host code (an explicit copy).
+    `out` stays where it is: the result is copied into the caller's tensor."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -137,7 +138,7 @@ def on_host(fn):
         if device is CPU:
             return fn(*args, **kwargs)
         args = [_to(a, CPU) for a in args]
-        kwargs = {k: _to(v, CPU) for k, v in kwargs.items()}
+        kwargs = {k: v if k == "out" else _to(v, CPU) for k, v in kwargs.items()}
         return _to(fn(*args, **kwargs), device)
 
     return wrapper

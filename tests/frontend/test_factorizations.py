@@ -270,6 +270,18 @@ def test_linalg_on_cuda_copies_through_the_host():
     assert str(sign.device) == "cuda:0" and str(logabs.device) == "cuda:0"
 
 
+@pytest.mark.gpu
+def test_out_on_cuda_is_the_tensor_filled():
+    a = _well_conditioned(4, 4)
+    out = kael.empty(4, 4, dtype=kael.float64).cuda()
+    assert kael.linalg.inv(kael.tensor(a).cuda(), out=out) is out
+    close_to_torch(out.cpu(), torch.linalg.inv(torch.tensor(a)), 1e-10)
+    values, vectors = kael.empty(4, dtype=kael.float64).cuda(), out
+    spd = kael.tensor(_spd(4, 4)).cuda()
+    got = kael.linalg.eigh(spd, out=(values, vectors))
+    assert got.eigenvalues is values and got.eigenvectors is vectors
+
+
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 def test_one_large_matrix_takes_the_blocked_path_and_matches_torch(dtype):
     n = blocked.MIN_BLOCKED + blocked.BLOCK + 7  # panels, and a ragged last one
