@@ -52,16 +52,23 @@ TORCH = {
     "gelu_tanh": lambda t: F.gelu(t, approximate="tanh"),
     "sigmoid": torch.sigmoid,
 }
-# (op, dtype, input) where kael deliberately differs from PyTorch on a special value:
-# PyTorch's vectorized float32 gelu gives NaN at +inf and overflows to inf at the largest
-# float; kael gives inf and the largest float (as PyTorch's float64 gelu does).
-TORCH_QUIRKS = {("gelu", np.float32, np.inf), ("gelu", np.float32, float(np.finfo(np.float32).max))}
+# (op, dtype, repr of the input) where kael deliberately differs from PyTorch on a special
+# value: PyTorch's vectorized float32 gelu gives NaN at +inf and overflows to inf at the
+# largest float; kael gives inf and the largest float (as PyTorch's float64 gelu does).
+TORCH_QUIRKS = {("gelu", np.float32, repr(x)) for x in (np.inf, float(np.finfo(np.float32).max))}
+
+
+def negative_zero_expected(op: str, dt, x: float) -> bool:
+    """PyTorch's AVX2 float32 gelu returns +0 where the result is zero at x <= -0 (at -0
+    and where x Phi(x) underflows); its AVX-512, scalar and float64 paths, and kael, -0."""
+    return op == "gelu" and dt is np.float32 and np.signbit(x)
+
 
 # Max ulp asserted on each main domain, for both precisions unless (op, "f64") says more
-# (measured f32/f64: exp .99/.97, exp2 1.04/1.02, expm1 1.53/1.77, log .76/.77, log2
+# (measured f32/f64: exp .99/.95, exp2 1.04/1.02, expm1 1.53/1.77, log .76/.77, log2
 # 1.55/1.54, log1p .77/.77, sin .58/1.42 and cos .58/1.49 (huge arguments .56/1.19), tan
-# .61/2.68 (3.06 the worst of 4M float64 samples: sin r / cos r near |r| = pi/4), tanh 1.47/1.48, sigmoid 1.75/1.83, silu 2.46/2.56, erf 1.05/.90, gelu
-# 3.58/17.1 (far tail 2.1/1.9), gelu_tanh 11.4/11.5, pow .5/1.44, 1.1 near exp's edges).
+# .61/2.68 (3.06 the worst of 4M float64 samples: sin r / cos r near |r| = pi/4), tanh 1.47/1.48, sigmoid 1.75/1.75, silu 2.46/2.30, erf 1.05/.90, gelu
+# 3.58/17.1 (far tail 2.1/1.9), gelu_tanh 11.4/12.8, pow .5/1.44, 1.1 near exp's edges).
 # gelu's erfc polynomial is fitted for erf's absolute error, so gelu's negative tail is
 # relatively less accurate in float64; gelu_tanh is ill-conditioned for negative x (its
 # condition number reaches ~10 at x = -3), so any float evaluation loses about that much.
@@ -442,13 +449,14 @@ def _specials(dt) -> np.ndarray:
 def assert_matches_torch(got, want, x, op, dt, rtol, atol):
     """NaN where torch has NaN, equal infinities and signed zeros, golden tolerance elsewhere."""
     for g_, w, v in zip(got, want, x):
-        if (op, dt, float(v)) in TORCH_QUIRKS:
+        if (op, dt, repr(float(v))) in TORCH_QUIRKS:
             continue
         context = f"{op}({v!r}) = {g_!r}, torch {w!r}"
         if np.isnan(w) or np.isinf(w):
             assert (np.isnan(g_) and np.isnan(w)) or g_ == w, context
         elif w == 0 and g_ == 0:
-            assert np.signbit(g_) == np.signbit(w), context
+            sign = np.signbit(w) or negative_zero_expected(op, dt, float(v))
+            assert np.signbit(g_) == sign, context
         else:
             assert abs(g_ - w) <= atol + rtol * abs(w), context
 
