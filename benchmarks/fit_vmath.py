@@ -95,6 +95,14 @@ FITS = {
     "log": Fit(_atanh_tail, lambda z: z / 2, 0.0, SMAX**2, {"f32": 2, "f64": 6}),
     # pow's log(1 + f) = 2s + (2/3) s^3 + s^5 P(z), relative to log(1 + f) ~ 2s.
     "pow": Fit(_pow_tail, lambda z: z * z / 2, 0.0, SMAX**2, {"f64": 6}),
+    # log1p(t) = t + t^2 H(t) on [0, 1] (softplus's t = exp(-|x|)), relative to log1p(t).
+    "log1p_unit": Fit(
+        _series_safe(lambda t: (mp.log1p(t) - t) / t**2, -mp.mpf(1) / 2),
+        lambda t: t**2 / mp.log1p(t) if t else mp.mpf(0),
+        0.0,
+        1.0,
+        {"f32": 8},
+    ),
     # sin(r) = r + r z S(z), z = r^2, |r| <= pi/4 (and a little: the reduction's rounding).
     "sin": Fit(
         _series_safe(lambda z: (mp.sin(mp.sqrt(z)) / mp.sqrt(z) - 1) / z, -mp.mpf(1) / 6),

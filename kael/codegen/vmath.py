@@ -743,6 +743,28 @@ def _two_product(o: _Ops, a: ir.Value, b: ir.Value) -> tuple[ir.Value, ir.Value]
     return p, o.fma(a, b, o.neg(p))
 
 
+# --- softplus ------------------------------------------------------------------------------
+
+# log1p(t) = t + t^2 H(t) on [0, 1], relative error 0.66 * 2**-24 (fit_vmath.py "log1p_unit")
+LOG1P_UNIT_POLY32 = (
+    -0.4999993145465851, 0.33330512046813965, -0.24958586692810059, 0.19695399701595306,
+    -0.15355393290519714, 0.10680549591779709, -0.05766438692808151, 0.020204555243253708,
+    -0.003318465780466795,
+)  # fmt: skip
+
+
+def _softplus(o: _Ops, x: ir.Value) -> ir.Value:
+    """log(1 + e^x) = max(x, 0) + log1p(t), t = exp(-|x|) in [0, 1]: two terms of one sign,
+    so no cancellation, and one exp; float32's log1p(t) is one polynomial on [0, 1] (no
+    reduction, no division), float64's the general log1p."""
+    t = _exp(o, o.neg(o.abs(x)))
+    if o.dtype is float32:
+        log1p_t = o.fma(o.mul(t, t), o.poly(t, LOG1P_UNIT_POLY32), t)
+    else:
+        log1p_t = _log1p(o, t)
+    return o.add(o.select(o.cmp(">", x, o.c(0.0)), x, o.c(0.0)), log1p_t)
+
+
 # --- pow ----------------------------------------------------------------------------------------
 
 
@@ -850,5 +872,6 @@ UNARY: dict[str, Callable] = {
     "erfc": _in_float64(_erfc),
     "gelu": _native(_gelu),
     "gelu_tanh": _native(_gelu_tanh),
+    "softplus": _native(_softplus),
 }
 BINARY: dict[str, Callable] = {"pow": _pow}

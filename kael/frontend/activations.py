@@ -19,8 +19,12 @@ from kael.runtime.dtypes import DType, bool_, get_default_dtype
 from kael.runtime.errors import TypeError, ValueError
 
 
-def _softplus(x: Value) -> Value:
-    return x.apply("exp").apply("log1p")
+def _mish(x: Value) -> Value:
+    """x tanh(softplus(x)) = x n / (n + 2) with n = e (e + 2), e = exp(x): one exp and no
+    cancellation. Past x = 20, n / (n + 2) rounds to 1 (in float64 too) and n stays finite."""
+    e = minimum(x, 20).apply("exp")
+    n = e * (e + 2)
+    return x * (n / (n + 2))
 
 
 # SELU's constants, as PyTorch spells them.
@@ -43,6 +47,9 @@ class Activation:
     # more kernel parameters computed on the host from the user's (the formula takes them
     # after its own): celu's 1 / alpha, which PyTorch multiplies by as well
     derived: Callable[..., dict] | None = None
+    # (when(*params), formula): a cheaper formula of the same parameters where `when` holds
+    # (softplus at beta = 1: no multiply and divide), compiled as its own template
+    special: tuple[Callable[..., bool], Callable[..., Value]] | None = None
 
 
 def _alpha_not_zero(alpha: float) -> None:
@@ -82,18 +89,22 @@ ACTIVATIONS: dict[str, Activation] = {
     "relu6": Activation(lambda x: minimum(maximum(x, 0), 6), integers="keep"),
     "hardsigmoid": Activation(lambda x: minimum(maximum(x + 3, 0), 6) / 6),
     "hardswish": Activation(lambda x: x * minimum(maximum(x + 3, 0), 6) / 6),
-    "mish": Activation(lambda x: x * _softplus(x).apply("tanh")),
+    "mish": Activation(_mish),
     "softplus": Activation(
-        lambda x, beta, threshold: where(x * beta > threshold, x, _softplus(x * beta) / beta),
+        lambda x, beta, threshold: where(
+            x * beta > threshold, x, (x * beta).apply("softplus") / beta
+        ),
         (("beta", 1.0), ("threshold", 20.0)),
         inplace=False,
+        special=(
+            lambda beta, threshold: beta == 1,
+            lambda x, beta, threshold: where(x > threshold, x, x.apply("softplus")),
+        ),
     ),
     "softsign": Activation(
         lambda x: x / stored(x.apply("abs") + 1), integers="float", inplace=False
     ),
-    "logsigmoid": Activation(
-        lambda x: minimum(x, 0) - (-x.apply("abs")).apply("exp").apply("log1p"), inplace=False
-    ),
+    "logsigmoid": Activation(lambda x: -(-x).apply("softplus"), inplace=False),
     "threshold": Activation(
         lambda x, threshold, value: where(x <= threshold, value, x),  # NaN passes, as in torch
         (("threshold", None), ("value", None)),  # required, as in PyTorch
@@ -143,7 +154,10 @@ def activate(name: str, input: Tensor, params: tuple, inplace: bool = False) -> 
     params = dict(zip((p for p, _ in act.params), params))
     if act.derived is not None:
         params |= act.derived(*given)
-    result = launch((name,), [x], compute, act.formula, params, x._impl if inplace else None)
+    key, formula = (name,), act.formula
+    if act.special is not None and act.special[0](*given):
+        key, formula = (name, "special"), act.special[1]
+    result = launch(key, [x], compute, formula, params, x._impl if inplace else None)
     if inplace:
         x._impl.storage.bump_version()
         return x

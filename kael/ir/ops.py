@@ -43,6 +43,7 @@ UNARY_OPS: dict[str, str] = {
     "erfc": "float",
     "gelu": "float",
     "gelu_tanh": "float",
+    "softplus": "float",  # log(1 + e^x): softplus (beta 1), logsigmoid and mish's kernels
 }
 
 BINARY_OPS: dict[str, str] = {

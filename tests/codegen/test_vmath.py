@@ -40,7 +40,7 @@ from kael.runtime import dtypes
 
 UNARY = [
     "exp", "exp2", "expm1", "log", "log2", "log1p", "sin", "cos", "tan", "tanh", "sigmoid",
-    "silu", "erf", "gelu", "gelu_tanh",
+    "silu", "erf", "gelu", "gelu_tanh", "softplus",
 ]  # fmt: skip
 FLOATS = [np.float32, np.float64]
 TRIG = ("sin", "cos", "tan")
@@ -48,6 +48,7 @@ L = np.longdouble
 F = torch.nn.functional
 TORCH = {
     "silu": F.silu,
+    "softplus": lambda t: F.softplus(t, threshold=50),  # vmath's op has no threshold
     "gelu": F.gelu,
     "gelu_tanh": lambda t: F.gelu(t, approximate="tanh"),
     "sigmoid": torch.sigmoid,
@@ -68,13 +69,14 @@ def negative_zero_expected(op: str, dt, x: float) -> bool:
 # (measured f32/f64: exp .99/.95, exp2 1.04/1.02, expm1 1.53/1.77, log .76/.77, log2
 # 1.55/1.54, log1p .77/.77, sin .58/1.42 and cos .58/1.49 (huge arguments .56/1.19), tan
 # .61/2.68 (3.06 the worst of 4M float64 samples: sin r / cos r near |r| = pi/4), tanh 1.47/1.48, sigmoid 1.75/1.75, silu 2.46/2.30, erf 1.05/.90, gelu
-# 3.58/17.1 (far tail 2.1/1.9), gelu_tanh 11.4/12.8, pow .5/1.44, 1.1 near exp's edges).
+# 3.58/17.1 (far tail 2.1/1.9), gelu_tanh 11.4/12.8, softplus 2.07/1.55 (exp's error and two
+# roundings on top of log1p's near x = 0+), pow .5/1.44, 1.1 near exp's edges).
 # gelu's erfc polynomial is fitted for erf's absolute error, so gelu's negative tail is
 # relatively less accurate in float64; gelu_tanh is ill-conditioned for negative x (its
 # condition number reaches ~10 at x = -3), so any float evaluation loses about that much.
 ULP_BOUND = {
     "exp": 2, "exp2": 2, "expm1": 2, "log": 2, "log2": 2, "log1p": 2, "sin": 2, "cos": 2,
-    "tan": 3, ("tan", "f64"): 3.5, "tanh": 2, "sigmoid": 2, "silu": 3, "erf": 2, "gelu": 4, ("gelu", "f64"): 20,
+    "tan": 3, ("tan", "f64"): 3.5, "tanh": 2, "sigmoid": 2, "silu": 3, "erf": 2, "gelu": 4, ("gelu", "f64"): 20, "softplus": 2.5,
     "gelu_tanh": 16, "pow": 2,
 }  # fmt: skip
 
@@ -148,6 +150,7 @@ WIDE = {
     "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log2": np.log2,
     "log1p": np.log1p, "sin": np.sin, "cos": np.cos, "tan": np.tan, "tanh": np.tanh,
     "sigmoid": _sigmoid, "silu": lambda x: x * _sigmoid(x), "gelu_tanh": _gelu_tanh,
+    "softplus": lambda x: np.logaddexp(x.dtype.type(0), x),
 }  # fmt: skip
 
 
@@ -281,6 +284,7 @@ MP_ALL = {
     "sigmoid": _mp(_mp_sigmoid),
     "silu": _mp(lambda v: v * _mp_sigmoid(v)),
     "gelu": MP["gelu"],
+    "softplus": _mp(lambda v: mpmath.log1p(mpmath.exp(v))),
     "gelu_tanh": _mp(
         lambda v: v * _mp_sigmoid(2 * mpmath.sqrt(2 / mpmath.pi) * (v + 0.044715 * v**3))
     ),
@@ -305,6 +309,7 @@ def _thresholds(op: str, dt) -> list[float]:
         "erf": [k.erf_small, -k.erf_small, k.erf_big, -k.erf_big],
         "gelu": [k.erf_small * root2, -k.erf_small * root2, k.erf_big * root2],
         "gelu_tanh": [-3.0, 3.0, 1e4],
+        "softplus": [0.0, k.exp_lo, -k.exp_lo, ln(tiny), -ln(tiny)],
         **{op: [2.0**20, 2.0**40, -(2.0**40), 2.0**52, top] for op in TRIG},
     }[op] + ([-k.erf_big * root2, -14.2 if dt is np.float32 else -38.6] if op == "gelu" else [])
 
