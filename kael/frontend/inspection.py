@@ -40,27 +40,26 @@ def product_stage(dtype, stage: str, op: str = "matmul") -> str:
     """One stage of the hand-written matrix-product kernels of `dtype` (a plan's matmul),
     or with op "conv" of its implicit-GEMM convolution kernels."""
     from kael.codegen.cpu import conv, gemm, gemm_gemv
-    from kael.ir.matmul import SPECS
 
     if stage not in STAGES:
         raise ValueError(f"unknown stage '{stage}', expected one of {', '.join(STAGES)}")
     if op == "conv" and stage != "ptx":
-        lib = conv.library(SPECS[dtype])
+        lib = conv.library(gemm.host_spec(dtype))
         if stage == "kael":
             return (
                 f"({lib.name}: weight packing; window blocks packed from the input, micro-kernels)"
             )
         return lib.text if stage == "llvm" else lib.assembly()
     if stage == "kael":
-        spec = SPECS.get(dtype)
+        spec = gemm.host_spec(dtype)
         return f"(gemm {spec.text() if spec else dtype}: packing, micro-kernels, macro loop)"
     if stage == "ptx":
         from kael.codegen.ptx import gemm as ptx_gemm
 
         return ptx_gemm.ptx(dtype)
     libs = []
-    if dtype in SPECS:
-        spec = SPECS[dtype]
+    spec = gemm.host_spec(dtype)
+    if spec is not None:
         libs = [gemm.float_library(spec), gemm.pack_library(spec), gemm_gemv.library(dtype)]
     libs = libs or [gemm.int64_library()]
     if stage == "llvm":

@@ -13,15 +13,15 @@ from dataclasses import dataclass
 from kael.ir.kernel import Kernel
 from kael.runtime.dtypes import DType, float32, float64, int64
 
-VECTOR_BYTES = 64  # one AVX-512 register
-
 
 @dataclass(frozen=True)
 class GemmSpec:
-    """C[mr x nr] += A[mr x kc] B[kc x nr] micro-tiles inside MC x KC x NC cache blocks.
+    """C[mr x nr] += A[mr x kc] B[kc x nr] micro-tiles inside MC x KC x NC cache blocks,
+    for vector registers of `vector_bytes`.
 
     `nr` is a multiple of the vector width `lanes`; mr * nr / lanes accumulators plus
-    nr / lanes B vectors must fit the 32 vector registers.
+    nr / lanes B vectors and an A broadcast must fit the vector registers (32 of 64 bytes
+    with AVX-512, 16 of 32 bytes with AVX2).
     """
 
     dtype: DType
@@ -30,10 +30,11 @@ class GemmSpec:
     mc: int
     kc: int
     nc: int
+    vector_bytes: int = 64
 
     @property
     def lanes(self) -> int:
-        return VECTOR_BYTES // self.dtype.itemsize
+        return self.vector_bytes // self.dtype.itemsize
 
     @property
     def vectors(self) -> int:
@@ -42,9 +43,8 @@ class GemmSpec:
 
     def text(self) -> str:
         """The stable printed form: the kernel's name and cache key."""
-        return (
-            f"kael_gemm_{self.dtype.name}_{self.mr}x{self.nr}_mc{self.mc}_kc{self.kc}_nc{self.nc}"
-        )
+        blocks = f"{self.mr}x{self.nr}_mc{self.mc}_kc{self.kc}_nc{self.nc}"
+        return f"kael_gemm_{self.dtype.name}_{blocks}_v{self.vector_bytes}"
 
     def __str__(self) -> str:
         return self.text()
@@ -84,12 +84,21 @@ def batch_dims(
     return dims
 
 
-# 24 accumulators + 4 B vectors. On the Zen 5 host (one thread, 1024^3) MC 120-480,
-# KC 128-384 and NC 1024-2048 were within 3% of each other: ~240 GFLOP/s float32,
-# ~105 float64.
-SPECS: dict[DType, GemmSpec] = {
-    float32: GemmSpec(float32, mr=6, nr=64, mc=240, kc=256, nc=1024),
-    float64: GemmSpec(float64, mr=6, nr=32, mc=120, kc=256, nc=512),
+# The float kernels by the host's vector register bytes (codegen/cpu/gemm.host_spec picks).
+# AVX-512: 24 accumulators + 4 B vectors; on a Zen 5 host (one thread, 1024^3) MC 120-480,
+# KC 128-384 and NC 1024-2048 were within 3% of each other: ~240 GFLOP/s float32, ~105
+# float64. AVX2: 12 accumulators + 2 B vectors + the A broadcast in 16 registers; on a
+# Zen 3 host (2 threads, 2048^3 float32) 6x16 ran 110-140 GFLOP/s against 4x24's 116 and
+# 3x32's 62 (it spills), MC 144 against 72 and 288 within noise.
+SPECS: dict[int, dict[DType, GemmSpec]] = {
+    64: {
+        float32: GemmSpec(float32, mr=6, nr=64, mc=240, kc=256, nc=1024),
+        float64: GemmSpec(float64, mr=6, nr=32, mc=120, kc=256, nc=512),
+    },
+    32: {
+        float32: GemmSpec(float32, mr=6, nr=16, mc=144, kc=256, nc=1024, vector_bytes=32),
+        float64: GemmSpec(float64, mr=6, nr=8, mc=72, kc=256, nc=512, vector_bytes=32),
+    },
 }
 # int64 runs an exact wrapping row kernel: no tiles, but one name for its module.
 INT64_TEXT = f"kael_gemm_{int64.name}_rows"

@@ -22,12 +22,11 @@ import struct
 from llvmlite import ir
 
 from kael.codegen.cpu import compiler, handwritten
-from kael.codegen.cpu.gemm import begin, divmod_, finish, micro_kernel, vectors
+from kael.codegen.cpu.gemm import begin, divmod_, finish, host_spec, micro_kernel, vectors
 from kael.codegen.cpu.gemm_run import parallel
 from kael.codegen.cpu.loops import gather, lane_pointers, masked_load
 from kael.codegen.emitters import UNARY_EMITTERS
 from kael.codegen.lowering import ExprEmitter, i64, mangle, smin
-from kael.ir.matmul import SPECS
 from kael.runtime.dtypes import DType
 from kael.runtime.launcher import launch
 
@@ -50,7 +49,7 @@ def symbol(kind: str) -> str:
 
 
 def _emit(module: ir.Module, dtype: DType, kind: str, vx, micro) -> None:
-    spec = SPECS[dtype]
+    spec = host_spec(dtype)
     fn, b, w, loops = begin(module, symbol(kind), ARGS)
     elem, lanes, bk, mr = vx.elem, spec.lanes, spec.nr, spec.mr
     math = ExprEmitter(b, lanes, _no_expr, _no_expr, _no_expr, scalef=compiler.has_avx512f())
@@ -232,7 +231,7 @@ def library(dtype: DType) -> handwritten.Library:
     """The compiled attention kernels of `dtype` (float32 or float64), one per mask kind."""
 
     def build(module: ir.Module) -> list[str]:
-        spec = SPECS[dtype]
+        spec = host_spec(dtype)
         vx = vectors(module, spec)
         micro = micro_kernel(module, spec, vx, False)
         for kind in KINDS:

@@ -79,6 +79,11 @@ def has_avx512f() -> bool:
     return "avx512f" in vector_features()
 
 
+def vector_bytes() -> int:
+    """The bytes of the host's widest vector register that kael's kernels block for."""
+    return 64 if has_avx512f() else 32
+
+
 def build_module(kernel: Kernel, symbol: str) -> ir.Module:
     """The kernel as an llvmlite module for the host target."""
     module = ir.Module(name=symbol)

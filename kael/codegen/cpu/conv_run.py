@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import math
 
-from kael.codegen.cpu import conv
+from kael.codegen.cpu import conv, gemm
 from kael.codegen.cpu.gemm_run import BUF, A, B, C, Launch, Plan, parallel
 from kael.ir.conv import ConvGeometry
-from kael.ir.matmul import SPECS
 from kael.runtime.dtypes import DType
 from kael.runtime.threadpool import get_num_threads
 
@@ -22,7 +21,7 @@ def _blocks(total: int, block: int) -> int:
 def plan(g: ConvGeometry, dtype: DType, threads: int) -> Plan:
     """The launches of c = conv(x, w) for contiguous x [N, C, *size], w [O, cg, *kernel]
     and c [N, O, *out] (A, B and C of the plan's addresses)."""
-    spec = SPECS[dtype]
+    spec = gemm.host_spec(dtype)
     lib = conv.library(spec)
     mr, nr = spec.mr, spec.nr
     k, p = g.depth, g.positions
@@ -87,7 +86,7 @@ def plan_for(g: ConvGeometry, dtype: DType) -> Plan:
 def supports(g: ConvGeometry, dtype: DType) -> bool:
     """Whether the implicit-GEMM kernels take `g`: float32 or float64, some work, and
     every input offset a window reaches within 32-bit lane arithmetic."""
-    if dtype not in SPECS or not (g.batch and g.og and g.depth and g.positions):
+    if gemm.host_spec(dtype) is None or not (g.batch and g.og and g.depth and g.positions):
         return False  # nothing to multiply: the general path gives the zeros
     reach = math.prod(s + 2 * p for s, p in zip(g.size, g.padding)) + g.plane
     return reach < (1 << 30)

@@ -16,7 +16,7 @@ import itertools
 from dataclasses import dataclass
 
 from kael.codegen.cpu import conv, gemm, gemm_gemv, native_launch
-from kael.ir.matmul import SPECS, GemmSpec, batch_dims
+from kael.ir.matmul import GemmSpec, batch_dims
 from kael.runtime import launches
 from kael.runtime.dtypes import int64
 from kael.runtime.launcher import PARALLEL_BYTES, launch
@@ -209,7 +209,7 @@ def plan(a: TensorImpl, b: TensorImpl, c: TensorImpl, threads: int) -> Plan:
     if c.dtype is int64:
         p = _int_plan(a, b, c, inner, outer)
     else:
-        p = _float_plan(SPECS[c.dtype], a, b, c, inner, outer, threads)
+        p = _float_plan(gemm.host_spec(c.dtype), a, b, c, inner, outer, threads)
     return dataclasses.replace(p, native=_native_call(p))
 
 

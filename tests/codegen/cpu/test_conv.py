@@ -10,10 +10,9 @@ from parity_helpers import torch_pair as pair
 
 import kael
 import kael.nn.functional as KF
-from kael.codegen.cpu import conv, conv_run
+from kael.codegen.cpu import conv, conv_run, gemm
 from kael.frontend.inspection import record_launches
 from kael.ir.conv import ConvGeometry
-from kael.ir.matmul import SPECS
 
 RNG = np.random.default_rng(5)
 
@@ -94,7 +93,7 @@ def test_half_types_and_empty_work_take_im2col():
 
 def test_blocking_limits():
     """k blocks never exceed the stack block, column blocks hold whole panels."""
-    spec = SPECS[kael.float32]
+    spec = gemm.host_spec(kael.float32)
     for depth in (1, conv.kc_max(spec), conv.kc_max(spec) + 1, 4608):
         g = ConvGeometry.of(1, 1, depth, 8, (16, 16), (1, 1), (1, 1), (1, 1), (0, 0), (16, 16))
         words = conv_run.plan(g, kael.float32, 2).launches[1].words

@@ -8,7 +8,7 @@ import pytest
 from kernel_helpers import impl_of, run_python
 
 import kael
-from kael.codegen.cpu import gemm, gemm_gemv, gemm_run
+from kael.codegen.cpu import compiler, gemm, gemm_gemv, gemm_run
 from kael.ir.matmul import SPECS, GemmSpec, batch_dims
 from kael.runtime import launches
 from kael.runtime.dtypes import float32, float64
@@ -16,6 +16,11 @@ from kael.runtime.launcher import launch, optimize
 
 RNG = np.random.default_rng(7)
 NP = {float32: np.float32, float64: np.float64}
+HOST = {d: gemm.host_spec(d) for d in (float32, float64)}
+# Both register families (AVX-512's and AVX2's) whatever the host: LLVM splits or joins
+# vectors the host lacks, so the other family's code compiles and runs here too.
+FAMILIES = [SPECS[v][d] for v in sorted(SPECS) for d in (float32, float64)]
+FAMILY_IDS = [f"{s.dtype.name}-v{s.vector_bytes}" for s in FAMILIES]
 
 
 def small_ints(shape, dtype) -> np.ndarray:
@@ -39,7 +44,7 @@ def run(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
 
 
 def test_spec_text_names_every_parameter_so_caches_never_mix_kernels():
-    base = SPECS[float32]
+    base = HOST[float32]
     texts = {
         GemmSpec(float32, 6, 64, 240, 256, 1024).text(),
         GemmSpec(float32, 4, 64, 240, 256, 1024).text(),
@@ -48,28 +53,28 @@ def test_spec_text_names_every_parameter_so_caches_never_mix_kernels():
         GemmSpec(float32, 6, 64, 240, 128, 1024).text(),
         GemmSpec(float32, 6, 64, 240, 256, 512).text(),
         GemmSpec(float64, 6, 64, 240, 256, 1024).text(),
+        GemmSpec(float32, 6, 64, 240, 256, 1024, vector_bytes=32).text(),
     }
-    assert len(texts) == 7
+    assert len(texts) == 8
     assert base.text() == str(base) and base.text().isidentifier()
 
 
-@pytest.mark.parametrize("dtype", [float32, float64], ids=["f32", "f64"])
-def test_spec_tiles_fit_the_vector_registers(dtype):
-    spec = SPECS[dtype]
+@pytest.mark.parametrize("spec", FAMILIES, ids=FAMILY_IDS)
+def test_spec_tiles_fit_the_vector_registers(spec):
+    registers = {64: 32, 32: 16}[spec.vector_bytes]
     assert spec.nr % spec.lanes == 0
-    assert spec.mr * spec.vectors + spec.vectors + 1 <= 32
+    assert spec.mr * spec.vectors + spec.vectors + 1 <= registers
     assert spec.mc % spec.mr == 0  # row blocks never exceed the packed-A scratch
 
 
 # ---- packing ---------------------------------------------------------------------------
 
 
-def pack(dtype, src: np.ndarray, kc: int, n: int, batches: int = 1) -> np.ndarray:
+def pack(spec, src: np.ndarray, kc: int, n: int, batches: int = 1) -> np.ndarray:
     """Run pack_b on src [batches, kc, n] (any strides); the packed buffer."""
-    spec = SPECS[dtype]
     panels = -(-n // spec.nr)
     per = panels * kc * spec.nr
-    dst = np.full(batches * per + 5, np.nan, NP[dtype])
+    dst = np.full(batches * per + 5, np.nan, NP[spec.dtype])
     item = src.itemsize
     words = [
         src.__array_interface__["data"][0], dst.ctypes.data,
@@ -81,48 +86,48 @@ def pack(dtype, src: np.ndarray, kc: int, n: int, batches: int = 1) -> np.ndarra
     return dst[: batches * per].reshape(batches, panels, kc, spec.nr)
 
 
-@pytest.mark.parametrize("dtype", [float32, float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("spec", FAMILIES, ids=FAMILY_IDS)
 @pytest.mark.parametrize("n", [1, 15, 16, 63, 64, 65, 130])
-def test_pack_b_lays_out_panels_and_zero_pads_the_last(n, dtype):
-    spec = SPECS[dtype]
+def test_pack_b_lays_out_panels_and_zero_pads_the_last(n, spec):
+    dtype = spec.dtype
     kc = 9
     src = small_ints((2, kc, n), NP[dtype])
-    packed = pack(dtype, src, kc, n, batches=2)
+    packed = pack(spec, src, kc, n, batches=2)
     padded = np.zeros((2, kc, packed.shape[1] * spec.nr), NP[dtype])
     padded[:, :, :n] = src
     want = padded.reshape(2, kc, -1, spec.nr).transpose(0, 2, 1, 3)
     np.testing.assert_array_equal(packed, want)
 
 
-@pytest.mark.parametrize("dtype", [float32, float64], ids=["f32", "f64"])
-def test_pack_b_reads_transposed_and_stepped_sources(dtype):
-    spec = SPECS[dtype]
+@pytest.mark.parametrize("spec", FAMILIES, ids=FAMILY_IDS)
+def test_pack_b_reads_transposed_and_stepped_sources(spec):
+    dtype = spec.dtype
     base = small_ints((1, 150, 40), NP[dtype])
     src = base.transpose(0, 2, 1)[:, :, ::2]  # column stride 2 * 40, row stride 1
-    packed = pack(dtype, src, 40, 75)
-    padded = np.zeros((40, 2 * spec.nr if dtype is float32 else 3 * spec.nr), NP[dtype])
+    packed = pack(spec, src, 40, 75)
+    padded = np.zeros((40, -(-75 // spec.nr) * spec.nr), NP[dtype])
     padded[:, :75] = src[0]
     np.testing.assert_array_equal(packed[0], padded.reshape(40, -1, spec.nr).transpose(1, 0, 2))
 
 
-@pytest.mark.parametrize("dtype", [float32, float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("spec", FAMILIES, ids=FAMILY_IDS)
 @pytest.mark.parametrize("kc", [1, 15, 16, 17, 40])
-def test_pack_b_transposes_unit_stride_columns_in_blocks_with_edges(kc, dtype):
-    spec = SPECS[dtype]
+def test_pack_b_transposes_unit_stride_columns_in_blocks_with_edges(kc, spec):
+    dtype = spec.dtype
     n = spec.nr + 3
     src = small_ints((1, n, kc), NP[dtype]).transpose(0, 2, 1)  # row stride 1
-    packed = pack(dtype, src, kc, n)
+    packed = pack(spec, src, kc, n)
     padded = np.zeros((kc, 2 * spec.nr), NP[dtype])
     padded[:, :n] = src[0]
     np.testing.assert_array_equal(packed[0], padded.reshape(kc, 2, spec.nr).transpose(1, 0, 2))
 
 
-@pytest.mark.parametrize("dtype", [float32, float64], ids=["f32", "f64"])
-def test_pack_b_reads_sources_without_any_unit_stride(dtype):
-    spec = SPECS[dtype]
+@pytest.mark.parametrize("spec", FAMILIES, ids=FAMILY_IDS)
+def test_pack_b_reads_sources_without_any_unit_stride(spec):
+    dtype = spec.dtype
     src = small_ints((1, 2 * 9, 3 * 70), NP[dtype])[:, ::2, ::3]
-    packed = pack(dtype, src, 9, 70)
-    padded = np.zeros((9, 2 * spec.nr if dtype is float32 else 3 * spec.nr), NP[dtype])
+    packed = pack(spec, src, 9, 70)
+    padded = np.zeros((9, -(-70 // spec.nr) * spec.nr), NP[dtype])
     padded[:, :70] = src[0]
     np.testing.assert_array_equal(packed[0], padded.reshape(9, -1, spec.nr).transpose(1, 0, 2))
 
@@ -146,7 +151,7 @@ def test_edge_tiles_write_exactly_the_output_and_nothing_around_it(m, n, dtype):
 
 @pytest.mark.parametrize("dtype", [float32, float64], ids=["f32", "f64"])
 def test_packed_path_edges_and_k_blocks_write_only_the_output(dtype):
-    spec = SPECS[dtype]
+    spec = HOST[dtype]
     m, k, n = spec.mc + 7, spec.kc + 3, spec.nc + 5  # one extra block in every direction
     a = small_ints((m, k), NP[dtype])
     b = small_ints((k, n), NP[dtype])
@@ -240,8 +245,9 @@ def test_a_shared_right_operand_folds_the_batch_into_one_product():
     folded = _plan((16, 64, 200), (200, 200))
     macro = folded.launches[-1]
     assert macro.words[gemm.MACRO_ARGS.index("m")] == 16 * 64
-    nr = SPECS[float32].nr
-    assert folded.buffer_bytes == 4 * 200 * nr * 4  # B packed once: 4 panels of 200 rows
+    nr = HOST[float32].nr
+    panels = -(-200 // nr)
+    assert folded.buffer_bytes == panels * 200 * nr * 4  # B packed once: 200 rows a panel
 
 
 def test_separate_right_operands_keep_the_batch_in_the_kernel():
@@ -262,7 +268,7 @@ def test_launches_below_the_flop_threshold_run_inline_and_above_it_in_parallel()
 
 
 def test_the_k_dimension_is_split_into_equal_blocks_no_larger_than_kc():
-    spec = SPECS[float32]
+    spec = HOST[float32]
     p = _plan((64, spec.kc + 1), (spec.kc + 1, 2000))
     macros = [step for step in p.launches if len(step.words) == len(gemm.MACRO_ARGS)]
     kcs = {step.words[gemm.MACRO_ARGS.index("kc")] for step in macros}
@@ -273,7 +279,7 @@ def test_the_k_dimension_is_split_into_equal_blocks_no_larger_than_kc():
 @pytest.mark.parametrize("m", [1, 6, 50, 241, 2048, 5000])
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_row_blocks_cover_the_rows_in_whole_panels_and_balance_threads(m, threads):
-    spec = SPECS[float32]
+    spec = HOST[float32]
     mc, blocks = gemm_run._row_blocks(spec, m, 1, threads)
     assert mc % spec.mr == 0 and mc <= spec.mc
     assert (blocks - 1) * mc < m <= blocks * mc
@@ -301,12 +307,21 @@ def test_int64_batches_with_stride_zero_and_strided_columns():
     np.testing.assert_array_equal(c, a @ b)
 
 
-def test_kernels_take_the_kernel_signature():
-    lib = gemm.float_library(SPECS[float64])
+@pytest.mark.parametrize("vector_bytes", sorted(SPECS))
+def test_kernels_take_the_kernel_signature(vector_bytes):
+    specs = SPECS[vector_bytes]
+    lib = gemm.float_library(specs[float64])
+    f64, f32 = vector_bytes // 8, vector_bytes // 4
     assert isinstance(lib[gemm.MACRO], ctypes._CFuncPtr)
-    assert "kael_gemm_micro" in lib.text and "llvm.fma.v8f64" in lib.text
-    assert "llvm.masked.store.v16f32" in gemm.float_library(SPECS[float32]).text
-    assert isinstance(gemm.pack_library(SPECS[float64])[gemm.PACK_B], ctypes._CFuncPtr)
+    assert "kael_gemm_micro" in lib.text and f"llvm.fma.v{f64}f64" in lib.text
+    assert f"llvm.masked.store.v{f32}f32" in gemm.float_library(specs[float32]).text
+    assert isinstance(gemm.pack_library(specs[float64])[gemm.PACK_B], ctypes._CFuncPtr)
+
+
+def test_the_host_gets_the_family_of_its_vector_registers():
+    assert HOST[float32] is SPECS[compiler.vector_bytes()][float32]
+    assert HOST[float64].lanes * 8 == compiler.vector_bytes()
+    assert gemm.host_spec(kael.int64) is None
 
 
 def test_a_product_reading_b_in_place_never_compiles_the_packing_module():
@@ -342,14 +357,14 @@ def test_a_single_column_right_operand_is_read_in_place():
 
 
 def test_b_is_read_in_place_for_at_most_one_row_panel_of_a():
-    mr = SPECS[float32].mr
+    mr = HOST[float32].mr
     assert _plan((mr, 300), (300, 300)).buffer_bytes == 0
     assert _plan((mr + 1, 300), (300, 300)).buffer_bytes > 0
     assert _plan((3, mr, 300), (300, 300)).buffer_bytes > 0  # one B for three batches
 
 
 def test_short_wide_products_split_their_columns_over_the_threads():
-    mr, nr = SPECS[float32].mr, SPECS[float32].nr
+    mr, nr = HOST[float32].mr, HOST[float32].nr
     (wide,) = _plan((mr, 50), (50, 10 * nr + 1), threads=2).launches
     args = dict(zip(gemm.MACRO_ARGS, wide.words, strict=True))
     assert wide.total == 2 and args["nblocks"] == 2 and args["tiles"] == 6  # 11 panels
