@@ -645,11 +645,15 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         scale = to_half_precision(scale, dt) if dt.is_half else scale
 
     def build() -> g.Node:
-        keep = _op("lt", _uniform(), _scalar(float64, "keep"))
+        # u < 1 - p for the uniform u = k 2**-53 (_unit) is k < ceil((1 - p) 2**53): the
+        # same mask, with no int64 -> float64 conversion (none in AVX2)
+        keep = _op(
+            "lt", _op("mulhi_u", _block()[0], _const(int64, 1 << 53)), _scalar(int64, "keep")
+        )
         mask = g.Where(dt, (), keep, _scalar(dt, "scale"), _const(dt, 0.0))
         return _op("mul", g.Input(dt, (), "x"), mask)
 
-    words = {"keep": 1.0 - p, "scale": scale}
+    words = {"keep": math.ceil((1.0 - p) * 2.0**53), "scale": scale}
     _generate(("dropout", dt), build, out._impl, words, ins=(src._impl,))
     if inplace:
         eager.copy_into(x._impl, out._impl)
