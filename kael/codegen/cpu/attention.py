@@ -1,8 +1,8 @@
 """The fused attention kernel for the host: softmax(q k^T * scale + mask) v in one pass
 over the keys, never storing the [L, S] scores (FlashAttention's online softmax).
 
-A work item is BQ query rows of one batch-head. It walks the keys in blocks of BK (one
-micro-tile width; a causal item stops at its last row's diagonal): the scores block is
+A work item is BQ query rows of one batch-head. It walks the keys in blocks of BK (whole
+micro-tile widths; a causal item stops at its last row's diagonal): the scores block is
 q rows times the block of k^T (gemm.py's direct micro-kernel, k^T stored [E, S] so its
 columns are unit-stride), then per row the scale and the mask, the running max m, the
 probabilities p = exp(s - m) (kael's vector exp) and the running sum l, the output rows
@@ -36,6 +36,7 @@ ARGS = (
 )  # fmt: skip
 KINDS = ("none", "causal", "additive", "keep")
 BQ = 64  # query rows per work item
+BK = 64  # keys per block: a multiple of every micro-tile width (the AVX2 tile is 16 wide)
 EV_MAX = 256  # the widest value rows the kernel's output block holds
 I1, I8, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(64)
 
@@ -51,7 +52,7 @@ def symbol(kind: str) -> str:
 def _emit(module: ir.Module, dtype: DType, kind: str, vx, micro) -> None:
     spec = host_spec(dtype)
     fn, b, w, loops = begin(module, symbol(kind), ARGS)
-    elem, lanes, bk, mr = vx.elem, spec.lanes, spec.nr, spec.mr
+    elem, lanes, bk, nr, mr = vx.elem, spec.lanes, BK, spec.nr, spec.mr
     math = ExprEmitter(b, lanes, _no_expr, _no_expr, _no_expr, scalef=compiler.has_avx512f())
     t = elem.as_pointer()
 
@@ -71,7 +72,7 @@ def _emit(module: ir.Module, dtype: DType, kind: str, vx, micro) -> None:
     vec_neg_inf = ir.Constant(vx.vec, [neg_inf] * lanes)
     lane_ids = ir.Constant(ir.VectorType(I64, lanes), list(range(lanes)))
     causal = kind == "causal"
-    evpanels = b.sdiv(b.add(w["ev"], i64(bk - 1)), i64(bk))
+    evpanels = b.sdiv(b.add(w["ev"], i64(nr - 1)), i64(nr))
 
     def splat64(x):
         return vx.splat(b, x, I64)
@@ -126,17 +127,21 @@ def _emit(module: ir.Module, dtype: DType, kind: str, vx, micro) -> None:
             def scores(ip):
                 r = b.mul(ip, i64(mr))
                 a = b.gep(q, [b.mul(r, w["qrs"])])
-                c = b.gep(probs, [b.mul(r, i64(bk))])
                 mvalid = smin(b, i64(mr), b.sub(rows, r))
-                tail = [i64(bk), w["e"], mvalid, count, i64(0)]
-                b.call(micro, [a, w["qrs"], i64(1), b.gep(kt, [j0]), w["ktrs"], c, *tail])
+                for jp in range(bk // nr):  # the block's micro-tile columns
+                    width = b.sub(count, i64(jp * nr))
+                    with b.if_then(b.icmp_signed(">", width, i64(0))):
+                        c = b.gep(probs, [b.add(b.mul(r, i64(bk)), i64(jp * nr))])
+                        tail = [i64(bk), w["e"], mvalid, smin(b, i64(nr), width), i64(0)]
+                        keys = b.gep(kt, [b.add(j0, i64(jp * nr))])
+                        b.call(micro, [a, w["qrs"], i64(1), keys, w["ktrs"], c, *tail])
 
             loops.counted(i64(0), tiles, 1, scores, "scores")
             loops.counted(i64(0), rows, 1, lambda r: _softmax_row(r, j0, count), "softmax")
 
             def values(jp):
-                c0 = b.mul(jp, i64(bk))
-                width = smin(b, i64(bk), b.sub(w["ev"], c0))
+                c0 = b.mul(jp, i64(nr))
+                width = smin(b, i64(nr), b.sub(w["ev"], c0))
                 src = b.gep(v, [b.add(b.mul(j0, w["vrs"]), c0)])
 
                 def tile(ip):

@@ -159,35 +159,55 @@ def micro_kernel(module: ir.Module, spec: GemmSpec, vx: Vectors, packed: bool) -
         last = b.sub(mvalid, i64(1))
         rows = [b.gep(a, [b.mul(smin(b, i64(i), last), ars)]) for i in range(mr)]
     masks = [vx.mask(b, v * lanes, nvalid) for v in range(nv)]
-    pre = b.block
-    head, body, done = (fn.append_basic_block(n) for n in ("k.head", "k.body", "k.done"))
-    b.branch(head)
-    b.position_at_end(head)
-    k = b.phi(I64, name="k")
-    k.add_incoming(i64(0), pre)
-    acc = [[b.phi(vx.vec, name=f"acc{i}_{v}") for v in range(nv)] for i in range(mr)]
-    for row in acc:
-        for phi in row:
-            phi.add_incoming(vx.zero, pre)
-    b.cbranch(b.icmp_signed("<", k, kc), body, done)
-    b.position_at_end(body)
-    brow = b.gep(bp, [b.mul(k, bks)])
-    if packed:
-        vptr = vx.vec.as_pointer()
+
+    def k_loop(masked: bool) -> tuple[list[list[ir.Value]], ir.Block]:
+        """The accumulators after kc steps (B loads masked or whole), and the exit block."""
+        pre = b.block
+        head, body, done = (fn.append_basic_block(f"k.{n}") for n in ("head", "body", "done"))
+        b.branch(head)
+        b.position_at_end(head)
+        k = b.phi(I64, name="k")
+        k.add_incoming(i64(0), pre)
+        acc = [[b.phi(vx.vec, name=f"acc{i}_{v}") for v in range(nv)] for i in range(mr)]
+        for row in acc:
+            for phi in row:
+                phi.add_incoming(vx.zero, pre)
+        b.cbranch(b.icmp_signed("<", k, kc), body, done)
+        b.position_at_end(body)
+        brow = b.gep(bp, [b.mul(k, bks)])
         bvec = [
-            b.load(b.bitcast(b.gep(brow, [i64(v * lanes)]), vptr), align=vx.align.constant)
+            vx.load(b, b.gep(brow, [i64(v * lanes)]), masks[v] if masked else None)
             for v in range(nv)
         ]
-    else:
-        bvec = [vx.load(b, b.gep(brow, [i64(v * lanes)]), masks[v]) for v in range(nv)]
-    koff = b.mul(k, aks)
-    for i in range(mr):
-        s = vx.splat(b, b.load(b.gep(rows[i], [koff])))
-        for v in range(nv):
-            acc[i][v].add_incoming(b.call(vx.fma_fn, [s, bvec[v], acc[i][v]]), body)
-    k.add_incoming(b.add(k, i64(1)), body)
-    b.branch(head)
-    b.position_at_end(done)
+        koff = b.mul(k, aks)
+        for i in range(mr):
+            s = vx.splat(b, b.load(b.gep(rows[i], [koff])))
+            for v in range(nv):
+                acc[i][v].add_incoming(b.call(vx.fma_fn, [s, bvec[v], acc[i][v]]), body)
+        k.add_incoming(b.add(k, i64(1)), body)
+        b.branch(head)
+        b.position_at_end(done)
+        return acc, done
+
+    if packed:  # zero-padded panels: whole loads
+        acc, _ = k_loop(False)
+    else:  # B read in place: whole loads for full-width tiles, masked ones at the edge
+        whole_k, edge_k, joined = (
+            fn.append_basic_block(f"k.{n}") for n in ("whole", "edge", "join")
+        )
+        b.cbranch(b.icmp_signed(">=", nvalid, i64(spec.nr)), whole_k, edge_k)
+        ends = []
+        for block, masked in ((whole_k, False), (edge_k, True)):
+            b.position_at_end(block)
+            ends.append(k_loop(masked))
+            b.branch(joined)
+        b.position_at_end(joined)
+        acc = [[None] * nv for _ in range(mr)]
+        for i in range(mr):
+            for v in range(nv):
+                phi = acc[i][v] = b.phi(vx.vec, name=f"c{i}_{v}")
+                for values, end in ends:
+                    phi.add_incoming(values[i][v], end)
     adding = b.icmp_signed("!=", accumulate, i64(0))
     subtracting = b.icmp_signed("==", accumulate, i64(SUBTRACT))
     # Full-width tiles store with plain vector moves: masked stores are microcoded on AMD
