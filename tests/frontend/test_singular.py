@@ -10,6 +10,7 @@ import torch
 from parity_helpers import close_to_torch
 
 import kael
+from kael.frontend import singular
 
 RNG = np.random.default_rng(1414)
 FLOATS = [kael.float32, kael.float64]
@@ -371,3 +372,31 @@ def test_a_large_graded_matrix_by_its_triangular_factor(shape):
     check_svd(k, t, False, 1e-9)
     got, want = _np(kael.linalg.svdvals(k)), torch.linalg.svdvals(t).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-9)
+
+
+def _largest_cosine_of_small_rows(x: np.ndarray) -> float:
+    """The largest |cos| between two rows of x with norms below 1e-5 of the largest row's."""
+    norms = np.linalg.norm(x, axis=1)
+    small = x[norms < 1e-5 * norms.max()] / norms[norms < 1e-5 * norms.max(), None]
+    cos = np.abs(small @ small.T)
+    np.fill_diagonal(cos, 0.0)
+    return float(cos.max())
+
+
+def test_the_preconditioner_turns_small_rows_again_among_themselves():
+    # One turn by the eigenvectors of R R^T leaves the rows of squared norm below
+    # sqrt(eps) of the largest far from orthogonal (the Gram's rounding); _turned turns
+    # them again by their own Gram.
+    n = 160
+    u, _ = np.linalg.qr(RNG.standard_normal((n, n)))
+    v, _ = np.linalg.qr(RNG.standard_normal((n, n)))
+    a = (u * np.logspace(0, -12, n)) @ v.T
+    P, X = singular._turned(kael.tensor(a))
+    p, x = _np(P), _np(X)
+    _orthonormal_columns(p, 1e-13)
+    np.testing.assert_allclose(p @ x, a, atol=1e-14)
+    norms = np.linalg.norm(x, axis=1)
+    assert (np.diff(norms) <= 1e-12).all()  # by falling norm
+    _, once = np.linalg.eigh(a @ a.T)
+    assert _largest_cosine_of_small_rows(once.T @ a) > 0.1
+    assert _largest_cosine_of_small_rows(x) < 1e-4
