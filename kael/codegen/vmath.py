@@ -674,7 +674,8 @@ def _erf_parts(
     ac = o.clamp(a, k.erf_small, k.erf_big)
     g = o.poly(o.sub(ac, o.c(k.erf_center)), k.erfc_poly)
     sq = o.clamp(o.neg(square[0]), -(k.erf_big**2), -(k.erf_small**2))
-    tail = o.mul(_exp_clamped(o, sq, o.neg(square[1])), g)
+    # exp(-x^2) is normal on the clamp (down to exp(-erf_big^2)): an exponent add scales it
+    tail = o.mul(o.ldexp_normal(*_exp_parts(o, sq, o.neg(square[1]))), g)
     tail = o.select(o.cmp(">", a, o.c(k.erf_big)), o.c(0.0), tail)
     return small, tail, o.cmp("<", a, o.c(k.erf_small))
 

@@ -70,9 +70,10 @@ def main() -> None:
     )
     print(_block_around(llvm_ir, "fpext <", 16))
     asm = kernel_stage(kernel, "asm")
-    reg = "zmm" if "zmm" in asm else "ymm"
+    # the block of the first conversion (x86's cvtps2pd; else the first wide register)
+    marker = "cvtps2pd" if "cvtps2pd" in asm else ("zmm" if "zmm" in asm else "ymm")
     print(f"\n-- assembly of the same loop ({len(asm.splitlines())} lines in all) --")
-    print(_block_around(asm, reg, 13))
+    print(_block_around(asm, marker, 13))
     print(
         "\nKAEL_DEBUG=1..4 prints the same for every kernel an op runs; "
         f"kernel cache: {kernel_cache.cache_dir()}"
