@@ -91,6 +91,14 @@ class Memory:
         if addresses.size and np.any(addresses % size):
             bad = int(addresses[addresses % size != 0][0])
             raise Fault("CUDA_ERROR_MISALIGNED_ADDRESS", f"{what} of {size} bytes at {bad:#x}")
+        if addresses.size:  # the common access: every lane inside one region
+            lo, hi = int(addresses.min()), int(addresses.max())
+            at = bisect.bisect_right(self._bases, lo) - 1
+            if at >= 0:
+                base = self._bases[at]
+                region = self._regions[base]
+                if hi + size <= base + region.size:
+                    return [(slice(None), region, (addresses - np.uint64(base)) // size)]
         bases = np.asarray(self._bases, np.uint64)
         at = np.searchsorted(bases, addresses, side="right").astype(np.int64) - 1
         out = []

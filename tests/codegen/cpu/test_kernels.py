@@ -9,6 +9,7 @@ from kernel_helpers import empty_like_np, impl_of
 
 import kael
 from kael.frontend import eager
+from kael.frontend.inspection import record_launches
 from kael.runtime import dtypes
 from kael.runtime.threadpool import get_num_threads, set_num_threads
 
@@ -123,6 +124,33 @@ def test_copy_into_a_strided_destination_writes_only_its_elements():
 def test_every_length_around_the_vector_width(n):
     src = np.arange(n, dtype=np.float32)
     np.testing.assert_array_equal(_copy(src, np.float32), src)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8])
+def test_row_tails_of_every_length_write_their_row_and_nothing_past_it(dtype):
+    # Rows of 1 .. 2 widths + 1 in a wider buffer of guard values: the tails run element
+    # by element (up to loops.SCALAR_TAIL) or as one masked vector (stored in pieces
+    # without AVX-512), and neither may touch the guards between rows.
+    width = 64 // np.dtype(dtype).itemsize
+    for n in range(1, 2 * width + 2):
+        src = (np.arange(7 * n) % 100).astype(dtype).reshape(7, n)
+        guarded = np.full((7, n + 5), -1, dtype)
+        eager.copy_into(impl_of(guarded[:, 2 : n + 2]), impl_of(src))
+        np.testing.assert_array_equal(guarded[:, 2 : n + 2], src)
+        assert (guarded[:, :2] == -1).all() and (guarded[:, n + 2 :] == -1).all(), n
+
+
+def test_short_rows_of_a_large_output_store_through_the_caches():
+    # Streaming stores of short rows write partial cache lines (rows of 27 float32 ran at
+    # 2 GB/s streamed); a row of at least eager.STREAM_ROW_BYTES streams.
+    rows = eager.NONTEMPORAL_BYTES // 108 + 1
+    short = kael.empty(rows, 32)[:, :27]
+    _, launches = record_launches(short.copy_, kael.ones(rows, 27))
+    assert not launches[-1].kernel.nontemporal
+    wide = eager.STREAM_ROW_BYTES // 4
+    long_rows = kael.empty(eager.NONTEMPORAL_BYTES // eager.STREAM_ROW_BYTES + 1, wide + 3)
+    _, launches = record_launches(long_rows[:, :wide].copy_, kael.ones(long_rows.shape[0], wide))
+    assert launches[-1].kernel.nontemporal
 
 
 def test_large_transposed_copy_uses_tiles_and_is_exact():
