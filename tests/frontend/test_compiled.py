@@ -197,6 +197,7 @@ def test_a_streaming_last_member_leaves_its_fence_to_the_row_driver(monkeypatch)
     from kael.codegen.cpu import rowdriver
 
     monkeypatch.setattr(eager, "NONTEMPORAL_BYTES", 4096)  # so the divide's stores stream
+    monkeypatch.setattr(eager, "STREAM_ROW_BYTES", 0)  # however short the rows
     a = kael.randn(64, 96)
     c = agree(lambda t: _softmax_parts(t)[2], a)
     plan = c.plan_for(a)
@@ -437,6 +438,7 @@ def test_row_group_members_compile_only_the_code_they_run(monkeypatch):
     from kael.frontend import eager
 
     monkeypatch.setattr(eager, "NONTEMPORAL_BYTES", 4096)  # so these rows would stream
+    monkeypatch.setattr(eager, "STREAM_ROW_BYTES", 0)  # however short the rows
     a = kael.randn(64, 96)
 
     def f(x):

@@ -112,14 +112,15 @@ def test_the_short_pass_list_vectorizes_nothing_again(monkeypatch):
 
 
 def test_rows_end_in_one_masked_vector_step_unless_the_kernel_reports_faults():
-    assert "llvm.masked.store" in _module_text((CONTIG, CONTIG))
+    # (its store is masked with AVX-512, in pieces elsewhere: loops.store_first)
+    assert "llvm.masked.load" in _module_text((CONTIG, CONTIG))
     a, b = (g.Input(int64, (), name) for name in "ab")
     kernel = eager.template(
         ("test_floordiv",), lambda: ("floordiv_int64", [g.Binary(int64, (), "floordiv", a, b)])
     ).kernel
     assert kernel.may_fault
     text = str(compiler.build_module(kernel.specialize(1, (CONTIG,) * 3, False, False), "k"))
-    assert "llvm.masked.store" not in text
+    assert "llvm.masked.load" not in text and "llvm.masked.store" not in text
 
 
 def _object_with_lsr(text: str, passes) -> bytes:
