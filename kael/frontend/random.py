@@ -185,10 +185,14 @@ def _block() -> tuple[g.Node, g.Node]:
     return _op("philox", counter, seed), _op("philox_hi", counter, seed)
 
 
+def _top53(bits: g.Node) -> g.Node:
+    """The top 53 of 64 random bits, as an int64: bits >> 11 (unsigned)."""
+    return _op("mulhi_u", bits, _const(int64, 1 << 53))
+
+
 def _unit(bits: g.Node) -> g.Node:
     """The float64 in [0, 1) of the top 53 of 64 random bits: (bits >> 11) * 2**-53."""
-    top = _op("mulhi_u", bits, _const(int64, 1 << 53))
-    return _op("mul", g.Cast(float64, (), top), _const(float64, 2.0**-53))
+    return _op("mul", g.Cast(float64, (), _top53(bits)), _const(float64, 2.0**-53))
 
 
 def _as_float(value: g.Node, dtype: DType, below_one: bool = False) -> g.Node:
@@ -647,9 +651,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     def build() -> g.Node:
         # u < 1 - p for the uniform u = k 2**-53 (_unit) is k < ceil((1 - p) 2**53): the
         # same mask, with no int64 -> float64 conversion (none in AVX2)
-        keep = _op(
-            "lt", _op("mulhi_u", _block()[0], _const(int64, 1 << 53)), _scalar(int64, "keep")
-        )
+        keep = _op("lt", _top53(_block()[0]), _scalar(int64, "keep"))
         mask = g.Where(dt, (), keep, _scalar(dt, "scale"), _const(dt, 0.0))
         return _op("mul", g.Input(dt, (), "x"), mask)
 

@@ -31,7 +31,7 @@ from kael.frontend.factorizations import (
 )
 from kael.frontend.outputs import bool_arg, float_arg, tensor_arg
 from kael.frontend.tensor import Tensor
-from kael.runtime.dtypes import float32, float64, int64
+from kael.runtime.dtypes import int64
 from kael.runtime.errors import ValueError
 from kael.runtime.tensor_impl import shape_numel
 
@@ -127,7 +127,7 @@ def _turned(R: Tensor) -> tuple[Tensor, Tensor]:
     rows scaled by their largest magnitude (no overflow), and its rounding costs sweeps,
     never accuracy."""
     k = R.shape[-2]
-    floor = _GRAM_FLOOR[R.dtype]
+    floor = _eps(R) ** 0.5  # squared norms below sqrt(eps) of the largest: turned again
     P, X, start = None, R, 0
     while k - start >= 2:
         rows = X.narrow(-2, start, k - start)
@@ -147,10 +147,6 @@ def _turned(R: Tensor) -> tuple[Tensor, Tensor]:
         small = int((w < float(w[0]) * floor).sum())
         start = k - small
     return (P if P is not None else factories.eye(k, dtype=R.dtype)), X
-
-
-# Squared row norms below this fraction of the largest are turned again (sqrt(eps)).
-_GRAM_FLOOR = {float32: 2.0**-12, float64: 2.0**-26}
 
 
 def _jacobi(x0: Tensor, vectors: bool, full: bool) -> tuple[Tensor, Tensor, Tensor] | Tensor:

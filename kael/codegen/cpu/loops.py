@@ -571,9 +571,11 @@ def _emit_contig_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
             "vec",
         )
 
+    def scalar_step(j):
+        _emit_body(b, kernel, args, 1, address_at(j), index_at(j, 1))
+
     def scalar_steps(j):
-        step = lambda j: _emit_body(b, kernel, args, 1, address_at(j), index_at(j, 1))  # noqa: E731
-        loops.counted(j, n, 1, step, "tail")
+        loops.counted(j, n, 1, scalar_step, "tail")
 
     if not masked_tail(kernel):
         scalar_steps(j)
