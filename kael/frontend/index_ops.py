@@ -231,7 +231,9 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     if src.device is CPU and run >= take_rows.MIN_RUN and src1.is_contiguous() and out.numel():
         flat = index.reshape(-1).contiguous()._impl
         outer = math.prod(src1.shape[:d])
-        bad = take_rows.take_rows(out, src1, flat, outer, src1.shape[d], run)
+        big = out.numel() * out.dtype.itemsize >= eager.NONTEMPORAL_BYTES
+        stream = big and take_rows.streams(out, run)
+        bad = take_rows.take_rows(out, src1, flat, outer, src1.shape[d], run, stream)
         if bad is not None:
             raise _out_of_bounds("index_select", bad, d, src1.shape[d])
         return Tensor(out)

@@ -70,9 +70,12 @@ def divmod_(b: ir.IRBuilder, x: ir.Value, d: ir.Value) -> tuple[ir.Value, ir.Val
     return q, b.sub(x, b.mul(q, d))
 
 
-def finish(fn: ir.Function, b: ir.IRBuilder, loops: LoopBuilder, item) -> None:
-    """Run `item` over the work items [begin, end) and return."""
+def finish(fn: ir.Function, b: ir.IRBuilder, loops: LoopBuilder, item, fence=False) -> None:
+    """Run `item` over the work items [begin, end) and return; `fence` publishes
+    streaming (weakly ordered) stores first."""
     loops.counted(fn.args[1], fn.args[2], 1, item, "item")
+    if fence:
+        b.fence("seq_cst")
     b.ret_void()
 
 

@@ -6,6 +6,11 @@ src[o, index[j], :], 64-byte vectors and a masked tail, any dtype (it moves byte
 run a few items ahead is prefetched, since a random row's first lines would otherwise
 wait on memory. gather.py's walk kernel does every other layout (and the GPU's).
 
+The streaming variant (STREAM_SYMBOL) is for outputs larger than the caches whose runs
+are whole 64-byte lines at 64-byte-aligned addresses: its stores go past the caches, so
+no output line is read for ownership first, and are fenced before a range of items
+returns.
+
 A bad index (outside [0, size)) copies nothing and lowers the error word to its position
 in the index (atomic min), so the caller can name the first bad value.
 """
@@ -22,6 +27,7 @@ from kael.runtime.dtypes import INT64_MAX
 from kael.runtime.launcher import launch
 
 SYMBOL = "kael_take_rows"
+STREAM_SYMBOL = "kael_take_rows_streamed"
 ARGS = ("out", "src", "index", "error", "size", "run", "count", "ahead")
 I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
 VECTOR = 64  # bytes per load and store
@@ -30,8 +36,16 @@ MIN_RUN = 64  # bytes: shorter runs take the walk kernel
 
 
 def _emit(module: ir.Module) -> list[str]:
-    """Item it = o * count + j: copy `run` bytes from run index[j] of block o of src."""
-    fn, b, w, loops = begin(module, SYMBOL, ARGS)
+    """Both kernels: the cached one with masked tails and the streaming one."""
+    _emit_kernel(module, SYMBOL, stream=False)
+    _emit_kernel(module, STREAM_SYMBOL, stream=True)
+    return [SYMBOL, STREAM_SYMBOL]
+
+
+def _emit_kernel(module: ir.Module, symbol: str, stream: bool) -> None:
+    """Item it = o * count + j: copy `run` bytes from run index[j] of block o of src;
+    `stream`: runs are whole aligned vectors, stored past the caches."""
+    fn, b, w, loops = begin(module, symbol, ARGS)
     byte = I8.as_pointer()
     out0, src0 = b.inttoptr(w["out"], byte), b.inttoptr(w["src"], byte)
     index, error = (
@@ -63,33 +77,44 @@ def _emit(module: ir.Module) -> list[str]:
 
                 def chunk(k):
                     p = b.bitcast(b.gep(src, [k]), vt.as_pointer())
-                    b.store(
-                        b.load(p, align=1), b.bitcast(b.gep(dst, [k]), vt.as_pointer()), align=1
-                    )
+                    q = b.bitcast(b.gep(dst, [k]), vt.as_pointer())
+                    st = b.store(b.load(p, align=1), q, align=VECTOR if stream else 1)
+                    if stream:
+                        st.set_metadata("nontemporal", module.add_metadata([ir.Constant(I32, 1)]))
 
                 done = loops.counted(i64(0), w["run"], VECTOR, chunk, "copy")
-                rest = b.sub(w["run"], done)
-                with b.if_then(b.icmp_signed(">", rest, i64(0))):
-                    mask = lanes_below(b, rest, VECTOR)
-                    p = b.bitcast(b.gep(src, [done]), vt.as_pointer())
-                    value = masked_load(b, p, 1, mask)
-                    masked_store(b, value, b.bitcast(b.gep(dst, [done]), vt.as_pointer()), 1, mask)
+                if not stream:
+                    rest = b.sub(w["run"], done)
+                    with b.if_then(b.icmp_signed(">", rest, i64(0))):
+                        mask = lanes_below(b, rest, VECTOR)
+                        p = b.bitcast(b.gep(src, [done]), vt.as_pointer())
+                        value = masked_load(b, p, 1, mask)
+                        q = b.bitcast(b.gep(dst, [done]), vt.as_pointer())
+                        masked_store(b, value, q, 1, mask)
             with bad:
                 b.atomic_rmw("min", error, j, "monotonic")
 
-    finish(fn, b, loops, item)
-    return [SYMBOL]
+    finish(fn, b, loops, item, fence=stream)
 
 
-def take_rows(out, src, index, outer: int, size: int, run_bytes: int) -> int | None:
+def streams(out, run_bytes: int) -> bool:
+    """Whether the streaming kernel may write `out` (whole aligned lines a run)."""
+    return run_bytes % VECTOR == 0 and out.data_ptr() % VECTOR == 0
+
+
+def take_rows(
+    out, src, index, outer: int, size: int, run_bytes: int, stream: bool = False
+) -> int | None:
     """out[o, j] = src[o, index[j]] for runs of `run_bytes` (impls; src and out contiguous,
     index int64 and contiguous); None, or the first bad index value (nothing was copied
-    for it)."""
+    for it). `stream` (only where `streams` allows it) stores past the caches."""
     count = index.numel()
     error = handwritten.HostRunner()
     try:
         word = error.scratch([INT64_MAX])
-        fn = handwritten.compiled(SYMBOL, _emit, tiered=False)[SYMBOL]
+        assert not stream or streams(out, run_bytes)
+        symbol = STREAM_SYMBOL if stream else SYMBOL
+        fn = handwritten.compiled(SYMBOL, _emit, tiered=False)[symbol]
         words = [
             out.data_ptr(),
             src.data_ptr(),

@@ -2,14 +2,18 @@
 more, with and without a masked tail, blocks before the indexed dim, every dtype, and
 the first bad index named, against PyTorch."""
 
+import re
+
 import numpy as np
 import pytest
 import torch
+from llvmlite import ir
 from parity_helpers import close_to_torch
 from parity_helpers import torch_pair as pair
 
 import kael
-from kael.codegen.cpu import take_rows
+from kael.codegen.cpu import compiler, handwritten, take_rows
+from kael.frontend import eager
 from kael.frontend.inspection import record_launches
 
 RNG = np.random.default_rng(21)
@@ -61,3 +65,34 @@ def test_embedding_takes_the_kernel():
     out, launched = record_launches(kael.nn.functional.embedding, index, weight)
     assert take_rows.SYMBOL in {x.symbol for x in launched}
     assert kael.equal(out[2, 3], weight[int(index[2, 3])])
+
+
+@pytest.mark.parametrize(
+    "columns, streamed", [(16, True), (32, True), (24, False), (37, False)], ids=str
+)
+def test_large_outputs_of_whole_lines_stream(monkeypatch, columns, streamed):
+    """Outputs over the streaming threshold whose runs are whole 64-byte lines store past
+    the caches; runs with a tail keep the cached kernel; both copy the same values."""
+    monkeypatch.setattr(eager, "NONTEMPORAL_BYTES", 4096)
+    kx, tx = pair(RNG.standard_normal((300, columns)))
+    index = RNG.integers(0, 300, 500)
+    k, launched = record_launches(kael.index_select, kx, 0, kael.tensor(index))
+    close_to_torch(k, torch.index_select(tx, 0, torch.tensor(index)), 0)
+    symbols = {x.symbol for x in launched}
+    assert (take_rows.STREAM_SYMBOL in symbols) == streamed
+    assert (take_rows.SYMBOL in symbols) != streamed
+
+
+def test_small_outputs_store_through_the_caches():
+    kx = kael.randn(300, 16)
+    _, launched = record_launches(kael.index_select, kx, 0, kael.tensor([1, 2, 3]))
+    assert take_rows.SYMBOL in {x.symbol for x in launched}
+
+
+def test_only_the_streaming_kernel_stores_nontemporally():
+    module = ir.Module("probe")
+    take_rows._emit(module)
+    asm = compiler.assembly_of_ir_text(handwritten.ir_text(module))
+    bodies = dict(re.findall(r"\n(kael_take_rows\w*):(.*?)\.Lfunc_end", asm, re.S))
+    assert re.search(r"vmovnt", bodies[take_rows.STREAM_SYMBOL])
+    assert not re.search(r"vmovnt", bodies[take_rows.SYMBOL])
