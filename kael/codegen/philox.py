@@ -9,15 +9,23 @@ Stream layout of the IR ops. `philox(n, s)` and `philox_hi(n, s)` (int64 operand
 the two halves of one Philox4x32-10 block: counter words (lo32(n), hi32(n), 0, 0), key
 words (lo32(s), hi32(s)), output words x0..x3; `philox` is x0 | x1 << 32 and `philox_hi`
 is x2 | x3 << 32. kael/frontend/random.py feeds n = offset + element index and s = seed,
-so any element's value is a pure function of (seed, offset, index). `mulhi_u(a, b)` is
-the high word of the unsigned 128-bit product a * b.
+so any element's value is a pure function of (seed, offset, index). `philox32(w, s)` is
+one 32-bit word (zero-extended): word w & 3 (x0..x3) of the block at counter w >> 2, so
+four consecutive word counters share one block (dropout draws a word per element: a
+quarter of the rounds). `mulhi_u(a, b)` is the high word of the unsigned 128-bit product
+a * b.
+
+Vector code of `philox32` whose lanes are W consecutive counters from a multiple of W
+(W >= 4) computes the W blocks of 4W counters at once, turns their words into element
+order with shuffles and keeps them in a stack slot, so the next three vectors of the same
+group load theirs; any other vector, and scalar and GPU code, computes its lanes' blocks.
 """
 
 from __future__ import annotations
 
 from llvmlite import ir
 
-from kael.codegen.lowering import I64, ExprEmitter, value_type_of_width
+from kael.codegen.lowering import I64, ExprEmitter, i64, splat, value_type_of_width
 from kael.runtime.dtypes import DType
 
 I32 = ir.IntType(32)
@@ -84,6 +92,91 @@ def philox_block(
     return join64(b, width, x0, x1), join64(b, width, x2, x3)
 
 
+def _four_words(b: ir.IRBuilder, width: int, blocks: ir.Value, key: ir.Value) -> tuple:
+    zero = _splat(I32, 0, width)
+    return philox4x32(b, width, (*split64(b, width, blocks), zero, zero), split64(b, width, key))
+
+
+def _word_of_block(b: ir.IRBuilder, width: int, w: ir.Value, key: ir.Value) -> ir.Value:
+    """Word w & 3 of block w >> 2 in every lane, each lane computing its own block."""
+    x0, x1, x2, x3 = _four_words(b, width, b.lshr(w, _splat(I64, 2, width)), key)
+    which = b.and_(w, _splat(I64, 3, width))
+
+    def lane_is(k: int) -> ir.Value:
+        return b.icmp_unsigned("==", which, _splat(I64, k, width))
+
+    word = b.select(lane_is(0), x0, b.select(lane_is(1), x1, b.select(lane_is(2), x2, x3)))
+    return b.zext(word, value_type_of_width(I64, width))
+
+
+def _grouped_words(b: ir.IRBuilder, width: int, w0: ir.Value, key: ir.Value) -> ir.Value:
+    """The words of counters w0 .. w0 + width - 1 (w0 a multiple of width), from the
+    width blocks of their group of 4 * width counters, computed when the group changes."""
+    fn = b.function
+    entry = ir.IRBuilder(fn.entry_basic_block)
+    entry.position_at_start(fn.entry_basic_block)
+    words_t = ir.VectorType(I32, width)
+    tag = entry.alloca(I64, name="philox.group")
+    slots = entry.alloca(ir.ArrayType(words_t, 4), name="philox.words")
+    entry.store(ir.Constant(I64, -1), tag)  # counters >> 2 are never all ones
+    lanes = width.bit_length() - 1
+    first = b.and_(b.lshr(w0, ir.Constant(I64, 2)), ir.Constant(I64, -width))
+    refill = fn.append_basic_block("philox.refill")
+    ready = fn.append_basic_block("philox.ready")
+    b.cbranch(b.icmp_unsigned("!=", first, b.load(tag)), refill, ready)
+    b.position_at_end(refill)
+    iota = ir.Constant(ir.VectorType(I64, width), list(range(width)))
+    x = _four_words(b, width, b.add(splat(b, first, width), iota), splat(b, key, width))
+    i32s = ir.VectorType(I32, 2 * width)
+
+    def joined(u, v):
+        return b.shuffle_vector(u, v, ir.Constant(i32s, list(range(2 * width))))
+
+    low, high = joined(x[0], x[1]), joined(x[2], x[3])
+    for j in range(4):
+        # element t of the j-th vector is word t % 4 of block j * width / 4 + t / 4
+        order = [(t % 4) * width + j * width // 4 + t // 4 for t in range(width)]
+        vector = b.shuffle_vector(low, high, ir.Constant(ir.VectorType(I32, width), order))
+        b.store(vector, b.gep(slots, [ir.Constant(I32, 0), ir.Constant(I32, j)]))
+    b.store(first, tag)
+    b.branch(ready)
+    b.position_at_end(ready)
+    j = b.and_(b.lshr(w0, ir.Constant(I64, lanes)), ir.Constant(I64, 3))
+    word = b.load(b.gep(slots, [ir.Constant(I64, 0), j]))
+    return b.zext(word, ir.VectorType(I64, width))
+
+
+def _philox32(m: ExprEmitter, w, key, dtype: DType):
+    _int64_only("philox32", dtype)
+    b, width = m.b, m.width
+    if width < 4 or width & (width - 1):
+        return _word_of_block(b, width, w, key)
+    w0, k0 = (b.extract_element(v, ir.Constant(I32, 0)) for v in (w, key))
+    iota = ir.Constant(ir.VectorType(I64, width), list(range(width)))
+    apart = b.or_(
+        b.icmp_unsigned("!=", w, b.add(splat(b, w0, width), iota)),
+        b.icmp_unsigned("!=", key, splat(b, k0, width)),
+    )
+    misaligned = b.icmp_unsigned("!=", b.and_(w0, ir.Constant(I64, width - 1)), i64(0))
+    grouped = b.function.append_basic_block("philox.grouped")
+    lone = b.function.append_basic_block("philox.lanes")
+    join = b.function.append_basic_block("philox.join")
+    b.cbranch(b.or_(m.any_lane(apart), misaligned), lone, grouped).set_weights([1, 1 << 10])
+    b.position_at_end(grouped)
+    fast = _grouped_words(b, width, w0, k0)
+    fast_end = b.block
+    b.branch(join)
+    b.position_at_end(lone)
+    slow = _word_of_block(b, width, w, key)
+    slow_end = b.block
+    b.branch(join)
+    b.position_at_end(join)
+    phi = b.phi(fast.type)
+    phi.add_incoming(fast, fast_end)
+    phi.add_incoming(slow, slow_end)
+    return phi
+
+
 def mulhi_u64(b: ir.IRBuilder, width: int, x: ir.Value, y: ir.Value) -> ir.Value:
     """High 64 bits of the unsigned product x * y, from four 32x32->64 partial products."""
     shift, mask = _splat(I64, 32, width), _splat(I64, _LOW32, width)
@@ -123,4 +216,9 @@ def _mulhi_u(m: ExprEmitter, x, y, dtype: DType):
     return mulhi_u64(m.b, m.width, x, y)
 
 
-BINARY = {"philox": _half("philox", 0), "philox_hi": _half("philox_hi", 1), "mulhi_u": _mulhi_u}
+BINARY = {
+    "philox": _half("philox", 0),
+    "philox_hi": _half("philox_hi", 1),
+    "philox32": _philox32,
+    "mulhi_u": _mulhi_u,
+}

@@ -5,7 +5,8 @@ call that needs n counters reserves [offset, offset + n) under a lock and moves 
 offset past them; element i of its output is then a pure function of (seed, offset + i)
 through the `philox` ops (stream layout in kael/codegen/philox.py). So results depend
 neither on the thread count nor on the device, and float32 and float64 see one sequence:
-floats are computed in float64 from 53 random bits, then rounded.
+floats are computed in float64 from 53 random bits, then rounded. dropout needs only a
+keep-or-drop per element: it draws one 32-bit word each, four to a block (`_word`).
 """
 
 from __future__ import annotations
@@ -185,6 +186,15 @@ def _block() -> tuple[g.Node, g.Node]:
     return _op("philox", counter, seed), _op("philox_hi", counter, seed)
 
 
+def _word() -> g.Node:
+    """This element's 32-bit Philox word (an int64 in [0, 2**32)): word i & 3 of block
+    base + i >> 2, base the offset rounded up to a multiple of 4 (so vector code finds
+    whole groups of blocks: kael/codegen/philox.py)."""
+    base = _op("bitand", _op("add", _scalar(int64, "offset"), _const(int64, 3)), _const(int64, -4))
+    counter = _op("add", g.Position(int64, (), 0), _op("shl", base, _const(int64, 2)))
+    return _op("philox32", counter, _scalar(int64, "seed"))
+
+
 def _top53(bits: g.Node) -> g.Node:
     """The top 53 of 64 random bits, as an int64: bits >> 11 (unsigned)."""
     return _op("mulhi_u", bits, _const(int64, 1 << 53))
@@ -245,14 +255,17 @@ def _generate(
     scalars: dict | None = None,
     ins: tuple[TensorImpl, ...] = (),
     generator: Generator | None = None,
+    per_block: int = 1,
 ) -> bool:
     """Fill the new contiguous `out` with `build`'s values over fresh counters; returns the flag.
 
     The kernel runs on a flat view, so the position is the row-major element index; inputs
-    are contiguous and of out's shape.
+    are contiguous and of out's shape. `per_block` 4: elements draw one word each (_word),
+    four to a block, from an offset it rounds up to a multiple of 4.
     """
     n = out.numel()
-    seed, offset = tracing.reserve(n, generator)
+    count = n if per_block == 1 else -(-n // 4) + 3
+    seed, offset = tracing.reserve(count, generator)
     if n == 0:
         return False
     flat = [views.derive(t, (n,), (1,), t.offset) for t in (out, *ins)]
@@ -649,14 +662,14 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         scale = to_half_precision(scale, dt) if dt.is_half else scale
 
     def build() -> g.Node:
-        # u < 1 - p for the uniform u = k 2**-53 (_unit) is k < ceil((1 - p) 2**53): the
-        # same mask, with no int64 -> float64 conversion (none in AVX2)
-        keep = _op("lt", _top53(_block()[0]), _scalar(int64, "keep"))
+        # u < 1 - p for the uniform u = k 2**-32 of one 32-bit word k is k < ceil((1 - p)
+        # 2**32): no int -> float conversion, and a Philox block serves four elements
+        keep = _op("lt", _word(), _scalar(int64, "keep"))
         mask = g.Where(dt, (), keep, _scalar(dt, "scale"), _const(dt, 0.0))
         return _op("mul", g.Input(dt, (), "x"), mask)
 
-    words = {"keep": math.ceil((1.0 - p) * 2.0**53), "scale": scale}
-    _generate(("dropout", dt), build, out._impl, words, ins=(src._impl,))
+    words = {"keep": math.ceil((1.0 - p) * 2.0**32), "scale": scale}
+    _generate(("dropout", dt), build, out._impl, words, ins=(src._impl,), per_block=4)
     if inplace:
         eager.copy_into(x._impl, out._impl)
         x._impl.storage.bump_version()

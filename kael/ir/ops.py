@@ -120,8 +120,8 @@ REDUCE_OPS = ("sum", "prod", "max", "min")
 
 # Counter-based random bits (kael/codegen/philox.py, which documents the stream layout),
 # int64 operands only: philox(counter, key) and philox_hi(counter, key) are the two 64-bit
-# halves of one Philox4x32-10 block; mulhi_u(a, b) is the high word of the unsigned
-# 128-bit product (a uniform integer below b from random bits a; bits >> k is
-# mulhi_u(bits, 2**(64 - k))).
-RANDOM_OPS = ("philox", "philox_hi", "mulhi_u")
+# halves of one Philox4x32-10 block, philox32(w, key) its word w & 3 at counter w >> 2;
+# mulhi_u(a, b) is the high word of the unsigned 128-bit product (a uniform integer below
+# b from random bits a; bits >> k is mulhi_u(bits, 2**(64 - k))).
+RANDOM_OPS = ("philox", "philox_hi", "philox32", "mulhi_u")
 BINARY_OPS.update(dict.fromkeys(RANDOM_OPS, "same"))

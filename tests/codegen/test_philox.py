@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from kernel_helpers import empty_like_np, impl_of
 from llvmlite import ir
+from philox_reference import MASK32, MASK64, reference, word_of
 
 import kael
 from kael.codegen import philox
@@ -38,18 +39,6 @@ KAT = [
         (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1),
     ),
 ]
-MASK32, MASK64 = (1 << 32) - 1, (1 << 64) - 1
-
-
-def reference(counter, key) -> list[int]:
-    """Philox4x32-10 from the paper, in Python integers."""
-    c, (k0, k1) = list(counter), key
-    for r in range(10):
-        if r:
-            k0, k1 = (k0 + 0x9E3779B9) & MASK32, (k1 + 0xBB67AE85) & MASK32
-        p0, p1 = 0xD2511F53 * c[0], 0xCD9E8D57 * c[2]
-        c = [(p1 >> 32) ^ c[1] ^ k0, p1 & MASK32, (p0 >> 32) ^ c[3] ^ k1, p0 & MASK32]
-    return c
 
 
 def reference_halves(counter: int, key: int) -> tuple[int, int]:
@@ -147,6 +136,28 @@ def test_ops_give_the_halves_of_the_block_at_counter_plus_index(op, strided):
         half = 0 if op == "philox" else 1
         want = [reference_halves((start + i) & MASK64, key)[half] for i in range(n)]
         assert [int(v) for v in got] == want
+
+
+@pytest.mark.parametrize("strided", [False, True], ids=["vector", "scalar"])
+@pytest.mark.parametrize("start", [0, 5, 64, 2**34 - 40, 2**64 - 300], ids=str)
+def test_philox32_is_word_w_mod_4_of_the_block_at_w_div_4(start, strided):
+    """Aligned starts take the grouped vector path, odd ones (and strided outputs) each
+    lane's own block; groups change inside the run and counters wrap past 2**64."""
+    n, key = 301, 0x0123456789ABCDEF
+    a = np.full(n, start, np.uint64).view(np.int64)
+    b = np.full(n, key, np.uint64).view(np.int64)
+    got = _run("philox32", a, b, strided)
+    want = [word_of((start + i) & MASK64, key) for i in range(n)]
+    assert [int(v) for v in got] == want
+
+
+def test_philox32_keys_may_differ_by_lane():
+    n = 64
+    a = np.zeros(n, np.int64)
+    keys = np.arange(n, dtype=np.int64) * 977
+    got = _run("philox32", a, keys)
+    want = [reference([i >> 2, 0, 0, 0], [int(k), 0])[i & 3] for i, k in enumerate(keys)]
+    assert [int(v) for v in got] == want
 
 
 def test_mulhi_u_is_the_high_word_of_the_unsigned_product():

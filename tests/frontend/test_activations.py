@@ -8,10 +8,12 @@ import pytest
 import torch
 import torch.nn.functional as TF
 from kernel_helpers import TORCH_DTYPES
+from philox_reference import word_of
 
 import kael
 import kael.nn.functional as KF
 from kael.frontend import activations
+from kael.frontend import random as kr
 from kael.runtime import dtypes
 
 VALUES = [-30.0, -3.0, -1.0, -0.5, -0.0, 0.0, 0.25, 1.0, 2.5, 7.0, 30.0, math.nan, math.inf]
@@ -251,6 +253,37 @@ def test_dropout_edges_as_torch():
 def test_dropout_refuses_what_torch_refuses(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.parametrize("n", [1, 5, 64, 1000], ids=str)
+def test_dropout_keeps_where_the_elements_philox_word_is_below_1_minus_p(n):
+    """Element i keeps when word i & 3 of block base + i >> 2 (base: the offset rounded up
+    to a multiple of 4) is below ceil((1 - p) 2**32); a call reserves ceil(n / 4) + 3
+    counters, so consecutive calls never share a block."""
+    p, seed = 0.3, 0x0123456789ABCDEF
+    kael.manual_seed(seed)
+    for _ in range(3):
+        offset = kr.default_generator.position()[1]
+        kept = KF.dropout(kael.ones(n), p).numpy() != 0
+        base = (offset + 3) // 4 * 4
+        limit = math.ceil((1 - p) * 2**32)
+        want = [word_of(4 * base + i, seed) < limit for i in range(n)]
+        np.testing.assert_array_equal(kept, want)
+        assert kr.default_generator.position()[1] == offset + -(-n // 4) + 3
+
+
+def test_compiled_dropout_draws_the_eager_masks_call_after_call():
+    @kael.compile
+    def scaled(x):
+        return KF.dropout(x * 2, 0.3)
+
+    x = kael.ones(1001)
+    kael.manual_seed(3)
+    compiled = [scaled(x), scaled(x)]
+    kael.manual_seed(3)
+    eager = [KF.dropout(x * 2, 0.3), KF.dropout(x * 2, 0.3)]
+    assert all(kael.equal(a, b) for a, b in zip(compiled, eager))
+    assert not kael.equal(eager[0], eager[1])
 
 
 def test_dropout_draws_from_the_seeded_stream():

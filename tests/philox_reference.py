@@ -1,0 +1,23 @@
+"""Philox4x32-10 in Python integers, from the paper (Salmon et al., SC'11): the reference
+kael's random streams are tested against."""
+
+from __future__ import annotations
+
+MASK32, MASK64 = (1 << 32) - 1, (1 << 64) - 1
+
+
+def reference(counter, key) -> list[int]:
+    """Philox4x32-10 from the paper, in Python integers."""
+    c, (k0, k1) = list(counter), key
+    for r in range(10):
+        if r:
+            k0, k1 = (k0 + 0x9E3779B9) & MASK32, (k1 + 0xBB67AE85) & MASK32
+        p0, p1 = 0xD2511F53 * c[0], 0xCD9E8D57 * c[2]
+        c = [(p1 >> 32) ^ c[1] ^ k0, p1 & MASK32, (p0 >> 32) ^ c[3] ^ k1, p0 & MASK32]
+    return c
+
+
+def word_of(w: int, key: int) -> int:
+    """kael's `philox32` value of word counter w: word w & 3 of the block at counter w >> 2."""
+    block = w >> 2
+    return reference([block & MASK32, block >> 32, 0, 0], [key & MASK32, key >> 32])[w & 3]
