@@ -130,6 +130,17 @@ class Vectors:
             masked_store(b, v, p, self.itemsize, mask)
 
 
+def vector_steps(b: ir.IRBuilder, loops: LoopBuilder, vx: Vectors, n: ir.Value, body, name: str):
+    """body(j, mask) for j = 0, lanes, 2 lanes, ... below n: whole vectors with mask None,
+    then the partial last one masked (AVX2's masked stores are microcoded on AMD: a
+    masked step for every vector ran 3x the time)."""
+    lanes = i64(vx.lanes)
+    whole = b.mul(b.sdiv(n, lanes), lanes)
+    loops.counted(i64(0), whole, vx.lanes, lambda j: body(j, None), name)
+    with b.if_then(b.icmp_signed("<", whole, n)):
+        body(whole, vx.mask(b, 0, b.sub(n, whole)))
+
+
 def vectors(module: ir.Module, spec: GemmSpec) -> Vectors:
     if spec.dtype is float32:
         return Vectors(module, ir.FloatType(), spec.lanes, 4, "f32")

@@ -17,7 +17,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from kael.codegen.cpu import handwritten
-from kael.codegen.cpu.gemm import INT_ARGS, Vectors, begin, divmod_, finish
+from kael.codegen.cpu.gemm import INT_ARGS, Vectors, begin, divmod_, finish, vector_steps
 from kael.codegen.lowering import I64, i64, smin
 from kael.runtime.dtypes import DType, float32, int64
 
@@ -56,20 +56,12 @@ def _emit_cols(module: ir.Module, vx: Vectors) -> None:
         c_row = b.add(b.mul(batch, w["csb"]), b.mul(r, w["ldc"]))
         c = b.gep(b.inttoptr(w["c"], t), [b.add(c_row, j0)])
         vectors = b.sdiv(b.add(width, i64(lanes - 1)), i64(lanes))
-        whole = b.sdiv(width, i64(lanes))
 
         def lane_mask(v):
             return vx.mask(b, 0, b.sub(width, b.mul(v, i64(lanes))))
 
-        def each_vector(body, name: str) -> None:
-            """body(v, mask) over the block's vectors: whole ones unmasked (AVX2's masked
-            stores are microcoded on AMD), then the partial one."""
-            loops.counted(i64(0), whole, 1, lambda v: body(v, None), name)
-            with b.if_then(b.icmp_signed("<", whole, vectors)):
-                body(whole, lane_mask(whole))
-
-        def zero(v, mask):
-            vx.store(b, vx.zero, b.gep(c, [b.mul(v, i64(lanes))]), mask)
+        def zero(j, mask):
+            vx.store(b, vx.zero, b.gep(c, [j]), mask)
 
         def rows(k0, count):
             """C[block] += sum over count rows from k0 of a[k] * B[k, block]."""
@@ -79,15 +71,14 @@ def _emit_cols(module: ir.Module, vx: Vectors) -> None:
             ]
             starts = [b.gep(bb, [b.mul(b.add(k0, i64(i)), w["brs"])]) for i in range(count)]
 
-            def add(v, mask):
-                off = b.mul(v, i64(lanes))
+            def add(off, mask):
                 p = b.gep(c, [off])
                 acc = vx.load(b, p, mask)
                 for s, start in zip(scale, starts, strict=True):
                     acc = vx.madd(b, s, vx.load(b, b.gep(start, [off]), mask), acc)
                 vx.store(b, acc, p, mask)
 
-            each_vector(add, f"add{count}")
+            vector_steps(b, loops, vx, width, add, f"add{count}")
 
         groups = b.sdiv(w["k"], i64(KSTEP))
 
@@ -122,7 +113,7 @@ def _emit_cols(module: ir.Module, vx: Vectors) -> None:
                 vx.store(b, parts[0], b.gep(c, [i64(v * lanes)]), mask)
 
         def wide():
-            each_vector(zero, "zero")
+            vector_steps(b, loops, vx, width, zero, "zero")
             loops.counted(i64(0), groups, 1, lambda g: rows(b.mul(g, i64(KSTEP)), KSTEP), "group")
             loops.counted(b.mul(groups, i64(KSTEP)), w["k"], 1, lambda k: rows(k, 1), "rest")
 

@@ -404,8 +404,11 @@ def even_lanes(b: ir.IRBuilder, ptr: ir.Value, align: int, mask: ir.Value | None
     return b.shuffle_vector(pair, ir.Constant(wide, ir.Undefined), picks)
 
 
-def masked_load(b: ir.IRBuilder, ptr: ir.Value, align: int, mask: ir.Value) -> ir.Value:
-    """The lanes of *ptr on `mask`, zero elsewhere; lanes off the mask read no memory."""
+def masked_load(b: ir.IRBuilder, ptr: ir.Value, align: int, mask: ir.Value | None) -> ir.Value:
+    """The lanes of *ptr on `mask`, zero elsewhere; lanes off the mask read no memory
+    (mask None: a plain load of every lane)."""
+    if mask is None:
+        return b.load(ptr, align=align)
     vt, i32 = ptr.type.pointee, ir.IntType(32)
     fnty = ir.FunctionType(vt, [ptr.type, i32, mask.type, vt])
     fn = declare(b.module, f"llvm.masked.load.{mangle(vt)}.p0", fnty)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from kael.codegen.cpu import handwritten
-from kael.codegen.cpu.gemm import Vectors, begin, divmod_, finish
+from kael.codegen.cpu.gemm import Vectors, begin, divmod_, finish, vector_steps
 from kael.codegen.cpu.loops import gather, lane_pointers, masked_load
 from kael.codegen.lowering import i64
 from kael.runtime.dtypes import DType, float32
@@ -60,8 +60,7 @@ def _emit_last(module: ir.Module, vx: Vectors, taps: int) -> None:
         x = b.gep(x0, [b.mul(row, w["size_in"])])
         out = b.gep(out0, [b.mul(row, w["size_out"])])
 
-        def step(j):
-            mask = vx.mask(b, 0, b.sub(w["size_out"], j))
+        def step(j, mask):
             terms = []
             for k in range(taps):
                 at = b.add(b.mul(i64(k), w["size_out"]), j)
@@ -72,7 +71,7 @@ def _emit_last(module: ir.Module, vx: Vectors, taps: int) -> None:
                 terms.append((weights, gather(b, pointers, vx.itemsize, mask)))
             vx.store(b, _weighted(b, terms), b.gep(out, [j]), mask)
 
-        loops.counted(i64(0), b.add(w["size_out"], i64(lanes - 1)), lanes, step, "cols")
+        vector_steps(b, loops, vx, w["size_out"], step, "cols")
 
     finish(fn, b, loops, item)
 
@@ -83,7 +82,7 @@ def _emit_rows(module: ir.Module, vx: Vectors, taps: int) -> None:
     t = vx.elem.as_pointer()
     x0, out0 = b.inttoptr(w["x"], t), b.inttoptr(w["out"], t)
     idx0, w0 = b.inttoptr(w["idx"], I64.as_pointer()), b.inttoptr(w["w"], t)
-    inner, lanes = w["inner"], vx.lanes
+    inner = w["inner"]
 
     def item(it):
         row, j = divmod_(b, it, w["size_out"])
@@ -95,12 +94,11 @@ def _emit_rows(module: ir.Module, vx: Vectors, taps: int) -> None:
             weight = vx.splat(b, b.load(b.gep(w0, [at])))
             sources.append((weight, b.gep(x, [b.mul(b.load(b.gep(idx0, [at])), inner)])))
 
-        def step(i):
-            mask = vx.mask(b, 0, b.sub(inner, i))
+        def step(i, mask):
             terms = [(weight, vx.load(b, b.gep(src, [i]), mask)) for weight, src in sources]
             vx.store(b, _weighted(b, terms), b.gep(out, [i]), mask)
 
-        loops.counted(i64(0), b.add(inner, i64(lanes - 1)), lanes, step, "inner")
+        vector_steps(b, loops, vx, inner, step, "inner")
 
     finish(fn, b, loops, item)
 

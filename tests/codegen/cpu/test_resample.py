@@ -20,6 +20,7 @@ RNG = np.random.default_rng(13)
     "shape, kwargs",
     [
         ((2, 3, 17, 19), {"scale_factor": 2, "mode": "bilinear"}),
+        ((1, 2, 8, 16), {"scale_factor": 2, "mode": "bilinear"}),  # whole vectors only
         ((1, 2, 9, 40), {"size": (20, 13), "mode": "bilinear", "align_corners": True}),
         ((2, 3, 17, 19), {"size": (33, 7), "mode": "bicubic"}),
         ((1, 2, 6, 5), {"size": (11, 37), "mode": "bicubic", "align_corners": True}),
