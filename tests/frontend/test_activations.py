@@ -255,8 +255,9 @@ def test_dropout_refuses_what_torch_refuses(call, error, message):
         call()
 
 
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64], ids=str)  # 16 and 8 lanes
 @pytest.mark.parametrize("n", [1, 5, 64, 1000], ids=str)
-def test_dropout_keeps_where_the_elements_philox_word_is_below_1_minus_p(n):
+def test_dropout_keeps_where_the_elements_philox_word_is_below_1_minus_p(n, dtype):
     """Element i keeps when word i & 3 of block base + i >> 2 (base: the offset rounded up
     to a multiple of 4) is below ceil((1 - p) 2**32); a call reserves ceil(n / 4) + 3
     counters, so consecutive calls never share a block."""
@@ -264,7 +265,7 @@ def test_dropout_keeps_where_the_elements_philox_word_is_below_1_minus_p(n):
     kael.manual_seed(seed)
     for _ in range(3):
         offset = kr.default_generator.position()[1]
-        kept = KF.dropout(kael.ones(n), p).numpy() != 0
+        kept = KF.dropout(kael.ones(n, dtype=dtype), p).numpy() != 0
         base = (offset + 3) // 4 * 4
         limit = math.ceil((1 - p) * 2**32)
         want = [word_of(4 * base + i, seed) < limit for i in range(n)]
