@@ -22,9 +22,17 @@ import struct
 from llvmlite import ir
 
 from kael.codegen.cpu import compiler, handwritten
-from kael.codegen.cpu.gemm import begin, divmod_, finish, host_spec, micro_kernel, vectors
+from kael.codegen.cpu.gemm import (
+    begin,
+    divmod_,
+    finish,
+    host_spec,
+    micro_kernel,
+    vector_steps,
+    vectors,
+)
 from kael.codegen.cpu.gemm_run import parallel
-from kael.codegen.cpu.loops import gather, lane_pointers, masked_load
+from kael.codegen.cpu.loops import gather, lane_pointers
 from kael.codegen.emitters import UNARY_EMITTERS
 from kael.codegen.lowering import ExprEmitter, i64, mangle, smin
 from kael.runtime.dtypes import DType
@@ -218,14 +226,11 @@ def _emit(module: ir.Module, dtype: DType, kind: str, vx, micro) -> None:
             src = b.gep(acc, [b.mul(r, i64(EV_MAX))])
             dst = b.gep(out0, [b.add(b.mul(bh, w["osb"]), b.mul(b.add(i0, r), w["ors"]))])
 
-            def step(j):
-                valid = b.icmp_signed("<", b.add(splat64(j), lane_ids), splat64(w["ev"]))
-                x = masked_load(
-                    b, b.bitcast(b.gep(src, [j]), vx.vec.as_pointer()), vx.itemsize, valid
-                )
+            def step(j, valid):
+                x = vx.load(b, b.gep(src, [j]), valid)
                 vx.store(b, b.fmul(x, vx.splat(b, inv)), b.gep(dst, [j]), valid)
 
-            loops.counted(i64(0), b.add(w["ev"], i64(lanes - 1)), lanes, step, "store")
+            vector_steps(b, loops, vx, w["ev"], step, "store")
 
         loops.counted(i64(0), rows, 1, finish_row, "finish")
 
