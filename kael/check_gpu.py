@@ -90,10 +90,17 @@ def _rows(fn: Callable):
     return build
 
 
-def _matmul(lib, device, scale):
-    n = _side(8192, scale)
-    a, b = (_on(lib, _host((n, n), s), device) for s in (1, 2))
-    return lambda: a @ b
+def _matmul(half: bool):
+    """A square product in float32, or in float16 (the tensor cores' kernel)."""
+
+    def build(lib, device, scale):
+        n = _side(8192, scale)
+        a, b = (_on(lib, _host((n, n), s), device) for s in (1, 2))
+        if half:
+            a, b = a.half(), b.half()
+        return lambda: a @ b
+
+    return build
 
 
 def _layer_norm(lib, x):
@@ -135,8 +142,10 @@ def cases() -> list[Case]:
         Case("softmax 8192x8192", _rows(lambda lib, x: lib.softmax(x, -1)),
              lambda s: 2 * f32 * _side(8192, s) ** 2),
         Case("layer_norm 8192x8192", _rows(_layer_norm), lambda s: 2 * f32 * _side(8192, s) ** 2),
-        Case("matmul 8192 float32", _matmul, lambda s: 2 * _side(8192, s) ** 3, "TFLOP/s",
-             ("torch", 0.50)),
+        Case("matmul 8192 float32", _matmul(False), lambda s: 2 * _side(8192, s) ** 3,
+             "TFLOP/s", ("torch", 0.50)),
+        Case("matmul 8192 float16", _matmul(True), lambda s: 2 * _side(8192, s) ** 3,
+             "TFLOP/s", ("torch", 0.60)),
         Case("conv2d ResNet 3x3x256, 14x14", _conv2d,
              lambda s: 2 * max(1, int(32 * s)) * 256 * 14 * 14 * 256 * 9, "TFLOP/s"),
         Case("compiled attention [8,16,1024,64]", _attention,

@@ -83,7 +83,9 @@ def _product(a, b, out: Tensor | None, op: str) -> Tensor:
     if k == 0:
         eager.fill(target._impl, 0)  # each element is a sum of no products
         return target
-    wide = _GEMM_DTYPE.get(dtype, dtype)
+    # float16/bfloat16 on a GPU multiply on the tensor cores, in float32 (ptx/mma.py)
+    tensor_cores = dtype.is_half and ai.device is not CPU
+    wide = dtype if tensor_cores else _GEMM_DTYPE.get(dtype, dtype)
     if wide is not dtype:  # through the widened product, rounded (or wrapped) once at the end
         result = Tensor(empty_impl(final, wide, ai.device))
         _multiply(_operand(left, wide, batch), _operand(right, wide, batch), result, shape)

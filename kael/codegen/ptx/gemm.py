@@ -37,18 +37,24 @@ def symbol(dtype: DType) -> str:
     return f"kael_gemm_ptx_{dtype.name}"
 
 
+def entry_function(name: str) -> tuple[ir.Module, ir.Function, dict[str, ir.Value]]:
+    """A new NVPTX module with the `ptx_kernel` entry `name` taking ARGS' words: (module,
+    function, its arguments by name)."""
+    module = ir.Module(name=name)
+    module.triple = TRIPLE
+    module.data_layout = DATA_LAYOUT
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64] * len(ARGS)), name)
+    fn.calling_convention = "ptx_kernel"
+    fn.attributes.add("nounwind")
+    for arg, arg_name in zip(fn.args, ARGS, strict=True):
+        arg.name = arg_name
+    return module, fn, dict(zip(ARGS, fn.args, strict=True))
+
+
 def build_module(dtype: DType) -> ir.Module:
     """The NVPTX module with the `ptx_kernel` entry symbol(dtype)."""
     elem = _ELEM[dtype]
-    module = ir.Module(name=symbol(dtype))
-    module.triple = TRIPLE
-    module.data_layout = DATA_LAYOUT
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64] * len(ARGS)), symbol(dtype))
-    fn.calling_convention = "ptx_kernel"
-    fn.attributes.add("nounwind")
-    for arg, name in zip(fn.args, ARGS, strict=True):
-        arg.name = name
-    w = dict(zip(ARGS, fn.args, strict=True))
+    module, fn, w = entry_function(symbol(dtype))
     shared = {}
     for name in ("As", "Bs"):
         gv = ir.GlobalVariable(module, ir.ArrayType(elem, TILE * STEP), name, addrspace=3)
@@ -140,26 +146,43 @@ def build_module(dtype: DType) -> ir.Module:
     return module
 
 
+def _entry(dtype: DType) -> tuple[str, object]:
+    """(the entry symbol, its module's builder): the tensor cores' kernel for the half
+    types (ptx/mma.py), the tiled one for the rest."""
+    if dtype.is_half:
+        from kael.codegen.ptx import mma  # it imports this module
+
+        return mma.symbol(dtype), mma.build_module
+    return symbol(dtype), build_module
+
+
 @sync.cached
 def ptx(dtype: DType) -> str:
     """The kernel's PTX text, running LLVM at most once per machine (disk cache)."""
-    module = build_module(dtype)
+    module = _entry(dtype)[1](dtype)
     return compiler.stored_ptx(str(module), lambda: module)
 
 
 @sync.cached
 def _function(dtype: DType):
-    return cuda_driver.load_function(ptx(dtype), symbol(dtype))
+    return cuda_driver.load_function(ptx(dtype), _entry(dtype)[0])
 
 
 def matmul(c: TensorImpl, a: TensorImpl, b: TensorImpl) -> None:
-    """c = a @ b on the GPU, with gemm_run.matmul's contract (device addresses)."""
+    """c = a @ b on the GPU, with gemm_run.matmul's contract (device addresses); float16
+    and bfloat16 (all three operands of the dtype) on the tensor cores (ptx/mma.py)."""
+    from kael.codegen.ptx import mma  # it imports this module
+
     _, function = _function(c.dtype)
+    name = _entry(c.dtype)[0]
+    tile_m, tile_n, threads = (
+        (mma.TILE_M, mma.TILE_N, mma.THREADS) if c.dtype.is_half else (TILE, TILE, THREADS)
+    )
     dims = batch_dims(c.shape[:-2], a.strides[:-2], b.strides[:-2], c.strides[:-2])
     q, (qa, qb, qc) = dims.pop() if dims else (1, (0, 0, 0))
     m, k = a.shape[-2:]
     n = b.shape[-1]
-    tm, tn = -(-m // TILE), -(-n // TILE)
+    tm, tn = -(-m // tile_m), -(-n // tile_n)
     item = c.dtype.itemsize
     starts = [(0, 0, 0)]
     for size, st in dims:
@@ -174,6 +197,6 @@ def matmul(c: TensorImpl, a: TensorImpl, b: TensorImpl) -> None:
             *a.strides[-2:], qa, *b.strides[-2:], qb, c.strides[-2], qc, m, n, k, tm, tn,
         ]  # fmt: skip
         cuda_driver.launch_kernel(
-            function, q * tm * tn, THREADS, words, name=symbol(c.dtype),
+            function, q * tm * tn, threads, words, name=name,
             moved=q * (m * k + k * n + m * n) * item, flops=2 * q * m * n * k,
         )  # fmt: skip

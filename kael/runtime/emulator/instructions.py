@@ -684,6 +684,54 @@ def _shfl(m, ins, lanes):
         m.write(dest.second, valid, lanes)
 
 
+_MMA_FORM = ("sync", "aligned", "m16n8k16", "row", "col", "f32")
+
+
+def _halves(words: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """The (low, high) 16-bit elements of .f16x2/.bf16x2 registers, as float64."""
+    parts = [(words & 0xFFFF).astype(np.uint16), (words >> 16).astype(np.uint16)]
+    if kind == "f16":
+        return tuple(p.view(np.float16).astype(np.float64) for p in parts)
+    return tuple((p.astype(np.uint32) << 16).view(np.float32).astype(np.float64) for p in parts)
+
+
+@handles("mma")
+def _mma(m, ins, lanes):
+    """mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32: each warp's
+    D = A B + C with the PTX ISA's fragment layout (lane = 4 group + member: A's elements
+    at rows group, group + 8 and columns 2 member (+1, +8, +9); B's at rows 2 member (+1,
+    +8, +9) and column group; C's at rows group, group + 8 and columns 2 member (+1)).
+    Products are exact and each element's sum is rounded once to float32."""
+    kind = ins.parts[7]
+    form = tuple(ins.parts[1:7]), tuple(ins.parts[8:])
+    if form != (_MMA_FORM, (kind, "f32")) or kind not in ("f16", "bf16"):
+        raise m.fault("CUDA_ERROR_NOT_SUPPORTED", f"the emulator does not run {ins.opcode}")
+    index = np.arange(m.n)[lanes]
+    warps, slot = np.unique(m.warp[index], return_inverse=True)
+    if np.any(np.bincount(slot) != 32):
+        raise m.fault("CUDA_ERROR_LAUNCH_FAILED", "mma.sync runs without its whole warp")
+    lane = np.asarray(m.read(SReg("%laneid"), "u32", lanes)).astype(np.int64)
+    group, pair = lane >> 2, 2 * (lane & 3)
+    d, a, bv, c = (op.items for op in ins.operands)
+    a_m = np.zeros((len(warps), 16, 16))
+    for k, (row, col) in enumerate(((0, 0), (8, 0), (0, 8), (8, 8))):
+        low, high = _halves(np.asarray(m.read(a[k], "b32", lanes)).astype(np.uint32), kind)
+        a_m[slot, group + row, pair + col] = low
+        a_m[slot, group + row, pair + col + 1] = high
+    b_m = np.zeros((len(warps), 16, 8))
+    for k, row in enumerate((0, 8)):
+        low, high = _halves(np.asarray(m.read(bv[k], "b32", lanes)).astype(np.uint32), kind)
+        b_m[slot, pair + row, group] = low
+        b_m[slot, pair + row + 1, group] = high
+    c_m = np.zeros((len(warps), 16, 8))
+    places = [(group + 8 * (k // 2), pair + k % 2) for k in range(4)]
+    for k, (row, col) in enumerate(places):
+        c_m[slot, row, col] = np.asarray(m.read(c[k], "f32", lanes)).astype(np.float64)
+    out = (a_m @ b_m + c_m).astype(np.float32)
+    for k, (row, col) in enumerate(places):
+        m.write(d[k], out[slot, row, col], lanes)
+
+
 @handles("vote")
 def _vote(m, ins, lanes):
     """vote.sync.{all,any,uni}.pred and vote.sync.ballot.b32 over the warp's threads here."""

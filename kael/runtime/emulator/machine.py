@@ -336,11 +336,11 @@ class Chunk:
 
 def _waits_for(ins: Instruction) -> str | None:
     """Whom the instruction waits for: its CTA (barriers), its warp (bar.warp.sync, shuffles,
-    votes), or nobody."""
+    votes, mma), or nobody."""
     head = ins.parts[0]
     if head in ("bar", "barrier"):
         return "warp" if ins.parts[1] == "warp" else "cta"
-    return "warp" if head in ("shfl", "vote") else None
+    return "warp" if head in ("shfl", "vote", "mma") else None
 
 
 def _type_of(values: np.ndarray) -> str:

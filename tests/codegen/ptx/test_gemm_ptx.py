@@ -10,23 +10,24 @@ import kael
 from kael.codegen.ptx import compiler
 from kael.codegen.ptx import gemm as ptx_gemm
 from kael.codegen.ptx import kernel as ptx_kernel
-from kael.runtime.dtypes import float32, float64, int64
+from kael.runtime.dtypes import bfloat16, float16, float32, float64, int64
 
 needs_ptxas = pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not on PATH")
 needs_gpu = pytest.mark.gpu  # skipped by conftest where no device is usable
 DTYPES = [float32, float64, int64]
+ALL = DTYPES + [float16, bfloat16]  # the half types: the tensor cores' kernel (ptx/mma.py)
 
 
 @needs_ptxas
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", ALL, ids=str)
 def test_ptxas_accepts_the_gemm_kernel(dtype):
     compiler.ptxas_check(ptx_gemm.ptx(dtype))
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", ALL, ids=str)
 def test_the_entry_is_launchable_and_takes_one_word_per_argument(dtype):
     text = ptx_gemm.ptx(dtype)
-    entry = re.search(rf"\.visible \.entry {ptx_gemm.symbol(dtype)}\((.*?)\)", text, re.S)
+    entry = re.search(rf"\.visible \.entry {ptx_gemm._entry(dtype)[0]}\((.*?)\)", text, re.S)
     assert entry is not None  # a .func could not be launched
     assert entry.group(1).count(".param .u64") == len(ptx_gemm.ARGS)
 
@@ -53,7 +54,7 @@ def test_the_module_uses_only_intrinsics_nvptx_lowers(dtype):
     ptx_kernel.check_intrinsics(ptx_gemm.build_module(dtype))  # raises kael.Error otherwise
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", ALL, ids=str)
 def test_the_register_tile_never_spills_to_local_memory(dtype):
     assert ".local" not in ptx_gemm.ptx(dtype)
 

@@ -401,3 +401,68 @@ def test_warp_serial_runs_show_a_missing_barrier(monkeypatch, serial, barrier):
     assert err == driver.OK, fault_text(err)
     right = [100 + (t + 32) % 64 for t in range(64)]
     assert (got.tolist() == right) is (barrier or not serial)  # lockstep hides the race
+
+
+def _mma_body(kind: str) -> str:
+    """Each thread loads its A (4 words), B (2) and C (4 floats) fragments from in[10 t ..],
+    runs one mma.sync and stores D to out[4 t ..]."""
+    body = "\tmul.wide.u32 %rd3, %r4, 40;\n\tadd.s64 %rd4, %rd2, %rd3;\n"
+    body += "".join(f"\tld.global.u32 %r{10 + k}, [%rd4+{4 * k}];\n" for k in range(6))
+    body += "".join(f"\tld.global.f32 %f{1 + k}, [%rd4+{24 + 4 * k}];\n" for k in range(4))
+    body += (
+        f"\tmma.sync.aligned.m16n8k16.row.col.f32.{kind}.{kind}.f32 {{%f5,%f6,%f7,%f8}},"
+        " {%r10,%r11,%r12,%r13}, {%r14,%r15}, {%f1,%f2,%f3,%f4};\n"
+    )
+    body += "\tmul.wide.u32 %rd5, %r4, 16;\n\tadd.s64 %rd6, %rd1, %rd5;\n"
+    body += "".join(f"\tst.global.f32 [%rd6+{4 * k}], %f{5 + k};\n" for k in range(4))
+    return body
+
+
+def _fragments(lane: int):
+    """The PTX ISA's element places for lane (mma.m16n8k16, floating point): A's eight,
+    B's four and C's four (row, column) in register order, low half first."""
+    g, t = lane >> 2, lane % 4
+    a = [
+        (g if i in (0, 1, 4, 5) else g + 8, 2 * t + (i & 1) + (8 if i >= 4 else 0))
+        for i in range(8)
+    ]
+    b = [(2 * t + (i & 1) + (8 if i >= 2 else 0), g) for i in range(4)]
+    c = [(g if i < 2 else g + 8, 2 * t + (i & 1)) for i in range(4)]
+    return a, b, c
+
+
+@pytest.mark.parametrize("kind", ["f16", "bf16"])
+def test_mma_multiplies_fragments_laid_out_as_the_ptx_isa_says(kind):
+    rng = np.random.default_rng(5)
+    a, b, c = (
+        rng.integers(-8, 9, (16, 16)),
+        rng.integers(-8, 9, (16, 8)),
+        rng.standard_normal((16, 8)),
+    )
+    a, b, c = a.astype(np.float32), b.astype(np.float32), c.astype(np.float32)
+
+    def bits(x: float) -> int:
+        if kind == "f16":
+            return int(np.float16(x).view(np.uint16))
+        return int(np.float32(x).view(np.uint32)) >> 16  # small integers: exact in bfloat16
+
+    words = np.zeros((32, 10), np.uint32)
+    for lane in range(32):
+        fa, fb, fc = _fragments(lane)
+        for r in range(4):
+            words[lane, r] = bits(a[fa[2 * r]]) | bits(a[fa[2 * r + 1]]) << 16
+        for r in range(2):
+            words[lane, 4 + r] = bits(b[fb[2 * r]]) | bits(b[fb[2 * r + 1]]) << 16
+        words[lane, 6:] = np.array([c[p] for p in fc], np.float32).view(np.uint32)
+    text = kernel(_mma_body(kind), shared="\t.reg .f32 %f<16>;\n")
+    err, got = launch(text, np.zeros((32, 4), np.float32), words, 1, 32)
+    assert err == driver.OK, fault_text(err)
+    want = (a.astype(np.float64) @ b + c).astype(np.float32)
+    for lane in range(32):
+        assert got[lane].tolist() == [want[p] for p in _fragments(lane)[2]]
+
+
+def test_mma_without_its_whole_warp_is_a_launch_failure():
+    text = kernel(_mma_body("f16"), shared="\t.reg .f32 %f<16>;\n")
+    err, _ = launch(text, np.zeros((16, 4), np.float32), np.zeros((16, 10), np.uint32), 1, 16)
+    assert "mma.sync runs without its whole warp" in fault_text(err)
