@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from kael.codegen.cpu import jit, native_launch, parallel
 from kael.codegen.cpu import reduce as cpu_reduce
 from kael.codegen.cpu.loops import tile_size
+from kael.codegen.lowering import LONG_OPS
 from kael.codegen.ptx.launch import launch as gpu_launch
+from kael.ir import expr as x
 from kael.ir import graph as g
 from kael.ir import layout
 from kael.ir.kernel import BCAST, CONTIG, Kernel
@@ -166,12 +168,35 @@ def _layout(entry: Template, out: TensorImpl, impls, streaming: bool):
     return lay, stream
 
 
+# A streaming elementwise kernel whose body is long (vector math, Philox) fetches its first
+# unit-stride input STREAM_FETCH_BYTES ahead: its loads come too far apart for the hardware
+# prefetchers alone to keep the memory busy (16M float32 on a 2-core Zen 3: elu 5.3 -> 4.5
+# ms, tanhshrink 7.4 -> 6.9, mish and silu 3-5% faster; 4 KiB and 32 KiB measured alike).
+STREAM_FETCH_BYTES = 4 << 10
+STREAM_FETCH = True  # a switch for in-process A/B measurements
+
+
+def _streamed(kernel: Kernel, on_cpu: bool) -> Kernel:
+    """The specialized `kernel` with its first unit-stride input fetched ahead, where it
+    streams its output from a long body on the host."""
+    if not (STREAM_FETCH and on_cpu and kernel.nontemporal) or kernel.prefetch >= 0:
+        return kernel
+    if not any(x.uses_ops(e, LONG_OPS) for e in kernel.exprs):
+        return kernel
+    for i, buf in enumerate(kernel.inputs):
+        if buf.inner == CONTIG:
+            ahead = STREAM_FETCH_BYTES // buf.dtype.itemsize
+            return dataclasses.replace(kernel, prefetch=i, fetch_ahead=ahead)
+    return kernel
+
+
 def specialized(entry: Template, outs, ins, axes=None, streaming: bool = True, fetch=True):
     """The Kernel or Reduction a launch over operands of these layouts runs (as `prepare`
     would launch it), without compiling it."""
     if axes is None:
         lay, stream = _layout(entry, outs[0], (*outs, *ins), streaming)
-        return entry.kernel.specialize(lay.rank, lay.inners, lay.tiled, stream)
+        kernel = entry.kernel.specialize(lay.rank, lay.inners, lay.tiled, stream)
+        return _streamed(kernel, outs[0].device is CPU)
     reduce_axes, keepdim = axes
     lay = _reduction_layout(outs, ins, ins[0].shape, reduce_axes, keepdim)
     return _launched(entry.kernel.specialize(lay), lay, outs, ins, fetch)
@@ -195,6 +220,7 @@ def _plan(
     hit = _specialized.get(key)
     if hit is None:
         specialized = entry.kernel.specialize(lay.rank, lay.inners, lay.tiled, stream)
+        specialized = _streamed(specialized, on_cpu)
         hit = (specialized, None)
         if compile or not on_cpu:
             # a first launch that would promote tier-0 code compiles the optimized at once

@@ -36,7 +36,8 @@ class Kernel:
     `nontemporal` streams the output past the caches (large outputs only) and, unless
     `fenced` is False, ends with a fence that publishes those weakly ordered stores to other
     threads (False where the caller fences once after many calls: the row driver); `prefetch`
-    names a unit-stride input whose lines are fetched ahead (see `prefetching`).
+    names a unit-stride input whose lines are fetched ahead (see `prefetching`), by
+    `fetch_ahead` elements fixed in the code, or (0) by the last run-time parameter.
     """
 
     name: str
@@ -49,6 +50,7 @@ class Kernel:
     nontemporal: bool = False
     fenced: bool = True
     prefetch: int = NO_PREFETCH
+    fetch_ahead: int = 0
 
     @property
     def buffers(self) -> tuple[Buffer, ...]:

@@ -5,6 +5,7 @@ from kernel_helpers import impl_of
 
 import kael
 from kael.frontend import eager
+from kael.frontend.inspection import record_launches
 from kael.runtime.device import CUDA
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl
@@ -92,3 +93,23 @@ def test_an_eager_reduction_at_a_new_shape_plans_its_layout_once(monkeypatch):
     assert np.allclose(got.numpy(), x.numpy().astype(np.float64).sum(-1), rtol=1e-6, atol=1e-6)
     x.sum(-1)  # now remembered by the fast door: no planning at all
     assert len(planned) == 1
+
+
+@pytest.mark.parametrize(
+    "op, fetched",
+    [(kael.nn.functional.elu, True), (kael.nn.functional.silu, True), (kael.relu, False)],
+    ids=["elu", "silu", "relu"],
+)
+def test_streaming_kernels_with_long_bodies_fetch_their_input_ahead(monkeypatch, op, fetched):
+    """Vector math between the loads of a streamed output: the input is prefetched
+    STREAM_FETCH_BYTES ahead; a short body (relu) and an output that stays in the caches
+    leave the hardware prefetchers alone."""
+    monkeypatch.setattr(eager, "NONTEMPORAL_BYTES", 1 << 16)
+    x = kael.randn(3 << 14)  # 192 KiB: streamed under the lowered threshold
+    _, launched = record_launches(op, x)
+    (kernel,) = [launch.kernel for launch in launched]
+    assert kernel.nontemporal
+    assert (kernel.prefetch == 0) == fetched
+    assert kernel.fetch_ahead == (eager.STREAM_FETCH_BYTES // 4 if fetched else 0)
+    _, small = record_launches(op, kael.randn(1000))
+    assert small[0].kernel.prefetch < 0 and not small[0].kernel.nontemporal

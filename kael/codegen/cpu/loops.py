@@ -24,6 +24,7 @@ from kael.codegen.lowering import (
     declare,
     decompose,
     element_offset,
+    i64,
     mangle,
     memory_type,
     narrow,
@@ -541,7 +542,8 @@ def _emit_contig_row(b, kernel: Kernel, args: _Args, bases, idx, i0, n):
     unroll = unroll_of(kernel)
     ahead = kernel.prefetch
     if ahead != NO_PREFETCH and kernel.inputs[ahead].inner == CONTIG:
-        ahead_row, distance = rows[len(kernel.outputs) + ahead], args.params[-1]
+        ahead_row = rows[len(kernel.outputs) + ahead]
+        distance = i64(kernel.fetch_ahead) if kernel.fetch_ahead else args.params[-1]
         ahead_steps = prefetch_steps(kernel.inputs[ahead].dtype.itemsize, width, unroll)
     else:
         ahead_steps = []
