@@ -110,20 +110,25 @@ def _word_of_block(b: ir.IRBuilder, width: int, w: ir.Value, key: ir.Value) -> i
 
 
 def _grouped_words(b: ir.IRBuilder, width: int, w0: ir.Value, key: ir.Value) -> ir.Value:
-    """The words of counters w0 .. w0 + width - 1 (w0 a multiple of width), from the
-    width blocks of their group of 4 * width counters, computed when the group changes."""
+    """The words of counters w0 .. w0 + width - 1 (w0 a multiple of width) under `key`,
+    from the width blocks of their group of 4 * width counters, computed when the group
+    or the key changes."""
     fn = b.function
     entry = ir.IRBuilder(fn.entry_basic_block)
     entry.position_at_start(fn.entry_basic_block)
     words_t = ir.VectorType(I32, width)
     tag = entry.alloca(I64, name="philox.group")
+    held_key = entry.alloca(I64, name="philox.key")
     slots = entry.alloca(ir.ArrayType(words_t, 4), name="philox.words")
     entry.store(ir.Constant(I64, -1), tag)  # counters >> 2 are never all ones
     lanes = width.bit_length() - 1
     first = b.and_(b.lshr(w0, ir.Constant(I64, 2)), ir.Constant(I64, -width))
     refill = fn.append_basic_block("philox.refill")
     ready = fn.append_basic_block("philox.ready")
-    b.cbranch(b.icmp_unsigned("!=", first, b.load(tag)), refill, ready)
+    stale = b.or_(
+        b.icmp_unsigned("!=", first, b.load(tag)), b.icmp_unsigned("!=", key, b.load(held_key))
+    )
+    b.cbranch(stale, refill, ready)
     b.position_at_end(refill)
     iota = ir.Constant(ir.VectorType(I64, width), list(range(width)))
     x = _four_words(b, width, b.add(splat(b, first, width), iota), splat(b, key, width))
@@ -139,6 +144,7 @@ def _grouped_words(b: ir.IRBuilder, width: int, w0: ir.Value, key: ir.Value) -> 
         vector = b.shuffle_vector(low, high, ir.Constant(ir.VectorType(I32, width), order))
         b.store(vector, b.gep(slots, [ir.Constant(I32, 0), ir.Constant(I32, j)]))
     b.store(first, tag)
+    b.store(key, held_key)
     b.branch(ready)
     b.position_at_end(ready)
     j = b.and_(b.lshr(w0, ir.Constant(I64, lanes)), ir.Constant(I64, 3))

@@ -189,7 +189,9 @@ def _block() -> tuple[g.Node, g.Node]:
 def _word() -> g.Node:
     """This element's 32-bit Philox word (an int64 in [0, 2**32)): word i & 3 of block
     base + i >> 2, base the offset rounded up to a multiple of 4 (so vector code finds
-    whole groups of blocks: kael/codegen/philox.py)."""
+    whole groups of blocks: kael/codegen/philox.py). The word counter 4 base + i keeps 64
+    bits, so these blocks are counted modulo 2**62: a stream set past offset 2**62
+    (set_state) draws dropout's masks of the offset 2**62 lower."""
     base = _op("bitand", _op("add", _scalar(int64, "offset"), _const(int64, 3)), _const(int64, -4))
     counter = _op("add", g.Position(int64, (), 0), _op("shl", base, _const(int64, 2)))
     return _op("philox32", counter, _scalar(int64, "seed"))
@@ -255,16 +257,16 @@ def _generate(
     scalars: dict | None = None,
     ins: tuple[TensorImpl, ...] = (),
     generator: Generator | None = None,
-    per_block: int = 1,
+    one_word: bool = False,
 ) -> bool:
     """Fill the new contiguous `out` with `build`'s values over fresh counters; returns the flag.
 
     The kernel runs on a flat view, so the position is the row-major element index; inputs
-    are contiguous and of out's shape. `per_block` 4: elements draw one word each (_word),
-    four to a block, from an offset it rounds up to a multiple of 4.
+    are contiguous and of out's shape. `one_word`: elements draw one 32-bit word each
+    (_word), four to a block, from an offset rounded up to a multiple of 4.
     """
     n = out.numel()
-    count = n if per_block == 1 else -(-n // 4) + 3
+    count = -(-n // 4) + 3 if one_word and n else n
     seed, offset = tracing.reserve(count, generator)
     if n == 0:
         return False
@@ -669,7 +671,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         return _op("mul", g.Input(dt, (), "x"), mask)
 
     words = {"keep": math.ceil((1.0 - p) * 2.0**32), "scale": scale}
-    _generate(("dropout", dt), build, out._impl, words, ins=(src._impl,), per_block=4)
+    _generate(("dropout", dt), build, out._impl, words, ins=(src._impl,), one_word=True)
     if inplace:
         eager.copy_into(x._impl, out._impl)
         x._impl.storage.bump_version()

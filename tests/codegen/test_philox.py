@@ -151,6 +151,16 @@ def test_philox32_is_word_w_mod_4_of_the_block_at_w_div_4(start, strided):
     assert [int(v) for v in got] == want
 
 
+def test_philox32_keys_may_change_inside_a_group():
+    """Vectors of one group of counters under different keys: the cached group is not
+    handed to the second key."""
+    n = 256
+    a = np.zeros(n, np.int64)
+    keys = (np.arange(n, dtype=np.int64) // 16) * 977 + 1  # one key per 16 counters
+    got = _run("philox32", a, keys)
+    assert [int(v) for v in got] == [word_of(i, int(k)) for i, k in enumerate(keys)]
+
+
 def test_philox32_keys_may_differ_by_lane():
     n = 64
     a = np.zeros(n, np.int64)

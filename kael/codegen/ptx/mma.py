@@ -95,7 +95,8 @@ def build_module(dtype: DType) -> ir.Module:
                 ks = [b.add(k0, i64(extra + d)) for d in (0, 1)]
                 loads = [element(bm, kk, col, w["k"], w["n"], w["brs"], w["bcs"]) for kk in ks]
                 b_regs.append(packed(*loads))
-            d = b.call(mma, [*a_regs, *b_regs, *(b.load(x) for x in acc[j])])
+            # convergent: no pass may move the warp-wide instruction into divergent code
+            d = b.call(mma, [*a_regs, *b_regs, *(b.load(x) for x in acc[j])], attrs=("convergent",))
             for i, cell in enumerate(acc[j]):
                 b.store(b.extract_value(d, i), cell)
 
