@@ -88,9 +88,17 @@ def _sum_out(x: Tensor, term: str, keep: set[str]) -> tuple[Tensor, str]:
 
 
 def _arranged(x: Tensor, term: str, order: str, sizes: dict[str, int]) -> Tensor:
-    """x permuted into `order` (every index of term), size-1 dims expanded to `sizes`."""
-    x = x.permute(*[term.index(c) for c in order])
-    return x.expand(*[sizes[c] for c in order])
+    """x permuted into `order` (every index of term), size-1 dims expanded to `sizes`;
+    x itself where both are no-ops (the common case: half of a small einsum's time)."""
+    if term != order:
+        x = x.permute(*[term.index(c) for c in order])
+    shape = tuple(sizes[c] for c in order)
+    return x if x.shape == shape else x.expand(*shape)
+
+
+def _matrices(x: Tensor, shape: tuple[int, int, int]) -> Tensor:
+    """x as a batch of matrices of `shape` (itself when it has that shape)."""
+    return x if x.shape == shape else x.reshape(shape)
 
 
 def _contract(a: Tensor, ta: str, b: Tensor, tb: str, keep: set[str], sizes) -> tuple[Tensor, str]:
@@ -101,12 +109,10 @@ def _contract(a: Tensor, ta: str, b: Tensor, tb: str, keep: set[str], sizes) -> 
     left = "".join(c for c in ta if c not in tb)
     right = "".join(c for c in tb if c not in ta)
     size = lambda s: math.prod(sizes[c] for c in s)  # noqa: E731
-    am = _arranged(a, ta, batch + left + shared, sizes).reshape(
-        size(batch), size(left), size(shared)
-    )
-    bm = _arranged(b, tb, batch + shared + right, sizes).reshape(
-        size(batch), size(shared), size(right)
-    )
+    am = _arranged(a, ta, batch + left + shared, sizes)
+    bm = _arranged(b, tb, batch + shared + right, sizes)
+    am = _matrices(am, (size(batch), size(left), size(shared)))
+    bm = _matrices(bm, (size(batch), size(shared), size(right)))
     product = linalg.matmul(am, bm)
     term = batch + left + right
     return product.reshape(tuple(sizes[c] for c in term)), term
@@ -142,7 +148,9 @@ def einsum(equation: str, *operands) -> Tensor:
         acc, term = _contract(acc, term, x, t, keep, sizes)
     acc, term = _sum_out(acc, term, set(out))
     result = _arranged(acc, term, out, sizes) if term else acc
-    return result.contiguous() if result.ndim and not result.is_contiguous() else result
+    if result.ndim and not result.is_contiguous():
+        return result.contiguous()
+    return result.view(result.shape) if any(result is x for x in xs) else result  # a view
 
 
 # ---- tensordot, kron, cdist ------------------------------------------------------------------
