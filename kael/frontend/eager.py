@@ -176,10 +176,11 @@ STREAM_FETCH_BYTES = 4 << 10
 STREAM_FETCH = True  # a switch for in-process A/B measurements
 
 
-def _streamed(kernel: Kernel, on_cpu: bool) -> Kernel:
-    """The specialized `kernel` with its first unit-stride input fetched ahead, where it
-    streams its output from a long body on the host."""
-    if not (STREAM_FETCH and on_cpu and kernel.nontemporal) or kernel.prefetch >= 0:
+def _specialize(entry: Template, lay, stream: bool, on_cpu: bool) -> Kernel:
+    """The elementwise template for this launch layout, its first unit-stride input
+    fetched ahead where it streams its output from a long body on the host."""
+    kernel = entry.kernel.specialize(lay.rank, lay.inners, lay.tiled, stream)
+    if not (STREAM_FETCH and on_cpu and stream) or kernel.prefetch >= 0:
         return kernel
     if not any(x.uses_ops(e, LONG_OPS) for e in kernel.exprs):
         return kernel
@@ -195,8 +196,7 @@ def specialized(entry: Template, outs, ins, axes=None, streaming: bool = True, f
     would launch it), without compiling it."""
     if axes is None:
         lay, stream = _layout(entry, outs[0], (*outs, *ins), streaming)
-        kernel = entry.kernel.specialize(lay.rank, lay.inners, lay.tiled, stream)
-        return _streamed(kernel, outs[0].device is CPU)
+        return _specialize(entry, lay, stream, outs[0].device is CPU)
     reduce_axes, keepdim = axes
     lay = _reduction_layout(outs, ins, ins[0].shape, reduce_axes, keepdim)
     return _launched(entry.kernel.specialize(lay), lay, outs, ins, fetch)
@@ -219,8 +219,7 @@ def _plan(
     key = (entry, lay.rank, lay.inners, lay.tiled, stream, on_cpu)
     hit = _specialized.get(key)
     if hit is None:
-        specialized = entry.kernel.specialize(lay.rank, lay.inners, lay.tiled, stream)
-        specialized = _streamed(specialized, on_cpu)
+        specialized = _specialize(entry, lay, stream, on_cpu)
         hit = (specialized, None)
         if compile or not on_cpu:
             # a first launch that would promote tier-0 code compiles the optimized at once

@@ -197,14 +197,10 @@ def _word() -> g.Node:
     return _op("philox32", counter, _scalar(int64, "seed"))
 
 
-def _top53(bits: g.Node) -> g.Node:
-    """The top 53 of 64 random bits, as an int64: bits >> 11 (unsigned)."""
-    return _op("mulhi_u", bits, _const(int64, 1 << 53))
-
-
 def _unit(bits: g.Node) -> g.Node:
     """The float64 in [0, 1) of the top 53 of 64 random bits: (bits >> 11) * 2**-53."""
-    return _op("mul", g.Cast(float64, (), _top53(bits)), _const(float64, 2.0**-53))
+    top = _op("mulhi_u", bits, _const(int64, 1 << 53))
+    return _op("mul", g.Cast(float64, (), top), _const(float64, 2.0**-53))
 
 
 def _as_float(value: g.Node, dtype: DType, below_one: bool = False) -> g.Node:

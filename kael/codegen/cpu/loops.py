@@ -141,9 +141,8 @@ def build_function(module: ir.Module, kernel: Kernel, symbol: str) -> ir.Functio
     return fn
 
 
-def _store(
-    b: ir.IRBuilder, kernel: Kernel, ptr: ir.Value, value: ir.Value, align: int, stream: bool
-):
+def store(b: ir.IRBuilder, ptr: ir.Value, value: ir.Value, align: int, stream: bool) -> None:
+    """value to *ptr; `stream`: past the caches (nontemporal, the caller fences)."""
     st = b.store(value, ptr, align=align)
     if stream:
         st.set_metadata("nontemporal", b.module.add_metadata([ir.Constant(ir.IntType(32), 1)]))
@@ -207,9 +206,9 @@ def _emit_body(
 
     `address(buffer, width)` gives the pointer to load or store; `index(axis)` the position.
     With a `mask` (an i1 per lane, unit-stride and broadcast buffers only) the lanes off it
-    neither load nor store: a row's last partial vector, its first `count` lanes. `paired`: a PAIRS input's address
-    is its first element, read as 2 * width lanes (the contiguous row walk's); else it
-    gives lane pointers like any strided buffer's.
+    neither load nor store: a row's last partial vector, its first `count` lanes.
+    `paired`: a PAIRS input's address is its first element, read as 2 * width lanes (the
+    contiguous row walk's); else it gives lane pointers like any strided buffer's.
     """
     n_out = len(kernel.outputs)
 
@@ -232,7 +231,7 @@ def _emit_body(
         if stream and buf.dtype is float16:
             half = _streamed_half(b, wide, address(o, width))
         if half is not None:
-            _store(b, kernel, half[1], half[0], align, stream)
+            store(b, half[1], half[0], align, stream)
             continue
         value = narrow(b, wide, buf.dtype)
         if width > 1 and buf.inner not in (CONTIG, BCAST):
@@ -240,7 +239,7 @@ def _emit_body(
         elif mask is not None:
             store_first(b, value, address(o, width), buf.dtype.itemsize, count, mask)
         else:
-            _store(b, kernel, address(o, width), value, align or buf.dtype.itemsize, stream)
+            store(b, address(o, width), value, align or buf.dtype.itemsize, stream)
 
 
 def _lane_offsets(width: int) -> ir.Constant:

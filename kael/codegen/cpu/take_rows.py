@@ -2,9 +2,9 @@
 
 When the slices index_select picks are runs of at least a cache line (a contiguous
 source, the indexed dim not the last), each work item copies one run: out[o, j, :] =
-src[o, index[j], :], 64-byte vectors and a masked tail, any dtype (it moves bytes). The
-run a few items ahead is prefetched, since a random row's first lines would otherwise
-wait on memory. gather.py's walk kernel does every other layout (and the GPU's).
+src[o, index[j], :], 64-byte vectors and a masked tail (loops.store_first), any dtype
+(it moves bytes). The run a few items ahead is prefetched, since a random row's first
+lines would otherwise wait on memory. gather.py's walk kernel does every other layout (and the GPU's).
 
 The streaming variant (STREAM_SYMBOL) is for outputs larger than the caches whose runs
 are whole 64-byte lines at 64-byte-aligned addresses: its stores go past the caches, so
@@ -21,7 +21,7 @@ from llvmlite import ir
 
 from kael.codegen.cpu import handwritten
 from kael.codegen.cpu.gemm import begin, divmod_, finish
-from kael.codegen.cpu.loops import lanes_below, masked_load, masked_store
+from kael.codegen.cpu.loops import lanes_below, masked_load, store, store_first
 from kael.codegen.lowering import declare, i64
 from kael.runtime.dtypes import INT64_MAX
 from kael.runtime.launcher import launch
@@ -78,9 +78,7 @@ def _emit_kernel(module: ir.Module, symbol: str, stream: bool) -> None:
                 def chunk(k):
                     p = b.bitcast(b.gep(src, [k]), vt.as_pointer())
                     q = b.bitcast(b.gep(dst, [k]), vt.as_pointer())
-                    st = b.store(b.load(p, align=1), q, align=VECTOR if stream else 1)
-                    if stream:
-                        st.set_metadata("nontemporal", module.add_metadata([ir.Constant(I32, 1)]))
+                    store(b, q, b.load(p, align=1), VECTOR if stream else 1, stream)
 
                 done = loops.counted(i64(0), w["run"], VECTOR, chunk, "copy")
                 if not stream:
@@ -90,7 +88,7 @@ def _emit_kernel(module: ir.Module, symbol: str, stream: bool) -> None:
                         p = b.bitcast(b.gep(src, [done]), vt.as_pointer())
                         value = masked_load(b, p, 1, mask)
                         q = b.bitcast(b.gep(dst, [done]), vt.as_pointer())
-                        masked_store(b, value, q, 1, mask)
+                        store_first(b, value, q, 1, rest, mask)
             with bad:
                 b.atomic_rmw("min", error, j, "monotonic")
 

@@ -11,6 +11,9 @@ A, B, C, each operand's strides in elements, the sizes and the tile counts.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import NamedTuple
+
 from llvmlite import ir
 
 from kael.codegen.cpu.loops import LoopBuilder
@@ -146,43 +149,47 @@ def build_module(dtype: DType) -> ir.Module:
     return module
 
 
-def _entry(dtype: DType) -> tuple[str, object]:
-    """(the entry symbol, its module's builder): the tensor cores' kernel for the half
-    types (ptx/mma.py), the tiled one for the rest."""
+class _Product(NamedTuple):
+    """A product kernel: its entry symbol, module builder and CTA (tile sides, threads)."""
+
+    symbol: str
+    build: Callable[[DType], ir.Module]
+    tile_m: int
+    tile_n: int
+    threads: int
+
+
+def _product(dtype: DType) -> _Product:
+    """The tensor cores' kernel for the half types (ptx/mma.py), the tiled one else."""
     if dtype.is_half:
         from kael.codegen.ptx import mma  # it imports this module
 
-        return mma.symbol(dtype), mma.build_module
-    return symbol(dtype), build_module
+        return _Product(mma.symbol(dtype), mma.build_module, mma.TILE_M, mma.TILE_N, mma.THREADS)
+    return _Product(symbol(dtype), build_module, TILE, TILE, THREADS)
 
 
 @sync.cached
 def ptx(dtype: DType) -> str:
     """The kernel's PTX text, running LLVM at most once per machine (disk cache)."""
-    module = _entry(dtype)[1](dtype)
+    module = _product(dtype).build(dtype)
     return compiler.stored_ptx(str(module), lambda: module)
 
 
 @sync.cached
 def _function(dtype: DType):
-    return cuda_driver.load_function(ptx(dtype), _entry(dtype)[0])
+    return cuda_driver.load_function(ptx(dtype), _product(dtype).symbol)
 
 
 def matmul(c: TensorImpl, a: TensorImpl, b: TensorImpl) -> None:
     """c = a @ b on the GPU, with gemm_run.matmul's contract (device addresses); float16
     and bfloat16 (all three operands of the dtype) on the tensor cores (ptx/mma.py)."""
-    from kael.codegen.ptx import mma  # it imports this module
-
     _, function = _function(c.dtype)
-    name = _entry(c.dtype)[0]
-    tile_m, tile_n, threads = (
-        (mma.TILE_M, mma.TILE_N, mma.THREADS) if c.dtype.is_half else (TILE, TILE, THREADS)
-    )
+    kernel = _product(c.dtype)
     dims = batch_dims(c.shape[:-2], a.strides[:-2], b.strides[:-2], c.strides[:-2])
     q, (qa, qb, qc) = dims.pop() if dims else (1, (0, 0, 0))
     m, k = a.shape[-2:]
     n = b.shape[-1]
-    tm, tn = -(-m // tile_m), -(-n // tile_n)
+    tm, tn = -(-m // kernel.tile_m), -(-n // kernel.tile_n)
     item = c.dtype.itemsize
     starts = [(0, 0, 0)]
     for size, st in dims:
@@ -197,6 +204,6 @@ def matmul(c: TensorImpl, a: TensorImpl, b: TensorImpl) -> None:
             *a.strides[-2:], qa, *b.strides[-2:], qb, c.strides[-2], qc, m, n, k, tm, tn,
         ]  # fmt: skip
         cuda_driver.launch_kernel(
-            function, q * tm * tn, threads, words, name=name,
+            function, q * tm * tn, kernel.threads, words, name=kernel.symbol,
             moved=q * (m * k + k * n + m * n) * item, flops=2 * q * m * n * k,
         )  # fmt: skip

@@ -27,7 +27,7 @@ def test_ptxas_accepts_the_gemm_kernel(dtype):
 @pytest.mark.parametrize("dtype", ALL, ids=str)
 def test_the_entry_is_launchable_and_takes_one_word_per_argument(dtype):
     text = ptx_gemm.ptx(dtype)
-    entry = re.search(rf"\.visible \.entry {ptx_gemm._entry(dtype)[0]}\((.*?)\)", text, re.S)
+    entry = re.search(rf"\.visible \.entry {ptx_gemm._product(dtype).symbol}\((.*?)\)", text, re.S)
     assert entry is not None  # a .func could not be launched
     assert entry.group(1).count(".param .u64") == len(ptx_gemm.ARGS)
 
