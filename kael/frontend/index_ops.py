@@ -28,6 +28,7 @@ from kael.runtime.device import CPU
 from kael.runtime.dtypes import bfloat16, bool_, float32, int64, promote_types
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, format_shape
+from kael.runtime.threadpool import get_num_threads
 
 
 class ValuesIndices(NamedTuple):
@@ -309,7 +310,8 @@ def _scatter_add(
     dst: TensorImpl, d: int, idx: TensorImpl, src: TensorImpl, op: str, kind: str = "scatter_add"
 ) -> None:
     """The checked kernel call: a check-only pass, then lines along d combined race-free
-    (summed, or by another of gather.py's SCATTERS `kind`s)."""
+    (summed, or by another of gather.py's SCATTERS `kind`s); or, with fewer lines than
+    threads, chunks into private tables folded into dst once every index passed."""
     order, way = _scatter_order(src, idx, d)
     sizes = [idx.shape[k] for k in order]
     dense = kernels.Operand(src.data_ptr(), tuple(src.strides[k] for k in order))
@@ -317,6 +319,14 @@ def _scatter_add(
     table = kernels.Operand(dst.data_ptr(), tuple(table_strides[k] for k in order))
     ix = kernels.Operand(idx.data_ptr(), tuple(idx.strides[k] for k in order))
     size, stride = dst.shape[d], dst.strides[d]
+    parts = _split_parts(sizes, size, dst.device)
+    if parts:
+        privates = empty_impl((parts * kernels.private_size(sizes, size),), dst.dtype, CPU)
+        split = (privates.data_ptr(), parts)
+        bad = kernels.walk(kind, dst.dtype, sizes, dense, table, ix, size, stride, split=split)
+        if bad is not None:
+            raise _out_of_bounds(op, bad, d, size)
+        return
     # The check reads each distinct index once: dims the index repeats (stride 0) shrink to 1.
     checked = [
         1 if st == 0 and k < len(sizes) - 1 else n
@@ -329,6 +339,25 @@ def _scatter_add(
         )  # fmt: skip
         if bad is not None:
             raise _out_of_bounds(op, bad, d, size)
+
+
+# Source elements per private table of a split scatter: below it a thread's share of a
+# scatter costs less than waking it.
+SPLIT_ELEMENTS = 1 << 16
+
+
+def _split_parts(sizes: Sequence[int], size: int, device) -> int:
+    """How many private tables a scatter over `sizes` (indexed dim last, `size` long in the
+    destination) splits into: one a thread when its lines are fewer than the threads (the
+    line split would leave threads idle) and the tables together hold no more elements than
+    the source; else 0 (the line split). On the CPU only."""
+    threads = get_num_threads()
+    total = math.prod(sizes)
+    lines = math.prod(sizes[:-1])
+    parts = min(threads, total // SPLIT_ELEMENTS)
+    if device is not CPU or lines >= threads or parts < 2:
+        return 0
+    return parts if parts * lines * size <= total else 0
 
 
 def _scatter_order(src: TensorImpl, idx: TensorImpl, d: int) -> tuple[list[int], int]:

@@ -232,7 +232,10 @@ def scatter_reduce_(
 ) -> Tensor:
     """self[index[i][j]][j] combined with src[i][j] (dim 0, and so on) by `reduce`: sum,
     prod, mean, amax or amin; include_self=False leaves self's own value out of the
-    positions index names. Deterministic: each position combines in index order."""
+    positions index names. Deterministic: each position combines in index order, or, for a
+    long source into fewer lines than threads, in one partial table per thread combined in
+    thread order (float sums and products round accordingly: bits depend on the thread count,
+    as a parallel sum's do)."""
     op = "scatter_reduce_"
     x = _checked_self(self, op)
     if reduce not in REDUCES:

@@ -14,8 +14,9 @@ import torch
 from kernel_helpers import KAEL_DTYPES, TORCH_DTYPES
 
 import kael
+from kael.frontend import index_ops
 from kael.frontend.outputs import device_of
-from kael.runtime.device import CUDA
+from kael.runtime.device import CPU, CUDA
 
 DTYPES = [kael.float32, kael.float64, kael.int64, kael.bool]
 DTYPE_IDS = ["f32", "f64", "i64", "bool"]
@@ -398,6 +399,48 @@ def test_index_add_of_rows_is_the_same_for_any_thread_count_and_matches_torch():
         bad = ti.clone()
         bad[1500] = 300
         kael.zeros(300, 700).index_add_(0, as_kael(bad), as_kael(tsrc))
+
+
+def test_a_scatter_splits_into_private_tables_only_when_lines_are_too_few_to_share():
+    split, n = index_ops._split_parts, index_ops.SPLIT_ELEMENTS
+    threads = kael.get_num_threads()
+    try:
+        kael.set_num_threads(2)
+        assert split((2 * n,), 1000, CPU) == 2  # one line: a table per thread
+        assert split((2 * n - 1,), 1000, CPU) == 0  # under SPLIT_ELEMENTS per table
+        assert split((1, 2 * n), n, CPU) == 2  # the tables hold as many elements as the source
+        assert split((1, 2 * n), n + 1, CPU) == 0  # more: the line walk
+        assert split((2, 2 * n), 10, CPU) == 0  # a line per thread already
+        kael.set_num_threads(3)
+        assert split((2, 3 * n), 10, CPU) == 3
+        kael.set_num_threads(1)
+        assert split((64 * n,), 10, CPU) == 0
+    finally:
+        kael.set_num_threads(threads)
+    assert split((4 * n,), 10, CUDA) == 0  # the CPU's kernels only
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.int64], ids=str)
+def test_a_split_scatter_add_matches_torch_and_checks_every_index_first(dtype):
+    gen = torch.Generator().manual_seed(8)
+    size = 2 * index_ops.SPLIT_ELEMENTS + 77
+    ti = torch.randint(0, 999, (size,), generator=gen)
+    tsrc = torch.randint(-50, 50, (size,), generator=gen).to(TORCH_DTYPES[dtype])
+    base = torch.arange(2000).to(TORCH_DTYPES[dtype])
+    threads = kael.get_num_threads()
+    try:
+        kael.set_num_threads(2)
+        assert index_ops._split_parts((size,), 1000, CPU) == 2
+        k = as_kael(base)[::2][:999]  # a view: the fold writes through its stride 2
+        k.scatter_add_(0, as_kael(ti), as_kael(tsrc))
+        bad = ti.clone()
+        bad[size - 5] = 999
+        with pytest.raises(kael.IndexError, match="index 999 is out of bounds for dimension 0"):
+            k.scatter_add_(0, as_kael(bad), as_kael(tsrc))
+    finally:
+        kael.set_num_threads(threads)
+    want = base[::2][:999].clone().scatter_add_(0, ti, tsrc)
+    np.testing.assert_array_equal(k.numpy(), want.numpy())  # integer sums: exact
 
 
 def test_scatter_add_bounds_leave_self_unchanged_on_a_bad_index():

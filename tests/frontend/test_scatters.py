@@ -10,6 +10,7 @@ from parity_helpers import torch_pair as pair
 
 import kael
 from kael.codegen.cpu.binning import CHUNK
+from kael.frontend import index_ops
 
 RNG = np.random.default_rng(53)
 
@@ -229,6 +230,40 @@ def test_scatter_reduce_matches_torch(reduce, include_self, dtype):
     close_to_torch(kk, tk.scatter_reduce_(1, ti[:4, :4], ts, *args, **kw), 1e-6)
     with pytest.raises(kael.ValueError, match="no larger than"):
         kk.scatter_reduce_(1, ki[:, :4], ks, *args, **kw)  # 5 index rows for 4 of self
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float16, kael.int64, kael.uint8], ids=str)
+def test_a_long_scatter_reduce_into_a_short_table_splits_and_matches_torch(
+    reduce, include_self, dtype
+):
+    """A 1-d source of 2 * SPLIT_ELEMENTS + 5 into 1000 places: private tables per thread,
+    folded in order. Small integers keep every reduction exact, so torch's values match
+    to the bit; a bad index anywhere leaves self as it was."""
+    size = 2 * index_ops.SPLIT_ELEMENTS + 5
+    values = RNG.choice([1, -1], size) if reduce == "prod" else RNG.integers(-5, 6, size)
+    if reduce == "prod":
+        values[RNG.integers(0, size, 6)] = 2
+    if dtype is kael.uint8:
+        values = np.abs(values)
+    ks, ts = pair(values, dtype)
+    ki, ti = pair(RNG.integers(0, 1000, size), kael.int64)
+    k, t = pair(RNG.integers(0, 6, 1000), dtype)
+    kw = {"include_self": include_self}
+    threads = kael.get_num_threads()
+    try:
+        kael.set_num_threads(2)
+        assert index_ops._split_parts((size,), 1000, k.device) == 2
+        got = kael.scatter_reduce(k, 0, ki, ks, reduce, **kw)
+        bad = ki.clone()
+        bad[size // 2] = -1
+        with pytest.raises(kael.IndexError, match="index -1 is out of bounds"):
+            k.scatter_reduce_(0, bad, ks, reduce, **kw)
+    finally:
+        kael.set_num_threads(threads)
+    close_to_torch(got, torch.scatter_reduce(t, 0, ti, ts, reduce, **kw), 0)
+    close_to_torch(k, t, 0)
 
 
 def test_scatter_reduce_propagates_nan_and_refuses_bad_reduce():

@@ -15,6 +15,11 @@ last): two lines never write one element of a table without internal overlap, so
 split over threads is race-free and each element sums in index order. A thread walks
 its lines one by one, or, when the indexed dim is not the source's fastest (index_add_
 of rows), loops over the indexed dim outside and its lines' other coordinates inside.
+A scatter with fewer lines than threads (the 1-d scatter_reduce of a long source into a
+short table) splits the walk into chunks instead: each combines into its own private
+table, filled with the reduction's identity first, and a second kernel folds the tables
+into the destination in chunk order, element-parallel. Nothing reaches the destination
+before every index has passed its check.
 nonzero counts the nonzeros of fixed-size blocks in parallel, scans the counts in
 place, then each block writes its coordinates from its start: the order is row-major
 whatever the split.
@@ -43,10 +48,13 @@ KINDS = ("gather", "put", "scatter_add", "scatter_prod", "scatter_amax", "scatte
 SCATTERS = ("scatter_add", "scatter_prod", "scatter_amax", "scatter_amin")
 WALK_WORDS = (
     "dense", "table", "index", "error", "size", "stride", "mode", "write", "order", "total",
-    "rank",
+    "chunk", "share", "rank",
 )  # fmt: skip
-# scatter_add's two ways through its lines (the same work items, the same result).
-ORDER_LINES, ORDER_OUTER = 0, 1
+# A scatter's ways through its elements: whole lines, the indexed dim outside the others
+# (both: work items are lines, the same result), or chunks of the walk into private tables.
+ORDER_LINES, ORDER_OUTER, ORDER_PRIVATE = 0, 1, 2
+# The fold of private tables into the destination (the scatters' second symbol).
+FOLD_WORDS = ("table", "privates", "parts", "share", "rank")
 NONZERO_WORDS = ("input", "counts", "out", "total", "rank")
 # Elements per nonzero work item: large enough that the scan over blocks is negligible.
 NONZERO_BLOCK = 4096
@@ -102,10 +110,13 @@ class _Walk:
         body: Callable,
         uniform: tuple | None = None,
         origins: Sequence[ir.Value] | None = None,
+        fixed: Sequence[int] | None = None,
     ) -> None:
         """Walk [start, stop), each operand's offsets counted from its origin (default 0).
         With `uniform` = (k, run_body), a run along the last dim where operand k's stride
-        is 0 goes to run_body(pos, bases, inner strides, run) instead."""
+        is 0 goes to run_body(pos, bases, inner strides, run) instead. With `fixed` (an
+        inner stride per operand), a run whose strides are those takes a copy of the loop
+        with them as constants: no multiply per operand, and LLVM can vectorize it."""
         b, rank = self.b, self.rank
         for k, off in enumerate(self.offs):
             b.store(i64(0) if origins is None else origins[k], off)
@@ -136,19 +147,29 @@ class _Walk:
         run = b.select(b.icmp_signed("<", left_in_dim, left), left_in_dim, left)
         bases = [b.load(off) for off in self.offs]
 
-        def element(j):
-            offsets = [b.add(base, b.mul(j, st)) for base, st in zip(bases, inner)]
-            body(b.add(pos, j), offsets, b.add(c, j))
+        def loop(strides):
+            def element(j):
+                offsets = [b.add(base, b.mul(j, st)) for base, st in zip(bases, strides)]
+                body(b.add(pos, j), offsets, b.add(c, j))
 
-        if uniform is None:
             self.loops.counted(i64(0), run, 1, element, "run")
+
+        if fixed is not None:
+            match = [b.icmp_signed("==", st, i64(k)) for st, k in zip(inner, fixed)]
+            with b.if_else(_all(b, match), likely=True) as (constant, varying):
+                with constant:
+                    loop([i64(k) for k in fixed])
+                with varying:
+                    loop(inner)
+        elif uniform is None:
+            loop(inner)
         else:
             k, run_body = uniform
             with b.if_else(b.icmp_signed("==", inner[k], i64(0))) as (same, varying):
                 with same:
                     run_body(pos, bases, inner, run)
                 with varying:
-                    self.loops.counted(i64(0), run, 1, element, "run")
+                    loop(inner)
         b.store(b.add(pos, run), self.pos)
         b.store(b.add(c, run), self.at(last))
         for base, st, off in zip(bases, inner, self.offs):
@@ -180,6 +201,13 @@ class _Walk:
         b.store(outer, self.dim)
         b.branch(head)
         b.position_at_end(done)
+
+
+def _all(b: ir.IRBuilder, conditions: Sequence[ir.Value]) -> ir.Value:
+    result = conditions[0]
+    for c in conditions[1:]:
+        result = b.and_(result, c)
+    return result
 
 
 def _words(b: ir.IRBuilder, args: ir.Value, names: Sequence[str]) -> dict[str, ir.Value]:
@@ -306,21 +334,99 @@ def _walk_function(module: ir.Module, kind: str, dtype: DType) -> str:
 
         outer(begin, end, at_j, origins=origins)
 
-    by_lines = b.icmp_signed("==", w["order"], i64(ORDER_LINES))
-    with b.if_else(b.and_(writes, b.not_(by_lines))) as (across, whole):
-        with across:
-            walk.loops.counted(i64(0), line, 1, step, "across")
-        with whole:
-            start, stop = b.mul(begin, line), b.mul(end, line)
-            with b.if_else(writes) as (write, check_only):
-                with write:
-                    walk(start, stop, element)
-                with check_only:
-                    b.store(i64(INT64_MAX), first_bad)
-                    walk(start, stop, check)
-                    found = b.load(first_bad)
-                    with b.if_then(b.icmp_signed("<", found, i64(INT64_MAX))):
-                        b.atomic_rmw("min", error, found, "monotonic")
+    def into_private(pos, offs, _inner):
+        """element() for a private table: the index STRICT, the table's stride 1."""
+        od, ot, oi = offs
+        v = b.load(b.gep(index, [oi]))
+        with b.if_else(b.icmp_unsigned("<", v, w["size"]), likely=True) as (good, bad):
+            with good:
+                at = b.gep(table, [b.add(ot, v)])
+                b.store(_combine(kind, b, dtype, b.load(at), b.load(b.gep(dense, [od]))), at)
+            with bad:
+                b.atomic_rmw("min", error, pos, "monotonic")
+
+    def private(item):
+        """Chunk `item` of the walk into table number `item`, the identity beforehand."""
+        origin = b.mul(item, w["share"])
+        identity = _identity(kind, b, dtype)
+        walk.loops.counted(
+            i64(0), w["share"], 1, lambda j: b.store(identity, b.gep(table, [b.add(origin, j)])),
+            "fill",
+        )  # fmt: skip
+        start = b.mul(item, w["chunk"])
+        stop = b.add(start, w["chunk"])
+        stop = b.select(b.icmp_signed("<", stop, w["total"]), stop, w["total"])
+        walk(start, stop, into_private, origins=[i64(0), origin, i64(0)], fixed=(1, 0, 1))
+
+    order = w["order"]
+    by_lines = b.icmp_signed("==", order, i64(ORDER_LINES))
+    chunks = b.and_(writes, b.icmp_signed("==", order, i64(ORDER_PRIVATE)))
+    with b.if_else(chunks) as (split, lines):
+        with split:
+            walk.loops.counted(begin, end, 1, private, "private")
+        with lines, b.if_else(b.and_(writes, b.not_(by_lines))) as (across, whole):
+            with across:
+                walk.loops.counted(i64(0), line, 1, step, "across")
+            with whole:
+                start, stop = b.mul(begin, line), b.mul(end, line)
+                with b.if_else(writes) as (write, check_only):
+                    with write:
+                        walk(start, stop, element)
+                    with check_only:
+                        b.store(i64(INT64_MAX), first_bad)
+                        walk(start, stop, check)
+                        found = b.load(first_bad)
+                        with b.if_then(b.icmp_signed("<", found, i64(INT64_MAX))):
+                            b.atomic_rmw("min", error, found, "monotonic")
+    b.ret_void()
+    return symbol
+
+
+def _identity(kind: str, b: ir.IRBuilder, dtype: DType) -> ir.Value:
+    """The element x with combine(y, x) == y for every y under scatter `kind`, as stored:
+    -0.0 for a float sum (a -0.0 stays -0.0), 1, or the dtype's lowest (highest) value."""
+    t = memory_type(dtype)
+    if dtype.is_floating_point:
+        value = {
+            "scatter_add": -0.0, "scatter_prod": 1.0, "scatter_amax": -math.inf,
+            "scatter_amin": math.inf,
+        }[kind]  # fmt: skip
+        return (
+            narrow(b, ir.Constant(ir.FloatType(), value), dtype)
+            if dtype.is_half
+            else (ir.Constant(t, value))
+        )
+    if dtype is bool_:
+        low, high = 0, 1
+    else:
+        low, high = dtype.min, dtype.max
+    value = {"scatter_add": 0, "scatter_prod": 1, "scatter_amax": low, "scatter_amin": high}[kind]
+    return ir.Constant(t, dtype.wrap(value))
+
+
+def _fold_function(module: ir.Module, kind: str, dtype: DType) -> str:
+    """table[e] combined with privates[k * share + e] for k = 0, 1, ..., parts - 1, over the
+    walked elements e of the table (each a work item)."""
+    symbol = f"kael_{kind}_{dtype.name}_fold"
+    fn, b = handwritten.kernel_function(module, symbol)
+    w = _words(b, fn.args[0], FOLD_WORDS)
+    t = memory_type(dtype)
+    table, privates = _ptr(b, w["table"], t), _ptr(b, w["privates"], t)
+    acc = b.alloca(t, name="acc")
+    walk = _Walk(b, fn.args[0], len(FOLD_WORDS), w["rank"], 2)
+
+    def element(_pos, offs, _inner):
+        at = b.gep(table, [offs[0]])
+        b.store(b.load(at), acc)
+
+        def part(k):
+            mine = b.load(b.gep(privates, [b.add(offs[1], b.mul(k, w["share"]))]))
+            b.store(_combine(kind, b, dtype, b.load(acc), mine), acc)
+
+        walk.loops.counted(i64(0), w["parts"], 1, part, "part")
+        b.store(b.load(acc), at)
+
+    walk(fn.args[1], fn.args[2], element)
     b.ret_void()
     return symbol
 
@@ -339,7 +445,8 @@ def _mapped_index(b: ir.IRBuilder, w: dict[str, ir.Value], v: ir.Value, out: ir.
 
 def _build_walk(kind: str, dtype: DType) -> Callable[[ir.Module], list[str]]:
     def build(module: ir.Module) -> list[str]:
-        return [_walk_function(module, kind, dtype)]
+        symbols = [_walk_function(module, kind, dtype)]
+        return symbols + [_fold_function(module, kind, dtype)] if kind in SCATTERS else symbols
 
     return build
 
@@ -473,19 +580,20 @@ def walk(
     parallel: bool = True,
     order: int = ORDER_LINES,
     device=None,
+    split: tuple[int, int] | None = None,
 ) -> int | None:
     """Run a walk kernel over `sizes`; None, or the first bad index value (nothing was
     written for it). scatter_add needs its indexed dim last in `sizes` and at least one
     other dim; its check-only pass (write=False) takes indices as STRICT. `parallel=False`
     keeps a put with repeated offsets on one thread, so the last write wins. `device`: where
-    the operands' addresses point (None: the CPU)."""
+    the operands' addresses point (None: the CPU). `split` = (address, parts): a scatter
+    (STRICT) in `parts` chunks of the walk, each into its own table at the address
+    (`parts` * private_size(sizes, size) elements), folded into `table` in chunk order once
+    every index was good; the CPU only."""
     total = math.prod(sizes)
     if total == 0:
         return None
-    if not sizes:
-        sizes, dense, table, index = (1,), _scalar(dense), _scalar(table), _scalar(index)
-    if kind in SCATTERS and len(sizes) == 1:  # a leading size-1 dim: one line
-        sizes, dense, table, index = (1, *sizes), _lead(dense), _lead(table), _lead(index)
+    sizes, dense, table, index = _ranked(kind, sizes, dense, table, index)
     fixed = {
         "dense": dense.address,
         "table": table.address,
@@ -496,8 +604,12 @@ def walk(
         "write": int(write),
         "order": order,
         "total": total,
+        "chunk": 0,
+        "share": 0,
         "rank": len(sizes),
     }
+    if split is not None:
+        return _split(kind, dtype, fixed, (sizes, dense, table, index), *split)
     moved = total * (2 * dtype.itemsize + 8)
     typed = int64 if kind == "offsets" else dtype
     name, build = _spec(kind, typed)
@@ -515,6 +627,60 @@ def walk(
         return None if bad == INT64_MAX else _value_at(runner, index, sizes, bad)
     finally:
         runner.close()
+
+
+def _split(
+    kind: str, dtype: DType, fixed: dict, operands: tuple, privates: int, parts: int
+) -> int | None:
+    """walk's `split`: the chunks into private tables (one work item each), then the fold."""
+    sizes, dense, table, index = operands
+    size, stride = fixed["size"], fixed["stride"]
+    region = (*sizes[:-1], size)
+    share = math.prod(region)
+    own = _contiguous(region)
+    fixed |= {"table": privates, "stride": own[-1], "mode": STRICT, "write": 1}
+    fixed |= {"order": ORDER_PRIVATE, "chunk": -(-fixed["total"] // parts), "share": share}
+    name, build = _spec(kind, dtype)
+    runner = handwritten.HostRunner()
+    try:
+        fixed["error"] = error = runner.scratch([INT64_MAX])
+        words = [fixed[name] for name in WALK_WORDS]
+        words += [*sizes, *dense.strides, *own[:-1], 0, *index.strides]
+        moved = fixed["total"] * (dtype.itemsize + 8) + parts * share * dtype.itemsize
+        runner.run(name, build, f"kael_{kind}_{dtype.name}", words, parts, moved, align=1)
+        (bad,) = runner.read(error, 1)
+        if bad != INT64_MAX:
+            return _value_at(runner, index, sizes, bad)
+        words = [table.address, privates, parts, share, len(region), *region]
+        words += [*table.strides[:-1], stride, *own]
+        moved = share * (parts + 2) * dtype.itemsize
+        runner.run(name, build, f"kael_{kind}_{dtype.name}_fold", words, share, moved)
+        return None
+    finally:
+        runner.close()
+
+
+def private_size(sizes: Sequence[int], size: int) -> int:
+    """The elements of one private table of a split walk: the walked lines, each `size`
+    long."""
+    return math.prod(sizes[:-1]) * size
+
+
+def _contiguous(sizes: Sequence[int]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for n in reversed(sizes):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
+
+
+def _ranked(kind: str, sizes, dense: Operand, table: Operand, index: Operand) -> tuple:
+    """The walk's operands with rank >= 1, and >= 2 for a scatter (a leading line dim)."""
+    if not sizes:
+        sizes, dense, table, index = (1,), _scalar(dense), _scalar(table), _scalar(index)
+    if kind in SCATTERS and len(sizes) == 1:  # a leading size-1 dim: one line
+        sizes, dense, table, index = (1, *sizes), _lead(dense), _lead(table), _lead(index)
+    return tuple(sizes), dense, table, index
 
 
 def nonzero(

@@ -6,7 +6,7 @@ import pytest
 
 import kael
 from kael.codegen.cpu import gather
-from kael.runtime.dtypes import INT64_MAX, bool_, float32, float64, int64
+from kael.runtime.dtypes import INT64_MAX, bool_, float32, float64, int8, int64, uint8
 
 NUMPY = {float32: np.float32, float64: np.float64, int64: np.int64, bool_: np.bool_}
 
@@ -221,7 +221,9 @@ def test_each_kernel_family_is_one_module_per_dtype():
         for dtype in (kael.float32, kael.float64, kael.int64, kael.bool):
             text = gather.ir_text(kind, dtype)
             assert f'define void @"kael_{kind}_{dtype.name}"' in text
-            assert text.count("define void") == 1
+            fold = f'define void @"kael_{kind}_{dtype.name}_fold"' in text  # a scatter's
+            assert fold == (kind == "scatter_add")
+            assert text.count("define void") == 1 + fold
     text = gather.ir_text("nonzero", kael.int64)
     assert 'define void @"kael_nonzero_count_int64"' in text
     assert 'define void @"kael_nonzero_write_int64"' in text
@@ -274,3 +276,94 @@ def test_scatter_add_kernel_orders_give_the_sums_of_a_reference(dtype, order):
     for pos in np.ndindex(index.shape):
         want[pos[0], pos[1], index[pos]] += int(dense[pos])
     np.testing.assert_array_equal(table, want.astype(NUMPY[dtype]))
+
+
+SPLIT_KINDS = ("scatter_add", "scatter_prod", "scatter_amax", "scatter_amin")
+
+
+def run_split(kind, dtype, table, index, dense, parts):
+    """A split walk of `dense` along the last dim of `table` (a strided view, its lines
+    the index's leading dim): the bad index value or None."""
+    sizes = index.shape
+    strides = [s // table.itemsize for s in table.strides]
+    walk_table = (*strides[:-1], 0)
+    privates = np.empty(parts * gather.private_size(sizes, table.shape[-1]), table.dtype)
+    return gather.walk(
+        kind,
+        dtype,
+        sizes,
+        op(dense),
+        op(table, walk_table),
+        op(index),
+        table.shape[-1],
+        strides[-1],
+        split=(privates.ctypes.data, parts),
+    )
+
+
+@pytest.mark.parametrize("kind", SPLIT_KINDS)
+@pytest.mark.parametrize(
+    "dtype", [float32, float64, int64, bool_], ids=["f32", "f64", "i64", "bool"]
+)
+@pytest.mark.parametrize("parts", [1, 2, 3, 7])
+def test_scatter_split_kernel_equals_the_line_walk(kind, dtype, parts):
+    """Small integers: every reduction is exact, so chunked private tables folded in
+    order give the line walk's values exactly, into a strided table of two lines."""
+    rng = np.random.default_rng(4)
+    index = rng.integers(0, 9, (2, 1000))
+    dense = rng.integers(1, 3, (2, 1000)).astype(NUMPY[dtype])
+    if kind == "scatter_prod" and dtype is not bool_:
+        dense[:, 40:] = 1  # a product of 2s that stays exact
+    start = rng.integers(-4, 5, (3, 9, 2)).astype(NUMPY[dtype])
+    want, got = start.copy(), start.copy()
+    lines = want.transpose(2, 0, 1)[:, 1]  # [2, 9], strides (1, 2) elements
+    walk_table = tuple(s // want.itemsize for s in lines.strides[:-1]) + (0,)
+    args = (lines.shape[-1], lines.strides[-1] // want.itemsize)
+    assert (
+        gather.walk(kind, dtype, index.shape, op(dense), op(lines, walk_table), op(index), *args)
+        is None
+    )
+    assert run_split(kind, dtype, got.transpose(2, 0, 1)[:, 1], index, dense, parts) is None
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    "kind, start, untouched",
+    [
+        ("scatter_add", -0.0, "-0.0 stays -0.0: the identity is -0.0"),
+        ("scatter_prod", np.nan, "NaN stays NaN"),
+        ("scatter_amax", -np.inf, "-inf stays -inf"),
+        ("scatter_amin", np.inf, "inf stays inf"),
+    ],
+)
+def test_scatter_split_leaves_untouched_places_bit_for_bit(kind, start, untouched):
+    table = np.full((1, 5), start, np.float32)
+    index = np.array([[1, 3, 1, 3]])
+    dense = np.array([[2.0, 3.0, 4.0, 5.0]], np.float32)
+    assert run_split(kind, float32, table, index, dense, 2) is None
+    kept = table[0, [0, 2, 4]]
+    assert np.array_equal(kept.view(np.int32), np.full(3, start, np.float32).view(np.int32)), (
+        untouched
+    )
+
+
+@pytest.mark.parametrize("dtype", [int64, int8, uint8], ids=str)
+def test_scatter_split_identities_are_the_integer_extremes(dtype):
+    info = np.iinfo(dtype.numpy)
+    for kind, start in (("scatter_amax", info.min), ("scatter_amin", info.max)):
+        table = np.full((1, 4), start, dtype.numpy)
+        dense = np.array([[5, 7]], dtype.numpy)
+        assert run_split(kind, dtype, table, np.array([[2, 2]]), dense, 2) is None
+        want = np.full((1, 4), start, dtype.numpy)
+        want[0, 2] = 7 if kind == "scatter_amax" else 5
+        np.testing.assert_array_equal(table, want)
+
+
+def test_scatter_split_reports_the_first_bad_index_and_writes_nothing():
+    table = np.zeros((1, 4), np.float32)
+    index = np.zeros((1, 100), np.int64)
+    index[0, [70, 30, 90]] = [9, -1, 4]
+    dense = np.ones((1, 100), np.float32)
+    for parts in (1, 2, 5):
+        assert run_split("scatter_add", float32, table, index, dense, parts) == -1
+        np.testing.assert_array_equal(table, 0)
