@@ -36,6 +36,11 @@ from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door as _op_door
 from kael.runtime.allocator import empty_cache, memory_stats
 from kael.runtime.debug import set_debug
+from kael.runtime.determinism import (
+    are_deterministic_algorithms_enabled,
+    is_deterministic_algorithms_warn_only_enabled,
+    use_deterministic_algorithms,
+)
 from kael.runtime.device import Device as device
 from kael.runtime.dtypes import (
     bfloat16,
@@ -113,6 +118,9 @@ __all__ = [
     "full",
     "full_like",
     "get_num_threads",
+    "are_deterministic_algorithms_enabled",
+    "is_deterministic_algorithms_warn_only_enabled",
+    "use_deterministic_algorithms",
     "int",
     "int8",
     "int16",

@@ -24,6 +24,7 @@ from kael.frontend.indexing import nonzero_impl
 from kael.frontend.outputs import bool_arg, device_of, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl, has_internal_overlap
 from kael.runtime.convert import CHECKED, convert_scalar
+from kael.runtime.determinism import are_deterministic_algorithms_enabled
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import bfloat16, bool_, float32, int64, promote_types
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
@@ -311,7 +312,8 @@ def _scatter_add(
 ) -> None:
     """The checked kernel call: a check-only pass, then lines along d combined race-free
     (summed, or by another of gather.py's SCATTERS `kind`s); or, with fewer lines than
-    threads, chunks into private tables folded into dst once every index passed."""
+    threads, chunks into private tables folded into dst once every index passed; or, a
+    sum on a GPU, every element added atomically."""
     order, way = _scatter_order(src, idx, d)
     sizes = [idx.shape[k] for k in order]
     dense = kernels.Operand(src.data_ptr(), tuple(src.strides[k] for k in order))
@@ -327,6 +329,8 @@ def _scatter_add(
         if bad is not None:
             raise _out_of_bounds(op, bad, d, size)
         return
+    if _atomic(kind, dst):  # a GPU's atomic adds, each element its own work item
+        kind, way = "scatter_atomic", kernels.ORDER_LINES
     # The check reads each distinct index once: dims the index repeats (stride 0) shrink to 1.
     checked = [
         1 if st == 0 and k < len(sizes) - 1 else n
@@ -339,6 +343,17 @@ def _scatter_add(
         )  # fmt: skip
         if bad is not None:
             raise _out_of_bounds(op, bad, d, size)
+
+
+def _atomic(kind: str, dst: TensorImpl) -> bool:
+    """Whether a scatter adds with the GPU's atomics: a sum on a device, of a dtype with an
+    atomic add, unless deterministic algorithms are asked for (then lines in index order)."""
+    return (
+        kind == "scatter_add"
+        and dst.device is not CPU
+        and dst.dtype in kernels.ATOMIC_DTYPES
+        and not are_deterministic_algorithms_enabled()
+    )
 
 
 # Source elements per private table of a split scatter: below it a thread's share of a

@@ -206,17 +206,49 @@ def test_gather_on_the_device_names_a_bad_index_and_its_dim():
         kael.gather(src, 1, index)
 
 
-@pytest.mark.parametrize("dtype", [kael.float64, kael.int64], ids=str)
-def test_scatter_add_on_the_device_sums_repeated_indices_as_the_cpu(dtype):
+def _scatter_adds(dtype, check) -> list[str]:
+    """scatter_add_ and index_add_ on the device against the CPU, compared by `check`; the
+    symbols of the launches the device ran."""
+    from kael.frontend.inspection import record_launches
+
     src = _host((6, 5), dtype, 23)
     index = kael.tensor(np.random.default_rng(24).integers(0, 3, (6, 5)))
     want = kael.zeros(3, 5, dtype=dtype).scatter_add_(0, index, src)
-    got = kael.zeros(3, 5, dtype=dtype).to(DEVICE).scatter_add_(0, index.to(DEVICE), src.to(DEVICE))
-    _same_bits(got, want)
+    got, launches = record_launches(
+        lambda a, i, s: a.scatter_add_(0, i, s),
+        kael.zeros(3, 5, dtype=dtype).to(DEVICE), index.to(DEVICE), src.to(DEVICE),
+    )  # fmt: skip
+    check(got, want)
     want = kael.zeros(6, 4, dtype=dtype).index_add_(1, kael.tensor([3, 0, 3, 1, 0]), src)
     got = kael.zeros(6, 4, dtype=dtype).to(DEVICE)
     got.index_add_(1, kael.tensor([3, 0, 3, 1, 0]).to(DEVICE), src.to(DEVICE))
-    _same_bits(got, want)
+    check(got, want)
+    return [launch.symbol for launch in launches]
+
+
+@pytest.mark.parametrize("dtype", [kael.float64, kael.int64], ids=str)
+def test_scatter_add_on_the_device_adds_atomically_and_matches_the_cpu(dtype):
+    exact = dtype is kael.int64  # float sums round in the order the atomics land
+    symbols = _scatter_adds(dtype, _same_bits if exact else lambda g, w: _close(g, w, 1e-12))
+    assert symbols == [f"kael_scatter_atomic_{dtype.name}"] * 2  # the check, then the adds
+
+
+@pytest.mark.parametrize("dtype", [kael.float64, kael.bool], ids=str)
+def test_deterministic_scatter_add_on_the_device_has_the_cpus_bits(dtype):
+    """Deterministic algorithms (and dtypes without an atomic add) walk lines in index order."""
+    kael.use_deterministic_algorithms(dtype is kael.float64)
+    try:
+        symbols = _scatter_adds(dtype, _same_bits)
+    finally:
+        kael.use_deterministic_algorithms(False)
+    assert symbols == [f"kael_scatter_add_{dtype.name}"] * 2
+
+
+def test_a_long_atomic_scatter_add_on_the_device_matches_the_cpu():
+    index = kael.tensor(np.random.default_rng(26).integers(0, 7, 5000))
+    src = _host((5000,), kael.float32, 27)
+    want = kael.zeros(7).scatter_add_(0, index, src)
+    _close(kael.zeros(7).to(DEVICE).scatter_add_(0, index.to(DEVICE), src.to(DEVICE)), want, 1e-4)
 
 
 def test_a_bad_scatter_index_on_the_device_leaves_self_unchanged():

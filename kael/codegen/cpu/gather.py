@@ -10,6 +10,8 @@ index * stride (the indexed dim's stride is 0 in the walk). An index is mapped b
 inside the kernel; a bad one lowers the error word to its walk position with an
 atomic min and writes nothing, so the caller can name the first bad index.
 
+scatter_atomic is scatter_add for a GPU: every element its own work item, added with an
+atomic add (float32, float64, int64, int32), in whatever order the hardware serializes.
 scatter_add's work items are lines along the indexed dim (the walk puts that dim
 last): two lines never write one element of a table without internal overlap, so the
 split over threads is race-free and each element sums in index order. A thread walks
@@ -36,16 +38,21 @@ from llvmlite import ir
 from kael.codegen.cpu import handwritten
 from kael.codegen.cpu.loops import LoopBuilder
 from kael.codegen.lowering import i64, memory_type, narrow, widen
-from kael.runtime.dtypes import INT64_MAX, DType, bool_, int64
+from kael.runtime.dtypes import INT64_MAX, DType, bool_, float32, float64, int32, int64
 
 I64 = ir.IntType(64)
 
 # How an index value becomes a position along the indexed dim.
 STRICT, WRAP, MODULO = 0, 1, 2
 # Walk kernels: what they do with the element the index selects.
-KINDS = ("gather", "put", "scatter_add", "scatter_prod", "scatter_amax", "scatter_amin", "offsets")
+KINDS = (
+    "gather", "put", "scatter_add", "scatter_prod", "scatter_amax", "scatter_amin", "offsets",
+    "scatter_atomic",
+)  # fmt: skip
 # The scatter reductions: line-owning walks that combine into the table.
 SCATTERS = ("scatter_add", "scatter_prod", "scatter_amax", "scatter_amin")
+# scatter_atomic's element types: a sum of one of these is one atomic add on a GPU.
+ATOMIC_DTYPES = (float32, float64, int64, int32)
 WALK_WORDS = (
     "dense", "table", "index", "error", "size", "stride", "mode", "write", "order", "total",
     "chunk", "share", "rank",
@@ -278,6 +285,9 @@ def _walk_function(module: ir.Module, kind: str, dtype: DType) -> str:
                     b.store(b.load(here), at)
                 elif kind in SCATTERS:
                     b.store(_combine(kind, b, dtype, b.load(at), b.load(here)), at)
+                elif kind == "scatter_atomic":
+                    add = "fadd" if dtype.is_floating_point else "add"
+                    b.atomic_rmw(add, at, b.load(here), "monotonic")
                 else:  # offsets: dense accumulates index * stride over several indices
                     b.store(b.add(b.load(here), b.mul(v, w["stride"])), here)
             with bad:

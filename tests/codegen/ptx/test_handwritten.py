@@ -15,7 +15,7 @@ from kael.runtime.dtypes import bool_, float32, float64, int64
 needs_ptxas = pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not on PATH")
 DTYPES = [float32, float64, int64, bool_]
 FAMILIES = [(kind, d) for kind in ("gather", "put", "scatter_add", "nonzero") for d in DTYPES]
-FAMILIES += [("offsets", int64)]
+FAMILIES += [("offsets", int64)] + [("scatter_atomic", d) for d in gather.ATOMIC_DTYPES]
 SPECS = [gather._spec(kind, d) for kind, d in FAMILIES] + [sort.spec(d) for d in DTYPES]
 
 
@@ -31,3 +31,10 @@ def test_each_function_is_internal_behind_one_grid_entry(spec):
     entries = re.findall(r"\.visible \.entry (\w+)\(", text)
     assert entries and all(name.endswith("_grid") for name in entries)
     assert ".func" not in text  # the CPU-shaped functions were inlined into their entries
+
+
+@pytest.mark.parametrize("dtype", gather.ATOMIC_DTYPES, ids=str)
+def test_scatter_atomic_adds_with_one_atomic_instruction(dtype):
+    text = gpu.ptx(*gather._spec("scatter_atomic", dtype))
+    kind = {float32: "f32", float64: "f64", int64: "u64"}.get(dtype, "u32")
+    assert len(re.findall(rf"atom(?:\.global)?\.add\.{kind}", text)) == 1
