@@ -352,6 +352,27 @@ def test_scans_run_on_the_device_and_give_the_cpus_bits(dtype, op):
     _same_bits(fn(long.to(DEVICE), 1), fn(long, 1))
 
 
+def test_logcumsumexp_over_an_outer_dim_on_the_device_matches_the_cpu():
+    x = _host((40, 64), kael.float32, 34)  # the CPU's vector `columns` kernel
+    _close(kael.logcumsumexp(x.to(DEVICE), 0), kael.logcumsumexp(x, 0), 1e-6)
+
+
+def test_a_long_scan_on_the_device_runs_the_block_scan():
+    """2 blocks and 5 elements: a work item per block on the device, where the CPU, with
+    one line, scans it whole; int64 sums agree exactly, float64 to rounding."""
+    from kael.codegen.cpu import scan
+    from kael.frontend.inspection import record_launches
+
+    for dtype in (kael.int64, kael.float64):
+        x = _host((2 * scan.BLOCK + 5,), dtype, 33)
+        got, launches = record_launches(lambda a: kael.cumsum(a, 0), x.to(DEVICE))
+        assert [launch.symbol.rsplit("_", 1)[-1] for launch in launches] == [
+            "totals", "carries", "blocks"
+        ]  # fmt: skip
+        check = _same_bits if dtype is kael.int64 else lambda g, w: _close(g, w, 1e-12)
+        check(got, kael.cumsum(x, 0))
+
+
 SAMPLERS = {
     "rand": lambda device: kael.rand(257, device=device),
     "randn": lambda device: kael.randn(3, 50, device=device),

@@ -155,6 +155,12 @@ class HostRunner:
         self._kept.append(host)
         return ctypes.addressof(host)
 
+    def space(self, count: int) -> int:
+        """Room for `count` int64 words (zeroed) while the call runs; its address."""
+        host = (ctypes.c_int64 * max(1, count))()
+        self._kept.append(host)
+        return ctypes.addressof(host)
+
     def read(self, address: int, count: int) -> list[int]:
         if count == 1:
             return [ctypes.c_int64.from_address(address).value]

@@ -10,13 +10,21 @@ every rank. Two functions per module:
 - `columns`: when the innermost batch dimension is unit-stride in input and output, a
   work item is a chunk of CHUNK adjacent lines, scanned together in vector registers.
 
+One long line (a 1-d cumsum) and, on a GPU, any long line is scanned in blocks of BLOCK
+elements instead, the two-pass block scan: `totals` combines
+each block alone, `carries` turns each line's totals into exclusive prefixes in place,
+and `blocks` scans each block again from its carry. Three launches and a second read of
+the input, for a work item per block; the blocks are fixed by the shape, so the bits do
+not depend on the thread count (they may differ from the line scan's in the last place).
+
 Accumulation is in int64 or float64 (float32 too, like PyTorch's CPU kernel), one
 element after another, so floating-point results do not depend on the thread count.
 logcumsumexp adds in log space: max + log1p(exp(-|a - b|)) with kael's vector math
 (an infinity added to itself stays itself, NaN propagates).
 Integer arithmetic wraps. The argument block is
-[src, dst, n, src_step, dst_step, cols, rank, sizes[rank], src_strides[rank],
-dst_strides[rank]], every word an int64.
+[src, dst, n, src_step, dst_step, cols, rank, totals, blocks, sizes[rank],
+src_strides[rank], dst_strides[rank]], every word an int64 (totals: the block kernels'
+scratch of `blocks` accumulators a line).
 """
 
 from __future__ import annotations
@@ -51,7 +59,8 @@ EXTREMES = {"cummax": (-math.inf, INT64_MIN), "cummin": (math.inf, INT64_MAX)}
 LANES = 8  # one 64-byte vector of the 8-byte accumulator
 UNROLL = 4  # independent vector accumulators per chunk
 CHUNK = LANES * UNROLL  # adjacent lines per work item of the `columns` kernel
-HEADER = 7  # words before the batch sizes
+HEADER = 9  # words before the batch sizes
+BLOCK = 4096  # elements a work item of the block scan
 
 
 def accumulator(dst: DType) -> DType:
@@ -141,7 +150,9 @@ class _Words:
         word = [b.load(b.gep(block, [i64(i)])) for i in range(HEADER)]
         self.src = b.inttoptr(word[0], memory_type(src).as_pointer(), name="src")
         self.dst = b.inttoptr(word[1], memory_type(dst).as_pointer(), name="dst")
-        self.n, self.src_step, self.dst_step, self.cols, self.rank = word[2:]
+        self.n, self.src_step, self.dst_step, self.cols, self.rank = word[2:7]
+        acc = scalar_type(accumulator(dst)).as_pointer()
+        self.totals, self.blocks = b.inttoptr(word[7], acc, name="totals"), word[8]
         self.rem = b.alloca(I64, name="rem")
         self.src_off = b.alloca(I64, name="src_off")
         self.dst_off = b.alloca(I64, name="dst_off")
@@ -177,17 +188,21 @@ class _Words:
         return b.load(self.src_off), b.load(self.dst_off)
 
 
-def _scan_line(b, scan: _Scan, w: _Words, slots, src_off, dst_off) -> None:
-    """Scan `n` elements from src_off/dst_off with the step strides, in `slots[0]`."""
-    b.store(scan.identity(), slots[0])
+def _scan_line(
+    b, scan: _Scan, w: _Words, slots, src_off, dst_off, count=None, start=None, write=True
+) -> None:
+    """Scan `count` (default n) elements from src_off/dst_off with the step strides, in
+    `slots[0]`, from `start` (default the identity); `write=False` only combines."""
+    b.store(scan.identity() if start is None else start, slots[0])
 
     def step(k):
         x = scan.load(b.gep(w.src, [b.add(src_off, b.mul(k, w.src_step))]))
         acc = scan.combine(b.load(slots[0]), x)
         b.store(acc, slots[0])
-        scan.store(acc, b.gep(w.dst, [b.add(dst_off, b.mul(k, w.dst_step))]))
+        if write:
+            scan.store(acc, b.gep(w.dst, [b.add(dst_off, b.mul(k, w.dst_step))]))
 
-    LoopBuilder(b).counted(i64(0), w.n, 1, step, "scan")
+    LoopBuilder(b).counted(i64(0), w.n if count is None else count, 1, step, "scan")
 
 
 def _build_lines(module: ir.Module, op: str, src: DType, dst: DType, symbol: str) -> None:
@@ -246,7 +261,81 @@ def _build_columns(module: ir.Module, op: str, src: DType, dst: DType, symbol: s
     b.ret_void()
 
 
-_BUILDERS = {"lines": _build_lines, "columns": _build_columns}
+def _block_total(b, scan: _Scan, w: _Words, slots, src_off, count) -> ir.Value:
+    """The combination of `count` elements from src_off: UNROLL independent accumulators
+    over interleaved elements (a chain of dependent adds would bound the pass at the adder's
+    latency), then the rest, combined in a fixed order."""
+    for slot in slots:
+        b.store(scan.identity(), slot)
+    rounds = b.sdiv(count, i64(UNROLL))
+
+    def step(k):
+        for u, slot in enumerate(slots):
+            at = b.add(b.mul(k, i64(UNROLL)), i64(u))
+            x = scan.load(b.gep(w.src, [b.add(src_off, b.mul(at, w.src_step))]))
+            b.store(scan.combine(b.load(slot), x), slot)
+
+    LoopBuilder(b).counted(i64(0), rounds, 1, step, "total")
+    done = b.mul(rounds, i64(UNROLL))
+
+    def rest(k):
+        x = scan.load(b.gep(w.src, [b.add(src_off, b.mul(k, w.src_step))]))
+        b.store(scan.combine(b.load(slots[0]), x), slots[0])
+
+    LoopBuilder(b).counted(done, count, 1, rest, "rest")
+    total = b.load(slots[0])
+    for slot in slots[1:]:
+        total = scan.combine(total, b.load(slot))
+    return total
+
+
+def _build_blocks(module: ir.Module, op: str, src: DType, dst: DType, symbol: str) -> list[str]:
+    """The block scan's three kernels: `symbol`_totals and `symbol` (a work item per block
+    of a line), `symbol`_carries (a work item per line)."""
+    symbols = []
+    for role in ("totals", "carries", "scan"):
+        name = symbol if role == "scan" else f"{symbol}_{role}"
+        fn, b = handwritten.kernel_function(module, name)
+        w = _Words(b, fn.args[0], src, dst)
+        scan = _Scan(b, op, src, dst, 1)
+        slots = [b.alloca(scalar_type(scan.acc), name=f"acc{u}") for u in range(UNROLL)]
+        if role == "carries":
+
+            def line(i, b=b, w=w, scan=scan, slots=slots):
+                first = b.mul(i, w.blocks)
+                b.store(scan.identity(), slots[0])
+
+                def carry(k):
+                    at = b.gep(w.totals, [b.add(first, k)])
+                    total = b.load(at)
+                    b.store(b.load(slots[0]), at)
+                    b.store(scan.combine(b.load(slots[0]), total), slots[0])
+
+                LoopBuilder(b).counted(i64(0), w.blocks, 1, carry, "carry")
+
+            LoopBuilder(b).counted(fn.args[1], fn.args[2], 1, line, "line")
+        else:
+
+            def block(i, b=b, w=w, scan=scan, slots=slots, role=role):
+                src_off, dst_off = w.offsets(b.sdiv(i, w.blocks))
+                start = b.mul(b.srem(i, w.blocks), i64(BLOCK))
+                left = b.sub(w.n, start)
+                count = b.select(b.icmp_signed("<", left, i64(BLOCK)), left, i64(BLOCK))
+                src_off = b.add(src_off, b.mul(start, w.src_step))
+                dst_off = b.add(dst_off, b.mul(start, w.dst_step))
+                at = b.gep(w.totals, [i])
+                if role == "totals":
+                    b.store(_block_total(b, scan, w, slots, src_off, count), at)
+                else:
+                    _scan_line(b, scan, w, slots, src_off, dst_off, count, b.load(at))
+
+            LoopBuilder(b).counted(fn.args[1], fn.args[2], 1, block, "block")
+        b.ret_void()
+        symbols.append(name)
+    return symbols
+
+
+_BUILDERS = {"lines": _build_lines, "columns": _build_columns, "blocks": _build_blocks}
 
 
 _specs: dict = {}
@@ -262,8 +351,7 @@ def _spec(op: str, src: DType, dst: DType, kind: str):
     symbol = f"{module_name(op, src, dst)}_{kind}"
 
     def build(module: ir.Module) -> list[str]:
-        _BUILDERS[kind](module, op, src, dst, symbol)
-        return [symbol]
+        return _BUILDERS[kind](module, op, src, dst, symbol) or [symbol]
 
     found = _specs[(op, src, dst, kind)] = (symbol, build)
     return found
@@ -283,8 +371,11 @@ def plan(
     src_strides: tuple[int, ...],
     dst_strides: tuple[int, ...],
     dim: int,
+    columns: bool = True,
 ) -> tuple[str, list[int], int]:
-    """(kernel kind, argument words after the two pointers, work items) of one scan."""
+    """(kernel kind, argument words after the two pointers, work items) of one scan;
+    `columns=False` keeps to lines (a GPU: a thread a line, adjacent threads on adjacent
+    columns, where the vector code of `columns` has no PTX for logcumsumexp's math)."""
     batch = [d for d in range(len(shape)) if d != dim]
     lay = layout.plan(
         tuple(shape[d] for d in batch),
@@ -295,13 +386,13 @@ def plan(
     step_src = src_strides[dim] if shape else 0
     step_dst = dst_strides[dim] if shape else 0
     kind, cols = "lines", 1
-    if sizes[-1] >= CHUNK and src_batch[-1] == 1 and dst_batch[-1] == 1:
+    if columns and sizes[-1] >= CHUNK and src_batch[-1] == 1 and dst_batch[-1] == 1:
         kind, cols = "columns", sizes.pop()
         src_batch.pop(), dst_batch.pop()
     if not sizes:  # the kernels decode at least one batch dim
         sizes, src_batch, dst_batch = [1], [0], [0]
     items = math.prod(sizes) * -(-cols // CHUNK)
-    words = [n, step_src, step_dst, cols, len(sizes), *sizes, *src_batch, *dst_batch]
+    words = [n, step_src, step_dst, cols, len(sizes), 0, 0, *sizes, *src_batch, *dst_batch]
     return kind, words, items
 
 
@@ -323,13 +414,38 @@ def run(op: str, src: TensorImpl, dst: TensorImpl, dim: int) -> None:
         raise ValueError("a scan's output cannot be bool")
     if src.numel() == 0:
         return
-    kind, words, items = plan(src.shape, src.strides, dst.strides, dim)
+    on_cpu = dst.device.type == "cpu"
+    kind, words, items = plan(src.shape, src.strides, dst.strides, dim, columns=on_cpu)
+    n = words[0]
+    if kind == "lines" and blocked(n, items, dst.device):
+        kind = "blocks"
     symbol, build = _spec(op, src.dtype, dst.dtype, kind)
     moved = src.numel() * (src.dtype.itemsize + dst.dtype.itemsize)
     runner = handwritten.runner_for(dst.device)
+    words = [src.data_ptr(), dst.data_ptr(), *words]
     try:
-        runner.run(
-            symbol, build, symbol, [src.data_ptr(), dst.data_ptr(), *words], items, moved, align=1
-        )
+        if kind != "blocks":
+            runner.run(symbol, build, symbol, words, items, moved, align=1)
+            return
+        blocks = -(-n // BLOCK)
+        words[7:9] = [runner.space(items * blocks), blocks]
+        read = src.numel() * src.dtype.itemsize
+        runner.run(symbol, build, f"{symbol}_totals", words, items * blocks, read, align=1)
+        runner.run(symbol, build, f"{symbol}_carries", words, items, 8 * items * blocks, align=1)
+        runner.run(symbol, build, symbol, words, items * blocks, moved, align=1)
     finally:
         runner.close()
+
+
+# A GPU takes the block scan for lines of at least 2 BLOCK while they number fewer than this.
+DEVICE_LINES = 1 << 16
+
+
+def blocked(n: int, lines: int, device) -> bool:
+    """Whether `lines` lines of `n` elements take the block scan: on the CPU one line of at
+    least 16 blocks (three launches and a second read pay off from two threads on; decided
+    by the shape alone, so the bits never depend on the thread count); on a GPU lines of at
+    least 2 blocks, unless there are lines enough for its threads."""
+    if device is None or device.type == "cpu":
+        return lines == 1 and n >= 16 * BLOCK
+    return n >= 2 * BLOCK and lines < DEVICE_LINES

@@ -97,12 +97,20 @@ class DeviceRunner:
 
     def scratch(self, values: Sequence[int]) -> int:
         """Device memory holding `values` as int64; its address."""
-        capacity = block_capacity(8 * max(1, len(values)))
-        ptr = self._allocator.allocate(capacity)
-        self._blocks.append((ptr, capacity))
+        ptr = self.scratch_bytes(8 * max(1, len(values)))
         if values:
             host = (ctypes.c_int64 * len(values))(*values)
             cuda_driver.memcpy_htod(ptr, ctypes.addressof(host), 8 * len(values))
+        return ptr
+
+    def space(self, count: int) -> int:
+        """Device memory for `count` int64 words, uninitialized; its address."""
+        return self.scratch_bytes(8 * max(1, count))
+
+    def scratch_bytes(self, nbytes: int) -> int:
+        capacity = block_capacity(nbytes)
+        ptr = self._allocator.allocate(capacity)
+        self._blocks.append((ptr, capacity))
         return ptr
 
     def read(self, address: int, count: int) -> list[int]:

@@ -28,8 +28,8 @@ def torch_scan(op: str, src: np.ndarray, dim: int, dtype=None) -> np.ndarray:
 def test_plan_scans_an_outer_dim_over_vector_chunks_when_the_inner_dim_is_contiguous():
     kind, words, items = scan.plan((100, 70), (70, 1), (70, 1), 0)
     assert kind == "columns"
-    # n, steps, cols, then no other batch dim: one of size 1
-    assert words == [100, 70, 70, 70, 1, 1, 0, 0]
+    # n, steps, cols, rank, the block scan's two words, then no other batch dim: one of size 1
+    assert words == [100, 70, 70, 70, 1, 0, 0, 1, 0, 0]
     assert items == 3  # chunks of 32 columns: two full, one edge
 
 
@@ -45,7 +45,7 @@ def test_plan_merges_batch_dims_that_are_contiguous_in_both_buffers():
     kind, words, items = scan.plan((4, 5, 6, 3), (90, 18, 3, 1), (90, 18, 3, 1), 2)
     # dims 0 and 1 merge to 20 lines of stride 18; dim 3 (size 3) is too narrow for columns
     assert kind == "lines"
-    assert words[4:] == [2, 20, 3, 18, 1, 18, 1]
+    assert words[4:] == [2, 0, 0, 20, 3, 18, 1, 18, 1]
     assert items == 60
 
 
@@ -118,6 +118,87 @@ def test_float_results_do_not_depend_on_the_thread_count(dim):
         kael.set_num_threads(threads)
     np.testing.assert_array_equal(one, many)
     np.testing.assert_array_equal(one, torch_scan("cumsum", src, dim))
+
+
+def _both_ways(monkeypatch, op, src, dim, out=None):
+    """The scan of src by the block scan and by the line scan (`out`: a strided output)."""
+    results = []
+    for way in (True, False):
+        monkeypatch.setattr(scan, "blocked", lambda *args, way=way: way)
+        dst = np.empty_like(src) if out is None else out
+        scan.run(op, impl_of(src), impl_of(dst), dim)
+        results.append(dst.copy())
+    return results
+
+
+@pytest.mark.parametrize("op", scan.OPS)
+@pytest.mark.parametrize("dtype", [np.float64, np.int64], ids=["f64", "i64"])
+def test_the_block_scan_gives_the_line_scans_values(monkeypatch, op, dtype):
+    """Three lines of 2 blocks and 37 elements, read with step 2: every block boundary
+    carries; integers exactly, floats to rounding (the totals combine in another order)."""
+    if op == "logcumsumexp" and dtype is np.int64:
+        return  # a float-only scan
+    rng = np.random.default_rng(7)
+    n = 2 * scan.BLOCK + 37
+    if op == "cumprod":
+        values = (
+            rng.choice([-1, 1], (3, 2 * n))
+            if dtype is np.int64
+            else rng.uniform(0.999, 1.001, (3, 2 * n))
+        )
+    else:
+        values = (
+            rng.integers(-50, 50, (3, 2 * n))
+            if dtype is np.int64
+            else rng.standard_normal((3, 2 * n))
+        )
+    src = values.astype(dtype)[:, ::2]
+    out = np.empty((n, 3), dtype).T  # a transposed output
+    blocks, lines = _both_ways(monkeypatch, op, src, 1, out)
+    if dtype is np.int64 or op in ("cummax", "cummin"):
+        np.testing.assert_array_equal(blocks, lines)
+    else:
+        np.testing.assert_allclose(blocks, lines, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(lines, torch_scan(op, src, 1), rtol=1e-9)
+
+
+def test_the_block_scan_carries_nan_and_infinities_across_blocks(monkeypatch):
+    n = 3 * scan.BLOCK
+    src = np.ones(n)
+    src[5] = np.nan  # block 0
+    blocks, lines = _both_ways(monkeypatch, "cummax", src, 0)
+    assert np.isnan(blocks[5:]).all() and np.array_equal(blocks[:5], lines[:5])
+    src = np.full(n, -np.inf)
+    src[scan.BLOCK + 1] = 0.0  # blocks 0 and part of 1 are all -inf
+    blocks, lines = _both_ways(monkeypatch, "logcumsumexp", src, 0)
+    np.testing.assert_array_equal(blocks, lines)
+    assert blocks[scan.BLOCK] == -np.inf and blocks[-1] == 0.0
+
+
+def test_the_block_scan_is_taken_by_length_lines_and_device():
+    from kael.runtime.device import CPU, CUDA
+
+    long, short = 16 * scan.BLOCK, 16 * scan.BLOCK - 1
+    assert scan.blocked(long, 1, CPU) and not scan.blocked(short, 1, CPU)
+    assert not scan.blocked(long, 2, CPU)  # two lines: the line scan has two work items
+    assert scan.blocked(2 * scan.BLOCK, scan.DEVICE_LINES - 1, CUDA)
+    assert not scan.blocked(2 * scan.BLOCK - 1, 1, CUDA)
+    assert not scan.blocked(2 * scan.BLOCK, scan.DEVICE_LINES, CUDA)
+
+
+def test_a_long_1d_float_scan_has_the_same_bits_on_any_number_of_threads():
+    src = np.random.default_rng(8).standard_normal(16 * scan.BLOCK + 3)
+    assert scan.blocked(src.size, 1, None)
+    threads = kael.get_num_threads()
+    try:
+        kael.set_num_threads(1)
+        one = run_scan("cumsum", src, 0)
+        kael.set_num_threads(max(2, threads))
+        many = run_scan("cumsum", src, 0)
+    finally:
+        kael.set_num_threads(threads)
+    np.testing.assert_array_equal(one, many)
+    np.testing.assert_allclose(one, torch_scan("cumsum", src, 0), rtol=1e-12, atol=1e-12)
 
 
 def test_scan_of_an_empty_buffer_launches_nothing():
