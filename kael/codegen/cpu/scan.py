@@ -11,11 +11,13 @@ every rank. Two functions per module:
   work item is a chunk of CHUNK adjacent lines, scanned together in vector registers.
 
 One long line (a 1-d cumsum) and, on a GPU, any long line is scanned in blocks of BLOCK
-elements instead, the two-pass block scan: `totals` combines
-each block alone, `carries` turns each line's totals into exclusive prefixes in place,
-and `blocks` scans each block again from its carry. Three launches and a second read of
-the input, for a work item per block; the blocks are fixed by the shape, so the bits do
-not depend on the thread count (they may differ from the line scan's in the last place).
+elements instead, the two-pass block scan: `totals` combines each block alone (a float
+block element after element, so every partial is a prefix of the block and overflows,
+cancels and breaks ties only where the line scan would), `carries` turns each line's
+totals into exclusive prefixes in place, and `blocks` scans each block again from its
+carry. Three launches and a second read of the input, for a work item per block; the
+blocks are fixed by the shape, so the bits do not depend on the thread count (a float sum
+rounds in another order than the line scan's).
 
 Accumulation is in int64 or float64 (float32 too, like PyTorch's CPU kernel), one
 element after another, so floating-point results do not depend on the thread count.
@@ -262,9 +264,14 @@ def _build_columns(module: ir.Module, op: str, src: DType, dst: DType, symbol: s
 
 
 def _block_total(b, scan: _Scan, w: _Words, slots, src_off, count) -> ir.Value:
-    """The combination of `count` elements from src_off: UNROLL independent accumulators
-    over interleaved elements (a chain of dependent adds would bound the pass at the adder's
-    latency), then the rest, combined in a fixed order."""
+    """The combination of `count` elements from src_off. Integer scans are exact, so they
+    keep UNROLL independent accumulators over interleaved elements (a chain of dependent
+    adds would bound the pass at the adder's latency); a float total is one prefix, element
+    after element: interleaved partials overflow, cancel or break ties where no prefix does
+    (cumprod of [4, 0.25, ...], cummax of -0.0 after 0.0)."""
+    if scan.acc.is_floating_point:
+        _scan_line(b, scan, w, slots, src_off, None, count, write=False)
+        return b.load(slots[0])
     for slot in slots:
         b.store(scan.identity(), slot)
     rounds = b.sdiv(count, i64(UNROLL))
@@ -443,9 +450,10 @@ DEVICE_LINES = 1 << 16
 
 def blocked(n: int, lines: int, device) -> bool:
     """Whether `lines` lines of `n` elements take the block scan: on the CPU one line of at
-    least 16 blocks (three launches and a second read pay off from two threads on; decided
-    by the shape alone, so the bits never depend on the thread count); on a GPU lines of at
-    least 2 blocks, unless there are lines enough for its threads."""
+    least 16 blocks (the line scan would leave every thread but one idle; two threads barely
+    gain, float64 16M: 18-21 ms either way, more split both passes; decided by the shape
+    alone, so the bits never depend on the thread count); on a GPU lines of at least 2
+    blocks, unless there are lines enough for its threads."""
     if device is None or device.type == "cpu":
         return lines == 1 and n >= 16 * BLOCK
     return n >= 2 * BLOCK and lines < DEVICE_LINES

@@ -175,6 +175,34 @@ def test_the_block_scan_carries_nan_and_infinities_across_blocks(monkeypatch):
     assert blocks[scan.BLOCK] == -np.inf and blocks[-1] == 0.0
 
 
+@pytest.mark.parametrize(
+    "op, pattern",
+    [("cumprod", [4.0, 0.25]), ("cumprod", [0.25, 4.0]), ("cumsum", [1e308, -1e308])],
+)
+def test_block_totals_are_prefixes_so_they_overflow_only_where_the_line_scan_does(
+    monkeypatch, op, pattern
+):
+    """Partials of interleaved elements would reach 4**1024 or 1e308 * 1024 (inf, then NaN)
+    where every prefix of the line stays in range."""
+    src = np.tile(pattern, 2 * scan.BLOCK)
+    blocks, lines = _both_ways(monkeypatch, op, src, 0)
+    assert np.isfinite(lines).all()
+    np.testing.assert_array_equal(blocks, lines)
+
+
+@pytest.mark.parametrize("op, rest", [("cummax", -1.0), ("cummin", 1.0)])
+@pytest.mark.parametrize("tie", [(0.0, -0.0), (np.nan, -np.nan)], ids=["zeros", "nans"])
+def test_a_later_tie_wins_across_blocks_as_in_the_line_scan(monkeypatch, op, rest, tie):
+    """0.0 then -0.0 (NaN then -NaN): the running extreme is the later one, whose sign bit
+    every later block carries."""
+    src = np.full(3 * scan.BLOCK, rest)
+    src[3], src[4] = tie
+    blocks, lines = _both_ways(monkeypatch, op, src, 0)
+    assert np.signbit(lines[4:]).all()
+    assert np.signbit(blocks[4:]).all()
+    np.testing.assert_array_equal(blocks, lines)
+
+
 def test_the_block_scan_is_taken_by_length_lines_and_device():
     from kael.runtime.device import CPU, CUDA
 
