@@ -288,6 +288,8 @@ def scatter_add_(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """self[index[i][j]][j] += src[i][j] for dim 0, and so on; repeated indices sum.
 
     Every index is checked before anything is written, so a bad one leaves self unchanged.
+    Float sums repeat their bits run to run; a long source into fewer lines than threads
+    adds in one partial table per thread, so those bits depend on the thread count.
     """
     tensor_arg(self, "scatter_add_", "self")
     _index(index, "scatter_add_")

@@ -1,6 +1,8 @@
 """PyTorch's switch between fast and run-to-run reproducible kernels.
 
-kael's CPU kernels repeat their bits run to run whatever the switch says. On a GPU,
+kael's CPU kernels repeat their bits run to run whatever the switch says, for a given
+thread count (a long scatter sum into fewer lines than threads adds in one partial table
+per thread, combined in thread order, so its float bits follow the thread count). On a GPU,
 scatter_add and the ops built on it (index_add_, index_put_ with accumulate, bincount,
 scatter_reduce's sum and mean) add with atomics by default, whose float sums round in
 the order the hardware serializes them; with the switch on they walk each line in index
