@@ -288,6 +288,7 @@ def scatter_add_(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """self[index[i][j]][j] += src[i][j] for dim 0, and so on; repeated indices sum.
 
     Every index is checked before anything is written, so a bad one leaves self unchanged.
+    float16 and bfloat16 add in float32, rounding once at the end, as PyTorch's scatter does.
     Float sums repeat their bits run to run; a long source into fewer lines than threads
     adds in one partial table per thread, so those bits depend on the thread count.
     """
@@ -304,6 +305,8 @@ def scatter_add_(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
                 f" self {format_shape(self.shape)} apart from dimension {d} and no larger than"
                 f" src {format_shape(src.shape)}"
             )
+    if self.dtype.is_half:  # PyTorch's scatter sums float16/bfloat16 in float32, rounded once
+        return self.copy_(scatter_add_(self.float(), dim, index, src.float()))
     _scatter_add(dst, d, idx, source, "scatter_add_")
     self._impl.storage.bump_version()
     return self

@@ -232,16 +232,19 @@ def scatter_reduce_(
 ) -> Tensor:
     """self[index[i][j]][j] combined with src[i][j] (dim 0, and so on) by `reduce`: sum,
     prod, mean, amax or amin; include_self=False leaves self's own value out of the
-    positions index names. Deterministic: each position combines in index order, or, for a
-    long source into fewer lines than threads, in one partial table per thread combined in
-    thread order (float sums and products round accordingly: bits depend on the thread count,
-    as a parallel sum's do)."""
+    positions index names. float16 and bfloat16 sums, products and means are taken in
+    float32 and rounded once; a mean counts in self's dtype (both as PyTorch). Deterministic:
+    each position combines in index order, or, for a long source into fewer lines than
+    threads, in one partial table per thread combined in thread order (float sums and
+    products round accordingly: bits depend on the thread count, as a parallel sum's do)."""
     op = "scatter_reduce_"
     x = _checked_self(self, op)
     if reduce not in REDUCES:
         raise ValueError(
             f"{op}(): reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
         )
+    if reduce == "mean" and x.dtype.is_bool:
+        raise TypeError(f"{op}(): reduce='mean' is not implemented for bool self (PyTorch's too)")
     idx = tensor_arg(index, op, "index")
     s = tensor_arg(src, op, "src")
     index_ops._check_scatter(x, idx._impl, s, op, "src")
@@ -255,31 +258,33 @@ def scatter_reduce_(
                 f"{op}(): expected index {list(idx.shape)} to be no larger than self"
                 f" {list(x.shape)} apart from dimension {d} and no larger than src {list(s.shape)}"
             )
-    if not include_self:  # the positions index names start from the reduction's identity
-        identity = {"sum": 0, "mean": 0, "prod": 1}.get(reduce)
-        if identity is None:
-            identity = _extreme(x.dtype, reduce == "amin")
-        dense, held = _value_operand(identity, x.dtype, x.device, len(ix.shape))
-        _put(dst, d, ix, dense, op)
-        del held
-    index_ops._scatter_add(dst, d, ix, source, op, REDUCES[reduce])
+    total = "sum" if reduce == "mean" else reduce
+    if x.dtype.is_half and total in ("sum", "prod"):  # in float32, rounded once, as PyTorch
+        wide = scatter_reduce_(x.float(), dim, idx, s.float(), total, include_self=include_self)
+        x.copy_(wide)
+    else:
+        if not include_self:  # the positions index names start from the reduction's identity
+            identity = {"sum": 0, "prod": 1}.get(total)
+            if identity is None:
+                identity = _extreme(x.dtype, reduce == "amin")
+            dense, held = _value_operand(identity, x.dtype, x.device, len(ix.shape))
+            _put(dst, d, ix, dense, op)
+            del held
+        index_ops._scatter_add(dst, d, ix, source, op, REDUCES[total])
     if reduce == "mean":
-        counts = x.new_zeros(x.shape).to(int64)
-        index_ops.scatter_add_(
-            counts, d, idx, factories.ones(idx.shape, dtype=int64, device=x.device)
-        )
-        if include_self:
-            counts = counts + 1
-        counts = ew.binary("maximum", counts, 1)
-        rounding = None if x.dtype.is_floating_point else "floor"
-        mean = (
-            ew.binary("div", x, counts)
-            if rounding is None
-            else ew.binary("floor_divide", x, counts)
-        )
-        x.copy_(mean.to(x.dtype))
+        x.copy_(_mean(x, d, idx, include_self))
     x._impl.storage.bump_version()
     return x
+
+
+def _mean(total: Tensor, d: int, idx: Tensor, include_self: bool) -> Tensor:
+    """The scattered `total` over how many values each position combined, counted in its own
+    dtype as PyTorch does (an integer count wraps as the integer sum did; a zero count
+    divides by 1); integers divide with floor rounding."""
+    counts = (factories.ones_like if include_self else factories.zeros_like)(total)
+    index_ops.scatter_add_(counts, d, idx, factories.ones_like(idx, dtype=total.dtype))
+    counts = ew.where(ew.binary("eq", counts, 0), 1, counts)
+    return ew.binary("div" if total.dtype.is_floating_point else "floor_divide", total, counts)
 
 
 def _extreme(dtype, largest: bool):

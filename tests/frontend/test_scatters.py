@@ -266,6 +266,62 @@ def test_a_long_scatter_reduce_into_a_short_table_splits_and_matches_torch(
     close_to_torch(k, t, 0)
 
 
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean"])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("dtype", [kael.float16, kael.bfloat16], ids=str)
+def test_half_scatter_reduce_accumulates_in_float32_and_rounds_once(reduce, include_self, dtype):
+    """3000 values into 7 places: a float16 (bfloat16) running sum would stall at 2048 (256)
+    times its step, so only float32 partials rounded once give torch's bits; a mean divides
+    that sum, rounded, by a count rounded to self's dtype, as torch does."""
+    values = RNG.standard_normal(3000) * 4
+    ks, ts = pair(values / 64 + 1 if reduce == "prod" else values, dtype)
+    ki, ti = pair(RNG.integers(0, 7, 3000), kael.int64)
+    k, t = pair(RNG.standard_normal(7), dtype)
+    kw = {"include_self": include_self}
+    close_to_torch(
+        kael.scatter_reduce(k, 0, ki, ks, reduce, **kw),
+        torch.scatter_reduce(t, 0, ti, ts, reduce, **kw),
+        0,
+    )
+
+
+@pytest.mark.parametrize("dtype", [kael.float16, kael.bfloat16], ids=str)
+def test_half_scatter_add_rounds_once_where_index_add_rounds_each_step(dtype):
+    """torch's scatter_add sums half in float32; its index_add and index_put_ round every
+    add to the dtype (2.0 added 3000 times stalls at 4096 in float16, 512 in bfloat16)."""
+    ks, ts = pair(np.full(3000, 2.0), dtype)
+    ki, ti = pair(np.zeros(3000, np.int64), kael.int64)
+    k, t = pair([0.0], dtype)
+    close_to_torch(k.clone().scatter_add_(0, ki, ks), t.clone().scatter_add_(0, ti, ts), 0)
+    close_to_torch(k.clone().index_add_(0, ki, ks), t.clone().index_add_(0, ti, ts), 0)
+    assert float(k.clone().scatter_add_(0, ki, ks)) > 4096 >= float(k.clone().index_add_(0, ki, ks))
+
+
+@pytest.mark.parametrize("dtype", [kael.int8, kael.uint8], ids=str)
+@pytest.mark.parametrize("n", [130, 255, 256, 300])
+def test_an_integer_scatter_mean_counts_in_self_dtype(dtype, n):
+    """n ones into one place of int8 (uint8): the sum and the count wrap alike (256 counts as
+    0, which divides by 1; 130 as -126 in int8), as torch's do."""
+    ks, ts = pair(np.ones(n), dtype)
+    ki, ti = pair(np.zeros(n, np.int64), kael.int64)
+    for include_self in (True, False):
+        k, t = pair([3], dtype)
+        close_to_torch(
+            kael.scatter_reduce(k, 0, ki, ks, "mean", include_self=include_self),
+            torch.scatter_reduce(t, 0, ti, ts, "mean", include_self=include_self),
+            0,
+        )
+
+
+def test_scatter_reduce_mean_refuses_bool_self():
+    k = kael.tensor([True, False])
+    with pytest.raises(kael.TypeError, match="reduce='mean' is not implemented for bool"):
+        k.scatter_reduce_(0, kael.tensor([0, 1]), kael.tensor([True, True]), "mean")
+    assert k.tolist() == [True, False]
+    got = kael.scatter_reduce(k, 0, kael.tensor([0, 0]), kael.tensor([False, True]), "amax")
+    assert got.tolist() == [True, False]
+
+
 def test_scatter_reduce_propagates_nan_and_refuses_bad_reduce():
     k, t = pair([1.0, 2.0, 3.0])
     ki, ti = pair([0, 0, 2], kael.int64)
