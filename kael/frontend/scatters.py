@@ -548,6 +548,7 @@ FUNCTIONS = {
     "index_fill": index_fill,
     "index_copy": index_copy,
     "index_put": index_put,
+    "index_put_": index_put_,  # torch.index_put_ is a function too
     "bincount": bincount,
     "histc": histc,
     "histogram": histogram,

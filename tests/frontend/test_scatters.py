@@ -94,6 +94,9 @@ def test_index_put_matches_torch(accumulate):
         t.clone().index_put_((tm,), torch.tensor(1.5), accumulate),
         0,
     )
+    kk, tt = k.clone(), t.clone()  # the function form writes in place too
+    assert kael.index_put_(kk, (km,), kael.tensor(2.5), accumulate) is kk
+    close_to_torch(kk, torch.index_put_(tt, (tm,), torch.tensor(2.5), accumulate), 0)
 
 
 def test_bincount_and_histc_match_torch():
