@@ -303,7 +303,7 @@ def _tensor_entry(impl: TensorImpl) -> tuple[str, object]:
     if impl.dtype is not bool_:
         raise IndexError(f"tensors used as indices must be long or bool tensors, got {impl.dtype}")
     if not impl.shape:  # a 0-d mask is a Python bool read from memory
-        tracing.data_shaped("a 0-d mask, whose result's shape depends on its value")
+        tracing.data_dependent("a 0-d mask, whose result's shape depends on its value")
         host = impl if impl.device is CPU else tensor_module.transfer_impl(impl, CPU)
         return "bool", builtins.bool(interop.numpy_view(host).item())
     return "mask", impl
@@ -395,7 +395,7 @@ def _mask_columns(mask: TensorImpl) -> list[TensorImpl]:
 
 def nonzero_impl(impl: TensorImpl) -> TensorImpl:
     """[n, ndim] int64 coordinates of impl's nonzero elements, row-major (the nonzero kernel)."""
-    tracing.data_shaped("nonzero, whose output shape depends on the values")
+    tracing.data_dependent("nonzero, whose output shape depends on the values")
     out: list[TensorImpl] = []
 
     def allocate(count: int) -> int:

@@ -65,8 +65,11 @@ def _checked_self(self, op: str) -> Tensor:
 
 
 def scatter_(self: Tensor, dim: int, index: Tensor, src=None, value=None, *, reduce=None):
-    """self[index[i][j]][j] = src[i][j] (dim 0, and so on), or = value; reduce='add' adds."""
+    """self[index[i][j]][j] = src[i][j] (dim 0, and so on), or = value (a number in src's
+    place too, as PyTorch's scatter.value overload takes it); reduce='add' adds."""
     op = "scatter_"
+    if value is None and isinstance(src, bool | int | float):
+        src, value = None, src
     x = _checked_self(self, op)
     idx = tensor_arg(index, op, "index")
     if idx.dtype is not int64:

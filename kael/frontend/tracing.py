@@ -5,9 +5,11 @@ Step per op (the op's own kernel template, checks and dtype rules ran as in eage
 new tensors get a LazyStorage: a buffer that gets memory only if the fused plan stores it.
 Each public op runs inside `op_door`: when an op needs a hand-written kernel or host work
 (matmul, sort, the softmax rows), the steps it recorded are rolled back and it becomes an
-extern step, run eagerly on materialized inputs. Reading values on the host (item, bool,
-numpy, print) is data-dependent Python: it raises a kael.Error naming the user's line, or
-with fullgraph=False ends the trace and lets the function go on eagerly.
+extern step, run eagerly on materialized inputs; an op whose own Python reads values (a
+host sort, a size from the data) too, and each call checks its output shapes, tracing the
+call again when they change. The user's Python reading values on the host (item, bool,
+numpy, print) is data-dependent: it raises a kael.Error naming the user's line, or with
+fullgraph=False ends the trace and lets the function go on eagerly.
 
 The trace runs the function once, for real: pending steps are fused and executed whenever
 an extern needs its inputs and at the end, and the plan it leaves repeats them per call.
@@ -41,12 +43,10 @@ def active() -> Trace | None:
 
 
 class GraphBreak(Exception):  # noqa: N818 - unwinds an op to its door, never seen by users
+    """An op's own Python reads values (a host sort, a size from the data)."""
+
     def __init__(self, what: str) -> None:
         self.what = what
-
-
-class ShapeFromData(GraphBreak):
-    """An op whose output shape depends on the values (nonzero, a mask index)."""
 
 
 class LazyStorage(Storage):
@@ -308,24 +308,20 @@ class Trace:
             default_generator.position(),
         )
         self.depth += 1
-        shaped = False
         try:
             return fn(*args, **kwargs)
         except NeedsExtern:
             why = None
-        except ShapeFromData as brk:
-            why, shaped = brk.what, True
-        except GraphBreak as brk:
+        except GraphBreak as brk:  # the op's Python read values: its outputs may follow them
             why = brk.what
         finally:
             self.depth -= 1
         self._rollback(mark)
         if why is None:
             return self.extern(name, fn, args, kwargs)
-        if shaped:
-            if self._restartable():
-                return self.extern(name, fn, args, kwargs, shaped=True)
-            why += "; after an in-place write to an argument, a call cannot be traced again"
+        if self._restartable():
+            return self.extern(name, fn, args, kwargs, shaped=f"{name} ({why})")
+        why += "; after an in-place write to an argument, a call cannot be traced again"
         self.data_dependent(f"{name} ({why})")
         return fn(*args, **kwargs)  # tracing ended (fullgraph=False): the op runs eagerly
 
@@ -351,9 +347,10 @@ class Trace:
             slots[v.buffer].kind in made for step in steps for v in _writes(step)
         )
 
-    def extern(self, name: str, fn: Callable, args: tuple, kwargs: dict, shaped: bool = False):
-        """Run an op eagerly on real inputs, now and at every call of the plan; `shaped`:
-        its output shapes depend on the values, and each call checks them."""
+    def extern(self, name: str, fn: Callable, args: tuple, kwargs: dict, shaped: str = ""):
+        """Run an op eagerly on real inputs, now and at every call of the plan; `shaped`
+        (why): its Python read values, so each call checks its output shapes, and one that
+        returns a Python value (equal, allclose) ends the trace as the user's read would."""
         from kael.frontend.tensor import Tensor
 
         self.flush()
@@ -376,6 +373,9 @@ class Trace:
             if s.version != before[k]:
                 self.extern_bumps[k] = self.extern_bumps.get(k, 0) + s.version - before[k]
         got, out_def = pytree.flatten(result)
+        if shaped and any(v is not None and not isinstance(v, Tensor) for v in got):
+            self.data_dependent(shaped)
+            return result  # tracing ended (fullgraph=False): the op ran eagerly
         out_specs = []
         for v in got:
             if isinstance(v, Tensor):
@@ -387,9 +387,10 @@ class Trace:
                 out_specs.append((self.view(v._impl), new))
             else:
                 out_specs.append(v)
-        self.plan.steps.append(p.ExternCall(name, fn, treedef, specs, out_def, out_specs, shaped))
+        step = p.ExternCall(name, fn, treedef, specs, out_def, out_specs, bool(shaped))
+        self.plan.steps.append(step)
         self.ran = len(self.plan.steps)  # it ran just now
-        self.plan.shaped |= shaped
+        self.plan.shaped |= bool(shaped)
         return result
 
     def matmul(self, c, a, b, geometry=None) -> None:
@@ -585,19 +586,11 @@ def op_door(name: str, fn: Callable) -> Callable:
 
 
 def data_dependent(what: str) -> None:
-    """Mark Python that needs a tensor's values (item, bool, numpy, a data-sized shape)."""
+    """Mark Python that needs a tensor's values (item, bool, numpy, a data-sized shape): the
+    user's ends the trace; an op's makes it an extern step whose output shapes each call
+    checks."""
     trace = state.trace
     if trace is not None:
-        trace.data_dependent(what)
-
-
-def data_shaped(what: str) -> None:
-    """Mark an op whose output shape depends on the values (nonzero, a mask index): under
-    tracing it runs as an extern step whose output shapes each call checks."""
-    trace = state.trace
-    if trace is not None:
-        if trace.depth:
-            raise ShapeFromData(what)
         trace.data_dependent(what)
 
 

@@ -1199,6 +1199,47 @@ def test_a_zero_dim_mask_is_a_data_shaped_extern():
     assert c.cache_info().traces == 3
 
 
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda a: kael.median(a * 2, 1),  # the host's partition of a traced value
+        lambda a: kael.quantile(a, kael.tensor([0.25, 0.5]), dim=1),
+        lambda a: kael.histc(a + 1, 5),  # its range read from the data
+        lambda a: kael.histogram(a, 4),
+    ],
+    ids=["median", "quantile", "histc", "histogram"],
+)
+def test_an_op_whose_own_python_reads_values_is_an_extern_step(op):
+    """The op's Python (a host sort, a range from the data) reads values: it runs eagerly
+    inside the plan at each call, where it ended the trace with an error before."""
+    c = kael.compile(op)
+    for scale in (1.0, 3.0, -2.0):
+        a = kael.randn(6, 9) * scale
+        _same(c(a), op(a))
+    assert c.cache_info().traces == 1
+
+
+def _counted(i):
+    return kael.bincount(i) * 2, kael.unique(i, return_counts=True)
+
+
+def test_ops_sized_by_their_values_retrace_when_the_size_changes():
+    c = kael.compile(_counted)
+    # bins 4, 4, 4, 6; distinct values 2, 2, 3, 3: a new trace at the third and fourth
+    for values in ([0, 3, 3], [3, 0, 3], [1, 0, 3], [5, 0, 1]):
+        i = kael.tensor(values)
+        _same(c(i), _counted(i))
+    assert c.cache_info().traces == 3
+
+
+def test_an_op_returning_a_python_value_from_the_data_still_ends_the_trace():
+    with pytest.raises(kael.Error, match=r"equal .*needs a tensor's values"):
+        kael.compile(lambda a, b: kael.equal(a * 2, b))(x, x)
+    loose = kael.compile(lambda a, b: (kael.equal(a * 2, b), a + 1), fullgraph=False)
+    with pytest.warns(UserWarning, match="runs eagerly"):
+        assert loose(x, x * 2)[0] is True and loose(x, x)[0] is False
+
+
 def _masked(a, m):
     b = a * 2
     return b[m > 0] + 1, (a > 0).nonzero()

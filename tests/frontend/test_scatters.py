@@ -29,6 +29,8 @@ def test_scatter_of_src_and_value_matches_torch(dtype, dim):
     ks, ts = pair(RNG.standard_normal((5, 7)), dtype)  # src larger than index: its corner
     close_to_torch(kael.scatter(k, dim, ki, ks), torch.scatter(t, dim, ti, ts), 0)
     close_to_torch(kael.scatter(k, dim, ki, value=3), torch.scatter(t, dim, ti, value=3), 0)
+    close_to_torch(kael.scatter(k, dim, ki, 2.5), torch.scatter(t, dim, ti, 2.5), 0)
+    close_to_torch(k.scatter(dim, ki, 2), t.scatter(dim, ti, 2), 0)  # a number as src
     kk, tk = k.clone(), t.clone()
     assert kk.scatter_(dim, ki, ks) is kk
     close_to_torch(kk, tk.scatter_(dim, ti, ts), 0)
