@@ -326,7 +326,8 @@ def _scatter_add(
     table = kernels.Operand(dst.data_ptr(), tuple(table_strides[k] for k in order))
     ix = kernels.Operand(idx.data_ptr(), tuple(idx.strides[k] for k in order))
     size, stride = dst.shape[d], dst.strides[d]
-    parts = _split_parts(sizes, size, dst.device)
+    # float16/bfloat16 round every add in index order, as torch's index_add_ and index_put_.
+    parts = 0 if dst.dtype.is_half else _split_parts(sizes, size, dst.device)
     if parts:
         privates = empty_impl((parts * kernels.private_size(sizes, size),), dst.dtype, CPU)
         split = (privates.data_ptr(), parts)

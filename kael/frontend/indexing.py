@@ -15,6 +15,7 @@ same plan backwards with the put kernel.
 from __future__ import annotations
 
 import builtins
+import math
 import operator
 from typing import NamedTuple
 
@@ -201,17 +202,43 @@ def setitem(tensor, key, value) -> None:
     if _is_full_mask(tensor, keys) and not _is_nonscalar_tensor(value):
         tensor.masked_fill_(keys[0], value)  # one elementwise pass, no coordinates
         return
+    plan = _put_plan(tensor, keys)
+    source = _values(value, plan)
+    # Repeated offsets take one value each when it is a number: any write order is fine.
+    parallel = plan.unique or not isinstance(value, tensor_module.Tensor)
+    _run(plan, "put", gather.Operand(source.data_ptr(), source.strides), parallel)
+    tensor._impl.storage.bump_version()
+
+
+def accumulation(tensor, keys: tuple, value) -> tuple[TensorImpl, TensorImpl, TensorImpl]:
+    """tensor[keys] += value, repeats adding up, as a scatter-add along dim 0: (destination,
+    index, source). The destination lays the keyed dims of V out as one stride-1 dim of
+    element offsets, so the plan's checked offsets index it directly, over V's other dims."""
+    _check_put_dtype(tensor, keys, value)
+    plan = _put_plan(tensor, keys)
+    source = _values(value, plan)
+    view, batch = plan.view, plan.offsets.shape
+    rest, rest_strides = plan.shape[len(batch) :], plan.table_strides[len(batch) :]
+    keyed = len(view.shape) - len(rest)
+    extent = 1 + sum(max(n - 1, 0) * s for n, s in zip(view.shape[:keyed], view.strides[:keyed]))
+    lead = math.prod(batch)
+    spread = (0,) * len(rest)  # one offset for every element of its row
+    return (
+        views.derive(view, (extent, *rest), (1, *rest_strides), view.offset),
+        views.derive(plan.offsets, (lead, *rest), (1, *spread), plan.offsets.offset),
+        views.view(source, ((lead, *rest),)),
+    )
+
+
+def _put_plan(tensor, keys: tuple) -> _Plan:
+    """The plan of a write through advanced keys, refusing a target whose elements overlap."""
     plan = _plan(tensor._impl, keys)
     if tensor_module.has_internal_overlap(plan.view):
         raise Error(
             "unsupported operation: more than one element of the written-to tensor refers to a"
             " single memory location. Please clone() the tensor before performing the operation."
         )
-    source = _values(value, plan)
-    # Repeated offsets take one value each when it is a number: any write order is fine.
-    parallel = plan.unique or not isinstance(value, tensor_module.Tensor)
-    _run(plan, "put", gather.Operand(source.data_ptr(), source.strides), parallel)
-    tensor._impl.storage.bump_version()
+    return plan
 
 
 def assign(tensor, key, value) -> None:

@@ -20,7 +20,15 @@ import numpy as np
 from kael.codegen.cpu import binning
 from kael.codegen.cpu import gather as kernels
 from kael.frontend import elementwise as ew
-from kael.frontend import factories, index_ops, order_statistics, reductions, sequence, views
+from kael.frontend import (
+    factories,
+    index_ops,
+    indexing,
+    order_statistics,
+    reductions,
+    sequence,
+    views,
+)
 from kael.frontend.index_ops import _at_least_1d, _operand, _out_of_bounds, _spread, _zeroed
 from kael.frontend.outputs import check_writable, device_of, tensor_arg
 from kael.frontend.tensor import Tensor
@@ -28,7 +36,7 @@ from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import float32, float64, int64
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
-from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
+from kael.runtime.tensor_impl import TensorImpl
 
 # ---- writes by index -------------------------------------------------------------------------
 
@@ -190,30 +198,12 @@ def index_put_(self: Tensor, indices: Sequence, values, accumulate: bool = False
     if not accumulate:
         x[keys] = values
         return x
-    flat_keys = []
-    for k in keys:  # a bool mask stands for its nonzero coordinates
-        flat_keys += list(index_ops.nonzero(k, as_tuple=True)) if k.dtype.is_bool else [k]
-    if len(flat_keys) > x.ndim:
-        raise ValueError(
-            f"index_put_(): too many indices ({len(flat_keys)}) for a {x.ndim}-d tensor"
-        )
-    shape = ew.broadcast_shapes(*(k.shape for k in flat_keys))
-    rest = x.shape[len(flat_keys) :]
-    target = x if x.is_contiguous() else x.contiguous()
-    offset = None
-    for k, size, stride in zip(flat_keys, x.shape, contiguous_strides(x.shape)):
-        k = ew.where(k < 0, k + size, k)  # negative indices count from the end
-        term = k.expand(*shape) * (stride // max(math.prod(rest), 1))
-        offset = term if offset is None else offset + term
-    rows = target.reshape(-1, *rest) if rest else target.reshape(-1)
-    source = ew.binary("add", x.new_zeros((*shape, *rest)), values).to(x.dtype)
-    lead = math.prod(shape)
-    positions = (
-        offset.reshape(lead, *([1] * len(rest))).expand(lead, *rest) if rest else offset.reshape(-1)
-    )
-    index_ops.scatter_add_(rows, 0, positions, source.reshape(lead, *rest))
-    if target is not x:
-        x.copy_(target)
+    if keys:
+        dst, idx, source = indexing.accumulation(x, keys, values)
+        index_ops._scatter_add(dst, 0, idx, source, "index_put_")  # torch rounds every add
+        x._impl.storage.bump_version()
+    else:
+        x.add_(values)
     return x
 
 

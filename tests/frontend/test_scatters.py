@@ -299,7 +299,56 @@ def test_half_scatter_add_rounds_once_where_index_add_rounds_each_step(dtype):
     k, t = pair([0.0], dtype)
     close_to_torch(k.clone().scatter_add_(0, ki, ks), t.clone().scatter_add_(0, ti, ts), 0)
     close_to_torch(k.clone().index_add_(0, ki, ks), t.clone().index_add_(0, ti, ts), 0)
+    close_to_torch(
+        k.clone().index_put_((ki,), ks, accumulate=True),
+        t.clone().index_put_((ti,), ts, accumulate=True),
+        0,
+    )
     assert float(k.clone().scatter_add_(0, ki, ks)) > 4096 >= float(k.clone().index_add_(0, ki, ks))
+
+
+@pytest.mark.parametrize("dtype", [kael.float16, kael.bfloat16], ids=str)
+def test_a_long_half_index_add_rounds_in_index_order_on_every_thread_count(dtype):
+    """A source long enough for the per-thread split (4 * SPLIT_ELEMENTS into one place)
+    still adds in index order: private tables would reach the stall point each and sum."""
+    n = 4 * index_ops.SPLIT_ELEMENTS
+    ks, ts = pair(np.full(n, 2.0), dtype)
+    ki, ti = pair(np.zeros(n, np.int64), kael.int64)
+    k, t = pair([0.0], dtype)
+    close_to_torch(k.clone().index_add_(0, ki, ks), t.clone().index_add_(0, ti, ts), 0)
+    close_to_torch(
+        k.clone().index_put_((ki,), ks, accumulate=True),
+        t.clone().index_put_((ti,), ts, accumulate=True),
+        0,
+    )
+
+
+def test_index_put_accumulate_checks_each_key_against_its_own_dim():
+    """[0, 5] into [3, 4] is out of bounds in dim 1, though its flat offset 5 is inside."""
+    k = kael.zeros(3, 4)
+    for keys, dim in (((0,), (5,)), 1), (((0,), (-5,)), 1), (((3,), (0,)), 0):
+        with pytest.raises(kael.IndexError, match=f"out of bounds for dimension {dim} with size"):
+            k.index_put_(tuple(kael.tensor(c) for c in keys), kael.tensor(1.0), accumulate=True)
+    assert k.eq(0).all()
+    with pytest.raises(kael.TypeError, match="value's dtype to match"):
+        k.index_put_((kael.tensor([0]),), kael.tensor([1]), accumulate=True)
+    with pytest.raises(kael.Error, match="clone"):
+        kael.zeros(4).expand(3, 4).index_put_((kael.tensor([0]),), kael.tensor(1.0), True)
+
+
+@pytest.mark.parametrize("layout", ["transposed", "sliced"])
+def test_index_put_accumulate_writes_through_a_strided_self(layout):
+    k, t = pair(RNG.standard_normal((6, 5)))
+    kv, tv = (k.T, t.T) if layout == "transposed" else (k[1::2, 1:], t[1::2, 1:])
+    keys = ([0, 2, 0, -1], [1, 2, 1, 0])
+    ks, ts = pair([1.0, 2.0, 3.0, 4.0])
+    kv.index_put_(tuple(kael.tensor(c) for c in keys), ks, accumulate=True)
+    tv.index_put_(tuple(torch.tensor(c) for c in keys), ts, accumulate=True)
+    close_to_torch(k, t, 1e-6)  # the base: written through the view, nowhere else
+    kr, tr = pair(RNG.standard_normal((3, kv.shape[1])))
+    kv.index_put_((kael.tensor([2, 0, 2]),), kr, accumulate=True)  # rows: the rest dim spread
+    tv.index_put_((torch.tensor([2, 0, 2]),), tr, accumulate=True)
+    close_to_torch(k, t, 1e-6)
 
 
 @pytest.mark.parametrize("dtype", [kael.int8, kael.uint8], ids=str)
