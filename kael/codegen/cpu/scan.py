@@ -12,12 +12,13 @@ every rank. Two functions per module:
 
 One long line (a 1-d cumsum) and, on a GPU, any long line is scanned in blocks of BLOCK
 elements instead, the two-pass block scan: `totals` combines each block alone (a float
-block element after element, so every partial is a prefix of the block and overflows,
-cancels and breaks ties only where the line scan would), `carries` turns each line's
-totals into exclusive prefixes in place, and `blocks` scans each block again from its
-carry. Three launches and a second read of the input, for a work item per block; the
-blocks are fixed by the shape, so the bits do not depend on the thread count (a float sum
-rounds in another order than the line scan's).
+block element after element, so ties break as in the line scan), `carries` turns each
+line's totals into exclusive prefixes in place, and `blocks` scans each block again from
+its carry. A block alone can overflow (a product: underflow) where no prefix of its line
+does (-1e308, -1e308, 1e308 after a 1e308): a float sum or product line with a total out
+of range is scanned whole by one work item instead. Three launches and a second read of
+the input, for a work item per block; the blocks are fixed by the shape, so the bits do
+not depend on the thread count (a float sum rounds in another order than the line scan's).
 
 Accumulation is in int64 or float64 (float32 too, like PyTorch's CPU kernel), one
 element after another, so floating-point results do not depend on the thread count.
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from llvmlite import ir
 
 from kael.codegen.cpu import handwritten
@@ -296,9 +298,30 @@ def _block_total(b, scan: _Scan, w: _Words, slots, src_off, count) -> ir.Value:
     return total
 
 
+def _fragile(op: str, scan: _Scan) -> bool:
+    """Whether a block total can overflow (or, for a product, underflow) where no prefix of
+    the line does: a float sum or product (a block of -1e308, -1e308, 1e308 after a 1e308)."""
+    return scan.acc.is_floating_point and op in ("cumsum", "cumprod")
+
+
+def _suspect(b, scan: _Scan, total: ir.Value) -> ir.Value:
+    """i1: the block total is not finite, or, for a product, below the least normal value
+    (NaN too: ordered compares fail on it)."""
+    size = scan.em.intrinsic("llvm.fabs", total)
+    fine = b.fcmp_ordered("<", size, scan.em.const(scan.acc, math.inf))
+    if scan.op == "cumprod":
+        tiny = float(np.finfo(np.float64).tiny)
+        fine = b.and_(fine, b.fcmp_ordered(">=", size, scan.em.const(scan.acc, tiny)))
+    return b.not_(fine)
+
+
 def _build_blocks(module: ir.Module, op: str, src: DType, dst: DType, symbol: str) -> list[str]:
     """The block scan's three kernels: `symbol`_totals and `symbol` (a work item per block
-    of a line), `symbol`_carries (a work item per line)."""
+    of a line), `symbol`_carries (a work item per line).
+
+    A float sum or product whose line has a suspect block total is scanned whole, element
+    after element, by its first block's work item: `carries` marks it with NaN in the first
+    carry (always the identity otherwise), and the other blocks of the line then do nothing."""
     symbols = []
     for role in ("totals", "carries", "scan"):
         name = symbol if role == "scan" else f"{symbol}_{role}"
@@ -306,35 +329,51 @@ def _build_blocks(module: ir.Module, op: str, src: DType, dst: DType, symbol: st
         w = _Words(b, fn.args[0], src, dst)
         scan = _Scan(b, op, src, dst, 1)
         slots = [b.alloca(scalar_type(scan.acc), name=f"acc{u}") for u in range(UNROLL)]
+        fragile = _fragile(op, scan)
         if role == "carries":
+            suspect = b.alloca(ir.IntType(1), name="suspect")
 
-            def line(i, b=b, w=w, scan=scan, slots=slots):
+            def line(i, b=b, w=w, scan=scan, slots=slots, suspect=suspect, fragile=fragile):
                 first = b.mul(i, w.blocks)
                 b.store(scan.identity(), slots[0])
+                b.store(ir.Constant(ir.IntType(1), 0), suspect)
 
                 def carry(k):
                     at = b.gep(w.totals, [b.add(first, k)])
                     total = b.load(at)
                     b.store(b.load(slots[0]), at)
                     b.store(scan.combine(b.load(slots[0]), total), slots[0])
+                    if fragile:
+                        b.store(b.or_(b.load(suspect), _suspect(b, scan, total)), suspect)
 
                 LoopBuilder(b).counted(i64(0), w.blocks, 1, carry, "carry")
+                if fragile:
+                    with b.if_then(b.load(suspect)):
+                        b.store(scan.em.const(scan.acc, math.nan), b.gep(w.totals, [first]))
 
             LoopBuilder(b).counted(fn.args[1], fn.args[2], 1, line, "line")
         else:
 
-            def block(i, b=b, w=w, scan=scan, slots=slots, role=role):
-                src_off, dst_off = w.offsets(b.sdiv(i, w.blocks))
+            def block(i, b=b, w=w, scan=scan, slots=slots, role=role, fragile=fragile):
+                line_src, line_dst = w.offsets(b.sdiv(i, w.blocks))
                 start = b.mul(b.srem(i, w.blocks), i64(BLOCK))
                 left = b.sub(w.n, start)
                 count = b.select(b.icmp_signed("<", left, i64(BLOCK)), left, i64(BLOCK))
-                src_off = b.add(src_off, b.mul(start, w.src_step))
-                dst_off = b.add(dst_off, b.mul(start, w.dst_step))
+                src_off = b.add(line_src, b.mul(start, w.src_step))
+                dst_off = b.add(line_dst, b.mul(start, w.dst_step))
                 at = b.gep(w.totals, [i])
                 if role == "totals":
                     b.store(_block_total(b, scan, w, slots, src_off, count), at)
-                else:
+                    return
+                if not fragile:
                     _scan_line(b, scan, w, slots, src_off, dst_off, count, b.load(at))
+                    return
+                mark = b.load(b.gep(w.totals, [b.sub(i, b.srem(i, w.blocks))]))
+                with b.if_else(b.fcmp_unordered("uno", mark, mark)) as (whole, part):
+                    with whole, b.if_then(b.icmp_signed("==", start, i64(0))):
+                        _scan_line(b, scan, w, slots, line_src, line_dst)
+                    with part:
+                        _scan_line(b, scan, w, slots, src_off, dst_off, count, b.load(at))
 
             LoopBuilder(b).counted(fn.args[1], fn.args[2], 1, block, "block")
         b.ret_void()

@@ -190,6 +190,29 @@ def test_block_totals_are_prefixes_so_they_overflow_only_where_the_line_scan_doe
     np.testing.assert_array_equal(blocks, lines)
 
 
+@pytest.mark.parametrize(
+    "op, first, block",
+    [
+        ("cumsum", 1e308, [-1e308, -1e308, 1e308]),  # the block alone: -inf; the line: 0
+        ("cumprod", 1e-300, [1e300, 1e300, 1e-300]),  # the block alone: inf; the line: 1
+        ("cumprod", 1e300, [1e-300, 1e-300, 1e300]),  # the block alone: 0; the line: 1
+        ("cumprod", 2.0, [0.0, 3.0]),  # a zero: rescanned whole, still the line's values
+    ],
+)
+def test_a_line_with_a_suspect_block_total_is_scanned_whole(monkeypatch, op, first, block):
+    """A block total that leaves the finite (for a product, the normal) range, though no
+    prefix of the line does, sends its line to one sequential scan; the other lines keep
+    the blocks (equal to rounding)."""
+    rng = np.random.default_rng(11)
+    src = rng.uniform(0.999, 1.001, (3, 3 * scan.BLOCK + 5))
+    src[1, 0] = first
+    src[1, scan.BLOCK : scan.BLOCK + len(block)] = block
+    blocks, lines = _both_ways(monkeypatch, op, src, 1)
+    np.testing.assert_array_equal(blocks[1], lines[1])
+    assert np.isfinite(lines[1]).all()
+    np.testing.assert_allclose(blocks, lines, rtol=1e-12)
+
+
 @pytest.mark.parametrize("op, rest", [("cummax", -1.0), ("cummin", 1.0)])
 @pytest.mark.parametrize("tie", [(0.0, -0.0), (np.nan, -np.nan)], ids=["zeros", "nans"])
 def test_a_later_tie_wins_across_blocks_as_in_the_line_scan(monkeypatch, op, rest, tie):
