@@ -56,7 +56,7 @@ class _Entry:
     plans: dict[tuple, p.Plan]
     implicit: list  # (getter, storage): tensors read from globals and closure cells
     # the plan every call of this signature runs, where nothing but the signature decides
-    # it (no float used as a value, no implicit input, no fallback, no data-shaped extern)
+    # it (no float used as a value, no implicit input, no fallback)
     positional: p.Plan | None = None
     guarded: replay.Replay | None = None  # positional's replay behind this signature's guard
 
@@ -259,47 +259,49 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if state.trace is not None:  # called from a function being traced: part of its trace
             return self.fn(*args, **kwargs)
-        if not kwargs and not self.check:
-            guarded = self._guarded
-            if guarded is not None:
-                result = guarded(args)
-                if result is not MISS:
-                    return result
-                other = self._other
-                if other is not None:
-                    result = other(args)
-                    if result is not MISS:  # two signatures in turn: both stay guarded
-                        self._guarded, self._other = other, guarded
+        try:
+            if not kwargs and not self.check:
+                guarded = self._guarded
+                if guarded is not None:
+                    result = guarded(args)
+                    if result is not MISS:
                         return result
-            plan, tensors, key = self._positional(args)
-            if plan is not None:
-                self._info.hits += 1
-                result = plan.run(tensors, list(args))
-                self._install_guarded(key, plan)
-                return result
-        plan, tensors, leaves, treedef, key = self._lookup(args, kwargs)
-        twins = _call_twins(tensors, plan)
-        if twins is not None:
-            self._warn_once(
-                f"kael.compile({self.__name__}): {twins[0]} and {twins[1]} share memory "
-                "through two storages (two from_numpy of one array?); calls like this run "
-                "eagerly, which keeps eager's results"
-            )
-            return self.fn(*args, **kwargs)
-        before = p.snapshot(tensors) if self.check else None
-        if plan is None:
-            result, plan = self._trace(leaves, treedef, tensors, key)
-        else:
-            self._info.hits += 1
-            if plan.fallback is not None:
+                    other = self._other
+                    if other is not None:
+                        result = other(args)
+                        if result is not MISS:  # two signatures in turn: both stay guarded
+                            self._guarded, self._other = other, guarded
+                            return result
+                plan, tensors, key = self._positional(args)
+                if plan is not None:
+                    self._info.hits += 1
+                    result = plan.run(tensors, list(args))
+                    self._install_guarded(key, plan)
+                    return result
+            plan, tensors, leaves, treedef, key = self._lookup(args, kwargs)
+            twins = _call_twins(tensors, plan)
+            if twins is not None:
+                self._warn_once(
+                    f"kael.compile({self.__name__}): {twins[0]} and {twins[1]} share memory "
+                    "through two storages (two from_numpy of one array?); calls like this run "
+                    "eagerly, which keeps eager's results"
+                )
                 return self.fn(*args, **kwargs)
-            if plan.shaped:
-                result, plan = self._run_shaped(plan, tensors, leaves, treedef, key)
+            before = p.snapshot(tensors) if self.check else None
+            if plan is None:
+                result, plan = self._trace(leaves, treedef, tensors, key)
             else:
+                self._info.hits += 1
+                if plan.fallback is not None:
+                    return self.fn(*args, **kwargs)
                 result = plan.run(tensors, leaves)
-        if before is not None and plan.fallback is None:
-            plan.check(before, leaves, self.__name__)
-        return result
+            if before is not None and plan.fallback is None:
+                plan.check(before, leaves, self.__name__)
+            return result
+        except p.Retrace as retrace:  # an extern's output shapes changed: trace the call again
+            retrace.rewind()
+            _, tensors, leaves, treedef, key = self._lookup(args, kwargs)
+            return self._trace(leaves, treedef, tensors, key)[0]
 
     def _warn_once(self, message: str) -> None:
         """A warning shown the first time this function meets its case."""
@@ -307,23 +309,10 @@ class CompiledFunction:
             self._warned_fallback.add(message)
             warnings.warn(message, stacklevel=4)
 
-    def _run_shaped(self, plan: p.Plan, tensors, leaves, treedef, key):
-        """Run a plan with data-shaped externs; where this call's shapes differ, trace it
-        again, the random stream put back where the call began (unless another thread drew
-        meanwhile: its draws are not repeated, and this call's draw anew)."""
-        from kael.frontend.random import default_generator
-
-        state = default_generator.position()
-        try:
-            return plan.run(tensors, leaves), plan
-        except p.Retrace as retrace:
-            default_generator.rewind(state, retrace.drawn)
-            return self._trace(leaves, treedef, tensors, key)
-
     def _positional(self, args: tuple) -> tuple[p.Plan | None, list, tuple | None]:
         """The plan of a call of positional leaves (tensors, numbers, a module...) whose
         signature holds no float used as a value, no implicit input read from a name, no
-        extern with data-shaped results, no fallback and no twin storages (the common
+        fallback and no twin storages (the common
         call), with its tensors and signature; else (None, _, _) for _lookup to decide. No
         pytree walk."""
         tensors, key = _signature(args, ("args", len(args)), plain=True)
@@ -444,7 +433,7 @@ class CompiledFunction:
             if not same or entry.used != used:
                 entry = self._entries[key] = _Entry(used, {}, implicit)
             entry.plans[values] = plan
-            plain = not used and not implicit and plan.fallback is None and not plan.shaped
+            plain = not used and not implicit and plan.fallback is None
             entry.positional = plan if plain else None
             entry.guarded = None  # built again from the new positional plan when it runs
 

@@ -670,7 +670,7 @@ def _any(name: str, operands: list, build, shape, device, compute: DType) -> boo
 
 def equal(input: Tensor, other: Tensor) -> bool:
     """True when input and other have one shape and equal elements (NaN is never equal)."""
-    tracing.data_dependent("kael.equal (a Python bool from the values)")
+    tracing.data_dependent("a Python bool from the values")
     a, b = _two_tensors(input, other, "equal")
     if a.shape != b.shape:
         return False
@@ -688,7 +688,7 @@ def allclose(
     input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False
 ) -> bool:
     """|input - other| <= atol + rtol * |other| everywhere (broadcast), as torch.allclose."""
-    tracing.data_dependent("kael.allclose (a Python bool from the values)")
+    tracing.data_dependent("a Python bool from the values")
     a, b = _two_tensors(input, other, "allclose")
     rtol, atol = (_tolerance(v, name) for v, name in ((rtol, "rtol"), (atol, "atol")))
     equal_nan = bool_arg(equal_nan, "allclose", "equal_nan")

@@ -118,14 +118,16 @@ def _value(source, call: Call):
 class Call:
     """One run of a plan: the storage bound to each slot and the call's scalar values."""
 
-    __slots__ = ("plan", "bound", "scalars", "random", "drawn")
+    __slots__ = ("plan", "bound", "scalars", "random", "start", "drawn", "generators")
 
     def __init__(self, plan: Plan, bound: list, scalars: list) -> None:
         self.plan = plan
         self.bound = bound
         self.scalars = scalars
         self.random: list[tuple[int, int]] = []
-        self.drawn = 0  # random counters reserved so far
+        self.start: tuple[int, int] | None = None  # the default generator before its first draw
+        self.drawn = 0  # the default generator's counters reserved since
+        self.generators: dict | None = None  # id -> (a Generator an extern took, its start)
 
     def storage(self, slot: int) -> Storage:
         s = self.bound[slot]
@@ -777,7 +779,8 @@ class ExternCall:
     leaves: list  # View (a tensor), ArgScalar, or a constant
     outs: pytree.TreeDef
     out_leaves: list  # (View, binds a new slot) for tensors, else the constant
-    shaped: bool = False  # its output shapes depend on the values: a change re-traces
+    shaped: bool = False  # its Python read values: its output shapes may follow them
+    retraces: bool = False  # a change of its output shapes traces the call again
     launches_kernels = False
 
     def views(self) -> list[View]:
@@ -785,12 +788,22 @@ class ExternCall:
         return leaves + [s[0] for s in self.out_leaves if type(s) is tuple]
 
     def run(self, call: Call) -> None:
+        from kael.frontend.random import Generator, default_generator
 
         leaves = [
             _trusted(call.impl(v)) if type(v) is View else _value(v, call) for v in self.leaves
         ]
         args, kwargs = pytree.unflatten(self.args, leaves)
+        for g in leaves:  # a generator argument: a retrace puts it back where the call found it
+            if type(g) is Generator:
+                call.generators = call.generators or {}
+                call.generators.setdefault(id(g), (g, g.position()))
+        before = default_generator.position()
         result = self.fn(*args, **kwargs)
+        seed, offset = default_generator.position()
+        if seed == before[0] and offset != before[1]:  # its own draws (multinomial, randperm)
+            call.start = call.start or before
+            call.drawn += (offset - before[1]) % (1 << 64)
         got, _ = pytree.flatten(result)
         for value, spec in zip(got, self.out_leaves):
             if type(spec) is not tuple:
@@ -798,24 +811,35 @@ class ExternCall:
             view, new = spec
             impl = value._impl
             if (impl.shape, impl.strides, impl.offset) != (view.shape, view.strides, view.offset):
-                if self.shaped:
-                    raise Retrace(self.name, call.drawn)
+                if self.retraces:
+                    raise Retrace(self.name, call)
                 raise Error(
                     f"{self.name} returned a tensor of shape {list(impl.shape)} where its trace "
-                    f"returned {list(view.shape)}; its output depends on the data"
+                    f"returned {list(view.shape)}: its output follows the data, and after an "
+                    "in-place write to an argument the call cannot be traced again"
                 )
             if new:
                 call.bound[view.buffer] = impl.storage
 
 
 class Retrace(Exception):  # noqa: N818 - caught by CompiledFunction, never seen by users
-    """A data-shaped extern's output shapes differ from the trace's: trace the call again
-    (nothing the caller can see was written before it). `drawn`: the random counters the
-    call reserved before it."""
+    """An extern's output shapes differ from the trace's: trace the call again (nothing the
+    caller can see was written before it), once the random streams are put back."""
 
-    def __init__(self, name: str, drawn: int) -> None:
+    def __init__(self, name: str, call: Call) -> None:
         super().__init__(name)
-        self.drawn = drawn
+        self.start, self.drawn, self.generators = call.start, call.drawn, call.generators
+
+    def rewind(self) -> None:
+        """Put back what the call drew: a generator argument always; the default generator
+        unless another thread drew meanwhile (its draws are not repeated; this call's draw
+        anew)."""
+        from kael.frontend.random import default_generator
+
+        if self.start is not None:
+            default_generator.rewind(self.start, self.drawn)
+        for generator, position in (self.generators or {}).values():
+            generator.restore(*position)
 
 
 @dataclass(slots=True)
@@ -829,8 +853,10 @@ class Reserve:
         return []
 
     def run(self, call: Call) -> None:
-        from kael.frontend.random import reserve_words
+        from kael.frontend.random import default_generator, reserve_words
 
+        if call.start is None:
+            call.start = default_generator.position()
         call.random.append(reserve_words(self.count))
         call.drawn += self.count
 
@@ -846,7 +872,6 @@ class Plan:
     bumps: dict[int, int] = field(default_factory=dict)  # slot -> in-place writes
     release: list[list[int]] = field(default_factory=list)  # per step: slots freed after it
     fallback: str | None = None  # why this signature runs eagerly instead, if it does
-    shaped: bool = False  # whether an extern's output shapes depend on the values
     cuts: list = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
     # filled by finish(): what each call starts from

@@ -5,9 +5,9 @@ Step per op (the op's own kernel template, checks and dtype rules ran as in eage
 new tensors get a LazyStorage: a buffer that gets memory only if the fused plan stores it.
 Each public op runs inside `op_door`: when an op needs a hand-written kernel or host work
 (matmul, sort, the softmax rows), the steps it recorded are rolled back and it becomes an
-extern step, run eagerly on materialized inputs; an op whose own Python reads values (a
-host sort, a size from the data) too, and each call checks its output shapes, tracing the
-call again when they change. The user's Python reading values on the host (item, bool,
+extern step, run eagerly on materialized inputs, as does an op whose own Python reads
+values (a host sort, a size from the data). Each call checks an extern's output shapes
+and traces the call again when they change. The user's Python reading values (item, bool,
 numpy, print) is data-dependent: it raises a kael.Error naming the user's line, or with
 fullgraph=False ends the trace and lets the function go on eagerly.
 
@@ -35,6 +35,7 @@ from kael.runtime.storage import Storage
 from kael.runtime.tracestate import NeedsExtern, state
 
 _KAEL_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MADE = (p.FRESH, p.EXTERN)  # the slot kinds of buffers a plan makes: nobody else sees them
 
 
 def active() -> Trace | None:
@@ -185,6 +186,7 @@ class Trace:
         self.broken: str | None = None
         self.versions: dict[int, int] = {}
         self.extern_bumps: dict[int, int] = {}  # id(storage) -> bumps made inside extern steps
+        self.bumped_visible = False  # whether one bumped a storage the plan did not make
         for i, t in enumerate(tensors):
             storage = t._impl.storage
             if id(storage) not in self.by_storage:
@@ -298,7 +300,7 @@ class Trace:
 
     def call_op(self, name: str, fn: Callable, args: tuple, kwargs: dict):
         """One public op under tracing: recorded through the eager door when it can be, else
-        run as an extern step; one that needs values for Python ends the trace."""
+        run as an extern step (data-shaped where its own Python read values)."""
         from kael.frontend.random import default_generator
 
         mark = (
@@ -337,15 +339,21 @@ class Trace:
 
     def _restartable(self) -> bool:
         """Whether nothing the caller can see was written so far in this call: a plan can
-        then be dropped midway, and the call traced again, when a data-shaped extern's
-        output shapes change. Version counters do not tell (an `out=` write bumps none):
-        every step so far, run or pending, must write only buffers the plan made."""
-        made = (p.FRESH, p.EXTERN)
+        then be dropped midway, and the call traced again, when an extern's output shapes
+        change. Version counters do not tell (an `out=` write bumps none): every step so
+        far, run or pending, must write only buffers the plan made, and an extern's
+        in-place writes must bump only those."""
         slots = self.plan.slots
         steps = [*self.plan.steps, *(step for step, _, _ in self.pending)]
-        return not self.extern_bumps and all(
-            slots[v.buffer].kind in made for step in steps for v in _writes(step)
+        return not self.bumped_visible and all(
+            slots[v.buffer].kind in MADE for step in steps for v in _writes(step)
         )
+
+    def _made(self, storage: Storage) -> bool:
+        """Whether the plan made this storage (a fresh buffer, an extern's output)."""
+        lazy = type(storage) is LazyStorage
+        index = storage.index if lazy else self.by_storage.get(id(storage))
+        return index is not None and self.plan.slots[index].kind in MADE
 
     def extern(self, name: str, fn: Callable, args: tuple, kwargs: dict, shaped: str = ""):
         """Run an op eagerly on real inputs, now and at every call of the plan; `shaped`
@@ -372,6 +380,7 @@ class Trace:
         for k, s in storages.items():  # the op bumps them itself at every replay
             if s.version != before[k]:
                 self.extern_bumps[k] = self.extern_bumps.get(k, 0) + s.version - before[k]
+                self.bumped_visible |= not self._made(s)
         got, out_def = pytree.flatten(result)
         if shaped and any(v is not None and not isinstance(v, Tensor) for v in got):
             self.data_dependent(shaped)
@@ -390,7 +399,9 @@ class Trace:
         step = p.ExternCall(name, fn, treedef, specs, out_def, out_specs, bool(shaped))
         self.plan.steps.append(step)
         self.ran = len(self.plan.steps)  # it ran just now
-        self.plan.shaped |= bool(shaped)
+        # Any extern's shapes may follow the values (unique_consecutive scans before it reads):
+        # a change traces the call again where that is safe, and raises where it is not.
+        step.retraces = bool(shaped) or self._restartable()
         return result
 
     def matmul(self, c, a, b, geometry=None) -> None:

@@ -1266,6 +1266,63 @@ def test_data_shaped_extern_retraces_with_the_random_stream_of_eager():
     assert c.cache_info().traces > 1  # the counts changed between calls
 
 
+def test_an_extern_whose_shapes_follow_the_values_retraces_though_its_python_reads_none():
+    """unique_consecutive launches its scan kernel before any value reaches Python, so it is
+    a plain extern; a change of its output shape traces the call again all the same."""
+    c = kael.compile(lambda i: kael.unique_consecutive(i * 1, return_counts=True))
+    for values in ([1, 1, 2], [1, 2, 3], [4, 4, 4]):  # 2, 3 then 1 runs
+        i = kael.tensor(values)
+        _same(c(i), kael.unique_consecutive(i, return_counts=True))
+    assert c.cache_info().traces == 3
+
+
+def _drawn_then_counted(p, i):
+    return kael.multinomial(p, 4, replacement=True), kael.randperm(5), kael.bincount(i)
+
+
+def test_a_retrace_puts_back_what_random_externs_drew():
+    """multinomial and randperm draw from the default generator inside their extern steps;
+    the retrace at bincount's new size rewinds those draws too, so it draws eager's."""
+    p, c = kael.rand(10) + 0.1, kael.compile(_drawn_then_counted)
+    for n, values in enumerate(([0, 1], [0, 5], [0, 7])):
+        i = kael.tensor(values)
+        kael.manual_seed(n)
+        expected, after = _drawn_then_counted(p, i), kael.rand(2)
+        kael.manual_seed(n)
+        _same(c(p, i), expected)
+        _same(kael.rand(2), after)
+    assert c.cache_info().traces == 3
+
+
+def test_a_retrace_puts_back_a_generator_argument():
+    def f(a, g):
+        return kael.rand(3, generator=g), a[a > 0]
+
+    c, g = kael.compile(f), kael.Generator()
+    for n in range(4):
+        a = kael.randn(12)
+        g.manual_seed(100 + n)
+        expected, after = f(a, g), kael.rand(2, generator=g)
+        g.manual_seed(100 + n)
+        _same(c(a, g), expected)
+        _same(kael.rand(2, generator=g), after)
+
+
+def test_an_extern_writing_a_tensor_made_inside_the_call_leaves_it_restartable():
+    """index_add_ into a fresh zeros() bumps a version nobody outside the call sees: a
+    value-reading op after it may still trace the call again."""
+
+    def f(a, labels):
+        sums = kael.zeros(3, dtype=a.dtype).index_add_(0, labels, a)
+        return sums, kael.median(a), a[a > 2.5]
+
+    c, labels = kael.compile(f), kael.tensor([0, 1, 2, 0])
+    for values in ([1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]):
+        a = kael.tensor(values)
+        _same(c(a, labels), f(a, labels))
+    assert c.cache_info().traces == 2
+
+
 def _writes_then_masks_inplace(a, m):
     a.add_(1)
     return a[m > 0]
@@ -1281,6 +1338,17 @@ def test_data_shaped_op_after_a_write_to_an_argument_is_a_graph_break(f):
     # a retrace would write the argument a second time
     with pytest.raises(kael.Error, match="cannot be traced again"):
         kael.compile(f)(kael.randn(10), kael.randn(10))
+
+
+def test_an_extern_changing_shape_after_a_write_to_an_argument_raises():
+    def f(a):
+        a.add_(1)
+        return kael.unique_consecutive(a)
+
+    c = kael.compile(f)
+    _same(c(kael.tensor([1, 1, 2])), kael.tensor([2, 3]))
+    with pytest.raises(kael.Error, match=r"shape \[3\] where its trace returned \[2\].*argument"):
+        c(kael.tensor([1, 2, 3]))
 
 
 def test_float_arguments_read_as_floats_in_messages():
