@@ -255,8 +255,8 @@ def library(dtype: DType) -> handwritten.Library:
 
 def run(q, kt, v, out, mask, kind: str, scale: float, batch: int, mask_strides) -> None:
     """out [batch, L, Ev] = attention of q [batch, L, E] over kt [batch, E, S] (k
-    transposed, contiguous) and v [batch, S, Ev] (impls; q's, v's and out's rows
-    unit-stride); `mask` an impl or None with its (batch, row, column) strides."""
+    transposed) and v [batch, S, Ev] (impls; every row unit-stride, rows any stride
+    apart); `mask` an impl or None with its (batch, row, column) strides."""
     length, source = q.shape[1], v.shape[1]
     blocks = -(-length // BQ)
     words = [

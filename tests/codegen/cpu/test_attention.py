@@ -116,3 +116,20 @@ def test_result_bits_do_not_depend_on_the_thread_count():
     finally:
         kael.set_num_threads(before)
     assert kael.equal(one, two)
+
+
+@pytest.mark.parametrize(
+    "source, dtype",
+    [(1024, kael.float32), (512, kael.float64), (1000, kael.float32), (3, kael.float64)],
+)
+def test_transposed_keys_rows_are_an_odd_number_of_cache_lines_apart(source, dtype):
+    """Rows 4 KiB apart (1024 float32 keys) would share one L1 set: the padding to an odd
+    number of lines spreads a block's E rows over every set; the values are k^T."""
+    from kael.frontend.attention import LINE, _transposed_keys
+
+    k = kael.tensor(RNG.standard_normal((2, source, 5)), dtype=dtype)
+    kt = _transposed_keys(k)
+    row_bytes = kt.strides[1] * dtype.itemsize
+    assert row_bytes % LINE == 0 and (row_bytes // LINE) % 2 == 1
+    assert source * dtype.itemsize <= row_bytes < source * dtype.itemsize + 2 * LINE
+    np.testing.assert_array_equal(kael.Tensor(kt).numpy(), k.numpy().transpose(0, 2, 1))
