@@ -118,16 +118,23 @@ def _value(source, call: Call):
 class Call:
     """One run of a plan: the storage bound to each slot and the call's scalar values."""
 
-    __slots__ = ("plan", "bound", "scalars", "random", "start", "drawn", "generators")
+    __slots__ = ("plan", "bound", "scalars", "random", "generators")
 
     def __init__(self, plan: Plan, bound: list, scalars: list) -> None:
         self.plan = plan
         self.bound = bound
         self.scalars = scalars
         self.random: list[tuple[int, int]] = []
-        self.start: tuple[int, int] | None = None  # the default generator before its first draw
-        self.drawn = 0  # the default generator's counters reserved since
-        self.generators: dict | None = None  # id -> (a Generator an extern took, its start)
+        # id -> [a generator the call drew from, its position before, counters drawn since]
+        self.generators: dict | None = None
+
+    def drew(self, generator, start: tuple[int, int], count: int) -> None:
+        """Note `count` counters this call's thread reserved from `generator`, which stood at
+        `start` before (kept from the first draw): what a retrace puts back."""
+        if count:
+            if self.generators is None:
+                self.generators = {}
+            self.generators.setdefault(id(generator), [generator, start, 0])[2] += count
 
     def storage(self, slot: int) -> Storage:
         s = self.bound[slot]
@@ -794,16 +801,13 @@ class ExternCall:
             _trusted(call.impl(v)) if type(v) is View else _value(v, call) for v in self.leaves
         ]
         args, kwargs = pytree.unflatten(self.args, leaves)
-        for g in leaves:  # a generator argument: a retrace puts it back where the call found it
-            if type(g) is Generator:
-                call.generators = call.generators or {}
-                call.generators.setdefault(id(g), (g, g.position()))
-        before = default_generator.position()
+        # its own draws (multinomial, randperm, a generator argument): a retrace puts them back
+        sources = {id(g): g for g in leaves if type(g) is Generator}
+        sources = [default_generator, *(g for g in sources.values() if g is not default_generator)]
+        before = [(g.position(), g.drawn_here()) for g in sources]
         result = self.fn(*args, **kwargs)
-        seed, offset = default_generator.position()
-        if seed == before[0] and offset != before[1]:  # its own draws (multinomial, randperm)
-            call.start = call.start or before
-            call.drawn += (offset - before[1]) % (1 << 64)
+        for g, (start, drawn) in zip(sources, before):
+            call.drew(g, start, g.drawn_here() - drawn)
         got, _ = pytree.flatten(result)
         for value, spec in zip(got, self.out_leaves):
             if type(spec) is not tuple:
@@ -828,18 +832,13 @@ class Retrace(Exception):  # noqa: N818 - caught by CompiledFunction, never seen
 
     def __init__(self, name: str, call: Call) -> None:
         super().__init__(name)
-        self.start, self.drawn, self.generators = call.start, call.drawn, call.generators
+        self.generators = call.generators or {}
 
     def rewind(self) -> None:
-        """Put back what the call drew: a generator argument always; the default generator
-        unless another thread drew meanwhile (its draws are not repeated; this call's draw
-        anew)."""
-        from kael.frontend.random import default_generator
-
-        if self.start is not None:
-            default_generator.rewind(self.start, self.drawn)
-        for generator, position in (self.generators or {}).values():
-            generator.restore(*position)
+        """Put back what the call drew from each generator, unless another thread drew from
+        it meanwhile (its draws are never repeated; this call's draw anew)."""
+        for generator, start, count in self.generators.values():
+            generator.rewind(start, count)
 
 
 @dataclass(slots=True)
@@ -855,10 +854,9 @@ class Reserve:
     def run(self, call: Call) -> None:
         from kael.frontend.random import default_generator, reserve_words
 
-        if call.start is None:
-            call.start = default_generator.position()
-        call.random.append(reserve_words(self.count))
-        call.drawn += self.count
+        seed, first = reserve_words(self.count)
+        call.random.append((seed, first))
+        call.drew(default_generator, (seed % (1 << 64), first % (1 << 64)), self.count)
 
 
 @dataclass(slots=True)

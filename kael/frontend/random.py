@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -63,6 +64,7 @@ class Generator:
         self.lock = sync.lock(fork_rank=sync.GENERATOR_RANK)
         self._seed = DEFAULT_SEED
         self._offset = 0
+        self._mine = threading.local()  # counters reserved by each thread, for drawn_here
 
     def manual_seed(self, seed) -> Generator:
         """Reseed and rewind; torch's range: [-2**63, 2**64), negatives wrap. Returns self."""
@@ -122,7 +124,14 @@ class Generator:
         with self.lock:
             first = self._offset
             self._offset = (first + count) % _U64
-            return self._seed, first
+            seed = self._seed
+        self._mine.count = getattr(self._mine, "count", 0) + count
+        return seed, first
+
+    def drawn_here(self) -> int:
+        """How many counters the calling thread has reserved from this generator: what a
+        step drew itself, where the offset's move also counts other threads' draws."""
+        return getattr(self._mine, "count", 0)
 
     def __repr__(self) -> str:
         return f"kael.Generator(device={str(self.device)!r})"

@@ -1308,6 +1308,51 @@ def test_a_retrace_puts_back_a_generator_argument():
         _same(kael.rand(2, generator=g), after)
 
 
+def test_a_retrace_rewinds_the_default_generator_once_when_an_extern_takes_it_by_name():
+    def f(a):
+        return kael.rand(2), kael.randperm(4, generator=kael.default_generator), a[a > 0]
+
+    c = kael.compile(f)
+    for n, values in enumerate(([1.0, -1.0, -2.0], [1.0, 2.0, -3.0])):  # a retrace at call 1
+        a = kael.tensor(values)
+        kael.manual_seed(n)
+        expected, where = f(a), kael.default_generator.get_state()
+        kael.manual_seed(n)
+        _same(c(a), expected)
+        _same(kael.default_generator.get_state(), where)
+
+
+def test_a_retrace_never_repeats_another_threads_draws(monkeypatch):
+    """Another thread draws while compiled calls retrace (unique's size changes each call):
+    the call rewinds only what its own thread drew, so no counter is handed out twice."""
+    import threading
+
+    from kael.frontend.random import default_generator
+
+    taken, lock, reserve = [], threading.Lock(), default_generator.reserve
+
+    def logged(count):
+        seed, first = reserve(count)
+        with lock:
+            taken.append((first, first + count))
+        return seed, first
+
+    monkeypatch.setattr(default_generator, "reserve", logged)
+    c = kael.compile(lambda i: (kael.unique(i), kael.rand(3)))
+    inputs = [kael.arange(40_000) % k for k in (100, 101, 102)]
+    stop = threading.Event()
+    drawer = threading.Thread(target=lambda: [kael.rand(1) for _ in iter(stop.is_set, True)])
+    drawer.start()
+    try:
+        for n in range(12):
+            c(inputs[n % 3])
+    finally:
+        stop.set()
+        drawer.join()
+    taken.sort()
+    assert len(taken) > 12 and all(a[1] <= b[0] for a, b in zip(taken, taken[1:]))
+
+
 def test_an_extern_writing_a_tensor_made_inside_the_call_leaves_it_restartable():
     """index_add_ into a fresh zeros() bumps a version nobody outside the call sees: a
     value-reading op after it may still trace the call again."""
