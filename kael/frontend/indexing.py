@@ -210,24 +210,48 @@ def setitem(tensor, key, value) -> None:
     tensor._impl.storage.bump_version()
 
 
-def accumulation(tensor, keys: tuple, value) -> tuple[TensorImpl, TensorImpl, TensorImpl]:
+def accumulation(tensor, keys: tuple, value) -> tuple[TensorImpl, TensorImpl, TensorImpl] | None:
     """tensor[keys] += value, repeats adding up, as a scatter-add along dim 0: (destination,
-    index, source). The destination lays the keyed dims of V out as one stride-1 dim of
-    element offsets, so the plan's checked offsets index it directly, over V's other dims."""
-    _check_put_dtype(tensor, keys, value)
+    index, source), the destination V with its keyed dims merged into one, indexed by the
+    plan's checked offsets over V's other dims; None where the keyed dims do not merge
+    (a transposed tensor keyed twice: run it on a contiguous copy)."""
+    if isinstance(value, tensor_module.Tensor) and value.dtype is not tensor.dtype:
+        raise TypeError(
+            f"index_put_ with accumulate=True requires the value's dtype to match the tensor's:"
+            f" got {value.dtype} for the value and {tensor.dtype} for the tensor"
+        )
     plan = _put_plan(tensor, keys)
-    source = _values(value, plan)
     view, batch = plan.view, plan.offsets.shape
     rest, rest_strides = plan.shape[len(batch) :], plan.table_strides[len(batch) :]
     keyed = len(view.shape) - len(rest)
-    extent = 1 + sum(max(n - 1, 0) * s for n, s in zip(view.shape[:keyed], view.strides[:keyed]))
+    merged = _merged(view.shape[:keyed], view.strides[:keyed])
+    if merged is None:
+        return None
+    size, stride = merged
+    offsets = plan.offsets
+    if stride > 1:  # element offsets, all multiples of the merged dim's stride
+        from kael.frontend import elementwise
+
+        offsets = elementwise.binary("floor_divide", tensor_module.Tensor(offsets), stride)._impl
     lead = math.prod(batch)
     spread = (0,) * len(rest)  # one offset for every element of its row
+    source = _values(value, plan)
     return (
-        views.derive(view, (extent, *rest), (1, *rest_strides), view.offset),
-        views.derive(plan.offsets, (lead, *rest), (1, *spread), plan.offsets.offset),
+        views.derive(view, (size, *rest), (stride, *rest_strides), view.offset),
+        views.derive(offsets, (lead, *rest), (1, *spread), offsets.offset),
         views.view(source, ((lead, *rest),)),
     )
+
+
+def _merged(shape: tuple, strides: tuple) -> tuple[int, int] | None:
+    """(size, stride) of one dim stepping through `shape` in row-major order, or None."""
+    if 0 in shape:
+        return 0, 1
+    dims = [(n, s) for n, s in zip(shape, strides) if n != 1]
+    for (_, outer), (n, inner) in zip(dims, dims[1:]):
+        if outer != inner * n:
+            return None
+    return math.prod(shape), (dims[-1][1] if dims else 1)
 
 
 def _put_plan(tensor, keys: tuple) -> _Plan:

@@ -198,12 +198,14 @@ def index_put_(self: Tensor, indices: Sequence, values, accumulate: bool = False
     if not accumulate:
         x[keys] = values
         return x
-    if keys:
-        dst, idx, source = indexing.accumulation(x, keys, values)
-        index_ops._scatter_add(dst, 0, idx, source, "index_put_")  # torch rounds every add
-        x._impl.storage.bump_version()
-    else:
-        x.add_(values)
+    if not keys:
+        return x.add_(values)
+    parts = indexing.accumulation(x, keys, values)
+    if parts is None:  # keyed dims that do not merge: through a contiguous copy
+        return x.copy_(index_put_(x.contiguous(), keys, values, True))
+    dst, idx, source = parts
+    index_ops._scatter_add(dst, 0, idx, source, "index_put_")  # torch rounds every add too
+    x._impl.storage.bump_version()
     return x
 
 

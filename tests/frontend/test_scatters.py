@@ -2,6 +2,8 @@
 unique_consecutive (frontend/scatters.py) against PyTorch: values, dtype and shape,
 repeated indices, layouts, NaN; typed errors for bad indices and shapes."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -332,8 +334,46 @@ def test_index_put_accumulate_checks_each_key_against_its_own_dim():
     assert k.eq(0).all()
     with pytest.raises(kael.TypeError, match="value's dtype to match"):
         k.index_put_((kael.tensor([0]),), kael.tensor([1]), accumulate=True)
+    with pytest.raises(kael.TypeError, match="got float64 for the value and float32"):
+        mask = kael.tensor([True, False, True])  # no masked_fill exemption when adding
+        k.index_put_((mask,), kael.tensor([1.0], dtype=kael.float64), accumulate=True)
     with pytest.raises(kael.Error, match="clone"):
         kael.zeros(4).expand(3, 4).index_put_((kael.tensor([0]),), kael.tensor(1.0), True)
+
+
+def test_index_put_accumulate_splits_over_threads_without_a_race():
+    """Rows of 3 on 4 threads: fewer lines than threads, so the sum splits into private
+    tables folded into self; each element of self is one element of the fold."""
+    n, count = 5000, 300_000
+    ki, ti = pair(RNG.integers(0, n, count), kael.int64)
+    kv, tv = pair(RNG.integers(-4, 5, (count, 3)), kael.float32)  # exact sums: any order
+    threads = kael.get_num_threads()
+    kael.set_num_threads(4)
+    try:
+        for _ in range(3):
+            got = kael.zeros(n, 3).index_put_((ki,), kv, accumulate=True)
+            close_to_torch(got, torch.zeros(n, 3).index_put_((ti,), tv, accumulate=True), 0)
+    finally:
+        kael.set_num_threads(threads)
+
+
+@pytest.mark.parametrize(
+    "make, keys, stride",
+    [
+        (lambda: kael.zeros(6, 4)[:, 1], 1, 4),  # a column: its own stride, not 1
+        (lambda: kael.zeros(3, 4, 5)[:, :, 2], 2, 5),  # two keyed dims merged
+        (lambda: kael.zeros(3, 4, 5), 1, 20),  # one keyed dim over rows of 20
+    ],
+)
+def test_index_put_accumulate_scatters_into_self_and_nothing_else(make, keys, stride):
+    """The destination is self with its keyed dims merged into one: no element outside
+    self is read or written, and no two positions are one element."""
+    from kael.frontend import indexing
+
+    x = make()
+    dst, _, _ = indexing.accumulation(x, tuple(kael.tensor([0]) for _ in range(keys)), 1.0)
+    assert dst.strides[0] == stride and dst.shape[0] == math.prod(x.shape[:keys])
+    assert dst.shape[1:] == x.shape[keys:] and dst.strides[1:] == x._impl.strides[keys:]
 
 
 @pytest.mark.parametrize("layout", ["transposed", "sliced"])
