@@ -10,13 +10,14 @@ every rank. Two functions per module:
 - `columns`: when the innermost batch dimension is unit-stride in input and output, a
   work item is a chunk of CHUNK adjacent lines, scanned together in vector registers.
 
-One long line (a 1-d cumsum) and, on a GPU, any long line is scanned in blocks of BLOCK
-elements instead, the two-pass block scan: `totals` combines each block alone (a float
+One long line of an exact scan (an integer cumsum, cummax) and, on a GPU, any long line
+is scanned in blocks of BLOCK elements instead, the two-pass block scan: `totals` combines each block alone (a float
 block element after element, so ties break as in the line scan), `carries` turns each
 line's totals into exclusive prefixes in place, and `blocks` scans each block again from
 its carry. A block alone can overflow (a product: underflow) where no prefix of its line
 does (-1e308, -1e308, 1e308 after a 1e308): a float sum or product line with a total out
-of range is scanned whole by one work item instead. Three launches and a second read of
+of range is scanned whole by one work item instead (large terms that cancel still round
+differently: the GPU's block scan, like PyTorch's, is not the sequential line's). Three launches and a second read of
 the input, for a work item per block; the blocks are fixed by the shape, so the bits do
 not depend on the thread count (a float sum rounds in another order than the line scan's).
 
@@ -463,7 +464,8 @@ def run(op: str, src: TensorImpl, dst: TensorImpl, dim: int) -> None:
     on_cpu = dst.device.type == "cpu"
     kind, words, items = plan(src.shape, src.strides, dst.strides, dim, columns=on_cpu)
     n = words[0]
-    if kind == "lines" and blocked(n, items, dst.device):
+    exact = not dst.dtype.is_floating_point or op in EXTREMES
+    if kind == "lines" and blocked(n, items, dst.device, exact):
         kind = "blocks"
     symbol, build = _spec(op, src.dtype, dst.dtype, kind)
     moved = src.numel() * (src.dtype.itemsize + dst.dtype.itemsize)
@@ -487,12 +489,15 @@ def run(op: str, src: TensorImpl, dst: TensorImpl, dim: int) -> None:
 DEVICE_LINES = 1 << 16
 
 
-def blocked(n: int, lines: int, device) -> bool:
+def blocked(n: int, lines: int, device, exact: bool = True) -> bool:
     """Whether `lines` lines of `n` elements take the block scan: on the CPU one line of at
-    least 16 blocks (the line scan would leave every thread but one idle; two threads barely
-    gain, float64 16M: 18-21 ms either way, more split both passes; decided by the shape
-    alone, so the bits never depend on the thread count); on a GPU lines of at least 2
-    blocks, unless there are lines enough for its threads."""
+    least 16 blocks of an `exact` scan (integers; cummax, cummin), where the line scan would
+    leave every thread but one idle (decided by the shape alone, so the bits never depend
+    on the thread count); a float sum, product or logcumsumexp keeps the line scan there,
+    PyTorch's sequential bits: a block's total absorbs small terms a cancelling line keeps
+    (1e300, -1e300 a block later, ones elsewhere: 4095 short at the end), and two threads
+    gained nothing for them (float64 16M: 18-21 ms either way). On a GPU lines of at least
+    2 blocks, unless there are lines enough for its threads."""
     if device is None or device.type == "cpu":
-        return lines == 1 and n >= 16 * BLOCK
+        return exact and lines == 1 and n >= 16 * BLOCK
     return n >= 2 * BLOCK and lines < DEVICE_LINES

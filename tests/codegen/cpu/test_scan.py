@@ -231,25 +231,36 @@ def test_the_block_scan_is_taken_by_length_lines_and_device():
 
     long, short = 16 * scan.BLOCK, 16 * scan.BLOCK - 1
     assert scan.blocked(long, 1, CPU) and not scan.blocked(short, 1, CPU)
+    assert not scan.blocked(long, 1, CPU, exact=False)  # a float sum: the sequential line
+    assert scan.blocked(2 * scan.BLOCK, 1, CUDA, exact=False)
     assert not scan.blocked(long, 2, CPU)  # two lines: the line scan has two work items
     assert scan.blocked(2 * scan.BLOCK, scan.DEVICE_LINES - 1, CUDA)
     assert not scan.blocked(2 * scan.BLOCK - 1, 1, CUDA)
     assert not scan.blocked(2 * scan.BLOCK, scan.DEVICE_LINES, CUDA)
 
 
-def test_a_long_1d_float_scan_has_the_same_bits_on_any_number_of_threads():
-    src = np.random.default_rng(8).standard_normal(16 * scan.BLOCK + 3)
-    assert scan.blocked(src.size, 1, None)
+@pytest.mark.parametrize("op", ["cumsum", "cumprod", "logcumsumexp"])
+def test_a_long_1d_float_scan_is_torchs_sequential_line_on_any_number_of_threads(op):
+    """1e300, -1e300 a block later, ones elsewhere: a block total would absorb the ones
+    the cancelling line keeps; the line scan gives PyTorch's sum and product exactly."""
+    src = np.random.default_rng(8).uniform(0.9999, 1.0001, 16 * scan.BLOCK + 3)
+    if op == "cumsum":
+        src[:] = 1.0
+        src[0], src[scan.BLOCK] = 1e300, -1e300
+    assert not scan.blocked(src.size, 1, None, exact=False)
     threads = kael.get_num_threads()
     try:
         kael.set_num_threads(1)
-        one = run_scan("cumsum", src, 0)
+        one = run_scan(op, src, 0)
         kael.set_num_threads(max(2, threads))
-        many = run_scan("cumsum", src, 0)
+        many = run_scan(op, src, 0)
     finally:
         kael.set_num_threads(threads)
     np.testing.assert_array_equal(one, many)
-    np.testing.assert_allclose(one, torch_scan("cumsum", src, 0), rtol=1e-12, atol=1e-12)
+    if op == "logcumsumexp":  # kael's log1p and exp, within an ulp of torch's
+        np.testing.assert_allclose(one, torch_scan(op, src, 0), rtol=1e-15)
+    else:
+        np.testing.assert_array_equal(one, torch_scan(op, src, 0))
 
 
 def test_scan_of_an_empty_buffer_launches_nothing():
