@@ -65,7 +65,8 @@ def scaled_dot_product_attention(
             )
         k, v = (_repeat_heads(t, heads // kv_heads) for t in (k, v))
     length, source = q.shape[-2], k.shape[-2]
-    factor = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    # Empty embeddings give zero scores, weighted alike, as in PyTorch (not 0 * inf).
+    factor = 1.0 / math.sqrt(q.shape[-1] or 1) if scale is None else float(scale)
     if dropout_p == 0.0:
         fused = _fused(q, k, v, attn_mask, is_causal, factor)
         if fused is not None:

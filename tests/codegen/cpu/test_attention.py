@@ -91,6 +91,9 @@ def test_strided_operands_and_empty_sizes():
     for q_shape, k_shape in (((2, 0, 8), (2, 5, 8)), ((0, 3, 8), (0, 5, 8))):
         k, t, _ = _attend(q_shape, k_shape, 4)
         close_to_torch(k, t, 0)
+    for causal in (False, True):  # empty embeddings: zero scores, each kept key alike
+        k, t, _ = _attend((2, 3, 0), (2, 4, 0), 5, is_causal=causal)
+        close_to_torch(k, t, 1e-6)
 
 
 def test_composed_path_takes_what_the_kernel_does_not():
