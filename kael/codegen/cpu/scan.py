@@ -21,7 +21,7 @@ differently: the GPU's block scan, like PyTorch's, is not the sequential line's)
 the input, for a work item per block; the blocks are fixed by the shape, so the bits do
 not depend on the thread count (a float sum rounds in another order than the line scan's).
 
-Accumulation is in int64 or float64 (float32 too, like PyTorch's CPU kernel), one
+Accumulation is in int64, float64 or, for float16 and bfloat16, float32 (PyTorch's CPU choices), one
 element after another, so floating-point results do not depend on the thread count.
 logcumsumexp adds in log space: max + log1p(exp(-|a - b|)) with kael's vector math
 (an infinity added to itself stays itself, NaN propagates).
@@ -51,7 +51,7 @@ from kael.codegen.lowering import (
     widen,
 )
 from kael.ir import layout
-from kael.runtime.dtypes import INT64_MAX, DType, bool_, float64, int64
+from kael.runtime.dtypes import INT64_MAX, DType, bool_, float32, float64, int64
 from kael.runtime.errors import ValueError
 from kael.runtime.tensor_impl import TensorImpl
 
@@ -69,7 +69,10 @@ BLOCK = 4096  # elements a work item of the block scan
 
 
 def accumulator(dst: DType) -> DType:
-    """The dtype a scan of `dst` results accumulates in."""
+    """The dtype a scan of `dst` results accumulates in: PyTorch's CPU one (float64 for
+    float32 and float64, float32 for float16 and bfloat16), so every rounding is its."""
+    if dst.is_half:
+        return float32
     return float64 if dst.is_floating_point else int64
 
 
