@@ -586,6 +586,8 @@ class Inspection:
             lines.append(f"  stored: {c.producer} -> {c.consumer}: {c.reason}")
         if plan.dropped:
             lines.append(f"  fused away: {', '.join(plan.dropped)}")
+        if plan.unread:
+            lines.append(f"  never run (no one reads them): {', '.join(plan.unread)}")
         return "\n".join(lines)
 
     __repr__ = __str__

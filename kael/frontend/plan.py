@@ -872,6 +872,7 @@ class Plan:
     fallback: str | None = None  # why this signature runs eagerly instead, if it does
     cuts: list = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
+    unread: list[str] = field(default_factory=list)  # ops of kernels nobody read: dropped
     # filled by finish(): what each call starts from
     empty: list = field(default_factory=list)
     args: list[tuple[int, int]] = field(default_factory=list)
@@ -888,7 +889,9 @@ class Plan:
         return [s for s in self.steps if s.launches_kernels]
 
     def finish(self) -> None:
-        """Work out, once, after which step each intermediate slot can be freed."""
+        """Drop the kernels whose results nobody reads, then work out, once, after which
+        step each intermediate slot can be freed."""
+        self._drop_unread()
         last: dict[int, int] = {}
         for i, step in enumerate(self.steps):
             for v in step.views():
@@ -908,6 +911,26 @@ class Plan:
         self.single = (
             self.outputs is pytree.LEAF and type(self.out_leaves[0]) is View and not self.bumps
         )
+
+    def _drop_unread(self) -> None:
+        """Remove each kernel (or row group) that writes only intermediates no later step
+        reads and no result is: an op that fell back to an extern after its own kernels
+        ran (nanmedian's count of non-NaN values) leaves them in the trace. A kernel that
+        may fault stays: its error is part of the call."""
+        live = {v.buffer for v in self.out_leaves if type(v) is View}
+        kept = []
+        for step in reversed(self.steps):
+            members = step.members if type(step) is RowGroup else [step]
+            if type(step) in (KernelCall, RowGroup) and not any(
+                m.template.kernel.may_fault
+                or any(v.buffer in live or self.slots[v.buffer].kind != FRESH for v in m.outs)
+                for m in members
+            ):
+                self.unread += [op for m in members for op in m.covers]
+                continue
+            live.update(v.buffer for v in step.views())
+            kept.append(step)
+        self.steps = kept[::-1]
 
     def run(self, tensors: list, scalars: list):
         """Run every step for one call and return its results: through the plan's replay

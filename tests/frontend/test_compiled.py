@@ -860,6 +860,34 @@ def test_hand_written_ops_are_extern_steps():
     assert "extern sort: runs eagerly, never fused" in str(c.inspect(x, w))
 
 
+def _unread_before_an_extern(a):
+    _unused = (a + 1).exp()  # flushed at the sort, while it is still alive
+    return a.sort()[0] * 2
+
+
+def test_a_kernel_whose_result_nobody_reads_is_dropped_from_the_plan():
+    c = agree(_unread_before_an_extern, x)
+    plan = c.plan_for(x)
+    assert [s.name for s in plan.steps if type(s).__name__ == "ExternCall"] == ["sort"]
+    assert len(plan.kernel_steps) == 1 and plan.unread == ["add", "exp"]
+    assert "never run (no one reads them): add, exp" in str(c.inspect(x))
+
+
+def _unread_division(a, b):
+    _unused = a // b  # an integer division by zero raises even unread, as in eager
+    return a.sort()[0]
+
+
+def test_an_unread_kernel_that_may_fault_stays_and_raises():
+    a, b = kael.tensor([3, 1, 2]), kael.tensor([1, 1, 1])
+    c = agree(_unread_division, a, b)
+    assert len(c.plan_for(a, b).kernel_steps) == 1
+    with pytest.raises(kael.Error, match="division by zero"):
+        _unread_division(a, kael.tensor([1, 0, 1]))
+    with pytest.raises(kael.Error, match="division by zero"):
+        c(a, kael.tensor([1, 0, 1]))
+
+
 @pytest.mark.parametrize("name", ["softmax", "log_softmax", "logsumexp"])
 def test_the_softmax_family_is_traced_as_its_composed_ops_and_fuses_with_its_neighbours(name):
     # eagerly a hand-written row kernel; traced, the book's composed ops: the scale and
