@@ -314,7 +314,7 @@ def _suspect(b, scan: _Scan, total: ir.Value) -> ir.Value:
     size = scan.em.intrinsic("llvm.fabs", total)
     fine = b.fcmp_ordered("<", size, scan.em.const(scan.acc, math.inf))
     if scan.op == "cumprod":
-        tiny = float(np.finfo(np.float64).tiny)
+        tiny = float(np.finfo(scan.acc.name).tiny)  # the accumulator's least normal
         fine = b.and_(fine, b.fcmp_ordered(">=", size, scan.em.const(scan.acc, tiny)))
     return b.not_(fine)
 

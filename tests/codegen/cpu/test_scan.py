@@ -229,6 +229,20 @@ def test_a_line_with_a_suspect_block_total_is_scanned_whole(monkeypatch, op, fir
     np.testing.assert_allclose(blocks, lines, rtol=1e-12)
 
 
+def test_a_half_product_underflowing_its_float32_accumulator_is_scanned_whole(monkeypatch):
+    """float16 in a float32 accumulator: 1e4 nine times (1e36), then a block whose twelve
+    1e-4 alone reach 0 in float32 (1e-48) while the line stays at 1e-12; nine more 1e-4
+    bring the line back into float16's range."""
+    src = np.ones(3 * scan.BLOCK, np.float16)
+    src[:9] = 1e4
+    src[scan.BLOCK : scan.BLOCK + 12] = 1e-4
+    src[scan.BLOCK + 12 : scan.BLOCK + 24] = 1e4
+    src[2 * scan.BLOCK : 2 * scan.BLOCK + 9] = 1e-4
+    blocks, lines = _both_ways(monkeypatch, "cumprod", src, 0)
+    assert np.isfinite(lines[-1]) and lines[-1] > 0.5
+    np.testing.assert_array_equal(blocks, lines)
+
+
 @pytest.mark.parametrize("op, rest", [("cummax", -1.0), ("cummin", 1.0)])
 @pytest.mark.parametrize("tie", [(0.0, -0.0), (np.nan, -np.nan)], ids=["zeros", "nans"])
 def test_a_later_tie_wins_across_blocks_as_in_the_line_scan(monkeypatch, op, rest, tie):
