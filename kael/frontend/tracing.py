@@ -301,13 +301,15 @@ class Trace:
     def call_op(self, name: str, fn: Callable, args: tuple, kwargs: dict):
         """One public op under tracing: recorded through the eager door when it can be, else
         run as an extern step (data-shaped where its own Python read values)."""
-        from kael.frontend.random import default_generator
+        from kael.frontend.random import Generator, default_generator
 
+        generators = {id(g): g for g in (*args, *kwargs.values()) if type(g) is Generator}
+        generators[id(default_generator)] = default_generator
         mark = (
             len(self.pending),
             len(self.reservations),
             len(self.call.random),
-            default_generator.position(),
+            [(g, g.position(), g.drawn_here()) for g in generators.values()],
         )
         self.depth += 1
         try:
@@ -328,14 +330,15 @@ class Trace:
         return fn(*args, **kwargs)  # tracing ended (fullgraph=False): the op runs eagerly
 
     def _rollback(self, mark) -> None:
-        from kael.frontend.random import default_generator
-
-        pending, reservations, drawn, generator = mark
+        """Forget what an op that turned extern recorded and drew: it runs again whole.
+        A generator goes back only by this thread's draws, and only if no other thread
+        drew from it meanwhile (their counters are never handed out twice)."""
+        pending, reservations, drawn, generators = mark
         del self.pending[pending:]
         del self.reservations[reservations:]
         del self.call.random[drawn:]
-        if default_generator.position() != generator:
-            default_generator.restore(*generator)
+        for g, start, before in generators:
+            g.rewind(start, g.drawn_here() - before)
 
     def _restartable(self) -> bool:
         """Whether nothing the caller can see was written so far in this call: a plan can

@@ -1351,8 +1351,9 @@ def test_a_retrace_rewinds_the_default_generator_once_when_an_extern_takes_it_by
 
 
 def test_a_retrace_never_repeats_another_threads_draws(monkeypatch):
-    """Another thread draws while compiled calls retrace (unique's size changes each call):
-    the call rewinds only what its own thread drew, so no counter is handed out twice."""
+    """Another thread draws while compiled calls trace again (unique's size changes each
+    call; randperm turns extern after drawing): the trace's rollback and the call's rewind
+    put back only what their own thread drew, so no counter is handed out twice."""
     import threading
 
     from kael.frontend.random import default_generator
@@ -1362,11 +1363,11 @@ def test_a_retrace_never_repeats_another_threads_draws(monkeypatch):
     def logged(count):
         seed, first = reserve(count)
         with lock:
-            taken.append((first, first + count))
+            taken.append((first, first + count, threading.get_ident()))
         return seed, first
 
     monkeypatch.setattr(default_generator, "reserve", logged)
-    c = kael.compile(lambda i: (kael.unique(i), kael.rand(3)))
+    c = kael.compile(lambda i: (kael.randperm(5), kael.unique(i), kael.rand(3)))
     inputs = [kael.arange(40_000) % k for k in (100, 101, 102)]
     stop = threading.Event()
     drawer = threading.Thread(target=lambda: [kael.rand(1) for _ in iter(stop.is_set, True)])
@@ -1378,7 +1379,26 @@ def test_a_retrace_never_repeats_another_threads_draws(monkeypatch):
         stop.set()
         drawer.join()
     taken.sort()
-    assert len(taken) > 12 and all(a[1] <= b[0] for a, b in zip(taken, taken[1:]))
+    # a rollback hands its own thread's counters back to the op that drew them: only
+    # ranges reaching two threads are repeated random numbers
+    shared = [(a, b) for a, b in zip(taken, taken[1:]) if b[0] < a[1] and a[2] != b[2]]
+    assert len({t for *_, t in taken}) == 2 and not shared
+
+
+def test_an_extern_drawing_from_a_generator_argument_draws_once_at_the_trace():
+    """multinomial draws from g, then turns extern: the trace puts g back before the extern
+    draws again, as it does the default generator."""
+
+    def f(p, g):
+        return kael.multinomial(p, 3, generator=g)
+
+    c, g, p = kael.compile(f), kael.Generator(), kael.rand(10) + 0.1
+    for n in range(2):
+        g.manual_seed(n)
+        expected, where = f(p, g), g.get_state()
+        g.manual_seed(n)
+        _same(c(p, g), expected)
+        _same(g.get_state(), where)
 
 
 def test_an_extern_writing_a_tensor_made_inside_the_call_leaves_it_restartable():

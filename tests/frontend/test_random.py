@@ -587,3 +587,27 @@ def test_in_place_samplers_keep_layout_and_fill_their_range():
 def test_in_place_samplers_refuse_what_torch_refuses(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_drawn_here_counts_the_calling_threads_reservations_only():
+    g = kael.Generator()
+    g.reserve(5)
+    other = threading.Thread(target=lambda: g.reserve(7))
+    other.start()
+    other.join()
+    assert g.drawn_here() == 5 and g.position()[1] == 12
+
+
+def test_rewind_refuses_once_another_thread_drew_between():
+    """A traced op that turns extern gives back its own draws; another thread's counters
+    taken meanwhile must never be handed out twice."""
+    g = kael.Generator()
+    start, before = g.position(), g.drawn_here()
+    g.reserve(4)
+    assert g.rewind(start, g.drawn_here() - before) and g.position() == start
+    g.reserve(4)
+    other = threading.Thread(target=lambda: g.reserve(2))
+    other.start()
+    other.join()
+    assert not g.rewind(start, g.drawn_here() - before - 4)
+    assert g.position()[1] == 6  # nothing given back: 4 of its own, 2 of the other's
