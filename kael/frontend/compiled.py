@@ -580,6 +580,8 @@ class Inspection:
                 lines.append(f"  [{i}] extern {s.name}: runs eagerly, never fused{shaped}")
             elif type(s) is p.Alias:
                 lines.append(f"  [{i}] buffer {s.dst} reuses the memory of buffer {s.src}")
+            elif type(s) is p.Seed:
+                lines.append(f"  [{i}] manual_seed({s.seed}) of {s.generator!r}")
             else:
                 lines.append(f"  [{i}] reserve {s.count} random counters")
         for c in plan.cuts:

@@ -860,6 +860,22 @@ class Reserve:
 
 
 @dataclass(slots=True)
+class Seed:
+    """generator.manual_seed(seed) where the traced function called it, between the steps
+    that draw before and after."""
+
+    generator: object
+    seed: int
+    launches_kernels = False
+
+    def views(self) -> list[View]:
+        return []
+
+    def run(self, call: Call) -> None:
+        self.generator.manual_seed(self.seed)
+
+
+@dataclass(slots=True)
 class Plan:
     """The steps of one traced call signature, and how to build its results."""
 

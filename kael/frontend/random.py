@@ -69,12 +69,14 @@ class Generator:
     def manual_seed(self, seed) -> Generator:
         """Reseed and rewind; torch's range: [-2**63, 2**64), negatives wrap. Returns self."""
         seed = _seed_arg(seed)
+        tracing.reseed(self, seed)
         with self.lock:
             self._seed, self._offset = seed, 0
         return self
 
     def seed(self) -> int:
         """Reseed from the operating system's entropy; returns the new seed."""
+        tracing.data_dependent("Generator.seed() (a new seed from the OS at each call)")
         seed = int.from_bytes(os.urandom(8), "little")
         self.manual_seed(seed)
         return seed

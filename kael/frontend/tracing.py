@@ -407,6 +407,13 @@ class Trace:
         step.retraces = bool(shaped) or self._restartable()
         return result
 
+    def reseed(self, generator, seed: int) -> None:
+        """generator.manual_seed(seed) in the traced function: a plan step of its own, after
+        the reservations made so far (the generator itself is reseeded by the caller)."""
+        self.flush()
+        self.plan.steps.append(p.Seed(generator, seed))
+        self.ran = len(self.plan.steps)
+
     def matmul(self, c, a, b, geometry=None) -> None:
         """c = a @ b (impls, checked and laid out by the op), or with `geometry` the
         convolution of a by b: a plan step of its own, which the elementwise kernel after
@@ -606,6 +613,13 @@ def data_dependent(what: str) -> None:
     trace = state.trace
     if trace is not None:
         trace.data_dependent(what)
+
+
+def reseed(generator, seed: int) -> None:
+    """Mark a manual_seed: under a trace, the plan repeats it at its place."""
+    trace = state.trace
+    if trace is not None and not trace.depth:
+        trace.reseed(generator, seed)
 
 
 def host_read(what: str) -> None:

@@ -781,6 +781,37 @@ def test_random_ops_draw_the_eager_stream():
     same_stream(noisy, x, 3, 7)
 
 
+def _reseeds(a):
+    noise = a + kael.randn(64, 48)  # drawn before the seed
+    kael.manual_seed(5)
+    return noise, a * kael.rand(48), kael.randperm(6)  # a kernel's draw, an extern's
+
+
+def test_manual_seed_inside_the_function_is_a_step_of_the_plan():
+    c = same_stream(_reseeds, x, 3, 7)
+    assert "manual_seed(5)" in str(c.inspect(x))
+
+
+def test_a_generator_reseeded_inside_the_function_is_reseeded_at_each_call():
+    g = kael.Generator()
+
+    def f(a):
+        g.manual_seed(11)
+        return a + kael.rand(48, generator=g)
+
+    c = kael.compile(f)
+    for _ in range(3):
+        got, after = c(row), g.get_state()
+        expected, eager_after = f(row), g.get_state()
+        _same(got, expected)
+        _same(after, eager_after)
+
+
+def test_a_seed_from_the_os_inside_the_function_ends_the_trace():
+    with pytest.raises(kael.Error, match=r"Generator.seed\(\) .*needs a tensor's values"):
+        kael.compile(lambda a: (kael.Generator().seed(), a + 1))(x)
+
+
 # ---- data-dependent Python ---------------------------------------------------------------------
 
 
