@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from kael.frontend import elementwise as ew
-from kael.frontend import factories, linalg, nn, random, reductions
+from kael.frontend import factories, linalg, nn, random, reductions, views
 from kael.frontend.outputs import device_of, tensor_arg
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.tracing import op_door
@@ -115,11 +115,11 @@ def _fused(q: Tensor, k: Tensor, v: Tensor, mask, is_causal: bool, scale: float)
             full = mask.expand((*batch, length, source))
         except ValueError:
             return None
-        merged = _merged_batch_stride(full.shape[:-2], full.strides()[:-2])
-        if merged is None:
+        merged = views.compute_stride(full.shape[:-2], full.strides()[:-2], (count,))
+        if merged is None:  # batch dims that no one stride steps through
             return None
         kind = "keep" if mask.dtype is bool_ else "additive"
-        strides = (merged, *full.strides()[-2:])
+        strides = (*merged, *full.strides()[-2:])
         mask = full._impl
     rows = [_rows(t, count, n) for t, n in ((q, length), (v, source))]
     kt = _transposed_keys(k.reshape((count, source, k.shape[-1])))
@@ -148,15 +148,6 @@ def _rows(t: Tensor, count: int, n: int):
     """t as [count, n, last] with unit-stride rows (a copy only where needed)."""
     t = t.reshape((count, n, t.shape[-1]))
     return (t if t.strides()[-1] == 1 else t.contiguous())._impl
-
-
-def _merged_batch_stride(shape: tuple, strides: tuple) -> int | None:
-    """The one stride stepping through batch dims `shape` in row-major order, or None."""
-    dims = [(n, s) for n, s in zip(shape, strides) if n != 1]
-    for (_, outer), (n, inner) in zip(dims, dims[1:]):
-        if outer != inner * n:
-            return None
-    return dims[-1][1] if dims else 0
 
 
 def _repeat_heads(t: Tensor, times: int) -> Tensor:

@@ -224,10 +224,11 @@ def accumulation(tensor, keys: tuple, value) -> tuple[TensorImpl, TensorImpl, Te
     view, batch = plan.view, plan.offsets.shape
     rest, rest_strides = plan.shape[len(batch) :], plan.table_strides[len(batch) :]
     keyed = len(view.shape) - len(rest)
-    merged = _merged(view.shape[:keyed], view.strides[:keyed])
+    size = math.prod(view.shape[:keyed])
+    merged = views.compute_stride(view.shape[:keyed], view.strides[:keyed], (size,))
     if merged is None:
         return None
-    size, stride = merged
+    (stride,) = merged
     offsets = plan.offsets
     if stride > 1:  # element offsets, all multiples of the merged dim's stride
         from kael.frontend import elementwise
@@ -241,17 +242,6 @@ def accumulation(tensor, keys: tuple, value) -> tuple[TensorImpl, TensorImpl, Te
         views.derive(offsets, (lead, *rest), (1, *spread), offsets.offset),
         views.view(source, ((lead, *rest),)),
     )
-
-
-def _merged(shape: tuple, strides: tuple) -> tuple[int, int] | None:
-    """(size, stride) of one dim stepping through `shape` in row-major order, or None."""
-    if 0 in shape:
-        return 0, 1
-    dims = [(n, s) for n, s in zip(shape, strides) if n != 1]
-    for (_, outer), (n, inner) in zip(dims, dims[1:]):
-        if outer != inner * n:
-            return None
-    return math.prod(shape), (dims[-1][1] if dims else 1)
 
 
 def _put_plan(tensor, keys: tuple) -> _Plan:

@@ -795,18 +795,15 @@ class ExternCall:
         return leaves + [s[0] for s in self.out_leaves if type(s) is tuple]
 
     def run(self, call: Call) -> None:
-        from kael.frontend.random import Generator, default_generator
+        from kael.frontend.random import draw_marks
 
         leaves = [
             _trusted(call.impl(v)) if type(v) is View else _value(v, call) for v in self.leaves
         ]
         args, kwargs = pytree.unflatten(self.args, leaves)
-        # its own draws (multinomial, randperm, a generator argument): a retrace puts them back
-        sources = {id(g): g for g in leaves if type(g) is Generator}
-        sources = [default_generator, *(g for g in sources.values() if g is not default_generator)]
-        before = [(g.position(), g.drawn_here()) for g in sources]
+        marks = draw_marks(leaves)  # its own draws (multinomial, randperm): a retrace's to undo
         result = self.fn(*args, **kwargs)
-        for g, (start, drawn) in zip(sources, before):
+        for g, start, drawn in marks:
             call.drew(g, start, g.drawn_here() - drawn)
         got, _ = pytree.flatten(result)
         for value, spec in zip(got, self.out_leaves):

@@ -152,6 +152,15 @@ def generator_arg(generator, op: str) -> Generator:
     return generator
 
 
+def draw_marks(values) -> list[tuple[Generator, tuple[int, int], int]]:
+    """(generator, position, drawn_here) of the default generator and of each Generator
+    among `values`, before an op that may draw from them: with drawn_here after it, what
+    the op drew itself, which a rollback or a retrace gives back."""
+    found = {id(default_generator): default_generator}
+    found.update((id(g), g) for g in values if type(g) is Generator)
+    return [(g, g.position(), g.drawn_here()) for g in found.values()]
+
+
 def reserve_words(count: int, generator: Generator | None = None) -> tuple[int, int]:
     """The kernel words (seed, first counter) of `count` fresh counters of `generator`."""
     seed, offset = (generator or default_generator).reserve(count)

@@ -301,15 +301,13 @@ class Trace:
     def call_op(self, name: str, fn: Callable, args: tuple, kwargs: dict):
         """One public op under tracing: recorded through the eager door when it can be, else
         run as an extern step (data-shaped where its own Python read values)."""
-        from kael.frontend.random import Generator, default_generator
+        from kael.frontend.random import draw_marks
 
-        generators = {id(g): g for g in (*args, *kwargs.values()) if type(g) is Generator}
-        generators[id(default_generator)] = default_generator
         mark = (
             len(self.pending),
             len(self.reservations),
             len(self.call.random),
-            [(g, g.position(), g.drawn_here()) for g in generators.values()],
+            draw_marks((*args, *kwargs.values())),
         )
         self.depth += 1
         try:

@@ -11,18 +11,20 @@ every rank. Two functions per module:
   work item is a chunk of CHUNK adjacent lines, scanned together in vector registers.
 
 One long line of an exact scan (an integer cumsum, cummax) and, on a GPU, any long line
-is scanned in blocks of BLOCK elements instead, the two-pass block scan: `totals` combines each block alone (a float
-block element after element, so ties break as in the line scan), `carries` turns each
-line's totals into exclusive prefixes in place, and `blocks` scans each block again from
-its carry. A block alone can overflow (a product: underflow) where no prefix of its line
-does (-1e308, -1e308, 1e308 after a 1e308): a float sum or product line with a total out
-of range is scanned whole by one work item instead (large terms that cancel still round
-differently: the GPU's block scan, like PyTorch's, is not the sequential line's). Three launches and a second read of
-the input, for a work item per block; the blocks are fixed by the shape, so the bits do
-not depend on the thread count (a float sum rounds in another order than the line scan's).
+is scanned in blocks of BLOCK elements instead, the two-pass block scan: `totals`
+combines each block alone (a float block element after element, so ties break as in the
+line scan), `carries` turns each line's totals into exclusive prefixes in place, and
+`blocks` scans each block again from its carry. A block alone can overflow (a product:
+underflow) where no prefix of its line does (-1e308, -1e308, 1e308 after a 1e308): a
+float sum or product line with a total out of range is scanned whole by one work item
+instead (large terms that cancel still round differently: the GPU's block scan, like
+PyTorch's, is not the sequential line's). Three launches and a second read of the input,
+for a work item per block; the blocks are fixed by the shape, so the bits do not depend
+on the thread count.
 
-Accumulation is in int64, float64 or, for float16 and bfloat16, float32 (PyTorch's CPU choices), one
-element after another, so floating-point results do not depend on the thread count.
+Accumulation is in int64, float64 or, for float16 and bfloat16, float32 (PyTorch's CPU
+choices), one element after another, so floating-point results do not depend on the
+thread count.
 logcumsumexp adds in log space: max + log1p(exp(-|a - b|)) with kael's vector math
 (an infinity added to itself stays itself, NaN propagates).
 Integer arithmetic wraps. The argument block is
@@ -302,10 +304,10 @@ def _block_total(b, scan: _Scan, w: _Words, slots, src_off, count) -> ir.Value:
     return total
 
 
-def _fragile(op: str, scan: _Scan) -> bool:
+def _fragile(scan: _Scan) -> bool:
     """Whether a block total can overflow (or, for a product, underflow) where no prefix of
     the line does: a float sum or product (a block of -1e308, -1e308, 1e308 after a 1e308)."""
-    return scan.acc.is_floating_point and op in ("cumsum", "cumprod")
+    return scan.acc.is_floating_point and scan.op in ("cumsum", "cumprod")
 
 
 def _suspect(b, scan: _Scan, total: ir.Value) -> ir.Value:
@@ -333,7 +335,7 @@ def _build_blocks(module: ir.Module, op: str, src: DType, dst: DType, symbol: st
         w = _Words(b, fn.args[0], src, dst)
         scan = _Scan(b, op, src, dst, 1)
         slots = [b.alloca(scalar_type(scan.acc), name=f"acc{u}") for u in range(UNROLL)]
-        fragile = _fragile(op, scan)
+        fragile = _fragile(scan)
         if role == "carries":
             suspect = b.alloca(ir.IntType(1), name="suspect")
 
