@@ -4,7 +4,7 @@ as columns) and eigvalsh, batched, float32 and float64, reading only the UPLO tr
 Each matrix of the (contiguous) batch copy is solved by the kernels of
 codegen/cpu/symmetric_eigen.py: tridiagonalization, the implicit QL iteration, sorting,
 and for eigenvectors Q^T's forming and the rotations' replay (over the threads, in a
-scratch of strips_size(n) per matrix). They leave the eigenvectors as rows; the result
+scratch of strips_size(n, itemsize) per matrix). They leave the eigenvectors as rows; the result
 is that matrix transposed (a view, with the column-major strides PyTorch's LAPACK result
 has). A NaN in the read triangle raises LinAlgError as PyTorch's LAPACK does when it
 fails to converge; an infinity gives NaN eigenvalues (and eigenvectors). torch.symeig is
@@ -60,7 +60,8 @@ def _eigh(A, UPLO, op: str, vectors: bool) -> tuple[Tensor, Tensor]:
             (count, symmetric_eigen.steps_size(n) if vectors else 1), dtype=int64
         )
         strips = factories.empty(
-            (count, symmetric_eigen.strips_size(n) if vectors else 1), dtype=A.dtype
+            (count, symmetric_eigen.strips_size(n, A.dtype.itemsize) if vectors else 1),
+            dtype=A.dtype,
         )
         for capacity in symmetric_eigen.capacities(n) if vectors else (0,):
             pairs = factories.empty((count, max(2 * capacity, 1)), dtype=A.dtype)

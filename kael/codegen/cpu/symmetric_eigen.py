@@ -27,7 +27,10 @@ WORDS = ("a", "w", "work", "info", "n", "lower", "vectors", "pairs", "steps", "c
 ROTATE_WORDS = ("a", "pairs", "steps", "info", "n", "capacity", "chunks", "strips", "size")
 FORM_WORDS = ("a", "work", "n", "blocks", "strips", "size")
 MAX_SWEEPS = 30
-STRIP = 32  # the columns of Z^T one work item of the rotation kernel rotates
+# The columns of Z^T one work item of the rotation kernel rotates, by itemsize: a row of
+# the strip is two AVX2 registers of float64 (four of float32). Wider float64 strips
+# spilled the wavefront's two carried rows to the stack: 512 x 512 ran 1.6x slower at 32.
+STRIPS = {8: 8, 4: 32}
 ROWS = 8  # the rows of Q^T one work item of the forming kernel makes
 # (eps: the convergence test's unit; safmin; dsyev's rmin and rmax), by itemsize.
 LIMITS = {
@@ -500,23 +503,26 @@ def _replay(d: dense.Dense, vt, pairs, steps, blocks, row) -> None:
 
 
 def _rotate(d: dense.Dense, item: ir.Value) -> None:
-    """Replay one matrix's log on a strip of STRIP columns of Z^T (the forming kernel's
-    Q^T) into A: the strip is packed into its own contiguous scratch (Z^T's rows, n
-    apart, would crowd a few cache sets), every sweep's rotations of rows (i, i + 1),
+    """Replay one matrix's log on a strip of STRIPS[itemsize] columns of Z^T (the forming
+    kernel's Q^T) into A: the strip is packed into its own contiguous scratch (Z^T's rows,
+    n apart, would crowd a few cache sets), every sweep's rotations of rows (i, i + 1),
     i from m - 1 down to low, run down it with row i + 1 carried in vector registers
     (dlasr's chase; see _replay), then the sort's interchanges, and the strip goes to A.
     The strips are independent, so those of one matrix run on every thread."""
     b, w = d.b, d.w
     n, chunks = w["n"], w["chunks"]
     matrix, part = b.sdiv(item, chunks), b.srem(item, chunks)
-    first = b.mul(part, d.i(STRIP))
-    end = b.add(first, d.i(STRIP))
+    width_of = STRIPS[d.dtype.itemsize]
+    first = b.mul(part, d.i(width_of))
+    end = b.add(first, d.i(width_of))
     width = b.sub(b.select(b.icmp_signed("<", end, n), end, n), first)
     z = d.matrix("a", "n", b.add(b.mul(matrix, b.mul(n, n)), first))
     q = d.matrix("strips", "n", b.add(b.mul(matrix, w["size"]), first))
-    packs = b.add(b.add(b.mul(matrix, w["size"]), b.mul(n, n)), b.mul(part, b.mul(n, d.i(STRIP))))
-    strip = d.matrix("strips", d.i(STRIP), packs)
-    vt = ir.VectorType(d.t, STRIP)
+    packs = b.add(
+        b.add(b.mul(matrix, w["size"]), b.mul(n, n)), b.mul(part, b.mul(n, d.i(width_of)))
+    )
+    strip = d.matrix("strips", d.i(width_of), packs)
+    vt = ir.VectorType(d.t, width_of)
     align = d.dtype.itemsize
 
     def row(i: ir.Value) -> ir.Value:
@@ -528,7 +534,7 @@ def _rotate(d: dense.Dense, item: ir.Value) -> None:
     failed = b.icmp_signed("!=", _get(d, d.ptr("info", I64), matrix), d.i(0))
     with d.when(b.not_(failed)):
         with d.loop(0, n) as i:
-            d.fill(strip.row(i), d.f(0.0), width, STRIP)
+            d.fill(strip.row(i), d.f(0.0), width, width_of)
             with d.loop(0, width) as j:
                 _put(d, strip.row(i), j, q.get(i, j))
         _replay(d, vt, pairs, steps, blocks, row)
@@ -548,10 +554,11 @@ def capacities(n: int) -> tuple[int, int]:
     return 2 * n * n + n, MAX_SWEEPS * n * n + n
 
 
-def strips_size(n: int) -> int:
+def strips_size(n: int, itemsize: int) -> int:
     """The elements of one matrix's scratch: Q^T (n x n), then the rotation kernel's
     packed strips."""
-    return n * n + -(-n // STRIP) * STRIP * n
+    strip = STRIPS[itemsize]
+    return n * n + -(-n // strip) * strip * n
 
 
 def eigh(a, values, work, info, pairs, steps, strips, capacity: int, n: int, batch: int, *,
@@ -562,8 +569,8 @@ def eigh(a, values, work, info, pairs, steps, strips, capacity: int, n: int, bat
     info into impl `info` [batch] (int64: -1 when the rotation log, impls `pairs`
     [batch, 2 capacity] and `steps` [batch, steps_size(n)] int64, was too short; then
     `a` holds no result). Eigenvectors: after the kernel that logged the rotations, Q^T
-    is formed into impl `strips` [batch, strips_size(n)] and the log replayed on it in
-    strips of STRIP columns (packed there too), the result into `a`."""
+    is formed into impl `strips` [batch, strips_size(n, itemsize)] and the log replayed on it in
+    strips of STRIPS[itemsize] columns (packed there too), the result into `a`."""
     name = f"kael_eigh_{a.dtype.name}"
     words = [a.data_ptr(), values.data_ptr(), work.data_ptr(), info.data_ptr(), n, int(lower)]
     words += [int(vectors), pairs.data_ptr(), steps.data_ptr(), capacity]
@@ -576,7 +583,8 @@ def eigh(a, values, work, info, pairs, steps, strips, capacity: int, n: int, bat
     dense.run(name, build, name, words, batch, 2 * n**3)
     if not vectors:
         return
-    size, blocks, chunks = strips_size(n), -(-n // ROWS), -(-n // STRIP)
+    itemsize = a.dtype.itemsize
+    size, blocks, chunks = strips_size(n, itemsize), -(-n // ROWS), -(-n // STRIPS[itemsize])
     words = [a.data_ptr(), work.data_ptr(), n, blocks, strips.data_ptr(), size]
     dense.run(name, build, name + "_form", words, batch * blocks, 4 * n**3 // 3)
     words = [a.data_ptr(), pairs.data_ptr(), steps.data_ptr(), info.data_ptr(), n, capacity]
