@@ -4,8 +4,14 @@ The parameters are the CPU argument block's 64-bit words, one i64 each: a pointe
 buffer (outputs first), the sizes of the `rank` dimensions, each buffer's strides in
 elements, the run-time scalars (floats as float64 bits), then `total`, the number of
 elements. Thread t of a grid of T threads computes elements t, t + T, t + 2T, ... and
-decomposes each into a multi-index with the run-time sizes. Tiling, streaming stores
-and inner layouts are CPU schedule hints that the GPU ignores.
+decomposes each into a multi-index with the run-time sizes. A short flat kernel (rank 1,
+which is what a streaming op over contiguous or merged dims launches, and at most
+UNROLL_BUDGET instructions) takes them UNROLL at a time, t + kT for k < UNROLL, and loads
+all their inputs before computing any: a thread then has UNROLL loads of each input in
+flight instead of one, what a streaming kernel needs to cover the memory's latency (each
+load instruction stays coalesced: a warp's threads read consecutive elements); the
+elements left after the last whole trip go one at a time. Tiling,
+streaming stores and inner layouts are CPU schedule hints that the GPU ignores.
 """
 
 from __future__ import annotations
@@ -29,6 +35,12 @@ TRIPLE = "nvptx64-nvidia-cuda"
 # NVPTX 64-bit as LLVM 22 states it (a test pins it to the target machine's own).
 DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
 I32 = ir.IntType(32)
+UNROLL = 4  # elements a thread loads before it computes them (see the module docstring)
+# The most LLVM instructions (as kael emits them, before optimization) of a kernel with
+# the one-element loop that is unrolled: copies, casts, arithmetic, where, exp (69), log
+# and tanh are, as they stream at memory speed; sigmoid (92), erf, gelu, sin and pow,
+# bound by their arithmetic, keep one copy of their code (and ptxas's time).
+UNROLL_BUDGET = 80
 
 # Intrinsics NVPTX lowers to instructions: floating ones for f32 and f64, integer ones for i64.
 SAFE_INTRINSICS = frozenset(
@@ -86,9 +98,9 @@ def build_function(module: ir.Module, kernel: Kernel, symbol: str) -> ir.Functio
     fn.attributes.add("nounwind")
     _name_params(fn, kernel)
     words = list(fn.args)
-    entry = fn.append_basic_block("entry")
-    loop = fn.append_basic_block("elem")
-    done = fn.append_basic_block("exit")
+    entry, rest, one, done = (
+        fn.append_basic_block(name) for name in ("entry", "rest", "elem", "exit")
+    )
     b = ir.IRBuilder(entry)
 
     ptrs = [
@@ -101,35 +113,67 @@ def build_function(module: ir.Module, kernel: Kernel, symbol: str) -> ir.Functio
     params = [param_from_word(b, words[first + s], d) for s, d in enumerate(kernel.params)]
     error = b.inttoptr(words[-2], I64.as_pointer(), name="err") if kernel.may_fault else None
     total = words[-1]
-
-    threads = sreg(b, "ntid.x")
-    start = b.add(b.mul(sreg(b, "ctaid.x"), threads), sreg(b, "tid.x"), name="start")
-    step = b.mul(sreg(b, "nctaid.x"), threads, name="step")
-    b.cbranch(b.icmp_signed("<", start, total), loop, done)
-
-    b.position_at_end(loop)
-    linear = b.phi(I64, name="i")
-    linear.add_incoming(start, entry)
-    idx = decompose(b, linear, sizes)
-    offsets = [element_offset(b, idx, st) for st in strides]
-
-    def address(i: int) -> ir.Value:
-        return b.gep(ptrs[i], [offsets[i]])
-
     n_out = len(kernel.outputs)
-
-    def load(i: int) -> ir.Value:
-        return b.load(address(n_out + i), align=kernel.inputs[i].dtype.itemsize)
 
     def fault(code: int, cond: ir.Value) -> None:
         report_fault(b, error, code, cond)
 
-    emitter = ExprEmitter(b, 1, load, lambda axis: idx[axis], lambda slot: params[slot], fault)
-    for o, (buf, e) in enumerate(zip(kernel.outputs, kernel.exprs)):
-        b.store(narrow(b, emitter.emit(e), buf.dtype), address(o), align=buf.dtype.itemsize)
+    def element(linear: ir.Value) -> tuple[list[ir.Value], list[ir.Value], list[ir.Value]]:
+        """(multi-index, buffer addresses, loaded inputs) of the element at `linear`."""
+        idx = decompose(b, linear, sizes)
+        addresses = [b.gep(p, [element_offset(b, idx, st)]) for p, st in zip(ptrs, strides)]
+        loaded = [
+            b.load(addresses[n_out + i], align=buf.dtype.itemsize)
+            for i, buf in enumerate(kernel.inputs)
+        ]
+        return idx, addresses, loaded
+
+    def compute(idx: list[ir.Value], addresses: list[ir.Value], loaded: list[ir.Value]) -> None:
+        emitter = ExprEmitter(
+            b, 1, lambda i: loaded[i], lambda axis: idx[axis], lambda slot: params[slot], fault
+        )
+        for o, (buf, e) in enumerate(zip(kernel.outputs, kernel.exprs)):
+            b.store(narrow(b, emitter.emit(e), buf.dtype), addresses[o], align=buf.dtype.itemsize)
+
+    threads = sreg(b, "ntid.x")
+    start = b.add(b.mul(sreg(b, "ctaid.x"), threads), sreg(b, "tid.x"), name="start")
+    step = b.mul(sreg(b, "nctaid.x"), threads, name="step")
+    span = b.mul(step, ir.Constant(I64, UNROLL - 1), name="span")  # a trip's last element
+    prologue = b.block
+
+    b.position_at_end(rest)
+    left = b.phi(I64, name="left")  # the first element not yet taken; incoming edges below
+    b.position_at_end(one)  # one element a trip: the rest of the elements, or all of them
+    linear = b.phi(I64, name="i")
+    linear.add_incoming(left, rest)
+    compute(*element(linear))
     following = b.add(linear, step)
     linear.add_incoming(following, b.block)
-    b.cbranch(b.icmp_signed("<", following, total), loop, done)
+    b.cbranch(b.icmp_signed("<", following, total), one, done)
+
+    rest_from = [(start, prologue)]
+    if kernel.rank <= 1 and sum(len(bb.instructions) for bb in fn.blocks) <= UNROLL_BUDGET:
+        wide = fn.append_basic_block("wide")  # UNROLL elements, all in range: loads first
+        b.position_at_end(prologue)
+        b.cbranch(b.icmp_signed("<", b.add(start, span), total), wide, rest)
+        b.position_at_end(wide)
+        base = b.phi(I64, name="base")
+        base.add_incoming(start, prologue)
+        elements = [element(b.add(base, b.mul(step, ir.Constant(I64, k)))) for k in range(UNROLL)]
+        for parts in elements:
+            compute(*parts)
+        after = b.add(base, b.add(span, step), name="after")
+        base.add_incoming(after, b.block)
+        rest_from.append((after, b.block))
+        b.cbranch(b.icmp_signed("<", b.add(after, span), total), wide, rest)
+    else:
+        b.position_at_end(prologue)
+        b.branch(rest)
+
+    b.position_at_end(rest)
+    for value, block in rest_from:
+        left.add_incoming(value, block)
+    b.cbranch(b.icmp_signed("<", left, total), one, done)
 
     b.position_at_end(done)
     b.ret_void()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import re
@@ -21,6 +22,7 @@ from llvmlite import ir
 from kael.codegen.ptx import compiler, launch
 from kael.codegen.ptx import kernel as ptx_kernel
 from kael.frontend import eager
+from kael.ir.expr import unary
 from kael.ir.kernel import BCAST, CONTIG, STRIDED, Kernel
 from kael.runtime import cuda_driver, kernel_cache
 from kael.runtime.dtypes import ALL_DTYPES, DType, bool_, float32, float64, int64
@@ -360,3 +362,38 @@ def test_gpu_grid_stride_loop_covers_more_elements_than_threads():
     finally:
         cuda_driver.mem_free(d_dst)
     assert (got == 2.5).all()
+
+
+def test_streaming_kernels_are_unrolled_and_long_math_is_not():
+    """A flat copy's loop takes UNROLL elements a trip (all their loads first); a kernel
+    past UNROLL_BUDGET instructions, or of rank 2 and more, keeps one element a trip."""
+
+    def blocks(kernel: Kernel) -> list[str]:
+        return [block.name for block in ptx_kernel.build_module(kernel, "k").get_global("k").blocks]
+
+    copy = eager_kernel("copy", (float32, float64)).specialize(1, (CONTIG, CONTIG), False, False)
+    assert "wide" in blocks(copy)
+    assert compiler.ptx_for(copy).count("ld.global") == ptx_kernel.UNROLL + 1
+    sin = dataclasses.replace(copy, exprs=(unary("sin", copy.exprs[0]),))
+    assert "wide" not in blocks(sin)
+    assert "wide" not in blocks(dataclasses.replace(copy, rank=2))
+
+
+# A grid of 3 blocks (768 threads): each thread takes many elements, so the unrolled trips,
+# the one-element rest and their boundaries all run at small sizes.
+@needs_gpu
+@pytest.mark.parametrize("total", [1, 767, 768, 3071, 3072, 3073, 6144, 9 * 768 + 5])
+@pytest.mark.parametrize("inner", [CONTIG, STRIDED])
+def test_gpu_unrolled_trips_and_the_rest_write_every_element_once(total, inner, monkeypatch):
+    monkeypatch.setattr(launch, "MAX_BLOCKS", 3)
+    kernel = eager_kernel("copy", (float64, float32)).specialize(1, (CONTIG, inner), False, False)
+    step = 1 if inner == CONTIG else 2  # a strided source: every other element
+    src = np.arange(step * total, dtype=np.float32) * 1.5 - 7
+    d_src, d_dst = _device_array(src), _device_array(np.full(total, -1.0))
+    try:
+        launch.launch(kernel, [d_dst, d_src, total, 1, step], total)
+        got = _host_array(d_dst, np.zeros(total))
+    finally:
+        cuda_driver.mem_free(d_src)
+        cuda_driver.mem_free(d_dst)
+    np.testing.assert_array_equal(got, src[::step].astype(np.float64))
