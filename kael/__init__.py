@@ -66,6 +66,7 @@ from kael.runtime.dtypes import int32 as int
 from kael.runtime.dtypes import int64 as long
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
 from kael.runtime.threadpool import get_num_threads, set_num_threads
+from kael.runtime.typeinfo import finfo, iinfo
 from kael.runtime.version import __version__
 
 globals().update(_ops.FUNCTIONS)
@@ -106,6 +107,8 @@ __all__ = [
     "empty_like",
     "explain",
     "eye",
+    "finfo",
+    "iinfo",
     "bfloat16",
     "double",
     "float",
