@@ -269,12 +269,10 @@ def _scan(data) -> tuple[tuple[int, ...], list, DType]:
     flat: list = []
     kinds = set()
     _collect(data, shape, 0, [], flat, kinds)
-    if builtins.float in kinds or not flat:
-        kind = dtypes.get_default_dtype()
-    elif builtins.int in kinds:
-        kind = dtypes.int64
-    else:
-        kind = dtypes.bool_
+    kind = dtypes.get_default_dtype() if not flat else None
+    for found in kinds:  # promote_types over the leaves' dtypes, as torch.tensor infers
+        found = _PYTHON_KINDS[found]() if found in _PYTHON_KINDS else found
+        kind = found if kind is None else dtypes.promote_types(kind, found)
     if kind is dtypes.int64:
         for i, v in enumerate(flat):
             if not INT64_MIN <= v <= INT64_MAX:
@@ -291,7 +289,7 @@ def _collect(data, shape: list, dim: int, position: list, flat: list, kinds: set
                 f"expected a number at position {position}, got a sequence of length {len(data)}"
             )
         value = _number_at(data, position)
-        kinds.add(type(value))
+        kinds.add(_numpy_scalar_dtype(data) or type(value))
         flat.append(value)
         return
     if not isinstance(data, (list, tuple)):
@@ -306,6 +304,25 @@ def _collect(data, shape: list, dim: int, position: list, flat: list, kinds: set
         )
     for i, item in enumerate(data):
         _collect(item, shape, dim + 1, [*position, i], flat, kinds)
+
+
+# The dtype each kind of Python number infers (a float: the default dtype, read per call).
+_PYTHON_KINDS = {
+    builtins.float: dtypes.get_default_dtype,
+    builtins.int: lambda: dtypes.int64,
+    builtins.bool: lambda: dtypes.bool_,
+}
+
+
+def _numpy_scalar_dtype(value) -> DType | None:
+    """A NumPy scalar's own dtype (np.float64(1.5) is float64, np.int8(1) int8), where kael
+    has it: torch.tensor keeps it, as it keeps an array's."""
+    if not isinstance(value, np.generic):
+        return None
+    try:
+        return dtypes.from_numpy_dtype(value.dtype)
+    except TypeError:
+        return None
 
 
 def _number_at(value, position: list):

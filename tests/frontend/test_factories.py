@@ -377,3 +377,22 @@ def test_zero_element_shapes_whose_dims_or_strides_overflow_are_refused(factory)
         with pytest.raises(kael.ValueError, match="int64 overflow in stride"):
             factory(0, 2**40, 2**40)
     assert factory(0, 3).shape == (0, 3)
+
+
+NUMPY_SCALAR_DATA = [
+    np.float64(0.1), np.float32(1.5), np.float16(1.5), np.int8(-1), np.int32(7), np.uint8(3),
+    np.bool_(True), [np.int8(1), np.int8(2)], [np.float64(0.1), 2.0], [np.int8(1), 2],
+    [1, np.float64(2.0)], [[np.float32(1.0)], [np.float64(2.0)]], [np.int8(1), np.int16(300)],
+    [np.uint8(1), np.int8(-1)], [np.float16(1.0), 2], [np.bool_(True), np.float16(2.0)],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("data", NUMPY_SCALAR_DATA, ids=repr)
+def test_tensor_keeps_numpy_scalar_dtypes_promoted_as_torch(data):
+    """A NumPy scalar infers its own dtype, as an array does; the leaves of a sequence
+    promote together (promote_types), Python numbers counting as the default dtype, int64
+    and bool."""
+    got, want = kael.tensor(data), torch.tensor(data)
+    assert str(got.dtype) == str(want.dtype).removeprefix("torch.")
+    assert got.shape == tuple(want.shape)
+    np.testing.assert_array_equal(got.to(kael.float64).numpy(), want.double().numpy())
