@@ -31,7 +31,7 @@ from kael.frontend import (
 from kael.frontend import tensor as tensor_module  # a cycle: tensor.py imports this module
 from kael.runtime.convert import convert_scalar
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import INT64_MAX, bool_, int64
+from kael.runtime.dtypes import INT64_MAX, bool_, int32, int64
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, format_shape
 
@@ -341,8 +341,12 @@ def _on_device(entry: tuple[str, object], device) -> tuple[str, object]:
 def _tensor_entry(impl: TensorImpl) -> tuple[str, object]:
     if impl.dtype is int64:
         return "index", impl
+    if impl.dtype is int32:  # PyTorch takes int indices too: widened for the kernels
+        return "index", tensor_module.clone_impl(impl, int64)
     if impl.dtype is not bool_:
-        raise IndexError(f"tensors used as indices must be long or bool tensors, got {impl.dtype}")
+        raise IndexError(
+            f"tensors used as indices must be long, int or bool tensors, got {impl.dtype}"
+        )
     if not impl.shape:  # a 0-d mask is a Python bool read from memory
         tracing.data_dependent("a 0-d mask, whose result's shape depends on its value")
         host = impl if impl.device is CPU else tensor_module.transfer_impl(impl, CPU)
@@ -357,7 +361,7 @@ def _host_index(k) -> TensorImpl:
         return interop.from_numpy_impl(np.ascontiguousarray(arr))
     if arr.size == 0 or np.issubdtype(arr.dtype, np.integer):
         return interop.from_numpy_impl(np.ascontiguousarray(arr, dtype=np.int64))
-    raise IndexError(f"tensors used as indices must be long or bool tensors, got {arr.dtype}")
+    raise IndexError(f"tensors used as indices must be long, int or bool tensors, got {arr.dtype}")
 
 
 def _apply(impl: TensorImpl, entries: list) -> tuple[TensorImpl, list[_Index]]:

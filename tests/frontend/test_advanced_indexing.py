@@ -163,11 +163,27 @@ def test_getitem_of_a_large_tensor_uses_every_thread_and_matches_torch():
         kael.set_num_threads(threads)
 
 
+def test_int32_index_tensors_index_as_int64_ones_as_torch():
+    """PyTorch takes int (int32) index tensors in [], []= and index_put_ as long ones."""
+    values = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    rows, cols = np.array([1, -1, 0]), np.array([3, -4, 2])
+    k, t = kael.tensor(values), torch.from_numpy(values.copy())
+    ki, kj = kael.tensor(rows).int(), kael.tensor(cols).int()
+    ti, tj = torch.from_numpy(rows).int(), torch.from_numpy(cols).int()
+    check(k[:, ki[:2], kj[:2]], t[:, ti[:2], tj[:2]])
+    k[1, ki, kj] = -1.0
+    t[1, ti, tj] = -1.0
+    check(k, t)
+    k.index_put_((ki[:1],), kael.tensor(2.0), accumulate=True)
+    t.index_put_((ti[:1],), torch.tensor(2.0), accumulate=True)
+    check(k, t)
+
+
 def test_getitem_rejects_bad_keys_naming_them():
     k = kael.zeros(2, 3, 4)
-    with pytest.raises(kael.IndexError, match="long or bool tensors, got float32"):
+    with pytest.raises(kael.IndexError, match="long, int or bool tensors, got float32"):
         k[kael.tensor([0.5])]
-    with pytest.raises(kael.IndexError, match="long or bool tensors, got float64"):
+    with pytest.raises(kael.IndexError, match="long, int or bool tensors, got float64"):
         k[[0.5]]
     with pytest.raises(
         kael.IndexError,
