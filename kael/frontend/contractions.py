@@ -9,7 +9,7 @@ import math
 import string
 
 from kael.frontend import index_ops, linalg, reductions, views
-from kael.frontend.margins import p_norm
+from kael.frontend.margins import distance
 from kael.frontend.outputs import device_of, tensor_arg
 from kael.frontend.shapes import diagonal
 from kael.frontend.tensor import Tensor
@@ -103,7 +103,8 @@ def _matrices(x: Tensor, shape: tuple[int, int, int]) -> Tensor:
 
 def _contract(a: Tensor, ta: str, b: Tensor, tb: str, keep: set[str], sizes) -> tuple[Tensor, str]:
     """The product of two operands over their shared indices not kept, as one batched
-    matmul: [batch, a-only, shared] @ [batch, shared, b-only]."""
+    matmul: [batch, a-only, shared] @ [batch, shared, b-only]; with nothing to sum, as
+    PyTorch, a broadcast multiply (bool too, and -0.0 kept)."""
     batch = "".join(c for c in ta if c in tb and c in keep)
     shared = "".join(c for c in ta if c in tb and c not in keep)
     left = "".join(c for c in ta if c not in tb)
@@ -113,7 +114,7 @@ def _contract(a: Tensor, ta: str, b: Tensor, tb: str, keep: set[str], sizes) -> 
     bm = _arranged(b, tb, batch + shared + right, sizes)
     am = _matrices(am, (size(batch), size(left), size(shared)))
     bm = _matrices(bm, (size(batch), size(shared), size(right)))
-    product = linalg.matmul(am, bm)
+    product = linalg.matmul(am, bm) if shared else am * bm  # [B, L, 1] * [B, 1, R]
     term = batch + left + right
     return product.reshape(tuple(sizes[c] for c in term)), term
 
@@ -171,12 +172,15 @@ def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
             raise ValueError(f"tensordot: both dim lists must have one length, got {da} and {db}")
         da = [views.wrap_dim(d, x.ndim) for d in da]
         db = [views.wrap_dim(d, y.ndim) for d in db]
-    for i, j in zip(da, db):
+    for k, (i, j) in enumerate(zip(da, db)):
         if x.shape[i] != y.shape[j]:
             raise ValueError(
                 f"contracted dimensions need to match, but first has size {x.shape[i]} in dim"
                 f" {i} and second has size {y.shape[j]} in dim {j}"
             )
+        for d, ds in ((i, da), (j, db)):
+            if d in ds[:k]:
+                raise ValueError(f"dim {d} appears multiple times in the list of dims")
     letters = iter(string.ascii_letters)
     ta = [next(letters) for _ in range(x.ndim)]
     tb = [next(letters) for _ in range(y.ndim)]
@@ -236,8 +240,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode=None) -> Tensor:
         left = index_ops.cat([a * -2, na, ones_a], -1)
         right = index_ops.cat([b, ones_b, nb], -1)
         return linalg.matmul(left, right.transpose(-2, -1)).clamp(min=0).sqrt()
-    diff = a.unsqueeze(-2) - b.unsqueeze(-3)
-    return p_norm(diff, p, -1)
+    return distance(a.unsqueeze(-2) - b.unsqueeze(-3), p)
 
 
 FUNCTIONS = {"einsum": einsum, "tensordot": tensordot, "kron": kron, "cdist": cdist}

@@ -1,5 +1,5 @@
 """Indexing ops: cat, stack, index_select, gather, scatter_add, index_add_, take_along_dim,
-nonzero, sort, argsort and topk.
+nonzero (and where, whose one-argument form it is), sort, argsort and topk.
 
 cat and stack write each input into a window of the output with the copy kernel. The
 others run the index kernels of kael/codegen/cpu/gather.py, which check every index
@@ -26,7 +26,7 @@ from kael.frontend.tensor import Tensor, clone_impl, empty_impl, has_internal_ov
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.determinism import are_deterministic_algorithms_enabled
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import bfloat16, bool_, float32, int64, promote_types
+from kael.runtime.dtypes import bfloat16, bool_, float32, int32, int64, promote_types
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, format_shape
 from kael.runtime.threadpool import get_num_threads
@@ -42,11 +42,15 @@ class ValuesIndices(NamedTuple):
 # ---- argument checks ----------------------------------------------------------------------------
 
 
-def _index(x, op: str, what: str = "index") -> Tensor:
-    """x, checked to be an int64 tensor."""
+def index_arg(x, op: str, what: str = "index", allow_int32: bool = False) -> Tensor:
+    """x, checked to be an int64 tensor; with allow_int32 an int32 one too (where PyTorch
+    takes both), widened to int64 for the kernels."""
     tensor_arg(x, op, what)
+    if allow_int32 and x.dtype is int32:
+        return x.to(int64)
     if x.dtype is not int64:
-        raise TypeError(f"{op}(): expected dtype int64 for {what}, got {x.dtype}")
+        wanted = "int32 or int64" if allow_int32 else "int64"
+        raise TypeError(f"{op}(): expected dtype {wanted} for {what}, got {x.dtype}")
     return x
 
 
@@ -170,7 +174,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     """
     tensor_arg(input, "gather")
     bool_arg(sparse_grad, "gather", "sparse_grad")  # kael has no gradients: checked only
-    _index(index, "gather")
+    index = index_arg(index, "gather", allow_int32=True)
     src, idx = input._impl, index._impl
     device_of([src, idx], "gather()")
     d = views.wrap_dim(dim, len(src.shape))
@@ -212,7 +216,7 @@ def _gather_into(
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Whole slices of `input` along `dim`, picked by a 1-d (or 0-d) int64 index."""
     tensor_arg(input, "index_select")
-    _index(index, "index_select")
+    index = index_arg(index, "index_select", allow_int32=True)
     src, idx = input._impl, index._impl
     device_of([src, idx], "index_select()")
     d = views.wrap_dim(dim, len(src.shape))
@@ -254,7 +258,7 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
     """Values of `input` at `indices` along `dim`, both broadcast outside it; dim=None reads
     the flattened input. With a dim, indices wrap modulo the size, as in PyTorch 2.13."""
     tensor_arg(input, "take_along_dim")
-    _index(indices, "take_along_dim", "indices")
+    indices = index_arg(indices, "take_along_dim", "indices", allow_int32=dim is None)
     device_of([input._impl, indices._impl], "take_along_dim()")
     if dim is None:
         return gather(input.reshape(-1), 0, indices.reshape(-1))
@@ -293,7 +297,7 @@ def scatter_add_(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     adds in one partial table per thread, so those bits depend on the thread count.
     """
     tensor_arg(self, "scatter_add_", "self")
-    _index(index, "scatter_add_")
+    index = index_arg(index, "scatter_add_", allow_int32=True)
     tensor_arg(src, "scatter_add_", "src")
     _check_scatter(self, index._impl, src, "scatter_add_", "src")
     d = views.wrap_dim(dim, self.ndim)
@@ -429,7 +433,7 @@ def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
     alpha is converted to self's dtype first (2.5 adds twice to an int64 tensor, as in PyTorch).
     """
     tensor_arg(self, "index_add_", "self")
-    _index(index, "index_add_")
+    index = index_arg(index, "index_add_", allow_int32=True)
     tensor_arg(source, "index_add_", "source")
     if index.ndim > 1:
         raise ValueError(
@@ -513,6 +517,12 @@ def _order(input: Tensor, dim: int, descending: bool, k: int | None, op: str) ->
     out = empty_impl(shape, int64, impl.device)
     eager.copy_into(views.transpose(out, dim, -1), interop.from_numpy_impl(order))
     return out
+
+
+def host_keys(x: Tensor) -> np.ndarray:
+    """x's values (on the CPU) as a NumPy array to order on the host: bfloat16 as float32,
+    which holds each of them exactly (NumPy has no bfloat16)."""
+    return (x.to(float32) if x.dtype is bfloat16 else x).numpy()
 
 
 def _device_order(impl: TensorImpl, dim: int, descending: bool, k: int | None) -> TensorImpl:
@@ -623,6 +633,16 @@ FUNCTIONS: dict[str, Callable] = {
     "argsort": argsort,
     "topk": topk,
 }
+
+
+def where(condition: Tensor, input=None, other=None, *, out: Tensor | None = None):
+    """torch.where: input where condition holds, else other (all three broadcast); the
+    condition alone: the indices of its nonzero elements, nonzero(as_tuple=True)."""
+    if input is None and other is None and out is None:
+        return nonzero(condition, as_tuple=True)
+    if input is None or other is None:
+        raise TypeError("where() takes a condition alone, or a condition, an input and an other")
+    return elementwise.where(condition, input, other, out)
 
 
 def _where_method(self: Tensor, condition: Tensor, other) -> Tensor:

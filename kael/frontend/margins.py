@@ -161,6 +161,17 @@ def p_norm(x: Tensor, p: float, dim, keepdim: bool = False) -> Tensor:
     return reductions.sum(a**p, dim, keepdim=keepdim) ** (1.0 / p)
 
 
+def distance(diff: Tensor, p: float) -> Tensor:
+    """The p-norm over the last dim of differences as torch's cdist and pdist compute it:
+    p = 0 sums min(ceil(|d|), 1), so a NaN stays NaN (p_norm counts it as nonzero), and
+    no features give 0 for every p (amax has no identity)."""
+    if p == 0:
+        return reductions.sum(diff.abs().ceil().clamp(max=1), -1)
+    if diff.shape[-1] == 0:
+        return reductions.sum(diff, -1)
+    return p_norm(diff, p, -1)
+
+
 def triplet_margin_loss(
     anchor: Tensor,
     positive: Tensor,

@@ -103,7 +103,7 @@ FUNCTIONS = {name: _binary_function(name) for name in ew.BINARY}
 FUNCTIONS["div"] = _div
 FUNCTIONS.update({name: _unary_function(name) for name in ew.UNARY}, pow=_pow)
 FUNCTIONS.update(
-    where=ew.where,
+    where=index_ops.where,
     clamp=ew.clamp,
     gelu=ew.gelu,
     masked_fill=ew.masked_fill,

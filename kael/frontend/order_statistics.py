@@ -16,18 +16,19 @@ from kael.frontend.outputs import tensor_arg
 from kael.frontend.reductions import ValuesIndices
 from kael.frontend.tensor import Tensor
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import int32, int64, promote_types
+from kael.runtime.dtypes import float32, float64, int32, int64, promote_types
 from kael.runtime.errors import IndexError, TypeError, ValueError
 
 INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
 def _finish(result: Tensor, d: int, keepdim: bool, dim, ndim: int) -> Tensor:
-    """A [..., k] result (k picked per slice) back in place of the reduced dim."""
+    """A [..., k] result (k picked per slice) back in place of the reduced dim (a 0-d
+    input keeps no dim: it had none)."""
     if dim is None:
         shape = (1,) * ndim if keepdim else ()
         return result.reshape(shape)
-    if keepdim:
+    if keepdim and ndim:
         return result.movedim(-1, d)
     return result.squeeze(-1)
 
@@ -54,9 +55,11 @@ def _order(xs: Tensor, ranks: list[Tensor]) -> Tensor:
     the sorted slice (NaN ranked last): on the CPU one host argpartition at the ranks
     asked (the book's host-side ordering; O(n) where a sort is O(n log n)), on a GPU the
     sort itself."""
+    if not xs.numel():  # no slices: nothing to order
+        return factories.empty(xs.shape, dtype=int64, device=xs.device)
     if xs.device is CPU:
         kth = sorted(set().union(*(r.reshape(-1).tolist() for r in ranks)))
-        return factories.from_numpy(np.argpartition(xs.numpy(), kth, axis=-1))
+        return factories.from_numpy(np.argpartition(index_ops.host_keys(xs), kth, axis=-1))
     return index_ops.sort(xs, -1, stable=True)[1]
 
 
@@ -65,6 +68,8 @@ def _median(op: str, skip_nan: bool):
         x = tensor_arg(input, op)
         if x.dtype.is_bool:
             raise TypeError(f"{op}(): not implemented for bool")
+        if dim is None and not x.numel():  # PyTorch's median of nothing: NaN
+            return factories.full((), float("nan"), device=x.device).to(x.dtype)
         ndim = x.ndim
         xs, d = _ranked(x, dim, op)
         n = xs.shape[-1]
@@ -98,7 +103,7 @@ def _median(op: str, skip_nan: bool):
 def _quantile(op: str, skip_nan: bool):
     def quantile(input: Tensor, q, dim=None, keepdim: bool = False, *, interpolation="linear"):
         x = tensor_arg(input, op)
-        if not x.dtype.is_floating_point:
+        if x.dtype not in (float32, float64):
             raise TypeError(f"{op}() input tensor must be either float or double dtype")
         if interpolation not in INTERPOLATIONS:
             raise ValueError(
@@ -111,8 +116,13 @@ def _quantile(op: str, skip_nan: bool):
         qlist = [float(q)] if scalar_q else [float(v) for v in q.reshape(-1).tolist()]
         if any(not 0 <= v <= 1 for v in qlist):
             raise ValueError(f"{op}() q values must be in the range [0, 1]")
+        if not x.numel():
+            raise ValueError(f"{op}() input tensor must be non-empty")
         ndim = x.ndim
         xs, d = _ranked(x, dim, op)
+        if not qlist:  # no q: no quantiles, stacked in the result's shape
+            shape = _finish(xs[..., :1], d, keepdim, dim, ndim).shape
+            return factories.empty((0, *shape), dtype=x.dtype, device=x.device)
         # PyTorch's ranks: q (n - 1) in the data's dtype, n the slice's non-NaN count
         # for the nan- variant
         n = _counts(xs) if skip_nan else xs.shape[-1]
@@ -225,7 +235,10 @@ def searchsorted(
     if sorter is not None:
         if sorter.dtype is not int64 or sorter.shape != seq.shape:
             raise ValueError(f"{op}(): sorter must be an int64 tensor of the sequence's shape")
-        seq = index_ops.take_along_dim(seq, sorter, -1)
+        try:  # gather's kernel checks each index before it reads (take_along_dim would wrap)
+            seq = index_ops.gather(seq, -1, sorter)
+        except IndexError:
+            raise IndexError(f"{op}(): sorter index out of range") from None
     dtype = promote_types(seq.dtype, values.dtype)
     seq = seq.to(dtype).contiguous()
     flat = values.to(dtype).contiguous()

@@ -79,9 +79,7 @@ def scatter_(self: Tensor, dim: int, index: Tensor, src=None, value=None, *, red
     if value is None and isinstance(src, bool | int | float):
         src, value = None, src
     x = _checked_self(self, op)
-    idx = tensor_arg(index, op, "index")
-    if idx.dtype is not int64:
-        raise TypeError(f"{op}(): Expected dtype int64 for index, got {idx.dtype}")
+    idx = index_ops.index_arg(index, op, allow_int32=True)
     if (src is None) == (value is None):
         raise TypeError(f"{op}() expects exactly one of src and value")
     if reduce is not None:
@@ -240,11 +238,9 @@ def scatter_reduce_(
         )
     if reduce == "mean" and x.dtype.is_bool:
         raise TypeError(f"{op}(): reduce='mean' is not implemented for bool self (PyTorch's too)")
-    idx = tensor_arg(index, op, "index")
+    idx = index_ops.index_arg(index, op, allow_int32=True)
     s = tensor_arg(src, op, "src")
     index_ops._check_scatter(x, idx._impl, s, op, "src")
-    if idx.dtype is not int64:
-        raise TypeError(f"{op}(): Expected dtype int64 for index, got {idx.dtype}")
     d = views.wrap_dim(dim, max(x.ndim, 1))
     dst, ix, source = _at_least_1d(x._impl), _at_least_1d(idx._impl), _at_least_1d(s._impl)
     for k, n in enumerate(ix.shape):
@@ -343,6 +339,12 @@ def _histogram(x: Tensor, w: Tensor | None, dtype, bins: int) -> Tensor:
     return rows.sum(0)
 
 
+def _finite_range(lo: float, hi: float, what: str) -> None:
+    """Refuse a histogram range with an infinite or NaN end, in PyTorch's words."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise ValueError(f"{what} [{lo:g}, {hi:g}] is not finite")
+
+
 def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:
     """A histogram of `bins` equal bins over [min, max] (the data's range when both are 0);
     values outside are not counted, the last bin includes max."""
@@ -356,6 +358,7 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
         lo, hi = float(reductions.amin(x)), float(reductions.amax(x))
     if lo == hi:
         lo, hi = lo - 1, hi + 1
+    _finite_range(lo, hi, "torch.histc: range of")
     if lo > hi:
         raise ValueError(f"torch.histc(): max must be larger than min, but got min {lo} max {hi}")
     flat = x.reshape(-1)
@@ -395,9 +398,10 @@ def histogram(input: Tensor, bins=100, *, range=None, weight=None, density: bool
             else (
                 (float(reductions.amin(flat)), float(reductions.amax(flat)))
                 if flat.numel()
-                else (0.0, 0.0)
+                else (0.0, 1.0)  # numpy's range for no data
             )
         )
+        _finite_range(lo, hi, "torch.histogramdd: dimension 0's range")
         if lo > hi:
             raise ValueError(f"histogram(): max must be larger than min, but got min {lo} max {hi}")
         if lo == hi:
@@ -509,10 +513,11 @@ def unique(
     if flat.device is not CPU:
         values, order = index_ops.sort(flat, 0, stable=True)
     elif return_inverse:  # any order of equal values serves: the host's unstable argsort
-        order = factories.from_numpy(np.argsort(flat.numpy()))
+        order = factories.from_numpy(np.argsort(index_ops.host_keys(flat)))
         values = index_ops.gather(flat, 0, order)
     else:  # values alone: the host's (vectorized) sort, the book's ordering exception
-        values, order = factories.from_numpy(np.sort(flat.numpy())), None
+        values = factories.from_numpy(np.sort(index_ops.host_keys(flat))).to(flat.dtype)
+        order = None
     result = _unique_of(values, return_inverse, return_counts, order)
     if return_inverse:
         parts = list(result)

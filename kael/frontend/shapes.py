@@ -19,21 +19,29 @@ from kael.frontend.elementwise import broadcast_shapes
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.runtime.dtypes import int64
-from kael.runtime.errors import ValueError
+from kael.runtime.errors import IndexError, ValueError
 
 # ---- splitting -------------------------------------------------------------------------------
 
 
 def _pieces(x: Tensor, dim: int, bounds: Sequence[int]) -> tuple[Tensor, ...]:
-    """The views of x along dim between consecutive bounds."""
-    return tuple(x.narrow(dim, a, b - a) for a, b in zip(bounds, bounds[1:]))
+    """The views of x along dim between consecutive bounds (empty where a bound goes
+    down, as slicing is)."""
+    return tuple(x.narrow(dim, a, max(b - a, 0)) for a, b in zip(bounds, bounds[1:]))
+
+
+def _split_dim(x: Tensor, dim, message: str) -> int:
+    """dim wrapped against x's rank; a 0-d x has nothing to split, which `message` says."""
+    if x.ndim == 0:
+        raise ValueError(message)
+    return views.wrap_dim(dim, x.ndim)
 
 
 def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple[Tensor, ...]:
     """Views of `split_size_or_sections` elements along dim (the last may be shorter), or
     of the given sizes, which must add up to the dim's size."""
     x = tensor_arg(tensor, "split")
-    d = views.wrap_dim(dim, x.ndim)
+    d = _split_dim(x, dim, "split expects at least a 1-dimensional tensor")
     size = x.shape[d]
     if isinstance(split_size_or_sections, int) and not isinstance(split_size_or_sections, bool):
         step = split_size_or_sections
@@ -53,10 +61,10 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple[Tensor,
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """At most `chunks` views of ceil(size / chunks) elements along dim."""
     x = tensor_arg(input, "chunk")
+    d = _split_dim(x, dim, "chunk expects at least a 1-dimensional tensor")
     chunks = views.as_int(chunks, "chunks")
     if chunks <= 0:
         raise ValueError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    d = views.wrap_dim(dim, x.ndim)
     size = x.shape[d]
     step = -(-size // chunks)
     if step == 0:
@@ -68,7 +76,11 @@ def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple[Tens
     """`sections` views as even as can be (the first size % sections one longer), or the
     views between the given indices (clamped to the dim, as slicing is)."""
     x = tensor_arg(input, "tensor_split")
-    d = views.wrap_dim(dim, x.ndim)
+    d = _split_dim(
+        x,
+        dim,
+        "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims",
+    )
     size = x.shape[d]
     spec = indices_or_sections
     if isinstance(spec, Tensor):
@@ -87,17 +99,15 @@ def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple[Tens
             bounds.append(bounds[-1] + base + (1 if i < extra else 0))
         return _pieces(x, d, bounds)
     cuts = [min(max(views.as_int(i, "indices") + (size if i < 0 else 0), 0), size) for i in spec]
-    bounds, prev = [0], 0
-    for c in cuts:
-        prev = max(prev, c)
-        bounds.append(prev)
-    return _pieces(x, d, [*bounds, size])
+    return _pieces(x, d, [0, *cuts, size])
 
 
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     """Each index of dim, as a view without it."""
     x = tensor_arg(input, "unbind")
     d = views.wrap_dim(dim, x.ndim)
+    if x.ndim == 0:
+        raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
     return tuple(x.select(d, i) for i in range(x.shape[d]))
 
 

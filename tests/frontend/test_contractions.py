@@ -46,6 +46,25 @@ def test_einsum_matches_torch(equation, shapes):
     close_to_torch(kael.einsum(equation, ks), torch.einsum(equation, ts), 2e-5)  # a list
 
 
+@pytest.mark.parametrize(
+    "equation, shapes",
+    [("i,j->ij", [(3,), (4,)]), ("i,i->i", [(3,), (3,)]), ("ij,j->ij", [(2, 3), (3,)]),
+     ("i,j,k->ijk", [(2,), (3,), (2,)]), ("bi,bj->bij", [(2, 3), (2, 4)])],
+    ids=str,
+)  # fmt: skip
+def test_einsum_with_nothing_to_sum_multiplies_bool_as_torch(equation, shapes):
+    made = [pair(RNG.integers(0, 2, s).astype(bool), kael.bool) for s in shapes]
+    ks, ts = [k for k, _ in made], [t for _, t in made]
+    close_to_torch(kael.einsum(equation, *ks), torch.einsum(equation, *ts), 0)
+
+
+def test_einsum_outer_product_keeps_negative_zero():
+    (ka, ta), (kb, tb) = pair([-0.0, 2.0]), pair([1.0, -0.0])
+    got = kael.einsum("i,j->ij", ka, kb)
+    want = torch.einsum("i,j->ij", ta, tb)
+    assert torch.equal(torch.from_numpy(got.numpy()).signbit(), want.signbit())
+
+
 def test_einsum_of_transposed_float64_and_int64_operands():
     ks, ts = _operands((4, 3), (5, 4), dtype=kael.float64)
     close_to_torch(
@@ -83,6 +102,17 @@ def test_tensordot_matches_torch(dims):
         kael.tensordot(ka, kb[:3], 1)
 
 
+@pytest.mark.parametrize(
+    "dims", [([1, -1], [0, 1]), ([0, 1], [1, -1]), ([1, 1], [0, 0]), ([0, 1], [1, 1])], ids=str
+)
+def test_tensordot_refuses_a_dim_listed_twice_as_torch(dims):
+    with pytest.raises(RuntimeError) as expected:
+        torch.tensordot(torch.ones(3, 3), torch.ones(3, 3), dims)
+    with pytest.raises(kael.ValueError) as got:
+        kael.tensordot(kael.ones(3, 3), kael.ones(3, 3), dims)
+    assert str(got.value) == str(expected.value)
+
+
 @pytest.mark.parametrize("shapes", [((2, 3), (4, 5)), ((3,), (2, 2)), ((2, 1, 3), (3, 2))], ids=str)
 def test_kron_matches_torch(shapes):
     ks, ts = _operands(*shapes)
@@ -96,6 +126,23 @@ def test_cdist_matches_torch(p, rows):
     close_to_torch(kael.cdist(ka, kb, p), torch.cdist(ta, tb, p), 3e-5)
     mode = "donot_use_mm_for_euclid_dist"
     close_to_torch(kael.cdist(ka, kb, p, mode), torch.cdist(ta, tb, p, mode), 3e-5)
+
+
+@pytest.mark.parametrize("rows", [(2, 3), (30, 40)], ids=["direct", "through_matmul"])
+def test_cdist_with_p_0_keeps_nan_as_torch(rows):
+    (ka, kb), (ta, tb) = _operands((*rows[:1], 4), (*rows[1:], 4))
+    for k, t in ((ka, ta), (kb, tb)):
+        k[0, 1], t[0, 1] = float("nan"), float("nan")
+        k[-1, 2], t[-1, 2] = float("inf"), float("inf")
+    close_to_torch(kael.cdist(ka, kb, 0.0), torch.cdist(ta, tb, 0.0), 0, equal_nan=True)
+
+
+@pytest.mark.parametrize("p", [0.0, 1.0, 2.0, 3.0, float("inf")])
+@pytest.mark.parametrize("rows", [(3, 2), (30, 40)], ids=["direct", "through_matmul"])
+def test_cdist_without_features_is_zero_for_every_p(p, rows):
+    a, b = (2, rows[0], 0), (1, rows[1], 0)
+    got = kael.cdist(kael.zeros(a), kael.zeros(b), p)
+    close_to_torch(got, torch.cdist(torch.zeros(a), torch.zeros(b), p), 0)
 
 
 def test_cdist_refuses_bad_inputs():

@@ -239,7 +239,9 @@ def test_gather_names_the_first_bad_index_of_a_large_input():
 
 def test_gather_rejects_bad_arguments_naming_them():
     k = kael.zeros(2, 3)
-    with pytest.raises(kael.TypeError, match="expected dtype int64 for index, got float32"):
+    with pytest.raises(
+        kael.TypeError, match="expected dtype int32 or int64 for index, got float32"
+    ):
         kael.gather(k, 1, kael.zeros(2, 1))
     with pytest.raises(kael.ValueError, match="same number of dimensions as input, got 1 and 2"):
         kael.gather(k, 1, kael.tensor([0]))
@@ -308,7 +310,9 @@ def test_index_select_rejects_bad_arguments_naming_them():
         kael.ValueError, match=r"1-d \(or 0-d\) tensor, got 2 dims of shape \[1, 1\]"
     ):
         kael.index_select(k, 0, kael.tensor([[0]]))
-    with pytest.raises(kael.TypeError, match="expected dtype int64 for index, got float32"):
+    with pytest.raises(
+        kael.TypeError, match="expected dtype int32 or int64 for index, got float32"
+    ):
         kael.index_select(k, 0, kael.tensor([0.0]))
     with pytest.raises(kael.ValueError, match="index of a 0-d input must have 1 value, got 2"):
         kael.index_select(kael.tensor(4), 0, kael.tensor([0, 0]))
@@ -632,6 +636,45 @@ def test_take_along_dim_rejects_bad_arguments_naming_them():
         kael.take_along_dim(kael.zeros(2, 0), kael.zeros(2, 1, dtype=kael.int64), dim=1)
 
 
+INT32_INDEX = {  # PyTorch 2.13 takes an int32 index in these ops
+    "gather": lambda lib, x, i: lib.gather(x, 1, i),
+    "index_select": lambda lib, x, i: lib.index_select(x, 0, i[0]),
+    "index_add": lambda lib, x, i: lib.index_add(x, 0, i[0], x[:2] * 3),
+    "index_add_": lambda lib, x, i: x.clone().index_add_(1, i[1], x[:, :2], alpha=2),
+    "scatter_add": lambda lib, x, i: lib.scatter_add(x, 1, i, x[:2, :2]),
+    "scatter_add_": lambda lib, x, i: x.clone().scatter_add_(0, i, x[:2, :2]),
+    "scatter": lambda lib, x, i: lib.scatter(x, 1, i, x[:2, :2]),
+    "scatter_value": lambda lib, x, i: lib.scatter(x, 0, i, 5.0),
+    "scatter_reduce": lambda lib, x, i: lib.scatter_reduce(x, 1, i, x[:2, :2], "amax"),
+    "take_along_dim_flat": lambda lib, x, i: lib.take_along_dim(x, i),
+}
+
+
+@pytest.mark.parametrize("name", INT32_INDEX)
+def test_an_int32_index_is_taken_where_torch_takes_it(name):
+    k, t = make((3, 3), kael.float32, seed=31)
+    ti = torch.tensor([[2, 0], [1, 1]], dtype=torch.int32)
+    assert_same(INT32_INDEX[name](kael, k, as_kael(ti)), INT32_INDEX[name](torch, t, ti))
+
+
+@pytest.mark.parametrize("name", ["gather", "index_select", "scatter_add", "scatter"])
+def test_an_int16_index_is_refused_naming_both_index_dtypes(name):
+    k, t = make((3, 3), kael.float32, seed=31)
+    ti = torch.tensor([[2, 0], [1, 1]], dtype=torch.int16)
+    with pytest.raises(RuntimeError, match="int32.*int64"):
+        INT32_INDEX[name](torch, t, ti)
+    with pytest.raises(kael.TypeError, match="expected dtype int32 or int64 for index, got int16"):
+        INT32_INDEX[name](kael, k, as_kael(ti))
+
+
+def test_take_along_dim_with_a_dim_refuses_an_int32_index_as_torch():
+    ti = torch.zeros(3, 1, dtype=torch.int32)
+    with pytest.raises(RuntimeError, match="should be Long"):
+        torch.take_along_dim(torch.ones(3, 3), ti, 1)
+    with pytest.raises(kael.TypeError, match="expected dtype int64 for indices, got int32"):
+        kael.take_along_dim(kael.ones(3, 3), as_kael(ti), 1)
+
+
 # ---- nonzero ---------------------------------------------------------------------------------------
 
 
@@ -656,6 +699,15 @@ def test_nonzero_of_0d_and_empty_tensors(value):
     (want,) = torch.nonzero(torch.tensor(value), as_tuple=True)
     assert_same(got, want)
     assert_same(kael.nonzero(kael.zeros(0, 3)), torch.nonzero(torch.zeros(0, 3)))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_where_of_a_condition_alone_is_nonzero_as_a_tuple(layout):
+    for k, t in (make((3, 4), kael.int64, layout, seed=29), (kael.tensor(2.5), torch.tensor(2.5))):
+        for a, b in zip(kael.where(k), torch.where(t), strict=True):
+            assert_same(a, b)
+    with pytest.raises(kael.TypeError, match="a condition alone"):
+        kael.where(k > 0, k)
 
 
 def test_nonzero_keeps_row_major_order_over_many_blocks_and_threads():

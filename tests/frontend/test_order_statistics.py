@@ -43,7 +43,7 @@ def test_median_of_integers_and_a_single_value():
     close_to_torch(kael.median(k, 1).values, torch.median(t, 1).values, 0)
     assert kael.median(kael.tensor(3.5)).item() == 3.5
     with pytest.raises(kael.IndexError, match="non-zero size"):
-        kael.median(kael.empty(0))
+        kael.median(kael.empty(0), 0)
 
 
 @pytest.mark.parametrize("interpolation", ["linear", "lower", "higher", "midpoint", "nearest"])
@@ -147,6 +147,73 @@ def test_searchsorted_by_rows_with_a_sorter_and_a_scalar():
         kael.searchsorted(kr, kv[:2])
     with pytest.raises(kael.ValueError, match="1 dimension"):
         kael.bucketize(kv, kr)
+
+
+@pytest.mark.parametrize("name", ["median", "nanmedian", "mode"])
+def test_a_zero_d_input_keeps_no_dim_with_keepdim(name):
+    fn, ref = getattr(kael, name), getattr(torch, name)
+    for dim in (0, -1):
+        close_to_torch(fn(kael.tensor(2.0), dim, True), ref(torch.tensor(2.0), dim, True), 0)
+
+
+@pytest.mark.parametrize("name", ["quantile", "nanquantile"])
+@pytest.mark.parametrize("q", [0.5, [0.25, 0.5]], ids=["scalar", "two"])
+def test_quantiles_of_a_zero_d_input_keep_no_dim_with_keepdim(name, q):
+    kq, tq = (q, q) if isinstance(q, float) else pair(q)
+    got = getattr(kael, name)(kael.tensor(2.0), kq, 0, True)
+    close_to_torch(got, getattr(torch, name)(torch.tensor(2.0), tq, 0, True), 0)
+
+
+@pytest.mark.parametrize("name", ["median", "nanmedian"])
+def test_medians_of_bfloat16_match_torch(name):
+    k, t = _data(kael.bfloat16)
+    fn, ref = getattr(kael, name), getattr(torch, name)
+    close_to_torch(fn(k), ref(t), 0, equal_nan=True)
+    got, want = fn(k, 1), ref(t, 1)
+    close_to_torch(got.values, want.values, 0, equal_nan=True)
+    rows = ~torch.isnan(t).all(1)  # an all-NaN slice's index is torch's choice
+    assert torch.equal(torch.from_numpy(got.indices.numpy())[rows], want.indices[rows])
+
+
+@pytest.mark.parametrize("dtype", [kael.float16, kael.bfloat16], ids=str)
+def test_quantile_refuses_half_types_as_torch(dtype):
+    with pytest.raises(kael.TypeError, match="either float or double"):
+        kael.quantile(kael.ones(3, dtype=dtype), 0.5)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda lib: lib.median(lib.zeros(0)),
+        lambda lib: lib.nanmedian(lib.zeros(0, 2)),
+        lambda lib: lib.median(lib.zeros(2, 0), 0),
+        lambda lib: lib.median(lib.zeros(0, 3), 1, True),
+        lambda lib: lib.nanmedian(lib.zeros(0, 3), 1),
+        lambda lib: lib.quantile(lib.tensor(1.0), lib.tensor([])),
+        lambda lib: lib.nanquantile(lib.zeros(3, 2), lib.tensor([]), 1, True),
+    ],
+)
+def test_order_statistics_of_empty_inputs_match_torch(call):
+    close_to_torch(call(kael), call(torch), 0, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", ["quantile", "nanquantile"])
+@pytest.mark.parametrize("shape, dim", [((0,), None), ((4, 0), 0), ((0, 3), 1)], ids=str)
+def test_quantiles_refuse_an_empty_input(name, shape, dim):
+    with pytest.raises(RuntimeError, match="input tensor must be non-empty"):
+        getattr(torch, name)(torch.zeros(shape), 0.5, dim)
+    with pytest.raises(kael.ValueError, match=f"{name}\\(\\) input tensor must be non-empty"):
+        getattr(kael, name)(kael.zeros(shape), 0.5, dim)
+
+
+@pytest.mark.parametrize("bad", [3, -1, 1_000_000])
+def test_searchsorted_refuses_a_sorter_index_out_of_range(bad):
+    seq = [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    order = [[0, 1, bad], [0, 1, 2]]
+    with pytest.raises(RuntimeError, match="sorter index out of range"):
+        torch.searchsorted(torch.tensor(seq), torch.tensor(seq), sorter=torch.tensor(order))
+    with pytest.raises(kael.IndexError, match="sorter index out of range"):
+        kael.searchsorted(kael.tensor(seq), kael.tensor(seq), sorter=kael.tensor(order))
 
 
 @pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64], ids=str)

@@ -192,6 +192,15 @@ def test_unique_and_unique_consecutive_match_torch(inverse, counts):
     close_to_torch(kael.unique(ke, **args), torch.unique(te, **args), 0)
 
 
+@pytest.mark.parametrize("inverse", [False, True])
+@pytest.mark.parametrize("counts", [False, True])
+def test_unique_of_bfloat16_matches_torch(inverse, counts):
+    values = [[3.0, -1.5, np.nan, 2.0], [-1.5, 3.0, -7.0, 1e30], [0.0, -7.0, 3.0, -1e30]]
+    k, t = pair(values, kael.bfloat16)
+    args = {"return_inverse": inverse, "return_counts": counts}
+    close_to_torch(kael.unique(k, **args), torch.unique(t, **args), 0, equal_nan=True)
+
+
 @pytest.mark.parametrize("name", ["unique", "unique_consecutive"])
 @pytest.mark.parametrize("dim", [0, 1, -1, 2])
 @pytest.mark.parametrize("dtype", [kael.float32, kael.int64, kael.bool, kael.bfloat16], ids=str)
@@ -429,6 +438,41 @@ def test_scatter_reduce_propagates_nan_and_refuses_bad_reduce():
         )
     with pytest.raises(kael.ValueError, match="reduce argument"):
         kael.scatter_reduce(k, 0, ki, ks, "max")
+
+
+NAN, INF = math.nan, math.inf
+
+
+@pytest.mark.parametrize(
+    "name, data, args, kwargs",
+    [
+        ("histc", [1.0, NAN], (3,), {}),
+        ("histc", [1.0, INF], (3,), {}),
+        ("histc", [-INF, 1.0], (3,), {}),
+        ("histc", [1.0, 2.0], (3, 0, INF), {}),
+        ("histc", [1.0, NAN, INF, -INF, 2.0], (3, 0, 3), {}),  # a finite range: not counted
+        ("histogram", [1.0, INF], (3,), {}),
+        ("histogram", [1.0, NAN], (3,), {}),
+        ("histogram", [1.0, 2.0], (3,), {"range": (0.0, INF)}),
+        ("histogram", [1.0, NAN, INF, 2.0], (3,), {"range": (0.0, 3.0)}),
+    ],
+)
+def test_histograms_refuse_a_non_finite_range_as_torch(name, data, args, kwargs):
+    kx, tx = pair(data)
+    try:
+        want = getattr(torch, name)(tx, *args, **kwargs)
+    except RuntimeError as e:
+        with pytest.raises(kael.ValueError) as got:
+            getattr(kael, name)(kx, *args, **kwargs)
+        assert str(got.value) == str(e).replace("-nan", "nan")
+        return
+    close_to_torch(getattr(kael, name)(kx, *args, **kwargs), want, 0)
+
+
+def test_histogram_of_no_data_spans_zero_to_one():
+    got, want = kael.histogram(kael.empty(0), bins=4), torch.histogram(torch.empty(0), bins=4)
+    close_to_torch(got.bin_edges, want.bin_edges, 0)
+    close_to_torch(got.hist, want.hist, 0)
 
 
 @pytest.mark.parametrize("density", [False, True])

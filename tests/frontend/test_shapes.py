@@ -95,6 +95,32 @@ def test_zero_d_inputs_match_torch(name):
     same(getattr(kael, name)(k), getattr(torch, name)(t))
 
 
+@pytest.mark.parametrize(
+    "name, call",
+    [
+        ("split", lambda lib, x: lib.split(x, 1)),
+        ("chunk", lambda lib, x: lib.chunk(x, 1)),
+        ("tensor_split", lambda lib, x: lib.tensor_split(x, 1)),
+        ("unbind", lambda lib, x: lib.unbind(x)),
+        ("unbind", lambda lib, x: lib.unbind(x, -1)),
+    ],
+)
+def test_splitting_a_zero_d_tensor_raises_torchs_typed_error(name, call):
+    with pytest.raises((RuntimeError, IndexError)) as expected:
+        call(torch, torch.tensor(1.0))
+    error = kael.IndexError if expected.type is IndexError else kael.ValueError
+    with pytest.raises(error) as got:
+        call(kael, kael.tensor(1.0))
+    assert str(got.value) == str(expected.value)
+
+
+@pytest.mark.parametrize("indices", [[3, 1], [5, 2, 4], [-1, 2], [6, 0, 0]], ids=str)
+def test_tensor_split_at_indices_that_go_down_slices_as_torch(indices):
+    k, t = kael.arange(28).reshape(4, 7), torch.arange(28).reshape(4, 7)
+    same(kael.tensor_split(k, indices, 1), torch.tensor_split(t, indices, 1))
+    same(kael.tensor_split(k[0], indices), torch.tensor_split(t[0], indices))
+
+
 @pytest.mark.parametrize("shape", [(3,), (0,), (2, 3)])
 def test_atleast_3d_places_the_new_dims_as_torch_does(shape):
     k, t = kael.zeros(shape), torch.zeros(shape)
