@@ -81,7 +81,8 @@ def scaled_dot_product_attention(
         keep_or_add = mask.dtype is bool_
         scores = ew.where(mask, scores, -math.inf) if keep_or_add else scores + mask
     weights = nn.softmax(scores, -1)
-    if attn_mask is not None and not is_causal:  # a row masked out entirely attends to nothing
+    # a row masked out entirely attends to nothing (with no keys, every row: zeros already)
+    if attn_mask is not None and not is_causal and source:
         empty = ew.binary("eq", reductions.amax(scores, -1, keepdim=True), -math.inf)
         weights = ew.where(empty, 0.0, weights)
     if dropout_p > 0.0:

@@ -251,7 +251,11 @@ def _conv_transpose(dims: int, op: str):
                 f" groups={groups}"
             )
         if any(e >= max(s, d) for e, s, d in zip(extra, stride, dilation)):
-            raise ValueError("output padding must be smaller than either stride or dilation")
+            raise ValueError(
+                "output padding must be smaller than either stride or dilation, but got"
+                f" {_per_dim('output_padding', extra)} {_per_dim('stride', stride)}"
+                f" {_per_dim('dilation', dilation)}"
+            )
         kernel = w.shape[2:]
         cg, og = channels // groups, w.shape[1]
         n, size = x.shape[0], x.shape[2:]
@@ -285,6 +289,14 @@ def _conv_transpose(dims: int, op: str):
     return conv_transpose
 
 
+def _per_dim(name: str, values: Sequence[int]) -> str:
+    """PyTorch's naming of per-dim values: "stride_height: 2 stride_width: 1" (a 1-d op is its
+    2-d one over a height of 1)."""
+    values = (1 if name != "output_padding" else 0, *values) if len(values) == 1 else values
+    dims = ("depth", "height", "width")[-len(values) :]
+    return " ".join(f"{name}_{d}: {v}" for d, v in zip(dims, values))
+
+
 def col2im(cols: Tensor, full: Sequence[int], stride, dilation, dims: int) -> Tensor:
     """Sum each kernel offset's values into the output: cols [N, *size, C, *kernel] ->
     [N, C, *full], out[..., i * stride + k * dilation] += cols[.., i, .., k]."""
@@ -306,14 +318,29 @@ def offsets(kernel: Sequence[int]):
     return itertools.product(*(range(k) for k in kernel))
 
 
-def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
-    """im2col: [N, C, H, W] -> [N, C * kh * kw, L], L the number of windows."""
-    op = "unfold"
-    x, was_batched = batched(input, 2, op)
+def _im2col_args(kernel_size, dilation, padding, stride, op: str):
+    """unfold's and fold's (kernel, dilation, pads, stride) as pairs, checked as PyTorch's
+    im2col_shape_check does."""
     kernel = tuple_arg(kernel_size, 2, "kernel_size", op)
     dilation = tuple_arg(dilation, 2, "dilation", op)
     pads = tuple_arg(padding, 2, "padding", op)
     stride = tuple_arg(stride, 2, "stride", op)
+    for values, name, what, rule in (
+        (kernel, "kernel size", "kernel", "be greater than zero"),
+        (stride, "stride", "stride", "be greater than zero"),
+        (dilation, "dilation", "dilation", "be greater than zero"),
+        (pads, "padding", "pad", "be non-negative"),
+    ):
+        if min(values) < (0 if what == "pad" else 1):
+            raise ValueError(f"{op}: {name} should {rule}, but got {_per_dim(what, values)}")
+    return kernel, dilation, pads, stride
+
+
+def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """im2col: [N, C, H, W] -> [N, C * kh * kw, L], L the number of windows."""
+    op = "unfold"
+    x, was_batched = batched(input, 2, op)
+    kernel, dilation, pads, stride = _im2col_args(kernel_size, dilation, padding, stride, op)
     win = windows(_zero_pad(x, pads, pads), kernel, stride, dilation)  # [N, C, oh, ow, kh, kw]
     n, c, oh, ow = win.shape[:4]
     cols = win.permute(0, 1, 4, 5, 2, 3).reshape(n, c * kernel[0] * kernel[1], oh * ow)
@@ -329,10 +356,7 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
         raise ValueError(f"{op}: expected 2D or 3D input, got {list(x.shape)}")
     x = x if was_batched else x.unsqueeze(0)
     size = tuple_arg(output_size, 2, "output_size", op)
-    kernel = tuple_arg(kernel_size, 2, "kernel_size", op)
-    dilation = tuple_arg(dilation, 2, "dilation", op)
-    pads = tuple_arg(padding, 2, "padding", op)
-    stride = tuple_arg(stride, 2, "stride", op)
+    kernel, dilation, pads, stride = _im2col_args(kernel_size, dilation, padding, stride, op)
     taps = kernel[0] * kernel[1]
     if x.shape[1] % taps:
         raise ValueError(

@@ -75,6 +75,19 @@ def _source(dst: int, scale: float, align_corners: bool, cubic: bool, wide: bool
     return src if cubic or src >= 0 else 0.0
 
 
+def _shortcut(mode: str, dims: int, size: int, out: int):
+    """PyTorch's CPU kernels' special sizes, whatever the scale_factor: the linear modes
+    copy an unchanged dim (compute_source_index_and_lambda: weights 1 and 0 on the same
+    row), 2-D nearest copies it and maps a doubled one's output j to j >> 1 (nearest_idx);
+    None elsewhere."""
+    nearest_2d = mode == "nearest" and dims == 2
+    if out == size and mode in ("linear", "bilinear", "trilinear"):
+        return [[(j, 1.0), (j, 0.0)] for j in range(out)]
+    if nearest_2d and out in (size, 2 * size):
+        return [[(j if out == size else j >> 1, 1.0)] for j in range(out)]
+    return None
+
+
 def _taps(mode: str, size: int, out: int, given, align_corners: bool, wide: bool):
     """Per output position: [(source index, weight), ...] for this dim."""
     scale = _scale(size, out, given if not align_corners else None, align_corners, wide)
@@ -144,7 +157,9 @@ def interpolate(
     half = x.dtype in (float16, bfloat16) and mode not in ("nearest", "nearest-exact")
     y = x.to(float32) if half else x
     for d in reversed(range(dims)):
-        rows = _taps(mode, x.shape[2 + d], sizes[d], given[d], bool(align_corners), wide)
+        rows = _shortcut(mode, dims, x.shape[2 + d], sizes[d]) or _taps(
+            mode, x.shape[2 + d], sizes[d], given[d], bool(align_corners), wide
+        )
         y = _resample(y, 2 + d, rows)
     return y.to(x.dtype) if half else y
 

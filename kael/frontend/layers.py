@@ -9,7 +9,7 @@ import math
 from kael.frontend import elementwise as ew
 from kael.frontend import factories, index_ops, linalg, reductions, views
 from kael.frontend.formula import launch
-from kael.frontend.margins import p_norm
+from kael.frontend.margins import distance
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
@@ -95,8 +95,8 @@ def rms_norm(
     dims = tuple(range(x.ndim - len(shape), x.ndim))
     wide = x.float() if x.dtype.is_half else x  # PyTorch: half types in float32
     scale = (reductions.mean(wide * wide, dims, keepdim=True) + eps).rsqrt()
-    y = (wide * scale).to(x.dtype)
-    return y if weight is None else y * weight
+    y = wide * scale if weight is None else wide * scale * weight
+    return y.to(x.dtype)  # rounded once, as PyTorch does, whatever weight's dtype
 
 
 # rms_norm's default eps: the machine epsilon of the dtype it computes in (float32 for the
@@ -208,7 +208,7 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:
     upper = factories.ones((n, n), dtype=int64, device=x.device).triu(1)
     pairs = index_ops.nonzero(upper)  # [N (N - 1) / 2, 2], row-major
     diff = index_ops.index_select(x, 0, pairs[:, 0]) - index_ops.index_select(x, 0, pairs[:, 1])
-    return p_norm(diff, p, -1)
+    return distance(diff, p)
 
 
 FUNCTIONS = {

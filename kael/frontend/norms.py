@@ -1,7 +1,8 @@
 """torch.nn.functional's normalization layers beyond layer_norm and rms_norm: batch_norm
 (training statistics, running statistics updated in place, eval), group_norm,
 instance_norm and local_response_norm, composed from kael's reductions and elementwise
-ops (float16/bfloat16 computed in float32, as PyTorch's kernels do)."""
+ops (float16/bfloat16 computed in float32, as PyTorch's kernels do, the affine included:
+the result takes the input's dtype, rounded once, whatever the parameters' dtype)."""
 
 from __future__ import annotations
 
@@ -86,9 +87,8 @@ def batch_norm(
     else:
         if mean_v is None or var_v is None:
             raise ValueError(f"{name}: running_mean and running_var must be given in eval mode")
-        mean, var = mean_v, var_v
-    y = ((wide - mean) * (var + eps).rsqrt()).to(x.dtype)
-    return _affine(y, w, b)
+        mean, var = _wide(mean_v), _wide(var_v)
+    return _affine((wide - mean) * (var + eps).rsqrt(), w, b).to(x.dtype)
 
 
 def instance_norm(
@@ -118,13 +118,12 @@ def instance_norm(
     for s, full in zip(stats, (running_mean, running_var)):
         if s is not None:
             s.copy_(_tile(full, n))
-    y = batch_norm(folded, *stats, None, None, True, momentum, eps).reshape(x.shape)
+    y = batch_norm(_wide(folded), *stats, None, None, True, momentum, eps).reshape(x.shape)
     for s, full in zip(stats, (running_mean, running_var)):
         if s is not None:  # each channel's moved statistic, averaged over the samples
             full.copy_(reductions.mean(s.reshape(n, c), 0))
-    return _affine(
-        y, _channel_view(weight, x, name, "weight"), _channel_view(bias, x, name, "bias")
-    )
+    w, b = _channel_view(weight, x, name, "weight"), _channel_view(bias, x, name, "bias")
+    return _affine(y, w, b).to(x.dtype)
 
 
 def _tile(t: Tensor, n: int) -> Tensor:
@@ -154,10 +153,9 @@ def group_norm(
     grouped = _wide(x).reshape(n, num_groups, math.prod(x.shape[1:]) // num_groups)
     mean = reductions.mean(grouped, -1, keepdim=True)
     var = moments.var(grouped, -1, correction=0, keepdim=True)
-    y = ((grouped - mean) * (var + eps).rsqrt()).reshape(x.shape).to(x.dtype)
-    return _affine(
-        y, _channel_view(weight, x, name, "weight"), _channel_view(bias, x, name, "bias")
-    )
+    y = ((grouped - mean) * (var + eps).rsqrt()).reshape(x.shape)
+    w, b = _channel_view(weight, x, name, "weight"), _channel_view(bias, x, name, "bias")
+    return _affine(y, w, b).to(x.dtype)
 
 
 def local_response_norm(

@@ -9,6 +9,7 @@ from kael.frontend import factories, index_ops, views
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
+from kael.runtime.dtypes import int64
 from kael.runtime.errors import TypeError, ValueError
 
 MODES = ("constant", "reflect", "replicate", "circular")
@@ -52,6 +53,7 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
     out = x
     for k, (left, right) in enumerate(sides):
         d = x.ndim - 1 - k
+        _check_size(out.shape[d], left, right, d)
         if mode == "circular" and (left < 0 or right < 0):  # PyTorch crops, then wraps
             start, stop = max(-left, 0), out.shape[d] - max(-right, 0)
             out = out.narrow(d, start, max(stop - start, 0))
@@ -69,9 +71,19 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
                 f" dimension {d} of size {size}"
             )
         positions = [_source(i, size, mode) for i in range(-left, size + right)]
-        index = factories.tensor(positions, device=x.device)
+        index = factories.tensor(positions, dtype=int64, device=x.device)  # may be empty
         out = index_ops.index_select(out, d, index)
     return out
+
+
+def _check_size(size: int, left: int, right: int, d: int) -> int:
+    """Dim d's padded size, refused where negative amounts make it negative."""
+    if size + left + right < 0:
+        raise ValueError(
+            f"The input size {size}, plus negative padding {left} and {right} resulted in a"
+            f" negative output size, which is invalid. Check dimension {d} of your input."
+        )
+    return size + left + right
 
 
 def _constant(x: Tensor, sides: list[tuple[int, int]], value) -> Tensor:
@@ -83,13 +95,7 @@ def _constant(x: Tensor, sides: list[tuple[int, int]], value) -> Tensor:
     for k, (left, right) in enumerate(sides):
         d = x.ndim - 1 - k
         size = x.shape[d]
-        new = size + left + right
-        if new < 0:
-            raise ValueError(
-                f"The input size {size}, plus negative padding {left} and {right} resulted in a"
-                f" negative output size, which is invalid. Check dimension {d} of your input."
-            )
-        shape[d] = new
+        shape[d] = _check_size(size, left, right, d)
         src[d] = slice(max(-left, 0), size - max(-right, 0))
         dst[d] = slice(max(left, 0), max(left, 0) + max(size - max(-left, 0) - max(-right, 0), 0))
     if not isinstance(value, (bool, int, float)):

@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 
 from kael.frontend import elementwise as ew
-from kael.frontend import factories, index_ops, linalg, reductions, views
+from kael.frontend import factories, index_ops, linalg, reductions, scatters, views
 from kael.frontend.conv import batched, offsets, tuple_arg, windows
 from kael.frontend.formula import Value, launch, maximum, where
 from kael.frontend.outputs import tensor_arg
@@ -32,10 +32,17 @@ def _sizes(size, kernel, stride, pads, dilation, ceil_mode: bool, op: str) -> li
     start inside the input or its left padding)."""
     out = []
     for s, k, st, p, d in zip(size, kernel, stride, pads, dilation):
+        if p < 0:
+            raise ValueError(f"{op}: pad must be non-negative, but got pad: {p}")
         if p > (d * (k - 1) + 1) // 2:
             raise ValueError(
                 f"{op}: pad should be at most half of effective kernel size, but got pad={p},"
                 f" kernel_size={k} and dilation={d}"
+            )
+        if p > k // 2:  # PyTorch's pool shape check: half the kernel, dilated or not
+            raise ValueError(
+                f"{op}: pad should be smaller than or equal to half of kernel size, but got"
+                f" pad={p} and kernel_size={k}"
             )
         span = s + 2 * p - d * (k - 1) - 1
         o = (span + (st - 1 if ceil_mode else 0)) // st + 1
@@ -107,7 +114,7 @@ def _max_pool(dims: int, op: str):
             values = reductions.amax(win, kernel_dims)
         if not return_indices:
             return values if was_batched else values.squeeze(0)
-        flat = win.reshape((*win.shape[: 2 + dims], -1))
+        flat = win.reshape((*win.shape[: 2 + dims], math.prod(kernel)))
         local = reductions.argmax(flat, -1)
         index = _input_positions(local, kernel, stride, pads, dilation, out, x.shape[2:])
         if not was_batched:
@@ -369,7 +376,7 @@ def _adaptive_max(dims: int, op: str):
             region = x
             for d, (lo, hi) in enumerate(window):
                 region = region.narrow(2 + d, lo, hi - lo)
-            flat = region.reshape((*x.shape[:2], -1))
+            flat = region.reshape((*x.shape[:2], math.prod(region.shape[2:])))
             values.append(reductions.amax(flat, -1))
             if return_indices:
                 local = reductions.argmax(flat, -1)
@@ -410,6 +417,31 @@ def _lp_pool(dims: int, op: str):
     return lp_pool
 
 
+def _unpool_size(size, kernel, stride, pads, output_size, op: str) -> tuple[int, ...]:
+    """max_unpool's output plane, PyTorch's _unpool_output_size: (in - 1) * stride - 2 *
+    padding + kernel per dim, or output_size (its last dims when it has two more) within
+    a stride of that."""
+    default = [(s - 1) * st - 2 * p + k for s, st, p, k in zip(size, stride, pads, kernel)]
+    if output_size is None:
+        return tuple(default)
+    dims = len(kernel)
+    wanted = tuple(views.as_int(v, "output_size") for v in output_size)
+    if len(wanted) == dims + 2:
+        wanted = wanted[2:]
+    if len(wanted) != dims:
+        raise ValueError(
+            f"{op}: output_size should be a sequence containing {dims} or {dims + 2} elements,"
+            f" but it has a length of '{len(wanted)}'"
+        )
+    for d, (o, s, st) in enumerate(zip(wanted, default, stride)):
+        if not s - st < o < s + st:
+            raise ValueError(
+                f'{op}: invalid output_size "{wanted}" (dim {d} must be between'
+                f" {s - st} and {s + st})"
+            )
+    return wanted
+
+
 def _max_unpool(dims: int, op: str):
     def max_unpool(
         input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None
@@ -430,25 +462,18 @@ def _max_unpool(dims: int, op: str):
         kernel = tuple_arg(kernel_size, dims, "kernel_size", op)
         stride = kernel if stride is None else tuple_arg(stride, dims, "stride", op)
         pads = tuple_arg(padding, dims, "padding", op)
-        if output_size is None:
-            size = tuple(
-                (s - 1) * st - 2 * p + k for s, st, p, k in zip(x.shape[2:], stride, pads, kernel)
-            )
-        else:
-            size = tuple(views.as_int(v, "output_size") for v in output_size)[-dims:]
-            if len(size) != dims:
-                raise ValueError(
-                    f"{op}: output_size must have {dims} or {dims + 2} elements, got {list(output_size)}"
-                )
+        size = _unpool_size(x.shape[2:], kernel, stride, pads, output_size, op)
         n, c = x.shape[:2]
         plane = math.prod(size)
-        flat = idx.reshape(n, c, -1)
+        flat = idx.reshape(n, c, math.prod(x.shape[2:]))
         if flat.numel() and (bool((flat < 0).any()) or bool((flat >= plane).any())):
             raise Error(
                 f"{op}: Found an invalid max index (outside [0, {plane}) for an output of size {list(size)})"
             )
         out = factories.zeros((n, c, plane), dtype=x.dtype, device=x.device)
-        out = index_ops.scatter_add(out, 2, flat, x.reshape(n, c, -1)).reshape((n, c, *size))
+        # written, not added: overlapping windows repeat an index (with equal values)
+        scatters.scatter_(out, 2, flat, x.reshape(flat.shape))
+        out = out.reshape((n, c, *size))
         return out if was_batched else out.squeeze(0)
 
     max_unpool.__name__ = max_unpool.__qualname__ = op

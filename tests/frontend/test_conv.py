@@ -227,3 +227,45 @@ def test_conv_tbc_matches_torch():
     same(KF.conv_tbc(kx, kw, kb, 1), TF.conv_tbc(tx, tw, tb, 1))
     with pytest.raises(kael.ValueError, match="disagree"):
         KF.conv_tbc(kx, kw[:, :3], kb)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"kernel_size": (0, 2)},
+        {"kernel_size": 2, "stride": 0},
+        {"kernel_size": 2, "dilation": (1, 0)},
+        {"kernel_size": 2, "padding": (-1, 0)},
+    ],
+    ids=str,
+)
+def test_unfold_and_fold_refuse_empty_kernels_strides_dilations_and_negative_padding(kwargs):
+    kx, tx = pair(np.ones((1, 4, 4, 4)))
+    for kael_call, torch_call in (
+        (lambda: KF.unfold(kx, **kwargs), lambda: TF.unfold(tx, **kwargs)),
+        (lambda: KF.fold(kx[0], (3, 3), **kwargs), lambda: TF.fold(tx[0], (3, 3), **kwargs)),
+    ):
+        with pytest.raises(RuntimeError) as expected:
+            torch_call()
+        with pytest.raises(kael.ValueError) as got:
+            kael_call()
+        assert str(expected.value) in str(got.value)
+
+
+@pytest.mark.parametrize(
+    ("dims", "kwargs"),
+    [
+        (1, {"stride": 1, "output_padding": 2}),
+        (2, {"stride": (2, 3), "output_padding": (1, 3), "dilation": (1, 2)}),
+        (3, {"stride": (2, 3, 1), "output_padding": (1, 3, 0), "dilation": (1, 2, 1)}),
+    ],
+    ids=str,
+)
+def test_conv_transpose_output_padding_error_names_the_values_as_torch(dims, kwargs):
+    kx, tx = pair(np.ones((1, 1) + (3,) * dims))
+    kw, tw = pair(np.ones((1, 1) + (2,) * dims))
+    with pytest.raises(RuntimeError) as expected:
+        getattr(TF, f"conv_transpose{dims}d")(tx, tw, **kwargs)
+    with pytest.raises(kael.ValueError) as got:
+        getattr(KF, f"conv_transpose{dims}d")(kx, kw, **kwargs)
+    assert str(expected.value) in str(got.value)

@@ -100,3 +100,34 @@ def test_deprecated_upsample_spellings_match_torch():
         (KF.upsample_bilinear(kx, scale_factor=2), TF.upsample_bilinear(tx, scale_factor=2)),
     ):
         np.testing.assert_allclose(k.numpy(), t.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("mode", "shape", "scale_factor"),
+    [
+        ("nearest", (1, 2, 3), 1.3),  # 1-D and 3-D nearest take no shortcut
+        ("nearest", (1, 2, 3, 4), 1.3),
+        ("nearest", (1, 2, 3, 4), (2.3, 1.2)),
+        ("nearest", (1, 2, 3, 3, 3), 2.3),
+        ("nearest-exact", (1, 2, 3, 4), (2.3, 1.2)),
+        ("linear", (1, 2, 3), 1.2),
+        ("bilinear", (1, 2, 2, 4), (1.3, 2.2)),
+        ("bicubic", (1, 2, 3, 4), 1.3),
+        ("trilinear", (1, 2, 2, 4, 3), (2.4, 1.1, 1.2)),
+    ],
+    ids=str,
+)
+def test_scale_factor_keeping_or_doubling_a_size_takes_torchs_cpu_shortcuts(
+    mode, shape, scale_factor
+):
+    # An unchanged dim is copied by the linear modes (its weight 0 still on the same row:
+    # an infinity there gives NaN) and 2-D nearest; 2-D nearest maps a doubled dim by j >> 1.
+    x = RNG.standard_normal(shape)
+    x.reshape(-1)[:2] = [np.inf, np.nan]
+    kx, tx = both(x)
+    close_to_torch(
+        KF.interpolate(kx, scale_factor=scale_factor, mode=mode),
+        TF.interpolate(tx, scale_factor=scale_factor, mode=mode),
+        1e-6,
+        equal_nan=True,
+    )

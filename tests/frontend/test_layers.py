@@ -134,3 +134,25 @@ def test_pdist_matches_torch(p):
         KF.pdist(kx[0], p)
     with pytest.raises(kael.ValueError, match="non-negative"):
         KF.pdist(kx, -1.0)
+
+
+def test_pdist_with_p_0_keeps_nan_as_torch():
+    values = RNG.standard_normal((4, 3))
+    values[0, 1], values[2, 0] = np.nan, np.inf
+    kx, tx = both(values)
+    same(KF.pdist(kx, 0.0), TF.pdist(tx, 0.0))
+
+
+@pytest.mark.parametrize("p", [0.0, 1.0, 2.0, 3.5, math.inf])
+def test_pdist_without_features_is_zero_for_every_p(p):
+    kx, tx = both(np.zeros((4, 0)))
+    same(KF.pdist(kx, p), TF.pdist(tx, p))
+
+
+@pytest.mark.parametrize("weight", [kael.float32, None], ids=["float32", "same"])
+@pytest.mark.parametrize("dtype", [kael.float16, kael.bfloat16], ids=str)
+@pytest.mark.filterwarnings("ignore:Mismatch dtype between input and weight")
+def test_rms_norm_of_half_input_keeps_its_dtype_and_rounds_once_whatever_the_weight(dtype, weight):
+    k, t = both(RNG.standard_normal((4, 3, 50)) * 3, dtype)
+    kw, tw = both(RNG.standard_normal(50) * 3, weight or dtype)
+    same(KF.rms_norm(k, (50,), kw), TF.rms_norm(t, (50,), tw))

@@ -3,6 +3,7 @@ scaled_dot_product_attention against PyTorch, with their errors."""
 
 import numpy as np
 import pytest
+import torch
 import torch.nn.functional as TF
 from parity_helpers import close_to_torch
 from parity_helpers import torch_pair as pair
@@ -204,3 +205,41 @@ def test_fully_masked_rows_give_zeros_as_torch():
         KF.scaled_dot_product_attention(kq, kk, kv, attn_mask=km),
         TF.scaled_dot_product_attention(tq, tk, tv, attn_mask=tm),
     )
+
+
+@pytest.mark.parametrize("mask_dtype", [kael.bool, None], ids=["keep", "additive"])
+@pytest.mark.parametrize("mask_shape", [(6, 0), (1, 4, 6, 0)], ids=str)
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float16], ids=str)
+def test_attention_over_no_keys_with_a_mask_gives_zeros_as_torch(dtype, mask_shape, mask_dtype):
+    kq, tq = pair(Q, dtype)
+    kk, tk = pair(K[:, :, :0], dtype)
+    kv, tv = pair(V[:, :, :0], dtype)
+    km = kael.zeros(mask_shape, dtype=mask_dtype or dtype)  # kael's strides, not dlpack's 0s
+    tm = torch.from_dlpack(km)
+    same(
+        KF.scaled_dot_product_attention(kq, kk, kv, attn_mask=km),
+        TF.scaled_dot_product_attention(tq, tk, tv, attn_mask=tm),
+        0,
+    )
+
+
+@pytest.mark.parametrize("params", [kael.float32, None], ids=["float32", "same"])
+@pytest.mark.parametrize("dtype", [kael.float16, kael.bfloat16], ids=str)
+def test_half_input_keeps_its_dtype_and_rounds_once_whatever_the_parameters(dtype, params):
+    # The usual mixed precision: float16/bfloat16 activations, float32 parameters and
+    # running statistics; PyTorch computes the affine in float32 too and rounds once.
+    x = RNG.standard_normal((4, 6, 5)) * 3
+    kx, tx = pair(x, dtype)
+    kw, tw = pair(RNG.standard_normal(6) * 3, params or dtype)
+    kb, tb = pair(RNG.standard_normal(6), params or dtype)
+    km, tm = pair(RNG.standard_normal(6), params or dtype)
+    kv, tv = pair(RNG.random(6) + 0.5, params or dtype)
+    tol = 1e-3 if dtype is kael.float16 else 8e-3  # a float32 sum's last bit may tip one ulp
+    for training in (False, True):
+        same(
+            KF.batch_norm(kx, km, kv, kw, kb, training),
+            TF.batch_norm(tx, tm, tv, tw, tb, training),
+            tol,
+        )
+    same(KF.group_norm(kx, 3, kw, kb), TF.group_norm(tx, 3, tw, tb), tol)
+    same(KF.instance_norm(kx, km, kv, kw, kb), TF.instance_norm(tx, tm, tv, tw, tb), tol)

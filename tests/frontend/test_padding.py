@@ -61,3 +61,20 @@ def test_bad_paddings_raise(pad, mode, message):
         KF.pad(kael.ones(1, 2, 5), pad, mode=mode)
     with pytest.raises(kael.ValueError, match="doesn't take in value"):
         KF.pad(kael.ones(1, 2, 5), (1, 1), mode="reflect", value=2.0)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("pad", [(-2, -3, 0, 1), (-5, 0, 1, 1), (-1, -4, 1, 0)], ids=str)
+def test_negative_padding_may_empty_a_dim_as_torch(pad, mode):
+    t = torch.tensor(X[:, :, :2]).float()
+    got = KF.pad(kael.from_dlpack(t.clone()), pad, mode=mode)
+    want = TF.pad(t, pad, mode=mode)
+    assert got.shape == tuple(want.shape) and got.numel() == 0
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_negative_padding_past_the_whole_dim_raises(mode):
+    with pytest.raises(RuntimeError):
+        TF.pad(torch.ones(1, 2, 5), (-3, -3), mode=mode)
+    with pytest.raises(kael.ValueError, match="negative output size"):
+        KF.pad(kael.ones(1, 2, 5), (-3, -3), mode=mode)

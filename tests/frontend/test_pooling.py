@@ -230,3 +230,57 @@ def test_max_unpool_refuses_bad_indices():
         KF.max_unpool2d(values, indices[..., :1], 2)
     with pytest.raises(kael.TypeError, match="int64"):
         KF.max_unpool2d(values, indices.int(), 2)
+
+
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_max_unpool_writes_repeated_indices_of_overlapping_windows_once(dims):
+    kx, tx = pair(RNG.standard_normal((2, 3) + (5,) * dims))
+    kv, ki = getattr(KF, f"max_pool{dims}d")(kx, 3, 1, return_indices=True)
+    tv, ti = getattr(TF, f"max_pool{dims}d")(tx, 3, 1, return_indices=True)
+    unpool, reference = getattr(KF, f"max_unpool{dims}d"), getattr(TF, f"max_unpool{dims}d")
+    same(unpool(kv, ki, 3, 1), reference(tv, ti, 3, 1), 0)
+
+
+@pytest.mark.parametrize("output_size", [(3, 3), (1, 1, 10, 8), (7,), (1, 7, 8)], ids=str)
+def test_max_unpool_output_size_must_be_within_a_stride_of_the_default(output_size):
+    kv, ki = KF.max_pool2d(kael.randn(1, 1, 8, 8), 2, return_indices=True)
+    tv, ti = TF.max_pool2d(torch.randn(1, 1, 8, 8), 2, return_indices=True)
+    with pytest.raises(ValueError) as expected:
+        TF.max_unpool2d(tv, ti, 2, output_size=output_size)
+    with pytest.raises(kael.ValueError) as got:
+        KF.max_unpool2d(kv, ki, 2, output_size=output_size)
+    assert str(expected.value) in str(got.value)
+
+
+@pytest.mark.parametrize("dims", [1, 2, 3])
+@pytest.mark.parametrize(
+    "pool, kwargs",
+    [
+        ("max", {"kernel_size": 2, "padding": -1}),
+        ("max", {"kernel_size": 2, "padding": -1, "return_indices": True}),
+        ("avg", {"kernel_size": 2, "padding": -1}),
+        ("max", {"kernel_size": 3, "padding": 2, "dilation": 2}),  # 2 <= 5 // 2, but > 3 // 2
+        ("max", {"kernel_size": 3, "padding": 2, "dilation": 2, "return_indices": True}),
+    ],
+    ids=str,
+)
+def test_pools_refuse_negative_padding_and_padding_past_half_the_kernel(dims, pool, kwargs):
+    kx, tx = pair(np.ones((1, 1) + (9,) * dims))
+    with pytest.raises(RuntimeError):
+        getattr(TF, f"{pool}_pool{dims}d")(tx, **kwargs)
+    with pytest.raises(kael.ValueError, match="pad"):
+        getattr(KF, f"{pool}_pool{dims}d")(kx, **kwargs)
+
+
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_max_pools_with_indices_of_an_empty_batch_are_empty_as_torch(dims):
+    kx, tx = pair(np.zeros((0, 2) + (4,) * dims))
+    for name, args in ((f"max_pool{dims}d", (2,)), (f"adaptive_max_pool{dims}d", (3,))):
+        same(getattr(KF, name)(kx, *args), getattr(TF, name)(tx, *args))
+        same(
+            getattr(KF, name)(kx, *args, return_indices=True),
+            getattr(TF, name)(tx, *args, return_indices=True),
+        )
+    kv, ki = KF.max_pool1d(kx.flatten(2), 2, return_indices=True)
+    tv, ti = TF.max_pool1d(tx.flatten(2), 2, return_indices=True)
+    same(KF.max_unpool1d(kv, ki, 2), TF.max_unpool1d(tv, ti, 2))
