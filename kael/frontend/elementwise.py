@@ -10,9 +10,10 @@ scalars travel as run-time parameters, so `x + 1` and `x + 2` share compiled cod
 from __future__ import annotations
 
 import builtins
+import math
 from dataclasses import dataclass
 
-from kael.frontend import eager, fastpath, tracing, views
+from kael.frontend import eager, fastpath, formula, tracing, views
 from kael.frontend.outputs import (
     bool_arg,
     check_writable,
@@ -25,11 +26,13 @@ from kael.frontend.outputs import (
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.tracing import SymFloat
 from kael.ir import graph as g
-from kael.runtime.convert import CHECKED, WRAP, convert_scalar
+from kael.runtime.convert import CHECKED, ROUNDED, WRAP, convert_scalar
 from kael.runtime.dtypes import (
     INT64_MAX,
     DType,
+    bfloat16,
     bool_,
+    float16,
     float32,
     float64,
     get_default_dtype,
@@ -168,7 +171,7 @@ _NEG_BOOL = (
 # ---- operands --------------------------------------------------------------------------------
 
 
-def _number(x) -> bool | int | float | None:
+def number_of(x) -> bool | int | float | None:
     """x as a Python scalar when it is one (NumPy scalars included), else None."""
     kind = type(x)
     if kind is builtins.float or kind is builtins.int or kind is builtins.bool or kind is SymFloat:
@@ -185,7 +188,7 @@ def _operand(x, op: str):
     """A Tensor or a Python scalar; TypeError naming the op for anything else."""
     if isinstance(x, Tensor):
         return x
-    n = _number(x)
+    n = number_of(x)
     if n is None:
         raise TypeError(f"{op}: expected a Tensor or a number, got {type(x).__name__}")
     return n
@@ -307,6 +310,16 @@ def _unary_dtypes(op: UnaryOp, x: Tensor) -> tuple[DType, DType]:
 
 
 def _check_pow_exponent(op: BinaryOp, compute: DType, exponent) -> None:
+    """PyTorch's refusals of a number exponent: a negative one of an integer power, and for
+    float16/bfloat16 a finite one beyond the dtype's range (its checked conversion)."""
+    if (
+        op.ir == "pow"
+        and compute.is_half
+        and isinstance(exponent, builtins.int | builtins.float)
+        and math.isfinite(exponent)
+        and abs(exponent) > compute.largest
+    ):
+        raise ValueError(f"value {exponent} cannot be converted to type {compute} without overflow")
     if (
         op.ir == "pow"
         and not compute.is_floating_point
@@ -395,9 +408,14 @@ _EXPONENT_KERNELS = {0.5: "sqrt", -0.5: "rsqrt", 2: "square", -1: "reciprocal"}
 
 def _exponent_key(x) -> tuple | None:
     """What picks pow's kernel of a number exponent, for the fast door's key: its type, the
-    kernel its value takes, and its sign (integer powers refuse negative exponents)."""
+    kernel its value takes, its sign (integer powers refuse negative exponents) and which
+    half dtypes' range it passes (they refuse a finite exponent beyond it)."""
     kind = fastpath.number_key(x)
-    return None if kind is None else (kind, _EXPONENT_KERNELS.get(x), x < 0)
+    if kind is None:
+        return None
+    size = abs(x)
+    reach = (size > float16.largest) + (size > bfloat16.largest) if math.isfinite(x) else 3
+    return (kind, _EXPONENT_KERNELS.get(x), x < 0, reach)
 
 
 fastpath.value_keys.update(pow=_exponent_key, pow_=_exponent_key)
@@ -424,7 +442,23 @@ def _launch_binary(
         return f"{op.name}", [g.Cast(target.dtype, (), value)]
 
     key = ("binary", op.name, _kind(a), _kind(b), operand_dtype, wide, target.dtype)
-    _run(key, [a, b], build, target, wide, CHECKED if number_exponent else WRAP, fast)
+    _run(key, [a, b], build, target, wide, _number_mode(op, a, wide, number_exponent), fast)
+
+
+# PyTorch's CPU kernels that read a float16/bfloat16 op's number operand unrounded (as
+# float32, the opmath type): mul's, and the divisor of div (any rounding_mode). Every other
+# binary op casts the number to the op's dtype first (2.3125 + 257 in bfloat16 is 258: 257
+# rounds to 256), pow's exponent too.
+_OPMATH_NUMBER = {"mul": (0, 1), "div": (1,), "div_trunc": (1,), "floor_divide": (1,)}
+
+
+def _number_mode(op: BinaryOp, a, wide: DType, number_exponent: bool) -> str:
+    """How the number operand converts (convert_scalar's mode): ROUNDED to a half dtype,
+    unless its kernel reads it unrounded; else CHECKED for pow's exponent, WRAP otherwise."""
+    at = 0 if not isinstance(a, Tensor) else 1  # where the number is, if there is one
+    if wide.is_half and at not in _OPMATH_NUMBER.get(op.name, ()):
+        return ROUNDED
+    return CHECKED if number_exponent else WRAP
 
 
 def unary(name: str, x, out: Tensor | None = None) -> Tensor:
@@ -602,6 +636,59 @@ def binary_(name: str, self: Tensor, other) -> Tensor:
     if isinstance(other, Tensor) and other._impl.storage.overlaps(self._impl.storage):
         fast = None  # served here only when other is self: the door checks its place
     _launch_binary(op, self, other, compute, self, fast)
+    self._impl.storage.bump_version()
+    return self
+
+
+_SCALED = {"add": lambda x, y, w: x + y * w, "sub": lambda x, y, w: x - y * w}
+
+
+def _alpha_number(name: str, alpha, result: DType) -> bool | int | float:
+    """alpha as a number, with PyTorch's refusals for the result dtype."""
+    number = None if isinstance(alpha, Tensor) else number_of(alpha)
+    if number is None:
+        raise TypeError(f"{name}(): argument 'alpha' must be a number, not {type(alpha).__name__}")
+    if type(number) is builtins.bool and result is not bool_:
+        raise TypeError("Boolean alpha only supported for Boolean results.")
+    if type(number) is builtins.float and not result.is_floating_point:
+        raise TypeError(
+            "For integral input tensors, argument alpha must not be a floating point number."
+        )
+    return number
+
+
+def scaled(name: str, input, other, alpha, out: Tensor | None = None) -> Tensor:
+    """torch.add and torch.sub with alpha: input + alpha * other (sub: minus), one kernel
+    in the result's compute dtype (float32 for the half types, rounded once at the store).
+    The product rounds before the sum, where PyTorch's CPU kernel fuses both into one fma:
+    the two can differ in the last bit."""
+    op = binary_op(name)
+    input, other = _operand(input, name), _operand(other, name)
+    _, result = _binary_dtypes(op, input, other)
+    number = _alpha_number(name, alpha, result)
+    if not isinstance(other, Tensor):  # a number: scaled here
+        return binary(name, input, other * number, out)
+    if not isinstance(input, Tensor):
+        return binary(name, input, binary("mul", other, number), out)
+    tensors = (input, other)
+    shape = broadcast_shapes(input.shape, other.shape)
+    target = output(out, shape, result, device_of(tensors, name), name)
+    key = (f"{name}_alpha",)
+    formula.launch(key, tensors, result.compute, _SCALED[name], {"alpha": number}, target._impl)
+    return target
+
+
+def scaled_(name: str, self: Tensor, other, alpha) -> Tensor:
+    """add_ and sub_ with alpha: self = self (+ or -) alpha * other, in self's dtype."""
+    other = _operand(other, f"{name}_")
+    _, result = _binary_dtypes(binary_op(name), self, other)
+    number = _alpha_number(f"{name}_", alpha, result)
+    if not isinstance(other, Tensor):
+        return binary_(name, self, other * number)
+    shape = broadcast_shapes(self.shape, other.shape)
+    _check_inplace(self, result, shape, f"{name}_")
+    key = (f"{name}_alpha",)
+    formula.launch(key, (self, other), result.compute, _SCALED[name], {"alpha": number}, self._impl)
     self._impl.storage.bump_version()
     return self
 

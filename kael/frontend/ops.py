@@ -63,6 +63,20 @@ def _binary_function(name: str):
     return fn
 
 
+def _alpha_function(name: str):
+    """add or sub with PyTorch's keyword alpha: input (+ or -) alpha * other."""
+    plain = _binary_function(name)
+
+    def fn(input, other, *, alpha=1, out: Tensor | None = None) -> Tensor:
+        if type(alpha) is int and alpha == 1:
+            return plain(input, other, out=out)
+        return ew.scaled(name, input, other, alpha, out)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"input {'+' if name == 'add' else '-'} alpha * other, broadcast (alpha: 1)."
+    return fn
+
+
 def _unary_function(name: str):
     def fn(input, *, out: Tensor | None = None) -> Tensor:
         return ew.unary(name, input, out)
@@ -101,6 +115,7 @@ def _div(input, other, *, rounding_mode=None, out: Tensor | None = None) -> Tens
 
 FUNCTIONS = {name: _binary_function(name) for name in ew.BINARY}
 FUNCTIONS["div"] = _div
+FUNCTIONS.update(add=_alpha_function("add"), sub=_alpha_function("sub"))
 FUNCTIONS.update({name: _unary_function(name) for name in ew.UNARY}, pow=_pow)
 FUNCTIONS.update(
     where=index_ops.where,
@@ -186,6 +201,14 @@ def _reflected(name: str, dunder: str):
     return op_door(name, method)
 
 
+def _rtruediv(self, other):
+    """other / self as PyTorch's operator computes it: self.reciprocal() * other, two
+    roundings (one division can differ in the last bit), the number read as mul reads it."""
+    if isinstance(other, Tensor) or ew.number_of(other) is None:
+        return ew.binary("div", other, self)  # a tensor divides; anything else is refused
+    return ew.binary("mul", ew.unary("reciprocal", self), other)
+
+
 def _inplace(name: str):
     def method(self, other):
         return ew.binary_(name, self, other)
@@ -210,6 +233,23 @@ def _fast(name: str, slow, reflected: bool = False, inplace: bool = False):
 
     _name_method(method, slow.__name__)
     method.__doc__ = slow.__doc__
+    return method
+
+
+def _alpha_inplace(name: str, plain):
+    """add_ or sub_ taking alpha: `plain` (the fast door's) unless alpha is given."""
+
+    def with_alpha(self, other, alpha):
+        return ew.scaled_(name, self, other, alpha)
+
+    door = op_door(f"{name}_", with_alpha)
+
+    def method(self, other, *, alpha=1):
+        if type(alpha) is int and alpha == 1:
+            return plain(self, other)
+        return door(self, other, alpha)
+
+    _name_method(method, f"{name}_")
     return method
 
 
@@ -274,6 +314,8 @@ def _install() -> None:
     Tensor.__matmul__ = _fast_matmul(Tensor.__matmul__)
     for name in INPLACE_BINARY:
         setattr(Tensor, f"{name}_", _fast(name, _inplace(name), inplace=True))
+    for name in ("add", "sub"):
+        setattr(Tensor, f"{name}_", _alpha_inplace(name, getattr(Tensor, f"{name}_")))
     Tensor.clamp_ = Tensor.clip_ = op_door("clamp_", ew.clamp_)
     plain_div_ = Tensor.div_
 
@@ -307,6 +349,8 @@ def _install() -> None:
         setattr(Tensor, f"__r{dunder}__", _fast(name, _reflected(name, dunder), reflected=True))
         if name in INPLACE_BINARY:
             setattr(Tensor, f"__i{dunder}__", _fast(name, _inplace(name), inplace=True))
+    _name_method(_rtruediv, "__rtruediv__")
+    Tensor.__rtruediv__ = op_door("div", _rtruediv)
     for dunder in ("eq", "ne", "lt", "le", "gt", "ge"):  # input is self: always a Tensor
         setattr(Tensor, f"__{dunder}__", _fast(dunder, _method(FUNCTIONS[dunder])))
     Tensor.__hash__ = object.__hash__  # defining __eq__ would otherwise make tensors unhashable

@@ -22,7 +22,9 @@ _BITS32 = struct.Struct("I")
 
 
 # How an int beyond int64 that uint64 holds converts (convert_scalar's `beyond_int64`).
-REFUSE, CHECKED, WRAP = "refuse", "checked", "wrap"
+# ROUNDED is WRAP for a binary op's number operand that PyTorch casts to the op's dtype
+# first: a float16/bfloat16 op then computes with the number rounded to that dtype.
+REFUSE, CHECKED, WRAP, ROUNDED = "refuse", "checked", "wrap", "rounded"
 
 
 def convert_scalar(
@@ -55,7 +57,8 @@ def convert_scalar(
     if not isinstance(dtype, DType):
         raise TypeError(f"expected a kael dtype, got {dtype!r}")
     if dtype.is_half:
-        return _to_half_precision(value, dtype)
+        wide = _to_half_precision(value, dtype)
+        return to_half_precision(wide, dtype) if beyond_int64 == ROUNDED else wide
     if dtype in dtypes.INTEGER_DTYPES:
         return _to_narrow_int(value, dtype, beyond_int64)
     raise TypeError(f"expected a kael dtype, got {dtype!r}")
@@ -71,7 +74,7 @@ def _to_narrow_int(value: bool | int | float, dtype: DType, mode: str) -> int:
     """An op's scalar (WRAP) as PyTorch's CPU kernels convert it: floats through int32 as
     x86's cvtt does, then modulo 2**bits. A stored value must fit the dtype, except that
     uint8 takes -255..-1 modulo 256 as c10's checked conversion does."""
-    if mode == WRAP:
+    if mode in (WRAP, ROUNDED):
         if type(value) is float:
             inside = -(2.0**31) <= value < 2.0**31
             value = int(value) if inside else dtypes.int32.min
@@ -90,7 +93,7 @@ def _beyond_int64(value: int, dtype: DType, mode: str) -> int:
         raise ValueError(f"value {value} is out of the range of int64 and uint64")
     if dtype is not dtypes.int64:
         return value
-    if mode == WRAP:
+    if mode in (WRAP, ROUNDED):
         return value - 2**64
     raise ValueError(f"value {value} cannot be converted to int64 without overflow")
 

@@ -9,6 +9,7 @@ do, so results agree to the last bit except where float32 math itself may differ
 
 import itertools
 import math
+import operator
 
 import numpy as np
 import pytest
@@ -127,6 +128,36 @@ def test_op_with_python_scalar_matches_torch(dtype, scalar):
         if got is not None:
             check(got, want, op)
     check(k / scalar if scalar else k, t / scalar if scalar else t, "div")
+
+
+# Each op of a float16/bfloat16 tensor and a number, both ways round and in place: PyTorch
+# rounds the number to the dtype first (257 is 256 in bfloat16, 65520 is inf in float16),
+# except mul and a divisor, read as float32; number / tensor is reciprocal * number.
+NUMBER_OPS = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+    "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "==": operator.eq,
+    "<": operator.lt, ">=": operator.ge,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", HALVES, ids=str)
+@pytest.mark.parametrize("number", [257.3, 1.01, -3.3333, 0.1, 257, 65520.0], ids=repr)
+def test_half_op_rounds_its_number_as_torch(dtype, number):
+    values = np.random.default_rng(0).standard_normal(512).astype(np.float32) * 4
+    k, t = pair_of(dtype, values.tolist())
+    for name, op in NUMBER_OPS.items():
+        sides = [(lambda x, op=op: op(x, number), name != "**")]
+        if name != "//":  # number // tensor: PyTorch rounds its steps in the half dtype
+            sides.append((lambda x, op=op: op(number, x), name != "**"))
+        for side, exact in sides:
+            got, want = run_both(lambda side=side: side(k), lambda side=side: side(t))
+            if got is not None:
+                check(got, want, name, exact=exact)
+    for name in ("add_", "sub_", "mul_", "div_", "remainder_"):
+        got = getattr(k.clone(), name)(number)
+        check(got, getattr(t.clone(), name)(number), name, exact=True)
+    trunc = kael.div(k, number, rounding_mode="trunc")
+    check(trunc, torch.div(t, number, rounding_mode="trunc"), "div", exact=True)
 
 
 @pytest.mark.parametrize("dtype", NEW, ids=str)

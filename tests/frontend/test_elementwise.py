@@ -8,6 +8,7 @@ pins the book's rule and says so.
 """
 
 import math
+import operator as operator_module
 
 import numpy as np
 import pytest
@@ -31,7 +32,8 @@ UNARY_OPS = [name for name in ew.UNARY if name not in TRANSCENDENTAL]
 FLOAT_SAFE_BINARY = [n for n in BINARY_OPS if n != "pow" and not n.startswith("bitwise")]
 
 # Python operator spellings of the binary ops (torch's wrapped-number semantics for scalars).
-# Not div: torch computes `3 / t` as t.reciprocal() * 3, rounding twice; kael divides once.
+# Not div's: torch's `3 / t` is t.reciprocal() * 3, rounding twice (kael's too), where the
+# function form divides once (DIV_OPERATOR below).
 OPERATOR_FORMS = {
     "add": lambda a, b: a + b,
     "sub": lambda a, b: a - b,
@@ -49,6 +51,7 @@ OPERATOR_FORMS = {
     "bitwise_or": lambda a, b: a | b,
     "bitwise_xor": lambda a, b: a ^ b,
 }
+DIV_OPERATOR = operator_module.truediv
 
 # ---- helpers ---------------------------------------------------------------------------------
 
@@ -104,8 +107,8 @@ def torch_binary(name: str, a, b, operator: bool = False):
     (maximum, minimum and the logical ops; a comparison's input); a number taken means a
     wrapped number on either side (div's function form: `/` rounds twice in torch)."""
     form = OPERATOR_FORMS.get(name)
-    if operator and form:
-        return form(a, b)
+    if operator and (form or name == "div"):
+        return (form or DIV_OPERATOR)(a, b)
     result = getattr(torch, name)(a, b)
     tensors = isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
     return form(a, b) if form and not tensors else result
@@ -255,6 +258,18 @@ def test_binary_with_python_scalar_on_either_side_follows_the_scalar_tier(name, 
             check_binary(name, ka, kb, a, b)
             checked += 1
     assert checked
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("number", [3.3, 7, -0.1, True], ids=repr)
+def test_number_over_tensor_is_reciprocal_times_number_as_torch(dtype, number):
+    """PyTorch's `number / tensor` is tensor.reciprocal() * number: two roundings, which a
+    single division differs from in the last bit for about a quarter of float32 values."""
+    values = torch.from_numpy(np.random.default_rng(0).standard_normal(1000) * 4).to(dtype)
+    got = number / kael.tensor(values.numpy())
+    want = number / values
+    assert got.dtype is TO_KAEL[want.dtype] and got.shape == tuple(want.shape)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
 
 
 @pytest.mark.parametrize(
@@ -1691,3 +1706,64 @@ def test_div_rounding_modes_of_narrow_integers_match_torch(mode, dtype):
     ka, ta = torch_pair(np.random.default_rng(3).integers(low, 100, (4, 5)), dtype)
     kb, tb = torch_pair(np.random.default_rng(4).integers(1, 9, 5), dtype)
     close_to_torch(kael.div(ka, kb, rounding_mode=mode), torch.div(ta, tb, rounding_mode=mode), 0)
+
+
+ALPHAS = [(d, a) for d in (torch.float32, torch.float64) for a in (2, -1, 0.5, 0.1, 3.7)]
+ALPHAS += [(torch.int64, 2), (torch.int64, -3)]  # an integral input takes an integer alpha
+
+
+@pytest.mark.parametrize("name", ["add", "sub"])
+@pytest.mark.parametrize(("dtype", "alpha"), ALPHAS, ids=str)
+def test_add_and_sub_scale_other_by_alpha_as_torch(name, dtype, alpha):
+    """input + alpha * other (sub: minus) as a function, a method and in place, broadcast.
+    PyTorch fuses the product and the sum into one fma, kael rounds the product first: a
+    power-of-two alpha gives the same bits, another one within an ulp."""
+    rng = np.random.default_rng(0)
+    a = torch.from_numpy(rng.standard_normal((3, 4)) * 10).to(dtype)
+    b = torch.from_numpy(rng.standard_normal(4) * 10).to(dtype)
+    ka, kb = kael.tensor(a.numpy()), kael.tensor(b.numpy())
+    want = getattr(torch, name)(a, b, alpha=alpha)
+    inplace = getattr(ka.clone(), f"{name}_")(kb, alpha=alpha)
+    for got in (
+        getattr(kael, name)(ka, kb, alpha=alpha),
+        getattr(ka, name)(kb, alpha=alpha),
+        inplace,
+    ):
+        assert got.dtype is TO_KAEL[want.dtype] and got.shape == tuple(want.shape)
+        exact = alpha in (2, -1, 0.5) or not dtype.is_floating_point
+        rtol = 0 if exact else 2 * torch.finfo(dtype).eps
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=rtol, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_half_add_with_alpha_rounds_once_as_torch(dtype):
+    values = np.random.default_rng(0).standard_normal(256).astype(np.float32)
+    t = torch.from_numpy(values).to(dtype)
+    k = kael.tensor(values).to(TO_KAEL[dtype])
+    got = kael.add(k, k.flip(0), alpha=0.3)
+    want = torch.add(t, t.flip(0), alpha=0.3)
+    assert got.dtype is TO_KAEL[dtype]
+    step = torch.finfo(dtype).eps
+    np.testing.assert_allclose(got.float().numpy(), want.float().numpy(), rtol=step, atol=step)
+
+
+def test_alpha_with_a_number_operand_scales_the_number():
+    x = np.arange(4.0, dtype=np.float32)
+    got = kael.sub(kael.tensor(x), 2.0, alpha=3)
+    np.testing.assert_array_equal(got.numpy(), torch.sub(torch.from_numpy(x), 2.0, alpha=3))
+
+
+@pytest.mark.parametrize(
+    ("args", "alpha", "match"),
+    [
+        ((1, 2), 0.5, "For integral input tensors, argument alpha must not be a floating point"),
+        ((1.0, 2.0), True, "Boolean alpha only supported for Boolean results"),
+        ((1.0, 2.0), "2", "argument 'alpha' must be a number, not str"),
+    ],
+)
+def test_alpha_that_torch_refuses_is_a_type_error(args, alpha, match):
+    a, b = (kael.tensor([v]) for v in args)
+    with pytest.raises(kael.TypeError, match=match):
+        kael.add(a, b, alpha=alpha)
+    with pytest.raises(kael.TypeError, match=match):
+        a.clone().sub_(b, alpha=alpha)
