@@ -57,6 +57,13 @@ def scaled_dot_product_attention(
         raise ValueError(
             "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True"
         )
+    if attn_mask is not None:
+        mask_dtype = tensor_arg(attn_mask, name, "attn_mask").dtype
+        if not (mask_dtype is bool_ or mask_dtype.is_floating_point):
+            raise TypeError(
+                "Expected attn_mask dtype to be bool or float or to match query dtype, but got"
+                f" attn_mask.dtype: {mask_dtype} and query.dtype: {q.dtype} instead."
+            )
     if enable_gqa and q.ndim >= 3 and k.shape[-3] != q.shape[-3]:
         heads, kv_heads = q.shape[-3], k.shape[-3]
         if heads % kv_heads:

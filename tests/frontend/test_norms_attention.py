@@ -188,6 +188,14 @@ def test_attention_dropout_keeps_shape_and_draws_from_the_stream():
             kael.TypeError,
             "floating",
         ),
+        (  # PyTorch refuses an integer mask: neither kept (bool) nor added (float)
+            lambda q, k, v: KF.scaled_dot_product_attention(
+                q, k, v, attn_mask=kael.zeros(6, 7, dtype=kael.int64)
+            ),
+            kael.TypeError,
+            "attn_mask dtype to be bool or float or to match query dtype, but got"
+            " attn_mask.dtype: int64",
+        ),
     ],
 )
 def test_attention_refuses_bad_inputs(call, error, message):
