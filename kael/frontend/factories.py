@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import array
 import builtins
+import functools
 import math
 
 import numpy as np
@@ -269,10 +270,8 @@ def _scan(data) -> tuple[tuple[int, ...], list, DType]:
     flat: list = []
     kinds = set()
     _collect(data, shape, 0, [], flat, kinds)
-    kind = dtypes.get_default_dtype() if not flat else None
-    for found in kinds:  # promote_types over the leaves' dtypes, as torch.tensor infers
-        found = _PYTHON_KINDS[found]() if found in _PYTHON_KINDS else found
-        kind = found if kind is None else dtypes.promote_types(kind, found)
+    # promote_types over the leaves' dtypes, as torch.tensor infers; no leaves: the default
+    kind = functools.reduce(dtypes.promote_types, kinds) if kinds else dtypes.get_default_dtype()
     if kind is dtypes.int64:
         for i, v in enumerate(flat):
             if not INT64_MIN <= v <= INT64_MAX:
@@ -289,7 +288,7 @@ def _collect(data, shape: list, dim: int, position: list, flat: list, kinds: set
                 f"expected a number at position {position}, got a sequence of length {len(data)}"
             )
         value = _number_at(data, position)
-        kinds.add(_numpy_scalar_dtype(data) or type(value))
+        kinds.add(_numpy_scalar_dtype(data) or dtypes.scalar_dtype(value))
         flat.append(value)
         return
     if not isinstance(data, (list, tuple)):
@@ -304,14 +303,6 @@ def _collect(data, shape: list, dim: int, position: list, flat: list, kinds: set
         )
     for i, item in enumerate(data):
         _collect(item, shape, dim + 1, [*position, i], flat, kinds)
-
-
-# The dtype each kind of Python number infers (a float: the default dtype, read per call).
-_PYTHON_KINDS = {
-    builtins.float: dtypes.get_default_dtype,
-    builtins.int: lambda: dtypes.int64,
-    builtins.bool: lambda: dtypes.bool_,
-}
 
 
 def _numpy_scalar_dtype(value) -> DType | None:
