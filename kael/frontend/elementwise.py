@@ -312,21 +312,11 @@ def _unary_dtypes(op: UnaryOp, x: Tensor) -> tuple[DType, DType]:
 def _check_pow_exponent(op: BinaryOp, compute: DType, exponent) -> None:
     """PyTorch's refusals of a number exponent: a negative one of an integer power, and for
     float16/bfloat16 a finite one beyond the dtype's range (its checked conversion)."""
-    if (
-        op.ir == "pow"
-        and compute.is_half
-        and isinstance(exponent, builtins.int | builtins.float)
-        and math.isfinite(exponent)
-        and abs(exponent) > compute.largest
-    ):
+    if op.ir != "pow" or not isinstance(exponent, builtins.int | builtins.float):
+        return
+    if compute.is_half and math.isfinite(exponent) and abs(exponent) > compute.largest:
         raise ValueError(f"value {exponent} cannot be converted to type {compute} without overflow")
-    if (
-        op.ir == "pow"
-        and not compute.is_floating_point
-        and isinstance(exponent, builtins.int)
-        and not isinstance(exponent, builtins.bool)
-        and exponent < 0
-    ):
+    if not compute.is_floating_point and type(exponent) is builtins.int and exponent < 0:
         raise ValueError(
             f"Integers to negative integer powers are not allowed, got exponent {exponent}"
         )
@@ -673,9 +663,14 @@ def scaled(name: str, input, other, alpha, out: Tensor | None = None) -> Tensor:
     tensors = (input, other)
     shape = broadcast_shapes(input.shape, other.shape)
     target = output(out, shape, result, device_of(tensors, name), name)
-    key = (f"{name}_alpha",)
-    formula.launch(key, tensors, result.compute, _SCALED[name], {"alpha": number}, target._impl)
+    _launch_scaled(name, input, other, number, result, target)
     return target
+
+
+def _launch_scaled(name: str, a: Tensor, b: Tensor, alpha, result: DType, target: Tensor):
+    """a (+ or -) alpha * b into target, one kernel in `result`'s compute dtype."""
+    params = {"alpha": alpha}
+    formula.launch((f"{name}_alpha",), (a, b), result.compute, _SCALED[name], params, target._impl)
 
 
 def scaled_(name: str, self: Tensor, other, alpha) -> Tensor:
@@ -687,8 +682,7 @@ def scaled_(name: str, self: Tensor, other, alpha) -> Tensor:
         return binary_(name, self, other * number)
     shape = broadcast_shapes(self.shape, other.shape)
     _check_inplace(self, result, shape, f"{name}_")
-    key = (f"{name}_alpha",)
-    formula.launch(key, (self, other), result.compute, _SCALED[name], {"alpha": number}, self._impl)
+    _launch_scaled(name, self, other, number, result, self)
     self._impl.storage.bump_version()
     return self
 

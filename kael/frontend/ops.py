@@ -63,12 +63,17 @@ def _binary_function(name: str):
     return fn
 
 
+def _unit_alpha(alpha) -> bool:
+    """Whether alpha is the default 1 (an int: 1.0 is checked against an integral result)."""
+    return type(alpha) is int and alpha == 1
+
+
 def _alpha_function(name: str):
     """add or sub with PyTorch's keyword alpha: input (+ or -) alpha * other."""
     plain = _binary_function(name)
 
     def fn(input, other, *, alpha=1, out: Tensor | None = None) -> Tensor:
-        if type(alpha) is int and alpha == 1:
+        if _unit_alpha(alpha):
             return plain(input, other, out=out)
         return ew.scaled(name, input, other, alpha, out)
 
@@ -245,7 +250,7 @@ def _alpha_inplace(name: str, plain):
     door = op_door(f"{name}_", with_alpha)
 
     def method(self, other, *, alpha=1):
-        if type(alpha) is int and alpha == 1:
+        if _unit_alpha(alpha):
             return plain(self, other)
         return door(self, other, alpha)
 
