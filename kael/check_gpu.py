@@ -14,13 +14,16 @@ import argparse
 import contextlib
 import faulthandler
 import functools
+import importlib.util
 import io
 import math
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -253,31 +256,49 @@ def table(device: str, scale: float, torch_lib) -> bool:
     return ran
 
 
-def _text(output) -> str:
-    """A child's output as text (TimeoutExpired keeps bytes even with text=True)."""
-    if isinstance(output, bytes):
-        return output.decode(errors="replace")
-    return output or ""
+TEST_TAIL = 20000  # characters of the tests' output the report repeats (the log has all)
 
 
-def run_tests(timeout: float) -> bool:
-    """The device tests, `pytest -m gpu`, in a child process; whether they passed. The
-    child must find the device (KAEL_REQUIRE_GPU: conftest.py stops instead of skipping)
-    and dumps its threads' stacks where a test hangs."""
+def _workers() -> list[str]:
+    """pytest-xdist's flags where it is installed and the host has cores to spare: the
+    device tests are mostly kernel compiles on the host, which run side by side."""
+    count = min(8, (os.cpu_count() or 1) // 2)
+    if count < 2 or importlib.util.find_spec("xdist") is None:
+        return []
+    return ["-n", str(count)]
+
+
+def run_tests(timeout: float, log: Path | None = None) -> bool:
+    """The device tests, `pytest -m gpu`, one line a test, in a child process; whether they passed. The
+    child must find the device (KAEL_REQUIRE_GPU: conftest.py stops instead of skipping),
+    dumps its threads' stacks where a test hangs, and writes every outcome to `log` as it
+    comes, so a run stopped at `timeout` (the child's whole process group) still says
+    which tests passed and failed."""
     root = Path(__file__).resolve().parent.parent
-    command = [sys.executable, "-m", "pytest", "-m", "gpu", "-p", "no:cacheprovider", "-rfEs"]
-    command += ["-o", "faulthandler_timeout=60"]
+    command = [sys.executable, "-m", "pytest", "-m", "gpu", "-p", "no:cacheprovider", "-vv"]
+    command += ["-rfE", "--tb=short", "-o", "faulthandler_timeout=60", *_workers()]
     env = dict(os.environ, KAEL_REQUIRE_GPU="1", PYTHONUNBUFFERED="1")
-    try:
-        done = subprocess.run(
-            command, cwd=root, env=env, capture_output=True, text=True, timeout=timeout
-        )
-    except subprocess.TimeoutExpired as exc:
-        print(_text(exc.stdout)[-4000:], _text(exc.stderr)[-2000:], sep="")
+    with contextlib.ExitStack() as stack:
+        if log is None:
+            sink = stack.enter_context(tempfile.TemporaryFile("w+", errors="replace"))
+        else:
+            sink = stack.enter_context(open(log, "w+", errors="replace"))  # noqa: SIM115
+        child = subprocess.Popen(
+            command, cwd=root, env=env, stdout=sink, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        try:
+            code = child.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)  # xdist's workers too
+            child.wait()
+            code = None
+        sink.flush()
+        sink.seek(0)
+        print(sink.read()[-TEST_TAIL:])
+    if code is None:
         print(f"device tests: stopped after {timeout:.0f} s")
-        return False
-    print(done.stdout[-6000:], done.stderr[-2000:], sep="")
-    return done.returncode == 0
+    return code == 0
 
 
 def versions() -> str:
@@ -306,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-tests", action="store_true", help="only the benchmark table")
     parser.add_argument("--tests-timeout", type=float, default=150.0)
     parser.add_argument("--out", type=Path, help="also write the report here (a file)")
+    parser.add_argument("--tests-log", type=Path, help="the device tests' whole output")
     args = parser.parse_args(argv)
     faulthandler.enable()  # a crash in a kernel launch still says where
     with contextlib.ExitStack() as stack:
@@ -342,7 +364,7 @@ def _check(args) -> int:
     ok = True
     if not args.no_tests:
         print("\n== device tests (pytest -m gpu)")
-        ok = run_tests(args.tests_timeout)
+        ok = run_tests(args.tests_timeout, args.tests_log)
     if args.device == "cuda" and cuda_driver.emulated():
         print("\nthe device is kael's emulator (KAEL_EMULATE_CUDA=1): no benchmark table")
         return 0 if ok else 1

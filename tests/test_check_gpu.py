@@ -70,11 +70,27 @@ def test_on_the_emulated_device_it_runs_the_device_tests_but_no_table(monkeypatc
             name="emulated", memory=1 << 33, multiprocessors=4, capability=(9, 0), driver=12080
         ),
     )
-    monkeypatch.setattr(check_gpu, "run_tests", lambda timeout: ran.append(timeout) or True)
+    monkeypatch.setattr(check_gpu, "run_tests", lambda timeout, log: ran.append(timeout) or True)
     monkeypatch.setattr(check_gpu, "table", lambda *a: pytest.fail("benchmarked the emulator"))
-    args = argparse.Namespace(device="cuda", no_tests=False, tests_timeout=60, scale=1.0)
+    args = argparse.Namespace(
+        device="cuda", no_tests=False, tests_timeout=60, tests_log=None, scale=1.0
+    )
     assert check_gpu._check(args) == 0
     assert (
         len(ran) == 1
         and "emulator (KAEL_EMULATE_CUDA=1): no benchmark table" in capsys.readouterr().out
     )
+
+
+def test_device_tests_past_their_time_are_stopped_with_their_workers(tmp_path, capsys):
+    log = tmp_path / "tests.log"
+    assert check_gpu.run_tests(2.0, log) is False
+    assert "device tests: stopped after 2 s" in capsys.readouterr().out
+    assert log.exists()  # the outcomes so far stay readable
+
+
+@pytest.mark.parametrize(("cores", "flags"), [(3, []), (4, ["-n", "2"]), (64, ["-n", "8"])])
+def test_device_tests_spread_over_half_the_cores_up_to_8(monkeypatch, cores, flags):
+    monkeypatch.setattr(check_gpu.os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(check_gpu.importlib.util, "find_spec", lambda name: object())
+    assert check_gpu._workers() == flags
