@@ -15,6 +15,7 @@ checks the PTX.
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 from llvmlite import ir
 
@@ -107,6 +108,45 @@ def build_module(red: Reduction, symbol: str) -> ir.Module:
     return module
 
 
+class Words(NamedTuple):
+    """The CPU argument block's words (codegen/cpu/reduce.py), typed for a GPU kernel."""
+
+    outs: list[ir.Value]  # typed pointers
+    ins: list[ir.Value]
+    scratch: ir.Value  # the partials' values (accumulator-typed pointer)
+    scratch_index: ir.Value  # their second values or indices
+    kept: list[ir.Value]
+    reduced: list[ir.Value]
+    out_strides: list[list[ir.Value]]
+    in_strides: list[list[ir.Value]]
+    index_strides: list[ir.Value]
+    length: ir.Value
+    blocks: ir.Value
+    params: list[ir.Value]
+    error: ir.Value | None
+
+
+def read_words(b: ir.IRBuilder, red: Reduction, args) -> Words:
+    """`args` (a kernel's i64 parameters, the argument block's words in order) as Words."""
+    it = iter(args)
+    outs = [b.inttoptr(next(it), memory_type(o.dtype).as_pointer()) for o in red.outputs]
+    ins = [b.inttoptr(next(it), memory_type(i.dtype).as_pointer()) for i in red.inputs]
+    scratch = b.inttoptr(next(it), scalar_type(red.acc).as_pointer())
+    scratch_index = b.inttoptr(next(it), scalar_type(red.second_dtype).as_pointer())
+    k, r = red.kept, red.reduced
+    kept = [next(it) for _ in range(k)]
+    reduced = [next(it) for _ in range(r)]
+    out_st = [[next(it) for _ in range(k)] for _ in red.outputs]
+    in_st = [[next(it) for _ in range(k + r)] for _ in red.inputs]
+    index_st = [next(it) for _ in range(r)]
+    length, blocks = next(it), next(it)
+    next(it), next(it)  # chunks, columns: the CPU's COLS schedule
+    params = [param_from_word(b, next(it), d) for d in red.params]
+    error = b.inttoptr(next(it), I64.as_pointer()) if red.may_fault else None
+    return Words(outs, ins, scratch, scratch_index, kept, reduced, out_st, in_st, index_st,
+                 length, blocks, params, error)  # fmt: skip
+
+
 class _Body:
     def __init__(self, red: Reduction, fn: ir.Function):
         self.red, self.fn = red, fn
@@ -115,24 +155,6 @@ class _Body:
         self.acc_t = scalar_type(red.acc)
         self.sec_t = scalar_type(red.second_dtype)
         self.combine = Combiner(self.b, red.op, red.acc)
-
-    def words(self):
-        b, red = self.b, self.red
-        it = iter(self.fn.args)
-        outs = [b.inttoptr(next(it), memory_type(o.dtype).as_pointer()) for o in red.outputs]
-        ins = [b.inttoptr(next(it), memory_type(i.dtype).as_pointer()) for i in red.inputs]
-        next(it), next(it)  # the CPU's scratch buffers
-        k, r = red.kept, red.reduced
-        kept = [next(it) for _ in range(k)]
-        reduced = [next(it) for _ in range(r)]
-        out_st = [[next(it) for _ in range(k)] for _ in red.outputs]
-        in_st = [[next(it) for _ in range(k + r)] for _ in red.inputs]
-        index_st = [next(it) for _ in range(r)]
-        length = next(it)
-        next(it), next(it), next(it)  # blocks, chunks, columns: CPU schedule words
-        params = [param_from_word(b, next(it), d) for d in red.params]
-        self.error = b.inttoptr(next(it), I64.as_pointer()) if red.may_fault else None
-        return outs, ins, kept, reduced, out_st, in_st, index_st, length, params
 
     def ident(self):
         return constant(self.red.acc, identity(self.red.op, self.red.acc), 1)
@@ -152,7 +174,10 @@ class _Body:
 
     def emit(self) -> None:
         b, red, fn = self.b, self.red, self.fn
-        outs, ins, kept, reduced, out_st, in_st, index_st, length, params = self.words()
+        w = read_words(b, red, fn.args)
+        outs, ins, kept, reduced, params = w.outs, w.ins, w.kept, w.reduced, w.params
+        out_st, in_st, index_st, length = w.out_strides, w.in_strides, w.index_strides, w.length
+        self.error = w.error
         shared_v = _shared(b.module, self.acc_t, "warp_values")
         shared_i = _shared(b.module, self.sec_t, "warp_indices")
         tid = sreg(b, "tid.x")
@@ -354,7 +379,12 @@ def launch(red: Reduction, words: list[int], plan: ReducePlan) -> None:
         + sum(b.dtype.itemsize for b in red.outputs)
     )
     if in_host_order(red):
-        _launch_in_host_order(red, words, plan, moved)
+        from kael.codegen.ptx import warp_reduce  # it imports this module
+
+        if warp_reduce.eligible(red, plan):
+            warp_reduce.launch(red, words, plan, moved)
+        else:
+            _launch_in_host_order(red, words, plan, moved)
         return
     cuda_driver.launch_kernel(
         function, blocks, THREADS, words, name=function_name(red), moved=moved, kernel=red
