@@ -217,9 +217,9 @@ def _rate(case: Case, seconds: float | str, scale: float) -> str:
 STICKY = ("ILLEGAL_ADDRESS", "LAUNCH_FAILED", "MISALIGNED_ADDRESS", "ILLEGAL_INSTRUCTION")
 
 
-def table(device: str, scale: float, torch_lib) -> bool:
+def table(device: str, scale: float, torch_lib, only: str = "") -> bool:
     """Print the benchmark table a row at a time (a crash keeps the rows before it);
-    whether every kael case ran."""
+    whether every kael case ran. `only`: comma-separated words, the rows whose names hold one."""
     try:
         copy = copy_bandwidth(device, scale)
         print(f"copy bandwidth (read + write): {copy / 1e9:.0f} GB/s")
@@ -231,7 +231,10 @@ def table(device: str, scale: float, torch_lib) -> bool:
         f" {'t/kael':>6} {'of copy':>7}  target"
     )
     ran = True
+    words = [w.strip() for w in only.split(",") if w.strip()]
     for case in cases():
+        if words and not any(w in case.name for w in words):
+            continue
         mine = measure(case, kael, device, scale)
         theirs = measure(case, torch_lib, device, scale) if torch_lib else "no torch"
         ran &= not isinstance(mine, str)
@@ -325,6 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the sizes")
     parser.add_argument("--no-tests", action="store_true", help="only the benchmark table")
+    parser.add_argument("--only", default="", help="table rows whose names hold one of these")
     parser.add_argument("--tests-timeout", type=float, default=150.0)
     parser.add_argument("--out", type=Path, help="also write the report here (a file)")
     parser.add_argument("--tests-log", type=Path, help="the device tests' whole output")
@@ -369,7 +373,7 @@ def _check(args) -> int:
         print("\nthe device is kael's emulator (KAEL_EMULATE_CUDA=1): no benchmark table")
         return 0 if ok else 1
     print(f"\n== kael against torch on {args.device} (scale {args.scale:g})")
-    ran = table(args.device, args.scale, _torch(args.device))
+    ran = table(args.device, args.scale, _torch(args.device), args.only)
     print(
         f"\ndevice tests {'passed' if ok else 'FAILED'}; kael ran {'every' if ran else 'not every'} case"
     )

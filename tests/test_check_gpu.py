@@ -94,3 +94,14 @@ def test_device_tests_spread_over_half_the_cores_up_to_8(monkeypatch, cores, fla
     monkeypatch.setattr(check_gpu.os, "cpu_count", lambda: cores)
     monkeypatch.setattr(check_gpu.importlib.util, "find_spec", lambda name: object())
     assert check_gpu._workers() == flags
+
+
+def test_only_keeps_the_rows_whose_names_hold_a_word(tmp_path):
+    out = tmp_path / "report.txt"
+    argv = ["--device", "cpu", "--scale", "0.0005", "--no-tests", "--out", str(out)]
+    assert check_gpu.main([*argv, "--only", "sum, exp"]) == 0
+    names = [c.name for c in check_gpu.cases()]
+    shown = [
+        line[:34].strip() for line in out.read_text().splitlines() if line[:34].strip() in names
+    ]
+    assert shown == ["exp 256M float32", "sum 256M float32"]

@@ -23,6 +23,7 @@ from kael.codegen.lowering import (
     ExprEmitter,
     decompose,
     element_offset,
+    i64,
     memory_type,
     narrow,
     param_from_word,
@@ -35,7 +36,9 @@ TRIPLE = "nvptx64-nvidia-cuda"
 # NVPTX 64-bit as LLVM 22 states it (a test pins it to the target machine's own).
 DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
 I32 = ir.IntType(32)
-UNROLL = 4  # elements a thread loads before it computes them (see the module docstring)
+UNROLL = 4  # elements (or packs) a thread loads before it computes them (module docstring)
+PACK = 4  # elements of a contiguous buffer one vector load or store moves
+GLOBAL = 1  # NVPTX's global address space: the buffers' loads and stores are ld/st.global
 # The most LLVM instructions (as kael emits them, before optimization) of a kernel with
 # the one-element loop that is unrolled: copies, casts, arithmetic, where, exp (69), log
 # and tanh are, as they stream at memory speed; sigmoid (92), erf, gelu, sin and pow,
@@ -104,7 +107,7 @@ def build_function(module: ir.Module, kernel: Kernel, symbol: str) -> ir.Functio
     b = ir.IRBuilder(entry)
 
     ptrs = [
-        b.inttoptr(words[i], memory_type(buf.dtype).as_pointer(), name=f"p{i}")
+        b.inttoptr(words[i], memory_type(buf.dtype).as_pointer(GLOBAL), name=f"p{i}")
         for i, buf in enumerate(kernel.buffers)
     ]
     sizes = words[n : n + r]
@@ -128,12 +131,40 @@ def build_function(module: ir.Module, kernel: Kernel, symbol: str) -> ir.Functio
         ]
         return idx, addresses, loaded
 
-    def compute(idx: list[ir.Value], addresses: list[ir.Value], loaded: list[ir.Value]) -> None:
+    def results(idx: list[ir.Value], loaded: list[ir.Value]) -> list[ir.Value]:
+        """Each output's value at the element with multi-index `idx` and inputs `loaded`."""
         emitter = ExprEmitter(
             b, 1, lambda i: loaded[i], lambda axis: idx[axis], lambda slot: params[slot], fault
         )
-        for o, (buf, e) in enumerate(zip(kernel.outputs, kernel.exprs)):
-            b.store(narrow(b, emitter.emit(e), buf.dtype), addresses[o], align=buf.dtype.itemsize)
+        return [
+            narrow(b, emitter.emit(e), buf.dtype) for buf, e in zip(kernel.outputs, kernel.exprs)
+        ]
+
+    def compute(idx: list[ir.Value], addresses: list[ir.Value], loaded: list[ir.Value]) -> None:
+        for buf, value, address in zip(kernel.outputs, results(idx, loaded), addresses):
+            b.store(value, address, align=buf.dtype.itemsize)
+
+    def packed(first: ir.Value) -> list[ir.Value]:
+        """Load PACK elements of each input from element `first` as one vector each."""
+        return [
+            b.load(
+                b.bitcast(b.gep(ptrs[n_out + i], [first]), _vector(buf.dtype).as_pointer(GLOBAL)),
+                align=_pack_align(buf.dtype),
+            )  # fmt: skip
+            for i, buf in enumerate(kernel.inputs)
+        ]
+
+    def compute_packed(first: ir.Value, vectors: list[ir.Value]) -> None:
+        """The PACK elements from `first` computed lane by lane, stored as one vector each."""
+        outs = [ir.Constant(_vector(buf.dtype), ir.Undefined) for buf in kernel.outputs]
+        for e in range(PACK):
+            lane = ir.Constant(I64, e)
+            loaded = [b.extract_element(v, lane) for v in vectors]
+            values = results([b.add(first, lane)], loaded)
+            outs = [b.insert_element(v, x, lane) for v, x in zip(outs, values)]
+        for o, (buf, v) in enumerate(zip(kernel.outputs, outs)):
+            target = b.bitcast(b.gep(ptrs[o], [first]), _vector(buf.dtype).as_pointer(GLOBAL))
+            b.store(v, target, align=_pack_align(buf.dtype))
 
     threads = sreg(b, "ntid.x")
     start = b.add(b.mul(sreg(b, "ctaid.x"), threads), sreg(b, "tid.x"), name="start")
@@ -155,6 +186,27 @@ def build_function(module: ir.Module, kernel: Kernel, symbol: str) -> ir.Functio
     if kernel.rank <= 1 and sum(len(bb.instructions) for bb in fn.blocks) <= UNROLL_BUDGET:
         wide = fn.append_basic_block("wide")  # UNROLL elements, all in range: loads first
         b.position_at_end(prologue)
+        scalar = fn.append_basic_block("scalar")
+        if kernel.rank == 1:  # contiguous, aligned buffers: PACK elements a load
+            packs = fn.append_basic_block("packs")
+            contiguous = ir.Constant(ir.IntType(1), 1)
+            for i, buf in enumerate(kernel.buffers):
+                unit = b.icmp_signed("==", strides[i][0], i64(1))
+                aligned = b.icmp_unsigned(
+                    "==", b.and_(words[i], i64(_pack_align(buf.dtype) - 1)), i64(0)
+                )
+                contiguous = b.and_(contiguous, b.and_(unit, aligned))
+            b.cbranch(contiguous, packs, scalar)
+            b.position_at_end(packs)
+            count = b.udiv(total, i64(PACK))  # whole packs; the elements after go one by one
+            rest_from.append((b.add(b.mul(count, i64(PACK)), start), _packed_loops(
+                b, fn, start, step, count, packed, compute_packed)))  # fmt: skip
+            b.branch(rest)
+        else:
+            b.branch(scalar)
+        b.position_at_end(scalar)
+        prologue = scalar
+        rest_from[0] = (start, scalar)
         b.cbranch(b.icmp_signed("<", b.add(start, span), total), wide, rest)
         b.position_at_end(wide)
         base = b.phi(I64, name="base")
@@ -178,6 +230,51 @@ def build_function(module: ir.Module, kernel: Kernel, symbol: str) -> ir.Functio
     b.position_at_end(done)
     b.ret_void()
     return fn
+
+
+def _vector(dtype) -> ir.VectorType:
+    return ir.VectorType(memory_type(dtype), PACK)
+
+
+def _pack_align(dtype) -> int:
+    """A pack's alignment: its size, at most the 16 bytes of one vector load."""
+    return min(16, PACK * dtype.itemsize)
+
+
+def _packed_loops(b, fn, start, step, count, packed, compute_packed) -> ir.Block:
+    """Packs start, start + step, ... below `count`: UNROLL of them a trip while they are
+    all in range (every load first), then one a trip; returns the block it ends in."""
+    pre = b.block
+    wide, one, done = (fn.append_basic_block(n) for n in ("packs.wide", "packs.one", "packs.done"))
+    tail = fn.append_basic_block("packs.tail")
+    span = b.mul(step, i64(UNROLL - 1))
+    b.cbranch(b.icmp_signed("<", b.add(start, span), count), wide, tail)
+    b.position_at_end(wide)
+    base = b.phi(I64, name="pack")
+    base.add_incoming(start, pre)
+    firsts = [b.mul(b.add(base, b.mul(step, i64(k))), i64(PACK)) for k in range(UNROLL)]
+    vectors = [packed(first) for first in firsts]
+    for first, loaded in zip(firsts, vectors):
+        compute_packed(first, loaded)
+    after = b.add(base, b.add(span, step))
+    wide_end = b.block
+    base.add_incoming(after, wide_end)
+    b.cbranch(b.icmp_signed("<", b.add(after, span), count), wide, tail)
+    b.position_at_end(tail)
+    left = b.phi(I64, name="packs.left")
+    left.add_incoming(start, pre)
+    left.add_incoming(after, wide_end)
+    b.cbranch(b.icmp_signed("<", left, count), one, done)
+    b.position_at_end(one)
+    p = b.phi(I64, name="pack1")
+    p.add_incoming(left, tail)
+    first = b.mul(p, i64(PACK))
+    compute_packed(first, packed(first))
+    following = b.add(p, step)
+    p.add_incoming(following, b.block)
+    b.cbranch(b.icmp_signed("<", following, count), one, done)
+    b.position_at_end(done)
+    return done
 
 
 def check_intrinsics(module: ir.Module) -> None:

@@ -476,9 +476,30 @@ def _narrow_float(x, mode: str, t: str):
     return out.astype(NP[t])
 
 
+def _half_bits(x: np.ndarray, kind: str) -> np.ndarray:
+    """float32 values rounded to nearest even as .f16 or .bf16 bits (a quiet NaN stays one)."""
+    if kind == "f16":
+        return x.astype(np.float16).view(np.uint16).astype(np.uint32)
+    bits = x.astype(np.float32).view(np.uint32)
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1))) >> 16
+    return np.where(np.isnan(x), np.uint32(0x7FC0), rounded).astype(np.uint32)
+
+
+def _cvt_pair(m, ins, lanes) -> None:
+    """cvt.rn.{f16x2,bf16x2}.f32 d, a, b: a rounded into d's upper half, b into its lower."""
+    if ins.parts[1:-2] != ("rn",):
+        raise m.fault("CUDA_ERROR_NOT_SUPPORTED", f"{ins.opcode}: only .rn packs two halves")
+    kind = ins.parts[-2][:-2]
+    a, b = (np.asarray(m.read(op, "f32", lanes)) for op in ins.operands[1:3])
+    _result(m, ins, lanes, (_half_bits(a, kind) << 16) | _half_bits(b, kind))
+
+
 @handles("cvt")
 def _cvt(m, ins, lanes):
     dst, src = ins.parts[-2], ins.parts[-1]
+    if dst in ("f16x2", "bf16x2"):
+        _cvt_pair(m, ins, lanes)
+        return
     mode = next((p for p in ins.parts[1:-2] if p.startswith("r")), "")
     x = np.asarray(_ftz(ins, m.read(ins.operands[1], src, lanes)))
     if _is_float(dst) and _is_float(src):

@@ -372,26 +372,39 @@ def test_streaming_kernels_are_unrolled_and_long_math_is_not():
         return [block.name for block in ptx_kernel.build_module(kernel, "k").get_global("k").blocks]
 
     copy = eager_kernel("copy", (float32, float64)).specialize(1, (CONTIG, CONTIG), False, False)
-    assert "wide" in blocks(copy)
-    assert compiler.ptx_for(copy).count("ld.global") == ptx_kernel.UNROLL + 1
+    assert {"wide", "packs.wide"} <= set(blocks(copy))
+    ptx = compiler.ptx_for(copy)
+    assert ptx.count("ld.global.b64 ") == ptx_kernel.UNROLL + 1  # one element a load
+    # PACK float64 elements a pack: two 16-byte loads; PACK float32 results: one store
+    assert ptx.count("ld.global.v2.b64 ") == 2 * (ptx_kernel.UNROLL + 1)
+    assert ptx.count("st.global.v4.b32 ") == ptx_kernel.UNROLL + 1
     sin = dataclasses.replace(copy, exprs=(unary("sin", copy.exprs[0]),))
-    assert "wide" not in blocks(sin)
-    assert "wide" not in blocks(dataclasses.replace(copy, rank=2))
+    assert not {"wide", "packs.wide"} & set(blocks(sin))
+    assert not {"wide", "packs.wide"} & set(blocks(dataclasses.replace(copy, rank=2)))
 
 
 # A grid of 3 blocks (768 threads): each thread takes many elements, so the unrolled trips,
 # the one-element rest and their boundaries all run at small sizes.
+# Contiguous aligned buffers take PACK elements a load (packs of 4: 3072 of them fill a
+# wide trip of 768 threads x UNROLL); a source one element off its alignment, or strided,
+# takes the one-element loops.
 @needs_gpu
-@pytest.mark.parametrize("total", [1, 767, 768, 3071, 3072, 3073, 6144, 9 * 768 + 5])
-@pytest.mark.parametrize("inner", [CONTIG, STRIDED])
-def test_gpu_unrolled_trips_and_the_rest_write_every_element_once(total, inner, monkeypatch):
+@pytest.mark.parametrize(
+    "total", [1, 3, 4, 5, 767, 768, 3071, 3072, 3073, 6144, 9 * 768 + 5, 12287, 12288, 12291,
+              4 * (3072 + 768) + 6]
+)  # fmt: skip
+@pytest.mark.parametrize(("inner", "offset"), [(CONTIG, 0), (CONTIG, 1), (STRIDED, 0)])
+def test_gpu_unrolled_trips_and_the_rest_write_every_element_once(
+    total, inner, offset, monkeypatch
+):
     monkeypatch.setattr(launch, "MAX_BLOCKS", 3)
     kernel = eager_kernel("copy", (float64, float32)).specialize(1, (CONTIG, inner), False, False)
     step = 1 if inner == CONTIG else 2  # a strided source: every other element
-    src = np.arange(step * total, dtype=np.float32) * 1.5 - 7
+    src = np.arange(step * total + offset, dtype=np.float32) * 1.5 - 7
     d_src, d_dst = _device_array(src), _device_array(np.full(total, -1.0))
+    src = src[offset:]
     try:
-        launch.launch(kernel, [d_dst, d_src, total, 1, step], total)
+        launch.launch(kernel, [d_dst, d_src + 4 * offset, total, 1, step], total)
         got = _host_array(d_dst, np.zeros(total))
     finally:
         cuda_driver.mem_free(d_src)
