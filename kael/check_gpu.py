@@ -165,17 +165,21 @@ def _sync(lib, device: str) -> None:
         lib.cuda.synchronize()
 
 
-def time_call(lib, device: str, call: Callable, repeats: int = 5) -> float:
-    """Median seconds of `repeats` calls after two warm-ups, each waited for."""
+def time_call(lib, device: str, call: Callable, repeats: int = 5, calls: int = 10) -> float:
+    """Seconds a call takes on the device: the median over `repeats` rounds of `calls`
+    back-to-back calls waited for once (a round's time / calls), after two warm-ups. The
+    device stays busy while the host queues the next call, as in a program, so a time is
+    the kernels' and not the host's latency of one launch and one wait."""
     for _ in range(2):
         call()
     _sync(lib, device)
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        call()
+        for _ in range(calls):
+            call()
         _sync(lib, device)
-        times.append(time.perf_counter() - start)
+        times.append((time.perf_counter() - start) / calls)
     return statistics.median(times)
 
 

@@ -1,6 +1,8 @@
 """kael on a CUDA device against the same ops on the CPU: run by `python -m kael.check_gpu`
 (or `pytest -m gpu`) on a machine with a GPU, skipped with the probe's reason elsewhere."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -474,6 +476,19 @@ def small_device(monkeypatch):
         monkeypatch.setattr(memory, "TOTAL_BYTES", driver._memory.in_use + room)
 
     return shrink
+
+
+def test_more_than_the_device_holds_is_refused_naming_the_bytes():
+    # on a GPU too: twice its memory cannot be had even after the cache is freed
+    from kael.runtime import cuda_driver
+
+    asked = 2 * cuda_driver.describe()["memory"]
+    with pytest.raises(kael.Error, match=r"cannot allocate \d+ bytes .* free of") as refused:
+        kael.empty(asked // 4, dtype=kael.float32, device=DEVICE)
+    # the bytes named: what was asked for, rounded up to the allocator's block
+    named = int(re.search(r"cannot allocate (\d+) bytes", str(refused.value)).group(1))
+    assert asked <= named < asked + (64 << 20)
+    assert (kael.ones(8, device=DEVICE) + 1).sum().item() == 16.0  # the device still works
 
 
 def test_out_of_device_memory_names_the_bytes_asked_for_and_free(small_device):

@@ -290,6 +290,29 @@ def _bit_field_extract(m, ins, lanes):
     _result(m, ins, lanes, out.astype(np.uint64).astype(NP[t]))
 
 
+@handles("bfi")
+def _bit_field_insert(m, ins, lanes):
+    """bfi.b{32,64} f, a, b, pos, len: b with its bits pos .. pos + len - 1 replaced by a's
+    low bits (pos and len take their low 8 bits; bits past the msb are dropped)."""
+    t = _type(ins)
+    width = 8 * TYPE_BYTES[t]
+    a, b = (np.asarray(m.read(op, t, lanes)).astype(np.uint64) for op in ins.operands[1:3])
+    pos, length = (
+        np.asarray(m.read(op, "u32", lanes)).astype(np.uint64) & np.uint64(0xFF)
+        for op in ins.operands[3:5]
+    )
+    keep = np.minimum(length, np.uint64(width))
+    field = np.where(
+        keep >= 64, np.uint64(0xFFFFFFFFFFFFFFFF), (np.uint64(1) << keep) - np.uint64(1)
+    )
+    inside = pos < width
+    shift = np.minimum(pos, np.uint64(width - 1))
+    ones = np.uint64((1 << width) - 1)
+    mask = np.where(inside, (field << shift) & ones, 0).astype(np.uint64)
+    out = (b & ~mask & ones) | ((a << shift) & mask)
+    _result(m, ins, lanes, out.astype(NP["u" + t[1:]]))
+
+
 @handles("shf")
 def _funnel(m, ins, lanes):
     """shf.{l,r}.{wrap,clamp}.b32 d, a, b, c: the 64-bit b:a shifted, 32 bits kept."""
