@@ -1,14 +1,40 @@
 """Matrix products of float16 and bfloat16 on the GPU's tensor cores (mma.sync, sm_80+).
 
-A CTA of WARPS warps computes a TILE_M x TILE_N tile of C; each warp a 16 x TILE_N strip,
-as SUBTILES products of `mma.sync.aligned.m16n8k16.row.col` per step of 16 along K,
-accumulating in float32 (as PyTorch's cuBLAS products of half types do by default) and
-rounding to the dtype once at the end (kael's `narrow`: to nearest even, the CPU's bits
-for the same float32 value). Each lane loads its own fragment elements straight from
-global memory in the PTX ISA's layout ("Matrix Fragments for mma.m16n8k16 with floating
-point type"), zero past the matrix's edges, so any strides work. Parameters are
-codegen/ptx/gemm.py's words; gemm.ptx and gemm.matmul build and launch this kernel for
-the half types.
+A CTA of WARPS = 4 warps (2 x 2) computes a TILE_M x TILE_N = 128 x 128 tile of C, each
+warp a WARP_M x WARP_N = 64 x 64 quarter as FRAG_M x FRAG_N = 4 x 8 products of
+`mma.sync.aligned.m16n8k16.row.col` per step of 16 along K, accumulating in float32 (as
+PyTorch's cuBLAS products of half types do by default; 128 accumulators a thread) and
+rounding to the dtype once at the end (kael's `narrow`: to nearest even, the CPU's bits for
+the same float32 value). The shape of CUTLASS's sm80 kernel 128x128_32x3 (warp 64x64x16):
+64 x 64 per warp is what keeps the tensor cores, not shared memory, the bound (8 ldmatrix
+per 32 mma); it takes 254 registers without spilling, so an SM holds two CTAs.
+
+The fast path, for operands contiguous along their inner dimension (A's columns, B's
+columns of its K x N rows) with rows and bases on 16 bytes, walks K in tiles of
+TILE_K = 32 through a STAGES = 3 deep pipeline in static shared memory (2 x 3 x 8 KB =
+48 KB, the static limit): each thread copies 16-byte pieces of the tiles ahead with
+`cp.async.cg.shared.global` (4 of A's 128 x 32 and 4 of B's 32 x 128 a tile; past M, N or
+K the src-size operand shrinks, to 0 for whole pieces, and the copy fills zeros, so every
+size is exact), one `cp.async.commit_group` per tile, and `cp.async.wait_group STAGES - 2`
+then a barrier before a tile is read; the barrier also tells that every warp finished the
+stage the next copies refill. Warps read their fragments with
+`ldmatrix.sync.aligned.m8n8.x4.shared.b16` (A, row-major as mma takes it) and its `.trans`
+form (B: K x N row-major in memory, column-major in the mma), each step's fragments loaded
+while the previous step's products run, the next tile's first ones right after its barrier.
+Shared memory is XOR-swizzled in 16-byte chunks so that each 8-lane phase of an ldmatrix
+and each quarter-warp of cp.async stores covers the 8 bank groups of a 128-byte line once:
+A's row r (64 bytes, 4 chunks) keeps chunk c at c ^ ((r / 2) % 4), B's row k (256 bytes, 16
+chunks) at c ^ (k % 8). CTAs go down the columns GROUP_M tile rows at a time (Triton's
+grouped order), so those running together share their panels of A and B in L2.
+
+Any other layout takes the fallback in the same kernel, chosen per CTA by a uniform
+branch (a batch's alignment may differ from another's): each lane loads its fragment
+elements straight from global memory in the PTX ISA's layout ("Matrix Fragments for
+mma.m16n8k16 with floating point type"), zero past the edges, any strides, in
+DIRECT_PASSES strips of the warp's columns. C is stored two elements (4 bytes) at a time
+where its alignment allows. The parameters are codegen/ptx/gemm.py's words; gemm.ptx and
+gemm.matmul build and launch this kernel (a 1-d grid of batches x tiles of THREADS
+threads) for the half types.
 """
 
 from __future__ import annotations
@@ -21,11 +47,25 @@ from kael.codegen.ptx.gemm import entry_function
 from kael.codegen.ptx.kernel import sreg
 from kael.runtime.dtypes import DType, bfloat16, float16
 
-I16, I32, I64, F32 = ir.IntType(16), ir.IntType(32), ir.IntType(64), ir.FloatType()
-WARPS, SUBTILES = 4, 4
-TILE_M, TILE_N, STEP = 16 * WARPS, 8 * SUBTILES, 16
+I1, I8, I16, I32, I64, F32 = (
+    ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64), ir.FloatType(),
+)  # fmt: skip
+TILE_M, TILE_N, TILE_K = 128, 128, 32  # the CTA's tile of C, and of K per pipeline stage
+WARPS_M, WARPS_N = 2, 2  # the warps' grid over the CTA's tile
+WARP_M, WARP_N = TILE_M // WARPS_M, TILE_N // WARPS_N  # each warp's tile of C
+FRAG_M, FRAG_N = WARP_M // 16, WARP_N // 8  # m16n8k16 products per warp and step of 16
+WARPS = WARPS_M * WARPS_N
 THREADS = 32 * WARPS
+STAGES = 3  # tiles of A and B in shared memory: STAGES - 1 in flight while one is read
+STEP = 16  # K per mma
+CHUNK = 16  # bytes per cp.async copy and ldmatrix row: 8 elements
+A_ROW, B_ROW = TILE_K * 2, TILE_N * 2  # bytes per row of a stage
+STAGE_BYTES = TILE_M * A_ROW  # A's bytes per stage, and B's (TILE_K * B_ROW)
+GROUP_M = 8  # tile rows per group in the CTAs' order
+DIRECT_PASSES = 2  # the fallback's strips of a warp's columns
 DTYPES = (float16, bfloat16)
+assert TILE_M * A_ROW == TILE_K * B_ROW == STAGE_BYTES
+assert TILE_M * A_ROW // CHUNK % THREADS == 0 and TILE_K * B_ROW // CHUNK % THREADS == 0
 
 
 def symbol(dtype: DType) -> str:
@@ -41,74 +81,407 @@ def instruction(dtype: DType) -> str:
     )
 
 
+def shared_bytes() -> int:
+    """The CTA's static shared memory: STAGES tiles of A and of B."""
+    return 2 * STAGES * STAGE_BYTES
+
+
+class _Emitter:
+    """The kernel's IR: its indices, the two main loops and the store of C."""
+
+    def __init__(self, module: ir.Module, fn: ir.Function, w: dict, dtype: DType) -> None:
+        self.module, self.w, self.dtype = module, w, dtype
+        self.b = b = ir.IRBuilder(fn.append_basic_block("entry"))
+        self.acc = [
+            [[b.alloca(F32, name=f"acc{i}_{j}_{e}") for e in range(4)] for j in range(FRAG_N)]
+            for i in range(FRAG_M)
+        ]
+        for cell in self._cells():
+            b.store(ir.Constant(F32, 0.0), cell)
+        # the fast path's loop-carried values (here: mem2reg promotes only the entry's allocas)
+        self.held = [b.alloca(I32, name=f"frag{e}") for e in range(4 * FRAG_M + 2 * FRAG_N)]
+        self.read_at, self.write_at = b.alloca(I64, name="read_at"), b.alloca(I64, name="write_at")
+        outputs = ir.LiteralStructType([F32] * 4)
+        self.mma_asm = ir.InlineAsm(
+            ir.FunctionType(outputs, [I32] * 6 + [F32] * 4),
+            instruction(dtype),
+            "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f",
+            side_effect=False,
+        )
+        tid = sreg(b, "tid.x")
+        warp, self.lane = b.udiv(tid, i64(32)), b.urem(tid, i64(32))
+        self.tid = tid
+        self.group, self.member = b.lshr(self.lane, i64(2)), b.and_(self.lane, i64(3))
+        block = sreg(b, "ctaid.x")
+        tiles = b.mul(w["tiles_m"], w["tiles_n"])
+        batch, rest = b.udiv(block, tiles), b.urem(block, tiles)
+        tile_m, tile_n = self._grouped(rest)
+        self.row0 = b.mul(tile_m, i64(TILE_M))  # the CTA's first row and column of C
+        self.col0 = b.mul(tile_n, i64(TILE_N))
+        self.warp_m = b.udiv(warp, i64(WARPS_N))
+        self.warp_n = b.urem(warp, i64(WARPS_N))
+        self.wrow0 = b.add(self.row0, b.mul(self.warp_m, i64(WARP_M)))  # the warp's
+        self.wcol0 = b.add(self.col0, b.mul(self.warp_n, i64(WARP_N)))
+        self.a = b.add(w["a"], b.mul(batch, b.shl(w["asb"], i64(1))))  # byte addresses
+        self.bm = b.add(w["b"], b.mul(batch, b.shl(w["bsb"], i64(1))))
+        self.c = b.add(w["c"], b.mul(batch, b.shl(w["csb"], i64(1))))
+
+    def _cells(self):
+        return (cell for row in self.acc for frag in row for cell in frag)
+
+    def _grouped(self, rest: ir.Value) -> tuple[ir.Value, ir.Value]:
+        """CTA `rest` of a batch's tiles_m x tiles_n tiles as (tile row, tile column): down
+        the columns of GROUP_M tile rows at a time (the last group may have fewer rows)."""
+        b, w = self.b, self.w
+        per_group = b.mul(w["tiles_n"], i64(GROUP_M))
+        first = b.mul(b.udiv(rest, per_group), i64(GROUP_M))
+        left = b.sub(w["tiles_m"], first)
+        rows = b.select(b.icmp_unsigned("<", left, i64(GROUP_M)), left, i64(GROUP_M))
+        within = b.urem(rest, per_group)
+        return b.add(first, b.urem(within, rows)), b.udiv(within, rows)
+
+    def intrinsic(self, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ret, args), name)
+        return fn
+
+    def mma(self, a_regs: list, b_regs: list, i: int, j: int) -> None:
+        b = self.b
+        cells = self.acc[i][j]
+        # convergent: no pass may move the warp-wide instruction into divergent code
+        d = b.call(
+            self.mma_asm, [*a_regs, *b_regs, *(b.load(x) for x in cells)], attrs=("convergent",)
+        )
+        for e, cell in enumerate(cells):
+            b.store(b.extract_value(d, e), cell)
+
+    # -- the fast path: cp.async, ldmatrix ----------------------------------------------------
+    def fast_condition(self) -> ir.Value:
+        """Whether the operands suit the pipeline: unit inner strides, rows and bases on 16
+        bytes (uniform over the CTA: the batch offsets are in the bases)."""
+        b, w = self.b, self.w
+        ok = [b.icmp_signed("==", w["aks"], i64(1)), b.icmp_signed("==", w["bcs"], i64(1))]
+        for word in (w["ars"], w["brs"]):
+            ok.append(b.icmp_signed("==", b.and_(word, i64(7)), i64(0)))
+        for address in (self.a, self.bm):
+            ok.append(b.icmp_signed("==", b.and_(address, i64(CHUNK - 1)), i64(0)))
+        out = ok[0]
+        for x in ok[1:]:
+            out = b.and_(out, x)
+        return out
+
+    def fast(self) -> None:
+        b, w = self.b, self.w
+        shared = []
+        for name in ("kael_mma_a", "kael_mma_b"):
+            gv = ir.GlobalVariable(self.module, ir.ArrayType(I8, STAGES * STAGE_BYTES), name, 3)
+            gv.linkage = "internal"
+            gv.align = 128
+            shared.append(gv)
+        sa, sb = shared
+        shared_ptr = I8.as_pointer(3)
+        copy = self.intrinsic(
+            "llvm.nvvm.cp.async.cg.shared.global.16.s", ir.VoidType(),
+            [shared_ptr, I8.as_pointer(1), I32],
+        )  # fmt: skip
+        commit = self.intrinsic("llvm.nvvm.cp.async.commit.group", ir.VoidType(), [])
+        wait = self.intrinsic("llvm.nvvm.cp.async.wait.group", ir.VoidType(), [I32])
+        barrier = self.intrinsic("llvm.nvvm.barrier.cta.sync.aligned.all", ir.VoidType(), [I32])
+        quad = ir.LiteralStructType([I32] * 4)
+        ldmatrix = self.intrinsic("llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16", quad, [shared_ptr])
+        ldmatrix_t = self.intrinsic(
+            "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16", quad, [shared_ptr]
+        )
+        tid, lane = self.tid, self.lane
+        m, n, k = w["m"], w["n"], w["k"]
+
+        def at(gv, offset: ir.Value) -> ir.Value:
+            return b.gep(gv, [i64(0), offset])
+
+        def clamp_bytes(left: ir.Value) -> ir.Value:
+            """min(max(left, 0), 8) elements as bytes (i32): a copy's src-size."""
+            left = b.select(b.icmp_signed("<", left, i64(0)), i64(0), left)
+            left = b.select(b.icmp_signed("<", left, i64(8)), left, i64(8))
+            return b.trunc(b.shl(left, i64(1)), I32)
+
+        # Copies: thread t takes A's chunk t % 4 of rows t / 4 + 32 i, and B's chunk t % 16 of
+        # rows t / 16 + 8 i (i < 4); quarter-warps store whole 128-byte lines of shared memory.
+        a_per_row, b_per_row = A_ROW // CHUNK, B_ROW // CHUNK
+        copies = TILE_M * a_per_row // THREADS
+        a_chunk, a_row = b.urem(tid, i64(a_per_row)), b.udiv(tid, i64(a_per_row))
+        a_swz = b.and_(b.lshr(a_row, i64(1)), i64(3))
+        a_store = b.add(b.mul(a_row, i64(A_ROW)), b.mul(b.xor(a_chunk, a_swz), i64(CHUNK)))
+        a_step = THREADS // a_per_row * A_ROW  # bytes between copy i and i + 1
+        a_first = b.add(self.row0, a_row)
+        a_ok = [
+            b.icmp_signed("<", b.add(a_first, i64(THREADS // a_per_row * i)), m)
+            for i in range(copies)
+        ]
+        a_row_bytes = b.shl(w["ars"], i64(1))
+        a_src = b.add(self.a, b.add(b.mul(a_first, a_row_bytes), b.mul(a_chunk, i64(CHUNK))))
+        a_next = b.mul(a_row_bytes, i64(THREADS // a_per_row))  # from copy i's row to i + 1's
+        b_chunk, b_row = b.urem(tid, i64(b_per_row)), b.udiv(tid, i64(b_per_row))
+        b_store = b.add(
+            b.mul(b_row, i64(B_ROW)),
+            b.mul(b.xor(b_chunk, b.and_(b_row, i64(7))), i64(CHUNK)),
+        )
+        b_step = THREADS // b_per_row * B_ROW
+        b_col = b.add(self.col0, b.mul(b_chunk, i64(8)))
+        b_bytes = clamp_bytes(b.sub(n, b_col))  # the same for every row
+        zero32 = ir.Constant(I32, 0)
+        b_col = b.select(b.icmp_signed("==", b_bytes, zero32), i64(0), b_col)  # in the data
+        b_row_bytes = b.shl(w["brs"], i64(1))
+        b_src = b.add(b.add(self.bm, b.shl(b_col, i64(1))), b.mul(b_row, b_row_bytes))
+        b_next = b.mul(b_row_bytes, i64(THREADS // b_per_row))  # bytes from copy i to i + 1
+
+        def load_tile(tile: ir.Value, stage: ir.Value) -> None:
+            """Issue the copies of K tile `tile` into the stage at byte offset `stage`: each
+            copy from inside the operand, and its src-size cut (to zero) past its edges."""
+            k0 = b.mul(tile, i64(TILE_K))
+            a_k = b.shl(k0, i64(1))
+            b_k = b.add(b_src, b.mul(k0, b_row_bytes))
+            a_dst = [at(sa, b.add(stage, b.add(a_store, i64(a_step * i)))) for i in range(copies)]
+            b_dst = [at(sb, b.add(stage, b.add(b_store, i64(b_step * i)))) for i in range(copies)]
+
+            def issue(dst, src, size):
+                b.call(copy, [dst, b.inttoptr(src, I8.as_pointer(1)), size])
+
+            inside = b.icmp_signed("<=", b.add(k0, i64(TILE_K)), k)
+            with b.if_else(inside) as (whole, edge):
+                with whole:  # every K of the tile: the sizes are the rows' and columns'
+                    src = b.add(a_src, a_k)
+                    for i in range(copies):  # rows past M: zeros, from A's first element
+                        size = b.select(a_ok[i], ir.Constant(I32, CHUNK), zero32)
+                        issue(a_dst[i], b.select(a_ok[i], src, self.a), size)
+                        src = b.add(src, a_next)
+                    src = b_k
+                    for i in range(copies):
+                        issue(b_dst[i], src, b_bytes)
+                        src = b.add(src, b_next)
+                with edge:  # the last tile, past K: rows of B and pieces of A's rows cut
+                    a_bytes = clamp_bytes(b.sub(k, b.add(k0, b.mul(a_chunk, i64(8)))))
+                    src = b.add(a_src, a_k)
+                    for i in range(copies):
+                        size = b.select(a_ok[i], a_bytes, zero32)
+                        issue(
+                            a_dst[i], b.select(b.icmp_signed("==", size, zero32), self.a, src), size
+                        )
+                        src = b.add(src, a_next)
+                    src = b_k
+                    for i in range(copies):
+                        kk = b.add(k0, b.add(b_row, i64(THREADS // b_per_row * i)))
+                        size = b.select(b.icmp_signed("<", kk, k), b_bytes, zero32)
+                        issue(b_dst[i], b.select(b.icmp_signed("<", kk, k), src, self.bm), size)
+                        src = b.add(src, b_next)
+
+        # ldmatrix addresses: lane l gives row l % 8 + 8 ((l / 8) % 2) of the 16 x 16 block,
+        # at its chunk (l / 16) (A: of K, B: of N); the swizzle is the row's, as stored.
+        lo8, hi = b.and_(lane, i64(7)), b.lshr(lane, i64(4))
+        frag_row = b.add(lo8, b.mul(b.and_(b.lshr(lane, i64(3)), i64(1)), i64(8)))
+        a_base = b.mul(b.add(b.mul(self.warp_m, i64(WARP_M)), frag_row), i64(A_ROW))
+        a_read = []  # per step of 16 in the tile
+        for s in range(TILE_K // STEP):
+            chunk = b.xor(b.add(hi, i64(2 * s)), b.and_(b.lshr(lane, i64(1)), i64(3)))
+            a_read.append(b.add(a_base, b.mul(chunk, i64(CHUNK))))
+        b_base = b.add(b.mul(frag_row, i64(B_ROW)), b.mul(self.warp_n, i64(WARP_N // 8 * CHUNK)))
+        b_read = []  # per pair of n8 fragments
+        for p in range(FRAG_N // 2):
+            chunk = b.xor(b.add(hi, i64(2 * p)), lo8)
+            b_read.append(b.add(b_base, b.mul(chunk, i64(CHUNK))))
+
+        def fragments(stage: ir.Value, s: int) -> tuple[list, list]:
+            """Step s's A (FRAG_M x 4 words) and B (FRAG_N x 2 words) from `stage`."""
+            a_regs, b_regs = [], []
+            for i in range(FRAG_M):
+                ptr = at(sa, b.add(stage, b.add(a_read[s], i64(16 * A_ROW * i))))
+                q = b.call(ldmatrix, [ptr])
+                a_regs.append([b.extract_value(q, e) for e in range(4)])
+            for p in range(FRAG_N // 2):
+                ptr = at(sb, b.add(stage, b.add(b_read[p], i64(STEP * B_ROW * s))))
+                q = b.call(ldmatrix_t, [ptr])
+                words = [b.extract_value(q, e) for e in range(4)]
+                b_regs += [words[:2], words[2:]]
+            return a_regs, b_regs
+
+        def next_stage(stage: ir.Value) -> ir.Value:
+            after = b.add(stage, i64(STAGE_BYTES))
+            wrap = b.icmp_signed("==", after, i64(STAGES * STAGE_BYTES))
+            return b.select(wrap, i64(0), after)
+
+        ktiles = b.udiv(b.add(k, i64(TILE_K - 1)), i64(TILE_K))
+        for s in range(STAGES - 1):  # the prologue: tiles 0 .. STAGES - 2
+            with b.if_then(b.icmp_signed("<", i64(s), ktiles)):
+                load_tile(i64(s), i64(s * STAGE_BYTES))
+            b.call(commit, [])
+        b.call(wait, [ir.Constant(I32, STAGES - 2)])
+        b.call(barrier, [zero32])
+        held, read_at, write_at = self.held, self.read_at, self.write_at  # step 0's, ahead
+
+        def flat(a_regs, b_regs) -> list:
+            return [x for r in a_regs for x in r] + [x for r in b_regs for x in r]
+
+        def unflat(values) -> tuple[list, list]:
+            a_part, b_part = values[: 4 * FRAG_M], values[4 * FRAG_M :]
+            return (
+                [a_part[4 * i : 4 * i + 4] for i in range(FRAG_M)],
+                [b_part[2 * j : 2 * j + 2] for j in range(FRAG_N)],
+            )
+
+        for cell, value in zip(held, flat(*fragments(i64(0), 0)), strict=True):
+            b.store(value, cell)
+        b.store(i64(0), read_at)
+        b.store(i64((STAGES - 1) * STAGE_BYTES), write_at)
+        steps = TILE_K // STEP
+
+        def tile_body(t: ir.Value) -> None:
+            stage = b.load(read_at)
+            current = unflat([b.load(x) for x in held])
+            for s in range(steps):
+                if s + 1 < steps:
+                    upcoming = fragments(stage, s + 1)
+                else:  # the next tile's first step: once its copies are in, after a barrier
+                    b.call(wait, [ir.Constant(I32, STAGES - 2)])
+                    b.call(barrier, [zero32])
+                    stage = next_stage(stage)
+                    b.store(stage, read_at)
+                    upcoming = fragments(stage, 0)
+                if s == 0:  # refill the stage every warp finished reading before the barrier
+                    target = b.load(write_at)
+                    ahead = b.add(t, i64(STAGES - 1))
+                    with b.if_then(b.icmp_signed("<", ahead, ktiles)):
+                        load_tile(ahead, target)
+                    b.call(commit, [])
+                    b.store(next_stage(target), write_at)
+                a_regs, b_regs = current
+                for i in range(FRAG_M):
+                    for j in range(FRAG_N):
+                        self.mma(a_regs[i], b_regs[j], i, j)
+                current = upcoming
+            for cell, value in zip(held, flat(*current), strict=True):
+                b.store(value, cell)
+
+        LoopBuilder(b).counted(i64(0), ktiles, 1, tile_body, "kt")
+        b.call(wait, [zero32])  # nothing left in flight at the exit
+
+    # -- the fallback: fragments straight from global memory ----------------------------------
+    def direct(self) -> None:
+        """The warp's tile in DIRECT_PASSES strips of columns, each its own walk along K and
+        store of C: fewer accumulators live at once, for the loads' addresses."""
+        b, w = self.b, self.w
+        t = I16.as_pointer()
+        a = b.inttoptr(self.a, t)
+        bm = b.inttoptr(self.bm, t)
+        pair = b.mul(self.member, i64(2))
+        frags = FRAG_N // DIRECT_PASSES
+
+        def element(base, r, col, limit_r, limit_c, rs, cs) -> ir.Value:
+            """base[r, col] as 32 bits, 0 outside [0, limit_r) x [0, limit_c): no load there."""
+            inside = b.and_(b.icmp_signed("<", r, limit_r), b.icmp_signed("<", col, limit_c))
+            at = b.add(
+                b.mul(b.select(inside, r, i64(0)), rs), b.mul(b.select(inside, col, i64(0)), cs)
+            )
+            return b.zext(b.select(inside, b.load(b.gep(base, [at])), ir.Constant(I16, 0)), I32)
+
+        def packed(low: ir.Value, high: ir.Value) -> ir.Value:
+            return b.or_(low, b.shl(high, ir.Constant(I32, 16)))  # element i in the low half
+
+        def strip(index: ir.Value) -> None:
+            col0 = b.add(self.wcol0, b.mul(index, i64(8 * frags)))
+            for i in range(FRAG_M):
+                for j in range(frags):
+                    for cell in self.acc[i][j]:
+                        b.store(ir.Constant(F32, 0.0), cell)
+
+            def kstep(s):
+                k0 = b.add(b.mul(s, i64(STEP)), pair)
+                a_regs = []
+                for i in range(FRAG_M):
+                    rows = [b.add(self.wrow0, b.add(self.group, i64(16 * i + h))) for h in (0, 8)]
+                    regs = []
+                    for extra, r in ((0, rows[0]), (0, rows[1]), (8, rows[0]), (8, rows[1])):
+                        cols = [b.add(k0, i64(extra + d)) for d in (0, 1)]
+                        regs.append(
+                            packed(
+                                *(
+                                    element(a, r, c, w["m"], w["k"], w["ars"], w["aks"])
+                                    for c in cols
+                                )
+                            )
+                        )
+                    a_regs.append(regs)
+                for j in range(frags):
+                    col = b.add(col0, b.add(self.group, i64(8 * j)))
+                    b_regs = []
+                    for extra in (0, 8):
+                        ks = [b.add(k0, i64(extra + d)) for d in (0, 1)]
+                        b_regs.append(
+                            packed(
+                                *(
+                                    element(bm, x, col, w["k"], w["n"], w["brs"], w["bcs"])
+                                    for x in ks
+                                )
+                            )
+                        )
+                    for i in range(FRAG_M):
+                        self.mma(a_regs[i], b_regs, i, j)
+
+            ksteps = b.udiv(b.add(w["k"], i64(STEP - 1)), i64(STEP))
+            LoopBuilder(b).counted(i64(0), ksteps, 1, kstep, "ks")
+            self.store(frags, col0)
+
+        LoopBuilder(b).counted(i64(0), i64(DIRECT_PASSES), 1, strip, "strip")
+
+    # -- C ------------------------------------------------------------------------------------
+    def store(self, frags: int, col0: ir.Value) -> None:
+        """The accumulators of the warp's first `frags` n8 fragments, from column `col0`:
+        each lane's (rows group, group + 8; columns 2 member, + 1 of each fragment) rounded
+        to the dtype, two at once (4 bytes) where C allows it."""
+        b, w = self.b, self.w
+        c = b.inttoptr(self.c, I16.as_pointer(1))
+        c_pairs = b.inttoptr(self.c, I32.as_pointer(1))
+        pairs_ok = b.icmp_signed(
+            "==", b.and_(b.or_(self.c, b.shl(w["ldc"], i64(1))), i64(3)), i64(0)
+        )
+        pair = b.mul(self.member, i64(2))
+
+        def bits(value: ir.Value) -> ir.Value:
+            return b.bitcast(narrow(b, value, self.dtype), I16)
+
+        for i in range(FRAG_M):
+            for h in (0, 1):
+                r = b.add(self.wrow0, b.add(self.group, i64(16 * i + 8 * h)))
+                with b.if_then(b.icmp_signed("<", r, w["m"])):
+                    line = b.mul(r, w["ldc"])
+                    for j in range(frags):
+                        col = b.add(col0, b.add(pair, i64(8 * j)))
+                        low_cell, high_cell = self.acc[i][j][2 * h : 2 * h + 2]
+                        at = b.add(line, col)
+                        both = b.and_(pairs_ok, b.icmp_signed("<", b.add(col, i64(1)), w["n"]))
+                        with b.if_else(both) as (whole, parts):
+                            with whole:
+                                low = b.zext(bits(b.load(low_cell)), I32)
+                                high = b.zext(bits(b.load(high_cell)), I32)
+                                word = b.or_(low, b.shl(high, ir.Constant(I32, 16)))
+                                b.store(word, b.gep(c_pairs, [b.ashr(at, i64(1))]), align=4)
+                            with parts:
+                                for d, cell in ((0, low_cell), (1, high_cell)):
+                                    inside = b.icmp_signed("<", b.add(col, i64(d)), w["n"])
+                                    with b.if_then(inside):
+                                        target = b.gep(c, [b.add(at, i64(d))])
+                                        b.store(bits(b.load(cell)), target, align=2)
+
+
 def build_module(dtype: DType) -> ir.Module:
     """The NVPTX module with the `ptx_kernel` entry symbol(dtype)."""
     module, fn, w = entry_function(symbol(dtype))
-    outputs = ir.LiteralStructType([F32] * 4)
-    mma = ir.InlineAsm(
-        ir.FunctionType(outputs, [I32] * 6 + [F32] * 4),
-        instruction(dtype),
-        "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f",
-        side_effect=False,
-    )
-
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    acc = [[b.alloca(F32, name=f"acc{j}_{i}") for i in range(4)] for j in range(SUBTILES)]
-    for row in acc:
-        for cell in row:
-            b.store(ir.Constant(F32, 0.0), cell)
-    tid = sreg(b, "tid.x")
-    warp, lane = b.udiv(tid, i64(32)), b.urem(tid, i64(32))
-    group, member = b.lshr(lane, i64(2)), b.and_(lane, i64(3))
-    block = sreg(b, "ctaid.x")
-    tiles = b.mul(w["tiles_m"], w["tiles_n"])
-    batch, rest = b.udiv(block, tiles), b.urem(block, tiles)
-    row0 = b.add(b.mul(b.udiv(rest, w["tiles_n"]), i64(TILE_M)), b.mul(warp, i64(16)))
-    col0 = b.mul(b.urem(rest, w["tiles_n"]), i64(TILE_N))
-    t = I16.as_pointer()
-    a = b.gep(b.inttoptr(w["a"], t), [b.mul(batch, w["asb"])])
-    bm = b.gep(b.inttoptr(w["b"], t), [b.mul(batch, w["bsb"])])
-    c = b.gep(b.inttoptr(w["c"], t), [b.mul(batch, w["csb"])])
-    rows = (b.add(row0, group), b.add(row0, b.add(group, i64(8))))  # the fragments' two rows
-    pair = b.mul(member, i64(2))  # the first of this lane's two columns (A, C) or rows (B)
-
-    def element(base, r, col, limit_r, limit_c, rs, cs) -> ir.Value:
-        """base[r, col] as 32 bits, 0 outside [0, limit_r) x [0, limit_c): no load there."""
-        inside = b.and_(b.icmp_signed("<", r, limit_r), b.icmp_signed("<", col, limit_c))
-        at = b.add(b.mul(b.select(inside, r, i64(0)), rs), b.mul(b.select(inside, col, i64(0)), cs))
-        return b.zext(b.select(inside, b.load(b.gep(base, [at])), ir.Constant(I16, 0)), I32)
-
-    def packed(low: ir.Value, high: ir.Value) -> ir.Value:
-        return b.or_(low, b.shl(high, ir.Constant(I32, 16)))  # element i in the low half
-
-    def kstep(s):
-        k0 = b.add(b.mul(s, i64(STEP)), pair)
-        a_regs = []
-        for extra, r in ((0, rows[0]), (0, rows[1]), (8, rows[0]), (8, rows[1])):
-            cols = [b.add(k0, i64(extra + d)) for d in (0, 1)]
-            loads = [element(a, r, col, w["m"], w["k"], w["ars"], w["aks"]) for col in cols]
-            a_regs.append(packed(*loads))
-        for j in range(SUBTILES):
-            col = b.add(col0, b.add(i64(8 * j), group))
-            b_regs = []
-            for extra in (0, 8):
-                ks = [b.add(k0, i64(extra + d)) for d in (0, 1)]
-                loads = [element(bm, kk, col, w["k"], w["n"], w["brs"], w["bcs"]) for kk in ks]
-                b_regs.append(packed(*loads))
-            # convergent: no pass may move the warp-wide instruction into divergent code
-            d = b.call(mma, [*a_regs, *b_regs, *(b.load(x) for x in acc[j])], attrs=("convergent",))
-            for i, cell in enumerate(acc[j]):
-                b.store(b.extract_value(d, i), cell)
-
-    ksteps = b.udiv(b.add(w["k"], i64(STEP - 1)), i64(STEP))
-    LoopBuilder(b).counted(i64(0), ksteps, 1, kstep, "ks")
-    for j in range(SUBTILES):
-        for i, cell in enumerate(acc[j]):
-            r = rows[i // 2]
-            col = b.add(col0, b.add(i64(8 * j), b.add(pair, i64(i % 2))))
-            inside = b.and_(b.icmp_signed("<", r, w["m"]), b.icmp_signed("<", col, w["n"]))
-            with b.if_then(inside):
-                value = narrow(b, b.load(cell), dtype)
-                b.store(b.bitcast(value, I16), b.gep(c, [b.add(b.mul(r, w["ldc"]), col)]))
+    e = _Emitter(module, fn, w, dtype)
+    b = e.b
+    with b.if_else(e.fast_condition()) as (fast, direct):
+        with fast:
+            e.fast()
+            e.store(FRAG_N, e.wcol0)
+        with direct:
+            e.direct()
     b.ret_void()
     return module

@@ -5,7 +5,10 @@ other parts (rounding, comparison, state space, type) are read by the handler. I
 arithmetic wraps, shifts saturate as PTX's do, float arithmetic is IEEE round-to-nearest
 (exact fma included: fma.py), float-to-int conversions saturate and send NaN to 0. The
 `.approx` math (ex2, lg2, sin, cos, rsqrt, tanh) is computed in float64 and rounded: closer
-than the hardware's, so tests of it compare with a tolerance.
+than the hardware's, so tests of it compare with a tolerance. Warp-wide instructions (mma,
+ldmatrix) need their whole warp; cp.async copies land in shared memory only when a
+cp.async.wait of their own thread completes their group (AsyncCopies), the latest a GPU
+may, so a kernel that reads a stage too early reads stale bytes here too.
 """
 
 from __future__ import annotations
@@ -589,7 +592,9 @@ def _mov(m, ins, lanes):
 
 # -- memory --------------------------------------------------------------------------------
 def _space(ins: Instruction) -> str:
-    return next((p for p in ins.parts if p in SPACES), "generic")
+    """The instruction's state space (`.shared::cta` is `.shared`: the CTA's own window)."""
+    parts = ("shared" if p == "shared::cta" else p for p in ins.parts)
+    return next((p for p in parts if p in SPACES), "generic")
 
 
 def _vector(ins: Instruction) -> int:
@@ -731,6 +736,17 @@ def _shfl(m, ins, lanes):
 _MMA_FORM = ("sync", "aligned", "m16n8k16", "row", "col", "f32")
 
 
+def _whole_warps(m, lanes, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the warps here, each thread's warp's position among them, each thread's lane) for
+    a warp-wide `.aligned` instruction, which every thread of each warp must run."""
+    index = np.arange(m.n)[lanes]
+    warps, slot = np.unique(m.warp[index], return_inverse=True)
+    if np.any(np.bincount(slot) != 32):
+        raise m.fault("CUDA_ERROR_LAUNCH_FAILED", f"{what} runs without its whole warp")
+    lane = np.asarray(m.read(SReg("%laneid"), "u32", lanes)).astype(np.int64)
+    return warps, slot, lane
+
+
 def _halves(words: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
     """The (low, high) 16-bit elements of .f16x2/.bf16x2 registers, as float64."""
     parts = [(words & 0xFFFF).astype(np.uint16), (words >> 16).astype(np.uint16)]
@@ -750,11 +766,7 @@ def _mma(m, ins, lanes):
     form = tuple(ins.parts[1:7]), tuple(ins.parts[8:])
     if form != (_MMA_FORM, (kind, "f32")) or kind not in ("f16", "bf16"):
         raise m.fault("CUDA_ERROR_NOT_SUPPORTED", f"the emulator does not run {ins.opcode}")
-    index = np.arange(m.n)[lanes]
-    warps, slot = np.unique(m.warp[index], return_inverse=True)
-    if np.any(np.bincount(slot) != 32):
-        raise m.fault("CUDA_ERROR_LAUNCH_FAILED", "mma.sync runs without its whole warp")
-    lane = np.asarray(m.read(SReg("%laneid"), "u32", lanes)).astype(np.int64)
+    warps, slot, lane = _whole_warps(m, lanes, "mma.sync")
     group, pair = lane >> 2, 2 * (lane & 3)
     d, a, bv, c = (op.items for op in ins.operands)
     a_m = np.zeros((len(warps), 16, 16))
@@ -774,6 +786,151 @@ def _mma(m, ins, lanes):
     out = (a_m @ b_m + c_m).astype(np.float32)
     for k, (row, col) in enumerate(places):
         m.write(d[k], out[slot, row, col], lanes)
+
+
+_LDMATRIX_COUNTS = {"x1": 1, "x2": 2, "x4": 4}
+
+
+@handles("ldmatrix")
+def _ldmatrix(m, ins, lanes):
+    """ldmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}.shared{::cta}.b16 {d..}, [a]: each warp
+    loads 1, 2 or 4 matrices of 8 x 8 16-bit elements from shared memory. Lane 8 i + r gives
+    the address of row r of matrix i (its 16 bytes, 16-byte aligned); the addresses of the
+    lanes past the last matrix's (16 and up for .x2, 8 and up for .x1) are not read. Lane l
+    receives in d's register i the elements at row l / 4, columns 2 (l % 4) and 2 (l % 4) + 1
+    of matrix i, the first in the low half; with .trans those of its transpose: rows 2 (l % 4)
+    and 2 (l % 4) + 1 of column l / 4 (PTX ISA, "Warp-level matrix load instruction")."""
+    parts = ins.parts
+    count = _LDMATRIX_COUNTS.get(parts[4]) if len(parts) > 4 else None
+    trans = "trans" in parts
+    expected = ("ldmatrix", "sync", "aligned", "m8n8", parts[4] if count else "x?")
+    expected += ("trans",) * trans
+    if (
+        count is None
+        or parts[: len(expected)] != expected
+        or parts[len(expected) :] not in (("shared", "b16"), ("shared::cta", "b16"))
+    ):
+        raise m.fault("CUDA_ERROR_NOT_SUPPORTED", f"the emulator does not run {ins.opcode}")
+    dest, addr = ins.operands
+    targets = dest.items if isinstance(dest, Vec) else (dest,)
+    if len(targets) != count:
+        raise m.fault("CUDA_ERROR_ILLEGAL_INSTRUCTION", f"{ins.opcode} needs {count} registers")
+    warps, slot, lane = _whole_warps(m, lanes, "ldmatrix")
+    index = np.arange(m.n)[lanes]
+    gives = lane < 8 * count  # the lanes whose row addresses are read
+    at = _addresses(m, ins, addr, index[gives], "shared", 16)
+    rows = np.stack([m.memory.load(at + np.uint64(8 * h), np.uint64, ins.opcode) for h in (0, 1)])
+    matrices = np.zeros((len(warps), count, 8, 8), np.uint16)
+    matrices[slot[gives], lane[gives] >> 3, lane[gives] & 7] = rows.T.copy().view(np.uint16)
+    first, second = lane >> 2, 2 * (lane & 3)  # (row, column) of the low element
+    for i, reg in enumerate(targets):
+        if trans:
+            low, high = matrices[slot, i, second, first], matrices[slot, i, second + 1, first]
+        else:
+            low, high = matrices[slot, i, first, second], matrices[slot, i, first, second + 1]
+        m.write(reg, low.astype(np.uint32) | (high.astype(np.uint32) << np.uint32(16)), lanes)
+
+
+class AsyncCopies:
+    """A chunk's cp.async copies not yet complete, in issue order: for each instruction run,
+    its threads, the group each copy joins (its thread's count of commit_group before it),
+    the shared (generic) addresses it writes and the bytes it read, as 4- or 8-byte words."""
+
+    def __init__(self, n: int) -> None:
+        self.committed = np.zeros(n, np.int64)
+        self.pending: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def issue(self, threads: np.ndarray, dst: np.ndarray, words: np.ndarray) -> None:
+        self.pending.append((threads, self.committed[threads].copy(), dst, words))
+
+    def commit(self, threads: np.ndarray) -> None:
+        self.committed[threads] += 1
+
+    def wait(self, memory, threads: np.ndarray, newest: int, what: str) -> None:
+        """Complete the copies of `threads` in all their committed groups but the `newest`."""
+        limit = np.zeros(len(self.committed), np.int64)  # groups below it complete: none
+        limit[threads] = self.committed[threads] - newest
+        left = []
+        for who, group, dst, words in self.pending:
+            done = group < limit[who]
+            if done.any():
+                unit = words.dtype.itemsize
+                for w in range(words.shape[1]):
+                    memory.store(dst[done] + np.uint64(w * unit), words[done, w].copy(), what)
+            if not done.all():
+                keep = ~done
+                left.append((who[keep], group[keep], dst[keep], words[keep]))
+        self.pending = left
+
+
+_CP_ASYNC_SIZES = {"ca": (4, 8, 16), "cg": (16,)}
+
+
+@handles("cp")
+def _cp_async(m, ins, lanes):
+    """cp.async.{ca,cg}.shared{::cta}.global [dst], [src], cp-size{, src-size | ignore-src}
+    (.L2::cache_hint: a last policy operand; .L2::64B/128B/256B prefetch hints: ignored),
+    cp.async.commit_group, cp.async.wait_group N and cp.async.wait_all. A copy reads its
+    cp-size bytes (4, 8 or 16; .cg: 16) from global memory when issued, only the first
+    src-size of them (none under a true ignore-src predicate), the rest zeros; it writes
+    shared memory when a wait of its own thread completes its group, the latest a GPU
+    may: so a kernel reading its destination before waiting reads the old bytes, and
+    another thread sees them only after that wait and a barrier. Both addresses are
+    aligned to cp-size, as a GPU requires."""
+    parts, threads = ins.parts, np.arange(m.n)[lanes]
+    tail = parts[2:]
+    if parts[1] != "async" or not tail:
+        raise m.fault("CUDA_ERROR_NOT_SUPPORTED", f"the emulator does not run {ins.opcode}")
+    if tail == ("commit_group",):
+        m.copies.commit(threads)
+        return
+    if tail == ("wait_group",):
+        m.copies.wait(m.memory, threads, int(ins.operands[0].value), ins.opcode)
+        return
+    if tail == ("wait_all",):
+        m.copies.commit(threads)
+        m.copies.wait(m.memory, threads, 0, ins.opcode)
+        return
+    hints = [p for p in tail[3:] if p.startswith("L2::")]
+    if (
+        tail[0] not in _CP_ASYNC_SIZES
+        or tail[1] not in ("shared", "shared::cta")
+        or tail[2] != "global"
+        or len(tail) != 3 + len(hints)
+        or any(h not in ("L2::cache_hint", "L2::64B", "L2::128B", "L2::256B") for h in hints)
+    ):
+        raise m.fault("CUDA_ERROR_NOT_SUPPORTED", f"the emulator does not run {ins.opcode}")
+    ops = ins.operands[:-1] if "L2::cache_hint" in hints else ins.operands
+    dst_op, src_op, size_op, *extra = ops
+    size = int(size_op.value) if hasattr(size_op, "value") else 0
+    if size not in _CP_ASYNC_SIZES[tail[0]] or len(extra) > 1:
+        raise m.fault("CUDA_ERROR_ILLEGAL_INSTRUCTION", f"{ins.opcode}: bad operands")
+    count = m.count(lanes)
+    have = np.full(count, size, np.int64)  # the bytes read from the source
+    if extra and isinstance(extra[0], Reg) and m.fn.reg_type(extra[0].name.lstrip("!")) == "pred":
+        have = np.where(np.broadcast_to(_predicate(m, extra[0], lanes), (count,)), 0, size)
+    elif extra:
+        have = np.broadcast_to(np.asarray(m.read(extra[0], "u32", lanes)), (count,))
+        have = have.astype(np.int64)
+        if np.any(have > size):
+            raise m.fault(
+                "CUDA_ERROR_ILLEGAL_INSTRUCTION", f"src-size {int(have.max())} > cp-size {size}"
+            )
+    dst = _addresses(m, ins, dst_op, lanes, "shared", size)
+    src = np.broadcast_to(_addresses(m, ins, src_op, lanes, "global", size), (count,))
+    unit = min(size, 8)
+    words = np.zeros((count, size // unit), UNSIGNED[unit])
+    full = have == size
+    for w in range(size // unit):
+        words[full, w] = m.memory.load(src[full] + np.uint64(w * unit), UNSIGNED[unit], ins.opcode)
+    part = np.nonzero((have > 0) & ~full)[0]
+    if len(part):  # only the first src-size bytes are read: the rest may lie past the data
+        some = np.zeros((len(part), size), np.uint8)
+        for j in range(size):
+            read = have[part] > j
+            some[read, j] = m.memory.load(src[part[read]] + np.uint64(j), np.uint8, ins.opcode)
+        words[part] = some.view(UNSIGNED[unit])
+    m.copies.issue(threads, dst, words)
 
 
 @handles("vote")

@@ -97,6 +97,7 @@ class Chunk:
         self.stack = np.full(n, self.stack_base, np.uint64)
         if self.local_bytes:
             self._window(LOCAL_BASE, n * self.local_bytes)
+        self.copies = instructions.AsyncCopies(n)  # cp.async copies in flight
         self.at: Instruction | None = None
         self.serial = WARP_SERIAL
 
@@ -336,11 +337,11 @@ class Chunk:
 
 def _waits_for(ins: Instruction) -> str | None:
     """Whom the instruction waits for: its CTA (barriers), its warp (bar.warp.sync, shuffles,
-    votes, mma), or nobody."""
+    votes, mma, ldmatrix), or nobody."""
     head = ins.parts[0]
     if head in ("bar", "barrier"):
         return "warp" if ins.parts[1] == "warp" else "cta"
-    return "warp" if head in ("shfl", "vote", "mma") else None
+    return "warp" if head in ("shfl", "vote", "mma", "ldmatrix") else None
 
 
 def _type_of(values: np.ndarray) -> str:

@@ -466,3 +466,195 @@ def test_mma_without_its_whole_warp_is_a_launch_failure():
     text = kernel(_mma_body("f16"), shared="\t.reg .f32 %f<16>;\n")
     err, _ = launch(text, np.zeros((16, 4), np.float32), np.zeros((16, 10), np.uint32), 1, 16)
     assert "mma.sync runs without its whole warp" in fault_text(err)
+
+
+# -- ldmatrix and cp.async ------------------------------------------------------------------
+ROWS = "\t.shared .align 16 .b8 rows[512];\n"
+FAR = 0x100000  # a row index whose address lies far past the window: reading it would fault
+
+
+def _ldmatrix_body(shape: str, trans: bool) -> str:
+    """Threads copy in's 32 rows of 8 halves to shared memory; thread t gives row table[t]
+    (in's words 128 + t) to ldmatrix and stores its registers to out[4 t ..]."""
+    count = int(shape[1])
+    body = "\tand.b32 %r5, %r1, 31;\n\tmul.wide.u32 %rd3, %r5, 16;\n\tadd.s64 %rd4, %rd2, %rd3;\n"
+    body += "\tld.global.v4.u32 {%r10, %r11, %r12, %r13}, [%rd4];\n"
+    body += "\tmov.u64 %rd9, rows;\n\tadd.s64 %rd10, %rd9, %rd3;\n"
+    body += "\tst.shared.v4.u32 [%rd10], {%r10, %r11, %r12, %r13};\n\tbar.sync 0;\n"
+    body += "\tmul.wide.u32 %rd5, %r1, 4;\n\tadd.s64 %rd6, %rd2, %rd5;\n"
+    body += "\tld.global.u32 %r6, [%rd6+512];\n\tmul.wide.u32 %rd7, %r6, 16;\n"
+    body += "\tadd.s64 %rd8, %rd9, %rd7;\n"
+    regs = ", ".join(f"%r{20 + i}" for i in range(count))
+    body += f"\tldmatrix.sync.aligned.m8n8.{shape}{'.trans' if trans else ''}.shared.b16"
+    body += f" {{{regs}}}, [%rd8];\n"
+    body += "\tmul.wide.u32 %rd11, %r1, 16;\n\tadd.s64 %rd12, %rd1, %rd11;\n"
+    body += "".join(f"\tst.global.u32 [%rd12+{4 * i}], %r{20 + i};\n" for i in range(count))
+    return body
+
+
+@pytest.mark.parametrize("trans", [False, True], ids=["rows", "trans"])
+@pytest.mark.parametrize("shape", ["x1", "x2", "x4"])
+def test_ldmatrix_gives_each_lane_the_ptx_isas_elements(shape, trans):
+    count = int(shape[1])
+    rng = np.random.default_rng(count + 3 * trans)
+    data = rng.integers(0, 1 << 16, (32, 8), dtype=np.uint16)
+    table = np.stack([rng.permutation(32) for _ in range(2)]).astype(np.uint32)  # per warp
+    table[:, 8 * count :] = FAR  # lanes whose addresses ldmatrix does not read
+    inp = np.concatenate([data.reshape(-1).view(np.uint32), table.reshape(-1)])
+    err, got = launch(
+        kernel(_ldmatrix_body(shape, trans), ROWS), np.zeros((64, 4), np.uint32), inp, 1, 64
+    )
+    assert err == driver.OK, fault_text(err)
+    for t in range(64):
+        warp, lane = divmod(t, 32)
+        for i in range(count):
+            # matrix i: the rows that lanes 8 i .. 8 i + 7 of this warp pointed at
+            matrix = data[table[warp, 8 * i : 8 * i + 8]]
+            if trans:  # "the matrix is loaded in column-major format": lane l holds its
+                matrix = matrix.T  # transpose's elements where it would hold the matrix's
+            low, high = matrix[lane // 4, 2 * (lane % 4)], matrix[lane // 4, 2 * (lane % 4) + 1]
+            assert got[t, i] == int(low) | int(high) << 16, (t, i)
+        assert not got[t, count:].any()
+
+
+def test_ldmatrix_loads_the_fragments_mma_takes():
+    # A (16 x 16, row-major) by ldmatrix.x4 and B (16 x 8, K x N row-major) by
+    # ldmatrix.x2.trans, with CUTLASS's lane addresses, feed mma.sync straight: D = A B
+    rng = np.random.default_rng(9)
+    a = rng.integers(-8, 9, (16, 16)).astype(np.float16)
+    b = rng.integers(-8, 9, (16, 8)).astype(np.float16)
+    body = "\tmov.u64 %rd9, rows;\n"  # A at rows[0..512), B at rows[512..768)
+    body += (
+        "\tmul.wide.u32 %rd3, %r1, 16;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tadd.s64 %rd10, %rd9, %rd3;\n"
+    )
+    body += "\tld.global.v4.u32 {%r10, %r11, %r12, %r13}, [%rd4];\n"
+    body += "\tst.shared.v4.u32 [%rd10], {%r10, %r11, %r12, %r13};\n"
+    body += "\tld.global.v4.u32 {%r10, %r11, %r12, %r13}, [%rd4+512];\n"
+    body += "\tst.shared.v4.u32 [%rd10+512], {%r10, %r11, %r12, %r13};\n\tbar.sync 0;\n"
+    # A: lane l points at row l % 16, columns 8 (l / 16) ..; B: lane l at row l % 16
+    body += "\tand.b32 %r5, %r1, 15;\n\tshr.u32 %r6, %r1, 4;\n"
+    body += "\tmul.wide.u32 %rd5, %r5, 32;\n\tmul.wide.u32 %rd6, %r6, 16;\n"
+    body += "\tadd.s64 %rd7, %rd9, %rd5;\n\tadd.s64 %rd7, %rd7, %rd6;\n"
+    body += "\tldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r20, %r21, %r22, %r23}, [%rd7];\n"
+    body += "\tmul.wide.u32 %rd8, %r5, 16;\n\tadd.s64 %rd8, %rd8, %rd9;\n"
+    body += "\tldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%r24, %r25}, [%rd8+512];\n"
+    body += "\tmov.f32 %f1, 0f00000000;\n"
+    body += (
+        "\tmma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f5,%f6,%f7,%f8},"
+        " {%r20,%r21,%r22,%r23}, {%r24,%r25}, {%f1,%f1,%f1,%f1};\n"
+    )
+    body += "\tmul.wide.u32 %rd11, %r1, 16;\n\tadd.s64 %rd12, %rd1, %rd11;\n"
+    body += "".join(f"\tst.global.f32 [%rd12+{4 * k}], %f{5 + k};\n" for k in range(4))
+    shared = "\t.shared .align 16 .b8 rows[1024];\n\t.reg .f32 %f<16>;\n"
+    pad = np.zeros(128, np.float16)  # thread t copies bytes 16 t of A and of B and padding
+    inp = np.concatenate([a.reshape(-1), b.reshape(-1), pad]).view(np.uint32)
+    err, got = launch(kernel(body, shared), np.zeros((32, 4), np.float32), inp, 1, 32)
+    assert err == driver.OK, fault_text(err)
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    for lane in range(32):
+        assert got[lane].tolist() == [want[p] for p in _fragments(lane)[2]]
+
+
+def test_ldmatrix_faults_on_a_misaligned_row_and_without_its_whole_warp():
+    body = "\tmov.u64 %rd9, rows;\n\tmul.wide.u32 %rd3, %r1, 8;\n\tadd.s64 %rd4, %rd9, %rd3;\n"
+    body += "\tldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r20}, [%rd4];\n"  # lane 1: 8 bytes in
+    err, _ = launch(kernel(body, ROWS), np.zeros(1, np.uint32), np.zeros(1, np.uint32), 1, 32)
+    assert err == driver.CUresult.CUDA_ERROR_MISALIGNED_ADDRESS
+    body = "\tmov.u64 %rd9, rows;\n\tldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r20}, [%rd9];\n"
+    err, _ = launch(kernel(body, ROWS), np.zeros(1, np.uint32), np.zeros(1, np.uint32), 1, 16)
+    assert "ldmatrix runs without its whole warp" in fault_text(err)
+
+
+SLOTS = "\t.shared .align 16 .b8 slots[2048];\n"
+SENTINEL = 0xAAAAAAAA
+
+
+def _snapshot(k: int) -> str:
+    """PTX storing the thread's 48 bytes of slots to out[48 t + 12 k ..] (words)."""
+    out = ""
+    for part in range(3):
+        regs = ", ".join(f"%r{10 + i}" for i in range(4))
+        out += f"\tld.shared.v4.u32 {{{regs}}}, [%rd11+{16 * part}];\n"
+        out += f"\tst.global.v4.u32 [%rd5+{48 * k + 16 * part}], {{{regs}}};\n"
+    return out
+
+
+def test_cp_async_completes_by_group_and_fills_zeros_past_src_size():
+    # thread t: group 0 copies 16 bytes (cg), group 1 the first t % 17 of 16 (ca, src-size),
+    # then 8 bytes and 4 bytes (ignored source where t is odd) stay uncommitted; the slots
+    # are read before any wait, after wait_group 1, wait_group 0 and wait_all
+    body = "\tmov.u64 %rd9, slots;\n\tmul.wide.u32 %rd10, %r1, 64;\n\tadd.s64 %rd11, %rd9, %rd10;\n"
+    body += f"\tmov.u32 %r20, {SENTINEL};\n"
+    body += "".join(
+        f"\tst.shared.v4.u32 [%rd11+{16 * p}], {{%r20, %r20, %r20, %r20}};\n" for p in range(3)
+    )
+    body += "\tmul.wide.u32 %rd3, %r1, 32;\n\tadd.s64 %rd4, %rd2, %rd3;\n"
+    body += "\tmul.wide.u32 %rd6, %r1, 192;\n\tadd.s64 %rd5, %rd1, %rd6;\n"
+    body += "\trem.u32 %r6, %r1, 17;\n\tand.b32 %r7, %r1, 1;\n\tsetp.eq.u32 %p2, %r7, 1;\n"
+    body += "\tcp.async.cg.shared.global [%rd11], [%rd4], 16;\n\tcp.async.commit_group;\n"
+    body += "\tcp.async.ca.shared.global [%rd11+16], [%rd4+16], 16, %r6;\n"
+    body += "\tcp.async.commit_group;\n"
+    body += "\tcp.async.ca.shared.global [%rd11+32], [%rd4+8], 8;\n"
+    body += "\tcp.async.ca.shared.global [%rd11+40], [%rd4+4], 4, %p2;\n"
+    body += _snapshot(0) + "\tcp.async.wait_group 1;\n" + _snapshot(1)
+    body += "\tcp.async.wait_group 0;\n" + _snapshot(2)
+    body += "\tcp.async.wait_all;\n" + _snapshot(3)
+    source = np.random.default_rng(4).integers(1, 255, (32, 32), dtype=np.uint8)
+    err, got = launch(kernel(body, SLOTS), np.zeros((32, 4, 48), np.uint8), source, 1, 32)
+    assert err == driver.OK, fault_text(err)
+    for t in range(32):
+        want = np.full(48, 0xAA, np.uint8)
+        assert got[t, 0].tolist() == want.tolist()  # nothing lands before a wait
+        want[:16] = source[t, :16]
+        assert got[t, 1].tolist() == want.tolist()
+        want[16:32] = 0
+        want[16 : 16 + t % 17] = source[t, 16 : 16 + t % 17]
+        assert got[t, 2].tolist() == want.tolist()  # uncommitted copies are not waited for
+        want[32:40] = source[t, 8:16]
+        want[40:44] = 0 if t % 2 else source[t, 4:8]
+        assert got[t, 3].tolist() == want.tolist()
+
+
+def test_cp_async_results_reach_other_threads_through_a_wait_and_a_barrier():
+    # each thread copies its word into slot t, then reads the slot of t ^ 1
+    body = "\tmov.u64 %rd9, slots;\n\tmul.wide.u32 %rd10, %r1, 16;\n\tadd.s64 %rd11, %rd9, %rd10;\n"
+    body += "\tadd.s64 %rd4, %rd2, %rd10;\n\tcp.async.ca.shared.global [%rd11], [%rd4], 4;\n"
+    body += "\tcp.async.commit_group;\n\tbar.sync 0;\n"  # no wait: the copy may not be there
+    body += (
+        "\txor.b32 %r6, %r1, 1;\n\tmul.wide.u32 %rd12, %r6, 16;\n\tadd.s64 %rd13, %rd9, %rd12;\n"
+    )
+    body += "\tld.shared.u32 %r7, [%rd13];\n\tcp.async.wait_group 0;\n\tbar.sync 0;\n"
+    body += "\tld.shared.u32 %r8, [%rd13];\n"
+    body += "\tmul.wide.u32 %rd3, %r1, 8;\n\tadd.s64 %rd5, %rd1, %rd3;\n"
+    body += "\tst.global.u32 [%rd5], %r7;\n\tst.global.u32 [%rd5+4], %r8;\n"
+    source = np.zeros((64, 4), np.uint32)
+    source[:, 0] = np.arange(64) + 1000
+    err, got = launch(kernel(body, SLOTS), np.zeros((64, 2), np.uint32), source, 1, 64)
+    assert err == driver.OK, fault_text(err)
+    assert not got[:, 0].any() and got[:, 1].tolist() == [1000 + (t ^ 1) for t in range(64)]
+
+
+@pytest.mark.parametrize(
+    "copy, code",
+    [
+        ("cp.async.cg.shared.global [%rd9], [%rd2+8], 16;", "CUDA_ERROR_MISALIGNED_ADDRESS"),
+        ("cp.async.ca.shared.global [%rd9+4], [%rd2], 8;", "CUDA_ERROR_MISALIGNED_ADDRESS"),
+        ("cp.async.ca.shared.global [%rd9], [%rd2+4096], 16;", "CUDA_ERROR_ILLEGAL_ADDRESS"),
+    ],
+    ids=["source", "destination", "past-the-data"],
+)
+def test_cp_async_faults_where_a_gpu_would(copy, code):
+    body = f"\tmov.u64 %rd9, slots;\n\t{copy}\n\tcp.async.wait_all;\n"
+    err, _ = launch(kernel(body, SLOTS), np.zeros(1, np.uint32), np.zeros(16, np.uint32), 1, 1)
+    assert err == driver.CUresult[code], fault_text(err)
+
+
+def test_cp_async_with_src_size_zero_reads_nothing():
+    # a zero-filling copy names an address past the data: nothing is read, zeros land
+    body = "\tmov.u64 %rd9, slots;\n\tmov.u32 %r6, 0;\n"
+    body += "\tcp.async.cg.shared.global [%rd9], [%rd2+4096], 16, %r6;\n\tcp.async.wait_all;\n"
+    body += "\tld.shared.v4.u32 {%r10, %r11, %r12, %r13}, [%rd9];\n"
+    body += "\tst.global.v4.u32 [%rd1], {%r10, %r11, %r12, %r13};\n"
+    err, got = launch(kernel(body, SLOTS), np.ones(4, np.uint32), np.zeros(16, np.uint32), 1, 1)
+    assert err == driver.OK, fault_text(err)
+    assert got.tolist() == [0, 0, 0, 0]
