@@ -658,3 +658,48 @@ def test_cp_async_with_src_size_zero_reads_nothing():
     err, got = launch(kernel(body, SLOTS), np.ones(4, np.uint32), np.zeros(16, np.uint32), 1, 1)
     assert err == driver.OK, fault_text(err)
     assert got.tolist() == [0, 0, 0, 0]
+
+
+# -- packing: bfi (LLVM builds small-integer vectors with it) and cvt to f16x2/bf16x2
+def _bfi(pos: int, length: int) -> int:
+    body = "\tmov.u32 %r6, 0xABCD1234;\n\tmov.u32 %r7, 0x55555555;\n"
+    body += f"\tmov.u32 %r10, {pos};\n\tmov.u32 %r11, {length};\n"  # registers: any value
+    body += "\tbfi.b32 %r8, %r6, %r7, %r10, %r11;\n\tst.global.u32 [%rd1], %r8;\n"
+    err, got = launch(kernel(body), np.zeros(1, np.uint32), np.zeros(1, np.uint32), 1, 1)
+    assert err == driver.OK, fault_text(err)
+    return int(got[0])
+
+
+@pytest.mark.parametrize(
+    ("pos", "length", "want"),
+    [
+        (8, 8, 0x55553455),  # a's low byte 0x34 into bits 8..15
+        (0, 0, 0x55555555),  # no bits: b unchanged
+        (0, 32, 0xABCD1234),  # every bit: a
+        (28, 8, 0x45555555),  # past the msb: a's low nibble 0x4 only
+        (32, 4, 0x55555555),  # a position past the msb inserts nothing
+        (0x104, 0x104, 0x55555545),  # pos and len take their low 8 bits: 4, 4
+    ],
+)
+def test_bfi_inserts_a_field_clipped_at_the_msb(pos, length, want):
+    assert _bfi(pos, length) == want
+
+
+def test_cvt_packs_two_rounded_halves_high_first():
+    body = "\tld.global.f32 %f1, [%rd2];\n\tld.global.f32 %f2, [%rd2+4];\n"
+    body += "\tcvt.rn.f16x2.f32 %r8, %f1, %f2;\n\tcvt.rn.bf16x2.f32 %r9, %f1, %f2;\n"
+    body += "\tst.global.u32 [%rd1], %r8;\n\tst.global.u32 [%rd1+4], %r9;\n"
+    text = kernel(body).replace("\t.reg .b32 %r<32>;", "\t.reg .b32 %r<32>;\n\t.reg .f32 %f<4>;")
+    values = np.array([1.0 + 2**-11 + 2**-20, -np.inf], np.float32)  # rounds up / stays
+    err, got = launch(text, np.zeros(2, np.uint32), values, 1, 1)
+    assert err == driver.OK, fault_text(err)
+    halves = values.astype(np.float16).view(np.uint16).astype(np.uint32)
+    assert got[0] == (halves[0] << 16) | halves[1]
+    assert got[1] == (0x3F80 << 16) | 0xFF80  # bfloat16: 1.0 (the tail rounds off), -inf
+
+
+def test_cvt_pairs_take_only_round_to_nearest():
+    body = "\tmov.f32 %f1, 0f3F800000;\n\tcvt.rz.f16x2.f32 %r8, %f1, %f1;\n"
+    text = kernel(body).replace("\t.reg .b32 %r<32>;", "\t.reg .b32 %r<32>;\n\t.reg .f32 %f<4>;")
+    err, _ = launch(text, np.zeros(1, np.uint32), np.zeros(1, np.uint32), 1, 1)
+    assert err != driver.OK and "only .rn" in fault_text(err)
