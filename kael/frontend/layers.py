@@ -1,13 +1,14 @@
 """torch.nn.functional's small layers, composed from kael's ops: linear, bilinear,
 embedding, one_hot, normalize, rms_norm, pixel_shuffle and pixel_unshuffle (each works eagerly, inside
-@kael.compile and on cuda tensors, as its ops do)."""
+@kael.compile and on cuda tensors, as its ops do; eager rms_norm of a cuda tensor runs the
+GPU's row kernel instead)."""
 
 from __future__ import annotations
 
 import math
 
 from kael.frontend import elementwise as ew
-from kael.frontend import factories, index_ops, linalg, reductions, views
+from kael.frontend import factories, gpu_rows, index_ops, linalg, reductions, views
 from kael.frontend.formula import launch
 from kael.frontend.margins import distance
 from kael.frontend.outputs import tensor_arg
@@ -78,7 +79,9 @@ def rms_norm(
     input: Tensor, normalized_shape, weight: Tensor | None = None, eps: float | None = None
 ) -> Tensor:
     """x / sqrt(mean(x^2 over the last len(normalized_shape) dims) + eps) * weight; eps
-    None is the machine epsilon of the compute dtype, as in PyTorch."""
+    None is the machine epsilon of the compute dtype, as in PyTorch. Eager on a cuda
+    tensor (weight of its dtype, or none), one row kernel computes the same composition
+    (frontend/gpu_rows.py)."""
     x = tensor_arg(input, "rms_norm")
     if not x.dtype.is_floating_point:
         raise TypeError(f"rms_norm: expected a floating point input, got {x.dtype}")
@@ -92,6 +95,9 @@ def rms_norm(
         raise ValueError(f"rms_norm: weight of shape {list(weight.shape)}, expected {list(shape)}")
     if eps is None:
         eps = _MACHINE_EPS[x.dtype]
+    plain = weight is None or (type(weight) is Tensor and gpu_rows.params_fit(x._impl, weight))
+    if plain and shape and type(eps) in (int, float) and gpu_rows.takes(x._impl, len(shape)):
+        return Tensor(gpu_rows.rms_norm(x._impl, len(shape), weight, eps))
     dims = tuple(range(x.ndim - len(shape), x.ndim))
     wide = x.float() if x.dtype.is_half else x  # PyTorch: half types in float32
     scale = (reductions.mean(wide * wide, dims, keepdim=True) + eps).rsqrt()

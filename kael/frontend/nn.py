@@ -2,14 +2,16 @@
 (kael.nn.functional re-exports all but logsumexp, which torch.nn.functional lacks).
 
 Rows along the last dimension(s) of a contiguous CPU tensor run the fused row kernels
-of codegen/cpu/rows.py. Other layouts (and devices) of softmax, log_softmax and
-logsumexp take the book's composed path of kael ops (amax and sum with keepdim, sub,
-exp, log, div, where), and so does a trace: under @kael.compile those ops fuse with the
-ops around them into one row group. From GENERATED_FROM_BYTES up, an eager CPU call runs
-that composition as a compiled plan (faster than the row kernels, but each new shape
-costs a trace). cross_entropy and layer_norm copy their rows
-contiguous first (the class dim moved last); under a trace they are extern steps (their
-row kernels keep numerics the composed ops lack: float64 moments, overflow-free squares).
+of codegen/cpu/rows.py. Eager softmax, log_softmax and layer_norm of a cuda tensor whose
+rows lie one stride apart run the GPU's (codegen/ptx/rows.py, by frontend/gpu_rows.py),
+float16 and bfloat16 rows loaded as they are. Other layouts and devices of softmax,
+log_softmax and logsumexp take the book's composed path of kael ops (amax and sum with
+keepdim, sub, exp, log, div, where), and so does a trace: under @kael.compile those ops
+fuse with the ops around them into one row group. From GENERATED_FROM_BYTES up, an eager
+CPU call runs that composition as a compiled plan (faster than the row kernels, but each
+new shape costs a trace). cross_entropy and layer_norm copy their rows contiguous first
+(the class dim moved last); under a trace they are extern steps (their row kernels keep
+numerics the composed ops lack: float64 moments, overflow-free squares).
 Integer and bool inputs become float32 (the book's as_floating); float16 and bfloat16
 inputs compute in float32 and round their results once (frontend/opmath.py).
 """
@@ -20,7 +22,7 @@ import math
 from collections.abc import Callable
 
 from kael.codegen.cpu import rows
-from kael.frontend import eager, factories, fastpath, plan, reductions, views
+from kael.frontend import eager, factories, fastpath, gpu_rows, plan, reductions, views
 from kael.frontend import elementwise as ew
 from kael.frontend.compiled import CompiledFunction
 from kael.frontend.opmath import in_float32
@@ -161,14 +163,20 @@ def _generated_softmax(kernel: str, x: Tensor, d: int) -> Tensor:
 
 
 def _softmax(kernel: str, x, dim, dtype) -> Tensor:
+    """softmax or log_softmax over `dim` (see the module): the GPU's row kernel, which loads
+    float16 and bfloat16 as they are; else those through float32, rounded once."""
     x = _as_floating(x, kernel, dtype)
     impl = x._impl
     d = views.wrap_dim(dim, x.ndim)
     if impl.numel() == 0:
         return Tensor(empty_impl(impl.shape, impl.dtype, impl.device))
+    dims = (d,) if x.ndim else ()  # a 0-d tensor is one row of one element
+    if dims == tuple(range(x.ndim - len(dims), x.ndim)) and gpu_rows.takes(impl, len(dims)):
+        return Tensor(gpu_rows.softmax(kernel, impl, len(dims)))
+    if impl.dtype.is_half:  # in float32, rounded once (frontend/opmath.py)
+        return _softmax(kernel, x.float(), d, None).to(impl.dtype)
     if _generated(impl):
         return _generated_softmax(kernel, x, d)
-    dims = (d,) if x.ndim else ()  # a 0-d tensor is one row of one element
     if not _fused(impl, dims):
         return _composed_softmax(x, d, kernel == "log_softmax")
     out = empty_impl(impl.shape, impl.dtype, CPU)
@@ -176,13 +184,11 @@ def _softmax(kernel: str, x, dim, dtype) -> Tensor:
     return Tensor(out)
 
 
-@in_float32
 def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     """exp(x - max) / sum(exp(x - max)) along `dim`: no overflow for large entries."""
     return _softmax("softmax", input, dim, dtype)
 
 
-@in_float32
 def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     """(x - max) - log(sum(exp(x - max))) along `dim`: exact where log(softmax(x)) is -inf."""
     return _softmax("log_softmax", input, dim, dtype)
@@ -388,8 +394,8 @@ def _normalized_shape(normalized_shape) -> tuple[int, ...]:
 def _composed_layer_norm(
     x: Tensor, dims: tuple[int, ...], w: TensorImpl | None, b: TensorImpl | None, eps: float
 ) -> Tensor:
-    """layer_norm from kael's reductions and elementwise ops (for devices without the row
-    kernel): moments in float64, as the row kernel takes them for float32 rows, then
+    """layer_norm from kael's reductions and elementwise ops (for what no row kernel takes:
+    a GPU tensor's other layouts and mixed dtypes): moments in float64, as the row kernel takes them for float32 rows, then
     normalized, narrowed, scaled and shifted in the element type."""
     wide = x if x.dtype is float64 else x.to(float64)
     centred = wide - wide.mean(dims, keepdim=True)
@@ -400,7 +406,6 @@ def _composed_layer_norm(
     return y if b is None else y + Tensor(b)
 
 
-@in_float32
 def layer_norm(
     input: Tensor,
     normalized_shape,
@@ -410,6 +415,40 @@ def layer_norm(
 ) -> Tensor:
     """(x - mean) / sqrt(var + eps) over the trailing `normalized_shape` dims (biased
     variance, two passes), times weight, plus bias."""
+    on_device = _layer_norm_on_device(input, normalized_shape, weight, bias, eps)
+    if on_device is not None:
+        return on_device
+    return _layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def _layer_norm_on_device(input, normalized_shape, weight, bias, eps) -> Tensor | None:
+    """layer_norm by the GPU's row kernel (frontend/gpu_rows.py) for a plain call: a cuda
+    float input whose trailing dims are normalized_shape, weight and bias None or of
+    that shape and the input's dtype and device. None for any other call, which the full
+    path checks and runs."""
+    if type(input) is not Tensor or input._impl.device is CPU:
+        return None
+    shape = _normalized_shape(normalized_shape)  # the full path's first checks, as it raises
+    eps = float_arg(eps, "layer_norm", "eps")
+    impl, k = input._impl, len(shape)
+    params = [p for p in (weight, bias) if p is not None]
+    plain = (
+        impl.shape[max(len(impl.shape) - k, 0) :] == shape
+        and all(type(p) is Tensor and p.shape == shape for p in params)
+        and gpu_rows.params_fit(impl, *params)
+        and gpu_rows.takes(impl, k)
+    )
+    return Tensor(gpu_rows.layer_norm(impl, k, weight, bias, eps)) if plain else None
+
+
+@in_float32
+def _layer_norm(
+    input: Tensor,
+    normalized_shape,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
     shape = _normalized_shape(normalized_shape)
     eps = float_arg(eps, "layer_norm", "eps")
     x = _as_floating(input, "layer_norm")

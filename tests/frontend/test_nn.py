@@ -120,6 +120,19 @@ def test_dtype_argument_converts_before_computing(name):
     )
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("name", list(SOFTMAXES))
+def test_a_half_dtype_argument_computes_in_float32_and_rounds_once(name, dtype):
+    base = _random((4, 9), seed=3)
+    got = getattr(kael, name)(to_kael(base), -1, dtype=KAEL_DTYPES[dtype])
+    want = SOFTMAXES[name](base, -1, dtype=dtype)
+    assert got.dtype is KAEL_DTYPES[dtype]
+    # the input rounded to the dtype first, as torch does; computed in float32, rounded once
+    np.testing.assert_allclose(got.float().numpy(), want.float().numpy(), rtol=8e-3, atol=1e-3)
+    half_input = getattr(kael, name)(to_kael(base).to(got.dtype), -1)
+    np.testing.assert_array_equal(got.float().numpy(), half_input.float().numpy())
+
+
 @pytest.mark.parametrize("name", list(SOFTMAXES))
 def test_an_integer_dtype_argument_is_a_type_error_naming_it(name):
     with pytest.raises(kael.TypeError, match="int64"):
