@@ -66,23 +66,24 @@ def _no_expr(*_):
     raise AssertionError("row kernels emit math on values only")
 
 
-def _nan_max(b: ir.IRBuilder, m: ir.Value, x: ir.Value) -> ir.Value:
+def nan_max(b: ir.IRBuilder, m: ir.Value, x: ir.Value) -> ir.Value:
     """max(m, x) where a NaN on either side wins (and stays)."""
     take = b.or_(b.fcmp_ordered(">", x, m), b.fcmp_unordered("uno", x, x))
     return b.select(take, x, m)
 
 
-def _fadd(b: ir.IRBuilder, a: ir.Value, x: ir.Value) -> ir.Value:
+def fadd(b: ir.IRBuilder, a: ir.Value, x: ir.Value) -> ir.Value:
+    """a + x: the combining step of a float sum, as a function to pass around."""
     return b.fadd(a, x)
 
 
-def _two_sum_error(b: ir.IRBuilder, x: ir.Value, y: ir.Value, s: ir.Value) -> ir.Value:
+def two_sum_error(b: ir.IRBuilder, x: ir.Value, y: ir.Value, s: ir.Value) -> ir.Value:
     """(x + y) - s exactly, for s = x + y rounded (Knuth's TwoSum)."""
     yy = b.fsub(s, x)
     return b.fadd(b.fsub(x, b.fsub(s, yy)), b.fsub(y, yy))
 
 
-def _inverse_unit(b: ir.IRBuilder, m: ir.Value) -> ir.Value:
+def inverse_unit(b: ir.IRBuilder, m: ir.Value) -> ir.Value:
     """2^-e for the power of two 2^e at or below the float64 m, e clamped to [-1022, 1022]
     (both normal), read from m's exponent bits; 1 when m is inf or NaN."""
     biased = b.and_(b.lshr(b.bitcast(m, I64), i64(52)), i64(0x7FF))
@@ -234,7 +235,7 @@ def _softmax(module: ir.Module, symbol: str, dtype: DType, log: bool) -> None:
     r = _Row(module, symbol, dtype, ("x", "out", "cols"))
     b, cols = r.b, r.w["cols"]
     xs, outs = r.ptr("x"), r.ptr("out")
-    top, total = r.acc(r.t, -INF, _nan_max), r.acc(F64, 0.0, _fadd)
+    top, total = r.acc(r.t, -INF, nan_max), r.acc(F64, 0.0, fadd)
 
     def row(i):
         x, out = r.row_ptr(xs, i, cols), r.row_ptr(outs, i, cols)
@@ -262,7 +263,7 @@ def _logsumexp(module: ir.Module, symbol: str, dtype: DType) -> None:
     r = _Row(module, symbol, dtype, ("x", "out", "cols"))
     b, cols = r.b, r.w["cols"]
     xs, outs = r.ptr("x"), r.ptr("out")
-    top, total = r.acc(r.t, -INF, _nan_max), r.acc(F64, 0.0, _fadd)
+    top, total = r.acc(r.t, -INF, nan_max), r.acc(F64, 0.0, fadd)
 
     def row(i):
         x = r.row_ptr(xs, i, cols)
@@ -281,8 +282,8 @@ def _layer_norm(module: ir.Module, symbol: str, dtype: DType, affine: str) -> No
     b, cols = r.b, r.w["cols"]
     xs, outs, weight, bias = r.ptr("x"), r.ptr("out"), r.ptr("weight"), r.ptr("bias")
     eps = b.bitcast(r.w["eps"], F64)
-    total, deviations, squares = (r.acc(F64, 0.0, _fadd) for _ in range(3))
-    top = r.acc(F64, 0.0, _nan_max)
+    total, deviations, squares = (r.acc(F64, 0.0, fadd) for _ in range(3))
+    top = r.acc(F64, 0.0, nan_max)
     n = b.sitofp(cols, F64)
     inv_n = b.fdiv(ir.Constant(F64, 1.0), n)
     zero = ir.Constant(F64, 0.0)
@@ -325,7 +326,7 @@ def _layer_norm(module: ir.Module, symbol: str, dtype: DType, affine: str) -> No
         rstd, so x - hi is exact near the mean and a constant row gives 0 exactly."""
         if dtype is float64:
             hi = b.fadd(mean, delta)
-            err = _two_sum_error(b, mean, delta, hi)
+            err = two_sum_error(b, mean, delta, hi)
         else:
             hi = r.narrow(mean)
             err = b.fsub(mean, r.wide(hi, 1))
@@ -353,7 +354,7 @@ def _layer_norm(module: ir.Module, symbol: str, dtype: DType, affine: str) -> No
         r.each(
             cols, lambda j, w: top.update(w, r.intrinsic("llvm.fabs", value(x, j, w, None))), "top"
         )
-        inv = _inverse_unit(b, top.total())
+        inv = inverse_unit(b, top.total())
         mean, delta, var, _ = moments(x, inv)
         eps_u = b.fmul(b.fmul(eps, inv), inv)
         # A positive eps stays positive: a constant row gives 0 / sqrt(eps), not 0 / 0.
@@ -383,7 +384,7 @@ def _cross_entropy(module: ir.Module, symbol: str, dtype: DType) -> None:
     xs, targets, weights = r.ptr("x"), r.ptr("target", I64), r.ptr("weight")
     losses = r.ptr("scratch", F64)
     counts, error = b.gep(losses, [rows]), r.ptr("error", I64)
-    top, total = r.acc(r.t, -INF, _nan_max), r.acc(F64, 0.0, _fadd)
+    top, total = r.acc(r.t, -INF, nan_max), r.acc(F64, 0.0, fadd)
     weighted = b.icmp_signed("!=", r.w["weighted"], i64(0))
     zero = ir.Constant(F64, 0.0)
 
@@ -418,7 +419,7 @@ def _total(module: ir.Module, symbol: str, dtype: DType) -> None:
     losses = r.ptr("scratch")
     counts = b.gep(losses, [rows])
     out = b.inttoptr(r.w["out"], scalar_type(dtype).as_pointer())
-    sums = [r.acc(F64, 0.0, _fadd) for _ in range(2)]
+    sums = [r.acc(F64, 0.0, fadd) for _ in range(2)]
     for acc, base in zip(sums, (losses, counts)):
         acc.reset()
         r.each(rows, lambda j, w, acc=acc, base=base: acc.update(w, r.load(base, j, w)), "sum")

@@ -39,6 +39,7 @@ from kael.codegen.lowering import (
 from kael.codegen.ptx import compiler
 from kael.codegen.ptx.handwritten import DeviceRunner
 from kael.codegen.ptx.kernel import DATA_LAYOUT, TRIPLE, sreg
+from kael.codegen.ptx.warp import THREADS, WARP, WARPS, barrier, shared_array, shuffle
 from kael.ir.kernel import NO_PREFETCH
 from kael.ir.printer import format_reduction
 from kael.ir.reduction import COLS, ReducePlan, Reduction
@@ -46,54 +47,7 @@ from kael.runtime import cuda_driver, kernel_cache
 from kael.runtime.dtypes import INT64_MAX
 from kael.runtime.errors import Error
 
-THREADS = 256
-WARP = 32
-WARPS = THREADS // WARP
 MAX_BLOCKS = 8192
-I32 = ir.IntType(32)
-FULL_MASK = -1
-
-
-def _i32(v: int) -> ir.Constant:
-    return ir.Constant(I32, v)
-
-
-def _declare(module: ir.Module, name: str, fnty: ir.FunctionType) -> ir.Function:
-    fn = module.globals.get(name)
-    return fn if fn is not None else ir.Function(module, fnty, name)
-
-
-def _shuffle(b: ir.IRBuilder, v: ir.Value, lane_mask: int) -> ir.Value:
-    """v from lane (lane ^ lane_mask) of the warp, any scalar type via 32-bit pieces."""
-    t = v.type
-    fnty = ir.FunctionType(I32, [I32, I32, I32, I32])
-    shfl = _declare(b.module, "llvm.nvvm.shfl.sync.bfly.i32", fnty)
-
-    def move(word: ir.Value) -> ir.Value:
-        return b.call(shfl, [_i32(FULL_MASK), word, _i32(lane_mask), _i32(0x1F)])
-
-    if isinstance(t, ir.IntType) and t.width <= 32:
-        return move(v) if t.width == 32 else b.trunc(move(b.zext(v, I32)), t)
-    if isinstance(t, ir.FloatType):
-        return b.bitcast(move(b.bitcast(v, I32)), t)
-    bits = b.bitcast(v, I64) if isinstance(t, ir.DoubleType) else v
-    lo = move(b.trunc(bits, I32))
-    hi = move(b.trunc(b.lshr(bits, i64(32)), I32))
-    joined = b.or_(b.zext(lo, I64), b.shl(b.zext(hi, I64), i64(32)))
-    return b.bitcast(joined, t) if isinstance(t, ir.DoubleType) else joined
-
-
-def _barrier(b: ir.IRBuilder) -> None:
-    fnty = ir.FunctionType(ir.VoidType(), [I32])
-    b.call(_declare(b.module, "llvm.nvvm.barrier.cta.sync.aligned.all", fnty), [_i32(0)])
-
-
-def _shared(module: ir.Module, t: ir.Type, name: str) -> ir.GlobalVariable:
-    gv = ir.GlobalVariable(module, ir.ArrayType(t, WARPS), name, addrspace=3)
-    gv.linkage = "internal"
-    gv.initializer = ir.Constant(ir.ArrayType(t, WARPS), ir.Undefined)
-    gv.align = 8
-    return gv
 
 
 def build_module(red: Reduction, symbol: str) -> ir.Module:
@@ -167,8 +121,8 @@ class _Body:
 
     def fold_warp(self, v, i):
         for mask in (16, 8, 4, 2, 1):
-            ov = _shuffle(self.b, v, mask)
-            oi = _shuffle(self.b, i, mask) if self.paired else None
+            ov = shuffle(self.b, v, mask)
+            oi = shuffle(self.b, i, mask) if self.paired else None
             v, i = self.combine(v, i, ov, oi)
         return v, i
 
@@ -178,8 +132,8 @@ class _Body:
         outs, ins, kept, reduced, params = w.outs, w.ins, w.kept, w.reduced, w.params
         out_st, in_st, index_st, length = w.out_strides, w.in_strides, w.index_strides, w.length
         self.error = w.error
-        shared_v = _shared(b.module, self.acc_t, "warp_values")
-        shared_i = _shared(b.module, self.sec_t, "warp_indices")
+        shared_v = shared_array(b.module, self.acc_t, "warp_values")
+        shared_i = shared_array(b.module, self.sec_t, "warp_indices")
         tid = sreg(b, "tid.x")
         lane = b.urem(tid, i64(WARP))
         warp = b.udiv(tid, i64(WARP))
@@ -248,12 +202,12 @@ class _Body:
         with b.if_then(b.icmp_unsigned("<", tid, i64(WARPS))):
             b.store(self.ident(), b.gep(shared_v, [zero, tid]))
             b.store(self.second_ident(), b.gep(shared_i, [zero, tid]))
-        _barrier(b)
+        barrier(b)
         wv, wi = self.fold_warp(tv, ti)
         with b.if_then(b.icmp_unsigned("==", lane, zero)):
             b.store(wv, b.gep(shared_v, [zero, warp]))
             b.store(wi if self.paired else self.second_ident(), b.gep(shared_i, [zero, warp]))
-        _barrier(b)
+        barrier(b)
         with b.if_then(b.icmp_unsigned("==", warp, zero)):
             inside = b.icmp_unsigned("<", lane, i64(WARPS))
             slot = b.select(inside, lane, zero)
@@ -273,7 +227,7 @@ class _Body:
                     at = element_offset(b, kidx, out_st[n])
                     value = narrow(b, emitter.emit(e), buf.dtype)
                     b.store(value, b.gep(outs[n], [at]), align=buf.dtype.itemsize)
-        _barrier(b)  # shared memory is reused by the next output
+        barrier(b)  # shared memory is reused by the next output
         o.add_incoming(b.add(o, step), b.block)
         b.branch(head)
         b.position_at_end(done)

@@ -33,7 +33,7 @@ from llvmlite import ir
 
 from kael.codegen.lowering import i64, memory_type, narrow, widen
 from kael.codegen.ptx.kernel import sreg
-from kael.codegen.ptx.reduce import THREADS, WARP, WARPS, _barrier, _shared, _shuffle
+from kael.codegen.ptx.warp import THREADS, WARP, WARPS, barrier, shared_array, shuffle
 from kael.runtime.dtypes import DType
 
 I64 = ir.IntType(64)
@@ -104,18 +104,18 @@ class Group:
         thread gets the same bits."""
         b = self.b
         for mask in (16, 8, 4, 2, 1):
-            values = [c(b, v, _shuffle(b, v, mask)) for v, c in zip(values, combines)]
+            values = [c(b, v, shuffle(b, v, mask)) for v, c in zip(values, combines)]
         if self.shape.group == WARP:
             return values
         arrays = []
         for v in values:
             self._arrays += 1
-            arrays.append(_shared(b.module, v.type, f"row_partials{self._arrays}"))
+            arrays.append(shared_array(b.module, v.type, f"row_partials{self._arrays}"))
         zero = i64(0)
         with b.if_then(b.icmp_unsigned("==", self.lane, zero)):
             for v, array in zip(values, arrays):
                 b.store(v, b.gep(array, [zero, self.warp]))
-        _barrier(b)
+        barrier(b)
         return [
             tree(b, [b.load(b.gep(array, [zero, i64(w)])) for w in range(WARPS)], c)
             for array, c in zip(arrays, combines)
@@ -125,7 +125,7 @@ class Group:
         """After a row: a CTA waits for all its threads, so the next row's partials never
         overwrite shared memory another thread still reads."""
         if self.shape.group != WARP:
-            _barrier(self.b)
+            barrier(self.b)
 
 
 class Values:

@@ -31,17 +31,18 @@ from llvmlite import ir
 
 from kael.codegen.cpu.rows import (
     MIN_SUBNORMAL,
-    _fadd,
-    _inverse_unit,
-    _nan_max,
-    _two_sum_error,
+    fadd,
+    inverse_unit,
+    nan_max,
+    two_sum_error,
 )
 from kael.codegen.emitters import UNARY_EMITTERS
 from kael.codegen.lowering import ExprEmitter, declare, mangle, memory_type, scalar_type
 from kael.codegen.ptx import compiler
 from kael.codegen.ptx.kernel import DATA_LAYOUT, TRIPLE
-from kael.codegen.ptx.reduce import MAX_BLOCKS, THREADS, WARP
+from kael.codegen.ptx.reduce import MAX_BLOCKS
 from kael.codegen.ptx.rowgroup import VECTOR_BYTES, Group, Row, Shape, Values
+from kael.codegen.ptx.warp import THREADS, WARP
 from kael.runtime import cuda_driver, kernel_cache
 from kael.runtime.dtypes import DType, bfloat16, float16, float32, float64
 
@@ -158,12 +159,12 @@ def _softmax(r: Row, m: _Math, x: Values, args: dict, log: bool) -> None:
     b = m.b
     top = r.total(x, m.c(-INF), _max_number)
     if log:
-        total = r.total(x.map(lambda v: m.wide(m.fn("exp", b.fsub(v, top)))), m.c(0.0, F64), _fadd)
+        total = r.total(x.map(lambda v: m.wide(m.fn("exp", b.fsub(v, top)))), m.c(0.0, F64), fadd)
         log_sum = m.narrow(m.fn("log", total))
         r.store(x.map(lambda v: b.fsub(b.fsub(v, top), log_sum)))
         return
     e = x.map(lambda v: m.fn("exp", b.fsub(v, top)))
-    inv = m.narrow(b.fdiv(m.c(1.0, F64), r.total(e.map(m.wide), m.c(0.0, F64), _fadd)))
+    inv = m.narrow(b.fdiv(m.c(1.0, F64), r.total(e.map(m.wide), m.c(0.0, F64), fadd)))
     r.store(e.map(lambda v: b.fmul(v, inv)))
 
 
@@ -181,13 +182,13 @@ def _layer_norm(r: Row, m: _Math, x: Values, args: dict, affine: str) -> None:
         return v.map(m.wide) if inv is None else v.map(lambda e: b.fmul(m.wide(e), inv))
 
     def moments(inv):
-        total = r.total(value(inv), zero, _fadd)
+        total = r.total(value(inv), zero, fadd)
         mean = b.fmul(total, inv_n) if wide64 else b.fdiv(total, n)
         d = value(inv, again=True).map(lambda e: b.fsub(e, mean))
         if not wide64:
-            sq = r.total(d.map(lambda e: b.fmul(e, e)), zero, _fadd)
+            sq = r.total(d.map(lambda e: b.fmul(e, e)), zero, fadd)
             return mean, zero, b.fmul(sq, inv_n), sq
-        sq, dev = r.totals([(d.map(lambda e: b.fmul(e, e)), zero, _fadd), (d, zero, _fadd)])
+        sq, dev = r.totals([(d.map(lambda e: b.fmul(e, e)), zero, fadd), (d, zero, fadd)])
         delta = b.fdiv(dev, n)
         var = b.fsub(b.fmul(sq, inv_n), b.fmul(delta, delta))
         return mean, delta, b.select(b.fcmp_ordered("<", var, zero), zero, var), sq
@@ -195,7 +196,7 @@ def _layer_norm(r: Row, m: _Math, x: Values, args: dict, affine: str) -> None:
     def normalize(inv, mean, delta, rstd):
         if wide64:
             hi = b.fadd(mean, delta)
-            err = _two_sum_error(b, mean, delta, hi)
+            err = two_sum_error(b, mean, delta, hi)
         else:
             hi = m.narrow(mean)
             err = b.fsub(mean, m.wide(hi))
@@ -217,8 +218,8 @@ def _layer_norm(r: Row, m: _Math, x: Values, args: dict, affine: str) -> None:
         return
     finite = b.fcmp_ordered("<", m.intrinsic("llvm.fabs", sq), m.c(INF, F64))
     with r.only_if(b.not_(finite)):  # the rare path: the row scaled by 1 / u, written again
-        top = r.total(x.map(lambda v: m.intrinsic("llvm.fabs", v)), zero, _nan_max)
-        inv = _inverse_unit(b, top)
+        top = r.total(x.map(lambda v: m.intrinsic("llvm.fabs", v)), zero, nan_max)
+        inv = inverse_unit(b, top)
         mean, delta, var, _ = moments(inv)
         eps_u = b.fmul(b.fmul(eps, inv), inv)
         tiny = m.c(MIN_SUBNORMAL, F64)
@@ -232,7 +233,7 @@ def _rms_norm(r: Row, m: _Math, x: Values, args: dict, affine: str) -> None:
     float64, rounded) + eps, 1 / sqrt, x * that [* weight], in the compute type."""
     b = m.b
     n = b.sitofp(args["cols"], F64)
-    total = r.total(x.map(lambda v: m.wide(b.fmul(v, v))), m.c(0.0, F64), _fadd)
+    total = r.total(x.map(lambda v: m.wide(b.fmul(v, v))), m.c(0.0, F64), fadd)
     eps = b.bitcast(args["eps"], F64)
     mean = b.fadd(m.narrow(b.fdiv(total, n)), m.narrow(eps))
     scale = b.fdiv(m.c(1.0), m.intrinsic("llvm.sqrt", mean))

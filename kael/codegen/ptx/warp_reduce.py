@@ -48,13 +48,12 @@ from kael.codegen.lowering import (
 from kael.codegen.ptx import compiler
 from kael.codegen.ptx.handwritten import DeviceRunner
 from kael.codegen.ptx.kernel import DATA_LAYOUT, TRIPLE, sreg
-from kael.codegen.ptx.reduce import _barrier, _shuffle, cache_key, read_words
+from kael.codegen.ptx.reduce import cache_key, read_words
+from kael.codegen.ptx.warp import WARP, WARPS, barrier, shared_array, shuffle
 from kael.ir.printer import format_reduction
 from kael.ir.reduction import BLOCK, ROWS, RUN_LENGTH, ReducePlan, Reduction
 from kael.runtime import cuda_driver, kernel_cache
 
-WARP = 32
-WARPS = 8
 THREADS = WARP * WARPS
 AHEAD = 8  # chunks whose loads a lane issues before it adds them
 MAX_SPREAD = 32  # K: blocks a warp takes in its CTA's group
@@ -121,13 +120,6 @@ class _Kernel:
         """(value, second) with the second left out unless the sum is paired."""
         return v, (i if self.paired else None)
 
-    def shared(self, size: int, t: ir.Type, name: str) -> ir.GlobalVariable:
-        gv = ir.GlobalVariable(self.b.module, ir.ArrayType(t, size), name, addrspace=3)
-        gv.linkage = "internal"
-        gv.initializer = ir.Constant(ir.ArrayType(t, size), ir.Undefined)
-        gv.align = 8
-        return gv
-
     def tree(self, values, seconds, size: int, limit: ir.Value) -> None:
         """The CPU's bottom-up pairwise tree over shared `values[0:limit]` (limit <= size),
         the CTA's threads taking the pairs of a span side by side, a barrier between spans."""
@@ -150,7 +142,7 @@ class _Kernel:
                         b.store(iv, b.gep(seconds, at))
 
             self.across(i64(-(-size // (2 * s))), pair, f"tree{s}")
-            _barrier(b)
+            barrier(b)
             s *= 2
 
     def across(self, stop: ir.Value, body, name: str) -> None:
@@ -199,8 +191,8 @@ class _Main(_Kernel):
         self.lanes = cpu_reduce.row_lanes(red)
         self.q = _accumulators(red) // WARP
         n_shared = WARPS * MAX_SPREAD
-        self.shared_v = self.shared(n_shared, self.acc_t, "block_values")
-        self.shared_i = self.shared(n_shared, self.acc_t, "block_seconds")
+        self.shared_v = shared_array(module, self.acc_t, "block_values", n_shared)
+        self.shared_i = shared_array(module, self.acc_t, "block_seconds", n_shared)
 
     def emit(self) -> None:
         b, w = self.b, self.words
@@ -237,7 +229,7 @@ class _Main(_Kernel):
                         b.store(second, b.gep(self.shared_i, [zero, local]))
 
         self.loops.counted(zero, self.spread, 1, take, "take")
-        _barrier(b)
+        barrier(b)
         limit = smin(b, size, b.sub(w.blocks, first))  # the group's blocks that exist
         self.tree(self.shared_v, self.shared_i, WARPS * MAX_SPREAD, limit)
         with b.if_then(b.icmp_unsigned("==", self.tid, zero)):
@@ -373,8 +365,8 @@ class _Main(_Kernel):
                 values, seconds = [value], [second]
                 continue
             for q in range(len(values)):
-                ov = _shuffle(b, values[q], mask)
-                oi = _shuffle(b, seconds[q], mask) if self.paired else None
+                ov = shuffle(b, values[q], mask)
+                oi = shuffle(b, seconds[q], mask) if self.paired else None
                 values[q], seconds[q] = self.combine(values[q], seconds[q], ov, oi)
         return values[0], seconds[0]
 
@@ -385,8 +377,8 @@ class _Final(_Kernel):
     def __init__(self, red: Reduction, module: ir.Module, name: str):
         super().__init__(red, module, name, extra=2)
         self.groups = self.extra[0]
-        self.shared_v = self.shared(MAX_GROUPS, self.acc_t, "group_values")
-        self.shared_i = self.shared(MAX_GROUPS, self.acc_t, "group_seconds")
+        self.shared_v = shared_array(module, self.acc_t, "group_values", MAX_GROUPS)
+        self.shared_i = shared_array(module, self.acc_t, "group_seconds", MAX_GROUPS)
 
     def emit(self) -> None:
         b, w, zero = self.b, self.words, i64(0)
@@ -400,7 +392,7 @@ class _Final(_Kernel):
                 b.store(value, b.gep(self.shared_i, [zero, i]))
 
         self.across(self.groups, load, "load")
-        _barrier(b)
+        barrier(b)
         self.tree(self.shared_v, self.shared_i, MAX_GROUPS, self.groups)
         with b.if_then(b.icmp_unsigned("==", self.tid, zero)):
             value = b.load(b.gep(self.shared_v, [zero, zero]))
