@@ -442,13 +442,8 @@ def _layer_norm_on_device(input, normalized_shape, weight, bias, eps) -> Tensor 
 
 
 @in_float32
-def _layer_norm(
-    input: Tensor,
-    normalized_shape,
-    weight: Tensor | None = None,
-    bias: Tensor | None = None,
-    eps: float = 1e-5,
-) -> Tensor:
+def _layer_norm(input: Tensor, normalized_shape, weight, bias, eps) -> Tensor:
+    """layer_norm's every call but the GPU rows': checks, then the composed ops."""
     shape = _normalized_shape(normalized_shape)
     eps = float_arg(eps, "layer_norm", "eps")
     x = _as_floating(input, "layer_norm")
