@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 import kael
-from kael.runtime import cuda_driver
+from kael.runtime import cubin, cuda_driver
 
 GiB = 1 << 30
 
@@ -378,6 +378,9 @@ def _check(args) -> int:
         return 0 if ok else 1
     print(f"\n== kael against torch on {args.device} (scale {args.scale:g})")
     ran = table(args.device, args.scale, _torch(args.device), args.only)
+    if args.device == "cuda":
+        shown = ", ".join(f"{how} {count}" for how, count in cubin.stats.items())
+        print(f"\nthis process's modules (cubin cache): {shown}")
     print(
         f"\ndevice tests {'passed' if ok else 'FAILED'}; kael ran {'every' if ran else 'not every'} case"
     )
