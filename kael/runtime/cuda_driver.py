@@ -340,21 +340,51 @@ def load_function(ptx: str, name: str) -> tuple[object, object]:
     return module, function
 
 
+_STATIC_SHARED_LIMIT = 48 * 1024  # what a launch may use without opting in
+_shared_lock = sync.lock()
+_shared_allowed: dict[int, tuple[object, int]] = {}  # id(function): (function, bytes allowed)
+
+
+def allow_dynamic_shared(function, nbytes: int) -> None:
+    """Let launches of `function` ask for up to `nbytes` of dynamic shared memory: raise its
+    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (cuFuncSetAttribute) once, the first
+    time more than the 48 KB every function may use is asked for; thread-safe."""
+    if nbytes <= _STATIC_SHARED_LIMIT:
+        return
+    found = _shared_allowed.get(id(function))
+    if found is not None and found[0] is function and found[1] >= nbytes:
+        return
+    driver = require()
+    with _shared_lock:
+        found = _shared_allowed.get(id(function))
+        if found is not None and found[0] is function and found[1] >= nbytes:
+            return
+        attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        _call(driver, "cuFuncSetAttribute", driver.cuFuncSetAttribute(function, attribute, nbytes))
+        # the function is held here, so its id names no other while the entry lives
+        _shared_allowed[id(function)] = (function, nbytes)
+
+
 def launch_kernel(
     function,
     blocks: int,
     threads: int,
     words: list[int],
     *,
+    shared_bytes: int = 0,
     name: str = "",
     moved: int = 0,
     flops: int = 0,
     kernel=None,
 ) -> None:
-    """cuLaunchKernel on the current stream with one 64-bit parameter per word. Where
-    launches are watched (KAEL_DEBUG, kael.explain), events around it time the kernel alone
-    on the device, and the launch is reported with `name`, the bytes it moves and its flops."""
+    """cuLaunchKernel on the current stream with one 64-bit parameter per word and
+    `shared_bytes` of dynamic shared memory (past 48 KB the function is first allowed as
+    much: allow_dynamic_shared). Where launches are watched (KAEL_DEBUG, kael.explain),
+    events around it time the kernel alone on the device, and the launch is reported with
+    `name`, the bytes it moves and its flops."""
     driver = require()
+    if shared_bytes:
+        allow_dynamic_shared(function, shared_bytes)
     n = len(words)
     values = (ctypes.c_int64 * n)(*words)
     base = ctypes.addressof(values)
@@ -365,13 +395,9 @@ def launch_kernel(
     if timed:
         start, end = event_create(timing=True), event_create(timing=True)
         event_record(start, stream)
-    _call(
-        driver,
-        "cuLaunchKernel",
-        driver.cuLaunchKernel(
-            function, blocks, 1, 1, threads, 1, 1, 0, stream or 0, ctypes.addressof(pointers), 0
-        ),
-    )
+    grid, block = (blocks, 1, 1), (threads, 1, 1)
+    args = (*grid, *block, shared_bytes, stream or 0, ctypes.addressof(pointers), 0)
+    _call(driver, "cuLaunchKernel", driver.cuLaunchKernel(function, *args))
     if timed:
         event_record(end, stream)
         event_synchronize(end)

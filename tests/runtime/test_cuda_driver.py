@@ -103,6 +103,17 @@ class FakeDriver:
         values = {16: 132, 75: 9, 76: 0}
         return (OK, values[attribute])
 
+    class CUfunction_attribute(enum.IntEnum):
+        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+
+    def cuFuncSetAttribute(self, function, attribute, value):
+        self.calls.append(("cuFuncSetAttribute", function, int(attribute), value))
+        return (OK,)
+
+    def cuLaunchKernel(self, function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        self.calls.append(("cuLaunchKernel", function, shared))
+        return (OK,)
+
     def cuGetErrorName(self, err):
         return (OK, FakeResult(err).name.encode())
 
@@ -240,3 +251,24 @@ def test_unavailable_reason_is_empty_with_a_device_and_names_a_fork(gpu, monkeyp
     assert cuda_driver.unavailable_reason() == ""
     monkeypatch.setattr(cuda_driver, "_forked", True)
     assert "forked" in cuda_driver.unavailable_reason()
+
+
+def test_dynamic_shared_memory_past_48_kb_is_allowed_once_per_function(gpu, monkeypatch):
+    monkeypatch.setattr(cuda_driver, "_shared_allowed", {})
+    wide, narrow = object(), object()
+
+    def run(function, nbytes):
+        cuda_driver.launch_kernel(function, 1, 128, [1, 2], shared_bytes=nbytes)
+
+    threads = [threading.Thread(target=run, args=(wide, 96 * 1024)) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    run(wide, 64 * 1024)  # less than already allowed: no call
+    run(narrow, 16 * 1024)  # within the 48 KB every function has: no call
+    run(narrow, 0)
+    sets = [c for c in gpu.calls if c[0] == "cuFuncSetAttribute"]
+    assert sets == [("cuFuncSetAttribute", wide, 8, 96 * 1024)]
+    launches = [c for c in gpu.calls if c[0] == "cuLaunchKernel"]
+    assert [c[2] for c in launches] == [96 * 1024] * 8 + [64 * 1024, 16 * 1024, 0]

@@ -472,6 +472,7 @@ class _Product(NamedTuple):
     tile_m: int
     tile_n: int
     threads: int
+    shared: int = 0  # bytes of dynamic shared memory a launch takes
 
 
 def _product(dtype: DType) -> _Product:
@@ -479,7 +480,10 @@ def _product(dtype: DType) -> _Product:
     if dtype.is_half:
         from kael.codegen.ptx import mma  # it imports this module
 
-        return _Product(mma.symbol(dtype), mma.build_module, mma.TILE_M, mma.TILE_N, mma.THREADS)
+        return _Product(
+            mma.symbol(dtype), mma.build_module, mma.TILE_M, mma.TILE_N, mma.THREADS,
+            mma.shared_bytes(),
+        )  # fmt: skip
     tile = geometry(dtype).tile
     return _Product(symbol(dtype), build_module, tile, tile, THREADS)
 
@@ -520,6 +524,7 @@ def matmul(c: TensorImpl, a: TensorImpl, b: TensorImpl) -> None:
             *a.strides[-2:], qa, *b.strides[-2:], qb, c.strides[-2], qc, m, n, k, tm, tn,
         ]  # fmt: skip
         cuda_driver.launch_kernel(
-            function, q * tm * tn, kernel.threads, words, name=kernel.symbol,
+            function, q * tm * tn, kernel.threads, words, shared_bytes=kernel.shared,
+            name=kernel.symbol,
             moved=q * (m * k + k * n + m * n) * item, flops=2 * q * m * n * k,
         )  # fmt: skip

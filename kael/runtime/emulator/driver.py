@@ -66,6 +66,14 @@ _ATTRIBUTES = {
     CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: 0,
 }
 
+
+class CUfunction_attribute(enum.IntEnum):
+    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+
+
+STATIC_SHARED_LIMIT = 48 * 1024  # a CTA's shared memory without opting in
+SHARED_OPTIN_LIMIT = 227 * 1024  # sm_90's most shared memory a CTA may opt in to
+
 OK = CUresult.CUDA_SUCCESS
 _memory = Memory()
 _lock = threading.RLock()  # one device: launches and copies run one at a time, in order
@@ -86,6 +94,8 @@ class Function:
     def __init__(self, module: Module, fn: ptx.Function) -> None:
         self.module = module
         self.fn = fn
+        # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: at first what fits in 48 KB
+        self.max_dynamic_shared = max(0, STATIC_SHARED_LIMIT - fn.shared_bytes)
 
 
 def _failed(exc: Fault):
@@ -294,19 +304,49 @@ def cuModuleGetFunction(module: Module, name: bytes):
     return OK, Function(module, fn)
 
 
+def cuFuncSetAttribute(function: Function, attribute, value):
+    """Only the dynamic shared memory a launch may ask for can be set: with the function's
+    static shared memory at most the device's SHARED_OPTIN_LIMIT, as on sm_90."""
+    try:
+        which = CUfunction_attribute(attribute)
+    except ValueError:
+        return _failed(Fault("CUDA_ERROR_INVALID_VALUE", f"function attribute {attribute}"))
+    value = int(value)
+    if which is CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+        if value < 0 or value + function.fn.shared_bytes > SHARED_OPTIN_LIMIT:
+            return _failed(
+                Fault(
+                    "CUDA_ERROR_INVALID_VALUE",
+                    f"{value} bytes of dynamic shared memory with {function.fn.shared_bytes}"
+                    f" static: the device has at most {SHARED_OPTIN_LIMIT} a CTA",
+                )
+            )
+        function.max_dynamic_shared = value
+    return (OK,)
+
+
 def cuLaunchKernel(function: Function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
     """Run the launch now (the emulated device has one in-order queue); its parameters are
-    read from the array of pointers at `params`, one per declared parameter."""
-    if (gy, gz, by, bz) != (1, 1, 1, 1) or shared or extra:
+    read from the array of pointers at `params`, one per declared parameter. `shared`
+    bytes of dynamic shared memory back the function's `.extern .shared` arrays, at most
+    what cuFuncSetAttribute allowed (48 KB with the static ones, if it was not called)."""
+    if (gy, gz, by, bz) != (1, 1, 1, 1) or extra:
+        return _failed(Fault("CUDA_ERROR_NOT_SUPPORTED", "only 1-D launches"))
+    shared = int(shared)
+    if shared < 0 or shared > function.max_dynamic_shared:
         return _failed(
-            Fault("CUDA_ERROR_NOT_SUPPORTED", "only 1-D launches without dynamic shared memory")
+            Fault(
+                "CUDA_ERROR_INVALID_VALUE",
+                f"{shared} bytes of dynamic shared memory asked for, {function.max_dynamic_shared}"
+                " allowed (cuFuncSetAttribute's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)",
+            )
         )
     fn = function.fn
     pointers = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
     values = {name: ctypes.string_at(pointers[k], size) for k, (name, size) in enumerate(fn.params)}
     with _lock:
         try:
-            machine.launch(fn, _memory, function.module.addresses, int(gx), int(bx), values)
+            machine.launch(fn, _memory, function.module.addresses, int(gx), int(bx), values, shared)
         except Fault as exc:
             return _failed(exc)
     return (OK,)

@@ -49,22 +49,27 @@ def launch(
     grid: int,
     block: int,
     params: dict[str, bytes],
+    dynamic_shared: int = 0,
 ) -> None:
-    """Run `fn` over `grid` CTAs of `block` threads; Fault where a GPU would fault."""
+    """Run `fn` over `grid` CTAs of `block` threads, each with `dynamic_shared` bytes of
+    dynamic shared memory (its `.extern .shared` arrays); Fault where a GPU would fault."""
     lanes = LANES // 4 if any(i.parts[0] == "alloca" for i in fn.code) else LANES
     if fn.local_bytes:  # each thread's local window: a chunk's at most LOCAL_CHUNK_BYTES
         lanes = min(lanes, max(block, LOCAL_CHUNK_BYTES // fn.local_bytes))
     per_chunk = max(1, lanes // block)
     for first in range(0, grid, per_chunk):
         ctas = min(per_chunk, grid - first)
-        Chunk(fn, memory, module_addresses, grid, block, first, ctas, params).run()
+        Chunk(fn, memory, module_addresses, grid, block, first, ctas, params, dynamic_shared).run()
 
 
 class Chunk:
     """The state of `ctas` CTAs from CTA `first`: registers, windows, program counters."""
 
-    def __init__(self, fn, memory, module_addresses, grid, block, first, ctas, params):
+    def __init__(
+        self, fn, memory, module_addresses, grid, block, first, ctas, params, dynamic_shared=0
+    ):
         self.fn = fn
+        self.shared_bytes = fn.shared_window(dynamic_shared)  # each CTA's, static and dynamic
         self.memory = memory
         self.module_addresses = module_addresses
         self.params = params
@@ -88,8 +93,8 @@ class Chunk:
         self.regs: dict[str, np.ndarray] = {}
         self.carry = np.zeros(n, np.uint64)
         self.windows = []
-        if fn.shared_bytes:
-            self._window(SHARED_BASE, ctas * fn.shared_bytes)
+        if self.shared_bytes:
+            self._window(SHARED_BASE, ctas * self.shared_bytes)
         # each thread's local memory: its .local variables, then a stack for alloca
         dynamic = any(ins.parts[0] in ("alloca", "stacksave") for ins in fn.code)
         self.stack_base = -(-fn.local_bytes // 16) * 16
@@ -123,7 +128,7 @@ class Chunk:
         raise self.fault("CUDA_ERROR_ILLEGAL_INSTRUCTION", f"cannot read {op} as a value")
 
     def address_of(self, name: str) -> int:
-        for space in (self.fn.shared, self.fn.local):
+        for space in (self.fn.shared, self.fn.dynamic, self.fn.local):
             if name in space:
                 return space[name].offset
         if name in self.module_addresses:
@@ -176,7 +181,7 @@ class Chunk:
         """Addresses of `space` as generic ones, checked against each thread's window."""
         addresses = np.broadcast_to(np.asarray(addresses, np.uint64), (self.count(lanes),))
         if space == "shared":
-            window, owner = self.fn.shared_bytes, self.cta[lanes]
+            window, owner = self.shared_bytes, self.cta[lanes]
             base = SHARED_BASE
         elif space == "local":
             window, owner = self.local_bytes, np.arange(self.n)[lanes]

@@ -122,8 +122,16 @@ class Function:
     reg_types: dict[str, str] = field(default_factory=dict)  # prefix or name -> type
     shared: dict[str, Variable] = field(default_factory=dict)
     local: dict[str, Variable] = field(default_factory=dict)
-    shared_bytes: int = 0
+    shared_bytes: int = 0  # the static .shared variables'
     local_bytes: int = 0
+    # `.extern .shared` arrays (all at one place: the launch's dynamic shared memory, which
+    # starts at dynamic_offset, past the static variables)
+    dynamic: dict[str, Variable] = field(default_factory=dict)
+    dynamic_offset: int = 0
+
+    def shared_window(self, dynamic_bytes: int) -> int:
+        """A CTA's shared bytes in a launch with `dynamic_bytes` of dynamic shared memory."""
+        return self.dynamic_offset + dynamic_bytes if dynamic_bytes else self.shared_bytes
 
     def reg_type(self, name: str) -> str | None:
         found = self.reg_types.get(name)
@@ -144,6 +152,7 @@ _VARIABLE = re.compile(
     r"(?:\[(\d*)\])?\s*(?:=\s*\{(.*)\}|=\s*(\S+))?$",
     re.S,
 )
+_DIRECTIVES = re.compile(r"^(?:\.(?:version|target|address_size)\s+[\w.]+(?:\s*,\s*\w+)*\s*)+")
 _REG_DECL = re.compile(r"^\.reg\s+\.(\w+)\s+(.+)$")
 _HEADER = (".version", ".target", ".address_size", ".maxntid", ".reqntid", ".minnctapersm",
            ".pragma", ".loc", ".file", ".extern", ".maxnreg", ".noreturn")  # fmt: skip
@@ -154,10 +163,11 @@ def parse(text: str) -> Module:
     lines = _COMMENTS.sub(lambda m: "\n" * m.group(0).count("\n"), text)
     functions: dict[str, Function] = {}
     variables: dict[str, Variable] = {}
+    externs: dict[str, Variable] = {}  # module-scope `.extern .shared` arrays
     pos = 0
     for match in _ENTRY.finditer(lines):
         for stmt, line in _statements(lines, pos, match.start()):
-            _module_statement(stmt, line, variables)
+            _module_statement(stmt, line, variables, externs)
         kind, name, params = match.groups()
         open_at = lines.find("{", match.end())
         close_at = _matching_brace(lines, open_at)
@@ -167,8 +177,33 @@ def parse(text: str) -> Module:
             functions[name] = fn
         pos = close_at + 1
     for stmt, line in _statements(lines, pos, len(lines)):
-        _module_statement(stmt, line, variables)
+        _module_statement(stmt, line, variables, externs)
+    for fn in functions.values():
+        _place_dynamic(fn, externs)
     return Module(functions, variables)
+
+
+def _extern_shared(stmt: str, line: int) -> Variable | None:
+    """The array of `.extern .shared .align A .b8 name[];` (None for other .extern lines)."""
+    rest = stmt[len(".extern") :].strip()
+    if not rest.startswith(".shared"):
+        return None
+    var = _variable(rest, line)
+    if var is None or var.init:
+        raise PtxSyntaxError(f"PTX line {line}: cannot read `{stmt}`")
+    return var
+
+
+def _place_dynamic(fn: Function, externs: dict[str, Variable]) -> None:
+    """Every `.extern .shared` array the function sees starts where the launch's dynamic
+    shared memory does: past its static variables, aligned for each of them."""
+    seen = {**externs, **fn.dynamic}
+    align = max([16, *(v.align for v in seen.values())])
+    fn.dynamic_offset = -(-fn.shared_bytes // align) * align
+    fn.dynamic = {
+        name: Variable(v.name, v.space, v.align, 0, b"", fn.dynamic_offset)
+        for name, v in seen.items()
+    }
 
 
 def _line_of(text: str, at: int) -> int:
@@ -244,7 +279,17 @@ def _pack(value: Imm, type_: str) -> bytes:
     return (int(value.value) & ((1 << 8 * width) - 1)).to_bytes(width, "little")
 
 
-def _module_statement(stmt: str, line: int, variables: dict[str, Variable]) -> None:
+def _module_statement(
+    stmt: str, line: int, variables: dict[str, Variable], externs: dict[str, Variable]
+) -> None:
+    stmt = _DIRECTIVES.sub("", stmt)  # the header's lines end without a semicolon
+    if not stmt:
+        return
+    if stmt.startswith(".extern"):
+        var = _extern_shared(stmt, line)
+        if var is not None:
+            externs[var.name] = var
+        return
     if stmt.startswith(_HEADER) or stmt.startswith(".visible"):
         return
     var = _variable(stmt, line)
@@ -264,6 +309,8 @@ def _body(fn: Function, text: str, start: int, end: int) -> None:
             if var is None:
                 raise PtxSyntaxError(f"PTX line {line}: cannot read `{stmt}`")
             _place(fn, var)
+        elif stmt.startswith(".extern") and (var := _extern_shared(stmt, line)) is not None:
+            fn.dynamic[var.name] = var
         elif stmt.startswith(_HEADER):
             continue
         else:

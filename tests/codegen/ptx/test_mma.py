@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import kael
-from kael.codegen.ptx import gemm, mma
+from kael.codegen.ptx import compiler, gemm, mma
 from kael.runtime.dtypes import bfloat16, float16
 from kael.runtime.emulator import driver, instructions, machine
 
@@ -28,7 +28,14 @@ def test_warps_cover_the_cta_tile():
     assert mma.THREADS == 32 * mma.WARPS == 32 * mma.WARPS_M * mma.WARPS_N
     assert (mma.TILE_M, mma.TILE_N) == (mma.WARPS_M * mma.WARP_M, mma.WARPS_N * mma.WARP_N)
     assert (mma.WARP_M, mma.WARP_N) == (16 * mma.FRAG_M, 8 * mma.FRAG_N)
-    assert mma.shared_bytes() <= 48 * 1024  # static: no opt-in to more is needed
+    # the default pipeline: K tiles of 64 in 3 stages of dynamic shared memory, 96 KB, so
+    # two CTAs still share an SM's 228 KB (each at most the 227 KB a CTA may opt in to)
+    assert (mma.TILE_K, mma.STAGES) == (64, 3)
+    assert mma.shared_bytes() == 2 * 3 * 128 * 64 * 2 == 96 * 1024
+    assert 2 * mma.shared_bytes() <= 228 * 1024
+    assert mma.shared_bytes(32, 4) == 64 * 1024 and mma.stage_bytes(32) == 8 * 1024
+    with pytest.raises(ValueError):
+        mma.build_module(float16, 48, 3)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -43,22 +50,34 @@ def test_the_pipeline_is_made_of_async_copies_and_matrix_loads(dtype):
     assert re.search(rf"cp\.async\.wait_group\s+{mma.STAGES - 2};", text)
     assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in text
     assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in text
-    sizes = [int(x) for x in re.findall(r"\.shared \.align \d+ \.b8 \w+\[(\d+)\]", text)]
-    assert sum(sizes) == mma.shared_bytes() == 2 * mma.STAGES * mma.STAGE_BYTES
+    # every stage in the launch's dynamic shared memory: no static array
+    assert not re.findall(r"\.shared \.align \d+ \.b8 \w+\[\d+\]", text)
+    assert f".extern .shared .align {mma.SHARED_ALIGN} .b8 {mma.SHARED}[];" in text
+    assert mma.shared_bytes() == 2 * mma.STAGES * mma.STAGE_BYTES
     assert ".local" not in text
 
 
+def _ptx(dtype, shape=None) -> str:
+    """The kernel's PTX: gemm's (the default pipeline), or built for (tile_k, stages)."""
+    if shape is None:
+        return gemm.ptx(dtype)
+    module = mma.build_module(dtype, *shape)
+    return compiler.stored_ptx(str(module), lambda: module)
+
+
 @needs_ptxas
+@pytest.mark.parametrize("shape", [None, (32, 4)], ids=["default", "k32x4"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_ptxas_fits_the_kernel_in_registers_without_spilling(dtype, tmp_path):
+def test_ptxas_fits_the_kernel_in_registers_without_spilling(dtype, shape, tmp_path):
     src = tmp_path / "mma.ptx"
-    src.write_text(gemm.ptx(dtype))
+    src.write_text(_ptx(dtype, shape))
     cmd = ["ptxas", "-arch=sm_90", "-v", str(src), "-o", str(tmp_path / "mma.cubin")]
     info = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=True).stderr
     registers = int(re.search(r"Used (\d+) registers", info).group(1))
-    assert registers <= 255
+    assert registers <= 255  # so 8 warps (two CTAs) an SM
     assert "0 bytes spill stores, 0 bytes spill loads" in info, info
-    assert f"{mma.shared_bytes()} bytes smem" in info
+    static = re.search(r"(\d+) bytes smem", info)
+    assert static is None or static.group(1) == "0", info  # all of it dynamic
 
 
 # -- the kernel alone on the emulated device, with chosen words --------------------------------
@@ -91,9 +110,10 @@ class _Operand:
         self.buffer[index] = _half_bits(values, dtype)
 
 
-def _emulated_product(a: _Operand, b: _Operand, c: _Operand, dtype, monkeypatch):
-    """Launch the kernel on the emulated device as gemm.matmul would: (C's buffer after it,
-    how many warp-wide ldmatrix the fast path ran)."""
+def _emulated_product(a: _Operand, b: _Operand, c: _Operand, dtype, monkeypatch, shape=None):
+    """Launch the kernel (built for `shape`: (tile_k, stages), or the default) on the
+    emulated device as gemm.matmul would: (C's buffer after it, how many warp-wide
+    ldmatrix the fast path ran)."""
     q, m, k = a.values.shape
     n = b.values.shape[2]
     tm, tn = -(-m // mma.TILE_M), -(-n // mma.TILE_N)
@@ -102,8 +122,11 @@ def _emulated_product(a: _Operand, b: _Operand, c: _Operand, dtype, monkeypatch)
     monkeypatch.setitem(
         instructions.HANDLERS, "ldmatrix", lambda *args: seen.append(1) or handler(*args)
     )
-    _, module = driver.cuModuleLoadData(gemm.ptx(dtype).encode())
+    _, module = driver.cuModuleLoadData(_ptx(dtype, shape).encode())
     _, fn = driver.cuModuleGetFunction(module, mma.symbol(dtype).encode())
+    shared = mma.shared_bytes(*(shape or ()))
+    attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    assert driver.cuFuncSetAttribute(fn, attribute, shared) == (driver.OK,)
     buffers = []
     try:
         for op in (a, b, c):
@@ -120,7 +143,7 @@ def _emulated_product(a: _Operand, b: _Operand, c: _Operand, dtype, monkeypatch)
             *(ctypes.addressof(values) + 8 * i for i in range(len(words)))
         )
         (err,) = driver.cuLaunchKernel(
-            fn, q * tm * tn, 1, 1, mma.THREADS, 1, 1, 0, 0, ctypes.addressof(slots), 0
+            fn, q * tm * tn, 1, 1, mma.THREADS, 1, 1, shared, 0, ctypes.addressof(slots), 0
         )
         assert err == driver.OK, driver.cuGetErrorString(err)[1].decode()
         out = np.empty_like(c.buffer)
@@ -131,8 +154,8 @@ def _emulated_product(a: _Operand, b: _Operand, c: _Operand, dtype, monkeypatch)
     return out, len(seen)
 
 
-def _check(a: _Operand, b: _Operand, c: _Operand, dtype, monkeypatch, fast: bool):
-    out, loads = _emulated_product(a, b, c, dtype, monkeypatch)
+def _check(a: _Operand, b: _Operand, c: _Operand, dtype, monkeypatch, fast: bool, shape=None):
+    out, loads = _emulated_product(a, b, c, dtype, monkeypatch, shape)
     exact = np.einsum("qmk,qkn->qmn", a.values.astype(np.float64), b.values.astype(np.float64))
     want = np.broadcast_to(_half_bits(exact.astype(np.float32), dtype), c.values.shape)
     np.testing.assert_array_equal(out[c.index], want)
@@ -154,7 +177,8 @@ def _contiguous(values, dtype, row=None, batch=None, offset=0):
 
 CASES = {  # name: (q, m, k, n, A's (row, batch) strides, B's, C's row stride), fast path or not
     "one-tile-edges": ((1, 37, 40, 24, (None, None), (None, None), 24), True),
-    "pipeline-wraps": ((1, 130, 136, 136, (None, None), (None, None), 136), True),
+    "pipeline-wraps": ((1, 130, 328, 136, (None, None), (None, None), 136), True),
+    "k-not-a-multiple-of-64": ((1, 24, 104, 40, (None, None), (None, None), 40), True),
     "partial-chunks": ((1, 9, 37, 45, (40, None), (48, None), 47), True),
     "batched": ((3, 20, 24, 16, (None, None), (None, 0), 16), True),
     "one-element": ((1, 1, 8, 8, (None, None), (None, None), 8), True),
@@ -165,7 +189,7 @@ CASES = {  # name: (q, m, k, n, A's (row, batch) strides, B's, C's row stride), 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("case", CASES, ids=str)
-def test_emulated_kernel_matches_exact_sums_and_writes_only_c(case, dtype, monkeypatch):
+def test_emulated_kernel_matches_exact_sums_and_writes_only_c(case, dtype, monkeypatch, shape=None):
     (q, m, k, n, (ars, asb), (brs, bsb), ldc), fast = CASES[case]
     rng = np.random.default_rng(len(case))
     a = _contiguous(_ints(rng, q, m, k), dtype, ars, asb)
@@ -174,7 +198,27 @@ def test_emulated_kernel_matches_exact_sums_and_writes_only_c(case, dtype, monke
         b.strides = (0, *b.strides[1:])
         b.values = np.broadcast_to(b.values, (q, k, n))
     c = _contiguous(np.zeros((q, m, n), np.float32), dtype, ldc)
-    _check(a, b, c, dtype, monkeypatch, fast)
+    _check(a, b, c, dtype, monkeypatch, fast, shape)
+
+
+@pytest.mark.parametrize("case", ["pipeline-wraps", "partial-chunks"], ids=str)
+def test_other_pipeline_shapes_are_right_too(case, monkeypatch):
+    # the builder's K tile and stage count: K tiles of 32 in 4 stages (the swizzle of
+    # 64-byte rows, 4 stages' ring)
+    test_emulated_kernel_matches_exact_sums_and_writes_only_c(
+        case, bfloat16, monkeypatch, shape=(32, 4)
+    )
+
+
+def test_a_launch_with_less_dynamic_shared_memory_faults(monkeypatch):
+    # the stages are the launch's dynamic shared memory: a launch with less cannot run
+    rng = np.random.default_rng(3)
+    a = _contiguous(_ints(rng, 1, 8, 16), float16)
+    b = _contiguous(_ints(rng, 1, 16, 8), float16)
+    c = _contiguous(np.zeros((1, 8, 8), np.float32), float16)
+    monkeypatch.setattr(mma, "shared_bytes", lambda *shape: 64 * 1024)
+    with pytest.raises(AssertionError, match="ILLEGAL_ADDRESS|past 65536 bytes"):
+        _emulated_product(a, b, c, float16, monkeypatch)
 
 
 def test_the_pipeline_is_right_with_warps_run_one_at_a_time(monkeypatch):

@@ -50,10 +50,16 @@ def checked(text: str) -> str:
     return text
 
 
-def launch(text: str, out: np.ndarray, inp: np.ndarray, grid: int, block: int):
-    """Run k(out, in) on the emulated device; (CUresult, out's bytes after the launch)."""
+def launch(
+    text: str, out: np.ndarray, inp: np.ndarray, grid: int, block: int, shared=0, allow=None
+):
+    """Run k(out, in) on the emulated device with `shared` bytes of dynamic shared memory,
+    allowed up to `allow` first where given; (CUresult, out's bytes after the launch)."""
     _, module = driver.cuModuleLoadData(checked(text).encode())
     _, fn = driver.cuModuleGetFunction(module, b"k")
+    if allow is not None:
+        attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        assert driver.cuFuncSetAttribute(fn, attribute, allow) == (driver.OK,)
     _, dst = driver.cuMemAlloc(out.nbytes)
     _, src = driver.cuMemAlloc(inp.nbytes)
     try:
@@ -62,7 +68,7 @@ def launch(text: str, out: np.ndarray, inp: np.ndarray, grid: int, block: int):
         words = (ctypes.c_uint64 * 2)(dst, src)
         slots = (ctypes.c_void_p * 2)(ctypes.addressof(words), ctypes.addressof(words) + 8)
         (err,) = driver.cuLaunchKernel(
-            fn, grid, 1, 1, block, 1, 1, 0, 0, ctypes.addressof(slots), 0
+            fn, grid, 1, 1, block, 1, 1, shared, 0, ctypes.addressof(slots), 0
         )
         result = np.empty_like(out)
         driver.cuMemcpyDtoH(result.ctypes.data, dst, out.nbytes)
@@ -251,6 +257,69 @@ def test_atomics_on_one_address_serialize():
     err, got = launch(kernel(body), np.zeros(129, np.uint32), np.zeros(1, np.uint32), 2, 64)
     assert err == driver.OK, fault_text(err)
     assert got[0] == 128 and sorted(got[1:].tolist()) == list(range(128))
+
+
+# -- dynamic shared memory: `.extern .shared` arrays sized by the launch --------------------
+DYNAMIC = ".extern .shared .align 16 .b8 dyn[];\n"
+FIXED = "\t.shared .align 16 .b8 fixed[48];\n"
+
+
+def _dynamic_kernel(at: int = 0, static: bool = False) -> str:
+    """Thread t stores t at dyn[at + 4 t], and after a barrier gives out[t] the word of
+    thread (t + 1) % block, and out[block + t] dyn's address (the static array's first)."""
+    body = "\tmov.u64 %rd9, dyn;\n\tmul.wide.u32 %rd10, %r1, 4;\n\tadd.s64 %rd11, %rd9, %rd10;\n"
+    body += f"\tst.shared.u32 [%rd11+{at}], %r1;\n\tbar.sync 0;\n"
+    body += "\tadd.s32 %r6, %r1, 1;\n\trem.u32 %r6, %r6, %r3;\n\tmul.wide.u32 %rd12, %r6, 4;\n"
+    body += f"\tadd.s64 %rd13, %rd9, %rd12;\n\tld.shared.u32 %r7, [%rd13+{at}];\n"
+    body += store_out("%r7")
+    if static:
+        body += "\tmov.u64 %rd14, fixed;\n\tst.shared.u32 [%rd14], %r1;\n"
+    body += "\tcvt.u32.u64 %r8, %rd9;\n\tadd.s32 %r9, %r4, %r3;\n\tmul.wide.u32 %rd3, %r9, 4;\n"
+    body += "\tadd.s64 %rd5, %rd1, %rd3;\n\tst.global.u32 [%rd5], %r8;\n"
+    text = kernel(body, FIXED if static else "")
+    return text.replace(".visible .entry", DYNAMIC + ".visible .entry", 1)
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["dynamic-only", "after-static"])
+def test_extern_shared_arrays_hold_the_launchs_dynamic_bytes(static):
+    err, got = launch(
+        _dynamic_kernel(static=static), np.zeros(64, np.uint32), np.zeros(1, np.uint32), 1, 32,
+        shared=128,
+    )  # fmt: skip
+    assert err == driver.OK, fault_text(err)
+    assert got[:32].tolist() == [(t + 1) % 32 for t in range(32)]
+    assert set(got[32:].tolist()) == {48 if static else 0}  # past the static variables
+
+
+def test_an_access_past_the_dynamic_bytes_faults():
+    err, _ = launch(
+        _dynamic_kernel(), np.zeros(64, np.uint32), np.zeros(1, np.uint32), 1, 32, shared=124
+    )
+    assert err == driver.CUresult.CUDA_ERROR_ILLEGAL_ADDRESS
+    assert "st.shared.u32" in fault_text(err) and "past 124 bytes" in fault_text(err)
+
+
+def test_more_than_48_kb_needs_the_functions_attribute_raised():
+    at, nbytes = 100 * 1024, 100 * 1024 + 128  # the words at the far end of the window
+    args = (_dynamic_kernel(at), np.zeros(64, np.uint32), np.zeros(1, np.uint32), 1, 32)
+    err, _ = launch(*args, shared=nbytes)
+    assert err == driver.CUresult.CUDA_ERROR_INVALID_VALUE
+    assert "allowed" in fault_text(err)
+    err, got = launch(*args, shared=nbytes, allow=nbytes)
+    assert err == driver.OK, fault_text(err)
+    assert got[:32].tolist() == [(t + 1) % 32 for t in range(32)]
+    err, _ = launch(*args, shared=nbytes + 16, allow=nbytes)  # more than allowed
+    assert err == driver.CUresult.CUDA_ERROR_INVALID_VALUE
+
+
+def test_the_attribute_is_bounded_by_the_devices_227_kb():
+    _, module = driver.cuModuleLoadData(_dynamic_kernel(static=True).encode())
+    _, fn = driver.cuModuleGetFunction(module, b"k")
+    attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    assert driver.cuFuncSetAttribute(fn, attribute, 227 * 1024 - 48) == (driver.OK,)
+    (err,) = driver.cuFuncSetAttribute(fn, attribute, 227 * 1024 - 47)  # with the static 48
+    assert err == driver.CUresult.CUDA_ERROR_INVALID_VALUE
+    assert "227" in fault_text(err) or str(227 * 1024) in fault_text(err)
 
 
 def test_a_kernel_that_never_ends_times_out(monkeypatch):
