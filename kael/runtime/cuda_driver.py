@@ -8,10 +8,11 @@ once, catches everything, and after a failed probe nothing else of CUDA is touch
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import threading
 
-from kael.runtime import launches, sync
+from kael.runtime import cubin, launches, sync
 from kael.runtime.errors import Error
 
 _UNAVAILABLE = "CUDA is not available: no NVIDIA driver or GPU was found"
@@ -330,14 +331,25 @@ def synchronize() -> None:
 
 
 def load_function(ptx: str, name: str) -> tuple[object, object]:
-    """Load PTX text as a module and find its entry `name`: (module, function)."""
+    """Load PTX as a module and find its entry `name`: (module, function). On a GPU the
+    module is the PTX's cubin from the kernel cache (runtime/cubin.py), linked by the
+    driver on first use; the emulated device reads the PTX (up to its terminating NUL)."""
     driver = require()
-    # The driver JIT-compiles PTX text, which it reads up to a terminating NUL.
-    (module,) = _call(driver, "cuModuleLoadData", driver.cuModuleLoadData(ptx.encode() + b"\0"))
+    text = ptx.encode() + b"\0"
+    data = text if emulated() else cubin.image(driver, ptx, _device_text())
+    (module,) = _call(driver, "cuModuleLoadData", driver.cuModuleLoadData(data))
     (function,) = _call(
         driver, "cuModuleGetFunction", driver.cuModuleGetFunction(module, name.encode())
     )
     return module, function
+
+
+@functools.cache
+def _device_text() -> str:
+    """Device 0 as a cubin's key needs it: 'sm_90 driver 13000'."""
+    d = describe()
+    major, minor = d["capability"]
+    return f"sm_{major}{minor} driver {d['driver']}"
 
 
 _STATIC_SHARED_LIMIT = 48 * 1024  # what a launch may use without opting in

@@ -1,5 +1,6 @@
 """cuda_driver against a scripted fake of cuda.bindings.driver: probe, context, checked calls."""
 
+import ctypes
 import enum
 import threading
 
@@ -272,3 +273,50 @@ def test_dynamic_shared_memory_past_48_kb_is_allowed_once_per_function(gpu, monk
     assert sets == [("cuFuncSetAttribute", wide, 8, 96 * 1024)]
     launches = [c for c in gpu.calls if c[0] == "cuLaunchKernel"]
     assert [c[2] for c in launches] == [96 * 1024] * 8 + [64 * 1024, 16 * 1024, 0]
+
+
+class LinkingDriver(FakeDriver):
+    """A driver with the JIT linker: a PTX module links to 'CUBIN <ptx>'."""
+
+    class CUjitInputType(enum.IntEnum):
+        CU_JIT_INPUT_PTX = 1
+
+    def __init__(self):
+        super().__init__()
+        self.loaded: list[bytes] = []
+        self._images = []
+
+    def cuLinkCreate(self, count, options, values):
+        self.calls.append("cuLinkCreate")
+        return (OK, "state")
+
+    def cuLinkAddData(self, state, kind, data, size, name, count, options, values):
+        self._images.append(ctypes.create_string_buffer(b"CUBIN " + data.rstrip(b"\0")))
+        return (OK,)
+
+    def cuLinkComplete(self, state):
+        image = self._images[-1]
+        return (OK, ctypes.addressof(image), len(image.value))
+
+    def cuLinkDestroy(self, state):
+        return (OK,)
+
+    def cuModuleLoadData(self, data):
+        self.loaded.append(bytes(data))
+        return (OK, f"module {len(self.loaded)}")
+
+    def cuModuleGetFunction(self, module, name):
+        return (OK, (module, name))
+
+
+def test_modules_load_the_cubin_linked_once_per_device(monkeypatch, tmp_path):
+    monkeypatch.setenv("KAEL_CACHE_DIR", str(tmp_path))
+    cuda_driver._device_text.cache_clear()
+    driver = install(monkeypatch, LinkingDriver())
+    ptx = ".version 8.0\n.target sm_90\n"
+    module, function = cuda_driver.load_function(ptx, "k")
+    assert function == (module, b"k") and driver.loaded == [b"CUBIN " + ptx.encode()]
+    cuda_driver.load_function(ptx, "k")  # a later load: the stored cubin, no link
+    assert driver.loaded[1] == driver.loaded[0] and driver.calls.count("cuLinkCreate") == 1
+    assert cuda_driver._device_text() == "sm_90 driver 13000"
+    cuda_driver._device_text.cache_clear()
