@@ -290,22 +290,30 @@ def run_tests(timeout: float, log: Path | None = None) -> bool:
             sink = stack.enter_context(tempfile.TemporaryFile("w+", errors="replace"))
         else:
             sink = stack.enter_context(open(log, "w+", errors="replace"))  # noqa: SIM115
-        child = subprocess.Popen(
-            command, cwd=root, env=env, stdout=sink, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
-        try:
-            code = child.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(child.pid, signal.SIGKILL)  # xdist's workers too
-            child.wait()
-            code = None
+        code = run_group(command, root, env, sink, timeout)
         sink.flush()
         sink.seek(0)
         print(sink.read()[-TEST_TAIL:])
     if code is None:
         print(f"device tests: stopped after {timeout:.0f} s")
     return code == 0
+
+
+def run_group(command: list[str], cwd: Path, env: dict, sink, timeout: float) -> int | None:
+    """Run `command` in a process group of its own, its output to `sink`; its exit code,
+    or None when it ran past `timeout`. However this ends (the time limit, Ctrl-C), the
+    whole group is killed: xdist's workers must not go on holding the GPU."""
+    child = subprocess.Popen(
+        command, cwd=cwd, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    try:
+        return child.wait(timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
 
 
 def versions() -> str:

@@ -2,8 +2,12 @@
 at a tiny size, has a row for every workload and reports failures as rows."""
 
 import argparse
+import os
 import subprocess
 import sys
+import time
+from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -82,11 +86,64 @@ def test_on_the_emulated_device_it_runs_the_device_tests_but_no_table(monkeypatc
     )
 
 
-def test_device_tests_past_their_time_are_stopped_with_their_workers(tmp_path, capsys):
+def test_device_tests_past_their_time_are_stopped(tmp_path, capsys):
     log = tmp_path / "tests.log"
     assert check_gpu.run_tests(2.0, log) is False
     assert "device tests: stopped after 2 s" in capsys.readouterr().out
     assert log.exists()  # the outcomes so far stay readable
+
+
+SPAWNS_A_WORKER = """
+import subprocess, sys, time
+worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+print(worker.pid, flush=True)
+time.sleep(120)
+"""
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie, killed but not reaped, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.mark.parametrize("timeout", [1.5, 60.0])
+def test_a_run_past_its_time_or_interrupted_kills_its_workers(tmp_path, timeout):
+    # a worker that outlives its parent would go on holding the GPU
+    sink = (tmp_path / "out.txt").open("w+")
+    command = [sys.executable, "-c", SPAWNS_A_WORKER]
+    if timeout > 10:  # interrupted instead: the wait raises, as at Ctrl-C
+        waits = []
+
+        def interrupted(*args):
+            waits.append(args)
+            if len(waits) == 1:  # once the worker runs
+                while not (tmp_path / "out.txt").read_text():
+                    time.sleep(0.05)
+                raise KeyboardInterrupt
+            return 0
+
+        with (
+            pytest.raises(KeyboardInterrupt),
+            mock.patch.object(subprocess.Popen, "wait", side_effect=interrupted),
+        ):
+            check_gpu.run_group(command, tmp_path, dict(os.environ), sink, timeout)
+    else:
+        assert check_gpu.run_group(command, tmp_path, dict(os.environ), sink, timeout) is None
+    worker = int((tmp_path / "out.txt").read_text().split()[0])
+    deadline = time.monotonic() + 5
+    while _alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(worker)
+
+
+def test_a_run_that_ends_gives_its_exit_code(tmp_path):
+    sink = (tmp_path / "out.txt").open("w+")
+    command = [sys.executable, "-c", "raise SystemExit(3)"]
+    assert check_gpu.run_group(command, tmp_path, dict(os.environ), sink, 30) == 3
 
 
 @pytest.mark.parametrize(("cores", "flags"), [(3, []), (4, ["-n", "2"]), (64, ["-n", "8"])])

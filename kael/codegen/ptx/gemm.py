@@ -45,6 +45,7 @@ from kael.codegen.cpu.loops import LoopBuilder
 from kael.codegen.lowering import i64
 from kael.codegen.ptx import compiler
 from kael.codegen.ptx.kernel import DATA_LAYOUT, TRIPLE, sreg
+from kael.codegen.ptx.warp import barrier, grouped_tile, launch_bounds
 from kael.ir.matmul import batch_dims
 from kael.runtime import cuda_driver, sync
 from kael.runtime.dtypes import DType, float32, float64, int64
@@ -124,28 +125,15 @@ class _Emitter:
         self.geo = geometry(dtype)
         self.elem = _ELEM[dtype]
         self.module, fn, self.w = entry_function(symbol(dtype))
-        self._launch_bounds(fn)
+        launch_bounds(fn, THREADS, CTAS_PER_SM)
         self.b = ir.IRBuilder(fn.append_basic_block("entry"))
         self.zero = ir.Constant(self.elem, 0.0 if dtype.is_floating_point else 0)
         self.tid = sreg(self.b, "tid.x")
         self.invariant = self.module.add_metadata([])
-        self._barrier = ir.Function(
-            self.module,
-            ir.FunctionType(ir.VoidType(), [I32]),
-            "llvm.nvvm.barrier.cta.sync.aligned.all",
-        )
         self._fma = None
         if dtype.is_floating_point:
             name = f"llvm.fma.{'f32' if dtype is float32 else 'f64'}"
             self._fma = ir.Function(self.module, ir.FunctionType(self.elem, [self.elem] * 3), name)
-
-    def _launch_bounds(self, fn: ir.Function) -> None:
-        """`.maxntid THREADS` and `.minnctapersm CTAS_PER_SM` on the entry (LLVM upgrades the
-        nvvm.annotations to its kernel attributes): ptxas keeps the registers within what
-        CTAS_PER_SM resident CTAs leave each thread."""
-        for key, value in (("maxntidx", THREADS), ("minctasm", CTAS_PER_SM)):
-            entry = [fn, ir.MetaDataString(self.module, key), ir.Constant(I32, value)]
-            self.module.add_named_metadata("nvvm.annotations", entry)
 
     def lt(self, x: ir.Value, y: ir.Value) -> ir.Value:
         return self.b.icmp_signed("<", x, y)
@@ -163,7 +151,7 @@ class _Emitter:
         return self.b.add(acc, self.b.mul(x, y))
 
     def barrier(self) -> None:
-        self.b.call(self._barrier, [ir.Constant(I32, 0)])
+        barrier(self.b)
 
     def global_matrix(self, word: ir.Value, batch: ir.Value, batch_stride: ir.Value) -> ir.Value:
         """The batch's matrix at address `word` as a global-memory pointer (ld/st.global)."""
@@ -226,13 +214,7 @@ class _Emitter:
         block = sreg(b, "ctaid.x")
         tiles = b.mul(w["tiles_m"], w["tiles_n"])
         batch, t = b.udiv(block, tiles), b.urem(block, tiles)
-        per_group = b.mul(w["tiles_n"], i64(GROUP))
-        first = b.mul(b.udiv(t, per_group), i64(GROUP))
-        left = b.sub(w["tiles_m"], first)
-        rows = b.select(self.lt(left, i64(GROUP)), left, i64(GROUP))
-        within = b.urem(t, per_group)
-        tile_row = b.add(first, b.urem(within, rows))
-        tile_col = b.udiv(within, rows)
+        tile_row, tile_col = grouped_tile(b, t, w["tiles_m"], w["tiles_n"], GROUP)
         side = i64(self.geo.tile)
         return batch, b.mul(tile_row, side), b.mul(tile_col, side)
 

@@ -10,8 +10,12 @@ UNROLL_BUDGET instructions) takes them UNROLL at a time, t + kT for k < UNROLL, 
 all their inputs before computing any: a thread then has UNROLL loads of each input in
 flight instead of one, what a streaming kernel needs to cover the memory's latency (each
 load instruction stays coalesced: a warp's threads read consecutive elements); the
-elements left after the last whole trip go one at a time. Tiling,
-streaming stores and inner layouts are CPU schedule hints that the GPU ignores.
+elements left after the last whole trip go one at a time. Where every buffer of such a
+kernel is contiguous and 16-byte aligned (checked at run time), a thread takes PACK
+consecutive elements a vector load and store instead, UNROLL packs a trip with every load
+first, then the packs left one a trip, then the elements after the last whole pack one by
+one. Buffers are global-space pointers, so their loads are ld.global. Tiling, streaming
+stores and inner layouts are CPU schedule hints that the GPU ignores.
 """
 
 from __future__ import annotations
@@ -148,7 +152,9 @@ def build_function(module: ir.Module, kernel: Kernel, symbol: str) -> ir.Functio
         """Load PACK elements of each input from element `first` as one vector each."""
         return [
             b.load(
-                b.bitcast(b.gep(ptrs[n_out + i], [first]), _vector(buf.dtype).as_pointer(GLOBAL)),
+                b.bitcast(
+                    b.gep(ptrs[n_out + i], [first]), memory_type(buf.dtype, PACK).as_pointer(GLOBAL)
+                ),
                 align=_pack_align(buf.dtype),
             )  # fmt: skip
             for i, buf in enumerate(kernel.inputs)
@@ -156,14 +162,16 @@ def build_function(module: ir.Module, kernel: Kernel, symbol: str) -> ir.Functio
 
     def compute_packed(first: ir.Value, vectors: list[ir.Value]) -> None:
         """The PACK elements from `first` computed lane by lane, stored as one vector each."""
-        outs = [ir.Constant(_vector(buf.dtype), ir.Undefined) for buf in kernel.outputs]
+        outs = [ir.Constant(memory_type(buf.dtype, PACK), ir.Undefined) for buf in kernel.outputs]
         for e in range(PACK):
             lane = ir.Constant(I64, e)
             loaded = [b.extract_element(v, lane) for v in vectors]
             values = results([b.add(first, lane)], loaded)
             outs = [b.insert_element(v, x, lane) for v, x in zip(outs, values)]
         for o, (buf, v) in enumerate(zip(kernel.outputs, outs)):
-            target = b.bitcast(b.gep(ptrs[o], [first]), _vector(buf.dtype).as_pointer(GLOBAL))
+            target = b.bitcast(
+                b.gep(ptrs[o], [first]), memory_type(buf.dtype, PACK).as_pointer(GLOBAL)
+            )
             b.store(v, target, align=_pack_align(buf.dtype))
 
     threads = sreg(b, "ntid.x")
@@ -230,10 +238,6 @@ def build_function(module: ir.Module, kernel: Kernel, symbol: str) -> ir.Functio
     b.position_at_end(done)
     b.ret_void()
     return fn
-
-
-def _vector(dtype) -> ir.VectorType:
-    return ir.VectorType(memory_type(dtype), PACK)
 
 
 def _pack_align(dtype) -> int:

@@ -53,6 +53,7 @@ from kael.codegen.cpu.loops import LoopBuilder
 from kael.codegen.lowering import i64, narrow
 from kael.codegen.ptx.gemm import entry_function
 from kael.codegen.ptx.kernel import sreg
+from kael.codegen.ptx.warp import barrier, grouped_tile
 from kael.runtime.dtypes import DType, bfloat16, float16
 
 I1, I8, I16, I32, I64, F32 = (
@@ -155,7 +156,7 @@ class _Emitter:
         block = sreg(b, "ctaid.x")
         tiles = b.mul(w["tiles_m"], w["tiles_n"])
         batch, rest = b.udiv(block, tiles), b.urem(block, tiles)
-        tile_m, tile_n = self._grouped(rest)
+        tile_m, tile_n = grouped_tile(self.b, rest, self.w["tiles_m"], self.w["tiles_n"], GROUP_M)
         self.row0 = b.mul(tile_m, i64(TILE_M))  # the CTA's first row and column of C
         self.col0 = b.mul(tile_n, i64(TILE_N))
         self.warp_m = b.udiv(warp, i64(WARPS_N))
@@ -168,17 +169,6 @@ class _Emitter:
 
     def _cells(self):
         return (cell for row in self.acc for frag in row for cell in frag)
-
-    def _grouped(self, rest: ir.Value) -> tuple[ir.Value, ir.Value]:
-        """CTA `rest` of a batch's tiles_m x tiles_n tiles as (tile row, tile column): down
-        the columns of GROUP_M tile rows at a time (the last group may have fewer rows)."""
-        b, w = self.b, self.w
-        per_group = b.mul(w["tiles_n"], i64(GROUP_M))
-        first = b.mul(b.udiv(rest, per_group), i64(GROUP_M))
-        left = b.sub(w["tiles_m"], first)
-        rows = b.select(b.icmp_unsigned("<", left, i64(GROUP_M)), left, i64(GROUP_M))
-        within = b.urem(rest, per_group)
-        return b.add(first, b.urem(within, rows)), b.udiv(within, rows)
 
     def intrinsic(self, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
         fn = self.module.globals.get(name)
@@ -229,7 +219,6 @@ class _Emitter:
         )  # fmt: skip
         commit = self.intrinsic("llvm.nvvm.cp.async.commit.group", ir.VoidType(), [])
         wait = self.intrinsic("llvm.nvvm.cp.async.wait.group", ir.VoidType(), [I32])
-        barrier = self.intrinsic("llvm.nvvm.barrier.cta.sync.aligned.all", ir.VoidType(), [I32])
         quad = ir.LiteralStructType([I32] * 4)
         ldmatrix = self.intrinsic("llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16", quad, [shared_ptr])
         ldmatrix_t = self.intrinsic(
@@ -385,7 +374,7 @@ class _Emitter:
                 load_tile(i64(s), i64(s * stage))
             b.call(commit, [])
         b.call(wait, [ir.Constant(I32, stages - 2)])
-        b.call(barrier, [zero32])
+        barrier(b)
         held, read_at = self.held, self.read_at  # step 0's fragments, the stage read
 
         def flat(a_regs, b_regs) -> list:
@@ -414,7 +403,7 @@ class _Emitter:
                     upcoming = fragments(reading, s + 1)
                 else:  # the next tile's first step: once its copies are in, after a barrier
                     b.call(wait, [ir.Constant(I32, stages - 2)])
-                    b.call(barrier, [zero32])
+                    barrier(b)
                     reading = next_stage(reading)
                     b.store(reading, read_at)
                     upcoming = fragments(reading, 0)

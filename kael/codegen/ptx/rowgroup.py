@@ -39,7 +39,7 @@ from kael.runtime.dtypes import DType
 I64 = ir.IntType(64)
 VECTOR_BYTES = 16  # the widest global load a thread issues: ld.global.v4.b32
 STREAMED = 4  # vectors a thread takes a step of a streamed pass
-# Combine (builder, accumulated, new) -> combined, as codegen/cpu/rows.py's _fadd, _nan_max.
+# Combine (builder, accumulated, new) -> combined, as codegen/cpu/rows.py's fadd, nan_max.
 Combine = Callable[[ir.IRBuilder, ir.Value, ir.Value], ir.Value]
 
 

@@ -42,7 +42,7 @@ from kael.codegen.ptx import compiler
 from kael.codegen.ptx.kernel import DATA_LAYOUT, TRIPLE
 from kael.codegen.ptx.reduce import MAX_BLOCKS
 from kael.codegen.ptx.rowgroup import VECTOR_BYTES, Group, Row, Shape, Values
-from kael.codegen.ptx.warp import THREADS, WARP
+from kael.codegen.ptx.warp import THREADS, WARP, launch_bounds
 from kael.runtime import cuda_driver, kernel_cache
 from kael.runtime.dtypes import DType, bfloat16, float16, float32, float64
 
@@ -263,10 +263,7 @@ def build_module(spec: RowKernel) -> ir.Module:
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64] * len(ARGS)), spec.symbol)
     fn.calling_convention = "ptx_kernel"
     fn.attributes.add("nounwind")
-    for key, value in (("maxntidx", THREADS), ("minctasm", ctas_per_sm(spec))):
-        module.add_named_metadata(
-            "nvvm.annotations", [fn, ir.MetaDataString(module, key), ir.Constant(I32, value)]
-        )
+    launch_bounds(fn, THREADS, ctas_per_sm(spec))
     words = dict(zip(ARGS, fn.args, strict=True))
     for name, arg in words.items():
         arg.name = name

@@ -61,3 +61,27 @@ def shared_array(module: ir.Module, t: ir.Type, name: str, size: int = WARPS) ->
     gv.initializer = ir.Constant(ir.ArrayType(t, size), ir.Undefined)
     gv.align = 8
     return gv
+
+
+def launch_bounds(fn: ir.Function, threads: int, ctas_per_sm: int) -> None:
+    """`.maxntid threads` and `.minnctapersm ctas_per_sm` on the entry `fn` (LLVM turns the
+    nvvm.annotations into its kernel attributes): ptxas keeps each thread within the
+    registers that `ctas_per_sm` resident CTAs leave it."""
+    module = fn.module
+    for key, value in (("maxntidx", threads), ("minctasm", ctas_per_sm)):
+        entry = [fn, ir.MetaDataString(module, key), ir.Constant(I32, value)]
+        module.add_named_metadata("nvvm.annotations", entry)
+
+
+def grouped_tile(
+    b: ir.IRBuilder, t: ir.Value, tiles_m: ir.Value, tiles_n: ir.Value, group: int
+) -> tuple[ir.Value, ir.Value]:
+    """Tile t of a tiles_m x tiles_n grid as (tile row, tile column), walked down the
+    columns of `group` tile rows at a time (the last group may have fewer): CTAs resident
+    together share the operands' rows and columns in L2."""
+    per_group = b.mul(tiles_n, i64(group))
+    first = b.mul(b.udiv(t, per_group), i64(group))
+    left = b.sub(tiles_m, first)
+    rows = b.select(b.icmp_unsigned("<", left, i64(group)), left, i64(group))
+    within = b.urem(t, per_group)
+    return b.add(first, b.urem(within, rows)), b.udiv(within, rows)

@@ -68,6 +68,7 @@ def eligible(red: Reduction, plan: ReducePlan) -> bool:
         and red.reduced == 1
         and red.vector
         and not red.short
+        and (not red.paired or red.second_dtype == red.acc)  # paired sums: one type
         and _accumulators(red) in (WARP, 2 * WARP)
         and spread(plan.blocks) <= MAX_SPREAD
     )
@@ -100,7 +101,7 @@ class _Kernel:
         self.loops = LoopBuilder(b)
         self.words = read_words(b, red, fn.args[: word_count(red)])
         self.extra = fn.args[word_count(red) :]
-        self.acc_t, self.sec_t = scalar_type(red.acc), scalar_type(red.second_dtype)
+        self.acc_t = scalar_type(red.acc)  # a paired sum's second total too (eligible)
         self.paired = red.paired
         self.combine = Combiner(b, red.op, red.acc)
         self.tid = sreg(b, "tid.x")

@@ -190,7 +190,9 @@ def test_each_output_is_one_fma_chain_in_k_order(dtype):
     from kael.runtime.emulator.fma import fma  # exact fma.rn, as the device computes it
 
     rng = np.random.default_rng(7)
-    m, k, n = ptx_gemm.geometry(dtype).tile + 4, 21, 9  # the pipelined and general paths
+    # rows of 28 and 12 elements are 16-byte aligned: three pipelined K slices of 8 and
+    # a general tail of 4 (float64: slices of the same 16-byte runs)
+    m, k, n = ptx_gemm.geometry(dtype).tile + 4, 28, 12
     x = rng.standard_normal((m, k)).astype(dtype.name)
     y = rng.standard_normal((k, n)).astype(dtype.name)
     want = np.zeros((m, n), dtype.name)

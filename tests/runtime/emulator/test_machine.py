@@ -754,17 +754,30 @@ def test_bfi_inserts_a_field_clipped_at_the_msb(pos, length, want):
     assert _bfi(pos, length) == want
 
 
-def test_cvt_packs_two_rounded_halves_high_first():
+def _packed_pair(a: float, b: float) -> tuple[int, int]:
+    """(cvt.rn.f16x2.f32, cvt.rn.bf16x2.f32) of the float32 values a and b."""
     body = "\tld.global.f32 %f1, [%rd2];\n\tld.global.f32 %f2, [%rd2+4];\n"
     body += "\tcvt.rn.f16x2.f32 %r8, %f1, %f2;\n\tcvt.rn.bf16x2.f32 %r9, %f1, %f2;\n"
     body += "\tst.global.u32 [%rd1], %r8;\n\tst.global.u32 [%rd1+4], %r9;\n"
     text = kernel(body).replace("\t.reg .b32 %r<32>;", "\t.reg .b32 %r<32>;\n\t.reg .f32 %f<4>;")
-    values = np.array([1.0 + 2**-11 + 2**-20, -np.inf], np.float32)  # rounds up / stays
-    err, got = launch(text, np.zeros(2, np.uint32), values, 1, 1)
+    err, got = launch(text, np.zeros(2, np.uint32), np.array([a, b], np.float32), 1, 1)
     assert err == driver.OK, fault_text(err)
-    halves = values.astype(np.float16).view(np.uint16).astype(np.uint32)
-    assert got[0] == (halves[0] << 16) | halves[1]
-    assert got[1] == (0x3F80 << 16) | 0xFF80  # bfloat16: 1.0 (the tail rounds off), -inf
+    return int(got[0]), int(got[1])
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "f16", "bf16"),
+    [
+        # a in the upper half, b in the lower; 1 + 2^-11 + 2^-20 is past float16's halfway
+        (1 + 2**-11 + 2**-20, -np.inf, 0x3C01_FC00, 0x3F80_FF80),
+        # exactly halfway: to the even neighbour (float16 1 + 2^-11, 1 + 3 * 2^-11)
+        (1 + 2**-11, 1 + 3 * 2**-11, 0x3C00_3C02, 0x3F80_3F80),
+        # bfloat16's halfway points: 1 + 2^-8 and 1 + 3 * 2^-8
+        (1 + 2**-8, 1 + 3 * 2**-8, 0x3C04_3C0C, 0x3F80_3F82),
+    ],
+)
+def test_cvt_packs_two_halves_rounded_to_nearest_even(a, b, f16, bf16):
+    assert _packed_pair(a, b) == (f16, bf16)
 
 
 def test_cvt_pairs_take_only_round_to_nearest():
