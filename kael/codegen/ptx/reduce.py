@@ -8,8 +8,9 @@ shuffles (llvm.nvvm.shfl.sync.bfly), lane 0 of each warp writes shared memory
 barrier warp 0 folds the warps' values and thread 0 stores the epilogue. A paired
 reduction's second accumulator (argmax's index, a paired sum's second total) travels
 with the value through every step; an epilogue's flag goes to the error word, the last
-parameter. The order is fixed by the launch shape, so results repeat run to run. Not run here (no GPU): ptxas
-checks the PTX.
+parameter. The order is fixed by the launch shape, so results repeat run to run. Float
+sums and products, whose bits depend on the order, take the CPU's order instead:
+warp_reduce.py where the rows allow, else the host's own functions (launch, below).
 """
 
 from __future__ import annotations
