@@ -40,3 +40,33 @@ def close_to_torch(k, t, tol: float, equal_nan: bool = False) -> None:
     assert k.shape == tuple(t.shape) and TORCH_DTYPES[k.dtype] == t.dtype
     got = torch.from_dlpack(k.contiguous()).double()
     torch.testing.assert_close(got, t.double(), rtol=tol, atol=tol, equal_nan=equal_nan)
+
+
+_LAYOUT_RNG = np.random.default_rng(11)
+LAYOUTS = ["contiguous", "transposed", "sliced", "expanded"]
+
+
+def layout_pair(shape, dtype=kael.float32, layout="contiguous", low=-3, high=4):
+    """A kael tensor and the equal torch tensor of `shape` (small integers, so products are
+    exact in every float dtype), laid out as `layout` says (the same view of both)."""
+    shape = tuple(shape)
+    base = shape
+    if layout == "transposed" and len(shape) >= 2:
+        base = shape[:-2] + (shape[-1], shape[-2])
+    elif layout == "sliced" and shape:
+        base = shape[:-1] + (2 * shape[-1],)
+    elif layout == "expanded" and shape:
+        base = (1,) + shape[1:]
+    values = _LAYOUT_RNG.integers(low, high, base)
+    t = torch.tensor(values).to(torch.bool if dtype is kael.bool else TORCH_DTYPES[dtype])
+    k = kael.from_dlpack(t.clone())
+    pairs = []
+    for x in (k, t):
+        if layout == "transposed" and len(shape) >= 2:
+            x = x.transpose(-1, -2)
+        elif layout == "sliced" and shape:
+            x = x[..., ::2]
+        elif layout == "expanded" and shape:
+            x = x.expand(*shape)
+        pairs.append(x)
+    return pairs

@@ -538,9 +538,14 @@ def where(condition: Tensor, input, other, out: Tensor | None = None) -> Tensor:
 def clamp(input: Tensor, min=None, max=None, out: Tensor | None = None) -> Tensor:
     """input limited to [min, max] (either may be None); a NaN bound gives NaN, min > max gives
     max."""
-    x = tensor_arg(input, "clamp")
-    bounds, dtype, device, shape = _clamp_bounds(x, min, max, "clamp")
-    target = output(out, shape, dtype, device, "clamp")
+    return clamp_as("clamp", input, min, max, out)
+
+
+def clamp_as(op: str, input: Tensor, lo, hi, out: Tensor | None = None) -> Tensor:
+    """clamp, its errors naming `op` (clamp_min and clamp_max are clamp with one bound)."""
+    x = tensor_arg(input, op)
+    bounds, dtype, device, shape = _clamp_bounds(x, lo, hi, op)
+    target = output(out, shape, dtype, device, op)
     _launch_clamp(x, bounds, dtype, target)
     return target
 
@@ -689,8 +694,13 @@ def scaled_(name: str, self: Tensor, other, alpha) -> Tensor:
 
 def clamp_(self: Tensor, min=None, max=None) -> Tensor:
     """clamp written into self (its dtype never changes)."""
-    bounds, dtype, _, shape = _clamp_bounds(self, min, max, "clamp_")
-    _check_inplace(self, dtype, shape, "clamp_")
+    return clamp_as_("clamp_", self, min, max)
+
+
+def clamp_as_(op: str, self: Tensor, lo, hi) -> Tensor:
+    """clamp_, its errors naming `op` (clamp_min_ and clamp_max_)."""
+    bounds, dtype, _, shape = _clamp_bounds(self, lo, hi, op)
+    _check_inplace(self, dtype, shape, op)
     _launch_clamp(self, bounds, dtype, self)
     self._impl.storage.bump_version()
     return self

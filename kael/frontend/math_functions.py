@@ -1,7 +1,8 @@
 """Math functions PyTorch programs call beside the elementwise tables' ops, each one
 formula (frontend/formula.py) over kael's own math, so one kernel, fused under
 @kael.compile and run on cuda tensors: deg2rad, rad2deg, frac, sgn, log10, sinh, cosh,
-asinh, acosh, atanh, nan_to_num, xlogy, logaddexp, logaddexp2, hypot, lerp and isclose.
+asinh, acosh, atanh, nan_to_num, xlogy, logaddexp, logaddexp2, hypot, lerp, isclose,
+logit, and clamp_min / clamp_max (clamp with one bound).
 
 Accuracy (measured against float64 references in tests/frontend/test_math_functions.py):
 log10 1.8 ulp, hypot 1.9 (scaled by the larger magnitude: no overflow or underflow before
@@ -19,7 +20,7 @@ from kael.frontend import factories
 from kael.frontend.formula import Value, launch, maximum, minimum, where
 from kael.frontend.outputs import bool_arg, tensor_arg
 from kael.frontend.tensor import Tensor
-from kael.runtime.convert import CHECKED, convert_scalar
+from kael.runtime.convert import CHECKED, ROUNDED, convert_scalar
 from kael.runtime.dtypes import DType, bool_, float32, float64, get_default_dtype, result_type
 from kael.runtime.errors import TypeError, ValueError
 
@@ -154,6 +155,74 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
     return launch(
         (name, "scalar"), [a, b], _compute(a.dtype), lambda s, e, w: formula(s, e, w), w
     ).to(a.dtype)
+
+
+def _one_bound(op: str, bound, what: str):
+    if bound is None:
+        raise TypeError(f"{op}(): {what} must be a number or a Tensor, got None")
+    return bound
+
+
+def clamp_min(input: Tensor, min, *, out: Tensor | None = None) -> Tensor:
+    """clamp with a lower bound only."""
+    return ew.clamp_as("clamp_min", input, _one_bound("clamp_min", min, "min"), None, out)
+
+
+def clamp_max(input: Tensor, max, *, out: Tensor | None = None) -> Tensor:
+    """clamp with an upper bound only."""
+    return ew.clamp_as("clamp_max", input, None, _one_bound("clamp_max", max, "max"), out)
+
+
+def clamp_min_(self: Tensor, min) -> Tensor:
+    """clamp_ with a lower bound only."""
+    return ew.clamp_as_("clamp_min_", self, _one_bound("clamp_min_", min, "min"), None)
+
+
+def clamp_max_(self: Tensor, max) -> Tensor:
+    """clamp_ with an upper bound only."""
+    return ew.clamp_as_("clamp_max_", self, None, _one_bound("clamp_max_", max, "max"))
+
+
+def logit(input: Tensor, eps=None) -> Tensor:
+    """log(z / (1 - z)), z = input limited to [eps, 1 - eps] when eps is given and not
+    negative (NaN stays NaN); integers and bool give the default float dtype."""
+    x = tensor_arg(input, "logit")
+    out = _float_result(x.dtype)
+    compute = _compute(out)
+    if eps is not None and (isinstance(eps, (bool, complex)) or not hasattr(eps, "__float__")):
+        raise TypeError(f"logit(): eps must be a float or None, got {eps!r}")
+    if eps is None or float(eps) < 0:
+        return launch(("logit",), [x], compute, _logit).to(out)
+    lo, hi = float(eps), 1 - float(eps)
+    if out.is_half:  # PyTorch's bounds are of the input's dtype: rounded to it
+        lo = convert_scalar(lo, out, ROUNDED)
+        hi = convert_scalar(1 - convert_scalar(lo, float32), out, ROUNDED)
+    bounds = {"lo": lo, "hi": hi}
+
+    def clamped(v: Value, lo: Value, hi: Value) -> Value:
+        return _logit(where(v < lo, lo, where(v > hi, hi, v)))
+
+    return launch(("logit", "eps"), [x], compute, clamped, bounds).to(out)
+
+
+def _logit(z: Value) -> Value:
+    return (z / (1 - z)).apply("log")
+
+
+def inplace_result(name: str, fn: Callable) -> Callable:
+    """Tensor.NAME_ for an op without a kernel of its own: fn(self, ...) written into self,
+    checked as the in-place ops check it (the result's dtype must cast to self's: a float
+    result is refused for integers; its shape must be self's)."""
+
+    def method(self: Tensor, *args, **kwargs) -> Tensor:
+        result = fn(tensor_arg(self, name), *args, **kwargs)
+        ew._check_inplace(self, result.dtype, result.shape, name)
+        return self.copy_(result)
+
+    method.__name__ = name
+    method.__qualname__ = f"Tensor.{name}"
+    method.__doc__ = f"{fn.__name__} written into self."
+    return method
 
 
 def isclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8, equal_nan=False):
@@ -328,6 +397,13 @@ FUNCTIONS: dict[str, Callable] = {
     "nan_to_num": nan_to_num,
     "lerp": lerp,
     "isclose": isclose,
+    "clamp_min": clamp_min,
+    "clamp_max": clamp_max,
+    "logit": logit,
 }
 NOT_METHODS: frozenset[str] = frozenset()
-METHODS: dict[str, Callable] = {}
+METHODS: dict[str, Callable] = {
+    "clamp_min_": clamp_min_,
+    "clamp_max_": clamp_max_,
+    "logit_": inplace_result("logit_", logit),
+}

@@ -5,7 +5,7 @@ references; typed errors for what PyTorch refuses."""
 import numpy as np
 import pytest
 import torch
-from parity_helpers import close_to_torch
+from parity_helpers import LAYOUTS, close_to_torch
 from parity_helpers import torch_pair as pair
 
 import kael
@@ -221,3 +221,81 @@ def test_atan2_is_correctly_rounded_in_float32_over_every_quadrant():
     y32, x32 = y.astype(np.float32), x.astype(np.float32)
     got = kael.atan2(kael.tensor(y32), kael.tensor(x32)).numpy()
     assert _ulp_error(got, np.arctan2(y32.astype(np.float64), x32.astype(np.float64))) <= 0.5001
+
+
+# ---- logit, clamp_min, clamp_max ---------------------------------------------------------------
+
+LOGIT_VALUES = [0.0, 1e-7, 0.25, 0.5, 0.75, 1.0 - 1e-7, 1.0, 1.5, -0.5, np.nan, np.inf]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize(
+    "dtype", [kael.float32, kael.float64, kael.float16, kael.bfloat16], ids=str
+)
+@pytest.mark.parametrize("eps", [None, 0.0, 1e-3, 0.1, 0.6, -0.1])
+def test_logit_matches_torch_with_and_without_eps(eps, dtype, layout):
+    values = np.resize(np.array(LOGIT_VALUES), (3, 4))
+    if layout == "transposed":
+        kx, tx = pair(values.T.copy(), dtype)
+        kx, tx = kx.t(), tx.t()
+    elif layout == "sliced":
+        kx, tx = pair(np.repeat(values, 2, axis=1), dtype)
+        kx, tx = kx[:, ::2], tx[:, ::2]
+    elif layout == "expanded":
+        kx, tx = pair(values[:1], dtype)
+        kx, tx = kx.expand(3, 4), tx.expand(3, 4)
+    else:
+        kx, tx = pair(values, dtype)
+    close_to_torch(kael.logit(kx, eps), torch.logit(tx, eps), TOL[dtype], equal_nan=True)
+    close_to_torch(kx.logit(eps=eps), tx.logit(eps=eps), TOL[dtype], equal_nan=True)
+
+
+def test_logit_of_integers_bool_zero_d_and_empty_gives_the_default_float():
+    for values, dtype in [([0, 1, 2], kael.int64), ([True, False], kael.bool), ([], kael.float32)]:
+        kx, tx = pair(values, dtype)
+        close_to_torch(kael.logit(kx), torch.logit(tx), 1e-6, equal_nan=True)
+    kx, tx = pair(0.3, kael.float64)
+    close_to_torch(kael.logit(kx, 0.4), torch.logit(tx, 0.4), 1e-14)
+
+
+def test_logit_in_place_writes_self_and_refuses_integers():
+    kx, tx = pair([0.1, 0.5, 0.9], kael.float32)
+    assert kx.logit_(eps=0.2) is kx
+    close_to_torch(kx, tx.logit_(eps=0.2), TOL[kael.float32])
+    with pytest.raises(kael.TypeError, match=r"logit_: result type float32 can't be cast .* int64"):
+        kael.tensor([0, 1]).logit_()
+    with pytest.raises(kael.TypeError, match=r"logit\(\): eps must be a float or None, got 'x'"):
+        kael.logit(kx, "x")
+
+
+@pytest.mark.parametrize(
+    "dtype", [kael.float32, kael.float64, kael.int64, kael.float16, kael.bfloat16], ids=str
+)
+@pytest.mark.parametrize("name", ["clamp_min", "clamp_max"])
+def test_one_sided_clamps_match_torch_with_number_and_tensor_bounds(name, dtype):
+    kx, tx = pair(np.arange(-6, 6).reshape(3, 4), dtype)
+    kb, tb = pair(np.array([-2, 0, 1, 7]), dtype)
+    for bound_k, bound_t in [(1, 1), (-2.5, -2.5), (kb, tb), (kb[0], tb[0])]:
+        close_to_torch(getattr(kael, name)(kx, bound_k), getattr(torch, name)(tx, bound_t), 0)
+        if not isinstance(bound_k, kael.Tensor) or not bound_k.ndim:
+            got, want = getattr(kx.t(), name)(bound_k), getattr(tx.t(), name)(bound_t)
+            close_to_torch(got, want, 0)
+    k_empty, t_empty = pair(np.zeros((0, 2)), dtype)
+    close_to_torch(getattr(kael, name)(k_empty, 0), getattr(torch, name)(t_empty, 0), 0)
+
+
+@pytest.mark.parametrize("name", ["clamp_min", "clamp_max"])
+def test_one_sided_clamps_take_bool_tensor_bounds_and_work_in_place(name):
+    kx, tx = pair([True, False, True], kael.bool)
+    kb, tb = pair([False, False, True], kael.bool)
+    close_to_torch(getattr(kael, name)(kx, kb), getattr(torch, name)(tx, tb), 0)
+    kf, tf = pair([-1.0, 0.5, 3.0], kael.float32)
+    assert getattr(kf, f"{name}_")(0.75) is kf
+    close_to_torch(kf, getattr(tf, f"{name}_")(0.75), 0)
+    with pytest.raises(kael.TypeError, match=rf"{name}_: result type float32 can't be cast"):
+        getattr(kael.tensor([1, 2]), f"{name}_")(0.5)
+    what = name[-3:]
+    with pytest.raises(kael.TypeError, match=rf"{name}\(\): {what} must be a number or a Tensor"):
+        getattr(kael, name)(kf, None)
+    with pytest.raises(kael.ValueError, match=rf"{name}: out has shape \[2\]"):
+        getattr(kael, name)(kf, 0.0, out=kael.empty(2))
