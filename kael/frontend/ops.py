@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 
 from kael.frontend import (
+    blas_like,
     contractions,
     factorizations,
     fastpath,
@@ -28,6 +29,7 @@ from kael.frontend import (
     singular,
     special_math,
     spectral,
+    stacking,
 )
 from kael.frontend import elementwise as ew
 from kael.frontend.tensor import Tensor
@@ -164,6 +166,8 @@ FAMILIES = (
     singular,
     special_math,
     products,
+    blas_like,
+    stacking,
 )
 NOT_METHODS: set[str] = set()
 for _family in FAMILIES:

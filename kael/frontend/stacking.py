@@ -1,0 +1,183 @@
+"""NumPy-style joins, flips, rotations and differences, as PyTorch spells them, built from
+kael's cat, flip, transpose, narrow and elementwise ops (so they run where those do):
+hstack, vstack (row_stack), column_stack, dstack, fliplr, flipud, rot90 and diff."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kael.frontend import elementwise as ew
+from kael.frontend import views
+from kael.frontend.factorizations import _out
+from kael.frontend.index_ops import _tensor_list, cat
+from kael.frontend.outputs import tensor_arg
+from kael.frontend.sequence import flip
+from kael.frontend.shapes import _at_least
+from kael.frontend.tensor import Tensor
+from kael.runtime.dtypes import bool_
+from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.tensor_impl import format_shape
+
+_atleast_1d, _atleast_2d, _atleast_3d = _at_least(1), _at_least(2), _at_least(3)
+
+# ---- the stacks ------------------------------------------------------------------------------
+
+
+def _stack(name: str, layout: Callable[[list[Tensor]], tuple[list[Tensor], int]]) -> Callable:
+    """kael.NAME(tensors, *, out=None): the tensors, laid out by `layout`, joined by cat along
+    the dim it gives."""
+
+    def fn(tensors, *, out=None) -> Tensor:
+        items = _tensor_list(tensors, name)
+        joined, dim = layout(items)
+        return _out(cat(joined, dim), out, name)
+
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
+def _hstack_layout(items: list[Tensor]) -> tuple[list[Tensor], int]:
+    items = list(_atleast_1d(items))
+    return items, 0 if items[0].ndim == 1 else 1
+
+
+def _column(t: Tensor) -> Tensor:
+    """A 0-d or 1-d tensor as a column [n, 1]; others as they are."""
+    return t.reshape(t.numel(), 1) if t.ndim <= 1 else t
+
+
+hstack = _stack("hstack", _hstack_layout)
+hstack.__doc__ = "1-d tensors (0-d ones as 1-d) joined end to end, others along dim 1."
+
+
+def _vstack_layout(items: list[Tensor]) -> tuple[list[Tensor], int]:
+    return list(_atleast_2d(items)), 0
+
+
+vstack = _stack("vstack", _vstack_layout)
+vstack.__doc__ = "The tensors, each at least 2-d (a vector as a row), joined along dim 0."
+row_stack = _stack("row_stack", _vstack_layout)
+row_stack.__doc__ = "vstack under its other name."
+column_stack = _stack("column_stack", lambda items: ([_column(t) for t in items], 1))
+column_stack.__doc__ = "The tensors joined along dim 1, 0-d and 1-d ones as columns."
+dstack = _stack("dstack", lambda items: (list(_atleast_3d(items)), 2))
+dstack.__doc__ = "The tensors, each at least 3-d (as atleast_3d makes them), joined along dim 2."
+
+
+# ---- flips and rotations ---------------------------------------------------------------------
+
+
+def fliplr(input) -> Tensor:
+    """A copy with dim 1 reversed (left and right swapped); input must be at least 2-d."""
+    x = tensor_arg(input, "fliplr")
+    if x.ndim < 2:
+        raise ValueError(
+            f"fliplr(): input must be >= 2-d, got a {x.ndim}-d tensor of shape "
+            f"{format_shape(x.shape)}"
+        )
+    return flip(x, [1])
+
+
+def flipud(input) -> Tensor:
+    """A copy with dim 0 reversed (up and down swapped); input must be at least 1-d."""
+    x = tensor_arg(input, "flipud")
+    if x.ndim < 1:
+        raise ValueError("flipud(): input must be >= 1-d, got a 0-d tensor")
+    return flip(x, [0])
+
+
+def _int(value, op: str, what: str) -> int:
+    """An int argument (a bool is one, as in PyTorch): kael.TypeError for anything else."""
+    if isinstance(value, Tensor) or not hasattr(value, "__index__"):
+        raise TypeError(f"{op}(): argument '{what}' must be int, not {type(value).__name__}")
+    return views.as_int64(value, what)
+
+
+def rot90(input, k=1, dims=(0, 1)) -> Tensor:
+    """input rotated k quarter turns in the plane of dims, from the first dim towards the
+    second (k < 0 the other way)."""
+    op = "rot90"
+    x = tensor_arg(input, op)
+    k = _int(k, op, "k")
+    if isinstance(dims, Tensor) or not isinstance(dims, (list, tuple)):
+        raise TypeError(f"{op}(): dims must be a list or tuple of two ints, got {dims!r}")
+    dims = [_int(d, op, "dims") for d in dims]
+    if len(dims) != 2:
+        raise ValueError(f"{op}(): expected total rotation dims == 2, but got dims = {len(dims)}")
+    if x.ndim < 2:
+        raise ValueError(f"{op}(): expected total dims >= 2, but got total dims = {x.ndim}")
+    d0, d1 = (views.wrap_dim(d, x.ndim) for d in dims)
+    if d0 == d1:
+        raise ValueError(
+            f"{op}(): expected rotation dims to be different, but got dim0 = {dims[0]} and "
+            f"dim1 = {dims[1]}"
+        )
+    turns = k % 4
+    if turns == 1:
+        return flip(x, [d1]).transpose(d0, d1)
+    if turns == 2:
+        return flip(x, [d0, d1])
+    if turns == 3:
+        return flip(x, [d0]).transpose(d0, d1)
+    return x.contiguous() if not x.is_contiguous() else x.clone()
+
+
+# ---- diff ------------------------------------------------------------------------------------
+
+
+def _edge(t, x: Tensor, dim: int, what: str) -> Tensor | None:
+    """prepend or append, checked: a tensor of input's rank and shape outside dim."""
+    if t is None:
+        return None
+    t = tensor_arg(t, "diff", what)
+    if t.ndim != x.ndim:
+        raise ValueError(
+            f"diff(): expects {what} to have the same number of dims as input ({x.ndim}), "
+            f"got {t.ndim} (shape {format_shape(t.shape)})"
+        )
+    for d in range(x.ndim):
+        if d != dim and t.shape[d] != x.shape[d]:
+            raise ValueError(
+                f"diff(): expects the shape of {what} to match input's except along dim {dim}; "
+                f"input.size({d}) = {x.shape[d]}, but got {what}.size({d}) = {t.shape[d]}"
+            )
+    return t
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None) -> Tensor:
+    """The n-th forward difference along dim (out[i] = x[i + 1] - x[i], n times; != for
+    bool), prepend and append joined to input along dim first."""
+    op = "diff"
+    x = tensor_arg(input, op)
+    if x.ndim < 1:
+        raise ValueError("diff(): expects input to be at least one-dimensional, got a 0-d tensor")
+    n = _int(n, op, "n")
+    if n < 0:
+        raise ValueError(f"diff(): order must be non-negative but got {n}")
+    d = views.wrap_dim(dim, x.ndim)
+    edges = [_edge(prepend, x, d, "prepend"), x, _edge(append, x, d, "append")]
+    edges = [t for t in edges if t is not None]
+    result = cat(edges, d) if len(edges) > 1 else x
+    combine = "ne" if result.dtype is bool_ else "sub"
+    for _ in range(n):
+        length = result.shape[d]
+        if length == 0:
+            break
+        later, earlier = result.narrow(d, 1, length - 1), result.narrow(d, 0, length - 1)
+        result = ew.binary(combine, later, earlier)
+    return result.clone() if result is x else result
+
+
+FUNCTIONS: dict[str, Callable] = {
+    "hstack": hstack,
+    "vstack": vstack,
+    "row_stack": row_stack,
+    "column_stack": column_stack,
+    "dstack": dstack,
+    "fliplr": fliplr,
+    "flipud": flipud,
+    "rot90": rot90,
+    "diff": diff,
+}
+NOT_METHODS: frozenset[str] = frozenset({"hstack", "vstack", "row_stack", "column_stack", "dstack"})
+METHODS: dict[str, Callable] = {}
