@@ -148,7 +148,7 @@ class _Emitter:
             self.b,
             width,
             load,
-            _no_index,
+            no_index,
             lambda s: self.args.params[s],
             # vscalef is the host's: the GPU runs these functions too (ptx/reduce.py)
             scalef=compiler.has_avx512f() and not targets_gpu(self.b.module),
@@ -191,7 +191,7 @@ class _Emitter:
             b,
             1,
             lambda i: value if i == 0 else index,
-            _no_index,
+            no_index,
             lambda s: args.params[s],
             self.note_fault,
         )
@@ -257,7 +257,8 @@ class _Emitter:
         return value, (b.extract_element(iv, i64(0)) if iv is not None else None)
 
 
-def _no_index(axis: int):
+def no_index(axis: int):
+    """A reduction prologue's index reader: prologues never read their position."""
     raise NotImplementedError("a reduction prologue cannot read its position")
 
 

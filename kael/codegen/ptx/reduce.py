@@ -22,7 +22,7 @@ from llvmlite import ir
 
 from kael.codegen.combine import Combiner, identity
 from kael.codegen.cpu import reduce as cpu_reduce
-from kael.codegen.cpu.reduce import word_count
+from kael.codegen.cpu.reduce import no_index, word_count
 from kael.codegen.lowering import (
     CODEGEN_SCHEMA,
     I64,
@@ -176,7 +176,7 @@ class _Body:
         def load(k: int) -> ir.Value:
             return b.load(b.gep(ins[k], [offs[k]]), align=red.inputs[k].dtype.itemsize)
 
-        emitter = ExprEmitter(b, 1, load, _no_index, lambda s: params[s])
+        emitter = ExprEmitter(b, 1, load, no_index, lambda s: params[s])
         x = emitter.emit(red.prologue)
         if red.second is not None:
             second = emitter.emit(red.second)
@@ -220,7 +220,7 @@ class _Body:
                     b,
                     1,
                     lambda k: fv if k == 0 else fi,
-                    _no_index,
+                    no_index,
                     lambda s: params[s],
                     lambda code, cond: report_fault(b, self.error, code, cond),
                 )
@@ -233,10 +233,6 @@ class _Body:
         b.branch(head)
         b.position_at_end(done)
         b.ret_void()
-
-
-def _no_index(axis: int):
-    raise NotImplementedError("a reduction prologue cannot read its position")
 
 
 _memory = kernel_cache.Memo()

@@ -32,7 +32,7 @@ from llvmlite import ir
 from kael.codegen.combine import Combiner, identity
 from kael.codegen.cpu import reduce as cpu_reduce
 from kael.codegen.cpu.loops import LoopBuilder
-from kael.codegen.cpu.reduce import word_count
+from kael.codegen.cpu.reduce import no_index, word_count
 from kael.codegen.lowering import (
     I64,
     ExprEmitter,
@@ -117,10 +117,6 @@ class _Kernel:
     def second_ident(self) -> ir.Value:
         return constant(self.red.acc, 0, 1)
 
-    def pair_of(self, v, i):
-        """(value, second) with the second left out unless the sum is paired."""
-        return v, (i if self.paired else None)
-
     def tree(self, values, seconds, size: int, limit: ir.Value) -> None:
         """The CPU's bottom-up pairwise tree over shared `values[0:limit]` (limit <= size),
         the CTA's threads taking the pairs of a span side by side, a barrier between spans."""
@@ -169,7 +165,7 @@ class _Kernel:
             b,
             1,
             lambda k: value if k == 0 else second,
-            _no_index,
+            no_index,
             lambda s: w.params[s],
             lambda code, cond: report_fault(b, w.error, code, cond),
         )
@@ -177,10 +173,6 @@ class _Kernel:
             at = element_offset(b, kidx, w.out_strides[n])
             b.store(narrow(b, emitter.emit(e), buf.dtype), b.gep(w.outs[n], [at]),
                     align=buf.dtype.itemsize)  # fmt: skip
-
-
-def _no_index(axis: int):
-    raise NotImplementedError("a reduction prologue cannot read its position")
 
 
 class _Main(_Kernel):
@@ -266,7 +258,7 @@ class _Main(_Kernel):
             ]
 
         def prologue(values: list[ir.Value], run: bool = False):
-            emitter = ExprEmitter(b, 1, lambda i: values[i], _no_index, lambda s: w.params[s])
+            emitter = ExprEmitter(b, 1, lambda i: values[i], no_index, lambda s: w.params[s])
             x = emitter.emit(red.prologue.x if run else red.prologue)
             return x, (emitter.emit(red.second) if self.paired else None)
 
@@ -329,7 +321,8 @@ class _Main(_Kernel):
             )
         value, second = self._fold(accs, secs)
         cur_i = b.load(tail_i) if self.paired else None
-        return self.pair_of(*self.combine(value, second, b.load(tail), cur_i))
+        value, second = self.combine(value, second, b.load(tail), cur_i)
+        return value, (second if self.paired else None)
 
     def _runs(self, n: ir.Value, accs, chunks) -> ir.Value:
         """A float32 sum's runs: RUN_LENGTH chunks added in float32, each run's total
