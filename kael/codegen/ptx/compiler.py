@@ -39,9 +39,9 @@ _memory = kernel_cache.Memo()
 
 
 @sync.cached(lock_with=_llvm_lock)
-def _target_machine():
+def _target_machine(arch: str = ARCH):
     target = _llvm().Target.from_triple(ptx_kernel.TRIPLE)
-    return target.create_target_machine(cpu=ARCH, features=FEATURES, opt=3)
+    return target.create_target_machine(cpu=arch, features=FEATURES, opt=3)
 
 
 def target_data_layout() -> str:
@@ -77,13 +77,13 @@ def build_module(kernel: Kernel) -> ir.Module:
     return ptx_kernel.build_module(kernel, function_name(kernel))
 
 
-def _optimized(module: ir.Module):
+def _optimized(module: ir.Module, arch: str = ARCH):
     ptx_kernel.check_intrinsics(module)  # the one door into LLVM, which aborts on them
     llvm = _llvm()
     mod = llvm.parse_assembly(str(module))
     mod.verify()
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
-    pb = llvm.create_pass_builder(_target_machine(), pto)
+    pb = llvm.create_pass_builder(_target_machine(arch), pto)
     pb.getModulePassManager().run(mod, pb)
     return mod
 
@@ -95,10 +95,11 @@ def optimized_ir(kernel: Kernel) -> str:
         return str(_optimized(module))
 
 
-def assemble(module: ir.Module) -> str:
-    """Optimized PTX text of an NVPTX llvmlite module."""
+def assemble(module: ir.Module, arch: str = ARCH) -> str:
+    """Optimized PTX text of an NVPTX llvmlite module for `arch` (sm_90a: Hopper's own
+    instructions, wgmma)."""
     with _llvm_lock:
-        return _target_machine().emit_assembly(_optimized(module))
+        return _target_machine(arch).emit_assembly(_optimized(module, arch))
 
 
 def compile_ptx(kernel: Kernel) -> str:
@@ -106,14 +107,15 @@ def compile_ptx(kernel: Kernel) -> str:
     return assemble(build_module(kernel))
 
 
-def stored_ptx(identity: str, build: Callable[[], ir.Module]) -> str:
+def stored_ptx(identity: str, build: Callable[[], ir.Module], arch: str = ARCH) -> str:
     """The PTX of the module `build` makes, from the disk cache when a module of the same
     `identity` (its printed kernel, or a name that fixes its code) was assembled before by
     this target and code generator; the modules that are not one Kernel come here."""
     key = kernel_cache.key_of(
-        identity, ptx_kernel.TRIPLE, ARCH, FEATURES, llvm_version(), __version__, CODEGEN_SCHEMA
+        identity, ptx_kernel.TRIPLE, arch, FEATURES, llvm_version(), __version__, CODEGEN_SCHEMA
     )
-    return kernel_cache.fetch(CACHE_KIND, key, lambda: assemble(build()).encode())[0].decode()
+    payload = kernel_cache.fetch(CACHE_KIND, key, lambda: assemble(build(), arch).encode())[0]
+    return payload.decode()
 
 
 def ptx_for(kernel: Kernel) -> str:

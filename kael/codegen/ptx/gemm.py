@@ -450,7 +450,7 @@ class _Product(NamedTuple):
     """A product kernel: its entry symbol, module builder and CTA (tile sides, threads)."""
 
     symbol: str
-    build: Callable[[DType], ir.Module]
+    build: Callable[[DType], ir.Module] | None  # None: built per variant (wgmma)
     tile_m: int
     tile_n: int
     threads: int
@@ -482,11 +482,47 @@ def _function(dtype: DType):
     return cuda_driver.load_function(ptx(dtype), _product(dtype).symbol)
 
 
+@sync.cached
+def _hopper() -> bool:
+    """Whether device 0 runs sm_90a code (wgmma): compute capability 9.0 exactly."""
+    return cuda_driver.describe()["capability"] == (9, 0)
+
+
+def _wgmma_kernel(c: TensorImpl, a: TensorImpl, b: TensorImpl) -> tuple[_Product, object] | None:
+    """The warpgroup kernel (ptx/wgmma.py) for a half-type product, where the device is
+    sm_90 and each operand's rows are contiguous along K or M/N on 16 bytes; else None."""
+    if not c.dtype.is_half or not _hopper():
+        return None
+    from kael.codegen.ptx import wgmma  # it imports this module
+
+    layout = wgmma.layout(a.strides[-2:], b.strides[-2:])
+    batch = (*a.strides[:-2], *b.strides[:-2])
+    if layout is None or any(t.data_ptr() % 16 for t in (a, b)) or any(x % 8 for x in batch):
+        return None
+    return _wgmma_function(wgmma.Variant(c.dtype, layout))
+
+
+@sync.cached
+def _wgmma_function(variant) -> tuple[_Product, object]:
+    from kael.codegen.ptx import wgmma
+
+    module = wgmma.build_module(variant)
+    text = compiler.stored_ptx(str(module), lambda: module, wgmma.ARCH)
+    kernel = _Product(
+        variant.symbol, None, wgmma.TILE_M, variant.tile_n, wgmma.THREADS, variant.shared_bytes
+    )
+    return kernel, cuda_driver.load_function(text, variant.symbol)[1]
+
+
 def matmul(c: TensorImpl, a: TensorImpl, b: TensorImpl) -> None:
     """c = a @ b on the GPU, with gemm_run.matmul's contract (device addresses); float16
-    and bfloat16 (all three operands of the dtype) on the tensor cores (ptx/mma.py)."""
-    _, function = _function(c.dtype)
-    kernel = _product(c.dtype)
+    and bfloat16 (all three operands of the dtype) on the tensor cores: wgmma (ptx/wgmma.py)
+    on sm_90 for operands it takes, mma.sync (ptx/mma.py) else."""
+    chosen = _wgmma_kernel(c, a, b)
+    if chosen is None:
+        kernel, (_, function) = _product(c.dtype), _function(c.dtype)
+    else:
+        kernel, function = chosen
     dims = batch_dims(c.shape[:-2], a.strides[:-2], b.strides[:-2], c.strides[:-2])
     q, (qa, qb, qc) = dims.pop() if dims else (1, (0, 0, 0))
     m, k = a.shape[-2:]

@@ -499,42 +499,56 @@ class _Emitter:
 
     # -- C ------------------------------------------------------------------------------------
     def store(self, frags: int, col0: ir.Value) -> None:
-        """The accumulators of the warp's first `frags` n8 fragments, from column `col0`:
-        each lane's (rows group, group + 8; columns 2 member, + 1 of each fragment) rounded
-        to the dtype, two at once (4 bytes) where C allows it."""
-        b, w = self.b, self.w
-        c = b.inttoptr(self.c, I16.as_pointer(1))
-        c_pairs = b.inttoptr(self.c, I32.as_pointer(1))
-        pairs_ok = b.icmp_signed(
-            "==", b.and_(b.or_(self.c, b.shl(w["ldc"], i64(1))), i64(3)), i64(0)
-        )
-        pair = b.mul(self.member, i64(2))
+        store_c(self.b, self.w, self.c, self.acc, (self.wrow0, col0), self.lane, frags, self.dtype)
 
-        def bits(value: ir.Value) -> ir.Value:
-            return b.bitcast(narrow(b, value, self.dtype), I16)
 
-        for i in range(FRAG_M):
-            for h in (0, 1):
-                r = b.add(self.wrow0, b.add(self.group, i64(16 * i + 8 * h)))
-                with b.if_then(b.icmp_signed("<", r, w["m"])):
-                    line = b.mul(r, w["ldc"])
-                    for j in range(frags):
-                        col = b.add(col0, b.add(pair, i64(8 * j)))
-                        low_cell, high_cell = self.acc[i][j][2 * h : 2 * h + 2]
-                        at = b.add(line, col)
-                        both = b.and_(pairs_ok, b.icmp_signed("<", b.add(col, i64(1)), w["n"]))
-                        with b.if_else(both) as (whole, parts):
-                            with whole:
-                                low = b.zext(bits(b.load(low_cell)), I32)
-                                high = b.zext(bits(b.load(high_cell)), I32)
-                                word = b.or_(low, b.shl(high, ir.Constant(I32, 16)))
-                                b.store(word, b.gep(c_pairs, [b.ashr(at, i64(1))]), align=4)
-                            with parts:
-                                for d, cell in ((0, low_cell), (1, high_cell)):
-                                    inside = b.icmp_signed("<", b.add(col, i64(d)), w["n"])
-                                    with b.if_then(inside):
-                                        target = b.gep(c, [b.add(at, i64(d))])
-                                        b.store(bits(b.load(cell)), target, align=2)
+def store_c(
+    b: ir.IRBuilder,
+    w: dict,
+    c_address: ir.Value,
+    acc: list,
+    origin: tuple[ir.Value, ir.Value],
+    lane: ir.Value,
+    frags: int,
+    dtype: DType,
+) -> None:
+    """C from a warp's accumulator cells acc[i][j][0..3] in the m16n8 layout (mma.sync's,
+    and each warp's quarter of a wgmma's): fragment (i, j) covers rows origin[0] + 16 i +
+    lane / 4 (+ 8) and columns origin[1] + 8 j + 2 (lane % 4) (+ 1), for j < `frags`. Each
+    value is rounded to the dtype, two at once (4 bytes) where C allows it."""
+    row0, col0 = origin
+    c = b.inttoptr(c_address, I16.as_pointer(1))
+    c_pairs = b.inttoptr(c_address, I32.as_pointer(1))
+    pairs_ok = b.icmp_signed(
+        "==", b.and_(b.or_(c_address, b.shl(w["ldc"], i64(1))), i64(3)), i64(0)
+    )
+    group, pair = b.lshr(lane, i64(2)), b.mul(b.and_(lane, i64(3)), i64(2))
+
+    def bits(value: ir.Value) -> ir.Value:
+        return b.bitcast(narrow(b, value, dtype), I16)
+
+    for i, row_cells in enumerate(acc):
+        for h in (0, 1):
+            r = b.add(row0, b.add(group, i64(16 * i + 8 * h)))
+            with b.if_then(b.icmp_signed("<", r, w["m"])):
+                line = b.mul(r, w["ldc"])
+                for j in range(frags):
+                    col = b.add(col0, b.add(pair, i64(8 * j)))
+                    low_cell, high_cell = row_cells[j][2 * h : 2 * h + 2]
+                    at = b.add(line, col)
+                    both = b.and_(pairs_ok, b.icmp_signed("<", b.add(col, i64(1)), w["n"]))
+                    with b.if_else(both) as (whole, parts):
+                        with whole:
+                            low = b.zext(bits(b.load(low_cell)), I32)
+                            high = b.zext(bits(b.load(high_cell)), I32)
+                            word = b.or_(low, b.shl(high, ir.Constant(I32, 16)))
+                            b.store(word, b.gep(c_pairs, [b.ashr(at, i64(1))]), align=4)
+                        with parts:
+                            for d, cell in ((0, low_cell), (1, high_cell)):
+                                inside = b.icmp_signed("<", b.add(col, i64(d)), w["n"])
+                                with b.if_then(inside):
+                                    target = b.gep(c, [b.add(at, i64(d))])
+                                    b.store(bits(b.load(cell)), target, align=2)
 
 
 def build_module(dtype: DType, tile_k: int = TILE_K, stages: int = STAGES) -> ir.Module:

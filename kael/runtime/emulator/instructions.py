@@ -788,6 +788,130 @@ def _mma(m, ins, lanes):
         m.write(d[k], out[slot, row, col], lanes)
 
 
+_WGMMA_SYNC = (("fence",), ("commit_group",), ("wait_group",))
+_SWIZZLE_128B = 1  # a descriptor's bits 62-63
+_WGMMA_LINE = 128  # bytes per line of the 128-byte swizzle; 8 lines repeat its pattern
+
+
+def _whole_warpgroups(m, lanes, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """(each thread's warpgroup's position among those here, its thread index 0..127 in
+    the warpgroup) for a warpgroup-wide `.aligned` instruction: all 128 threads run it."""
+    index = np.arange(m.n)[lanes]
+    _, slot = np.unique(m.warpgroup[index], return_inverse=True)
+    if np.any(np.bincount(slot) != 128):
+        raise m.fault("CUDA_ERROR_LAUNCH_FAILED", f"{what} runs without its whole warpgroup")
+    return slot, index % m.block % 128
+
+
+def _uniform(m, values: np.ndarray, slot: np.ndarray, what: str) -> np.ndarray:
+    """One value per warpgroup of a per-thread operand that must agree within each."""
+    first = np.zeros(slot.max() + 1, values.dtype)
+    first[slot] = values
+    if np.any(first[slot] != values):
+        raise m.fault("CUDA_ERROR_ILLEGAL_INSTRUCTION", f"{what} differs within a warpgroup")
+    return first
+
+
+def _descriptor_operand(m, desc: np.ndarray, slot_cta: np.ndarray, rows: int, mn_major: bool, kind):
+    """The rows x 16 operand (rows of M or N, 16 of K) each warpgroup's matrix descriptor
+    names, as float64, read from its CTA's shared memory. The one layout kael uses is
+    supported: 128-byte swizzle, base offset 0 (PTX ISA, "Matrix Descriptor"; CUTLASS's
+    canonical GMMA layouts). K-major: element (i, k) at start + (i / 8) SBO + (i % 8) 128
+    + 2 k; MN-major: at start + (i / 64) LBO + 2 (i % 64) + (k / 8) SBO + (k % 8) 128. The
+    swizzle XORs address bits 4-6 (the 16-byte chunk) with bits 7-9 (the line mod 8)."""
+    desc = desc.astype(np.uint64)
+    start = (desc & np.uint64(0x3FFF)) << np.uint64(4)
+    lbo = ((desc >> np.uint64(16)) & np.uint64(0x3FFF)) << np.uint64(4)
+    sbo = ((desc >> np.uint64(32)) & np.uint64(0x3FFF)) << np.uint64(4)
+    if np.any(desc >> np.uint64(62) != _SWIZZLE_128B) or np.any(
+        (desc >> np.uint64(49)) & np.uint64(7)
+    ):
+        raise m.fault(
+            "CUDA_ERROR_NOT_SUPPORTED", "the emulator runs wgmma on 128-byte swizzled operands only"
+        )
+    i = np.arange(rows, dtype=np.uint64)[:, None]
+    k = np.arange(16, dtype=np.uint64)[None, :]
+    line = np.uint64(_WGMMA_LINE)
+    if mn_major:
+        offset = (i // np.uint64(64)) * lbo[:, None, None] + np.uint64(2) * (i % np.uint64(64))
+        offset = offset + (k // np.uint64(8)) * sbo[:, None, None] + (k % np.uint64(8)) * line
+    else:
+        offset = (
+            (i // np.uint64(8)) * sbo[:, None, None] + (i % np.uint64(8)) * line + np.uint64(2) * k
+        )
+    logical = start[:, None, None] + offset
+    physical = logical ^ (((logical >> np.uint64(7)) & np.uint64(7)) << np.uint64(4))
+    if np.any(physical + np.uint64(2) > np.uint64(m.shared_bytes)):
+        raise m.fault("CUDA_ERROR_ILLEGAL_ADDRESS", f"wgmma operand past {m.shared_bytes} bytes")
+    generic = m.shared_at(slot_cta[:, None, None], physical)
+    bits = m.memory.load(generic.reshape(-1), np.uint16, "wgmma").reshape(generic.shape)
+    if kind == "f16":
+        return bits.view(np.float16).astype(np.float64)
+    return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
+
+
+@handles("wgmma")
+def _wgmma(m, ins, lanes):
+    """wgmma.fence / commit_group / wait_group and wgmma.mma_async.sync.aligned.m64nNk16.
+    f32.{f16,bf16}.{f16,bf16} {d}, a-desc, b-desc, scale-d, imm-scale-a, imm-scale-b,
+    imm-trans-a, imm-trans-b, both operands in shared memory: each warpgroup's D (64 x N)
+    = A (64 x 16) B (16 x N) (+ D where scale-d). Warp w of the group holds rows 16 w + l /
+    4 (+ 8) and columns 8 j + 2 (l % 4) (+ 1) in d[4 j .. 4 j + 3], as mma.m16n8 does for
+    each n8 block. It runs when issued, reading shared memory and writing D then, the
+    earliest a GPU may, so the fences and waits only check their warpgroup is whole."""
+    parts = ins.parts
+    if tuple(parts[1:2]) in _WGMMA_SYNC and tuple(parts[2:4]) == ("sync", "aligned"):
+        _whole_warpgroups(m, lanes, ins.opcode)
+        return
+    kind = parts[6] if len(parts) == 8 else None
+    shape = parts[4] if len(parts) > 4 else ""
+    n = (
+        int(shape[4:-3])
+        if shape.startswith("m64n") and shape.endswith("k16") and shape[4:-3].isdigit()
+        else 0
+    )
+    if (
+        tuple(parts[1:4]) != ("mma_async", "sync", "aligned")
+        or kind not in ("f16", "bf16")
+        or parts[5] != "f32"
+        or parts[7] != kind
+        or n % 8
+        or not 8 <= n <= 256
+    ):
+        raise m.fault("CUDA_ERROR_NOT_SUPPORTED", f"the emulator does not run {ins.opcode}")
+    d, desc_a, desc_b, scale_d, scale_a, scale_b, trans_a, trans_b = ins.operands
+    if len(d.items) != n // 2:
+        raise m.fault("CUDA_ERROR_ILLEGAL_INSTRUCTION", f"{ins.opcode} needs {n // 2} registers")
+    slot, t = _whole_warpgroups(m, lanes, ins.opcode)
+    index = np.arange(m.n)[lanes]
+    groups = slot.max() + 1
+    cta = np.zeros(groups, np.int64)
+    cta[slot] = m.cta[index]
+    count = m.count(lanes)
+
+    def per_group(op, type_: str, what: str) -> np.ndarray:
+        values = np.broadcast_to(np.asarray(m.read(op, type_, lanes)), (count,))
+        return _uniform(m, values, slot, what)
+
+    a = _descriptor_operand(
+        m, per_group(desc_a, "u64", "a-desc"), cta, 64, trans_a.value == 1, kind
+    )
+    b = _descriptor_operand(m, per_group(desc_b, "u64", "b-desc"), cta, n, trans_b.value == 1, kind)
+    product = np.einsum("gik,gjk->gij", a, b) * float(scale_a.value) * float(scale_b.value)
+    accumulate = np.broadcast_to(_predicate(m, scale_d, lanes), (count,))
+    accumulate = _uniform(m, accumulate.astype(np.uint8), slot, "scale-d").astype(bool)
+    warp, lane = t // 32, t % 32
+    rows = [16 * warp + (lane >> 2) + 8 * (e // 2) for e in range(4)]
+    cols = [2 * (lane & 3) + e % 2 for e in range(4)]
+    for j in range(n // 8):
+        for e in range(4):
+            reg = d.items[4 * j + e]
+            value = product[slot, rows[e], 8 * j + cols[e]]
+            old = np.asarray(m.read(reg, "f32", lanes)).astype(np.float64)
+            value = np.where(accumulate[slot], value + old, value)
+            m.write(reg, value.astype(np.float32), lanes)
+
+
 _LDMATRIX_COUNTS = {"x1": 1, "x2": 2, "x4": 4}
 
 

@@ -79,6 +79,7 @@ class Chunk:
         self.cta = lane // block  # the CTA within this chunk
         tid = (lane % block).astype(np.uint32)
         self.warp = self.cta * -(-block // 32) + tid // 32  # warps do not span CTAs
+        self.warpgroup = self.cta * -(-block // 128) + tid // 128  # 4 warps: wgmma's
         self.special = {
             "%tid.x": tid,
             "%ntid.x": np.uint32(block),
@@ -196,6 +197,11 @@ class Chunk:
             )
         return np.uint64(base) + owner.astype(np.uint64) * np.uint64(window) + addresses
 
+    def shared_at(self, ctas: np.ndarray, addresses: np.ndarray) -> np.ndarray:
+        """Generic addresses of shared-window `addresses` of the chunk's CTAs `ctas`."""
+        window = np.uint64(self.shared_bytes)
+        return np.uint64(SHARED_BASE) + ctas.astype(np.uint64) * window + addresses
+
     def count(self, lanes) -> int:
         return self.n if isinstance(lanes, slice) else len(lanes)
 
@@ -218,7 +224,7 @@ class Chunk:
     def _run(self) -> None:
         code, labels = self.fn.code, self.fn.labels
         groups: dict[int, object] = {0: slice(None)}
-        members = {"cta": np.bincount(self.cta), "warp": np.bincount(self.warp)}
+        members = {unit: np.bincount(getattr(self, unit)) for unit in ("cta", "warp", "warpgroup")}
         steps = 0
         while groups:
             pc, lanes = self._next(groups, members)
@@ -301,8 +307,10 @@ class Chunk:
             raise self._deadlock(groups)
         warp, pc, ready = best
         take = ready[self.warp[ready] == warp]
-        if _waits_for(self.fn.code[pc]) == "cta":  # a barrier releases its whole CTA at once
-            take = ready[self.cta[ready] == self.cta[take[0]]]
+        unit = _waits_for(self.fn.code[pc])
+        if unit in ("cta", "warpgroup"):  # a barrier releases its whole CTA at once
+            owner = getattr(self, unit)
+            take = ready[owner[ready] == owner[take[0]]]
         rest = np.setdiff1d(self._indices(groups[pc]), take, assume_unique=True)
         if len(rest):
             groups[pc] = rest
@@ -341,11 +349,13 @@ class Chunk:
 
 
 def _waits_for(ins: Instruction) -> str | None:
-    """Whom the instruction waits for: its CTA (barriers), its warp (bar.warp.sync, shuffles,
-    votes, mma, ldmatrix), or nobody."""
+    """Whom the instruction waits for: its CTA (barriers), its warpgroup (wgmma), its warp
+    (bar.warp.sync, shuffles, votes, mma, ldmatrix), or nobody."""
     head = ins.parts[0]
     if head in ("bar", "barrier"):
         return "warp" if ins.parts[1] == "warp" else "cta"
+    if head == "wgmma":
+        return "warpgroup"
     return "warp" if head in ("shfl", "vote", "mma", "ldmatrix") else None
 
 

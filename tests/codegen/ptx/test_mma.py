@@ -4,7 +4,6 @@ device launched with chosen words (which path each CTA takes, edges, strides, ba
 padding never read or written), and on a device, or the emulated one, the host's values
 for edges, batches, strides and vectors."""
 
-import ctypes
 import re
 import shutil
 import subprocess
@@ -13,11 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from half_products import Operand, check, contiguous, ints, launch
 
 import kael
 from kael.codegen.ptx import compiler, gemm, mma
 from kael.runtime.dtypes import bfloat16, float16
-from kael.runtime.emulator import driver, instructions, machine
+from kael.runtime.emulator import instructions, machine
 
 DTYPES = [float16, bfloat16]
 TORCH = {float16: torch.float16, bfloat16: torch.bfloat16}
@@ -81,98 +81,21 @@ def test_ptxas_fits_the_kernel_in_registers_without_spilling(dtype, shape, tmp_p
 
 
 # -- the kernel alone on the emulated device, with chosen words --------------------------------
-def _half_bits(x: np.ndarray, dtype) -> np.ndarray:
-    """float32 values as the dtype's bits, rounded to nearest even (kael's `narrow`)."""
-    x = np.asarray(x, np.float32)
-    if dtype is float16:
-        return x.astype(np.float16).view(np.uint16)
-    bits = x.view(np.uint32).astype(np.uint64)
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
-
-
-NAN_BITS = {float16: 0x7E00, bfloat16: 0x7FC0}  # what lies around the operands: never read
-
-
-class _Operand:
-    """A batch of matrices at `offset` elements into a buffer of NaNs, with element strides."""
-
-    def __init__(self, values: np.ndarray, dtype, strides, offset=0):
-        self.values = values  # (q, rows, cols) small integers
-        q, rows, cols = values.shape
-        self.strides, self.offset = strides, offset
-        last = offset + sum((d - 1) * s for d, s in zip(values.shape, strides, strict=True))
-        self.buffer = np.full(last + 8, NAN_BITS[dtype], np.uint16)
-        index = offset + sum(
-            np.arange(d).reshape([-1 if a == i else 1 for a in range(3)]) * s
-            for i, (d, s) in enumerate(zip(values.shape, strides, strict=True))
-        )
-        self.index = index
-        self.buffer[index] = _half_bits(values, dtype)
-
-
-def _emulated_product(a: _Operand, b: _Operand, c: _Operand, dtype, monkeypatch, shape=None):
+def _emulated_product(a: Operand, b: Operand, c: Operand, dtype, monkeypatch, shape=None):
     """Launch the kernel (built for `shape`: (tile_k, stages), or the default) on the
     emulated device as gemm.matmul would: (C's buffer after it, how many warp-wide
     ldmatrix the fast path ran)."""
-    q, m, k = a.values.shape
-    n = b.values.shape[2]
-    tm, tn = -(-m // mma.TILE_M), -(-n // mma.TILE_N)
-    seen = []
-    handler = instructions.HANDLERS["ldmatrix"]
-    monkeypatch.setitem(
-        instructions.HANDLERS, "ldmatrix", lambda *args: seen.append(1) or handler(*args)
+    kernel = (mma.TILE_M, mma.TILE_N, mma.THREADS, mma.shared_bytes(*(shape or ())))
+    out, seen = launch(
+        _ptx(dtype, shape), mma.symbol(dtype), kernel, a, b, c, monkeypatch, ("ldmatrix",)
     )
-    _, module = driver.cuModuleLoadData(_ptx(dtype, shape).encode())
-    _, fn = driver.cuModuleGetFunction(module, mma.symbol(dtype).encode())
-    shared = mma.shared_bytes(*(shape or ()))
-    attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-    assert driver.cuFuncSetAttribute(fn, attribute, shared) == (driver.OK,)
-    buffers = []
-    try:
-        for op in (a, b, c):
-            _, at = driver.cuMemAlloc(op.buffer.nbytes)
-            buffers.append(at)
-            driver.cuMemcpyHtoD(at, op.buffer.ctypes.data, op.buffer.nbytes)
-        words = [
-            buffers[0] + 2 * a.offset, buffers[1] + 2 * b.offset, buffers[2] + 2 * c.offset,
-            a.strides[1], a.strides[2], a.strides[0], b.strides[1], b.strides[2], b.strides[0],
-            c.strides[1], c.strides[0], m, n, k, tm, tn,
-        ]  # fmt: skip
-        values = (ctypes.c_int64 * len(words))(*words)
-        slots = (ctypes.c_void_p * len(words))(
-            *(ctypes.addressof(values) + 8 * i for i in range(len(words)))
-        )
-        (err,) = driver.cuLaunchKernel(
-            fn, q * tm * tn, 1, 1, mma.THREADS, 1, 1, shared, 0, ctypes.addressof(slots), 0
-        )
-        assert err == driver.OK, driver.cuGetErrorString(err)[1].decode()
-        out = np.empty_like(c.buffer)
-        driver.cuMemcpyDtoH(out.ctypes.data, buffers[2], out.nbytes)
-    finally:
-        for at in buffers:
-            driver.cuMemFree(at)
-    return out, len(seen)
+    return out, seen["ldmatrix"]
 
 
-def _check(a: _Operand, b: _Operand, c: _Operand, dtype, monkeypatch, fast: bool, shape=None):
+def _check(a: Operand, b: Operand, c: Operand, dtype, monkeypatch, fast: bool, shape=None):
     out, loads = _emulated_product(a, b, c, dtype, monkeypatch, shape)
-    exact = np.einsum("qmk,qkn->qmn", a.values.astype(np.float64), b.values.astype(np.float64))
-    want = np.broadcast_to(_half_bits(exact.astype(np.float32), dtype), c.values.shape)
-    np.testing.assert_array_equal(out[c.index], want)
-    outside = np.ones(out.shape, bool)
-    outside[c.index] = False
-    assert (out[outside] == c.buffer[outside]).all()  # padding and gaps are never written
+    check(out, a, b, c, dtype)
     assert (loads > 0) is fast
-
-
-def _ints(rng, *shape):
-    return rng.integers(-3, 4, shape).astype(np.float32)  # exact sums: results bit for bit
-
-
-def _contiguous(values, dtype, row=None, batch=None, offset=0):
-    q, rows, cols = values.shape
-    row = cols if row is None else row
-    return _Operand(values, dtype, (rows * row if batch is None else batch, row, 1), offset)
 
 
 CASES = {  # name: (q, m, k, n, A's (row, batch) strides, B's, C's row stride), fast path or not
@@ -192,12 +115,12 @@ CASES = {  # name: (q, m, k, n, A's (row, batch) strides, B's, C's row stride), 
 def test_emulated_kernel_matches_exact_sums_and_writes_only_c(case, dtype, monkeypatch, shape=None):
     (q, m, k, n, (ars, asb), (brs, bsb), ldc), fast = CASES[case]
     rng = np.random.default_rng(len(case))
-    a = _contiguous(_ints(rng, q, m, k), dtype, ars, asb)
-    b = _contiguous(_ints(rng, 1 if bsb == 0 else q, k, n), dtype, brs, bsb)
+    a = contiguous(ints(rng, q, m, k), dtype, ars, asb)
+    b = contiguous(ints(rng, 1 if bsb == 0 else q, k, n), dtype, brs, bsb)
     if bsb == 0:
         b.strides = (0, *b.strides[1:])
         b.values = np.broadcast_to(b.values, (q, k, n))
-    c = _contiguous(np.zeros((q, m, n), np.float32), dtype, ldc)
+    c = contiguous(np.zeros((q, m, n), np.float32), dtype, ldc)
     _check(a, b, c, dtype, monkeypatch, fast, shape)
 
 
@@ -213,9 +136,9 @@ def test_other_pipeline_shapes_are_right_too(case, monkeypatch):
 def test_a_launch_with_less_dynamic_shared_memory_faults(monkeypatch):
     # the stages are the launch's dynamic shared memory: a launch with less cannot run
     rng = np.random.default_rng(3)
-    a = _contiguous(_ints(rng, 1, 8, 16), float16)
-    b = _contiguous(_ints(rng, 1, 16, 8), float16)
-    c = _contiguous(np.zeros((1, 8, 8), np.float32), float16)
+    a = contiguous(ints(rng, 1, 8, 16), float16)
+    b = contiguous(ints(rng, 1, 16, 8), float16)
+    c = contiguous(np.zeros((1, 8, 8), np.float32), float16)
     monkeypatch.setattr(mma, "shared_bytes", lambda *shape: 64 * 1024)
     with pytest.raises(AssertionError, match="ILLEGAL_ADDRESS|past 65536 bytes"):
         _emulated_product(a, b, c, float16, monkeypatch)
@@ -268,9 +191,9 @@ def test_each_cta_picks_its_path_by_its_batchs_alignment(monkeypatch):
     # batch 1 of A starts 8 bytes off 16: its CTA reads fragments from global memory, while
     # batches 0 and 2 go through shared memory, all in one launch
     rng = np.random.default_rng(11)
-    a = _Operand(_ints(rng, 3, 10, 16), float16, (10 * 16 + 4, 16, 1))
-    b = _contiguous(_ints(rng, 3, 16, 8), float16)
-    c = _contiguous(np.zeros((3, 10, 8), np.float32), float16)
+    a = Operand(ints(rng, 3, 10, 16), float16, (10 * 16 + 4, 16, 1))
+    b = contiguous(ints(rng, 3, 16, 8), float16)
+    c = contiguous(np.zeros((3, 10, 8), np.float32), float16)
     _check(a, b, c, float16, monkeypatch, fast=True)
 
 
@@ -282,15 +205,15 @@ def test_each_cta_picks_its_path_by_its_batchs_alignment(monkeypatch):
 def test_other_layouts_take_the_fallback(strides, monkeypatch):
     rng = np.random.default_rng(12)
     a_st, b_st = strides
-    values_a, values_b = _ints(rng, 1, 20, 24), _ints(rng, 1, 24, 16)
+    values_a, values_b = ints(rng, 1, 20, 24), ints(rng, 1, 24, 16)
     if a_st == "offset":
-        a = _contiguous(values_a, bfloat16, offset=1)
+        a = contiguous(values_a, bfloat16, offset=1)
     elif a_st:
-        a = _Operand(values_a, bfloat16, a_st)
+        a = Operand(values_a, bfloat16, a_st)
     else:
-        a = _contiguous(values_a, bfloat16)
-    b = _Operand(values_b, bfloat16, (24 * 16, *b_st)) if b_st else _contiguous(values_b, bfloat16)
-    c = _contiguous(np.zeros((1, 20, 16), np.float32), bfloat16, 17)
+        a = contiguous(values_a, bfloat16)
+    b = Operand(values_b, bfloat16, (24 * 16, *b_st)) if b_st else contiguous(values_b, bfloat16)
+    c = contiguous(np.zeros((1, 20, 16), np.float32), bfloat16, 17)
     _check(a, b, c, bfloat16, monkeypatch, fast=False)
 
 
