@@ -93,17 +93,49 @@ def _rows(fn: Callable):
     return build
 
 
-def _matmul(half: bool):
-    """A square product in float32, or in float16 (the tensor cores' kernel)."""
+def _matmul(half: bool, wgmma: bool = False):
+    """A square product in float32, or in float16 (the tensor cores' kernel); `wgmma`: kael's
+    with KAEL_CUDA_WGMMA=1, its values first checked against mma.sync's."""
 
     def build(lib, device, scale):
         n = _side(8192, scale)
         a, b = (_on(lib, _host((n, n), s), device) for s in (1, 2))
         if half:
             a, b = a.half(), b.half()
-        return lambda: a @ b
+        if not (wgmma and lib is kael):
+            return lambda: a @ b
+        call = functools.partial(_with_wgmma, lambda: a @ b)
+        _agree(call(), a @ b)
+        return call
 
     return build
+
+
+WGMMA = "KAEL_CUDA_WGMMA"
+
+
+def _with_wgmma(call: Callable):
+    """call() with half-type products allowed on the wgmma kernel (gemm.wgmma_enabled)."""
+    before = os.environ.get(WGMMA)
+    os.environ[WGMMA] = "1"
+    try:
+        return call()
+    finally:
+        if before is None:
+            del os.environ[WGMMA]
+        else:
+            os.environ[WGMMA] = before
+
+
+def _agree(got, want) -> None:
+    """kael.Error unless two half products of the same operands agree within a unit of
+    float16 (the same float32 sums, added in another order) plus float32's error."""
+    got, want = np.asarray(got.float().cpu()), np.asarray(want.float().cpu())
+    bad = ~np.isclose(got, want, rtol=2.0**-9, atol=1e-2)
+    if bad.any():
+        raise kael.Error(
+            f"wgmma's product differs from mma.sync's at {int(bad.sum())} of {bad.size}"
+        )
 
 
 def _layer_norm(lib, x):
@@ -149,6 +181,8 @@ def cases() -> list[Case]:
              "TFLOP/s", ("torch", 0.50)),
         Case("matmul 8192 float16", _matmul(True), lambda s: 2 * _side(8192, s) ** 3,
              "TFLOP/s", ("torch", 0.60)),
+        Case("matmul 8192 float16, wgmma", _matmul(True, wgmma=True),
+             lambda s: 2 * _side(8192, s) ** 3, "TFLOP/s", ("torch", 0.60)),
         Case("conv2d ResNet 3x3x256, 14x14", _conv2d,
              lambda s: 2 * max(1, int(32 * s)) * 256 * 14 * 14 * 256 * 9, "TFLOP/s"),
         Case("compiled attention [8,16,1024,64]", _attention,
@@ -275,16 +309,23 @@ def _workers() -> list[str]:
     return ["-n", str(count)]
 
 
-def run_tests(timeout: float, log: Path | None = None) -> bool:
+WGMMA_TESTS = "matmul or mm or linear or mma or einsum or attention or conv or bilinear"
+
+
+def run_tests(timeout: float, log: Path | None = None, wgmma: bool = False) -> bool:
     """The device tests, `pytest -m gpu`, one line a test, in a child process; whether they passed. The
     child must find the device (KAEL_REQUIRE_GPU: conftest.py stops instead of skipping),
     dumps its threads' stacks where a test hangs, and writes every outcome to `log` as it
     comes, so a run stopped at `timeout` (the child's whole process group) still says
-    which tests passed and failed."""
+    which tests passed and failed. `wgmma`: the tests of products (WGMMA_TESTS) again, with
+    KAEL_CUDA_WGMMA=1."""
     root = Path(__file__).resolve().parent.parent
     command = [sys.executable, "-m", "pytest", "-m", "gpu", "-p", "no:cacheprovider", "-vv"]
     command += ["-rfE", "--tb=short", "-o", "faulthandler_timeout=60", *_workers()]
     env = dict(os.environ, KAEL_REQUIRE_GPU="1", PYTHONUNBUFFERED="1")
+    if wgmma:
+        command += ["-k", WGMMA_TESTS]
+        env[WGMMA] = "1"
     with contextlib.ExitStack() as stack:
         if log is None:
             sink = stack.enter_context(tempfile.TemporaryFile("w+", errors="replace"))
@@ -381,6 +422,10 @@ def _check(args) -> int:
     if not args.no_tests:
         print("\n== device tests (pytest -m gpu)")
         ok = run_tests(args.tests_timeout, args.tests_log)
+        if args.device == "cuda" and cuda_driver.describe()["capability"] == (9, 0):
+            print(f"\n== the products' device tests again on the wgmma kernel ({WGMMA}=1)")
+            log = args.tests_log and args.tests_log.with_suffix(".wgmma.log")
+            ok &= run_tests(args.tests_timeout, log, wgmma=True)
     if args.device == "cuda" and cuda_driver.emulated():
         print("\nthe device is kael's emulator (KAEL_EMULATE_CUDA=1): no benchmark table")
         return 0 if ok else 1

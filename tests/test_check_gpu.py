@@ -74,16 +74,18 @@ def test_on_the_emulated_device_it_runs_the_device_tests_but_no_table(monkeypatc
             name="emulated", memory=1 << 33, multiprocessors=4, capability=(9, 0), driver=12080
         ),
     )
-    monkeypatch.setattr(check_gpu, "run_tests", lambda timeout, log: ran.append(timeout) or True)
+    monkeypatch.setattr(
+        check_gpu, "run_tests", lambda timeout, log, wgmma=False: ran.append(wgmma) or True
+    )
     monkeypatch.setattr(check_gpu, "table", lambda *a: pytest.fail("benchmarked the emulator"))
     args = argparse.Namespace(
         device="cuda", no_tests=False, tests_timeout=60, tests_log=None, scale=1.0
     )
     assert check_gpu._check(args) == 0
-    assert (
-        len(ran) == 1
-        and "emulator (KAEL_EMULATE_CUDA=1): no benchmark table" in capsys.readouterr().out
-    )
+    out = capsys.readouterr().out
+    # an sm_90 device: the products' tests run again on the wgmma kernel
+    assert ran == [False, True] and "KAEL_CUDA_WGMMA=1" in out
+    assert "emulator (KAEL_EMULATE_CUDA=1): no benchmark table" in out
 
 
 def test_device_tests_past_their_time_are_stopped(tmp_path, capsys):

@@ -36,6 +36,7 @@ addresses of A, B, C, each operand's strides in elements, the sizes and the tile
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -488,10 +489,18 @@ def _hopper() -> bool:
     return cuda_driver.describe()["capability"] == (9, 0)
 
 
+def wgmma_enabled() -> bool:
+    """Whether half-type products may take the wgmma kernel: KAEL_CUDA_WGMMA=1. Off by
+    default until a device has checked it (it is right on the emulated device, which
+    models the PTX ISA's descriptor layouts; no sm_90 has run it yet)."""
+    return os.environ.get("KAEL_CUDA_WGMMA", "").strip() == "1"
+
+
 def _wgmma_kernel(c: TensorImpl, a: TensorImpl, b: TensorImpl) -> tuple[_Product, object] | None:
-    """The warpgroup kernel (ptx/wgmma.py) for a half-type product, where the device is
-    sm_90 and each operand's rows are contiguous along K or M/N on 16 bytes; else None."""
-    if not c.dtype.is_half or not _hopper():
+    """The warpgroup kernel (ptx/wgmma.py) for a half-type product, where it is enabled,
+    the device is sm_90 and each operand's rows are contiguous along K or M/N on 16 bytes;
+    else None."""
+    if not c.dtype.is_half or not wgmma_enabled() or not _hopper():
         return None
     from kael.codegen.ptx import wgmma  # it imports this module
 

@@ -109,7 +109,7 @@ class DeviceRunner:
 
     def scratch_bytes(self, nbytes: int) -> int:
         capacity = block_capacity(nbytes)
-        ptr = self._allocator.allocate(capacity)
+        ptr = self._allocator.allocate(capacity, nbytes)
         self._blocks.append((ptr, capacity))
         return ptr
 

@@ -31,6 +31,10 @@ barrier. CTAs walk the grid GROUP_M tile rows at a time, as mma.py's do.
 
 The host (gemm.matmul) takes this kernel on a device of compute capability 9.0 for operands
 `layout` accepts, the mma.sync kernel for any other; both round the same float32 sums.
+It is off by default (gemm.wgmma_enabled: KAEL_CUDA_WGMMA=1) until a device has checked
+it: the emulated device runs it right, but it models the descriptors' layouts from the
+PTX ISA, and no sm_90 has run this kernel yet. benchmarks/bench_gpu_matmul.py checks
+every variant's values against PyTorch's on a device and times them.
 """
 
 from __future__ import annotations

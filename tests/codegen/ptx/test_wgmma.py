@@ -167,7 +167,9 @@ def test_operands_misaligned_for_wgmma_fail_loudly_in_the_kernel(monkeypatch):
 
 # -- through gemm.matmul, on a device or the emulated one (an sm_90) ---------------------------
 @pytest.mark.gpu
-def test_matmul_takes_wgmma_for_its_layouts_and_mma_sync_else(monkeypatch):
+@pytest.mark.parametrize("switch", ["1", ""], ids=["KAEL_CUDA_WGMMA=1", "default"])
+def test_matmul_takes_wgmma_for_its_layouts_and_mma_sync_else(switch, monkeypatch):
+    monkeypatch.setenv("KAEL_CUDA_WGMMA", switch)
     chosen = []
     real = gemm._wgmma_kernel
 
@@ -185,4 +187,5 @@ def test_matmul_takes_wgmma_for_its_layouts_and_mma_sync_else(monkeypatch):
         np.testing.assert_array_equal(np.asarray((x @ y).float().cpu()), want)
     # rows of 40 and 16 elements from 16-byte bases: wgmma on an sm_90 device; B's
     # columns from element 1 (2 bytes off): mma.sync
-    assert chosen == [gemm._hopper()] * 2 + [False, gemm._hopper()]
+    on = gemm._hopper() and switch == "1"  # off by default until a device has checked it
+    assert chosen == [on] * 2 + [False, on]

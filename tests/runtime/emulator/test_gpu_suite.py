@@ -7,6 +7,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from kael.check_gpu import WGMMA_TESTS
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -25,6 +27,18 @@ def test_the_device_tests_pass_on_the_emulated_device(tmp_path):
         if case.find("skipped") is not None and "xfail" in (case.find("skipped").get("type") or "")
     )
     assert ran >= 90 and skipped == expected_failures, (ran, skipped, expected_failures)
+
+
+def test_the_products_device_tests_pass_on_the_wgmma_kernel(tmp_path):
+    # the emulated device is an sm_90: with the switch on, half-type products take wgmma
+    env = {**os.environ, "KAEL_EMULATE_CUDA": "1", "KAEL_REQUIRE_GPU": "1"}
+    env["KAEL_CUDA_WGMMA"] = "1"
+    cmd = [sys.executable, "-m", "pytest", "-m", "gpu", "-p", "no:cacheprovider", "tests"]
+    cmd += ["-k", WGMMA_TESTS, f"--junitxml={tmp_path / 'products.xml'}"]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    suite = ET.parse(tmp_path / "products.xml").getroot().find("testsuite")
+    assert int(suite.get("tests")) >= 100 and suite.get("skipped") == "0"
 
 
 WARP_SERIAL_CHECK = """
