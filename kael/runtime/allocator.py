@@ -23,6 +23,7 @@ SMALL_STEP = 512  # small requests round up to a multiple of this...
 SMALL_LIMIT = 64 * 1024  # ...up to here; larger ones to the next power of two
 MAX_BLOCK_BYTES = 2**62
 MAX_CACHED_BYTES = 1 << 30  # kMaxCachedBytes: a release beyond this frees to the system
+EXACT_STEP = 2 << 20  # a device block its bucket cannot get is this many bytes a step
 
 _DISABLE_VALUES = ("", "0", "false", "no", "off")
 _enabled = os.environ.get("KAEL_NO_CACHING_ALLOCATOR", "").strip().lower() in _DISABLE_VALUES
@@ -95,8 +96,9 @@ class CachingAllocator:
         self.lock_free_cap = _lock_free_cap()
         _instances.add(self)
 
-    def allocate(self, capacity: int) -> int:
-        """A block of exactly `capacity` bytes: a cached one if any (hit), else a new one."""
+    def allocate(self, capacity: int, nbytes: int = 0) -> int:
+        """A block of exactly `capacity` bytes (block_capacity(nbytes)): a cached one if any
+        (hit), else a new one."""
         if _GIL:  # list.pop is atomic: no lock for a hit (see the class docstring)
             blocks = self._free.get(capacity)
             if blocks:  # _hit, inlined: every eager op's output comes through here
@@ -227,12 +229,19 @@ class DeviceAllocator(CachingAllocator):
     still run. Blocks only the null stream used are cached at once, as the null stream
     orders itself with every other (kael's streams are created blocking). Every release
     takes the locked path (lock_free_cap is -1), which costs little next to a GPU launch.
+
+    Device memory cannot be overcommitted, so a request whose power-of-two bucket the
+    device cannot hold even with the cache freed (a tensor over half the device, or over
+    half what is free) gets a block of its own bytes, rounded up to EXACT_STEP, instead of
+    failing: such a block is never cached (no bucket fits it) and goes back to the device
+    when released.
     """
 
     def __init__(self, name: str, system_alloc, system_free) -> None:
         super().__init__(name, system_alloc, system_free)
         self._streams: dict[int, set] = {}  # block -> streams other than null that used it
         self._pending: list[tuple[int, int, list]] = []  # (block, capacity, events)
+        self._exact: dict[int, int] = {}  # blocks outside the buckets -> their bytes
 
     lock_free_cap = property(lambda self: -1, lambda self, value: None)
     # Device memory: work on the current stream uses a block from its allocation, and the
@@ -241,10 +250,20 @@ class DeviceAllocator(CachingAllocator):
     marks_allocating_stream = True
     null_stream_needs_mark = False
 
-    def allocate(self, capacity: int) -> int:
+    def allocate(self, capacity: int, nbytes: int = 0) -> int:
         if self._pending:
             self._collect(wait=False)
-        ptr = super().allocate(capacity)
+        try:
+            ptr = super().allocate(capacity)
+        except Error:
+            exact = -(-nbytes // EXACT_STEP) * EXACT_STEP
+            if not 0 < exact < capacity:
+                raise
+            ptr = self._system_alloc(exact)  # its error names the bytes asked for and free
+            with self._lock:
+                self._exact[ptr] = exact
+                self._misses += 1
+                self._reserved += exact
         if self.marks_allocating_stream:
             self.record_stream(ptr, cuda_driver.current_stream())
         return ptr
@@ -259,7 +278,7 @@ class DeviceAllocator(CachingAllocator):
         with self._lock:
             streams = self._streams.pop(ptr, None)
         if not streams:
-            super().release(ptr, capacity)
+            self._give_back(ptr, capacity)
             return
         events = []
         for stream in streams:
@@ -283,7 +302,7 @@ class DeviceAllocator(CachingAllocator):
                 if wait or all(cuda_driver.event_query(event) for event in events):
                     for event in events:
                         cuda_driver.event_destroy(event)
-                    super().release(ptr, capacity)
+                    self._give_back(ptr, capacity)
                 else:
                     kept.append(pending[0])
                 pending.pop(0)
@@ -292,10 +311,21 @@ class DeviceAllocator(CachingAllocator):
                 with self._lock:
                     self._pending.extend(kept + pending)
 
+    def _give_back(self, ptr: int, capacity: int) -> None:
+        """A block no stream uses any more: to its bucket's cache, or, for a block of its
+        own size, to the device."""
+        with self._lock:
+            exact = self._exact.pop(ptr, 0)
+            self._reserved -= exact
+        if exact:
+            self._system_free(ptr)
+        else:
+            super().release(ptr, capacity)
+
     def pending_bytes(self) -> int:
         """Bytes released but not yet reusable: their streams may still use them."""
         with self._lock:
-            return sum(capacity for _, capacity, _ in self._pending)
+            return sum(self._exact.get(ptr, capacity) for ptr, capacity, _ in self._pending)
 
     def empty_cache(self) -> int:
         self._collect(wait=True)

@@ -49,7 +49,7 @@ class Storage:
         if nbytes > 0:
             capacity = block_capacity(nbytes)
             allocator = allocator_for(device)
-            self.ptr = allocator.allocate(capacity)
+            self.ptr = allocator.allocate(capacity, nbytes)
             self._capacity = capacity
             self._allocator = allocator
         else:
@@ -66,7 +66,7 @@ class Storage:
         self.device = device
         self.version = 0
         self.owner = None
-        self.ptr = allocator.allocate(capacity)
+        self.ptr = allocator.allocate(capacity, nbytes)
         self._capacity = capacity
         self._allocator = allocator
         return self

@@ -479,17 +479,31 @@ def small_device(monkeypatch):
 
 
 def test_more_than_the_device_holds_is_refused_naming_the_bytes():
-    # on a GPU too: twice its memory cannot be had even after the cache is freed
+    # on a GPU too: three times its memory cannot be had even after the cache is freed
     from kael.runtime import cuda_driver
-    from kael.runtime.allocator import block_capacity
+    from kael.runtime.allocator import EXACT_STEP, block_capacity
 
-    asked = 2 * cuda_driver.describe()["memory"]
+    asked = 3 * cuda_driver.describe()["memory"] // 4 * 4  # short of its bucket
     with pytest.raises(kael.Error, match=r"cannot allocate \d+ bytes .* free of") as refused:
         kael.empty(asked // 4, dtype=kael.float32, device=DEVICE)
-    # the bytes named: the allocator's block for what was asked (the next power of two)
+    # the bytes named: what was asked, in the steps a block past its bucket takes (the
+    # power-of-two bucket was tried first, and the cache freed)
     named = int(re.search(r"cannot allocate (\d+) bytes", str(refused.value)).group(1))
-    assert named == block_capacity(asked) >= asked
+    assert named == -(-asked // EXACT_STEP) * EXACT_STEP < block_capacity(asked)
     assert (kael.ones(8, device=DEVICE) + 1).sum().item() == 16.0  # the device still works
+
+
+def test_a_tensor_its_power_of_two_block_does_not_fit_takes_its_own_bytes(small_device):
+    # 7 MiB free: a 4.5 MiB tensor's bucket (8 MiB) does not fit, so it gets a block of
+    # its own 6 MiB (2 MiB steps), given back to the device, not cached, when released
+    small_device(7 << 20)
+    before = kael.memory_stats("cuda")["reserved_bytes"]
+    x = kael.full((9 << 17,), 2.0, device=DEVICE)  # 4.5 MiB of float32
+    assert kael.memory_stats("cuda")["reserved_bytes"] == before + (6 << 20)
+    assert x.sum().item() == 2 * (9 << 17)
+    del x
+    stats = kael.memory_stats("cuda")
+    assert stats["reserved_bytes"] - stats["cached_bytes"] <= before
 
 
 def test_out_of_device_memory_names_the_bytes_asked_for_and_free(small_device):

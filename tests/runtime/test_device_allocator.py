@@ -103,3 +103,68 @@ def test_a_pinned_block_copied_on_the_null_stream_still_waits_for_the_copy(monke
     pinned.record_stream(ptr, None)  # an async copy on the null stream reads it
     pinned.release(ptr, CAP)
     assert streams.recorded == [(1, 0)] and pinned.pending_bytes() == CAP
+
+
+MiB = 1 << 20
+
+
+@pytest.fixture
+def small_device(monkeypatch):
+    """A fake device of 12 MiB: an allocation past what is left fails as cuMemAlloc does."""
+    state = {"next": 1 << 40, "used": 0, "sizes": {}, "freed": []}
+
+    def alloc(nbytes: int) -> int:
+        if state["used"] + nbytes > 12 * MiB:
+            raise allocator_module.Error(f"cannot allocate {nbytes} bytes")
+        state["next"] += nbytes
+        state["used"] += nbytes
+        state["sizes"][state["next"]] = nbytes
+        return state["next"]
+
+    def free(ptr: int) -> None:
+        state["used"] -= state["sizes"].pop(ptr)
+        state["freed"].append(ptr)
+
+    FakeStreams(monkeypatch)
+    return allocator_module.DeviceAllocator("fake-cuda", alloc, free), state
+
+
+def test_a_block_its_bucket_cannot_get_gets_its_own_bytes(small_device):
+    allocator, state = small_device
+    nbytes = 9 * MiB + 1  # its bucket, 16 MiB, is more than the device has
+    capacity = allocator_module.block_capacity(nbytes)
+    ptr = allocator.allocate(capacity, nbytes)
+    assert state["sizes"][ptr] == 10 * MiB  # rounded up to EXACT_STEP, not to 16 MiB
+    assert allocator.stats()["reserved_bytes"] == allocator.stats()["in_use_bytes"] == 10 * MiB
+    allocator.release(ptr, capacity)  # never cached: no bucket fits it
+    assert state["freed"] == [ptr] and state["used"] == 0
+    assert allocator.stats()["reserved_bytes"] == allocator.stats()["cached_bytes"] == 0
+
+
+def test_a_bucket_that_fits_is_still_the_bucket(small_device):
+    allocator, state = small_device
+    ptr = allocator.allocate(8 * MiB, 5 * MiB)
+    assert state["sizes"][ptr] == 8 * MiB
+    allocator.release(ptr, 8 * MiB)
+    assert state["freed"] == [] and allocator.stats()["cached_bytes"] == 8 * MiB
+    # the cache is freed first when a bucket does not fit beside it: then the bucket fits
+    ptr = allocator.allocate(16 * MiB, 11 * MiB)
+    assert state["freed"] and state["sizes"][ptr] == 12 * MiB
+
+
+def test_more_than_the_device_has_is_still_refused_naming_its_own_bytes(small_device):
+    allocator, _ = small_device
+    with pytest.raises(allocator_module.Error, match=f"cannot allocate {14 * MiB} bytes"):
+        allocator.allocate(16 * MiB, 13 * MiB + 5)
+    with pytest.raises(allocator_module.Error, match=f"cannot allocate {16 * MiB} bytes"):
+        allocator.allocate(16 * MiB)  # the size unknown: only the bucket can be asked for
+
+
+def test_an_own_size_block_waits_for_its_streams_before_it_is_freed(small_device):
+    allocator, state = small_device
+    ptr = allocator.allocate(16 * MiB, 9 * MiB)
+    allocator.record_stream(ptr, "s1")
+    allocator.release(ptr, 16 * MiB)
+    assert state["freed"] == [] and allocator.pending_bytes() == 10 * MiB
+    allocator.empty_cache()  # waits for s1's event, then gives the block back
+    assert state["freed"] == [ptr] and allocator.stats()["reserved_bytes"] == 0
