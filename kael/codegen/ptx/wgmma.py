@@ -337,8 +337,23 @@ class _Emitter:
             b.store(b.select(wrap, i64(0), after), self.stage_at)
 
         LoopBuilder(b).counted(i64(0), ktiles, 1, tile_body, "kt")
-        self.asm("wgmma.wait_group.sync.aligned 0;")
+        self.wait_for_accumulators()
         b.call(wait, [ir.Constant(I32, 0)])
+
+    def wait_for_accumulators(self) -> None:
+        """`wgmma.wait_group 0` with every accumulator as its tied operand: no pass may
+        move the epilogue's reads of them above the wait (CUTLASS's warpgroup_fence_operand
+        does the same in C++)."""
+        b, n = self.b, len(self.cells)
+        fn = ir.InlineAsm(
+            ir.FunctionType(ir.LiteralStructType([F32] * n), [F32] * n),
+            "wgmma.wait_group.sync.aligned 0;",
+            ",".join(["=f"] * n + [str(i) for i in range(n)]),
+            side_effect=True,
+        )
+        out = b.call(fn, [b.load(cell) for cell in self.cells], attrs=("convergent",))
+        for e, cell in enumerate(self.cells):
+            b.store(b.extract_value(out, e), cell)
 
     def store(self) -> None:
         b = self.b
