@@ -649,7 +649,9 @@ def remember(
         at = (len(words) + i, kernel.params[i], mode)
     words += [0] * len(kernel.params)
     itemsizes = tuple(d.itemsize for d in dtypes)
-    limit = (eager.NONTEMPORAL_BYTES - 1) // itemsizes[0]  # its stores never stream
+    # lengths whose stores never stream (eager.streams; a 0-d operand's bytes counted too)
+    threshold = eager.NONTEMPORAL_BYTES
+    limit = min((threshold - 1) // itemsizes[0], (2 * threshold - 1) // sum(itemsizes))
     positions = (*range(len(impls)), len(impls)) + (() if at is None else (at[0],))
     native = native_launch.describe(plan.compiled.fn, words, positions, sum(itemsizes))
     if native is None:

@@ -95,6 +95,21 @@ def test_an_eager_reduction_at_a_new_shape_plans_its_layout_once(monkeypatch):
     assert len(planned) == 1
 
 
+def test_an_output_under_the_threshold_streams_when_the_ops_traffic_is_twice_it(monkeypatch):
+    # int8 a + b: its inputs are twice its output, so they push it out of the caches anyway
+    monkeypatch.setattr(eager, "NONTEMPORAL_BYTES", 64 << 10)
+    streamed = {}
+    for kib in (40, 44):  # 3 x 40 KiB < 128 KiB <= 3 x 44 KiB, both outputs under 64 KiB
+        a, b = kael.ones(kib << 10, dtype=kael.int8), kael.ones(kib << 10, dtype=kael.int8)
+        _, launched = record_launches(lambda x, y: x + y, a, b)
+        streamed[kib] = launched[0].kernel.nontemporal
+        # a broadcast operand is read once, not once per element: it does not count
+        _, launched = record_launches(lambda x: x + kael.tensor(1, dtype=kael.int8), a)
+        assert not launched[-1].kernel.nontemporal
+    assert streamed == {40: False, 44: True}
+    assert eager.streams(64 << 10, 64 << 10) and not eager.streams((64 << 10) - 1, 127 << 10)
+
+
 @pytest.mark.parametrize(
     "op, fetched",
     [(kael.nn.functional.elu, True), (kael.nn.functional.silu, True), (kael.relu, False)],
