@@ -32,6 +32,7 @@ from kael.frontend import (
     stacking,
 )
 from kael.frontend import elementwise as ew
+from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
 from kael.runtime.errors import ValueError
@@ -146,6 +147,14 @@ ALIASES = {
     "less": "lt",
     "less_equal": "le",
     "not_equal": "ne",
+    "fix": "trunc",
+    "arcsin": "asin",
+    "arccos": "acos",
+    "arctan": "atan",
+    "arcsinh": "asinh",
+    "arccosh": "acosh",
+    "arctanh": "atanh",
+    "arctan2": "atan2",
 }
 
 # Every other op family declares its own functions and Tensor methods.
@@ -199,7 +208,25 @@ TRACED_TENSOR_METHODS = (
 INPLACE_BINARY = (
     "add", "sub", "mul", "div", "pow", "floor_divide", "remainder", "bitwise_and", "bitwise_or",
     "bitwise_xor", "fmod", "copysign", "bitwise_left_shift", "bitwise_right_shift",
+    "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
 )  # fmt: skip
+
+# Tensor.NAME_ of a unary function: NAME_(self) runs ew.UNARY's kernel (INPLACE_KERNEL names
+# the kernel of a function that is not itself a table row) straight into self, in self's
+# dtype and layout; a function outside the table, or a call with arguments (nan_to_num_'s
+# nan, posinf, neginf; round_'s decimals where kael.round takes them), computes the
+# function's result, checks it as the in-place ops do and copies it into self.
+INPLACE_UNARY = (
+    "abs", "neg", "sign", "sgn", "floor", "ceil", "round", "trunc", "square", "reciprocal",
+    "logical_not", "bitwise_not", "sqrt", "rsqrt", "exp", "exp2", "expm1", "log", "log2",
+    "log10", "log1p", "sin", "cos", "tan", "tanh", "sigmoid", "erf", "asin", "acos", "atan",
+    "sinh", "cosh", "asinh", "acosh", "atanh", "frac", "deg2rad", "rad2deg", "nan_to_num",
+)  # fmt: skip
+INPLACE_KERNEL = {"sgn": "sign"}
+# Tensor.NAME_ of a function of more operands, computed, checked and copied into self: the
+# arguments PyTorch's method takes only as Tensors (no Number overload).
+INPLACE_COMPUTED = {"atan2": ("other",), "hypot": ("other",), "xlogy": (), "lerp": ("end",)}
+# Each alias's in-place method is its base's (absolute_ is abs_, subtract_ is sub_, ...).
 
 
 def _reflected(name: str, dunder: str):
@@ -219,11 +246,55 @@ def _rtruediv(self, other):
 
 
 def _inplace(name: str):
+    tensors_only = "other" in ew.BINARY[name].tensors  # logical_and_(Tensor) only
+
     def method(self, other):
+        if tensors_only:
+            tensor_arg(other, f"{name}_", "other")
         return ew.binary_(name, self, other)
 
     _name_method(method, f"{name}_")
     return op_door(f"{name}_", method)
+
+
+def _unary_inplace(name: str):
+    """Tensor.NAME_ of the unary function NAME (INPLACE_UNARY)."""
+    fn = FUNCTIONS[name]
+    op = ew.UNARY.get(INPLACE_KERNEL.get(name, name))
+
+    def method(self, *args, **kwargs):
+        if op is None or args or kwargs:
+            return _write_result(self, f"{name}_", fn(self, *args, **kwargs))
+        compute, result = ew._unary_dtypes(op, self)
+        ew._check_inplace(self, result, self.shape, f"{name}_")
+        ew._launch_unary(op.name, op.ir, self, compute, self)  # self read where it is written
+        self._impl.storage.bump_version()
+        return self
+
+    _name_method(method, f"{name}_")
+    method.__doc__ = f"torch.Tensor.{name}_: {name} written into self (self returned)."
+    return op_door(f"{name}_", method)
+
+
+def _computed_inplace(name: str, tensors: tuple[str, ...]):
+    """Tensor.NAME_ of a function of more operands (INPLACE_COMPUTED)."""
+    fn = FUNCTIONS[name]
+
+    def method(self, *args, **kwargs):
+        for what, value in zip(tensors, args, strict=False):
+            tensor_arg(value, f"{name}_", what)
+        return _write_result(self, f"{name}_", fn(self, *args, **kwargs))
+
+    _name_method(method, f"{name}_")
+    method.__doc__ = f"torch.Tensor.{name}_: {name} written into self (self returned)."
+    return op_door(f"{name}_", method)
+
+
+def _write_result(self: Tensor, op: str, result: Tensor) -> Tensor:
+    """result copied into self after the in-place checks (dtype category, no internal
+    overlap, self's shape); copy_ bumps the version."""
+    ew._check_inplace(self, result.dtype, result.shape, op)
+    return self.copy_(result)
 
 
 def _fast(name: str, slow, reflected: bool = False, inplace: bool = False):
@@ -317,6 +388,10 @@ def _install() -> None:
                 name,
                 _fast_unary(ALIASES.get(name, name), _method(fn)) if fast else _method(fn),
             )
+    for name in INPLACE_UNARY:
+        setattr(Tensor, f"{name}_", _unary_inplace(name))
+    for name, tensors in INPLACE_COMPUTED.items():
+        setattr(Tensor, f"{name}_", _computed_inplace(name, tensors))
     for family in FAMILIES:
         for name, fn in family.METHODS.items():
             setattr(Tensor, name, op_door(name, fn))
@@ -336,6 +411,9 @@ def _install() -> None:
     _name_method(div_, "div_")
     Tensor.div_ = Tensor.divide_ = op_door("div_", div_)
     Tensor.masked_fill_ = op_door("masked_fill_", ew.masked_fill_)
+    for alias, name in ALIASES.items():
+        if hasattr(Tensor, f"{name}_") and not hasattr(Tensor, f"{alias}_"):
+            setattr(Tensor, f"{alias}_", getattr(Tensor, f"{name}_"))
     for name in TRACED_TENSOR_METHODS:
         setattr(Tensor, name, op_door(f"Tensor.{name}", getattr(Tensor, name)))
     Tensor.__getitem__ = _fast_getitem(Tensor.__getitem__)

@@ -13,6 +13,7 @@ import torch
 from kernel_helpers import KAEL_DTYPES
 
 import kael
+from kael.frontend.ops import ALIASES
 
 TO_KAEL = KAEL_DTYPES
 DTYPES = [torch.float32, torch.float64, torch.int64, torch.bool]
@@ -727,3 +728,350 @@ def test_index_add_with_a_twin_source_raises_naming_it():
     a, b = _twins(array)
     with pytest.raises(kael.Error, match="source shares memory with self"):
         a.index_add_(0, kael.tensor([0, 1]), b[2:4])
+
+
+# ---- unary and more in-place methods, derived from the out-of-place functions -----------------
+
+ALL_DTYPES = [*DTYPES, torch.float16]
+ALL_DTYPE_IDS = [*DTYPE_IDS, "f16"]
+# Exact ops: values must be identical to torch's. The rest are transcendental: allclose with
+# a tolerance of a few ulps of the dtype.
+EXACT_UNARY = [
+    "abs",
+    "absolute",
+    "neg",
+    "negative",
+    "sign",
+    "sgn",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
+    "fix",
+    "square",
+    "reciprocal",
+    "logical_not",
+    "bitwise_not",
+    "frac",
+    "nan_to_num",
+]
+APPROX_UNARY = [
+    "sqrt",
+    "rsqrt",
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "sin",
+    "cos",
+    "tan",
+    "tanh",
+    "sigmoid",
+    "erf",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "arcsinh",
+    "arccosh",
+    "arctanh",
+    "deg2rad",
+    "rad2deg",
+]
+UNARY_METHODS = EXACT_UNARY + APPROX_UNARY
+TOLERANCE = {  # (rtol, atol) of the transcendental ops by dtype
+    torch.float16: (2e-3, 1e-3),
+    torch.float32: (2e-6, 1e-6),
+    torch.float64: (1e-13, 1e-14),
+}
+VALUES[torch.float16] = VALUES[torch.float32]
+SPECIAL = [float("nan"), float("inf"), -float("inf"), 0.5, -0.0, 2.0]  # nan_to_num's inputs
+
+# (shape of the base, the view written in place): each write must reach the base.
+SELF_LAYOUTS = {
+    "contiguous": ((3, 4), lambda x: x),
+    "transposed": ((4, 3), lambda x: x.T),
+    "sliced": ((4, 6), lambda x: x[1:3, ::2]),
+    "zero_dim": ((), lambda x: x),
+    "empty": ((0, 3), lambda x: x),
+}
+
+
+def assert_matches(k: kael.Tensor, t: torch.Tensor, exact: bool) -> None:
+    """k equals t (exact ops, signed zeros included), or is close to it (NaN where t is)."""
+    if exact or not t.is_floating_point():
+        assert_same(k, t)
+        return
+    assert k.shape == tuple(t.shape) and k.dtype is TO_KAEL[t.dtype]
+    rtol, atol = TOLERANCE[t.dtype]
+    np.testing.assert_allclose(
+        np.asarray(k.numpy(), np.float64), t.double().numpy(), rtol=rtol, atol=atol
+    )
+
+
+def check_method_like_torch(method: str, dtype, call, exact: bool, layout: str) -> None:
+    """`call(view, kael)` on a view of a kael tensor and on torch's: the same values written
+    through the view into the base, self returned, the version moved once; or, where torch
+    refuses, a kael.Error and nothing written."""
+    shape, view = SELF_LAYOUTS[layout]
+    base_t = values(dtype, shape)
+    if method == "nan_to_num" and dtype.is_floating_point:
+        base_t = torch.tensor(
+            [SPECIAL[i % len(SPECIAL)] for i in range(base_t.numel())], dtype=dtype
+        ).reshape(shape)
+    base_k = to_kael(base_t)
+    view_k, view_t = view(base_k), view(base_t)
+    before = version(base_k)
+    try:
+        got_t = call(view_t, torch)
+    except (RuntimeError, TypeError) as refusal:
+        with pytest.raises(kael.Error):
+            call(view_k, kael)
+        assert_same(base_k, base_t)  # nothing written
+        assert version(base_k) == before, refusal
+        return
+    assert got_t is view_t
+    assert call(view_k, kael) is view_k
+    assert view_k.dtype is TO_KAEL[dtype]
+    assert_matches(base_k, base_t, exact)  # the base sees the write, in self's dtype
+    assert version(base_k) == before + 1
+
+
+UNARY_CASES = [
+    pytest.param(m, d, id=f"{m}-{i}")
+    for m in UNARY_METHODS
+    for d, i in zip(ALL_DTYPES, ALL_DTYPE_IDS, strict=True)
+]
+
+
+@pytest.mark.parametrize(("method", "dtype"), UNARY_CASES)
+def test_unary_in_place_writes_torchs_values_into_self_through_any_view(method, dtype):
+    for layout in SELF_LAYOUTS:
+        call = lambda x, lib: getattr(x, f"{method}_")()  # noqa: E731
+        check_method_like_torch(method, dtype, call, method in EXACT_UNARY, layout)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16], ids=str)
+@pytest.mark.parametrize(
+    "args",
+    [((1.0, 2.0, -3.0), {}), ((), {"nan": 7.0}), ((), {"posinf": 1.5, "neginf": -1.5})],
+    ids=["positional", "nan", "infinities"],
+)
+def test_nan_to_num_in_place_takes_its_replacement_values(dtype, args):
+    positional, keywords = args
+    for layout in SELF_LAYOUTS:
+        call = lambda x, lib: x.nan_to_num_(*positional, **keywords)  # noqa: E731
+        check_method_like_torch("nan_to_num", dtype, call, True, layout)
+
+
+def _other(lib, x, dtype, shift: int = 5):
+    """A second operand for x: a row broadcast over x (0-d for a 0-d x)."""
+    t = values(dtype, tuple(x.shape[-1:]), shift=shift)
+    if dtype.is_floating_point:
+        t = t.abs() + 0.5  # xlogy's log and lerp's end: positive values
+    return t if lib is torch else to_kael(t)
+
+
+# method: (exact, the call given self, the library and self's dtype)
+BINARY_METHODS = {
+    **{
+        name: (True, lambda x, lib, d, n=name: getattr(x, f"{n}_")(_other(lib, x, d)))
+        for name in [
+            "eq",
+            "ne",
+            "lt",
+            "le",
+            "gt",
+            "ge",
+            "greater",
+            "greater_equal",
+            "less",
+            "less_equal",
+            "not_equal",
+            "logical_and",
+            "logical_or",
+            "logical_xor",
+            "multiply",
+            "true_divide",
+        ]
+    },
+    "subtract": (False, lambda x, lib, d: x.subtract_(_other(lib, x, d), alpha=2)),
+    "atan2": (False, lambda x, lib, d: x.atan2_(_other(lib, x, d))),
+    "arctan2": (False, lambda x, lib, d: x.arctan2_(_other(lib, x, d))),
+    "hypot": (False, lambda x, lib, d: x.hypot_(_other(lib, x, d))),
+    "xlogy": (False, lambda x, lib, d: x.xlogy_(_other(lib, x, d))),
+    "lerp": (False, lambda x, lib, d: x.lerp_(_other(lib, x, d), 0.3)),
+    "lerp_tensor_weight": (
+        False,
+        lambda x, lib, d: x.lerp_(_other(lib, x, d), _other(lib, x, d, 2)),
+    ),
+}
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=ALL_DTYPE_IDS)
+@pytest.mark.parametrize("method", list(BINARY_METHODS))
+def test_binary_in_place_writes_torchs_values_into_self_through_any_view(method, dtype):
+    exact, call = BINARY_METHODS[method]
+    for layout in SELF_LAYOUTS:
+        check_method_like_torch(method, dtype, lambda x, lib: call(x, lib, dtype), exact, layout)
+
+
+@pytest.mark.parametrize("other_dtype", ALL_DTYPES, ids=ALL_DTYPE_IDS)
+@pytest.mark.parametrize("self_dtype", ALL_DTYPES, ids=ALL_DTYPE_IDS)
+@pytest.mark.parametrize("method", ["eq", "lt", "ge", "logical_xor", "xlogy"])
+def test_comparison_and_logic_results_are_stored_in_self_dtype_like_torch(
+    method, self_dtype, other_dtype
+):
+    def call(x, lib):
+        other = values(other_dtype, (4,), shift=3)
+        return getattr(x, f"{method}_")(other if lib is torch else to_kael(other))
+
+    check_method_like_torch(method, self_dtype, call, method != "xlogy", "contiguous")
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=ALL_DTYPE_IDS)
+@pytest.mark.parametrize(
+    "call",
+    [
+        pytest.param(lambda x: x.eq_(2.5), id="eq_"),
+        pytest.param(lambda x: x.not_equal_(0), id="not_equal_"),
+        pytest.param(lambda x: x.less_equal_(True), id="less_equal_"),
+        pytest.param(lambda x: x.multiply_(3), id="multiply_"),
+        pytest.param(lambda x: x.subtract_(1, alpha=2), id="subtract_"),
+        pytest.param(lambda x: x.true_divide_(4), id="true_divide_"),
+        pytest.param(lambda x: x.xlogy_(2.0), id="xlogy_"),
+    ],
+)
+def test_binary_in_place_with_a_python_number_matches_torch(dtype, call):
+    check_method_like_torch("", dtype, lambda x, lib: call(x), False, "transposed")
+
+
+def test_in_place_aliases_are_their_bases_methods():
+    pairs = {
+        "absolute_": "abs_", "negative_": "neg_", "fix_": "trunc_", "arcsin_": "asin_",
+        "arccos_": "acos_", "arctan_": "atan_", "arcsinh_": "asinh_", "arccosh_": "acosh_",
+        "arctanh_": "atanh_", "arctan2_": "atan2_", "greater_": "gt_", "greater_equal_": "ge_",
+        "less_": "lt_", "less_equal_": "le_", "not_equal_": "ne_", "multiply_": "mul_",
+        "subtract_": "sub_", "true_divide_": "div_",
+    }  # fmt: skip
+    for alias, base in pairs.items():
+        assert getattr(kael.Tensor, alias) is getattr(kael.Tensor, base), alias
+
+
+@pytest.mark.parametrize(
+    ("alias", "args"),
+    [
+        ("fix", ()),
+        ("arcsin", ()),
+        ("arccos", ()),
+        ("arctan", ()),
+        ("arcsinh", ()),
+        ("arccosh", ()),
+        ("arctanh", ()),
+        ("arctan2", (torch.tensor([[0.5, -2.0, 3.0]]),)),
+    ],
+)
+def test_torch_level_aliases_compute_as_torch_as_function_and_method(alias, args):
+    t = torch.tensor([[-0.75, 0.25, 0.5], [1.5, -2.5, 4.0]])
+    k_args = [to_kael(a) for a in args]
+    want = getattr(torch, alias)(t, *args)
+    assert_matches(getattr(kael, alias)(to_kael(t), *k_args), want, alias == "fix")
+    assert_matches(getattr(to_kael(t), alias)(*k_args), getattr(t, alias)(*args), alias == "fix")
+
+
+# ---- refusals of the new in-place methods -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "dtype", "named"),
+    [
+        ("sqrt", kael.int64, "float32.*int64"),
+        ("exp", kael.bool, "float32.*bool"),
+        ("reciprocal", kael.int64, "float32.*int64"),
+        ("log10", kael.int64, "float32.*int64"),
+        ("asin", kael.bool, "float32.*bool"),
+        ("square", kael.bool, "int64.*bool"),
+    ],
+)
+def test_a_float_result_in_an_integer_self_raises_naming_both_dtypes(method, dtype, named):
+    x = kael.ones(3, dtype=dtype)
+    with pytest.raises(kael.TypeError, match=f"{method}_.*{named}"):
+        getattr(x, f"{method}_")()
+    assert version(x) == 0 and x.tolist() == [1, 1, 1]
+
+
+EXPANDED_CALLS = {
+    **{f"{m}_": lambda x, m=m: getattr(x, f"{m}_")() for m in UNARY_METHODS if m != "bitwise_not"},
+    "nan_to_num_(1.0)": lambda x: x.nan_to_num_(1.0),
+    **{
+        f"{m}_": lambda x, m=m: getattr(x, f"{m}_")(kael.ones(3))
+        for m in ("eq", "greater", "logical_or", "atan2", "hypot", "xlogy", "multiply")
+    },
+    "subtract_": lambda x: x.subtract_(kael.ones(3), alpha=2),
+    "lerp_": lambda x: x.lerp_(kael.ones(3), 0.5),
+}
+
+
+@pytest.mark.parametrize("name", list(EXPANDED_CALLS))
+def test_in_place_on_an_expanded_tensor_raises_internal_overlap(name):
+    method = name.split("(")[0].removesuffix("_")
+    named = ALIASES.get(method, method)  # an alias's method is its base's: named so
+    base = kael.tensor([[0.25, 0.5, 0.75]])
+    with pytest.raises(kael.Error, match=rf"{named}_.*clone\(\)"):
+        EXPANDED_CALLS[name](base.expand(2, 3))
+    assert base.tolist() == [[0.25, 0.5, 0.75]] and version(base) == 0
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        pytest.param(lambda x, y: x.eq_(y), id="eq_"),
+        pytest.param(lambda x, y: x.greater_(y), id="greater_"),
+        pytest.param(lambda x, y: x.logical_and_(y), id="logical_and_"),
+        pytest.param(lambda x, y: x.atan2_(y), id="atan2_"),
+        pytest.param(lambda x, y: x.hypot_(y), id="hypot_"),
+        pytest.param(lambda x, y: x.xlogy_(y), id="xlogy_"),
+        pytest.param(lambda x, y: x.lerp_(y, 0.5), id="lerp_"),
+        pytest.param(lambda x, y: x.subtract_(y, alpha=2), id="subtract_"),
+    ],
+)
+def test_a_broadcast_that_would_change_self_shape_raises_naming_both_shapes(call):
+    x = kael.ones(3)
+    with pytest.raises(kael.ValueError, match=r"\[3\].*\[2, 3\]"):
+        call(x, kael.ones(2, 3))
+    assert x.tolist() == [1.0, 1.0, 1.0] and version(x) == 0
+    with pytest.raises(RuntimeError):
+        call(torch.ones(3), torch.ones(2, 3))
+
+
+@pytest.mark.parametrize(
+    ("call", "named"),
+    [
+        pytest.param(lambda x: x.eq_("a"), "eq_.*str", id="eq_-str"),
+        pytest.param(lambda x: x.not_equal_(None), "ne_.*NoneType", id="not_equal_-None"),
+        pytest.param(lambda x: x.logical_and_(1), "logical_and_.*other.*int", id="logical_and_"),
+        pytest.param(lambda x: x.logical_xor_(True), "logical_xor_.*other.*bool", id="xor-bool"),
+        pytest.param(lambda x: x.atan2_(2.0), "atan2_.*other.*float", id="atan2_-number"),
+        pytest.param(lambda x: x.arctan2_(2.0), "atan2_.*other.*float", id="arctan2_-number"),
+        pytest.param(lambda x: x.hypot_(2), "hypot_.*other.*int", id="hypot_-number"),
+        pytest.param(lambda x: x.lerp_(2.0, 0.5), "lerp_.*end.*float", id="lerp_-number-end"),
+        pytest.param(lambda x: x.multiply_([1.0]), "mul_.*list", id="multiply_-list"),
+    ],
+)
+def test_wrong_argument_types_raise_a_type_error_naming_the_argument(call, named):
+    x = kael.ones(3)
+    with pytest.raises(kael.TypeError, match=named):
+        call(x)
+    assert x.tolist() == [1.0, 1.0, 1.0] and version(x) == 0
+    with pytest.raises(TypeError):
+        call(torch.ones(3))
