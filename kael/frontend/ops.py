@@ -8,12 +8,14 @@ without a cycle); kael/__init__.py imports it.
 from __future__ import annotations
 
 import functools
+import math
 
 from kael.frontend import (
     blas_like,
     contractions,
     factorizations,
     fastpath,
+    formula,
     index_ops,
     indexing,
     linalg,
@@ -32,10 +34,12 @@ from kael.frontend import (
     stacking,
 )
 from kael.frontend import elementwise as ew
-from kael.frontend.outputs import tensor_arg
+from kael.frontend.outputs import output, tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
-from kael.runtime.errors import ValueError
+from kael.runtime.convert import to_float32
+from kael.runtime.dtypes import float64
+from kael.runtime.errors import TypeError, ValueError
 
 
 def _fast_unary(name: str, slow):
@@ -94,6 +98,35 @@ def _unary_function(name: str):
     return fn
 
 
+def _round(input, *, decimals: int = 0, out: Tensor | None = None) -> Tensor:
+    """Elementwise rounding half to even; with `decimals`, to that many decimal places as
+    PyTorch computes it: round(x * 10**d) / 10**d (for d < 0, round(x / 10**-d) * 10**-d),
+    in float32 for float32 and the half types (rounded once at the store), float64 for
+    float64."""
+    if type(decimals) is not int:
+        raise TypeError(f"round(): argument 'decimals' must be int, not {type(decimals).__name__}")
+    if decimals == 0:
+        return ew.unary("round", input, out)
+    x = tensor_arg(input, "round")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"round(): decimals={decimals} is not implemented for {x.dtype}")
+    scale = float(10 ** abs(decimals)) if abs(decimals) < 400 else math.inf
+    compute = x.dtype.compute
+    if compute is not float64:
+        scale = to_float32(scale)
+
+    def up(v, p):
+        return (v * p).apply("round") / p
+
+    def down(v, p):
+        return (v / p).apply("round") * p
+
+    target = output(out, x.shape, x.dtype, x.device, "round")
+    fn = up if decimals > 0 else down
+    formula.launch((f"round_{fn.__name__}",), [x], compute, fn, {"p": scale}, target._impl)
+    return target
+
+
 def _pow(input, exponent, *, out: Tensor | None = None) -> Tensor:
     """Elementwise input ** exponent, broadcast (torch names pow's second operand exponent)."""
     return ew.binary("pow", input, exponent, out)
@@ -124,7 +157,7 @@ def _div(input, other, *, rounding_mode=None, out: Tensor | None = None) -> Tens
 FUNCTIONS = {name: _binary_function(name) for name in ew.BINARY}
 FUNCTIONS["div"] = _div
 FUNCTIONS.update(add=_alpha_function("add"), sub=_alpha_function("sub"))
-FUNCTIONS.update({name: _unary_function(name) for name in ew.UNARY}, pow=_pow)
+FUNCTIONS.update({name: _unary_function(name) for name in ew.UNARY}, pow=_pow, round=_round)
 FUNCTIONS.update(
     where=index_ops.where,
     clamp=ew.clamp,

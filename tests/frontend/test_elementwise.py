@@ -1767,3 +1767,65 @@ def test_alpha_that_torch_refuses_is_a_type_error(args, alpha, match):
         kael.add(a, b, alpha=alpha)
     with pytest.raises(kael.TypeError, match=match):
         a.clone().sub_(b, alpha=alpha)
+
+
+ROUND_VALUES = np.array(
+    [0.125, 2.5, -0.125, -2.5, 1e10, np.inf, -np.inf, np.nan, 1.23456, -45.678, 0.0, -0.0],
+    np.float32,
+)
+
+
+@pytest.mark.parametrize("decimals", [1, 2, 3, -1, -2, 10, 50, -40, 400])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_round_to_decimals_gives_torchs_bits(dtype, decimals):
+    # x * 10**d rounded half to even, divided back, in float32 for the half types
+    rng = np.random.default_rng(decimals + 400)
+    values = np.concatenate([ROUND_VALUES, (rng.standard_normal(500) * 100).astype(np.float32)])
+    k = kael.tensor(values).to(getattr(kael, dtype))
+    t = torch.from_numpy(values).to(getattr(torch, dtype))
+    layouts = {
+        "contiguous": (k, t),
+        "transposed": (k[:500].reshape(20, 25).mT, t[:500].reshape(20, 25).mT),
+        "0-d": (k[4], t[4]),
+        "empty": (k[:0], t[:0]),
+    }
+    for name, (kx, tx) in layouts.items():
+        got, want = kael.round(kx, decimals=decimals), torch.round(tx, decimals=decimals)
+        assert got.dtype is kx.dtype and got.shape == tuple(want.shape), name
+        np.testing.assert_array_equal(np.asarray(got.float()), want.float().numpy(), err_msg=name)
+        np.testing.assert_array_equal(
+            np.asarray(kx.round(decimals=decimals).float()), want.float().numpy()
+        )
+    out = kael.empty(k.shape, dtype=k.dtype)
+    assert kael.round(k, decimals=decimals, out=out) is out
+    inplace = k.clone()
+    assert inplace.round_(decimals=decimals) is inplace
+    want = torch.round(t, decimals=decimals).float().numpy()
+    np.testing.assert_array_equal(np.asarray(out.float()), want)
+    np.testing.assert_array_equal(np.asarray(inplace.float()), want)
+
+
+def test_round_to_decimals_under_compile_is_the_eager_value():
+    x = kael.tensor(ROUND_VALUES)
+    compiled = kael.compile(lambda t: kael.round(t * 3, decimals=2))
+    np.testing.assert_array_equal(compiled(x).numpy(), kael.round(x * 3, decimals=2).numpy())
+
+
+@pytest.mark.parametrize(
+    "make, decimals, error, match",
+    [
+        (lambda: kael.tensor([15, 25]), 1, kael.TypeError, r"decimals=1 .* int64"),
+        (lambda: kael.tensor([True]), -1, kael.TypeError, r"decimals=-1 .* bool"),
+        (lambda: kael.tensor([1.5]), 1.5, kael.TypeError, r"'decimals' must be int, not float"),
+        (lambda: kael.tensor([1.5]), None, kael.TypeError, r"'decimals' must be int, not None"),
+    ],
+)
+def test_round_refuses_decimals_torch_refuses(make, decimals, error, match):
+    with pytest.raises(error, match=match):
+        kael.round(make(), decimals=decimals)
+
+
+def test_round_without_decimals_keeps_integers():
+    x = kael.tensor([15, -25], dtype=kael.int32)
+    got = kael.round(x, decimals=0)
+    assert got.dtype is kael.int32 and got.tolist() == [15, -25]
