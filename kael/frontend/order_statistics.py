@@ -12,7 +12,7 @@ import numpy as np
 from kael.codegen.cpu import search
 from kael.frontend import elementwise as ew
 from kael.frontend import factories, index_ops, math_functions, reductions, sequence, views
-from kael.frontend.outputs import tensor_arg
+from kael.frontend.outputs import bool_arg, tensor_arg
 from kael.frontend.reductions import ValuesIndices
 from kael.frontend.tensor import Tensor
 from kael.runtime.device import CPU
@@ -203,6 +203,38 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
     )
 
 
+def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
+    """The k-th smallest value of each slice along dim (k from 1; NaN the largest, as sort
+    orders it) and its index in the slice: column k - 1 of kael's stable sort."""
+    op = "kthvalue"
+    x = tensor_arg(input, op)
+    k = views.as_int(k, f"{op}(): k")
+    keepdim = bool_arg(keepdim, op, "keepdim")
+    if x.dtype.is_bool:
+        raise TypeError(f"{op}(): not implemented for bool")
+    ndim = x.ndim
+    d = views.wrap_dim(dim, ndim)
+    size = x.shape[d] if ndim else 1
+    if not size:
+        raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+    if not 1 <= k <= size:
+        raise ValueError(
+            f"{op}(): selected number k out of range for dimension {d}: k={k} but the"
+            f" dimension has size {size}"
+        )
+    moved = (x if ndim else x.reshape(1)).movedim(d, -1)
+    values, order = index_ops.sort(moved, -1, stable=True)
+    return ValuesIndices(
+        _finish(values[..., k - 1 : k], d, keepdim, dim, ndim),
+        _finish(order[..., k - 1 : k], d, keepdim, dim, ndim),
+    )
+
+
+def msort(input: Tensor) -> Tensor:
+    """The elements sorted along dim 0 (NaN last), values only."""
+    return index_ops.sort(tensor_arg(input, "msort"), 0)[0]
+
+
 def searchsorted(
     sorted_sequence: Tensor,
     input,
@@ -260,6 +292,8 @@ def bucketize(input, boundaries: Tensor, *, out_int32: bool = False, right: bool
 
 
 FUNCTIONS = {
+    "kthvalue": kthvalue,
+    "msort": msort,
     "mode": mode,
     "searchsorted": searchsorted,
     "bucketize": bucketize,

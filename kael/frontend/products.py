@@ -1,13 +1,16 @@
 """Products beyond matmul: linalg.multi_dot (the cheapest parenthesization, as PyTorch
 chooses it), linalg.matrix_power (repeated squaring; a negative power inverts first),
-linalg.cross / kael.cross and linalg.vecdot, each on kael's matmul and elementwise ops."""
+linalg.cross / kael.cross and linalg.vecdot, and torch's vector products inner, ger, vdot,
+mv and chain_matmul, each on kael's matmul and elementwise ops."""
 
 from __future__ import annotations
 
+import math
 import warnings
 
+from kael.frontend import elementwise as ew
 from kael.frontend import factories, factorizations, reductions, views
-from kael.frontend.linalg import matmul
+from kael.frontend.linalg import matmul, outer
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.runtime.dtypes import bool_
@@ -156,12 +159,116 @@ def vecdot(x, y, *, dim: int = -1, out=None) -> Tensor:
     return factorizations._out(reductions.sum(x * y, dim), out, op)
 
 
+def _no_bool(op: str, *tensors: Tensor) -> None:
+    """PyTorch's products have no bool kernel: kael.TypeError naming the op."""
+    if any(t.dtype is bool_ for t in tensors):
+        raise TypeError(f"{op}(): not implemented for bool tensors")
+
+
+def inner(input, other, *, out=None) -> Tensor:
+    """The products summed over the last dims of both (shape input[:-1] + other[:-1]); a
+    0-d operand multiplies the other (kael.mul's dtype rules)."""
+    op = "inner"
+    a, b = tensor_arg(input, op, "input"), tensor_arg(other, op, "other")
+    if a.ndim == 0 or b.ndim == 0:
+        return ew.binary("mul", a, b, out)
+    if a.shape[-1] != b.shape[-1]:
+        raise ValueError(
+            f"{op}() the last dimension must match on both input tensors but got shapes "
+            f"{list(a.shape)} and {list(b.shape)}"
+        )
+    if a.dtype is not b.dtype:
+        raise TypeError(f"{op}(): both inputs should have same dtype, got {a.dtype} and {b.dtype}")
+    _no_bool(op, a)
+    k = a.shape[-1]
+    rows, cols = math.prod(a.shape[:-1]), math.prod(b.shape[:-1])
+    product = matmul(a.reshape(rows, k), b.reshape(cols, k).mT)
+    return factorizations._out(product.reshape(a.shape[:-1] + b.shape[:-1]), out, op)
+
+
+def ger(input, vec2, *, out=None) -> Tensor:
+    """outer under its old name (PyTorch keeps it, deprecated)."""
+    return outer(input, vec2, out=out)
+
+
+def vdot(input, other, *, out=None) -> Tensor:
+    """The dot product of two 1-d tensors of one dtype and length (no conjugate to take in
+    kael's real dtypes): a 0-d tensor."""
+    op = "vdot"
+    a, b = tensor_arg(input, op, "input"), tensor_arg(other, op, "other")
+    if a.ndim != 1 or b.ndim != 1:
+        raise ValueError(f"{op}: 1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
+    if a.dtype is not b.dtype:
+        raise TypeError(
+            f"{op}: expected both vectors to have same dtype, but found {a.dtype} and {b.dtype}"
+        )
+    if a.shape != b.shape:
+        raise ValueError(
+            f"{op}: inconsistent tensor size, expected tensor [{a.shape[0]}] and src "
+            f"[{b.shape[0]}] to have the same number of elements, but got {a.shape[0]} and "
+            f"{b.shape[0]} elements respectively"
+        )
+    _no_bool(op, a)
+    return factorizations._out(matmul(a, b), out, op)
+
+
+def mv(input, vec, *, out=None) -> Tensor:
+    """A matrix [n, m] times a vector [m]: the vector [n]."""
+    op = "mv"
+    a, v = tensor_arg(input, op, "input"), tensor_arg(vec, op, "vec")
+    if a.ndim != 2 or v.ndim != 1:
+        raise ValueError(f"{op}: vector + matrix @ vector expected, got 1, {a.ndim}, {v.ndim}")
+    if a.shape[1] != v.shape[0]:
+        raise ValueError(
+            f"{op}: size mismatch, got input ({a.shape[0]}), mat ({a.shape[0]}x{a.shape[1]}), "
+            f"vec ({v.shape[0]})"
+        )
+    if a.dtype is not v.dtype:
+        raise TypeError(
+            f"{op}: input tensors must have the same dtype, but got {a.dtype} and {v.dtype}"
+        )
+    _no_bool(op, a)
+    return factorizations._out(matmul(a, v), out, op)
+
+
+def chain_matmul(*matrices, out=None) -> Tensor:
+    """The product of the 2-d matrices given (deprecated: linalg.multi_dot takes a list);
+    one matrix gives a copy of it."""
+    op = "chain_matmul"
+    warnings.warn(
+        "torch.chain_matmul is deprecated; use linalg.multi_dot, which takes a list of two or"
+        " more tensors",
+        UserWarning,
+        stacklevel=2,
+    )
+    mats = [tensor_arg(m, op, f"matrices[{i}]") for i, m in enumerate(matrices)]
+    for i, m in enumerate(mats):
+        if m.ndim != 2:
+            raise ValueError(
+                f"{op}(): matrices[{i}] has dimension {m.ndim}, expected 2 instead"
+                f" (shape {list(m.shape)})"
+            )
+    if not mats:
+        raise ValueError(f"{op}(): Expected one or more matrices")
+    if len(mats) == 1:
+        return factorizations._out(mats[0].clone(), out, op)
+    return multi_dot(mats, out=out)
+
+
 LINALG = {
     "multi_dot": multi_dot,
     "matrix_power": matrix_power,
     "cross": linalg_cross,
     "vecdot": vecdot,
 }
-FUNCTIONS = {"matrix_power": matrix_power, "cross": cross}
-NOT_METHODS: frozenset[str] = frozenset()
+FUNCTIONS = {
+    "matrix_power": matrix_power,
+    "cross": cross,
+    "inner": inner,
+    "ger": ger,
+    "vdot": vdot,
+    "mv": mv,
+    "chain_matmul": chain_matmul,
+}
+NOT_METHODS: frozenset[str] = frozenset({"chain_matmul"})
 METHODS: dict = {}

@@ -695,7 +695,25 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     return out
 
 
+def _bernoulli_method(self: Tensor, p=None, *, generator=None) -> Tensor:
+    """Tensor.bernoulli: kael.bernoulli(self) (self's elements are the probabilities), or
+    with one probability p for every element, in self's shape and dtype."""
+    return bernoulli(tensor_arg(self, "bernoulli"), p, generator=generator)
+
+
+def _multinomial_method(self: Tensor, num_samples, replacement=False, *, generator=None):
+    """Tensor.multinomial: kael.multinomial over self's weights."""
+    return multinomial(self, num_samples, replacement, generator=generator)
+
+
+_bernoulli_method.__name__ = "bernoulli"
+_bernoulli_method.__qualname__ = "Tensor.bernoulli"
+_multinomial_method.__name__ = "multinomial"
+_multinomial_method.__qualname__ = "Tensor.multinomial"
+
 for _name, _method in (
+    ("bernoulli", _bernoulli_method),
+    ("multinomial", _multinomial_method),
     ("uniform_", uniform_),
     ("normal_", normal_),
     ("exponential_", exponential_),

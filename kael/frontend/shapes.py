@@ -19,7 +19,7 @@ from kael.frontend.elementwise import broadcast_shapes
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.runtime.dtypes import int64
-from kael.runtime.errors import IndexError, ValueError
+from kael.runtime.errors import IndexError, TypeError, ValueError
 
 # ---- splitting -------------------------------------------------------------------------------
 
@@ -100,6 +100,60 @@ def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple[Tens
         return _pieces(x, d, bounds)
     cuts = [min(max(views.as_int(i, "indices") + (size if i < 0 else 0), 0), size) for i in spec]
     return _pieces(x, d, [0, *cuts, size])
+
+
+def split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple[Tensor, ...]:
+    """Views of the given sizes along dim, which must be non-negative and add up to the
+    dim's size (a sequence of ints: split's other form, by its own name)."""
+    x = tensor_arg(input, "split_with_sizes")
+    if not isinstance(split_sizes, list | tuple):
+        raise TypeError(
+            "split_with_sizes(): argument 'split_sizes' must be tuple of ints, not"
+            f" {type(split_sizes).__name__}"
+        )
+    sizes = [views.as_int(s, "split_sizes") for s in split_sizes]
+    d = _split_dim(x, dim, "split expects at least a 1-dimensional tensor")
+    if any(s < 0 for s in sizes):
+        raise ValueError(
+            "split_with_sizes expects split_sizes have only non-negative entries, but got"
+            f" split_sizes={sizes}"
+        )
+    return split(x, sizes, d)
+
+
+def _directional_split(name: str, min_dim: int, dim: int) -> Callable:
+    """hsplit, vsplit or dsplit: tensor_split along `dim` (hsplit: 0 for a 1-d tensor)
+    into equal sections (which must divide the dim) or at the given indices."""
+
+    def directional(input: Tensor, indices_or_sections) -> tuple[Tensor, ...]:
+        x = tensor_arg(input, name)
+        if x.ndim < min_dim:
+            raise ValueError(
+                f"{name} requires a tensor with at least {min_dim} dimension, but got a tensor"
+                f" with {x.ndim} dimensions!"
+            )
+        d = 0 if x.ndim == 1 else dim
+        spec = indices_or_sections
+        if isinstance(spec, int) and not isinstance(spec, bool):
+            size = x.shape[d]
+            if spec == 0 or size % spec:
+                raise ValueError(
+                    f"{name} attempted to split along dimension {d}, but the size of the"
+                    f" dimension {size} is not divisible by the split_size {spec}!"
+                )
+            return tensor_split(x, spec, d)
+        if not isinstance(spec, list | tuple):
+            raise TypeError(
+                f"{name}(): argument 'indices_or_sections' must be an int or a sequence of"
+                f" ints, not {type(spec).__name__}"
+            )
+        return tensor_split(x, list(spec), d)
+
+    directional.__name__ = directional.__qualname__ = name
+    directional.__doc__ = (
+        f"torch.{name}: tensor_split along dim {dim} into equal sections or at indices."
+    )
+    return directional
 
 
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
@@ -414,7 +468,38 @@ def _reshape(input: Tensor, shape) -> Tensor:
     return tensor_arg(input, "reshape").reshape(*views.parse_size((shape,), "shape"))
 
 
+def _query(name: str, prop: bool = False) -> Callable:
+    """kael.NAME(input) for Tensor.NAME: a method called, or a property read."""
+
+    def fn(input: Tensor):
+        x = getattr(tensor_arg(input, name), name)
+        return x if prop else x()
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Tensor.{name} as a function."
+    return fn
+
+
+def is_same_size(input: Tensor, other: Tensor) -> bool:
+    """Whether both tensors have one shape."""
+    return tensor_arg(input, "is_same_size").is_same_size(other)
+
+
+# kael.NAME for Tensor's own queries and real-dtype no-ops (torch has them at top level).
+_QUERIES = (
+    "conj", "resolve_conj", "resolve_neg", "is_conj", "is_neg", "is_nonzero", "is_signed",
+    "is_complex", "get_device", "is_floating_point",
+)  # fmt: skip
+
 FUNCTIONS: dict[str, Callable] = {
+    **{name: _query(name) for name in _QUERIES},
+    "real": _query("real", prop=True),
+    "imag": _query("imag", prop=True),
+    "is_same_size": is_same_size,
+    "split_with_sizes": split_with_sizes,
+    "hsplit": _directional_split("hsplit", 1, 1),
+    "vsplit": _directional_split("vsplit", 2, 0),
+    "dsplit": _directional_split("dsplit", 3, 2),
     "split": split,
     "chunk": chunk,
     "tensor_split": tensor_split,
@@ -455,6 +540,10 @@ FUNCTIONS: dict[str, Callable] = {
 # Factory-like functions and the many-tensor ones are not Tensor methods.
 NOT_METHODS: frozenset[str] = frozenset(
     {
+        *_QUERIES,  # Tensor's own methods and properties (tensor.py)
+        "real",
+        "imag",
+        "is_same_size",
         "tril_indices",
         "triu_indices",
         "broadcast_tensors",

@@ -166,11 +166,68 @@ class Tensor:
     def is_cuda(self) -> bool:
         return self._impl.device is CUDA
 
+    @property
+    def is_cpu(self) -> bool:
+        return self._impl.device is CPU
+
+    def get_device(self) -> int:
+        """The device's index: -1 for the CPU, the GPU's ordinal for a cuda tensor."""
+        device = self._impl.device
+        return -1 if device is CPU else device.index
+
     def dim(self) -> int:
+        return len(self._impl.shape)
+
+    def ndimension(self) -> int:
         return len(self._impl.shape)
 
     def numel(self) -> int:
         return self._impl.numel()
+
+    def nelement(self) -> int:
+        return self._impl.numel()
+
+    def is_same_size(self, other: Tensor) -> bool:
+        """Whether both tensors have one shape."""
+        return self._impl.shape == _other(other, "is_same_size").shape
+
+    def is_signed(self) -> bool:
+        """Whether the dtype holds negative values (every one but uint8 and bool)."""
+        return self._impl.dtype.signed
+
+    def is_complex(self) -> bool:
+        """False: kael has no complex dtypes."""
+        return False
+
+    # ---- complex views: kael's dtypes are real, so each is the tensor itself ---------------
+
+    @property
+    def real(self) -> Tensor:
+        """The real part: the tensor itself for kael's real dtypes."""
+        return self
+
+    @property
+    def imag(self) -> Tensor:
+        """A real tensor has no imaginary part to view: kael.TypeError, as PyTorch refuses."""
+        raise TypeError(
+            f"imag is not implemented for tensors with non-complex dtypes, got {self._impl.dtype}"
+        )
+
+    def conj(self) -> Tensor:
+        """The conjugate: the tensor itself for real dtypes."""
+        return self
+
+    def resolve_conj(self) -> Tensor:
+        return self
+
+    def resolve_neg(self) -> Tensor:
+        return self
+
+    def is_conj(self) -> bool:
+        return False
+
+    def is_neg(self) -> bool:
+        return False
 
     def size(self, dim=None) -> tuple[int, ...] | int:
         """The shape, or the size of one dim (negative dims count from the end)."""
@@ -320,6 +377,15 @@ class Tensor:
         _needs_values("bool(tensor) (an `if` or `while` on a tensor)")
         return bool(self.item())
 
+    def is_nonzero(self) -> bool:
+        """Whether the one element is not zero (NaN is nonzero); any other count is refused."""
+        n = self._impl.numel()
+        if n != 1:
+            how = "no values" if n == 0 else f"more than one value ({n} elements)"
+            raise ValueError(f"is_nonzero(): Boolean value of Tensor with {how} is ambiguous")
+        _needs_values("Tensor.is_nonzero()")
+        return bool(self.item())
+
     def __float__(self) -> float:
         _needs_values("float(tensor)")
         return float(self.item())
@@ -409,6 +475,11 @@ class Tensor:
             return self.to(found, device=CUDA if ".cuda." in dtype else self._impl.device)
         return self.to(dtype=dtype)
 
+    def type_as(self, other: Tensor) -> Tensor:
+        """This tensor in other's dtype and on its device (self when both already match)."""
+        other = _other(other, "type_as")
+        return self.to(dtype=other.dtype, device=other.device)
+
     def is_floating_point(self) -> bool:
         return self._impl.dtype.is_floating_point
 
@@ -488,6 +559,40 @@ class Tensor:
     def zero_(self) -> Tensor:
         return self.fill_(0)
 
+    def fill_diagonal_(self, fill_value, wrap: bool = False) -> Tensor:
+        """Set the main diagonal (index i in every dim) to a number; a tall matrix with
+        wrap=True starts the diagonal again every width + 1 rows, as PyTorch does."""
+        if isinstance(fill_value, Tensor) and not fill_value.ndim:  # a 0-d tensor's number
+            fill_value = fill_value.item()
+        if not isinstance(fill_value, int | float):
+            raise TypeError(
+                "fill_diagonal_(): argument 'fill_value' must be a number, not"
+                f" {type(fill_value).__name__}"
+            )
+        if not isinstance(wrap, bool):
+            raise TypeError(
+                f"fill_diagonal_(): argument 'wrap' must be bool, not {type(wrap).__name__}"
+            )
+        impl = self._impl
+        shape = impl.shape
+        if len(shape) < 2:
+            raise ValueError(f"fill_diagonal_(): dimensions must larger than 1, got {len(shape)}")
+        height, width = shape[0], shape[1]
+        if len(shape) > 2 and any(size != height for size in shape[1:]):
+            raise ValueError(
+                "fill_diagonal_(): all dimensions of input must be of equal length, got shape"
+                f" {list(shape)}"
+            )
+        size = min(height, width)
+        self.as_strided((size,), (sum(impl.strides),), impl.offset).fill_(fill_value)
+        if wrap and len(shape) == 2 and height > width + 1 and width:
+            from kael.frontend import factories  # it imports this module
+
+            step = width + 1
+            flat = factories.arange(size * step, height * width, step, device=impl.device)
+            self[flat // width, flat % width] = fill_value
+        return self
+
     # ---- views ----------------------------------------------------------------------------
 
     def view(self, *shape) -> Tensor:
@@ -555,6 +660,11 @@ class Tensor:
 
     def unflatten(self, dim, sizes) -> Tensor:
         return Tensor(views.unflatten(self._impl, dim, sizes))
+
+    def unfold(self, dimension, size, step) -> Tensor:
+        """A view of every window of `size` elements along `dimension`, `step` apart, as a
+        new last dim (shares this tensor's storage)."""
+        return Tensor(views.unfold(self._impl, dimension, size, step))
 
     def as_strided(self, size, stride, storage_offset=None) -> Tensor:
         """Any layout over the same storage; one that leaves the storage raises kael.Error."""

@@ -386,6 +386,29 @@ def unflatten(impl: TensorImpl, dim, sizes) -> TensorImpl:
     return view(impl, (impl.shape[:d] + sizes + impl.shape[d + 1 :],))
 
 
+def unfold(impl: TensorImpl, dimension, size, step) -> TensorImpl:
+    """Every window of `size` elements along `dimension`, `step` apart, as a new last dim of
+    that size (Tensor.unfold): a 0-d tensor is one element, giving shape [size]."""
+    ndim = len(impl.shape)
+    d = wrap_dim(dimension, ndim)
+    size, step = as_int(size, "unfold(): size"), as_int(step, "unfold(): step")
+    extent = impl.shape[d] if ndim else 1
+    if size > extent:
+        raise ValueError(
+            f"unfold(): maximum size for tensor at dimension {d} is {extent} but size is {size}"
+        )
+    if size < 0:
+        raise ValueError(f"unfold(): size is {size} but must be >= 0")
+    if step <= 0:
+        raise ValueError(f"unfold(): step is {step} but must be > 0")
+    if not ndim:
+        return derive(impl, (size,), (1,), impl.offset)
+    shape, strides = list(impl.shape), list(impl.strides)
+    stride = strides[d]
+    shape[d], strides[d] = (extent - size) // step + 1, step * stride
+    return derive(impl, (*shape, size), (*strides, stride), impl.offset)
+
+
 def as_strided(impl: TensorImpl, size, stride, storage_offset=None) -> TensorImpl:
     """Any layout over the same storage; validation rejects one that leaves the storage."""
     shape = parse_size((size,), "size")

@@ -226,3 +226,98 @@ def test_mode_matches_torch_with_ties(dtype, dim, keepdim):
         close_to_torch(kael.mode(kx, dim, keepdim), torch.mode(tx, dim, keepdim), 0)
     close_to_torch(k.mode(), t.mode(), 0)
     close_to_torch(kael.mode(k[0, 0]), torch.mode(t[0, 0]), 0)  # 0-d
+
+
+# ---- kthvalue and msort ---------------------------------------------------------------------
+
+KTH_DTYPES = [kael.float32, kael.float64, kael.int64, kael.float16]
+KTH_LAYOUTS = ["contiguous", "transposed", "sliced"]
+
+
+def _distinct(shape, dtype, layout, nans=False):
+    """A kael tensor and the equal torch one, distinct values (so every k-th element has
+    one index) with NaN in some rows for float dtypes, laid out as `layout` says."""
+    base = (shape[1], shape[0]) if layout == "transposed" else (shape[0], 2 * shape[1])
+    values = RNG.permutation(int(np.prod(base))).reshape(base).astype(np.float64) - 7
+    if nans and dtype.is_floating_point:
+        values[0, 1] = values[-1, 0] = np.nan
+    k, t = pair(values, dtype)
+    if layout == "transposed":
+        return k.mT, t.mT
+    if layout == "sliced":
+        return k[:, ::2], t[:, ::2]
+    return k, t
+
+
+@pytest.mark.parametrize("layout", KTH_LAYOUTS)
+@pytest.mark.parametrize("dtype", KTH_DTYPES, ids=str)
+@pytest.mark.parametrize("dim, keepdim", [(-1, False), (0, True), (1, True), (-2, False)])
+def test_kthvalue_matches_torch_with_nan_largest(dim, keepdim, dtype, layout):
+    k, t = _distinct((5, 6), dtype, layout, nans=True)
+    for kk in (1, 3, k.shape[dim]):
+        got = kael.kthvalue(k, kk, dim, keepdim)
+        close_to_torch(got, torch.kthvalue(t, kk, dim, keepdim), 0, equal_nan=True)
+        close_to_torch(
+            k.kthvalue(kk, dim=dim, keepdim=keepdim),
+            t.kthvalue(kk, dim, keepdim),
+            0,
+            equal_nan=True,
+        )
+        assert got.values.shape == got.indices.shape
+
+
+@pytest.mark.parametrize("dtype", KTH_DTYPES, ids=str)
+def test_kthvalue_with_ties_picks_an_index_of_the_value(dtype):
+    k, t = pair(RNG.integers(-2, 3, (4, 9)), dtype)
+    for kk in (1, 5, 9):
+        values, indices = kael.kthvalue(k, kk)
+        close_to_torch(values, torch.kthvalue(t, kk).values, 0)
+        close_to_torch(
+            k.gather(1, indices.unsqueeze(1)).squeeze(1), torch.kthvalue(t, kk).values, 0
+        )
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("dim", [0, -1])
+def test_kthvalue_of_0d_and_empty_inputs_matches_torch(dim, keepdim):
+    k, t = pair(3.5, kael.float64)
+    close_to_torch(kael.kthvalue(k, 1, dim, keepdim), torch.kthvalue(t, 1, dim, keepdim), 0)
+    k, t = pair(np.zeros((0, 3)), kael.float32)
+    close_to_torch(kael.kthvalue(k, 1, 1, keepdim), torch.kthvalue(t, 1, 1, keepdim), 0)
+
+
+@pytest.mark.parametrize("layout", KTH_LAYOUTS)
+@pytest.mark.parametrize("dtype", [*KTH_DTYPES, kael.bool], ids=str)
+def test_msort_sorts_along_dim_0_like_torch(dtype, layout):
+    if dtype is kael.bool:
+        k, t = pair(RNG.integers(0, 2, (5, 4)), dtype)
+    else:
+        k, t = _distinct((5, 4), dtype, layout, nans=True)
+    close_to_torch(kael.msort(k), torch.msort(t), 0, equal_nan=True)
+    close_to_torch(k.msort(), t.msort(), 0, equal_nan=True)
+
+
+@pytest.mark.parametrize("shape", [(), (0, 2), (3,)], ids=str)
+def test_msort_of_0d_empty_and_1d_matches_torch(shape):
+    k, t = pair(RNG.standard_normal(shape), kael.float64)
+    close_to_torch(kael.msort(k), torch.msort(t), 0)
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: kael.kthvalue(kael.ones(2, 4), 5), kael.ValueError, "k out of range for dimension 1: k=5 but the dimension has size 4"),
+        (lambda: kael.kthvalue(kael.ones(2, 4), 0), kael.ValueError, "k out of range for dimension 1: k=0"),
+        (lambda: kael.kthvalue(kael.ones(2, 4), -1, 0), kael.ValueError, "k out of range for dimension 0: k=-1 but the dimension has size 2"),
+        (lambda: kael.kthvalue(kael.tensor(3.0), 2), kael.ValueError, "dimension 0: k=2 but the dimension has size 1"),
+        (lambda: kael.kthvalue(kael.ones(0, 3), 1, 0), kael.IndexError, "Expected reduction dim 0 to have non-zero size"),
+        (lambda: kael.kthvalue(kael.ones(2, dtype=kael.bool), 1), kael.TypeError, "kthvalue.*bool"),
+        (lambda: kael.kthvalue(kael.ones(2), 1.0), kael.TypeError, "k must be an int, got float"),
+        (lambda: kael.kthvalue(kael.ones(2), 1, 3), kael.IndexError, r"range of \[-1, 0\], but got 3"),
+        (lambda: kael.kthvalue(kael.ones(2), 1, 0, 1), kael.TypeError, "keepdim must be a bool, got int"),
+        (lambda: kael.msort([3, 1]), kael.TypeError, "msort\\(\\): input must be a Tensor, got list"),
+    ],
+)  # fmt: skip
+def test_kthvalue_and_msort_refuse_what_torch_refuses(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

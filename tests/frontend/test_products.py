@@ -1,11 +1,13 @@
-"""linalg.multi_dot, matrix_power, cross and vecdot (frontend/products.py) against torch:
-values, dtype and shape, the chain order, vectors at the ends, negative powers,
-broadcasting, and typed errors."""
+"""linalg.multi_dot, matrix_power, cross and vecdot, and inner, ger, vdot, mv and
+chain_matmul (frontend/products.py) against torch: values, dtype and shape, the chain
+order, vectors at the ends, negative powers, broadcasting, layouts, and typed errors."""
+
+import warnings
 
 import numpy as np
 import pytest
 import torch
-from parity_helpers import close_to_torch, torch_pair
+from parity_helpers import LAYOUTS, close_to_torch, layout_pair, same, torch_pair
 
 import kael
 from kael.frontend import products
@@ -86,5 +88,131 @@ def test_vecdot_matches_torch():
     ],
 )  # fmt: skip
 def test_bad_inputs_raise_typed_errors(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+# ---- inner, ger, vdot, mv, chain_matmul ----------------------------------------------------
+
+PRODUCT_DTYPES = [kael.float32, kael.float64, kael.int64, kael.float16]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", PRODUCT_DTYPES, ids=str)
+@pytest.mark.parametrize(
+    "a_shape, b_shape",
+    [((2, 3), (4, 3)), ((3,), (3,)), ((2, 2, 3), (3,)), ((0, 3), (2, 3)), ((2, 0), (3, 0))],
+)
+def test_inner_contracts_the_last_dims_like_torch(a_shape, b_shape, dtype, layout):
+    ka, ta = layout_pair(a_shape, dtype, layout)
+    kb, tb = layout_pair(b_shape, dtype, layout)
+    same(kael.inner(ka, kb), torch.inner(ta, tb))
+    same(ka.inner(kb), ta.inner(tb))
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.int64, kael.bool], ids=str)
+def test_inner_with_a_0d_operand_multiplies(dtype):
+    ka, ta = layout_pair((2, 3), dtype)
+    ks, ts = layout_pair((), kael.float64)
+    same(kael.inner(ka, ks), torch.inner(ta, ts))
+    same(kael.inner(ks, ka), torch.inner(ts, ta))
+    same(kael.inner(ks, ks), torch.inner(ts, ts))
+
+
+def test_inner_writes_out():
+    ka, ta = layout_pair((2, 3), kael.float64)
+    out = kael.empty(2, 2, dtype=kael.float64)
+    assert kael.inner(ka, ka, out=out) is out
+    same(out, torch.inner(ta, ta))
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64, kael.bool], ids=str)
+@pytest.mark.parametrize("layout", ["contiguous", "sliced", "expanded"])
+def test_ger_is_outer_like_torch(dtype, layout):
+    ka, ta = layout_pair((4,), dtype, layout)
+    kb, tb = layout_pair((3,), dtype, layout)
+    same(kael.ger(ka, kb), torch.ger(ta, tb))
+    same(ka.ger(kb), ta.ger(tb))
+    same(kael.ger(ka, kb[:0]), torch.ger(ta, tb[:0]))
+
+
+def test_ger_promotes_mixed_dtypes_as_torch():
+    ka, ta = layout_pair((2,), kael.float32)
+    kb, tb = layout_pair((3,), kael.int64)
+    same(kael.ger(ka, kb), torch.ger(ta, tb))
+
+
+@pytest.mark.parametrize("dtype", PRODUCT_DTYPES, ids=str)
+@pytest.mark.parametrize("layout", ["contiguous", "sliced", "expanded"])
+@pytest.mark.parametrize("n", [0, 1, 5])
+def test_vdot_of_1d_tensors_like_torch(n, layout, dtype):
+    ka, ta = layout_pair((n,), dtype, layout)
+    kb, tb = layout_pair((n,), dtype, "contiguous")
+    same(kael.vdot(ka, kb), torch.vdot(ta, tb))
+    same(ka.vdot(kb), ta.vdot(tb))
+
+
+@pytest.mark.parametrize("dtype", PRODUCT_DTYPES, ids=str)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("shape", [(4, 3), (1, 1), (0, 3), (3, 0)])
+def test_mv_is_matrix_times_vector_like_torch(shape, layout, dtype):
+    ka, ta = layout_pair(shape, dtype, layout)
+    kv, tv = layout_pair((shape[1],), dtype, "sliced")
+    same(kael.mv(ka, kv), torch.mv(ta, tv))
+    same(ka.mv(kv), ta.mv(tv))
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64], ids=str)
+def test_chain_matmul_is_multi_dot_of_matrices(dtype):
+    shapes = [(3, 4), (4, 2), (2, 5)]
+    pairs = [layout_pair(s, dtype, layout) for s, layout in zip(shapes, LAYOUTS)]
+    ks, ts = [k for k, _ in pairs], [t for _, t in pairs]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = [torch.chain_matmul(*ts), torch.chain_matmul(*ts[:2]), torch.chain_matmul(ts[0])]
+    with pytest.warns(UserWarning, match="deprecated"):
+        same(kael.chain_matmul(*ks), expected[0])
+    with pytest.warns(UserWarning):
+        same(kael.chain_matmul(*ks[:2]), expected[1])
+    with pytest.warns(UserWarning):
+        one = kael.chain_matmul(ks[0])
+    same(one, expected[2])
+    assert one.data_ptr() != ks[0].data_ptr()  # a copy, as torch's clone
+
+
+def test_chain_matmul_is_a_function_only():
+    assert not hasattr(kael.Tensor, "chain_matmul") and not hasattr(torch.Tensor, "chain_matmul")
+
+
+F64 = kael.float64
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: kael.inner(kael.ones(2, 3), kael.ones(4, 2)), kael.ValueError, r"last dimension must match .* shapes \[2, 3\] and \[4, 2\]"),
+        (lambda: kael.inner(kael.ones(2, 3), kael.ones(3, dtype=F64)), kael.TypeError, "same dtype, got float32 and float64"),
+        (lambda: kael.inner(kael.ones(3, dtype=kael.bool), kael.ones(3, dtype=kael.bool)), kael.TypeError, "inner.*bool"),
+        (lambda: kael.inner(kael.ones(3), [1.0, 2.0, 3.0]), kael.TypeError, "other must be a Tensor, got list"),
+        (lambda: kael.ger(kael.ones(2, 2), kael.ones(3)), kael.ValueError, "1-D tensor, but got a 2-D"),
+        (lambda: kael.vdot(kael.ones(2, 2), kael.ones(3)), kael.ValueError, "1D tensors expected, but got 2D and 1D"),
+        (lambda: kael.vdot(kael.ones(()), kael.ones(3)), kael.ValueError, "got 0D and 1D"),
+        (lambda: kael.vdot(kael.ones(2), kael.ones(3)), kael.ValueError, r"tensor \[2\] and src \[3\].*2 and 3 elements"),
+        (lambda: kael.vdot(kael.ones(3), kael.ones(3, dtype=F64)), kael.TypeError, "found float32 and float64"),
+        (lambda: kael.vdot(kael.ones(3, dtype=kael.bool), kael.ones(3, dtype=kael.bool)), kael.TypeError, "vdot.*bool"),
+        (lambda: kael.mv(kael.ones(3), kael.ones(3)), kael.ValueError, "matrix @ vector expected, got 1, 1, 1"),
+        (lambda: kael.mv(kael.ones(2, 3), kael.ones(3, 1)), kael.ValueError, "got 1, 2, 2"),
+        (lambda: kael.mv(kael.ones(2, 3), kael.ones(4)), kael.ValueError, r"size mismatch, got input \(2\), mat \(2x3\), vec \(4\)"),
+        (lambda: kael.mv(kael.ones(2, 3), kael.ones(3, dtype=F64)), kael.TypeError, "same dtype, but got float32 and float64"),
+        (lambda: kael.mv(kael.ones(2, 3, dtype=kael.bool), kael.ones(3, dtype=kael.bool)), kael.TypeError, "mv.*bool"),
+        (lambda: kael.chain_matmul(), kael.ValueError, "Expected one or more matrices"),
+        (lambda: kael.chain_matmul(kael.ones(2, 3), kael.ones(3)), kael.ValueError, r"matrices\[1\] has dimension 1, expected 2"),
+        (lambda: kael.chain_matmul(kael.ones(3), kael.ones(3, 4)), kael.ValueError, r"matrices\[0\] has dimension 1"),
+        (lambda: kael.chain_matmul(kael.ones(2, 3), kael.ones(2, 4)), kael.ValueError, r"shapes \[2, 3\] and \[2, 4\] cannot be multiplied"),
+        (lambda: kael.chain_matmul(kael.ones(2, 3), kael.ones(3, 4, dtype=F64)), kael.TypeError, "float32 and tensor 1 is float64"),
+    ],
+)  # fmt: skip
+@pytest.mark.filterwarnings("ignore:torch.chain_matmul is deprecated")
+def test_vector_products_refuse_what_torch_refuses(call, error, message):
     with pytest.raises(error, match=message):
         call()

@@ -611,3 +611,78 @@ def test_rewind_refuses_once_another_thread_drew_between():
     other.join()
     assert not g.rewind(start, g.drawn_here() - before - 4)
     assert g.position()[1] == 6  # nothing given back: 4 of its own, 2 of the other's
+
+
+# ---- Tensor.bernoulli and Tensor.multinomial: the methods torch has ------------------------
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.float16], ids=str)
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced"])
+def test_bernoulli_method_draws_what_the_function_draws(dtype, layout):
+    probs = kael.tensor(np.linspace(0, 1, 24).reshape(4, 6), dtype=dtype)
+    probs = {"contiguous": probs, "transposed": probs.mT, "sliced": probs[:, ::2]}[layout]
+    first = probs.bernoulli(generator=kael.Generator().manual_seed(5))
+    again = kael.bernoulli(probs, generator=kael.Generator().manual_seed(5))
+    assert first.dtype is dtype and first.shape == probs.shape
+    np.testing.assert_array_equal(first.numpy(), again.numpy())
+    assert (
+        first[probs == 0].sum().item() == 0
+        and first[probs == 1].sum().item() == (probs == 1).sum().item()
+    )
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64, kael.bool], ids=str)
+@pytest.mark.parametrize("p", [0.0, 0.25, 1.0])
+def test_bernoulli_method_with_one_p_keeps_the_tensors_shape_and_dtype(p, dtype):
+    t = torch.zeros(
+        3,
+        5,
+        dtype={
+            kael.float32: torch.float32,
+            kael.float64: torch.float64,
+            kael.int64: torch.int64,
+            kael.bool: torch.bool,
+        }[dtype],
+    )
+    k = kael.zeros(3, 5, dtype=dtype)
+    got, expected = k.bernoulli(p, generator=kael.Generator().manual_seed(1)), t.bernoulli(p)
+    assert got.shape == tuple(expected.shape) and str(got.dtype) == str(
+        expected.dtype
+    ).removeprefix("torch.")
+    if p in (0.0, 1.0):
+        np.testing.assert_array_equal(got.numpy(), expected.numpy())
+    np.testing.assert_array_equal(
+        got.numpy(), kael.bernoulli(k, p, generator=kael.Generator().manual_seed(1)).numpy()
+    )
+
+
+@pytest.mark.parametrize("replacement", [False, True])
+@pytest.mark.parametrize("shape", [(5,), (3, 5)], ids=str)
+def test_multinomial_method_draws_what_the_function_draws(shape, replacement):
+    weights = kael.tensor(np.arange(1, 1 + int(np.prod(shape)), dtype=np.float64).reshape(shape))
+    got = weights.multinomial(4, replacement, generator=kael.Generator().manual_seed(9))
+    again = kael.multinomial(
+        weights, 4, replacement=replacement, generator=kael.Generator().manual_seed(9)
+    )
+    expected = torch.ones(shape, dtype=torch.float64).multinomial(4, replacement)
+    assert got.shape == tuple(expected.shape) and got.dtype is kael.int64
+    np.testing.assert_array_equal(got.numpy(), again.numpy())
+    assert got.min().item() >= 0 and got.max().item() < shape[-1]
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: kael.ones(3, dtype=kael.int64).bernoulli(), kael.TypeError, "floating point probabilities, got int64"),
+        (lambda: kael.ones(3).bernoulli(1.5), kael.ValueError, "p to be in \\[0, 1\\], but got p=1.5"),
+        (lambda: kael.full((3,), 2.0).bernoulli(), kael.ValueError, "got p=2.0 at position \\[0\\]"),
+        (lambda: kael.ones(3).bernoulli(generator=3), kael.TypeError, "generator"),
+        (lambda: kael.ones(3, dtype=kael.int64).multinomial(1), kael.TypeError, "floating point weights, got int64"),
+        (lambda: kael.ones(2, 2, 2).multinomial(1), kael.ValueError, "1-d or 2-d weights, got 3 dims"),
+        (lambda: kael.ones(3).multinomial(0), kael.ValueError, "num_samples > 0, got num_samples=0"),
+        (lambda: kael.ones(3).multinomial(4), kael.ValueError, "4"),
+    ],
+)  # fmt: skip
+def test_sampling_methods_refuse_what_torch_refuses(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

@@ -5,7 +5,8 @@ and typed errors for bad arguments."""
 import numpy as np
 import pytest
 import torch
-from parity_helpers import same
+from parity_helpers import LAYOUTS as PAIR_LAYOUTS
+from parity_helpers import layout_pair, same
 
 import kael
 
@@ -204,3 +205,146 @@ def test_shape_functions_inside_compile_match_eager():
     x = kael.tensor(VALUES)
     for _ in range(2):  # the trace, then a replay
         assert kael.equal(compiled(x), f(x))
+
+
+# ---- hsplit, vsplit, dsplit, split_with_sizes ------------------------------------------------
+
+SPLIT_DTYPES = [kael.float32, kael.float64, kael.int64, kael.bool]
+SPLIT_CASES = [
+    ("hsplit", (6,), 3),
+    ("hsplit", (6,), [1, 4]),
+    ("hsplit", (3, 4), 2),
+    ("hsplit", (3, 4), [1, 3]),
+    ("hsplit", (3, 4), (5, 2)),
+    ("hsplit", (3, 0), 2),
+    ("hsplit", (2, 4, 2), [-1]),
+    ("vsplit", (4, 3), 2),
+    ("vsplit", (4, 3), [2, -1]),
+    ("vsplit", (0, 3), 4),
+    ("dsplit", (2, 3, 6), 3),
+    ("dsplit", (2, 3, 6), [2, -1, 9]),
+    ("dsplit", (2, 3, 4, 5), 2),
+]
+
+
+@pytest.mark.parametrize("layout", PAIR_LAYOUTS)
+@pytest.mark.parametrize("dtype", SPLIT_DTYPES, ids=str)
+@pytest.mark.parametrize("name, shape, spec", SPLIT_CASES, ids=str)
+def test_directional_splits_match_torch(name, shape, spec, dtype, layout):
+    k, t = layout_pair(shape, dtype, layout)
+    same(getattr(kael, name)(k, spec), getattr(torch, name)(t, spec))
+    same(getattr(k, name)(spec), getattr(t, name)(spec))
+
+
+@pytest.mark.parametrize("name, shape, spec", SPLIT_CASES[:4], ids=str)
+def test_directional_splits_are_views_of_the_input(name, shape, spec):
+    k = kael.zeros(shape)
+    pieces = getattr(kael, name)(k, spec)
+    for i, piece in enumerate(pieces):
+        if piece.numel():
+            piece.fill_(i + 1)
+    expected = torch.cat(
+        [torch.full(tuple(p.shape), float(i + 1)) for i, p in enumerate(pieces)],
+        1 if name == "hsplit" and len(shape) > 1 else 0,
+    )
+    same(k, expected)
+
+
+@pytest.mark.parametrize("layout", PAIR_LAYOUTS)
+@pytest.mark.parametrize("dtype", SPLIT_DTYPES, ids=str)
+@pytest.mark.parametrize(
+    "shape, sizes, dim",
+    [
+        ((5, 2), [2, 3], 0),
+        ((5, 2), (1, 1), 1),
+        ((5, 2), [0, 5, 0], 0),
+        ((0, 2), [0], 0),
+        ((5, 2), [2], -1),
+    ],
+    ids=str,
+)
+def test_split_with_sizes_matches_torch(shape, sizes, dim, dtype, layout):
+    k, t = layout_pair(shape, dtype, layout)
+    same(kael.split_with_sizes(k, sizes, dim), torch.split_with_sizes(t, sizes, dim))
+    same(k.split_with_sizes(sizes, dim=dim), t.split_with_sizes(sizes, dim=dim))
+    for piece in k.split_with_sizes(sizes, dim):
+        assert piece.numel() == 0 or piece.shares_storage(k)
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: kael.hsplit(kael.tensor(1.0), 1), kael.ValueError, "hsplit requires a tensor with at least 1 dimension, but got a tensor with 0 dimensions"),
+        (lambda: kael.vsplit(kael.ones(4), 2), kael.ValueError, "vsplit requires a tensor with at least 2 dimension, but got a tensor with 1 dimensions"),
+        (lambda: kael.ones(4, 3).dsplit(3), kael.ValueError, "dsplit requires a tensor with at least 3 dimension, but got a tensor with 2"),
+        (lambda: kael.hsplit(kael.ones(4), 3), kael.ValueError, "along dimension 0, but the size of the dimension 4 is not divisible by the split_size 3"),
+        (lambda: kael.hsplit(kael.ones(3, 4), 3), kael.ValueError, "along dimension 1, but the size of the dimension 4 is not divisible by the split_size 3"),
+        (lambda: kael.vsplit(kael.ones(4, 3), 0), kael.ValueError, "size of the dimension 4 is not divisible by the split_size 0"),
+        (lambda: kael.dsplit(kael.ones(2, 2, 6), 4), kael.ValueError, "along dimension 2, but the size of the dimension 6 is not divisible by the split_size 4"),
+        (lambda: kael.hsplit(kael.ones(3, 4), -2), kael.ValueError, "number of sections must be larger than 0, got -2"),
+        (lambda: kael.hsplit(kael.ones(3, 4), 2.0), kael.TypeError, "indices_or_sections.*not float"),
+        (lambda: kael.split_with_sizes(kael.ones(5, 2), [1, 3]), kael.ValueError, r"sum exactly to 5 .* at dimension 0\), but got split_sizes=\[1, 3\]"),
+        (lambda: kael.ones(5, 2).split_with_sizes([6, -1]), kael.ValueError, r"only non-negative entries, but got split_sizes=\[6, -1\]"),
+        (lambda: kael.ones(5, 2).split_with_sizes(3), kael.TypeError, "split_sizes' must be tuple of ints, not int"),
+        (lambda: kael.tensor(1.0).split_with_sizes([1]), kael.ValueError, "split expects at least a 1-dimensional tensor"),
+        (lambda: kael.ones(5, 2).split_with_sizes([5], dim=2), kael.IndexError, r"range of \[-2, 1\], but got 2"),
+    ],
+)  # fmt: skip
+def test_directional_and_sized_splits_refuse_what_torch_refuses(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+# ---- kael.real, conj, is_nonzero, ...: Tensor's queries as torch's functions ---------------
+
+QUERY_DTYPES = [kael.float32, kael.float64, kael.int64, kael.bool, kael.float16, kael.uint8]
+
+
+@pytest.mark.parametrize("dtype", QUERY_DTYPES, ids=str)
+@pytest.mark.parametrize(
+    "name", ["is_conj", "is_neg", "is_signed", "is_complex", "get_device", "is_floating_point"]
+)
+def test_query_functions_answer_as_torch(name, dtype):
+    k, t = layout_pair((2, 3), dtype)
+    assert getattr(kael, name)(k) == getattr(torch, name)(t)
+    assert getattr(k, name)() == getattr(t, name)()
+
+
+@pytest.mark.parametrize("dtype", QUERY_DTYPES, ids=str)
+@pytest.mark.parametrize("name", ["real", "conj", "resolve_conj", "resolve_neg"])
+def test_real_dtype_no_ops_return_the_input_itself(name, dtype):
+    k, t = layout_pair((2, 3), dtype, "transposed")
+    assert getattr(kael, name)(k) is k and getattr(torch, name)(t) is t
+    same(getattr(kael, name)(k), getattr(torch, name)(t))
+
+
+@pytest.mark.parametrize(
+    "a, b", [((2, 3), (2, 3)), ((2, 3), (3, 2)), ((), ()), ((0,), (0, 1)), ((1,), ())]
+)
+def test_is_same_size_compares_shapes_as_torch(a, b):
+    assert kael.is_same_size(kael.ones(a), kael.zeros(b, dtype=kael.int64)) == torch.is_same_size(
+        torch.ones(a), torch.zeros(b, dtype=torch.int64)
+    )
+
+
+@pytest.mark.parametrize(
+    "value", [[0.0], [[1]], 3.0, float("nan"), -0.0, True, False, [[[2]]]], ids=str
+)
+def test_is_nonzero_of_one_element_matches_torch(value):
+    assert kael.is_nonzero(kael.tensor(value)) == torch.is_nonzero(torch.tensor(value))
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: kael.is_nonzero(kael.ones(0)), kael.ValueError, "Boolean value of Tensor with no values is ambiguous"),
+        (lambda: kael.is_nonzero(kael.ones(2, 1)), kael.ValueError, r"more than one value \(2 elements\) is ambiguous"),
+        (lambda: kael.imag(kael.ones(2)), kael.TypeError, "imag is not implemented for tensors with non-complex dtypes, got float32"),
+        (lambda: kael.real(3.0), kael.TypeError, "real\\(\\): input must be a Tensor, got float"),
+        (lambda: kael.is_same_size(kael.ones(2), 3), kael.TypeError, "other must be a Tensor, got int"),
+        (lambda: kael.conj([1.0]), kael.TypeError, "conj\\(\\): input must be a Tensor, got list"),
+    ],
+)  # fmt: skip
+def test_query_functions_refuse_what_torch_refuses(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

@@ -578,3 +578,192 @@ def test_view_dtype_refuses_layouts_torch_refuses(make, dtype, message):
         make(torch).view(getattr(torch, dtype))
     with pytest.raises(kael.ValueError, match=message):
         make(kael).view(getattr(kael, dtype))
+
+
+# ---- queries, real-dtype complex views, type_as, fill_diagonal_ ----------------------------
+
+QUERY_DTYPES = [
+    kael.float32,
+    kael.float64,
+    kael.int64,
+    kael.bool,
+    kael.float16,
+    kael.uint8,
+    kael.int8,
+]
+
+
+def _query_pair(shape, dtype, layout="contiguous"):
+    base = shape
+    if layout == "transposed" and len(shape) >= 2:
+        base = (*shape[:-2], shape[-1], shape[-2])
+    elif layout == "sliced" and shape:
+        base = (*shape[:-1], 2 * shape[-1])
+    t = torch.arange(int(np.prod(base))).reshape(base)
+    t = t.to(TORCH_DTYPES[dtype])
+    k = kael.from_dlpack(t.clone())
+    if layout == "transposed" and len(shape) >= 2:
+        return k.mT, t.mT
+    if layout == "sliced" and shape:
+        return k[..., ::2], t[..., ::2]
+    return k, t
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced"])
+@pytest.mark.parametrize("shape", [(2, 3), (), (0, 4), (2, 1, 3)], ids=str)
+@pytest.mark.parametrize("dtype", QUERY_DTYPES, ids=str)
+def test_tensor_queries_answer_as_torch(dtype, shape, layout):
+    k, t = _query_pair(shape, dtype, layout)
+    for name in (
+        "nelement",
+        "ndimension",
+        "is_signed",
+        "is_complex",
+        "get_device",
+        "is_conj",
+        "is_neg",
+    ):
+        assert getattr(k, name)() == getattr(t, name)(), name
+    assert k.is_cpu is t.is_cpu is True
+    assert k.is_same_size(k.clone()) and not k.is_same_size(kael.ones(7))
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced"])
+@pytest.mark.parametrize("dtype", QUERY_DTYPES, ids=str)
+def test_real_conj_and_resolves_are_the_tensor_itself(dtype, layout):
+    k, t = _query_pair((2, 3), dtype, layout)
+    for name in ("conj", "resolve_conj", "resolve_neg"):
+        assert getattr(k, name)() is k and getattr(t, name)() is t
+    assert k.real is k and t.real is t
+    np.testing.assert_array_equal(k.real.numpy(), t.real.numpy())
+
+
+@pytest.mark.parametrize("dtype", QUERY_DTYPES, ids=str)
+def test_imag_of_a_real_tensor_is_refused_as_torch(dtype):
+    k, t = _query_pair((2,), dtype)
+    with pytest.raises(RuntimeError, match="imag is not implemented"):
+        _ = t.imag
+    with pytest.raises(kael.TypeError, match=f"non-complex dtypes, got {dtype}"):
+        _ = k.imag
+
+
+@pytest.mark.parametrize("value", [[0.0], [[2]], [[[float("nan")]]], -0.0, True, 0], ids=str)
+def test_is_nonzero_of_one_element_matches_torch(value):
+    assert kael.tensor(value).is_nonzero() == torch.tensor(value).is_nonzero()
+
+
+@pytest.mark.parametrize(
+    "shape, message", [((0,), "no values"), ((2, 3), r"more than one value \(6 elements\)")]
+)
+def test_is_nonzero_refuses_any_other_count(shape, message):
+    with pytest.raises(RuntimeError):
+        torch.ones(shape).is_nonzero()
+    with pytest.raises(kael.ValueError, match=message):
+        kael.ones(shape).is_nonzero()
+
+
+@pytest.mark.parametrize("target", QUERY_DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", [kael.float32, kael.int64, kael.bool, kael.float16], ids=str)
+def test_type_as_converts_to_the_others_dtype(dtype, target):
+    k, t = _query_pair((2, 3), dtype, "transposed")
+    ko, to = _query_pair((1,), target)
+    got, expected = k.type_as(ko), t.type_as(to)
+    assert TORCH_DTYPES[got.dtype] == expected.dtype and got.shape == tuple(expected.shape)
+    np.testing.assert_array_equal(got.numpy(), expected.numpy())
+    assert (got is k) == (dtype is target)
+
+
+def test_is_same_size_and_type_as_refuse_a_non_tensor():
+    with pytest.raises(kael.TypeError, match="type_as\\(\\): other must be a Tensor, got int"):
+        kael.ones(2).type_as(3)
+    with pytest.raises(
+        kael.TypeError, match="is_same_size\\(\\): other must be a Tensor, got tuple"
+    ):
+        kael.ones(2).is_same_size((2,))
+
+
+FILL_CASES = [
+    ((5, 3), False, "contiguous"),
+    ((3, 5), True, "contiguous"),
+    ((7, 3), True, "contiguous"),
+    ((7, 3), False, "contiguous"),
+    ((11, 2), True, "contiguous"),
+    ((6, 3), True, "stepped"),
+    ((3, 6), True, "transposed"),
+    ((4, 4), True, "transposed"),
+    ((3, 3, 3), False, "contiguous"),
+    ((2, 2, 2, 2), True, "contiguous"),
+    ((0, 3), True, "contiguous"),
+    ((5, 0), True, "contiguous"),
+    ((1, 1), False, "contiguous"),
+]
+
+
+def _fill_pair(shape, dtype, layout):
+    if layout == "transposed":
+        k, t = (
+            kael.zeros(shape[::-1], dtype=dtype),
+            torch.zeros(shape[::-1], dtype=TORCH_DTYPES[dtype]),
+        )
+        return k.mT, t.mT
+    if layout == "stepped":
+        wide = (shape[0], 2 * shape[1])
+        k, t = kael.zeros(wide, dtype=dtype), torch.zeros(wide, dtype=TORCH_DTYPES[dtype])
+        return k[:, ::2], t[:, ::2]
+    return kael.zeros(shape, dtype=dtype), torch.zeros(shape, dtype=TORCH_DTYPES[dtype])
+
+
+@pytest.mark.parametrize("value", [2, 2.7, float("nan"), True], ids=str)
+@pytest.mark.parametrize(
+    "dtype", [kael.float32, kael.float64, kael.int64, kael.bool, kael.float16], ids=str
+)
+@pytest.mark.parametrize("shape, wrap, layout", FILL_CASES, ids=str)
+def test_fill_diagonal_matches_torch(shape, wrap, layout, dtype, value):
+    if value != value and not dtype.is_floating_point:
+        value = -3
+    k, t = _fill_pair(shape, dtype, layout)
+    assert k.fill_diagonal_(value, wrap=wrap) is k
+    t.fill_diagonal_(value, wrap=wrap)
+    assert TORCH_DTYPES[k.dtype] == t.dtype and k.shape == tuple(t.shape)
+    np.testing.assert_array_equal(k.numpy(), t.numpy())
+
+
+def test_fill_diagonal_writes_through_a_view_into_its_base():
+    base = kael.zeros(4, 8)
+    base[:, 2:6].fill_diagonal_(1.0)
+    expected = torch.zeros(4, 8)
+    expected[:, 2:6].fill_diagonal_(1.0)
+    np.testing.assert_array_equal(base.numpy(), expected.numpy())
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda x: x.reshape(-1).fill_diagonal_(1), "dimensions must larger than 1, got 1"),
+        (lambda x: kael.tensor(0.0).fill_diagonal_(1), "dimensions must larger than 1, got 0"),
+        (
+            lambda x: x.reshape(2, 3, 2).fill_diagonal_(1),
+            r"all dimensions of input must be of equal length, got shape \[2, 3, 2\]",
+        ),
+    ],
+)
+def test_fill_diagonal_refuses_what_torch_refuses(call, message):
+    with pytest.raises(RuntimeError):
+        call(torch.zeros(12))
+    with pytest.raises(kael.ValueError, match=message):
+        call(kael.zeros(12))
+
+
+def test_fill_diagonal_takes_a_number_or_a_0d_tensor_only():
+    expected = torch.zeros(3, 3).fill_diagonal_(torch.tensor(2.5))
+    np.testing.assert_array_equal(
+        kael.zeros(3, 3).fill_diagonal_(kael.tensor(2.5)).numpy(), expected.numpy()
+    )
+    with pytest.raises(TypeError):
+        torch.zeros(3, 3).fill_diagonal_(torch.tensor([1.0]))
+    with pytest.raises(kael.TypeError, match="fill_value' must be a number, not Tensor"):
+        kael.zeros(3, 3).fill_diagonal_(kael.tensor([1.0]))
+    with pytest.raises(kael.TypeError, match="fill_value' must be a number, not str"):
+        kael.zeros(3, 3).fill_diagonal_("1")
+    with pytest.raises(kael.TypeError, match="'wrap' must be bool, not int"):
+        kael.zeros(3, 3).fill_diagonal_(1, wrap=1)

@@ -414,3 +414,83 @@ def test_remembered_index_views_follow_the_base_offset():
         with pytest.raises(kael.IndexError):
             base[10]
         assert base[np.int64(2)].tolist() == base[2].tolist()  # judged by the full path
+
+
+# ---- Tensor.unfold: the sliding-window view -------------------------------------------------
+
+UNFOLD_DTYPES = [kael.int64, kael.float32, kael.float64, kael.bool, kael.float16]
+UNFOLD_ARGS = [(0, 1, 1), (1, 2, 1), (2, 2, 2), (-1, 3, 1), (2, 4, 3), (1, 0, 1), (-3, 2, 5)]
+
+
+def _typed_base(dtype):
+    k, t = _base()
+    return k.to(dtype), t.to(TORCH_OF[dtype])
+
+
+TORCH_OF = {
+    kael.int64: torch.int64,
+    kael.float32: torch.float32,
+    kael.float64: torch.float64,
+    kael.bool: torch.bool,
+    kael.float16: torch.float16,
+}
+
+
+@pytest.mark.parametrize("args", UNFOLD_ARGS, ids=str)
+@pytest.mark.parametrize("dtype", UNFOLD_DTYPES, ids=str)
+@pytest.mark.parametrize(("name", "layout"), LAYOUTS, ids=[n for n, _ in LAYOUTS])
+def test_unfold_windows_have_torchs_shape_strides_and_values(name, layout, dtype, args, like_torch):
+    k, t = _typed_base(dtype)
+    k, t = layout(k), layout(t)
+    dim, size, step = args
+    if size > t.shape[dim]:
+        size = t.shape[dim]
+    like_torch(k.unfold(dim, size, step), t.unfold(dim, size, step))
+
+
+@pytest.mark.parametrize("size", [0, 1])
+@pytest.mark.parametrize("dim", [0, -1])
+def test_unfold_of_a_0d_tensor_is_one_window(dim, size, like_torch):
+    like_torch(kael.tensor(7).unfold(dim, size, 3), torch.tensor(7).unfold(dim, size, 3))
+
+
+@pytest.mark.parametrize(
+    "shape, args", [((0, 3), (0, 0, 1)), ((3, 0), (0, 2, 1)), ((3, 0), (1, 0, 2))]
+)
+def test_unfold_of_empty_tensors_matches_torch(shape, args, like_torch):
+    like_torch(kael.zeros(shape).unfold(*args), torch.zeros(shape).unfold(*args))
+
+
+def test_unfold_shares_storage_both_ways():
+    base = kael.zeros(4, 6)
+    windows = base.unfold(1, 3, 2)
+    assert windows.shares_storage(base) and windows.data_ptr() == base.data_ptr()
+    assert windows.shape == (4, 2, 3)  # windows at columns 0 and 2
+    windows[1, 1, 2] = 5.0  # row 1, window 1 ends at column 4
+    assert base[1, 4].item() == 5.0
+    base[3, 2] = 9.0  # column 2 ends window 0 and starts window 1
+    assert windows[3, 0, 2].item() == 9.0 and windows[3, 1, 0].item() == 9.0
+    nested = windows.unfold(1, 2, 1)  # a view of a view
+    nested[0, 0, 0, 0] = -1.0
+    assert base[0, 0].item() == -1.0
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: kael.ones(4, 6).unfold(1, 7, 1), kael.ValueError, "maximum size for tensor at dimension 1 is 6 but size is 7"),
+        (lambda: kael.tensor(3.0).unfold(0, 2, 1), kael.ValueError, "maximum size for tensor at dimension 0 is 1 but size is 2"),
+        (lambda: kael.ones(0, 3).unfold(0, 1, 1), kael.ValueError, "dimension 0 is 0 but size is 1"),
+        (lambda: kael.ones(4, 6).unfold(1, 2, 0), kael.ValueError, "step is 0 but must be > 0"),
+        (lambda: kael.ones(4, 6).unfold(1, 2, -1), kael.ValueError, "step is -1 but must be > 0"),
+        (lambda: kael.tensor(3.0).unfold(0, 1, 0), kael.ValueError, "step is 0 but must be > 0"),
+        (lambda: kael.ones(4, 6).unfold(1, -1, 1), kael.ValueError, "size is -1 but must be >= 0"),
+        (lambda: kael.ones(4, 6).unfold(2, 2, 1), kael.IndexError, r"range of \[-2, 1\], but got 2"),
+        (lambda: kael.tensor(3.0).unfold(1, 1, 1), kael.IndexError, r"range of \[-1, 0\], but got 1"),
+        (lambda: kael.ones(4, 6).unfold(1, 2.0, 1), kael.TypeError, "size must be an int, got float"),
+        (lambda: kael.ones(4, 6).unfold(1, 2, True), kael.TypeError, "step must be an int, got bool"),
+    ],
+)  # fmt: skip
+def test_unfold_refuses_what_torch_refuses(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
