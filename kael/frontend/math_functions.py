@@ -2,26 +2,46 @@
 formula (frontend/formula.py) over kael's own math, so one kernel, fused under
 @kael.compile and run on cuda tensors: deg2rad, rad2deg, frac, sgn, log10, sinh, cosh,
 asinh, acosh, atanh, nan_to_num, xlogy, logaddexp, logaddexp2, hypot, lerp, isclose,
-logit, and clamp_min / clamp_max (clamp with one bound).
+logit, and clamp_min / clamp_max (clamp with one bound); signbit, isposinf, isneginf,
+isreal, positive, fmax, fmin, heaviside, ldexp, float_power, sinc, nextafter, frexp (two
+kernels: mantissa and exponent), gcd and lcm (Euclid's loop unrolled to the dtype's
+longest chain).
 
 Accuracy (measured against float64 references in tests/frontend/test_math_functions.py):
 log10 1.8 ulp, hypot 1.9 (scaled by the larger magnitude: no overflow or underflow before
 the result's own), the hyperbolic functions (float64 inside for float32) 0.5 ulp; logaddexp and logaddexp2 within 2.2 ulps of the larger operand (the
-formula, PyTorch's too, cancels where the result is near 0).
+formula, PyTorch's too, cancels where the result is near 0). Against mpmath: sinc 0.5 ulp
+in float32 (float64 inside), 2.0 ulp in float64 (sin(pi r), r = x - round(x): exact zeros
+at the integers, where PyTorch's sin(pi x) / (pi x) loses everything for large x);
+float_power 1 ulp. Exact: signbit, nextafter, frexp, ldexp with an integer exponent, gcd,
+lcm, fmax, fmin, heaviside.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
+from typing import NamedTuple
 
 from kael.frontend import elementwise as ew
 from kael.frontend import factories
 from kael.frontend.formula import Value, launch, maximum, minimum, where
 from kael.frontend.outputs import bool_arg, tensor_arg
-from kael.frontend.tensor import Tensor
+from kael.frontend.tensor import Tensor, empty_impl
+from kael.ir import graph as g
 from kael.runtime.convert import CHECKED, ROUNDED, convert_scalar
-from kael.runtime.dtypes import DType, bool_, float32, float64, get_default_dtype, result_type
+from kael.runtime.dtypes import (
+    DType,
+    bfloat16,
+    bool_,
+    float32,
+    float64,
+    get_default_dtype,
+    int32,
+    result_type,
+    uint8,
+)
 from kael.runtime.errors import TypeError, ValueError
 
 LN10, LN2 = math.log(10.0), math.log(2.0)
@@ -369,6 +389,343 @@ def _acos(x: Value) -> Value:
     return 2 * _atan2((1 - x).apply("sqrt"), (1 + x).apply("sqrt"))
 
 
+# ---- predicates, NaN-ignoring extrema, heaviside ------------------------------------------------
+
+
+def _compute_any(dtype: DType) -> DType:
+    """A formula's compute dtype for any input: half types in float32, bool as uint8."""
+    return uint8 if dtype is bool_ else _compute(dtype)
+
+
+def _const(v: Value, value) -> Value:
+    """`value` as a constant of v's dtype."""
+    return Value(g.Const(v.node.dtype, (), value))
+
+
+def _input_as(v: Value, dtype: DType) -> Value:
+    """A launch leaf's tensor converted to `dtype` first, then to the formula's compute dtype:
+    the rounding (or integer wrap) of PyTorch's own conversion to `dtype`."""
+    raw = v.node.x  # launch's leaf: Cast(compute, Input)
+    return Value(g.Cast(v.node.dtype, (), g.Cast(dtype, (), raw)))
+
+
+def _launch_as(
+    key: tuple, tensors: list[Tensor], compute: DType, out: DType, formula, params=None
+) -> Tensor:
+    """launch into a new tensor of `out` (the formula's result rounded once, one kernel)."""
+    shape = ew.broadcast_shapes(*(t.shape for t in tensors))
+    target = empty_impl(shape, out, tensors[0].device)
+    return launch(key, tensors, compute, formula, params, out=target)
+
+
+def _predicate(name: str, float_formula: Callable[[Value], Value], int_value: bool | None):
+    """A bool-valued unary function: `float_formula` for floats; integers and bool give
+    `int_value` everywhere (None: the float formula for them too)."""
+
+    def fn(input: Tensor) -> Tensor:
+        x = tensor_arg(input, name)
+        formula = float_formula
+        if not x.dtype.is_floating_point and int_value is not None:
+            formula = _always if int_value else _never
+        return _launch_as((name,), [x], _compute_any(x.dtype), bool_, formula)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"torch.{name}, elementwise: a bool tensor, one kernel."
+    return fn
+
+
+def _always(x: Value) -> Value:
+    return x.eq(x) | x.ne(x)
+
+
+def _never(x: Value) -> Value:
+    return x.ne(x) & x.eq(x)
+
+
+def _signbit(x: Value) -> Value:
+    """The sign bit: copysign(1, x) < 0, so -0.0 and a NaN with its sign bit set count."""
+    if not x.node.dtype.is_floating_point:
+        return x < 0
+    return _const(x, 1.0)._binary("copysign", x) < 0
+
+
+signbit = _predicate("signbit", _signbit, None)
+isposinf = _predicate("isposinf", lambda x: x.eq(math.inf), False)
+isneginf = _predicate("isneginf", lambda x: x.eq(-math.inf), False)
+isreal = _predicate("isreal", _always, True)
+
+
+def positive(input: Tensor) -> Tensor:
+    """input itself (unary +); bool refused as PyTorch refuses it."""
+    x = tensor_arg(input, "positive")
+    if x.dtype is bool_:
+        raise TypeError("positive(): the `+` operator, on a bool tensor is not supported")
+    return x
+
+
+def _tensor_pair(input, other, name: str, what: str = "other") -> tuple[Tensor, Tensor]:
+    return tensor_arg(input, name), tensor_arg(other, name, what)
+
+
+def _extremum(name: str, pick: Callable[[Value, Value], Value]):
+    """fmax / fmin: the larger / smaller, a NaN losing to a number (NaN where both are)."""
+
+    def fn(input: Tensor, other: Tensor) -> Tensor:
+        a, b = _tensor_pair(input, other, name)
+        out = result_type(a, b)
+
+        def formula(x: Value, y: Value) -> Value:
+            return where(x.ne(x), y, where(y.ne(y), x, pick(x, y)))
+
+        return _launch_as((name,), [a, b], _compute_any(out), out, formula)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"torch.{name}, elementwise and broadcast: NaN loses to a number; one kernel."
+    return fn
+
+
+fmax = _extremum("fmax", maximum)
+fmin = _extremum("fmin", minimum)
+
+
+def heaviside(input: Tensor, values: Tensor) -> Tensor:
+    """0 where input < 0 (and NaN), values where input == 0, 1 where input > 0; input and
+    values of one dtype (PyTorch refuses mixed ones), broadcast."""
+    a, v = _tensor_pair(input, values, "heaviside", "values")
+    if a.dtype is not v.dtype:
+        raise TypeError(
+            "heaviside is not yet implemented for tensors with different dtypes: input is"
+            f" {a.dtype}, values is {v.dtype}"
+        )
+
+    def formula(x: Value, value: Value) -> Value:
+        return where(x.eq(0), value, where(x > 0, _const(x, 1), 0))
+
+    return _launch_as(("heaviside",), [a, v], _compute_any(a.dtype), a.dtype, formula)
+
+
+# ---- the binary floating-point format: ldexp, frexp, nextafter ----------------------------------
+
+
+def _format(dtype: DType) -> tuple[int, int, int]:
+    """(significand digits, smallest normal exponent, largest exponent) of a float dtype."""
+    if dtype is bfloat16:
+        return 8, -126, 127
+    return {2: (11, -14, 15), 4: (24, -126, 127), 8: (53, -1022, 1023)}[dtype.itemsize]
+
+
+def _exponent(a: Value) -> Value:
+    """floor(log2(a)) for finite a > 0 (subnormals included), exactly: log2's floor moved by
+    one either way where exp2 (exact at integers) says it is off."""
+    e = a.apply("log2").apply("floor")
+    e = where(e.apply("exp2") > a, e - 1, e)
+    return where((e + 1).apply("exp2") <= a, e + 1, e)
+
+
+def _scaled(x: Value, n: Value, compute: DType) -> Value:
+    """x * 2**n for an integer-valued n, rounded once: the scale applied in steps that stay
+    exact while n is past the exponent range (C's scalbn), then one rounding multiply."""
+    digits, emin, emax = _format(compute)
+    down = emin + digits  # a step down that keeps every finite x normal
+    for _ in range(2):
+        high, low = n > emax, n < emin
+        x = where(high, x * 2.0**emax, where(low, x * 2.0**down, x))
+        n = where(high, n - emax, where(low, n - down, n))
+    return x * minimum(maximum(n, float(emin)), float(emax)).apply("exp2")
+
+
+def ldexp(input: Tensor, other: Tensor) -> Tensor:
+    """input * 2**other, broadcast. A float input's integer exponent (PyTorch's: converted to
+    int32, so wrapping) scales exactly, rounding once (0 * 2**5000 is 0); otherwise, as
+    PyTorch, input times exp2(other) rounded to other's float dtype (the default float for
+    an integer exponent). Integer inputs give the default float dtype; a bool exponent is
+    refused for float inputs, as PyTorch refuses it."""
+    a, b = _tensor_pair(input, other, "ldexp")
+    if a.dtype.is_floating_point and b.dtype is bool_:
+        raise TypeError(f'"ldexp" not implemented for a bool exponent with {a.dtype} input')
+    out = _float_result(result_type(a, b))
+    compute = _compute(out)
+    if not (a.dtype.is_floating_point and not b.dtype.is_floating_point):
+        # PyTorch's 2**other is of other's float dtype (else the default one): rounded to it
+        exponent = _float_result(b.dtype)
+
+        def power(x: Value, e: Value) -> Value:
+            p = e.apply("exp2").node
+            return x * Value(g.Cast(compute, (), g.Cast(exponent, (), p)))
+
+        return _launch_as(("ldexp", "float"), [a, b], compute, out, power)
+
+    def formula(x: Value, e: Value) -> Value:
+        return _scaled(x, _input_as(e, int32), compute)
+
+    return _launch_as(("ldexp", "int"), [a, b], compute, out, formula)
+
+
+class Frexp(NamedTuple):
+    """What frexp returns, as torch.return_types.frexp."""
+
+    mantissa: Tensor
+    exponent: Tensor
+
+
+def frexp(input: Tensor) -> Frexp:
+    """(mantissa, exponent) with input = mantissa * 2**exponent, |mantissa| in [0.5, 1) of
+    input's dtype and exponent int32; 0, inf and NaN give themselves and exponent 0. Two
+    kernels (one per result)."""
+    x = tensor_arg(input, "frexp")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"frexp(): only supports floating-point dtypes, got {x.dtype}")
+    compute = _compute(x.dtype)
+
+    def regular(v: Value) -> Value:
+        a = v.apply("abs")
+        return v.ne(0) & (a < math.inf)
+
+    def mantissa(v: Value) -> Value:
+        m = v / _exponent(v.apply("abs")).apply("exp2") * 0.5
+        return where(regular(v), m, v)
+
+    def exponent(v: Value) -> Value:
+        return where(regular(v), _exponent(v.apply("abs")) + 1, 0.0)
+
+    m = _launch_as(("frexp", "mantissa"), [x], compute, x.dtype, mantissa)
+    e = _launch_as(("frexp", "exponent"), [x], compute, int32, exponent)
+    return Frexp(m, e)
+
+
+def nextafter(input: Tensor, other: Tensor) -> Tensor:
+    """The next value of the promoted float dtype after input toward other, exactly (bit for
+    bit as C's nextafter): other where they are equal, the smallest subnormal from +-0,
+    the largest finite from an infinity; NaN where either is NaN."""
+    a, b = _tensor_pair(input, other, "nextafter")
+    out = result_type(a, b)
+    if not out.is_floating_point:
+        raise TypeError(
+            f'"nextafter" not implemented for {out} (floating point only): input is {a.dtype},'
+            f" other is {b.dtype}"
+        )
+    digits, emin, _ = _format(out)
+    tiny, largest = 2.0 ** (emin - digits + 1), out.largest
+
+    def formula(x: Value, y: Value) -> Value:
+        x, y = _input_as(x, out), _input_as(y, out)
+        ax = x.apply("abs")
+        e = maximum(_exponent(ax), float(emin))  # subnormals: one fixed spacing
+        up = (e - (digits - 1)).apply("exp2")  # the spacing above |x|
+        down = where(ax.eq(e.apply("exp2")) & (e > emin), up * 0.5, up)  # below a power of 2
+        away = ((x > 0) & (y > x)) | ((x < 0) & (y < x))
+        step = where(away, ax + up, ax - down)._binary("copysign", x)
+        step = where(ax.eq(math.inf), _const(x, largest)._binary("copysign", x), step)
+        step = where(x.eq(0), where(y > 0, _const(x, tiny), -tiny), step)
+        step = where(x.eq(y), y, step)
+        return where(x.ne(x), x + x, where(y.ne(y), y + y, step))  # quieted, as C's x + y
+
+    return _launch_as(("nextafter",), [a, b], _compute(out), out, formula)
+
+
+# ---- float_power, sinc --------------------------------------------------------------------------
+
+
+def _number(value, name: str, what: str) -> float:
+    if isinstance(value, complex) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"{name}(): {what} must be a Tensor or a real number, got {type(value).__name__}"
+        )
+    return float(value)
+
+
+def float_power(input, exponent) -> Tensor:
+    """input ** exponent computed in float64, a float64 result whatever the dtypes; either may
+    be a Python number (not both), broadcast."""
+    name = "float_power"
+    pow64 = float64
+
+    def formula(x: Value, e: Value) -> Value:
+        return x._binary("pow", e)
+
+    if isinstance(input, Tensor) and isinstance(exponent, Tensor):
+        return _launch_as((name,), [input, exponent], pow64, pow64, formula)
+    if isinstance(input, Tensor):
+        params = {"exponent": _number(exponent, name, "exponent")}
+        return _launch_as((name, "exponent"), [input], pow64, pow64, formula, params)
+    if isinstance(exponent, Tensor):
+        params = {"base": _number(input, name, "input")}
+        return _launch_as(
+            (name, "base"), [exponent], pow64, pow64, lambda e, x: formula(x, e), params
+        )
+    raise TypeError(
+        f"float_power(): expected a Tensor input or exponent, got {type(input).__name__} and"
+        f" {type(exponent).__name__}"
+    )
+
+
+def _sinc(x: Value) -> Value:
+    """sin(pi x) / (pi x), 1 at 0: sin(pi r) of r = x - round(x) (exact, |r| <= 1/2) signed
+    by round(x)'s parity, so exact zeros at the integers and no loss for large x."""
+    n = x.apply("round")
+    r = x - n
+    odd = (n - 2 * (n * 0.5).apply("floor")).eq(1)
+    s = (r * math.pi).apply("sin")
+    value = where(odd, -s, s) / (x * math.pi)
+    return where(x.eq(0), 1.0, value)
+
+
+# ---- gcd, lcm -----------------------------------------------------------------------------------
+
+
+def _euclid_steps(dtype: DType) -> int:
+    """Enough steps of Euclid's loop for every pair of `dtype` (consecutive Fibonacci numbers
+    take the most, by Lame's theorem), plus the loop's first swap and a spare."""
+    top = dtype.max
+    a, b, steps = 1, 1, 0
+    while a + b <= top + 1:
+        a, b, steps = b, a + b, steps + 1
+    return steps + 3
+
+
+def _gcd(x: Value, y: Value, steps: int) -> Value:
+    """PyTorch's loop unrolled: a, b = |x|, |y|; while a != 0: a, b = b % a, a; b."""
+    a, b = x.apply("abs"), y.apply("abs")
+    for _ in range(steps):
+        live = a.ne(0)
+        r = b._binary("fmod", where(live, a, 1))
+        a, b = where(live, r, 0), where(live, a, b)
+    return b
+
+
+def _integer_pair(input, other, name: str) -> tuple[Tensor, Tensor, DType]:
+    a, b = _tensor_pair(input, other, name)
+    out = result_type(a, b)
+    if out.is_floating_point or out is bool_:
+        raise TypeError(
+            f'"{name}" not implemented for {out} (integer dtypes only): input is {a.dtype},'
+            f" other is {b.dtype}"
+        )
+    return a, b, out
+
+
+def gcd(input: Tensor, other: Tensor) -> Tensor:
+    """The greatest common divisor, elementwise and broadcast, of integer tensors: gcd(0, 0)
+    = 0, non-negative (but for the most negative value, whose |x| wraps, as in PyTorch)."""
+    a, b, out = _integer_pair(input, other, "gcd")
+    steps = _euclid_steps(out)
+    return _launch_as(("gcd", steps), [a, b], out, out, lambda x, y: _gcd(x, y, steps))
+
+
+def lcm(input: Tensor, other: Tensor) -> Tensor:
+    """The least common multiple |x / gcd * y| (0 where gcd is 0), of integer tensors."""
+    a, b, out = _integer_pair(input, other, "lcm")
+    steps = _euclid_steps(out)
+
+    def formula(x: Value, y: Value) -> Value:
+        d = _gcd(x, y, steps)
+        zero = d.eq(0)
+        multiple = (x._binary("truncdiv", where(zero, _const(d, 1), d)) * y).apply("abs")
+        return where(zero, _const(d, 0), multiple)
+
+    return _launch_as(("lcm", steps), [a, b], out, out, formula)
+
+
 UNARY = {
     "deg2rad": _unary("deg2rad", lambda x: x * (math.pi / 180)),
     "rad2deg": _unary("rad2deg", lambda x: x * (180 / math.pi)),
@@ -382,6 +739,7 @@ UNARY = {
     "atan": _unary("atan", _atan, wide=True),
     "asin": _unary("asin", _asin, wide=True),
     "acos": _unary("acos", _acos, wide=True),
+    "sinc": _unary("sinc", _sinc, wide=True),
 }
 BINARY = {
     "xlogy": _binary("xlogy", _xlogy),
@@ -400,6 +758,20 @@ FUNCTIONS: dict[str, Callable] = {
     "clamp_min": clamp_min,
     "clamp_max": clamp_max,
     "logit": logit,
+    "signbit": signbit,
+    "isposinf": isposinf,
+    "isneginf": isneginf,
+    "isreal": isreal,
+    "positive": positive,
+    "fmax": fmax,
+    "fmin": fmin,
+    "heaviside": heaviside,
+    "ldexp": ldexp,
+    "frexp": frexp,
+    "nextafter": nextafter,
+    "float_power": float_power,
+    "gcd": gcd,
+    "lcm": lcm,
 }
 NOT_METHODS: frozenset[str] = frozenset()
 METHODS: dict[str, Callable] = {

@@ -5,6 +5,7 @@ references; typed errors for what PyTorch refuses."""
 import numpy as np
 import pytest
 import torch
+from kernel_helpers import TORCH_DTYPES
 from parity_helpers import LAYOUTS, close_to_torch
 from parity_helpers import torch_pair as pair
 
@@ -299,3 +300,340 @@ def test_one_sided_clamps_take_bool_tensor_bounds_and_work_in_place(name):
         getattr(kael, name)(kf, None)
     with pytest.raises(kael.ValueError, match=rf"{name}: out has shape \[2\]"):
         getattr(kael, name)(kf, 0.0, out=kael.empty(2))
+
+
+# ---- signbit, isposinf, isneginf, isreal, positive, sinc, frexp -----------------------------------
+
+ALL_DTYPES = [
+    kael.float32, kael.float64, kael.float16, kael.bfloat16, kael.int64, kael.int32, kael.uint8,
+    kael.bool,
+]  # fmt: skip
+SHAPED = ["contiguous", "transposed", "sliced", "expanded", "zero_d", "empty"]
+FLOAT_SPECIAL = [0.0, -0.0, np.nan, -np.nan, np.inf, -np.inf, 1.0, -1.0, 0.3, -2.5, 1e-40, 7.0]
+
+
+def _dtype_values(dtype, count: int = 12) -> np.ndarray:
+    """count values of `dtype`'s kind: floats with the special ones, signed and unsigned
+    integers, bools."""
+    if dtype is kael.bool:
+        return np.resize([True, False, True], count)
+    if dtype is kael.uint8:
+        return np.resize(np.array([0, 1, 2, 7, 12, 255, 30, 4]), count)
+    if not dtype.is_floating_point:
+        return np.resize(np.array([0, -1, 3, -4, 12, 7, -30, 5]), count)
+    return np.resize(np.array(FLOAT_SPECIAL), count)
+
+
+def _laid_out(values: np.ndarray, dtype, layout: str):
+    """A kael tensor and the equal torch tensor of values (12 of them) in `layout`: a 3 x 4
+    view (contiguous, transposed, sliced, expanded from one row), a 0-d one or an empty one."""
+    values = np.asarray(values)
+    if layout == "zero_d":
+        return pair(values[1], dtype)
+    if layout == "empty":
+        k, t = pair(values.reshape(3, 4), dtype)
+        return k[:0], t[:0]
+    grid = values.reshape(3, 4)
+    if layout == "transposed":
+        k, t = pair(grid.T.copy(), dtype)
+        return k.t(), t.t()
+    if layout == "sliced":
+        k, t = pair(np.repeat(grid, 2, axis=1), dtype)
+        return k[:, ::2], t[:, ::2]
+    if layout == "expanded":
+        k, t = pair(grid[:1], dtype)
+        return k.expand(3, 4), t.expand(3, 4)
+    return pair(grid, dtype)
+
+
+def _same_bits_or_both_nan(k, t) -> None:
+    """kael's result against torch's: shape, dtype, and the same bits (-0.0 apart from 0.0)
+    wherever torch's is not NaN, NaN where torch's is."""
+    assert k.shape == tuple(t.shape) and TORCH_DTYPES[k.dtype] == t.dtype
+    got = torch.from_dlpack(k.contiguous())
+    if not t.dtype.is_floating_point:
+        assert torch.equal(got, t)
+        return
+    bits = {8: torch.int64, 4: torch.int32, 2: torch.int16}[t.element_size()]
+    nan = t.isnan()
+    assert torch.equal(got.isnan(), nan)
+    assert torch.equal(got.view(bits)[~nan], t.view(bits)[~nan])
+
+
+def _same_refusal(call_kael, call_torch, error=kael.TypeError, named: str = "") -> bool:
+    """Whether torch refuses the call; if so kael must too, with a typed error naming `named`."""
+    try:
+        call_torch()
+    except (RuntimeError, TypeError, NotImplementedError):
+        with pytest.raises(error, match=named):
+            call_kael()
+        return True
+    return False
+
+
+EXACT_UNARY = ["signbit", "isposinf", "isneginf", "isreal", "positive", "frexp"]
+
+
+@pytest.mark.parametrize("layout", SHAPED)
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("name", EXACT_UNARY)
+def test_exact_unary_functions_match_torch_bit_for_bit_on_every_dtype_and_layout(
+    name, dtype, layout
+):
+    kx, tx = _laid_out(_dtype_values(dtype), dtype, layout)
+    if _same_refusal(
+        lambda: getattr(kael, name)(kx), lambda: getattr(torch, name)(tx), named=str(dtype)
+    ):
+        return
+    got, want = getattr(kael, name)(kx), getattr(torch, name)(tx)
+    if name == "frexp":
+        assert type(got).__name__ == "Frexp" and got._fields == ("mantissa", "exponent")
+        _same_bits_or_both_nan(got.mantissa, want.mantissa)
+        _same_bits_or_both_nan(got.exponent, want.exponent)
+        got = kx.frexp()
+        _same_bits_or_both_nan(got[0], want[0])
+        return
+    _same_bits_or_both_nan(got, want)
+    _same_bits_or_both_nan(getattr(kx, name)(), getattr(tx, name)())
+
+
+def test_positive_is_the_input_itself_and_refuses_bool():
+    kx = kael.tensor([1.0, -2.0])
+    assert kael.positive(kx) is kx and kx.positive() is kx
+    with pytest.raises(kael.TypeError, match=r"positive\(\): the `\+` operator, on a bool tensor"):
+        kael.positive(kael.tensor([True]))
+
+
+@pytest.mark.parametrize(
+    "dtype", [kael.float32, kael.float64, kael.float16, kael.bfloat16], ids=str
+)
+def test_signbit_sees_negative_zero_and_negative_nan(dtype):
+    """-0.0 and a NaN with its sign bit set (made from bits: torch's bfloat16 conversion of
+    -nan drops the sign) have their sign bit; +0.0 and +nan do not."""
+    bits = {
+        kael.float32: [0, -(1 << 31), 0x7FC00000, 0xFFC00000 - (1 << 32)],
+        kael.float64: [0, -(1 << 63), 0x7FF8 << 48, -(0x8 << 48)],
+        kael.float16: [0, -0x8000, 0x7E00, -0x0200],
+        kael.bfloat16: [0, -0x8000, 0x7FC0, -0x0040],
+    }[dtype]
+    as_int = {8: torch.int64, 4: torch.int32, 2: torch.int16}[dtype.itemsize]
+    t = torch.tensor(bits, dtype=as_int).view(TORCH_DTYPES[dtype])
+    k = kael.from_dlpack(t.clone())
+    assert kael.signbit(k).tolist() == [False, True, False, True] == torch.signbit(t).tolist()
+
+
+@pytest.mark.parametrize("dtype", [kael.int64, kael.int32, kael.uint8, kael.bool], ids=str)
+def test_isposinf_isneginf_of_integers_are_all_false_and_isreal_all_true(dtype):
+    kx, _ = pair(_dtype_values(dtype), dtype)
+    assert not kael.isposinf(kx).any().item() and not kael.isneginf(kx).any().item()
+    assert kael.isreal(kx).all().item() and kael.isreal(kael.tensor([np.nan])).all().item()
+
+
+def test_frexp_of_zero_inf_nan_and_subnormals_is_torchs():
+    """0, -0, +-inf and NaN give themselves and exponent 0; subnormals their true exponent
+    (float64 5e-324: 0.5 * 2**-1073)."""
+    for dtype in (kael.float64, kael.float32, kael.float16, kael.bfloat16):
+        fi = torch.finfo(TORCH_DTYPES[dtype])
+        extra = [fi.tiny, fi.tiny / 8, fi.max, -fi.max, fi.tiny * fi.eps, -3 * fi.tiny * fi.eps]
+        kx, tx = pair(FLOAT_SPECIAL + extra + [5e-324], dtype)
+        got, want = kael.frexp(kx), torch.frexp(tx)
+        _same_bits_or_both_nan(got.mantissa, want.mantissa)
+        _same_bits_or_both_nan(got.exponent, want.exponent)
+        m = got.mantissa.double().abs()
+        finite = (m > 0) & (m < np.inf)
+        assert ((m[finite] >= 0.5) & (m[finite] < 1)).all().item()
+
+
+@pytest.mark.parametrize("layout", SHAPED)
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_sinc_matches_torch_on_every_dtype_and_layout_and_is_one_at_zero(dtype, layout):
+    """Values within |x| <= 30 (where torch's own sin(pi x) / (pi x) is accurate); integers
+    and bool give the default float dtype."""
+    kx, tx = _laid_out(_dtype_values(dtype), dtype, layout)
+    tol = TOL[dtype if dtype.is_floating_point else kael.float32]
+    close_to_torch(kael.sinc(kx), torch.sinc(tx), tol, equal_nan=True)
+    close_to_torch(kx.sinc(), tx.sinc(), tol, equal_nan=True)
+    assert kael.sinc(kael.tensor([0.0, -0.0])).tolist() == [1.0, 1.0]
+
+
+# ---- fmax, fmin, heaviside, ldexp, nextafter, float_power, gcd, lcm ------------------------------
+
+BINARY_NEW = ["fmax", "fmin", "heaviside", "ldexp", "nextafter", "float_power", "gcd", "lcm"]
+EXACT_BINARY = ("heaviside", "nextafter", "gcd", "lcm")  # bit for bit
+SIGNED_ZERO_FREE = ("fmax", "fmin")  # exact values; which zero of 0 and -0 is torch's own
+
+
+def _check_binary(name, ka, kb, ta, tb) -> None:
+    got, want = getattr(kael, name)(ka, kb), getattr(torch, name)(ta, tb)
+    if name in EXACT_BINARY:
+        _same_bits_or_both_nan(got, want)
+        _same_bits_or_both_nan(getattr(ka, name)(kb), getattr(ta, name)(tb))
+        return
+    tol = 1e-14 if want.dtype == torch.float64 else TOL.get(KAEL_OF[want.dtype], 0)
+    tol = 0 if name in SIGNED_ZERO_FREE else tol
+    close_to_torch(got, want, tol, equal_nan=True)
+    close_to_torch(getattr(ka, name)(kb), getattr(ta, name)(tb), tol, equal_nan=True)
+
+
+KAEL_OF = {v: k for k, v in TORCH_DTYPES.items()}
+
+
+@pytest.mark.parametrize("other", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("name", BINARY_NEW)
+def test_binary_functions_follow_torch_dtype_rules_and_values_on_every_dtype_pair(
+    name, dtype, other
+):
+    """A column of `dtype` values against a row of `other` values (broadcast): torch's result
+    dtype and values (bit for bit for the exact ones), or its refusal as a kael.TypeError
+    naming the dtypes."""
+    ka, ta = pair(_dtype_values(dtype, 8).reshape(-1, 1), dtype)
+    kb, tb = pair(_dtype_values(other, 12)[None, 4:], other)  # another order of values
+    if _same_refusal(
+        lambda: getattr(kael, name)(ka, kb),
+        lambda: getattr(torch, name)(ta, tb),
+        named="bool|int|uint8|float",
+    ):
+        return
+    _check_binary(name, ka, kb, ta, tb)
+
+
+@pytest.mark.parametrize("layout", SHAPED)
+@pytest.mark.parametrize("name", BINARY_NEW)
+def test_binary_functions_on_every_layout(name, layout):
+    """Both operands in `layout` (one of them 0-d against the other's grid as well)."""
+    dtype = kael.int64 if name in ("gcd", "lcm") else kael.float32
+    ka, ta = _laid_out(_dtype_values(dtype), dtype, layout)
+    kb, tb = _laid_out(np.roll(_dtype_values(dtype), 5), dtype, layout)
+    _check_binary(name, ka, kb, ta, tb)
+    kg, tg = _laid_out(_dtype_values(dtype), dtype, "contiguous")
+    kg, tg = (kg[:1, :1], tg[:1, :1]) if layout == "empty" else (kg, tg)
+    _check_binary(name, kg, kb, tg, tb)  # a grid against the layout (0-d: broadcast)
+
+
+@pytest.mark.parametrize(
+    "dtype", [kael.float64, kael.float32, kael.float16, kael.bfloat16], ids=str
+)
+def test_nextafter_is_bit_exact_over_random_bits_and_special_values(dtype):
+    """Random bit patterns (subnormals, NaNs with payloads, both signs) and +-0, +-inf,
+    the smallest normal, the largest finite, powers of 2, each toward every special value:
+    torch's bits wherever its result is not NaN, NaN where it is."""
+    td = TORCH_DTYPES[dtype]
+    as_int = {8: torch.int64, 4: torch.int32, 2: torch.int16}[dtype.itemsize]
+    info = torch.iinfo(as_int)
+    raw = torch.from_numpy(RNG.integers(info.min, info.max, 3000, endpoint=True)).to(as_int)
+    fi = torch.finfo(td)
+    special = torch.tensor(
+        [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, fi.tiny, -fi.tiny, fi.max, -fi.max]
+        + [fi.tiny * fi.eps, -fi.tiny * fi.eps, 0.5, 2.0**-3, 1024.0],
+        dtype=torch.float64,
+    ).to(td)
+    x = torch.cat([raw.view(td), special]).reshape(-1, 1)
+    y = torch.cat([special, raw.view(td)[:4]]).reshape(1, -1)
+    got = kael.nextafter(kael.from_dlpack(x.clone()), kael.from_dlpack(y.clone()))
+    _same_bits_or_both_nan(got, torch.nextafter(x, y))
+
+
+@pytest.mark.parametrize("dtype", [kael.int8, kael.int32, kael.int64, kael.uint8], ids=str)
+def test_gcd_lcm_signs_zeros_and_the_most_negative_value_follow_torch(dtype):
+    """gcd(0, 0) = 0, results non-negative, |min| wrapping as in PyTorch; the longest
+    Euclid chains (consecutive Fibonacci numbers) finish."""
+    lo, hi = (0, 255) if dtype is kael.uint8 else (-(1 << (8 * dtype.itemsize - 1)), None)
+    fib = [1, 2]
+    top = (1 << (8 * dtype.itemsize - (dtype is not kael.uint8))) - 1
+    while fib[-1] + fib[-2] <= top:
+        fib.append(fib[-1] + fib[-2])
+    a = [0, 0, 6, lo, lo, fib[-1], fib[-2], 12, 9] + ([] if hi else [-4, -9])
+    b = [0, 5, 0, 0, 6, fib[-2], fib[-1], 18, 6] + ([] if hi else [6, -6])
+    ka, ta = pair(np.array(a, dtype=np.int64), dtype)
+    kb, tb = pair(np.array(b, dtype=np.int64), dtype)
+    _same_bits_or_both_nan(kael.gcd(ka, kb), torch.gcd(ta, tb))
+    _same_bits_or_both_nan(kael.lcm(ka, kb), torch.lcm(ta, tb))
+
+
+def test_fmax_fmin_a_nan_loses_to_a_number_and_heaviside_of_nan_is_zero():
+    ka, ta = pair([1.0, np.nan, np.nan, -np.inf], kael.float32)
+    kb, tb = pair([np.nan, 2.0, np.nan, np.nan], kael.float32)
+    assert np.array_equal(kael.fmax(ka, kb).numpy(), [1.0, 2.0, np.nan, -np.inf], equal_nan=True)
+    assert np.array_equal(kael.fmin(ka, kb).numpy(), [1.0, 2.0, np.nan, -np.inf], equal_nan=True)
+    assert kael.heaviside(kb, ka).tolist()[0] == 0.0 == torch.heaviside(tb, ta).tolist()[0]
+
+
+def test_ldexp_scales_exactly_for_integer_exponents_and_float_power_takes_numbers():
+    kx, tx = pair([1.0, 3.0, 0.0, np.inf, 3.0, 1.5, 1.0], kael.float64)
+    kn, tn = pair([2**32 + 1, -1075, 5000, -5000, -1076, 1023, -1074], kael.int64)
+    _same_bits_or_both_nan(kael.ldexp(kx, kn), torch.ldexp(tx, tn))
+    kh, th = pair([1.5, 1.75, 1.25, 1.0], kael.float16)
+    kn, tn = pair([-25, -25, -25, 20], kael.int32)
+    _same_bits_or_both_nan(kael.ldexp(kh, kn), torch.ldexp(th, tn))
+    ki, ti = pair([1, 2, 3], kael.int64)
+    cases = [((ki, 0.5), (ti, 0.5)), ((ki, True), (ti, True)), ((2, ki), (2, ti))]
+    for (kb, ke), (tb, te) in cases + [((1.5, ki[0]), (1.5, ti[0]))]:
+        close_to_torch(kael.float_power(kb, ke), torch.float_power(tb, te), 1e-15)
+    close_to_torch(ki.float_power(2), ti.float_power(2), 0)
+
+
+def _mp_ulp_error(got: np.ndarray, ref: np.ndarray, dtype) -> float:
+    finite = np.isfinite(ref) & (ref != 0)
+    spacing = np.spacing(np.abs(ref[finite]).astype(dtype)).astype(np.float64)
+    return float((np.abs(got[finite].astype(np.float64) - ref[finite]) / spacing).max())
+
+
+def test_sinc_and_float_power_accuracy_against_mpmath():
+    """Measured: sinc float32 0.4999 ulp (float64 inside, rounded once), float64 2.0 ulp
+    (sin(pi r) of r = x - round(x), so exact zeros and no loss for large x, where torch's
+    sin(pi x) / (pi x) is off by up to 5e13 ulp); float_power 1 ulp."""
+    import mpmath
+
+    x = np.concatenate(
+        [RNG.uniform(-10, 10, 3000), np.exp(RNG.uniform(-30, 30, 3000)) * RNG.choice([-1, 1], 3000)]
+    )
+    ref = np.array([float(mpmath.sincpi(mpmath.mpf(float(v)))) for v in x])
+    x32 = x.astype(np.float32)
+    ref32 = np.array([float(mpmath.sincpi(mpmath.mpf(float(v)))) for v in x32])
+    assert _mp_ulp_error(kael.sinc(kael.tensor(x32)).numpy(), ref32, np.float32) <= 0.5001
+    assert _mp_ulp_error(kael.sinc(kael.tensor(x)).numpy(), ref, np.float64) <= 2.0
+    b, e = np.exp(RNG.uniform(-20, 20, 3000)), RNG.uniform(-15, 15, 3000)
+    ref = np.array([float(mpmath.power(mpmath.mpf(float(u)), float(v))) for u, v in zip(b, e)])
+    got = kael.float_power(kael.tensor(b), kael.tensor(e)).numpy()
+    assert _mp_ulp_error(got, ref, np.float64) <= 1.0
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: kael.fmax(kael.ones(3), 2.0), kael.TypeError, "fmax\\(\\): other must be a Tensor, got float"),
+        (lambda: kael.gcd(kael.ones(3, dtype=kael.int64), 2), kael.TypeError, "gcd\\(\\): other must be a Tensor, got int"),
+        (lambda: kael.gcd(kael.ones(3), kael.ones(3)), kael.TypeError, '"gcd" not implemented for float32'),
+        (lambda: kael.lcm(kael.tensor([True]), kael.tensor([True])), kael.TypeError, '"lcm" not implemented for bool'),
+        (lambda: kael.nextafter(kael.tensor([1]), kael.tensor([2])), kael.TypeError, '"nextafter" not implemented for int64'),
+        (lambda: kael.heaviside(kael.ones(2), kael.ones(2, dtype=kael.float64)), kael.TypeError, "different dtypes: input is float32, values is float64"),
+        (lambda: kael.heaviside(kael.ones(2), 0.5), kael.TypeError, "values must be a Tensor, got float"),
+        (lambda: kael.ldexp(kael.ones(2), kael.tensor([True])), kael.TypeError, "bool exponent with float32"),
+        (lambda: kael.frexp(kael.tensor([1, 2])), kael.TypeError, "only supports floating-point dtypes, got int64"),
+        (lambda: kael.float_power(kael.ones(2), "a"), kael.TypeError, "exponent must be a Tensor or a real number, got str"),
+        (lambda: kael.float_power(2, 3), kael.TypeError, "expected a Tensor input or exponent, got int and int"),
+        (lambda: kael.signbit([1.0]), kael.TypeError, "signbit\\(\\): input must be a Tensor, got list"),
+        (lambda: kael.fmin(kael.ones(2), kael.ones(3)), kael.ValueError, "shapes \\[2\\] and \\[3\\] cannot be broadcast"),
+        (lambda: kael.nextafter(kael.ones(2), kael.ones(3)), kael.ValueError, "cannot be broadcast"),
+        (lambda: kael.gcd(kael.ones(2, dtype=kael.int64), kael.ones(3, dtype=kael.int64)), kael.ValueError, "cannot be broadcast"),
+    ],
+)  # fmt: skip
+def test_new_functions_refuse_bad_inputs_with_typed_errors_naming_the_values(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+    assert issubclass(error, kael.Error)
+
+
+def test_new_functions_inside_compile_match_eager():
+    @kael.compile
+    def f(a, b):
+        return kael.nextafter(a, b) + kael.sinc(a) * kael.fmax(a, b), kael.frexp(a).exponent
+
+    ka, _ = pair(np.linspace(-3, 3, 12), kael.float32)
+    kb, _ = pair(np.ones(12), kael.float32)
+    for _ in range(2):  # traced, then replayed
+        got = f(ka, kb)
+        want = (kael.nextafter(ka, kb) + kael.sinc(ka) * kael.fmax(ka, kb), kael.frexp(ka)[1])
+        for g_, w in zip(got, want):
+            assert np.array_equal(g_.numpy(), w.numpy())
