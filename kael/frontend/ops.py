@@ -32,6 +32,7 @@ from kael.frontend import (
     special_math,
     spectral,
     stacking,
+    statistics,
 )
 from kael.frontend import elementwise as ew
 from kael.frontend.outputs import output, tensor_arg
@@ -210,6 +211,7 @@ FAMILIES = (
     products,
     blas_like,
     stacking,
+    statistics,
 )
 NOT_METHODS: set[str] = set()
 for _family in FAMILIES:

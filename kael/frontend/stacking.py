@@ -1,20 +1,23 @@
 """NumPy-style joins, flips, rotations and differences, as PyTorch spells them, built from
 kael's cat, flip, transpose, narrow and elementwise ops (so they run where those do):
-hstack, vstack (row_stack), column_stack, dstack, fliplr, flipud, rot90 and diff."""
+hstack, vstack (row_stack), column_stack, dstack, fliplr, flipud, rot90 and diff; and the
+matrices built from vectors: block_diag, cartesian_prod, combinations (from meshgrid,
+masked_select and stack), vander (cumprod) and diagflat (diag)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from kael.frontend import elementwise as ew
-from kael.frontend import views
+from kael.frontend import factories, views
 from kael.frontend.factorizations import _out
-from kael.frontend.index_ops import _tensor_list, cat
-from kael.frontend.outputs import tensor_arg
-from kael.frontend.sequence import flip
-from kael.frontend.shapes import _at_least
+from kael.frontend.index_ops import _tensor_list, cat, stack
+from kael.frontend.order_statistics import masked_select
+from kael.frontend.outputs import bool_arg, tensor_arg
+from kael.frontend.sequence import cumprod, flip
+from kael.frontend.shapes import _at_least, diag, meshgrid
 from kael.frontend.tensor import Tensor
-from kael.runtime.dtypes import bool_
+from kael.runtime.dtypes import bool_, int64, promote_types, result_type
 from kael.runtime.errors import TypeError, ValueError
 from kael.runtime.tensor_impl import format_shape
 
@@ -168,6 +171,117 @@ def diff(input, n=1, dim=-1, prepend=None, append=None) -> Tensor:
     return result.clone() if result is x else result
 
 
+# ---- matrices built from vectors -------------------------------------------------------------
+
+
+def _strict_int(value, op: str, what: str) -> int:
+    """An int argument as PyTorch's parser takes it here: a bool, float or tensor is refused."""
+    if isinstance(value, (bool, Tensor)) or not hasattr(value, "__index__"):
+        raise TypeError(f"{op}(): argument '{what}' must be int, not {type(value).__name__}")
+    return views.as_int64(value, what)
+
+
+def block_diag(*tensors) -> Tensor:
+    """The tensors as the diagonal blocks of one matrix, zeros elsewhere: a 2-d tensor is
+    its own block, a 1-d one a row, a 0-d one a 1 x 1 block; the dtype is the tensors'
+    result_type (0-d ones counting less). No tensors give an empty [1, 0]."""
+    op = "block_diag"
+    if not tensors:
+        return factories.empty((1, 0))
+    items = _tensor_list(list(tensors), op)
+    for i, t in enumerate(items):
+        if t.ndim > 2:
+            raise ValueError(
+                f"{op}(): Input tensors must have 2 or fewer dimensions. Input {i} has "
+                f"{t.ndim} dimensions (shape {format_shape(t.shape)})"
+            )
+    blocks = [t if t.ndim == 2 else t.reshape(1, t.numel()) for t in items]
+    rows, cols = sum(b.shape[0] for b in blocks), sum(b.shape[1] for b in blocks)
+    out = factories.zeros((rows, cols), dtype=result_type(*items), device=items[0].device)
+    row = col = 0
+    for b in blocks:
+        h, w = b.shape
+        out.narrow(0, row, h).narrow(1, col, w).copy_(b)
+        row, col = row + h, col + w
+    return out
+
+
+def _vector(t, op: str) -> Tensor:
+    t = tensor_arg(t, op)
+    if t.ndim != 1:
+        raise ValueError(f"{op}(): Expect a 1D vector, but got shape {format_shape(t.shape)}")
+    return t
+
+
+def cartesian_prod(*tensors) -> Tensor:
+    """Every tuple of one element from each 1-d tensor, in row-major order, as the rows of
+    an [N, len(tensors)] matrix (one tensor: that tensor itself, as in PyTorch)."""
+    op = "cartesian_prod"
+    items = [_vector(t, op) for t in tensors]
+    if not items:
+        raise ValueError(f"{op}(): meshgrid expects a non-empty TensorList, got no tensors")
+    if len(items) == 1:
+        return items[0]
+    dtypes = [t.dtype for t in items]
+    if len(set(dtypes)) > 1:
+        raise TypeError(
+            f"{op}(): meshgrid expects all tensors to have the same dtype, got "
+            f"{', '.join(map(str, dtypes))}"
+        )
+    return stack([g.reshape(-1) for g in meshgrid(*items, indexing="ij")], 1)
+
+
+def combinations(input, r=2, with_replacement=False) -> Tensor:
+    """The r-length combinations of a 1-d tensor's elements (itertools.combinations order;
+    combinations_with_replacement's with with_replacement) as the rows of a [C, r] matrix;
+    r = 0 gives an empty 1-d tensor."""
+    op = "combinations"
+    x = _vector(input, op)
+    r = _strict_int(r, op, "r")
+    bool_arg(with_replacement, op, "with_replacement")
+    if r < 0:
+        raise ValueError(f"{op}(): Expect a non-negative number, but got {r}")
+    if r == 0:
+        return factories.empty((0,), dtype=x.dtype, device=x.device)
+    n = x.shape[0]
+    index = meshgrid(*[factories.arange(n, device=x.device)] * r, indexing="ij")
+    mask = factories.ones((n,) * r, dtype=bool_, device=x.device)
+    order = "le" if with_replacement else "lt"
+    for earlier, later in zip(index, index[1:]):
+        mask = mask.logical_and(getattr(earlier, order)(later))
+    return stack([masked_select(g, mask) for g in meshgrid(*[x] * r, indexing="ij")], 1)
+
+
+def vander(x, N=None, increasing=False) -> Tensor:
+    """The Vandermonde matrix of a 1-d x: column j is x ** (N - 1 - j) (x ** j when
+    increasing), N columns (len(x) by default), as running products; integer and bool x
+    give int64."""
+    op = "vander"
+    x = tensor_arg(x, op)
+    if x.ndim != 1:
+        raise ValueError(
+            f"{op}(): x must be a one-dimensional tensor, got shape {format_shape(x.shape)}"
+        )
+    n = x.shape[0] if N is None else _strict_int(N, op, "N")
+    if n < 0:
+        raise ValueError(f"{op}(): N must be non-negative, got N={n}")
+    bool_arg(increasing, op, "increasing")
+    dtype = promote_types(x.dtype, int64)
+    out = factories.ones((x.shape[0], n), dtype=dtype, device=x.device)
+    if n > 1:
+        powers = out.narrow(1, 1, n - 1)
+        powers.copy_(x.unsqueeze(1))
+        powers.copy_(cumprod(powers, 1))
+    return out if increasing else flip(out, [1])
+
+
+def diagflat(input, offset=0) -> Tensor:
+    """input flattened (row-major) as the diagonal `offset` of a new square matrix."""
+    x = tensor_arg(input, "diagflat")
+    offset = _strict_int(offset, "diagflat", "offset")
+    return diag(x.reshape(-1), offset)
+
+
 FUNCTIONS: dict[str, Callable] = {
     "hstack": hstack,
     "vstack": vstack,
@@ -178,6 +292,14 @@ FUNCTIONS: dict[str, Callable] = {
     "flipud": flipud,
     "rot90": rot90,
     "diff": diff,
+    "block_diag": block_diag,
+    "cartesian_prod": cartesian_prod,
+    "combinations": combinations,
+    "vander": vander,
+    "diagflat": diagflat,
 }
-NOT_METHODS: frozenset[str] = frozenset({"hstack", "vstack", "row_stack", "column_stack", "dstack"})
+NOT_METHODS: frozenset[str] = frozenset(
+    {"hstack", "vstack", "row_stack", "column_stack", "dstack"}
+    | {"block_diag", "cartesian_prod", "combinations", "vander"}
+)
 METHODS: dict[str, Callable] = {}

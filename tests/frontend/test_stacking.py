@@ -233,3 +233,162 @@ def test_the_family_runs_inside_compile_with_eagers_values():
     compiled = kael.compile(f)
     for _ in range(2):
         check(compiled(k), torch.from_dlpack(eager.contiguous()))
+
+
+# ---- block_diag ------------------------------------------------------------------------------
+
+BLOCK_CASES = [[(2, 3), (1, 2)], [(3,), (2, 2)], [(), (2,), ()], [(0, 2), (2, 0), (0,)], [(1, 1)]]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_block_diag_matches_torch_for_0d_1d_and_2d_blocks(dtype, layout):
+    for shapes in BLOCK_CASES:
+        k, t = zip(*(make(s, dtype, layout, low=1) for s in shapes))
+        check(kael.block_diag(*k), torch.block_diag(*t))
+
+
+MIXED_BLOCKS = [
+    [kael.int64, kael.float16],
+    [kael.bool, kael.int32],
+    [kael.float16, kael.bfloat16],
+    [kael.float32, kael.float64],
+]
+
+
+@pytest.mark.parametrize("dtypes", MIXED_BLOCKS, ids=str)
+@pytest.mark.parametrize("shapes", [[(2,), (2, 2)], [(2,), ()], [(), ()]], ids=str)
+def test_block_diag_promotes_as_torchs_result_type_with_0d_counting_less(dtypes, shapes):
+    k, t = zip(*(make(s, d, low=1, high=3) for s, d in zip(shapes, dtypes)))
+    check(kael.block_diag(*k), torch.block_diag(*t))
+
+
+def test_block_diag_of_nothing_is_an_empty_row():
+    check(kael.block_diag(), torch.block_diag())
+
+
+def test_block_diag_refuses_non_tensors_and_3d_blocks():
+    with pytest.raises(
+        kael.ValueError,
+        match=r"block_diag\(\): Input tensors must have 2 or fewer dimensions. Input 1 has 3 "
+        r"dimensions \(shape \[1, 1, 1\]\)",
+    ):
+        kael.block_diag(kael.ones(2), kael.ones(1, 1, 1))
+    with pytest.raises(
+        kael.TypeError, match=r"block_diag\(\): expected a Tensor as element 1, got int"
+    ):
+        kael.block_diag(kael.ones(2), 3)
+    with pytest.raises(
+        kael.TypeError, match=r"block_diag\(\): expected a Tensor as element 0, got list"
+    ):
+        kael.block_diag([kael.ones(2)])
+
+
+# ---- cartesian_prod, combinations ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_cartesian_prod_matches_torch(dtype, layout):
+    for sizes in [(3, 2), (2, 3, 4), (4, 0), (0, 2, 3), (5,)]:
+        k, t = zip(*(make((n,), dtype, layout, low=0) for n in sizes))
+        check(kael.cartesian_prod(*k), torch.cartesian_prod(*t))
+
+
+def test_cartesian_prod_of_one_tensor_is_that_tensor():
+    k = kael.ones(3)
+    assert kael.cartesian_prod(k) is k
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("with_replacement", [False, True])
+def test_combinations_match_torch_for_each_r(with_replacement, dtype, layout):
+    for n in (0, 1, 4, 5):
+        k, t = make((n,), dtype, layout, low=0)
+        for r in range(0, 5):
+            check(
+                kael.combinations(k, r, with_replacement),
+                torch.combinations(t, r, with_replacement),
+            )
+    k, t = make((4,), dtype, layout, low=0)
+    check(kael.combinations(k), torch.combinations(t))
+    check(
+        kael.combinations(k, r=3, with_replacement=with_replacement),
+        torch.combinations(t, r=3, with_replacement=with_replacement),
+    )
+
+
+def test_cartesian_prod_and_combinations_are_not_tensor_methods():
+    for name in ("block_diag", "cartesian_prod", "combinations", "vander"):
+        assert not hasattr(kael.Tensor, name)
+
+
+VECTOR_ERRORS = [
+    (lambda: kael.cartesian_prod(), kael.ValueError, r"meshgrid expects a non-empty TensorList, got no tensors"),
+    (lambda: kael.cartesian_prod(kael.tensor(1.0), kael.ones(2)), kael.ValueError, r"cartesian_prod\(\): Expect a 1D vector, but got shape \[\]"),
+    (lambda: kael.cartesian_prod(kael.ones(2, 2)), kael.ValueError, r"Expect a 1D vector, but got shape \[2, 2\]"),
+    (lambda: kael.cartesian_prod(kael.ones(2), kael.ones(2).long()), kael.TypeError, r"same dtype, got float32, int64"),
+    (lambda: kael.cartesian_prod([kael.ones(2)]), kael.TypeError, r"cartesian_prod\(\): input must be a Tensor, got list"),
+    (lambda: kael.combinations(kael.ones(3, 3)), kael.ValueError, r"combinations\(\): Expect a 1D vector, but got shape \[3, 3\]"),
+    (lambda: kael.combinations(kael.tensor(3.0)), kael.ValueError, r"Expect a 1D vector, but got shape \[\]"),
+    (lambda: kael.combinations(kael.ones(3), -1), kael.ValueError, r"Expect a non-negative number, but got -1"),
+    (lambda: kael.combinations(kael.ones(3), 2.0), kael.TypeError, r"argument 'r' must be int, not float"),
+    (lambda: kael.combinations(kael.ones(3), True), kael.TypeError, r"argument 'r' must be int, not bool"),
+    (lambda: kael.combinations(kael.ones(3), 2, 1), kael.TypeError, r"with_replacement must be a bool, got int"),
+    (lambda: kael.combinations([1, 2]), kael.TypeError, r"combinations\(\): input must be a Tensor, got list"),
+    (lambda: kael.vander(kael.ones(2, 2)), kael.ValueError, r"vander\(\): x must be a one-dimensional tensor, got shape \[2, 2\]"),
+    (lambda: kael.vander(kael.tensor(1.0)), kael.ValueError, r"one-dimensional tensor, got shape \[\]"),
+    (lambda: kael.vander(kael.ones(3), N=-1), kael.ValueError, r"vander\(\): N must be non-negative, got N=-1"),
+    (lambda: kael.vander(kael.ones(3), N=2.0), kael.TypeError, r"argument 'N' must be int, not float"),
+    (lambda: kael.vander(kael.ones(3), N=True), kael.TypeError, r"argument 'N' must be int, not bool"),
+    (lambda: kael.vander(kael.ones(3), 3, 1), kael.TypeError, r"increasing must be a bool, got int"),
+    (lambda: kael.diagflat(kael.ones(2), 1.0), kael.TypeError, r"diagflat\(\): argument 'offset' must be int, not float"),
+    (lambda: kael.diagflat(kael.ones(2), True), kael.TypeError, r"argument 'offset' must be int, not bool"),
+    (lambda: kael.diagflat([1.0, 2.0]), kael.TypeError, r"diagflat\(\): input must be a Tensor, got list"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("call,error,message", VECTOR_ERRORS)
+def test_vector_builders_refuse_what_torch_refuses(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+# ---- vander, diagflat ------------------------------------------------------------------------
+
+ALL_INTS = DTYPES + [kael.int32, kael.int8, kael.uint8]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", ALL_INTS, ids=str)
+def test_vander_matches_torch_with_integers_and_bool_as_int64(dtype, layout):
+    for n in (0, 1, 4):
+        k, t = make((n,), dtype, layout, low=-2, high=3)
+        for N in (None, 0, 1, 2, 5):
+            for increasing in (False, True):
+                check(kael.vander(k, N, increasing), torch.vander(t, N, increasing))
+    k, t = make((3,), dtype, layout, low=0, high=3)
+    check(kael.vander(k, N=4, increasing=True), torch.vander(t, N=4, increasing=True))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_diagflat_matches_torch_as_function_and_method(dtype, layout):
+    for shape in [(3,), (2, 3), (2, 2, 2), (), (0,), (0, 3)]:
+        k, t = make(shape, dtype, layout, low=1)
+        for offset in (0, 1, -2, 3):
+            check(kael.diagflat(k, offset), torch.diagflat(t, offset))
+            check(k.diagflat(offset=offset), t.diagflat(offset=offset))
+        check(k.diagflat(), t.diagflat())
+
+
+def test_the_vector_builders_run_inside_compile_with_eagers_values():
+    def f(x):
+        return kael.vander(x, 3) @ kael.diagflat(x[:3]) + kael.block_diag(x[:2], x[2]).sum()
+
+    k, _ = make((4,))
+    eager = f(k)
+    compiled = kael.compile(f)
+    for _ in range(2):
+        check(compiled(k), torch.from_dlpack(eager.contiguous()))
