@@ -1,5 +1,5 @@
 """Indexing ops: cat, stack, index_select, gather, scatter_add, index_add_, take_along_dim,
-nonzero (and where, whose one-argument form it is), sort, argsort and topk.
+take, nonzero (and where, whose one-argument form it is), sort, argsort and topk.
 
 cat and stack write each input into a window of the output with the copy kernel. The
 others run the index kernels of kael/codegen/cpu/gather.py, which check every index
@@ -283,6 +283,32 @@ def _broadcast_except(index: tuple, source: tuple, dim: int, size: int) -> tuple
     """The index's shape broadcast with the source's outside `dim`."""
     shape = elementwise.broadcast_shapes(index, source[:dim] + (index[dim],) + source[dim + 1 :])
     return shape[:dim] + (index[dim],) + shape[dim + 1 :]
+
+
+def take(input: Tensor, index: Tensor) -> Tensor:
+    """input read as 1-d (in its logical row-major order) at every element of index: the
+    result has index's shape; a negative index counts from the end, once."""
+    op = "take"
+    x = tensor_arg(input, op)
+    idx = tensor_arg(index, op, "index")
+    if idx.dtype is not int64:
+        raise TypeError(f"{op}(): Expected a long tensor for index, but got {idx.dtype}")
+    device_of([x._impl, idx._impl], f"{op}()")
+    n = x.numel()
+    out = empty_impl(idx.shape, x.dtype, x.device)
+    if not idx.numel():
+        return Tensor(out)
+    if not n:
+        raise IndexError(f"{op}(): tried to take {idx.numel()} elements from an empty tensor")
+    flat = x.reshape(-1)._impl  # a view of a contiguous input, else a copy in logical order
+    ix, dst = _at_least_1d(idx._impl), _at_least_1d(out)
+    bad = kernels.walk(
+        "gather", x.dtype, ix.shape, _operand(dst), kernels.Operand(flat.data_ptr(), (0,) * len(ix.shape)),
+        _operand(ix), n, flat.strides[0], kernels.WRAP, device=x.device,
+    )  # fmt: skip
+    if bad is not None:
+        raise IndexError(f"{op}(): index {bad} is out of range for a tensor of {n} elements")
+    return Tensor(out)
 
 
 # ---- scatter_add and index_add -------------------------------------------------------------------
@@ -626,6 +652,7 @@ FUNCTIONS: dict[str, Callable] = {
     "gather": gather,
     "index_select": index_select,
     "take_along_dim": take_along_dim,
+    "take": take,
     "scatter_add": scatter_add,
     "index_add": index_add,
     "nonzero": nonzero,

@@ -1,6 +1,6 @@
-"""Order statistics as PyTorch has them: median, nanmedian, quantile, nanquantile, and the
-selections masked_select and argwhere. The ordering is the host's (the book's one
-exception: a median's argpartition, a quantile's sort); kael's gather kernel then picks
+"""Order statistics as PyTorch has them: median, nanmedian, quantile, nanquantile, the
+selections masked_select and argwhere, and isin (membership by a sort and a search). The
+ordering is the host's (the book's one exception: a median's argpartition, a quantile's sort); kael's gather kernel then picks
 each slice's ranks. NaN ranks last, so a slice with NaN has NaN as its median and
 quantiles, while the nan- variants count only its other values.
 """
@@ -12,11 +12,11 @@ import numpy as np
 from kael.codegen.cpu import search
 from kael.frontend import elementwise as ew
 from kael.frontend import factories, index_ops, math_functions, reductions, sequence, views
-from kael.frontend.outputs import bool_arg, tensor_arg
+from kael.frontend.outputs import bool_arg, device_of, tensor_arg
 from kael.frontend.reductions import ValuesIndices
 from kael.frontend.tensor import Tensor
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import float32, float64, int32, int64, promote_types
+from kael.runtime.dtypes import bool_, float32, float64, int32, int64, promote_types, result_type
 from kael.runtime.errors import IndexError, TypeError, ValueError
 
 INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
@@ -167,6 +167,54 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     return x.expand(*shape)[m.expand(*shape)]
 
 
+def _isin_operand(value, op: str):
+    """A Tensor or a Python number (bool refused, as torch's isin refuses Bool)."""
+    if isinstance(value, Tensor):
+        if value.dtype.is_bool:
+            raise TypeError(f"Unsupported input type encountered for {op}(): {value.dtype}")
+        return value
+    if isinstance(value, bool):
+        raise TypeError(f"Unsupported input type encountered for {op}(): bool ({value})")
+    if not isinstance(value, int | float):
+        raise TypeError(
+            f"{op}(): expected a Tensor or a number, got {type(value).__name__} ({value!r})"
+        )
+    return value
+
+
+def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool = False) -> Tensor:
+    """Whether each of elements occurs in test_elements (either may be a number), as a bool
+    tensor of elements' shape; both compare in their result_type (NaN is in nothing);
+    invert asks where each is not. The test values are sorted (kael's sort), then each
+    element's place among them is searched."""
+    op = "isin"
+    bool_arg(assume_unique, op, "assume_unique")
+    invert = bool_arg(invert, op, "invert")
+    if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
+        raise TypeError(
+            f"{op}(): expected elements or test_elements to be a Tensor, got"
+            f" {type(elements).__name__} and {type(test_elements).__name__}"
+        )
+    e, t = _isin_operand(elements, op), _isin_operand(test_elements, op)
+    device = (e if isinstance(e, Tensor) else t).device
+    if isinstance(e, Tensor) and isinstance(t, Tensor):
+        device_of([e, t], op)
+    dtype = result_type(e, t)
+    e, t = (
+        v.to(dtype) if isinstance(v, Tensor) else factories.full((), v, dtype=dtype, device=device)
+        for v in (e, t)
+    )
+    flat = e.reshape(-1).contiguous()
+    tests = t.reshape(-1)
+    if not tests.numel() or not flat.numel():
+        found = factories.zeros(e.shape, dtype=bool_, device=device)
+    else:
+        ordered = index_ops.sort(tests, 0)[0]
+        place = searchsorted(ordered, flat).clamp(max=tests.numel() - 1)
+        found = ew.binary("eq", index_ops.gather(ordered, 0, place), flat).reshape(e.shape)
+    return ew.unary("logical_not", found) if invert else found
+
+
 def argwhere(input: Tensor) -> Tensor:
     """The indices of the nonzero elements, one row each: nonzero's result."""
     return index_ops.nonzero(tensor_arg(input, "argwhere"))
@@ -303,6 +351,7 @@ FUNCTIONS = {
     "nanquantile": _quantile("nanquantile", True),
     "masked_select": masked_select,
     "argwhere": argwhere,
+    "isin": isin,
 }
-NOT_METHODS: frozenset[str] = frozenset({"searchsorted"})
+NOT_METHODS: frozenset[str] = frozenset({"searchsorted", "isin"})
 METHODS: dict = {}

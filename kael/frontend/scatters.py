@@ -1,6 +1,7 @@
 """Writes by index and counts as PyTorch has them: scatter(_) (src or value),
-index_fill(_), index_copy(_), index_put(_) (accumulate too), bincount, histc, unique and
-unique_consecutive.
+index_fill(_), index_copy(_), index_put(_) (accumulate too), put(_), masked_scatter(_),
+select_scatter, slice_scatter, diagonal_scatter, index_reduce(_), bincount, histc, unique
+and unique_consecutive.
 
 Writes run gather.py's `put` walk (every index checked first, then written in the walk's
 order on one thread, so a repeated index keeps its last write, as PyTorch's CPU loop
@@ -42,20 +43,29 @@ from kael.runtime.tensor_impl import TensorImpl
 
 
 def _put(
-    dst: TensorImpl, d: int, idx: TensorImpl, dense: kernels.Operand, op: str, mode=kernels.STRICT
+    dst: TensorImpl,
+    d: int,
+    idx: TensorImpl,
+    dense: kernels.Operand,
+    op: str,
+    mode=kernels.STRICT,
+    writes: tuple[bool, ...] = (False, True),
 ) -> None:
     """dst[.., idx[..], ..] (along d) = dense at every position of idx's shape: checked
     first, then written in order on one thread (the last write of a repeated index wins);
-    `mode` WRAP takes negative indices from the end, once."""
+    `mode` WRAP takes negative indices from the end, once. writes=(False,): the check alone.
+    A 1-d dst out of range names its element count (put_ reads self as 1-d)."""
     if not idx.numel():
         return
     table = _operand(dst, _zeroed(dst.strides, d))
     size, stride = dst.shape[d], dst.strides[d]
-    for write in (False, True):
+    for write in writes:
         bad = kernels.walk(
             "put", dst.dtype, idx.shape, dense, table, _operand(idx), size, stride, mode,
             write=write, parallel=False, device=dst.device,
         )  # fmt: skip
+        if bad is not None and op == "put_":
+            raise IndexError(f"{op}(): index {bad} is out of range for a tensor of {size} elements")
         if bad is not None:
             raise _out_of_bounds(op, bad, d, size)
 
@@ -293,6 +303,229 @@ def scatter_reduce(
     """scatter_reduce_ into a copy of input."""
     x = tensor_arg(input, "scatter_reduce").clone()
     return scatter_reduce_(x, dim, index, src, reduce, include_self=include_self)
+
+
+# ---- put, masked_scatter, the *_scatter embeddings, index_reduce ---------------------------
+
+
+def put_(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """self read as 1-d (logical row-major order): self[index[i]] = source[i] for every
+    element, in order (the last write of a repeated index wins), or += with accumulate
+    (repeated indices sum); a negative index counts from the end, once."""
+    op = "put_"
+    x = _checked_self(self, op)
+    idx = tensor_arg(index, op, "index")
+    if idx.dtype is not int64:
+        raise TypeError(f"{op}(): Expected a long tensor for index, but got {idx.dtype}")
+    s = tensor_arg(source, op, "source")
+    device_of([x, idx, s], op)
+    if s.dtype is not x.dtype:
+        raise TypeError(
+            f"{op}(): self and source expected to have the same dtype, but got self.dtype ="
+            f" {x.dtype} and source.dtype = {s.dtype}"
+        )
+    if s.numel() != idx.numel():
+        raise ValueError(
+            f"{op}(): Expected source and index to have the same number of elements, but got"
+            f" source.numel() = {s.numel()}, index.numel() = {idx.numel()}"
+        )
+    if not idx.numel():
+        return x
+    n = x.numel()
+    if not n:
+        raise IndexError(f"{op}(): Tried to put {idx.numel()} elements into an empty tensor")
+    if not x.is_contiguous():  # the logical order: through a contiguous copy
+        return x.copy_(put_(x.contiguous(), idx, s, accumulate))
+    flat = views.derive(x._impl, (n,), (1,), x._impl.offset)
+    ix = idx.reshape(-1)._impl
+    src = s.reshape(-1)._impl
+    if not accumulate:
+        _put(flat, 0, ix, _operand(src), op, kernels.WRAP)
+    else:  # every index checked (as put_ names them), then wrapped and summed
+        _put(flat, 0, ix, _operand(src), op, kernels.WRAP, writes=(False,))
+        wrapped = ew.where(
+            ew.binary("lt", Tensor(ix), 0), ew.binary("add", Tensor(ix), n), Tensor(ix)
+        )
+        index_ops._scatter_add(flat, 0, wrapped._impl, src, op)
+    x._impl.storage.bump_version()
+    return x
+
+
+def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """put_ into a copy of input."""
+    return put_(tensor_arg(input, "put").clone(), index, source, accumulate)
+
+
+def masked_scatter_(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """source's elements, in its logical order, written in order into self's positions
+    where the mask (broadcast to self's shape) holds."""
+    op = "masked_scatter_"
+    x = _checked_self(self, op)
+    m = tensor_arg(mask, op, "mask")
+    if not m.dtype.is_bool:
+        raise TypeError(f"{op} only supports boolean masks, but got mask with dtype {m.dtype}")
+    s = tensor_arg(source, op, "source")
+    if s.dtype is not x.dtype:
+        raise TypeError(
+            f"masked_scatter: expected self and source to have same dtypes but got {x.dtype}"
+            f" and {s.dtype}"
+        )
+    device_of([x, m, s], op)
+    if ew.broadcast_shapes(x.shape, m.shape) != x.shape:
+        raise ValueError(
+            f"{op}(): mask of shape {list(m.shape)} does not broadcast to self's shape"
+            f" {list(x.shape)}"
+        )
+    wide = m.expand(*x.shape)
+    count = int(reductions.sum(wide).item()) if wide.numel() else 0
+    if count > s.numel():
+        raise ValueError(
+            f"{op}(): Number of elements of source ({s.numel()}) < number of ones in mask ({count})"
+        )
+    if count:
+        x[wide] = s.reshape(-1)[:count]
+    return x
+
+
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """masked_scatter_ into a copy of input broadcast with the mask."""
+    x = tensor_arg(input, "masked_scatter")
+    m = tensor_arg(mask, "masked_scatter", "mask")
+    shape = ew.broadcast_shapes(x.shape, m.shape)
+    return masked_scatter_(x.expand(*shape).contiguous().clone(), m, source)
+
+
+def _embedded(input: Tensor, src: Tensor, op: str, view) -> Tensor:
+    """A copy of input with src copied into its view `view(copy)`: src must have the view's
+    shape (any dtype: it converts, as torch's copy)."""
+    x = tensor_arg(input, op)
+    s = tensor_arg(src, op, "src")
+    device_of([x, s], op)
+    want = view(x).shape  # the view's own refusals (index, dim) before anything is copied
+    if s.shape != want:
+        raise ValueError(
+            f"{op}(): expected src to have a size equal to the slice of self. src size ="
+            f" {list(s.shape)}, slice size = {list(want)}"
+        )
+    out = x.clone()
+    view(out).copy_(s)
+    return out
+
+
+def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
+    """A copy of input with src in place of input.select(dim, index)."""
+    return _embedded(input, src, "select_scatter", lambda t: t.select(dim, index))
+
+
+def _slice_of(x: Tensor, dim: int, start, end, step: int, op: str) -> Tensor:
+    """x[start:end:step] along dim (Python's clamping of start and end), a view."""
+    if x.ndim == 0:
+        raise IndexError(f"{op}(): slice() cannot be applied to a 0-dim tensor.")
+    d = views.wrap_dim(dim, x.ndim)
+    step = views.as_int(step, f"{op}(): step")
+    if step <= 0:
+        raise ValueError(f"{op}(): slice step must be positive, got {step}")
+    return x[(slice(None),) * d + (slice(start, end, step),)]
+
+
+def slice_scatter(
+    input: Tensor, src: Tensor, dim: int = 0, start=None, end=None, step: int = 1
+) -> Tensor:
+    """A copy of input with src in place of input[start:end:step] along dim."""
+    op = "slice_scatter"
+    return _embedded(input, src, op, lambda t: _slice_of(t, dim, start, end, step, op))
+
+
+def diagonal_scatter(
+    input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1
+) -> Tensor:
+    """A copy of input with src in place of input.diagonal(offset, dim1, dim2)."""
+    return _embedded(input, src, "diagonal_scatter", lambda t: t.diagonal(offset, dim1, dim2))
+
+
+INDEX_REDUCES = {"prod": "scatter_prod", "mean": "scatter_add", "amax": "scatter_amax", "amin": "scatter_amin"}  # fmt: skip
+
+
+def index_reduce_(
+    self: Tensor,
+    dim: int,
+    index: Tensor,
+    source: Tensor,
+    reduce: str,
+    *,
+    include_self: bool = True,
+) -> Tensor:
+    """self's slices at index along dim combined with source's, in index order, by
+    `reduce`: prod, mean, amax or amin (NaN propagates); include_self=False starts the
+    named slices from the reduction's identity. As torch's CPU loop, float16 and bfloat16
+    round every step; a mean divides by its count in self's dtype (one more with
+    include_self; for a 1-d self counted step by step), integers with floor rounding."""
+    op = "index_reduce_"
+    x = _checked_self(self, op)
+    if reduce not in INDEX_REDUCES:
+        raise ValueError(
+            f"{op}(): Expected reduce to be one of prod, mean, amax or amin but got {reduce!r}"
+        )
+    if x.dtype.is_bool:
+        raise TypeError(f'{op}(): not implemented for bool self (torch\'s "index_func_" either)')
+    idx = index_ops.index_arg(index, op, allow_int32=True)
+    if idx.ndim > 1:
+        raise ValueError(
+            f"{op}(): Index is supposed to be a vector, but got dim: {idx.ndim} of shape"
+            f" {list(idx.shape)}"
+        )
+    s = tensor_arg(source, op, "source")
+    d = views.wrap_dim(dim, max(x.ndim, 1))
+    dst, src = _at_least_1d(x._impl), _at_least_1d(s._impl)
+    if len(src.shape) != len(dst.shape) or any(
+        a != b for k, (a, b) in enumerate(zip(src.shape, dst.shape)) if k != d
+    ):
+        raise ValueError(
+            f"{op}(): source tensor shape must match self tensor shape, excluding the specified"
+            f" dimension. Got self.shape = {list(x.shape)} source.shape = {list(s.shape)}"
+        )
+    n = idx.numel()
+    if src.shape[d] != n:
+        raise ValueError(
+            f"{op}(): Number of indices ({n}) should be equal to source.size(dim):"
+            f" ({src.shape[d]}), for dim: {d}"
+        )
+    spread = _spread(_at_least_1d(idx._impl), src.shape, d)
+    index_ops._check_scatter(x, spread, s, op, "source")
+    if not include_self:  # the named slices start from the reduction's identity
+        identity = {"prod": 1, "mean": 0}.get(reduce)
+        if identity is None:
+            identity = _extreme(x.dtype, reduce == "amin")
+        dense, held = _value_operand(identity, x.dtype, x.device, len(spread.shape))
+        _put(dst, d, spread, dense, op)
+        del held
+    index_ops._scatter_add(dst, d, spread, src, op, INDEX_REDUCES[reduce])
+    if reduce == "mean":
+        counts = (factories.ones_like if include_self else factories.zeros_like)(x)
+        ones = factories.ones_like(s)
+        if x.ndim > 1:  # torch counts a whole slice at a time: rounded to the dtype once
+            index_ops.scatter_add_(counts, d, Tensor(spread), ones)
+        else:  # torch's 1-d loop adds 1 to the count in self's dtype, step by step
+            index_ops.index_add_(counts, d, idx, ones)
+        counts = ew.where(ew.binary("eq", counts, 0), 1, counts)
+        rounding = "div" if x.dtype.is_floating_point else "floor_divide"
+        x.copy_(ew.binary(rounding, x, counts))
+    x._impl.storage.bump_version()
+    return x
+
+
+def index_reduce(
+    input: Tensor,
+    dim: int,
+    index: Tensor,
+    source: Tensor,
+    reduce: str,
+    *,
+    include_self: bool = True,
+) -> Tensor:
+    """index_reduce_ into a copy of input."""
+    x = tensor_arg(input, "index_reduce").clone()
+    return index_reduce_(x, dim, index, source, reduce, include_self=include_self)
 
 
 # ---- counts ----------------------------------------------------------------------------------
@@ -554,6 +787,12 @@ FUNCTIONS = {
     "histogram": histogram,
     "unique": unique,
     "unique_consecutive": unique_consecutive,
+    "put": put,
+    "masked_scatter": masked_scatter,
+    "select_scatter": select_scatter,
+    "slice_scatter": slice_scatter,
+    "diagonal_scatter": diagonal_scatter,
+    "index_reduce": index_reduce,
 }
 NOT_METHODS: frozenset[str] = frozenset()
 METHODS = {
@@ -562,4 +801,7 @@ METHODS = {
     "index_fill_": index_fill_,
     "index_copy_": index_copy_,
     "index_put_": index_put_,
+    "put_": put_,
+    "masked_scatter_": masked_scatter_,
+    "index_reduce_": index_reduce_,
 }

@@ -934,3 +934,69 @@ def test_bool_flags_take_both_bools_like_torch(flag):
         want = BOOL_FLAGS[flag](torch, torch.tensor([1.0, 0.0, 2.0]), value)
         got, want = (r[0] if isinstance(r, tuple) else r for r in (got, want))
         np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+# ---- take ------------------------------------------------------------------------------------
+
+TAKE_DTYPES = [kael.float32, kael.float64, kael.int64, kael.bool, kael.float16]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", TAKE_DTYPES, ids=str)
+def test_take_reads_the_input_as_1d_in_logical_order_with_negative_indices(layout, dtype):
+    k, t = make((3, 4), dtype, layout, seed=21)
+    picks = torch.tensor([[0, -1, 5], [11, -12, 5]])  # any index shape; repeats allowed
+    assert_same(kael.take(k, as_kael(picks)), torch.take(t, picks))
+    assert_same(k.take(as_kael(picks[0])), t.take(picks[0]))
+
+
+@pytest.mark.parametrize(
+    "shape, picks",
+    [((), [0]), ((), 0), ((5,), 3), ((5,), []), ((0,), []), ((2, 0), [[]])],
+    ids=["0d-input", "0d-both", "0d-index", "empty-index", "empty-both", "empty-2d"],
+)
+def test_take_of_0d_and_empty_tensors_matches_torch(shape, picks):
+    k, t = (
+        make(shape, kael.float32, seed=22)
+        if math.prod(shape)
+        else (kael.zeros(shape), torch.zeros(shape))
+    )
+    tp = torch.tensor(picks, dtype=torch.int64)
+    assert_same(kael.take(k, as_kael(tp)), torch.take(t, tp))
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (
+            lambda: kael.take(kael.ones(2, 3), kael.tensor([0, 6])),
+            kael.IndexError,
+            "index 6 is out of range for a tensor of 6 elements",
+        ),
+        (
+            lambda: kael.take(kael.ones(2, 3), kael.tensor([-7])),
+            kael.IndexError,
+            "index -7 is out of range for a tensor of 6",
+        ),
+        (
+            lambda: kael.take(kael.ones(0), kael.tensor([0])),
+            kael.IndexError,
+            "take 1 elements from an empty tensor",
+        ),
+        (
+            lambda: kael.take(kael.ones(3), kael.tensor([0.0])),
+            kael.TypeError,
+            "long tensor for index, but got float32",
+        ),
+        (
+            lambda: kael.take(kael.ones(3), kael.tensor([0], dtype=kael.int32)),
+            kael.TypeError,
+            "but got int32",
+        ),
+        (lambda: kael.take(kael.ones(3), [0]), kael.TypeError, "index"),
+    ],
+    ids=["past-end", "before-start", "empty-input", "float-index", "int32-index", "list-index"],
+)
+def test_take_refuses_bad_indices_with_typed_errors(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

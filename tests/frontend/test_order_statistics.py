@@ -321,3 +321,74 @@ def test_msort_of_0d_empty_and_1d_matches_torch(shape):
 def test_kthvalue_and_msort_refuse_what_torch_refuses(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+# ---- isin ------------------------------------------------------------------------------------
+
+ISIN_CASES = [
+    ("int64-int64", [[1, 2, 3], [4, 2, 0]], kael.int64, [2, 5, 0, 2], kael.int64),
+    ("int64-float", [1, 2, 3], kael.int64, [2.0, 5.5], kael.float32),  # compared as float32
+    ("float-int64", [1.5, 2.0, 3.0], kael.float32, [2, 5], kael.int64),
+    ("float64-float32", [0.1, 0.5], kael.float64, [0.1, 0.5], kael.float32),  # 0.1 differs
+    ("float16", [0.1, 2.0, -1.0], kael.float16, [2.0, 0.1], kael.float16),
+    ("float16-bfloat16", [0.1, 2.0], kael.float16, [0.1, 2.0], kael.bfloat16),  # in float32
+    ("uint8-int8", [255, 1], kael.uint8, [-1, 1], kael.int8),  # in int16: 255 is not -1
+    ("nan-inf", [np.nan, np.inf, -0.0, 2.0], kael.float32, [np.nan, np.inf, 0.0], kael.float32),
+    ("0d-elements", 2.0, kael.float32, [[2.0]], kael.float32),
+    ("empty-test", [1.0, 2.0], kael.float32, [], kael.float32),
+    ("empty-elements", np.zeros((0, 3)), kael.float64, [1.0], kael.float64),
+]
+
+
+@pytest.mark.parametrize("invert", [False, True])
+@pytest.mark.parametrize(
+    "values, dtype, tests, test_dtype", [c[1:] for c in ISIN_CASES], ids=[c[0] for c in ISIN_CASES]
+)
+def test_isin_matches_torch_in_the_promoted_dtype(values, dtype, tests, test_dtype, invert):
+    ke, te = pair(values, dtype)
+    kt, tt = pair(tests, test_dtype)
+    got = kael.isin(ke, kt, invert=invert)
+    close_to_torch(got, torch.isin(te, tt, invert=invert), 0)
+    kr, tr = (x.permute(tuple(reversed(range(x.ndim)))) for x in (ke, te))  # a layout
+    close_to_torch(kael.isin(kr, kt, assume_unique=False), torch.isin(tr, tt), 0)
+
+
+@pytest.mark.parametrize(
+    "elements, tests",
+    [("t", 2), ("t", 2.5), ("t", 3.0000001), (2, "t"), (2.0, "t"), ("h", 0.1)],
+    ids=["int", "float", "float-rounds-to-3", "int-elements", "float-elements", "half-scalar"],
+)
+def test_isin_takes_a_number_on_either_side_as_torch(elements, tests):
+    ints, halfs = pair([[1, 2, 3], [3, 0, 2]], kael.int64), pair([0.1, 2.0], kael.float16)
+    k = [ints[0] if v == "t" else halfs[0] if v == "h" else v for v in (elements, tests)]
+    t = [ints[1] if v == "t" else halfs[1] if v == "h" else v for v in (elements, tests)]
+    close_to_torch(kael.isin(*k), torch.isin(*t), 0)
+    close_to_torch(kael.isin(*k, invert=True), torch.isin(*t, invert=True), 0)
+
+
+def test_isin_of_strided_and_sliced_inputs_matches_torch():
+    ke, te = pair(RNG.integers(0, 20, (6, 8)), kael.int64)
+    kt, tt = pair(RNG.integers(0, 20, (5, 4)), kael.int64)
+    close_to_torch(kael.isin(ke[:, ::3], kt.T[1:]), torch.isin(te[:, ::3], tt.T[1:]), 0)
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: kael.isin(kael.tensor([True]), kael.tensor([True])), kael.TypeError, "Unsupported input type encountered for isin\\(\\): bool"),
+        (lambda: kael.isin(kael.tensor([1]), kael.tensor([True])), kael.TypeError, "bool"),
+        (lambda: kael.isin(kael.tensor([1]), True), kael.TypeError, r"bool \(True\)"),
+        (lambda: kael.isin(2, 3), kael.TypeError, "to be a Tensor, got int and int"),
+        (lambda: kael.isin(kael.tensor([1.0]), [1.0]), kael.TypeError, r"got list \(\[1.0\]\)"),
+        (lambda: kael.isin(kael.tensor([1]), kael.tensor([1]), invert=1), kael.TypeError, "invert must be a bool"),
+    ],
+    ids=["bool-elements", "bool-tests", "bool-scalar", "two-numbers", "list", "invert-int"],
+)  # fmt: skip
+def test_isin_refuses_what_torch_refuses(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_isin_is_a_function_not_a_method_as_in_torch():
+    assert not hasattr(torch.Tensor, "isin") and not hasattr(kael.Tensor, "isin")
+    assert kael.isin(kael.tensor([1, 2]), kael.tensor([2])).tolist() == [False, True]

@@ -494,3 +494,376 @@ def test_histogram_matches_torch(density):
     close_to_torch(got.hist, want.hist, 1e-5)  # float32 sums of thousands of weights
     with pytest.raises(kael.TypeError, match="floating point"):
         kael.histogram(kael.arange(4), 2)
+
+
+# ---- put, masked_scatter, select/slice/diagonal_scatter, index_reduce -----------------------
+
+NEW_DTYPES = [kael.float32, kael.float64, kael.int64, kael.bool, kael.float16]
+VIEWS = {
+    "contiguous": lambda x: x,
+    "transposed": lambda x: x.transpose(0, -1),
+    "sliced": lambda x: x[..., ::2],
+}
+
+
+def _viewed(shape, dtype, layout, low=-4, high=5):
+    """(kael, torch) equal tensors of `shape` in `layout` (the same view of both)."""
+    if len(shape) < 2:  # one dim: sliced is the only other layout, transposed is itself
+        layout = "contiguous" if layout == "transposed" or not shape else layout
+    base = {"contiguous": shape, "transposed": shape[::-1], "sliced": (*shape[:-1], 2 * shape[-1])}
+    values = RNG.integers(
+        0 if dtype is kael.bool else low, 2 if dtype is kael.bool else high, base[layout]
+    )
+    k, t = pair(values, dtype)
+    return VIEWS[layout](k), VIEWS[layout](t)
+
+
+@pytest.mark.parametrize("layout", list(VIEWS))
+@pytest.mark.parametrize("dtype", NEW_DTYPES, ids=str)
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_put_writes_self_as_1d_in_logical_order_and_accumulate_sums_repeats(
+    layout, dtype, accumulate
+):
+    k, t = _viewed((3, 4), dtype, layout)
+    picks = [0, -1, 5, 11, -12, 7] if not accumulate else [0, -1, 5, 0, 11, 5, 5]  # repeats sum
+    ki, ti = pair(picks, kael.int64)
+    ks, ts = _viewed((1, len(picks)), dtype, "contiguous")
+    close_to_torch(kael.put(k, ki, ks[0], accumulate), torch.put(t, ti, ts[0], accumulate), 0)
+    close_to_torch(
+        k.put(ki, ks[0], accumulate=accumulate), t.put(ti, ts[0], accumulate=accumulate), 0
+    )
+    assert k.put_(ki, ks[0], accumulate) is k  # in place, through the view
+    close_to_torch(k, t.put_(ti, ts[0], accumulate), 0)
+
+
+@pytest.mark.parametrize("dtype", [kael.float16, kael.bfloat16], ids=str)
+def test_put_accumulate_of_half_rounds_every_step_as_torch(dtype):
+    k, t = pair([0.0, 0.0], dtype)
+    ki, ti = pair(np.zeros(3000, np.int64), kael.int64)
+    ks, ts = pair(np.full(3000, 2.0), dtype)
+    close_to_torch(k.put(ki, ks, accumulate=True), t.put(ti, ts, accumulate=True), 0)
+
+
+@pytest.mark.parametrize(
+    "shape, picks, values",
+    [
+        ((), [0, -1], [2.0, 3.0]),
+        ((2, 0), [], []),
+        ((0,), [], []),
+        ((3,), [[1], [2]], [[4.0], [5.0]]),
+    ],
+    ids=["0d-self", "empty-self", "empty-both", "2d-index"],
+)
+def test_put_of_0d_empty_and_shaped_operands_matches_torch(shape, picks, values):
+    k, t = pair(np.arange(math.prod(shape), dtype=np.float64).reshape(shape))
+    ki, ti = pair(np.array(picks, dtype=np.int64), kael.int64)
+    ks, ts = pair(np.array(values, dtype=np.float64))
+    close_to_torch(kael.put(k, ki, ks), torch.put(t, ti, ts), 0)
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (
+            lambda x: x.put_(kael.tensor([0, 6]), kael.ones(2)),
+            kael.IndexError,
+            "index 6 is out of range for a tensor of 6 elements",
+        ),
+        (
+            lambda x: x.put_(kael.tensor([-7]), kael.ones(1), True),
+            kael.IndexError,
+            "index -7 is out of range for a tensor of 6",
+        ),
+        (
+            lambda x: x.put_(kael.tensor([0.0]), kael.ones(1)),
+            kael.TypeError,
+            "long tensor for index, but got float32",
+        ),
+        (
+            lambda x: x.put_(kael.tensor([0], dtype=kael.int32), kael.ones(1)),
+            kael.TypeError,
+            "but got int32",
+        ),
+        (
+            lambda x: x.put_(kael.tensor([0]), kael.ones(1, dtype=kael.int64)),
+            kael.TypeError,
+            "self.dtype = float32 and source.dtype = int64",
+        ),
+        (
+            lambda x: x.put_(kael.tensor([0, 1]), kael.ones(3)),
+            kael.ValueError,
+            r"source.numel\(\) = 3, index.numel\(\) = 2",
+        ),
+        (
+            lambda x: kael.put(kael.ones(0), kael.tensor([0]), kael.ones(1)),
+            kael.IndexError,
+            "put 1 elements into an empty tensor",
+        ),
+    ],
+    ids=[
+        "past-end",
+        "before-start",
+        "float-index",
+        "int32-index",
+        "source-dtype",
+        "count",
+        "empty-self",
+    ],
+)
+def test_put_refuses_bad_inputs_and_keeps_self(call, error, message):
+    x = kael.arange(6.0).reshape(2, 3)
+    with pytest.raises(error, match=message):
+        call(x)
+    assert x.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+
+
+@pytest.mark.parametrize("layout", list(VIEWS))
+@pytest.mark.parametrize("dtype", NEW_DTYPES, ids=str)
+def test_masked_scatter_fills_the_masked_positions_with_source_in_order(layout, dtype):
+    k, t = _viewed((3, 4), dtype, layout)
+    km, tm = pair(RNG.integers(0, 2, (3, 4)), kael.bool)
+    ks, ts = _viewed((5, 3), dtype, "transposed")  # 15 values in logical order: enough
+    close_to_torch(kael.masked_scatter(k, km, ks), torch.masked_scatter(t, tm, ts), 0)
+    close_to_torch(k.masked_scatter(km[0], ks), t.masked_scatter(tm[0], ts), 0)  # mask broadcast
+    assert k.masked_scatter_(km, ks) is k
+    close_to_torch(k, t.masked_scatter_(tm, ts), 0)
+
+
+@pytest.mark.parametrize(
+    "shape, mask_shape",
+    [((), ()), ((4,), (3, 4)), ((0, 3), (0, 3)), ((2, 3), (2, 1))],
+    ids=["0d", "input-broadcast", "empty", "mask-broadcast"],
+)
+def test_masked_scatter_broadcasts_input_and_mask_as_torch(shape, mask_shape):
+    k, t = pair(RNG.standard_normal(shape))
+    km, tm = pair(RNG.integers(0, 2, mask_shape), kael.bool)
+    ks, ts = pair(RNG.standard_normal(12))
+    close_to_torch(kael.masked_scatter(k, km, ks), torch.masked_scatter(t, tm, ts), 0)
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (
+            lambda x: x.masked_scatter_(kael.ones(2, 3, dtype=kael.bool), kael.ones(5)),
+            kael.ValueError,
+            r"source \(5\) < number of ones in mask \(6\)",
+        ),
+        (
+            lambda x: x.masked_scatter_(kael.ones(2, 3), kael.ones(6)),
+            kael.TypeError,
+            "boolean masks, but got mask with dtype float32",
+        ),
+        (
+            lambda x: x.masked_scatter_(kael.ones(2, 3, dtype=kael.uint8), kael.ones(6)),
+            kael.TypeError,
+            "dtype uint8",
+        ),
+        (
+            lambda x: x.masked_scatter_(
+                kael.ones(2, 3, dtype=kael.bool), kael.ones(6, dtype=kael.float64)
+            ),
+            kael.TypeError,
+            "float32 and float64",
+        ),
+        (
+            lambda x: x.masked_scatter_(kael.ones(4, 2, 3, dtype=kael.bool), kael.ones(30)),
+            kael.ValueError,
+            r"mask of shape \[4, 2, 3\] does not broadcast to self's shape \[2, 3\]",
+        ),
+        (
+            lambda x: kael.masked_scatter(x, kael.ones(2, 2, dtype=kael.bool), kael.ones(6)),
+            kael.ValueError,
+            "2",
+        ),
+    ],
+    ids=[
+        "short-source",
+        "float-mask",
+        "uint8-mask",
+        "source-dtype",
+        "mask-too-big",
+        "no-broadcast",
+    ],
+)
+def test_masked_scatter_refuses_bad_inputs_and_keeps_self(call, error, message):
+    x = kael.zeros(2, 3)
+    with pytest.raises(error, match=message):
+        call(x)
+    assert x.eq(0).all()
+
+
+EMBEDDINGS = [
+    ("select_scatter", (4, 3), (3,), (0, -1)),
+    ("select_scatter", (4, 3), (4,), (1, 2)),
+    ("select_scatter", (5,), (), (0, 1)),
+    ("slice_scatter", (4, 3), (2, 3), (0, 1, 4, 2)),
+    ("slice_scatter", (4, 3), (4, 3), ()),
+    ("slice_scatter", (4, 3), (4, 1), (1, -1)),
+    ("slice_scatter", (4, 3), (4, 2), (1, 1, 100)),
+    ("slice_scatter", (4, 3), (4, 3), (1, -10)),
+    ("slice_scatter", (4, 3), (4, 0), (1, 2, 1)),
+    ("diagonal_scatter", (3, 4), (3,), ()),
+    ("diagonal_scatter", (3, 4), (2,), (-1,)),
+    ("diagonal_scatter", (3, 4), (2,), (2,)),
+    ("diagonal_scatter", (3, 4), (0,), (5,)),
+    ("diagonal_scatter", (2, 3, 3), (3, 2), (0, 0, 2)),
+]
+
+
+@pytest.mark.parametrize("layout", list(VIEWS))
+@pytest.mark.parametrize("dtype", NEW_DTYPES, ids=str)
+@pytest.mark.parametrize("name, shape, src_shape, args", EMBEDDINGS, ids=lambda v: str(v))
+def test_the_scatter_embeddings_copy_input_with_src_in_place(
+    name, shape, src_shape, args, dtype, layout
+):
+    k, t = _viewed(shape, dtype, layout)
+    ks, ts = pair(
+        RNG.integers(0 if dtype is kael.bool else -9, 2 if dtype is kael.bool else 9, src_shape),
+        dtype,
+    )
+    before = k.clone()
+    close_to_torch(getattr(kael, name)(k, ks, *args), getattr(torch, name)(t, ts, *args), 0)
+    close_to_torch(getattr(k, name)(ks, *args), getattr(t, name)(ts, *args), 0)
+    assert kael.equal(k, before)  # a copy: input untouched
+
+
+def test_the_scatter_embeddings_convert_src_to_input_dtype_as_torch():
+    k, t = pair(np.zeros((3, 3)))
+    ks, ts = pair([1, 2, 3], kael.int64)
+    close_to_torch(kael.diagonal_scatter(k, ks), torch.diagonal_scatter(t, ts), 0)
+    close_to_torch(kael.select_scatter(k, ks, 0, 1), torch.select_scatter(t, ts, 0, 1), 0)
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda x: kael.select_scatter(x, kael.ones(2), 0, 0), kael.ValueError, r"src size = \[2\], slice size = \[3\]"),
+        (lambda x: kael.select_scatter(x, kael.ones(1), 0, 0), kael.ValueError, r"src size = \[1\], slice size = \[3\]"),
+        (lambda x: kael.select_scatter(x, kael.ones(3), 0, 2), kael.IndexError, "index 2 out of range for tensor of size"),
+        (lambda x: kael.select_scatter(x, kael.ones(3), 0, -3), kael.IndexError, "index -3 out of range"),
+        (lambda x: kael.select_scatter(x, kael.ones(3), 2, 0), kael.IndexError, "but got 2"),
+        (lambda x: kael.select_scatter(kael.tensor(1.0), kael.tensor(2.0), 0, 0), kael.IndexError, "0-dim"),
+        (lambda x: kael.select_scatter(x, 2.0, 0, 0), kael.TypeError, "src"),
+        (lambda x: kael.slice_scatter(x, kael.ones(2, 2), 1, 0), kael.ValueError, r"src size = \[2, 2\], slice size = \[2, 3\]"),
+        (lambda x: kael.slice_scatter(x, kael.ones(2, 3), 1, 0, 3, 0), kael.ValueError, "step must be positive, got 0"),
+        (lambda x: kael.slice_scatter(x, kael.ones(2, 3), 1, 0, 3, -1), kael.ValueError, "got -1"),
+        (lambda x: kael.slice_scatter(kael.tensor(1.0), kael.tensor(2.0)), kael.IndexError, "0-dim"),
+        (lambda x: kael.slice_scatter(x, kael.ones(2, 3), 2), kael.IndexError, "but got 2"),
+        (lambda x: kael.diagonal_scatter(x, kael.ones(3), 1), kael.ValueError, r"src size = \[3\], slice size = \[2\]"),
+        (lambda x: kael.diagonal_scatter(x, kael.ones(2), 0, 1, 1), kael.ValueError, "cannot be identical 1, 1"),
+        (lambda x: kael.diagonal_scatter(kael.zeros(3), kael.ones(3)), kael.IndexError, "but got 1"),
+    ],
+    ids=[
+        "select-shape", "select-no-broadcast", "select-index", "select-negative", "select-dim",
+        "select-0d", "select-number", "slice-shape", "slice-step-0", "slice-step-negative",
+        "slice-0d", "slice-dim", "diagonal-shape", "diagonal-same-dims", "diagonal-1d",
+    ],
+)  # fmt: skip
+def test_the_scatter_embeddings_refuse_what_torch_refuses(call, error, message):
+    x = kael.zeros(2, 3)
+    with pytest.raises(error, match=message):
+        call(x)
+    assert x.eq(0).all()
+
+
+@pytest.mark.parametrize("layout", list(VIEWS))
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64, kael.float16], ids=str)
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("dim", [0, 1])
+def test_index_reduce_matches_torch_with_duplicate_indices(
+    layout, dtype, reduce, include_self, dim
+):
+    k, t = _viewed((4, 6), dtype, layout)
+    picks = [3, 0, 3, 1, 3] if dim == 0 else [5, 0, 5, 5, 2, 0, 1]  # one slice never named
+    ki, ti = pair(picks, kael.int64)
+    shape = [4, 6]
+    shape[dim] = len(picks)
+    ks, ts = _viewed(tuple(shape), dtype, "contiguous")
+    kw = {"include_self": include_self}
+    close_to_torch(
+        kael.index_reduce(k, dim, ki, ks, reduce, **kw),
+        torch.index_reduce(t, dim, ti, ts, reduce, **kw),
+        1e-6,
+    )
+    assert k.index_reduce_(dim, ki.int(), ks, reduce, **kw) is k  # int32 index too
+    close_to_torch(k, t.index_reduce_(dim, ti.int(), ts, reduce, **kw), 1e-6)
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize(
+    "self_values, picks, source",
+    [(3.0, 0, 5.0), ([2.0, 7.0], [], []), ([[1.0, 2.0]], [0, 0], [[np.nan, 1.0], [3.0, -np.inf]])],
+    ids=["0d", "empty-index", "nan"],
+)
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+def test_index_reduce_of_0d_empty_and_nan_matches_torch(
+    self_values, picks, source, reduce, include_self
+):
+    k, t = pair(self_values)
+    ki, ti = pair(np.array(picks, dtype=np.int64), kael.int64)
+    ks, ts = pair(np.array(source, dtype=np.float64))
+    kw = {"include_self": include_self}
+    close_to_torch(
+        kael.index_reduce(k, 0, ki, ks, reduce, **kw),
+        torch.index_reduce(t, 0, ti, ts, reduce, **kw),
+        0,
+        equal_nan=True,
+    )
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("shape", [(1,), (1, 2)], ids=["1d", "2d"])
+@pytest.mark.parametrize("reduce", ["mean", "prod"])
+@pytest.mark.parametrize("dtype", [kael.float16, kael.bfloat16], ids=str)
+def test_half_index_reduce_rounds_every_step_as_torch_loop(dtype, reduce, shape, include_self):
+    """3000 values into one slice: torch's loop rounds every product and sum in the dtype
+    (a float16 sum of 2.0 stalls at 4096); a 1-d self counts its mean step by step too
+    (stalling at 2048), a wider one counts whole slices (3000, rounded once)."""
+    ki, ti = pair(np.zeros(3000, np.int64), kael.int64)
+    ks, ts = pair(np.full((3000, *shape[1:]), 1.001 if reduce == "prod" else 2.0), dtype)
+    k, t = pair(np.ones(shape), dtype)
+    kw = {"include_self": include_self}
+    close_to_torch(
+        kael.index_reduce(k, 0, ki, ks, reduce, **kw),
+        torch.index_reduce(t, 0, ti, ts, reduce, **kw),
+        0,
+    )
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+def test_integer_index_reduce_mean_rounds_down_as_torch(include_self):
+    k, t = pair([-1, 2, 3], kael.int64)
+    ki, ti = pair([0, 0, 1], kael.int64)
+    ks, ts = pair([-4, 0, 4], kael.int64)
+    kw = {"include_self": include_self}
+    close_to_torch(
+        kael.index_reduce(k, 0, ki, ks, "mean", **kw),
+        torch.index_reduce(t, 0, ti, ts, "mean", **kw),
+        0,
+    )
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda x, i, s: x.index_reduce_(0, kael.tensor([0, 3, 0]), s, "prod"), kael.IndexError, "index 3 is out of bounds for dimension 0 with size 3"),
+        (lambda x, i, s: x.index_reduce_(0, kael.tensor([0, -1, 0]), s, "amax", include_self=False), kael.IndexError, "index -1 is out of bounds"),
+        (lambda x, i, s: x.index_reduce_(0, i, s, "sum"), kael.ValueError, "prod, mean, amax or amin but got 'sum'"),
+        (lambda x, i, s: x.index_reduce_(0, i.float(), s, "prod"), kael.TypeError, "int32 or int64 for index, got float32"),
+        (lambda x, i, s: x.index_reduce_(0, i.reshape(3, 1), s, "prod"), kael.ValueError, r"vector, but got dim: 2 of shape \[3, 1\]"),
+        (lambda x, i, s: x.index_reduce_(0, i, s.double(), "prod"), kael.TypeError, "float32, got float64"),
+        (lambda x, i, s: x.index_reduce_(0, i, s[:, :1], "prod"), kael.ValueError, r"self.shape = \[3, 2\] source.shape = \[3, 1\]"),
+        (lambda x, i, s: x.index_reduce_(0, i[:2], s, "prod"), kael.ValueError, r"Number of indices \(2\) should be equal to source.size\(dim\): \(3\)"),
+        (lambda x, i, s: x.index_reduce_(2, i, s, "prod"), kael.IndexError, "but got 2"),
+        (lambda x, i, s: kael.tensor([True]).index_reduce_(0, kael.tensor([0]), kael.tensor([True]), "amax"), kael.TypeError, "bool"),
+    ],
+    ids=["past-end", "negative", "sum", "float-index", "2d-index", "source-dtype", "source-shape", "count", "dim", "bool"],
+)  # fmt: skip
+def test_index_reduce_refuses_bad_inputs_and_keeps_self(call, error, message):
+    x = kael.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    index, source = kael.tensor([0, 2, 0]), kael.full((3, 2), 2.0)
+    with pytest.raises(error, match=message):
+        call(x, index, source)
+    assert x.tolist() == [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
