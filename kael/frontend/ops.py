@@ -256,11 +256,16 @@ INPLACE_UNARY = (
     "logical_not", "bitwise_not", "sqrt", "rsqrt", "exp", "exp2", "expm1", "log", "log2",
     "log10", "log1p", "sin", "cos", "tan", "tanh", "sigmoid", "erf", "asin", "acos", "atan",
     "sinh", "cosh", "asinh", "acosh", "atanh", "frac", "deg2rad", "rad2deg", "nan_to_num",
+    "sinc",
 )  # fmt: skip
 INPLACE_KERNEL = {"sgn": "sign"}
 # Tensor.NAME_ of a function of more operands, computed, checked and copied into self: the
 # arguments PyTorch's method takes only as Tensors (no Number overload).
-INPLACE_COMPUTED = {"atan2": ("other",), "hypot": ("other",), "xlogy": (), "lerp": ("end",)}
+INPLACE_COMPUTED = {
+    "atan2": ("other",), "hypot": ("other",), "xlogy": (), "lerp": ("end",),
+    "heaviside": ("values",), "gcd": ("other",), "lcm": ("other",), "ldexp": ("other",),
+    "nextafter": ("other",), "float_power": (),
+}  # fmt: skip
 # Each alias's in-place method is its base's (absolute_ is abs_, subtract_ is sub_, ...).
 
 
@@ -327,7 +332,13 @@ def _computed_inplace(name: str, tensors: tuple[str, ...]):
 
 def _write_result(self: Tensor, op: str, result: Tensor) -> Tensor:
     """result copied into self after the in-place checks (dtype category, no internal
-    overlap, self's shape); copy_ bumps the version."""
+    overlap, self's shape); copy_ bumps the version. float_power_ computes in float64,
+    so self must be float64 (PyTorch's rule)."""
+    if op == "float_power_" and self.dtype is not result.dtype:
+        raise TypeError(
+            f"the base given to float_power_ has dtype {self.dtype} but the operation's result"
+            f" requires dtype {result.dtype}"
+        )
     ew._check_inplace(self, result.dtype, result.shape, op)
     return self.copy_(result)
 

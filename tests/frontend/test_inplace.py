@@ -787,6 +787,7 @@ APPROX_UNARY = [
     "arctanh",
     "deg2rad",
     "rad2deg",
+    "sinc",
 ]
 UNARY_METHODS = EXACT_UNARY + APPROX_UNARY
 TOLERANCE = {  # (rtol, atol) of the transcendental ops by dtype
@@ -915,6 +916,14 @@ BINARY_METHODS = {
         False,
         lambda x, lib, d: x.lerp_(_other(lib, x, d), _other(lib, x, d, 2)),
     ),
+    # math_functions.py's: exact where the function is (integers, bit steps, a step function)
+    "heaviside": (True, lambda x, lib, d: x.heaviside_(_other(lib, x, d))),
+    "gcd": (True, lambda x, lib, d: x.gcd_(_other(lib, x, d))),
+    "lcm": (True, lambda x, lib, d: x.lcm_(_other(lib, x, d))),
+    "nextafter": (True, lambda x, lib, d: x.nextafter_(_other(lib, x, d))),
+    "ldexp": (False, lambda x, lib, d: x.ldexp_(_other(lib, x, d))),
+    "float_power": (False, lambda x, lib, d: x.float_power_(2)),  # self must be float64
+    "float_power_tensor": (False, lambda x, lib, d: x.float_power_(_other(lib, x, d))),
 }
 
 
@@ -1066,6 +1075,9 @@ def test_a_broadcast_that_would_change_self_shape_raises_naming_both_shapes(call
         pytest.param(lambda x: x.hypot_(2), "hypot_.*other.*int", id="hypot_-number"),
         pytest.param(lambda x: x.lerp_(2.0, 0.5), "lerp_.*end.*float", id="lerp_-number-end"),
         pytest.param(lambda x: x.multiply_([1.0]), "mul_.*list", id="multiply_-list"),
+        pytest.param(lambda x: x.heaviside_(0.5), "heaviside_.*values.*float", id="heaviside_"),
+        pytest.param(lambda x: x.ldexp_(2), "ldexp_.*other.*int", id="ldexp_-number"),
+        pytest.param(lambda x: x.nextafter_(2.0), "nextafter_.*other.*float", id="nextafter_"),
     ],
 )
 def test_wrong_argument_types_raise_a_type_error_naming_the_argument(call, named):
@@ -1075,3 +1087,23 @@ def test_wrong_argument_types_raise_a_type_error_naming_the_argument(call, named
     assert x.tolist() == [1.0, 1.0, 1.0] and version(x) == 0
     with pytest.raises(TypeError):
         call(torch.ones(3))
+
+
+def test_gcd_in_place_takes_a_tensor_only():
+    x = kael.tensor([4, 6])
+    with pytest.raises(kael.TypeError, match=r"gcd_.*other.*int"):
+        x.gcd_(3)
+    assert x.tolist() == [4, 6] and version(x) == 0
+    with pytest.raises(TypeError):
+        torch.tensor([4, 6]).gcd_(3)
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float16, kael.int64])
+def test_float_power_in_place_needs_a_float64_self(dtype):
+    # float_power computes in float64: a self of another dtype cannot hold its result
+    x = kael.tensor([1.0, 2.0]).to(dtype)
+    with pytest.raises(kael.TypeError, match=rf"float_power_ has dtype {dtype}.*float64"):
+        x.float_power_(2)
+    assert version(x) == 0
+    with pytest.raises(RuntimeError, match="requires dtype Double"):
+        torch.tensor([1.0, 2.0]).float_power_(2)
