@@ -1,6 +1,6 @@
 """kael: a tensor library with a PyTorch-shaped eager API whose every computation is compiled."""
 
-from kael import cuda, linalg, nn
+from kael import cuda, linalg, nn, special
 from kael.frontend import ops as _ops
 from kael.frontend import random as _random
 from kael.frontend.compiled import compile
@@ -101,6 +101,7 @@ __all__ = [
     "cuda",
     "linalg",
     "nn",
+    "special",
     "device",
     "empty",
     "empty_cache",

@@ -1,7 +1,10 @@
-"""PyTorch's special functions erfinv, lgamma and digamma, each one formula
-(frontend/formula.py) over kael's own math in float64 (float32 and the half types round
-once at the end), so one kernel, fused under @kael.compile; erfc is an elementwise op
-(codegen/vmath.py). The in-place methods erfc_, erfinv_, lgamma_ and digamma_ too.
+"""PyTorch's special functions, each one formula (frontend/formula.py) over kael's own math
+in float64 (float32 and the half types round once at the end), so one kernel, fused under
+@kael.compile: erfinv, lgamma, digamma, i0 and polygamma (also kael.NAME and Tensor.NAME),
+and torch.special's own i0e, i1, i1e, ndtr, log_ndtr, ndtri, erfcx, entr, xlog1py, zeta
+and multigammaln (kael.special, kael/special.py); erfc is an elementwise op
+(codegen/vmath.py). The in-place methods erfc_, erfinv_, lgamma_, digamma_, i0_ and
+polygamma_ too.
 
 Accuracy (tests/frontend/test_special_math.py measures it against 40-digit mpmath):
 float32 within 0.5 ulp plus a hair for all four (lgamma and digamma for x > 0: the
@@ -9,17 +12,41 @@ reflection below); float64 erfc 3 ulp, erfinv 2, lgamma 6 (at its minimum near 1
 log x cancels with the core), digamma 3, for x > 0. For x < 0 lgamma and
 digamma reflect, as PyTorch does, so near their negative zeros the error is absolute: within
 2 (lgamma) and 20 (digamma) ulps of the reflection's larger term (PyTorch's: 1 and 1146).
+
+The rest (tests/frontend/test_special_math.py; PyTorch's float64 error in brackets): float32
+0.5 ulp plus a hair for all (PyTorch's float32 kernels: up to 10 ulp, ndtr's and log_ndtr's
+lower tails far more). float64 against mpmath: i0 4 ulp, i1 8, i0e 6, i1e 7 (Cephes's
+Chebyshev series, PyTorch's own [6 to 10]); erfcx 4 [431 for x < 0: x^2 rounded]; ndtr 5
+[nothing in the lower tail: its (1 + erf) / 2 is 0 below -8.3]; log_ndtr 5 [1249 in the
+upper tail, erfc(x / sqrt 2) amplifying the rounding of x / sqrt 2]; entr 2; ndtri 3
+(Cephes's algorithm, as PyTorch's and SciPy's); zeta 7 for q > 0; polygamma (n >= 1)
+within 6 ulp for x > 0 (polygamma(1, x): PyTorch's trigamma is good to 1e-9 only); for
+q < 0 (x < 0) zeta and polygamma are within 5 ulps of the largest term (q's distance to
+the nearest integer to the -s), which cancels near the function's zeros, as PyTorch's
+sum cancels.
+
+Deliberate departures from PyTorch: i0 and i1 of float32 stay finite past 88.7 (PyTorch's
+float32 exp overflows there); polygamma(1, x) is +inf at the negative integers (its poles;
+PyTorch's trigamma gives pi^2 / sin(pi x)^2 of a rounded sine, about 1e32 in float64);
+zeta's integral term does not underflow (polygamma(1, 1e300) = 1e-300, as PyTorch's
+trigamma, where its zeta gives 0); log_ndtr, ndtri and erfcx take float16 and bfloat16
+(PyTorch has no half kernels for them).
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 
 from kael.frontend import elementwise as ew
+from kael.frontend import factories, reductions
 from kael.frontend.formula import Value, where
-from kael.frontend.math_functions import _signed, _unary, horner
+from kael.frontend.math_functions import _binary, _signed, _unary, horner
+from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
+from kael.runtime.dtypes import bool_, get_default_dtype
+from kael.runtime.errors import TypeError, ValueError
 
 # erfinv(y) = y C(w - 3.125) for w = -log((1 - y)(1 + y)) < 6.25, T(sqrt(w) - 4.275) beyond:
 # Halley's start, to 1e-9 (benchmarks/fit_vmath.py "erfinv_center" and "erfinv_tail").
@@ -151,10 +178,365 @@ def _digamma(x: Value) -> Value:
     return where(x.eq(0), -1 / x, value)
 
 
+# ---- the modified Bessel functions i0, i0e, i1, i1e (Cephes, as PyTorch's kernels) ------------
+
+# Chebyshev coefficients of exp(-x) I0(x) on [0, 8] and exp(-x) sqrt(x) I0(x) on [8, inf)
+# (in 32/x - 2), the same for I1 (exp(-x) I1(x) / x on [0, 8]): Cephes's, highest first.
+I0E_A = (
+    -4.41534164647933937950e-18, 3.33079451882223809783e-17, -2.43127984654795469359e-16,
+    1.71539128555513303061e-15, -1.16853328779934516808e-14, 7.67618549860493561688e-14,
+    -4.85644678311192946090e-13, 2.95505266312963983461e-12, -1.72682629144155570723e-11,
+    9.67580903537323691224e-11, -5.18979560163526290666e-10, 2.65982372468238665035e-9,
+    -1.30002500998624804212e-8, 6.04699502254191894932e-8, -2.67079385394061173391e-7,
+    1.11738753912010371815e-6, -4.41673835845875056359e-6, 1.64484480707288970893e-5,
+    -5.75419501008210370398e-5, 1.88502885095841655729e-4, -5.76375574538582365885e-4,
+    1.63947561694133579842e-3, -4.32430999505057594430e-3, 1.05464603945949983183e-2,
+    -2.37374148058994688156e-2, 4.93052842396707084878e-2, -9.49010970480476444210e-2,
+    1.71620901522208775349e-1, -3.04682672343198398683e-1, 6.76795274409476084995e-1,
+)  # fmt: skip
+I0E_B = (
+    -7.23318048787475395456e-18, -4.83050448594418207126e-18, 4.46562142029675999901e-17,
+    3.46122286769746109310e-17, -2.82762398051658348494e-16, -3.42548561967721913462e-16,
+    1.77256013305652638360e-15, 3.81168066935262242075e-15, -9.55484669882830764870e-15,
+    -4.15056934728722208663e-14, 1.54008621752140982691e-14, 3.85277838274214270114e-13,
+    7.18012445138366623367e-13, -1.79417853150680611778e-12, -1.32158118404477131188e-11,
+    -3.14991652796324136454e-11, 1.18891471078464383424e-11, 4.94060238822496958910e-10,
+    3.39623202570838634515e-9, 2.26666899049817806459e-8, 2.04891858946906374183e-7,
+    2.89137052083475648297e-6, 6.88975834691682398426e-5, 3.36911647825569408990e-3,
+    8.04490411014108831608e-1,
+)  # fmt: skip
+I1E_A = (
+    2.77791411276104639959e-18, -2.11142121435816608115e-17, 1.55363195773620046921e-16,
+    -1.10559694773538630805e-15, 7.60068429473540693410e-15, -5.04218550472791168711e-14,
+    3.22379336594557470981e-13, -1.98397439776494371520e-12, 1.17361862988909016308e-11,
+    -6.66348972350202774223e-11, 3.62559028155211703701e-10, -1.88724975172282928790e-9,
+    9.38153738649577178388e-9, -4.44505912879632808065e-8, 2.00329475355213526229e-7,
+    -8.56872026469545474066e-7, 3.47025130813767847674e-6, -1.32731636560394358279e-5,
+    4.78156510755005422638e-5, -1.61760815825896745588e-4, 5.12285956168575772895e-4,
+    -1.51357245063125314899e-3, 4.15642294431288815669e-3, -1.05640848946261981558e-2,
+    2.47264490306265168283e-2, -5.29459812080949914269e-2, 1.02643658689847095384e-1,
+    -1.76416518357834055153e-1, 2.52587186443633654823e-1,
+)  # fmt: skip
+I1E_B = (
+    7.51729631084210481353e-18, 4.41434832307170791151e-18, -4.65030536848935832153e-17,
+    -3.20952592199342395980e-17, 2.96262899764595013876e-16, 3.30820231092092828324e-16,
+    -1.88035477551078244854e-15, -3.81440307243700780478e-15, 1.04202769841288027642e-14,
+    4.27244001671195135429e-14, -2.10154184277266431302e-14, -4.08355111109219731823e-13,
+    -7.19855177624590851209e-13, 2.03562854414708950722e-12, 1.41258074366137813316e-11,
+    3.25260358301548823856e-11, -1.89749581235054123450e-11, -5.58974346219658380687e-10,
+    -3.83538038596423702205e-9, -2.63146884688951950684e-8, -2.51223623787020892529e-7,
+    -3.88256480887769039346e-6, -1.10588938762623716291e-4, -9.76109749136146840777e-3,
+    7.78576235018280120474e-1,
+)  # fmt: skip
+
+
+def _const(like: Value, c: float) -> Value:
+    """The number c as a Value of like's dtype."""
+    return Value(like._lift(c))
+
+
+def _chbevl(y: Value, coefs: tuple[float, ...]) -> Value:
+    """Cephes's chbevl: the Chebyshev series sum' coefs[i] T_i(y / 2) by Clenshaw's
+    recurrence, highest coefficient first (PyTorch's loop, step for step)."""
+    b0, b1, b2 = _const(y, coefs[0]), _const(y, 0.0), _const(y, 0.0)
+    for c in coefs[1:]:
+        b2, b1 = b1, b0
+        b0 = y * b1 - b2 + c
+    return 0.5 * (b0 - b2)
+
+
+def _bessel(order: int, scaled: bool) -> Callable[[Value], Value]:
+    """I_order(x) (exp(-|x|) I_order(x) when scaled) as PyTorch's calc_i0 ... calc_i1e:
+    the [0, 8] series in |x| / 2 - 2, the far one in 32 / |x| - 2 over sqrt(|x|); odd for
+    order 1 (negative x: the negated value, -0.0 kept as +0.0, as PyTorch)."""
+    near_coefs, far_coefs = (I0E_A, I0E_B) if order == 0 else (I1E_A, I1E_B)
+
+    def formula(x: Value) -> Value:
+        a = x.apply("abs")
+        near = _chbevl(a / 2 - 2, near_coefs)
+        far = _chbevl(32 / a - 2, far_coefs)
+        if scaled:
+            near = near * a if order else near
+            value = where(a <= 8, near, far / a.apply("sqrt"))
+        else:
+            e = a.apply("exp")
+            near = e * a * near if order else e * near
+            value = where(a <= 8, near, e * far / a.apply("sqrt"))
+        return where(x < 0, -value, value) if order else value
+
+    return formula
+
+
+# ---- the normal distribution: ndtr, log_ndtr, ndtri, erfcx ------------------------------------
+
+SQRT1_2 = 0.7071067811865476
+INV_SQRT_PI = 0.5641895835477563
+ERFCX_FAR = 12.0  # erfcx's asymptotic series from here (in float64 to 1e-19 by 14 terms)
+ERFCX_SERIES = tuple((-1) ** k * math.prod(range(1, 2 * k, 2)) for k in range(15))
+
+
+def _square(x: Value) -> tuple[Value, Value]:
+    """x^2 as h + l exactly (Dekker's product over Veltkamp's split of x into 26-bit
+    halves); l is 0 where h is not finite (the split overflows past 1e300)."""
+    c = 134217729.0 * x
+    hi = c - (c - x)
+    lo = x - hi
+    h = x * x
+    low = ((hi * hi - h) + 2 * hi * lo) + lo * lo
+    return h, where(h < 1e300, low, 0.0)
+
+
+def _exp_square(x: Value, scale: float) -> Value:
+    """exp(scale x^2) without the error of rounding x^2 (its low part taken to first
+    order: exp(scale h) (1 + scale l))."""
+    h, low = _square(x)
+    return (h * scale).apply("exp") * (1 + low * scale)
+
+
+def _erfcx(x: Value) -> Value:
+    """exp(x^2) erfc(x): below ERFCX_FAR exp(x^2) erfc(x) (x^2 not rounded: _exp_square);
+    past it 1 / (x sqrt(pi)) times the asymptotic series in 1 / (2 x^2). inf where exp(x^2)
+    overflows (x below -26.6), 0 at +inf."""
+    near = _exp_square(x, 1.0) * x.apply("erfc")
+    z = 0.5 / (x * x)
+    far = INV_SQRT_PI / x * horner(z, ERFCX_SERIES)
+    return where(x < ERFCX_FAR, near, far)
+
+
+def _ndtr_lower(x: Value) -> Value:
+    """ndtr(x) for x < -1 as erfcx(u) exp(-x^2 / 2) / 2, u = -x / sqrt 2: erfcx is well
+    conditioned, so rounding u costs nothing (erfc(u) would amplify it 2 u^2 times), and
+    x^2 / 2 is not rounded (_exp_square)."""
+    return 0.5 * _erfcx(-x * SQRT1_2) * _exp_square(x, -0.5)
+
+
+def _ndtr(x: Value) -> Value:
+    """The normal distribution function: erfc(-x / sqrt 2) / 2, below -1 _ndtr_lower: also
+    accurate in the lower tail, where PyTorch's (1 + erf(x / sqrt 2)) / 2 is 0 (below
+    about -8.3)."""
+    return where(x < -1, _ndtr_lower(x), 0.5 * (-x * SQRT1_2).apply("erfc"))
+
+
+def _log_ndtr(x: Value) -> Value:
+    """log(ndtr(x)): below -1 log(erfcx(-t) / 2) - x^2 / 2 (t = x / sqrt 2, as PyTorch and
+    SciPy, with x^2 / 2 not rounded), above 1 log1p(-ndtr(-x)) (_ndtr_lower: no loss in
+    the upper tail), between log1p(-erfc(t) / 2)."""
+    t = x * SQRT1_2
+    h, low = _square(x)
+    lower = (_erfcx(-t) / 2).apply("log") - (h * 0.5 + low * 0.5)
+    upper = (-_ndtr_lower(-x)).apply("log1p")
+    middle = (-t.apply("erfc") / 2).apply("log1p")
+    return where(x < -1, lower, where(x > 1, upper, middle))
+
+
+# Cephes's ndtri: y - 1/2 over [exp(-2), 1 - exp(-2)] (P0 / Q0), beyond in z = 1 / sqrt(-2 log
+# y) (P1 / Q1 for z > 1/8, P2 / Q2 below); highest degree first, as Cephes lists them.
+NDTRI_P0 = (-5.99633501014107895267e1, 9.80010754185999661536e1, -5.66762857469070293439e1,
+            1.39312609387279679503e1, -1.23916583867381258016e0)  # fmt: skip
+NDTRI_Q0 = (1.0, 1.95448858338141759834e0, 4.67627912898881538453e0, 8.63602421390890590575e1,
+            -2.25462687854119370527e2, 2.00260212380060660359e2, -8.20372256168333339912e1,
+            1.59056225126211695515e1, -1.18331621121330003142e0)  # fmt: skip
+NDTRI_P1 = (4.05544892305962419923e0, 3.15251094599893866154e1, 5.71628192246421288162e1,
+            4.40805073893200834700e1, 1.46849561928858024014e1, 2.18663306850790267539e0,
+            -1.40256079171354495875e-1, -3.50424626827848203418e-2,
+            -8.57456785154685413611e-4)  # fmt: skip
+NDTRI_Q1 = (1.0, 1.57799883256466749731e1, 4.53907635128879210584e1, 4.13172038254672030440e1,
+            1.50425385692907503408e1, 2.50464946208309415979e0, -1.42182922854787788574e-1,
+            -3.80806407691578277194e-2, -9.33259480895457427372e-4)  # fmt: skip
+NDTRI_P2 = (3.23774891776946035970e0, 6.91522889068984211695e0, 3.93881025292474443415e0,
+            1.33303460815807542389e0, 2.01485389549179081538e-1, 1.23716634817820021358e-2,
+            3.01581553508235416007e-4, 2.65806974686737550832e-6,
+            6.23974539184983293730e-9)  # fmt: skip
+NDTRI_Q2 = (1.0, 6.02427039364742014255e0, 3.67983563856160859403e0, 1.37702099489081330271e0,
+            2.16236993594496635890e-1, 1.34204006088543189037e-2, 3.28014464682127739104e-4,
+            2.89247864745380683936e-6, 6.79019408009981274425e-9)  # fmt: skip
+EXP_MINUS_2 = 0.13533528323661269189
+SQRT_2PI = 2.50662827463100050242
+
+
+def _polevl(v: Value, coefs: tuple[float, ...]) -> Value:
+    """Cephes's polevl: coefficients highest degree first."""
+    return horner(v, tuple(reversed(coefs)))
+
+
+def _ndtri(p: Value) -> Value:
+    """The inverse of ndtr, Cephes's (PyTorch's calc_ndtri): -inf at 0, +inf at 1, NaN
+    outside [0, 1]."""
+    upper = p > 1 - EXP_MINUS_2
+    y = where(upper, 1 - p, p)
+    c = y - 0.5
+    c2 = c * c
+    center = (c + c * (c2 * _polevl(c2, NDTRI_P0) / _polevl(c2, NDTRI_Q0))) * SQRT_2PI
+    x = (-2 * y.apply("log")).apply("sqrt")
+    z = 1 / x
+    tail = where(
+        x < 8,
+        z * _polevl(z, NDTRI_P1) / _polevl(z, NDTRI_Q1),
+        z * _polevl(z, NDTRI_P2) / _polevl(z, NDTRI_Q2),
+    )
+    tail = x - x.apply("log") / x - tail
+    value = where(y > EXP_MINUS_2, center, where(upper, tail, -tail))
+    value = where(p.eq(0), -math.inf, where(p.eq(1), math.inf, value))
+    return where((p < 0) | (p > 1), math.nan, value)
+
+
+def _entr(x: Value) -> Value:
+    """-x log x: 0 at 0, -inf below 0, NaN stays NaN."""
+    value = where(x > 0, -x * x.apply("log"), where(x.eq(0), _const(x, 0.0), -math.inf))
+    return where(x.ne(x), x, value)
+
+
+def _xlog1py(x: Value, y: Value) -> Value:
+    """x log1p(y), 0 where x is 0 (unless y is NaN)."""
+    return where(x.eq(0) & y.eq(y), 0.0, x * y.apply("log1p"))
+
+
+# ---- the Hurwitz zeta function and polygamma (Cephes's zeta, as PyTorch's) ----------------------
+
+# (2k)! / B_2k: the Euler-Maclaurin tail's divisors.
+ZETA_A = (
+    12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9, 7.47242496e10,
+    -2.950130727918164224e12, 1.1646782814350067249e14, -4.5979787224074726105e15,
+    1.8152105401943546773e17, -7.1661652561756670113e18,
+)  # fmt: skip
+MACHEP = 1.11022302462515654042e-16
+
+
+def _zeta_positive(x: Value, q: Value) -> Value:
+    """Cephes's zeta(x, q) for q > 0, step for step as PyTorch's loop runs it (its 9 direct
+    terms past q^-x, then 12 Euler-Maclaurin terms at w = q + 9, each stop where a term
+    drops below MACHEP of the sum kept as a mask), but for the integral's term w^(1 - x) /
+    (x - 1), a power of its own (PyTorch's w^-x w underflows where the result does not:
+    polygamma(1, 1e300) is 1e-300)."""
+
+    def small(term: Value, total: Value) -> Value:
+        return (-MACHEP * total < term) & (term < MACHEP * total)
+
+    s = q._binary("pow", -x)
+    a, b, done = q, None, None
+    for _ in range(9):
+        a = a + 1
+        term = a._binary("pow", -x)
+        step = s + term
+        if done is None:
+            s, b, done = step, term, small(term, step)
+        else:
+            s, b = where(done, s, step), where(done, b, term)
+            done = done | small(term, step)
+    w = a
+    tail = s + w._binary("pow", 1 - x) / (x - 1)  # PyTorch's b w / (x - 1): no underflow
+    tail = tail - 0.5 * b
+    factor, k, stop = _const(x, 1.0), 0.0, None
+    for divisor in ZETA_A:
+        factor = factor * (x + k)
+        b = b / w
+        t = factor * b / divisor
+        grown = tail + t
+        tail = grown if stop is None else where(stop, tail, grown)
+        small_t = (t / grown).apply("abs") < MACHEP
+        stop = small_t if stop is None else stop | small_t
+        k += 1
+        factor = factor * (x + k)
+        b = b / w
+        k += 1
+    return where(done, s, tail)
+
+
+def _parity_sign(n: Value) -> Value:
+    """(-1)^n for an integer-valued n."""
+    return where((n - 2 * (n * 0.5).apply("floor")).eq(1), _const(n, -1.0), 1.0)
+
+
+def _zeta(x: Value, q: Value) -> Value:
+    """The Hurwitz zeta function sum_k (q + k)^-x: +inf at x = 1 and at q a non-positive
+    integer, NaN for x < 1, at q = +inf and for q < 0 with x not an integer (PyTorch's). For q < 0 (x an
+    integer) with f = q - floor(q), m = -floor(q): zeta(x, f) + (-1)^x (zeta(x, 1 - f) -
+    zeta(x, m + 1 - f)), the m terms below q + m summed through zeta at positive points."""
+    negative = q < 0
+    f = q - q.apply("floor")
+    m = -q.apply("floor")
+    base = _zeta_positive(x, where(negative, f, q))
+    near = _zeta_positive(x, where(negative, 1 - f, 1.0))
+    far = _zeta_positive(x, where(negative, m + 1 - f, 1.0))
+    value = where(negative, base + _parity_sign(x) * (near - far), base)
+    non_positive = q <= 0
+    value = where(non_positive & x.ne(x.apply("floor")), math.nan, value)
+    value = where(non_positive & q.eq(q.apply("floor")), math.inf, value)
+    value = where(q.eq(math.inf), math.nan, value)  # PyTorch's (its 0 * inf), so polygamma's
+    return where(x.eq(1), math.inf, where(x < 1, math.nan, value))
+
+
+def _polygamma(n: int) -> Callable[[Value], Value]:
+    """The n-th derivative of digamma, n >= 1: (-1)^(n + 1) n! zeta(n + 1, x) (n! exact;
+    PyTorch's exp(lgamma(n + 1))). For n = 1, PyTorch's trigamma: 0 at +inf, NaN at -inf."""
+    scale = (1.0 if n % 2 else -1.0) * _factorial(n)
+
+    def formula(x: Value) -> Value:
+        value = _zeta(_const(x, float(n + 1)), x) * scale
+        if n == 1:
+            value = where(x.eq(math.inf), 0.0, where(x.eq(-math.inf), math.nan, value))
+        return value
+
+    return formula
+
+
+def _factorial(n: int) -> float:
+    try:
+        return float(math.factorial(n))
+    except OverflowError:
+        return math.inf
+
+
+def polygamma(n: int, input: Tensor) -> Tensor:
+    """torch.polygamma: the n-th derivative of digamma (digamma itself for n = 0), n a
+    non-negative int; integers and bool give the default float dtype."""
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        raise TypeError(f"polygamma(): argument 'n' must be int, not {type(n).__name__}")
+    n = int(n)
+    if n < 0:
+        raise ValueError(f"polygamma(n, x) does not support negative n, got n = {n}")
+    if n == 0:
+        return UNARY["digamma"](input)
+    return _unary(f"polygamma{n}", _polygamma(n), wide=True)(tensor_arg(input, "polygamma"))
+
+
+def multigammaln(input: Tensor, p: int) -> Tensor:
+    """The multivariate log-gamma function of dimension p: sum_j lgamma(x - j / 2), j < p,
+    plus p (p - 1) / 4 log(pi), as PyTorch composes it (x + arange, lgamma, a sum over the
+    last dimension: kael's kernels); p >= 1, no bool input. As PyTorch (2.x) there is no
+    domain check: x <= (p - 1) / 2 gives lgamma's values there (+inf at its poles)."""
+    x = tensor_arg(input, "multigammaln")
+    if isinstance(p, bool) or not isinstance(p, numbers.Integral):
+        raise TypeError(f"multigammaln(): argument 'p' must be int, not {type(p).__name__}")
+    if x.dtype is bool_:
+        raise TypeError("multigammaln(): the input tensor may not be a boolean tensor")
+    if p < 1:
+        raise ValueError(f"multigammaln(): p has to be greater than or equal to 1, got p = {p}")
+    dtype = x.dtype if x.dtype.is_floating_point else get_default_dtype()
+    shifts = factories.arange(0.5 - p * 0.5, 0.5, 0.5, dtype=dtype, device=x.device)
+    terms = UNARY["lgamma"](ew.binary("add", shifts, x.to(dtype).unsqueeze(-1)))
+    return ew.binary("add", reductions.sum(terms, -1), p * (p - 1) / 4 * LOG_PI)
+
+
 UNARY = {
     "erfinv": _unary("erfinv", _erfinv, wide=True),
     "lgamma": _unary("lgamma", _lgamma, wide=True),
     "digamma": _unary("digamma", _digamma, wide=True),
+    "i0": _unary("i0", _bessel(0, scaled=False), wide=True),
+}
+# torch.special's own functions (kael.special.NAME; kael/special.py adds the aliases).
+SPECIAL: dict[str, Callable] = {
+    "i0e": _unary("i0e", _bessel(0, scaled=True), wide=True),
+    "i1": _unary("i1", _bessel(1, scaled=False), wide=True),
+    "i1e": _unary("i1e", _bessel(1, scaled=True), wide=True),
+    "ndtr": _unary("ndtr", _ndtr, wide=True),
+    "log_ndtr": _unary("log_ndtr", _log_ndtr, wide=True),
+    "ndtri": _unary("ndtri", _ndtri, wide=True),
+    "erfcx": _unary("erfcx", _erfcx, wide=True),
+    "entr": _unary("entr", _entr, wide=True),
+    "xlog1py": _binary("xlog1py", _xlog1py, wide=True),
+    "zeta": _binary("zeta", _zeta, wide=True),
+    "multigammaln": multigammaln,
 }
 
 
@@ -173,9 +555,25 @@ def _inplace(name: str, fn: Callable[[Tensor], Tensor]) -> Callable[[Tensor], Te
     return method
 
 
-FUNCTIONS: dict[str, Callable] = {**UNARY}
-NOT_METHODS: frozenset[str] = frozenset()
+def _polygamma_method(self: Tensor, n: int) -> Tensor:
+    """torch.Tensor.polygamma: polygamma(n, self)."""
+    return polygamma(n, self)
+
+
+def _polygamma_(self: Tensor, n: int) -> Tensor:
+    """torch.Tensor.polygamma_: polygamma(n, self) written into self."""
+    result = polygamma(n, self)
+    ew._check_inplace(self, result.dtype, result.shape, "polygamma_")
+    return self.copy_(result)
+
+
+FUNCTIONS: dict[str, Callable] = {**UNARY, "polygamma": polygamma}
+NOT_METHODS: frozenset[str] = frozenset({"polygamma"})  # the method takes n after self
 METHODS: dict[str, Callable] = {
-    f"{name}_": _inplace(name, fn)
-    for name, fn in {**UNARY, "erfc": lambda x: ew.unary("erfc", x)}.items()
+    **{
+        f"{name}_": _inplace(name, fn)
+        for name, fn in {**UNARY, "erfc": lambda x: ew.unary("erfc", x)}.items()
+    },
+    "polygamma": _polygamma_method,
+    "polygamma_": _polygamma_,
 }
