@@ -230,6 +230,18 @@ REDUCES = {
 }
 
 
+def _start_from_identity(dst, d: int, index, x: Tensor, reduce: str, op: str) -> None:
+    """include_self=False: the positions `index` names in x (dst) start from the
+    reduction's identity (0 for sum and mean, 1 for prod, the dtype's far end for amax and
+    amin) instead of x's values."""
+    identity = {"sum": 0, "mean": 0, "prod": 1}.get(reduce)
+    if identity is None:
+        identity = _extreme(x.dtype, reduce == "amin")
+    dense, held = _value_operand(identity, x.dtype, x.device, len(index.shape))
+    _put(dst, d, index, dense, op)
+    del held
+
+
 def scatter_reduce_(
     self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True
 ) -> Tensor:
@@ -264,13 +276,8 @@ def scatter_reduce_(
         wide = scatter_reduce_(x.float(), dim, idx, s.float(), total, include_self=include_self)
         x.copy_(wide)
     else:
-        if not include_self:  # the positions index names start from the reduction's identity
-            identity = {"sum": 0, "prod": 1}.get(total)
-            if identity is None:
-                identity = _extreme(x.dtype, reduce == "amin")
-            dense, held = _value_operand(identity, x.dtype, x.device, len(ix.shape))
-            _put(dst, d, ix, dense, op)
-            del held
+        if not include_self:
+            _start_from_identity(dst, d, ix, x, total, op)
         index_ops._scatter_add(dst, d, ix, source, op, REDUCES[total])
     if reduce == "mean":
         x.copy_(_mean(x, d, idx, include_self))
@@ -492,13 +499,8 @@ def index_reduce_(
         )
     spread = _spread(_at_least_1d(idx._impl), src.shape, d)
     index_ops._check_scatter(x, spread, s, op, "source")
-    if not include_self:  # the named slices start from the reduction's identity
-        identity = {"prod": 1, "mean": 0}.get(reduce)
-        if identity is None:
-            identity = _extreme(x.dtype, reduce == "amin")
-        dense, held = _value_operand(identity, x.dtype, x.device, len(spread.shape))
-        _put(dst, d, spread, dense, op)
-        del held
+    if not include_self:
+        _start_from_identity(dst, d, spread, x, reduce, op)
     index_ops._scatter_add(dst, d, spread, src, op, INDEX_REDUCES[reduce])
     if reduce == "mean":
         counts = (factories.ones_like if include_self else factories.zeros_like)(x)
