@@ -1,20 +1,33 @@
 """kael: a tensor library with a PyTorch-shaped eager API whose every computation is compiled."""
 
 from kael import cuda, linalg, nn, special
+from kael.frontend import factories as _factories
 from kael.frontend import ops as _ops
 from kael.frontend import random as _random
 from kael.frontend.compiled import compile
 from kael.frontend.factories import (
+    Size,
     arange,
     as_tensor,
+    bartlett_window,
+    blackman_window,
+    broadcast_shapes,
+    can_cast,
     empty,
     empty_like,
+    empty_strided,
     eye,
     from_dlpack,
     from_numpy,
     full,
     full_like,
+    hamming_window,
+    hann_window,
+    is_tensor,
+    kaiser_window,
     linspace,
+    logspace,
+    numel,
     ones,
     ones_like,
     scalar_tensor,
@@ -31,7 +44,15 @@ from kael.frontend.grad_mode import (
     set_grad_enabled,
 )
 from kael.frontend.inspection import explain
-from kael.frontend.random import Generator, default_generator, initial_seed, manual_seed
+from kael.frontend.random import (
+    Generator,
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    seed,
+    set_rng_state,
+)
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door as _op_door
 from kael.runtime.allocator import empty_cache, memory_stats
@@ -71,10 +92,39 @@ from kael.runtime.version import __version__
 
 globals().update(_ops.FUNCTIONS)
 _SAMPLERS = ("bernoulli", "multinomial", "rand", "rand_like", "randint", "randn", "randn_like")
+_SAMPLERS += ("normal", "poisson", "randint_like")
 globals().update({name: _op_door(name, getattr(_random, name)) for name in _SAMPLERS})
 randperm = _op_door("randperm", _random.randperm)
+# Functions of tensors that torch.Tensor has no method for (or has as a method already).
+_TENSOR_UTILITIES = ("clone", "detach", "rsub", "unravel_index")
+globals().update({name: _op_door(name, getattr(_factories, name)) for name in _TENSOR_UTILITIES})
+concat = concatenate = _ops.FUNCTIONS["cat"]  # torch's other names for cat (no Tensor method)
 
 __all__ = [
+    "Size",
+    "bartlett_window",
+    "blackman_window",
+    "broadcast_shapes",
+    "can_cast",
+    "clone",
+    "concat",
+    "concatenate",
+    "detach",
+    "empty_strided",
+    "get_rng_state",
+    "hamming_window",
+    "hann_window",
+    "is_tensor",
+    "kaiser_window",
+    "logspace",
+    "normal",
+    "numel",
+    "poisson",
+    "randint_like",
+    "rsub",
+    "seed",
+    "set_rng_state",
+    "unravel_index",
     "randperm",
     "randn_like",
     "randn",

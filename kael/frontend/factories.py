@@ -333,3 +333,276 @@ def _position_of(index: int, shape: list) -> list[int]:
         index, i = divmod(index, size)
         position.append(i)
     return position[::-1]
+
+
+# ---- small utilities: torch.numel, is_tensor, clone, detach, broadcast_shapes, ... -------------
+
+
+def _ew():
+    from kael.frontend import elementwise  # imported here: elementwise's modules load later
+
+    return elementwise
+
+
+def _functions() -> dict:
+    from kael.frontend import ops  # the public op table (imports every family)
+
+    return ops.FUNCTIONS
+
+
+def is_tensor(obj) -> bool:
+    """Whether obj is a kael.Tensor (torch.is_tensor)."""
+    return isinstance(obj, Tensor)
+
+
+def numel(input) -> int:
+    """The number of elements of a tensor (torch.numel)."""
+    return tensor_arg(input, "numel").numel()
+
+
+def clone(input, *, memory_format=None) -> Tensor:
+    """A new contiguous tensor holding input's elements (torch.clone)."""
+    if memory_format is not None and str(memory_format) not in (
+        "torch.preserve_format",
+        "torch.contiguous_format",
+        "preserve_format",
+        "contiguous_format",
+    ):
+        raise ValueError(f"clone: memory_format {memory_format} is not supported")
+    return tensor_arg(input, "clone").clone()
+
+
+def detach(input) -> Tensor:
+    """A new tensor over input's storage (kael has no autograd: no graph to cut)."""
+    return tensor_arg(input, "detach").detach()
+
+
+class Size(tuple):
+    """A torch.Size-like tuple of ints: what broadcast_shapes returns."""
+
+    def __repr__(self) -> str:
+        return f"kael.Size({list(self)})"
+
+    def numel(self) -> int:
+        return math.prod(self)
+
+
+def broadcast_shapes(*shapes) -> Size:
+    """The shape tensors of these shapes broadcast to (torch.broadcast_shapes): each shape
+    an int or a sequence of ints; ValueError for a negative size, and for sizes that do not
+    broadcast naming the first that fails, as PyTorch does."""
+    parsed = []
+    for shape in shapes:
+        if isinstance(shape, (tuple, list)):
+            dims = tuple(views.as_int(d, "broadcast_shapes: size") for d in shape)
+        else:
+            dims = (views.as_int(shape, "broadcast_shapes: shape"),)
+        if any(d < 0 for d in dims):
+            raise ValueError("Attempting to broadcast a dimension with negative length!")
+        parsed.append(dims)
+    ndim = max((len(s) for s in parsed), default=0)
+    result = [1] * ndim
+    for index, dims in enumerate(parsed):
+        for i in range(-1, -len(dims) - 1, -1):
+            size = dims[i]
+            if size == 1 or size == result[i]:
+                continue
+            if result[i] != 1:
+                raise ValueError(
+                    f"Attempting to broadcast a dimension of length {size} at {i}! Mismatching"
+                    f" argument at index {index} had {tuple(dims)}; but expected shape should"
+                    f" be broadcastable to {list(result)}"
+                )
+            result[i] = size
+    return Size(result)
+
+
+def can_cast(from_, to) -> bool:
+    """Whether a value of dtype from_ may be cast to dtype to under PyTorch's casting rule:
+    never a floating type to an integral (or bool) one, nor a non-bool type to bool."""
+    source, target = as_dtype(from_), as_dtype(to)
+    if source.is_floating_point and not target.is_floating_point:
+        return False
+    return not (target.is_bool and not source.is_bool)
+
+
+def rsub(input, other, *, alpha=1) -> Tensor:
+    """other - alpha * input, broadcast (torch.rsub: input is a Tensor)."""
+    input = tensor_arg(input, "rsub")
+    ew = _ew()
+    if not isinstance(other, Tensor) and ew.number_of(other) is None:
+        raise TypeError(f"rsub: other must be a Tensor or a number, got {type(other).__name__}")
+    if type(alpha) is int and alpha == 1:
+        return ew.binary("sub", other, input)
+    return ew.scaled("sub", other, input, alpha)
+
+
+def unravel_index(indices, shape) -> tuple[Tensor, ...]:
+    """The coordinates of flat `indices` in a tensor of `shape` (torch.unravel_index): one
+    int64 tensor per dim, indices // stride % size as PyTorch computes it (so an index out
+    of range wraps, and a negative one counts from the end, as there)."""
+    indices = tensor_arg(indices, "unravel_index", "indices")
+    if indices.dtype.is_floating_point or indices.dtype.is_bool:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+    if isinstance(shape, (tuple, list)):
+        for dim in shape:
+            if type(dim) is not int:
+                raise TypeError(
+                    f"expected 'shape' sequence to only contain ints, but got {type(dim)}"
+                )
+        dims = tuple(shape)
+    elif type(shape) is int:
+        dims = (shape,)
+    else:
+        raise TypeError(f"expected 'shape' to be int or sequence of ints, but got {type(shape)}")
+    if any(d < 0 for d in dims):
+        raise ValueError(f"'shape' cannot have negative values, but got {dims}")
+    if not dims:
+        return ()
+    coefs = [1] * len(dims)
+    for i in range(len(dims) - 2, -1, -1):
+        coefs[i] = coefs[i + 1] * dims[i + 1]
+    fns = _functions()
+    indices = indices.to(dtype=dtypes.int64)  # PyTorch divides by an int64 tensor of strides
+    out = []
+    for coef, size in zip(coefs, dims, strict=True):
+        index = fns["floor_divide"](indices, tensor(coef, dtype=dtypes.int64))
+        out.append(fns["remainder"](index, tensor(size, dtype=dtypes.int64)))
+    return tuple(out)
+
+
+# ---- logspace, empty_strided, windows ---------------------------------------------------------
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None) -> Tensor:
+    """base ** linspace(start, end, steps), as PyTorch's CPU kernel computes it: start and
+    end rounded to the dtype, step = (end - start) (in the dtype) / (steps - 1) in double,
+    exponent start + step * i below steps // 2 and end - step * (steps - 1 - i) from there,
+    pow in double, then rounded (truncated for integer dtypes) to the dtype."""
+    start, end = as_number(start, "start"), as_number(end, "end")
+    base = builtins.float(as_number(base, "base"))
+    steps = views.as_int(steps, "steps")
+    dtype = dtype_or(dtype, dtypes.get_default_dtype())
+    if dtype.is_bool:
+        raise TypeError("logspace does not support dtype bool")
+    if steps < 0:
+        raise ValueError("number of steps must be non-negative")
+    pow_ = _functions()["pow"]
+    if steps <= 1:  # PyTorch fills pow(base, start) computed in double
+        first = tensor([builtins.float(start)] * steps, dtype=dtypes.float64)
+        return pow_(base, first).to(dtype=dtype, device=_device(device))
+
+    def rounded(value):  # a host scalar as the dtype holds it (scalar_t in PyTorch)
+        return scalar_tensor(value, dtype=dtype).item()
+
+    low, high = rounded(start), rounded(end)
+    step = builtins.float(rounded(high - low)) / (steps - 1)
+    position = arange(steps, dtype=dtypes.float64, device=device)
+    fns = _functions()
+    rising = position * step + low
+    falling = high - (steps - 1 - position) * step
+    exponent = fns["where"](position < steps // 2, rising, falling)
+    return pow_(base, exponent).to(dtype=dtype)
+
+
+def empty_strided(size, stride, *, dtype=None, device=None) -> Tensor:
+    """An uninitialised tensor of `size` laid out with `stride` (elements), over storage just
+    large enough for the largest offset it reaches."""
+    shape = views.check_shape(views.parse_size((size,)))
+    strides = views.parse_size((stride,), "stride")
+    if len(shape) != len(strides):
+        raise ValueError(
+            f"dimensionality of sizes ({len(shape)}) must match dimensionality of strides"
+            f" ({len(strides)})"
+        )
+    if any(s < 0 for s in strides):
+        raise ValueError(
+            f"Storage size calculation overflowed with sizes={list(shape)} and"
+            f" strides={list(strides)}"
+        )
+    dtype = dtype_or(dtype, dtypes.get_default_dtype())
+    extent = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True))
+    base = empty_impl((extent,), dtype, _device(device))
+    return Tensor(views.derive(base, shape, strides, 0))
+
+
+def _window_length(name: str, window_length, dtype) -> tuple[int, DType]:
+    n = views.as_int(window_length, "window_length")
+    dtype = dtype_or(dtype, dtypes.get_default_dtype())
+    if n < 0:
+        raise ValueError(f"{name} requires non-negative window_length, got window_length={n}")
+    if not dtype.is_floating_point:
+        raise TypeError(f"{name} expects floating point dtypes, got: {dtype}")
+    return n, dtype
+
+
+def _window(name, window_length, periodic, dtype, device, make) -> Tensor:
+    """PyTorch's window frame: empty for 0, [1.] for 1, else make(arange(N)) with N one
+    longer when periodic and the last value dropped."""
+    n, dtype = _window_length(name, window_length, dtype)
+    if type(periodic) is not bool:
+        raise TypeError(f"{name}: periodic must be a bool, got {type(periodic).__name__}")
+    if n <= 1:
+        return ones(n, dtype=dtype, device=device)
+    length = n + 1 if periodic else n
+    window = make(arange(length, dtype=dtype, device=device), length)
+    return window[: length - 1] if periodic else window
+
+
+def hamming_window(
+    window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, device=None
+) -> Tensor:
+    """alpha - beta cos(2 pi i / (N - 1)), computed in the dtype as PyTorch does."""
+    alpha, beta = as_number(alpha, "alpha"), as_number(beta, "beta")
+
+    def make(x, length):
+        x = x * (math.pi * 2.0 / builtins.float(length - 1))
+        return x.cos() * -builtins.float(beta) + builtins.float(alpha)
+
+    return _window("hamming_window", window_length, periodic, dtype, device, make)
+
+
+def hann_window(window_length, periodic=True, *, dtype=None, device=None) -> Tensor:
+    """0.5 - 0.5 cos(2 pi i / (N - 1)): hamming_window with alpha = beta = 0.5."""
+    _window_length("hann_window", window_length, dtype)
+    return hamming_window(window_length, periodic, 0.5, 0.5, dtype=dtype, device=device)
+
+
+def blackman_window(window_length, periodic=True, *, dtype=None, device=None) -> Tensor:
+    """0.42 - 0.5 cos(2 pi i / (N - 1)) + 0.08 cos(4 pi i / (N - 1)), as PyTorch orders it."""
+
+    def make(x, length):
+        x = x * (math.pi / builtins.float(length - 1))
+        return (x * 4).cos() * 0.08 - (x * 2).cos() * 0.5 + 0.42
+
+    return _window("blackman_window", window_length, periodic, dtype, device, make)
+
+
+def bartlett_window(window_length, periodic=True, *, dtype=None, device=None) -> Tensor:
+    """The triangle 2 i / (N - 1), mirrored as 2 - 2 i / (N - 1) past the middle."""
+
+    def make(x, length):
+        x = x * (2.0 / builtins.float(length - 1))
+        half = ((length - 1) >> 1) + 1
+        x[half:] = x[half:] * -1 + 2
+        return x
+
+    return _window("bartlett_window", window_length, periodic, dtype, device, make)
+
+
+def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, device=None) -> Tensor:
+    """i0(beta sqrt(1 - ((i - a) / a) ** 2)) / i0(beta), a = (N - 1) / 2, in the dtype's
+    compute type (float32 for the half types), as PyTorch's kernel computes it."""
+    beta = builtins.float(as_number(beta, "beta"))
+    i0 = _functions()["i0"]
+    _, resolved = _window_length("kaiser_window", window_length, dtype)
+    compute = dtypes.float64 if resolved is dtypes.float64 else dtypes.float32
+
+    def make(x, length):
+        a = scalar_tensor((length - 1) / 2.0, dtype=compute).item()
+        b = scalar_tensor(beta, dtype=compute)
+        ratio = (x.to(dtype=compute) - a) / a
+        inner = (1 - ratio * ratio).abs().sqrt() * b
+        return (i0(inner) / i0(b)).to(dtype=resolved)
+
+    return _window("kaiser_window", window_length, periodic, dtype, device, make)

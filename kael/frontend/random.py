@@ -20,6 +20,7 @@ import numpy as np
 
 from kael.codegen.cpu import sampling
 from kael.frontend import eager, factories, tracing, views
+from kael.frontend.elementwise import broadcast_shapes
 from kael.frontend.outputs import bool_arg, check_writable, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl
 from kael.ir import graph as g
@@ -720,3 +721,258 @@ for _name, _method in (
     ("random_", random_),
 ):
     setattr(Tensor, _name, tracing.op_door(_name, _method))
+
+
+# ---- torch-level functions: normal, randint_like, the default generator's state -------------
+
+
+def _std_checked(std: Tensor) -> None:
+    """ValueError when some element of std is negative (or NaN), as PyTorch's check says."""
+    tracing.data_dependent("normal's check that every std is >= 0")
+    if not bool((std >= 0).all().item()):
+        raise ValueError("normal expects all elements of std >= 0.0")
+
+
+def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None) -> Tensor:
+    """torch.normal's four forms: normal(mean: Tensor, std: Tensor) (broadcast, mean's dtype),
+    normal(mean: Tensor, std: float = 1), normal(mean: float, std: Tensor) (std's dtype), and
+    normal(mean: float, std: float, size) (the default dtype unless told otherwise). The
+    tensor forms draw a standard normal z in the result's dtype and compute z * std + mean
+    in place, as PyTorch does; the last form is Tensor.normal_(mean, std)."""
+    gen = generator_arg(generator, "normal")
+    mean_t, std_t = isinstance(mean, Tensor), isinstance(std, Tensor)
+    if not mean_t and not std_t:
+        if size is None:
+            raise TypeError(
+                "normal() received an invalid combination of arguments: normal(mean: float,"
+                " std: float) needs a size"
+            )
+        mean_f, std_f = _float_arg(mean, "mean"), _float_arg(std, "std")
+        if not std_f >= 0:
+            raise ValueError(f"normal expects std >= 0.0, but found std {std_f}")
+        out = factories.new_tensor((size,), _floating("normal", dtype), device)
+        return normal_(out, mean_f, std_f, generator=gen)
+    if size is not None or dtype is not None:
+        raise TypeError("normal() takes size and dtype only with a float mean and a float std")
+    if mean_t and std_t:
+        shape = broadcast_shapes(tuple(mean.shape), tuple(std.shape))
+        _std_checked(std)
+        out_dtype, where = mean.dtype, mean.device
+    elif mean_t:
+        std_f = _float_arg(std, "std")
+        if not std_f >= 0:
+            raise ValueError(f"normal expects std >= 0.0, but found std {std_f}")
+        shape, out_dtype, where = tuple(mean.shape), mean.dtype, mean.device
+    else:
+        _float_arg(mean, "mean")
+        _std_checked(std)
+        shape, out_dtype, where = tuple(std.shape), std.dtype, std.device
+    if not out_dtype.is_floating_point:
+        raise TypeError(f"normal expects a floating point mean or std, got {out_dtype}")
+    out = _fill("randn", factories.new_tensor((shape,), out_dtype, where), gen)
+    return out.mul_(std).add_(mean)
+
+
+def _bound_check(value: int, what: str, dtype: DType) -> None:
+    """PyTorch's random_(from, to) range check of randint_like: from and to - 1 must be
+    values of the dtype (floats: integers their significand holds exactly)."""
+    if dtype.is_bool:
+        low, high = 0, 1
+    elif dtype.is_floating_point:
+        low, high = -_RANDOM_TOP[dtype], _RANDOM_TOP[dtype]
+    else:
+        low, high = dtype.min, dtype.max
+    if not low <= value <= high:
+        raise ValueError(f"{what} is out of bounds for {dtype}: {what} = {value}")
+
+
+def randint_like(input, low=0, high=None, *, generator=None, dtype=None, device=None) -> Tensor:
+    """Uniform integers in [low, high) in input's shape (and dtype and device unless told
+    otherwise): randint_like(input, high) or randint_like(input, low, high), as torch
+    overloads it; high may be a 0-d integer tensor."""
+    input = tensor_arg(input, "randint_like")
+    if high is None:
+        if low == 0 and not isinstance(low, Tensor):
+            raise TypeError("randint_like() missing required argument 'high'")
+        low, high = 0, low
+    if isinstance(high, Tensor):
+        tracing.data_dependent("randint_like's tensor high")
+        if high.ndim != 0 or high.dtype.is_floating_point or high.dtype.is_bool:
+            raise TypeError(f"randint_like: high must be a 0-d integer tensor, got {high.dtype}")
+        high = int(high.item())
+    low, high = views.as_int(low, "low"), views.as_int(high, "high")
+    if low >= high:
+        raise ValueError(
+            f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
+        )
+    target = factories.new_like(input, dtype, device, "randint_like")
+    _bound_check(low, "from", target.dtype)
+    _bound_check(high - 1, "to - 1", target.dtype)
+    drawn = randint(low, high, tuple(target.shape), generator=generator, device=target.device)
+    return drawn if target.dtype is int64 else drawn.to(dtype=target.dtype)
+
+
+def get_rng_state() -> Tensor:
+    """The default generator's state as a uint8 tensor (set_rng_state takes it back)."""
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state) -> None:
+    """Restore the default generator to a state get_rng_state returned."""
+    if not isinstance(new_state, Tensor) or new_state.dtype is not uint8:
+        got = new_state.dtype if isinstance(new_state, Tensor) else type(new_state).__name__
+        raise TypeError(f"RNG state must be a uint8 tensor (torch.ByteTensor), got {got}")
+    default_generator.set_state(new_state)
+
+
+def seed() -> int:
+    """Reseed the default generator from the operating system's entropy; the new seed."""
+    return default_generator.seed()
+
+
+# ---- poisson ------------------------------------------------------------------------------------
+
+# Each element owns _POISSON_BLOCKS consecutive Philox blocks: block 0 drives the inversion
+# for small rates, blocks 1.. one attempt each of the rejection sampler for large ones.
+_POISSON_SMALL = 10.0  # rates below: inversion; from here on: PTRS
+_POISSON_TERMS = 64  # inversion terms: P(X >= 64) < 1e-25 for a rate below 10
+_POISSON_TRIES = 16  # PTRS attempts (each accepted with probability > 0.88): miss < 1e-14
+_POISSON_BLOCKS = 1 + _POISSON_TRIES
+# log k! for k < 10, exact to double rounding (math.lgamma on the host: constants)
+_LOG_FACTORIAL = [math.lgamma(k + 1.0) for k in range(10)]
+
+
+def _block_at(index: int) -> tuple[g.Node, g.Node]:
+    """The two 64-bit halves of this element's Philox block `index` of _POISSON_BLOCKS."""
+    position = _op("mul", g.Position(int64, (), 0), _const(int64, _POISSON_BLOCKS))
+    counter = _op("add", _op("add", position, _const(int64, index)), _scalar(int64, "offset"))
+    seed = _scalar(int64, "seed")
+    return _op("philox", counter, seed), _op("philox_hi", counter, seed)
+
+
+def _f(value: float) -> g.Const:
+    return _const(float64, value)
+
+
+def _log_factorial(k: g.Node) -> g.Node:
+    """log k! of a float64 k >= 0: the table below 10, Stirling's series from there
+    (relative error below 1e-14 at k = 10)."""
+    k1 = _op("add", k, _f(1.0))
+    inv = _op("div", _f(1.0), k1)
+    inv2 = _op("mul", inv, inv)
+    series = _op(
+        "mul",
+        inv,
+        _op(
+            "sub",
+            _f(1.0 / 12.0),
+            _op("mul", inv2, _op("sub", _f(1.0 / 360.0), _op("mul", inv2, _f(1.0 / 1260.0)))),
+        ),
+    )
+    log_k1 = g.Unary(float64, (), "log", k1)
+    stirling = _op(
+        "add",
+        _op("sub", _op("mul", _op("sub", k1, _f(0.5)), log_k1), k1),
+        _op("add", _f(0.5 * math.log(2 * math.pi)), series),
+    )
+    value: g.Node = stirling
+    for small in range(9, -1, -1):
+        hit = _op("eq", k, _f(float(small)))
+        value = g.Where(float64, (), hit, _f(_LOG_FACTORIAL[small]), value)
+    return value
+
+
+def _poisson_small(lam: g.Node) -> g.Node:
+    """Inversion: the count of k with P(X <= k) <= u, over _POISSON_TERMS terms."""
+    u = _unit(_block_at(0)[0])
+    p = g.Unary(float64, (), "exp", _op("sub", _f(0.0), lam))
+    total, count = p, _op("mul", _f(0.0), lam)
+    for k in range(1, _POISSON_TERMS):
+        count = _op("add", count, g.Cast(float64, (), _op("le", total, u)))
+        p = _op("mul", p, _op("div", lam, _f(float(k))))
+        total = _op("add", total, p)
+    return count
+
+
+def _poisson_large(lam: g.Node) -> g.Node:
+    """Hörmann's PTRS (transformed rejection with squeeze, 1993), as NumPy's legacy
+    generator runs it; the first of _POISSON_TRIES accepted attempts (the last candidate
+    when none is, with odds below 1e-14)."""
+    safe = _op("max", lam, _f(_POISSON_SMALL))  # small rates take the other branch
+    slam = g.Unary(float64, (), "sqrt", safe)
+    loglam = g.Unary(float64, (), "log", safe)
+    b = _op("add", _f(0.931), _op("mul", _f(2.53), slam))
+    a = _op("add", _f(-0.059), _op("mul", _f(0.02483), b))
+    invalpha = _op("add", _f(1.1239), _op("div", _f(1.1328), _op("sub", b, _f(3.4))))
+    vr = _op("sub", _f(0.9277), _op("div", _f(3.6224), _op("sub", b, _f(2.0))))
+    log_invalpha = g.Unary(float64, (), "log", invalpha)
+    result: g.Node | None = None
+    for attempt in range(_POISSON_TRIES, 0, -1):  # built last first: the first wins
+        lo, hi = _block_at(attempt)
+        u = _op("sub", _unit(lo), _f(0.5))
+        v = _unit(hi)
+        us = _op("sub", _f(0.5), g.Unary(float64, (), "abs", u))
+        guard = _op("max", us, _f(1e-300))
+        spread = _op("add", _op("div", _op("mul", _f(2.0), a), guard), b)
+        k = g.Unary(
+            float64, (), "floor", _op("add", _op("add", _op("mul", spread, u), safe), _f(0.43))
+        )
+        quick = g.Binary(bool_, (), "and", _op("ge", us, _f(0.07)), _op("le", v, vr))
+        refused = g.Binary(
+            bool_,
+            (),
+            "or",
+            _op("lt", k, _f(0.0)),
+            g.Binary(bool_, (), "and", _op("lt", us, _f(0.013)), _op("gt", v, us)),
+        )
+        kk = _op("max", k, _f(0.0))
+        lhs = _op(
+            "sub",
+            _op("add", g.Unary(float64, (), "log", v), log_invalpha),
+            g.Unary(
+                float64,
+                (),
+                "log",
+                _op("add", _op("div", a, _op("mul", guard, guard)), b),
+            ),
+        )
+        rhs = _op("sub", _op("sub", _op("mul", kk, loglam), safe), _log_factorial(kk))
+        slow = g.Binary(bool_, (), "and", g.Unary(bool_, (), "not", refused), _op("le", lhs, rhs))
+        accepted = g.Binary(bool_, (), "or", quick, slow)
+        result = kk if result is None else g.Where(float64, (), accepted, kk, result)
+    assert result is not None
+    return result
+
+
+def poisson(input, generator=None) -> Tensor:
+    """Poisson samples of the rates in input (a float tensor; its shape and dtype), each
+    element a pure function of the Philox stream: rates below 10 by inversion of the CDF
+    (one uniform against up to 64 cumulative terms), larger rates by Hörmann's PTRS
+    transformed rejection (up to 16 attempts of two uniforms). Every element reserves 17
+    blocks. Values match PyTorch's distribution, not its draws."""
+    x = tensor_arg(input, "poisson")
+    gen = generator_arg(generator, "poisson")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"poisson only supports floating point rates, got {x.dtype}")
+    rates = x.contiguous()
+    out = factories.new_tensor((x.shape,), x.dtype, x.device)
+    dt = x.dtype
+
+    def build() -> g.Node:
+        raw = g.Input(dt, (), "rate")
+        lam = g.Cast(float64, (), raw) if dt is not float64 else raw
+        bad = g.Unary(bool_, (), "flag", g.Unary(bool_, (), "not", _op("ge", lam, _f(0.0))))
+        small = _op("lt", lam, _f(_POISSON_SMALL))
+        value = g.Where(float64, (), small, _poisson_small(lam), _poisson_large(lam))
+        value = g.Where(float64, (), bad, _f(0.0), value)
+        return g.Cast(dt, (), value) if dt is not float64 else value
+
+    n = out.numel()
+    seed, offset = tracing.reserve(n * _POISSON_BLOCKS, gen)
+    if n == 0:
+        return out
+    flat = [views.derive(t._impl, (n,), (1,), t._impl.offset) for t in (out, rates)]
+    entry = eager.template(("random", "poisson", dt), lambda: ("poisson", [build()]))
+    if eager.run(entry, flat[:1], flat[1:], {"seed": seed, "offset": offset}):
+        raise ValueError("invalid Poisson rate, expected rate to be non-negative")
+    return out

@@ -396,3 +396,165 @@ def test_tensor_keeps_numpy_scalar_dtypes_promoted_as_torch(data):
     assert str(got.dtype) == str(want.dtype).removeprefix("torch.")
     assert got.shape == tuple(want.shape)
     np.testing.assert_array_equal(got.to(kael.float64).numpy(), want.double().numpy())
+
+
+# ---- logspace, empty_strided and the window functions -------------------------------------
+
+LOGSPACE_ARGS = [
+    (0, 1, 5),
+    (-2, 3, 7),
+    (0, 2, 5, 2.0),
+    (1, 3, 4, 3.5),
+    (0.5, -1.25, 9, 10.0),
+    (2, 2, 1),
+    (0.1, 0.7, 0),
+    (-3.3, 2.9, 50, 1.7),
+    (0, 10, 11, 2),
+]
+
+
+@pytest.mark.parametrize("args", LOGSPACE_ARGS)
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_logspace_matches_torch_bit_for_bit_in_float_dtypes(args, dtype, like_torch):
+    k = kael.logspace(*args, dtype=getattr(kael, dtype))
+    t = torch.logspace(*args, dtype=getattr(torch, dtype))
+    assert k.dtype is getattr(kael, dtype)
+    like_torch(k.float() if dtype.endswith("16") else k, t.float() if dtype.endswith("16") else t)
+
+
+@pytest.mark.parametrize("args", LOGSPACE_ARGS)
+def test_logspace_float64_is_within_one_ulp_of_torch(args):
+    # the exponents are torch's exactly; kael's float64 pow kernel may differ from glibc's
+    # pow by one ulp (float32 and the half types round that away)
+    k = kael.logspace(*args, dtype=kael.float64)
+    t = torch.logspace(*args, dtype=torch.float64)
+    assert (k.shape, k.dtype) == (tuple(t.shape), kael.float64)
+    np.testing.assert_array_max_ulp(k.numpy(), t.numpy(), maxulp=1)
+
+
+@pytest.mark.parametrize("args", [(0, 2, 5), (0, 3, 4, 2.7), (1, 3, 4, 3.5), (0.5, 3.7, 5)])
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8"])
+def test_logspace_integer_dtypes_truncate_the_double_power(args, dtype, like_torch):
+    like_torch(
+        kael.logspace(*args, dtype=getattr(kael, dtype)),
+        torch.logspace(*args, dtype=getattr(torch, dtype)),
+    )
+
+
+def test_logspace_takes_the_default_dtype(like_torch):
+    like_torch(kael.logspace(0, 3, 4), torch.logspace(0, 3, 4))
+    with kael_default(kael.float64):
+        assert kael.logspace(0, 1, 3).dtype is kael.float64
+
+
+def kael_default(dtype):
+    class _Default:
+        def __enter__(self):
+            self.saved = kael.get_default_dtype()
+            kael.set_default_dtype(dtype)
+
+        def __exit__(self, *exc):
+            kael.set_default_dtype(self.saved)
+
+    return _Default()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"steps": -1}, kael.ValueError, "number of steps must be non-negative"),
+        ({"steps": 3, "dtype": kael.bool}, kael.TypeError, "dtype bool"),
+        ({"steps": 2.5}, kael.TypeError, "steps must be an int"),
+    ],
+)
+def test_logspace_refuses_bad_steps_and_bool(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        kael.logspace(0, 1, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("size", "stride"),
+    [((2, 3), (1, 2)), ((2, 3), (3, 1)), ((4,), (3,)), ((2, 0), (5, 1)), ((), ())],
+)
+def test_empty_strided_has_torch_layout_and_storage(size, stride):
+    k, t = kael.empty_strided(size, stride), torch.empty_strided(size, stride)
+    assert (k.shape, k.strides(), k.dtype) == (tuple(t.shape), t.stride(), kael.float32)
+    k.fill_(1.5)  # every reachable element is writable
+    assert float(k.sum()) == 1.5 * math.prod(size)
+    assert kael.empty_strided(size, stride, dtype=kael.int16).dtype is kael.int16
+
+
+@pytest.mark.parametrize(
+    ("size", "stride", "message"),
+    [
+        ((2, 3), (1,), r"dimensionality of sizes \(2\) must match dimensionality of strides \(1\)"),
+        ((2, 3), (-1, 1), "overflowed with sizes=\\[2, 3\\] and strides=\\[-1, 1\\]"),
+        ((2, -3), (1, 1), r"negative dimension -3"),
+    ],
+)
+def test_empty_strided_refuses_what_torch_refuses(size, stride, message):
+    with pytest.raises(kael.ValueError, match=message):
+        kael.empty_strided(size, stride)
+
+
+WINDOWS = ["hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window"]
+
+
+@pytest.mark.parametrize("name", WINDOWS)
+@pytest.mark.parametrize("length", [0, 1, 2, 5, 8, 17, 64])
+@pytest.mark.parametrize("periodic", [True, False])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_windows_match_torch_values_to_an_ulp(name, length, periodic, dtype):
+    k = getattr(kael, name)(length, periodic, dtype=getattr(kael, dtype))
+    t = getattr(torch, name)(length, periodic, dtype=getattr(torch, dtype))
+    assert (k.shape, k.dtype) == (tuple(t.shape), getattr(kael, dtype))
+    tol = 1e-6 if dtype == "float32" else 1e-14
+    np.testing.assert_allclose(k.numpy(), t.numpy(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name", WINDOWS)
+def test_windows_default_to_periodic_and_the_default_dtype(name):
+    k, t = getattr(kael, name)(10), getattr(torch, name)(10)
+    assert k.dtype is kael.float32
+    np.testing.assert_allclose(k.numpy(), t.numpy(), rtol=1e-6, atol=1e-6)
+    with kael_default(kael.float64):
+        assert getattr(kael, name)(4).dtype is kael.float64
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", WINDOWS)
+def test_windows_in_half_dtypes_are_close_to_torch(name, dtype):
+    k = getattr(kael, name)(12, dtype=getattr(kael, dtype))
+    t = getattr(torch, name)(12, dtype=getattr(torch, dtype))
+    assert k.dtype is getattr(kael, dtype)
+    np.testing.assert_allclose(k.float().numpy(), t.float().numpy(), rtol=2e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [((7, True, 0.6, 0.4), {}), ((7, False, 0.3, 0.7), {"dtype": kael.float64})],
+)
+def test_hamming_window_takes_alpha_and_beta(args, kwargs):
+    k = kael.hamming_window(*args, **kwargs)
+    t = torch.hamming_window(*args, dtype=torch.float64 if kwargs else torch.float32)
+    np.testing.assert_allclose(k.numpy(), t.numpy(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("beta", [0.0, 5.0, 12.0, 30.5])
+def test_kaiser_window_takes_beta(beta):
+    k, t = kael.kaiser_window(9, False, beta), torch.kaiser_window(9, False, beta)
+    np.testing.assert_allclose(k.numpy(), t.numpy(), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", WINDOWS)
+@pytest.mark.parametrize(
+    ("args", "kwargs", "error", "message"),
+    [
+        ((-1,), {}, kael.ValueError, "requires non-negative window_length, got window_length=-1"),
+        ((5,), {"dtype": kael.int64}, kael.TypeError, "expects floating point dtypes, got: int64"),
+        ((2.0,), {}, kael.TypeError, "window_length must be an int"),
+    ],
+)
+def test_windows_refuse_negative_lengths_and_integer_dtypes(name, args, kwargs, error, message):
+    with pytest.raises(error, match=f"{name if 'window_length=' in message else ''}.*{message}"):
+        getattr(kael, name)(*args, **kwargs)

@@ -686,3 +686,232 @@ def test_multinomial_method_draws_what_the_function_draws(shape, replacement):
 def test_sampling_methods_refuse_what_torch_refuses(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+# ---- torch-level normal, randint_like and the default generator's state --------------------
+
+NORMAL_FORMS = {
+    "tensor_tensor": lambda: kael.normal(kael.full((200, 100), 3.0), kael.full((100,), 2.0)),
+    "tensor_float": lambda: kael.normal(kael.full((200, 100), 3.0), 2.0),
+    "tensor_default_std": lambda: kael.normal(kael.full((200, 100), 3.0)),
+    "float_tensor": lambda: kael.normal(3.0, kael.full((200, 100), 2.0)),
+    "float_float_size": lambda: kael.normal(3.0, 2.0, (200, 100)),
+    "float_float_size_f64": lambda: kael.normal(3.0, 2.0, size=(200, 100), dtype=kael.float64),
+}
+NORMAL_STD = {"tensor_default_std": 1.0}
+
+
+@pytest.mark.parametrize("form", list(NORMAL_FORMS))
+def test_normal_forms_repeat_under_manual_seed_and_have_the_moments(form):
+    kael.manual_seed(11)
+    first = NORMAL_FORMS[form]()
+    kael.manual_seed(11)
+    again = NORMAL_FORMS[form]()
+    np.testing.assert_array_equal(np_of(first), np_of(again))
+    assert first.shape == (200, 100)
+    assert first.dtype is (kael.float64 if form.endswith("f64") else kael.float32)
+    values = np_of(first).astype(np.float64).ravel()
+    std = NORMAL_STD.get(form, 2.0)
+    assert abs(values.mean() - 3.0) < Z * std / math.sqrt(values.size)
+    assert abs(values.std() - std) < Z * std / math.sqrt(2 * values.size)
+
+
+def test_normal_tensor_forms_are_z_times_std_plus_mean_of_randn():
+    mean, std = kael.arange(6.0).reshape(2, 3), kael.tensor([0.5, 1.0, 4.0])
+    kael.manual_seed(5)
+    got = kael.normal(mean, std)
+    kael.manual_seed(5)
+    z = kael.randn(2, 3)
+    np.testing.assert_array_equal(np_of(got), np_of(z.mul_(std).add_(mean)))
+
+
+@pytest.mark.parametrize(
+    ("mean", "std", "dtype"),
+    [
+        ("f64", "f32", "float64"),  # (Tensor, Tensor): the result takes mean's dtype
+        ("f32", "f64", "float32"),
+        ("f64", 1.0, "float64"),
+        (0.0, "f64", "float64"),
+    ],
+)
+def test_normal_result_dtype_and_shape_follow_torch(mean, std, dtype):
+    def make(lib, spec, shape):
+        if not isinstance(spec, str):
+            return spec
+        return lib.zeros(shape, dtype=lib.float64 if spec == "f64" else lib.float32) + 1
+
+    k = kael.normal(make(kael, mean, (3, 1)), make(kael, std, (4,)))
+    t = torch.normal(make(torch, mean, (3, 1)), make(torch, std, (4,)))
+    assert (k.shape, k.dtype) == (tuple(t.shape), getattr(kael, dtype))
+    assert t.dtype == getattr(torch, dtype)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: kael.normal(kael.zeros(3), -1.0), kael.ValueError, "std >= 0.0, but found std -1"),
+        (lambda: kael.normal(kael.zeros(3), -kael.ones(3)), kael.ValueError, "all elements of std >= 0.0"),
+        (lambda: kael.normal(0.0, kael.tensor([1.0, -2.0])), kael.ValueError, "all elements of std"),
+        (lambda: kael.normal(0.0, -1.0, (2,)), kael.ValueError, "found std -1"),
+        (lambda: kael.normal(0.0, 1.0), kael.TypeError, "needs a size"),
+        (lambda: kael.normal(kael.zeros(3, dtype=kael.int64), 1.0), kael.TypeError, "floating point"),
+        (lambda: kael.normal(0, 1, (2,), dtype=kael.int64), kael.TypeError, "floating point dtypes"),
+        (lambda: kael.normal(kael.zeros(3), kael.ones(4)), kael.ValueError, "cannot be broadcast"),
+        (lambda: kael.normal(kael.zeros(3), 1.0, (3,)), kael.TypeError, "size and dtype only"),
+    ],
+)  # fmt: skip
+def test_normal_refuses_what_torch_refuses(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+RANDINT_LIKE = [
+    ((kael.float32,), (10,), kael.float32),
+    ((kael.int32,), (-3, 4), kael.int32),
+    ((kael.uint8,), (0, 256), kael.uint8),
+    ((kael.bool,), (2,), kael.bool),
+    ((kael.float32,), (5,), kael.int16),
+]
+
+
+@pytest.mark.parametrize(("source", "bounds", "dtype"), RANDINT_LIKE)
+def test_randint_like_keeps_shape_takes_dtype_and_stays_in_range(source, bounds, dtype):
+    x = kael.zeros((40, 50), dtype=source[0])
+    kwargs = {} if dtype is source[0] else {"dtype": dtype}
+    kael.manual_seed(2)
+    got = kael.randint_like(x, *bounds, **kwargs)
+    kael.manual_seed(2)
+    assert kael.equal(got, kael.randint_like(x, *bounds, **kwargs))
+    assert (got.shape, got.dtype) == ((40, 50), dtype)
+    low, high = (0, *bounds)[-2:]
+    values = np_of(got).astype(np.int64)
+    assert values.min() == low and values.max() == high - 1  # 2000 draws reach both ends
+    assert torch.randint_like(torch.zeros(40, 50, dtype=TORCH_OF[source[0]]), *bounds).shape == (
+        40,
+        50,
+    )
+
+
+TORCH_OF = {
+    kael.float32: torch.float32,
+    kael.int32: torch.int32,
+    kael.uint8: torch.uint8,
+    kael.bool: torch.bool,
+}
+
+
+def test_randint_like_draws_what_randint_draws_and_takes_a_tensor_high():
+    kael.manual_seed(9)
+    got = kael.randint_like(kael.zeros(3, 4), 7, 19)
+    kael.manual_seed(9)
+    np.testing.assert_array_equal(np_of(got), np_of(kael.randint(7, 19, (3, 4))).astype(np.float32))
+    kael.manual_seed(9)
+    np.testing.assert_array_equal(
+        np_of(got), np_of(kael.randint_like(kael.zeros(3, 4), 7, kael.tensor(19)))
+    )
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: kael.randint_like(kael.zeros(2), 5, 2), kael.ValueError, "from=5 >= to=2"),
+        (lambda: kael.randint_like(kael.zeros(2, dtype=kael.uint8), 300), kael.ValueError, "to - 1 is out of bounds for uint8"),
+        (lambda: kael.randint_like(kael.zeros(2, dtype=kael.int8), -200, 3), kael.ValueError, "from is out of bounds for int8"),
+        (lambda: kael.randint_like(kael.zeros(2), 5, dtype=kael.bool), kael.ValueError, "to - 1 is out of bounds for bool"),
+        (lambda: kael.randint_like(kael.zeros(2)), kael.TypeError, "missing required argument 'high'"),
+        (lambda: kael.randint_like([0.0], 3), kael.TypeError, "Tensor"),
+        (lambda: kael.randint_like(kael.zeros(2), 2.5), kael.TypeError, "must be an int"),
+    ],
+)  # fmt: skip
+def test_randint_like_refuses_what_torch_refuses(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_rng_state_round_trips_so_draws_repeat():
+    kael.manual_seed(123)
+    kael.rand(7)
+    state = kael.get_rng_state()
+    assert state.dtype is kael.uint8 and state.ndim == 1
+    first = np_of(kael.randn(100))
+    kael.rand(3)  # move on
+    kael.set_rng_state(state)
+    np.testing.assert_array_equal(np_of(kael.randn(100)), first)
+    assert kael.initial_seed() == 123
+
+
+@pytest.mark.parametrize(
+    ("state", "error"),
+    [
+        (kael.zeros(16), kael.TypeError),
+        ([0] * 16, kael.TypeError),
+        (kael.zeros(3, dtype=kael.uint8), kael.ValueError),
+    ],
+)
+def test_set_rng_state_refuses_what_is_not_a_saved_state(state, error):
+    with pytest.raises(error):
+        kael.set_rng_state(state)
+
+
+def test_seed_reseeds_from_entropy_and_reports_the_seed():
+    first = kael.seed()
+    assert kael.initial_seed() == first and 0 <= first < 2**64
+    a = np_of(kael.rand(4))
+    kael.manual_seed(first)
+    np.testing.assert_array_equal(np_of(kael.rand(4)), a)
+    assert kael.seed() != first  # 64 bits of entropy twice alike: odds 2**-64
+
+
+# ---- poisson ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rate", [0.3, 1.0, 4.5, 9.99, 10.0, 17.0, 150.0, 1e4, 1e7])
+def test_poisson_moments_match_the_rate(rate):
+    kael.manual_seed(21)
+    values = np_of(kael.poisson(kael.full((100_000,), rate, dtype=kael.float64)))
+    n = values.size
+    assert np.all(values == np.floor(values)) and values.min() >= 0
+    assert abs(values.mean() - rate) < Z * math.sqrt(rate / n)
+    # the variance's standard error: sqrt((mu4 - sigma^4) / n), mu4 = 3 rate^2 + rate
+    assert abs(values.var() - rate) < Z * math.sqrt((2 * rate * rate + rate) / n)
+
+
+@pytest.mark.parametrize("rate", [2.5, 9.0, 30.0])
+def test_poisson_histogram_fits_the_pmf(rate):
+    kael.manual_seed(4)
+    values = np_of(kael.poisson(kael.full((200_000,), rate))).astype(np.int64)
+    top = int(rate + 6 * math.sqrt(rate)) + 1
+    pmf = np.array([math.exp(k * math.log(rate) - rate - math.lgamma(k + 1)) for k in range(top)])
+    pmf = np.append(pmf, 1.0 - pmf.sum())
+    counts = np.bincount(np.minimum(values, top), minlength=top + 1)
+    keep = pmf * values.size >= 5  # chi-square needs 5 expected per cell
+    expected = pmf[keep] * values.size
+    assert chi_square(counts[keep], expected) < chi_square_bound(int(keep.sum()))
+
+
+def test_poisson_repeats_under_manual_seed_keeps_shape_and_dtype_and_zero_rate_gives_zero():
+    rates = kael.tensor([[0.0, 0.5, 3.0], [12.0, 0.0, 400.0]])
+    kael.manual_seed(8)
+    first = kael.poisson(rates)
+    kael.manual_seed(8)
+    assert kael.equal(first, kael.poisson(rates))
+    assert (first.shape, first.dtype) == ((2, 3), kael.float32)
+    assert float(first[0, 0]) == 0.0 and float(first[1, 1]) == 0.0
+    strided = kael.poisson(kael.full((4, 6), 2.0, dtype=kael.float64).t())
+    assert (strided.shape, strided.dtype) == ((6, 4), kael.float64)
+    t = torch.poisson(torch.tensor([[0.0, 0.5, 3.0], [12.0, 0.0, 400.0]]))
+    assert first.shape == tuple(t.shape)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: kael.poisson(kael.tensor([1.0, -1.0])), kael.ValueError, "expected rate to be non-negative"),
+        (lambda: kael.poisson(kael.tensor([float("nan")])), kael.ValueError, "invalid Poisson rate"),
+        (lambda: kael.poisson(kael.tensor([1, 2])), kael.TypeError, "floating point rates, got int64"),
+        (lambda: kael.poisson([1.0]), kael.TypeError, "Tensor"),
+    ],
+)  # fmt: skip
+def test_poisson_refuses_what_torch_refuses(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
