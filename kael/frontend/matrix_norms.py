@@ -1,4 +1,5 @@
-"""torch.linalg's norms: vector_norm, matrix_norm, norm and cond.
+"""torch.linalg's norms: vector_norm, matrix_norm, norm and cond; torch's dist, renorm and
+pdist on the same vector norms.
 
 Vector norms are kael.norm's one-kernel p-norms (frontend/moments.py, scaled where a sum
 of powers overflows); the matrix norms 'fro', 1, -1, inf and -inf are two reductions of
@@ -13,6 +14,7 @@ from kael.frontend import elementwise as ew
 from kael.frontend import factorizations, moments, reductions, views
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
+from kael.runtime.dtypes import bfloat16, bool_, float16, float32, promote_types
 from kael.runtime.errors import TypeError, ValueError
 
 MATRIX_ORDERS = ("fro", "nuc", math.inf, -math.inf, 1, -1, 2, -2)
@@ -133,7 +135,99 @@ def cond(A, p=None, *, out=None) -> Tensor:
     return factorizations._out(result, out, op)
 
 
+# ---- torch.dist, torch.renorm, torch.pdist -----------------------------------------------------
+
+
+def _order(p, op: str, what: str = "p") -> float:
+    """A norm order as torch's parser takes it: any real number (a bool counts as one)."""
+    if isinstance(p, Tensor) and p.ndim == 0:
+        p = p.item()
+    if not isinstance(p, int | float):
+        raise TypeError(f"{op}(): argument '{what}' must be Number, not {type(p).__name__}")
+    return float(p)
+
+
+def dist(input, other, p=2) -> Tensor:
+    """torch.dist: the p-norm of input - other (broadcast), a 0-d tensor of the promoted
+    float dtype; p = 0 counts the differing elements, inf / -inf take the largest /
+    smallest difference, any other real p is sum(|d|^p)^(1/p)."""
+    op = "dist"
+    x = tensor_arg(input, op)
+    if not isinstance(other, Tensor):
+        raise TypeError(
+            f"{op}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}"
+        )
+    p = _order(p, op)
+    dtype = promote_types(x.dtype, other.dtype)
+    if dtype is bool_:
+        raise TypeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
+            "or `logical_xor()` operator instead."
+        )
+    if not dtype.is_floating_point:
+        raise TypeError(
+            f"{op}: norm(): input dtype should be either floating point or complex. Got {dtype} "
+            "instead."
+        )
+    difference = ew.binary("sub", x, other)
+    return vector_norm(difference, p)
+
+
+def renorm(input, p, dim, maxnorm) -> Tensor:
+    """torch.renorm: each sub-tensor input.select(dim, i) whose p-norm exceeds maxnorm
+    scaled by maxnorm / (norm + 1e-7), as PyTorch scales; the others unchanged."""
+    op = "renorm"
+    x = tensor_arg(input, op)
+    p = _order(p, op)
+    maxnorm = _order(maxnorm, op, "maxnorm")
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError(
+            f"{op}(): argument 'dim' (position 3) must be int, not {type(dim).__name__}"
+        )
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"{op}: Expected a floating point tensor as input. Got {x.dtype}")
+    if p <= 0:
+        raise ValueError(f"{op}: non-positive-norm not supported (p = {p})")
+    if maxnorm < 0:
+        raise ValueError(f"{op}: expected maxnorm to be >= 0 but got {maxnorm:g}")
+    if x.ndim <= 1:
+        raise ValueError(f"{op}: input needs at least 2 dimensions, got {x.ndim} dimensions")
+    d = views.wrap_dim(dim, x.ndim)
+    others = tuple(i for i in range(x.ndim) if i != d)
+    # Half-precision inputs take their norms in float32 (PyTorch's accumulate type).
+    wide = x.to(float32) if x.dtype in (float16, bfloat16) else x
+    if x.numel() == 0:
+        return x.clone()
+    norms = moments.norm(wide, p, others, True)
+    factor = ew.where(norms.gt(maxnorm), maxnorm / (norms + 1e-7), 1.0).to(x.dtype)
+    return ew.binary("mul", x, factor)
+
+
+def _renorm_(self: Tensor, p, dim, maxnorm) -> Tensor:
+    """torch.Tensor.renorm_: renorm written into self."""
+    result = renorm(self, p, dim, maxnorm)
+    ew._check_inplace(self, result.dtype, result.shape, "renorm_")
+    return self.copy_(result)
+
+
+def pdist(input, p=2) -> Tensor:
+    """torch.pdist: the p-norm distance between each pair of rows i < j of an N x M input,
+    [N (N - 1) / 2] in the upper triangle's row-major order (kael.nn.functional.pdist's
+    kernels, after torch.pdist's own checks)."""
+    from kael.frontend import layers  # nn's module: imported late, as kael.nn is
+
+    op = "pdist"
+    x = tensor_arg(input, op)
+    p = _order(p, op)
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"{op} only supports floating-point dtypes, got {x.dtype}")
+    if x.ndim == 2 and p >= 0 and x.dtype in (float16, bfloat16):
+        raise TypeError(f'"{op}" not implemented for {x.dtype}')
+    return layers.pdist(x, p)
+
+
 LINALG = {"vector_norm": vector_norm, "matrix_norm": matrix_norm, "norm": norm, "cond": cond}
-FUNCTIONS: dict = {}
-NOT_METHODS: frozenset[str] = frozenset()
-METHODS: dict = {}
+# ops.py's FAMILIES does not list this module: products.py merges these three tables into its own.
+FUNCTIONS: dict = {"dist": dist, "renorm": renorm, "pdist": pdist}
+NOT_METHODS: frozenset[str] = frozenset({"pdist"})  # torch has no Tensor.pdist
+METHODS: dict = {"renorm_": _renorm_}

@@ -20,6 +20,7 @@ from kael.frontend import (
     indexing,
     linalg,
     math_functions,
+    matrix_norms,
     nn,
     order_statistics,
     orthogonal,
@@ -212,6 +213,7 @@ FAMILIES = (
     blas_like,
     stacking,
     statistics,
+    matrix_norms,
 )
 NOT_METHODS: set[str] = set()
 for _family in FAMILIES:

@@ -9,11 +9,11 @@ import math
 import warnings
 
 from kael.frontend import elementwise as ew
-from kael.frontend import factories, factorizations, reductions, views
+from kael.frontend import factories, factorizations, index_ops, reductions, views
 from kael.frontend.linalg import matmul, outer
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
-from kael.runtime.dtypes import bool_
+from kael.runtime.dtypes import bool_, float32, float64, int64
 from kael.runtime.errors import TypeError, ValueError
 
 
@@ -255,11 +255,169 @@ def chain_matmul(*matrices, out=None) -> Tensor:
     return multi_dot(mats, out=out)
 
 
+# ---- matrix_exp ---------------------------------------------------------------------------------
+# PyTorch's CPU algorithm (aten LinearAlgebra.cpp, after Bader, Blanes and Casas, "Computing the
+# Matrix Exponential with an Optimized Taylor Polynomial Approximation", 2019): each matrix's
+# 1-norm picks the lowest Taylor degree (1, 2, 4, 8, 12, 18) accurate to the dtype's epsilon; a
+# norm above the degree-12 bound scales A by 2^-s, takes degree 18 and squares s times.
+
+_THETAS = {
+    "float32": (
+        1.192092800768788e-07,
+        5.978858893805233e-04,
+        5.116619363445086e-02,
+        5.800524627688768e-01,
+        1.461661507209034e00,
+        3.010066362817634e00,
+    ),
+    "float64": (
+        2.220446049250313e-16,
+        2.580956802971767e-08,
+        3.397168839976962e-04,
+        4.991228871115323e-02,
+        2.996158913811580e-01,
+        1.090863719290036e00,
+    ),
+}
+_SQRT_177 = 0.1330413469565007072504e2
+_T8_X3 = 2.0 / 3.0
+_T8 = {
+    "x1": _T8_X3 * ((1.0 + _SQRT_177) / 88.0),
+    "x2": _T8_X3 * ((1.0 + _SQRT_177) / 352.0),
+    "x4": (-271.0 + 29.0 * _SQRT_177) / (315.0 * _T8_X3),
+    "x5": (-11.0 + 11.0 * _SQRT_177) / (1260.0 * _T8_X3),
+    "x6": (-99.0 + 11.0 * _SQRT_177) / (5040.0 * _T8_X3),
+    # x3 squared, as the paper has it (and PyTorch since fixing its degree-8 constant)
+    "x7": (89.0 - _SQRT_177) / (5040.0 * _T8_X3 * _T8_X3),
+    "y2": (857.0 - 58.0 * _SQRT_177) / 630.0,
+}
+_T12 = (
+    (9.0198e-16, 0.46932117595418237389, -0.20099424927047284052, -0.04623946134063071740),
+    (5.31597895759871264183, 1.19926790417132231573, 0.01179296240992997031, 0.01108844528519167989),
+    (0.18188869982170434744, 0.05502798439925399070, 0.09351590770535414968, 0.00610700528898058230),
+    (-2.0861320e-13, -0.13181061013830184015, -0.02027855540589259079, -0.00675951846863086359),
+)  # fmt: skip
+_T18 = (
+    (0.0, -1.00365581030144618291e-01, -8.02924648241156932449e-03, -8.92138498045729985177e-04, 0.0),
+    (0.0, 3.97849749499645077844e-01, 1.36783778460411720168e00, 4.98289622525382669416e-01, -6.37898194594723280150e-04),
+    (-1.09676396052962061844e01, 1.68015813878906206114e00, 5.71779846478865511061e-02, -6.98210122488052056106e-03, 3.34975017086070470649e-05),
+    (-9.04316832390810593223e-02, -6.76404519071381882256e-02, 6.75961301770459654925e-02, 2.95552570429315521194e-02, -1.39180257516060693404e-05),
+    (0.0, 0.0, -9.23364619367118555360e-02, -1.69364939002081722752e-02, -1.40086798182036094347e-05),
+)  # fmt: skip
+
+
+def _combine(coefs, mats: list[Tensor]) -> Tensor:
+    """sum_j coefs[j] * mats[j] (zero coefficients skipped)."""
+    result = None
+    for c, m in zip(coefs, mats):
+        if c == 0:
+            continue
+        term = ew.binary("mul", m, c) if c != 1 else m
+        result = term if result is None else ew.binary("add", result, term)
+    return result
+
+
+def _powers(A: Tensor, count: int) -> list[Tensor]:
+    """[I, A, A^2, ..., A^(count - 1)], I expanded to A's batch."""
+    eye = factories.eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(A.shape)
+    mats = [eye, A]
+    while len(mats) < count:
+        mats.append(matmul(mats[-1], A))
+    return mats[:count]
+
+
+def _taylor(A: Tensor, degree: int) -> Tensor:
+    """PyTorch's compute_T<degree>: the Taylor polynomial of exp(A) of that degree, in
+    Bader-Blanes-Casas's few-product forms."""
+    if degree == 1:
+        eye, a = _powers(A, 2)
+        return ew.binary("add", eye, a)
+    if degree == 2:
+        eye, a, a2 = _powers(A, 3)
+        return ew.binary("add", ew.binary("add", eye, a), ew.binary("div", a2, 2.0))
+    if degree == 4:
+        eye, a, a2 = _powers(A, 3)
+        tail = matmul(a2, _combine((1 / 2.0, 1 / 6.0, 1 / 24.0), [eye, a, a2]))
+        return _combine((1.0, 1.0, 1.0), [eye, a, tail])
+    if degree == 8:
+        x = _T8
+        eye, a, a2 = _powers(A, 3)
+        a4 = matmul(a2, _combine((x["x1"], x["x2"]), [a, a2]))
+        a8 = matmul(
+            _combine((_T8_X3, 1.0), [a2, a4]),
+            _combine((x["x4"], x["x5"], x["x6"], x["x7"]), [eye, a, a2, a4]),
+        )
+        return _combine((1.0, 1.0, x["y2"], 1.0), [eye, a, a2, a8])
+    if degree == 12:
+        mats = _powers(A, 4)
+        b = [_combine(row, mats) for row in _T12]
+        b[2] = ew.binary("add", b[2], matmul(b[3], b[3]))  # A^6
+        return ew.binary("add", b[0], matmul(ew.binary("add", b[1], b[2]), b[2]))
+    mats = _powers(A, 4)
+    mats.append(matmul(mats[3], mats[3]))  # A^6
+    b = [_combine(row, mats) for row in _T18]
+    b[3] = ew.binary("add", b[3], matmul(b[0], b[4]))  # A^9
+    return ew.binary("add", b[1], matmul(ew.binary("add", b[2], b[3]), b[3]))
+
+
+def matrix_exp(A) -> Tensor:
+    """exp(A) of each square matrix (linalg.matrix_exp, torch.matrix_exp, Tensor.matrix_exp):
+    PyTorch's optimized Taylor polynomials of degree chosen by each matrix's 1-norm, with
+    scaling and squaring above the degree-18 bound; float dtypes only, as PyTorch."""
+    op = "linalg.matrix_exp"
+    A = tensor_arg(A, op, "A")
+    if A.ndim < 2:
+        raise ValueError(f"{op}: The input tensor A must have at least 2 dimensions.")
+    rows, cols = A.shape[-2:]
+    if rows != cols:
+        raise ValueError(
+            f"{op}: A must be batches of square matrices, but they are {rows} by {cols} matrices"
+        )
+    if not A.dtype.is_floating_point:
+        raise TypeError(
+            f"{op}: Expected a floating point or complex tensor as input. Got {A.dtype}"
+        )
+    if rows == 0 or A.numel() == 0:
+        return A.clone()
+    if rows == 1:
+        return A.exp()
+    dtype = A.dtype
+    # float16 and bfloat16 take float32's polynomial (PyTorch's CPU kernels accumulate so).
+    work = A.to(float32) if dtype.is_half else A
+    thetas = _THETAS["float64" if work.dtype is float64 else "float32"]
+    batch = work.reshape(-1, rows, cols)
+    norms = reductions.amax(reductions.sum(batch.abs(), -2), -1).tolist()
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, norm in enumerate(norms):
+        degree = next((d for d, t in zip((1, 2, 4, 8, 12), thetas) if norm <= t), 18)
+        s = max(0, math.ceil(math.log2(norm / thetas[-1]))) if degree == 18 else 0
+        groups.setdefault((degree, s), []).append(i)
+    pieces, order = [], []
+    for (degree, s), members in groups.items():
+        index = factories.tensor(members, dtype=int64, device=A.device)
+        sub = batch.index_select(0, index)
+        if s:
+            sub = ew.binary("div", sub, float(2**s))
+        result = _taylor(sub, degree)
+        for _ in range(s):
+            result = matmul(result, result)
+        pieces.append(result)
+        order.extend(members)
+    result = pieces[0] if len(pieces) == 1 else index_ops.cat(pieces, 0)
+    if order != sorted(order):
+        inverse = [0] * len(order)
+        for position, i in enumerate(order):
+            inverse[i] = position
+        result = result.index_select(0, factories.tensor(inverse, dtype=int64, device=A.device))
+    return result.reshape(A.shape).to(dtype)
+
+
 LINALG = {
     "multi_dot": multi_dot,
     "matrix_power": matrix_power,
     "cross": linalg_cross,
     "vecdot": vecdot,
+    "matrix_exp": matrix_exp,
 }
 FUNCTIONS = {
     "matrix_power": matrix_power,
@@ -269,6 +427,7 @@ FUNCTIONS = {
     "vdot": vdot,
     "mv": mv,
     "chain_matmul": chain_matmul,
+    "matrix_exp": matrix_exp,
 }
 NOT_METHODS: frozenset[str] = frozenset({"chain_matmul"})
 METHODS: dict = {}

@@ -500,18 +500,18 @@ def polygamma(n: int, input: Tensor) -> Tensor:
     return _unary(f"polygamma{n}", _polygamma(n), wide=True)(tensor_arg(input, "polygamma"))
 
 
-def multigammaln(input: Tensor, p: int) -> Tensor:
+def multigammaln(input: Tensor, p: int, *, op: str = "multigammaln") -> Tensor:
     """The multivariate log-gamma function of dimension p: sum_j lgamma(x - j / 2), j < p,
     plus p (p - 1) / 4 log(pi), as PyTorch composes it (x + arange, lgamma, a sum over the
     last dimension: kael's kernels); p >= 1, no bool input. As PyTorch (2.x) there is no
     domain check: x <= (p - 1) / 2 gives lgamma's values there (+inf at its poles)."""
-    x = tensor_arg(input, "multigammaln")
+    x = tensor_arg(input, op)
     if isinstance(p, bool) or not isinstance(p, numbers.Integral):
-        raise TypeError(f"multigammaln(): argument 'p' must be int, not {type(p).__name__}")
+        raise TypeError(f"{op}(): argument 'p' must be int, not {type(p).__name__}")
     if x.dtype is bool_:
-        raise TypeError("multigammaln(): the input tensor may not be a boolean tensor")
+        raise TypeError(f"{op}(): the input tensor may not be a boolean tensor")
     if p < 1:
-        raise ValueError(f"multigammaln(): p has to be greater than or equal to 1, got p = {p}")
+        raise ValueError(f"{op}(): p has to be greater than or equal to 1, got p = {p}")
     dtype = x.dtype if x.dtype.is_floating_point else get_default_dtype()
     shifts = factories.arange(0.5 - p * 0.5, 0.5, 0.5, dtype=dtype, device=x.device)
     terms = UNARY["lgamma"](ew.binary("add", shifts, x.to(dtype).unsqueeze(-1)))
@@ -567,7 +567,20 @@ def _polygamma_(self: Tensor, n: int) -> Tensor:
     return self.copy_(result)
 
 
-FUNCTIONS: dict[str, Callable] = {**UNARY, "polygamma": polygamma}
+def mvlgamma(input: Tensor, p: int) -> Tensor:
+    """torch.mvlgamma (and Tensor.mvlgamma): torch.special.multigammaln under its old name."""
+    return multigammaln(input, p, op="mvlgamma")
+
+
+def _mvlgamma_(self: Tensor, p: int) -> Tensor:
+    """torch.Tensor.mvlgamma_: mvlgamma(self, p) written into self (PyTorch's dtype error
+    for integer tensors)."""
+    result = mvlgamma(self, p)
+    ew._check_inplace(self, result.dtype, result.shape, "mvlgamma_")
+    return self.copy_(result)
+
+
+FUNCTIONS: dict[str, Callable] = {**UNARY, "polygamma": polygamma, "mvlgamma": mvlgamma}
 NOT_METHODS: frozenset[str] = frozenset({"polygamma"})  # the method takes n after self
 METHODS: dict[str, Callable] = {
     **{
@@ -576,4 +589,5 @@ METHODS: dict[str, Callable] = {
     },
     "polygamma": _polygamma_method,
     "polygamma_": _polygamma_,
+    "mvlgamma_": _mvlgamma_,
 }

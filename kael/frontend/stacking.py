@@ -171,6 +171,156 @@ def diff(input, n=1, dim=-1, prepend=None, append=None) -> Tensor:
     return result.clone() if result is x else result
 
 
+# ---- gradient --------------------------------------------------------------------------------
+
+_GRADIENT = "torch.gradient"
+
+
+def _gradient_dims(dim) -> list[int] | None:
+    """dim as torch.gradient takes it: None, an int or a list of distinct ints."""
+    if dim is None:
+        return None
+    if isinstance(dim, list | tuple):
+        return [_strict_int(d, "gradient", "dim") for d in dim]
+    return [_strict_int(dim, "gradient", "dim")]
+
+
+def _gradient_spacing(spacing, op: str) -> list:
+    """spacing as a list of scalars or of 1-D coordinate tensors (a bare scalar is one per
+    dim, expanded by the caller)."""
+    if isinstance(spacing, list | tuple):
+        items = list(spacing)
+        kinds = {isinstance(s, Tensor) for s in items}
+        if len(kinds) > 1 or not all(
+            isinstance(s, Tensor) or (isinstance(s, int | float) and not isinstance(s, bool))
+            for s in items
+        ):
+            raise TypeError(
+                f"{op}(): argument 'spacing' must be a list of scalars or a list of tensors, "
+                f"got {[type(s).__name__ for s in items]}"
+            )
+        return items
+    raise TypeError(
+        f"{op}(): argument 'spacing' must be a scalar or a list, not {type(spacing).__name__}"
+    )
+
+
+def _uniform_gradient(x: Tensor, d: int, h, edge_order: int) -> Tensor:
+    """PyTorch's gradient_helper_float: central differences over 2h, one-sided at the ends."""
+    n = x.shape[d]
+
+    def at(start: int, stop: int) -> Tensor:
+        return x.narrow(d, start, stop - start)
+
+    center = ew.binary("div", ew.binary("sub", at(2, n), at(0, n - 2)), h)
+    if edge_order == 1:
+        first = ew.binary("div", ew.binary("sub", at(1, 2), at(0, 1)), h)
+        last = ew.binary("div", ew.binary("sub", at(n - 1, n), at(n - 2, n - 1)), h)
+    else:
+        first = ew.binary("add", ew.binary("mul", at(0, 1), -1.5), ew.binary("mul", at(1, 2), 2.0))
+        first = ew.binary("div", ew.binary("sub", first, ew.binary("mul", at(2, 3), 0.5)), h)
+        last = ew.binary("mul", at(n - 3, n - 2), 0.5)
+        last = ew.binary("add", last, ew.binary("mul", at(n - 2, n - 1), -2.0))
+        last = ew.binary("div", ew.binary("add", last, ew.binary("mul", at(n - 1, n), 1.5)), h)
+    return cat([first, ew.binary("div", center, 2), last], d)
+
+
+def _coordinate_gradient(x: Tensor, d: int, coords: Tensor, edge_order: int) -> Tensor:
+    """PyTorch's gradient_helper: second-order differences over uneven coordinates."""
+    if coords.ndim != 1:
+        raise ValueError(
+            f"{_GRADIENT} expected each element of spacing to have one dimension, but got an "
+            f"element with {coords.ndim} dimensions!"
+        )
+    n = x.shape[d]
+    if coords.shape[0] != n:
+        raise ValueError(
+            f"{_GRADIENT} expected the coordinates along dim {d} to have {n} entries (the "
+            f"input's size there), got {coords.shape[0]}"
+        )
+    shape = [1] * x.ndim
+    shape[d] = -1
+    ax = diff(coords)
+    dx1, dx2 = ax.narrow(0, 0, n - 2), ax.narrow(0, 1, n - 2)
+    total = dx1 + dx2
+    a = (-dx2 / (dx1 * total)).reshape(shape)
+    b = ((dx2 - dx1) / (dx1 * dx2)).reshape(shape)
+    c = (dx1 / (dx2 * total)).reshape(shape)
+    center = a * x.narrow(d, 0, n - 2) + b * x.narrow(d, 1, n - 2) + c * x.narrow(d, 2, n - 2)
+
+    def at(i: int) -> Tensor:
+        return x.narrow(d, i, 1)
+
+    h0, h1, hl, hm = ax[0], ax[1 % ax.shape[0]], ax[-1], ax[-2 % ax.shape[0]]
+    if edge_order == 1:
+        first = (at(1) - at(0)) / h0
+        last = (at(n - 1) - at(n - 2)) / hl
+    else:
+        a = -(2.0 * h0 + h1) / (h0 * (h0 + h1))
+        b = (h0 + h1) / (h0 * h1)
+        c = -h0 / (h1 * (h0 + h1))
+        first = a * at(0) + b * at(1) + c * at(2)
+        a = hl / (hm * (hl + hm))
+        b = -(hl + hm) / (hl * hm)
+        c = (2 * hl + hm) / (hl * (hl + hm))
+        last = a * at(n - 3) + b * at(n - 2) + c * at(n - 1)
+    return cat([first, center, last], d)
+
+
+def gradient(input, *, spacing=1, dim=None, edge_order=1) -> tuple[Tensor, ...]:
+    """torch.gradient: the derivative along each of dim (every dim by default) by central
+    differences inside and one-sided differences of order edge_order (1 or 2) at the ends;
+    spacing is one scalar step, a step per dim, or a 1-D coordinate tensor per dim."""
+    op = "gradient"
+    x = tensor_arg(input, op)
+    edge_order = _strict_int(edge_order, op, "edge_order")
+    dims = _gradient_dims(dim)
+    if isinstance(spacing, int | float) and not isinstance(spacing, bool):
+        steps = [spacing] * (len(dims) if dims is not None else x.ndim)
+    else:
+        steps = _gradient_spacing(spacing, op)
+    if x.dtype is bool_:
+        raise TypeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
+            "or `logical_xor()` operator instead."
+        )
+    if x.dtype.name == "uint8":
+        raise TypeError(f"{_GRADIENT} does not support uint8 input.")
+    if dims is None and len(steps) != x.ndim:
+        raise ValueError(
+            f"{_GRADIENT} expected spacing to be unspecified, a scalar, or a list of length "
+            f"equal to 'self.dim() = {x.ndim}', since dim argument was not given, but got a "
+            f"list of length {len(steps)}"
+        )
+    if dims is not None and len(steps) != len(dims):
+        raise ValueError(
+            f"{_GRADIENT} expected spacing to be unspecified, a scalar or it's spacing and dim "
+            f"arguments to have the same length, but got a spacing argument of length "
+            f"{len(steps)} and a dim argument of length {len(dims)}."
+        )
+    if edge_order not in (1, 2):
+        raise ValueError(
+            f"{_GRADIENT} only supports edge_order=1 and edge_order=2, got edge_order={edge_order}."
+        )
+    wrapped = [views.wrap_dim(d, x.ndim) for d in (dims if dims is not None else range(x.ndim))]
+    for i, d in enumerate(wrapped):
+        if d in wrapped[:i]:
+            raise ValueError(f"dim {d} appears multiple times in the list of dims")
+    for d in wrapped:
+        if x.shape[d] < edge_order + 1:
+            raise ValueError(
+                f"{_GRADIENT} expected each dimension size to be at least edge_order+1 "
+                f"(edge_order = {edge_order}), but dim {d} has size {x.shape[d]}"
+            )
+    results = []
+    for d, step in zip(wrapped, steps):
+        if isinstance(step, Tensor):
+            results.append(_coordinate_gradient(x, d, step, edge_order))
+        else:
+            results.append(_uniform_gradient(x, d, step, edge_order))
+    return tuple(results)
+
+
 # ---- matrices built from vectors -------------------------------------------------------------
 
 
@@ -297,9 +447,10 @@ FUNCTIONS: dict[str, Callable] = {
     "combinations": combinations,
     "vander": vander,
     "diagflat": diagflat,
+    "gradient": gradient,
 }
 NOT_METHODS: frozenset[str] = frozenset(
     {"hstack", "vstack", "row_stack", "column_stack", "dstack"}
-    | {"block_diag", "cartesian_prod", "combinations", "vander"}
+    | {"block_diag", "cartesian_prod", "combinations", "vander", "gradient"}
 )
 METHODS: dict[str, Callable] = {}

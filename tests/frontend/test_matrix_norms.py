@@ -91,3 +91,121 @@ def test_empty_inputs_match_torch():
 def test_bad_inputs_raise_typed_errors(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+# ---- torch.dist, torch.renorm, torch.pdist ---------------------------------------------------
+
+VIEWS = {
+    "contiguous": lambda x: x,
+    "transposed": lambda x: x.transpose(0, 1),
+    "sliced": lambda x: x[:, ::2],
+}
+ORDERS = [2, 1, 0, 3.5, 0.5, -1, math.inf, -math.inf]
+
+
+def _view_pair(shape, dtype, view):
+    k, t = torch_pair(RNG.standard_normal(shape), dtype)
+    return VIEWS[view](k), VIEWS[view](t)
+
+
+@pytest.mark.parametrize("view", VIEWS)
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("p", ORDERS)
+def test_dist_is_the_p_norm_of_the_broadcast_difference(p, dtype, view):
+    k, t = _view_pair((6, 8), dtype, view)
+    k2, t2 = torch_pair(RNG.standard_normal(k.shape[-1]), dtype)
+    close_to_torch(kael.dist(k, k2, p), torch.dist(t, t2, p), TOL[dtype])
+    close_to_torch(k.dist(k2, p=p), t.dist(t2, p=p), TOL[dtype])
+
+
+def test_dist_promotes_dtypes_and_takes_0d_and_empty_inputs():
+    k, t = torch_pair(RNG.standard_normal((3, 4)), kael.float32)
+    k2, t2 = torch_pair(RNG.standard_normal(4), kael.float64)
+    close_to_torch(kael.dist(k, k2), torch.dist(t, t2), 1e-6)
+    s, ts = torch_pair(2.5, kael.float64)
+    close_to_torch(kael.dist(k2, s, 3), torch.dist(t2, ts, 3), 1e-12)
+    close_to_torch(kael.dist(s, s), torch.dist(ts, ts), 0)
+    e, te = kael.zeros(0, 3), torch.zeros(0, 3)
+    close_to_torch(kael.dist(e, e), torch.dist(te, te), 0)
+    close_to_torch(kael.dist(e, e, 0), torch.dist(te, te, 0), 0)
+
+
+@pytest.mark.parametrize("view", VIEWS)
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("p", [2, 1, 0.5, 3, math.inf])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_renorm_scales_each_slice_by_torch_s_factor(dim, p, dtype, view):
+    k, t = _view_pair((5, 8), dtype, view)
+    maxnorm = 1.25
+    close_to_torch(kael.renorm(k, p, dim, maxnorm), torch.renorm(t, p, dim, maxnorm), TOL[dtype])
+    close_to_torch(k.renorm(p, dim, maxnorm), t.renorm(p, dim, maxnorm), TOL[dtype])
+    k2, t2 = k.clone(), t.clone()
+    assert k2.renorm_(p, dim, maxnorm) is k2
+    close_to_torch(k2, t2.renorm_(p, dim, maxnorm), TOL[dtype])
+
+
+def test_renorm_of_3d_and_empty_inputs_and_slices_under_maxnorm():
+    k, t = torch_pair(RNG.standard_normal((2, 3, 4)), kael.float64)
+    for dim in (0, 1, 2):
+        close_to_torch(kael.renorm(k, 2, dim, 2.0), torch.renorm(t, 2, dim, 2.0), 1e-12)
+    # every slice already under maxnorm: unchanged
+    close_to_torch(kael.renorm(k, 2, 0, 100.0), torch.renorm(t, 2, 0, 100.0), 0)
+    close_to_torch(kael.renorm(k, 2, 0, 0), torch.renorm(t, 2, 0, 0), 0)
+    for dim in (0, 1):
+        e, te = kael.zeros(0, 3), torch.zeros(0, 3)
+        close_to_torch(kael.renorm(e, 2, dim, 1.0), torch.renorm(te, 2, dim, 1.0), 0)
+
+
+@pytest.mark.parametrize("view", VIEWS)
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("p", [2, 1, 0, 0.5, 3.5, math.inf])
+def test_pdist_is_the_upper_triangle_of_row_distances(p, dtype, view):
+    k, t = _view_pair((6, 10), dtype, view)
+    close_to_torch(kael.pdist(k, p), torch.pdist(t, p), TOL[dtype])
+
+
+@pytest.mark.parametrize("shape", [(1, 3), (0, 3), (3, 0), (2, 1)])
+@pytest.mark.parametrize("p", [2, 0, math.inf])
+def test_pdist_of_degenerate_shapes_matches_torch(shape, p):
+    k, t = torch_pair(RNG.standard_normal(shape), kael.float64)
+    close_to_torch(kael.pdist(k, p), torch.pdist(t, p), 1e-12)
+
+
+@pytest.mark.parametrize("p", [0, 1, 2, math.inf])
+def test_pdist_keeps_nan_and_inf_rows_as_torch(p):
+    k, t = torch_pair([[1.0, math.nan], [1.0, 2.0], [math.inf, 0.0], [3.0, -1.0]], kael.float64)
+    close_to_torch(kael.pdist(k, p), torch.pdist(t, p), 1e-12, equal_nan=True)
+
+
+def test_pdist_is_a_function_only_as_in_torch():
+    assert not hasattr(torch.Tensor, "pdist") and not hasattr(kael.Tensor, "pdist")
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: kael.dist(kael.ones(3, dtype=kael.int64), kael.ones(3, dtype=kael.int64)), kael.TypeError, "floating point or complex. Got int64"),
+        (lambda: kael.dist(kael.ones(3, dtype=kael.bool), kael.ones(3, dtype=kael.bool)), kael.TypeError, "two bool tensors"),
+        (lambda: kael.dist(kael.ones(3), 2.0), kael.TypeError, "'other' .* must be Tensor, not float"),
+        (lambda: kael.dist(kael.ones(3), kael.ones(3), "fro"), kael.TypeError, "'p' must be Number, not str"),
+        (lambda: kael.dist(kael.ones(3, 4), kael.ones(2)), kael.Error, "4"),
+        (lambda: kael.dist(kael.ones(0), kael.ones(0), math.inf), kael.ValueError, "inf norm on an empty tensor"),
+        (lambda: kael.renorm(kael.ones(3, 3, dtype=kael.int64), 2, 0, 1), kael.TypeError, "floating point tensor as input. Got int64"),
+        (lambda: kael.renorm(kael.ones(3, 3), 0, 0, 1.0), kael.ValueError, r"non-positive-norm not supported \(p = 0"),
+        (lambda: kael.renorm(kael.ones(3, 3), -1, 0, 1.0), kael.ValueError, r"non-positive-norm not supported \(p = -1"),
+        (lambda: kael.renorm(kael.ones(3, 3), 2, 0, -1.0), kael.ValueError, "maxnorm to be >= 0 but got -1"),
+        (lambda: kael.renorm(kael.ones(3), 2, 0, 1.0), kael.ValueError, "at least 2 dimensions, got 1"),
+        (lambda: kael.renorm(kael.tensor(3.0), 2, 0, 1.0), kael.ValueError, "at least 2 dimensions, got 0"),
+        (lambda: kael.renorm(kael.ones(3, 3), 2, 2, 1.0), kael.IndexError, r"range of \[-2, 1\], but got 2"),
+        (lambda: kael.renorm(kael.ones(3, 3), 2, 0.0, 1.0), kael.TypeError, "'dim' .* must be int, not float"),
+        (lambda: kael.ones(3, 3, dtype=kael.int64).renorm_(2, 0, 1), kael.TypeError, "Got int64"),
+        (lambda: kael.pdist(kael.ones(3, 3, dtype=kael.int64)), kael.TypeError, "only supports floating-point dtypes, got int64"),
+        (lambda: kael.pdist(kael.ones(3)), kael.ValueError, "only supports 2D tensors, got: 1D"),
+        (lambda: kael.pdist(kael.ones(2, 3, 4)), kael.ValueError, "only supports 2D tensors, got: 3D"),
+        (lambda: kael.pdist(kael.ones(3, 3), -1), kael.ValueError, "non-negative p values, got -1"),
+        (lambda: kael.pdist(kael.ones(3, 3, dtype=kael.float16)), kael.TypeError, "not implemented for float16"),
+    ],
+)  # fmt: skip
+def test_dist_renorm_pdist_refuse_what_torch_refuses(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

@@ -216,3 +216,90 @@ F64 = kael.float64
 def test_vector_products_refuse_what_torch_refuses(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+# ---- matrix_exp ------------------------------------------------------------------------------
+
+MEXP_TOL = {kael.float32: 2e-6, kael.float64: 1e-13}
+MEXP_RNG = np.random.default_rng(5)
+
+
+def _mexp_check(k, t, dtype):
+    """kael's exp(A) against torch's, relative to each result's largest entry."""
+    scale = max(1.0, float(t.abs().max())) if t.numel() else 1.0
+    close_to_torch(k, t, MEXP_TOL[dtype] * scale)
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64], ids=str)
+@pytest.mark.parametrize("norm", [1e-9, 1e-5, 1e-3, 0.03, 0.2, 0.5, 1.0, 2.5, 8.0, 40.0])
+def test_matrix_exp_matches_torch_for_each_degree_and_scaling(norm, dtype):
+    # the 1-norm picks the Taylor degree (1, 2, 4, 8, 12, 18) and the squarings
+    a = MEXP_RNG.standard_normal((3, 5, 5))
+    a *= norm / np.abs(a).sum(-2).max(-1)[:, None, None]
+    k, t = torch_pair(a, dtype)
+    _mexp_check(kael.linalg.matrix_exp(k), torch.linalg.matrix_exp(t), dtype)
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64], ids=str)
+def test_matrix_exp_of_a_batch_of_mixed_norms_keeps_each_matrix_in_place(dtype):
+    a = MEXP_RNG.standard_normal((2, 4, 6, 6))
+    a *= np.array([[1e-6, 0.1, 30.0, 0.7], [1e-2, 5.0, 0.1, 1e-4]])[:, :, None, None]
+    k, t = torch_pair(a, dtype)
+    _mexp_check(kael.linalg.matrix_exp(k), torch.linalg.matrix_exp(t), dtype)
+    _mexp_check(kael.matrix_exp(k), torch.matrix_exp(t), dtype)
+    _mexp_check(k.matrix_exp(), t.matrix_exp(), dtype)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced", "expanded"])
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64], ids=str)
+def test_matrix_exp_takes_every_layout(dtype, layout):
+    k, t = layout_pair((3, 4, 4), dtype, layout, low=-2, high=3)
+    _mexp_check(kael.linalg.matrix_exp(k), torch.linalg.matrix_exp(t), dtype)
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64], ids=str)
+def test_matrix_exp_of_nilpotent_diagonal_and_tiny_matrices_is_exact_like_torch(dtype):
+    nilpotent = np.triu(MEXP_RNG.standard_normal((6, 6)) * 3, 1)
+    diagonal = np.diag(MEXP_RNG.uniform(-4, 4, 6))
+    for a in (
+        nilpotent,
+        diagonal,
+        np.zeros((3, 3)),
+        np.array([[2.5]]),
+        np.array([[[-1.0]], [[3.0]]]),
+    ):
+        k, t = torch_pair(a, dtype)
+        _mexp_check(kael.linalg.matrix_exp(k), torch.linalg.matrix_exp(t), dtype)
+    k, t = torch_pair(diagonal, dtype)
+    _mexp_check(kael.linalg.matrix_exp(k).diagonal(), t.diagonal().exp(), dtype)
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (2, 0, 0), (0, 3, 3)])
+def test_matrix_exp_of_empty_inputs_is_empty(shape):
+    k, t = kael.zeros(*shape), torch.zeros(*shape)
+    close_to_torch(kael.linalg.matrix_exp(k), torch.linalg.matrix_exp(t), 0)
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: kael.linalg.matrix_exp(kael.ones(3, 4)), kael.ValueError, "linalg.matrix_exp: A must be batches of square matrices, but they are 3 by 4 matrices"),
+        (lambda: kael.matrix_exp(kael.ones(2, 2, 3)), kael.ValueError, "2 by 3 matrices"),
+        (lambda: kael.linalg.matrix_exp(kael.ones(3)), kael.ValueError, "must have at least 2 dimensions"),
+        (lambda: kael.linalg.matrix_exp(kael.tensor(1.0)), kael.ValueError, "must have at least 2 dimensions"),
+        (lambda: kael.linalg.matrix_exp(kael.ones(3, 3, dtype=kael.int64)), kael.TypeError, "floating point or complex tensor as input. Got int64"),
+        (lambda: kael.ones(3, 3, dtype=kael.bool).matrix_exp(), kael.TypeError, "Got bool"),
+    ],
+)  # fmt: skip
+def test_matrix_exp_refuses_what_torch_refuses(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+@pytest.mark.parametrize("dtype", [kael.float16, kael.bfloat16], ids=str)
+def test_matrix_exp_of_half_precision_keeps_the_dtype(dtype):
+    # kael takes float32's polynomial and rounds once; torch 2.x's CPU float16 kernel
+    # overflows to inf / nan here, so the reference is torch's float32 result, rounded.
+    k, t = torch_pair(MEXP_RNG.standard_normal((2, 4, 4)) * 0.5, dtype)
+    want = torch.linalg.matrix_exp(t.float()).to(t.dtype)
+    close_to_torch(kael.linalg.matrix_exp(k), want, 1e-2)

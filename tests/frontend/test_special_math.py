@@ -501,3 +501,46 @@ def test_i0_is_a_function_a_method_and_in_place_as_torch_s():
     close_to_torch(kx, tx, 2e-6)
     with pytest.raises(kael.TypeError, match="can't be cast to the desired output type"):
         kael.ones(3, dtype=kael.int64).i0_()
+
+
+# ---- mvlgamma: torch.mvlgamma, Tensor.mvlgamma and Tensor.mvlgamma_ --------------------------
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64], ids=str)
+@pytest.mark.parametrize("p", [1, 2, 4])
+def test_mvlgamma_is_multigammaln_as_function_and_methods(p, dtype):
+    x = (p - 1) / 2 + np.exp(RNG.uniform(-4, 3, (4, 6)))
+    kx, tx = pair(x, dtype)
+    tol = TOL[dtype]
+    close_to_torch(kael.mvlgamma(kx, p), torch.mvlgamma(tx, p), tol)
+    close_to_torch(kx.mvlgamma(p), tx.mvlgamma(p), tol)
+    close_to_torch(kx.mvlgamma(p=p), tx.mvlgamma(p=p), tol)
+    close_to_torch(kael.mvlgamma(kx.T, p), torch.mvlgamma(tx.T, p), tol)
+    close_to_torch(kael.mvlgamma(kx[::2, 1::3], p), torch.mvlgamma(tx[::2, 1::3], p), tol)
+    close_to_torch(kael.mvlgamma(kx[1, 2], p), torch.mvlgamma(tx[1, 2], p), tol)
+    close_to_torch(kael.mvlgamma(kx[:0], p), torch.mvlgamma(tx[:0], p), 0)
+    view, tview = kx[:, ::2], tx[:, ::2]
+    assert view.mvlgamma_(p) is view
+    tview.mvlgamma_(p)
+    close_to_torch(kx, tx, tol)
+
+
+def test_mvlgamma_of_integers_gives_the_default_float():
+    ki, ti = pair(np.array([[3, 4], [5, 9]]), kael.int64)
+    close_to_torch(kael.mvlgamma(ki, 2), torch.mvlgamma(ti, 2), 2e-6)
+    close_to_torch(ki.mvlgamma(3), ti.mvlgamma(3), 2e-6)
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: kael.mvlgamma(kael.tensor([2.0]), 0), kael.ValueError, r"mvlgamma\(\): p has to be greater than or equal to 1, got p = 0"),
+        (lambda: kael.mvlgamma(kael.tensor([2.0]), 1.0), kael.TypeError, r"mvlgamma\(\): argument 'p' must be int, not float"),
+        (lambda: kael.tensor([True]).mvlgamma(2), kael.TypeError, "may not be a boolean tensor"),
+        (lambda: kael.tensor([3, 4]).mvlgamma_(2), kael.TypeError, "mvlgamma_: result type float32 can't be cast to the desired output type int64"),
+        (lambda: kael.tensor([2.0]).mvlgamma_(-1), kael.ValueError, "got p = -1"),
+    ],
+)  # fmt: skip
+def test_mvlgamma_refuses_what_torch_refuses(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

@@ -5,6 +5,7 @@ what PyTorch refuses."""
 
 import pytest
 import torch
+from kernel_helpers import TORCH_DTYPES
 from parity_helpers import LAYOUTS, close_to_torch
 from parity_helpers import layout_pair as make
 
@@ -392,3 +393,101 @@ def test_the_vector_builders_run_inside_compile_with_eagers_values():
     compiled = kael.compile(f)
     for _ in range(2):
         check(compiled(k), torch.from_dlpack(eager.contiguous()))
+
+
+# ---- gradient --------------------------------------------------------------------------------
+
+GRADIENT_KWARGS = [
+    {},
+    {"spacing": 2.0},
+    {"spacing": 3},
+    {"spacing": [0.5, 2.0]},
+    {"dim": 1},
+    {"dim": -2, "spacing": [1.5]},
+    {"dim": [1, 0], "spacing": (2.0, 0.25)},
+    {"dim": (0,)},
+]
+
+
+def _grad_check(k, t, tol):
+    assert isinstance(k, tuple) and len(k) == len(t)
+    close_to_torch(k, t, tol)
+    for a, b in zip(k, t):
+        assert a.dtype is kael.from_dlpack(b.clone()).dtype and a.shape == tuple(b.shape)
+
+
+@pytest.mark.parametrize("edge_order", [1, 2])
+@pytest.mark.parametrize("kwargs", GRADIENT_KWARGS, ids=str)
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced", "expanded"])
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64], ids=str)
+def test_gradient_uniform_spacing_matches_torch(dtype, layout, kwargs, edge_order):
+    k, t = make((4, 5), dtype, layout)
+    tol = 1e-6 if dtype is kael.float32 else 1e-12
+    _grad_check(
+        kael.gradient(k, **kwargs, edge_order=edge_order),
+        torch.gradient(t, **kwargs, edge_order=edge_order),
+        tol,
+    )
+
+
+@pytest.mark.parametrize("edge_order", [1, 2])
+@pytest.mark.parametrize("coords_dtype", [kael.float32, kael.float64, kael.int64], ids=str)
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64], ids=str)
+def test_gradient_coordinate_spacing_matches_torch(dtype, coords_dtype, edge_order):
+    k, t = make((4, 5), dtype, "transposed")
+    values = ([0, 1, 3, 4], [-2, 0, 1, 5, 6])
+    coords = [make_coords(v, coords_dtype) for v in values]
+    kc, tc = [c[0] for c in coords], [c[1] for c in coords]
+    tol = 1e-5 if kael.float32 in (dtype, coords_dtype) else 1e-12
+    got = kael.gradient(k, spacing=kc, edge_order=edge_order)
+    _grad_check(got, torch.gradient(t, spacing=tc, edge_order=edge_order), tol)
+    got = kael.gradient(k, spacing=kc[1:], dim=1, edge_order=edge_order)
+    _grad_check(got, torch.gradient(t, spacing=tc[1:], dim=1, edge_order=edge_order), tol)
+
+
+def make_coords(values, dtype):
+    t = torch.tensor(values).to(TORCH_DTYPES[dtype])
+    return kael.from_dlpack(t.clone()), t
+
+
+def test_gradient_of_3d_0d_and_empty_inputs_matches_torch():
+    k, t = make((3, 4, 2), kael.float64, "sliced")
+    _grad_check(kael.gradient(k), torch.gradient(t), 1e-12)
+    _grad_check(kael.gradient(k, dim=[2, 0]), torch.gradient(t, dim=[2, 0]), 1e-12)
+    k0, t0 = make((), kael.float32)
+    assert kael.gradient(k0) == () == torch.gradient(t0)
+    e, te = make((0, 3), kael.float32)
+    _grad_check(kael.gradient(e, dim=1), torch.gradient(te, dim=1), 0)
+    _grad_check(kael.gradient(e, dim=1, edge_order=2), torch.gradient(te, dim=1, edge_order=2), 0)
+
+
+def test_gradient_is_a_function_only_as_in_torch():
+    assert not hasattr(torch.Tensor, "gradient") and not hasattr(kael.Tensor, "gradient")
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: kael.gradient(kael.ones(3, 4), spacing=[2.0]), kael.ValueError, "'self.dim\\(\\) = 2', since dim argument was not given, but got a list of length 1"),
+        (lambda: kael.gradient(kael.ones(3, 4), spacing=[1.0, 2.0, 3.0]), kael.ValueError, "got a list of length 3"),
+        (lambda: kael.gradient(kael.ones(3, 4), spacing=[1.0, 2.0], dim=0), kael.ValueError, "spacing argument of length 2 and a dim argument of length 1"),
+        (lambda: kael.gradient(kael.ones(3, 4), dim=0, edge_order=3), kael.ValueError, "only supports edge_order=1 and edge_order=2, got edge_order=3"),
+        (lambda: kael.gradient(kael.ones(3, 2), dim=1, edge_order=2), kael.ValueError, "at least edge_order\\+1 \\(edge_order = 2\\), but dim 1 has size 2"),
+        (lambda: kael.gradient(kael.ones(3, 1)), kael.ValueError, "dim 1 has size 1"),
+        (lambda: kael.gradient(kael.ones(0, 3)), kael.ValueError, "dim 0 has size 0"),
+        (lambda: kael.gradient(kael.ones(3, 4), dim=2), kael.IndexError, "range of \\[-2, 1\\], but got 2"),
+        (lambda: kael.gradient(kael.ones(3, 4), dim=(0, 0)), kael.ValueError, "dim 0 appears multiple times"),
+        (lambda: kael.gradient(kael.ones(3, dtype=kael.bool)), kael.TypeError, "two bool tensors"),
+        (lambda: kael.gradient(kael.ones(3, dtype=kael.uint8)), kael.TypeError, "does not support uint8"),
+        (lambda: kael.gradient(kael.ones(3, 4), spacing=[kael.ones(1, 3)], dim=0), kael.ValueError, "one dimension, but got an element with 2 dimensions"),
+        (lambda: kael.gradient(kael.ones(3, 4), spacing=[kael.tensor(2.0)], dim=0), kael.ValueError, "got an element with 0 dimensions"),
+        (lambda: kael.gradient(kael.ones(3, 4), spacing=[kael.ones(4)], dim=0), kael.ValueError, "to have 3 entries .* got 4"),
+        (lambda: kael.gradient(kael.ones(3, 4), spacing="a"), kael.TypeError, "'spacing' must be a scalar or a list, not str"),
+        (lambda: kael.gradient(kael.ones(3, 4), spacing=kael.ones(3), dim=0), kael.TypeError, "not Tensor"),
+        (lambda: kael.gradient(kael.ones(3, 4), dim=0.0), kael.TypeError, "'dim' must be int, not float"),
+        (lambda: kael.gradient(kael.ones(3, 4), edge_order=1.0), kael.TypeError, "'edge_order' must be int, not float"),
+    ],
+)  # fmt: skip
+def test_gradient_refuses_what_torch_refuses(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
