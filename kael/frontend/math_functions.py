@@ -467,15 +467,17 @@ def _tensor_pair(input, other, name: str, what: str = "other") -> tuple[Tensor, 
     return tensor_arg(input, name), tensor_arg(other, name, what)
 
 
-def _extremum(name: str, pick: Callable[[Value, Value], Value]):
-    """fmax / fmin: the larger / smaller, a NaN losing to a number (NaN where both are)."""
+def _extremum(name: str, larger: bool):
+    """fmax / fmin: the larger / smaller, a NaN losing to a number (NaN where both are), the
+    first operand on a tie (0.0 and -0.0), as PyTorch's."""
 
     def fn(input: Tensor, other: Tensor) -> Tensor:
         a, b = _tensor_pair(input, other, name)
         out = result_type(a, b)
 
         def formula(x: Value, y: Value) -> Value:
-            return where(x.ne(x), y, where(y.ne(y), x, pick(x, y)))
+            better = y > x if larger else y < x
+            return where(x.ne(x), y, where(y.ne(y), x, where(better, y, x)))
 
         return _launch_as((name,), [a, b], _compute_any(out), out, formula)
 
@@ -484,8 +486,8 @@ def _extremum(name: str, pick: Callable[[Value, Value], Value]):
     return fn
 
 
-fmax = _extremum("fmax", maximum)
-fmin = _extremum("fmin", minimum)
+fmax = _extremum("fmax", larger=True)
+fmin = _extremum("fmin", larger=False)
 
 
 def heaviside(input: Tensor, values: Tensor) -> Tensor:

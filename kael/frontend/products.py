@@ -389,6 +389,9 @@ def matrix_exp(A) -> Tensor:
     norms = reductions.amax(reductions.sum(batch.abs(), -2), -1).tolist()
     groups: dict[tuple[int, int], list[int]] = {}
     for i, norm in enumerate(norms):
+        if not math.isfinite(norm):  # a NaN or an infinity in it: all NaN, as PyTorch's
+            groups.setdefault((0, 0), []).append(i)
+            continue
         degree = next((d for d, t in zip((1, 2, 4, 8, 12), thetas) if norm <= t), 18)
         s = max(0, math.ceil(math.log2(norm / thetas[-1]))) if degree == 18 else 0
         groups.setdefault((degree, s), []).append(i)
@@ -398,7 +401,7 @@ def matrix_exp(A) -> Tensor:
         sub = batch.index_select(0, index)
         if s:
             sub = ew.binary("div", sub, float(2**s))
-        result = _taylor(sub, degree)
+        result = _taylor(sub, degree) if degree else ew.binary("mul", sub, math.nan)
         for _ in range(s):
             result = matmul(result, result)
         pieces.append(result)

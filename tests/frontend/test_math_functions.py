@@ -637,3 +637,15 @@ def test_new_functions_inside_compile_match_eager():
         want = (kael.nextafter(ka, kb) + kael.sinc(ka) * kael.fmax(ka, kb), kael.frexp(ka)[1])
         for g_, w in zip(got, want):
             assert np.array_equal(g_.numpy(), w.numpy())
+
+
+@pytest.mark.parametrize("name", ["fmax", "fmin"])
+def test_fmax_and_fmin_keep_the_first_operand_on_a_signed_zero_tie(name):
+    a, b = [0.0, -0.0, -0.0, 0.0], [-0.0, 0.0, -0.0, 0.0]
+    got = getattr(kael, name)(kael.tensor(a), kael.tensor(b))
+    want = getattr(torch, name)(torch.tensor(a), torch.tensor(b))
+    assert (
+        np.signbit(got.numpy()).tolist()
+        == torch.signbit(want).tolist()
+        == [False, True, True, False]
+    )

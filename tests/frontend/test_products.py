@@ -2,6 +2,7 @@
 chain_matmul (frontend/products.py) against torch: values, dtype and shape, the chain
 order, vectors at the ends, negative powers, broadcasting, layouts, and typed errors."""
 
+import math
 import warnings
 
 import numpy as np
@@ -303,3 +304,12 @@ def test_matrix_exp_of_half_precision_keeps_the_dtype(dtype):
     k, t = torch_pair(MEXP_RNG.standard_normal((2, 4, 4)) * 0.5, dtype)
     want = torch.linalg.matrix_exp(t.float()).to(t.dtype)
     close_to_torch(kael.linalg.matrix_exp(k), want, 1e-2)
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_matrix_exp_of_a_matrix_holding_nan_or_inf_is_all_nan_beside_finite_ones(bad):
+    values = [[[bad, 1.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, 1.0]]]
+    got = kael.linalg.matrix_exp(kael.tensor(values))
+    want = torch.linalg.matrix_exp(torch.tensor(values))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, equal_nan=True)
+    assert np.isnan(got.numpy()[0]).all() and np.isfinite(got.numpy()[1]).all()
