@@ -466,8 +466,9 @@ def unravel_index(indices, shape) -> tuple[Tensor, ...]:
     indices = indices.to(dtype=dtypes.int64)  # PyTorch divides by an int64 tensor of strides
     out = []
     for coef, size in zip(coefs, dims, strict=True):
-        index = fns["floor_divide"](indices, tensor(coef, dtype=dtypes.int64))
-        out.append(fns["remainder"](index, tensor(size, dtype=dtypes.int64)))
+        at = indices.device  # the 0-d divisors live where the indices do
+        index = fns["floor_divide"](indices, tensor(coef, dtype=dtypes.int64, device=at))
+        out.append(fns["remainder"](index, tensor(size, dtype=dtypes.int64, device=at)))
     return tuple(out)
 
 
@@ -496,7 +497,10 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None) -> Tensor
         return scalar_tensor(value, dtype=dtype).item()
 
     low, high = rounded(start), rounded(end)
-    step = builtins.float(rounded(high - low)) / (steps - 1)
+    # end - start in the dtype's arithmetic: C++ promotes the narrow integers to int, so
+    # theirs never wraps (exact here, as Python ints); floats round to the dtype
+    span = high - low if not dtype.is_floating_point else rounded(high - low)
+    step = builtins.float(span) / (steps - 1)
     position = arange(steps, dtype=dtypes.float64, device=device)
     fns = _functions()
     rising = position * step + low
@@ -600,7 +604,7 @@ def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, device
 
     def make(x, length):
         a = scalar_tensor((length - 1) / 2.0, dtype=compute).item()
-        b = scalar_tensor(beta, dtype=compute)
+        b = scalar_tensor(beta, dtype=compute, device=x.device)
         ratio = (x.to(dtype=compute) - a) / a
         inner = (1 - ratio * ratio).abs().sqrt() * b
         return (i0(inner) / i0(b)).to(dtype=resolved)

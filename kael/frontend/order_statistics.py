@@ -206,6 +206,9 @@ def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool =
     )
     flat = e.reshape(-1).contiguous()
     tests = t.reshape(-1)
+    if dtype.is_floating_point:  # NaN matches nothing, and in the sorted values it would
+        # sit past every number, where the binary search cannot pass it
+        tests = masked_select(tests, ew.binary("eq", tests, tests))
     if not tests.numel() or not flat.numel():
         found = factories.zeros(e.shape, dtype=bool_, device=device)
     else:

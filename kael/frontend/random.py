@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -43,6 +44,7 @@ from kael.runtime.dtypes import (
 )
 from kael.runtime.errors import TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl
+from kael.runtime.typeinfo import finfo
 
 DEFAULT_SEED = 0  # the book's: a program that never seeds still repeats itself
 _U64 = 1 << 64
@@ -775,11 +777,19 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None)
 
 def _bound_check(value: int, what: str, dtype: DType) -> None:
     """PyTorch's random_(from, to) range check of randint_like: from and to - 1 must be
-    values of the dtype (floats: integers their significand holds exactly)."""
+    values of the dtype. A float's beyond the integers its significand holds exactly
+    (up to its largest finite value) only warns that draws will round, as PyTorch's."""
     if dtype.is_bool:
         low, high = 0, 1
     elif dtype.is_floating_point:
-        low, high = -_RANDOM_TOP[dtype], _RANDOM_TOP[dtype]
+        low, high = -finfo(dtype).max, finfo(dtype).max
+        if abs(value) > _RANDOM_TOP[dtype] and low <= value <= high:
+            warnings.warn(
+                f"{what} is out of bounds [{-_RANDOM_TOP[dtype]}, {_RANDOM_TOP[dtype]}] for"
+                f" {dtype}: {what} = {value}; the drawn values will be rounded",
+                UserWarning,
+                stacklevel=3,
+            )
     else:
         low, high = dtype.min, dtype.max
     if not low <= value <= high:

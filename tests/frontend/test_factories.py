@@ -558,3 +558,16 @@ def test_kaiser_window_takes_beta(beta):
 def test_windows_refuse_negative_lengths_and_integer_dtypes(name, args, kwargs, error, message):
     with pytest.raises(error, match=f"{name if 'window_length=' in message else ''}.*{message}"):
         getattr(kael, name)(*args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "start, end, base, dtype",
+    [(5, 2, 2.0, "uint8"), (-100, 100, 1.01, "int8"), (-100, 100, 1.01, "int16")],
+)
+def test_logspace_of_narrow_integers_takes_end_minus_start_without_wrapping(
+    start, end, base, dtype
+):
+    # C++ promotes int8/uint8/int16 to int for end - start: a negative or wide span stays
+    got = kael.logspace(start, end, 4, base=base, dtype=getattr(kael, dtype))
+    want = torch.logspace(start, end, 4, base=base, dtype=getattr(torch, dtype))
+    assert got.tolist() == want.tolist()

@@ -2,6 +2,8 @@
 (frontend/order_statistics.py) against PyTorch: values, indices, dtype and shape, NaN
 rules, every interpolation, layouts; typed errors."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -392,3 +394,18 @@ def test_isin_refuses_what_torch_refuses(call, error, message):
 def test_isin_is_a_function_not_a_method_as_in_torch():
     assert not hasattr(torch.Tensor, "isin") and not hasattr(kael.Tensor, "isin")
     assert kael.isin(kael.tensor([1, 2]), kael.tensor([2])).tolist() == [False, True]
+
+
+@pytest.mark.parametrize(
+    "elements, tests",
+    [
+        ([1.0, 2.0, 5.0], [math.nan, 1.0, 2.0, 3.0, 4.0, 5.0, math.nan]),
+        ([math.nan, 1.0], [math.nan, 1.0]),
+        ([math.inf, 5.0], [math.inf, math.nan]),
+        ([1.0], [math.nan]),
+    ],
+)
+def test_isin_ignores_nan_test_values_as_torch(elements, tests):
+    # NaN matches nothing; sorted last, it must not hide the numbers from the search
+    got = kael.isin(kael.tensor(elements), kael.tensor(tests))
+    assert got.tolist() == torch.isin(torch.tensor(elements), torch.tensor(tests)).tolist()

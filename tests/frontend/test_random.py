@@ -915,3 +915,14 @@ def test_poisson_repeats_under_manual_seed_keeps_shape_and_dtype_and_zero_rate_g
 def test_poisson_refuses_what_torch_refuses(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.parametrize("dtype, high", [("float16", 4096), ("bfloat16", 300)])
+def test_randint_like_of_a_half_type_past_its_exact_integers_warns_as_torch(dtype, high):
+    # past 2**digits the draws round, which torch only warns about; past the largest
+    # finite value it refuses
+    with pytest.warns(UserWarning, match="out of bounds"):
+        got = kael.randint_like(kael.zeros(3, dtype=getattr(kael, dtype)), high)
+    assert got.dtype is getattr(kael, dtype) and got.shape == (3,)
+    with pytest.raises(kael.ValueError, match=r"to - 1 is out of bounds .* 69999"):
+        kael.randint_like(kael.zeros(3, dtype=kael.float16), 70000)

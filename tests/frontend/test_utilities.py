@@ -177,3 +177,15 @@ def test_all_names_are_exported():
              "broadcast_shapes", "can_cast", "rsub", "unravel_index"]  # fmt: skip
     assert set(names) <= set(kael.__all__)
     assert all(TORCH_DTYPES)  # the table the dtype tests rely on
+
+
+@pytest.mark.gpu
+def test_unravel_index_and_kaiser_window_stay_on_cuda():
+    # their 0-d constants are made where the result lives, not on the host
+    flat = kael.tensor([5, 11, 0]).cuda()
+    got = kael.unravel_index(flat, (3, 4))
+    assert [t.device.type for t in got] == ["cuda", "cuda"]
+    assert [t.cpu().tolist() for t in got] == [[1, 2, 0], [1, 3, 0]]
+    window = kael.kaiser_window(8, device="cuda")
+    assert window.device.type == "cuda"
+    np.testing.assert_allclose(window.cpu().numpy(), torch.kaiser_window(8).numpy(), rtol=1e-5)
