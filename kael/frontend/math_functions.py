@@ -229,13 +229,19 @@ def _logit(z: Value) -> Value:
     return (z / (1 - z)).apply("log")
 
 
-def inplace_result(name: str, fn: Callable) -> Callable:
+def inplace_result(name: str, fn: Callable, same_dtype: bool = False) -> Callable:
     """Tensor.NAME_ for an op without a kernel of its own: fn(self, ...) written into self,
     checked as the in-place ops check it (the result's dtype must cast to self's: a float
-    result is refused for integers; its shape must be self's)."""
+    result is refused for integers; its shape must be self's). `same_dtype`: the result's
+    dtype must be self's exactly (PyTorch's float_power_, which computes in float64)."""
 
     def method(self: Tensor, *args, **kwargs) -> Tensor:
         result = fn(tensor_arg(self, name), *args, **kwargs)
+        if same_dtype and result.dtype is not self.dtype:
+            raise TypeError(
+                f"the base given to {name} has dtype {self.dtype} but the operation's result"
+                f" requires dtype {result.dtype}"
+            )
         ew._check_inplace(self, result.dtype, result.shape, name)
         return self.copy_(result)
 

@@ -12,6 +12,7 @@ import math
 
 from kael.frontend import elementwise as ew
 from kael.frontend import factorizations, moments, reductions, views
+from kael.frontend.math_functions import inplace_result
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.runtime.dtypes import bfloat16, bool_, float16, float32, promote_types
@@ -203,13 +204,6 @@ def renorm(input, p, dim, maxnorm) -> Tensor:
     return ew.binary("mul", x, factor)
 
 
-def _renorm_(self: Tensor, p, dim, maxnorm) -> Tensor:
-    """torch.Tensor.renorm_: renorm written into self."""
-    result = renorm(self, p, dim, maxnorm)
-    ew._check_inplace(self, result.dtype, result.shape, "renorm_")
-    return self.copy_(result)
-
-
 def pdist(input, p=2) -> Tensor:
     """torch.pdist: the p-norm distance between each pair of rows i < j of an N x M input,
     [N (N - 1) / 2] in the upper triangle's row-major order (kael.nn.functional.pdist's
@@ -230,4 +224,4 @@ LINALG = {"vector_norm": vector_norm, "matrix_norm": matrix_norm, "norm": norm, 
 # ops.py's FAMILIES does not list this module: products.py merges these three tables into its own.
 FUNCTIONS: dict = {"dist": dist, "renorm": renorm, "pdist": pdist}
 NOT_METHODS: frozenset[str] = frozenset({"pdist"})  # torch has no Tensor.pdist
-METHODS: dict = {"renorm_": _renorm_}
+METHODS: dict = {"renorm_": inplace_result("renorm_", renorm)}

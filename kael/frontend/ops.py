@@ -36,6 +36,7 @@ from kael.frontend import (
     statistics,
 )
 from kael.frontend import elementwise as ew
+from kael.frontend.math_functions import inplace_result
 from kael.frontend.outputs import output, tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
@@ -301,12 +302,12 @@ def _inplace(name: str):
 
 def _unary_inplace(name: str):
     """Tensor.NAME_ of the unary function NAME (INPLACE_UNARY)."""
-    fn = FUNCTIONS[name]
+    written = inplace_result(f"{name}_", FUNCTIONS[name])
     op = ew.UNARY.get(INPLACE_KERNEL.get(name, name))
 
     def method(self, *args, **kwargs):
         if op is None or args or kwargs:
-            return _write_result(self, f"{name}_", fn(self, *args, **kwargs))
+            return written(self, *args, **kwargs)
         compute, result = ew._unary_dtypes(op, self)
         ew._check_inplace(self, result, self.shape, f"{name}_")
         ew._launch_unary(op.name, op.ir, self, compute, self)  # self read where it is written
@@ -320,29 +321,17 @@ def _unary_inplace(name: str):
 
 def _computed_inplace(name: str, tensors: tuple[str, ...]):
     """Tensor.NAME_ of a function of more operands (INPLACE_COMPUTED)."""
-    fn = FUNCTIONS[name]
+    # float_power computes in float64: PyTorch writes it only into a float64 self
+    written = inplace_result(f"{name}_", FUNCTIONS[name], same_dtype=name == "float_power")
 
     def method(self, *args, **kwargs):
         for what, value in zip(tensors, args, strict=False):
             tensor_arg(value, f"{name}_", what)
-        return _write_result(self, f"{name}_", fn(self, *args, **kwargs))
+        return written(self, *args, **kwargs)
 
     _name_method(method, f"{name}_")
     method.__doc__ = f"torch.Tensor.{name}_: {name} written into self (self returned)."
     return op_door(f"{name}_", method)
-
-
-def _write_result(self: Tensor, op: str, result: Tensor) -> Tensor:
-    """result copied into self after the in-place checks (dtype category, no internal
-    overlap, self's shape); copy_ bumps the version. float_power_ computes in float64,
-    so self must be float64 (PyTorch's rule)."""
-    if op == "float_power_" and self.dtype is not result.dtype:
-        raise TypeError(
-            f"the base given to float_power_ has dtype {self.dtype} but the operation's result"
-            f" requires dtype {result.dtype}"
-        )
-    ew._check_inplace(self, result.dtype, result.shape, op)
-    return self.copy_(result)
 
 
 def _fast(name: str, slow, reflected: bool = False, inplace: bool = False):

@@ -42,7 +42,7 @@ from collections.abc import Callable
 from kael.frontend import elementwise as ew
 from kael.frontend import factories, reductions
 from kael.frontend.formula import Value, where
-from kael.frontend.math_functions import _binary, _signed, _unary, horner
+from kael.frontend.math_functions import _binary, _signed, _unary, horner, inplace_result
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.runtime.dtypes import bool_, get_default_dtype
@@ -540,31 +540,9 @@ SPECIAL: dict[str, Callable] = {
 }
 
 
-def _inplace(name: str, fn: Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
-    """Tensor.NAME_: fn's result written into self (a float dtype's; PyTorch's dtype error
-    for integer and bool tensors)."""
-
-    def method(self: Tensor) -> Tensor:
-        result = fn(self)
-        ew._check_inplace(self, result.dtype, result.shape, f"{name}_")
-        return self.copy_(result)
-
-    method.__name__ = f"{name}_"
-    method.__qualname__ = f"Tensor.{name}_"
-    method.__doc__ = f"torch.Tensor.{name}_: {name} written into self."
-    return method
-
-
 def _polygamma_method(self: Tensor, n: int) -> Tensor:
     """torch.Tensor.polygamma: polygamma(n, self)."""
     return polygamma(n, self)
-
-
-def _polygamma_(self: Tensor, n: int) -> Tensor:
-    """torch.Tensor.polygamma_: polygamma(n, self) written into self."""
-    result = polygamma(n, self)
-    ew._check_inplace(self, result.dtype, result.shape, "polygamma_")
-    return self.copy_(result)
 
 
 def mvlgamma(input: Tensor, p: int) -> Tensor:
@@ -572,22 +550,14 @@ def mvlgamma(input: Tensor, p: int) -> Tensor:
     return multigammaln(input, p, op="mvlgamma")
 
 
-def _mvlgamma_(self: Tensor, p: int) -> Tensor:
-    """torch.Tensor.mvlgamma_: mvlgamma(self, p) written into self (PyTorch's dtype error
-    for integer tensors)."""
-    result = mvlgamma(self, p)
-    ew._check_inplace(self, result.dtype, result.shape, "mvlgamma_")
-    return self.copy_(result)
-
-
 FUNCTIONS: dict[str, Callable] = {**UNARY, "polygamma": polygamma, "mvlgamma": mvlgamma}
 NOT_METHODS: frozenset[str] = frozenset({"polygamma"})  # the method takes n after self
 METHODS: dict[str, Callable] = {
     **{
-        f"{name}_": _inplace(name, fn)
+        f"{name}_": inplace_result(f"{name}_", fn)
         for name, fn in {**UNARY, "erfc": lambda x: ew.unary("erfc", x)}.items()
     },
     "polygamma": _polygamma_method,
-    "polygamma_": _polygamma_,
-    "mvlgamma_": _mvlgamma_,
+    "polygamma_": inplace_result("polygamma_", _polygamma_method),
+    "mvlgamma_": inplace_result("mvlgamma_", mvlgamma),
 }
