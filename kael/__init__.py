@@ -1,9 +1,11 @@
 """kael: a tensor library with a PyTorch-shaped eager API whose every computation is compiled."""
 
 from kael import cuda, linalg, nn, special
+from kael.frontend import conveniences as _conveniences
 from kael.frontend import factories as _factories
 from kael.frontend import ops as _ops
 from kael.frontend import random as _random
+from kael.frontend import torch_level as _torch_level
 from kael.frontend.compiled import compile
 from kael.frontend.factories import (
     Size,
@@ -219,6 +221,12 @@ globals().update({name: getattr(nn.functional, name) for name in _TORCH_LEVEL_FU
 __all__ += list(_TORCH_LEVEL_FUNCTIONAL)
 for _name in ("hardshrink", "prelu", "relu_"):  # Tensor.hardshrink(), Tensor.prelu(w), ...
     setattr(Tensor, _name, getattr(nn.functional, _name))
+
+# torch.NAME forms with torch's own signatures (torch_level.py) and utilities
+# (conveniences.py); they come last, so a name there never hides an op family's.
+_EXTRA = {**_torch_level.FUNCTIONS, **_conveniences.FUNCTIONS}
+globals().update({name: fn for name, fn in _EXTRA.items() if name not in globals()})
+__all__ += [name for name in _EXTRA if name not in __all__]
 
 # The implementation's packages stay importable (kael.runtime.dtypes, ...) but are not part
 # of the public namespace; importing their modules bound them here.

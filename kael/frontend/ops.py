@@ -19,6 +19,7 @@ from kael.frontend import (
     index_ops,
     indexing,
     linalg,
+    linalg_extras,
     math_functions,
     matrix_norms,
     nn,
@@ -215,6 +216,7 @@ FAMILIES = (
     stacking,
     statistics,
     matrix_norms,
+    linalg_extras,
 )
 NOT_METHODS: set[str] = set()
 for _family in FAMILIES:

@@ -3,7 +3,11 @@ dropout, the losses and distances, and the softmax family."""
 
 from kael.frontend import activations as _activations
 from kael.frontend import attention as _attention
+from kael.frontend import bags as _bags
 from kael.frontend import conv as _conv
+from kael.frontend import ctc as _ctc
+from kael.frontend import fractional_pooling as _fractional_pooling
+from kael.frontend import grids as _grids
 from kael.frontend import interpolate as _interpolate
 from kael.frontend import layers as _layers
 from kael.frontend import losses as _losses
@@ -34,6 +38,10 @@ globals().update(_padding.FUNCTIONS)
 globals().update(_conv.FUNCTIONS)
 globals().update(_pooling.FUNCTIONS)
 globals().update(_interpolate.FUNCTIONS)
+globals().update(_grids.FUNCTIONS)
+globals().update(_bags.FUNCTIONS)
+globals().update(_ctc.FUNCTIONS)
+globals().update(_fractional_pooling.FUNCTIONS)
 dropout = _op_door("dropout", _random.dropout)
 
 __all__ = [

@@ -1,0 +1,8 @@
+"""torch.NAME utilities outside the op families: asarray, frombuffer, typename,
+set_printoptions, the float32 matmul precision switch, ..."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+FUNCTIONS: dict[str, Callable] = {}
