@@ -227,6 +227,8 @@ for _name in ("hardshrink", "prelu", "relu_"):  # Tensor.hardshrink(), Tensor.pr
 _EXTRA = {**_torch_level.FUNCTIONS, **_conveniences.FUNCTIONS}
 globals().update({name: fn for name, fn in _EXTRA.items() if name not in globals()})
 __all__ += [name for name in _EXTRA if name not in __all__]
+for _name, _method in _conveniences.METHODS.items():
+    setattr(Tensor, _name, _method)
 
 # The implementation's packages stay importable (kael.runtime.dtypes, ...) but are not part
 # of the public namespace; importing their modules bound them here.

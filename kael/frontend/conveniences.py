@@ -6,3 +6,4 @@ from __future__ import annotations
 from collections.abc import Callable
 
 FUNCTIONS: dict[str, Callable] = {}
+METHODS: dict[str, Callable] = {}  # Tensor methods (installed by kael/__init__.py)
