@@ -339,6 +339,10 @@ class _Ops:
         inside = self.b.and_(self.cmp(">=", x, self.c(lo)), self.cmp("<=", x, self.c(hi)))
         return self.b.not_(inside)
 
+    def above_or_nan(self, x: ir.Value, hi: float) -> ir.Value:
+        """Whether x is NaN or above hi: one unordered compare."""
+        return self.b.fcmp_unordered(">", x, self.c(hi))
+
     def ldexp(self, p: ir.Value, n: ir.Value, scale: ir.Value | None = None) -> ir.Value:
         """p * 2**n (times scale) in two steps, so overflow and subnormal results round once.
 
@@ -582,23 +586,21 @@ def _tanh(o: _Ops, x: ir.Value) -> ir.Value:
 def _logistic(o: _Ops, x: ir.Value, scale: ir.Value | None = None) -> ir.Value:
     """scale * sigmoid(x) as scale / (1 + e) or scale e / (1 + e), e = exp(-|x|) <= 1.
 
-    Where e is normal (|x| below ~87 in float32) it is scaled by an exponent add and
-    scale * e rounds once; the other lanes (and NaN) take `_logistic_edge` on a rare
-    branch.
+    Where e is normal (|x| below ~87 in float32) it is scaled by an exponent add (one
+    vscalef with AVX-512) and scale * e rounds once; the other lanes (and NaN) take
+    `_logistic_edge` on a rare branch, AVX-512 or not (silu 0.61 -> 0.50 ns an element).
     """
     a = o.abs(x)
     lo = o.k.exp_lo - LOGISTIC_REACH
     p, n = _exp_parts(o, o.clamp(o.neg(a), lo, 0.0))
     positive = o.cmp(">=", x, o.c(0.0))
-    if o.scalef:
-        return _logistic_edge(o, x, a, p, n, positive, scale)
-    e = o.ldexp_normal(p, n)
+    e = o.ldexp(p, n) if o.scalef else o.ldexp_normal(p, n)
     if scale is None:  # q is finite and above 0
         fast = _over_one_plus_parts(o, o.select(positive, o.c(1.0), e), e)[1]
-    else:  # q is finite, and zero only at scale = +-0: keeps silu(-0) = -0
+    else:  # q is finite; where it is zero (scale +-0 or tiny) it keeps its sign: silu(-0) = -0
         q, corrected = _over_one_plus_parts(o, o.select(positive, scale, o.mul(scale, e)), e)
         fast = o.select(o.cmp("==", q, o.c(0.0)), q, corrected)
-    edge = o.outside(a, 0.0, -o.exp_normal[0])
+    edge = o.above_or_nan(a, -o.exp_normal[0])
     return o.m.rarely(edge, [fast], lambda: [_logistic_edge(o, x, a, p, n, positive, scale)])[0]
 
 
