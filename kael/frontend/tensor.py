@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 
 import numpy as np
@@ -10,7 +11,7 @@ from kael.frontend import eager, indexing, interop, printing, views
 from kael.runtime import cuda_driver, dtypes
 from kael.runtime.allocator import PINNED
 from kael.runtime.device import CPU, CUDA, Device, parse_device
-from kael.runtime.dtypes import DType, as_dtype, bfloat16, float32
+from kael.runtime.dtypes import DType, as_dtype, bfloat16, float32, uint8
 from kael.runtime.errors import Error, TypeError, ValueError
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import (
@@ -18,6 +19,7 @@ from kael.runtime.tensor_impl import (
     check_rank,
     checked_mul,
     contiguous_strides,
+    format_shape,
     read_hazard,
     shape_numel,
 )
@@ -116,6 +118,41 @@ def _other(other, op: str) -> Tensor:
     from kael.frontend import outputs
 
     return outputs.tensor_arg(other, op, "other")
+
+
+class Layout:
+    """A memory layout (torch.layout); kael's tensors are all dense: `strided`."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"kael.{self.name}"
+
+
+strided = Layout("strided")
+
+
+def _deprecated_on_scalar(what: str) -> None:
+    """PyTorch's warning for a matrix transpose taken of a 0-d tensor (the tensor itself)."""
+    warnings.warn(
+        f"{what} is deprecated on 0-D tensors. Consider using x.conj().", UserWarning, stacklevel=3
+    )
+
+
+def _grow_storage(storage: Storage, nbytes: int) -> None:
+    """Give `storage` a block of `nbytes` starting with its old bytes, so every tensor over
+    it sees the bigger block (PyTorch resizes the one StorageImpl its views share)."""
+    if storage.is_external or storage.lazy:
+        raise Error("Trying to resize storage that is not resizable")
+    new = Storage(nbytes, storage.device)
+    old = storage.nbytes
+    if old:
+        source = TensorImpl(storage, (old,), (1,), 0, uint8, storage.device)
+        eager.copy_into(TensorImpl(new, (old,), (1,), 0, uint8, storage.device), source)
+    storage.trade_blocks(new)
 
 
 class Tensor:
@@ -291,6 +328,58 @@ class Tensor:
                 f" Got {len(self._impl.shape)}-D tensor."
             )
         return Tensor.trusted(views.transpose(self._impl, -2, -1))
+
+    @property
+    def mH(self) -> Tensor:
+        """The conjugate transpose of a batch of matrices: mT for kael's real dtypes."""
+        return self._matrix_transpose("tensor.mH", "Tensor.mH")
+
+    @property
+    def H(self) -> Tensor:
+        """The conjugate transpose of a matrix (2-d only; a 0-d tensor is itself)."""
+        ndim = len(self._impl.shape)
+        if ndim not in (0, 2):
+            hint = " For batches of matrices, consider using tensor.mH" if ndim > 2 else ""
+            raise ValueError(
+                f"tensor.H is only supported on matrices (2-D tensors). Got {ndim}-D tensor.{hint}"
+            )
+        return self._matrix_transpose("tensor.H", "Tensor.H")
+
+    def adjoint(self) -> Tensor:
+        """The last two dims swapped (the conjugate transpose of real matrices)."""
+        return self._matrix_transpose("tensor.adjoint()", "adjoint()")
+
+    def _matrix_transpose(self, what: str, warned: str) -> Tensor:
+        """The last two dims swapped; a 0-d tensor itself with PyTorch's deprecation warning,
+        a 1-d one refused."""
+        ndim = len(self._impl.shape)
+        if ndim == 0:
+            _deprecated_on_scalar(warned)
+            return self
+        if ndim < 2:
+            raise ValueError(
+                f"{what} is only supported on matrices or batches of matrices. Got {ndim}-D tensor."
+            )
+        return Tensor.trusted(views.transpose(self._impl, -2, -1))
+
+    # ---- PyTorch's layout queries: every kael tensor is a dense, strided, real one ----------
+
+    @property
+    def layout(self) -> Layout:
+        return strided
+
+    is_sparse = is_sparse_csr = is_quantized = is_meta = is_nested = is_mkldnn = property(
+        lambda self: False, doc="False: kael's tensors are dense, plain and on a real device."
+    )
+
+    def is_inference(self) -> bool:
+        """False: kael has no inference tensors (no autograd to keep them out of)."""
+        return False
+
+    @property
+    def data(self) -> Tensor:
+        """A new tensor over the same elements (detach())."""
+        return self.detach()
 
     # ---- data -----------------------------------------------------------------------------
 
@@ -518,6 +607,10 @@ class Tensor:
         impl = self._impl
         return Tensor(views.derive(impl, impl.shape, impl.strides, impl.offset))
 
+    def detach_(self) -> Tensor:
+        """Self: without autograd there is no graph to detach it from."""
+        return self
+
     # ---- in-place writes ------------------------------------------------------------------
 
     def copy_(self, src: Tensor) -> Tensor:
@@ -670,6 +763,60 @@ class Tensor:
         """Any layout over the same storage; one that leaves the storage raises kael.Error."""
         return Tensor(views.as_strided(self._impl, size, stride, storage_offset))
 
+    def sum_to_size(self, *size) -> Tensor:
+        """Sums over the dims that broadcasting `size` to this shape would expand: leading
+        dims dropped, size-1 dims kept; self when the shapes match."""
+        if not size:
+            raise TypeError('sum_to_size() missing 1 required positional arguments: "size"')
+        shape = views.parse_size(size)
+        mine = self._impl.shape
+        lead = len(mine) - len(shape)
+        if lead < 0 or any(s not in (1, m) for s, m in zip(shape, mine[lead:], strict=True)):
+            raise ValueError(
+                f"size {{{format_shape(shape)}}} is not expandable to size"
+                f" {{{format_shape(mine)}}}."
+            )
+        if shape == mine:
+            return self
+        kept = [lead + i for i, s in enumerate(shape) if s == 1 and mine[lead + i] != 1]
+        out = self.sum(tuple(kept), keepdim=True) if kept else self
+        return out.sum(tuple(range(lead))) if lead else out
+
+    def new_empty_strided(self, size, stride, *, dtype=None, device=None) -> Tensor:
+        """A new uninitialised tensor of this one's dtype and device with a given layout."""
+        from kael.frontend import factories  # it imports this module
+
+        dtype = self._impl.dtype if dtype is None else dtype
+        device = self._impl.device if device is None else device
+        return factories.empty_strided(size, stride, dtype=dtype, device=device)
+
+    def resize_(self, *sizes) -> Tensor:
+        """This tensor made contiguous of shape `sizes` at its offset, its storage grown
+        (old bytes kept, for every view of it) when too small; the same shape changes
+        nothing."""
+        shape = views.check_shape(views.parse_size(sizes))
+        impl = self._impl
+        if shape == impl.shape:
+            return self
+        check_rank(shape)
+        numel = shape_numel(shape)
+        if numel:
+            end = checked_mul(impl.offset + numel, impl.dtype.itemsize, "resize_ storage size")
+            if end > impl.storage.nbytes:
+                _grow_storage(impl.storage, end)
+        strides = contiguous_strides(shape)
+        self._impl = TensorImpl(impl.storage, shape, strides, impl.offset, impl.dtype, impl.device)
+        return self
+
+    def resize_as_(self, the_template: Tensor) -> Tensor:
+        """resize_ to the_template's shape."""
+        if not isinstance(the_template, Tensor):
+            raise TypeError(
+                "resize_as_(): argument 'the_template' (position 1) must be Tensor, not"
+                f" {type(the_template).__name__}"
+            )
+        return self.resize_(the_template.shape)
+
     def __getitem__(self, key) -> Tensor:
         """A view for ints, slices, None and ...; a copy for int and bool tensor keys."""
         return indexing.getitem(self, key)
@@ -704,3 +851,30 @@ def _conversion(name: str, dtype: DType):
 
 for _name, _dtype in CONVERSIONS.items():
     setattr(Tensor, _name, _conversion(_name, _dtype))
+
+
+# The in-place view methods: self takes the view's layout over the same storage, as
+# PyTorch's squeeze_, t_, ... change the tensor's own sizes and strides and return it.
+IN_PLACE_VIEWS = {
+    "squeeze_": "squeeze",
+    "unsqueeze_": "unsqueeze",
+    "t_": "t",
+    "transpose_": "transpose",
+    "swapaxes_": "swapaxes",
+    "swapdims_": "swapdims",
+    "as_strided_": "as_strided",
+}
+
+
+def _in_place_view(name: str, view: str):
+    def in_place(self: Tensor, *args, **kwargs) -> Tensor:
+        self._impl = getattr(self, view)(*args, **kwargs)._impl
+        return self
+
+    in_place.__name__, in_place.__qualname__ = name, f"Tensor.{name}"
+    in_place.__doc__ = f"self made its own {view}(...) view (same storage); returns self."
+    return in_place
+
+
+for _name, _view in IN_PLACE_VIEWS.items():
+    setattr(Tensor, _name, _in_place_view(_name, _view))

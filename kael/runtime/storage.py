@@ -154,6 +154,15 @@ class Storage:
             return False
         return self.ptr < other.ptr + other.nbytes and other.ptr < self.ptr + self.nbytes
 
+    def trade_blocks(self, other: Storage) -> None:
+        """Swap the memory blocks of two storages of one device: a storage grown in place
+        (Tensor.resize_) takes a bigger block, which every tensor over it then sees, and
+        `other` frees the old one when it dies."""
+        for field in ("ptr", "nbytes", "_capacity", "_allocator"):
+            mine = getattr(self, field)
+            setattr(self, field, getattr(other, field))
+            setattr(other, field, mine)
+
     def bump_version(self) -> None:
         """Count one in-place write; autograd compares versions to detect modified inputs."""
         self.version += 1
