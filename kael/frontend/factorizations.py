@@ -334,6 +334,15 @@ def solve(A, B, *, left: bool = True, out=None) -> Tensor:
 
 
 @on_host
+def pivot_range(pivots: Tensor, rows: int) -> tuple[int, int] | None:
+    """The (smallest, largest) of 1-based LU pivots when any lies outside [1, rows] (it would
+    index outside the matrix), else None."""
+    if not pivots.numel():
+        return None
+    low, high = int(pivots.min()), int(pivots.max())
+    return (low, high) if low < 1 or high > rows else None
+
+
 def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False, out=None) -> Tensor:
     """X with A X = B (or X A = B; A^T for `adjoint`) from lu_factor's LU and pivots."""
     op = "linalg.lu_solve"
@@ -348,6 +357,18 @@ def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False, out=Non
     n = LU.shape[-1]
     if B.shape[-2 if left else -1] != n:
         raise ValueError(f"{op}: Incompatible shapes of LU {list(LU.shape)} and B {list(B.shape)}")
+    outside = pivot_range(pivots, n)
+    if outside is not None:
+        low, high = outside
+        bound = (
+            f"greater or equal to 1 (the smallest is {low})"
+            if low < 1
+            else (f"smaller or equal to LU.size(-2) = {n} (the largest is {high})")
+        )
+        raise ValueError(
+            f"Pivots given to lu_solve must all be {bound}. Did you properly pass the result of"
+            " lu_factor?"
+        )
     if not left:  # X A = B: A^T X^T = B^T
         B = B.mT
     trans = bool(adjoint) != (not left)

@@ -60,13 +60,6 @@ def _int_dims(dim, op: str) -> tuple[int, ...]:
     return tuple(_int_arg(d, op, "dim") for d in dim)
 
 
-def _pivots_in_range(pivots: Tensor, rows: int, message: str) -> None:
-    """1-based LU pivots must lie in [1, rows]: anything else would index out of the matrix."""
-    if pivots.numel() and bool((pivots.lt(1) | pivots.gt(rows)).any()):
-        low, high = int(pivots.min()), int(pivots.max())
-        raise ValueError(f"{message} (rows: {rows}, pivots from {low} to {high})")
-
-
 # ---- LU ---------------------------------------------------------------------------------
 
 
@@ -87,13 +80,6 @@ def lu_solve(b, LU_data, LU_pivots) -> Tensor:
         raise TypeError(
             f"{op}: pivots should be a Tensor of scalar type torch.int32, got {pivots.dtype}"
         )
-    rows = LU.shape[-1]
-    _pivots_in_range(
-        pivots,
-        rows,
-        "Pivots given to lu_solve must all lie in 1..LU.size(-2). Did you properly "
-        "pass the result of lu_factor?",
-    )
     return factorizations.lu_solve(LU, pivots, b)
 
 
@@ -141,12 +127,13 @@ def _unpack_pivots(LU: Tensor, pivots: Tensor) -> Tensor:
             f"{op}: LU_pivots of shape {list(pivots.shape)} do not fit LU of shape "
             f"{list(LU.shape)}: expected {list(steps)}"
         )
-    _pivots_in_range(
-        pivots,
-        m,
-        "pivots passed to lu_unpack must be between 1 and LU.size(-2) inclusive. "
-        "Did you properly pass the result of lu_factor?",
-    )
+    outside = factorizations.pivot_range(pivots, m)
+    if outside is not None:
+        raise ValueError(
+            f"pivots passed to lu_unpack must be between 1 and LU.size(-2) = {m} inclusive, got"
+            f" pivots from {outside[0]} to {outside[1]}. Did you properly pass the result of"
+            " lu_factor?"
+        )
     zero_based = (pivots - 1).to(int64).contiguous()
     return factorizations._permutation(zero_based, m, float64).to(LU.dtype)
 

@@ -105,6 +105,27 @@ def test_lu_solve_matches_torch(dtype, left, adjoint):
     )
 
 
+def test_lu_solve_pivots_outside_one_to_n_are_refused_before_any_read():
+    k, t = _pair(_well_conditioned(3, 3), kael.float64)
+    kb, tb = _pair(RNG.standard_normal((3, 2)), kael.float64)
+    LU, _ = kael.linalg.lu_factor(k)
+    tLU, _ = torch.linalg.lu_factor(t)
+    edge = [1, 3, 3]  # both ends of the range are pivots
+    got = kael.linalg.lu_solve(LU, kael.tensor(edge, dtype=kael.int32), kb)
+    want = torch.linalg.lu_solve(tLU, torch.tensor(edge, dtype=torch.int32), tb)
+    close_to_torch(got, want, 1e-12)
+    for bad, words in (
+        ([0, 2, 3], "greater or equal to 1 .the smallest is 0"),
+        ([1, 4, 3], "= 3 .the largest is 4"),
+    ):
+        with pytest.raises(RuntimeError, match="Pivots given to lu_solve"):
+            torch.linalg.lu_solve(tLU, torch.tensor(bad, dtype=torch.int32), tb)
+        with pytest.raises(
+            kael.ValueError, match=f"Pivots given to lu_solve must all be .*{words}"
+        ):
+            kael.linalg.lu_solve(LU, kael.tensor(bad, dtype=kael.int32), kb)
+
+
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 @pytest.mark.parametrize("upper", [False, True])
 @pytest.mark.parametrize("left", [True, False])

@@ -124,7 +124,7 @@ def test_lu_solve_pivots_must_lie_between_one_and_n():
             torch.lu_solve(tb, tLU, tbad)
         _raises(
             kael.ValueError,
-            rf"Pivots given to lu_solve.*rows: 3, pivots from {min(bad)} to {max(bad)}",
+            r"Pivots given to lu_solve must all be .*(smallest is 0|= 3 \(the largest is 4)",
             kael.lu_solve,
             kb,
             kLU,
