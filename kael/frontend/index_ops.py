@@ -19,7 +19,7 @@ import numpy as np
 from kael.codegen.cpu import gather as kernels
 from kael.codegen.cpu import handwritten, take_rows
 from kael.codegen.cpu import sort as merge_sort
-from kael.frontend import eager, elementwise, interop, reductions, views
+from kael.frontend import eager, elementwise, factories, interop, reductions, views
 from kael.frontend.indexing import nonzero_impl
 from kael.frontend.outputs import bool_arg, device_of, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl, has_internal_overlap
@@ -513,6 +513,28 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Tensor | tuple[Tensor, 
     return Tensor(nonzero_impl(impl))
 
 
+def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
+    """nonzero's [size, ndim] coordinates at a fixed size: the first `size` of them, or all
+    of them followed by rows of fill_value."""
+    tensor_arg(input, "nonzero_static")
+    for what, value in (("size", size), ("fill_value", fill_value)):
+        if type(value) is not int:
+            raise TypeError(
+                f"nonzero_static(): argument '{what}' must be int, not {type(value).__name__}"
+            )
+    if size < 0:
+        raise ValueError(f"nonzero_static: 'size' must be an non-negative integer, got {size}")
+    convert_scalar(fill_value, int64)  # an int beyond int64 refused
+    coords = nonzero(input)
+    found = coords.shape[0]
+    if found >= size:
+        return coords[:size].clone()
+    padding = factories.full(
+        (size - found, input.ndim), fill_value, dtype=int64, device=input.device
+    )
+    return cat([coords, padding])
+
+
 # ---- sort, argsort, topk ---------------------------------------------------------------------------
 
 
@@ -656,6 +678,7 @@ FUNCTIONS: dict[str, Callable] = {
     "scatter_add": scatter_add,
     "index_add": index_add,
     "nonzero": nonzero,
+    "nonzero_static": nonzero_static,
     "sort": sort,
     "argsort": argsort,
     "topk": topk,

@@ -2,19 +2,94 @@
 
 from __future__ import annotations
 
+import math
+import threading
+from typing import NamedTuple
+
+from kael.runtime.errors import TypeError, ValueError
 from kael.runtime.tensor_impl import format_shape
 
-THRESHOLD = 1000  # more elements than this are summarised
-EDGE_ITEMS = 3  # elements kept at each end of a summarised dim
-LINE_WIDTH = 80
 PREFIX = "tensor("
 _ELLIPSIS = object()  # stands for the elided middle of a summarised dim
 
 
+class PrintOptions(NamedTuple):
+    """torch.set_printoptions' fields; sci_mode None is kael's fixed-point default."""
+
+    precision: int = 4  # decimals of a float
+    threshold: float = 1000  # more elements than this are summarised
+    edgeitems: int = 3  # elements kept at each end of a summarised dim
+    linewidth: int = 80
+    sci_mode: bool | None = None
+
+
+PROFILES = {
+    "default": PrintOptions(),
+    "short": PrintOptions(precision=2, edgeitems=2),
+    "full": PrintOptions(threshold=math.inf),
+}
+# One immutable record, replaced whole under the lock: a printing thread reads it once.
+_options = PROFILES["default"]
+_setting = threading.Lock()
+
+
+def set_printoptions(
+    precision: int | None = None,
+    threshold: float | None = None,
+    edgeitems: int | None = None,
+    linewidth: int | None = None,
+    profile: str | None = None,
+    sci_mode: bool | None = None,
+) -> None:
+    """torch.set_printoptions: a profile's options (else the current ones) with the given
+    fields replaced; sci_mode is always set (None: fixed point, kael's default)."""
+    global _options
+    changes = {
+        name: _count(value, name)
+        for name, value in (("precision", precision), ("edgeitems", edgeitems))
+        if value is not None
+    }
+    if threshold is not None:
+        changes["threshold"] = _threshold(threshold)
+    if linewidth is not None:
+        changes["linewidth"] = _count(linewidth, "linewidth")
+    if sci_mode is not None and not isinstance(sci_mode, bool):
+        raise TypeError(f"set_printoptions(): sci_mode must be a bool or None, got {sci_mode!r}")
+    if profile is not None and profile not in PROFILES:
+        raise ValueError(
+            f"set_printoptions(): profile must be one of {', '.join(PROFILES)}, got {profile!r}"
+        )
+    with _setting:
+        base = _options if profile is None else PROFILES[profile]
+        _options = base._replace(**changes, sci_mode=sci_mode)
+
+
+def get_printoptions() -> dict:
+    """The current print options as a dict, as torch._tensor_str.get_printoptions gives them."""
+    return _options._asdict()
+
+
+def _count(value, name: str) -> int:
+    """A non-negative int option; kael.TypeError or kael.ValueError naming it otherwise."""
+    if type(value) is not int:
+        raise TypeError(f"set_printoptions(): {name} must be an int, got {value!r}")
+    if value < 0:
+        raise ValueError(f"set_printoptions(): {name} must be non-negative, got {value}")
+    return value
+
+
+def _threshold(value) -> float:
+    """threshold: an int, or a float such as math.inf (profile 'full' uses it)."""
+    if type(value) not in (int, float) or math.isnan(value):
+        raise TypeError(f"set_printoptions(): threshold must be a number, got {value!r}")
+    return value
+
+
 def format_tensor(tensor) -> str:
     """`tensor([...], shape=[...], dtype=...)`, plus `, device=cuda:0` off the CPU."""
+    options = _options
     array = tensor._host_array()
-    fmt = _formatter(tensor.dtype)
+    fmt = _formatter(tensor.dtype, options)
     suffix = f", shape={format_shape(tensor.shape)}, dtype={tensor.dtype}"
     if tensor.device.type != "cpu":
         suffix += f", device={tensor.device}"
@@ -23,32 +98,35 @@ def format_tensor(tensor) -> str:
     elif array.size == 0:
         body = "[]"
     else:
-        summarize = array.size > THRESHOLD
-        values = _summarized(array) if summarize else array.tolist()
-        width = max(len(fmt(v)) for v in _leaves(values))
-        body = _render(values, array.ndim, len(PREFIX), fmt, width)
+        summarize = array.size > options.threshold
+        values = _summarized(array, options.edgeitems) if summarize else array.tolist()
+        width = max((len(fmt(v)) for v in _leaves(values)), default=0)
+        body = _render(values, array.ndim, len(PREFIX), fmt, (width, options.linewidth))
     return f"{PREFIX}{body}{suffix})"
 
 
-def _formatter(dtype):
-    """Floats fixed with 4 decimals (nan, inf, -inf as such), ints as ints, bools as true/false."""
+def _formatter(dtype, options: PrintOptions):
+    """Floats with `precision` decimals, fixed or in sci_mode scientific (nan, inf, -inf as
+    such), ints as ints, bools as true/false."""
     if dtype.is_floating_point:
-        return "{:.4f}".format
+        style = "e" if options.sci_mode else "f"
+        return f"{{:.{options.precision}{style}}}".format
     if dtype.is_bool:
         return lambda v: "true" if v else "false"
     return str
 
 
-def _summarized(array) -> list:
-    """Nested lists of the shown values: the edge items of every long dim around _ELLIPSIS."""
+def _summarized(array, edge: int) -> list:
+    """Nested lists of the shown values: the `edge` items at both ends of every long dim
+    around _ELLIPSIS."""
     if array.ndim == 0:
         return array.item()
     n = array.shape[0]
-    if n > 2 * EDGE_ITEMS:
-        head = [_summarized(array[i]) for i in range(EDGE_ITEMS)]
-        tail = [_summarized(array[i]) for i in range(n - EDGE_ITEMS, n)]
+    if n > 2 * edge:
+        head = [_summarized(array[i], edge) for i in range(edge)]
+        tail = [_summarized(array[i], edge) for i in range(n - edge, n)]
         return [*head, _ELLIPSIS, *tail]
-    return [_summarized(array[i]) for i in range(n)]
+    return [_summarized(array[i], edge) for i in range(n)]
 
 
 def _leaves(values):
@@ -61,14 +139,16 @@ def _leaves(values):
             yield from _leaves(v)
 
 
-def _render(values: list, ndim: int, indent: int, fmt, width: int) -> str:
-    """PyTorch's layout: rows wrapped at 80 columns, blank lines between blocks of rank > 2."""
+def _render(values: list, ndim: int, indent: int, fmt, widths: tuple[int, int]) -> str:
+    """PyTorch's layout: rows wrapped at `linewidth` columns (widths is the element's width
+    and the line's), blank lines between blocks of rank > 2."""
+    width, line = widths
     if ndim == 1:
         items = [" ..." if v is _ELLIPSIS else fmt(v).rjust(width) for v in values]
-        per_line = max(1, (LINE_WIDTH - indent) // (width + 2))
+        per_line = max(1, (line - indent) // (width + 2))
         lines = [", ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
         return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
     rows = [
-        "..." if v is _ELLIPSIS else _render(v, ndim - 1, indent + 1, fmt, width) for v in values
+        "..." if v is _ELLIPSIS else _render(v, ndim - 1, indent + 1, fmt, widths) for v in values
     ]
     return "[" + ("," + "\n" * (ndim - 1) + " " * (indent + 1)).join(rows) + "]"

@@ -1,7 +1,7 @@
 """Writes by index and counts as PyTorch has them: scatter(_) (src or value),
 index_fill(_), index_copy(_), index_put(_) (accumulate too), put(_), masked_scatter(_),
-select_scatter, slice_scatter, diagonal_scatter, index_reduce(_), bincount, histc, unique
-and unique_consecutive.
+select_scatter, slice_scatter, diagonal_scatter, index_reduce(_), bincount, histc, histogram,
+histogramdd, unique and unique_consecutive.
 
 Writes run gather.py's `put` walk (every index checked first, then written in the walk's
 order on one thread, so a repeated index keeps its last write, as PyTorch's CPU loop
@@ -12,6 +12,7 @@ runs of equal values.
 
 from __future__ import annotations
 
+import builtins
 import math
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -35,7 +36,7 @@ from kael.frontend.outputs import check_writable, device_of, tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import float32, float64, int64
+from kael.runtime.dtypes import bool_, float32, float64, int64
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl
 
@@ -603,6 +604,29 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
     return index_ops.scatter_add_(counts, 0, ew.where(inside, position, 0), inside.to(x.dtype))
 
 
+def _data_range(values: Tensor) -> tuple[float, float]:
+    """The values' (min, max); numpy's (0, 1) for no values."""
+    if not values.numel():
+        return 0.0, 1.0
+    return float(reductions.amin(values)), float(reductions.amax(values))
+
+
+def _even_edges(lo: float, hi: float, bins: int, like: Tensor) -> Tensor:
+    """bins + 1 equally spaced edges from lo to hi in like's dtype; a point range widened to
+    [lo - 0.5, hi + 0.5], as PyTorch's."""
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    return factories.linspace(lo, hi, bins + 1, dtype=like.dtype, device=like.device)
+
+
+def _bin_of(values: Tensor, edges: Tensor) -> tuple[Tensor, Tensor]:
+    """Each value's bin among the sorted edges (the last bin includes its right edge; 0 for a
+    value outside) and whether it falls inside [edges[0], edges[-1]] (NaN does not)."""
+    inside = (values >= edges[0]) & (values <= edges[-1])
+    position = order_statistics.searchsorted(edges, values, right=True) - 1
+    return ew.where(inside, position.clamp(min=0, max=edges.numel() - 2), 0), inside
+
+
 class Histogram(NamedTuple):
     """histogram's result, as PyTorch names its fields."""
 
@@ -627,26 +651,13 @@ def histogram(input: Tensor, bins=100, *, range=None, weight=None, density: bool
     else:
         if bins <= 0:
             raise ValueError(f"histogram(): bins must be > 0, but got {bins}")
-        lo, hi = (
-            range
-            if range is not None
-            else (
-                (float(reductions.amin(flat)), float(reductions.amax(flat)))
-                if flat.numel()
-                else (0.0, 1.0)  # numpy's range for no data
-            )
-        )
+        lo, hi = _data_range(flat) if range is None else range
         _finite_range(lo, hi, "torch.histogramdd: dimension 0's range")
         if lo > hi:
             raise ValueError(f"histogram(): max must be larger than min, but got min {lo} max {hi}")
-        if lo == hi:
-            lo, hi = lo - 0.5, hi + 0.5
-        edges = factories.linspace(lo, hi, bins + 1, dtype=x.dtype, device=x.device)
+        edges = _even_edges(lo, hi, bins, x)
     count = edges.numel() - 1
-    first, last = edges[0], edges[-1]
-    inside = (flat >= first) & (flat <= last)
-    position = order_statistics.searchsorted(edges, flat, right=True) - 1
-    position = ew.where(inside, position.clamp(min=0, max=count - 1), 0)
+    position, inside = _bin_of(flat, edges)
     values = (
         inside.to(x.dtype)
         if weight is None
@@ -661,6 +672,166 @@ def histogram(input: Tensor, bins=100, *, range=None, weight=None, density: bool
         widths = edges[1:] - edges[:-1]
         hist = hist / (reductions.sum(hist) * widths)
     return Histogram(hist, edges)
+
+
+class HistogramDD(NamedTuple):
+    """histogramdd's result, as PyTorch names its fields: one edges tensor per dimension."""
+
+    hist: Tensor
+    bin_edges: tuple[Tensor, ...]
+
+
+def _dd_float_input(input) -> Tensor:
+    """histogramdd's input: a float32/float64 tensor of at least 2 dims (points by coords)."""
+    x = tensor_arg(input, "histogramdd")
+    if x.dtype not in (float32, float64):
+        raise TypeError(f'"histogramdd" not implemented for {x.dtype}')
+    if x.ndim < 2:
+        raise ValueError("torch.histogramdd: input tensor should have at least 2 dimensions")
+    return x
+
+
+def _dd_bin_counts(bins, dims: int) -> list[int] | None:
+    """The bin count of each dimension when bins is an int or ints; None for edge tensors."""
+    if type(bins) is int:
+        return [bins] * dims
+    if isinstance(bins, Tensor) or not isinstance(bins, Sequence):
+        raise TypeError(
+            "histogramdd(): bins must be an int, a sequence of ints or a sequence of"
+            f" 1-d Tensors, got {type(bins).__name__}"
+        )
+    kinds = {int if type(b) is int else Tensor if isinstance(b, Tensor) else None for b in bins}
+    if None in kinds or len(kinds) > 1:
+        odd = next((b for b in bins if type(b) is not int and not isinstance(b, Tensor)), None)
+        raise TypeError(
+            "histogramdd(): bins must be all ints or all Tensors, got"
+            f" {type(odd).__name__ if odd is not None else 'a mix'}"
+        )
+    if kinds != {int}:
+        return None
+    if len(bins) != dims:
+        raise ValueError(
+            "histogramdd: The size of bins must be equal to the innermost dimension of the"
+            f" input, got {len(bins)} bin counts for {dims}-dimensional points"
+        )
+    return list(bins)
+
+
+def _dd_ranges(points: Tensor, range, dims: int) -> list[tuple[float, float]]:
+    """Each dimension's (min, max): from `range` (2 numbers per dimension) or the data."""
+    if range is None:
+        return [_data_range(points[:, k]) for k in builtins.range(dims)]
+    bounds = [float(v) for v in range]
+    if len(bounds) != 2 * dims:
+        raise ValueError(
+            f"torch.histogramdd: for a {dims}-dimensional histogram range should have"
+            f" {2 * dims} elements, but got {len(bounds)}"
+        )
+    return [(bounds[2 * k], bounds[2 * k + 1]) for k in builtins.range(dims)]
+
+
+def _dd_even_edges(points: Tensor, counts: list[int], range) -> list[Tensor]:
+    """Each dimension's equal-width edges for its bin count over its range."""
+    edges = []
+    for k, (count, (lo, hi)) in enumerate(zip(counts, _dd_ranges(points, range, len(counts)))):
+        if count <= 0:
+            raise ValueError(
+                f"torch.histogram(): bins must be > 0, but got {count} for dimension {k}"
+            )
+        _finite_range(lo, hi, f"torch.histogramdd: dimension {k}'s range")
+        if lo > hi:
+            raise ValueError(
+                f"torch.histogramdd: min should not exceed max, but got min {lo:g} max {hi:g}"
+                f" for dimension {k}"
+            )
+        edges.append(_even_edges(lo, hi, count, points))
+    return edges
+
+
+def _dd_given_edges(points: Tensor, bins: Sequence[Tensor]) -> list[Tensor]:
+    """The edge tensors given, checked: one 1-d tensor of >= 2 edges per dimension, in the
+    input's dtype and on its device."""
+    dims = points.shape[1]
+    if len(bins) != dims:
+        raise ValueError(
+            f"torch.histogramdd: expected {dims} sequences of bin edges for a {dims}-dimensional"
+            f" histogram but got {len(bins)}"
+        )
+    for k, e in enumerate(bins):
+        if e.ndim != 1:
+            raise ValueError(
+                "torch.histogramdd: bins tensor should have one dimension, but got"
+                f" {e.ndim} dimensions in the bins tensor for dimension {k}"
+            )
+        if e.numel() < 2:
+            raise ValueError(
+                f"torch.histogram(): bins must be > 0, but got {e.numel() - 1} for dimension {k}"
+                if e.numel()
+                else "torch.histogramdd: bins tensor should have at least 1 element, but got 0"
+                f" elements in the bins tensor for dimension {k}"
+            )
+        if e.dtype is not points.dtype:
+            raise TypeError(
+                "torch.histogramdd: input tensor and bins tensors should have the same dtype,"
+                f" but got input with dtype {points.dtype} and bins for dimension {k} with"
+                f" dtype {e.dtype}"
+            )
+    device_of([points, *bins], "histogramdd")
+    return [e.contiguous() for e in bins]
+
+
+def _dd_weight(weight, x: Tensor) -> Tensor | None:
+    """The weights flattened to one per point; same shape as the points' and dtype as x."""
+    if weight is None:
+        return None
+    w = tensor_arg(weight, "histogramdd", "weight")
+    if w.shape != x.shape[:-1]:
+        raise ValueError(
+            "torch.histogramdd: if weight tensor is provided it should have the same shape as"
+            " the input tensor excluding its innermost dimension, but got input with shape"
+            f" {list(x.shape)} and weight with shape {list(w.shape)}"
+        )
+    if w.dtype is not x.dtype:
+        raise TypeError(
+            "torch.histogramdd: if weight tensor is provided, input tensor and weight tensor"
+            f" should have the same dtype, but got input({x.dtype}), and weight({w.dtype})"
+        )
+    device_of([x, w], "histogramdd")
+    return w.reshape(-1)
+
+
+def histogramdd(input: Tensor, bins, *, range=None, weight=None, density: bool = False):
+    """A D-dimensional histogram of input's points (its last dim holds each point's D
+    coordinates): bins per dimension as an int, D ints, or D edge tensors; each point's bin
+    is found per dimension (searchsorted) and counted on the flat bin index (scatter_add).
+    Points outside any dimension's range are not counted; each last bin includes its edge."""
+    x = _dd_float_input(input)
+    dims = x.shape[-1]
+    points = x.reshape(math.prod(x.shape[:-1]), dims)
+    counts = _dd_bin_counts(bins, dims)
+    edges = (
+        _dd_given_edges(points, bins) if counts is None else _dd_even_edges(points, counts, range)
+    )
+    w = _dd_weight(weight, x)
+    if not dims:  # no coordinates: PyTorch's 0-d zero and no edges
+        return HistogramDD(factories.zeros((), dtype=x.dtype, device=x.device), ())
+    sizes = [e.numel() - 1 for e in edges]
+    flat = factories.zeros(points.shape[0], dtype=int64, device=x.device)
+    inside = factories.ones(points.shape[0], dtype=bool_, device=x.device)
+    for k, e in enumerate(edges):
+        position, within = _bin_of(points[:, k], e)
+        flat = flat * sizes[k] + position
+        inside = inside & within
+    values = inside.to(x.dtype) if w is None else ew.where(inside, w, 0.0)
+    total = factories.zeros(math.prod(sizes), dtype=x.dtype, device=x.device)
+    hist = index_ops.scatter_add_(total, 0, ew.where(inside, flat, 0), values).reshape(sizes)
+    if density:
+        hist = hist / reductions.sum(hist)
+        for k, e in enumerate(edges):
+            shape = [1] * dims
+            shape[k] = sizes[k]
+            hist = hist / (e[1:] - e[:-1]).reshape(shape)
+    return HistogramDD(hist, tuple(edges))
 
 
 # ---- unique ----------------------------------------------------------------------------------
@@ -787,6 +958,7 @@ FUNCTIONS = {
     "bincount": bincount,
     "histc": histc,
     "histogram": histogram,
+    "histogramdd": histogramdd,
     "unique": unique,
     "unique_consecutive": unique_consecutive,
     "put": put,
@@ -796,7 +968,7 @@ FUNCTIONS = {
     "diagonal_scatter": diagonal_scatter,
     "index_reduce": index_reduce,
 }
-NOT_METHODS: frozenset[str] = frozenset()
+NOT_METHODS: frozenset[str] = frozenset({"histogramdd"})  # torch has no Tensor.histogramdd
 METHODS = {
     "scatter_": scatter_,
     "scatter_reduce_": scatter_reduce_,
