@@ -360,16 +360,6 @@ def diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     )
 
 
-def matmul(input, other, *, out=None) -> Tensor:
-    """linalg.matmul: torch.matmul, which (unlike kael.matmul) refuses operands of two dtypes."""
-    input, other = tensor_arg(input, "matmul"), tensor_arg(other, "matmul", "other")
-    if input.dtype is not other.dtype:
-        raise TypeError(
-            f"expected m1 and m2 to have the same dtype, but got: {input.dtype} != {other.dtype}"
-        )
-    return products.matmul(input, other, out=out)
-
-
 def tensorinv(A, ind: int = 2) -> Tensor:
     """linalg.tensorinv: the inverse of A seen as a prod(shape[:ind]) square matrix,
     shaped shape[ind:] + shape[:ind]; a singular one raises LinAlgError (inv's message)."""
@@ -431,7 +421,7 @@ METHODS: dict[str, Callable] = {}
 LINALG: dict[str, Callable] = {
     "vander": vander,
     "diagonal": diagonal,
-    "matmul": matmul,
+    "matmul": products.matmul,  # torch.linalg.matmul is torch.matmul; kael.matmul likewise
     "tensorinv": tensorinv,
     "tensorsolve": tensorsolve,
 }
