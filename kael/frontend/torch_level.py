@@ -283,6 +283,15 @@ def poisson_nll_loss(input, target, log_input, full, eps, reduction) -> Tensor:
     return F.poisson_nll_loss(input, target, log_input, full, eps=eps, reduction=mode)
 
 
+def ctc_loss(
+    log_probs, targets, input_lengths, target_lengths, blank=0, reduction=0, zero_infinity=False
+) -> Tensor:
+    """nn.functional.ctc_loss with reduction as an int; called without one, torch.ctc_loss
+    gives each sequence's loss (what reduction 0 gives)."""
+    mode = _reduction(reduction, "ctc_loss")
+    return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, mode, zero_infinity)
+
+
 # ---- layers with torch-level spellings --------------------------------------------------------
 
 
@@ -331,6 +340,7 @@ _PLAIN = {
     "margin_ranking_loss": margin_ranking_loss,
     "triplet_margin_loss": triplet_margin_loss,
     "poisson_nll_loss": poisson_nll_loss,
+    "ctc_loss": ctc_loss,
     "embedding": embedding,
     "constant_pad_nd": constant_pad_nd,
     "channel_shuffle": F.channel_shuffle,

@@ -492,3 +492,13 @@ def test_max_pool1d_with_indices_refuses_a_kernel_too_large_for_padding():
         kael.max_pool1d_with_indices(kael.ones(1, 2, 5), 2, 1, 2)
     with pytest.raises(RuntimeError):
         torch.max_pool1d_with_indices(torch.ones(1, 2, 5), 2, 1, 2)
+
+
+@pytest.mark.parametrize("reduction", [None, 0, 1, 2])
+def test_torch_level_ctc_loss_takes_the_reduction_as_an_int(reduction):
+    values = RNG.standard_normal((6, 2, 5))
+    k, t = kael.tensor(values).log_softmax(2), torch.tensor(values).log_softmax(2)
+    targets = [[1, 2, 2], [3, 1, 4]]
+    args = ([6, 5], [3, 2]) if reduction is None else ([6, 5], [3, 2], 0, reduction)
+    got = kael.ctc_loss(k, kael.tensor(targets), *args)
+    close_to_torch(got, torch.ctc_loss(t, torch.tensor(targets), *args), 1e-12)
