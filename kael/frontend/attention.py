@@ -3,15 +3,19 @@ mask) v. On the CPU in float32 and float64 it is one fused kernel (codegen/cpu/
 attention.py: online softmax over key blocks, the [L, S] scores never stored; under
 @kael.compile an extern step); otherwise (the GPU, half types, dropout, value rows
 wider than the kernel's block) it is composed from kael's matmul, softmax and
-elementwise ops."""
+elementwise ops. multi_head_attention_forward (nn.MultiheadAttention's forward) follows
+torch/nn/functional.py's steps on kael's linear, matmul, softmax and this attention."""
 
 from __future__ import annotations
 
 import math
+import warnings
 
 from kael.frontend import elementwise as ew
-from kael.frontend import factories, linalg, nn, random, reductions, views
+from kael.frontend import factories, index_ops, linalg, nn, random, reductions, views
+from kael.frontend.layers import linear
 from kael.frontend.outputs import device_of, tensor_arg
+from kael.frontend.padding import pad
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.tracing import op_door
 from kael.runtime.device import CPU
@@ -165,8 +169,307 @@ def _repeat_heads(t: Tensor, times: int) -> Tensor:
     return expanded.reshape((*shape[:-3], shape[-3] * times, *shape[-2:]))
 
 
-FUNCTIONS = {
-    "scaled_dot_product_attention": op_door(
-        "scaled_dot_product_attention", scaled_dot_product_attention
+# ---- multi_head_attention_forward -----------------------------------------------------------
+
+
+def multi_head_attention_forward(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    embed_dim_to_check: int,
+    num_heads: int,
+    in_proj_weight: Tensor | None,
+    in_proj_bias: Tensor | None,
+    bias_k: Tensor | None,
+    bias_v: Tensor | None,
+    add_zero_attn: bool,
+    dropout_p: float,
+    out_proj_weight: Tensor,
+    out_proj_bias: Tensor | None,
+    training: bool = True,
+    key_padding_mask: Tensor | None = None,
+    need_weights: bool = True,
+    attn_mask: Tensor | None = None,
+    use_separate_proj_weight: bool = False,
+    q_proj_weight: Tensor | None = None,
+    k_proj_weight: Tensor | None = None,
+    v_proj_weight: Tensor | None = None,
+    static_k: Tensor | None = None,
+    static_v: Tensor | None = None,
+    average_attn_weights: bool = True,
+    is_causal: bool = False,
+) -> tuple[Tensor, Tensor | None]:
+    """nn.MultiheadAttention's forward, in torch/nn/functional.py's steps: project query
+    [L, N, E] (or unbatched [L, E]), key and value; split E into num_heads heads; attend
+    (masks additive, bool True masked out); join the heads and project out. Returns the
+    output and, with need_weights, the attention weights (averaged over heads or not)."""
+    name = "multi_head_attention_forward"
+    q, k, v = (
+        tensor_arg(t, name, what) for t, what in ((query, "query"), (key, "key"), (value, "value"))
     )
+    kpm = (
+        None if key_padding_mask is None else tensor_arg(key_padding_mask, name, "key_padding_mask")
+    )
+    mask = None if attn_mask is None else tensor_arg(attn_mask, name, "attn_mask")
+    batched = _mha_batched(q, k, v, kpm, mask, num_heads)
+    if not batched:
+        q, k, v = q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1)
+        kpm = None if kpm is None else kpm.unsqueeze(0)
+    tgt_len, bsz, embed_dim = q.shape
+    kpm, mask, is_causal = _prepared_masks(kpm, mask, q.dtype, is_causal, need_weights)
+    head_dim = _head_dim(embed_dim, embed_dim_to_check, num_heads)
+    if use_separate_proj_weight:
+        q, k, v = _separate_projection(
+            q, k, v, (q_proj_weight, k_proj_weight, v_proj_weight), in_proj_bias
+        )
+    else:
+        q, k, v = _packed_projection(q, k, v, in_proj_weight, in_proj_bias)
+    heads = bsz * num_heads
+    mask = _mask_3d(mask, tgt_len, k.shape[0], heads)
+    k, v, mask, kpm = _with_bias_kv(k, v, mask, kpm, bias_k, bias_v, (static_k, static_v))
+    q = q.reshape(tgt_len, heads, head_dim).transpose(0, 1)
+    k = _split_heads(k, static_k, "static_k", heads, head_dim)
+    v = _split_heads(v, static_v, "static_v", heads, head_dim)
+    if add_zero_attn:
+        k, v, mask, kpm = _with_zero_attn(k, v, mask, kpm)
+    mask = _merged_masks(mask, kpm, bsz, num_heads, k.shape[1])
+    dropout_p = float(dropout_p) if training else 0.0
+    attend = _attention_with_weights if need_weights else _attention_by_sdpa
+    out, weights = attend(q, k, v, mask, dropout_p, is_causal, (bsz, num_heads))
+    out = linear(out, out_proj_weight, out_proj_bias)
+    out = out.reshape(tgt_len, bsz, out.shape[-1])
+    if weights is not None and average_attn_weights:
+        weights = reductions.mean(weights, 1)
+    if batched:
+        return out, weights
+    return out.squeeze(1), None if weights is None else weights.squeeze(0)
+
+
+def _mha_batched(q: Tensor, k: Tensor, v: Tensor, kpm, mask, num_heads: int) -> bool:
+    """Whether the inputs are batched (3-D query) or not (2-D), checking every rank as
+    PyTorch's _mha_shape_check does."""
+    if q.ndim not in (2, 3):
+        raise ValueError(
+            "query should be unbatched 2D or batched 3D tensor but received"
+            f" {q.ndim}-D query tensor"
+        )
+    if not (q.dtype.is_floating_point and q.dtype is k.dtype is v.dtype):
+        raise TypeError(
+            "multi_head_attention_forward: expected query, key and value of one floating point"
+            f" dtype, got {q.dtype}, {k.dtype} and {v.dtype}"
+        )
+    batched = q.ndim == 3
+    kind = "batched (3-D)" if batched else "unbatched (2-D)"
+    if k.ndim != q.ndim or v.ndim != q.ndim:
+        raise ValueError(
+            f"For {kind} `query`, expected `key` and `value` to be {q.ndim}-D but found"
+            f" {k.ndim}-D and {v.ndim}-D tensors respectively"
+        )
+    if kpm is not None and kpm.ndim != q.ndim - 1:
+        raise ValueError(
+            f"For {kind} `query`, expected `key_padding_mask` to be `None` or {q.ndim - 1}-D"
+            f" but found {kpm.ndim}-D tensor instead"
+        )
+    if mask is not None and mask.ndim not in (2, 3):
+        raise ValueError(
+            f"For {kind} `query`, expected `attn_mask` to be `None`, 2-D or 3-D but found"
+            f" {mask.ndim}-D tensor instead"
+        )
+    if not batched and mask is not None and mask.ndim == 3:
+        expected = (num_heads, q.shape[0], k.shape[0])
+        if mask.shape != expected:
+            raise ValueError(
+                f"Expected `attn_mask` shape to be {list(expected)} but got {list(mask.shape)}"
+            )
+    return batched
+
+
+def _prepared_masks(kpm, mask, dtype, is_causal: bool, need_weights: bool) -> tuple:
+    """Both masks made additive (PyTorch's _canonical_mask); is_causal kept only where
+    scaled_dot_product_attention can apply it instead of attn_mask."""
+    if kpm is not None and mask is not None and kpm.dtype is not mask.dtype:
+        warnings.warn(
+            "Support for mismatched key_padding_mask and attn_mask is deprecated. Use same"
+            " type for both instead.",
+            stacklevel=4,
+        )
+    kpm = _additive_mask(kpm, "key_padding_mask", dtype)
+    if is_causal and mask is None:
+        raise ValueError(
+            "Need attn_mask if specifying the is_causal hint. You may use the Transformer module"
+            " method `generate_square_subsequent_mask` to create this mask."
+        )
+    if is_causal and kpm is None and not need_weights:
+        return kpm, None, True
+    return kpm, _additive_mask(mask, "attn_mask", dtype), is_causal and kpm is None
+
+
+def _additive_mask(mask: Tensor | None, what: str, dtype) -> Tensor | None:
+    """A bool mask (True: masked out) as a float one, -inf where True; a float one as is."""
+    if mask is None or mask.dtype.is_floating_point:
+        return mask
+    if mask.dtype is not bool_:
+        raise TypeError(f"only bool and floating types of {what} are supported, got {mask.dtype}")
+    return factories.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(mask, -math.inf)
+
+
+def _head_dim(embed_dim: int, embed_dim_to_check: int, num_heads: int) -> int:
+    if embed_dim != embed_dim_to_check:
+        raise ValueError(
+            f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}"
+        )
+    if num_heads <= 0 or embed_dim % num_heads:
+        raise ValueError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    return embed_dim // num_heads
+
+
+def _packed_projection(q: Tensor, k: Tensor, v: Tensor, weight, bias) -> tuple[Tensor, ...]:
+    """q, k and v through the three [E, E] blocks of in_proj_weight [3E, E] (and bias)."""
+    if k.shape != v.shape:
+        raise ValueError(f"key shape {list(k.shape)} does not match value shape {list(v.shape)}")
+    if weight is None:
+        raise ValueError("use_separate_proj_weight is False but in_proj_weight is None")
+    w = tensor_arg(weight, "multi_head_attention_forward", "in_proj_weight")
+    e = q.shape[-1]
+    if w.shape != (3 * e, e) or k.shape[-1] != e:
+        raise ValueError(
+            f"expecting in_proj_weight of shape {[3 * e, e]} and key and value of embedding"
+            f" size {e}, but got in_proj_weight {list(w.shape)} and key {list(k.shape)}"
+        )
+    biases = (None, None, None) if bias is None else _bias_thirds(bias, e)
+    return tuple(linear(x, wx, bx) for x, wx, bx in zip((q, k, v), w.chunk(3), biases))
+
+
+def _bias_thirds(bias, e: int) -> tuple[Tensor, ...]:
+    b = tensor_arg(bias, "multi_head_attention_forward", "in_proj_bias")
+    if b.shape != (3 * e,):
+        raise ValueError(f"expecting in_proj_bias shape of {[3 * e]}, but got {list(b.shape)}")
+    return b.chunk(3)
+
+
+def _separate_projection(q: Tensor, k: Tensor, v: Tensor, weights, bias) -> tuple[Tensor, ...]:
+    """q, k and v through their own weights [E, E], [E, kdim] and [E, vdim] (PyTorch's
+    _in_projection, with its shape checks)."""
+    if k.shape[:2] != v.shape[:2]:
+        raise ValueError(
+            f"key's sequence and batch dims {list(k.shape[:2])} do not match value's"
+            f" {list(v.shape[:2])}"
+        )
+    e = q.shape[-1]
+    biases = (None, None, None) if bias is None else _bias_thirds(bias, e)
+    projected = []
+    for x, w, b, what in zip((q, k, v), weights, biases, ("query", "key", "value")):
+        if w is None:
+            raise ValueError(f"use_separate_proj_weight is True but {what[0]}_proj_weight is None")
+        w = tensor_arg(w, "multi_head_attention_forward", f"{what[0]}_proj_weight")
+        if w.shape != (e, x.shape[-1]):
+            raise ValueError(
+                f"expecting {what} weights shape of {[e, x.shape[-1]]}, but got {list(w.shape)}"
+            )
+        projected.append(linear(x, w, b))
+    return tuple(projected)
+
+
+def _mask_3d(mask: Tensor | None, tgt_len: int, src_len: int, heads: int) -> Tensor | None:
+    """attn_mask as [1 or N * num_heads, L, S], its shape checked."""
+    if mask is None:
+        return None
+    want = (tgt_len, src_len) if mask.ndim == 2 else (heads, tgt_len, src_len)
+    if mask.shape != want:
+        raise ValueError(
+            f"The shape of the {mask.ndim}D attn_mask is {list(mask.shape)}, but should be"
+            f" {list(want)}."
+        )
+    return mask.unsqueeze(0) if mask.ndim == 2 else mask
+
+
+def _pad_key(mask: Tensor | None) -> Tensor | None:
+    """A mask with one more key column, 0 (attended)."""
+    return None if mask is None else pad(mask, (0, 1))
+
+
+def _with_bias_kv(k, v, mask, kpm, bias_k, bias_v, statics) -> tuple:
+    """bias_k and bias_v [1, 1, E] appended to every batch's keys and values as one more
+    source position, the masks extended to it."""
+    if bias_k is None or bias_v is None:
+        if bias_k is not None or bias_v is not None:
+            which = "bias_k" if bias_k is not None else "bias_v"
+            other = "bias_v" if bias_k is not None else "bias_k"
+            raise ValueError(f"{which} is set but {other} is None")
+        return k, v, mask, kpm
+    if statics[0] is not None or statics[1] is not None:
+        which = "key" if statics[0] is not None else "value"
+        raise ValueError(f"bias cannot be added to static {which}.")
+    bsz = k.shape[1]
+    k = index_ops.cat([k, tensor_arg(bias_k, "multi_head_attention_forward").repeat(1, bsz, 1)])
+    v = index_ops.cat([v, tensor_arg(bias_v, "multi_head_attention_forward").repeat(1, bsz, 1)])
+    return k, v, _pad_key(mask), _pad_key(kpm)
+
+
+def _split_heads(x: Tensor, static, what: str, heads: int, head_dim: int) -> Tensor:
+    """Projected keys or values [S, N, E] as [N * num_heads, S, head_dim], or the given
+    static ones, checked."""
+    if static is None:
+        return x.reshape(x.shape[0], heads, head_dim).transpose(0, 1)
+    s = tensor_arg(static, "multi_head_attention_forward", what)
+    if s.ndim != 3 or s.shape[0] != heads or s.shape[2] != head_dim:
+        raise ValueError(
+            f"expecting {what} of shape [{heads}, S, {head_dim}], but got {list(s.shape)}"
+        )
+    return s
+
+
+def _with_zero_attn(k, v, mask, kpm) -> tuple:
+    """One more source position of zero keys and values, the masks extended to it."""
+    zeros = factories.zeros((k.shape[0], 1, k.shape[2]), dtype=k.dtype, device=k.device)
+    k = index_ops.cat([k, zeros], 1)
+    v = index_ops.cat([v, zeros.to(v.dtype)], 1)
+    return k, v, _pad_key(mask), _pad_key(kpm)
+
+
+def _merged_masks(mask, kpm, bsz: int, num_heads: int, src_len: int) -> Tensor | None:
+    """attn_mask plus key_padding_mask [N, S] spread over the heads: [N * num_heads, 1, S]."""
+    if kpm is None:
+        return mask
+    if kpm.shape != (bsz, src_len):
+        got = kpm.shape[0] if kpm.shape[0] != bsz else kpm.shape[1]
+        dim, want = (0, bsz) if kpm.shape[0] != bsz else (1, src_len)
+        raise ValueError(f"Expected key_padded_mask.shape[{dim}] to be {want}, but got {got}")
+    spread = kpm.reshape(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len)
+    spread = spread.reshape(bsz * num_heads, 1, src_len)
+    return spread if mask is None else mask + spread
+
+
+def _attention_with_weights(q, k, v, mask, dropout_p: float, is_causal: bool, dims) -> tuple:
+    """softmax(q k^T / sqrt(head_dim) + mask) v, keeping the weights [N, H, L, S]; the
+    output as [L * N, E]."""
+    _, tgt_len, head_dim = q.shape
+    scores = linalg.matmul(q * math.sqrt(1.0 / head_dim), k.transpose(-2, -1))
+    weights = nn.softmax(scores if mask is None else scores + mask, -1)
+    if dropout_p > 0.0:
+        weights = random.dropout(weights, dropout_p)
+    out = linalg.matmul(weights, v).transpose(0, 1)
+    out = out.reshape(tgt_len * dims[0], dims[1] * v.shape[-1])
+    return out, weights.reshape(*dims, tgt_len, k.shape[1])
+
+
+def _attention_by_sdpa(q, k, v, mask, dropout_p: float, is_causal: bool, dims) -> tuple:
+    """The same attention by scaled_dot_product_attention over [N, H, L, head_dim], no
+    weights kept; the output as [L * N, E]."""
+    bsz, num_heads = dims
+    _, tgt_len, head_dim = q.shape
+    if mask is not None:
+        mask = (
+            mask.unsqueeze(0)
+            if mask.shape[0] == 1
+            else mask.reshape(bsz, num_heads, mask.shape[1], k.shape[1])
+        )
+    q, k, v = (x.reshape(bsz, num_heads, x.shape[1], head_dim) for x in (q, k, v))
+    out = scaled_dot_product_attention(q, k, v, mask, dropout_p, is_causal)
+    return out.permute(2, 0, 1, 3).reshape(tgt_len * bsz, num_heads * v.shape[-1]), None
+
+
+FUNCTIONS = {
+    fn.__name__: op_door(fn.__name__, fn)
+    for fn in (scaled_dot_product_attention, multi_head_attention_forward)
 }

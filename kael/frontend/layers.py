@@ -18,20 +18,50 @@ from kael.runtime.dtypes import bfloat16, float16, float32, float64, int64
 from kael.runtime.errors import TypeError, ValueError
 
 
-def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, **kwargs) -> Tensor:
-    """The rows of `weight` named by the int64 `input`, in input's shape plus the row.
-    padding_idx only matters to gradients (kael has none yet): it is checked, not used."""
+def embedding(
+    input: Tensor,
+    weight: Tensor,
+    padding_idx: int | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2.0,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+) -> Tensor:
+    """The rows of `weight` named by the integer `input`, in input's shape plus the row.
+    max_norm first renormalizes the named rows in place (embedding_renorm_). padding_idx,
+    scale_grad_by_freq and sparse only matter to gradients (kael has none yet): checked,
+    not used."""
     idx, w = tensor_arg(input, "embedding"), tensor_arg(weight, "embedding", "weight")
-    if kwargs.get("max_norm") is not None:
-        raise TypeError("embedding: max_norm (which renormalizes weight in place) is not supported")
     if idx.dtype.is_floating_point or idx.dtype.is_bool:
         raise TypeError(f"embedding: expected input of an integer dtype (indices), got {idx.dtype}")
     if w.ndim != 2:
         raise ValueError(f"embedding: weight must be 2-D, got {w.ndim}-D")
     if padding_idx is not None and not -w.shape[0] <= padding_idx < w.shape[0]:
         raise ValueError(f"embedding: padding_idx {padding_idx} must be within num_embeddings")
-    rows = index_ops.index_select(w, 0, idx.reshape(-1).to(int64))
+    flat = idx.reshape(-1).to(int64)
+    if max_norm is not None:
+        embedding_renorm_(w, flat, max_norm, norm_type)
+    rows = index_ops.index_select(w, 0, flat)
     return rows.reshape((*idx.shape, w.shape[1]))
+
+
+def embedding_renorm_(weight: Tensor, indices: Tensor, max_norm: float, norm_type: float) -> Tensor:
+    """weight's rows that `indices` name, scaled in place by max_norm / (norm + 1e-7) where
+    their norm_type-norm exceeds max_norm: PyTorch's embedding_renorm_, whose scale is a
+    double scalar multiplied in the row's compute dtype."""
+    flat = indices.reshape(-1).to(int64)
+    if not flat.numel():
+        return weight
+    rows = index_ops.index_select(weight, 0, flat)
+    if not rows.dtype.is_floating_point:
+        raise TypeError(
+            f"norm(): input dtype should be either floating point or complex. Got {rows.dtype}"
+        )
+    norms = rows.norm(norm_type, dim=1, keepdim=True).to(float64)
+    scale = ew.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+    compute = float32 if rows.dtype.is_half else rows.dtype
+    scaled = rows.to(compute) * scale.to(compute)
+    return weight.index_copy_(0, flat, scaled.to(weight.dtype))
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:

@@ -37,8 +37,6 @@ def test_embedding_refuses_bad_indices_and_weights():
         KF.embedding(kael.tensor([0]), kael.ones(3))
     with pytest.raises(kael.IndexError):
         KF.embedding(kael.tensor([3]), kael.ones(3, 2))
-    with pytest.raises(kael.TypeError, match="max_norm"):
-        KF.embedding(kael.tensor([0]), kael.ones(3, 2), max_norm=1.0)
 
 
 @pytest.mark.parametrize("num_classes", [-1, 5])
