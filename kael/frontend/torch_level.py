@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kael.frontend import factories
+from kael.frontend import factories, layers
 from kael.frontend.noise import _channels, _kept
 from kael.frontend.norms import _wide
 from kael.frontend.tensor import Layout, Tensor, strided
@@ -342,6 +342,7 @@ _PLAIN = {
     "poisson_nll_loss": poisson_nll_loss,
     "ctc_loss": ctc_loss,
     "embedding": embedding,
+    "embedding_renorm_": layers.embedding_renorm_,
     "constant_pad_nd": constant_pad_nd,
     "channel_shuffle": F.channel_shuffle,
     "native_channel_shuffle": F.native_channel_shuffle,

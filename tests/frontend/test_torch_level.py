@@ -502,3 +502,13 @@ def test_torch_level_ctc_loss_takes_the_reduction_as_an_int(reduction):
     args = ([6, 5], [3, 2]) if reduction is None else ([6, 5], [3, 2], 0, reduction)
     got = kael.ctc_loss(k, kael.tensor(targets), *args)
     close_to_torch(got, torch.ctc_loss(t, torch.tensor(targets), *args), 1e-12)
+
+
+@pytest.mark.parametrize("norm_type", [1.0, 2.0])
+def test_embedding_renorm_scales_the_named_rows_in_place(norm_type):
+    values = RNG.standard_normal((5, 3)) * 2
+    k, t = kael.tensor(values), torch.tensor(values)
+    rows = [0, 3, 3]
+    assert kael.embedding_renorm_(k, kael.tensor(rows), 1.0, norm_type) is k
+    torch.embedding_renorm_(t, torch.tensor(rows), 1.0, norm_type)
+    close_to_torch(k, t, 1e-12)
