@@ -78,6 +78,11 @@ def _erfc_far_fit(hi: float, degree: dict[str, int]) -> Fit:
     return Fit(_erfc_far, lambda v: v / (1 + v * _erfc_far(v)), 0.0, hi, degree)
 
 
+def _mills(a):
+    """G(a) = Q(a) exp(a^2 / 2), Q the normal distribution's upper tail: Phi(-a) = exp(-a^2/2) G(a)."""
+    return mp.erfc(a / mp.sqrt(2)) / 2 * mp.exp(a * a / 2)
+
+
 def _series_safe(f, at0):
     return lambda v: f(v) if v else at0
 
@@ -199,6 +204,18 @@ FITS = {
 }
 
 
+# Piecewise tables: one polynomial per interval, printed as a tuple of coefficient rows.
+TABLES = {
+    # gelu's G on a = k/2 + t (|t| <= 1/4, a >= 0), k = 0..28: vmath.GELU_MILLS32.
+    "gelu_mills": [
+        Fit(
+            _mills, lambda a: 1 / _mills(a), max(0.0, k / 2 - 0.25), k / 2 + 0.25, {"f32": 6}, k / 2
+        )
+        for k in range(29)
+    ],
+}
+
+
 def lawson(fit: Fit, degree: int, points: int = 1500, iterations: int = 150) -> np.ndarray:
     """Monomial coefficients (lowest first) of the weighted minimax fit.
 
@@ -239,16 +256,20 @@ def measured_error(fit: Fit, coefs: list[float], points: int = 6000) -> float:
     return float(worst)
 
 
+def fitted(fit: Fit, prec: str, degree: int) -> tuple[list[float], float]:
+    """(coefficients rounded to the precision, max weighted error in its epsilons)."""
+    coefs = lawson(fit, degree)
+    rounded = [float(np.float32(c)) if prec == "f32" else float(c) for c in coefs]
+    return rounded, measured_error(fit, rounded) / EPS[prec]
+
+
 def main(names: list[str]) -> None:
-    for name in names or list(FITS):
-        fit = FITS[name]
-        for prec, degree in fit.degree.items():
-            coefs = lawson(fit, degree)
-            rounded = [float(np.float32(c)) if prec == "f32" else float(c) for c in coefs]
-            eps = EPS["f32" if prec == "f32" else "f64"]
-            err = measured_error(fit, rounded) / eps
-            print(f"{name} {prec} degree {degree}: max weighted error {err:.3g} eps")
-            print("    (" + ", ".join(repr(c) for c in rounded) + ")")
+    for name in names or [*FITS, *TABLES]:
+        for fit in TABLES.get(name, [FITS.get(name)]):
+            for prec, degree in fit.degree.items():
+                coefs, err = fitted(fit, prec, degree)
+                print(f"{name} [{fit.lo}, {fit.hi}] {prec} degree {degree}: error {err:.3g} eps")
+                print("    (" + ", ".join(repr(c) for c in coefs) + "),")
 
 
 if __name__ == "__main__":
