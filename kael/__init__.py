@@ -5,6 +5,7 @@ from kael.frontend import conveniences as _conveniences
 from kael.frontend import factories as _factories
 from kael.frontend import ops as _ops
 from kael.frontend import random as _random
+from kael.frontend import recurrent as _recurrent
 from kael.frontend import torch_level as _torch_level
 from kael.frontend.compiled import compile
 from kael.frontend.factories import (
@@ -94,7 +95,7 @@ from kael.runtime.version import __version__
 
 globals().update(_ops.FUNCTIONS)
 _SAMPLERS = ("bernoulli", "multinomial", "rand", "rand_like", "randint", "randn", "randn_like")
-_SAMPLERS += ("normal", "poisson", "randint_like")
+_SAMPLERS += ("binomial", "normal", "poisson", "randint_like")
 globals().update({name: _op_door(name, getattr(_random, name)) for name in _SAMPLERS})
 randperm = _op_door("randperm", _random.randperm)
 # Functions of tensors that torch.Tensor has no method for (or has as a method already).
@@ -139,6 +140,7 @@ __all__ = [
     "default_generator",
     "initial_seed",
     "bernoulli",
+    "binomial",
     *_ops.FUNCTIONS,
     "Error",
     "IndexError",
@@ -222,9 +224,9 @@ __all__ += list(_TORCH_LEVEL_FUNCTIONAL)
 for _name in ("hardshrink", "prelu", "relu_"):  # Tensor.hardshrink(), Tensor.prelu(w), ...
     setattr(Tensor, _name, getattr(nn.functional, _name))
 
-# torch.NAME forms with torch's own signatures (torch_level.py) and utilities
-# (conveniences.py); they come last, so a name there never hides an op family's.
-_EXTRA = {**_torch_level.FUNCTIONS, **_conveniences.FUNCTIONS}
+# torch.NAME forms with torch's own signatures (torch_level.py, recurrent.py) and
+# utilities (conveniences.py); they come last, so a name there never hides an op family's.
+_EXTRA = {**_torch_level.FUNCTIONS, **_conveniences.FUNCTIONS, **_recurrent.FUNCTIONS}
 globals().update({name: fn for name, fn in _EXTRA.items() if name not in globals()})
 __all__ += [name for name in _EXTRA if name not in __all__]
 for _name, _method in _conveniences.METHODS.items():

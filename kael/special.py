@@ -29,6 +29,8 @@ _ALIASES = {
     "log_softmax": "log_softmax",
     "logsumexp": "logsumexp",
     "sinc": "sinc",
+    "gammainc": "igamma",
+    "gammaincc": "igammac",
 }
 globals().update({name: _OPS[base] for name, base in _ALIASES.items()})
 globals().update(

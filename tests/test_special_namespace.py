@@ -17,7 +17,7 @@ ALIASES = {
     "exp2": "exp2", "expm1": "expm1", "log1p": "log1p", "gammaln": "lgamma",
     "digamma": "digamma", "psi": "digamma", "polygamma": "polygamma", "i0": "i0",
     "xlogy": "xlogy", "round": "round", "softmax": "softmax", "log_softmax": "log_softmax",
-    "logsumexp": "logsumexp", "sinc": "sinc",
+    "logsumexp": "logsumexp", "sinc": "sinc", "gammainc": "igamma", "gammaincc": "igammac",
 }  # fmt: skip
 OWN = [
     "i0e", "i1", "i1e", "ndtr", "log_ndtr", "ndtri", "erfcx", "entr", "xlog1py", "zeta",

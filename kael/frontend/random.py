@@ -202,6 +202,10 @@ def _scalar(dtype: DType, name: str) -> g.Scalar:
     return g.Scalar(dtype, (), name)
 
 
+def _f(value: float) -> g.Const:
+    return _const(float64, value)
+
+
 def _block() -> tuple[g.Node, g.Node]:
     """The two 64-bit halves of this element's Philox block: counter offset + index, key seed."""
     counter = _op("add", g.Position(int64, (), 0), _scalar(int64, "offset"))
@@ -418,10 +422,10 @@ def randperm(n, *, generator=None, dtype=None, device=None) -> Tensor:
 # ---- bernoulli --------------------------------------------------------------------------------
 
 
-def _probability(p) -> float:
+def _probability(p, op: str = "bernoulli") -> float:
     p = float(factories.as_number(p, "p"))
     if not 0.0 <= p <= 1.0:
-        raise ValueError(f"bernoulli expects p to be in [0, 1], but got p={p}")
+        raise ValueError(f"{op} expects p to be in [0, 1], but got p={p}")
     return p
 
 
@@ -562,6 +566,11 @@ def _sample_into(self: Tensor, op: str, key: tuple, build, scalars: dict, genera
     check_writable(self, op)
     fresh = factories.new_tensor((self.shape,), self.dtype, self.device)
     _generate((op, *key, self.dtype), build, fresh._impl, scalars, generator=gen)
+    return _write_back(self, fresh)
+
+
+def _write_back(self: Tensor, fresh: Tensor) -> Tensor:
+    """self's elements replaced by fresh's (same shape), as an in-place op writes them."""
     eager.copy_into(self._impl, fresh._impl)
     self._impl.storage.bump_version()
     return self
@@ -616,6 +625,82 @@ def exponential_(self: Tensor, lambd=1.0, *, generator=None) -> Tensor:
         return g.Cast(self.dtype, (), value)
 
     return _sample_into(self, "exponential_", (), build, {"neg_lambd": -lambd}, generator)
+
+
+def cauchy_(self: Tensor, median=0.0, sigma=1.0, *, generator=None) -> Tensor:
+    """Cauchy samples median + sigma tan(pi (u - 1/2)) (floating dtypes; sigma > 0)."""
+    median, sigma = _float_arg(median, "median"), _float_arg(sigma, "sigma")
+    if not sigma > 0:
+        raise ValueError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+    _floating("cauchy_", self.dtype)
+
+    def build() -> g.Node:
+        angle = _op("mul", _op("sub", _uniform(), _f(0.5)), _f(math.pi))
+        spread = _op("mul", _scalar(float64, "sigma"), g.Unary(float64, (), "tan", angle))
+        return g.Cast(self.dtype, (), _op("add", _scalar(float64, "median"), spread))
+
+    return _sample_into(self, "cauchy_", (), build, {"median": median, "sigma": sigma}, generator)
+
+
+def log_normal_(self: Tensor, mean=1.0, std=2.0, *, generator=None) -> Tensor:
+    """Log-normal samples exp(mean + std * z) (floating dtypes; std > 0)."""
+    mean, std = _float_arg(mean, "mean"), _float_arg(std, "std")
+    if not std > 0:
+        raise ValueError(f"log_normal_ expects std > 0.0, but found std={std}")
+    _floating("log_normal_", self.dtype)
+
+    def build() -> g.Node:
+        z = _op("add", _scalar(float64, "mean"), _op("mul", _normal(), _scalar(float64, "std")))
+        return g.Cast(self.dtype, (), g.Unary(float64, (), "exp", z))
+
+    return _sample_into(self, "log_normal_", (), build, {"mean": mean, "std": std}, generator)
+
+
+def _largest_below(dtype: DType) -> float:
+    """The largest float64 an integer dtype holds (int64's max itself rounds up past it)."""
+    top = float(dtype.max)
+    return top if top <= dtype.max else math.nextafter(top, 0.0)
+
+
+def geometric_(self: Tensor, p, *, generator=None) -> Tensor:
+    """Geometric samples on {1, 2, ...}: ceil(log(1 - u) / log1p(-p)) (p in (0, 1); any
+    dtype but bool; an integer dtype's draws beyond its largest value are clamped to it)."""
+    p = _float_arg(p, "p")
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    if self.dtype.is_bool:
+        raise TypeError("geometric_ does not support dtype bool")
+    dtype = self.dtype
+
+    def build() -> g.Node:
+        tail = g.Unary(float64, (), "log", _op("sub", _f(1.0), _uniform()))
+        value = g.Unary(float64, (), "ceil", _op("div", tail, _scalar(float64, "log_q")))
+        value = _op("max", value, _f(1.0))  # u = 0 gives log 1 = 0
+        if not dtype.is_floating_point:
+            value = _op("min", value, _f(_largest_below(dtype)))
+        return g.Cast(dtype, (), value)
+
+    return _sample_into(self, "geometric_", (), build, {"log_q": math.log1p(-p)}, generator)
+
+
+def bernoulli_(self: Tensor, p=0.5, *, generator=None) -> Tensor:
+    """Each element 1 with probability p, else 0, in self's dtype (any, bool included): p a
+    number in [0, 1] or a float tensor of probabilities broadcastable to self."""
+    gen = generator_arg(generator, "bernoulli_")
+    check_writable(self, "bernoulli_")
+    if not isinstance(p, Tensor):
+        fresh = factories.new_tensor((self.shape,), self.dtype, self.device)
+        return _write_back(self, _bernoulli_scalar(fresh, _probability(p, "bernoulli_"), gen))
+    if not p.dtype.is_floating_point:
+        raise TypeError(f"bernoulli_ expects floating point probabilities, got {p.dtype}")
+    shape = tuple(self.shape)
+    if broadcast_shapes(tuple(p.shape), shape) != shape:
+        raise ValueError(
+            f"bernoulli_: probabilities of shape {list(p.shape)} do not broadcast to self's"
+            f" shape {list(shape)}"
+        )
+    probs = p.to(device=self.device).expand(*shape)
+    return _write_back(self, bernoulli(probs, generator=gen, dtype=self.dtype))
 
 
 # random_()'s default top: integers fill their range; floats every integer their
@@ -721,6 +806,10 @@ for _name, _method in (
     ("normal_", normal_),
     ("exponential_", exponential_),
     ("random_", random_),
+    ("cauchy_", cauchy_),
+    ("log_normal_", log_normal_),
+    ("geometric_", geometric_),
+    ("bernoulli_", bernoulli_),
 ):
     setattr(Tensor, _name, tracing.op_door(_name, _method))
 
@@ -860,10 +949,6 @@ def _block_at(index: int) -> tuple[g.Node, g.Node]:
     return _op("philox", counter, seed), _op("philox_hi", counter, seed)
 
 
-def _f(value: float) -> g.Const:
-    return _const(float64, value)
-
-
 def _log_factorial(k: g.Node) -> g.Node:
     """log k! of a float64 k >= 0: the table below 10, Stirling's series from there
     (relative error below 1e-14 at k = 10)."""
@@ -985,4 +1070,166 @@ def poisson(input, generator=None) -> Tensor:
     entry = eager.template(("random", "poisson", dt), lambda: ("poisson", [build()]))
     if eager.run(entry, flat[:1], flat[1:], {"seed": seed, "offset": offset}):
         raise ValueError("invalid Poisson rate, expected rate to be non-negative")
+    return out
+
+
+# ---- binomial ---------------------------------------------------------------------------------
+
+# binomial shares poisson's layout: block 0 drives the inversion, blocks 1.. one BTRS attempt
+# each (accepted with probability above 0.8 from n q = 10 on: a miss below 1e-11).
+_BINOMIAL_SMALL = 10.0  # n q below (q = min(p, 1 - p)): inversion; from here on: BTRS
+# log k! - Stirling's (k + 1/2) log(k + 1) - (k + 1) + log(2 pi) / 2, exact below 10
+_STIRLING_TAIL = [
+    math.lgamma(k + 1.0) - (k + 0.5) * math.log(k + 1.0) + (k + 1.0) - 0.5 * math.log(2 * math.pi)
+    for k in range(10)
+]
+
+
+def _stirling_tail(k: g.Node) -> g.Node:
+    """BTRS's correction of Stirling's log k!, k >= 0 integral: the table below 10, then
+    (1/12 - (1/360 - 1/1260 / (k + 1)^2) / (k + 1)^2) / (k + 1)."""
+    k1 = _op("add", k, _f(1.0))
+    inv_sq = _op("div", _f(1.0), _op("mul", k1, k1))
+    inner = _op("sub", _f(1.0 / 360.0), _op("mul", _f(1.0 / 1260.0), inv_sq))
+    value: g.Node = _op("div", _op("sub", _f(1.0 / 12.0), _op("mul", inner, inv_sq)), k1)
+    for small in range(9, -1, -1):
+        hit = _op("eq", k, _f(float(small)))
+        value = g.Where(float64, (), hit, _f(_STIRLING_TAIL[small]), value)
+    return value
+
+
+def _binomial_small(n: g.Node, q: g.Node) -> g.Node:
+    """Inversion of the CDF of Binomial(n, q), n q < 10: the count of k with P(X <= k) <= u
+    over _POISSON_TERMS terms, at most n."""
+    u = _unit(_block_at(0)[0])
+    p = g.Unary(
+        float64, (), "exp", _op("mul", n, g.Unary(float64, (), "log1p", _op("sub", _f(0.0), q)))
+    )
+    ratio = _op("div", q, _op("sub", _f(1.0), q))
+    total, count = p, _op("mul", _f(0.0), n)
+    for k in range(1, _POISSON_TERMS):
+        count = _op("add", count, g.Cast(float64, (), _op("le", total, u)))
+        left = _op("max", _op("sub", n, _f(k - 1.0)), _f(0.0))
+        p = _op("mul", p, _op("mul", ratio, _op("div", left, _f(float(k)))))
+        total = _op("add", total, p)
+    return _op("min", count, n)
+
+
+def _binomial_large(n: g.Node, q: g.Node) -> g.Node:
+    """Hörmann's BTRS (transformed rejection with squeeze, 1993) for n q >= 10, as PyTorch
+    runs it; the first of _POISSON_TRIES accepted attempts (the last candidate when none is)."""
+    spread = g.Unary(float64, (), "sqrt", _op("mul", _op("mul", n, q), _op("sub", _f(1.0), q)))
+    b = _op("add", _f(1.15), _op("mul", _f(2.53), spread))
+    a = _op("add", _op("add", _f(-0.0873), _op("mul", _f(0.0248), b)), _op("mul", _f(0.01), q))
+    c = _op("add", _op("mul", n, q), _f(0.5))
+    v_r = _op("sub", _f(0.92), _op("div", _f(4.2), b))
+    r = _op("div", q, _op("sub", _f(1.0), q))
+    alpha = _op("mul", _op("add", _f(2.83), _op("div", _f(5.1), b)), spread)
+    m = g.Unary(float64, (), "floor", _op("mul", _op("add", n, _f(1.0)), q))
+    n1 = _op("add", n, _f(1.0))
+
+    def log(x: g.Node) -> g.Node:
+        return g.Unary(float64, (), "log", x)
+
+    bound_m = _op(
+        "add",
+        _op(
+            "mul",
+            _op("add", m, _f(0.5)),
+            log(_op("div", _op("add", m, _f(1.0)), _op("mul", r, _op("sub", n1, m)))),
+        ),
+        _op("add", _stirling_tail(m), _stirling_tail(_op("sub", n, m))),
+    )
+    result: g.Node | None = None
+    for attempt in range(_POISSON_TRIES, 0, -1):  # built last first: the first wins
+        lo, hi = _block_at(attempt)
+        u = _op("sub", _unit(lo), _f(0.5))
+        v = _unit(hi)
+        us = _op("sub", _f(0.5), g.Unary(float64, (), "abs", u))
+        guard = _op("max", us, _f(1e-300))
+        k = g.Unary(
+            float64,
+            (),
+            "floor",
+            _op("add", _op("mul", _op("add", _op("div", _op("mul", _f(2.0), a), guard), b), u), c),
+        )
+        inside = g.Binary(bool_, (), "and", _op("ge", k, _f(0.0)), _op("le", k, n))
+        kk = _op("min", _op("max", k, _f(0.0)), n)
+        quick = g.Binary(bool_, (), "and", _op("ge", us, _f(0.07)), _op("le", v, v_r))
+        lhs = log(
+            _op("div", _op("mul", v, alpha), _op("add", _op("div", a, _op("mul", guard, guard)), b))
+        )
+        rest = _op("sub", n1, kk)
+        bound = _op(
+            "add",
+            _op("add", bound_m, _op("mul", n1, log(_op("div", _op("sub", n1, m), rest)))),
+            _op(
+                "sub",
+                _op(
+                    "mul",
+                    _op("add", kk, _f(0.5)),
+                    log(_op("div", _op("mul", r, rest), _op("add", kk, _f(1.0)))),
+                ),
+                _op("add", _stirling_tail(kk), _stirling_tail(_op("sub", n, kk))),
+            ),
+        )
+        accepted = g.Binary(
+            bool_, (), "and", inside, g.Binary(bool_, (), "or", quick, _op("le", lhs, bound))
+        )
+        result = kk if result is None else g.Where(float64, (), accepted, kk, result)
+    assert result is not None
+    return result
+
+
+def _binomial_value(count: g.Node, prob: g.Node) -> g.Node:
+    """One Binomial(count, prob) draw as PyTorch's sample_binomial decides: 0 for count <= 0
+    or prob <= 0, else NaN for a NaN prob or count, count for prob >= 1, NaN for an infinite
+    count (PyTorch's BTRS gives inf or NaN at random); else floor(count) trials
+    of q = min(prob, 1 - prob), by inversion or BTRS, reflected for prob > 1/2."""
+    n = g.Unary(float64, (), "floor", count)
+    q = _op("min", prob, _op("sub", _f(1.0), prob))
+    safe_n = _op("min", n, _f(2.0**60))  # an infinite count: NaN below, PyTorch's inf or NaN
+    mean = _op("mul", safe_n, q)
+    small = _op("lt", mean, _f(_BINOMIAL_SMALL))
+    drawn = g.Where(float64, (), small, _binomial_small(safe_n, q), _binomial_large(safe_n, q))
+    flipped = _op("gt", prob, _f(0.5))
+    value = g.Where(float64, (), flipped, _op("sub", safe_n, drawn), drawn)
+    value = g.Where(float64, (), _op("eq", count, _f(math.inf)), _f(math.nan), value)
+    value = g.Where(float64, (), _op("ge", prob, _f(1.0)), count, value)
+    undefined = g.Binary(bool_, (), "or", _op("ne", count, count), _op("ne", prob, prob))
+    value = g.Where(float64, (), undefined, _f(math.nan), value)
+    nothing = g.Binary(bool_, (), "or", _op("le", count, _f(0.0)), _op("le", prob, _f(0.0)))
+    return g.Where(float64, (), nothing, _f(0.0), value)
+
+
+def binomial(count, prob, generator=None) -> Tensor:
+    """Binomial samples of count trials with success probability prob (float32 or float64
+    tensors of one dtype, broadcast), each element a pure function of the Philox stream:
+    inversion of the CDF below n q = 10, Hörmann's BTRS beyond (poisson's block layout:
+    17 blocks per element). Values match PyTorch's distribution, not its draws; a NaN
+    count gives NaN (PyTorch's loops forever)."""
+    count, prob = tensor_arg(count, "binomial", "count"), tensor_arg(prob, "binomial", "prob")
+    gen = generator_arg(generator, "binomial")
+    for what, t in (("count", count), ("prob", prob)):
+        if t.dtype not in (float32, float64):
+            raise TypeError(f"binomial only supports float32 and float64 {what}, got {t.dtype}")
+    if count.dtype is not prob.dtype:
+        raise TypeError(
+            f"binomial expects count and prob of one dtype, got {count.dtype} and {prob.dtype}"
+        )
+    dt = count.dtype
+    shape = broadcast_shapes(tuple(count.shape), tuple(prob.shape))
+    ins = [t.expand(*shape).contiguous() for t in (count, prob)]
+    out = factories.new_tensor((shape,), dt, count.device)
+
+    def build() -> g.Node:
+        count_in, prob_in = (g.Cast(float64, (), g.Input(dt, (), name)) for name in ("n", "p"))
+        return g.Cast(dt, (), _binomial_value(count_in, prob_in))
+
+    n = out.numel()
+    seed, offset = tracing.reserve(n * _POISSON_BLOCKS, gen)
+    if n:
+        flat = [views.derive(t._impl, (n,), (1,), t._impl.offset) for t in (out, *ins)]
+        entry = eager.template(("random", "binomial", dt), lambda: ("binomial", [build()]))
+        eager.run(entry, flat[:1], flat[1:], {"seed": seed, "offset": offset})
     return out

@@ -25,6 +25,12 @@ q < 0 (x < 0) zeta and polygamma are within 5 ulps of the largest term (q's dist
 the nearest integer to the -s), which cancels near the function's zeros, as PyTorch's
 sum cancels.
 
+igamma and igammac (P(a, x), Q(a, x); also Tensor methods, igamma_ / igammac_, and
+kael.special.gammainc / gammaincc): float64 against mpmath within 22 ulp where the result is
+above 0.01 (most exact), and within 34 |log result| ulps below (the exp of a rounded
+exponent); float32 within 6e-8 relative of the exact value of its inputs. PyTorch's: 8e6 ulp
+in float64 (its Temme term takes pi as a float), 3e-3 relative in float32.
+
 Deliberate departures from PyTorch: i0 and i1 of float32 stay finite past 88.7 (PyTorch's
 float32 exp overflows there); polygamma(1, x) is +inf at the negative integers (its poles;
 PyTorch's trigamma gives pi^2 / sin(pi x)^2 of a rounded sine, about 1e32 in float64);
@@ -466,6 +472,233 @@ def _zeta(x: Value, q: Value) -> Value:
     return where(x.eq(1), math.inf, where(x < 1, math.nan, value))
 
 
+# ---- the regularized incomplete gamma functions: igamma P(a, x), igammac Q(a, x) -------------
+
+INCOMPLETE_TERMS = 100  # P's series and Q's continued fraction: 1e-16 over their zones
+SMALL_X_TERMS = 25  # Q's series for x <= 1.1: 1.1^n / n! below 1e-17
+TEMME_FROM, TEMME_RATIO = 20.0, 0.3  # Temme's expansion for a > 20 and |x - a| < 0.3 a
+# Temme's coefficients d[k][n] of eta^n a^-k (DLMF 8.12.3 and 8.12.4; Cephes's igam_asy
+# table, as PyTorch's), each row cut where its terms stay below 1e-20 for a > 20.
+IGAMMA_TEMME = (
+    (
+        -0.3333333333333333, 0.08333333333333333, -0.014814814814814815, 0.0011574074074074073,
+        0.0003527336860670194, -0.0001787551440329218, 3.919263178522438e-05,
+        -2.1854485106799924e-06, -1.85406221071516e-06, 8.296711340953087e-07,
+        -1.7665952736826078e-07, 6.707853543401498e-09, 1.0261809784240309e-08,
+        -4.382036018453353e-09, 9.14769958223679e-10, -2.551419399494625e-11,
+        -5.830772132550426e-11, 2.4361948020667415e-11, -5.0276692801141755e-12,
+        1.1004392031956135e-13
+    ),
+    (
+        -0.001851851851851852, -0.003472222222222222, 0.0026455026455026454,
+        -0.0009902263374485596, 0.00020576131687242798, -4.018775720164609e-07,
+        -1.8098550334489977e-05, 7.64916091608111e-06, -1.6120900894563446e-06,
+        4.647127802807434e-09, 1.378633446915721e-07, -5.752545603517705e-08,
+        1.1951628599778148e-08, -1.7543241719747647e-11, -1.0091543710600413e-09,
+        4.162792991842583e-10, -8.56390702649298e-11, 6.067215101604758e-14
+    ),
+    (
+        0.004133597883597883, -0.0026813271604938273, 0.0007716049382716049,
+        2.0093878600823047e-06, -0.00010736653226365161, 5.2923448829120125e-05,
+        -1.2760635188618728e-05, 3.423578734096138e-08, 1.3721957309062932e-06,
+        -6.298992138380055e-07, 1.4280614206064242e-07, -2.0477098421990866e-10,
+        -1.409252991086752e-08, 6.228974084922022e-09, -1.3670488396617112e-09,
+        9.428356159014678e-13
+    ),
+    (
+        0.0006494341563786008, 0.00022947209362139917, -0.0004691894943952557,
+        0.00026772063206283885, -7.561801671883977e-05, -2.396505113867297e-07,
+        1.1082654115347302e-05, -5.6749528269915965e-06, 1.4230900732435883e-06,
+        -2.7861080291528143e-11, -1.6958404091930278e-07, 8.099464905388083e-08,
+        -1.9111168485973655e-08, 2.3928620439808118e-12, 2.0620131815488797e-09,
+        -9.460496661855133e-10
+    ),
+    (
+        -0.0008618882909167117, 0.0007840392217200666, -0.0002990724803031902,
+        -1.4638452578843418e-06, 6.641498215465122e-05, -3.968365047179435e-05,
+        1.1375726970678419e-05, 2.507497226237533e-10, -1.6954149536558305e-06,
+        8.907507532205309e-07, -2.292934834000805e-07, 2.956794137544049e-11,
+        2.8865829742708783e-08, -1.4189739437803219e-08, 3.4463580499464896e-09
+    ),
+    (
+        -0.00033679855336635813, -6.972813758365858e-05, 0.0002772753244959392,
+        -0.00019932570516188847, 6.797780477937208e-05, 1.419062920643967e-07,
+        -1.3594048189768693e-05, 8.018470256334202e-06, -2.291481176508095e-06,
+        -3.252473551298454e-10, 3.4652846491085265e-07, -1.8447187191171344e-07,
+        4.8240967037894184e-08, -1.7989466721743514e-14
+    ),
+    (
+        0.0005313079364639922, -0.0005921664373536939, 0.0002708782096718045,
+        7.902353232660328e-07, -8.153969367561969e-05, 5.61168275310625e-05,
+        -1.8329116582843375e-05, -3.0796134506033047e-09, 3.465155368803609e-06,
+        -2.0291327396058603e-06, 5.788792863149004e-07, 2.338630673826657e-13
+    ),
+    (
+        0.00034436760689237765, 5.171790908260592e-05, -0.00033493161081142234,
+        0.0002812695154763237, -0.00010976582244684731, -1.2741009095484485e-07,
+        2.7744451511563645e-05, -1.8263488805711332e-05, 5.7876949497350525e-06,
+        4.93875893393627e-10, -1.0595367014026043e-06, 6.166714376110408e-07
+    ),
+    (
+        -0.0006526239185953094, 0.0008394987206720873, -0.000438297098541721,
+        -6.969091458420552e-07, 0.00016644846642067547, -0.00012783517679769218,
+        4.629953263691304e-05, 4.557909867922708e-09, -1.0595271125805195e-05,
+        6.783342904865167e-06, -2.1075476666258803e-06
+    ),
+    (
+        -0.0005967612901927463, -7.204895416020011e-05, 0.0006782308837667328,
+        -0.0006401475260262758, 0.00027750107634328704, 1.819700838046515e-07,
+        -8.479507117068503e-05, 6.105192082501531e-05, -2.1073920183404862e-05
+    ),
+    (
+        0.0013324454494800656, -0.0019144384985654776, 0.0011089369134596636,
+        9.9324041226423e-07, -0.0005087450129309319, 0.00042735056665392886,
+        -0.000168588537679108, -8.1301893922785e-09
+    ),
+    (
+        0.001579727660730835, 0.00016251626278391583, -0.0020633421035543276,
+        0.00213896861856891, -0.0010108559391263003, -3.99127055299192e-07
+    ),
+    (
+        -0.004072512119514016, 0.00640336283380807, -0.004041016108167662,
+        -2.183732802866233e-06
+    ),
+    (
+        -0.0059475779383993, -0.0005401647678926045, 0.00879104135507679, -0.009857631558785612
+    ),
+    (
+        0.01740202778752271, -0.029527880945699123
+    ),
+)  # fmt: skip
+
+
+def _log1pmx(s: Value) -> Value:
+    """log(1 + s) - s without cancellation: for |s| < 1/2, 2 (u^3/3 + u^5/5 + ...) - s u
+    with u = s / (2 + s) (|u| <= 1/3); log1p(s) - s beyond."""
+    u = s / (2 + s)
+    u2 = u * u
+    near = u2 * u * horner(u2, tuple(2.0 / (2 * j + 3) for j in range(16))) - s * u
+    return where(s.apply("abs") < 0.5, near, s.apply("log1p") - s)
+
+
+def _lgamma1p(a: Value) -> Value:
+    """lgamma(1 + a) for a >= 0 without rounding 1 + a below 3/2: the core at a or a - 1."""
+    near = a * horner(a, LGAMMA_CORE) - a.apply("log1p")
+    middle = (a - 1) * horner(a - 1, LGAMMA_CORE)
+    return where(a <= 0.5, near, where(a < 1.5, middle, _lgamma_positive(a + 1)))
+
+
+def _log_power(a: Value, x: Value) -> Value:
+    """log(x^a e^-x / Gamma(a + 1)); from STIRLING on a log1pmx((x - a) / a) - log(2 pi a) / 2
+    minus Stirling's series, so that a log x and x do not cancel."""
+    direct = a * x.apply("log") - x - _lgamma1p(a)
+    z = 1 / (a * a)
+    far = a * _log1pmx((x - a) / a) - 0.5 * (2 * math.pi * a).apply("log")
+    return where(a < STIRLING, direct, far - horner(z, LGAMMA_SERIES) / a)
+
+
+def _lower_series(a: Value, x: Value) -> Value:
+    """sum_n x^n / ((a + 1) ... (a + n)): P(a, x) is x^a e^-x / Gamma(a + 1) times it."""
+    term = 1 + x * 0
+    total = term
+    for n in range(1, INCOMPLETE_TERMS):
+        term = term * x / (a + n)
+        total = total + term
+    return total
+
+
+def _upper_fraction(a: Value, x: Value) -> Value:
+    """Legendre's continued fraction 1 / (x + 1 - a - 1 (1 - a) / (x + 3 - a - ...)) of
+    Gamma(a, x) e^x x^-a, evaluated from depth INCOMPLETE_TERMS back."""
+    t = x * 0
+    for n in range(INCOMPLETE_TERMS, 0, -1):
+        t = n * (n - a) / (x + (2 * n + 1) - a - t)
+    return 1 / (x + 1 - a - t)
+
+
+def _upper_small_x(a: Value, x: Value) -> Value:
+    """Q(a, x) for x <= 1.1 (Cephes's igamc_series): 1 - x^a / Gamma(a + 1) - x^a / Gamma(a)
+    sum_{n >= 1} (-x)^n / (n! (a + n)), the first difference by expm1."""
+    factor, total = 1 + x * 0, x * 0
+    for n in range(1, SMALL_X_TERMS):
+        factor = factor * -x / n
+        total = total + factor / (a + n)
+    head = a * x.apply("log") - _lgamma1p(a)
+    return -head.apply("expm1") - a * head.apply("exp") * total
+
+
+def _temme(a: Value, x: Value) -> tuple[Value, Value]:
+    """(P, Q) by Temme's uniform expansion: erfc(-+eta sqrt(a / 2)) / 2 -+ exp(-a eta^2 / 2)
+    / sqrt(2 pi a) sum_k C_k(eta) a^-k, eta^2 / 2 = (x - a) / a - log(x / a)."""
+    half_square = -_log1pmx((x - a) / a)
+    root = (2 * half_square).apply("sqrt")
+    eta = where(x < a, -root, root)
+    rows = [horner(eta, row) for row in IGAMMA_TEMME]
+    inverse = 1 / a
+    total = rows[-1]
+    for row in reversed(rows[:-1]):
+        total = total * inverse + row
+    scaled = eta * (a * 0.5).apply("sqrt")
+    correction = (-a * half_square).apply("exp") * total / (2 * math.pi * a).apply("sqrt")
+    return 0.5 * (-scaled).apply("erfc") - correction, 0.5 * scaled.apply("erfc") + correction
+
+
+def _incomplete_edges(a: Value, x: Value, value: Value, upper: bool) -> Value:
+    """PyTorch's special values, in its order of checks: NaN for a < 0 or x < 0, for a = 0
+    the value at x = inf if x > 0 (else NaN), the value at x = 0 there, for a = inf the value
+    at x = 0 (NaN if x = inf too), the limit at x = inf; NaN through the rest."""
+    at_zero, at_inf = (1.0, 0.0) if upper else (0.0, 1.0)
+    value = where(a.ne(a) | x.ne(x), math.nan, value)
+    value = where(x.eq(math.inf), at_inf, value)
+    value = where(a.eq(math.inf) & x.eq(math.inf), math.nan, where(a.eq(math.inf), at_zero, value))
+    value = where(x.eq(0), at_zero, value)
+    value = where(a.eq(0) & (x > 0), at_inf, where(a.eq(0), math.nan, value))
+    return where((a < 0) | (x < 0), math.nan, value)
+
+
+def _incomplete_gamma(upper: bool) -> Callable[[Value, Value], Value]:
+    """P(a, x) (Q with `upper`) as PyTorch's calc_igamma / calc_igammac choose: Temme's
+    expansion near the transition x = a for a > 20, Q's continued fraction for x > 1.1 and
+    x > a, Q's small-x series where PyTorch takes it, P's series elsewhere, the other one
+    as 1 minus it."""
+
+    def formula(a: Value, x: Value) -> Value:
+        power = _log_power(a, x).apply("exp")
+        lower = power * _lower_series(a, x)
+        fraction = a * power * _upper_fraction(a, x)
+        temme_p, temme_q = _temme(a, x)
+        temme = (a > TEMME_FROM) & ((x - a).apply("abs") < TEMME_RATIO * a)
+        use_fraction = (x > 1.1) & (a < x)
+        if upper:
+            small_x = (x <= 1.1) & (a <= where(x <= 0.5, -0.4 / x.apply("log"), 1.1 * x))
+            value = where(small_x, _upper_small_x(a, x), 1 - lower)
+            value = where(temme, temme_q, where(use_fraction, fraction, value))
+        else:
+            value = where(temme, temme_p, where(use_fraction, 1 - fraction, lower))
+        return _incomplete_edges(a, x, value, upper)
+
+    return formula
+
+
+def _incomplete_gamma_op(name: str, upper: bool) -> Callable[[Tensor, Tensor], Tensor]:
+    """torch.NAME(input, other): two tensors (integers and bool promoted with a float one;
+    two integer tensors are refused, as PyTorch's kernel is float only), broadcast."""
+    kernel = _binary(name, _incomplete_gamma(upper), floats_only=True, wide=True)
+
+    def fn(input: Tensor, other: Tensor) -> Tensor:
+        return kernel(tensor_arg(input, name), tensor_arg(other, name, "other"))
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = kernel.__doc__
+    return fn
+
+
+INCOMPLETE_GAMMA = {
+    "igamma": _incomplete_gamma_op("igamma", upper=False),
+    "igammac": _incomplete_gamma_op("igammac", upper=True),
+}
+
+
 def _polygamma(n: int) -> Callable[[Value], Value]:
     """The n-th derivative of digamma, n >= 1: (-1)^(n + 1) n! zeta(n + 1, x) (n! exact;
     PyTorch's exp(lgamma(n + 1))). For n = 1, PyTorch's trigamma: 0 at +inf, NaN at -inf."""
@@ -550,7 +783,12 @@ def mvlgamma(input: Tensor, p: int) -> Tensor:
     return multigammaln(input, p, op="mvlgamma")
 
 
-FUNCTIONS: dict[str, Callable] = {**UNARY, "polygamma": polygamma, "mvlgamma": mvlgamma}
+FUNCTIONS: dict[str, Callable] = {
+    **UNARY,
+    **INCOMPLETE_GAMMA,
+    "polygamma": polygamma,
+    "mvlgamma": mvlgamma,
+}
 NOT_METHODS: frozenset[str] = frozenset({"polygamma"})  # the method takes n after self
 METHODS: dict[str, Callable] = {
     **{
@@ -560,4 +798,5 @@ METHODS: dict[str, Callable] = {
     "polygamma": _polygamma_method,
     "polygamma_": inplace_result("polygamma_", _polygamma_method),
     "mvlgamma_": inplace_result("mvlgamma_", mvlgamma),
+    **{f"{name}_": inplace_result(f"{name}_", fn) for name, fn in INCOMPLETE_GAMMA.items()},
 }
