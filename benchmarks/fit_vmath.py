@@ -206,6 +206,19 @@ FITS = {
 
 # Piecewise tables: one polynomial per interval, printed as a tuple of coefficient rows.
 TABLES = {
+    # softplus's log1p(exp(-a)) on a = k/2 + t (|t| <= 1/4, a >= 0), k = 0..31:
+    # vmath.SOFTPLUS_TABLE32.
+    "softplus_table": [
+        Fit(
+            lambda a: mp.log1p(mp.exp(-a)),
+            lambda a: 1 / mp.log1p(mp.exp(-a)),
+            max(0.0, k / 2 - 0.25),
+            k / 2 + 0.25,
+            {"f32": 6},
+            k / 2,
+        )
+        for k in range(32)
+    ],
     # gelu's G on a = k/2 + t (|t| <= 1/4, a >= 0), k = 0..28: vmath.GELU_MILLS32.
     "gelu_mills": [
         Fit(

@@ -69,8 +69,8 @@ def negative_zero_expected(op: str, dt, x: float) -> bool:
 # (measured f32/f64: exp .99/.95, exp2 1.04/1.02, expm1 1.53/1.77, log .76/.77, log2
 # 1.55/1.54, log1p .77/.77, sin .58/1.42 and cos .58/1.49 (huge arguments .56/1.19), tan
 # .61/2.68 (3.06 the worst of 4M float64 samples: sin r / cos r near |r| = pi/4), tanh 1.47/1.48, sigmoid 1.75/1.75, silu 2.46/2.30, erf 1.05/.90, gelu
-# 3.03/17.1 (float32's table form; far tail 2.1/1.9), gelu_tanh 11.4/12.8, softplus 2.07/1.55 (exp's error and two
-# roundings on top of log1p's near x = 0+), pow .5/1.44, 1.1 near exp's edges).
+# 3.03/17.1 (float32's table form; far tail 2.1/1.9), gelu_tanh 11.4/12.8, softplus 1.65/1.55 (float32's table form; float64:
+# exp's error and two roundings on top of log1p's near x = 0+), pow .5/1.44, 1.1 near exp's edges).
 # gelu's erfc polynomial is fitted for erf's absolute error, so gelu's negative tail is
 # relatively less accurate in float64; gelu_tanh is ill-conditioned for negative x (its
 # condition number reaches ~10 at x = -3), so any float evaluation loses about that much.
