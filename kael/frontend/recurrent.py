@@ -1,9 +1,487 @@
 """Recurrent layers as PyTorch has them at torch.NAME: the cells (rnn_tanh_cell, lstm_cell,
 gru_cell, ...) and the whole-sequence functions nn.RNN, nn.LSTM and nn.GRU call (torch.lstm,
-torch.gru, ...), on kael's matmul and fused elementwise ops."""
+torch.gru, ...), on kael's matmul and fused elementwise ops.
+
+A sequence's input projection (x @ w_ih^T + b_ih) is one matmul over all time steps; each
+step is then one matmul (h @ w_hh^T + b_hh) and one or two fused kernels of gate math that
+write the new hidden state straight into the output. Gate orders are PyTorch's: LSTM i, f,
+g, o; GRU r, z, n with r applied to (W_hn h + b_hn).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
 
-FUNCTIONS: dict[str, Callable] = {}
+from kael.frontend import blas_like, index_ops, linalg
+from kael.frontend.formula import Value, launch
+from kael.frontend.random import dropout as _dropout
+from kael.frontend.tensor import Tensor, empty_impl
+from kael.frontend.tracing import op_door
+from kael.runtime.dtypes import DType, bool_, float32, get_default_dtype
+from kael.runtime.errors import IndexError, TypeError, ValueError
+
+# ---- the gate math of one step, each a fused kernel ------------------------------------------
+
+
+class _Weights(NamedTuple):
+    """One layer and direction's parameters (biases and the LSTM projection optional)."""
+
+    w_ih: Tensor
+    w_hh: Tensor
+    b_ih: Tensor | None
+    b_hh: Tensor | None
+    w_hr: Tensor | None = None
+
+
+def _linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
+    """x @ w^T (+ b) as one matmul."""
+    return linalg.matmul(x, w.t()) if b is None else blas_like.addmm(b, x, w.t())
+
+
+def _fused(key: str, operands: list[Tensor], formula: Callable, dtype: DType, out) -> Tensor:
+    """formula over the [N, H] operands as one kernel, in float32 for the half types, into
+    `out` (a Tensor view, else a new tensor of `dtype`)."""
+    compute = float32 if dtype.is_half else dtype
+    target = empty_impl(operands[0].shape, dtype, operands[0].device) if out is None else out._impl
+    return launch(("recurrent", key), operands, compute, formula, out=target)
+
+
+def _chunks(gates: Tensor, count: int) -> list[Tensor]:
+    """The `count` gates of [N, count * H] as [N, H] views."""
+    size = gates.shape[1] // count
+    return [gates[:, k * size : (k + 1) * size] for k in range(count)]
+
+
+def _rnn_step(activation: str) -> Callable:
+    """The Elman step: h' = activation(x W_ih^T + b_ih + h W_hh^T + b_hh)."""
+
+    def formula(a: Value, b: Value) -> Value:
+        return (a + b).apply(activation)
+
+    def step(xg: Tensor, hg: Tensor, state: tuple, weights: _Weights, dtype: DType, out):
+        return (_fused(f"rnn_{activation}", [xg, hg], formula, dtype, out),)
+
+    return step
+
+
+def _cell_state(xi: Value, xf: Value, xg: Value, hi: Value, hf: Value, hg: Value, c: Value):
+    """LSTM's c' = sigmoid(f) * c + sigmoid(i) * tanh(g)."""
+    gate = (xi + hi).apply("sigmoid") * (xg + hg).apply("tanh")
+    return (xf + hf).apply("sigmoid") * c + gate
+
+
+def _cell_output(xo: Value, ho: Value, c: Value) -> Value:
+    """LSTM's h' = sigmoid(o) * tanh(c')."""
+    return (xo + ho).apply("sigmoid") * c.apply("tanh")
+
+
+def _lstm_step(xg: Tensor, hg: Tensor, state: tuple, weights: _Weights, dtype: DType, out):
+    """LSTM's step (c' first, then h'), h' projected by w_hr when there is one."""
+    xi, xf, xc, xo = _chunks(xg, 4)
+    hi, hf, hc, ho = _chunks(hg, 4)
+    c = _fused("lstm_c", [xi, xf, xc, hi, hf, hc, state[1]], _cell_state, dtype, None)
+    if weights.w_hr is None:
+        return _fused("lstm_h", [xo, ho, c], _cell_output, dtype, out), c
+    h = _fused("lstm_h", [xo, ho, c], _cell_output, dtype, None)
+    if out is None:
+        return linalg.matmul(h, weights.w_hr.t()), c
+    return linalg.matmul(h, weights.w_hr.t(), out=out), c
+
+
+def _gru_formula(xr: Value, xz: Value, xn: Value, hr: Value, hz: Value, hn: Value, h: Value):
+    """GRU's h' = (h - n) * z + n, n = tanh(x_n + r * (W_hn h + b_hn)), as PyTorch's kernel."""
+    n = (xn + (xr + hr).apply("sigmoid") * hn).apply("tanh")
+    return (h - n) * (xz + hz).apply("sigmoid") + n
+
+
+def _gru_step(xg: Tensor, hg: Tensor, state: tuple, weights: _Weights, dtype: DType, out):
+    """GRU's step as one kernel."""
+    return (_fused("gru", [*_chunks(xg, 3), *_chunks(hg, 3), state[0]], _gru_formula, dtype, out),)
+
+
+def _same(dtype: DType) -> DType:
+    return dtype
+
+
+def _default_float(dtype: DType) -> DType:
+    return get_default_dtype()
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """A recurrence: its gate count, its step, its state count and, where PyTorch accepts
+    integer inputs, the result dtype of one."""
+
+    gates: int
+    step: Callable
+    states: int = 1
+    integer_result: Callable[[DType], DType] | None = None
+
+
+_CELLS = {
+    "rnn_tanh_cell": _Kind(1, _rnn_step("tanh"), integer_result=_default_float),
+    "rnn_relu_cell": _Kind(1, _rnn_step("relu"), integer_result=_same),
+    "lstm_cell": _Kind(4, _lstm_step, states=2),
+    "gru_cell": _Kind(3, _gru_step),
+}
+# rnn_tanh's second step multiplies a float h by integer weights, which PyTorch refuses
+_SEQUENCES = {
+    "rnn_tanh": _Kind(1, _rnn_step("tanh")),
+    "rnn_relu": _Kind(1, _rnn_step("relu"), integer_result=_same),
+    "lstm": _Kind(4, _lstm_step, states=2),
+    "gru": _Kind(3, _gru_step),
+}
+
+# ---- argument checks -------------------------------------------------------------------------
+
+
+def _tensor(value, name: str, what: str) -> Tensor:
+    """value itself when it is a Tensor; kael.TypeError as PyTorch words it otherwise."""
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{name}(): argument '{what}' must be Tensor, not {type(value).__name__}")
+    return value
+
+
+def _result_dtype(name: str, kind: _Kind, dtype: DType) -> DType:
+    """The dtype of the hidden states the input's dtype gives; kael.TypeError where PyTorch
+    has no kernel for it."""
+    if dtype.is_floating_point:
+        return dtype
+    if dtype is bool_ or kind.integer_result is None:
+        raise TypeError(f"{name}: expected a floating point input, got {dtype}")
+    return kind.integer_result(dtype)
+
+
+def _same_dtypes(name: str, x: Tensor, named: dict[str, Tensor | None]) -> None:
+    """Every tensor of `named` has the input's dtype (PyTorch's matmuls refuse a mix)."""
+    for what, t in named.items():
+        if t is not None and t.dtype is not x.dtype:
+            raise TypeError(
+                f"{name}: mat1 and mat2 must have the same dtype, but input is {x.dtype} and"
+                f" {what} is {t.dtype}"
+            )
+
+
+def _check_rank(name: str, what: str, t: Tensor, rank: int) -> None:
+    """t has `rank` dims: kael.IndexError for fewer (PyTorch indexes a missing dim), else
+    kael.ValueError."""
+    if t.ndim != rank:
+        error = IndexError if t.ndim < rank else ValueError
+        raise error(f"{name}: expected {what} to have {rank} dimensions, got {list(t.shape)}")
+
+
+def _check_shape(name: str, what: str, t: Tensor | None, shape: tuple[int, ...]) -> None:
+    """t (when given) has exactly `shape`."""
+    if t is not None and tuple(t.shape) != shape:
+        raise ValueError(f"{name}: expected {what} of shape {list(shape)}, got {list(t.shape)}")
+
+
+def _states(name: str, hx, count: int) -> tuple[Tensor, ...]:
+    """The hidden state tensors: hx itself for one, a tuple or list of `count` otherwise."""
+    if count == 1:
+        return (_tensor(hx, name, "hx"),)
+    if isinstance(hx, Tensor) or not isinstance(hx, tuple | list):
+        raise TypeError(
+            f"{name}(): argument 'hx' must be tuple of Tensors, not {type(hx).__name__}"
+        )
+    if len(hx) != count:
+        raise ValueError(f"{name} expects two hidden states, got {len(hx)}")
+    return tuple(_tensor(h, name, "hx") for h in hx)
+
+
+# ---- the cells -------------------------------------------------------------------------------
+
+
+def _check_cell_weights(name: str, kind: _Kind, weights: _Weights) -> int:
+    """PyTorch's cell weight checks; the hidden size (w_hh's second dim)."""
+    for what in ("w_ih", "w_hh"):
+        _check_rank(name, what, getattr(weights, what), 2)
+    hidden = weights.w_hh.shape[1]
+    for what in ("ih", "hh"):
+        rows = getattr(weights, f"w_{what}").shape[0]
+        if rows != kind.gates * hidden:
+            raise ValueError(
+                f"weight_{what} first dim must be {kind.gates} * hidden_size ="
+                f" {kind.gates * hidden}, but got {rows}"
+            )
+        _check_shape(name, f"b_{what}", getattr(weights, f"b_{what}"), (kind.gates * hidden,))
+    return hidden
+
+
+def _check_cell_inputs(name: str, x: Tensor, states: tuple, weights: _Weights, hidden: int):
+    """PyTorch's checks of a cell's input [N, input_size] and hidden states [N, hidden]."""
+    _check_rank(name, "input", x, 2)
+    if x.shape[1] != weights.w_ih.shape[1]:
+        raise ValueError(
+            f"input has inconsistent input_size: got {x.shape[1]} expected {weights.w_ih.shape[1]}"
+        )
+    for i, h in enumerate(states):
+        _check_rank(name, f"hidden{i}", h, 2)
+        if h.shape[0] != x.shape[0]:
+            raise ValueError(
+                f"Input batch size {x.shape[0]} doesn't match hidden{i} batch size {h.shape[0]}"
+            )
+        if h.shape[1] != hidden:
+            raise ValueError(
+                f"hidden{i} has inconsistent hidden_size: got {h.shape[1]}, expected {hidden}"
+            )
+
+
+def _cell(name: str, input, hx, w_ih, w_hh, b_ih, b_hh) -> tuple[Tensor, ...]:
+    """One step of the cell `name`: its new hidden state(s)."""
+    kind = _CELLS[name]
+    x = _tensor(input, name, "input")
+    states = _states(name, hx, kind.states)
+    biases = (
+        None if b is None else _tensor(b, name, what)
+        for b, what in ((b_ih, "b_ih"), (b_hh, "b_hh"))
+    )
+    weights = _Weights(_tensor(w_ih, name, "w_ih"), _tensor(w_hh, name, "w_hh"), *biases)
+    dtype = _result_dtype(name, kind, x.dtype)
+    _same_dtypes(name, x, {**{f"hx[{i}]": h for i, h in enumerate(states)}, **weights._asdict()})
+    hidden = _check_cell_weights(name, kind, weights)
+    _check_cell_inputs(name, x, states, weights, hidden)
+    xg, hg = _linear(x, w_ih, b_ih), _linear(states[0], w_hh, b_hh)
+    return kind.step(xg, hg, states, weights, dtype, None)
+
+
+def _cell_function(name: str, doc: str) -> Callable:
+    """torch.NAME for a cell of one hidden state: its new hidden state."""
+
+    def cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih=None, b_hh=None) -> Tensor:
+        return _cell(name, input, hx, w_ih, w_hh, b_ih, b_hh)[0]
+
+    cell.__name__ = cell.__qualname__ = name
+    cell.__doc__ = doc
+    return cell
+
+
+def lstm_cell(
+    input: Tensor, hx: Sequence[Tensor], w_ih: Tensor, w_hh: Tensor, b_ih=None, b_hh=None
+) -> tuple[Tensor, Tensor]:
+    """torch.lstm_cell: (h', c') from hx = (h, c), x [N, input_size], gates i, f, g, o."""
+    h, c = _cell("lstm_cell", input, hx, w_ih, w_hh, b_ih, b_hh)
+    return h, c
+
+
+# ---- the whole-sequence functions ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Stack:
+    """A stacked recurrence's layout: sizes, layers, directions and the time dim."""
+
+    input_size: int
+    hidden: int  # the gates' hidden size (c's size for LSTM)
+    output: int  # h's size: hidden, or the LSTM projection's
+    layers: int
+    directions: int
+    time_dim: int
+    has_biases: bool
+
+    @property
+    def projected(self) -> bool:
+        return self.output != self.hidden
+
+    def expected(self, gates: int) -> list[tuple[str, tuple[int, ...]]]:
+        """PyTorch's parameter names and shapes, in its flat order."""
+        rows, out = gates * self.hidden, []
+        for layer in range(self.layers):
+            width = self.input_size if layer == 0 else self.directions * self.output
+            for direction in range(self.directions):
+                tail = f"_l{layer}" + ("_reverse" if direction else "")
+                out += [
+                    (f"weight_ih{tail}", (rows, width)),
+                    (f"weight_hh{tail}", (rows, self.output)),
+                ]
+                if self.has_biases:
+                    out += [(f"bias_ih{tail}", (rows,)), (f"bias_hh{tail}", (rows,))]
+                if self.projected:
+                    out.append((f"weight_hr{tail}", (self.output, self.hidden)))
+        return out
+
+
+def _refuse_packed(name: str, kind: _Kind, hx, params) -> None:
+    """kael.TypeError for PyTorch's packed-sequence overload (data, batch_sizes, hx, ...),
+    which kael does not have: a tensor where hx's tuple or the params list belongs."""
+    if isinstance(params, Tensor) or (kind.states > 1 and isinstance(hx, Tensor)):
+        raise TypeError(
+            f"{name}: the packed-sequence form (data, batch_sizes, hx, params, ...) is not"
+            " supported; pass a padded [T, N, input_size] input and the params list"
+        )
+
+
+def _check_params(name: str, params, expected: list, x: Tensor) -> list[Tensor]:
+    """params as a list, its count, shapes and dtypes checked against PyTorch's layout."""
+    if not isinstance(params, tuple | list):
+        raise TypeError(
+            f"{name}(): argument 'params' must be a list of Tensors, not {type(params).__name__}"
+        )
+    if len(params) != len(expected):
+        raise ValueError(
+            f"{name}: got an incorrect number of RNN parameters: expected {len(expected)}, got"
+            f" {len(params)}"
+        )
+    for i, (p, (what, shape)) in enumerate(zip(params, expected)):
+        _check_shape(name, f"{what} (params[{i}])", _tensor(p, name, f"params[{i}]"), shape)
+    _same_dtypes(name, x, {f"params[{i}]": p for i, p in enumerate(params)})
+    return list(params)
+
+
+def _weights(params: list[Tensor], stack: _Stack) -> list[_Weights]:
+    """The flat params grouped per layer and direction."""
+    per = 2 + 2 * stack.has_biases + stack.projected
+    groups = [params[i : i + per] for i in range(0, len(params), per)]
+    return [
+        _Weights(
+            g[0],
+            g[1],
+            *(g[2:4] if stack.has_biases else (None, None)),
+            g[-1] if stack.projected else None,
+        )
+        for g in groups
+    ]
+
+
+def _stack_of(name: str, x: Tensor, states: tuple, args: dict) -> _Stack:
+    """The layout the input, hidden states and flags give; ranks and sizes checked."""
+    _check_rank(name, "input", x, 3)
+    layers = args["num_layers"]
+    if isinstance(layers, bool) or not isinstance(layers, int) or layers < 1:
+        raise ValueError(f"{name}: num_layers must be a positive int, got {layers!r}")
+    time_dim = 1 if args["batch_first"] else 0
+    if x.shape[time_dim] == 0:
+        raise ValueError(
+            f"Expected sequence length to be larger than 0 in RNN, got input {list(x.shape)}"
+        )
+    for i, h in enumerate(states):
+        _check_rank(name, f"hx[{i}]", h, 3)
+    directions = 2 if args["bidirectional"] else 1
+    hidden, output = states[-1].shape[2], states[0].shape[2]
+    stack = _Stack(
+        x.shape[2], hidden, output, layers, directions, time_dim, bool(args["has_biases"])
+    )
+    batch = x.shape[1 - time_dim]
+    for i, h in enumerate(states):
+        size = output if i == 0 else hidden
+        _check_shape(name, f"hx[{i}]", h, (layers * directions, batch, size))
+    return stack
+
+
+def _run(
+    kind: _Kind,
+    x: Tensor,
+    weights: _Weights,
+    state: tuple,
+    out: Tensor,
+    stack: _Stack,
+    reverse: bool,
+    dtype: DType,
+) -> tuple:
+    """One layer in one direction: the input projection of every step in one matmul, then
+    the steps in order, each h written into its slot of `out`; the last state."""
+    flat = x.reshape(-1, x.shape[2])
+    gates = _linear(flat, weights.w_ih, weights.b_ih).reshape(*x.shape[:2], weights.w_ih.shape[0])
+    steps = range(x.shape[stack.time_dim])
+    for t in reversed(steps) if reverse else steps:
+        hg = _linear(state[0], weights.w_hh, weights.b_hh)
+        slot = out.select(stack.time_dim, t)
+        state = kind.step(gates.select(stack.time_dim, t), hg, state, weights, dtype, slot)
+    return state
+
+
+def _layers(
+    kind: _Kind,
+    x: Tensor,
+    states: tuple,
+    weights: list,
+    stack: _Stack,
+    noise: Callable,
+    dtype: DType,
+) -> tuple[Tensor, list]:
+    """The layers in turn, `noise` (dropout) between them: the last output and each layer
+    and direction's last state."""
+    finals = []
+    for layer in range(stack.layers):
+        x = noise(x) if layer else x
+        out = Tensor(empty_impl((*x.shape[:2], stack.directions * stack.output), dtype, x.device))
+        for d in range(stack.directions):
+            index = layer * stack.directions + d
+            slot = out.narrow(2, d * stack.output, stack.output)
+            state = tuple(h[index] for h in states)
+            finals.append(_run(kind, x, weights[index], state, slot, stack, d == 1, dtype))
+        x = out
+    return x, finals
+
+
+_FLAGS = ("has_biases", "num_layers", "dropout", "train", "bidirectional", "batch_first")
+
+
+def _sequence(name: str, input, hx, params, args: dict) -> tuple[Tensor, ...]:
+    """The stacked recurrence `name` over the whole sequence: (output, h_n[, c_n])."""
+    kind = _SEQUENCES[name]
+    _refuse_packed(name, kind, hx, params)
+    x = _tensor(input, name, "input")
+    states = _states(name, hx, kind.states)
+    dtype = _result_dtype(name, kind, x.dtype)
+    stack = _stack_of(name, x, states, args)
+    _same_dtypes(name, x, {f"hx[{i}]": h for i, h in enumerate(states)})
+    weights = _weights(_check_params(name, params, stack.expected(kind.gates), x), stack)
+    p, train = args["dropout"], args["train"]
+
+    def noise(t: Tensor) -> Tensor:
+        return _dropout(t, p, True) if train and p else t
+
+    out, finals = _layers(kind, x, states, weights, stack, noise, dtype)
+    return (out, *(index_ops.stack([f[i] for f in finals]) for i in range(kind.states)))
+
+
+def _sequence_function(name: str, doc: str) -> Callable:
+    """torch.NAME(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+    batch_first) for the recurrence `name` (hx a tensor, or LSTM's (h0, c0))."""
+
+    def sequence(
+        input: Tensor,
+        hx,
+        params: Sequence[Tensor],
+        has_biases: bool,
+        num_layers: int,
+        dropout: float,
+        train: bool,
+        bidirectional: bool,
+        batch_first: bool,
+    ) -> tuple[Tensor, ...]:
+        flags = (has_biases, num_layers, dropout, train, bidirectional, batch_first)
+        return _sequence(name, input, hx, params, dict(zip(_FLAGS, flags)))
+
+    sequence.__name__ = sequence.__qualname__ = name
+    sequence.__doc__ = doc
+    return sequence
+
+
+_PUBLIC = {
+    "rnn_tanh_cell": _cell_function(
+        "rnn_tanh_cell", "torch.rnn_tanh_cell: h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)."
+    ),
+    "rnn_relu_cell": _cell_function(
+        "rnn_relu_cell", "torch.rnn_relu_cell: h' = relu(x W_ih^T + b_ih + h W_hh^T + b_hh)."
+    ),
+    "lstm_cell": lstm_cell,
+    "gru_cell": _cell_function("gru_cell", "torch.gru_cell: h' of a GRU step, gates r, z, n."),
+    "rnn_tanh": _sequence_function(
+        "rnn_tanh", "torch.rnn_tanh (nn.RNN's forward): (output, h_n) of stacked tanh layers."
+    ),
+    "rnn_relu": _sequence_function(
+        "rnn_relu", "torch.rnn_relu (nn.RNN's forward): (output, h_n) of stacked relu layers."
+    ),
+    "lstm": _sequence_function(
+        "lstm",
+        "torch.lstm (nn.LSTM's forward): (output, h_n, c_n); hx = (h0, c0), h0 of the"
+        " projection's size when params hold w_hr.",
+    ),
+    "gru": _sequence_function("gru", "torch.gru (nn.GRU's forward): (output, h_n)."),
+}
+
+FUNCTIONS: dict[str, Callable] = {name: op_door(name, fn) for name, fn in _PUBLIC.items()}
