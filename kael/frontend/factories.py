@@ -6,6 +6,7 @@ import array
 import builtins
 import functools
 import math
+import threading
 
 import numpy as np
 
@@ -20,9 +21,36 @@ from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, check_rank
 from kael.runtime.tracestate import state as _trace_state
 
+# set_default_device's choice, per thread as PyTorch keeps it; None (never set) is the CPU
+_DEFAULT = threading.local()
+
+
+def set_default_device(device) -> None:
+    """Make the factories called without device= (empty, zeros, arange, tensor, rand, ...)
+    create on `device` in this thread; None restores the CPU. *_like factories and methods
+    of a tensor keep following that tensor's device."""
+    _DEFAULT.device = None if device is None else parse_device(device)
+
+
+def get_default_device() -> Device:
+    """The device factories create on when given none: set_default_device's, else the CPU."""
+    return default_device() or CPU
+
+
+def default_device() -> Device | None:
+    """The device set_default_device chose in this thread (None when never set or reset)."""
+    return getattr(_DEFAULT, "device", None)
+
+
+def _set_or(device):
+    """`device`, or the default when one was set: a tensor given to tensor() or as_tensor()
+    moves to a set default (PyTorch's device context), and otherwise keeps its device."""
+    return default_device() if device is None else device
+
 
 def _device(device) -> Device:
-    return CPU if device is None else parse_device(device)
+    """The device a factory creates on: the given one, else the default."""
+    return get_default_device() if device is None else parse_device(device)
 
 
 def dtype_or(dtype, default: DType) -> DType:
@@ -45,7 +73,8 @@ def new_tensor(size: tuple, dtype: DType, device) -> Tensor:
         return t
     shape, strides, n = known
     nbytes = n * dtype.itemsize
-    if device is not None or _trace_state.trace is not None or nbytes > INT64_MAX:
+    defaulted = device is None and default_device() is None
+    if not defaulted or _trace_state.trace is not None or nbytes > INT64_MAX:
         return Tensor(empty_impl(shape, dtype, _device(device)))
     storage = Storage.host(nbytes)
     return Tensor.trusted(TensorImpl.of_tuples(storage, shape, strides, 0, dtype, CPU))
@@ -96,7 +125,7 @@ def ones(*size, dtype=None, device=None) -> Tensor:
 def _full_of(size: tuple, dtype, device, value) -> Tensor:
     """A new tensor (the default dtype unless told otherwise) of `size` full of `value`; a size made
     before, on the host, takes one remembered fill (fastpath.full)."""
-    if device is None:
+    if device is None and default_device() is None:
         given = views.exact_key(size)
         known = None if given is None else _shapes.get(given)
         if known is not None:
@@ -220,6 +249,7 @@ def from_dlpack(obj) -> Tensor:
 
 def as_tensor(data, *, dtype=None, device=None) -> Tensor:
     """`data` as a tensor, sharing memory when it already is one of that dtype and device."""
+    device = _set_or(device)
     if isinstance(data, Tensor):
         return data.to(dtype=dtype, device=device)
     if (
@@ -237,6 +267,7 @@ def tensor(data, *, dtype=None, device=None) -> Tensor:
     Python data is packed host-side into a float64 or int64 buffer and converted by the
     copy kernel, so saturation and bool normalisation follow the kernels' rules.
     """
+    device = _set_or(device)
     if isinstance(data, Tensor):
         out = data.to(dtype=dtype, device=device)
         return out.clone() if out.shares_storage(data) else out

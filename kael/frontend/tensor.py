@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Iterator
 
@@ -155,6 +156,55 @@ def _grow_storage(storage: Storage, nbytes: int) -> None:
     storage.trade_blocks(new)
 
 
+def _dim_before(shape, strides, a: int, b: int) -> int:
+    """PyTorch's comparison for dim_order: 1 when dim a lies inside dim b in memory, -1 when
+    outside, 0 when the strides cannot tell (a stride 0, or equal strides and sizes)."""
+
+    def ge(x: int, y: int) -> bool:
+        return y == 0 or (x != 0 and (x >= y or x % y == 0))
+
+    sa, sb = strides[a], strides[b]
+    if sa == 0 or sb == 0:
+        return 0
+    if sa == sb:
+        return 0 if ge(shape[b], shape[a]) else 1
+    return -1 if ge(sb, sa) else 1 if ge(sa, sb) else 0
+
+
+def _channels_last(shape, strides) -> bool:
+    """Whether a 4-d or 5-d layout is dense with channels innermost (size-1 dims ignored)."""
+    if len(shape) not in (4, 5):
+        return False
+    expected = 1
+    for d in (1, *range(len(shape) - 1, 1, -1), 0):
+        if shape[d] != 1:
+            if strides[d] != expected:
+                return False
+            expected *= shape[d]
+    return True
+
+
+def _dim_order(impl: TensorImpl) -> tuple[int, ...]:
+    """The dims from outermost to innermost in memory, as torch's dim_order sorts them."""
+    shape, strides, ndim = impl.shape, impl.strides, len(impl.shape)
+    contiguous, last = impl.is_contiguous(), _channels_last(shape, strides)
+    if ndim < 2 or (contiguous and not last):
+        return tuple(range(ndim))
+    if last and not contiguous:
+        return (0, *range(2, ndim), 1)
+    perm = list(range(ndim - 1, -1, -1))  # an insertion sort, innermost first
+    for i in range(1, ndim):
+        j = i
+        for k in range(i - 1, -1, -1):
+            order = _dim_before(shape, strides, perm[k], perm[j])
+            if order > 0:
+                perm[k], perm[j] = perm[j], perm[k]
+                j = k
+            elif order < 0:
+                break
+    return tuple(reversed(perm))
+
+
 class Tensor:
     """A handle to one TensorImpl: binding a name shares it, clone() copies the data."""
 
@@ -288,6 +338,31 @@ class Tensor:
     def data_ptr(self) -> int:
         """The address of the first element (a device address for CUDA tensors)."""
         return self._impl.data_ptr()
+
+    def const_data_ptr(self) -> int:
+        """data_ptr() (PyTorch's read-only spelling of it)."""
+        return self._impl.data_ptr()
+
+    def is_shared(self) -> bool:
+        """False: kael's storage is never in shared memory (no share_memory_)."""
+        return False
+
+    def dim_order(self, *, ambiguity_check: bool = False) -> tuple[int, ...]:
+        """The dims from outermost to innermost in memory (by stride, ties as PyTorch breaks
+        them); ambiguity_check=True refuses a layout with more than one such order."""
+        if not isinstance(ambiguity_check, bool):
+            raise TypeError(
+                "The ambiguity_check argument must be a bool or a list of memory formats."
+            )
+        impl = self._impl
+        strides = impl.strides
+        repeated = any(a == b for a, b in zip(strides, strides[1:]))
+        if ambiguity_check and (repeated or 1 in impl.shape):
+            raise Error(
+                "The tensor does not have unique dim order, or cannot map to exact one of"
+                f" the given memory formats: shape {list(impl.shape)}, strides {list(strides)}"
+            )
+        return _dim_order(impl)
 
     def is_contiguous(self) -> bool:
         return self._impl.is_contiguous()
@@ -763,6 +838,42 @@ class Tensor:
         """Any layout over the same storage; one that leaves the storage raises kael.Error."""
         return Tensor(views.as_strided(self._impl, size, stride, storage_offset))
 
+    def unsafe_chunk(self, chunks, dim=0) -> tuple[Tensor, ...]:
+        """chunk (PyTorch's unsafe_ form differs only in autograd's view tracking)."""
+        return self.chunk(chunks, dim)
+
+    def unsafe_split(self, split_size, dim=0) -> tuple[Tensor, ...]:
+        """split by one size (the last piece may be shorter)."""
+        return self.split(split_size, dim)
+
+    def unsafe_split_with_sizes(self, split_sizes, dim=0) -> tuple[Tensor, ...]:
+        """split_with_sizes: pieces of the given sizes, which must add up to the dim's size."""
+        return self.split_with_sizes(split_sizes, dim)
+
+    def angle(self) -> Tensor:
+        """The argument of each (real) element: 0 for x >= 0, pi for x < 0, NaN kept; integer
+        and bool inputs give the default float dtype."""
+        x = self if self._impl.dtype.is_floating_point else self.to(dtypes.get_default_dtype())
+        return ((x < 0).to(x.dtype) * math.pi).where(x == x, x)
+
+    def map2_(self, x: Tensor, y: Tensor, callable) -> Tensor:
+        """self[i] = callable(self[i], x[i], y[i]) with x and y broadcast to self's shape and of
+        self's dtype (a Python call per element, as PyTorch's map2_)."""
+        from kael.frontend import conveniences  # it imports this module
+        from kael.frontend.outputs import tensor_arg
+
+        for name, other in (("x", x), ("y", y)):
+            tensor_arg(other, "map2_", name)
+            conveniences._cpu_only(other, "map2_")
+            if other.dtype is not self._impl.dtype:
+                raise TypeError(
+                    f"map2_(): expected {self.type()} for '{name}' (got {other.type()})"
+                )
+        conveniences._cpu_only(self, "map2_")
+        mine, xs, ys = (conveniences._values(t.expand(self.shape)) for t in (self, x, y))
+        results = [callable(a, b, c) for a, b, c in zip(mine, xs, ys, strict=True)]
+        return conveniences._write_results(self, results)
+
     def sum_to_size(self, *size) -> Tensor:
         """Sums over the dims that broadcasting `size` to this shape would expand: leading
         dims dropped, size-1 dims kept; self when the shapes match."""
@@ -790,6 +901,26 @@ class Tensor:
         device = self._impl.device if device is None else device
         return factories.empty_strided(size, stride, dtype=dtype, device=device)
 
+    def new(self, *args, device=None) -> Tensor:
+        """PyTorch's legacy constructor in self's dtype: new() empty, new(*sizes) or new(Size)
+        uninitialised, new(sequence) a tensor of that data, new(tensor) that tensor (same
+        dtype only), on self's device unless told."""
+        from kael.frontend import factories  # it imports this module
+
+        device = self._impl.device if device is None else device
+        dtype = self._impl.dtype
+        if len(args) == 1 and isinstance(args[0], Tensor):
+            if args[0].dtype is not dtype:
+                raise TypeError(f"new(): expected a {dtype} tensor, got a {args[0].dtype} one")
+            return args[0].detach()
+        if len(args) == 1 and type(args[0]) in (list, tuple):
+            return factories.tensor(args[0], dtype=dtype, device=device)
+        for arg in args:
+            if not isinstance(arg, (int, tuple)) or isinstance(arg, bool):
+                what = "data must be a sequence" if isinstance(arg, float) else "invalid data type"
+                raise TypeError(f"new(): {what} (got {type(arg).__name__})")
+        return factories.empty(*(args or (0,)), dtype=dtype, device=device)
+
     def resize_(self, *sizes) -> Tensor:
         """This tensor made contiguous of shape `sizes` at its offset, its storage grown
         (old bytes kept, for every view of it) when too small; the same shape changes
@@ -816,6 +947,51 @@ class Tensor:
                 f" {type(the_template).__name__}"
             )
         return self.resize_(the_template.shape)
+
+    def set_(self, source=None, storage_offset=None, size=None, stride=None) -> Tensor:
+        """Make self a view of source's storage: source's own layout, or `size` and `stride`
+        (contiguous by default) from `storage_offset`, the storage grown when too small;
+        set_() makes self empty. Returns self."""
+        if source is None:
+            if (storage_offset, size, stride) != (None, None, None):
+                raise TypeError("set_(): a storage_offset, size or stride needs a source tensor")
+            impl = empty_impl((0,), self._impl.dtype, self._impl.device)
+        else:
+            impl = self._set_source(source, storage_offset, size, stride)
+        self._impl = impl
+        return self
+
+    def _set_source(self, source, storage_offset, size, stride) -> TensorImpl:
+        """set_'s new impl over source's storage (checked: a tensor of self's dtype and
+        device; an offset and size together)."""
+        if not isinstance(source, Tensor):
+            raise TypeError(f"set_(): source must be a Tensor, not {type(source).__name__}")
+        src, mine = source._impl, self._impl
+        if src.dtype is not mine.dtype or src.device is not mine.device:
+            raise TypeError(
+                f"Could not set tensor of type {src.dtype} on {src.device} to a tensor of type"
+                f" {mine.dtype} on {mine.device}"
+            )
+        if size is None:
+            if storage_offset is not None or stride is not None:
+                raise TypeError("set_(): storage_offset and stride need a size")
+            return views.derive(src, src.shape, src.strides, src.offset)
+        if storage_offset is None:
+            raise TypeError("set_(): a size needs a storage_offset")
+        shape = views.check_shape(views.parse_size((size,)))
+        strides = contiguous_strides(shape) if stride is None else tuple(stride)
+        if len(strides) != len(shape):
+            raise ValueError(
+                f"unequal size length ({len(shape)}) and stride length ({len(strides)})"
+            )
+        if storage_offset < 0:
+            raise ValueError(f"Tensor: invalid storage offset {storage_offset}")
+        if shape_numel(shape):
+            extent = 1 + sum((n - 1) * abs(st) for n, st in zip(shape, strides, strict=True))
+            end = checked_mul(storage_offset + extent, src.dtype.itemsize, "set_ storage size")
+            if end > src.storage.nbytes:
+                _grow_storage(src.storage, end)
+        return views.as_strided(src, shape, strides, storage_offset)
 
     def __getitem__(self, key) -> Tensor:
         """A view for ints, slices, None and ...; a copy for int and bool tensor keys."""

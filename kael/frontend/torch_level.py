@@ -3,16 +3,22 @@ in-place methods (torch.abs_, torch.zero_, ...) and of nn.functional's layers.""
 
 from __future__ import annotations
 
+import math
+import threading
+import warnings
 from collections.abc import Callable
 
-from kael.frontend import factories, layers
+from kael.frontend import eager, factories, layers, views
 from kael.frontend.noise import _channels, _kept
 from kael.frontend.norms import _wide
+from kael.frontend.order_statistics import searchsorted
 from kael.frontend.tensor import Layout, Tensor, strided
 from kael.frontend.tracing import op_door
 from kael.nn import functional as F
-from kael.runtime.dtypes import bool_
-from kael.runtime.errors import TypeError, ValueError
+from kael.runtime import determinism
+from kael.runtime.dtypes import as_dtype, bool_, get_default_dtype, int64
+from kael.runtime.errors import Error, TypeError, ValueError
+from kael.runtime.threadpool import get_num_threads
 
 # ---- the function forms of Tensor's in-place methods ------------------------------------------
 
@@ -37,14 +43,21 @@ def _tensor(input, name: str) -> Tensor:
     return input
 
 
-def _method_form(name: str) -> Callable:
+# torch.NAME(input, *args) is input.NAME(*args) for these too; they return what the method does
+_METHOD_FUNCTIONS = (
+    "is_inference", "resize_as_", "as_strided_", "addmv_", "angle", "unsafe_chunk",
+    "unsafe_split", "unsafe_split_with_sizes",
+)  # fmt: skip
+
+
+def _method_form(name: str, returns: str = "input") -> Callable:
     """torch.NAME(input, *args, **kwargs): Tensor.NAME called on input."""
 
     def method_form(input: Tensor, *args, **kwargs) -> Tensor:
         return getattr(_tensor(input, name), name)(*args, **kwargs)
 
     method_form.__name__ = method_form.__qualname__ = name
-    method_form.__doc__ = f"torch.{name}(input, ...): input.{name}(...), which returns input."
+    method_form.__doc__ = f"torch.{name}(input, ...): input.{name}(...), which returns {returns}."
     return method_form
 
 
@@ -321,6 +334,373 @@ def max_pool1d_with_indices(
     return F.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
+# ---- convolution and grid sampling with torch's ATen-level arguments --------------------------
+
+_CONVOLUTIONS = {
+    (False, 1): F.conv1d, (False, 2): F.conv2d, (False, 3): F.conv3d,
+    (True, 1): F.conv_transpose1d, (True, 2): F.conv_transpose2d, (True, 3): F.conv_transpose3d,
+}  # fmt: skip
+
+
+def _int_list(value, name: str, position: int, dims: int) -> tuple[int, ...]:
+    """A list or tuple of ints with one entry or `dims` of them, as torch.convolution takes
+    stride, padding, dilation and output_padding."""
+    if not isinstance(value, list | tuple) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value
+    ):
+        raise TypeError(
+            f"convolution(): argument '{name}' (position {position}) must be tuple of ints,"
+            f" not {type(value).__name__}"
+        )
+    if len(value) not in (1, dims):
+        raise ValueError(
+            f"expected {name} to be a single integer value or a list of {dims} values to match"
+            f" the convolution dimensions, but got {name}={list(value)}"
+        )
+    return tuple(value) * (dims // len(value))
+
+
+def convolution(
+    input, weight, bias, stride, padding, dilation, transposed, output_padding, groups
+) -> Tensor:
+    """ATen's convolution: conv{1,2,3}d or conv_transpose{1,2,3}d by the weight's rank and
+    `transposed`; every argument given, the input batched."""
+    x = _tensor(input, "convolution")
+    w = _tensor(weight, "convolution")
+    dims = w.ndim - 2
+    if x.ndim != w.ndim or not 1 <= dims <= 3:
+        raise ValueError(
+            f"Expected {w.ndim}-dimensional input for {w.ndim}-dimensional weight"
+            f" {list(w.shape)}, but got {x.ndim}-dimensional input of size {list(x.shape)} instead"
+        )
+    named = ("stride", stride), ("padding", padding), ("dilation", dilation)
+    stride, padding, dilation = (
+        _int_list(v, name, i, dims) for i, (name, v) in enumerate(named, start=4)
+    )
+    output_padding = _int_list(output_padding, "output_padding", 8, dims)
+    if not isinstance(transposed, bool):
+        raise TypeError(
+            "convolution(): argument 'transposed' (position 7) must be bool, not"
+            f" {type(transposed).__name__}"
+        )
+    if any(p < 0 for p in padding):
+        raise ValueError(f"negative padding is not supported, got padding={list(padding)}")
+    if groups <= 0:
+        raise ValueError(f"non-positive groups is not supported, got groups={groups}")
+    conv = _CONVOLUTIONS[transposed, dims]
+    if transposed:
+        return conv(x, w, bias, stride, padding, output_padding, groups, dilation)
+    return conv(x, w, bias, stride, padding, dilation, groups)
+
+
+def conv_tbc(input, weight, bias, pad: int = 0) -> Tensor:
+    """nn.functional.conv_tbc: a 1-d convolution of a (time, batch, channel) input."""
+    return F.conv_tbc(_tensor(input, "conv_tbc"), weight, bias, pad)
+
+
+# ATen's GridSamplerInterpolation and GridSamplerPadding enums
+_SAMPLER_MODES = {0: "bilinear", 1: "nearest", 2: "bicubic"}
+_SAMPLER_PADDINGS = {0: "zeros", 1: "border", 2: "reflection"}
+
+
+def _sampler_enum(value, table: dict, name: str, op: str) -> str:
+    """nn.functional.grid_sample's string for torch's enum int."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{op}(): argument '{name}' must be int, not {type(value).__name__}")
+    if value not in table:
+        raise ValueError(f"{op}(): expected {name} in {sorted(table)}, but got {value}")
+    return table[value]
+
+
+def _grid_sampler(
+    input, grid, interpolation_mode, padding_mode, align_corners, op: str, ndim=None
+) -> Tensor:
+    """grid_sample with the modes as ATen's ints; `ndim` the rank input and grid must have."""
+    x, g = _tensor(input, op), _tensor(grid, op)
+    mode = _sampler_enum(interpolation_mode, _SAMPLER_MODES, "interpolation_mode", op)
+    padding = _sampler_enum(padding_mode, _SAMPLER_PADDINGS, "padding_mode", op)
+    if not isinstance(align_corners, bool):
+        raise TypeError(
+            f"{op}(): argument 'align_corners' (position 5) must be bool, not"
+            f" {type(align_corners).__name__}"
+        )
+    if mode == "bicubic" and x.ndim != 4:
+        raise ValueError("grid_sampler(): bicubic interpolation only supports 4D input")
+    if ndim is not None and (x.ndim != ndim or g.ndim != ndim):
+        raise ValueError(
+            f"grid_sampler(): expected {ndim}D input and grid with same number of dimensions,"
+            f" but got input with sizes {list(x.shape)} and grid with sizes {list(g.shape)}"
+        )
+    return F.grid_sample(x, g, mode, padding, align_corners)
+
+
+def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners) -> Tensor:
+    """nn.functional.grid_sample of a 4-d or 5-d input with ATen's int modes (interpolation
+    0 bilinear, 1 nearest, 2 bicubic; padding 0 zeros, 1 border, 2 reflection)."""
+    args = (interpolation_mode, padding_mode, align_corners)
+    return _grid_sampler(input, grid, *args, "grid_sampler")
+
+
+def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners) -> Tensor:
+    """grid_sampler of a 4-d input and grid."""
+    args = (interpolation_mode, padding_mode, align_corners)
+    return _grid_sampler(input, grid, *args, "grid_sampler_2d", 4)
+
+
+def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners) -> Tensor:
+    """grid_sampler of a 5-d input and grid (no bicubic, as in PyTorch)."""
+    args = (interpolation_mode, padding_mode, align_corners)
+    return _grid_sampler(input, grid, *args, "grid_sampler_3d", 5)
+
+
+# ---- ranges and segment reductions -------------------------------------------------------------
+
+
+def range_(start, end, step=1, *, dtype=None, device=None) -> Tensor:
+    """torch.range: start, start + step, ... up to end INCLUDED (deprecated, as PyTorch warns;
+    use arange); the default float dtype unless told otherwise."""
+    warnings.warn(
+        "kael.range is deprecated and will be removed in a future release because its behavior"
+        " is inconsistent with Python's range builtin. Instead, use kael.arange, which produces"
+        " values in [start, end).",
+        UserWarning,
+        stacklevel=3,  # the caller of kael.range (op_door's wrapper in between)
+    )
+    start, end, step = (
+        factories.as_number(v, n) for v, n in ((start, "start"), (end, "end"), (step, "step"))
+    )
+    if not all(math.isfinite(v) for v in (start, end)):
+        raise ValueError(f"unsupported range: {start} -> {end}")
+    dtype = get_default_dtype() if dtype is None else as_dtype(dtype)
+    if not dtype.is_floating_point:  # PyTorch takes the bounds and step as integers first
+        start, end, step = int(start), int(end), int(step)
+    if step == 0:
+        raise ValueError(f"step must be nonzero, got step={step} in {dtype}")
+    if (end - start) * step < 0:
+        raise ValueError(
+            f"upper bound and lower bound inconsistent with step sign: start={start},"
+            f" end={end}, step={step}"
+        )
+    out = factories.empty(int((end - start) / step + 1), dtype=dtype, device=device)
+    eager.arange_into(out._impl, start, step)
+    return out
+
+
+# reduce -> (scatter_reduce's name, its identity: what an empty segment holds without
+# `initial`; a mean's 0 / 0 makes it NaN)
+_SEGMENT_REDUCES = {
+    "sum": ("sum", 0.0),
+    "mean": ("sum", 0.0),
+    "max": ("amax", -math.inf),
+    "min": ("amin", math.inf),
+    "prod": ("prod", 1.0),
+}
+
+
+def _segment_bounds(data: Tensor, axis: int, lengths, offsets, unsafe: bool) -> Tensor:
+    """The int64 bounds [..., segments + 1] of the segments along axis (lengths' running
+    sums from 0, or `offsets` as given; lengths win when both are), checked unless `unsafe`."""
+    given = _tensor(lengths if lengths is not None else offsets, "segment_reduce")
+    if given.dtype.is_floating_point or given.dtype.is_bool:
+        raise TypeError(
+            f"segment_reduce(): lengths and offsets must be integers, not {given.dtype}"
+        )
+    if given.ndim != axis + 1 or given.shape[:axis] != data.shape[:axis]:
+        raise ValueError(
+            f"segment_reduce(): Expected axis to be the last dimension of lengths but got {axis}."
+        )
+    given = given.to(int64)
+    bounds = given if lengths is None else F.pad(given.cumsum(-1), (1, 0))
+    if bounds.shape[-1] == 0:
+        raise ValueError("segment_reduce(): offsets must hold at least one bound, got none")
+    if not unsafe:
+        _check_segments(bounds, data.shape[axis], lengths is not None)
+    return bounds
+
+
+def _check_segments(bounds: Tensor, size: int, exact: bool) -> None:
+    """PyTorch's checks: no segment of negative length; lengths (`exact`) cover the axis's
+    `size` exactly; offsets stay within it."""
+    sizes = bounds.diff(dim=-1)
+    if sizes.numel() and bool((sizes < 0).any()):
+        raise ValueError(f"segment_reduce(): lengths contains negative value: {sizes.tolist()}")
+    last = bounds[..., -1]
+    if exact and bool((last != size).any()):
+        raise ValueError(
+            "segment_reduce(): Expected all rows of lengths along axis to sum to"
+            f" data.size(axis) = {size} when !unsafe, got {last.tolist()}"
+        )
+    if bool(((bounds < 0) | (bounds > size)).any()):
+        raise ValueError(f"segment_reduce(): offsets {bounds.tolist()} outside [0, {size}]")
+
+
+def _segment_ids(bounds: Tensor, data: Tensor, axis: int) -> Tensor:
+    """Each position along axis's segment (data's shape): one past the last segment for a
+    position no segment holds."""
+    segments = bounds.shape[-1] - 1
+    size = data.shape[axis]
+    positions = factories.arange(size, device=data.device).expand(*data.shape[:axis], size)
+    ids = searchsorted(bounds, positions, right=True) - 1
+    ids = ids.where(ids >= 0, segments)
+    return ids.reshape(ids.shape + (1,) * (data.ndim - axis - 1)).expand(data.shape)
+
+
+def segment_reduce(
+    data,
+    reduce: str,
+    *,
+    lengths=None,
+    indices=None,
+    offsets=None,
+    dim=0,
+    unsafe=False,
+    initial=None,
+) -> Tensor:
+    """Each segment along dim (PyTorch's `axis`, which the op door passes as dim; given by
+    lengths, or by offsets' bounds) reduced by sum, mean, max, min or prod; an empty segment
+    is `initial` or the reduction's own value (0, NaN, -inf, inf, 1), and `initial` joins
+    every segment's reduction (a mean divides by the segment's length only, as PyTorch's)."""
+    x = _tensor(data, "segment_reduce")
+    if reduce not in _SEGMENT_REDUCES:
+        raise ValueError(
+            "segment_reduce(): reduce argument must be either sum, prod, mean, max or min,"
+            f" got {reduce}"
+        )
+    if lengths is None and offsets is None:
+        what = "indices based reduction is not supported yet" if indices is not None else None
+        raise ValueError(
+            f"segment_reduce(): {what or 'Either lengths or offsets must be defined'}."
+        )
+    if not x.dtype.is_floating_point:
+        raise Error(f"segment_reduce(): not implemented for {x.dtype}")
+    if x.ndim == 0:
+        raise ValueError("segment_reduce(): Expected data.dim() >= lengths.dim(), got 0-d data")
+    axis = views.wrap_dim(dim, x.ndim)
+    bounds = _segment_bounds(x, axis, lengths, offsets, unsafe)
+    name, identity = _SEGMENT_REDUCES[reduce]
+    start = identity if initial is None else initial
+    segments = bounds.shape[-1] - 1
+    shape = (*x.shape[:axis], segments + 1, *x.shape[axis + 1 :])
+    base = factories.full(shape, start, dtype=x.dtype, device=x.device)
+    out = base.scatter_reduce(axis, _segment_ids(bounds, x, axis), x, name)
+    out = out.narrow(axis, 0, segments)
+    return out if reduce != "mean" else _segment_mean(out, bounds, axis, initial)
+
+
+def _segment_mean(total: Tensor, bounds: Tensor, axis: int, initial) -> Tensor:
+    """The segments' sums over their lengths; an empty segment NaN, or `initial` when given."""
+    counts = bounds.diff(dim=-1)
+    counts = counts.reshape(counts.shape + (1,) * (total.ndim - axis - 1))
+    mean = total / counts
+    return mean if initial is None else mean.where(counts != 0, initial)
+
+
+# ---- process-wide settings PyTorch has ---------------------------------------------------------
+
+_SETTINGS_LOCK = threading.Lock()
+# interop_threads: stored only (kael runs no inter-op pool); anomaly: (enabled, check_nan),
+# remembered only (kael has no autograd to watch); warn_always: remembered only
+_SETTINGS: dict = {"interop_threads": None, "anomaly": (False, True), "warn_always": False}
+
+
+def _setting(name: str):
+    with _SETTINGS_LOCK:
+        return _SETTINGS[name]
+
+
+def _set(name: str, value) -> None:
+    with _SETTINGS_LOCK:
+        _SETTINGS[name] = value
+
+
+def _flag(value, message: str) -> bool:
+    """A Python bool; kael.TypeError with `message` (naming the type given) otherwise."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{message}, but got {type(value).__name__}")
+    return value
+
+
+def get_num_interop_threads() -> int:
+    """The inter-op thread count set_num_interop_threads stored (kael's intra-op count until
+    then); kael runs ops one after another, so nothing reads it."""
+    stored = _setting("interop_threads")
+    return get_num_threads() if stored is None else stored
+
+
+def set_num_interop_threads(n: int) -> None:
+    """Store the inter-op thread count (a positive int); it changes nothing in kael."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"set_num_interop_threads expects an int, but got {type(n).__name__}")
+    if n <= 0:
+        raise ValueError(f"set_num_interop_threads expects a positive integer, got {n}")
+    _set("interop_threads", n)
+
+
+def set_flush_denormal(mode: bool) -> bool:
+    """False: kael leaves the FPU's denormal mode alone (PyTorch's answer where it cannot
+    set it), so subnormal floats keep their values."""
+    _flag(mode, "flush_denormal expects a bool")
+    return False
+
+
+def is_anomaly_enabled() -> bool:
+    """Whether set_anomaly_enabled(True) was called (remembered; kael has no autograd)."""
+    return _setting("anomaly")[0]
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    """set_anomaly_enabled's check_nan (True by default, as PyTorch's)."""
+    return _setting("anomaly")[1]
+
+
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    """Remember autograd's anomaly switch: with no backward pass in kael it watches nothing."""
+    _flag(enabled, "set_anomaly_enabled(): argument 'enabled' (position 1) must be bool")
+    _flag(check_nan, "set_anomaly_enabled(): argument 'check_nan' (position 2) must be bool")
+    _set("anomaly", (enabled, check_nan))
+
+
+def is_warn_always_enabled() -> bool:
+    """set_warn_always's flag (remembered; kael's warnings follow Python's filters)."""
+    return _setting("warn_always")
+
+
+def set_warn_always(b: bool) -> None:
+    """Remember whether warnings PyTorch gives once should be given every time."""
+    _set("warn_always", _flag(b, "setWarnOnlyOnce expects a bool"))
+
+
+# debug mode -> use_deterministic_algorithms' (mode, warn_only)
+_DEBUG_MODES = {0: (False, False), 1: (True, True), 2: (True, False)}
+_DEBUG_NAMES = {"default": 0, "warn": 1, "error": 2}
+
+
+def get_deterministic_debug_mode() -> int:
+    """0 when nondeterministic kernels are allowed, 1 when kael only warns, 2 when it holds
+    to deterministic ones (use_deterministic_algorithms and its warn_only)."""
+    if not determinism.are_deterministic_algorithms_enabled():
+        return 0
+    return 1 if determinism.is_deterministic_algorithms_warn_only_enabled() else 2
+
+
+def set_deterministic_debug_mode(debug_mode: int | str) -> None:
+    """use_deterministic_algorithms by PyTorch's debug mode: 0 or 'default' off, 1 or 'warn'
+    on with warn_only, 2 or 'error' on."""
+    if isinstance(debug_mode, str):
+        if debug_mode not in _DEBUG_NAMES:
+            raise ValueError(
+                "invalid value of debug_mode, expected one of `default`, `warn`, `error`, but"
+                f" got {debug_mode}"
+            )
+        debug_mode = _DEBUG_NAMES[debug_mode]
+    elif not isinstance(debug_mode, int):
+        raise TypeError(f"debug_mode must be str or int, but got {type(debug_mode)}")
+    if debug_mode not in _DEBUG_MODES:
+        raise ValueError(f"invalid value of debug_mode, expected 0, 1, or 2, but got {debug_mode}")
+    mode, warn_only = _DEBUG_MODES[debug_mode]
+    determinism.use_deterministic_algorithms(mode, warn_only=warn_only)
+
+
 _PLAIN = {
     "fill": fill,
     "adjoint": adjoint,
@@ -348,12 +728,29 @@ _PLAIN = {
     "native_channel_shuffle": F.native_channel_shuffle,
     "adaptive_max_pool1d": adaptive_max_pool1d,
     "max_pool1d_with_indices": max_pool1d_with_indices,
+    "convolution": convolution,
+    "conv_tbc": conv_tbc,
+    "grid_sampler": grid_sampler,
+    "grid_sampler_2d": grid_sampler_2d,
+    "grid_sampler_3d": grid_sampler_3d,
+    "range": range_,
+    "segment_reduce": segment_reduce,
     **_dropouts(),
     **{name: _method_form(name) for name in _INPLACE_METHODS},
+    **{name: _method_form(name, "what it returns") for name in _METHOD_FUNCTIONS},
 }
+
+# settings: plain functions (no tensors in or out, nothing to trace)
+_SETTINGS_FUNCTIONS = (
+    get_num_interop_threads, set_num_interop_threads, set_flush_denormal, is_anomaly_enabled,
+    is_anomaly_check_nan_enabled, set_anomaly_enabled, is_warn_always_enabled, set_warn_always,
+    get_deterministic_debug_mode, set_deterministic_debug_mode,
+    factories.get_default_device, factories.set_default_device,
+)  # fmt: skip
 
 FUNCTIONS: dict[str, Callable] = {
     **{name: op_door(name, fn) for name, fn in _PLAIN.items()},
+    **{fn.__name__: fn for fn in _SETTINGS_FUNCTIONS},
     "strided": strided,
     "layout": Layout,
 }

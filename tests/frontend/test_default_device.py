@@ -1,0 +1,101 @@
+"""kael.set_default_device / get_default_device against torch's: factories called without
+device= create on the default (checked on kael's emulated CUDA device, in a subprocess),
+*_like factories follow their input, and the default is per thread."""
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+
+import kael
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _reset_default():
+    yield
+    kael.set_default_device(None)
+    torch.set_default_device(None)
+
+
+def test_default_device_is_the_cpu_until_set():
+    assert str(kael.get_default_device()) == str(torch.get_default_device()) == "cpu"
+
+
+def test_set_default_device_none_restores_the_cpu():
+    kael.set_default_device("cpu")
+    kael.set_default_device(None)
+    assert str(kael.get_default_device()) == "cpu"
+    assert kael.zeros(2).device.type == "cpu"
+
+
+def test_default_device_is_per_thread_as_torchs():
+    kael.set_default_device("cuda")  # a device name is enough: nothing is created
+    torch.set_default_device("meta")
+    seen = []
+    worker = threading.Thread(
+        target=lambda: seen.append(
+            (str(kael.get_default_device()), str(torch.get_default_device()))
+        )
+    )
+    worker.start()
+    worker.join()
+    assert seen == [("cpu", "cpu")]
+
+
+def test_bad_default_device_is_a_kael_error():
+    with pytest.raises(kael.Error, match="bogus"):
+        kael.set_default_device("bogus")
+    with pytest.raises(RuntimeError, match="bogus"):
+        torch.set_default_device("bogus")
+
+
+FACTORIES_ON_DEFAULT = """
+import kael
+kael.set_default_device("cuda")
+assert str(kael.get_default_device()) == "cuda:0", kael.get_default_device()
+made = {
+    "empty": kael.empty(2, 3), "zeros": kael.zeros(2), "ones": kael.ones((2, 2)),
+    "full": kael.full((2,), 1.5), "arange": kael.arange(4), "linspace": kael.linspace(0, 1, 5),
+    "eye": kael.eye(3), "tensor": kael.tensor([1.0, 2.0]), "as_tensor": kael.as_tensor([1, 2]),
+    "scalar_tensor": kael.scalar_tensor(3.0), "rand": kael.rand(3), "randn": kael.randn(2, 2),
+    "randint": kael.randint(0, 5, (4,)), "randperm": kael.randperm(4),
+    "empty_strided": kael.empty_strided((2, 2), (1, 2)), "tril_indices": kael.tril_indices(3, 3),
+    "range": kael.range(0, 3),
+}
+for name, t in made.items():
+    assert t.device.type == "cuda", (name, t.device)
+assert kael.zeros(2).cpu().tolist() == [0.0, 0.0]
+assert kael.arange(4).cpu().tolist() == [0, 1, 2, 3]
+assert kael.tensor([1.0, 2.0]).cpu().tolist() == [1.0, 2.0]
+# explicit devices and *_like factories are not defaulted
+assert kael.zeros(2, device="cpu").device.type == "cpu"
+host = kael.ones(2, device="cpu")
+assert kael.zeros_like(host).device.type == "cpu"
+assert kael.tensor(host).device.type == "cuda"  # as torch's device context moves it
+kael.set_default_device(None)
+assert kael.zeros(2).device.type == "cpu" and kael.rand(2).device.type == "cpu"
+print("ok")
+"""
+
+
+def test_factories_without_device_create_on_the_default_device():
+    env = {**os.environ, "KAEL_EMULATE_CUDA": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-c", FACTORIES_ON_DEFAULT],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-3000:]
+
+
+def test_torchs_factories_follow_its_default_device_the_same_way():
+    torch.set_default_device("meta")
+    host = torch.ones(2, device="cpu")
+    assert torch.zeros(2).device.type == "meta" and torch.arange(3).device.type == "meta"
+    assert torch.zeros_like(host).device.type == "cpu"
+    assert torch.zeros(2, device="cpu").device.type == "cpu"
