@@ -11,7 +11,7 @@ precision's epsilon (2**-24 or 2**-53), measured at 4x as many points.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import mpmath as mp
@@ -81,6 +81,13 @@ def _erfc_far_fit(hi: float, degree: dict[str, int]) -> Fit:
 def _mills(a):
     """G(a) = Q(a) exp(a^2 / 2), Q the normal distribution's upper tail: Phi(-a) = exp(-a^2/2) G(a)."""
     return mp.erfc(a / mp.sqrt(2)) / 2 * mp.exp(a * a / 2)
+
+
+def _unit_fit(target: Callable, k: int, degree: int = 7) -> Fit:
+    """target on a = k + t, |t| <= 1/2 (a >= 0), relative error."""
+    return Fit(
+        target, lambda a: 1 / target(a), max(0.0, k - 0.5001), k + 0.5001, {"f32": degree}, k
+    )
 
 
 def _series_safe(f, at0):
@@ -206,31 +213,26 @@ FITS = {
 
 # Piecewise tables: one polynomial per interval, printed as a tuple of coefficient rows.
 TABLES = {
-    # softplus's log1p(exp(-a)) on a = k/2 + t (|t| <= 1/4, a >= 0), k = 0..31:
-    # vmath.SOFTPLUS_TABLE32.
-    "softplus_table": [
-        Fit(
-            lambda a: mp.log1p(mp.exp(-a)),
-            lambda a: 1 / mp.log1p(mp.exp(-a)),
-            max(0.0, k / 2 - 0.25),
-            k / 2 + 0.25,
-            {"f32": 6},
-            k / 2,
-        )
-        for k in range(32)
-    ],
-    # gelu's G on a = k/2 + t (|t| <= 1/4, a >= 0), k = 0..28: vmath.GELU_MILLS32.
-    "gelu_mills": [
-        Fit(
-            _mills, lambda a: 1 / _mills(a), max(0.0, k / 2 - 0.25), k / 2 + 0.25, {"f32": 6}, k / 2
-        )
-        for k in range(29)
-    ],
+    # Each on a = k + t (|t| <= 1/2 and the index's rounding slack, a >= 0), k = 0..15: one
+    # degree-7 polynomial in t per unit of |x|, 16 rows for AVX-512's one-register vpermps.
+    # the logistic's sigmoid(-a): vmath.LOGISTIC_TABLE32.
+    "logistic_table": [_unit_fit(lambda a: 1 / (1 + mp.exp(a)), k) for k in range(16)],
+    # softplus's log1p(exp(-a)): vmath.SOFTPLUS_TABLE32.
+    "softplus_table": [_unit_fit(lambda a: mp.log1p(mp.exp(-a)), k) for k in range(16)],
+    # gelu's G(a) = Q(a) exp(a^2 / 2): vmath.GELU_MILLS32.
+    "gelu_mills": [_unit_fit(_mills, k) for k in range(15)],
 }
 
 
-def lawson(fit: Fit, degree: int, points: int = 1500, iterations: int = 150) -> np.ndarray:
-    """Monomial coefficients (lowest first) of the weighted minimax fit.
+def lawson(
+    fit: Fit,
+    degree: int,
+    points: int = 1500,
+    iterations: int = 150,
+    fixed: Sequence[float] = (),
+) -> np.ndarray:
+    """Monomial coefficients (lowest first) of the weighted minimax fit, the lowest ones
+    held at `fixed` (the others fitted around their rounding).
 
     Residuals are computed in long double from 40-digit targets and the float64 least
     squares solves only for corrections, so the fit is not limited by float64 targets.
@@ -244,13 +246,17 @@ def lawson(fit: Fit, degree: int, points: int = 1500, iterations: int = 150) -> 
     vander = np.vander(u.astype(np.float64), degree + 1, increasing=True)
     vander_ld = np.vander(u, degree + 1, increasing=True)
     coef = np.zeros(degree + 1, np.longdouble)
+    held = len(fixed)
+    for k, c in enumerate(fixed):
+        coef[k] = np.longdouble(c) * np.longdouble(h) ** k
     lam = np.full(points, 1.0 / points)
     for _ in range(iterations):
         sw = np.sqrt(lam) * w
         for _ in range(3):  # iterative refinement of the weighted least squares solution
             res = (g - vander_ld @ coef).astype(np.float64)
-            delta, *_ = np.linalg.lstsq(vander * sw[:, None], res * sw, rcond=None)
-            coef += delta.astype(np.longdouble)
+            free = vander[:, held:] * sw[:, None]
+            delta, *_ = np.linalg.lstsq(free, res * sw, rcond=None)
+            coef[held:] += delta.astype(np.longdouble)
         err = np.abs(w * (g - vander_ld @ coef).astype(np.float64))
         lam = lam * np.maximum(err, 1e-300)
         lam /= lam.sum()
@@ -270,9 +276,15 @@ def measured_error(fit: Fit, coefs: list[float], points: int = 6000) -> float:
 
 
 def fitted(fit: Fit, prec: str, degree: int) -> tuple[list[float], float]:
-    """(coefficients rounded to the precision, max weighted error in its epsilons)."""
-    coefs = lawson(fit, degree)
-    rounded = [float(np.float32(c)) if prec == "f32" else float(c) for c in coefs]
+    """(coefficients rounded to the precision, max weighted error in its epsilons). float32
+    coefficients are rounded one at a time, lowest first, each refit around the ones
+    rounded before it (rounding them all at once loses up to an eps more)."""
+    if prec != "f32":
+        rounded = [float(c) for c in lawson(fit, degree)]
+    else:
+        rounded = []
+        for k in range(degree + 1):
+            rounded.append(float(np.float32(lawson(fit, degree, fixed=rounded)[k])))
     return rounded, measured_error(fit, rounded) / EPS[prec]
 
 

@@ -68,8 +68,8 @@ def negative_zero_expected(op: str, dt, x: float) -> bool:
 # Max ulp asserted on each main domain, for both precisions unless (op, "f64") says more
 # (measured f32/f64: exp .99/.95, exp2 1.04/1.02, expm1 1.53/1.77, log .76/.77, log2
 # 1.55/1.54, log1p .77/.77, sin .58/1.42 and cos .58/1.49 (huge arguments .56/1.19), tan
-# .61/2.68 (3.06 the worst of 4M float64 samples: sin r / cos r near |r| = pi/4), tanh 1.47/1.48, sigmoid 1.75/1.75, silu 2.46/2.30, erf 1.05/.90, gelu
-# 3.03/17.1 (float32's table form; far tail 2.1/1.9), gelu_tanh 11.4/12.8, softplus 1.65/1.55 (float32's table form; float64:
+# .61/2.68 (3.06 the worst of 4M float64 samples: sin r / cos r near |r| = pi/4), tanh 1.47/1.48, sigmoid 1.60/1.75, silu 1.93/2.30 (float32: the table form), erf 1.05/.90, gelu
+# 3.25/17.1 (float32's table form; far tail 2.1/1.9), gelu_tanh 11.4/12.8, softplus 1.32/1.55 (float32's table form; float64:
 # exp's error and two roundings on top of log1p's near x = 0+), pow .5/1.44, 1.1 near exp's edges).
 # gelu's erfc polynomial is fitted for erf's absolute error, so gelu's negative tail is
 # relatively less accurate in float64; gelu_tanh is ill-conditioned for negative x (its
@@ -304,14 +304,37 @@ def _thresholds(op: str, dt) -> list[float]:
         "log2": [tiny, np.sqrt(0.5), np.sqrt(2), top],
         "log1p": [-1 + float(info.epsneg), -0.5, 1.0, -1.0, top / 2],
         "tanh": [k.tanh_small, -k.tanh_small, k.tanh_big / 2, -k.tanh_big / 2],
-        "sigmoid": [k.exp_lo, ln(tiny), -k.exp_lo],
-        "silu": [k.exp_lo, k.exp_lo - vmath.LOGISTIC_REACH, ln(tiny)],
+        "sigmoid": [k.exp_lo, ln(tiny), -k.exp_lo, *_table_edges(vmath.LOGISTIC_TABLE_REACH)],
+        "silu": [
+            k.exp_lo,
+            k.exp_lo - vmath.LOGISTIC_REACH,
+            ln(tiny),
+            *_table_edges(vmath.LOGISTIC_TABLE_REACH),
+        ],
         "erf": [k.erf_small, -k.erf_small, k.erf_big, -k.erf_big],
-        "gelu": [k.erf_small * root2, -k.erf_small * root2, k.erf_big * root2],
+        "gelu": [
+            k.erf_small * root2,
+            -k.erf_small * root2,
+            k.erf_big * root2,
+            *_table_edges(vmath.GELU_TABLE_REACH),
+        ],
         "gelu_tanh": [-3.0, 3.0, 1e4],
-        "softplus": [0.0, k.exp_lo, -k.exp_lo, ln(tiny), -ln(tiny)],
+        "softplus": [
+            0.0,
+            k.exp_lo,
+            -k.exp_lo,
+            ln(tiny),
+            -ln(tiny),
+            *_table_edges(vmath.SOFTPLUS_TABLE_REACH),
+        ],
         **{op: [2.0**20, 2.0**40, -(2.0**40), 2.0**52, top] for op in TRIG},
     }[op] + ([-k.erf_big * root2, -14.2 if dt is np.float32 else -38.6] if op == "gelu" else [])
+
+
+def _table_edges(reach: float) -> list[float]:
+    """float32's table forms: the reach (past it, the rare branch) and where the row changes
+    (k + 1/2), both signs."""
+    return [s * v for s in (1, -1) for v in (reach, 0.5, 1.5, 7.5, reach - 1)]
 
 
 def _around(t: float, dt) -> np.ndarray:
