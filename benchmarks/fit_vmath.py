@@ -33,6 +33,7 @@ class Fit:
     hi: float
     degree: dict[str, int]
     center: float = 0.0  # the polynomial is in (v - center)
+    zeros: int = 0  # the lowest coefficients held at 0 (an odd function's row at 0)
 
 
 def _atanh_tail(z):
@@ -83,11 +84,15 @@ def _mills(a):
     return mp.erfc(a / mp.sqrt(2)) / 2 * mp.exp(a * a / 2)
 
 
-def _unit_fit(target: Callable, k: int, degree: int = 7) -> Fit:
+def _unit_fit(target: Callable, k: int, degree: int = 7, zeros: int = 0) -> Fit:
     """target on a = k + t, |t| <= 1/2 (a >= 0), relative error."""
-    return Fit(
-        target, lambda a: 1 / target(a), max(0.0, k - 0.5001), k + 0.5001, {"f32": degree}, k
-    )
+    lo, hi = max(0.0, k - 0.5001), k + 0.5001
+
+    def weight(a):
+        value = target(a)
+        return 1 / value if value else mp.mpf(0)  # an odd function's 0 is its row's exact 0
+
+    return Fit(target, weight, lo, hi, {"f32": degree}, k, zeros)
 
 
 def _series_safe(f, at0):
@@ -219,6 +224,9 @@ TABLES = {
     "logistic_table": [_unit_fit(lambda a: 1 / (1 + mp.exp(a)), k) for k in range(16)],
     # softplus's log1p(exp(-a)): vmath.SOFTPLUS_TABLE32.
     "softplus_table": [_unit_fit(lambda a: mp.log1p(mp.exp(-a)), k) for k in range(16)],
+    # tanh(a) (degree 8: tanh's poles at +-i pi/2 slow the fit near 1), its row at 0 without a
+    # constant (tanh is odd): vmath.TANH_TABLE32.
+    "tanh_table": [_unit_fit(mp.tanh, k, 8, int(k == 0)) for k in range(16)],
     # gelu's G(a) = Q(a) exp(a^2 / 2): vmath.GELU_MILLS32.
     "gelu_mills": [_unit_fit(_mills, k) for k in range(15)],
 }
@@ -282,8 +290,8 @@ def fitted(fit: Fit, prec: str, degree: int) -> tuple[list[float], float]:
     if prec != "f32":
         rounded = [float(c) for c in lawson(fit, degree)]
     else:
-        rounded = []
-        for k in range(degree + 1):
+        rounded = [0.0] * fit.zeros
+        for k in range(fit.zeros, degree + 1):
             rounded.append(float(np.float32(lawson(fit, degree, fixed=rounded)[k])))
     return rounded, measured_error(fit, rounded) / EPS[prec]
 

@@ -68,7 +68,7 @@ def negative_zero_expected(op: str, dt, x: float) -> bool:
 # Max ulp asserted on each main domain, for both precisions unless (op, "f64") says more
 # (measured f32/f64: exp .99/.95, exp2 1.04/1.02, expm1 1.53/1.77, log .76/.77, log2
 # 1.55/1.54, log1p .77/.77, sin .58/1.42 and cos .58/1.49 (huge arguments .56/1.19), tan
-# .61/2.68 (3.06 the worst of 4M float64 samples: sin r / cos r near |r| = pi/4), tanh 1.47/1.48, sigmoid 1.60/1.75, silu 1.93/2.30 (float32: the table form), erf 1.05/.90, gelu
+# .61/2.68 (3.06 the worst of 4M float64 samples: sin r / cos r near |r| = pi/4), tanh 1.58/1.48, sigmoid 1.60/1.75, silu 1.93/2.30 (float32: the table form), erf 1.05/.90, gelu
 # 3.25/17.1 (float32's table form; far tail 2.1/1.9), gelu_tanh 11.4/12.8, softplus 1.32/1.55 (float32's table form; float64:
 # exp's error and two roundings on top of log1p's near x = 0+), pow .5/1.44, 1.1 near exp's edges).
 # gelu's erfc polynomial is fitted for erf's absolute error, so gelu's negative tail is
@@ -303,7 +303,13 @@ def _thresholds(op: str, dt) -> list[float]:
         "log": [tiny, np.sqrt(0.5), np.sqrt(2), top],
         "log2": [tiny, np.sqrt(0.5), np.sqrt(2), top],
         "log1p": [-1 + float(info.epsneg), -0.5, 1.0, -1.0, top / 2],
-        "tanh": [k.tanh_small, -k.tanh_small, k.tanh_big / 2, -k.tanh_big / 2],
+        "tanh": [
+            k.tanh_small,
+            -k.tanh_small,
+            k.tanh_big / 2,
+            -k.tanh_big / 2,
+            *_table_edges(vmath.TANH_TABLE_REACH),
+        ],
         "sigmoid": [k.exp_lo, ln(tiny), -k.exp_lo, *_table_edges(vmath.LOGISTIC_TABLE_REACH)],
         "silu": [
             k.exp_lo,
