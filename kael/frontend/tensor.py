@@ -143,9 +143,17 @@ def _deprecated_on_scalar(what: str) -> None:
     )
 
 
+def _strides_arg(stride) -> tuple[int, ...]:
+    """set_'s stride: a sequence of ints, none negative (PyTorch's views have none either)."""
+    if not isinstance(stride, tuple | list) or not all(type(s) is int and s >= 0 for s in stride):
+        raise TypeError(f"set_(): stride must be a sequence of ints >= 0, got {stride!r}")
+    return tuple(stride)
+
+
 def _grow_storage(storage: Storage, nbytes: int) -> None:
     """Give `storage` a block of `nbytes` starting with its old bytes, so every tensor over
-    it sees the bigger block (PyTorch resizes the one StorageImpl its views share)."""
+    it sees the bigger block (PyTorch resizes the one StorageImpl its views share); the old
+    block lives on with the storage (Storage.take_block)."""
     if storage.is_external or storage.lazy:
         raise Error("Trying to resize storage that is not resizable")
     new = Storage(nbytes, storage.device)
@@ -153,7 +161,7 @@ def _grow_storage(storage: Storage, nbytes: int) -> None:
     if old:
         source = TensorImpl(storage, (old,), (1,), 0, uint8, storage.device)
         eager.copy_into(TensorImpl(new, (old,), (1,), 0, uint8, storage.device), source)
-    storage.trade_blocks(new)
+    storage.take_block(new)
 
 
 def _dim_before(shape, strides, a: int, b: int) -> int:
@@ -979,19 +987,20 @@ class Tensor:
         if storage_offset is None:
             raise TypeError("set_(): a size needs a storage_offset")
         shape = views.check_shape(views.parse_size((size,)))
-        strides = contiguous_strides(shape) if stride is None else tuple(stride)
+        strides = contiguous_strides(shape) if stride is None else _strides_arg(stride)
         if len(strides) != len(shape):
             raise ValueError(
                 f"unequal size length ({len(shape)}) and stride length ({len(strides)})"
             )
-        if storage_offset < 0:
-            raise ValueError(f"Tensor: invalid storage offset {storage_offset}")
+        if type(storage_offset) is not int or storage_offset < 0:
+            raise ValueError(f"Tensor: invalid storage offset {storage_offset!r}")
         if shape_numel(shape):
-            extent = 1 + sum((n - 1) * abs(st) for n, st in zip(shape, strides, strict=True))
+            extent = 1 + sum((n - 1) * st for n, st in zip(shape, strides, strict=True))
             end = checked_mul(storage_offset + extent, src.dtype.itemsize, "set_ storage size")
             if end > src.storage.nbytes:
                 _grow_storage(src.storage, end)
-        return views.as_strided(src, shape, strides, storage_offset)
+        # through Tensor(), which checks the layout against the storage as every view's
+        return Tensor(views.as_strided(src, shape, strides, storage_offset))._impl
 
     def __getitem__(self, key) -> Tensor:
         """A view for ints, slices, None and ...; a copy for int and bool tensor keys."""

@@ -34,6 +34,7 @@ class Storage:
         "owner",
         "_capacity",
         "_allocator",
+        "_retired",
         "__weakref__",
     )
 
@@ -154,14 +155,16 @@ class Storage:
             return False
         return self.ptr < other.ptr + other.nbytes and other.ptr < self.ptr + self.nbytes
 
-    def trade_blocks(self, other: Storage) -> None:
-        """Swap the memory blocks of two storages of one device: a storage grown in place
-        (Tensor.resize_) takes a bigger block, which every tensor over it then sees, and
-        `other` frees the old one when it dies."""
+    def take_block(self, new: Storage) -> None:
+        """Take `new`'s (bigger) block, which every tensor over this storage then sees
+        (Tensor.resize_ growing it). The old block stays allocated, held by `new`, for as long
+        as this storage lives: pointers taken from it before (NumPy arrays, DLPack capsules,
+        data_ptr()) must not come to point at memory another tensor was given."""
         for field in ("ptr", "nbytes", "_capacity", "_allocator"):
             mine = getattr(self, field)
-            setattr(self, field, getattr(other, field))
-            setattr(other, field, mine)
+            setattr(self, field, getattr(new, field))
+            setattr(new, field, mine)
+        self._retired = (*getattr(self, "_retired", ()), new)
 
     def bump_version(self) -> None:
         """Count one in-place write; autograd compares versions to detect modified inputs."""

@@ -321,3 +321,15 @@ def test_resize_as_refuses_a_non_tensor():
         kael.ones(2).resize_as_(3)
     with pytest.raises(TypeError, match="'the_template'.*must be Tensor, not int"):
         torch.ones(2).resize_as_(3)
+
+
+def test_resize_growth_keeps_exported_views_on_their_own_memory():
+    k = kael.arange(1000.0)
+    array, shared = k.numpy(), torch.from_dlpack(k)
+    k.resize_(100_000)  # a new block; the exported ones keep the old
+    others = [kael.full((1000,), 7.0) for _ in range(4)]  # would reuse a freed block
+    np.testing.assert_array_equal(array[:3], [0.0, 1.0, 2.0])
+    assert shared[:3].tolist() == [0.0, 1.0, 2.0]
+    array[:2] = -1.0
+    assert all(o[:2].tolist() == [7.0, 7.0] for o in others)
+    assert k[:3].tolist() == [0.0, 1.0, 2.0]  # the grown tensor kept the old values

@@ -693,3 +693,10 @@ def test_new_refuses_what_torch_refuses(args, error, match):
     _raises_like_torch(lambda: k.new(*args), lambda: t.new(*args), error, match)
     ki, ti = _pair([1, 2], kael.int64)
     _raises_like_torch(lambda: k.new(ki), lambda: t.new(ti), kael.TypeError, "int64")
+
+
+@pytest.mark.parametrize("stride", [(-1,), (-1_000_000,), "a", 3, (1.5,)])
+def test_set_refuses_strides_that_are_not_ints_of_at_least_zero(stride):
+    with pytest.raises(kael.TypeError, match="stride must be a sequence of ints >= 0"):
+        kael.zeros(1).set_(kael.arange(10.0), 0, (3,), stride)
+    assert kael.zeros(1).set_(kael.arange(10.0), 0, (3,), (0,)).tolist() == [0.0, 0.0, 0.0]
