@@ -231,6 +231,9 @@ globals().update({name: fn for name, fn in _EXTRA.items() if name not in globals
 __all__ += [name for name in _EXTRA if name not in __all__]
 for _name, _method in _conveniences.METHODS.items():
     setattr(Tensor, _name, _method)
+globals().update(
+    {name: _factories.on_default_device(globals()[name]) for name in _factories.ON_DEFAULT_DEVICE}
+)
 
 # The implementation's packages stay importable (kael.runtime.dtypes, ...) but are not part
 # of the public namespace; importing their modules bound them here.

@@ -26,9 +26,9 @@ _DEFAULT = threading.local()
 
 
 def set_default_device(device) -> None:
-    """Make the factories called without device= (empty, zeros, arange, tensor, rand, ...)
-    create on `device` in this thread; None restores the CPU. *_like factories and methods
-    of a tensor keep following that tensor's device."""
+    """Make the public creation functions called without device= (ON_DEFAULT_DEVICE: empty,
+    zeros, arange, tensor, rand, ...) create on `device` in this thread; None restores the
+    CPU. *_like factories and methods of a tensor keep following that tensor's device."""
     _DEFAULT.device = None if device is None else parse_device(device)
 
 
@@ -42,15 +42,34 @@ def default_device() -> Device | None:
     return getattr(_DEFAULT, "device", None)
 
 
-def _set_or(device):
-    """`device`, or the default when one was set: a tensor given to tensor() or as_tensor()
-    moves to a set default (PyTorch's device context), and otherwise keeps its device."""
-    return default_device() if device is None else device
+# The public creation functions (kael.NAME) that take the default device when given none,
+# as PyTorch's device context injects it; kael's own code calls the plain functions, whose
+# device is the CPU unless given, so a set default never moves an op's working tensors.
+ON_DEFAULT_DEVICE = (
+    "arange", "as_tensor", "asarray", "bartlett_window", "blackman_window", "empty",
+    "empty_strided", "eye", "full", "hamming_window", "hann_window", "kaiser_window",
+    "linspace", "logspace", "normal", "ones", "rand", "randint", "randn", "randperm", "range",
+    "scalar_tensor", "tensor", "tril_indices", "triu_indices", "zeros",
+)  # fmt: skip
+
+
+def on_default_device(fn):
+    """The public form of a creation function: called without device=, it creates on
+    set_default_device's device when one is set in this thread."""
+
+    @functools.wraps(fn)
+    def public(*args, **kwargs):
+        if kwargs.get("device") is None:
+            default = getattr(_DEFAULT, "device", None)
+            if default is not None:
+                kwargs["device"] = default
+        return fn(*args, **kwargs)
+
+    return public
 
 
 def _device(device) -> Device:
-    """The device a factory creates on: the given one, else the default."""
-    return get_default_device() if device is None else parse_device(device)
+    return CPU if device is None else parse_device(device)
 
 
 def dtype_or(dtype, default: DType) -> DType:
@@ -73,8 +92,7 @@ def new_tensor(size: tuple, dtype: DType, device) -> Tensor:
         return t
     shape, strides, n = known
     nbytes = n * dtype.itemsize
-    defaulted = device is None and default_device() is None
-    if not defaulted or _trace_state.trace is not None or nbytes > INT64_MAX:
+    if device is not None or _trace_state.trace is not None or nbytes > INT64_MAX:
         return Tensor(empty_impl(shape, dtype, _device(device)))
     storage = Storage.host(nbytes)
     return Tensor.trusted(TensorImpl.of_tuples(storage, shape, strides, 0, dtype, CPU))
@@ -125,7 +143,7 @@ def ones(*size, dtype=None, device=None) -> Tensor:
 def _full_of(size: tuple, dtype, device, value) -> Tensor:
     """A new tensor (the default dtype unless told otherwise) of `size` full of `value`; a size made
     before, on the host, takes one remembered fill (fastpath.full)."""
-    if device is None and default_device() is None:
+    if device is None:
         given = views.exact_key(size)
         known = None if given is None else _shapes.get(given)
         if known is not None:
@@ -249,7 +267,6 @@ def from_dlpack(obj) -> Tensor:
 
 def as_tensor(data, *, dtype=None, device=None) -> Tensor:
     """`data` as a tensor, sharing memory when it already is one of that dtype and device."""
-    device = _set_or(device)
     if isinstance(data, Tensor):
         return data.to(dtype=dtype, device=device)
     if (
@@ -267,7 +284,6 @@ def tensor(data, *, dtype=None, device=None) -> Tensor:
     Python data is packed host-side into a float64 or int64 buffer and converted by the
     copy kernel, so saturation and bool normalisation follow the kernels' rules.
     """
-    device = _set_or(device)
     if isinstance(data, Tensor):
         out = data.to(dtype=dtype, device=device)
         return out.clone() if out.shares_storage(data) else out

@@ -78,6 +78,16 @@ assert kael.zeros(2, device="cpu").device.type == "cpu"
 host = kael.ones(2, device="cpu")
 assert kael.zeros_like(host).device.type == "cpu"
 assert kael.tensor(host).device.type == "cuda"  # as torch's device context moves it
+# ops on host tensors keep their working tensors on the host (kael's own factory calls are
+# not defaulted): factorizations, counts, the generator's state
+a = kael.tensor([[4.0, 1.0], [2.0, 3.0]], device="cpu")
+assert kael.linalg.lu_factor(a)[0].device.type == "cpu"
+q, r = kael.linalg.qr(a)
+assert (q @ r - a).abs().max().item() < 1e-5 and q.device.type == "cpu"
+assert kael.linalg.inv(a).device.type == "cpu" and kael.linalg.svd(a)[1].device.type == "cpu"
+assert kael.bincount(kael.tensor([0, 2, 2], device="cpu")).tolist() == [1, 0, 2]
+assert kael.linalg.vander(kael.tensor([1.0, 2.0], device="cpu")).tolist() == [[1, 1], [1, 2]]
+assert kael.get_rng_state().device.type == "cpu"
 kael.set_default_device(None)
 assert kael.zeros(2).device.type == "cpu" and kael.rand(2).device.type == "cpu"
 print("ok")
