@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import math
-import threading
 from typing import NamedTuple
 
+from kael.runtime import sync
 from kael.runtime.errors import TypeError, ValueError
 from kael.runtime.tensor_impl import format_shape
 
@@ -30,7 +30,7 @@ PROFILES = {
 }
 # One immutable record, replaced whole under the lock: a printing thread reads it once.
 _options = PROFILES["default"]
-_setting = threading.Lock()
+_setting = sync.lock()  # a forked child gets it unlocked
 
 
 def set_printoptions(

@@ -4,7 +4,6 @@ in-place methods (torch.abs_, torch.zero_, ...) and of nn.functional's layers.""
 from __future__ import annotations
 
 import math
-import threading
 import warnings
 from collections.abc import Callable
 
@@ -15,7 +14,7 @@ from kael.frontend.order_statistics import searchsorted
 from kael.frontend.tensor import Layout, Tensor, strided
 from kael.frontend.tracing import op_door
 from kael.nn import functional as F
-from kael.runtime import determinism
+from kael.runtime import determinism, sync
 from kael.runtime.dtypes import as_dtype, bool_, get_default_dtype, int64
 from kael.runtime.errors import Error, TypeError, ValueError
 from kael.runtime.threadpool import get_num_threads
@@ -597,7 +596,7 @@ def _segment_mean(total: Tensor, bounds: Tensor, axis: int, initial) -> Tensor:
 
 # ---- process-wide settings PyTorch has ---------------------------------------------------------
 
-_SETTINGS_LOCK = threading.Lock()
+_SETTINGS_LOCK = sync.lock()  # a forked child gets it unlocked
 # interop_threads: stored only (kael runs no inter-op pool); anomaly: (enabled, check_nan),
 # remembered only (kael has no autograd to watch); warn_always: remembered only
 _SETTINGS: dict = {"interop_threads": None, "anomaly": (False, True), "warn_always": False}
