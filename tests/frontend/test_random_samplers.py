@@ -379,3 +379,10 @@ def test_binomial_refuses_what_torch_refuses(call, error, message):
         call(kael)
     with pytest.raises((RuntimeError, TypeError, ValueError, NotImplementedError)):
         call(torch)
+
+
+@pytest.mark.parametrize("count", [2.0**61, 1e20])
+def test_binomial_of_huge_counts_keeps_its_mean(count):
+    n = kael.full((4000,), count, dtype=kael.float64)
+    drawn = kael.binomial(n, kael.full((4000,), 0.3, dtype=kael.float64))
+    assert abs(drawn.mean().item() / (count * 0.3) - 1) < 1e-8  # not 2**60 trials' mean
