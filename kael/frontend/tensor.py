@@ -464,6 +464,14 @@ class Tensor:
         """A new tensor over the same elements (detach())."""
         return self.detach()
 
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        """`x.data = y`: x becomes a handle to y's elements, as PyTorch's setter swaps them in."""
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be set to a Tensor, not {type(value).__name__}")
+        impl = value._impl
+        self._impl = views.derive(impl, impl.shape, impl.strides, impl.offset)
+
     # ---- data -----------------------------------------------------------------------------
 
     def _host_array(self) -> np.ndarray:

@@ -473,14 +473,17 @@ def range_(start, end, step=1, *, dtype=None, device=None) -> Tensor:
     dtype = get_default_dtype() if dtype is None else as_dtype(dtype)
     if not dtype.is_floating_point:  # PyTorch takes the bounds and step as integers first
         start, end, step = int(start), int(end), int(step)
-    if step == 0:
-        raise ValueError(f"step must be nonzero, got step={step} in {dtype}")
+    if step == 0 or not math.isfinite(step):
+        raise ValueError(f"step must be finite and nonzero, got step={step} in {dtype}")
     if (end - start) * step < 0:
         raise ValueError(
             f"upper bound and lower bound inconsistent with step sign: start={start},"
             f" end={end}, step={step}"
         )
-    out = factories.empty(int((end - start) / step + 1), dtype=dtype, device=device)
+    count = (end - start) / step + 1
+    if not count < 2**62:  # inf too, where end - start overflows
+        raise ValueError(f"range from {start} to {end} by {step} has too many elements")
+    out = factories.empty(int(count), dtype=dtype, device=device)
     eager.arange_into(out._impl, start, step)
     return out
 

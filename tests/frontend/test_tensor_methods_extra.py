@@ -333,3 +333,13 @@ def test_resize_growth_keeps_exported_views_on_their_own_memory():
     array[:2] = -1.0
     assert all(o[:2].tolist() == [7.0, 7.0] for o in others)
     assert k[:3].tolist() == [0.0, 1.0, 2.0]  # the grown tensor kept the old values
+
+
+def test_data_setter_makes_self_a_handle_to_the_values_elements():
+    k, t = kael.zeros(3), torch.zeros(3)
+    kv, tv = kael.arange(6.0).reshape(2, 3), torch.arange(6.0).reshape(2, 3)
+    k.data, t.data = kv, tv
+    kv[0, 0], tv[0, 0] = 9.0, 9.0  # the same elements, as torch's
+    same(k, t)
+    with pytest.raises(kael.TypeError, match="not int"):
+        k.data = 3

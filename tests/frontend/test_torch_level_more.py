@@ -700,3 +700,14 @@ def test_set_refuses_strides_that_are_not_ints_of_at_least_zero(stride):
     with pytest.raises(kael.TypeError, match="stride must be a sequence of ints >= 0"):
         kael.zeros(1).set_(kael.arange(10.0), 0, (3,), stride)
     assert kael.zeros(1).set_(kael.arange(10.0), 0, (3,), (0,)).tolist() == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [((0, 1, math.nan), "finite and nonzero"), ((-1e308, 1e308, 1e-300), "too many elements")],
+)
+def test_range_refuses_a_nan_step_and_too_many_elements(args, words):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(kael.ValueError, match=words):
+            kael.range(*args)
