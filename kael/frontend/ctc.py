@@ -69,10 +69,11 @@ def _padded_targets(targets: Tensor, lengths: list[int], batch: int) -> Tensor:
         )
     if not targets.numel():
         return factories.zeros((batch, longest), dtype=int64, device=targets.device)
-    starts = [sum(lengths[:n]) for n in range(batch)]
-    last = targets.shape[0] - 1
-    index = [min(s + j, last) for s in starts for j in range(longest)]
-    flat = factories.tensor(index, dtype=int64, device=targets.device)
+    device = targets.device
+    ends = factories.tensor(lengths, dtype=int64, device=device).cumsum(0).reshape(batch, 1)
+    starts = ends - factories.tensor(lengths, dtype=int64, device=device).reshape(batch, 1)
+    index = starts + factories.arange(longest, device=device).reshape(1, longest)
+    flat = index.clamp(max=targets.shape[0] - 1).reshape(-1)
     return index_ops.index_select(targets.to(int64), 0, flat).reshape(batch, longest)
 
 
