@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 
 from kael.frontend import dlpack, factories, interop, printing
-from kael.frontend.outputs import tensor_arg
+from kael.frontend.outputs import int_arg, tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
 from kael.runtime import dtypes
@@ -29,13 +29,6 @@ def _no_grad(requires_grad, op: str) -> None:
     """requires_grad=True refused: kael has no autograd yet (as Tensor.requires_grad_)."""
     if requires_grad:
         raise Error(f"{op}(): requires_grad=True: kael has no autograd yet")
-
-
-def _int_arg(value, op: str, what: str) -> int:
-    """A Python int argument (bool refused, as torch's parser does)."""
-    if type(value) is not int:
-        raise TypeError(f"{op}(): argument '{what}' must be int, not {type(value).__name__}")
-    return value
 
 
 def _has_buffer(obj) -> bool:
@@ -104,8 +97,8 @@ def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0, requires_grad
     """
     _no_grad(requires_grad, "frombuffer")
     dtype = as_dtype(dtype)
-    count = _int_arg(count, "frombuffer", "count")
-    offset = _int_arg(offset, "frombuffer", "offset")
+    count = int_arg(count, "frombuffer", "count")
+    offset = int_arg(offset, "frombuffer", "offset")
     raw = _buffer_bytes(buffer, "frombuffer")
     n = _byte_window(raw.size, dtype.itemsize, count, offset)
     address = raw.ctypes.data + offset
@@ -256,25 +249,35 @@ def _values(t: Tensor) -> list:
     return t.reshape(-1).tolist()
 
 
+def _map_over(self: Tensor, op: str, others: dict[str, Tensor], callable: Callable) -> Tensor:
+    """self[i] = callable(self[i], *(other[i] for other in others)), each other broadcast to
+    self's shape and of self's dtype; a Python call per element, in row-major order."""
+    tensor_arg(self, op, "self")
+    _cpu_only(self, op)
+    for name, other in others.items():
+        tensor_arg(other, op, name)
+        _cpu_only(other, op)
+        if other.dtype is not self.dtype:
+            raise TypeError(f"{op}(): expected {self.type()} for '{name}' (got {other.type()})")
+    columns = [_values(t.expand(self.shape)) for t in (self, *others.values())]
+    return _write_results(self, [callable(*row) for row in zip(*columns, strict=True)])
+
+
 def apply_(self: Tensor, callable: Callable) -> Tensor:
     """torch.Tensor.apply_: every element x of self replaced by callable(x), called once per
     element in row-major order (a Python function per element is this method's contract)."""
-    tensor_arg(self, "apply_", "self")
-    _cpu_only(self, "apply_")
-    return _write_results(self, [callable(x) for x in _values(self)])
+    return _map_over(self, "apply_", {}, callable)
 
 
 def map_(self: Tensor, tensor: Tensor, callable: Callable) -> Tensor:
     """torch.Tensor.map_: self[i] = callable(self[i], tensor[i]) with `tensor` broadcast to
     self's shape; `tensor` must have self's dtype."""
-    tensor_arg(self, "map_", "self")
-    tensor_arg(tensor, "map_", "tensor")
-    _cpu_only(self, "map_")
-    _cpu_only(tensor, "map_")
-    if tensor.dtype is not self.dtype:
-        raise TypeError(f"map_(): expected {self.type()} for 'tensor' (got {tensor.type()})")
-    other = _values(tensor.expand(self.shape))
-    return _write_results(self, [callable(a, b) for a, b in zip(_values(self), other, strict=True)])
+    return _map_over(self, "map_", {"tensor": tensor}, callable)
+
+
+def map2_(self: Tensor, x: Tensor, y: Tensor, callable: Callable) -> Tensor:
+    """torch.Tensor.map2_: self[i] = callable(self[i], x[i], y[i]), x and y as map_'s tensor."""
+    return _map_over(self, "map2_", {"x": x, "y": y}, callable)
 
 
 FUNCTIONS: dict[str, Callable] = {
@@ -289,4 +292,5 @@ FUNCTIONS: dict[str, Callable] = {
 METHODS: dict[str, Callable] = {  # Tensor methods (installed by kael/__init__.py)
     "apply_": op_door("apply_", apply_),
     "map_": op_door("map_", map_),
+    "map2_": op_door("map2_", map2_),
 }

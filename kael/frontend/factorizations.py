@@ -219,7 +219,7 @@ def lu_factor(A, *, pivot: bool = True) -> LUFactor:
     return LUFactor(lu, piv)
 
 
-def _permutation(piv: Tensor, m: int, dtype) -> Tensor:
+def permutation_matrices(piv: Tensor, m: int, dtype) -> Tensor:
     """The m x m permutation matrices P with A = P L U, of 0-based LAPACK pivots [..., k]:
     the interchanges applied to the identity's rows give P^T."""
     batch = tuple(piv.shape[:-1])
@@ -240,7 +240,7 @@ def lu(A, *, pivot: bool = True) -> PLU:
     k = min(m, n)
     lower = packed[..., :, :k].tril(-1) + factories.eye(m, k, dtype=A.dtype)
     upper = packed[..., :k, :].triu()
-    return PLU(_permutation(piv, m, A.dtype), lower, upper)
+    return PLU(permutation_matrices(piv, m, A.dtype), lower, upper)
 
 
 # ---- solves -------------------------------------------------------------------------------
@@ -267,7 +267,7 @@ def _rhs(A: Tensor, B: Tensor, op: str, left: bool) -> tuple[Tensor, bool]:
     return B, vector
 
 
-def _batch(a: Tensor, b: Tensor, op: str) -> tuple[int, ...]:
+def broadcast_batch(a: Tensor, b: Tensor, op: str) -> tuple[int, ...]:
     try:
         return tuple(broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
     except ValueError:
@@ -303,7 +303,7 @@ def _solve(A: Tensor, B: Tensor, op: str, left: bool) -> tuple[Tensor, Tensor, b
     B, vector = _rhs(A, B, op, left)
     if not left:  # X A = B is A^T X^T = B^T
         A, B = A.mT, B.mT
-    batch = _batch(A, B, op)
+    batch = broadcast_batch(A, B, op)
     lu, piv, info = _lu(working_copy(A, batch, padded=True))
     x = _lu_solve_into(lu, piv, working_copy(B, batch, padded=True))
     if not left:
@@ -372,7 +372,7 @@ def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False, out=Non
     if not left:  # X A = B: A^T X^T = B^T
         B = B.mT
     trans = bool(adjoint) != (not left)
-    batch = _batch(LU, B, op)
+    batch = broadcast_batch(LU, B, op)
     lu = working_copy(LU, batch, padded=True)
     piv = (pivots.expand(*batch, n) - 1).to(int64).contiguous()
     x = _lu_solve_into(lu, piv, working_copy(B, batch, padded=True), trans=trans)
@@ -393,7 +393,7 @@ def solve_triangular(
     n = A.shape[-1]
     if B.shape[-2] != n:
         raise ValueError(f"{op}: Incompatible shapes of A {list(A.shape)} and B {list(B.shape)}")
-    batch = _batch(A, B, op)
+    batch = broadcast_batch(A, B, op)
     a, x = working_copy(A, batch, padded=True), working_copy(B, batch, padded=True)
     _triangular(a, x, lower=not upper, unit=bool(unitriangular), trans=not left)
     return _out(x if left else x.mT, out, op)
@@ -532,7 +532,7 @@ def cholesky_solve(B, L, upper: bool = False, *, out=None) -> Tensor:
     n = L.shape[-1]
     if B.shape[-2] != n:
         raise ValueError(f"{op}: Incompatible shapes of L {list(L.shape)} and B {list(B.shape)}")
-    batch = _batch(L, B, op)
+    batch = broadcast_batch(L, B, op)
     a, x = working_copy(L, batch, padded=True), working_copy(B, batch, padded=True)
     lower = not bool_arg(upper, op, "upper")
     # L L^T X = B: L Y = B, then L^T X = Y (or U^T Y = B, U X = Y).

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from kael.frontend import factories, index_ops, reductions
 from kael.frontend.conv import offsets, tuple_arg
 from kael.frontend.outputs import tensor_arg
-from kael.frontend.pooling import _with_indices
+from kael.frontend.pooling import with_indices
 from kael.frontend.random import rand
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
@@ -191,5 +191,5 @@ def _fractional_max_pool(dims: int, op: str):
 POOLS = {
     f"fractional_max_pool{d}d": _fractional_max_pool(d, f"fractional_max_pool{d}d") for d in (2, 3)
 }
-POOLS |= {f"{name}_with_indices": _with_indices(POOLS[name]) for name in list(POOLS)}
+POOLS |= {f"{name}_with_indices": with_indices(POOLS[name]) for name in list(POOLS)}
 FUNCTIONS: dict[str, Callable] = {name: op_door(name, fn) for name, fn in POOLS.items()}

@@ -27,7 +27,7 @@ from kael.frontend import (
     views,
 )
 from kael.frontend.factorizations import float_dtype, on_host, raise_for, square
-from kael.frontend.outputs import bool_arg, tensor_arg
+from kael.frontend.outputs import bool_arg, int_arg, tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.runtime.dtypes import bool_, float64, int32, int64
 from kael.runtime.errors import IndexError, TypeError, ValueError
@@ -44,20 +44,13 @@ class Geqrf(NamedTuple):
     tau: Tensor
 
 
-def _int_arg(value, op: str, what: str) -> int:
-    """A Python int argument (bools refused, as PyTorch's parser refuses them)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{op}(): argument '{what}' must be int, not {type(value).__name__}")
-    return value
-
-
 def _int_dims(dim, op: str) -> tuple[int, ...]:
     """An int or a tuple/list of ints as a tuple, or PyTorch's parser's TypeError."""
     if isinstance(dim, int) and not isinstance(dim, bool):
         return (dim,)
     if not isinstance(dim, tuple | list):
         raise TypeError(f"{op}(): argument 'dim' must be tuple of ints, not {type(dim).__name__}")
-    return tuple(_int_arg(d, op, "dim") for d in dim)
+    return tuple(int_arg(d, op, "dim") for d in dim)
 
 
 # ---- LU ---------------------------------------------------------------------------------
@@ -135,7 +128,7 @@ def _unpack_pivots(LU: Tensor, pivots: Tensor) -> Tensor:
             " lu_factor?"
         )
     zero_based = (pivots - 1).to(int64).contiguous()
-    return factorizations._permutation(zero_based, m, float64).to(LU.dtype)
+    return factorizations.permutation_matrices(zero_based, m, float64).to(LU.dtype)
 
 
 # ---- triangular solves and Cholesky inverse ---------------------------------------------------
@@ -169,7 +162,7 @@ def triangular_solve(
             f"Incompatible matrix sizes for triangular_solve: each A matrix is {n} by {n} but "
             f"each b matrix is {b.shape[-2]} by {b.shape[-1]}"
         )
-    batch = factorizations._batch(A, b, op)
+    batch = factorizations.broadcast_batch(A, b, op)
     coefficient = A.expand(*batch, n, n)
     # op(T) with T the upper triangle of A is the lower triangle of A^T.
     triangle = coefficient.mT if transpose else coefficient
@@ -219,7 +212,7 @@ def geqrf(A) -> Geqrf:
     if A.ndim < 2:
         raise ValueError(f"{op}: input must have at least 2 dimensions.")
     float_dtype(A, op)
-    packed, tau = orthogonal._geqrf(factorizations.working_copy(A, padded=True))
+    packed, tau = orthogonal.householder_qr(factorizations.working_copy(A, padded=True))
     return Geqrf(packed, tau)
 
 
@@ -282,7 +275,7 @@ def ormqr(input, tau, other, left: bool = True, transpose: bool = False) -> Tens
     count = shape_numel(tuple(input.shape[:-2]))
     if count and m and k and columns:
         panel = input[..., :k].contiguous().reshape(count, m, k)
-        orthogonal._apply_block(
+        orthogonal.apply_reflectors(
             panel,
             tau.contiguous().reshape(count, k),
             c.reshape(count, m, columns),
@@ -341,7 +334,7 @@ def vander(x, N=None) -> Tensor:
             f"{op} supports floating point, complex, and integer tensors, but got {x.dtype}"
         )
     x = x.unsqueeze(-1) if x.ndim == 0 else x
-    n = x.shape[-1] if N is None else _int_arg(N, op, "N")
+    n = x.shape[-1] if N is None else int_arg(N, op, "N")
     if n <= 1:
         raise ValueError(f"{op}: N must be greater than 1, got {n}.")
     powers = x.unsqueeze(-1).expand(*x.shape, n - 1).cumprod(-1)
@@ -354,10 +347,8 @@ def diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     arguments only, as torch.linalg.diagonal)."""
     op = "linalg.diagonal"
     A = tensor_arg(A, op, "A")
-    offset = _int_arg(offset, op, "offset")
-    return A.diagonal(
-        offset=offset, dim1=_int_arg(dim1, op, "dim1"), dim2=_int_arg(dim2, op, "dim2")
-    )
+    offset = int_arg(offset, op, "offset")
+    return A.diagonal(offset=offset, dim1=int_arg(dim1, op, "dim1"), dim2=int_arg(dim2, op, "dim2"))
 
 
 def tensorinv(A, ind: int = 2) -> Tensor:
@@ -365,7 +356,7 @@ def tensorinv(A, ind: int = 2) -> Tensor:
     shaped shape[ind:] + shape[:ind]; a singular one raises LinAlgError (inv's message)."""
     op = "linalg.tensorinv"
     A = tensor_arg(A, op, "A")
-    ind = _int_arg(ind, op, "ind")
+    ind = int_arg(ind, op, "ind")
     if ind <= 0:
         raise ValueError(f"Expected a strictly positive integer for 'ind', but got {ind}")
     if ind > A.ndim:

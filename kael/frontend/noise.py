@@ -31,7 +31,7 @@ def _args(input, p, training, inplace, op: str) -> tuple[Tensor, float, bool, bo
     return x, p, training, inplace
 
 
-def _kept(shape: tuple[int, ...], p: float, like: Tensor) -> Tensor:
+def kept_mask(shape: tuple[int, ...], p: float, like: Tensor) -> Tensor:
     """1.0 where an element (or channel) is kept, with probability 1 - p, else 0.0."""
     draws = random.rand(*shape, dtype=like.dtype, device=like.device)
     return (draws < 1.0 - p).to(like.dtype)
@@ -41,7 +41,7 @@ def _result(x: Tensor, out: Tensor, inplace: bool) -> Tensor:
     return x.copy_(out) if inplace else out
 
 
-def _channels(x: Tensor, batched: bool) -> tuple[int, ...]:
+def channel_shape(x: Tensor, batched: bool) -> tuple[int, ...]:
     """The noise shape of channel dropout: one draw per (sample,) channel."""
     lead = 2 if batched else 1
     return x.shape[:lead] + (1,) * (x.ndim - lead)
@@ -62,7 +62,7 @@ def _feature_dropout(dims: int):
             return _result(x, x * 0.0, inplace)
         # dropout2d of a 3-d input is PyTorch's 1-d channel dropout over (N, C, L)
         batched = x.ndim == dims + 2 or (dims == 2 and x.ndim == 3)
-        noise = _kept(_channels(x, batched), p, x) / (1.0 - p)
+        noise = kept_mask(channel_shape(x, batched), p, x) / (1.0 - p)
         return _result(x, x * noise, inplace)
 
     dropout.__name__ = dropout.__qualname__ = op
@@ -82,7 +82,7 @@ def _alpha(feature: bool):
             return x
         if p == 1.0:
             return _result(x, x * 0.0, inplace)
-        shape = _channels(x, True) if feature and x.ndim >= 2 else x.shape
+        shape = channel_shape(x, True) if feature and x.ndim >= 2 else x.shape
         a = 1.0 / math.sqrt((SELU_ALPHA_SCALED**2 * p + 1) * (1 - p))
         drop_value = SELU_ALPHA_SCALED * a
 
@@ -90,7 +90,7 @@ def _alpha(feature: bool):
             return x * (keep * a) + ((keep - 1) * drop + shift)
 
         params = {"a": a, "shift": drop_value * p, "drop": drop_value}
-        out = launch((op,), [x, _kept(shape, p, x)], x.dtype, formula, params)
+        out = launch((op,), [x, kept_mask(shape, p, x)], x.dtype, formula, params)
         return _result(x, out, inplace)
 
     alpha_dropout.__name__ = alpha_dropout.__qualname__ = op

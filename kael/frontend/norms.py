@@ -42,7 +42,7 @@ def _affine(y: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
     return y if bias is None else y + bias
 
 
-def _wide(x: Tensor) -> Tensor:
+def widened(x: Tensor) -> Tensor:
     """x in its compute dtype: float16/bfloat16 statistics are taken in float32."""
     return x.to(float32) if x.dtype.is_half else x
 
@@ -70,7 +70,7 @@ def batch_norm(
     )
     w, b = _channel_view(weight, x, name, "weight"), _channel_view(bias, x, name, "bias")
     dims = (0, *range(2, x.ndim))
-    wide = _wide(x)
+    wide = widened(x)
     if training:
         count = x.numel() // x.shape[1]
         if count <= 1:
@@ -87,7 +87,7 @@ def batch_norm(
     else:
         if mean_v is None or var_v is None:
             raise ValueError(f"{name}: running_mean and running_var must be given in eval mode")
-        mean, var = _wide(mean_v), _wide(var_v)
+        mean, var = widened(mean_v), widened(var_v)
     return _affine((wide - mean) * (var + eps).rsqrt(), w, b).to(x.dtype)
 
 
@@ -118,7 +118,7 @@ def instance_norm(
     for s, full in zip(stats, (running_mean, running_var)):
         if s is not None:
             s.copy_(_tile(full, n))
-    y = batch_norm(_wide(folded), *stats, None, None, True, momentum, eps).reshape(x.shape)
+    y = batch_norm(widened(folded), *stats, None, None, True, momentum, eps).reshape(x.shape)
     for s, full in zip(stats, (running_mean, running_var)):
         if s is not None:  # each channel's moved statistic, averaged over the samples
             full.copy_(reductions.mean(s.reshape(n, c), 0))
@@ -150,7 +150,7 @@ def group_norm(
             f"Expected number of channels in input to be divisible by num_groups, but got"
             f" input of shape {list(x.shape)} and num_groups={num_groups}"
         )
-    grouped = _wide(x).reshape(n, num_groups, math.prod(x.shape[1:]) // num_groups)
+    grouped = widened(x).reshape(n, num_groups, math.prod(x.shape[1:]) // num_groups)
     mean = reductions.mean(grouped, -1, keepdim=True)
     var = moments.var(grouped, -1, correction=0, keepdim=True)
     y = ((grouped - mean) * (var + eps).rsqrt()).reshape(x.shape)

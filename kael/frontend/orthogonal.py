@@ -39,7 +39,7 @@ NB = 64  # the blocked kernels' panel width (32, LAPACK's default, measured 5-10
 BLOCKED = 128  # from this many reflectors on, panels and matrix products
 
 
-def _apply_block(panel: Tensor, tau: Tensor, c: Tensor, transpose: bool) -> None:
+def apply_reflectors(panel: Tensor, tau: Tensor, c: Tensor, transpose: bool) -> None:
     """C = H C (or H^T C) in place, H = H_0 ... H_{nb-1} = I - V T V^T the block of
     reflectors in `panel` [count, r, nb]: LAPACK's larfb, in kael's matrix products."""
     count, rows, nb = panel.shape
@@ -51,7 +51,7 @@ def _apply_block(panel: Tensor, tau: Tensor, c: Tensor, transpose: bool) -> None
     blocked.subtract_product(c, v, w)
 
 
-def _geqrf(a: Tensor) -> tuple[Tensor, Tensor]:
+def householder_qr(a: Tensor) -> tuple[Tensor, Tensor]:
     """(packed R and reflectors, tau [*, min(m, n)]) of the contiguous copy `a`, in place:
     geqr2 on the whole, or (LAPACK's geqrf) on panels of NB columns, each block of
     reflectors applied to the columns after it at once."""
@@ -72,7 +72,7 @@ def _geqrf(a: Tensor) -> tuple[Tensor, Tensor]:
         panel, panel_tau = a3[:, j:, j : j + jb], tau2[:, j : j + jb]
         householder.geqr2(panel._impl, panel_tau._impl, work._impl, count)
         if j + jb < n:
-            _apply_block(panel, panel_tau, a3[:, j:, j + jb :], transpose=True)
+            apply_reflectors(panel, panel_tau, a3[:, j:, j + jb :], transpose=True)
     return a, tau
 
 
@@ -93,7 +93,7 @@ def _orgqr(q: Tensor, tau: Tensor) -> Tensor:
     householder.org2r(q3[:, last:, last:]._impl, tau2[:, last:]._impl, work._impl, count)
     for j in range(last - NB, -1, -NB):
         panel, panel_tau = q3[:, j:, j : j + NB], tau2[:, j : j + NB]
-        _apply_block(panel, panel_tau, q3[:, j:, j + NB :], transpose=False)
+        apply_reflectors(panel, panel_tau, q3[:, j:, j + NB :], transpose=False)
         householder.org2r(panel._impl, panel_tau._impl, work._impl, count)
         q3[:, :j, j : j + NB] = 0
     return q
@@ -121,7 +121,7 @@ def qr(A, mode: str = "reduced", *, out=None) -> QR:
             "(default), 'r', or 'complete'"
         )
     m, n = A.shape[-2:]
-    packed, tau = _geqrf(working_copy(A, padded=True))
+    packed, tau = householder_qr(working_copy(A, padded=True))
     columns = m if mode == "complete" else min(m, n)
     r = packed[..., :columns, :].triu()
     if mode == "r":

@@ -46,6 +46,14 @@ def bool_arg(value, op: str, what: str) -> bool:
     return value
 
 
+def int_arg(value, op: str, what: str) -> int:
+    """A Python int argument (bools refused, as PyTorch's parser refuses them); kael.TypeError
+    naming the op, the argument and the type given."""
+    if type(value) is not int:
+        raise TypeError(f"{op}(): argument '{what}' must be int, not {type(value).__name__}")
+    return value
+
+
 def _type_name(value) -> str:
     """A value's type as a message names it: numpy.bool apart from Python's bool."""
     kind = type(value)

@@ -480,13 +480,15 @@ def _max_unpool(dims: int, op: str):
     return max_unpool
 
 
-def _with_indices(pool):
-    def with_indices(*args, **kwargs):
+def with_indices(pool):
+    """`pool` as its NAME_with_indices spelling: (values, indices) always."""
+
+    def pooled(*args, **kwargs):
         return pool(*args, **kwargs, return_indices=True)
 
-    with_indices.__name__ = with_indices.__qualname__ = f"{pool.__name__}_with_indices"
-    with_indices.__doc__ = f"{pool.__name__} giving (values, indices)."
-    return with_indices
+    pooled.__name__ = pooled.__qualname__ = f"{pool.__name__}_with_indices"
+    pooled.__doc__ = f"{pool.__name__} giving (values, indices)."
+    return pooled
 
 
 POOLS = {f"max_pool{d}d": _max_pool(d, f"max_pool{d}d") for d in (1, 2, 3)}
@@ -495,7 +497,7 @@ POOLS["avg_pool1d"] = _avg_pool1d(POOLS["avg_pool1d"])
 POOLS |= {f"adaptive_avg_pool{d}d": _adaptive_avg(d, f"adaptive_avg_pool{d}d") for d in (1, 2, 3)}
 POOLS |= {f"adaptive_max_pool{d}d": _adaptive_max(d, f"adaptive_max_pool{d}d") for d in (1, 2, 3)}
 POOLS |= {
-    f"{name}_with_indices": _with_indices(POOLS[name]) for name in list(POOLS) if "max" in name
+    f"{name}_with_indices": with_indices(POOLS[name]) for name in list(POOLS) if "max" in name
 }
 POOLS |= {f"lp_pool{d}d": _lp_pool(d, f"lp_pool{d}d") for d in (1, 2, 3)}
 POOLS |= {f"max_unpool{d}d": _max_unpool(d, f"max_unpool{d}d") for d in (1, 2, 3)}

@@ -20,8 +20,8 @@ from kael.codegen.cpu import svd as kernel
 from kael.frontend import elementwise as ew
 from kael.frontend import factories, orthogonal, spectral
 from kael.frontend.factorizations import (
-    _batch,
     _out,
+    broadcast_batch,
     matrices,
     on_host,
     raise_for,
@@ -291,7 +291,7 @@ def lstsq(A, B, rcond=None, *, driver=None) -> Lstsq:
             f"torch.{op}: A.size(-2) should match B.size(-2), got A {list(A.shape)} and "
             f"B {list(B.shape)}"
         )
-    batch = _batch(A, B, op)
+    batch = broadcast_batch(A, B, op)
     A, B = A.expand(*batch, m, n), B.expand(*batch, m, B.shape[-1])
     U, S, Vh = _decompose(A, True, False)
     cutoff = _eps(A) * max(m, n) if rcond is None or float_arg(rcond, op, "rcond") < 0 else rcond

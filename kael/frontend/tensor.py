@@ -872,24 +872,6 @@ class Tensor:
         x = self if self._impl.dtype.is_floating_point else self.to(dtypes.get_default_dtype())
         return ((x < 0).to(x.dtype) * math.pi).where(x == x, x)
 
-    def map2_(self, x: Tensor, y: Tensor, callable) -> Tensor:
-        """self[i] = callable(self[i], x[i], y[i]) with x and y broadcast to self's shape and of
-        self's dtype (a Python call per element, as PyTorch's map2_)."""
-        from kael.frontend import conveniences  # it imports this module
-        from kael.frontend.outputs import tensor_arg
-
-        for name, other in (("x", x), ("y", y)):
-            tensor_arg(other, "map2_", name)
-            conveniences._cpu_only(other, "map2_")
-            if other.dtype is not self._impl.dtype:
-                raise TypeError(
-                    f"map2_(): expected {self.type()} for '{name}' (got {other.type()})"
-                )
-        conveniences._cpu_only(self, "map2_")
-        mine, xs, ys = (conveniences._values(t.expand(self.shape)) for t in (self, x, y))
-        results = [callable(a, b, c) for a, b, c in zip(mine, xs, ys, strict=True)]
-        return conveniences._write_results(self, results)
-
     def sum_to_size(self, *size) -> Tensor:
         """Sums over the dims that broadcasting `size` to this shape would expand: leading
         dims dropped, size-1 dims kept; self when the shapes match."""

@@ -8,8 +8,8 @@ import warnings
 from collections.abc import Callable
 
 from kael.frontend import eager, factories, layers, views
-from kael.frontend.noise import _channels, _kept
-from kael.frontend.norms import _wide
+from kael.frontend.noise import channel_shape, kept_mask
+from kael.frontend.norms import widened
 from kael.frontend.order_statistics import searchsorted
 from kael.frontend.tensor import Layout, Tensor, strided
 from kael.frontend.tracing import op_door
@@ -98,7 +98,7 @@ def feature_dropout(input: Tensor, p: float, train: bool, inplace: bool = False)
     if p == 1.0:
         noise = factories.zeros((), dtype=x.dtype, device=x.device)
     else:
-        noise = _kept(_channels(x, True), p, x) / (1.0 - p)
+        noise = kept_mask(channel_shape(x, True), p, x) / (1.0 - p)
     return x.mul_(noise) if inplace else x * noise
 
 
@@ -195,7 +195,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enable
 def _statistics(x: Tensor, dims, eps: float, keepdim: bool) -> tuple[Tensor, Tensor]:
     """The mean and 1 / sqrt(biased variance + eps) of x over dims, taken in float32 for the
     half types."""
-    wide = _wide(x)
+    wide = widened(x)
     mean = wide.mean(dims, keepdim=keepdim)
     rstd = (wide.var(dims, correction=0, keepdim=keepdim) + eps).rsqrt()
     return mean, rstd
