@@ -79,7 +79,7 @@ def _erfc_far_fit(hi: float, degree: dict[str, int]) -> Fit:
     return Fit(_erfc_far, lambda v: v / (1 + v * _erfc_far(v)), 0.0, hi, degree)
 
 
-def _mills(a):
+def _gelu_tail(a):
     """G(a) = Q(a) exp(a^2 / 2), Q the normal distribution's upper tail: Phi(-a) = exp(-a^2/2) G(a)."""
     return mp.erfc(a / mp.sqrt(2)) / 2 * mp.exp(a * a / 2)
 
@@ -227,8 +227,8 @@ TABLES = {
     # tanh(a) (degree 8: tanh's poles at +-i pi/2 slow the fit near 1), its row at 0 without a
     # constant (tanh is odd): vmath.TANH_TABLE32.
     "tanh_table": [_unit_fit(mp.tanh, k, 8, int(k == 0)) for k in range(16)],
-    # gelu's G(a) = Q(a) exp(a^2 / 2): vmath.GELU_MILLS32.
-    "gelu_mills": [_unit_fit(_mills, k) for k in range(15)],
+    # gelu's G(a) = Q(a) exp(a^2 / 2): vmath.GELU_TABLE32.
+    "gelu_table": [_unit_fit(_gelu_tail, k) for k in range(15)],
 }
 
 
@@ -298,7 +298,7 @@ def fitted(fit: Fit, prec: str, degree: int) -> tuple[list[float], float]:
 
 def main(names: list[str]) -> None:
     for name in names or [*FITS, *TABLES]:
-        for fit in TABLES.get(name, [FITS.get(name)]):
+        for fit in TABLES[name] if name in TABLES else [FITS[name]]:
             for prec, degree in fit.degree.items():
                 coefs, err = fitted(fit, prec, degree)
                 print(f"{name} [{fit.lo}, {fit.hi}] {prec} degree {degree}: error {err:.3g} eps")

@@ -7,11 +7,12 @@ branch-free (every lane computes each path and selects); far ranges that need mu
 work (huge trigonometric arguments, gelu's far tail) run on a branch taken only when
 some lane needs it (ExprEmitter.rarely).
 
-float32 tanh, sigmoid and silu (sigmoid(-|x|)), gelu (x Phi(x), Phi(-a) = exp(-a^2/2) G(a)) and
-softplus (max(x, 0) + log1p(exp(-|x|))) take those functions of |x| from piecewise tables,
-one polynomial per unit of |x|: a table lookup per coefficient (vpermps with AVX-512, a
-constant global elsewhere: the same bits on every backend and layout), no exp, division or
-log but gelu's exp; the far ranges and NaN take the exp forms on a rare branch.
+On AVX-512 hosts and the GPU, float32 tanh, sigmoid and silu (sigmoid(-|x|)), gelu (x
+Phi(x), Phi(-a) = exp(-a^2/2) G(a)) and softplus (max(x, 0) + log1p(exp(-|x|))) take those
+functions of |x| from piecewise tables, one polynomial per unit of |x|: a table lookup per
+coefficient (vpermps, or a constant global in scalar and PTX code: the same bits in every
+layout and on both), no exp, division or log but gelu's exp; the far ranges and NaN take
+the exp forms on a rare branch. AVX2 hosts keep the exp forms (faster there).
 
 Polynomial coefficients are weighted minimax fits made by benchmarks/fit_vmath.py
 (Lawson's algorithm against 40-digit mpmath references), lowest degree first; split
@@ -35,7 +36,7 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from kael.codegen import arith, trig_reduce
-from kael.codegen.lowering import ExprEmitter, declare, value_type_of_width
+from kael.codegen.lowering import ExprEmitter, declare, targets_gpu, value_type_of_width
 from kael.runtime.dtypes import DType, float32, float64
 
 INF, NAN = float("inf"), float("nan")
@@ -274,7 +275,7 @@ TANH_TABLE32 = (
 
 # gelu's table: G(a) = Q(a) exp(a^2 / 2) (Q the normal distribution's upper tail), k <= 14.
 GELU_TABLE_REACH = 14.0
-GELU_MILLS32 = (
+GELU_TABLE32 = (
     (0.5, -0.3989422619342804, 0.24999909102916718, -0.13296546041965485, 0.0623764768242836, -0.026053929701447487, 0.009069505147635937, -0.0019430355168879032),
     (0.2615782916545868, -0.137364000082016, 0.0621073953807354, -0.02508539706468582, 0.009249265305697918, -0.0031663684640079737, 0.0010577728971838951, -0.0003147849056404084),
     (0.16810199618339539, -0.06273827701807022, 0.02131311222910881, -0.006704394239932299, 0.0019714818336069584, -0.0005490043549798429, 0.00016079646593425423, -4.154548514634371e-05),
@@ -410,41 +411,45 @@ class _Ops:
         return self.b.not_(inside)
 
     def unit_split(self, a: ir.Value) -> tuple[ir.Value, ir.Value]:
-        """(k = rint(a) in the low bits of an integer, t = a - k) for a >= 0 below 2**22: t
-        is exact (a and k are within a factor of 2 of each other, or k = 0)."""
-        shifted = self.add(a, self.c(self.fmt.shifter))
-        return self.bits(shifted), self.sub(a, self.sub(shifted, self.c(self.fmt.shifter)))
+        """(k = rint(a) as an integer, t = a - k) for a >= 0 below 2**22: t is exact (a and
+        k are within a factor of 2 of each other, or k = 0)."""
+        kf, k = self.round_to_int(a)
+        return k, self.sub(a, kf)
 
     def table_poly(
         self, name: str, index: ir.Value, v: ir.Value, rows: Sequence[Sequence[float]]
     ) -> ir.Value:
         """Each lane's polynomial rows[k] (lowest degree first) at v, k the low 4 bits of the
-        lane's `index` (so never outside the table; rows past the last repeat it). AVX-512's
-        vpermps takes a coefficient for 16 float32 lanes from one register; elsewhere each
-        lane loads it from the module's constant `name` (both backends): same values."""
+        lane's `index` (so never outside the table; rows past the last repeat it). 16
+        float32 lanes take a coefficient by AVX-512's vpermps; elsewhere (scalar code, PTX)
+        each lane loads it from the module's constant `name`: the same values."""
         if len(rows) > 16:
             raise ValueError(f"table_poly takes at most 16 rows, got {len(rows)}")
         padded = [*rows, *[rows[-1]] * (16 - len(rows))]
-        if self.scalef and self.fmt.bits == 32:
-            pick = self._permuted(padded, index)
-        else:
-            pick = self._loaded(name, padded, self.b.and_(index, self.ic(15)))
+        pick = self._picker(name, padded, self.b.and_(index, self.ic(15)))
         acc = pick(len(rows[0]) - 1)
         for j in range(len(rows[0]) - 2, -1, -1):
             acc = self.fma(acc, v, pick(j))
         return acc
 
-    def _permuted(self, rows: Sequence[Sequence[float]], index: ir.Value) -> Callable:
-        """Coefficient j of each lane's row: vpermps over the column's 16 values."""
+    def _picker(self, name: str, rows: Sequence[Sequence[float]], index: ir.Value) -> Callable:
+        """pick(j): coefficient j of each lane's row, by AVX-512's vpermps or by loads."""
         vt = x_type(self.m, self.dtype)
+        if not (self.scalef and self.fmt.bits == 32):
+            return self._loaded(name, rows, index)
         fn = declare(
             self.b.module, "llvm.x86.avx512.permvar.sf.512", ir.FunctionType(vt, [vt, self.itype])
         )
+        return lambda j: self.b.call(fn, [ir.Constant(vt, [row[j] for row in rows]), index])
 
-        def pick(j: int) -> ir.Value:
-            return self.b.call(fn, [ir.Constant(vt, [row[j] for row in rows]), index])
+    @property
+    def tables(self) -> bool:
+        """Whether float32's table forms are used: on the GPU and on AVX-512 hosts (their
+        vector and scalar code alike, so the bits match); an AVX2 host has no one-register
+        16-entry permute and keeps the exp forms (tanh 0.50 -> 1.05 ns an element there)."""
+        from kael.codegen.cpu import compiler  # it imports this module
 
-        return pick
+        return self.dtype is float32 and (targets_gpu(self.b.module) or compiler.has_avx512f())
 
     def _loaded(self, name: str, rows: Sequence[Sequence[float]], index: ir.Value) -> Callable:
         """Coefficient j of each lane's row, loaded lane by lane from a constant global."""
@@ -712,20 +717,40 @@ def _tan(o: _Ops, x: ir.Value, k: _Consts) -> ir.Value:
 # --- hyperbolic, logistic, error function -----------------------------------------------------
 
 
+def _from_table(
+    o: _Ops,
+    x: ir.Value,
+    name: str,
+    rows: Sequence[Sequence[float]],
+    reach: float,
+    finish: Callable[[ir.Value, ir.Value], ir.Value],
+    fallback: Callable[[_Ops, ir.Value], ir.Value],
+) -> ir.Value:
+    """finish(|x|, f(|x|)), f from its table `rows` (one polynomial per unit of |x|); |x|
+    past `reach` and NaN take `fallback` (the exp form) on a rare branch."""
+    a = o.abs(x)
+    k, t = o.unit_split(a)
+    fast = finish(a, o.table_poly(name, k, t, rows))
+    return o.m.rarely(o.above_or_nan(a, reach), [fast], lambda: [fallback(o, x)])[0]
+
+
 def _tanh(o: _Ops, x: ir.Value) -> ir.Value:
-    """float32: the table form (every backend: the same bits); float64: the expm1 form."""
-    return _tanh_table(o, x) if o.dtype is float32 else _tanh_expm1(o, x)
+    """The table form where `o.tables` (float32 on the GPU and AVX-512 hosts), else expm1's."""
+    return _tanh_table(o, x) if o.tables else _tanh_expm1(o, x)
 
 
 def _tanh_table(o: _Ops, x: ir.Value) -> ir.Value:
-    """tanh(|x|) from its table polynomial, x's sign copied on (no exp, no division); |x|
-    past the table and NaN take the expm1 form on a rare branch. In cache, 1 thread:
+    """tanh(|x|) from its table polynomial, x's sign copied on (no exp, no division); below
+    tanh_small the odd polynomial x + x^3 T(x^2) (the table's row 0 ends its Horner steps
+    near 1: an ulp off, which tanhshrink's x - tanh(x) magnifies). In cache, 1 thread:
     0.45 -> 0.3 ns an element."""
-    a = o.abs(x)
-    k, t = o.unit_split(a)
-    fast = o.copysign(o.table_poly("kael_tanh", k, t, TANH_TABLE32), x)
-    edge = o.above_or_nan(a, TANH_TABLE_REACH)
-    return o.m.rarely(edge, [fast], lambda: [_tanh_expm1(o, x)])[0]
+
+    def finish(a: ir.Value, y: ir.Value) -> ir.Value:
+        z = o.mul(x, x)
+        small = o.fma(o.mul(x, z), o.poly(z, o.k.tanh_poly), x)
+        return o.copysign(o.select(o.cmp("<", a, o.c(o.k.tanh_small)), small, y), x)  # +-0
+
+    return _from_table(o, x, "kael_tanh", TANH_TABLE32, TANH_TABLE_REACH, finish, _tanh_expm1)
 
 
 def _tanh_expm1(o: _Ops, x: ir.Value) -> ir.Value:
@@ -739,29 +764,27 @@ def _tanh_expm1(o: _Ops, x: ir.Value) -> ir.Value:
 
 
 def _logistic(o: _Ops, x: ir.Value, scale: ir.Value | None = None) -> ir.Value:
-    """scale * sigmoid(x) (sigmoid itself without a scale). float32: the table form (every
-    backend: the same bits); float64: the exp form."""
-    if o.dtype is float32:
-        return _logistic_table(o, x, scale)
-    return _logistic_exp(o, x, scale)
+    """scale * sigmoid(x) (sigmoid itself without a scale): the table form where `o.tables`
+    (float32 on the GPU and AVX-512 hosts), else the exp form."""
+    return _logistic_table(o, x, scale) if o.tables else _logistic_exp(o, x, scale)
 
 
 def _logistic_table(o: _Ops, x: ir.Value, scale: ir.Value | None) -> ir.Value:
     """s = sigmoid(-|x|) from |x|'s table polynomial (no exp, no division): scale * s for
-    x <= 0, scale - scale * s above (s <= 1/2: no cancellation); zeros keep their sign.
-    |x| past the table and NaN take the exp form on a rare branch. In cache, 1 thread:
-    silu 0.47 -> 0.32 ns an element, sigmoid 0.40 -> 0.29."""
-    a = o.abs(x)
-    k, t = o.unit_split(a)
-    s = o.table_poly("kael_logistic", k, t, LOGISTIC_TABLE32)
-    below = o.cmp("<=", x, o.c(0.0))
-    if scale is None:
-        fast = o.select(below, s, o.sub(o.c(1.0), s))
-    else:
+    x <= 0, scale - scale * s above (s <= 1/2: no cancellation); zeros keep their sign. In
+    cache, 1 thread: silu 0.47 -> 0.32 ns an element, sigmoid 0.40 -> 0.29."""
+
+    def finish(a: ir.Value, s: ir.Value) -> ir.Value:
+        below = o.cmp("<=", x, o.c(0.0))
+        if scale is None:
+            return o.select(below, s, o.sub(o.c(1.0), s))
         part = o.mul(scale, s)
-        fast = o.select(below, part, o.sub(scale, part))
-    edge = o.above_or_nan(a, LOGISTIC_TABLE_REACH)
-    return o.m.rarely(edge, [fast], lambda: [_logistic_exp(o, x, scale)])[0]
+        return o.select(below, part, o.sub(scale, part))
+
+    rows, reach = LOGISTIC_TABLE32, LOGISTIC_TABLE_REACH
+    return _from_table(
+        o, x, "kael_logistic", rows, reach, finish, lambda o, x: _logistic_exp(o, x, scale)
+    )
 
 
 def _logistic_exp(o: _Ops, x: ir.Value, scale: ir.Value | None = None) -> ir.Value:
@@ -889,26 +912,23 @@ def _erfc(o: _Ops, x: ir.Value, _: _Consts) -> ir.Value:
 
 
 def _gelu(o: _Ops, x: ir.Value) -> ir.Value:
-    """float32: the table form (on every backend, so a value's bits do not depend on the
-    layout or device); float64: the erf form."""
-    return _gelu_table(o, x) if o.dtype is float32 else _gelu_erf(o, x)
+    """The table form where `o.tables` (float32 on the GPU and AVX-512 hosts), else erf's."""
+    return _gelu_table(o, x) if o.tables else _gelu_erf(o, x)
 
 
 def _gelu_table(o: _Ops, x: ir.Value) -> ir.Value:
-    """x Phi(x), Phi(-a) = exp(-a^2 / 2) G(a) with a = |x| = k + t: G from k's polynomial
-    (a table lookup per coefficient), exp of the exactly squared a, scaled last so a
-    subnormal result rounds once; x - x Phi(-x) for x > 0 (no cancellation: Phi(-x) < 1/2).
-    |x| past the table and NaN take the erf form on a rare branch. In cache, 1 thread:
-    1.06 -> 0.56 ns an element."""
-    a = o.abs(x)
-    k, t = o.unit_split(a)
-    g = o.table_poly("kael_gelu_mills", k, t, GELU_MILLS32)
-    hi, lo = _two_product(o, a, a)
-    p, n = _exp_parts(o, o.mul(hi, o.c(-0.5)), o.mul(lo, o.c(-0.5)))
-    tail = o.ldexp(o.mul(x, o.mul(g, p)), n)  # x Phi(-a)
-    fast = o.select(o.cmp("<=", x, o.c(0.0)), tail, o.sub(x, tail))
-    edge = o.above_or_nan(a, GELU_TABLE_REACH)
-    return o.m.rarely(edge, [fast], lambda: [_gelu_erf(o, x)])[0]
+    """x Phi(x), Phi(-a) = exp(-a^2 / 2) G(a) with a = |x| = k + t: G from k's polynomial,
+    exp of the exactly squared a, scaled last so a subnormal result rounds once; x - x
+    Phi(-x) for x > 0 (no cancellation: Phi(-x) < 1/2). In cache, 1 thread: 1.06 -> 0.56
+    ns an element."""
+
+    def finish(a: ir.Value, g: ir.Value) -> ir.Value:
+        hi, lo = _two_product(o, a, a)
+        p, n = _exp_parts(o, o.mul(hi, o.c(-0.5)), o.mul(lo, o.c(-0.5)))
+        tail = o.ldexp(o.mul(x, o.mul(g, p)), n)  # x Phi(-a)
+        return o.select(o.cmp("<=", x, o.c(0.0)), tail, o.sub(x, tail))
+
+    return _from_table(o, x, "kael_gelu", GELU_TABLE32, GELU_TABLE_REACH, finish, _gelu_erf)
 
 
 def _gelu_erf(o: _Ops, x: ir.Value) -> ir.Value:
@@ -983,20 +1003,19 @@ SOFTPLUS_TABLE32 = (
 
 
 def _softplus(o: _Ops, x: ir.Value) -> ir.Value:
-    """float32: the table form (every backend: the same bits); float64: the exp form."""
-    return _softplus_table(o, x) if o.dtype is float32 else _softplus_exp(o, x)
+    """The table form where `o.tables` (float32 on the GPU and AVX-512 hosts), else exp's."""
+    return _softplus_table(o, x) if o.tables else _softplus_exp(o, x)
 
 
 def _softplus_table(o: _Ops, x: ir.Value) -> ir.Value:
     """max(x, 0) + log1p(exp(-|x|)), the second term |x|'s table polynomial (no exp, no
-    log): two terms of one sign. |x| past the table and NaN take the exp form on a rare
-    branch. In cache, 1 thread: 0.59 -> 0.39 ns an element."""
-    a = o.abs(x)
-    k, t = o.unit_split(a)
-    tail = o.table_poly("kael_softplus", k, t, SOFTPLUS_TABLE32)
-    fast = o.add(o.select(o.cmp(">", x, o.c(0.0)), x, o.c(0.0)), tail)
-    edge = o.above_or_nan(a, SOFTPLUS_TABLE_REACH)
-    return o.m.rarely(edge, [fast], lambda: [_softplus_exp(o, x)])[0]
+    log): two terms of one sign. In cache, 1 thread: 0.59 -> 0.39 ns an element."""
+
+    def finish(a: ir.Value, tail: ir.Value) -> ir.Value:
+        return o.add(o.select(o.cmp(">", x, o.c(0.0)), x, o.c(0.0)), tail)
+
+    rows, reach = SOFTPLUS_TABLE32, SOFTPLUS_TABLE_REACH
+    return _from_table(o, x, "kael_softplus", rows, reach, finish, _softplus_exp)
 
 
 def _softplus_exp(o: _Ops, x: ir.Value) -> ir.Value:

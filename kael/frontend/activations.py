@@ -104,7 +104,8 @@ ACTIVATIONS: dict[str, Activation] = {
     "softsign": Activation(
         lambda x: x / stored(x.apply("abs") + 1), integers="float", inplace=False
     ),
-    "logsigmoid": Activation(lambda x: -(-x).apply("softplus"), inplace=False),
+    # 0 - softplus(-x): +0 where softplus(-x) is 0, as PyTorch gives, not -0
+    "logsigmoid": Activation(lambda x: 0.0 - (-x).apply("softplus"), inplace=False),
     "threshold": Activation(
         lambda x, threshold, value: where(x <= threshold, value, x),  # NaN passes, as in torch
         (("threshold", None), ("value", None)),  # required, as in PyTorch

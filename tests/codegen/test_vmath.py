@@ -66,11 +66,14 @@ def negative_zero_expected(op: str, dt, x: float) -> bool:
 
 
 # Max ulp asserted on each main domain, for both precisions unless (op, "f64") says more
-# (measured f32/f64: exp .99/.95, exp2 1.04/1.02, expm1 1.53/1.77, log .76/.77, log2
-# 1.55/1.54, log1p .77/.77, sin .58/1.42 and cos .58/1.49 (huge arguments .56/1.19), tan
-# .61/2.68 (3.06 the worst of 4M float64 samples: sin r / cos r near |r| = pi/4), tanh 1.58/1.48, sigmoid 1.60/1.75, silu 1.93/2.30 (float32: the table form), erf 1.05/.90, gelu
-# 3.25/17.1 (float32's table form; far tail 2.1/1.9), gelu_tanh 11.4/12.8, softplus 1.32/1.55 (float32's table form; float64:
-# exp's error and two roundings on top of log1p's near x = 0+), pow .5/1.44, 1.1 near exp's edges).
+# (measured f32/f64 on float32_sweep(1021): exp .99/.95, exp2 1.04/1.02, expm1 1.53/1.77,
+# log .76/.77, log2 1.55/1.54, log1p .77/.77, sin .58/1.42 and cos .58/1.49 (huge
+# arguments .56/1.19), tan .61/2.68 (3.06 the worst of 4M float64 samples: sin r / cos r
+# near |r| = pi/4), erf 1.05/.90, pow .5/1.44 (1.1 near exp's edges); float32 on AVX-512
+# takes the table forms: tanh 1.14/1.48 (0.5-0.65 below 0.5), sigmoid 1.72/1.75, silu
+# 1.87/2.30, gelu 3.30/17.1 (3.88 the worst of a dense sweep of [-15, 15]; far tail
+# 2.1/1.9), gelu_tanh 12.4/12.8, softplus 1.36/1.55 (float64: exp's error and two roundings
+# on top of log1p's near x = 0+)).
 # gelu's erfc polynomial is fitted for erf's absolute error, so gelu's negative tail is
 # relatively less accurate in float64; gelu_tanh is ill-conditioned for negative x (its
 # condition number reaches ~10 at x = -3), so any float evaluation loses about that much.
@@ -340,7 +343,7 @@ def _thresholds(op: str, dt) -> list[float]:
 def _table_edges(reach: float) -> list[float]:
     """float32's table forms: the reach (past it, the rare branch) and where the row changes
     (k + 1/2), both signs."""
-    return [s * v for s in (1, -1) for v in (reach, 0.5, 1.5, 7.5, reach - 1)]
+    return [s * v for s in (1, -1) for v in (reach, 0.5, 1.5, 7.5, reach - 0.5)]
 
 
 def _around(t: float, dt) -> np.ndarray:
@@ -586,6 +589,44 @@ def test_exp_scales_by_vscalef_with_avx512(dt):
     suffix = "ps" if dt is dtypes.float32 else "pd"
     assert re.search(rf"vscalef{suffix}\s.*%zmm", asm)
     assert not re.search(r"vpslld\s.*%zmm", asm)  # no exponent field built by hand
+
+
+TABLE_OPS = ("tanh", "sigmoid", "silu", "gelu", "softplus")
+
+
+@pytest.mark.skipif("avx512f" not in cpu_compiler.vector_features(), reason="needs AVX-512")
+@pytest.mark.parametrize("op", TABLE_OPS)
+def test_float32_table_forms_take_one_vpermps_a_coefficient_and_no_division(op):
+    kernel = _unary_template(op, dtypes.float32).kernel
+    asm = cpu_compiler.assembly(kernel.specialize(1, (CONTIG, CONTIG), False, False), "k")
+    permutes = re.findall(r"vpermps\s.*%zmm", asm)
+    assert len(permutes) >= 7  # one a coefficient (degree 7 or 8), in the body and the tail
+    assert not re.search(r"vpermt2ps|vpermi2ps", asm)  # no two-register form, no copies
+
+
+TABLES_ON_THE_DEVICE = """
+import numpy as np, kael, kael.nn.functional as F
+from kael.codegen.cpu import compiler
+rng = np.random.default_rng(3)
+x = (rng.standard_normal(5000) * 6).astype(np.float32)
+x[: 10 * 97 : 97] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, 40.0, -40.0, 14.5, -15.0]
+for f in (kael.tanh, kael.sigmoid, F.silu, F.gelu, F.softplus):
+    host, device = f(kael.tensor(x)).numpy(), f(kael.tensor(x).cuda()).cpu().numpy()
+    if compiler.has_avx512f():  # both take the tables: the same bits
+        assert np.array_equal(host, device, equal_nan=True), f
+    else:  # the host keeps the exp forms
+        np.testing.assert_allclose(host, device, rtol=6e-7, atol=1e-44)
+print("ok")
+"""
+
+
+def test_the_device_takes_the_float32_tables_with_the_hosts_bits():
+    env = {**os.environ, "KAEL_EMULATE_CUDA": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-c", TABLES_ON_THE_DEVICE],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-3000:]
 
 
 # --- generated code -------------------------------------------------------------------------
