@@ -133,6 +133,7 @@ def capsule(impl: TensorImpl, versioned: bool = False) -> object:
     "dltensor_versioned" (writable) when `versioned`, else the classic "dltensor"."""
     if impl.device is not CPU:
         raise TypeError(f"DLPack export supports CPU tensors only, got one on {impl.device}")
+    impl.storage.exported = True  # a grown storage keeps the block the capsule points at
     rank = len(impl.shape)
     shape = (ctypes.c_int64 * max(rank, 1))(*impl.shape)
     strides = (ctypes.c_int64 * max(rank, 1))(*impl.strides)

@@ -22,6 +22,7 @@ class _StorageArray:
     def __init__(self, impl: TensorImpl) -> None:
         itemsize = impl.dtype.itemsize
         self.storage = impl.storage  # keeps the bytes alive as long as the array
+        impl.storage.exported = True  # and a grown storage keeps these (take_block)
         self.__array_interface__ = {
             "version": 3,
             "shape": impl.shape,

@@ -153,7 +153,8 @@ def _strides_arg(stride) -> tuple[int, ...]:
 def _grow_storage(storage: Storage, nbytes: int) -> None:
     """Give `storage` a block of `nbytes` starting with its old bytes, so every tensor over
     it sees the bigger block (PyTorch resizes the one StorageImpl its views share); the old
-    block lives on with the storage (Storage.take_block)."""
+    block is freed, or kept with the storage when NumPy or DLPack holds it
+    (Storage.take_block)."""
     if storage.is_external or storage.lazy:
         raise Error("Trying to resize storage that is not resizable")
     new = Storage(nbytes, storage.device)

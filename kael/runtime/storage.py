@@ -35,6 +35,7 @@ class Storage:
         "_capacity",
         "_allocator",
         "_retired",
+        "exported",
         "__weakref__",
     )
 
@@ -157,14 +158,16 @@ class Storage:
 
     def take_block(self, new: Storage) -> None:
         """Take `new`'s (bigger) block, which every tensor over this storage then sees
-        (Tensor.resize_ growing it). The old block stays allocated, held by `new`, for as long
-        as this storage lives: pointers taken from it before (NumPy arrays, DLPack capsules,
-        data_ptr()) must not come to point at memory another tensor was given."""
+        (Tensor.resize_ growing it). `new` leaves with the old block and frees it, unless
+        this storage's memory was handed out (`exported`: a NumPy array, a DLPack
+        capsule), whose pointers must never come to point at memory another tensor was
+        given: then the old block lives as long as this storage."""
         for field in ("ptr", "nbytes", "_capacity", "_allocator"):
             mine = getattr(self, field)
             setattr(self, field, getattr(new, field))
             setattr(new, field, mine)
-        self._retired = (*getattr(self, "_retired", ()), new)
+        if getattr(self, "exported", False):
+            self._retired = (*getattr(self, "_retired", ()), new)
 
     def bump_version(self) -> None:
         """Count one in-place write; autograd compares versions to detect modified inputs."""

@@ -343,3 +343,12 @@ def test_data_setter_makes_self_a_handle_to_the_values_elements():
     same(k, t)
     with pytest.raises(kael.TypeError, match="not int"):
         k.data = 3
+
+
+def test_resize_growth_frees_the_old_block_when_nothing_holds_it():
+    from kael.runtime.allocator import allocator_for
+
+    k = kael.zeros(100_000)
+    old, capacity = k._impl.storage.ptr, k._impl.storage.capacity
+    k.resize_(1_000_000)  # never exported: the old block goes back to the allocator's cache
+    assert old in allocator_for(k.device)._free[capacity]
