@@ -110,6 +110,14 @@ def rrelu(
 ) -> Tensor:
     """Negative values times a slope drawn from U(lower, upper) per element (training), or
     times (lower + upper) / 2 (eval: leaky_relu)."""
+    return randomized_leaky_relu(input, lower, upper, training, inplace)
+
+
+def randomized_leaky_relu(
+    input: Tensor, lower: float, upper: float, training, inplace, generator=None
+) -> Tensor:
+    """rrelu, its slopes drawn from `generator` (the default one when None): torch.rrelu
+    takes one, nn.functional.rrelu does not."""
     x = tensor_arg(input, "rrelu")
     training, inplace = (
         bool_arg(training, "rrelu", "training"),
@@ -118,12 +126,16 @@ def rrelu(
     if not x.dtype.is_floating_point:
         raise TypeError(f"rrelu: expected a floating point input, got {x.dtype}")
     if lower > upper:
-        raise ValueError(f"rrelu: lower bound {lower} must be at most the upper bound {upper}")
+        raise ValueError(
+            f"rrelu: Lower bound should be less than or equal to the upper bound, got lower="
+            f"{lower} and upper={upper}"
+        )
     if not training:
         return ACTIVATIONS["leaky_relu"](x, (lower + upper) / 2, inplace)
     if inplace:
         check_writable(x, "rrelu")
-    slopes = factories.empty(x.shape, dtype=x.dtype, device=x.device).uniform_(lower, upper)
+    slopes = factories.empty(x.shape, dtype=x.dtype, device=x.device)
+    slopes.uniform_(lower, upper, generator=generator)
     out = launch(("rrelu",), [x, slopes], x.dtype, lambda v, r: where(v < 0, v * r, v))
     return _result(x, out, inplace)
 

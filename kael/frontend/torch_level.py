@@ -7,7 +7,7 @@ import math
 import warnings
 from collections.abc import Callable
 
-from kael.frontend import eager, factories, layers, views
+from kael.frontend import eager, factories, layers, noise, views
 from kael.frontend.noise import channel_shape, kept_mask
 from kael.frontend.norms import widened
 from kael.frontend.order_statistics import searchsorted
@@ -152,13 +152,7 @@ def rrelu(
     """Negative values times a slope from U(lower, upper) (training, from `generator` when
     given) or times (lower + upper) / 2."""
     x = _tensor(input, "rrelu_" if inplace else "rrelu")
-    if lower > upper:
-        raise ValueError("Lower bound should be less than or equal to the upper bound")
-    if generator is None or not training:
-        return F.rrelu(x, lower, upper, training, inplace)
-    slopes = factories.empty_like(x).uniform_(lower, upper, generator=generator)
-    out = (x * slopes).where(x < 0, x)
-    return x.copy_(out) if inplace else out
+    return noise.randomized_leaky_relu(x, lower, upper, training, inplace, generator)
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None) -> Tensor:

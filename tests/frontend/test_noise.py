@@ -98,7 +98,7 @@ def test_rrelu_eval_is_torch_and_training_slopes_lie_within_bounds():
             kael.TypeError,
             "floating",
         ),
-        (lambda: KF.rrelu(kael.randn(3), 0.5, 0.1), kael.ValueError, "lower bound"),
+        (lambda: KF.rrelu(kael.randn(3), 0.5, 0.1), kael.ValueError, "Lower bound"),
         (lambda: KF.rrelu(kael.ones(3, dtype=kael.int64)), kael.TypeError, "floating"),
     ],
 )
