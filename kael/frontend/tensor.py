@@ -193,8 +193,10 @@ def _channels_last(shape, strides) -> bool:
     return True
 
 
-def _dim_order(impl: TensorImpl) -> tuple[int, ...]:
-    """The dims from outermost to innermost in memory, as torch's dim_order sorts them."""
+def _dim_order(impl: TensorImpl, ambiguity_check: bool = False) -> tuple[int, ...]:
+    """The dims from outermost to innermost in memory, as torch's dim_order sorts them; with
+    `ambiguity_check`, kael.Error where a neighbouring pair's order is not strictly decided
+    (PyTorch's check after its sort)."""
     shape, strides, ndim = impl.shape, impl.strides, len(impl.shape)
     contiguous, last = impl.is_contiguous(), _channels_last(shape, strides)
     if ndim < 2 or (contiguous and not last):
@@ -211,6 +213,13 @@ def _dim_order(impl: TensorImpl) -> tuple[int, ...]:
                 j = k
             elif order < 0:
                 break
+    if ambiguity_check and any(
+        _dim_before(shape, strides, a, b) != -1 for a, b in zip(perm, perm[1:])
+    ):
+        raise Error(
+            f"The tensor does not have unique dim order: shape {list(shape)}, strides"
+            f" {list(strides)}"
+        )
     return tuple(reversed(perm))
 
 
@@ -371,7 +380,7 @@ class Tensor:
                 "The tensor does not have unique dim order, or cannot map to exact one of"
                 f" the given memory formats: shape {list(impl.shape)}, strides {list(strides)}"
             )
-        return _dim_order(impl)
+        return _dim_order(impl, ambiguity_check)
 
     def is_contiguous(self) -> bool:
         return self._impl.is_contiguous()

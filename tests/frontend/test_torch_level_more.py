@@ -632,6 +632,22 @@ def test_dim_order_ambiguity_check_refuses_size_one_dims():
     assert k.T.dim_order(ambiguity_check=False) == t.T.dim_order(ambiguity_check=False)
 
 
+@pytest.mark.parametrize(
+    ("shape", "strides", "ambiguous"),
+    [((2, 3), (0, 3), True), ((3, 2, 3), (6, 3, 6), True), ((2, 3), (1, 2), False)],
+)
+def test_dim_order_ambiguity_check_refuses_orders_its_sort_cannot_decide(shape, strides, ambiguous):
+    k, t = kael.empty_strided(shape, strides), torch.empty_strided(shape, strides)
+    if ambiguous:
+        _raises_like_torch(
+            lambda: k.dim_order(ambiguity_check=True), lambda: t.dim_order(ambiguity_check=True),
+            kael.Error, "unique dim order",
+        )  # fmt: skip
+    else:
+        assert k.dim_order(ambiguity_check=True) == t.dim_order(ambiguity_check=True)
+    assert k.dim_order() == t.dim_order()
+
+
 @pytest.mark.parametrize("dtype", [*FLOATS, kael.int64], ids=str)
 def test_map2_calls_the_function_per_element_with_broadcast_operands(dtype):
     k, t = _laid_out(RNG.integers(-3, 4, (4, 6)), dtype, "transposed")
