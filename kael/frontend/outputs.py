@@ -38,6 +38,14 @@ def tensor_arg(x, op: str, what: str = "input") -> Tensor:
     return x
 
 
+def tensor_param(value, op: str, what: str = "input") -> Tensor:
+    """value itself when it is a Tensor, else a kael.TypeError in PyTorch's argument parser's
+    words (torch.NAME's forms and the recurrent layers say it as torch does)."""
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{op}(): argument '{what}' must be Tensor, not {type(value).__name__}")
+    return value
+
+
 def bool_arg(value, op: str, what: str) -> bool:
     """A Python bool argument (keepdim, equal_nan): PyTorch refuses ints, strings and NumPy
     bools there, so kael.TypeError naming the op, the argument and the type given."""

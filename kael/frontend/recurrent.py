@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 from kael.frontend import blas_like, index_ops, linalg
 from kael.frontend.formula import Value, launch
+from kael.frontend.outputs import tensor_param
 from kael.frontend.random import dropout as _dropout
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.tracing import op_door
@@ -137,13 +138,6 @@ _SEQUENCES = {
 # ---- argument checks -------------------------------------------------------------------------
 
 
-def _tensor(value, name: str, what: str) -> Tensor:
-    """value itself when it is a Tensor; kael.TypeError as PyTorch words it otherwise."""
-    if not isinstance(value, Tensor):
-        raise TypeError(f"{name}(): argument '{what}' must be Tensor, not {type(value).__name__}")
-    return value
-
-
 def _result_dtype(name: str, kind: _Kind, dtype: DType) -> DType:
     """The dtype of the hidden states the input's dtype gives; kael.TypeError where PyTorch
     has no kernel for it."""
@@ -181,14 +175,14 @@ def _check_shape(name: str, what: str, t: Tensor | None, shape: tuple[int, ...])
 def _states(name: str, hx, count: int) -> tuple[Tensor, ...]:
     """The hidden state tensors: hx itself for one, a tuple or list of `count` otherwise."""
     if count == 1:
-        return (_tensor(hx, name, "hx"),)
+        return (tensor_param(hx, name, "hx"),)
     if isinstance(hx, Tensor) or not isinstance(hx, tuple | list):
         raise TypeError(
             f"{name}(): argument 'hx' must be tuple of Tensors, not {type(hx).__name__}"
         )
     if len(hx) != count:
         raise ValueError(f"{name} expects two hidden states, got {len(hx)}")
-    return tuple(_tensor(h, name, "hx") for h in hx)
+    return tuple(tensor_param(h, name, "hx") for h in hx)
 
 
 # ---- the cells -------------------------------------------------------------------------------
@@ -232,13 +226,13 @@ def _check_cell_inputs(name: str, x: Tensor, states: tuple, weights: _Weights, h
 def _cell(name: str, input, hx, w_ih, w_hh, b_ih, b_hh) -> tuple[Tensor, ...]:
     """One step of the cell `name`: its new hidden state(s)."""
     kind = _CELLS[name]
-    x = _tensor(input, name, "input")
+    x = tensor_param(input, name, "input")
     states = _states(name, hx, kind.states)
     biases = (
-        None if b is None else _tensor(b, name, what)
+        None if b is None else tensor_param(b, name, what)
         for b, what in ((b_ih, "b_ih"), (b_hh, "b_hh"))
     )
-    weights = _Weights(_tensor(w_ih, name, "w_ih"), _tensor(w_hh, name, "w_hh"), *biases)
+    weights = _Weights(tensor_param(w_ih, name, "w_ih"), tensor_param(w_hh, name, "w_hh"), *biases)
     dtype = _result_dtype(name, kind, x.dtype)
     _same_dtypes(name, x, {**{f"hx[{i}]": h for i, h in enumerate(states)}, **weights._asdict()})
     hidden = _check_cell_weights(name, kind, weights)
@@ -325,7 +319,7 @@ def _check_params(name: str, params, expected: list, x: Tensor) -> list[Tensor]:
             f" {len(params)}"
         )
     for i, (p, (what, shape)) in enumerate(zip(params, expected)):
-        _check_shape(name, f"{what} (params[{i}])", _tensor(p, name, f"params[{i}]"), shape)
+        _check_shape(name, f"{what} (params[{i}])", tensor_param(p, name, f"params[{i}]"), shape)
     _same_dtypes(name, x, {f"params[{i}]": p for i, p in enumerate(params)})
     return list(params)
 
@@ -423,7 +417,7 @@ def _sequence(name: str, input, hx, params, args: dict) -> tuple[Tensor, ...]:
     """The stacked recurrence `name` over the whole sequence: (output, h_n[, c_n])."""
     kind = _SEQUENCES[name]
     _refuse_packed(name, kind, hx, params)
-    x = _tensor(input, name, "input")
+    x = tensor_param(input, name, "input")
     states = _states(name, hx, kind.states)
     dtype = _result_dtype(name, kind, x.dtype)
     stack = _stack_of(name, x, states, args)

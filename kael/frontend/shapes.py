@@ -449,14 +449,15 @@ def _new_tensor(self: Tensor, data, *, dtype=None, device=None) -> Tensor:
 # ---- the families' tables --------------------------------------------------------------------
 
 
-def _view_function(name: str) -> Callable:
-    """kael.NAME(input, ...) for the view method Tensor.NAME."""
+def method_function(name: str, check: Callable = tensor_arg) -> Callable:
+    """kael.NAME(input, ...) for the method Tensor.NAME: input.NAME(...), input checked by
+    `check` (the views here; torch_level.py's torch.NAME forms of other methods)."""
 
     def fn(input: Tensor, *args, **kwargs) -> Tensor:
-        return getattr(tensor_arg(input, name), name)(*args, **kwargs)
+        return getattr(check(input, name), name)(*args, **kwargs)
 
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"Tensor.{name} as a function."
+    fn.__doc__ = f"Tensor.{name} as a function: input.{name}(...)."
     return fn
 
 
@@ -523,7 +524,7 @@ FUNCTIONS: dict[str, Callable] = {
     "permute": _permute,
     "reshape": _reshape,
     **{
-        name: _view_function(name)
+        name: method_function(name)
         for name in (
             "transpose",
             "flatten",

@@ -11,6 +11,8 @@ from kael.frontend import eager, factories, layers, noise, views
 from kael.frontend.noise import channel_shape, kept_mask
 from kael.frontend.norms import widened
 from kael.frontend.order_statistics import searchsorted
+from kael.frontend.outputs import tensor_param
+from kael.frontend.shapes import method_function
 from kael.frontend.tensor import Layout, Tensor, strided
 from kael.frontend.tracing import op_door
 from kael.nn import functional as F
@@ -33,15 +35,6 @@ _INPLACE_METHODS = (
 )  # fmt: skip
 
 
-def _tensor(input, name: str) -> Tensor:
-    """input itself when it is a Tensor; kael.TypeError as PyTorch words it otherwise."""
-    if not isinstance(input, Tensor):
-        raise TypeError(
-            f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}"
-        )
-    return input
-
-
 # torch.NAME(input, *args) is input.NAME(*args) for these too; they return what the method does
 _METHOD_FUNCTIONS = (
     "is_inference", "resize_as_", "as_strided_", "addmv_", "angle", "unsafe_chunk",
@@ -49,21 +42,10 @@ _METHOD_FUNCTIONS = (
 )  # fmt: skip
 
 
-def _method_form(name: str, returns: str = "input") -> Callable:
-    """torch.NAME(input, *args, **kwargs): Tensor.NAME called on input."""
-
-    def method_form(input: Tensor, *args, **kwargs) -> Tensor:
-        return getattr(_tensor(input, name), name)(*args, **kwargs)
-
-    method_form.__name__ = method_form.__qualname__ = name
-    method_form.__doc__ = f"torch.{name}(input, ...): input.{name}(...), which returns {returns}."
-    return method_form
-
-
 def fill(input: Tensor, value) -> Tensor:
     """A new tensor of input's shape and dtype with every element `value` (a number or a
     0-d tensor)."""
-    x = _tensor(input, "fill")
+    x = tensor_param(input, "fill")
     if isinstance(value, Tensor) and value.ndim:
         raise ValueError(
             f"fill only supports 0-dimension value tensor but got tensor with {value.ndim}"
@@ -74,7 +56,7 @@ def fill(input: Tensor, value) -> Tensor:
 
 def adjoint(input: Tensor) -> Tensor:
     """The last two dims swapped (the conjugate transpose of real matrices)."""
-    return _tensor(input, "adjoint").adjoint()
+    return tensor_param(input, "adjoint").adjoint()
 
 
 # ---- dropouts: torch.dropout(input, p, train) and its family ----------------------------------
@@ -82,7 +64,7 @@ def adjoint(input: Tensor) -> Tensor:
 
 def _feature_noise(input, p, train, name: str) -> tuple[Tensor, float, bool]:
     """input, p and train checked as torch's feature dropouts check them (2 dims at least)."""
-    x = _tensor(input, name)
+    x = tensor_param(input, name)
     if x.ndim < 2:
         raise ValueError("Feature dropout requires at least 2 dimensions in the input")
     return x, p, train
@@ -111,7 +93,7 @@ def feature_alpha_dropout(input: Tensor, p: float, train: bool, inplace: bool = 
 def native_dropout(input: Tensor, p: float, train: bool | None) -> tuple[Tensor, Tensor]:
     """(input * mask / (1 - p), mask): the bool mask of the kept elements; when not training
     a copy of input and an all-true mask."""
-    x = _tensor(input, "native_dropout")
+    x = tensor_param(input, "native_dropout")
     if train is not None and not train:
         return x.clone(), factories.ones(x.shape, dtype=bool_, device=x.device)
     if not 0.0 <= p <= 1.0:
@@ -133,7 +115,7 @@ def _dropouts() -> dict[str, Callable]:
         for suffix, inplace in (("", False), ("_", True)):
 
             def fn(input: Tensor, p, train, _form=form, _inplace=inplace, _name=name + suffix):
-                return _form(_tensor(input, _name), p, train, _inplace)
+                return _form(tensor_param(input, _name), p, train, _inplace)
 
             fn.__name__ = fn.__qualname__ = name + suffix
             fn.__doc__ = f"torch.{name}{suffix}(input, p, train): nn.functional's {name}."
@@ -151,7 +133,7 @@ def rrelu(
 ) -> Tensor:
     """Negative values times a slope from U(lower, upper) (training, from `generator` when
     given) or times (lower + upper) / 2."""
-    x = _tensor(input, "rrelu_" if inplace else "rrelu")
+    x = tensor_param(input, "rrelu_" if inplace else "rrelu")
     return noise.randomized_leaky_relu(x, lower, upper, training, inplace, generator)
 
 
@@ -167,7 +149,7 @@ def batch_norm(
     input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled
 ) -> Tensor:
     """nn.functional.batch_norm in torch.batch_norm's argument order (cudnn_enabled unused)."""
-    x = _tensor(input, "batch_norm")
+    x = tensor_param(input, "batch_norm")
     return F.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
 
 
@@ -175,7 +157,7 @@ def instance_norm(
     input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled
 ) -> Tensor:
     """nn.functional.instance_norm in torch.instance_norm's argument order."""
-    x = _tensor(input, "instance_norm")
+    x = tensor_param(input, "instance_norm")
     return F.instance_norm(
         x, running_mean, running_var, weight, bias, use_input_stats, momentum, eps
     )
@@ -183,7 +165,7 @@ def instance_norm(
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True) -> Tensor:
     """nn.functional.group_norm with torch.group_norm's extra cudnn_enabled (unused)."""
-    return F.group_norm(_tensor(input, "group_norm"), num_groups, weight, bias, eps)
+    return F.group_norm(tensor_param(input, "group_norm"), num_groups, weight, bias, eps)
 
 
 def _statistics(x: Tensor, dims, eps: float, keepdim: bool) -> tuple[Tensor, Tensor]:
@@ -197,7 +179,7 @@ def _statistics(x: Tensor, dims, eps: float, keepdim: bool) -> tuple[Tensor, Ten
 
 def native_layer_norm(input, normalized_shape, weight, bias, eps) -> tuple[Tensor, Tensor, Tensor]:
     """(layer_norm, mean, rstd): the statistics over the normalized dims, kept as size 1."""
-    x = _tensor(input, "native_layer_norm")
+    x = tensor_param(input, "native_layer_norm")
     out = F.layer_norm(x, normalized_shape, weight, bias, eps)
     dims = tuple(range(x.ndim - len(tuple(normalized_shape)), x.ndim))
     mean, rstd = _statistics(x, dims, eps, keepdim=True)
@@ -209,7 +191,7 @@ def native_batch_norm(
 ) -> tuple[Tensor, Tensor, Tensor]:
     """(batch_norm, save_mean, save_invstd): the batch's per-channel statistics when
     training (empty in eval), in running_mean's dtype when it is given."""
-    x = _tensor(input, "native_batch_norm")
+    x = tensor_param(input, "native_batch_norm")
     out = F.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
     dtype = x.dtype if running_mean is None else running_mean.dtype
     if not training:
@@ -221,7 +203,7 @@ def native_batch_norm(
 
 def native_group_norm(input, weight, bias, N, C, HxW, group, eps) -> tuple[Tensor, Tensor, Tensor]:
     """(group_norm, mean, rstd): statistics per (sample, group), shaped (N, group)."""
-    x = _tensor(input, "native_group_norm")
+    x = tensor_param(input, "native_group_norm")
     if x.numel() != N * C * HxW:
         raise ValueError(f"Expected X.numel() == N * C * HxW, got {x.numel()} != {N} * {C} * {HxW}")
     out = F.group_norm(x, group, weight, bias, eps)
@@ -311,7 +293,7 @@ def embedding(
 
 def constant_pad_nd(input, pad, value=0) -> Tensor:
     """nn.functional.pad in constant mode: negative pads crop."""
-    return F.pad(_tensor(input, "constant_pad_nd"), pad, "constant", value)
+    return F.pad(tensor_param(input, "constant_pad_nd"), pad, "constant", value)
 
 
 def adaptive_max_pool1d(input, output_size) -> tuple[Tensor, Tensor]:
@@ -358,8 +340,8 @@ def convolution(
 ) -> Tensor:
     """ATen's convolution: conv{1,2,3}d or conv_transpose{1,2,3}d by the weight's rank and
     `transposed`; every argument given, the input batched."""
-    x = _tensor(input, "convolution")
-    w = _tensor(weight, "convolution")
+    x = tensor_param(input, "convolution")
+    w = tensor_param(weight, "convolution")
     dims = w.ndim - 2
     if x.ndim != w.ndim or not 1 <= dims <= 3:
         raise ValueError(
@@ -388,7 +370,7 @@ def convolution(
 
 def conv_tbc(input, weight, bias, pad: int = 0) -> Tensor:
     """nn.functional.conv_tbc: a 1-d convolution of a (time, batch, channel) input."""
-    return F.conv_tbc(_tensor(input, "conv_tbc"), weight, bias, pad)
+    return F.conv_tbc(tensor_param(input, "conv_tbc"), weight, bias, pad)
 
 
 # ATen's GridSamplerInterpolation and GridSamplerPadding enums
@@ -409,7 +391,7 @@ def _grid_sampler(
     input, grid, interpolation_mode, padding_mode, align_corners, op: str, ndim=None
 ) -> Tensor:
     """grid_sample with the modes as ATen's ints; `ndim` the rank input and grid must have."""
-    x, g = _tensor(input, op), _tensor(grid, op)
+    x, g = tensor_param(input, op), tensor_param(grid, op)
     mode = _sampler_enum(interpolation_mode, _SAMPLER_MODES, "interpolation_mode", op)
     padding = _sampler_enum(padding_mode, _SAMPLER_PADDINGS, "padding_mode", op)
     if not isinstance(align_corners, bool):
@@ -496,7 +478,7 @@ _SEGMENT_REDUCES = {
 def _segment_bounds(data: Tensor, axis: int, lengths, offsets, unsafe: bool) -> Tensor:
     """The int64 bounds [..., segments + 1] of the segments along axis (lengths' running
     sums from 0, or `offsets` as given; lengths win when both are), checked unless `unsafe`."""
-    given = _tensor(lengths if lengths is not None else offsets, "segment_reduce")
+    given = tensor_param(lengths if lengths is not None else offsets, "segment_reduce")
     if given.dtype.is_floating_point or given.dtype.is_bool:
         raise TypeError(
             f"segment_reduce(): lengths and offsets must be integers, not {given.dtype}"
@@ -556,7 +538,7 @@ def segment_reduce(
     lengths, or by offsets' bounds) reduced by sum, mean, max, min or prod; an empty segment
     is `initial` or the reduction's own value (0, NaN, -inf, inf, 1), and `initial` joins
     every segment's reduction (a mean divides by the segment's length only, as PyTorch's)."""
-    x = _tensor(data, "segment_reduce")
+    x = tensor_param(data, "segment_reduce")
     if reduce not in _SEGMENT_REDUCES:
         raise ValueError(
             "segment_reduce(): reduce argument must be either sum, prod, mean, max or min,"
@@ -732,8 +714,8 @@ _PLAIN = {
     "range": range_,
     "segment_reduce": segment_reduce,
     **_dropouts(),
-    **{name: _method_form(name) for name in _INPLACE_METHODS},
-    **{name: _method_form(name, "what it returns") for name in _METHOD_FUNCTIONS},
+    **{name: method_function(name, tensor_param) for name in _INPLACE_METHODS},
+    **{name: method_function(name, tensor_param) for name in _METHOD_FUNCTIONS},
 }
 
 # settings: plain functions (no tensors in or out, nothing to trace)
