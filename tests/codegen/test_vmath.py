@@ -28,7 +28,7 @@ import mpmath
 import numpy as np
 import pytest
 import torch
-from kernel_helpers import ROOT, empty_like_np, impl_of
+from kernel_helpers import ROOT, empty_like_np, impl_of, run_python
 
 from kael.codegen import trig_reduce, vmath
 from kael.codegen.cpu import compiler as cpu_compiler
@@ -621,12 +621,7 @@ print("ok")
 
 
 def test_the_device_takes_the_float32_tables_with_the_hosts_bits():
-    env = {**os.environ, "KAEL_EMULATE_CUDA": "1"}
-    proc = subprocess.run(
-        [sys.executable, "-c", TABLES_ON_THE_DEVICE],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-3000:]
+    assert "ok" in run_python(TABLES_ON_THE_DEVICE, KAEL_EMULATE_CUDA="1").stdout
 
 
 # --- generated code -------------------------------------------------------------------------

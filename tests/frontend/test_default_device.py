@@ -2,18 +2,13 @@
 device= create on the default (checked on kael's emulated CUDA device, in a subprocess),
 *_like factories follow their input, and the default is per thread."""
 
-import os
-import subprocess
-import sys
 import threading
-from pathlib import Path
 
 import pytest
 import torch
+from kernel_helpers import run_python
 
 import kael
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -95,12 +90,7 @@ print("ok")
 
 
 def test_factories_without_device_create_on_the_default_device():
-    env = {**os.environ, "KAEL_EMULATE_CUDA": "1"}
-    proc = subprocess.run(
-        [sys.executable, "-c", FACTORIES_ON_DEFAULT],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=240,
-    )  # fmt: skip
-    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-3000:]
+    assert "ok" in run_python(FACTORIES_ON_DEFAULT, KAEL_EMULATE_CUDA="1").stdout
 
 
 def test_torchs_factories_follow_its_default_device_the_same_way():
