@@ -21,8 +21,15 @@ from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, check_rank
 from kael.runtime.tracestate import state as _trace_state
 
-# set_default_device's choice, per thread as PyTorch keeps it; None (never set) is the CPU
-_DEFAULT = threading.local()
+
+class _Default(threading.local):
+    """set_default_device's choice, per thread as PyTorch keeps it; None is the CPU (a class
+    attribute: a thread that never set one reads it without a lookup miss)."""
+
+    device: Device | None = None
+
+
+_DEFAULT = _Default()
 
 
 def set_default_device(device) -> None:
@@ -39,7 +46,7 @@ def get_default_device() -> Device:
 
 def default_device() -> Device | None:
     """The device set_default_device chose in this thread (None when never set or reset)."""
-    return getattr(_DEFAULT, "device", None)
+    return _DEFAULT.device
 
 
 # The public creation functions (kael.NAME) that take the default device when given none,
@@ -59,10 +66,9 @@ def on_default_device(fn):
 
     @functools.wraps(fn)
     def public(*args, **kwargs):
-        if kwargs.get("device") is None:
-            default = getattr(_DEFAULT, "device", None)
-            if default is not None:
-                kwargs["device"] = default
+        default = _DEFAULT.device  # checked first: None nearly always (kael.zeros: +0.2 us)
+        if default is not None and kwargs.get("device") is None:
+            kwargs["device"] = default
         return fn(*args, **kwargs)
 
     return public
