@@ -70,8 +70,8 @@ def _padded_targets(targets: Tensor, lengths: list[int], batch: int) -> Tensor:
     if not targets.numel():
         return factories.zeros((batch, longest), dtype=int64, device=targets.device)
     device = targets.device
-    ends = factories.tensor(lengths, dtype=int64, device=device).cumsum(0).reshape(batch, 1)
-    starts = ends - factories.tensor(lengths, dtype=int64, device=device).reshape(batch, 1)
+    sizes = factories.tensor(lengths, dtype=int64, device=device).reshape(batch, 1)
+    starts = sizes.cumsum(0) - sizes
     index = starts + factories.arange(longest, device=device).reshape(1, longest)
     flat = index.clamp(max=targets.shape[0] - 1).reshape(-1)
     return index_ops.index_select(targets.to(int64), 0, flat).reshape(batch, longest)
