@@ -3,6 +3,7 @@ dense kernels (codegen/cpu/dense.py and the modules built on it); norms and prod
 kael's own reductions, matmul and elementwise ops."""
 
 from kael.frontend import factorizations as _factorizations
+from kael.frontend import ldl as _ldl
 from kael.frontend import linalg_extras as _linalg_extras
 from kael.frontend import matrix_norms as _matrix_norms
 from kael.frontend import orthogonal as _orthogonal
@@ -20,6 +21,7 @@ _FUNCTIONS = {
     **_matrix_norms.LINALG,
     **_products.LINALG,
     **_linalg_extras.LINALG,
+    **_ldl.LINALG,
 }
 globals().update({name: _op_door(f"linalg.{name}", fn) for name, fn in _FUNCTIONS.items()})
 

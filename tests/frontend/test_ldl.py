@@ -1,0 +1,431 @@
+"""kael.linalg's LDL family (frontend/ldl.py, codegen/cpu/ldl.py) against torch.linalg:
+ldl_factor(_ex)'s packed LD, Bunch-Kaufman pivots and info, ldl_solve's solutions, over
+dtypes, layouts, batches and empty inputs; singular inputs; PyTorch's typed errors."""
+
+import numpy as np
+import pytest
+import torch
+from parity_helpers import close_to_torch
+
+import kael
+
+RNG = np.random.default_rng(35)
+FLOATS = [kael.float32, kael.float64]
+TOL = {kael.float32: 2e-4, kael.float64: 1e-10}
+LAYOUTS = ["contiguous", "transposed", "sliced", "expanded"]
+TORCH = {kael.float32: torch.float32, kael.float64: torch.float64}
+
+
+def _pair(array, dtype=kael.float64, layout: str = "contiguous"):
+    """A kael tensor and the equal torch tensor, both in `layout` (the same strides)."""
+    t = torch.tensor(np.asarray(array)).to(TORCH[dtype])
+    if layout == "transposed":
+        t = t.mT.contiguous().mT
+    elif layout == "sliced":
+        big = torch.zeros(*t.shape[:-2], 2 * t.shape[-2], 2 * t.shape[-1], dtype=t.dtype)
+        big[..., ::2, ::2] = t
+        t = big[..., ::2, ::2]
+    elif layout == "expanded":
+        t = t[:1].expand(3, *t.shape[1:]) if t.ndim > 2 else t.expand(3, *t.shape)
+    if layout == "contiguous":
+        return kael.from_dlpack(t.contiguous()), t
+    base = kael.from_dlpack(t._base.clone())
+    return kael.as_strided(base, tuple(t.shape), t.stride(), t.storage_offset()), t
+
+
+def _indefinite(*shape, diagonal: float = 0.05) -> np.ndarray:
+    """Random symmetric matrices with a small diagonal: Bunch-Kaufman takes 2x2 blocks and
+    interchanges rows on them."""
+    a = RNG.standard_normal(shape)
+    a = a + np.swapaxes(a, -1, -2)
+    n = shape[-1]
+    a[..., np.arange(n), np.arange(n)] *= diagonal
+    return a
+
+
+def _same_factor(got, want, tol: float) -> None:
+    """LD within tol, pivots and info exactly torch's (int32)."""
+    close_to_torch(got[0], want[0], tol)
+    for k, t in zip(got[1:], want[1:]):
+        close_to_torch(k, t, 0)
+
+
+def _raises(error, words: str, fn, *args, **kwargs) -> None:
+    with pytest.raises(error, match=words):
+        fn(*args, **kwargs)
+
+
+# ---- factor: values ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_ldl_factor_ex_matches_torch_over_layouts(dtype, layout):
+    k, t = _pair(_indefinite(2, 7, 7), dtype, layout)
+    got, want = kael.linalg.ldl_factor_ex(k), torch.linalg.ldl_factor_ex(t)
+    assert bool((want.pivots < 0).any()) and bool((want.pivots > 0).any())  # both block sizes
+    _same_factor(got, want, TOL[dtype])
+    _same_factor(kael.linalg.ldl_factor(k), torch.linalg.ldl_factor(t), TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 16])
+def test_ldl_factor_matches_torch_over_sizes(dtype, n):
+    k, t = _pair(_indefinite(n, n, diagonal=0.5), dtype)
+    _same_factor(kael.linalg.ldl_factor_ex(k), torch.linalg.ldl_factor_ex(t), TOL[dtype])
+
+
+def test_large_matrix_matches_torchs_blocked_sytrf():
+    # n above LAPACK's panel width: torch runs dlasyf's delayed updates, kael sytf2's.
+    k, t = _pair(_indefinite(150, 150))
+    _same_factor(kael.linalg.ldl_factor_ex(k), torch.linalg.ldl_factor_ex(t), 1e-9)
+
+
+def test_zero_diagonal_takes_a_2x2_block():
+    k, t = _pair([[0.0, 1.0], [1.0, 0.0]])
+    got = kael.linalg.ldl_factor_ex(k)
+    _same_factor(got, torch.linalg.ldl_factor_ex(t), 0)
+    assert got.pivots.tolist() == [-2, -2]
+
+
+def test_2x2_block_with_a_row_interchange():
+    a = [[0.0, 0.0, 0.5], [0.0, 0.1, 2.0], [0.5, 2.0, 0.0]]  # column 0's largest: row 2
+    k, t = _pair(a)
+    want = torch.linalg.ldl_factor_ex(t)
+    assert want.pivots.tolist() == [-3, -3, 3]
+    _same_factor(kael.linalg.ldl_factor_ex(k), want, 1e-15)
+
+
+def test_tiny_1x1_pivot_overflows_as_torchs_lapack():
+    a = [[3e-310, 1e-310], [1e-310, 1.0]]  # below safmin: 1 / a_kk is inf
+    k, t = _pair(a)
+    got, want = kael.linalg.ldl_factor_ex(k), torch.linalg.ldl_factor_ex(t)
+    assert not bool(want.LD.isfinite().all())
+    close_to_torch(got.LD, want.LD, 0, equal_nan=True)
+    close_to_torch(got.pivots, want.pivots, 0)
+
+
+@pytest.mark.parametrize(
+    "a, pivots",
+    [
+        # |a_kk| >= alpha colmax: 1x1 on a_kk, no interchange
+        ([[2.0, 1.0], [1.0, 3.0]], [1, 2]),
+        # |a_kk| >= alpha colmax^2 / rowmax: a_kk kept though small against colmax
+        ([[0.5, 1.0, 0.0], [1.0, 0.0, 8.0], [0.0, 8.0, 1.0]], [1, -3, -3]),
+        # |a_imax,imax| >= alpha rowmax: 1x1 on the interchanged row
+        ([[0.1, 1.0], [1.0, 5.0]], [2, 2]),
+        # neither: a 2x2 block
+        ([[0.1, 1.0], [1.0, 0.2]], [-2, -2]),
+    ],
+)
+def test_bunch_kaufman_tests_choose_the_pivots_lapack_chooses(a, pivots):
+    k, t = _pair(a)
+    want = torch.linalg.ldl_factor_ex(t)
+    assert want.pivots.tolist() == pivots
+    _same_factor(kael.linalg.ldl_factor_ex(k), want, 1e-15)
+
+
+def test_alpha_threshold_both_sides():
+    alpha = (1 + 17**0.5) / 8
+    # colmax 1, rowmax 1: a_kk just above alpha is a 1x1 pivot, just below it a 2x2 block
+    for diagonal, pivots in ((alpha * 1.0001, [1, 2]), (alpha * 0.9999, [-2, -2])):
+        k, t = _pair([[diagonal, 1.0], [1.0, 0.0]])
+        got, want = kael.linalg.ldl_factor_ex(k), torch.linalg.ldl_factor_ex(t)
+        assert want.pivots.tolist() == pivots
+        _same_factor(got, want, 1e-15)
+
+
+def test_only_the_lower_triangle_is_read():
+    a = _indefinite(5, 5)
+    garbage = a + np.triu(np.full((5, 5), 1e9), 1)
+    got = kael.linalg.ldl_factor_ex(kael.tensor(garbage))
+    _same_factor(got, torch.linalg.ldl_factor_ex(torch.tensor(a)), 1e-12)
+
+
+def test_hermitian_is_the_same_for_real_inputs():
+    k, t = _pair(_indefinite(4, 4))
+    got = kael.linalg.ldl_factor_ex(k, hermitian=True)
+    _same_factor(got, torch.linalg.ldl_factor_ex(t, hermitian=True), 1e-12)
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (3, 0, 0), (0, 4, 4), (2, 0, 3, 3)])
+def test_empty_matrices_and_batches_match_torch(shape):
+    k, t = kael.zeros(shape, dtype=kael.float64), torch.zeros(shape, dtype=torch.float64)
+    got = kael.linalg.ldl_factor_ex(k)
+    _same_factor(got, torch.linalg.ldl_factor_ex(t), 0)
+    LD, piv = kael.linalg.ldl_factor(k)
+    tLD, tpiv = torch.linalg.ldl_factor(t)
+    kb = kael.zeros((*shape[:-1], 2), dtype=kael.float64)
+    tb = torch.zeros(*shape[:-1], 2, dtype=torch.float64)
+    close_to_torch(kael.linalg.ldl_solve(LD, piv, kb), torch.linalg.ldl_solve(tLD, tpiv, tb), 0)
+
+
+def test_nan_inputs_pivot_as_torchs_lapack():
+    nan = float("nan")
+    for a in (
+        [[nan, 1.0], [1.0, 2.0]],
+        [[nan, 0.0], [0.0, 1.0]],
+        [[1.0, nan], [nan, 1.0]],
+        [[1.0, 2.0, 3.0], [2.0, nan, 1.0], [3.0, 1.0, 0.0]],
+    ):
+        k, t = _pair(a)
+        got, want = kael.linalg.ldl_factor_ex(k), torch.linalg.ldl_factor_ex(t)
+        close_to_torch(got.LD, want.LD, 0, equal_nan=True)
+        close_to_torch(got.pivots, want.pivots, 0)
+        close_to_torch(got.info, want.info, 0)
+
+
+# ---- factor: singular D ------------------------------------------------------------------------
+
+
+def test_singular_d_sets_info_to_its_first_zero_column():
+    k, t = _pair(np.stack([np.eye(3), np.zeros((3, 3)), np.ones((3, 3))]))
+    got, want = kael.linalg.ldl_factor_ex(k), torch.linalg.ldl_factor_ex(t)
+    assert want.info.tolist() == [0, 1, 2]
+    _same_factor(got, want, 0)
+
+
+def test_ldl_factor_raises_naming_batch_element_and_info():
+    batch = kael.tensor(np.stack([np.eye(3), np.ones((3, 3))]))
+    words = r"ldl_factor: \(Batch element 1\): .*D is exactly singular: D\[2,2\] is zero"
+    _raises(kael.linalg.LinAlgError, words, kael.linalg.ldl_factor, batch)
+    one = kael.zeros(3, 3)
+    _raises(kael.linalg.LinAlgError, r"ldl_factor: The .*info = 1\)", kael.linalg.ldl_factor, one)
+
+
+def test_ldl_factor_ex_raises_only_when_checking_errors():
+    singular = kael.tensor(np.ones((2, 2)))
+    assert kael.linalg.ldl_factor_ex(singular).info.item() == 2
+    _raises(
+        kael.linalg.LinAlgError,
+        r"ldl_factor_ex: .*D\[2,2\] is zero",
+        kael.linalg.ldl_factor_ex,
+        singular,
+        check_errors=True,
+    )
+    regular = kael.linalg.ldl_factor_ex(kael.tensor(np.eye(2)), check_errors=True)
+    assert regular.info.item() == 0
+
+
+# ---- solve ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_ldl_solve_matches_torch_over_layouts(dtype, layout):
+    k, t = _pair(_indefinite(2, 6, 6, diagonal=0.3), dtype)
+    kb, tb = _pair(RNG.standard_normal((2, 6, 3)), dtype, layout)
+    LD, piv = kael.linalg.ldl_factor(k)
+    tLD, tpiv = torch.linalg.ldl_factor(t)
+    if layout == "expanded":  # kael broadcasts LD [1, 6, 6] over B's 3 (torch crashes on it)
+        LD, piv = LD[:1], piv[:1]
+        tLD, tpiv = tLD[:1].expand(3, 6, 6), tpiv[:1].expand(3, 6)
+    got = kael.linalg.ldl_solve(LD, piv, kb)
+    close_to_torch(got, torch.linalg.ldl_solve(tLD, tpiv, tb), TOL[dtype] * 10)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_ldl_solve_of_transposed_factor_and_one_column(dtype):
+    k, t = _pair(_indefinite(5, 5), dtype)
+    LD, piv = kael.linalg.ldl_factor(k)
+    tLD, tpiv = torch.linalg.ldl_factor(t)
+    kLD = kael.as_strided(LD.contiguous().mT.contiguous(), (5, 5), (1, 5))  # column-major
+    kb, tb = _pair(RNG.standard_normal((5, 1)), dtype)
+    want = torch.linalg.ldl_solve(tLD, tpiv, tb)
+    close_to_torch(kael.linalg.ldl_solve(kLD, piv, kb), want, TOL[dtype] * 10)
+
+
+@pytest.mark.parametrize(
+    "a_batch, b_batch", [((3,), ()), ((), (2,)), ((3,), (1,)), ((3,), (2, 1)), ((1, 3), (2, 1))]
+)
+def test_ldl_solve_broadcasts_batches_as_torch(a_batch, b_batch):
+    a = _indefinite(*a_batch, 4, 4)
+    k, t = _pair(a)
+    kb, tb = _pair(RNG.standard_normal((*b_batch, 4, 2)))
+    LD, piv = kael.linalg.ldl_factor(k)
+    # torch's ldl_solve crashes on some of these batches: torch.linalg.solve is the reference
+    close_to_torch(kael.linalg.ldl_solve(LD, piv, kb), torch.linalg.solve(t, tb), 1e-9)
+
+
+def test_ldl_solve_with_2x2_blocks_solves_the_system():
+    k, t = _pair(_indefinite(12, 12, diagonal=0.0))
+    kb, tb = _pair(RNG.standard_normal((12, 4)))
+    LD, piv = kael.linalg.ldl_factor(k)
+    assert bool((piv < 0).any())
+    close_to_torch(kael.linalg.ldl_solve(LD, piv, kb), torch.linalg.solve(t, tb), 1e-9)
+
+
+def test_ldl_solve_takes_any_integer_pivots_and_hermitian():
+    k, t = _pair(_indefinite(4, 4))
+    kb, tb = _pair(RNG.standard_normal((4, 2)))
+    LD, piv = kael.linalg.ldl_factor(k)
+    tLD, tpiv = torch.linalg.ldl_factor(t)
+    want = torch.linalg.ldl_solve(tLD, tpiv.long(), tb, hermitian=True)
+    got = kael.linalg.ldl_solve(LD, piv.to(kael.int64), kb, hermitian=True)
+    close_to_torch(got, want, 1e-12)
+
+
+def test_pivot_magnitudes_one_and_n_are_taken():
+    k, t = _pair(_indefinite(4, 4, diagonal=3.0))
+    kb, tb = _pair(RNG.standard_normal((4, 2)))
+    LD, _ = kael.linalg.ldl_factor(k)
+    tLD, _ = torch.linalg.ldl_factor(t)
+    edge = [4, 1, 1, 4]
+    got = kael.linalg.ldl_solve(LD, kael.tensor(edge, dtype=kael.int32), kb)
+    want = torch.linalg.ldl_solve(tLD, torch.tensor(edge, dtype=torch.int32), tb)
+    close_to_torch(got, want, 1e-12)
+
+
+def test_unpaired_negative_end_pivots_stay_inside_the_matrix():
+    k, t = _pair(_indefinite(4, 4, diagonal=3.0))
+    kb, tb = _pair(RNG.standard_normal((4, 2)))
+    LD, _ = kael.linalg.ldl_factor(k)
+    want = torch.linalg.solve(t, tb)
+    # LAPACK's sytrs reads a row past the matrix for these (torch returns what it finds):
+    # kael reads a block with no partner row as a 1x1 one, so it only gives other numbers.
+    for malformed in ([1, 2, 3, -4], [-1, 2, 3, 4]):
+        got = kael.linalg.ldl_solve(LD, kael.tensor(malformed, dtype=kael.int32), kb)
+        assert got.shape == tuple(want.shape) and got.dtype is kael.float64
+
+
+# ---- bad inputs ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", [kael.linalg.ldl_factor, kael.linalg.ldl_factor_ex])
+def test_factor_bad_inputs_raise_typed_errors(op):
+    _raises(kael.ValueError, "square matrices, but they are 3 by 4", op, kael.zeros(3, 4))
+    _raises(kael.ValueError, "at least 2 dimensions", op, kael.zeros(3))
+    _raises(kael.ValueError, "at least 2 dimensions", op, kael.tensor(1.0))
+    _raises(
+        kael.TypeError, "floating point tensor as input. Got int64", op, kael.zeros(2, 2).long()
+    )
+    for half in (kael.float16, kael.bfloat16):
+        _raises(
+            kael.TypeError,
+            f"Low precision dtypes not supported. Got {half}",
+            op,
+            kael.zeros(2, 2, dtype=half),
+        )
+    _raises(kael.TypeError, "must be a Tensor, got list", op, [[1.0]])
+    _raises(kael.TypeError, "hermitian must be a bool, got int", op, kael.eye(2), hermitian=1)
+
+
+def test_check_errors_must_be_a_bool():
+    _raises(
+        kael.TypeError,
+        "check_errors must be a bool",
+        kael.linalg.ldl_factor_ex,
+        kael.eye(2),
+        check_errors=None,
+    )
+
+
+def _factored(n: int = 3):
+    return kael.linalg.ldl_factor(kael.tensor(_indefinite(n, n, diagonal=3.0)))
+
+
+def test_solve_shape_errors_name_the_shapes():
+    LD, piv = _factored()
+    B = kael.zeros(3, 2, dtype=kael.float64)
+    solve = kael.linalg.ldl_solve
+    _raises(kael.ValueError, "square matrices, but they are 3 by 2", solve, LD[:, :2], piv, B)
+    _raises(
+        kael.ValueError, "B to have at least 2 dimensions, but it has 1", solve, LD, piv, B[:, 0]
+    )
+    _raises(kael.ValueError, r"pivots with shape \[2\] instead", solve, LD, piv[:2], B)
+    _raises(kael.ValueError, r"pivots with shape \[2, 3\]", solve, LD, piv.expand(2, 3), B)
+    _raises(
+        kael.ValueError,
+        "each A matrix is 3 by 3 but each b matrix is 2 by 2",
+        solve,
+        LD,
+        piv,
+        B[:2],
+    )
+    A3 = LD.expand(3, 3, 3)
+    _raises(
+        kael.ValueError,
+        r"batch dims of A \[3, 3, 3\] and B \[2, 3, 2\] cannot be broadcast",
+        solve,
+        A3,
+        piv.expand(3, 3),
+        kael.zeros(2, 3, 2, dtype=kael.float64),
+    )
+
+
+def test_solve_dtype_errors_name_the_dtypes():
+    LD, piv = _factored()
+    B = kael.zeros(3, 2, dtype=kael.float64)
+    solve = kael.linalg.ldl_solve
+    _raises(
+        kael.TypeError,
+        "same dtype, but found LD of type float64 and B of type float32",
+        solve,
+        LD,
+        piv,
+        B.float(),
+    )
+    _raises(
+        kael.TypeError, "Expected pivots to be integers. Got float32", solve, LD, piv.float(), B
+    )
+    _raises(kael.TypeError, "Expected pivots to be integers. Got bool", solve, LD, piv > 0, B)
+    _raises(
+        kael.TypeError, "floating point tensor as input. Got int64", solve, LD.long(), piv, B.long()
+    )
+    _raises(
+        kael.TypeError,
+        "Low precision dtypes not supported. Got float16",
+        solve,
+        LD.half(),
+        piv,
+        B.half(),
+    )
+    _raises(kael.TypeError, "pivots must be a Tensor, got list", solve, LD, [1, 2, 3], B)
+
+
+@pytest.mark.parametrize(
+    "bad, words",
+    [
+        ([0, 2, 3], r"\|pivot\| >= 1 \(got 0"),
+        ([1, 4, 3], r"<= LD.size\(-2\) \(got 4"),
+        ([1, -4, -4], r"<= LD.size\(-2\) \(got 4"),
+        ([0, 4, 3], r">= 1 \(got 0"),
+    ],
+)
+def test_solve_pivots_outside_one_to_n_are_refused(bad, words):
+    LD, _ = _factored()
+    tLD, _ = torch.linalg.ldl_factor(torch.tensor(_indefinite(3, 3, diagonal=3.0)))
+    with pytest.raises(RuntimeError, match="Pivots given to ldl_solve must all satisfy"):
+        torch.linalg.ldl_solve(
+            tLD, torch.tensor(bad, dtype=torch.int32), torch.zeros(3, 2).double()
+        )
+    B = kael.zeros(3, 2, dtype=kael.float64)
+    _raises(
+        kael.ValueError, words, kael.linalg.ldl_solve, LD, kael.tensor(bad, dtype=kael.int32), B
+    )
+
+
+# ---- under kael.compile and on cuda --------------------------------------------------------------
+
+
+def test_ldl_runs_inside_compile():
+    k, t = _pair(_indefinite(4, 4))
+    kb, tb = _pair(RNG.standard_normal((4, 2)))
+
+    @kael.compile
+    def f(a, b):
+        LD, piv = kael.linalg.ldl_factor(a * 2.0)
+        return kael.linalg.ldl_solve(LD, piv, b)
+
+    close_to_torch(f(k, kb), torch.linalg.solve(t * 2.0, tb), 1e-10)
+
+
+@pytest.mark.gpu
+def test_ldl_on_cuda_copies_through_the_host():
+    a = _indefinite(4, 4)
+    k = kael.tensor(a).cuda()
+    got = kael.linalg.ldl_factor_ex(k)
+    assert all(str(x.device) == "cuda:0" for x in got)
+    _same_factor([x.cpu() for x in got], torch.linalg.ldl_factor_ex(torch.tensor(a)), 1e-12)
+    x = kael.linalg.ldl_solve(got.LD, got.pivots, kael.tensor(np.eye(4)).cuda())
+    close_to_torch(x.cpu(), torch.linalg.inv(torch.tensor(a)), 1e-10)
