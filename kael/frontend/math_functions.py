@@ -720,16 +720,25 @@ def gcd(input: Tensor, other: Tensor) -> Tensor:
     return _launch_as(("gcd", steps), [a, b], out, out, lambda x, y: _gcd(x, y, steps))
 
 
+def _as_int(v: Value, dtype: DType) -> Value:
+    """v converted to the integer dtype (narrowing wraps, as a C++ cast does)."""
+    return v if v.node.dtype is dtype else Value(g.Cast(dtype, (), v.node))
+
+
 def lcm(input: Tensor, other: Tensor) -> Tensor:
-    """The least common multiple |x / gcd * y| (0 where gcd is 0), of integer tensors."""
+    """The least common multiple |x / gcd * y| (0 where gcd is 0), of integer tensors. As
+    in PyTorch's C++ kernel, int8 and int16 operands promote to int32 for the division,
+    product and abs, and the result wraps back to the dtype (so an overflow keeps its sign)."""
     a, b, out = _integer_pair(input, other, "lcm")
     steps = _euclid_steps(out)
+    wide = int32 if out.itemsize < 4 else out
 
     def formula(x: Value, y: Value) -> Value:
         d = _gcd(x, y, steps)
         zero = d.eq(0)
-        multiple = (x._binary("truncdiv", where(zero, _const(d, 1), d)) * y).apply("abs")
-        return where(zero, _const(d, 0), multiple)
+        divisor = _as_int(where(zero, _const(d, 1), d), wide)
+        multiple = (_as_int(x, wide)._binary("truncdiv", divisor) * _as_int(y, wide)).apply("abs")
+        return where(zero, _const(d, 0), _as_int(multiple, out))
 
     return _launch_as(("lcm", steps), [a, b], out, out, formula)
 

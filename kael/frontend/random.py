@@ -22,7 +22,7 @@ import numpy as np
 from kael.codegen.cpu import sampling
 from kael.frontend import eager, factories, tracing, views
 from kael.frontend.elementwise import broadcast_shapes
-from kael.frontend.outputs import bool_arg, check_writable, tensor_arg
+from kael.frontend.outputs import bool_arg, check_writable, device_of, output, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl
 from kael.ir import graph as g
 from kael.ir.ops import BINARY_OPS
@@ -33,6 +33,7 @@ from kael.runtime.dtypes import (
     INT64_MAX,
     INT64_MIN,
     DType,
+    as_dtype,
     bfloat16,
     bool_,
     float16,
@@ -824,31 +825,53 @@ def _std_checked(std: Tensor) -> None:
         raise ValueError("normal expects all elements of std >= 0.0")
 
 
-def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None) -> Tensor:
+def _normal_out(out, shape: tuple, dtype, device, what: str = "normal") -> Tensor:
+    """normal's out= checked: a writable Tensor of the result's shape on the operands' device,
+    of a floating dtype (the draws are made in out's dtype, as PyTorch's are); `dtype`, when
+    given, must be out's."""
+    out = tensor_arg(out, what, "out")
+    if dtype is not None and as_dtype(dtype) is not out.dtype:
+        raise TypeError(
+            f"{what}: dtype {as_dtype(dtype)} does not match dtype of out parameter ({out.dtype})"
+        )
+    _floating(what, out.dtype)
+    return output(out, shape, out.dtype, out.device if device is None else device, what)
+
+
+def _normal_floats(mean, std, size, gen, out, dtype, device) -> Tensor:
+    """normal(mean: float, std: float, size): Tensor.normal_ of a new tensor or of out."""
+    if size is None:
+        raise TypeError(
+            "normal() received an invalid combination of arguments: normal(mean: float,"
+            " std: float) needs a size"
+        )
+    mean_f, std_f = _float_arg(mean, "mean"), _float_arg(std, "std")
+    if not std_f >= 0:
+        raise ValueError(f"normal expects std >= 0.0, but found std {std_f}")
+    if out is None:
+        out = factories.new_tensor((size,), _floating("normal", dtype), device)
+    else:
+        shape = views.check_shape(views.parse_size((size,)))
+        out = _normal_out(out, shape, dtype, None if device is None else parse_device(device))
+    return normal_(out, mean_f, std_f, generator=gen)
+
+
+def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, device=None):
     """torch.normal's four forms: normal(mean: Tensor, std: Tensor) (broadcast, mean's dtype),
     normal(mean: Tensor, std: float = 1), normal(mean: float, std: Tensor) (std's dtype), and
     normal(mean: float, std: float, size) (the default dtype unless told otherwise). The
-    tensor forms draw a standard normal z in the result's dtype and compute z * std + mean
-    in place, as PyTorch does; the last form is Tensor.normal_(mean, std)."""
+    tensor forms draw a standard normal z in the result's dtype (out's, when given) and
+    compute z * std + mean in place, as PyTorch does; the last form is Tensor.normal_."""
     gen = generator_arg(generator, "normal")
     mean_t, std_t = isinstance(mean, Tensor), isinstance(std, Tensor)
     if not mean_t and not std_t:
-        if size is None:
-            raise TypeError(
-                "normal() received an invalid combination of arguments: normal(mean: float,"
-                " std: float) needs a size"
-            )
-        mean_f, std_f = _float_arg(mean, "mean"), _float_arg(std, "std")
-        if not std_f >= 0:
-            raise ValueError(f"normal expects std >= 0.0, but found std {std_f}")
-        out = factories.new_tensor((size,), _floating("normal", dtype), device)
-        return normal_(out, mean_f, std_f, generator=gen)
+        return _normal_floats(mean, std, size, gen, out, dtype, device)
     if size is not None or dtype is not None:
         raise TypeError("normal() takes size and dtype only with a float mean and a float std")
     if mean_t and std_t:
         shape = broadcast_shapes(tuple(mean.shape), tuple(std.shape))
         _std_checked(std)
-        out_dtype, where = mean.dtype, mean.device
+        out_dtype, where = mean.dtype, device_of([mean, std], "normal")
     elif mean_t:
         std_f = _float_arg(std, "std")
         if not std_f >= 0:
@@ -858,6 +881,10 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None)
         _float_arg(mean, "mean")
         _std_checked(std)
         shape, out_dtype, where = tuple(std.shape), std.dtype, std.device
+    if out is not None:
+        # PyTorch draws into out first, so an out that aliases mean or std is read after
+        out = normal_(_normal_out(out, shape, None, where), generator=gen)
+        return out.mul_(std).add_(mean)
     if not out_dtype.is_floating_point:
         raise TypeError(f"normal expects a floating point mean or std, got {out_dtype}")
     out = _fill("randn", factories.new_tensor((shape,), out_dtype, where), gen)
@@ -885,21 +912,50 @@ def _bound_check(value: int, what: str, dtype: DType) -> None:
         raise ValueError(f"{what} is out of bounds for {dtype}: {what} = {value}")
 
 
-def randint_like(input, low=0, high=None, *, generator=None, dtype=None, device=None) -> Tensor:
+def _type_names(bounds: tuple, keywords: dict) -> str:
+    """The arguments of a call as PyTorch's parser lists them: (Tensor, int, low=int)."""
+    parts = ["Tensor", *(type(b).__name__ for b in bounds)]
+    parts += [f"{k}={type(v).__name__}" for k, v in keywords.items() if v is not None]
+    return ", ".join(parts)
+
+
+def _like_bounds(bounds: tuple, low, high) -> tuple:
+    """(low, high) of randint_like's three forms, (input, high), (input, low, high) and
+    (input, high=...); low only ever comes with a high (keyword low alone is an error)."""
+    given = {"low": low, "high": high}
+    if len(bounds) == 2 and low is None and high is None:
+        return bounds
+    if len(bounds) == 1 and low is None:
+        return (0, bounds[0]) if high is None else (bounds[0], high)
+    if not bounds and high is not None:
+        return (0 if low is None else low), high
+    raise TypeError(
+        "randint_like() received an invalid combination of arguments - got"
+        f" ({_type_names(bounds, given)}), but expected one of: (Tensor input, int high),"
+        " (Tensor input, Tensor high), (Tensor input, int low, int high)"
+    )
+
+
+def _int_bound(value, what: str) -> int:
+    """A bound as an int: a Python int, or a 0-d integer tensor's value (torch's Tensor high)."""
+    if not isinstance(value, Tensor):
+        return views.as_int(value, what)
+    tracing.data_dependent(f"randint_like's tensor {what}")
+    if value.ndim != 0 or value.dtype.is_floating_point or value.dtype.is_bool:
+        raise TypeError(f"randint_like: {what} must be a 0-d integer tensor, got {value.dtype}")
+    return int(value.item())
+
+
+def randint_like(
+    input, *bounds, low=None, high=None, generator=None, dtype=None, device=None
+) -> Tensor:
     """Uniform integers in [low, high) in input's shape (and dtype and device unless told
     otherwise): randint_like(input, high) or randint_like(input, low, high), as torch
-    overloads it; high may be a 0-d integer tensor."""
+    overloads it (one positional bound is high; keyword low needs a high too); high may
+    be a 0-d integer tensor."""
     input = tensor_arg(input, "randint_like")
-    if high is None:
-        if low == 0 and not isinstance(low, Tensor):
-            raise TypeError("randint_like() missing required argument 'high'")
-        low, high = 0, low
-    if isinstance(high, Tensor):
-        tracing.data_dependent("randint_like's tensor high")
-        if high.ndim != 0 or high.dtype.is_floating_point or high.dtype.is_bool:
-            raise TypeError(f"randint_like: high must be a 0-d integer tensor, got {high.dtype}")
-        high = int(high.item())
-    low, high = views.as_int(low, "low"), views.as_int(high, "high")
+    low, high = _like_bounds(bounds, low, high)
+    low, high = _int_bound(low, "low"), _int_bound(high, "high")
     if low >= high:
         raise ValueError(
             f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"

@@ -455,16 +455,22 @@ def _parity_sign(n: Value) -> Value:
 
 def _zeta(x: Value, q: Value) -> Value:
     """The Hurwitz zeta function sum_k (q + k)^-x: +inf at x = 1 and at q a non-positive
-    integer, NaN for x < 1, at q = +inf and for q < 0 with x not an integer (PyTorch's). For q < 0 (x an
-    integer) with f = q - floor(q), m = -floor(q): zeta(x, f) + (-1)^x (zeta(x, 1 - f) -
-    zeta(x, m + 1 - f)), the m terms below q + m summed through zeta at positive points."""
+    integer, NaN for x < 1, at q = +inf and for q < 0 with x not an integer (PyTorch's). For
+    q < 0 (x an integer), with m = -floor(q) and f = q + m, the m negative terms' magnitudes
+    are r, r + 1, .., r + m - 1 for r = -(q + m - 1) in (0, 1] (exact: Sterbenz, or m = 1
+    and r = -q), so zeta(x, q) = f^-x + (-1)^x r^-x + zeta(x, f + 1) + (-1)^x (zeta(x, r + 1)
+    - zeta(x, r + m)): the two largest terms, which cancel near q = -1/2, each one power;
+    zeta(inf, q) is +inf there (a term below 1 in magnitude), as in PyTorch."""
     negative = q < 0
-    f = q - q.apply("floor")
     m = -q.apply("floor")
-    base = _zeta_positive(x, where(negative, f, q))
-    near = _zeta_positive(x, where(negative, 1 - f, 1.0))
-    far = _zeta_positive(x, where(negative, m + 1 - f, 1.0))
-    value = where(negative, base + _parity_sign(x) * (near - far), base)
+    f, r = q + m, -(q + (m - 1))
+    sign = _parity_sign(x)
+    base = _zeta_positive(x, where(negative, f + 1, q))
+    near = _zeta_positive(x, where(negative, r + 1, 1.0))
+    far = _zeta_positive(x, where(negative, r + m, 1.0))
+    largest = f._binary("pow", -x) + sign * r._binary("pow", -x)
+    value = where(negative, largest + (base + sign * (near - far)), base)
+    value = where(negative & x.eq(math.inf), math.inf, value)
     non_positive = q <= 0
     value = where(non_positive & x.ne(x.apply("floor")), math.nan, value)
     value = where(non_positive & q.eq(q.apply("floor")), math.inf, value)

@@ -205,6 +205,15 @@ def _gradient_spacing(spacing, op: str) -> list:
     )
 
 
+def _scalar_spacing(spacing):
+    """A 0-d tensor spacing as the number it holds (PyTorch's parser reads it as a Number,
+    a bool one as 0 or 1); any other spacing as given."""
+    if not isinstance(spacing, Tensor) or spacing.ndim != 0:
+        return spacing
+    value = spacing.item()
+    return int(value) if isinstance(value, bool) else value
+
+
 def _uniform_gradient(x: Tensor, d: int, h, edge_order: int) -> Tensor:
     """PyTorch's gradient_helper_float: central differences over 2h, one-sided at the ends."""
     n = x.shape[d]
@@ -275,6 +284,7 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1) -> tuple[Tensor, ...]:
     x = tensor_arg(input, op)
     edge_order = _strict_int(edge_order, op, "edge_order")
     dims = _gradient_dims(dim)
+    spacing = _scalar_spacing(spacing)
     if isinstance(spacing, int | float) and not isinstance(spacing, bool):
         steps = [spacing] * (len(dims) if dims is not None else x.ndim)
     else:

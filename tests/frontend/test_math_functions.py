@@ -649,3 +649,28 @@ def test_fmax_and_fmin_keep_the_first_operand_on_a_signed_zero_tie(name):
         == torch.signbit(want).tolist()
         == [False, True, True, False]
     )
+
+
+@pytest.mark.parametrize("dtype", [kael.int8, kael.uint8], ids=str)
+def test_lcm_overflow_keeps_torch_sign_over_every_pair(dtype):
+    """PyTorch takes |x / gcd * y| after int promotion and then wraps to the dtype, so an
+    lcm past the dtype's top keeps the wrapped sign (lcm(16, 9) = 144 -> -112 in int8):
+    every pair of the dtype, bit for bit, broadcast column against row."""
+    values = np.arange(256) - (128 if dtype is kael.int8 else 0)
+    ka, ta = pair(values.reshape(-1, 1), dtype)
+    kb, tb = pair(values.reshape(1, -1), dtype)
+    _same_bits_or_both_nan(kael.lcm(ka, kb), torch.lcm(ta, tb))
+    _same_bits_or_both_nan(kael.lcm(kb.T, ka.T), torch.lcm(tb.T, ta.T))
+
+
+def test_lcm_int16_both_sides_of_the_overflow_follow_torch():
+    """int16 just below and just above 2**15 (and below -2**15), and a random sample."""
+    edge = [(181, 181), (182, 181), (-182, 181), (181, -181), (255, 128), (-256, 128)]
+    edge += [(32767, 1), (-32768, 1), (-32768, -1), (32767, 2), (-32767, -2), (0, -32768)]
+    a, b = np.array(edge).T
+    a = np.concatenate([a, RNG.integers(-(2**15), 2**15, 2000)])
+    b = np.concatenate([b, RNG.integers(-(2**15), 2**15, 2000)])
+    ka, ta = pair(a, kael.int16)
+    kb, tb = pair(b, kael.int16)
+    _same_bits_or_both_nan(kael.lcm(ka, kb), torch.lcm(ta, tb))
+    _same_bits_or_both_nan(kael.lcm(ka[::3], kb[1::3]), torch.lcm(ta[::3], tb[1::3]))

@@ -818,7 +818,7 @@ def test_randint_like_draws_what_randint_draws_and_takes_a_tensor_high():
         (lambda: kael.randint_like(kael.zeros(2, dtype=kael.uint8), 300), kael.ValueError, "to - 1 is out of bounds for uint8"),
         (lambda: kael.randint_like(kael.zeros(2, dtype=kael.int8), -200, 3), kael.ValueError, "from is out of bounds for int8"),
         (lambda: kael.randint_like(kael.zeros(2), 5, dtype=kael.bool), kael.ValueError, "to - 1 is out of bounds for bool"),
-        (lambda: kael.randint_like(kael.zeros(2)), kael.TypeError, "missing required argument 'high'"),
+        (lambda: kael.randint_like(kael.zeros(2)), kael.TypeError, "invalid combination of arguments - got \\(Tensor\\)"),
         (lambda: kael.randint_like([0.0], 3), kael.TypeError, "Tensor"),
         (lambda: kael.randint_like(kael.zeros(2), 2.5), kael.TypeError, "must be an int"),
     ],
@@ -926,3 +926,137 @@ def test_randint_like_of_a_half_type_past_its_exact_integers_warns_as_torch(dtyp
     assert got.dtype is getattr(kael, dtype) and got.shape == (3,)
     with pytest.raises(kael.ValueError, match=r"to - 1 is out of bounds .* 69999"):
         kael.randint_like(kael.zeros(3, dtype=kael.float16), 70000)
+
+
+# ---- randint_like's argument forms and normal's out= ------------------------------------------
+
+
+def test_randint_like_one_positional_bound_is_high_even_zero():
+    """randint_like(x, 0) is high = 0 (an empty range, refused); randint_like(x, 1) draws 0."""
+    with pytest.raises(RuntimeError, match="from=0 >= to=0"):
+        torch.randint_like(torch.zeros(3), 0)
+    with pytest.raises(kael.ValueError, match="from=0 >= to=0"):
+        kael.randint_like(kael.zeros(3), 0)
+    expected = torch.randint_like(torch.zeros(3), 1)
+    np.testing.assert_array_equal(np_of(kael.randint_like(kael.zeros(3), 1)), expected.numpy())
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "span"),
+    [((), {"high": 3}, (0, 3)), ((2,), {"high": 5}, (2, 5)), ((), {"low": -1, "high": 1}, (-1, 1))],
+)
+def test_randint_like_keyword_bounds_draw_as_torch(args, kwargs, span):
+    """high by keyword, alone or after a positional or keyword low, as torch takes it."""
+    got = kael.randint_like(kael.zeros(400, dtype=kael.int64), *args, **kwargs)
+    expected = torch.randint_like(torch.zeros(400, dtype=torch.int64), *args, **kwargs)
+    for values in (np_of(got), expected.numpy()):
+        assert (values.min(), values.max() + 1) == span  # 400 draws reach both ends
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "got"),
+    [((), {"low": 3}, "Tensor, low=int"), ((3,), {"low": 1}, "Tensor, int, low=int")]
+    + [((1, 2, 3), {}, "Tensor, int, int, int"), ((), {"low": 0}, "Tensor, low=int")],
+)
+def test_randint_like_keyword_low_without_high_is_refused_as_torch(args, kwargs, got):
+    with pytest.raises(TypeError, match="invalid combination of arguments"):
+        torch.randint_like(torch.zeros(3), *args, **kwargs)
+    with pytest.raises(kael.TypeError, match=f"invalid combination of arguments - got \\({got}\\)"):
+        kael.randint_like(kael.zeros(3), *args, **kwargs)
+
+
+NORMAL_OUT_FORMS = {
+    "tensor_tensor": lambda lib, out: lib.normal(lib.full((3, 4), 2.0), lib.ones(4), out=out),
+    "tensor_float": lambda lib, out: lib.normal(lib.full((3, 4), 2.0), 0.5, out=out),
+    "float_tensor": lambda lib, out: lib.normal(2.0, lib.ones(3, 4), out=out),
+    "float_float": lambda lib, out: lib.normal(2.0, 0.5, (3, 4), out=out),
+}
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+@pytest.mark.parametrize("form", list(NORMAL_OUT_FORMS))
+def test_normal_out_is_filled_and_returned_with_the_draws_of_no_out(form, layout):
+    def out_of(lib):
+        return lib.empty(3, 4) if layout == "contiguous" else lib.empty(4, 3).t()
+
+    kael.manual_seed(4)
+    fresh = NORMAL_OUT_FORMS[form](kael, None)
+    kael.manual_seed(4)
+    out = out_of(kael)
+    got = NORMAL_OUT_FORMS[form](kael, out)
+    t_out = out_of(torch)
+    expected = NORMAL_OUT_FORMS[form](torch, t_out)
+    assert got is out and expected is t_out
+    assert (got.shape, got.stride()) == (tuple(expected.shape), expected.stride())
+    assert got.dtype is kael.float32 and expected.dtype == torch.float32
+    np.testing.assert_array_equal(np_of(got), np_of(fresh))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("form", ["tensor_tensor", "float_float"])
+def test_normal_out_of_another_floating_dtype_draws_in_its_dtype(form, dtype):
+    k = NORMAL_OUT_FORMS[form](kael, kael.empty(3, 4, dtype=getattr(kael, dtype)))
+    t = NORMAL_OUT_FORMS[form](torch, torch.empty(3, 4, dtype=getattr(torch, dtype)))
+    assert k.dtype is getattr(kael, dtype) and t.dtype == getattr(torch, dtype)
+    assert np.isfinite(np_of(k.to(dtype=kael.float64))).all()
+
+
+def test_normal_out_empty_and_0d_match_torch():
+    got = kael.normal(kael.zeros(0), 1.0, out=kael.empty(0))
+    assert got.shape == tuple(torch.normal(torch.zeros(0), 1.0, out=torch.empty(0)).shape)
+    got = kael.normal(kael.tensor(0.0), kael.tensor(1.0), out=kael.empty(()))
+    assert got.shape == tuple(torch.normal(torch.tensor(0.0), torch.tensor(1.0)).shape) == ()
+
+
+def test_normal_out_aliasing_mean_is_drawn_over_first_as_torch():
+    """PyTorch draws z into out and then computes out * std + mean: an out that is mean gives
+    z * std + z, near 0 for a tiny std, not near the old mean."""
+    for lib in (kael, torch):
+        mean = lib.full((50,), 100.0)
+        got = lib.normal(mean, lib.full((50,), 1e-3), out=mean)
+        assert float(got.abs().max()) < 0.1
+
+
+@pytest.mark.parametrize(
+    ("call", "torch_call", "error", "message"),
+    [
+        (lambda: kael.normal(0.0, 1.0, (2,), out=kael.empty(2, dtype=kael.int64)),
+         lambda: torch.normal(0.0, 1.0, (2,), out=torch.empty(2, dtype=torch.int64)),
+         kael.TypeError, "floating point dtypes, got int64"),
+        (lambda: kael.normal(kael.zeros(2), kael.ones(2), out=kael.empty(2, dtype=kael.int32)),
+         lambda: torch.normal(torch.zeros(2), torch.ones(2), out=torch.empty(2, dtype=torch.int32)),
+         kael.TypeError, "floating point dtypes, got int32"),
+        (lambda: kael.normal(0.0, 1.0, (2,), dtype=kael.float64, out=kael.empty(2)),
+         lambda: torch.normal(0.0, 1.0, (2,), dtype=torch.float64, out=torch.empty(2)),
+         kael.TypeError, "dtype float64 does not match dtype of out parameter \\(float32\\)"),
+        (lambda: kael.normal(0.0, 1.0, (2, 3), out=kael.empty(1, 3).expand(2, 3)),
+         lambda: torch.normal(0.0, 1.0, (2, 3), out=torch.empty(1, 3).expand(2, 3)),
+         kael.Error, "more than one element of the written-to tensor"),
+        (lambda: kael.normal(kael.zeros(2, 3), 1.0, out=kael.empty(1, 3).expand(2, 3)),
+         lambda: torch.normal(torch.zeros(2, 3), 1.0, out=torch.empty(1, 3).expand(2, 3)),
+         kael.Error, "more than one element of the written-to tensor"),
+        (lambda: kael.normal(kael.zeros(2), 1.0, out=[0.0, 0.0]),
+         lambda: torch.normal(torch.zeros(2), 1.0, out=[0.0, 0.0]),
+         kael.TypeError, "out must be a Tensor, got list"),
+        (lambda: kael.normal(kael.zeros(2), -1.0, out=kael.empty(2)),
+         lambda: torch.normal(torch.zeros(2), -1.0, out=torch.empty(2)),
+         kael.ValueError, "std >= 0.0, but found std -1"),
+    ],
+)  # fmt: skip
+def test_normal_out_refuses_what_torch_refuses(call, torch_call, error, message):
+    with pytest.raises((RuntimeError, NotImplementedError, TypeError)):
+        torch_call()
+    with pytest.raises(error, match=message):
+        call()
+
+
+@pytest.mark.parametrize("shape", [(5,), (3, 4, 1), (0,)])
+def test_normal_out_of_another_shape_is_refused_where_torch_resizes(shape):
+    """kael's out= must have the result's shape (torch resizes it, warning when it held
+    elements): kael.ValueError naming both shapes."""
+    with pytest.raises(
+        kael.ValueError, match=r"out has shape \[.*\] but the result has shape \[3, 4\]"
+    ):
+        kael.normal(kael.zeros(3, 4), kael.ones(3, 4), out=kael.empty(shape))
+    with pytest.raises(kael.ValueError, match=r"the result has shape \[3, 4\]"):
+        kael.normal(0.0, 1.0, (3, 4), out=kael.empty(shape))

@@ -544,3 +544,49 @@ def test_mvlgamma_of_integers_gives_the_default_float():
 def test_mvlgamma_refuses_what_torch_refuses(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+# ---- zeta and polygamma for q just below 0: no rounding of q - floor(q) ----------------------
+
+ZETA_SMALL_NEGATIVE_Q = [-1e-300, -1e-17, -1e-16, -1e-10, -0.1, -0.3, -0.49, -0.51, -0.9, -3.7]
+
+
+def _ulps_from_mpmath(values, x: float, qs) -> np.ndarray:
+    """|value - zeta(x, q)| in units of 2**-52 |zeta(x, q)| (40-digit mpmath)."""
+    ref = [mp.zeta(x, mp.mpf(q)) for q in qs]
+    return np.array([float(abs((mp.mpf(v) - r) / r)) / 2**-52 for v, r in zip(values, ref)])
+
+
+@pytest.mark.parametrize("x", [2.0, 3.0, 4.0, 7.0])
+def test_zeta_for_q_just_below_zero_is_as_accurate_as_torch(x):
+    """q in (-0.5, 0) and down to -1e-16 kept exact (the nearest term's base is -q): kael
+    within one ulp of torch's error against mpmath, finite where the result is."""
+    qs = [q for q in ZETA_SMALL_NEGATIVE_Q if math.log(-q) * -x < 690]
+    kq, tq = pair(np.array(qs), kael.float64)
+    got = kael.special.zeta(kael.full((len(qs),), x, dtype=kael.float64), kq).numpy()
+    expected = torch.special.zeta(torch.full((len(qs),), x, dtype=torch.float64), tq).numpy()
+    assert np.isfinite(got).all() and np.isfinite(expected).all()
+    assert (_ulps_from_mpmath(got, x, qs) <= _ulps_from_mpmath(expected, x, qs) + 1).all()
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64], ids=str)
+def test_zeta_and_polygamma_just_below_zero_match_torch(dtype):
+    """Down to -1e-300 (q^-x overflows to the pole's sign of inf, as torch's sum does);
+    float32 to torch's float32 kernels' accuracy (kael computes in float64), polygamma to
+    torch's trigamma's (1e-9)."""
+    tol = 1e-5 if dtype is kael.float32 else 1e-12
+    kq, tq = pair(np.array(ZETA_SMALL_NEGATIVE_Q), dtype)
+    for x in (2.0, 3.0):
+        close_to_torch(kael.special.zeta(x, kq), torch.special.zeta(x, tq), tol)
+    for n in (1, 2, 3):
+        close_to_torch(kael.polygamma(n, kq), torch.polygamma(n, tq), max(tol, 1e-8))
+
+
+def test_zeta_of_infinite_x_follows_torch_on_both_sides_of_zero():
+    """zeta(inf, q): +inf for q < 0 not an integer (a term below 1 in magnitude) and for
+    q in (0, 1), 1 at q = 1, NaN above (torch's 0 * inf), +inf at the poles."""
+    qs = [-0.5, -2.5, -1e-17, -7.25, -2.0, 0.0, 0.5, 1.0, 1.5, 10.0]
+    for dtype in (kael.float32, kael.float64):
+        kq, tq = pair(np.array(qs), dtype)
+        kx, tx = pair(np.full(len(qs), np.inf), dtype)
+        close_to_torch(kael.special.zeta(kx, kq), torch.special.zeta(tx, tq), 0, equal_nan=True)

@@ -491,3 +491,61 @@ def test_gradient_is_a_function_only_as_in_torch():
 def test_gradient_refuses_what_torch_refuses(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.parametrize("edge_order", [1, 2])
+@pytest.mark.parametrize(
+    "step", [(2.0, "float32"), (0.25, "float64"), (3, "int64"), (True, "bool")]
+)
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64], ids=str)
+def test_gradient_takes_a_0d_tensor_spacing_as_its_number(dtype, step, edge_order):
+    """A 0-d tensor spacing is a scalar step, as torch's parser reads it (a bool one as 0/1)."""
+    k, t = make((4, 5), dtype, "transposed")
+    value, name = step
+    ks = kael.tensor(value, dtype=getattr(kael, "bool" if name == "bool" else name))
+    ts = torch.tensor(value, dtype=getattr(torch, name))
+    tol = 1e-6 if dtype is kael.float32 else 1e-12
+    for kwargs in ({}, {"dim": 1}, {"dim": [1, 0]}):
+        _grad_check(
+            kael.gradient(k, spacing=ks, edge_order=edge_order, **kwargs),
+            torch.gradient(t, spacing=ts, edge_order=edge_order, **kwargs),
+            tol,
+        )
+
+
+def test_gradient_0d_tensor_spacing_of_zero_empty_and_0d_inputs_matches_torch():
+    k, t = make((3, 4), kael.float32)
+    got = kael.gradient(k, spacing=kael.tensor(0.0))
+    close_to_torch(got, torch.gradient(t, spacing=torch.tensor(0.0)), 0, equal_nan=True)
+    e, te = make((0, 3), kael.float16)
+    _grad_check(
+        kael.gradient(e, spacing=kael.tensor(0.5), dim=1),
+        torch.gradient(te, spacing=torch.tensor(0.5), dim=1),
+        0,
+    )
+    k0, t0 = make((), kael.float64)
+    assert (
+        kael.gradient(k0, spacing=kael.tensor(2.0))
+        == ()
+        == torch.gradient(t0, spacing=torch.tensor(2.0))
+    )
+
+
+@pytest.mark.parametrize(
+    ("kspacing", "tspacing", "error", "message"),
+    [
+        (kael.tensor([2.0]), torch.tensor([2.0]), kael.TypeError, "not Tensor"),
+        ([kael.tensor(2.0), kael.tensor(3.0)], [torch.tensor(2.0), torch.tensor(3.0)],
+         kael.ValueError, "got an element with 0 dimensions"),
+    ],
+)  # fmt: skip
+def test_gradient_spacing_tensor_must_be_0d_or_a_list_of_1d_as_torch(
+    kspacing, tspacing, error, message
+):
+    """One 1-element 1-d tensor is no scalar, and a list's tensors are coordinates (1-d)."""
+    with pytest.raises((TypeError, RuntimeError)):
+        torch.gradient(
+            torch.ones(3, 4), spacing=tspacing, dim=None if message != "not Tensor" else 0
+        )
+    with pytest.raises(error, match=message):
+        kael.gradient(kael.ones(3, 4), spacing=kspacing, dim=None if message != "not Tensor" else 0)
