@@ -229,6 +229,11 @@ TABLES = {
     "tanh_table": [_unit_fit(mp.tanh, k, 8, int(k == 0)) for k in range(16)],
     # gelu's G(a) = Q(a) exp(a^2 / 2): vmath.GELU_TABLE32.
     "gelu_table": [_unit_fit(_gelu_tail, k) for k in range(15)],
+    # gelu's Q(a) = Phi(-a) itself on quarter units, s = 4a = k + t, k = 0..29 (up to 32 rows:
+    # two registers a coefficient, AVX-512's vpermi2ps): vmath.GELU_QUARTER_TABLE32. Degree 7
+    # holds 1.02 eps up to k = 29 and 1.8 at k = 31 (degree 6: 32 eps there; half units need
+    # degree 8 past s = 9).
+    "gelu_quarter": [_unit_fit(lambda s: mp.erfc(s / 4 / mp.sqrt(2)) / 2, k) for k in range(30)],
 }
 
 

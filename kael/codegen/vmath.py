@@ -8,11 +8,12 @@ work (huge trigonometric arguments, gelu's far tail) run on a branch taken only 
 some lane needs it (ExprEmitter.rarely).
 
 On AVX-512 hosts and the GPU, float32 tanh, sigmoid and silu (sigmoid(-|x|)), gelu (x
-Phi(x), Phi(-a) = exp(-a^2/2) G(a)) and softplus (max(x, 0) + log1p(exp(-|x|))) take those
-functions of |x| from piecewise tables, one polynomial per unit of |x|: a table lookup per
-coefficient (vpermps, or a constant global in scalar and PTX code: the same bits in every
-layout and on both), no exp, division or log but gelu's exp; the far ranges and NaN take
-the exp forms on a rare branch. AVX2 hosts keep the exp forms (faster there).
+Phi(x), Phi(-a) per quarter unit of |x| up to 7.25, then exp(-a^2/2) G(a)) and softplus
+(max(x, 0) + log1p(exp(-|x|))) take those functions of |x| from piecewise tables, one
+polynomial per unit of |x|: a table lookup per coefficient (vpermps, vpermi2ps for 32
+rows, or a constant global in scalar and PTX code: the same bits in every layout and on
+both), no exp, division or log; the far ranges and NaN take the exp forms on a rare
+branch. AVX2 hosts keep the exp forms (faster there).
 
 Polynomial coefficients are weighted minimax fits made by benchmarks/fit_vmath.py
 (Lawson's algorithm against 40-digit mpmath references), lowest degree first; split
@@ -294,6 +295,43 @@ GELU_TABLE32 = (
 )  # fmt: skip
 
 
+# gelu's Q(a) = Phi(-a) (the normal distribution's upper tail) on quarter units: s = 4a = k + t,
+# degree 7 (within 1.02 eps; k = 30 and 31 would need 1.8), k <= 29: a up to 7.25.
+GELU_QUARTER_REACH = 7.25
+GELU_QUARTER_TABLE32 = (
+    (0.5, -0.0997355729341507, 1.0904996372573805e-07, 0.0010375117417424917, 8.281474038085435e-06, -3.4526623494457453e-05, 3.6525034374790266e-05, -2.098591903632041e-05),
+    (0.40129366517066956, -0.09666702896356583, 0.003021500539034605, 0.0009439059067517519, -5.320644049788825e-05, -6.926732567080762e-06, 1.9096672986052e-05, -3.7506526950892294e-06),
+    (0.3085375428199768, -0.0880163311958313, 0.005500726867467165, 0.0006876692059449852, -7.565757550764829e-05, -5.084930762677686e-06, -7.603794074384496e-06, 1.8288102410224383e-06),
+    (0.22662734985351562, -0.07528435438871384, 0.007058090530335903, 0.0003429609350860119, -9.154505823971704e-05, 1.269677795789903e-06, 5.923909611738054e-06, -2.7026026145904325e-06),
+    (0.15865525603294373, -0.060492683202028275, 0.007561434060335159, 8.970474851821564e-08, -7.715416722930968e-05, 3.1087595289136516e-06, -3.8090413454483496e-06, 2.0193804175505647e-06),
+    (0.10564977675676346, -0.04566227272152901, 0.007134507410228252, -0.00026745564537122846, -5.104184674564749e-05, 4.82006043966976e-06, -6.1983441810298245e-06, 2.682419335542363e-06),
+    (0.06680720299482346, -0.032379399985075, 0.006071012932807207, -0.00042154089896939695, -2.238666820630897e-05, 5.052453616372077e-06, -3.7066847653477453e-06, 1.7486096339780488e-06),
+    (0.040059156715869904, -0.021569330245256424, 0.004718301817774773, -0.0004633937496691942, 1.4176162039802875e-06, 4.167428869550349e-06, -1.304901409149295e-09, 3.095613720915935e-08),
+    (0.0227501317858696, -0.013497741892933846, 0.0033744473475962877, -0.00042180230957455933, 1.744668225001078e-05, 2.2105953121354105e-06, 1.523764225908053e-08, -7.089966658213598e-08),
+    (0.012224473059177399, -0.007934913039207458, 0.0022316649556159973, -0.00033577310387045145, 2.4287495762109756e-05, 2.810932926422538e-07, -1.0823185903063859e-06, 4.899605414721009e-07),
+    (0.006209665443748236, -0.004382075276225805, 0.0013693899381905794, -0.00023963699641171843, 2.3271493773791008e-05, -7.26396592654055e-07, -3.7050745049782563e-07, 2.0959824098554236e-07),
+    (0.0029797633178532124, -0.002273390768095851, 0.0007814719574525952, -0.00015540093590971082, 1.8635631931829266e-05, -1.1593309636737104e-06, -2.045173488340879e-07, 1.6967152305369382e-07),
+    (0.0013498980551958084, -0.001107962103560567, 0.00041548407170921564, -9.232926822733134e-05, 1.3002424566366244e-05, -1.0935495993180666e-06, -2.271952581622827e-08, 3.8141852343187566e-08),
+    (0.0005770250572822988, -0.0005072620115242898, 0.0002060740953311324, -5.0527509301900864e-05, 8.128761692205444e-06, -8.52700793529948e-07, 1.483821243652983e-08, 2.2473686911439472e-08),
+    (0.00023262908507604152, -0.00021817068045493215, 9.544922068016604e-05, -2.5566436306689866e-05, 4.603351953846868e-06, -5.696520020137541e-07, 3.095516021289768e-08, 1.0893606905426623e-08),
+    (8.84172841324471e-05, -8.814891771180555e-05, 4.131988680455834e-05, -1.1994347914878745e-05, 2.3798588699719403e-06, -3.327693036681012e-07, 3.4689250583141984e-08, -4.766648853404831e-09),
+    (3.16712430503685e-05, -3.345755612826906e-05, 1.6728687114664353e-05, -5.227690053288825e-06, 1.1336654779370292e-06, -1.782582188525339e-07, 1.7503403171303944e-08, 5.899733479530767e-10),
+    (1.0688525435398333e-05, -1.1929659194720443e-05, 6.337656941468595e-06, -2.12032682611607e-06, 4.969102178620233e-07, -8.55557402701379e-08, 1.182123021692405e-08, -1.6763220811455426e-09),
+    (3.3976730264839716e-06, -3.995935003331397e-06, 2.247721113235457e-06, -8.012809757929062e-07, 2.0185903792935278e-07, -3.7804682051501004e-08, 5.669043456890677e-09, -8.951897556563893e-10),
+    (1.017083263832319e-06, -1.2573768799484242e-06, 7.465659450645035e-07, -2.824158684688882e-07, 7.608201713082963e-08, -1.5444415524257238e-08, 2.383287345253393e-09, -2.2904739216400571e-10),
+    (2.8665158424701076e-07, -3.7167990285524866e-07, 2.3229902978982864e-07, -9.291859726090479e-08, 2.662689091437187e-08, -5.797171631627407e-09, 9.62385060532256e-10, -9.665156869287372e-11),
+    (7.604960217122425e-08, -1.0321176802108312e-07, 6.773296945539187e-08, -2.8558318376781244e-08, 8.662107475743142e-09, -2.003065713296337e-09, 3.7660688456675473e-10, -6.381851297421193e-11),
+    (1.8989561922921894e-08, -2.6924398710548303e-08, 1.8510572630248134e-08, -8.203604906498185e-09, 2.626516559800507e-09, -6.447763989392286e-10, 1.2852517661254836e-10, -2.205978628933014e-11),
+    (4.462172409347431e-09, -6.598107837874068e-09, 4.7423935889412405e-09, -2.2036668045899432e-09, 7.424761361285448e-10, -1.9282413166177292e-10, 4.045542026376303e-11, -6.775838570782788e-12),
+    (9.86587589402177e-10, -1.518970615954629e-09, 1.1392330412363094e-09, -5.537982850079004e-10, 1.9573662135563552e-10, -5.347420770074329e-11, 1.2036447359642377e-11, -2.3344371141015285e-12),
+    (2.052263359253459e-10, -3.2850044906496123e-10, 2.566416801297322e-10, -1.3024599454514174e-10, 4.819226614993788e-11, -1.3833658177309083e-11, 3.263048034898852e-12, -6.411568324871109e-13),
+    (4.0160003794698085e-11, -6.673891300712498e-11, 5.422558582712789e-11, -2.8677130115006833e-11, 1.1081649486932577e-11, -3.330667555992428e-12, 8.282252379580857e-13, -1.7343803259892154e-13),
+    (7.392257812821601e-12, -1.2737346767599522e-11, 1.0747151432677349e-11, -5.91251483536559e-12, 2.381963766853734e-12, -7.491711786523914e-13, 1.9406094027736576e-13, -3.9478179568713107e-14),
+    (1.279812518982515e-12, -2.2836806230774886e-12, 1.99822536989247e-12, -1.1418230727242018e-12, 4.786183385382947e-13, -1.5698087361265545e-13, 4.2599933048345986e-14, -9.070819927971784e-15),
+    (2.0838581240353177e-13, -3.846345984770405e-13, 3.4857606709924605e-13, -2.0658694481652529e-13, 8.99544653175377e-14, -3.0710748207722974e-14, 8.702831546234836e-15, -1.9284001004653446e-15),
+)  # fmt: skip
+
+
 class _Ops:
     """Lane-generic float and integer arithmetic for one float dtype on one emitter."""
 
@@ -420,27 +458,37 @@ class _Ops:
         self, name: str, index: ir.Value, v: ir.Value, rows: Sequence[Sequence[float]]
     ) -> ir.Value:
         """Each lane's polynomial rows[k] (lowest degree first) at v, k the low 4 bits of the
-        lane's `index` (so never outside the table; rows past the last repeat it). 16
-        float32 lanes take a coefficient by AVX-512's vpermps; elsewhere (scalar code, PTX)
-        each lane loads it from the module's constant `name`: the same values."""
-        if len(rows) > 16:
-            raise ValueError(f"table_poly takes at most 16 rows, got {len(rows)}")
-        padded = [*rows, *[rows[-1]] * (16 - len(rows))]
-        pick = self._picker(name, padded, self.b.and_(index, self.ic(15)))
+        lane's `index` (5 bits past 16 rows; so never outside the table: rows past the last
+        repeat it). 16 float32 lanes take a coefficient by AVX-512's vpermps (32 rows: one
+        vpermi2ps over two registers); elsewhere (scalar code, PTX) each lane loads it from
+        the module's constant `name`: the same values."""
+        if len(rows) > 32:
+            raise ValueError(f"table_poly takes at most 32 rows, got {len(rows)}")
+        size = 16 if len(rows) <= 16 else 32
+        padded = [*rows, *[rows[-1]] * (size - len(rows))]
+        pick = self._picker(name, padded, self.b.and_(index, self.ic(size - 1)))
         acc = pick(len(rows[0]) - 1)
         for j in range(len(rows[0]) - 2, -1, -1):
             acc = self.fma(acc, v, pick(j))
         return acc
 
     def _picker(self, name: str, rows: Sequence[Sequence[float]], index: ir.Value) -> Callable:
-        """pick(j): coefficient j of each lane's row, by AVX-512's vpermps or by loads."""
+        """pick(j): coefficient j of each lane's row, by AVX-512's permutes or by loads."""
         vt = x_type(self.m, self.dtype)
         if not (self.scalef and self.fmt.bits == 32):
             return self._loaded(name, rows, index)
-        fn = declare(
-            self.b.module, "llvm.x86.avx512.permvar.sf.512", ir.FunctionType(vt, [vt, self.itype])
-        )
-        return lambda j: self.b.call(fn, [ir.Constant(vt, [row[j] for row in rows]), index])
+        module = self.b.module
+
+        def column(j: int, first: int) -> ir.Constant:
+            return ir.Constant(vt, [row[j] for row in rows[first : first + 16]])
+
+        if len(rows) == 16:
+            fnty = ir.FunctionType(vt, [vt, self.itype])
+            fn = declare(module, "llvm.x86.avx512.permvar.sf.512", fnty)
+            return lambda j: self.b.call(fn, [column(j, 0), index])
+        fnty = ir.FunctionType(vt, [vt, self.itype, vt])
+        fn = declare(module, "llvm.x86.avx512.vpermi2var.ps.512", fnty)
+        return lambda j: self.b.call(fn, [column(j, 0), index, column(j, 16)])
 
     @property
     def tables(self) -> bool:
@@ -917,10 +965,26 @@ def _gelu(o: _Ops, x: ir.Value) -> ir.Value:
 
 
 def _gelu_table(o: _Ops, x: ir.Value) -> ir.Value:
+    """x Phi(x) with Q(a) = Phi(-a) from its quarter-unit table (a = |x|: no exp, no
+    division), x - x Q(x) for x > 0 (no cancellation: Q < 1/2). Past the table's reach Q
+    takes its last row: below 2**-46, x - x Q rounds to x; x below -reach (gelu's tail),
+    +inf and NaN take the exp form on a rare branch (one lane in 200 of N(0, 9)). In cache,
+    1 thread: 1.06 -> 0.56 (exp form) -> 0.3 ns an element."""
+    a = o.abs(x)
+    last = float(len(GELU_QUARTER_TABLE32) - 1)
+    s = o.mul(a, o.c(4.0))
+    k, t = o.unit_split(o.select(o.cmp(">", s, o.c(last)), o.c(last), s))
+    tail = o.mul(x, o.table_poly("kael_gelu_quarter", k, t, GELU_QUARTER_TABLE32))
+    near = o.select(o.cmp("<=", x, o.c(0.0)), tail, o.sub(x, tail))  # tail: x Phi(-|x|)
+    reach = o.c(GELU_QUARTER_REACH)
+    far = o.b.not_(o.b.and_(o.cmp(">=", x, o.neg(reach)), o.cmp("<", x, o.c(INF))))
+    return o.m.rarely(far, [near], lambda: [_gelu_exp_table(o, x)])[0]
+
+
+def _gelu_exp_table(o: _Ops, x: ir.Value) -> ir.Value:
     """x Phi(x), Phi(-a) = exp(-a^2 / 2) G(a) with a = |x| = k + t: G from k's polynomial,
     exp of the exactly squared a, scaled last so a subnormal result rounds once; x - x
-    Phi(-x) for x > 0 (no cancellation: Phi(-x) < 1/2). In cache, 1 thread: 1.06 -> 0.56
-    ns an element."""
+    Phi(-x) for x > 0. gelu's tail past the quarter table."""
 
     def finish(a: ir.Value, g: ir.Value) -> ir.Value:
         hi, lo = _two_product(o, a, a)

@@ -495,16 +495,23 @@ def _launch_unary(
 # ---- the few ops that are not one table row --------------------------------------------------
 
 
+GELU_OPS = {"none": "gelu", "tanh": "gelu_tanh"}  # approximate= -> the IR's unary op
+
+
 def gelu(input: Tensor, approximate: str = "none", out: Tensor | None = None) -> Tensor:
-    """GELU: x * Phi(x) exactly ("none", through erf) or with the tanh approximation."""
-    if approximate not in ("none", "tanh"):
+    """GELU: x * Phi(x) exactly ("none") or with the tanh approximation; a remembered call
+    takes the fast door, as the table's unary ops do."""
+    ir_op = GELU_OPS.get(approximate) if isinstance(approximate, str) else None
+    if ir_op is None:
         raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
+    done = fastpath.unary(ir_op, input) if out is None else fastpath.unary_out(ir_op, input, out)
+    if done is not None:
+        return done
     x = tensor_arg(input, "gelu")
     _floating_only("gelu", x.dtype)
-    compute = x.dtype
-    target = output(out, x.shape, compute, x.device, "gelu")
-    ir_op = "gelu" if approximate == "none" else "gelu_tanh"
-    _launch_unary(ir_op, ir_op, x, compute, target)
+    target = output(out, x.shape, x.dtype, x.device, "gelu")
+    fast = fastpath.unary_key(ir_op, x) if _remembers(out, (x,)) else None
+    _launch_unary(ir_op, ir_op, x, x.dtype, target, fast)
     return target
 
 

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import kael
+import kael.nn.functional as F
 from kael.frontend import eager, fastpath
 from kael.frontend import elementwise as ew
 from kael.frontend.inspection import record_launches
@@ -178,6 +179,27 @@ def test_remembered_unary_gives_the_full_doors_bits(name, dtype):
         if isinstance(got, type):  # refused (bitwise_not of a float): refused every time
             continue
         _same(got, _full(getattr(kael, name), x))
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.float16])
+def test_gelu_is_remembered_under_its_ir_op_and_gives_the_full_doors_bits(approximate, dtype):
+    x = _tensor((6, 7), dtype, 5)
+    for _ in range(2):
+        _same(F.gelu(x, approximate=approximate), _full(F.gelu, x, approximate=approximate))
+    assert _served((ew.GELU_OPS[approximate], dtype))
+    out = kael.empty((6, 7), dtype=dtype)
+    assert F.gelu(x, approximate=approximate, out=out) is out
+    _same(out, _full(F.gelu, x, approximate=approximate))
+
+
+def test_gelu_refusals_stay_with_a_remembered_launch():
+    x = _tensor((6, 7), kael.float32, 5)
+    F.gelu(x)
+    with pytest.raises(kael.ValueError, match="'fast'"):
+        F.gelu(x, approximate="fast")
+    with pytest.raises(kael.TypeError, match="gelu"):
+        F.gelu(_tensor((6, 7), kael.int64, 5))
 
 
 def test_concurrent_first_calls_agree():
