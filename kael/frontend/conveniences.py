@@ -224,8 +224,9 @@ def set_float32_matmul_precision(precision: str) -> None:
 
 
 def _cpu_only(self: Tensor, op: str) -> None:
+    """PyTorch's refusal (a TypeError) of a Python callable over a device tensor's elements."""
     if self.device.type != "cpu":
-        raise Error(f"{op} is only implemented on CPU tensors")
+        raise TypeError(f"{op} is only implemented on CPU tensors")
 
 
 def _stored(value, dtype) -> bool | int | float:

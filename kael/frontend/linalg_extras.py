@@ -6,12 +6,12 @@ Each is a composition of what kael.linalg already has: the LU and triangular sol
 factorizations.py, the Householder QR of orthogonal.py (its geqr2 and blocked larfb), the
 norms of matrix_norms.py, and kael's elementwise ops, reductions and matmul.
 torch.matrix_rank is not here: PyTorch 2.13 raises on it (removed since 1.9). The LDL
-family (linalg.ldl_factor, ldl_solve) is left out: its output is LAPACK sytrf's
-Bunch-Kaufman format, which kael has no kernel for.
+family (linalg.ldl_factor, ldl_solve) is ldl.py's, on its own Bunch-Kaufman kernel.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import NamedTuple
@@ -27,7 +27,7 @@ from kael.frontend import (
     views,
 )
 from kael.frontend.factorizations import float_dtype, on_host, raise_for, square
-from kael.frontend.outputs import bool_arg, int_arg, tensor_arg
+from kael.frontend.outputs import bool_arg, device_of, int_arg, tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.runtime.dtypes import bool_, float64, int32, int64
 from kael.runtime.errors import IndexError, TypeError, ValueError
@@ -53,6 +53,21 @@ def _int_dims(dim, op: str) -> tuple[int, ...]:
     return tuple(int_arg(d, op, "dim") for d in dim)
 
 
+def _host_code(fn: Callable) -> Callable:
+    """on_host for an op of several tensors: they must share one device (PyTorch refuses a
+    mix), then cuda operands take the explicit copy to the host kernels and back."""
+    hosted = on_host(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
+        if tensors:
+            device_of(tensors, fn.__name__)
+        return hosted(*args, **kwargs)
+
+    return wrapper
+
+
 # ---- LU ---------------------------------------------------------------------------------
 
 
@@ -64,6 +79,7 @@ def lu(A, pivot: bool = True, get_infos: bool = False) -> tuple:
     return (factor, pivots, info) if get_infos else (factor, pivots)
 
 
+@_host_code
 def lu_solve(b, LU_data, LU_pivots) -> Tensor:
     """torch.lu_solve: X with A X = b from A's lu_factor (LU_data, LU_pivots)."""
     op = "linalg.lu_solve"
@@ -76,7 +92,7 @@ def lu_solve(b, LU_data, LU_pivots) -> Tensor:
     return factorizations.lu_solve(LU, pivots, b)
 
 
-@on_host
+@_host_code
 def lu_unpack(
     LU_data, LU_pivots, unpack_data: bool = True, unpack_pivots: bool = True
 ) -> factorizations.PLU:
@@ -141,6 +157,7 @@ def triangular_solve(
     transpose when `transpose`; the broadcast copy of A comes back beside it."""
     op = "torch.triangular_solve"
     b, A = tensor_arg(b, op, "b"), tensor_arg(A, op, "A")
+    device_of([b, A], op)
     for what, x in (("b", b), ("A", A)):
         if x.ndim < 2:
             raise ValueError(
@@ -259,7 +276,7 @@ def _ormqr_checks(input: Tensor, tau: Tensor, other: Tensor, left: bool) -> None
     float_dtype(input, op)
 
 
-@on_host
+@_host_code
 def ormqr(input, tau, other, left: bool = True, transpose: bool = False) -> Tensor:
     """torch.ormqr: op(Q) C (or C op(Q) unless `left`), Q = H_0 ... H_{k-1} the
     reflectors of geqrf's (input, tau) and op the transpose when `transpose`: LAPACK's
@@ -338,7 +355,7 @@ def vander(x, N=None) -> Tensor:
     if n <= 1:
         raise ValueError(f"{op}: N must be greater than 1, got {n}.")
     powers = x.unsqueeze(-1).expand(*x.shape, n - 1).cumprod(-1)
-    ones = factories.ones((*x.shape, 1), dtype=powers.dtype)
+    ones = factories.ones((*x.shape, 1), dtype=powers.dtype, device=x.device)
     return index_ops.cat([ones, powers], -1)
 
 
@@ -378,6 +395,7 @@ def tensorsolve(A, B, dims=None) -> Tensor:
     (after `dims` of A are moved to its end): one square solve of A's matrix form."""
     op = "linalg.tensorsolve"
     A, B = tensor_arg(A, op, "A"), tensor_arg(B, op, "B")
+    device_of([A, B], op)
     if dims is not None:
         dims = _int_dims(dims, op)
         A = A.movedim(dims, tuple(range(A.ndim - len(dims), A.ndim)))

@@ -11,7 +11,7 @@ from kael.frontend import eager, factories, layers, noise, views
 from kael.frontend.noise import channel_shape, kept_mask
 from kael.frontend.norms import widened
 from kael.frontend.order_statistics import searchsorted
-from kael.frontend.outputs import tensor_param
+from kael.frontend.outputs import device_of, tensor_param
 from kael.frontend.shapes import method_function
 from kael.frontend.tensor import Layout, Tensor, strided
 from kael.frontend.tracing import op_door
@@ -479,6 +479,7 @@ def _segment_bounds(data: Tensor, axis: int, lengths, offsets, unsafe: bool) -> 
     """The int64 bounds [..., segments + 1] of the segments along axis (lengths' running
     sums from 0, or `offsets` as given; lengths win when both are), checked unless `unsafe`."""
     given = tensor_param(lengths if lengths is not None else offsets, "segment_reduce")
+    device_of([data, given], "segment_reduce")
     if given.dtype.is_floating_point or given.dtype.is_bool:
         raise TypeError(
             f"segment_reduce(): lengths and offsets must be integers, not {given.dtype}"
