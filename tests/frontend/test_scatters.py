@@ -282,6 +282,81 @@ def test_a_long_scatter_reduce_into_a_short_table_splits_and_matches_torch(
     close_to_torch(k, t, 0)
 
 
+LONG = 2 * index_ops.SPLIT_ELEMENTS + 5  # a 1-d source that splits on 2 threads
+LONG_LAYOUTS = ["contiguous", "source stride 2", "index stride 2"]
+
+
+def _long_scatter_inputs(reduce, dtype, layout):
+    """A LONG float source, its places in [0, 1000) and a self of 1000, as kael and torch
+    pairs (the same for every layout); the source or the index a stride-2 view where
+    `layout` says."""
+    rng = np.random.default_rng(59)
+    values = rng.standard_normal(LONG)
+    if reduce == "prod":
+        values = 1 + values / 64
+    places = rng.integers(0, 1000, LONG)
+    (ks, ts), (ki, ti) = pair(values, dtype), pair(places, kael.int64)
+    if layout == "source stride 2":
+        (ks, ts) = pair(np.repeat(values, 2), dtype)
+        ks, ts = ks[::2], ts[::2]
+    if layout == "index stride 2":
+        (ki, ti) = pair(np.repeat(places, 2), kael.int64)
+        ki, ti = ki[::2], ti[::2]
+    return (ks, ts), (ki, ti), pair(rng.standard_normal(1000), dtype)
+
+
+def _on_threads(n: int, fn, *args, **kwargs):
+    """fn(*args, **kwargs) with kael on `n` threads."""
+    threads = kael.get_num_threads()
+    kael.set_num_threads(n)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        kael.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64], ids=str)
+@pytest.mark.parametrize("layout", LONG_LAYOUTS)
+def test_a_long_scatter_reduce_on_one_thread_gives_torchs_bits_in_any_layout(reduce, dtype, layout):
+    """One thread walks the line in index order, as torch does: random floats round alike."""
+    (ks, ts), (ki, ti), (k, t) = _long_scatter_inputs(reduce, dtype, layout)
+    assert _on_threads(1, index_ops._split_parts, (LONG,), 1000, k.device) == 0
+    got = _on_threads(1, kael.scatter_reduce, k, 0, ki, ks, reduce)
+    close_to_torch(got, torch.scatter_reduce(t, 0, ti, ts, reduce), 0)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64], ids=str)
+def test_a_long_split_scatter_reduce_has_one_set_of_bits_in_any_layout(reduce, dtype):
+    """Two threads: private tables folded in order, so float sums and products round
+    unlike torch's (within its tolerance), but alike from every layout of the inputs."""
+    results = []
+    for layout in LONG_LAYOUTS:
+        (ks, ts), (ki, ti), (k, t) = _long_scatter_inputs(reduce, dtype, layout)
+        assert _on_threads(2, index_ops._split_parts, (LONG,), 1000, k.device) == 2
+        got = _on_threads(2, kael.scatter_reduce, k, 0, ki, ks, reduce)
+        close_to_torch(got, torch.scatter_reduce(t, 0, ti, ts, reduce), 1e-5)
+        results.append(got.numpy())
+    for other in results[1:]:
+        assert np.array_equal(results[0].view(np.uint8), other.view(np.uint8))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("value", [1000, -1001, 1 << 62, -(1 << 63)], ids=str)
+@pytest.mark.parametrize("where", [0, LONG // 2, LONG - 20, LONG - 1], ids=str)
+def test_a_long_scatter_reduce_names_a_far_out_index_anywhere_and_writes_nothing(
+    threads, value, where
+):
+    """However far out (its prefetch aims far outside the table), at a chunk's start or
+    end or one prefetch distance before the source's end: torch's error, self unchanged."""
+    (ks, _), (ki, _), (k, t) = _long_scatter_inputs("sum", kael.float32, "contiguous")
+    ki[where] = value
+    with pytest.raises(kael.IndexError, match=f"index {value} is out of bounds for dimension 0"):
+        _on_threads(threads, k.scatter_reduce_, 0, ki, ks, "sum")
+    close_to_torch(k, t, 0)
+
+
 @pytest.mark.parametrize("reduce", ["sum", "prod", "mean"])
 @pytest.mark.parametrize("include_self", [True, False])
 @pytest.mark.parametrize("dtype", [kael.float16, kael.bfloat16], ids=str)

@@ -367,3 +367,118 @@ def test_scatter_split_reports_the_first_bad_index_and_writes_nothing():
     for parts in (1, 2, 5):
         assert run_split("scatter_add", float32, table, index, dense, parts) == -1
         np.testing.assert_array_equal(table, 0)
+
+
+# Unit-stride runs (source and index strides 1) take a loop that prefetches the table element
+# gather.PREFETCH_AHEAD places on; other layouts take the general loop. Both give one result.
+AHEAD = gather.PREFETCH_AHEAD
+RUN_LENGTHS = [1, AHEAD - 1, AHEAD, AHEAD + 1, 3 * AHEAD + 7, 5000]
+IDENTITY = {
+    "scatter_add": -0.0,
+    "scatter_prod": 1.0,
+    "scatter_amax": -np.inf,
+    "scatter_amin": np.inf,
+}
+UFUNC = {
+    "scatter_add": np.add,
+    "scatter_prod": np.multiply,
+    "scatter_amax": np.maximum,
+    "scatter_amin": np.minimum,
+}
+
+
+def _laid_out(arr: np.ndarray, layout: str) -> np.ndarray:
+    """`arr` itself (unit strides: the prefetching loop) or a stride-2 view of a copy."""
+    if layout == "unit":
+        return arr
+    wide = np.zeros(arr.shape[:-1] + (2 * arr.shape[-1],), arr.dtype)
+    wide[..., ::2] = arr
+    return wide[..., ::2]
+
+
+def _split_reference(kind, table, index, dense, parts):
+    """Each chunk of the flat walk combined in index order into its own identity-filled
+    table, then the tables combined into `table` in chunk order (NumPy's unbuffered at)."""
+    chunk = -(-index.size // parts)
+    ufunc, out = UFUNC[kind], table.copy()
+    for k in range(parts):
+        own = np.full(table.shape[-1], IDENTITY[kind], table.dtype)
+        ufunc.at(own, index[0, k * chunk : (k + 1) * chunk], dense[0, k * chunk : (k + 1) * chunk])
+        out[0] = ufunc(out[0], own)
+    return out
+
+
+@pytest.mark.parametrize("kind", SPLIT_KINDS)
+@pytest.mark.parametrize("dtype", [float32, float64], ids=str)
+@pytest.mark.parametrize("n", RUN_LENGTHS)
+@pytest.mark.parametrize("layout", ["unit", "source stride 2", "index stride 2"])
+def test_a_split_combines_chunks_in_order_to_the_bit_in_any_layout(kind, dtype, n, layout):
+    """Random floats round differently in any other order: each layout's chunks, in index
+    order into private tables folded in chunk order, give the reference's bits."""
+    rng = np.random.default_rng(n)
+    index = rng.integers(0, 13, (1, n))
+    dense = rng.standard_normal((1, n)).astype(NUMPY[dtype])
+    if kind == "scatter_prod":
+        dense = (1 + dense / 8).astype(dense.dtype)
+    start = rng.standard_normal((1, 13)).astype(NUMPY[dtype])
+    for parts in (1, 2, 3):
+        got = start.copy()
+        source = _laid_out(dense, layout if layout == "source stride 2" else "unit")
+        places = _laid_out(index, layout if layout == "index stride 2" else "unit")
+        assert run_split(kind, dtype, got, places, source, parts) is None
+        want = _split_reference(kind, start, index, dense, parts)
+        assert np.array_equal(got.view(np.uint8), want.view(np.uint8)), (parts, got - want)
+
+
+@pytest.mark.parametrize("n", RUN_LENGTHS)
+@pytest.mark.parametrize("layout", ["unit", "source stride 2", "index stride 2"])
+@pytest.mark.parametrize("lines", [1, 3])
+def test_a_line_walk_adds_in_index_order_to_the_bit_in_any_layout(n, layout, lines):
+    """The line walk (no split) adds each line's values in index order into its table line."""
+    rng = np.random.default_rng(n + lines)
+    index = rng.integers(0, 11, (lines, n))
+    dense = rng.standard_normal((lines, n)).astype(np.float32)
+    table = rng.standard_normal((lines, 11)).astype(np.float32)
+    want = table.copy()
+    for row in range(lines):
+        np.add.at(want[row], index[row], dense[row])
+    source = _laid_out(dense, layout if layout == "source stride 2" else "unit")
+    places = _laid_out(index, layout if layout == "index stride 2" else "unit")
+    args = (float32, (lines, n), op(source), op(table, (11, 0)), op(places), 11, 1)
+    assert gather.walk("scatter_add", *args) is None
+    assert np.array_equal(table.view(np.int32), want.view(np.int32))
+
+
+BAD_VALUES = [13, -1, 1 << 62, np.iinfo(np.int64).min, np.iinfo(np.int64).max]
+
+
+@pytest.mark.parametrize("value", BAD_VALUES, ids=str)
+@pytest.mark.parametrize("where", [0, 3 * AHEAD + 6 - AHEAD, 3 * AHEAD + 6], ids=str)
+def test_a_unit_run_reports_a_bad_index_however_far_out_and_a_split_writes_nothing(value, where):
+    """A bad index at the run's start, one prefetch distance before its end, or last: its
+    prefetch reads an address far outside the table, which must not fault."""
+    n = 3 * AHEAD + 7
+    index = np.arange(n) % 13
+    index[where] = value
+    dense = np.ones((1, n), np.float32)
+    for parts in (1, 2):
+        table = np.zeros((1, 13), np.float32)
+        assert run_split("scatter_add", float32, table, index[None], dense, parts) == value
+        np.testing.assert_array_equal(table, 0)
+    table = np.zeros(13, np.float32)
+    args = (float32, (n,), op(dense[0]), op(table, (0,)), op(index), 13, 1)
+    assert gather.walk("scatter_add", *args, write=False) == value
+    np.testing.assert_array_equal(table, 0)  # the check-only pass writes nothing
+    assert gather.walk("scatter_add", *args) == value
+    want = np.zeros(13, np.float32)
+    np.add.at(want, np.delete(index, where), 1)
+    np.testing.assert_array_equal(table, want)  # the write pass skips the bad one alone
+
+
+def test_the_prefetch_is_in_the_cpu_walk_only():
+    """The CPU's split and line walks prefetch; the same builder leaves it out for a GPU."""
+    from kael.codegen.ptx.handwritten import build_module
+
+    text = gather.ir_text("scatter_add", float32)
+    assert text.count('call void @"llvm.prefetch.p0"') == 2
+    assert "llvm.prefetch" not in str(build_module(*gather._spec("scatter_add", float32)))
