@@ -44,6 +44,7 @@ UNARY_OPS: dict[str, str] = {
     "gelu": "float",
     "gelu_tanh": "float",
     "softplus": "float",  # log(1 + e^x): softplus (beta 1), logsigmoid and mish's kernels
+    "tanhshrink": "float",  # x - tanh(x), without the cancellation near 0 where tables run
 }
 
 BINARY_OPS: dict[str, str] = {

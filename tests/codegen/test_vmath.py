@@ -593,7 +593,7 @@ def test_exp_scales_by_vscalef_with_avx512(dt):
     assert not re.search(r"vpslld\s.*%zmm", asm)  # no exponent field built by hand
 
 
-TABLE_OPS = ("tanh", "sigmoid", "silu", "gelu", "softplus")
+TABLE_OPS = ("tanh", "sigmoid", "silu", "gelu", "softplus", "tanhshrink")
 TWO_REGISTER_TABLES = ("gelu",)  # 30 rows: vpermi2ps over two registers a coefficient
 
 
@@ -610,13 +610,47 @@ def test_float32_table_forms_take_one_permute_a_coefficient(op):
         assert len(one) >= 7 and not two  # degree 7 or 8; no two-register form, no copies
 
 
+TANHSHRINK_MP = _mp(lambda v: v - mpmath.tanh(v))
+
+
+@pytest.mark.skipif("avx512f" not in cpu_compiler.vector_features(), reason="needs AVX-512")
+def test_float32_tanhshrink_table_is_exact_near_0_and_at_its_row_edges():
+    """x - tanh(x) from its own table: no cancellation near 0 (PyTorch's float32 x - tanh(x)
+    is off by millions of ulp there), within 3.5 ulp where results are normal (3.16 measured:
+    row 1's Horner steps cancel near a = 1/2; near the smallest normal t^3 / 3 loses more), on
+    both sides of each row change and of the reach, where x - tanh(x) takes over."""
+    tiny = np.geomspace(1e-38, 1.0, 3000)
+    edges = np.concatenate([_around(t, np.float32) for t in _table_edges(15.0)])
+    x = np.concatenate([float32_sweep(4093), tiny, -tiny, edges]).astype(np.float32)
+    x = x[np.isfinite(x) & (np.abs(x) < 1e6)]  # beyond, x - 1 is x: no ulp to measure
+    got, ref = apply("tanhshrink", x), TANHSHRINK_MP(x)
+    tiny = np.finfo(np.float32).tiny
+    normal = np.abs(ref) >= 2**23 * tiny
+    assert ulp_errors(got[normal], ref[normal], np.float32).max() <= 3.5
+    np.testing.assert_allclose(got[~normal], ref[~normal].astype(np.float64), rtol=1e-5, atol=tiny)
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_tanhshrink_special_values_match_torch(dt):
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 15.0, -15.0, 1e30, -1e-45], dt)
+    want = torch.nn.functional.tanhshrink(torch.from_numpy(x)).numpy()
+    got = apply("tanhshrink", x)
+    np.testing.assert_array_equal(got, want)
+    assert np.array_equal(np.signbit(got), np.signbit(want))  # +0 at -0, as x - tanh(x)
+
+
+def test_float64_tanhshrink_is_x_minus_tanh_as_torch():
+    x = np.random.default_rng(2).standard_normal(4000) * 6
+    np.testing.assert_array_equal(apply("tanhshrink", x), x - apply("tanh", x))
+
+
 TABLES_ON_THE_DEVICE = """
 import numpy as np, kael, kael.nn.functional as F
 from kael.codegen.cpu import compiler
 rng = np.random.default_rng(3)
 x = (rng.standard_normal(5000) * 6).astype(np.float32)
 x[: 10 * 97 : 97] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, 40.0, -40.0, 14.5, -15.0]
-for f in (kael.tanh, kael.sigmoid, F.silu, F.gelu, F.softplus):
+for f in (kael.tanh, kael.sigmoid, F.silu, F.gelu, F.softplus, F.tanhshrink):
     host, device = f(kael.tensor(x)).numpy(), f(kael.tensor(x).cuda()).cpu().numpy()
     if compiler.has_avx512f():  # both take the tables: the same bits
         assert np.array_equal(host, device, equal_nan=True), f
