@@ -10,7 +10,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kael.frontend import views
+from kael.frontend import fastpath, views
 from kael.frontend.formula import Value, launch, maximum, minimum, stored, where
 from kael.frontend.outputs import check_writable, tensor_arg
 from kael.frontend.tensor import Tensor, empty_impl
@@ -164,11 +164,18 @@ def activate(name: str, input: Tensor, params: tuple, inplace: bool = False) -> 
     key, formula = (name,), act.formula
     if act.special is not None and act.special[0](*given):
         key, formula = (name, "special"), act.special[1]
-    result = launch(key, [x], compute, formula, params, x._impl if inplace else None)
+    # a floating input's call without parameters: the fast door remembers it (an integer
+    # input's result dtype follows the default dtype, which may change)
+    plain = not params and not inplace and x.dtype.is_floating_point
+    fast = fastpath.unary_key(_FAST + name, x) if plain else None
+    result = launch(key, [x], compute, formula, params, x._impl if inplace else None, fast)
     if inplace:
         x._impl.storage.bump_version()
         return x
     return result
+
+
+_FAST = "F."  # the fast door's keys of activations: apart from the unary ops' names
 
 
 def _public(name: str) -> Callable:
@@ -178,6 +185,10 @@ def _public(name: str) -> Callable:
     order = [p for p, _ in act.params] + (["inplace"] if act.inplace else [])
 
     def fn(input: Tensor, *args, **kwargs) -> Tensor:
+        if not (args or kwargs or act.params):
+            done = fastpath.unary(_FAST + name, input)
+            if done is not None:
+                return done
         if len(args) > len(order):
             raise TypeError(
                 f"{name}() takes at most {len(order) + 1} arguments, got {len(args) + 1}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from kael.frontend import eager, views
+from kael.frontend import eager, fastpath, views
 from kael.frontend.outputs import unaliased
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.ir import graph as g
@@ -120,10 +120,12 @@ def launch(
     formula: Callable[..., Value],
     params: dict | None = None,
     out: TensorImpl | None = None,
+    fast: tuple | None = None,
 ) -> Tensor:
     """formula(*tensors as `compute` values, *params as run-time scalars) over the tensors'
     broadcast shape, as one kernel into `out` (else a new tensor of `compute`). `key`
-    names the formula: one compiled template per key and input dtypes."""
+    names the formula: one compiled template per key and input dtypes. `fast`: the fast
+    door's key to remember a one-operand launch without parameters under."""
     from kael.frontend.elementwise import broadcast_shapes
 
     params = params or {}
@@ -144,7 +146,10 @@ def launch(
 
     entry = eager.template(template_key, build)
     words = {p: convert_scalar(v, compute, CHECKED) for p, v in params.items()}
-    eager.run(entry, [target], [ins[i] for i in _slots[template_key]], words)
+    ordered = [ins[i] for i in _slots[template_key]]
+    eager.run(entry, [target], ordered, words)
+    if fast is not None and not params and len(ordered) == 1:
+        fastpath.remember(fast, entry, (target.dtype, *dtypes_in), None, target, ordered)
     return Tensor(target)
 
 

@@ -12,7 +12,7 @@ import torch
 
 import kael
 import kael.nn.functional as F
-from kael.frontend import eager, fastpath
+from kael.frontend import activations, eager, fastpath
 from kael.frontend import elementwise as ew
 from kael.frontend.inspection import record_launches
 
@@ -200,6 +200,45 @@ def test_gelu_refusals_stay_with_a_remembered_launch():
         F.gelu(x, approximate="fast")
     with pytest.raises(kael.TypeError, match="gelu"):
         F.gelu(_tensor((6, 7), kael.int64, 5))
+
+
+PLAIN_ACTIVATIONS = sorted(n for n, a in activations.ACTIVATIONS.items() if not a.params)
+
+
+@pytest.mark.parametrize("name", PLAIN_ACTIVATIONS)
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.float16])
+def test_activations_without_parameters_are_remembered_with_the_full_doors_bits(name, dtype):
+    fn = getattr(F, name)
+    for x in (_tensor((6, 7), dtype, 3), _tensor((7, 6), dtype, 4).mT):  # dense, then by layout
+        for _ in range(2):
+            _same(fn(x), _full(fn, x))
+    assert _served(("F." + name, dtype))
+
+
+@pytest.mark.parametrize("name", ["tanhshrink", "softsign"])
+def test_integer_activations_follow_the_default_dtype_and_are_not_remembered(name):
+    x = _tensor((3, 4), kael.int64, 6)
+    fn = getattr(F, name)
+    assert fn(x).dtype == kael.float32
+    kael.set_default_dtype(kael.float64)
+    try:
+        got = fn(x)
+    finally:
+        kael.set_default_dtype(kael.float32)
+    assert got.dtype == kael.float64
+    want = getattr(torch.nn.functional, name)(torch.from_numpy(x.numpy()).double())
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+    assert not _served(("F." + name, kael.int64))
+
+
+def test_activation_calls_with_arguments_take_the_full_door():
+    x = _tensor((6, 7), kael.float32, 8)
+    F.selu(x)
+    y = x.clone()
+    assert F.selu(y, True) is y and F.selu(y.clone(), inplace=False) is not y
+    _same(y, _full(F.selu, x))
+    with pytest.raises(kael.TypeError, match="unexpected keyword"):
+        F.selu(x, alpha=2.0)
 
 
 def test_concurrent_first_calls_agree():
