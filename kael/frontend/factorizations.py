@@ -18,7 +18,7 @@ from kael.codegen.cpu import factorize, triangular
 from kael.frontend import blocked, factories, index_ops, reductions
 from kael.frontend import elementwise as ew
 from kael.frontend.elementwise import broadcast_shapes
-from kael.frontend.outputs import bool_arg, tensor_arg
+from kael.frontend.outputs import bool_arg, device_of, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import int32, int64
@@ -121,20 +121,33 @@ PAD = 8  # elements added to a padded working copy's rows
 def _to(value, device):
     if isinstance(value, Tensor):
         return value.to(device)
+    if isinstance(value, list):
+        return [_to(v, device) for v in value]
     if isinstance(value, tuple):
         moved = [_to(v, device) for v in value]
         return type(value)(*moved) if hasattr(value, "_fields") else tuple(moved)
     return value
 
 
+def _tensors(args: tuple, kwargs: dict) -> list[Tensor]:
+    """The tensors among `args` and `kwargs` (but `out`), and in their tuples and lists."""
+    values = [*args, *(v for k, v in kwargs.items() if k != "out")]
+    flat = [x for v in values for x in (v if isinstance(v, (tuple, list)) else (v,))]
+    return [x for x in flat if isinstance(x, Tensor)]
+
+
 def on_host(fn):
     """Run `fn` on host copies of its cuda tensor arguments and move its results back to
-    the first argument's device: the dense kernels are host code (an explicit copy).
-    `out` stays where it is: the result is copied into the caller's tensor."""
+    their device: the dense kernels are host code (an explicit copy). The tensors must share
+    one device, as PyTorch requires (a host kernel given cuda memory would crash): kael.Error
+    naming two; 0-d host tensors go with any. `out` stays where it is: the result is copied
+    into the caller's tensor."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        device = next((a.device for a in args if isinstance(a, Tensor)), CPU)
+        # a 0-d host tensor is a number beside cuda tensors, as PyTorch lets it be (atol=)
+        tensors = [t for t in _tensors(args, kwargs) if t.ndim or t.device is not CPU]
+        device = device_of(tensors, fn.__name__) if tensors else CPU
         if device is CPU:
             return fn(*args, **kwargs)
         args = [_to(a, CPU) for a in args]
@@ -333,7 +346,6 @@ def solve(A, B, *, left: bool = True, out=None) -> Tensor:
     return _out(x, out, "linalg.solve")
 
 
-@on_host
 def pivot_range(pivots: Tensor, rows: int) -> tuple[int, int] | None:
     """The (smallest, largest) of 1-based LU pivots when any lies outside [1, rows] (it would
     index outside the matrix), else None."""
@@ -343,6 +355,7 @@ def pivot_range(pivots: Tensor, rows: int) -> tuple[int, int] | None:
     return (low, high) if low < 1 or high > rows else None
 
 
+@on_host
 def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False, out=None) -> Tensor:
     """X with A X = B (or X A = B; A^T for `adjoint`) from lu_factor's LU and pivots."""
     op = "linalg.lu_solve"

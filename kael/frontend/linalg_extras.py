@@ -11,7 +11,6 @@ family (linalg.ldl_factor, ldl_solve) is ldl.py's, on its own Bunch-Kaufman kern
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from typing import NamedTuple
@@ -53,21 +52,6 @@ def _int_dims(dim, op: str) -> tuple[int, ...]:
     return tuple(int_arg(d, op, "dim") for d in dim)
 
 
-def _host_code(fn: Callable) -> Callable:
-    """on_host for an op of several tensors: they must share one device (PyTorch refuses a
-    mix), then cuda operands take the explicit copy to the host kernels and back."""
-    hosted = on_host(fn)
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
-        if tensors:
-            device_of(tensors, fn.__name__)
-        return hosted(*args, **kwargs)
-
-    return wrapper
-
-
 # ---- LU ---------------------------------------------------------------------------------
 
 
@@ -79,7 +63,7 @@ def lu(A, pivot: bool = True, get_infos: bool = False) -> tuple:
     return (factor, pivots, info) if get_infos else (factor, pivots)
 
 
-@_host_code
+@on_host
 def lu_solve(b, LU_data, LU_pivots) -> Tensor:
     """torch.lu_solve: X with A X = b from A's lu_factor (LU_data, LU_pivots)."""
     op = "linalg.lu_solve"
@@ -92,7 +76,7 @@ def lu_solve(b, LU_data, LU_pivots) -> Tensor:
     return factorizations.lu_solve(LU, pivots, b)
 
 
-@_host_code
+@on_host
 def lu_unpack(
     LU_data, LU_pivots, unpack_data: bool = True, unpack_pivots: bool = True
 ) -> factorizations.PLU:
@@ -276,7 +260,7 @@ def _ormqr_checks(input: Tensor, tau: Tensor, other: Tensor, left: bool) -> None
     float_dtype(input, op)
 
 
-@_host_code
+@on_host
 def ormqr(input, tau, other, left: bool = True, transpose: bool = False) -> Tensor:
     """torch.ormqr: op(Q) C (or C op(Q) unless `left`), Q = H_0 ... H_{k-1} the
     reflectors of geqrf's (input, tau) and op the transpose when `transpose`: LAPACK's

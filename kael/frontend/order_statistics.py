@@ -17,7 +17,7 @@ from kael.frontend.reductions import ValuesIndices
 from kael.frontend.tensor import Tensor
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import bool_, float32, float64, int32, int64, promote_types, result_type
-from kael.runtime.errors import IndexError, TypeError, ValueError
+from kael.runtime.errors import Error, IndexError, TypeError, ValueError
 
 INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
@@ -113,6 +113,11 @@ def _quantile(op: str, skip_nan: bool):
         scalar_q = not isinstance(q, Tensor)
         if isinstance(q, Tensor) and q.ndim > 1:
             raise ValueError(f"{op}() q must be a scalar or 1D tensor")
+        if isinstance(q, Tensor) and q.device is not x.device:
+            raise Error(
+                f"{op}() q tensor must be on the same device as the input tensor (q on"
+                f" {q.device}, input on {x.device})"
+            )
         qlist = [float(q)] if scalar_q else [float(v) for v in q.reshape(-1).tolist()]
         if any(not 0 <= v <= 1 for v in qlist):
             raise ValueError(f"{op}() q values must be in the range [0, 1]")
@@ -161,6 +166,7 @@ def _quantile(op: str, skip_nan: bool):
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """The elements of input where the (broadcast) bool mask is True, as a 1-d tensor."""
     x, m = tensor_arg(input, "masked_select"), tensor_arg(mask, "masked_select", "mask")
+    device_of([x, m], "masked_select")
     if not m.dtype.is_bool:
         raise TypeError(f"masked_select: expected BoolTensor for mask, got {m.dtype}")
     shape = ew.broadcast_shapes(x.shape, m.shape)
@@ -301,6 +307,9 @@ def searchsorted(
     seq = tensor_arg(sorted_sequence, op, "sorted_sequence")
     scalar = not isinstance(input, Tensor)
     values = factories.full((), input, device=seq.device) if scalar else tensor_arg(input, op)
+    if sorter is not None:
+        sorter = tensor_arg(sorter, op, "sorter")
+    device_of([seq, values, *([] if sorter is None else [sorter])], op)
     if side is not None:
         if side not in ("left", "right") or (right and side == "left"):
             raise ValueError(

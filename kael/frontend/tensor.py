@@ -912,15 +912,19 @@ class Tensor:
     def new(self, *args, device=None) -> Tensor:
         """PyTorch's legacy constructor in self's dtype: new() empty, new(*sizes) or new(Size)
         uninitialised, new(sequence) a tensor of that data, new(tensor) that tensor (same
-        dtype only), on self's device unless told."""
+        dtype and device only), on self's device unless told."""
         from kael.frontend import factories  # it imports this module
 
-        device = self._impl.device if device is None else device
+        device = self._impl.device if device is None else Device(device)
         dtype = self._impl.dtype
         if len(args) == 1 and isinstance(args[0], Tensor):
-            if args[0].dtype is not dtype:
-                raise TypeError(f"new(): expected a {dtype} tensor, got a {args[0].dtype} one")
-            return args[0].detach()
+            other = args[0]
+            if other.dtype is not dtype or other.device is not device:
+                raise TypeError(
+                    f"new(): expected a {dtype} tensor on {device} (got a {other.dtype} tensor"
+                    f" on {other.device})"
+                )
+            return other.detach()
         if len(args) == 1 and type(args[0]) in (list, tuple):
             return factories.tensor(args[0], dtype=dtype, device=device)
         for arg in args:

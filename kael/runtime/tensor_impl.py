@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kael.runtime.device import Device
+from kael.runtime.device import CPU, Device
 from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType
 from kael.runtime.errors import Error, ValueError
 from kael.runtime.storage import Storage
@@ -207,6 +207,22 @@ class TensorImpl:
             f"TensorImpl(shape={format_shape(self.shape)}, strides={format_shape(self.strides)}, "
             f"offset={self.offset}, dtype={self.dtype}, device={self.device})"
         )
+
+
+def ptr_on(impl: TensorImpl, device: Device, op: str) -> int:
+    """impl.data_ptr() for a kernel that runs on `device`, kael.Error when impl's memory is
+    elsewhere: a kernel would read another device's address as its own (a segfault)."""
+    if impl.device is not device:
+        kind = "host" if device is CPU else str(device)
+        raise Error(
+            f"{op}: {kind} kernel given memory on {impl.device}: expected all tensors on {device}"
+        )
+    return impl.data_ptr()
+
+
+def host_ptr(impl: TensorImpl, op: str) -> int:
+    """impl.data_ptr() for a host kernel (codegen/cpu); kael.Error for cuda memory."""
+    return ptr_on(impl, CPU, op)
 
 
 def read_hazard(src: TensorImpl, dst: TensorImpl) -> bool:

@@ -789,13 +789,24 @@ def test_resize_grows_a_device_tensor_keeping_its_elements_and_its_device(dtype)
     np.testing.assert_array_equal(_numbers(x.reshape(-1)[:6]), _numbers(want))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Tensor.new(tensor) (frontend/tensor.py) returns the tensor on its own device",
-)
 def test_new_of_a_host_tensor_on_a_device_tensor_is_refused_as_torch():
-    with pytest.raises(TypeError, match="cuda"):
+    with pytest.raises(
+        TypeError, match=r"expected a float32 tensor on cuda:0 \(got a float32 tensor on cpu\)"
+    ):
         _c(2).new(_host(3))
+
+
+def test_new_of_a_device_tensor_on_a_host_tensor_is_refused_as_torch():
+    with pytest.raises(
+        TypeError, match=r"expected a float32 tensor on cpu \(got a float32 tensor on cuda:0\)"
+    ):
+        _host(2).new(_c(3))
+
+
+def test_new_of_a_device_tensor_on_a_device_tensor_is_that_tensor():
+    x = _c(3)
+    got = _c(2).new(x)
+    assert str(got.device) == "cuda:0" and got.data_ptr() == x.data_ptr()
 
 
 def _several_names(A, weight, index, offsets, x, image):

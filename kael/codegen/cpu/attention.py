@@ -37,6 +37,7 @@ from kael.codegen.emitters import UNARY_EMITTERS
 from kael.codegen.lowering import ExprEmitter, i64, mangle, smin
 from kael.runtime.dtypes import DType
 from kael.runtime.launcher import launch
+from kael.runtime.tensor_impl import host_ptr
 
 ARGS = (
     "q", "kt", "v", "out", "mask", "scale", "qblocks", "l", "s", "e", "ev",
@@ -260,8 +261,9 @@ def run(q, kt, v, out, mask, kind: str, scale: float, batch: int, mask_strides) 
     length, source = q.shape[1], v.shape[1]
     blocks = -(-length // BQ)
     words = [
-        q.data_ptr(), kt.data_ptr(), v.data_ptr(), out.data_ptr(),
-        mask.data_ptr() if mask is not None else 0, struct.unpack("<q", struct.pack("<d", scale))[0],
+        *(host_ptr(t, "attention") for t in (q, kt, v, out)),
+        host_ptr(mask, "attention") if mask is not None else 0,
+        struct.unpack("<q", struct.pack("<d", scale))[0],
         blocks, length, source, q.shape[2], v.shape[2], q.strides[0], q.strides[1],
         kt.strides[0], kt.strides[1], v.strides[0], v.strides[1], out.strides[0],
         out.strides[1], *mask_strides,

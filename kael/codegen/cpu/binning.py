@@ -12,6 +12,7 @@ from llvmlite import ir
 
 from kael.codegen.cpu import dense
 from kael.runtime.dtypes import DType
+from kael.runtime.tensor_impl import host_ptr
 
 I64 = ir.IntType(64)
 CHUNK = 1 << 20  # values one work item bins: fixed, so the sum's order is too
@@ -52,5 +53,6 @@ def bin_into(rows, x, weights, dtype: DType | None) -> None:
         body = lambda d, item: _bin(d, item, weighted)  # noqa: E731
         return dense.per_matrix(module, name, dtype or rows.dtype, WORDS, body)
 
-    words = [x.data_ptr(), weights.data_ptr() if weighted else 0, rows.data_ptr(), total, bins]
+    weights_at = host_ptr(weights, name) if weighted else 0
+    words = [host_ptr(x, name), weights_at, host_ptr(rows, name), total, bins]
     dense.run(name, build, name, words, chunks(total), CHUNK)

@@ -16,6 +16,7 @@ from llvmlite import ir
 
 from kael.codegen.cpu import dense
 from kael.codegen.lowering import smin
+from kael.runtime.tensor_impl import host_ptr
 
 I64 = ir.IntType(64)
 # Columns the LU factors together, getf2's rank-1 updates confined to them (each row's SUB
@@ -172,7 +173,7 @@ def lu(a, piv, info, batch: int, panel: tuple[int, int] | None = None) -> None:
     m, n, ld, stride = geometry(a)
     j, width = (0, n) if panel is None else panel
     name = f"kael_lu_{a.dtype.name}"
-    words = [a.data_ptr(), piv.data_ptr(), info.data_ptr(), m, n, ld, stride, -j, width - j, j]
+    words = [*(host_ptr(t, name) for t in (a, piv, info)), m, n, ld, stride, -j, width - j, j]
     build = lambda mod: dense.per_matrix(mod, name, a.dtype, LU_WORDS, _lu)  # noqa: E731
     dense.run(name, build, name, words, batch, m * n * min(m, n))
 
@@ -183,6 +184,6 @@ def cholesky(a, info, batch: int) -> None:
     potrf sets it."""
     _, n, ld, stride = geometry(a)
     name = f"kael_cholesky_{a.dtype.name}"
-    words = [a.data_ptr(), info.data_ptr(), n, ld, stride]
+    words = [host_ptr(a, name), host_ptr(info, name), n, ld, stride]
     build = lambda mod: dense.per_matrix(mod, name, a.dtype, CHOLESKY_WORDS, _cholesky)  # noqa: E731
     dense.run(name, build, name, words, batch, n**3 // 3)

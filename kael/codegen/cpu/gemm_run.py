@@ -21,7 +21,7 @@ from kael.runtime import launches
 from kael.runtime.dtypes import int64
 from kael.runtime.launcher import PARALLEL_BYTES, launch
 from kael.runtime.storage import Storage
-from kael.runtime.tensor_impl import TensorImpl
+from kael.runtime.tensor_impl import TensorImpl, host_ptr
 from kael.runtime.threadpool import get_num_threads
 
 # B is read in place (not packed) when its columns are unit-stride and it is this small
@@ -260,7 +260,7 @@ def accumulate_into(c: TensorImpl, a: TensorImpl, b: TensorImpl, subtract: bool 
         if len(_adding) >= _MAX_PLANS:
             _adding.clear()
         hit = _adding[(id(p), mode)] = (p, _accumulating(p, mode))
-    run(hit[1], a.data_ptr(), b.data_ptr(), c.data_ptr())
+    run(hit[1], *(host_ptr(t, "matmul") for t in (a, b, c)))
     return True
 
 
@@ -326,4 +326,4 @@ def matmul(c: TensorImpl, a: TensorImpl, b: TensorImpl) -> None:
     One dtype (float32, float64 or int64) and one batch shape for all three (broadcast
     batch dims have stride 0); c's columns must be unit-stride and c must not overlap a or b.
     """
-    run(plan_for(a, b, c), a.data_ptr(), b.data_ptr(), c.data_ptr())
+    run(plan_for(a, b, c), *(host_ptr(t, "matmul") for t in (a, b, c)))

@@ -21,6 +21,7 @@ from llvmlite import ir
 
 from kael.codegen.cpu import dense
 from kael.codegen.lowering import smin
+from kael.runtime.tensor_impl import host_ptr
 
 I64 = ir.IntType(64)
 # Each matrix: m x n at `a` + item * a_stride, leading dimension ld (a panel of a larger
@@ -189,7 +190,7 @@ def _words(a, tau, work, m: int, n: int) -> list[int]:
     [..., m, n] panel view of one: its last stride is 1) and their taus impl `tau`."""
     ld, a_stride = a.strides[-2], a.strides[-3] if len(a.shape) > 2 else 0
     tau_stride = tau.strides[-2] if len(tau.shape) > 1 else 0
-    return [a.data_ptr(), tau.data_ptr(), work.data_ptr(), m, n, ld, a_stride, tau_stride]
+    return [*(host_ptr(t, "householder") for t in (a, tau, work)), m, n, ld, a_stride, tau_stride]
 
 
 def geqr2(a, tau, work, batch: int) -> None:
@@ -220,7 +221,7 @@ def reflectors(a, v, batch: int) -> None:
     m, k = a.shape[-2:]
     name, build = _module(a.dtype)
     a_stride = a.strides[-3] if len(a.shape) > 2 else 0
-    words = [a.data_ptr(), v.data_ptr(), m, k, a.strides[-2], a_stride]
+    words = [host_ptr(a, name), host_ptr(v, name), m, k, a.strides[-2], a_stride]
     dense.run(name, build, f"{name}_reflectors", words, batch, m * k)
 
 
@@ -230,5 +231,5 @@ def larft(gram, tau, t, batch: int) -> None:
     k = gram.shape[-1]
     name, build = _module(gram.dtype)
     tau_stride = tau.strides[-2] if len(tau.shape) > 1 else 0
-    words = [gram.data_ptr(), tau.data_ptr(), t.data_ptr(), k, tau_stride]
+    words = [*(host_ptr(x, name) for x in (gram, tau, t)), k, tau_stride]
     dense.run(name, build, f"{name}_larft", words, batch, k**3)

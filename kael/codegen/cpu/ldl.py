@@ -17,6 +17,7 @@ import math
 from llvmlite import ir
 
 from kael.codegen.cpu import dense
+from kael.runtime.tensor_impl import host_ptr
 
 I32 = ir.IntType(32)
 ALPHA = (1.0 + math.sqrt(17.0)) / 8.0  # Bunch-Kaufman's growth bound
@@ -259,7 +260,7 @@ def factor(w, piv, info, batch: int) -> None:
     LAPACK's int32 ipiv and `info` [batch] int32 the first zero column (1-based, or 0)."""
     n, ld, stride = geometry(w)
     name = f"kael_ldl_factor_{w.dtype.name}"
-    words = [w.data_ptr(), piv.data_ptr(), info.data_ptr(), n, ld, stride]
+    words = [*(host_ptr(t, name) for t in (w, piv, info)), n, ld, stride]
     build = lambda mod: dense.per_matrix(mod, name, w.dtype, FACTOR_WORDS, _factor)  # noqa: E731
     dense.run(name, build, name, words, batch, n**3 // 3)
 
@@ -272,6 +273,6 @@ def solve(w, piv, x, batch: int) -> None:
     ldx = x.strides[-2] if n > 1 else cols
     stride_x = x.strides[0] if len(x.shape) > 2 else 0
     name = f"kael_ldl_solve_{w.dtype.name}"
-    words = [w.data_ptr(), piv.data_ptr(), x.data_ptr(), n, cols, lda, ldx, stride_a, stride_x]
+    words = [*(host_ptr(t, name) for t in (w, piv, x)), n, cols, lda, ldx, stride_a, stride_x]
     build = lambda mod: dense.per_matrix(mod, name, w.dtype, SOLVE_WORDS, _solve)  # noqa: E731
     dense.run(name, build, name, words, batch, 2 * n * n * cols)

@@ -23,6 +23,7 @@ from kael.codegen.cpu.loops import gather, lane_pointers, masked_load
 from kael.codegen.lowering import i64
 from kael.runtime.dtypes import DType, float32
 from kael.runtime.launcher import launch
+from kael.runtime.tensor_impl import host_ptr
 
 ARGS = ("x", "out", "idx", "w", "size_in", "size_out", "inner")
 TAPS = (1, 2, 4)  # nearest, linear, cubic
@@ -124,8 +125,7 @@ def run(x, out, idx, weights, taps: int) -> None:
     last = inner == 1
     fn = library(x.dtype)[symbol(taps, last)]
     words = [
-        x.data_ptr(), out.data_ptr(), idx.data_ptr(), weights.data_ptr(), size_in, size_out,
-        inner,
+        *(host_ptr(t, "resample") for t in (x, out, idx, weights)), size_in, size_out, inner,
     ]  # fmt: skip
     moved = (x.numel() + out.numel()) * x.dtype.itemsize
     launch(fn, words, outer if last else outer * size_out, moved, 1)

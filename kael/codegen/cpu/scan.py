@@ -55,7 +55,7 @@ from kael.codegen.lowering import (
 from kael.ir import layout
 from kael.runtime.dtypes import INT64_MAX, DType, bool_, float32, float64, int64
 from kael.runtime.errors import ValueError
-from kael.runtime.tensor_impl import TensorImpl
+from kael.runtime.tensor_impl import TensorImpl, ptr_on
 
 I64 = ir.IntType(64)
 OPS = ("cumsum", "cumprod", "logcumsumexp", "cummax", "cummin")
@@ -475,7 +475,7 @@ def run(op: str, src: TensorImpl, dst: TensorImpl, dim: int) -> None:
     symbol, build = _spec(op, src.dtype, dst.dtype, kind)
     moved = src.numel() * (src.dtype.itemsize + dst.dtype.itemsize)
     runner = handwritten.runner_for(dst.device)
-    words = [src.data_ptr(), dst.data_ptr(), *words]
+    words = [ptr_on(src, dst.device, symbol), ptr_on(dst, dst.device, symbol), *words]
     try:
         if kind != "blocks":
             runner.run(symbol, build, symbol, words, items, moved, align=1)

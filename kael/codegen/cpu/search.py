@@ -15,6 +15,7 @@ from kael.codegen.cpu import handwritten
 from kael.codegen.cpu.loops import LoopBuilder
 from kael.codegen.lowering import i64, memory_type, widen
 from kael.runtime.dtypes import DType
+from kael.runtime.tensor_impl import ptr_on
 
 ARGS = ("seq", "values", "out", "n", "per_row", "row_stride", "right", "out32")
 I32, I64 = ir.IntType(32), ir.IntType(64)
@@ -83,8 +84,8 @@ def run(seq, values, out, per_row: int, right: bool) -> None:
     n = seq.shape[-1]
     row_stride = n if len(seq.shape) > 1 else 0
     words = [
-        seq.data_ptr(), values.data_ptr(), out.data_ptr(), n, max(per_row, 1), row_stride,
-        int(right), int(out.dtype.itemsize == 4),
+        *(ptr_on(t, seq.device, name) for t in (seq, values, out)), n, max(per_row, 1),
+        row_stride, int(right), int(out.dtype.itemsize == 4),
     ]  # fmt: skip
     runner = handwritten.runner_for(seq.device)
     try:

@@ -27,6 +27,7 @@ import ctypes
 from llvmlite import ir
 
 from kael.codegen.cpu import dense
+from kael.runtime.tensor_impl import host_ptr
 from kael.runtime.threadpool import get_num_threads
 
 I1, I64 = ir.IntType(1), ir.IntType(64)
@@ -299,7 +300,7 @@ def _block_sweeps(x, g, s, work, info, k: int, cols: int, vectors: bool, pairs: 
     (so the threads share it): until a sweep rotates nothing, or MAX_SWEEPS (info)."""
     name = f"kael_svd_step_{x.dtype.name}"
     schedule, flags = _schedule(pairs), array.array("q", [0] * pairs)
-    words = [x.data_ptr(), g.data_ptr(), s.data_ptr(), work.data_ptr(), flags.buffer_info()[0],
+    words = [*(host_ptr(t, name) for t in (x, g, s, work)), flags.buffer_info()[0],
              schedule.buffer_info()[0], k, cols, int(vectors), 0, 2 * pairs]  # fmt: skip
     build = lambda mod: dense.per_matrix(mod, name, x.dtype, STEP_WORDS, _step)  # noqa: E731
     flops = 8 * k * k * cols // (2 * pairs - 1)
@@ -311,7 +312,7 @@ def _block_sweeps(x, g, s, work, info, k: int, cols: int, vectors: bool, pairs: 
             rotated = rotated or any(flags)
         if not rotated:
             return
-    ctypes.c_int64.from_address(info.data_ptr()).value = MAX_SWEEPS
+    ctypes.c_int64.from_address(host_ptr(info, name)).value = MAX_SWEEPS
 
 
 def svd(x, g, s, work, info, k: int, cols: int, rows: int, batch: int, vectors: bool) -> None:
@@ -324,11 +325,11 @@ def svd(x, g, s, work, info, k: int, cols: int, rows: int, batch: int, vectors: 
     name = f"kael_svd_jacobi_{x.dtype.name}"
     pairs = get_num_threads()
     split = batch == 1 and k >= PARALLEL and pairs > 1
-    words = [x.data_ptr(), g.data_ptr(), s.data_ptr(), work.data_ptr(), info.data_ptr(),
+    words = [*(host_ptr(t, name) for t in (x, g, s, work, info)),
              k, cols, rows, int(vectors), PREPARE if split else FULL]  # fmt: skip
     build = lambda mod: dense.per_matrix(mod, name, x.dtype, WORDS, _svd)  # noqa: E731
     dense.run(name, build, name, words, batch, 8 * k * k * cols)
-    if split and ctypes.c_int64.from_address(info.data_ptr()).value == 0:
+    if split and ctypes.c_int64.from_address(host_ptr(info, name)).value == 0:
         _block_sweeps(x, g, s, work, info, k, cols, vectors, pairs)
         words[9] = FINISH
         dense.run(name, build, name, words, batch, 8 * k * k * cols)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from kael.codegen.cpu import dense
+from kael.runtime.tensor_impl import host_ptr
 
 I1, I64 = ir.IntType(1), ir.IntType(64)
 WORDS = ("a", "w", "work", "info", "n", "lower", "vectors", "pairs", "steps", "capacity")
@@ -572,8 +573,8 @@ def eigh(a, values, work, info, pairs, steps, strips, capacity: int, n: int, bat
     is formed into impl `strips` [batch, strips_size(n, itemsize)] and the log replayed on it in
     strips of STRIPS[itemsize] columns (packed there too), the result into `a`."""
     name = f"kael_eigh_{a.dtype.name}"
-    words = [a.data_ptr(), values.data_ptr(), work.data_ptr(), info.data_ptr(), n, int(lower)]
-    words += [int(vectors), pairs.data_ptr(), steps.data_ptr(), capacity]
+    words = [*(host_ptr(t, name) for t in (a, values, work, info)), n, int(lower), int(vectors)]
+    words += [host_ptr(pairs, name), host_ptr(steps, name), capacity]
 
     def build(mod):
         kernels = dense.per_matrix(mod, name, a.dtype, WORDS, _eigh)
@@ -585,8 +586,8 @@ def eigh(a, values, work, info, pairs, steps, strips, capacity: int, n: int, bat
         return
     itemsize = a.dtype.itemsize
     size, blocks, chunks = strips_size(n, itemsize), -(-n // ROWS), -(-n // STRIPS[itemsize])
-    words = [a.data_ptr(), work.data_ptr(), n, blocks, strips.data_ptr(), size]
+    words = [host_ptr(a, name), host_ptr(work, name), n, blocks, host_ptr(strips, name), size]
     dense.run(name, build, name + "_form", words, batch * blocks, 4 * n**3 // 3)
-    words = [a.data_ptr(), pairs.data_ptr(), steps.data_ptr(), info.data_ptr(), n, capacity]
-    words += [chunks, strips.data_ptr(), size]
+    words = [*(host_ptr(t, name) for t in (a, pairs, steps, info)), n, capacity, chunks]
+    words += [host_ptr(strips, name), size]
     dense.run(name, build, name + "_rotate", words, batch * chunks, 6 * n**3)

@@ -25,6 +25,7 @@ from kael.codegen.cpu.loops import lanes_below, masked_load, store, store_first
 from kael.codegen.lowering import declare, i64
 from kael.runtime.dtypes import INT64_MAX
 from kael.runtime.launcher import launch
+from kael.runtime.tensor_impl import host_ptr
 
 SYMBOL = "kael_take_rows"
 STREAM_SYMBOL = "kael_take_rows_streamed"
@@ -97,7 +98,7 @@ def _emit_kernel(module: ir.Module, symbol: str, stream: bool) -> None:
 
 def streams(out, run_bytes: int) -> bool:
     """Whether the streaming kernel may write `out` (whole aligned lines a run)."""
-    return run_bytes % VECTOR == 0 and out.data_ptr() % VECTOR == 0
+    return run_bytes % VECTOR == 0 and host_ptr(out, "take_rows") % VECTOR == 0
 
 
 def take_rows(
@@ -114,9 +115,9 @@ def take_rows(
         symbol = STREAM_SYMBOL if stream else SYMBOL
         fn = handwritten.compiled(SYMBOL, _emit, tiered=False)[symbol]
         words = [
-            out.data_ptr(),
-            src.data_ptr(),
-            index.data_ptr(),
+            host_ptr(out, "take_rows"),
+            host_ptr(src, "take_rows"),
+            host_ptr(index, "take_rows"),
             word,
             size,
             run_bytes,

@@ -15,6 +15,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from kael.codegen.cpu import dense, factorize
+from kael.runtime.tensor_impl import host_ptr
 
 I64 = ir.IntType(64)
 WORDS = ("a", "b", "n", "nrhs", "lda", "ldb", "a_stride", "b_stride", "lower", "unit", "trans")
@@ -71,19 +72,19 @@ def solve(a, x, batch: int, *, lower: bool, unit: bool = False, trans: bool = Fa
     name = f"kael_trsm_{a.dtype.name}"
     build = lambda mod: dense.per_matrix(mod, name, a.dtype, WORDS, _solve)  # noqa: E731
     flags = [int(lower), int(unit), int(trans)]
-    address = x.data_ptr()
+    address = host_ptr(x, name)
     if batch == 1 and nrhs >= 2 * COLUMNS:
         # One system's columns are independent systems: blocks of them are the work items
         # (one triangle, stride 0; each block `width` elements right of the last).
         width = max(COLUMNS, -(-nrhs // 8))
         blocks = nrhs // width
-        words = [a.data_ptr(), address, n, width, lda, ldb, 0, width, *flags]
+        words = [host_ptr(a, name), address, n, width, lda, ldb, 0, width, *flags]
         dense.run(name, build, name, words, blocks, n * n * width)
         address += blocks * width * x.dtype.itemsize
         nrhs -= blocks * width
         if not nrhs:
             return
-    words = [a.data_ptr(), address, n, nrhs, lda, ldb, a_stride, b_stride, *flags]
+    words = [host_ptr(a, name), address, n, nrhs, lda, ldb, a_stride, b_stride, *flags]
     dense.run(name, build, name, words, batch, n * n * nrhs)
 
 
@@ -96,6 +97,7 @@ def permute(x, piv, batch: int, *, reverse: bool = False) -> None:
     steps = piv.shape[-1]
     piv_stride = steps if len(piv.shape) > 1 and piv.numel() > steps else 0
     _, nrhs, ld, stride = factorize.geometry(x)
-    words = [x.data_ptr(), piv.data_ptr(), nrhs, ld, stride, steps, piv_stride, int(reverse)]
+    x_at, piv_at = host_ptr(x, name), host_ptr(piv, name)
+    words = [x_at, piv_at, nrhs, ld, stride, steps, piv_stride, int(reverse)]
     build = lambda mod: dense.per_matrix(mod, name, x.dtype, PERMUTE_WORDS, _permute)  # noqa: E731
     dense.run(name, build, name, words, batch, steps * nrhs)
