@@ -232,6 +232,13 @@ TABLES = {
     "tanhshrink_table": [
         _unit_fit(lambda a: a - mp.tanh(a), k, 9, 3 * (k == 0)) for k in range(16)
     ],
+    # mish's tanh(softplus(x)) of a = |x|: rows 0..15 for x <= 0 (tanh(log1p(exp(-a)))),
+    # 16..31 for x > 0 (tanh(log1p(exp(a)))), one vpermi2ps a coefficient: vmath.MISH_TABLE32.
+    "mish_table": [
+        _unit_fit(lambda a, s=s: mp.tanh(mp.log1p(mp.exp(s * a))), k)
+        for s in (-1, 1)
+        for k in range(16)
+    ],
     # gelu's G(a) = Q(a) exp(a^2 / 2): vmath.GELU_TABLE32.
     "gelu_table": [_unit_fit(_gelu_tail, k) for k in range(15)],
     # gelu's Q(a) = Phi(-a) itself on quarter units, s = 4a = k + t, k = 0..29 (up to 32 rows:

@@ -15,13 +15,16 @@ from kael.frontend.formula import Value, launch, maximum, minimum, stored, where
 from kael.frontend.outputs import check_writable, tensor_arg
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.tracing import op_door
-from kael.runtime.dtypes import DType, bool_, get_default_dtype
+from kael.runtime.dtypes import DType, bool_, float32, get_default_dtype
 from kael.runtime.errors import TypeError, ValueError
 
 
 def _mish(x: Value) -> Value:
     """x tanh(softplus(x)) = x n / (n + 2) with n = e (e + 2), e = exp(x): one exp and no
-    cancellation. Past x = 20, n / (n + 2) rounds to 1 (in float64 too) and n stays finite."""
+    cancellation. Past x = 20, n / (n + 2) rounds to 1 (in float64 too) and n stays finite.
+    float32 is vmath's one op (a table where tables run, this formula elsewhere)."""
+    if x.node.dtype is float32:
+        return x.apply("mish")
     e = minimum(x, 20).apply("exp")
     n = e * (e + 2)
     return x * (n / (n + 2))

@@ -45,6 +45,7 @@ UNARY_OPS: dict[str, str] = {
     "gelu_tanh": "float",
     "softplus": "float",  # log(1 + e^x): softplus (beta 1), logsigmoid and mish's kernels
     "tanhshrink": "float",  # x - tanh(x), without the cancellation near 0 where tables run
+    "mish": "float",  # x tanh(softplus(x)), float32's from a table where tables run
 }
 
 BINARY_OPS: dict[str, str] = {

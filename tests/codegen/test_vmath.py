@@ -593,8 +593,8 @@ def test_exp_scales_by_vscalef_with_avx512(dt):
     assert not re.search(r"vpslld\s.*%zmm", asm)  # no exponent field built by hand
 
 
-TABLE_OPS = ("tanh", "sigmoid", "silu", "gelu", "softplus", "tanhshrink")
-TWO_REGISTER_TABLES = ("gelu",)  # 30 rows: vpermi2ps over two registers a coefficient
+TABLE_OPS = ("tanh", "sigmoid", "silu", "gelu", "softplus", "tanhshrink", "mish")
+TWO_REGISTER_TABLES = ("gelu", "mish")  # 30 and 32 rows: vpermi2ps over two registers
 
 
 @pytest.mark.skipif("avx512f" not in cpu_compiler.vector_features(), reason="needs AVX-512")
@@ -644,13 +644,31 @@ def test_float64_tanhshrink_is_x_minus_tanh_as_torch():
     np.testing.assert_array_equal(apply("tanhshrink", x), x - apply("tanh", x))
 
 
+MISH_MP = _mp(lambda v: v * mpmath.tanh(mpmath.log1p(mpmath.exp(v))))
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_mish_within_its_bound_on_both_sides_of_each_row_and_the_reach(dt):
+    """float32 takes tanh(softplus(|x|)) from its two-sided table (the exp form below -15),
+    float64 the exp form: within 3 ulp (float64: 4) down to x = -85, where exp(x) is still
+    normal (2.4 and 3.7 measured, in the exp form's range), x itself past 15 (float64: 20)."""
+    edges = np.concatenate([_around(t, dt) for t in _table_edges(vmath.MISH_TABLE_REACH)])
+    x = np.concatenate([float32_sweep(4093).astype(dt), edges, np.linspace(-30, 30, 6001)])
+    x = x[np.isfinite(x) & (x > -85) & (x < 1e30)].astype(dt)
+    got, ref = apply("mish", x), MISH_MP(x)
+    normal = np.abs(ref) >= np.finfo(dt).tiny
+    assert ulp_errors(got[normal], ref[normal], dt).max() <= (3 if dt is np.float32 else 4)
+    big = x > (15 if dt is np.float32 else 20)  # where tanh(softplus(x)) rounds to 1
+    np.testing.assert_array_equal(got[big], x[big])
+
+
 TABLES_ON_THE_DEVICE = """
 import numpy as np, kael, kael.nn.functional as F
 from kael.codegen.cpu import compiler
 rng = np.random.default_rng(3)
 x = (rng.standard_normal(5000) * 6).astype(np.float32)
 x[: 10 * 97 : 97] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, 40.0, -40.0, 14.5, -15.0]
-for f in (kael.tanh, kael.sigmoid, F.silu, F.gelu, F.softplus, F.tanhshrink):
+for f in (kael.tanh, kael.sigmoid, F.silu, F.gelu, F.softplus, F.tanhshrink, F.mish):
     host, device = f(kael.tensor(x)).numpy(), f(kael.tensor(x).cuda()).cpu().numpy()
     if compiler.has_avx512f():  # both take the tables: the same bits
         assert np.array_equal(host, device, equal_nan=True), f
