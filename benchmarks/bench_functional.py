@@ -4,7 +4,9 @@ Run: python benchmarks/bench_functional.py [--rounds N] [--check]
 Targets (issue 13; float32, 2 threads, medians): every elementwise activation (16M
 elements) at memory speed, i.e. at most 1.3x kael's own relu over the same bytes (one
 read, one write; relu is the copy-speed reference), and dropout (training) likewise,
-judged back to back (10 calls in a row per sample, as a network runs them);
+judged back to back (10 calls in a row per sample, as a network runs them), on N(0, 9)
+inputs (every activation's ranges) and gelu on N(0, 1) too (normalized pre-activations:
+its far tail, below -7.75, takes a branch that N(0, 9) mispredicts in 1 vector of 13);
 conv2d of a ResNet layer ([32, 64, 56, 56], 3x3, 64 filters, padding 1) and of a 1x1
 layer at most PyTorch's time (oneDNN), and conv2d + bias + relu under @kael.compile one
 kernel (checked and printed); max_pool2d and avg_pool2d (3x3, stride 2) at most 0.7x
@@ -51,6 +53,14 @@ def cases() -> list[Case]:
         RELU: lambda: kael.relu(k),
     }
     out.append(Case("dropout p=0.2 16M", runs))
+    unit = values / 3
+    ku, tu = kael.tensor(unit), torch.from_numpy(unit)
+    runs = {
+        "kael": lambda: KF.gelu(ku),
+        "torch": lambda: TF.gelu(tu),
+        RELU: lambda: kael.relu(ku),
+    }
+    out.append(Case("gelu N(0,1) 16M", runs))
     return out + layer_cases() + lookup_cases()
 
 

@@ -79,11 +79,6 @@ def _erfc_far_fit(hi: float, degree: dict[str, int]) -> Fit:
     return Fit(_erfc_far, lambda v: v / (1 + v * _erfc_far(v)), 0.0, hi, degree)
 
 
-def _gelu_tail(a):
-    """G(a) = Q(a) exp(a^2 / 2), Q the normal distribution's upper tail: Phi(-a) = exp(-a^2/2) G(a)."""
-    return mp.erfc(a / mp.sqrt(2)) / 2 * mp.exp(a * a / 2)
-
-
 def _unit_fit(target: Callable, k: int, degree: int = 7, zeros: int = 0) -> Fit:
     """target on a = k + t, |t| <= 1/2 (a >= 0), relative error."""
     lo, hi = max(0.0, k - 0.5001), k + 0.5001
@@ -239,13 +234,11 @@ TABLES = {
         for s in (-1, 1)
         for k in range(16)
     ],
-    # gelu's G(a) = Q(a) exp(a^2 / 2): vmath.GELU_TABLE32.
-    "gelu_table": [_unit_fit(_gelu_tail, k) for k in range(15)],
-    # gelu's Q(a) = Phi(-a) itself on quarter units, s = 4a = k + t, k = 0..29 (up to 32 rows:
-    # two registers a coefficient, AVX-512's vpermi2ps): vmath.GELU_QUARTER_TABLE32. Degree 7
+    # gelu's Q(a) = Phi(-a) itself on quarter units, s = 4a = k + t, k = 0..31 (32 rows: two
+    # registers a coefficient, AVX-512's vpermi2ps): vmath.GELU_QUARTER_TABLE32. Degree 7
     # holds 1.02 eps up to k = 29 and 1.8 at k = 31 (degree 6: 32 eps there; half units need
     # degree 8 past s = 9).
-    "gelu_quarter": [_unit_fit(lambda s: mp.erfc(s / 4 / mp.sqrt(2)) / 2, k) for k in range(30)],
+    "gelu_quarter": [_unit_fit(lambda s: mp.erfc(s / 4 / mp.sqrt(2)) / 2, k) for k in range(32)],
 }
 
 

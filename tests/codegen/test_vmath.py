@@ -326,7 +326,6 @@ def _thresholds(op: str, dt) -> list[float]:
             -k.erf_small * root2,
             k.erf_big * root2,
             *_table_edges(vmath.GELU_QUARTER_REACH, 4),
-            *_table_edges(vmath.GELU_TABLE_REACH),
         ],
         "gelu_tanh": [-3.0, 3.0, 1e4],
         "softplus": [
