@@ -147,8 +147,11 @@ def _dtypes(name: str, act: Activation, dtype: DType) -> DType:
     raise TypeError(f"{name}: not implemented for {dtype} inputs (floating point only)")
 
 
-def activate(name: str, input: Tensor, params: tuple, inplace: bool = False) -> Tensor:
-    """Activation `name` of `input` with its parameter values, as one kernel."""
+def activate(
+    name: str, input: Tensor, params: tuple, inplace: bool = False, defaults: bool = False
+) -> Tensor:
+    """Activation `name` of `input` with its parameter values, as one kernel; `defaults`:
+    they are the defaults, unnamed in the call (the fast door remembers such a call)."""
     act = ACTIVATIONS[name]
     x = tensor_arg(input, name)
     compute = _dtypes(name, act, x.dtype)
@@ -167,9 +170,9 @@ def activate(name: str, input: Tensor, params: tuple, inplace: bool = False) -> 
     key, formula = (name,), act.formula
     if act.special is not None and act.special[0](*given):
         key, formula = (name, "special"), act.special[1]
-    # a floating input's call without parameters: the fast door remembers it (an integer
-    # input's result dtype follows the default dtype, which may change)
-    plain = not params and not inplace and x.dtype.is_floating_point
+    # a floating input's call at the default parameters: the fast door remembers it (an
+    # integer input's result dtype follows the default dtype, which may change)
+    plain = defaults and not inplace and x.dtype.is_floating_point
     fast = fastpath.unary_key(_FAST + name, x) if plain else None
     result = launch(key, [x], compute, formula, params, x._impl if inplace else None, fast)
     if inplace:
@@ -188,7 +191,7 @@ def _public(name: str) -> Callable:
     order = [p for p, _ in act.params] + (["inplace"] if act.inplace else [])
 
     def fn(input: Tensor, *args, **kwargs) -> Tensor:
-        if not (args or kwargs or act.params):
+        if not (args or kwargs):
             done = fastpath.unary(_FAST + name, input)
             if done is not None:
                 return done
@@ -207,7 +210,8 @@ def _public(name: str) -> Callable:
         missing = [p for (p, _), v in zip(act.params, values) if v is None]
         if missing:
             raise TypeError(f"{name}() missing required argument {missing[0]!r}")
-        return activate(name, input, values, given.get("inplace", False))
+        defaults = not (args or kwargs)
+        return activate(name, input, values, given.get("inplace", False), defaults)
 
     fn.__name__ = fn.__qualname__ = name
     params = "".join(f", {p}={v}" for p, v in act.params)

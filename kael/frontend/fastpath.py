@@ -587,7 +587,21 @@ def _launch_shaped(entry: _Shaped, operands: tuple, number, into=None):
     return _result(storage, entry.shape, entry.strides, entry.dtype)
 
 
-def _remember_shaped(key: tuple, template: eager.Template, out, ins, scalar) -> None:
+def _fixed_words(template: eager.Template, fixed: dict | None) -> list[int]:
+    """The kernel's parameter words: `fixed` values (a formula's parameters at the call's
+    values, which its key stands for) in place, the others 0 (patched per call, or none)."""
+    kernel = template.kernel
+    if not fixed:
+        return [0] * len(kernel.params)
+    return [
+        eager.param_word(fixed[n], d) if n in fixed else 0
+        for n, d in zip(template.scalars, kernel.params)
+    ]
+
+
+def _remember_shaped(
+    key: tuple, template: eager.Template, out, ins, scalar, fixed: dict | None = None
+) -> None:
     """Keep the launch the full door just ran for `key` over `out` and the broadcast views
     `ins` of the tensor operands."""
     impls = (out, *ins)
@@ -603,7 +617,7 @@ def _remember_shaped(key: tuple, template: eager.Template, out, ins, scalar) -> 
         name, mode = scalar
         i = template.scalars.index(name)
         at = (len(words) + i, kernel.params[i], mode)
-    words += [0] * len(kernel.params)
+    words += _fixed_words(template, fixed)
     positions = tuple(range(len(impls))) + (() if at is None else (at[0],))
     per_item = max(1, plan.moved // max(1, plan.total))
     native = native_launch.describe(plan.compiled.fn, words, positions, per_item)
@@ -619,15 +633,22 @@ def _remember_shaped(key: tuple, template: eager.Template, out, ins, scalar) -> 
 
 
 def remember(
-    key: tuple, template: eager.Template, dtypes: tuple, scalar: tuple | None, out=None, ins=()
+    key: tuple,
+    template: eager.Template,
+    dtypes: tuple,
+    scalar: tuple | None,
+    out=None,
+    ins=(),
+    fixed: dict | None = None,
 ) -> None:
     """Keep the launch of `template` for `key` (binary: (name, kind of a, kind of b, 0-d);
     unary: (name, dtype); or a key by exact layouts, then `out` and `ins` are the impls
     it ran over): `dtypes` are the output's and each tensor operand's, `scalar` is
-    (parameter name, conversion mode) of a number operand. Only for kernels that cannot
-    fault; the full door has just run the call this key stands for."""
+    (parameter name, conversion mode) of a number operand, `fixed` the parameters whose
+    values the key stands for. Only for kernels that cannot fault; the full door has just
+    run the call this key stands for."""
     if key[0] is SHAPED:
-        _remember_shaped(key, template, out, ins, scalar)
+        _remember_shaped(key, template, out, ins, scalar, fixed)
         return
     if key in _entries or None in key or template.kernel.may_fault:
         return
@@ -647,7 +668,7 @@ def remember(
         name, mode = scalar
         i = template.scalars.index(name)
         at = (len(words) + i, kernel.params[i], mode)
-    words += [0] * len(kernel.params)
+    words += _fixed_words(template, fixed)
     itemsizes = tuple(d.itemsize for d in dtypes)
     # lengths whose stores never stream (eager.streams; a 0-d operand's bytes counted too)
     threshold = eager.NONTEMPORAL_BYTES

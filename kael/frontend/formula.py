@@ -125,7 +125,7 @@ def launch(
     """formula(*tensors as `compute` values, *params as run-time scalars) over the tensors'
     broadcast shape, as one kernel into `out` (else a new tensor of `compute`). `key`
     names the formula: one compiled template per key and input dtypes. `fast`: the fast
-    door's key to remember a one-operand launch without parameters under."""
+    door's key to remember a one-operand launch under, its parameters at these values."""
     from kael.frontend.elementwise import broadcast_shapes
 
     params = params or {}
@@ -148,8 +148,9 @@ def launch(
     words = {p: convert_scalar(v, compute, CHECKED) for p, v in params.items()}
     ordered = [ins[i] for i in _slots[template_key]]
     eager.run(entry, [target], ordered, words)
-    if fast is not None and not params and len(ordered) == 1:
-        fastpath.remember(fast, entry, (target.dtype, *dtypes_in), None, target, ordered)
+    if fast is not None and len(ordered) == 1:
+        dtypes = (target.dtype, *dtypes_in)
+        fastpath.remember(fast, entry, dtypes, None, target, ordered, words)
     return Tensor(target)
 
 

@@ -202,12 +202,15 @@ def test_gelu_refusals_stay_with_a_remembered_launch():
         F.gelu(_tensor((6, 7), kael.int64, 5))
 
 
-PLAIN_ACTIVATIONS = sorted(n for n, a in activations.ACTIVATIONS.items() if not a.params)
+# every activation callable with its input alone (threshold's parameters are required)
+PLAIN_ACTIVATIONS = sorted(
+    n for n, a in activations.ACTIVATIONS.items() if all(v is not None for _, v in a.params)
+)
 
 
 @pytest.mark.parametrize("name", PLAIN_ACTIVATIONS)
 @pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.float16])
-def test_activations_without_parameters_are_remembered_with_the_full_doors_bits(name, dtype):
+def test_activations_at_their_defaults_are_remembered_with_the_full_doors_bits(name, dtype):
     fn = getattr(F, name)
     for x in (_tensor((6, 7), dtype, 3), _tensor((7, 6), dtype, 4).mT):  # dense, then by layout
         for _ in range(2):
@@ -229,6 +232,21 @@ def test_integer_activations_follow_the_default_dtype_and_are_not_remembered(nam
     want = getattr(torch.nn.functional, name)(torch.from_numpy(x.numpy()).double())
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
     assert not _served(("F." + name, kael.int64))
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs"),
+    [("elu", {"alpha": 2.0}), ("leaky_relu", {"negative_slope": 0.2}),
+     ("softplus", {"beta": 2.0}), ("hardtanh", {"min_val": -0.5}), ("celu", {"alpha": 0.5})],
+)  # fmt: skip
+def test_a_remembered_default_call_does_not_serve_other_parameters(name, kwargs):
+    x = _tensor((6, 7), kael.float32, 9)
+    fn = getattr(F, name)
+    fn(x), fn(x)  # remembered at the defaults
+    want = getattr(torch.nn.functional, name)(torch.from_numpy(x.numpy()), **kwargs)
+    np.testing.assert_allclose(fn(x, **kwargs).numpy(), want.numpy(), rtol=1e-6, atol=1e-7)
+    first = next(iter(kwargs.values()))
+    np.testing.assert_allclose(fn(x, first).numpy(), want.numpy(), rtol=1e-6, atol=1e-7)
 
 
 def test_activation_calls_with_arguments_take_the_full_door():
