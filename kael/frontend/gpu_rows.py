@@ -1,11 +1,13 @@
 """Which eager calls of softmax, log_softmax, layer_norm and rms_norm on a CUDA tensor run
 the GPU's row kernels (codegen/ptx/rows.py), and their launch.
 
-A call qualifies when nothing is being traced (under @kael.compile the ops are recorded
-as before), the input is a cuda tensor of float32, float64, float16 or bfloat16, and its
-rows lie in memory as the kernels read them: the trailing dims contiguous (one row), the
-leading dims one stride apart (a slice of rows and broadcast rows are fine). Other
-layouts (a transposed or stepped last dim) keep the composed path of kael ops. The
+A call qualifies when the input is a cuda tensor of float32, float64, float16 or bfloat16
+and its rows lie in memory as the kernels read them: the trailing dims contiguous (one
+row), the leading dims one stride apart (a slice of rows and broadcast rows are fine).
+Other layouts (a transposed or stepped last dim) keep the composed path of kael ops.
+Under @kael.compile a qualifying call is an extern step: the row kernel's one launch
+(one read of a row that fits its registers, one write) beats the composed path's four
+kernels (softmax: max, exp, sum, divide), even where those fuse an elementwise producer. The
 result is a new contiguous tensor of the input's dtype; half types compute in float32
 inside the kernel and round once.
 """
@@ -19,7 +21,7 @@ from kael.codegen.ptx import rows
 from kael.frontend.tensor import clone_impl, empty_impl
 from kael.runtime.device import CUDA
 from kael.runtime.tensor_impl import TensorImpl
-from kael.runtime.tracestate import state
+from kael.runtime.tracestate import NeedsExtern, state
 
 
 def row_layout(impl: TensorImpl, tail: int) -> tuple[int, int, int] | None:
@@ -44,13 +46,14 @@ def row_layout(impl: TensorImpl, tail: int) -> tuple[int, int, int] | None:
 
 
 def takes(impl: TensorImpl, tail: int) -> bool:
-    """Whether the row kernels serve impl's rows of its last `tail` dims (see the module)."""
-    return (
-        state.trace is None
-        and impl.device is CUDA
-        and impl.dtype in rows.DTYPES
-        and row_layout(impl, tail) is not None
+    """Whether the row kernels serve impl's rows of its last `tail` dims (see the module);
+    under a trace a call they serve raises NeedsExtern instead: it becomes an extern step."""
+    served = (
+        impl.device is CUDA and impl.dtype in rows.DTYPES and row_layout(impl, tail) is not None
     )
+    if served and state.trace is not None:
+        raise NeedsExtern("the GPU's row kernel: one launch")
+    return served
 
 
 def params_fit(impl: TensorImpl, *params) -> bool:

@@ -121,13 +121,28 @@ def test_rows_strided_along_the_last_dim_take_the_composed_path(op):
         assert symbols == []
 
 
-def test_softmax_over_another_dim_and_under_compile_take_the_composed_path():
+def test_softmax_over_another_dim_takes_the_composed_path():
     x = _host((4, 9), seed=11)
     got, symbols = _row_kernels(lambda t: kael.softmax(t, 0), x.to(DEVICE))
     _close(got, kael.softmax(x, 0))
     assert symbols == []
-    compiled = kael.compile(lambda t: kael.softmax(t, -1) * 2.0)
-    _close(compiled(x.to(DEVICE)), kael.softmax(x, -1) * 2.0)
+
+
+@pytest.mark.parametrize("op", ["softmax", "layer_norm", "rms_norm"])
+def test_under_compile_a_row_op_the_kernel_serves_is_one_extern_launch(op):
+    """The compiled plan calls the row kernel (one launch) where the composed path would
+    record its max, exp, sum and divide as kernels; a layout it does not serve stays
+    recorded and fused."""
+    fn = _ops(9, None, None)[op]
+    x = _host((4, 9), seed=12)
+    compiled = kael.compile(lambda t: fn(t * 2.0, None, None) + 1.0)
+    _close(compiled(x.to(DEVICE)), fn(x * 2.0, None, None) + 1.0)
+    text = str(compiled.inspect(x.to(DEVICE)))
+    assert "1 extern steps" in text and "reduction" not in text
+    transposed = _host((9, 4), seed=13)
+    compiled_t = kael.compile(lambda t: fn(t.T, None, None) + 1.0)
+    _close(compiled_t(transposed.to(DEVICE)), fn(transposed.T, None, None) + 1.0)
+    assert "0 extern steps" in str(compiled_t.inspect(transposed.to(DEVICE)))
 
 
 def test_empty_zero_d_and_one_element_rows():
