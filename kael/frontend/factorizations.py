@@ -147,7 +147,7 @@ def on_host(fn):
     def wrapper(*args, **kwargs):
         # a 0-d host tensor is a number beside cuda tensors, as PyTorch lets it be (atol=)
         tensors = [t for t in _tensors(args, kwargs) if t.ndim or t.device is not CPU]
-        device = device_of(tensors, fn.__name__) if tensors else CPU
+        device = device_of(tensors, fn.__name__.lstrip("_")) if tensors else CPU  # a helper's op
         if device is CPU:
             return fn(*args, **kwargs)
         args = [_to(a, CPU) for a in args]

@@ -4,11 +4,13 @@ sytrs kernels (codegen/cpu/ldl.py).
 A = L D L^T with Bunch-Kaufman pivoting from A's lower triangle: LD packs L's strict lower
 part and D's 1x1 and 2x2 blocks, the pivots are LAPACK's 1-based ipiv (int32, both entries
 of a 2x2 block -kp), as PyTorch returns them. kael has no complex dtypes, so `hermitian`
-is taken and changes nothing. A cuda tensor is factored on the host (`on_host`).
+is taken and changes nothing. A cuda tensor is factored on the host (`on_host`). out= is
+checked as PyTorch checks it, but an out of another shape is refused, not resized.
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import NamedTuple
 
 from kael.codegen.cpu import ldl
@@ -22,7 +24,7 @@ from kael.frontend.factorizations import (
     square,
     working_copy,
 )
-from kael.frontend.outputs import bool_arg, tensor_arg
+from kael.frontend.outputs import bool_arg, output, tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.runtime.dtypes import int32
 from kael.runtime.errors import TypeError, ValueError
@@ -67,25 +69,51 @@ def _factor(A, op: str, hermitian) -> LDLFactorEx:
     return LDLFactorEx(w.triu().mT, pivots, info)
 
 
+def _written(result: Tensor, out, op: str) -> Tensor:
+    """`result`, or copied into `out`: a tensor of its shape, dtype and device whose elements
+    do not share memory (kael resizes no out tensor)."""
+    if out is None:
+        return result
+    return output(out, tuple(result.shape), result.dtype, result.device, op).copy_(result)
+
+
+def _written_all(results: tuple, out, op: str) -> tuple:
+    """`results`, or each copied into its tensor of the tuple (or list) `out`."""
+    if out is None:
+        return results
+    if not isinstance(out, (tuple, list)):
+        raise TypeError(
+            f"{op}(): argument 'out' must be tuple of Tensors, not {type(out).__name__}"
+        )
+    if len(out) != len(results):
+        raise TypeError(f"{op}(): expected tuple of {len(results)} elements but got {len(out)}")
+    return type(results)(*(_written(r, o, op) for r, o in zip(results, out, strict=True)))
+
+
 @on_host
-def ldl_factor_ex(A, *, hermitian: bool = False, check_errors: bool = False) -> LDLFactorEx:
-    """A = P L D L^T P^T (Bunch-Kaufman, LAPACK's sytrf): the packed LD, 1-based int32
-    pivots and info (0, or the first zero column of D), as torch.linalg.ldl_factor_ex."""
-    op = "torch.linalg.ldl_factor_ex"
+def _ldl_factor(A, hermitian, check_errors, op: str) -> LDLFactorEx:
+    """_factor, and LinAlgError for a singular D when `check_errors`."""
     result = _factor(A, op, hermitian)
     if bool_arg(check_errors, op, "check_errors"):
         raise_for(result.info, op, _singular)
     return result
 
 
-@on_host
-def ldl_factor(A, *, hermitian: bool = False) -> LDLFactor:
+def ldl_factor_ex(
+    A, *, hermitian: bool = False, check_errors: bool = False, out=None
+) -> LDLFactorEx:
+    """A = P L D L^T P^T (Bunch-Kaufman, LAPACK's sytrf): the packed LD, 1-based int32
+    pivots and info (0, or the first zero column of D), as torch.linalg.ldl_factor_ex."""
+    op = "torch.linalg.ldl_factor_ex"
+    return _written_all(_ldl_factor(A, hermitian, check_errors, op), out, op)
+
+
+def ldl_factor(A, *, hermitian: bool = False, out=None) -> LDLFactor:
     """The packed LD and pivots of ldl_factor_ex; an exactly singular D raises LinAlgError
     naming the batch element and its zero column."""
     op = "torch.linalg.ldl_factor"
-    LD, pivots, info = _factor(A, op, hermitian)
-    raise_for(info, op, _singular)
-    return LDLFactor(LD, pivots)
+    LD, pivots, _ = _ldl_factor(A, hermitian, True, op)
+    return _written_all(LDLFactor(LD, pivots), out, op)
 
 
 def _checked_pivots(pivots, LD: Tensor, op: str) -> Tensor:
@@ -112,10 +140,39 @@ def _checked_pivots(pivots, LD: Tensor, op: str) -> Tensor:
     return pivots.to(int32)
 
 
+def _uniform_from(own: tuple[int, ...], batch: tuple[int, ...]) -> int:
+    """The first dim of `batch` from which on LD's batch `own` (as many dims) is either its
+    own or broadcast on every dim: one kernel batch stride (LD's, or 0) spans those dims."""
+    start, broadcast = len(batch), None
+    for dim in reversed(range(len(batch))):
+        if batch[dim] != 1:
+            if broadcast is not None and broadcast != (own[dim] == 1):
+                break
+            broadcast = own[dim] == 1
+        start = dim
+    return start
+
+
+def _solve_broadcast(w: Tensor, pivots: Tensor, x: Tensor) -> None:
+    """The solve kernel on the contiguous x [*batch, n, k] from LD^T's matrices `w` and the
+    `pivots` of LD's own batch, never copied per item: batch stride 0 where they repeat,
+    a kernel call per index of the leading dims one stride cannot span."""
+    batch, (n, k) = tuple(x.shape[:-2]), x.shape[-2:]
+    ones = (1,) * (len(batch) - w.ndim + 2)
+    w, pivots = w.reshape(*ones, *w.shape), pivots.reshape(*ones, *pivots.shape)
+    lead = batch[: _uniform_from(tuple(w.shape[:-2]), batch)]
+    xs = x.reshape(shape_numel(lead), -1, n, k)
+    for item, index in enumerate(itertools.product(*map(range, lead))):
+        at = tuple(i if size > 1 else 0 for i, size in zip(index, w.shape))
+        matrices, piv = w[at].reshape(-1, n, n), pivots[at].reshape(-1, n)
+        if matrices.shape[0] == 1:  # one matrix for every item: batch stride 0
+            matrices, piv = matrices[0], piv[0]
+        ldl.solve(matrices._impl, piv._impl, xs[item]._impl, xs.shape[1])
+
+
 @on_host
-def ldl_solve(LD, pivots, B, *, hermitian: bool = False) -> Tensor:
+def _ldl_solve(LD, pivots, B, hermitian, op: str) -> Tensor:
     """X with A X = B from ldl_factor's (LD, pivots), B's batch broadcast against LD's."""
-    op = "torch.linalg.ldl_solve"
     LD = square(LD, op, "LD")
     B = tensor_arg(B, op, "B")
     if B.ndim < 2:
@@ -132,14 +189,18 @@ def ldl_solve(LD, pivots, B, *, hermitian: bool = False) -> Tensor:
             f"Incompatible matrix sizes for {op}: each A matrix is {n} by {n} but each b "
             f"matrix is {B.shape[-2]} by {B.shape[-1]}"
         )
-    batch = broadcast_batch(LD, B, op)
-    x = working_copy(B, batch)
-    count = shape_numel(batch)
-    if count and n and B.shape[-1]:
-        w = working_copy(LD.mT, batch)
-        piv = pivots.expand(*batch, n).contiguous()
-        ldl.solve(_stacked(w), piv._impl, _stacked(x), count)
+    x = working_copy(B, broadcast_batch(LD, B, op))
+    if x.numel():
+        # The kernel reads LD^T's rows: ldl_factor's LD is its transpose, no copy.
+        _solve_broadcast(LD.mT.contiguous(), pivots.contiguous(), x)
     return x
+
+
+def ldl_solve(LD, pivots, B, *, hermitian: bool = False, out=None) -> Tensor:
+    """X with A X = B from ldl_factor's (LD, pivots), B's batch broadcast against LD's, as
+    torch.linalg.ldl_solve."""
+    op = "torch.linalg.ldl_solve"
+    return _written(_ldl_solve(LD, pivots, B, hermitian, op), out, op)
 
 
 LINALG = {"ldl_factor_ex": ldl_factor_ex, "ldl_factor": ldl_factor, "ldl_solve": ldl_solve}

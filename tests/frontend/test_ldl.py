@@ -14,6 +14,8 @@ FLOATS = [kael.float32, kael.float64]
 TOL = {kael.float32: 2e-4, kael.float64: 1e-10}
 LAYOUTS = ["contiguous", "transposed", "sliced", "expanded"]
 TORCH = {kael.float32: torch.float32, kael.float64: torch.float64}
+NUMPY = {kael.float32: np.float32, kael.float64: np.float64}
+NAN, INF = float("nan"), float("inf")
 
 
 def _pair(array, dtype=kael.float64, layout: str = "contiguous"):
@@ -158,6 +160,8 @@ def test_empty_matrices_and_batches_match_torch(shape):
     kb = kael.zeros((*shape[:-1], 2), dtype=kael.float64)
     tb = torch.zeros(*shape[:-1], 2, dtype=torch.float64)
     close_to_torch(kael.linalg.ldl_solve(LD, piv, kb), torch.linalg.ldl_solve(tLD, tpiv, tb), 0)
+    out = tuple(_empty_like(w) for w in torch.linalg.ldl_factor_ex(t))
+    _same_factor(kael.linalg.ldl_factor_ex(k, out=out), torch.linalg.ldl_factor_ex(t), 0)
 
 
 def test_nan_inputs_pivot_as_torchs_lapack():
@@ -171,6 +175,82 @@ def test_nan_inputs_pivot_as_torchs_lapack():
         k, t = _pair(a)
         got, want = kael.linalg.ldl_factor_ex(k), torch.linalg.ldl_factor_ex(t)
         close_to_torch(got.LD, want.LD, 0, equal_nan=True)
+        close_to_torch(got.pivots, want.pivots, 0)
+        close_to_torch(got.info, want.info, 0)
+
+
+@pytest.mark.parametrize(
+    "a, pivots, info",
+    [
+        # column 0's largest: the first NaN (row 2), taken over an earlier finite 2
+        ([[1.0, 0.0, 0.0], [2.0, 1.0, 0.0], [NAN, 0.0, 1.0]], [-3, -3, 3], 3),
+        # ... and nothing after a NaN (row 2) is taken, not even a larger 5 (row 3)
+        ([[0.1, 0, 0, 0], [1, 1, 0, 0], [NAN, 0, 1, 0], [5, 0, 0, 1]], [3, 2, -4, -4], 0),
+        # no NaN: the largest (5, row 3) is taken
+        ([[0.1, 0, 0, 0], [1, 1, 0, 0], [2, 0, 1, 0], [5, 0, 0, 1]], [-4, -4, 3, 4], 0),
+        # a NaN colmax is not zero: the column pivots (a 2x2 block) ...
+        ([[0.0, 0.0], [NAN, 1.0]], [-2, -2], 0),
+        # ... a zero one is: info names it
+        ([[0.0, 0.0], [0.0, 1.0]], [1, 2], 1),
+        # a NaN diagonal over a zero column is a zero column too ...
+        ([[NAN, 0.0], [0.0, 1.0]], [1, 2], 1),
+        # ... over a nonzero one it pivots
+        ([[NAN, 1.0], [1.0, 2.0]], [2, 2], 2),
+        # rowmax: a NaN below the diagonal comes back (a 2x2 block) ...
+        ([[0.1, 0.0, 0.0], [1.0, 5.0, 0.0], [0.5, NAN, 1.0]], [-2, -2, 3], 3),
+        # ... a finite one there: a 1x1 pivot on the interchanged row
+        ([[0.1, 0.0, 0.0], [1.0, 5.0, 0.0], [0.5, 0.7, 1.0]], [2, 3, 3], 0),
+        # ... a NaN left of it (colmax's own entry) is dropped for the one below
+        ([[0.1, 0.0, 0.0], [NAN, 1.0, 0.0], [0.5, 0.5, 1.0]], [2, -3, -3], 0),
+    ],
+)
+def test_nan_entries_pivot_as_torchs_mkl(a, pivots, info):
+    k, t = _pair(a)
+    got, want = kael.linalg.ldl_factor_ex(k), torch.linalg.ldl_factor_ex(t)
+    assert want.pivots.tolist() == pivots and int(want.info) == info
+    close_to_torch(got.LD, want.LD, 1e-15, equal_nan=True)
+    close_to_torch(got.pivots, want.pivots, 0)
+    close_to_torch(got.info, want.info, 0)
+
+
+@pytest.mark.parametrize(
+    "a, kept",
+    [
+        # an infinite pivot: 1 / a_kk is 0, so syr leaves the trailing matrix as it is
+        ([[INF, 0.0], [-INF, -0.6]], True),
+        # a large finite one updates it
+        ([[1e300, 0.0], [-1e300, -0.6]], False),
+        # a zero x_j (column 2 after the interchange) skips column j: no NaN there ...
+        ([[-1.0, 0.0, 0.0], [NAN, 0.0, 0.0], [0.75, 0.0, -0.3]], True),
+        # ... a nonzero one takes the NaN
+        ([[-1.0, 0.0, 0.0], [NAN, 0.0, 0.0], [0.75, 0.5, -0.3]], False),
+    ],
+)
+def test_rank_one_update_skips_as_blas_syr(a, kept):
+    k, t = _pair(a)
+    got, want = kael.linalg.ldl_factor_ex(k), torch.linalg.ldl_factor_ex(t)
+    assert (float(want.LD[-1, -1]) == a[-1][-1]) is kept
+    close_to_torch(got.LD, want.LD, 1e-15, equal_nan=True)
+    close_to_torch(got.pivots, want.pivots, 0)
+    close_to_torch(got.info, want.info, 0)
+
+
+def _with_specials(rng, n: int, dtype) -> np.ndarray:
+    """A random symmetric n x n matrix, about a fifth of its entries NaN, +-inf or 0."""
+    a = rng.standard_normal((n, n))
+    specials = rng.choice([NAN, INF, -INF, 0.0], size=(n, n))
+    a = np.where(rng.random((n, n)) < 0.2, specials, a)
+    return (np.tril(a) + np.tril(a, -1).T).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_nan_and_inf_inputs_factor_as_torch(dtype):
+    rng = np.random.default_rng(7)
+    for _ in range(1000):
+        a = _with_specials(rng, int(rng.integers(1, 9)), NUMPY[dtype])
+        got = kael.linalg.ldl_factor_ex(kael.tensor(a))
+        want = torch.linalg.ldl_factor_ex(torch.tensor(a))
+        close_to_torch(got.LD, want.LD, TOL[dtype], equal_nan=True)
         close_to_torch(got.pivots, want.pivots, 0)
         close_to_torch(got.info, want.info, 0)
 
@@ -236,7 +316,17 @@ def test_ldl_solve_of_transposed_factor_and_one_column(dtype):
 
 
 @pytest.mark.parametrize(
-    "a_batch, b_batch", [((3,), ()), ((), (2,)), ((3,), (1,)), ((3,), (2, 1)), ((1, 3), (2, 1))]
+    "a_batch, b_batch",
+    [
+        ((3,), ()),
+        ((), (2,)),
+        ((3,), (1,)),
+        ((3,), (2, 1)),
+        ((1, 3), (2, 1)),
+        ((3, 1), (2,)),
+        ((2, 1, 3), (4, 1)),
+        ((1, 2, 1), (3, 1, 4)),
+    ],
 )
 def test_ldl_solve_broadcasts_batches_as_torch(a_batch, b_batch):
     a = _indefinite(*a_batch, 4, 4)
@@ -245,6 +335,21 @@ def test_ldl_solve_broadcasts_batches_as_torch(a_batch, b_batch):
     LD, piv = kael.linalg.ldl_factor(k)
     # torch's ldl_solve crashes on some of these batches: torch.linalg.solve is the reference
     close_to_torch(kael.linalg.ldl_solve(LD, piv, kb), torch.linalg.solve(t, tb), 1e-9)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("a_batch, b_batch", [((), (3,)), ((1,), (3,)), ((2, 1), (3,))])
+def test_broadcast_ld_solves_as_torch_on_its_copies(dtype, a_batch, b_batch):
+    # kael reads one LD for every item it is broadcast over (batch stride 0), torch is given
+    # the copies
+    k, t = _pair(_indefinite(*a_batch, 5, 5), dtype)
+    kb, tb = _pair(RNG.standard_normal((*b_batch, 5, 2)), dtype)
+    LD, piv = kael.linalg.ldl_factor(k)
+    tLD, tpiv = torch.linalg.ldl_factor(t)
+    batch = torch.broadcast_shapes(a_batch, b_batch)
+    copies = tLD.expand(*batch, 5, 5).contiguous(), tpiv.expand(*batch, 5).contiguous()
+    want = torch.linalg.ldl_solve(*copies, tb.expand(*batch, 5, 2))
+    close_to_torch(kael.linalg.ldl_solve(LD, piv, kb), want, TOL[dtype] * 10)
 
 
 def test_ldl_solve_with_2x2_blocks_solves_the_system():
@@ -405,6 +510,136 @@ def test_solve_pivots_outside_one_to_n_are_refused(bad, words):
     )
 
 
+# ---- out= ----------------------------------------------------------------------------------------
+
+
+def _empty_like(t: torch.Tensor, transposed: bool = False):
+    """An uninitialized kael tensor of t's shape and dtype, column-major when `transposed`."""
+    dtype = {torch.float32: kael.float32, torch.float64: kael.float64, torch.int32: kael.int32}
+    if transposed and t.ndim >= 2:
+        return kael.empty(*t.shape[:-2], t.shape[-1], t.shape[-2], dtype=dtype[t.dtype]).mT
+    return kael.empty(*t.shape, dtype=dtype[t.dtype])
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_factor_out_receives_torchs_results(dtype, transposed):
+    k, t = _pair(_indefinite(2, 5, 5), dtype)
+    want = torch.linalg.ldl_factor_ex(t)
+    out = tuple(_empty_like(w, transposed) for w in want)
+    got = kael.linalg.ldl_factor_ex(k, out=out)
+    assert got.LD is out[0] and got.pivots is out[1] and got.info is out[2]
+    _same_factor(got, want, TOL[dtype])
+    pair = [_empty_like(w, transposed) for w in want[:2]]  # a list, as torch takes
+    got = kael.linalg.ldl_factor(k, out=pair)
+    assert got.LD is pair[0] and got.pivots is pair[1]
+    _same_factor(got, torch.linalg.ldl_factor(t), TOL[dtype])
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_solve_out_receives_torchs_solution(dtype, transposed):
+    k, t = _pair(_indefinite(2, 5, 5), dtype)
+    kb, tb = _pair(RNG.standard_normal((2, 5, 3)), dtype)
+    tLD, tpiv = torch.linalg.ldl_factor(t)
+    want = torch.linalg.ldl_solve(tLD, tpiv, tb)
+    LD, piv = kael.linalg.ldl_factor(k)
+    out = _empty_like(want, transposed)
+    assert kael.linalg.ldl_solve(LD, piv, kb, out=out) is out
+    close_to_torch(out, want, TOL[dtype] * 10)
+
+
+def test_solve_out_may_be_b_itself():
+    k, t = _pair(_indefinite(4, 4))
+    kb, tb = _pair(RNG.standard_normal((4, 2)))
+    want = torch.linalg.ldl_solve(*torch.linalg.ldl_factor(t), tb)
+    LD, piv = kael.linalg.ldl_factor(k)
+    assert kael.linalg.ldl_solve(LD, piv, kb, out=kb) is kb
+    close_to_torch(kb, want, 1e-12)
+
+
+def _out_errors(make, args, kael_fn, torch_fn, error, words: str) -> None:
+    """torch refuses the out `make(torch)` (RuntimeError or TypeError); kael the kael one,
+    with `error` matching `words`."""
+    with pytest.raises((RuntimeError, TypeError)):
+        torch_fn(*args[1], out=make(torch))
+    _raises(error, words, kael_fn, *args[0], out=make(kael))
+
+
+def _factor_args():
+    k, t = _pair(_indefinite(3, 3))
+    return (k,), (t,)
+
+
+@pytest.mark.parametrize(
+    "make, error, words",
+    [
+        (lambda m: m.empty(3, 3, dtype=m.float64), kael.TypeError, "must be tuple of Tensors, not"),
+        (lambda m: (m.empty(3, 3, dtype=m.float64),), kael.TypeError, "tuple of 2 elements but"),
+        (
+            lambda m: (m.empty(3, 3), m.empty(3, dtype=m.int32)),
+            kael.TypeError,
+            "out has dtype float32 but the result has dtype float64",
+        ),
+        (
+            lambda m: (m.empty(3, 3, dtype=m.float64), m.empty(3, dtype=m.int64)),
+            kael.TypeError,
+            "out has dtype int64 but the result has dtype int32",
+        ),
+        (
+            lambda m: (m.empty(1, 3, dtype=m.float64).expand(3, 3), m.empty(3, dtype=m.int32)),
+            kael.Error,
+            "more than one element of the written-to tensor refers to a single memory",
+        ),
+    ],
+)
+def test_factor_out_errors_match_torchs(make, error, words):
+    _out_errors(make, _factor_args(), kael.linalg.ldl_factor, torch.linalg.ldl_factor, error, words)
+
+
+def test_factor_ex_out_needs_three_tensors_of_torchs_dtypes():
+    args = _factor_args()
+    op, top = kael.linalg.ldl_factor_ex, torch.linalg.ldl_factor_ex
+
+    def two(m):
+        return m.empty(3, 3, dtype=m.float64), m.empty(3, dtype=m.int32)
+
+    _out_errors(two, args, op, top, kael.TypeError, "expected tuple of 3 elements but got 2")
+    wrong_info = lambda m: (*two(m), m.empty((), dtype=m.int64))  # noqa: E731
+    words = "out has dtype int64 but the result has dtype int32"
+    _out_errors(wrong_info, args, op, top, kael.TypeError, words)
+    got = op(args[0][0], out=(*two(kael), kael.empty((), dtype=kael.int32)))
+    _same_factor(got, top(args[1][0]), 1e-12)
+
+
+@pytest.mark.parametrize("shape", [(2, 2), (0,), (3, 3, 3)])
+def test_out_of_another_shape_is_refused_not_resized(shape):
+    # torch resizes such an out (with a deprecation warning for a nonempty one); kael resizes
+    # no out tensor, elsewhere neither
+    k, _ = _pair(_indefinite(3, 3))
+    words = rf"out has shape \[{', '.join(map(str, shape))}\] but the result has shape \[3, 3\]"
+    wrong, right = kael.empty(*shape, dtype=kael.float64), kael.empty(3, 3, dtype=kael.float64)
+    pivots, short = kael.empty(3, dtype=kael.int32), kael.empty(2, dtype=kael.int32)
+    _raises(kael.ValueError, words, kael.linalg.ldl_factor, k, out=(wrong, pivots))
+    LD, piv = kael.linalg.ldl_factor(k)
+    B = kael.zeros(3, 3, dtype=kael.float64)
+    _raises(kael.ValueError, words, kael.linalg.ldl_solve, LD, piv, B, out=wrong)
+    words = r"out has shape \[2\] but the result has shape \[3\]"
+    _raises(kael.ValueError, words, kael.linalg.ldl_factor, k, out=(right, short))
+
+
+def test_solve_out_errors_match_torchs():
+    k, t = _pair(_indefinite(3, 3))
+    kb, tb = _pair(RNG.standard_normal((3, 2)))
+    args = (*kael.linalg.ldl_factor(k), kb), (*torch.linalg.ldl_factor(t), tb)
+    op, top = kael.linalg.ldl_solve, torch.linalg.ldl_solve
+    words = "out has dtype float32 but the result has dtype float64"
+    _out_errors(lambda m: m.empty(3, 2), args, op, top, kael.TypeError, words)
+    _out_errors(lambda m: (m.empty(3, 2),), args, op, top, kael.TypeError, "must be a Tensor")
+    expanded = lambda m: m.empty(1, 2, dtype=m.float64).expand(3, 2)  # noqa: E731
+    _out_errors(expanded, args, op, top, kael.Error, "more than one element of the written-to")
+
+
 # ---- under kael.compile and on cuda --------------------------------------------------------------
 
 
@@ -420,6 +655,29 @@ def test_ldl_runs_inside_compile():
     close_to_torch(f(k, kb), torch.linalg.solve(t * 2.0, tb), 1e-10)
 
 
+def test_out_works_inside_compile():
+    # (as for every kael op, a call that needs values cannot follow an out= write in one
+    # compiled function: each out= call here is the last)
+    k, t = _pair(_indefinite(4, 4))
+    kb, tb = _pair(RNG.standard_normal((4, 2)))
+    out = (kael.empty(4, 4, dtype=kael.float64), kael.empty(4, dtype=kael.int32))
+    x = kael.empty(4, 2, dtype=kael.float64)
+
+    @kael.compile
+    def factor(a):
+        return kael.linalg.ldl_factor(a * 2.0, out=out)
+
+    @kael.compile
+    def solve(a, b):
+        LD, piv = kael.linalg.ldl_factor(a)
+        return kael.linalg.ldl_solve(LD, piv, b, out=x)
+
+    factor(k)
+    close_to_torch(out, torch.linalg.ldl_factor(t * 2.0), 1e-12)
+    solve(k, kb)
+    close_to_torch(x, torch.linalg.solve(t, tb), 1e-10)
+
+
 @pytest.mark.gpu
 def test_ldl_on_cuda_copies_through_the_host():
     a = _indefinite(4, 4)
@@ -429,3 +687,18 @@ def test_ldl_on_cuda_copies_through_the_host():
     _same_factor([x.cpu() for x in got], torch.linalg.ldl_factor_ex(torch.tensor(a)), 1e-12)
     x = kael.linalg.ldl_solve(got.LD, got.pivots, kael.tensor(np.eye(4)).cuda())
     close_to_torch(x.cpu(), torch.linalg.inv(torch.tensor(a)), 1e-10)
+
+
+@pytest.mark.gpu
+def test_out_on_another_device_is_refused():
+    a = kael.tensor(_indefinite(3, 3))
+    LD, piv = kael.linalg.ldl_factor(a)
+    cuda_out = (kael.empty(3, 3, dtype=kael.float64).cuda(), kael.empty(3, dtype=kael.int32))
+    words = "out is on cuda:0 but the operands are on cpu"
+    _raises(kael.Error, words, kael.linalg.ldl_factor, a, out=cuda_out)
+    on_cuda = (LD.cuda(), piv.cuda(), kael.zeros(3, 2, dtype=kael.float64).cuda())
+    on_host = kael.empty(3, 2, dtype=kael.float64)
+    words = "out is on cpu but the operands are on cuda:0"
+    _raises(kael.Error, words, kael.linalg.ldl_solve, *on_cuda, out=on_host)
+    x = on_host.cuda()
+    assert kael.linalg.ldl_solve(*on_cuda, out=x) is x

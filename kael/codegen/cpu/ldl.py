@@ -22,7 +22,7 @@ from kael.runtime.tensor_impl import host_ptr
 I32 = ir.IntType(32)
 ALPHA = (1.0 + math.sqrt(17.0)) / 8.0  # Bunch-Kaufman's growth bound
 FACTOR_WORDS = ("a", "piv", "info", "n", "ld", "stride")
-SOLVE_WORDS = ("a", "piv", "x", "n", "k", "lda", "ldx", "stride_a", "stride_x")
+SOLVE_WORDS = ("a", "piv", "x", "n", "k", "lda", "ldx", "stride_a", "stride_x", "stride_p")
 
 
 def _i32(value: int) -> ir.Constant:
@@ -30,13 +30,13 @@ def _i32(value: int) -> ir.Constant:
 
 
 def _first_largest(d: dense.Dense, get, lo, hi) -> tuple[ir.Value, ir.Value]:
-    """(index, |value|) of the first largest |get(j)| over j in [lo, hi), lo < hi, as BLAS's
-    idamax picks it (a NaN is never taken over an earlier value)."""
+    """(index, |value|) of the first largest |get(j)| over j in [lo, hi), lo < hi, as the
+    idamax PyTorch's MKL calls picks it: the first NaN wins, and nothing after it."""
     b = d.b
     best, largest = d.var(lo, "best"), d.var(d.abs(get(lo)), "largest")
     with d.loop(b.add(lo, d.i(1)), hi) as j:
-        size = d.abs(get(j))
-        with d.when(d.gt(size, largest.get())):
+        size, current = d.abs(get(j)), largest.get()
+        with d.when(b.and_(b.fcmp_unordered(">", size, current), b.not_(d.is_nan(current)))):
             best.set(j)
             largest.set(size)
     return best.get(), largest.get()
@@ -82,8 +82,8 @@ def _choose_pivot(d: dense.Dense, a: dense.Matrix, k) -> tuple[ir.Value, ir.Valu
         where, size = _first_largest(d, lambda j: a.get(k, j), b.add(k, d.i(1)), n)
         imax.set(where)
         colmax.set(size)
-    # max(|a_kk|, colmax) == 0, a NaN side dropped (Fortran's MAX): a NaN diagonal with a
-    # nonzero column pivots on, as the LAPACK PyTorch calls does (no DISNAN test).
+    # max(|a_kk|, colmax) == 0 with _max's NaN rule: a NaN colmax is not zero, a NaN
+    # diagonal over a zero column is (MKL's sytrf, no DISNAN test).
     zero = b.fcmp_ordered("==", _max(d, absakk, colmax.get()), d.f(0.0))
     c = colmax.get()
     small = b.fcmp_unordered("<", absakk, b.fmul(d.f(ALPHA), c))
@@ -93,8 +93,9 @@ def _choose_pivot(d: dense.Dense, a: dense.Matrix, k) -> tuple[ir.Value, ir.Valu
 
 
 def _max(d: dense.Dense, x, y):
-    """Fortran's MAX as LAPACK's build has it: a NaN side is dropped (llvm.maxnum)."""
-    return d.intrinsic("maxnum", x, y)
+    """Fortran's MAX as PyTorch's MKL has it, x > y ? x : y: a NaN y comes back, a NaN x
+    is dropped."""
+    return d.b.select(d.gt(x, y), x, y)
 
 
 def _bunch_kaufman(d: dense.Dense, a: dense.Matrix, k, imax, absakk, colmax, kp, two) -> None:
@@ -143,8 +144,12 @@ def _eliminate_single(d: dense.Dense, a: dense.Matrix, k) -> None:
     below = b.add(k, d.i(1))
     x = a.row(k)
     inverse = d.div(d.f(1.0), a.get(k, k))
-    with d.loop(below, n) as j:
-        d.axpy(a.row(j), d.neg(d.mul(inverse, a.get(k, j))), x, j, n)
+    # BLAS's syr: no update when its alpha is 0 (an infinite a_kk), none of column j when
+    # x_j is 0, so an infinite or NaN x_i leaves those as they are.
+    with d.when(b.fcmp_unordered("!=", inverse, d.f(0.0))), d.loop(below, n) as j:
+        xj = a.get(k, j)
+        with d.when(b.fcmp_unordered("!=", xj, d.f(0.0))):
+            d.axpy(a.row(j), d.neg(d.mul(inverse, xj)), x, j, n)
     d.scale(x, inverse, below, n)
 
 
@@ -174,7 +179,7 @@ def _solve(d: dense.Dense, item: ir.Value) -> None:
     b, w = d.b, d.w
     a = d.matrix("a", "lda", b.mul(item, w["stride_a"]))
     x = d.matrix("x", "ldx", b.mul(item, w["stride_x"]))
-    piv = b.gep(d.ptr("piv", I32), [b.mul(item, w["n"])])
+    piv = b.gep(d.ptr("piv", I32), [b.mul(item, w["stride_p"])])
     _forward(d, a, x, piv)
     _backward(d, a, x, piv)
 
@@ -266,13 +271,16 @@ def factor(w, piv, info, batch: int) -> None:
 
 
 def solve(w, piv, x, batch: int) -> None:
-    """X = A^-1 X in place for impl `x` [batch, n, k] (unit-stride rows) from factor's W
-    (one, or x's batch of them) and int32 ipiv [batch, n] (|ipiv| in [1, n])."""
+    """X = A^-1 X in place for impl `x` [batch, n, k] (unit-stride rows) from factor's W and
+    int32 ipiv (|ipiv| in [1, n]): [n, n] and [n] (one for every item, batch stride 0) or
+    x's batch of them, [batch, n, n] and [batch, n] with unit-stride rows."""
     n, lda, stride_a = geometry(w)
     cols = x.shape[-1]
     ldx = x.strides[-2] if n > 1 else cols
     stride_x = x.strides[0] if len(x.shape) > 2 else 0
+    stride_p = piv.strides[0] if len(piv.shape) > 1 else 0
     name = f"kael_ldl_solve_{w.dtype.name}"
-    words = [*(host_ptr(t, name) for t in (w, piv, x)), n, cols, lda, ldx, stride_a, stride_x]
+    pointers = [host_ptr(t, name) for t in (w, piv, x)]
+    words = [*pointers, n, cols, lda, ldx, stride_a, stride_x, stride_p]
     build = lambda mod: dense.per_matrix(mod, name, w.dtype, SOLVE_WORDS, _solve)  # noqa: E731
     dense.run(name, build, name, words, batch, 2 * n * n * cols)
