@@ -498,12 +498,25 @@ def _launch_unary(
 GELU_OPS = {"none": "gelu", "tanh": "gelu_tanh"}  # approximate= -> the IR's unary op
 
 
+def _gelu_op(approximate) -> str:
+    """gelu's IR op past the quick look-up, as torch parses approximate: a str (or bytes,
+    decoded) names it, any other type is a TypeError, an unknown name a ValueError."""
+    name = approximate.decode("latin-1") if isinstance(approximate, bytes) else approximate
+    if not isinstance(name, str):
+        raise TypeError(
+            f"gelu(): argument 'approximate' must be str, not {type(approximate).__name__}"
+        )
+    if name not in GELU_OPS:
+        raise ValueError(f"approximate argument must be either none or tanh, got {approximate!r}")
+    return GELU_OPS[name]
+
+
 def gelu(input: Tensor, approximate: str = "none", out: Tensor | None = None) -> Tensor:
     """GELU: x * Phi(x) exactly ("none") or with the tanh approximation; a remembered call
     takes the fast door, as the table's unary ops do."""
     ir_op = GELU_OPS.get(approximate) if isinstance(approximate, str) else None
     if ir_op is None:
-        raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
+        ir_op = _gelu_op(approximate)
     done = fastpath.unary(ir_op, input) if out is None else fastpath.unary_out(ir_op, input, out)
     if done is not None:
         return done

@@ -100,29 +100,45 @@ def _median(op: str, skip_nan: bool):
     return median
 
 
+def _quantile_qs(op: str, x: Tensor, q, interpolation) -> list[float]:
+    """quantile's q values as floats, after torch's checks in torch's order (a scalar q's
+    range, interpolation, a non-empty float or double input, q 1-d of its dtype and device,
+    q's values)."""
+    if not isinstance(q, Tensor) and not 0 <= float(q) <= 1:
+        raise ValueError(f"{op}() q must be in the range [0, 1] but got {float(q)}")
+    if interpolation not in INTERPOLATIONS:
+        raise ValueError(
+            f"{op}() interpolation must be one of {', '.join(INTERPOLATIONS)}. Got {interpolation}"
+        )
+    if not x.numel():
+        raise ValueError(f"{op}() input tensor must be non-empty")
+    if isinstance(q, Tensor) and q.ndim > 1:
+        raise ValueError(f"{op}() q must be a scalar or 1D tensor")
+    if x.dtype not in (float32, float64):
+        raise TypeError(f"{op}() input tensor must be either float or double dtype")
+    if not isinstance(q, Tensor):
+        return [float(q)]
+    if q.dtype is not x.dtype:
+        raise TypeError(
+            f"{op}() q tensor must be same dtype as the input tensor (q is {q.dtype}, input"
+            f" is {x.dtype})"
+        )
+    if q.device is not x.device:
+        raise Error(
+            f"{op}() q tensor must be on the same device as the input tensor (q on"
+            f" {q.device}, input on {x.device})"
+        )
+    qlist = [float(v) for v in q.reshape(-1).tolist()]
+    if any(not 0 <= v <= 1 for v in qlist):
+        raise ValueError(f"{op}() q values must be in the range [0, 1]")
+    return qlist
+
+
 def _quantile(op: str, skip_nan: bool):
     def quantile(input: Tensor, q, dim=None, keepdim: bool = False, *, interpolation="linear"):
         x = tensor_arg(input, op)
-        if x.dtype not in (float32, float64):
-            raise TypeError(f"{op}() input tensor must be either float or double dtype")
-        if interpolation not in INTERPOLATIONS:
-            raise ValueError(
-                f"{op}() interpolation must be one of {', '.join(INTERPOLATIONS)}. Got"
-                f" {interpolation}"
-            )
-        scalar_q = not isinstance(q, Tensor)
-        if isinstance(q, Tensor) and q.ndim > 1:
-            raise ValueError(f"{op}() q must be a scalar or 1D tensor")
-        if isinstance(q, Tensor) and q.device is not x.device:
-            raise Error(
-                f"{op}() q tensor must be on the same device as the input tensor (q on"
-                f" {q.device}, input on {x.device})"
-            )
-        qlist = [float(q)] if scalar_q else [float(v) for v in q.reshape(-1).tolist()]
-        if any(not 0 <= v <= 1 for v in qlist):
-            raise ValueError(f"{op}() q values must be in the range [0, 1]")
-        if not x.numel():
-            raise ValueError(f"{op}() input tensor must be non-empty")
+        scalar_q = not isinstance(q, Tensor) or q.ndim == 0  # no q dim stacked first
+        qlist = _quantile_qs(op, x, q, interpolation)
         ndim = x.ndim
         xs, d = _ranked(x, dim, op)
         if not qlist:  # no q: no quantiles, stacked in the result's shape

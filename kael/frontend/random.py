@@ -11,7 +11,9 @@ keep-or-drop per element: it draws one 32-bit word each, four to a block (`_word
 
 from __future__ import annotations
 
+import builtins
 import math
+import operator
 import os
 import threading
 import warnings
@@ -28,7 +30,7 @@ from kael.ir import graph as g
 from kael.ir.ops import BINARY_OPS
 from kael.runtime import sync
 from kael.runtime.convert import to_float32, to_half_precision
-from kael.runtime.device import Device, parse_device
+from kael.runtime.device import CPU, Device, parse_device
 from kael.runtime.dtypes import (
     INT64_MAX,
     INT64_MIN,
@@ -44,7 +46,7 @@ from kael.runtime.dtypes import (
     uint8,
 )
 from kael.runtime.errors import TypeError, ValueError
-from kael.runtime.tensor_impl import TensorImpl
+from kael.runtime.tensor_impl import TensorImpl, format_shape
 from kael.runtime.typeinfo import finfo
 
 DEFAULT_SEED = 0  # the book's: a program that never seeds still repeats itself
@@ -915,47 +917,86 @@ def _bound_check(value: int, what: str, dtype: DType) -> None:
 def _type_names(bounds: tuple, keywords: dict) -> str:
     """The arguments of a call as PyTorch's parser lists them: (Tensor, int, low=int)."""
     parts = ["Tensor", *(type(b).__name__ for b in bounds)]
-    parts += [f"{k}={type(v).__name__}" for k, v in keywords.items() if v is not None]
+    parts += [f"{k}={type(v).__name__}" for k, v in keywords.items()]
     return ", ".join(parts)
 
 
-def _like_bounds(bounds: tuple, low, high) -> tuple:
-    """(low, high) of randint_like's three forms, (input, high), (input, low, high) and
-    (input, high=...); low only ever comes with a high (keyword low alone is an error)."""
-    given = {"low": low, "high": high}
-    if len(bounds) == 2 and low is None and high is None:
-        return bounds
-    if len(bounds) == 1 and low is None:
-        return (0, bounds[0]) if high is None else (bounds[0], high)
-    if not bounds and high is not None:
-        return (0 if low is None else low), high
-    raise TypeError(
+_UNSET = object()  # a bound not passed, told from an explicit None (which torch refuses)
+INT64_TOP = 2**63
+
+
+def _invalid_bounds(bounds: tuple, keywords: dict) -> TypeError:
+    """torch's parser error for randint_like arguments that fit none of its overloads."""
+    return TypeError(
         "randint_like() received an invalid combination of arguments - got"
-        f" ({_type_names(bounds, given)}), but expected one of: (Tensor input, int high),"
+        f" ({_type_names(bounds, keywords)}), but expected one of: (Tensor input, int high),"
         " (Tensor input, Tensor high), (Tensor input, int low, int high)"
     )
 
 
-def _int_bound(value, what: str) -> int:
-    """A bound as an int: a Python int, or a 0-d integer tensor's value (torch's Tensor high)."""
-    if not isinstance(value, Tensor):
-        return views.as_int(value, what)
-    tracing.data_dependent(f"randint_like's tensor {what}")
-    if value.ndim != 0 or value.dtype.is_floating_point or value.dtype.is_bool:
-        raise TypeError(f"randint_like: {what} must be a 0-d integer tensor, got {value.dtype}")
-    return int(value.item())
+def _like_bounds(bounds: tuple, low, high) -> tuple[int, int]:
+    """(low, high) of randint_like's three forms: (input, high) with an int or a 0-d tensor
+    high, high= alone the same; (input, low, high) with int bounds, either by keyword."""
+    keywords = {k: v for k, v in (("low", low), ("high", high)) if v is not _UNSET}
+    args = (*bounds, *keywords.values())
+    if len(args) == 1 and "low" not in keywords:
+        one = args[0]
+        value = _tensor_high(one) if isinstance(one, Tensor) else _int_bound(one)
+    elif len(args) == 2 and ("low" not in keywords or "high" in keywords):
+        low, high = (_int_bound(b) for b in args)
+        value = None if low is None or high is None else (low, high)
+    else:
+        value = None
+    if value is None:
+        raise _invalid_bounds(bounds, keywords)
+    return value if isinstance(value, tuple) else (0, value)
+
+
+def _int_bound(value) -> int | None:
+    """An int overload's bound as torch's parser takes it (a Python or NumPy integer, or an
+    integer tensor of one element), None for anything else (a float, bool, None)."""
+    if isinstance(value, Tensor):
+        kind = value.dtype
+        if kind.is_floating_point or kind.is_bool or value.numel() != 1:
+            return None
+        tracing.data_dependent("randint_like's tensor bound")
+        return int(value.reshape(()).item())
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)
+    except builtins.TypeError:
+        return None
+
+
+def _tensor_high(value: Tensor) -> int:
+    """The Tensor high overload's bound: a 0-d CPU tensor of any dtype, its value truncated
+    to int64 as torch's item<int64_t>() does (2.5 -> 2, True -> 1; 2**63 wraps to -2**63)."""
+    if value.ndim != 0 or value.device is not CPU:
+        raise ValueError(
+            "high must be a scalar tensor and on CPU, got shape"
+            f" {format_shape(value.shape)} on {value.device}"
+        )
+    tracing.data_dependent("randint_like's tensor high")
+    number = value.item()
+    if isinstance(number, float):
+        if not -INT64_TOP <= number <= INT64_TOP:  # NaN too
+            raise ValueError(
+                f"value cannot be converted to type int64_t without overflow: high = {number}"
+            )
+        number = math.trunc(number)
+    return (int(number) + INT64_TOP) % (2 * INT64_TOP) - INT64_TOP
 
 
 def randint_like(
-    input, *bounds, low=None, high=None, generator=None, dtype=None, device=None
+    input, *bounds, low=_UNSET, high=_UNSET, generator=None, dtype=None, device=None
 ) -> Tensor:
     """Uniform integers in [low, high) in input's shape (and dtype and device unless told
     otherwise): randint_like(input, high) or randint_like(input, low, high), as torch
-    overloads it (one positional bound is high; keyword low needs a high too); high may
-    be a 0-d integer tensor."""
+    overloads it (one positional bound is high; keyword low needs a high too); a lone high
+    may be a 0-d tensor of any dtype (truncated), low and high integers or integer tensors."""
     input = tensor_arg(input, "randint_like")
     low, high = _like_bounds(bounds, low, high)
-    low, high = _int_bound(low, "low"), _int_bound(high, "high")
     if low >= high:
         raise ValueError(
             f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"

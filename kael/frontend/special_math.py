@@ -23,7 +23,9 @@ upper tail, erfc(x / sqrt 2) amplifying the rounding of x / sqrt 2]; entr 2; ndt
 within 6 ulp for x > 0 (polygamma(1, x): PyTorch's trigamma is good to 1e-9 only); for
 q < 0 (x < 0) zeta and polygamma are within 5 ulps of the largest term (q's distance to
 the nearest integer to the -s), which cancels near the function's zeros, as PyTorch's
-sum cancels.
+sum cancels; but for odd x with q near a half-integer, whose two largest terms cancel, the
+pairs are summed as differences: within 8 ulps of the value (zeta(5, -1e6 - 1/2) = 2.5e-25,
+where PyTorch's sum does not end).
 
 igamma and igammac (P(a, x), Q(a, x); also Tensor methods, igamma_ / igammac_, and
 kael.special.gammainc / gammaincc): float64 against mpmath within 22 ulp where the result is
@@ -408,35 +410,47 @@ ZETA_A = (
 MACHEP = 1.11022302462515654042e-16
 
 
-def _zeta_positive(x: Value, q: Value) -> Value:
+def _zeta_positive(x: Value, q: Value, shift: tuple[Value, Value] | None = None) -> Value:
     """Cephes's zeta(x, q) for q > 0, step for step as PyTorch's loop runs it (its 9 direct
     terms past q^-x, then 12 Euler-Maclaurin terms at w = q + 9, each stop where a term
     drops below MACHEP of the sum kept as a mask), but for the integral's term w^(1 - x) /
     (x - 1), a power of its own (PyTorch's w^-x w underflows where the result does not:
-    polygamma(1, 1e300) is 1e-300)."""
+    polygamma(1, 1e300) is 1e-300). With shift = (h, mask): where mask holds, the same sum
+    of zeta(x, q + h) - zeta(x, q), each power t^e taken as t^e expm1(e log1p(h / t)) so
+    that no two close powers cancel."""
 
     def small(term: Value, total: Value) -> Value:
         return (-MACHEP * total < term) & (term < MACHEP * total)
 
-    s = q._binary("pow", -x)
+    def scaled(power: Value, t: Value, offset: float) -> Value:
+        """power = t^e for e = offset - x, or (t + h)^e - t^e where the mask holds."""
+        if shift is None:
+            return power
+        h, mask = shift
+        e = offset - x
+        return power * where(mask, (e * (h / t).apply("log1p")).apply("expm1"), 1.0)
+
+    s = scaled(q._binary("pow", -x), q, 0.0)
     a, b, done = q, None, None
     for _ in range(9):
         a = a + 1
-        term = a._binary("pow", -x)
+        power = a._binary("pow", -x)
+        term = scaled(power, a, 0.0)
         step = s + term
         if done is None:
-            s, b, done = step, term, small(term, step)
+            s, b, done = step, power, small(term, step)
         else:
-            s, b = where(done, s, step), where(done, b, term)
+            s, b = where(done, s, step), where(done, b, power)
             done = done | small(term, step)
     w = a
-    tail = s + w._binary("pow", 1 - x) / (x - 1)  # PyTorch's b w / (x - 1): no underflow
-    tail = tail - 0.5 * b
+    # PyTorch's b w / (x - 1): no underflow
+    tail = s + scaled(w._binary("pow", 1 - x), w, 1.0) / (x - 1)
+    tail = tail - 0.5 * scaled(b, w, 0.0)
     factor, k, stop = _const(x, 1.0), 0.0, None
     for divisor in ZETA_A:
         factor = factor * (x + k)
         b = b / w
-        t = factor * b / divisor
+        t = factor * scaled(b, w, -(k + 1)) / divisor
         grown = tail + t
         tail = grown if stop is None else where(stop, tail, grown)
         small_t = (t / grown).apply("abs") < MACHEP
@@ -460,16 +474,22 @@ def _zeta(x: Value, q: Value) -> Value:
     are r, r + 1, .., r + m - 1 for r = -(q + m - 1) in (0, 1] (exact: Sterbenz, or m = 1
     and r = -q), so zeta(x, q) = f^-x + (-1)^x r^-x + zeta(x, f + 1) + (-1)^x (zeta(x, r + 1)
     - zeta(x, r + m)): the two largest terms, which cancel near q = -1/2, each one power;
-    zeta(inf, q) is +inf there (a term below 1 in magnitude), as in PyTorch."""
+    for odd x with f and r close, zeta(x, f) - zeta(x, r) is one sum of paired differences,
+    so that no two large terms cancel. zeta(inf, q) is +inf there (a term below 1 in
+    magnitude), as in PyTorch."""
     negative = q < 0
     m = -q.apply("floor")
     f, r = q + m, -(q + (m - 1))
     sign = _parity_sign(x)
+    # odd x, |x (f - r)| < 1/4 (f^-x, r^-x within a factor 2): their differences, pair by pair
+    h = 2 * q + (2 * m - 1)  # f - r, exact (Sterbenz) for |h| < 1/2
+    paired = negative & (sign < 0) & ((x * h).apply("abs") < 0.25)
     base = _zeta_positive(x, where(negative, f + 1, q))
-    near = _zeta_positive(x, where(negative, r + 1, 1.0))
+    near = _zeta_positive(x, where(negative, where(paired, r, r + 1), 1.0), (h, paired))
     far = _zeta_positive(x, where(negative, r + m, 1.0))
     largest = f._binary("pow", -x) + sign * r._binary("pow", -x)
     value = where(negative, largest + (base + sign * (near - far)), base)
+    value = where(paired, near + far, value)
     value = where(negative & x.eq(math.inf), math.inf, value)
     non_positive = q <= 0
     value = where(non_positive & x.ne(x.apply("floor")), math.nan, value)

@@ -9,6 +9,7 @@ pins the book's rule and says so.
 
 import math
 import operator as operator_module
+import re
 
 import numpy as np
 import pytest
@@ -1829,3 +1830,51 @@ def test_round_without_decimals_keeps_integers():
     x = kael.tensor([15, -25], dtype=kael.int32)
     got = kael.round(x, decimals=0)
     assert got.dtype is kael.int32 and got.tolist() == [15, -25]
+
+
+# ---- gelu's approximate= as torch parses it ----------------------------------------------------
+
+GELU_NOT_STR = [None, 1, True, 0.5, ["tanh"], bytearray(b"none")]
+
+
+@pytest.mark.parametrize("approximate", GELU_NOT_STR, ids=repr)
+def test_gelu_approximate_not_a_str_is_a_type_error(approximate):
+    message = f"gelu(): argument 'approximate' must be str, not {type(approximate).__name__}"
+    t = values(torch.float32, (5,))
+    with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+        torch.nn.functional.gelu(t, approximate=approximate)
+    with pytest.raises(kael.TypeError, match=f"^{re.escape(message)}$"):
+        kael.nn.functional.gelu(to_kael(t), approximate=approximate)
+
+
+@pytest.mark.parametrize("approximate", ["fast", "Tanh", "", "none\x00", b"x"], ids=repr)
+def test_gelu_unknown_approximate_str_is_a_value_error(approximate):
+    """torch's RuntimeError; kael's ValueError is one, naming the value."""
+    t = values(torch.float32, (5,))
+    with pytest.raises(RuntimeError, match="approximate argument must be either none or tanh"):
+        torch.nn.functional.gelu(t, approximate=approximate)
+    message = f"approximate argument must be either none or tanh, got {approximate!r}"
+    with pytest.raises(kael.ValueError, match=f"^{re.escape(message)}$"):
+        kael.nn.functional.gelu(to_kael(t), approximate=approximate)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh", b"none", b"tanh"], ids=repr)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_gelu_takes_approximate_as_str_or_bytes_like_torch(approximate, dtype):
+    t = values(dtype, (3, 4))
+    for view in (lambda x: x, lambda x: x.T, lambda x: x[1:, ::2]):
+        got = kael.nn.functional.gelu(view(to_kael(t)), approximate=approximate)
+        want = torch.nn.functional.gelu(view(t), approximate=approximate)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-7)
+        assert got.dtype is TO_KAEL[dtype] and got.shape == tuple(want.shape)
+
+
+def test_gelu_remembered_call_still_refuses_a_bad_approximate():
+    """A call the fast door remembers takes it; the same input with approximate=None does
+    not slip through it."""
+    x = to_kael(values(torch.float32, (5,)))
+    first = kael.nn.functional.gelu(x, approximate="tanh")
+    again = kael.nn.functional.gelu(x, approximate="tanh")
+    np.testing.assert_array_equal(first.numpy(), again.numpy())
+    with pytest.raises(kael.TypeError, match="must be str, not NoneType"):
+        kael.nn.functional.gelu(x, approximate=None)

@@ -208,6 +208,82 @@ def test_quantiles_refuse_an_empty_input(name, shape, dim):
         getattr(kael, name)(kael.zeros(shape), 0.5, dim)
 
 
+QUANTILE_Q_FORMS = {
+    "0-d": lambda lib, dtype: lib.tensor(0.25, dtype=dtype),
+    "1-d": lambda lib, dtype: lib.tensor([0.1, 0.5, 0.9], dtype=dtype),
+    "strided": lambda lib, dtype: lib.tensor([0.1, 0.0, 0.5, 0.0, 1.0], dtype=dtype)[::2],
+    "empty": lambda lib, dtype: lib.tensor([], dtype=dtype),
+}
+TORCH_OF_KAEL = {
+    kael.float16: torch.float16,
+    kael.bfloat16: torch.bfloat16,
+    kael.float32: torch.float32,
+    kael.float64: torch.float64,
+    kael.int64: torch.int64,
+}
+
+
+@pytest.mark.parametrize("name", ["quantile", "nanquantile"])
+@pytest.mark.parametrize("form", list(QUANTILE_Q_FORMS))
+@pytest.mark.parametrize(
+    "dtype, q_dtype",
+    [(kael.float32, kael.float64), (kael.float64, kael.float32), (kael.float32, kael.float16)]
+    + [(kael.float64, kael.bfloat16), (kael.float32, kael.int64)],
+    ids=str,
+)
+def test_quantile_q_tensor_of_another_dtype_is_refused(name, form, dtype, q_dtype):
+    k, t = _data(dtype, nans=False)
+    make = QUANTILE_Q_FORMS[form]
+    with pytest.raises(RuntimeError, match="q tensor must be same dtype as the input tensor"):
+        getattr(torch, name)(t, make(torch, TORCH_OF_KAEL[q_dtype]), 1)
+    message = (
+        f"{name}\\(\\) q tensor must be same dtype as the input tensor \\(q is {q_dtype},"
+        f" input is {dtype}\\)"
+    )
+    with pytest.raises(kael.TypeError, match=message):
+        getattr(kael, name)(k, make(kael, q_dtype), 1)
+
+
+@pytest.mark.parametrize("name", ["quantile", "nanquantile"])
+@pytest.mark.parametrize("form", list(QUANTILE_Q_FORMS))
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64], ids=str)
+def test_quantile_q_tensor_of_the_input_dtype_is_taken(name, form, dtype):
+    k, t = _data(dtype)
+    make = QUANTILE_Q_FORMS[form]
+    for view in (lambda x: x, lambda x: x.transpose(0, 1), lambda x: x[1:, ::2]):
+        got = getattr(kael, name)(view(k), make(kael, dtype), 0, True)
+        want = getattr(torch, name)(view(t), make(torch, TORCH_OF_KAEL[dtype]), 0, True)
+        close_to_torch(got, want, 1e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [  # torch's order: the first failing check names the error
+        (lambda lib: lib.quantile(lib.ones(3), 1.5, interpolation="cubic"), kael.ValueError,
+         "q must be in the range \\[0, 1\\] but got 1.5"),
+        (lambda lib: lib.quantile(lib.zeros(0, dtype=lib.int64), 0.5, interpolation="cubic"),
+         kael.ValueError, "interpolation must be one of"),
+        (lambda lib: lib.quantile(lib.zeros(0, dtype=lib.int64), 0.5), kael.ValueError,
+         "input tensor must be non-empty"),
+        (lambda lib: lib.nanquantile(lib.zeros(0), lib.tensor([0.5], dtype=lib.float64)),
+         kael.ValueError, "input tensor must be non-empty"),
+        (lambda lib: lib.quantile(lib.ones(3, dtype=lib.int64), lib.ones(2, 2)), kael.ValueError,
+         "q must be a scalar or 1D tensor"),
+        (lambda lib: lib.quantile(lib.ones(3, dtype=lib.int64), lib.ones(2, dtype=lib.int64)),
+         kael.TypeError, "input tensor must be either float or double dtype"),
+        (lambda lib: lib.quantile(lib.ones(3), lib.tensor([1.5], dtype=lib.float64)),
+         kael.TypeError, "q tensor must be same dtype"),
+        (lambda lib: lib.quantile(lib.ones(3), lib.tensor([1.5])), kael.ValueError,
+         "q values must be in the range"),
+    ],
+)  # fmt: skip
+def test_quantile_checks_fail_in_torch_order(call, error, message):
+    with pytest.raises(RuntimeError, match=message):
+        call(torch)
+    with pytest.raises(error, match=message):
+        call(kael)
+
+
 @pytest.mark.parametrize("bad", [3, -1, 1_000_000])
 def test_searchsorted_refuses_a_sorter_index_out_of_range(bad):
     seq = [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]

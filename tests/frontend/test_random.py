@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import threading
 import time
 
@@ -820,7 +821,7 @@ def test_randint_like_draws_what_randint_draws_and_takes_a_tensor_high():
         (lambda: kael.randint_like(kael.zeros(2), 5, dtype=kael.bool), kael.ValueError, "to - 1 is out of bounds for bool"),
         (lambda: kael.randint_like(kael.zeros(2)), kael.TypeError, "invalid combination of arguments - got \\(Tensor\\)"),
         (lambda: kael.randint_like([0.0], 3), kael.TypeError, "Tensor"),
-        (lambda: kael.randint_like(kael.zeros(2), 2.5), kael.TypeError, "must be an int"),
+        (lambda: kael.randint_like(kael.zeros(2), 2.5), kael.TypeError, "got \\(Tensor, float\\)"),
     ],
 )  # fmt: skip
 def test_randint_like_refuses_what_torch_refuses(call, error, message):
@@ -1060,3 +1061,148 @@ def test_normal_out_of_another_shape_is_refused_where_torch_resizes(shape):
         kael.normal(kael.zeros(3, 4), kael.ones(3, 4), out=kael.empty(shape))
     with pytest.raises(kael.ValueError, match=r"the result has shape \[3, 4\]"):
         kael.normal(0.0, 1.0, (3, 4), out=kael.empty(shape))
+
+
+# ---- randint_like's bounds: None, tensors of other dtypes, as torch's overloads take them ----
+
+
+def _bounds_of(lib, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """A case's bounds in `lib`: each (value, dtype name) pair a 0-d or n-d tensor."""
+
+    def make(v):
+        return lib.tensor(v[0], dtype=getattr(lib, v[1])) if isinstance(v, tuple) else v
+
+    return tuple(make(v) for v in args), {k: make(v) for k, v in kwargs.items()}
+
+
+def _like_draws(lib, args: tuple, kwargs: dict, dtype: str = "int64"):
+    """randint_like of a 400-element zeros of `dtype` with a case's bounds, in `lib`."""
+    a, k = _bounds_of(lib, args, kwargs)
+    return lib.randint_like(lib.zeros(400, dtype=getattr(lib, dtype)), *a, **k)
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "got"),
+    [((), {"low": None, "high": 10}, "Tensor, low=NoneType, high=int"),
+     ((None, 10), {}, "Tensor, NoneType, int"), ((10, None), {}, "Tensor, int, NoneType"),
+     ((None,), {}, "Tensor, NoneType"), ((), {"high": None}, "Tensor, high=NoneType"),
+     ((5,), {"high": None}, "Tensor, int, high=NoneType"),
+     ((), {"low": 0, "high": None}, "Tensor, low=int, high=NoneType"),
+     (((2.5, "float32"),), {"high": None}, "Tensor, Tensor, high=NoneType"),
+     ((), {"low": None, "high": (2.5, "float32")}, "Tensor, low=NoneType, high=Tensor")],
+)  # fmt: skip
+def test_randint_like_explicit_none_bound_is_refused(args, kwargs, got):
+    with pytest.raises(TypeError, match="invalid combination of arguments"):
+        _like_draws(torch, args, kwargs)
+    with pytest.raises(kael.TypeError, match=f"invalid combination of arguments - got \\({got}\\)"):
+        _like_draws(kael, args, kwargs)
+
+
+LONE_TENSOR_HIGHS = [(2.5, "float32"), (2.5, "float64"), (1.5, "float32"), (3.99, "float32")]
+LONE_TENSOR_HIGHS += [(True, "bool"), (3, "int64"), (3, "int8"), (3, "uint8")]
+LONE_TENSOR_HIGHS += [(3.7, "float16"), (3.7, "bfloat16")]
+
+
+@pytest.mark.parametrize("high", LONE_TENSOR_HIGHS, ids=str)
+@pytest.mark.parametrize("by_keyword", [False, True], ids=["positional", "keyword"])
+def test_randint_like_lone_0d_tensor_high_of_any_dtype_is_truncated(high, by_keyword):
+    """torch's Tensor high overload takes high.item<int64_t>(): 2.5 -> 2, True -> 1."""
+    args, kwargs = ((), {"high": high}) if by_keyword else ((high,), {})
+    expected = _like_draws(torch, args, kwargs).numpy()
+    kael.manual_seed(5)
+    got = _like_draws(kael, args, kwargs)
+    kael.manual_seed(5)
+    same = kael.randint_like(kael.zeros(400, dtype=kael.int64), int(high[0]))
+    np.testing.assert_array_equal(np_of(got), np_of(same))
+    assert got.dtype is kael.int64 and got.shape == tuple(expected.shape)
+    span = (np_of(got).min(), np_of(got).max())
+    assert span == (expected.min(), expected.max()) == (0, int(high[0]) - 1)
+
+
+@pytest.mark.parametrize(
+    ("high", "to"),
+    [((-2.5, "float32"), -2), ((0.5, "float32"), 0), ((-0.5, "float64"), 0)]
+    + [((False, "bool"), 0), ((2.0**63, "float64"), -(2**63)), ((-(2.0**63), "float64"), -(2**63))],
+    ids=str,
+)
+def test_randint_like_lone_tensor_high_truncating_to_at_most_0_is_refused(high, to):
+    message = f"expects 'from' to be less than 'to', but got from=0 >= to={to}$"
+    with pytest.raises(RuntimeError, match=message):
+        _like_draws(torch, (high,), {})
+    with pytest.raises(kael.ValueError, match=message):
+        _like_draws(kael, (high,), {})
+
+
+@pytest.mark.parametrize("high", [float("nan"), float("inf"), -float("inf"), 1e30], ids=str)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_randint_like_lone_tensor_high_beyond_int64_is_refused(high, dtype):
+    message = "value cannot be converted to type int64_t without overflow"
+    with pytest.raises(RuntimeError, match=message):
+        _like_draws(torch, ((high, dtype),), {})
+    stored = float(np.dtype(dtype).type(high))  # 1e30 as float32 holds it
+    with pytest.raises(kael.ValueError, match=re.escape(f"{message}: high = {stored}")):
+        _like_draws(kael, ((high, dtype),), {})
+
+
+def test_randint_like_lone_tensor_high_just_inside_int64_is_taken():
+    high = ((2.0**62, "float64"),)
+    got, expected = _like_draws(kael, high, {}), _like_draws(torch, high, {})
+    assert got.dtype is kael.int64 and expected.dtype is torch.int64
+    assert np_of(got).min() >= 0 and np_of(got).max() < 2**62
+    assert expected.min().item() >= 0 and expected.max().item() < 2**62
+
+
+@pytest.mark.parametrize(
+    ("high", "shape"),
+    [(([3], "int64"), "[1]"), (([[3]], "int64"), "[1, 1]"), (([3.5], "float32"), "[1]")]
+    + [(([], "float32"), "[0]")],
+    ids=str,
+)
+def test_randint_like_lone_tensor_high_must_be_0d(high, shape):
+    message = "high must be a scalar tensor and on CPU"
+    with pytest.raises(RuntimeError, match=message):
+        _like_draws(torch, (high,), {})
+    with pytest.raises(kael.ValueError, match=f"{message}, got shape \\{shape[:-1]}\\] on cpu$"):
+        _like_draws(kael, (high,), {})
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [(((1, "int64"), 5), {}), ((1, (5, "int64")), {}), (((1, "int64"), (5, "int64")), {})]
+    + [((([1], "int64"), 5), {}), ((1, ([[5]], "int64")), {}), (((1, "int8"), (5, "uint8")), {})]
+    + [((), {"low": (1, "int64"), "high": 5}), ((), {"low": 1, "high": (5, "int32")})]
+    + [(((1, "int16"),), {"high": 5})],
+    ids=str,
+)
+def test_randint_like_int_bounds_take_one_element_integer_tensors(args, kwargs):
+    expected = _like_draws(torch, args, kwargs).numpy()
+    got = np_of(_like_draws(kael, args, kwargs))
+    assert (got.min(), got.max()) == (expected.min(), expected.max()) == (1, 4)
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "got"),
+    [(((1.0, "float32"), 5), {}, "Tensor, Tensor, int"), ((1, (2.5, "float32")), {}, "Tensor, int, Tensor"),
+     ((), {"low": 1, "high": (2.5, "float64")}, "Tensor, low=int, high=Tensor"),
+     ((), {"low": (1.5, "float32"), "high": 5}, "Tensor, low=Tensor, high=int"),
+     ((([1, 2], "int64"), 5), {}, "Tensor, Tensor, int"), ((([], "int64"), 5), {}, "Tensor, Tensor, int"),
+     ((1, 2.5), {}, "Tensor, int, float"), ((1.0, 3), {}, "Tensor, float, int"),
+     ((1, True), {}, "Tensor, int, bool"), ((True,), {}, "Tensor, bool"), (("3",), {}, "Tensor, str")],
+)  # fmt: skip
+def test_randint_like_int_bounds_refuse_floats_and_multi_element_tensors(args, kwargs, got):
+    with pytest.raises(TypeError, match="invalid combination of arguments"):
+        _like_draws(torch, args, kwargs)
+    with pytest.raises(kael.TypeError, match=f"invalid combination of arguments - got \\({got}\\)"):
+        _like_draws(kael, args, kwargs)
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"), [(((True, "bool"), 5), {}), ((0, (True, "bool")), {})], ids=str
+)
+def test_randint_like_int_bounds_refuse_bool_tensors(args, kwargs):
+    """torch's parser lets a bool tensor through as an int, then fails an internal assert;
+    kael refuses it as any other non-integer bound."""
+    with pytest.raises(RuntimeError):
+        _like_draws(torch, args, kwargs)
+    with pytest.raises(kael.TypeError, match="invalid combination of arguments"):
+        _like_draws(kael, args, kwargs)

@@ -590,3 +590,81 @@ def test_zeta_of_infinite_x_follows_torch_on_both_sides_of_zero():
         kq, tq = pair(np.array(qs), dtype)
         kx, tx = pair(np.full(len(qs), np.inf), dtype)
         close_to_torch(kael.special.zeta(kx, kq), torch.special.zeta(tx, tq), 0, equal_nan=True)
+
+
+# ---- zeta for odd x near negative half-integers: no cancelling terms -------------------------
+
+
+def _hurwitz_reference(x: int, q: float) -> mp.mpf:
+    """zeta(x, q) at 300 digits; for q < 0 by the shift over the m negative terms,
+    (zeta(x, f) + (-1)^x zeta(x, r)) - (-1)^x zeta(x, r + m) (f = q + m, r = 1 - f), whose
+    parts mpmath sums over positive bases (its own sum loses everything near q = -1e6)."""
+    with mp.workdps(300):
+        q = mp.mpf(q)
+        if q > 0:
+            return mp.zeta(x, q)
+        m = -mp.floor(q)
+        f = q + m
+        sign = -1 if x % 2 else 1
+        return (mp.zeta(x, f) + sign * mp.zeta(x, 1 - f)) - sign * mp.zeta(x, 1 - f + m)
+
+
+def _zeta_ulps(xs, qs, dtype=kael.float64) -> np.ndarray:
+    """kael's zeta(x, q) in `dtype`: its distance from the reference in units of the
+    reference's spacing in that dtype."""
+    np_dtype = {kael.float64: np.float64, kael.float32: np.float32}[dtype]
+    got = kael.special.zeta(kael.tensor(xs, dtype=dtype), kael.tensor(qs, dtype=dtype)).numpy()
+    ref = np.array([float(_hurwitz_reference(int(x), q)) for x, q in zip(xs, qs)])
+    spacing = np.spacing(np.abs(ref).astype(np_dtype)).astype(np.float64)
+    return np.abs(got.astype(np.float64) - ref) / spacing
+
+
+def test_hurwitz_reference_agrees_with_mpmaths_own_sum_where_that_is_stable():
+    for x, q in ((5, -1000000.5), (3, -2.25), (4, -7.5), (7, -0.3), (9, -10.5)):
+        assert mp.almosteq(_hurwitz_reference(x, q), mp.zeta(x, mp.mpf(q)), rel_eps=1e-30)
+
+
+ZETA_HALF_INTEGERS = [-0.5, -1.5, -2.5, -10.5, -1000.5, -123456.5, -1000000.5, -1e15 - 0.5]
+
+
+@pytest.mark.parametrize("x", [3, 5, 7, 15, 21])
+def test_zeta_of_odd_x_at_negative_half_integers_keeps_full_precision(x):
+    """There f^-x and r^-x cancel exactly, and so do zeta(x, f + 1) and zeta(x, r + 1):
+    the value is the far tail zeta(x, r + m) alone (zeta(5, -1000000.5) = 2.5e-25), not 0."""
+    qs = ZETA_HALF_INTEGERS
+    assert _zeta_ulps([float(x)] * len(qs), qs).max() <= 4
+    got = kael.special.zeta(kael.tensor(5.0, dtype=kael.float64), -1000000.5).item()
+    assert got == pytest.approx(2.4999900000229166e-25, rel=1e-15)
+
+
+@pytest.mark.parametrize("x", [3, 5, 9, 21])
+@pytest.mark.parametrize("n", [0, 1, 10, 1000, 10**6])
+def test_zeta_of_odd_x_near_negative_half_integers_keeps_full_precision(x, n):
+    """q = -n - 1/2 + d for d from 2^-40 to 1e-3 (|x (f - r)| < 1/4: the terms paired)
+    and past that limit (|x (f - r)| from 0.26 to 1: the terms apart), on both sides of
+    -n - 1/2: within 8 ulps (zeta's zeros near there cancel a little more)."""
+    offsets = [2.0**-40, 2.0**-20, 1e-6, 1e-3] + [c / (2 * x) for c in (0.2, 0.24, 0.26, 1.0)]
+    qs = [-n - 0.5 + s * d for d in offsets for s in (1, -1)]
+    assert _zeta_ulps([float(x)] * len(qs), qs).max() <= 8
+
+
+@pytest.mark.parametrize("x", [2, 4, 6])
+def test_zeta_of_even_x_at_negative_half_integers_stays_accurate(x):
+    """Even x has no cancelling pair (both halves add): the old sum, within 4 ulps."""
+    qs = ZETA_HALF_INTEGERS[:-1]
+    assert _zeta_ulps([float(x)] * len(qs), qs).max() <= 4
+
+
+def test_zeta_of_float32_at_negative_half_integers_rounds_once():
+    qs = [-0.5, -2.5, -10.5, -1000.5, -65536.5]
+    for x in (3.0, 5.0):
+        assert _zeta_ulps([x] * len(qs), qs, kael.float32).max() <= 0.5001
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_polygamma_of_even_order_at_negative_half_integers_keeps_full_precision(n):
+    """polygamma(n, x) = -n! zeta(n + 1, x) for even n: its odd zeta, near -k - 1/2 too."""
+    xs = [-0.5, -3.5, -40.5, -1000.5, -3.5 + 2.0**-30, -40.5 - 1e-9]
+    got = kael.polygamma(n, kael.tensor(xs, dtype=kael.float64)).numpy()
+    ref = np.array([float(-math.factorial(n) * _hurwitz_reference(n + 1, v)) for v in xs])
+    assert (np.abs(got - ref) / np.spacing(np.abs(ref))).max() <= 8
