@@ -22,7 +22,7 @@ from kael.frontend.outputs import bool_arg, device_of, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import int32, int64
-from kael.runtime.errors import LinAlgError, TypeError, ValueError
+from kael.runtime.errors import Error, LinAlgError, TypeError, ValueError
 from kael.runtime.tensor_impl import shape_numel
 
 
@@ -118,41 +118,55 @@ def working_copy(x: Tensor, batch: tuple[int, ...] | None = None, padded: bool =
 PAD = 8  # elements added to a padded working copy's rows
 
 
-def _to(value, device):
+def _to(value, device, into: dict | None = None):
+    """value's tensors moved to `device` (in tuples, lists and namedtuples alike); a tensor
+    whose id `into` holds is copied into that tensor instead (an out= given on the device)."""
     if isinstance(value, Tensor):
+        if into is not None and id(value) in into:
+            return into[id(value)].copy_(value)
         return value.to(device)
     if isinstance(value, list):
-        return [_to(v, device) for v in value]
+        return [_to(v, device, into) for v in value]
     if isinstance(value, tuple):
-        moved = [_to(v, device) for v in value]
+        moved = [_to(v, device, into) for v in value]
         return type(value)(*moved) if hasattr(value, "_fields") else tuple(moved)
     return value
+
+
+def _flat_tensors(value) -> list[Tensor]:
+    items = value if isinstance(value, (tuple, list)) else (value,)
+    return [x for x in items if isinstance(x, Tensor)]
 
 
 def _tensors(args: tuple, kwargs: dict) -> list[Tensor]:
     """The tensors among `args` and `kwargs` (but `out`), and in their tuples and lists."""
     values = [*args, *(v for k, v in kwargs.items() if k != "out")]
-    flat = [x for v in values for x in (v if isinstance(v, (tuple, list)) else (v,))]
-    return [x for x in flat if isinstance(x, Tensor)]
+    return [x for v in values for x in _flat_tensors(v)]
 
 
 def on_host(fn):
     """Run `fn` on host copies of its cuda tensor arguments and move its results back to
     their device: the dense kernels are host code (an explicit copy). The tensors must share
     one device, as PyTorch requires (a host kernel given cuda memory would crash): kael.Error
-    naming two; 0-d host tensors go with any. `out` stays where it is: the result is copied
-    into the caller's tensor."""
+    naming two; 0-d host tensors go with any. An `out` must be on their device too: on
+    cuda, fn writes host copies of it (its checks apply) and they are copied back into it."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        op = fn.__name__.lstrip("_")  # a helper's name is its op's
         # a 0-d host tensor is a number beside cuda tensors, as PyTorch lets it be (atol=)
         tensors = [t for t in _tensors(args, kwargs) if t.ndim or t.device is not CPU]
-        device = device_of(tensors, fn.__name__.lstrip("_")) if tensors else CPU  # a helper's op
+        device = device_of(tensors, op) if tensors else CPU
+        outs = _flat_tensors(kwargs.get("out"))
+        for o in outs:
+            if o.device is not device:
+                raise Error(f"{op}: out is on {o.device} but the operands are on {device}")
         if device is CPU:
             return fn(*args, **kwargs)
         args = [_to(a, CPU) for a in args]
-        kwargs = {k: v if k == "out" else _to(v, CPU) for k, v in kwargs.items()}
-        return _to(fn(*args, **kwargs), device)
+        kwargs = {k: _to(v, CPU) for k, v in kwargs.items()}
+        into = dict(zip(map(id, _flat_tensors(kwargs.get("out"))), outs))
+        return _to(fn(*args, **kwargs), device, into)
 
     return wrapper
 

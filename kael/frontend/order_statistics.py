@@ -364,6 +364,8 @@ def bucketize(input, boundaries: Tensor, *, out_int32: bool = False, right: bool
         raise ValueError(
             f"bucketize(): boundaries tensor must be 1 dimension, but got dim({edges.ndim})"
         )
+    if isinstance(input, Tensor):
+        device_of([edges, input], "bucketize")
     return searchsorted(edges, input, out_int32=out_int32, right=right)
 
 

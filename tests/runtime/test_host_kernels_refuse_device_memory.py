@@ -59,6 +59,9 @@ CASES = {{
     "ormqr other on the device": lambda: kael.ormqr(QR, TAU, c(B)),
     "linalg.lstsq B on the device": lambda: kael.linalg.lstsq(A, c(B)).solution,
     "linalg.pinv B on the host": lambda: kael.linalg.pinv(c(A), atol=B),
+    "linalg.inv out on the host": lambda: kael.linalg.inv(c(A), out=kael.empty(3, 3, dtype=A.dtype)),
+    "linalg.inv out on the device": lambda: kael.linalg.inv(A, out=c(kael.empty(3, 3, dtype=A.dtype))),
+    "linalg.inv into a device out": lambda: kael.linalg.inv(c(A), out=c(kael.zeros(3, 3, dtype=A.dtype))),
     "searchsorted values on the device": lambda: kael.searchsorted(SEQ, c(VALUES[0])),
     "searchsorted sequence on the device": lambda: kael.searchsorted(c(SEQ), VALUES[0]),
     "searchsorted sorter on the device": lambda: kael.searchsorted(
@@ -129,10 +132,12 @@ REFUSED = {
     "ormqr other on the device": (ERROR, "ormqr: " + BOTH),
     "linalg.lstsq B on the device": (ERROR, "lstsq: " + BOTH),
     "linalg.pinv B on the host": (ERROR, "pinv: " + BOTH),
+    "linalg.inv out on the host": (ERROR, "inv: out is on cpu but the operands are on cuda:0"),
+    "linalg.inv out on the device": (ERROR, "inv: out is on cuda:0 but the operands are on cpu"),
     "searchsorted values on the device": (ERROR, "searchsorted: " + BOTH),
     "searchsorted sequence on the device": (ERROR, "searchsorted: " + BOTH),
     "searchsorted sorter on the device": (ERROR, "searchsorted: " + BOTH),
-    "bucketize boundaries on the host": (ERROR, "searchsorted: " + BOTH),
+    "bucketize boundaries on the host": (ERROR, "bucketize: " + BOTH),
     "quantile q on the device": (
         ERROR,
         r"quantile\(\) q tensor must be on the same device as the input tensor \(q on cuda:0,"
@@ -184,6 +189,7 @@ EXPECTED = {
     "masked_select": lambda: torch.masked_select(_t(SEQ, None), _t(SEQ, None).gt(1)),
     # a 0-d host tensor is a number beside cuda tensors, as PyTorch takes it
     "linalg.pinv 0-d atol on the host": lambda: torch.linalg.pinv(_t(A), atol=_t(0.1)),
+    "linalg.inv into a device out": lambda: torch.linalg.inv(_t(A)),
 }
 
 
