@@ -42,6 +42,25 @@ def close_to_torch(k, t, tol: float, equal_nan: bool = False) -> None:
     torch.testing.assert_close(got, t.double(), rtol=tol, atol=tol, equal_nan=equal_nan)
 
 
+def matrix_pair(array, dtype=kael.float64, layout: str = "contiguous"):
+    """A kael tensor and the equal torch tensor of the matrices `array`, both in `layout`
+    (the same strides): transposed, every other row and column of a larger matrix (sliced),
+    or one matrix expanded over a batch of 3."""
+    t = torch.tensor(np.asarray(array)).to(TORCH_DTYPES[dtype])
+    if layout == "transposed":
+        t = t.mT.contiguous().mT
+    elif layout == "sliced":
+        big = torch.zeros(*t.shape[:-2], 2 * t.shape[-2], 2 * t.shape[-1], dtype=t.dtype)
+        big[..., ::2, ::2] = t
+        t = big[..., ::2, ::2]
+    elif layout == "expanded":
+        t = t[:1].expand(3, *t.shape[1:]) if t.ndim > 2 else t.expand(3, *t.shape)
+    if layout == "contiguous":
+        return kael.from_dlpack(t.contiguous()), t
+    base = kael.from_dlpack(t._base.clone())
+    return kael.as_strided(base, tuple(t.shape), t.stride(), t.storage_offset()), t
+
+
 _LAYOUT_RNG = np.random.default_rng(11)
 LAYOUTS = ["contiguous", "transposed", "sliced", "expanded"]
 

@@ -5,7 +5,7 @@ not-positive-definite inputs; PyTorch's typed errors."""
 import numpy as np
 import pytest
 import torch
-from parity_helpers import close_to_torch
+from parity_helpers import close_to_torch, matrix_pair
 
 import kael
 from kael.frontend import blocked
@@ -14,24 +14,6 @@ RNG = np.random.default_rng(14)
 FLOATS = [kael.float32, kael.float64]
 TOL = {kael.float32: 2e-4, kael.float64: 1e-10}
 LAYOUTS = ["contiguous", "transposed", "sliced", "expanded"]
-
-
-def _pair(array: np.ndarray, dtype, layout: str = "contiguous"):
-    """A kael tensor and the equal torch tensor, both in `layout` (the same strides)."""
-    t = torch.tensor(array).to(torch.float64 if dtype is kael.float64 else torch.float32)
-    if layout == "transposed":
-        t = t.mT.contiguous().mT
-    elif layout == "sliced":
-        big = torch.zeros(*t.shape[:-2], 2 * t.shape[-2], 2 * t.shape[-1], dtype=t.dtype)
-        big[..., ::2, ::2] = t
-        t = big[..., ::2, ::2]
-    elif layout == "expanded":
-        t = t[:1].expand(3, *t.shape[1:]) if t.ndim > 2 else t.expand(3, *t.shape)
-    base = kael.from_dlpack(t.contiguous() if layout == "contiguous" else t._base.clone())
-    if layout == "contiguous":
-        return base, t
-    k = kael.as_strided(base, tuple(t.shape), t.stride(), t.storage_offset())
-    return k, t
 
 
 def _well_conditioned(*shape) -> np.ndarray:
@@ -47,8 +29,8 @@ def _spd(*shape) -> np.ndarray:
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 def test_solve_inv_det_match_torch(dtype, layout):
-    k, t = _pair(_well_conditioned(2, 5, 5), dtype, layout)
-    kb, tb = _pair(RNG.standard_normal((5, 4)), dtype)  # one B for the batch
+    k, t = matrix_pair(_well_conditioned(2, 5, 5), dtype, layout)
+    kb, tb = matrix_pair(RNG.standard_normal((5, 4)), dtype)  # one B for the batch
     tol = TOL[dtype]
     close_to_torch(kael.linalg.solve(k, kb), torch.linalg.solve(t, tb), tol)
     close_to_torch(
@@ -63,16 +45,16 @@ def test_solve_inv_det_match_torch(dtype, layout):
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 def test_solve_vector_and_broadcast_rules(dtype):
-    k, t = _pair(_well_conditioned(4, 4), dtype)
-    kv, tv = _pair(RNG.standard_normal(4), dtype)
+    k, t = matrix_pair(_well_conditioned(4, 4), dtype)
+    kv, tv = matrix_pair(RNG.standard_normal(4), dtype)
     tol = TOL[dtype]
     close_to_torch(kael.linalg.solve(k, kv), torch.linalg.solve(t, tv), tol)
     # A batch of vectors: B's shape is A's without the last dim.
-    kA, tA = _pair(_well_conditioned(3, 4, 4), dtype)
-    kV, tV = _pair(RNG.standard_normal((3, 4)), dtype)
+    kA, tA = matrix_pair(_well_conditioned(3, 4, 4), dtype)
+    kV, tV = matrix_pair(RNG.standard_normal((3, 4)), dtype)
     close_to_torch(kael.linalg.solve(kA, kV), torch.linalg.solve(tA, tV), tol)
     # One A for a batch of B, and a batch of A for one B.
-    kB, tB = _pair(RNG.standard_normal((2, 1, 4, 2)), dtype)
+    kB, tB = matrix_pair(RNG.standard_normal((2, 1, 4, 2)), dtype)
     close_to_torch(kael.linalg.solve(kA, kB), torch.linalg.solve(tA, tB), tol)
     close_to_torch(kael.linalg.solve(k, kB), torch.linalg.solve(t, tB), tol)
 
@@ -80,7 +62,7 @@ def test_solve_vector_and_broadcast_rules(dtype):
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 @pytest.mark.parametrize("shape", [(5, 5), (6, 4), (4, 6), (2, 3, 3)])
 def test_lu_factor_and_lu_match_torch(dtype, shape):
-    k, t = _pair(RNG.standard_normal(shape), dtype)
+    k, t = matrix_pair(RNG.standard_normal(shape), dtype)
     tol = TOL[dtype]
     LU, piv, info = kael.linalg.lu_factor_ex(k)
     tLU, tpiv, tinfo = torch.linalg.lu_factor_ex(t)
@@ -95,8 +77,8 @@ def test_lu_factor_and_lu_match_torch(dtype, shape):
 @pytest.mark.parametrize("left", [True, False])
 @pytest.mark.parametrize("adjoint", [False, True])
 def test_lu_solve_matches_torch(dtype, left, adjoint):
-    k, t = _pair(_well_conditioned(2, 4, 4), dtype)
-    kb, tb = _pair(RNG.standard_normal((2, 4, 4)), dtype)
+    k, t = matrix_pair(_well_conditioned(2, 4, 4), dtype)
+    kb, tb = matrix_pair(RNG.standard_normal((2, 4, 4)), dtype)
     LU, piv = kael.linalg.lu_factor(k)
     tLU, tpiv = torch.linalg.lu_factor(t)
     got = kael.linalg.lu_solve(LU, piv, kb, left=left, adjoint=adjoint)
@@ -106,8 +88,8 @@ def test_lu_solve_matches_torch(dtype, left, adjoint):
 
 
 def test_lu_solve_pivots_outside_one_to_n_are_refused_before_any_read():
-    k, t = _pair(_well_conditioned(3, 3), kael.float64)
-    kb, tb = _pair(RNG.standard_normal((3, 2)), kael.float64)
+    k, t = matrix_pair(_well_conditioned(3, 3), kael.float64)
+    kb, tb = matrix_pair(RNG.standard_normal((3, 2)), kael.float64)
     LU, _ = kael.linalg.lu_factor(k)
     tLU, _ = torch.linalg.lu_factor(t)
     edge = [1, 3, 3]  # both ends of the range are pivots
@@ -131,8 +113,8 @@ def test_lu_solve_pivots_outside_one_to_n_are_refused_before_any_read():
 @pytest.mark.parametrize("left", [True, False])
 @pytest.mark.parametrize("unit", [False, True])
 def test_solve_triangular_matches_torch(dtype, upper, left, unit):
-    k, t = _pair(_well_conditioned(2, 4, 4), dtype)  # both triangles full: only one is read
-    kb, tb = _pair(RNG.standard_normal((2, 4, 4)), dtype)
+    k, t = matrix_pair(_well_conditioned(2, 4, 4), dtype)  # both triangles full: only one is read
+    kb, tb = matrix_pair(RNG.standard_normal((2, 4, 4)), dtype)
     got = kael.linalg.solve_triangular(k, kb, upper=upper, left=left, unitriangular=unit)
     want = torch.linalg.solve_triangular(t, tb, upper=upper, left=left, unitriangular=unit)
     close_to_torch(got, want, TOL[dtype])
@@ -141,12 +123,12 @@ def test_solve_triangular_matches_torch(dtype, upper, left, unit):
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 def test_cholesky_matches_torch(dtype, layout):
-    k, t = _pair(_spd(2, 6, 6), dtype, layout)
+    k, t = matrix_pair(_spd(2, 6, 6), dtype, layout)
     tol = TOL[dtype]
     close_to_torch(kael.linalg.cholesky(k), torch.linalg.cholesky(t), tol)
     close_to_torch(kael.linalg.cholesky(k, upper=True), torch.linalg.cholesky(t, upper=True), tol)
     close_to_torch(k.cholesky(), torch.linalg.cholesky(t), tol)  # torch.cholesky warns
-    kb, tb = _pair(RNG.standard_normal((6, 2)), dtype)
+    kb, tb = matrix_pair(RNG.standard_normal((6, 2)), dtype)
     L, tL = kael.linalg.cholesky(k), torch.linalg.cholesky(t)
     close_to_torch(kael.cholesky_solve(kb, L), torch.cholesky_solve(tb, tL), tol)
     U, tU = L.mT, tL.mT
@@ -306,8 +288,8 @@ def test_out_on_cuda_is_the_tensor_filled():
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 def test_one_large_matrix_takes_the_blocked_path_and_matches_torch(dtype):
     n = blocked.MIN_BLOCKED + blocked.BLOCK + 7  # panels, and a ragged last one
-    k, t = _pair(RNG.standard_normal((n, n)), dtype)  # an unsymmetric, pivoting matrix
-    kb, tb = _pair(RNG.standard_normal((n, 3)), dtype)
+    k, t = matrix_pair(RNG.standard_normal((n, n)), dtype)  # an unsymmetric, pivoting matrix
+    kb, tb = matrix_pair(RNG.standard_normal((n, 3)), dtype)
     tol = 50 * TOL[dtype]
     LU, piv = kael.linalg.lu_factor(k)
     tLU, tpiv = torch.linalg.lu_factor(t)
@@ -321,15 +303,15 @@ def test_one_large_matrix_takes_the_blocked_path_and_matches_torch(dtype):
     )
     close_to_torch(kael.linalg.inv(k), torch.linalg.inv(t), tol)
     close_to_torch(tuple(kael.linalg.slogdet(k)), tuple(torch.linalg.slogdet(t)), tol)
-    kt, tt = _pair(_well_conditioned(n, n), dtype)  # a random triangle overflows
+    kt, tt = matrix_pair(_well_conditioned(n, n), dtype)  # a random triangle overflows
     for upper in (False, True):
         got = kael.linalg.solve_triangular(kt, kb, upper=upper)
         close_to_torch(got, torch.linalg.solve_triangular(tt, tb, upper=upper), tol)
-    ks, ts = _pair(_spd(n, n), dtype)
+    ks, ts = matrix_pair(_spd(n, n), dtype)
     close_to_torch(kael.linalg.cholesky(ks), torch.linalg.cholesky(ts), tol)
     # a batch of one, and rows of 1 KiB multiples (the padded working copy)
     close_to_torch(kael.linalg.inv(k[None]), torch.linalg.inv(t[None]), tol)
-    kp, tp = _pair(_well_conditioned(256, 256), dtype)
+    kp, tp = matrix_pair(_well_conditioned(256, 256), dtype)
     close_to_torch(
         kael.linalg.solve(kp[None], kp[:, :5]), torch.linalg.solve(tp[None], tp[:, :5]), tol
     )

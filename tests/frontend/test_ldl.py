@@ -5,7 +5,7 @@ dtypes, layouts, batches and empty inputs; singular inputs; PyTorch's typed erro
 import numpy as np
 import pytest
 import torch
-from parity_helpers import close_to_torch
+from parity_helpers import close_to_torch, matrix_pair
 
 import kael
 
@@ -16,23 +16,6 @@ LAYOUTS = ["contiguous", "transposed", "sliced", "expanded"]
 TORCH = {kael.float32: torch.float32, kael.float64: torch.float64}
 NUMPY = {kael.float32: np.float32, kael.float64: np.float64}
 NAN, INF = float("nan"), float("inf")
-
-
-def _pair(array, dtype=kael.float64, layout: str = "contiguous"):
-    """A kael tensor and the equal torch tensor, both in `layout` (the same strides)."""
-    t = torch.tensor(np.asarray(array)).to(TORCH[dtype])
-    if layout == "transposed":
-        t = t.mT.contiguous().mT
-    elif layout == "sliced":
-        big = torch.zeros(*t.shape[:-2], 2 * t.shape[-2], 2 * t.shape[-1], dtype=t.dtype)
-        big[..., ::2, ::2] = t
-        t = big[..., ::2, ::2]
-    elif layout == "expanded":
-        t = t[:1].expand(3, *t.shape[1:]) if t.ndim > 2 else t.expand(3, *t.shape)
-    if layout == "contiguous":
-        return kael.from_dlpack(t.contiguous()), t
-    base = kael.from_dlpack(t._base.clone())
-    return kael.as_strided(base, tuple(t.shape), t.stride(), t.storage_offset()), t
 
 
 def _indefinite(*shape, diagonal: float = 0.05) -> np.ndarray:
@@ -63,7 +46,7 @@ def _raises(error, words: str, fn, *args, **kwargs) -> None:
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 def test_ldl_factor_ex_matches_torch_over_layouts(dtype, layout):
-    k, t = _pair(_indefinite(2, 7, 7), dtype, layout)
+    k, t = matrix_pair(_indefinite(2, 7, 7), dtype, layout)
     got, want = kael.linalg.ldl_factor_ex(k), torch.linalg.ldl_factor_ex(t)
     assert bool((want.pivots < 0).any()) and bool((want.pivots > 0).any())  # both block sizes
     _same_factor(got, want, TOL[dtype])
@@ -73,18 +56,18 @@ def test_ldl_factor_ex_matches_torch_over_layouts(dtype, layout):
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 16])
 def test_ldl_factor_matches_torch_over_sizes(dtype, n):
-    k, t = _pair(_indefinite(n, n, diagonal=0.5), dtype)
+    k, t = matrix_pair(_indefinite(n, n, diagonal=0.5), dtype)
     _same_factor(kael.linalg.ldl_factor_ex(k), torch.linalg.ldl_factor_ex(t), TOL[dtype])
 
 
 def test_large_matrix_matches_torchs_blocked_sytrf():
     # n above LAPACK's panel width: torch runs dlasyf's delayed updates, kael sytf2's.
-    k, t = _pair(_indefinite(150, 150))
+    k, t = matrix_pair(_indefinite(150, 150))
     _same_factor(kael.linalg.ldl_factor_ex(k), torch.linalg.ldl_factor_ex(t), 1e-9)
 
 
 def test_zero_diagonal_takes_a_2x2_block():
-    k, t = _pair([[0.0, 1.0], [1.0, 0.0]])
+    k, t = matrix_pair([[0.0, 1.0], [1.0, 0.0]])
     got = kael.linalg.ldl_factor_ex(k)
     _same_factor(got, torch.linalg.ldl_factor_ex(t), 0)
     assert got.pivots.tolist() == [-2, -2]
@@ -92,7 +75,7 @@ def test_zero_diagonal_takes_a_2x2_block():
 
 def test_2x2_block_with_a_row_interchange():
     a = [[0.0, 0.0, 0.5], [0.0, 0.1, 2.0], [0.5, 2.0, 0.0]]  # column 0's largest: row 2
-    k, t = _pair(a)
+    k, t = matrix_pair(a)
     want = torch.linalg.ldl_factor_ex(t)
     assert want.pivots.tolist() == [-3, -3, 3]
     _same_factor(kael.linalg.ldl_factor_ex(k), want, 1e-15)
@@ -100,7 +83,7 @@ def test_2x2_block_with_a_row_interchange():
 
 def test_tiny_1x1_pivot_overflows_as_torchs_lapack():
     a = [[3e-310, 1e-310], [1e-310, 1.0]]  # below safmin: 1 / a_kk is inf
-    k, t = _pair(a)
+    k, t = matrix_pair(a)
     got, want = kael.linalg.ldl_factor_ex(k), torch.linalg.ldl_factor_ex(t)
     assert not bool(want.LD.isfinite().all())
     close_to_torch(got.LD, want.LD, 0, equal_nan=True)
@@ -121,7 +104,7 @@ def test_tiny_1x1_pivot_overflows_as_torchs_lapack():
     ],
 )
 def test_bunch_kaufman_tests_choose_the_pivots_lapack_chooses(a, pivots):
-    k, t = _pair(a)
+    k, t = matrix_pair(a)
     want = torch.linalg.ldl_factor_ex(t)
     assert want.pivots.tolist() == pivots
     _same_factor(kael.linalg.ldl_factor_ex(k), want, 1e-15)
@@ -131,7 +114,7 @@ def test_alpha_threshold_both_sides():
     alpha = (1 + 17**0.5) / 8
     # colmax 1, rowmax 1: a_kk just above alpha is a 1x1 pivot, just below it a 2x2 block
     for diagonal, pivots in ((alpha * 1.0001, [1, 2]), (alpha * 0.9999, [-2, -2])):
-        k, t = _pair([[diagonal, 1.0], [1.0, 0.0]])
+        k, t = matrix_pair([[diagonal, 1.0], [1.0, 0.0]])
         got, want = kael.linalg.ldl_factor_ex(k), torch.linalg.ldl_factor_ex(t)
         assert want.pivots.tolist() == pivots
         _same_factor(got, want, 1e-15)
@@ -145,7 +128,7 @@ def test_only_the_lower_triangle_is_read():
 
 
 def test_hermitian_is_the_same_for_real_inputs():
-    k, t = _pair(_indefinite(4, 4))
+    k, t = matrix_pair(_indefinite(4, 4))
     got = kael.linalg.ldl_factor_ex(k, hermitian=True)
     _same_factor(got, torch.linalg.ldl_factor_ex(t, hermitian=True), 1e-12)
 
@@ -172,7 +155,7 @@ def test_nan_inputs_pivot_as_torchs_lapack():
         [[1.0, nan], [nan, 1.0]],
         [[1.0, 2.0, 3.0], [2.0, nan, 1.0], [3.0, 1.0, 0.0]],
     ):
-        k, t = _pair(a)
+        k, t = matrix_pair(a)
         got, want = kael.linalg.ldl_factor_ex(k), torch.linalg.ldl_factor_ex(t)
         close_to_torch(got.LD, want.LD, 0, equal_nan=True)
         close_to_torch(got.pivots, want.pivots, 0)
@@ -205,7 +188,7 @@ def test_nan_inputs_pivot_as_torchs_lapack():
     ],
 )
 def test_nan_entries_pivot_as_torchs_mkl(a, pivots, info):
-    k, t = _pair(a)
+    k, t = matrix_pair(a)
     got, want = kael.linalg.ldl_factor_ex(k), torch.linalg.ldl_factor_ex(t)
     assert want.pivots.tolist() == pivots and int(want.info) == info
     close_to_torch(got.LD, want.LD, 1e-15, equal_nan=True)
@@ -227,7 +210,7 @@ def test_nan_entries_pivot_as_torchs_mkl(a, pivots, info):
     ],
 )
 def test_rank_one_update_skips_as_blas_syr(a, kept):
-    k, t = _pair(a)
+    k, t = matrix_pair(a)
     got, want = kael.linalg.ldl_factor_ex(k), torch.linalg.ldl_factor_ex(t)
     assert (float(want.LD[-1, -1]) == a[-1][-1]) is kept
     close_to_torch(got.LD, want.LD, 1e-15, equal_nan=True)
@@ -259,7 +242,7 @@ def test_nan_and_inf_inputs_factor_as_torch(dtype):
 
 
 def test_singular_d_sets_info_to_its_first_zero_column():
-    k, t = _pair(np.stack([np.eye(3), np.zeros((3, 3)), np.ones((3, 3))]))
+    k, t = matrix_pair(np.stack([np.eye(3), np.zeros((3, 3)), np.ones((3, 3))]))
     got, want = kael.linalg.ldl_factor_ex(k), torch.linalg.ldl_factor_ex(t)
     assert want.info.tolist() == [0, 1, 2]
     _same_factor(got, want, 0)
@@ -293,8 +276,8 @@ def test_ldl_factor_ex_raises_only_when_checking_errors():
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 def test_ldl_solve_matches_torch_over_layouts(dtype, layout):
-    k, t = _pair(_indefinite(2, 6, 6, diagonal=0.3), dtype)
-    kb, tb = _pair(RNG.standard_normal((2, 6, 3)), dtype, layout)
+    k, t = matrix_pair(_indefinite(2, 6, 6, diagonal=0.3), dtype)
+    kb, tb = matrix_pair(RNG.standard_normal((2, 6, 3)), dtype, layout)
     LD, piv = kael.linalg.ldl_factor(k)
     tLD, tpiv = torch.linalg.ldl_factor(t)
     if layout == "expanded":  # kael broadcasts LD [1, 6, 6] over B's 3 (torch crashes on it)
@@ -306,11 +289,11 @@ def test_ldl_solve_matches_torch_over_layouts(dtype, layout):
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 def test_ldl_solve_of_transposed_factor_and_one_column(dtype):
-    k, t = _pair(_indefinite(5, 5), dtype)
+    k, t = matrix_pair(_indefinite(5, 5), dtype)
     LD, piv = kael.linalg.ldl_factor(k)
     tLD, tpiv = torch.linalg.ldl_factor(t)
     kLD = kael.as_strided(LD.contiguous().mT.contiguous(), (5, 5), (1, 5))  # column-major
-    kb, tb = _pair(RNG.standard_normal((5, 1)), dtype)
+    kb, tb = matrix_pair(RNG.standard_normal((5, 1)), dtype)
     want = torch.linalg.ldl_solve(tLD, tpiv, tb)
     close_to_torch(kael.linalg.ldl_solve(kLD, piv, kb), want, TOL[dtype] * 10)
 
@@ -330,8 +313,8 @@ def test_ldl_solve_of_transposed_factor_and_one_column(dtype):
 )
 def test_ldl_solve_broadcasts_batches_as_torch(a_batch, b_batch):
     a = _indefinite(*a_batch, 4, 4)
-    k, t = _pair(a)
-    kb, tb = _pair(RNG.standard_normal((*b_batch, 4, 2)))
+    k, t = matrix_pair(a)
+    kb, tb = matrix_pair(RNG.standard_normal((*b_batch, 4, 2)))
     LD, piv = kael.linalg.ldl_factor(k)
     # torch's ldl_solve crashes on some of these batches: torch.linalg.solve is the reference
     close_to_torch(kael.linalg.ldl_solve(LD, piv, kb), torch.linalg.solve(t, tb), 1e-9)
@@ -342,8 +325,8 @@ def test_ldl_solve_broadcasts_batches_as_torch(a_batch, b_batch):
 def test_broadcast_ld_solves_as_torch_on_its_copies(dtype, a_batch, b_batch):
     # kael reads one LD for every item it is broadcast over (batch stride 0), torch is given
     # the copies
-    k, t = _pair(_indefinite(*a_batch, 5, 5), dtype)
-    kb, tb = _pair(RNG.standard_normal((*b_batch, 5, 2)), dtype)
+    k, t = matrix_pair(_indefinite(*a_batch, 5, 5), dtype)
+    kb, tb = matrix_pair(RNG.standard_normal((*b_batch, 5, 2)), dtype)
     LD, piv = kael.linalg.ldl_factor(k)
     tLD, tpiv = torch.linalg.ldl_factor(t)
     batch = torch.broadcast_shapes(a_batch, b_batch)
@@ -353,16 +336,16 @@ def test_broadcast_ld_solves_as_torch_on_its_copies(dtype, a_batch, b_batch):
 
 
 def test_ldl_solve_with_2x2_blocks_solves_the_system():
-    k, t = _pair(_indefinite(12, 12, diagonal=0.0))
-    kb, tb = _pair(RNG.standard_normal((12, 4)))
+    k, t = matrix_pair(_indefinite(12, 12, diagonal=0.0))
+    kb, tb = matrix_pair(RNG.standard_normal((12, 4)))
     LD, piv = kael.linalg.ldl_factor(k)
     assert bool((piv < 0).any())
     close_to_torch(kael.linalg.ldl_solve(LD, piv, kb), torch.linalg.solve(t, tb), 1e-9)
 
 
 def test_ldl_solve_takes_any_integer_pivots_and_hermitian():
-    k, t = _pair(_indefinite(4, 4))
-    kb, tb = _pair(RNG.standard_normal((4, 2)))
+    k, t = matrix_pair(_indefinite(4, 4))
+    kb, tb = matrix_pair(RNG.standard_normal((4, 2)))
     LD, piv = kael.linalg.ldl_factor(k)
     tLD, tpiv = torch.linalg.ldl_factor(t)
     want = torch.linalg.ldl_solve(tLD, tpiv.long(), tb, hermitian=True)
@@ -371,8 +354,8 @@ def test_ldl_solve_takes_any_integer_pivots_and_hermitian():
 
 
 def test_pivot_magnitudes_one_and_n_are_taken():
-    k, t = _pair(_indefinite(4, 4, diagonal=3.0))
-    kb, tb = _pair(RNG.standard_normal((4, 2)))
+    k, t = matrix_pair(_indefinite(4, 4, diagonal=3.0))
+    kb, tb = matrix_pair(RNG.standard_normal((4, 2)))
     LD, _ = kael.linalg.ldl_factor(k)
     tLD, _ = torch.linalg.ldl_factor(t)
     edge = [4, 1, 1, 4]
@@ -382,8 +365,8 @@ def test_pivot_magnitudes_one_and_n_are_taken():
 
 
 def test_unpaired_negative_end_pivots_stay_inside_the_matrix():
-    k, t = _pair(_indefinite(4, 4, diagonal=3.0))
-    kb, tb = _pair(RNG.standard_normal((4, 2)))
+    k, t = matrix_pair(_indefinite(4, 4, diagonal=3.0))
+    kb, tb = matrix_pair(RNG.standard_normal((4, 2)))
     LD, _ = kael.linalg.ldl_factor(k)
     want = torch.linalg.solve(t, tb)
     # LAPACK's sytrs reads a row past the matrix for these (torch returns what it finds):
@@ -524,7 +507,7 @@ def _empty_like(t: torch.Tensor, transposed: bool = False):
 @pytest.mark.parametrize("transposed", [False, True])
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 def test_factor_out_receives_torchs_results(dtype, transposed):
-    k, t = _pair(_indefinite(2, 5, 5), dtype)
+    k, t = matrix_pair(_indefinite(2, 5, 5), dtype)
     want = torch.linalg.ldl_factor_ex(t)
     out = tuple(_empty_like(w, transposed) for w in want)
     got = kael.linalg.ldl_factor_ex(k, out=out)
@@ -539,8 +522,8 @@ def test_factor_out_receives_torchs_results(dtype, transposed):
 @pytest.mark.parametrize("transposed", [False, True])
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 def test_solve_out_receives_torchs_solution(dtype, transposed):
-    k, t = _pair(_indefinite(2, 5, 5), dtype)
-    kb, tb = _pair(RNG.standard_normal((2, 5, 3)), dtype)
+    k, t = matrix_pair(_indefinite(2, 5, 5), dtype)
+    kb, tb = matrix_pair(RNG.standard_normal((2, 5, 3)), dtype)
     tLD, tpiv = torch.linalg.ldl_factor(t)
     want = torch.linalg.ldl_solve(tLD, tpiv, tb)
     LD, piv = kael.linalg.ldl_factor(k)
@@ -550,8 +533,8 @@ def test_solve_out_receives_torchs_solution(dtype, transposed):
 
 
 def test_solve_out_may_be_b_itself():
-    k, t = _pair(_indefinite(4, 4))
-    kb, tb = _pair(RNG.standard_normal((4, 2)))
+    k, t = matrix_pair(_indefinite(4, 4))
+    kb, tb = matrix_pair(RNG.standard_normal((4, 2)))
     want = torch.linalg.ldl_solve(*torch.linalg.ldl_factor(t), tb)
     LD, piv = kael.linalg.ldl_factor(k)
     assert kael.linalg.ldl_solve(LD, piv, kb, out=kb) is kb
@@ -567,7 +550,7 @@ def _out_errors(make, args, kael_fn, torch_fn, error, words: str) -> None:
 
 
 def _factor_args():
-    k, t = _pair(_indefinite(3, 3))
+    k, t = matrix_pair(_indefinite(3, 3))
     return (k,), (t,)
 
 
@@ -616,7 +599,7 @@ def test_factor_ex_out_needs_three_tensors_of_torchs_dtypes():
 def test_out_of_another_shape_is_refused_not_resized(shape):
     # torch resizes such an out (with a deprecation warning for a nonempty one); kael resizes
     # no out tensor, elsewhere neither
-    k, _ = _pair(_indefinite(3, 3))
+    k, _ = matrix_pair(_indefinite(3, 3))
     words = rf"out has shape \[{', '.join(map(str, shape))}\] but the result has shape \[3, 3\]"
     wrong, right = kael.empty(*shape, dtype=kael.float64), kael.empty(3, 3, dtype=kael.float64)
     pivots, short = kael.empty(3, dtype=kael.int32), kael.empty(2, dtype=kael.int32)
@@ -629,8 +612,8 @@ def test_out_of_another_shape_is_refused_not_resized(shape):
 
 
 def test_solve_out_errors_match_torchs():
-    k, t = _pair(_indefinite(3, 3))
-    kb, tb = _pair(RNG.standard_normal((3, 2)))
+    k, t = matrix_pair(_indefinite(3, 3))
+    kb, tb = matrix_pair(RNG.standard_normal((3, 2)))
     args = (*kael.linalg.ldl_factor(k), kb), (*torch.linalg.ldl_factor(t), tb)
     op, top = kael.linalg.ldl_solve, torch.linalg.ldl_solve
     words = "out has dtype float32 but the result has dtype float64"
@@ -644,8 +627,8 @@ def test_solve_out_errors_match_torchs():
 
 
 def test_ldl_runs_inside_compile():
-    k, t = _pair(_indefinite(4, 4))
-    kb, tb = _pair(RNG.standard_normal((4, 2)))
+    k, t = matrix_pair(_indefinite(4, 4))
+    kb, tb = matrix_pair(RNG.standard_normal((4, 2)))
 
     @kael.compile
     def f(a, b):
@@ -658,8 +641,8 @@ def test_ldl_runs_inside_compile():
 def test_out_works_inside_compile():
     # (as for every kael op, a call that needs values cannot follow an out= write in one
     # compiled function: each out= call here is the last)
-    k, t = _pair(_indefinite(4, 4))
-    kb, tb = _pair(RNG.standard_normal((4, 2)))
+    k, t = matrix_pair(_indefinite(4, 4))
+    kb, tb = matrix_pair(RNG.standard_normal((4, 2)))
     out = (kael.empty(4, 4, dtype=kael.float64), kael.empty(4, dtype=kael.int32))
     x = kael.empty(4, 2, dtype=kael.float64)
 
