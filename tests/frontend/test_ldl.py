@@ -13,7 +13,6 @@ RNG = np.random.default_rng(35)
 FLOATS = [kael.float32, kael.float64]
 TOL = {kael.float32: 2e-4, kael.float64: 1e-10}
 LAYOUTS = ["contiguous", "transposed", "sliced", "expanded"]
-TORCH = {kael.float32: torch.float32, kael.float64: torch.float64}
 NUMPY = {kael.float32: np.float32, kael.float64: np.float64}
 NAN, INF = float("nan"), float("inf")
 
