@@ -250,7 +250,10 @@ def accumulate_into(c: TensorImpl, a: TensorImpl, b: TensorImpl, subtract: bool 
     """c += a @ b (c -= a @ b when `subtract`) in the product's own kernel (every k block
     adds to c, the first too), as the blocked factorizations' trailing updates need; False
     (nothing done) where the plan is not the packed macro kernel's (matrix-vector shapes,
-    int64)."""
+    int64) or c's columns are not unit-stride (the kernels store rows of c: a transposed c
+    would be written as if it were not)."""
+    if c.shape[-1] != 1 and c.strides[-1] != 1:
+        return False
     p = plan_for(a, b, c)
     if any(s.name not in (gemm.MACRO, gemm.PACK_B) for s in p.launches):
         return False
