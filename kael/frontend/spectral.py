@@ -2,13 +2,16 @@
 as columns) and eigvalsh, batched, float32 and float64, reading only the UPLO triangle.
 
 Each matrix of the (contiguous) batch copy is solved by the kernels of
-codegen/cpu/symmetric_eigen.py: tridiagonalization, the implicit QL iteration, sorting,
-and for eigenvectors Q^T's forming and the rotations' replay (over the threads, in a
-scratch of strips_size(n, itemsize) per matrix). They leave the eigenvectors as rows; the result
-is that matrix transposed (a view, with the column-major strides PyTorch's LAPACK result
-has). A NaN in the read triangle raises LinAlgError as PyTorch's LAPACK does when it
-fails to converge; an infinity gives NaN eigenvalues (and eigenvectors). torch.symeig is
-gone, so there are no torch-level names.
+codegen/cpu/symmetric_eigen.py: scaling, tridiagonalization, the implicit QL iteration,
+sorting, and for eigenvectors Q^T's forming and the rotations' replay (over the threads,
+in a scratch of strips_size(n, itemsize) per matrix). One matrix of BLOCKED rows or more
+is reduced as LAPACK's dsytrd does, in panels whose trailing updates run in kael's matrix
+product, and from FORM_BLOCKED rows its Q is formed in blocks of reflectors (dorgtr's
+larfb) the same way. The kernels leave the eigenvectors as rows; the result is that
+matrix transposed (a view, with the column-major strides PyTorch's LAPACK result has). A
+NaN in the read triangle raises LinAlgError as PyTorch's LAPACK does when it fails to
+converge; an infinity gives NaN eigenvalues (and eigenvectors). torch.symeig is gone, so
+there are no torch-level names.
 """
 
 from __future__ import annotations
@@ -17,11 +20,19 @@ from typing import NamedTuple
 
 from kael.codegen.cpu import symmetric_eigen
 from kael.frontend import factories
+from kael.frontend.blocked import subtract_product
 from kael.frontend.factorizations import _out, on_host, raise_for, square, working_copy
+from kael.frontend.orthogonal import apply_reflectors
 from kael.frontend.tensor import Tensor
 from kael.runtime.dtypes import int64
 from kael.runtime.errors import TypeError, ValueError
 from kael.runtime.tensor_impl import shape_numel
+
+PANEL = 32  # the columns of one panel of the blocked reduction
+CROSSOVER = 128  # the trailing rows from which the unblocked reduction finishes
+BLOCKED = PANEL + CROSSOVER  # the order from which one matrix is reduced in panels
+FORM_BLOCK = 64  # the reflectors Q's blocked forming applies at once (32: 10% slower)
+FORM_BLOCKED = 448  # the order from which Q is formed in blocks (below, the kernel is faster)
 
 
 class Eigh(NamedTuple):
@@ -45,35 +56,105 @@ def _not_converged(code: int) -> str:
     )
 
 
+def _panels(a: Tensor, values: Tensor, work: Tensor) -> int:
+    """Reduce one prepared n x n matrix's leading columns in panels of PANEL (LAPACK's
+    dsytrd): each panel by its kernel, the trailing block's rank-2 PANEL update
+    A -= V W^T + W V^T by the matrix product, on every thread, while CROSSOVER rows
+    remain past the panel. Returns the column the unblocked reduction goes on from."""
+    n = a.shape[-1]
+    a = a.reshape(n, n)
+    w = factories.zeros((PANEL, n), dtype=a.dtype)
+    start = 0
+    while n - start >= BLOCKED:
+        symmetric_eigen.panel(a._impl, values._impl, work._impl, w._impl, n, start, PANEL)
+        start += PANEL
+        trailing, v, wt = a[start:, start:], a[start - PANEL : start, start:], w[:, start:]
+        subtract_product(trailing, v.mT, wt)
+        subtract_product(trailing, wt.mT, v)
+    return start
+
+
+def _form_in_blocks(a: Tensor, work: Tensor, strips: Tensor) -> None:
+    """Q^T of one reduced n x n matrix into the first n x n of `strips`, as LAPACK's dorgtr
+    in blocks of FORM_BLOCK reflectors, last block first: Q = B_0 ... B_last built as
+    Q[k+1:, k+1:] = B_k Q[k+1:, k+1:] (orthogonal.apply_reflectors: larfb through the
+    matrix product), then transposed into place."""
+    n = a.shape[-1]
+    a, q = a.reshape(n, n), factories.eye(n, dtype=a.dtype).reshape(1, n, n)
+    for k in reversed(range(0, n - 1, FORM_BLOCK)):
+        nb = min(FORM_BLOCK, n - 1 - k)
+        panel = a[k : k + nb, k + 1 :].mT.contiguous().reshape(1, n - k - 1, nb)
+        tau = work[:, n + k : n + k + nb]
+        apply_reflectors(panel, tau, q[:, k + 1 :, k + 1 :], transpose=False)
+    strips[0, : n * n].reshape(n, n).copy_(q[0].mT)
+
+
+class _Scratch(NamedTuple):
+    """The outputs and kernel scratch of one solve of `count` n x n matrices."""
+
+    values: Tensor  # [*, n]
+    info: Tensor  # [*] int64
+    work: Tensor  # [count, work_size(n)]
+    steps: Tensor  # [count, steps_size(n)] int64, the rotation log's record
+    strips: Tensor  # [count, strips_size(n, itemsize)], Q^T and the packed strips
+
+
+def _scratch(A: Tensor, vectors: bool) -> _Scratch:
+    """Empty outputs (info zeros) and scratch for A's matrices (the vector parts only
+    with `vectors`)."""
+    n, batch = A.shape[-1], tuple(A.shape[:-2])
+    count, dtype = shape_numel(batch), A.dtype
+    steps = symmetric_eigen.steps_size(n) if vectors else 1
+    strips = symmetric_eigen.strips_size(n, dtype.itemsize) if vectors else 1
+    return _Scratch(
+        factories.empty((*batch, n), dtype=dtype),
+        factories.zeros(batch, dtype=int64),
+        factories.empty((count, symmetric_eigen.work_size(n)), dtype=dtype),
+        factories.empty((count, steps), dtype=int64),
+        factories.empty((count, strips), dtype=dtype),
+    )
+
+
+def _solve(a: Tensor, lower: bool, vectors: bool, capacity: int, s: _Scratch) -> None:
+    """One try of the solver on the contiguous copy `a` of count = s.work.shape[0]
+    matrices: eigenvalues and info into `s`, with `vectors` the eigenvectors as the rows
+    of `a` (a rotation log of `capacity` pairs). One matrix of BLOCKED rows or more is
+    reduced in panels, and from FORM_BLOCKED rows its Q formed in blocks."""
+    n, count = a.shape[-1], s.work.shape[0]
+    values, work, info = s.values._impl, s.work._impl, s.info._impl
+    pairs = factories.empty((count, max(2 * capacity, 1)), dtype=a.dtype)
+    symmetric_eigen.prepare(a._impl, values, work, info, n, count, lower=lower, vectors=vectors)
+    blocked = count == 1 and n >= BLOCKED
+    start = _panels(a, s.values, s.work) if blocked else 0
+    symmetric_eigen.eigh(a._impl, values, work, info, pairs._impl, s.steps._impl, capacity,
+                         n, count, vectors=vectors, start=start)  # fmt: skip
+    if not vectors:
+        return
+    # a matrix with NaN or infinity (flagged in its work) takes the kernel's NaN Q^T
+    flag = s.work[0, symmetric_eigen.flag_index(n)]
+    if blocked and n >= FORM_BLOCKED and not bool(flag.isnan()):
+        _form_in_blocks(a, s.work, s.strips)
+    else:
+        symmetric_eigen.form(a._impl, work, s.strips._impl, n, count)
+    symmetric_eigen.rotate(a._impl, pairs._impl, s.steps._impl, info, s.strips._impl,
+                           capacity, n, count)  # fmt: skip
+
+
 def _eigh(A, UPLO, op: str, vectors: bool) -> tuple[Tensor, Tensor]:
     """(eigenvalues [*, n], eigenvectors as rows [*, n, n]) of the UPLO triangle of A."""
     A = square(A, op)
     lower = _uplo(UPLO, op)
-    n, batch = A.shape[-1], tuple(A.shape[:-2])
-    count = shape_numel(batch)
-    values = factories.empty((*batch, n), dtype=A.dtype)
-    info = factories.zeros(batch, dtype=int64)
+    s = _scratch(A, vectors)
     a = working_copy(A)
-    if count and n:
-        work = factories.empty((count, 4 * n), dtype=A.dtype)
-        steps = factories.empty(
-            (count, symmetric_eigen.steps_size(n) if vectors else 1), dtype=int64
-        )
-        strips = factories.empty(
-            (count, symmetric_eigen.strips_size(n, A.dtype.itemsize) if vectors else 1),
-            dtype=A.dtype,
-        )
-        for capacity in symmetric_eigen.capacities(n) if vectors else (0,):
-            pairs = factories.empty((count, max(2 * capacity, 1)), dtype=A.dtype)
-            symmetric_eigen.eigh(a._impl, values._impl, work._impl, info._impl, pairs._impl,
-                                 steps._impl, strips._impl, capacity, n, count,
-                                 lower=lower, vectors=vectors)  # fmt: skip
-            if not vectors or not bool(info.eq(-1).any()):
+    if s.work.numel() and A.shape[-1]:
+        for capacity in symmetric_eigen.capacities(A.shape[-1]) if vectors else (0,):
+            _solve(a, lower, vectors, capacity, s)
+            if not vectors or not bool(s.info.eq(-1).any()):
                 break
             a = working_copy(A)  # the log overflowed: again, with room for every sweep
     # PyTorch names linalg.eigh in eigvalsh's failures too (both are its _linalg_eigh).
-    raise_for(info, "linalg.eigh", _not_converged)
-    return values, a
+    raise_for(s.info, "linalg.eigh", _not_converged)
+    return s.values, a
 
 
 @on_host

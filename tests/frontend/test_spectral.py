@@ -1,13 +1,16 @@
 """kael.linalg.eigh and eigvalsh against PyTorch (LAPACK): eigenvalues, eigenvectors up to
 sign per column, V diag(w) V^T = A and V^T V = I (what matters when eigenvalues repeat),
 only the UPLO triangle read, every layout, empty, special (identity, graded,
-ill-conditioned, tiny and huge) and non-finite inputs, and the typed errors."""
+ill-conditioned, tiny and huge) and non-finite inputs, the typed errors, and one large
+matrix's blocked path (panels, Q formed in blocks) on both sides of each of its limits."""
 
 import numpy as np
 import pytest
 import torch
 
 import kael
+from kael.codegen.cpu import symmetric_eigen
+from kael.frontend import spectral
 
 FLOATS = [kael.float32, kael.float64]
 NP = {kael.float32: np.float32, kael.float64: np.float64}
@@ -251,6 +254,96 @@ def test_infinity_gives_nan_eigenvalues_as_torch(value):
     assert np.all(np.isnan(got.eigenvectors.numpy()[1]))
     values = kael.linalg.eigvalsh(kael.tensor(a))
     assert np.all(np.isnan(values.numpy()[1])) and np.all(np.isfinite(values.numpy()[0]))
+
+
+# ---- one large matrix: the blocked reduction (panels and matrix products) ---------------
+
+BLOCKED = spectral.BLOCKED  # the first order reduced in panels
+FORMED = spectral.FORM_BLOCKED  # the first order whose Q is formed in blocks
+# both sides of: the blocked path, its second panel, Q's blocked forming, and its blocks
+# (n - 1 reflectors a whole number of FORM_BLOCK blocks, and one past it)
+LARGE = sorted(
+    {BLOCKED - 1, BLOCKED, BLOCKED + 1, BLOCKED + spectral.PANEL - 1, BLOCKED + spectral.PANEL,
+     FORMED - 1, FORMED, -(-FORMED // spectral.FORM_BLOCK) * spectral.FORM_BLOCK + 1,
+     -(-FORMED // spectral.FORM_BLOCK) * spectral.FORM_BLOCK + 2}
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=["f32", "f64"])
+@pytest.mark.parametrize("n", LARGE)
+def test_blocked_reduction_matches_torch_on_both_sides_of_each_block(n, dtype):
+    a = symmetric((n, n), dtype, seed=n)
+    got = kael.linalg.eigh(kael.tensor(a))
+    want = torch.linalg.eigh(torch.tensor(a))
+    check_decomposition(got, a, dtype)
+    check_against_torch(got, want, a, dtype)
+    values = kael.linalg.eigvalsh(kael.tensor(a))
+    np.testing.assert_allclose(values.numpy(), want.eigenvalues.numpy(), atol=tolerance(a, dtype))
+
+
+@pytest.mark.parametrize("uplo", ["L", "U"])
+def test_blocked_reduction_reads_only_the_uplo_triangle_of_a_transposed_view(uplo):
+    n = BLOCKED + 3
+    a = symmetric((n, n), kael.float64, seed=13)
+    keep = np.tril(np.ones((n, n), bool)) if uplo == "L" else np.triu(np.ones((n, n), bool))
+    garbled = np.where(keep, a, 1e30).T.copy()
+    got = kael.linalg.eigh(kael.tensor(garbled).mT, UPLO=uplo)
+    want = torch.linalg.eigh(torch.tensor(garbled).mT, UPLO=uplo)
+    check_against_torch(got, want, a, kael.float64)
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_a_batch_of_large_matrices_matches_torch(count):
+    a = symmetric((count, BLOCKED + 1, BLOCKED + 1), kael.float64, seed=14)
+    got = kael.linalg.eigh(kael.tensor(a))
+    check_against_torch(got, torch.linalg.eigh(torch.tensor(a)), a, kael.float64)
+
+
+@pytest.mark.parametrize("n", [9, BLOCKED + 1, FORMED])
+def test_a_rotation_log_too_short_is_retried_with_room_for_every_sweep(n, monkeypatch):
+    full = symmetric_eigen.capacities(n)[1]
+    monkeypatch.setattr(symmetric_eigen, "capacities", lambda n: (1, full))
+    a = symmetric((n, n), kael.float64, seed=17)
+    got = kael.linalg.eigh(kael.tensor(a))
+    check_against_torch(got, torch.linalg.eigh(torch.tensor(a)), a, kael.float64)
+
+
+def test_blocked_eigh_under_compile_matches_torch():
+    a = symmetric((BLOCKED + 1, BLOCKED + 1), kael.float64, seed=18)
+
+    @kael.compile
+    def f(x):
+        return kael.linalg.eigh(x)
+
+    check_against_torch(f(kael.tensor(a)), torch.linalg.eigh(torch.tensor(a)), a, kael.float64)
+
+
+@pytest.mark.parametrize("dtype,scale", [(kael.float64, 1e-300), (kael.float64, 1e300),
+                                         (kael.float32, 1e-35), (kael.float32, 1e35)], ids=str)  # fmt: skip
+def test_blocked_reduction_of_tiny_and_huge_matrices_is_scaled(dtype, scale):
+    n = BLOCKED + 1
+    base = symmetric((n, n), kael.float64, seed=15)
+    got = kael.linalg.eigh(kael.tensor((base * scale).astype(NP[dtype])))
+    want = torch.linalg.eigh(torch.tensor(base.astype(NP[dtype])))
+    rel = 1e-12 if dtype is kael.float64 else 2e-5
+    np.testing.assert_allclose(
+        got.eigenvalues.numpy() / scale, want.eigenvalues.numpy(), rtol=0, atol=rel * n
+    )
+    vectors = got.eigenvectors.numpy().astype(np.float64)
+    np.testing.assert_allclose(vectors.T @ vectors, np.eye(n), atol=rel * n)
+
+
+@pytest.mark.parametrize("n", [BLOCKED + 1, FORMED])
+@pytest.mark.parametrize("value", [np.inf, -np.inf])
+def test_blocked_reduction_of_an_infinite_matrix_gives_nan_as_torch(value, n):
+    a = symmetric((n, n), kael.float64, seed=16)
+    a[n - 1, 2] = value
+    want = torch.linalg.eigh(torch.tensor(a))
+    got = kael.linalg.eigh(kael.tensor(a))
+    np.testing.assert_array_equal(np.isnan(got[0].numpy()), np.isnan(want[0].numpy()))
+    assert np.all(np.isnan(got[1].numpy()))  # torch's LAPACK leaves a column finite
+    values = kael.linalg.eigvalsh(kael.tensor(a)).numpy()
+    np.testing.assert_array_equal(np.isnan(values), np.isnan(want.eigenvalues.numpy()))
 
 
 # ---- out=, compile, cuda ----------------------------------------------------------------

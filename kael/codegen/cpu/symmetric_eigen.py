@@ -1,19 +1,23 @@
 """The symmetric eigensolver of kael.linalg (eigh, eigvalsh): dense kernels
 (codegen/cpu/dense.py) on a contiguous copy of each matrix of a batch, in place.
 
-The steps are LAPACK's dsyev's. The triangle that UPLO names is scanned for its largest
-magnitude: a NaN gives NaN eigenvalues and info = n - 1 (PyTorch's LAPACK fails to
-converge on one), an infinity NaN eigenvalues and info 0; otherwise the matrix is copied
-into the other triangle and scaled into [sqrt(safmin / eps), sqrt(eps / safmin)] when its
-norm is outside, so neither tiny nor huge matrices under- or overflow. Householder
-reflectors (dsytd2) reduce it to a tridiagonal T = Q^T A Q, updating only the lower
-triangle (whole contiguous row pieces), the reflector of step k in row k's upper part.
-The implicit QL iteration with Wilkinson's shift (EISPACK's tql2) finds T's eigenvalues
-and logs its Givens rotations. At most 30 sweeps per eigenvalue: past that, info is the
-number of off-diagonals that did not reach zero (dsteqr's info). Eigenvalues come out
-ascending, scaled back. With eigenvectors, two more kernels run over the threads: one
-forms Q^T (rows: the columns of Q) in blocks of rows, one replays the log on Z^T = Q^T
-in packed strips of columns (the eigenvectors are the rows; the caller transposes).
+The steps are LAPACK's dsyev's. `prepare` scans the triangle that UPLO names for its
+largest magnitude: a NaN gives NaN eigenvalues and info = n - 1 (PyTorch's LAPACK fails
+to converge on one), an infinity NaN eigenvalues and info 0; otherwise the matrix is
+copied into the other triangle and scaled into [sqrt(safmin / eps), sqrt(eps / safmin)]
+when its norm is outside, so neither tiny nor huge matrices under- or overflow.
+Householder reflectors reduce it to a tridiagonal T = Q^T A Q, the reflector of step k
+in row k's upper part: for one large matrix the caller first runs `panel` (dlatrd) on
+panels of columns, each followed by the trailing block's rank-2k update through kael's
+matrix product (dsytrd); `eigh` reduces the rest unblocked (dsytd2, updating only the
+lower triangle, whole contiguous row pieces). The implicit QL iteration with Wilkinson's
+shift (EISPACK's tql2) then finds T's eigenvalues and logs its Givens rotations. At most
+30 sweeps per eigenvalue: past that, info is the number of off-diagonals that did not
+reach zero (dsteqr's info). Eigenvalues come out ascending, scaled back. With
+eigenvectors, two more kernels run over the threads: `form` makes Q^T (rows: the columns
+of Q) in blocks of rows (the caller may form it blocked through the matrix product
+instead), `rotate` replays the log on Z^T = Q^T in packed strips of columns (the
+eigenvectors are the rows; the caller transposes).
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from kael.codegen.cpu import dense
 from kael.runtime.tensor_impl import host_ptr
 
 I1, I64 = ir.IntType(1), ir.IntType(64)
-WORDS = ("a", "w", "work", "info", "n", "lower", "vectors", "pairs", "steps", "capacity")
+PREPARE_WORDS = ("a", "w", "work", "info", "n", "lower", "vectors")
+WORDS = ("a", "w", "work", "info", "n", "vectors", "pairs", "steps", "capacity", "start")
+PANEL_WORDS = ("a", "w", "work", "panel", "n", "start", "width")
 ROTATE_WORDS = ("a", "pairs", "steps", "info", "n", "capacity", "chunks", "strips", "size")
 FORM_WORDS = ("a", "work", "n", "blocks", "strips", "size")
 MAX_SWEEPS = 30
@@ -32,6 +38,7 @@ MAX_SWEEPS = 30
 # the strip is two AVX2 registers of float64 (four of float32). Wider float64 strips
 # spilled the wavefront's two carried rows to the stack: 512 x 512 ran 1.6x slower at 32.
 STRIPS = {8: 8, 4: 32}
+GROUP = 4  # the rows of A one pass of the panel's product A v reads (6 and 8: slower)
 ROWS = 8  # the rows of Q^T one work item of the forming kernel makes
 # (eps: the convergence test's unit; safmin; dsyev's rmin and rmax), by itemsize.
 LIMITS = {
@@ -106,28 +113,30 @@ def _update_lower(d: dense.Dense, a: dense.Matrix, i, lo, v, w, u, p) -> None:
     _put(d, p, i, d.add(_get(d, p, i), d.add(acc.get(), d.mul(x, ui))))
 
 
-def _tridiagonalize(d: dense.Dense, a: dense.Matrix, n, diag, e, tau, p) -> None:
-    """A = Q T Q^T: diag[k] = T[k, k], e[k] = T[k + 1, k], tau[k] and row k's v_k (from
-    column k + 1, the upper triangle no step reads) describe H_k; Q = H_0 ... H_{n-2}.
+def _tridiagonalize(d: dense.Dense, a: dense.Matrix, n, start, diag, e, tau, p) -> None:
+    """A = Q T Q^T from column `start` on (the panels reduced the columns before it):
+    diag[k] = T[k, k], e[k] = T[k + 1, k], tau[k] and row k's v_k (from column k + 1, the
+    upper triangle no step reads) describe H_k; Q = H_0 ... H_{n-2}.
     With p = tau A v and w = p - (tau/2)(p.v) v, A -= v w^T + w v^T (dsytd2's step) on
     the lower triangle only, row by row, so each step streams half the trailing block
     once: column k + 1 is updated first into row k + 1's upper part and gives the next
     reflector, then each later row's update also feeds the next product A v (`p` holds
-    two vectors of n, used in turn). The first product reads A's full rows (it is
-    symmetric on entry)."""
+    two vectors of n, used in turn). The first product reads the trailing block's full
+    rows (it is symmetric there on entry)."""
     b = d.b
     one, last = d.i(1), b.sub(n, d.i(1))
-    with d.when(b.icmp_signed(">", n, one)):
-        first = a.row(d.i(0))
-        beta, t = _householder(d, _ptr(d, first, one), last)
-        _put(d, diag, d.i(0), a.get(d.i(0), d.i(0)))
-        _put(d, e, d.i(0), beta)
-        _put(d, tau, d.i(0), t)
-        with d.loop(1, n) as i:
-            _put(d, p, i, d.mul(t, d.dot(a.row(i), first, one, n)))
-        with d.loop(0, b.sub(n, d.i(2))) as k:
+    with d.when(b.icmp_signed(">", b.sub(n, start), one)):
+        s1 = b.add(start, one)
+        first = a.row(start)
+        beta, t = _householder(d, _ptr(d, first, s1), b.sub(n, s1))
+        _put(d, diag, start, a.get(start, start))
+        _put(d, e, start, beta)
+        _put(d, tau, start, t)
+        with d.loop(s1, n) as i:
+            _put(d, p, i, d.mul(t, d.dot(a.row(i), first, s1, n)))
+        with d.loop(start, b.sub(n, d.i(2))) as k:
             k1, k2 = b.add(k, one), b.add(k, d.i(2))
-            odd = b.trunc(k, ir.IntType(1))
+            odd = b.trunc(b.sub(k, start), ir.IntType(1))
             w, nxt = b.select(odd, _ptr(d, p, n), p), b.select(odd, p, _ptr(d, p, n))
             v = a.row(k)
             alpha = d.mul(d.mul(d.f(-0.5), _get(d, tau, k)), d.dot(w, v, k1, n))
@@ -149,6 +158,102 @@ def _tridiagonalize(d: dense.Dense, a: dense.Matrix, n, diag, e, tau, p) -> None
     _put(d, e, last, d.f(0.0))
 
 
+def _symmetric_rows(d: dense.Dense, a: dense.Matrix, r, count: int, lo, v, out) -> None:
+    """Rows [r, r + count)'s share of out = A v from the lower triangle's part from column
+    lo: out[i] gets row i's dot, out[j] (j < i) the upper triangle's a[i, j] v[i]. The
+    rows go through one pass together, so v[j] and out[j] are loaded once for `count` rows
+    (the loop is bound by loads and stores, not by multiply-adds)."""
+    b = d.b
+    rows = [a.row(b.add(r, d.i(q))) for q in range(count)]
+    scales = [_get(d, v, b.add(r, d.i(q))) for q in range(count)]
+    sums = [d.var(d.f(0.0), "acc") for _ in range(count)]
+    with d.loop(lo, r) as j:
+        vj, total = _get(d, v, j), _get(d, out, j)
+        for row, scale, acc in zip(rows, scales, sums, strict=True):
+            x = b.load(b.gep(row, [j]))
+            acc.set(d.add(acc.get(), d.mul(x, vj)))
+            total = d.add(total, d.mul(x, scale))
+        _put(d, out, j, total)
+    for q in range(count):  # the count x count corner on the diagonal
+        i = b.add(r, d.i(q))
+        for q2 in range(q):
+            x = b.load(b.gep(rows[q], [b.add(r, d.i(q2))]))
+            sums[q].set(d.add(sums[q].get(), d.mul(x, scales[q2])))
+            sums[q2].set(d.add(sums[q2].get(), d.mul(x, scales[q])))
+        sums[q].set(d.add(sums[q].get(), d.mul(b.load(b.gep(rows[q], [i])), scales[q])))
+    for q in range(count):
+        i = b.add(r, d.i(q))
+        _put(d, out, i, d.add(_get(d, out, i), sums[q].get()))
+
+
+def _in_groups(d: dense.Dense, lo, hi, size: int, body) -> None:
+    """body(i, count) for i over [lo, hi) in groups of `size` (count = size), then singly
+    over the rest (count = 1)."""
+    b = d.b
+    whole = b.sub(hi, b.srem(b.sub(hi, lo), d.i(size)))
+    with d.loop(lo, whole, size) as i:
+        body(i, size)
+    with d.loop(whole, hi) as i:
+        body(i, 1)
+
+
+def _panel(d: dense.Dense, item: ir.Value) -> None:
+    """LAPACK's dlatrd on columns [start, start + width) of the full symmetric trailing
+    block: each column takes the panel's earlier reflectors (A - V W^T - W V^T, A's row c
+    standing for its column c) and gives H_c (v_c into row c from column c + 1, as
+    _tridiagonalize leaves it), and w_c = tau (A v - V W^T v - W V^T v) minus
+    (tau/2)(w.v) v into row c - start of `panel` (W^T, n columns). The trailing rows stay
+    as they are: the caller subtracts V W^T + W V^T from them by the matrix product."""
+    b, w = d.b, d.w
+    n, start, width = w["n"], w["start"], w["width"]
+    a = d.matrix("a", "n", b.mul(item, b.mul(n, n)))
+    diag = _ptr(d, d.ptr("w"), b.mul(item, n))
+    e = _work(d, item, n)
+    tau = _ptr(d, e, n)
+    panel = d.matrix("panel", "n", b.mul(item, b.mul(width, n)))
+    with d.when(b.not_(_flagged(d, e, n))), d.loop(start, b.add(start, width)) as c:
+        c1 = b.add(c, d.i(1))
+        v = a.row(c)
+        with d.loop(start, c) as k:
+            wk, vk = panel.row(b.sub(k, start)), a.row(k)
+            d.axpys(v, [d.neg(_get(d, vk, c)), d.neg(_get(d, wk, c))], [wk, vk], c, n)
+        _put(d, diag, c, _get(d, v, c))
+        beta, t = _householder(d, _ptr(d, v, c1), b.sub(n, c1))
+        _put(d, e, c, beta)
+        _put(d, tau, c, t)
+        out = panel.row(b.sub(c, start))
+        d.fill(out, d.f(0.0), c1, n)
+        _in_groups(d, c1, n, GROUP, lambda r, count: _symmetric_rows(d, a, r, count, c1, v, out))
+        with d.loop(start, c) as k:
+            wk, vk = panel.row(b.sub(k, start)), a.row(k)
+            alphas = [d.neg(d.dot(wk, v, c1, n)), d.neg(d.dot(vk, v, c1, n))]
+            d.axpys(out, alphas, [vk, wk], c1, n)
+        d.scale(out, t, c1, n)
+        d.axpy(out, d.mul(d.mul(d.f(-0.5), t), d.dot(out, v, c1, n)), v, c1, n)
+
+
+def _work(d: dense.Dense, matrix: ir.Value, n: ir.Value) -> ir.Value:
+    """Matrix `matrix`'s work_size(n) words: e (n), tau (n), p (2 n), the scaling's sigma."""
+    b = d.b
+    return _ptr(d, d.ptr("work"), b.mul(matrix, b.add(b.mul(n, d.i(4)), d.i(1))))
+
+
+def _flagged(d: dense.Dense, work: ir.Value, n: ir.Value) -> ir.Value:
+    """Whether `prepare` flagged the matrix of `work` (_work's pointer): see flag_index."""
+    return d.is_nan(_get(d, work, d.b.sub(d.b.mul(n, d.i(2)), d.i(1))))
+
+
+def flag_index(n: int) -> int:
+    """The work word (tau[n - 1], no reflector's) that `prepare` sets NaN for a matrix
+    with NaN or infinity, and 0 otherwise: the later kernels skip a flagged matrix."""
+    return 2 * n - 1
+
+
+def work_size(n: int) -> int:
+    """The scratch words of one matrix: e, tau, the two products p and the scale sigma."""
+    return 4 * n + 1
+
+
 def _form(d: dense.Dense, item: ir.Value) -> None:
     """Rows [r0, r0 + ROWS) of Q^T = H_{n-2} ... H_0 (dorg2l's product, backward) into the
     matrix's Q^T scratch, from the reflectors the eigh kernel left in A (row k: v_k from
@@ -166,8 +271,9 @@ def _form(d: dense.Dense, item: ir.Value) -> None:
     r1 = b.select(b.icmp_signed("<", b.add(r0, d.i(ROWS)), n), b.add(r0, d.i(ROWS)), n)
     a = d.matrix("a", "n", b.mul(matrix, b.mul(n, n)))
     q = d.matrix("strips", "n", b.mul(matrix, w["size"]))
-    tau = _ptr(d, d.ptr("work"), b.add(b.mul(matrix, b.mul(n, d.i(4))), n))
-    broken = d.is_nan(_get(d, tau, b.sub(n, d.i(1))))
+    work = _work(d, matrix, n)
+    tau = _ptr(d, work, n)
+    broken = _flagged(d, work, n)
     with d.loop(r0, r1) as r:
         d.fill(q.row(r), b.select(broken, d.f(float("nan")), d.f(0.0)), 0, n)
         with d.when(b.not_(broken)):
@@ -361,11 +467,15 @@ def _sweep(d: dense.Dense, log: _Log, n, diag, e, low, m, shift, vectors) -> Non
         zero = b.fcmp_ordered("==", ri, d.f(0.0))
         safe = b.select(zero, d.f(1.0), ri)
         _put(d, e, b.add(i, one), d.mul(s.get(), ri))
-        si = d.div(ei, safe)
-        ci = b.select(zero, d.f(1.0), d.div(p_.get(), safe))
+        inverse = d.div(d.f(1.0), safe)
+        si = d.mul(ei, inverse)
+        ci = b.select(zero, d.f(1.0), d.mul(p_.get(), inverse))
+        # c d - s g as (p d - e g) / r: the numerator is ready while r's root is taken,
+        # which shortens the chain from one rotation to the next
+        numerator = d.sub(d.mul(p_.get(), di), d.mul(ei, gi))
         s.set(si)
         c.set(ci)
-        p_.set(d.sub(d.mul(ci, di), d.mul(si, gi)))
+        p_.set(b.select(zero, di, d.div(numerator, safe)))
         _put(d, diag, b.add(i, one), d.add(hi, d.mul(si, d.add(d.mul(ci, gi), d.mul(si, di)))))
         with d.when(vectors):
             log.rotation(ci, si)
@@ -391,21 +501,22 @@ def _sort(d: dense.Dense, log: _Log, n, diag, vectors) -> None:
             d.swap(_ptr(d, diag, i), _ptr(d, diag, k), 0, 1)
 
 
-def _eigh(d: dense.Dense, item: ir.Value) -> None:
+def _prepare(d: dense.Dense, item: ir.Value) -> None:
+    """dsyev's start: the UPLO triangle's largest magnitude; a NaN or infinity fills the
+    eigenvalues (and with `vectors` A) with NaN and flags tau[n - 1] NaN for the later
+    kernels (info n - 1 for a NaN); otherwise A is made full symmetric, scaled by sigma
+    (kept in the work's last word) when its norm is outside [rmin, rmax]."""
     b, w = d.b, d.w
     n = w["n"]
     _, _, rmin, rmax = LIMITS[d.dtype.itemsize]
     a = d.matrix("a", "n", b.mul(item, b.mul(n, n)))
     diag = _ptr(d, d.ptr("w"), b.mul(item, n))
-    e = _ptr(d, d.ptr("work"), b.mul(item, b.mul(n, d.i(4))))
-    tau, p = _ptr(d, e, n), _ptr(d, e, b.mul(n, d.i(2)))  # p: 2 n
+    work = _work(d, item, n)
+    tau = _ptr(d, work, n)
     info = _ptr(d, d.ptr("info", I64), item)
     lower = b.icmp_signed("!=", w["lower"], d.i(0))
     vectors = b.icmp_signed("!=", w["vectors"], d.i(0))
     b.store(d.i(0), info)
-    log = _Log(d, item, n)
-    log.open(vectors)
-
     largest, nan = d.var(d.f(0.0), "anrm"), d.var(ir.Constant(I1, 0), "anan")
     with d.loop(0, n) as i:
         after = b.add(i, d.i(1))
@@ -421,7 +532,7 @@ def _eigh(d: dense.Dense, item: ir.Value) -> None:
                 d.fill(a.row(i), d.f(float("nan")), 0, n)
             with d.when(nan.get()):
                 b.store(b.sub(n, d.i(1)), info)
-            _put(d, tau, b.sub(n, d.i(1)), d.f(float("nan")))  # the forming kernel's flag
+            _put(d, tau, b.sub(n, d.i(1)), d.f(float("nan")))  # the later kernels' flag
         with good:
             tiny = b.and_(d.gt(anrm, d.f(0.0)), d.lt(anrm, d.f(rmin)))
             sigma = b.select(tiny, d.div(d.f(rmin), anrm), d.f(1.0))
@@ -433,13 +544,31 @@ def _eigh(d: dense.Dense, item: ir.Value) -> None:
                     a.set(j, i, value)
                 a.set(i, i, d.mul(a.get(i, i), sigma))
             _put(d, tau, b.sub(n, d.i(1)), d.f(0.0))
-            _tridiagonalize(d, a, n, diag, e, tau, p)
-            _ql(d, log, n, diag, e, vectors, info)
-            _sort(d, log, n, diag, vectors)
-            with d.when(vectors):
-                log.close(info)
-            with d.loop(0, n) as i:
-                _put(d, diag, i, d.div(_get(d, diag, i), sigma))
+            _put(d, work, b.mul(n, d.i(4)), sigma)
+
+
+def _eigh(d: dense.Dense, item: ir.Value) -> None:
+    """The rest of dsyev after _prepare (and the panels up to column `start`): the
+    unblocked reduction, QL, the sort and the scaling back."""
+    b, w = d.b, d.w
+    n = w["n"]
+    a = d.matrix("a", "n", b.mul(item, b.mul(n, n)))
+    diag = _ptr(d, d.ptr("w"), b.mul(item, n))
+    e = _work(d, item, n)
+    tau, p = _ptr(d, e, n), _ptr(d, e, b.mul(n, d.i(2)))  # p: 2 n
+    info = _ptr(d, d.ptr("info", I64), item)
+    vectors = b.icmp_signed("!=", w["vectors"], d.i(0))
+    log = _Log(d, item, n)
+    log.open(vectors)
+    with d.when(b.not_(_flagged(d, e, n))):
+        sigma = _get(d, e, b.mul(n, d.i(4)))
+        _tridiagonalize(d, a, n, w["start"], diag, e, tau, p)
+        _ql(d, log, n, diag, e, vectors, info)
+        _sort(d, log, n, diag, vectors)
+        with d.when(vectors):
+            log.close(info)
+        with d.loop(0, n) as i:
+            _put(d, diag, i, d.div(_get(d, diag, i), sigma))
 
 
 def _replay(d: dense.Dense, vt, pairs, steps, blocks, row) -> None:
@@ -562,32 +691,65 @@ def strips_size(n: int, itemsize: int) -> int:
     return n * n + -(-n // strip) * strip * n
 
 
-def eigh(a, values, work, info, pairs, steps, strips, capacity: int, n: int, batch: int, *,
-         lower: bool, vectors: bool) -> None:  # fmt: skip
-    """Eigenvalues (ascending, into impl `values` [batch, n]) and, with `vectors`, the
-    eigenvectors as the rows of each of the `batch` contiguous n x n matrices at impl `a`
-    (overwritten; read: its lower or upper triangle); `work` [batch, 4 n] scratch, LAPACK's
-    info into impl `info` [batch] (int64: -1 when the rotation log, impls `pairs`
-    [batch, 2 capacity] and `steps` [batch, steps_size(n)] int64, was too short; then
-    `a` holds no result). Eigenvectors: after the kernel that logged the rotations, Q^T
-    is formed into impl `strips` [batch, strips_size(n, itemsize)] and the log replayed on it in
-    strips of STRIPS[itemsize] columns (packed there too), the result into `a`."""
-    name = f"kael_eigh_{a.dtype.name}"
-    words = [*(host_ptr(t, name) for t in (a, values, work, info)), n, int(lower), int(vectors)]
-    words += [host_ptr(pairs, name), host_ptr(steps, name), capacity]
+def _build(name: str, dtype):
+    """The module of the eigensolver's kernels for `dtype`, named `name`."""
 
     def build(mod):
-        kernels = dense.per_matrix(mod, name, a.dtype, WORDS, _eigh)
-        kernels += dense.per_matrix(mod, name + "_form", a.dtype, FORM_WORDS, _form)
-        return kernels + dense.per_matrix(mod, name + "_rotate", a.dtype, ROTATE_WORDS, _rotate)
+        kernels = dense.per_matrix(mod, name + "_prepare", dtype, PREPARE_WORDS, _prepare)
+        kernels += dense.per_matrix(mod, name + "_panel", dtype, PANEL_WORDS, _panel)
+        kernels += dense.per_matrix(mod, name, dtype, WORDS, _eigh)
+        kernels += dense.per_matrix(mod, name + "_form", dtype, FORM_WORDS, _form)
+        return kernels + dense.per_matrix(mod, name + "_rotate", dtype, ROTATE_WORDS, _rotate)
 
-    dense.run(name, build, name, words, batch, 2 * n**3)
-    if not vectors:
-        return
-    itemsize = a.dtype.itemsize
-    size, blocks, chunks = strips_size(n, itemsize), -(-n // ROWS), -(-n // STRIPS[itemsize])
-    words = [host_ptr(a, name), host_ptr(work, name), n, blocks, host_ptr(strips, name), size]
-    dense.run(name, build, name + "_form", words, batch * blocks, 4 * n**3 // 3)
+    return build
+
+
+def prepare(a, values, work, info, n: int, batch: int, *, lower: bool, vectors: bool) -> None:
+    """Scan and scale each of the `batch` contiguous n x n matrices at impl `a` (its UPLO
+    triangle) into a full symmetric one: see _prepare. `work` [batch, work_size(n)]."""
+    name = f"kael_eigh_{a.dtype.name}"
+    words = [*(host_ptr(t, name) for t in (a, values, work, info)), n, int(lower), int(vectors)]
+    dense.run(name, _build(name, a.dtype), name + "_prepare", words, batch, 4 * n * n)
+
+
+def panel(a, values, work, w, n: int, start: int, width: int) -> None:
+    """Reduce columns [start, start + width) of the one prepared matrix at impl `a` (dlatrd:
+    see _panel); W^T into impl `w` [width, n]. The caller then updates the trailing block."""
+    name = f"kael_eigh_{a.dtype.name}"
+    words = [*(host_ptr(t, name) for t in (a, values, work, w)), n, start, width]
+    dense.run(name, _build(name, a.dtype), name + "_panel", words, 1, 0)
+
+
+def eigh(a, values, work, info, pairs, steps, capacity: int, n: int, batch: int, *,
+         vectors: bool, start: int = 0) -> None:  # fmt: skip
+    """After `prepare` (and the panels up to column `start`): eigenvalues (ascending, into
+    impl `values` [batch, n]) of the `batch` matrices at impl `a`, their reflectors left
+    in `a` and `work` for `form`; LAPACK's info into impl `info` [batch] (int64). With
+    `vectors`, the QL rotations are logged into impls `pairs` [batch, 2 capacity] and
+    `steps` [batch, steps_size(n)] int64 for `rotate` (info -1: the log was too short)."""
+    name = f"kael_eigh_{a.dtype.name}"
+    words = [*(host_ptr(t, name) for t in (a, values, work, info)), n, int(vectors)]
+    words += [host_ptr(pairs, name), host_ptr(steps, name), capacity, start]
+    dense.run(name, _build(name, a.dtype), name, words, batch, 2 * n**3)
+
+
+def form(a, work, strips, n: int, batch: int) -> None:
+    """Q^T of each matrix (from the reflectors `eigh` left) into the first n x n of its
+    row of impl `strips` [batch, strips_size(n, itemsize)], in blocks of ROWS rows over
+    the threads (NaN for a matrix that held NaN or infinity)."""
+    name = f"kael_eigh_{a.dtype.name}"
+    blocks = -(-n // ROWS)
+    words = [host_ptr(a, name), host_ptr(work, name), n, blocks, host_ptr(strips, name)]
+    words.append(strips_size(n, a.dtype.itemsize))
+    dense.run(name, _build(name, a.dtype), name + "_form", words, batch * blocks, 4 * n**3 // 3)
+
+
+def rotate(a, pairs, steps, info, strips, capacity: int, n: int, batch: int) -> None:
+    """The eigenvectors as the rows of each matrix at impl `a` (overwritten): the logged
+    rotations replayed on Q^T (in `strips`) in strips of STRIPS[itemsize] columns, packed
+    in the rest of `strips`; a matrix whose info is not 0 is left as it is."""
+    name = f"kael_eigh_{a.dtype.name}"
+    size, chunks = strips_size(n, a.dtype.itemsize), -(-n // STRIPS[a.dtype.itemsize])
     words = [*(host_ptr(t, name) for t in (a, pairs, steps, info)), n, capacity, chunks]
     words += [host_ptr(strips, name), size]
-    dense.run(name, build, name + "_rotate", words, batch * chunks, 6 * n**3)
+    dense.run(name, _build(name, a.dtype), name + "_rotate", words, batch * chunks, 6 * n**3)
