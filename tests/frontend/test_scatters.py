@@ -12,7 +12,7 @@ from parity_helpers import torch_pair as pair
 
 import kael
 from kael.codegen.cpu.binning import CHUNK
-from kael.frontend import index_ops
+from kael.frontend import index_ops, scatters
 
 RNG = np.random.default_rng(53)
 
@@ -190,6 +190,49 @@ def test_unique_and_unique_consecutive_match_torch(inverse, counts):
     close_to_torch(ki.unique(**args), ti.unique(**args), 0)
     ke, te = pair(np.zeros(0))
     close_to_torch(kael.unique(ke, **args), torch.unique(te, **args), 0)
+
+
+INT64_MIN, INT64_MAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+
+
+@pytest.mark.parametrize("dtype", [kael.int64, kael.int32, kael.int16, kael.int8, kael.uint8])
+@pytest.mark.parametrize("extra", [0, 1])  # a span at the counting path's limit, and past it
+def test_unique_of_integers_counts_within_a_span_and_sorts_past_it(dtype, extra):
+    """Integers spanning at most max(DENSE_SPAN, count) values take the counting path (no
+    sort); one more and the sort: torch's values, positions and counts either way."""
+    limit = scatters.DENSE_SPAN
+    top = {kael.int8: 127, kael.uint8: 255, kael.int16: 32767}.get(dtype, limit + extra - 1)
+    rng = np.random.default_rng(extra)
+    values = np.concatenate([[0, min(top, limit + extra - 1)], rng.integers(0, top, 500)])
+    k, t = pair(values.reshape(2, -1), dtype)
+    args = {"return_inverse": True, "return_counts": True}
+    close_to_torch(kael.unique(k, **args), torch.unique(t, **args), 0)
+    close_to_torch(kael.unique(k), torch.unique(t), 0)
+    counted = scatters._unique_dense(k.reshape(-1), False, False) is not None
+    assert counted == (extra == 0 or dtype in (kael.int8, kael.uint8, kael.int16))
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [INT64_MIN, INT64_MIN + 3, INT64_MIN, INT64_MIN + 1],  # shifted by -min: no overflow
+        [INT64_MAX - 3, INT64_MAX, INT64_MAX],
+        [INT64_MIN, INT64_MAX, 0, 5],  # a span past int64: the sort
+        [-7, -7, -7],
+    ],
+)
+def test_unique_of_int64_extremes_matches_torch(values):
+    k, t = pair(values, kael.int64)
+    args = {"return_inverse": True, "return_counts": True}
+    close_to_torch(kael.unique(k, **args), torch.unique(t, **args), 0)
+
+
+def test_unique_counts_a_span_up_to_the_element_count():
+    n = scatters.DENSE_SPAN + 10  # more elements than DENSE_SPAN: their count is the limit
+    values = np.arange(n)[::-1].copy()
+    values[0] = n  # the span n + 1 - 1 = n: still counted
+    k, t = pair(values, kael.int64)
+    close_to_torch(kael.unique(k, return_inverse=True), torch.unique(t, return_inverse=True), 0)
 
 
 @pytest.mark.parametrize("inverse", [False, True])
