@@ -497,7 +497,7 @@ def slogdet(A, *, out=None) -> Slogdet:
     lu, piv, _ = _lu(working_copy(A, padded=True))
     diagonal = lu.diagonal(dim1=-2, dim2=-1)
     sign = diagonal.sgn().prod(-1) * _pivot_sign(piv, A.dtype)
-    return Slogdet(sign, diagonal.abs().log().sum(-1))
+    return outs_into(Slogdet(sign, diagonal.abs().log().sum(-1)), out, "linalg.slogdet")
 
 
 @on_host
@@ -566,6 +566,16 @@ def cholesky_solve(B, L, upper: bool = False, *, out=None) -> Tensor:
     _triangular(a, x, lower=lower, trans=not lower)
     _triangular(a, x, lower=lower, trans=lower)
     return _out(x, out, op)
+
+
+def outs_into(result: tuple, out, op: str) -> tuple:
+    """The namedtuple `result`, or each part copied into its tensor of `out` (a tuple or
+    list of as many, each of the part's shape and dtype)."""
+    if out is None:
+        return result
+    if not isinstance(out, (tuple, list)) or len(out) != len(result):
+        raise TypeError(f"{op}(): out must be a tuple of {len(result)} Tensors")
+    return type(result)(*(_out(r, o, op) for r, o in zip(result, out, strict=True)))
 
 
 def _out(result: Tensor, out, op: str) -> Tensor:

@@ -21,7 +21,7 @@ from typing import NamedTuple
 from kael.codegen.cpu import symmetric_eigen
 from kael.frontend import factories
 from kael.frontend.blocked import subtract_product
-from kael.frontend.factorizations import _out, on_host, raise_for, square, working_copy
+from kael.frontend.factorizations import _out, on_host, outs_into, raise_for, square, working_copy
 from kael.frontend.orthogonal import apply_reflectors
 from kael.frontend.tensor import Tensor
 from kael.runtime.dtypes import int64
@@ -162,12 +162,7 @@ def eigh(A, UPLO: str = "L", *, out=None) -> Eigh:
     """A = V diag(w) V^T for symmetric A given by its UPLO triangle: w ascending, V's
     columns orthonormal eigenvectors (each up to sign), as torch.linalg.eigh."""
     values, rows = _eigh(A, UPLO, "linalg.eigh", vectors=True)
-    result = Eigh(values, rows.mT)
-    if out is None:
-        return result
-    if not isinstance(out, tuple) or len(out) != 2:
-        raise TypeError("linalg.eigh(): out must be a tuple of two Tensors")
-    return Eigh(*(_out(r, o, "linalg.eigh") for r, o in zip(result, out, strict=True)))
+    return outs_into(Eigh(values, rows.mT), out, "linalg.eigh")
 
 
 @on_host

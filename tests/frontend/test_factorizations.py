@@ -158,6 +158,22 @@ def test_empty_matrices_match_torch(shape):
     close_to_torch(kael.linalg.solve(k, kb), torch.linalg.solve(t, tb), 0)
 
 
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64])
+def test_slogdet_writes_its_out_pair_as_torch(dtype):
+    a = np.random.default_rng(4).standard_normal((2, 4, 4))
+    k, t = matrix_pair(a, dtype)
+    outs = (kael.zeros(2, dtype=dtype), kael.zeros(2, dtype=dtype))
+    touts = (torch.zeros(2, dtype=t.dtype), torch.zeros(2, dtype=t.dtype))
+    got = kael.linalg.slogdet(k, out=outs)
+    torch.linalg.slogdet(t, out=touts)
+    assert got[0] is outs[0] and got[1] is outs[1]
+    close_to_torch(outs, touts, 1e-5 if dtype is kael.float32 else 1e-12)
+    with pytest.raises(kael.TypeError, match="out must be a tuple of 2"):
+        kael.linalg.slogdet(k, out=outs[0])
+    with pytest.raises(kael.ValueError, match="out must be a float"):
+        kael.linalg.slogdet(k, out=(kael.zeros(3, dtype=dtype), outs[1]))
+
+
 def test_singular_det_is_zero_and_slogdet_minus_infinity():
     a = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])
     k, t = kael.tensor(a), torch.tensor(a)
