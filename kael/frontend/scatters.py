@@ -544,9 +544,10 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
         )
     if minlength < 0:
         raise ValueError(f"bincount(): minlength should be >= 0, got {minlength}")
-    if x.numel() and int(reductions.amin(x)) < 0:
+    lo, hi = (int(v) for v in reductions.aminmax(x)) if x.numel() else (0, -1)  # one pass
+    if lo < 0:
         raise ValueError("bincount only supports 1-d non-negative integral inputs.")
-    n = max(int(reductions.amax(x)) + 1 if x.numel() else 0, minlength)
+    n = max(hi + 1, minlength)
     w = None if weights is None else tensor_arg(weights, "bincount", "weights")
     if w is not None and w.shape != x.shape:
         raise ValueError(
@@ -558,6 +559,11 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     dtype = None if w is None else w.dtype if w.dtype in (float32, float64) else float64
     if not x.numel():  # PyTorch's int64 zeros, weights or not
         return factories.zeros(minlength, dtype=int64, device=x.device)
+    return _counts(x, w, dtype, n)
+
+
+def _counts(x: Tensor, w: Tensor | None, dtype, n: int) -> Tensor:
+    """The n bins of x's values, all in [0, n) (weighted by w, summed in dtype)."""
     if x.device == CPU and binning.chunks(x.numel()) * n <= x.numel():
         return _histogram(x, w, dtype, n)
     totals = factories.zeros(n, dtype=dtype or int64, device=x.device)
@@ -909,12 +915,12 @@ def _unique_dense(flat: Tensor, return_inverse: bool, return_counts: bool):
     2**20: 1.4 s through the host's sort, 0.04 s so). None for other inputs."""
     if flat.dtype.is_floating_point or flat.dtype is bool_ or not flat.numel():
         return None
-    lo, hi = int(flat.min().item()), int(flat.max().item())
+    lo, hi = (int(v.item()) for v in reductions.aminmax(flat))  # one pass over flat
     span = hi - lo + 1
     if span > max(DENSE_SPAN, flat.numel()):
         return None
     shifted = (flat.to(int64) - lo) if lo else flat.to(int64)  # the true differences fit
-    counts = bincount(shifted, minlength=span)
+    counts = _counts(shifted, None, None, span)  # [0, span): bincount's range checks hold
     present = counts != 0
     where = index_ops.nonzero(present).reshape(-1)
     result = [(where + lo).to(flat.dtype)]
