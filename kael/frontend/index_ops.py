@@ -3,9 +3,10 @@ take, nonzero (and where, whose one-argument form it is), sort, argsort and topk
 
 cat and stack write each input into a window of the output with the copy kernel. The
 others run the index kernels of kael/codegen/cpu/gather.py, which check every index
-inside the kernel. sort, argsort and topk order each row on the host (NumPy's stable
-argsort of a contiguous copy, the book's one exception), write the order with the copy
-kernel and take the values with the gather kernel: values are never moved by NumPy.
+inside the kernel. sort and argsort order a contiguous copy of the rows with kael's own
+kernels on every device (codegen/cpu/radix.py's radix sort, the merge sort for rows under
+RADIX_ROW keys), write the order with the copy kernel and take the values with the gather
+kernel. topk of a CPU tensor partitions on the host (NumPy, the book's ordering exception).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from kael.codegen.cpu import gather as kernels
-from kael.codegen.cpu import handwritten, take_rows
+from kael.codegen.cpu import handwritten, radix, take_rows
 from kael.codegen.cpu import sort as merge_sort
 from kael.frontend import eager, elementwise, factories, interop, reductions, views
 from kael.frontend.indexing import nonzero_impl
@@ -26,7 +27,7 @@ from kael.frontend.tensor import Tensor, clone_impl, empty_impl, has_internal_ov
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.determinism import are_deterministic_algorithms_enabled
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import bfloat16, bool_, float32, int32, int64, promote_types
+from kael.runtime.dtypes import bfloat16, bool_, float32, int32, int64, promote_types, uint8
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, format_shape
 from kael.runtime.threadpool import get_num_threads
@@ -546,25 +547,31 @@ def _order(input: Tensor, dim: int, descending: bool, k: int | None, op: str) ->
         out = empty_impl((), int64, impl.device)
         eager.fill(out, 0)
         return out
-    if impl.device is not CPU:
-        return _device_order(impl, dim, descending, k)
-    # bfloat16 keys order as their float32 values (NumPy would read uint16 bits).
-    keys_dtype = float32 if impl.dtype is bfloat16 else impl.dtype
-    rows = interop.numpy_view(clone_impl(views.transpose(impl, dim, -1), keys_dtype))
+    if k is not None and k < impl.shape[dim] and impl.device is CPU:
+        return _host_top(impl, dim, descending, k)
+    return _kernel_order(impl, dim, descending, k)
+
+
+def _host_top(impl: TensorImpl, dim: int, descending: bool, k: int) -> TensorImpl:
+    """topk's positions on the host: NumPy's partition, then the stable order of the k
+    candidates (the book's ordering exception; O(n) where a full sort is not)."""
+    rows = interop.numpy_view(clone_impl(views.transpose(impl, dim, -1), _key_dtype(impl)))
     n = rows.shape[-1]
-    if k is not None and k < n:  # topk: partition, then order only the k candidates
-        split = n - k if descending else max(k - 1, 0)
-        part = np.argpartition(rows, split, axis=-1) if k else rows[..., :0].astype(np.int64)
-        picked = np.sort(part[..., n - k :] if descending else part[..., :k], axis=-1)
-        keys = np.take_along_axis(rows, picked, axis=-1)
-        order = np.take_along_axis(picked, _stable_argsort(keys, descending), axis=-1)
-    else:
-        order = _stable_argsort(rows, descending)
+    split = n - k if descending else max(k - 1, 0)
+    part = np.argpartition(rows, split, axis=-1) if k else rows[..., :0].astype(np.int64)
+    picked = np.sort(part[..., n - k :] if descending else part[..., :k], axis=-1)
+    keys = np.take_along_axis(rows, picked, axis=-1)
+    order = np.take_along_axis(picked, _stable_argsort(keys, descending), axis=-1)
     order = np.ascontiguousarray(order, dtype=np.int64)
     shape = impl.shape[:dim] + (order.shape[-1],) + impl.shape[dim + 1 :]
     out = empty_impl(shape, int64, impl.device)
     eager.copy_into(views.transpose(out, dim, -1), interop.from_numpy_impl(order))
     return out
+
+
+def _key_dtype(impl: TensorImpl):
+    """bfloat16 keys order on the host as their float32 values (NumPy reads uint16 bits)."""
+    return float32 if impl.dtype is bfloat16 else impl.dtype
 
 
 def host_keys(x: Tensor) -> np.ndarray:
@@ -573,9 +580,11 @@ def host_keys(x: Tensor) -> np.ndarray:
     return (x.to(float32) if x.dtype is bfloat16 else x).numpy()
 
 
-def _device_order(impl: TensorImpl, dim: int, descending: bool, k: int | None) -> TensorImpl:
-    """_order on a device: the merge-sort kernels on a contiguous copy of the rows (no host
-    round trip); topk keeps the first k of the full stable order."""
+def _kernel_order(impl: TensorImpl, dim: int, descending: bool, k: int | None) -> TensorImpl:
+    """_order by kael's sort kernels on a contiguous copy of the rows, on any device: the
+    radix sort for rows of at least RADIX_ROW keys, the merge sort for shorter ones (a
+    radix pass costs a row 512 counter steps however short it is); topk keeps the first
+    k of the full stable order."""
     keys = clone_impl(views.transpose(impl, dim, -1))
     n = keys.shape[-1]
     kept = n if k is None else k
@@ -584,24 +593,33 @@ def _device_order(impl: TensorImpl, dim: int, descending: bool, k: int | None) -
     if not out.numel():
         return out
     rows = keys.numel() // n
-    buffers = [empty_impl(keys.shape, int64, impl.device) for _ in range(2)]
+    order = empty_impl(keys.shape, int64, impl.device)
     runner = handwritten.runner_for(impl.device)
     try:
-        address = merge_sort.order(
-            runner,
-            impl.dtype,
-            keys.data_ptr(),
-            rows,
-            n,
-            descending,
-            [b.data_ptr() for b in buffers],
-        )
+        if RADIX_ROW <= n <= radix.MAX_ROW:
+            scratch: list[TensorImpl] = []
+
+            def space(nbytes: int) -> int:
+                scratch.append(empty_impl((nbytes,), uint8, impl.device))
+                return scratch[-1].data_ptr()
+
+            radix.order(runner, impl.dtype, keys.data_ptr(), rows, n, descending,
+                        order.data_ptr(), space)  # fmt: skip
+        else:
+            other = empty_impl(keys.shape, int64, impl.device)
+            pair = [order.data_ptr(), other.data_ptr()]
+            address = merge_sort.order(
+                runner, impl.dtype, keys.data_ptr(), rows, n, descending, pair
+            )
+            order = order if address == pair[0] else other
     finally:
         runner.close()
-    order = next(b for b in buffers if b.data_ptr() == address)
     picked = views.narrow(order, len(order.shape) - 1, 0, kept)
     eager.copy_into(views.transpose(out, dim, -1), picked)
     return out
+
+
+RADIX_ROW = 32
 
 
 def _stable_argsort(rows: np.ndarray, descending: bool) -> np.ndarray:

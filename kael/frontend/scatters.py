@@ -952,14 +952,7 @@ def unique(
     dense = _unique_dense(flat, return_inverse, return_counts)
     if dense is not None:
         return dense if not return_inverse else (dense[0], dense[1].reshape(x.shape), *dense[2:])
-    if flat.device is not CPU:
-        values, order = index_ops.sort(flat, 0, stable=True)
-    elif return_inverse:  # any order of equal values serves: the host's unstable argsort
-        order = factories.from_numpy(np.argsort(index_ops.host_keys(flat)))
-        values = index_ops.gather(flat, 0, order)
-    else:  # values alone: the host's (vectorized) sort, the book's ordering exception
-        values = factories.from_numpy(np.sort(index_ops.host_keys(flat))).to(flat.dtype)
-        order = None
+    values, order = index_ops.sort(flat, 0)  # kael's radix sort for all but short inputs
     result = _unique_of(values, return_inverse, return_counts, order)
     if return_inverse:
         parts = list(result)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import kael
+from kael.frontend import index_ops
 
 pytestmark = pytest.mark.gpu
 
@@ -324,6 +325,16 @@ def test_sort_and_argsort_on_the_device_give_the_cpus_stable_order(dtype, dim, d
     _same_bits(indices, want_indices)
     _same_bits(values, want_values)
     _same_bits(kael.argsort(x.to(DEVICE), dim, descending), want_indices)
+
+
+@pytest.mark.parametrize("descending", [False, True], ids=["ascending", "descending"])
+@pytest.mark.parametrize("dtype", INDEX_DTYPES, ids=str)
+def test_radix_sort_on_the_device_gives_the_cpus_stable_order(dtype, descending):
+    x = _ties_and_nans(dtype, (3, index_ops.RADIX_ROW + 9), 31)  # rows the radix sort takes
+    values, indices = kael.sort(x.to(DEVICE), 1, descending)
+    want_values, want_indices = kael.sort(x, 1, descending)
+    _same_bits(indices, want_indices)
+    _same_bits(values, want_values)
 
 
 @pytest.mark.parametrize("largest", [True, False])

@@ -758,6 +758,61 @@ def test_sort_keeps_ties_in_input_order_in_both_directions():
         assert_same(got.indices, want.indices)
 
 
+ALL_SORT_DTYPES = [kael.float32, kael.float64, kael.float16, kael.bfloat16, kael.int64,
+                   kael.int32, kael.int16, kael.int8, kael.uint8, kael.bool]  # fmt: skip
+
+
+def _long_rows(shape, dtype, seed):
+    """(kael, torch) rows long enough for the radix sort: ties, and NaN, infinities and -0
+    among the floats; bfloat16 built from float32 on both sides."""
+    gen = torch.Generator().manual_seed(seed)
+    t = torch.randint(-30, 30, shape, generator=gen).double()
+    if dtype.is_floating_point:
+        t = t * 0.375
+        picks = torch.rand(shape, generator=gen)
+        t[picks < 0.08] = float("nan")
+        t[(picks >= 0.08) & (picks < 0.12)] = -0.0
+        t[(picks >= 0.12) & (picks < 0.14)] = float("inf")
+        t[(picks >= 0.14) & (picks < 0.16)] = -float("inf")
+    if dtype is kael.uint8:
+        t = t + 30
+    t = (t > 0) if dtype is kael.bool else t.to(TORCH_DTYPES[dtype])
+    return kael.tensor(t.float().numpy()).to(dtype), t
+
+
+@pytest.mark.parametrize("descending", [False, True], ids=["ascending", "descending"])
+@pytest.mark.parametrize("n", [index_ops.RADIX_ROW - 1, index_ops.RADIX_ROW, 33, 700, 9000])
+@pytest.mark.parametrize("dtype", ALL_SORT_DTYPES, ids=str)
+def test_sort_of_rows_either_side_of_the_radix_length_matches_torch(dtype, n, descending):
+    k, t = _long_rows((3, n), dtype, n)
+    got = k.sort(-1, descending=descending)
+    want = t.sort(dim=-1, descending=descending, stable=True)
+    assert_same(got.indices, want.indices)
+    assert_same(kael.argsort(k, -1, descending=descending), want.indices)
+    assert_same(got.values.to(kael.float32), want.values.float())
+    assert got.values.dtype is dtype
+
+
+@pytest.mark.parametrize("layout", ["transposed", "stepped", "expanded"])
+@pytest.mark.parametrize("dim", [0, 1])
+def test_radix_sort_along_any_dim_of_any_layout_matches_torch(layout, dim):
+    k, t = make((40, 50), kael.float64, layout, seed=41)
+    got = k.sort(dim, descending=True, stable=True)
+    want = t.sort(dim=dim, descending=True, stable=True)
+    assert_same(got.values, want.values)
+    assert_same(got.indices, want.indices)
+
+
+def test_sort_of_wide_int64_keys_matches_torch():
+    gen = torch.Generator().manual_seed(42)
+    t = torch.randint(-(2**62), 2**62, (2, 5000), generator=gen)
+    t[0, :3] = torch.tensor([-(2**63), 2**63 - 1, 0])
+    got = kael.tensor(t.numpy()).sort()
+    want = t.sort(stable=True)
+    assert_same(got.values, want.values)
+    assert_same(got.indices, want.indices)
+
+
 def test_sort_of_0d_and_empty_tensors():
     got = kael.sort(kael.tensor(3.0))
     assert_same(got.values, torch.tensor(3.0))

@@ -1,0 +1,316 @@
+"""A stable LSD radix sort of rows as hand-written kernels: what sort and argsort run.
+
+Each row's keys become unsigned W-bit words that order as the values do (`_ordered`: the
+sign bit flipped for integers; for floats negative values inverted, -0 as +0, every NaN
+the largest word, so NaNs keep input order among themselves), inverted when descending.
+Then one pass per 8-bit digit, least significant first, each three launches over chunks
+of the rows: count each chunk's digits, turn the counts into each chunk's first place per
+digit (digit-major, then chunk: that order is what keeps the sort stable), and move each
+chunk's keys and positions to their places. The first launch also returns each chunk's
+least and greatest words, and the digits order the words less their least one: only the
+digits of the span take a pass (labels under 2**20, or any int64s within 2**20 of each
+other, take 3 passes, not 8). Positions travel as int32 between passes and the
+last pass writes the int64 order.
+
+The builders are target-neutral, like the merge sort's (codegen/cpu/sort.py): the host
+runs them over chunks of at least MIN_CHUNK keys, a GPU (codegen/ptx/handwritten.py)
+one chunk of DEVICE_CHUNK keys a thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from llvmlite import ir
+
+from kael.codegen.cpu import handwritten
+from kael.codegen.cpu.loops import LoopBuilder
+from kael.codegen.lowering import i64
+from kael.runtime.dtypes import DType
+from kael.runtime.threadpool import get_num_threads
+
+I32, I64 = ir.IntType(32), ir.IntType(64)
+DIGIT_BITS, BUCKETS = 8, 256
+MIN_CHUNK = 4096  # a host chunk's keys: its 256 counters cost at most a 16th of its count
+DEVICE_CHUNK = 1024
+MAX_ROW = 2**31 - 1  # positions travel as int32
+# A float format's infinity bits (above them, NaN) by its LLVM name, and its width.
+_FLOATS = {"half": (0x7C00, 16), "bfloat": (0x7F80, 16), "float": (0x7F800000, 32),
+           "double": (0x7FF << 52, 64)}  # fmt: skip
+
+KEY_WORDS = ("input", "keys", "bounds", "n", "chunk", "chunks", "flip")
+COUNT_WORDS = ("keys", "counts", "n", "chunk", "chunks", "shift", "low")
+OFFSET_WORDS = ("counts", "chunks")
+MOVE_WORDS = ("keys", "index", "to_keys", "to_index", "counts", *COUNT_WORDS[2:])
+
+
+def form_of(dtype: DType) -> str:
+    """How a dtype's bits become ordered words: "unsigned" as they are, "signed" with the
+    sign flipped, or as the float format of that LLVM name."""
+    if dtype.is_floating_point:
+        return dtype.llvm
+    return "signed" if dtype.signed else "unsigned"
+
+
+def _forms(width: int) -> list[str]:
+    return ["unsigned", "signed", *(f for f, (_, bits) in _FLOATS.items() if bits == width)]
+
+
+def _words(b: ir.IRBuilder, fn: ir.Function, names: tuple[str, ...]) -> dict[str, ir.Value]:
+    args = fn.args[0]
+    return {name: b.load(b.gep(args, [i64(k)]), name=name) for k, name in enumerate(names)}
+
+
+def _over_chunk(b: ir.IRBuilder, w: dict, m: ir.Value, body: Callable) -> None:
+    """body(i, base) for each position i of work item m's chunk, base its row's start."""
+    row, c = b.sdiv(m, w["chunks"]), b.srem(m, w["chunks"])
+    lo = b.mul(c, w["chunk"])
+    end = b.add(lo, w["chunk"])
+    hi = b.select(b.icmp_signed("<", end, w["n"]), end, w["n"])
+    base = b.mul(row, w["n"])
+    LoopBuilder(b).counted(lo, hi, 1, lambda i: body(i, base), "key")
+
+
+def _items(b: ir.IRBuilder, fn: ir.Function, body: Callable, name: str) -> None:
+    LoopBuilder(b).counted(fn.args[1], fn.args[2], 1, body, name)
+    b.ret_void()
+
+
+def _ordered(b: ir.IRBuilder, u: ir.Value, form: str) -> ir.Value:
+    """The unsigned word that orders as the key with bits u does."""
+    k = u.type
+    sign = ir.Constant(k, 1 << (k.width - 1))
+    if form == "unsigned":
+        return u
+    if form == "signed":
+        return b.xor(u, sign)
+    inf = _FLOATS[form][0]
+    magnitude = b.and_(u, ir.Constant(k, (1 << (k.width - 1)) - 1))
+    negative = b.icmp_unsigned("!=", b.and_(u, sign), ir.Constant(k, 0))
+    word = b.select(negative, b.not_(u), b.or_(u, sign))
+    word = b.select(b.icmp_unsigned("==", magnitude, ir.Constant(k, 0)), sign, word)  # -0 as +0
+    return b.select(b.icmp_unsigned(">", magnitude, ir.Constant(k, inf)), ir.Constant(k, -1), word)
+
+
+def _keys_symbol(width: int, form: str) -> str:
+    return f"kael_radix_keys_{form}_u{width}"
+
+
+def _keys_function(module: ir.Module, width: int, form: str) -> str:
+    """Item m writes its chunk's ordered words (xor flip: descending), their least and
+    greatest."""
+    symbol = _keys_symbol(width, form)
+    fn, b = handwritten.kernel_function(module, symbol)
+    w = _words(b, fn, KEY_WORDS)
+    k = ir.IntType(width)
+    source, keys = (b.inttoptr(w[name], k.as_pointer()) for name in ("input", "keys"))
+    bounds = b.inttoptr(w["bounds"], I64.as_pointer())
+    flip = b.trunc(w["flip"], k)
+    least, most = b.alloca(k, name="least"), b.alloca(k, name="most")
+
+    def item(m):
+        b.store(ir.Constant(k, -1), least)
+        b.store(ir.Constant(k, 0), most)
+
+        def key(i, base):
+            at = b.add(base, i)
+            word = b.xor(_ordered(b, b.load(b.gep(source, [at])), form), flip)
+            b.store(word, b.gep(keys, [at]))
+            low, high = b.load(least), b.load(most)
+            b.store(b.select(b.icmp_unsigned("<", word, low), word, low), least)
+            b.store(b.select(b.icmp_unsigned(">", word, high), word, high), most)
+
+        _over_chunk(b, w, m, key)
+        two = b.mul(m, i64(2))
+        b.store(b.zext(b.load(least), I64), b.gep(bounds, [two]))
+        b.store(b.zext(b.load(most), I64), b.gep(bounds, [b.add(two, i64(1))]))
+
+    _items(b, fn, item, "chunk")
+    return symbol
+
+
+def _digit(b: ir.IRBuilder, word: ir.Value, w: dict) -> ir.Value:
+    """The digit at w's shift of word less w's low word (which no word is below)."""
+    k = word.type
+    offset = b.lshr(b.sub(word, b.trunc(w["low"], k)), b.trunc(w["shift"], k))
+    return b.zext(b.and_(offset, ir.Constant(k, BUCKETS - 1)), I64)
+
+
+def _count_function(module: ir.Module, width: int) -> str:
+    """Item m counts its chunk's digits into its own BUCKETS counters."""
+    symbol = f"kael_radix_count_u{width}"
+    fn, b = handwritten.kernel_function(module, symbol)
+    w = _words(b, fn, COUNT_WORDS)
+    k = ir.IntType(width)
+    keys = b.inttoptr(w["keys"], k.as_pointer())
+    counts = b.inttoptr(w["counts"], I64.as_pointer())
+
+    def item(m):
+        own = b.gep(counts, [b.mul(m, i64(BUCKETS))])
+        LoopBuilder(b).counted(
+            i64(0), i64(BUCKETS), 1, lambda d: b.store(i64(0), b.gep(own, [d])), "zero"
+        )
+
+        def key(i, base):
+            slot = b.gep(own, [_digit(b, b.load(b.gep(keys, [b.add(base, i)])), w)])
+            b.store(b.add(b.load(slot), i64(1)), slot)
+
+        _over_chunk(b, w, m, key)
+
+    _items(b, fn, item, "chunk")
+    return symbol
+
+
+def _offsets_function(module: ir.Module) -> str:
+    """Item `row` turns its chunks' counts into first places: digit-major, then chunk."""
+    symbol = "kael_radix_offsets"
+    fn, b = handwritten.kernel_function(module, symbol)
+    w = _words(b, fn, OFFSET_WORDS)
+    counts = b.inttoptr(w["counts"], I64.as_pointer())
+    running = b.alloca(I64, name="running")
+
+    def item(row):
+        b.store(i64(0), running)
+        first = b.mul(row, w["chunks"])
+
+        def digit(d):
+            def chunk(c):
+                slot = b.gep(counts, [b.add(b.mul(b.add(first, c), i64(BUCKETS)), d)])
+                count, place = b.load(slot), b.load(running)
+                b.store(place, slot)
+                b.store(b.add(place, count), running)
+
+            LoopBuilder(b).counted(i64(0), w["chunks"], 1, chunk, "of")
+
+        LoopBuilder(b).counted(i64(0), i64(BUCKETS), 1, digit, "digit")
+
+    _items(b, fn, item, "row")
+    return symbol
+
+
+def _move_function(module: ir.Module, width: int, first: bool, last: bool) -> str:
+    """Item m moves its chunk's words and positions to their places in the digit's order:
+    `first` reads positions as the keys' own, `last` writes int64 positions and no words."""
+    symbol = f"kael_radix_move_u{width}{'_first' * first}{'_last' * last}"
+    fn, b = handwritten.kernel_function(module, symbol)
+    w = _words(b, fn, MOVE_WORDS)
+    k = ir.IntType(width)
+    keys, to_keys = (b.inttoptr(w[name], k.as_pointer()) for name in ("keys", "to_keys"))
+    index = b.inttoptr(w["index"], I32.as_pointer())
+    to_index = b.inttoptr(w["to_index"], (I64 if last else I32).as_pointer())
+    counts = b.inttoptr(w["counts"], I64.as_pointer())
+
+    def item(m):
+        own = b.gep(counts, [b.mul(m, i64(BUCKETS))])
+
+        def key(i, base):
+            at = b.add(base, i)
+            word = b.load(b.gep(keys, [at]))
+            slot = b.gep(own, [_digit(b, word, w)])
+            place = b.load(slot)
+            b.store(b.add(place, i64(1)), slot)
+            to = b.add(base, place)
+            if not last:
+                b.store(word, b.gep(to_keys, [to]))
+            position = b.trunc(i, I32) if first else b.load(b.gep(index, [at]))
+            b.store(b.zext(position, I64) if last else position, b.gep(to_index, [to]))
+
+        _over_chunk(b, w, m, key)
+
+    _items(b, fn, item, "chunk")
+    return symbol
+
+
+def spec(width: int) -> tuple[str, Callable[[ir.Module], list[str]]]:
+    """The module name and builder of the radix kernels for words of `width` bits."""
+
+    def build(module: ir.Module) -> list[str]:
+        keys = [_keys_function(module, width, form) for form in _forms(width)]
+        moves = [
+            _move_function(module, width, f, la) for f in (False, True) for la in (False, True)
+        ]
+        return [*keys, _count_function(module, width), _offsets_function(module), *moves]
+
+    return f"kael_radix_u{width}", build
+
+
+def _chunks(rows: int, n: int, on_host: bool) -> int:
+    """Chunks a row is split into: enough items for every host thread (4 each, so a slow
+    one is waited on less), none under MIN_CHUNK keys; DEVICE_CHUNK keys a GPU thread."""
+    if not on_host:
+        return max(1, -(-n // DEVICE_CHUNK))
+    wanted = -(-4 * get_num_threads() // rows)
+    return max(1, min(wanted, n // MIN_CHUNK))
+
+
+def order(
+    runner,
+    dtype: DType,
+    keys: int,
+    rows: int,
+    n: int,
+    descending: bool,
+    out: int,
+    space: Callable[[int], int],
+) -> None:
+    """Write each of `rows` rows of `n` contiguous keys at `keys` its stable order (int64
+    positions, NaN last ascending and first descending) into [rows, n] at `out`.
+    space(nbytes) gives scratch memory on the runner's device for the call. Rows go in
+    groups of at most MAX_ITEMS chunks, which bounds the counters' memory."""
+    chunks = _chunks(rows, n, isinstance(runner, handwritten.HostRunner))
+    chunk = -(-n // chunks)
+    chunks = -(-n // chunk)
+    group = max(1, MAX_ITEMS // chunks)
+    size = dtype.itemsize
+    sort = _Sort(runner, dtype, n, chunk, chunks, min(group, rows), space)
+    for first in range(0, rows, group):
+        count = min(group, rows - first)
+        sort.rows(keys + first * n * size, count, descending, out + first * n * 8)
+
+
+MAX_ITEMS = 1 << 15  # chunks a launch covers: 64 MiB of counters
+
+
+class _Sort:
+    """One sort call's scratch (two word and two position buffers, counters, bounds) for
+    groups of up to `rows` rows, and the launches that sort a group."""
+
+    def __init__(self, runner, dtype: DType, n: int, chunk: int, chunks: int, rows: int, space):
+        self.runner, self.dtype, self.n, self.chunk, self.chunks = runner, dtype, n, chunk, chunks
+        self.width = dtype.itemsize * 8
+        self.name, self.build = spec(self.width)
+        items, total = rows * chunks, rows * n
+        self.words = [space(total * dtype.itemsize), space(total * dtype.itemsize)]
+        self.index = [space(total * 4), space(total * 4)]
+        self.counts, self.bounds = space(items * BUCKETS * 8), space(items * 16)
+
+    def _run(self, symbol: str, block: list[int], items: int, moved: int) -> None:
+        self.runner.run(self.name, self.build, symbol, block, items, moved, align=1)
+
+    def _span(self, items: int) -> tuple[int, list[int]]:
+        """The least word of all chunks, and the shifts of the digits their span needs."""
+        mask = (1 << self.width) - 1  # the words read back are signed
+        read = [v & mask for v in self.runner.read(self.bounds, 2 * items)]
+        low, high = min(read[::2]), max(read[1::2])
+        shifts = list(range(0, max(1, (high - low).bit_length()), DIGIT_BITS))
+        return low - (low >> 63 << 64), shifts  # as the signed word a block holds
+
+    def rows(self, keys: int, rows: int, descending: bool, out: int) -> None:
+        width, n, chunk, chunks = self.width, self.n, self.chunk, self.chunks
+        items, total, size = rows * chunks, rows * n, width // 8
+        words, index = list(self.words), list(self.index)
+        flip = -1 if descending else 0
+        block = [keys, words[0], self.bounds, n, chunk, chunks, flip]
+        self._run(_keys_symbol(width, form_of(self.dtype)), block, items, 2 * total * size)
+        low, shifts = self._span(items)
+        for p, shift in enumerate(shifts):
+            first, last = p == 0, p == len(shifts) - 1
+            count = [words[0], self.counts, n, chunk, chunks, shift, low]
+            self._run(f"kael_radix_count_u{width}", count, items, total * size)
+            self._run("kael_radix_offsets", [self.counts, chunks], rows, items * BUCKETS * 16)
+            move = f"kael_radix_move_u{width}{'_first' * first}{'_last' * last}"
+            to_index = out if last else index[1]
+            block = [words[0], index[0], words[1], to_index, *count[1:]]
+            self._run(move, block, items, total * (2 * size + 12))
+            words.reverse()
+            index.reverse()

@@ -1,0 +1,127 @@
+"""The radix-sort kernels (what sort and argsort run for rows of at least RADIX_ROW keys),
+through the runner the GPU shares: the host's stable order for every dtype, NaN last
+ascending and first descending, -0 tied with +0, ties in input order both ways; rows split
+into chunks and grouped, and only the digits some key varies in take a pass."""
+
+import numpy as np
+import pytest
+
+import kael
+from kael.codegen.cpu import handwritten, radix
+from kael.frontend import index_ops
+
+DTYPES = [kael.float32, kael.float64, kael.float16, kael.bfloat16, kael.int64, kael.int32,
+          kael.int16, kael.int8, kael.uint8, kael.bool]  # fmt: skip
+
+
+class _Counting(handwritten.HostRunner):
+    """A host runner that records the symbols it launches."""
+
+    __slots__ = ("launched",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.launched: list[str] = []
+
+    def run(self, name, build, symbol, words, items, moved, **kw) -> None:
+        self.launched.append(symbol)
+        super().run(name, build, symbol, words, items, moved, **kw)
+
+
+def _order(x: kael.Tensor, descending: bool, runner=None) -> np.ndarray:
+    rows, n = x.shape
+    out = kael.empty(rows, n, dtype=kael.int64)
+    kept = []
+
+    def space(nbytes: int) -> int:
+        kept.append(kael.empty(nbytes, dtype=kael.uint8))
+        return kept[-1].data_ptr()
+
+    runner = runner or handwritten.HostRunner()
+    radix.order(runner, x.dtype, x.data_ptr(), rows, n, descending, out.data_ptr(), space)
+    runner.close()
+    return out.numpy()
+
+
+def _keys(dtype, rows: int, n: int, seed: int) -> kael.Tensor:
+    """Few distinct values (many ties), with NaN, infinities and -0 among the floats."""
+    rng = np.random.default_rng(seed)
+    values = rng.integers(-40, 40, (rows, n)).astype(np.float64)
+    if dtype is kael.bool:
+        return kael.tensor(values > 0)
+    if dtype is kael.uint8:
+        return kael.tensor(values + 40).to(dtype)
+    if dtype.is_floating_point:
+        values *= 0.375
+        for value, share in ((np.nan, 0.1), (-0.0, 0.05), (np.inf, 0.02), (-np.inf, 0.02)):
+            values[rng.random((rows, n)) < share] = value
+    return kael.tensor(values).to(dtype)
+
+
+@pytest.mark.parametrize("descending", [False, True], ids=["ascending", "descending"])
+@pytest.mark.parametrize("rows, n", [(1, 1), (3, 2), (2, 33), (4, 300), (1, 9000)])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_radix_sort_gives_the_host_sorts_stable_order(dtype, rows, n, descending):
+    x = _keys(dtype, rows, n, n)
+    want = index_ops._stable_argsort(index_ops.host_keys(x), descending)
+    np.testing.assert_array_equal(_order(x, descending), want)
+
+
+@pytest.mark.parametrize("dtype", [kael.int64, kael.int32, kael.int16, kael.int8], ids=str)
+def test_radix_sort_orders_the_full_range_of_signed_integers(dtype):
+    info = np.iinfo(dtype.numpy)
+    rng = np.random.default_rng(7)
+    values = rng.integers(info.min, info.max, (2, 3000), dtype=dtype.numpy, endpoint=True)
+    values[0, :4] = [info.min, info.max, 0, -1]
+    for descending in (False, True):
+        want = index_ops._stable_argsort(values, descending)
+        np.testing.assert_array_equal(_order(kael.tensor(values), descending), want)
+
+
+def test_negative_zero_ties_with_zero_and_nans_tie_with_each_other():
+    x = kael.tensor([[0.0, -0.0, float("nan"), -0.0, 0.0, -float("nan"), 1.0, -1.0]])
+    assert _order(x, False).tolist() == [[7, 0, 1, 3, 4, 6, 2, 5]]
+    assert _order(x, True).tolist() == [[2, 5, 6, 0, 1, 3, 4, 7]]
+
+
+@pytest.mark.parametrize("n", [radix.MIN_CHUNK - 1, radix.MIN_CHUNK, 4 * radix.MIN_CHUNK + 3])
+def test_chunked_rows_keep_the_stable_order_across_chunk_borders(n):
+    x = _keys(kael.float32, 1, n, 3)  # one row: split into chunks when it is long enough
+    want = index_ops._stable_argsort(x.numpy(), False)
+    np.testing.assert_array_equal(_order(x, False), want)
+    assert radix._chunks(1, n, True) == max(
+        1, min(4 * kael.get_num_threads(), n // radix.MIN_CHUNK)
+    )
+
+
+def test_row_groups_bound_the_counters_and_keep_every_rows_order(monkeypatch):
+    monkeypatch.setattr(radix, "MAX_ITEMS", 3)  # groups of 3 rows of one chunk
+    x = _keys(kael.int64, 10, 50, 4)
+    runner = _Counting()
+    want = index_ops._stable_argsort(x.numpy(), True)
+    np.testing.assert_array_equal(_order(x, True, runner), want)
+    assert runner.launched.count("kael_radix_keys_signed_u64") == 4  # 10 rows: 3 + 3 + 3 + 1
+
+
+@pytest.mark.parametrize(
+    "low, high, passes",
+    [
+        (0, 2**20, 3),
+        (0, 256, 1),
+        (-128, 128, 1),
+        (-(2**19), 2**19, 3),
+        (5, 6, 1),
+        (-(2**62), 2**62, 8),
+    ],
+)
+def test_only_digits_some_key_varies_in_take_a_pass(low, high, passes):
+    values = np.random.default_rng(8).integers(low, high, (1, 5000))
+    runner = _Counting()
+    got = _order(kael.tensor(values), False, runner)
+    np.testing.assert_array_equal(got, np.argsort(values, axis=-1, kind="stable"))
+    assert runner.launched.count("kael_radix_count_u64") == passes
+
+
+def test_rows_longer_than_int32_positions_are_the_merge_sorts():
+    assert radix.MAX_ROW == 2**31 - 1  # positions travel between passes as int32
+    assert index_ops.RADIX_ROW <= 64 <= radix.MAX_ROW
