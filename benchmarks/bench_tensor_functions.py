@@ -5,7 +5,8 @@ Targets (float32, 2 threads): einsum of an attention contraction ([8, 8, 512, 64
 [8, 8, 512, 64] -> [8, 8, 512, 512]) and of a batched bilinear form at most PyTorch's time;
 cdist of [4096, 64] x [4096, 64] at most PyTorch's; median and quantile of 16M elements
 (8M for quantile: PyTorch refuses more) within 1.5x PyTorch's; unique and bincount of 16M
-int64 within 1.5x; scatter_reduce (sum of 16M into 1M places) at memory speed: at most 1.3x
+int64 within 1.5x (and, without a target, sort and unique of 16M distinct float32, which
+sort); scatter_reduce (sum of 16M into 1M places) at memory speed: at most 1.3x
 the time kael takes to read its inputs (the values and the int64 places: two sums).
 linalg joins this file with its targets.
 """
@@ -94,6 +95,22 @@ def cases() -> list[Case]:
                 "numpy": lambda: np.unique(labels),
             },
             target=("torch", 1.5),
+        ),
+        Case(
+            "sort 16M float32",
+            {
+                "kael": lambda: kael.sort(kv),
+                "torch": lambda: torch.sort(tv),
+                "numpy": lambda: np.sort(nv),
+            },
+        ),
+        Case(
+            "unique 16M float32 (distinct values: a sort)",
+            {
+                "kael": lambda: kael.unique(kv),
+                "torch": lambda: torch.unique(tv),
+                "numpy": lambda: np.unique(nv),
+            },
         ),
         Case(
             "bincount 16M int64",
