@@ -30,6 +30,7 @@ from kael.ir.conv import ConvGeometry
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import INTEGER_DTYPES, int64
 from kael.runtime.errors import Error, TypeError, ValueError
+from kael.runtime.tensor_impl import host_ptr
 from kael.runtime.tracestate import state as _trace
 
 
@@ -154,7 +155,7 @@ def _conv(dims: int, op: str):
             stride, dilation, before, out,
         )  # fmt: skip
         if x.device is CPU and conv_run.supports(geometry, x.dtype):
-            y = _implicit_gemm(x, w, geometry)
+            y = _implicit_gemm(x, w, geometry, op)
         else:
             y = _im2col(_zero_pad(x, before, after), w, geometry)
         if bias is not None:
@@ -173,17 +174,19 @@ def _conv(dims: int, op: str):
     return conv
 
 
-def _implicit_gemm(x: Tensor, w: Tensor, g: ConvGeometry) -> Tensor:
+def _implicit_gemm(x: Tensor, w: Tensor, g: ConvGeometry, op: str) -> Tensor:
     """The convolution by codegen/cpu/conv.py's kernels: the window matrix is packed block
     by block from x itself, never stored; under tracing, a plan step that a bias or an
-    activation after it can join as its epilogue."""
+    activation after it can join as its epilogue. `op` names the public function in a
+    device error."""
     xi, wi = x.contiguous()._impl, w.contiguous()._impl
     n, o = x.shape[0], g.groups * g.og
     c = empty_impl((n, o, g.positions), x.dtype, x.device)
     if _trace.trace is not None:
         _trace.trace.matmul(c, xi, wi, geometry=g)
     else:
-        gemm_run.run(conv_run.plan_for(g, x.dtype), xi.data_ptr(), wi.data_ptr(), c.data_ptr())
+        addresses = (host_ptr(t, op) for t in (xi, wi, c))
+        gemm_run.run(conv_run.plan_for(g, x.dtype), *addresses)
     dims = len(w.shape) - 2
     return Tensor(c).reshape((n, o, *g.out[3 - dims :]))
 

@@ -33,7 +33,7 @@ from kael.runtime.convert import convert_scalar
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import INT64_MAX, bool_, int32, int64
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
-from kael.runtime.tensor_impl import TensorImpl, format_shape
+from kael.runtime.tensor_impl import TensorImpl, format_shape, ptr_on
 
 # ---- basic keys: views --------------------------------------------------------------------------
 
@@ -180,10 +180,9 @@ def getitem(tensor, key):
         if memo is not None:
             views.remember(memo, impl, result._impl)
         return result
-    plan = _plan(tensor._impl, keys)
+    plan = _plan(tensor._impl, keys, "index")
     out = tensor_module.empty_impl(plan.shape, tensor.dtype, tensor._impl.device)
-    dense = gather.Operand(out.data_ptr(), out.strides)
-    _run(plan, "gather", dense)
+    _run(plan, "gather", out)
     return tensor_module.Tensor(out)
 
 
@@ -206,7 +205,7 @@ def setitem(tensor, key, value) -> None:
     source = _values(value, plan)
     # Repeated offsets take one value each when it is a number: any write order is fine.
     parallel = plan.unique or not isinstance(value, tensor_module.Tensor)
-    _run(plan, "put", gather.Operand(source.data_ptr(), source.strides), parallel)
+    _run(plan, "put", source, parallel)
     tensor._impl.storage.bump_version()
 
 
@@ -246,7 +245,7 @@ def accumulation(tensor, keys: tuple, value) -> tuple[TensorImpl, TensorImpl, Te
 
 def _put_plan(tensor, keys: tuple) -> _Plan:
     """The plan of a write through advanced keys, refusing a target whose elements overlap."""
-    plan = _plan(tensor._impl, keys)
+    plan = _plan(tensor._impl, keys, "index_put_")
     if tensor_module.has_internal_overlap(plan.view):
         raise Error(
             "unsupported operation: more than one element of the written-to tensor refers to a"
@@ -289,12 +288,13 @@ class _Plan(NamedTuple):
     unique: bool  # whether no two positions can write one element (no int indices)
 
 
-def _plan(impl: TensorImpl, keys: tuple) -> _Plan:
+def _plan(impl: TensorImpl, keys: tuple, op: str) -> _Plan:
+    """The plan of impl[keys] for `op` ("index" or "index_put_", named by kernel errors)."""
     entries = [_on_device(_entry(k), impl.device) for k in keys]
     view, indices = _apply(impl, entries)
     shapes = [ix.impl.shape for ix in indices]
     batch = _broadcast(shapes)
-    offsets = _offsets(view, indices, batch)
+    offsets = _offsets(view, indices, batch, op)
     dims = [ix.dim for ix in indices]
     adjacent = dims == list(range(dims[0], dims[0] + len(dims)))
     rest = [d for d in range(len(view.shape)) if d not in dims]
@@ -331,11 +331,17 @@ def _entry(k) -> tuple[str, object]:
 
 def _on_device(entry: tuple[str, object], device) -> tuple[str, object]:
     """An index or mask entry on the indexed tensor's device: host keys (lists, arrays, CPU
-    tensors) are copied there, as PyTorch moves a CPU index to the GPU."""
+    tensors) are copied there, as PyTorch moves a CPU index to the GPU; one on another device
+    (a cuda index of a CPU tensor) is refused, as PyTorch refuses it."""
     kind, value = entry
-    if kind in ("index", "mask") and value.device is not device:
-        return kind, tensor_module.transfer_impl(value, device)
-    return entry
+    if kind not in ("index", "mask") or value.device is device:
+        return entry
+    if value.device is not CPU:
+        raise IndexError(
+            f"indices should be either on cpu or on the same device as the indexed tensor"
+            f" ({device}), got an index on {value.device}"
+        )
+    return kind, tensor_module.transfer_impl(value, device)
 
 
 def _tensor_entry(impl: TensorImpl) -> tuple[str, object]:
@@ -447,7 +453,7 @@ def nonzero_impl(impl: TensorImpl) -> TensorImpl:
         out.append(tensor_module.empty_impl((count, len(impl.shape)), int64, impl.device))
         return out[0].storage.ptr
 
-    operand = gather.Operand(impl.data_ptr(), impl.strides)
+    operand = _operand(impl, impl.strides, impl.device, "nonzero")
     gather.nonzero(impl.dtype, impl.shape, operand, allocate, device=impl.device)
     return out[0]
 
@@ -468,15 +474,23 @@ def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _offsets(view: TensorImpl, indices: list[_Index], batch: tuple[int, ...]) -> TensorImpl:
+def _operand(impl: TensorImpl, strides: tuple[int, ...], device, op: str) -> gather.Operand:
+    """impl as a walk operand over `strides`, for a kernel on `device` (kael.Error for
+    memory elsewhere, which that kernel would read as its own)."""
+    return gather.Operand(ptr_on(impl, device, op), strides)
+
+
+def _offsets(
+    view: TensorImpl, indices: list[_Index], batch: tuple[int, ...], op: str
+) -> TensorImpl:
     """sum of index * stride over the indices, in int64 of shape B; each index checked."""
     offsets = tensor_module.empty_impl(batch, int64, view.device)
     eager.fill(offsets, 0)
-    dense = gather.Operand(offsets.data_ptr(), offsets.strides)
+    dense = _operand(offsets, offsets.strides, view.device, op)
     unused = gather.Operand(0, (0,) * len(batch))
     for ix in indices:
         expanded = views.expand(ix.impl, (batch,))
-        index = gather.Operand(expanded.data_ptr(), expanded.strides)
+        index = _operand(expanded, expanded.strides, view.device, op)
         size, stride = view.shape[ix.dim], view.strides[ix.dim]
         bad = gather.walk(
             "offsets", int64, batch, dense, unused, index, size, stride, mode=gather.WRAP,
@@ -489,22 +503,25 @@ def _offsets(view: TensorImpl, indices: list[_Index], batch: tuple[int, ...]) ->
     return offsets
 
 
-def _run(plan: _Plan, kind: str, dense: gather.Operand, parallel: bool = True) -> None:
-    """Gather V into `dense`, or put `dense` into V, over the result shape; a put that may
+# The op a walk kind serves, named by the kernel's device error.
+_WALK_OPS = {"gather": "index", "put": "index_put_"}
+
+
+def _run(plan: _Plan, kind: str, dense: TensorImpl, parallel: bool = True) -> None:
+    """Gather V into `dense` (the result shape), or put `dense` into V; a put that may
     write one element twice runs on one thread unless `parallel`, so the last write wins."""
-    table = gather.Operand(plan.view.data_ptr(), plan.table_strides)
-    index = gather.Operand(plan.offsets.data_ptr(), plan.offset_strides)
+    device, op = plan.view.device, _WALK_OPS[kind]
     gather.walk(
         kind,
         plan.view.dtype,
         plan.shape,
-        dense,
-        table,
-        index,
+        _operand(dense, dense.strides, device, op),
+        _operand(plan.view, plan.table_strides, device, op),
+        _operand(plan.offsets, plan.offset_strides, device, op),
         INT64_MAX,
         1,
         parallel=parallel,
-        device=plan.view.device,
+        device=device,
     )
 
 

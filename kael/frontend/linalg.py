@@ -23,7 +23,7 @@ from kael.runtime import dtypes
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import bool_, promote_types
 from kael.runtime.errors import Error, TypeError, ValueError
-from kael.runtime.tensor_impl import TensorImpl, contiguous_strides, format_shape
+from kael.runtime.tensor_impl import TensorImpl, contiguous_strides, format_shape, host_ptr
 from kael.runtime.tracestate import state as _trace
 
 
@@ -88,10 +88,10 @@ def _product(a, b, out: Tensor | None, op: str) -> Tensor:
     wide = dtype if tensor_cores else _GEMM_DTYPE.get(dtype, dtype)
     if wide is not dtype:  # through the widened product, rounded (or wrapped) once at the end
         result = Tensor(empty_impl(final, wide, ai.device))
-        _multiply(_operand(left, wide, batch), _operand(right, wide, batch), result, shape)
+        _multiply(_operand(left, wide, batch), _operand(right, wide, batch), result, shape, op)
         eager.copy_into(target._impl, result._impl)
         return target
-    plan = _multiply(_operand(left, dtype, batch), _operand(right, dtype, batch), target, shape)
+    plan = _multiply(_operand(left, dtype, batch), _operand(right, dtype, batch), target, shape, op)
     if plan is not None and out is None and ai.dtype is bi.dtype:
         fastpath.remember_matmul(a, b, plan, target)
     return target
@@ -114,11 +114,12 @@ def _operand(impl: TensorImpl, dtype, batch: tuple) -> TensorImpl:
     return broadcast_view(impl, batch + impl.shape[-2:])
 
 
-def _multiply(a: TensorImpl, b: TensorImpl, target: Tensor, shape: tuple):
+def _multiply(a: TensorImpl, b: TensorImpl, target: Tensor, shape: tuple, op: str):
     """target (viewed in the full [*batch, M, N] shape) = a @ b, through a fresh buffer
     when target's columns are not unit-stride or it shares memory with an operand (the
     same storage, or another over the same bytes). Returns the CPU plan when it wrote
-    target directly and eagerly (what the fast door can replay), else None."""
+    target directly and eagerly (what the fast door can replay), else None. `op` names the
+    public function in a device error."""
     t = target._impl
     if t.shape == shape:
         c = t
@@ -138,7 +139,7 @@ def _multiply(a: TensorImpl, b: TensorImpl, target: Tensor, shape: tuple):
             _trace.trace.matmul(c, a, b)
         else:
             plan = gemm_run.plan_for(a, b, c)
-            gemm_run.run(plan, a.data_ptr(), b.data_ptr(), c.data_ptr())
+            gemm_run.run(plan, *(host_ptr(t, op) for t in (a, b, c)))
     else:
         from kael.codegen.ptx import gemm as ptx_gemm
 

@@ -31,7 +31,7 @@ from kael.frontend.tensor import Tensor, clone_impl, empty_impl
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import as_dtype, float64, get_default_dtype, int64
 from kael.runtime.errors import IndexError, TypeError, ValueError
-from kael.runtime.tensor_impl import TensorImpl, format_shape
+from kael.runtime.tensor_impl import TensorImpl, format_shape, host_ptr
 from kael.runtime.tracestate import state
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -65,6 +65,11 @@ def _moved_last(impl: TensorImpl, dim: int) -> TensorImpl:
     return _contiguous(impl)
 
 
+def _host_ptr_or_0(impl: TensorImpl | None, op: str) -> int:
+    """An optional operand's address for a host row kernel: 0 stands for none."""
+    return 0 if impl is None else host_ptr(impl, op)
+
+
 def _rows_of(impl: TensorImpl, tail: int) -> tuple[int, int]:
     """(rows, cols) of impl seen as [rows, cols], cols the product of its last `tail` sizes."""
     lead = len(impl.shape) - tail
@@ -92,7 +97,7 @@ def _run_rows(kernel: str, src: TensorImpl, out: TensorImpl, tail: int) -> None:
     the fast door, which replays it for the next call like this one)."""
     row_count, cols = _rows_of(src, tail)
     if row_count:
-        words = [src.data_ptr(), out.data_ptr(), cols]
+        words = [host_ptr(src, kernel), host_ptr(out, kernel), cols]
         fn, moved, align = rows.run_rows(kernel, src.dtype, words, row_count, cols)
         fastpath.capture_rows(fn, words, row_count, moved, align, src, out)
 
@@ -353,10 +358,10 @@ def cross_entropy(
     count = labels.numel()
     scratch = empty_impl((2, count), float64, CPU)
     addresses = {
-        "x": src.data_ptr(),
-        "target": labels.data_ptr(),
-        "weight": w.data_ptr() if w is not None else 0,
-        "scratch": scratch.data_ptr(),
+        "x": host_ptr(src, op),
+        "target": host_ptr(labels, op),
+        "weight": _host_ptr_or_0(w, op),
+        "scratch": host_ptr(scratch, op),
     }
     bad = -1
     if count:
@@ -368,7 +373,7 @@ def cross_entropy(
         return Tensor(losses).reshape(target.shape)
     out = empty_impl((), src.dtype, CPU)
     rows.cross_entropy_total(
-        src.dtype, scratch.data_ptr(), out.data_ptr(), count, reduction == "mean"
+        src.dtype, host_ptr(scratch, op), host_ptr(out, op), count, reduction == "mean"
     )
     return Tensor(out)
 
@@ -473,10 +478,10 @@ def _layer_norm(input: Tensor, normalized_shape, weight, bias, eps) -> Tensor:
     if src.numel():
         variant = rows.AFFINE[(w is not None) + 2 * (b is not None)]
         words = [
-            src.data_ptr(),
-            out.data_ptr(),
-            w.data_ptr() if w is not None else 0,
-            b.data_ptr() if b is not None else 0,
+            host_ptr(src, "layer_norm"),
+            host_ptr(out, "layer_norm"),
+            _host_ptr_or_0(w, "layer_norm"),
+            _host_ptr_or_0(b, "layer_norm"),
             cols,
             rows.float_word(eps),
         ]
