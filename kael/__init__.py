@@ -47,6 +47,13 @@ from kael.frontend.grad_mode import (
     set_grad_enabled,
 )
 from kael.frontend.inspection import explain
+from kael.frontend.memory_formats import (
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    memory_format,
+    preserve_format,
+)
 from kael.frontend.random import (
     Generator,
     default_generator,
@@ -157,6 +164,11 @@ __all__ = [
     "nn",
     "special",
     "device",
+    "memory_format",
+    "contiguous_format",
+    "preserve_format",
+    "channels_last",
+    "channels_last_3d",
     "empty",
     "empty_cache",
     "empty_like",

@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 
-from kael.frontend import dlpack, eager, fastpath, interop, views
+from kael.frontend import dlpack, eager, fastpath, interop, memory_formats, views
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.runtime import dtypes
@@ -167,29 +167,36 @@ def full(size, fill_value, *, dtype=None, device=None) -> Tensor:
     return _full_of((size,), dtype_or(dtype, scalar_dtype(fill_value)), device, fill_value)
 
 
-def new_like(input, dtype, device, op: str = "new_like") -> Tensor:
-    """An uninitialised contiguous tensor of input's shape (and dtype and device by default);
-    kael.TypeError naming `op` when input is not a Tensor (callers that checked it pass none)."""
+def new_like(
+    input, dtype, device, op: str = "new_like", memory_format=memory_formats.contiguous_format
+) -> Tensor:
+    """An uninitialised tensor of input's shape (and dtype and device by default) laid out in
+    `memory_format` (None: preserve_format, the public *_like default); kael.TypeError naming
+    `op` when input is not a Tensor (callers that checked it pass none)."""
     t = tensor_arg(input, op)
+    fmt = memory_formats.format_arg(memory_format, op, optional=True)
+    strides = memory_formats.layout_for(t._impl, fmt)
     dtype = t.dtype if dtype is None else as_dtype(dtype)
-    return Tensor(empty_impl(t.shape, dtype, t.device if device is None else parse_device(device)))
+    new = empty_impl(t.shape, dtype, t.device if device is None else parse_device(device))
+    return Tensor(memory_formats.restrided(new, strides))
 
 
-def empty_like(input: Tensor, *, dtype=None, device=None) -> Tensor:
-    """An uninitialised contiguous tensor of input's shape (and dtype and device by default)."""
-    return new_like(input, dtype, device, "empty_like")
+def empty_like(input: Tensor, *, dtype=None, device=None, memory_format=None) -> Tensor:
+    """An uninitialised tensor of input's shape (and dtype and device by default), laid out
+    as input is unless memory_format says otherwise (torch's preserve_format)."""
+    return new_like(input, dtype, device, "empty_like", memory_format)
 
 
-def zeros_like(input: Tensor, *, dtype=None, device=None) -> Tensor:
-    return _filled(new_like(input, dtype, device, "zeros_like"), 0)
+def zeros_like(input: Tensor, *, dtype=None, device=None, memory_format=None) -> Tensor:
+    return _filled(new_like(input, dtype, device, "zeros_like", memory_format), 0)
 
 
-def ones_like(input: Tensor, *, dtype=None, device=None) -> Tensor:
-    return _filled(new_like(input, dtype, device, "ones_like"), 1)
+def ones_like(input: Tensor, *, dtype=None, device=None, memory_format=None) -> Tensor:
+    return _filled(new_like(input, dtype, device, "ones_like", memory_format), 1)
 
 
-def full_like(input: Tensor, fill_value, *, dtype=None, device=None) -> Tensor:
-    t = new_like(input, dtype, device, "full_like")
+def full_like(input: Tensor, fill_value, *, dtype=None, device=None, memory_format=None) -> Tensor:
+    t = new_like(input, dtype, device, "full_like", memory_format)
     return _filled(t, as_number(fill_value, "fill_value"))
 
 
@@ -414,15 +421,9 @@ def numel(input) -> int:
 
 
 def clone(input, *, memory_format=None) -> Tensor:
-    """A new contiguous tensor holding input's elements (torch.clone)."""
-    if memory_format is not None and str(memory_format) not in (
-        "torch.preserve_format",
-        "torch.contiguous_format",
-        "preserve_format",
-        "contiguous_format",
-    ):
-        raise ValueError(f"clone: memory_format {memory_format} is not supported")
-    return tensor_arg(input, "clone").clone()
+    """A new tensor holding input's elements, laid out in the format (torch.clone; input's
+    own layout where dense by default)."""
+    return tensor_arg(input, "clone").clone(memory_format=memory_format)
 
 
 def detach(input) -> Tensor:

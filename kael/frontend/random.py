@@ -22,7 +22,7 @@ from collections.abc import Callable
 import numpy as np
 
 from kael.codegen.cpu import sampling
-from kael.frontend import eager, factories, tracing, views
+from kael.frontend import eager, factories, index_ops, tracing, views
 from kael.frontend.elementwise import broadcast_shapes
 from kael.frontend.outputs import bool_arg, check_writable, device_of, output, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl
@@ -341,18 +341,18 @@ def randn(*size, generator=None, dtype=None, device=None) -> Tensor:
     return _fill("randn", factories.new_tensor(size, _floating("randn", dtype), device), gen)
 
 
-def rand_like(input: Tensor, *, dtype=None, device=None) -> Tensor:
-    """rand in input's shape (and dtype and device unless told otherwise)."""
+def rand_like(input: Tensor, *, dtype=None, device=None, memory_format=None) -> Tensor:
+    """rand in input's shape (and dtype, device and layout unless told otherwise)."""
     input = tensor_arg(input, "rand_like")
     dtype = _floating("rand_like", input.dtype if dtype is None else dtype)
-    return _fill("rand", factories.new_like(input, dtype, device))
+    return _fill("rand", factories.new_like(input, dtype, device, "rand_like", memory_format))
 
 
-def randn_like(input: Tensor, *, dtype=None, device=None) -> Tensor:
-    """randn in input's shape (and dtype and device unless told otherwise)."""
+def randn_like(input: Tensor, *, dtype=None, device=None, memory_format=None) -> Tensor:
+    """randn in input's shape (and dtype, device and layout unless told otherwise)."""
     input = tensor_arg(input, "randn_like")
     dtype = _floating("randn_like", input.dtype if dtype is None else dtype)
-    return _fill("randn", factories.new_like(input, dtype, device))
+    return _fill("randn", factories.new_like(input, dtype, device, "randn_like", memory_format))
 
 
 def unit_from_bits(bits: Tensor, dtype: DType) -> Tensor:
@@ -410,7 +410,7 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
 
 
 def randperm(n, *, generator=None, dtype=None, device=None) -> Tensor:
-    """A random permutation of 0 .. n-1: kernel-drawn keys, sorted on the host."""
+    """A random permutation of 0 .. n-1: kernel-drawn keys' stable order by kael's sort."""
     n = views.as_int(n, "n")
     if n < 0:
         raise ValueError(f"randperm expects n >= 0, got n={n}")
@@ -418,8 +418,7 @@ def randperm(n, *, generator=None, dtype=None, device=None) -> Tensor:
     gen = generator_arg(generator, "randperm")
     keys = factories.new_tensor((n,), int64, device)
     _generate(("randperm",), lambda: _block()[0], keys._impl, generator=gen)
-    order = np.argsort(keys.cpu().numpy(), kind="stable").astype(np.int64)
-    return factories.from_numpy(order).to(dtype=dtype, device=keys.device)
+    return index_ops.argsort(keys).to(dtype)
 
 
 # ---- bernoulli --------------------------------------------------------------------------------
@@ -989,7 +988,14 @@ def _tensor_high(value: Tensor) -> int:
 
 
 def randint_like(
-    input, *bounds, low=_UNSET, high=_UNSET, generator=None, dtype=None, device=None
+    input,
+    *bounds,
+    low=_UNSET,
+    high=_UNSET,
+    generator=None,
+    dtype=None,
+    device=None,
+    memory_format=None,
 ) -> Tensor:
     """Uniform integers in [low, high) in input's shape (and dtype and device unless told
     otherwise): randint_like(input, high) or randint_like(input, low, high), as torch
@@ -1001,11 +1007,14 @@ def randint_like(
         raise ValueError(
             f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
         )
-    target = factories.new_like(input, dtype, device, "randint_like")
+    target = factories.new_like(input, dtype, device, "randint_like", memory_format)
     _bound_check(low, "from", target.dtype)
     _bound_check(high - 1, "to - 1", target.dtype)
     drawn = randint(low, high, tuple(target.shape), generator=generator, device=target.device)
-    return drawn if target.dtype is int64 else drawn.to(dtype=target.dtype)
+    if target.dtype is int64 and target.stride() == drawn.stride():
+        return drawn
+    eager.copy_into(target._impl, drawn._impl)  # converted into target's dtype and layout
+    return target
 
 
 def get_rng_state() -> Tensor:

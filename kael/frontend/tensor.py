@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from kael.frontend import eager, indexing, interop, printing, views
+from kael.frontend import eager, indexing, interop, memory_formats, printing, views
 from kael.runtime import cuda_driver, dtypes
 from kael.runtime.allocator import PINNED
 from kael.runtime.device import CPU, CUDA, Device, parse_device
@@ -382,8 +382,13 @@ class Tensor:
             )
         return _dim_order(impl, ambiguity_check)
 
-    def is_contiguous(self) -> bool:
-        return self._impl.is_contiguous()
+    def is_contiguous(self, memory_format=memory_formats.contiguous_format) -> bool:
+        """Whether the layout is dense in the format's dim order (torch's rules for size-1
+        and empty dims; False for channels_last at a rank other than 4)."""
+        if memory_format is memory_formats.contiguous_format:
+            return self._impl.is_contiguous()
+        fmt = memory_formats.format_arg(memory_format, "is_contiguous")
+        return memory_formats.is_contiguous_in(self._impl, fmt)
 
     def is_same(self, other: Tensor) -> bool:
         """Whether both handles refer to one tensor (one impl)."""
@@ -590,8 +595,12 @@ class Tensor:
 
     # ---- conversion -----------------------------------------------------------------------
 
-    def to(self, *args, dtype=None, device=None, non_blocking: bool = False) -> Tensor:
-        """This tensor with another dtype and/or device; self when nothing changes.
+    def to(
+        self, *args, dtype=None, device=None, non_blocking: bool = False, memory_format=None
+    ) -> Tensor:
+        """This tensor with another dtype, device and/or memory format (preserve_format by
+        default); self when nothing changes, as torch decides it (a format asked for is
+        already there when it is the one torch's suggest_memory_format reads).
         `non_blocking`: a copy from pinned host memory to a GPU does not wait for the device
         (it runs on the current stream); any other copy waits as usual."""
         for arg in args:
@@ -605,11 +614,16 @@ class Tensor:
                 raise TypeError(
                     f"to() expects a dtype, a device or a tensor, got {type(arg).__name__}"
                 )
+        fmt = memory_formats.format_arg(memory_format, "to", optional=True)
         impl = self._impl
         dtype = impl.dtype if dtype is None else as_dtype(dtype)
         device = impl.device if device is None else parse_device(device)
-        if dtype is impl.dtype and device is impl.device:
+        kept = fmt is memory_formats.preserve_format or memory_formats.suggested(impl) is fmt
+        if dtype is impl.dtype and device is impl.device and kept:
             return self
+        strides = memory_formats.layout_for(impl, fmt)
+        if device is impl.device:
+            return Tensor(memory_formats.copy_with(impl, strides, dtype))
         convert = dtype is not impl.dtype
         if convert and impl.device is CPU:  # convert where the kernels run
             impl, convert = clone_impl(impl, dtype), False
@@ -619,8 +633,8 @@ class Tensor:
                     f"to(): non_blocking must be a bool, got {type(non_blocking).__name__}"
                 )
             impl = transfer_impl(impl, device, non_blocking)
-        if convert:
-            impl = clone_impl(impl, dtype)
+        if convert or impl.strides != strides:
+            impl = memory_formats.copy_with(impl, strides, dtype)
         return Tensor(impl)
 
     def pin_memory(self) -> Tensor:
@@ -695,13 +709,26 @@ class Tensor:
             )
         return self
 
-    def clone(self) -> Tensor:
-        """A new contiguous tensor with offset 0 and storage sized for its elements."""
-        return Tensor(clone_impl(self._impl))
+    def clone(self, *, memory_format=None) -> Tensor:
+        """A new tensor with offset 0 and storage sized for its elements, laid out in the
+        format (preserve_format by default: input's strides where dense, as torch.clone)."""
+        impl = self._impl
+        fmt = memory_formats.format_arg(memory_format, "clone", optional=True)
+        return Tensor(memory_formats.copy_with(impl, memory_formats.layout_for(impl, fmt)))
 
-    def contiguous(self) -> Tensor:
-        """Self when already contiguous, else a contiguous copy."""
-        return self if self._impl.is_contiguous() else self.clone()
+    def contiguous(self, memory_format=memory_formats.contiguous_format) -> Tensor:
+        """Self when already contiguous in the format, else a copy laid out in it."""
+        impl = self._impl
+        if memory_format is memory_formats.contiguous_format:
+            return self if impl.is_contiguous() else Tensor(clone_impl(impl))
+        fmt = memory_formats.format_arg(memory_format, "contiguous")
+        if memory_formats.is_contiguous_in(impl, fmt):
+            return self
+        if fmt is memory_formats.preserve_format:
+            raise Error("preserve memory format is unsupported by the contiguous operator")
+        return Tensor(
+            memory_formats.copy_with(impl, memory_formats.format_strides(impl.shape, fmt))
+        )
 
     def detach(self) -> Tensor:
         """A new tensor (its own impl) over the same elements."""

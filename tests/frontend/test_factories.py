@@ -74,14 +74,15 @@ def test_full_rejects_a_non_number():
 
 
 @pytest.mark.parametrize("name", ["empty_like", "zeros_like", "ones_like"])
-def test_like_factories_copy_shape_dtype_and_device_contiguously(name, like_torch):
-    base = kael.arange(6).view(2, 3).T
+def test_like_factories_copy_shape_dtype_device_and_a_dense_layout(name, like_torch):
+    base, torch_base = kael.arange(6).view(2, 3).T, torch.arange(6).view(2, 3).T
     result = getattr(kael, name)(base)
     assert (result.shape, result.dtype, result.device) == (base.shape, base.dtype, base.device)
-    assert result.strides() == (2, 1)  # the book: contiguous, whatever the source layout
+    assert result.strides() == getattr(torch, name)(torch_base).stride() == (1, 3)  # preserved
+    assert getattr(kael, name)(base, memory_format=kael.contiguous_format).strides() == (2, 1)
     assert not result.shares_storage(base)
     if name != "empty_like":
-        like_torch(result, getattr(torch, name)(torch.zeros(3, 2, dtype=torch.int64)))
+        like_torch(result, getattr(torch, name)(torch_base))
 
 
 LIKE_FACTORIES = {

@@ -1,0 +1,188 @@
+"""PyTorch's memory formats (kael.channels_last, ...): the strides clone, contiguous, to and
+the *_like factories give a new tensor, and whether a layout is contiguous in a format."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kael.frontend import eager, views
+from kael.runtime.dtypes import DType
+from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
+
+
+class memory_format:  # torch.memory_format's lowercase name
+    """A memory format (torch.memory_format): the rule that picks a new tensor's strides."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"kael.{self.name}"
+
+    def __reduce__(self) -> str:
+        return self.name  # pickled and copied as the module's one value of that name
+
+
+memory_format.__module__ = "kael"  # kael.memory_format, as torch.memory_format names itself
+contiguous_format = memory_format("contiguous_format")
+preserve_format = memory_format("preserve_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+
+# The channels-last formats: their rank and their dims from innermost to outermost in memory.
+_CHANNELS_LAST: dict[memory_format, tuple[int, ...]] = {
+    channels_last: (1, 3, 2, 0),
+    channels_last_3d: (1, 4, 3, 2, 0),
+}
+
+
+def format_arg(value, op: str, optional: bool = False) -> memory_format:
+    """value when it is a memory format (None: preserve_format where `optional`), else a
+    kael.TypeError in PyTorch's argument parser's words."""
+    if value is None and optional:
+        return preserve_format
+    if not isinstance(value, memory_format):
+        raise TypeError(
+            f"{op}(): argument 'memory_format' must be kael.memory_format,"
+            f" not {type(value).__name__}"
+        )
+    return value
+
+
+def _order(fmt: memory_format, rank: int) -> tuple[int, ...]:
+    """A channels-last format's dims, innermost first; kael.ValueError for another rank."""
+    order = _CHANNELS_LAST[fmt]
+    if rank != len(order):
+        raise ValueError(
+            f"required rank {len(order)} tensor to use {fmt.name} format, got rank {rank}"
+        )
+    return order
+
+
+def _strides_in_order(shape: Sequence[int], inner_first: Sequence[int], empty_step: int) -> list:
+    """Dense strides stepping through the dims innermost first; a size-0 dim steps by
+    `empty_step` (1 as row-major strides do, 0 as torch's channels-last strides do)."""
+    strides = [0] * len(shape)
+    step = 1
+    for d in inner_first:
+        strides[d] = step
+        step *= shape[d] or empty_step
+    return strides
+
+
+def format_strides(shape: Sequence[int], fmt: memory_format) -> tuple[int, ...]:
+    """The strides of a new tensor of `shape` in the format (not preserve_format)."""
+    if fmt is contiguous_format:
+        return contiguous_strides(shape)
+    return tuple(_strides_in_order(shape, _order(fmt, len(shape)), 0))
+
+
+def _dense_in_order(shape: Sequence[int], strides: Sequence[int], inner_first) -> bool:
+    """Whether the dims, innermost first, step densely from 1 (size-1 dims may have any stride)."""
+    expected = 1
+    for d in inner_first:
+        if shape[d] != 1:
+            if strides[d] != expected:
+                return False
+            expected *= shape[d]
+    return True
+
+
+def is_contiguous_in(impl: TensorImpl, fmt: memory_format) -> bool:
+    """torch's is_contiguous(memory_format): a channels-last format's walk, no empty-tensor
+    exemption, False at another rank; row-major contiguity for the other formats."""
+    order = _CHANNELS_LAST.get(fmt)
+    if order is None:
+        return impl.is_contiguous()
+    return len(impl.shape) == len(order) and _dense_in_order(impl.shape, impl.strides, order)
+
+
+def is_non_overlapping_and_dense(impl: TensorImpl) -> bool:
+    """Whether the elements fill a block exactly once in some dim order (torch's test)."""
+    if impl.is_contiguous():  # an empty tensor included
+        return True
+    moving = [(stride, size) for size, stride in zip(impl.shape, impl.strides) if size >= 2]
+    expected = 1
+    for stride, size in sorted(moving):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _stride_order(shape: Sequence[int], strides: Sequence[int], a: int, b: int) -> int:
+    """torch's infer_dense_strides comparison: 1 when dim a lies outside dim b, -1 inside, 0
+    when a stride is 0 or equal strides leave it open."""
+    if strides[a] == 0 or strides[b] == 0:
+        return 0
+    if strides[a] != strides[b]:
+        return 1 if strides[a] > strides[b] else -1
+    return 1 if shape[a] > shape[b] else 0
+
+
+def inferred_strides(shape: Sequence[int], strides: Sequence[int]) -> tuple[int, ...]:
+    """Dense strides ordering the dims as the given strides do (torch's infer_dense_strides:
+    an insertion sort, innermost first, that leaves stride-0 dims where they are)."""
+    perm = list(range(len(shape) - 1, -1, -1))
+    for i in range(1, len(shape)):
+        j = i
+        for k in range(i - 1, -1, -1):
+            order = _stride_order(shape, strides, perm[k], perm[j])
+            if order < 0:
+                break
+            if order > 0:
+                perm[k], perm[j] = perm[j], perm[k]
+                j = k
+    return tuple(_strides_in_order(shape, perm, 1))
+
+
+def _strides_like_channels_last(impl: TensorImpl, order: tuple[int, ...]) -> bool:
+    """torch's guess that a layout is meant as channels-last (is_channels_last_strides_2d):
+    no size-0 dim, strides growing along the format's order, ambiguous cases row-major."""
+    shape, strides = impl.shape, impl.strides
+    if strides[1] == 0:
+        return False
+    low = 0
+    for d in order:
+        if shape[d] == 0 or strides[d] < low or (d == 0 and low == strides[1]):
+            return False
+        low = strides[d] * shape[d] if shape[d] > 1 else strides[d]
+    return True
+
+
+def suggested(impl: TensorImpl) -> memory_format:
+    """The format torch's suggest_memory_format reads from a layout (to() keeps a tensor
+    whose suggested format is the one asked for)."""
+    for fmt, order in _CHANNELS_LAST.items():
+        if len(impl.shape) == len(order) and _strides_like_channels_last(impl, order):
+            return fmt
+    return contiguous_format
+
+
+def layout_for(impl: TensorImpl, fmt: memory_format) -> tuple[int, ...]:
+    """The strides of a new tensor like `impl` in the format: preserve_format keeps a
+    non-overlapping dense layout's strides and orders any other as its strides do."""
+    if fmt is not preserve_format:
+        return format_strides(impl.shape, fmt)
+    if is_non_overlapping_and_dense(impl):
+        return impl.strides
+    return inferred_strides(impl.shape, impl.strides)
+
+
+def restrided(new: TensorImpl, strides: tuple[int, ...]) -> TensorImpl:
+    """The fresh row-major impl `new` read with other dense strides (same storage extent)."""
+    return new if strides == new.strides else views.derive(new, new.shape, strides, 0)
+
+
+def copy_with(impl: TensorImpl, strides: tuple[int, ...], dtype: DType | None = None) -> TensorImpl:
+    """A new impl laid out with `strides` holding impl's elements, converted to `dtype` by
+    the copy kernel."""
+    from kael.frontend.tensor import empty_impl  # tensor imports this module
+
+    out = empty_impl(impl.shape, impl.dtype if dtype is None else dtype, impl.device)
+    out = restrided(out, strides)
+    eager.copy_into(out, impl)
+    return out

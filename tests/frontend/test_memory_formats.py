@@ -1,0 +1,444 @@
+"""Memory formats against torch's: the strides clone, contiguous, to and the *_like factories
+choose in each format, is_contiguous(memory_format=)'s truth table, and the errors."""
+
+import copy
+import itertools
+import pickle
+
+import pytest
+import torch
+from kernel_helpers import KAEL_DTYPES, TORCH_DTYPES
+
+import kael
+
+FORMATS = {
+    kael.contiguous_format: torch.contiguous_format,
+    kael.preserve_format: torch.preserve_format,
+    kael.channels_last: torch.channels_last,
+    kael.channels_last_3d: torch.channels_last_3d,
+}
+FORMAT_NAMES = ["contiguous_format", "preserve_format", "channels_last", "channels_last_3d"]
+
+# Each layout as (shape, strides, storage offset), built in both libraries with as_strided.
+LAYOUTS = {
+    "contiguous": ((2, 3, 4, 5), (60, 20, 5, 1), 0),
+    "channels_last": ((2, 3, 4, 5), (60, 1, 15, 3), 0),
+    "transposed": ((2, 3, 5, 4), (60, 20, 1, 5), 0),
+    "sliced": ((2, 3, 4, 3), (120, 40, 10, 3), 1),
+    "sliced_channels_last": ((2, 3, 4, 3), (60, 1, 15, 6), 2),
+    "expanded": ((2, 3, 4, 5), (0, 5, 0, 1), 0),
+    "expanded_channels": ((2, 3, 4, 5), (20, 0, 5, 1), 0),
+    "empty": ((2, 0, 3, 4), (12, 12, 4, 1), 0),
+    "empty_channels_last": ((0, 3, 2, 2), (12, 1, 6, 3), 0),
+    "size_one": ((2, 1, 3, 1), (3, 3, 1, 1), 0),
+    "size_one_odd_strides": ((2, 1, 3, 1), (3, 7, 1, 5), 0),
+    "n111": ((4, 1, 1, 1), (1, 1, 1, 1), 0),
+    "n1h1_channels_last": ((2, 1, 3, 1), (3, 1, 1, 1), 0),
+    "matrix_transposed": ((3, 4), (1, 3), 0),
+    "matrix_sliced": ((3, 4), (8, 2), 1),
+    "matrix_expanded": ((3, 4), (1, 0), 0),
+    "vector_strided": ((5,), (2,), 1),
+    "scalar": ((), (), 2),
+    "cube_contiguous": ((2, 3, 2, 2, 2), (24, 8, 4, 2, 1), 0),
+    "cube_channels_last": ((2, 3, 2, 2, 2), (24, 1, 12, 6, 3), 0),
+    "cube_transposed": ((2, 3, 2, 2, 2), (24, 8, 1, 2, 4), 0),
+    "cube_sliced": ((2, 3, 2, 2, 2), (48, 16, 8, 4, 1), 3),
+}
+DTYPES = [
+    kael.float32,
+    kael.float64,
+    kael.float16,
+    kael.bfloat16,
+    kael.int64,
+    kael.int32,
+    kael.int8,
+    kael.uint8,
+    kael.bool,
+]
+
+
+def strided_pair(shape, strides, offset, dtype=kael.float32):
+    """A kael and a torch tensor with the same layout over equal, distinct-ish elements."""
+    extent = offset + 1 + sum((n - 1) * s for n, s in zip(shape, strides)) if all(shape) else 1
+    base = (torch.arange(extent + offset) % 97 + 1).to(TORCH_DTYPES[dtype])
+    k = kael.from_dlpack(base.clone()).as_strided(shape, strides, offset)
+    return k, base.as_strided(shape, strides, offset)
+
+
+def layout_pair(name: str, dtype=kael.float32):
+    return strided_pair(*LAYOUTS[name], dtype)
+
+
+def same_layout(k, t) -> None:
+    """kael's new tensor against torch's: shape, strides, offset 0, dtype and values."""
+    assert isinstance(k, kael.Tensor)
+    assert k.shape == tuple(t.shape)
+    assert k.stride() == t.stride(), (k.stride(), t.stride())
+    assert k.storage_offset() == t.storage_offset() == 0
+    assert k.dtype is KAEL_DTYPES[t.dtype]
+    assert torch.equal(torch.from_dlpack(k), t)
+
+
+def outcome(fn):
+    """fn()'s result, or the exception it raised (torch's errors decide kael's)."""
+    try:
+        return fn()
+    except RuntimeError as error:
+        return error
+
+
+# ---- the values and their type ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", FORMAT_NAMES)
+def test_format_values_print_as_kael_names(name):
+    fmt = getattr(kael, name)
+    assert repr(fmt) == str(fmt) == f"kael.{name}" == repr(FORMATS[fmt]).replace("torch", "kael")
+    assert isinstance(fmt, kael.memory_format)
+    assert type(fmt).__name__ == type(FORMATS[fmt]).__name__ == "memory_format"
+
+
+@pytest.mark.parametrize("name", FORMAT_NAMES)
+def test_format_values_survive_pickle_and_copy_as_themselves(name):
+    fmt = getattr(kael, name)
+    assert pickle.loads(pickle.dumps(fmt)) is fmt
+    assert copy.deepcopy(fmt) is fmt
+
+
+def test_memory_format_type_is_public_kael_name():
+    assert repr(kael.memory_format) == "<class 'kael.memory_format'>"
+    for name in ["memory_format", *FORMAT_NAMES]:
+        assert name in kael.__all__
+
+
+# ---- is_contiguous(memory_format=) --------------------------------------------------------
+
+
+def _sweep(rank: int, sizes: tuple[int, ...]):
+    """Every shape of `rank` over `sizes`, each in every dim order (as torch permutes)."""
+    for shape in itertools.product(sizes, repeat=rank):
+        for order in itertools.permutations(range(rank)):
+            made = torch.empty([shape[d] for d in order])
+            yield torch.empty(400).as_strided(shape, made.permute(_inverse(order)).stride())
+
+
+def _inverse(order):
+    return [order.index(d) for d in range(len(order))]
+
+
+@pytest.mark.parametrize("rank,sizes", [(4, (0, 1, 2, 3)), (5, (0, 1, 2)), (3, (0, 1, 2))])
+def test_is_contiguous_truth_table_matches_torch_over_size_one_and_empty_dims(rank, sizes):
+    empty = kael.empty(400)
+    for t in _sweep(rank, sizes):
+        k = empty.as_strided(tuple(t.shape), t.stride())
+        for kf, tf in FORMATS.items():
+            assert k.is_contiguous(memory_format=kf) == t.is_contiguous(memory_format=tf), (
+                tuple(t.shape),
+                t.stride(),
+                kf,
+            )
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_is_contiguous_of_each_layout_matches_torch(name):
+    k, t = layout_pair(name)
+    for kf, tf in FORMATS.items():
+        assert k.is_contiguous(kf) == t.is_contiguous(memory_format=tf)
+    assert k.is_contiguous() == t.is_contiguous()
+
+
+def test_is_contiguous_of_wrong_rank_is_false_not_an_error():
+    k, t = layout_pair("matrix_transposed")
+    assert k.contiguous().is_contiguous(kael.channels_last) is False
+    assert t.contiguous().is_contiguous(memory_format=torch.channels_last) is False
+    assert kael.zeros(2, 3, 4, 5).is_contiguous(memory_format=kael.channels_last_3d) is False
+
+
+# ---- clone ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", [None, *FORMATS], ids=lambda f: str(f))
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_clone_lays_out_as_torch_clone(name, fmt):
+    k, t = layout_pair(name)
+    expected = outcome(lambda: t.clone(memory_format=FORMATS.get(fmt, torch.preserve_format)))
+    if isinstance(expected, RuntimeError):
+        with pytest.raises(kael.ValueError, match=f"rank {len(t.shape)}"):
+            k.clone(memory_format=fmt)
+        return
+    got = k.clone() if fmt is None else k.clone(memory_format=fmt)
+    same_layout(got, expected)
+    assert not got.shares_storage(k)
+
+
+@pytest.mark.parametrize("name", ["channels_last", "transposed", "sliced", "expanded", "empty"])
+def test_clone_function_takes_memory_format_like_the_method(name):
+    k, t = layout_pair(name)
+    same_layout(kael.clone(k), torch.clone(t))
+    for kf, tf in FORMATS.items():
+        expected = outcome(lambda tf=tf: torch.clone(t, memory_format=tf))
+        if isinstance(expected, RuntimeError):
+            with pytest.raises(kael.ValueError):
+                kael.clone(k, memory_format=kf)
+        else:
+            same_layout(kael.clone(k, memory_format=kf), expected)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("name", ["channels_last", "sliced_channels_last", "cube_transposed"])
+def test_clone_keeps_values_of_every_dtype(name, dtype):
+    k, t = layout_pair(name, dtype)
+    same_layout(k.clone(), t.clone())
+    for kf in (kael.contiguous_format, kael.channels_last):
+        expected = outcome(lambda kf=kf: t.clone(memory_format=FORMATS[kf]))
+        if not isinstance(expected, RuntimeError):
+            same_layout(k.clone(memory_format=kf), expected)
+
+
+def _dense_strides_sweep():
+    """Layouts torch's preserve rule must order: permuted, sliced and expanded 4-d tensors."""
+    for shape in [(2, 3, 4, 5), (3, 1, 2, 2), (1, 4, 1, 3), (2, 2, 2, 2), (3, 0, 2, 1)]:
+        for order in itertools.permutations(range(4)):
+            t = torch.empty([2 * shape[d] for d in order]).permute(_inverse(order))
+            yield t[tuple(slice(0, n) for n in shape)]
+            yield t[::2, :, ::2][: shape[0], : shape[1], : shape[2], : shape[3]]
+            yield t[:1, :, :1][:, : shape[1], :, : shape[3]].expand(3, shape[1], 2, shape[3])
+
+
+def test_preserve_format_orders_dims_as_torch_over_permuted_sliced_expanded_layouts():
+    empty = kael.empty(10**4)
+    for t in _dense_strides_sweep():
+        k = empty.as_strided(tuple(t.shape), t.stride(), t.storage_offset())
+        assert k.clone().stride() == t.clone().stride(), (tuple(t.shape), t.stride())
+        assert kael.empty_like(k).stride() == torch.empty_like(t).stride()
+
+
+# ---- contiguous --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS), ids=str)
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_contiguous_returns_self_or_copies_as_torch(name, fmt):
+    k, t = layout_pair(name)
+    expected = outcome(lambda: t.contiguous(memory_format=FORMATS[fmt]))
+    if isinstance(expected, RuntimeError):
+        kind = kael.Error if fmt is kael.preserve_format else kael.ValueError
+        with pytest.raises(kind, match=str(expected).split(" tensor")[0]):
+            k.contiguous(memory_format=fmt)
+        return
+    got = k.contiguous(memory_format=fmt)
+    assert (got is k) == (expected is t)
+    if expected is not t:
+        same_layout(got, expected)
+
+
+def test_contiguous_defaults_to_contiguous_format():
+    k, t = layout_pair("channels_last")
+    same_layout(k.contiguous(), t.contiguous())
+    contiguous, _ = layout_pair("contiguous")
+    assert contiguous.contiguous() is contiguous
+
+
+def test_contiguous_preserve_format_is_refused_only_when_a_copy_is_needed():
+    k, _ = layout_pair("contiguous")
+    assert k.contiguous(memory_format=kael.preserve_format) is k
+    t = layout_pair("matrix_transposed")[1]
+    with pytest.raises(RuntimeError, match="preserve memory format is unsupported"):
+        t.contiguous(memory_format=torch.preserve_format)
+    with pytest.raises(kael.Error, match="preserve memory format is unsupported"):
+        layout_pair("matrix_transposed")[0].contiguous(memory_format=kael.preserve_format)
+
+
+# ---- to ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", [None, *FORMATS], ids=lambda f: str(f))
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_to_memory_format_aliases_or_copies_as_torch(name, fmt):
+    k, t = layout_pair(name)
+    tf = FORMATS.get(fmt, torch.preserve_format)
+    expected = outcome(lambda: t.to(memory_format=tf))
+    if isinstance(expected, RuntimeError):
+        with pytest.raises(kael.ValueError, match=f"rank {len(t.shape)}"):
+            k.to(memory_format=fmt)
+        return
+    got = k.to(memory_format=fmt)
+    assert (got is k) == (expected is t)
+    if expected is not t:
+        same_layout(got, expected)
+
+
+@pytest.mark.parametrize("fmt", [None, kael.contiguous_format, kael.channels_last], ids=str)
+@pytest.mark.parametrize("name", ["channels_last", "transposed", "sliced", "expanded", "empty"])
+@pytest.mark.parametrize("dtype", [kael.float64, kael.float16, kael.bfloat16, kael.int32])
+def test_to_dtype_converts_into_the_format_layout(name, fmt, dtype):
+    k, t = layout_pair(name)
+    expected = t.to(TORCH_DTYPES[dtype], memory_format=FORMATS.get(fmt, torch.preserve_format))
+    same_layout(k.to(dtype, memory_format=fmt), expected)
+    same_layout(k.to(dtype=dtype, device="cpu", memory_format=fmt), expected)
+
+
+def test_to_without_memory_format_still_returns_self_when_nothing_changes():
+    k, _ = layout_pair("sliced")
+    assert k.to(kael.float32) is k
+    assert k.to("cpu", memory_format=kael.preserve_format) is k
+
+
+# ---- the *_like factories ----------------------------------------------------------------
+
+FILLED_LIKE = {
+    "zeros_like": ((), ()),
+    "ones_like": ((), ()),
+    "full_like": ((2.5,), (2.5,)),
+}
+
+
+@pytest.mark.parametrize("fmt", [None, *FORMATS], ids=lambda f: str(f))
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+@pytest.mark.parametrize("op", ["empty_like", *FILLED_LIKE])
+def test_like_factories_lay_out_as_torch(op, name, fmt):
+    k, t = layout_pair(name)
+    k_args, t_args = FILLED_LIKE.get(op, ((), ()))
+    tf = FORMATS.get(fmt, torch.preserve_format)
+    expected = outcome(lambda: getattr(torch, op)(t, *t_args, memory_format=tf))
+    if isinstance(expected, RuntimeError):
+        with pytest.raises(kael.ValueError, match=f"rank {len(t.shape)}"):
+            getattr(kael, op)(k, *k_args, memory_format=fmt)
+        return
+    got = getattr(kael, op)(k, *k_args, memory_format=fmt)
+    if op == "empty_like":
+        assert (got.shape, got.stride(), got.dtype) == (k.shape, expected.stride(), k.dtype)
+    else:
+        same_layout(got, expected)
+
+
+@pytest.mark.parametrize("dtype", [kael.float64, kael.float16, kael.int64, kael.bool], ids=str)
+def test_like_factories_with_dtype_keep_the_format_layout(dtype):
+    k, t = layout_pair("channels_last")
+    td = TORCH_DTYPES[dtype]
+    same_layout(kael.zeros_like(k, dtype=dtype), torch.zeros_like(t, dtype=td))
+    same_layout(
+        kael.ones_like(k, dtype=dtype, memory_format=kael.contiguous_format),
+        torch.ones_like(t, dtype=td, memory_format=torch.contiguous_format),
+    )
+
+
+SAMPLERS = {
+    "rand_like": ((), lambda v: ((v >= 0) & (v < 1)).all()),
+    "randn_like": ((), lambda v: v.isfinite().all()),
+    "randint_like": ((3, 7), lambda v: ((v >= 3) & (v < 7)).all()),
+}
+
+
+@pytest.mark.parametrize("fmt", [None, *FORMATS], ids=lambda f: str(f))
+@pytest.mark.parametrize("name", ["channels_last", "transposed", "sliced", "expanded", "empty"])
+@pytest.mark.parametrize("op", sorted(SAMPLERS))
+def test_random_like_factories_lay_out_as_torch(op, name, fmt):
+    k, t = layout_pair(name)
+    args, in_range = SAMPLERS[op]
+    tf = FORMATS.get(fmt, torch.preserve_format)
+    expected = outcome(lambda: getattr(torch, op)(t, *args, memory_format=tf))
+    if isinstance(expected, RuntimeError):
+        with pytest.raises(kael.ValueError, match=f"rank {len(t.shape)}"):
+            getattr(kael, op)(k, *args, memory_format=fmt)
+        return
+    got = getattr(kael, op)(k, *args, memory_format=fmt)
+    assert (got.shape, got.stride(), got.dtype) == (k.shape, expected.stride(), k.dtype)
+    assert in_range(torch.from_dlpack(got))
+
+
+@pytest.mark.parametrize("dtype", [kael.int64, kael.int16, kael.float32, kael.bool], ids=str)
+def test_randint_like_converts_into_the_preserved_layout(dtype):
+    k, t = layout_pair("channels_last")
+    expected = torch.randint_like(t, 0, 2, dtype=TORCH_DTYPES[dtype])
+    got = kael.randint_like(k, 0, 2, dtype=dtype)
+    assert (got.stride(), got.dtype) == (expected.stride(), dtype)
+    values = torch.from_dlpack(got).to(torch.int64)
+    assert ((values >= 0) & (values < 2)).all()
+
+
+# ---- bad inputs ---------------------------------------------------------------------------
+
+BAD_FORMATS = [1, "channels_last", kael.float32, torch.channels_last]
+
+# Each function given a memory format, called on a kael or a torch tensor (`lib`: the module).
+CALLS = {
+    "contiguous": lambda lib, x, f: x.contiguous(memory_format=f),
+    "is_contiguous": lambda lib, x, f: x.is_contiguous(memory_format=f),
+    "clone": lambda lib, x, f: x.clone(memory_format=f),
+    "to": lambda lib, x, f: x.to(memory_format=f),
+    "empty_like": lambda lib, x, f: lib.empty_like(x, memory_format=f),
+    "zeros_like": lambda lib, x, f: lib.zeros_like(x, memory_format=f),
+    "ones_like": lambda lib, x, f: lib.ones_like(x, memory_format=f),
+    "full_like": lambda lib, x, f: lib.full_like(x, 1.0, memory_format=f),
+    "rand_like": lambda lib, x, f: lib.rand_like(x, memory_format=f),
+    "randn_like": lambda lib, x, f: lib.randn_like(x, memory_format=f),
+    "randint_like": lambda lib, x, f: lib.randint_like(x, 5, memory_format=f),
+}
+
+
+@pytest.mark.parametrize("bad", BAD_FORMATS, ids=lambda b: type(b).__name__)
+@pytest.mark.parametrize("op", sorted(CALLS))
+def test_a_value_that_is_no_memory_format_is_a_type_error_naming_it(op, bad):
+    with pytest.raises(kael.TypeError, match=rf"{op}\(\): argument 'memory_format' must be"):
+        CALLS[op](kael, kael.zeros(2, 3, 4, 5), bad)
+    with pytest.raises(TypeError, match=f"not {type(bad).__name__}"):
+        CALLS[op](kael, kael.zeros(2, 3, 4, 5), bad)
+
+
+def test_kael_clone_function_refuses_a_bad_format_as_the_method_does():
+    with pytest.raises(kael.TypeError, match="must be kael.memory_format, not str"):
+        kael.clone(kael.zeros(2), memory_format="preserve_format")
+
+
+@pytest.mark.parametrize("op", ["contiguous", "is_contiguous"])
+def test_none_is_refused_where_torch_has_no_optional_format(op):
+    with pytest.raises(TypeError):
+        CALLS[op](torch, torch.zeros(2), None)
+    with pytest.raises(kael.TypeError, match="not NoneType"):
+        CALLS[op](kael, kael.zeros(2), None)
+
+
+@pytest.mark.parametrize("op", sorted(set(CALLS) - {"contiguous", "is_contiguous"}))
+def test_none_means_preserve_format_where_torch_takes_it(op):
+    k, t = layout_pair("channels_last")
+    assert CALLS[op](kael, k, None).stride() == t.stride()
+
+
+@pytest.mark.parametrize("op", sorted(set(CALLS) - {"is_contiguous"}))
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3), (2, 3, 4), (1, 2, 3, 4, 5)])
+def test_channels_last_needs_rank_4_and_names_the_rank(op, shape):
+    with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last format"):
+        CALLS[op](torch, torch.zeros(shape), torch.channels_last)
+    with pytest.raises(kael.ValueError, match=f"required rank 4 .* got rank {len(shape)}"):
+        CALLS[op](kael, kael.zeros(shape), kael.channels_last)
+
+
+@pytest.mark.parametrize("op", sorted(set(CALLS) - {"is_contiguous"}))
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (1, 2, 3, 4, 5, 6)])
+def test_channels_last_3d_needs_rank_5_and_names_the_rank(op, shape):
+    with pytest.raises(RuntimeError, match="required rank 5 tensor to use channels_last_3d"):
+        CALLS[op](torch, torch.zeros(shape), torch.channels_last_3d)
+    with pytest.raises(kael.ValueError, match=f"required rank 5 .* got rank {len(shape)}"):
+        CALLS[op](kael, kael.zeros(shape), kael.channels_last_3d)
+
+
+def test_channels_last_at_its_own_rank_is_accepted_on_both_sides_of_the_limit():
+    assert kael.zeros(1, 1, 1, 1).clone(memory_format=kael.channels_last).stride() == (
+        torch.zeros(1, 1, 1, 1).clone(memory_format=torch.channels_last).stride()
+    )
+    assert kael.zeros(1, 1, 1, 1, 1).clone(memory_format=kael.channels_last_3d).stride() == (
+        torch.zeros(1, 1, 1, 1, 1).clone(memory_format=torch.channels_last_3d).stride()
+    )
+
+
+# ---- under @kael.compile ------------------------------------------------------------------
+
+
+def test_memory_formats_work_under_compile():
+    k, t = layout_pair("contiguous")
+    step = kael.compile(lambda x: x.clone(memory_format=kael.channels_last))
+    for _ in range(2):
+        same_layout(step(k), t.clone(memory_format=torch.channels_last))
+    like = kael.compile(lambda x: kael.zeros_like(x.permute(0, 2, 3, 1)))
+    same_layout(like(k), torch.zeros_like(t.permute(0, 2, 3, 1)))
