@@ -1,17 +1,19 @@
 """Recurrent layers as PyTorch has them at torch.NAME: the cells (rnn_tanh_cell, lstm_cell,
 gru_cell, ...) and the whole-sequence functions nn.RNN, nn.LSTM and nn.GRU call (torch.lstm,
-torch.gru, ...), on kael's matmul and fused elementwise ops.
+torch.gru, ...), padded or packed, on kael's matmul and fused elementwise ops.
 
 A sequence's input projection (x @ w_ih^T + b_ih) is one matmul over all time steps; each
 step is then one matmul (h @ w_hh^T + b_hh) and one or two fused kernels of gate math that
 write the new hidden state straight into the output. Gate orders are PyTorch's: LSTM i, f,
-g, o; GRU r, z, n with r applied to (W_hn h + b_hn).
+g, o; GRU r, z, n with r applied to (W_hn h + b_hn). A packed sequence's step t runs only its
+first batch_sizes[t] rows: rows whose sequence has ended keep their last state.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import NamedTuple
 
 from kael.frontend import blas_like, index_ops, linalg
@@ -20,7 +22,7 @@ from kael.frontend.outputs import tensor_param
 from kael.frontend.random import dropout as _dropout
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.tracing import op_door
-from kael.runtime.dtypes import DType, bool_, float32, get_default_dtype
+from kael.runtime.dtypes import DType, bool_, float32, get_default_dtype, int64
 from kael.runtime.errors import IndexError, TypeError, ValueError
 
 # ---- the gate math of one step, each a fused kernel ------------------------------------------
@@ -265,14 +267,13 @@ def lstm_cell(
 
 @dataclass(frozen=True)
 class _Stack:
-    """A stacked recurrence's layout: sizes, layers, directions and the time dim."""
+    """A stacked recurrence's layout: sizes, layers and directions."""
 
     input_size: int
     hidden: int  # the gates' hidden size (c's size for LSTM)
     output: int  # h's size: hidden, or the LSTM projection's
     layers: int
     directions: int
-    time_dim: int
     has_biases: bool
 
     @property
@@ -295,16 +296,6 @@ class _Stack:
                 if self.projected:
                     out.append((f"weight_hr{tail}", (self.output, self.hidden)))
         return out
-
-
-def _refuse_packed(name: str, kind: _Kind, hx, params) -> None:
-    """kael.TypeError for PyTorch's packed-sequence overload (data, batch_sizes, hx, ...),
-    which kael does not have: a tensor where hx's tuple or the params list belongs."""
-    if isinstance(params, Tensor) or (kind.states > 1 and isinstance(hx, Tensor)):
-        raise TypeError(
-            f"{name}: the packed-sequence form (data, batch_sizes, hx, params, ...) is not"
-            " supported; pass a padded [T, N, input_size] input and the params list"
-        )
 
 
 def _check_params(name: str, params, expected: list, x: Tensor) -> list[Tensor]:
@@ -339,51 +330,139 @@ def _weights(params: list[Tensor], stack: _Stack) -> list[_Weights]:
     ]
 
 
-def _stack_of(name: str, x: Tensor, states: tuple, args: dict) -> _Stack:
-    """The layout the input, hidden states and flags give; ranks and sizes checked."""
+class _Padded(NamedTuple):
+    """A padded layer input [T, N, ...] (time_dim 0) or [N, T, ...] (time_dim 1): step t is
+    its slice along time_dim, every step of the whole batch."""
+
+    time_dim: int
+
+    def sizes(self, x: Tensor) -> list[int]:
+        """Each step's batch size."""
+        return [x.shape[1 - self.time_dim]] * x.shape[self.time_dim]
+
+    def at(self, x: Tensor, t: int) -> Tensor:
+        """Step t's rows of x."""
+        return x.select(self.time_dim, t)
+
+
+class _Packed(NamedTuple):
+    """A packed layer input [sum(batch_sizes), ...]: step t is its batch_sizes[t] rows from
+    offsets[t] on, the first rows of the sequences still running."""
+
+    batch_sizes: tuple[int, ...]
+    offsets: tuple[int, ...]
+
+    def sizes(self, x: Tensor) -> list[int]:
+        """Each step's batch size."""
+        return list(self.batch_sizes)
+
+    def at(self, x: Tensor, t: int) -> Tensor:
+        """Step t's rows of x."""
+        return x.narrow(0, self.offsets[t], self.batch_sizes[t])
+
+
+def _padded_steps(name: str, x: Tensor, batch_first: bool) -> tuple[_Padded, int]:
+    """A padded input's steps and batch size; its rank and length checked."""
     _check_rank(name, "input", x, 3)
-    layers = args["num_layers"]
-    if isinstance(layers, bool) or not isinstance(layers, int) or layers < 1:
-        raise ValueError(f"{name}: num_layers must be a positive int, got {layers!r}")
-    time_dim = 1 if args["batch_first"] else 0
+    time_dim = 1 if batch_first else 0
     if x.shape[time_dim] == 0:
         raise ValueError(
             f"Expected sequence length to be larger than 0 in RNN, got input {list(x.shape)}"
         )
+    return _Padded(time_dim), x.shape[1 - time_dim]
+
+
+def _batch_sizes(name: str, batch_sizes) -> list[int]:
+    """A packed input's batch_sizes (a 1-D int64 tensor) as Python ints, checked positive
+    and non-increasing (the layout pack_padded_sequence makes)."""
+    t = tensor_param(batch_sizes, name, "batch_sizes")
+    if t.dtype is not int64:
+        raise TypeError(f"{name}: expected batch_sizes of dtype int64, got {t.dtype}")
+    _check_rank(name, "batch_sizes", t, 1)
+    sizes = [int(v) for v in t.tolist()]
+    if not sizes or min(sizes) < 1:
+        raise ValueError(f"{name}: expected batch_sizes of positive sizes, got {sizes}")
+    if any(a < b for a, b in zip(sizes, sizes[1:])):
+        raise ValueError(f"{name}: expected non-increasing batch_sizes, got {sizes}")
+    return sizes
+
+
+def _packed_steps(name: str, x: Tensor, batch_sizes) -> tuple[_Packed, int]:
+    """A packed input's steps and batch size (batch_sizes[0]); data's rows checked to be
+    sum(batch_sizes)."""
+    _check_rank(name, "data", x, 2)
+    sizes = _batch_sizes(name, batch_sizes)
+    if sum(sizes) != x.shape[0]:
+        raise ValueError(
+            f"{name}: batch_sizes {sizes} sum to {sum(sizes)}, but data has {x.shape[0]} rows"
+        )
+    return _Packed(tuple(sizes), tuple(accumulate(sizes[:-1], initial=0))), sizes[0]
+
+
+def _stack_of(name: str, x: Tensor, batch: int, states: tuple, args: dict) -> _Stack:
+    """The layout the input, hidden states and flags give; hx's ranks and shapes checked."""
+    layers = args["num_layers"]
+    if isinstance(layers, bool) or not isinstance(layers, int) or layers < 1:
+        raise ValueError(f"{name}: num_layers must be a positive int, got {layers!r}")
     for i, h in enumerate(states):
         _check_rank(name, f"hx[{i}]", h, 3)
     directions = 2 if args["bidirectional"] else 1
     hidden, output = states[-1].shape[2], states[0].shape[2]
-    stack = _Stack(
-        x.shape[2], hidden, output, layers, directions, time_dim, bool(args["has_biases"])
-    )
-    batch = x.shape[1 - time_dim]
+    stack = _Stack(x.shape[-1], hidden, output, layers, directions, bool(args["has_biases"]))
     for i, h in enumerate(states):
         size = output if i == 0 else hidden
         _check_shape(name, f"hx[{i}]", h, (layers * directions, batch, size))
     return stack
 
 
+def _first_rows(state: tuple, rows: int) -> tuple:
+    """Each state's first `rows` rows."""
+    return tuple(s.narrow(0, 0, rows) for s in state)
+
+
+def _resized(state: tuple, initial: tuple, rows: int, finished: list) -> tuple:
+    """state cut or grown to `rows` rows: rows cut off have ended (their last state goes to
+    `finished`), rows added start from `initial`'s."""
+    have = state[0].shape[0]
+    if rows < have:
+        finished.append(tuple(s.narrow(0, rows, have - rows) for s in state))
+        return _first_rows(state, rows)
+    if rows > have:
+        return tuple(
+            index_ops.cat([s, h.narrow(0, have, rows - have)]) for s, h in zip(state, initial)
+        )
+    return state
+
+
+def _last_states(finished: list[tuple]) -> tuple:
+    """Every row's last state from the row blocks as they ended (the last rows first)."""
+    if len(finished) == 1:
+        return finished[0]
+    return tuple(index_ops.cat([f[i] for f in reversed(finished)]) for i in range(len(finished[0])))
+
+
 def _run(
     kind: _Kind,
     x: Tensor,
     weights: _Weights,
-    state: tuple,
+    initial: tuple,
     out: Tensor,
-    stack: _Stack,
+    steps: _Padded | _Packed,
     reverse: bool,
     dtype: DType,
 ) -> tuple:
     """One layer in one direction: the input projection of every step in one matmul, then
-    the steps in order, each h written into its slot of `out`; the last state."""
-    flat = x.reshape(-1, x.shape[2])
-    gates = _linear(flat, weights.w_ih, weights.b_ih).reshape(*x.shape[:2], weights.w_ih.shape[0])
-    steps = range(x.shape[stack.time_dim])
-    for t in reversed(steps) if reverse else steps:
+    the steps in order, each h written into its rows of `out`; each row's last state."""
+    flat = x.reshape(-1, x.shape[-1])
+    gates = _linear(flat, weights.w_ih, weights.b_ih).reshape(*x.shape[:-1], weights.w_ih.shape[0])
+    sizes = steps.sizes(x)
+    order = range(len(sizes) - 1, -1, -1) if reverse else range(len(sizes))
+    state, finished = _first_rows(initial, sizes[order[0]]), []
+    for t in order:
+        state = _resized(state, initial, sizes[t], finished)
         hg = _linear(state[0], weights.w_hh, weights.b_hh)
-        slot = out.select(stack.time_dim, t)
-        state = kind.step(gates.select(stack.time_dim, t), hg, state, weights, dtype, slot)
-    return state
+        state = kind.step(steps.at(gates, t), hg, state, weights, dtype, steps.at(out, t))
+    return _last_states([*finished, state])
 
 
 def _layers(
@@ -392,6 +471,7 @@ def _layers(
     states: tuple,
     weights: list,
     stack: _Stack,
+    steps: _Padded | _Packed,
     noise: Callable,
     dtype: DType,
 ) -> tuple[Tensor, list]:
@@ -400,27 +480,24 @@ def _layers(
     finals = []
     for layer in range(stack.layers):
         x = noise(x) if layer else x
-        out = Tensor(empty_impl((*x.shape[:2], stack.directions * stack.output), dtype, x.device))
+        out = Tensor(empty_impl((*x.shape[:-1], stack.directions * stack.output), dtype, x.device))
         for d in range(stack.directions):
             index = layer * stack.directions + d
-            slot = out.narrow(2, d * stack.output, stack.output)
+            slot = out.narrow(out.ndim - 1, d * stack.output, stack.output)
             state = tuple(h[index] for h in states)
-            finals.append(_run(kind, x, weights[index], state, slot, stack, d == 1, dtype))
+            finals.append(_run(kind, x, weights[index], state, slot, steps, d == 1, dtype))
         x = out
     return x, finals
 
 
-_FLAGS = ("has_biases", "num_layers", "dropout", "train", "bidirectional", "batch_first")
-
-
-def _sequence(name: str, input, hx, params, args: dict) -> tuple[Tensor, ...]:
+def _sequence(
+    name: str, x: Tensor, steps: _Padded | _Packed, batch: int, hx, params, args: dict
+) -> tuple[Tensor, ...]:
     """The stacked recurrence `name` over the whole sequence: (output, h_n[, c_n])."""
     kind = _SEQUENCES[name]
-    _refuse_packed(name, kind, hx, params)
-    x = tensor_param(input, name, "input")
     states = _states(name, hx, kind.states)
     dtype = _result_dtype(name, kind, x.dtype)
-    stack = _stack_of(name, x, states, args)
+    stack = _stack_of(name, x, batch, states, args)
     _same_dtypes(name, x, {f"hx[{i}]": h for i, h in enumerate(states)})
     weights = _weights(_check_params(name, params, stack.expected(kind.gates), x), stack)
     p, train = args["dropout"], args["train"]
@@ -428,13 +505,34 @@ def _sequence(name: str, input, hx, params, args: dict) -> tuple[Tensor, ...]:
     def noise(t: Tensor) -> Tensor:
         return _dropout(t, p, True) if train and p else t
 
-    out, finals = _layers(kind, x, states, weights, stack, noise, dtype)
+    out, finals = _layers(kind, x, states, weights, stack, steps, noise, dtype)
     return (out, *(index_ops.stack([f[i] for f in finals]) for i in range(kind.states)))
+
+
+_FLAGS = ("has_biases", "num_layers", "dropout", "train", "bidirectional")
+
+
+def _padded(name: str, input, hx, params, *flags) -> tuple[Tensor, ...]:
+    """torch.NAME's padded form (input, hx, params, *_FLAGS, batch_first)."""
+    x = tensor_param(input, name, "input")
+    steps, batch = _padded_steps(name, x, flags[-1])
+    return _sequence(name, x, steps, batch, hx, params, dict(zip(_FLAGS, flags[:-1])))
+
+
+def _packed(name: str, data, batch_sizes, hx, params, *flags) -> tuple[Tensor, ...]:
+    """torch.NAME's packed form (data, batch_sizes, hx, params, *_FLAGS): the output is packed
+    as data is."""
+    x = tensor_param(data, name, "data")
+    steps, batch = _packed_steps(name, x, batch_sizes)
+    return _sequence(name, x, steps, batch, hx, params, dict(zip(_FLAGS, flags)))
 
 
 def _sequence_function(name: str, doc: str) -> Callable:
     """torch.NAME(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
-    batch_first) for the recurrence `name` (hx a tensor, or LSTM's (h0, c0))."""
+    batch_first) for the recurrence `name` (hx a tensor, or LSTM's (h0, c0)), or its packed
+    form (data, batch_sizes, hx, params, has_biases, num_layers, dropout, train,
+    bidirectional), told apart as PyTorch's overloads are: by the params list in the fourth
+    place, or (hx a tensor) a tensor in the third."""
 
     def sequence(
         input: Tensor,
@@ -447,8 +545,10 @@ def _sequence_function(name: str, doc: str) -> Callable:
         bidirectional: bool,
         batch_first: bool,
     ) -> tuple[Tensor, ...]:
-        flags = (has_biases, num_layers, dropout, train, bidirectional, batch_first)
-        return _sequence(name, input, hx, params, dict(zip(_FLAGS, flags)))
+        args = (input, hx, params, has_biases, num_layers, dropout, train, bidirectional)
+        if isinstance(has_biases, tuple | list) or isinstance(params, Tensor):
+            return _packed(name, *args, batch_first)
+        return _padded(name, *args, batch_first)
 
     sequence.__name__ = sequence.__qualname__ = name
     sequence.__doc__ = doc
@@ -473,9 +573,11 @@ _PUBLIC = {
     "lstm": _sequence_function(
         "lstm",
         "torch.lstm (nn.LSTM's forward): (output, h_n, c_n); hx = (h0, c0), h0 of the"
-        " projection's size when params hold w_hr.",
+        " projection's size when params hold w_hr. Packed: (data, batch_sizes, hx, params, ...).",
     ),
-    "gru": _sequence_function("gru", "torch.gru (nn.GRU's forward): (output, h_n)."),
+    "gru": _sequence_function(
+        "gru", "torch.gru (nn.GRU's forward): (output, h_n); packed: (data, batch_sizes, ...)."
+    ),
 }
 
 FUNCTIONS: dict[str, Callable] = {name: op_door(name, fn) for name, fn in _PUBLIC.items()}
