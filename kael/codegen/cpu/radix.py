@@ -14,7 +14,10 @@ last pass writes the int64 order.
 
 The builders are target-neutral, like the merge sort's (codegen/cpu/sort.py): the host
 runs them over chunks of at least MIN_CHUNK keys, a GPU (codegen/ptx/handwritten.py)
-one chunk of DEVICE_CHUNK keys a thread.
+one chunk of at least DEVICE_CHUNK keys a thread, at most DEVICE_CHUNKS chunks a row (each
+row's offsets are one thread's walk over 256 counters a chunk). That is a first GPU sort,
+correct and free of host round trips, not a tuned one: a block-wide radix sort with
+shared-memory counters and a parallel scan of the offsets is the next step there.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from kael.runtime.threadpool import get_num_threads
 I32, I64 = ir.IntType(32), ir.IntType(64)
 DIGIT_BITS, BUCKETS = 8, 256
 MIN_CHUNK = 4096  # a host chunk's keys: its 256 counters cost at most a 16th of its count
-DEVICE_CHUNK = 1024
+DEVICE_CHUNK, DEVICE_CHUNKS = 1024, 256  # a GPU thread's keys at least, a row's chunks at most
 MAX_ROW = 2**31 - 1  # positions travel as int32
 # A float format's infinity bits (above them, NaN) by its LLVM name, and its width.
 _FLOATS = {"half": (0x7C00, 16), "bfloat": (0x7F80, 16), "float": (0x7F800000, 32),
@@ -237,8 +240,8 @@ def spec(width: int) -> tuple[str, Callable[[ir.Module], list[str]]]:
 def _chunks(rows: int, n: int, on_host: bool) -> int:
     """Chunks a row is split into: enough items for every host thread (4 each, so a slow
     one is waited on less), none under MIN_CHUNK keys; DEVICE_CHUNK keys a GPU thread."""
-    if not on_host:
-        return max(1, -(-n // DEVICE_CHUNK))
+    if not on_host:  # the offsets kernel walks 256 counters a chunk on one thread
+        return max(1, min(-(-n // DEVICE_CHUNK), DEVICE_CHUNKS))
     wanted = -(-4 * get_num_threads() // rows)
     return max(1, min(wanted, n // MIN_CHUNK))
 

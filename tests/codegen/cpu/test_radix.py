@@ -125,3 +125,12 @@ def test_only_digits_some_key_varies_in_take_a_pass(low, high, passes):
 def test_rows_longer_than_int32_positions_are_the_merge_sorts():
     assert radix.MAX_ROW == 2**31 - 1  # positions travel between passes as int32
     assert index_ops.RADIX_ROW <= 64 <= radix.MAX_ROW
+
+
+def test_a_gpu_row_takes_one_chunk_a_thread_up_to_device_chunks():
+    assert radix._chunks(3, 1, False) == 1
+    assert radix._chunks(3, radix.DEVICE_CHUNK + 1, False) == 2
+    limit = radix.DEVICE_CHUNK * radix.DEVICE_CHUNKS
+    assert (
+        radix._chunks(1, limit, False) == radix._chunks(1, 40 * limit, False) == radix.DEVICE_CHUNKS
+    )
