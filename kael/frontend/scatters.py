@@ -17,8 +17,6 @@ import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
-import numpy as np
-
 from kael.codegen.cpu import binning
 from kael.codegen.cpu import gather as kernels
 from kael.frontend import elementwise as ew
@@ -893,19 +891,28 @@ def _slices(x: Tensor, dim, op: str) -> tuple[Tensor, int]:
 
 def _unique_slices(x: Tensor, dim, op: str, return_inverse, return_counts, sort: bool):
     """unique(dim=) and unique_consecutive(dim=): distinct slices along dim (sorted
-    lexicographically by the host, the book's ordering exception, when `sort`)."""
+    lexicographically when `sort`)."""
     rows, d = _slices(x, dim, op)
     order = None
     if sort and rows.shape[0] > 1:
-        keys = (rows.float() if rows.dtype.is_half else rows).cpu().numpy()  # explicit copy
-        order = factories.from_numpy(np.lexsort(keys.T[::-1]).astype(np.int64))
-        order = order.to(rows.device)
+        order = _lexicographic_order(rows)
         rows = index_ops.index_select(rows, 0, order)
     result = _unique_of(rows, return_inverse, return_counts, order)
     parts = list(result) if isinstance(result, tuple) else [result]
     moved_shape = x.movedim(d, 0).shape[1:]
     parts[0] = parts[0].reshape(parts[0].shape[0], *moved_shape).movedim(0, d)
     return tuple(parts) if len(parts) > 1 else parts[0]
+
+
+def _lexicographic_order(rows: Tensor) -> Tensor:
+    """The stable order of rows [n, k] by their first column, then their second, ...:
+    a stable sort by each column from the last to the first (kael's radix sort, k passes)."""
+    order = None
+    for j in reversed(range(rows.shape[1])):
+        column = rows[:, j] if order is None else index_ops.index_select(rows[:, j], 0, order)
+        step = index_ops.argsort(column, stable=True)
+        order = step if order is None else index_ops.index_select(order, 0, step)
+    return order
 
 
 def _unique_dense(flat: Tensor, return_inverse: bool, return_counts: bool):

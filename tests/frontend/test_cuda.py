@@ -337,6 +337,15 @@ def test_radix_sort_on_the_device_gives_the_cpus_stable_order(dtype, descending)
     _same_bits(values, want_values)
 
 
+@pytest.mark.parametrize("dim", [None, 0, 1])
+def test_unique_on_the_device_gives_the_cpus_values_inverse_and_counts(dim):
+    x = _host((40, 3), kael.float64, 32).mul(1.5).round()  # repeated rows and values
+    got = kael.unique(x.to(DEVICE), dim=dim, return_inverse=True, return_counts=True)
+    want = kael.unique(x, dim=dim, return_inverse=True, return_counts=True)
+    for g, w in zip(got, want):
+        _same_bits(g, w)
+
+
 @pytest.mark.parametrize("largest", [True, False])
 @pytest.mark.parametrize("k", [0, 1, 5, 17])
 @pytest.mark.parametrize("dtype", [kael.float32, kael.int64], ids=str)
