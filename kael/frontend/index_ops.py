@@ -4,8 +4,8 @@ take, nonzero (and where, whose one-argument form it is), sort, argsort and topk
 cat and stack write each input into a window of the output with the copy kernel. The
 others run the index kernels of kael/codegen/cpu/gather.py, which check every index
 inside the kernel. sort and argsort order a contiguous copy of the rows with kael's own
-kernels on every device (codegen/cpu/radix.py's radix sort, the merge sort for rows under
-RADIX_ROW keys), write the order with the copy kernel and take the values with the gather
+kernels on every device (codegen/cpu/radix.py's radix sort, codegen/cpu/sort.py's insertion
+sort for rows under RADIX_ROW keys), write the order with the copy kernel and take the values with the gather
 kernel. topk of a few of a CPU row's elements partitions on the host (NumPy, the book's
 ordering exception).
 """
@@ -587,9 +587,9 @@ def host_keys(x: Tensor) -> np.ndarray:
 
 def _kernel_order(impl: TensorImpl, dim: int, descending: bool, k: int | None) -> TensorImpl:
     """_order by kael's sort kernels on a contiguous copy of the rows, on any device: the
-    radix sort for rows of at least RADIX_ROW keys, the merge sort for shorter ones (a
-    radix pass costs a row 512 counter steps however short it is); topk keeps the first
-    k of the full stable order."""
+    radix sort for rows of RADIX_ROW keys or more, an insertion sort (one launch) for
+    shorter ones, the merge sort past the radix sort's int32 positions; topk keeps the
+    first k of the full stable order."""
     keys = clone_impl(views.transpose(impl, dim, -1))
     n = keys.shape[-1]
     kept = n if k is None else k
@@ -600,23 +600,22 @@ def _kernel_order(impl: TensorImpl, dim: int, descending: bool, k: int | None) -
     rows = keys.numel() // n
     order = empty_impl(keys.shape, int64, impl.device)
     runner = handwritten.runner_for(impl.device)
+    at = (runner, impl.dtype, keys.data_ptr(), rows, n, descending)
     try:
-        if RADIX_ROW <= n <= radix.MAX_ROW:
+        if n < RADIX_ROW:
+            merge_sort.insertion_order(*at, order.data_ptr())
+        elif n <= radix.MAX_ROW:
             scratch: list[TensorImpl] = []
 
             def space(nbytes: int) -> int:
                 scratch.append(empty_impl((nbytes,), uint8, impl.device))
                 return scratch[-1].data_ptr()
 
-            radix.order(runner, impl.dtype, keys.data_ptr(), rows, n, descending,
-                        order.data_ptr(), space)  # fmt: skip
+            radix.order(*at, order.data_ptr(), space)
         else:
             other = empty_impl(keys.shape, int64, impl.device)
             pair = [order.data_ptr(), other.data_ptr()]
-            address = merge_sort.order(
-                runner, impl.dtype, keys.data_ptr(), rows, n, descending, pair
-            )
-            order = order if address == pair[0] else other
+            order = order if merge_sort.order(*at, pair) == pair[0] else other
     finally:
         runner.close()
     picked = views.narrow(order, len(order.shape) - 1, 0, kept)
