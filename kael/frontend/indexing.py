@@ -31,7 +31,7 @@ from kael.frontend import (
 from kael.frontend import tensor as tensor_module  # a cycle: tensor.py imports this module
 from kael.runtime.convert import convert_scalar
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import INT64_MAX, bool_, int32, int64
+from kael.runtime.dtypes import INT64_MAX, bool_, int8, int16, int32, int64
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, format_shape, ptr_on
 
@@ -136,11 +136,15 @@ def _key_tuple(key) -> tuple:
 
 
 def _as_int_key(k):
-    """k, or the int that k holds when it is a 0-d int64 tensor or 0-d integer array."""
-    integer = (isinstance(k, tensor_module.Tensor) and k.dtype is int64) or (
+    """k, or the int that k holds when it is a 0-d integer tensor (uint8 is a mask, as
+    PyTorch reads it) or a 0-d integer array."""
+    integer = (isinstance(k, tensor_module.Tensor) and k.dtype in _INT_KEYS) or (
         isinstance(k, np.ndarray) and np.issubdtype(k.dtype, np.integer)
     )
     return k.item() if integer and not k.shape else k
+
+
+_INT_KEYS = (int64, int32, int16, int8)
 
 
 def _memo_key(impl: TensorImpl, key) -> tuple | None:
@@ -290,7 +294,7 @@ class _Plan(NamedTuple):
 
 def _plan(impl: TensorImpl, keys: tuple, op: str) -> _Plan:
     """The plan of impl[keys] for `op` ("index" or "index_put_", named by kernel errors)."""
-    entries = [_on_device(_entry(k), impl.device) for k in keys]
+    entries = [_on_device(_entry(k), impl.device, op) for k in keys]
     view, indices = _apply(impl, entries)
     shapes = [ix.impl.shape for ix in indices]
     batch = _broadcast(shapes)
@@ -329,14 +333,15 @@ def _entry(k) -> tuple[str, object]:
     return "int", k
 
 
-def _on_device(entry: tuple[str, object], device) -> tuple[str, object]:
+def _on_device(entry: tuple[str, object], device, op: str) -> tuple[str, object]:
     """An index or mask entry on the indexed tensor's device: host keys (lists, arrays, CPU
-    tensors) are copied there, as PyTorch moves a CPU index to the GPU; one on another device
-    (a cuda index of a CPU tensor) is refused, as PyTorch refuses it."""
+    tensors) are copied there, as PyTorch moves a CPU index to the GPU. A read with one on
+    another device (a cuda index of a CPU tensor) is refused, as PyTorch's index refuses
+    it; a write copies it over, as PyTorch's index_put_ does."""
     kind, value = entry
     if kind not in ("index", "mask") or value.device is device:
         return entry
-    if value.device is not CPU:
+    if value.device is not CPU and op == "index":
         raise IndexError(
             f"indices should be either on cpu or on the same device as the indexed tensor"
             f" ({device}), got an index on {value.device}"
@@ -560,6 +565,7 @@ def _is_full_mask(tensor, keys: tuple) -> bool:
         and k.dtype is bool_
         and k.shape == tensor.shape
         and k.ndim > 0
+        and k.device is tensor.device  # a mask elsewhere takes index_put_'s copy, as torch's
     )
 
 

@@ -1,9 +1,10 @@
 """Operands on two devices never reach a kernel of indexing, nn (softmax family,
 cross_entropy, layer_norm), matmul or conv: each public op refuses them with a typed error
-naming both devices (PyTorch's "expected all tensors to be on the same device"; an index on
-the GPU of a CPU tensor is PyTorch's IndexError), where PyTorch takes a CPU index of a GPU
-tensor kael gives PyTorch's values on the GPU, and the kernel sites themselves take their
-addresses through ptr_on / host_ptr, which refuse another device's memory.
+naming both devices (PyTorch's "expected all tensors to be on the same device"). A read of a
+CPU tensor through an index on the GPU is refused too, a write through one copies it over,
+as PyTorch's index and index_put_ do; a CPU index of a GPU tensor gives PyTorch's values on
+the GPU. The kernel sites themselves take their addresses through ptr_on / host_ptr, which
+refuse another device's memory.
 
 The device calls run in one child interpreter (a regression would crash it, not pytest),
 which prints one JSON line per case; on the emulated device (KAEL_EMULATE_CUDA=1) in the
@@ -71,6 +72,7 @@ CASES = {{
     "x[index, index] second index on the device": lambda: X[I, c(kael.tensor([0, 1]))],
     "x[:, index] index on the device": lambda: X[:, c(I)],
     "x[index] = v index on the device": lambda: assigned(X.clone(), c(I), 1.0),
+    "x[int32 0-d index] index on the device": lambda: X[c(kael.tensor(1, dtype=kael.int32))],
     "x[mask] = v mask on the device": lambda: assigned(X.clone(), c(M), 1.0),
     "index_put_ index on the device": lambda: X.clone().index_put_((c(I),), W4),
     "index_put_ accumulate index on the device": lambda: X.clone().index_put_(
@@ -188,11 +190,6 @@ REFUSED = {
     "x[mask] mask on the device": INDEX_ON_DEVICE,
     "x[index, index] second index on the device": INDEX_ON_DEVICE,
     "x[:, index] index on the device": INDEX_ON_DEVICE,
-    "x[index] = v index on the device": INDEX_ON_DEVICE,
-    "x[mask] = v mask on the device": (ERROR, f"^{BOTH}$"),  # masked_fill_'s own check
-    "index_put_ index on the device": INDEX_ON_DEVICE,
-    "index_put_ accumulate index on the device": INDEX_ON_DEVICE,
-    "index_put index on the device": INDEX_ON_DEVICE,
     "x[index] = v value on the device": _value_on("cpu", "cuda:0"),
     "x[index] = v value on the host": _value_on("cuda:0", "cpu"),
     "index_put_ accumulate value on the host": _value_on("cuda:0", "cpu"),
@@ -259,6 +256,20 @@ EXPECTED = {
     "cuda x[cuda index]": lambda: _X[_INDEX],
 }
 
+_W4 = torch.ones(4)
+# name -> PyTorch's result of a write into a CPU tensor through keys on the GPU: torch's
+# index_put_ moves them to the written tensor's device (only a read refuses them)
+WRITES = {
+    "x[index] = v index on the device": lambda: _assigned(_X.clone(), _INDEX, 1.0),
+    "x[mask] = v mask on the device": lambda: _assigned(_X.clone(), _MASK, 1.0),
+    "index_put_ index on the device": lambda: _X.clone().index_put_((_INDEX,), _W4),
+    "index_put_ accumulate index on the device": lambda: _X.clone().index_put_(
+        (_INDEX,), _W4, accumulate=True
+    ),
+    "index_put index on the device": lambda: torch.index_put(_X, (_INDEX,), _W4),
+    "x[int32 0-d index] index on the device": lambda: _X[1],
+}
+
 
 @pytest.fixture(scope="module")
 def results() -> dict:
@@ -277,12 +288,19 @@ def test_operands_on_two_devices_raise_a_typed_error_naming_both(results, name):
     assert "cpu" in record["message"] and "cuda:0" in record["message"]
 
 
-@pytest.mark.parametrize("name", list(EXPECTED))
-def test_a_cpu_index_of_a_device_tensor_gives_the_cpus_values_on_the_device(results, name):
-    want = EXPECTED[name]()
-    record = results[name]
+def _same_as(record: dict, want: torch.Tensor, device: str) -> None:
     assert "error" not in record, record
-    assert record["device"] == "cuda:0"
+    assert record["device"] == device
     assert record["dtype"] == str(want.dtype).removeprefix("torch.")
     assert tuple(record["shape"]) == tuple(want.shape)
     np.testing.assert_array_equal(np.array(record["values"]), want.double().reshape(-1).numpy())
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_a_cpu_index_of_a_device_tensor_gives_the_cpus_values_on_the_device(results, name):
+    _same_as(results[name], EXPECTED[name](), "cuda:0")
+
+
+@pytest.mark.parametrize("name", list(WRITES))
+def test_a_write_through_device_keys_into_a_cpu_tensor_copies_them_over(results, name):
+    _same_as(results[name], WRITES[name](), "cpu")
