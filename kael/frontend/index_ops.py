@@ -4,10 +4,10 @@ take, nonzero (and where, whose one-argument form it is), sort, argsort and topk
 cat and stack write each input into a window of the output with the copy kernel. The
 others run the index kernels of kael/codegen/cpu/gather.py, which check every index
 inside the kernel. sort and argsort order a contiguous copy of the rows with kael's own
-kernels on every device (codegen/cpu/radix.py's radix sort, codegen/cpu/sort.py's insertion
-sort for rows under RADIX_ROW keys), write the order with the copy kernel and take the values with the gather
-kernel. topk of a few of a CPU row's elements partitions on the host (NumPy, the book's
-ordering exception).
+kernels on every device (codegen/cpu/radix.py's radix sort, codegen/cpu/sort.py's
+insertion and merge sorts for short rows: _sort_kernel), write the order with the copy
+kernel and take the values with the gather kernel. topk of a few of a CPU row's elements
+partitions on the host (NumPy, the book's ordering exception).
 """
 
 from __future__ import annotations
@@ -28,7 +28,16 @@ from kael.frontend.tensor import Tensor, clone_impl, empty_impl, has_internal_ov
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.determinism import are_deterministic_algorithms_enabled
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import bfloat16, bool_, float32, int32, int64, promote_types, uint8
+from kael.runtime.dtypes import (
+    DType,
+    bfloat16,
+    bool_,
+    float32,
+    int32,
+    int64,
+    promote_types,
+    uint8,
+)
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, format_shape
 from kael.runtime.threadpool import get_num_threads
@@ -548,13 +557,15 @@ def _order(input: Tensor, dim: int, descending: bool, k: int | None, op: str) ->
         out = empty_impl((), int64, impl.device)
         eager.fill(out, 0)
         return out
-    if k is not None and k * TOP_SHARE <= impl.shape[dim] and impl.device is CPU:
+    if k is not None and (k * TOP_SHARE <= impl.shape[dim] or k <= TOP_FEW) and impl.device is CPU:
         return _host_top(impl, dim, descending, k)
     return _kernel_order(impl, dim, descending, k)
 
 
-TOP_SHARE = 64  # topk partitions on the host up to a 64th of the row; the radix sort beats it
-# past that (16M float32: k = 10 138 ms against 300; k = 8M 2.2 s against 0.27)
+# topk partitions on the host up to a 64th of the row, or TOP_FEW elements of a short one;
+# the sort beats it past that (16M float32: k = 10 138 ms against 300; k = 8M 2.2 s
+# against 0.27), and loses to it on many short rows ([200000, 32], k = 1: 75 ms against 900)
+TOP_SHARE, TOP_FEW = 64, 8
 
 
 def _host_top(impl: TensorImpl, dim: int, descending: bool, k: int) -> TensorImpl:
@@ -586,10 +597,8 @@ def host_keys(x: Tensor) -> np.ndarray:
 
 
 def _kernel_order(impl: TensorImpl, dim: int, descending: bool, k: int | None) -> TensorImpl:
-    """_order by kael's sort kernels on a contiguous copy of the rows, on any device: the
-    radix sort for rows of RADIX_ROW keys or more, an insertion sort (one launch) for
-    shorter ones, the merge sort past the radix sort's int32 positions; topk keeps the
-    first k of the full stable order."""
+    """_order by kael's sort kernels on a contiguous copy of the rows, on any device (see
+    _sort_kernel); topk keeps the first k of the full stable order."""
     keys = clone_impl(views.transpose(impl, dim, -1))
     n = keys.shape[-1]
     kept = n if k is None else k
@@ -601,10 +610,11 @@ def _kernel_order(impl: TensorImpl, dim: int, descending: bool, k: int | None) -
     order = empty_impl(keys.shape, int64, impl.device)
     runner = handwritten.runner_for(impl.device)
     at = (runner, impl.dtype, keys.data_ptr(), rows, n, descending)
+    kernel = _sort_kernel(impl.dtype, n)
     try:
-        if n < RADIX_ROW:
+        if kernel == "insertion":
             merge_sort.insertion_order(*at, order.data_ptr())
-        elif n <= radix.MAX_ROW:
+        elif kernel == "radix":
             scratch: list[TensorImpl] = []
 
             def space(nbytes: int) -> int:
@@ -623,7 +633,20 @@ def _kernel_order(impl: TensorImpl, dim: int, descending: bool, k: int | None) -
     return out
 
 
-RADIX_ROW = 32
+INSERTION_ROW = 32  # rows shorter than this take the insertion sort (n * n / 4 steps)
+RADIX_KEYS_A_BYTE = 16  # the radix sort takes rows of this many keys a byte of key or more
+
+
+def _sort_kernel(dtype: DType, n: int) -> str:
+    """Which kernel sorts rows of n keys: "insertion" for short rows; "radix" where its
+    per-row cost (256 counters, each way, in each of itemsize passes) is paid back; else
+    "merge", whose log2(n) passes also serve rows past the radix sort's int32 positions.
+    (Break-even against the merge sort: about 64 float32 keys, 128 int64 ones.)"""
+    if n < INSERTION_ROW:
+        return "insertion"
+    if RADIX_KEYS_A_BYTE * dtype.itemsize <= n <= radix.MAX_ROW:
+        return "radix"
+    return "merge"
 
 
 def _stable_argsort(rows: np.ndarray, descending: bool) -> np.ndarray:

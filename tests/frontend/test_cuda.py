@@ -330,7 +330,9 @@ def test_sort_and_argsort_on_the_device_give_the_cpus_stable_order(dtype, dim, d
 @pytest.mark.parametrize("descending", [False, True], ids=["ascending", "descending"])
 @pytest.mark.parametrize("dtype", INDEX_DTYPES, ids=str)
 def test_radix_sort_on_the_device_gives_the_cpus_stable_order(dtype, descending):
-    x = _ties_and_nans(dtype, (3, index_ops.RADIX_ROW + 9), 31)  # rows the radix sort takes
+    n = max(index_ops.INSERTION_ROW, index_ops.RADIX_KEYS_A_BYTE * dtype.itemsize) + 9
+    assert index_ops._sort_kernel(dtype, n) == "radix"
+    x = _ties_and_nans(dtype, (3, n), 31)
     values, indices = kael.sort(x.to(DEVICE), 1, descending)
     want_values, want_indices = kael.sort(x, 1, descending)
     _same_bits(indices, want_indices)

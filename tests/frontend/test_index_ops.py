@@ -781,9 +781,9 @@ def _long_rows(shape, dtype, seed):
 
 
 @pytest.mark.parametrize("descending", [False, True], ids=["ascending", "descending"])
-@pytest.mark.parametrize("n", [index_ops.RADIX_ROW - 1, index_ops.RADIX_ROW, 33, 700, 9000])
+@pytest.mark.parametrize("n", [1, 31, 32, 33, 63, 64, 127, 128, 700, 9000])
 @pytest.mark.parametrize("dtype", ALL_SORT_DTYPES, ids=str)
-def test_sort_of_rows_either_side_of_the_radix_length_matches_torch(dtype, n, descending):
+def test_sort_of_rows_either_side_of_each_kernels_length_matches_torch(dtype, n, descending):
     k, t = _long_rows((3, n), dtype, n)
     got = k.sort(-1, descending=descending)
     want = t.sort(dim=-1, descending=descending, stable=True)
@@ -793,10 +793,20 @@ def test_sort_of_rows_either_side_of_the_radix_length_matches_torch(dtype, n, de
     assert got.values.dtype is dtype
 
 
+@pytest.mark.parametrize(
+    "dtype, n, kernel",
+    [(kael.float32, 31, "insertion"), (kael.float32, 32, "merge"), (kael.float32, 63, "merge"),
+     (kael.float32, 64, "radix"), (kael.int64, 127, "merge"), (kael.int64, 128, "radix"),
+     (kael.int8, 32, "radix"), (kael.float16, 32, "radix"), (kael.float64, 2**31, "merge")],
+)  # fmt: skip
+def test_short_rows_take_a_comparison_sort_and_long_ones_the_radix_sort(dtype, n, kernel):
+    assert index_ops._sort_kernel(dtype, n) == kernel
+
+
 @pytest.mark.parametrize("layout", ["transposed", "stepped", "expanded"])
 @pytest.mark.parametrize("dim", [0, 1])
 def test_radix_sort_along_any_dim_of_any_layout_matches_torch(layout, dim):
-    k, t = make((40, 50), kael.float64, layout, seed=41)
+    k, t = make((130, 140), kael.float64, layout, seed=41)  # radix rows both ways
     got = k.sort(dim, descending=True, stable=True)
     want = t.sort(dim=dim, descending=True, stable=True)
     assert_same(got.values, want.values)

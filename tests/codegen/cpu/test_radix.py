@@ -1,4 +1,4 @@
-"""The radix-sort kernels (what sort and argsort run for rows of at least RADIX_ROW keys),
+"""The radix-sort kernels (what sort and argsort run for rows of 16 keys a key byte or more),
 through the runner the GPU shares: the host's stable order for every dtype, NaN last
 ascending and first descending, -0 tied with +0, ties in input order both ways; rows split
 into chunks and grouped, and only the digits some key varies in take a pass."""
@@ -124,7 +124,8 @@ def test_only_digits_some_key_varies_in_take_a_pass(low, high, passes):
 
 def test_rows_longer_than_int32_positions_are_the_merge_sorts():
     assert radix.MAX_ROW == 2**31 - 1  # positions travel between passes as int32
-    assert index_ops.RADIX_ROW <= 64 <= radix.MAX_ROW
+    assert index_ops._sort_kernel(kael.int8, radix.MAX_ROW) == "radix"
+    assert index_ops._sort_kernel(kael.int8, radix.MAX_ROW + 1) == "merge"
 
 
 def test_a_gpu_row_takes_one_chunk_a_thread_up_to_device_chunks():
