@@ -7,7 +7,7 @@ import math
 import warnings
 from collections.abc import Callable
 
-from kael.frontend import eager, factories, layers, noise, views
+from kael.frontend import eager, factories, layers, noise, view_copies, views
 from kael.frontend.noise import channel_shape, kept_mask
 from kael.frontend.norms import widened
 from kael.frontend.order_statistics import searchsorted
@@ -730,6 +730,7 @@ _SETTINGS_FUNCTIONS = (
 FUNCTIONS: dict[str, Callable] = {
     **{name: op_door(name, fn) for name, fn in _PLAIN.items()},
     **{fn.__name__: fn for fn in _SETTINGS_FUNCTIONS},
+    **view_copies.FUNCTIONS,
     "strided": strided,
     "layout": Layout,
 }
