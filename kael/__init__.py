@@ -6,6 +6,7 @@ from kael.frontend import factories as _factories
 from kael.frontend import ops as _ops
 from kael.frontend import random as _random
 from kael.frontend import recurrent as _recurrent
+from kael.frontend import serialization as _serialization
 from kael.frontend import torch_level as _torch_level
 from kael.frontend.compiled import compile
 from kael.frontend.factories import (
@@ -105,6 +106,7 @@ _SAMPLERS = ("bernoulli", "multinomial", "rand", "rand_like", "randint", "randn"
 _SAMPLERS += ("binomial", "normal", "poisson", "randint_like")
 globals().update({name: _op_door(name, getattr(_random, name)) for name in _SAMPLERS})
 randperm = _op_door("randperm", _random.randperm)
+save, load = _serialization.FUNCTIONS["save"], _serialization.FUNCTIONS["load"]
 # Functions of tensors that torch.Tensor has no method for (or has as a method already).
 _TENSOR_UTILITIES = ("clone", "detach", "rsub", "unravel_index")
 globals().update({name: _op_door(name, getattr(_factories, name)) for name in _TENSOR_UTILITIES})
@@ -136,6 +138,8 @@ __all__ = [
     "set_rng_state",
     "unravel_index",
     "randperm",
+    "save",
+    "load",
     "randn_like",
     "randn",
     "randint",
