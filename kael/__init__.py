@@ -64,6 +64,7 @@ from kael.frontend.random import (
     seed,
     set_rng_state,
 )
+from kael.frontend.storages import UntypedStorage
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door as _op_door
 from kael.runtime.allocator import empty_cache, memory_stats
@@ -157,6 +158,7 @@ __all__ = [
     "IndexError",
     "Tensor",
     "TypeError",
+    "UntypedStorage",
     "ValueError",
     "__version__",
     "arange",

@@ -66,8 +66,9 @@ def transfer_impl(impl: TensorImpl, device: Device, non_blocking: bool = False) 
 
 
 def has_internal_overlap(impl: TensorImpl) -> bool:
-    """Whether two indices surely reach one element: a stride-0 dim with more than one entry."""
-    return any(
+    """Whether two indices surely reach one element: a stride-0 dim with more than one entry
+    (never in an empty tensor, whose strides may be anything: NumPy's and torch's (0, 0))."""
+    return 0 not in impl.shape and any(
         stride == 0 and size > 1 for size, stride in zip(impl.shape, impl.strides, strict=True)
     )
 
@@ -362,8 +363,39 @@ class Tensor:
         return self._impl.data_ptr()
 
     def is_shared(self) -> bool:
-        """False: kael's storage is never in shared memory (no share_memory_)."""
-        return False
+        """Whether the storage is in shared memory (share_memory_; always True on a GPU)."""
+        from kael.frontend import storages  # it imports this module
+
+        return storages.is_shared_storage(self._impl.storage)
+
+    def share_memory_(self) -> Tensor:
+        """Move the storage into shared memory, for every tensor over it: fork children
+        see writes both ways. A no-op on a GPU or when already shared; returns self."""
+        from kael.frontend import storages  # it imports this module
+
+        storages.share_storage(self._impl.storage)
+        return self
+
+    def untyped_storage(self):
+        """The storage's bytes as a kael.UntypedStorage (one per storage: views agree)."""
+        from kael.frontend import storages  # it imports this module
+
+        return storages.UntypedStorage.of(self._impl.storage)
+
+    def is_set_to(self, tensor: Tensor) -> bool:
+        """Whether both tensors view one storage with one offset, shape and strides."""
+        if not isinstance(tensor, Tensor):
+            raise TypeError(
+                "is_set_to(): argument 'tensor' (position 1) must be Tensor, not"
+                f" {type(tensor).__name__}"
+            )
+        mine, other = self._impl, tensor._impl
+        return (mine.storage, mine.offset, mine.shape, mine.strides) == (
+            other.storage,
+            other.offset,
+            other.shape,
+            other.strides,
+        )
 
     def dim_order(self, *, ambiguity_check: bool = False) -> tuple[int, ...]:
         """The dims from outermost to innermost in memory (by stride, ties as PyTorch breaks
@@ -988,8 +1020,9 @@ class Tensor:
         return self.resize_(the_template.shape)
 
     def set_(self, source=None, storage_offset=None, size=None, stride=None) -> Tensor:
-        """Make self a view of source's storage: source's own layout, or `size` and `stride`
-        (contiguous by default) from `storage_offset`, the storage grown when too small;
+        """Make self a view of source's storage (a tensor's or a kael.UntypedStorage): a
+        tensor's own layout, a whole storage as 1-d, or `size` and `stride` (contiguous by
+        default) from `storage_offset` in elements, the storage grown when too small;
         set_() makes self empty. Returns self."""
         if source is None:
             if (storage_offset, size, stride) != (None, None, None):
@@ -1002,15 +1035,8 @@ class Tensor:
 
     def _set_source(self, source, storage_offset, size, stride) -> TensorImpl:
         """set_'s new impl over source's storage (checked: a tensor of self's dtype and
-        device; an offset and size together)."""
-        if not isinstance(source, Tensor):
-            raise TypeError(f"set_(): source must be a Tensor, not {type(source).__name__}")
-        src, mine = source._impl, self._impl
-        if src.dtype is not mine.dtype or src.device is not mine.device:
-            raise TypeError(
-                f"Could not set tensor of type {src.dtype} on {src.device} to a tensor of type"
-                f" {mine.dtype} on {mine.device}"
-            )
+        device, or a storage on self's device; an offset and size together)."""
+        src = self._source_impl(source)
         if size is None:
             if storage_offset is not None or stride is not None:
                 raise TypeError("set_(): storage_offset and stride need a size")
@@ -1023,15 +1049,50 @@ class Tensor:
             raise ValueError(
                 f"unequal size length ({len(shape)}) and stride length ({len(strides)})"
             )
-        if type(storage_offset) is not int or storage_offset < 0:
+        if type(storage_offset) is not int:
+            raise TypeError(
+                f"set_(): storage_offset must be an int, not {type(storage_offset).__name__}"
+            )
+        if storage_offset < 0:
             raise ValueError(f"Tensor: invalid storage offset {storage_offset!r}")
         if shape_numel(shape):
             extent = 1 + sum((n - 1) * st for n, st in zip(shape, strides, strict=True))
             end = checked_mul(storage_offset + extent, src.dtype.itemsize, "set_ storage size")
             if end > src.storage.nbytes:
-                _grow_storage(src.storage, end)
+                from kael.frontend import storages  # it imports this module
+
+                storages.resize_storage(src.storage, end)
         # through Tensor(), which checks the layout against the storage as every view's
         return Tensor(views.as_strided(src, shape, strides, storage_offset))._impl
+
+    def _source_impl(self, source) -> TensorImpl:
+        """set_'s source as an impl of self's dtype: a tensor's own, or a whole storage's
+        bytes read as 1-d elements (a partial last element left out, as torch does)."""
+        from kael.frontend import storages  # it imports this module
+
+        mine = self._impl
+        if isinstance(source, storages.UntypedStorage):
+            storage = source._storage
+            if storage.device is not mine.device:
+                raise Error(
+                    f'Attempted to set the storage of a tensor on device "{mine.device}" to a'
+                    f' storage on different device "{storage.device}".  This is no longer'
+                    " allowed; the devices must match."
+                )
+            count = storage.nbytes // mine.dtype.itemsize
+            return TensorImpl(storage, (count,), (1,), 0, mine.dtype, mine.device)
+        if not isinstance(source, Tensor):
+            raise TypeError(
+                "set_(): source must be a Tensor or a kael.UntypedStorage, not"
+                f" {type(source).__name__}"
+            )
+        src = source._impl
+        if src.dtype is not mine.dtype or src.device is not mine.device:
+            raise TypeError(
+                f"Could not set tensor of type {src.dtype} on {src.device} to a tensor of type"
+                f" {mine.dtype} on {mine.device}"
+            )
+        return src
 
     def __getitem__(self, key) -> Tensor:
         """A view for ints, slices, None and ...; a copy for int and bool tensor keys."""

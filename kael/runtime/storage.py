@@ -169,6 +169,13 @@ class Storage:
         if getattr(self, "exported", False):
             self._retired = (*getattr(self, "_retired", ()), new)
 
+    def move_into(self, new: Storage) -> None:
+        """Take `new`'s memory and owner (share_memory_'s shared mapping), which every tensor
+        over this storage then sees; `new` leaves with the old memory and frees it once
+        (or it is retired with this storage when exported, as in take_block)."""
+        self.take_block(new)
+        self.owner, new.owner = new.owner, self.owner
+
     def bump_version(self) -> None:
         """Count one in-place write; autograd compares versions to detect modified inputs."""
         self.version += 1
