@@ -47,7 +47,7 @@ from kael.runtime.dtypes import (
 )
 from kael.runtime.errors import TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, format_shape
-from kael.runtime.typeinfo import finfo
+from kael.runtime.typeinfo import finfo, iinfo
 
 DEFAULT_SEED = 0  # the book's: a program that never seeds still repeats itself
 _U64 = 1 << 64
@@ -409,12 +409,28 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
     return t
 
 
+# The longest permutation each float dtype holds exactly (torch's limits; bfloat16 has none)
+_EXACT_PERMUTATION = {"float16": (2049, "2049", "Half"), "float32": (2**24 + 1, "2^24+1", "Float"),
+                      "float64": (2**53 + 1, "2^53+1", "Double")}  # fmt: skip
+
+
+def _check_permutation_fits(n: int, dtype: DType) -> None:
+    """kael.ValueError where randperm's values 0 .. n-1 do not fit dtype, as torch refuses."""
+    if dtype.name in _EXACT_PERMUTATION:
+        limit, written, name = _EXACT_PERMUTATION[dtype.name]
+        if n > limit:
+            raise ValueError(f"n cannot be greater than {written} for {name} type.")
+    elif not dtype.is_floating_point and n - 1 > iinfo(dtype).max:
+        raise ValueError(f"value cannot be converted to type {dtype.name}_t without overflow")
+
+
 def randperm(n, *, generator=None, dtype=None, device=None) -> Tensor:
     """A random permutation of 0 .. n-1: kernel-drawn keys' stable order by kael's sort."""
     n = views.as_int(n, "n")
     if n < 0:
         raise ValueError(f"randperm expects n >= 0, got n={n}")
     dtype = _integer_dtype("randperm", dtype)
+    _check_permutation_fits(n, dtype)
     gen = generator_arg(generator, "randperm")
     keys = factories.new_tensor((n,), int64, device)
     _generate(("randperm",), lambda: _block()[0], keys._impl, generator=gen)

@@ -1206,3 +1206,20 @@ def test_randint_like_int_bounds_refuse_bool_tensors(args, kwargs):
         _like_draws(torch, args, kwargs)
     with pytest.raises(kael.TypeError, match="invalid combination of arguments"):
         _like_draws(kael, args, kwargs)
+
+
+@pytest.mark.parametrize(
+    "n, dtype",
+    [(128, "int8"), (129, "int8"), (256, "uint8"), (257, "uint8"), (32768, "int16"),
+     (32769, "int16"), (2049, "float16"), (2050, "float16"), (300, "bfloat16")],
+)  # fmt: skip
+def test_randperm_refuses_a_length_whose_values_dtype_cannot_hold_as_torch(n, dtype):
+    try:
+        want = torch.randperm(n, dtype=getattr(torch, dtype))
+    except RuntimeError as e:
+        with pytest.raises(kael.ValueError, match=re.escape(str(e))):
+            kael.randperm(n, dtype=getattr(kael, dtype))
+        return
+    got = kael.randperm(n, dtype=getattr(kael, dtype))
+    assert got.dtype is getattr(kael, dtype) and got.shape == (n,)
+    np.testing.assert_array_equal(got.sort().values.float().numpy(), want.sort().values.float())
