@@ -3,6 +3,9 @@ pack_sequence, unpad_sequence, unpack_sequence) against torch.nn.utils.rnn, and 
 overload of kael.lstm / gru / rnn_tanh / rnn_relu (data, batch_sizes, hx, params, ...) against
 torch's, directly and end to end as nn.LSTM runs a PackedSequence."""
 
+import re
+
+import numpy as np
 import pytest
 import torch
 import torch.nn as nn
@@ -462,6 +465,362 @@ def test_lengths_beyond_the_input_are_refused(longest):
 def test_lengths_must_be_numbers():
     with pytest.raises(kael.TypeError, match="lengths must be a tensor or a sequence of ints"):
         KR.pack_padded_sequence(K(randn(2, 2, 2)), ["a", "b"])
+
+
+# ---- lengths as torch.as_tensor(lengths, dtype=int64) reads them ------------------------------
+
+ACCEPTED_LENGTHS = {
+    "numpy_ints": np.array([4, 2, 1]),
+    "numpy_floats_truncated": np.array([4.9, 2.2, 1.5]),
+    "numpy_uint8": np.array([4, 2, 1], dtype=np.uint8),
+    "numpy_bools": np.array([True, True, True]),
+    "numpy_int_scalars": [np.int64(4), np.int32(2), np.int8(1)],
+    "numpy_float64_scalar": [np.float64(3.5), 2, 1],
+    "python_floats": [4, 2.5, 1.0],
+    "python_bools": [True, True, True],
+    "zero_d_tensors": [torch.tensor(4), torch.tensor(2, dtype=torch.int8), 1],
+    "bool_zero_d_tensor": [torch.tensor(3), torch.tensor(True)],
+    "one_element_tensor": [torch.tensor([4]), 2, 1],
+    "range": range(4, 1, -1),
+    **{
+        f"tensor_{d}".replace("torch.", ""): torch.tensor([4, 2, 1], dtype=d)
+        for d in [torch.int8, torch.int16, torch.int32, torch.uint8, torch.float16, torch.float64]
+    },
+}
+
+
+@pytest.mark.parametrize("case", list(ACCEPTED_LENGTHS))
+def test_lengths_accepted_as_torch_as_tensor_accepts_them(case):
+    lengths = ACCEPTED_LENGTHS[case]
+    x = randn(4, 3, 2)
+    x = x[:, :2] if case == "bool_zero_d_tensor" else x
+    want = R.pack_padded_sequence(x, lengths)
+    same_packed(KR.pack_padded_sequence(K(x), K(lengths)), want)
+
+
+REFUSED_LENGTHS = {
+    "numpy_float32_scalar": ([np.float32(1.5)] * 3, TypeError, kael.TypeError, "np.float32"),
+    "numpy_bool_scalar": ([np.True_] * 3, TypeError, kael.TypeError, r"np.True_ at lengths\[0\]"),
+    "nan": ([float("nan"), 2, 1], RuntimeError, kael.ValueError, "length nan cannot be"),
+    "inf": ([float("inf"), 2, 1], RuntimeError, kael.ValueError, "length inf cannot be"),
+    "float_beyond_int64": ([1e30, 2, 1], RuntimeError, kael.ValueError, "length 1e.30 cannot"),
+    "int_beyond_int64": ([2**63, 2, 1], ValueError, kael.ValueError, f"length {2**63} cannot"),
+    "strings": (["4", "2", "1"], ValueError, kael.TypeError, r"got '4' at lengths\[0\]"),
+    "nested_lists": ([[4], [2], [1]], RuntimeError, kael.ValueError, r"lengths\[0\] is \[4\]"),
+    "ragged": ([4, [2], 1], TypeError, kael.ValueError, r"lengths\[1\] is \[2\]"),
+    "string": ("abc", TypeError, kael.TypeError, "got 'abc'"),
+    "none": (None, TypeError, kael.TypeError, "got None"),
+    "a_number": (4, RuntimeError, kael.TypeError, "sequence of ints, got 4"),
+    "complex": ([4 + 0j, 2, 1], TypeError, kael.TypeError, r"got \(4\+0j\)"),
+    "float_zero_d_tensor": ([torch.tensor(4.0), 2, 1], TypeError, kael.TypeError, "float32"),
+    "two_element_tensor": ([torch.tensor([4, 2]), 1], TypeError, kael.TypeError, r"\[2\]"),
+    "numpy_strings": (np.array(["4", "2", "1"]), TypeError, kael.TypeError, "type <U1"),
+    "numpy_objects": (np.array([4, 2, 1], dtype=object), TypeError, kael.TypeError, "object"),
+    "numpy_2d": (np.array([[4, 2, 1]]), RuntimeError, kael.ValueError, "1D tensor, but got 2D"),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED_LENGTHS))
+def test_bad_lengths_refused_naming_the_value(case):
+    lengths, torch_error, kael_error, match = REFUSED_LENGTHS[case]
+    x = randn(4, 3, 2)
+    with pytest.raises(torch_error):
+        R.pack_padded_sequence(x, lengths)
+    with pytest.raises(kael_error, match=match):
+        KR.pack_padded_sequence(K(x), K(lengths))
+
+
+@pytest.mark.parametrize("value", [2**63 - 1, 2**63, 9.2e18, 9.3e18])
+def test_lengths_convert_within_int64_only(value):
+    """torch.as_tensor holds 2**63 - 1 and 9.2e18 (beyond the 4 steps, so refused after it),
+    and refuses 2**63 and 9.3e18 as kael does."""
+    x = K(randn(4, 2, 2))
+    try:
+        torch.as_tensor([value, 1], dtype=torch.int64)
+    except (RuntimeError, ValueError):
+        with pytest.raises(kael.ValueError, match=re.escape(f"length {value} cannot be converted")):
+            KR.pack_padded_sequence(x, [value, 1])
+        return
+    with pytest.raises(kael.ValueError, match=f"lengths \\[{int(value)}, 1\\] exceed the input's"):
+        KR.pack_padded_sequence(x, [value, 1])
+
+
+# ---- total_length ----------------------------------------------------------------------------
+
+
+ACCEPTED_TOTAL_LENGTHS = {
+    "int": 5,
+    "at_the_longest": 4,
+    "numpy_int": np.int64(5),
+    "zero_d_tensor": torch.tensor(5),
+    "zero_d_int8_tensor": torch.tensor(5, dtype=torch.int8),
+    "zero_d_uint8_tensor": torch.tensor(4, dtype=torch.uint8),
+}
+
+
+@pytest.mark.parametrize("case", list(ACCEPTED_TOTAL_LENGTHS))
+def test_total_length_int_like_accepted_as_torch(case):
+    total_length = ACCEPTED_TOTAL_LENGTHS[case]
+    x = randn(4, 3, 2)
+    t = R.pack_padded_sequence(x, [4, 3, 2])
+    k = KR.pack_padded_sequence(K(x), [4, 3, 2])
+    got = KR.pad_packed_sequence(k, total_length=K(total_length))
+    for a, b in zip(got, R.pad_packed_sequence(t, total_length=total_length)):
+        same(a, b)
+
+
+REFUSED_TOTAL_LENGTHS = {
+    "float": (4.0, TypeError, kael.TypeError, r"must be int, not float \(got 4.0\)"),
+    "float_below": (2.0, ValueError, kael.TypeError, r"must be int, not float \(got 2.0\)"),
+    "string": ("4", TypeError, kael.TypeError, r"must be int, not str \(got '4'\)"),
+    "bool": (True, ValueError, kael.TypeError, r"must be int, not bool \(got True\)"),
+    "numpy_float": (np.float64(5.0), TypeError, kael.TypeError, "not float64"),
+    "float_tensor": (torch.tensor(5.0), TypeError, kael.TypeError, "not Tensor.*5.0"),
+    "one_d_tensor": (torch.tensor([5]), TypeError, kael.TypeError, r"not Tensor.*\[5\]"),
+    "tensor_below": (torch.tensor(3), ValueError, kael.ValueError, "total_length=3 and max"),
+    "beyond_int64": (2**70, ValueError, kael.ValueError, f"total_length {2**70} is out of"),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED_TOTAL_LENGTHS))
+def test_total_length_not_an_int_refused_naming_it(case):
+    total_length, torch_error, kael_error, match = REFUSED_TOTAL_LENGTHS[case]
+    x = randn(4, 3, 2)
+    with pytest.raises(torch_error):
+        R.pad_packed_sequence(R.pack_padded_sequence(x, [4, 3, 2]), total_length=total_length)
+    k = KR.pack_padded_sequence(K(x), [4, 3, 2])
+    with pytest.raises(kael_error, match=match):
+        KR.pad_packed_sequence(k, total_length=K(total_length))
+
+
+# ---- unpad_sequence's float lengths ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lengths",
+    [
+        torch.tensor([2.5, 0.5, 3.0]),
+        torch.tensor([2.0, 2.0001, 1.9999]),
+        torch.tensor([float("nan"), float("inf"), -float("inf")]),
+        torch.tensor([-0.5, 1e30, 0.0]),
+        torch.tensor([2.5, 1.0, 0.25], dtype=torch.float16),
+        torch.tensor([2.5, 1.0, 0.25], dtype=torch.float64),
+        torch.tensor([True, False, True]),
+        torch.tensor([2, 1, 4], dtype=torch.uint8),
+    ],
+)
+def test_unpad_sequence_keeps_the_steps_below_each_length(lengths):
+    """PyTorch keeps the rows where arange(T) < length: 2.5 keeps 3, NaN none, inf all."""
+    x = randn(3, 3, 2)
+    got = KR.unpad_sequence(K(x), K(lengths))
+    want = R.unpad_sequence(x.clone(), lengths)
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        same(a, b)
+
+
+# ---- PackedSequence's conversion methods -----------------------------------------------------
+
+
+def both_packed_sequences(dtype=torch.float32):
+    x = randn(3, 2, 2, dtype=dtype)
+    t = R.pack_padded_sequence(x, [1, 3], enforce_sorted=False)
+    return KR.pack_padded_sequence(K(x), [1, 3], enforce_sorted=False), t
+
+
+@pytest.mark.parametrize(
+    "name", ["double", "float", "half", "long", "int", "short", "char", "byte"]
+)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_dtype_methods_convert_the_data_only(name, dtype):
+    """Each is to(dtype=...): batch_sizes and the indices stay int64; self when data has it."""
+    k, t = both_packed_sequences(dtype)
+    got, want = getattr(k, name)(), getattr(t, name)()
+    same_packed(got, want)
+    assert (got is k) == (want is t)
+
+
+def to_forms(lib):
+    """Every form of to() torch's PackedSequence takes, for torch or kael (`lib`)."""
+    other = lib.zeros(1, dtype=lib.int32)
+    cpu = lib.device("cpu")
+    return {
+        "dtype": ((lib.float64,), {}),
+        "device": (("cpu",), {}),
+        "device_object": ((cpu,), {}),
+        "device_dtype": (("cpu", lib.float64), {}),
+        "device_dtype_non_blocking": (("cpu", lib.float16, True), {}),
+        "dtype_non_blocking": ((lib.float64, False), {}),
+        "tensor": ((other,), {}),
+        "tensor_non_blocking": ((other, True), {}),
+        "keywords": ((), {"device": "cpu", "dtype": lib.float16}),
+        "non_blocking_keyword": ((lib.float64,), {"non_blocking": True}),
+        "preserve_format": ((lib.float32,), {"memory_format": lib.preserve_format}),
+        "contiguous_format": ((), {"memory_format": lib.contiguous_format}),
+        "nothing": ((), {}),
+        "same_dtype": ((lib.float32,), {}),
+    }
+
+
+@pytest.mark.parametrize("form", list(to_forms(torch)))
+def test_to_takes_every_torch_form(form):
+    k, t = both_packed_sequences()
+    args, kwargs = to_forms(torch)[form]
+    want = t.to(*args, **kwargs)
+    args, kwargs = to_forms(kael)[form]
+    got = k.to(*args, **kwargs)
+    same_packed(got, want)
+    assert (got is k) == (want is t)
+
+
+def bad_to_forms(lib):
+    return {
+        "copy_keyword": ((lib.float64,), {"copy": True}),
+        "copy_positional": ((lib.float64, False, True), {}),
+        "two_dtypes": ((lib.float64, lib.float32), {}),
+        "dtype_twice": ((lib.float64,), {"dtype": lib.float32}),
+        "unknown_keyword": ((), {"foo": 1}),
+        "unknown_device": (("bogus",), {}),
+        "channels_last_of_2d_data": ((), {"memory_format": lib.channels_last}),
+    }
+
+
+@pytest.mark.parametrize("form", list(bad_to_forms(torch)))
+def test_to_refuses_what_torch_refuses(form):
+    k, t = both_packed_sequences()
+    args, kwargs = bad_to_forms(torch)[form]
+    with pytest.raises((TypeError, RuntimeError)):
+        t.to(*args, **kwargs)
+    args, kwargs = bad_to_forms(kael)[form]
+    with pytest.raises((kael.TypeError, kael.ValueError)):
+        k.to(*args, **kwargs)
+
+
+CPU_CALLS = {
+    "plain": lambda lib: ((), {}),
+    "device": lambda lib: (("cpu",), {}),
+    "dtype": lambda lib: ((lib.float64,), {}),
+    "dtype_keyword": lambda lib: ((), {"dtype": lib.float64}),
+    "non_blocking": lambda lib: ((), {"non_blocking": True}),
+}
+
+
+@pytest.mark.parametrize("call", list(CPU_CALLS))
+def test_cpu_moves_to_the_cpu_with_the_conversions_asked(call):
+    k, t = both_packed_sequences()
+    args, kwargs = CPU_CALLS[call](torch)
+    want = t.cpu(*args, **kwargs)
+    args, kwargs = CPU_CALLS[call](kael)
+    got = k.cpu(*args, **kwargs)
+    same_packed(got, want)
+    assert (got is k) == (want is t)
+
+
+def test_is_pinned_reads_the_data():
+    k, t = both_packed_sequences()
+    assert k.is_pinned() is t.is_pinned() is False
+
+
+@pytest.mark.parametrize("method", ["cuda", "pin_memory"])
+def test_cuda_and_pin_memory_need_a_gpu(method):
+    """This CPU torch refuses both; kael refuses them without a GPU, and with one moves
+    data and the indices (batch_sizes stays on the CPU)."""
+    k, t = both_packed_sequences()
+    with pytest.raises((AssertionError, RuntimeError)):
+        getattr(t, method)()
+    if not kael.cuda.is_available():
+        with pytest.raises(kael.Error, match="CUDA is not available"):
+            getattr(k, method)()
+        return
+    got = getattr(k, method)()
+    assert got.batch_sizes is k.batch_sizes
+    assert got.is_cuda if method == "cuda" else got.is_pinned()
+    same_packed(got.cpu(), t)
+
+
+# ---- padding_value within the padded dtype ---------------------------------------------------
+
+# (dtype, padding_value): each accepted or refused as PyTorch's checked conversion does
+PADDING_VALUES = [
+    *[(torch.int64, v) for v in (float("nan"), float("inf"), -float("inf"), 1e19, 9.2e18)],
+    *[(torch.int64, v) for v in (-(2**63), 2.7, True, 2**62 + 1)],
+    *[(torch.float16, v) for v in (1e6, 65504.0, 65504.5, -65505.0, 100000, 70000)],
+    *[(torch.float16, v) for v in (float("inf"), float("nan"))],
+    *[(torch.bfloat16, v) for v in (3.3895313892515355e38, 3.39e38, float("inf"))],
+    *[(torch.float32, v) for v in (3.4028234663852886e38, 3.4028235e38, float("nan"))],
+    *[(torch.float64, v) for v in (1e308, float("inf"))],
+    *[(torch.int8, v) for v in (127, 128, -128, -129, 127.9, float("nan"))],
+    *[(torch.uint8, v) for v in (255, 256, -1, -255, -256, -1.5)],
+    *[(torch.int32, v) for v in (2**31 - 1, 2**31)],
+    *[(torch.bool, v) for v in (2.5, float("nan"))],
+]
+
+
+def _padded_both(pad, dtype, value):
+    """pad(module, sequences, value) for torch's and kael's sequences of `dtype`: torch's
+    result, or the error torch raises (then kael must raise kael.ValueError naming value)."""
+    s = sequences(dtype, (2, 1), ())
+    try:
+        want = pad(R, s, value)
+    except RuntimeError as e:
+        assert "without overflow" in str(e)
+        with pytest.raises(kael.ValueError, match=f"cannot be converted to {KAEL_DTYPES[dtype]}"):
+            pad(KR, K(s), value)
+        return
+    got = pad(KR, K(s), value)
+    if dtype.is_floating_point:  # NaN padding equals NaN
+        close_to_torch(got, want, 0, equal_nan=True)
+    else:
+        same(got, want)
+
+
+# pad_sequence reads padding_value as a double (2**62 + 1 rounds, uint8 refuses -1.0);
+# pad_packed_sequence as a Scalar (an int exactly, uint8 takes -1 as 255)
+PADDERS = {
+    "pad_sequence": lambda M, s, v: M.pad_sequence(s, padding_value=v),
+    "pad_packed_sequence": lambda M, s, v: M.pad_packed_sequence(M.pack_sequence(s), False, v)[0],
+}
+
+
+@pytest.mark.parametrize("padder", list(PADDERS))
+@pytest.mark.parametrize(
+    "dtype,value", PADDING_VALUES, ids=[f"{d}-{v!r}"[6:] for d, v in PADDING_VALUES]
+)
+def test_padding_value_checked_for_the_dtype(padder, dtype, value):
+    _padded_both(PADDERS[padder], dtype, value)
+
+
+@pytest.mark.parametrize("value", [float("nan"), 1e19, 2**63])
+def test_padding_overflow_names_the_value(value):
+    s = K(sequences(torch.int64, (2, 1), ()))
+    with pytest.raises(kael.ValueError, match=re.escape(f"{value} cannot be converted to int64")):
+        KR.pad_packed_sequence(KR.pack_sequence(s), padding_value=value)
+
+
+@pytest.mark.parametrize(
+    "value", [torch.tensor(2.5), np.float32(2.5), np.int64(3), True, np.True_, 7]
+)
+def test_padding_value_numbers_and_0d_tensors_accepted(value):
+    s = sequences(lengths=(2, 1), trailing=())
+    same(KR.pad_sequence(K(s), padding_value=K(value)), R.pad_sequence(s, padding_value=value))
+    p, kp = R.pack_sequence(s), KR.pack_sequence(K(s))
+    same(
+        KR.pad_packed_sequence(kp, padding_value=K(value))[0],
+        R.pad_packed_sequence(p, padding_value=value)[0],
+    )
+
+
+@pytest.mark.parametrize("value", [torch.tensor([2.5]), "1", None, 2 + 1j])
+def test_padding_value_not_a_number_refused(value):
+    s = sequences(lengths=(2, 1), trailing=())
+    with pytest.raises((TypeError, RuntimeError)):
+        R.pad_packed_sequence(R.pack_sequence(s), padding_value=value)
+    with pytest.raises(TypeError):
+        R.pad_sequence(s, padding_value=value)
+    with pytest.raises(kael.TypeError, match="padding_value must be a float"):
+        KR.pad_sequence(K(s), padding_value=K(value))
+    with pytest.raises(kael.TypeError, match="padding_value must be a float"):
+        KR.pad_packed_sequence(KR.pack_sequence(K(s)), padding_value=K(value))
 
 
 # ---- the packed overload of the recurrent functions ------------------------------------------

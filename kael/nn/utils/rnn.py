@@ -9,14 +9,33 @@ padding row appended, its index built by kael ops from the lengths.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import math
+import numbers
+from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
+import numpy as np
+
 from kael.frontend import factories, index_ops
-from kael.frontend.outputs import tensor_param
+from kael.frontend.outputs import float_arg, tensor_param
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
-from kael.runtime.dtypes import int64
+from kael.runtime.convert import CHECKED, convert_scalar
+from kael.runtime.device import parse_device
+from kael.runtime.dtypes import (
+    INT64_MAX,
+    INT64_MIN,
+    INTEGER_DTYPES,
+    DType,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+)
 from kael.runtime.errors import IndexError, TypeError, ValueError
 
 # ---- PackedSequence --------------------------------------------------------------------------
@@ -59,40 +78,185 @@ class PackedSequence(_Fields):
         return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
 
     def to(self, *args, **kwargs) -> PackedSequence:
-        """data converted as Tensor.to does, the indices moved to its device (batch_sizes
-        stays on the CPU); self where nothing changes."""
-        data = self.data.to(*args, **kwargs)
-        if data is self.data:
-            return self
-        indices = (
-            None if t is None else t.to(data.device)
-            for t in (self.sorted_indices, self.unsorted_indices)
-        )
-        return type(self)(data, self.batch_sizes, *indices)
+        """data converted as Tensor.to does (torch's forms: device, dtype, non_blocking, a
+        tensor's dtype and device), the indices moved to its device (batch_sizes stays on
+        the CPU); self where nothing changes."""
+        return self._converted(_to_form(args, kwargs))
+
+    def cuda(self, *args, **kwargs) -> PackedSequence:
+        """to() on the GPU: the device asked for when it is a CUDA one, else 'cuda'."""
+        return self._converted(_to_form(args, kwargs), "cuda")
+
+    def cpu(self, *args, **kwargs) -> PackedSequence:
+        """to() on the CPU (with the other conversions asked for)."""
+        return self._converted(_to_form(args, kwargs), "cpu")
+
+    def pin_memory(self) -> PackedSequence:
+        """data and the indices in page-locked host memory (batch_sizes as it is)."""
+        return self._replaced(self.data.pin_memory(), lambda t: t.pin_memory())
+
+    def is_pinned(self) -> bool:
+        """Whether data is in page-locked host memory."""
+        return self.data.is_pinned()
 
     @property
     def is_cuda(self) -> bool:
         return self.data.device.type == "cuda"
 
+    def _converted(self, form: dict, kind: str | None = None) -> PackedSequence:
+        """self converted by Tensor.to's keywords `form`, on a device of `kind` when given."""
+        if kind is not None:
+            device = form.get("device")
+            if device is None or parse_device(device).type != kind:
+                form["device"] = kind
+        data = self.data.to(**form)
+        if data is self.data:
+            return self
+        moves = {k: form[k] for k in ("non_blocking", "memory_format") if k in form}
+        return self._replaced(data, lambda t: t.to(data.device, **moves))
+
+    def _replaced(self, data: Tensor, convert: Callable[[Tensor], Tensor]) -> PackedSequence:
+        """A PackedSequence of `data`, the same batch_sizes and the indices `convert`ed."""
+        indices = (None if t is None else convert(t) for t in self[2:])
+        return type(self)(data, self.batch_sizes, *indices)
+
+
+# torch's PackedSequence dtype methods: each converts data only (self.to(dtype=...))
+_DTYPE_METHODS = {
+    "double": float64,
+    "float": float32,
+    "half": float16,
+    "long": int64,
+    "int": int32,
+    "short": int16,
+    "char": int8,
+    "byte": uint8,
+}
+
+
+def _dtype_method(name: str, dtype: DType) -> Callable[[PackedSequence], PackedSequence]:
+    def convert(self: PackedSequence) -> PackedSequence:
+        return self.to(dtype=dtype)
+
+    convert.__name__, convert.__qualname__ = name, f"PackedSequence.{name}"
+    convert.__doc__ = f"data converted to {dtype} (batch_sizes and the indices as they are)."
+    return convert
+
+
+for _name, _dtype in _DTYPE_METHODS.items():
+    setattr(PackedSequence, _name, _dtype_method(_name, _dtype))
+
+
+# ---- PackedSequence.to's arguments -----------------------------------------------------------
+
+_TO_KEYWORDS = ("dtype", "device", "non_blocking", "memory_format")
+# torch's positional forms (before a trailing non_blocking): [device], [device, dtype],
+# [dtype], [tensor]
+_TO_FORMS = ((), ("device",), ("device", "dtype"), ("dtype",), ("tensor",))
+
+
+def _to_role(value) -> str:
+    """What a positional argument of to() is: a dtype, a tensor, or else a device."""
+    if isinstance(value, DType):
+        return "dtype"
+    return "tensor" if isinstance(value, Tensor) else "device"
+
+
+def _put(form: dict, key: str, value) -> None:
+    """form[key] = value, refusing a second value (torch's parser refuses it so)."""
+    if key in form:
+        raise TypeError(f"to() got multiple values for '{key}' ({form[key]!r} and {value!r})")
+    form[key] = value
+
+
+def _to_form(args: tuple, kwargs: dict) -> dict:
+    """Tensor.to's keywords for one of torch's to(device, dtype, non_blocking) /
+    to(dtype, non_blocking) / to(tensor, non_blocking) calls; a copy argument is refused,
+    as torch's PackedSequence.to refuses it. An int device is that CUDA device."""
+    if "copy" in kwargs or sum(isinstance(a, bool) for a in args) > 1:
+        raise TypeError(".to() does not accept copy argument")
+    unknown = [k for k in kwargs if k not in _TO_KEYWORDS]
+    if unknown:
+        raise TypeError(f"to() got unexpected keyword arguments {unknown}")
+    form, args = dict(kwargs), list(args)
+    if args and isinstance(args[-1], bool):
+        _put(form, "non_blocking", args.pop())
+    roles = tuple(_to_role(a) for a in args)
+    if roles not in _TO_FORMS:
+        got = ", ".join(type(a).__name__ for a in args)
+        raise TypeError(
+            f"to() expects (device, dtype, non_blocking), (dtype, non_blocking) or (tensor,"
+            f" non_blocking), got ({got})"
+        )
+    for role, value in zip(roles, args):
+        if role == "tensor":
+            _put(form, "dtype", value.dtype)
+            value, role = value.device, "device"
+        _put(form, role, value)
+    if type(form.get("device")) is int:
+        form["device"] = f"cuda:{form['device']}"
+    return form
+
 
 # ---- lengths bookkeeping (Python ints) -------------------------------------------------------
 
+_INT64_LOWEST = float(INT64_MIN)
 
-def _lengths(value, op: str) -> list[int]:
-    """A lengths argument (a 1-D tensor or a sequence of numbers) as Python ints, truncated
-    as PyTorch's int64 conversion does."""
+
+def _length_item(value, op: str, at: int) -> int | float:
+    """One element of a lengths sequence as torch.as_tensor(dtype=int64) takes it: an int or
+    a Python float (NumPy's float64 is one), a NumPy int, an integer tensor of one element;
+    NumPy's float32 and bool are refused there, as in PyTorch."""
+    if isinstance(value, Tensor):
+        if value.numel() != 1 or value.dtype.is_floating_point:
+            raise TypeError(
+                f"{op}: lengths[{at}] must be a number or an integer tensor of one element,"
+                f" got a {value.dtype} tensor of shape {list(value.shape)}"
+            )
+        return value.item()
+    if isinstance(value, int | float | np.integer):
+        return value if isinstance(value, float) else int(value)
+    if isinstance(value, Iterable) and not isinstance(value, str):
+        raise ValueError(f"{op}: 'lengths' should be 1D, but lengths[{at}] is {value!r}")
+    raise TypeError(
+        f"{op}: lengths must be a tensor or a sequence of ints, got {value!r} at lengths[{at}]"
+    )
+
+
+def _array_lengths(value: np.ndarray, op: str) -> Tensor:
+    """A NumPy array of lengths as a tensor (its numbers as they are)."""
+    if value.dtype.kind not in "biuf":
+        raise TypeError(f"{op}: can't read lengths from a NumPy array of type {value.dtype}")
+    return factories.tensor(value)
+
+
+def _length_values(value, op: str) -> list[int | float]:
+    """A lengths argument (a 1-D tensor or NumPy array, or a sequence of numbers) as Python
+    numbers, read as torch.as_tensor reads them."""
+    if isinstance(value, np.ndarray):
+        value = _array_lengths(value, op)
     if isinstance(value, Tensor):
         if value.ndim != 1:
             raise ValueError(
                 f"{op}: 'lengths' argument should be a 1D tensor, but got {value.ndim}D"
             )
-        return [int(v) for v in value.tolist()]
+        return value.tolist()
     if not isinstance(value, Iterable) or isinstance(value, str):
         raise TypeError(f"{op}: lengths must be a tensor or a sequence of ints, got {value!r}")
-    values = list(value)
-    if not all(isinstance(v, int | float) for v in values):
-        raise TypeError(f"{op}: lengths must be a tensor or a sequence of ints, got {values}")
-    return [int(v) for v in values]
+    return [_length_item(v, op, i) for i, v in enumerate(value)]
+
+
+def _as_int64(value: int | float, op: str) -> int:
+    """A length as int64 holds it, truncated; beyond int64 (NaN, inf) a kael.ValueError, as
+    PyTorch's checked conversion refuses it."""
+    if not _INT64_LOWEST <= value < -_INT64_LOWEST:
+        raise ValueError(f"{op}: length {value} cannot be converted to int64 without overflow")
+    return int(value)
+
+
+def _lengths(value, op: str) -> list[int]:
+    """A lengths argument as Python ints, truncated as PyTorch's int64 conversion does."""
+    return [_as_int64(v, op) for v in _length_values(value, op)]
 
 
 def _batch_sizes_of(lengths: list[int]) -> list[int]:
@@ -161,6 +325,48 @@ def pack_padded_sequence(
 
 # ---- pad_packed_sequence ---------------------------------------------------------------------
 
+_INT64_HIGHEST = float(INT64_MAX)  # 2**63: PyTorch compares a double with int64's max so
+
+
+def _overflows(value: int | float, dtype: DType) -> bool:
+    """PyTorch's checked conversion refuses `value` for `dtype`: NaN, inf or beyond int64 for
+    int64, a finite value beyond a float dtype's range (the narrower ints convert_scalar
+    checks itself)."""
+    if dtype.is_floating_point:
+        return abs(value) != math.inf and abs(value) > dtype.largest
+    return dtype is int64 and not _INT64_LOWEST <= value <= _INT64_HIGHEST
+
+
+def _padding(value, dtype: DType, op: str, through_double: bool = False) -> bool | int | float:
+    """padding_value (a number, NumPy scalar or 0-d tensor) as a `dtype` element holds it,
+    read as a double first where PyTorch's signature takes one; kael.ValueError naming it
+    where PyTorch's checked conversion overflows."""
+    if isinstance(value, Tensor | np.generic) and value.ndim == 0:
+        value = value.item()  # a 0-d tensor or a NumPy scalar (numpy.bool too) as Python's
+    if through_double or not isinstance(value, numbers.Integral):
+        value = float_arg(value, op, "padding_value")
+    if _overflows(value, dtype):
+        raise ValueError(
+            f"{op}: padding_value {value} cannot be converted to {dtype} without overflow"
+        )
+    return convert_scalar(value, dtype, CHECKED)
+
+
+def _total_length(value, op: str) -> int:
+    """total_length as PyTorch's int argument takes it: an int (not a bool), a NumPy int or
+    an integer 0-d tensor."""
+    if isinstance(value, Tensor) and value.ndim == 0 and value.dtype in INTEGER_DTYPES:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(
+            f"{op}(): argument 'total_length' must be int, not {type(value).__name__}"
+            f" (got {value!r})"
+        )
+    value = int(value)
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise ValueError(f"{op}(): total_length {value} is out of the range of int64")
+    return value
+
 
 def _padded_gather(
     source: Tensor, index: Tensor, valid: Tensor, padding_value: float, batch_first: bool
@@ -194,10 +400,12 @@ def pad_packed_sequence(
 ) -> tuple[Tensor, Tensor]:
     """torch.nn.utils.rnn.pad_packed_sequence: (the padded [T, B, *] or [B, T, *] batch in
     its original order, each sequence's length); T is total_length when given."""
+    op = "pad_packed_sequence"
     sizes = _check_packed(sequence)
     data, _, _, unsorted_indices = sequence
     steps = len(sizes)
     if total_length is not None:
+        total_length = _total_length(total_length, op)
         if total_length < steps:
             raise ValueError(
                 "Expected total_length to be at least the length of the longest sequence in"
@@ -205,8 +413,10 @@ def pad_packed_sequence(
                 f" {steps}"
             )
         steps = total_length
+    padding_value = _padding(padding_value, data.dtype, op)
     device = data.device
-    per_step = _lengths_tensor(sizes + [0] * (steps - len(sizes)), device).unsqueeze(1)
+    past_the_end = factories.zeros(steps - len(sizes), dtype=int64, device=device)
+    per_step = index_ops.cat([_lengths_tensor(sizes, device), past_the_end]).unsqueeze(1)
     batch = factories.arange(sizes[0], device=device)
     if unsorted_indices is not None:
         batch = unsorted_indices.to(device)
@@ -274,6 +484,7 @@ def pad_sequence(
             f"Expected padding_side to be one of left or right, but got {padding_side}."
         )
     aligned = _aligned(_sequence_list(sequences, op), op)
+    padding_value = _padding(padding_value, aligned[0].dtype, op, through_double=True)
     device = aligned[0].device
     lengths = _lengths_tensor([s.shape[0] for s in aligned], device).unsqueeze(1)
     longest = max(s.shape[0] for s in aligned)
@@ -295,9 +506,17 @@ def pack_sequence(sequences: Sequence[Tensor], enforce_sorted: bool = True) -> P
 # ---- unpadding -------------------------------------------------------------------------------
 
 
+def _steps_below(length: int | float, steps: int) -> int:
+    """How many of the steps 0..steps-1 PyTorch's mask arange(steps) < length keeps (a
+    float length 2.5 keeps 3, NaN none)."""
+    if not length > 0:
+        return 0
+    return steps if length >= steps else math.ceil(length)
+
+
 def unpad_sequence(padded_sequences: Tensor, lengths, batch_first: bool = False) -> list[Tensor]:
-    """torch.nn.utils.rnn.unpad_sequence: the padded batch's sequences, each cut to its
-    length (within [0, T], as PyTorch's mask does), as new tensors."""
+    """torch.nn.utils.rnn.unpad_sequence: the padded batch's sequences, each cut to the
+    steps below its length (within [0, T], as PyTorch's mask does), as new tensors."""
     x = tensor_param(padded_sequences, "unpad_sequence", "padded_sequences")
     if x.ndim < 2:
         raise IndexError(
@@ -306,12 +525,12 @@ def unpad_sequence(padded_sequences: Tensor, lengths, batch_first: bool = False)
         )
     rows = x if batch_first else x.transpose(0, 1)
     steps = rows.shape[1]
-    lengths = _lengths(lengths, "unpad_sequence")
+    lengths = _length_values(lengths, "unpad_sequence")
     if len(lengths) != rows.shape[0]:
         raise ValueError(
             f"unpad_sequence: got {len(lengths)} lengths for {rows.shape[0]} sequences"
         )
-    return [row.narrow(0, 0, min(max(n, 0), steps)).clone() for row, n in zip(rows, lengths)]
+    return [row.narrow(0, 0, _steps_below(n, steps)).clone() for row, n in zip(rows, lengths)]
 
 
 def unpack_sequence(packed_sequences: PackedSequence) -> list[Tensor]:
