@@ -615,13 +615,7 @@ def _kernel_order(impl: TensorImpl, dim: int, descending: bool, k: int | None) -
         if kernel == "insertion":
             merge_sort.insertion_order(*at, order.data_ptr())
         elif kernel == "radix":
-            scratch: list[TensorImpl] = []
-
-            def space(nbytes: int) -> int:
-                scratch.append(empty_impl((nbytes,), uint8, impl.device))
-                return scratch[-1].data_ptr()
-
-            radix.order(*at, order.data_ptr(), space)
+            radix.order(*at, order.data_ptr(), _Scratch(impl.device))
         else:
             other = empty_impl(keys.shape, int64, impl.device)
             pair = [order.data_ptr(), other.data_ptr()]
@@ -631,6 +625,41 @@ def _kernel_order(impl: TensorImpl, dim: int, descending: bool, k: int | None) -
     picked = views.narrow(order, len(order.shape) - 1, 0, kept)
     eager.copy_into(views.transpose(out, dim, -1), picked)
     return out
+
+
+class _Scratch:
+    """Device memory for one kernel call's buffers, as a callable: nbytes -> address (the
+    buffers live as long as this object)."""
+
+    def __init__(self, device) -> None:
+        self.device, self.kept = device, []
+
+    def __call__(self, nbytes: int) -> int:
+        self.kept.append(empty_impl((nbytes,), uint8, self.device))
+        return self.kept[-1].data_ptr()
+
+
+def rank_positions(rows: Tensor, ranks: Tensor) -> Tensor:
+    """For rows [..., n] (contiguous) and ranks [..., 1] (int64, each in [0, n)): the
+    position in each row of the element its stable ascending sort (NaN last) puts at that
+    rank, by radix selection: no keys move (see codegen/cpu/radix.py's select)."""
+    impl = rows._impl
+    n = impl.shape[-1]
+    count = impl.numel() // n
+    left = clone_impl(ranks._impl)  # the kernels use it up
+    out = empty_impl(ranks._impl.shape, int64, impl.device)
+    runner = handwritten.runner_for(impl.device)
+    try:
+        radix.select(runner, impl.dtype, impl.data_ptr(), count, n, left.data_ptr(),
+                     out.data_ptr(), _Scratch(impl.device))  # fmt: skip
+    finally:
+        runner.close()
+    return Tensor(out)
+
+
+def selects(dtype: DType, n: int) -> bool:
+    """Whether rank_positions serves rows of n keys of dtype: where the radix sort would."""
+    return _sort_kernel(dtype, n) == "radix"
 
 
 INSERTION_ROW = 32  # rows shorter than this take the insertion sort (n * n / 4 steps)

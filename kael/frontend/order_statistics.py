@@ -7,15 +7,12 @@ quantiles, while the nan- variants count only its other values.
 
 from __future__ import annotations
 
-import numpy as np
-
 from kael.codegen.cpu import search
 from kael.frontend import elementwise as ew
 from kael.frontend import factories, index_ops, math_functions, reductions, sequence, views
 from kael.frontend.outputs import bool_arg, device_of, tensor_arg
 from kael.frontend.reductions import ValuesIndices
 from kael.frontend.tensor import Tensor
-from kael.runtime.device import CPU
 from kael.runtime.dtypes import bool_, float32, float64, int32, int64, promote_types, result_type
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
 
@@ -50,17 +47,21 @@ def _ranked(x: Tensor, dim, op: str) -> tuple[Tensor, int]:
     return moved.contiguous(), d
 
 
-def _order(xs: Tensor, ranks: list[Tensor]) -> Tensor:
-    """Per slice of xs (the last dim), positions whose elements at `ranks` are those of
-    the sorted slice (NaN ranked last): on the CPU one host argpartition at the ranks
-    asked (the book's host-side ordering; O(n) where a sort is O(n log n)), on a GPU the
-    sort itself."""
+def _positions(xs: Tensor, ranks: list[Tensor]) -> list[Tensor]:
+    """For each rank tensor ([..., 1] int64, a rank per slice of xs's last dim), the
+    positions of the elements a stable sort puts at those ranks (NaN ranked last): radix
+    selection (a few counting reads of each slice a rank) for long slices and few ranks,
+    else the stable sort's order; the same positions either way, on every device."""
     if not xs.numel():  # no slices: nothing to order
-        return factories.empty(xs.shape, dtype=int64, device=xs.device)
-    if xs.device is CPU:
-        kth = sorted(set().union(*(r.reshape(-1).tolist() for r in ranks)))
-        return factories.from_numpy(np.argpartition(index_ops.host_keys(xs), kth, axis=-1))
-    return index_ops.sort(xs, -1, stable=True)[1]
+        order = factories.empty(xs.shape, dtype=int64, device=xs.device)
+        return [index_ops.gather(order, -1, r) for r in ranks]
+    if len(ranks) <= SELECT_RANKS and index_ops.selects(xs.dtype, xs.shape[-1]):
+        return [index_ops.rank_positions(xs, r) for r in ranks]
+    order = index_ops.sort(xs, -1, stable=True)[1]
+    return [index_ops.gather(order, -1, r) for r in ranks]
+
+
+SELECT_RANKS = 4  # more ranks a slice: one sort reads less than a selection each
 
 
 def _median(op: str, skip_nan: bool):
@@ -79,7 +80,7 @@ def _median(op: str, skip_nan: bool):
             rank = ew.binary("floor_divide", ew.binary("sub", ew.binary("maximum", count, 1), 1), 2)
         else:
             rank = factories.full((*xs.shape[:-1], 1), (n - 1) // 2, dtype=int64, device=x.device)
-        where = index_ops.gather(_order(xs, [rank]), -1, rank)
+        (where,) = _positions(xs, [rank])
         picked = index_ops.gather(xs, -1, where)
         if floating and not skip_nan:  # a slice with NaN: NaN, at its first NaN
             nans = ew.binary("ne", xs, xs)
@@ -157,13 +158,14 @@ def _quantile(op: str, skip_nan: bool):
                 ranks = ranks.round()
             below = ranks.clamp(min=0).to(int64)  # truncation: ranks are not negative
             bounds.append((ranks, below, ranks.ceil().clamp(min=0).to(int64)))
-        order = _order(xs, [r for _, lo, hi in bounds for r in (lo, hi)])
+        places = iter(_positions(xs, [r for _, lo, hi in bounds for r in (lo, hi)]))
         any_nan = None if skip_nan else ew.binary("ne", xs, xs).any(-1, keepdim=True)
         results = []
-        for ranks, below, above in bounds:
-            value = index_ops.gather(xs, -1, index_ops.gather(order, -1, below))
+        for ranks, below, _ in bounds:
+            below_at, above_at = next(places), next(places)
+            value = index_ops.gather(xs, -1, below_at)
             if interpolation in ("linear", "midpoint"):
-                upper = index_ops.gather(xs, -1, index_ops.gather(order, -1, above))
+                upper = index_ops.gather(xs, -1, above_at)
                 weight = ranks - below.to(xs.dtype) if interpolation == "linear" else 0.5
                 value = math_functions.lerp(value, upper, weight)
             # an all-NaN slice (nan- variants) or any NaN in it: NaN quantiles
@@ -278,7 +280,8 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
 
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
     """The k-th smallest value of each slice along dim (k from 1; NaN the largest, as sort
-    orders it) and its index in the slice: column k - 1 of kael's stable sort."""
+    orders it) and its index in the slice: the element kael's stable sort puts at k - 1
+    (found by radix selection in long slices)."""
     op = "kthvalue"
     x = tensor_arg(input, op)
     k = views.as_int(k, f"{op}(): k")
@@ -295,11 +298,12 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Val
             f"{op}(): selected number k out of range for dimension {d}: k={k} but the"
             f" dimension has size {size}"
         )
-    moved = (x if ndim else x.reshape(1)).movedim(d, -1)
-    values, order = index_ops.sort(moved, -1, stable=True)
+    xs = (x if ndim else x.reshape(1)).movedim(d, -1).contiguous()
+    rank = factories.full((*xs.shape[:-1], 1), k - 1, dtype=int64, device=x.device)
+    (where,) = _positions(xs, [rank])
     return ValuesIndices(
-        _finish(values[..., k - 1 : k], d, keepdim, dim, ndim),
-        _finish(order[..., k - 1 : k], d, keepdim, dim, ndim),
+        _finish(index_ops.gather(xs, -1, where), d, keepdim, dim, ndim),
+        _finish(where, d, keepdim, dim, ndim),
     )
 
 

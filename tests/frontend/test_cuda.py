@@ -339,6 +339,16 @@ def test_radix_sort_on_the_device_gives_the_cpus_stable_order(dtype, descending)
     _same_bits(values, want_values)
 
 
+@pytest.mark.parametrize("dtype", [kael.float32, kael.int64], ids=str)
+def test_radix_selection_on_the_device_gives_the_cpus_medians_and_kthvalues(dtype):
+    x = _ties_and_nans(dtype, (3, 140), 33)  # rows radix selection takes
+    assert index_ops.selects(dtype, 140)
+    for got, want in ((kael.median(x.to(DEVICE), 1), kael.median(x, 1)),
+                      (kael.kthvalue(x.to(DEVICE), 100, 1), kael.kthvalue(x, 100, 1))):  # fmt: skip
+        _same_bits(got.values, want.values)
+        _same_bits(got.indices, want.indices)
+
+
 @pytest.mark.parametrize("dim", [None, 0, 1])
 def test_unique_on_the_device_gives_the_cpus_values_inverse_and_counts(dim):
     x = _host((40, 3), kael.float64, 32).mul(1.5).round()  # repeated rows and values

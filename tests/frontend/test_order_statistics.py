@@ -11,6 +11,7 @@ from parity_helpers import close_to_torch
 from parity_helpers import torch_pair as pair
 
 import kael
+from kael.frontend import index_ops
 
 RNG = np.random.default_rng(47)
 
@@ -485,3 +486,50 @@ def test_isin_ignores_nan_test_values_as_torch(elements, tests):
     # NaN matches nothing; sorted last, it must not hide the numbers from the search
     got = kael.isin(kael.tensor(elements), kael.tensor(tests))
     assert got.tolist() == torch.isin(torch.tensor(elements), torch.tensor(tests)).tolist()
+
+
+def _long_rows(dtype, ties: bool):
+    """Rows long enough for radix selection (index_ops.selects), with NaN in two of them."""
+    values = RNG.integers(-40, 40, (4, 3000)) / 4 if ties else RNG.standard_normal((4, 3000))
+    values[1, ::7] = values[2, 5] = np.nan
+    assert index_ops.selects(dtype, 3000)
+    return pair(values, dtype)
+
+
+@pytest.mark.parametrize("ties", [False, True], ids=["distinct", "ties"])
+@pytest.mark.parametrize("name", ["median", "nanmedian"])
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64], ids=str)
+def test_medians_of_long_rows_match_torch_and_index_their_value(dtype, name, ties):
+    k, t = _long_rows(dtype, ties)
+    got, want = getattr(kael, name)(k, 1), getattr(torch, name)(t, 1)
+    close_to_torch(got.values, want.values, 0, equal_nan=True)
+    picked = k.gather(1, got.indices.unsqueeze(1)).squeeze(1)
+    close_to_torch(picked, want.values, 0, equal_nan=True)
+    if not ties:  # distinct values: torch's index is the only one
+        rows = ~torch.isnan(want.values)
+        assert torch.equal(torch.from_numpy(got.indices.numpy())[rows], want.indices[rows])
+    close_to_torch(getattr(kael, name)(k), getattr(torch, name)(t), 0, equal_nan=True)
+
+
+@pytest.mark.parametrize("interpolation", ["linear", "lower", "higher", "midpoint", "nearest"])
+@pytest.mark.parametrize("name", ["quantile", "nanquantile"])
+def test_quantiles_of_long_rows_match_torch(name, interpolation):
+    k, t = _long_rows(kael.float64, True)
+    q = [0.0, 0.3, 0.5, 1.0]  # SELECT_RANKS or fewer per q: each q selects its two ranks
+    for qs in (0.3, kael.tensor(q, dtype=kael.float64)):
+        tq = qs if isinstance(qs, float) else torch.tensor(q, dtype=torch.float64)
+        got = getattr(kael, name)(k, qs, 1, interpolation=interpolation)
+        close_to_torch(got, getattr(torch, name)(t, tq, 1, interpolation=interpolation), 0,
+                       equal_nan=True)  # fmt: skip
+
+
+@pytest.mark.parametrize("kk", [1, 1500, 3000])
+@pytest.mark.parametrize("dtype", [kael.float32, kael.int64, kael.int16], ids=str)
+def test_kthvalue_of_long_rows_with_ties_matches_torch(dtype, kk):
+    k, t = pair(RNG.integers(-30, 30, (3, 3000)), dtype)
+    values, indices = kael.kthvalue(k, kk, 1)
+    want = torch.kthvalue(t, kk, 1).values
+    close_to_torch(values, want, 0)
+    close_to_torch(k.gather(1, indices.unsqueeze(1)).squeeze(1), want, 0)
+    order = torch.sort(t, dim=1, stable=True).indices[:, kk - 1]  # the stable sort's choice
+    assert indices.tolist() == order.tolist()

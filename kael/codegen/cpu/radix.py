@@ -12,6 +12,12 @@ digits of the span take a pass (labels under 2**20, or any int64s within 2**20 o
 other, take 3 passes, not 8). Positions travel as int32 between passes and the
 last pass writes the int64 order.
 
+Selection (`select`: median, quantile, kthvalue) reads the same ordered words from the
+most significant digit down: each digit one counting read of the keys that match the
+digits chosen so far, then a choice of the digit holding the asked rank, and at the end
+one read that finds the rank's position among the equal keys in input order. So it gives
+the very position the stable sort puts at that rank, without moving a key.
+
 The builders are target-neutral, like the merge sort's (codegen/cpu/sort.py): the host
 runs them over chunks of at least MIN_CHUNK keys, a GPU (codegen/ptx/handwritten.py)
 one chunk of at least DEVICE_CHUNK keys a thread, at most DEVICE_CHUNKS chunks a row (each
@@ -139,6 +145,13 @@ def _digit(b: ir.IRBuilder, word: ir.Value, w: dict) -> ir.Value:
     return b.zext(b.and_(offset, ir.Constant(k, BUCKETS - 1)), I64)
 
 
+def _zero(b: ir.IRBuilder, counters: ir.Value) -> None:
+    """Zero a work item's BUCKETS counters."""
+    LoopBuilder(b).counted(
+        i64(0), i64(BUCKETS), 1, lambda d: b.store(i64(0), b.gep(counters, [d])), "zero"
+    )
+
+
 def _count_function(module: ir.Module, width: int) -> str:
     """Item m counts its chunk's digits into its own BUCKETS counters."""
     symbol = f"kael_radix_count_u{width}"
@@ -150,9 +163,7 @@ def _count_function(module: ir.Module, width: int) -> str:
 
     def item(m):
         own = b.gep(counts, [b.mul(m, i64(BUCKETS))])
-        LoopBuilder(b).counted(
-            i64(0), i64(BUCKETS), 1, lambda d: b.store(i64(0), b.gep(own, [d])), "zero"
-        )
+        _zero(b, own)
 
         def key(i, base):
             slot = b.gep(own, [_digit(b, b.load(b.gep(keys, [b.add(base, i)])), w)])
@@ -224,6 +235,114 @@ def _move_function(module: ir.Module, width: int, first: bool, last: bool) -> st
     return symbol
 
 
+NARROW_WORDS = ("keys", "counts", "n", "chunk", "chunks", "shift", "low", "prefixes", "above")
+CHOOSE_WORDS = ("counts", "chunks", "prefixes", "ranks", "shift")
+FIND_WORDS = ("keys", "n", "low", "prefixes", "ranks", "out")
+
+
+def _narrow_function(module: ir.Module, width: int) -> str:
+    """Item m counts the digits of its chunk's words whose bits above the digit (`above`
+    masks them, relative to low) are its row's prefix so far."""
+    symbol = f"kael_radix_narrow_u{width}"
+    fn, b = handwritten.kernel_function(module, symbol)
+    w = _words(b, fn, NARROW_WORDS)
+    k = ir.IntType(width)
+    keys = b.inttoptr(w["keys"], k.as_pointer())
+    counts, prefixes = (b.inttoptr(w[name], I64.as_pointer()) for name in ("counts", "prefixes"))
+    above = b.trunc(w["above"], k)
+
+    def item(m):
+        own = b.gep(counts, [b.mul(m, i64(BUCKETS))])
+        _zero(b, own)
+        prefix = b.trunc(b.load(b.gep(prefixes, [b.sdiv(m, w["chunks"])])), k)
+
+        def key(i, base):
+            word = b.load(b.gep(keys, [b.add(base, i)]))
+            offset = b.sub(word, b.trunc(w["low"], k))
+            match = b.icmp_unsigned("==", b.and_(offset, above), prefix)
+            slot = b.gep(own, [_digit(b, word, w)])
+            b.store(b.add(b.load(slot), b.zext(match, I64)), slot)
+
+        _over_chunk(b, w, m, key)
+
+    _items(b, fn, item, "chunk")
+    return symbol
+
+
+def _choose_function(module: ir.Module) -> str:
+    """Item `row` finds the digit whose keys hold its rank (its chunks' counts summed), adds
+    it to the row's prefix and makes the rank one within that digit's keys."""
+    symbol = "kael_radix_choose"
+    fn, b = handwritten.kernel_function(module, symbol)
+    w = _words(b, fn, CHOOSE_WORDS)
+    counts, prefixes, ranks = (
+        b.inttoptr(w[name], I64.as_pointer()) for name in ("counts", "prefixes", "ranks")
+    )
+    below, chosen, total = (b.alloca(I64, name=name) for name in ("below", "chosen", "total"))
+
+    def item(row):
+        rank = b.load(b.gep(ranks, [row]))
+        b.store(i64(0), below)
+        b.store(i64(-1), chosen)
+        first = b.mul(row, w["chunks"])
+
+        def digit(d):
+            b.store(i64(0), total)
+
+            def chunk(c):
+                slot = b.gep(counts, [b.add(b.mul(b.add(first, c), i64(BUCKETS)), d)])
+                b.store(b.add(b.load(total), b.load(slot)), total)
+
+            LoopBuilder(b).counted(i64(0), w["chunks"], 1, chunk, "of")
+            before, picked = b.load(below), b.load(chosen)
+            after = b.add(before, b.load(total))
+            open_ = b.icmp_signed("<", picked, i64(0))  # no digit chosen yet
+            here = b.and_(open_, b.icmp_signed(">", after, rank))
+            b.store(b.select(here, d, picked), chosen)
+            b.store(b.select(b.and_(open_, b.not_(here)), after, before), below)
+
+        LoopBuilder(b).counted(i64(0), i64(BUCKETS), 1, digit, "digit")
+        prefix = b.gep(prefixes, [row])
+        b.store(b.or_(b.load(prefix), b.shl(b.load(chosen), w["shift"])), prefix)
+        b.store(b.sub(rank, b.load(below)), b.gep(ranks, [row]))
+
+    _items(b, fn, item, "row")
+    return symbol
+
+
+def _find_function(module: ir.Module, width: int) -> str:
+    """Item `row` writes the position of its rank-th key (in input order) equal to its
+    prefix: the place a stable sort gives the element of the row's asked rank."""
+    symbol = f"kael_radix_find_u{width}"
+    fn, b = handwritten.kernel_function(module, symbol)
+    w = _words(b, fn, FIND_WORDS)
+    k = ir.IntType(width)
+    keys = b.inttoptr(w["keys"], k.as_pointer())
+    prefixes, ranks, out = (
+        b.inttoptr(w[name], I64.as_pointer()) for name in ("prefixes", "ranks", "out")
+    )
+    seen = b.alloca(I64, name="seen")
+
+    def item(row):
+        base = b.mul(row, w["n"])
+        target = b.trunc(b.load(b.gep(prefixes, [row])), k)
+        rank = b.load(b.gep(ranks, [row]))
+        b.store(i64(0), seen)
+
+        def key(i):
+            offset = b.sub(b.load(b.gep(keys, [b.add(base, i)])), b.trunc(w["low"], k))
+            match = b.icmp_unsigned("==", offset, target)
+            count = b.load(seen)
+            with b.if_then(b.and_(match, b.icmp_signed("==", count, rank))):
+                b.store(i, b.gep(out, [row]))
+            b.store(b.add(count, b.zext(match, I64)), seen)
+
+        LoopBuilder(b).counted(i64(0), w["n"], 1, key, "key")
+
+    _items(b, fn, item, "row")
+    return symbol
+
+
 def spec(width: int) -> tuple[str, Callable[[ir.Module], list[str]]]:
     """The module name and builder of the radix kernels for words of `width` bits."""
 
@@ -232,7 +351,12 @@ def spec(width: int) -> tuple[str, Callable[[ir.Module], list[str]]]:
         moves = [
             _move_function(module, width, f, la) for f in (False, True) for la in (False, True)
         ]
-        return [*keys, _count_function(module, width), _offsets_function(module), *moves]
+        select = [
+            _narrow_function(module, width),
+            _choose_function(module),
+            _find_function(module, width),
+        ]
+        return [*keys, _count_function(module, width), _offsets_function(module), *moves, *select]
 
     return f"kael_radix_u{width}", build
 
@@ -258,54 +382,80 @@ def order(
 ) -> None:
     """Write each of `rows` rows of `n` contiguous keys at `keys` its stable order (int64
     positions, NaN last ascending and first descending) into [rows, n] at `out`.
-    space(nbytes) gives scratch memory on the runner's device for the call. Rows go in
-    groups of at most MAX_ITEMS chunks, which bounds the counters' memory."""
-    chunks = _chunks(rows, n, isinstance(runner, handwritten.HostRunner))
-    chunk = -(-n // chunks)
-    chunks = -(-n // chunk)
-    group = max(1, MAX_ITEMS // chunks)
-    size = dtype.itemsize
-    sort = _Sort(runner, dtype, n, chunk, chunks, min(group, rows), space)
-    for first in range(0, rows, group):
-        count = min(group, rows - first)
-        sort.rows(keys + first * n * size, count, descending, out + first * n * 8)
+    space(nbytes) gives scratch memory on the runner's device for the call."""
+    radix = _Radix(runner, dtype, rows, n, space, positions=True)
+    for first, count in radix.groups():
+        at = first * n
+        radix.sort(keys + at * dtype.itemsize, count, descending, out + at * 8)
+
+
+def select(
+    runner,
+    dtype: DType,
+    keys: int,
+    rows: int,
+    n: int,
+    ranks: int,
+    out: int,
+    space: Callable[[int], int],
+) -> None:
+    """Write to out[r] (int64 [rows]) the position of the element of rank ranks[r] (int64
+    [rows], each in [0, n); used up as scratch) of row r of `rows` rows of `n` contiguous
+    keys: the position a stable ascending sort puts at that rank (NaN last). Radix
+    selection: the digits from the most significant, each a count of the keys that match
+    the digits chosen so far (an O(n) read a digit, no keys moved)."""
+    radix = _Radix(runner, dtype, rows, n, space, positions=False)
+    for first, count in radix.groups():
+        radix.select(keys + first * n * dtype.itemsize, count, ranks + first * 8, out + first * 8)
 
 
 MAX_ITEMS = 1 << 15  # chunks a launch covers: 64 MiB of counters
 
 
-class _Sort:
-    """One sort call's scratch (two word and two position buffers, counters, bounds) for
-    groups of up to `rows` rows, and the launches that sort a group."""
+class _Radix:
+    """One call's scratch (word buffers, and position buffers when sorting; counters and
+    bounds) for groups of rows of at most MAX_ITEMS chunks in all (which bounds the
+    counters' memory), and the launches that sort or select in a group."""
 
-    def __init__(self, runner, dtype: DType, n: int, chunk: int, chunks: int, rows: int, space):
-        self.runner, self.dtype, self.n, self.chunk, self.chunks = runner, dtype, n, chunk, chunks
+    def __init__(self, runner, dtype: DType, rows: int, n: int, space, positions: bool):
+        self.runner, self.dtype, self.rows, self.n = runner, dtype, rows, n
+        chunks = _chunks(rows, n, isinstance(runner, handwritten.HostRunner))
+        self.chunk = -(-n // chunks)
+        self.chunks = -(-n // self.chunk)
+        self.group = min(rows, max(1, MAX_ITEMS // self.chunks))
         self.width = dtype.itemsize * 8
         self.name, self.build = spec(self.width)
-        items, total = rows * chunks, rows * n
-        self.words = [space(total * dtype.itemsize), space(total * dtype.itemsize)]
-        self.index = [space(total * 4), space(total * 4)]
+        items, total = self.group * self.chunks, self.group * n
+        self.words = [space(total * dtype.itemsize) for _ in range(1 + positions)]
+        self.index = [space(total * 4), space(total * 4)] if positions else []
         self.counts, self.bounds = space(items * BUCKETS * 8), space(items * 16)
+
+    def groups(self):
+        """(first row, rows) of each group."""
+        for first in range(0, self.rows, self.group):
+            yield first, min(self.group, self.rows - first)
 
     def _run(self, symbol: str, block: list[int], items: int, moved: int) -> None:
         self.runner.run(self.name, self.build, symbol, block, items, moved, align=1)
 
-    def _span(self, items: int) -> tuple[int, list[int]]:
-        """The least word of all chunks, and the shifts of the digits their span needs."""
+    def _ordered_words(self, keys: int, rows: int, descending: bool) -> tuple[int, list[int]]:
+        """Write the group's ordered words into words[0]; their least word, as the signed
+        word a block holds, and the shifts of the digits their span needs."""
+        items, total = rows * self.chunks, rows * self.n
+        flip = -1 if descending else 0
+        block = [keys, self.words[0], self.bounds, self.n, self.chunk, self.chunks, flip]
+        self._run(_keys_symbol(self.width, form_of(self.dtype)), block, items, total * self.width // 4)
         mask = (1 << self.width) - 1  # the words read back are signed
         read = [v & mask for v in self.runner.read(self.bounds, 2 * items)]
         low, high = min(read[::2]), max(read[1::2])
         shifts = list(range(0, max(1, (high - low).bit_length()), DIGIT_BITS))
-        return low - (low >> 63 << 64), shifts  # as the signed word a block holds
+        return low - (low >> 63 << 64), shifts
 
-    def rows(self, keys: int, rows: int, descending: bool, out: int) -> None:
+    def sort(self, keys: int, rows: int, descending: bool, out: int) -> None:
         width, n, chunk, chunks = self.width, self.n, self.chunk, self.chunks
         items, total, size = rows * chunks, rows * n, width // 8
+        low, shifts = self._ordered_words(keys, rows, descending)
         words, index = list(self.words), list(self.index)
-        flip = -1 if descending else 0
-        block = [keys, words[0], self.bounds, n, chunk, chunks, flip]
-        self._run(_keys_symbol(width, form_of(self.dtype)), block, items, 2 * total * size)
-        low, shifts = self._span(items)
         for p, shift in enumerate(shifts):
             first, last = p == 0, p == len(shifts) - 1
             count = [words[0], self.counts, n, chunk, chunks, shift, low]
@@ -317,3 +467,18 @@ class _Sort:
             self._run(move, block, items, total * (2 * size + 12))
             words.reverse()
             index.reverse()
+
+    def select(self, keys: int, rows: int, ranks: int, out: int) -> None:
+        width, n, chunk, chunks = self.width, self.n, self.chunk, self.chunks
+        items, total, size = rows * chunks, rows * n, width // 8
+        low, shifts = self._ordered_words(keys, rows, False)
+        prefixes = self.runner.scratch([0] * rows)
+        words = self.words[0]
+        for shift in reversed(shifts):
+            above = -(1 << (shift + DIGIT_BITS)) if shift + DIGIT_BITS < width else 0
+            block = [words, self.counts, n, chunk, chunks, shift, low, prefixes, above]
+            self._run(f"kael_radix_narrow_u{width}", block, items, total * size)
+            block = [self.counts, chunks, prefixes, ranks, shift]
+            self._run("kael_radix_choose", block, rows, items * BUCKETS * 8)
+        block = [words, n, low, prefixes, ranks, out]
+        self._run(f"kael_radix_find_u{width}", block, rows, total * size)

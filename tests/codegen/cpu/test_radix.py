@@ -135,3 +135,43 @@ def test_a_gpu_row_takes_one_chunk_a_thread_up_to_device_chunks():
     assert (
         radix._chunks(1, limit, False) == radix._chunks(1, 40 * limit, False) == radix.DEVICE_CHUNKS
     )
+
+
+def _selected(x: kael.Tensor, ranks: list[int]) -> np.ndarray:
+    rows, n = x.shape
+    out = kael.empty(rows, dtype=kael.int64)
+    left = kael.tensor(ranks, dtype=kael.int64)
+    kept = []
+
+    def space(nbytes: int) -> int:
+        kept.append(kael.empty(nbytes, dtype=kael.uint8))
+        return kept[-1].data_ptr()
+
+    runner = handwritten.HostRunner()
+    radix.select(runner, x.dtype, x.data_ptr(), rows, n, left.data_ptr(), out.data_ptr(), space)
+    runner.close()
+    return out.numpy()
+
+
+@pytest.mark.parametrize("rows, n", [(1, 1), (3, 5), (2, 300), (1, 9000)])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_radix_select_gives_the_position_the_stable_sort_puts_at_each_rank(dtype, rows, n):
+    x = _keys(dtype, rows, n, n + 7)
+    order = index_ops._stable_argsort(index_ops.host_keys(x), False)
+    for ranks in ([0] * rows, [n - 1] * rows, [(n * (r + 1)) // (rows + 1) for r in range(rows)]):
+        np.testing.assert_array_equal(_selected(x, ranks), order[np.arange(rows), ranks])
+
+
+def test_radix_select_of_every_rank_of_a_row_with_ties_is_the_stable_order():
+    x = kael.tensor([[3.0, -0.0, float("nan"), 1.0, 0.0, 3.0, float("nan"), -1.0, 3.0]])
+    order = index_ops._stable_argsort(x.numpy(), False)[0]
+    assert [_selected(x, [r])[0] for r in range(9)] == order.tolist()
+
+
+def test_radix_select_in_groups_and_chunks_keeps_each_rows_rank(monkeypatch):
+    monkeypatch.setattr(radix, "MAX_ITEMS", 4)  # groups of 2 rows of 2 chunks
+    monkeypatch.setattr(radix, "MIN_CHUNK", 40)
+    x = _keys(kael.int32, 5, 100, 9)
+    ranks = [0, 17, 50, 99, 63]
+    order = index_ops._stable_argsort(x.numpy(), False)
+    np.testing.assert_array_equal(_selected(x, ranks), order[np.arange(5), ranks])
