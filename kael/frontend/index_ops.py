@@ -379,8 +379,9 @@ def _scatter_add(
     if _atomic(kind, dst):  # a GPU's atomic adds, each element its own work item
         kind, way = "scatter_atomic", kernels.ORDER_LINES
     # The check reads each distinct index once: dims the index repeats (stride 0) shrink to 1.
+    # (An empty dim stays empty: an empty index may have any strides, NumPy's (0, 0) too.)
     checked = [
-        1 if st == 0 and k < len(sizes) - 1 else n
+        1 if st == 0 and n > 1 and k < len(sizes) - 1 else n
         for k, (n, st) in enumerate(zip(sizes, ix.strides))
     ]
     for write, walked in ((False, checked), (True, sizes)):

@@ -1065,3 +1065,20 @@ def test_take_of_0d_and_empty_tensors_matches_torch(shape, picks):
 def test_take_refuses_bad_indices_with_typed_errors(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.parametrize("reduce", ["sum", "amax", "mean"])
+def test_scatters_of_an_empty_index_with_zero_strides_change_nothing(reduce):
+    # NumPy's and torch's empty arrays have strides (0, 0): the index check walked one of
+    # its (nonexistent) elements, a segfault, before empty dims were kept empty
+    index = kael.tensor(np.zeros((0, 1), dtype=np.int64))
+    assert index.stride() == (0, 0)
+    x = kael.zeros(1, 2, dtype=kael.int64)
+    x.scatter_add_(1, index, kael.tensor(np.zeros((0, 1), dtype=np.int64)))
+    assert x.tolist() == [[0, 0]]
+    t = torch.zeros(3, 2)
+    empty, values = torch.from_numpy(np.zeros((0, 2), dtype=np.int64)), torch.ones(0, 2)
+    got = kael.scatter_reduce(
+        kael.zeros(3, 2), 0, kael.tensor(empty.numpy()), kael.ones(0, 2), reduce
+    )
+    assert_same(got, torch.scatter_reduce(t, 0, empty, values, reduce))
