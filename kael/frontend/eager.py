@@ -31,7 +31,16 @@ from kael.ir.scheduler import schedule_elementwise, schedule_reduction
 from kael.runtime import cuda_driver, debug, launches, sync
 from kael.runtime.convert import CHECKED, convert_scalar, to_float32, to_half_precision
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import FLOAT_CATEGORY, DType, bool_, float32, float64, int64
+from kael.runtime.dtypes import (
+    FLOAT_CATEGORY,
+    DType,
+    bfloat16,
+    bool_,
+    float32,
+    float64,
+    int16,
+    int64,
+)
 from kael.runtime.errors import Error
 from kael.runtime.launcher import PROMOTE_BYTES, count_launch, launch, optimize, runs_inline
 from kael.runtime.storage import Storage
@@ -395,8 +404,15 @@ def copy_template(src: DType, dst: DType) -> Template:
 
 
 def copy_into(dst: TensorImpl, src: TensorImpl) -> None:
-    """dst[...] = src converted to dst's dtype; src already has dst's shape."""
+    """dst[...] = src converted to dst's dtype; src already has dst's shape. bfloat16 to
+    bfloat16 copies the bits as int16 (its float32 round trip would make every NaN 0x7fc0)."""
+    if src.dtype is dst.dtype is bfloat16:
+        src, dst = _as_int16(src), _as_int16(dst)
     run(copy_template(src.dtype, dst.dtype), [dst], [src])
+
+
+def _as_int16(impl: TensorImpl) -> TensorImpl:
+    return TensorImpl(impl.storage, impl.shape, impl.strides, impl.offset, int16, impl.device)
 
 
 def fill_template(dtype: DType) -> Template:

@@ -368,3 +368,17 @@ def test_streamed_half_stores_round_as_torch(dtype):
     got = (k * 1.7 + k).view(kael.int16).numpy()
     want = (t * 1.7 + t).view(torch.int16).numpy()
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("copy", ["clone", "contiguous", "copy_"])
+def test_bfloat16_copies_keep_every_nans_bits_as_torch(copy):
+    bits = torch.tensor([[-1, 0x7F81], [0xFFC1 - 65536, 0x7FC0]], dtype=torch.int16)
+    t = bits.view(torch.bfloat16).T  # NaNs with payloads and signs, transposed
+    k = kael.from_dlpack(bits.clone()).view(kael.bfloat16).T
+    calls = {
+        "clone": lambda x: x.clone(),
+        "contiguous": lambda x: x.contiguous(),
+        "copy_": lambda x: x.new_empty(x.shape).copy_(x),
+    }
+    got, want = calls[copy](k).contiguous(), calls[copy](t).contiguous()
+    assert got.view(kael.int16).tolist() == want.view(torch.int16).tolist()
