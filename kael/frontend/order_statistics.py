@@ -1,7 +1,7 @@
 """Order statistics as PyTorch has them: median, nanmedian, quantile, nanquantile, the
-selections masked_select and argwhere, and isin (membership by a sort and a search). The
-ordering is the host's (the book's one exception: a median's argpartition, a quantile's sort); kael's gather kernel then picks
-each slice's ranks. NaN ranks last, so a slice with NaN has NaN as its median and
+selections masked_select and argwhere, and isin (membership by a sort and a search). Each
+slice's ranks are found by kael's radix selection (or its stable sort, for short slices
+and many ranks: the same positions); kael's gather kernel then picks them. NaN ranks last, so a slice with NaN has NaN as its median and
 quantiles, while the nan- variants count only its other values.
 """
 
@@ -254,7 +254,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
     ndim = x.ndim
     xs, d = _ranked(x, dim, "mode")
     n = xs.shape[-1]
-    values, order = index_ops.sort(xs, -1, stable=True)  # the book's host sort
+    values, order = index_ops.sort(xs, -1, stable=True)
     rows = values.reshape(-1, n)
     starts = factories.ones(rows.shape, dtype=int64, device=x.device)
     if n > 1:

@@ -919,7 +919,7 @@ def _unique_dense(flat: Tensor, return_inverse: bool, return_counts: bool):
     """unique of integers whose span (max - min + 1) is at most DENSE_SPAN or their count:
     the counts of every value in the span by bincount, the present ones by nonzero, each
     element's position by a running count of them: no sort at all (16M int64 labels under
-    2**20: 1.4 s through the host's sort, 0.04 s so). None for other inputs."""
+    2**20: 1.4 s through the host's sort then, 0.04 s so). None for other inputs."""
     if flat.dtype.is_floating_point or flat.dtype is bool_ or not flat.numel():
         return None
     lo, hi = (int(v.item()) for v in reductions.aminmax(flat))  # one pass over flat
