@@ -59,3 +59,18 @@ def run_python(script: str, **env: str) -> subprocess.CompletedProcess:
 # kael's dtypes and PyTorch's, both ways, for tests that compare the two.
 TORCH_DTYPES = {d: getattr(torch, d.name) for d in dtypes.ALL_DTYPES}
 KAEL_DTYPES = {t: k for k, t in TORCH_DTYPES.items()}
+
+
+def stable_argsort(rows: np.ndarray, descending: bool) -> np.ndarray:
+    """Each row's stable order by NumPy, the sort kernels' reference: NaN last ascending and
+    first descending, ties in input order both ways (descending sorts the reversed row)."""
+    if not descending:
+        return np.argsort(rows, axis=-1, kind="stable")
+    n = rows.shape[-1]
+    return n - 1 - np.argsort(rows[..., ::-1], axis=-1, kind="stable")[..., ::-1]
+
+
+def host_keys(x) -> np.ndarray:
+    """A kael tensor's values as a NumPy array to order: bfloat16 as float32, which holds
+    each of them exactly (NumPy has no bfloat16)."""
+    return (x.to(dtypes.float32) if x.dtype is dtypes.bfloat16 else x).numpy()

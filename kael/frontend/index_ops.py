@@ -16,12 +16,10 @@ import math
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-import numpy as np
-
 from kael.codegen.cpu import gather as kernels
 from kael.codegen.cpu import handwritten, radix, take_rows
 from kael.codegen.cpu import sort as merge_sort
-from kael.frontend import eager, elementwise, factories, interop, reductions, views
+from kael.frontend import eager, elementwise, factories, reductions, views
 from kael.frontend.indexing import nonzero_impl
 from kael.frontend.outputs import bool_arg, device_of, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl, has_internal_overlap
@@ -30,9 +28,7 @@ from kael.runtime.determinism import are_deterministic_algorithms_enabled
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import (
     DType,
-    bfloat16,
     bool_,
-    float32,
     int32,
     int64,
     promote_types,
@@ -558,49 +554,58 @@ def _order(input: Tensor, dim: int, descending: bool, k: int | None, op: str) ->
         out = empty_impl((), int64, impl.device)
         eager.fill(out, 0)
         return out
-    if k is not None and (k * TOP_SHARE <= impl.shape[dim] or k <= TOP_FEW) and impl.device is CPU:
-        return _host_top(impl, dim, descending, k)
+    n = impl.shape[dim]
+    if k is not None and 0 < k < n:
+        rows = impl.numel() // n
+        selected = selects(impl.dtype, n)
+        if k <= TOP_INSERTION and (rows >= 4 * get_num_threads() or not selected):
+            return _kernel_order(impl, dim, descending, k, insert_top=True)
+        if selected:
+            return _top_order(impl, dim, descending, k)
     return _kernel_order(impl, dim, descending, k)
 
 
-# topk partitions on the host up to a 64th of the row, or TOP_FEW elements of a short one;
-# the sort beats it past that (16M float32: k = 10 138 ms against 300; k = 8M 2.2 s
-# against 0.27), and loses to it on many short rows ([200000, 32], k = 1: 75 ms against 900)
-TOP_SHARE, TOP_FEW = 64, 8
+# topk of at most this many takes the insertion kernel bounded to k (a compare for each
+# key that does not enter) where its rows keep the threads busy or are short; else radix
+# selection (one long row: its chunks spread over the threads)
+TOP_INSERTION = 16
 
 
-def _host_top(impl: TensorImpl, dim: int, descending: bool, k: int) -> TensorImpl:
-    """topk's positions on the host: NumPy's partition, then the stable order of the k
-    candidates (the book's ordering exception; O(n) where a full sort is not)."""
-    rows = interop.numpy_view(clone_impl(views.transpose(impl, dim, -1), _key_dtype(impl)))
-    n = rows.shape[-1]
-    split = n - k if descending else max(k - 1, 0)
-    part = np.argpartition(rows, split, axis=-1) if k else rows[..., :0].astype(np.int64)
-    picked = np.sort(part[..., n - k :] if descending else part[..., :k], axis=-1)
-    keys = np.take_along_axis(rows, picked, axis=-1)
-    order = np.take_along_axis(picked, _stable_argsort(keys, descending), axis=-1)
-    order = np.ascontiguousarray(order, dtype=np.int64)
-    shape = impl.shape[:dim] + (order.shape[-1],) + impl.shape[dim + 1 :]
-    out = empty_impl(shape, int64, impl.device)
-    eager.copy_into(views.transpose(out, dim, -1), interop.from_numpy_impl(order))
+def _rows_along(impl: TensorImpl, dim: int) -> TensorImpl:
+    """impl's rows along dim as the sort kernels read them: contiguous, copied only when
+    they are not already (dim last in a contiguous tensor: no copy)."""
+    rows = views.transpose(impl, dim, -1)
+    return rows if rows.is_contiguous() else clone_impl(rows)
+
+
+def _top_order(impl: TensorImpl, dim: int, descending: bool, k: int) -> TensorImpl:
+    """topk's positions: each row's first k in input order by radix selection (one pass a
+    digit, no keys moved), then those k candidates' stable order by the sort kernels."""
+    keys = _rows_along(impl, dim)
+    n = keys.shape[-1]
+    rows = keys.numel() // n
+    picked = empty_impl(keys.shape[:-1] + (k,), int64, impl.device)
+    runner = handwritten.runner_for(impl.device)
+    try:
+        radix.top(runner, impl.dtype, keys.data_ptr(), rows, n, k, descending,
+                  picked.data_ptr(), _Scratch(impl.device))  # fmt: skip
+    finally:
+        runner.close()
+    candidates = Tensor(picked)
+    chosen = gather(Tensor(keys), -1, candidates)  # in input order: ties stay so
+    order = Tensor(_kernel_order(chosen._impl, len(keys.shape) - 1, descending, None))
+    out = empty_impl(impl.shape[:dim] + (k,) + impl.shape[dim + 1 :], int64, impl.device)
+    eager.copy_into(views.transpose(out, dim, -1), gather(candidates, -1, order)._impl)
     return out
 
 
-def _key_dtype(impl: TensorImpl):
-    """bfloat16 keys order on the host as their float32 values (NumPy reads uint16 bits)."""
-    return float32 if impl.dtype is bfloat16 else impl.dtype
-
-
-def host_keys(x: Tensor) -> np.ndarray:
-    """x's values (on the CPU) as a NumPy array to order on the host: bfloat16 as float32,
-    which holds each of them exactly (NumPy has no bfloat16)."""
-    return (x.to(float32) if x.dtype is bfloat16 else x).numpy()
-
-
-def _kernel_order(impl: TensorImpl, dim: int, descending: bool, k: int | None) -> TensorImpl:
+def _kernel_order(
+    impl: TensorImpl, dim: int, descending: bool, k: int | None, insert_top: bool = False
+) -> TensorImpl:
     """_order by kael's sort kernels on a contiguous copy of the rows, on any device (see
-    _sort_kernel); topk keeps the first k of the full stable order."""
-    keys = clone_impl(views.transpose(impl, dim, -1))
+    _sort_kernel); topk keeps the first k of the full stable order, or with `insert_top`
+    has the insertion kernel keep just k."""
+    keys = _rows_along(impl, dim)
     n = keys.shape[-1]
     kept = n if k is None else k
     shape = impl.shape[:dim] + (kept,) + impl.shape[dim + 1 :]
@@ -608,13 +613,13 @@ def _kernel_order(impl: TensorImpl, dim: int, descending: bool, k: int | None) -
     if not out.numel():
         return out
     rows = keys.numel() // n
-    order = empty_impl(keys.shape, int64, impl.device)
+    order = empty_impl(keys.shape[:-1] + (kept if insert_top else n,), int64, impl.device)
     runner = handwritten.runner_for(impl.device)
     at = (runner, impl.dtype, keys.data_ptr(), rows, n, descending)
-    kernel = _sort_kernel(impl.dtype, n)
+    kernel = "insertion" if insert_top else _sort_kernel(impl.dtype, n)
     try:
         if kernel == "insertion":
-            merge_sort.insertion_order(*at, order.data_ptr())
+            merge_sort.insertion_order(*at, order.data_ptr(), kept)
         elif kernel == "radix":
             radix.order(*at, order.data_ptr(), _Scratch(impl.device))
         else:
@@ -677,14 +682,6 @@ def _sort_kernel(dtype: DType, n: int) -> str:
     if RADIX_KEYS_A_BYTE * dtype.itemsize <= n <= radix.MAX_ROW:
         return "radix"
     return "merge"
-
-
-def _stable_argsort(rows: np.ndarray, descending: bool) -> np.ndarray:
-    """Each row's stable order; descending sorts the reversed row so ties stay in input order."""
-    if not descending:
-        return np.argsort(rows, axis=-1, kind="stable")
-    n = rows.shape[-1]
-    return n - 1 - np.argsort(rows[..., ::-1], axis=-1, kind="stable")[..., ::-1]
 
 
 def _values(input: Tensor, dim: int, order: TensorImpl) -> Tensor:

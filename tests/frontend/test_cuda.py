@@ -349,6 +349,15 @@ def test_radix_selection_on_the_device_gives_the_cpus_medians_and_kthvalues(dtyp
         _same_bits(got.indices, want.indices)
 
 
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_of_long_rows_on_the_device_gives_the_cpus(largest):
+    x = _ties_and_nans(kael.float32, (2, 130), 34)  # radix selection, then the k sorted
+    values, indices = kael.topk(x.to(DEVICE), 9, 1, largest)
+    want_values, want_indices = kael.topk(x, 9, 1, largest)
+    _same_bits(values, want_values)
+    _same_bits(indices, want_indices)
+
+
 @pytest.mark.parametrize("dim", [None, 0, 1])
 def test_unique_on_the_device_gives_the_cpus_values_inverse_and_counts(dim):
     x = _host((40, 3), kael.float64, 32).mul(1.5).round()  # repeated rows and values

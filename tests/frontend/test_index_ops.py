@@ -1082,3 +1082,26 @@ def test_scatters_of_an_empty_index_with_zero_strides_change_nothing(reduce):
         kael.zeros(3, 2), 0, kael.tensor(empty.numpy()), kael.ones(0, 2), reduce
     )
     assert_same(got, torch.scatter_reduce(t, 0, empty, values, reduce))
+
+
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("k", [1, 5, 129, 699])
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float16, kael.int64, kael.int8], ids=str)
+def test_topk_of_long_rows_is_the_stable_sorts_first_k_as_torch_values(dtype, k, largest):
+    k_rows, t_rows = _long_rows((3, 700), dtype, k)  # radix selection, then k sorted
+    assert index_ops.selects(dtype, 700)
+    values, indices = kael.topk(k_rows, k, 1, largest)
+    want = torch.topk(t_rows, k, 1, largest)
+    assert_same(values.to(kael.float32), want.values.float())
+    stable = t_rows.sort(dim=1, descending=largest, stable=True).indices[:, :k]
+    assert_same(indices, stable)
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_topk_of_long_rows_along_any_dim_matches_torch(dim):
+    k_rows, t_rows = make((300, 280), kael.float32, "transposed", seed=43)
+    values, indices = kael.topk(k_rows, 17, dim)
+    assert_same(values, torch.topk(t_rows, 17, dim).values)
+    assert_same(
+        indices, t_rows.sort(dim=dim, descending=True, stable=True).indices.narrow(dim, 0, 17)
+    )

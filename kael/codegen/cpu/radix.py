@@ -343,6 +343,51 @@ def _find_function(module: ir.Module, width: int) -> str:
     return symbol
 
 
+PICK_WORDS = ("keys", "n", "low", "prefixes", "ranks", "out", "k")
+
+
+def _pick_function(module: ir.Module, width: int) -> str:
+    """Item `row` writes, in input order, the positions of its k first keys in the stable
+    order: those below its prefix (the k-th key's word), and the first rank + 1 of those
+    equal to it."""
+    symbol = f"kael_radix_pick_u{width}"
+    fn, b = handwritten.kernel_function(module, symbol)
+    w = _words(b, fn, PICK_WORDS)
+    k = ir.IntType(width)
+    keys = b.inttoptr(w["keys"], k.as_pointer())
+    prefixes, ranks, out = (
+        b.inttoptr(w[name], I64.as_pointer()) for name in ("prefixes", "ranks", "out")
+    )
+    taken, equal_seen = b.alloca(I64, name="taken"), b.alloca(I64, name="equal")
+
+    def item(row):
+        base = b.mul(row, w["n"])
+        target = b.trunc(b.load(b.gep(prefixes, [row])), k)
+        rank = b.load(b.gep(ranks, [row]))
+        first = b.mul(row, w["k"])
+        b.store(i64(0), taken)
+        b.store(i64(0), equal_seen)
+
+        def key(i):
+            offset = b.sub(b.load(b.gep(keys, [b.add(base, i)])), b.trunc(w["low"], k))
+            equal = b.icmp_unsigned("==", offset, target)
+            seen = b.load(equal_seen)
+            take = b.or_(
+                b.icmp_unsigned("<", offset, target),
+                b.and_(equal, b.icmp_signed("<=", seen, rank)),
+            )
+            with b.if_then(take):
+                count = b.load(taken)
+                b.store(i, b.gep(out, [b.add(first, count)]))
+                b.store(b.add(count, i64(1)), taken)
+            b.store(b.add(seen, b.zext(equal, I64)), equal_seen)
+
+        LoopBuilder(b).counted(i64(0), w["n"], 1, key, "key")
+
+    _items(b, fn, item, "row")
+    return symbol
+
+
 def spec(width: int) -> tuple[str, Callable[[ir.Module], list[str]]]:
     """The module name and builder of the radix kernels for words of `width` bits."""
 
@@ -355,6 +400,7 @@ def spec(width: int) -> tuple[str, Callable[[ir.Module], list[str]]]:
             _narrow_function(module, width),
             _choose_function(module),
             _find_function(module, width),
+            _pick_function(module, width),
         ]
         return [*keys, _count_function(module, width), _offsets_function(module), *moves, *select]
 
@@ -409,6 +455,26 @@ def select(
         radix.select(keys + first * n * dtype.itemsize, count, ranks + first * 8, out + first * 8)
 
 
+def top(
+    runner,
+    dtype: DType,
+    keys: int,
+    rows: int,
+    n: int,
+    k: int,
+    descending: bool,
+    out: int,
+    space: Callable[[int], int],
+) -> None:
+    """Write to out ([rows, k] int64), in input order, the positions of each row's first k
+    (0 < k <= n) keys in its stable order (descending: NaN first): the k-th found by radix
+    selection, then one read that keeps the keys before it. topk then orders just those."""
+    radix = _Radix(runner, dtype, rows, n, space, positions=False)
+    for first, count in radix.groups():
+        at = keys + first * n * dtype.itemsize
+        radix.top(at, count, k, descending, out + first * k * 8)
+
+
 MAX_ITEMS = 1 << 15  # chunks a launch covers: 64 MiB of counters
 
 
@@ -444,7 +510,9 @@ class _Radix:
         items, total = rows * self.chunks, rows * self.n
         flip = -1 if descending else 0
         block = [keys, self.words[0], self.bounds, self.n, self.chunk, self.chunks, flip]
-        self._run(_keys_symbol(self.width, form_of(self.dtype)), block, items, total * self.width // 4)
+        self._run(
+            _keys_symbol(self.width, form_of(self.dtype)), block, items, total * self.width // 4
+        )
         mask = (1 << self.width) - 1  # the words read back are signed
         read = [v & mask for v in self.runner.read(self.bounds, 2 * items)]
         low, high = min(read[::2]), max(read[1::2])
@@ -468,17 +536,29 @@ class _Radix:
             words.reverse()
             index.reverse()
 
-    def select(self, keys: int, rows: int, ranks: int, out: int) -> None:
+    def _narrowed(self, keys: int, rows: int, descending: bool, ranks: int) -> tuple[int, int]:
+        """The group's words written; each row's rank-th word (less the least, as a digit
+        prefix) narrowed down digit by digit, ranks made ranks among the keys equal to it.
+        The least word and the prefixes' address."""
         width, n, chunk, chunks = self.width, self.n, self.chunk, self.chunks
-        items, total, size = rows * chunks, rows * n, width // 8
-        low, shifts = self._ordered_words(keys, rows, False)
+        items, total = rows * chunks, rows * n
+        low, shifts = self._ordered_words(keys, rows, descending)
         prefixes = self.runner.scratch([0] * rows)
-        words = self.words[0]
         for shift in reversed(shifts):
             above = -(1 << (shift + DIGIT_BITS)) if shift + DIGIT_BITS < width else 0
-            block = [words, self.counts, n, chunk, chunks, shift, low, prefixes, above]
-            self._run(f"kael_radix_narrow_u{width}", block, items, total * size)
+            block = [self.words[0], self.counts, n, chunk, chunks, shift, low, prefixes, above]
+            self._run(f"kael_radix_narrow_u{width}", block, items, total * width // 8)
             block = [self.counts, chunks, prefixes, ranks, shift]
             self._run("kael_radix_choose", block, rows, items * BUCKETS * 8)
-        block = [words, n, low, prefixes, ranks, out]
-        self._run(f"kael_radix_find_u{width}", block, rows, total * size)
+        return low, prefixes
+
+    def select(self, keys: int, rows: int, ranks: int, out: int) -> None:
+        low, prefixes = self._narrowed(keys, rows, False, ranks)
+        block = [self.words[0], self.n, low, prefixes, ranks, out]
+        self._run(f"kael_radix_find_u{self.width}", block, rows, rows * self.n * self.width // 8)
+
+    def top(self, keys: int, rows: int, k: int, descending: bool, out: int) -> None:
+        ranks = self.runner.scratch([k - 1] * rows)
+        low, prefixes = self._narrowed(keys, rows, descending, ranks)
+        block = [self.words[0], self.n, low, prefixes, ranks, out, k]
+        self._run(f"kael_radix_pick_u{self.width}", block, rows, rows * self.n * self.width // 8)

@@ -5,6 +5,7 @@ into chunks and grouped, and only the digits some key varies in take a pass."""
 
 import numpy as np
 import pytest
+from kernel_helpers import host_keys, stable_argsort
 
 import kael
 from kael.codegen.cpu import handwritten, radix
@@ -63,7 +64,7 @@ def _keys(dtype, rows: int, n: int, seed: int) -> kael.Tensor:
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_radix_sort_gives_the_host_sorts_stable_order(dtype, rows, n, descending):
     x = _keys(dtype, rows, n, n)
-    want = index_ops._stable_argsort(index_ops.host_keys(x), descending)
+    want = stable_argsort(host_keys(x), descending)
     np.testing.assert_array_equal(_order(x, descending), want)
 
 
@@ -74,7 +75,7 @@ def test_radix_sort_orders_the_full_range_of_signed_integers(dtype):
     values = rng.integers(info.min, info.max, (2, 3000), dtype=dtype.numpy, endpoint=True)
     values[0, :4] = [info.min, info.max, 0, -1]
     for descending in (False, True):
-        want = index_ops._stable_argsort(values, descending)
+        want = stable_argsort(values, descending)
         np.testing.assert_array_equal(_order(kael.tensor(values), descending), want)
 
 
@@ -87,7 +88,7 @@ def test_negative_zero_ties_with_zero_and_nans_tie_with_each_other():
 @pytest.mark.parametrize("n", [radix.MIN_CHUNK - 1, radix.MIN_CHUNK, 4 * radix.MIN_CHUNK + 3])
 def test_chunked_rows_keep_the_stable_order_across_chunk_borders(n):
     x = _keys(kael.float32, 1, n, 3)  # one row: split into chunks when it is long enough
-    want = index_ops._stable_argsort(x.numpy(), False)
+    want = stable_argsort(x.numpy(), False)
     np.testing.assert_array_equal(_order(x, False), want)
     assert radix._chunks(1, n, True) == max(
         1, min(4 * kael.get_num_threads(), n // radix.MIN_CHUNK)
@@ -98,7 +99,7 @@ def test_row_groups_bound_the_counters_and_keep_every_rows_order(monkeypatch):
     monkeypatch.setattr(radix, "MAX_ITEMS", 3)  # groups of 3 rows of one chunk
     x = _keys(kael.int64, 10, 50, 4)
     runner = _Counting()
-    want = index_ops._stable_argsort(x.numpy(), True)
+    want = stable_argsort(x.numpy(), True)
     np.testing.assert_array_equal(_order(x, True, runner), want)
     assert runner.launched.count("kael_radix_keys_signed_u64") == 4  # 10 rows: 3 + 3 + 3 + 1
 
@@ -157,14 +158,14 @@ def _selected(x: kael.Tensor, ranks: list[int]) -> np.ndarray:
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_radix_select_gives_the_position_the_stable_sort_puts_at_each_rank(dtype, rows, n):
     x = _keys(dtype, rows, n, n + 7)
-    order = index_ops._stable_argsort(index_ops.host_keys(x), False)
+    order = stable_argsort(host_keys(x), False)
     for ranks in ([0] * rows, [n - 1] * rows, [(n * (r + 1)) // (rows + 1) for r in range(rows)]):
         np.testing.assert_array_equal(_selected(x, ranks), order[np.arange(rows), ranks])
 
 
 def test_radix_select_of_every_rank_of_a_row_with_ties_is_the_stable_order():
     x = kael.tensor([[3.0, -0.0, float("nan"), 1.0, 0.0, 3.0, float("nan"), -1.0, 3.0]])
-    order = index_ops._stable_argsort(x.numpy(), False)[0]
+    order = stable_argsort(x.numpy(), False)[0]
     assert [_selected(x, [r])[0] for r in range(9)] == order.tolist()
 
 
@@ -173,5 +174,24 @@ def test_radix_select_in_groups_and_chunks_keeps_each_rows_rank(monkeypatch):
     monkeypatch.setattr(radix, "MIN_CHUNK", 40)
     x = _keys(kael.int32, 5, 100, 9)
     ranks = [0, 17, 50, 99, 63]
-    order = index_ops._stable_argsort(x.numpy(), False)
+    order = stable_argsort(x.numpy(), False)
     np.testing.assert_array_equal(_selected(x, ranks), order[np.arange(5), ranks])
+
+
+@pytest.mark.parametrize("descending", [False, True], ids=["smallest", "largest"])
+@pytest.mark.parametrize("k", [1, 2, 150, 300])
+@pytest.mark.parametrize("dtype", [kael.float32, kael.int16, kael.bfloat16, kael.bool], ids=str)
+def test_radix_top_keeps_the_stable_orders_first_k_in_input_order(dtype, k, descending):
+    x = _keys(dtype, 3, 300, k)
+    out = kael.empty(3, k, dtype=kael.int64)
+    kept = []
+
+    def space(nbytes: int) -> int:
+        kept.append(kael.empty(nbytes, dtype=kael.uint8))
+        return kept[-1].data_ptr()
+
+    runner = handwritten.HostRunner()
+    radix.top(runner, x.dtype, x.data_ptr(), 3, 300, k, descending, out.data_ptr(), space)
+    runner.close()
+    want = np.sort(stable_argsort(host_keys(x), descending)[:, :k], axis=1)
+    np.testing.assert_array_equal(out.numpy(), want)

@@ -5,11 +5,11 @@ dtype and row length around the pass boundaries."""
 
 import numpy as np
 import pytest
+from kernel_helpers import stable_argsort
 
 import kael
 from kael.codegen.cpu import handwritten
 from kael.codegen.cpu import sort as merge_sort
-from kael.frontend import index_ops
 
 DTYPES = [kael.float32, kael.float64, kael.int64, kael.bool]
 
@@ -41,7 +41,7 @@ def _kernel_order(x: kael.Tensor, descending: bool) -> np.ndarray:
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_merge_sort_gives_the_host_sorts_stable_order(dtype, n, descending):
     x = _rows(dtype, 7, n, n)
-    want = index_ops._stable_argsort(x.numpy(), descending)
+    want = stable_argsort(x.numpy(), descending)
     np.testing.assert_array_equal(_kernel_order(x, descending), want)
 
 
@@ -60,5 +60,18 @@ def test_insertion_sort_gives_the_host_sorts_stable_order(dtype, n, descending):
     runner = handwritten.HostRunner()
     merge_sort.insertion_order(runner, x.dtype, x.data_ptr(), 9, n, descending, out.data_ptr())
     runner.close()
-    want = index_ops._stable_argsort(x.numpy(), descending)
+    want = stable_argsort(x.numpy(), descending)
     np.testing.assert_array_equal(out.numpy(), want)
+
+
+@pytest.mark.parametrize("descending", [False, True], ids=["ascending", "descending"])
+@pytest.mark.parametrize("kept", [1, 2, 7, 30, 31])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_insertion_kept_to_k_gives_the_first_k_of_the_stable_order(dtype, kept, descending):
+    x = _rows(dtype, 5, 31, kept + 200)  # many ties: the k-th place splits runs of equals
+    out = kael.empty(5, kept, dtype=kael.int64)
+    runner = handwritten.HostRunner()
+    at = (runner, x.dtype, x.data_ptr(), 5, 31, descending, out.data_ptr())
+    merge_sort.insertion_order(*at, kept)
+    runner.close()
+    np.testing.assert_array_equal(out.numpy(), stable_argsort(x.numpy(), descending)[:, :kept])
