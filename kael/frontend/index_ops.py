@@ -3,11 +3,10 @@ take, nonzero (and where, whose one-argument form it is), sort, argsort and topk
 
 cat and stack write each input into a window of the output with the copy kernel. The
 others run the index kernels of kael/codegen/cpu/gather.py, which check every index
-inside the kernel. sort and argsort order a contiguous copy of the rows with kael's own
-kernels on every device (codegen/cpu/radix.py's radix sort, codegen/cpu/sort.py's
-insertion and merge sorts for short rows: _sort_kernel), write the order with the copy
-kernel and take the values with the gather kernel. topk of a few of a CPU row's elements
-partitions on the host (NumPy, the book's ordering exception).
+inside the kernel. sort, argsort and topk order the rows with kael's own kernels on every
+device (codegen/cpu/radix.py's radix sort and selection, codegen/cpu/sort.py's insertion
+and merge sorts: _sort_kernel, _order), write the order with the copy kernel and take the
+values with the gather kernel. Nothing is ordered on the host.
 """
 
 from __future__ import annotations
