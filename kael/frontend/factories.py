@@ -133,9 +133,14 @@ def as_number(value, what: str):
     return number
 
 
-def empty(*size, dtype=None, device=None) -> Tensor:
-    """An uninitialised tensor (the default dtype unless told otherwise)."""
-    return new_tensor(size, dtype_or(dtype, dtypes.get_default_dtype()), device)
+def empty(*size, dtype=None, device=None, memory_format=None) -> Tensor:
+    """An uninitialised tensor (the default dtype unless told otherwise), row-major or laid
+    out in `memory_format` (contiguous_format, channels_last or channels_last_3d)."""
+    fmt = None if memory_format is None else memory_formats.new_format(memory_format, "empty")
+    t = new_tensor(size, dtype_or(dtype, dtypes.get_default_dtype()), device)
+    if fmt is None or fmt is memory_formats.contiguous_format:
+        return t
+    return Tensor(memory_formats.restrided(t._impl, memory_formats.format_strides(t.shape, fmt)))
 
 
 def zeros(*size, dtype=None, device=None) -> Tensor:

@@ -52,6 +52,20 @@ def format_arg(value, op: str, optional: bool = False) -> memory_format:
     return value
 
 
+def new_format(value, op: str) -> memory_format:
+    """The format a tensor made from nothing is laid out in (torch.empty's memory_format: None
+    is contiguous_format); kael.ValueError for preserve_format, which has no layout to keep."""
+    if value is None:
+        return contiguous_format
+    fmt = format_arg(value, op)
+    if fmt is preserve_format:
+        raise ValueError(
+            f"{op}(): unsupported memory format Preserve (kael.preserve_format needs a tensor"
+            " whose layout to keep)"
+        )
+    return fmt
+
+
 def _order(fmt: memory_format, rank: int) -> tuple[int, ...]:
     """A channels-last format's dims, innermost first; kael.ValueError for another rank."""
     order = _CHANNELS_LAST[fmt]

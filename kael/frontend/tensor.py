@@ -83,6 +83,19 @@ def _without_repeats(impl: TensorImpl) -> TensorImpl:
     return views.derive(impl, shape, impl.strides, impl.offset)
 
 
+def _format(memory_format, op: str) -> memory_formats.memory_format:
+    """A conversion method's memory_format (None: preserve_format) for to(); a bad one is a
+    kael.TypeError naming the method, as torch's parser names it."""
+    return memory_formats.format_arg(memory_format, op, optional=True)
+
+
+def _flag(value, op: str, what: str) -> bool:
+    """outputs.bool_arg for a method's flag (imported here: outputs imports this module)."""
+    from kael.frontend import outputs
+
+    return outputs.bool_arg(value, op, f"argument '{what}'")
+
+
 def _needs_values(what: str) -> None:
     """Mark Python that reads a tensor's values: under @kael.compile's trace they do not
     exist yet (kael.Error naming the line, or the rest of the call runs eagerly)."""
@@ -685,11 +698,19 @@ class Tensor:
         """Whether this tensor's memory is page-locked host memory (pin_memory)."""
         return self._impl.storage.is_pinned
 
-    def cpu(self) -> Tensor:
-        return self.to(device=CPU)
+    def cpu(self, *, memory_format=None) -> Tensor:
+        """This tensor on the host, laid out in the format (self when nothing changes)."""
+        return self.to(device=CPU, memory_format=_format(memory_format, "cpu"))
 
-    def cuda(self) -> Tensor:
-        return self.to(device=CUDA)
+    def cuda(self, device=None, non_blocking: bool = False, memory_format=None) -> Tensor:
+        """This tensor on the GPU (`device`: a CUDA device or its index), laid out in the
+        format (self when nothing changes)."""
+        fmt = _format(memory_format, "cuda")
+        non_blocking = _flag(non_blocking, "cuda", "non_blocking")
+        target = CUDA if device is None else Device(device)
+        if target.type != "cuda":
+            raise ValueError(f"cuda(): invalid device, must be a cuda device, got {target}")
+        return self.to(device=target, non_blocking=non_blocking, memory_format=fmt)
 
     def record_stream(self, stream) -> None:
         """Mark this cuda tensor's memory as used by `stream` (kael.cuda.record_stream)."""
@@ -697,9 +718,14 @@ class Tensor:
 
         cuda.record_stream(self, stream)
 
-    def type(self, dtype: DType | str | None = None) -> Tensor | str:
-        """Without an argument, the type's name as PyTorch spells it ("kael.FloatTensor",
-        "kael.cuda.FloatTensor"); with a dtype (or such a name), this tensor converted."""
+    def type(
+        self, dtype: DType | str | None = None, non_blocking: bool = False, *, memory_format=None
+    ) -> Tensor | str:
+        """Without a dtype, the type's name as PyTorch spells it ("kael.FloatTensor",
+        "kael.cuda.FloatTensor"); with a dtype (or such a name), this tensor converted into
+        the memory format."""
+        fmt = _format(memory_format, "type")
+        non_blocking = _flag(non_blocking, "type", "non_blocking")
         if dtype is None:
             place = "cuda." if self._impl.device is not CPU else ""
             return f"kael.{place}{_TYPE_NAMES[self._impl.dtype]}"
@@ -708,8 +734,9 @@ class Tensor:
             found = names.get(dtype.removeprefix("kael.").removeprefix("cuda."))
             if found is None:
                 raise TypeError(f"invalid type: '{dtype}'")
-            return self.to(found, device=CUDA if ".cuda." in dtype else self._impl.device)
-        return self.to(dtype=dtype)
+            device = CUDA if ".cuda." in dtype else self._impl.device
+            return self.to(found, device=device, non_blocking=non_blocking, memory_format=fmt)
+        return self.to(dtype=dtype, non_blocking=non_blocking, memory_format=fmt)
 
     def type_as(self, other: Tensor) -> Tensor:
         """This tensor in other's dtype and on its device (self when both already match)."""
@@ -1118,11 +1145,13 @@ CONVERSIONS = {
 
 
 def _conversion(name: str, dtype: DType):
-    def convert(self: Tensor) -> Tensor:
-        return self.to(dtype=dtype)
+    def convert(self: Tensor, *, memory_format=None) -> Tensor:
+        return self.to(dtype=dtype, memory_format=_format(memory_format, name))
 
     convert.__name__, convert.__qualname__ = name, f"Tensor.{name}"
-    convert.__doc__ = f"This tensor as {dtype} (self when it already is one)."
+    convert.__doc__ = (
+        f"This tensor as {dtype}, laid out in the memory format (self when nothing changes)."
+    )
     return convert
 
 

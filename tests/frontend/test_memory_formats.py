@@ -442,3 +442,282 @@ def test_memory_formats_work_under_compile():
         same_layout(step(k), t.clone(memory_format=torch.channels_last))
     like = kael.compile(lambda x: kael.zeros_like(x.permute(0, 2, 3, 1)))
     same_layout(like(k), torch.zeros_like(t.permute(0, 2, 3, 1)))
+
+
+# ---- the conversion shortcuts: float(), ..., cpu(), cuda(), type() -----------------------
+
+SHORTCUTS = ["float", "double", "half", "bfloat16", "int", "long", "short", "char", "byte", "bool"]
+SHORTCUT_LAYOUTS = [
+    "contiguous",
+    "channels_last",
+    "transposed",
+    "sliced_channels_last",
+    "expanded_channels",
+    "empty_channels_last",
+    "size_one_odd_strides",
+    "matrix_transposed",
+    "scalar",
+    "cube_channels_last",
+]
+
+
+def _shortcut_dtype(method: str):
+    """The dtype torch's shortcut converts to (kael's is checked against it, not assumed)."""
+    return KAEL_DTYPES[getattr(torch.zeros(1), method)().dtype]
+
+
+def _source_dtype(method: str, same: bool):
+    """The shortcut's own dtype (nothing to convert) or another one."""
+    own = _shortcut_dtype(method)
+    if same:
+        return own
+    return kael.float64 if own is kael.float32 else kael.float32
+
+
+def _agrees_with_torch(k, t, run) -> None:
+    """run(lib, x, fmt) on both sides, for each format: torch's rank errors as typed kael
+    errors, else the same layout, values and dtype, and self exactly where torch gives self."""
+    for fmt in [None, *FORMATS]:
+        expected = outcome(lambda fmt=fmt: run(torch, t, FORMATS.get(fmt)))
+        if isinstance(expected, RuntimeError):
+            with pytest.raises(kael.ValueError, match=f"rank {len(t.shape)}"):
+                run(kael, k, fmt)
+            continue
+        got = run(kael, k, fmt)
+        assert (got is k) == (expected is t), fmt
+        if expected is not t:
+            same_layout(got, expected)
+
+
+@pytest.mark.parametrize("same", [True, False], ids=["same_dtype", "converting"])
+@pytest.mark.parametrize("name", SHORTCUT_LAYOUTS)
+@pytest.mark.parametrize("method", SHORTCUTS)
+def test_dtype_shortcuts_alias_or_copy_into_the_format_as_torch(method, name, same):
+    k, t = layout_pair(name, _source_dtype(method, same))
+    _agrees_with_torch(k, t, lambda lib, x, f: getattr(x, method)(memory_format=f))
+
+
+@pytest.mark.parametrize("method", SHORTCUTS)
+def test_dtype_shortcuts_convert_to_torchs_dtype_in_every_format(method):
+    k, t = layout_pair("channels_last", kael.float32)
+    for fmt in [None, kael.preserve_format, kael.contiguous_format, kael.channels_last]:
+        got = getattr(k, method)(memory_format=fmt)
+        assert got.dtype is _shortcut_dtype(method)
+        expected = getattr(t, method)(memory_format=FORMATS.get(fmt, torch.preserve_format))
+        same_layout(got, expected)
+
+
+@pytest.mark.parametrize("method", SHORTCUTS)
+def test_dtype_shortcuts_without_a_format_keep_self_or_the_layout(method):
+    k, t = layout_pair("sliced_channels_last", _shortcut_dtype(method))
+    assert getattr(k, method)() is k and getattr(t, method)() is t
+    k, t = layout_pair("sliced_channels_last", kael.float64 if method == "float" else kael.float32)
+    same_layout(getattr(k, method)(), getattr(t, method)())
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_cpu_aliases_or_copies_into_the_format_as_torch(name):
+    k, t = layout_pair(name)
+    _agrees_with_torch(k, t, lambda lib, x, f: x.cpu(memory_format=f))
+    assert k.cpu() is k and t.cpu() is t
+
+
+@pytest.mark.parametrize("name", SHORTCUT_LAYOUTS)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32"])
+def test_type_with_a_dtype_converts_into_the_format_as_torch(dtype, name):
+    k, t = layout_pair(name)
+    _agrees_with_torch(k, t, lambda lib, x, f: x.type(getattr(lib, dtype), memory_format=f))
+
+
+@pytest.mark.parametrize("type_name", ["FloatTensor", "DoubleTensor", "ShortTensor"])
+def test_type_with_a_type_name_converts_into_the_format_as_torch(type_name):
+    k, t = layout_pair("channels_last")
+    _agrees_with_torch(
+        k, t, lambda lib, x, f: x.type(f"{lib.__name__}.{type_name}", memory_format=f)
+    )
+
+
+def test_type_without_a_dtype_names_the_type_whatever_the_format():
+    k, t = layout_pair("channels_last")
+    assert t.type(memory_format=torch.channels_last) == "torch.FloatTensor"
+    assert k.type(memory_format=kael.channels_last) == "kael.FloatTensor"
+    assert k.type(None, memory_format=kael.contiguous_format) == "kael.FloatTensor"
+
+
+def test_type_passes_non_blocking_positionally_or_by_name_as_torch():
+    k, t = layout_pair("channels_last")
+    same_layout(k.type(kael.float64, True), t.type(torch.float64, True))
+    got = k.type(kael.float32, non_blocking=True, memory_format=kael.contiguous_format)
+    expected = t.type(torch.float32, non_blocking=True, memory_format=torch.contiguous_format)
+    same_layout(got, expected)
+
+
+# Each shortcut given a memory format, called on a kael or a torch tensor (`lib`: the module).
+SHORTCUT_CALLS = {
+    **{m: (lambda lib, x, f, m=m: getattr(x, m)(memory_format=f)) for m in SHORTCUTS},
+    "cpu": lambda lib, x, f: x.cpu(memory_format=f),
+    "cuda": lambda lib, x, f: x.cuda(memory_format=f),
+    "type": lambda lib, x, f: x.type(lib.float64, memory_format=f),
+}
+
+
+@pytest.mark.parametrize("bad", BAD_FORMATS, ids=lambda b: type(b).__name__)
+@pytest.mark.parametrize("op", sorted(SHORTCUT_CALLS))
+def test_a_shortcut_given_no_memory_format_is_a_type_error_naming_it(op, bad):
+    if not isinstance(bad, torch.memory_format):
+        with pytest.raises(TypeError, match=rf"{op}\(\): argument 'memory_format' must be"):
+            SHORTCUT_CALLS[op](torch, torch.zeros(2, 3, 4, 5), bad)
+    with pytest.raises(kael.TypeError, match=rf"{op}\(\): argument 'memory_format' must be"):
+        SHORTCUT_CALLS[op](kael, kael.zeros(2, 3, 4, 5), bad)
+    with pytest.raises(kael.TypeError, match=f"not {type(bad).__name__}"):
+        SHORTCUT_CALLS[op](kael, kael.zeros(2, 3, 4, 5), bad)
+
+
+@pytest.mark.parametrize("op", sorted(set(SHORTCUT_CALLS) - {"cuda"}))
+def test_a_shortcut_given_none_keeps_the_layout_as_preserve_format(op):
+    k, t = layout_pair("channels_last")
+    got, expected = SHORTCUT_CALLS[op](kael, k, None), SHORTCUT_CALLS[op](torch, t, None)
+    assert (got is k) == (expected is t)
+    if expected is not t:
+        same_layout(got, expected)
+
+
+@pytest.mark.parametrize("op", sorted(set(SHORTCUT_CALLS) - {"cuda"}))
+@pytest.mark.parametrize(
+    "fmt,rank", [("channels_last", 4), ("channels_last_3d", 5)], ids=["2d", "3d"]
+)
+def test_a_shortcut_needs_the_formats_rank_on_both_sides_of_it(op, fmt, rank):
+    for shape in [(2,) * (rank - 1), (2,) * (rank + 1)]:
+        with pytest.raises(RuntimeError, match=f"required rank {rank} tensor to use {fmt}"):
+            SHORTCUT_CALLS[op](torch, torch.zeros(shape), getattr(torch, fmt))
+        with pytest.raises(kael.ValueError, match=f"required rank {rank} .* got rank"):
+            SHORTCUT_CALLS[op](kael, kael.zeros(shape), getattr(kael, fmt))
+    expected = SHORTCUT_CALLS[op](torch, torch.zeros((2,) * rank), getattr(torch, fmt))
+    same_layout(SHORTCUT_CALLS[op](kael, kael.zeros((2,) * rank), getattr(kael, fmt)), expected)
+
+
+@pytest.mark.parametrize("op", SHORTCUTS + ["cpu"])
+def test_a_shortcut_takes_the_format_by_keyword_only_as_torch(op):
+    with pytest.raises(TypeError, match="positional"):
+        getattr(torch.zeros(2), op)(torch.contiguous_format)
+    with pytest.raises(TypeError, match="positional"):
+        getattr(kael.zeros(2), op)(kael.contiguous_format)
+
+
+def test_cuda_checks_its_arguments_before_touching_a_device():
+    k, t = kael.zeros(2, 3), torch.zeros(2, 3)
+    with pytest.raises(RuntimeError, match="must be cuda device"):
+        t.cuda("cpu")
+    with pytest.raises(kael.ValueError, match="must be a cuda device, got cpu"):
+        k.cuda("cpu")
+    with pytest.raises(TypeError, match="argument 'non_blocking' must be bool"):
+        t.cuda(non_blocking="yes")
+    with pytest.raises(kael.TypeError, match="argument 'non_blocking' must be a bool, got str"):
+        k.cuda(non_blocking="yes")
+    with pytest.raises(kael.ValueError, match="required rank 4 .* got rank 2"):
+        k.cuda(memory_format=kael.channels_last)
+
+
+def test_type_refuses_a_non_bool_non_blocking_as_torch():
+    with pytest.raises(TypeError, match="argument 'non_blocking' .*must be bool, not int"):
+        torch.zeros(2).type(torch.float64, 1)
+    with pytest.raises(kael.TypeError, match="argument 'non_blocking' must be a bool, got int"):
+        kael.zeros(2).type(kael.float64, 1)
+
+
+def test_shortcuts_take_a_format_under_compile():
+    k, t = layout_pair("contiguous")
+    step = kael.compile(lambda x: x.double(memory_format=kael.channels_last))
+    for _ in range(2):
+        same_layout(step(k), t.double(memory_format=torch.channels_last))
+
+
+# ---- empty(memory_format=) ---------------------------------------------------------------
+
+EMPTY_SHAPES = [
+    (2, 3, 4, 5),
+    (2, 0, 4, 5),
+    (0, 3, 0, 5),
+    (2, 3, 1, 1),
+    (1, 1, 1, 1),
+    (2, 3, 2, 2, 2),
+    (2, 0, 2, 1, 2),
+    (3, 4),
+    (5,),
+    (),
+]
+
+
+@pytest.mark.parametrize(
+    "fmt", [None, kael.contiguous_format, kael.channels_last, kael.channels_last_3d], ids=str
+)
+@pytest.mark.parametrize("shape", EMPTY_SHAPES, ids=str)
+def test_empty_lays_out_in_the_format_as_torch(shape, fmt):
+    tf = FORMATS.get(fmt, torch.contiguous_format)
+    expected = outcome(lambda: torch.empty(shape, memory_format=tf))
+    if isinstance(expected, RuntimeError):
+        with pytest.raises(kael.ValueError, match=f"required rank .* got rank {len(shape)}"):
+            kael.empty(shape, memory_format=fmt)
+        return
+    for got in (kael.empty(shape, memory_format=fmt), kael.empty(*shape, memory_format=fmt)):
+        assert (got.shape, got.stride(), got.dtype) == (
+            tuple(expected.shape),
+            expected.stride(),
+            kael.float32,
+        )
+        assert got.storage_offset() == 0
+        assert got.is_contiguous(memory_format=fmt or kael.contiguous_format)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_empty_in_a_format_takes_the_dtype_and_holds_writable_elements(dtype):
+    got = kael.empty(2, 3, 4, 5, dtype=dtype, memory_format=kael.channels_last)
+    expected = torch.empty(2, 3, 4, 5, dtype=TORCH_DTYPES[dtype], memory_format=torch.channels_last)
+    assert (got.stride(), got.dtype) == (expected.stride(), dtype)
+    got.copy_(kael.ones(2, 3, 4, 5, dtype=dtype))
+    same_layout(got, expected.copy_(torch.ones(2, 3, 4, 5)))
+
+
+def test_empty_refuses_preserve_format_which_has_no_layout_to_keep():
+    with pytest.raises(RuntimeError, match="unsupported memory format Preserve"):
+        torch.empty(2, 3, 4, 5, memory_format=torch.preserve_format)
+    with pytest.raises(kael.ValueError, match=r"empty\(\): unsupported memory format Preserve"):
+        kael.empty(2, 3, 4, 5, memory_format=kael.preserve_format)
+    with pytest.raises(kael.ValueError, match="unsupported memory format Preserve"):
+        kael.empty((), memory_format=kael.preserve_format)
+
+
+@pytest.mark.parametrize("bad", BAD_FORMATS, ids=lambda b: type(b).__name__)
+def test_empty_given_no_memory_format_is_a_type_error_naming_it(bad):
+    if not isinstance(bad, torch.memory_format):
+        with pytest.raises(TypeError, match=r"empty\(\): argument 'memory_format' must be"):
+            torch.empty(2, 3, 4, 5, memory_format=bad)
+    with pytest.raises(kael.TypeError, match=rf"empty\(\): .* not {type(bad).__name__}"):
+        kael.empty(2, 3, 4, 5, memory_format=bad)
+
+
+@pytest.mark.parametrize(
+    "fmt,rank", [("channels_last", 4), ("channels_last_3d", 5)], ids=["2d", "3d"]
+)
+def test_empty_needs_the_formats_rank_on_both_sides_of_it(fmt, rank):
+    for shape in [(2,) * (rank - 1), (2,) * (rank + 1)]:
+        with pytest.raises(RuntimeError, match=f"required rank {rank} tensor to use {fmt}"):
+            torch.empty(shape, memory_format=getattr(torch, fmt))
+        with pytest.raises(kael.ValueError, match=f"required rank {rank} .* got rank"):
+            kael.empty(shape, memory_format=getattr(kael, fmt))
+    expected = torch.empty((2,) * rank, memory_format=getattr(torch, fmt)).stride()
+    assert kael.empty((2,) * rank, memory_format=getattr(kael, fmt)).stride() == expected
+
+
+def test_only_empty_of_the_plain_factories_takes_a_memory_format():
+    for name in ["zeros", "ones"]:
+        with pytest.raises(TypeError, match="memory_format"):
+            getattr(torch, name)(2, 3, 4, 5, memory_format=torch.channels_last)
+        with pytest.raises(TypeError, match="memory_format"):
+            getattr(kael, name)(2, 3, 4, 5, memory_format=kael.channels_last)
+
+
+def test_empty_takes_a_format_under_compile():
+    step = kael.compile(lambda x: kael.empty(2, 3, 4, 5, memory_format=kael.channels_last))
+    for _ in range(2):
+        assert step(kael.zeros(1)).stride() == (60, 1, 15, 3)
