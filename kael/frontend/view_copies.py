@@ -80,29 +80,60 @@ def _resize_output(out: Tensor, shape: tuple[int, ...]) -> None:
             f" {list(shape)}. This behavior is deprecated, and in a future PyTorch release"
             " outputs will not be resized unless they have zero elements.",
             UserWarning,
-            stacklevel=5,  # the caller of kael.X_copy (its op door and _written between)
+            stacklevel=6,  # the caller of kael.X_copy: its op door, fn, _written*, _filled between
         )
     out.resize_(shape)
 
 
+def _check_out_dtype(out: Tensor, piece: Tensor, op: str) -> None:
+    """out refused unless it has piece's dtype: these out= forms convert nothing."""
+    if out.dtype is not piece.dtype:
+        raise TypeError(
+            f"{op}(): Expected out tensor to have dtype {piece.dtype}, but got {out.dtype} instead"
+        )
+
+
+def _filled(out: Tensor, piece: Tensor, op: str) -> Tensor:
+    """piece written into out as ATen's *_copy out= forms do: out resized to piece's shape
+    (warning when it held elements), then its dtype and device checked."""
+    _resize_output(out, piece.shape)
+    _check_out_dtype(out, piece, op)
+    device_of([piece, out], op)
+    return out.copy_(piece)
+
+
+def _filled_silently(out: Tensor, piece: Tensor, op: str) -> Tensor:
+    """piece written into out as ATen's narrow_copy out= does: dtype checked first, then out
+    resized without the deprecation warning."""
+    _check_out_dtype(out, piece, op)
+    device_of([piece, out], op)
+    out.resize_(piece.shape)
+    return out.copy_(piece)
+
+
+def _copied_into(out: Tensor, piece: Tensor, op: str) -> Tensor:
+    """piece written into out by copy_ alone (converted and broadcast, never resized), as
+    ATen's split_copy out= does."""
+    return out.copy_(piece)
+
+
+# how a *_copy writes each piece into its out= tensor where it is not _filled
+_FILLERS: dict[str, Callable[[Tensor, Tensor, str], Tensor]] = {
+    "narrow_copy": _filled_silently,
+    "split_copy": _copied_into,
+}
+
+
 def _written(view: Tensor, out, op: str) -> Tensor:
-    """view's elements in a new contiguous tensor, or in out (of view's dtype; resized to
-    view's shape when it has another)."""
+    """view's elements in a new contiguous tensor, or written into out as torch's op does."""
     if out is None:
         return view.clone(memory_format=contiguous_format)
-    out = tensor_param(out, op, "out")
-    if out.dtype is not view.dtype:
-        raise TypeError(
-            f"{op}(): Expected out tensor to have dtype {view.dtype}, but got {out.dtype} instead"
-        )
-    device_of([view, out], op)
-    _resize_output(out, view.shape)
-    return out.copy_(view)
+    return _FILLERS.get(op, _filled)(tensor_param(out, op, "out"), view, op)
 
 
 def _written_all(pieces: tuple[Tensor, ...], out, op: str) -> tuple[Tensor, ...] | None:
-    """Each piece copied into a new contiguous tensor; or into its tensor of out (a list as
-    long as pieces), converted and broadcast as copy_ does, returning None as torch does."""
+    """Each piece copied into a new contiguous tensor; or written into its tensor of out (a
+    list as long as pieces) in turn as torch's op does, returning None as torch does."""
     if out is None:
         return tuple(p.clone(memory_format=contiguous_format) for p in pieces)
     if not isinstance(out, list | tuple):
@@ -114,8 +145,9 @@ def _written_all(pieces: tuple[Tensor, ...], out, op: str) -> tuple[Tensor, ...]
             f"{op}(): expected an out= argument of size {len(pieces)}, got size {len(out)}"
         )
     targets = [tensor_param(t, op, "out") for t in out]
+    fill = _FILLERS.get(op, _filled)
     for target, piece in zip(targets, pieces, strict=True):
-        target.copy_(piece)
+        fill(target, piece, op)
     return None
 
 

@@ -217,42 +217,175 @@ def test_out_keeps_its_strides_when_its_shape_is_right(like_torch):
     like_torch(got, want)
 
 
-@pytest.mark.parametrize("elements", [0, 5], ids=["empty", "full"])
-def test_out_of_another_shape_is_resized_as_torch(elements, like_torch):
+# out= shapes each *_copy is given: name -> the shape made of the piece's own
+OUT_SHAPES = {
+    "empty": lambda shape: (0,),
+    "full": lambda shape: (5,),
+    "right": lambda shape: shape,
+    "broadcastable": lambda shape: (2, *shape),
+}
+SINGLES = [case for case in CASES_2D if case[0] not in LISTS]
+# the list ones torch resizes each out of (split_copy only copy_s into them)
+RESIZED_LISTS = [("unbind_copy", (1,)), ("split_with_sizes_copy", ([1, 0, 3], 1))]
+
+
+def _warned(call):
+    """call()'s result and the messages of the resize warnings it gave."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = call()
+    return result, [str(w.message) for w in caught if "was resized" in str(w.message)]
+
+
+def _resizes_warned(outs, pieces, name: str) -> int:
+    """How many warnings torch's rule gives: one per out holding elements whose shape is not
+    its piece's, but none from narrow_copy."""
+    if name == "narrow_copy":
+        return 0
+    return sum(o.numel() > 0 and o.shape != p.shape for o, p in zip(outs, pieces, strict=True))
+
+
+@pytest.mark.parametrize("given", OUT_SHAPES)
+@pytest.mark.parametrize("case", SINGLES, ids=_case_id)
+def test_out_of_another_shape_is_resized_warning_as_torch(case, given, like_torch):
+    name, args = case
     k, t = _pair("transposed")
-    kout, tout = kael.zeros(elements), torch.zeros(elements)
-    with warnings.catch_warnings(record=True) as kael_warnings:
-        warnings.simplefilter("always")
-        got = kael.narrow_copy(k, 0, 1, 2, out=kout)
-    with warnings.catch_warnings(record=True):
-        warnings.simplefilter("always")
-        want = torch.narrow_copy(t, 0, 1, 2, out=tout)
+    shape = OUT_SHAPES[given](tuple(getattr(torch, name)(t, *args).shape))
+    kout, tout = kael.full(shape, 7.0), torch.full(shape, 7.0)
+    warned = _resizes_warned([tout], [getattr(torch, name)(t, *args)], name)
+    got, kael_warned = _warned(lambda: getattr(kael, name)(k, *args, out=kout))
+    want, torch_warned = _warned(lambda: getattr(torch, name)(t, *args, out=tout))
     assert got is kout
     like_torch(got, want)
-    resized = [w for w in kael_warnings if "was resized" in str(w.message)]
-    assert len(resized) == (1 if elements else 0)
-    if elements:
-        assert "had shape [5]" in str(resized[0].message)
-        assert "required output shape [2, 4]" in str(resized[0].message)
+    assert len(kael_warned) == len(torch_warned) == warned
 
 
-def test_out_may_be_the_input_itself(like_torch):
-    k, t = _pair("contiguous")
-    k, t = k.clone(), t.clone()
+def test_narrow_copy_resizes_a_full_out_without_warning(like_torch):
+    k, t = _pair("contiguous", kael.int64)
+    kout, tout = kael.zeros(5, dtype=kael.int64), torch.zeros(5, dtype=torch.int64)
+    got, kael_warned = _warned(lambda: kael.narrow_copy(k, 0, 1, 2, out=kout))
+    want, torch_warned = _warned(lambda: torch.narrow_copy(t, 0, 1, 2, out=tout))
+    like_torch(got, want)
+    assert kael_warned == torch_warned == []
+
+
+def test_resize_warning_names_both_shapes_at_the_callers_line():
+    k = kael.zeros(3, 4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        kael.t_copy(k, out=kael.zeros(5))
+        kael.unbind_copy(k, out=[kael.zeros(5), kael.zeros(4), kael.zeros(4)])
+    assert [w.filename for w in caught] == [__file__, __file__]
+    assert "had shape [5], which does not match the required output shape [4, 3]" in str(
+        caught[0].message
+    )
+    assert "had shape [5], which does not match the required output shape [4]" in str(
+        caught[1].message
+    )
+
+
+@pytest.mark.parametrize("case", SINGLES, ids=_case_id)
+def test_out_of_another_dtype_and_shape_is_refused_after_resizing_as_torch(case, like_torch):
+    name, args = case
+    k, t = _pair("transposed")
+    kout, tout = kael.zeros(5, dtype=kael.float64), torch.zeros(5, dtype=torch.float64)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        got, want = kael.t_copy(k, out=k), torch.t_copy(t, out=t)
-    assert got is k
+        with pytest.raises(kael.TypeError, match="dtype float32, but got float64 instead"):
+            getattr(kael, name)(k, *args, out=kout)
+        with pytest.raises(RuntimeError, match="dtype"):
+            getattr(torch, name)(t, *args, out=tout)
+    assert kout.shape == tuple(tout.shape)  # narrow_copy checks before resizing, the rest after
+
+
+@pytest.mark.parametrize("dtype", [kael.float64, kael.int64, kael.bool], ids=str)
+@pytest.mark.parametrize("given", OUT_SHAPES)
+@pytest.mark.parametrize("case", RESIZED_LISTS, ids=_case_id)
+def test_list_out_is_resized_piece_by_piece_as_torch(case, given, dtype, like_torch):
+    name, args = case
+    k, t = _pair("sliced", dtype)
+    shapes = [OUT_SHAPES[given](tuple(p.shape)) for p in getattr(torch, name)(t, *args)]
+    kout = [kael.ones(s, dtype=dtype) for s in shapes]
+    tout = [torch.ones(s, dtype=TORCH_DTYPES[dtype]) for s in shapes]
+    warned = _resizes_warned(tout, getattr(torch, name)(t, *args), name)
+    got, kael_warned = _warned(lambda: getattr(kael, name)(k, *args, out=kout))
+    want, torch_warned = _warned(lambda: getattr(torch, name)(t, *args, out=tout))
+    assert got is None and want is None
+    _same_copies(like_torch, tuple(kout), tuple(tout), k)
+    assert len(kael_warned) == len(torch_warned) == warned
+
+
+@pytest.mark.parametrize("bad_at", [0, 1, -1], ids=["first", "second", "last"])
+@pytest.mark.parametrize("case", RESIZED_LISTS, ids=_case_id)
+def test_list_out_of_another_dtype_is_refused_after_the_pieces_before_it(case, bad_at, like_torch):
+    name, args = case
+    k, t = _pair("sliced")
+    dtypes = [kael.float32] * len(getattr(torch, name)(t, *args))
+    dtypes[bad_at] = kael.float64
+    kout = [kael.zeros(9, dtype=d) for d in dtypes]  # no piece has more: no bytes left unset
+    tout = [torch.zeros(9, dtype=TORCH_DTYPES[d]) for d in dtypes]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(kael.TypeError, match="dtype float32, but got float64 instead"):
+            getattr(kael, name)(k, *args, out=kout)
+        with pytest.raises(RuntimeError, match="dtype float, but got double instead"):
+            getattr(torch, name)(t, *args, out=tout)
+    for got, want in zip(kout, tout, strict=True):
+        like_torch(got, want)
+
+
+# (name, args, out= as views of the input): each out one of the input's other pieces
+ALIASED_OUTS = [
+    ("unbind_copy", (0,), lambda x: [x[1], x[0]]),
+    ("split_with_sizes_copy", ([2, 2], 1), lambda x: [x[:, 2:], x[:, :2]]),
+]
+
+
+@pytest.mark.parametrize("case", ALIASED_OUTS, ids=lambda c: c[0])
+def test_list_out_may_alias_the_input_written_in_turn_as_torch(case, like_torch):
+    name, args, outs = case
+    k, t = _pair("contiguous")
+    k, t = k[:2], t[:2]
+    assert getattr(kael, name)(k, *args, out=outs(k)) is None
+    getattr(torch, name)(t, *args, out=outs(t))
+    like_torch(k, t)
+
+
+# (name, args, input shape, out= made of the input): torch writes each, resizing it first
+OUT_OF_THE_INPUT = [
+    ("t_copy", (), (3, 3), lambda x: x),
+    ("transpose_copy", (0, 1), (3, 3), lambda x: x),
+    ("permute_copy", ((1, 0),), (4, 4), lambda x: x),
+    ("diagonal_copy", (), (3, 3), lambda x: x[0]),
+    ("expand_copy", ((3, 4),), (4,), lambda x: x),
+    ("narrow_copy", (0, 1, 2), (4,), lambda x: x),
+]
+
+
+@pytest.mark.parametrize("case", OUT_OF_THE_INPUT, ids=lambda c: c[0])
+def test_out_may_be_the_input_itself(case, like_torch):
+    name, args, shape, out_of = case
+    size = int(np.prod(shape))  # kael's own storage: one from DLPack cannot grow
+    k, t = kael.arange(size).float().reshape(shape), torch.arange(size).float().reshape(shape)
+    kout, tout = out_of(k), out_of(t)
+    got, kael_warned = _warned(lambda: getattr(kael, name)(k, *args, out=kout))
+    want, torch_warned = _warned(lambda: getattr(torch, name)(t, *args, out=tout))
+    assert got is kout
     like_torch(got, want)
+    like_torch(k, t)
+    assert len(kael_warned) == len(torch_warned)
 
 
 @pytest.mark.parametrize("wrong", [kael.float64, kael.int64, kael.float16], ids=str)
-def test_out_of_another_dtype_is_refused_naming_both(wrong):
+@pytest.mark.parametrize(
+    ("name", "args"), [("permute_copy", ((1, 0),)), ("narrow_copy", (1, 0, 3))], ids=str
+)
+def test_out_of_another_dtype_is_refused_naming_both(name, args, wrong):
     k, t = _pair("contiguous")
     with pytest.raises(kael.TypeError, match=f"dtype float32, but got {wrong} instead"):
-        kael.permute_copy(k, (1, 0), out=kael.empty(4, 3, dtype=wrong))
-    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype"):
-        torch.permute_copy(t, (1, 0), out=torch.empty(4, 3, dtype=TORCH_DTYPES[wrong]))
+        getattr(kael, name)(k, *args, out=kael.empty(4, 3, dtype=wrong))
+    with pytest.raises(RuntimeError, match="dtype"):
+        getattr(torch, name)(t, *args, out=torch.empty(4, 3, dtype=TORCH_DTYPES[wrong]))
 
 
 def test_out_that_overlaps_itself_is_refused():
@@ -275,6 +408,21 @@ def test_out_must_be_a_tensor_or_a_list_of_them():
         torch.unbind_copy(t, out=torch.empty(0))
 
 
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [("split_copy", (1,)), ("split_with_sizes_copy", ([1, 1],)), ("unbind_copy", (0,))],
+    ids=str,
+)
+def test_list_out_holding_a_non_tensor_is_refused_before_any_write(name, args, like_torch):
+    k, t = _pair("contiguous")
+    kout, tout = [kael.zeros(1, 4), 3.0], [torch.zeros(1, 4), 3.0]
+    with pytest.raises(kael.TypeError, match="argument 'out' must be Tensor, not float"):
+        getattr(kael, name)(k[:2], *args, out=kout)
+    with pytest.raises(TypeError, match="but got float"):
+        getattr(torch, name)(t[:2], *args, out=tout)
+    like_torch(kout[0], tout[0])
+
+
 @pytest.mark.parametrize("count", [2, 4])
 def test_list_out_of_another_length_is_refused_naming_both(count):
     k, t = _pair("contiguous")
@@ -284,17 +432,25 @@ def test_list_out_of_another_length_is_refused_naming_both(count):
         torch.unbind_copy(t, out=[torch.empty(4) for _ in range(count)])
 
 
-def test_list_out_converts_and_broadcasts_as_copy_does(like_torch):
+def test_split_copy_out_converts_and_broadcasts_as_copy_does(like_torch):
     k, t = _pair("sliced")
     kout = [kael.zeros(2, 3, 2, dtype=kael.int64), kael.zeros(3, 2, dtype=kael.float64)]
     tout = [torch.zeros(2, 3, 2, dtype=torch.int64), torch.zeros(3, 2, dtype=torch.float64)]
     assert kael.split_copy(k, 2, 1, out=kout) is None
     torch.split_copy(t, 2, 1, out=tout)
     _same_copies(like_torch, tuple(kout), tuple(tout), k)
-    with pytest.raises(kael.Error):
-        kael.split_copy(k, 2, 1, out=[kael.zeros(0), kael.zeros(3, 2)])
-    with pytest.raises(RuntimeError):
-        torch.split_copy(t, 2, 1, out=[torch.zeros(0), torch.zeros(3, 2)])
+
+
+@pytest.mark.parametrize("elements", [0, 5], ids=["empty", "full"])
+def test_split_copy_out_not_broadcastable_is_refused_not_resized(elements):
+    k, t = _pair("sliced")
+    kout = [kael.zeros(elements, 2), kael.zeros(3, 2)]
+    tout = [torch.zeros(elements, 2), torch.zeros(3, 2)]
+    with pytest.raises(kael.ValueError, match=f"size of the tensor \\({elements}\\) must match"):
+        kael.split_copy(k, 2, 1, out=kout)
+    with pytest.raises(RuntimeError, match=f"size of tensor a \\({elements}\\) must match"):
+        torch.split_copy(t, 2, 1, out=tout)
+    assert kout[0].shape == tuple(tout[0].shape) == (elements, 2)
 
 
 # ---- refusals -----------------------------------------------------------------------------------
