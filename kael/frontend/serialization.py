@@ -26,11 +26,13 @@ import numpy as np
 
 from kael.frontend import interop
 from kael.frontend.factories import Size
+from kael.frontend.storages import UntypedStorage
 from kael.frontend.tensor import Tensor, empty_impl, transfer_impl
 from kael.frontend.tracing import op_door
 from kael.runtime import dtypes
 from kael.runtime.device import CPU, CUDA, Device, cuda_is_available, parse_device
 from kael.runtime.errors import Error, TypeError, ValueError
+from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl
 
 # kael's dtypes with torch's names for them and for their legacy typed storage classes.
@@ -75,6 +77,11 @@ _MMAP_NEEDS_PATH = "f must be a file path in order to use the mmap argument"
 # torch.save(..., _use_new_zipfile_serialization=False) begins with this number, pickled.
 _LEGACY_MAGIC = b"\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19"
 _PICKLE_LOAD_ARGS = ("encoding", "errors", "fix_imports")
+# A compressed record (torch writes none) may inflate to this many times its stored size, or
+# to _INFLATION_FLOOR bytes: no small file may take gigabytes of memory.
+_MAX_INFLATION = 64
+_INFLATION_FLOOR = 1 << 20
+_READ_BUFFER = 1 << 16  # data.pkl is read in blocks this large (pickle reads byte by byte)
 
 
 # ---- loading ------------------------------------------------------------------------------
@@ -89,30 +96,24 @@ class _StorageType:
         self.dtype = dtype
 
 
-class _LoadedStorage:
-    """One storage of the file, read once and placed: every tensor over it is a view of it."""
-
-    __slots__ = ("storage", "dtype")
-
-    def __init__(self, storage, dtype: dtypes.DType) -> None:
-        self.storage = storage
-        self.dtype = dtype
-
-
 _TENSOR_TYPE = object()  # torch.Tensor and nn.Parameter, as _rebuild_from_type_v2's new_type
+# kael's objects whose state no checkpoint may set, even with weights_only=False: dtypes and
+# devices every tensor shares, and tensors and storages, which hold raw memory.
+_KAEL_TYPES = (dtypes.DType, Device, _StorageType, Tensor, UntypedStorage)
 
 
-def _tensor_over(stored: _LoadedStorage, offset: int, size, stride, dtype) -> Tensor:
-    """A kael tensor viewing the loaded storage (validated against its bytes)."""
-    if not isinstance(stored, _LoadedStorage):
-        raise Error(f"a tensor in the checkpoint has no storage, got {type(stored).__name__}")
-    storage = stored.storage
-    return Tensor(TensorImpl(storage, tuple(size), tuple(stride), offset, dtype, storage.device))
-
-
-def _rebuild_tensor(storage, storage_offset, size, stride) -> Tensor:
-    """torch._utils._rebuild_tensor: a view of a typed storage."""
-    return _tensor_over(storage, storage_offset, size, stride, storage.dtype)
+def _check_geometry(storage_offset, size, stride) -> None:
+    """Refuse a saved offset, size or stride that is not made of ints (torch's set_ takes
+    only ints: 2.0, 0.5 and True are refused), naming the values."""
+    if type(storage_offset) is not int:
+        raise TypeError(
+            f"a tensor in the checkpoint has storage_offset {storage_offset!r}: expected an int"
+        )
+    for what, values in (("size", size), ("stride", stride)):
+        if not isinstance(values, (tuple, list)) or any(type(v) is not int for v in values):
+            raise TypeError(
+                f"a tensor in the checkpoint has {what} {values!r}: expected a sequence of ints"
+            )
 
 
 def _check_metadata(metadata) -> None:
@@ -121,24 +122,10 @@ def _check_metadata(metadata) -> None:
         raise Error(f"kael tensors have no conj or neg bits: cannot load metadata {metadata}")
 
 
-def _rebuild_tensor_v2(
-    storage, storage_offset, size, stride, requires_grad, backward_hooks, metadata=None
-) -> Tensor:
-    """torch._utils._rebuild_tensor_v2 (requires_grad and hooks dropped: kael has no autograd)."""
-    _check_metadata(metadata)
-    return _rebuild_tensor(storage, storage_offset, size, stride)
-
-
-def _rebuild_tensor_v3(
-    storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype, metadata=None
-) -> Tensor:
-    """torch._utils._rebuild_tensor_v3: an untyped storage viewed as `dtype`."""
-    _check_metadata(metadata)
-    return _tensor_over(storage, storage_offset, size, stride, dtype)
-
-
 def _rebuild_parameter(data, requires_grad, backward_hooks) -> Tensor:
     """torch._utils._rebuild_parameter: an nn.Parameter loads as its plain tensor."""
+    if not isinstance(data, Tensor):
+        raise Error(f"a parameter in the checkpoint has no tensor, got {type(data).__name__}")
     return data
 
 
@@ -147,26 +134,35 @@ def _rebuild_qtensor(*args) -> Tensor:
     raise TypeError("kael has no quantized tensors: cannot load torch._utils._rebuild_qtensor")
 
 
-def _rebuild_from_type_v2(func, new_type, args, state) -> Tensor:
-    """torch._tensor._rebuild_from_type_v2: the tensor `func` rebuilds (Tensor or Parameter)."""
-    if new_type is not _TENSOR_TYPE:
-        raise Error(f"kael cannot load a tensor subclass {new_type!r}")
-    return func(*args)
+def _bytearray(source=b"", *args) -> bytearray:
+    """builtins.bytearray of bytes or a string, never of a size: bytearray(2**40) in a file
+    would allocate all of it (pickle writes a bytearray's bytes, not its length)."""
+    if hasattr(source, "__index__"):
+        raise Error(f"a checkpoint may not make bytearray({source!r}): only of bytes or a str")
+    return bytearray(source, *args)
+
+
+def _torch_size(dims=()) -> Size:
+    """torch.Size(dims): ints only (a bool counts as its int, as in torch)."""
+    dims = tuple(dims)
+    for index, dim in enumerate(dims):
+        if not isinstance(dim, int):
+            raise TypeError(
+                f"torch.Size() takes an iterable of 'int' (item {index} is '{type(dim).__name__}')"
+            )
+    return Size(int(dim) for dim in dims)
 
 
 def _torch_table() -> dict[tuple[str, str], object]:
-    """The torch globals a plain checkpoint uses, as kael's equivalents."""
+    """The torch globals a plain checkpoint uses, as kael's equivalents (the tensor rebuild
+    functions are each load's own: see _LoadedStorages.rebuilders)."""
     table = {
-        ("torch", "Size"): Size,
+        ("torch", "Size"): _torch_size,
         ("torch", "device"): Device,
         ("torch", "Tensor"): _TENSOR_TYPE,
         ("torch.nn.parameter", "Parameter"): _TENSOR_TYPE,
-        ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
-        ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
-        ("torch._utils", "_rebuild_tensor_v3"): _rebuild_tensor_v3,
         ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
         ("torch._utils", "_rebuild_qtensor"): _rebuild_qtensor,
-        ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
         ("torch", "UntypedStorage"): _StorageType(dtypes.uint8),
         ("torch.storage", "UntypedStorage"): _StorageType(dtypes.uint8),
     }
@@ -183,7 +179,7 @@ _SAFE_GLOBALS = {
     ("collections", "Counter"): collections.Counter,
     ("_codecs", "encode"): codecs.encode,  # bytes, pickled with protocol 2
     ("builtins", "set"): set,
-    ("builtins", "bytearray"): bytearray,
+    ("builtins", "bytearray"): _bytearray,
     ("builtins", "complex"): complex,
     **_TORCH_GLOBALS,
 }
@@ -204,42 +200,175 @@ def _refuse_foreign_torch(module: str, name: str) -> None:
             raise TypeError(f"kael has no dtype torch.{dtype}: cannot load {module}.{name}")
 
 
-def _unsupported_global(module: str, name: str) -> Error:
-    """torch's weights_only refusal, naming the global."""
+def _weights_only_refusal(what: str) -> Error:
+    """torch's weights_only refusal: what the file tried, and the way out."""
     return Error(
-        "Weights only load failed. Unsupported global: GLOBAL"
-        f" {module}.{name} was not an allowed global by default. Load with"
-        " weights_only=False only if you trust the source of the checkpoint."
+        f"Weights only load failed. {what}. Load with weights_only=False only if you trust"
+        " the source of the checkpoint."
     )
 
 
-class _CheckpointUnpickler(pickle.Unpickler):
-    """data.pkl's unpickler: storages from the archive, torch's globals as kael's."""
+def _unsupported_global(module: str, name: str) -> Error:
+    """torch's weights_only refusal of a global, naming it."""
+    return _weights_only_refusal(
+        f"Unsupported global: GLOBAL {module}.{name} was not an allowed global by default"
+    )
 
-    def __init__(self, file, load_storage: Callable, weights_only: bool, **kwargs) -> None:
+
+class _CheckpointUnpickler(pickle._Unpickler):
+    """data.pkl's unpickler for weights_only=False (the pure-Python one, whose opcodes can be
+    replaced): storages from the archive, torch's globals as kael's, other globals imported;
+    BUILD may not change a global or kael's own objects."""
+
+    def __init__(self, file, storages: _LoadedStorages, **kwargs) -> None:
         super().__init__(file, **kwargs)
-        self._load_storage = load_storage
-        self._weights_only = weights_only
+        self._storages = storages
+        self._globals = {**_SAFE_GLOBALS, **storages.rebuilders}
+        self._names: dict[int, str] = {}  # id of each global the file named -> the name
 
     def find_class(self, module: str, name: str):
         module, name = _python3_name(module, name)
-        found = _SAFE_GLOBALS.get((module, name))
-        if found is not None:
-            return found
-        _refuse_foreign_torch(module, name)
-        if self._weights_only:
-            raise _unsupported_global(module, name)
+        found = self._globals.get((module, name))
+        if found is None:
+            _refuse_foreign_torch(module, name)
+            found = self._other_global(module, name)
+        self._names[id(found)] = f"{module}.{name}"
+        return found
+
+    def _other_global(self, module: str, name: str):
+        """A global outside kael's table: imported, torch's own refused."""
         if module == "torch" or module.startswith("torch."):
             raise Error(f"kael cannot load the global {module}.{name}: kael has no equivalent")
         return super().find_class(module, name)
 
-    def persistent_load(self, saved_id) -> _LoadedStorage:
-        if not isinstance(saved_id, tuple) or len(saved_id) != 5 or saved_id[0] != "storage":
+    def persistent_load(self, saved_id) -> UntypedStorage:
+        if type(saved_id) is not tuple or len(saved_id) != 5 or saved_id[0] != "storage":
             raise Error(f"unknown persistent id in the checkpoint: {saved_id!r}")
         _, storage_type, key, location, numel = saved_id
         if not isinstance(storage_type, _StorageType):
             raise Error(f"unknown storage type in the checkpoint: {storage_type!r}")
-        return self._load_storage(storage_type.dtype, str(key), str(location), numel)
+        if type(numel) is not int or numel < 0:
+            raise Error(f"storage {key!r} in the checkpoint has {numel!r} elements")
+        return self._storages.load(storage_type.dtype, str(key), str(location), numel)
+
+    def _describe(self, obj) -> str:
+        """An object as errors name it: the global it was found as, or its type."""
+        name = self._names.get(id(obj))
+        return f"the global {name}" if name else f"a {type(obj).__name__}"
+
+    def _is_shared(self, obj) -> bool:
+        return id(obj) in self._names or isinstance(obj, _KAEL_TYPES)
+
+    def _load_build(self) -> None:
+        inst = self.stack[-2]
+        if self._is_shared(inst):
+            raise Error(
+                f"kael.load refuses BUILD on {self._describe(inst)}: a checkpoint may set the"
+                " state of the objects it makes only"
+            )
+        pickle._Unpickler.load_build(self)
+
+    dispatch = {**pickle._Unpickler.dispatch, pickle.BUILD[0]: _load_build}
+
+
+# Opcodes that change a container on the stack: the container types weights_only lets each
+# fill (torch's), and where the container sits when the opcode runs.
+_FILLS = {
+    "APPEND": ((list,), lambda u: u.stack[-2]),
+    "APPENDS": ((list,), lambda u: u.metastack[-1][-1]),
+    "SETITEM": ((dict, collections.OrderedDict, collections.Counter), lambda u: u.stack[-3]),
+    "SETITEMS": (
+        (dict, collections.OrderedDict, collections.Counter),
+        lambda u: u.metastack[-1][-1],
+    ),
+    "ADDITEMS": ((set,), lambda u: u.metastack[-1][-1]),
+}
+# Opcodes no weights_only checkpoint needs (torch's weights_only unpickler has none of them).
+_REFUSED_OPCODES = ("INST", "OBJ", "NEWOBJ_EX", "NEXT_BUFFER", "READONLY_BUFFER")
+# What BUILD may set the state of: the containers torch allows, made by this load.
+_BUILDABLE = (collections.OrderedDict, collections.Counter)
+
+
+def _filling(opcode: str) -> Callable:
+    """The opcode's pickle handler, run only when its container is of an allowed type."""
+    kinds, target = _FILLS[opcode]
+    handler = pickle._Unpickler.dispatch[getattr(pickle, opcode)[0]]
+
+    def load(unpickler: _WeightsOnlyUnpickler) -> None:
+        container = target(unpickler)
+        if type(container) not in kinds:
+            names = " or ".join(kind.__name__ for kind in kinds)
+            raise _weights_only_refusal(
+                f"{opcode} may only fill a {names}, not {unpickler._describe(container)}"
+            )
+        handler(unpickler)
+
+    return load
+
+
+def _refusing(opcode: str) -> Callable:
+    """A handler refusing the opcode, naming it."""
+
+    def load(unpickler: _WeightsOnlyUnpickler) -> None:
+        raise _weights_only_refusal(f"the pickle opcode {opcode} is not allowed")
+
+    return load
+
+
+class _WeightsOnlyUnpickler(_CheckpointUnpickler):
+    """data.pkl's unpickler for weights_only=True, as torch's: only kael's table of globals,
+    calls only of its callables, BUILD only of an OrderedDict or Counter this load made,
+    items added only to lists, dicts and sets."""
+
+    def __init__(self, file, storages: _LoadedStorages, **kwargs) -> None:
+        super().__init__(file, storages, **kwargs)
+        values = self._globals.values()
+        self._callables = {id(value) for value in values if callable(value)}
+        self._classes = {id(value) for value in values if isinstance(value, type)}
+
+    def _other_global(self, module: str, name: str):
+        raise _unsupported_global(module, name)
+
+    def _load_reduce(self) -> None:
+        args = self.stack.pop()
+        func = self.stack[-1]
+        if id(func) not in self._callables or type(args) is not tuple:
+            raise _weights_only_refusal(
+                f"REDUCE may only call an allowed global, not {self._describe(func)}"
+            )
+        self.stack[-1] = func(*args)
+
+    def _load_newobj(self) -> None:
+        args = self.stack.pop()
+        cls = self.stack.pop()
+        if id(cls) not in self._classes or type(args) is not tuple:
+            raise _weights_only_refusal(
+                f"NEWOBJ may only make an allowed class, not {self._describe(cls)}"
+            )
+        self.append(cls.__new__(cls, *args))
+
+    def _load_build(self) -> None:
+        state = self.stack.pop()
+        inst = self.stack[-1]
+        if type(inst) not in _BUILDABLE:
+            raise _weights_only_refusal(
+                "BUILD may only set the state of an OrderedDict or Counter the checkpoint"
+                f" makes, not {self._describe(inst)}"
+            )
+        if type(state) is not dict or any(type(key) is not str for key in state):
+            raise _weights_only_refusal(
+                f"BUILD's state must be a dict of attribute names, got {type(state).__name__}"
+            )
+        inst.__dict__.update(state)
+
+    dispatch = {
+        **_CheckpointUnpickler.dispatch,
+        pickle.REDUCE[0]: _load_reduce,
+        pickle.NEWOBJ[0]: _load_newobj,
+        pickle.BUILD[0]: _load_build,
+        **{getattr(pickle, opcode)[0]: _filling(opcode) for opcode in _FILLS},
+        **{getattr(pickle, opcode)[0]: _refusing(opcode) for opcode in _REFUSED_OPCODES},
+    }
 
 
 class _Archive:
@@ -263,7 +392,20 @@ class _Archive:
     def read(self, name: str, default: bytes | None = None) -> bytes:
         if default is not None and not self.has(name):
             return default
-        return self.zf.read(self.info(name))
+        with self.open(name) as record:
+            return record.read()
+
+    def open(self, name: str) -> io.BufferedReader:
+        """A record's bytes as a stream; a compressed record (torch writes none) only when it
+        inflates to at most _MAX_INFLATION times its size, so no small file takes gigabytes."""
+        info = self.info(name)
+        limit = max(_INFLATION_FLOOR, _MAX_INFLATION * info.compress_size)
+        if info.compress_type != zipfile.ZIP_STORED and info.file_size > limit:
+            raise Error(
+                f"checkpoint record {info.filename} inflates from {info.compress_size} to"
+                f" {info.file_size} bytes, past kael.load's limit of {limit} bytes"
+            )
+        return io.BufferedReader(self.zf.open(info), _READ_BUFFER)
 
     def info(self, name: str) -> zipfile.ZipInfo:
         """A record's entry; kael.Error naming it when the archive lacks it."""
@@ -275,19 +417,49 @@ class _Archive:
     def storage_bytes(self, name: str, nbytes: int) -> Tensor:
         """A record's bytes as a host uint8 tensor: read into new memory, or mapped."""
         info = self.info(name)
-        if info.file_size != nbytes or info.compress_type != zipfile.ZIP_STORED:
+        if info.compress_type != zipfile.ZIP_STORED or info.file_size != nbytes:
             raise Error(
                 f"checkpoint record {info.filename} holds {info.file_size} bytes"
                 f" (compression {info.compress_type}), its storage needs {nbytes} stored bytes"
             )
+        if info.compress_size != nbytes:
+            raise Error(
+                f"checkpoint record {info.filename} declares {nbytes} bytes but stores"
+                f" {info.compress_size}"
+            )
         if self.mapped is not None:
-            start = _data_offset(self.mapped, info)
-            array = np.frombuffer(self.mapped, np.uint8, nbytes, start)
-            return Tensor(interop.from_numpy_impl(array))
+            return self._mapped_bytes(info)
         raw = Tensor(empty_impl((nbytes,), dtypes.uint8, CPU))
         with self.zf.open(info) as src:
-            src.readinto(memoryview(raw.numpy()))
+            got = _read_into(src, memoryview(raw.numpy()))
+        if got != nbytes:
+            raise Error(f"checkpoint record {info.filename} ends after {got} of {nbytes} bytes")
         return raw
+
+    def _mapped_bytes(self, info: zipfile.ZipInfo) -> Tensor:
+        """A stored record's bytes in the mapped file, which must hold all of them."""
+        start = _data_offset(self.mapped, info)
+        if start + info.file_size > len(self.mapped):
+            raise Error(
+                f"checkpoint record {info.filename} runs past the end of the file: its"
+                f" {info.file_size} bytes start at {start} of {len(self.mapped)}"
+            )
+        array = np.frombuffer(self.mapped, np.uint8, info.file_size, start)
+        return Tensor(interop.from_numpy_impl(array))
+
+
+def _read_into(src, view: memoryview) -> int:
+    """Fill `view` from the stream; the bytes read (fewer when the stream ends first)."""
+    got = 0
+    while got < view.nbytes:
+        try:
+            count = src.readinto(view[got:])
+        except EOFError:  # zipfile's way of saying the archive ended inside the record
+            break
+        if not count:
+            break
+        got += count
+    return got
 
 
 def _data_offset(mapped: _mmap.mmap, info: zipfile.ZipInfo) -> int:
@@ -354,23 +526,88 @@ def _called_location(map_location: Callable, raw: Tensor, location: str) -> Tens
     return placed
 
 
-def _storage_loader(archive: _Archive, map_location) -> Callable:
-    """persistent_load's reader: each key's bytes read, byte-swapped and placed once."""
-    restore = _restore_location(map_location)
-    big_endian = _byteorder(archive) != sys.byteorder
-    loaded: dict[str, _LoadedStorage] = {}
+class _LoadedStorages:
+    """The storages of one load: each key's bytes read, byte-swapped and placed once, as a
+    kael.UntypedStorage; its tensors view it as the dtype it was saved with."""
 
-    def load_storage(dtype: dtypes.DType, key: str, location: str, numel) -> _LoadedStorage:
-        found = loaded.get(key)
+    def __init__(self, archive: _Archive, map_location) -> None:
+        self._archive = archive
+        self._restore = _restore_location(map_location)
+        self._big_endian = _byteorder(archive) != sys.byteorder
+        self._by_key: dict[str, UntypedStorage] = {}
+        # id of each storage above (kept alive there) -> (its memory, the dtype saved with it)
+        self._saved: dict[int, tuple[Storage, dtypes.DType]] = {}
+        self._tensor_builders = (
+            self.rebuild_tensor,
+            self.rebuild_tensor_v2,
+            self.rebuild_tensor_v3,
+            _rebuild_parameter,
+        )
+        # torch's rebuild globals, as this load's
+        self.rebuilders = {
+            ("torch._utils", "_rebuild_tensor"): self._tensor_builders[0],
+            ("torch._utils", "_rebuild_tensor_v2"): self._tensor_builders[1],
+            ("torch._utils", "_rebuild_tensor_v3"): self._tensor_builders[2],
+            ("torch._tensor", "_rebuild_from_type_v2"): self.rebuild_from_type_v2,
+        }
+
+    def load(self, dtype: dtypes.DType, key: str, location: str, numel: int) -> UntypedStorage:
+        """persistent_load's storage: the record data/<key>, placed where map_location says."""
+        found = self._by_key.get(key)
         if found is None:
-            raw = archive.storage_bytes(f"data/{key}", numel * dtype.itemsize)
-            if big_endian:
+            raw = self._archive.storage_bytes(f"data/{key}", numel * dtype.itemsize)
+            if self._big_endian:
                 _swap_bytes(raw, dtype.itemsize)
-            placed = restore(raw, location)
-            found = loaded[key] = _LoadedStorage(placed._impl.storage, dtype)
+            storage = self._restore(raw, location)._impl.storage
+            found = self._by_key[key] = UntypedStorage.of(storage)
+            self._saved[id(found)] = (storage, dtype)
         return found
 
-    return load_storage
+    def _tensor(self, stored, storage_offset, size, stride, dtype=None) -> Tensor:
+        """A kael tensor viewing a loaded storage (as its saved dtype unless `dtype` is given),
+        validated against its bytes."""
+        saved = self._saved.get(id(stored))
+        if saved is None:
+            raise Error(f"a tensor in the checkpoint has no storage, got {type(stored).__name__}")
+        _check_geometry(storage_offset, size, stride)
+        storage, saved_dtype = saved
+        if dtype is None:
+            dtype = saved_dtype
+        elif not isinstance(dtype, dtypes.DType):
+            raise Error(f"a tensor in the checkpoint has dtype {dtype!r}: expected a dtype")
+        impl = TensorImpl(
+            storage, tuple(size), tuple(stride), storage_offset, dtype, storage.device
+        )
+        return Tensor(impl)
+
+    def rebuild_tensor(self, storage, storage_offset, size, stride) -> Tensor:
+        """torch._utils._rebuild_tensor: a view of a typed storage."""
+        return self._tensor(storage, storage_offset, size, stride)
+
+    def rebuild_tensor_v2(
+        self, storage, storage_offset, size, stride, requires_grad, hooks, metadata=None
+    ) -> Tensor:
+        """torch._utils._rebuild_tensor_v2 (requires_grad and hooks dropped: no autograd)."""
+        _check_metadata(metadata)
+        return self._tensor(storage, storage_offset, size, stride)
+
+    def rebuild_tensor_v3(
+        self, storage, storage_offset, size, stride, requires_grad, hooks, dtype, metadata=None
+    ) -> Tensor:
+        """torch._utils._rebuild_tensor_v3: an untyped storage viewed as `dtype`."""
+        _check_metadata(metadata)
+        return self._tensor(storage, storage_offset, size, stride, dtype)
+
+    def rebuild_from_type_v2(self, func, new_type, args, state) -> Tensor:
+        """torch._tensor._rebuild_from_type_v2: the tensor a rebuild function makes (a Tensor
+        or a Parameter; kael has no subclasses)."""
+        if new_type is not _TENSOR_TYPE:
+            raise Error(f"kael cannot load a tensor subclass {new_type!r}")
+        if not any(func is builder for builder in self._tensor_builders) or type(args) is not tuple:
+            raise Error(
+                f"_rebuild_from_type_v2 may only call a tensor rebuild function, not {func!r}"
+            )
+        return func(*args)
 
 
 def _legacy_kind(head: bytes) -> str | None:
@@ -403,16 +640,14 @@ def _open_archive(opened, mapped) -> _Archive:
 
 
 def _load_archive(opened, mapped, map_location, weights_only: bool, pickle_args) -> object:
-    """Unpickle data.pkl, reading the storages it names; foreign failures as kael.Error."""
+    """Unpickle data.pkl, streamed from the archive, reading the storages it names; foreign
+    failures as kael.Error."""
+    unpickler_type = _WeightsOnlyUnpickler if weights_only else _CheckpointUnpickler
     try:
         archive = _open_archive(opened, mapped)
-        unpickler = _CheckpointUnpickler(
-            io.BytesIO(archive.read("data.pkl")),
-            _storage_loader(archive, map_location),
-            weights_only,
-            **pickle_args,
-        )
-        return unpickler.load()
+        storages = _LoadedStorages(archive, map_location)
+        with archive.open("data.pkl") as pickled:
+            return unpickler_type(pickled, storages, **pickle_args).load()
     except Error:
         raise
     except Exception as error:  # a corrupt record or pickle
@@ -448,8 +683,10 @@ def load(
     **pickle_load_args,
 ) -> object:
     """torch.load: the object a torch.save (or kael.save) checkpoint holds, its tensors as
-    kael tensors; storages shared in the file stay shared. `weights_only` (the default)
-    refuses every global but tensors, containers, numbers, strings, dtypes and torch.Size."""
+    kael tensors; storages shared in the file stay shared. A saved storage, typed or untyped,
+    loads as a kael.UntypedStorage of its bytes (kael has no TypedStorage: view it with
+    kael.empty(0, dtype=...).set_(storage)). `weights_only` (the default) refuses every global
+    but tensors, containers, numbers, strings, dtypes and torch.Size, and any change to them."""
     if pickle_module is not None and pickle_module is not pickle:
         raise TypeError("kael.load unpickles with the pickle module only")
     if not isinstance(weights_only, bool):
@@ -488,6 +725,7 @@ _SIZE = _Global("torch", "Size")
 _DEVICE = _Global("torch", "device")
 _DTYPE_GLOBALS = {dtype: _Global("torch", names[0]) for dtype, names in _TORCH_NAMES.items()}
 _STORAGE_GLOBALS = {dtype: _Global("torch", names[1]) for dtype, names in _TORCH_NAMES.items()}
+_UNTYPED_STORAGE = _Global("torch.storage", "UntypedStorage")  # as torch.save writes it
 
 
 class _StorageRef:
@@ -503,20 +741,20 @@ class _SavedStorages:
     """The storages a checkpoint writes, keyed "0", "1", ... in the order tensors reach them."""
 
     def __init__(self) -> None:
-        self.entries: dict[int, tuple[str, object, dtypes.DType]] = {}
+        self.entries: dict[int, tuple[str, Storage, dtypes.DType]] = {}
 
-    def persistent_id(self, impl: TensorImpl) -> tuple:
-        """torch's ("storage", <Type>Storage, key, location, numel) for impl's storage."""
-        storage = impl.storage
-        entry = self.entries.setdefault(id(storage), (str(len(self.entries)), storage, impl.dtype))
-        key, _, dtype = entry
-        if dtype is not impl.dtype:
+    def persistent_id(self, storage: Storage, dtype: dtypes.DType, storage_type: _Global) -> tuple:
+        """torch's ("storage", <Type>Storage, key, location, numel) for a storage saved as
+        `dtype` (a tensor's, or uint8 for a kael.UntypedStorage)."""
+        entry = self.entries.setdefault(id(storage), (str(len(self.entries)), storage, dtype))
+        key, _, saved_dtype = entry
+        if saved_dtype is not dtype:
             raise Error(
                 "Cannot save multiple tensors or storages that view the same data as different"
-                f" types ({dtype} and {impl.dtype})"
+                f" types ({saved_dtype} and {dtype})"
             )
         location = "cpu" if storage.device is CPU else "cuda:0"
-        return ("storage", _STORAGE_GLOBALS[dtype], key, location, storage.nbytes // dtype.itemsize)
+        return ("storage", storage_type, key, location, storage.nbytes // dtype.itemsize)
 
     def records(self):
         """(record name, host bytes) for each storage, the whole storage as torch writes it."""
@@ -563,7 +801,11 @@ class _CheckpointPickler(pickle._Pickler):
 
     def persistent_id(self, obj):
         if type(obj) is _StorageRef:
-            return self._storages.persistent_id(obj.impl)
+            impl = obj.impl
+            storage_type = _STORAGE_GLOBALS[impl.dtype]
+            return self._storages.persistent_id(impl.storage, impl.dtype, storage_type)
+        if type(obj) is UntypedStorage:
+            return self._storages.persistent_id(obj._storage, dtypes.uint8, _UNTYPED_STORAGE)
         return None
 
     def reducer_override(self, obj):
@@ -635,8 +877,9 @@ def save(
     pickle_protocol: int = 2,
     _use_new_zipfile_serialization: bool = True,
 ) -> None:
-    """torch.save: write `obj` (tensors, containers, numbers, strings, dtypes, kael.Size) as
-    a checkpoint torch.load reads: views of one storage share one record, strides kept."""
+    """torch.save: write `obj` (tensors, kael.UntypedStorage, containers, numbers, strings,
+    dtypes, kael.Size) as a checkpoint torch.load reads: views of one storage share one
+    record, strides kept."""
     if pickle_module is not None and pickle_module is not pickle:
         raise TypeError("kael.save pickles with the pickle module only")
     if not _use_new_zipfile_serialization:

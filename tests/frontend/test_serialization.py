@@ -7,6 +7,7 @@ import io
 import pickle
 import struct
 import zipfile
+import zlib
 
 import numpy as np
 import pytest
@@ -593,3 +594,409 @@ def test_bad_arguments_are_refused():
 
 def test_encoding_keyword_is_passed_to_the_unpickler():
     assert kael.load(_torch_saved({"s": "é"}), encoding="utf-8") == {"s": "é"}
+
+
+# ---- hostile pickles: weights_only never lets a file change shared objects ----------------
+
+
+def _text(s: str) -> bytes:
+    """A pickled str (BINUNICODE)."""
+    return b"X" + struct.pack("<I", len(s.encode())) + s.encode()
+
+
+_MINIMAL = {"archive/byteorder": b"little", "archive/version": b"3\n"}  # what torch needs
+
+
+def _pickle_only(data: bytes) -> io.BytesIO:
+    """A checkpoint holding just this data.pkl (and the records torch.load requires)."""
+    return _rezipped({"archive/data.pkl": data, **_MINIMAL})
+
+
+def _build(target: bytes, attribute: str, value: bytes) -> bytes:
+    """A pickle that BUILDs {attribute: value} (as slot state) onto the object `target` pushes."""
+    return b"\x80\x02" + target + b"N}" + _text(attribute) + value + b"s\x86b."
+
+
+_FLOAT32_ITEMSIZE_1 = _build(b"ctorch\nfloat32\n", "itemsize", b"K\x01")
+_FLOAT_STORAGE_AS_INT32 = _build(b"ctorch\nFloatStorage\n", "dtype", b"ctorch\nint32\n")
+_COUNTER_PATCH = _build(b"ccollections\nCounter\n", "most_common", b"N")
+_CPU_DEVICE_PATCH = _build(b"ctorch\ndevice\nX\x03\x00\x00\x00cpu\x85R", "type", _text("cuda"))
+
+
+def _honest_load_is_right() -> None:
+    """A later, honest checkpoint still loads with torch's values and dtypes."""
+    t = {"w": torch.tensor([1.5, 2.5]), "i": torch.arange(3, dtype=torch.int32)}
+    loaded = kael.load(_torch_saved(t))
+    assert_same(loaded["w"], t["w"])
+    assert_same(loaded["i"], t["i"])
+
+
+@pytest.mark.parametrize("weights_only", [True, False])
+def test_build_onto_a_dtype_global_is_refused_and_the_dtype_kept(weights_only):
+    with pytest.raises(kael.Error, match=r"the global torch\.float32"):
+        kael.load(_pickle_only(_FLOAT32_ITEMSIZE_1), weights_only=weights_only)
+    assert kael.float32.itemsize == 4
+    assert kael.arange(8, dtype=kael.float32).untyped_storage().nbytes() == 32
+    _honest_load_is_right()
+    with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
+        torch.load(_pickle_only(_FLOAT32_ITEMSIZE_1))
+
+
+@pytest.mark.parametrize("weights_only", [True, False])
+def test_build_onto_a_storage_type_is_refused_and_later_loads_are_honest(weights_only):
+    with pytest.raises(kael.Error, match=r"global torch\.FloatStorage"):
+        kael.load(_pickle_only(_FLOAT_STORAGE_AS_INT32), weights_only=weights_only)
+    _honest_load_is_right()
+
+
+@pytest.mark.parametrize("weights_only", [True, False])
+def test_build_onto_an_allowed_class_is_refused_and_counter_untouched(weights_only):
+    most_common = collections.Counter.most_common
+    with pytest.raises(kael.Error, match=r"global collections\.Counter"):
+        kael.load(_pickle_only(_COUNTER_PATCH), weights_only=weights_only)
+    assert collections.Counter.most_common is most_common
+    assert collections.Counter("aab").most_common(1) == [("a", 2)]
+    with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
+        torch.load(_pickle_only(_COUNTER_PATCH))
+
+
+@pytest.mark.parametrize("weights_only", [True, False])
+def test_build_onto_the_shared_cpu_device_is_refused(weights_only):
+    with pytest.raises(kael.Error, match="BUILD .* a Device"):
+        kael.load(_pickle_only(_CPU_DEVICE_PATCH), weights_only=weights_only)
+    assert kael.device("cpu").type == "cpu" and str(kael.ones(1).device) == "cpu"
+
+
+@pytest.mark.parametrize("weights_only", [True, False])
+def test_build_onto_a_loaded_tensor_is_refused(weights_only):
+    records = _records(io.BytesIO(_tensor_checkpoint(0, (4,), (1,))))
+    assert kael.load(_rezipped(records), weights_only=weights_only).tolist() == [1, 2, 3, 4]
+    pickled = records["archive/data.pkl"]
+    records["archive/data.pkl"] = pickled[:-1] + b"N}" + _text("_impl") + b"Ns\x86b."
+    with pytest.raises(kael.Error, match="BUILD .* a Tensor"):
+        kael.load(_rezipped(records), weights_only=weights_only)
+
+
+def test_build_sets_the_metadata_of_a_state_dict_as_torch_does():
+    state = _models()["conv_bn"].state_dict()
+    loaded = kael.load(_torch_saved(state))
+    assert type(loaded) is collections.OrderedDict
+    assert loaded._metadata == state._metadata
+
+
+def test_build_state_must_be_a_dict_of_names():
+    ordered = b"\x80\x02ccollections\nOrderedDict\n)R"
+    good = b"\x80\x02" + ordered[2:] + b"}" + _text("x") + b"K\x07sb."
+    assert kael.load(_pickle_only(good)).x == 7
+    assert torch.load(_pickle_only(good)).x == 7
+    bad = b"\x80\x02" + ordered[2:] + b"K\x07b."
+    with pytest.raises(kael.Error, match="BUILD's state must be a dict .* got int"):
+        kael.load(_pickle_only(bad))
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"\x80\x02ctorch\nfloat32\n)R.", r"REDUCE may only call .* global torch\.float32"),
+        (b"\x80\x02ctorch\nfloat32\n)\x81.", r"NEWOBJ may only make .* global torch\.float32"),
+        (b"\x80\x02]K\x01K\x02s.", "SETITEM may only fill a dict .* not a list"),
+        (b"\x80\x02\x8f(K\x01e.", "APPENDS may only fill a list, not a set"),
+        (b"\x80\x02}K\x01a.", "APPEND may only fill a list, not a dict"),
+        (b"\x80\x04](K\x01\x90.", "ADDITEMS may only fill a set, not a list"),
+        (b"(ccollections\nOrderedDict\no.", "the pickle opcode OBJ is not allowed"),
+        (b"(icollections\nOrderedDict\n.", "the pickle opcode INST is not allowed"),
+        (b"\x80\x02cbuiltins\nbytearray\nJ\x00\x00\x00@\x85R.", r"bytearray\(1073741824\)"),
+    ],
+    ids=[
+        "reduce_dtype",
+        "newobj_dtype",
+        "setitem_list",
+        "appends_set",
+        "append_dict",
+        "additems_list",
+        "obj",
+        "inst",
+        "bytearray_size",
+    ],
+)
+def test_weights_only_refuses_opcodes_that_change_what_they_should_not(data, message):
+    with pytest.raises(kael.Error, match=message):
+        kael.load(_pickle_only(data))
+
+
+def test_weights_only_allows_the_same_opcodes_on_their_own_containers():
+    obj = {
+        "list": [1, 2, 3],
+        "dict": {"a": 1},
+        "ordered": collections.OrderedDict(a=1),
+        "counter": collections.Counter("aab"),
+        "set": {1, 2},
+        "bytes": b"\x00\xff",
+        "bytearray": bytearray(b"ab"),
+        "complex": 1 + 2j,
+    }
+    assert kael.load(_torch_saved(obj)) == torch.load(_torch_saved(obj)) == obj
+    newobj = b"\x80\x02ccollections\nOrderedDict\n)\x81."
+    assert kael.load(_pickle_only(newobj)) == collections.OrderedDict()
+    additems = b"\x80\x04\x8f(K\x01K\x02\x90."  # protocol 4's set
+    assert kael.load(_pickle_only(additems)) == {1, 2}
+
+
+def _size_pickle(item: bytes) -> bytes:
+    """A pickle of torch.Size([item])."""
+    return b"\x80\x02ctorch\nSize\n]" + item + b"a\x85R."
+
+
+def test_a_size_of_non_ints_is_refused_as_torch_refuses_it():
+    data = _size_pickle(b"G" + struct.pack(">d", 2.0))
+    with pytest.raises(kael.TypeError, match=r"takes an iterable of 'int' \(item 0 is 'float'\)"):
+        kael.load(_pickle_only(data))
+    with pytest.raises(TypeError, match=r"takes an iterable of 'int' \(item 0 is 'float'\)"):
+        torch.load(_pickle_only(data))
+
+
+def test_a_size_of_ints_and_bools_loads_as_torch_loads_it():
+    for item, expected in ((b"K\x03", (3,)), (b"\x88", (1,))):
+        loaded = kael.load(_pickle_only(_size_pickle(item)))
+        assert type(loaded) is kael.Size and loaded == expected
+        assert tuple(torch.load(_pickle_only(_size_pickle(item)))) == expected
+
+
+def test_rebuild_from_type_calls_only_tensor_rebuild_functions():
+    data = (
+        b"\x80\x02ctorch._tensor\n_rebuild_from_type_v2\n"
+        b"(ccollections\nOrderedDict\nctorch\nTensor\n)}tR."
+    )
+    with pytest.raises(kael.Error, match="may only call a tensor rebuild function"):
+        kael.load(_pickle_only(data))
+    t = torch.arange(3.0)
+    t.note = "attributes make torch pickle through _rebuild_from_type_v2"
+    assert b"_rebuild_from_type_v2" in _records(_torch_saved(t))["archive/data.pkl"]
+    assert_same(kael.load(_torch_saved(t)), t.detach())
+
+
+# ---- a stored record shorter than it says -----------------------------------------------
+
+
+def _central_entry(data: bytes, name: str) -> int:
+    """Where the central directory's entry for `name` begins."""
+    at = data.find(b"PK\x01\x02")
+    while data[at + 46 : at + 46 + struct.unpack_from("<H", data, at + 28)[0]] != name.encode():
+        at = data.find(b"PK\x01\x02", at + 4)
+    return at
+
+
+def _with_sizes(data: bytes, name: str, crc: int, compressed: int, size: int) -> bytes:
+    """The archive with the central directory's CRC and sizes of `name` rewritten."""
+    edited = bytearray(data)
+    struct.pack_into("<III", edited, _central_entry(data, name) + 16, crc, compressed, size)
+    return bytes(edited)
+
+
+class _Reduce:
+    """Pickles as func(*args)."""
+
+    def __init__(self, func, args) -> None:
+        self.func, self.args = func, args
+
+    def __reduce__(self):
+        return self.func, self.args
+
+
+def _tensor_checkpoint(offset, size, stride, numel: int = 4, data: bytes = b"") -> bytes:
+    """A checkpoint of one float32 tensor with this geometry over a `numel`-float storage,
+    pickled with any values (floats, bools) where torch writes ints."""
+    marker = object()
+
+    class Pickler(pickle.Pickler):
+        def persistent_id(self, obj):
+            return ("storage", torch.FloatStorage, "0", "cpu", numel) if obj is marker else None
+
+    args = (marker, offset, size, stride, False, collections.OrderedDict())
+    pickled = io.BytesIO()
+    Pickler(pickled, 2).dump(_Reduce(torch._utils._rebuild_tensor_v2, args))
+    data = data or struct.pack(f"<{numel}f", *range(1, numel + 1))
+    records = {"archive/data.pkl": pickled.getvalue(), "archive/data/0": data, **_MINIMAL}
+    return _rezipped(records).getvalue()
+
+
+_SHORT = struct.pack("<f", 1.0)
+
+
+@pytest.mark.parametrize("mmap", [False, True])
+def test_a_stored_record_shorter_than_its_size_is_refused_naming_it(tmp_path, mmap):
+    honest = _tensor_checkpoint(0, (4,), (1,), data=_SHORT + bytes(12))
+    path = tmp_path / "short.pt"
+    path.write_bytes(honest)
+    assert kael.load(path, mmap=mmap).tolist() == [1.0, 0.0, 0.0, 0.0]
+    path.write_bytes(_with_sizes(honest, "archive/data/0", zlib.crc32(_SHORT), 4, 16))
+    with pytest.raises(kael.Error, match="record archive/data/0 declares 16 bytes but stores 4"):
+        kael.load(path, mmap=mmap)
+
+
+@pytest.mark.parametrize("mmap", [False, True])
+def test_a_record_running_past_the_archive_is_refused_naming_it(tmp_path, mmap):
+    path = tmp_path / "past.pt"
+    path.write_bytes(_tensor_checkpoint(0, (4,), (1,)))
+    assert kael.load(path, mmap=mmap).tolist() == [1.0, 2.0, 3.0, 4.0]
+    numel = 1 << 16  # 256 KiB declared, far more than the file holds
+    lying = _tensor_checkpoint(0, (4,), (1,), numel=numel, data=struct.pack("<4f", 1, 2, 3, 4))
+    path.write_bytes(_with_sizes(lying, "archive/data/0", 0, 4 * numel, 4 * numel))
+    message = "runs past the end of the file" if mmap else "ends after .* of 262144 bytes"
+    with pytest.raises(kael.Error, match=f"record archive/data/0 {message}"):
+        kael.load(path, mmap=mmap)
+
+
+# ---- sizes, strides and offsets must be ints ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "offset, size, stride, message",
+    [
+        (0, (2.0,), (1,), r"size \(2\.0,\)"),
+        (0, (4,), (0.5,), r"stride \(0\.5,\)"),
+        (1.5, (2,), (1,), "storage_offset 1.5"),
+        (1.0, (2,), (1,), "storage_offset 1.0"),
+        (0, (True, 2), (2, 1), r"size \(True, 2\)"),
+        (0, (2,), (True,), r"stride \(True,\)"),
+        (True, (2,), (1,), "storage_offset True"),
+        (0, "ab", (1, 1), "size 'ab'"),
+        (0, None, (1,), "size None"),
+    ],
+)
+def test_non_int_geometry_is_refused_naming_it_as_torch_refuses_it(offset, size, stride, message):
+    checkpoint = _tensor_checkpoint(offset, size, stride)
+    with pytest.raises(kael.TypeError, match=f"a tensor in the checkpoint has {message}"):
+        kael.load(io.BytesIO(checkpoint))
+    with pytest.raises(TypeError):
+        torch.load(io.BytesIO(checkpoint))
+
+
+@pytest.mark.parametrize(
+    "offset, size, stride", [(1, (2,), (1,)), (1, [2], [1]), (0, (2, 2), (1, 2)), (3, (0,), (1,))]
+)
+def test_int_geometry_loads_as_torch_loads_it(offset, size, stride):
+    checkpoint = _tensor_checkpoint(offset, size, stride)
+    assert_same(kael.load(io.BytesIO(checkpoint)), torch.load(io.BytesIO(checkpoint)))
+
+
+@pytest.mark.parametrize("numel", [4.0, -1, "4"])
+def test_a_storage_of_non_int_numel_is_refused_naming_it(numel):
+    checkpoint = _tensor_checkpoint(0, (2,), (1,), numel=numel, data=bytes(16))
+    with pytest.raises(kael.Error, match=f"storage '0' in the checkpoint has {numel!r} elements"):
+        kael.load(io.BytesIO(checkpoint))
+
+
+# ---- bare storages ----------------------------------------------------------------------------
+
+
+def _storage_bytes(storage) -> list[int]:
+    return list(storage.tolist())
+
+
+@pytest.mark.filterwarnings("ignore:TypedStorage is deprecated")
+@pytest.mark.parametrize("typed", [False, True], ids=["untyped", "typed"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: torch.arange(4.0)[1:],
+        lambda: torch.arange(6, dtype=torch.int16).view(2, 3).t(),
+        lambda: torch.empty(0),
+    ],
+    ids=["float32_slice", "int16_transposed", "empty"],
+)
+def test_torch_saved_storage_loads_as_an_untyped_storage_of_its_bytes(make, typed):
+    t = make()
+    storage = t.storage() if typed else t.untyped_storage()
+    loaded = kael.load(_torch_saved(storage))
+    assert type(loaded) is kael.UntypedStorage
+    assert loaded.nbytes() == t.untyped_storage().nbytes()
+    assert _storage_bytes(loaded) == _storage_bytes(t.untyped_storage())
+
+
+def test_a_storage_saved_with_its_tensor_is_that_tensors_storage():
+    t = torch.arange(5, dtype=torch.uint8)
+    loaded = kael.load(_torch_saved({"t": t[1:], "s": t.untyped_storage()}))
+    assert loaded["s"] is loaded["t"].untyped_storage()
+    assert_same(loaded["t"], t[1:])
+
+
+@pytest.mark.parametrize("make", [lambda: kael.arange(4.0)[1:], lambda: kael.empty(0)])
+def test_kael_saved_untyped_storage_loads_in_torch_as_torchs_own_does(make):
+    x = make()
+    buffer = _kael_saved(x.untyped_storage())
+    assert b"ctorch.storage\nUntypedStorage\n" in _records(buffer)["archive/data.pkl"]
+    loaded = torch.load(buffer)
+    theirs = torch.load(_torch_saved(torch.from_dlpack(x).untyped_storage()))
+    assert type(loaded) is type(theirs) and loaded.dtype == theirs.dtype == torch.uint8
+    assert _storage_bytes(loaded) == _storage_bytes(x.untyped_storage())
+    back = kael.load(_kael_saved(x.untyped_storage()))
+    assert type(back) is kael.UntypedStorage
+    assert _storage_bytes(back) == _storage_bytes(x.untyped_storage())
+
+
+def test_a_storage_and_its_tensor_of_another_dtype_are_refused_as_torch_does():
+    x = kael.arange(4.0)
+    for obj in ([x, x.untyped_storage()], [x.untyped_storage(), x]):
+        with pytest.raises(kael.Error, match="view the same data as different types"):
+            kael.save(obj, io.BytesIO())
+    t = torch.arange(4.0)
+    with pytest.raises(RuntimeError, match="view the same data as different types"):
+        torch.save([t, t.untyped_storage()], io.BytesIO())
+    u8 = kael.arange(4, dtype=kael.uint8)
+    loaded = torch.load(_kael_saved([u8, u8.untyped_storage()]))
+    assert loaded[0].untyped_storage().data_ptr() == loaded[1].data_ptr()
+
+
+# ---- a compressed data.pkl ----------------------------------------------------------------
+
+
+def _deflated_pickle(data: bytes) -> io.BytesIO:
+    """A checkpoint whose data.pkl is deflated (torch writes it stored, and reads both)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as zf:
+        zf.writestr("archive/data.pkl", data, compress_type=zipfile.ZIP_DEFLATED)
+        for name, record in _MINIMAL.items():
+            zf.writestr(name, record)
+    out.seek(0)
+    return out
+
+
+def _zeros_pickle(nbytes: int) -> bytes:
+    """A pickle of `nbytes` zero bytes (BINBYTES8): deflate shrinks it about 1000 times."""
+    return b"\x80\x04\x8e" + struct.pack("<Q", nbytes) + bytes(nbytes) + b"."
+
+
+def test_a_deflated_data_pkl_loads_as_torch_loads_it():
+    data = pickle.dumps({"a": [1, 2.5, "x"]}, protocol=2)
+    assert kael.load(_deflated_pickle(data)) == torch.load(_deflated_pickle(data))
+
+
+def test_a_deflated_data_pkl_inflating_past_the_limit_is_refused():
+    checkpoint = _deflated_pickle(_zeros_pickle(8 << 20))
+    assert len(checkpoint.getvalue()) < 64 << 10
+    with pytest.raises(kael.Error, match=r"archive/data\.pkl inflates from \d+ to 8388620 bytes"):
+        kael.load(checkpoint)
+
+
+@pytest.mark.parametrize("over", [0, 1], ids=["at_limit", "past_limit"])
+def test_the_inflation_limit_on_both_sides(monkeypatch, over):
+    data = _zeros_pickle(1 << 16)
+    checkpoint = _deflated_pickle(data)
+    with zipfile.ZipFile(io.BytesIO(checkpoint.getvalue())) as zf:
+        compressed = zf.getinfo("archive/data.pkl").compress_size
+    monkeypatch.setattr(serialization, "_INFLATION_FLOOR", len(data) - over)
+    monkeypatch.setattr(serialization, "_MAX_INFLATION", 0)
+    if over:
+        with pytest.raises(kael.Error, match=f"past kael.load's limit of {len(data) - 1} bytes"):
+            kael.load(checkpoint)
+    else:
+        assert kael.load(checkpoint) == bytes(1 << 16)
+    monkeypatch.setattr(serialization, "_INFLATION_FLOOR", 0)
+    monkeypatch.setattr(serialization, "_MAX_INFLATION", -(-len(data) // compressed) - over)
+    checkpoint.seek(0)
+    if over:
+        with pytest.raises(kael.Error, match="past kael.load's limit"):
+            kael.load(checkpoint)
+    else:
+        assert kael.load(checkpoint) == bytes(1 << 16)
