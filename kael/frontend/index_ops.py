@@ -554,7 +554,7 @@ def _order(input: Tensor, dim: int, descending: bool, k: int | None, op: str) ->
         eager.fill(out, 0)
         return out
     n = impl.shape[dim]
-    if k is not None and 0 < k < n:
+    if k is not None and 0 < k < n and impl.numel():
         rows = impl.numel() // n
         selected = selects(impl.dtype, n)
         if k <= TOP_INSERTION and (rows >= 4 * get_num_threads() or not selected):
@@ -618,7 +618,7 @@ def _kernel_order(
     kernel = "insertion" if insert_top else _sort_kernel(impl.dtype, n)
     try:
         if kernel == "insertion":
-            merge_sort.insertion_order(*at, order.data_ptr(), kept)
+            merge_sort.insertion_order(*at, order.data_ptr(), kept if insert_top else n)
         elif kernel == "radix":
             radix.order(*at, order.data_ptr(), _Scratch(impl.device))
         else:
@@ -651,7 +651,7 @@ def rank_positions(rows: Tensor, ranks: Tensor) -> Tensor:
     impl = rows._impl
     n = impl.shape[-1]
     count = impl.numel() // n
-    left = clone_impl(ranks._impl)  # the kernels use it up
+    left = ranks.clamp(0, n - 1).contiguous()._impl  # in range, and used up by the kernels
     out = empty_impl(ranks._impl.shape, int64, impl.device)
     runner = handwritten.runner_for(impl.device)
     try:

@@ -61,6 +61,7 @@ def _positions(xs: Tensor, ranks: list[Tensor]) -> list[Tensor]:
     return [index_ops.gather(order, -1, r) for r in ranks]
 
 
+QUANTILE_MAX = 1 << 24  # the longest slice torch's quantile takes
 SELECT_RANKS = 4  # more ranks a slice: one sort reads less than a selection each
 
 
@@ -142,6 +143,8 @@ def _quantile(op: str, skip_nan: bool):
         qlist = _quantile_qs(op, x, q, interpolation)
         ndim = x.ndim
         xs, d = _ranked(x, dim, op)
+        if xs.shape[-1] > QUANTILE_MAX:  # torch's limit: ranks q (n - 1) stay exact
+            raise ValueError(f"{op}() input tensor is too large")
         if not qlist:  # no q: no quantiles, stacked in the result's shape
             shape = _finish(xs[..., :1], d, keepdim, dim, ndim).shape
             return factories.empty((0, *shape), dtype=x.dtype, device=x.device)

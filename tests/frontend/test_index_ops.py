@@ -1105,3 +1105,22 @@ def test_topk_of_long_rows_along_any_dim_matches_torch(dim):
     assert_same(
         indices, t_rows.sort(dim=dim, descending=True, stable=True).indices.narrow(dim, 0, 17)
     )
+
+
+@pytest.mark.parametrize("k", [16, 17, 30])
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_past_the_insertion_bound_on_short_rows_matches_torch(largest, k):
+    # k above TOP_INSERTION on rows the insertion sort takes whole: each row its own stride
+    t = torch.tensor([[float((7 * j + 3 * r) % 30) for j in range(31)] for r in range(3)])
+    assert index_ops.TOP_INSERTION < 17 and index_ops._sort_kernel(kael.float32, 31) == "insertion"
+    values, indices = kael.topk(kael.tensor(t.numpy()), k, 1, largest)
+    assert_same(values, torch.topk(t, k, 1, largest).values)
+    assert_same(indices, t.sort(dim=1, descending=largest, stable=True).indices[:, :k])
+
+
+@pytest.mark.parametrize("shape, k, dim", [((0, 100), 1, 1), ((0, 100), 20, 1), ((100, 0), 1, 0)])
+def test_topk_of_no_rows_is_empty_as_torch(shape, k, dim):
+    got = kael.topk(kael.empty(*shape), k, dim)
+    want = torch.topk(torch.empty(*shape), k, dim)
+    assert_same(got.values, want.values)
+    assert_same(got.indices, want.indices)

@@ -533,3 +533,21 @@ def test_kthvalue_of_long_rows_with_ties_matches_torch(dtype, kk):
     close_to_torch(k.gather(1, indices.unsqueeze(1)).squeeze(1), want, 0)
     order = torch.sort(t, dim=1, stable=True).indices[:, kk - 1]  # the stable sort's choice
     assert indices.tolist() == order.tolist()
+
+
+@pytest.mark.parametrize("name", ["quantile", "nanquantile"])
+def test_quantile_refuses_a_slice_longer_than_2_to_the_24_as_torch(name):
+    fn = getattr(kael, name)
+    assert fn(kael.zeros(2**24), 0.5).item() == getattr(torch, name)(torch.zeros(2**24), 0.5)
+    assert fn(kael.zeros(3, 2**23), 0.5, dim=1).shape == (3,)  # a long tensor, short slices
+    with pytest.raises(kael.ValueError, match=rf"^{name}\(\) input tensor is too large$"):
+        fn(kael.zeros(2**24 + 1), 0.5)
+    with pytest.raises(RuntimeError, match="too large"):
+        getattr(torch, name)(torch.zeros(2**24 + 1), 0.5)
+
+
+def test_rank_positions_clamp_a_rank_outside_the_row():
+    row = kael.arange(64.0).reshape(1, 64)  # long enough for radix selection
+    ranks = [[-5], [0], [63], [64], [1000]]
+    got = [index_ops.rank_positions(row, kael.tensor([r])).item() for r in ranks]
+    assert got == [0, 0, 63, 63, 63]

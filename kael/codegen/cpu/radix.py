@@ -376,8 +376,8 @@ def _pick_function(module: ir.Module, width: int) -> str:
                 b.icmp_unsigned("<", offset, target),
                 b.and_(equal, b.icmp_signed("<=", seen, rank)),
             )
-            with b.if_then(take):
-                count = b.load(taken)
+            count = b.load(taken)
+            with b.if_then(b.and_(take, b.icmp_signed("<", count, w["k"]))):  # never past k
                 b.store(i, b.gep(out, [b.add(first, count)]))
                 b.store(b.add(count, i64(1)), taken)
             b.store(b.add(seen, b.zext(equal, I64)), equal_seen)
@@ -412,7 +412,7 @@ def _chunks(rows: int, n: int, on_host: bool) -> int:
     one is waited on less), none under MIN_CHUNK keys; DEVICE_CHUNK keys a GPU thread."""
     if not on_host:  # the offsets kernel walks 256 counters a chunk on one thread
         return max(1, min(-(-n // DEVICE_CHUNK), DEVICE_CHUNKS))
-    wanted = -(-4 * get_num_threads() // rows)
+    wanted = -(-4 * get_num_threads() // max(rows, 1))
     return max(1, min(wanted, n // MIN_CHUNK))
 
 
@@ -488,7 +488,7 @@ class _Radix:
         chunks = _chunks(rows, n, isinstance(runner, handwritten.HostRunner))
         self.chunk = -(-n // chunks)
         self.chunks = -(-n // self.chunk)
-        self.group = min(rows, max(1, MAX_ITEMS // self.chunks))
+        self.group = max(1, min(rows, MAX_ITEMS // self.chunks))
         self.width = dtype.itemsize * 8
         self.name, self.build = spec(self.width)
         items, total = self.group * self.chunks, self.group * n
@@ -497,7 +497,7 @@ class _Radix:
         self.counts, self.bounds = space(items * BUCKETS * 8), space(items * 16)
 
     def groups(self):
-        """(first row, rows) of each group."""
+        """(first row, rows) of each group (none for no rows)."""
         for first in range(0, self.rows, self.group):
             yield first, min(self.group, self.rows - first)
 
