@@ -14,7 +14,7 @@ import weakref
 from collections.abc import Sequence
 
 from kael.frontend import eager
-from kael.frontend.tensor import Tensor, _grow_storage, transfer_impl
+from kael.frontend.tensor import Tensor, transfer_impl
 from kael.runtime.device import CPU, CUDA, Device, parse_device
 from kael.runtime.dtypes import uint8
 from kael.runtime.errors import Error, IndexError, TypeError
@@ -58,11 +58,12 @@ def _size_arg(size, what: str) -> int:
 
 
 def resize_storage(storage: Storage, nbytes: int) -> None:
-    """Set `storage` to `nbytes` bytes, old bytes kept: within its allocator block only the
-    size changes (views made before a shrink keep valid memory), beyond it a new block."""
+    """Set `storage` to `nbytes` bytes, old bytes kept (Tensor.resize_, set_ and
+    UntypedStorage.resize_ alike): within its allocator block only the size changes (views
+    made before a shrink keep valid memory), beyond it a new, bigger block."""
     if nbytes == storage.nbytes:
         return
-    if storage.is_external or storage.lazy or is_shared_storage(storage):
+    if not is_resizable(storage):
         raise Error(
             f"Trying to resize storage that is not resizable (from {storage.nbytes} to"
             f" {nbytes} bytes)"
@@ -70,14 +71,38 @@ def resize_storage(storage: Storage, nbytes: int) -> None:
     if nbytes <= storage.capacity:
         storage.nbytes = nbytes
     else:
-        _grow_storage(storage, nbytes)
+        _grow(storage, nbytes)
+
+
+def _grow(storage: Storage, nbytes: int) -> None:
+    """Give `storage` a block of `nbytes` (more than its old block's: no view made before
+    reaches past it) starting with its old bytes, which every tensor over it then sees; the
+    old block is freed, or kept with the storage when NumPy or DLPack holds it
+    (Storage.take_block). Pinned host memory stays pinned."""
+    new = Storage.pinned(nbytes) if storage.is_pinned else Storage(nbytes, storage.device)
+    if storage.nbytes:
+        eager.copy_into(_byte_impl(new, 0, storage.nbytes), _byte_impl(storage))
+    storage.take_block(new)
+
+
+def is_resizable(storage: Storage) -> bool:
+    """Whether resize_ may change the size: kael's own memory, on either device (GPU memory
+    counts as shared, yet PyTorch resizes it), but no host shared mapping, external memory
+    or a traced tensor's unplaced memory."""
+    return not (storage.is_external or storage.lazy or _in_shared_mapping(storage))
+
+
+def _in_shared_mapping(storage: Storage) -> bool:
+    """Whether share_memory_ moved the host bytes into a shared mapping (or marked an empty
+    storage shared)."""
+    owner = storage.owner
+    return isinstance(owner, mmap.mmap) or owner is _SHARED_EMPTY
 
 
 def is_shared_storage(storage: Storage) -> bool:
     """Whether the bytes are in shared memory: a shared mapping's, or any GPU memory (which
     PyTorch counts as shared: another process reaches it through IPC)."""
-    owner = storage.owner
-    return storage.device is not CPU or isinstance(owner, mmap.mmap) or owner is _SHARED_EMPTY
+    return storage.device is not CPU or _in_shared_mapping(storage)
 
 
 def share_storage(storage: Storage) -> None:
@@ -92,7 +117,8 @@ def share_storage(storage: Storage) -> None:
     if storage.lazy:
         raise Error("share_memory_(): a traced tensor's memory is not placed yet")
     nbytes = storage.nbytes
-    mapping = mmap.mmap(-1, nbytes, flags=mmap.MAP_SHARED)
+    # as big as the old block: views made before a shrink (resize_storage) reach past nbytes
+    mapping = mmap.mmap(-1, max(nbytes, storage.capacity), flags=mmap.MAP_SHARED)
     ptr = _address(mapping)
     shared = Storage.external(ptr, nbytes, mapping, CPU)
     eager.copy_into(_byte_impl(shared), _byte_impl(storage))
@@ -165,9 +191,9 @@ class UntypedStorage:
         return is_shared_storage(self._storage)
 
     def resizable(self) -> bool:
-        """Whether resize_ may change the size: kael's own, unshared host or GPU memory."""
-        storage = self._storage
-        return not (storage.is_external or storage.lazy or is_shared_storage(storage))
+        """Whether resize_ may change the size: kael's own host memory, unless shared, or GPU
+        memory."""
+        return is_resizable(self._storage)
 
     # ---- bytes -----------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from kael.frontend import eager, indexing, interop, memory_formats, printing, vi
 from kael.runtime import cuda_driver, dtypes
 from kael.runtime.allocator import PINNED
 from kael.runtime.device import CPU, CUDA, Device, parse_device
-from kael.runtime.dtypes import DType, as_dtype, bfloat16, float32, uint8
+from kael.runtime.dtypes import DType, as_dtype, bfloat16, float32
 from kael.runtime.errors import Error, TypeError, ValueError
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import (
@@ -162,21 +162,6 @@ def _strides_arg(stride) -> tuple[int, ...]:
     if not isinstance(stride, tuple | list) or not all(type(s) is int and s >= 0 for s in stride):
         raise TypeError(f"set_(): stride must be a sequence of ints >= 0, got {stride!r}")
     return tuple(stride)
-
-
-def _grow_storage(storage: Storage, nbytes: int) -> None:
-    """Give `storage` a block of `nbytes` starting with its old bytes, so every tensor over
-    it sees the bigger block (PyTorch resizes the one StorageImpl its views share); the old
-    block is freed, or kept with the storage when NumPy or DLPack holds it
-    (Storage.take_block)."""
-    if storage.is_external or storage.lazy:
-        raise Error("Trying to resize storage that is not resizable")
-    new = Storage(nbytes, storage.device)
-    old = storage.nbytes
-    if old:
-        source = TensorImpl(storage, (old,), (1,), 0, uint8, storage.device)
-        eager.copy_into(TensorImpl(new, (old,), (1,), 0, uint8, storage.device), source)
-    storage.take_block(new)
 
 
 def _dim_before(shape, strides, a: int, b: int) -> int:
@@ -1021,8 +1006,8 @@ class Tensor:
 
     def resize_(self, *sizes) -> Tensor:
         """This tensor made contiguous of shape `sizes` at its offset, its storage grown
-        (old bytes kept, for every view of it) when too small; the same shape changes
-        nothing."""
+        (old bytes kept, for every view of it; storages.resize_storage) when too small; the
+        same shape changes nothing."""
         shape = views.check_shape(views.parse_size(sizes))
         impl = self._impl
         if shape == impl.shape:
@@ -1032,7 +1017,9 @@ class Tensor:
         if numel:
             end = checked_mul(impl.offset + numel, impl.dtype.itemsize, "resize_ storage size")
             if end > impl.storage.nbytes:
-                _grow_storage(impl.storage, end)
+                from kael.frontend import storages  # it imports this module
+
+                storages.resize_storage(impl.storage, end)
         strides = contiguous_strides(shape)
         self._impl = TensorImpl(impl.storage, shape, strides, impl.offset, impl.dtype, impl.device)
         return self

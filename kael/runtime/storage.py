@@ -136,7 +136,12 @@ class Storage:
 
     @property
     def capacity(self) -> int:
-        """Bytes of the allocator block behind this storage (0 for empty or external storage)."""
+        """Bytes of the allocator block behind this storage (0 for empty or external storage):
+        its bucket, or less where a device allocator could not get the bucket and gave a
+        block of the request's own bytes (DeviceAllocator), which views must stay inside."""
+        exact = getattr(self._allocator, "_exact", None)  # only a DeviceAllocator's
+        if exact:
+            return exact.get(self.ptr, self._capacity)
         return self._capacity
 
     @property

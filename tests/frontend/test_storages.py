@@ -10,6 +10,7 @@ import weakref
 import numpy as np
 import pytest
 import torch
+from kernel_helpers import run_python
 from parity_helpers import same
 
 import kael
@@ -604,3 +605,188 @@ def test_a_childs_write_to_an_unshared_tensor_stays_in_the_child():
     k = kael.zeros(3)
     _in_child(_child_fills, k, 5.0)
     assert k.tolist() == [0.0] * 3 and not k.is_shared()
+
+
+# ---- growing a shrunk storage: older views stay inside the block ------------------------
+
+# UntypedStorage.resize_ shrinking keeps the block (4000 bytes of ones: a 4096-byte block),
+# so a view made before the shrink still reads 4000 bytes: a later growth must never hand the
+# storage a block smaller than that.
+OLD_BLOCK = 4096
+
+
+@pytest.mark.parametrize(("numel", "new_block"), [(8, False), (1024, False), (1025, True)])
+def test_tensor_resize_after_a_storage_shrink_keeps_older_views_inside_the_block(numel, new_block):
+    kx, tx = kael.ones(1000), torch.ones(1000)
+    storage = kx._impl.storage
+    ptr = storage.ptr
+    kz, tz = kx[:4], tx[:4]
+    for x, z in ((kx, kz), (tx, tz)):
+        x.untyped_storage().resize_(16)
+        z.resize_(numel)
+    assert kz.untyped_storage().nbytes() == tz.untyped_storage().nbytes() == 4 * numel
+    same(kz[:4], tz[:4])  # the bytes the storage kept; the rest torch leaves uninitialised
+    assert (storage.ptr != ptr) is new_block  # within the old block only the size changes
+    assert storage.capacity >= OLD_BLOCK
+    if not new_block:
+        assert kx.tolist() == [1.0] * 1000  # the older view reads the block it was made over
+
+
+GROW_AFTER_SHRINK = """
+import kael
+x = kael.ones(1 << 22)  # a 16 MiB block
+x.untyped_storage().resize_(16)
+z = x[:4]
+z.resize_(8)  # 32 bytes: within the kept block, which x still reads all of
+print(x.untyped_storage().nbytes(), z[:4].tolist(), float(x.sum()))
+"""
+
+
+def test_tensor_resize_after_a_storage_shrink_leaves_the_older_view_readable():
+    fields = run_python(GROW_AFTER_SHRINK).stdout.split(maxsplit=1)
+    tx = torch.ones(1 << 22)
+    tx.untyped_storage().resize_(16)
+    tz = tx[:4]
+    tz.resize_(8)
+    assert int(fields[0]) == tz.untyped_storage().nbytes() == 32
+    assert fields[1].strip() == f"{tz[:4].tolist()} {float(1 << 22)}"
+
+
+SHARE_AFTER_SHRINK = """
+import kael
+x = kael.ones(1 << 22)  # a 16 MiB block
+x.untyped_storage().resize_(16)
+x.share_memory_()  # the mapping must cover the 16 MiB x still reads, not 16 bytes
+storage = x._impl.storage
+print(storage.nbytes, x.is_shared(), len(storage.owner), x[:4].tolist())
+print(float(x.sum()))
+"""
+
+
+def test_sharing_a_shrunk_storage_maps_its_whole_block_and_copies_its_bytes():
+    lines = run_python(SHARE_AFTER_SHRINK).stdout.splitlines()
+    tx = torch.ones(1 << 22)
+    tx.untyped_storage().resize_(16)
+    tx.untyped_storage().share_memory_()
+    nbytes, shared, mapped, values = lines[0].split(maxsplit=3)
+    assert int(nbytes) == tx.untyped_storage().nbytes() == 16
+    assert shared == str(tx.is_shared()) == "True"
+    assert int(mapped) >= 4 << 22
+    assert values == str(tx[:4].tolist())
+    float(lines[1])  # the older view's whole extent was read without a fault
+
+
+GROWS_OF_A_SHARED_EMPTY = {
+    "tensor_resize_": lambda k: k.resize_(4),
+    "set_": lambda k: kael.empty(0).set_(k.untyped_storage(), 0, (4,)),
+    "storage_resize_": lambda k: k.untyped_storage().resize_(16),
+}
+
+
+@pytest.mark.parametrize("grow", sorted(GROWS_OF_A_SHARED_EMPTY))
+def test_an_empty_shared_storage_refuses_to_grow(grow):
+    # torch crashes here; its refusal of a storage it cannot resize is the message
+    array = np.zeros(2)
+    _raises_as_torch(
+        lambda: kael.from_numpy(array).resize_(8),
+        lambda: torch.from_numpy(array).resize_(8),
+        kael.Error,
+        "Trying to resize storage that is not resizable",
+    )
+    k = kael.empty(0).share_memory_()
+    with pytest.raises(kael.Error, match=re.escape("not resizable (from 0 to 16 bytes)")):
+        GROWS_OF_A_SHARED_EMPTY[grow](k)
+    assert k.is_shared() and not k.untyped_storage().resizable()
+    assert k.shape == (0,) and k.untyped_storage().nbytes() == 0
+
+
+def test_an_empty_shared_tensor_may_take_shapes_needing_no_bytes():
+    k, t = kael.empty(0).share_memory_(), torch.empty(0).share_memory_()
+    same(k.resize_(3, 0), t.resize_(3, 0))
+    assert k.is_shared() and t.is_shared()
+
+
+def test_unshared_host_storage_is_resizable_as_torchs():
+    ks, ts = UntypedStorage(4), torch.UntypedStorage(4)
+    assert ks.resizable() is ts.resizable() is True
+    assert UntypedStorage(0).resizable() is torch.UntypedStorage(0).resizable() is True
+
+
+# ---- growing GPU storage (emulated: KAEL_EMULATE_CUDA=1) --------------------------------
+
+
+@pytest.mark.gpu
+def test_set_grows_a_cuda_storage_as_torch_grows_a_host_one():
+    kx, ky = kael.zeros(2, device="cuda"), kael.zeros(0, device="cuda")
+    tx, ty = torch.zeros(2), torch.zeros(0)
+    ky.set_(kx, 0, (4,), (1,))
+    ty.set_(tx, 0, (4,), (1,))
+    assert ky.shape == tuple(ty.shape) and str(ky.device) == "cuda:0"
+    assert kx.untyped_storage().nbytes() == tx.untyped_storage().nbytes() == 16
+    same(ky[:2].cpu(), ty[:2])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("size", [16, 2, 0, 4])
+def test_a_cuda_storage_is_shared_yet_resizable(size):
+    ks = UntypedStorage([1, 2, 3, 4], device="cuda")
+    ts = torch.UntypedStorage([1, 2, 3, 4])
+    assert ks.is_shared() and ks.resizable()  # torch: a GPU storage is shared, and resizable
+    assert ks.resize_(size) is ks
+    ts.resize_(size)
+    kept = min(size, 4)
+    assert ks.nbytes() == ts.nbytes() == size
+    assert ks.tolist()[:kept] == ts.tolist()[:kept]
+
+
+@pytest.mark.gpu
+def test_tensor_resize_grows_a_cuda_tensor_keeping_its_values():
+    k, t = kael.arange(3.0, device="cuda"), torch.arange(3.0)
+    k.resize_(2, 4)
+    t.resize_(2, 4)
+    assert k.shape == tuple(t.shape) and str(k.device) == "cuda:0"
+    same(k.reshape(-1)[:3].cpu(), t.reshape(-1)[:3])
+
+
+@pytest.fixture
+def device_room(monkeypatch):
+    """Set the emulated device's free memory to `room` bytes (a GPU's cannot be set)."""
+    from kael.runtime import cuda_driver
+
+    if not cuda_driver.emulated():
+        pytest.skip("sets the emulated device's memory (KAEL_EMULATE_CUDA=1)")
+    from kael.runtime.emulator import driver, memory
+
+    def room(nbytes: int) -> None:
+        kael.empty_cache()
+        monkeypatch.setattr(memory, "TOTAL_BYTES", driver._memory.in_use + nbytes)
+
+    return room
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("mib", "new_block"), [(5, False), (6, False), (7, True)])
+def test_a_cuda_storage_grows_by_its_real_block_not_its_bucket(device_room, mib, new_block):
+    # 7 MiB free: 4.5 MiB of float32 cannot have its 8 MiB bucket and gets 6 MiB of its own
+    device_room(7 << 20)
+    kx = kael.full((9 << 17,), 2.0, device="cuda")
+    ks = kx.untyped_storage()
+    ptr = ks.data_ptr()
+    assert kx._impl.storage.capacity == 6 << 20
+    device_room(8 << 20)  # room for a new 8 MiB block beside the old one
+    ks.resize_(mib << 20)
+    assert ks.nbytes() == mib << 20
+    assert (ks.data_ptr() != ptr) is new_block
+    whole = kael.empty(0, dtype=kael.uint8, device="cuda").set_(ks)
+    whole[-4:].fill_(7)  # the last bytes are inside the block (the emulator faults otherwise)
+    assert whole[-4:].tolist() == [7] * 4
+    tx = torch.full((9 << 17,), 2.0)
+    same(kx.sum().cpu(), tx.sum())  # the older view's values were kept
+
+
+@pytest.mark.gpu
+def test_a_grown_pinned_tensor_stays_pinned():
+    k = kael.arange(4.0).pin_memory()
+    k.resize_(1000)
+    assert k.is_pinned()
+    same(k[:4], torch.arange(4.0))
