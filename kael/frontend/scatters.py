@@ -854,24 +854,23 @@ def _runs(values: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def _unique_of(flat: Tensor, return_inverse: bool, return_counts: bool, order=None):
-    if not flat.numel():
-        empty = factories.zeros(0, dtype=int64, device=flat.device)
-        uniques = flat
-        inverse, counts = empty, empty
-    else:
+    """The distinct values (rows) of sorted `flat`, and what is asked of each element's
+    run number (scattered back through the sort's `order`) and each run's count."""
+    empty = factories.zeros(0, dtype=int64, device=flat.device)
+    result = [flat]
+    if flat.numel():
         starts, run = _runs(flat)
-        uniques = flat[starts != 0]
-        counts = bincount(run)
-        if order is None:
-            inverse = run
+        result = [flat[starts != 0]]
+    if return_inverse:
+        if not flat.numel():
+            result.append(empty)
+        elif order is None:
+            result.append(run)
         else:
             inverse = factories.zeros(flat.shape[:1], dtype=int64, device=flat.device)
-            scatter_(inverse, 0, order, run)
-    result = [uniques]
-    if return_inverse:
-        result.append(inverse)
+            result.append(scatter_(inverse, 0, order, run))
     if return_counts:
-        result.append(counts)
+        result.append(bincount(run) if flat.numel() else empty)
     return result[0] if len(result) == 1 else tuple(result)
 
 
