@@ -74,3 +74,19 @@ def host_keys(x) -> np.ndarray:
     """A kael tensor's values as a NumPy array to order: bfloat16 as float32, which holds
     each of them exactly (NumPy has no bfloat16)."""
     return (x.to(dtypes.float32) if x.dtype is dtypes.bfloat16 else x).numpy()
+
+
+# The end of a child-interpreter script that runs each of its CASES (name -> callable) and
+# prints one JSON record a line: the error's class and message, or the result's device,
+# dtype, shape and values (flat, as float64).
+RECORD_CASES = """
+for name, case in CASES.items():
+    try:
+        out = case()
+    except Exception as e:
+        record = {"error": type(e).__module__ + "." + type(e).__name__, "message": str(e)}
+    else:
+        record = {"device": str(out.device), "dtype": str(out.dtype), "shape": list(out.shape),
+                  "values": out.cpu().to(kael.float64).reshape(-1).tolist()}
+    print(json.dumps({"name": name, **record}), flush=True)
+"""

@@ -1,6 +1,7 @@
 """The comparison the parity and differential tests share: a kael result against torch's."""
 
 import numpy as np
+import pytest
 import torch
 from kernel_helpers import KAEL_DTYPES, TORCH_DTYPES
 
@@ -89,3 +90,17 @@ def layout_pair(shape, dtype=kael.float32, layout="contiguous", low=-3, high=4):
             x = x.expand(*shape)
         pairs.append(x)
     return pairs
+
+
+def setter(index, value):
+    """A change to an argument list: args[index] = value (value(args) when callable)."""
+    return lambda a: a.__setitem__(index, value(a) if callable(value) else value)
+
+
+def both_refuse(torch_call, kael_call, torch_error, kael_error, match: str) -> None:
+    """torch and kael each refuse their call: torch with torch_error, kael with the typed
+    kael_error whose message matches `match`."""
+    with pytest.raises(torch_error):
+        torch_call()
+    with pytest.raises(kael_error, match=match):
+        kael_call()

@@ -16,7 +16,7 @@ import re
 import numpy as np
 import pytest
 import torch
-from kernel_helpers import run_python
+from kernel_helpers import RECORD_CASES, run_python
 
 pytestmark = pytest.mark.gpu
 
@@ -144,15 +144,7 @@ CASES = {{
     "cuda x[cuda index]": lambda: c(X)[c(I)],
 }}
 
-for name, case in CASES.items():
-    try:
-        out = case()
-    except Exception as e:
-        record = {{"error": type(e).__module__ + "." + type(e).__name__, "message": str(e)}}
-    else:
-        record = {{"device": str(out.device), "dtype": str(out.dtype), "shape": list(out.shape),
-                   "values": out.cpu().to(kael.float64).reshape(-1).tolist()}}
-    print(json.dumps({{"name": name, **record}}), flush=True)
+{RECORD_CASES}
 """
 
 ERROR = "kael.runtime.errors.Error"

@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn as nn
 from kernel_helpers import KAEL_DTYPES
-from parity_helpers import close_to_torch
+from parity_helpers import both_refuse, close_to_torch, setter
 from torch.nn.utils import rnn as R
 
 import kael
@@ -962,64 +962,58 @@ def _packed_error(name, change, torch_error, kael_error, match):
     """torch and kael both refuse the packed arguments `change` makes."""
     args = packed_args(name)
     change(args)
-    with pytest.raises(torch_error):
-        getattr(torch, name)(*args)
-    with pytest.raises(kael_error, match=match):
-        getattr(kael, name)(*K(args))
-
-
-def _set(index, value):
-    return lambda a: a.__setitem__(index, value(a) if callable(value) else value)
+    both_refuse(lambda: getattr(torch, name)(*args), lambda: getattr(kael, name)(*K(args)),
+                torch_error, kael_error, match)  # fmt: skip
 
 
 PACKED_ERRORS = {
     "batch_sizes_int32": (
-        _set(1, lambda a: a[1].int()),
+        setter(1, lambda a: a[1].int()),
         kael.TypeError,
         "expected batch_sizes of dtype int64, got int32",
     ),
     "batch_sizes_float": (
-        _set(1, lambda a: a[1].float()),
+        setter(1, lambda a: a[1].float()),
         kael.TypeError,
         "expected batch_sizes of dtype int64, got float32",
     ),
     "batch_sizes_list": (
-        _set(1, [4, 3, 3, 1]),
+        setter(1, [4, 3, 3, 1]),
         kael.TypeError,
         "argument 'batch_sizes' must be Tensor, not list",
     ),
     "increasing": (
-        _set(1, torch.tensor([1, 3, 3, 4])),
+        setter(1, torch.tensor([1, 3, 3, 4])),
         kael.ValueError,
         r"non-increasing batch_sizes, got \[1, 3, 3, 4\]",
     ),
     "too_many_rows": (
-        _set(1, torch.tensor([4, 3, 3, 2])),
+        setter(1, torch.tensor([4, 3, 3, 2])),
         kael.ValueError,
         r"batch_sizes \[4, 3, 3, 2\] sum to 12, but data has 11 rows",
     ),
     "hx_batch": (
-        _set(2, lambda a: a[2][:, :3]),
+        setter(2, lambda a: a[2][:, :3]),
         kael.ValueError,
         r"expected hx\[0\] of shape \[1, 4, 4\], got \[1, 3, 4\]",
     ),
     "data_dtype": (
-        _set(0, lambda a: a[0].double()),
+        setter(0, lambda a: a[0].double()),
         kael.TypeError,
         r"input is float64 and hx\[0\] is float32",
     ),
     "data_input_size": (
-        _set(0, lambda a: randn(11, 5)),
+        setter(0, lambda a: randn(11, 5)),
         kael.ValueError,
         r"weight_ih_l0 \(params\[0\]\) of shape \[12, 5\], got \[12, 3\]",
     ),
     "data_1d": (
-        _set(0, lambda a: a[0][:, 0]),
+        setter(0, lambda a: a[0][:, 0]),
         kael.IndexError,
         r"expected data to have 2 dimensions, got \[11\]",
     ),
     "data_3d": (
-        _set(0, lambda a: a[0].reshape(11, 1, 3)),
+        setter(0, lambda a: a[0].reshape(11, 1, 3)),
         kael.ValueError,
         r"expected data to have 2 dimensions, got \[11, 1, 3\]",
     ),
@@ -1048,10 +1042,10 @@ def test_bad_packed_arguments_raise_typed_errors(case):
 
 def test_packed_lstm_needs_a_hidden_state_pair():
     _packed_error(
-        "lstm", _set(2, lambda a: a[2][0]), TypeError, kael.TypeError, "tuple of Tensors, not"
+        "lstm", setter(2, lambda a: a[2][0]), TypeError, kael.TypeError, "tuple of Tensors, not"
     )
     _packed_error(
-        "lstm", _set(2, lambda a: a[2][:1]), RuntimeError, kael.ValueError, "two hidden states"
+        "lstm", setter(2, lambda a: a[2][:1]), RuntimeError, kael.ValueError, "two hidden states"
     )
 
 

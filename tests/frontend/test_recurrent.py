@@ -6,7 +6,7 @@ functions against nn.RNN / nn.LSTM / nn.GRU modules' forward with their _flat_we
 import pytest
 import torch
 import torch.nn as nn
-from parity_helpers import close_to_torch
+from parity_helpers import both_refuse, close_to_torch, setter
 
 import kael
 
@@ -133,10 +133,8 @@ def _cell_error(name, change, torch_error, kael_error, match):
     """torch and kael both refuse the cell arguments `change` makes."""
     args = cell_args(name)
     change(args)
-    with pytest.raises(torch_error):
-        getattr(torch, name)(*args)
-    with pytest.raises(kael_error, match=match):
-        getattr(kael, name)(*kael_args(args))
+    both_refuse(lambda: getattr(torch, name)(*args), lambda: getattr(kael, name)(*kael_args(args)),
+                torch_error, kael_error, match)  # fmt: skip
 
 
 CELL_ERRORS = {
@@ -426,64 +424,58 @@ def _sequence_error(name, change, torch_error, kael_error, match, **kwargs):
     args = [randn(4, 2, 3, seed=9), initial(m, 2, torch.float32), list(m._flat_weights)]
     args += [m.bias, m.num_layers, 0.0, False, m.bidirectional, False]
     change(args)
-    with pytest.raises(torch_error):
-        getattr(torch, name)(*args)
-    with pytest.raises(kael_error, match=match):
-        getattr(kael, name)(*kael_args(args))
-
-
-def _set(index, value):
-    return lambda a: a.__setitem__(index, value(a) if callable(value) else value)
+    both_refuse(lambda: getattr(torch, name)(*args), lambda: getattr(kael, name)(*kael_args(args)),
+                torch_error, kael_error, match)  # fmt: skip
 
 
 SEQUENCE_ERRORS = {
     "too_few_params": (
-        _set(2, lambda a: a[2][:3]),
+        setter(2, lambda a: a[2][:3]),
         kael.ValueError,
         "incorrect number of RNN parameters: expected 4, got 3",
     ),
     "layers_without_params": (
-        _set(4, 2),
+        setter(4, 2),
         kael.ValueError,
         r"expected hx\[0\] of shape \[2, 2, 4\], got \[1, 2, 4\]",
     ),
     "hx_batch": (
-        _set(1, randn(1, 3, 4)),
+        setter(1, randn(1, 3, 4)),
         kael.ValueError,
         r"expected hx\[0\] of shape \[1, 2, 4\], got \[1, 3, 4\]",
     ),
     "hx_layers": (
-        _set(1, randn(2, 2, 4)),
+        setter(1, randn(2, 2, 4)),
         kael.ValueError,
         r"expected hx\[0\] of shape \[1, 2, 4\], got \[2, 2, 4\]",
     ),
     "input_size": (
-        _set(0, randn(4, 2, 5)),
+        setter(0, randn(4, 2, 5)),
         kael.ValueError,
         r"weight_ih_l0 \(params\[0\]\) of shape \[12, 5\], got \[12, 3\]",
     ),
     "weight_rows": (
-        _set(2, lambda a: [a[2][0][:9], *a[2][1:]]),
+        setter(2, lambda a: [a[2][0][:9], *a[2][1:]]),
         kael.ValueError,
         r"weight_ih_l0 \(params\[0\]\) of shape \[12, 3\], got \[9, 3\]",
     ),
     "bias_size": (
-        _set(2, lambda a: [*a[2][:3], a[2][3][:9]]),
+        setter(2, lambda a: [*a[2][:3], a[2][3][:9]]),
         kael.ValueError,
         r"bias_hh_l0 \(params\[3\]\) of shape \[12\], got \[9\]",
     ),
     "input_dtype": (
-        _set(0, lambda a: a[0].double()),
+        setter(0, lambda a: a[0].double()),
         kael.TypeError,
         r"input is float64 and hx\[0\] is float32",
     ),
     "param_dtype": (
-        _set(2, lambda a: [p.double() for p in a[2]]),
+        setter(2, lambda a: [p.double() for p in a[2]]),
         kael.TypeError,
         r"input is float32 and params\[0\] is float64",
     ),
     "input_4d": (
-        _set(0, randn(2, 4, 2, 3)),
+        setter(0, randn(2, 4, 2, 3)),
         kael.ValueError,
         r"input to have 3 dimensions, got \[2, 4, 2, 3\]",
     ),
@@ -500,7 +492,7 @@ def test_hidden_states_counted_against_num_layers():
     """Two layers' params with num_layers 1: PyTorch refuses the surplus too."""
     _sequence_error(
         "gru",
-        _set(2, lambda a: a[2] + a[2][:4]),
+        setter(2, lambda a: a[2] + a[2][:4]),
         RuntimeError,
         kael.ValueError,
         "expected 4, got 8",
@@ -511,7 +503,7 @@ def test_hidden_states_counted_against_num_layers():
 def test_lstm_needs_two_hidden_states(count):
     _sequence_error(
         "lstm",
-        _set(1, lambda a: (a[1][0],) * count),
+        setter(1, lambda a: (a[1][0],) * count),
         RuntimeError,
         kael.ValueError,
         f"lstm expects two hidden states, got {count}",
@@ -521,7 +513,7 @@ def test_lstm_needs_two_hidden_states(count):
 def test_lstm_cell_state_size_checked():
     _sequence_error(
         "lstm",
-        _set(1, lambda a: (a[1][0], randn(1, 2, 5))),
+        setter(1, lambda a: (a[1][0], randn(1, 2, 5))),
         RuntimeError,
         kael.ValueError,
         "incorrect number of RNN parameters",

@@ -13,7 +13,7 @@ import re
 import numpy as np
 import pytest
 import torch
-from kernel_helpers import impl_of, run_python
+from kernel_helpers import RECORD_CASES, impl_of, run_python
 
 import kael
 from kael.runtime.device import CPU
@@ -104,15 +104,7 @@ CASES = {{
     ),
 }}
 
-for name, case in CASES.items():
-    try:
-        out = case()
-    except Exception as e:
-        record = {{"error": type(e).__module__ + "." + type(e).__name__, "message": str(e)}}
-    else:
-        record = {{"device": str(out.device), "dtype": str(out.dtype),
-                   "values": out.cpu().to(kael.float64).tolist()}}
-    print(json.dumps({{"name": name, **record}}), flush=True)
+{RECORD_CASES}
 """
 
 ERROR = "kael.runtime.errors.Error"
