@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -90,3 +92,15 @@ for name, case in CASES.items():
                   "values": out.cpu().to(kael.float64).reshape(-1).tolist()}
     print(json.dumps({"name": name, **record}), flush=True)
 """
+
+
+def case_records(script: str) -> dict:
+    """Each case's record (see RECORD_CASES) from `script` run in a child interpreter, by name."""
+    lines = run_python(script).stdout.splitlines()
+    return {r["name"]: r for r in (json.loads(line) for line in lines if line.startswith("{"))}
+
+
+def assert_refused_naming(record: dict, kind: str, message: str) -> None:
+    """A case's record is the error `kind` whose message matches `message`."""
+    assert record.get("error") == kind, record
+    assert re.search(message, record["message"]), record["message"]

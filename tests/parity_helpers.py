@@ -104,3 +104,11 @@ def both_refuse(torch_call, kael_call, torch_error, kael_error, match: str) -> N
         torch_call()
     with pytest.raises(kael_error, match=match):
         kael_call()
+
+
+def refused_changed(name: str, args: list, change, to_kael, torch_error, kael_error, match):
+    """torch.NAME and kael.NAME both refuse `args` once `change` has edited them (kael's
+    arguments made by `to_kael`)."""
+    change(args)
+    both_refuse(lambda: getattr(torch, name)(*args), lambda: getattr(kael, name)(*to_kael(args)),
+                torch_error, kael_error, match)  # fmt: skip

@@ -10,13 +10,12 @@ The device calls run in one child interpreter (a regression would crash it, not 
 which prints one JSON line per case; on the emulated device (KAEL_EMULATE_CUDA=1) in the
 normal suite, on a GPU by `python -m kael.check_gpu`."""
 
-import json
 import re
 
 import numpy as np
 import pytest
 import torch
-from kernel_helpers import RECORD_CASES, run_python
+from kernel_helpers import RECORD_CASES, assert_refused_naming, case_records
 
 pytestmark = pytest.mark.gpu
 
@@ -266,17 +265,13 @@ WRITES = {
 @pytest.fixture(scope="module")
 def results() -> dict:
     """Each case's record from the child interpreter, by name."""
-    lines = run_python(SCRIPT).stdout.splitlines()
-    records = [json.loads(line) for line in lines if line.startswith("{")]
-    return {r["name"]: r for r in records}
+    return case_records(SCRIPT)
 
 
 @pytest.mark.parametrize("name", list(REFUSED))
 def test_operands_on_two_devices_raise_a_typed_error_naming_both(results, name):
-    kind, message = REFUSED[name]
     record = results[name]
-    assert record.get("error") == kind, record
-    assert re.search(message, record["message"]), record["message"]
+    assert_refused_naming(record, *REFUSED[name])
     assert "cpu" in record["message"] and "cuda:0" in record["message"]
 
 

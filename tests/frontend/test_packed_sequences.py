@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn as nn
 from kernel_helpers import KAEL_DTYPES
-from parity_helpers import both_refuse, close_to_torch, setter
+from parity_helpers import both_refuse, close_to_torch, refused_changed, setter
 from torch.nn.utils import rnn as R
 
 import kael
@@ -334,10 +334,7 @@ def test_packed_sequence_without_batch_sizes_needs_a_pair():
 
 def _both_refuse(call, torch_error, kael_error, match):
     """torch.nn.utils.rnn and kael.nn.utils.rnn both refuse `call(module, to_lib)`."""
-    with pytest.raises(torch_error):
-        call(R, lambda t: t)
-    with pytest.raises(kael_error, match=match):
-        call(KR, K)
+    both_refuse(lambda: call(R, lambda t: t), lambda: call(KR, K), torch_error, kael_error, match)
 
 
 UTILS_ERRORS = {
@@ -960,10 +957,7 @@ def test_packed_overload_works_under_compile():
 
 def _packed_error(name, change, torch_error, kael_error, match):
     """torch and kael both refuse the packed arguments `change` makes."""
-    args = packed_args(name)
-    change(args)
-    both_refuse(lambda: getattr(torch, name)(*args), lambda: getattr(kael, name)(*K(args)),
-                torch_error, kael_error, match)  # fmt: skip
+    refused_changed(name, packed_args(name), change, K, torch_error, kael_error, match)
 
 
 PACKED_ERRORS = {

@@ -6,7 +6,7 @@ functions against nn.RNN / nn.LSTM / nn.GRU modules' forward with their _flat_we
 import pytest
 import torch
 import torch.nn as nn
-from parity_helpers import both_refuse, close_to_torch, setter
+from parity_helpers import close_to_torch, refused_changed, setter
 
 import kael
 
@@ -131,10 +131,7 @@ def test_unbatched_cell_input_is_refused_as_torch():
 
 def _cell_error(name, change, torch_error, kael_error, match):
     """torch and kael both refuse the cell arguments `change` makes."""
-    args = cell_args(name)
-    change(args)
-    both_refuse(lambda: getattr(torch, name)(*args), lambda: getattr(kael, name)(*kael_args(args)),
-                torch_error, kael_error, match)  # fmt: skip
+    refused_changed(name, cell_args(name), change, kael_args, torch_error, kael_error, match)
 
 
 CELL_ERRORS = {
@@ -423,9 +420,7 @@ def _sequence_error(name, change, torch_error, kael_error, match, **kwargs):
     m = module(name, **kwargs)
     args = [randn(4, 2, 3, seed=9), initial(m, 2, torch.float32), list(m._flat_weights)]
     args += [m.bias, m.num_layers, 0.0, False, m.bidirectional, False]
-    change(args)
-    both_refuse(lambda: getattr(torch, name)(*args), lambda: getattr(kael, name)(*kael_args(args)),
-                torch_error, kael_error, match)  # fmt: skip
+    refused_changed(name, args, change, kael_args, torch_error, kael_error, match)
 
 
 SEQUENCE_ERRORS = {

@@ -7,13 +7,10 @@ refuses cuda memory instead of letting a host kernel read it (a segfault).
 The device calls run in one child interpreter (a regression would crash it, not pytest),
 which prints one JSON line per case; the host-side unit tests of host_ptr need no device."""
 
-import json
-import re
-
 import numpy as np
 import pytest
 import torch
-from kernel_helpers import RECORD_CASES, impl_of, run_python
+from kernel_helpers import RECORD_CASES, assert_refused_naming, case_records, impl_of
 
 import kael
 from kael.runtime.device import CPU
@@ -188,18 +185,14 @@ EXPECTED = {
 @pytest.fixture(scope="module")
 def results() -> dict:
     """Each case's record from the child interpreter, by name."""
-    lines = run_python(SCRIPT).stdout.splitlines()
-    records = [json.loads(line) for line in lines if line.startswith("{")]
-    return {r["name"]: r for r in records}
+    return case_records(SCRIPT)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", list(REFUSED))
 def test_operands_on_two_devices_raise_a_typed_error_naming_both(results, name):
-    kind, message = REFUSED[name]
     record = results[name]
-    assert record.get("error") == kind, record
-    assert re.search(message, record["message"]), record["message"]
+    assert_refused_naming(record, *REFUSED[name])
 
 
 @pytest.mark.gpu
