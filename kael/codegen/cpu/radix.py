@@ -29,6 +29,7 @@ shared-memory counters and a parallel scan of the offsets is the next step there
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 from llvmlite import ir
 
@@ -310,32 +311,36 @@ def _choose_function(module: ir.Module) -> str:
     return symbol
 
 
-def _find_function(module: ir.Module, width: int) -> str:
-    """Item `row` writes the position of its rank-th key (in input order) equal to its
-    prefix: the place a stable sort gives the element of the row's asked rank."""
-    symbol = f"kael_radix_find_u{width}"
+class _Row(NamedTuple):
+    """What a row scan's key step sees: the row's number, its target word (the prefix, less
+    the least word), its rank among the keys equal to it, and its zeroed counters."""
+
+    number: ir.Value
+    target: ir.Value
+    rank: ir.Value
+    counters: tuple[ir.Value, ...]
+
+
+def _row_scan(module: ir.Module, width: int, symbol: str, words: tuple, counters: int, step) -> str:
+    """A kernel whose item `row` reads its row's words once, in order, calling
+    step(b, w, row, i, offset) with offset the word at i less the least word."""
     fn, b = handwritten.kernel_function(module, symbol)
-    w = _words(b, fn, FIND_WORDS)
+    w = _words(b, fn, words)
     k = ir.IntType(width)
     keys = b.inttoptr(w["keys"], k.as_pointer())
-    prefixes, ranks, out = (
-        b.inttoptr(w[name], I64.as_pointer()) for name in ("prefixes", "ranks", "out")
-    )
-    seen = b.alloca(I64, name="seen")
+    prefixes, ranks = (b.inttoptr(w[name], I64.as_pointer()) for name in ("prefixes", "ranks"))
+    slots = tuple(b.alloca(I64, name=f"counter{c}") for c in range(counters))
 
-    def item(row):
-        base = b.mul(row, w["n"])
-        target = b.trunc(b.load(b.gep(prefixes, [row])), k)
-        rank = b.load(b.gep(ranks, [row]))
-        b.store(i64(0), seen)
+    def item(number):
+        base = b.mul(number, w["n"])
+        target = b.trunc(b.load(b.gep(prefixes, [number])), k)
+        row = _Row(number, target, b.load(b.gep(ranks, [number])), slots)
+        for slot in slots:
+            b.store(i64(0), slot)
 
         def key(i):
             offset = b.sub(b.load(b.gep(keys, [b.add(base, i)])), b.trunc(w["low"], k))
-            match = b.icmp_unsigned("==", offset, target)
-            count = b.load(seen)
-            with b.if_then(b.and_(match, b.icmp_signed("==", count, rank))):
-                b.store(i, b.gep(out, [row]))
-            b.store(b.add(count, b.zext(match, I64)), seen)
+            step(b, w, row, i, offset)
 
         LoopBuilder(b).counted(i64(0), w["n"], 1, key, "key")
 
@@ -343,49 +348,45 @@ def _find_function(module: ir.Module, width: int) -> str:
     return symbol
 
 
-PICK_WORDS = ("keys", "n", "low", "prefixes", "ranks", "out", "k")
+def _find_function(module: ir.Module, width: int) -> str:
+    """Item `row` writes the position of its rank-th key (in input order) equal to its
+    prefix: the place a stable sort gives the element of the row's asked rank."""
+
+    def step(b, w, row, i, offset):
+        (seen,) = row.counters
+        match = b.icmp_unsigned("==", offset, row.target)
+        count = b.load(seen)
+        with b.if_then(b.and_(match, b.icmp_signed("==", count, row.rank))):
+            b.store(i, b.gep(b.inttoptr(w["out"], I64.as_pointer()), [row.number]))
+        b.store(b.add(count, b.zext(match, I64)), seen)
+
+    return _row_scan(module, width, f"kael_radix_find_u{width}", FIND_WORDS, 1, step)
+
+
+PICK_WORDS = (*FIND_WORDS, "k")
 
 
 def _pick_function(module: ir.Module, width: int) -> str:
     """Item `row` writes, in input order, the positions of its k first keys in the stable
     order: those below its prefix (the k-th key's word), and the first rank + 1 of those
     equal to it."""
-    symbol = f"kael_radix_pick_u{width}"
-    fn, b = handwritten.kernel_function(module, symbol)
-    w = _words(b, fn, PICK_WORDS)
-    k = ir.IntType(width)
-    keys = b.inttoptr(w["keys"], k.as_pointer())
-    prefixes, ranks, out = (
-        b.inttoptr(w[name], I64.as_pointer()) for name in ("prefixes", "ranks", "out")
-    )
-    taken, equal_seen = b.alloca(I64, name="taken"), b.alloca(I64, name="equal")
 
-    def item(row):
-        base = b.mul(row, w["n"])
-        target = b.trunc(b.load(b.gep(prefixes, [row])), k)
-        rank = b.load(b.gep(ranks, [row]))
-        first = b.mul(row, w["k"])
-        b.store(i64(0), taken)
-        b.store(i64(0), equal_seen)
+    def step(b, w, row, i, offset):
+        taken, equal_seen = row.counters
+        equal = b.icmp_unsigned("==", offset, row.target)
+        seen = b.load(equal_seen)
+        take = b.or_(
+            b.icmp_unsigned("<", offset, row.target),
+            b.and_(equal, b.icmp_signed("<=", seen, row.rank)),
+        )
+        count = b.load(taken)
+        with b.if_then(b.and_(take, b.icmp_signed("<", count, w["k"]))):  # never past k
+            out = b.inttoptr(w["out"], I64.as_pointer())
+            b.store(i, b.gep(out, [b.add(b.mul(row.number, w["k"]), count)]))
+            b.store(b.add(count, i64(1)), taken)
+        b.store(b.add(seen, b.zext(equal, I64)), equal_seen)
 
-        def key(i):
-            offset = b.sub(b.load(b.gep(keys, [b.add(base, i)])), b.trunc(w["low"], k))
-            equal = b.icmp_unsigned("==", offset, target)
-            seen = b.load(equal_seen)
-            take = b.or_(
-                b.icmp_unsigned("<", offset, target),
-                b.and_(equal, b.icmp_signed("<=", seen, rank)),
-            )
-            count = b.load(taken)
-            with b.if_then(b.and_(take, b.icmp_signed("<", count, w["k"]))):  # never past k
-                b.store(i, b.gep(out, [b.add(first, count)]))
-                b.store(b.add(count, i64(1)), taken)
-            b.store(b.add(seen, b.zext(equal, I64)), equal_seen)
-
-        LoopBuilder(b).counted(i64(0), w["n"], 1, key, "key")
-
-    _items(b, fn, item, "row")
-    return symbol
+    return _row_scan(module, width, f"kael_radix_pick_u{width}", PICK_WORDS, 2, step)
 
 
 def spec(width: int) -> tuple[str, Callable[[ir.Module], list[str]]]:
