@@ -11,6 +11,7 @@ import torch
 import torch.nn as nn
 from kernel_helpers import KAEL_DTYPES
 from parity_helpers import both_refuse, close_to_torch, refused_changed, setter
+from recurrent_helpers import MODULES, TOL
 from torch.nn.utils import rnn as R
 
 import kael
@@ -20,13 +21,6 @@ from kael.nn.utils import rnn as KR
 pytestmark = pytest.mark.filterwarnings("ignore:LSTM with projections")
 
 DATA_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64]
-TOL = {torch.float32: 1e-5, torch.float64: 1e-10, torch.float16: 1e-2, torch.bfloat16: 5e-2}
-MODULES = {
-    "rnn_tanh": lambda *a, **k: nn.RNN(*a, nonlinearity="tanh", **k),
-    "rnn_relu": lambda *a, **k: nn.RNN(*a, nonlinearity="relu", **k),
-    "lstm": nn.LSTM,
-    "gru": nn.GRU,
-}
 
 
 def K(t):

@@ -7,20 +7,14 @@ import pytest
 import torch
 import torch.nn as nn
 from parity_helpers import close_to_torch, refused_changed, setter
+from recurrent_helpers import MODULES, TOL
 
 import kael
 
 # torch's own note that its oneDNN path has no LSTM projections
 pytestmark = pytest.mark.filterwarnings("ignore:LSTM with projections")
 
-TOL = {torch.float32: 1e-5, torch.float64: 1e-10, torch.float16: 1e-2, torch.bfloat16: 5e-2}
 GATES = {"rnn_tanh_cell": 1, "rnn_relu_cell": 1, "lstm_cell": 4, "gru_cell": 3}
-MODULES = {
-    "rnn_tanh": lambda *a, **k: nn.RNN(*a, nonlinearity="tanh", **k),
-    "rnn_relu": lambda *a, **k: nn.RNN(*a, nonlinearity="relu", **k),
-    "lstm": nn.LSTM,
-    "gru": nn.GRU,
-}
 
 
 def K(t):
