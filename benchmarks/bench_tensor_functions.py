@@ -6,7 +6,7 @@ Targets (float32, 2 threads): einsum of an attention contraction ([8, 8, 512, 64
 cdist of [4096, 64] x [4096, 64] at most PyTorch's; median and quantile of 16M elements
 (8M for quantile: PyTorch refuses more) within 1.5x PyTorch's; unique and bincount of 16M
 int64 within 1.5x (and, without a target, sort and unique of 16M distinct float32, which
-sort); scatter_reduce (sum of 16M into 1M places) at memory speed: at most 1.3x
+sort, and topk as language models, classifiers and searches call it); scatter_reduce (sum of 16M into 1M places) at memory speed: at most 1.3x
 the time kael takes to read its inputs (the values and the int64 places: two sums).
 linalg joins this file with its targets.
 """
@@ -43,6 +43,8 @@ def cases() -> list[Case]:
     kp, tp = kael.tensor(places), torch.from_numpy(places)
     kz, tz = kael.zeros(1 << 20), torch.zeros(1 << 20)
     half = 1 << 23
+    klogits, tlogits, _ = both(64, 50257)
+    kscores, tscores, _ = both(256, 1000)
     attention = "bhid,bhjd->bhij"
     bilinear = "bi,bij,bj->b"
     return [
@@ -103,6 +105,18 @@ def cases() -> list[Case]:
                 "torch": lambda: torch.sort(tv),
                 "numpy": lambda: np.sort(nv),
             },
+        ),
+        Case(
+            "topk 50 of [64,50257] (sampling a vocabulary)",
+            {"kael": lambda: kael.topk(klogits, 50), "torch": lambda: torch.topk(tlogits, 50)},
+        ),
+        Case(
+            "topk 5 of [256,1000] (classifier top-5)",
+            {"kael": lambda: kael.topk(kscores, 5), "torch": lambda: torch.topk(tscores, 5)},
+        ),
+        Case(
+            "topk 100 of 16M (a search)",
+            {"kael": lambda: kael.topk(kv, 100), "torch": lambda: torch.topk(tv, 100)},
         ),
         Case(
             "unique 16M float32 (distinct values: a sort)",

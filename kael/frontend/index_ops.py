@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from kael.codegen.cpu import gather as kernels
-from kael.codegen.cpu import handwritten, radix, take_rows
+from kael.codegen.cpu import handwritten, radix, take_rows, top
 from kael.codegen.cpu import sort as merge_sort
 from kael.frontend import eager, elementwise, factories, reductions, views
 from kael.frontend.indexing import nonzero_impl
@@ -556,18 +556,26 @@ def _order(input: Tensor, dim: int, descending: bool, k: int | None, op: str) ->
     n = impl.shape[dim]
     if k is not None and 0 < k < n and impl.numel():
         rows = impl.numel() // n
-        selected = selects(impl.dtype, n)
-        if k <= TOP_INSERTION and (rows >= 4 * get_num_threads() or not selected):
-            return _kernel_order(impl, dim, descending, k, insert_top=True)
-        if selected:
-            return _top_order(impl, dim, descending, k)
+        if not selects(impl.dtype, n) or _heap_pays(n, k, rows, impl.device):
+            return _kernel_order(impl, dim, descending, k, heap=True)
+        return _top_order(impl, dim, descending, k)
     return _kernel_order(impl, dim, descending, k)
 
 
-# topk of at most this many takes the insertion kernel bounded to k (a compare for each
-# key that does not enter) where its rows keep the threads busy or are short; else radix
-# selection (one long row: its chunks spread over the threads)
-TOP_INSERTION = 16
+HEAP_ENTRY_COST = 0.75  # a heap entry's sift step against a radix selection key, measured
+DEVICE_HEAP_ROWS = 1024  # a GPU thread runs a heap row: fewer rows leave the device idle
+
+
+def _heap_pays(n: int, k: int, rows: int, device) -> bool:
+    """Whether topk takes the heap kernel (codegen/cpu/top.py), not radix selection: a row
+    in random order makes about k ln(n / k) entries, and the k taken out at the end, each
+    of log2(k) sift steps; the scan past them is a vector compare, where radix selection
+    reads every key a digit (float32, [1024, 1024] to [1, 16M] rows: the crossover is about
+    1.3 keys a step). One row is one thread's, which a host thread scans faster than radix
+    selection does on all of them; a GPU needs many rows."""
+    if device is not CPU and rows < DEVICE_HEAP_ROWS:
+        return False
+    return k * (math.log(n / k) + 1) * math.log2(k + 1) <= HEAP_ENTRY_COST * n
 
 
 def _rows_along(impl: TensorImpl, dim: int) -> TensorImpl:
@@ -599,11 +607,11 @@ def _top_order(impl: TensorImpl, dim: int, descending: bool, k: int) -> TensorIm
 
 
 def _kernel_order(
-    impl: TensorImpl, dim: int, descending: bool, k: int | None, insert_top: bool = False
+    impl: TensorImpl, dim: int, descending: bool, k: int | None, heap: bool = False
 ) -> TensorImpl:
     """_order by kael's sort kernels on a contiguous copy of the rows, on any device (see
-    _sort_kernel); topk keeps the first k of the full stable order, or with `insert_top`
-    has the insertion kernel keep just k."""
+    _sort_kernel); topk keeps the first k of the full stable order, or with `heap` has the
+    heap kernel keep just k."""
     keys = _rows_along(impl, dim)
     n = keys.shape[-1]
     kept = n if k is None else k
@@ -612,13 +620,15 @@ def _kernel_order(
     if not out.numel():
         return out
     rows = keys.numel() // n
-    order = empty_impl(keys.shape[:-1] + (kept if insert_top else n,), int64, impl.device)
+    order = empty_impl(keys.shape[:-1] + (kept if heap else n,), int64, impl.device)
     runner = handwritten.runner_for(impl.device)
     at = (runner, impl.dtype, keys.data_ptr(), rows, n, descending)
-    kernel = "insertion" if insert_top else _sort_kernel(impl.dtype, n)
+    kernel = "heap" if heap else _sort_kernel(impl.dtype, n)
     try:
-        if kernel == "insertion":
-            merge_sort.insertion_order(*at, order.data_ptr(), kept if insert_top else n)
+        if kernel == "heap":
+            top.order(*at, order.data_ptr(), kept)
+        elif kernel == "insertion":
+            merge_sort.insertion_order(*at, order.data_ptr())
         elif kernel == "radix":
             radix.order(*at, order.data_ptr(), _Scratch(impl.device))
         else:

@@ -349,10 +349,13 @@ def test_radix_selection_on_the_device_gives_the_cpus_medians_and_kthvalues(dtyp
         _same_bits(got.indices, want.indices)
 
 
+@pytest.mark.parametrize("heap_rows", [2, 1 << 20], ids=["heap", "radix"])
 @pytest.mark.parametrize("n, k", [(130, 9), (130, 40), (31, 17), (31, 3)])
 @pytest.mark.parametrize("largest", [True, False])
-def test_topk_on_the_device_gives_the_cpus(largest, n, k):
-    x = _ties_and_nans(kael.float32, (2, n), 34)  # radix selection or the insertion kernel
+def test_topk_on_the_device_gives_the_cpus(monkeypatch, largest, n, k, heap_rows):
+    # the heap kernel where the rows are "many"; else radix selection (short rows: the heap)
+    monkeypatch.setattr(index_ops, "DEVICE_HEAP_ROWS", heap_rows)
+    x = _ties_and_nans(kael.float32, (2, n), 34)
     values, indices = kael.topk(x.to(DEVICE), k, 1, largest)
     want_values, want_indices = kael.topk(x, k, 1, largest)
     _same_bits(values, want_values)

@@ -1088,13 +1088,38 @@ def test_scatters_of_an_empty_index_with_zero_strides_change_nothing(reduce):
 @pytest.mark.parametrize("k", [1, 5, 129, 699])
 @pytest.mark.parametrize("dtype", [kael.float32, kael.float16, kael.int64, kael.int8], ids=str)
 def test_topk_of_long_rows_is_the_stable_sorts_first_k_as_torch_values(dtype, k, largest):
-    k_rows, t_rows = _long_rows((3, 700), dtype, k)  # radix selection, then k sorted
-    assert index_ops.selects(dtype, 700)
+    k_rows, t_rows = _long_rows((3, 700), dtype, k)
+    assert index_ops.selects(dtype, 700)  # few: the heap; many: radix selection, k sorted
+    assert index_ops._heap_pays(700, k, 3, CPU) == (k < 100)
     values, indices = kael.topk(k_rows, k, 1, largest)
     want = torch.topk(t_rows, k, 1, largest)
     assert_same(values.to(kael.float32), want.values.float())
     stable = t_rows.sort(dim=1, descending=largest, stable=True).indices[:, :k]
     assert_same(indices, stable)
+
+
+@pytest.mark.parametrize("order", ["random", "ascending", "descending"])
+@pytest.mark.parametrize("k", [1, 40, 300])
+def test_topk_by_the_heap_and_by_radix_selection_agree(monkeypatch, k, order):
+    k_rows, t_rows = _long_rows((4, 2000), kael.float32, k)
+    if order != "random":
+        t_rows = t_rows.sort(dim=1, descending=order == "descending", stable=True).values
+        k_rows = kael.tensor(t_rows.numpy())
+    both = []
+    for cost in (1e9, 0.0):  # every topk the heap's, then none
+        monkeypatch.setattr(index_ops, "HEAP_ENTRY_COST", cost)
+        assert index_ops._heap_pays(2000, k, 4, CPU) == (cost > 0)
+        both.append(kael.topk(k_rows, k, 1))
+    for got in both:
+        assert_same(got.values, torch.topk(t_rows, k, 1).values)
+        assert_same(got.indices, t_rows.sort(dim=1, descending=True, stable=True).indices[:, :k])
+
+
+def test_topk_of_few_long_rows_on_a_gpu_takes_radix_selection():
+    # a GPU thread runs a heap row: a few rows would leave the device idle
+    assert index_ops._heap_pays(50_000, 10, 64, CPU)
+    assert not index_ops._heap_pays(50_000, 10, 64, CUDA)
+    assert index_ops._heap_pays(50_000, 10, index_ops.DEVICE_HEAP_ROWS, CUDA)
 
 
 @pytest.mark.parametrize("dim", [0, 1])
@@ -1109,10 +1134,10 @@ def test_topk_of_long_rows_along_any_dim_matches_torch(dim):
 
 @pytest.mark.parametrize("k", [16, 17, 30])
 @pytest.mark.parametrize("largest", [True, False])
-def test_topk_past_the_insertion_bound_on_short_rows_matches_torch(largest, k):
-    # k above TOP_INSERTION on rows the insertion sort takes whole: each row its own stride
+def test_topk_of_rows_too_short_for_radix_selection_matches_torch(largest, k):
+    # the heap takes every k of rows too short for radix selection: each row its own stride
     t = torch.tensor([[float((7 * j + 3 * r) % 30) for j in range(31)] for r in range(3)])
-    assert index_ops.TOP_INSERTION < 17 and index_ops._sort_kernel(kael.float32, 31) == "insertion"
+    assert not index_ops.selects(kael.float32, 31)
     values, indices = kael.topk(kael.tensor(t.numpy()), k, 1, largest)
     assert_same(values, torch.topk(t, k, 1, largest).values)
     assert_same(indices, t.sort(dim=1, descending=largest, stable=True).indices[:, :k])

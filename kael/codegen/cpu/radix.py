@@ -1,6 +1,6 @@
 """A stable LSD radix sort of rows as hand-written kernels: what sort and argsort run.
 
-Each row's keys become unsigned W-bit words that order as the values do (`_ordered`: the
+Each row's keys become unsigned W-bit words that order as the values do (`ordered`: the
 sign bit flipped for integers; for floats negative values inverted, -0 as +0, every NaN
 the largest word, so NaNs keep input order among themselves), inverted when descending.
 Then one pass per 8-bit digit, least significant first, each three launches over chunks
@@ -62,7 +62,8 @@ def form_of(dtype: DType) -> str:
     return "signed" if dtype.signed else "unsigned"
 
 
-def _forms(width: int) -> list[str]:
+def forms(width: int) -> list[str]:
+    """The forms of keys `width` bits wide."""
     return ["unsigned", "signed", *(f for f, (_, bits) in _FLOATS.items() if bits == width)]
 
 
@@ -86,16 +87,17 @@ def _items(b: ir.IRBuilder, fn: ir.Function, body: Callable, name: str) -> None:
     b.ret_void()
 
 
-def _ordered(b: ir.IRBuilder, u: ir.Value, form: str) -> ir.Value:
-    """The unsigned word that orders as the key with bits u does."""
+def ordered(b: ir.IRBuilder, u: ir.Value, form: str) -> ir.Value:
+    """The unsigned word that orders as the key with bits u does (each lane of a vector)."""
     k = u.type
-    sign = ir.Constant(k, 1 << (k.width - 1))
+    bits = (k.element if isinstance(k, ir.VectorType) else k).width
+    sign = ir.Constant(k, 1 << (bits - 1))
     if form == "unsigned":
         return u
     if form == "signed":
         return b.xor(u, sign)
     inf = _FLOATS[form][0]
-    magnitude = b.and_(u, ir.Constant(k, (1 << (k.width - 1)) - 1))
+    magnitude = b.and_(u, ir.Constant(k, (1 << (bits - 1)) - 1))
     negative = b.icmp_unsigned("!=", b.and_(u, sign), ir.Constant(k, 0))
     word = b.select(negative, b.not_(u), b.or_(u, sign))
     word = b.select(b.icmp_unsigned("==", magnitude, ir.Constant(k, 0)), sign, word)  # -0 as +0
@@ -124,7 +126,7 @@ def _keys_function(module: ir.Module, width: int, form: str) -> str:
 
         def key(i, base):
             at = b.add(base, i)
-            word = b.xor(_ordered(b, b.load(b.gep(source, [at])), form), flip)
+            word = b.xor(ordered(b, b.load(b.gep(source, [at])), form), flip)
             b.store(word, b.gep(keys, [at]))
             low, high = b.load(least), b.load(most)
             b.store(b.select(b.icmp_unsigned("<", word, low), word, low), least)
@@ -393,7 +395,7 @@ def spec(width: int) -> tuple[str, Callable[[ir.Module], list[str]]]:
     """The module name and builder of the radix kernels for words of `width` bits."""
 
     def build(module: ir.Module) -> list[str]:
-        keys = [_keys_function(module, width, form) for form in _forms(width)]
+        keys = [_keys_function(module, width, form) for form in forms(width)]
         moves = [
             _move_function(module, width, f, la) for f in (False, True) for la in (False, True)
         ]

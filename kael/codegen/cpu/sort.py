@@ -86,14 +86,12 @@ def _merge_function(module: ir.Module, dtype: DType) -> str:
     return symbol
 
 
-INSERTION_WORDS = ("keys", "out", "n", "descending", "kept")
+INSERTION_WORDS = ("keys", "out", "n", "descending")
 
 
 def _insertion_function(module: ir.Module, dtype: DType) -> str:
-    """Work item `row` writes the first `kept` positions of its row's stable order (all n:
-    a sort) by insertion into a run of at most `kept`: for short rows, one launch where the
-    merge sort takes one a doubling of the run width; for topk of a few, one compare a key
-    that does not enter."""
+    """Work item `row` writes its row's stable order by insertion: for short rows, one launch
+    where the merge sort takes one a doubling of the run width."""
     symbol = f"kael_insertion_{dtype.name}"
     fn, b = handwritten.kernel_function(module, symbol)
     args = fn.args[0]
@@ -101,35 +99,32 @@ def _insertion_function(module: ir.Module, dtype: DType) -> str:
     keys = b.inttoptr(w["keys"], memory_type(dtype).as_pointer())
     out = b.inttoptr(w["out"], I64.as_pointer())
     descending = b.icmp_signed("!=", w["descending"], i64(0))
-    kept = w["kept"]
     j_at = b.alloca(I64, name="j")
 
     def item(row):
-        base, first = b.mul(row, w["n"]), b.mul(row, kept)
+        base = b.mul(row, w["n"])
 
         def key(position):
             return widen(b, b.load(b.gep(keys, [b.add(base, position)])), dtype)
 
-        def place(i):  # the run holds the first min(i, kept) of [0, i) in order
+        def place(i):  # the run holds [0, i) in order
             new = key(i)
-            b.store(b.select(b.icmp_signed("<", i, kept), i, kept), j_at)
+            b.store(i, j_at)
             head, shift, done = (b.append_basic_block(n) for n in ("head", "shift", "done"))
             b.branch(head)
             b.position_at_end(head)
             j = b.load(j_at)
             open_ = b.icmp_signed(">", j, i64(0))
-            prior = b.gep(out, [b.add(first, b.select(open_, b.sub(j, i64(1)), j))])
+            prior = b.gep(out, [b.add(base, b.select(open_, b.sub(j, i64(1)), j))])
             moved = b.load(prior)
             before = _before(b, dtype.compute, new, key(b.select(open_, moved, i)), descending)
             b.cbranch(b.and_(open_, before), shift, done)
             b.position_at_end(shift)
-            with b.if_then(b.icmp_signed("<", j, kept)):  # the run's last falls off its end
-                b.store(moved, b.gep(out, [b.add(first, j)]))
+            b.store(moved, b.gep(out, [b.add(base, j)]))
             b.store(b.sub(j, i64(1)), j_at)
             b.branch(head)
             b.position_at_end(done)
-            with b.if_then(b.icmp_signed("<", j, kept)):
-                b.store(i, b.gep(out, [b.add(first, j)]))
+            b.store(i, b.gep(out, [b.add(base, j)]))
 
         LoopBuilder(b).counted(i64(0), w["n"], 1, place, "place")
 
@@ -147,17 +142,15 @@ def spec(dtype: DType) -> tuple[str, Callable[[ir.Module], list[str]]]:
 
 
 def insertion_order(
-    runner, dtype: DType, keys: int, rows: int, n: int, descending: bool, out: int,
-    kept: int | None = None,
-) -> None:  # fmt: skip
-    """Write the first `kept` (default all n) positions of the stable order of each of
-    `rows` short rows of `n` contiguous keys at `keys` into the int64 [rows, kept] buffer
-    at `out`: one launch, a row a work item."""
-    kept = n if kept is None else kept
+    runner, dtype: DType, keys: int, rows: int, n: int, descending: bool, out: int
+) -> None:
+    """Write the stable order of each of `rows` short rows of `n` contiguous keys at `keys`
+    into the int64 [rows, n] buffer at `out`: one launch, a row a work item."""
     name, build = spec(dtype)
-    words = [keys, out, n, int(descending), kept]
-    moved = rows * n * (kept + 4) * 4
-    runner.run(name, build, f"kael_insertion_{dtype.name}", words, rows, moved, align=1)
+    words = [keys, out, n, int(descending)]
+    runner.run(
+        name, build, f"kael_insertion_{dtype.name}", words, rows, rows * n * (n + 4) * 4, align=1
+    )
 
 
 def order(
