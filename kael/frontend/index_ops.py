@@ -545,13 +545,23 @@ def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
 # ---- sort, argsort, topk ---------------------------------------------------------------------------
 
 
-def _order(input: Tensor, dim: int, descending: bool, k: int | None, op: str) -> TensorImpl:
+def _order(
+    input: Tensor,
+    dim: int,
+    descending: bool,
+    k: int | None,
+    op: str,
+    values: TensorImpl | None = None,
+) -> TensorImpl:
     """int64 positions along `dim` that sort each row stably (NaN greater than every number),
-    the first k of them when k is given; written by the copy kernel in input's layout."""
+    the first k of them when k is given; written by the copy kernel in input's layout.
+    `values` (sort's, contiguous like the order): filled with the sorted elements too."""
     impl = input._impl
     if not impl.shape:
         out = empty_impl((), int64, impl.device)
         eager.fill(out, 0)
+        if values is not None:
+            eager.copy_into(values, impl)
         return out
     n = impl.shape[dim]
     if k is not None and 0 < k < n and impl.numel():
@@ -559,7 +569,7 @@ def _order(input: Tensor, dim: int, descending: bool, k: int | None, op: str) ->
         if not selects(impl.dtype, n) or _heap_pays(n, k, rows, impl.device):
             return _kernel_order(impl, dim, descending, k, heap=True)
         return _top_order(impl, dim, descending, k)
-    return _kernel_order(impl, dim, descending, k)
+    return _kernel_order(impl, dim, descending, k, values=values)
 
 
 HEAP_ENTRY_COST = 0.75  # a heap entry's sift step against a radix selection key, measured
@@ -607,11 +617,17 @@ def _top_order(impl: TensorImpl, dim: int, descending: bool, k: int) -> TensorIm
 
 
 def _kernel_order(
-    impl: TensorImpl, dim: int, descending: bool, k: int | None, heap: bool = False
+    impl: TensorImpl,
+    dim: int,
+    descending: bool,
+    k: int | None,
+    heap: bool = False,
+    values: TensorImpl | None = None,
 ) -> TensorImpl:
-    """_order by kael's sort kernels on a contiguous copy of the rows, on any device (see
+    """_order by kael's sort kernels on the rows made contiguous, on any device (see
     _sort_kernel); topk keeps the first k of the full stable order, or with `heap` has the
-    heap kernel keep just k."""
+    heap kernel keep just k. `values`, when given, gets the sorted elements: the radix sort
+    writes the keys it moved, the other kernels' order is gathered."""
     keys = _rows_along(impl, dim)
     n = keys.shape[-1]
     kept = n if k is None else k
@@ -620,26 +636,47 @@ def _kernel_order(
     if not out.numel():
         return out
     rows = keys.numel() // n
-    order = empty_impl(keys.shape[:-1] + (kept if heap else n,), int64, impl.device)
+    order = _rows_of(out, dim, keys.shape[:-1] + (kept if heap else n,))
     runner = handwritten.runner_for(impl.device)
     at = (runner, impl.dtype, keys.data_ptr(), rows, n, descending)
     kernel = "heap" if heap else _sort_kernel(impl.dtype, n)
+    moved = None  # the values the radix sort wrote
     try:
         if kernel == "heap":
             top.order(*at, order.data_ptr(), kept)
         elif kernel == "insertion":
             merge_sort.insertion_order(*at, order.data_ptr())
         elif kernel == "radix":
-            radix.order(*at, order.data_ptr(), _Scratch(impl.device))
+            moved = None if values is None else _rows_of(values, dim, keys.shape)
+            address = 0 if moved is None else moved.data_ptr()
+            radix.order(*at, order.data_ptr(), _Scratch(impl.device), address)
         else:
             other = empty_impl(keys.shape, int64, impl.device)
             pair = [order.data_ptr(), other.data_ptr()]
             order = order if merge_sort.order(*at, pair) == pair[0] else other
     finally:
         runner.close()
-    picked = views.narrow(order, len(order.shape) - 1, 0, kept)
-    eager.copy_into(views.transpose(out, dim, -1), picked)
+    _put_rows(out, dim, views.narrow(order, len(order.shape) - 1, 0, kept))
+    if moved is not None:
+        _put_rows(values, dim, moved)
+    elif values is not None:
+        _gather_into(values, impl, dim, out, kernels.STRICT, "sort")
     return out
+
+
+def _rows_of(dst: TensorImpl, dim: int, shape: tuple[int, ...]) -> TensorImpl:
+    """Where a kernel writes rows of `shape` bound for `dst` along dim: dst itself when its
+    rows are contiguous there (dim last), else a buffer that _put_rows copies over."""
+    rows = views.transpose(dst, dim, -1)
+    if rows.shape == shape and rows.is_contiguous():
+        return rows
+    return empty_impl(shape, dst.dtype, dst.device)
+
+
+def _put_rows(dst: TensorImpl, dim: int, rows: TensorImpl) -> None:
+    """dst's rows along dim made `rows`, unless _rows_of handed out dst's own."""
+    if rows.data_ptr() != dst.data_ptr() or not rows.is_contiguous():
+        eager.copy_into(views.transpose(dst, dim, -1), rows)
 
 
 class _Scratch:
@@ -716,8 +753,9 @@ def sort(
     tensor_arg(input, "sort")
     descending = _descending(descending, stable, "sort")
     d = views.wrap_dim(dim, input.ndim)
-    order = _order(input, d, descending, None, "sort")
-    return ValuesIndices(_values(input, d, order), Tensor(order))
+    values = empty_impl(input.shape, input.dtype, input.device)
+    order = _order(input, d, descending, None, "sort", values)
+    return ValuesIndices(Tensor(values), Tensor(order))
 
 
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:

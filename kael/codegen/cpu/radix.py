@@ -49,7 +49,7 @@ _FLOATS = {"half": (0x7C00, 16), "bfloat": (0x7F80, 16), "float": (0x7F800000, 3
            "double": (0x7FF << 52, 64)}  # fmt: skip
 
 KEY_WORDS = ("input", "keys", "bounds", "n", "chunk", "chunks", "flip")
-COUNT_WORDS = ("keys", "counts", "n", "chunk", "chunks", "shift", "low")
+COUNT_WORDS = ("keys", "counts", "n", "chunk", "chunks", "shift", "low", "form", "inf", "flip")
 OFFSET_WORDS = ("counts", "chunks")
 MOVE_WORDS = ("keys", "index", "to_keys", "to_index", "counts", *COUNT_WORDS[2:])
 
@@ -96,12 +96,70 @@ def ordered(b: ir.IRBuilder, u: ir.Value, form: str) -> ir.Value:
         return u
     if form == "signed":
         return b.xor(u, sign)
-    inf = _FLOATS[form][0]
+    return _float_word(b, u, ir.Constant(k, _FLOATS[form][0]))
+
+
+def _float_word(b: ir.IRBuilder, u: ir.Value, inf: ir.Value) -> ir.Value:
+    """ordered() of a float's bits u, `inf` its format's infinity."""
+    k = u.type
+    bits = (k.element if isinstance(k, ir.VectorType) else k).width
+    sign = ir.Constant(k, 1 << (bits - 1))
     magnitude = b.and_(u, ir.Constant(k, (1 << (bits - 1)) - 1))
     negative = b.icmp_unsigned("!=", b.and_(u, sign), ir.Constant(k, 0))
     word = b.select(negative, b.not_(u), b.or_(u, sign))
     word = b.select(b.icmp_unsigned("==", magnitude, ir.Constant(k, 0)), sign, word)  # -0 as +0
-    return b.select(b.icmp_unsigned(">", magnitude, ir.Constant(k, inf)), ir.Constant(k, -1), word)
+    return b.select(b.icmp_unsigned(">", magnitude, inf), ir.Constant(k, -1), word)
+
+
+# ordered()'s forms as the sort passes take them, a run-time word (floats also pass their
+# infinity's bits): one kernel a width serves every form.
+FORM_CODES = {"unsigned": 0, "signed": 1}
+FLOAT_CODE, PLAIN_FLOAT_CODE = 2, 3
+
+
+def _by_form(b: ir.IRBuilder, w: dict, body: Callable[[Callable], None]) -> None:
+    """body(order) under a branch on w's run-time form, order(bits) giving ordered()'s word
+    xor w's flip: one loop for floats (with w's infinity), one for floats without -0 and
+    NaN (the plain flip: negatives inverted, the sign set on the others), one for integers
+    (the sign flipped or not); so no loop makes a choice of form a key."""
+    code = w["form"]
+
+    def flipped(word):
+        return b.xor(word, b.trunc(w["flip"], word.type))
+
+    def float_word(u):
+        return flipped(_float_word(b, u, b.trunc(w["inf"], u.type)))
+
+    def plain_float_word(u):
+        sign = ir.Constant(u.type, 1 << (u.type.width - 1))
+        return flipped(b.xor(u, b.or_(b.ashr(u, ir.Constant(u.type, u.type.width - 1)), sign)))
+
+    def int_word(u):
+        signed = b.icmp_signed("==", code, i64(FORM_CODES["signed"]))
+        sign = b.select(
+            signed, ir.Constant(u.type, 1 << (u.type.width - 1)), ir.Constant(u.type, 0)
+        )
+        return flipped(b.xor(u, sign))
+
+    with b.if_else(b.icmp_signed("==", code, i64(FLOAT_CODE))) as (floats, others):
+        with floats:
+            body(float_word)
+        with others, b.if_else(b.icmp_signed("==", code, i64(PLAIN_FLOAT_CODE))) as (plain, ints):
+            with plain:
+                body(plain_float_word)
+            with ints:
+                body(int_word)
+
+
+def form_words(dtype: DType, descending: bool, special: bool = True) -> list[int]:
+    """The (form, inf, flip) words of `dtype`'s keys for _by_form; `special`: whether a
+    float key may be -0 or NaN."""
+    form = form_of(dtype)
+    if form in _FLOATS:
+        code, inf = (FLOAT_CODE if special else PLAIN_FLOAT_CODE), _FLOATS[form][0]
+    else:
+        code, inf = FORM_CODES[form], 0
+    return [code, inf, -1 if descending else 0]
 
 
 def _keys_symbol(width: int, form: str) -> str:
@@ -109,8 +167,10 @@ def _keys_symbol(width: int, form: str) -> str:
 
 
 def _keys_function(module: ir.Module, width: int, form: str) -> str:
-    """Item m writes its chunk's ordered words (xor flip: descending), their least and
-    greatest."""
+    """Item m writes its chunk's least and greatest ordered words (xor flip: descending),
+    whether a float key among them is -0 or NaN (the two whose words ordered() makes
+    specially: without them the passes order floats by the plain flip), and the words
+    themselves unless `keys` is 0 (the sort's passes order the bits as they read them)."""
     symbol = _keys_symbol(width, form)
     fn, b = handwritten.kernel_function(module, symbol)
     w = _words(b, fn, KEY_WORDS)
@@ -118,24 +178,36 @@ def _keys_function(module: ir.Module, width: int, form: str) -> str:
     source, keys = (b.inttoptr(w[name], k.as_pointer()) for name in ("input", "keys"))
     bounds = b.inttoptr(w["bounds"], I64.as_pointer())
     flip = b.trunc(w["flip"], k)
+    writes = b.icmp_unsigned("!=", w["keys"], i64(0))
     least, most = b.alloca(k, name="least"), b.alloca(k, name="most")
+    special = b.alloca(ir.IntType(1), name="special")
+    sign = ir.Constant(k, 1 << (width - 1))
 
     def item(m):
         b.store(ir.Constant(k, -1), least)
         b.store(ir.Constant(k, 0), most)
+        b.store(ir.Constant(ir.IntType(1), 0), special)
 
         def key(i, base):
             at = b.add(base, i)
-            word = b.xor(ordered(b, b.load(b.gep(source, [at])), form), flip)
-            b.store(word, b.gep(keys, [at]))
+            u = b.load(b.gep(source, [at]))
+            word = b.xor(ordered(b, u, form), flip)
+            with b.if_then(writes):
+                b.store(word, b.gep(keys, [at]))
             low, high = b.load(least), b.load(most)
             b.store(b.select(b.icmp_unsigned("<", word, low), word, low), least)
             b.store(b.select(b.icmp_unsigned(">", word, high), word, high), most)
+            if form in _FLOATS:
+                magnitude = b.and_(u, ir.Constant(k, (1 << (width - 1)) - 1))
+                nan = b.icmp_unsigned(">", magnitude, ir.Constant(k, _FLOATS[form][0]))
+                odd = b.or_(b.icmp_unsigned("==", u, sign), nan)
+                b.store(b.or_(b.load(special), odd), special)
 
         _over_chunk(b, w, m, key)
-        two = b.mul(m, i64(2))
-        b.store(b.zext(b.load(least), I64), b.gep(bounds, [two]))
-        b.store(b.zext(b.load(most), I64), b.gep(bounds, [b.add(two, i64(1))]))
+        three = b.mul(m, i64(3))
+        b.store(b.zext(b.load(least), I64), b.gep(bounds, [three]))
+        b.store(b.zext(b.load(most), I64), b.gep(bounds, [b.add(three, i64(1))]))
+        b.store(b.zext(b.load(special), I64), b.gep(bounds, [b.add(three, i64(2))]))
 
     _items(b, fn, item, "chunk")
     return symbol
@@ -156,7 +228,8 @@ def _zero(b: ir.IRBuilder, counters: ir.Value) -> None:
 
 
 def _count_function(module: ir.Module, width: int) -> str:
-    """Item m counts its chunk's digits into its own BUCKETS counters."""
+    """Item m counts the digits of its chunk's keys (bits, ordered as they are read) into
+    its own BUCKETS counters."""
     symbol = f"kael_radix_count_u{width}"
     fn, b = handwritten.kernel_function(module, symbol)
     w = _words(b, fn, COUNT_WORDS)
@@ -168,11 +241,15 @@ def _count_function(module: ir.Module, width: int) -> str:
         own = b.gep(counts, [b.mul(m, i64(BUCKETS))])
         _zero(b, own)
 
-        def key(i, base):
-            slot = b.gep(own, [_digit(b, b.load(b.gep(keys, [b.add(base, i)])), w)])
-            b.store(b.add(b.load(slot), i64(1)), slot)
+        def counted(order):
+            def key(i, base):
+                word = order(b.load(b.gep(keys, [b.add(base, i)])))
+                slot = b.gep(own, [_digit(b, word, w)])
+                b.store(b.add(b.load(slot), i64(1)), slot)
 
-        _over_chunk(b, w, m, key)
+            _over_chunk(b, w, m, key)
+
+        _by_form(b, w, counted)
 
     _items(b, fn, item, "chunk")
     return symbol
@@ -206,8 +283,9 @@ def _offsets_function(module: ir.Module) -> str:
 
 
 def _move_function(module: ir.Module, width: int, first: bool, last: bool) -> str:
-    """Item m moves its chunk's words and positions to their places in the digit's order:
-    `first` reads positions as the keys' own, `last` writes int64 positions and no words."""
+    """Item m moves its chunk's keys (their bits: the last pass writes them as the sorted
+    values, unless to_keys is 0) and positions to their places in the digit's order:
+    `first` reads positions as the keys' own, `last` writes int64 positions."""
     symbol = f"kael_radix_move_u{width}{'_first' * first}{'_last' * last}"
     fn, b = handwritten.kernel_function(module, symbol)
     w = _words(b, fn, MOVE_WORDS)
@@ -216,23 +294,30 @@ def _move_function(module: ir.Module, width: int, first: bool, last: bool) -> st
     index = b.inttoptr(w["index"], I32.as_pointer())
     to_index = b.inttoptr(w["to_index"], (I64 if last else I32).as_pointer())
     counts = b.inttoptr(w["counts"], I64.as_pointer())
+    writes = b.icmp_unsigned("!=", w["to_keys"], i64(0)) if last else None
 
     def item(m):
         own = b.gep(counts, [b.mul(m, i64(BUCKETS))])
 
-        def key(i, base):
+        def moved(order):
+            _over_chunk(b, w, m, lambda i, base: key(i, base, order))
+
+        def key(i, base, order):
             at = b.add(base, i)
-            word = b.load(b.gep(keys, [at]))
-            slot = b.gep(own, [_digit(b, word, w)])
+            bits = b.load(b.gep(keys, [at]))
+            slot = b.gep(own, [_digit(b, order(bits), w)])
             place = b.load(slot)
             b.store(b.add(place, i64(1)), slot)
             to = b.add(base, place)
-            if not last:
-                b.store(word, b.gep(to_keys, [to]))
+            if last:
+                with b.if_then(writes):
+                    b.store(bits, b.gep(to_keys, [to]))
+            else:
+                b.store(bits, b.gep(to_keys, [to]))
             position = b.trunc(i, I32) if first else b.load(b.gep(index, [at]))
             b.store(b.zext(position, I64) if last else position, b.gep(to_index, [to]))
 
-        _over_chunk(b, w, m, key)
+        _by_form(b, w, moved)
 
     _items(b, fn, item, "chunk")
     return symbol
@@ -428,14 +513,17 @@ def order(
     descending: bool,
     out: int,
     space: Callable[[int], int],
+    values: int = 0,
 ) -> None:
     """Write each of `rows` rows of `n` contiguous keys at `keys` its stable order (int64
-    positions, NaN last ascending and first descending) into [rows, n] at `out`.
-    space(nbytes) gives scratch memory on the runner's device for the call."""
+    positions, NaN last ascending and first descending) into [rows, n] at `out`, and the
+    sorted keys into [rows, n] at `values` unless it is 0. space(nbytes) gives scratch
+    memory on the runner's device for the call."""
     radix = _Radix(runner, dtype, rows, n, space, positions=True)
     for first, count in radix.groups():
         at = first * n
-        radix.sort(keys + at * dtype.itemsize, count, descending, out + at * 8)
+        to_values = values + at * dtype.itemsize if values else 0
+        radix.sort(keys + at * dtype.itemsize, count, descending, out + at * 8, to_values)
 
 
 def select(
@@ -482,9 +570,10 @@ MAX_ITEMS = 1 << 15  # chunks a launch covers: 64 MiB of counters
 
 
 class _Radix:
-    """One call's scratch (word buffers, and position buffers when sorting; counters and
-    bounds) for groups of rows of at most MAX_ITEMS chunks in all (which bounds the
-    counters' memory), and the launches that sort or select in a group."""
+    """One call's scratch (key buffers: the ordered words when selecting, two for the bits
+    a sort moves and its position buffers; counters and bounds) for groups of rows of at
+    most MAX_ITEMS chunks in all (which bounds the counters' memory), and the launches that
+    sort or select in a group."""
 
     def __init__(self, runner, dtype: DType, rows: int, n: int, space, positions: bool):
         self.runner, self.dtype, self.rows, self.n = runner, dtype, rows, n
@@ -497,7 +586,7 @@ class _Radix:
         items, total = self.group * self.chunks, self.group * n
         self.words = [space(total * dtype.itemsize) for _ in range(1 + positions)]
         self.index = [space(total * 4), space(total * 4)] if positions else []
-        self.counts, self.bounds = space(items * BUCKETS * 8), space(items * 16)
+        self.counts, self.bounds = space(items * BUCKETS * 8), space(items * 24)
 
     def groups(self):
         """(first row, rows) of each group (none for no rows)."""
@@ -507,37 +596,45 @@ class _Radix:
     def _run(self, symbol: str, block: list[int], items: int, moved: int) -> None:
         self.runner.run(self.name, self.build, symbol, block, items, moved, align=1)
 
-    def _ordered_words(self, keys: int, rows: int, descending: bool) -> tuple[int, list[int]]:
-        """Write the group's ordered words into words[0]; their least word, as the signed
-        word a block holds, and the shifts of the digits their span needs."""
+    def _ordered_words(
+        self, keys: int, rows: int, descending: bool, words: int
+    ) -> tuple[int, list[int], bool]:
+        """Write the group's ordered words into `words` (none where 0); their least word,
+        as the signed word a block holds, the shifts of the digits their span needs, and
+        whether a float key is -0 or NaN."""
         items, total = rows * self.chunks, rows * self.n
         flip = -1 if descending else 0
-        block = [keys, self.words[0], self.bounds, self.n, self.chunk, self.chunks, flip]
+        block = [keys, words, self.bounds, self.n, self.chunk, self.chunks, flip]
         self._run(
             _keys_symbol(self.width, form_of(self.dtype)), block, items, total * self.width // 4
         )
         mask = (1 << self.width) - 1  # the words read back are signed
-        read = [v & mask for v in self.runner.read(self.bounds, 2 * items)]
-        low, high = min(read[::2]), max(read[1::2])
+        read = [v & mask for v in self.runner.read(self.bounds, 3 * items)]
+        low, high, special = min(read[::3]), max(read[1::3]), any(read[2::3])
         shifts = list(range(0, max(1, (high - low).bit_length()), DIGIT_BITS))
-        return low - (low >> 63 << 64), shifts
+        return low - (low >> 63 << 64), shifts, special
 
-    def sort(self, keys: int, rows: int, descending: bool, out: int) -> None:
+    def sort(self, keys: int, rows: int, descending: bool, out: int, values: int) -> None:
+        """The passes, each reading the keys' bits where the last left them (the input's
+        own first) and ordering them as it reads; the last writes the positions to `out`
+        and the bits, the sorted values, to `values` (none where 0)."""
         width, n, chunk, chunks = self.width, self.n, self.chunk, self.chunks
         items, total, size = rows * chunks, rows * n, width // 8
-        low, shifts = self._ordered_words(keys, rows, descending)
-        words, index = list(self.words), list(self.index)
+        low, shifts, special = self._ordered_words(keys, rows, descending, 0)
+        form = form_words(self.dtype, descending, special)
+        source, index = keys, self.index[0]
         for p, shift in enumerate(shifts):
             first, last = p == 0, p == len(shifts) - 1
-            count = [words[0], self.counts, n, chunk, chunks, shift, low]
+            to_keys, to_index = (
+                (values, out) if last else (self.words[p % 2], self.index[1 - p % 2])
+            )
+            count = [source, self.counts, n, chunk, chunks, shift, low, *form]
             self._run(f"kael_radix_count_u{width}", count, items, total * size)
             self._run("kael_radix_offsets", [self.counts, chunks], rows, items * BUCKETS * 16)
             move = f"kael_radix_move_u{width}{'_first' * first}{'_last' * last}"
-            to_index = out if last else index[1]
-            block = [words[0], index[0], words[1], to_index, *count[1:]]
+            block = [source, index, to_keys, to_index, *count[1:]]
             self._run(move, block, items, total * (2 * size + 12))
-            words.reverse()
-            index.reverse()
+            source, index = to_keys, to_index
 
     def _narrowed(self, keys: int, rows: int, descending: bool, ranks: int) -> tuple[int, int]:
         """The group's words written; each row's rank-th word (less the least, as a digit
@@ -545,7 +642,7 @@ class _Radix:
         The least word and the prefixes' address."""
         width, n, chunk, chunks = self.width, self.n, self.chunk, self.chunks
         items, total = rows * chunks, rows * n
-        low, shifts = self._ordered_words(keys, rows, descending)
+        low, shifts, _ = self._ordered_words(keys, rows, descending, self.words[0])
         prefixes = self.runner.scratch([0] * rows)
         for shift in reversed(shifts):
             above = -(1 << (shift + DIGIT_BITS)) if shift + DIGIT_BITS < width else 0

@@ -1,7 +1,8 @@
 """The radix-sort kernels (what sort and argsort run for rows of 16 keys a key byte or more),
 through the runner the GPU shares: the host's stable order for every dtype, NaN last
-ascending and first descending, -0 tied with +0, ties in input order both ways; rows split
-into chunks and grouped, and only the digits some key varies in take a pass."""
+ascending and first descending, -0 tied with +0, ties in input order both ways, and the
+keys' own bits moved into the sorted values; rows split into chunks and grouped, and only
+the digits some key varies in take a pass."""
 
 import numpy as np
 import pytest
@@ -18,20 +19,25 @@ DTYPES = [kael.float32, kael.float64, kael.float16, kael.bfloat16, kael.int64, k
 class _Counting(handwritten.HostRunner):
     """A host runner that records the symbols it launches."""
 
-    __slots__ = ("launched",)
+    __slots__ = ("launched", "words")
 
     def __init__(self) -> None:
         super().__init__()
         self.launched: list[str] = []
+        self.words: list[list[int]] = []
 
     def run(self, name, build, symbol, words, items, moved, **kw) -> None:
         self.launched.append(symbol)
+        self.words.append(list(words))
         super().run(name, build, symbol, words, items, moved, **kw)
 
 
 def _order(x: kael.Tensor, descending: bool, runner=None) -> np.ndarray:
+    """The kernels' order of x's rows; their sorted values checked bit for bit against the
+    keys at that order (the passes move the keys' bits: -0 and NaN payloads stay)."""
     rows, n = x.shape
     out = kael.empty(rows, n, dtype=kael.int64)
+    values = kael.empty(rows, n, dtype=x.dtype)
     kept = []
 
     def space(nbytes: int) -> int:
@@ -39,13 +45,25 @@ def _order(x: kael.Tensor, descending: bool, runner=None) -> np.ndarray:
         return kept[-1].data_ptr()
 
     runner = runner or handwritten.HostRunner()
-    radix.order(runner, x.dtype, x.data_ptr(), rows, n, descending, out.data_ptr(), space)
+    at = (x.data_ptr(), rows, n, descending, out.data_ptr(), space, values.data_ptr())
+    radix.order(runner, x.dtype, *at)
     runner.close()
-    return out.numpy()
+    order = out.numpy()
+    bits = _bits(x)
+    np.testing.assert_array_equal(_bits(values), np.take_along_axis(bits, order, axis=-1))
+    return order
 
 
-def _keys(dtype, rows: int, n: int, seed: int) -> kael.Tensor:
-    """Few distinct values (many ties), with NaN, infinities and -0 among the floats."""
+def _bits(x: kael.Tensor) -> np.ndarray:
+    """x's elements as unsigned integers of their width."""
+    return x.view(
+        {1: kael.uint8, 2: kael.int16, 4: kael.int32, 8: kael.int64}[x.element_size()]
+    ).numpy()
+
+
+def _keys(dtype, rows: int, n: int, seed: int, special: bool = True) -> kael.Tensor:
+    """Few distinct values (many ties), with infinities among the floats, and NaN and -0
+    when `special`."""
     rng = np.random.default_rng(seed)
     values = rng.integers(-40, 40, (rows, n)).astype(np.float64)
     if dtype is kael.bool:
@@ -54,7 +72,8 @@ def _keys(dtype, rows: int, n: int, seed: int) -> kael.Tensor:
         return kael.tensor(values + 40).to(dtype)
     if dtype.is_floating_point:
         values *= 0.375
-        for value, share in ((np.nan, 0.1), (-0.0, 0.05), (np.inf, 0.02), (-np.inf, 0.02)):
+        shares = ((np.nan, 0.1), (-0.0, 0.05)) if special else ()
+        for value, share in (*shares, (np.inf, 0.02), (-np.inf, 0.02)):
             values[rng.random((rows, n)) < share] = value
     return kael.tensor(values).to(dtype)
 
@@ -66,6 +85,29 @@ def test_radix_sort_gives_the_host_sorts_stable_order(dtype, rows, n, descending
     x = _keys(dtype, rows, n, n)
     want = stable_argsort(host_keys(x), descending)
     np.testing.assert_array_equal(_order(x, descending), want)
+
+
+@pytest.mark.parametrize("descending", [False, True], ids=["ascending", "descending"])
+@pytest.mark.parametrize(
+    "dtype", [kael.float32, kael.float64, kael.float16, kael.bfloat16], ids=str
+)
+def test_floats_without_negative_zero_or_nan_take_the_plain_flip_and_sort_alike(dtype, descending):
+    # the passes order such floats by the plain flip; one -0 or NaN asks for ordered()'s
+    for special, code in ((False, radix.PLAIN_FLOAT_CODE), (True, radix.FLOAT_CODE)):
+        x = _keys(dtype, 3, 300, 5, special)
+        runner = _Counting()
+        want = stable_argsort(host_keys(x), descending)
+        np.testing.assert_array_equal(_order(x, descending, runner), want)
+        form = radix.COUNT_WORDS.index("form")
+        counts = [w for s, w in zip(runner.launched, runner.words) if "_count_" in s]
+        assert counts and all(w[form] == code for w in counts)
+
+
+def test_one_negative_zero_after_the_zeros_ties_with_them():
+    # the plain flip would put -0 before +0: one -0, the row's last key, must turn it off
+    x = kael.tensor([[2.0, 0.0, 1.0, -1.0] * 20 + [-0.0]])
+    order = _order(x, False)[0]
+    assert order[20:41].tolist() == [*range(1, 80, 4), 80]
 
 
 @pytest.mark.parametrize("dtype", [kael.int64, kael.int32, kael.int16, kael.int8], ids=str)
