@@ -566,10 +566,11 @@ def _order(
     n = impl.shape[dim]
     if k is not None and 0 < k < n and impl.numel():
         rows = impl.numel() // n
-        if not selects(impl.dtype, n) or _heap_pays(n, k, rows, impl.device):
+        if n < INSERTION_ROW or _heap_pays(n, k, rows, impl.device):
             return _kernel_order(impl, dim, descending, k, heap=True)
-        return _top_order(impl, dim, descending, k)
-    return _kernel_order(impl, dim, descending, k, values=values)
+        if selects(impl.dtype, n):
+            return _top_order(impl, dim, descending, k)
+    return _kernel_order(impl, dim, descending, k, values=values)  # the whole order, then k
 
 
 HEAP_ENTRY_COST = 0.75  # a heap entry's sift step against a radix selection key, measured

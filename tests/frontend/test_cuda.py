@@ -372,6 +372,18 @@ def test_unique_on_the_device_gives_the_cpus_values_inverse_and_counts(dim):
 
 
 @pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("dtype", [kael.float16, kael.bfloat16, kael.int16, kael.uint8], ids=str)
+def test_topk_of_narrow_keys_on_the_device_gives_the_cpus(dtype, largest):
+    # the heap's worst-of-the-tail loop becomes packed max.u16x2 for 16-bit keys
+    x = _ties_and_nans(dtype, (4, 17), 31)
+    values, indices = kael.topk(x.to(DEVICE), 5, 1, largest)
+    want_values, want_indices = kael.topk(x, 5, 1, largest)
+    _same_bits(indices, want_indices)
+    as_bits = kael.int16 if dtype is kael.bfloat16 else dtype  # NumPy has no bfloat16
+    _same_bits(values.view(as_bits), want_values.view(as_bits))
+
+
+@pytest.mark.parametrize("largest", [True, False])
 @pytest.mark.parametrize("k", [0, 1, 5, 17])
 @pytest.mark.parametrize("dtype", [kael.float32, kael.int64], ids=str)
 def test_topk_on_the_device_agrees_with_the_cpu(dtype, k, largest):

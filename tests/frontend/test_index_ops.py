@@ -1115,6 +1115,23 @@ def test_topk_by_the_heap_and_by_radix_selection_agree(monkeypatch, k, order):
         assert_same(got.indices, t_rows.sort(dim=1, descending=True, stable=True).indices[:, :k])
 
 
+def test_topk_of_many_from_rows_radix_selection_cannot_take_sorts_them(monkeypatch):
+    # past radix selection's rows (here past a lowered MAX_ROW), a k the heap does not pay
+    # for takes the whole order (the parallel merge sort), not one heap a row
+    from kael.codegen.cpu import radix, top
+
+    monkeypatch.setattr(radix, "MAX_ROW", 1000)
+    heaps = []
+    monkeypatch.setattr(top, "order", lambda *a: heaps.append(a))
+    x = kael.tensor(np.random.default_rng(5).standard_normal((1, 5000), dtype=np.float32))
+    assert not index_ops.selects(kael.float32, 5000)
+    assert not index_ops._heap_pays(5000, 2500, 1, CPU)
+    got = kael.topk(x, 2500)
+    assert heaps == []
+    want = torch.from_numpy(x.numpy()).sort(dim=1, descending=True, stable=True)
+    assert_same(got.indices, want.indices[:, :2500])
+
+
 def test_topk_of_few_long_rows_on_a_gpu_takes_radix_selection():
     # a GPU thread runs a heap row: a few rows would leave the device idle
     assert index_ops._heap_pays(50_000, 10, 64, CPU)
@@ -1135,9 +1152,9 @@ def test_topk_of_long_rows_along_any_dim_matches_torch(dim):
 @pytest.mark.parametrize("k", [16, 17, 30])
 @pytest.mark.parametrize("largest", [True, False])
 def test_topk_of_rows_too_short_for_radix_selection_matches_torch(largest, k):
-    # the heap takes every k of rows too short for radix selection: each row its own stride
+    # the heap takes every k of rows under INSERTION_ROW: each row its own stride
     t = torch.tensor([[float((7 * j + 3 * r) % 30) for j in range(31)] for r in range(3)])
-    assert not index_ops.selects(kael.float32, 31)
+    assert not index_ops.selects(kael.float32, 31) and index_ops.INSERTION_ROW > 31
     values, indices = kael.topk(kael.tensor(t.numpy()), k, 1, largest)
     assert_same(values, torch.topk(t, k, 1, largest).values)
     assert_same(indices, t.sort(dim=1, descending=largest, stable=True).indices[:, :k])

@@ -227,9 +227,16 @@ def _float_min_max(pick_max: bool, propagate: bool):
     return fn
 
 
+# Packed types: two 16-bit lanes in a 32-bit register (LLVM vectorizes min/max to them).
+PACKED = {"u16x2": "u16", "s16x2": "s16"}
+
+
 @handles("min", "max")
 def _min_max(m, ins, lanes):
     t = _type(ins)
+    if t in PACKED:
+        _packed_min_max(m, ins, lanes, PACKED[t])
+        return
     a, b = _sources(m, ins, lanes, t, 2)
     pick_max = ins.parts[0] == "max"
     if _is_float(t):
@@ -237,6 +244,17 @@ def _min_max(m, ins, lanes):
     else:
         out = np.maximum(a, b) if pick_max else np.minimum(a, b)
     _result(m, ins, lanes, np.asarray(out).astype(NP[t]))
+
+
+def _packed_min_max(m, ins, lanes, half: str) -> None:
+    """min/max of each 16-bit half of two b32 operands, as `half` (u16 or s16)."""
+    a, b = (np.asarray(v, np.uint32) for v in _sources(m, ins, lanes, "b32", 2))
+    pick = np.maximum if ins.parts[0] == "max" else np.minimum
+    out = np.zeros(np.broadcast(a, b).shape, np.uint32)
+    for shift in (0, 16):
+        x, y = (((v >> shift) & 0xFFFF).astype(np.uint16).view(NP[half]) for v in (a, b))
+        out |= pick(x, y).view(np.uint16).astype(np.uint32) << shift
+    _result(m, ins, lanes, out)
 
 
 def _bits(values, t: str):

@@ -114,6 +114,8 @@ class Chunk:
     # -- operands -----------------------------------------------------------------------
     def read(self, op, type_: str, lanes):
         """The operand's value for `lanes` as PTX type `type_` (an array or a scalar)."""
+        if type_ not in TYPE_BYTES:
+            raise self.fault("CUDA_ERROR_NOT_SUPPORTED", f"operands of type .{type_}")
         if isinstance(op, Reg):
             return self._as_type(self._reg(op.name, type_)[lanes], type_)
         if isinstance(op, Imm):

@@ -54,6 +54,25 @@ def test_integer_arithmetic_wraps_and_shifts_saturate():
         assert got[i].tolist() == want, (i, a, b)
 
 
+def test_packed_min_and_max_take_each_16_bit_half_as_its_type():
+    # LLVM vectorizes a max over int16 keys into max.u16x2 (topk's heap kernel)
+    body = (
+        "\tmul.wide.u32 %rd3, %r4, 8;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tadd.s64 %rd5, %rd1, %rd3;\n"
+    )
+    body += "\tld.global.u32 %r6, [%rd4];\n\tld.global.u32 %r7, [%rd4+4];\n"
+    body += "\tmax.u16x2 %r8, %r6, %r7;\n\tmin.s16x2 %r9, %r6, %r7;\n"
+    body += "\tst.global.u32 [%rd5], %r8;\n\tst.global.u32 [%rd5+4], %r9;\n"
+    halves = np.array([[1, -1, 7, 7], [-32768, 32767, 0, -1], [5, 3, -5, -3]], np.int16)
+    pairs = halves.view(np.uint32)  # each row: a = halves 0 and 1, b = halves 2 and 3
+    err, got = launch(kernel(body), np.zeros((3, 2), np.uint32), pairs, 1, 3)
+    assert err == driver.OK, fault_text(err)
+    a, b = halves[:, :2], halves[:, 2:]
+    want_max = np.maximum(a.view(np.uint16), b.view(np.uint16))
+    want_min = np.minimum(a, b)
+    assert got[:, 0:1].view(np.uint16).tolist() == want_max.tolist()
+    assert got[:, 1:2].view(np.int16).tolist() == want_min.tolist()
+
+
 def test_float_to_int_conversion_saturates_and_sends_nan_to_zero():
     body = (
         "\tmul.wide.u32 %rd3, %r4, 8;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tadd.s64 %rd5, %rd1, %rd3;\n"
