@@ -16,8 +16,9 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from kael.codegen.cpu import gather as kernels
-from kael.codegen.cpu import handwritten, radix, take_rows, top
+from kael.codegen.cpu import handwritten, radix, rank, take_rows
 from kael.codegen.cpu import sort as merge_sort
+from kael.codegen.cpu import top as top_heap
 from kael.frontend import eager, elementwise, factories, reductions, views
 from kael.frontend.indexing import nonzero_impl
 from kael.frontend.outputs import bool_arg, device_of, tensor_arg
@@ -566,11 +567,18 @@ def _order(
     n = impl.shape[dim]
     if k is not None and 0 < k < n and impl.numel():
         rows = impl.numel() // n
-        if n < INSERTION_ROW or _heap_pays(n, k, rows, impl.device):
-            return _kernel_order(impl, dim, descending, k, heap=True)
+        if n <= rank.RANK_ROW:  # ranked whole unless k is a few
+            return _kernel_order(impl, dim, descending, k, "heap" if k * RANK_HEAP <= n else "rank")
+        if _heap_pays(n, k, rows, impl.device):
+            return _kernel_order(impl, dim, descending, k, "heap")
         if selects(impl.dtype, n):
             return _top_order(impl, dim, descending, k)
     return _kernel_order(impl, dim, descending, k, values=values)  # the whole order, then k
+
+
+# topk of at most 1 / RANK_HEAP of a short row takes the heap, which then scans past most
+# keys, rather than ranking them all (float32: k = 1 of 16, 2 of 32, 4 of 64 and 8 of 128)
+RANK_HEAP = 16
 
 
 HEAP_ENTRY_COST = 0.75  # a heap entry's sift step against a radix selection key, measured
@@ -622,13 +630,13 @@ def _kernel_order(
     dim: int,
     descending: bool,
     k: int | None,
-    heap: bool = False,
+    top: str | None = None,
     values: TensorImpl | None = None,
 ) -> TensorImpl:
     """_order by kael's sort kernels on the rows made contiguous, on any device (see
-    _sort_kernel); topk keeps the first k of the full stable order, or with `heap` has the
-    heap kernel keep just k. `values`, when given, gets the sorted elements: the radix sort
-    writes the keys it moved, the other kernels' order is gathered."""
+    _sort_kernel); topk keeps the first k of the full stable order (the `top` kernel's
+    when given: "rank", or "heap", which writes just k). `values`, when given, gets the sorted elements:
+    the radix sort writes the keys it moved, the other kernels' order is gathered."""
     keys = _rows_along(impl, dim)
     n = keys.shape[-1]
     kept = n if k is None else k
@@ -637,16 +645,16 @@ def _kernel_order(
     if not out.numel():
         return out
     rows = keys.numel() // n
-    order = _rows_of(out, dim, keys.shape[:-1] + (kept if heap else n,))
+    order = _rows_of(out, dim, keys.shape[:-1] + (kept if top == "heap" else n,))
     runner = handwritten.runner_for(impl.device)
     at = (runner, impl.dtype, keys.data_ptr(), rows, n, descending)
-    kernel = "heap" if heap else _sort_kernel(impl.dtype, n)
+    kernel = top or _sort_kernel(impl.dtype, n)
     moved = None  # the values the radix sort wrote
     try:
         if kernel == "heap":
-            top.order(*at, order.data_ptr(), kept)
-        elif kernel == "insertion":
-            merge_sort.insertion_order(*at, order.data_ptr())
+            top_heap.order(*at, order.data_ptr(), kept)
+        elif kernel == "rank":
+            rank.order(*at, order.data_ptr())
         elif kernel == "radix":
             moved = None if values is None else _rows_of(values, dim, keys.shape)
             address = 0 if moved is None else moved.data_ptr()
@@ -715,17 +723,16 @@ def selects(dtype: DType, n: int) -> bool:
     return _sort_kernel(dtype, n) == "radix"
 
 
-INSERTION_ROW = 32  # rows shorter than this take the insertion sort (n * n / 4 steps)
 RADIX_KEYS_A_BYTE = 16  # the radix sort takes rows of this many keys a byte of key or more
 
 
 def _sort_kernel(dtype: DType, n: int) -> str:
-    """Which kernel sorts rows of n keys: "insertion" for short rows; "radix" where its
-    per-row cost (256 counters, each way, in each of itemsize passes) is paid back; else
-    "merge", whose log2(n) passes also serve rows past the radix sort's int32 positions.
-    (Break-even against the merge sort: about 64 float32 keys, 128 int64 ones.)"""
-    if n < INSERTION_ROW:
-        return "insertion"
+    """Which kernel sorts rows of n keys: "rank" for rows of at most rank.RANK_ROW (n^2
+    vector compares, no branch); "radix" where its per-row cost (256 counters, each way,
+    in each of itemsize passes) is paid back; else "merge", whose log2(n) passes also
+    serve rows past the radix sort's int32 positions."""
+    if n <= rank.RANK_ROW:
+        return "rank"
     if RADIX_KEYS_A_BYTE * dtype.itemsize <= n <= radix.MAX_ROW:
         return "radix"
     return "merge"

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import kael
+from kael.codegen.cpu import rank
 from kael.frontend import index_ops
 
 pytestmark = pytest.mark.gpu
@@ -330,7 +331,7 @@ def test_sort_and_argsort_on_the_device_give_the_cpus_stable_order(dtype, dim, d
 @pytest.mark.parametrize("descending", [False, True], ids=["ascending", "descending"])
 @pytest.mark.parametrize("dtype", INDEX_DTYPES, ids=str)
 def test_radix_sort_on_the_device_gives_the_cpus_stable_order(dtype, descending):
-    n = max(index_ops.INSERTION_ROW, index_ops.RADIX_KEYS_A_BYTE * dtype.itemsize) + 9
+    n = max(rank.RANK_ROW, index_ops.RADIX_KEYS_A_BYTE * dtype.itemsize) + 9
     assert index_ops._sort_kernel(dtype, n) == "radix"
     x = _ties_and_nans(dtype, (3, n), 31)
     values, indices = kael.sort(x.to(DEVICE), 1, descending)

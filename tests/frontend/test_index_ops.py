@@ -795,11 +795,13 @@ def test_sort_of_rows_either_side_of_each_kernels_length_matches_torch(dtype, n,
 
 @pytest.mark.parametrize(
     "dtype, n, kernel",
-    [(kael.float32, 31, "insertion"), (kael.float32, 32, "merge"), (kael.float32, 63, "merge"),
-     (kael.float32, 64, "radix"), (kael.int64, 127, "merge"), (kael.int64, 128, "radix"),
-     (kael.int8, 32, "radix"), (kael.float16, 32, "radix"), (kael.float64, 2**31, "merge")],
+    [(kael.float32, 1, "rank"), (kael.float32, 128, "rank"), (kael.float32, 129, "radix"),
+     (kael.int64, 128, "rank"), (kael.int64, 129, "radix"), (kael.int8, 129, "radix"),
+     (kael.float64, 2**31 - 1, "radix"), (kael.float64, 2**31, "merge")],
 )  # fmt: skip
-def test_short_rows_take_a_comparison_sort_and_long_ones_the_radix_sort(dtype, n, kernel):
+def test_short_rows_are_ranked_long_ones_radix_sorted_and_the_longest_merge_sorted(
+    dtype, n, kernel
+):
     assert index_ops._sort_kernel(dtype, n) == kernel
 
 
@@ -1149,12 +1151,12 @@ def test_topk_of_long_rows_along_any_dim_matches_torch(dim):
     )
 
 
-@pytest.mark.parametrize("k", [16, 17, 30])
+@pytest.mark.parametrize("k", [1, 2, 16, 17, 30])
 @pytest.mark.parametrize("largest", [True, False])
 def test_topk_of_rows_too_short_for_radix_selection_matches_torch(largest, k):
-    # the heap takes every k of rows under INSERTION_ROW: each row its own stride
+    # short rows: the rank kernel, or the heap for a few: each row its own stride
     t = torch.tensor([[float((7 * j + 3 * r) % 30) for j in range(31)] for r in range(3)])
-    assert not index_ops.selects(kael.float32, 31) and index_ops.INSERTION_ROW > 31
+    assert not index_ops.selects(kael.float32, 31)
     values, indices = kael.topk(kael.tensor(t.numpy()), k, 1, largest)
     assert_same(values, torch.topk(t, k, 1, largest).values)
     assert_same(indices, t.sort(dim=1, descending=largest, stable=True).indices[:, :k])

@@ -1,14 +1,15 @@
-"""Stable comparison sorts of rows as hand-written kernels: insertion and merge.
+"""A stable merge sort of rows as a hand-written kernel: what sorts rows too long for the
+radix sort's int32 positions.
 
-sort and argsort take the radix sort (codegen/cpu/radix.py) for rows of RADIX_ROW keys or
-more, on every device. Shorter rows take the insertion sort: one launch, a row a work
-item. Rows too long for the radix sort's int32 positions take the merge sort: one launch
-per merge pass, each work item merging two sorted runs of `width` positions of one row
-into the other buffer, so a pass over R rows of n elements has R * ceil(n / 2 width)
-independent items; the first pass reads positions themselves, so no buffer is
-initialized. The order is the host's: stable, NaN after every number ascending and before
-every number descending, ties in input order both ways. The builders are target-neutral:
-codegen/ptx/handwritten.py runs them on the GPU, the CPU through handwritten.HostRunner.
+sort and argsort take the rank kernel (codegen/cpu/rank.py) for rows of at most RANK_ROW
+keys and the radix sort (codegen/cpu/radix.py) above that, on every device. The merge sort
+takes what is left: one launch per merge pass, each work item merging two sorted runs of
+`width` positions of one row into the other buffer, so a pass over R rows of n elements
+has R * ceil(n / 2 width) independent items; the first pass reads positions themselves, so
+no buffer is initialized. The order is the host's: stable, NaN after every number
+ascending and before every number descending, ties in input order both ways. The builder
+is target-neutral: codegen/ptx/handwritten.py runs it on the GPU, the CPU through
+handwritten.HostRunner.
 """
 
 from __future__ import annotations
@@ -86,71 +87,9 @@ def _merge_function(module: ir.Module, dtype: DType) -> str:
     return symbol
 
 
-INSERTION_WORDS = ("keys", "out", "n", "descending")
-
-
-def _insertion_function(module: ir.Module, dtype: DType) -> str:
-    """Work item `row` writes its row's stable order by insertion: for short rows, one launch
-    where the merge sort takes one a doubling of the run width."""
-    symbol = f"kael_insertion_{dtype.name}"
-    fn, b = handwritten.kernel_function(module, symbol)
-    args = fn.args[0]
-    w = {name: b.load(b.gep(args, [i64(k)]), name=name) for k, name in enumerate(INSERTION_WORDS)}
-    keys = b.inttoptr(w["keys"], memory_type(dtype).as_pointer())
-    out = b.inttoptr(w["out"], I64.as_pointer())
-    descending = b.icmp_signed("!=", w["descending"], i64(0))
-    j_at = b.alloca(I64, name="j")
-
-    def item(row):
-        base = b.mul(row, w["n"])
-
-        def key(position):
-            return widen(b, b.load(b.gep(keys, [b.add(base, position)])), dtype)
-
-        def place(i):  # the run holds [0, i) in order
-            new = key(i)
-            b.store(i, j_at)
-            head, shift, done = (b.append_basic_block(n) for n in ("head", "shift", "done"))
-            b.branch(head)
-            b.position_at_end(head)
-            j = b.load(j_at)
-            open_ = b.icmp_signed(">", j, i64(0))
-            prior = b.gep(out, [b.add(base, b.select(open_, b.sub(j, i64(1)), j))])
-            moved = b.load(prior)
-            before = _before(b, dtype.compute, new, key(b.select(open_, moved, i)), descending)
-            b.cbranch(b.and_(open_, before), shift, done)
-            b.position_at_end(shift)
-            b.store(moved, b.gep(out, [b.add(base, j)]))
-            b.store(b.sub(j, i64(1)), j_at)
-            b.branch(head)
-            b.position_at_end(done)
-            b.store(i, b.gep(out, [b.add(base, j)]))
-
-        LoopBuilder(b).counted(i64(0), w["n"], 1, place, "place")
-
-    LoopBuilder(b).counted(fn.args[1], fn.args[2], 1, item, "row")
-    b.ret_void()
-    return symbol
-
-
 def spec(dtype: DType) -> tuple[str, Callable[[ir.Module], list[str]]]:
-    """The module name and builder of the merge and insertion kernels for keys of `dtype`."""
-    return f"kael_merge_{dtype.name}", lambda module: [
-        _merge_function(module, dtype),
-        _insertion_function(module, dtype),
-    ]
-
-
-def insertion_order(
-    runner, dtype: DType, keys: int, rows: int, n: int, descending: bool, out: int
-) -> None:
-    """Write the stable order of each of `rows` short rows of `n` contiguous keys at `keys`
-    into the int64 [rows, n] buffer at `out`: one launch, a row a work item."""
-    name, build = spec(dtype)
-    words = [keys, out, n, int(descending)]
-    runner.run(
-        name, build, f"kael_insertion_{dtype.name}", words, rows, rows * n * (n + 4) * 4, align=1
-    )
+    """The module name and builder of the merge kernel for keys of `dtype`."""
+    return f"kael_merge_{dtype.name}", lambda module: [_merge_function(module, dtype)]
 
 
 def order(

@@ -1,5 +1,5 @@
-"""The merge and insertion sort kernels (sort and argsort of short rows, and of rows too long
-for the radix sort, on every device), run here on the CPU: the same stable order as the
+"""The merge sort kernel (sort and argsort of rows too long for the radix sort, on every
+device), run here on the CPU: the same stable order as the
 host sort, NaN last ascending and first descending, ties in input order both ways, for every
 dtype and row length around the pass boundaries."""
 
@@ -49,16 +49,3 @@ def test_merge_sort_of_a_long_row_matches_numpys_stable_argsort():
     x = _rows(kael.float32, 1, 5000, 1)
     want = np.argsort(x.numpy(), axis=-1, kind="stable")
     np.testing.assert_array_equal(_kernel_order(x, False), want)
-
-
-@pytest.mark.parametrize("descending", [False, True], ids=["ascending", "descending"])
-@pytest.mark.parametrize("n", [1, 2, 3, 17, 31])
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_insertion_sort_gives_the_host_sorts_stable_order(dtype, n, descending):
-    x = _rows(dtype, 9, n, n + 100)
-    out = kael.empty(9, n, dtype=kael.int64)
-    runner = handwritten.HostRunner()
-    merge_sort.insertion_order(runner, x.dtype, x.data_ptr(), 9, n, descending, out.data_ptr())
-    runner.close()
-    want = stable_argsort(x.numpy(), descending)
-    np.testing.assert_array_equal(out.numpy(), want)

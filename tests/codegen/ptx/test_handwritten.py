@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from kael.codegen.cpu import gather, radix, scan, sort, top
+from kael.codegen.cpu import gather, radix, rank, scan, sort, top
 from kael.codegen.ptx import compiler
 from kael.codegen.ptx import handwritten as gpu
 from kael.runtime.dtypes import bool_, float32, float64, int64
@@ -17,7 +17,7 @@ DTYPES = [float32, float64, int64, bool_]
 FAMILIES = [(kind, d) for kind in ("gather", "put", "scatter_add", "nonzero") for d in DTYPES]
 FAMILIES += [("offsets", int64)] + [("scatter_atomic", d) for d in gather.ATOMIC_DTYPES]
 SPECS = [gather._spec(kind, d) for kind, d in FAMILIES] + [sort.spec(d) for d in DTYPES]
-SPECS += [spec(width) for spec in (radix.spec, top.spec) for width in (8, 16, 32, 64)]
+SPECS += [spec(width) for spec in (radix.spec, top.spec, rank.spec) for width in (8, 16, 32, 64)]
 SPECS += [
     scan._spec(op, d, d, kind)
     for op, d in (("cumsum", int64), ("cumprod", float64), ("logcumsumexp", float32))

@@ -1,0 +1,56 @@
+"""The rank kernel (sort, argsort and topk of rows of at most RANK_ROW keys, on every
+device), run here on the CPU: each key's place is the count of keys before it in the
+stable order (NaN the largest, -0 tied with +0, ties in input order both ways), for every
+key width and form, rows of 1 to RANK_ROW keys."""
+
+import numpy as np
+import pytest
+from kernel_helpers import host_keys, stable_argsort
+
+import kael
+from kael.codegen.cpu import handwritten, rank
+
+DTYPES = [kael.float32, kael.float64, kael.float16, kael.bfloat16, kael.int64, kael.int32,
+          kael.int16, kael.int8, kael.uint8, kael.bool]  # fmt: skip
+
+
+def _rows(dtype, rows: int, n: int, seed: int) -> kael.Tensor:
+    rng = np.random.default_rng(seed)
+    values = rng.integers(-5, 6, (rows, n)).astype(np.float64)  # many ties
+    if dtype is kael.bool:
+        return kael.tensor(values > 0)
+    if dtype.is_floating_point:
+        for value, share in ((np.nan, 0.1), (-0.0, 0.1), (np.inf, 0.05), (-np.inf, 0.05)):
+            values[rng.random((rows, n)) < share] = value
+    elif dtype is kael.uint8:
+        values += 5
+    return kael.tensor(values).to(dtype)
+
+
+def _ranked(x: kael.Tensor, descending: bool) -> np.ndarray:
+    rows, n = x.shape
+    out = kael.empty(rows, n, dtype=kael.int64)
+    runner = handwritten.HostRunner()
+    rank.order(runner, x.dtype, x.data_ptr(), rows, n, descending, out.data_ptr())
+    runner.close()
+    return out.numpy()
+
+
+@pytest.mark.parametrize("descending", [False, True], ids=["ascending", "descending"])
+@pytest.mark.parametrize("n", [1, 2, 3, 15, 16, 17, 33, 64, 127, rank.RANK_ROW])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_rank_gives_the_stable_order(dtype, n, descending):
+    x = _rows(dtype, 5, n, n)
+    np.testing.assert_array_equal(_ranked(x, descending), stable_argsort(host_keys(x), descending))
+
+
+def test_rank_ties_negative_zero_with_zero_and_puts_nan_last_ascending():
+    x = kael.tensor([[0.0, -0.0, float("nan"), -1.0, 0.0, -float("nan")]])
+    assert _ranked(x, False).tolist() == [[3, 0, 1, 4, 2, 5]]
+    assert _ranked(x, True).tolist() == [[2, 5, 0, 1, 4, 3]]
+
+
+def test_rows_past_the_stack_buffer_are_refused_naming_the_length():
+    _ranked(kael.zeros(1, rank.RANK_ROW), False)
+    with pytest.raises(kael.ValueError, match=f"row of {rank.RANK_ROW + 1} keys"):
+        _ranked(kael.zeros(1, rank.RANK_ROW + 1), False)
