@@ -4,9 +4,11 @@ take, nonzero (and where, whose one-argument form it is), sort, argsort and topk
 cat and stack write each input into a window of the output with the copy kernel. The
 others run the index kernels of kael/codegen/cpu/gather.py, which check every index
 inside the kernel. sort, argsort and topk order the rows with kael's own kernels on every
-device (codegen/cpu/radix.py's radix sort and selection, codegen/cpu/sort.py's insertion
-and merge sorts: _sort_kernel, _order), write the order with the copy kernel and take the
-values with the gather kernel. Nothing is ordered on the host.
+device (_sort_kernel, _order): short rows by rank (codegen/cpu/rank.py), longer ones by
+the radix sort, whose last pass also writes sort's values, or radix selection
+(codegen/cpu/radix.py), topk of a few by a heap a row (codegen/cpu/top.py), and rows past
+int32 positions by the merge sort (codegen/cpu/sort.py). The other kernels' values are
+gathered. Nothing is ordered on the host.
 """
 
 from __future__ import annotations
