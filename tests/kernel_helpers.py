@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+import kael
 from kael.runtime import dtypes
 from kael.runtime.device import CPU
 from kael.runtime.storage import Storage
@@ -70,6 +71,29 @@ def stable_argsort(rows: np.ndarray, descending: bool) -> np.ndarray:
         return np.argsort(rows, axis=-1, kind="stable")
     n = rows.shape[-1]
     return n - 1 - np.argsort(rows[..., ::-1], axis=-1, kind="stable")[..., ::-1]
+
+
+def tied_rows(dtype, rows: int, n: int, seed: int, order: str = "random"):
+    """[rows, n] keys for the sort kernels' tests: few distinct values (integers in
+    [-6, 6], many ties), with NaN, -0, infinities and half steps among the floats; in
+    "random" order, or sorted "ascending" or "descending", or "constant" rows."""
+    rng = np.random.default_rng(seed)
+    values = rng.integers(-6, 7, (rows, n)).astype(np.float64)
+    if dtype is kael.bool:
+        values = (values > 0).astype(np.float64)
+    elif dtype.is_floating_point:
+        values += rng.integers(0, 2, (rows, n)) * 0.5
+        for value, share in ((np.nan, 0.1), (-0.0, 0.1), (np.inf, 0.03), (-np.inf, 0.03)):
+            values[rng.random((rows, n)) < share] = value
+    elif dtype is kael.uint8:
+        values += 6
+    if order == "ascending":
+        values = np.sort(values, axis=1)
+    elif order == "descending":
+        values = np.sort(values, axis=1)[:, ::-1].copy()
+    elif order == "constant":
+        values[:] = values[:, :1]
+    return kael.tensor(values).to(dtype)
 
 
 def host_keys(x) -> np.ndarray:

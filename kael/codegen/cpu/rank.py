@@ -16,33 +16,21 @@ from collections.abc import Callable
 
 from llvmlite import ir
 
-from kael.codegen.cpu import handwritten
+from kael.codegen.cpu import ordered_rows
 from kael.codegen.cpu.loops import LoopBuilder
-from kael.codegen.cpu.radix import form_of, forms, ordered
 from kael.codegen.lowering import i64
 from kael.runtime.dtypes import DType
 from kael.runtime.errors import ValueError
 
 I32, I64 = ir.IntType(32), ir.IntType(64)
-WORDS = ("keys", "out", "n", "flip")
 RANK_ROW = 128  # rows of at most this many keys fit the stack buffer
-
-
-def _symbol(width: int, form: str) -> str:
-    return f"kael_rank_{form}_u{width}"
 
 
 def _rank_function(module: ir.Module, width: int, form: str) -> str:
     """Work item `row` writes position i at its rank in the row's stable order."""
-    symbol = _symbol(width, form)
-    fn, b = handwritten.kernel_function(module, symbol)
-    args = fn.args[0]
-    w = {name: b.load(b.gep(args, [i64(i)]), name=name) for i, name in enumerate(WORDS)}
+    kernel = ordered_rows.row_kernel(module, "rank", width, form, ())
+    b, n, out, word = kernel.b, kernel.w["n"], kernel.out, kernel.word
     word_type = ir.IntType(width)
-    keys = b.inttoptr(w["keys"], word_type.as_pointer())
-    out = b.inttoptr(w["out"], I64.as_pointer())
-    flip = b.trunc(w["flip"], word_type)
-    n = w["n"]
     row_words = b.alloca(word_type, size=i64(RANK_ROW), name="words")
     count_at = b.alloca(I32, name="count")
     loops = LoopBuilder(b)
@@ -51,8 +39,7 @@ def _rank_function(module: ir.Module, width: int, form: str) -> str:
         base = b.mul(row, n)
 
         def load(j):
-            bits = b.load(b.gep(keys, [b.add(base, j)]))
-            b.store(b.xor(ordered(b, bits, form), flip), b.gep(row_words, [j]))
+            b.store(word(j, base), b.gep(row_words, [j]))
 
         loops.counted(i64(0), n, 1, load, "load")
 
@@ -72,16 +59,14 @@ def _rank_function(module: ir.Module, width: int, form: str) -> str:
 
         loops.counted(i64(0), n, 1, place, "place")
 
-    loops.counted(fn.args[1], fn.args[2], 1, item, "row")
+    loops.counted(kernel.fn.args[1], kernel.fn.args[2], 1, item, "row")
     b.ret_void()
-    return symbol
+    return kernel.fn.name
 
 
 def spec(width: int) -> tuple[str, Callable[[ir.Module], list[str]]]:
     """The module name and builder of the rank kernels for keys of `width` bits."""
-    return f"kael_rank_u{width}", lambda module: [
-        _rank_function(module, width, form) for form in forms(width)
-    ]
+    return ordered_rows.spec("rank", width, _rank_function)
 
 
 def order(
@@ -91,8 +76,5 @@ def order(
     `keys` into the int64 [rows, n] buffer at `out`: one launch, a row a work item."""
     if n > RANK_ROW:  # the kernel's stack buffer holds a row of at most RANK_ROW words
         raise ValueError(f"rank.order(): a row of {n} keys is longer than RANK_ROW ({RANK_ROW})")
-    width = 8 * dtype.itemsize
-    name, build = spec(width)
-    words = [keys, out, n, -1 if descending else 0]
-    moved = rows * n * (n + 8)
-    runner.run(name, build, _symbol(width, form_of(dtype)), words, rows, moved, align=1)
+    first = [keys, out, n, descending]
+    ordered_rows.launch(runner, "rank", _rank_function, dtype, first, [], rows, rows * n * (n + 8))

@@ -21,31 +21,22 @@ from collections.abc import Callable
 
 from llvmlite import ir
 
-from kael.codegen.cpu import handwritten
+from kael.codegen.cpu import ordered_rows
 from kael.codegen.cpu.loops import LoopBuilder
-from kael.codegen.cpu.radix import form_of, forms, ordered
+from kael.codegen.cpu.radix import ordered
 from kael.codegen.lowering import i64, targets_gpu
 from kael.runtime.dtypes import DType
 
 I64 = ir.IntType(64)
-WORDS = ("keys", "out", "n", "flip", "k")
 VECTOR_BITS = 512  # a CPU compare's keys at once: a vector of this many bits
-
-
-def _symbol(width: int, form: str) -> str:
-    return f"kael_top_heap_{form}_u{width}"
 
 
 def _heap_function(module: ir.Module, width: int, form: str) -> str:
     """Work item `row` writes the first k positions of its row's stable order."""
-    symbol = _symbol(width, form)
-    fn, b = handwritten.kernel_function(module, symbol)
-    args = fn.args[0]
-    w = {name: b.load(b.gep(args, [i64(i)]), name=name) for i, name in enumerate(WORDS)}
+    kernel = ordered_rows.row_kernel(module, "top_heap", width, form, ("k",))
+    b, w, keys = kernel.b, kernel.w, kernel.keys
+    flip = b.trunc(w["flip"], ir.IntType(width))
     word_type = ir.IntType(width)
-    keys = b.inttoptr(w["keys"], word_type.as_pointer())
-    out = b.inttoptr(w["out"], I64.as_pointer())
-    flip = b.trunc(w["flip"], word_type)
     n, k = w["n"], w["k"]
     hole_at = b.alloca(I64, name="hole")
     root_at = b.alloca(word_type, name="root")
@@ -55,10 +46,10 @@ def _heap_function(module: ir.Module, width: int, form: str) -> str:
 
     def item(row):
         base = b.mul(row, n)
-        heap = b.gep(out, [b.mul(row, k)])
+        heap = b.gep(kernel.out, [b.mul(row, k)])
 
         def word(p):
-            return b.xor(ordered(b, b.load(b.gep(keys, [b.add(base, p)])), form), flip)
+            return kernel.word(p, base)
 
         def worse(p, wp, q, wq):  # entry p sorts after entry q
             tie = b.and_(b.icmp_unsigned("==", wp, wq), b.icmp_signed(">", p, q))
@@ -159,16 +150,14 @@ def _heap_function(module: ir.Module, width: int, form: str) -> str:
 
         loops.counted(i64(0), b.sub(k, i64(1)), 1, take, "take")
 
-    loops.counted(fn.args[1], fn.args[2], 1, item, "row")
+    loops.counted(kernel.fn.args[1], kernel.fn.args[2], 1, item, "row")
     b.ret_void()
-    return symbol
+    return kernel.fn.name
 
 
 def spec(width: int) -> tuple[str, Callable[[ir.Module], list[str]]]:
     """The module name and builder of the heap kernels for keys of `width` bits."""
-    return f"kael_top_u{width}", lambda module: [
-        _heap_function(module, width, form) for form in forms(width)
-    ]
+    return ordered_rows.spec("top_heap", width, _heap_function)
 
 
 def order(
@@ -177,8 +166,6 @@ def order(
     """Write the first k (1 <= k <= n) positions of the stable order of each of `rows` rows
     of `n` contiguous keys at `keys` into the int64 [rows, k] buffer at `out`: one launch,
     a row a work item."""
-    width = 8 * dtype.itemsize
-    name, build = spec(width)
-    words = [keys, out, n, -1 if descending else 0, k]
     moved = rows * (n * dtype.itemsize + 8 * k)
-    runner.run(name, build, _symbol(width, form_of(dtype)), words, rows, moved, align=1)
+    first = [keys, out, n, descending]
+    ordered_rows.launch(runner, "top_heap", _heap_function, dtype, first, [k], rows, moved)

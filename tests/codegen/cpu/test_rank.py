@@ -5,26 +5,13 @@ key width and form, rows of 1 to RANK_ROW keys."""
 
 import numpy as np
 import pytest
-from kernel_helpers import host_keys, stable_argsort
+from kernel_helpers import host_keys, stable_argsort, tied_rows
 
 import kael
 from kael.codegen.cpu import handwritten, rank
 
 DTYPES = [kael.float32, kael.float64, kael.float16, kael.bfloat16, kael.int64, kael.int32,
           kael.int16, kael.int8, kael.uint8, kael.bool]  # fmt: skip
-
-
-def _rows(dtype, rows: int, n: int, seed: int) -> kael.Tensor:
-    rng = np.random.default_rng(seed)
-    values = rng.integers(-5, 6, (rows, n)).astype(np.float64)  # many ties
-    if dtype is kael.bool:
-        return kael.tensor(values > 0)
-    if dtype.is_floating_point:
-        for value, share in ((np.nan, 0.1), (-0.0, 0.1), (np.inf, 0.05), (-np.inf, 0.05)):
-            values[rng.random((rows, n)) < share] = value
-    elif dtype is kael.uint8:
-        values += 5
-    return kael.tensor(values).to(dtype)
 
 
 def _ranked(x: kael.Tensor, descending: bool) -> np.ndarray:
@@ -40,7 +27,7 @@ def _ranked(x: kael.Tensor, descending: bool) -> np.ndarray:
 @pytest.mark.parametrize("n", [1, 2, 3, 15, 16, 17, 33, 64, 127, rank.RANK_ROW])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_rank_gives_the_stable_order(dtype, n, descending):
-    x = _rows(dtype, 5, n, n)
+    x = tied_rows(dtype, 5, n, n)
     np.testing.assert_array_equal(_ranked(x, descending), stable_argsort(host_keys(x), descending))
 
 

@@ -5,24 +5,13 @@ dtype and row length around the pass boundaries."""
 
 import numpy as np
 import pytest
-from kernel_helpers import stable_argsort
+from kernel_helpers import stable_argsort, tied_rows
 
 import kael
 from kael.codegen.cpu import handwritten
 from kael.codegen.cpu import sort as merge_sort
 
 DTYPES = [kael.float32, kael.float64, kael.int64, kael.bool]
-
-
-def _rows(dtype, rows: int, n: int, seed: int) -> kael.Tensor:
-    rng = np.random.default_rng(seed)
-    values = rng.integers(-3, 4, (rows, n)).astype(np.float64)  # many ties
-    if dtype is kael.bool:
-        return kael.tensor(values > 0)
-    if dtype.is_floating_point:
-        values[rng.random((rows, n)) < 0.1] = np.nan
-        values += rng.integers(0, 2, (rows, n)) * 0.5
-    return kael.tensor(values).to(dtype)
 
 
 def _kernel_order(x: kael.Tensor, descending: bool) -> np.ndarray:
@@ -40,12 +29,12 @@ def _kernel_order(x: kael.Tensor, descending: bool) -> np.ndarray:
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 8, 9, 31, 64, 100])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_merge_sort_gives_the_host_sorts_stable_order(dtype, n, descending):
-    x = _rows(dtype, 7, n, n)
+    x = tied_rows(dtype, 7, n, n)
     want = stable_argsort(x.numpy(), descending)
     np.testing.assert_array_equal(_kernel_order(x, descending), want)
 
 
 def test_merge_sort_of_a_long_row_matches_numpys_stable_argsort():
-    x = _rows(kael.float32, 1, 5000, 1)
+    x = tied_rows(kael.float32, 1, 5000, 1)
     want = np.argsort(x.numpy(), axis=-1, kind="stable")
     np.testing.assert_array_equal(_kernel_order(x, False), want)

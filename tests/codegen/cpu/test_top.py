@@ -5,7 +5,7 @@ random, ascending, descending and constant order."""
 
 import numpy as np
 import pytest
-from kernel_helpers import host_keys, stable_argsort
+from kernel_helpers import host_keys, stable_argsort, tied_rows
 
 import kael
 from kael.codegen.cpu import handwritten, top
@@ -23,24 +23,6 @@ def _heap_order(x: kael.Tensor, k: int, descending: bool) -> np.ndarray:
     return out.numpy()
 
 
-def _rows(dtype, rows: int, n: int, seed: int, order: str = "random") -> kael.Tensor:
-    rng = np.random.default_rng(seed)
-    values = rng.integers(-6, 7, (rows, n)).astype(np.float64)  # many ties
-    if dtype.is_floating_point:
-        values[rng.random((rows, n)) < 0.1] = np.nan
-        values[rng.random((rows, n)) < 0.1] = -0.0
-        values += rng.integers(0, 2, (rows, n)) * 0.5
-    elif dtype is kael.uint8:
-        values += 6
-    if order == "ascending":
-        values = np.sort(values, axis=1)
-    elif order == "descending":
-        values = np.sort(values, axis=1)[:, ::-1].copy()
-    elif order == "constant":
-        values[:] = values[:, :1]
-    return kael.tensor(values).to(dtype)
-
-
 def _check(x: kael.Tensor, k: int, descending: bool) -> None:
     want = stable_argsort(host_keys(x), descending)[:, :k]
     np.testing.assert_array_equal(_heap_order(x, k, descending), want)
@@ -50,7 +32,7 @@ def _check(x: kael.Tensor, k: int, descending: bool) -> None:
 @pytest.mark.parametrize("k", [1, 2, 3, 8, 40, 99, 100])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_heap_gives_the_first_k_of_the_stable_order(dtype, k, descending):
-    _check(_rows(dtype, 6, 100, k), k, descending)
+    _check(tied_rows(dtype, 6, 100, k), k, descending)
 
 
 @pytest.mark.parametrize("order", ["ascending", "descending", "constant"])
@@ -59,7 +41,7 @@ def test_heap_gives_the_first_k_of_the_stable_order(dtype, k, descending):
 def test_heap_of_ordered_and_constant_rows_gives_the_stable_order(dtype, descending, order):
     # the tail's limit keeps keys out; ties with it must still come in input order
     for k in (1, 5, 64):
-        _check(_rows(dtype, 3, 300, k, order), k, descending)
+        _check(tied_rows(dtype, 3, 300, k, order), k, descending)
 
 
 @pytest.mark.parametrize("n", [16, 17, 31, 32, 33, 63, 65, 79, 80, 81])
@@ -68,7 +50,7 @@ def test_heap_rows_around_a_vector_of_keys_give_the_stable_order(dtype, n):
     # the vector scan takes (n - k) // lanes blocks after the heap's first k: the rest
     # one at a time (16 float32 lanes, 8 float64, 32 int16, 64 uint8)
     for k in (1, 15, 16, n - 1):
-        _check(_rows(dtype, 4, n, n + k), k, True)
+        _check(tied_rows(dtype, 4, n, n + k), k, True)
 
 
 def test_heap_of_nan_and_infinities_orders_nan_first_largest():

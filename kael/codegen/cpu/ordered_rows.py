@@ -1,0 +1,74 @@
+"""What the kernels that order rows by radix.py's ordered words share (rank.py, top.py):
+the kernel's preamble, a module of one kernel per key form of a width, and the launch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+from llvmlite import ir
+
+from kael.codegen.cpu import handwritten
+from kael.codegen.cpu.radix import form_of, forms, ordered
+from kael.codegen.lowering import i64
+from kael.runtime.dtypes import DType
+
+I64 = ir.IntType(64)
+# Every such kernel's first words: the keys, the int64 positions it writes, the row length
+# and the flip (all ones: descending); a kernel's own words follow.
+FIRST_WORDS = ("keys", "out", "n", "flip")
+
+
+class RowKernel(NamedTuple):
+    """A row kernel's function, builder and words, its key and position pointers, and
+    word(p, base): key p of the row at `base` as its ordered word, flipped."""
+
+    fn: ir.Function
+    b: ir.IRBuilder
+    w: dict[str, ir.Value]
+    keys: ir.Value
+    out: ir.Value
+    word: Callable[[ir.Value, ir.Value], ir.Value]
+
+
+def _symbol(prefix: str, width: int, form: str) -> str:
+    return f"kael_{prefix}_{form}_u{width}"
+
+
+def row_kernel(module: ir.Module, prefix: str, width: int, form: str, own: tuple) -> RowKernel:
+    """Begin the kernel `prefix` for keys of `width` bits in `form`, whose words are
+    FIRST_WORDS and then `own`."""
+    fn, b = handwritten.kernel_function(module, _symbol(prefix, width, form))
+    args = fn.args[0]
+    names = (*FIRST_WORDS, *own)
+    w = {name: b.load(b.gep(args, [i64(i)]), name=name) for i, name in enumerate(names)}
+    word_type = ir.IntType(width)
+    keys = b.inttoptr(w["keys"], word_type.as_pointer())
+    flip = b.trunc(w["flip"], word_type)
+
+    def word(p: ir.Value, base: ir.Value) -> ir.Value:
+        return b.xor(ordered(b, b.load(b.gep(keys, [b.add(base, p)])), form), flip)
+
+    return RowKernel(fn, b, w, keys, b.inttoptr(w["out"], I64.as_pointer()), word)
+
+
+def spec(prefix: str, width: int, build: Callable[[ir.Module, int, str], str]) -> tuple:
+    """The module name and builder of kernel `prefix` for every form of keys `width` bits
+    wide (`build(module, width, form)` emits one and returns its symbol)."""
+    return f"kael_{prefix}_u{width}", lambda module: [
+        build(module, width, form) for form in forms(width)
+    ]
+
+
+def launch(
+    runner, prefix: str, build: Callable, dtype: DType, first: list[int], own: list[int],
+    rows: int, moved: int,
+) -> None:  # fmt: skip
+    """Run kernel `prefix` for `dtype`'s keys over `rows` rows, a row a work item, with
+    words `first` (keys, out, n, descending) and then `own`."""
+    keys, out, n, descending = first
+    width = 8 * dtype.itemsize
+    name, module_build = spec(prefix, width, build)
+    words = [keys, out, n, -1 if descending else 0, *own]
+    symbol = _symbol(prefix, width, form_of(dtype))
+    runner.run(name, module_build, symbol, words, rows, moved, align=1)
