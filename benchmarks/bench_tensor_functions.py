@@ -6,8 +6,9 @@ Targets (float32, 2 threads): einsum of an attention contraction ([8, 8, 512, 64
 cdist of [4096, 64] x [4096, 64] at most PyTorch's; median and quantile of 16M elements
 (8M for quantile: PyTorch refuses more) within 1.5x PyTorch's; unique and bincount of 16M
 int64 within 1.5x (and, without a target, sort and unique of 16M distinct float32, which
-sort, and topk as language models, classifiers and searches call it); scatter_reduce (sum of 16M into 1M places) at memory speed: at most 1.3x
-the time kael takes to read its inputs (the values and the int64 places: two sums).
+sort, a sort of short rows, and topk as language models, classifiers and searches call
+it); scatter_reduce (sum of 16M into 1M places) at memory speed: at most 1.3x the time
+kael takes to read its inputs (the values and the int64 places: two sums).
 linalg joins this file with its targets.
 """
 
@@ -45,6 +46,7 @@ def cases() -> list[Case]:
     half = 1 << 23
     klogits, tlogits, _ = both(64, 50257)
     kscores, tscores, _ = both(256, 1000)
+    kshort, tshort, nshort = both(32768, 16)
     attention = "bhid,bhjd->bhij"
     bilinear = "bi,bij,bj->b"
     return [
@@ -104,6 +106,14 @@ def cases() -> list[Case]:
                 "kael": lambda: kael.sort(kv),
                 "torch": lambda: torch.sort(tv),
                 "numpy": lambda: np.sort(nv),
+            },
+        ),
+        Case(
+            "sort of [32768,16] (short rows)",
+            {
+                "kael": lambda: kael.sort(kshort),
+                "torch": lambda: torch.sort(tshort),
+                "numpy": lambda: np.sort(nshort),
             },
         ),
         Case(
