@@ -272,8 +272,9 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
     sizes = index_ops.gather(counts, 0, flat).reshape(rows.shape)  # each element's run size
     best = reductions.amax(sizes, -1, keepdim=True)
     at = reductions.argmax(ew.binary("eq", sizes, best).to(int64), -1, keepdim=True)  # first
-    value = index_ops.gather(rows, -1, at)
-    last = index_ops.gather(order.reshape(-1, n), -1, at + best - 1)  # the run's last
+    end = at + best - 1  # the run's last: its value with its index (-0 and +0 tie)
+    value = index_ops.gather(rows, -1, end)
+    last = index_ops.gather(order.reshape(-1, n), -1, end)
     shape = (*xs.shape[:-1], 1)
     return ValuesIndices(
         _finish(value.reshape(shape), d, keepdim, dim, ndim),

@@ -307,6 +307,15 @@ def test_mode_matches_torch_with_ties(dtype, dim, keepdim):
     close_to_torch(kael.mode(k[0, 0]), torch.mode(t[0, 0]), 0)  # 0-d
 
 
+def test_mode_of_tied_zeros_gives_the_value_at_its_index():
+    # -0 and +0 are one value: its run's last element gives both the value and the index
+    for row in ([-0.0, 0.0, 1.0, 1.0, 2.0], [0.0, -0.0, 1.0, 3.0, 2.0]):
+        got, want = kael.mode(kael.tensor(row)), torch.mode(torch.tensor(row))
+        assert int(got.indices) == int(want.indices)
+        assert math.copysign(1, float(got.values)) == math.copysign(1, float(want.values))
+        assert math.copysign(1, row[int(got.indices)]) == math.copysign(1, float(got.values))
+
+
 # ---- kthvalue and msort ---------------------------------------------------------------------
 
 KTH_DTYPES = [kael.float32, kael.float64, kael.int64, kael.float16]
