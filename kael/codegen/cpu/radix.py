@@ -48,7 +48,7 @@ MAX_ROW = 2**31 - 1  # positions travel as int32
 _FLOATS = {"half": (0x7C00, 16), "bfloat": (0x7F80, 16), "float": (0x7F800000, 32),
            "double": (0x7FF << 52, 64)}  # fmt: skip
 
-KEY_WORDS = ("input", "keys", "bounds", "n", "chunk", "chunks", "flip")
+KEY_WORDS = ("input", "keys", "bounds", "n", "chunk", "chunks", "flip", "raw")
 COUNT_WORDS = ("keys", "counts", "n", "chunk", "chunks", "shift", "low", "form", "inf", "flip")
 OFFSET_WORDS = ("counts", "chunks")
 MOVE_WORDS = ("keys", "index", "to_keys", "to_index", "counts", *COUNT_WORDS[2:])
@@ -169,8 +169,10 @@ def _keys_symbol(width: int, form: str) -> str:
 def _keys_function(module: ir.Module, width: int, form: str) -> str:
     """Item m writes its chunk's least and greatest ordered words (xor flip: descending),
     whether a float key among them is -0 or NaN (the two whose words ordered() makes
-    specially: without them the passes order floats by the plain flip), and the words
-    themselves unless `keys` is 0 (the sort's passes order the bits as they read them)."""
+    specially: without them the passes order floats by the plain flip), and into `keys`
+    the words themselves (selection) or, with `raw`, the keys' bits (the sort's passes,
+    which order them as they read them): a copy, so the passes count and move the very
+    keys these bounds describe even if the input changes meanwhile."""
     symbol = _keys_symbol(width, form)
     fn, b = handwritten.kernel_function(module, symbol)
     w = _words(b, fn, KEY_WORDS)
@@ -178,7 +180,7 @@ def _keys_function(module: ir.Module, width: int, form: str) -> str:
     source, keys = (b.inttoptr(w[name], k.as_pointer()) for name in ("input", "keys"))
     bounds = b.inttoptr(w["bounds"], I64.as_pointer())
     flip = b.trunc(w["flip"], k)
-    writes = b.icmp_unsigned("!=", w["keys"], i64(0))
+    raw = b.icmp_unsigned("!=", w["raw"], i64(0))
     least, most = b.alloca(k, name="least"), b.alloca(k, name="most")
     special = b.alloca(ir.IntType(1), name="special")
     sign = ir.Constant(k, 1 << (width - 1))
@@ -192,8 +194,7 @@ def _keys_function(module: ir.Module, width: int, form: str) -> str:
             at = b.add(base, i)
             u = b.load(b.gep(source, [at]))
             word = b.xor(ordered(b, u, form), flip)
-            with b.if_then(writes):
-                b.store(word, b.gep(keys, [at]))
+            b.store(b.select(raw, u, word), b.gep(keys, [at]))
             low, high = b.load(least), b.load(most)
             b.store(b.select(b.icmp_unsigned("<", word, low), word, low), least)
             b.store(b.select(b.icmp_unsigned(">", word, high), word, high), most)
@@ -597,14 +598,15 @@ class _Radix:
         self.runner.run(self.name, self.build, symbol, block, items, moved, align=1)
 
     def _ordered_words(
-        self, keys: int, rows: int, descending: bool, words: int
+        self, keys: int, rows: int, descending: bool, raw: bool = False
     ) -> tuple[int, list[int], bool]:
-        """Write the group's ordered words into `words` (none where 0); their least word,
-        as the signed word a block holds, the shifts of the digits their span needs, and
-        whether a float key is -0 or NaN."""
+        """Write the group's ordered words (`raw`: the keys' bits) into words[raw]; their
+        least word, as the signed word a block holds, the shifts of the digits their span
+        needs, and whether a float key is -0 or NaN."""
         items, total = rows * self.chunks, rows * self.n
         flip = -1 if descending else 0
-        block = [keys, words, self.bounds, self.n, self.chunk, self.chunks, flip]
+        into = self.words[1 if raw else 0]
+        block = [keys, into, self.bounds, self.n, self.chunk, self.chunks, flip, int(raw)]
         self._run(
             _keys_symbol(self.width, form_of(self.dtype)), block, items, total * self.width // 4
         )
@@ -615,14 +617,15 @@ class _Radix:
         return low - (low >> 63 << 64), shifts, special
 
     def sort(self, keys: int, rows: int, descending: bool, out: int, values: int) -> None:
-        """The passes, each reading the keys' bits where the last left them (the input's
-        own first) and ordering them as it reads; the last writes the positions to `out`
-        and the bits, the sorted values, to `values` (none where 0)."""
+        """The passes, each reading the keys' bits where the last left them (the first
+        where the bounds kernel copied them: words[1]) and ordering them as it reads; the
+        last writes the positions to `out` and the bits, the sorted values, to `values`
+        (none where 0)."""
         width, n, chunk, chunks = self.width, self.n, self.chunk, self.chunks
         items, total, size = rows * chunks, rows * n, width // 8
-        low, shifts, special = self._ordered_words(keys, rows, descending, 0)
+        low, shifts, special = self._ordered_words(keys, rows, descending, raw=True)
         form = form_words(self.dtype, descending, special)
-        source, index = keys, self.index[0]
+        source, index = self.words[1], self.index[0]
         for p, shift in enumerate(shifts):
             first, last = p == 0, p == len(shifts) - 1
             to_keys, to_index = (
@@ -642,7 +645,7 @@ class _Radix:
         The least word and the prefixes' address."""
         width, n, chunk, chunks = self.width, self.n, self.chunk, self.chunks
         items, total = rows * chunks, rows * n
-        low, shifts, _ = self._ordered_words(keys, rows, descending, self.words[0])
+        low, shifts, _ = self._ordered_words(keys, rows, descending)
         prefixes = self.runner.scratch([0] * rows)
         for shift in reversed(shifts):
             above = -(1 << (shift + DIGIT_BITS)) if shift + DIGIT_BITS < width else 0

@@ -103,6 +103,32 @@ def test_floats_without_negative_zero_or_nan_take_the_plain_flip_and_sort_alike(
         assert counts and all(w[form] == code for w in counts)
 
 
+@pytest.mark.parametrize("dtype", [kael.uint8, kael.float32], ids=str)
+def test_passes_sort_the_bounds_kernels_copy_though_the_input_changes(monkeypatch, dtype):
+    # another thread may write the input between launches (large ones release the GIL):
+    # the passes read the copy the bounds kernel made, so what they count they move, and
+    # nothing lands past the outputs
+    values = np.tile(np.arange(16), 256)
+    x = kael.tensor(values).to(dtype)
+    want = stable_argsort(values, False)
+    run = handwritten.HostRunner.run
+
+    def meddling(self, name, build, symbol, words, *args, **kw):
+        if "_move_" in symbol and "_first" in symbol:
+            x.fill_(15)  # every key now in the top digit: the counts no longer fit
+        return run(self, name, build, symbol, words, *args, **kw)
+
+    monkeypatch.setattr(handwritten.HostRunner, "run", meddling)
+    n = values.size
+    out, moved = kael.empty(1, n, dtype=kael.int64), kael.empty(1, n, dtype=dtype)
+    space = [kael.empty(1 << 20, dtype=kael.uint8) for _ in range(8)]
+    spaces = iter(s.data_ptr() for s in space)
+    at = (x.data_ptr(), 1, n, False, out.data_ptr(), lambda nbytes: next(spaces))
+    radix.order(handwritten.HostRunner(), dtype, *at, moved.data_ptr())
+    np.testing.assert_array_equal(out.numpy()[0], want)
+    np.testing.assert_array_equal(moved.to(kael.float64).numpy()[0], values[want])
+
+
 def test_one_negative_zero_after_the_zeros_ties_with_them():
     # the plain flip would put -0 before +0: one -0, the row's last key, must turn it off
     x = kael.tensor([[2.0, 0.0, 1.0, -1.0] * 20 + [-0.0]])
