@@ -507,14 +507,17 @@ def _is_nonzero(b: ir.IRBuilder, dtype: DType, x: ir.Value) -> ir.Value:
 
 
 def _nonzero_function(module: ir.Module, dtype: DType, write: bool) -> str:
-    """Count (or, with `write`, list the coordinates of) the nonzeros of each block."""
+    """Count (or, with `write`, list the coordinates of) the nonzeros of each block. A
+    block writes at most the places its count gave it (the next block's start bounds
+    them): an input another thread changes between the two launches gives wrong
+    coordinates, never a write past them."""
     symbol = f"kael_nonzero_{'write' if write else 'count'}_{dtype.name}"
     fn, b = handwritten.kernel_function(module, symbol)
     w = _words(b, fn.args[0], NONZERO_WORDS)
     rank = w["rank"]
     data = _ptr(b, w["input"], memory_type(dtype))
     counts, out = _ptr(b, w["counts"], I64), _ptr(b, w["out"], I64)
-    found = b.alloca(I64, name="found")
+    found, limit = b.alloca(I64, name="found"), b.alloca(I64, name="limit")
     walk = _Walk(b, fn.args[0], len(NONZERO_WORDS), rank, 1)
     last = b.sub(rank, i64(1))
 
@@ -523,7 +526,7 @@ def _nonzero_function(module: ir.Module, dtype: DType, write: bool) -> str:
         if not write:
             b.store(b.add(b.load(found), b.zext(hit, I64)), found)
             return
-        with b.if_then(hit):
+        with b.if_then(b.and_(hit, b.icmp_signed("<", b.load(found), b.load(limit)))):
             row = b.gep(out, [b.mul(b.load(found), rank)])
             walk.loops.counted(
                 i64(0), last, 1, lambda d: b.store(b.load(walk.at(d)), b.gep(row, [d])), "coord"
@@ -536,6 +539,8 @@ def _nonzero_function(module: ir.Module, dtype: DType, write: bool) -> str:
         stop = b.add(start, i64(NONZERO_BLOCK))
         stop = b.select(b.icmp_signed("<", stop, w["total"]), stop, w["total"])
         b.store(b.load(b.gep(counts, [item])) if write else i64(0), found)
+        if write:
+            b.store(b.load(b.gep(counts, [b.add(item, i64(1))])), limit)
         walk(start, stop, element)
         if not write:
             b.store(b.load(found), b.gep(counts, [item]))

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import kael
-from kael.codegen.cpu import gather
+from kael.codegen.cpu import gather, handwritten
 from kael.runtime.dtypes import INT64_MAX, bool_, float32, float64, int8, int64, uint8
 
 NUMPY = {float32: np.float32, float64: np.float64, int64: np.int64, bool_: np.bool_}
@@ -213,6 +213,31 @@ def test_nonzero_kernel_counts_nan_and_not_negative_zero_and_handles_0d_and_empt
     assert _nonzero(np.array(0))[0] == 0
     count, coords = _nonzero(np.zeros((0, 4)))
     assert count == 0 and coords.shape == (0, 2)
+
+
+def test_nonzero_writes_no_more_than_it_counted_though_the_input_changes(monkeypatch):
+    # another thread may fill the input between the count and the write launches: each
+    # block writes at most the places its count gave it, never past the buffer
+    arr = np.zeros(3 * gather.NONZERO_BLOCK + 5, np.float64)
+    arr[::97] = 1.0
+    run = handwritten.HostRunner.run
+
+    def meddling(self, name, build, symbol, words, *args, **kw):
+        if symbol.startswith("kael_nonzero_write"):
+            arr[:] = 1.0  # every element now nonzero
+        return run(self, name, build, symbol, words, *args, **kw)
+
+    monkeypatch.setattr(handwritten.HostRunner, "run", meddling)
+    counted = np.count_nonzero(arr)
+    out = []
+
+    def allocate(n):  # the counted rows, then a guard row the kernel must leave alone
+        out.append(np.full((n + 1, 1), -1, np.int64))
+        return out[0].ctypes.data
+
+    assert gather.nonzero(float64, arr.shape, op(arr), allocate) == counted
+    assert out[0][-1, 0] == -1
+    assert ((out[0][:-1, 0] >= 0) & (out[0][:-1, 0] < arr.size)).all()
 
 
 def test_each_kernel_family_is_one_module_per_dtype():
