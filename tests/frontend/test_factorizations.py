@@ -346,3 +346,28 @@ def test_blocked_paths_report_late_failures_as_lapack_does():
     with pytest.raises(kael.linalg.LinAlgError, match="order 201 is not positive"):
         kael.linalg.cholesky(kael.tensor(spd))
     assert torch.linalg.cholesky_ex(torch.tensor(spd)).info.item() == 201
+
+
+@pytest.mark.parametrize("op", ["lu_solve", "lu_unpack"])
+def test_pivots_changed_after_the_check_swap_no_row_outside_the_matrix(monkeypatch, op):
+    # the pivots are range-checked, then copied (a second read) for the permute kernel:
+    # another thread may change them between, and a row past the block must be left alone
+    from kael.frontend import factorizations
+
+    a = kael.tensor([[1.0, 2, 0], [3, 1, 1], [0, 1, 2]], dtype=kael.float64)
+    lu, pivots = kael.linalg.lu_factor(a)
+    shared = pivots.numpy()
+    check = factorizations.pivot_range
+
+    def meddling(*args):
+        checked = check(*args)
+        shared[:] = 1 << 30
+        return checked
+
+    monkeypatch.setattr(factorizations, "pivot_range", meddling)  # linalg_extras's too
+    if op == "lu_solve":
+        out = kael.linalg.lu_solve(lu, pivots, kael.ones(3, 1, dtype=kael.float64))
+        assert out.shape == (3, 1)
+    else:
+        p, low, up = kael.lu_unpack(lu, pivots)
+        assert p.shape == low.shape == up.shape == (3, 3)

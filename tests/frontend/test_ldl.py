@@ -684,3 +684,22 @@ def test_out_on_another_device_is_refused():
     _raises(kael.Error, words, kael.linalg.ldl_solve, *on_cuda, out=on_host)
     x = on_host.cuda()
     assert kael.linalg.ldl_solve(*on_cuda, out=x) is x
+
+
+def test_pivots_changed_after_the_check_swap_no_row_outside_the_matrix(monkeypatch):
+    # ldl_solve checks the pivots, then its kernel reads them again: another thread may
+    # change them between, and a row past the matrix must be left alone
+    from kael.codegen.cpu import ldl as ldl_kernels
+
+    a = kael.tensor([[4.0, 1, 0], [1, 3, 1], [0, 1, 2]], dtype=kael.float64)
+    ld, pivots = kael.linalg.ldl_factor(a)
+    shared = pivots.numpy()  # the tensor's own memory
+    solve = ldl_kernels.solve
+
+    def meddling(*args):
+        shared[:] = 1 << 30
+        return solve(*args)
+
+    monkeypatch.setattr(ldl_kernels, "solve", meddling)
+    x = kael.linalg.ldl_solve(ld, pivots, kael.ones(3, 1, dtype=kael.float64))
+    assert x.shape == (3, 1)

@@ -28,11 +28,15 @@ def _bin(d: dense.Dense, item: ir.Value, weighted: bool) -> None:
     cell = d.t if weighted else I64
     row = b.gep(d.ptr("rows", cell), [b.mul(item, w["bins"])])
     with d.loop(lo, hi) as i:
-        at = b.gep(row, [b.load(b.gep(values, [i]))])
-        if weighted:
-            b.store(d.add(b.load(at), b.load(b.gep(d.ptr("weights"), [i]))), at)
-        else:
-            b.store(b.add(b.load(at), d.i(1)), at)
+        value = b.load(b.gep(values, [i]))
+        # the caller checked the values, but another thread may change them since: a value
+        # past the bins is left out, never written outside them
+        with b.if_then(b.icmp_unsigned("<", value, w["bins"]), likely=True):
+            at = b.gep(row, [value])
+            if weighted:
+                b.store(d.add(b.load(at), b.load(b.gep(d.ptr("weights"), [i]))), at)
+            else:
+                b.store(b.add(b.load(at), d.i(1)), at)
 
 
 def chunks(total: int) -> int:

@@ -193,7 +193,11 @@ def _pivot(d: dense.Dense, piv, k) -> tuple[ir.Value, ir.Value]:
 
 
 def _swap_rows(d: dense.Dense, x: dense.Matrix, r, s) -> None:
-    with d.when(d.b.icmp_signed("!=", r, s)):
+    """Swap rows r and s of x (a pivot's row: the caller checked the pivots, but another
+    thread may change them since, so a row past the matrix is left alone)."""
+    b, n = d.b, d.w["n"]
+    inside = b.and_(b.icmp_unsigned("<", r, n), b.icmp_unsigned("<", s, n))
+    with d.when(b.and_(b.icmp_signed("!=", r, s), inside)):
         d.swap(x.row(r), x.row(s), 0, d.w["k"])
 
 

@@ -197,9 +197,12 @@ class _Row:
         self.loops.counted(i64(0), self.w["samples"], 1, draw, "draw")
 
     def store_pick(self, out, j, k) -> ir.Value:
-        """Store class k, or the last positive class when rounding put the point past the end."""
+        """Store class k, or the last positive class when rounding put the point past the end
+        (class 0 if none is positive: the caller checked the weights, but another thread
+        may zero them since, and the pick indexes the scratch row)."""
         b = self.b
         pick = b.select(b.icmp_signed("==", k, self.w["classes"]), b.load(self.last), k)
+        pick = b.select(b.icmp_signed("<", pick, i64(0)), i64(0), pick)
         b.store(pick, b.gep(out, [j]))
         return pick
 

@@ -20,7 +20,7 @@ from kael.runtime.tensor_impl import host_ptr
 I64 = ir.IntType(64)
 WORDS = ("a", "b", "n", "nrhs", "lda", "ldb", "a_stride", "b_stride", "lower", "unit", "trans")
 COLUMNS = 64  # the narrowest block of right-hand sides one work item solves
-PERMUTE_WORDS = ("b", "piv", "nrhs", "ld", "stride", "steps", "piv_stride", "reverse")
+PERMUTE_WORDS = ("b", "piv", "nrhs", "ld", "stride", "steps", "piv_stride", "reverse", "rows")
 
 
 def _solve(d: dense.Dense, item: ir.Value) -> None:
@@ -58,7 +58,10 @@ def _permute(d: dense.Dense, item: ir.Value) -> None:
     with d.loop(0, steps) as s:
         k = b.select(reverse, b.sub(b.sub(steps, d.i(1)), s), s)
         p = b.load(b.gep(piv, [k]))
-        with d.when(b.icmp_signed("!=", p, k)):
+        # the caller checked the pivots, but another thread may change them since: a row
+        # past the block is left alone
+        inside = b.and_(b.icmp_unsigned("<", p, w["rows"]), b.icmp_unsigned("<", k, w["rows"]))
+        with d.when(b.and_(b.icmp_signed("!=", p, k), inside)):
             d.swap(x.row(k), x.row(p), 0, w["nrhs"])
 
 
@@ -96,8 +99,8 @@ def permute(x, piv, batch: int, *, reverse: bool = False) -> None:
     name = f"kael_permute_rows_{x.dtype.name}"
     steps = piv.shape[-1]
     piv_stride = steps if len(piv.shape) > 1 and piv.numel() > steps else 0
-    _, nrhs, ld, stride = factorize.geometry(x)
+    rows, nrhs, ld, stride = factorize.geometry(x)
     x_at, piv_at = host_ptr(x, name), host_ptr(piv, name)
-    words = [x_at, piv_at, nrhs, ld, stride, steps, piv_stride, int(reverse)]
+    words = [x_at, piv_at, nrhs, ld, stride, steps, piv_stride, int(reverse), rows]
     build = lambda mod: dense.per_matrix(mod, name, x.dtype, PERMUTE_WORDS, _permute)  # noqa: E731
     dense.run(name, build, name, words, batch, steps * nrhs)

@@ -30,3 +30,23 @@ def test_each_chunk_bins_into_its_own_row(total, weighted):
 
 def test_chunks_cover_every_value_and_no_more():
     assert [binning.chunks(n) for n in (0, 1, CHUNK, CHUNK + 1)] == [0, 1, 1, 2]
+
+
+def test_values_changed_past_the_bins_after_the_check_are_left_out(monkeypatch):
+    # bincount sizes its bins from one read (aminmax) and the kernel reads the values
+    # again: another thread may change them between, and a value past the bins must not
+    # be written outside them
+    from kael.codegen.cpu import dense
+
+    values = np.arange(10, dtype=np.int64)
+    x = kael.from_numpy(values)  # the kernel reads this very memory
+    run = dense.run
+
+    def meddling(name, build, symbol, words, *args, **kw):
+        if name.startswith("kael_bincount"):
+            values[:] = 1 << 40
+        return run(name, build, symbol, words, *args, **kw)
+
+    monkeypatch.setattr(binning.dense, "run", meddling)
+    counts = kael.bincount(x)
+    assert counts.shape == (10,) and counts.tolist() == [0] * 10
