@@ -637,8 +637,9 @@ def _kernel_order(
 ) -> TensorImpl:
     """_order by kael's sort kernels on the rows made contiguous, on any device (see
     _sort_kernel); topk keeps the first k of the full stable order (the `top` kernel's
-    when given: "rank", or "heap", which writes just k). `values`, when given, gets the sorted elements:
-    the radix sort writes the keys it moved, the other kernels' order is gathered."""
+    when given: "rank", or "heap", which writes just k). `values`, when given, gets the
+    sorted elements: the rank and radix kernels write them, the merge sort's order is
+    gathered."""
     keys = _rows_along(impl, dim)
     n = keys.shape[-1]
     kept = n if k is None else k
@@ -651,16 +652,17 @@ def _kernel_order(
     runner = handwritten.runner_for(impl.device)
     at = (runner, impl.dtype, keys.data_ptr(), rows, n, descending)
     kernel = top or _sort_kernel(impl.dtype, n)
-    moved = None  # the values the radix sort wrote
+    moved = None  # the values the rank or radix kernel wrote
     try:
         if kernel == "heap":
             top_heap.order(*at, order.data_ptr(), kept)
-        elif kernel == "rank":
-            rank.order(*at, order.data_ptr())
-        elif kernel == "radix":
+        elif kernel in ("rank", "radix"):  # these write sort's values too
             moved = None if values is None else _rows_of(values, dim, keys.shape)
             address = 0 if moved is None else moved.data_ptr()
-            radix.order(*at, order.data_ptr(), _Scratch(impl.device), address)
+            if kernel == "rank":
+                rank.order(*at, order.data_ptr(), address)
+            else:
+                radix.order(*at, order.data_ptr(), _Scratch(impl.device), address)
         else:
             other = empty_impl(keys.shape, int64, impl.device)
             pair = [order.data_ptr(), other.data_ptr()]
