@@ -5,10 +5,10 @@ cat and stack write each input into a window of the output with the copy kernel.
 others run the index kernels of kael/codegen/cpu/gather.py, which check every index
 inside the kernel. sort, argsort and topk order the rows with kael's own kernels on every
 device (_sort_kernel, _order): short rows by rank (codegen/cpu/rank.py), longer ones by
-the radix sort, whose last pass also writes sort's values, or radix selection
-(codegen/cpu/radix.py), topk of a few by a heap a row (codegen/cpu/top.py), and rows past
-int32 positions by the merge sort (codegen/cpu/sort.py). The other kernels' values are
-gathered. Nothing is ordered on the host.
+the radix sort or radix selection (codegen/cpu/radix.py), topk of a few by a heap a row
+(codegen/cpu/top.py), and rows past int32 positions by the merge sort
+(codegen/cpu/sort.py). The rank and radix kernels write sort's values too; the others'
+values are gathered. Nothing is ordered on the host.
 """
 
 from __future__ import annotations

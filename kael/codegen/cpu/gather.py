@@ -508,9 +508,9 @@ def _is_nonzero(b: ir.IRBuilder, dtype: DType, x: ir.Value) -> ir.Value:
 
 def _nonzero_function(module: ir.Module, dtype: DType, write: bool) -> str:
     """Count (or, with `write`, list the coordinates of) the nonzeros of each block. A
-    block writes at most the places its count gave it (the next block's start bounds
-    them): an input another thread changes between the two launches gives wrong
-    coordinates, never a write past them."""
+    block writes exactly the places its count gave it (the next block's start bounds
+    them; places it no longer finds get zeros): an input another thread changes between
+    the two launches gives wrong coordinates, never a write past them or stale memory."""
     symbol = f"kael_nonzero_{'write' if write else 'count'}_{dtype.name}"
     fn, b = handwritten.kernel_function(module, symbol)
     w = _words(b, fn.args[0], NONZERO_WORDS)
@@ -544,6 +544,13 @@ def _nonzero_function(module: ir.Module, dtype: DType, write: bool) -> str:
         walk(start, stop, element)
         if not write:
             b.store(b.load(found), b.gep(counts, [item]))
+        else:  # places the count gave but the walk no longer found: zeros, not stale memory
+
+            def zero(place):
+                row = b.gep(out, [b.mul(place, rank)])
+                walk.loops.counted(i64(0), rank, 1, lambda d: b.store(i64(0), b.gep(row, [d])), "z")
+
+            walk.loops.counted(b.load(found), b.load(limit), 1, zero, "unfound")
 
     walk.loops.counted(fn.args[1], fn.args[2], 1, block, "block")
     b.ret_void()

@@ -240,6 +240,22 @@ def test_nonzero_writes_no_more_than_it_counted_though_the_input_changes(monkeyp
     assert ((out[0][:-1, 0] >= 0) & (out[0][:-1, 0] < arr.size)).all()
 
 
+def test_nonzero_places_its_write_no_longer_finds_are_zeros_not_stale_memory(monkeypatch):
+    # another thread may clear the input between the count and the write launches
+    arr = np.zeros(2 * gather.NONZERO_BLOCK, np.float64)
+    arr[::7] = 1.0
+    run = handwritten.HostRunner.run
+
+    def meddling(self, name, build, symbol, words, *args, **kw):
+        if symbol.startswith("kael_nonzero_write"):
+            arr[:] = 0.0
+        return run(self, name, build, symbol, words, *args, **kw)
+
+    monkeypatch.setattr(handwritten.HostRunner, "run", meddling)
+    count, coords = _nonzero(arr)  # _nonzero's buffer starts as -1s
+    assert count == len(range(0, arr.size, 7)) and (coords == 0).all()
+
+
 def test_each_kernel_family_is_one_module_per_dtype():
     # a first call compiles the one dtype it runs
     for kind in ("gather", "put", "scatter_add"):
