@@ -24,7 +24,7 @@ from llvmlite import ir
 from kael.codegen.cpu import ordered_rows
 from kael.codegen.cpu.loops import LoopBuilder
 from kael.codegen.cpu.radix import ordered
-from kael.codegen.lowering import i64, targets_gpu
+from kael.codegen.lowering import declare, i64, targets_gpu
 from kael.runtime.dtypes import DType
 
 I64 = ir.IntType(64)
@@ -41,6 +41,8 @@ def _heap_function(module: ir.Module, width: int, form: str) -> str:
     hole_at = b.alloca(I64, name="hole")
     root_at = b.alloca(word_type, name="root")
     tail_at, limit_at = b.alloca(word_type, name="tail"), b.alloca(word_type, name="limit")
+    mask_at = b.alloca(I64, name="mask")
+    cttz = declare(b.module, "llvm.cttz.i64", ir.FunctionType(I64, [I64, ir.IntType(1)]))
     lanes = 1 if targets_gpu(module) else VECTOR_BITS // width
     loops = LoopBuilder(b)
 
@@ -125,11 +127,19 @@ def _heap_function(module: ir.Module, width: int, form: str) -> str:
                 any_hit = b.bitcast(hits, ir.IntType(lanes))
                 with b.if_then(b.icmp_unsigned("!=", any_hit, ir.Constant(any_hit.type, 0)),
                                likely=False):  # fmt: skip
-                    loops.counted(
-                        i64(0), i64(lanes), 1,
-                        lambda lane: enter(b.add(start, lane), b.extract_element(words, lane)),
-                        "lane",
-                    )  # fmt: skip
+                    # the hit lanes only, lowest first (each checked again: the limit falls)
+                    b.store(b.zext(any_hit, I64), mask_at)
+                    head, body, done = (b.append_basic_block(x) for x in ("hit", "lane", "lanes"))
+                    b.branch(head)
+                    b.position_at_end(head)
+                    mask = b.load(mask_at)
+                    b.cbranch(b.icmp_unsigned("!=", mask, i64(0)), body, done)
+                    b.position_at_end(body)
+                    lane = b.call(cttz, [mask, ir.Constant(ir.IntType(1), 1)])
+                    b.store(b.and_(mask, b.sub(mask, i64(1))), mask_at)
+                    enter(b.add(start, lane), b.extract_element(words, lane))
+                    b.branch(head)
+                    b.position_at_end(done)
 
             def splat(x):
                 one = b.insert_element(ir.Constant(vector, ir.Undefined), x, i64(0))
