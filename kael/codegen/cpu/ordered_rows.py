@@ -10,10 +10,11 @@ from llvmlite import ir
 
 from kael.codegen.cpu import handwritten
 from kael.codegen.cpu.radix import form_of, forms, ordered
-from kael.codegen.lowering import i64
+from kael.codegen.lowering import i64, targets_gpu
 from kael.runtime.dtypes import DType
 
 I64 = ir.IntType(64)
+VECTOR_BITS = 512  # a CPU compare's keys at once: a vector of this many bits
 # Every such kernel's first words: the keys, the int64 positions it writes, the row length
 # and the flip (all ones: descending); a kernel's own words follow.
 FIRST_WORDS = ("keys", "out", "n", "flip")
@@ -29,6 +30,11 @@ class RowKernel(NamedTuple):
     keys: ir.Value
     out: ir.Value
     word: Callable[[ir.Value, ir.Value], ir.Value]
+
+
+def lanes(module: ir.Module, width: int) -> int:
+    """Keys of `width` bits a compare takes at once: a vector on the CPU, one on a GPU."""
+    return 1 if targets_gpu(module) else VECTOR_BITS // width
 
 
 def _symbol(prefix: str, width: int, form: str) -> str:

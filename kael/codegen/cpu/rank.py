@@ -1,13 +1,14 @@
 """Stable sort of short rows by counting ranks, as a hand-written kernel: what sort,
-argsort and topk run for rows of fewer than RANK_ROW keys.
+argsort and topk run for rows of at most RANK_ROW keys.
 
 A row is a work item. Its keys become radix.py's ordered words (inverted when descending:
 NaN the largest, -0 as +0) in a stack buffer; key i's place in the stable order is then
 the count of keys j whose word is below its own, or equal with j < i, and position i is
-written there, with the key itself for sort's values (topk keeps the first k places). n^2 compares a row, but branch-free
-ones that the CPU makes vector compares of the buffer (16 float32 keys at once), where an
-insertion or merge sort of a short row mispredicts a branch on about every key.
-Target-neutral: a GPU thread counts a row.
+written there, with the key itself for sort's values (topk keeps the first k places).
+n^2 compares a row, but branch-free ones that the CPU makes vector compares of the buffer
+(16 float32 keys at once, the votes a bit count), where an insertion or merge sort of a
+short row mispredicts a branch on about every key. Target-neutral: a GPU thread counts a
+row, a key at a time.
 """
 
 from __future__ import annotations
@@ -18,13 +19,12 @@ from llvmlite import ir
 
 from kael.codegen.cpu import ordered_rows
 from kael.codegen.cpu.loops import LoopBuilder
-from kael.codegen.lowering import declare, i64, targets_gpu
+from kael.codegen.lowering import declare, i64, splat
 from kael.runtime.dtypes import DType
 from kael.runtime.errors import ValueError
 
 I32, I64 = ir.IntType(32), ir.IntType(64)
 RANK_ROW = 128  # rows of at most this many keys fit the stack buffer
-VECTOR_BITS = 512  # a CPU compare's keys at once: a vector of this many bits
 
 
 def _popcount(b: ir.IRBuilder, bits: ir.Value) -> ir.Value:
@@ -38,7 +38,7 @@ def _rank_function(module: ir.Module, width: int, form: str) -> str:
     kernel = ordered_rows.row_kernel(module, "rank", width, form, ("values",))
     b, n, out, word = kernel.b, kernel.w["n"], kernel.out, kernel.word
     word_type = ir.IntType(width)
-    lanes = 1 if targets_gpu(module) else VECTOR_BITS // width
+    lanes = ordered_rows.lanes(module, width)
     # the row's words, then all-ones words up to a whole vector: none counts as before a key
     row_words = b.alloca(word_type, size=i64(RANK_ROW + lanes), name="words")
     count_at = b.alloca(I32, name="count")
@@ -47,10 +47,6 @@ def _rank_function(module: ir.Module, width: int, form: str) -> str:
     loops = LoopBuilder(b)
     vector = ir.VectorType(word_type, lanes)
     lane_numbers = ir.Constant(ir.VectorType(I64, lanes), list(range(lanes)))
-
-    def splat(x, t):
-        one = b.insert_element(ir.Constant(ir.VectorType(t, lanes), ir.Undefined), x, i64(0))
-        return b.shuffle_vector(one, one, ir.Constant(ir.VectorType(I32, lanes), [0] * lanes))
 
     def item(row):
         base = b.mul(row, n)
@@ -76,13 +72,13 @@ def _rank_function(module: ir.Module, width: int, form: str) -> str:
 
                 loops.counted(i64(0), n, 1, compare, "compare")
             else:
-                mine_lanes, i_lanes = splat(mine, word_type), splat(i, I64)
+                mine_lanes, i_lanes = splat(b, mine, lanes), splat(b, i, lanes)
 
                 def compare(block):  # a vector of keys at once, their votes as a bit count
                     first = b.mul(block, i64(lanes))
                     at = b.bitcast(b.gep(row_words, [first]), vector.as_pointer())
                     other = b.load(at, align=width // 8)
-                    j = b.add(splat(first, I64), lane_numbers)
+                    j = b.add(splat(b, first, lanes), lane_numbers)
                     tie = b.and_(
                         b.icmp_unsigned("==", other, mine_lanes), b.icmp_signed("<", j, i_lanes)
                     )

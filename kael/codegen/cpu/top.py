@@ -24,11 +24,10 @@ from llvmlite import ir
 from kael.codegen.cpu import ordered_rows
 from kael.codegen.cpu.loops import LoopBuilder
 from kael.codegen.cpu.radix import ordered
-from kael.codegen.lowering import declare, i64, targets_gpu
+from kael.codegen.lowering import declare, i64, splat
 from kael.runtime.dtypes import DType
 
 I64 = ir.IntType(64)
-VECTOR_BITS = 512  # a CPU compare's keys at once: a vector of this many bits
 
 
 def _heap_function(module: ir.Module, width: int, form: str) -> str:
@@ -43,7 +42,7 @@ def _heap_function(module: ir.Module, width: int, form: str) -> str:
     tail_at, limit_at = b.alloca(word_type, name="tail"), b.alloca(word_type, name="limit")
     mask_at = b.alloca(I64, name="mask")
     cttz = declare(b.module, "llvm.cttz.i64", ir.FunctionType(I64, [I64, ir.IntType(1)]))
-    lanes = 1 if targets_gpu(module) else VECTOR_BITS // width
+    lanes = ordered_rows.lanes(module, width)
     loops = LoopBuilder(b)
 
     def item(row):
@@ -123,7 +122,7 @@ def _heap_function(module: ir.Module, width: int, form: str) -> str:
                 start = b.add(k, b.mul(j, i64(lanes)))
                 at = b.bitcast(b.gep(keys, [b.add(base, start)]), vector.as_pointer())
                 words = b.xor(ordered(b, b.load(at, align=width // 8), form), flip_lanes)
-                hits = b.icmp_unsigned("<", words, splat(b.load(limit_at)))
+                hits = b.icmp_unsigned("<", words, splat(b, b.load(limit_at), lanes))
                 any_hit = b.bitcast(hits, ir.IntType(lanes))
                 with b.if_then(b.icmp_unsigned("!=", any_hit, ir.Constant(any_hit.type, 0)),
                                likely=False):  # fmt: skip
@@ -141,13 +140,7 @@ def _heap_function(module: ir.Module, width: int, form: str) -> str:
                     b.branch(head)
                     b.position_at_end(done)
 
-            def splat(x):
-                one = b.insert_element(ir.Constant(vector, ir.Undefined), x, i64(0))
-                return b.shuffle_vector(
-                    one, one, ir.Constant(ir.VectorType(ir.IntType(32), lanes), 0)
-                )
-
-            flip_lanes = splat(flip)
+            flip_lanes = splat(b, flip, lanes)
             loops.counted(i64(0), blocks, 1, block, "block")
             scalar_from = b.add(k, b.mul(blocks, i64(lanes)))
         loops.counted(scalar_from, n, 1, lambda i: enter(i, word(i)), "scan")
