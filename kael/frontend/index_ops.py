@@ -558,7 +558,8 @@ def _order(
 ) -> TensorImpl:
     """int64 positions along `dim` that sort each row stably (NaN greater than every number),
     the first k of them when k is given; written by the copy kernel in input's layout.
-    `values` (sort's, contiguous like the order): filled with the sorted elements too."""
+    `values` (sort's or topk's, contiguous like the order): filled with the elements at
+    those positions too."""
     impl = input._impl
     if not impl.shape:
         out = empty_impl((), int64, impl.device)
@@ -569,12 +570,18 @@ def _order(
     n = impl.shape[dim]
     if k is not None and 0 < k < n and impl.numel():
         rows = impl.numel() // n
+        top = None
         if n <= rank.RANK_ROW:  # ranked whole unless k is a few
-            return _kernel_order(impl, dim, descending, k, "heap" if k * RANK_HEAP <= n else "rank")
-        if _heap_pays(n, k, rows, impl.device):
-            return _kernel_order(impl, dim, descending, k, "heap")
-        if selects(impl.dtype, n):
-            return _top_order(impl, dim, descending, k)
+            top = "heap" if k * RANK_HEAP <= n else "rank"
+        elif _heap_pays(n, k, rows, impl.device):
+            top = "heap"
+        elif selects(impl.dtype, n):
+            order = _top_order(impl, dim, descending, k)
+            if values is not None:
+                _gather_into(values, impl, dim, order, kernels.STRICT, op)
+            return order
+        if top is not None:
+            return _kernel_order(impl, dim, descending, k, top, values)
     return _kernel_order(impl, dim, descending, k, values=values)  # the whole order, then k
 
 
@@ -638,8 +645,8 @@ def _kernel_order(
     """_order by kael's sort kernels on the rows made contiguous, on any device (see
     _sort_kernel); topk keeps the first k of the full stable order (the `top` kernel's
     when given: "rank", or "heap", which writes just k). `values`, when given, gets the
-    sorted elements: the rank and radix kernels write them, the merge sort's order is
-    gathered."""
+    elements at the order: the heap, rank and radix kernels write them, the merge sort's
+    order is gathered."""
     keys = _rows_along(impl, dim)
     n = keys.shape[-1]
     kept = n if k is None else k
@@ -648,18 +655,19 @@ def _kernel_order(
     if not out.numel():
         return out
     rows = keys.numel() // n
-    order = _rows_of(out, dim, keys.shape[:-1] + (kept if top == "heap" else n,))
+    written = keys.shape[:-1] + (kept if top == "heap" else n,)  # the kernel's rows
+    order = _rows_of(out, dim, written)
     runner = handwritten.runner_for(impl.device)
     at = (runner, impl.dtype, keys.data_ptr(), rows, n, descending)
     kernel = top or _sort_kernel(impl.dtype, n)
-    moved = None  # the values the rank or radix kernel wrote
+    moved = None  # the values the heap, rank or radix kernel wrote
     try:
-        if kernel == "heap":
-            top_heap.order(*at, order.data_ptr(), kept)
-        elif kernel in ("rank", "radix"):  # these write sort's values too
-            moved = None if values is None else _rows_of(values, dim, keys.shape)
+        if kernel in ("heap", "rank", "radix"):  # these write the values too
+            moved = None if values is None else _rows_of(values, dim, written)
             address = 0 if moved is None else moved.data_ptr()
-            if kernel == "rank":
+            if kernel == "heap":
+                top_heap.order(*at, order.data_ptr(), kept, address)
+            elif kernel == "rank":
                 rank.order(*at, order.data_ptr(), address)
             else:
                 radix.order(*at, order.data_ptr(), _Scratch(impl.device), address)
@@ -669,9 +677,10 @@ def _kernel_order(
             order = order if merge_sort.order(*at, pair) == pair[0] else other
     finally:
         runner.close()
-    _put_rows(out, dim, views.narrow(order, len(order.shape) - 1, 0, kept))
+    last = len(order.shape) - 1
+    _put_rows(out, dim, views.narrow(order, last, 0, kept))
     if moved is not None:
-        _put_rows(values, dim, moved)
+        _put_rows(values, dim, views.narrow(moved, last, 0, kept))
     elif values is not None:
         _gather_into(values, impl, dim, out, kernels.STRICT, "sort")
     return out
@@ -795,8 +804,12 @@ def topk(
         raise IndexError(
             f"topk(): selected index k out of range: k is {k} but dimension {d} has size {size}"
         )
-    order = _order(input, d, largest, k, "topk")
-    return ValuesIndices(_values(input, d, order), Tensor(order))
+    if not input.ndim:
+        order = _order(input, d, largest, k, "topk")
+        return ValuesIndices(_values(input, d, order), Tensor(order))
+    values = empty_impl(input.shape[:d] + (k,) + input.shape[d + 1 :], input.dtype, input.device)
+    order = _order(input, d, largest, k, "topk", values)
+    return ValuesIndices(Tensor(values), Tensor(order))
 
 
 FUNCTIONS: dict[str, Callable] = {

@@ -11,7 +11,8 @@ at once and looks at the keys one by one only when one of them enters: rarely, o
 heap holds good keys. A row in random order makes about k ln(n / k) entries, one in
 ascending or descending order about k (the tail's limit, or the first k, keep the rest
 out); at worst a key an entry, n log2(k) steps. At the end the heap gives up its worst
-entry at a time to the end of its shrinking front, which leaves the k positions in order.
+entry at a time to the end of its shrinking front, which leaves the k positions in order,
+and writes the keys there as topk's values.
 Target-neutral: a GPU thread runs a row, one key at a time.
 """
 
@@ -32,11 +33,12 @@ I64 = ir.IntType(64)
 
 def _heap_function(module: ir.Module, width: int, form: str) -> str:
     """Work item `row` writes the first k positions of its row's stable order."""
-    kernel = ordered_rows.row_kernel(module, "top_heap", width, form, ("k",))
+    kernel = ordered_rows.row_kernel(module, "top_heap", width, form, ("k", "values"))
     b, w, keys = kernel.b, kernel.w, kernel.keys
     flip = b.trunc(w["flip"], ir.IntType(width))
     word_type = ir.IntType(width)
     n, k = w["n"], w["k"]
+    values = b.inttoptr(w["values"], word_type.as_pointer())
     hole_at = b.alloca(I64, name="hole")
     root_at = b.alloca(word_type, name="root")
     tail_at, limit_at = b.alloca(word_type, name="tail"), b.alloca(word_type, name="limit")
@@ -153,6 +155,13 @@ def _heap_function(module: ir.Module, width: int, form: str) -> str:
 
         loops.counted(i64(0), b.sub(k, i64(1)), 1, take, "take")
 
+        def value(j):  # the key at the j-th place, topk's value
+            key = b.load(b.gep(keys, [b.add(base, b.load(b.gep(heap, [j])))]))
+            b.store(key, b.gep(values, [b.add(b.mul(row, k), j)]))
+
+        with b.if_then(b.icmp_unsigned("!=", w["values"], i64(0))):
+            loops.counted(i64(0), k, 1, value, "value")
+
     loops.counted(kernel.fn.args[1], kernel.fn.args[2], 1, item, "row")
     b.ret_void()
     return kernel.fn.name
@@ -164,11 +173,12 @@ def spec(width: int) -> tuple[str, Callable[[ir.Module], list[str]]]:
 
 
 def order(
-    runner, dtype: DType, keys: int, rows: int, n: int, descending: bool, out: int, k: int
+    runner, dtype: DType, keys: int, rows: int, n: int, descending: bool, out: int, k: int,
+    values: int = 0,
 ) -> None:  # fmt: skip
     """Write the first k (1 <= k <= n) positions of the stable order of each of `rows` rows
-    of `n` contiguous keys at `keys` into the int64 [rows, k] buffer at `out`: one launch,
-    a row a work item."""
+    of `n` contiguous keys at `keys` into the int64 [rows, k] buffer at `out`, and the keys
+    there into [rows, k] at `values` unless it is 0: one launch, a row a work item."""
     moved = rows * (n * dtype.itemsize + 8 * k)
     first = [keys, out, n, descending]
-    ordered_rows.launch(runner, "top_heap", _heap_function, dtype, first, [k], rows, moved)
+    ordered_rows.launch(runner, "top_heap", _heap_function, dtype, first, [k, values], rows, moved)
