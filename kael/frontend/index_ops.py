@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
 
 from kael.codegen.cpu import gather as kernels
 from kael.codegen.cpu import handwritten, radix, rank, take_rows
@@ -23,7 +22,8 @@ from kael.codegen.cpu import sort as merge_sort
 from kael.codegen.cpu import top as top_heap
 from kael.frontend import eager, elementwise, factories, reductions, views
 from kael.frontend.indexing import nonzero_impl
-from kael.frontend.outputs import bool_arg, device_of, tensor_arg
+from kael.frontend.outputs import bool_arg, device_of, pair_out, tensor_arg
+from kael.frontend.reductions import ValuesIndices
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl, has_internal_overlap
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.determinism import are_deterministic_algorithms_enabled
@@ -39,14 +39,6 @@ from kael.runtime.dtypes import (
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, format_shape
 from kael.runtime.threadpool import get_num_threads
-
-
-class ValuesIndices(NamedTuple):
-    """sort's and topk's result: a tuple that also names its two tensors."""
-
-    values: Tensor
-    indices: Tensor
-
 
 # ---- argument checks ----------------------------------------------------------------------------
 
@@ -767,16 +759,17 @@ def _descending(descending, stable, op: str) -> bool:
 
 
 def sort(
-    input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False
+    input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False, *, out=None
 ) -> ValuesIndices:
     """(values, indices) of each row along dim sorted; always stable (ties keep input order,
-    descending too), NaN last ascending and first descending."""
+    descending too), NaN last ascending and first descending. out=: a (values, indices)
+    pair written as torch does."""
     tensor_arg(input, "sort")
     descending = _descending(descending, stable, "sort")
     d = views.wrap_dim(dim, input.ndim)
     values = empty_impl(input.shape, input.dtype, input.device)
     order = _order(input, d, descending, None, "sort", values)
-    return ValuesIndices(Tensor(values), Tensor(order))
+    return pair_out(out, ValuesIndices(Tensor(values), Tensor(order)), "sort")
 
 
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
@@ -788,7 +781,7 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool
 
 
 def topk(
-    input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
+    input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *, out=None
 ) -> ValuesIndices:
     """(values, indices) of the k largest (or smallest) elements along dim, in sorted order;
     0 <= k <= size, NaN counts as the largest value."""
@@ -806,10 +799,10 @@ def topk(
         )
     if not input.ndim:
         order = _order(input, d, largest, k, "topk")
-        return ValuesIndices(_values(input, d, order), Tensor(order))
+        return pair_out(out, ValuesIndices(_values(input, d, order), Tensor(order)), "topk")
     values = empty_impl(input.shape[:d] + (k,) + input.shape[d + 1 :], input.dtype, input.device)
     order = _order(input, d, largest, k, "topk", values)
-    return ValuesIndices(Tensor(values), Tensor(order))
+    return pair_out(out, ValuesIndices(Tensor(values), Tensor(order)), "topk")
 
 
 FUNCTIONS: dict[str, Callable] = {

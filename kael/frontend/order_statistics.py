@@ -10,7 +10,7 @@ from __future__ import annotations
 from kael.codegen.cpu import search
 from kael.frontend import elementwise as ew
 from kael.frontend import factories, index_ops, math_functions, reductions, sequence, views
-from kael.frontend.outputs import bool_arg, device_of, tensor_arg
+from kael.frontend.outputs import bool_arg, device_of, pair_out, tensor_arg
 from kael.frontend.reductions import ValuesIndices
 from kael.frontend.tensor import Tensor
 from kael.runtime.dtypes import bool_, float32, float64, int32, int64, promote_types, result_type
@@ -66,8 +66,10 @@ SELECT_RANKS = 4  # more ranks a slice: one sort reads less than a selection eac
 
 
 def _median(op: str, skip_nan: bool):
-    def median(input: Tensor, dim=None, keepdim: bool = False):
+    def median(input: Tensor, dim=None, keepdim: bool = False, *, out=None):
         x = tensor_arg(input, op)
+        if out is not None and dim is None:
+            raise TypeError(f"{op}(): out= needs a dim (the (values, indices) form)")
         if x.dtype.is_bool:
             raise TypeError(f"{op}(): not implemented for bool")
         if dim is None and not x.numel():  # PyTorch's median of nothing: NaN
@@ -90,9 +92,10 @@ def _median(op: str, skip_nan: bool):
             picked = ew.where(has_nan, float("nan"), picked)
         if dim is None:
             return _finish(picked, 0, keepdim, None, ndim)
-        return ValuesIndices(
+        result = ValuesIndices(
             _finish(picked, d, keepdim, dim, ndim), _finish(where, d, keepdim, dim, ndim)
         )
+        return pair_out(out, result, op)
 
     median.__name__ = median.__qualname__ = op
     median.__doc__ = (
@@ -250,7 +253,7 @@ def argwhere(input: Tensor) -> Tensor:
     return index_ops.nonzero(tensor_arg(input, "argwhere"))
 
 
-def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out=None) -> ValuesIndices:
     """The most frequent value of each slice (the smallest of equally frequent ones; each
     NaN its own value) and the index of its last occurrence, as PyTorch's CPU kernel."""
     x = tensor_arg(input, "mode")
@@ -276,13 +279,16 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
     value = index_ops.gather(rows, -1, end)
     last = index_ops.gather(order.reshape(-1, n), -1, end)
     shape = (*xs.shape[:-1], 1)
-    return ValuesIndices(
+    result = ValuesIndices(
         _finish(value.reshape(shape), d, keepdim, dim, ndim),
         _finish(last.reshape(shape), d, keepdim, dim, ndim),
     )
+    return pair_out(out, result, "mode")
 
 
-def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
+def kthvalue(
+    input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out=None
+) -> ValuesIndices:
     """The k-th smallest value of each slice along dim (k from 1; NaN the largest, as sort
     orders it) and its index in the slice: the element kael's stable sort puts at k - 1
     (found by radix selection in long slices)."""
@@ -305,15 +311,22 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Val
     xs = (x if ndim else x.reshape(1)).movedim(d, -1).contiguous()
     rank = factories.full((*xs.shape[:-1], 1), k - 1, dtype=int64, device=x.device)
     (where,) = _positions(xs, [rank])
-    return ValuesIndices(
+    result = ValuesIndices(
         _finish(index_ops.gather(xs, -1, where), d, keepdim, dim, ndim),
         _finish(where, d, keepdim, dim, ndim),
     )
+    return pair_out(out, result, op)
 
 
-def msort(input: Tensor) -> Tensor:
-    """The elements sorted along dim 0 (NaN last), values only."""
-    return index_ops.sort(tensor_arg(input, "msort"), 0)[0]
+def msort(input: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """The elements sorted along dim 0 (NaN last), values only; out= written as torch
+    does (resized to the result, its dtype the input's)."""
+    values = index_ops.sort(tensor_arg(input, "msort"), 0)[0]
+    if out is None:
+        return values
+    from kael.frontend import view_copies  # it writes with the out= checks
+
+    return view_copies.written_out(tensor_arg(out, "msort", "out"), values, "msort")
 
 
 def searchsorted(

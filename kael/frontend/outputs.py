@@ -12,6 +12,25 @@ from kael.runtime.errors import Error, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, format_shape, read_hazard
 
 
+def pair_out(out, result: tuple, op: str):
+    """A (values, indices) result written into out's pair of tensors as torch's out= does
+    for sort, topk and the other ops that return both (each resized to its piece, warning
+    when it held elements; dtypes must match), returned as a result of the same type; the
+    result itself when out is None."""
+    if out is None:
+        return result
+    if not (isinstance(out, tuple | list) and len(out) == 2):
+        raise TypeError(
+            f"{op}(): out must be a (values, indices) pair of tensors, got {type(out).__name__}"
+        )
+    for t in out:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): out must hold two tensors, got a {type(t).__name__}")
+    from kael.frontend import view_copies  # it writes with this module's checks
+
+    return type(result)(*(view_copies.written_out(o, r, op) for o, r in zip(out, result)))
+
+
 def output(out: Tensor | None, shape: tuple[int, ...], dtype: DType, device, op: str) -> Tensor:
     """A new result tensor, or `out` checked to have the result's shape and dtype."""
     if out is None:

@@ -36,7 +36,8 @@ from kael.runtime.tensor_impl import format_shape
 
 
 class ValuesIndices(NamedTuple):
-    """What max(t, dim) and min(t, dim) return, as torch.return_types.max does."""
+    """What max(t, dim), min(t, dim), sort, topk and the other ops that return values and
+    their indices return, as torch.return_types.max does: a tuple naming its two tensors."""
 
     values: Tensor
     indices: Tensor

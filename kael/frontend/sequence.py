@@ -14,7 +14,7 @@ from collections.abc import Callable
 from kael.codegen.cpu import scan
 from kael.frontend import eager, factories, views
 from kael.frontend import elementwise as ew
-from kael.frontend.outputs import check_writable, output, tensor_arg, unaliased
+from kael.frontend.outputs import check_writable, output, pair_out, tensor_arg, unaliased
 from kael.frontend.reductions import ValuesIndices
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.ir import graph as g
@@ -128,9 +128,11 @@ def logcumsumexp(input: Tensor, dim, *, out: Tensor | None = None) -> Tensor:
 
 
 def _running_extreme(op: str):
-    def running(input: Tensor, dim) -> ValuesIndices:
+    def running(input: Tensor, dim, *, out=None) -> ValuesIndices:
         x = tensor_arg(input, op)
         d = views.wrap_dim(dim, x.ndim)
+        if out is not None:  # torch's out= pair
+            return pair_out(out, running(x, d), op)
         if x.dtype.is_bool:  # a running or / and: the scan of its 0/1 bytes
             values, indices = running(x.to(uint8), d)
             return ValuesIndices(values.to(x.dtype), indices)

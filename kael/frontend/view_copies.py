@@ -80,7 +80,7 @@ def _resize_output(out: Tensor, shape: tuple[int, ...]) -> None:
             f" {list(shape)}. This behavior is deprecated, and in a future PyTorch release"
             " outputs will not be resized unless they have zero elements.",
             UserWarning,
-            stacklevel=6,  # the caller of kael.X_copy: its op door, fn, _written*, _filled between
+            stacklevel=6,  # the caller of kael.X_copy: its op door, fn, _written*, written_out between
         )
     out.resize_(shape)
 
@@ -93,8 +93,9 @@ def _check_out_dtype(out: Tensor, piece: Tensor, op: str) -> None:
         )
 
 
-def _filled(out: Tensor, piece: Tensor, op: str) -> Tensor:
-    """piece written into out as ATen's *_copy out= forms do: out resized to piece's shape
+def written_out(out: Tensor, piece: Tensor, op: str) -> Tensor:
+    """piece written into out as ATen's out= forms do (the *_copy views, and sort's and the
+    other (values, indices) ops' pairs: outputs.pair_out): out resized to piece's shape
     (warning when it held elements), then its dtype and device checked."""
     _resize_output(out, piece.shape)
     _check_out_dtype(out, piece, op)
@@ -117,7 +118,7 @@ def _copied_into(out: Tensor, piece: Tensor, op: str) -> Tensor:
     return out.copy_(piece)
 
 
-# how a *_copy writes each piece into its out= tensor where it is not _filled
+# how a *_copy writes each piece into its out= tensor where it is not written_out
 _FILLERS: dict[str, Callable[[Tensor, Tensor, str], Tensor]] = {
     "narrow_copy": _filled_silently,
     "split_copy": _copied_into,
@@ -128,7 +129,7 @@ def _written(view: Tensor, out, op: str) -> Tensor:
     """view's elements in a new contiguous tensor, or written into out as torch's op does."""
     if out is None:
         return view.clone(memory_format=contiguous_format)
-    return _FILLERS.get(op, _filled)(tensor_param(out, op, "out"), view, op)
+    return _FILLERS.get(op, written_out)(tensor_param(out, op, "out"), view, op)
 
 
 def _written_all(pieces: tuple[Tensor, ...], out, op: str) -> tuple[Tensor, ...] | None:
@@ -145,7 +146,7 @@ def _written_all(pieces: tuple[Tensor, ...], out, op: str) -> tuple[Tensor, ...]
             f"{op}(): expected an out= argument of size {len(pieces)}, got size {len(out)}"
         )
     targets = [tensor_param(t, op, "out") for t in out]
-    fill = _FILLERS.get(op, _filled)
+    fill = _FILLERS.get(op, written_out)
     for target, piece in zip(targets, pieces, strict=True):
         fill(target, piece, op)
     return None
