@@ -96,6 +96,14 @@ def tied_rows(dtype, rows: int, n: int, seed: int, order: str = "random"):
     return kael.tensor(values).to(dtype)
 
 
+def assert_keys_at(values, keys, order: np.ndarray) -> None:
+    """values (a kernel's sorted or picked keys) bit for bit keys' at `order` along the
+    last dim: -0 and NaN payloads kept."""
+    as_bits = {1: kael.uint8, 2: kael.int16, 4: kael.int32, 8: kael.int64}[keys.element_size()]
+    want = np.take_along_axis(keys.view(as_bits).numpy(), order, axis=-1)
+    np.testing.assert_array_equal(values.view(as_bits).numpy(), want)
+
+
 def host_keys(x) -> np.ndarray:
     """A kael tensor's values as a NumPy array to order: bfloat16 as float32, which holds
     each of them exactly (NumPy has no bfloat16)."""

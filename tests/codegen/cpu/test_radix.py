@@ -6,7 +6,7 @@ the digits some key varies in take a pass."""
 
 import numpy as np
 import pytest
-from kernel_helpers import host_keys, stable_argsort
+from kernel_helpers import assert_keys_at, host_keys, stable_argsort
 
 import kael
 from kael.codegen.cpu import handwritten, radix
@@ -49,16 +49,8 @@ def _order(x: kael.Tensor, descending: bool, runner=None) -> np.ndarray:
     radix.order(runner, x.dtype, *at)
     runner.close()
     order = out.numpy()
-    bits = _bits(x)
-    np.testing.assert_array_equal(_bits(values), np.take_along_axis(bits, order, axis=-1))
+    assert_keys_at(values, x, order)
     return order
-
-
-def _bits(x: kael.Tensor) -> np.ndarray:
-    """x's elements as unsigned integers of their width."""
-    return x.view(
-        {1: kael.uint8, 2: kael.int16, 4: kael.int32, 8: kael.int64}[x.element_size()]
-    ).numpy()
 
 
 def _keys(dtype, rows: int, n: int, seed: int, special: bool = True) -> kael.Tensor:

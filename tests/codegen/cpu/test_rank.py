@@ -5,7 +5,7 @@ key width and form, rows of 1 to RANK_ROW keys."""
 
 import numpy as np
 import pytest
-from kernel_helpers import host_keys, stable_argsort, tied_rows
+from kernel_helpers import assert_keys_at, host_keys, stable_argsort, tied_rows
 
 import kael
 from kael.codegen.cpu import handwritten, rank
@@ -24,9 +24,7 @@ def _ranked(x: kael.Tensor, descending: bool) -> np.ndarray:
     rank.order(runner, x.dtype, *at)
     runner.close()
     order = out.numpy()
-    as_bits = {1: kael.uint8, 2: kael.int16, 4: kael.int32, 8: kael.int64}[x.element_size()]
-    bits = x.view(as_bits).numpy()
-    np.testing.assert_array_equal(values.view(as_bits).numpy(), np.take_along_axis(bits, order, -1))
+    assert_keys_at(values, x, order)
     return order
 
 
