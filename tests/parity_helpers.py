@@ -1,5 +1,7 @@
 """The comparison the parity and differential tests share: a kael result against torch's."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -112,3 +114,17 @@ def refused_changed(name: str, args: list, change, to_kael, torch_error, kael_er
     change(args)
     both_refuse(lambda: getattr(torch, name)(*args), lambda: getattr(kael, name)(*to_kael(args)),
                 torch_error, kael_error, match)  # fmt: skip
+
+
+def resized_out(call, out, shape):
+    """call(out) with an out of another shape: resized to `shape` as torch's out= does,
+    with torch's deprecation warning when it held elements and silently when empty; the
+    call's result."""
+    held = out.numel() > 0
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        result = call(out)
+    resized = [w for w in seen if "was resized" in str(w.message)]
+    assert tuple(out.shape) == tuple(shape)
+    assert len(resized) == int(held), [str(w.message) for w in seen]
+    return result

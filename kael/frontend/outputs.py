@@ -4,12 +4,13 @@ aliasing, and bool, float and Scalar arguments."""
 from __future__ import annotations
 
 import numbers
+import warnings
 
 from kael.frontend import eager
 from kael.frontend.tensor import Tensor, empty_impl, has_internal_overlap
 from kael.runtime.dtypes import INT64_MIN, UINT64_MAX, DType
 from kael.runtime.errors import Error, TypeError, ValueError
-from kael.runtime.tensor_impl import TensorImpl, format_shape, read_hazard
+from kael.runtime.tensor_impl import TensorImpl, read_hazard
 
 
 def pair_out(out, result: tuple, op: str):
@@ -31,21 +32,36 @@ def pair_out(out, result: tuple, op: str):
     return type(result)(*(view_copies.written_out(o, r, op) for o, r in zip(out, result)))
 
 
+def resize_output(out: Tensor, shape: tuple[int, ...], stacklevel: int = 4) -> None:
+    """out resized to `shape` when it has another, as torch's out= does: silently when it
+    is empty, with torch's deprecation warning when it held elements."""
+    if out.shape == shape:
+        return
+    if out.numel():
+        warnings.warn(
+            f"An output with one or more elements was resized since it had shape"
+            f" {list(out.shape)}, which does not match the required output shape"
+            f" {list(shape)}. This behavior is deprecated, and in a future PyTorch release"
+            " outputs will not be resized unless they have zero elements.",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
+    out.resize_(shape)
+
+
 def output(out: Tensor | None, shape: tuple[int, ...], dtype: DType, device, op: str) -> Tensor:
-    """A new result tensor, or `out` checked to have the result's shape and dtype."""
+    """A new result tensor, or `out` checked to have the result's dtype and device and
+    resized to its shape as torch does (resize_output)."""
     if out is None:
         return Tensor(empty_impl(shape, dtype, device))
     if not isinstance(out, Tensor):
         raise TypeError(f"{op}: out must be a Tensor, got {type(out).__name__}")
-    if out.shape != shape:
-        raise ValueError(
-            f"{op}: out has shape {format_shape(out.shape)} but the result has shape {format_shape(shape)}"
-        )
     if out.dtype is not dtype:
         raise TypeError(f"{op}: out has dtype {out.dtype} but the result has dtype {dtype}")
     if out.device is not device:
         raise Error(f"{op}: out is on {out.device} but the operands are on {device}")
     check_writable(out, op)
+    resize_output(out, shape)
     return out
 
 

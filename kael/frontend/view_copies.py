@@ -3,13 +3,12 @@ contiguous tensors, or written into out=; with as_strided_scatter and empty_perm
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 
 from kael.frontend import factories, shapes, views
 from kael.frontend.conveniences import _no_grad
 from kael.frontend.memory_formats import contiguous_format
-from kael.frontend.outputs import device_of, int_arg, tensor_param
+from kael.frontend.outputs import device_of, int_arg, resize_output, tensor_param
 from kael.frontend.scatters import _slice_of
 from kael.frontend.tensor import Tensor, has_internal_overlap, strided
 from kael.frontend.tracing import op_door
@@ -68,23 +67,6 @@ _VIEWS: dict[str, Callable] = {
 # ---- writing the copies: new tensors, or out= -----------------------------------------------
 
 
-def _resize_output(out: Tensor, shape: tuple[int, ...]) -> None:
-    """out resized to `shape` when it has another, warning as torch does when it held
-    elements."""
-    if out.shape == shape:
-        return
-    if out.numel():
-        warnings.warn(
-            f"An output with one or more elements was resized since it had shape"
-            f" {list(out.shape)}, which does not match the required output shape"
-            f" {list(shape)}. This behavior is deprecated, and in a future PyTorch release"
-            " outputs will not be resized unless they have zero elements.",
-            UserWarning,
-            stacklevel=6,  # the caller of kael.X_copy: its op door, fn, _written*, written_out between
-        )
-    out.resize_(shape)
-
-
 def _check_out_dtype(out: Tensor, piece: Tensor, op: str) -> None:
     """out refused unless it has piece's dtype: these out= forms convert nothing."""
     if out.dtype is not piece.dtype:
@@ -97,7 +79,7 @@ def written_out(out: Tensor, piece: Tensor, op: str) -> Tensor:
     """piece written into out as ATen's out= forms do (the *_copy views, and sort's and the
     other (values, indices) ops' pairs: outputs.pair_out): out resized to piece's shape
     (warning when it held elements), then its dtype and device checked."""
-    _resize_output(out, piece.shape)
+    resize_output(out, piece.shape, stacklevel=6)  # the caller of kael.X_copy
     _check_out_dtype(out, piece, op)
     device_of([piece, out], op)
     return out.copy_(piece)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 from kernel_helpers import TORCH_DTYPES
-from parity_helpers import LAYOUTS, close_to_torch
+from parity_helpers import LAYOUTS, close_to_torch, resized_out
 from parity_helpers import torch_pair as pair
 
 import kael
@@ -298,8 +298,7 @@ def test_one_sided_clamps_take_bool_tensor_bounds_and_work_in_place(name):
     what = name[-3:]
     with pytest.raises(kael.TypeError, match=rf"{name}\(\): {what} must be a number or a Tensor"):
         getattr(kael, name)(kf, None)
-    with pytest.raises(kael.ValueError, match=rf"{name}: out has shape \[2\]"):
-        getattr(kael, name)(kf, 0.0, out=kael.empty(2))
+    resized_out(lambda o: getattr(kael, name)(kf, 0.0, out=o), kael.empty(2), (3,))
 
 
 # ---- signbit, isposinf, isneginf, isreal, positive, sinc, frexp -----------------------------------
