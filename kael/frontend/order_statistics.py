@@ -10,7 +10,7 @@ from __future__ import annotations
 from kael.codegen.cpu import search
 from kael.frontend import elementwise as ew
 from kael.frontend import factories, index_ops, math_functions, reductions, sequence, views
-from kael.frontend.outputs import bool_arg, device_of, pair_out, tensor_arg
+from kael.frontend.outputs import bool_arg, device_of, pair_out, tensor_arg, written_out
 from kael.frontend.reductions import ValuesIndices
 from kael.frontend.tensor import Tensor
 from kael.runtime.dtypes import bool_, float32, float64, int32, int64, promote_types, result_type
@@ -322,11 +322,7 @@ def msort(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """The elements sorted along dim 0 (NaN last), values only; out= written as torch
     does (resized to the result, its dtype the input's)."""
     values = index_ops.sort(tensor_arg(input, "msort"), 0)[0]
-    if out is None:
-        return values
-    from kael.frontend import view_copies  # it writes with the out= checks
-
-    return view_copies.written_out(tensor_arg(out, "msort", "out"), values, "msort")
+    return values if out is None else written_out(tensor_arg(out, "msort", "out"), values, "msort")
 
 
 def searchsorted(

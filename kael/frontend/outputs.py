@@ -27,9 +27,7 @@ def pair_out(out, result: tuple, op: str):
     for t in out:
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}(): out must hold two tensors, got a {type(t).__name__}")
-    from kael.frontend import view_copies  # it writes with this module's checks
-
-    return type(result)(*(view_copies.written_out(o, r, op) for o, r in zip(out, result)))
+    return type(result)(*(written_out(o, r, op) for o, r in zip(out, result)))
 
 
 def resize_output(out: Tensor, shape: tuple[int, ...], stacklevel: int = 4) -> None:
@@ -47,6 +45,24 @@ def resize_output(out: Tensor, shape: tuple[int, ...], stacklevel: int = 4) -> N
             stacklevel=stacklevel,
         )
     out.resize_(shape)
+
+
+def check_out_dtype(out: Tensor, piece: Tensor, op: str) -> None:
+    """out refused unless it has piece's dtype: these out= forms convert nothing."""
+    if out.dtype is not piece.dtype:
+        raise TypeError(
+            f"{op}(): Expected out tensor to have dtype {piece.dtype}, but got {out.dtype} instead"
+        )
+
+
+def written_out(out: Tensor, piece: Tensor, op: str) -> Tensor:
+    """piece written into out as ATen's out= forms do (the *_copy views, and sort's and the
+    other (values, indices) ops' pairs: outputs.pair_out): out resized to piece's shape
+    (warning when it held elements), then its dtype and device checked."""
+    resize_output(out, piece.shape, stacklevel=6)  # the caller of kael.X_copy
+    check_out_dtype(out, piece, op)
+    device_of([piece, out], op)
+    return out.copy_(piece)
 
 
 def output(out: Tensor | None, shape: tuple[int, ...], dtype: DType, device, op: str) -> Tensor:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from kael.frontend import factories, shapes, views
 from kael.frontend.conveniences import _no_grad
 from kael.frontend.memory_formats import contiguous_format
-from kael.frontend.outputs import device_of, int_arg, resize_output, tensor_param
+from kael.frontend.outputs import check_out_dtype, device_of, int_arg, tensor_param, written_out
 from kael.frontend.scatters import _slice_of
 from kael.frontend.tensor import Tensor, has_internal_overlap, strided
 from kael.frontend.tracing import op_door
@@ -67,28 +67,10 @@ _VIEWS: dict[str, Callable] = {
 # ---- writing the copies: new tensors, or out= -----------------------------------------------
 
 
-def _check_out_dtype(out: Tensor, piece: Tensor, op: str) -> None:
-    """out refused unless it has piece's dtype: these out= forms convert nothing."""
-    if out.dtype is not piece.dtype:
-        raise TypeError(
-            f"{op}(): Expected out tensor to have dtype {piece.dtype}, but got {out.dtype} instead"
-        )
-
-
-def written_out(out: Tensor, piece: Tensor, op: str) -> Tensor:
-    """piece written into out as ATen's out= forms do (the *_copy views, and sort's and the
-    other (values, indices) ops' pairs: outputs.pair_out): out resized to piece's shape
-    (warning when it held elements), then its dtype and device checked."""
-    resize_output(out, piece.shape, stacklevel=6)  # the caller of kael.X_copy
-    _check_out_dtype(out, piece, op)
-    device_of([piece, out], op)
-    return out.copy_(piece)
-
-
 def _filled_silently(out: Tensor, piece: Tensor, op: str) -> Tensor:
     """piece written into out as ATen's narrow_copy out= does: dtype checked first, then out
     resized without the deprecation warning."""
-    _check_out_dtype(out, piece, op)
+    check_out_dtype(out, piece, op)
     device_of([piece, out], op)
     out.resize_(piece.shape)
     return out.copy_(piece)
