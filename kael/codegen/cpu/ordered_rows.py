@@ -10,7 +10,7 @@ from llvmlite import ir
 
 from kael.codegen.cpu import handwritten
 from kael.codegen.cpu.radix import form_of, forms, ordered
-from kael.codegen.lowering import i64, targets_gpu
+from kael.codegen.lowering import i64, splat, targets_gpu
 from kael.runtime.dtypes import DType
 
 I64 = ir.IntType(64)
@@ -21,14 +21,17 @@ FIRST_WORDS = ("keys", "out", "n", "flip")
 
 
 class RowKernel(NamedTuple):
-    """A row kernel's function, builder and words, its key and position pointers, and
-    word(p, base): key p of the row at `base` as its ordered word, flipped."""
+    """A row kernel's function, builder and words, its key and position pointers, its
+    keys' word type, order(bits): a key's (or a vector of keys') ordered word, flipped,
+    and word(p, base): key p of the row at `base` so."""
 
     fn: ir.Function
     b: ir.IRBuilder
     w: dict[str, ir.Value]
     keys: ir.Value
     out: ir.Value
+    word_type: ir.IntType
+    order: Callable[[ir.Value], ir.Value]
     word: Callable[[ir.Value, ir.Value], ir.Value]
 
 
@@ -52,10 +55,15 @@ def row_kernel(module: ir.Module, prefix: str, width: int, form: str, own: tuple
     keys = b.inttoptr(w["keys"], word_type.as_pointer())
     flip = b.trunc(w["flip"], word_type)
 
-    def word(p: ir.Value, base: ir.Value) -> ir.Value:
-        return b.xor(ordered(b, b.load(b.gep(keys, [b.add(base, p)])), form), flip)
+    def order(bits: ir.Value) -> ir.Value:
+        lanes = bits.type.count if isinstance(bits.type, ir.VectorType) else 1
+        return b.xor(ordered(b, bits, form), flip if lanes == 1 else splat(b, flip, lanes))
 
-    return RowKernel(fn, b, w, keys, b.inttoptr(w["out"], I64.as_pointer()), word)
+    def word(p: ir.Value, base: ir.Value) -> ir.Value:
+        return order(b.load(b.gep(keys, [b.add(base, p)])))
+
+    out = b.inttoptr(w["out"], I64.as_pointer())
+    return RowKernel(fn, b, w, keys, out, word_type, order, word)
 
 
 def spec(prefix: str, width: int, build: Callable[[ir.Module, int, str], str]) -> tuple:

@@ -295,7 +295,8 @@ def _move_function(module: ir.Module, width: int, first: bool, last: bool) -> st
     index = b.inttoptr(w["index"], I32.as_pointer())
     to_index = b.inttoptr(w["to_index"], (I64 if last else I32).as_pointer())
     counts = b.inttoptr(w["counts"], I64.as_pointer())
-    writes = b.icmp_unsigned("!=", w["to_keys"], i64(0)) if last else None
+    # the last pass writes the keys only where asked (sort's values); the others always
+    writes = b.icmp_unsigned("!=", w["to_keys"], i64(0)) if last else ir.Constant(ir.IntType(1), 1)
 
     def item(m):
         own = b.gep(counts, [b.mul(m, i64(BUCKETS))])
@@ -310,10 +311,7 @@ def _move_function(module: ir.Module, width: int, first: bool, last: bool) -> st
             place = b.load(slot)
             b.store(b.add(place, i64(1)), slot)
             to = b.add(base, place)
-            if last:
-                with b.if_then(writes):
-                    b.store(bits, b.gep(to_keys, [to]))
-            else:
+            with b.if_then(writes):
                 b.store(bits, b.gep(to_keys, [to]))
             position = b.trunc(i, I32) if first else b.load(b.gep(index, [at]))
             b.store(b.zext(position, I64) if last else position, b.gep(to_index, [to]))

@@ -36,8 +36,7 @@ def _popcount(b: ir.IRBuilder, bits: ir.Value) -> ir.Value:
 def _rank_function(module: ir.Module, width: int, form: str) -> str:
     """Work item `row` writes position i at its rank in the row's stable order."""
     kernel = ordered_rows.row_kernel(module, "rank", width, form, ("values",))
-    b, n, out, word = kernel.b, kernel.w["n"], kernel.out, kernel.word
-    word_type = ir.IntType(width)
+    b, n, out, word, word_type = kernel.b, kernel.w["n"], kernel.out, kernel.word, kernel.word_type
     lanes = ordered_rows.lanes(module, width)
     # the row's words, then all-ones words up to a whole vector: none counts as before a key
     row_words = b.alloca(word_type, size=i64(RANK_ROW + lanes), name="words")
@@ -83,18 +82,9 @@ def _rank_function(module: ir.Module, width: int, form: str) -> str:
                         b.icmp_unsigned("==", other, mine_lanes), b.icmp_signed("<", j, i_lanes)
                     )
                     before = b.or_(b.icmp_unsigned("<", other, mine_lanes), tie)
-                    votes = _popcount(b, b.bitcast(before, ir.IntType(lanes)))
-                    b.store(
-                        b.add(
-                            b.load(count_at),
-                            b.trunc(votes, I32)
-                            if lanes > 32
-                            else b.zext(votes, I32)
-                            if lanes < 32
-                            else votes,
-                        ),
-                        count_at,
-                    )
+                    mask = b.zext(b.bitcast(before, ir.IntType(lanes)), I64)  # (an i64 stays)
+                    votes = b.trunc(_popcount(b, mask), I32)
+                    b.store(b.add(b.load(count_at), votes), count_at)
 
                 loops.counted(i64(0), b.sdiv(padded, i64(lanes)), 1, compare, "compare")
             to = b.add(base, b.zext(b.load(count_at), I64))

@@ -24,7 +24,6 @@ from llvmlite import ir
 
 from kael.codegen.cpu import ordered_rows
 from kael.codegen.cpu.loops import LoopBuilder
-from kael.codegen.cpu.radix import ordered
 from kael.codegen.lowering import declare, i64, splat
 from kael.runtime.dtypes import DType
 
@@ -34,9 +33,7 @@ I64 = ir.IntType(64)
 def _heap_function(module: ir.Module, width: int, form: str) -> str:
     """Work item `row` writes the first k positions of its row's stable order."""
     kernel = ordered_rows.row_kernel(module, "top_heap", width, form, ("k", "values"))
-    b, w, keys = kernel.b, kernel.w, kernel.keys
-    flip = b.trunc(w["flip"], ir.IntType(width))
-    word_type = ir.IntType(width)
+    b, w, keys, word_type = kernel.b, kernel.w, kernel.keys, kernel.word_type
     n, k = w["n"], w["k"]
     values = b.inttoptr(w["values"], word_type.as_pointer())
     hole_at = b.alloca(I64, name="hole")
@@ -123,7 +120,7 @@ def _heap_function(module: ir.Module, width: int, form: str) -> str:
             def block(j):
                 start = b.add(k, b.mul(j, i64(lanes)))
                 at = b.bitcast(b.gep(keys, [b.add(base, start)]), vector.as_pointer())
-                words = b.xor(ordered(b, b.load(at, align=width // 8), form), flip_lanes)
+                words = kernel.order(b.load(at, align=width // 8))
                 hits = b.icmp_unsigned("<", words, splat(b, b.load(limit_at), lanes))
                 any_hit = b.bitcast(hits, ir.IntType(lanes))
                 with b.if_then(b.icmp_unsigned("!=", any_hit, ir.Constant(any_hit.type, 0)),
@@ -142,7 +139,6 @@ def _heap_function(module: ir.Module, width: int, form: str) -> str:
                     b.branch(head)
                     b.position_at_end(done)
 
-            flip_lanes = splat(b, flip, lanes)
             loops.counted(i64(0), blocks, 1, block, "block")
             scalar_from = b.add(k, b.mul(blocks, i64(lanes)))
         loops.counted(scalar_from, n, 1, lambda i: enter(i, word(i)), "scan")
