@@ -7,8 +7,8 @@ inside the kernel. sort, argsort and topk order the rows with kael's own kernels
 device (_sort_kernel, _order): short rows by rank (codegen/cpu/rank.py), longer ones by
 the radix sort or radix selection (codegen/cpu/radix.py), topk of a few by a heap a row
 (codegen/cpu/top.py), and rows past int32 positions by the merge sort
-(codegen/cpu/sort.py). The rank and radix kernels write sort's values too; the others'
-values are gathered. Nothing is ordered on the host.
+(codegen/cpu/sort.py). The heap, rank and radix kernels write the values too; the merge
+sort's are gathered. Nothing is ordered on the host.
 """
 
 from __future__ import annotations
@@ -568,10 +568,7 @@ def _order(
         elif _heap_pays(n, k, rows, impl.device):
             top = "heap"
         elif selects(impl.dtype, n):
-            order = _top_order(impl, dim, descending, k)
-            if values is not None:
-                _gather_into(values, impl, dim, order, kernels.STRICT, op)
-            return order
+            return _top_order(impl, dim, descending, k, values)
         if top is not None:
             return _kernel_order(impl, dim, descending, k, top, values)
     return _kernel_order(impl, dim, descending, k, values=values)  # the whole order, then k
@@ -605,9 +602,12 @@ def _rows_along(impl: TensorImpl, dim: int) -> TensorImpl:
     return rows if rows.is_contiguous() else clone_impl(rows)
 
 
-def _top_order(impl: TensorImpl, dim: int, descending: bool, k: int) -> TensorImpl:
+def _top_order(
+    impl: TensorImpl, dim: int, descending: bool, k: int, values: TensorImpl | None
+) -> TensorImpl:
     """topk's positions: each row's first k in input order by radix selection (one pass a
-    digit, no keys moved), then those k candidates' stable order by the sort kernels."""
+    digit, no keys moved), then those k candidates' stable order by the sort kernels,
+    whose sorted keys are `values` (when given)."""
     keys = _rows_along(impl, dim)
     n = keys.shape[-1]
     rows = keys.numel() // n
@@ -620,9 +620,13 @@ def _top_order(impl: TensorImpl, dim: int, descending: bool, k: int) -> TensorIm
         runner.close()
     candidates = Tensor(picked)
     chosen = gather(Tensor(keys), -1, candidates)  # in input order: ties stay so
-    order = Tensor(_kernel_order(chosen._impl, len(keys.shape) - 1, descending, None))
+    last = len(keys.shape) - 1
+    sorted_keys = None if values is None else _rows_of(values, dim, chosen.shape)
+    order = Tensor(_kernel_order(chosen._impl, last, descending, None, values=sorted_keys))
     out = empty_impl(impl.shape[:dim] + (k,) + impl.shape[dim + 1 :], int64, impl.device)
-    eager.copy_into(views.transpose(out, dim, -1), gather(candidates, -1, order)._impl)
+    _put_rows(out, dim, gather(candidates, -1, order)._impl)
+    if values is not None:
+        _put_rows(values, dim, sorted_keys)
     return out
 
 
@@ -743,13 +747,6 @@ def _sort_kernel(dtype: DType, n: int) -> str:
     return "merge"
 
 
-def _values(input: Tensor, dim: int, order: TensorImpl) -> Tensor:
-    """input's elements at `order` along dim, by the gather kernel."""
-    out = empty_impl(order.shape, input.dtype, input.device)
-    _gather_into(out, _at_least_1d(input._impl), dim, _at_least_1d(order), kernels.STRICT, "sort")
-    return Tensor(out)
-
-
 def _descending(descending, stable, op: str) -> bool:
     """sort's and argsort's flags checked as bools (stable may be None, as torch.sort's
     schema has it; kael's order is always stable); descending returned."""
@@ -797,10 +794,8 @@ def topk(
         raise IndexError(
             f"topk(): selected index k out of range: k is {k} but dimension {d} has size {size}"
         )
-    if not input.ndim:
-        order = _order(input, d, largest, k, "topk")
-        return pair_out(out, ValuesIndices(_values(input, d, order), Tensor(order)), "topk")
-    values = empty_impl(input.shape[:d] + (k,) + input.shape[d + 1 :], input.dtype, input.device)
+    shape = input.shape[:d] + (k,) + input.shape[d + 1 :] if input.ndim else ()  # 0-d: 0-d
+    values = empty_impl(shape, input.dtype, input.device)
     order = _order(input, d, largest, k, "topk", values)
     return pair_out(out, ValuesIndices(Tensor(values), Tensor(order)), "topk")
 
