@@ -283,10 +283,24 @@ def from_dlpack(obj) -> Tensor:
     return Tensor(dlpack.to_impl(obj))
 
 
+def _foreign_impl(data) -> TensorImpl | None:
+    """An impl over another library's tensor (torch, JAX, CuPy: anything with __dlpack__),
+    sharing its memory; None for anything else. A torch tensor that requires grad is read
+    through its detach(), as torch.Tensor.numpy() asks."""
+    if isinstance(data, (np.ndarray, type)) or not hasattr(data, "__dlpack__"):
+        return None
+    if getattr(data, "requires_grad", False) and hasattr(data, "detach"):
+        data = data.detach()
+    return dlpack.to_impl(data)
+
+
 def as_tensor(data, *, dtype=None, device=None) -> Tensor:
     """`data` as a tensor, sharing memory when it already is one of that dtype and device."""
     if isinstance(data, Tensor):
         return data.to(dtype=dtype, device=device)
+    foreign = _foreign_impl(data)
+    if foreign is not None:
+        return Tensor(foreign).to(dtype=dtype, device=device)
     if (
         isinstance(data, np.ndarray)
         and interop.numpy_dtype(data) is not None
@@ -305,6 +319,11 @@ def tensor(data, *, dtype=None, device=None) -> Tensor:
     if isinstance(data, Tensor):
         out = data.to(dtype=dtype, device=device)
         return out.clone() if out.shares_storage(data) else out
+    foreign = _foreign_impl(data)
+    if foreign is not None:
+        return tensor(Tensor(foreign), dtype=dtype, device=device)
+    if not isinstance(data, (np.ndarray, np.generic)) and hasattr(data, "__array__"):
+        data = np.asarray(data)  # an image, a data frame: whatever NumPy can read
     if isinstance(data, np.ndarray):
         known = interop.numpy_dtype(data)
         if known is not None and interop.numpy_problem(data) is None:

@@ -335,3 +335,29 @@ def test_dlpack_export_refuses_another_device_or_a_stream():
         k.__dlpack__(stream=1)
     copied = torch.from_dlpack(k.__dlpack__(copy=True))
     assert copied.data_ptr() != k.data_ptr() and copied.tolist() == [0, 1, 2]
+
+
+def test_as_tensor_shares_a_torch_tensors_memory_and_tensor_copies_it():
+    t = torch.arange(6.0).reshape(2, 3)
+    shared, copied = kael.as_tensor(t), kael.tensor(t)
+    t[0, 0] = 100.0
+    assert shared[0, 0].item() == 100.0 and copied[0, 0].item() == 0.0
+    assert kael.as_tensor(t, dtype=kael.float64).dtype is kael.float64
+    np.testing.assert_array_equal(kael.tensor(t.t()).numpy(), t.t().numpy())
+
+
+def test_tensor_reads_a_torch_tensor_that_requires_grad_and_bfloat16():
+    weight = torch.nn.Parameter(torch.ones(2, 2))
+    np.testing.assert_array_equal(kael.tensor(weight).numpy(), np.ones((2, 2)))
+    half = kael.tensor(torch.tensor([1.5, -2.0], dtype=torch.bfloat16))
+    assert half.dtype is kael.bfloat16 and half.tolist() == [1.5, -2.0]
+
+
+def test_tensor_reads_any_object_numpy_can():
+    class Image:
+        def __array__(self, dtype=None, copy=None):
+            return np.arange(6, dtype=np.uint8).reshape(2, 3)
+
+    image = kael.tensor(Image())
+    assert image.dtype is kael.uint8 and image.tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert kael.tensor(np.float32(2.0)).dtype is kael.float32
