@@ -753,6 +753,38 @@ class Tensor:
             )
         return self
 
+    def __deepcopy__(self, memo: dict) -> Tensor:
+        """copy.deepcopy: the same layout over a copy of the storage; tensors sharing one
+        storage in the copied object still share one (the copy is made once per memo), and
+        a subclass (nn.Parameter) stays one."""
+        impl = self._impl
+        storage = memo.get(id(impl.storage))
+        if storage is None:
+            storage = memo[id(impl.storage)] = _storage_copy(impl.storage)
+            memo.setdefault(id(memo), []).append(impl.storage)  # keeps the id unique
+        out = object.__new__(type(self))
+        Tensor.__init__(
+            out, TensorImpl(storage, impl.shape, impl.strides, impl.offset, impl.dtype, impl.device)
+        )
+        for name in getattr(type(self), "__slots__", ()):
+            if name not in Tensor.__slots__ and hasattr(self, name):
+                setattr(out, name, getattr(self, name))
+        return out
+
+    def __reduce_ex__(self, protocol):
+        """Pickling (multiprocessing queues, pickle.dumps): the elements as little-endian
+        bytes with dtype, shape and device; views are pickled as the elements they show."""
+        impl = self._impl
+        dense = (self if impl.device is CPU else self.cpu()).contiguous()._impl
+        data = _byte_view(dense.storage, dense.offset * impl.dtype.itemsize, dense.nbytes())
+        return _unpickle, (
+            type(self),
+            data.tobytes(),
+            impl.dtype.name,
+            impl.shape,
+            str(impl.device),
+        )
+
     def clone(self, *, memory_format=None) -> Tensor:
         """A new tensor with offset 0 and storage sized for its elements, laid out in the
         format (preserve_format by default: input's strides where dense, as torch.clone)."""
@@ -1171,3 +1203,31 @@ def _in_place_view(name: str, view: str):
 
 for _name, _view in IN_PLACE_VIEWS.items():
     setattr(Tensor, _name, _in_place_view(_name, _view))
+
+
+def _storage_copy(storage: Storage) -> Storage:
+    """A new storage on the same device holding storage's bytes, copied by a kernel."""
+    out = Storage(storage.nbytes, storage.device)
+    if storage.nbytes:
+        size = (storage.nbytes,)
+        eager.copy_into(
+            TensorImpl(out, size, (1,), 0, dtypes.uint8, storage.device),
+            TensorImpl(storage, size, (1,), 0, dtypes.uint8, storage.device),
+        )
+    return out
+
+
+def _byte_view(storage: Storage, start: int, nbytes: int) -> np.ndarray:
+    """nbytes of a host storage from byte `start`, as a NumPy uint8 array over them."""
+    return interop.numpy_view(TensorImpl(storage, (nbytes,), (1,), start, dtypes.uint8, CPU))
+
+
+def _unpickle(kind: type, data: bytes, dtype: str, shape: tuple, device: str) -> Tensor:
+    """Tensor.__reduce_ex__'s inverse: a tensor of `kind` holding `data`'s elements."""
+    impl = empty_impl(tuple(shape), as_dtype(dtype), CPU)
+    _byte_view(impl.storage, 0, len(data))[:] = np.frombuffer(data, np.uint8)
+    if device != "cpu":
+        impl = transfer_impl(impl, parse_device(device))
+    out = object.__new__(kind)
+    Tensor.__init__(out, impl)
+    return out

@@ -767,3 +767,25 @@ def test_fill_diagonal_takes_a_number_or_a_0d_tensor_only():
         kael.zeros(3, 3).fill_diagonal_("1")
     with pytest.raises(kael.TypeError, match="'wrap' must be bool, not int"):
         kael.zeros(3, 3).fill_diagonal_(1, wrap=1)
+
+
+def test_deepcopy_copies_storage_once_so_views_stay_views():
+    import copy
+
+    base = kael.arange(6.0).reshape(2, 3)
+    row = base[1]
+    base_copy, row_copy = copy.deepcopy([base, row])
+    base_copy[1, 0] = 100.0
+    assert row_copy[0].item() == 100.0 and base[1, 0].item() == 3.0
+    assert row_copy.storage_offset() == 3 and row_copy.data_ptr() != row.data_ptr()
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.bfloat16, kael.int8, kael.bool])
+def test_pickle_round_trips_values_dtype_and_shape(dtype):
+    import pickle
+
+    t = kael.arange(6).reshape(2, 3).t().to(dtype)
+    back = pickle.loads(pickle.dumps(t))
+    assert back.dtype is dtype and back.shape == (3, 2)
+    np.testing.assert_array_equal(back.to(kael.float32).numpy(), t.to(kael.float32).numpy())
+    assert pickle.loads(pickle.dumps(kael.empty(0, 4))).shape == (0, 4)
