@@ -97,7 +97,7 @@ from kael.runtime.dtypes import float64 as double
 from kael.runtime.dtypes import int16 as short
 from kael.runtime.dtypes import int32 as int
 from kael.runtime.dtypes import int64 as long
-from kael.runtime.errors import Error, IndexError, TypeError, ValueError
+from kael.runtime.errors import AttributeError, Error, IndexError, KeyError, TypeError, ValueError
 from kael.runtime.threadpool import get_num_threads, set_num_threads
 from kael.runtime.typeinfo import finfo, iinfo
 from kael.runtime.version import __version__
@@ -154,8 +154,10 @@ __all__ = [
     "bernoulli",
     "binomial",
     *_ops.FUNCTIONS,
+    "AttributeError",
     "Error",
     "IndexError",
+    "KeyError",
     "Tensor",
     "TypeError",
     "UntypedStorage",

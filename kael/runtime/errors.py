@@ -19,6 +19,14 @@ class TypeError(Error, builtins.TypeError):
     """An unsupported or mismatched dtype, or an argument of the wrong Python type."""
 
 
+class KeyError(Error, builtins.KeyError):
+    """A missing or badly formed name: a module's parameter, buffer or submodule name."""
+
+
+class AttributeError(Error, builtins.AttributeError):
+    """An attribute an object does not have (a Module's missing parameter or submodule)."""
+
+
 class LinAlgError(Error):
     """A linear-algebra input the algorithm cannot factor: singular, not positive-definite,
     or an iteration that did not converge (torch.linalg.LinAlgError)."""

@@ -1,0 +1,168 @@
+"""kael.nn.init: PyTorch's in-place initialisers, drawing from kael's Philox stream.
+
+Each fills its tensor in place and returns it; the bounds and standard deviations are
+PyTorch's (fan-in and fan-out from dims 1 and 0 times the receptive field), so a layer
+initialised here has PyTorch's distribution, though not its values (the generators differ).
+"""
+
+from __future__ import annotations
+
+import math
+
+from kael.frontend.factories import eye as _eye
+from kael.frontend.tensor import Tensor
+from kael.runtime.errors import ValueError
+
+_LINEAR = frozenset(
+    {"linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+     "conv_transpose3d", "sigmoid", "identity"}
+)  # fmt: skip
+
+
+def calculate_gain(nonlinearity: str, param=None) -> float:
+    """The recommended scale of the weights feeding `nonlinearity` (PyTorch's table)."""
+    if nonlinearity in _LINEAR:
+        return 1.0
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        if param is None:
+            slope = 0.01
+        elif isinstance(param, (int, float)) and not isinstance(param, bool):
+            slope = param
+        else:
+            raise ValueError(f"negative_slope {param} not a valid number")
+        return math.sqrt(2.0 / (1 + slope**2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
+
+
+def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
+    if tensor.dim() < 2:
+        raise ValueError(
+            "Fan in and fan out can not be computed for tensor with fewer than 2 dimensions"
+        )
+    receptive = math.prod(tensor.shape[2:])
+    return tensor.shape[1] * receptive, tensor.shape[0] * receptive
+
+
+def _fan(tensor: Tensor, mode: str) -> int:
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
+    return tensor.uniform_(a, b, generator=generator)
+
+
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
+    return tensor.normal_(mean, std, generator=generator)
+
+
+def constant_(tensor: Tensor, val: float) -> Tensor:
+    return tensor.fill_(val)
+
+
+def ones_(tensor: Tensor) -> Tensor:
+    return tensor.fill_(1.0)
+
+
+def zeros_(tensor: Tensor) -> Tensor:
+    return tensor.zero_()
+
+
+def eye_(tensor: Tensor) -> Tensor:
+    """The identity in a 2-d tensor (ones on the diagonal of the leading square)."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    return tensor.copy_(_eye(*tensor.shape, dtype=tensor.dtype))
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """A convolution weight (3-5 dims) that passes each of the first channels through."""
+    if tensor.dim() not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    out_per_group = tensor.shape[0] // groups
+    if tensor.shape[0] % groups:
+        raise ValueError("dim 0 must be divisible by groups")
+    tensor.zero_()
+    centre = tuple(k // 2 for k in tensor.shape[2:])
+    for g in range(groups):
+        for d in range(min(out_per_group, tensor.shape[1])):
+            tensor[(g * out_per_group + d, d, *centre)] = 1
+    return tensor
+
+
+def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    bound = gain * math.sqrt(6.0 / float(fan_in + fan_out))
+    return tensor.uniform_(-bound, bound, generator=generator)
+
+
+def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return tensor.normal_(0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator=generator)
+
+
+def kaiming_uniform_(
+    tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
+    generator=None,
+) -> Tensor:  # fmt: skip
+    fan = _fan(tensor, mode)
+    if fan == 0:
+        return tensor  # PyTorch warns and leaves an empty weight as it is
+    bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(fan)
+    return tensor.uniform_(-bound, bound, generator=generator)
+
+
+def kaiming_normal_(
+    tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
+    generator=None,
+) -> Tensor:  # fmt: skip
+    fan = _fan(tensor, mode)
+    if fan == 0:
+        return tensor
+    return tensor.normal_(
+        0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan), generator=generator
+    )
+
+
+def trunc_normal_(
+    tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
+    generator=None,
+) -> Tensor:  # fmt: skip
+    """Normal(mean, std) values kept inside [a, b]: the inverse CDF of a uniform draw over
+    [cdf(a), cdf(b)], as PyTorch computes it."""
+
+    def cdf(x: float) -> float:
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+    low, high = cdf((a - mean) / std), cdf((b - mean) / std)
+    tensor.uniform_(2 * low - 1, 2 * high - 1, generator=generator)
+    tensor.erfinv_().mul_(std * math.sqrt(2.0)).add_(mean)
+    return tensor.clamp_(min=a, max=b)
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
+    """A (semi-)orthogonal matrix (rows or columns orthonormal) from the QR factorization of
+    a Gaussian draw, its signs fixed by R's diagonal; dims past the first are flattened."""
+    from kael import linalg  # linalg imports the frontend's factorizations, loaded late
+
+    if tensor.dim() < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows, cols = tensor.shape[0], tensor.numel() // tensor.shape[0]
+    flat = tensor.new_empty((rows, cols)).normal_(0.0, 1.0, generator=generator)
+    if rows < cols:
+        flat = flat.t()
+    q, r = linalg.qr(flat)
+    q = q * r.diagonal().sign()
+    if rows < cols:
+        q = q.t()
+    return tensor.copy_(q.reshape(tensor.shape) * gain)

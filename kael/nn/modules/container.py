@@ -1,0 +1,256 @@
+"""Containers: Sequential (runs its modules in order), ModuleList, ModuleDict,
+ParameterList and ParameterDict, keyed as PyTorch keys them ("0", "1", ... or the names)."""
+
+from __future__ import annotations
+
+import operator
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping
+
+from kael.frontend.tensor import Tensor
+from kael.nn.modules.module import Module
+from kael.nn.parameter import Parameter
+from kael.runtime.errors import IndexError, KeyError, TypeError
+
+
+def _position(index, length: int, kind: str) -> int:
+    i = operator.index(index)
+    if not -length <= i < length:
+        raise IndexError(f"index {index} is out of range for a {kind} of {length}")
+    return i % length
+
+
+class _Indexed(Module):
+    """A module whose children are named "0", "1", ... in order."""
+
+    def _values(self) -> list:
+        return list(self._table().values())
+
+    def _table(self) -> dict:
+        return self._modules
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+    def __iter__(self) -> Iterator:
+        return iter(self._values())
+
+    def _renumber(self, values: list) -> None:
+        table = self._table()
+        table.clear()
+        for i, value in enumerate(values):
+            table[str(i)] = value
+
+    def __getitem__(self, index):
+        values = self._values()
+        if isinstance(index, slice):
+            return self._slice(index)
+        return values[_position(index, len(values), type(self).__name__)]
+
+    def _slice(self, index: slice):
+        return type(self)(self._values()[index])
+
+    def __setitem__(self, index, value) -> None:
+        i = _position(index, len(self), type(self).__name__)
+        setattr(self, str(i), value)
+
+    def __delitem__(self, index) -> None:
+        values = self._values()
+        if isinstance(index, slice):
+            del values[index]
+        else:
+            del values[_position(index, len(values), type(self).__name__)]
+        self._renumber(values)
+
+    def __dir__(self) -> list[str]:
+        return [k for k in super().__dir__() if not k.isdigit()]
+
+
+class Sequential(_Indexed):
+    """Modules run one after another, each on the previous one's output; built from
+    modules in order or from an OrderedDict of named ones."""
+
+    def __init__(self, *args) -> None:
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], OrderedDict):
+            for name, module in args[0].items():
+                self.add_module(name, module)
+        else:
+            for i, module in enumerate(args):
+                self.add_module(str(i), module)
+
+    def _slice(self, index: slice) -> Sequential:
+        """The modules in the slice under their own names, as PyTorch slices."""
+        return Sequential(OrderedDict(list(self._modules.items())[index]))
+
+    def append(self, module: Module) -> Sequential:
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules: Iterable[Module]) -> Sequential:
+        for module in modules:
+            self.append(module)
+        return self
+
+    def insert(self, index: int, module: Module) -> Sequential:
+        values = self._values()
+        values.insert(index, module)
+        self._renumber(values)
+        return self
+
+    def forward(self, input):
+        for module in self._modules.values():
+            input = module(input)
+        return input
+
+
+class ModuleList(_Indexed):
+    """A list of submodules, registered (state_dict keys "0.weight", ...) but not called."""
+
+    def __init__(self, modules: Iterable[Module] | None = None) -> None:
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def append(self, module: Module) -> ModuleList:
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules: Iterable[Module]) -> ModuleList:
+        if not isinstance(modules, Iterable):
+            raise TypeError(
+                f"ModuleList.extend should be called with an iterable, but got "
+                f"{type(modules).__name__}"
+            )
+        for module in modules:
+            self.append(module)
+        return self
+
+    def insert(self, index: int, module: Module) -> None:
+        values = self._values()
+        values.insert(index, module)
+        self._renumber(values)
+
+    def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
+        return self.extend(modules)
+
+    def __repr__(self) -> str:
+        return super().__repr__() if len(self) else "ModuleList()"
+
+
+class ParameterList(_Indexed):
+    """A list of parameters (tensors become Parameters), keyed "0", "1", ..."""
+
+    def __init__(self, values: Iterable[Tensor] | None = None) -> None:
+        super().__init__()
+        for value in values or ():
+            self.append(value)
+
+    def _table(self) -> dict:
+        return self._parameters
+
+    def append(self, value: Tensor) -> ParameterList:
+        param = value if isinstance(value, Parameter) else Parameter(value)
+        self.register_parameter(str(len(self)), param)
+        return self
+
+    def extend(self, values: Iterable[Tensor]) -> ParameterList:
+        for value in values:
+            self.append(value)
+        return self
+
+    def __setitem__(self, index, value) -> None:
+        i = _position(index, len(self), "ParameterList")
+        self._parameters[str(i)] = value if isinstance(value, Parameter) else Parameter(value)
+
+    def extra_repr(self) -> str:
+        return "\n".join(
+            f"({i}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
+            for i, p in enumerate(self)
+        )
+
+
+class _Keyed(Module):
+    """A dict of registered values (modules or parameters), in insertion order."""
+
+    def _table(self) -> dict:
+        return self._modules
+
+    def _put(self, key: str, value) -> None:
+        raise NotImplementedError
+
+    def __getitem__(self, key: str):
+        table = self._table()
+        if key not in table:
+            raise KeyError(f"'{key}' is not in the {type(self).__name__}")
+        return table[key]
+
+    def __setitem__(self, key: str, value) -> None:
+        self._put(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        del self._table()[key]
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._table()
+
+    def keys(self):
+        return self._table().keys()
+
+    def values(self):
+        return self._table().values()
+
+    def items(self):
+        return self._table().items()
+
+    def pop(self, key: str):
+        value = self[key]
+        del self[key]
+        return value
+
+    def clear(self) -> None:
+        self._table().clear()
+
+    def update(self, values) -> None:
+        pairs = values.items() if isinstance(values, Mapping) else values
+        for key, value in pairs:
+            self._put(key, value)
+
+
+class ModuleDict(_Keyed):
+    """Submodules by name (state_dict keys "name.weight", ...)."""
+
+    def __init__(self, modules=None) -> None:
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def _put(self, key: str, value) -> None:
+        self.add_module(key, value)
+
+
+class ParameterDict(_Keyed):
+    """Parameters by name (tensors become Parameters)."""
+
+    def __init__(self, parameters=None) -> None:
+        super().__init__()
+        if parameters is not None:
+            self.update(parameters)
+
+    def _table(self) -> dict:
+        return self._parameters
+
+    def _put(self, key: str, value) -> None:
+        self.register_parameter(key, value if isinstance(value, Parameter) else Parameter(value))
+
+    def extra_repr(self) -> str:
+        return "\n".join(
+            f"({k}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
+            for k, p in self.items()
+        )

@@ -1,0 +1,156 @@
+"""Embedding and EmbeddingBag: lookup tables of num_embeddings rows (normal(0, 1) at
+first, the padding row zero), loadable from a pretrained weight."""
+
+from __future__ import annotations
+
+from kael.frontend.factories import empty
+from kael.frontend.tensor import Tensor
+from kael.nn import functional as F
+from kael.nn import init
+from kael.nn.modules.module import Module
+from kael.nn.parameter import Parameter
+from kael.runtime.errors import ValueError
+
+
+def _padding_row(padding_idx, num_embeddings: int) -> int | None:
+    """padding_idx as a row index (a negative one counts from the end), checked in range."""
+    if padding_idx is None:
+        return None
+    if not -num_embeddings <= padding_idx < num_embeddings:
+        raise ValueError(
+            f"padding_idx must be within num_embeddings: got {padding_idx} for "
+            f"{num_embeddings} embeddings"
+        )
+    return padding_idx % num_embeddings
+
+
+class _Table(Module):
+    def __init__(
+        self,
+        num_embeddings: int,
+        embedding_dim: int,
+        padding_idx: int | None,
+        max_norm: float | None,
+        norm_type: float,
+        scale_grad_by_freq: bool,
+        sparse: bool,
+        _weight: Tensor | None,
+        device,
+        dtype,
+    ) -> None:
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.padding_idx = _padding_row(padding_idx, num_embeddings)
+        self.max_norm, self.norm_type = max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
+        if _weight is None:
+            self.weight = Parameter(
+                empty((num_embeddings, embedding_dim), device=device, dtype=dtype)
+            )
+            self.reset_parameters()
+        else:
+            if tuple(_weight.shape) != (num_embeddings, embedding_dim):
+                raise ValueError(
+                    f"Shape of weight {list(_weight.shape)} does not match num_embeddings and "
+                    f"embedding_dim ({num_embeddings}, {embedding_dim})"
+                )
+            self.weight = Parameter(_weight)
+
+    def reset_parameters(self) -> None:
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            self.weight[self.padding_idx].fill_(0)
+
+    @classmethod
+    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True, **settings):
+        """A table over `embeddings` (rows, dim) itself; `freeze` has no effect in kael."""
+        if embeddings.dim() != 2:
+            raise ValueError("Embeddings parameter is expected to be 2-dimensional")
+        rows, cols = embeddings.shape
+        return cls(rows, cols, _weight=embeddings, **settings)
+
+    def _settings_repr(self, shown: tuple[str, ...]) -> str:
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if "padding_idx" in shown and self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq is not False:
+            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        if "sparse" in shown and self.sparse is not False:
+            s += ", sparse=True"
+        return s
+
+
+class Embedding(_Table):
+    """Rows of the table at the input's indices (max_norm renormalises the rows looked up,
+    in place, as PyTorch does)."""
+
+    def __init__(
+        self,
+        num_embeddings: int,
+        embedding_dim: int,
+        padding_idx: int | None = None,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        sparse: bool = False,
+        _weight: Tensor | None = None,
+        _freeze: bool = False,
+        device=None,
+        dtype=None,
+    ) -> None:
+        super().__init__(
+            num_embeddings, embedding_dim, padding_idx, max_norm, norm_type,
+            scale_grad_by_freq, sparse, _weight, device, dtype,
+        )  # fmt: skip
+
+    def forward(self, input):
+        return F.embedding(
+            input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+            self.scale_grad_by_freq, self.sparse,
+        )  # fmt: skip
+
+    def extra_repr(self) -> str:
+        return self._settings_repr(("padding_idx", "sparse"))
+
+
+class EmbeddingBag(_Table):
+    """Sums, means or maxima of bags of rows (bags given by offsets or a 2-d input)."""
+
+    def __init__(
+        self,
+        num_embeddings: int,
+        embedding_dim: int,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        mode: str = "mean",
+        sparse: bool = False,
+        _weight: Tensor | None = None,
+        include_last_offset: bool = False,
+        padding_idx: int | None = None,
+        device=None,
+        dtype=None,
+    ) -> None:
+        super().__init__(
+            num_embeddings, embedding_dim, padding_idx, max_norm, norm_type,
+            scale_grad_by_freq, sparse, _weight, device, dtype,
+        )  # fmt: skip
+        self.mode, self.include_last_offset = mode, include_last_offset
+
+    def forward(self, input, offsets=None, per_sample_weights=None):
+        return F.embedding_bag(
+            input, self.weight, offsets, self.max_norm, self.norm_type,
+            self.scale_grad_by_freq, self.mode, self.sparse, per_sample_weights,
+            self.include_last_offset, self.padding_idx,
+        )  # fmt: skip
+
+    def extra_repr(self) -> str:
+        return (
+            self._settings_repr(())
+            + f", mode={self.mode!r}"
+            + (f", padding_idx={self.padding_idx}" if self.padding_idx is not None else "")
+        )

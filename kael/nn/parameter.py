@@ -1,0 +1,54 @@
+"""nn.Parameter and nn.Buffer: tensors a Module registers as its state when assigned.
+
+kael has no autograd, so a Parameter is a tensor with a type tag: assigning one to a
+Module's attribute enters it in the module's parameters() and state_dict(), as in PyTorch.
+It shares its data's elements. A Buffer marks a tensor to register as a buffer
+(PyTorch's nn.Buffer); the module keeps the plain tensor.
+"""
+
+from __future__ import annotations
+
+from kael.frontend import views
+from kael.frontend.factories import empty
+from kael.frontend.tensor import Tensor
+from kael.runtime.errors import TypeError
+
+
+def _handle_of(data: Tensor | None, what: str) -> Tensor:
+    """A new handle to data's elements (an empty float tensor for None)."""
+    if data is None:
+        data = empty(0)
+    if not isinstance(data, Tensor):
+        raise TypeError(f"{what}(): data must be a Tensor or None, got {type(data).__name__}")
+    impl = data._impl
+    return views.derive(impl, impl.shape, impl.strides, impl.offset)
+
+
+def _flag(value, what: str, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{what}(): {name} must be a bool, got {type(value).__name__}")
+    return value
+
+
+class Parameter(Tensor):
+    """A module's learnable tensor: shares `data`'s elements. `requires_grad` is accepted
+    as PyTorch's (default True) and has no effect: kael has no autograd."""
+
+    __slots__ = ()
+
+    def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
+        _flag(requires_grad, "Parameter", "requires_grad")
+        super().__init__(_handle_of(data, "Parameter"))
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+
+
+class Buffer(Tensor):
+    """A tensor to register as a module's buffer when assigned (persistent: in state_dict)."""
+
+    __slots__ = ("persistent",)
+
+    def __init__(self, data: Tensor | None = None, *, persistent: bool = True) -> None:
+        self.persistent = _flag(persistent, "Buffer", "persistent")
+        super().__init__(_handle_of(data, "Buffer"))

@@ -1,0 +1,288 @@
+"""kael.nn.Module's rules, each as torch.nn.Module keeps it: registration by assignment,
+traversal order, state_dict keys, load_state_dict's checks and messages, modes, dtype and
+device moves, hooks, copying, and a torch checkpoint loaded into the same architecture."""
+
+import copy
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from parity_helpers import same
+
+import kael
+from kael import nn
+
+
+class Block(nn.Module):
+    def __init__(self, lib=nn):
+        super().__init__()
+        self.fc = lib.Linear(4, 3)
+        self.norm = lib.LayerNorm(3)
+        self.register_buffer("steps", (kael if lib is nn else torch).zeros(1))
+        self.register_buffer("cache", (kael if lib is nn else torch).ones(2), persistent=False)
+
+    def forward(self, x):
+        return self.norm(self.fc(x)).relu()
+
+
+class TorchBlock(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+        self.norm = torch.nn.LayerNorm(3)
+        self.register_buffer("steps", torch.zeros(1))
+        self.register_buffer("cache", torch.ones(2), persistent=False)
+
+    def forward(self, x):
+        return self.norm(self.fc(x)).relu()
+
+
+def _models():
+    k = nn.Sequential(Block(), nn.Dropout(0.5), Block.__new__(Block))
+    nn.Module.__init__(k[2])
+    k[2].fc, k[2].norm = nn.Linear(3, 4), nn.LayerNorm(4)
+    t = torch.nn.Sequential(TorchBlock(), torch.nn.Dropout(0.5), torch.nn.Module())
+    t[2].fc, t[2].norm = torch.nn.Linear(3, 4), torch.nn.LayerNorm(4)
+    return k, t
+
+
+def test_assignment_registers_parameters_buffers_and_modules_in_order():
+    block = Block()
+    assert [name for name, _ in block.named_parameters()] == [
+        "fc.weight", "fc.bias", "norm.weight", "norm.bias",
+    ]  # fmt: skip
+    assert [name for name, _ in block.named_buffers()] == ["steps", "cache"]
+    assert [name for name, _ in block.named_children()] == ["fc", "norm"]
+    assert [name for name, _ in block.named_modules()] == ["", "fc", "norm"]
+    assert list(block.state_dict()) == list(TorchBlock().state_dict())
+
+
+def test_state_dict_keys_and_values_match_torch_after_loading_a_torch_checkpoint():
+    k, t = _models()
+    result = k.load_state_dict(t.state_dict())
+    assert result.missing_keys == [] and result.unexpected_keys == []
+    assert list(k.state_dict()) == list(t.state_dict())
+    for key, value in t.state_dict().items():
+        same(k.state_dict()[key], value)
+    k.eval(), t.eval()
+    x = torch.randn(5, 4)
+    k_block, t_block = k[0], t[0]
+    with torch.no_grad():
+        same(k_block(kael.tensor(x)), t_block(x))
+
+
+def test_state_dict_shares_the_module_elements():
+    layer = nn.Linear(2, 2)
+    layer.state_dict()["weight"].fill_(3.0)
+    assert (layer.weight.numpy() == 3.0).all()
+    assert type(layer.state_dict()["weight"]) is kael.Tensor
+    assert type(layer.state_dict(keep_vars=True)["weight"]) is nn.Parameter
+
+
+def test_load_state_dict_accepts_numpy_and_kael_tensors_and_converts_dtype():
+    layer = nn.Linear(2, 3)
+    layer.load_state_dict(
+        {"weight": np.ones((3, 2), np.float64), "bias": kael.arange(3, dtype=kael.int64)}
+    )
+    assert layer.weight.dtype is kael.float32 and (layer.weight.numpy() == 1).all()
+    np.testing.assert_array_equal(layer.bias.numpy(), [0, 1, 2])
+
+
+def test_load_state_dict_names_missing_and_unexpected_keys_as_torch():
+    k, t = _models()
+    state = {key: value for key, value in t.state_dict().items() if "norm" not in key}
+    state["0.extra"] = torch.ones(1)
+    with pytest.raises(RuntimeError) as expected:
+        t.load_state_dict(state)
+    with pytest.raises(kael.Error) as got:
+        k.load_state_dict(state)
+    assert str(got.value) == str(expected.value)
+    assert tuple(k.load_state_dict(state, strict=False)) == tuple(
+        t.load_state_dict(state, strict=False)
+    )
+
+
+def test_load_state_dict_refuses_a_shape_mismatch_even_when_not_strict():
+    layer = nn.Linear(2, 3)
+    before = layer.weight.numpy().copy()
+    with pytest.raises(kael.Error, match=r"size mismatch for weight: copying a param with shape"):
+        layer.load_state_dict({"weight": np.ones((2, 2), np.float32)}, strict=False)
+    np.testing.assert_array_equal(layer.weight.numpy(), before)
+
+
+def test_load_state_dict_refuses_a_value_that_is_not_a_tensor():
+    with pytest.raises(kael.Error, match='parameter named "bias", expected a kael.Tensor'):
+        nn.Linear(2, 3).load_state_dict({"weight": np.ones((3, 2)), "bias": [1, 2, 3]})
+    with pytest.raises(kael.TypeError, match="dict-like"):
+        nn.Linear(2, 3).load_state_dict([1, 2])
+
+
+def test_load_state_dict_with_assign_puts_the_checkpoint_tensors_in():
+    layer = nn.Linear(2, 3)
+    weight = kael.ones(3, 2)
+    layer.load_state_dict({"weight": weight, "bias": kael.zeros(3)}, assign=True)
+    assert isinstance(layer.weight, nn.Parameter)
+    assert layer.weight.data_ptr() == weight.data_ptr()
+
+
+def test_assignment_rules_and_their_errors():
+    layer = nn.Linear(2, 2)
+    with pytest.raises(kael.TypeError, match="cannot assign 'kael.Tensor' as parameter 'weight'"):
+        layer.weight = kael.ones(2, 2)
+    layer.bias = None
+    assert layer.bias is None and "bias" not in layer.state_dict()
+    seq = nn.Sequential(nn.ReLU())
+    with pytest.raises(kael.TypeError, match="as child module '0'"):
+        seq[0] = 3
+    block = Block()
+    block.steps = kael.full((1,), 7.0)
+    assert block.state_dict()["steps"].item() == 7.0
+    block.extra = nn.Buffer(kael.ones(3), persistent=False)
+    assert "extra" in dict(block.named_buffers()) and "extra" not in block.state_dict()
+
+
+@pytest.mark.parametrize(
+    ("name", "error", "match"),
+    [
+        ("a.b", kael.KeyError, "contain"),
+        ("", kael.KeyError, "empty string"),
+        ("forward", kael.KeyError, "attribute 'forward' already exists"),
+        (3, kael.TypeError, "should be a string"),
+    ],
+)
+def test_register_buffer_refuses_bad_names(name, error, match):
+    with pytest.raises(error, match=match):
+        nn.Module().register_buffer(name, kael.ones(1))
+
+
+def test_missing_attribute_is_an_attribute_error_naming_the_module():
+    with pytest.raises(AttributeError, match="'Linear' object has no attribute 'nope'"):
+        _ = nn.Linear(1, 1).nope
+    assert not hasattr(nn.Linear(1, 1), "nope")
+
+
+def test_assigning_before_init_is_refused():
+    class Early(nn.Module):
+        def __init__(self):
+            self.w = nn.Parameter(kael.ones(1))
+
+    with pytest.raises(AttributeError, match="before Module.__init__"):
+        Early()
+
+
+def test_shared_submodules_and_parameters_are_listed_once():
+    shared = nn.Linear(2, 2)
+    model = nn.Sequential(shared, shared)
+    assert len(list(model.parameters())) == 2
+    assert len(list(model.modules())) == 2
+    assert list(model.state_dict()) == ["0.weight", "0.bias", "1.weight", "1.bias"]
+
+
+def test_train_and_eval_reach_every_submodule():
+    k, _ = _models()
+    assert all(m.training for m in k.modules())
+    assert k.eval() is k and not any(m.training for m in k.modules())
+    k.train()
+    assert all(m.training for m in k.modules())
+    with pytest.raises(kael.ValueError, match="boolean"):
+        k.train("yes")
+
+
+def test_to_casts_floating_state_and_keeps_the_parameter_objects():
+    block = Block()
+    weight = block.fc.weight
+    block.register_buffer("count", kael.zeros(1, dtype=kael.int64))
+    assert block.to(kael.float64) is block
+    assert block.fc.weight is weight and weight.dtype is kael.float64
+    assert block.steps.dtype is kael.float64 and block.count.dtype is kael.int64
+    block.half()
+    assert weight.dtype is kael.float16
+    block.float()
+    assert weight.dtype is kael.float32
+    with pytest.raises(kael.TypeError, match="only accepts floating point"):
+        block.to(kael.int32)
+
+
+def test_forward_hooks_see_and_replace_inputs_and_outputs():
+    layer, seen = nn.Identity(), []
+    pre = layer.register_forward_pre_hook(lambda m, args: (args[0] * 2,))
+    post = layer.register_forward_hook(lambda m, args, out: seen.append(out.item()) or out + 1)
+    assert layer(kael.tensor(3.0)).item() == 7.0 and seen == [6.0]
+    pre.remove()
+    with post:
+        assert layer(kael.tensor(3.0)).item() == 4.0
+    assert layer(kael.tensor(3.0)).item() == 3.0
+
+
+def test_forward_hooks_with_kwargs_and_prepend_run_in_order():
+    order = []
+    layer = nn.Identity()
+    layer.register_forward_hook(lambda m, a, out: order.append("late"))
+    layer.register_forward_hook(lambda m, a, out: order.append("early"), prepend=True)
+    layer.register_forward_pre_hook(lambda m, a, kw: (a, kw), with_kwargs=True)
+    layer(kael.ones(1))
+    assert order == ["early", "late"]
+
+
+def test_apply_visits_children_before_the_parent():
+    seen = []
+    nn.Sequential(nn.Linear(1, 1), nn.ReLU()).apply(lambda m: seen.append(type(m).__name__))
+    assert seen == ["Linear", "ReLU", "Sequential"]
+
+
+def test_deepcopy_and_pickle_copy_the_elements():
+    block = Block()
+    twin = copy.deepcopy(block)
+    twin.fc.weight.fill_(0.0)
+    assert isinstance(twin.fc.weight, nn.Parameter)
+    assert np.abs(block.fc.weight.numpy()).sum() > 0
+    loaded = pickle.loads(pickle.dumps(block))
+    same(loaded.state_dict()["fc.weight"], torch.from_numpy(block.fc.weight.numpy()))
+
+
+def test_repr_nests_as_torch():
+    k, t = _models()
+    assert repr(k[0]) == repr(t[0]).replace("TorchBlock", "Block")
+    assert repr(nn.Sequential()) == repr(torch.nn.Sequential())
+
+
+def test_get_submodule_parameter_and_buffer_by_path():
+    k, _ = _models()
+    assert k.get_submodule("0.fc") is k[0].fc
+    assert k.get_parameter("2.norm.bias") is k[2].norm.bias
+    assert k.get_buffer("0.steps") is k[0].steps
+    with pytest.raises(AttributeError, match="has no attribute `nope`"):
+        k.get_submodule("0.nope")
+
+
+def test_requires_grad_false_is_accepted_and_true_refused():
+    layer = nn.Linear(1, 1)
+    assert layer.requires_grad_(False) is layer
+    with pytest.raises(kael.Error, match="no autograd"):
+        layer.requires_grad_(True)
+    assert layer.zero_grad() is None
+
+
+def test_parameter_shares_its_data_and_checks_its_arguments():
+    data = kael.ones(2)
+    param = nn.Parameter(data)
+    assert param.data_ptr() == data.data_ptr() and not param.requires_grad
+    assert repr(param).startswith("Parameter containing:\n")
+    assert nn.Parameter().shape == (0,)
+    with pytest.raises(kael.TypeError, match="must be a Tensor"):
+        nn.Parameter([1.0])
+    with pytest.raises(kael.TypeError, match="requires_grad must be a bool"):
+        nn.Parameter(data, requires_grad=1)
+
+
+def test_a_compiled_model_matches_eager_and_sees_loaded_weights():
+    model = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 2)).eval()
+    fast = kael.compile(model)
+    x = kael.randn(3, 4)
+    np.testing.assert_allclose(fast(x).numpy(), model(x).numpy(), rtol=1e-6, atol=1e-6)
+    torch_model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.GELU(), torch.nn.Linear(8, 2))
+    model.load_state_dict(torch_model.state_dict())
+    with torch.no_grad():
+        expected = torch_model(torch.from_numpy(x.numpy()))
+    np.testing.assert_allclose(fast(x).numpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
