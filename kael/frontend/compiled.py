@@ -22,8 +22,8 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kael.frontend import factories, pytree, replay, tracing
 from kael.frontend import plan as p
-from kael.frontend import pytree, replay, tracing
 from kael.frontend.guard import MISS, supported
 from kael.frontend.plan_matmul import MatmulCall
 from kael.frontend.tensor import Tensor
@@ -32,7 +32,7 @@ from kael.runtime.device import Device
 from kael.runtime.dtypes import DType, on_default_dtype_change
 from kael.runtime.tensor_impl import contiguous_strides
 from kael.runtime.threadpool import get_num_threads
-from kael.runtime.tracestate import state
+from kael.runtime.tracestate import epoch, state
 
 MAX_PLANS = 256  # traced signatures kept per function (shapes are unbounded)
 
@@ -59,6 +59,9 @@ class _Entry:
     # it (no float used as a value, no implicit input, no fallback)
     positional: p.Plan | None = None
     guarded: replay.Replay | None = None  # positional's replay behind this signature's guard
+    # the unhashable arguments the signature names by id, kept alive so no new object can
+    # take that id and this signature's plans while they exist
+    held: list = field(default_factory=list)
 
 
 _FLOAT = (float,)
@@ -116,6 +119,12 @@ def _signature(leaves: list, treedef, plain: bool = False) -> tuple[list, tuple 
     return tensors, (treedef, tuple(parts))
 
 
+def _float_key(values: list) -> tuple:
+    """The floats a trace used as values, as a key that tells -0.0 from 0.0 and finds a NaN
+    again (float.hex: exact, signed, and NaN equal to itself)."""
+    return tuple(float(v).hex() for v in values)
+
+
 def _coarse(key: tuple, used_values: tuple) -> tuple:
     """The coarse form of a signature: sizes dropped, their size-1 pattern and layout kept."""
     treedef, parts = key
@@ -143,7 +152,11 @@ def _what_changed(old: tuple, new: tuple) -> str:
                 if x != y:
                     return f"argument {i}: {name} changed from {_word(x)} to {_word(y)}"
         return f"argument {i} changed from {_word(a)} to {_word(b)}"
-    return f"float arguments used as Python values changed: {old[2]} -> {new[2]}"
+    if len(old[1]) != len(new[1]):  # only _lookup's default device is ever appended
+        now = new[1][-1][-1] if len(new[1]) > len(old[1]) else "none"
+        return f"the default device changed (now {now})"
+    values = [tuple(float.fromhex(h) for h in guard[2]) for guard in (old, new)]
+    return f"float arguments used as Python values changed: {values[0]} -> {values[1]}"
 
 
 def _word(value) -> str:
@@ -162,7 +175,10 @@ def _implicit_sources(fn: Callable) -> dict[int, tuple[Callable, object]]:
     for name in code.co_names:
         value = g.get(name)
         if isinstance(value, Tensor):
-            found[id(value._impl.storage)] = (functools.partial(g.get, name), value._impl.storage)
+            found[id(value._impl.storage)] = (
+                functools.partial(g.get, name),
+                _layout_of(value._impl),
+            )
     for cell in getattr(fn, "__closure__", None) or ():
         try:
             value = cell.cell_contents
@@ -171,7 +187,7 @@ def _implicit_sources(fn: Callable) -> dict[int, tuple[Callable, object]]:
         if isinstance(value, Tensor):
             found[id(value._impl.storage)] = (
                 functools.partial(getattr, cell, "cell_contents"),
-                value._impl.storage,
+                _layout_of(value._impl),
             )
     return found
 
@@ -201,10 +217,20 @@ def _call_twins(tensors: list, plan: p.Plan | None) -> tuple[str, str] | None:
     )
 
 
-def _reads(get: Callable, storage) -> bool:
-    """Whether a global or closure name still holds a tensor over `storage`."""
+def _reads(get: Callable, layout: tuple) -> bool:
+    """Whether a global or closure name still holds a tensor of that layout (the storage
+    itself, and the shape, strides, offset and dtype the plan's steps read it with)."""
     value = get()
-    return isinstance(value, Tensor) and value._impl.storage is storage
+    return isinstance(value, Tensor) and _same_layout(value._impl, layout)
+
+
+def _layout_of(impl) -> tuple:
+    return (impl.storage, impl.shape, impl.strides, impl.offset, impl.dtype)
+
+
+def _same_layout(impl, layout: tuple) -> bool:
+    storage, *rest = layout
+    return impl.storage is storage and [impl.shape, impl.strides, impl.offset, impl.dtype] == rest
 
 
 # Every compiled function, so set_default_dtype can drop plans traced under the old one.
@@ -244,6 +270,10 @@ class CompiledFunction:
         # the guarded replays of the last two positional signatures called, latest first
         self._guarded: Callable | None = None
         self._other: Callable | None = None
+        # whether some plan reads a tensor through an attribute (a module's parameter), and
+        # the handle epoch its plans were made under (tracestate.epoch)
+        self._attribute_reads = False
+        self._epoch = epoch.value
         _instances.add(self)
 
     def _forget(self) -> None:
@@ -253,14 +283,25 @@ class CompiledFunction:
             self._guards.clear()
             self._guarded = self._other = None
 
+    def _moved(self) -> None:
+        """Some tensor handle or module state moved since the plans were made: a plan that
+        reads tensors through attributes (which no signature records) may hold the old
+        memory, so those functions trace again."""
+        if self._attribute_reads:
+            self._forget()
+            self._attribute_reads = False
+        self._epoch = epoch.value
+
     def __get__(self, obj, objtype=None):
         return self if obj is None else types.MethodType(self, obj)
 
     def __call__(self, *args, **kwargs):
         if state.trace is not None:  # called from a function being traced: part of its trace
             return self.fn(*args, **kwargs)
+        if self._epoch != epoch.value:
+            self._moved()
         try:
-            if not kwargs and not self.check:
+            if not kwargs and not self.check and factories.DEFAULT.device is None:
                 guarded = self._guarded
                 if guarded is not None:
                     result = guarded(args)
@@ -357,12 +398,15 @@ class CompiledFunction:
     def _lookup(self, args, kwargs):
         leaves, treedef = pytree.flatten_call(args, kwargs)
         tensors, key = _signature(leaves, treedef)
+        device = factories.default_device()
+        if device is not None:  # set_default_device: where the function's factories create
+            key = (key[0], (*key[1], ("default device", device)))
         entry = self._entries.get(key)
         plan = None
         if entry is not None and (
             not entry.implicit or all(_reads(get, s) for get, s in entry.implicit)
         ):
-            plan = entry.plans.get(tuple([leaves[i] for i in entry.used]) if entry.used else ())
+            plan = entry.plans.get(_float_key([leaves[i] for i in entry.used]))
         return plan, tensors, leaves, treedef, key
 
     def _trace(self, leaves, treedef, tensors, key):
@@ -384,12 +428,13 @@ class CompiledFunction:
             raise
         finally:
             state.trace = None
+        self._epoch = epoch.value  # moves made by the traced call itself are in the plan
         plan = trace.plan
         if trace.broken is not None:
             plan.fallback = trace.broken
             self._warn_once(
-                f"kael.compile({self.__name__}): {trace.broken} needs a tensor's values, so "
-                "this call signature runs eagerly (fullgraph=False)"
+                f"kael.compile({self.__name__}): {trace.broken}, so this call signature "
+                "runs eagerly"
             )
         self._store(trace, plan, leaves, key)
         if debug.level >= 1:
@@ -399,7 +444,7 @@ class CompiledFunction:
 
     def _store(self, trace, plan: p.Plan, leaves: list, key: tuple) -> None:
         used = tuple(sorted(trace.used_scalars))
-        values = tuple(float(leaves[i]) for i in used)
+        values = _float_key([leaves[i] for i in used])
         sources = _implicit_sources(self.fn)
         implicit = [
             sources[id(s.storage)]
@@ -430,9 +475,12 @@ class CompiledFunction:
                 self._entries.clear()
                 entry = self._guarded = self._other = None
             same = entry is not None and [s for _, s in entry.implicit] == [s for _, s in implicit]
+            if len(implicit) < sum(s.kind == p.IMPLICIT for s in plan.slots):
+                self._attribute_reads = True  # a tensor read through an object: see __call__
             if not same or entry.used != used:
                 entry = self._entries[key] = _Entry(used, {}, implicit)
             entry.plans[values] = plan
+            entry.held = [v for v in leaves if _describe(v)[0] == "object"]
             plain = not used and not implicit and plan.fallback is None
             entry.positional = plan if plain else None
             entry.guarded = None  # built again from the new positional plan when it runs

@@ -905,6 +905,7 @@ class Plan:
         """Drop the kernels whose results nobody reads, then work out, once, after which
         step each intermediate slot can be freed."""
         self._drop_unread()
+        self._check_reach()
         last: dict[int, int] = {}
         for i, step in enumerate(self.steps):
             for v in step.views():
@@ -924,6 +925,20 @@ class Plan:
         self.single = (
             self.outputs is pytree.LEAF and type(self.out_leaves[0]) is View and not self.bumps
         )
+
+    def _check_reach(self) -> None:
+        """Run this signature eagerly if a step's view reaches past the memory of an argument
+        or an implicit input (a layout the trace changed under it): a plan must never read
+        or write outside the storages a call passes."""
+        for step in self.steps:
+            for v in step.views():
+                slot = self.slots[v.buffer]
+                if slot.kind in (ARG, IMPLICIT) and _end_byte(v) > slot.nbytes:
+                    self.fallback = self.fallback or (
+                        f"a step's view of shape {list(v.shape)} reaches byte {_end_byte(v)} "
+                        f"of a {slot.nbytes}-byte argument"
+                    )
+                    return
 
     def _drop_unread(self) -> None:
         """Remove each kernel (or row group) that writes only intermediates no later step
@@ -1075,3 +1090,11 @@ def _compare(step: KernelCall, fused: Call, unfused: Call, name: str) -> None:
             f"kael.compile({name}, check=True): kernel {step.kernel.name} (fusing "
             f"{', '.join(step.covers)}) output {k} differs from its ops run one by one{detail}"
         )
+
+
+def _end_byte(v: View) -> int:
+    """One past the last byte a view reaches (0 when it holds no element)."""
+    if 0 in v.shape:
+        return 0
+    last = v.offset + sum((n - 1) * s for n, s in zip(v.shape, v.strides, strict=True))
+    return (last + 1) * v.dtype.itemsize

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from kael.frontend import eager
 from kael.frontend.tensor import Tensor, transfer_impl
+from kael.runtime import tracestate
 from kael.runtime.device import CPU, CUDA, Device, parse_device
 from kael.runtime.dtypes import uint8
 from kael.runtime.errors import Error, IndexError, TypeError
@@ -81,7 +82,14 @@ def _grow(storage: Storage, nbytes: int) -> None:
     (Storage.take_block). Pinned host memory stays pinned."""
     new = Storage.pinned(nbytes) if storage.is_pinned else Storage(nbytes, storage.device)
     if storage.nbytes:
-        eager.copy_into(_byte_impl(new, 0, storage.nbytes), _byte_impl(storage))
+        trace = tracestate.state.trace
+        if trace is not None:  # a compiled function grows an argument: copy now, not later
+            trace.flush()  # the writes it recorded so far land in the old block first
+            tracestate.state.trace = None
+        try:
+            eager.copy_into(_byte_impl(new, 0, storage.nbytes), _byte_impl(storage))
+        finally:
+            tracestate.state.trace = trace
     storage.take_block(new)
 
 

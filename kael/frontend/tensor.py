@@ -24,6 +24,7 @@ from kael.runtime.tensor_impl import (
     read_hazard,
     shape_numel,
 )
+from kael.runtime.tracestate import bump_epoch
 from kael.runtime.tracestate import state as _trace_state
 
 
@@ -516,6 +517,7 @@ class Tensor:
             raise TypeError(f"data must be set to a Tensor, not {type(value).__name__}")
         impl = value._impl
         self._impl = views.derive(impl, impl.shape, impl.strides, impl.offset)
+        bump_epoch()
 
     # ---- data -----------------------------------------------------------------------------
 
@@ -1054,6 +1056,7 @@ class Tensor:
                 storages.resize_storage(impl.storage, end)
         strides = contiguous_strides(shape)
         self._impl = TensorImpl(impl.storage, shape, strides, impl.offset, impl.dtype, impl.device)
+        bump_epoch()
         return self
 
     def resize_as_(self, the_template: Tensor) -> Tensor:
@@ -1077,6 +1080,7 @@ class Tensor:
         else:
             impl = self._set_source(source, storage_offset, size, stride)
         self._impl = impl
+        bump_epoch()
         return self
 
     def _set_source(self, source, storage_offset, size, stride) -> TensorImpl:
@@ -1194,6 +1198,7 @@ IN_PLACE_VIEWS = {
 def _in_place_view(name: str, view: str):
     def in_place(self: Tensor, *args, **kwargs) -> Tensor:
         self._impl = getattr(self, view)(*args, **kwargs)._impl
+        bump_epoch()
         return self
 
     in_place.__name__, in_place.__qualname__ = name, f"Tensor.{name}"

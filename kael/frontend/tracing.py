@@ -187,6 +187,7 @@ class Trace:
         self.versions: dict[int, int] = {}
         self.extern_bumps: dict[int, int] = {}  # id(storage) -> bumps made inside extern steps
         self.bumped_visible = False  # whether one bumped a storage the plan did not make
+        self.layouts = [_layout(t._impl) for t in tensors]  # as the call passed them
         for i, t in enumerate(tensors):
             storage = t._impl.storage
             if id(storage) not in self.by_storage:
@@ -292,9 +293,23 @@ class Trace:
                 "move this out of the compiled function (or pass fullgraph=False to run the "
                 "rest of the function eagerly from here)"
             )
-        self.broken = f"{what}{where}"
+        self.broken = f"{what}{where} needs a tensor's values (fullgraph=False)"
         self.flush()
         state.trace = None
+
+    def _reshaped_argument(self) -> str | None:
+        """Why the plan cannot repeat this call, when the function changed an argument's
+        shape, strides or memory in place (resize_, set_, t_, an out= that was resized):
+        a plan's steps are fixed views of the memory each call passes."""
+        for i, (t, before) in enumerate(zip(self.tensors, self.layouts, strict=True)):
+            after = _layout(t._impl)
+            if any(a is not b and a != b for a, b in zip(before, after, strict=True)):
+                return (
+                    f"argument tensor {i} changed its layout in place ({list(before[1])} -> "
+                    f"{list(after[1])}, or its memory: resize_, set_, t_ or an out= that was "
+                    "resized)"
+                )
+        return None
 
     # ---- ops -------------------------------------------------------------------------------
 
@@ -494,6 +509,9 @@ class Trace:
 
         leaves, treedef = pytree.flatten(result)
         self.flush()
+        reshaped = self._reshaped_argument()
+        if reshaped is not None:  # this call ran right; the next ones of its kind run eagerly
+            self.broken = reshaped
         plan = self.plan
         plan.outputs = treedef
         inputs = {id(t): i for i, t in enumerate(self.tensors)}
@@ -517,7 +535,9 @@ class Trace:
             if count:
                 plan.bumps[b.slot] = count
         moved: set[int] = set()
-        for v in leaves:  # results get the real storage, with the writes counted on the lazy one
+        # results, and arguments given memory in place, get the real storage, with the
+        # writes counted on the lazy one
+        for v in [*leaves, *self.tensors]:
             lazy = v._impl.storage if isinstance(v, Tensor) else None
             if type(lazy) is LazyStorage:
                 real = self.call.storage(lazy.index)
@@ -527,6 +547,12 @@ class Trace:
                 v._impl.storage = real
         plan.finish()
         return result
+
+
+def _layout(impl) -> tuple:
+    """What a plan assumes of an argument: its impl, shape, strides, offset, storage and the
+    storage's size (compared by identity, then by value)."""
+    return (impl, impl.shape, impl.strides, impl.offset, impl.storage, impl.storage.nbytes)
 
 
 def _writes(step) -> list[View]:

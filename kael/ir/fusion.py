@@ -413,11 +413,18 @@ def _merged(a: Fused, b: Fused, later: set[int], buffer_bytes: list[int]) -> Fus
     if any(v.shape != shape for v in a.outs + b.outs) or a.kernel.may_fault or b.kernel.may_fault:
         return None
     produced = {(v.buffer, v.strides, v.offset): k for k, v in enumerate(a.outs)}
-    written = {v.buffer: v for v in a.outs + b.outs}
-    for v in a.ins + b.ins:  # every read of a buffer the kernel writes must be at the same place
-        w = written.get(v.buffer)
-        if w is not None and (v.strides, v.offset, v.dtype) != (w.strides, w.offset, w.dtype):
-            return None
+    writes = a.outs + b.outs
+    # every read and write of a buffer the kernel writes must be at that write's place: one
+    # loop runs both kernels element by element, so a write to a shifted window would land
+    # before a read (or after a write) that eager runs in the other order
+    for v in a.ins + b.ins + writes:
+        for w in writes:
+            if w.buffer == v.buffer and (v.strides, v.offset, v.dtype) != (
+                w.strides,
+                w.offset,
+                w.dtype,
+            ):
+                return None
     builder = _Builder.of(a)
 
     def a_leaf(e: x.Load) -> x.Expr:

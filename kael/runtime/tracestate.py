@@ -4,6 +4,7 @@ back to the tracer instead of running on data that is not there yet."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 
 
@@ -17,3 +18,22 @@ class _State(threading.local):
 
 
 state = _State()
+
+
+class _Epoch:
+    """A number that changes whenever an existing tensor handle is moved to other memory or
+    another layout (x.data = y, set_, resize_, t_, ...) or a module's registered state
+    changes: compiled plans that read tensors through attributes (a model's parameters)
+    are traced again when it moved since."""
+
+    value = 0
+
+
+epoch = _Epoch()
+_epochs = itertools.count(1)
+
+
+def bump_epoch() -> None:
+    """Mark that a handle or a module's state moved (each bump gives a new value, atomically
+    under the GIL, so concurrent bumps never cancel)."""
+    epoch.value = next(_epochs)

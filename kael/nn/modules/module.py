@@ -22,6 +22,7 @@ from kael.runtime import dtypes
 from kael.runtime.device import Device
 from kael.runtime.dtypes import DType, as_dtype
 from kael.runtime.errors import AttributeError, Error, KeyError, TypeError, ValueError
+from kael.runtime.tracestate import bump_epoch
 
 _hook_ids = itertools.count()
 
@@ -103,6 +104,7 @@ class Module:
                 "(kael.nn.Parameter or None required)"
             )
         self._parameters[name] = param
+        bump_epoch()  # compiled plans reading this module's state look again
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         """Enter `tensor` as buffer `name`: module state that is not a parameter (running
@@ -124,6 +126,7 @@ class Module:
             self._non_persistent_buffers_set.discard(name)
         else:
             self._non_persistent_buffers_set.add(name)
+        bump_epoch()
 
     def add_module(self, name: str, module: Module | None) -> None:
         """Enter `module` as submodule `name` (its state's keys start with "name.")."""
@@ -131,6 +134,7 @@ class Module:
             raise TypeError(f"{type_name(module)} is not a Module subclass")
         _check_name(name, "module", self)
         self._modules[name] = module
+        bump_epoch()
 
     register_module = add_module
 
@@ -149,11 +153,13 @@ class Module:
                     "(kael.nn.Parameter or None expected)"
                 )
             params[name] = None
+            bump_epoch()
         elif isinstance(value, Module):
             if modules is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
             self._forget(name)
             modules[name] = value
+            bump_epoch()
         elif modules is not None and name in modules:
             if value is not None:
                 raise TypeError(
@@ -161,6 +167,7 @@ class Module:
                     "(kael.nn.Module or None expected)"
                 )
             modules[name] = None
+            bump_epoch()
         elif isinstance(value, Buffer) or (buffers is not None and name in buffers):
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(
@@ -172,6 +179,7 @@ class Module:
                 self.register_buffer(name, value)
             else:
                 buffers[name] = value
+                bump_epoch()
         else:
             object.__setattr__(self, name, value)
 
@@ -195,6 +203,7 @@ class Module:
             if name in self.__dict__[table]:
                 del self.__dict__[table][name]
                 self._non_persistent_buffers_set.discard(name)
+                bump_epoch()
                 return
         object.__delattr__(self, name)
 
@@ -421,6 +430,7 @@ class Module:
             for name, buffer in module._buffers.items():
                 if buffer is not None:
                     module._buffers[name] = convert(buffer)
+        bump_epoch()
         return self
 
     def to(self, *args, dtype=None, device=None, non_blocking: bool = False) -> Module:
