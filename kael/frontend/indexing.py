@@ -17,6 +17,7 @@ from __future__ import annotations
 import builtins
 import math
 import operator
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -131,8 +132,24 @@ def _key_tuple(key) -> tuple:
     """The key as a tuple, each 0-d int64 tensor or integer array read as the int it holds:
     PyTorch indexes with it as with that int (a view without the dim), not as NumPy's
     0-d advanced index."""
+    if type(key) is list and _list_reads_as_tuple(key):
+        warnings.warn(
+            "Using a non-tuple sequence for multidimensional indexing is deprecated; use "
+            "x[tuple(seq)] instead of x[seq] (PyTorch reads such a list as a tuple)",
+            UserWarning,
+            stacklevel=4,
+        )
+        key = tuple(key)
     keys = key if type(key) is tuple else (key,)
     return tuple(_as_int_key(k) for k in keys)
+
+
+def _list_reads_as_tuple(key: list) -> bool:
+    """PyTorch's rule for a list key: under 32 entries, one of them a sequence, slice,
+    Ellipsis, None or tensor, and the list means one index per dim (x[[0, [1, 2]]] is
+    x[0, [1, 2]]); otherwise it is one advanced index."""
+    kinds = (list, tuple, slice, np.ndarray, tensor_module.Tensor)
+    return len(key) < 32 and any(k is None or k is Ellipsis or isinstance(k, kinds) for k in key)
 
 
 def _as_int_key(k):

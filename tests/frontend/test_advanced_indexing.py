@@ -120,13 +120,6 @@ def test_getitem_of_a_0d_tensor_with_bool_keys():
         k[None, kael.tensor([0, 0])]
 
 
-def test_a_nested_list_key_is_one_index_tensor():
-    # PyTorch 2.13 still reads x[[[0], [1]]] as a tuple (deprecated); kael reads it as the
-    # tensor index PyTorch announces for the future.
-    k, t = base((3, 4), kael.int64, "contiguous")
-    check(k[[[0], [1]]], t[torch.tensor([[0], [1]])])
-
-
 def test_getitem_bounds_wrap_negatives_and_raise_past_both_ends():
     k, t = base((3, 4), kael.int64, "contiguous")
     check(k[kael.tensor([2, -3])], t[I([2, -3])])

@@ -223,3 +223,29 @@ def test_keys_that_only_look_like_ints_never_hit_the_view_memo():
     assert x[np.int64(1)].shape == (4,)
     with pytest.raises(kael.TypeError, match="slice indices must be integers or None, got float"):
         x[1.0:]
+
+
+@pytest.mark.parametrize(
+    "key",
+    [[[0, 1], [1, 2]], [0, [1, 2]], [slice(None), 0], [None, 0], [Ellipsis, 1]],
+    ids=str,
+)
+def test_a_list_holding_sequences_or_slices_indexes_as_a_tuple_as_torch(key):
+    t = torch.arange(12.0).reshape(3, 4)
+    k = kael.arange(12.0).reshape(3, 4)
+    with pytest.warns(UserWarning, match="non-tuple sequence"):
+        expected = t[key]
+    with pytest.warns(UserWarning, match="non-tuple sequence"):
+        got = k[key]
+    assert got.shape == tuple(expected.shape)
+    np.testing.assert_array_equal(got.numpy(), expected.numpy())
+    with pytest.warns(UserWarning):
+        k[key] = -1.0
+    with pytest.warns(UserWarning):
+        t[key] = -1.0
+    np.testing.assert_array_equal(k.numpy(), t.numpy())
+
+
+def test_a_list_of_ints_stays_one_advanced_index():
+    k = kael.arange(12.0).reshape(3, 4)
+    assert k[[0, 1]].shape == (2, 4) and k[list(range(3))].shape == (3, 4)
