@@ -601,9 +601,19 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
     _finite_range(lo, hi, "torch.histc: range of")
     if lo > hi:
         raise ValueError(f"torch.histc(): max must be larger than min, but got min {lo} max {hi}")
+    limit = x.dtype.max
+    if builtins.max(abs(lo), abs(hi)) > limit:
+        raise ValueError(
+            f"torch.histc(): range [{lo:g}, {hi:g}] cannot be converted to {x.dtype} without "
+            "overflow"
+        )
+    # PyTorch's arithmetic, in the input's dtype: its edges, then (x - left) * bins /
+    # (right - left) truncated, the right edge in the last bin
+    edges = factories.linspace(lo, hi, bins + 1, dtype=x.dtype, device=x.device)
+    left, right = edges[0], edges[-1]
     flat = x.reshape(-1)
-    inside = (flat >= lo) & (flat <= hi)
-    position = ((flat - lo) * bins / (hi - lo)).clamp(min=0, max=bins - 1).to(int64)
+    inside = (flat >= left) & (flat <= right)
+    position = ((flat - left) * bins / (right - left)).to(int64).clamp(min=0, max=bins - 1)
     counts = factories.zeros(bins, dtype=x.dtype, device=x.device)
     return index_ops.scatter_add_(counts, 0, ew.where(inside, position, 0), inside.to(x.dtype))
 

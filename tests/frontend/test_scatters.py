@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from kernel_helpers import TORCH_DTYPES
 from parity_helpers import close_to_torch
 from parity_helpers import torch_pair as pair
 
@@ -985,3 +986,22 @@ def test_index_reduce_refuses_bad_inputs_and_keeps_self(call, error, message):
     with pytest.raises(error, match=message):
         call(x, index, source)
     assert x.tolist() == [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64])
+def test_histc_bins_values_at_the_edges_as_torch(dtype):
+    rng = np.random.default_rng(5)
+    for _ in range(40):
+        lo = float(rng.normal() * 5)
+        hi, bins = lo + float(rng.random() * 10) + 1e-3, int(rng.integers(1, 40))
+        values = np.concatenate([rng.uniform(lo, hi, 20), np.linspace(lo, hi, bins + 1)])
+        expected = torch.histc(torch.tensor(values, dtype=TORCH_DTYPES[dtype]), bins, lo, hi)
+        got = kael.histc(kael.tensor(values, dtype=dtype), bins, lo, hi)
+        np.testing.assert_array_equal(got.numpy(), expected.numpy())
+
+
+def test_histc_refuses_a_range_its_dtype_cannot_hold():
+    with pytest.raises(RuntimeError, match="without overflow"):
+        torch.histc(torch.ones(3), 4, -1e39, 1e39)
+    with pytest.raises(kael.ValueError, match=r"range \[-1e\+39, 1e\+39\] cannot be converted"):
+        kael.histc(kael.ones(3), 4, -1e39, 1e39)
