@@ -102,7 +102,7 @@ def scatter_(self: Tensor, dim: int, index: Tensor, src=None, value=None, *, red
         return index_ops.scatter_add_(x, dim, idx, source.to(x.dtype))
     d = views.wrap_dim(dim, x.ndim)
     dst, ix = _at_least_1d(x._impl), _at_least_1d(idx._impl)
-    if max(idx.ndim, 1) != max(x.ndim, 1):
+    if max(idx.ndim, 1) != max(x.ndim, 1) and idx.numel():  # torch: no index, no check
         raise ValueError(
             f"{op}(): Index tensor must have the same number of dimensions as self tensor"
         )
@@ -496,6 +496,12 @@ def index_reduce_(
             f"{op}(): Number of indices ({n}) should be equal to source.size(dim):"
             f" ({src.shape[d]}), for dim: {d}"
         )
+    if n and not x.numel():  # no element to write, but torch still checks the indices
+        size = _at_least_1d(x._impl).shape[d]
+        low, high = int(reductions.amin(idx)), int(reductions.amax(idx))
+        bad = low if low < -size else high if high >= size else None
+        if bad is not None:
+            raise IndexError(f"{op}(): index {bad} is out of range for dimension {d} of size {size}")
     spread = _spread(_at_least_1d(idx._impl), src.shape, d)
     index_ops._check_scatter(x, spread, s, op, "source")
     if not include_self:

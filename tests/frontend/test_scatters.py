@@ -1005,3 +1005,21 @@ def test_histc_refuses_a_range_its_dtype_cannot_hold():
         torch.histc(torch.ones(3), 4, -1e39, 1e39)
     with pytest.raises(kael.ValueError, match=r"range \[-1e\+39, 1e\+39\] cannot be converted"):
         kael.histc(kael.ones(3), 4, -1e39, 1e39)
+
+
+def test_scatter_with_no_index_returns_self_whatever_the_ranks():
+    expected = torch.zeros(2, 3).scatter(0, torch.tensor([], dtype=torch.long), torch.ones(2, 3))
+    got = kael.zeros(2, 3).scatter(0, kael.tensor([], dtype=kael.int64), kael.ones(2, 3))
+    np.testing.assert_array_equal(got.numpy(), expected.numpy())
+
+
+@pytest.mark.parametrize("bad", [5, -4])
+def test_index_reduce_checks_indices_even_when_self_has_no_elements(bad):
+    with pytest.raises(IndexError):
+        torch.zeros(3, 0).index_reduce_(0, torch.tensor([bad]), torch.zeros(1, 0), "prod")
+    with pytest.raises(kael.IndexError, match=f"index {bad} is out of range for dimension 0"):
+        kael.zeros(3, 0).index_reduce_(0, kael.tensor([bad]), kael.zeros(1, 0), "prod")
+    assert kael.zeros(3, 0).index_reduce_(0, kael.tensor([2]), kael.zeros(1, 0), "prod").shape == (
+        3,
+        0,
+    )
