@@ -31,6 +31,7 @@ from kael.nn.modules.activation import (
     Tanhshrink,
     Threshold,
 )
+from kael.nn.modules.attention import MultiheadAttention
 from kael.nn.modules.container import (
     ModuleDict,
     ModuleList,
@@ -129,6 +130,7 @@ from kael.nn.modules.pooling import (
     MaxUnpool2d,
     MaxUnpool3d,
 )
+from kael.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from kael.nn.modules.shaping import (
     ChannelShuffle,
     CosineSimilarity,
@@ -146,6 +148,13 @@ from kael.nn.modules.shaping import (
     UpsamplingNearest2d,
 )
 from kael.nn.modules.sparse import Embedding, EmbeddingBag
+from kael.nn.modules.transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
     "AdaptiveAvgPool1d",
@@ -196,6 +205,8 @@ __all__ = [
     "FractionalMaxPool3d",
     "GELU",
     "GLU",
+    "GRU",
+    "GRUCell",
     "GaussianNLLLoss",
     "GroupNorm",
     "Hardshrink",
@@ -213,6 +224,8 @@ __all__ = [
     "LPPool1d",
     "LPPool2d",
     "LPPool3d",
+    "LSTM",
+    "LSTMCell",
     "LayerNorm",
     "LeakyReLU",
     "Linear",
@@ -234,6 +247,7 @@ __all__ = [
     "MultiLabelMarginLoss",
     "MultiLabelSoftMarginLoss",
     "MultiMarginLoss",
+    "MultiheadAttention",
     "NLLLoss",
     "PReLU",
     "PairwiseDistance",
@@ -243,6 +257,10 @@ __all__ = [
     "PixelUnshuffle",
     "PoissonNLLLoss",
     "RMSNorm",
+    "RNN",
+    "RNNBase",
+    "RNNCell",
+    "RNNCellBase",
     "RReLU",
     "ReLU",
     "ReLU6",
@@ -267,6 +285,11 @@ __all__ = [
     "Tanh",
     "Tanhshrink",
     "Threshold",
+    "Transformer",
+    "TransformerDecoder",
+    "TransformerDecoderLayer",
+    "TransformerEncoder",
+    "TransformerEncoderLayer",
     "TripletMarginLoss",
     "TripletMarginWithDistanceLoss",
     "Unflatten",

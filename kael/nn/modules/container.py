@@ -8,7 +8,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 
 from kael.frontend.tensor import Tensor
-from kael.nn.modules.module import Module
+from kael.nn.modules.module import Module, add_indent
 from kael.nn.parameter import Parameter
 from kael.runtime.errors import IndexError, KeyError, TypeError
 
@@ -135,7 +135,21 @@ class ModuleList(_Indexed):
         return self.extend(modules)
 
     def __repr__(self) -> str:
-        return super().__repr__() if len(self) else "ModuleList()"
+        """PyTorch's form: runs of equal children shown once, as "(0-5): 6 x Block(...)"."""
+        runs: list[list] = []  # [first, last, repr]
+        for i, module in enumerate(self):
+            text = repr(module)
+            if runs and runs[-1][2] == text:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, text])
+        if not runs:
+            return "ModuleList()"
+        lines = [
+            add_indent(f"({a}): {text}" if a == b else f"({a}-{b}): {b - a + 1} x {text}", 2)
+            for a, b, text in runs
+        ]
+        return "ModuleList(\n  " + "\n  ".join(lines) + "\n)"
 
 
 class ParameterList(_Indexed):

@@ -65,7 +65,7 @@ def _check_name(name, kind: str, owner: Module) -> None:
         raise KeyError(f"attribute '{name}' already exists")
 
 
-def _add_indent(text: str, spaces: int) -> str:
+def add_indent(text: str, spaces: int) -> str:
     lines = text.split("\n")
     return "\n".join([lines[0]] + [" " * spaces + line for line in lines[1:]])
 
@@ -543,7 +543,7 @@ class Module:
     def __repr__(self) -> str:
         lines = [line for line in self.extra_repr().split("\n") if line]
         for name, module in self._modules.items():
-            lines.append(f"({name}): " + _add_indent(repr(module), 2))
+            lines.append(f"({name}): " + add_indent(repr(module), 2))
         head = type(self).__name__ + "("
         if not self._modules and len(lines) <= 1:
             return head + "".join(lines) + ")"

@@ -1,0 +1,167 @@
+"""kael.nn's recurrent, attention and transformer layers against torch.nn's: the same
+parameters (names, order, shapes) and, loaded with torch's state, torch's outputs."""
+
+import numpy as np
+import pytest
+import torch
+from parity_helpers import same
+
+import kael
+from kael import nn
+
+
+def _pair(name, *args, **kwargs):
+    t = getattr(torch.nn, name)(*args, **kwargs)
+    k = getattr(nn, name)(*args, **kwargs)
+    k.load_state_dict(t.state_dict())
+    assert repr(k) == repr(t)
+    assert [(n, tuple(p.shape)) for n, p in k.named_parameters()] == [
+        (n, tuple(p.shape)) for n, p in t.named_parameters()
+    ]
+    return k.eval(), t.eval()
+
+
+def _close(k, t, tol=1e-5):
+    if isinstance(t, tuple):
+        assert isinstance(k, tuple) and len(k) == len(t)
+        for a, b in zip(k, t):
+            _close(a, b, tol)
+        return
+    assert k.shape == tuple(t.shape)
+    np.testing.assert_allclose(k.numpy(), t.detach().numpy(), rtol=tol, atol=tol)
+
+
+RECURRENT = [
+    ("LSTM", (4, 6), {}),
+    ("LSTM", (4, 6, 2), {"bidirectional": True, "batch_first": True, "proj_size": 3}),
+    ("GRU", (4, 5, 2), {}),
+    ("GRU", (4, 5), {"bidirectional": True, "bias": False}),
+    ("RNN", (4, 5), {"nonlinearity": "relu"}),
+    ("RNN", (4, 5, 3), {"batch_first": True}),
+]
+
+
+@pytest.mark.parametrize(("name", "args", "kwargs"), RECURRENT, ids=str)
+def test_recurrent_stack_matches_torch_batched_unbatched_and_with_a_state(name, args, kwargs):
+    k, t = _pair(name, *args, **kwargs)
+    x = torch.randn(3, 7, 4)
+    with torch.no_grad():
+        expected = t(x)
+        single = t(x[0])
+        again = t(x, expected[1])
+    _close(k(kael.tensor(x)), expected)
+    _close(k(kael.tensor(x[0])), single)
+    state = expected[1]
+    kael_state = (
+        tuple(kael.tensor(s.numpy()) for s in state)
+        if isinstance(state, tuple)
+        else kael.tensor(state.numpy())
+    )
+    _close(k(kael.tensor(x), kael_state), again)
+
+
+def test_lstm_runs_a_packed_batch_as_torch():
+    k, t = _pair("LSTM", 3, 4, 2)
+    lengths = [5, 2, 4]
+    padded = torch.randn(5, 3, 3)
+    packed_t = torch.nn.utils.rnn.pack_padded_sequence(padded, lengths, enforce_sorted=False)
+    packed_k = nn.utils.rnn.pack_padded_sequence(kael.tensor(padded), lengths, enforce_sorted=False)
+    with torch.no_grad():
+        out_t, (h_t, c_t) = t(packed_t)
+    out_k, (h_k, c_k) = k(packed_k)
+    _close(out_k.data, out_t.data)
+    _close((h_k, c_k), (h_t, c_t))
+
+
+@pytest.mark.parametrize("name", ["RNNCell", "LSTMCell", "GRUCell"])
+def test_cells_match_torch_with_and_without_a_state(name):
+    k, t = _pair(name, 4, 5)
+    x = torch.randn(3, 4)
+    with torch.no_grad():
+        first = t(x)
+        second = t(x, first)
+        single = t(x[0])
+    _close(k(kael.tensor(x)), first)
+    state = tuple(kael.tensor(s.numpy()) for s in first) if name == "LSTMCell" else None
+    state = state or kael.tensor(first.numpy())
+    _close(k(kael.tensor(x), state), second)
+    _close(k(kael.tensor(x[0])), single)
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs", "message"),
+    [
+        ("LSTM", {"proj_size": 6}, "proj_size has to be smaller than hidden_size"),
+        ("LSTM", {"dropout": 1.5}, "dropout should be a number in range"),
+        ("GRU", {"proj_size": 2}, "only supported for LSTM"),
+        ("RNN", {"nonlinearity": "gelu"}, "Unknown nonlinearity 'gelu'"),
+    ],
+)
+def test_recurrent_settings_are_checked_as_torch(name, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        getattr(torch.nn, name)(4, 6, **kwargs)
+    with pytest.raises(kael.ValueError, match=message):
+        getattr(nn, name)(4, 6, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"batch_first": True, "add_bias_kv": True}, {"kdim": 3, "vdim": 5, "bias": False}],
+    ids=str,
+)
+def test_multihead_attention_matches_torch(kwargs):
+    k, t = _pair("MultiheadAttention", 8, 2, **kwargs)
+
+    def shaped(length, width):  # (N, L, E) with batch_first, else (L, N, E)
+        return (
+            torch.randn(2, length, width)
+            if kwargs.get("batch_first")
+            else torch.randn(length, 2, width)
+        )
+
+    q, key, value = shaped(5, 8), shaped(6, kwargs.get("kdim", 8)), shaped(6, kwargs.get("vdim", 8))
+    mask = torch.rand(2, 6) > 0.7
+    mask[:, 0] = False
+    for extra in ({}, {"key_padding_mask": mask, "average_attn_weights": False}):
+        with torch.no_grad():
+            expected = t(q, key, value, **extra)
+        extra = {n: kael.tensor(v.numpy()) if torch.is_tensor(v) else v for n, v in extra.items()}
+        _close(k(kael.tensor(q), kael.tensor(key), kael.tensor(value), **extra), expected)
+
+
+def test_multihead_attention_refuses_heads_that_do_not_divide_the_width():
+    with pytest.raises(kael.ValueError, match="divisible by num_heads"):
+        nn.MultiheadAttention(10, 3)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_transformer_layers_and_stacks_match_torch(norm_first):
+    settings = {"dim_feedforward": 16, "norm_first": norm_first, "activation": "gelu"}
+    k, t = _pair("TransformerEncoderLayer", 8, 2, batch_first=True, **settings)
+    x = torch.randn(2, 5, 8)
+    with torch.no_grad():
+        expected = t(x)
+    _close(k(kael.tensor(x)), expected)
+    k, t = _pair("Transformer", 8, 2, 2, 2, **settings)
+    src, tgt = torch.randn(5, 2, 8), torch.randn(4, 2, 8)
+    causal = torch.nn.Transformer.generate_square_subsequent_mask(4)
+    np.testing.assert_array_equal(
+        nn.Transformer.generate_square_subsequent_mask(4).numpy(), causal.numpy()
+    )
+    with torch.no_grad():
+        expected = t(src, tgt, tgt_mask=causal)
+    got = k(kael.tensor(src), kael.tensor(tgt), tgt_mask=kael.tensor(causal.numpy()))
+    _close(got, expected, tol=2e-5)
+
+
+def test_a_transformer_stack_repr_groups_equal_layers_as_torch():
+    layer = torch.nn.TransformerEncoderLayer(8, 2, 16)
+    expected = repr(torch.nn.TransformerEncoder(layer, 3, enable_nested_tensor=False))
+    got = repr(nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16), 3))
+    assert got == expected and "(0-2): 3 x TransformerEncoderLayer(" in got
+
+
+def test_a_compiled_encoder_layer_matches_eager():
+    layer = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True).eval()
+    x = kael.randn(2, 5, 8)
+    same(kael.compile(layer)(x), torch.from_numpy(layer(x).numpy()))
