@@ -72,6 +72,9 @@ _entries: dict[tuple, _Entry] = {}
 _native = None  # native_launch.launcher(), bound by `bind`
 _BROADCAST = {"a0": 1, "b0": 2}  # a binary key's 0-d operand: its buffer, after the output
 Tensor = None  # kael.frontend.tensor.Tensor, bound by ops.py through `bind`
+# The exact types this door serves as tensors: Tensor, and subclasses that change no op
+# (kael.nn.Parameter registers itself), so a layer's weights take the fast door too.
+PLAIN: set[type] = set()
 _strides: dict[tuple, tuple] = {}
 _numels: dict[tuple, int] = {}  # beside _strides: each shape's element count
 
@@ -93,6 +96,7 @@ def bind(tensor_class) -> None:
     the launch builtin every remembered launch goes through."""
     global Tensor, _native
     Tensor = tensor_class
+    PLAIN.add(tensor_class)
     _native = native_launch.launcher()
 
 
@@ -132,7 +136,7 @@ def _right_number_key(name: str, x):
 def _binary_parts(name: str, a, b) -> tuple | None:
     """(key, shape, tensor operands, number operand) of a binary call whose operands could
     be served here (their own checks aside), or None."""
-    ta, tb = type(a) is Tensor, type(b) is Tensor
+    ta, tb = type(a) in PLAIN, type(b) in PLAIN
     if ta and tb:
         ai, bi = a._impl, b._impl
         shape = ai.shape
@@ -157,7 +161,7 @@ def _binary_parts(name: str, a, b) -> tuple | None:
 def _shaped_parts(name: str, a, b) -> tuple | None:
     """(key, tensor operands, number operand) of a binary call on CPU tensors of any layout
     (broadcast, strided), keyed by every operand's exact layout; or None."""
-    ta, tb = type(a) is Tensor, type(b) is Tensor
+    ta, tb = type(a) in PLAIN, type(b) in PLAIN
     if ta and tb:
         ai, bi = a._impl, b._impl
         if ai.device is not CPU or bi.device is not CPU:
@@ -184,7 +188,7 @@ def binary(name: str, a, b):
     if _trace_state.trace is not None or launches.recorder is not None or debug.level >= 1:
         return None
     # the common calls first: dense tensors of one shape, a dense tensor and a number
-    ta, tb = type(a) is Tensor, type(b) is Tensor
+    ta, tb = type(a) in PLAIN, type(b) in PLAIN
     if ta and tb:
         ai, bi = a._impl, b._impl
         shape = ai.shape
@@ -259,7 +263,7 @@ def binary_out(name: str, a, b, out):
 
 def unary_out(name: str, x, out):
     """op(x) written into `out` through a remembered launch (out returned), or None."""
-    if not _open() or type(x) is not Tensor:
+    if not _open() or type(x) not in PLAIN:
         return None
     dtype = _tensor_key(x)
     entry = _entries.get((name, dtype)) if dtype is not None else None
@@ -272,7 +276,7 @@ def unary_out(name: str, x, out):
 def dense_out(out) -> bool:
     """Whether an out= tensor is dense on the CPU: a call into it may be remembered for
     later calls, which make dense results."""
-    return type(out) is Tensor and _tensor_key(out) is not None
+    return type(out) in PLAIN and _tensor_key(out) is not None
 
 
 def binary_key(name: str, a, b, shape: tuple) -> tuple | None:
@@ -290,7 +294,7 @@ def binary_key(name: str, a, b, shape: tuple) -> tuple | None:
 
 def unary(name: str, x):
     """op(x) through a remembered launch, or None."""
-    if not _open() or type(x) is not Tensor:
+    if not _open() or type(x) not in PLAIN:
         return None
     impl = x._impl
     dtype = _tensor_key(x)
@@ -305,7 +309,7 @@ def unary(name: str, x):
 
 def unary_key(name: str, x) -> tuple | None:
     """The key to remember a full-door call of op(x) under, or None."""
-    if not _open() or type(x) is not Tensor:
+    if not _open() or type(x) not in PLAIN:
         return None
     dtype = _tensor_key(x)
     if dtype is not None:
@@ -323,10 +327,10 @@ def binary_(name: str, self, other):
     # _open(), inlined: every in-place operator asks
     if _trace_state.trace is not None or launches.recorder is not None or debug.level >= 1:
         return None
-    if type(self) is not Tensor:
+    if type(self) not in PLAIN:
         return None
     impl = self._impl
-    if type(other) is Tensor:  # the common call first: dense tensors of one shape
+    if type(other) in PLAIN:  # the common call first: dense tensors of one shape
         oi = other._impl
         shape = impl.shape
         dense = _strides.get(shape)
@@ -749,7 +753,7 @@ def keyed(fn, traced=None):
     def door(input, *args, **kwargs):
         if kwargs:
             kwargs = torch_keywords(kwargs)
-        if not _open() or type(input) is not Tensor:
+        if not _open() or type(input) not in PLAIN:
             return closed(input, *args, **kwargs)
         if "out" in kwargs:
             return fn(input, *args, **kwargs)
@@ -904,7 +908,7 @@ on_default_dtype_change(_forget)
 
 
 def _product_key(a, b) -> tuple | None:
-    if type(a) is not Tensor or type(b) is not Tensor:
+    if type(a) not in PLAIN or type(b) not in PLAIN:
         return None
     ai, bi = a._impl, b._impl
     if ai.device is not CPU or bi.device is not CPU:
@@ -917,7 +921,7 @@ def matmul(a, b):
     # _open() and _product_key, inlined: every small product starts here
     if _trace_state.trace is not None or launches.recorder is not None or debug.level >= 1:
         return None
-    if type(a) is not Tensor or type(b) is not Tensor:
+    if type(a) not in PLAIN or type(b) not in PLAIN:
         return None
     ai, bi = a._impl, b._impl
     key = (ai.dtype, ai.shape, ai.strides, bi.dtype, bi.shape, bi.strides, threadpool._num_threads)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from kael.frontend import elementwise as ew
-from kael.frontend import factories, gpu_rows, index_ops, linalg, reductions, views
+from kael.frontend import factories, fastpath, gpu_rows, index_ops, linalg, reductions, views
 from kael.frontend.formula import launch
 from kael.frontend.margins import distance
 from kael.frontend.outputs import tensor_arg
@@ -125,7 +125,9 @@ def rms_norm(
         raise ValueError(f"rms_norm: weight of shape {list(weight.shape)}, expected {list(shape)}")
     if eps is None:
         eps = _MACHINE_EPS[x.dtype]
-    plain = weight is None or (type(weight) is Tensor and gpu_rows.params_fit(x._impl, weight))
+    plain = weight is None or (
+        type(weight) in fastpath.PLAIN and gpu_rows.params_fit(x._impl, weight)
+    )
     if plain and shape and type(eps) in (int, float) and gpu_rows.takes(x._impl, len(shape)):
         return Tensor(gpu_rows.rms_norm(x._impl, len(shape), weight, eps))
     dims = tuple(range(x.ndim - len(shape), x.ndim))

@@ -431,7 +431,7 @@ def _layer_norm_on_device(input, normalized_shape, weight, bias, eps) -> Tensor 
     float input whose trailing dims are normalized_shape, weight and bias None or of
     that shape and the input's dtype and device. None for any other call, which the full
     path checks and runs."""
-    if type(input) is not Tensor or input._impl.device is CPU:
+    if type(input) not in fastpath.PLAIN or input._impl.device is CPU:
         return None
     shape = _normalized_shape(normalized_shape)  # the full path's first checks, as it raises
     eps = float_arg(eps, "layer_norm", "eps")
@@ -439,7 +439,7 @@ def _layer_norm_on_device(input, normalized_shape, weight, bias, eps) -> Tensor 
     params = [p for p in (weight, bias) if p is not None]
     plain = (
         impl.shape[max(len(impl.shape) - k, 0) :] == shape
-        and all(type(p) is Tensor and p.shape == shape for p in params)
+        and all(type(p) in fastpath.PLAIN and p.shape == shape for p in params)
         and gpu_rows.params_fit(impl, *params)
         and gpu_rows.takes(impl, k)
     )

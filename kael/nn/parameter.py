@@ -8,7 +8,7 @@ It shares its data's elements. A Buffer marks a tensor to register as a buffer
 
 from __future__ import annotations
 
-from kael.frontend import views
+from kael.frontend import fastpath, views
 from kael.frontend.factories import empty
 from kael.frontend.tensor import Tensor
 from kael.runtime.errors import TypeError
@@ -52,3 +52,6 @@ class Buffer(Tensor):
     def __init__(self, data: Tensor | None = None, *, persistent: bool = True) -> None:
         self.persistent = _flag(persistent, "Buffer", "persistent")
         super().__init__(_handle_of(data, "Buffer"))
+
+
+fastpath.PLAIN.update((Parameter, Buffer))  # no op behaves differently on them

@@ -859,3 +859,13 @@ def test_an_out_call_over_its_own_operand_is_never_remembered():
     assert not _served_shaped("add", a, a.T)
     for _ in range(2):
         np.testing.assert_array_equal((a + a.T).numpy(), data + data.T)
+
+
+def test_parameters_take_the_fast_door_as_plain_tensors_do():
+    weight = kael.nn.Parameter(kael.ones(3, 5, dtype=kael.float64))
+    plain = kael.full((3, 5), 2.0, dtype=kael.float64)
+    assert fastpath._binary_parts("sub", weight, plain) is not None
+    for _ in range(2):  # the first call remembers, the second is served
+        result = weight - plain
+    assert _served(("sub", kael.float64, kael.float64, False))
+    assert type(result) is kael.Tensor and result.tolist() == [[-1.0] * 5] * 3
