@@ -258,6 +258,8 @@ class CompiledFunction:
         """`max_recompiles` None: kael's own use (an eager op's generated plans), which
         keeps no history of guards and never warns."""
         functools.update_wrapper(self, fn)
+        if not hasattr(self, "__name__"):  # a callable object, such as an nn.Module
+            self.__name__ = self.__qualname__ = type(fn).__name__
         self.fn = fn
         self.fullgraph = fullgraph
         self.check = check

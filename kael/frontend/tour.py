@@ -90,6 +90,15 @@ def main() -> None:
     print(f">>> layer(x, b, 1.5)  # x [512, 256]: {h.shape} and {sq.shape}")
     print(layer.inspect(x, b, 1.5))
 
+    _section("kael.nn: a model as PyTorch builds it, compiled")
+    code = "nn.Sequential(nn.Linear(64, 128), nn.GELU(), nn.LayerNorm(128), nn.Linear(128, 10))"
+    model = _show(code, {"nn": kael.nn})
+    fast = kael.compile(model.eval())
+    x = kael.randn(32, 64)
+    print(f">>> fast = kael.compile(model.eval()); fast(x).shape  # x [32, 64]\n{fast(x).shape}")
+    print(">>> fast.inspect(x)  # each matmul runs its bias and activation on its blocks")
+    print("\n".join(line for line in str(fast.inspect(x)).splitlines() if line[:6].strip()))
+
 
 def _layer(x, b, scale):
     h = kael.tanh(x * scale + b) * x

@@ -286,3 +286,10 @@ def test_a_compiled_model_matches_eager_and_sees_loaded_weights():
     with torch.no_grad():
         expected = torch_model(torch.from_numpy(x.numpy()))
     np.testing.assert_allclose(fast(x).numpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_compiled_model_is_named_after_its_class_in_inspection():
+    model = nn.Sequential(nn.Linear(4, 8), nn.GELU()).eval()
+    fast = kael.compile(model)
+    assert fast.__name__ == "Sequential"
+    assert str(fast.inspect(kael.randn(2, 4))).startswith("compiled Sequential:")
