@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from kael.codegen.cpu import conv_run, gemm_run
 from kael.frontend import factories, index_ops, linalg, views
@@ -28,17 +29,22 @@ from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.tracing import op_door
 from kael.ir.conv import ConvGeometry
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import INTEGER_DTYPES, int64
+from kael.runtime.dtypes import INTEGER_DTYPES, DType, bool_, float32, int64
 from kael.runtime.errors import Error, TypeError, ValueError
 from kael.runtime.tensor_impl import host_ptr
 from kael.runtime.tracestate import state as _trace
 
 
 def tuple_arg(value, dims: int, name: str, op: str) -> tuple[int, ...]:
-    """An int or a sequence of `dims` ints, as a tuple of `dims` ints."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return (value,) * dims
-    values = tuple(views.as_int(v, name) for v in value)
+    """An int or a sequence of one or `dims` ints, as a tuple of `dims` ints. Every
+    convolution, pool, unfold and fold reads its sizes here. An int is anything
+    operator.index takes (NumPy's integers too, as PyTorch takes them) within int64; a
+    float, a bool or anything else raises kael's TypeError naming `op` and `name`, an int
+    beyond int64 its ValueError."""
+    what = f"{op}: {name}"
+    if not isinstance(value, Sequence) or isinstance(value, str):
+        return (views.as_int64(value, what),) * dims
+    values = tuple(views.as_int64(v, what) for v in value)
     if len(values) == 1:
         return values * dims
     if len(values) != dims:
@@ -54,10 +60,8 @@ def windows(
     """The view [N, C, *out, *kernel] of x [N, C, *size]: window o, offset k reads
     x[..., o * stride + k * dilation]; out = (size - dilation (kernel - 1) - 1) // stride + 1."""
     d = len(kernel)
-    spatial = x.shape[2:]
-    out = [
-        (s - dl * (k - 1) - 1) // st + 1 for s, k, st, dl in zip(spatial, kernel, stride, dilation)
-    ]
+    out = counts(x.shape[2:], kernel, stride, dilation)
+    stride, dilation = _steps(stride, out), _steps(dilation, kernel)
     strides = x.strides()
     view_strides = (
         *strides[:2],
@@ -65,6 +69,85 @@ def windows(
         *(strides[2 + i] * dilation[i] for i in range(d)),
     )
     return x.as_strided((*x.shape[:2], *out, *kernel), view_strides, x.storage_offset())
+
+
+def counts(size, kernel, stride, dilation, before=None, after=None) -> list[int]:
+    """Windows per spatial dim over `size` with `before` and `after` zeros (none by
+    default): (padded - dilation * (kernel - 1) - 1) // stride + 1, floored as PyTorch's
+    div_rtn, so not positive where the kernel outreaches the padded input."""
+    before = before or (0,) * len(size)
+    after = after or before
+    return [
+        (s + b + a - dl * (k - 1) - 1) // st + 1
+        for s, b, a, k, st, dl in zip(size, before, after, kernel, stride, dilation)
+    ]
+
+
+def _steps(steps: Sequence[int], numbers: Sequence[int]) -> list[int]:
+    """`steps` (strides or dilations) with 1 where `numbers` (of windows or taps) is one:
+    one never steps, and a stride of 2**62 would overflow a view's strides or a kernel's
+    32-bit offsets for nothing."""
+    return [st if n > 1 else 1 for st, n in zip(steps, numbers)]
+
+
+class _Span(NamedTuple):
+    """The windows along one spatial dim that read any of its `size` elements: windows lo
+    to hi - 1 of `out`, reading elements start to end - 1 (padding below 0 and from `size`
+    on). Every other window reads padding only."""
+
+    lo: int
+    hi: int
+    start: int
+    end: int
+    size: int
+    out: int
+
+    @property
+    def near(self) -> int:
+        """The zeros these windows read before element 0."""
+        return max(0, -self.start)
+
+    @property
+    def far(self) -> int:
+        """The zeros these windows read after the last element."""
+        return max(0, self.end - self.size)
+
+
+def _spans(size, kernel, stride, dilation, before, out) -> list[_Span] | None:
+    """Per spatial dim, the windows (window o starting at element o * stride - before) that
+    read the input; None when along some dim none does (or the kernel is empty), so every
+    output is zero. The others read zeros only, so the padding they cover need never be
+    stored: padding and stride 2**31 make 3 windows over 5 elements, one reading them."""
+    spans = []
+    for s, k, st, dl, b, o in zip(size, kernel, stride, dilation, before, out):
+        extent = dl * (k - 1) + 1
+        lo = max(0, -((extent - 1 - b) // st))  # the first to end past element 0
+        hi = min(o, -(-(b + s) // st))  # past the last to start before element s
+        if s == 0 or k == 0 or lo >= hi:
+            return None
+        spans.append(_Span(lo, hi, lo * st - b, (hi - 1) * st + extent - b, s, o))
+    return spans
+
+
+def _read_padding(spans: Sequence[_Span]) -> tuple[list[int], list[int]]:
+    """The zeros the spans' windows read (before, after) per dim: all the padding that
+    need be stored."""
+    return [sp.near for sp in spans], [sp.far for sp in spans]
+
+
+def _skipped(spans: Sequence[_Span]) -> tuple[list[int], list[int]]:
+    """The windows (before, after) per dim that read padding only: zeros to pad the
+    spans' results with."""
+    return [sp.lo for sp in spans], [sp.out - sp.hi for sp in spans]
+
+
+def _skip_start(x: Tensor, spans: Sequence[_Span], first: int) -> Tensor:
+    """x without the elements of its dims first, first + 1, ... before their span's start,
+    which no window reads (those before the span read padding only)."""
+    for i, span in enumerate(spans):
+        if span.start > 0:
+            x = x.narrow(first + i, span.start, x.shape[first + i] - span.start)
+    return x
 
 
 def batched(input, dims: int, op: str) -> tuple[Tensor, bool]:
@@ -111,6 +194,61 @@ def _zero_pad(x: Tensor, before: Sequence[int], after: Sequence[int]) -> Tensor:
     return pad(x, amounts)
 
 
+# PyTorch's words for a size argument below its least value (ConvParams' checks)
+_SIZE_RULES = {
+    "padding": (0, "negative padding is not supported"),
+    "output_padding": (0, "negative output_padding is not supported"),
+    "stride": (1, "non-positive stride is not supported"),
+    "dilation": (1, "dilation should be greater than zero"),
+}
+
+
+def _check_sizes(op: str, **sizes: Sequence[int]) -> None:
+    """Refuse a negative padding or output_padding, or a stride or dilation below 1, as
+    PyTorch does, naming the values: a transposed convolution would otherwise return
+    garbage or fail deep inside col2im."""
+    for name, values in sizes.items():
+        least, words = _SIZE_RULES[name]
+        if min(values) < least:
+            raise ValueError(f"{op}: {words}, got {name}={list(values)}")
+
+
+def _groups(groups, w: Tensor, op: str) -> int:
+    """groups as an int, checked as PyTorch does: positive, and dividing the weight's first
+    dim (output channels, or a transposed weight's input channels)."""
+    groups = views.as_int(groups, f"{op}: groups")
+    if groups <= 0:
+        raise ValueError(f"{op}: non-positive groups is not supported, got groups={groups}")
+    if w.shape[0] < groups or w.shape[0] % groups:
+        raise ValueError(
+            f"{op}: Given groups={groups}, expected weight to be at least {groups} and"
+            f" divisible by {groups} at dimension 0, but got weight of size {list(w.shape)}"
+            " instead"
+        )
+    return groups
+
+
+def _bias(bias, x: Tensor, w: Tensor, channels: int, op: str, transposed: bool = False):
+    """bias as a column [channels, 1, ...] to add to the output (None stays None), checked
+    as PyTorch does: one value per output channel (a [1] or [C, 1] is not broadcast), of
+    the input's dtype (a float64 or int64 bias does not promote a float32 output)."""
+    if bias is None:
+        return None
+    b = tensor_arg(bias, op, "bias")
+    if b.dtype is not x.dtype:
+        raise TypeError(
+            f"{op}: Input type ({x.dtype}) and bias type ({b.dtype}) should be the same"
+        )
+    if b.shape != (channels,):
+        raise ValueError(
+            f"{op}: Given {'transposed=1, ' if transposed else ''}weight of size"
+            f" {list(w.shape)}, expected bias to be 1-dimensional with {channels} elements,"
+            f" but got bias of size {list(b.shape)} instead"
+        )
+    device_of([x, b], op)
+    return b.reshape((channels,) + (1,) * (x.ndim - 2))
+
+
 def _conv(dims: int, op: str):
     def conv(
         input: Tensor,
@@ -124,47 +262,27 @@ def _conv(dims: int, op: str):
         x, was_batched, w = _input_and_weight(input, weight, dims, op)
         stride = tuple_arg(stride, dims, "stride", op)
         dilation = tuple_arg(dilation, dims, "dilation", op)
-        groups = views.as_int(groups, "groups")
+        groups = _groups(groups, w, op)
+        _check_sizes(op, stride=stride, dilation=dilation)
         kernel = w.shape[2:]
-        channels, out_channels = x.shape[1], w.shape[0]
-        if groups <= 0 or channels % groups or out_channels % groups:
-            raise ValueError(
-                f"{op}: groups={groups} must divide input channels {channels} and output"
-                f" channels {out_channels}"
-            )
-        if w.shape[1] * groups != channels:
+        if w.shape[1] * groups != x.shape[1]:
             raise ValueError(
                 f"Given groups={groups}, weight of size {list(w.shape)}, expected input"
-                f"{list(x.shape)} to have {w.shape[1] * groups} channels, but got {channels}"
-                " channels instead"
+                f"{list(x.shape)} to have {w.shape[1] * groups} channels, but got"
+                f" {x.shape[1]} channels instead"
             )
-        if any(v <= 0 for v in (*stride, *dilation)):
-            raise ValueError(f"{op}: stride and dilation must be positive")
+        b = _bias(bias, x, w, w.shape[0], op)
         before, after = _padding(padding, kernel, dilation, stride, dims, op)
-        size = [s + b + a for s, b, a in zip(x.shape[2:], before, after)]
+        size = [s + p + q for s, p, q in zip(x.shape[2:], before, after)]
         if any(s < dl * (k - 1) + 1 for s, k, dl in zip(size, kernel, dilation)):
             raise ValueError(
                 f"{op}: input size (padded) {list(size)} is smaller than the kernel size"
                 f" {list(kernel)} (dilated by {list(dilation)})"
             )
-        out = [
-            (s - dl * (k - 1) - 1) // st + 1 for s, k, st, dl in zip(size, kernel, stride, dilation)
-        ]
-        geometry = ConvGeometry.of(
-            x.shape[0], groups, channels // groups, out_channels // groups, x.shape[2:], kernel,
-            stride, dilation, before, out,
-        )  # fmt: skip
-        if x.device is CPU and conv_run.supports(geometry, x.dtype):
-            y = _implicit_gemm(x, w, geometry, op)
-        else:
-            y = _im2col(_zero_pad(x, before, after), w, geometry)
-        if bias is not None:
-            b = tensor_arg(bias, op, "bias")
-            if b.shape != (out_channels,):
-                raise ValueError(
-                    f"{op}: bias should have {out_channels} elements, got {list(b.shape)}"
-                )
-            y = y + b.reshape((out_channels,) + (1,) * dims)
+        out = counts(x.shape[2:], kernel, stride, dilation, before, after)
+        y = _convolve(x, w, groups, stride, dilation, before, out, op)
+        if b is not None:
+            y = y + b
         return y if was_batched else y.squeeze(0)
 
     conv.__name__ = conv.__qualname__ = op
@@ -172,6 +290,27 @@ def _conv(dims: int, op: str):
         f"torch.nn.functional.{op}: im2col over a window view, then one matmul per group."
     )
     return conv
+
+
+def _convolve(x: Tensor, w: Tensor, groups: int, stride, dilation, before, out, op: str):
+    """The convolution [N, O, *out] of x, `before` zeros ahead of each spatial dim (and
+    as many after as the windows read). Only the windows that read x are computed, over
+    only the padding they read; the others' zeros are padded on after."""
+    spans = _spans(x.shape[2:], w.shape[2:], stride, dilation, before, out)
+    if spans is None:
+        return factories.zeros((x.shape[0], w.shape[0], *out), dtype=x.dtype, device=x.device)
+    x = _skip_start(x, spans, 2)
+    near, far = _read_padding(spans)
+    reached = [sp.hi - sp.lo for sp in spans]
+    geometry = ConvGeometry.of(
+        x.shape[0], groups, x.shape[1] // groups, w.shape[0] // groups, x.shape[2:],
+        w.shape[2:], _steps(stride, reached), _steps(dilation, w.shape[2:]), near, reached,
+    )  # fmt: skip
+    if x.device is CPU and conv_run.supports(geometry, x.dtype):
+        y = _implicit_gemm(x, w, geometry, op)
+    else:
+        y = _im2col(_zero_pad(x, near, far), w, geometry)
+    return _zero_pad(y, *_skipped(spans))
 
 
 def _implicit_gemm(x: Tensor, w: Tensor, g: ConvGeometry, op: str) -> Tensor:
@@ -197,6 +336,8 @@ def _im2col(xp: Tensor, w: Tensor, g: ConvGeometry) -> Tensor:
     dims = len(w.shape) - 2
     kernel, out = w.shape[2:], g.out[3 - dims :]
     win = windows(xp, kernel, g.stride[3 - dims :], g.dilation[3 - dims :])  # [N, C, *out, *k]
+    for i, o in enumerate(out):  # g steps 1 past a lone window, which xp may hold more of
+        win = win.narrow(2 + i, 0, o)
     n, cg, og, taps = xp.shape[0], g.cg, g.og, g.taps
     # im2col as [N, C * kernel, out]: weight @ cols lands in NCHW order, no permute after
     order = (0, 1, *range(2 + dims, 2 + 2 * dims), *range(2, 2 + dims))
@@ -225,8 +366,7 @@ def _padding(padding, kernel, dilation, stride, dims: int, op: str):
         before = tuple(t // 2 for t in total)
         return before, tuple(t - b for t, b in zip(total, before))
     amounts = tuple_arg(padding, dims, "padding", op)
-    if any(p < 0 for p in amounts):
-        raise ValueError(f"{op}: negative padding is not supported, got {list(amounts)}")
+    _check_sizes(op, padding=amounts)
     return amounts, amounts
 
 
@@ -246,50 +386,60 @@ def _conv_transpose(dims: int, op: str):
         pads = tuple_arg(padding, dims, "padding", op)
         extra = tuple_arg(output_padding, dims, "output_padding", op)
         dilation = tuple_arg(dilation, dims, "dilation", op)
-        groups = views.as_int(groups, "groups")
+        groups = _groups(groups, w, op)
+        _check_sizes(op, padding=pads, output_padding=extra, stride=stride, dilation=dilation)
         channels = x.shape[1]
-        if w.shape[0] != channels or channels % groups:
+        if w.shape[0] != channels:
             raise ValueError(
-                f"{op}: weight {list(w.shape)} does not fit input {list(x.shape)} with"
-                f" groups={groups}"
+                f"{op}: Given transposed=1, weight of size {list(w.shape)}, expected input"
+                f"{list(x.shape)} to have {w.shape[0]} channels, but got {channels} channels"
+                " instead"
             )
+        b = _bias(bias, x, w, groups * w.shape[1], op, transposed=True)
         if any(e >= max(s, d) for e, s, d in zip(extra, stride, dilation)):
             raise ValueError(
                 "output padding must be smaller than either stride or dilation, but got"
                 f" {_per_dim('output_padding', extra)} {_per_dim('stride', stride)}"
                 f" {_per_dim('dilation', dilation)}"
             )
-        kernel = w.shape[2:]
-        cg, og = channels // groups, w.shape[1]
-        n, size = x.shape[0], x.shape[2:]
-        taps = math.prod(kernel)
-        rows = x.permute((0, *range(2, 2 + dims), 1))  # [N, *size, C]
-        parts = []
-        for g in range(groups):
-            xg = rows.narrow(dims + 1, g * cg, cg).reshape(-1, cg)
-            wg = w.narrow(0, g * cg, cg).reshape(cg, og * taps)
-            parts.append(linalg.matmul(xg, wg).reshape((n, *size, og, *kernel)))
-        cols = parts[0] if groups == 1 else index_ops.cat(parts, dims + 1)
+        size, kernel = x.shape[2:], w.shape[2:]
         full = [
             (s - 1) * st + dl * (k - 1) + 1 + e
             for s, st, dl, k, e in zip(size, stride, dilation, kernel, extra)
         ]
-        out = col2im(cols, full, stride, dilation, dims)
         crop = [slice(None), slice(None)]
         for p, f in zip(pads, full):
             if f - 2 * p <= 0:
                 raise ValueError(f"{op}: padding {list(pads)} leaves an empty output")
             crop.append(slice(p, f - p))
-        y = out[tuple(crop)]
-        if bias is not None:
-            y = y + tensor_arg(bias, op, "bias").reshape((-1,) + (1,) * dims)
-        else:
-            y = y.contiguous()
+        # float16 and bfloat16 multiply and sum in float32, rounded once at the end
+        work = _accumulator(x.dtype)
+        cols = _transposed_products(x.to(work), w.to(work), groups)
+        y = col2im(cols, full, stride, dilation, dims)[tuple(crop)]
+        if b is not None:
+            y = y + b
+        y = y.to(x.dtype).contiguous()
         return y if was_batched else y.squeeze(0)
 
     conv_transpose.__name__ = conv_transpose.__qualname__ = op
     conv_transpose.__doc__ = f"torch.nn.functional.{op}: matmul, then col2im."
     return conv_transpose
+
+
+def _transposed_products(x: Tensor, w: Tensor, groups: int) -> Tensor:
+    """Each input position's products with every kernel offset, before col2im sums them:
+    x [N, C, *size] and w [C, O / groups, *kernel] -> [N, *size, O, *kernel], one matmul
+    per group."""
+    dims = x.ndim - 2
+    n, size, kernel = x.shape[0], x.shape[2:], w.shape[2:]
+    cg, og, taps = x.shape[1] // groups, w.shape[1], math.prod(kernel)
+    rows = x.permute((0, *range(2, 2 + dims), 1))  # [N, *size, C]
+    parts = []
+    for g in range(groups):
+        xg = rows.narrow(dims + 1, g * cg, cg).reshape(-1, cg)
+        wg = w.narrow(0, g * cg, cg).reshape(cg, og * taps)
+        parts.append(linalg.matmul(xg, wg).reshape((n, *size, og, *kernel)))
+    return parts[0] if groups == 1 else index_ops.cat(parts, dims + 1)
 
 
 def _per_dim(name: str, values: Sequence[int]) -> str:
@@ -302,18 +452,30 @@ def _per_dim(name: str, values: Sequence[int]) -> str:
 
 def col2im(cols: Tensor, full: Sequence[int], stride, dilation, dims: int) -> Tensor:
     """Sum each kernel offset's values into the output: cols [N, *size, C, *kernel] ->
-    [N, C, *full], out[..., i * stride + k * dilation] += cols[.., i, .., k]."""
+    [N, C, *full], out[..., i * stride + k * dilation] += cols[.., i, .., k]. The sums
+    run in _accumulator's dtype and are rounded to cols' once."""
     n, size = cols.shape[0], cols.shape[1 : 1 + dims]
     channels, kernel = cols.shape[1 + dims], cols.shape[2 + dims :]
-    out = factories.zeros((n, channels, *full), dtype=cols.dtype, device=cols.device)
+    total = _accumulator(cols.dtype)
+    out = factories.zeros((n, channels, *full), dtype=total, device=cols.device)
     per_offset = cols.permute((0, 1 + dims, *range(1, 1 + dims), *range(2 + dims, 2 + 2 * dims)))
+    stride = _steps(stride, size)
     for offset in offsets(kernel):
         target = [slice(None), slice(None)]
         for k, s, st, dl in zip(offset, size, stride, dilation):
             target.append(slice(k * dl, k * dl + (s - 1) * st + 1, st))
         region = out[tuple(target)]
         region += per_offset[(slice(None),) * (2 + dims) + offset]
-    return out
+    return out if total is cols.dtype else out.to(cols.dtype)
+
+
+def _accumulator(dtype: DType) -> DType:
+    """The dtype col2im sums in: float32 for float16 and bfloat16 (each addition rounded
+    to 8 bits would grow the error with the overlaps; PyTorch sums in float too), int64
+    for bool (a count, nonzero where any is True: PyTorch's or), else dtype itself."""
+    if dtype.is_half:
+        return float32
+    return int64 if dtype is bool_ else dtype
 
 
 def offsets(kernel: Sequence[int]):
@@ -340,18 +502,33 @@ def _im2col_args(kernel_size, dilation, padding, stride, op: str):
 
 
 def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
-    """im2col: [N, C, H, W] -> [N, C * kh * kw, L], L the number of windows."""
+    """im2col: [N, C, H, W] -> [N, C * kh * kw, L], L the number of windows. Windows
+    that read padding only are zeros, their padding never stored (as _spans says)."""
     op = "unfold"
     x, was_batched = batched(input, 2, op)
     kernel, dilation, pads, stride = _im2col_args(kernel_size, dilation, padding, stride, op)
-    win = windows(_zero_pad(x, pads, pads), kernel, stride, dilation)  # [N, C, oh, ow, kh, kw]
-    n, c, oh, ow = win.shape[:4]
-    cols = win.permute(0, 1, 4, 5, 2, 3).reshape(n, c * kernel[0] * kernel[1], oh * ow)
+    blocks = counts(x.shape[2:], kernel, stride, dilation, pads)
+    if min(blocks) < 1:
+        raise ValueError(
+            f"{op}: Given input with spatial size {tuple(x.shape[2:])}, kernel_size={kernel},"
+            f" dilation={dilation}, padding={pads}, calculated shape of the array of sliding"
+            f" blocks as {tuple(blocks)}, but its components must be at least one."
+        )
+    n, c, taps = x.shape[0], x.shape[1], kernel[0] * kernel[1]
+    spans = _spans(x.shape[2:], kernel, stride, dilation, pads, blocks)
+    if spans is None:
+        cols = factories.zeros((n, c * taps, blocks[0] * blocks[1]), dtype=x.dtype, device=x.device)
+    else:
+        xp = _zero_pad(_skip_start(x, spans, 2), *_read_padding(spans))
+        win = windows(xp, kernel, stride, dilation).permute(0, 1, 4, 5, 2, 3)  # [N, C, kh, kw, ..]
+        win = _zero_pad(win, *_skipped(spans))
+        cols = win.reshape(n, c * taps, blocks[0] * blocks[1])
     return cols if was_batched else cols.squeeze(0)
 
 
 def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
-    """col2im, unfold's adjoint: [N, C * kh * kw, L] -> [N, C, H, W], overlaps summed."""
+    """col2im, unfold's adjoint: [N, C * kh * kw, L] -> [N, C, H, W], overlaps summed.
+    Only the blocks that reach the output are summed, over only the padding they cover."""
     op = "fold"
     x = tensor_arg(input, op)
     was_batched = x.ndim == 3
@@ -360,29 +537,56 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
     x = x if was_batched else x.unsqueeze(0)
     size = tuple_arg(output_size, 2, "output_size", op)
     kernel, dilation, pads, stride = _im2col_args(kernel_size, dilation, padding, stride, op)
-    taps = kernel[0] * kernel[1]
-    if x.shape[1] % taps:
+    blocks = _fold_blocks(x, size, kernel, dilation, pads, stride, op)
+    n, c = x.shape[0], x.shape[1] // (kernel[0] * kernel[1])
+    spans = _spans(size, kernel, stride, dilation, pads, blocks)
+    if spans is None:
+        out = factories.zeros((n, c, *size), dtype=x.dtype, device=x.device)
+        return out if was_batched else out.squeeze(0)
+    out = _fold_spans(x.reshape(n, c, *kernel, *blocks), spans, stride, dilation)
+    return out if was_batched else out.squeeze(0)
+
+
+def _fold_spans(cols: Tensor, spans: Sequence[_Span], stride, dilation) -> Tensor:
+    """fold of cols [N, C, kh, kw, *blocks]: col2im of the spans' blocks sums the output's
+    elements start to end - 1 (and padding); the output is the part of those inside it,
+    zeros elsewhere."""
+    for i, sp in enumerate(spans):
+        cols = cols.narrow(4 + i, sp.lo, sp.hi - sp.lo)
+    cols = cols.permute(0, 4, 5, 1, 2, 3)  # [N, bh, bw, C, kh, kw]
+    summed = col2im(cols, [sp.end - sp.start for sp in spans], stride, dilation, 2)
+    near, far = _read_padding(spans)
+    inside = tuple(slice(a, sp.end - sp.start - b) for a, b, sp in zip(near, far, spans))
+    before = [max(0, sp.start) for sp in spans]
+    after = [max(0, sp.size - sp.end) for sp in spans]
+    return _zero_pad(summed[(slice(None), slice(None), *inside)], before, after).contiguous()
+
+
+def _fold_blocks(x: Tensor, size, kernel, dilation, pads, stride, op: str) -> list[int]:
+    """fold's blocks per spatial dim, checked against x [N, C * kh * kw, L] as PyTorch's
+    col2im_shape_check does: C * kh * kw divisible, L their product, each positive."""
+    if x.shape[1] % (kernel[0] * kernel[1]):
         raise ValueError(
             f"Expected size of input's dimension 1 to be divisible by the product of"
             f" kernel_size, but got input.size(1)={x.shape[1]} and kernel_size={kernel}"
         )
-    blocks = [
-        (s + 2 * p - dl * (k - 1) - 1) // st + 1
-        for s, p, dl, k, st in zip(size, pads, dilation, kernel, stride)
-    ]
+    blocks = counts(size, kernel, stride, dilation, pads)
+    given = (
+        f"Given output_size={size}, kernel_size={kernel}, dilation={dilation},"
+        f" padding={pads}, stride={stride},"
+    )
     if blocks[0] * blocks[1] != x.shape[2]:
         raise ValueError(
-            f"Given output_size={size}, kernel_size={kernel}, dilation={dilation},"
-            f" padding={pads}, stride={stride}, expected size of input's dimension 2 to match"
-            f" the calculated number of sliding blocks {blocks[0]} * {blocks[1]} ="
-            f" {blocks[0] * blocks[1]}, but got input.size(2)={x.shape[2]}."
+            f"{given} expected size of input's dimension 2 to match the calculated number of"
+            f" sliding blocks {blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, but got"
+            f" input.size(2)={x.shape[2]}."
         )
-    n, c = x.shape[0], x.shape[1] // taps
-    cols = x.reshape(n, c, *kernel, *blocks).permute(0, 4, 5, 1, 2, 3)  # [N, bh, bw, C, kh, kw]
-    full = [s + 2 * p for s, p in zip(size, pads)]
-    out = col2im(cols, full, stride, dilation, 2)
-    out = out[:, :, pads[0] : pads[0] + size[0], pads[1] : pads[1] + size[1]].contiguous()
-    return out if was_batched else out.squeeze(0)
+    if min(blocks) < 1:
+        raise ValueError(
+            f"{given} calculated shape of the array of sliding blocks as {tuple(blocks)},"
+            " which is too small (non-positive)"
+        )
+    return blocks
 
 
 CONVOLUTIONS = {f"conv{d}d": _conv(d, f"conv{d}d") for d in (1, 2, 3)}

@@ -2,12 +2,14 @@
 
 import numpy as np
 import pytest
+import torch
 import torch.nn.functional as TF
 from parity_helpers import close_to_torch
 from parity_helpers import torch_pair as pair
 
 import kael
 import kael.nn.functional as KF
+from kael.frontend import conv
 
 RNG = np.random.default_rng(41)
 
@@ -63,6 +65,7 @@ TRANSPOSED = [
     {"stride": 2, "padding": 1, "output_padding": 1},
     {"dilation": 2},
     {"groups": 2, "stride": (1, 2)},
+    {"dilation": 3, "output_padding": 2},  # not below the stride, but below the dilation
 ]
 
 
@@ -269,3 +272,200 @@ def test_conv_transpose_output_padding_error_names_the_values_as_torch(dims, kwa
     with pytest.raises(kael.ValueError) as got:
         getattr(KF, f"conv_transpose{dims}d")(kx, kw, **kwargs)
     assert str(expected.value) in str(got.value)
+
+
+BAD_TRANSPOSED_ARGS = [
+    ({"padding": -1}, "negative padding is not supported"),
+    ({"output_padding": -1, "stride": 2}, "negative output_padding is not supported"),
+    ({"stride": 0}, "non-positive stride is not supported"),
+    ({"stride": -2}, "non-positive stride is not supported"),
+    ({"dilation": 0}, "dilation should be greater than zero"),
+    ({"dilation": -1}, "dilation should be greater than zero"),
+    ({"groups": 0}, "non-positive groups is not supported"),
+    ({"groups": -1}, "non-positive groups is not supported"),
+]
+
+
+@pytest.mark.parametrize("dims", [1, 2, 3])
+@pytest.mark.parametrize(("kwargs", "message"), BAD_TRANSPOSED_ARGS, ids=str)
+def test_conv_transpose_refuses_non_positive_strides_dilations_groups_and_negative_paddings(
+    dims, kwargs, message
+):
+    """As PyTorch does, and naming the value, instead of garbage or an internal error."""
+    kx, tx = pair(np.ones((1, 2) + (3,) * dims))
+    kw, tw = pair(np.ones((2, 3) + (2,) * dims))
+    with pytest.raises(RuntimeError):
+        getattr(TF, f"conv_transpose{dims}d")(tx, tw, **kwargs)
+    with pytest.raises(kael.ValueError, match=message) as got:
+        getattr(KF, f"conv_transpose{dims}d")(kx, kw, **kwargs)
+    assert str(next(v for v in kwargs.values() if v <= 0)) in str(got.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"), [a for a in BAD_TRANSPOSED_ARGS if "output_padding" not in a[0]], ids=str
+)
+def test_conv_refuses_what_conv_transpose_refuses(kwargs, message):
+    """The convolutions share the transposed ones' checks and messages."""
+    kx, tx = pair(np.ones((1, 2, 5, 5)))
+    kw, tw = pair(np.ones((2, 2, 2, 2)))
+    with pytest.raises(RuntimeError):
+        TF.conv2d(tx, tw, **kwargs)
+    with pytest.raises(kael.ValueError, match=message):
+        KF.conv2d(kx, kw, **kwargs)
+
+
+@pytest.mark.parametrize("shape", [(1,), (3, 1), (2,)], ids=str)
+def test_conv_transpose_refuses_a_bias_not_of_one_value_per_output_channel(shape):
+    """A bias [1] or [3, 1] for 3 output channels is not broadcast: PyTorch refuses it."""
+    kx, tx = pair(np.ones((1, 2, 4)))
+    kw, tw = pair(np.ones((2, 3, 2)))
+    kb, tb = pair(np.ones(shape))
+    with pytest.raises(RuntimeError, match="expected bias to be 1-dimensional with 3 elements"):
+        TF.conv_transpose1d(tx, tw, tb)
+    with pytest.raises(kael.ValueError, match="expected bias to be 1-dimensional with 3 elements"):
+        KF.conv_transpose1d(kx, kw, kb)
+
+
+@pytest.mark.parametrize("bias_dtype", [kael.float64, kael.int64, kael.float16], ids=str)
+@pytest.mark.parametrize("op", ["conv1d", "conv_transpose1d"])
+def test_a_bias_of_another_dtype_than_the_input_is_refused(op, bias_dtype):
+    """PyTorch neither promotes the output to a float64 bias nor takes an int64 one ("Input
+    type (float) and bias type (double) should be the same"; its transposed convolutions
+    refuse them too where oneDNN runs them, and cast the bias where its fallback does)."""
+    kx, tx = pair(np.ones((1, 2, 4)))
+    kw, tw = pair(np.ones((2, 2, 2)))
+    kb, tb = pair(np.ones(2), bias_dtype)
+    if op == "conv1d":
+        with pytest.raises(RuntimeError, match="should be the same"):
+            TF.conv1d(tx, tw, tb)
+    with pytest.raises(kael.TypeError, match=f"float32.*{bias_dtype}"):
+        getattr(KF, op)(kx, kw, kb)
+
+
+@pytest.mark.parametrize(
+    ("op", "kwargs"),
+    [
+        ("conv2d", {"stride": np.int64(2), "padding": np.int32(1), "groups": np.int64(2)}),
+        ("conv2d", {"stride": (np.int64(2), 1), "dilation": np.int16(2), "groups": 2}),
+        ("conv_transpose2d", {"stride": np.int64(2), "output_padding": np.int64(1)}),
+        ("conv_transpose2d", {"dilation": np.uint8(2), "padding": (np.int64(1), 0)}),
+    ],
+    ids=str,
+)
+def test_numpy_integers_are_taken_as_sizes(op, kwargs):
+    kx, tx = pair(RNG.standard_normal((1, 4, 7, 6)))
+    kw, tw = pair(RNG.standard_normal((4, 2, 3, 3)))
+    same(getattr(KF, op)(kx, kw, **kwargs), getattr(TF, op)(tx, tw, **kwargs))
+
+
+def test_numpy_integers_are_taken_as_unfold_and_fold_sizes():
+    kx, tx = pair(RNG.standard_normal((1, 2, 6, 6)))
+    cols_k = KF.unfold(kx, np.int64(2), stride=np.int64(2))
+    cols_t = TF.unfold(tx, np.int64(2), stride=np.int64(2))
+    same(cols_k, cols_t)
+    same(KF.fold(cols_k, np.int64(6), np.int64(2), stride=2), TF.fold(cols_t, 6, 2, stride=2))
+
+
+def test_tuple_arg_widens_numpy_integers_and_names_what_it_refuses():
+    """The size parser every convolution, pool, unfold and fold reads its sizes with."""
+    assert conv.tuple_arg(np.int64(2), 3, "stride", "op") == (2, 2, 2)
+    assert conv.tuple_arg([np.int32(1), 2], 2, "stride", "op") == (1, 2)
+    for bad in (1.5, True, "2", None, (1.0, 2)):
+        with pytest.raises(kael.TypeError, match="op: stride"):
+            conv.tuple_arg(bad, 2, "stride", "op")
+    with pytest.raises(kael.ValueError, match="op: stride"):
+        conv.tuple_arg(2**63, 2, "stride", "op")  # PyTorch: "Overflow when unpacking long long"
+
+
+@pytest.mark.parametrize(
+    ("op", "kwargs"),
+    [
+        ("conv2d", {"padding": 1.5}),
+        ("conv2d", {"stride": True}),
+        ("conv_transpose2d", {"stride": 2.0}),
+    ],
+    ids=str,
+)
+def test_float_and_bool_sizes_raise_a_typed_error_naming_the_argument(op, kwargs):
+    kx, kw = kael.ones(1, 2, 5, 5), kael.ones(2, 2, 3, 3)
+    with pytest.raises(kael.TypeError, match=next(iter(kwargs))):
+        getattr(KF, op)(kx, kw, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [((1, 4), (1, 2), 0, (1, 2)), (7,), ((3, 4), (1, 2), (2, 0), (3, 2))],
+    ids=str,
+)
+def test_unfold_refuses_a_geometry_of_no_blocks_as_torch(args):
+    kx, tx = pair(np.ones((1, 1, 5, 6)))
+    with pytest.raises(RuntimeError) as expected:
+        TF.unfold(tx, *args)
+    with pytest.raises(kael.ValueError) as got:
+        KF.unfold(kx, *args)
+    assert str(expected.value) in str(got.value)
+
+
+def test_fold_refuses_a_geometry_of_no_blocks_as_torch():
+    kx, tx = pair(np.ones((2, 12, 1)))
+    with pytest.raises(RuntimeError) as expected:
+        TF.fold(tx, (0, 0), (2, 2))
+    with pytest.raises(kael.ValueError) as got:
+        KF.fold(kx, (0, 0), (2, 2))
+    assert str(expected.value) in str(got.value)
+
+
+def test_fold_of_bool_ors_the_overlaps_as_torch():
+    kx, tx = pair(RNG.standard_normal((2, 12, 6)) > 0.5, kael.bool)
+    same(KF.fold(kx, (3, 4), 2), TF.fold(tx, (3, 4), 2), 0)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"stride": 2**62}, {"stride": (2**62, 1)}, {"padding": 2**40, "stride": 2**41}],
+    ids=str,
+)
+def test_unfold_and_fold_with_huge_strides_and_paddings_match_torch(kwargs):
+    """A stride only one block uses, and padding no block reaches, cost nothing."""
+    kx, tx = pair(RNG.standard_normal((2, 3, 5, 6)))
+    cols_k, cols_t = KF.unfold(kx, 2, **kwargs), TF.unfold(tx, 2, **kwargs)
+    same(cols_k, cols_t)
+    same(KF.fold(cols_k, (5, 6), 2, **kwargs), TF.fold(cols_t, (5, 6), 2, **kwargs))
+
+
+@pytest.mark.parametrize(
+    ("dims", "kwargs"),
+    [
+        (1, {"padding": 2**31, "stride": 2**31}),
+        (1, {"padding": 2**40, "stride": 2**40 - 1}),
+        (2, {"padding": (2**33, 1), "stride": (2**34, 2), "dilation": (3, 1)}),
+        (2, {"padding": (1, 4), "stride": 3}),
+    ],
+    ids=str,
+)
+@pytest.mark.parametrize("dtype", [kael.float32, kael.int64], ids=str)  # implicit GEMM, im2col
+def test_conv_with_padding_no_window_reaches_matches_torch_without_storing_it(dims, kwargs, dtype):
+    """Windows wholly in the padding give zeros (and the bias): only the windows that
+    touch the input are computed, over as little padding as they read. (PyTorch's
+    float64 and integer paths miscount windows past 2**31, so its float32 result is the
+    reference: small integers, exact.)"""
+    kx, tx = pair(RNG.integers(-9, 9, (2, 4) + (5,) * dims), dtype)
+    kw, tw = pair(RNG.integers(-9, 9, (6, 2) + (3,) * dims), dtype)
+    kb, tb = pair(RNG.integers(-9, 9, 6), dtype)
+    op = f"conv{dims}d"
+    expected = getattr(TF, op)(tx.float(), tw.float(), tb.float(), groups=2, **kwargs)
+    same(getattr(KF, op)(kx, kw, kb, groups=2, **kwargs), expected.to(tx.dtype), 0)
+
+
+def test_bfloat16_conv_transpose_sums_the_overlaps_in_float32():
+    """The products and col2im's sums of each offset's run in float32, rounded once, as
+    PyTorch's are: the error stays PyTorch's instead of growing with each bfloat16 sum."""
+    x, w = RNG.standard_normal((2, 64, 6, 6)), RNG.standard_normal((64, 16, 3, 3))
+    kx, tx = pair(x, kael.bfloat16)
+    kw, tw = pair(w, kael.bfloat16)
+    exact = TF.conv_transpose2d(tx.double(), tw.double())
+    torch_error = (TF.conv_transpose2d(tx, tw).double() - exact).abs().max().item()
+    got = KF.conv_transpose2d(kx, kw)
+    kael_error = (torch.from_dlpack(got.to(kael.float64)) - exact).abs().max().item()
+    assert got.dtype is kael.bfloat16
+    assert kael_error <= 1.1 * torch_error
