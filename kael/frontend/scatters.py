@@ -501,7 +501,9 @@ def index_reduce_(
         low, high = int(reductions.amin(idx)), int(reductions.amax(idx))
         bad = low if low < -size else high if high >= size else None
         if bad is not None:
-            raise IndexError(f"{op}(): index {bad} is out of range for dimension {d} of size {size}")
+            raise IndexError(
+                f"{op}(): index {bad} is out of range for dimension {d} of size {size}"
+            )
     spread = _spread(_at_least_1d(idx._impl), src.shape, d)
     index_ops._check_scatter(x, spread, s, op, "source")
     if not include_self:
