@@ -4,6 +4,7 @@ from kael import cuda, linalg, nn, special
 from kael.frontend import conveniences as _conveniences
 from kael.frontend import factories as _factories
 from kael.frontend import ops as _ops
+from kael.frontend import published as _published
 from kael.frontend import random as _random
 from kael.frontend import recurrent as _recurrent
 from kael.frontend import serialization as _serialization
@@ -254,6 +255,9 @@ for _name, _method in _conveniences.METHODS.items():
 globals().update(
     {name: _factories.on_default_device(globals()[name]) for name in _factories.ON_DEFAULT_DEVICE}
 )
+
+# Ops are pickled by reference: each is named where it is published here.
+_published.publish(__name__, globals())
 
 # The implementation's packages stay importable (kael.runtime.dtypes, ...) but are not part
 # of the public namespace; importing their modules bound them here.

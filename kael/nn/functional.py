@@ -17,6 +17,7 @@ from kael.frontend import noise as _noise
 from kael.frontend import norms as _norms
 from kael.frontend import padding as _padding
 from kael.frontend import pooling as _pooling
+from kael.frontend import published as _published
 from kael.frontend import random as _random
 from kael.frontend.ops import FUNCTIONS as _FUNCTIONS
 from kael.frontend.tracing import op_door as _op_door
@@ -46,3 +47,4 @@ dropout = _op_door("dropout", _random.dropout)
 
 # every public name above: the families all land in this namespace
 __all__ = sorted(name for name in globals() if not name.startswith("_"))
+_published.publish(__name__, globals())  # pickle finds F.relu and the rest by these names
