@@ -16,7 +16,7 @@ from kael.frontend.tensor import Tensor, empty_impl
 from kael.runtime import dtypes
 from kael.runtime.device import CPU, Device, parse_device
 from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType, as_dtype, scalar_dtype
-from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.errors import Error, TypeError, ValueError
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, check_rank
 from kael.runtime.tracestate import state as _trace_state
@@ -291,7 +291,15 @@ def _foreign_impl(data) -> TensorImpl | None:
         return None
     if getattr(data, "requires_grad", False) and hasattr(data, "detach"):
         data = data.detach()
-    return dlpack.to_impl(data)
+    for resolve in ("resolve_conj", "resolve_neg"):  # torch's lazy bits DLPack cannot carry
+        if hasattr(data, resolve):
+            data = getattr(data, resolve)()
+    try:
+        return dlpack.to_impl(data)
+    except (BufferError, builtins.ValueError, builtins.TypeError, RuntimeError) as e:
+        if isinstance(e, Error):
+            raise
+        raise TypeError(f"cannot read a {type(data).__name__} through DLPack: {e}") from None
 
 
 def as_tensor(data, *, dtype=None, device=None) -> Tensor:

@@ -768,10 +768,14 @@ class Tensor:
         Tensor.__init__(
             out, TensorImpl(storage, impl.shape, impl.strides, impl.offset, impl.dtype, impl.device)
         )
-        for name in getattr(type(self), "__slots__", ()):
-            if name not in Tensor.__slots__ and hasattr(self, name):
-                setattr(out, name, getattr(self, name))
+        for name, value in self._subclass_state().items():
+            setattr(out, name, value)
         return out
+
+    def _subclass_state(self) -> dict:
+        """A subclass's own slots (nn.Parameter's requires_grad, nn.Buffer's persistent)."""
+        own = [n for n in getattr(type(self), "__slots__", ()) if n not in Tensor.__slots__]
+        return {n: getattr(self, n) for n in own if hasattr(self, n)}
 
     def __reduce_ex__(self, protocol):
         """Pickling (multiprocessing queues, pickle.dumps): the elements as little-endian
@@ -779,13 +783,9 @@ class Tensor:
         impl = self._impl
         dense = (self if impl.device is CPU else self.cpu()).contiguous()._impl
         data = _byte_view(dense.storage, dense.offset * impl.dtype.itemsize, dense.nbytes())
-        return _unpickle, (
-            type(self),
-            data.tobytes(),
-            impl.dtype.name,
-            impl.shape,
-            str(impl.device),
-        )
+        args = (type(self), data.tobytes(), impl.dtype.name, impl.shape, str(impl.device))
+        state = self._subclass_state()
+        return (_unpickle, args, (None, state)) if state else (_unpickle, args)
 
     def clone(self, *, memory_format=None) -> Tensor:
         """A new tensor with offset 0 and storage sized for its elements, laid out in the
@@ -1056,7 +1056,7 @@ class Tensor:
                 storages.resize_storage(impl.storage, end)
         strides = contiguous_strides(shape)
         self._impl = TensorImpl(impl.storage, shape, strides, impl.offset, impl.dtype, impl.device)
-        bump_epoch()
+        _moved(self)
         return self
 
     def resize_as_(self, the_template: Tensor) -> Tensor:
@@ -1080,7 +1080,7 @@ class Tensor:
         else:
             impl = self._set_source(source, storage_offset, size, stride)
         self._impl = impl
-        bump_epoch()
+        _moved(self)
         return self
 
     def _set_source(self, source, storage_offset, size, stride) -> TensorImpl:
@@ -1198,7 +1198,7 @@ IN_PLACE_VIEWS = {
 def _in_place_view(name: str, view: str):
     def in_place(self: Tensor, *args, **kwargs) -> Tensor:
         self._impl = getattr(self, view)(*args, **kwargs)._impl
-        bump_epoch()
+        _moved(self)
         return self
 
     in_place.__name__, in_place.__qualname__ = name, f"Tensor.{name}"
@@ -1236,3 +1236,12 @@ def _unpickle(kind: type, data: bytes, dtype: str, shape: tuple, device: str) ->
     out = object.__new__(kind)
     Tensor.__init__(out, impl)
     return out
+
+
+def _moved(t: Tensor) -> None:
+    """A tensor handle now shows other memory or another layout: compiled plans that read a
+    module's parameters look again when it is one (an nn.Parameter). A plain tensor's
+    in-place views (x.unsqueeze_(0) in a loop) leave them be: that would re-trace every
+    compiled model at every call. `x.data = y` always counts (tensor.data's setter)."""
+    if type(t) is not Tensor:
+        bump_epoch()

@@ -31,14 +31,27 @@ def _flag(value, what: str, name: str) -> bool:
 
 
 class Parameter(Tensor):
-    """A module's learnable tensor: shares `data`'s elements. `requires_grad` is accepted
-    as PyTorch's (default True) and has no effect: kael has no autograd."""
+    """A module's learnable tensor: shares `data`'s elements. `requires_grad` is kept as
+    PyTorch's flag (default True; code that counts or freezes trainable parameters reads
+    and sets it), and nothing more: kael has no autograd, so no gradient is ever made."""
 
-    __slots__ = ()
+    __slots__ = ("_requires_grad",)
 
     def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
-        _flag(requires_grad, "Parameter", "requires_grad")
+        self._requires_grad = _flag(requires_grad, "Parameter", "requires_grad")
         super().__init__(_handle_of(data, "Parameter"))
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self._requires_grad = _flag(value, "Parameter", "requires_grad")
+
+    def requires_grad_(self, requires_grad: bool = True) -> Parameter:
+        self.requires_grad = requires_grad
+        return self
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()

@@ -361,3 +361,13 @@ def test_tensor_reads_any_object_numpy_can():
     image = kael.tensor(Image())
     assert image.dtype is kael.uint8 and image.tolist() == [[0, 1, 2], [3, 4, 5]]
     assert kael.tensor(np.float32(2.0)).dtype is kael.float32
+
+
+def test_tensor_resolves_torchs_negative_bit_before_reading():
+    view = torch.tensor([1 + 2j]).conj().imag  # a float view carrying torch's neg bit
+    assert kael.tensor(view).tolist() == view.tolist() == [-2.0]
+
+
+def test_a_torch_tensor_dlpack_cannot_carry_is_a_typed_error():
+    with pytest.raises(kael.TypeError, match="through DLPack"):
+        kael.tensor(torch.ones(2).to_sparse())

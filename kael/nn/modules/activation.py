@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 from kael.frontend.factories import full
 from kael.nn import functional as F
 from kael.nn.modules.declared import REQUIRED, declare
@@ -67,9 +69,28 @@ Softplus = declare(
 Softshrink = declare("Softshrink", F.softshrink, (("lambd", 0.5),), "{lambd}")
 Hardshrink = declare("Hardshrink", F.hardshrink, (("lambd", 0.5),), "{lambd}")
 GLU = declare("GLU", F.glu, (("dim", -1),), "dim={dim}")
-Softmax = declare("Softmax", F.softmax, (("dim", None),), "dim={dim}")
-Softmin = declare("Softmin", F.softmin, (("dim", None),), "dim={dim}")
-LogSoftmax = declare("LogSoftmax", F.log_softmax, (("dim", None),), "dim={dim}")
+
+
+def _implicit_dim(fn):
+    """fn(input, dim) where dim None means PyTorch's legacy choice (0 for a 0-, 1- or 3-d
+    input, else 1), with its deprecation warning."""
+
+    def along(input, *, dim):
+        if dim is None:
+            warnings.warn(
+                f"Implicit dimension choice for {fn.__name__} has been deprecated. Change the "
+                "call to include dim=X as an argument.",
+                stacklevel=3,
+            )
+            dim = 0 if input.dim() in (0, 1, 3) else 1
+        return fn(input, dim)
+
+    return along
+
+
+Softmax = declare("Softmax", _implicit_dim(F.softmax), (("dim", None),), "dim={dim}")
+Softmin = declare("Softmin", _implicit_dim(F.softmin), (("dim", None),), "dim={dim}")
+LogSoftmax = declare("LogSoftmax", _implicit_dim(F.log_softmax), (("dim", None),), "dim={dim}")
 Softsign = declare("Softsign", F.softsign)
 Tanhshrink = declare("Tanhshrink", F.tanhshrink)
 LogSigmoid = declare("LogSigmoid", F.logsigmoid)

@@ -11,6 +11,7 @@ from kael.frontend.tensor import Tensor
 from kael.nn.modules.module import Module, add_indent
 from kael.nn.parameter import Parameter
 from kael.runtime.errors import IndexError, KeyError, TypeError
+from kael.runtime.tracestate import bump_epoch
 
 
 def _position(index, length: int, kind: str) -> int:
@@ -40,6 +41,7 @@ class _Indexed(Module):
         table.clear()
         for i, value in enumerate(values):
             table[str(i)] = value
+        bump_epoch()
 
     def __getitem__(self, index):
         values = self._values()
@@ -47,12 +49,24 @@ class _Indexed(Module):
             return self._slice(index)
         return values[_position(index, len(values), type(self).__name__)]
 
+    def _insert(self, index: int, module: Module) -> None:
+        """module before position `index` (-len to len), the rest renumbered."""
+        if not isinstance(module, Module):
+            raise TypeError(f"module should be a kael.nn.Module, got {type(module).__name__}")
+        n = len(self)
+        if not -n <= operator.index(index) <= n:
+            raise IndexError(f"Index out of range: {index} for a {type(self).__name__} of {n}")
+        values = self._values()
+        values.insert(index, module)
+        self._renumber(values)
+
     def _slice(self, index: slice):
         return type(self)(self._values()[index])
 
     def __setitem__(self, index, value) -> None:
+        """Replace the entry at `index` under its own name (a named Sequential's too)."""
         i = _position(index, len(self), type(self).__name__)
-        setattr(self, str(i), value)
+        setattr(self, list(self._table())[i], value)
 
     def __delitem__(self, index) -> None:
         values = self._values()
@@ -93,9 +107,7 @@ class Sequential(_Indexed):
         return self
 
     def insert(self, index: int, module: Module) -> Sequential:
-        values = self._values()
-        values.insert(index, module)
-        self._renumber(values)
+        self._insert(index, module)
         return self
 
     def forward(self, input):
@@ -127,9 +139,7 @@ class ModuleList(_Indexed):
         return self
 
     def insert(self, index: int, module: Module) -> None:
-        values = self._values()
-        values.insert(index, module)
-        self._renumber(values)
+        self._insert(index, module)
 
     def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
         return self.extend(modules)
@@ -175,7 +185,7 @@ class ParameterList(_Indexed):
 
     def __setitem__(self, index, value) -> None:
         i = _position(index, len(self), "ParameterList")
-        self._parameters[str(i)] = value if isinstance(value, Parameter) else Parameter(value)
+        self.register_parameter(str(i), value if isinstance(value, Parameter) else Parameter(value))
 
     def extra_repr(self) -> str:
         return "\n".join(
@@ -204,6 +214,7 @@ class _Keyed(Module):
 
     def __delitem__(self, key: str) -> None:
         del self._table()[key]
+        bump_epoch()
 
     def __len__(self) -> int:
         return len(self._table())
@@ -230,6 +241,7 @@ class _Keyed(Module):
 
     def clear(self) -> None:
         self._table().clear()
+        bump_epoch()
 
     def update(self, values) -> None:
         pairs = values.items() if isinstance(values, Mapping) else values

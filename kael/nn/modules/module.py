@@ -144,7 +144,7 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep="_parameters")
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
@@ -157,7 +157,7 @@ class Module:
         elif isinstance(value, Module):
             if modules is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep="_modules")
             modules[name] = value
             bump_epoch()
         elif modules is not None and name in modules:
@@ -175,20 +175,25 @@ class Module:
                     "(kael.Tensor or None expected)"
                 )
             if isinstance(value, Buffer):
-                self._forget(name)
+                self._forget(name, keep="_buffers")
                 self.register_buffer(name, value)
             else:
                 buffers[name] = value
                 bump_epoch()
         else:
             object.__setattr__(self, name, value)
+            if params is not None:  # a setting (eps, p) a compiled forward read as a constant
+                bump_epoch()
 
-    def _forget(self, name: str) -> None:
-        """Drop `name` from every table and the instance dict, before it is re-registered."""
+    def _forget(self, name: str, keep: str) -> None:
+        """Drop `name` from the instance dict and every table but `keep`, where it is about
+        to be registered again in its place (a replaced child keeps its position)."""
         self.__dict__.pop(name, None)
         for table in ("_parameters", "_buffers", "_modules"):
-            self.__dict__[table].pop(name, None)
-        self._non_persistent_buffers_set.discard(name)
+            if table != keep:
+                self.__dict__[table].pop(name, None)
+        if keep != "_buffers":
+            self._non_persistent_buffers_set.discard(name)
 
     def __getattr__(self, name: str) -> Any:
         d = self.__dict__
@@ -248,7 +253,11 @@ class Module:
 
     def _named_members(self, table: str, prefix: str, recurse: bool, remove_duplicate: bool):
         seen = set()
-        owners = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
+        owners = (
+            self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+            if recurse
+            else [(prefix, self)]
+        )
         for owner_prefix, owner in owners:
             for name, value in owner.__dict__[table].items():
                 if value is None or (remove_duplicate and id(value) in seen):
@@ -336,17 +345,10 @@ class Module:
         if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
             raise TypeError(f"Expected state_dict to be dict-like, got {type_name(state_dict)}.")
         missing, unexpected, problems = [], [], []
-        keys = list(state_dict.keys())
         for prefix, module in self.named_modules(remove_duplicate=False):
-            module._load_local(
-                state_dict, f"{prefix}." if prefix else "", assign, missing, problems
-            )
-        known = {
-            f"{prefix}.{name}" if prefix else name
-            for prefix, module in self.named_modules(remove_duplicate=False)
-            for name in module._local_state()
-        }
-        unexpected = [k for k in keys if k not in known]
+            found = module._load_local(state_dict, f"{prefix}." if prefix else "", assign)
+            for into, entries in zip((missing, unexpected, problems), found, strict=True):
+                into.extend(entries)
         if strict:
             if unexpected:
                 problems.insert(
@@ -367,17 +369,28 @@ class Module:
             )
         return IncompatibleKeys(missing, unexpected)
 
-    def _load_local(self, state_dict, prefix: str, assign: bool, missing: list, problems: list):
-        for name, current in self._local_state().items():
+    def _load_local(self, state_dict, prefix: str, assign: bool) -> tuple[list, list, list]:
+        """Load this module's own entries (keys `prefix` + name); (missing keys, unexpected
+        keys under `prefix` that name no entry or child, problems), as PyTorch finds them."""
+        missing, problems = [], []
+        local = self._local_state()
+        for name, current in local.items():
             key = prefix + name
             if key not in state_dict:
-                missing.append(key)
-                continue
+                legacy = self._legacy_entry(state_dict, prefix, name)
+                if legacy is None:
+                    missing.append(key)
+                    continue
+                entry = legacy
+            else:
+                entry = state_dict[key]
             try:
-                value = as_state_tensor(state_dict[key])
+                value = as_state_tensor(entry)
             except (Error, TypeError) as e:
                 problems.append(f'While copying the parameter named "{key}", {e}')
                 continue
+            if not current.shape and value.shape == (1,):  # a 0-d parameter saved as 1-d
+                value = value[0]
             if value.shape != current.shape:
                 problems.append(
                     f"size mismatch for {key}: copying a param with shape {list(value.shape)} "
@@ -389,6 +402,17 @@ class Module:
                 setattr(self, name, value)
             else:
                 current.copy_(value)
+        unexpected = []
+        for key in state_dict:
+            first = key[len(prefix) :].split(".", 1)[0]
+            if key.startswith(prefix) and first not in self._modules and first not in local:
+                unexpected.append(key)
+        return missing, unexpected, problems
+
+    def _legacy_entry(self, state_dict, prefix: str, name: str):
+        """The value an older checkpoint stands for where it lacks entry `name` (None: it
+        is missing); BatchNorm's batch count is the one such entry."""
+        return None
 
     # ---- modes and conversions ----------------------------------------------------------
 
@@ -397,8 +421,10 @@ class Module:
         this module and every submodule; returns self."""
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
-        for module in self.modules():
-            object.__setattr__(module, "training", mode)
+        object.__setattr__(self, "training", mode)
+        bump_epoch()  # a compiled forward traced in the other mode traces again
+        for module in self.children():  # each child's own train(), as PyTorch calls it
+            module.train(mode)
         return self
 
     def eval(self) -> Module:

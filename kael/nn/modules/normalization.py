@@ -64,6 +64,14 @@ class _NormBase(Module):
             if self.bias is not None:
                 init.zeros_(self.bias)
 
+    def _legacy_entry(self, state_dict, prefix: str, name: str):
+        """num_batches_tracked, which checkpoints before its version 2 lack: 0, as PyTorch
+        fills it in when the state dict carries no newer version for this module."""
+        version = getattr(state_dict, "_metadata", {}).get(prefix[:-1], {}).get("version")
+        if name == "num_batches_tracked" and (version is None or version < 2):
+            return tensor(0, dtype=int64)
+        return None
+
     def _check_input_dim(self, input) -> None:
         ranks = self.ranks
         if input.dim() not in ranks:

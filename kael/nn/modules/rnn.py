@@ -180,6 +180,8 @@ class RNN(RNNBase):
     def __init__(self, *args, nonlinearity: str = "tanh", **kwargs) -> None:
         if "proj_size" in kwargs:
             raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        if len(args) > 3:  # PyTorch's positional order: input, hidden, layers, nonlinearity
+            nonlinearity, args = args[3], args[:3] + args[4:]
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(
                 f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'."

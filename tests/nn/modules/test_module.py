@@ -256,18 +256,25 @@ def test_get_submodule_parameter_and_buffer_by_path():
         k.get_submodule("0.nope")
 
 
-def test_requires_grad_false_is_accepted_and_true_refused():
-    layer = nn.Linear(1, 1)
+def test_requires_grad_is_a_flag_parameters_keep_as_torch_does():
+    layer = nn.Linear(2, 2)
+    assert all(p.requires_grad for p in layer.parameters())  # torch's default: True
+    assert sum(p.numel() for p in layer.parameters() if p.requires_grad) == 6
     assert layer.requires_grad_(False) is layer
+    assert not any(p.requires_grad for p in layer.parameters())
+    layer.weight.requires_grad = True  # the freezing loop's assignment
+    assert layer.weight.requires_grad and not layer.bias.requires_grad
+    with pytest.raises(kael.TypeError, match="requires_grad must be a bool"):
+        layer.weight.requires_grad = 1
+    assert layer.zero_grad() is None and layer.weight.grad is None
     with pytest.raises(kael.Error, match="no autograd"):
-        layer.requires_grad_(True)
-    assert layer.zero_grad() is None
+        kael.ones(1).requires_grad_(True)  # a plain tensor still refuses
 
 
 def test_parameter_shares_its_data_and_checks_its_arguments():
     data = kael.ones(2)
     param = nn.Parameter(data)
-    assert param.data_ptr() == data.data_ptr() and not param.requires_grad
+    assert param.data_ptr() == data.data_ptr() and param.requires_grad
     assert repr(param).startswith("Parameter containing:\n")
     assert nn.Parameter().shape == (0,)
     with pytest.raises(kael.TypeError, match="must be a Tensor"):
@@ -293,3 +300,103 @@ def test_a_compiled_model_is_named_after_its_class_in_inspection():
     fast = kael.compile(model)
     assert fast.__name__ == "Sequential"
     assert str(fast.inspect(kael.randn(2, 4))).startswith("compiled Sequential:")
+
+
+def test_a_compiled_model_follows_train_eval_and_container_edits():
+    model = nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3), nn.Dropout(0.5))
+    fast = kael.compile(model)
+    x = kael.randn(8, 3)
+    fast(x)
+    model.eval()  # batch statistics -> running statistics, dropout -> identity
+    np.testing.assert_allclose(fast(x).numpy(), model(x).numpy(), rtol=1e-6, atol=1e-6)
+    del model[2]
+    model[1].eps = 0.5
+    np.testing.assert_allclose(fast(x).numpy(), model(x).numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_a_plain_tensors_in_place_views_do_not_retrace_a_compiled_model():
+    model = nn.Linear(3, 3)
+    fast = kael.compile(model)
+    x, other = kael.randn(2, 3), kael.ones(4)
+    for _ in range(4):
+        fast(x)
+        other.unsqueeze_(0).squeeze_(0)
+    assert fast.cache_info().traces == 1
+
+
+def test_train_calls_each_childs_own_train_as_torch():
+    class Frozen(nn.BatchNorm1d):
+        def train(self, mode=True):
+            return super().train(False)
+
+    model = nn.Sequential(nn.Linear(3, 3), Frozen(3)).train()
+    assert model.training and model[0].training and not model[1].training
+
+
+def test_containers_replace_and_insert_as_torch():
+    from collections import OrderedDict
+
+    named = nn.Sequential(OrderedDict(a=nn.ReLU(), b=nn.Tanh()))
+    named[0] = nn.GELU()
+    assert list(named._modules) == ["a", "b"] and isinstance(named.a, nn.GELU)
+    seq = nn.Sequential(nn.ReLU())
+    with pytest.raises(kael.IndexError, match="Index out of range: 5"):
+        seq.insert(5, nn.Tanh())
+    with pytest.raises(kael.TypeError, match="kael.nn.Module"):
+        seq.insert(0, 3)
+    params = nn.ParameterList([kael.ones(2)])
+    params[0] = kael.zeros(2)
+    assert isinstance(params[0], nn.Parameter) and params[0].tolist() == [0.0, 0.0]
+
+
+def test_named_parameters_without_dedup_lists_shared_modules_twice():
+    shared = nn.Linear(1, 1)
+    k = nn.Sequential(shared, shared)
+    t = torch.nn.Sequential(*[torch.nn.Linear(1, 1)] * 2)
+    assert [n for n, _ in k.named_parameters(remove_duplicate=False)] == [
+        n for n, _ in t.named_parameters(remove_duplicate=False)
+    ]
+
+
+def test_load_state_dict_reads_legacy_checkpoints_as_torch():
+    k, t = nn.BatchNorm1d(3), torch.nn.BatchNorm1d(3)
+    legacy = {n: v for n, v in t.state_dict().items() if n != "num_batches_tracked"}
+    assert tuple(t.load_state_dict(legacy)) == tuple(k.load_state_dict(legacy)) == ([], [])
+    holder = nn.Module()
+    holder.scale = nn.Parameter(kael.tensor(1.0))
+    holder.load_state_dict({"scale": np.array([4.0], np.float32)})  # 0-d saved as 1-d
+    assert holder.scale.item() == 4.0
+
+
+def test_unexpected_keys_come_in_module_order_as_torch():
+    k, t = _models()
+    state = dict(t.state_dict())
+    extra = {"2.zz": torch.ones(1), "0.fc.zz": torch.ones(1), "zz": torch.ones(1)}
+    state = {**extra, **state}
+    assert k.load_state_dict(state, strict=False).unexpected_keys == list(
+        t.load_state_dict(state, strict=False).unexpected_keys
+    )
+
+
+def test_rnn_reads_its_fourth_positional_argument_as_the_nonlinearity():
+    k, t = nn.RNN(3, 4, 1, "relu", False), torch.nn.RNN(3, 4, 1, "relu", False)
+    assert (k.nonlinearity, k.bias) == (t.nonlinearity, t.bias) == ("relu", False)
+
+
+@pytest.mark.parametrize("name", ["Softmax", "Softmin", "LogSoftmax"])
+@pytest.mark.parametrize("shape", [(3,), (2, 3), (2, 3, 4), (2, 3, 4, 5)])
+def test_softmax_modules_without_dim_pick_torchs_legacy_dim(name, shape):
+    x = torch.randn(*shape)
+    with pytest.warns(UserWarning, match="Implicit dimension choice"):
+        expected = getattr(torch.nn, name)()(x)
+    with pytest.warns(UserWarning, match="Implicit dimension choice"):
+        got = getattr(nn, name)()(kael.tensor(x))
+    same(got, expected)
+
+
+def test_models_with_functions_inside_pickle():
+    layer = nn.TransformerEncoderLayer(8, 2, 16).eval()
+    again = pickle.loads(pickle.dumps(layer))
+    x = kael.randn(3, 2, 8)
+    np.testing.assert_allclose(again(x).numpy(), layer(x).numpy(), rtol=1e-6, atol=1e-6)
+    assert pickle.loads(pickle.dumps(kael.nn.functional.relu)) is kael.nn.functional.relu
