@@ -189,8 +189,15 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     x, w = tensor_arg(input, "linear"), tensor_arg(weight, "linear", "weight")
     if w.ndim not in (1, 2):
         raise ValueError(f"linear: weight must be 1-D or 2-D, got {w.ndim}-D")
+    b = None if bias is None else tensor_arg(bias, "linear", "bias")
+    for what, t in (("weight", w), ("bias", b)):  # torch's addmm promotes nothing here
+        if t is not None and t.dtype is not x.dtype:
+            raise TypeError(
+                f"linear: expected input and {what} to have the same dtype, but got "
+                f"{x.dtype} and {t.dtype}"
+            )
     y = linalg.matmul(x, w.T if w.ndim == 2 else w)
-    return y if bias is None else y + tensor_arg(bias, "linear", "bias")
+    return y if b is None else y + b
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:

@@ -154,3 +154,19 @@ def test_rms_norm_of_half_input_keeps_its_dtype_and_rounds_once_whatever_the_wei
     k, t = both(RNG.standard_normal((4, 3, 50)) * 3, dtype)
     kw, tw = both(RNG.standard_normal(50) * 3, weight or dtype)
     same(KF.rms_norm(k, (50,), kw), TF.rms_norm(t, (50,), tw))
+
+
+@pytest.mark.parametrize(
+    ("x_dtype", "w_dtype", "b_dtype"),
+    [
+        (kael.float32, kael.float64, None),
+        (kael.int64, kael.float32, None),
+        (kael.float16, kael.float32, None),
+        (kael.float32, kael.float32, kael.float64),
+    ],
+)
+def test_linear_refuses_mixed_dtypes_as_torch(x_dtype, w_dtype, b_dtype):
+    x, w = kael.ones(2, 3, dtype=x_dtype), kael.ones(4, 3, dtype=w_dtype)
+    b = None if b_dtype is None else kael.ones(4, dtype=b_dtype)
+    with pytest.raises(kael.TypeError, match="to have the same dtype, but got"):
+        kael.nn.functional.linear(x, w, b)

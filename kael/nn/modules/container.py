@@ -245,6 +245,8 @@ class _Keyed(Module):
 
     def update(self, values) -> None:
         pairs = values.items() if isinstance(values, Mapping) else values
+        if isinstance(self, ParameterDict) and type(values) is dict:
+            pairs = sorted(pairs)  # PyTorch sorts a plain dict's parameters by name
         for key, value in pairs:
             self._put(key, value)
 

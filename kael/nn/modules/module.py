@@ -11,6 +11,7 @@ switch what dropout and batch norm do, and nothing records gradients.
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
@@ -324,8 +325,17 @@ class Module:
     ) -> OrderedDict:
         """Every parameter and persistent buffer by dotted key, as plain tensors over the
         module's own elements (keep_vars: the Parameter objects themselves)."""
-        if args:
-            raise TypeError("state_dict() takes its destination, prefix and keep_vars by keyword")
+        if args:  # PyTorch's deprecated positional form
+            warnings.warn(
+                "Positional args are being deprecated, use kwargs instead. Refer to "
+                "https://pytorch.org/docs/main/generated/torch.nn.Module.html"
+                "#torch.nn.Module.state_dict for details.",
+                FutureWarning,
+                stacklevel=2,
+            )
+            destination = args[0] if destination is None else destination
+            prefix = args[1] if len(args) > 1 and prefix == "" else prefix
+            keep_vars = args[2] if len(args) > 2 and keep_vars is False else keep_vars
         if destination is None:
             destination = OrderedDict()
         for name, value in self._local_state().items():
@@ -463,7 +473,9 @@ class Module:
         """Tensor.to's arguments (a device, a dtype, a tensor for both): floating parameters
         and buffers take the dtype, every one the device; returns self."""
         for arg in args:
-            if isinstance(arg, DType):
+            if isinstance(arg, bool):  # to(device, dtype, non_blocking), as torch parses it
+                non_blocking = arg
+            elif isinstance(arg, DType):
                 dtype = arg
             elif isinstance(arg, Tensor):
                 dtype, device = arg.dtype, arg.device

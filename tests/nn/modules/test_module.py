@@ -400,3 +400,16 @@ def test_models_with_functions_inside_pickle():
     x = kael.randn(3, 2, 8)
     np.testing.assert_allclose(again(x).numpy(), layer(x).numpy(), rtol=1e-6, atol=1e-6)
     assert pickle.loads(pickle.dumps(kael.nn.functional.relu)) is kael.nn.functional.relu
+
+
+def test_state_dict_and_to_take_torchs_positional_forms():
+    layer = nn.Linear(2, 2)
+    with pytest.warns(FutureWarning, match="Positional args"):
+        assert list(layer.state_dict(None, "pre.")) == ["pre.weight", "pre.bias"]
+    assert layer.to("cpu", kael.float64, False).weight.dtype is kael.float64
+
+
+def test_parameter_dict_from_a_plain_dict_is_sorted_as_torch():
+    k = nn.ParameterDict({"b": kael.ones(1), "a": kael.ones(1)})
+    t = torch.nn.ParameterDict({"b": torch.ones(1), "a": torch.ones(1)})
+    assert list(k.state_dict()) == list(t.state_dict()) == ["a", "b"]
