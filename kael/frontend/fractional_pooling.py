@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from kael.frontend import factories, index_ops, reductions
+from kael.frontend import factories, index_ops
 from kael.frontend.conv import offsets, tuple_arg
 from kael.frontend.outputs import tensor_arg
-from kael.frontend.pooling import with_indices
+from kael.frontend.pooling import window_winners, with_indices
 from kael.frontend.random import rand
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
@@ -59,7 +59,7 @@ def _ratios(output_ratio, dims: int, op: str) -> tuple[float, ...]:
 
 def _output_sizes(size, kernel, output_size, output_ratio, op: str) -> tuple[int, ...]:
     """The output's spatial size, from output_size or output_ratio (exactly one given);
-    each window must fit: out + kernel - 1 <= in."""
+    each window must fit: out + kernel - 1 <= in (< in in 3-d, as torch checks)."""
     dims = len(kernel)
     if (output_size is None) == (output_ratio is None):
         raise ValueError(f"{op} requires specifying either an output_size or an output_ratio")
@@ -73,7 +73,8 @@ def _output_sizes(size, kernel, output_size, output_ratio, op: str) -> tuple[int
             f" kernel_size={list(kernel)}, output_size={list(out)}"
         )
     for name, s, k, o in zip(DIM_NAMES[dims], size, kernel, out):
-        if o + k - 1 > s:
+        # torch's 3-d check is strict (a window may not end on the last element), its 2-d not
+        if o + k - 1 > s or (dims == 3 and o + k - 1 == s):
             raise ValueError(f"{op}(): pool {name} {k} too large relative to input {name} {s}")
     return out
 
@@ -142,16 +143,6 @@ def _positions(starts: list[Tensor], kernel, size) -> Tensor:
     return position
 
 
-def _winners(windows: Tensor) -> Tensor:
-    """[..., 1] int64: each window's winner, PyTorch's: its last NaN, else its first max."""
-    taps = windows.shape[-1]
-    nan = windows != windows
-    ranks = factories.arange(taps, device=windows.device)
-    last_nan = reductions.amax(index_ops.where(nan, ranks, -1), -1, keepdim=True)
-    first_max = reductions.argmax(windows, -1, keepdim=True)
-    return index_ops.where(last_nan >= 0, last_nan, first_max)
-
-
 def _fractional_max_pool(dims: int, op: str):
     def fractional_max_pool(
         input: Tensor,
@@ -174,7 +165,7 @@ def _fractional_max_pool(dims: int, op: str):
         flat = position.reshape(n, c, math.prod(position.shape[2:]))
         plane = x.reshape(n, c, math.prod(size))
         windows = index_ops.gather(plane, 2, flat).reshape(position.shape)
-        winner = _winners(windows)
+        winner = window_winners(windows)
         values = index_ops.gather(windows, -1, winner).squeeze(-1)
         indices = index_ops.gather(position, -1, winner).squeeze(-1)
         if not batched:

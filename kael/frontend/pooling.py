@@ -1,12 +1,18 @@
 """torch.nn.functional's pooling: max_pool1d/2d/3d (indices, ceil_mode, dilation),
-avg_pool1d/2d/3d (count_include_pad, divisor_override, ceil_mode) and the adaptive pools.
+avg_pool1d/2d/3d (count_include_pad, divisor_override, ceil_mode), the adaptive pools and
+the lp pools.
 
-A pool reduces a window view of its padded input (conv.windows: no copy) over the kernel
-dims with one reduction kernel: amax for max pools, sum for average pools divided by each
-window's count. Indices (return_indices) take the argmax of the flattened windows and
-turn it into the position in the unpadded input plane, as PyTorch numbers them. Adaptive
-pools with windows of one size are plain pools; otherwise each dim is pooled in turn
-(average: one product with an averaging matrix; max: one slice per output position).
+A pool reduces a window view of its padded input (conv.windows: no copy). A max pool
+follows PyTorch's scan of each window: from -inf (an integer dtype's minimum, which is
+also the padding) it moves on a greater value or a NaN, so the first maximum wins, the
+last NaN wins and padding never does; its index is the winner's position in the
+unpadded input plane, or where the scan started (the window's first position inside
+the input) when nothing beat -inf. The scan is one kernel over one view per tap, or for
+more taps one per run of taps and one over their results; kernels too large for views
+reduce the flattened windows. An average pool sums the taps
+(in float32 for float16 and bfloat16) and divides by each window's count. Adaptive pools
+gather each dim's windows, padded to the longest with a slot that never counts (zero for
+a sum, -inf for a max): no window ever reads another's values.
 """
 
 from __future__ import annotations
@@ -16,22 +22,20 @@ import math
 from collections.abc import Sequence
 
 from kael.frontend import elementwise as ew
-from kael.frontend import factories, index_ops, linalg, reductions, scatters, views
+from kael.frontend import factories, index_ops, reductions, scatters, views
 from kael.frontend.conv import batched, offsets, tuple_arg, windows
-from kael.frontend.formula import Value, launch, maximum, where
+from kael.frontend.formula import Value, launch, where
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.padding import pad
-from kael.frontend.tensor import Tensor
+from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.tracing import op_door
-from kael.runtime.dtypes import bfloat16, float16, float32, float64, int64
+from kael.runtime.dtypes import DType, float32, int64
 from kael.runtime.errors import Error, TypeError, ValueError
 
 
-def _sizes(size, kernel, stride, pads, dilation, ceil_mode: bool, op: str) -> list[int]:
-    """Each dim's output size: PyTorch's pooling_output_shape (a ceil_mode window must
-    start inside the input or its left padding)."""
-    out = []
-    for s, k, st, p, d in zip(size, kernel, stride, pads, dilation):
+def _check_pads(kernel, pads, dilation, op: str) -> None:
+    """PyTorch's padding checks: non-negative, at most half the (dilated) kernel."""
+    for k, p, d in zip(kernel, pads, dilation):
         if p < 0:
             raise ValueError(f"{op}: pad must be non-negative, but got pad: {p}")
         if p > (d * (k - 1) + 1) // 2:
@@ -44,6 +48,24 @@ def _sizes(size, kernel, stride, pads, dilation, ceil_mode: bool, op: str) -> li
                 f"{op}: pad should be smaller than or equal to half of kernel size, but got"
                 f" pad={p} and kernel_size={k}"
             )
+
+
+def _check_fits(size, kernel, op: str) -> None:
+    """avg_pool3d's input check (PyTorch's pool3d_shape_check with check_input_size): the
+    input at least as large as the kernel in every dim, whatever the padding."""
+    if any(s < k for s, k in zip(size, kernel)):
+        (t, h, w), (kt, kh, kw) = size, kernel
+        raise ValueError(
+            f"{op}: input image (T: {t} H: {h} W: {w}) smaller than kernel size"
+            f" (kT: {kt} kH: {kh} kW: {kw})"
+        )
+
+
+def _sizes(size, kernel, stride, pads, dilation, ceil_mode: bool, op: str) -> list[int]:
+    """Each dim's output size: PyTorch's pooling_output_shape (a ceil_mode window must
+    start inside the input or its left padding)."""
+    out = []
+    for s, k, st, p, d in zip(size, kernel, stride, pads, dilation):
         span = s + 2 * p - d * (k - 1) - 1
         o = (span + (st - 1 if ceil_mode else 0)) // st + 1
         if ceil_mode and (o - 1) * st >= s + p:
@@ -57,6 +79,8 @@ def _sizes(size, kernel, stride, pads, dilation, ceil_mode: bool, op: str) -> li
 
 
 def _prepare(input, kernel_size, stride, padding, dilation, ceil_mode, dims: int, op: str):
+    """(x as [N, C, *size], whether it was batched, kernel, stride, pads, dilation, output
+    sizes), checked in PyTorch's order; avg_pool3d's input must hold its kernel."""
     x, was_batched = batched(input, dims, op)
     kernel = tuple_arg(kernel_size, dims, "kernel_size", op)
     no_stride = stride is None or (isinstance(stride, Sequence) and not stride)
@@ -65,8 +89,21 @@ def _prepare(input, kernel_size, stride, padding, dilation, ceil_mode, dims: int
     dilation = tuple_arg(dilation, dims, "dilation", op)
     if any(v <= 0 for v in (*kernel, *stride, *dilation)):
         raise ValueError(f"{op}: kernel_size, stride and dilation must be positive")
+    _check_pads(kernel, pads, dilation, op)
+    if op == "avg_pool3d":
+        _check_fits(x.shape[2:], kernel, op)
     out = _sizes(x.shape[2:], kernel, stride, pads, dilation, bool(ceil_mode), op)
     return x, was_batched, kernel, stride, pads, dilation, out
+
+
+def _unbatched(result, was_batched: bool):
+    """A pool's tensor, or (values, indices), without the batch dim an unbatched input
+    gained."""
+    if was_batched:
+        return result
+    if isinstance(result, tuple):
+        return tuple(t.squeeze(0) for t in result)
+    return result.squeeze(0)
 
 
 def _padded(x: Tensor, pads, kernel, stride, dilation, out, value) -> Tensor:
@@ -79,9 +116,10 @@ def _padded(x: Tensor, pads, kernel, stride, dilation, out, value) -> Tensor:
     return pad(x, amounts, value=value) if any(amounts) else x
 
 
-def _lowest(x: Tensor):
-    """The value padding never wins a max with: -inf, or the integer dtype's minimum."""
-    return -math.inf if x.dtype.is_floating_point else x.dtype.min
+def _lowest(dtype: DType):
+    """Where PyTorch's max pool scan starts, and the padding: -inf, or the integer
+    dtype's minimum (no value is below it, so padding never wins)."""
+    return -math.inf if dtype.is_floating_point else dtype.min
 
 
 def _max_pool(dims: int, op: str):
@@ -99,57 +137,114 @@ def _max_pool(dims: int, op: str):
         )
         if x.dtype.is_bool:
             raise TypeError(f"{op}: not implemented for bool")
-        geometry = (kernel, stride, pads, dilation, out)
+        lowest = _lowest(x.dtype)
         if not return_indices and _by_regions(x, kernel):
-            y = _over_regions(x, geometry, _lowest(x), ("max_pool",), _fold_max)
-            return y if was_batched else y.squeeze(0)
-        xp = _padded(x, pads, kernel, stride, dilation, out, _lowest(x))
+            geometry = (kernel, stride, pads, dilation, out)
+            return _unbatched(
+                _over_regions(x, geometry, lowest, ("max_pool",), _fold_max), was_batched
+            )
+        xp = _padded(x, pads, kernel, stride, dilation, out, lowest)
         win = windows(xp, kernel, stride, dilation)
         win = win[(slice(None), slice(None), *(slice(0, o) for o in out))]
-        kernel_dims = tuple(range(2 + dims, 2 + 2 * dims))
-        taps = _taps(win, kernel)
-        if taps is not None:
-            values = launch(("max_pool", len(taps)), taps, x.dtype, _fold_max)
-        else:
-            values = reductions.amax(win, kernel_dims)
+        values, winners = _window_max(win, dims, return_indices)
         if not return_indices:
-            return values if was_batched else values.squeeze(0)
-        flat = win.reshape((*win.shape[: 2 + dims], math.prod(kernel)))
-        local = reductions.argmax(flat, -1)
-        index = _input_positions(local, kernel, stride, pads, dilation, out, x.shape[2:])
-        if not was_batched:
-            values, index = values.squeeze(0), index.squeeze(0)
-        return values, index
+            return _unbatched(values, was_batched)
+        starts = [[o * st - p for o in range(n)] for st, p, n in zip(stride, pads, out)]
+        # PyTorch's scan starts at each window's first tap inside the input (or past it)
+        firsts = [[v if v >= 0 else v % d for v in col] for col, d in zip(starts, dilation)]
+        index = _positions(winners, kernel, starts, dilation, firsts, x.shape[2:])
+        return _unbatched((values, index), was_batched)
 
     max_pool.__name__ = max_pool.__qualname__ = op
-    max_pool.__doc__ = f"torch.nn.functional.{op}: amax over a window view of the padded input."
+    max_pool.__doc__ = f"torch.nn.functional.{op}: PyTorch's max scan of each padded window."
     return max_pool
 
 
-def _plane_index(local: Tensor, extents, starts, steps, size) -> Tensor:
-    """The flat position in the input plane of each flat offset `local` within windows of
-    `extents`: per dim, offset k lands at starts[d] + k * steps[d] (a number, or a tensor
-    broadcast over the outputs); the plane's dims have `size`."""
-    index = factories.zeros(local.shape, dtype=int64, device=local.device)
-    rest, plane = local, 1
-    for d in reversed(range(len(extents))):
-        k = ew.binary("remainder", rest, extents[d])
-        rest = ew.binary("floor_divide", rest, extents[d])
-        index = index + (k * steps[d] + starts[d]) * plane
-        plane *= size[d]
-    return index
+def _window_max(win: Tensor, dims: int, winners: bool) -> tuple[Tensor, Tensor | None]:
+    """The windows view [N, C, *out, *kernel] scanned as PyTorch's max pools do: each
+    window's max and, with `winners`, its winning tap's row-major number (the number of
+    taps where none beat the scan's start: all padding, -inf or the dtype's minimum)."""
+    taps = _taps(win, win.shape[2 + dims :], MAX_TAPS**2)
+    return _reduced_max(win, dims, winners) if taps is None else _scan_max(taps, winners)
 
 
-def _input_positions(local: Tensor, kernel, stride, pads, dilation, out, size) -> Tensor:
-    """max_pool's indices: window o's offset k is at o * stride - pad + k * dilation."""
-    dims = len(kernel)
-    starts = []
-    for d in range(dims):
-        shape = [1] * (2 + dims)
-        shape[2 + d] = out[d]
-        first = factories.arange(out[d], device=local.device).reshape(shape)
-        starts.append(first * stride[d] - pads[d])
-    return _plane_index(local, kernel, starts, dilation, size)
+def _scan_max(taps: list[Tensor], winners: bool) -> tuple[Tensor, Tensor | None]:
+    """_window_max of the taps' views [N, C, *out]: one kernel for at most MAX_TAPS taps
+    (and one more for the winners); else each run of MAX_TAPS taps scanned, then their
+    results: a scan goes on from where the last run's left off, so the scan of those
+    results is the whole scan, and its winner the winning run's."""
+    if len(taps) <= MAX_TAPS:
+        values = launch(("max_pool", len(taps)), taps, taps[0].dtype, _fold_max)
+        if not winners:
+            return values, None
+        target = empty_impl(values.shape, int64, values.device)
+        return values, launch(
+            ("max_pool_winner", len(taps)), taps, taps[0].dtype, _fold_winner, out=target
+        )
+    runs = [_scan_max(taps[i : i + MAX_TAPS], winners) for i in range(0, len(taps), MAX_TAPS)]
+    values, run = _scan_max([v for v, _ in runs], winners)
+    if not winners:
+        return values, None
+    won = run < len(runs)
+    run = index_ops.where(won, run, 0)
+    inner = index_ops.gather(index_ops.stack([w for _, w in runs], -1), -1, run.unsqueeze(-1))
+    return values, index_ops.where(won, inner.squeeze(-1) + run * MAX_TAPS, len(taps))
+
+
+def _reduced_max(win: Tensor, dims: int, winners: bool) -> tuple[Tensor, Tensor | None]:
+    """_window_max for kernels of more than MAX_TAPS**2 taps (too many views), by
+    reductions over the flattened windows: the scan's winner, then its value."""
+    count = math.prod(win.shape[2 + dims :])
+    flat = win.reshape((*win.shape[: 2 + dims], count))
+    local = window_winners(flat)
+    values = index_ops.gather(flat, -1, local).squeeze(-1)
+    if not winners:
+        return values, None
+    return values, index_ops.where(values == _lowest(win.dtype), count, local.squeeze(-1))
+
+
+def window_winners(windows: Tensor) -> Tensor:
+    """[..., 1] int64: each window's (last dim's) winner of PyTorch's max scan, its last
+    NaN, else its first maximum (a window of real values: no padding to leave out)."""
+    first = reductions.argmax(windows, -1, keepdim=True)
+    if not windows.dtype.is_floating_point:
+        return first
+    ranks = factories.arange(windows.shape[-1], device=windows.device)
+    last_nan = reductions.amax(index_ops.where(windows != windows, ranks, -1), -1, keepdim=True)
+    return index_ops.where(last_nan >= 0, last_nan, first)
+
+
+def _positions(winners: Tensor, kernel, starts, steps, firsts, size) -> Tensor:
+    """The flat input-plane position (the plane's dims have `size`) of each window's
+    winning tap: tap k of window o along dim d is at starts[d][o] + k * steps[d]; the
+    sentinel prod(kernel) (no tap won) gives firsts[d][o], where the scan started."""
+    planes = [math.prod(size[d + 1 :]) for d in range(len(size))]
+    rest, offset = winners, 0
+    for d in reversed(range(len(kernel))):
+        tap = ew.binary("remainder", rest, kernel[d])
+        rest = ew.binary("floor_divide", rest, kernel[d])
+        offset = offset + tap * (steps[d] * planes[d])
+    base = _grid(starts, planes, int64, winners.device)
+    first = _grid(firsts, planes, int64, winners.device)
+    return index_ops.where(winners == math.prod(kernel), first, base + offset)
+
+
+def _column(values: Sequence, d: int, dims: int, dtype: DType, device) -> Tensor:
+    """`values`, one per output position along spatial dim d, as a [1, 1, ..] tensor of
+    `dtype` that broadcasts over the other dims."""
+    shape = [1] * (2 + dims)
+    shape[2 + d] = len(values)
+    return factories.tensor(list(values), dtype=dtype, device=device).reshape(shape)
+
+
+def _grid(columns, planes, dtype: DType, device) -> Tensor:
+    """sum over d of columns[d] * planes[d], broadcast to [1, 1, *out]."""
+    dims = len(columns)
+    terms = [
+        _column([v * plane for v in column], d, dims, dtype, device)
+        for d, (column, plane) in enumerate(zip(columns, planes))
+    ]
+    return sum(terms[1:], terms[0])
 
 
 def _avg_pool(dims: int, op: str):
@@ -167,31 +262,40 @@ def _avg_pool(dims: int, op: str):
         )
         if not x.dtype.is_floating_point and x.dtype is not int64:
             raise TypeError(f"{op}: not implemented for {x.dtype} (floating point or int64)")
-        if divisor_override is not None and divisor_override == 0:
-            raise ValueError(f"{op}: divisor must be not zero")
+        # float16 and bfloat16 sum in float32, rounded once at the end, as PyTorch does
+        compute = float32 if x.dtype.is_half else x.dtype
+        geometry = (kernel, stride, pads, dilation, out)
         if divisor_override is not None:
-            shape = (1,) * (2 + dims)
-            divisor = factories.full(shape, divisor_override, dtype=x.dtype, device=x.device)
+            divisor = _divisor(divisor_override, dims, compute, x.device, op)
         else:
-            divisor = _counts(x.shape[2:], kernel, stride, pads, out, count_include_pad, x)
+            divisor = _counts(x.shape[2:], geometry, count_include_pad, compute, x.device)
         if _by_regions(x, kernel):
-            geometry = (kernel, stride, pads, dilation, out)
-            y = _over_regions(x, geometry, 0.0, ("avg_pool",), _mean_of_taps, divisor)
-            return y if was_batched else y.squeeze(0)
+            y = _over_regions(x, geometry, 0.0, ("avg_pool",), _mean_of_taps, divisor, compute)
+            return _unbatched(y, was_batched)
         xp = _padded(x, pads, kernel, stride, dilation, out, 0.0)
         win = windows(xp, kernel, stride, dilation)
         win = win[(slice(None), slice(None), *(slice(0, o) for o in out))]
         taps = _taps(win, kernel)
-        if taps is not None:  # one kernel: the taps summed in PyTorch's order, then divided
-            y = launch(("avg_pool", len(taps)), [*taps, divisor], x.dtype, _mean_of_taps)
-        else:
-            total = reductions.sum(win, tuple(range(2 + dims, 2 + 2 * dims)))
-            y = launch(("avg_pool_sum",), [total, divisor], x.dtype, _mean_of_taps)
-        return y if was_batched else y.squeeze(0)
+        if taps is None:  # one reduction, then the division
+            taps = [reductions.sum(win, tuple(range(2 + dims, 2 + 2 * dims)), dtype=compute)]
+        target = empty_impl((*x.shape[:2], *out), x.dtype, x.device)
+        # one kernel: the taps summed in PyTorch's order, then divided
+        key = ("avg_pool", len(taps))
+        y = launch(key, [*taps, divisor], compute, _mean_of_taps, out=target)
+        return _unbatched(y, was_batched)
 
     avg_pool.__name__ = avg_pool.__qualname__ = op
     avg_pool.__doc__ = f"torch.nn.functional.{op}: window sums over each window's count."
     return avg_pool
+
+
+def _divisor(value, dims: int, dtype: DType, device, op: str) -> Tensor:
+    """divisor_override as a broadcast tensor: an int (PyTorch refuses floats and
+    bools), never zero."""
+    value = views.as_int(value, f"{op}: divisor_override")
+    if value == 0:
+        raise ValueError(f"{op}: divisor must be not zero")
+    return factories.full((1,) * (2 + dims), value, dtype=dtype, device=device)
 
 
 def _avg_pool1d(pool):
@@ -212,9 +316,10 @@ def _avg_pool1d(pool):
 MAX_TAPS = 32
 
 
-def _taps(win: Tensor, kernel: Sequence[int]) -> list[Tensor] | None:
-    """One view per kernel offset of the window view, or None for a large kernel."""
-    if math.prod(kernel) > MAX_TAPS:
+def _taps(win: Tensor, kernel: Sequence[int], limit: int = MAX_TAPS) -> list[Tensor] | None:
+    """One view per kernel offset of the window view, or None for a kernel of more than
+    `limit` taps."""
+    if math.prod(kernel) > limit:
         return None
     return [win[(Ellipsis, *offset)] for offset in offsets(kernel)]
 
@@ -229,11 +334,14 @@ def _by_regions(x: Tensor, kernel: Sequence[int]) -> bool:
     return x.numel() >= REGION_ELEMENTS and math.prod(kernel) <= MAX_TAPS
 
 
-def _over_regions(x: Tensor, geometry, value, key: tuple, fold, extra: Tensor | None = None):
-    """The taps kernel `fold` (with `extra`, broadcast over the output, as its last input)
-    over the output region by region: per dim, the windows starting in the padding, those
-    inside x and those reaching past its end. Each region pads only the slice of x its
-    windows read (the interior: none), and writes its part of the output in place."""
+def _over_regions(
+    x: Tensor, geometry, value, key: tuple, fold, extra: Tensor | None = None, compute=None
+):
+    """The taps kernel `fold` (with `extra`, broadcast over the output, as its last input;
+    computing in `compute`, by default x's dtype) over the output region by region: per
+    dim, the windows starting in the padding, those inside x and those reaching past its
+    end. Each region pads only the slice of x its windows read (the interior: none), and
+    writes its part of the output in place."""
     kernel, stride, pads, dilation, out = geometry
     y = factories.empty((*x.shape[:2], *out), dtype=x.dtype, device=x.device)
     ranges = []
@@ -259,15 +367,36 @@ def _over_regions(x: Tensor, geometry, value, key: tuple, fold, extra: Tensor | 
                 slice(a, b) if n > 1 else slice(None) for (a, b), n in zip(region, extra.shape[2:])
             )
             taps.append(extra[(slice(None), slice(None), *index)])
-        launch((*key, len(taps)), taps, x.dtype, fold, out=target._impl)
+        launch((*key, len(taps)), taps, compute or x.dtype, fold, out=target._impl)
     return y
 
 
+def _stays(t: Value, best: Value) -> Value:
+    """Whether PyTorch's max pool scan keeps `best` at the next value t: unless t > best
+    or t is NaN, so the first maximum stays (of -0.0 and 0.0 too) and the last NaN wins.
+    Spelled `not t > best and t == t`: LLVM makes that one masked compare per tap (an
+    `or` of the two would cost a mask op more, on the scan's critical path)."""
+    stays = (t > best).apply("not")
+    return stays & t.eq(t) if t.node.dtype.is_floating_point else stays
+
+
 def _fold_max(*taps: Value) -> Value:
-    result = taps[0]
+    """The taps' max by PyTorch's scan (padding, its start value, never moves it)."""
+    best = taps[0]
     for t in taps[1:]:
-        result = maximum(result, t)
-    return result
+        best = where(_stays(t, best), best, t)
+    return best
+
+
+def _fold_winner(*taps: Value) -> Value:
+    """The number of the tap PyTorch's scan ends on, starting from -inf (the dtype's
+    minimum); len(taps) where no tap beats that (a small int: exact in every dtype)."""
+    best = Value(taps[0]._lift(_lowest(taps[0].node.dtype)))
+    won = Value(taps[0]._lift(len(taps)))
+    for k, t in enumerate(taps):
+        stays = _stays(t, best)
+        best, won = where(stays, best, t), where(stays, won, k)
+    return won
 
 
 def _mean_of_taps(*values: Value) -> Value:
@@ -284,11 +413,11 @@ def _mean_of_taps(*values: Value) -> Value:
     return where(total < 0, where(inexact, floor + 1, floor), floor)
 
 
-def _counts(size, kernel, stride, pads, out, include_pad: bool, like: Tensor) -> Tensor:
+def _counts(size, geometry, include_pad: bool, dtype: DType, device) -> Tensor:
     """Each window's divisor, PyTorch's: the window clipped to the padded input (with
     count_include_pad) or to the input itself, a product of per-dim counts."""
+    kernel, stride, pads, _, out = geometry
     result = None
-    dims = len(kernel)
     for d, (s, k, st, p, o) in enumerate(zip(size, kernel, stride, pads, out)):
         counts = []
         for i in range(o):
@@ -296,9 +425,7 @@ def _counts(size, kernel, stride, pads, out, include_pad: bool, like: Tensor) ->
             if not include_pad:
                 start, end = max(start, 0), min(end, s)
             counts.append(end - start)
-        shape = [1] * (2 + dims)
-        shape[2 + d] = o
-        vec = factories.tensor(counts, dtype=like.dtype, device=like.device).reshape(shape)
+        vec = _column(counts, d, len(kernel), dtype, device)
         result = vec if result is None else result * vec
     return result
 
@@ -324,80 +451,95 @@ def _output_size(output_size, dims: int, size, op: str) -> tuple[int, ...]:
     return sizes
 
 
+def _adaptive_input(input, dims: int, output_size, op: str):
+    """(x as [N, C, *size] of a floating dtype, whether it was batched, output sizes, each
+    dim's windows): PyTorch's adaptive pools refuse integer and bool inputs, and empty
+    spatial dims."""
+    x, was_batched = batched(input, dims, op)
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"{op}: not implemented for {x.dtype} (floating point only)")
+    if 0 in x.shape[2:]:  # no window could hold a value
+        given = list(x.shape[0 if was_batched else 1 :])
+        raise ValueError(
+            f"{op}(): Expected input to have non-zero size for non-batch dimensions, but input"
+            f" has sizes {given} with dimension {len(given) - dims + x.shape[2:].index(0)}"
+            " being empty"
+        )
+    sizes = _output_size(output_size, dims, x.shape[2:], op)
+    bounds = [_bounds(s, o) for s, o in zip(x.shape[2:], sizes)]
+    return x, was_batched, sizes, bounds
+
+
+def _window_taps(size: int, bounds) -> tuple[list[int], int]:
+    """(every window's taps along a dim of `size`, the longest window's length): each
+    window's positions, then `size` (a slot past the end) up to that length."""
+    longest = max(hi - lo for lo, hi in bounds)
+    taps = [lo + j if lo + j < hi else size for lo, hi in bounds for j in range(longest)]
+    return taps, longest
+
+
+def _gathered(y: Tensor, dim: int, taps: list[int], fill) -> Tensor:
+    """y's slices at `taps` along `dim`, in order; tap y.shape[dim] reads a slice of
+    `fill` appended to y. y itself when the taps are 0, 1, 2, ... (windows tiling dim)."""
+    size = y.shape[dim]
+    if taps == list(range(size)):
+        return y
+    if size in taps:
+        y = pad(y, [0, 0] * (y.ndim - 1 - dim) + [0, 1], value=fill)
+    return index_ops.index_select(y, dim, factories.tensor(taps, device=y.device))
+
+
 def _adaptive_avg(dims: int, op: str):
     def adaptive_avg_pool(input: Tensor, output_size) -> Tensor:
-        x, was_batched = batched(input, dims, op)
-        if not x.dtype.is_floating_point and x.dtype is not int64:
-            raise TypeError(f"{op}: not implemented for {x.dtype} (floating point or int64)")
-        sizes = _output_size(output_size, dims, x.shape[2:], op)
+        x, was_batched, sizes, bounds = _adaptive_input(input, dims, output_size, op)
+        if not all(sizes):
+            return _unbatched(_empty_like(x, sizes), was_batched)
         # float16 and bfloat16 average in float32, rounded once at the end, as PyTorch does
-        compute = float32 if x.dtype in (float16, bfloat16) else x.dtype
-        y = x.to(compute)
-        for d, o in enumerate(sizes):  # each dim in turn: a product with its averaging matrix
-            s = x.shape[2 + d]
-            weights = [[0.0] * o for _ in range(s)]
-            for i, (lo, hi) in enumerate(_bounds(s, o)):
-                for j in range(lo, hi):
-                    weights[j][i] = 1.0 / (hi - lo)
-            matrix = factories.tensor(weights, dtype=float64, device=x.device).reshape(s, o)
-            y = _moved_back(linalg.matmul(_moved_last(y, 2 + d), matrix.to(compute)), 2 + d)
-        y = y.to(x.dtype).contiguous()
-        return y if was_batched else y.squeeze(0)
+        compute = float32 if x.dtype.is_half else x.dtype
+        y = x
+        for d, windows_d in enumerate(bounds):  # each dim's window sums in turn
+            taps, longest = _window_taps(y.shape[2 + d], windows_d)
+            picked = _gathered(y, 2 + d, taps, 0.0)
+            shape = (*y.shape[: 2 + d], len(windows_d), longest, *y.shape[3 + d :])
+            y = reductions.sum(picked.reshape(shape), 3 + d, dtype=compute)
+        for d, windows_d in enumerate(bounds):  # sum / kD / kH / kW, PyTorch's divisions
+            y = y / _column([hi - lo for lo, hi in windows_d], d, dims, compute, x.device)
+        return _unbatched(y.to(x.dtype).contiguous(), was_batched)
 
     adaptive_avg_pool.__name__ = adaptive_avg_pool.__qualname__ = op
-    adaptive_avg_pool.__doc__ = f"torch.nn.functional.{op}: one averaging product per dim."
+    adaptive_avg_pool.__doc__ = f"torch.nn.functional.{op}: each dim's window sums in turn."
     return adaptive_avg_pool
 
 
-def _moved_last(y: Tensor, dim: int) -> Tensor:
-    """y with `dim` moved last (the others in order)."""
-    order = [d for d in range(y.ndim) if d != dim] + [dim]
-    return y.permute(order)
-
-
-def _moved_back(y: Tensor, dim: int) -> Tensor:
-    """_moved_last undone: the last dim put back at `dim`."""
-    order = list(range(y.ndim - 1))
-    order.insert(dim, y.ndim - 1)
-    return y.permute(order)
+def _empty_like(x: Tensor, sizes, dtype: DType | None = None) -> Tensor:
+    """An adaptive pool's result [N, C, *sizes] when an output size is 0."""
+    return factories.zeros((*x.shape[:2], *sizes), dtype=dtype or x.dtype, device=x.device)
 
 
 def _adaptive_max(dims: int, op: str):
     def adaptive_max_pool(input: Tensor, output_size, return_indices: bool = False):
-        x, was_batched = batched(input, dims, op)
-        if x.dtype.is_bool:
-            raise TypeError(f"{op}: not implemented for bool")
-        size = x.shape[2:]
-        sizes = _output_size(output_size, dims, size, op)
-        bounds = [_bounds(s, o) for s, o in zip(size, sizes)]
-        values, indices = [], []
-        for cell in offsets(sizes):
-            window = [bounds[d][i] for d, i in enumerate(cell)]
-            region = x
-            for d, (lo, hi) in enumerate(window):
-                region = region.narrow(2 + d, lo, hi - lo)
-            flat = region.reshape((*x.shape[:2], math.prod(region.shape[2:])))
-            values.append(reductions.amax(flat, -1))
-            if return_indices:
-                local = reductions.argmax(flat, -1)
-                extents, starts = [hi - lo for lo, hi in window], [lo for lo, _ in window]
-                indices.append(_plane_index(local, extents, starts, [1] * dims, size))
-        shape = (*x.shape[:2], *sizes)
-        out, index = _stacked(values, shape, x), _stacked(indices, shape, x, int64)
+        x, was_batched, sizes, bounds = _adaptive_input(input, dims, output_size, op)
+        if not all(sizes):
+            empty = (_empty_like(x, sizes), _empty_like(x, sizes, int64))
+            return _unbatched(empty if return_indices else empty[0], was_batched)
+        win, longest = x, []
+        for d, windows_d in enumerate(bounds):  # [N, C, out0 * L0, out1 * L1, ..]
+            taps, n = _window_taps(x.shape[2 + d], windows_d)
+            win = _gathered(win, 2 + d, taps, _lowest(x.dtype))
+            longest.append(n)
+        split = itertools.chain.from_iterable(zip(sizes, longest))
+        order = [0, 1, *range(2, 2 + 2 * dims, 2), *range(3, 3 + 2 * dims, 2)]
+        win = win.reshape((*x.shape[:2], *split)).permute(order)  # [N, C, *out, *L]
+        values, winners = _window_max(win, dims, return_indices)
         if not return_indices:
-            return out if was_batched else out.squeeze(0)
-        return (out, index) if was_batched else (out.squeeze(0), index.squeeze(0))
+            return _unbatched(values, was_batched)
+        starts = [[lo for lo, _ in windows_d] for windows_d in bounds]
+        index = _positions(winners, longest, starts, [1] * dims, starts, x.shape[2:])
+        return _unbatched((values, index), was_batched)
 
     adaptive_max_pool.__name__ = adaptive_max_pool.__qualname__ = op
-    adaptive_max_pool.__doc__ = f"torch.nn.functional.{op}: amax of each adaptive window."
+    adaptive_max_pool.__doc__ = f"torch.nn.functional.{op}: PyTorch's max scan of each window."
     return adaptive_max_pool
-
-
-def _stacked(cells: list[Tensor], shape, like: Tensor, dtype=None) -> Tensor:
-    """The adaptive cells' results stacked into `shape` (empty where an output size is 0)."""
-    if not cells:
-        return factories.zeros(shape, dtype=dtype or like.dtype, device=like.device)
-    return index_ops.stack(cells, -1).reshape(shape)
 
 
 # ---- lp pools, max_unpool and the _with_indices spellings ----------------------------------
@@ -406,9 +548,15 @@ def _stacked(cells: list[Tensor], shape, like: Tensor, dtype=None) -> Tensor:
 def _lp_pool(dims: int, op: str):
     def lp_pool(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mode=False):
         """(sum over each window of x^p)^(1/p), as PyTorch computes it: the average of x^p
-        times the window's size, its sign kept through a relu of its magnitude."""
+        times the window's size, its sign kept through a relu of its magnitude; p = inf
+        is the max of |x| and p = -inf its min, max pools as PyTorch's."""
         x = tensor_arg(input, op)
         kernel = tuple_arg(kernel_size, dims, "kernel_size", op)
+        if isinstance(norm_type, (int, float)) and math.isinf(norm_type):
+            magnitude, max_pool = ew.unary("abs", x), POOLS[f"max_pool{dims}d"]
+            if norm_type > 0:
+                return max_pool(magnitude, kernel, stride, 0, 1, ceil_mode)
+            return -max_pool(-magnitude, kernel, stride, 0, 1, ceil_mode)
         mean = POOLS[f"avg_pool{dims}d"](x**norm_type, kernel, stride, 0, ceil_mode)
         signed = ew.unary("sign", mean) * ew.unary("relu", ew.unary("abs", mean))
         return (signed * math.prod(kernel)) ** (1.0 / norm_type)
@@ -420,11 +568,24 @@ def _lp_pool(dims: int, op: str):
 def _unpool_size(size, kernel, stride, pads, output_size, op: str) -> tuple[int, ...]:
     """max_unpool's output plane, PyTorch's _unpool_output_size: (in - 1) * stride - 2 *
     padding + kernel per dim, or output_size (its last dims when it has two more) within
-    a stride of that."""
+    a stride of that; never negative."""
     default = [(s - 1) * st - 2 * p + k for s, st, p, k in zip(size, stride, pads, kernel)]
-    if output_size is None:
-        return tuple(default)
-    dims = len(kernel)
+    wanted = tuple(default)
+    if output_size is not None:
+        wanted = _wanted_unpool_size(default, stride, output_size, op)
+    for d, s in enumerate(wanted):
+        if s < 0:
+            raise ValueError(
+                f"{op}: output_size must contain non-negative spatial dimensions, but got"
+                f" output_size[{d}]={s}"
+            )
+    return wanted
+
+
+def _wanted_unpool_size(default, stride, output_size, op: str) -> tuple[int, ...]:
+    """max_unpool's output_size argument, checked: `dims` or `dims` + 2 ints, each within
+    a stride of the default size."""
+    dims = len(default)
     wanted = tuple(views.as_int(v, "output_size") for v in output_size)
     if len(wanted) == dims + 2:
         wanted = wanted[2:]
@@ -440,6 +601,23 @@ def _unpool_size(size, kernel, stride, pads, output_size, op: str) -> tuple[int,
                 f" {s - st} and {s + st})"
             )
     return wanted
+
+
+def _check_unpool_indices(flat: Tensor, size, op: str) -> None:
+    """Every index inside the output plane; else PyTorch's error naming the last bad
+    index (a one-thread scan's) and the plane (L x 1 for 1-d: PyTorch unpools it as 2-d)."""
+    plane = math.prod(size)
+    bad = (flat < 0) | (flat >= plane)
+    if not flat.numel() or not bool(bad.any()):
+        return
+    values = flat.reshape(-1)
+    ranks = factories.arange(values.numel(), device=flat.device)
+    last = int(reductions.amax(index_ops.where(bad.reshape(-1), ranks, -1)))
+    plane_dims = (*size, 1) if len(size) == 1 else size
+    raise Error(
+        f"{op}: Found an invalid max index: {int(values[last])} (output volumes are of"
+        f" size {'x'.join(map(str, plane_dims))})"
+    )
 
 
 def _max_unpool(dims: int, op: str):
@@ -464,17 +642,12 @@ def _max_unpool(dims: int, op: str):
         pads = tuple_arg(padding, dims, "padding", op)
         size = _unpool_size(x.shape[2:], kernel, stride, pads, output_size, op)
         n, c = x.shape[:2]
-        plane = math.prod(size)
         flat = idx.reshape(n, c, math.prod(x.shape[2:]))
-        if flat.numel() and (bool((flat < 0).any()) or bool((flat >= plane).any())):
-            raise Error(
-                f"{op}: Found an invalid max index (outside [0, {plane}) for an output of size {list(size)})"
-            )
-        out = factories.zeros((n, c, plane), dtype=x.dtype, device=x.device)
+        _check_unpool_indices(flat, size, op)
+        out = factories.zeros((n, c, math.prod(size)), dtype=x.dtype, device=x.device)
         # written, not added: overlapping windows repeat an index (with equal values)
         scatters.scatter_(out, 2, flat, x.reshape(flat.shape))
-        out = out.reshape((n, c, *size))
-        return out if was_batched else out.squeeze(0)
+        return _unbatched(out.reshape((n, c, *size)), was_batched)
 
     max_unpool.__name__ = max_unpool.__qualname__ = op
     return max_unpool

@@ -277,3 +277,17 @@ def test_3d_checks_name_time():
         KF.fractional_max_pool3d(x, 2, output_size=(5, 3, 3))
     with pytest.raises(kael.ValueError, match="Expected 4D or 5D tensor"):
         KF.fractional_max_pool3d(x[0, 0], 2, output_size=3)
+
+
+@pytest.mark.parametrize(("kernel", "out"), [(3, 2), (2, 3)])
+def test_fractional_max_pool3d_refuses_a_window_ending_on_the_last_element_as_torch(kernel, out):
+    x = torch.rand(1, 1, 4, 4, 4)
+    with pytest.raises(RuntimeError, match="too large relative"):
+        torch.nn.functional.fractional_max_pool3d(x, kernel, output_size=out)
+    with pytest.raises(kael.ValueError, match=f"pool time {kernel} too large relative"):
+        kael.nn.functional.fractional_max_pool3d(kael.tensor(x.numpy()), kernel, output_size=out)
+    # 2-d allows it, as torch does
+    pooled = kael.nn.functional.fractional_max_pool2d(
+        kael.rand(1, 1, 4, 4), kernel, output_size=out
+    )
+    assert pooled.shape == (1, 1, out, out)

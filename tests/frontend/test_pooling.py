@@ -284,3 +284,193 @@ def test_max_pools_with_indices_of_an_empty_batch_are_empty_as_torch(dims):
     kv, ki = KF.max_pool1d(kx.flatten(2), 2, return_indices=True)
     tv, ti = TF.max_pool1d(tx.flatten(2), 2, return_indices=True)
     same(KF.max_unpool1d(kv, ki, 2), TF.max_unpool1d(tv, ti, 2))
+
+
+def identical(k, t):
+    """kael's result is torch's exactly: dtype, shape, values, NaNs and zeros' signs."""
+    if isinstance(t, tuple):
+        for a, b in zip(k, t):
+            identical(a, b)
+        return
+    same(k, t, 0)
+    got = torch.from_dlpack(k.contiguous())
+    if t.dtype.is_floating_point:
+        assert torch.equal(torch.signbit(got), torch.signbit(t))
+
+
+INF = float("inf")
+TIES = [  # padding ties the maximum, or no tap is a real element
+    pytest.param(np.zeros((1, 1, 3, 3), np.uint8), 2, (3, 1, 1), id="uint8 zeros"),
+    pytest.param(np.full((1, 1, 4), -INF), 1, (3, 1, 1), id="-inf"),
+    pytest.param(np.full((1, 1, 4), -(2**63)), 1, (3, 1, 1), id="int64 min"),
+    pytest.param(np.full((1, 2, 3, 4, 3), -INF), 3, (3, 2, 1), id="-inf 3d"),
+    pytest.param(np.full((1, 1, 5, 4), -INF), 2, (2, 2, 1, 1, True), id="ceil_mode"),
+    pytest.param(np.ones((1, 1, 1)), 1, (2, 1, 1, 2), id="padding only"),
+    pytest.param(np.full((1, 1, 40), -INF), 1, (35, 3, 17), id="runs of taps"),
+    pytest.param(np.zeros((1, 1, 9, 9), np.uint8), 2, (7, 2, 3), id="uint8 runs of taps"),
+    pytest.param(np.full((1, 1, 1040), -INF), 1, (1030, 500, 515), id="reduction"),
+]
+
+
+@pytest.mark.parametrize("array, dims, args", TIES)
+def test_max_pool_indices_when_padding_ties_the_maximum_are_torch_scans(array, dims, args):
+    """PyTorch's scan starts from -inf (the dtype's minimum) at the window's first real
+    position and moves only on a greater value: padding never wins a tie."""
+    dtype = {np.uint8: kael.uint8, np.int64: kael.int64}.get(array.dtype.type, kael.float32)
+    kx, tx = pair(array, dtype)
+    name = f"max_pool{dims}d"
+    got = getattr(KF, name)(kx, *args, return_indices=True)
+    identical(got, getattr(TF, name)(tx, *args, return_indices=True))
+
+
+NAN = float("nan")
+NAN_WINDOWS = [  # (values, kernel, stride, padding)
+    pytest.param([NAN, 1.0, NAN, 2.0], 4, 4, 0, id="one window"),
+    pytest.param([NAN, 1.0, NAN, 2.0, -NAN, 0.0], 3, 1, 1, id="padded"),
+    pytest.param([NAN, 5.0, NAN] + [1.0] * 37, 40, 40, 0, id="runs of taps"),
+    pytest.param([NAN, 5.0, NAN] + [1.0] * 1100, 1103, 1103, 0, id="reduction"),
+]
+
+
+@pytest.mark.parametrize("values, kernel, stride, padding", NAN_WINDOWS)
+def test_max_pool_of_nan_windows_gives_the_last_nan_as_torch(values, kernel, stride, padding):
+    """PyTorch's scan moves on every NaN: the index (and value) is the window's last NaN."""
+    kx, tx = pair(np.array(values).reshape(1, 1, -1))
+    identical(
+        KF.max_pool1d(kx, kernel, stride, padding, return_indices=True),
+        TF.max_pool1d(tx, kernel, stride, padding, return_indices=True),
+    )
+    kx2, tx2 = kx.unsqueeze(2), tx.unsqueeze(2)
+    identical(
+        KF.max_pool2d(kx2, (1, kernel), (1, stride), (0, padding), return_indices=True),
+        TF.max_pool2d(tx2, (1, kernel), (1, stride), (0, padding), return_indices=True),
+    )
+    for size in (1, 2):
+        identical(
+            KF.adaptive_max_pool1d(kx, size, return_indices=True),
+            TF.adaptive_max_pool1d(tx, size, return_indices=True),
+        )
+
+
+@pytest.mark.parametrize("large", [False, True], ids=["one_launch", "by_regions"])
+@pytest.mark.parametrize("kernel", [2, 3, 41, 1030], ids=str)
+def test_max_pool_of_tied_signed_zeros_keeps_the_first_as_torch(monkeypatch, large, kernel):
+    from kael.frontend import pooling
+
+    if large:
+        monkeypatch.setattr(pooling, "REGION_ELEMENTS", 0)
+    zeros = np.where(RNG.random((2, 3, 2100)) < 0.5, -0.0, 0.0)
+    kx, tx = pair(zeros)
+    identical(KF.max_pool1d(kx, kernel), TF.max_pool1d(tx, kernel))
+    identical(KF.max_pool2d(kx, (1, kernel)), TF.max_pool2d(tx, (1, kernel)))
+    identical(KF.adaptive_max_pool1d(kx, 3), TF.adaptive_max_pool1d(tx, 3))
+
+
+@pytest.mark.parametrize("dims", [1, 2, 3])
+@pytest.mark.parametrize("special", [INF, -INF, NAN], ids=str)
+def test_adaptive_avg_pool_keeps_inf_and_nan_in_their_own_windows(dims, special):
+    """Each window is summed from its own values: no zero weight meets an inf (0 * inf
+    is NaN) in the windows that leave it out."""
+    array = RNG.standard_normal((2, 3) + (7, 5, 4)[:dims])
+    array[(0, 1) + (2, 1, 3)[:dims]] = special
+    kx, tx = pair(array)
+    for size in (3, 4, 9):
+        name = f"adaptive_avg_pool{dims}d"
+        same(getattr(KF, name)(kx, size), getattr(TF, name)(tx, size), 3e-6)
+        area = {"size": (size,) * dims, "mode": "area"}
+        same(KF.interpolate(kx, **area), TF.interpolate(tx, **area), 3e-6)
+
+
+@pytest.mark.parametrize("dtype", [kael.int64, kael.uint8], ids=str)
+def test_adaptive_pools_refuse_non_floating_input_as_torch(dtype):
+    kx, tx = pair(np.ones((1, 2, 4, 4)), dtype)
+    for name, kwargs in (
+        ("adaptive_avg_pool2d", {"output_size": 2}),
+        ("adaptive_max_pool2d", {"output_size": 2}),
+        ("interpolate", {"size": 2, "mode": "area"}),
+    ):
+        with pytest.raises(NotImplementedError):
+            getattr(TF, name)(tx, **kwargs)
+        with pytest.raises(kael.TypeError, match=str(dtype)):
+            getattr(KF, name)(kx, **kwargs)
+
+
+@pytest.mark.parametrize("shape", [(1, 2, 0, 4), (2, 4, 0)], ids=str)
+@pytest.mark.parametrize("pool", ["avg", "max"])
+def test_adaptive_pools_refuse_an_empty_spatial_dim_as_torch(pool, shape):
+    kx, tx = pair(np.ones(shape))
+    name = f"adaptive_{pool}_pool2d"
+    with pytest.raises(RuntimeError) as expected:
+        getattr(TF, name)(tx, 2)
+    with pytest.raises(kael.ValueError) as got:
+        getattr(KF, name)(kx, 2)
+    assert str(expected.value) in str(got.value)
+
+
+@pytest.mark.parametrize("norm_type", [INF, -INF], ids=str)
+def test_lp_pool_of_an_infinite_norm_is_the_max_or_min_magnitude_as_torch(norm_type):
+    for dims, shape, kwargs in (
+        (1, (2, 3, 20), {"kernel_size": 3}),
+        (2, (2, 3, 9, 8), {"kernel_size": 3, "stride": 2, "ceil_mode": True}),
+        (3, (1, 2, 6, 6, 6), {"kernel_size": 2}),
+    ):
+        kx, tx = pair(RNG.standard_normal(shape))
+        name = f"lp_pool{dims}d"
+        same(getattr(KF, name)(kx, norm_type, **kwargs), getattr(TF, name)(tx, norm_type, **kwargs))
+
+
+@pytest.mark.parametrize("kernel", [5, 7], ids=str)  # 25 taps: one kernel; 49: a reduction
+def test_half_avg_pool_sums_in_float32_and_rounds_once(kernel):
+    """A float16 sum of 49 values of 60000 overflows; a bfloat16 sum rounded to bfloat16
+    before the division is a step off PyTorch's float32 sum's average."""
+    kx, tx = pair(np.full((1, 2, 7, 7), 60000.0), kael.float16)
+    same(KF.avg_pool2d(kx, kernel), TF.avg_pool2d(tx, kernel), 0)
+    kx, tx = pair(RNG.uniform(1, 2, (2, 8, 14, 14)), kael.bfloat16)
+    for divisor in (None, 2049):  # no float16 or bfloat16 divisor either
+        expected = TF.avg_pool2d(tx, kernel, divisor_override=divisor)
+        same(KF.avg_pool2d(kx, kernel, divisor_override=divisor), expected, 0)
+
+
+@pytest.mark.parametrize("name", ["avg_pool3d", "lp_pool3d"])
+def test_avg_pool3d_refuses_an_input_smaller_than_its_kernel_as_torch(name):
+    kx, tx = pair(np.ones((1, 1, 1, 4, 4)))
+    args = (2.0, 2) if name == "lp_pool3d" else (2, 2, 1)
+    with pytest.raises(RuntimeError, match="smaller than kernel size"):
+        getattr(TF, name)(tx, *args)
+    with pytest.raises(kael.ValueError, match=r"input image \(T: 1 H: 4 W: 4\) smaller than"):
+        getattr(KF, name)(kx, *args)
+
+
+def test_max_unpool_refuses_a_negative_output_size_as_torch():
+    """(1 - 1) * 2 + 2 - 2 * 3 rows: refused before the indices are checked against it."""
+    kx, tx = pair(np.ones((1, 1, 1, 3)))
+    ki, ti = pair(np.zeros((1, 1, 1, 3)), kael.int64)
+    with pytest.raises(ValueError, match="non-negative"):
+        TF.max_unpool2d(tx, ti, 2, padding=(3, 0))
+    with pytest.raises(kael.ValueError, match=r"non-negative .* output_size\[0\]=-4"):
+        KF.max_unpool2d(kx, ki, 2, padding=(3, 0))
+
+
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_max_unpool_names_the_invalid_index_as_torch(dims):
+    shape = (1, 1) + (1, 1, 2)[-dims:]
+    kx, tx = pair(np.ones(shape))
+    ki, ti = pair(np.array([1, 40]).reshape(shape), kael.int64)  # planes of 4, 8 and 16
+    with pytest.raises(RuntimeError) as expected:
+        getattr(TF, f"max_unpool{dims}d")(tx, ti, 2)
+    with pytest.raises(kael.Error) as got:
+        getattr(KF, f"max_unpool{dims}d")(kx, ki, 2)
+    assert "Found an invalid max index: 40 " in str(expected.value)
+    assert str(expected.value) in str(got.value)
+
+
+@pytest.mark.parametrize("divisor", [2.5, 2.0, True], ids=str)
+def test_avg_pool_divisor_override_must_be_an_int_as_torch(divisor):
+    kx, tx = pair(np.ones((1, 1, 4, 4)))
+    with pytest.raises(TypeError, match="divisor_override"):
+        TF.avg_pool2d(tx, 2, divisor_override=divisor)
+    with pytest.raises(kael.TypeError, match="divisor_override"):
+        KF.avg_pool2d(kx, 2, divisor_override=divisor)
+    same(
+        KF.avg_pool2d(kx, 2, divisor_override=np.int64(3)), TF.avg_pool2d(tx, 2, divisor_override=3)
+    )
