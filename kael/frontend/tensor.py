@@ -635,17 +635,7 @@ class Tensor:
         already there when it is the one torch's suggest_memory_format reads).
         `non_blocking`: a copy from pinned host memory to a GPU does not wait for the device
         (it runs on the current stream); any other copy waits as usual."""
-        for arg in args:
-            if isinstance(arg, DType):
-                dtype = arg
-            elif isinstance(arg, Tensor):
-                dtype, device = arg.dtype, arg.device
-            elif isinstance(arg, (str, Device)):
-                device = arg
-            else:
-                raise TypeError(
-                    f"to() expects a dtype, a device or a tensor, got {type(arg).__name__}"
-                )
+        dtype, device, non_blocking = to_arguments(args, dtype, device, non_blocking)
         fmt = memory_formats.format_arg(memory_format, "to", optional=True)
         impl = self._impl
         dtype = impl.dtype if dtype is None else as_dtype(dtype)
@@ -1208,6 +1198,24 @@ def _in_place_view(name: str, view: str):
 
 for _name, _view in IN_PLACE_VIEWS.items():
     setattr(Tensor, _name, _in_place_view(_name, _view))
+
+
+def to_arguments(args: tuple, dtype, device, non_blocking: bool) -> tuple:
+    """(dtype, device, non_blocking) from to()'s positional arguments over its keywords, as
+    torch parses them: a dtype, a device (or its name), a tensor for both, a bool for
+    non_blocking (Tensor.to and nn.Module.to)."""
+    for arg in args:
+        if isinstance(arg, bool):
+            non_blocking = arg
+        elif isinstance(arg, DType):
+            dtype = arg
+        elif isinstance(arg, Tensor):
+            dtype, device = arg.dtype, arg.device
+        elif isinstance(arg, (str, Device)):
+            device = arg
+        else:
+            raise TypeError(f"to() expects a dtype, a device or a tensor, got {type(arg).__name__}")
+    return dtype, device, non_blocking
 
 
 def _storage_copy(storage: Storage) -> Storage:

@@ -16,12 +16,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
-from kael.frontend.tensor import Tensor
+from kael.frontend.tensor import Tensor, to_arguments
 from kael.nn.modules.state import as_state_tensor, type_name
 from kael.nn.parameter import Buffer, Parameter
 from kael.runtime import dtypes
-from kael.runtime.device import Device
-from kael.runtime.dtypes import DType, as_dtype
+from kael.runtime.dtypes import as_dtype
 from kael.runtime.errors import AttributeError, Error, KeyError, TypeError, ValueError
 from kael.runtime.tracestate import bump_epoch
 
@@ -472,19 +471,7 @@ class Module:
     def to(self, *args, dtype=None, device=None, non_blocking: bool = False) -> Module:
         """Tensor.to's arguments (a device, a dtype, a tensor for both): floating parameters
         and buffers take the dtype, every one the device; returns self."""
-        for arg in args:
-            if isinstance(arg, bool):  # to(device, dtype, non_blocking), as torch parses it
-                non_blocking = arg
-            elif isinstance(arg, DType):
-                dtype = arg
-            elif isinstance(arg, Tensor):
-                dtype, device = arg.dtype, arg.device
-            elif isinstance(arg, (str, Device)):
-                device = arg
-            else:
-                raise TypeError(
-                    f"to() expects a dtype, a device or a tensor, got {type(arg).__name__}"
-                )
+        dtype, device, non_blocking = to_arguments(args, dtype, device, non_blocking)
         dtype = None if dtype is None else as_dtype(dtype)
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(
