@@ -309,13 +309,24 @@ def _unary_dtypes(op: UnaryOp, x: Tensor) -> tuple[DType, DType]:
     return dtype, dtype
 
 
+def refuse_float_overflow(value, dtype: DType) -> None:
+    """PyTorch's checked conversion of a number to a float dtype (c10::overflows), where it
+    checks one (a fill value, alpha, a half pow's exponent): a finite number beyond the
+    dtype's largest is refused (an infinity or a NaN passes). A traced float argument is
+    not read: reading it would specialize the plan to its value."""
+    if not dtype.is_floating_point or type(value) is SymFloat:
+        return
+    if (type(value) is builtins.int or math.isfinite(value)) and abs(value) > dtype.largest:
+        raise ValueError(f"value {value} cannot be converted to type {dtype} without overflow")
+
+
 def _check_pow_exponent(op: BinaryOp, compute: DType, exponent) -> None:
     """PyTorch's refusals of a number exponent: a negative one of an integer power, and for
     float16/bfloat16 a finite one beyond the dtype's range (its checked conversion)."""
     if op.ir != "pow" or not isinstance(exponent, builtins.int | builtins.float):
         return
-    if compute.is_half and math.isfinite(exponent) and abs(exponent) > compute.largest:
-        raise ValueError(f"value {exponent} cannot be converted to type {compute} without overflow")
+    if compute.is_half:
+        refuse_float_overflow(exponent, compute)
     if not compute.is_floating_point and type(exponent) is builtins.int and exponent < 0:
         raise ValueError(
             f"Integers to negative integer powers are not allowed, got exponent {exponent}"
@@ -421,18 +432,54 @@ def _launch_binary(
     if kernel is not None:
         _launch_unary(kernel, kernel, a, compute, target, fast)
         return
-    # A float32 pow's number exponent stays a double: the base (rounded to float32 first, as
-    # PyTorch converts it) is widened and pow runs in float64, rounded to float32 at the end.
-    wide = float64 if number_exponent and operand_dtype is float32 else operand_dtype
+    wide = _op_dtype(op, operand_dtype, b, number_exponent)
+    if op.ir == "truncdiv" and operand_dtype.is_half and isinstance(b, Tensor) and b.shape:
+        fast = None  # the kernel follows b's layout (_one_element), which that key lacks
 
     def build():
-        x = g.Cast(wide, (), g.Cast(operand_dtype, (), _leaf(a, operand_dtype, "x0")))
+        x = g.Cast(wide, (), g.Cast(operand_dtype, (), _leaf(a, wide, "x0")))
         y = g.Cast(wide, (), _leaf(b, wide, "x1"))
-        value = g.Binary(bool_ if op.bool_out else wide, (), op.ir, x, y)
-        return f"{op.name}", [g.Cast(target.dtype, (), value)]
+        return f"{op.name}", [g.Cast(target.dtype, (), _binary_node(op, wide, x, y))]
 
     key = ("binary", op.name, _kind(a), _kind(b), operand_dtype, wide, target.dtype)
     _run(key, [a, b], build, target, wide, _number_mode(op, a, wide, number_exponent), fast)
+
+
+def _binary_node(op: BinaryOp, dtype: DType, x: g.Node, y: g.Node) -> g.Node:
+    """op of x and y, run in `dtype`. A float16/bfloat16 div_trunc divides, rounds the
+    quotient to the half type and truncates that, as PyTorch's Half and BFloat16 division
+    does (300 / 0.3 in float16: 999.84 rounds to 1000, which stays 1000); its kernels see
+    float32 registers only, so the rounding is the graph's (formula.stored's casts)."""
+    if op.ir == "truncdiv" and dtype.is_half:
+        quotient = g.Binary(dtype, (), "div", x, y)
+        rounded = g.Cast(dtype, (), g.Cast(float32, (), quotient))
+        return g.Unary(dtype, (), "trunc", rounded)
+    return g.Binary(bool_ if op.bool_out else dtype, (), op.ir, x, y)
+
+
+def _op_dtype(op: BinaryOp, operand_dtype: DType, b, number_exponent: bool) -> DType:
+    """The dtype the op itself runs in, wider than its operands' where PyTorch's kernel is:
+    a float32 pow's number exponent stays a double (the base, rounded to float32 first as
+    PyTorch converts it, is widened and pow runs in float64, rounded to float32 at the end);
+    a float16/bfloat16 div_trunc by one element everywhere runs in float32, as PyTorch's
+    kernel for a scalar divisor does: it reads the divisor's own value (a float32 0-d
+    tensor's unrounded, an int's beyond the half range) and truncates the float32 quotient.
+    Any other half div_trunc divides in the half dtype, its quotient rounded to it before
+    the truncation (_binary_node), as PyTorch's Vectorized<Half> division does."""
+    if number_exponent and operand_dtype is float32:
+        return float64
+    if op.ir == "truncdiv" and operand_dtype.is_half and _one_element(b):
+        return float32
+    return operand_dtype
+
+
+def _one_element(b) -> bool:
+    """Whether every element of a result reads the same element of b (PyTorch's
+    TensorIterator is_scalar): a number, or a tensor each of whose dimensions has size 1 or
+    stride 0 (0-d, one element, expanded)."""
+    if not isinstance(b, Tensor):
+        return True
+    return all(size == 1 or stride == 0 for size, stride in zip(b.shape, b._impl.strides))
 
 
 # PyTorch's CPU kernels that read a float16/bfloat16 op's number operand unrounded (as
@@ -659,7 +706,9 @@ _SCALED = {"add": lambda x, y, w: x + y * w, "sub": lambda x, y, w: x - y * w}
 
 
 def _alpha_number(name: str, alpha, result: DType) -> bool | int | float:
-    """alpha as a number, with PyTorch's refusals for the result dtype."""
+    """alpha as the number the kernel scales by, with PyTorch's refusals for the result
+    dtype: it converts alpha to that dtype, checked (beyond an integer dtype or a float
+    dtype's range: refused), and a half dtype's alpha is rounded to it."""
     number = None if isinstance(alpha, Tensor) else number_of(alpha)
     if number is None:
         raise TypeError(f"{name}(): argument 'alpha' must be a number, not {type(alpha).__name__}")
@@ -669,7 +718,8 @@ def _alpha_number(name: str, alpha, result: DType) -> bool | int | float:
         raise TypeError(
             "For integral input tensors, argument alpha must not be a floating point number."
         )
-    return number
+    refuse_float_overflow(number, result)
+    return convert_scalar(number, result, ROUNDED if result.is_half else CHECKED)
 
 
 def scaled(name: str, input, other, alpha, out: Tensor | None = None) -> Tensor:
@@ -683,19 +733,34 @@ def scaled(name: str, input, other, alpha, out: Tensor | None = None) -> Tensor:
     number = _alpha_number(name, alpha, result)
     if not isinstance(other, Tensor):  # a number: scaled here
         return binary(name, input, other * number, out)
-    if not isinstance(input, Tensor):
-        return binary(name, input, binary("mul", other, number), out)
-    tensors = (input, other)
-    shape = broadcast_shapes(input.shape, other.shape)
+    tensors = [t for t in (input, other) if isinstance(t, Tensor)]
+    shape = broadcast_shapes(*(t.shape for t in tensors))
     target = output(out, shape, result, device_of(tensors, name), name)
     _launch_scaled(name, input, other, number, result, target)
     return target
 
 
-def _launch_scaled(name: str, a: Tensor, b: Tensor, alpha, result: DType, target: Tensor):
-    """a (+ or -) alpha * b into target, one kernel in `result`'s compute dtype."""
+def _launch_scaled(name: str, a, b: Tensor, alpha, result: DType, target: Tensor):
+    """a (+ or -) alpha * b into target, one kernel in `result`'s compute dtype. A number
+    `a` is a run-time parameter converted to `result` as binary ops convert a number operand
+    (wrapped into an integer dtype, rounded to a half one): alpha * b is never taken in b's
+    own dtype first, where it could wrap (PyTorch scales in the result dtype)."""
     params = {"alpha": alpha}
-    formula.launch((f"{name}_alpha",), (a, b), result.compute, _SCALED[name], params, target._impl)
+    compute = result.compute
+    if isinstance(a, Tensor):
+        formula.launch((f"{name}_alpha",), (a, b), compute, _SCALED[name], params, target._impl)
+        return
+    _refuse_bool_with_uint64(name, a, b)
+    mode = _number_mode(binary_op(name), a, result, False)
+    params = {"input": convert_scalar(a, result, mode), **params}
+    key = (f"number_{name}_alpha",)
+    formula.launch(key, (b,), compute, _number_first(_SCALED[name]), params, target._impl)
+
+
+def _number_first(scaled_formula):
+    """The formula of x (op) alpha * y called as launch calls it when x is a parameter:
+    the tensor operands come first, then the parameters (x, then alpha)."""
+    return lambda y, x, w: scaled_formula(x, y, w)
 
 
 def scaled_(name: str, self: Tensor, other, alpha) -> Tensor:
@@ -735,7 +800,23 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
 
 
 def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
-    """self[mask] = value, with the mask broadcast to self's shape."""
+    """self[mask] = value, with the mask broadcast to self's shape. The value (a 0-d
+    tensor's too) converts to self's dtype checked, as in PyTorch: a finite float beyond a
+    float dtype's range is refused, even where the mask selects nothing."""
+    value = _masked_value(mask, value)
+    refuse_float_overflow(value, self.dtype)
+    return _masked_store(self, mask, value)
+
+
+def masked_store_(self: Tensor, mask: Tensor, value) -> Tensor:
+    """masked_fill_ without its float range check, for tensor[mask] = value (indexing's
+    setitem): PyTorch's setitem stores a float16/bfloat16 value beyond the range as inf."""
+    return _masked_store(self, mask, _masked_value(mask, value))
+
+
+def _masked_value(mask: Tensor, value):
+    """masked_fill_'s checks of mask (bool) and value (a number or a 0-d tensor), and the
+    value as a number."""
     if not isinstance(mask, Tensor) or mask.dtype is not bool_:
         got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
         raise TypeError(f"masked_fill_ only supports a bool mask, got {got}")
@@ -745,7 +826,11 @@ def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
                 f"masked_fill_ only supports a 0-dim value tensor, got {value.ndim} dimensions"
             )
         value = value.item()
-    value = _operand(value, "masked_fill_")  # converted to self's dtype, as in PyTorch
+    return _operand(value, "masked_fill_")
+
+
+def _masked_store(self: Tensor, mask: Tensor, value) -> Tensor:
+    """self[mask] = value (a number, converted to self's dtype as in PyTorch), one kernel."""
     shape = broadcast_shapes(self.shape, mask.shape)
     _check_inplace(self, self.dtype, shape, "masked_fill_")
     dtype = self.dtype

@@ -220,7 +220,11 @@ def setitem(tensor, key, value) -> None:
     if not isinstance(key, builtins.bool | np.bool_):  # x[True] is a view's assignment
         _check_put_dtype(tensor, keys, value)
     if _is_full_mask(tensor, keys) and not _is_nonscalar_tensor(value):
-        tensor.masked_fill_(keys[0], value)  # one elementwise pass, no coordinates
+        # one elementwise pass, no coordinates; a half dtype's overflow stores inf, as
+        # torch's setitem does (masked_fill_ refuses it)
+        from kael.frontend.elementwise import masked_store_  # it imports tensor, which imports us
+
+        masked_store_(tensor, keys[0], value)
         return
     plan = _put_plan(tensor, keys)
     source = _values(value, plan)

@@ -77,18 +77,20 @@ def _unary(
 
 
 def _operands(a, b, name: str) -> tuple[list[Tensor], DType]:
-    """Both operands as tensors (a Python number as a 0-d one of the other's kind) and the
-    promoted float dtype of the result."""
+    """Both operands as tensors and the promoted float dtype of the result. A Python number
+    becomes a 0-d tensor of that float dtype, as PyTorch casts it straight to the dtype it
+    computes in: beside an integer tensor it is never first cast to the integer dtype
+    (xlogy(uint8 tensor, -3) reads -3, not 253; int8 beside 1000 is no overflow)."""
     tensors = [x for x in (a, b) if isinstance(x, Tensor)]
     if not tensors:
         raise TypeError(f"{name}: expected at least one tensor operand")
-    dtype = result_type(a, b)
+    out = _float_result(result_type(a, b))
     like = tensors[0]
     pair = [
-        x if isinstance(x, Tensor) else factories.full((), x, dtype=dtype, device=like.device)
+        x if isinstance(x, Tensor) else factories.full((), x, dtype=out, device=like.device)
         for x in (a, b)
     ]
-    return pair, _float_result(dtype)
+    return pair, out
 
 
 def _binary(

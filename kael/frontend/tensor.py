@@ -839,7 +839,8 @@ class Tensor:
                 raise ValueError(
                     f"fill_ only supports a 0-dim value tensor, got {value.ndim} dimensions"
                 )
-            value = value.item()
+            # converted as a copy converts (torch: int16 from 70000 wraps to 4464, unchecked)
+            value = value.to(self._impl.dtype).item()
         dst = self._impl
         eager.fill(_without_repeats(dst), value)
         dst.storage.bump_version()

@@ -1302,6 +1302,48 @@ def test_masked_fill_refuses_non_bool_masks_and_non_scalar_values():
         kael.masked_fill(t, kael.tensor([True, False, True]), 0.0)
 
 
+MASKED_FILL_BEYOND = {
+    "float16, 65505": (lambda m: m.float16, lambda m: 65505),
+    "float16, 0-d 2**40": (lambda m: m.float16, lambda m: m.tensor(2**40)),
+    "float16, 0-d 7e4": (lambda m: m.float16, lambda m: m.tensor(7e4)),
+    "bfloat16, 1e300": (lambda m: m.bfloat16, lambda m: 1e300),
+    "bfloat16, 0-d 3.4e38": (lambda m: m.bfloat16, lambda m: m.tensor(3.4e38)),
+    "float32, -3.5e38": (lambda m: m.float32, lambda m: -3.5e38),
+    "float32, 0-d float64 1e300": (lambda m: m.float32, lambda m: m.tensor(1e300, dtype=m.float64)),
+}
+
+
+@pytest.mark.parametrize(("dtype", "value"), MASKED_FILL_BEYOND.values(), ids=MASKED_FILL_BEYOND)
+def test_masked_fill_refuses_a_value_beyond_a_float_dtypes_range(dtype, value):
+    """PyTorch's masked_fill_ converts the value (a 0-d tensor's too) checked: a finite one
+    beyond the dtype's largest is refused, even where it would round to it (65505 in
+    float16), even where the mask selects nothing."""
+    for m, error in ((torch, RuntimeError), (kael, kael.ValueError)):
+        x = m.zeros(2, dtype=dtype(m))
+        with pytest.raises(error, match="cannot be converted to type .* without overflow"):
+            x.masked_fill_(m.tensor([False, False]), value(m))
+        with pytest.raises(error, match="cannot be converted to type .* without overflow"):
+            m.masked_fill(x, m.tensor([True, False]), value(m))
+
+
+@pytest.mark.parametrize("value", [65504.0, math.inf, -math.inf, math.nan, -65504])
+def test_masked_fill_takes_a_half_dtypes_largest_and_the_special_values(value):
+    """What the overflow check lets through (held before it too): the largest finite
+    value, the infinities and NaN."""
+    t = torch.zeros(2, dtype=torch.float16).masked_fill_(torch.tensor([True, False]), value)
+    k = kael.zeros(2, dtype=kael.float16).masked_fill_(kael.tensor([True, False]), value)
+    assert_same(k, t)
+
+
+def test_masked_store_keeps_setitems_half_overflow_as_torch():
+    """tensor[mask] = value stores a float16 value beyond the range as inf in PyTorch, where
+    masked_fill_ refuses it: masked_store_ is the fill without that check."""
+    t = torch.zeros(2, dtype=torch.float16)
+    t[torch.tensor([True, False])] = 1e6
+    k = ew.masked_store_(kael.zeros(2, dtype=kael.float16), kael.tensor([True, False]), 1e6)
+    assert_same(k, t)
+
+
 def test_masked_fill_on_transposed_and_stepped_inputs():
     k, t = twin(values(torch.int64, (4, 3)), _T)
     mask = torch.tensor([[True, False, True, False]] * 3)
@@ -1680,6 +1722,49 @@ def test_div_rounding_modes_match_torch(mode, dtype):
     assert_same(k, a.clone().div_(b, rounding_mode=mode))
 
 
+def _half_trunc_layouts(m, dtype, a, b) -> dict:
+    """div(..., rounding_mode='trunc') of float16/bfloat16 operands in the layouts whose
+    divisor PyTorch reads per element (the quotient rounded to the half type before the
+    truncation) and in those whose divisor is one element everywhere (TensorIterator's
+    scalar: the float32 quotient truncated, the divisor's own value read)."""
+    a, b = m.tensor(a).to(dtype), m.tensor(b).to(dtype)
+
+    def trunc(x, y):
+        return m.div(x, y, rounding_mode="trunc")
+
+    return {
+        "same shape": trunc(a, b),
+        "3 elements": trunc(a[:3], b[:3]),
+        "column divisor": trunc(a.reshape(8, 8), b[:8].reshape(8, 1)),
+        "transposed": trunc(a.reshape(8, 8).T, b.reshape(8, 8)),
+        "number dividend": trunc(300.1, b),
+        "in place": a.clone().div_(b, rounding_mode="trunc"),
+        "1 element": trunc(a[:1], b[:1]),
+        "0-d divisor": trunc(a, b[0]),
+        "expanded divisor": trunc(a, b[:1].expand(64)),
+        "number divisor": trunc(a, 0.3),
+        "float32 0-d divisor": trunc(a, m.tensor(0.3)),
+        "int32 divisor beyond float16": trunc(a, m.tensor([70000], dtype=m.int32)),
+    }
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_half_div_trunc_rounds_the_quotient_to_the_half_dtype_as_torch(dtype):
+    """div([300.] * 4, [0.3] * 4, 'trunc') in float16 is 1000 (999.84 rounded first), and
+    -1000 / 7.875 in bfloat16 is -127; by a one-element divisor the quotient is not
+    rounded (300 / 0.3 is 999), as in PyTorch: every layout bit for bit."""
+    rng = np.random.default_rng(11)
+    a = (rng.standard_normal(64) * 10 ** rng.uniform(0, 4, 64)).astype(np.float32)
+    b = (rng.standard_normal(64) * 10 ** rng.uniform(-2, 1, 64)).astype(np.float32)
+    a[:4], b[:4] = [300.0, -1000.0, 65504.0, np.inf], [0.3, 7.875, 0.5, 2.0]
+    want = _half_trunc_layouts(torch, dtype, a, b)
+    got = _half_trunc_layouts(kael, TO_KAEL[dtype], a, b)
+    for name, t in want.items():
+        k = got[name]
+        assert k.dtype is TO_KAEL[t.dtype] and k.shape == tuple(t.shape), name
+        np.testing.assert_array_equal(k.float().numpy(), t.float().numpy(), err_msg=name)
+
+
 def test_div_rounding_mode_refusals():
     with pytest.raises(kael.ValueError, match="rounding_mode"):
         kael.div(kael.ones(2), 2, rounding_mode="up")
@@ -1754,6 +1839,82 @@ def test_alpha_with_a_number_operand_scales_the_number():
     x = np.arange(4.0, dtype=np.float32)
     got = kael.sub(kael.tensor(x), 2.0, alpha=3)
     np.testing.assert_array_equal(got.numpy(), torch.sub(torch.from_numpy(x), 2.0, alpha=3))
+
+
+# A number input and a tensor other whose alpha * other leaves the tensor's dtype: PyTorch
+# scales in the result dtype (float32 beside a float number, int8 wrapping at the end). The
+# last three held before too: they guard the int8 wrap, the half rounding and float32.
+NUMBER_INPUT_ALPHA = {
+    "-2.5 + 3 * int8": lambda m: m.add(-2.5, m.tensor([126, -128, 5], dtype=m.int8), alpha=3),
+    "0.5 - 3 * uint8": lambda m: m.sub(0.5, m.tensor([200, 0], dtype=m.uint8), alpha=3),
+    "0.5 + 3 * int64": lambda m: m.add(0.5, m.tensor([2**62, -(2**62)]), alpha=3),
+    "rsub int8, -2.5": lambda m: m.rsub(m.tensor([126, -128], dtype=m.int8), -2.5, alpha=3),
+    "300 + 3 * int8": lambda m: m.add(300, m.tensor([126, -7], dtype=m.int8), alpha=3),
+    "0.1 + 3 * float16": lambda m: m.add(0.1, m.tensor([2049.0, 0.3], dtype=m.float16), alpha=3),
+    "1e30 - 0.5 * f32": lambda m: m.sub(1e30, m.tensor([[1e38], [-2.0]]), alpha=0.5),
+}
+
+
+@pytest.mark.parametrize("call", NUMBER_INPUT_ALPHA.values(), ids=NUMBER_INPUT_ALPHA)
+def test_alpha_with_a_number_input_scales_in_the_result_dtype(call):
+    want, got = call(torch), call(kael)
+    assert got.dtype is TO_KAEL[want.dtype] and got.shape == tuple(want.shape)
+    np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+
+
+def test_alpha_with_a_number_input_writes_into_out_even_over_other():
+    t = torch.tensor([126, -128], dtype=torch.int8)
+    k = to_kael(t)
+    want = torch.add(-2.5, t, alpha=3)
+    into = kael.empty(2)
+    assert kael.add(-2.5, k, alpha=3, out=into) is into
+    assert_same(into, want)
+    kf, tf = to_kael(t.float()), t.float()
+    assert_same(kael.sub(0.5, kf, alpha=3, out=kf), torch.sub(0.5, tf, alpha=3, out=tf))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_half_alpha_is_rounded_to_the_half_dtype_as_torch(dtype):
+    """PyTorch converts alpha to the result dtype: 0.3 is float16's 0.30005, and 0.1 - 0.3 *
+    0.3 is 0.009949 where an unrounded alpha gives 0.009964 (64 elements: PyTorch's vector
+    loop, which rounds once; flip(0) pairs 0.1 with 0.3)."""
+    t = torch.tensor([2049.0, 0.3, 0.1, 7.5] * 16).to(dtype)
+    k = kael.tensor(t.float().numpy()).to(TO_KAEL[dtype])
+    for call in (
+        lambda m, x: m.sub(0.1, x, alpha=0.3),
+        lambda m, x: m.add(x, x.flip(0), alpha=0.3),
+        lambda m, x: x.clone().sub_(x.flip(0), alpha=0.3),
+    ):
+        got, want = call(kael, k), call(torch, t)
+        np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+
+
+ALPHA_BEYOND = [(torch.float16, 2**40), (torch.float16, 65505), (torch.bfloat16, 1e300)]
+ALPHA_BEYOND += [(torch.float32, -1e39), (torch.int8, 300)]
+
+
+@pytest.mark.parametrize(("dtype", "alpha"), ALPHA_BEYOND, ids=str)
+def test_alpha_beyond_the_result_dtype_is_refused_as_torch(dtype, alpha):
+    t = torch.ones(3, dtype=dtype)
+    k = kael.ones(3, dtype=TO_KAEL[dtype])
+    value = re.escape(f"value {alpha} cannot be converted to")
+    match = f"^{value} (type )?{TO_KAEL[dtype]} without overflow$"
+    for call in (
+        lambda m, x: m.add(x, x, alpha=alpha),
+        lambda m, x: m.sub(2, x, alpha=alpha),
+        lambda m, x: x.add_(x, alpha=alpha),
+    ):
+        with pytest.raises(RuntimeError):
+            call(torch, t)
+        with pytest.raises(kael.ValueError, match=match):
+            call(kael, k)
+
+
+def test_a_number_beyond_int64_beside_a_bool_tensor_and_alpha_is_refused_as_torch():
+    with pytest.raises(RuntimeError):
+        torch.add(2**63 + 5, torch.tensor([True]), alpha=3)
+    with pytest.raises(kael.TypeError, match="do not promote"):
+        kael.add(2**63 + 5, kael.tensor([True]), alpha=3)
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,11 @@
 """Basic indexing gives PyTorch's views; assignment writes through them like PyTorch."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
+from kernel_helpers import TORCH_DTYPES
 
 import kael
 
@@ -249,3 +252,12 @@ def test_a_list_holding_sequences_or_slices_indexes_as_a_tuple_as_torch(key):
 def test_a_list_of_ints_stays_one_advanced_index():
     k = kael.arange(12.0).reshape(3, 4)
     assert k[[0, 1]].shape == (2, 4) and k[list(range(3))].shape == (3, 4)
+
+
+@pytest.mark.parametrize("dtype", [kael.float16, kael.bfloat16])
+def test_setitem_through_a_full_mask_stores_a_half_overflow_as_inf_as_torch(dtype):
+    t = torch.zeros(3, dtype=TORCH_DTYPES[dtype])
+    t[t == 0] = 1e39
+    k = kael.zeros(3, dtype=dtype)
+    k[k == 0] = 1e39
+    assert k.to(kael.float32).tolist() == t.float().tolist() == [math.inf] * 3

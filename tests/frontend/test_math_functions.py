@@ -673,3 +673,28 @@ def test_lcm_int16_both_sides_of_the_overflow_follow_torch():
     kb, tb = pair(b, kael.int16)
     _same_bits_or_both_nan(kael.lcm(ka, kb), torch.lcm(ta, tb))
     _same_bits_or_both_nan(kael.lcm(ka[::3], kb[1::3]), torch.lcm(ta[::3], tb[1::3]))
+
+
+# Each call: a Python number beside an integer (or bool) tensor, whose promoted dtype is
+# integral; PyTorch converts the number straight to the float the function computes in.
+NUMBER_BESIDE_INTEGERS = {
+    "int8 tensor, 1000": lambda m: m.xlogy(m.tensor([42, 3], dtype=m.int8), 1000),
+    "uint8 tensor, -3": lambda m: m.xlogy(m.tensor([2, 0], dtype=m.uint8), -3),
+    "-3, uint8 tensor": lambda m: m.xlogy(-3, m.tensor([2, 7], dtype=m.uint8)),
+    "int32 tensor, 2**31": lambda m: m.xlogy(m.tensor([2], dtype=m.int32), 2**31),
+    "int64 tensor, 2**64 - 1": lambda m: m.xlogy(m.tensor([2, 5]), 2**64 - 1),
+    "xlog1py uint8, -3": lambda m: m.special.xlog1py(m.tensor([2], dtype=m.uint8), -3),
+    "xlog1py int32, 2**31": lambda m: m.special.xlog1py(m.tensor([3], dtype=m.int32), 2**31),
+    "zeta int16, 2**40": lambda m: m.special.zeta(m.tensor([2, 3], dtype=m.int16), 2**40),
+    "zeta -300, int8": lambda m: m.special.zeta(m.tensor([2], dtype=m.int8), -300),
+}
+
+
+@pytest.mark.parametrize("call", NUMBER_BESIDE_INTEGERS.values(), ids=NUMBER_BESIDE_INTEGERS)
+def test_a_number_beside_an_integer_tensor_keeps_its_value(call):
+    """The number is not first cast to the integer dtype (no wrap, no overflow refusal):
+    the result dtype stays the promoted one's float (float32)."""
+    want = call(torch)
+    got = call(kael)
+    assert want.dtype == torch.float32
+    close_to_torch(got, want, TOL[kael.float32], equal_nan=True)

@@ -789,3 +789,13 @@ def test_pickle_round_trips_values_dtype_and_shape(dtype):
     assert back.dtype is dtype and back.shape == (3, 2)
     np.testing.assert_array_equal(back.to(kael.float32).numpy(), t.to(kael.float32).numpy())
     assert pickle.loads(pickle.dumps(kael.empty(0, 4))).shape == (0, 4)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "value"),
+    [(kael.int16, 70000), (kael.int8, 1e30), (kael.float16, 1e30), (kael.uint8, -3)],
+)
+def test_fill_with_a_0d_tensor_converts_as_a_copy_does_as_torch(dtype, value):
+    expected = torch.zeros(2, dtype=TORCH_DTYPES[dtype]).fill_(torch.tensor(value))
+    got = kael.zeros(2, dtype=dtype).fill_(kael.tensor(value))
+    assert got.tolist() == expected.tolist()
