@@ -16,6 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
+from kael.frontend import compiled
 from kael.frontend.tensor import Tensor, to_arguments
 from kael.nn.modules.state import as_state_tensor, type_name
 from kael.nn.parameter import Buffer, Parameter
@@ -573,3 +574,6 @@ class Module:
         if not self._modules and len(lines) <= 1:
             return head + "".join(lines) + ")"
         return head + "\n  " + "\n  ".join(lines) + "\n)"
+
+
+compiled.STATEFUL += (Module,)  # a compiled model re-reads its settings after they change

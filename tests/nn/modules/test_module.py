@@ -413,3 +413,12 @@ def test_parameter_dict_from_a_plain_dict_is_sorted_as_torch():
     k = nn.ParameterDict({"b": kael.ones(1), "a": kael.ones(1)})
     t = torch.nn.ParameterDict({"b": torch.ones(1), "a": torch.ones(1)})
     assert list(k.state_dict()) == list(t.state_dict()) == ["a", "b"]
+
+
+def test_a_compiled_model_without_parameters_rereads_a_changed_setting():
+    layer = nn.LeakyReLU(0.2)
+    fast = kael.compile(layer)
+    x = kael.randn(16)
+    fast(x)
+    layer.negative_slope = 0.5
+    np.testing.assert_array_equal(fast(x).numpy(), layer(x).numpy())
