@@ -156,7 +156,10 @@ class TransformerDecoderLayer(_Layer):
 
 
 class TransformerEncoder(Module):
-    """num_layers copies of encoder_layer run in turn, then an optional norm."""
+    """num_layers copies of encoder_layer run in turn, then an optional norm. With a
+    src_key_padding_mask, padded positions hold the computed values: PyTorch's eval-mode
+    nested-tensor path (enable_nested_tensor) returns zeros there instead; the positions
+    the mask keeps agree."""
 
     def __init__(
         self,
