@@ -82,10 +82,10 @@ def _extended(labels: Tensor, lengths: list[int], blank: int, classes: int) -> T
     target's length); labels checked to be classes."""
     batch, longest = labels.shape
     valid = _mask(lengths, longest, labels.device)
-    if labels.numel() and bool(
-        ((labels < 0).logical_or(labels >= classes)).logical_and(valid).any()
-    ):
-        raise IndexError(f"{NAME}: target labels must be in [0, {classes})")
+    bad = (labels < 0).logical_or(labels >= classes).logical_and(valid)
+    if labels.numel() and bool(bad.any()):
+        first = labels[bad][0].item()
+        raise IndexError(f"{NAME}: target labels must be in [0, {classes}), got {first}")
     labels = index_ops.where(valid, labels, blank)
     blanks = factories.full((batch, longest + 1), blank, dtype=int64, device=labels.device)
     pairs = index_ops.stack([blanks[:, :longest], labels], -1).reshape(batch, 2 * longest)

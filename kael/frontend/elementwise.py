@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import warnings
 from dataclasses import dataclass
 
 from kael.frontend import eager, fastpath, formula, tracing, views
@@ -39,6 +40,7 @@ from kael.runtime.dtypes import (
     int64,
     on_default_dtype_change,
     result_type,
+    uint8,
 )
 from kael.runtime.errors import TypeError, ValueError
 from kael.runtime.tensor_impl import format_shape
@@ -579,6 +581,14 @@ def where(condition: Tensor, input, other, out: Tensor | None = None) -> Tensor:
     """input where condition holds, else other; all three broadcast; dtype from the two."""
     if not isinstance(condition, Tensor):
         raise TypeError(f"where: condition must be a Tensor, got {type(condition).__name__}")
+    if condition.dtype is uint8:  # torch's deprecated form: nonzero is True
+        warnings.warn(
+            "where received a uint8 condition tensor. This behavior is deprecated; use a "
+            "boolean condition instead.",
+            UserWarning,
+            stacklevel=3,
+        )
+        condition = binary("ne", condition, 0)
     if condition.dtype is not bool_:
         raise TypeError(f"where expected condition to be a bool tensor, got {condition.dtype}")
     a, b = _operand(input, "where"), _operand(other, "where")

@@ -248,3 +248,9 @@ def test_works_under_compile():
     lp, targets = pair(LP)[0], pair(TG)[0]
     fn = kael.compile(lambda a, b: KF.ctc_loss(a, b, (6, 5), (3, 2)))
     close_to_torch(fn(lp, targets), F.ctc_loss(LP, TG, IL, TL), 1e-5)
+
+
+def test_a_label_outside_the_classes_is_named():
+    log_probs = kael.randn(5, 2, 4).log_softmax(2)
+    with pytest.raises(kael.IndexError, match=r"must be in \[0, 4\), got 9"):
+        kael.nn.functional.ctc_loss(log_probs, kael.tensor([[1, 9], [1, 2]]), [5, 5], [2, 2])

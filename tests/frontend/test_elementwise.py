@@ -2041,3 +2041,14 @@ def test_gelu_remembered_call_still_refuses_a_bad_approximate():
     np.testing.assert_array_equal(first.numpy(), again.numpy())
     with pytest.raises(kael.TypeError, match="must be str, not NoneType"):
         kael.nn.functional.gelu(x, approximate=None)
+
+
+def test_where_takes_torchs_deprecated_uint8_condition_as_nonzero():
+    cond = [1, 0, 3]
+    with pytest.warns(UserWarning, match="uint8 condition"):
+        expected = torch.where(torch.tensor(cond, dtype=torch.uint8), torch.ones(3), torch.zeros(3))
+    with pytest.warns(UserWarning, match="uint8 condition"):
+        got = kael.where(kael.tensor(cond, dtype=kael.uint8), kael.ones(3), kael.zeros(3))
+    assert got.tolist() == expected.tolist() == [1.0, 0.0, 1.0]
+    with pytest.raises(kael.TypeError, match="bool tensor, got int64"):
+        kael.where(kael.tensor(cond), kael.ones(3), kael.zeros(3))
