@@ -579,6 +579,8 @@ def _launch_shaped(entry: _Shaped, operands: tuple, number, into=None):
             b = operands[1]
             _native(at, total, out, a.storage.ptr + a.offset * sizes[1],
                     b.storage.ptr + b.offset * sizes[2])  # fmt: skip
+        elif len(operands) > 2:  # a formula's operands (frontend/formula.py)
+            _native(at, total, out, *_addresses(operands, sizes))
         elif word is None:
             _native(at, total, out, a.storage.ptr + a.offset * sizes[1])
         else:
@@ -589,6 +591,16 @@ def _launch_shaped(entry: _Shaped, operands: tuple, number, into=None):
     if into is not None:
         return into
     return _result(storage, entry.shape, entry.strides, entry.dtype)
+
+
+def shaped_launch(key: tuple, operands: tuple, into=None):
+    """The launch remembered under `key` (a key by exact layouts, SHAPED first) over the
+    impls `operands`, into a new tensor or `into`; None when none is remembered or the door
+    is closed (a trace, a recorder, KAEL_DEBUG)."""
+    if not _open():
+        return None
+    entry = _shaped.get(key)
+    return None if entry is None else _launch_shaped(entry, operands, None, into)
 
 
 def _fixed_words(template: eager.Template, fixed: dict | None) -> list[int]:

@@ -11,6 +11,7 @@ from kael.frontend.outputs import unaliased
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.ir import graph as g
 from kael.runtime.convert import CHECKED, convert_scalar
+from kael.runtime.device import CPU
 from kael.runtime.dtypes import DType, bool_, float32
 from kael.runtime.tensor_impl import TensorImpl
 
@@ -129,10 +130,17 @@ def launch(
     from kael.frontend.elementwise import broadcast_shapes
 
     params = params or {}
+    dtypes_in = tuple(t.dtype for t in tensors)
+    layouts = _layouts_key(key, tensors, compute, out) if fast is None and not params else None
+    if layouts is not None:  # a parameter-free formula of 2+ operands seen with these layouts
+        order = _slots.get(("formula", *key, dtypes_in, compute, _out_dtype(out, compute)))
+        if order is not None:
+            ran = fastpath.shaped_launch(layouts, tuple(tensors[i]._impl for i in order), out)
+            if ran is not None:
+                return Tensor(out) if out is not None else ran
     shape = broadcast_shapes(*(t.shape for t in tensors))
     target = out if out is not None else empty_impl(shape, compute, tensors[0].device)
     ins = [unaliased(views.broadcast_view(t._impl, shape), target) for t in tensors]
-    dtypes_in = tuple(t.dtype for t in tensors)
     template_key = ("formula", *key, dtypes_in, compute, target.dtype)
 
     def build():
@@ -151,7 +159,32 @@ def launch(
     if fast is not None and len(ordered) == 1:
         dtypes = (target.dtype, *dtypes_in)
         fastpath.remember(fast, entry, dtypes, None, target, ordered, words)
+    elif layouts is not None and all(i is t._impl for i, t in zip(ins, tensors)):
+        fastpath.remember(layouts, entry, (), None, target, ordered)
     return Tensor(target)
+
+
+def _out_dtype(out: TensorImpl | None, compute: DType) -> DType:
+    return compute if out is None else out.dtype
+
+
+def _layouts_key(key: tuple, tensors: Sequence[Tensor], compute: DType, out) -> tuple | None:
+    """The fast door's key of a formula launch by its operands' exact layouts (and the
+    output's, when one is given), or None where the door cannot serve it: fewer than two
+    operands (their own door), a GPU, or an output that shares memory with an operand."""
+    if len(tensors) < 2:
+        return None
+    parts = [fastpath.SHAPED, "formula", key, compute, None]
+    for t in tensors:
+        i = t._impl
+        if i.device is not CPU or (out is not None and i.storage is out.storage):
+            return None
+        parts += (i.dtype, i.shape, i.strides)
+    if out is not None:
+        if out.device is not CPU:
+            return None
+        parts[4] = (out.shape, out.strides, out.dtype)
+    return tuple(parts)
 
 
 # Per formula template: which operand each kernel input is. The scheduler numbers a

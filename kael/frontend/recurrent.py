@@ -47,6 +47,8 @@ def _fused(key: str, operands: list[Tensor], formula: Callable, dtype: DType, ou
     """formula over the [N, H] operands as one kernel, in float32 for the half types, into
     `out` (a Tensor view, else a new tensor of `dtype`)."""
     compute = float32 if dtype.is_half else dtype
+    if out is None and compute is dtype:  # launch makes the result (the fast door serves it)
+        return launch(("recurrent", key), operands, compute, formula)
     target = empty_impl(operands[0].shape, dtype, operands[0].device) if out is None else out._impl
     return launch(("recurrent", key), operands, compute, formula, out=target)
 
@@ -121,20 +123,23 @@ class _Kind:
     step: Callable
     states: int = 1
     integer_result: Callable[[DType], DType] | None = None
+    # whether the step only adds the two projections (b_hh can join the input projection,
+    # made once for every step); GRU multiplies W_hn h + b_hn by r
+    adds_projections: bool = True
 
 
 _CELLS = {
     "rnn_tanh_cell": _Kind(1, _rnn_step("tanh"), integer_result=_default_float),
     "rnn_relu_cell": _Kind(1, _rnn_step("relu"), integer_result=_same),
     "lstm_cell": _Kind(4, _lstm_step, states=2),
-    "gru_cell": _Kind(3, _gru_step),
+    "gru_cell": _Kind(3, _gru_step, adds_projections=False),
 }
 # rnn_tanh's second step multiplies a float h by integer weights, which PyTorch refuses
 _SEQUENCES = {
     "rnn_tanh": _Kind(1, _rnn_step("tanh")),
     "rnn_relu": _Kind(1, _rnn_step("relu"), integer_result=_same),
     "lstm": _Kind(4, _lstm_step, states=2),
-    "gru": _Kind(3, _gru_step),
+    "gru": _Kind(3, _gru_step, adds_projections=False),
 }
 
 # ---- argument checks -------------------------------------------------------------------------
@@ -454,13 +459,19 @@ def _run(
     """One layer in one direction: the input projection of every step in one matmul, then
     the steps in order, each h written into its rows of `out`; each row's last state."""
     flat = x.reshape(-1, x.shape[-1])
-    gates = _linear(flat, weights.w_ih, weights.b_ih).reshape(*x.shape[:-1], weights.w_ih.shape[0])
+    b_ih, b_hh = weights.b_ih, weights.b_hh
+    if kind.adds_projections and b_ih is not None and b_hh is not None:
+        b_ih, b_hh = b_ih + b_hh, None  # added once, not at every step
+    gates = _linear(flat, weights.w_ih, b_ih).reshape(*x.shape[:-1], weights.w_ih.shape[0])
     sizes = steps.sizes(x)
     order = range(len(sizes) - 1, -1, -1) if reverse else range(len(sizes))
     state, finished = _first_rows(initial, sizes[order[0]]), []
+    w_hh = weights.w_hh.t().contiguous()  # the same B for every step's product
     for t in order:
         state = _resized(state, initial, sizes[t], finished)
-        hg = _linear(state[0], weights.w_hh, weights.b_hh)
+        hg = (
+            linalg.matmul(state[0], w_hh) if b_hh is None else blas_like.addmm(b_hh, state[0], w_hh)
+        )
         state = kind.step(steps.at(gates, t), hg, state, weights, dtype, steps.at(out, t))
     return _last_states([*finished, state])
 
