@@ -869,3 +869,33 @@ def test_parameters_take_the_fast_door_as_plain_tensors_do():
         result = weight - plain
     assert _served(("sub", kael.float64, kael.float64, False))
     assert type(result) is kael.Tensor and result.tolist() == [[-1.0] * 5] * 3
+
+
+def _formula_keys(name: tuple) -> list:
+    return [k for k in fastpath._shaped if k[1] == "formula" and k[2] == name]
+
+
+def test_a_formula_of_several_operands_is_remembered_by_exact_layouts():
+    from kael.frontend import formula
+
+    name = ("test", "fma3")
+    a, b, c = kael.randn(4, 8), kael.randn(8, 4).t(), kael.randn(4, 8)
+    expected = (a * b + c).numpy()
+    for _ in range(3):  # the first call remembers; the others are served
+        got = formula.launch(name, [a, b, c], kael.float32, lambda x, y, z: x * y + z)
+        np.testing.assert_array_equal(got.numpy(), expected)
+    assert len(_formula_keys(name)) == 1
+    contiguous = b.contiguous()  # another layout: its own entry, the same values
+    got = formula.launch(name, [a, contiguous, c], kael.float32, lambda x, y, z: x * y + z)
+    np.testing.assert_array_equal(got.numpy(), expected)
+    assert len(_formula_keys(name)) == 2
+
+
+def test_a_formula_writing_over_an_operand_is_never_served_by_layouts():
+    from kael.frontend import formula
+
+    name = ("test", "overwrite")
+    a, b = kael.ones(3, 3), kael.full((3, 3), 2.0)
+    for _ in range(2):
+        formula.launch(name, [a, b], kael.float32, lambda x, y: x + y, out=a._impl)
+    assert _formula_keys(name) == [] and a.tolist() == [[5.0] * 3] * 3
