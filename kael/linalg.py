@@ -8,6 +8,7 @@ from kael.frontend import linalg_extras as _linalg_extras
 from kael.frontend import matrix_norms as _matrix_norms
 from kael.frontend import orthogonal as _orthogonal
 from kael.frontend import products as _products
+from kael.frontend import published as _published
 from kael.frontend import singular as _singular
 from kael.frontend import spectral as _spectral
 from kael.frontend.tracing import op_door as _op_door
@@ -26,3 +27,4 @@ _FUNCTIONS = {
 globals().update({name: _op_door(f"linalg.{name}", fn) for name, fn in _FUNCTIONS.items()})
 
 __all__ = ["LinAlgError", *_FUNCTIONS]
+_published.publish(__name__, globals())  # pickle finds each function by this name

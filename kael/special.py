@@ -4,6 +4,7 @@ psi kael.digamma, ...); the rest are frontend/special_math.py's formula kernels 
 Bessel functions, the normal distribution's, erfcx, entr, xlog1py, zeta, polygamma,
 multigammaln), each through the tracing door as kael.linalg's."""
 
+from kael.frontend import published as _published
 from kael.frontend import special_math as _special_math
 from kael.frontend.ops import FUNCTIONS as _OPS
 from kael.frontend.tracing import op_door as _op_door
@@ -38,3 +39,4 @@ globals().update(
 )
 
 __all__ = sorted([*_ALIASES, *_special_math.SPECIAL])
+_published.publish(__name__, globals())  # pickle finds each function by this name

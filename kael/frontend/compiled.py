@@ -35,10 +35,6 @@ from kael.runtime.threadpool import get_num_threads
 from kael.runtime.tracestate import epoch, state
 
 MAX_PLANS = 256  # traced signatures kept per function (shapes are unbounded)
-# Classes whose objects a plan reads state from (a module's settings and parameters) when
-# the compiled function is one or takes one: their plans trace again after the epoch
-# moves (kael.nn.Module registers itself). Empty until kael.nn is imported.
-STATEFUL: tuple[type, ...] = ()
 
 
 @dataclass
@@ -481,8 +477,8 @@ class CompiledFunction:
                 self._entries.clear()
                 entry = self._guarded = self._other = None
             same = entry is not None and [s for _, s in entry.implicit] == [s for _, s in implicit]
-            stateful = any(isinstance(v, STATEFUL) for v in (self.fn, *leaves))
-            if stateful or len(implicit) < sum(s.kind == p.IMPLICIT for s in plan.slots):
+            modules = trace.reads_module  # it read an nn.Module's state or settings
+            if modules or len(implicit) < sum(s.kind == p.IMPLICIT for s in plan.slots):
                 self._attribute_reads = True  # a tensor read through an object: see __call__
             if not same or entry.used != used:
                 entry = self._entries[key] = _Entry(used, {}, implicit)

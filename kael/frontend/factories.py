@@ -36,7 +36,8 @@ def set_default_device(device) -> None:
     """Make the public creation functions called without device= (ON_DEFAULT_DEVICE: empty,
     zeros, arange, tensor, rand, ...) create on `device` in this thread; None restores the
     CPU. *_like factories and methods of a tensor keep following that tensor's device."""
-    DEFAULT.device = None if device is None else parse_device(device)
+    device = None if device is None else parse_device(device)
+    DEFAULT.device = None if device is CPU else device  # the CPU is no default: it is kael's
 
 
 def get_default_device() -> Device:

@@ -516,7 +516,10 @@ class Tensor:
         if not isinstance(value, Tensor):
             raise TypeError(f"data must be set to a Tensor, not {type(value).__name__}")
         impl = value._impl
+        old = self._impl
         self._impl = views.derive(impl, impl.shape, impl.strides, impl.offset)
+        if _trace_state.trace is not None:
+            _trace_state.trace.moved(old)
         bump_epoch()
 
     # ---- data -----------------------------------------------------------------------------
@@ -628,21 +631,27 @@ class Tensor:
     # ---- conversion -----------------------------------------------------------------------
 
     def to(
-        self, *args, dtype=None, device=None, non_blocking: bool = False, memory_format=None
+        self,
+        *args,
+        dtype=None,
+        device=None,
+        non_blocking: bool = False,
+        copy: bool = False,
+        memory_format=None,
     ) -> Tensor:
         """This tensor with another dtype, device and/or memory format (preserve_format by
         default); self when nothing changes, as torch decides it (a format asked for is
-        already there when it is the one torch's suggest_memory_format reads).
-        `non_blocking`: a copy from pinned host memory to a GPU does not wait for the device
-        (it runs on the current stream); any other copy waits as usual."""
-        dtype, device, non_blocking = to_arguments(args, dtype, device, non_blocking)
+        already there when it is the one torch's suggest_memory_format reads), a new tensor
+        anyway with `copy`. `non_blocking`: a copy from pinned host memory to a GPU does
+        not wait for the device (it runs on the current stream); any other copy waits."""
+        dtype, device, non_blocking, copy = to_arguments(args, dtype, device, non_blocking, copy)
         fmt = memory_formats.format_arg(memory_format, "to", optional=True)
         impl = self._impl
         dtype = impl.dtype if dtype is None else as_dtype(dtype)
         device = impl.device if device is None else parse_device(device)
         kept = fmt is memory_formats.preserve_format or memory_formats.suggested(impl) is fmt
         if dtype is impl.dtype and device is impl.device and kept:
-            return self
+            return self.clone(memory_format=memory_format) if copy else self
         strides = memory_formats.layout_for(impl, fmt)
         if device is impl.device:
             return Tensor(memory_formats.copy_with(impl, strides, dtype))
@@ -765,7 +774,8 @@ class Tensor:
     def _subclass_state(self) -> dict:
         """A subclass's own slots (nn.Parameter's requires_grad, nn.Buffer's persistent)."""
         own = [n for n in getattr(type(self), "__slots__", ()) if n not in Tensor.__slots__]
-        return {n: getattr(self, n) for n in own if hasattr(self, n)}
+        state = {n: getattr(self, n) for n in own if hasattr(self, n)}
+        return {**getattr(self, "__dict__", {}), **state}  # a subclass without __slots__
 
     def __reduce_ex__(self, protocol):
         """Pickling (multiprocessing queues, pickle.dumps): the elements as little-endian
@@ -1047,7 +1057,7 @@ class Tensor:
                 storages.resize_storage(impl.storage, end)
         strides = contiguous_strides(shape)
         self._impl = TensorImpl(impl.storage, shape, strides, impl.offset, impl.dtype, impl.device)
-        _moved(self)
+        _moved(self, impl, rare=True)
         return self
 
     def resize_as_(self, the_template: Tensor) -> Tensor:
@@ -1070,8 +1080,8 @@ class Tensor:
             impl = empty_impl((0,), self._impl.dtype, self._impl.device)
         else:
             impl = self._set_source(source, storage_offset, size, stride)
-        self._impl = impl
-        _moved(self)
+        before, self._impl = self._impl, impl
+        _moved(self, before, rare=True)
         return self
 
     def _set_source(self, source, storage_offset, size, stride) -> TensorImpl:
@@ -1188,8 +1198,8 @@ IN_PLACE_VIEWS = {
 
 def _in_place_view(name: str, view: str):
     def in_place(self: Tensor, *args, **kwargs) -> Tensor:
-        self._impl = getattr(self, view)(*args, **kwargs)._impl
-        _moved(self)
+        before, self._impl = self._impl, getattr(self, view)(*args, **kwargs)._impl
+        _moved(self, before)
         return self
 
     in_place.__name__, in_place.__qualname__ = name, f"Tensor.{name}"
@@ -1201,13 +1211,17 @@ for _name, _view in IN_PLACE_VIEWS.items():
     setattr(Tensor, _name, _in_place_view(_name, _view))
 
 
-def to_arguments(args: tuple, dtype, device, non_blocking: bool) -> tuple:
-    """(dtype, device, non_blocking) from to()'s positional arguments over its keywords, as
-    torch parses them: a dtype, a device (or its name), a tensor for both, a bool for
-    non_blocking (Tensor.to and nn.Module.to)."""
+def to_arguments(args: tuple, dtype, device, non_blocking: bool, copy: bool = False) -> tuple:
+    """(dtype, device, non_blocking, copy) from to()'s positional arguments over its
+    keywords, as torch parses them: a dtype, a device (or its name), a tensor for both, and
+    after them up to two bools, non_blocking then copy (Tensor.to and nn.Module.to)."""
+    flags = 0
     for arg in args:
         if isinstance(arg, bool):
-            non_blocking = arg
+            if flags == 2:
+                raise TypeError("to() takes at most two bools: non_blocking and copy")
+            non_blocking, copy = (arg, copy) if flags == 0 else (non_blocking, arg)
+            flags += 1
         elif isinstance(arg, DType):
             dtype = arg
         elif isinstance(arg, Tensor):
@@ -1216,7 +1230,7 @@ def to_arguments(args: tuple, dtype, device, non_blocking: bool) -> tuple:
             device = arg
         else:
             raise TypeError(f"to() expects a dtype, a device or a tensor, got {type(arg).__name__}")
-    return dtype, device, non_blocking
+    return dtype, device, non_blocking, copy
 
 
 def _storage_copy(storage: Storage) -> Storage:
@@ -1247,10 +1261,15 @@ def _unpickle(kind: type, data: bytes, dtype: str, shape: tuple, device: str) ->
     return out
 
 
-def _moved(t: Tensor) -> None:
-    """A tensor handle now shows other memory or another layout: compiled plans that read a
-    module's parameters look again when it is one (an nn.Parameter). A plain tensor's
-    in-place views (x.unsqueeze_(0) in a loop) leave them be: that would re-trace every
-    compiled model at every call. `x.data = y` always counts (tensor.data's setter)."""
-    if type(t) is not Tensor:
+def _moved(t: Tensor, before: TensorImpl, rare: bool = False) -> None:
+    """Handle t now shows other memory or another layout than `before`. Under a trace the
+    plan cannot repeat that unless the trace made t's memory (Trace.moved). Compiled plans
+    that read a module's tensors look again (tracestate.epoch) after a `rare` move (set_,
+    resize_: a module's plain buffer too) or any move of an nn.Parameter; a plain tensor's
+    in-place views (x.unsqueeze_(0) in a loop) leave them be, or every compiled model
+    would trace again at every call."""
+    trace = _trace_state.trace
+    if trace is not None:
+        trace.moved(before)
+    if rare or type(t) is not Tensor:
         bump_epoch()

@@ -184,6 +184,7 @@ class Trace:
         self.depth = 0
         self.used_scalars: set[int] = set()
         self.broken: str | None = None
+        self.reads_module = False  # whether it read a kael.nn.Module (set by the module)
         self.versions: dict[int, int] = {}
         self.extern_bumps: dict[int, int] = {}  # id(storage) -> bumps made inside extern steps
         self.bumped_visible = False  # whether one bumped a storage the plan did not make
@@ -297,13 +298,29 @@ class Trace:
         self.flush()
         state.trace = None
 
+    def moved(self, impl) -> None:
+        """A tensor handle shows other memory or another layout (t_, set_, resize_,
+        .data =): the plan cannot repeat that for a tensor it did not make (a global, a
+        closure's, a module's), so this signature runs eagerly after this call."""
+        storage = impl.storage
+        if type(storage) is LazyStorage and storage.call is self.call or self.broken:
+            return
+        slot = self.by_storage.get(id(storage))
+        if slot is not None and self.plan.slots[slot].kind == p.ARG:
+            return  # an argument's handles: finish() compares their layouts at the end
+        self.broken = (
+            "an in-place layout change (t_, set_, resize_, .data =) of a tensor the "
+            "function did not make"
+        )
+
     def _reshaped_argument(self) -> str | None:
         """Why the plan cannot repeat this call, when the function changed an argument's
         shape, strides or memory in place (resize_, set_, t_, an out= that was resized):
         a plan's steps are fixed views of the memory each call passes."""
         for i, (t, before) in enumerate(zip(self.tensors, self.layouts, strict=True)):
             after = _layout(t._impl)
-            if any(a is not b and a != b for a, b in zip(before, after, strict=True)):
+            # the impl itself may be new with the same layout (a no-op squeeze_)
+            if any(a is not b and a != b for a, b in zip(before[1:], after[1:], strict=True)):
                 return (
                     f"argument tensor {i} changed its layout in place ({list(before[1])} -> "
                     f"{list(after[1])}, or its memory: resize_, set_, t_ or an out= that was "

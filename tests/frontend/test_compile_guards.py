@@ -143,3 +143,15 @@ def test_an_unhashable_argument_is_kept_alive_while_its_plans_are():
     del options
     gc.collect()
     assert alive() is not None  # a new object cannot take its id and its plan
+
+
+def test_a_no_op_in_place_view_of_an_argument_keeps_the_plan():
+    @kael.compile
+    def f(x):
+        x.unsqueeze_(0).squeeze_(0)
+        return x * 2
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "runs eagerly" warning
+        for _ in range(3):
+            assert f(kael.ones(2, 3)).tolist() == [[2.0] * 3] * 2

@@ -799,3 +799,12 @@ def test_fill_with_a_0d_tensor_converts_as_a_copy_does_as_torch(dtype, value):
     expected = torch.zeros(2, dtype=TORCH_DTYPES[dtype]).fill_(torch.tensor(value))
     got = kael.zeros(2, dtype=dtype).fill_(kael.tensor(value))
     assert got.tolist() == expected.tolist()
+
+
+def test_to_reads_torchs_positional_copy_flag():
+    x = kael.ones(2)
+    assert x.to(kael.float32) is x
+    assert x.to(kael.float32, False, True) is not x
+    assert x.to("cpu", kael.float32, False, True) is not x and x.to(copy=True) is not x
+    with pytest.raises(kael.TypeError, match="at most two bools"):
+        x.to(kael.float32, False, True, True)

@@ -11,7 +11,6 @@ from kael.frontend.tensor import Tensor
 from kael.nn.modules.module import Module, add_indent
 from kael.nn.parameter import Parameter
 from kael.runtime.errors import IndexError, KeyError, TypeError
-from kael.runtime.tracestate import bump_epoch
 
 
 def _position(index, length: int, kind: str) -> int:
@@ -41,7 +40,7 @@ class _Indexed(Module):
         table.clear()
         for i, value in enumerate(values):
             table[str(i)] = value
-        bump_epoch()
+        self._changed()
 
     def __getitem__(self, index):
         values = self._values()
@@ -214,7 +213,7 @@ class _Keyed(Module):
 
     def __delitem__(self, key: str) -> None:
         del self._table()[key]
-        bump_epoch()
+        self._changed()
 
     def __len__(self) -> int:
         return len(self._table())
@@ -241,7 +240,7 @@ class _Keyed(Module):
 
     def clear(self) -> None:
         self._table().clear()
-        bump_epoch()
+        self._changed()
 
     def update(self, values) -> None:
         pairs = values.items() if isinstance(values, Mapping) else values

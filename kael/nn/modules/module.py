@@ -16,7 +16,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
-from kael.frontend import compiled
 from kael.frontend.tensor import Tensor, to_arguments
 from kael.nn.modules.state import as_state_tensor, type_name
 from kael.nn.parameter import Buffer, Parameter
@@ -24,6 +23,7 @@ from kael.runtime import dtypes
 from kael.runtime.dtypes import as_dtype
 from kael.runtime.errors import AttributeError, Error, KeyError, TypeError, ValueError
 from kael.runtime.tracestate import bump_epoch
+from kael.runtime.tracestate import state as _trace_state
 
 _hook_ids = itertools.count()
 
@@ -105,7 +105,7 @@ class Module:
                 "(kael.nn.Parameter or None required)"
             )
         self._parameters[name] = param
-        bump_epoch()  # compiled plans reading this module's state look again
+        self._changed()
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         """Enter `tensor` as buffer `name`: module state that is not a parameter (running
@@ -127,7 +127,7 @@ class Module:
             self._non_persistent_buffers_set.discard(name)
         else:
             self._non_persistent_buffers_set.add(name)
-        bump_epoch()
+        self._changed()
 
     def add_module(self, name: str, module: Module | None) -> None:
         """Enter `module` as submodule `name` (its state's keys start with "name.")."""
@@ -135,7 +135,7 @@ class Module:
             raise TypeError(f"{type_name(module)} is not a Module subclass")
         _check_name(name, "module", self)
         self._modules[name] = module
-        bump_epoch()
+        self._changed()
 
     register_module = add_module
 
@@ -154,13 +154,13 @@ class Module:
                     "(kael.nn.Parameter or None expected)"
                 )
             params[name] = None
-            bump_epoch()
+            self._changed()
         elif isinstance(value, Module):
             if modules is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
             self._forget(name, keep="_modules")
             modules[name] = value
-            bump_epoch()
+            self._changed()
         elif modules is not None and name in modules:
             if value is not None:
                 raise TypeError(
@@ -168,7 +168,7 @@ class Module:
                     "(kael.nn.Module or None expected)"
                 )
             modules[name] = None
-            bump_epoch()
+            self._changed()
         elif isinstance(value, Buffer) or (buffers is not None and name in buffers):
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(
@@ -180,11 +180,11 @@ class Module:
                 self.register_buffer(name, value)
             else:
                 buffers[name] = value
-                bump_epoch()
+                self._changed()
         else:
             object.__setattr__(self, name, value)
             if params is not None:  # a setting (eps, p) a compiled forward read as a constant
-                bump_epoch()
+                self._changed()
 
     def _forget(self, name: str, keep: str) -> None:
         """Drop `name` from the instance dict and every table but `keep`, where it is about
@@ -201,15 +201,29 @@ class Module:
         for table in ("_parameters", "_buffers", "_modules"):
             entries = d.get(table)
             if entries is not None and name in entries:
+                if _trace_state.trace is not None:
+                    self._read_by_trace()
                 return entries[name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def _read_by_trace(self) -> None:
+        """A compiled function's trace reads this module: from now on a change of its state
+        or settings makes such functions trace again (tracestate.epoch). Modules no trace
+        has read (being built, say) change without making anything trace again."""
+        object.__setattr__(self, "_in_a_plan", True)
+        _trace_state.trace.reads_module = True
+
+    def _changed(self) -> None:
+        """This module's state or settings moved: plans that read it must not replay."""
+        if self.__dict__.get("_in_a_plan"):
+            bump_epoch()
 
     def __delattr__(self, name: str) -> None:
         for table in ("_parameters", "_buffers", "_modules"):
             if name in self.__dict__[table]:
                 del self.__dict__[table][name]
                 self._non_persistent_buffers_set.discard(name)
-                bump_epoch()
+                self._changed()
                 return
         object.__delattr__(self, name)
 
@@ -432,7 +446,7 @@ class Module:
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
         object.__setattr__(self, "training", mode)
-        bump_epoch()  # a compiled forward traced in the other mode traces again
+        self._changed()  # a compiled forward traced in the other mode traces again
         for module in self.children():  # each child's own train(), as PyTorch calls it
             module.train(mode)
         return self
@@ -466,13 +480,13 @@ class Module:
             for name, buffer in module._buffers.items():
                 if buffer is not None:
                     module._buffers[name] = convert(buffer)
-        bump_epoch()
+        self._changed()
         return self
 
     def to(self, *args, dtype=None, device=None, non_blocking: bool = False) -> Module:
         """Tensor.to's arguments (a device, a dtype, a tensor for both): floating parameters
         and buffers take the dtype, every one the device; returns self."""
-        dtype, device, non_blocking = to_arguments(args, dtype, device, non_blocking)
+        dtype, device, non_blocking, _ = to_arguments(args, dtype, device, non_blocking)
         dtype = None if dtype is None else as_dtype(dtype)
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(
@@ -534,6 +548,8 @@ class Module:
         return handle
 
     def __call__(self, *args, **kwargs):
+        if _trace_state.trace is not None:
+            self._read_by_trace()
         if not (self._forward_pre_hooks or self._forward_hooks):
             return self.forward(*args, **kwargs)
         for key, hook in list(self._forward_pre_hooks.items()):
@@ -574,6 +590,3 @@ class Module:
         if not self._modules and len(lines) <= 1:
             return head + "".join(lines) + ")"
         return head + "\n  " + "\n  ".join(lines) + "\n)"
-
-
-compiled.STATEFUL += (Module,)  # a compiled model re-reads its settings after they change

@@ -4,6 +4,7 @@ device moves, hooks, copying, and a torch checkpoint loaded into the same archit
 
 import copy
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -422,3 +423,62 @@ def test_a_compiled_model_without_parameters_rereads_a_changed_setting():
     fast(x)
     layer.negative_slope = 0.5
     np.testing.assert_array_equal(fast(x).numpy(), layer(x).numpy())
+
+
+def test_a_compiled_closure_over_a_module_without_parameters_follows_its_settings():
+    act, drop = nn.LeakyReLU(0.1), nn.Dropout(0.5)
+    f = kael.compile(lambda x: act(x))
+    g = kael.compile(lambda x: drop(x))
+    x = kael.tensor([-1.0, 2.0])
+    f(x), g(kael.ones(8))
+    act.negative_slope = 0.5
+    drop.eval()
+    assert f(x).tolist() == [-0.5, 2.0]
+    assert g(kael.ones(8)).tolist() == [1.0] * 8
+
+
+def test_a_compiled_model_follows_a_buffer_moved_in_place():
+    class Shift(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("b", kael.arange(6.0).reshape(2, 3))
+
+        def forward(self, x):
+            return x + self.b.sum(0)
+
+    model = Shift()
+    fast = kael.compile(model)
+    x = kael.zeros(3)
+    fast(x)
+    model.b.set_(kael.full((2, 3), 100.0))
+    assert fast(x).tolist() == model(x).tolist() == [200.0] * 3
+
+
+def test_a_layout_change_of_a_modules_buffer_in_forward_is_not_replayed():
+    class Flip(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("b", kael.arange(6.0).reshape(2, 3))
+
+        def forward(self, x):
+            self.b.t_()  # a side effect on state the plan does not own
+            return x + self.b.sum(0)
+
+    model, twin = Flip(), Flip()
+    fast = kael.compile(model)
+    for _ in range(3):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = fast(kael.zeros(model.b.shape[0]))
+        expected = twin(kael.zeros(twin.b.shape[0]))
+        assert got.tolist() == expected.tolist() and model.b.shape == twin.b.shape
+
+
+def test_building_modules_does_not_retrace_a_compiled_model():
+    model = nn.Linear(4, 4)
+    fast = kael.compile(model)
+    x = kael.randn(2, 4)
+    for _ in range(4):
+        fast(x)
+        nn.MSELoss()  # a module nothing compiled has read: no retrace
+    assert fast.cache_info().traces == 1
