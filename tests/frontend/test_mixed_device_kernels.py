@@ -216,7 +216,7 @@ REFUSED = {
     "conv2d weight on the device": _refused("conv2d"),
     "conv2d weight on the host": _refused("conv2d"),
     "conv1d weight on the device": _refused("conv1d"),
-    "conv2d bias on the device": _refused("add"),
+    "conv2d bias on the device": _refused("conv2d"),  # checked with the bias, before the add
     "conv_transpose2d weight on the device": _refused("conv_transpose2d"),
     "index gather into device memory": _kernel("index", "host", "cuda:0"),
     "index put from host memory": _kernel("index_put_", "cuda:0", "cpu"),
