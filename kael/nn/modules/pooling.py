@@ -114,23 +114,24 @@ FractionalMaxPool2d = declare(
 FractionalMaxPool3d = declare(
     "FractionalMaxPool3d", F.fractional_max_pool3d, FRACTIONAL, prepare=_fractional(3)
 )
-_ADAPTIVE_MAX = (("output_size", REQUIRED), ("return_indices", False))
-AdaptiveMaxPool1d = declare(
-    "AdaptiveMaxPool1d", F.adaptive_max_pool1d, _ADAPTIVE_MAX, "output_size={output_size}"
+
+
+def _adaptive(kind: str, settings: tuple) -> tuple:
+    """The 1-, 2- and 3-d forms of an adaptive pool (F.adaptive_{kind}_pool{n}d)."""
+    return tuple(
+        declare(
+            f"Adaptive{kind.capitalize()}Pool{n}d",
+            getattr(F, f"adaptive_{kind}_pool{n}d"),
+            settings,
+            "output_size={output_size}",
+        )
+        for n in (1, 2, 3)
+    )
+
+
+AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d = _adaptive(
+    "max", (("output_size", REQUIRED), ("return_indices", False))
 )
-AdaptiveMaxPool2d = declare(
-    "AdaptiveMaxPool2d", F.adaptive_max_pool2d, _ADAPTIVE_MAX, "output_size={output_size}"
-)
-AdaptiveMaxPool3d = declare(
-    "AdaptiveMaxPool3d", F.adaptive_max_pool3d, _ADAPTIVE_MAX, "output_size={output_size}"
-)
-_ADAPTIVE = (("output_size", REQUIRED),)
-AdaptiveAvgPool1d = declare(
-    "AdaptiveAvgPool1d", F.adaptive_avg_pool1d, _ADAPTIVE, "output_size={output_size}"
-)
-AdaptiveAvgPool2d = declare(
-    "AdaptiveAvgPool2d", F.adaptive_avg_pool2d, _ADAPTIVE, "output_size={output_size}"
-)
-AdaptiveAvgPool3d = declare(
-    "AdaptiveAvgPool3d", F.adaptive_avg_pool3d, _ADAPTIVE, "output_size={output_size}"
+AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d = _adaptive(
+    "avg", (("output_size", REQUIRED),)
 )
