@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from kael.frontend import dlpack, factories, interop, printing
+from kael.frontend import factories, interop, printing
 from kael.frontend.outputs import int_arg, tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
@@ -122,8 +122,9 @@ def _shared(obj, dtype) -> Tensor | None:
         return Tensor(interop.from_numpy_impl(obj))
     if isinstance(obj, np.generic):
         return None
-    if hasattr(obj, "__dlpack__"):
-        return Tensor(dlpack.to_impl(obj))
+    foreign = factories.foreign_impl(obj)  # detached, torch's conj/neg bits resolved
+    if foreign is not None:
+        return Tensor(foreign)
     if not _has_buffer(obj):
         return None
     return frombuffer(obj, dtype=dtype or dtypes.get_default_dtype())

@@ -281,10 +281,15 @@ def from_dlpack(obj) -> Tensor:
     """A CPU tensor over the memory of a DLPack producer (no copy; every kael dtype)."""
     if isinstance(obj, Tensor):
         return obj.detach()
-    return Tensor(dlpack.to_impl(obj))
+    try:
+        return Tensor(dlpack.to_impl(obj))
+    except (BufferError, builtins.ValueError, builtins.TypeError, RuntimeError) as e:
+        if isinstance(e, Error):
+            raise
+        raise TypeError(f"from_dlpack: cannot read a {type(obj).__name__}: {e}") from None
 
 
-def _foreign_impl(data) -> TensorImpl | None:
+def foreign_impl(data) -> TensorImpl | None:
     """An impl over another library's tensor (torch, JAX, CuPy: anything with __dlpack__),
     sharing its memory; None for anything else. A torch tensor that requires grad is read
     through its detach(), as torch.Tensor.numpy() asks."""
@@ -307,7 +312,7 @@ def as_tensor(data, *, dtype=None, device=None) -> Tensor:
     """`data` as a tensor, sharing memory when it already is one of that dtype and device."""
     if isinstance(data, Tensor):
         return data.to(dtype=dtype, device=device)
-    foreign = _foreign_impl(data)
+    foreign = foreign_impl(data)
     if foreign is not None:
         return Tensor(foreign).to(dtype=dtype, device=device)
     if (
@@ -328,7 +333,7 @@ def tensor(data, *, dtype=None, device=None) -> Tensor:
     if isinstance(data, Tensor):
         out = data.to(dtype=dtype, device=device)
         return out.clone() if out.shares_storage(data) else out
-    foreign = _foreign_impl(data)
+    foreign = foreign_impl(data)
     if foreign is not None:
         return tensor(Tensor(foreign), dtype=dtype, device=device)
     if not isinstance(data, (np.ndarray, np.generic)) and hasattr(data, "__array__"):

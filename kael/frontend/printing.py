@@ -88,11 +88,13 @@ def _threshold(value) -> float:
 def format_tensor(tensor) -> str:
     """`tensor([...], shape=[...], dtype=...)`, plus `, device=cuda:0` off the CPU."""
     options = _options
-    array = tensor._host_array()
-    fmt = _formatter(tensor.dtype, options)
     suffix = f", shape={format_shape(tensor.shape)}, dtype={tensor.dtype}"
     if tensor.device.type != "cpu":
         suffix += f", device={tensor.device}"
+    if tensor.ndim and not tensor.numel():  # no values (NumPy refuses shapes past 2**63)
+        return f"{PREFIX}[]{suffix})"
+    array = tensor._host_array()
+    fmt = _formatter(tensor.dtype, options)
     if array.ndim == 0:
         body = fmt(array.item())
     elif array.size == 0:

@@ -9,6 +9,7 @@ persistent id), data/<key> (each storage's little-endian bytes, aligned to 64 by
 from __future__ import annotations
 
 import _compat_pickle
+import builtins
 import codecs
 import collections
 import io
@@ -670,7 +671,10 @@ def _is_path(f) -> bool:
 
 def _map_file(opened) -> _mmap.mmap:
     """The whole file mapped copy-on-write (writes stay in memory, as torch's MAP_PRIVATE)."""
-    return _mmap.mmap(opened.fileno(), 0, access=_mmap.ACCESS_COPY)
+    try:
+        return _mmap.mmap(opened.fileno(), 0, access=_mmap.ACCESS_COPY)
+    except (OSError, builtins.ValueError) as e:  # an empty file cannot be mapped
+        raise Error(f"kael.load: cannot map the file for mmap=True: {e}") from None
 
 
 def load(

@@ -1251,8 +1251,16 @@ def _byte_view(storage: Storage, start: int, nbytes: int) -> np.ndarray:
 
 
 def _unpickle(kind: type, data: bytes, dtype: str, shape: tuple, device: str) -> Tensor:
-    """Tensor.__reduce_ex__'s inverse: a tensor of `kind` holding `data`'s elements."""
+    """Tensor.__reduce_ex__'s inverse: a tensor of `kind` holding `data`'s elements (a
+    pickle stream is outside data: its bytes must fill the shape exactly)."""
+    if not (isinstance(kind, type) and issubclass(kind, Tensor)):
+        raise TypeError(f"a pickled tensor names {kind!r}, which is no Tensor class")
     impl = empty_impl(tuple(shape), as_dtype(dtype), CPU)
+    if len(data) != impl.nbytes():
+        raise ValueError(
+            f"a pickled tensor of shape {list(impl.shape)} and dtype {impl.dtype} needs "
+            f"{impl.nbytes()} bytes, got {len(data)}"
+        )
     _byte_view(impl.storage, 0, len(data))[:] = np.frombuffer(data, np.uint8)
     if device != "cpu":
         impl = transfer_impl(impl, parse_device(device))

@@ -371,3 +371,11 @@ def test_tensor_resolves_torchs_negative_bit_before_reading():
 def test_a_torch_tensor_dlpack_cannot_carry_is_a_typed_error():
     with pytest.raises(kael.TypeError, match="through DLPack"):
         kael.tensor(torch.ones(2).to_sparse())
+
+
+def test_asarray_and_from_dlpack_read_torch_tensors_as_tensor_does():
+    view = torch.tensor([1 + 2j, 3 - 4j]).conj().imag  # the neg bit: true values [-2, 4]
+    assert kael.asarray(view).tolist() == [-2.0, 4.0]
+    assert kael.asarray(torch.ones(2, requires_grad=True)).tolist() == [1.0, 1.0]
+    with pytest.raises(kael.TypeError, match="from_dlpack: cannot read"):
+        kael.from_dlpack(torch.ones(2).to_sparse())

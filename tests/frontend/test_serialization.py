@@ -1000,3 +1000,10 @@ def test_the_inflation_limit_on_both_sides(monkeypatch, over):
             kael.load(checkpoint)
     else:
         assert kael.load(checkpoint) == bytes(1 << 16)
+
+
+def test_mmap_of_an_empty_file_is_a_kael_error(tmp_path):
+    path = tmp_path / "empty.pt"
+    path.write_bytes(b"")
+    with pytest.raises(kael.Error, match="cannot map the file"):
+        kael.load(path, mmap=True)

@@ -808,3 +808,17 @@ def test_to_reads_torchs_positional_copy_flag():
     assert x.to("cpu", kael.float32, False, True) is not x and x.to(copy=True) is not x
     with pytest.raises(kael.TypeError, match="at most two bools"):
         x.to(kael.float32, False, True, True)
+
+
+@pytest.mark.parametrize("data", [b"\x41" * (1 << 20), b"", b"\x00" * 7])
+def test_unpickling_refuses_bytes_that_do_not_fill_the_shape(data):
+    from kael.frontend.tensor import _unpickle
+
+    with pytest.raises(kael.ValueError, match=f"needs 8 bytes, got {len(data)}"):
+        _unpickle(kael.Tensor, data, "float32", (2,), "cpu")
+    with pytest.raises(kael.TypeError, match="no Tensor class"):
+        _unpickle(dict, b"\x00" * 8, "float32", (2,), "cpu")
+
+
+def test_an_empty_tensor_with_huge_dims_prints_without_numpy():
+    assert repr(kael.empty(2**61, 0)).startswith("tensor([], shape=[2305843009213693952, 0]")
