@@ -13,7 +13,8 @@ from kael.frontend import factories, index_ops, math_functions, reductions, sequ
 from kael.frontend.outputs import bool_arg, device_of, pair_out, tensor_arg, written_out
 from kael.frontend.reductions import ValuesIndices
 from kael.frontend.tensor import Tensor
-from kael.runtime.dtypes import bool_, float32, float64, int32, int64, promote_types, result_type
+from kael.runtime.convert import WRAP, convert_scalar
+from kael.runtime.dtypes import bool_, float32, float64, int32, int64, result_type
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
 
 INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
@@ -333,13 +334,21 @@ def searchsorted(
     right: bool = False,
     side: str | None = None,
     sorter: Tensor | None = None,
+    out: Tensor | None = None,
 ) -> Tensor:
     """Where each value would go in its (last-dim) row of the sorted sequence to keep it
-    sorted: the first such place, or the last with right=True (side='right')."""
+    sorted: the first such place, or the last with right=True (side='right'); into `out`
+    (resized as torch resizes it) when given."""
     op = "searchsorted"
     seq = tensor_arg(sorted_sequence, op, "sorted_sequence")
     scalar = not isinstance(input, Tensor)
-    values = factories.full((), input, device=seq.device) if scalar else tensor_arg(input, op)
+    # torch's promotion: a number, or a 0-d tensor, beside the sequence takes its dtype
+    dtype = result_type(seq, input if scalar else tensor_arg(input, op))
+    if scalar:
+        number = convert_scalar(input, dtype, WRAP)  # int8 with -1000 wraps, as torch's
+        values = factories.full((), number, dtype=dtype, device=seq.device)
+    else:
+        values = tensor_arg(input, op)
     if sorter is not None:
         sorter = tensor_arg(sorter, op, "sorter")
     device_of([seq, values, *([] if sorter is None else [sorter])], op)
@@ -364,17 +373,18 @@ def searchsorted(
             seq = index_ops.gather(seq, -1, sorter)
         except IndexError:
             raise IndexError(f"{op}(): sorter index out of range") from None
-    dtype = promote_types(seq.dtype, values.dtype)
     seq = seq.to(dtype).contiguous()
     flat = values.to(dtype).contiguous()
-    out = factories.empty(values.shape, dtype=int32 if out_int32 else int64, device=seq.device)
-    if out.numel():
+    found = factories.empty(values.shape, dtype=int32 if out_int32 else int64, device=seq.device)
+    if found.numel():
         per_row = values.shape[-1] if seq.ndim > 1 else values.numel()
-        search.run(seq._impl, flat._impl, out._impl, per_row, bool(right))
-    return out
+        search.run(seq._impl, flat._impl, found._impl, per_row, bool(right))
+    return found if out is None else written_out(tensor_arg(out, op, "out"), found, op)
 
 
-def bucketize(input, boundaries: Tensor, *, out_int32: bool = False, right: bool = False) -> Tensor:
+def bucketize(
+    input, boundaries: Tensor, *, out_int32: bool = False, right: bool = False, out=None
+) -> Tensor:
     """The bucket of each value among 1-d sorted boundaries: searchsorted's position."""
     edges = tensor_arg(boundaries, "bucketize", "boundaries")
     if edges.ndim != 1:
@@ -383,7 +393,7 @@ def bucketize(input, boundaries: Tensor, *, out_int32: bool = False, right: bool
         )
     if isinstance(input, Tensor):
         device_of([edges, input], "bucketize")
-    return searchsorted(edges, input, out_int32=out_int32, right=right)
+    return searchsorted(edges, input, out_int32=out_int32, right=right, out=out)
 
 
 FUNCTIONS = {

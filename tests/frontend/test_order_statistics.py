@@ -560,3 +560,35 @@ def test_rank_positions_clamp_a_rank_outside_the_row():
     ranks = [[-5], [0], [63], [64], [1000]]
     got = [index_ops.rank_positions(row, kael.tensor([r])).item() for r in ranks]
     assert got == [0, 0, 63, 63, 63]
+
+
+@pytest.mark.parametrize(
+    ("seq", "value", "kwargs"),
+    [
+        ([0.1, 0.2], 0.1, {"dtype": torch.float64}),
+        ([0.1, 0.2], 0.1, {"dtype": torch.float16}),
+        ([0.1, 0.2], "0-d float32 0.1", {"dtype": torch.float16}),
+        ([0.1, 0.2], "0-d float64 0.1", {"dtype": torch.float32, "right": True}),
+        ([-5, 5], -1000, {"dtype": torch.int8}),
+    ],
+    ids=str,
+)
+def test_searchsorted_compares_a_number_or_0d_value_in_torchs_result_dtype(seq, value, kwargs):
+    dtype = kwargs.pop("dtype")
+    t_seq = torch.tensor(seq, dtype=dtype)
+    if isinstance(value, str):
+        value = torch.tensor(0.1, dtype=torch.float32 if "float32" in value else torch.float64)
+    expected = torch.searchsorted(t_seq, value, **kwargs)
+    k_value = kael.tensor(value.numpy()) if torch.is_tensor(value) else value
+    got = kael.searchsorted(kael.tensor(t_seq.numpy()), k_value, **kwargs)
+    assert got.item() == expected.item()
+
+
+def test_searchsorted_and_bucketize_write_into_out_as_torch():
+    seq, values = kael.tensor([1.0, 2.0, 3.0]), kael.tensor([2.5, 0.0])
+    out = kael.empty(0, dtype=kael.int64)
+    assert kael.searchsorted(seq, values, out=out) is out and out.tolist() == [2, 0]
+    out32 = kael.empty(2, dtype=kael.int32)
+    assert kael.bucketize(values, seq, out=out32, out_int32=True).tolist() == [2, 0]
+    with pytest.raises(kael.TypeError, match="dtype int64, but got int32"):
+        kael.bucketize(values, seq, out=out32)
