@@ -141,7 +141,13 @@ def _quantile_qs(op: str, x: Tensor, q, interpolation) -> list[float]:
 
 
 def _quantile(op: str, skip_nan: bool):
-    def quantile(input: Tensor, q, dim=None, keepdim: bool = False, *, interpolation="linear"):
+    def quantile(
+        input: Tensor, q, dim=None, keepdim: bool = False, *, interpolation="linear", out=None
+    ):
+        result = _quantiles(input, q, dim, keepdim, interpolation)
+        return result if out is None else written_out(tensor_arg(out, op, "out"), result, op)
+
+    def _quantiles(input, q, dim, keepdim: bool, interpolation):
         x = tensor_arg(input, op)
         scalar_q = not isinstance(q, Tensor) or q.ndim == 0  # no q dim stacked first
         qlist = _quantile_qs(op, x, q, interpolation)

@@ -592,3 +592,14 @@ def test_searchsorted_and_bucketize_write_into_out_as_torch():
     assert kael.bucketize(values, seq, out=out32, out_int32=True).tolist() == [2, 0]
     with pytest.raises(kael.TypeError, match="dtype int64, but got int32"):
         kael.bucketize(values, seq, out=out32)
+
+
+@pytest.mark.parametrize("name", ["quantile", "nanquantile"])
+def test_quantiles_write_into_out_as_torch(name):
+    data = [[1.0, float("nan"), 2.0], [3.0, 4.0, 5.0]]
+    q = [0.25, 0.5]
+    expected = getattr(torch, name)(torch.tensor(data), torch.tensor(q), dim=1)
+    out = kael.empty(0)
+    got = getattr(kael, name)(kael.tensor(data), kael.tensor(q), dim=1, out=out)
+    assert got is out
+    np.testing.assert_array_equal(out.numpy(), expected.numpy())
