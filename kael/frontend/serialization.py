@@ -381,6 +381,9 @@ class _Archive:
             raise Error("not a torch.save checkpoint: the zip archive is empty")
         self.zf = zf
         self.mapped = mapped
+        here = zf.fp.tell()
+        self.size = zf.fp.seek(0, io.SEEK_END)  # the archive's bytes: no record runs past them
+        zf.fp.seek(here)
         self.prefix = names[0].split("/", 1)[0] + "/"
         if self.has("constants.pkl"):
             raise Error("kael.load cannot load TorchScript archives (torch.jit.save)")
@@ -430,6 +433,11 @@ class _Archive:
             )
         if self.mapped is not None:
             return self._mapped_bytes(info)
+        if info.header_offset + nbytes > self.size:  # refused before the memory is taken
+            raise Error(
+                f"checkpoint record {info.filename} runs past the end of the file: its"
+                f" {nbytes} bytes follow byte {info.header_offset} of {self.size}"
+            )
         raw = Tensor(empty_impl((nbytes,), dtypes.uint8, CPU))
         with self.zf.open(info) as src:
             got = _read_into(src, memoryview(raw.numpy()))

@@ -842,8 +842,8 @@ def test_a_record_running_past_the_archive_is_refused_naming_it(tmp_path, mmap):
     numel = 1 << 16  # 256 KiB declared, far more than the file holds
     lying = _tensor_checkpoint(0, (4,), (1,), numel=numel, data=struct.pack("<4f", 1, 2, 3, 4))
     path.write_bytes(_with_sizes(lying, "archive/data/0", 0, 4 * numel, 4 * numel))
-    message = "runs past the end of the file" if mmap else "ends after .* of 262144 bytes"
-    with pytest.raises(kael.Error, match=f"record archive/data/0 {message}"):
+    # refused before 256 KiB are taken (a 500-byte file once reserved its declared 4 GB)
+    with pytest.raises(kael.Error, match="record archive/data/0 runs past the end of the file"):
         kael.load(path, mmap=mmap)
 
 
