@@ -9,6 +9,7 @@ from kael.frontend.factories import empty
 from kael.nn import functional as F
 from kael.nn.modules.linear import reset_affine
 from kael.nn.modules.module import Module
+from kael.nn.modules.utils import ntuple
 from kael.nn.parameter import Parameter
 from kael.runtime.errors import ValueError
 
@@ -17,10 +18,6 @@ _FUNCTIONS = {
     (1, False): F.conv1d, (2, False): F.conv2d, (3, False): F.conv3d,
     (1, True): F.conv_transpose1d, (2, True): F.conv_transpose2d, (3, True): F.conv_transpose3d,
 }  # fmt: skip
-
-
-def _tuple(n: int, value) -> tuple:
-    return tuple(value) if isinstance(value, (tuple, list)) else (value,) * n
 
 
 class _ConvNd(Module):
@@ -55,7 +52,7 @@ class _ConvNd(Module):
                 raise ValueError(
                     f"Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}"
                 )
-            if padding == "same" and any(s != 1 for s in _tuple(n, stride)):
+            if padding == "same" and any(s != 1 for s in ntuple(n, stride)):
                 raise ValueError("padding='same' is not supported for strided convolutions")
         if padding_mode not in PADDING_MODES:
             raise ValueError(
@@ -63,10 +60,10 @@ class _ConvNd(Module):
                 f"padding_mode='{padding_mode}'"
             )
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
-        self.kernel_size = _tuple(n, kernel_size)
-        self.stride, self.dilation = _tuple(n, stride), _tuple(n, dilation)
-        self.padding = padding if isinstance(padding, str) else _tuple(n, padding)
-        self.output_padding = _tuple(n, output_padding)
+        self.kernel_size = ntuple(n, kernel_size)
+        self.stride, self.dilation = ntuple(n, stride), ntuple(n, dilation)
+        self.padding = padding if isinstance(padding, str) else ntuple(n, padding)
+        self.output_padding = ntuple(n, output_padding)
         self.padding_mode = padding_mode
         self._reversed_padding_repeated_twice = self._edge_padding()
         made = {"device": device, "dtype": dtype}

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from kael.nn import functional as F
 from kael.nn.modules.declared import REQUIRED, declare
+from kael.nn.modules.utils import ntuple
 
 
 def _padding_tuple(n: int):
     def prepare(module) -> None:
-        pad = module.padding
-        module.padding = tuple(pad) if isinstance(pad, (tuple, list)) else (pad,) * (2 * n)
+        module.padding = ntuple(2 * n, module.padding)
 
     return prepare
 

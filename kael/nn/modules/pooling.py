@@ -4,12 +4,8 @@ from __future__ import annotations
 
 from kael.nn import functional as F
 from kael.nn.modules.declared import REQUIRED, declare
+from kael.nn.modules.utils import ntuple
 from kael.runtime.errors import ValueError
-
-
-def _tuple(n: int, value):
-    """PyTorch's _single/_pair/_triple: a sequence as a tuple, one value repeated n times."""
-    return tuple(value) if isinstance(value, (tuple, list)) else (value,) * n
 
 
 def _stride_defaults_to_kernel(module) -> None:
@@ -21,7 +17,7 @@ def _all_tuples(n: int, *names: str):
     def prepare(module) -> None:
         _stride_defaults_to_kernel(module)
         for name in names:
-            setattr(module, name, _tuple(n, getattr(module, name)))
+            setattr(module, name, ntuple(n, getattr(module, name)))
 
     return prepare
 
@@ -29,7 +25,7 @@ def _all_tuples(n: int, *names: str):
 def _fractional(n: int):
     def prepare(module) -> None:
         name = type(module).__name__
-        module.kernel_size = _tuple(n, module.kernel_size)
+        module.kernel_size = ntuple(n, module.kernel_size)
         size, ratio = module.output_size, module.output_ratio
         if size is None and ratio is None:
             raise ValueError(
@@ -37,8 +33,8 @@ def _fractional(n: int):
             )
         if size is not None and ratio is not None:
             raise ValueError("only one of output_size and output_ratio may be specified")
-        module.output_size = None if size is None else _tuple(n, size)
-        module.output_ratio = None if ratio is None else _tuple(n, ratio)
+        module.output_size = None if size is None else ntuple(n, size)
+        module.output_ratio = None if ratio is None else ntuple(n, ratio)
         if ratio is not None and not all(0 < r < 1 for r in module.output_ratio):
             raise ValueError(f"output_ratio must be between 0 and 1 (got {ratio})")
         module.register_buffer("_random_samples", module.__dict__.pop("_random_samples"))
