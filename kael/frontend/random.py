@@ -396,7 +396,9 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
             raise ValueError(f"randint expects {name} in the int64 range, got {name}={value}")
     if low >= high:
         raise ValueError(f"randint expects low < high, got low={low}, high={high}")
-    dtype = _integer_dtype("randint", dtype)
+    dtype = factories.dtype_or(dtype, int64)
+    _bound_check(low, "from", dtype)
+    _bound_check(high - 1, "to - 1", dtype)
     gen = generator_arg(generator, "randint")
     t = factories.new_tensor((size,), dtype, device)
 
@@ -744,6 +746,9 @@ def random_(self: Tensor, from_=0, to=None, *, generator=None) -> Tensor:
         )
     if not low >= INT64_MIN and high - low <= _U64:
         raise ValueError(f"random_ expects a range within 64 bits, got from={low}, to={high}")
+    if to is not None:
+        _bound_check(low, "from", self.dtype)
+        _bound_check(high - 1, "to - 1", self.dtype)
 
     def build() -> g.Node:
         value = _op("add", _scalar(int64, "low"), _below(_scalar(int64, "span")))

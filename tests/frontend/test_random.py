@@ -12,6 +12,7 @@ import os
 import re
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -356,10 +357,44 @@ def test_randint_limits():
     kr.randint(INT64_MIN, 0, (3,))
     with pytest.raises(kael.ValueError, match=f"low={INT64_MIN - 1}"):
         kr.randint(INT64_MIN - 1, 0, (3,))
-    with pytest.raises(kael.TypeError, match="randint does not support dtype bool"):
-        kr.randint(0, 2, (3,), dtype=kael.bool)
     with pytest.raises(kael.TypeError, match="size"):
         kr.randint(0, 2)
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "dtype", "fits"),
+    [
+        (0, 256, "uint8", True), (0, 257, "uint8", False), (-1, 5, "uint8", False),
+        (-128, 128, "int8", True), (0, 129, "int8", False), (-129, 5, "int8", False),
+        (0, 2**31, "int32", True), (0, 2**31 + 1, "int32", False),
+        (0, 2, "bool", True), (0, 3, "bool", False), (-1, 1, "bool", False),
+        (0, 65505, "float16", True), (0, 70000, "float16", False),
+    ],
+)  # fmt: skip
+def test_randint_and_random_refuse_bounds_outside_the_dtype(low, high, dtype, fits):
+    """torch checks from and to - 1 against the dtype (randint, random_): kael drew uint8
+    values of randint(0, 300) and wrapped them."""
+    draws = [
+        lambda L: L.randint(low, high, (64,), dtype=getattr(L, dtype)),
+        lambda L: L.zeros(64, dtype=getattr(L, dtype)).random_(low, high),
+    ]
+    for draw in draws:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # float16 past 2**11 rounds: torch warns, as kael
+            if fits:
+                got = draw(kael).double()
+                assert low <= got.min().item() and got.max().item() <= high - 1
+                assert got.dtype is kael.float64 and draw(torch).shape == (64,)
+            else:
+                with pytest.raises(RuntimeError, match="out of bounds"):
+                    draw(torch)
+                with pytest.raises(kael.ValueError, match="out of bounds for " + dtype):
+                    draw(kael)
+
+
+def test_randint_draws_both_bools():
+    got = kael.randint(0, 2, (256,), dtype=kael.bool)
+    assert got.dtype is kael.bool and 0 < got.sum().item() < 256
 
 
 def test_randperm_limits():
