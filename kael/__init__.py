@@ -1,6 +1,6 @@
 """kael: a tensor library with a PyTorch-shaped eager API whose every computation is compiled."""
 
-from kael import cuda, linalg, nn, special
+from kael import cuda, linalg, nn, special, testing
 from kael.frontend import conveniences as _conveniences
 from kael.frontend import factories as _factories
 from kael.frontend import ops as _ops
@@ -172,6 +172,7 @@ __all__ = [
     "linalg",
     "nn",
     "special",
+    "testing",
     "device",
     "memory_format",
     "contiguous_format",
