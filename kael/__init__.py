@@ -256,6 +256,14 @@ for _name, _method in _conveniences.METHODS.items():
 globals().update(
     {name: _factories.on_default_device(globals()[name]) for name in _factories.ON_DEFAULT_DEVICE}
 )
+globals().update(
+    {
+        name: _factories.on_default_device(globals()[name], default=False)
+        for name in _factories.TAKES_CREATION_KEYWORDS
+    }
+)
+for _name in _factories.NEW_METHODS:  # Tensor.new_zeros(..., requires_grad=False) ...
+    setattr(Tensor, _name, _factories.on_default_device(getattr(Tensor, _name), default=False))
 
 # Ops are pickled by reference: each is named where it is published here.
 _published.publish(__name__, globals())

@@ -12,7 +12,7 @@ import numpy as np
 
 from kael.frontend import dlpack, eager, fastpath, interop, memory_formats, views
 from kael.frontend.outputs import tensor_arg
-from kael.frontend.tensor import Tensor, empty_impl
+from kael.frontend.tensor import Tensor, empty_impl, strided
 from kael.runtime import dtypes
 from kael.runtime.device import CPU, Device, parse_device
 from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType, as_dtype, scalar_dtype
@@ -61,16 +61,51 @@ ON_DEFAULT_DEVICE = (
 )  # fmt: skip
 
 
-def on_default_device(fn):
+# torch's *_like creators and Tensor.new_* methods: they take the creation keywords too,
+# but follow their tensor's device, not the default one.
+TAKES_CREATION_KEYWORDS = (
+    "empty_like", "full_like", "ones_like", "rand_like", "randint_like", "randn_like",
+    "zeros_like",
+)  # fmt: skip
+NEW_METHODS = ("new_empty", "new_empty_strided", "new_full", "new_ones", "new_tensor", "new_zeros")
+_CREATION_KEYWORDS = frozenset({"requires_grad", "layout", "pin_memory"})
+
+
+def _flag(kwargs: dict, name: str, op: str) -> bool:
+    value = kwargs.pop(name, False)
+    if type(value) is not bool:
+        raise TypeError(f"{op}(): argument '{name}' must be bool, not {type(value).__name__}")
+    return value
+
+
+def _creation_keywords(kwargs: dict, op: str) -> bool:
+    """Take torch's creation keywords kael has no other use for out of kwargs:
+    requires_grad=False (True refused: no autograd yet), layout=kael.strided (the only
+    layout) and pin_memory; returns whether the result is to be pinned."""
+    if _flag(kwargs, "requires_grad", op):
+        raise Error(f"{op}(): requires_grad=True: kael has no autograd yet")
+    layout = kwargs.pop("layout", None)
+    if layout is not None and layout is not strided:
+        raise ValueError(f"{op}(): kael tensors are all strided, got layout={layout!r}")
+    return _flag(kwargs, "pin_memory", op)
+
+
+def on_default_device(fn, default: bool = True):
     """The public form of a creation function: called without device=, it creates on
-    set_default_device's device when one is set in this thread."""
+    set_default_device's device when one is set in this thread (`default`); it takes
+    torch's requires_grad=, layout= and pin_memory= (_creation_keywords)."""
+    op = getattr(fn, "__name__", "factory")
 
     @functools.wraps(fn)
     def public(*args, **kwargs):
-        default = DEFAULT.device  # checked first: None nearly always (kael.zeros: +0.2 us)
-        if default is not None and kwargs.get("device") is None:
-            kwargs["device"] = default
-        return fn(*args, **kwargs)
+        device = DEFAULT.device if default else None  # None nearly always (kael.zeros: +0.2 us)
+        if device is not None and kwargs.get("device") is None:
+            kwargs["device"] = device
+        if not kwargs or _CREATION_KEYWORDS.isdisjoint(kwargs):
+            return fn(*args, **kwargs)
+        pin = _creation_keywords(kwargs, op)
+        out = fn(*args, **kwargs)
+        return out.pin_memory() if pin else out
 
     return public
 

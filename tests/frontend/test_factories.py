@@ -572,3 +572,45 @@ def test_logspace_of_narrow_integers_takes_end_minus_start_without_wrapping(
     got = kael.logspace(start, end, 4, base=base, dtype=getattr(kael, dtype))
     want = torch.logspace(start, end, 4, base=base, dtype=getattr(torch, dtype))
     assert got.tolist() == want.tolist()
+
+
+# ---- torch's creation keywords: requires_grad=, layout=, pin_memory= ----------------------------
+
+_CREATORS = {
+    "tensor": ([1.0],), "zeros": (2,), "ones": (2,), "empty": (2,), "full": ((2,), 1.0),
+    "arange": (3,), "linspace": (0, 1, 3), "logspace": (0, 1, 3), "eye": (2,),
+    "empty_strided": ((2,), (1,)), "scalar_tensor": (1.0,), "rand": (2,), "randn": (2,),
+    "randint": (3, (2,)), "randperm": (3,), "normal": (0.0, 1.0, (2,)), "hann_window": (4,),
+    "kaiser_window": (4,), "tril_indices": (3, 3), "zeros_like": ("T",), "ones_like": ("T",),
+    "empty_like": ("T",), "full_like": ("T", 1.0), "rand_like": ("T",), "randn_like": ("T",),
+    "randint_like": ("T", 3),
+}  # fmt: skip
+
+
+def _create(lib, name, **kwargs):
+    args = [lib.ones(2) if a == "T" else a for a in _CREATORS[name]]
+    return getattr(lib, name)(*args, **kwargs)
+
+
+@pytest.mark.parametrize("name", sorted(_CREATORS))
+def test_creators_take_torchs_creation_keywords(name):
+    """requires_grad=False, layout=strided and pin_memory=False are what torch code passes
+    routinely; kael refused them as unknown keywords."""
+    for lib in (torch, kael):
+        layout = {} if lib is torch and name == "tensor" else {"layout": lib.strided}
+        made = _create(lib, name, requires_grad=False, pin_memory=False, **layout)
+        assert tuple(made.shape) == tuple(_create(lib, name).shape)
+    with pytest.raises(kael.Error, match=f"{name}\\(\\): requires_grad=True: kael has no autograd"):
+        _create(kael, name, requires_grad=True)
+    with pytest.raises(kael.TypeError, match="argument 'requires_grad' must be bool, not int"):
+        _create(kael, name, requires_grad=1)
+    with pytest.raises(kael.ValueError, match="all strided, got layout='sparse'"):
+        _create(kael, name, layout="sparse")
+
+
+@pytest.mark.parametrize("method", ["new_zeros", "new_ones", "new_empty"])
+def test_new_methods_take_torchs_creation_keywords(method):
+    got = getattr(kael.ones(2), method)((3,), requires_grad=False, pin_memory=False)
+    assert got.shape == (3,) and got.dtype is kael.float32
+    with pytest.raises(kael.Error, match="no autograd"):
+        getattr(kael.ones(2), method)((3,), requires_grad=True)
