@@ -7,19 +7,25 @@ that stream only, and `Event`s order streams and time their work.
 
 from __future__ import annotations
 
-import builtins
-import contextlib
-from collections.abc import Iterator
+import builtins as _builtins
+import contextlib as _contextlib
+from collections.abc import Iterator as _Iterator
 
-from kael.runtime import cuda_driver
-from kael.runtime.allocator import allocator_for
-from kael.runtime.device import CUDA
+from kael.runtime import cuda_driver as _driver
+from kael.runtime.allocator import allocator_for as _allocator_for
+from kael.runtime.device import CUDA as _CUDA
+from kael.runtime.device import Device as _Device
 from kael.runtime.device import cuda_is_available as is_available
 from kael.runtime.device import cuda_synchronize as synchronize
-from kael.runtime.errors import Error, TypeError
+from kael.runtime.errors import Error as _Error
+from kael.runtime.errors import TypeError as _TypeError
+from kael.runtime.errors import ValueError as _ValueError
 
 __all__ = [
-    "Event", "Stream", "current_stream", "default_stream", "is_available", "stream",
+    "DeviceProperties", "Event", "Stream", "current_device", "current_stream", "default_stream", "device_count",
+    "empty_cache", "get_device_capability", "get_device_name", "get_device_properties",
+    "initial_seed", "is_available", "is_initialized", "manual_seed", "manual_seed_all",
+    "memory_allocated", "memory_reserved", "record_stream", "seed", "seed_all", "set_device", "stream",
     "synchronize",
 ]  # fmt: skip
 
@@ -36,7 +42,7 @@ class Stream:
     __slots__ = ("_handle", "__weakref__")
 
     def __init__(self) -> None:
-        self._handle = cuda_driver.stream_create()
+        self._handle = _driver.stream_create()
         _handles.append(self._handle)
 
     @classmethod
@@ -47,11 +53,11 @@ class Stream:
 
     def synchronize(self) -> None:
         """Wait until the work queued on this stream has finished."""
-        cuda_driver.stream_synchronize(self._handle)
+        _driver.stream_synchronize(self._handle)
 
     def query(self) -> bool:
         """Whether all work queued on this stream has finished."""
-        return cuda_driver.stream_query(self._handle)
+        return _driver.stream_query(self._handle)
 
     def record_event(self, event: Event | None = None) -> Event:
         """Record `event` (a new one if None) at this point of the stream."""
@@ -62,7 +68,7 @@ class Stream:
     def wait_event(self, event: Event) -> None:
         """Work queued on this stream from now on waits for `event`."""
         _arg(event, Event, "wait_event")
-        cuda_driver.stream_wait_event(self._handle, event._handle)
+        _driver.stream_wait_event(self._handle, event._handle)
 
     def wait_stream(self, other: Stream) -> None:
         """Work queued on this stream from now on waits for the work queued on `other` so far."""
@@ -92,7 +98,7 @@ def _key(handle) -> int:
         return 0
     try:
         return int(handle)
-    except builtins.TypeError:  # kael's TypeError shadows the builtin here
+    except _builtins.TypeError:  # kael's TypeError shadows the builtin here
         return id(handle)
 
 
@@ -103,27 +109,27 @@ class Event:
 
     def __init__(self, enable_timing: bool = False) -> None:
         if not isinstance(enable_timing, bool):
-            raise TypeError(
+            raise _TypeError(
                 f"Event(): enable_timing must be a bool, got {type(enable_timing).__name__}"
             )
-        self._handle = cuda_driver.event_create(timing=enable_timing)
+        self._handle = _driver.event_create(timing=enable_timing)
         self._timing = enable_timing
         self._recorded = False
 
     def record(self, stream: Stream | None = None) -> None:
         """Record the event on `stream` (the current stream if None)."""
         stream = current_stream() if stream is None else _arg(stream, Stream, "record")
-        cuda_driver.event_record(self._handle, stream._handle)
+        _driver.event_record(self._handle, stream._handle)
         self._recorded = True
 
     def query(self) -> bool:
         """Whether the work before the recorded point has finished (True if never recorded)."""
-        return not self._recorded or cuda_driver.event_query(self._handle)
+        return not self._recorded or _driver.event_query(self._handle)
 
     def synchronize(self) -> None:
         """Wait until the work before the recorded point has finished."""
         if self._recorded:
-            cuda_driver.event_synchronize(self._handle)
+            _driver.event_synchronize(self._handle)
 
     def wait(self, stream: Stream | None = None) -> None:
         """Make `stream` (the current one if None) wait for this event."""
@@ -133,50 +139,50 @@ class Event:
         """Milliseconds from this event to `end`, both recorded with enable_timing=True."""
         _arg(end, Event, "elapsed_time")
         if not (self._timing and end._timing):
-            raise Error("elapsed_time(): both events must be created with enable_timing=True")
+            raise _Error("elapsed_time(): both events must be created with enable_timing=True")
         if not (self._recorded and end._recorded):
-            raise Error("elapsed_time(): both events must be recorded before timing them")
+            raise _Error("elapsed_time(): both events must be recorded before timing them")
         end.synchronize()
-        return cuda_driver.event_elapsed_ms(self._handle, end._handle)
+        return _driver.event_elapsed_ms(self._handle, end._handle)
 
     def __del__(self) -> None:
         handle = getattr(self, "_handle", None)
         if handle is not None:
-            cuda_driver.event_destroy(handle)
+            _driver.event_destroy(handle)
 
 
 def _arg(value, cls: type, op: str):
     """`value` itself when it is a `cls` (Stream or Event), else a kael.TypeError."""
     if not isinstance(value, cls):
-        raise TypeError(f"{op}(): expected a kael.cuda.{cls.__name__}, got {type(value).__name__}")
+        raise _TypeError(f"{op}(): expected a kael.cuda.{cls.__name__}, got {type(value).__name__}")
     return value
 
 
 def current_stream() -> Stream:
     """The stream this thread's launches and copies go to."""
-    cuda_driver.require()
-    return Stream._of(cuda_driver.current_stream())
+    _driver.require()
+    return Stream._of(_driver.current_stream())
 
 
 def default_stream() -> Stream:
     """The null stream."""
-    cuda_driver.require()
+    _driver.require()
     return Stream._of(None)
 
 
-@contextlib.contextmanager
-def stream(s: Stream | None) -> Iterator[Stream | None]:
+@_contextlib.contextmanager
+def stream(s: Stream | None) -> _Iterator[Stream | None]:
     """Make `s` this thread's current stream inside the block (None: leave it as it is)."""
     if s is None:
         yield None
         return
     _arg(s, Stream, "stream")
-    before = cuda_driver.current_stream()
-    cuda_driver.set_current_stream(s._handle)
+    before = _driver.current_stream()
+    _driver.set_current_stream(s._handle)
     try:
         yield s
     finally:
-        cuda_driver.set_current_stream(before)
+        _driver.set_current_stream(before)
 
 
 def record_stream(tensor, s: Stream) -> None:
@@ -184,7 +190,136 @@ def record_stream(tensor, s: Stream) -> None:
     queued on `s` when the tensor dies has finished (Tensor.record_stream)."""
     _arg(s, Stream, "record_stream")
     storage = tensor._impl.storage
-    if storage.device is not CUDA:
-        raise Error(f"record_stream(): expected a cuda tensor, got one on {storage.device}")
+    if storage.device is not _CUDA:
+        raise _Error(f"record_stream(): expected a cuda tensor, got one on {storage.device}")
     if storage.capacity:
-        allocator_for(CUDA).record_stream(storage.ptr, s._handle)
+        _allocator_for(_CUDA).record_stream(storage.ptr, s._handle)
+
+
+# ---- the device: kael drives one GPU, device 0 ------------------------------------------------
+
+
+def device_count() -> int:
+    """How many GPUs kael can use: 1 when a driver and GPU were found, else 0."""
+    return 1 if is_available() else 0
+
+
+def is_initialized() -> bool:
+    """Whether a GPU is usable in this process (kael binds it on first use)."""
+    return is_available()
+
+
+def _one_device(device, op: str) -> None:
+    """Accept device 0 however it is named (None, 0, "cuda", "cuda:0", a kael.device);
+    kael.Error without a GPU, kael.ValueError for another device."""
+    _driver.require()
+    if device is None or (isinstance(device, int) and device == 0):
+        return
+    try:
+        found = device if isinstance(device, _Device) else _Device(device)
+    except (_TypeError, _ValueError):
+        found = None
+    if found is not _CUDA:
+        raise _ValueError(f"{op}(): kael drives one GPU, cuda:0; got device {device!r}")
+
+
+def current_device() -> int:
+    """The index of the GPU in use: always 0; kael.Error without a GPU."""
+    _one_device(None, "current_device")
+    return 0
+
+
+def set_device(device) -> None:
+    """Select the GPU to use: only device 0 exists for kael."""
+    _one_device(device, "set_device")
+
+
+class DeviceProperties:
+    """torch.cuda.get_device_properties' answer: name, total_memory (bytes),
+    multi_processor_count, and the compute capability as major and minor."""
+
+    __slots__ = ("name", "total_memory", "multi_processor_count", "major", "minor")
+
+    def __init__(self, described: dict) -> None:
+        self.name = described["name"]
+        self.total_memory = described["memory"]
+        self.multi_processor_count = described["multiprocessors"]
+        self.major, self.minor = described["capability"]
+
+    def __repr__(self) -> str:
+        return (
+            f"_CudaDeviceProperties(name='{self.name}', major={self.major}, minor={self.minor},"
+            f" total_memory={self.total_memory // 2**20}MB,"
+            f" multi_processor_count={self.multi_processor_count})"
+        )
+
+
+def get_device_properties(device=None) -> DeviceProperties:
+    _one_device(device, "get_device_properties")
+    return DeviceProperties(_driver.describe())
+
+
+def get_device_name(device=None) -> str:
+    """The GPU's name as its driver reports it."""
+    return get_device_properties(device).name
+
+
+def get_device_capability(device=None) -> tuple[int, int]:
+    """The GPU's compute capability (major, minor): (9, 0) for an H100."""
+    props = get_device_properties(device)
+    return props.major, props.minor
+
+
+# ---- memory -----------------------------------------------------------------------------------
+
+
+def empty_cache() -> None:
+    """Free the GPU blocks kael's caching allocator holds (nothing without a GPU)."""
+    if is_available():
+        _allocator_for(_CUDA).empty_cache()
+
+
+def memory_allocated(device=None) -> int:
+    """Bytes of GPU memory in tensors now (block capacities); 0 without a GPU."""
+    return _allocator_for(_CUDA).stats()["in_use_bytes"] if is_available() else 0
+
+
+def memory_reserved(device=None) -> int:
+    """Bytes of GPU memory the caching allocator holds, in use or cached; 0 without a GPU."""
+    return _allocator_for(_CUDA).stats()["reserved_bytes"] if is_available() else 0
+
+
+# ---- random numbers ---------------------------------------------------------------------------
+# kael draws on every device from its one default generator (the same seed gives the same
+# values on the CPU and the GPU), so seeding "the GPU's" generator reseeds that one; without
+# a GPU these do nothing, as torch's do on a machine without CUDA.
+
+
+def manual_seed(seed) -> None:
+    """Reseed the generator GPU draws use (kael's default one) when a GPU is available."""
+    if is_available():
+        from kael.frontend import random  # it imports the code generators: not at start
+
+        random.manual_seed(seed)
+
+
+manual_seed_all = manual_seed
+
+
+def seed() -> None:
+    """Reseed the generator GPU draws use from the OS's entropy, when a GPU is available."""
+    if is_available():
+        from kael.frontend import random
+
+        random.seed()
+
+
+seed_all = seed
+
+
+def initial_seed() -> int:
+    """The seed of the generator GPU draws use; kael.Error without a GPU."""
+    _driver.require()
+    from kael.frontend import random
+
+    return random.initial_seed()
