@@ -1,6 +1,6 @@
 """kael: a tensor library with a PyTorch-shaped eager API whose every computation is compiled."""
 
-from kael import cuda, linalg, nn, special, testing
+from kael import backends, cuda, linalg, nn, random, special, testing
 from kael.frontend import conveniences as _conveniences
 from kael.frontend import factories as _factories
 from kael.frontend import ops as _ops
@@ -76,6 +76,7 @@ from kael.runtime.determinism import (
     use_deterministic_algorithms,
 )
 from kael.runtime.device import Device as device
+from kael.runtime.dtypes import DType as dtype
 from kael.runtime.dtypes import (
     bfloat16,
     float16,
@@ -173,6 +174,9 @@ __all__ = [
     "nn",
     "special",
     "testing",
+    "backends",
+    "random",
+    "dtype",
     "device",
     "memory_format",
     "contiguous_format",

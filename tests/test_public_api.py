@@ -44,3 +44,10 @@ def test_functional_names_at_torch_level_compute_as_torch():
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
     relu_in_place = kael.tensor(x)
     assert relu_in_place.relu_() is relu_in_place and relu_in_place.min().item() >= 0
+
+
+def test_dtype_is_the_class_of_every_dtype():
+    """isinstance(x, torch.dtype) is how programs check a dtype argument."""
+    for name in ("float32", "float16", "bfloat16", "int8", "uint8", "bool", "long", "half"):
+        assert isinstance(getattr(kael, name), kael.dtype)
+    assert not isinstance("float32", kael.dtype)
