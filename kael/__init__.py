@@ -1,6 +1,6 @@
 """kael: a tensor library with a PyTorch-shaped eager API whose every computation is compiled."""
 
-from kael import backends, cuda, linalg, nn, random, special, testing
+from kael import backends, cuda, linalg, nn, random, special, testing, utils
 from kael.frontend import conveniences as _conveniences
 from kael.frontend import factories as _factories
 from kael.frontend import ops as _ops
@@ -176,6 +176,7 @@ __all__ = [
     "testing",
     "backends",
     "random",
+    "utils",
     "dtype",
     "device",
     "memory_format",

@@ -173,22 +173,33 @@ class _Producer:
             deleter(self.managed)
 
 
-def to_impl(obj) -> TensorImpl:
-    """A CPU impl over the memory of any DLPack producer (no copy), for every kael dtype."""
-    if not hasattr(obj, "__dlpack__"):
-        raise TypeError(f"from_dlpack expects an object with __dlpack__, got {type(obj).__name__}")
-    device_type, _ = obj.__dlpack_device__()
+def _check_cpu(device_type: int) -> None:
     if device_type != KDL_CPU:
         raise TypeError(
             f"from_dlpack supports CPU memory only for now, got DLPack device type {device_type}"
         )
-    cap = obj.__dlpack__()
+
+
+def to_impl(obj) -> TensorImpl:
+    """A CPU impl over the memory of any DLPack producer, or of a 'dltensor' capsule as
+    torch.utils.dlpack.to_dlpack makes them (no copy), for every kael dtype."""
+    if type(obj).__name__ == "PyCapsule":
+        cap = obj
+    elif hasattr(obj, "__dlpack__"):
+        _check_cpu(obj.__dlpack_device__()[0])
+        cap = obj.__dlpack__()
+    else:
+        raise TypeError(
+            "from_dlpack expects an object with __dlpack__ or a DLPack capsule, got"
+            f" {type(obj).__name__}"
+        )
     if not _api.PyCapsule_IsValid(cap, _NAME):
         raise ValueError("from_dlpack expects an unconsumed 'dltensor' capsule")
     managed = ctypes.cast(_api.PyCapsule_GetPointer(cap, _NAME), ctypes.POINTER(_Managed))
+    t = managed.contents.dl_tensor
+    _check_cpu(t.device.device_type)  # before taking ownership: a refused capsule stays whole
     _api.PyCapsule_SetName(cap, _USED)  # consumed: its deleter is kael's to call now
     owner = _Producer(managed)
-    t = managed.contents.dl_tensor
     dtype = _DTYPES.get((t.dtype.code, t.dtype.bits))
     if dtype is None or t.dtype.lanes != 1:
         raise TypeError(

@@ -206,7 +206,7 @@ def test_from_dlpack_of_numpy_and_of_kael_share_memory():
 
 
 def test_from_dlpack_needs_a_dlpack_producer():
-    with pytest.raises(kael.TypeError, match="expects an object with __dlpack__, got list"):
+    with pytest.raises(kael.TypeError, match="expects an object with __dlpack__ or a DLPack capsule, got list"):
         kael.from_dlpack([1, 2])
 
 

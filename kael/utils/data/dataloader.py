@@ -1,0 +1,177 @@
+"""DataLoader: batches from a dataset, as torch.utils.data.DataLoader makes them.
+
+A map-style dataset is read through a sampler (sequential, or random with shuffle=True)
+grouped by a BatchSampler; an iterable one is read in order and grouped as it comes. With
+num_workers > 0, worker processes (workers.py) load the batches and the loader hands them
+out in the sampler's order; with 0 the main process loads each batch when it is asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from kael.frontend import factories
+from kael.frontend.tensor import Tensor
+from kael.runtime.dtypes import int64
+from kael.runtime.errors import ValueError
+from kael.utils.data import workers
+from kael.utils.data.collate import default_collate, default_convert
+from kael.utils.data.dataset import IterableDataset
+from kael.utils.data.sampler import BatchSampler, RandomSampler, SequentialSampler
+from kael.utils.data.workers import get_worker_info
+
+__all__ = ["DataLoader", "get_worker_info"]
+
+
+def _check_options(loader: DataLoader, shuffle, sampler, batch_sampler) -> None:
+    """torch's refusals of option combinations that contradict each other."""
+    if isinstance(loader.dataset, IterableDataset):
+        for name, value in (("shuffle", shuffle), ("sampler", sampler)):
+            if value not in (None, False):
+                raise ValueError(
+                    f"DataLoader with IterableDataset: expected unspecified {name} option, but"
+                    f" got {name}={value}"
+                )
+        if batch_sampler is not None:
+            raise ValueError(
+                "DataLoader with IterableDataset: expected unspecified batch_sampler option,"
+                f" but got batch_sampler={batch_sampler}"
+            )
+    if sampler is not None and shuffle:
+        raise ValueError("sampler option is mutually exclusive with shuffle")
+    if batch_sampler is not None and (
+        loader.batch_size != 1 or shuffle or sampler is not None or loader.drop_last
+    ):
+        raise ValueError(
+            "batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and"
+            " drop_last"
+        )
+    if loader.batch_size is None and loader.drop_last:
+        raise ValueError(
+            "batch_size=None option disables auto-batching and is mutually exclusive with drop_last"
+        )
+    if loader.num_workers < 0:
+        raise ValueError(
+            "num_workers option should be non-negative; use num_workers=0 to disable"
+            " multiprocessing."
+        )
+
+
+class DataLoader:
+    """Iterate a dataset in batches (see the module); torch's arguments and defaults."""
+
+    def __init__(
+        self,
+        dataset,
+        batch_size: int | None = 1,
+        shuffle: bool | None = None,
+        sampler=None,
+        batch_sampler=None,
+        num_workers: int = 0,
+        collate_fn: Callable | None = None,
+        pin_memory: bool = False,
+        drop_last: bool = False,
+        timeout: float = 0,
+        worker_init_fn: Callable | None = None,
+        multiprocessing_context=None,
+        generator=None,
+        *,
+        prefetch_factor: int | None = None,
+        persistent_workers: bool = False,
+        pin_memory_device: str = "",
+        in_order: bool = True,
+    ) -> None:
+        self.dataset, self.batch_size, self.drop_last = dataset, batch_size, drop_last
+        self.num_workers, self.timeout, self.generator = num_workers, timeout, generator
+        _check_options(self, shuffle, sampler, batch_sampler)
+        if num_workers == 0 and prefetch_factor is not None:
+            raise ValueError(
+                "prefetch_factor option could only be specified in multiprocessing.let"
+                " num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to"
+                " None."
+            )
+        if persistent_workers and num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
+        self.prefetch_factor = 2 if prefetch_factor is None and num_workers else prefetch_factor
+        self.persistent_workers, self.pin_memory = persistent_workers, pin_memory
+        self.worker_init_fn, self.multiprocessing_context = worker_init_fn, multiprocessing_context
+        iterable = isinstance(dataset, IterableDataset)
+        if sampler is None and not iterable:
+            sampler = RandomSampler(dataset, generator=generator) if shuffle else None
+            sampler = sampler or SequentialSampler(dataset)
+        if batch_size is not None and batch_sampler is None and not iterable:
+            batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+        self.sampler, self.batch_sampler = sampler, batch_sampler
+        if collate_fn is None:
+            collate_fn = default_convert if self._unbatched else default_collate
+        self.collate_fn = collate_fn
+        self._pool: workers.Pool | None = None
+
+    @property
+    def _unbatched(self) -> bool:
+        return self.batch_size is None and self.batch_sampler is None
+
+    def _index_stream(self) -> Iterator:
+        """What each batch is made from: index lists (batched), single indices (unbatched),
+        or None per batch for an iterable dataset (the worker reads on)."""
+        if self.batch_sampler is not None:
+            return iter(self.batch_sampler)
+        if self.sampler is not None:
+            return iter(self.sampler)
+        return iter(int, 1)  # an iterable dataset: forever, until it runs out
+
+    def _base_seed(self) -> int:
+        """Each epoch's worker seed base, drawn from the loader's generator (or the
+        default one), as torch draws it."""
+        drawn = factories.empty((), dtype=int64).random_(generator=self.generator)
+        return drawn.item()
+
+    def _job(self) -> workers.Job:
+        return workers.Job(
+            self.dataset, self.collate_fn, self.batch_size, self.drop_last, self._unbatched,
+            self.num_workers, self.worker_init_fn,
+        )  # fmt: skip
+
+    def __iter__(self) -> Iterator:
+        if self.num_workers == 0:
+            batches = workers.fetch_all(self._job(), self._index_stream())
+        else:
+            if self._pool is None:
+                self._pool = workers.Pool(
+                    self._job(), self._base_seed(), self.multiprocessing_context, self.timeout,
+                    self.prefetch_factor,
+                )  # fmt: skip
+            batches = self._pool.epoch(self._index_stream())
+        failed = True
+        try:
+            for batch in batches:
+                yield _pinned(batch) if self.pin_memory else batch
+            failed = False
+        finally:  # workers stop at each epoch's end, unless persistent (and not failed)
+            if self._pool is not None and (failed or not self.persistent_workers):
+                self._pool.close()
+                self._pool = None
+
+    def __len__(self) -> int:
+        if isinstance(self.dataset, IterableDataset):
+            n = len(self.dataset)
+            if self.batch_size is None:
+                return n
+            return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+        return len(self.batch_sampler if self.batch_sampler is not None else self.sampler)
+
+    def __del__(self) -> None:
+        if getattr(self, "_pool", None) is not None:
+            self._pool.close()
+
+
+def _pinned(batch):
+    """The batch with every tensor in page-locked memory (pin_memory=True)."""
+    if isinstance(batch, Tensor):
+        return batch.pin_memory()
+    if isinstance(batch, dict):
+        return {key: _pinned(value) for key, value in batch.items()}
+    if isinstance(batch, (list, tuple)):
+        pinned = [_pinned(b) for b in batch]
+        return type(batch)(*pinned) if hasattr(batch, "_fields") else type(batch)(pinned)
+    return batch
