@@ -1,6 +1,7 @@
 """kael: a tensor library with a PyTorch-shaped eager API whose every computation is compiled."""
 
-from kael import backends, cuda, linalg, nn, random, special, testing, utils
+from kael import amp, backends, cuda, linalg, nn, random, special, testing, utils
+from kael.frontend import autocast as _autocast
 from kael.frontend import conveniences as _conveniences
 from kael.frontend import factories as _factories
 from kael.frontend import ops as _ops
@@ -9,6 +10,13 @@ from kael.frontend import random as _random
 from kael.frontend import recurrent as _recurrent
 from kael.frontend import serialization as _serialization
 from kael.frontend import torch_level as _torch_level
+from kael.frontend.autocast import (
+    autocast,
+    get_autocast_dtype,
+    is_autocast_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
+)
 from kael.frontend.compiled import compile
 from kael.frontend.factories import (
     Size,
@@ -174,6 +182,12 @@ __all__ = [
     "nn",
     "special",
     "testing",
+    "amp",
+    "autocast",
+    "get_autocast_dtype",
+    "is_autocast_enabled",
+    "set_autocast_dtype",
+    "set_autocast_enabled",
     "backends",
     "random",
     "utils",
@@ -269,6 +283,9 @@ globals().update(
 )
 for _name in _factories.NEW_METHODS:  # Tensor.new_zeros(..., requires_grad=False) ...
     setattr(Tensor, _name, _factories.on_default_device(getattr(Tensor, _name), default=False))
+
+_autocast.install(globals(), "kael")  # matmul, conv2d, quantile, ... under kael.autocast
+_autocast.install_methods(Tensor)
 
 # Ops are pickled by reference: each is named where it is published here.
 _published.publish(__name__, globals())

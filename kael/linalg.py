@@ -2,6 +2,7 @@
 dense kernels (codegen/cpu/dense.py and the modules built on it); norms and products are
 kael's own reductions, matmul and elementwise ops."""
 
+from kael.frontend import autocast as _autocast
 from kael.frontend import factorizations as _factorizations
 from kael.frontend import ldl as _ldl
 from kael.frontend import linalg_extras as _linalg_extras
@@ -26,5 +27,6 @@ _FUNCTIONS = {
 }
 globals().update({name: _op_door(f"linalg.{name}", fn) for name, fn in _FUNCTIONS.items()})
 
+_autocast.install(globals(), "linalg")  # float32 under autocast, as torch's
 __all__ = ["LinAlgError", *_FUNCTIONS]
 _published.publish(__name__, globals())  # pickle finds each function by this name

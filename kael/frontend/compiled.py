@@ -22,7 +22,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kael.frontend import factories, pytree, replay, tracing
+from kael.frontend import autocast, factories, pytree, replay, tracing
 from kael.frontend import plan as p
 from kael.frontend.guard import MISS, supported
 from kael.frontend.plan_matmul import MatmulCall
@@ -303,7 +303,12 @@ class CompiledFunction:
         if self._epoch != epoch.value:
             self._moved()
         try:
-            if not kwargs and not self.check and factories.DEFAULT.device is None:
+            if (
+                not kwargs
+                and not self.check
+                and factories.DEFAULT.device is None
+                and not autocast.ACTIVE[0]
+            ):
                 guarded = self._guarded
                 if guarded is not None:
                     result = guarded(args)
@@ -403,6 +408,9 @@ class CompiledFunction:
         device = factories.default_device()
         if device is not None:  # set_default_device: where the function's factories create
             key = (key[0], (*key[1], ("default device", device)))
+        casts = autocast.signature() if autocast.ACTIVE[0] else ()
+        if casts:  # kael.autocast: which ops the trace cast, and to what
+            key = (key[0], (*key[1], ("autocast", casts)))
         entry = self._entries.get(key)
         plan = None
         if entry is not None and (

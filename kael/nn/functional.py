@@ -3,6 +3,7 @@ dropout, the losses and distances, and the softmax family."""
 
 from kael.frontend import activations as _activations
 from kael.frontend import attention as _attention
+from kael.frontend import autocast as _autocast
 from kael.frontend import bags as _bags
 from kael.frontend import conv as _conv
 from kael.frontend import ctc as _ctc
@@ -44,6 +45,8 @@ globals().update(_bags.FUNCTIONS)
 globals().update(_ctc.FUNCTIONS)
 globals().update(_fractional_pooling.FUNCTIONS)
 dropout = _op_door("dropout", _random.dropout)
+
+_autocast.install(globals(), "functional")  # linear, conv2d, the losses, ... under autocast
 
 # every public name above: the families all land in this namespace
 __all__ = sorted(name for name in globals() if not name.startswith("_"))
