@@ -2,8 +2,9 @@
 precision (matmuls, convolutions, attention, the recurrent layers) take their floating
 inputs in `dtype`, and the ops it keeps in float32 (losses, pooling and padding of volumes,
 linear algebra, quantile, cdist, ...) take float16/bfloat16 inputs as float32. The rest
-run as they are. The tables are PyTorch's per device (bfloat16 by default on the CPU,
-float16 on CUDA); float64 inputs are never cast.
+run as they are. The tables are PyTorch's CPU tables, used for cuda tensors too (PyTorch's
+CUDA tables also keep exp, log, softmax, sum and the norms in float32: not yet here);
+the default dtype is bfloat16 on the CPU and float16 on CUDA; float64 is never cast.
 
 The state is per thread, as PyTorch's. Each op named in a table is wrapped once where it
 is published (kael.NAME, kael.nn.functional.NAME, kael.linalg.NAME, Tensor.NAME); while no
