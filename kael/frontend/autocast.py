@@ -20,6 +20,7 @@ import warnings
 from collections.abc import Callable
 
 from kael.frontend.tensor import Tensor
+from kael.runtime import sync
 from kael.runtime.device import parse_device
 from kael.runtime.dtypes import DType, as_dtype, bfloat16, float16, float32, float64
 from kael.runtime.errors import TypeError, ValueError
@@ -122,7 +123,7 @@ class _State(threading.local):
 _state = _State()
 # How many threads have autocast on for some device: 0 lets every wrapper skip its checks.
 ACTIVE = [0]
-_count_lock = threading.Lock()
+_count_lock = sync.lock()
 
 
 def _device_type(device_type) -> str:

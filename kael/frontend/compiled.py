@@ -268,7 +268,7 @@ class CompiledFunction:
         self._guards: list[tuple] = []
         self._info = CacheInfo(0, 0, 0, 0)
         self._warned_fallback: set[str] = set()
-        self._lock = sync.lock()
+        self._lock = sync.lock(owner=self)
         # the guarded replays of the last two positional signatures called, latest first
         self._guarded: Callable | None = None
         self._other: Callable | None = None

@@ -11,9 +11,8 @@ Storage whose owner calls the producer's deleter when kael no longer needs it.
 from __future__ import annotations
 
 import ctypes
-import threading
 
-from kael.runtime import dtypes
+from kael.runtime import dtypes, sync
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import DType
 from kael.runtime.errors import TypeError, ValueError
@@ -101,12 +100,15 @@ _api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
 # Exported tensors by the address of their DLManagedTensor: what keeps each one's memory
 # (and its ctypes structures) alive until its deleter runs.
 _exported: dict[int, tuple] = {}
-_lock = threading.Lock()
+_lock = sync.lock()
 
 
 def _release(address: int) -> None:
+    """Forget an export. The entry is dropped outside the lock: its storage may be an
+    import of another kael export, whose deleter comes back here."""
     with _lock:
-        _exported.pop(address, None)
+        entry = _exported.pop(address, None)
+    del entry
 
 
 @_DELETER

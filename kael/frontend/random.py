@@ -67,7 +67,7 @@ class Generator:
 
     def __init__(self, device: str | Device = "cpu") -> None:
         self.device = parse_device(device)
-        self.lock = sync.lock(fork_rank=sync.GENERATOR_RANK)
+        self.lock = sync.lock(fork_rank=sync.GENERATOR_RANK, owner=self)
         self._seed = DEFAULT_SEED
         self._offset = 0
         self._mine = threading.local()  # counters reserved by each thread, for drawn_here

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import weakref
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -25,30 +26,41 @@ LLVMLITE_RANK = 11  # llvmlite's own lock around every C call, taken inside kael
 GENERATOR_RANK = 20
 ALLOCATOR_RANK = 90
 
-_all: list = []  # every lock made here, re-initialized in a forked child
-_held: list[tuple[int, object]] = []  # (rank, lock) held across fork()
+# Every lock made here by id, re-initialized in a forked child; those held across fork()
+# by rank. A lock made for an object (owner=) leaves both when that object is collected.
+_all: dict[int, object] = {}
+_held: dict[int, dict[int, object]] = {}
+_acquired: list = []  # what _before_fork took, released in reverse after the fork
 
 
-def lock(*, reentrant: bool = False, fork_rank: int | None = None):
+def lock(*, reentrant: bool = False, fork_rank: int | None = None, owner: object = None):
     """A new threading lock (an RLock when `reentrant`) that a forked child gets unlocked.
 
     With `fork_rank`, fork() also waits for it (see the ranks above): only for leaf locks,
-    whose holder never waits for a lock of a lower rank.
+    whose holder never waits for a lock of a lower rank. With `owner` (a Generator, a
+    compiled function, ...) the lock is forgotten when the owner is collected: a program
+    making and dropping many of them keeps these tables, and fork(), small.
     """
     new = threading.RLock() if reentrant else threading.Lock()
-    _all.append(new)
+    _all[id(new)] = new
     if fork_rank is not None:
         hold_across_fork(new, fork_rank)
+    if owner is not None:
+        weakref.finalize(owner, _forget, new)
     return new
+
+
+def _forget(gone) -> None:
+    _all.pop(id(gone), None)
+    for table in _held.values():
+        table.pop(id(gone), None)
 
 
 def hold_across_fork(existing, fork_rank: int) -> None:
     """Make fork() wait for a lock made elsewhere (a library's), as for `lock(fork_rank=)`,
     and re-initialize it in the child; it needs acquire, release and _at_fork_reinit."""
-    if existing not in _all:
-        _all.append(existing)
-    _held.append((fork_rank, existing))
-    _held.sort(key=lambda entry: entry[0])
+    _all[id(existing)] = existing
+    _held.setdefault(fork_rank, {})[id(existing)] = existing
 
 
 def cached(fn: Callable[..., T] | None = None, *, lock_with=None):
@@ -82,17 +94,22 @@ def cached(fn: Callable[..., T] | None = None, *, lock_with=None):
 
 
 def _before_fork() -> None:
-    for _, held in _held:
+    # a snapshot (list() of a dict is one step under the GIL): a lock forgotten meanwhile
+    # is still released by the parent
+    _acquired[:] = [held for rank in sorted(_held) for held in list(_held[rank].values())]
+    for held in _acquired:
         held.acquire()
 
 
 def _after_fork_in_parent() -> None:
-    for _, held in reversed(_held):
+    for held in reversed(_acquired):
         held.release()
+    _acquired.clear()
 
 
 def _after_fork_in_child() -> None:
-    for each in _all:
+    _acquired.clear()
+    for each in list(_all.values()):
         each._at_fork_reinit()
 
 

@@ -1,6 +1,8 @@
 """NumPy and DLPack interop: zero-copy both ways, lifetimes, and every unsupported input."""
 
 import gc
+import subprocess
+import sys
 import weakref
 
 import numpy as np
@@ -206,7 +208,9 @@ def test_from_dlpack_of_numpy_and_of_kael_share_memory():
 
 
 def test_from_dlpack_needs_a_dlpack_producer():
-    with pytest.raises(kael.TypeError, match="expects an object with __dlpack__ or a DLPack capsule, got list"):
+    with pytest.raises(
+        kael.TypeError, match="expects an object with __dlpack__ or a DLPack capsule, got list"
+    ):
         kael.from_dlpack([1, 2])
 
 
@@ -379,3 +383,23 @@ def test_asarray_and_from_dlpack_read_torch_tensors_as_tensor_does():
     assert kael.asarray(torch.ones(2, requires_grad=True)).tolist() == [1.0, 1.0]
     with pytest.raises(kael.TypeError, match="from_dlpack: cannot read"):
         kael.from_dlpack(torch.ones(2).to_sparse())
+
+
+def test_freeing_an_export_of_an_imported_export_does_not_deadlock():
+    """kael -> torch -> kael -> torch, then freed: the last deleter freed the middle import,
+    whose owner ran the first export's deleter, which waited on the lock its own thread
+    held (a hang)."""
+    script = (
+        "import gc, kael, torch\n"
+        "a = kael.arange(6.0)\n"
+        "t = torch.from_dlpack(a)\n"
+        "b = kael.from_dlpack(t)\n"
+        "c = torch.from_dlpack(b)\n"
+        "del a, t, b\n"
+        "gc.collect()\n"
+        "del c\n"
+        "print('freed')\n"
+    )
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60)  # fmt: skip
+    assert res.returncode == 0 and "freed" in res.stdout, res.stderr

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import ctypes
 import enum
-import threading
 import time
 
+from kael.runtime import sync
 from kael.runtime.emulator import machine, memory, ptx
 from kael.runtime.emulator.memory import Fault, Memory
 
@@ -76,7 +76,7 @@ SHARED_OPTIN_LIMIT = 227 * 1024  # sm_90's most shared memory a CTA may opt in t
 
 OK = CUresult.CUDA_SUCCESS
 _memory = Memory()
-_lock = threading.RLock()  # one device: launches and copies run one at a time, in order
+_lock = sync.lock(reentrant=True)  # one device: launches and copies run one at a time
 _last_fault = ""  # the emulator's account of the last failure, for cuGetErrorString
 
 
