@@ -1,9 +1,12 @@
 """kael: a tensor library with a PyTorch-shaped eager API whose every computation is compiled."""
 
+import math as _math
+
 from kael import amp, backends, cuda, linalg, nn, random, special, testing, utils
 from kael.frontend import autocast as _autocast
 from kael.frontend import conveniences as _conveniences
 from kael.frontend import factories as _factories
+from kael.frontend import legacy_types as _legacy_types
 from kael.frontend import ops as _ops
 from kael.frontend import published as _published
 from kael.frontend import random as _random
@@ -286,6 +289,11 @@ for _name in _factories.NEW_METHODS:  # Tensor.new_zeros(..., requires_grad=Fals
 
 _autocast.install(globals(), "kael")  # matmul, conv2d, quantile, ... under kael.autocast
 _autocast.install_methods(Tensor)
+
+# torch's constants and legacy tensor types (kael.FloatTensor, ...)
+inf, nan, pi, e, newaxis = _math.inf, _math.nan, _math.pi, _math.e, None
+globals().update(_legacy_types.TYPES)
+__all__ += ["inf", "nan", "pi", "e", "newaxis", *_legacy_types.TYPES]
 
 # Ops are pickled by reference: each is named where it is published here.
 _published.publish(__name__, globals())

@@ -223,14 +223,47 @@ def _dim_order(impl: TensorImpl, ambiguity_check: bool = False) -> tuple[int, ..
     return tuple(reversed(perm))
 
 
+def legacy_new(dtype, default_device, args: tuple, device, op: str) -> Tensor:
+    """PyTorch's legacy constructors (Tensor.new, kael.Tensor(...), kael.FloatTensor(...)):
+    () empty, (*sizes) or (Size) uninitialised, (sequence) a tensor of that data, (tensor)
+    that tensor (of `dtype` and the device only), on `device` or the default one."""
+    from kael.frontend import factories  # it imports this module
+
+    device = default_device if device is None else Device(device)
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        other = args[0]
+        if other.dtype is not dtype or other.device is not device:
+            raise TypeError(
+                f"{op}(): expected a {dtype} tensor on {device} (got a {other.dtype} tensor"
+                f" on {other.device})"
+            )
+        return other.detach()
+    if len(args) == 1 and (type(args[0]) in (list, tuple) or hasattr(args[0], "__array__")):
+        return factories.tensor(args[0], dtype=dtype, device=device)
+    for arg in args:
+        if not isinstance(arg, (int, tuple)) or isinstance(arg, bool):
+            what = "data must be a sequence" if isinstance(arg, float) else "invalid data type"
+            raise TypeError(f"{op}(): {what} (got {type(arg).__name__})")
+    return factories.empty(*(args or (0,)), dtype=dtype, device=device)
+
+
 class Tensor:
     """A handle to one TensorImpl: binding a name shares it, clone() copies the data."""
 
     __slots__ = ("_impl", "__weakref__")
 
-    def __init__(self, impl: TensorImpl) -> None:
-        impl.validate()
-        self._impl = impl
+    def __init__(self, impl: TensorImpl = None, *sizes, device=None) -> None:
+        """A handle to `impl` (kael's own use); torch's legacy constructor otherwise:
+        kael.Tensor(2, 3) uninitialised, kael.Tensor([1, 2]) of that data, kael.Tensor()
+        empty, all in the default dtype; kael.Tensor(t) another handle to t's data."""
+        if impl.__class__ is TensorImpl and not sizes:
+            impl.validate()
+            self._impl = impl
+        elif isinstance(impl, Tensor) and not sizes:
+            self._impl = impl._impl
+        else:
+            args = (impl, *sizes) if impl is not None else sizes
+            self._impl = legacy_new(dtypes.get_default_dtype(), CPU, args, device, "Tensor")._impl
 
     @classmethod
     def trusted(cls, impl: TensorImpl) -> Tensor:
@@ -624,6 +657,29 @@ class Tensor:
         _needs_values("int(tensor)")
         return int(self.item())
 
+    def __index__(self) -> int:
+        """An integer or bool tensor of one element as an index (range(n), seq[i], ...)."""
+        dtype = self._impl.dtype
+        if self._impl.numel() != 1 or dtype.is_floating_point:
+            raise TypeError(
+                "only integer tensors of a single element can be converted to an index (got"
+                f" a {dtype} tensor of {self._impl.numel()} elements)"
+            )
+        _needs_values("operator.index(tensor)")
+        return int(self.item())
+
+    def __format__(self, spec: str) -> str:
+        """A 0-d tensor formats as its number (f"{loss:.4f}"); others only with no spec."""
+        if not self._impl.shape:
+            _needs_values("formatting a tensor")
+            return format(self.item(), spec)
+        if spec:
+            raise TypeError(
+                f"unsupported format string {spec!r} passed to Tensor.__format__ (only a 0-d"
+                f" tensor formats as a number; this one has shape {list(self._impl.shape)})"
+            )
+        return str(self)
+
     def __repr__(self) -> str:
         _needs_values("printing a tensor")
         return printing.format_tensor(self)
@@ -715,6 +771,7 @@ class Tensor:
         if dtype is None:
             place = "cuda." if self._impl.device is not CPU else ""
             return f"kael.{place}{_TYPE_NAMES[self._impl.dtype]}"
+        dtype = getattr(dtype, "legacy_dtype", dtype)  # kael.FloatTensor and the like
         if isinstance(dtype, str) and dtype.startswith("kael."):
             names = {n: d for d, n in _TYPE_NAMES.items()}
             found = names.get(dtype.removeprefix("kael.").removeprefix("cuda."))
@@ -1019,25 +1076,7 @@ class Tensor:
         """PyTorch's legacy constructor in self's dtype: new() empty, new(*sizes) or new(Size)
         uninitialised, new(sequence) a tensor of that data, new(tensor) that tensor (same
         dtype and device only), on self's device unless told."""
-        from kael.frontend import factories  # it imports this module
-
-        device = self._impl.device if device is None else Device(device)
-        dtype = self._impl.dtype
-        if len(args) == 1 and isinstance(args[0], Tensor):
-            other = args[0]
-            if other.dtype is not dtype or other.device is not device:
-                raise TypeError(
-                    f"new(): expected a {dtype} tensor on {device} (got a {other.dtype} tensor"
-                    f" on {other.device})"
-                )
-            return other.detach()
-        if len(args) == 1 and type(args[0]) in (list, tuple):
-            return factories.tensor(args[0], dtype=dtype, device=device)
-        for arg in args:
-            if not isinstance(arg, (int, tuple)) or isinstance(arg, bool):
-                what = "data must be a sequence" if isinstance(arg, float) else "invalid data type"
-                raise TypeError(f"new(): {what} (got {type(arg).__name__})")
-        return factories.empty(*(args or (0,)), dtype=dtype, device=device)
+        return legacy_new(self._impl.dtype, self._impl.device, args, device, "new")
 
     def resize_(self, *sizes) -> Tensor:
         """This tensor made contiguous of shape `sizes` at its offset, its storage grown

@@ -822,3 +822,30 @@ def test_unpickling_refuses_bytes_that_do_not_fill_the_shape(data):
 
 def test_an_empty_tensor_with_huge_dims_prints_without_numpy():
     assert repr(kael.empty(2**61, 0)).startswith("tensor([], shape=[2305843009213693952, 0]")
+
+
+# ---- Python's number protocols: __index__ and __format__ ---------------------------------------
+
+
+@pytest.mark.parametrize("make", [lambda L: L.tensor(3), lambda L: L.tensor([3]),
+                                  lambda L: L.tensor([[3]], dtype=L.uint8), lambda L: L.tensor(True)])  # fmt: skip
+def test_one_integer_element_is_an_index(make):
+    assert list(range(make(kael))) == list(range(make(torch)))
+    assert [10, 20, 30, 40][make(kael)] == [10, 20, 30, 40][make(torch)]
+
+
+@pytest.mark.parametrize("make", [lambda L: L.tensor(3.0), lambda L: L.tensor([1, 2])])
+def test_floats_and_many_elements_are_no_index(make):
+    with pytest.raises(TypeError, match="only integer tensors of a single element"):
+        range(make(torch))
+    with pytest.raises(kael.TypeError, match="only integer tensors of a single element"):
+        range(make(kael))
+
+
+def test_a_0d_tensor_formats_as_its_number():
+    for spec in (".4f", "", "e", ">10.2f"):
+        assert format(kael.tensor(0.12345), spec) == format(torch.tensor(0.12345), spec)
+    assert f"{kael.tensor(7)}" == "7" and f"{kael.tensor(7):03d}" == "007"
+    assert f"{kael.tensor([1.0, 2.0])}" == str(kael.tensor([1.0, 2.0]))
+    with pytest.raises(kael.TypeError, match="unsupported format string '.3f'"):
+        f"{kael.tensor([1.0, 2.0]):.3f}"
