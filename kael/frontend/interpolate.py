@@ -42,6 +42,8 @@ def _sizes(x: Tensor, dims: int, size, scale_factor, recompute: bool | None):
     if (size is None) == (scale_factor is None):
         raise ValueError("only one of size or scale_factor should be defined")
     if size is not None:
+        if recompute:
+            raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
         sizes = (size,) * dims if isinstance(size, int) else tuple(size)
         if len(sizes) != dims:
             raise ValueError(

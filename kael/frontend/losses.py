@@ -358,6 +358,8 @@ def cross_entropy_extended(
                 f"{name}: class-probability targets must have the input's shape"
                 f" {list(x.shape)}, got {list(target.shape)}"
             )
+        if ignore_index >= 0:  # PyTorch lets its negative default (and any negative) pass
+            raise ValueError("ignore_index is not supported for floating point target")
         probs = target.to(x.dtype)
         if eps > 0:
             probs = probs * (1 - eps) + eps / classes

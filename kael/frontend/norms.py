@@ -72,11 +72,13 @@ def batch_norm(
     dims = (0, *range(2, x.ndim))
     wide = widened(x)
     if training:
-        count = x.numel() // x.shape[1]
-        if count <= 1:
+        count = math.prod((x.shape[0], *x.shape[2:]))
+        if count == 1:
             raise ValueError(
                 f"Expected more than 1 value per channel when training, got input size {list(x.shape)}"
             )
+        if count == 0:  # no statistics to take or move: PyTorch returns the empty batch
+            return x.clone()
         mean = reductions.mean(wide, dims, keepdim=True)
         var = moments.var(wide, dims, correction=0, keepdim=True)
         for stat, batch in ((mean_v, mean), (var_v, var * (count / (count - 1)))):
@@ -109,6 +111,10 @@ def instance_norm(
         raise ValueError(f"{name}: expected at least 3-D input (N, C, ...), got {x.ndim}-D")
     if not use_input_stats:
         return batch_norm(x, running_mean, running_var, weight, bias, False, momentum, eps)
+    if math.prod(x.shape[2:]) == 1:  # PyTorch's check, on the input rather than the fold
+        raise ValueError(
+            f"Expected more than 1 spatial element when training, got input size {list(x.shape)}"
+        )
     n, c = x.shape[:2]
     folded = x.reshape((1, n * c, *x.shape[2:]))
     stats = [

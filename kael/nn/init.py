@@ -148,6 +148,18 @@ def trunc_normal_(
     return tensor.clamp_(min=a, max=b)
 
 
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
+    """A 2-D tensor drawn from normal(0, std) with ceil(sparsity * rows) elements of each
+    column zero, at rows chosen at random (each column's own), as PyTorch's sparse_."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows = tensor.shape[0]
+    zeros = math.ceil(sparsity * rows)
+    tensor.normal_(0.0, std, generator=generator)
+    scores = tensor.new_empty(tensor.shape).uniform_(generator=generator)
+    return tensor.scatter_(0, scores.argsort(0)[:zeros], 0.0)
+
+
 def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     """A (semi-)orthogonal matrix (rows or columns orthonormal) from the QR factorization of
     a Gaussian draw, its signs fixed by R's diagonal; dims past the first are flattened."""

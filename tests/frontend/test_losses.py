@@ -359,3 +359,23 @@ def test_gaussian_nll_loss_refuses_negative_and_misshapen_variances():
         KF.gaussian_nll_loss(x, x, -kael.ones(6, 5))
     with pytest.raises(kael.ValueError, match="incorrect size"):
         KF.gaussian_nll_loss(x, x, kael.ones(5, 6))
+
+
+@pytest.mark.parametrize("ignore_index", [-100, -1, 0, 2])
+def test_cross_entropy_with_probability_targets_refuses_a_class_ignore_index_as_torch(
+    ignore_index,
+):
+    logits, probs = torch.tensor(A), torch.softmax(torch.tensor(B), 1)
+    k_logits, k_probs = kael.tensor(A), kael.tensor(probs.numpy())
+    if ignore_index < 0:  # torch lets any negative index pass: no class is ignored
+        expected = TF.cross_entropy(logits, probs, ignore_index=ignore_index)
+        got = kael.nn.CrossEntropyLoss(ignore_index=ignore_index)(k_logits, k_probs)
+        np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-10)
+        return
+    message = "ignore_index is not supported for floating point target"
+    with pytest.raises(RuntimeError, match=message):
+        TF.cross_entropy(logits, probs, ignore_index=ignore_index)
+    with pytest.raises(kael.Error, match=message):
+        KF.cross_entropy(k_logits, k_probs, ignore_index=ignore_index)
+    with pytest.raises(kael.Error, match=message):
+        kael.nn.CrossEntropyLoss(ignore_index=ignore_index)(k_logits, k_probs)

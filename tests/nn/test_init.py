@@ -89,3 +89,15 @@ def test_generator_makes_a_fill_repeatable():
     b = init.uniform_(kael.empty(5), -1, 1, generator=kael.Generator().manual_seed(3))
     np.testing.assert_array_equal(a.numpy(), b.numpy())
     assert a.numpy().min() >= -1 and a.numpy().max() < 1
+
+
+@pytest.mark.parametrize("sparsity", [0.0, 0.3, 0.5, 1.0])
+def test_sparse_zeroes_the_same_share_of_each_column_as_torch(sparsity):
+    k = init.sparse_(kael.empty(10, 40), sparsity, std=0.5)
+    t = torch.nn.init.sparse_(torch.empty(10, 40), sparsity, std=0.5)
+    assert (k == 0).sum(0).tolist() == (t == 0).sum(0).tolist()
+    nonzero = k.numpy()[k.numpy() != 0]
+    if nonzero.size > 100:
+        assert abs(nonzero.std() - 0.5) < 0.1
+    with pytest.raises(kael.ValueError, match="Only tensors with 2 dimensions are supported"):
+        init.sparse_(kael.empty(3), sparsity)

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from kael.frontend.tensor import Tensor
 from kael.nn.modules.module import Module, add_indent
 from kael.nn.parameter import Parameter
-from kael.runtime.errors import IndexError, KeyError, TypeError
+from kael.runtime.errors import IndexError, KeyError, TypeError, ValueError
 
 
 def _position(index, length: int, kind: str) -> int:
@@ -75,6 +75,12 @@ class _Indexed(Module):
             del values[_position(index, len(values), type(self).__name__)]
         self._renumber(values)
 
+    def pop(self, index: int | slice):
+        """The entry (or slice) at `index`, removed; the rest renumbered."""
+        value = self[index]
+        del self[index]
+        return value
+
     def __dir__(self) -> list[str]:
         return [k for k in super().__dir__() if not k.isdigit()]
 
@@ -93,8 +99,25 @@ class Sequential(_Indexed):
                 self.add_module(str(i), module)
 
     def _slice(self, index: slice) -> Sequential:
-        """The modules in the slice under their own names, as PyTorch slices."""
-        return Sequential(OrderedDict(list(self._modules.items())[index]))
+        """The modules in the slice under their own names, in this class, as PyTorch slices."""
+        return type(self)(OrderedDict(list(self._modules.items())[index]))
+
+    def __add__(self, other: Sequential) -> Sequential:
+        """A new Sequential of this one's modules, then other's."""
+        return Sequential().extend(self).extend(_sequential_operand(other))
+
+    def __iadd__(self, other: Sequential) -> Sequential:
+        return self.extend(_sequential_operand(other))
+
+    def __mul__(self, times: int) -> Sequential:
+        """A new Sequential of this one's modules `times` over (the same module objects)."""
+        return Sequential().extend(list(self) * _factor(self, times))
+
+    def __rmul__(self, times: int) -> Sequential:
+        return self.__mul__(times)
+
+    def __imul__(self, times: int) -> Sequential:
+        return self.extend(list(self) * (_factor(self, times) - 1))
 
     def append(self, module: Module) -> Sequential:
         self.add_module(str(len(self)), module)
@@ -113,6 +136,24 @@ class Sequential(_Indexed):
         for module in self._modules.values():
             input = module(input)
         return input
+
+
+def _sequential_operand(other) -> Sequential:
+    """other, which `+` and `+=` on a Sequential take only as another Sequential."""
+    if not isinstance(other, Sequential):
+        raise ValueError(
+            f"add operator supports only objects of Sequential class, but {type(other)} is given."
+        )
+    return other
+
+
+def _factor(sequential: Sequential, times) -> int:
+    """times, checked as `*` on a Sequential checks it: a positive int."""
+    if not isinstance(times, int):
+        raise TypeError(f"unsupported operand type(s) for *: {type(sequential)} and {type(times)}")
+    if times <= 0:
+        raise ValueError(f"Non-positive multiplication factor {times} for {type(sequential)}")
+    return times
 
 
 class ModuleList(_Indexed):
@@ -143,6 +184,10 @@ class ModuleList(_Indexed):
     def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
         return self.extend(modules)
 
+    def __add__(self, other: Iterable[Module]) -> ModuleList:
+        """A new ModuleList of this one's modules, then other's."""
+        return ModuleList().extend(self).extend(other)
+
     def __repr__(self) -> str:
         """PyTorch's form: runs of equal children shown once, as "(0-5): 6 x Block(...)"."""
         runs: list[list] = []  # [first, last, repr]
@@ -152,13 +197,14 @@ class ModuleList(_Indexed):
                 runs[-1][1] = i
             else:
                 runs.append([i, i, text])
+        name = type(self).__name__
         if not runs:
-            return "ModuleList()"
+            return f"{name}()"
         lines = [
             add_indent(f"({a}): {text}" if a == b else f"({a}-{b}): {b - a + 1} x {text}", 2)
             for a, b, text in runs
         ]
-        return "ModuleList(\n  " + "\n  ".join(lines) + "\n)"
+        return f"{name}(\n  " + "\n  ".join(lines) + "\n)"
 
 
 class ParameterList(_Indexed):
@@ -182,19 +228,45 @@ class ParameterList(_Indexed):
             self.append(value)
         return self
 
+    def __iadd__(self, values: Iterable[Tensor]) -> ParameterList:
+        return self.extend(values)
+
     def __setitem__(self, index, value) -> None:
         i = _position(index, len(self), "ParameterList")
         self.register_parameter(str(i), value if isinstance(value, Parameter) else Parameter(value))
 
     def extra_repr(self) -> str:
-        return "\n".join(
-            f"({i}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
-            for i, p in enumerate(self)
+        return _entries_repr(enumerate(self))
+
+
+def _entries_repr(entries: Iterable[tuple]) -> str:
+    """PyTorch's lines for a ParameterList's or ParameterDict's entries, indented 2 more
+    than other modules' extra_repr (so 4 in the repr)."""
+    return "\n".join(
+        f"  ({k}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
+        for k, p in entries
+    )
+
+
+def _pair(label: str, position: int, entry) -> tuple:
+    """One (key, value) element of a sequence given to update(), checked as PyTorch does."""
+    if not isinstance(entry, Iterable):
+        raise TypeError(
+            f"{label} update sequence element #{position} should be Iterable; is "
+            f"{type(entry).__name__}"
         )
+    if len(entry) != 2:
+        raise ValueError(
+            f"{label} update sequence element #{position} has length {len(entry)}; 2 is required"
+        )
+    return entry[0], entry[1]
 
 
 class _Keyed(Module):
     """A dict of registered values (modules or parameters), in insertion order."""
+
+    _label = "ModuleDict"  # the name PyTorch's messages give it
+    _sorts_mappings = False  # whether update() enters a plain mapping's keys sorted
 
     def _table(self) -> dict:
         return self._modules
@@ -243,11 +315,22 @@ class _Keyed(Module):
         self._changed()
 
     def update(self, values) -> None:
-        pairs = values.items() if isinstance(values, Mapping) else values
-        if isinstance(self, ParameterDict) and type(values) is dict:
-            pairs = sorted(pairs)  # PyTorch sorts a plain dict's parameters by name
-        for key, value in pairs:
+        """Enter each (key, value) of a mapping, another ModuleDict or ParameterDict, or an
+        iterable of pairs, in PyTorch's order."""
+        for key, value in self._pairs(values):
             self._put(key, value)
+
+    def _pairs(self, values) -> Iterable[tuple]:
+        if not isinstance(values, Iterable):
+            raise TypeError(
+                f"{self._label}.update should be called with an iterable of key/value pairs, "
+                f"but got {type(values).__name__}"
+            )
+        if isinstance(values, (OrderedDict, _Keyed)):
+            return values.items()
+        if isinstance(values, Mapping):
+            return sorted(values.items()) if self._sorts_mappings else values.items()
+        return (_pair(self._label, j, entry) for j, entry in enumerate(values))
 
 
 class ModuleDict(_Keyed):
@@ -265,6 +348,10 @@ class ModuleDict(_Keyed):
 class ParameterDict(_Keyed):
     """Parameters by name (tensors become Parameters)."""
 
+    _label = "ParameterDict"
+    _sorts_mappings = True  # PyTorch sorts a mapping's parameters by name, but for an
+    # OrderedDict's or a ParameterDict's
+
     def __init__(self, parameters=None) -> None:
         super().__init__()
         if parameters is not None:
@@ -276,8 +363,33 @@ class ParameterDict(_Keyed):
     def _put(self, key: str, value) -> None:
         self.register_parameter(key, value if isinstance(value, Parameter) else Parameter(value))
 
+    def get(self, key: str, default=None):
+        """The parameter at `key`, or `default` where there is none."""
+        return self._parameters.get(key, default)
+
+    def setdefault(self, key: str, default=None):
+        """The parameter at `key`, entering `default` there first if it has none."""
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def copy(self) -> ParameterDict:
+        """A new ParameterDict of the same Parameter objects, in the same order."""
+        return ParameterDict(OrderedDict(self.items()))
+
+    def __or__(self, other: ParameterDict) -> ParameterDict:
+        merged = self.copy()
+        merged.update(other)
+        return merged
+
+    def __ror__(self, other: ParameterDict) -> ParameterDict:
+        merged = other.copy()
+        merged.update(self)
+        return merged
+
+    def __ior__(self, other: ParameterDict) -> ParameterDict:
+        self.update(other)
+        return self
+
     def extra_repr(self) -> str:
-        return "\n".join(
-            f"({k}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
-            for k, p in self.items()
-        )
+        return _entries_repr(self.items())

@@ -8,12 +8,19 @@ import warnings
 
 from kael.nn import functional as F
 from kael.nn.modules.declared import declare
+from kael.nn.modules.shaping import PairwiseDistance
+from kael.runtime.errors import ValueError
 
 LEGACY = (("size_average", None), ("reduce", None), ("reduction", "mean"))
 
 
-def _prepare(*buffers: str):
+def _prepare(*buffers: str, check=None):
+    """prepare of a loss: PyTorch's constructor `check` first, then the legacy reduction
+    and the buffers."""
+
     def prepare(module) -> None:
+        if check is not None:
+            check(module)
         d = module.__dict__
         if "size_average" in d:
             size_average, reduce = d.pop("size_average"), d.pop("reduce")
@@ -32,8 +39,34 @@ def _prepare(*buffers: str):
     return prepare
 
 
-def _loss(name: str, fn, settings, passed, buffers=(), **options):
-    return declare(name, fn, settings, prepare=_prepare(*buffers), passed=passed, **options)
+def _loss(name: str, fn, settings, passed, buffers=(), check=None, **options):
+    prepare = _prepare(*buffers, check=check)
+    return declare(name, fn, settings, prepare=prepare, passed=passed, **options)
+
+
+def _positive_margin(module) -> None:
+    if module.margin <= 0:
+        raise ValueError(
+            f"{type(module).__name__}: expected margin to be greater than 0, got "
+            f"{module.margin} instead"
+        )
+
+
+def _triplet_with_distance(module) -> None:
+    """PyTorch's checks, and its default distance: a PairwiseDistance() submodule."""
+    _positive_margin(module)
+    if module.distance_function is None:
+        module.distance_function = PairwiseDistance()
+
+
+def _multi_margin(module) -> None:
+    if module.p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    weight = module.weight
+    if weight is not None and weight.dim() != 1:
+        raise ValueError(
+            f"MultiMarginLoss: expected weight to be None or 1D tensor, got {weight.dim()}D instead"
+        )
 
 
 _PLAIN = ("reduction",)
@@ -73,6 +106,7 @@ CrossEntropyLoss = _loss(
     (*_CLASSES, ("label_smoothing", 0.0)),
     ("weight", "ignore_index", "reduction", "label_smoothing"),
     ("weight",),
+    inputs=("input", "target"),  # F.cross_entropy's door does not name them
 )
 KLDivLoss = _loss(
     "KLDivLoss", F.kl_div, (*LEGACY, ("log_target", False)), ("reduction", "log_target")
@@ -98,12 +132,14 @@ TripletMarginLoss = _loss(
     F.triplet_margin_loss,
     (("margin", 1.0), ("p", 2.0), ("eps", 1e-6), ("swap", False), *LEGACY),
     ("margin", "p", "eps", "swap", "reduction"),
+    check=_positive_margin,
 )
 TripletMarginWithDistanceLoss = _loss(
     "TripletMarginWithDistanceLoss",
     F.triplet_margin_with_distance_loss,
     (("distance_function", None), ("margin", 1.0), ("swap", False), ("reduction", "mean")),
     ("distance_function", "margin", "swap", "reduction"),
+    check=_triplet_with_distance,
     keyword_only=("distance_function", "margin", "swap", "reduction"),
 )
 PoissonNLLLoss = _loss(
@@ -118,6 +154,7 @@ PoissonNLLLoss = _loss(
         ("reduction", "mean"),
     ),
     ("log_input", "full", "eps", "reduction"),
+    inputs=("log_input", "target"),  # PyTorch's forward names its input log_input
 )
 GaussianNLLLoss = _loss(
     "GaussianNLLLoss",
@@ -132,6 +169,7 @@ MultiMarginLoss = _loss(
     (("p", 1), ("margin", 1.0), *_WEIGHTED),
     ("p", "margin", "weight", "reduction"),
     ("weight",),
+    check=_multi_margin,
 )
 CTCLoss = _loss(
     "CTCLoss",

@@ -34,6 +34,17 @@ class IncompatibleKeys(NamedTuple):
     missing_keys: list[str]
     unexpected_keys: list[str]
 
+    def __repr__(self) -> str:
+        """PyTorch's: a sentence when every key matched, the two lists otherwise."""
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return (
+            f"{type(self).__name__}(missing_keys={self.missing_keys!r}, "
+            f"unexpected_keys={self.unexpected_keys!r})"
+        )
+
+    __str__ = __repr__
+
 
 class RemovableHandle:
     """What register_*_hook returns: remove() (or leaving a with block) drops the hook."""
@@ -71,21 +82,35 @@ def add_indent(text: str, spaces: int) -> str:
     return "\n".join([lines[0]] + [" " * spaces + line for line in lines[1:]])
 
 
+# Every module's tables, each made empty by its factory.
+_TABLES: dict[str, Callable[[], Any]] = {
+    "_parameters": dict,
+    "_buffers": dict,
+    "_non_persistent_buffers_set": set,
+    "_modules": dict,
+    "_forward_pre_hooks": dict,
+    "_forward_hooks": dict,
+    "_hooks_with_kwargs": dict,
+}
+
+
 class Module:
     """Base class of every layer: subclasses set their state in __init__ and define forward."""
 
     training: bool
 
     def __init__(self) -> None:
-        put = object.__setattr__
-        put(self, "training", True)
-        put(self, "_parameters", {})
-        put(self, "_buffers", {})
-        put(self, "_non_persistent_buffers_set", set())
-        put(self, "_modules", {})
-        put(self, "_forward_pre_hooks", {})
-        put(self, "_forward_hooks", {})
-        put(self, "_hooks_with_kwargs", {})
+        object.__setattr__(self, "training", True)
+        for name, make in _TABLES.items():
+            object.__setattr__(self, name, make())
+
+    def __setstate__(self, state: dict) -> None:
+        """Unpickling and deepcopy: the pickled attributes, plus any table an older pickle
+        lacks; subclasses extend it with super().__setstate__(state), as in PyTorch."""
+        self.__dict__.update(state)
+        for name, make in _TABLES.items():
+            if name not in self.__dict__:
+                object.__setattr__(self, name, make())
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(

@@ -99,6 +99,7 @@ class RNNBase(Module):
         run = _SEQUENCES[self.mode]
         flags = (self.bias, self.num_layers, self.dropout, self.training, self.bidirectional)
         if isinstance(input, PackedSequence):
+            self._check_input_size(input.data)
             order = input.sorted_indices
             batch = int(input.batch_sizes[0].item())
             hx = self._initial_state(batch, input.data) if hx is None else _permute(hx, order)
@@ -111,6 +112,9 @@ class RNNBase(Module):
                 f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.dim()}D "
                 "input instead"
             )
+        if hx is not None:
+            _check_hidden_rank(self.mode, hx, batched)
+        self._check_input_size(input)
         batch_dim = 0 if self.batch_first else 1
         x = input if batched else input.unsqueeze(batch_dim)
         if hx is None:
@@ -122,6 +126,14 @@ class RNNBase(Module):
         if not batched:
             output, hidden = output.squeeze(batch_dim), _map(hidden, lambda t: t.squeeze(1))
         return output, hidden
+
+    def _check_input_size(self, x: Tensor) -> None:
+        """PyTorch's check of the features, which names the input rather than the weights."""
+        if x.shape[-1] != self.input_size:
+            raise ValueError(
+                "input.size(-1) must be equal to input_size. Expected "
+                f"{self.input_size}, got {x.shape[-1]}"
+            )
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
@@ -159,6 +171,27 @@ def _check_sizes(hidden_size, num_layers, dropout, proj_size) -> None:
         raise ValueError("proj_size should be a positive integer or zero to disable projections")
     if proj_size >= hidden_size:
         raise ValueError("proj_size has to be smaller than hidden_size")
+
+
+def _check_hidden_rank(mode: str, hx, batched: bool) -> None:
+    """PyTorch's check that h0 (and LSTM's c0) have the input's rank: 3 batched, 2 not.
+    Other mistakes in hx are left to the functional to name."""
+    states = tuple(hx) if isinstance(hx, (tuple, list)) else (hx,)
+    if len(states) != (2 if mode == "LSTM" else 1):
+        return
+    if not all(isinstance(t, Tensor) for t in states):
+        return
+    rank = 3 if batched else 2
+    ranks = [t.dim() for t in states]
+    if all(r == rank for r in ranks):
+        return
+    kind = "batched 3-D" if batched else "unbatched 2-D"
+    names, got = (
+        ("hx and cx", f"({ranks[0]}-D, {ranks[1]}-D) tensors")
+        if mode == "LSTM"
+        else ("hx", f"{ranks[0]}-D tensor")
+    )
+    raise ValueError(f"For {kind} input, {names} should also be {rank}-D but got {got}")
 
 
 def _hidden(result: tuple, mode: str):

@@ -109,6 +109,7 @@ UpsamplingNearest2d = declare(
     _upsample_repr,
     prepare=_fixed_mode("nearest", None),
     passed=_INTERPOLATE,
+    base=Upsample,
 )
 UpsamplingBilinear2d = declare(
     "UpsamplingBilinear2d",
@@ -117,6 +118,7 @@ UpsamplingBilinear2d = declare(
     _upsample_repr,
     prepare=_fixed_mode("bilinear", True),
     passed=_INTERPOLATE,
+    base=Upsample,
 )
 _WINDOW = (("kernel_size", REQUIRED), ("dilation", 1), ("padding", 0), ("stride", 1))
 Fold = declare(

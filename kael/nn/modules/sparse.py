@@ -3,13 +3,17 @@ first, the padding row zero), loadable from a pretrained weight."""
 
 from __future__ import annotations
 
+import builtins
+import functools
+import inspect
+
 from kael.frontend.factories import empty
 from kael.frontend.tensor import Tensor
 from kael.nn import functional as F
 from kael.nn import init
 from kael.nn.modules.module import Module
 from kael.nn.parameter import Parameter
-from kael.runtime.errors import ValueError
+from kael.runtime.errors import TypeError, ValueError
 
 
 def _padding_row(padding_idx, num_embeddings: int) -> int | None:
@@ -35,6 +39,7 @@ class _Table(Module):
         scale_grad_by_freq: bool,
         sparse: bool,
         _weight: Tensor | None,
+        trainable: bool,
         device,
         dtype,
     ) -> None:
@@ -45,7 +50,7 @@ class _Table(Module):
         self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         if _weight is None:
             self.weight = Parameter(
-                empty((num_embeddings, embedding_dim), device=device, dtype=dtype)
+                empty((num_embeddings, embedding_dim), device=device, dtype=dtype), trainable
             )
             self.reset_parameters()
         else:
@@ -54,7 +59,7 @@ class _Table(Module):
                     f"Shape of weight {list(_weight.shape)} does not match num_embeddings and "
                     f"embedding_dim ({num_embeddings}, {embedding_dim})"
                 )
-            self.weight = Parameter(_weight)
+            self.weight = Parameter(_weight, trainable)
 
     def reset_parameters(self) -> None:
         init.normal_(self.weight)
@@ -62,12 +67,19 @@ class _Table(Module):
             self.weight[self.padding_idx].fill_(0)
 
     @classmethod
-    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True, **settings):
-        """A table over `embeddings` (rows, dim) itself; `freeze` has no effect in kael."""
+    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True, *args, **settings):
+        """A table over `embeddings` (rows, dim) itself, its settings given as PyTorch's
+        from_pretrained takes them; `freeze` clears the weight's requires_grad."""
         if embeddings.dim() != 2:
             raise ValueError("Embeddings parameter is expected to be 2-dimensional")
+        try:
+            bound = _pretrained_settings(cls).bind(*args, **settings)
+        except builtins.TypeError as e:
+            raise TypeError(f"{cls.__name__}.from_pretrained(): {e}") from None
         rows, cols = embeddings.shape
-        return cls(rows, cols, _weight=embeddings, **settings)
+        table = cls(rows, cols, _weight=embeddings, **bound.arguments)
+        table.weight.requires_grad = not freeze
+        return table
 
     def _settings_repr(self, shown: tuple[str, ...]) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"
@@ -82,6 +94,20 @@ class _Table(Module):
         if "sparse" in shown and self.sparse is not False:
             s += ", sparse=True"
         return s
+
+
+@functools.cache
+def _pretrained_settings(cls: type[_Table]) -> inspect.Signature:
+    """from_pretrained's settings after `freeze`: the constructor's after the two sizes,
+    less the private ones and device and dtype (PyTorch's order)."""
+    skipped = {"self", "num_embeddings", "embedding_dim", "device", "dtype"}
+    return inspect.Signature(
+        [
+            p
+            for p in inspect.signature(cls.__init__).parameters.values()
+            if p.name not in skipped and not p.name.startswith("_")
+        ]
+    )
 
 
 class Embedding(_Table):
@@ -104,7 +130,7 @@ class Embedding(_Table):
     ) -> None:
         super().__init__(
             num_embeddings, embedding_dim, padding_idx, max_norm, norm_type,
-            scale_grad_by_freq, sparse, _weight, device, dtype,
+            scale_grad_by_freq, sparse, _weight, not _freeze, device, dtype,
         )  # fmt: skip
 
     def forward(self, input):
@@ -137,7 +163,7 @@ class EmbeddingBag(_Table):
     ) -> None:
         super().__init__(
             num_embeddings, embedding_dim, padding_idx, max_norm, norm_type,
-            scale_grad_by_freq, sparse, _weight, device, dtype,
+            scale_grad_by_freq, sparse, _weight, True, device, dtype,
         )  # fmt: skip
         self.mode, self.include_last_offset = mode, include_last_offset
 

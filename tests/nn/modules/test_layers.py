@@ -231,6 +231,9 @@ BAD_CONSTRUCTIONS = [
     ("FractionalMaxPool2d", (2,), {"output_ratio": 1.5}, "output_ratio must be between 0 and 1"),
     ("Embedding", (10, 3), {"padding_idx": 10}, "padding_idx must be within num_embeddings"),
     ("Embedding", (10, 3), {"padding_idx": -11}, "padding_idx must be within num_embeddings"),
+    ("TripletMarginWithDistanceLoss", (), {"margin": -1}, "greater than 0, got -1 instead"),
+    ("TripletMarginLoss", (0,), {}, "expected margin to be greater than 0, got 0 instead"),
+    ("MultiMarginLoss", (3,), {}, "only p == 1 and p == 2 supported"),
 ]
 
 
@@ -293,3 +296,127 @@ def test_default_initialisation_follows_torch_bounds():
     table = kael.nn.Embedding(1000, 16, padding_idx=3)
     assert abs(table.weight.numpy().std() - 1) < 0.05
     assert not table.weight.numpy()[3].any()
+
+
+def _declared_classes():
+    from kael.nn.modules.declared import DeclaredModule
+
+    return [
+        name
+        for name in kael.nn.modules.__all__
+        if isinstance(getattr(kael.nn, name), type)
+        and issubclass(getattr(kael.nn, name), DeclaredModule)
+    ]
+
+
+@pytest.mark.parametrize("name", _declared_classes())
+def test_declared_modules_forward_takes_torchs_parameter_names(name):
+    import inspect
+
+    torch_forward = inspect.signature(getattr(torch.nn, name).forward)
+    expected = [(p.name, p.default) for p in list(torch_forward.parameters.values())[1:]]
+    kael_forward = getattr(kael.nn, name).forward_signature.parameters.values()
+    assert [(p.name, p.default) for p in kael_forward] == expected
+
+
+KEYWORD_CALLS = [
+    ("MSELoss", (), {"input": (3, 4), "target": (3, 4)}),
+    ("ReLU", (), {"input": (3, 4)}),
+    ("CrossEntropyLoss", (), {"input": (3, 4), "target": (3, 4)}),
+    ("PoissonNLLLoss", (), {"log_input": (3, 4), "target": (3, 4)}),
+    ("MarginRankingLoss", (), {"input1": (3,), "input2": (3,), "target": (3,)}),
+    ("Softmax", (1,), {"input": (3, 4)}),
+    ("PairwiseDistance", (), {"x2": (3, 4), "x1": (3, 4)}),
+]
+
+
+@pytest.mark.parametrize(("name", "args", "shapes"), KEYWORD_CALLS, ids=lambda v: str(v)[:20])
+def test_declared_modules_take_their_inputs_by_keyword_as_torch(name, args, shapes):
+    k, t = _pair(name, args, {})
+    inputs = dict(zip(shapes, _inputs(shapes.values()), strict=True))
+    expected = t(**inputs)
+    same(k(**{n: kael.tensor(x) for n, x in inputs.items()}), expected)
+
+
+def test_max_unpool_takes_output_size_by_keyword_as_torch():
+    x = torch.randn(1, 1, 6, 7)
+    out, idx = torch.nn.functional.max_pool2d(x, 2, return_indices=True)
+    expected = torch.nn.MaxUnpool2d(2)(out, idx, output_size=[6, 7])
+    k_out, k_idx = kael.tensor(out), kael.tensor(idx)
+    same(kael.nn.MaxUnpool2d(2)(k_out, indices=k_idx, output_size=[6, 7]), expected)
+    with pytest.raises(kael.TypeError, match="unexpected keyword argument 'size'"):
+        kael.nn.MaxUnpool2d(2)(k_out, k_idx, size=[6, 7])
+    with pytest.raises(kael.TypeError, match="multiple values for argument 'input'"):
+        kael.nn.ReLU()(k_out, input=k_out)
+
+
+@pytest.mark.parametrize("lib", [torch, kael], ids=["torch", "kael"])
+def test_embedding_freeze_clears_requires_grad_as_torch(lib):
+    rows = lib.ones(4, 3)
+    assert not lib.nn.Embedding.from_pretrained(rows).weight.requires_grad
+    assert lib.nn.Embedding.from_pretrained(rows, freeze=False).weight.requires_grad
+    assert not lib.nn.EmbeddingBag.from_pretrained(rows).weight.requires_grad
+    assert lib.nn.EmbeddingBag.from_pretrained(rows, False).weight.requires_grad
+    assert not lib.nn.Embedding(4, 3, _freeze=True).weight.requires_grad
+    assert lib.nn.Embedding(4, 3).weight.requires_grad
+
+
+def test_from_pretrained_takes_torchs_positional_settings():
+    k_rows, t_rows = kael.ones(4, 3), torch.ones(4, 3)
+    for cls, args in (("Embedding", (1, 2.0)), ("EmbeddingBag", (1.0, 2.0, False, "sum"))):
+        k = getattr(kael.nn, cls).from_pretrained(k_rows, True, *args)
+        t = getattr(torch.nn, cls).from_pretrained(t_rows, True, *args)
+        assert repr(k) == repr(t)
+    with pytest.raises(kael.TypeError, match="too many positional arguments"):
+        kael.nn.Embedding.from_pretrained(k_rows, True, 1, 2.0, 2.0, False, False, 0)
+
+
+def test_batch_norm_takes_an_empty_batch_in_training_as_torch():
+    k, t = _pair("BatchNorm1d", (3,), {})
+    with torch.no_grad():
+        same(k(kael.ones(0, 3)), t(torch.ones(0, 3)))
+    for key, value in t.state_dict().items():
+        same(k.state_dict()[key], value)
+    assert int(k.num_batches_tracked.item()) == 1
+    with pytest.raises(kael.ValueError, match=r"more than 1 value per channel.*\[1, 3\]"):
+        k(kael.ones(1, 3))
+
+
+def test_instance_norm_names_a_single_spatial_element_as_torch():
+    with pytest.raises(ValueError, match="more than 1 spatial element") as theirs:
+        torch.nn.InstanceNorm1d(3)(torch.ones(2, 3, 1))
+    with pytest.raises(kael.ValueError) as ours:
+        kael.nn.InstanceNorm1d(3)(kael.ones(2, 3, 1))
+    assert str(ours.value) == str(theirs.value).replace("torch.Size(", "").replace("])", "]")
+
+
+def test_upsample_refuses_recompute_scale_factor_with_an_explicit_size():
+    message = "recompute_scale_factor is not meaningful with an explicit size."
+    with pytest.raises(ValueError, match=message):
+        torch.nn.Upsample(size=7, recompute_scale_factor=True)(torch.ones(1, 2, 5))
+    with pytest.raises(kael.ValueError, match=message):
+        kael.nn.Upsample(size=7, recompute_scale_factor=True)(kael.ones(1, 2, 5))
+    assert kael.nn.Upsample(size=7, recompute_scale_factor=False)(kael.ones(1, 2, 5)).shape[-1] == 7
+
+
+def test_multi_margin_loss_refuses_a_weight_that_is_not_1d_as_torch():
+    message = "expected weight to be None or 1D tensor, got 2D instead"
+    with pytest.raises(ValueError, match=message):
+        torch.nn.MultiMarginLoss(weight=torch.ones(2, 2))
+    with pytest.raises(kael.ValueError, match=message):
+        kael.nn.MultiMarginLoss(weight=kael.ones(2, 2))
+
+
+def test_triplet_with_distance_loss_defaults_to_a_pairwise_distance_submodule():
+    k = kael.nn.TripletMarginWithDistanceLoss()
+    t = torch.nn.TripletMarginWithDistanceLoss()
+    assert repr(k) == repr(t)
+    assert [type(m).__name__ for m in k.children()] == [type(m).__name__ for m in t.children()]
+    inputs = _inputs([(3, 4)] * 3)
+    same(k(*[kael.tensor(x) for x in inputs]), t(*inputs))
+
+
+@pytest.mark.parametrize("name", ["UpsamplingNearest2d", "UpsamplingBilinear2d"])
+def test_fixed_mode_upsamplings_are_upsamples_as_torch(name):
+    assert isinstance(getattr(torch.nn, name)(scale_factor=2), torch.nn.Upsample)
+    assert isinstance(getattr(kael.nn, name)(scale_factor=2), kael.nn.Upsample)

@@ -5,6 +5,8 @@ device moves, hooks, copying, and a torch checkpoint loaded into the same archit
 import copy
 import pickle
 import warnings
+from collections import OrderedDict
+from types import MappingProxyType
 
 import numpy as np
 import pytest
@@ -482,3 +484,146 @@ def test_building_modules_does_not_retrace_a_compiled_model():
         fast(x)
         nn.MSELoss()  # a module nothing compiled has read: no retrace
     assert fast.cache_info().traces == 1
+
+
+@pytest.mark.parametrize("lib", [torch, kael], ids=["torch", "kael"])
+def test_module_dict_and_parameter_dict_copy_another_of_their_kind(lib):
+    modules = lib.nn.ModuleDict({"b": lib.nn.ReLU(), "a": lib.nn.Tanh()})
+    params = lib.nn.ParameterDict(OrderedDict([("b", lib.ones(1)), ("a", lib.zeros(2))]))
+    assert list(lib.nn.ModuleDict(modules)) == ["b", "a"]
+    copied = lib.nn.ParameterDict(params)
+    assert list(copied) == ["b", "a"] and copied["a"] is params["a"]
+    # any other mapping's parameters enter sorted by name
+    assert list(lib.nn.ParameterDict(MappingProxyType({"b": lib.ones(1), "a": lib.ones(1)}))) == [
+        "a",
+        "b",
+    ]
+
+
+@pytest.mark.parametrize("name", ["ModuleDict", "ParameterDict"])
+def test_dict_update_refuses_a_malformed_pair_as_torch(name):
+    value = {"ModuleDict": nn.ReLU(), "ParameterDict": kael.ones(1)}[name]
+    with pytest.raises(kael.ValueError, match=f"{name} update sequence element #1 has length 1; 2"):
+        getattr(nn, name)().update([("a", value), ("b",)])
+    with pytest.raises(kael.TypeError, match="should be Iterable"):
+        getattr(nn, name)().update([3])
+    with pytest.raises(kael.TypeError, match="should be called with an iterable"):
+        getattr(nn, name)().update(3)
+    with pytest.raises(ValueError, match="2 is required"):
+        getattr(torch.nn, name)().update([("b",)])
+
+
+class StatefulLinear(nn.Linear):
+    def __setstate__(self, state):  # torch's pattern for a subclass with its own state
+        super().__setstate__(state)
+
+
+class StatefulEncoderLayer(nn.TransformerEncoderLayer):
+    def __setstate__(self, state):
+        super().__setstate__(state)
+
+
+def test_a_subclass_calling_super_setstate_deepcopies_and_pickles():
+    layer = StatefulLinear(2, 3)
+    for twin in (copy.deepcopy(layer), pickle.loads(pickle.dumps(layer))):
+        assert twin.weight.tolist() == layer.weight.tolist() and twin.weight is not layer.weight
+    # TransformerEncoder deep-copies its layer, so such a layer stacks
+    assert len(nn.TransformerEncoder(StatefulEncoderLayer(4, 2, 8), 2).layers) == 2
+
+
+def test_setstate_fills_the_tables_an_older_pickle_lacks():
+    layer = nn.Linear(2, 2)
+    state = {
+        k: v for k, v in layer.__dict__.items() if k not in ("_forward_pre_hooks", "_forward_hooks")
+    }
+    old = nn.Linear.__new__(nn.Linear)
+    old.__setstate__(state)
+    assert old._forward_pre_hooks == {} and old._forward_hooks == {}
+    assert old(kael.ones(1, 2)).tolist() == layer(kael.ones(1, 2)).tolist()
+
+
+def test_load_state_dict_result_prints_as_torch():
+    k, t = nn.Linear(2, 2), torch.nn.Linear(2, 2)
+    assert repr(k.load_state_dict(t.state_dict())) == repr(t.load_state_dict(t.state_dict()))
+    assert str(k.load_state_dict({}, strict=False)) == str(
+        t.load_state_dict({}, strict=False)
+    ).replace("_IncompatibleKeys", "IncompatibleKeys")
+
+
+def _names(container):
+    return [type(m).__name__ for m in container]
+
+
+@pytest.mark.parametrize("lib", [torch, kael], ids=["torch", "kael"])
+def test_sequential_pops_adds_and_multiplies_as_torch(lib):
+    seq = lib.nn.Sequential(lib.nn.ReLU(), lib.nn.Tanh(), lib.nn.Sigmoid())
+    assert type(seq.pop(1)).__name__ == "Tanh" and list(seq._modules) == ["0", "1"]
+    both = seq + lib.nn.Sequential(lib.nn.Tanh())
+    assert _names(both) == ["ReLU", "Sigmoid", "Tanh"] and len(seq) == 2
+    twice = seq * 2
+    assert _names(twice) == ["ReLU", "Sigmoid"] * 2 and twice[2] is seq[0]
+    assert _names(2 * seq) == _names(twice)
+    seq += lib.nn.Sequential(lib.nn.ELU())
+    seq *= 2
+    assert _names(seq) == ["ReLU", "Sigmoid", "ELU"] * 2 and list(seq._modules)[-1] == "5"
+    with pytest.raises(ValueError, match="supports only objects of Sequential class"):
+        seq + [lib.nn.ReLU()]
+    with pytest.raises(ValueError, match="Non-positive multiplication factor 0"):
+        seq * 0
+    with pytest.raises(TypeError, match="unsupported operand"):
+        seq * 1.5
+
+
+@pytest.mark.parametrize("lib", [torch, kael], ids=["torch", "kael"])
+def test_module_and_parameter_lists_pop_and_add_as_torch(lib):
+    modules = lib.nn.ModuleList([lib.nn.ReLU(), lib.nn.Tanh()])
+    both = modules + [lib.nn.ELU()]
+    assert type(both) is lib.nn.ModuleList and _names(both) == ["ReLU", "Tanh", "ELU"]
+    assert type(modules.pop(0)).__name__ == "ReLU" and _names(modules) == ["Tanh"]
+    params = lib.nn.ParameterList([lib.ones(1)])
+    params += [lib.zeros(2)]
+    assert [tuple(p.shape) for p in params] == [(1,), (2,)]
+
+
+@pytest.mark.parametrize("lib", [torch, kael], ids=["torch", "kael"])
+def test_parameter_dict_gets_sets_defaults_and_merges_as_torch(lib):
+    params = lib.nn.ParameterDict({"a": lib.ones(1)})
+    assert params.get("a") is params["a"] and params.get("b") is None and params.get("b", 3) == 3
+    made = params.setdefault("b", lib.zeros(2))
+    assert made is params["b"] and params.setdefault("b", lib.ones(5)) is made
+    merged = params | lib.nn.ParameterDict({"c": lib.ones(3)})
+    assert list(merged) == ["a", "b", "c"] and list(params) == ["a", "b"]
+    assert merged["a"] is params["a"]
+    params |= {"d": lib.ones(4)}
+    assert list(params) == ["a", "b", "d"]
+
+
+def test_container_subclasses_slice_and_print_under_their_own_class():
+    class KStack(nn.Sequential):
+        pass
+
+    class TStack(torch.nn.Sequential):
+        pass
+
+    assert type(KStack(nn.ReLU(), nn.Tanh())[:1]) is KStack
+    assert type(TStack(torch.nn.ReLU(), torch.nn.Tanh())[:1]) is TStack
+
+    class Blocks(nn.ModuleList):
+        pass
+
+    class TorchBlocks(torch.nn.ModuleList):
+        pass
+
+    assert repr(Blocks([nn.ReLU()])) == repr(TorchBlocks([torch.nn.ReLU()])).replace("Torch", "")
+    assert repr(Blocks()) == "Blocks()"
+
+
+def test_parameter_containers_indent_their_entries_as_torch():
+    k_list = nn.ParameterList([kael.ones(2), kael.ones(3, 2)])
+    t_list = torch.nn.ParameterList([torch.ones(2), torch.ones(3, 2)])
+    assert repr(k_list) == repr(t_list).replace("torch.float32", "float32")
+    k_dict = nn.ParameterDict({"a": kael.ones(2), "b": kael.ones(1)})
+    t_dict = torch.nn.ParameterDict({"a": torch.ones(2), "b": torch.ones(1)})
+    assert repr(k_dict) == repr(t_dict).replace("torch.FloatTensor", "float32")
+    one = repr(nn.ParameterList([kael.ones(2)]))
+    assert one == repr(torch.nn.ParameterList([torch.ones(2)])).replace("torch.float32", "float32")

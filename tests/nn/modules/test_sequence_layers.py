@@ -165,3 +165,35 @@ def test_a_compiled_encoder_layer_matches_eager():
     layer = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True).eval()
     x = kael.randn(2, 5, 8)
     same(kael.compile(layer)(x), torch.from_numpy(layer(x).numpy()))
+
+
+def _raised(module, *inputs) -> str:
+    with pytest.raises(RuntimeError) as got:  # kael.ValueError is a kael.Error, a RuntimeError
+        module(*inputs)
+    return str(got.value)
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
+def test_recurrent_names_an_input_of_the_wrong_size_as_torch(name):
+    k, t = _pair(name, 3, 5)
+    for shape in ((4, 2, 4), (4, 4)):
+        expected = _raised(t, torch.ones(shape))
+        assert _raised(k, kael.ones(shape)) == expected
+    # a packed sequence too (torch's GRU and RNN check it; its LSTM runs on, unchecked)
+    packed = nn.utils.rnn.pack_sequence([kael.ones(4, 4)])
+    assert _raised(k, packed) == expected
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+@pytest.mark.parametrize(("x_shape", "h_shape"), [((4, 2, 3), (1, 5)), ((4, 3), (1, 2, 5))])
+def test_recurrent_refuses_a_state_of_the_other_rank_as_torch(name, x_shape, h_shape):
+    k, t = _pair(name, 3, 5)
+
+    def state(lib):
+        h = lib.ones(h_shape)
+        return (h, lib.ones(h_shape)) if name == "LSTM" else h
+
+    expected = _raised(t, torch.ones(x_shape), state(torch))
+    with pytest.raises(kael.ValueError) as got:
+        k(kael.ones(x_shape), state(kael))
+    assert str(got.value) == expected
