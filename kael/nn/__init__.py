@@ -5,6 +5,15 @@ Parameter and Buffer, the functional forms (kael.nn.functional), initialisers
 from kael.nn import functional, init, utils
 from kael.nn.modules import *  # noqa: F403  (every layer, as torch.nn exports them)
 from kael.nn.modules import __all__ as _layers
-from kael.nn.parameter import Buffer, Parameter
+from kael.nn.parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 
-__all__ = ["Buffer", "Parameter", "functional", "init", "utils", *_layers]
+__all__ = [
+    "Buffer",
+    "Parameter",
+    "UninitializedBuffer",
+    "UninitializedParameter",
+    "functional",
+    "init",
+    "utils",
+    *_layers,
+]

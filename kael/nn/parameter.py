@@ -68,3 +68,43 @@ class Buffer(Tensor):
 
 
 fastpath.PLAIN.update((Parameter, Buffer))  # no op behaves differently on them
+
+
+class _Uninitialized:
+    """A placeholder whose shape a lazy module learns at its first forward: an empty tensor
+    of the intended dtype and device until `materialize(shape)` gives it its elements
+    (uninitialised, as torch.empty) and its final class."""
+
+    __slots__ = ()
+    becomes: type
+
+    def materialize(self, shape, device=None, dtype=None) -> None:
+        device = self.device if device is None else device
+        dtype = self.dtype if dtype is None else dtype
+        self.data = empty(tuple(shape) if isinstance(shape, (tuple, list)) else (shape,),
+                          device=device, dtype=dtype)  # fmt: skip
+        self.__class__ = self.becomes
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}>"
+
+
+class UninitializedParameter(_Uninitialized, Parameter):
+    """A Parameter of a lazy module (LazyLinear ...) before its shape is known."""
+
+    __slots__ = ()
+    becomes = Parameter
+
+    def __init__(self, requires_grad: bool = True, device=None, dtype=None) -> None:
+        super().__init__(empty(0, device=device, dtype=dtype), requires_grad)
+
+
+class UninitializedBuffer(_Uninitialized, Tensor):
+    """A buffer of a lazy module (LazyBatchNorm's running statistics) before its shape is
+    known; it becomes a plain tensor."""
+
+    __slots__ = ()
+    becomes = Tensor
+
+    def __init__(self, requires_grad: bool = False, device=None, dtype=None) -> None:
+        super().__init__(empty(0, device=device, dtype=dtype)._impl)

@@ -55,6 +55,8 @@ from kael.nn.modules.dropout import (
     Dropout3d,
     FeatureAlphaDropout,
 )
+from kael.nn.modules.lazy import *  # noqa: F403  (LazyLinear, LazyConv2d, ...)
+from kael.nn.modules.lazy import __all__ as _lazy
 from kael.nn.modules.linear import Bilinear, Linear
 from kael.nn.modules.loss import (
     BCELoss,
@@ -301,3 +303,4 @@ __all__ = [
     "ZeroPad2d",
     "ZeroPad3d",
 ]
+__all__ += _lazy

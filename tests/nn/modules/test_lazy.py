@@ -1,0 +1,92 @@
+"""Lazy modules against torch's: the repr before and after the first forward, the class
+they become, parameter shapes, outputs with torch's weights, and load_state_dict before
+any forward (the checkpoint's shapes materialize the parameters)."""
+
+import numpy as np
+import pytest
+import torch
+
+import kael
+from kael.nn.parameter import UninitializedBuffer, UninitializedParameter
+
+LAZY = [
+    ("LazyLinear", (5,), (4, 7)),
+    ("LazyConv1d", (4, 3), (2, 3, 9)),
+    ("LazyConv2d", (4, 3), (2, 3, 6, 6)),
+    ("LazyConv2d", (4, 3), (3, 6, 6)),  # unbatched
+    ("LazyConv3d", (2, 2), (1, 3, 4, 4, 4)),
+    ("LazyConvTranspose1d", (4, 3, 2), (2, 3, 5)),
+    ("LazyConvTranspose2d", (4, 3, 2, 1, 1), (2, 3, 6, 6)),
+    ("LazyConvTranspose3d", (2, 2), (1, 3, 3, 3, 3)),
+    ("LazyBatchNorm1d", (), (4, 3)),
+    ("LazyBatchNorm2d", (1e-3, 0.2), (2, 3, 6, 6)),
+    ("LazyBatchNorm3d", (), (2, 3, 2, 2, 2)),
+    ("LazyInstanceNorm1d", (), (2, 3, 5)),
+    ("LazyInstanceNorm2d", (), (2, 3, 6, 6)),
+    ("LazyInstanceNorm3d", (), (2, 3, 2, 2, 2)),
+]
+
+
+def _input(shape):
+    return np.random.default_rng(len(shape)).standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize(("name", "args", "shape"), LAZY, ids=lambda v: str(v))
+def test_first_forward_sizes_and_becomes_the_ordinary_class(name, args, shape):
+    ours, theirs = getattr(kael.nn, name)(*args), getattr(torch.nn, name)(*args)
+    assert repr(ours) == repr(theirs) and ours.has_uninitialized_params()
+    x = _input(shape)
+    want = theirs(torch.tensor(x))
+    got = ours(kael.tensor(x))  # sizes the parameters (values: kael's own init)
+    assert type(ours).__name__ == type(theirs).__name__ and repr(ours) == repr(theirs)
+    assert not any(isinstance(t, UninitializedParameter) for t in ours.parameters())
+    assert [(k, tuple(v.shape)) for k, v in ours.state_dict().items()] == [
+        (k, tuple(v.shape)) for k, v in theirs.state_dict().items()
+    ]
+    ours.load_state_dict(theirs.state_dict())
+    if "BatchNorm" in name:  # the first forward trained the statistics: compare in eval
+        ours.eval(), theirs.eval()
+        want = theirs(torch.tensor(x))
+    got = ours(kael.tensor(x))
+    assert got.shape == tuple(want.shape)
+    np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_load_state_dict_before_any_forward_takes_the_checkpoints_shapes():
+    theirs = torch.nn.Linear(7, 5)
+    ours = kael.nn.LazyLinear(5)
+    ours.load_state_dict(theirs.state_dict())
+    assert ours.weight.shape == (5, 7) and not ours.has_uninitialized_params()
+    x = _input((3, 7))
+    got = ours(kael.tensor(x))
+    assert type(ours) is kael.nn.Linear and ours.in_features == 7
+    np.testing.assert_allclose(got.numpy(), theirs(torch.tensor(x)).detach().numpy(), rtol=1e-5)
+
+
+def test_placeholders_keep_dtype_and_become_their_classes():
+    p = UninitializedParameter(dtype=kael.float64)
+    assert repr(p) == "<UninitializedParameter>" and p.requires_grad
+    p.materialize((2, 3))
+    assert type(p) is kael.nn.Parameter and p.shape == (2, 3) and p.dtype is kael.float64
+    b = UninitializedBuffer()
+    b.materialize(4)
+    assert type(b) is kael.Tensor and b.shape == (4,)
+
+
+def test_lazy_layers_inside_a_model_and_bias_false():
+    model = kael.nn.Sequential(kael.nn.LazyConv2d(4, 3, bias=False), kael.nn.ReLU(),
+                               kael.nn.Flatten(), kael.nn.LazyLinear(2))  # fmt: skip
+    out = model(kael.tensor(_input((2, 3, 5, 5))))
+    assert out.shape == (2, 2) and model[0].bias is None and model[3].in_features == 36
+
+
+def test_conv_input_of_the_wrong_rank_is_refused_as_torch():
+    with pytest.raises(RuntimeError, match="Expected 3D"):
+        torch.nn.LazyConv2d(4, 3)(torch.zeros(3, 3))
+    with pytest.raises(kael.ValueError, match=r"Expected 3D \(unbatched\) or 4D \(batched\)"):
+        kael.nn.LazyConv2d(4, 3)(kael.zeros(3, 3))
+
+
+def test_groups_must_divide_the_channels_found():
+    with pytest.raises(kael.ValueError, match="in_channels must be divisible by groups"):
+        kael.nn.LazyConv2d(4, 3, groups=2)(kael.zeros(1, 3, 5, 5))
