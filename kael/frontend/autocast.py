@@ -49,6 +49,7 @@ TABLES: dict[str, dict[str, str]] = {
         **dict.fromkeys((*_MATMULS, *_CONVS, *_RECURRENT, "prelu"), LOWER),
         **dict.fromkeys(
             (
+                *_LOSSES,
                 "prod",
                 "quantile",
                 "nanquantile",
@@ -235,10 +236,18 @@ def _cast(value, policy: str):
     return value
 
 
+# id(fn) -> (fn, its wrapper): one wrapper per function, so a function published in two
+# namespaces (kael.cross_entropy is kael.nn.functional.cross_entropy) stays one object
+_wrappers: dict[int, tuple[Callable, Callable]] = {}
+
+
 def wrap(fn: Callable, policy: str) -> Callable:
     """fn with its tensor arguments cast by `policy` while autocast is on in this thread."""
     if getattr(fn, "_autocast", None) is not None:
         return fn
+    known = _wrappers.get(id(fn))
+    if known is not None:
+        return known[1]
 
     @functools.wraps(fn)
     def op(*args, **kwargs):
@@ -249,6 +258,7 @@ def wrap(fn: Callable, policy: str) -> Callable:
         return fn(*args, **kwargs)
 
     op._autocast = policy
+    _wrappers[id(fn)] = (fn, op)
     return op
 
 

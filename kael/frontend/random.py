@@ -12,9 +12,11 @@ keep-or-drop per element: it draws one 32-bit word each, four to a block (`_word
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 import operator
 import os
+import struct
 import threading
 import warnings
 from collections.abc import Callable
@@ -613,9 +615,37 @@ def uniform_(self: Tensor, from_=0.0, to=1.0, *, generator=None) -> Tensor:
 
     def build() -> g.Node:
         span = _op("mul", _uniform(), _scalar(float64, "span"))
-        return g.Cast(self.dtype, (), _op("add", _scalar(float64, "low"), span))
+        value = g.Cast(self.dtype, (), _op("add", _scalar(float64, "low"), span))
+        reached = _op("ge", g.Cast(float64, (), value), _scalar(float64, "high"))
+        return g.Where(self.dtype, (), reached, g.Cast(self.dtype, (), _scalar(float64, "top")),
+                       value)  # fmt: skip
 
-    return _sample_into(self, "uniform_", (), build, {"low": low, "span": high - low}, generator)
+    top = _float_below(high, low, self.dtype)
+    words = {"low": low, "span": high - low, "high": high, "top": top}
+    return _sample_into(self, "uniform_", (), build, words, generator)
+
+
+@functools.lru_cache(maxsize=256)
+def _float_below(high: float, low: float, dtype: DType) -> float:
+    """The largest `dtype` value below `high` (but not below `low`): what a draw that rounds
+    up to `high` becomes, so uniform_ stays in [low, high) in the half types too. Host
+    arithmetic on one number (a kernel here would end a trace)."""
+    if dtype is bfloat16:  # float32's top half: truncated toward zero, stepped down if >= high
+        bits = struct.unpack("<I", struct.pack("<f", high))[0] >> 16
+        top = _bfloat16_value(bits)
+        if top >= high:
+            top = _bfloat16_value(bits - 1 if 0 < bits < 0x8000 else (bits + 1) | 0x8000)
+    else:
+        kind = dtype.numpy.type
+        top = kind(high)
+        if float(top) >= high:
+            top = np.nextafter(top, kind(-math.inf))
+        top = float(top)
+    return max(top, low)
+
+
+def _bfloat16_value(bits: int) -> float:
+    return struct.unpack("<f", struct.pack("<I", (bits & 0xFFFF) << 16))[0]
 
 
 def normal_(self: Tensor, mean=0.0, std=1.0, *, generator=None) -> Tensor:
@@ -728,34 +758,37 @@ def bernoulli_(self: Tensor, p=0.5, *, generator=None) -> Tensor:
 _RANDOM_TOP = {float32: 2**24, float64: 2**53, float16: 2**11, bfloat16: 2**8}
 
 
-def random_(self: Tensor, from_=0, to=None, *, generator=None) -> Tensor:
-    """Uniform integers in [from_, to) (random_(to): [0, to)); random_() draws from the
-    dtype's whole range (floats: every integer up to 2**digits). Any dtype but bool's
-    two values go through int64."""
-    if to is None and from_ != 0:
+_NOT_GIVEN = object()  # random_'s bounds not given (to=None is a bound: the dtype's top)
+
+
+def random_(self: Tensor, from_=_NOT_GIVEN, to=_NOT_GIVEN, *, generator=None) -> Tensor:
+    """Uniform integers: random_() over the dtype's range (floats: every integer up to
+    2**digits), random_(to) in [0, to), random_(from, to) in [from, to), random_(from,
+    None) from `from` to the top of that range. Any dtype but bool's two values go
+    through int64."""
+    top = _RANDOM_TOP.get(self.dtype)
+    top = top + 1 if top is not None else self.dtype.max + 1  # one past the largest draw
+    if from_ is not _NOT_GIVEN and to is _NOT_GIVEN:  # random_(to)
         from_, to = 0, from_
-    low = views.as_int(from_, "from")
-    if to is None:
-        top = _RANDOM_TOP.get(self.dtype)
-        high = top + 1 if top is not None else self.dtype.max + 1
-    else:
-        high = views.as_int(to, "to")
+    low = 0 if from_ is _NOT_GIVEN else views.as_int(from_, "from")
+    given = to is not _NOT_GIVEN and to is not None
+    high = views.as_int(to, "to") if given else top
     if not low < high:
         raise ValueError(
             f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
         )
-    if not low >= INT64_MIN and high - low <= _U64:
-        raise ValueError(f"random_ expects a range within 64 bits, got from={low}, to={high}")
-    if to is not None:
-        _bound_check(low, "from", self.dtype)
-        _bound_check(high - 1, "to - 1", self.dtype)
+    _bound_check(low, "from", self.dtype)
+    if given:  # torch takes `to` as an int64 and checks it against the dtype
+        _bound_check(views.as_int64(high, "to") - 1, "to - 1", self.dtype)
+    span = high - low
+    full = span == _U64  # int64's whole range: the raw 64 bits
 
     def build() -> g.Node:
-        value = _op("add", _scalar(int64, "low"), _below(_scalar(int64, "span")))
-        return g.Cast(self.dtype, (), value)
+        bits = _block()[1] if full else _below(_scalar(int64, "span"))
+        return g.Cast(self.dtype, (), _op("add", _scalar(int64, "low"), bits))
 
-    words = {"low": low, "span": _signed((high - low) % _U64)}
-    return _sample_into(self, "random_", (), build, words, generator)
+    words = {"low": low, "span": 0 if full else _signed(span)}
+    return _sample_into(self, "random_", (full,), build, words, generator)
 
 
 # ---- dropout ----------------------------------------------------------------------------------

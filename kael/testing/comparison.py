@@ -9,6 +9,7 @@ word for word, so a failing test reads the same under either library."""
 
 from __future__ import annotations
 
+import cmath
 import collections.abc
 import numbers
 from collections.abc import Callable
@@ -37,15 +38,25 @@ class _Mismatch(AssertionError):
         self.text, self.path = text, path
 
 
-def _tolerances(dtypes: tuple, rtol: float | None, atol: float | None) -> tuple[float, float]:
-    """The given tolerances, else the loosest default among the compared dtypes."""
+# Python numbers compare at float64's tolerances (complex at complex128's: the same).
+NUMBER_TOLERANCES = {int: (0.0, 0.0), float: (1e-7, 1e-7), complex: (1e-7, 1e-7)}
+# torch's deprecated assert_allclose has its own table.
+ALLCLOSE_TOLERANCES = {float16: (1e-3, 1e-3), float32: (1e-4, 1e-5), float64: (1e-5, 1e-8)}
+
+
+def _tolerances(
+    kinds: tuple, rtol: float | None, atol: float | None, table: dict = TOLERANCES
+) -> tuple[float, float]:
+    """The given tolerances, else the loosest default among the compared dtypes (or Python
+    number types); exact for the integers and bool."""
     if rtol is not None:
         return rtol, atol
-    rtols, atols = zip(*(TOLERANCES.get(d, (0.0, 0.0)) for d in dtypes))
+    rtols, atols = zip(*(table.get(k, NUMBER_TOLERANCES.get(k, (0.0, 0.0))) for k in kinds))
     return max(rtols), max(atols)
 
 
 def _diff_line(kind: str, diff, index, tol: float, exact: bool) -> str:
+    """One line of the summary: the (greatest) difference of a kind, and its allowance."""
     line = (
         f"{kind.title()} difference: {diff}"
         if index is None
@@ -55,6 +66,7 @@ def _diff_line(kind: str, diff, index, tol: float, exact: bool) -> str:
 
 
 def _message(what: str, extra: str, abs_part: tuple, rel_part: tuple, rtol, atol) -> str:
+    """torch's failure text: "<what> are not close!", `extra`, then the two difference lines."""
     exact = rtol == 0 and atol == 0
     lines = [
         f"{what} are not {'equal' if exact else 'close'}!",
@@ -74,6 +86,7 @@ def _scalar_message(actual, expected, rtol: float, atol: float) -> str:
 
 
 def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The index in `shape` of row-major element `flat`."""
     index = []
     for size in reversed(shape):
         flat, rest = divmod(flat, size)
@@ -100,6 +113,7 @@ def _tensor_message(actual: Tensor, expected: Tensor, matches: Tensor, rtol, ato
 
 
 def _compare_tensors(actual: Tensor, expected: Tensor, options: dict) -> None:
+    """Attributes first (shape, device, dtype, strides), then the values elementwise."""
     if not options["check_device"] and actual.device != expected.device:
         actual, expected = actual.cpu(), expected.cpu()
     checks = [("shape", lambda t: t.shape, True), ("device", lambda t: t.device, True)]
@@ -111,7 +125,9 @@ def _compare_tensors(actual: Tensor, expected: Tensor, options: dict) -> None:
             if name == "shape":
                 a, b = factories.Size(a), factories.Size(b)
             raise _Mismatch(f"The values for attribute '{name}' do not match: {a!r} != {b!r}.")
-    rtol, atol = _tolerances((actual.dtype, expected.dtype), options["rtol"], options["atol"])
+    rtol, atol = _tolerances(
+        (actual.dtype, expected.dtype), options["rtol"], options["atol"], options["table"]
+    )
     if actual.dtype != expected.dtype:
         common = promote_types(actual.dtype, expected.dtype)
         actual, expected = actual.to(common), expected.to(common)
@@ -126,14 +142,18 @@ def _compare_tensors(actual: Tensor, expected: Tensor, options: dict) -> None:
 
 
 def _compare_numbers(actual, expected, options: dict) -> None:
+    """Python numbers (NumPy's as their Python values): the same type unless check_dtype
+    is off, then close at the wider type's tolerances."""
+    actual, expected = (x.item() if isinstance(x, np.generic) else x for x in (actual, expected))
     if options["check_dtype"] and type(actual) is not type(expected):
         raise _Mismatch(f"The (d)types do not match: {type(actual)} != {type(expected)}.")
-    floating = isinstance(actual, float) or isinstance(expected, float)
-    rtol, atol = _tolerances((float64 if floating else None,), options["rtol"], options["atol"])
-    a, e = actual, expected
-    if a == e or (options["equal_nan"] and a != a and e != e):
+    kinds = (type(actual), type(expected))
+    rtol, atol = _tolerances(kinds, options["rtol"], options["atol"])
+    if actual == expected:
         return
-    if abs(a - e) <= atol + rtol * abs(e):
+    if options["equal_nan"] and cmath.isnan(actual) and cmath.isnan(expected):
+        return
+    if abs(actual - expected) <= atol + rtol * abs(expected):
         return
     raise _Mismatch(_scalar_message(actual, expected, rtol, atol))
 
@@ -159,7 +179,9 @@ def _compare(actual, expected, options: dict, path: str) -> None:
 
 def _compare_one(actual, expected, options: dict, path: str) -> None:
     subclasses = options["allow_subclasses"]
-    if actual is None and expected is None:
+    if actual is None or expected is None:
+        if actual is not expected:
+            raise _Mismatch(f"None mismatch: {actual} is not {expected}")
         return
     if isinstance(actual, (bool, np.bool_)) and isinstance(expected, (bool, np.bool_)):
         if bool(actual) != bool(expected):
@@ -224,6 +246,7 @@ def assert_close(
             f"Both 'rtol' and 'atol' must be either specified or omitted, but got no {missing}."
         )
     options = {
+        "table": TOLERANCES,
         "allow_subclasses": allow_subclasses,
         "rtol": rtol,
         "atol": atol,
@@ -247,11 +270,13 @@ def assert_close(
 
 def assert_allclose(actual, expected, rtol=None, atol=None, equal_nan=True, msg="") -> None:
     """torch's deprecated form: numbers and arrays become tensors of one dtype first, NaNs
-    compare equal by default."""
+    compare equal by default, and its own (looser) default tolerances."""
     if not isinstance(actual, Tensor):
         actual = factories.tensor(actual)
     if not isinstance(expected, Tensor):
         expected = factories.tensor(expected, dtype=actual.dtype)
+    if rtol is None and atol is None:
+        rtol, atol = _tolerances((actual.dtype, expected.dtype), None, None, ALLCLOSE_TOLERANCES)
     assert_close(
         actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan, check_device=True,
         check_dtype=False, check_stride=False, msg=msg or None,

@@ -22,9 +22,9 @@ def _interval(dtype: DType, low, high) -> tuple:
     if dtype.is_floating_point:
         info = finfo(dtype)
         lowest, highest, default = info.min, info.max, (-9, 9)
-    else:
+    else:  # high is exclusive: the dtype's maximum is drawn with high = max + 1
         info = iinfo(dtype)
-        lowest, highest = info.min, info.max
+        lowest, highest = info.min, info.max + 1
         default = (0, 10) if dtype is uint8 else (-9, 10)
     low = default[0] if low is None else low
     high = default[1] if high is None else high

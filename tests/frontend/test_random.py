@@ -1255,3 +1255,37 @@ def test_randperm_refuses_a_length_whose_values_dtype_cannot_hold_as_torch(n, dt
     got = kael.randperm(n, dtype=getattr(kael, dtype))
     assert got.dtype is getattr(kael, dtype) and got.shape == (n,)
     np.testing.assert_array_equal(got.sort().values.float().numpy(), want.sort().values.float())
+
+
+@pytest.mark.parametrize(
+    ("dtype", "args", "low", "high"),
+    [
+        ("uint8", (3, None), 3, 255),  # random_(from, None): from `from` to the dtype's top
+        ("uint8", (7,), 0, 6),  # random_(to)
+        ("uint8", (), 0, 255),
+        ("int8", (-5, 5), -5, 4),
+        ("int64", (-(2**63), None), -(2**63), 2**63 - 1),  # the whole range: 2**64 values
+    ],
+)
+def test_random_forms_draw_torchs_ranges(dtype, args, low, high):
+    got = kael.zeros(4000, dtype=getattr(kael, dtype)).random_(*args)
+    want = torch.zeros(4000, dtype=getattr(torch, dtype)).random_(*args)
+    for t in (got, want):
+        assert low <= t.min().item() and t.max().item() <= high
+    if dtype == "int64":  # the whole range was filled with -2**63 (its span wrapped to 0)
+        assert got.min().item() < -(2**61) and got.max().item() > 2**61
+
+
+def test_random_refuses_a_to_beyond_int64():
+    with pytest.raises(ValueError, match="Overflow"):
+        torch.zeros(5, dtype=torch.int64).random_(-(2**63), 2**63)
+    with pytest.raises(kael.ValueError, match="out of the range of int64"):
+        kael.zeros(5, dtype=kael.int64).random_(-(2**63), 2**63)
+
+
+@pytest.mark.parametrize(("dtype", "low", "high"), [("float16", 0, 1), ("bfloat16", -3, 3),
+                                                     ("bfloat16", -3, -1), ("float32", 0, 1)])  # fmt: skip
+def test_uniform_never_reaches_its_exclusive_bound(dtype, low, high):
+    """Draws made in float64 rounded up to `high` in the half types (44 in 200000)."""
+    got = kael.empty(200000, dtype=getattr(kael, dtype)).uniform_(low, high).double()
+    assert got.max().item() < high and got.min().item() >= low

@@ -130,3 +130,25 @@ def test_assert_allclose_promotes_and_treats_nan_as_equal():
     assert_allclose(kael.tensor([1.0, NAN]), [1.0, NAN])
     with pytest.raises(AssertionError, match="not close"):
         assert_allclose(kael.tensor([1.0, 2.0]), [1.0, 3.0])
+
+
+@pytest.mark.parametrize(
+    ("actual", "expected"),
+    [(1 + 2j, 1 + 2j + 1e-9j), (np.float64(1.0), 1.0), (np.float32(1), np.float64(1))],
+)
+def test_complex_and_numpy_numbers_compare_as_torch(actual, expected):
+    torch.testing.assert_close(actual, expected)
+    assert_close(actual, expected)
+
+
+def test_none_against_a_value_is_a_mismatch():
+    want = _outcome(lambda L, close: close(None, 1), torch, torch.testing.assert_close)
+    assert _outcome(lambda L, close: close(None, 1), kael, assert_close) == want
+
+
+def test_assert_allclose_has_its_own_default_tolerances():
+    torch.testing.assert_allclose(torch.tensor([1.0]), torch.tensor([1.00005]))
+    assert_allclose(kael.tensor([1.0]), kael.tensor([1.00005]))
+    assert_allclose(np.array([1.0]), np.array([1.000005]))
+    with pytest.raises(AssertionError):
+        assert_allclose(kael.tensor([1.0]), kael.tensor([1.001]))

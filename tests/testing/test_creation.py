@@ -89,3 +89,10 @@ def test_bad_intervals_raise_torch_message(kwargs, dtype):
 def test_requires_grad_is_refused_without_autograd():
     with pytest.raises(kael.Error, match="no autograd"):
         make_tensor(2, dtype=kael.float32, device="cpu", requires_grad=True)
+
+
+def test_integer_ranges_reach_the_dtypes_maximum():
+    assert make_tensor(20000, dtype=kael.uint8, device="cpu", low=200, high=300).max().item() == 255
+    got = make_tensor(10, dtype=kael.int8, device="cpu", low=127, high=200)
+    want = torch.testing.make_tensor(10, dtype=torch.int8, device="cpu", low=127, high=200)
+    assert got.tolist() == want.tolist() == [127] * 10
