@@ -209,18 +209,27 @@ def is_initialized() -> bool:
     return is_available()
 
 
-def _one_device(device, op: str) -> None:
-    """Accept device 0 however it is named (None, 0, "cuda", "cuda:0", a kael.device);
-    kael.Error without a GPU, kael.ValueError for another device."""
-    _driver.require()
+def _is_device_zero(device) -> bool:
+    """Whether `device` names device 0 (None, 0, "cuda", "cuda:0", a kael.device);
+    kael.ValueError for another device."""
     if device is None or (isinstance(device, int) and device == 0):
-        return
+        return True
     try:
         found = device if isinstance(device, _Device) else _Device(device)
     except (_TypeError, _ValueError):
         found = None
     if found is not _CUDA:
-        raise _ValueError(f"{op}(): kael drives one GPU, cuda:0; got device {device!r}")
+        raise _ValueError(f"kael drives one GPU, cuda:0; got device {device!r}")
+    return True
+
+
+def _one_device(device, op: str) -> None:
+    """Device 0 however named; kael.Error without a GPU, kael.ValueError for another."""
+    _driver.require()
+    try:
+        _is_device_zero(device)
+    except _ValueError as e:
+        raise _ValueError(f"{op}(): {e}") from None
 
 
 def current_device() -> int:
@@ -230,7 +239,14 @@ def current_device() -> int:
 
 
 def set_device(device) -> None:
-    """Select the GPU to use: only device 0 exists for kael."""
+    """Select the GPU to use: only device 0 exists for kael (a negative index is a no-op,
+    as in torch)."""
+    if device is None:
+        raise _ValueError(
+            "Expected a kael.device with a specified index or an integer, but got:None"
+        )
+    if isinstance(device, int) and device < 0:
+        return
     _one_device(device, "set_device")
 
 
@@ -255,6 +271,7 @@ class DeviceProperties:
 
 
 def get_device_properties(device=None) -> DeviceProperties:
+    """Device 0's name, memory, multiprocessor count and compute capability."""
     _one_device(device, "get_device_properties")
     return DeviceProperties(_driver.describe())
 
@@ -279,14 +296,22 @@ def empty_cache() -> None:
         _allocator_for(_CUDA).empty_cache()
 
 
+def _stat(device, name: str, op: str) -> int:
+    try:
+        _is_device_zero(device)
+    except _ValueError as e:
+        raise _ValueError(f"{op}(): {e}") from None
+    return _allocator_for(_CUDA).stats()[name] if is_available() else 0
+
+
 def memory_allocated(device=None) -> int:
     """Bytes of GPU memory in tensors now (block capacities); 0 without a GPU."""
-    return _allocator_for(_CUDA).stats()["in_use_bytes"] if is_available() else 0
+    return _stat(device, "in_use_bytes", "memory_allocated")
 
 
 def memory_reserved(device=None) -> int:
     """Bytes of GPU memory the caching allocator holds, in use or cached; 0 without a GPU."""
-    return _allocator_for(_CUDA).stats()["reserved_bytes"] if is_available() else 0
+    return _stat(device, "reserved_bytes", "memory_reserved")
 
 
 # ---- random numbers ---------------------------------------------------------------------------
@@ -296,10 +321,12 @@ def memory_reserved(device=None) -> int:
 
 
 def manual_seed(seed) -> None:
-    """Reseed the generator GPU draws use (kael's default one) when a GPU is available."""
-    if is_available():
-        from kael.frontend import random  # it imports the code generators: not at start
+    """Reseed the generator GPU draws use (kael's default one) when a GPU is available;
+    the seed is checked either way, as torch's."""
+    from kael.frontend import random  # it imports the code generators: not at start
 
+    seed = random.seed_arg(seed)
+    if is_available():
         random.manual_seed(seed)
 
 

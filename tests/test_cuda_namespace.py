@@ -20,6 +20,7 @@ def test_queries_answer_as_torch_without_a_gpu():
     if available:
         return  # the gpu tests below cover this side
     assert cuda.memory_allocated() == 0 and cuda.memory_reserved() == 0
+    assert cuda.memory_allocated("cuda:0") == 0
     cuda.empty_cache()
     for call in (cuda.current_device, cuda.get_device_name, cuda.initial_seed):
         with pytest.raises(kael.Error, match="CUDA is not available"):
@@ -79,3 +80,13 @@ def test_gpu_seeding_reseeds_draws():
     first = kael.rand(8, device="cuda")
     cuda.manual_seed(3)
     assert kael.equal(kael.rand(8, device="cuda"), first) and cuda.initial_seed() == 3
+
+
+def test_device_arguments_are_checked_with_or_without_a_gpu():
+    with pytest.raises(kael.ValueError, match="kael drives one GPU, cuda:0; got device 1"):
+        cuda.memory_allocated(1)
+    with pytest.raises(kael.ValueError, match="with a specified index or an integer"):
+        cuda.set_device(None)
+    cuda.set_device(-1)  # torch's no-op
+    with pytest.raises(kael.TypeError, match="seed must be an int"):
+        cuda.manual_seed("a")

@@ -73,6 +73,8 @@ _CREATION_KEYWORDS = frozenset({"requires_grad", "layout", "pin_memory"})
 
 def _flag(kwargs: dict, name: str, op: str) -> bool:
     value = kwargs.pop(name, False)
+    if value is None:  # torch reads None as the default, False
+        return False
     if type(value) is not bool:
         raise TypeError(f"{op}(): argument '{name}' must be bool, not {type(value).__name__}")
     return value

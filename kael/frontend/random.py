@@ -76,7 +76,7 @@ class Generator:
 
     def manual_seed(self, seed) -> Generator:
         """Reseed and rewind; torch's range: [-2**63, 2**64), negatives wrap. Returns self."""
-        seed = _seed_arg(seed)
+        seed = seed_arg(seed)
         tracing.reseed(self, seed)
         with self.lock:
             self._seed, self._offset = seed, 0
@@ -175,7 +175,8 @@ def reserve_words(count: int, generator: Generator | None = None) -> tuple[int, 
     return _signed(seed), _signed(offset)
 
 
-def _seed_arg(seed) -> int:
+def seed_arg(seed) -> int:
+    """A seed as torch takes it: an int in [-2**63, 2**64), negatives wrapped to uint64."""
     seed = views.as_int(seed, "seed")
     if not INT64_MIN <= seed < _U64:
         raise ValueError(f"manual_seed expects a seed in [-2**63, 2**64), got seed={seed}")

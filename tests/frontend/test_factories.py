@@ -614,3 +614,9 @@ def test_new_methods_take_torchs_creation_keywords(method):
     assert got.shape == (3,) and got.dtype is kael.float32
     with pytest.raises(kael.Error, match="no autograd"):
         getattr(kael.ones(2), method)((3,), requires_grad=True)
+
+
+def test_none_creation_keywords_read_as_false():
+    """torch takes requires_grad=None and pin_memory=None as their defaults."""
+    assert kael.zeros(2, requires_grad=None, pin_memory=None).shape == (2,)
+    assert torch.zeros(2, requires_grad=None, pin_memory=None).shape == (2,)

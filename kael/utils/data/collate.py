@@ -22,16 +22,16 @@ _REFUSED = (
 
 
 def _numpy_kind(elem) -> str | None:
-    """'array' or 'scalar' for NumPy values whose dtype is numeric, 'text' for string or
-    object ones, None for anything not NumPy's."""
-    if not isinstance(elem, (np.ndarray, np.generic)):
+    """'array' or 'scalar' for NumPy values whose dtype is numeric, 'text' for arrays of
+    strings or objects, None for anything else (np.str_ is a str, collated as one)."""
+    if isinstance(elem, (str, bytes)) or not isinstance(elem, (np.ndarray, np.generic)):
         return None
     if elem.dtype.kind in "OSUV":
         return "text"
     return "array" if isinstance(elem, np.ndarray) else "scalar"
 
 
-def _rebuilt(elem, parts):
+def rebuilt(elem, parts):
     """A container like `elem` holding `parts` (a dict's items or a sequence's items):
     elem's own type where it can be built so, else a plain dict or list."""
     if isinstance(elem, collections.abc.Mapping):
@@ -43,6 +43,8 @@ def _rebuilt(elem, parts):
             return type(elem)(parts)
         except builtins.TypeError:  # kael's TypeError shadows the builtin here
             return dict(parts)
+    if _is_named_tuple(elem):
+        return type(elem)(*parts)
     if isinstance(elem, collections.abc.MutableSequence):
         clone = copy.copy(elem)
         for i, part in enumerate(parts):
@@ -77,14 +79,14 @@ def default_collate(batch: list):
     if isinstance(elem, (str, bytes)):
         return batch
     if isinstance(elem, collections.abc.Mapping):
-        return _rebuilt(elem, {key: default_collate([d[key] for d in batch]) for key in elem})
+        return rebuilt(elem, {key: default_collate([d[key] for d in batch]) for key in elem})
     if _is_named_tuple(elem):
-        return type(elem)(*(default_collate(list(s)) for s in zip(*batch)))
+        return type(elem)(*(default_collate(s) for s in zip(*batch)))
     if isinstance(elem, collections.abc.Sequence):
         if any(len(sample) != len(elem) for sample in batch):
             raise Error("each element in list of batch should be of equal size")
-        columns = [default_collate(list(s)) for s in zip(*batch)]
-        return columns if isinstance(elem, tuple) else _rebuilt(elem, columns)
+        columns = [default_collate(s) for s in zip(*batch)]  # tuples: strings stay tuples
+        return columns if isinstance(elem, tuple) else rebuilt(elem, columns)
     raise TypeError(_REFUSED.format(type(elem)))
 
 
@@ -95,11 +97,11 @@ def default_convert(data):
     if kind in ("array", "scalar"):
         return factories.as_tensor(data)
     if isinstance(data, collections.abc.Mapping):
-        return _rebuilt(data, {key: default_convert(value) for key, value in data.items()})
+        return rebuilt(data, {key: default_convert(value) for key, value in data.items()})
     if _is_named_tuple(data):
         return type(data)(*(default_convert(d) for d in data))
     if isinstance(data, tuple):
         return [default_convert(d) for d in data]
     if isinstance(data, collections.abc.Sequence) and not isinstance(data, (str, bytes)):
-        return _rebuilt(data, [default_convert(d) for d in data])
+        return rebuilt(data, [default_convert(d) for d in data])
     return data

@@ -8,35 +8,42 @@ out in the sampler's order; with 0 the main process loads each batch when it is 
 
 from __future__ import annotations
 
+import itertools
+import multiprocessing
+import warnings
 from collections.abc import Callable, Iterator
 
 from kael.frontend import factories
 from kael.frontend.tensor import Tensor
 from kael.runtime.dtypes import int64
-from kael.runtime.errors import ValueError
+from kael.runtime.errors import TypeError, ValueError
 from kael.utils.data import workers
-from kael.utils.data.collate import default_collate, default_convert
+from kael.utils.data.collate import default_collate, default_convert, rebuilt
 from kael.utils.data.dataset import IterableDataset
-from kael.utils.data.sampler import BatchSampler, RandomSampler, SequentialSampler
+from kael.utils.data.sampler import (
+    BatchSampler,
+    RandomSampler,
+    SequentialSampler,
+    batch_count,
+)
 from kael.utils.data.workers import get_worker_info
 
 __all__ = ["DataLoader", "get_worker_info"]
 
 
-def _check_options(loader: DataLoader, shuffle, sampler, batch_sampler) -> None:
-    """torch's refusals of option combinations that contradict each other."""
+_START_METHODS = ("fork", "spawn", "forkserver")
+
+
+def _check_options(loader: DataLoader, shuffle, sampler, batch_sampler, prefetch_factor) -> None:
+    """torch's refusals of option values and combinations that contradict each other."""
     if isinstance(loader.dataset, IterableDataset):
-        for name, value in (("shuffle", shuffle), ("sampler", sampler)):
+        for name, value in (("shuffle", shuffle), ("sampler", sampler),
+                            ("batch_sampler", batch_sampler)):  # fmt: skip
             if value not in (None, False):
                 raise ValueError(
                     f"DataLoader with IterableDataset: expected unspecified {name} option, but"
                     f" got {name}={value}"
                 )
-        if batch_sampler is not None:
-            raise ValueError(
-                "DataLoader with IterableDataset: expected unspecified batch_sampler option,"
-                f" but got batch_sampler={batch_sampler}"
-            )
     if sampler is not None and shuffle:
         raise ValueError("sampler option is mutually exclusive with shuffle")
     if batch_sampler is not None and (
@@ -50,10 +57,44 @@ def _check_options(loader: DataLoader, shuffle, sampler, batch_sampler) -> None:
         raise ValueError(
             "batch_size=None option disables auto-batching and is mutually exclusive with drop_last"
         )
-    if loader.num_workers < 0:
+    workers = loader.num_workers
+    if workers < 0:
         raise ValueError(
             "num_workers option should be non-negative; use num_workers=0 to disable"
             " multiprocessing."
+        )
+    if loader.timeout < 0:
+        raise ValueError("timeout option should be non-negative")
+    if workers == 0 and prefetch_factor is not None:
+        raise ValueError(
+            "prefetch_factor option could only be specified in multiprocessing.let"
+            " num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None."
+        )
+    if prefetch_factor is not None and prefetch_factor < 0:
+        raise ValueError("prefetch_factor option should be non-negative")
+    if loader.persistent_workers and workers == 0:
+        raise ValueError("persistent_workers option needs num_workers > 0")
+    _check_context(loader.multiprocessing_context, workers)
+
+
+def _check_context(context, workers: int) -> None:
+    if context is None:
+        return
+    if workers == 0:
+        raise ValueError(
+            "multiprocessing_context can only be used with multi-process loading"
+            f" (num_workers > 0), but got num_workers={workers}"
+        )
+    if isinstance(context, str):
+        if context not in _START_METHODS:
+            raise ValueError(
+                "multiprocessing_context option should specify a valid start method in"
+                f" {list(_START_METHODS)}, but got multiprocessing_context={context!r}"
+            )
+    elif not isinstance(context, multiprocessing.context.BaseContext):
+        raise TypeError(
+            "multiprocessing_context option should be a valid context object or a string"
+            f" specifying the start method, but got multiprocessing_context={context!r}"
         )
 
 
@@ -83,18 +124,12 @@ class DataLoader:
     ) -> None:
         self.dataset, self.batch_size, self.drop_last = dataset, batch_size, drop_last
         self.num_workers, self.timeout, self.generator = num_workers, timeout, generator
-        _check_options(self, shuffle, sampler, batch_sampler)
-        if num_workers == 0 and prefetch_factor is not None:
-            raise ValueError(
-                "prefetch_factor option could only be specified in multiprocessing.let"
-                " num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to"
-                " None."
-            )
-        if persistent_workers and num_workers == 0:
-            raise ValueError("persistent_workers option needs num_workers > 0")
-        self.prefetch_factor = 2 if prefetch_factor is None and num_workers else prefetch_factor
         self.persistent_workers, self.pin_memory = persistent_workers, pin_memory
         self.worker_init_fn, self.multiprocessing_context = worker_init_fn, multiprocessing_context
+        _check_options(self, shuffle, sampler, batch_sampler, prefetch_factor)
+        self.prefetch_factor = 2 if prefetch_factor is None and num_workers else prefetch_factor
+        if batch_sampler is not None:  # it decides the batches: torch clears these
+            self.batch_size, self.drop_last = None, False
         iterable = isinstance(dataset, IterableDataset)
         if sampler is None and not iterable:
             sampler = RandomSampler(dataset, generator=generator) if shuffle else None
@@ -118,13 +153,38 @@ class DataLoader:
             return iter(self.batch_sampler)
         if self.sampler is not None:
             return iter(self.sampler)
-        return iter(int, 1)  # an iterable dataset: forever, until it runs out
+        return itertools.repeat(None)  # an iterable dataset: until it runs out
 
     def _base_seed(self) -> int:
         """Each epoch's worker seed base, drawn from the loader's generator (or the
-        default one), as torch draws it."""
+        default one) at every iterator, workers or not, as torch draws it: a seeded
+        shuffle gives the same order with any num_workers."""
         drawn = factories.empty((), dtype=int64).random_(generator=self.generator)
         return drawn.item()
+
+    def __iter__(self) -> Iterator:
+        base_seed = self._base_seed()
+        pinning = self.pin_memory and _can_pin()
+        if self.num_workers == 0:
+            yield from _maybe_pinned(workers.fetch_all(self._job(), self._index_stream()), pinning)
+            return
+        if not self.persistent_workers:  # workers of this iterator alone (zip(dl, dl) works)
+            pool = workers.Pool(self._job(), base_seed, self.multiprocessing_context,
+                                self.timeout, self.prefetch_factor)  # fmt: skip
+            try:
+                yield from _maybe_pinned(pool.epoch(self._index_stream()), pinning)
+            finally:
+                pool.close()
+            return
+        if self._pool is None:
+            self._pool = workers.Pool(self._job(), base_seed, self.multiprocessing_context,
+                                      self.timeout, self.prefetch_factor)  # fmt: skip
+        try:
+            yield from _maybe_pinned(self._pool.epoch(self._index_stream()), pinning)
+        except Exception:  # a failed epoch leaves its workers in doubt: start afresh
+            self._pool.close()
+            self._pool = None
+            raise
 
     def _job(self) -> workers.Job:
         return workers.Job(
@@ -132,32 +192,10 @@ class DataLoader:
             self.num_workers, self.worker_init_fn,
         )  # fmt: skip
 
-    def __iter__(self) -> Iterator:
-        if self.num_workers == 0:
-            batches = workers.fetch_all(self._job(), self._index_stream())
-        else:
-            if self._pool is None:
-                self._pool = workers.Pool(
-                    self._job(), self._base_seed(), self.multiprocessing_context, self.timeout,
-                    self.prefetch_factor,
-                )  # fmt: skip
-            batches = self._pool.epoch(self._index_stream())
-        failed = True
-        try:
-            for batch in batches:
-                yield _pinned(batch) if self.pin_memory else batch
-            failed = False
-        finally:  # workers stop at each epoch's end, unless persistent (and not failed)
-            if self._pool is not None and (failed or not self.persistent_workers):
-                self._pool.close()
-                self._pool = None
-
     def __len__(self) -> int:
         if isinstance(self.dataset, IterableDataset):
             n = len(self.dataset)
-            if self.batch_size is None:
-                return n
-            return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+            return n if self.batch_size is None else batch_count(n, self.batch_size, self.drop_last)
         return len(self.batch_sampler if self.batch_sampler is not None else self.sampler)
 
     def __del__(self) -> None:
@@ -165,13 +203,31 @@ class DataLoader:
             self._pool.close()
 
 
+def _can_pin() -> bool:
+    """Whether pinned memory exists here; without a GPU torch warns and does not pin."""
+    from kael import cuda  # kael.cuda imports the runtime only, at its first use here
+
+    if cuda.is_available():
+        return True
+    warnings.warn(
+        "'pin_memory' argument is set as true but no accelerator is found, then device pinned"
+        " memory won't be used.",
+        UserWarning,
+        stacklevel=3,
+    )
+    return False
+
+
+def _maybe_pinned(batches: Iterator, pinning: bool) -> Iterator:
+    return map(_pinned, batches) if pinning else batches
+
+
 def _pinned(batch):
     """The batch with every tensor in page-locked memory (pin_memory=True)."""
     if isinstance(batch, Tensor):
         return batch.pin_memory()
     if isinstance(batch, dict):
-        return {key: _pinned(value) for key, value in batch.items()}
+        return rebuilt(batch, {key: _pinned(value) for key, value in batch.items()})
     if isinstance(batch, (list, tuple)):
-        pinned = [_pinned(b) for b in batch]
-        return type(batch)(*pinned) if hasattr(batch, "_fields") else type(batch)(pinned)
+        return rebuilt(batch, [_pinned(b) for b in batch])
     return batch

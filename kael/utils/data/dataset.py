@@ -121,6 +121,9 @@ class ChainDataset(IterableDataset):
             yield from d
 
     def __len__(self) -> int:
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise TypeError("ChainDataset only supports IterableDataset")
         return sum(len(d) for d in self.datasets)
 
 

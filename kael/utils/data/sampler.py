@@ -151,5 +151,9 @@ class BatchSampler(Sampler):
             yield batch
 
     def __len__(self) -> int:
-        n = len(self.sampler)
-        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+        return batch_count(len(self.sampler), self.batch_size, self.drop_last)
+
+
+def batch_count(n: int, batch_size: int, drop_last: bool) -> int:
+    """How many batches n samples make: a short last one dropped or kept."""
+    return n // batch_size if drop_last else -(-n // batch_size)

@@ -128,6 +128,7 @@ def _work(job: Job, worker: int, seed: int, tasks, results) -> None:
         results.put((-1, _Failure(type(e), worker, traceback.format_exc())))
         return
     iterable = isinstance(job.dataset, IterableDataset)
+    results.cancel_join_thread()  # told to stop, exit at once: results no one reads are dropped
     while (task := tasks.get()) is not None:
         number, item = task
         if number == -1:  # a new epoch: a fresh pass over an iterable dataset
@@ -202,10 +203,11 @@ class Pool:
             number, worker = pending.popleft()
             while number not in done:
                 got, result = self._result()
+                if got < number and got != -1:  # an abandoned epoch's result
+                    continue
                 if isinstance(result, _Failure):
                     result.reraise()
-                if got >= number:  # older numbers: an abandoned epoch's
-                    done[got] = result
+                done[got] = result
             result = done.pop(number)
             if result is _End:
                 if worker in live:
@@ -216,14 +218,18 @@ class Pool:
 
     def close(self) -> None:
         """Stop the workers (in the process that started them: a forked worker holding
-        this pool's copy leaves them alone)."""
-        if os.getpid() != self.owner:
+        this pool's copy leaves them alone): asked to stop, then ended if they linger."""
+        if os.getpid() != self.owner or not self.processes:
             return
         for tasks in self.tasks:
             with contextlib.suppress(OSError, ValueError):  # a queue already closed
                 tasks.put(None)
+            tasks.cancel_join_thread()
         for p in self.processes:
-            p.join(timeout=5)
+            p.join(timeout=1)
+        for p in self.processes:
             if p.is_alive():
                 p.terminate()
+                p.join(timeout=5)
+        self.results.cancel_join_thread()
         self.processes = []

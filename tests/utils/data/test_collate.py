@@ -88,3 +88,10 @@ def test_default_convert_makes_arrays_tensors_only():
     assert isinstance(got["a"], kael.Tensor) and got["a"].tolist() == want["a"].tolist()
     assert isinstance(got["b"], list) and got["b"][1] == "s" and got["c"] == 7
     assert got["b"][0].item() == 2.0 and got["b"][0].dtype is kael.float64
+
+
+def test_numpy_strings_and_strings_in_tuples_stay_as_torch_keeps_them():
+    batch = [np.str_("a"), np.str_("b")]
+    assert default_collate(batch) == tdata.default_collate(batch) == ["a", "b"]
+    got = default_collate([(1, "a"), (2, "b")])
+    assert got[1] == tdata.default_collate([(1, "a"), (2, "b")])[1] == ("a", "b")

@@ -1,6 +1,9 @@
 """DataLoader against torch's: the same batches (order, shapes, dtypes, values) for the
 options programs use, in the main process and in worker processes, and torch's refusals."""
 
+import multiprocessing
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -132,3 +135,79 @@ def test_contradicting_options_are_refused(options, message):
 def test_iterable_dataset_refuses_shuffle():
     with pytest.raises(kael.ValueError, match="expected unspecified shuffle option"):
         DataLoader(Shards(), shuffle=True)
+
+
+def test_two_live_iterators_of_one_loader_both_finish():
+    """zip(dl, dl) shared one worker pool, whose second epoch dropped the first's results."""
+    dl = DataLoader(list(range(6)), batch_size=2, num_workers=2)
+    pairs = [(a.tolist(), b.tolist()) for a, b in zip(dl, dl)]
+    assert pairs == [([0, 1], [0, 1]), ([2, 3], [2, 3]), ([4, 5], [4, 5])]
+    it = iter(dl)
+    next(it)
+    assert [b.tolist() for b in dl] == [[0, 1], [2, 3], [4, 5]]
+    assert [b.tolist() for b in it] == [[2, 3], [4, 5]]
+
+
+class Large(Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        return kael.ones(1 << 20)
+
+
+def test_leaving_an_epoch_early_stops_the_workers_at_once():
+    start = time.perf_counter()
+    for _ in DataLoader(Large(), batch_size=1, num_workers=2):
+        break
+    assert time.perf_counter() - start < 4  # it took 10 s: each worker joined for 5
+    assert not multiprocessing.active_children()
+
+
+def test_persistent_workers_serve_the_next_epoch_after_an_early_break():
+    dl = DataLoader(list(range(8)), batch_size=2, num_workers=2, persistent_workers=True)
+    for _ in dl:
+        break
+    assert [b.tolist() for b in dl] == [[0, 1], [2, 3], [4, 5], [6, 7]]
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_seeded_shuffle_is_the_same_with_any_worker_count(workers):
+    orders = []
+    for count in (0, workers):
+        g = kael.Generator().manual_seed(0)
+        loader = DataLoader(list(range(6)), 2, shuffle=True, generator=g, num_workers=count)
+        orders.append([b.tolist() for b in loader])
+    assert orders[0] == orders[1]
+
+
+def test_pin_memory_without_a_gpu_warns_and_loads(recwarn):
+    if kael.cuda.is_available():
+        return  # pinning works there: nothing to warn of
+    assert [b.tolist() for b in DataLoader(list(range(4)), batch_size=2, pin_memory=True)] == [
+        [0, 1], [2, 3]
+    ]  # fmt: skip
+    assert any("no accelerator is found" in str(w.message) for w in recwarn)
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"timeout": -1}, kael.ValueError, "timeout option should be non-negative"),
+        ({"num_workers": 2, "prefetch_factor": -1}, kael.ValueError, "prefetch_factor option should be non-negative"),
+        ({"multiprocessing_context": "fork"}, kael.ValueError, "can only be used with multi-process"),
+        ({"num_workers": 2, "multiprocessing_context": "bogus"}, kael.ValueError, "valid start method"),
+        ({"num_workers": 2, "multiprocessing_context": 3}, kael.TypeError, "valid context object"),
+    ],
+)  # fmt: skip
+def test_bad_option_values_are_refused_as_torch(options, error, message):
+    with pytest.raises(ValueError if error is kael.ValueError else TypeError, match=message):
+        tdata.DataLoader(list(range(4)), **options)
+    with pytest.raises(error, match=message):
+        DataLoader(list(range(4)), **options)
+
+
+def test_a_batch_sampler_clears_batch_size_as_torch():
+    loader = DataLoader(list(range(4)), batch_sampler=[[0, 1], [2, 3]])
+    assert loader.batch_size is None and loader.drop_last is False
+    assert [b.tolist() for b in loader] == [[0, 1], [2, 3]]

@@ -86,3 +86,8 @@ def test_random_split_partitions_by_lengths_and_fractions():
     again = kael.Generator().manual_seed(5)
     first = random_split(Squares(8), [4, 4], generator=g)
     assert first[0].indices == random_split(Squares(8), [4, 4], generator=again)[0].indices
+
+
+def test_chain_dataset_length_needs_iterable_parts():
+    with pytest.raises(kael.TypeError, match="only supports IterableDataset"):
+        len(ChainDataset([TensorDataset(kael.ones(2))]))
