@@ -171,6 +171,16 @@ def as_number(value, what: str):
     return number
 
 
+def check_allocatable(shape: tuple[int, ...], dtype: DType, device) -> None:
+    """Fail now, with empty()'s typed error, where a result of `shape` cannot exist (its
+    element count overflows int64, or the memory is not there): for ops that build per-output
+    tables first (interpolate's taps, adaptive pools' windows), which a mistyped size of
+    10**10 would otherwise spend minutes on. Shapes under 1 GiB are not tried."""
+    numel = math.prod(shape)
+    if numel * dtype.itemsize > 1 << 30:
+        del empty_impl(shape, dtype, _device(device)).storage
+
+
 def empty(*size, dtype=None, device=None, memory_format=None) -> Tensor:
     """An uninitialised tensor (the default dtype unless told otherwise), row-major or laid
     out in `memory_format` (contiguous_format, channels_last or channels_last_3d)."""

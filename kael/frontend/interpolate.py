@@ -150,6 +150,7 @@ def interpolate(
     sizes, given = _sizes(x, dims, size, scale_factor, recompute_scale_factor)
     if any(s <= 0 for s in sizes):
         raise ValueError(f"interpolate: output sizes must be positive, got {list(sizes)}")
+    factories.check_allocatable((*x.shape[:2], *sizes), x.dtype, x.device)
     if mode == "area":
         return POOLS[f"adaptive_avg_pool{dims}d"](x, sizes)
     if not x.dtype.is_floating_point and mode != "nearest" and mode != "nearest-exact":

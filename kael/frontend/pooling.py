@@ -466,6 +466,7 @@ def _adaptive_input(input, dims: int, output_size, op: str):
             " being empty"
         )
     sizes = _output_size(output_size, dims, x.shape[2:], op)
+    factories.check_allocatable((*x.shape[:2], *sizes), x.dtype, x.device)
     bounds = [_bounds(s, o) for s, o in zip(x.shape[2:], sizes)]
     return x, was_batched, sizes, bounds
 

@@ -1,6 +1,8 @@
 """F.interpolate in every mode, by size and by scale_factor, with align_corners, against
 PyTorch, and its refusals."""
 
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -131,3 +133,19 @@ def test_scale_factor_keeping_or_doubling_a_size_takes_torchs_cpu_shortcuts(
         1e-6,
         equal_nan=True,
     )
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda F, x: F.interpolate(x, scale_factor=1e10),
+        lambda F, x: F.interpolate(x, size=(10**7, 10**7), mode="bilinear"),
+        lambda F, x: F.interpolate(x, size=(10**7, 10**7), mode="area"),
+    ],
+)
+def test_an_impossible_output_fails_at_once(call):
+    """A scale factor meant as a size built a Python list per output row first: it hung."""
+    start = time.perf_counter()
+    with pytest.raises((kael.Error, kael.ValueError)):
+        call(kael.nn.functional, kael.ones(1, 1, 2, 2))
+    assert time.perf_counter() - start < 5

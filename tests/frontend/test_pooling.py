@@ -1,6 +1,8 @@
 """max/avg pools (1d/2d/3d, indices, ceil_mode, padding, dilation, count_include_pad,
 divisor_override) and the adaptive pools against PyTorch."""
 
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -474,3 +476,11 @@ def test_avg_pool_divisor_override_must_be_an_int_as_torch(divisor):
     same(
         KF.avg_pool2d(kx, 2, divisor_override=np.int64(3)), TF.avg_pool2d(tx, 2, divisor_override=3)
     )
+
+
+@pytest.mark.parametrize("op", ["adaptive_avg_pool2d", "adaptive_max_pool2d"])
+def test_an_impossible_adaptive_output_fails_at_once(op):
+    start = time.perf_counter()
+    with pytest.raises(kael.Error, match="out of memory"):
+        getattr(kael.nn.functional, op)(kael.ones(1, 1, 2, 2), (10**7, 10**7))
+    assert time.perf_counter() - start < 5
