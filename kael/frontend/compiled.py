@@ -30,6 +30,7 @@ from kael.frontend.tensor import Tensor
 from kael.runtime import debug, sync
 from kael.runtime.device import Device
 from kael.runtime.dtypes import DType, on_default_dtype_change
+from kael.runtime.errors import ValueError as KaelValueError
 from kael.runtime.tensor_impl import contiguous_strides
 from kael.runtime.threadpool import get_num_threads
 from kael.runtime.tracestate import epoch, state
@@ -654,6 +655,9 @@ class Inspection:
     __repr__ = __str__
 
 
+MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
 def compile(
     fn: Callable | None = None,
     *,
@@ -661,16 +665,41 @@ def compile(
     dynamic=None,
     max_recompiles: int = 8,
     check: bool = False,
+    backend=None,
+    mode: str | None = None,
+    options: dict | None = None,
+    name: str | None = None,
+    disable: bool = False,
+    recompile_limit: int | None = None,
+    **torch_only,
 ):
     """Trace `fn` into fused kernels once per call signature; `@kael.compile` or
     `@kael.compile(fullgraph=False)`. With fullgraph=False, Python that needs a tensor's
     values ends the trace and that signature runs eagerly (with one warning); by default it
-    raises kael.Error naming the line. `dynamic` is accepted for PyTorch's spelling: sizes
-    never cause a recompile here. `check=True` (for debugging) also runs each fused kernel's
-    ops one eager kernel at a time on copies of the arguments and raises kael.Error naming
-    the first fused kernel whose output differs."""
+    raises kael.Error naming the line. `check=True` (for debugging) also runs each fused
+    kernel's ops one eager kernel at a time on copies of the arguments and raises kael.Error
+    naming the first fused kernel whose output differs.
+
+    An nn.Module comes back as a Module (OptimizedModule: its state under `_orig_mod.`, its
+    attributes and train/eval forwarded), as torch.compile returns it. torch's other
+    arguments are taken for its spelling: `dynamic` (sizes never recompile here), `backend`,
+    `mode` (one of torch's), `options`, `name`, the rest of torch's keywords (ignored: kael
+    has one compiler); `recompile_limit` is max_recompiles, and disable=True returns `fn`."""
+    if mode not in MODES:
+        raise KaelValueError(f"Unknown mode={mode!r}: kael.compile takes torch's modes {MODES[1:]}")
+    if recompile_limit is not None:
+        max_recompiles = recompile_limit
     if fn is None:
         return lambda f: compile(
-            f, fullgraph=fullgraph, dynamic=dynamic, max_recompiles=max_recompiles, check=check
-        )
+            f, fullgraph=fullgraph, dynamic=dynamic, max_recompiles=max_recompiles, check=check,
+            disable=disable,
+        )  # fmt: skip
+    if disable:
+        return fn
+    from kael.nn.modules.module import Module  # kael.nn imports this module's package
+
+    if isinstance(fn, Module):
+        from kael.nn.modules.optimized import OptimizedModule
+
+        return OptimizedModule(fn, CompiledFunction(fn, fullgraph, max_recompiles, check))
     return CompiledFunction(fn, fullgraph, max_recompiles, check)

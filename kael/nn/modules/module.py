@@ -572,6 +572,14 @@ class Module:
             self._hooks_with_kwargs[handle.id] = True
         return handle
 
+    def compile(self, *args, **kwargs) -> None:
+        """Compile this module in place (torch's Module.compile): its forward becomes
+        kael.compile(forward, ...) with the same arguments; hooks still run around it."""
+        from kael.frontend.compiled import compile as compile_function  # it imports kael.nn
+
+        forward = type(self).forward.__get__(self)
+        object.__setattr__(self, "forward", compile_function(forward, *args, **kwargs))
+
     def __call__(self, *args, **kwargs):
         if _trace_state.trace is not None:
             self._read_by_trace()

@@ -627,3 +627,37 @@ def test_parameter_containers_indent_their_entries_as_torch():
     assert repr(k_dict) == repr(t_dict).replace("torch.FloatTensor", "float32")
     one = repr(nn.ParameterList([kael.ones(2)]))
     assert one == repr(torch.nn.ParameterList([torch.ones(2)])).replace("torch.float32", "float32")
+
+
+def test_compiling_a_module_gives_a_module_as_torch():
+    """kael.compile(model) was a plain function object: .eval(), .state_dict() and
+    isinstance(..., nn.Module) failed where torch.compile's OptimizedModule has them."""
+    layers = [(4, 3), (3, 2)]
+    theirs = torch.nn.Sequential(*(torch.nn.Linear(*s) for s in layers))
+    model = nn.Sequential(*(nn.Linear(*s) for s in layers))
+    model.load_state_dict(theirs.state_dict())
+    fast, reference = kael.compile(model, mode="reduce-overhead"), torch.compile(theirs)
+    assert isinstance(fast, nn.Module) and repr(fast) == repr(reference)
+    assert list(fast.state_dict()) == list(reference.state_dict())
+    fast.eval()
+    assert not model.training and fast._orig_mod is model and fast.training is False
+    x = np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32)
+    np.testing.assert_allclose(fast(kael.tensor(x)).numpy(), model(kael.tensor(x)).numpy())
+
+
+def test_module_compile_compiles_in_place():
+    model = nn.Sequential(nn.Linear(3, 3), nn.Dropout(0.5)).eval()
+    x = kael.randn(4, 3)
+    expected = model(x)
+    model.compile()
+    assert kael.equal(model(x), expected) and model.forward.cache_info().traces == 1
+    model.train()  # the compiled forward follows the mode, as the plain one does
+    assert (model(x) == 0).any().item()
+
+
+def test_compile_takes_torchs_arguments():
+    model = nn.Linear(2, 2)
+    assert kael.compile(model, disable=True) is model
+    kael.compile(model, backend="inductor", options={"x": 1}, dynamic=True, recompile_limit=3)
+    with pytest.raises(kael.ValueError, match="Unknown mode='fast'"):
+        kael.compile(model, mode="fast")
