@@ -406,9 +406,9 @@ def _scan(data) -> tuple[tuple[int, ...], list, DType]:
     """The shape, the values in row-major order, and the inferred dtype of nested data."""
     shape = []
     probe = data
-    while isinstance(probe, (list, tuple)):
+    while _is_sequence(probe):
         shape.append(len(probe))
-        if not probe:
+        if not len(probe):
             break
         probe = probe[0]
     check_rank(shape)  # before the walk, which recurses once per dim
@@ -428,15 +428,17 @@ def _scan(data) -> tuple[tuple[int, ...], list, DType]:
 def _collect(data, shape: list, dim: int, position: list, flat: list, kinds: set) -> None:
     """Append the numbers of `data` to flat, checking every sequence against `shape`."""
     if dim == len(shape):
-        if isinstance(data, (list, tuple)):
+        if _is_sequence(data):
             raise ValueError(
                 f"expected a number at position {position}, got a sequence of length {len(data)}"
             )
+        if isinstance(data, np.ndarray):  # 0-d: its scalar, dtype and all
+            data = data[()]
         value = _number_at(data, position)
         kinds.add(_numpy_scalar_dtype(data) or dtypes.scalar_dtype(value))
         flat.append(value)
         return
-    if not isinstance(data, (list, tuple)):
+    if not _is_sequence(data):
         raise ValueError(
             f"expected a sequence of length {shape[dim]} at dim {dim} (position {position}),"
             f" got {type(data).__name__}"
@@ -448,6 +450,12 @@ def _collect(data, shape: list, dim: int, position: list, flat: list, kinds: set
         )
     for i, item in enumerate(data):
         _collect(item, shape, dim + 1, [*position, i], flat, kinds)
+
+
+def _is_sequence(data) -> bool:
+    """Nested data's inner levels: lists, tuples, and NumPy arrays of one or more dims (a
+    list of arrays, as torch.tensor reads it: element by element, each keeping its dtype)."""
+    return isinstance(data, (list, tuple)) or (isinstance(data, np.ndarray) and data.ndim > 0)
 
 
 def _numpy_scalar_dtype(value) -> DType | None:

@@ -1,6 +1,7 @@
 """Factories: shapes, dtype inference, values and every rejected input, against PyTorch."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -620,3 +621,21 @@ def test_none_creation_keywords_read_as_false():
     """torch takes requires_grad=None and pin_memory=None as their defaults."""
     assert kael.zeros(2, requires_grad=None, pin_memory=None).shape == (2,)
     assert torch.zeros(2, requires_grad=None, pin_memory=None).shape == (2,)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        lambda: [np.ones(2), np.zeros(2)],
+        lambda: [np.ones(2, np.float32), np.zeros(2, np.float32)],
+        lambda: [np.arange(4).reshape(2, 2), np.arange(4).reshape(2, 2)],
+    ],
+)
+def test_tensor_of_a_list_of_arrays_keeps_their_dtype_as_torch(data):
+    """Batches built from a list of arrays were refused ("expects numbers, got ndarray")."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch warns that this path is slow
+        want = torch.tensor(data())
+    got = kael.tensor(data())
+    assert got.shape == tuple(want.shape) and str(got.dtype) == str(want.dtype)[6:]
+    assert got.tolist() == want.tolist()
