@@ -110,6 +110,7 @@ from kael.nn.modules.padding import (
     ZeroPad2d,
     ZeroPad3d,
 )
+from kael.nn.modules.parallel import DataParallel
 from kael.nn.modules.pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -303,4 +304,4 @@ __all__ = [
     "ZeroPad2d",
     "ZeroPad3d",
 ]
-__all__ += _lazy
+__all__ += [*_lazy, "DataParallel"]

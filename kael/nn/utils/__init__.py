@@ -1,5 +1,17 @@
-"""kael.nn.utils: PyTorch's torch.nn.utils helpers (rnn: packed sequences)."""
+"""kael.nn.utils: PyTorch's torch.nn.utils helpers: packed sequences (rnn), weight norm,
+batch-norm fusion and parameters as one vector."""
 
 from kael.nn.utils import rnn
+from kael.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
+from kael.nn.utils.fusion import (
+    fuse_conv_bn_eval,
+    fuse_conv_bn_weights,
+    fuse_linear_bn_eval,
+    fuse_linear_bn_weights,
+)
+from kael.nn.utils.weight_norm import remove_weight_norm, weight_norm
 
-__all__ = ["rnn"]
+__all__ = [
+    "fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights",
+    "parameters_to_vector", "remove_weight_norm", "rnn", "vector_to_parameters", "weight_norm",
+]  # fmt: skip

@@ -661,3 +661,12 @@ def test_compile_takes_torchs_arguments():
     kael.compile(model, backend="inductor", options={"x": 1}, dynamic=True, recompile_limit=3)
     with pytest.raises(kael.ValueError, match="Unknown mode='fast'"):
         kael.compile(model, mode="fast")
+
+
+def test_data_parallel_keeps_torchs_checkpoint_keys():
+    theirs = torch.nn.DataParallel(torch.nn.Linear(2, 2))
+    ours = nn.DataParallel(nn.Linear(2, 2))
+    assert list(ours.state_dict()) == list(theirs.state_dict()) and repr(ours) == repr(theirs)
+    ours.load_state_dict(theirs.state_dict())
+    want = theirs(torch.ones(1, 2)).detach().numpy()
+    np.testing.assert_allclose(ours(kael.ones(1, 2)).numpy(), want, rtol=1e-6)
