@@ -2,7 +2,7 @@
 
 import math as _math
 
-from kael import amp, backends, cuda, linalg, nn, random, special, testing, utils
+from kael import amp, backends, cuda, jit, linalg, nn, random, special, testing, utils
 from kael.frontend import autocast as _autocast
 from kael.frontend import conveniences as _conveniences
 from kael.frontend import factories as _factories
@@ -186,6 +186,7 @@ __all__ = [
     "special",
     "testing",
     "amp",
+    "jit",
     "autocast",
     "get_autocast_dtype",
     "is_autocast_enabled",
