@@ -121,6 +121,43 @@ def _taps(mode: str, size: int, out: int, given, align_corners: bool, wide: bool
     return rows
 
 
+def _aa_linear(x: float) -> float:
+    return max(0.0, 1.0 - abs(x))
+
+
+def _aa_cubic(x: float) -> float:
+    """The antialiasing cubic (a = -0.5, PIL's), not bicubic's a = -0.75."""
+    a, x = -0.5, abs(x)
+    if x < 1:
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+    if x < 2:
+        return (((x - 5) * x + 8) * x - 4) * a
+    return 0.0
+
+
+def _antialiased_taps(mode: str, size: int, out: int, given, align_corners: bool, wide: bool):
+    """PyTorch's antialiased taps (_compute_weights_aa): downscaling widens the filter by
+    the scale, so every input pixel under an output pixel counts; weights normalized."""
+    filter_fn, width = (_aa_cubic, 4) if mode == "bicubic" else (_aa_linear, 2)
+    r = (lambda v: v) if wide else to_float32
+    scale = _scale(size, out, given if not align_corners else None, align_corners, wide)
+    support = r(width * 0.5 * scale) if scale >= 1.0 else width * 0.5
+    inverse = r(1.0 / scale) if scale >= 1.0 else 1.0
+    rows = []
+    for dst in range(out):
+        center = r(scale * r(dst + 0.5))
+        lo = max(int(r(r(center - support) + 0.5)), 0)
+        hi = min(int(r(r(center + support) + 0.5)), size)
+        weights = [r(filter_fn(r(r(r(j - center) + 0.5) * inverse))) for j in range(lo, hi)]
+        total = 0.0
+        for w in weights:
+            total = r(total + w)
+        if total != 0.0:
+            weights = [r(w / total) for w in weights]
+        rows.append(list(zip(range(lo, hi), weights)) or [(min(lo, size - 1), 0.0)])
+    return rows
+
+
 def interpolate(
     input: Tensor,
     size=None,
@@ -134,8 +171,11 @@ def interpolate(
     x = tensor_arg(input, "interpolate")
     if mode not in MODES:
         raise ValueError(f"interpolate: mode must be one of {tuple(MODES)}, got {mode!r}")
-    if antialias:
-        raise ValueError("interpolate: antialias is not supported yet")
+    if antialias and mode not in ("bilinear", "bicubic"):
+        raise ValueError(
+            "Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D"
+            " tensor as input"
+        )
     dims = x.ndim - 2
     if dims < 1 or dims > 3:
         raise ValueError(f"interpolate: expected a 3D, 4D or 5D input, got {x.ndim}D")
@@ -160,7 +200,8 @@ def interpolate(
     half = x.dtype in (float16, bfloat16) and mode not in ("nearest", "nearest-exact")
     y = x.to(float32) if half else x
     for d in reversed(range(dims)):
-        rows = _shortcut(mode, dims, x.shape[2 + d], sizes[d]) or _taps(
+        taps = _antialiased_taps if antialias else _taps
+        rows = (None if antialias else _shortcut(mode, dims, x.shape[2 + d], sizes[d])) or taps(
             mode, x.shape[2 + d], sizes[d], given[d], bool(align_corners), wide
         )
         y = _resample(y, 2 + d, rows)
@@ -168,9 +209,15 @@ def interpolate(
 
 
 def _resample(x: Tensor, dim: int, rows: list[list[tuple[int, float]]]) -> Tensor:
-    """out[.., j, ..] = sum_k weight[j][k] * x[.., source[j][k], ..] along `dim`."""
-    taps = len(rows[0])
-    if x.device is CPU and x.dtype in (float32, float64) and x.numel():
+    """out[.., j, ..] = sum_k weight[j][k] * x[.., source[j][k], ..] along `dim`. Rows of
+    different lengths (antialiasing's) are padded with zero-weight taps of their last
+    source: an infinite input there gives NaN where PyTorch's kernel, which stops at each
+    row's own length, gives inf."""
+    from kael.codegen.cpu import resample
+
+    taps = max(len(r) for r in rows)
+    rows = [r + [(r[-1][0], 0.0)] * (taps - len(r)) for r in rows]
+    if x.device is CPU and x.dtype in (float32, float64) and x.numel() and taps in resample.TAPS:
         return _resample_kernel(x, dim, rows, taps)
     picked = [
         index_ops.index_select(x, dim, factories.tensor([r[k][0] for r in rows], device=x.device))
@@ -198,7 +245,7 @@ def _resample(x: Tensor, dim: int, rows: list[list[tuple[int, float]]]) -> Tenso
 
 def _resample_kernel(x: Tensor, dim: int, rows, taps: int) -> Tensor:
     """_resample by codegen/cpu/resample.py: one pass, the sources read in place."""
-    from kael.codegen.cpu import resample
+    from kael.codegen.cpu import resample  # it imports the code generators: not at start
 
     shape = x.shape
     outer, inner = math.prod(shape[:dim]), math.prod(shape[dim + 1 :])

@@ -149,3 +149,40 @@ def test_an_impossible_output_fails_at_once(call):
     with pytest.raises((kael.Error, kael.ValueError)):
         call(kael.nn.functional, kael.ones(1, 1, 2, 2))
     assert time.perf_counter() - start < 5
+
+
+ANTIALIAS = [
+    ((1, 3, 17, 23), {"size": (5, 7), "mode": "bilinear"}),
+    ((1, 3, 17, 23), {"size": (5, 7), "mode": "bicubic"}),
+    ((2, 3, 16, 16), {"scale_factor": 0.5, "mode": "bilinear"}),
+    ((1, 1, 8, 8), {"size": (16, 12), "mode": "bilinear"}),  # upscaling: plain taps
+    ((1, 1, 9, 9), {"size": (4, 4), "mode": "bicubic", "align_corners": True}),
+    ((1, 1, 10, 10), {"scale_factor": 0.3, "mode": "bicubic"}),
+    ((1, 3, 64, 48), {"size": (20, 20), "mode": "bilinear", "align_corners": True}),
+]
+
+
+@pytest.mark.parametrize(("shape", "options"), ANTIALIAS, ids=str)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_antialias_matches_torch(shape, options, dtype):
+    """torchvision's Resize defaults to antialias=True: downscaling averages every input
+    pixel under an output pixel (it was refused)."""
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    got = KF.interpolate(kael.tensor(x).to(getattr(kael, dtype)), antialias=True, **options)
+    want = TF.interpolate(torch.tensor(x).to(getattr(torch, dtype)), antialias=True, **options)
+    assert got.shape == tuple(want.shape) and str(got.dtype) == str(want.dtype)[6:]
+    tol = {"float32": 1e-6, "float64": 1e-13}[dtype]
+    np.testing.assert_allclose(got.double().numpy(), want.double().numpy(), rtol=tol, atol=tol)
+
+
+def test_antialias_needs_bilinear_or_bicubic():
+    with pytest.raises(kael.ValueError, match="Anti-alias option is restricted to bilinear"):
+        KF.interpolate(kael.ones(1, 1, 4, 4), size=2, mode="nearest", antialias=True)
+
+
+def test_antialias_in_bfloat16_is_the_float32_result_rounded_once():
+    """torch has no bfloat16 antialias kernel; kael computes it in float32, as its others."""
+    x = kael.randn(1, 2, 16, 16)
+    got = KF.interpolate(x.bfloat16(), size=(5, 5), mode="bilinear", antialias=True)
+    want = KF.interpolate(x.bfloat16().float(), size=(5, 5), mode="bilinear", antialias=True)
+    assert got.dtype is kael.bfloat16 and kael.equal(got, want.bfloat16())
