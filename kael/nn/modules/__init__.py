@@ -92,6 +92,7 @@ from kael.nn.modules.normalization import (
     InstanceNorm3d,
     LayerNorm,
     RMSNorm,
+    SyncBatchNorm,
 )
 from kael.nn.modules.padding import (
     CircularPad1d,
@@ -304,4 +305,4 @@ __all__ = [
     "ZeroPad2d",
     "ZeroPad3d",
 ]
-__all__ += [*_lazy, "DataParallel"]
+__all__ += [*_lazy, "DataParallel", "SyncBatchNorm"]

@@ -124,6 +124,48 @@ class BatchNorm3d(_BatchNorm):
     ranks = (5,)
 
 
+class SyncBatchNorm(_BatchNorm):
+    """torch's batch norm synchronized across processes: kael runs in one process, so it is
+    the batch norm of any input of 2 or more dims (what torch computes without a process
+    group); convert_sync_batchnorm swaps a model's batch norms for it."""
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        process_group=None,
+        device=None,
+        dtype=None,
+    ) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input) -> None:
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module: Module, process_group=None) -> Module:
+        """`module` with every BatchNorm*d in it (itself included) replaced by a
+        SyncBatchNorm holding the same parameters, buffers and mode."""
+        if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
+            sync = cls(module.num_features, module.eps, module.momentum, module.affine,
+                       module.track_running_stats, process_group)  # fmt: skip
+            for name in ("weight", "bias"):
+                if module.affine:
+                    setattr(sync, name, getattr(module, name))
+            for name in ("running_mean", "running_var", "num_batches_tracked"):
+                sync.register_buffer(name, getattr(module, name))
+            sync.train(module.training)
+            return sync
+        for name, child in module.named_children():
+            module.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return module
+
+
 class _InstanceNorm(_NormBase):
     ranks: tuple[int, ...]  # (unbatched, batched)
 

@@ -420,3 +420,24 @@ def test_triplet_with_distance_loss_defaults_to_a_pairwise_distance_submodule():
 def test_fixed_mode_upsamplings_are_upsamples_as_torch(name):
     assert isinstance(getattr(torch.nn, name)(scale_factor=2), torch.nn.Upsample)
     assert isinstance(getattr(kael.nn, name)(scale_factor=2), kael.nn.Upsample)
+
+
+def test_sync_batch_norm_is_batch_norm_in_one_process_as_torch():
+    theirs, ours = torch.nn.SyncBatchNorm(3), kael.nn.SyncBatchNorm(3)
+    assert repr(ours) == repr(theirs) and list(ours.state_dict()) == list(theirs.state_dict())
+    x = np.random.default_rng(0).standard_normal((4, 3, 2)).astype(np.float32)
+    want = theirs(torch.tensor(x)).detach().numpy()  # training: batch statistics
+    np.testing.assert_allclose(ours(kael.tensor(x)).numpy(), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ours.running_var.numpy(), theirs.running_var.numpy(), rtol=1e-6)
+    with pytest.raises(kael.ValueError, match="expected at least 2D input"):
+        ours(kael.ones(3))
+
+
+def test_convert_sync_batchnorm_keeps_state_and_mode():
+    bn = kael.nn.BatchNorm2d(3)
+    bn.running_mean.fill_(2.0)
+    model = kael.nn.Sequential(bn, kael.nn.ReLU()).eval()
+    converted = kael.nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    assert type(converted[0]) is kael.nn.SyncBatchNorm and not converted[0].training
+    assert converted[0].running_mean.tolist() == [2.0, 2.0, 2.0]
+    assert converted[0].weight is bn.weight
