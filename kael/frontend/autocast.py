@@ -31,8 +31,9 @@ LOWER, FLOAT32 = "lower", "float32"
 _MATMULS = ("matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "einsum", "tensordot")
 _CONVS = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
           "conv_transpose3d")  # fmt: skip
-_RECURRENT = ("lstm", "gru", "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell",
-              "rnn_relu_cell")  # fmt: skip
+# torch lowers nn.LSTM (mkldnn_rnn_layer) and the Elman layers and cells (their matmuls);
+# GRU and the LSTM and GRU cells stay in float32 on the CPU
+_RECURRENT = ("lstm", "rnn_tanh", "rnn_relu", "rnn_tanh_cell", "rnn_relu_cell")
 _LOSSES = (
     "mse_loss", "cross_entropy", "nll_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
     "kl_div", "binary_cross_entropy", "binary_cross_entropy_with_logits", "ctc_loss",
@@ -46,7 +47,7 @@ _LINALG = ("cholesky", "cholesky_ex", "inv", "inv_ex", "solve", "solve_ex", "lst
 
 TABLES: dict[str, dict[str, str]] = {
     "kael": {
-        **dict.fromkeys((*_MATMULS, *_CONVS, *_RECURRENT, "prelu"), LOWER),
+        **dict.fromkeys((*_MATMULS, *_CONVS, "prelu"), LOWER),
         **dict.fromkeys(
             (
                 *_LOSSES,
@@ -89,7 +90,8 @@ TABLES: dict[str, dict[str, str]] = {
             FLOAT32,
         ),  # fmt: skip
     },
-    "linalg": dict.fromkeys(_LINALG, FLOAT32),
+    "linalg": {**dict.fromkeys(_LINALG, FLOAT32), "matmul": LOWER},
+    "recurrent": dict.fromkeys(_RECURRENT, LOWER),
     "Tensor": {
         **dict.fromkeys(
             (
@@ -128,9 +130,11 @@ _count_lock = sync.lock()
 
 
 def _device_type(device_type) -> str:
+    """'cpu' or 'cuda' from a device string ("cuda:0", "cpu:0" too)."""
     if not isinstance(device_type, str):
         raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
-    return device_type if device_type in ("cpu", "cuda") else parse_device(device_type).type
+    kind = device_type.split(":", 1)[0]
+    return kind if kind in ("cpu", "cuda") else parse_device(device_type).type
 
 
 def is_autocast_enabled(device_type: str | None = None) -> bool:
@@ -229,7 +233,7 @@ def _cast(value, policy: str):
         kind = value.device.type
         if not _state.enabled.get(kind):
             return value
-        target = _state.dtype[kind] if policy is LOWER else float32
+        target = _state.dtype[kind] if policy == LOWER else float32
         return value if dtype is target else value.to(target)
     if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):
         return type(value)(_cast(v, policy) for v in value)
@@ -251,11 +255,19 @@ def wrap(fn: Callable, policy: str) -> Callable:
 
     @functools.wraps(fn)
     def op(*args, **kwargs):
-        if not ACTIVE[0] or not (_state.enabled["cpu"] or _state.enabled["cuda"]):
+        enabled = _state.enabled
+        if not ACTIVE[0] or not (enabled["cpu"] or enabled["cuda"]):
+            return fn(*args, **kwargs)
+        if kwargs.get("out") is not None:  # torch's out= forms are not autocast
             return fn(*args, **kwargs)
         args = tuple(_cast(a, policy) for a in args)
         kwargs = {k: _cast(v, policy) for k, v in kwargs.items()}
-        return fn(*args, **kwargs)
+        saved = dict(enabled)
+        enabled["cpu"] = enabled["cuda"] = False  # inside, the op runs as its kernel would
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            enabled.update(saved)
 
     op._autocast = policy
     _wrappers[id(fn)] = (fn, op)

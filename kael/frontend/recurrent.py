@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import NamedTuple
 
-from kael.frontend import blas_like, index_ops, linalg
+from kael.frontend import autocast, blas_like, index_ops, linalg
 from kael.frontend.formula import Value, launch
 from kael.frontend.outputs import tensor_param
 from kael.frontend.random import dropout as _dropout
@@ -592,3 +592,4 @@ _PUBLIC = {
 }
 
 FUNCTIONS: dict[str, Callable] = {name: op_door(name, fn) for name, fn in _PUBLIC.items()}
+autocast.install(FUNCTIONS, "recurrent")  # nn.LSTM, nn.RNN run in the lower dtype there

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 from kael.runtime import cuda_driver
 from kael.runtime.errors import TypeError, ValueError
 
@@ -17,7 +19,7 @@ class Device:
         if index is None:
             if isinstance(type, (str, Device)):
                 return parse_device(type)
-            if isinstance(type, bool) or not hasattr(type, "__index__"):
+            if isinstance(type, bool) or not isinstance(type, numbers.Integral):
                 raise TypeError(
                     "device() expects a device name, a kael.device or a CUDA index, got"
                     f" {_type_name(type)}"
@@ -60,7 +62,7 @@ def _type_name(value) -> str:
 
 def _device_index(index) -> int:
     """A device index: a non-negative int (NumPy ints too, never a bool)."""
-    if isinstance(index, bool) or not hasattr(index, "__index__"):
+    if isinstance(index, bool) or not isinstance(index, numbers.Integral):
         raise TypeError(f"device index must be an int, got {_type_name(index)}")
     index = index.__index__()
     if index < 0:

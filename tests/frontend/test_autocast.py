@@ -135,3 +135,42 @@ def test_compiled_plans_are_keyed_by_the_autocast_state():
 def test_amp_names():
     assert kael.amp.autocast is kael.autocast
     assert kael.amp.is_autocast_available("cpu") and not kael.amp.is_autocast_available("xpu")
+
+
+def test_out_forms_are_not_autocast_as_torch():
+    """The wrapper cast `out` too: the caller's tensor was never written."""
+    a, out = kael.ones(2, 2), kael.zeros(2, 2)
+    with kael.autocast("cpu"):
+        result = kael.matmul(a, a, out=out)
+    assert result is out and out.tolist() == [[2.0, 2.0], [2.0, 2.0]]
+
+
+def test_float32_ops_run_without_autocast_inside():
+    """pinverse and lstsq multiply with @ inside: those products were lowered too."""
+    s = kael.eye(3) * 2
+    with kael.autocast("cpu"):
+        for got in (kael.pinverse(s), kael.cholesky_inverse(s), kael.linalg.lstsq(s, s).solution):
+            assert got.dtype is kael.float32
+
+
+@pytest.mark.parametrize(
+    ("name", "make"),
+    [
+        ("LSTM", lambda L: L.nn.LSTM(4, 5)(L.ones(3, 1, 4))[0]),
+        ("RNN", lambda L: L.nn.RNN(4, 5)(L.ones(3, 1, 4))[0]),
+        ("GRU", lambda L: L.nn.GRU(4, 5)(L.ones(3, 1, 4))[0]),
+        ("RNNCell", lambda L: L.nn.RNNCell(4, 5)(L.ones(2, 4))),
+        ("LSTMCell", lambda L: L.nn.LSTMCell(4, 5)(L.ones(2, 4))[0]),
+        (
+            "gru_cell",
+            lambda L: L.gru_cell(L.ones(2, 4), L.ones(2, 5), L.ones(15, 4), L.ones(15, 5)),
+        ),
+        ("linalg_matmul", lambda L: L.linalg.matmul(L.ones(2, 2), L.ones(2, 2))),
+    ],
+)
+def test_recurrent_layers_take_torchs_policy(name, make):
+    with torch.autocast("cpu"):
+        want = make(torch)
+    with kael.autocast("cpu:0"):
+        got = make(kael)
+    assert str(got.dtype) == str(want.dtype).removeprefix("torch.")

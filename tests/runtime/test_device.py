@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+import kael
 from kael.runtime import cuda_driver
 from kael.runtime.device import (
     CPU,
@@ -162,3 +163,9 @@ def test_device_bad_argument_types_are_type_errors_naming_them(args, message):
             torch.device(*args)
     with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
         Device(*args)
+
+
+def test_a_tensor_is_no_device_index():
+    """Tensors have __index__ now; kael.device(tensor) became cuda:0 (torch refuses it)."""
+    with pytest.raises(kael.TypeError, match="got Tensor"):
+        kael.device(kael.tensor(0))

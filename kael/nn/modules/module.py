@@ -111,6 +111,9 @@ class Module:
         for name, make in _TABLES.items():
             if name not in self.__dict__:
                 object.__setattr__(self, name, make())
+        if "_compile_args" in state:
+            args, kwargs = state["_compile_args"]
+            self.compile(*args, **kwargs)
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(
@@ -579,6 +582,14 @@ class Module:
 
         forward = type(self).forward.__get__(self)
         object.__setattr__(self, "forward", compile_function(forward, *args, **kwargs))
+        object.__setattr__(self, "_compile_args", (args, kwargs))
+
+    def __getstate__(self) -> dict:
+        """The attributes, less a compile()d forward (rebuilt by __setstate__)."""
+        state = dict(self.__dict__)
+        if "_compile_args" in state:
+            state.pop("forward", None)
+        return state
 
     def __call__(self, *args, **kwargs):
         if _trace_state.trace is not None:

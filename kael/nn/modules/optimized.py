@@ -24,7 +24,22 @@ class OptimizedModule(Module):
         try:
             return super().__getattr__(name)
         except AttributeError:
-            return getattr(self._modules["_orig_mod"], name)
+            modules = self.__dict__.get("_modules")
+            if modules is None or "_orig_mod" not in modules:
+                raise
+            return getattr(modules["_orig_mod"], name)
+
+    def __setattr__(self, name: str, value) -> None:
+        """Set on the original module (training, weight, ...), as torch's wrapper does."""
+        modules = self.__dict__.get("_modules")
+        if modules is None or "_orig_mod" not in modules or name == "_orig_mod":
+            super().__setattr__(name, value)
+        else:
+            setattr(modules["_orig_mod"], name, value)
+
+    def __reduce__(self):
+        """Copies and pickles rebuild from the original module, compiled afresh."""
+        return (_compiled_again, (self._orig_mod,))
 
     def cache_info(self):
         """The compiled function's plan counts (kael.compile's cache_info)."""
@@ -32,3 +47,9 @@ class OptimizedModule(Module):
 
     def inspect(self, *args, **kwargs):
         return self._compiled.inspect(*args, **kwargs)
+
+
+def _compiled_again(mod: Module) -> OptimizedModule:
+    from kael.frontend.compiled import compile as compile_module  # it imports kael.nn
+
+    return compile_module(mod)

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from kael.frontend import index_ops
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
-from kael.runtime.errors import ValueError
+from kael.runtime.errors import TypeError, ValueError
 
 
 def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
@@ -18,7 +18,7 @@ def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
 
 
 def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
-    """Write consecutive slices of `vec` into the parameters, in order (their shapes)."""
+    """Make each parameter, in order, a view of the next slice of `vec` (in its shape)."""
     vec = tensor_arg(vec, "vector_to_parameters", "vec")
     if vec.dim() != 1:
         raise ValueError(f"expected vec to be a 1-D tensor, got {vec.dim()}-D")
@@ -29,5 +29,9 @@ def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
             raise ValueError(
                 f"vec has {vec.numel()} elements, fewer than the parameters' {start + n}+"
             )
-        p.copy_(vec[start : start + n].view_as(p))
+        if vec.dtype is not p.dtype:
+            raise TypeError(
+                f"vector_to_parameters: vec has dtype {vec.dtype}, a parameter {p.dtype}"
+            )
+        p.data = vec[start : start + n].view_as(p)  # a view of vec, as torch makes it
         start += n

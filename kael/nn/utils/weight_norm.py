@@ -15,7 +15,7 @@ def norm_except_dim(v, dim: int | None):
         return vector_norm(v)
     dim = dim % v.dim()
     others = tuple(d for d in range(v.dim()) if d != dim)
-    return vector_norm(v, 2, others, keepdim=True)
+    return vector_norm(v, 2, others, keepdim=True) if others else v.abs()
 
 
 class WeightNorm:

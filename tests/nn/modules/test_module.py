@@ -670,3 +670,28 @@ def test_data_parallel_keeps_torchs_checkpoint_keys():
     ours.load_state_dict(theirs.state_dict())
     want = theirs(torch.ones(1, 2)).detach().numpy()
     np.testing.assert_allclose(ours(kael.ones(1, 2)).numpy(), want, rtol=1e-6)
+
+
+def test_compiled_modules_copy_and_pickle():
+    """EMA copies and best-model saves deepcopy a compiled model: it raised TypeError."""
+    x = kael.ones(1, 2)
+    fast = kael.compile(nn.Linear(2, 2))
+    fast(x)
+    in_place = nn.Linear(2, 2)
+    in_place.compile()
+    in_place(x)
+    for model in (fast, in_place):
+        for twin in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
+            assert type(twin) is type(model) and kael.equal(twin(x), model(x))
+
+
+def test_compiled_module_sets_attributes_on_the_original_as_torch():
+    model = nn.Sequential(nn.Dropout(0.5))
+    fast = kael.compile(model)
+    fast.training = False
+    assert model.training is False
+    layer = nn.Linear(2, 2)
+    fast = kael.compile(layer)
+    fast.weight = nn.Parameter(kael.zeros(2, 2))
+    fast.note = 5
+    assert layer.weight.sum().item() == 0 and layer.note == 5

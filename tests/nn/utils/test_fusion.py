@@ -67,3 +67,13 @@ def test_parameters_round_trip_through_one_vector():
     assert layer.weight.reshape(-1).tolist() == [0, 1, 2, 3, 4, 5] and layer.bias.tolist() == [6, 7]
     with pytest.raises(kael.ValueError, match="1-D"):
         vector_to_parameters(kael.ones(2, 4), layer.parameters())
+
+
+def test_vector_to_parameters_makes_views_of_the_vector_as_torch():
+    layer = kael.nn.Linear(2, 1)
+    vec = kael.arange(3, dtype=kael.float32)
+    vector_to_parameters(vec, layer.parameters())
+    vec.add_(10)
+    assert layer.weight.tolist() == [[10.0, 11.0]] and layer.bias.tolist() == [12.0]
+    with pytest.raises(kael.TypeError, match="vec has dtype int64"):
+        vector_to_parameters(kael.arange(3), layer.parameters())

@@ -43,3 +43,12 @@ def test_weight_norm_refuses_twice_and_remove_refuses_none():
         weight_norm(layer)
     with pytest.raises(kael.ValueError, match="weight_norm of 'weight' not found"):
         remove_weight_norm(kael.nn.Linear(2, 2))
+
+
+def test_weight_norm_of_a_vector_keeps_one_norm_per_element_as_torch():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = torch.nn.utils.weight_norm(torch.nn.PReLU(3))
+    ours = weight_norm(kael.nn.PReLU(3))
+    assert ours.weight_g.shape == tuple(theirs.weight_g.shape) == (3,)
+    ours.load_state_dict(theirs.state_dict())
