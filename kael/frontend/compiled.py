@@ -153,11 +153,18 @@ def _what_changed(old: tuple, new: tuple) -> str:
                 if x != y:
                     return f"argument {i}: {name} changed from {_word(x)} to {_word(y)}"
         return f"argument {i} changed from {_word(a)} to {_word(b)}"
-    if len(old[1]) != len(new[1]):  # only _lookup's default device is ever appended
-        now = new[1][-1][-1] if len(new[1]) > len(old[1]) else "none"
-        return f"the default device changed (now {now})"
+    if len(old[1]) != len(new[1]):  # _lookup appends the default device and autocast state
+        settings = [dict(p for p in guard[1] if _is_setting(p)) for guard in (old, new)]
+        for name in ("default device", "autocast"):
+            if settings[0].get(name) != settings[1].get(name):
+                return f"the {name} changed (now {settings[1].get(name, 'none')})"
     values = [tuple(float.fromhex(h) for h in guard[2]) for guard in (old, new)]
     return f"float arguments used as Python values changed: {values[0]} -> {values[1]}"
+
+
+def _is_setting(part) -> bool:
+    """A signature part _lookup appended: ("default device", ...) or ("autocast", ...)."""
+    return isinstance(part, tuple) and len(part) == 2 and part[0] in ("default device", "autocast")
 
 
 def _word(value) -> str:

@@ -174,3 +174,15 @@ def test_recurrent_layers_take_torchs_policy(name, make):
     with kael.autocast("cpu:0"):
         got = make(kael)
     assert str(got.dtype) == str(want.dtype).removeprefix("torch.")
+
+
+def test_a_recompile_for_autocast_says_so():
+    @kael.compile
+    def f(a):
+        return a @ a
+
+    x = kael.ones(2, 2)
+    f(x)
+    with kael.autocast("cpu"):
+        f(x)
+    assert f.cache_info().recompiles == ["the autocast changed (now (('cpu', kael.bfloat16),))"]
