@@ -67,7 +67,10 @@ from kael.frontend.memory_formats import (
     memory_format,
     preserve_format,
 )
-from kael.frontend.random import (
+from kael.frontend.storages import UntypedStorage
+from kael.frontend.tensor import Tensor
+from kael.frontend.tracing import op_door as _op_door
+from kael.random import (  # kael.random holds torch.random's names; kael has them too
     Generator,
     default_generator,
     get_rng_state,
@@ -76,9 +79,6 @@ from kael.frontend.random import (
     seed,
     set_rng_state,
 )
-from kael.frontend.storages import UntypedStorage
-from kael.frontend.tensor import Tensor
-from kael.frontend.tracing import op_door as _op_door
 from kael.runtime.allocator import empty_cache, memory_stats
 from kael.runtime.debug import set_debug
 from kael.runtime.determinism import (

@@ -129,17 +129,9 @@ class SyncBatchNorm(_BatchNorm):
     the batch norm of any input of 2 or more dims (what torch computes without a process
     group); convert_sync_batchnorm swaps a model's batch norms for it."""
 
-    def __init__(
-        self,
-        num_features: int,
-        eps: float = 1e-5,
-        momentum: float | None = 0.1,
-        affine: bool = True,
-        track_running_stats: bool = True,
-        process_group=None,
-        device=None,
-        dtype=None,
-    ) -> None:
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, process_group=None,
+                 device=None, dtype=None) -> None:  # fmt: skip
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
         self.process_group = process_group
 
