@@ -31,6 +31,7 @@ from kael.nn.modules.activation import (
     Tanhshrink,
     Threshold,
 )
+from kael.nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss
 from kael.nn.modules.attention import MultiheadAttention
 from kael.nn.modules.container import (
     ModuleDict,
@@ -305,4 +306,4 @@ __all__ = [
     "ZeroPad2d",
     "ZeroPad3d",
 ]
-__all__ += [*_lazy, "DataParallel", "SyncBatchNorm"]
+__all__ += [*_lazy, "AdaptiveLogSoftmaxWithLoss", "DataParallel", "SyncBatchNorm"]

@@ -441,3 +441,38 @@ def test_convert_sync_batchnorm_keeps_state_and_mode():
     assert type(converted[0]) is kael.nn.SyncBatchNorm and not converted[0].training
     assert converted[0].running_mean.tolist() == [2.0, 2.0, 2.0]
     assert converted[0].weight is bn.weight
+
+
+def test_adaptive_log_softmax_matches_torch():
+    theirs = torch.nn.AdaptiveLogSoftmaxWithLoss(8, 20, [5, 10], div_value=2.0)
+    ours = kael.nn.AdaptiveLogSoftmaxWithLoss(8, 20, [5, 10], div_value=2.0)
+    assert repr(ours) == repr(theirs) and list(ours.state_dict()) == list(theirs.state_dict())
+    ours.load_state_dict(theirs.state_dict())
+    x = np.random.default_rng(0).standard_normal((6, 8)).astype(np.float32)
+    t = np.array([1, 7, 12, 19, 0, 10])
+    got, want = ours(kael.tensor(x), kael.tensor(t)), theirs(torch.tensor(x), torch.tensor(t))
+    np.testing.assert_allclose(
+        got.output.numpy(), want.output.detach().numpy(), rtol=1e-5, atol=1e-6
+    )
+    np.testing.assert_allclose(got.loss.item(), want.loss.item(), rtol=1e-6)
+    full = ours.log_prob(kael.tensor(x)).numpy()
+    np.testing.assert_allclose(full, theirs.log_prob(torch.tensor(x)).detach().numpy(), atol=1e-5)
+    assert ours.predict(kael.tensor(x)).tolist() == theirs.predict(torch.tensor(x)).tolist()
+    single = ours(kael.tensor(x[0]), kael.tensor(t[0]))
+    assert single.output.shape == () and abs(single.output.item() - got.output[0].item()) < 1e-6
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda L: L.nn.AdaptiveLogSoftmaxWithLoss(8, 20, []), "length larger than 0"),
+        (lambda L: L.nn.AdaptiveLogSoftmaxWithLoss(8, 20, [10, 5]), "sorted in an increasing"),
+        (lambda L: L.nn.AdaptiveLogSoftmaxWithLoss(8, 20, [5, 10])(L.ones(2, 8), L.tensor([1, 25])),
+         r"Target values should be in \[0, 19\]"),
+    ],
+)  # fmt: skip
+def test_adaptive_log_softmax_refuses_as_torch(build, message):
+    with pytest.raises((ValueError, RuntimeError), match=message):
+        build(torch)
+    with pytest.raises(kael.Error, match=message):
+        build(kael)
