@@ -280,9 +280,12 @@ def _conv(dims: int, op: str):
                 f" {list(kernel)} (dilated by {list(dilation)})"
             )
         out = counts(x.shape[2:], kernel, stride, dilation, before, after)
-        y = _convolve(x, w, groups, stride, dilation, before, out, op)
-        if b is not None:
-            y = y + b
+        if b is not None and x.dtype.is_half:  # float32 sums and bias, rounded once, as torch
+            y = _convolve(x.float(), w.float(), groups, stride, dilation, before, out, op)
+            y = (y + b.float()).to(x.dtype)
+        else:
+            y = _convolve(x, w, groups, stride, dilation, before, out, op)
+            y = y if b is None else y + b
         return y if was_batched else y.squeeze(0)
 
     conv.__name__ = conv.__qualname__ = op

@@ -49,9 +49,23 @@ class Slogdet(NamedTuple):
 
 
 class WithInfo(NamedTuple):
-    """What the _ex functions return: the result and LAPACK's info per matrix (int32)."""
+    """What solve_ex returns: the result and LAPACK's info per matrix (int32)."""
 
     result: Tensor
+    info: Tensor
+
+
+class InverseWithInfo(NamedTuple):
+    """inv_ex's result under torch's field names."""
+
+    inverse: Tensor
+    info: Tensor
+
+
+class CholeskyWithInfo(NamedTuple):
+    """cholesky_ex's result under torch's field names."""
+
+    L: Tensor
     info: Tensor
 
 
@@ -450,12 +464,12 @@ def _inverse(A: Tensor, op: str) -> tuple[Tensor, Tensor]:
 
 
 @on_host
-def inv_ex(A, *, check_errors: bool = False) -> WithInfo:
+def inv_ex(A, *, check_errors: bool = False) -> InverseWithInfo:
     """A's inverse and info (0, or the first zero pivot's column), batched."""
     x, info = _inverse(A, "linalg.inv_ex")
     if check_errors:
         raise_for(info, "linalg.inv_ex", _singular)
-    return WithInfo(x, info)
+    return InverseWithInfo(x, info)
 
 
 def _singular(code: int) -> str:
@@ -532,13 +546,13 @@ def _cholesky(A, op: str, upper: bool) -> tuple[Tensor, Tensor]:
 
 
 @on_host
-def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False) -> WithInfo:
+def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False) -> CholeskyWithInfo:
     """The Cholesky factor (L, or U = L^T) and info: 0, or the order of the first leading
     minor that is not positive-definite."""
     factor, info = _cholesky(A, "linalg.cholesky_ex", upper)
     if check_errors:
         raise_for(info, "linalg.cholesky_ex", _not_definite)
-    return WithInfo(factor, info)
+    return CholeskyWithInfo(factor, info)
 
 
 @on_host

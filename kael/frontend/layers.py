@@ -196,6 +196,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
                 f"linear: expected input and {what} to have the same dtype, but got "
                 f"{x.dtype} and {t.dtype}"
             )
+    if b is not None and x.dtype.is_half:  # float32 product and bias, rounded once, as torch
+        y = linalg.matmul(x.float(), (w.T if w.ndim == 2 else w).float())
+        return (y + b.float()).to(x.dtype)
     y = linalg.matmul(x, w.T if w.ndim == 2 else w)
     return y if b is None else y + b
 

@@ -633,6 +633,16 @@ class Tensor:
             raise TypeError("iteration over a 0-d tensor")
         return (Tensor(views.select(impl, 0, i)) for i in range(impl.shape[0]))
 
+    def __contains__(self, element) -> bool:
+        """`element in t`: whether any element of t equals it (a number or a tensor that
+        broadcasts), as torch reads `in`; Python's row-by-row fallback compared whole rows."""
+        if not isinstance(element, (Tensor, bool, int, float, complex)):
+            raise TypeError(
+                "Tensor.__contains__ only supports Tensor or scalar, but you passed in a"
+                f" {type(element)}."
+            )
+        return bool((self == element).any().item())
+
     def __bool__(self) -> bool:
         n = self._impl.numel()
         if n != 1:

@@ -42,17 +42,19 @@ class Device:
         return "cpu" if self.type == "cpu" else f"cuda:{self.index}"
 
     def __repr__(self) -> str:
-        return f"device(type='{self.type}', index={self.index})"
+        index = "" if self.index is None else f", index={self.index}"
+        return f"device(type='{self.type}'{index})"
 
     def __reduce__(self):
         return (Device, (self.type, self.index))
 
 
-def _interned(type: str) -> Device:
-    """The one Device of a type, made once (Device() itself parses and looks these up)."""
+def _interned(type: str, index: int | None) -> Device:
+    """The one Device of a type, made once (Device() itself parses and looks these up); the
+    CPU's index is None, as torch's."""
     device = object.__new__(Device)
     object.__setattr__(device, "type", type)
-    object.__setattr__(device, "index", 0)
+    object.__setattr__(device, "index", index)
     return device
 
 
@@ -70,14 +72,14 @@ def _device_index(index) -> int:
     return index
 
 
-CPU = _interned("cpu")
-CUDA = _interned("cuda")
+CPU = _interned("cpu", None)
+CUDA = _interned("cuda", 0)
 
-_BY_NAME = {"cpu": CPU, "cuda": CUDA, "cuda:0": CUDA}
+_BY_NAME = {"cpu": CPU, "cpu:0": CPU, "cuda": CUDA, "cuda:0": CUDA}
 
 
 def parse_device(device: str | Device) -> Device:
-    """Accept "cpu", "cuda", "cuda:0" or a Device; ValueError for any other name."""
+    """Accept "cpu" ("cpu:0"), "cuda", "cuda:0" or a Device; ValueError for any other name."""
     if isinstance(device, Device):
         return device
     if not isinstance(device, str):

@@ -466,3 +466,13 @@ def test_stepped_out_for_a_one_d_result():
     kael.matmul(km, kv, out=base[::2])
     check_equal(base[::2], tm @ tv)
     assert base[1::2].tolist() == [0.0, 0.0, 0.0]
+
+
+def test_ex_results_have_torchs_field_names():
+    spd = kael.eye(3, dtype=kael.float64) * 2
+    assert kael.linalg.inv_ex(spd).inverse.shape == (3, 3)
+    assert kael.linalg.cholesky_ex(spd).L.shape == (3, 3)
+    assert kael.linalg.solve_ex(spd, kael.ones(3, dtype=kael.float64)).result.shape == (3,)
+    for ex in (kael.linalg.inv_ex(spd), kael.linalg.cholesky_ex(spd)):
+        _, info = ex
+        assert info.dtype is kael.int32 and info.item() == 0

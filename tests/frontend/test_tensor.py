@@ -849,3 +849,13 @@ def test_a_0d_tensor_formats_as_its_number():
     assert f"{kael.tensor([1.0, 2.0])}" == str(kael.tensor([1.0, 2.0]))
     with pytest.raises(kael.TypeError, match="unsupported format string '.3f'"):
         f"{kael.tensor([1.0, 2.0]):.3f}"
+
+
+def test_in_asks_whether_any_element_equals_as_torch():
+    """`5.0 in t` iterated over rows and asked bool() of a row: an error."""
+    t, r = kael.arange(12.0).view(3, 4), torch.arange(12.0).view(3, 4)
+    for element in (5.0, 13, True):
+        assert (element in t) == (element in r)
+    assert kael.tensor(5.0) in t and kael.tensor([[0.0], [99.0], [99.0]]) in t
+    with pytest.raises(kael.TypeError, match="only supports Tensor or scalar"):
+        "a" in t  # noqa: B015  (the `in` is the test)

@@ -22,8 +22,10 @@ from kael.runtime.device import (
 from kael.runtime.errors import Error, TypeError, ValueError
 
 
-@pytest.mark.parametrize(("name", "expected"), [("cpu", CPU), ("cuda", CUDA), ("cuda:0", CUDA)])
-def test_parse_device_accepts_the_three_names(name, expected):
+@pytest.mark.parametrize(
+    ("name", "expected"), [("cpu", CPU), ("cpu:0", CPU), ("cuda", CUDA), ("cuda:0", CUDA)]
+)
+def test_parse_device_accepts_the_four_names(name, expected):
     assert parse_device(name) is expected
 
 
@@ -33,11 +35,11 @@ def test_parse_device_passes_devices_through(device):
 
 
 @pytest.mark.parametrize("name", ["cpu", "cuda:0"])
-def test_str_and_fields_match_torch(name):
+def test_str_repr_and_fields_match_torch(name):
+    """The CPU's index is None, as torch's (it was 0 and printed `index=0`)."""
     device, reference = parse_device(name), torch.device(name)
-    assert str(device) == str(reference)
-    assert device.type == reference.type
-    assert device.index == 0
+    assert str(device) == str(reference) and repr(device) == repr(reference)
+    assert device.type == reference.type and device.index == reference.index
 
 
 def test_cuda_prints_with_its_index():
@@ -69,9 +71,7 @@ def test_unknown_device_raises_value_error():
         parse_device("gpu")
 
 
-@pytest.mark.parametrize(
-    "name", ["", "CPU", "Cuda", "cuda:", "cuda:x", "cpu:0", "cuda:-1", "tpu:0"]
-)
+@pytest.mark.parametrize("name", ["", "CPU", "Cuda", "cuda:", "cuda:x", "cuda:-1", "tpu:0"])
 def test_other_names_raise_value_error(name):
     with pytest.raises(ValueError, match=f"unknown device '{name}'"):
         parse_device(name)
