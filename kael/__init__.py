@@ -2,7 +2,20 @@
 
 import math as _math
 
-from kael import amp, backends, cuda, jit, linalg, nn, random, special, testing, utils
+from kael import (
+    amp,
+    backends,
+    compiler,
+    cpu,
+    cuda,
+    jit,
+    linalg,
+    nn,
+    random,
+    special,
+    testing,
+    utils,
+)
 from kael.frontend import autocast as _autocast
 from kael.frontend import conveniences as _conveniences
 from kael.frontend import factories as _factories
@@ -186,6 +199,8 @@ __all__ = [
     "special",
     "testing",
     "amp",
+    "compiler",
+    "cpu",
     "jit",
     "autocast",
     "get_autocast_dtype",

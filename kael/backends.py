@@ -55,14 +55,55 @@ class _Matmul:
 
 class _Cuda:
     """torch.backends.cuda: kael's own PTX backend is always built (is_built() True); whether
-    a GPU is there is kael.cuda.is_available()."""
+    a GPU is there is kael.cuda.is_available(). The attention backend switches are settings:
+    kael has one attention kernel."""
 
     matmul = _Matmul()
     __name__ = "kael.backends.cuda"
 
+    def __init__(self) -> None:
+        self._sdp = {"flash": True, "mem_efficient": True, "math": True, "cudnn": True}
+
     @staticmethod
     def is_built() -> bool:
         return True
+
+    def sdp_kernel(self, enable_flash=True, enable_math=True, enable_mem_efficient=True,
+                   enable_cudnn=True):  # fmt: skip
+        """torch's deprecated context manager over the switches below."""
+        wanted = {"flash": enable_flash, "math": enable_math,
+                  "mem_efficient": enable_mem_efficient, "cudnn": enable_cudnn}  # fmt: skip
+        return _Switches(self._sdp, wanted)
+
+
+def _switch(name: str):
+    def enable(self, enabled: bool) -> None:
+        self._sdp[name] = bool(enabled)
+
+    def enabled(self) -> bool:
+        return self._sdp[name]
+
+    return enable, enabled
+
+
+for _name in ("flash", "mem_efficient", "math", "cudnn"):
+    _enable, _enabled = _switch(_name)
+    setattr(_Cuda, f"enable_{_name}_sdp", _enable)
+    setattr(_Cuda, f"{_name}_sdp_enabled", _enabled)
+
+
+class _Switches:
+    """Set some switches for a block, then put them back."""
+
+    def __init__(self, table: dict, wanted: dict) -> None:
+        self.table, self.wanted, self.saved = table, wanted, {}
+
+    def __enter__(self) -> None:
+        self.saved = dict(self.table)
+        self.table.update({k: bool(v) for k, v in self.wanted.items()})
+
+    def __exit__(self, *exc) -> None:
+        self.table.update(self.saved)
 
 
 cuda = _Cuda()

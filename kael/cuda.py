@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins as _builtins
 import contextlib as _contextlib
+import types as _types
 from collections.abc import Iterator as _Iterator
 
 from kael.runtime import cuda_driver as _driver
@@ -22,7 +23,7 @@ from kael.runtime.errors import TypeError as _TypeError
 from kael.runtime.errors import ValueError as _ValueError
 
 __all__ = [
-    "DeviceProperties", "Event", "Stream", "current_device", "current_stream", "default_stream", "device_count",
+    "DeviceProperties", "Event", "Stream", "amp", "current_device", "current_stream", "default_stream", "device_count",
     "empty_cache", "get_device_capability", "get_device_name", "get_device_properties",
     "initial_seed", "is_available", "is_initialized", "manual_seed", "manual_seed_all",
     "memory_allocated", "memory_reserved", "record_stream", "seed", "seed_all", "set_device", "stream",
@@ -350,3 +351,15 @@ def initial_seed() -> int:
     from kael.frontend import random
 
     return random.initial_seed()
+
+
+class _CudaAutocast:
+    """torch.cuda.amp.autocast: kael.autocast("cuda", ...), float16 by default."""
+
+    def __new__(cls, enabled: bool = True, dtype=None, cache_enabled: bool = True):
+        from kael.frontend.autocast import autocast  # it imports the frontend
+
+        return autocast("cuda", dtype, enabled, cache_enabled)
+
+
+amp = _types.SimpleNamespace(autocast=_CudaAutocast)

@@ -2,7 +2,7 @@
 Parameter and Buffer, the functional forms (kael.nn.functional), initialisers
 (kael.nn.init) and helpers (kael.nn.utils)."""
 
-from kael.nn import functional, init, utils
+from kael.nn import attention, functional, init, utils
 from kael.nn.modules import *  # noqa: F403  (every layer, as torch.nn exports them)
 from kael.nn.modules import __all__ as _layers
 from kael.nn.parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
@@ -12,6 +12,7 @@ __all__ = [
     "Parameter",
     "UninitializedBuffer",
     "UninitializedParameter",
+    "attention",
     "functional",
     "init",
     "utils",
