@@ -55,3 +55,7 @@ def test_strict_and_repeated_keys_are_refused():
         kael.func.functional_call(
             layer, ({"bias": kael.ones(2)}, {"bias": kael.ones(2)}), kael.ones(1, 2)
         )
+
+
+def test_the_older_home_is_the_same_function():
+    assert kael.nn.utils.stateless.functional_call is kael.func.functional_call

@@ -1,7 +1,7 @@
 """kael.nn.utils: PyTorch's torch.nn.utils helpers: packed sequences (rnn), weight norm,
 batch-norm fusion and parameters as one vector."""
 
-from kael.nn.utils import parametrizations, parametrize, rnn
+from kael.nn.utils import parametrizations, parametrize, rnn, stateless
 from kael.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
 from kael.nn.utils.fusion import (
     fuse_conv_bn_eval,
@@ -13,5 +13,5 @@ from kael.nn.utils.weight_norm import remove_weight_norm, weight_norm
 
 __all__ = [
     "fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights",
-    "parameters_to_vector", "parametrizations", "parametrize", "remove_weight_norm", "rnn", "vector_to_parameters", "weight_norm",
+    "parameters_to_vector", "parametrizations", "parametrize", "remove_weight_norm", "rnn", "stateless", "vector_to_parameters", "weight_norm",
 ]  # fmt: skip
