@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import types
 
-from kael.frontend.autocast import autocast as _autocast
+from kael.frontend import autocast as _autocast
 from kael.runtime.dtypes import bfloat16 as _bfloat16
 
 __all__ = ["amp", "current_device", "device_count", "is_available", "synchronize"]
@@ -27,11 +27,4 @@ def synchronize(device=None) -> None:
     """Nothing to wait for: host kernels finish before their launch returns."""
 
 
-class _CpuAutocast(_autocast):
-    """torch.cpu.amp.autocast: kael.autocast("cpu", ...), bfloat16 by default."""
-
-    def __init__(self, enabled: bool = True, dtype=_bfloat16, cache_enabled: bool = True) -> None:
-        super().__init__("cpu", dtype, enabled, cache_enabled)
-
-
-amp = types.SimpleNamespace(autocast=_CpuAutocast)
+amp = types.SimpleNamespace(autocast=_autocast.for_device("cpu", _bfloat16))

@@ -12,12 +12,14 @@ import contextlib as _contextlib
 import types as _types
 from collections.abc import Iterator as _Iterator
 
+from kael.frontend import autocast as _autocast
 from kael.runtime import cuda_driver as _driver
 from kael.runtime.allocator import allocator_for as _allocator_for
 from kael.runtime.device import CUDA as _CUDA
 from kael.runtime.device import Device as _Device
 from kael.runtime.device import cuda_is_available as is_available
 from kael.runtime.device import cuda_synchronize as synchronize
+from kael.runtime.dtypes import float16 as _float16
 from kael.runtime.errors import Error as _Error
 from kael.runtime.errors import TypeError as _TypeError
 from kael.runtime.errors import ValueError as _ValueError
@@ -353,13 +355,4 @@ def initial_seed() -> int:
     return random.initial_seed()
 
 
-class _CudaAutocast:
-    """torch.cuda.amp.autocast: kael.autocast("cuda", ...), float16 by default."""
-
-    def __new__(cls, enabled: bool = True, dtype=None, cache_enabled: bool = True):
-        from kael.frontend.autocast import autocast  # it imports the frontend
-
-        return autocast("cuda", dtype, enabled, cache_enabled)
-
-
-amp = _types.SimpleNamespace(autocast=_CudaAutocast)
+amp = _types.SimpleNamespace(autocast=_autocast.for_device("cuda", _float16))

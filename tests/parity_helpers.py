@@ -128,3 +128,16 @@ def resized_out(call, out, shape):
     assert tuple(out.shape) == tuple(shape)
     assert len(resized) == int(held), [str(w.message) for w in seen]
     return result
+
+
+def loads_and_matches(ours, theirs, shape, rtol: float = 1e-5, atol: float = 1e-6):
+    """kael module `ours` has torch module `theirs`'s state keys and shapes, loads its state,
+    and gives its output on one random input; returns (that input, torch's output)."""
+    assert [(k, tuple(v.shape)) for k, v in ours.state_dict().items()] == [
+        (k, tuple(v.shape)) for k, v in theirs.state_dict().items()
+    ]
+    ours.load_state_dict(theirs.state_dict())
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    want = theirs(torch.tensor(x)).detach().numpy()
+    np.testing.assert_allclose(ours(kael.tensor(x)).numpy(), want, rtol=rtol, atol=atol)
+    return x, want

@@ -224,6 +224,18 @@ class autocast:  # noqa: N801  (torch's name)
         return within
 
 
+def for_device(device_type: str, default_dtype: DType) -> type:
+    """torch.<device>.amp.autocast: autocast(enabled, dtype, cache_enabled) for one device
+    type, with that device's default dtype (kael.cpu.amp, kael.cuda.amp)."""
+
+    class DeviceAutocast(autocast):
+        def __init__(self, enabled: bool = True, dtype=default_dtype, cache_enabled=True) -> None:
+            super().__init__(device_type, dtype, enabled, cache_enabled)
+
+    DeviceAutocast.__name__ = DeviceAutocast.__qualname__ = "autocast"
+    return DeviceAutocast
+
+
 def _cast(value, policy: str):
     """value with its eligible tensors cast (lists and tuples of tensors too)."""
     if isinstance(value, Tensor):

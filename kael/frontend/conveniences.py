@@ -25,12 +25,6 @@ from kael.runtime.tensor_impl import TensorImpl
 # ---- asarray and frombuffer ------------------------------------------------------------------
 
 
-def _no_grad(requires_grad, op: str) -> None:
-    """requires_grad=True refused: kael has no autograd yet (as Tensor.requires_grad_)."""
-    if requires_grad:
-        raise Error(f"{op}(): requires_grad=True: kael has no autograd yet")
-
-
 def _has_buffer(obj) -> bool:
     """Whether obj implements Python's buffer protocol."""
     try:
@@ -95,7 +89,7 @@ def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0, requires_grad
     The first element must sit at an address aligned to the element size (kael's kernels
     load whole elements): an offset that is not refuses, where torch would read unaligned.
     """
-    _no_grad(requires_grad, "frombuffer")
+    factories.refuse_grad(requires_grad, "frombuffer")
     dtype = as_dtype(dtype)
     count = int_arg(count, "frombuffer", "count")
     offset = int_arg(offset, "frombuffer", "offset")
@@ -143,7 +137,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False) -> 
     """torch.asarray: obj as a tensor, sharing memory with a tensor, NumPy array, DLPack
     producer or Python buffer when dtype and device allow; Python data is copied.
     copy=True always copies; copy=False refuses (kael.ValueError) where a copy is needed."""
-    _no_grad(requires_grad, "asarray")
+    factories.refuse_grad(requires_grad, "asarray")
     if copy is not None and not isinstance(copy, bool):
         raise TypeError(
             f"asarray(): argument 'copy' must be bool or None, not {type(copy).__name__}"

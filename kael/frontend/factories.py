@@ -80,12 +80,17 @@ def _flag(kwargs: dict, name: str, op: str) -> bool:
     return value
 
 
+def refuse_grad(requires_grad, op: str) -> None:
+    """requires_grad=True refused: kael has no autograd yet (as Tensor.requires_grad_)."""
+    if requires_grad:
+        raise Error(f"{op}(): requires_grad=True: kael has no autograd yet")
+
+
 def _creation_keywords(kwargs: dict, op: str) -> bool:
     """Take torch's creation keywords kael has no other use for out of kwargs:
     requires_grad=False (True refused: no autograd yet), layout=kael.strided (the only
     layout) and pin_memory; returns whether the result is to be pinned."""
-    if _flag(kwargs, "requires_grad", op):
-        raise Error(f"{op}(): requires_grad=True: kael has no autograd yet")
+    refuse_grad(_flag(kwargs, "requires_grad", op), op)
     layout = kwargs.pop("layout", None)
     if layout is not None and layout is not strided:
         raise ValueError(f"{op}(): kael tensors are all strided, got layout={layout!r}")

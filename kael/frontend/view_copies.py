@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kael.frontend import factories, shapes, views
-from kael.frontend.conveniences import _no_grad
+from kael.frontend.factories import refuse_grad
 from kael.frontend.memory_formats import contiguous_format
 from kael.frontend.outputs import check_out_dtype, device_of, int_arg, tensor_param, written_out
 from kael.frontend.scatters import _slice_of
@@ -196,7 +196,7 @@ def empty_permuted(
     order (its first the outermost), as torch.empty_permuted."""
     if layout not in (None, strided):
         raise ValueError(f"empty_permuted(): only the strided layout is supported, got {layout}")
-    _no_grad(requires_grad, "empty_permuted")
+    refuse_grad(requires_grad, "empty_permuted")
     shape = views.check_shape(views.parse_size((size,)))
     order = _physical_order(physical_layout, len(shape))
     physical = factories.empty(tuple(shape[d] for d in order), dtype=dtype, device=device)

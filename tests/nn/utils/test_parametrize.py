@@ -7,6 +7,7 @@ import copy
 import numpy as np
 import pytest
 import torch
+from parity_helpers import loads_and_matches
 from torch.nn.utils import parametrizations as torch_parametrizations
 from torch.nn.utils import parametrize as torch_parametrize
 
@@ -25,13 +26,7 @@ def test_weight_norm_parametrization_matches_torch(make, shape, dim):
     theirs = torch_parametrizations.weight_norm(make(torch), dim=dim)
     ours = parametrizations.weight_norm(make(kael), dim=dim)
     assert type(ours).__name__ == type(theirs).__name__ and repr(ours) == repr(theirs)
-    assert [(k, tuple(v.shape)) for k, v in ours.state_dict().items()] == [
-        (k, tuple(v.shape)) for k, v in theirs.state_dict().items()
-    ]
-    ours.load_state_dict(theirs.state_dict())
-    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-    want = theirs(torch.tensor(x)).detach().numpy()
-    np.testing.assert_allclose(ours(kael.tensor(x)).numpy(), want, rtol=1e-5, atol=1e-6)
+    x, want = loads_and_matches(ours, theirs, shape)
     np.testing.assert_allclose(
         kael.compile(ours)(kael.tensor(x)).numpy(), want, rtol=1e-5, atol=1e-6
     )

@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from parity_helpers import loads_and_matches
 
 import kael
 from kael.nn.utils import remove_weight_norm, weight_norm
@@ -25,13 +26,7 @@ def test_weight_norm_matches_torch(make, shape, dim):
         warnings.simplefilter("ignore")  # torch's hook form is deprecated for parametrizations
         theirs = torch.nn.utils.weight_norm(make(torch), dim=dim)
     ours = weight_norm(make(kael), dim=dim)
-    assert [(k, tuple(v.shape)) for k, v in ours.state_dict().items()] == [
-        (k, tuple(v.shape)) for k, v in theirs.state_dict().items()
-    ]
-    ours.load_state_dict(theirs.state_dict())
-    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-    want = theirs(torch.tensor(x)).detach().numpy()
-    np.testing.assert_allclose(ours(kael.tensor(x)).numpy(), want, rtol=1e-5, atol=1e-6)
+    x, want = loads_and_matches(ours, theirs, shape)
     remove_weight_norm(ours)
     assert sorted(ours.state_dict()) == ["bias", "weight"]
     np.testing.assert_allclose(ours(kael.tensor(x)).numpy(), want, rtol=1e-5, atol=1e-6)
