@@ -25,6 +25,7 @@ from kael.frontend import ops as _ops
 from kael.frontend import published as _published
 from kael.frontend import random as _random
 from kael.frontend import recurrent as _recurrent
+from kael.frontend import rejection as _rejection
 from kael.frontend import serialization as _serialization
 from kael.frontend import torch_level as _torch_level
 from kael.frontend.autocast import (
@@ -124,15 +125,25 @@ from kael.runtime.dtypes import float64 as double
 from kael.runtime.dtypes import int16 as short
 from kael.runtime.dtypes import int32 as int
 from kael.runtime.dtypes import int64 as long
-from kael.runtime.errors import AttributeError, Error, IndexError, KeyError, TypeError, ValueError
+from kael.runtime.errors import (
+    AttributeError,
+    Error,
+    IndexError,
+    KeyError,
+    NotImplementedError,
+    TypeError,
+    ValueError,
+)
 from kael.runtime.threadpool import get_num_threads, set_num_threads
 from kael.runtime.typeinfo import finfo, iinfo
 from kael.runtime.version import __version__
 
 globals().update(_ops.FUNCTIONS)
 _SAMPLERS = ("bernoulli", "multinomial", "rand", "rand_like", "randint", "randn", "randn_like")
-_SAMPLERS += ("binomial", "normal", "poisson", "randint_like")
+_SAMPLERS += ("normal", "randint_like")
 globals().update({name: _op_door(name, getattr(_random, name)) for name in _SAMPLERS})
+_REJECTION = ("binomial", "poisson", "_sample_dirichlet", "_standard_gamma")
+globals().update({name: _op_door(name, getattr(_rejection, name)) for name in _REJECTION})
 randperm = _op_door("randperm", _random.randperm)
 save, load = _serialization.FUNCTIONS["save"], _serialization.FUNCTIONS["load"]
 # Functions of tensors that torch.Tensor has no method for (or has as a method already).
@@ -185,6 +196,7 @@ __all__ = [
     "Error",
     "IndexError",
     "KeyError",
+    "NotImplementedError",
     "Tensor",
     "TypeError",
     "UntypedStorage",

@@ -27,6 +27,10 @@ class AttributeError(Error, builtins.AttributeError):
     """An attribute an object does not have (a Module's missing parameter or submodule)."""
 
 
+class NotImplementedError(Error, builtins.NotImplementedError):
+    """An op kael (like PyTorch) has no kernel for at this dtype or in this form."""
+
+
 class LinAlgError(Error):
     """A linear-algebra input the algorithm cannot factor: singular, not positive-definite,
     or an iteration that did not converge (torch.linalg.LinAlgError)."""

@@ -439,6 +439,12 @@ SAMPLERS = {
     "randint": lambda device: kael.randint(-5, 10, (99,), device=device),
     "randperm": lambda device: kael.randperm(40, device=device),
     "bernoulli": lambda device: kael.bernoulli(kael.full((70,), 0.3, device=device)),
+    "_standard_gamma": lambda device: kael._standard_gamma(
+        kael.tensor([0.2, 1.0, 3.5, 0.0], device=device)
+    ),
+    "_sample_dirichlet": lambda device: kael._sample_dirichlet(
+        kael.tensor([[0.5, 2.0, 1.0]], dtype=kael.float64, device=device)
+    ),
 }
 
 
