@@ -85,6 +85,7 @@ from kael.frontend.memory_formats import (
 from kael.frontend.storages import UntypedStorage
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door as _op_door
+from kael.func import vmap
 from kael.random import (  # kael.random holds torch.random's names; kael has them too
     Generator,
     default_generator,
@@ -189,6 +190,7 @@ __all__ = [
     "Generator",
     "default_generator",
     "initial_seed",
+    "vmap",
     "bernoulli",
     "binomial",
     *_ops.FUNCTIONS,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import linecache
 import os
 import sys
+import threading
 import weakref
 from collections.abc import Callable
 
@@ -670,10 +671,28 @@ def host_read(what: str) -> None:
         trace.host_read(what)
 
 
+class _RandomHook(threading.local):
+    """The calling thread's stand-in for `fresh_reserve`: kael.func.vmap's randomness mode
+    (refuse, or hand every slice the same counters), or None outside vmap."""
+
+    reserve = None
+
+
+random_hook = _RandomHook()
+
+
 def reserve(count: int, generator=None):
     """(seed, first counter) words for `count` random counters of `generator` (None: the
-    default one), traced or eager. A plan draws from the default generator only: an op
-    with its own generator runs as an extern step, drawing from it at each call."""
+    default one): fresh_reserve's, or those of the vmap randomness mode in force."""
+    hook = random_hook.reserve
+    if hook is not None:
+        return hook(count, generator)
+    return fresh_reserve(count, generator)
+
+
+def fresh_reserve(count: int, generator=None):
+    """Fresh counters, traced or eager. A plan draws from the default generator only: an
+    op with its own generator runs as an extern step, drawing from it at each call."""
     from kael.frontend.random import default_generator, reserve_words
 
     trace = state.trace

@@ -1,6 +1,5 @@
-"""kael.func: torch.func.functional_call, a module run with some of its parameters and
-buffers replaced for one call (ensembles, hypernetworks, weights kept outside the module).
-kael has no autograd, so torch.func's transforms (grad, vmap, jacrev) are not here."""
+"""torch.func.functional_call: a module run with some of its parameters and buffers
+replaced for one call (ensembles, hypernetworks, weights kept outside the module)."""
 
 from __future__ import annotations
 
