@@ -209,6 +209,7 @@ __all__ = [
     "bool",
     "compile",
     "cuda",
+    "distributions",
     "linalg",
     "nn",
     "special",
@@ -321,6 +322,9 @@ for _name in _factories.NEW_METHODS:  # Tensor.new_zeros(..., requires_grad=Fals
 
 _autocast.install(globals(), "kael")  # matmul, conv2d, quantile, ... under kael.autocast
 _autocast.install_methods(Tensor)
+
+# kael.distributions reads kael.nn at import: it comes once the namespace is whole.
+from kael import distributions  # noqa: E402
 
 # torch's constants and legacy tensor types (kael.FloatTensor, ...)
 inf, nan, pi, e, newaxis = _math.inf, _math.nan, _math.pi, _math.e, None
