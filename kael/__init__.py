@@ -18,6 +18,7 @@ from kael import (
     utils,
 )
 from kael.frontend import autocast as _autocast
+from kael.frontend import complex as _complex
 from kael.frontend import conveniences as _conveniences
 from kael.frontend import factories as _factories
 from kael.frontend import legacy_types as _legacy_types
@@ -106,6 +107,8 @@ from kael.runtime.device import Device as device
 from kael.runtime.dtypes import DType as dtype
 from kael.runtime.dtypes import (
     bfloat16,
+    complex64,
+    complex128,
     float16,
     float32,
     float64,
@@ -120,6 +123,8 @@ from kael.runtime.dtypes import (
     uint8,
 )
 from kael.runtime.dtypes import bool_ as bool
+from kael.runtime.dtypes import complex64 as cfloat
+from kael.runtime.dtypes import complex128 as cdouble
 from kael.runtime.dtypes import float16 as half
 from kael.runtime.dtypes import float32 as float
 from kael.runtime.dtypes import float64 as double
@@ -148,6 +153,7 @@ globals().update({name: _op_door(name, getattr(_rejection, name)) for name in _R
 randperm = _op_door("randperm", _random.randperm)
 save, load = _serialization.FUNCTIONS["save"], _serialization.FUNCTIONS["load"]
 # Functions of tensors that torch.Tensor has no method for (or has as a method already).
+globals().update({name: _op_door(name, fn) for name, fn in _complex.FUNCTIONS.items()})
 _TENSOR_UTILITIES = ("clone", "detach", "rsub", "unravel_index")
 globals().update({name: _op_door(name, getattr(_factories, name)) for name in _TENSOR_UTILITIES})
 concat = concatenate = _ops.FUNCTIONS["cat"]  # torch's other names for cat (no Tensor method)
@@ -192,6 +198,7 @@ __all__ = [
     "initial_seed",
     "vmap",
     "bernoulli",
+    *_complex.FUNCTIONS,
     "binomial",
     *_ops.FUNCTIONS,
     "AttributeError",
@@ -242,6 +249,10 @@ __all__ = [
     "finfo",
     "iinfo",
     "bfloat16",
+    "cdouble",
+    "cfloat",
+    "complex64",
+    "complex128",
     "double",
     "float",
     "float16",

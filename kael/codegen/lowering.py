@@ -17,6 +17,7 @@ import kael.ir
 from kael.ir.expr import Binary, Cast, Const, Expr, Index, Load, Param, Unary, Where
 from kael.runtime import kernel_cache
 from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType, float32, int32, int64
+from kael.runtime.errors import TypeError
 
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
 # bfloat16 lives in memory as its 16 bits (llvmlite has no bfloat type).
@@ -32,9 +33,15 @@ _MEMORY_TYPES = {
 }
 
 
+def _llvm_type(name: str | None, dtype: DType) -> ir.Type:
+    if name is None:  # complex: kernels see only its float view (frontend/complex.py)
+        raise TypeError(f"this operation does not support {dtype} tensors")
+    return _MEMORY_TYPES[name]
+
+
 def scalar_type(dtype: DType) -> ir.Type:
     """The LLVM type a `dtype` value has in registers (float for float16 and bfloat16)."""
-    return _MEMORY_TYPES[dtype.compute.llvm]
+    return _llvm_type(dtype.compute.llvm, dtype)
 
 
 def value_type(dtype: DType, width: int) -> ir.Type:
@@ -45,7 +52,7 @@ def value_type(dtype: DType, width: int) -> ir.Type:
 
 def memory_type(dtype: DType, width: int = 1) -> ir.Type:
     """The LLVM type of `width` `dtype` elements in memory: what pointers point to."""
-    t = _MEMORY_TYPES[dtype.llvm]
+    t = _llvm_type(dtype.llvm, dtype)
     return t if width == 1 else ir.VectorType(t, width)
 
 

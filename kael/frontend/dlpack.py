@@ -20,7 +20,7 @@ from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl
 
 KDL_CPU = 1
-_INT, _UINT, _FLOAT, _BFLOAT, _BOOL = 0, 1, 2, 4, 6
+_INT, _UINT, _FLOAT, _BFLOAT, _COMPLEX, _BOOL = 0, 1, 2, 4, 5, 6
 _CODES: dict[DType, int] = {
     dtypes.float32: _FLOAT,
     dtypes.float64: _FLOAT,
@@ -32,6 +32,8 @@ _CODES: dict[DType, int] = {
     dtypes.int8: _INT,
     dtypes.uint8: _UINT,
     dtypes.bool_: _BOOL,
+    dtypes.complex64: _COMPLEX,
+    dtypes.complex128: _COMPLEX,
 }
 _DTYPES = {(code, 8 * d.itemsize): d for d, code in _CODES.items()}
 _NAME, _USED = b"dltensor", b"used_dltensor"

@@ -406,6 +406,10 @@ def copy_template(src: DType, dst: DType) -> Template:
 def copy_into(dst: TensorImpl, src: TensorImpl) -> None:
     """dst[...] = src converted to dst's dtype; src already has dst's shape. bfloat16 to
     bfloat16 copies the bits as int16 (its float32 round trip would make every NaN 0x7fc0)."""
+    if dst.dtype.llvm is None or src.dtype.llvm is None:  # complex: its float view
+        from kael.frontend import complex
+
+        return complex.copy_into(dst, src)
     bits = src.dtype is dst.dtype is bfloat16  # the int16 kernel reads the same two bytes
     run(copy_template(int16, int16) if bits else copy_template(src.dtype, dst.dtype), [dst], [src])
 
@@ -418,6 +422,10 @@ def fill_template(dtype: DType) -> Template:
 def fill(dst: TensorImpl, value) -> None:
     """Every element of dst set to the Python scalar `value`, converted to dst's dtype (a
     PyTorch Scalar: an int beyond int64 that uint64 holds fills float and bool tensors)."""
+    if dst.dtype.llvm is None:  # complex: its parts
+        from kael.frontend import complex
+
+        return complex.fill(dst, value)
     run(fill_template(dst.dtype), [dst], [], {"value": convert_scalar(value, dst.dtype, CHECKED)})
 
 

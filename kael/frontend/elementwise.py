@@ -173,15 +173,17 @@ _NEG_BOOL = (
 # ---- operands --------------------------------------------------------------------------------
 
 
-def number_of(x) -> bool | int | float | None:
+def number_of(x) -> bool | int | float | complex | None:
     """x as a Python scalar when it is one (NumPy scalars included), else None."""
     kind = type(x)
     if kind is builtins.float or kind is builtins.int or kind is builtins.bool or kind is SymFloat:
         return x
+    if kind is builtins.complex:
+        return x
     item = getattr(x, "item", None)
     if item is not None and getattr(x, "shape", None) == () and not isinstance(x, Tensor):
         value = item()
-        if isinstance(value, builtins.bool | builtins.int | builtins.float):
+        if isinstance(value, builtins.bool | builtins.int | builtins.float | builtins.complex):
             return value
     return None
 
@@ -243,6 +245,8 @@ def _binary_dtypes(op: BinaryOp, a, b) -> tuple[DType, DType]:
 def _binary_rule(op: BinaryOp, a, b) -> tuple[DType, DType]:
     """(compute dtype, result dtype) of a binary op, with the op's refusals."""
     promoted = result_type(a, b)
+    if promoted.is_complex:  # complex.binary refuses the ops it has no form of
+        return promoted, (bool_ if op.bool_out else promoted)
     rule = op.rule
     if rule == "logical":
         return promoted, bool_
@@ -394,6 +398,10 @@ def binary(name: str, a, b, out: Tensor | None = None) -> Tensor:
     if not tensors:
         raise TypeError(f"{name}: expected at least one Tensor operand, got two numbers")
     compute, result = _binary_dtypes(op, a, b)
+    if compute.is_complex:
+        from kael.frontend import complex
+
+        return complex.binary(name, a, b, compute, out)
     _check_pow_exponent(op, compute, b)
     device = device_of(tensors, name)
     shape = broadcast_shapes(*(t.shape for t in tensors))
@@ -505,6 +513,10 @@ def unary(name: str, x, out: Tensor | None = None) -> Tensor:
     done = fastpath.unary(name, x) if out is None else fastpath.unary_out(name, x, out)
     if done is not None:
         return done
+    if isinstance(x, Tensor) and x.dtype.is_complex:
+        from kael.frontend import complex
+
+        return complex.unary(name, x, out)
     op = UNARY[name]
     if not isinstance(x, Tensor):
         raise TypeError(f"{name}: expected a Tensor, got {type(x).__name__}")
@@ -699,6 +711,12 @@ def binary_(name: str, self: Tensor, other) -> Tensor:
     op = binary_op(name)
     other = _operand(other, f"{name}_")
     compute, result = _binary_dtypes(op, self, other)
+    if compute.is_complex:  # computed aside, then stored into self's layout
+        from kael.frontend import complex
+
+        shape = broadcast_shapes(*(t.shape for t in (self, other) if isinstance(t, Tensor)))
+        _check_inplace(self, result, shape, f"{name}_")
+        return self.copy_(complex.binary(name, self, other, compute))
     _check_pow_exponent(op, compute, other)
     tensors = [t for t in (self, other) if isinstance(t, Tensor)]
     device_of(tensors, f"{name}_")
@@ -740,6 +758,11 @@ def scaled(name: str, input, other, alpha, out: Tensor | None = None) -> Tensor:
     op = binary_op(name)
     input, other = _operand(input, name), _operand(other, name)
     _, result = _binary_dtypes(op, input, other)
+    if result.is_complex:  # input (+ or -) (alpha * other), two kernels
+        from kael.frontend import complex
+
+        scaled_other = other if alpha == 1 else binary("mul", other, number_of(alpha))
+        return complex.binary(name, input, scaled_other, result, out)
     number = _alpha_number(name, alpha, result)
     if not isinstance(other, Tensor):  # a number: scaled here
         return binary(name, input, other * number, out)

@@ -154,17 +154,21 @@ def _filled(tensor: Tensor, value) -> Tensor:
 
 
 def _python_number(value):
-    """A Python bool, int or float for a number, NumPy scalar or 0-d tensor; None otherwise."""
+    """A Python bool, int, float or complex for a number, NumPy scalar or 0-d tensor; None
+    otherwise."""
     kind = type(value)
     if kind is builtins.float or kind is builtins.int or kind is builtins.bool:
         return value
     if getattr(value, "shape", None) == () and hasattr(value, "item"):
         value = value.item()
-        return value if isinstance(value, (builtins.int, builtins.float)) else None
+        number = (builtins.int, builtins.float, builtins.complex)
+        return value if isinstance(value, number) else None
     if isinstance(value, builtins.float):
         return builtins.float(value)
     if isinstance(value, builtins.int):
         return builtins.int(value)
+    if isinstance(value, builtins.complex):
+        return builtins.complex(value)
     return None
 
 
@@ -399,9 +403,16 @@ def tensor(data, *, dtype=None, device=None) -> Tensor:
         dtype = known if dtype is None else dtype
         data = data.tolist()
     shape, flat, kind = _scan(data)
-    wide = dtypes.float64 if kind.is_floating_point else dtypes.int64
-    packed = array.array("d" if wide is dtypes.float64 else "q", flat)
-    source = interop.host_buffer_impl(packed, shape, wide)
+    if kind.is_complex:  # (real, imag) pairs of float64, read as complex128
+        from kael.frontend.complex import view_as_complex
+
+        packed = array.array("d", (p for v in flat for p in (v.real, v.imag)))
+        pairs = interop.host_buffer_impl(packed, (*shape, 2), dtypes.float64)
+        source = view_as_complex(Tensor(pairs))._impl
+    else:
+        wide = dtypes.float64 if kind.is_floating_point else dtypes.int64
+        packed = array.array("d" if wide is dtypes.float64 else "q", flat)
+        source = interop.host_buffer_impl(packed, shape, wide)
     out = empty_impl(shape, dtype_or(dtype, kind), CPU)
     eager.copy_into(out, source)
     return Tensor(out).to(device=_device(device))

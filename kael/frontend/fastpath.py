@@ -379,8 +379,11 @@ def binary_(name: str, self, other):
 
 def fill(impl, value) -> bool:
     """Set every element of the dense CPU impl to the number `value` through a remembered
-    fill launch (remembered here on first use); False where the full door must run it."""
+    fill launch (remembered here on first use); False where the full door must run it
+    (a complex impl: eager.fill fills its parts)."""
     if not _open() or impl.device is not CPU or impl.strides != _dense_strides(impl.shape):
+        return False
+    if impl.dtype.llvm is None:
         return False
     found = _fill_launch(impl.dtype, value)
     return (
@@ -391,7 +394,7 @@ def fill(impl, value) -> bool:
 def full(shape: tuple, dtype: DType, value):
     """A new dense host tensor of a checked `shape` with every element the number `value`,
     through a remembered fill launch; None where the full door must make it."""
-    if not _open():
+    if not _open() or dtype.llvm is None:
         return None
     kind = type(value)
     if kind is not float:  # zeros, ones: everything but the allocation worked out once

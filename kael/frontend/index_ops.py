@@ -552,6 +552,8 @@ def _order(
     the first k of them when k is given; written by the copy kernel in input's layout.
     `values` (sort's or topk's, contiguous like the order): filled with the elements at
     those positions too."""
+    if input.dtype.is_complex:
+        raise TypeError(f"{op} does not support complex dtypes: complex numbers have no order")
     impl = input._impl
     if not impl.shape:
         out = empty_impl((), int64, impl.device)

@@ -201,6 +201,10 @@ def getitem(tensor, key):
         if memo is not None:
             views.remember(memo, impl, result._impl)
         return result
+    if impl.dtype.is_complex:  # gathered as float pairs: the key leaves the pair dim whole
+        from kael.frontend.complex import view_as_complex, view_as_real
+
+        return view_as_complex(getitem(view_as_real(tensor), (*keys, slice(None))))
     plan = _plan(tensor._impl, keys, "index")
     out = tensor_module.empty_impl(plan.shape, tensor.dtype, tensor._impl.device)
     _run(plan, "gather", out)
@@ -212,6 +216,11 @@ def setitem(tensor, key, value) -> None:
     number is filled (an int beyond int64 refused for every dtype, as PyTorch's setitem
     refuses it)."""
     keys = _key_tuple(key)
+    if tensor.dtype.is_complex:  # stored as float pairs: the key leaves the pair dim whole
+        from kael.frontend.complex import as_complex, view_as_real
+
+        setitem(view_as_real(tensor), (*keys, slice(None)), view_as_real(as_complex(value, tensor)))
+        return
     if not isinstance(value, tensor_module.Tensor):
         convert_scalar(value, tensor.dtype)  # the check alone: kael.ValueError beyond int64
     if not any(_is_advanced(k) for k in keys):

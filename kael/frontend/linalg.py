@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kael.codegen.cpu import gemm_run
-from kael.frontend import eager, fastpath
+from kael.frontend import complex, eager, fastpath
 from kael.frontend.elementwise import binary as _binary
 from kael.frontend.elementwise import broadcast_shapes
 from kael.frontend.outputs import output, tensor_arg
@@ -53,6 +53,10 @@ def _product(a, b, out: Tensor | None, op: str) -> Tensor:
             f"{op}: expected all tensors on one device, but found {ai.device} and {bi.device}"
         )
     dtype = ai.dtype if ai.dtype is bi.dtype else promote_types(ai.dtype, bi.dtype)
+    if dtype.is_complex:
+        if out is not None:
+            raise TypeError(f"{op}: out= is not supported for complex operands")
+        return complex.matmul(a, b, dtype, lambda x, y: _product(x, y, None, op))
     if dtype is bool_:
         raise TypeError(f"{op} does not support dtype bool")
     # A 1-d left operand is a row [1, K]; a 1-d right operand a column [K, 1].

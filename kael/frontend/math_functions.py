@@ -767,10 +767,16 @@ BINARY = {
     "hypot": _binary("hypot", _hypot, floats_only=True),
     "atan2": _binary("atan2", _atan2, wide=True),
 }
+
+
+def _is_complex(x) -> bool:
+    return isinstance(x, Tensor) and x.dtype.is_complex
+
+
 FUNCTIONS: dict[str, Callable] = {
     **UNARY,
     **BINARY,
-    "sgn": lambda input: ew.unary("sign", input),
+    "sgn": lambda input: ew.unary("sgn" if _is_complex(input) else "sign", input),
     "nan_to_num": nan_to_num,
     "lerp": lerp,
     "isclose": isclose,

@@ -109,10 +109,14 @@ def format_tensor(tensor) -> str:
 
 def _formatter(dtype, options: PrintOptions):
     """Floats with `precision` decimals, fixed or in sci_mode scientific (nan, inf, -inf as
-    such), ints as ints, bools as true/false."""
+    such), complex numbers as two such parts (1.0000+2.0000j), ints as ints, bools as
+    true/false."""
+    style = "e" if options.sci_mode else "f"
     if dtype.is_floating_point:
-        style = "e" if options.sci_mode else "f"
         return f"{{:.{options.precision}{style}}}".format
+    if dtype.is_complex:  # 1.0000+2.0000j
+        spec = f"{{:.{options.precision}{style}}}{{:+.{options.precision}{style}}}j"
+        return lambda v: spec.format(v.real, v.imag)
     if dtype.is_bool:
         return lambda v: "true" if v else "false"
     return str

@@ -310,7 +310,7 @@ def _generate(
 
 def _floating(name: str, dtype) -> DType:
     dtype = factories.dtype_or(dtype, get_default_dtype())
-    if not dtype.is_floating_point:
+    if not (dtype.is_floating_point or dtype.is_complex):
         raise TypeError(f"{name} only supports floating point dtypes, got {dtype}")
     return dtype
 
@@ -327,7 +327,16 @@ _FLOAT_SAMPLERS: dict[str, Callable[[DType], g.Node]] = {
 
 
 def _fill(name: str, t: Tensor, generator: Generator | None = None) -> Tensor:
-    """The float sampler `name` into the new tensor t."""
+    """The float sampler `name` into the new tensor t; a complex t draws its parts, each
+    N(0, 1/2) for randn (unit variance in all, as PyTorch's complex normal)."""
+    if t.dtype.is_complex:
+        from kael.frontend.complex import float_view
+
+        parts = Tensor(float_view(t._impl))
+        _fill(name, parts, generator)
+        if name == "randn":
+            parts.mul_(math.sqrt(0.5))
+        return t
     _generate((name, t.dtype), lambda: _FLOAT_SAMPLERS[name](t.dtype), t._impl, generator=generator)
     return t
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-from kael.frontend import eager, fastpath
+from kael.frontend import complex, eager, fastpath
 from kael.frontend.elementwise import binary
 from kael.frontend.moments import norm, std, var
 from kael.frontend.outputs import output, tensor_arg, unaliased
@@ -71,6 +71,8 @@ def _acc(dtype: DType) -> DType:
 
 def _sum_like(op: str, x, dim, keepdim, dtype, out) -> Tensor:
     x = tensor_arg(x, op)
+    if x.dtype.is_complex and op == "sum":
+        return complex.reduce(sum, x, dim, keepdim, dtype, out, op)
     keepdim = keepdim_arg(keepdim, op)
     target = _sum_dtype(x, dtype)
     acc = _acc(target)
@@ -111,6 +113,8 @@ def mean(
 ) -> Tensor:
     """Sum / count in one kernel (the division is the epilogue); floating dtypes only."""
     x = tensor_arg(input, "mean")
+    if x.dtype.is_complex:
+        return complex.reduce(mean, x, dim, keepdim, dtype, out, "mean")
     keepdim = keepdim_arg(keepdim, "mean")
     target = _float_only(x, "mean", dtype)
     axes = reduce_axes(x, dim, "mean")

@@ -48,11 +48,11 @@ _TORCH_NAMES = {
     dtypes.int8: ("int8", "CharStorage"),
     dtypes.uint8: ("uint8", "ByteStorage"),
     dtypes.bool_: ("bool", "BoolStorage"),
+    dtypes.complex64: ("complex64", "ComplexFloatStorage"),
+    dtypes.complex128: ("complex128", "ComplexDoubleStorage"),
 }
 # torch's storage classes and dtypes that kael has no dtype for: refused, naming the dtype.
 _FOREIGN_STORAGES = {
-    "ComplexFloatStorage": "complex64",
-    "ComplexDoubleStorage": "complex128",
     "QInt8Storage": "qint8",
     "QUInt8Storage": "quint8",
     "QInt32Storage": "qint32",

@@ -334,26 +334,46 @@ class Tensor:
         return self._impl.dtype.signed
 
     def is_complex(self) -> bool:
-        """False: kael has no complex dtypes."""
-        return False
+        """Whether the dtype is complex64 or complex128."""
+        return self._impl.dtype.is_complex
 
-    # ---- complex views: kael's dtypes are real, so each is the tensor itself ---------------
+    # ---- complex parts (frontend/complex.py) ---------------------------------------------------
 
     @property
     def real(self) -> Tensor:
-        """The real part: the tensor itself for kael's real dtypes."""
-        return self
+        """The real parts: a float view of a complex tensor; a real tensor itself."""
+        from kael.frontend import complex
+
+        return complex.real(self)
+
+    @real.setter
+    def real(self, value) -> None:
+        self.real.copy_(value)
 
     @property
     def imag(self) -> Tensor:
-        """A real tensor has no imaginary part to view: kael.TypeError, as PyTorch refuses."""
-        raise TypeError(
-            f"imag is not implemented for tensors with non-complex dtypes, got {self._impl.dtype}"
-        )
+        """The imaginary parts of a complex tensor (a float view); kael.TypeError for a real
+        tensor, as PyTorch refuses."""
+        from kael.frontend import complex
+
+        return complex.imag(self)
+
+    @imag.setter
+    def imag(self, value) -> None:
+        self.imag.copy_(value)
 
     def conj(self) -> Tensor:
-        """The conjugate: the tensor itself for real dtypes."""
-        return self
+        """The conjugate: a new tensor for a complex one (kael has no lazy conjugate bit), the
+        tensor itself for a real one."""
+        return self.conj_physical() if self._impl.dtype.is_complex else self
+
+    def conj_physical(self) -> Tensor:
+        """The conjugate as a new tensor (a real tensor: a copy, as PyTorch's)."""
+        from kael.frontend import complex
+
+        if self._impl.dtype.is_complex:
+            return complex.unary("conj_physical", self)
+        return self.clone()
 
     def resolve_conj(self) -> Tensor:
         return self
@@ -1050,8 +1070,12 @@ class Tensor:
         return self.split_with_sizes(split_sizes, dim)
 
     def angle(self) -> Tensor:
-        """The argument of each (real) element: 0 for x >= 0, pi for x < 0, NaN kept; integer
-        and bool inputs give the default float dtype."""
+        """The argument of each element: atan2(imag, real) of a complex one; of a real one
+        0 for x >= 0, pi for x < 0, NaN kept (integer and bool: the default float dtype)."""
+        if self._impl.dtype.is_complex:
+            from kael.frontend import complex
+
+            return complex.unary("angle", self)
         x = self if self._impl.dtype.is_floating_point else self.to(dtypes.get_default_dtype())
         return ((x < 0).to(x.dtype) * math.pi).where(x == x, x)
 
@@ -1214,6 +1238,8 @@ CONVERSIONS = {
     "char": dtypes.int8,
     "byte": dtypes.uint8,
     "bool": dtypes.bool_,
+    "cfloat": dtypes.complex64,
+    "cdouble": dtypes.complex128,
 }
 
 

@@ -1,7 +1,9 @@
 """Element types, PyTorch's promotion lattice, and the scalar rule.
 
 Chapter 02 defines the book's four (float32, float64, int64, bool) and decides everything
-among them; int32, int16, int8, uint8, float16 and bfloat16 follow PyTorch.
+among them; int32, int16, int8, uint8, float16 and bfloat16 follow PyTorch, and so do
+complex64 and complex128, the category above the floats: interleaved (real, imag) pairs of
+float32 or float64 that kernels only ever see as their float view (frontend/complex.py).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 UINT64_MAX = 2**64 - 1  # a Python int up to here is a Scalar in PyTorch (uint64)
 
-BOOL_CATEGORY, INT_CATEGORY, FLOAT_CATEGORY = 0, 1, 2
+BOOL_CATEGORY, INT_CATEGORY, FLOAT_CATEGORY, COMPLEX_CATEGORY = 0, 1, 2, 3
 
 
 class DType:
@@ -22,6 +24,7 @@ class DType:
 
     `llvm` is the type in memory; `compute` is the dtype arithmetic runs in: itself, except
     float16 and bfloat16, which kernels widen to float32 on load and round back on store.
+    A complex dtype has no `llvm` type: no kernel takes it, only its float view.
     """
 
     __slots__ = ("name", "itemsize", "category", "signed", "numpy", "llvm", "_compute")
@@ -32,7 +35,7 @@ class DType:
         itemsize: int,
         category: int,
         numpy_dtype,
-        llvm: str,
+        llvm: str | None,
         signed: bool = True,
         compute: DType | None = None,
     ):
@@ -53,6 +56,25 @@ class DType:
     @property
     def is_floating_point(self) -> bool:
         return self.category == FLOAT_CATEGORY
+
+    @property
+    def is_complex(self) -> bool:
+        return self.category == COMPLEX_CATEGORY
+
+    @property
+    def to_real(self) -> DType:
+        """The float dtype of a complex dtype's parts (float32 for complex64); others: itself."""
+        return _COMPLEX_PARTS.get(self, self)
+
+    @property
+    def to_complex(self) -> DType:
+        """The complex dtype holding this float dtype (float16 and bfloat16: complex64, as
+        kael has no complex32); complex dtypes: themselves."""
+        if self.is_complex:
+            return self
+        if not self.is_floating_point:
+            raise TypeError(f"{self} has no complex counterpart")
+        return complex128 if self is float64 else complex64
 
     @property
     def is_bool(self) -> bool:
@@ -107,12 +129,17 @@ int16 = DType("int16", 2, INT_CATEGORY, np.int16, "i16")
 int8 = DType("int8", 1, INT_CATEGORY, np.int8, "i8")
 uint8 = DType("uint8", 1, INT_CATEGORY, np.uint8, "i8", signed=False)
 bool_ = DType("bool", 1, BOOL_CATEGORY, np.bool_, "i8", signed=False)
+complex64 = DType("complex64", 8, COMPLEX_CATEGORY, np.complex64, None)
+complex128 = DType("complex128", 16, COMPLEX_CATEGORY, np.complex128, None)
+_COMPLEX_PARTS = {complex64: float32, complex128: float64}
 
 # The book's four (chapter 02), whose rules decide everything among themselves.
 BOOK_DTYPES = (float32, float64, int64, bool_)
 ALL_DTYPES = (float32, float64, float16, bfloat16, int64, int32, int16, int8, uint8, bool_)
 INTEGER_DTYPES = (int64, int32, int16, int8, uint8)
-_BY_NAME = {d.name: d for d in ALL_DTYPES}
+# Not among ALL_DTYPES (every kernel's dtypes): only complex-aware ops take them.
+COMPLEX_DTYPES = (complex64, complex128)
+_BY_NAME = {d.name: d for d in (*ALL_DTYPES, *COMPLEX_DTYPES)}
 # PyTorch's aliases: kael.long, kael.half, ...
 ALIASES = {
     "long": int64,
@@ -121,8 +148,10 @@ ALIASES = {
     "float": float32,
     "double": float64,
     "half": float16,
+    "cfloat": complex64,
+    "cdouble": complex128,
 }
-_BY_NUMPY = {d.numpy: d for d in ALL_DTYPES if d is not bfloat16}
+_BY_NUMPY = {d.numpy: d for d in (*ALL_DTYPES, *COMPLEX_DTYPES) if d is not bfloat16}
 # The default dtype of each scalar category: a Python float is float32, as in PyTorch
 # (set_default_dtype changes the float entry).
 _CATEGORY_DEFAULT = {BOOL_CATEGORY: bool_, INT_CATEGORY: int64, FLOAT_CATEGORY: float32}
@@ -185,10 +214,15 @@ def as_dtype(dtype) -> DType:
 
 def promote_types(a: DType, b: DType) -> DType:
     """PyTorch's promotion lattice: the higher category wins; within one, the wider type,
-    with uint8 + int8 -> int16 and float16 + bfloat16 -> float32 (neither holds the other)."""
+    with uint8 + int8 -> int16 and float16 + bfloat16 -> float32 (neither holds the other);
+    a complex dtype with a float one holds the wider float's parts (complex64 + float64 ->
+    complex128)."""
     a, b = as_dtype(a), as_dtype(b)
     if a is b:
         return a
+    if a.is_complex or b.is_complex:
+        parts = [d.to_real for d in (a, b) if d.is_complex or d.is_floating_point]
+        return promote_types(*parts).to_complex if len(parts) == 2 else (a if a.is_complex else b)
     if a.category != b.category:
         return a if a.category > b.category else b
     if a.itemsize == b.itemsize:  # uint8/int8 or float16/bfloat16
@@ -198,21 +232,43 @@ def promote_types(a: DType, b: DType) -> DType:
     return a if a.itemsize > b.itemsize else b
 
 
+def get_default_complex_dtype() -> DType:
+    """The dtype of Python complex numbers: the default float dtype's complex counterpart."""
+    return _CATEGORY_DEFAULT[FLOAT_CATEGORY].to_complex
+
+
 def scalar_dtype(value) -> DType:
-    """The category default of a Python scalar: bool, int64 or the default float dtype."""
+    """The category default of a Python scalar: bool, int64, the default float dtype or its
+    complex counterpart."""
     if isinstance(value, (bool, np.bool_)):
         return bool_
     if isinstance(value, (int, np.integer)):
         return int64
     if isinstance(value, (float, np.floating)):
         return _CATEGORY_DEFAULT[FLOAT_CATEGORY]
-    raise TypeError(f"expected a Python bool, int or float scalar, got {type(value).__name__}")
+    if isinstance(value, (complex, np.complexfloating)):
+        return get_default_complex_dtype()
+    raise TypeError(
+        f"expected a Python bool, int, float or complex scalar, got {type(value).__name__}"
+    )
 
 
 def promote_with_scalar(tensor_dtype: DType, value) -> DType:
-    """A scalar changes the dtype only when its category is higher: int64 + 2.5 -> float32."""
-    s = scalar_dtype(value)
-    return tensor_dtype if s.category <= tensor_dtype.category else s
+    """A scalar changes the dtype only when its category is higher: int64 + 2.5 -> float32,
+    float64 + 1j -> complex128."""
+    return _combine(tensor_dtype, scalar_dtype(value))
+
+
+def _combine(higher: DType | None, lower: DType | None) -> DType | None:
+    """PyTorch's merge of a higher tier's dtype with a lower tier's: the lower one wins only
+    by a higher category, and a complex one then takes a float higher tier's precision."""
+    if higher is None or lower is None:
+        return higher or lower
+    if lower.category <= higher.category:
+        return higher
+    if lower.is_complex and higher.is_floating_point:
+        return higher.to_complex
+    return lower
 
 
 def result_type(*operands) -> DType:
@@ -227,8 +283,4 @@ def result_type(*operands) -> DType:
         else:
             tier, d = 2, scalar_dtype(op)
         tiers[tier] = d if tiers[tier] is None else promote_types(tiers[tier], d)
-    result = None
-    for d in tiers:
-        if d is not None and (result is None or d.category > result.category):
-            result = d
-    return result
+    return _combine(tiers[0], _combine(tiers[1], tiers[2]))

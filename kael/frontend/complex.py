@@ -1,0 +1,491 @@
+"""Complex tensors (complex64, complex128) on kael's float kernels.
+
+A complex tensor is interleaved (real, imag) pairs of float32 or float64, and no kernel
+ever sees a complex dtype: every op reads and writes the float view (view_as_real: the
+shape plus a last dim of 2, the strides doubled plus 1). An elementwise op with a complex
+result is one kernel over that view: its operands' real and imaginary parts come in as
+strided views broadcast along the pair dim, and a two-entry lane table tells the kernel
+which part of the result each lane stores (both formulas run; the lane keeps one).
+Copies and conversions (clone, to, copy_, cat) go through copy_into, reductions reduce the
+float view, and a complex matmul is four real ones on the parts.
+
+What works on complex tensors: creation (tensor, zeros/ones/full/empty, complex, polar,
+randn/rand with a complex dtype), NumPy and torch interop, printing, every view,
+view_as_real/view_as_complex, real/imag (views), conj (a copy: kael has no lazy conjugate
+bit, so is_conj() is False and resolve_conj() returns self), conversions to and from real
+dtypes, + - * / (numbers too), neg, abs, angle, sgn, exp, log, sqrt, reciprocal, square,
+eq/ne, isnan/isinf/isfinite, sum and mean, matmul/mm/bmm/@. Every other op refuses a
+complex tensor with kael.TypeError (the code generator has no type for it: lowering.py).
+"""
+
+from __future__ import annotations
+
+import builtins
+import warnings
+from collections.abc import Callable
+
+from kael.frontend import eager, formula
+from kael.frontend.formula import Value, where
+from kael.frontend.math_functions import _atan2, _hypot
+from kael.frontend.tensor import Tensor, empty_impl
+from kael.runtime.dtypes import DType, bool_, float32, float64
+from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.tensor_impl import TensorImpl
+
+Part = Tensor | Value | float | None  # a real or imaginary part: None is a known zero
+
+
+# ---- the float view ----------------------------------------------------------------------------
+
+
+def float_view(impl: TensorImpl) -> TensorImpl:
+    """A complex impl's elements as float pairs: shape + (2,), strides doubled plus 1."""
+    return TensorImpl(
+        impl.storage,
+        (*impl.shape, 2),
+        (*(2 * s for s in impl.strides), 1),
+        2 * impl.offset,
+        impl.dtype.to_real,
+        impl.device,
+    )
+
+
+def _part_impl(impl: TensorImpl, which: int) -> TensorImpl:
+    """The real (0) or imaginary (1) parts of a complex impl, a float view of its shape."""
+    return TensorImpl(
+        impl.storage,
+        impl.shape,
+        tuple(2 * s for s in impl.strides),
+        2 * impl.offset + which,
+        impl.dtype.to_real,
+        impl.device,
+    )
+
+
+def view_as_real(input: Tensor) -> Tensor:
+    """A complex tensor's elements as a float tensor with a last dim of 2 (no copy)."""
+    if not isinstance(input, Tensor) or not input.dtype.is_complex:
+        got = input.dtype if isinstance(input, Tensor) else type(input).__name__
+        raise TypeError(f"view_as_real is only supported for complex tensors, got {got}")
+    return Tensor(float_view(input._impl))
+
+
+def view_as_complex(input: Tensor) -> Tensor:
+    """A float32/float64 tensor whose last dim is (real, imag) pairs as a complex tensor of
+    the other dims (no copy): the pair dim must have size 2 and stride 1, every other stride
+    and the offset must be even."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"view_as_complex expects a Tensor, got {type(input).__name__}")
+    impl = input._impl
+    if impl.dtype not in (float32, float64):
+        raise TypeError(
+            "view_as_complex is only supported for float and double tensors, but got a tensor"
+            f" of scalar type: {impl.dtype}"
+        )
+    if not impl.shape:
+        raise ValueError("Input tensor must have one or more dimensions")
+    if impl.shape[-1] != 2:
+        raise ValueError(f"Tensor must have a last dimension of size 2, got {impl.shape[-1]}")
+    if impl.strides[-1] != 1:
+        raise ValueError(f"Tensor must have a last dimension with stride 1, got {impl.strides[-1]}")
+    if any(s % 2 for s in impl.strides[:-1]):
+        raise ValueError(
+            "Tensor must have a stride divisible by 2 for all but last dimension, got strides"
+            f" {impl.strides}"
+        )
+    if impl.offset % 2:
+        raise ValueError(f"Tensor must have a storage_offset divisible by 2, got {impl.offset}")
+    return Tensor(
+        TensorImpl(
+            impl.storage,
+            impl.shape[:-1],
+            tuple(s // 2 for s in impl.strides[:-1]),
+            impl.offset // 2,
+            impl.dtype.to_complex,
+            impl.device,
+        )
+    )
+
+
+def real(input: Tensor) -> Tensor:
+    """The real parts of a complex tensor (a view); a real tensor is its own real part."""
+    if not input.dtype.is_complex:
+        return input
+    return Tensor(_part_impl(input._impl, 0))
+
+
+def imag(input: Tensor) -> Tensor:
+    """The imaginary parts of a complex tensor (a view); refused for a real tensor."""
+    if not input.dtype.is_complex:
+        raise TypeError(
+            f"imag is not implemented for tensors with non-complex dtypes, got {input.dtype}"
+        )
+    return Tensor(_part_impl(input._impl, 1))
+
+
+def parts(x) -> tuple[Part, Part]:
+    """(real, imag) of a complex or real tensor or a Python number; None for a known zero."""
+    if isinstance(x, Tensor):
+        if x.dtype.is_complex:
+            return real(x), imag(x)
+        return x, None
+    value = builtins.complex(x)
+    return value.real, (value.imag if isinstance(x, builtins.complex) else None)
+
+
+# ---- copies and fills ------------------------------------------------------------------------
+
+
+def copy_into(dst: TensorImpl, src: TensorImpl) -> None:
+    """eager.copy_into where either side is complex: parts to parts, a real source into the
+    real parts (imaginary parts zeroed), a complex source into a real tensor by its real
+    parts with PyTorch's warning (into bool: nonzero where either part is)."""
+    if dst.dtype.is_complex and src.dtype.is_complex:
+        eager.copy_into(float_view(dst), float_view(src))
+    elif dst.dtype.is_complex:
+        eager.copy_into(_part_impl(dst, 0), src)
+        eager.fill(_part_impl(dst, 1), 0.0)
+    elif dst.dtype is bool_:
+        re, im = Tensor(_part_impl(src, 0)), Tensor(_part_impl(src, 1))
+        eager.copy_into(dst, re.ne(0).logical_or(im.ne(0))._impl)
+    else:
+        warnings.warn("Casting complex values to real discards the imaginary part", stacklevel=3)
+        eager.copy_into(dst, _part_impl(src, 0))
+
+
+def as_complex(value, like: Tensor) -> Tensor:
+    """A number or tensor as a complex tensor of `like`'s dtype and device (setitem's value)."""
+    if isinstance(value, Tensor):
+        return value.to(dtype=like.dtype, device=like.device)
+    from kael.frontend.factories import full
+
+    return full((), builtins.complex(value), dtype=like.dtype, device=like.device)
+
+
+def fill(dst: TensorImpl, value) -> None:
+    """eager.fill of a complex tensor: each part with its part of `value`."""
+    value = builtins.complex(value)
+    eager.fill(_part_impl(dst, 0), value.real)
+    eager.fill(_part_impl(dst, 1), value.imag)
+
+
+# ---- one kernel per complex result ---------------------------------------------------------------
+
+_LANES: dict[tuple, Tensor] = {}  # (dtype, device) -> [0, 1]: which part a lane stores
+
+
+def _lanes(dtype: DType, device) -> Tensor:
+    key = (dtype, device)
+    lanes = _LANES.get(key)
+    if lanes is None:  # two threads may both build it: either one serves
+        from kael.frontend.factories import tensor
+
+        lanes = _LANES[key] = tensor([0.0, 1.0], dtype=dtype, device=device)
+    return lanes
+
+
+def _launch(
+    name: str,
+    operands: list,
+    result: DType,
+    formula_of: Callable[..., tuple[Value | None, Value | None]],
+    out: Tensor | None,
+    shape: tuple[int, ...],
+    device,
+) -> Tensor:
+    """formula_of(re0, im0, re1, im1, ...) -> (re, im) over the operands' parts, as one
+    kernel into a new complex tensor of `result` (or `out`); a part that is a Python number
+    is a run-time parameter, a known zero None."""
+    compute = result.to_real
+    target = out if out is not None else Tensor(empty_impl(shape, result, device))
+    tensors: list[Tensor] = []
+    params: dict[str, float] = {}
+    slots: list = []  # per part: ("t", index) / ("p", name) / None
+    for i, x in enumerate(operands):
+        for j, part in enumerate(parts(x)):
+            if part is None:
+                slots.append(None)
+            elif isinstance(part, Tensor):
+                slots.append(("t", len(tensors)))
+                tensors.append(part.unsqueeze(-1))
+            else:
+                slots.append(("p", f"p{i}{j}"))
+                params[f"p{i}{j}"] = part
+    tensors.append(_lanes(compute, device))
+    kinds = tuple(None if s is None else s[0] for s in slots)
+
+    def run(*values):
+        lane = values[len(tensors) - 1]
+        named = dict(zip(params, values[len(tensors) :]))
+        args = [
+            None if s is None else (values[s[1]] if s[0] == "t" else named[s[1]]) for s in slots
+        ]
+        re, im = formula_of(*args)
+        zero = lane * 0.0
+        return where(lane.eq(0.0), zero if re is None else re, zero if im is None else im)
+
+    formula.launch(
+        ("complex", name, kinds), tensors, compute, run, params, out=float_view(target._impl)
+    )
+    return target
+
+
+# Arithmetic on parts where None is a known zero, so a real operand costs nothing extra.
+
+
+def _add(x, y):
+    return y if x is None else x if y is None else x + y
+
+
+def _sub(x, y):
+    return x if y is None else -y if x is None else x - y
+
+
+def _mul(x, y):
+    return None if x is None or y is None else x * y
+
+
+def _times(a, b, c, d):
+    """(a + bi)(c + di)."""
+    return _sub(_mul(a, c), _mul(b, d)), _add(_mul(a, d), _mul(b, c))
+
+
+def _divided(a, b, c, d):
+    """(a + bi) / (c + di) by Smith's scaling (NumPy's and c10::complex's), which keeps
+    c^2 + d^2 from overflowing; a real divisor divides each part (a and c are never None:
+    every operand has a real part)."""
+    if d is None:
+        return (None if a is None else a / c), (None if b is None else b / c)
+    b = 0.0 * d if b is None else b
+    big_c = d.apply("abs") <= c.apply("abs")
+    r1 = d / c
+    s1 = 1.0 / (c + d * r1)
+    r2 = c / d
+    s2 = 1.0 / (d + c * r2)
+    # both zero: a / |c| and b / |d| give PyTorch's infinities and NaNs
+    zero = (c.eq(0.0)) & (d.eq(0.0))
+    re = where(big_c, (a + b * r1) * s1, (a * r2 + b) * s2)
+    im = where(big_c, (b - a * r1) * s1, (b * r2 - a) * s2)
+    return where(zero, a / c.apply("abs"), re), where(zero, b / d.apply("abs"), im)
+
+
+_BINARY: dict[str, Callable] = {
+    "add": lambda a, b, c, d: (_add(a, c), _add(b, d)),
+    "sub": lambda a, b, c, d: (_sub(a, c), _sub(b, d)),
+    "mul": _times,
+    "div": _divided,
+}
+
+
+def _unit(a, b):
+    """z / |z|, and 0 for z = 0 (sgn)."""
+    size = _hypot(a, b)
+    zero = size.eq(0.0)
+    safe = where(zero, 1.0 + 0.0 * size, size)
+    return where(zero, 0.0 * a, a / safe), where(zero, 0.0 * b, b / safe)
+
+
+def _sqrt(a, b):
+    """The principal square root, from t = sqrt((|a| + |z|) / 2) without cancellation:
+    (t, b / 2t) for a >= 0, else (|b| / 2t, t with b's sign: -0.0's too, as C's csqrt)."""
+    t = ((a.apply("abs") + _hypot(a, b)) * 0.5).apply("sqrt")
+    zero = t.eq(0.0)
+    half = where(zero, 1.0 + 0.0 * t, t + t)
+    positive = 0.0 * a <= a
+    re = where(positive, t, b.apply("abs") / half)
+    im = where(positive, b / half, t._binary("copysign", b))
+    return where(zero, 0.0 * a, re), where(zero, b, im)
+
+
+# name -> (a, b) -> (re, im), b the imaginary part (a Value: the operand is complex)
+_UNARY: dict[str, Callable] = {
+    "neg": lambda a, b: (-a, -b),
+    "conj_physical": lambda a, b: (a, -b),
+    "exp": lambda a, b: (a.apply("exp") * b.apply("cos"), a.apply("exp") * b.apply("sin")),
+    "log": lambda a, b: (_hypot(a, b).apply("log"), _atan2(b, a)),
+    "sqrt": _sqrt,
+    "reciprocal": lambda a, b: _divided(1.0 + 0.0 * a, 0.0 * b, a, b),
+    "square": lambda a, b: _times(a, b, a, b),
+    "sgn": _unit,
+}
+# name -> (a, b) -> one Value: a real or bool result
+_TO_REAL: dict[str, tuple[Callable, bool]] = {
+    "abs": (_hypot, False),
+    "angle": (lambda a, b: _atan2(b, a), False),
+    "isnan": (lambda a, b: a.apply("isnan") | b.apply("isnan"), True),
+    "isinf": (lambda a, b: a.apply("isinf") | b.apply("isinf"), True),
+    "isfinite": (lambda a, b: a.apply("isfinite") & b.apply("isfinite"), True),
+}
+_COMPARE: dict[str, Callable] = {
+    "eq": lambda a, b, c, d: _both_zero_or(a, c, "eq", b, d, True),
+    "ne": lambda a, b, c, d: _both_zero_or(a, c, "ne", b, d, False),
+}
+COMPLEX_OPS = frozenset((*_BINARY, *_UNARY, *_TO_REAL, *_COMPARE))
+
+
+def _both_zero_or(a, c, op: str, b, d, both: bool):
+    """eq: the real parts equal and the imaginary parts equal; ne: either differs."""
+    same_re = getattr(a, op)(c)
+    im = (b, d) if b is not None else (d, b)
+    same_im = None if im[0] is None else getattr(im[0], op)(0.0 * im[0] if im[1] is None else im[1])
+    if same_im is None:
+        return same_re
+    return (same_re & same_im) if both else (same_re | same_im)
+
+
+_REFUSALS = {
+    "sign": "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use"
+    " torch.sgn instead.",
+}
+
+
+def refuse(name: str, dtype: DType):
+    """The error of an op with no complex form."""
+    return TypeError(_REFUSALS.get(name) or f"{name} does not support {dtype} tensors")
+
+
+def unary(name: str, x: Tensor, out: Tensor | None = None) -> Tensor:
+    """The unary op `name` of a complex tensor x: complex, real (abs, angle) or bool."""
+    if name in _UNARY:
+        return _launch(name, [x], x.dtype, _UNARY[name], out, x.shape, x.device)
+    if name not in _TO_REAL:
+        raise refuse(name, x.dtype)
+    fn, predicate = _TO_REAL[name]
+    result = bool_ if predicate else x.dtype.to_real
+    target = out if out is not None else Tensor(empty_impl(x.shape, result, x.device))
+    key = ("complex", name)
+    formula.launch(key, [real(x), imag(x)], x.dtype.to_real, fn, out=target._impl)
+    return target
+
+
+def binary(name: str, a, b, result: DType, out: Tensor | None = None) -> Tensor:
+    """The binary op `name` of a and b (tensors or numbers, one of them complex) whose
+    promoted dtype is the complex `result`."""
+    from kael.frontend.elementwise import broadcast_shapes
+    from kael.frontend.outputs import device_of
+
+    tensors = [t for t in (a, b) if isinstance(t, Tensor)]
+    shape = broadcast_shapes(*(t.shape for t in tensors))
+    device = device_of(tensors, name)
+    if name in _BINARY:
+        return _launch(name, [a, b], result, _BINARY[name], out, shape, device)
+    if name not in _COMPARE:
+        raise refuse(name, result)
+    target = out if out is not None else Tensor(empty_impl(shape, bool_, device))
+    operands, slots = [], []
+    for x in (a, b):
+        for part in parts(x):
+            if isinstance(part, Tensor):
+                slots.append(len(operands))
+                operands.append(part)
+            else:
+                slots.append(part)  # a number or None
+    params = {f"p{i}": v for i, v in enumerate(slots) if isinstance(v, float)}
+
+    def compare(*values):
+        named = dict(zip(params, values[len(operands) :]))
+        args = [
+            values[v] if isinstance(v, int) else named.get(f"p{i}") if v is not None else None
+            for i, v in enumerate(slots)
+        ]
+        return _COMPARE[name](*args)
+
+    kinds = tuple(type(v).__name__ for v in slots)
+    formula.launch(
+        ("complex", name, kinds), operands, result.to_real, compare, params, target._impl
+    )
+    return target
+
+
+# ---- reductions and products --------------------------------------------------------------------
+
+
+def reduce(fn: Callable, x: Tensor, dim, keepdim, dtype, out, op: str) -> Tensor:
+    """sum or mean of a complex tensor: `fn` over its float view's dims but the pair dim."""
+    from kael.frontend.reduce_door import keepdim_arg, reduce_axes
+
+    keepdim = keepdim_arg(keepdim, op)
+    axes = reduce_axes(x, dim, op)
+    if dtype is not None and not dtype.is_complex:
+        raise TypeError(f"{op}: a {x.dtype} tensor reduces to a complex dtype, not {dtype}")
+    part = None if dtype is None else dtype.to_real
+    pairs = view_as_real(x if dtype is None else x.to(dtype))
+    into = None if out is None else view_as_real(out)
+    if not axes:  # a 0-d input: nothing reduced (dim=() would reduce the pair dim too)
+        result = pairs.to(part or pairs.dtype, copy=True) if into is None else into.copy_(pairs)
+    else:
+        result = fn(pairs, axes, keepdim, dtype=part, out=into)
+    return out if out is not None else view_as_complex(result)
+
+
+def matmul(a: Tensor, b: Tensor, result: DType, product: Callable) -> Tensor:
+    """a @ b with a complex `result` dtype: (ar + i ai)(br + i bi) as `product`s of the
+    real parts (four for two complex operands, two for a real one)."""
+    part = result.to_real
+    ar, ai = (p if p is None else p.to(part) for p in parts(a))
+    br, bi = (p if p is None else p.to(part) for p in parts(b))
+
+    def mm(x, y):
+        return None if x is None or y is None else product(x, y)
+
+    re = _sub(mm(ar, br), mm(ai, bi))
+    im = _add(mm(ar, bi), mm(ai, br))
+    target = Tensor(empty_impl(re.shape, result, re.device))
+    eager.copy_into(_part_impl(target._impl, 0), re._impl)
+    eager.copy_into(_part_impl(target._impl, 1), im._impl)
+    return target
+
+
+# ---- construction -------------------------------------------------------------------------
+
+
+def _two_floats(a, b, op: str) -> tuple[Tensor, Tensor]:
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError(f"{op}() expects two tensors")
+    if not (a.dtype.is_floating_point and b.dtype.is_floating_point) or a.dtype.is_complex:
+        raise TypeError(
+            f"{op}(): expected both inputs to be Half, Float or Double tensors but got"
+            f" {a.dtype} and {b.dtype}"
+        )
+    if a.dtype is not b.dtype:
+        raise TypeError(f"{op}(): expected both inputs of one dtype, got {a.dtype} and {b.dtype}")
+    return a, b
+
+
+def _made(op: str, a: Tensor, b: Tensor, formula_of, out) -> Tensor:
+    from kael.frontend.elementwise import broadcast_shapes
+    from kael.frontend.outputs import device_of
+
+    shape = broadcast_shapes(a.shape, b.shape)
+    device = device_of([a, b], op)
+    return _launch(op, [a, b], a.dtype.to_complex, formula_of, out, shape, device)
+
+
+def complex(real: Tensor, imag: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """The complex tensor real + i imag (two float tensors of one dtype, broadcast)."""
+    real, imag = _two_floats(real, imag, "complex")
+    return _made("complex", real, imag, lambda a, _b, c, _d: (a, c), out)
+
+
+def polar(abs: Tensor, angle: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """The complex tensor abs (cos angle + i sin angle)."""
+    abs, angle = _two_floats(abs, angle, "polar")
+
+    def on_circle(r, _b, t, _d):
+        return r * t.apply("cos"), r * t.apply("sin")
+
+    return _made("polar", abs, angle, on_circle, out)
+
+
+def conj_physical(input: Tensor) -> Tensor:
+    """The conjugate as a new tensor (a real one: its copy)."""
+    return input.conj_physical()
+
+
+FUNCTIONS = {
+    "view_as_real": view_as_real,
+    "view_as_complex": view_as_complex,
+    "complex": complex,
+    "polar": polar,
+    "conj_physical": conj_physical,
+}

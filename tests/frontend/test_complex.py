@@ -1,0 +1,421 @@
+"""Complex tensors (kael/frontend/complex.py) against torch: the promotion lattice and the
+scalar rule, creation and interop, views of the parts, conversions, the arithmetic and
+math that have a complex form, sum/mean, matmul, printing, and the refusal of every other
+op with kael.TypeError."""
+
+import itertools
+import math
+import operator
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import kael
+from kael.runtime import dtypes
+
+COMPLEX = ["complex64", "complex128"]
+ALL = [d.name for d in (*dtypes.ALL_DTYPES, *dtypes.COMPLEX_DTYPES)]
+RNG = np.random.default_rng(0)
+
+
+def pair(shape, dtype="complex64", seed=0):
+    """The same complex values as a kael and a torch tensor."""
+    rng = np.random.default_rng(seed)
+    values = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+    return kael.tensor(values), torch.tensor(values)
+
+
+def close(got: kael.Tensor, want: torch.Tensor, rtol=None, atol=None):
+    assert got.shape == tuple(want.shape)
+    assert str(got.dtype) == str(want.dtype).removeprefix("torch.")
+    tight = want.dtype in (torch.complex128, torch.float64)
+    rtol = rtol if rtol is not None else (1e-12 if tight else 2e-6)
+    atol = atol if atol is not None else (1e-12 if tight else 1e-6)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=rtol, atol=atol)
+
+
+# ---- dtypes ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("a, b", list(itertools.product(ALL, COMPLEX)))
+def test_promote_types_matches_torch(a, b):
+    want = torch.promote_types(getattr(torch, a), getattr(torch, b))
+    expected = "complex64" if want is torch.complex32 else str(want)[6:]  # no complex32 here
+    assert str(kael.promote_types(getattr(kael, a), getattr(kael, b))) == expected
+    assert str(kael.promote_types(getattr(kael, b), getattr(kael, a))) == expected
+
+
+@pytest.mark.parametrize("tensor_dtype", ["float32", "float64", "int64", "bool", "complex128"])
+@pytest.mark.parametrize("other", ["scalar", "0-d complex64", "0-d complex128", "dims"])
+def test_result_type_tiers_match_torch(tensor_dtype, other):
+    k = kael.ones(2, dtype=getattr(kael, tensor_dtype))
+    t = torch.ones(2, dtype=getattr(torch, tensor_dtype))
+    if other == "scalar":
+        ko, to = 1 + 2j, 1 + 2j
+    elif other == "dims":
+        ko, to = kael.ones(2, dtype=kael.complex64), torch.ones(2, dtype=torch.complex64)
+    else:
+        name = other.split()[1]
+        ko, to = (
+            kael.tensor(1j, dtype=getattr(kael, name)),
+            torch.tensor(1j, dtype=getattr(torch, name)),
+        )
+    assert str(kael.result_type(k, ko)) == str(torch.result_type(t, to))[6:]
+    assert str(kael.result_type(ko, k)) == str(torch.result_type(to, t))[6:]
+
+
+def test_python_complex_follows_the_default_dtype():
+    assert kael.tensor([1j]).dtype is kael.complex64
+    kael.set_default_dtype(kael.float64)
+    try:
+        assert kael.tensor([1j]).dtype is kael.complex128
+        assert (kael.ones(2, dtype=kael.int64) + 1j).dtype is kael.complex128
+    finally:
+        kael.set_default_dtype(kael.float32)
+
+
+def test_dtype_names_aliases_and_limits():
+    assert kael.cfloat is kael.complex64 and kael.cdouble is kael.complex128
+    assert kael.complex64.is_complex and not kael.complex64.is_floating_point
+    assert kael.finfo(kael.complex64) == kael.finfo(kael.float32)
+    assert kael.finfo(kael.complex128).eps == torch.finfo(torch.complex128).eps
+    assert kael.ones(2).cfloat().dtype is kael.complex64
+    assert kael.ones(2).cdouble().dtype is kael.complex128
+
+
+# ---- creation and interop ------------------------------------------------------------------------
+
+
+def test_tensor_of_python_complex_numbers_matches_torch():
+    data = [[1 + 2j, 3], [0.5, -1j], [True, 2.5 - 0.5j]]
+    close(kael.tensor(data), torch.tensor(data))
+    close(kael.tensor(data, dtype=kael.complex128), torch.tensor(data, dtype=torch.complex128))
+    close(kael.tensor(1 + 2j), torch.tensor(1 + 2j))
+    close(kael.tensor([1, 2], dtype=kael.complex64), torch.tensor([1, 2], dtype=torch.complex64))
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_from_numpy_shares_memory_and_numpy_round_trips(dtype):
+    array = (np.arange(6) + 1j * np.arange(6)[::-1]).astype(dtype).reshape(2, 3)
+    t = kael.from_numpy(array)
+    assert t.dtype is getattr(kael, dtype)
+    array[0, 0] = 7 - 7j
+    assert t[0, 0].item() == 7 - 7j and isinstance(t[0, 0].item(), complex)
+    np.testing.assert_array_equal(t.numpy(), array)
+    assert t.tolist() == array.tolist()
+    close(kael.from_dlpack(torch.tensor(array)), torch.tensor(array))
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_factories_fill_both_parts(dtype):
+    kd, td = getattr(kael, dtype), getattr(torch, dtype)
+    close(kael.zeros(2, 3, dtype=kd), torch.zeros(2, 3, dtype=td))
+    close(kael.ones(2, dtype=kd), torch.ones(2, dtype=td))
+    close(kael.full((3,), 2 - 1j, dtype=kd), torch.full((3,), 2 - 1j, dtype=td))
+    close(kael.full((2,), 1.5 + 0.5j), torch.full((2,), 1.5 + 0.5j))
+    z = kael.ones(2, dtype=kd)
+    assert kael.zeros_like(z).dtype is kd and kael.empty(4, dtype=kd).shape == (4,)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_complex_and_polar_match_torch(dtype):
+    re, im = (RNG.standard_normal((2, 3)).astype(dtype) for _ in range(2))
+    k = [kael.tensor(v) for v in (re, im)]
+    t = [torch.tensor(v) for v in (re, im)]
+    close(kael.complex(*k), torch.complex(*t))
+    close(kael.complex(k[0], k[1][0]), torch.complex(t[0], t[1][0]))  # broadcast
+    close(kael.polar(kael.tensor(re).abs(), k[1]), torch.polar(torch.tensor(re).abs(), t[1]))
+
+
+def test_complex_refuses_what_torch_refuses():
+    with pytest.raises(kael.TypeError, match="Half, Float or Double tensors but got int64"):
+        kael.complex(kael.ones(2, dtype=kael.int64), kael.ones(2, dtype=kael.int64))
+    with pytest.raises(kael.TypeError, match="one dtype, got float32 and float64"):
+        kael.complex(kael.ones(2), kael.ones(2, dtype=kael.float64))
+
+
+# ---- views ------------------------------------------------------------------------------------
+
+
+def test_view_as_real_and_back_share_memory_with_torchs_layout():
+    k, t = pair((3, 4))
+    kr, tr = kael.view_as_real(k[:, 1:]), torch.view_as_real(t[:, 1:])
+    assert (kr.shape, kr.stride(), kr.storage_offset()) == (
+        tuple(tr.shape),
+        tr.stride(),
+        tr.storage_offset(),
+    )
+    kr[0, 0, 1] = 9.0
+    assert k[0, 1].item().imag == 9.0
+    back = kael.view_as_complex(kr)
+    assert back.shape == (3, 3) and back.dtype is kael.complex64
+    assert back.stride() == torch.view_as_complex(tr).stride()
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda L: L.view_as_real(L.ones(2)), "view_as_real is only supported for complex"),
+        (lambda L: L.view_as_complex(L.ones(3)), "last dimension of size 2"),
+        (lambda L: L.view_as_complex(L.ones(2, 2)[:, :1].expand(2, 2)), "stride 1"),
+        (lambda L: L.view_as_complex(L.ones(4)[1:3]), "storage_offset divisible by 2"),
+        (lambda L: L.view_as_complex(L.ones(3, 5)[:, 2:4]), "stride divisible by 2"),
+    ],
+)
+def test_view_as_complex_and_real_refuse_as_torch(make, message):
+    with pytest.raises(RuntimeError, match=message):
+        make(torch)
+    with pytest.raises(kael.Error, match=message):
+        make(kael)
+
+
+def test_view_as_complex_refuses_other_dtypes_and_0d():
+    with pytest.raises(kael.TypeError, match="float and double tensors, but got .* float16"):
+        kael.view_as_complex(kael.ones(2, dtype=kael.float16))
+    with pytest.raises(kael.ValueError, match="one or more dimensions"):
+        kael.view_as_complex(kael.tensor(1.0))
+
+
+def test_real_and_imag_are_writable_views_and_a_real_tensor_has_no_imag():
+    k, t = pair((2, 2))
+    close(k.real, t.real)
+    close(k.imag, t.imag)
+    k.imag[0, 0] = 5.0
+    k.real = kael.zeros(2, 2)
+    assert k[0, 0].item() == 5j
+    assert kael.real(kael.ones(2)).dtype is kael.float32
+    with pytest.raises(
+        kael.TypeError, match="imag is not implemented for tensors with non-complex"
+    ):
+        _ = kael.ones(2).imag
+
+
+# ---- conversions and copies -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("src", ["float32", "int64", "bool", "complex128"])
+@pytest.mark.parametrize("dst", COMPLEX)
+def test_conversions_into_complex_match_torch(src, dst):
+    values = np.array([1.5, -2.0, 0.0, 3.0])
+    if src == "complex128":
+        values = values + 1j * values[::-1]
+    k = kael.tensor(values).to(getattr(kael, src))
+    t = torch.tensor(values).to(getattr(torch, src))
+    close(k.to(getattr(kael, dst)), t.to(getattr(torch, dst)))
+
+
+@pytest.mark.parametrize("dst", ["float32", "float64", "int64"])
+def test_complex_to_real_keeps_the_real_part_and_warns_as_torch(dst):
+    k, t = pair((5,), "complex128")
+    with pytest.warns(UserWarning, match="discards the imaginary part"):
+        got = k.to(getattr(kael, dst))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = t.to(getattr(torch, dst))
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_complex_to_bool_is_nonzero_in_either_part():
+    values = [0j, 1j, 1 + 0j, complex(0.0, -0.0)]
+    got = kael.tensor(values).bool()
+    np.testing.assert_array_equal(got.numpy(), torch.tensor(values).bool().numpy())
+
+
+def test_copies_clone_cat_stack_flip_and_indexing_keep_values():
+    k, t = pair((3, 4))
+    close(k.clone(), t.clone())
+    close(k.t().contiguous(), t.t().contiguous())
+    close(kael.cat([k, k[:1]]), torch.cat([t, t[:1]]))
+    close(kael.stack([k, k], dim=1), torch.stack([t, t], dim=1))
+    close(k.flip(0), t.flip(0))
+    close(k[1:, ::2], t[1:, ::2])
+    close(k.reshape(12)[kael.tensor([3, 0, 11])], t.reshape(12)[torch.tensor([3, 0, 11])])
+    dst = kael.zeros(3, 4, dtype=kael.complex128)
+    dst.copy_(k)
+    close(dst, t.to(torch.complex128))
+
+
+# ---- arithmetic ---------------------------------------------------------------------------------
+
+
+def _operand(kind: str, seed: int):
+    if kind == "complex":
+        return pair((2, 3), seed=seed)
+    if kind == "complex128 row":
+        return pair((3,), "complex128", seed=seed)
+    if kind == "float64":
+        v = np.random.default_rng(seed).standard_normal((2, 3))
+        return kael.tensor(v), torch.tensor(v)
+    if kind == "int":
+        v = np.arange(1, 4)
+        return kael.tensor(v), torch.tensor(v)
+    number = {"py complex": 0.5 - 2j, "py float": 2.5}[kind]
+    return number, number
+
+
+KINDS = ["complex", "complex128 row", "float64", "int", "py complex", "py float"]
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "eq", "ne"])
+@pytest.mark.parametrize(
+    "left, right",
+    [
+        p
+        for p in itertools.product(KINDS, KINDS)
+        if "complex" in p[0] + p[1] and not (p[0].startswith("py") and p[1].startswith("py"))
+    ],
+)
+def test_binary_ops_match_torch_over_operand_kinds(op, left, right):
+    (ka, ta), (kb, tb) = _operand(left, 1), _operand(right, 2)
+    if not isinstance(ka, kael.Tensor) and not isinstance(kb, kael.Tensor):
+        return
+    fn = getattr(operator, {"div": "truediv"}.get(op, op))  # a number may come first
+    got, want = fn(ka, kb), fn(ta, tb)
+    if op in ("eq", "ne"):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    else:
+        close(got, want)
+
+
+def test_division_by_zero_gives_torchs_infinities_and_nans():
+    values = [1 + 2j, -3 + 0.5j, 0j]
+    got = kael.tensor(values) / kael.zeros(3, dtype=kael.complex64)
+    want = torch.tensor(values) / torch.zeros(3, dtype=torch.complex64)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_division_keeps_huge_and_tiny_operands_finite():
+    big = [complex(3e38, 2e38), complex(1e-38, 3e-39)]
+    got = kael.tensor(big) / kael.tensor([complex(2e38, 1e38), complex(2e-39, 1e-38)])
+    want = torch.tensor(big) / torch.tensor([complex(2e38, 1e38), complex(2e-39, 1e-38)])
+    close(got, want, rtol=1e-6, atol=0)
+
+
+def test_operators_in_place_and_alpha():
+    k, t = pair((2, 3))
+    k2, t2 = pair((2, 3), seed=4)
+    close(k * 2 + k2 / (1 - 1j) - 3j, t * 2 + t2 / (1 - 1j) - 3j)
+    close(kael.add(k, k2, alpha=2), torch.add(t, t2, alpha=2))
+    close(kael.sub(k, k2, alpha=0.5 + 1j), torch.sub(t, t2, alpha=0.5 + 1j))
+    k += k2
+    t += t2
+    k *= 1j
+    t *= 1j
+    close(k, t)
+
+
+def test_in_place_refuses_a_complex_result_into_a_real_tensor():
+    with pytest.raises(kael.TypeError, match="result type complex64 can't be cast"):
+        kael.ones(2).add_(1j)
+
+
+EDGES = [0j, 1 + 0j, -4 + 0j, complex(-4, -0.0), 1j, -1j, 3 - 4j, -0.5 + 0.25j, 1e-20 + 1e-20j]
+
+
+@pytest.mark.parametrize(
+    "op", ["neg", "exp", "log", "sqrt", "reciprocal", "square", "sgn", "conj_physical"]
+)
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_unary_math_matches_torch(op, dtype):
+    values = np.array(EDGES[1:] if op in ("log", "reciprocal") else EDGES, dtype=dtype)
+    got = getattr(kael, op)(kael.tensor(values))
+    want = getattr(torch, op)(torch.tensor(values))
+    close(got, want, rtol=4e-6 if dtype == "complex64" else 1e-14, atol=0)
+
+
+@pytest.mark.parametrize("op", ["abs", "angle", "isnan", "isinf", "isfinite"])
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_real_and_bool_results_match_torch(op, dtype):
+    values = np.array([*EDGES, complex(math.inf, 1), complex(1, math.nan)], dtype=dtype)
+    got = getattr(kael, op)(kael.tensor(values))
+    want = getattr(torch, op)(torch.tensor(values))
+    assert str(got.dtype) == str(want.dtype)[6:]
+    np.testing.assert_allclose(
+        got.numpy(), want.numpy(), rtol=2e-7 if dtype == "complex64" else 1e-15
+    )
+
+
+def test_sign_refuses_complex_as_torch():
+    with pytest.raises(kael.TypeError, match="Please use torch.sgn instead"):
+        kael.sign(kael.ones(2, dtype=kael.complex64))
+
+
+# ---- reductions and products ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["sum", "mean"])
+@pytest.mark.parametrize("dim, keepdim", [(None, False), (0, False), (-1, True), ((0, 2), False)])
+def test_sum_and_mean_match_torch(op, dim, keepdim):
+    k, t = pair((3, 4, 5), "complex128")
+    args = () if dim is None else (dim, keepdim)
+    close(getattr(k, op)(*args), getattr(t, op)(*args))
+
+
+def test_sum_of_0d_and_empty_complex_tensors():
+    close(kael.tensor(1 + 2j).sum(), torch.tensor(1 + 2j).sum())
+    close(kael.tensor(1 + 2j).mean(), torch.tensor(1 + 2j).mean())
+    close(kael.ones(0, dtype=kael.complex64).sum(), torch.ones(0, dtype=torch.complex64).sum())
+
+
+@pytest.mark.parametrize(
+    "left, right", [((3, 4), (4, 2)), ((2, 3, 4), (4, 5)), ((4,), (4, 3)), ((3, 4), (4,))]
+)
+def test_matmul_matches_torch(left, right):
+    (ka, ta), (kb, tb) = pair(left, seed=1), pair(right, seed=2)
+    close(ka @ kb, ta @ tb, rtol=1e-5, atol=1e-5)
+    real = np.random.default_rng(3).standard_normal(right).astype(np.float32)
+    close(ka @ kael.tensor(real), ta @ torch.tensor(real).to(torch.complex64), rtol=1e-5, atol=1e-5)
+
+
+# ---- printing and refusals ------------------------------------------------------------------------
+
+
+def test_printing_shows_both_parts():
+    text = repr(kael.tensor([[1 + 2j, -0.5 - 1j]]))
+    assert "[[ 1.0000+2.0000j, -0.5000-1.0000j]]" in text and "dtype=complex64" in text
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda z: kael.sin(z),
+        lambda z: kael.maximum(z, z),
+        lambda z: z.max(),
+        lambda z: kael.sort(z),
+        lambda z: z.prod(),
+        lambda z: kael.cumsum(z, 0),
+        lambda z: kael.nn.functional.relu(z),
+        lambda z: z < z,
+    ],
+)
+def test_ops_without_a_complex_form_refuse_with_a_typed_error(call):
+    with pytest.raises(kael.Error):
+        call(kael.ones(3, dtype=kael.complex64))
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_randn_draws_unit_variance_complex_normals_and_rand_unit_squares(dtype):
+    kael.manual_seed(3)
+    z = kael.randn(40_000, dtype=getattr(kael, dtype))
+    assert z.dtype is getattr(kael, dtype)
+    for part in (z.real, z.imag):  # each N(0, 1/2), as torch's complex normal
+        assert abs(float(part.mean())) < 6 * (0.5 / 40_000) ** 0.5
+        assert abs(float(part.var()) - 0.5) < 6 * (2 * 0.25 / 40_000) ** 0.5
+    u = kael.rand(1000, dtype=getattr(kael, dtype))
+    for part in (u.real, u.imag):
+        assert float(part.min()) >= 0.0 and float(part.max()) < 1.0
+    assert kael.randn_like(z[:3]).dtype is z.dtype
+
+
+def test_advanced_indexing_reads_and_writes_both_parts():
+    k, t = pair((4, 3))
+    mask = np.array([True, False, True, True])
+    close(k[kael.tensor(mask)], t[torch.tensor(mask)])
+    close(k[..., kael.tensor([2, 0])], t[..., torch.tensor([2, 0])])
+    k[kael.tensor([0, 2])] = 1 - 1j
+    t[torch.tensor([0, 2])] = 1 - 1j
+    k[1] = kael.ones(3)
+    t[1] = torch.ones(3)
+    close(k, t)
