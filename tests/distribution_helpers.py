@@ -101,14 +101,17 @@ class Case:
     icdf_at: np.ndarray | None = None
     skip: tuple = ()  # summaries torch does not compute (NotImplementedError) or gets wrong
     options: dict = field(default_factory=dict)
+    tol: dict = field(default_factory=dict)  # a looser float32 tolerance, where needed
+    checks: tuple = ("values", "moments")  # the generic checks of test_families it takes
+    label: str = ""  # its name in test ids (its number in the family when not given)
 
 
-def check_family(case: Case, dtype: str, **tol) -> None:
+def check_family(case: Case, dtype: str) -> None:
     """Summaries, scores, icdf, expand and sample shapes of `case` against torch's."""
     kd, td = pair(case.name, case.args, dtype, **case.options)
     if any(not isinstance(v, np.ndarray) for v in case.args.values()):
         dtype = "float32"  # both hold Python-number parameters in the default dtype
-    tol = tol if dtype == "float32" else {}  # a looser float32 tolerance, where given
+    tol = case.tol if dtype == "float32" else {}
     names = [w for w in (*PROPERTIES, "entropy") if w not in case.skip]
     check_summaries(kd, td, dtype, names, **tol)
     if case.value is not None:

@@ -11,7 +11,7 @@ from kael.distributions import constraints
 from kael.distributions.bernoulli import Binomial
 from kael.distributions.distribution import Distribution
 from kael.distributions.probs_logits import ProbsOrLogits, one_of
-from kael.distributions.utils import broadcast_all, enumerated
+from kael.distributions.utils import broadcast_all, enumerated, filled
 from kael.frontend.tensor import Tensor
 from kael.runtime.errors import NotImplementedError, ValueError
 
@@ -43,12 +43,9 @@ class Categorical(ProbsOrLogits):
     def support(self) -> constraints.Constraint:
         return constraints.integer_interval(0, self._num_events - 1)
 
-    def _nan(self) -> Tensor:
-        return kael.full(self._extended_shape(), math.nan, dtype=self.probs.dtype)
-
     @property
     def mean(self) -> Tensor:
-        return self._nan()
+        return filled(self._extended_shape(), math.nan, self.probs)
 
     @property
     def mode(self) -> Tensor:
@@ -56,7 +53,7 @@ class Categorical(ProbsOrLogits):
 
     @property
     def variance(self) -> Tensor:
-        return self._nan()
+        return filled(self._extended_shape(), math.nan, self.probs)
 
     def sample(self, sample_shape: tuple[int, ...] = ()) -> Tensor:
         """int64 indices of shape sample_shape + batch_shape."""
@@ -179,7 +176,7 @@ class Multinomial(_OverCategorical):
         return counts.reshape(self._extended_shape(sample_shape)).to(self.probs.dtype)
 
     def entropy(self) -> Tensor:
-        n = kael.tensor(float(self.total_count), dtype=self.probs.dtype)
+        n = kael.tensor(float(self.total_count), dtype=self.probs.dtype, device=self.probs.device)
         term1 = n * self._categorical.entropy() - (n + 1).lgamma()
         binomial = Binomial(total_count=self.total_count, probs=self.probs)
         support = binomial.enumerate_support(expand=False)[1:]

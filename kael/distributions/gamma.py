@@ -12,12 +12,6 @@ from kael.frontend.tensor import Tensor
 __all__ = ["Chi2", "Gamma"]
 
 
-def standard_gamma(concentration: Tensor) -> Tensor:
-    """Gamma(concentration, 1) draws, one per element, kept at least the dtype's tiny."""
-    draws = kael._standard_gamma(concentration)
-    return draws.clamp(min=kael.finfo(draws.dtype).tiny)
-
-
 class Gamma(Distribution):
     """The gamma distribution: density rate**c x**(c-1) exp(-rate x) / Gamma(c) on x > 0."""
 
@@ -48,7 +42,9 @@ class Gamma(Distribution):
         value = kael._standard_gamma(self.concentration.expand(shape)) / self.rate.expand(shape)
         return value.clamp(min=kael.finfo(value.dtype).tiny)
 
-    def log_prob(self, value: Tensor) -> Tensor:
+    def log_prob(self, value: Tensor | float) -> Tensor:
+        """As torch's: `value` (a tensor or a number) is taken in the rate's dtype and device."""
+        value = kael.as_tensor(value, dtype=self.rate.dtype, device=self.rate.device)
         value = self._checked(value)
         c, rate = self.concentration, self.rate
         return kael.xlogy(c, rate) + kael.xlogy(c - 1, value) - rate * value - c.lgamma()

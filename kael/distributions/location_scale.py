@@ -11,7 +11,7 @@ import math
 import kael
 from kael.distributions import constraints
 from kael.distributions.distribution import Distribution
-from kael.distributions.utils import broadcast_all
+from kael.distributions.utils import broadcast_all, filled
 from kael.frontend.tensor import Tensor
 
 __all__ = ["Cauchy", "Gumbel", "Laplace", "LocationScale"]
@@ -38,9 +38,6 @@ class LocationScale(Distribution):
 
     def _empty(self, shape: kael.Size) -> Tensor:
         return kael.empty(shape, dtype=self.loc.dtype, device=self.loc.device)
-
-    def _nan(self) -> Tensor:
-        return kael.full(self._extended_shape(), math.nan, dtype=self.loc.dtype)
 
     def rsample(self, sample_shape: tuple[int, ...] = ()) -> Tensor:
         """loc + scale * standard noise, of shape sample_shape + batch_shape."""
@@ -96,11 +93,11 @@ class Cauchy(LocationScale):
 
     @property
     def mean(self) -> Tensor:
-        return self._nan()
+        return filled(self._extended_shape(), math.nan, self.loc)
 
     @property
     def variance(self) -> Tensor:
-        return kael.full(self._extended_shape(), math.inf, dtype=self.loc.dtype)
+        return filled(self._extended_shape(), math.inf, self.loc)
 
     def log_prob(self, value: Tensor) -> Tensor:
         value = self._checked(value)
@@ -118,13 +115,22 @@ class Cauchy(LocationScale):
         return math.log(4 * math.pi) + self.scale.log()
 
 
+def _standard_gumbel(u: Tensor) -> Tensor:
+    """The standard Gumbel value whose cdf is `u`."""
+    return -(-u.log()).log()
+
+
 class Gumbel(LocationScale):
-    """The Gumbel (type-1 extreme value) distribution: cdf exp(-exp(-(x - loc) / scale))."""
+    """The Gumbel (type-1 extreme value) distribution: cdf exp(-exp(-(x - loc) / scale)),
+    drawn, as torch's, from a uniform on (tiny, 1 - eps), which its cdf and icdf rescale to
+    [0, 1]: icdf(0) and icdf(1) are finite, as torch's."""
+
+    def _unit_bounds(self) -> tuple[float, float]:
+        finfo = kael.finfo(self.loc.dtype)
+        return finfo.tiny, 1 - finfo.eps
 
     def _noise(self, shape: kael.Size) -> Tensor:
-        finfo = kael.finfo(self.loc.dtype)
-        u = self._empty(shape).uniform_(finfo.tiny, 1 - finfo.eps)
-        return -(-u.log()).log()
+        return _standard_gumbel(self._empty(shape).uniform_(*self._unit_bounds()))
 
     @property
     def mean(self) -> Tensor:
@@ -145,10 +151,13 @@ class Gumbel(LocationScale):
 
     def cdf(self, value: Tensor) -> Tensor:
         value = self._checked(value)
-        return (-(-(value - self.loc) / self.scale).exp()).exp()
+        low, high = self._unit_bounds()
+        u = (-(-(value - self.loc) / self.scale).exp()).exp()
+        return ((u - low) / (high - low)).clamp(min=0, max=1)
 
     def icdf(self, value: Tensor) -> Tensor:
-        return self.loc - self.scale * (-value.log()).log()
+        low, high = self._unit_bounds()
+        return self.loc + self.scale * _standard_gumbel(value * (high - low) + low)
 
     def entropy(self) -> Tensor:
         return self.scale.log() + (1 + _EULER_GAMMA)

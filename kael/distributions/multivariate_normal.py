@@ -8,7 +8,7 @@ import math
 import kael
 from kael.distributions import constraints
 from kael.distributions.distribution import Distribution
-from kael.distributions.utils import lazy_property
+from kael.distributions.utils import lazy_property, standard_normal
 from kael.frontend.tensor import Tensor
 from kael.runtime.errors import ValueError
 
@@ -26,8 +26,10 @@ def _precision_to_scale_tril(precision: Tensor) -> Tensor:
 
 
 def mahalanobis(scale_tril: Tensor, diff: Tensor) -> Tensor:
-    """|L^-1 diff|^2 per batch element, for lower-triangular L (batch dims broadcast)."""
+    """|L^-1 diff|^2 per batch element, for lower-triangular L (batch dims broadcast), in L's
+    dtype (torch's solve takes a wider `diff` in L's dtype)."""
     n = diff.shape[-1]
+    diff = diff.to(scale_tril.dtype)
     batch = kael.broadcast_shapes(tuple(scale_tril.shape[:-2]), tuple(diff.shape[:-1]))
     scale_tril = scale_tril.expand(tuple(batch) + (n, n))
     diff = diff.expand(tuple(batch) + (n,)).unsqueeze(-1)
@@ -128,7 +130,7 @@ class MultivariateNormal(Distribution):
     def rsample(self, sample_shape: tuple[int, ...] = ()) -> Tensor:
         """loc + L eps, eps standard normal."""
         shape = self._extended_shape(sample_shape)
-        eps = kael.randn(shape, dtype=self.loc.dtype, device=self.loc.device)
+        eps = standard_normal(shape, self.loc)
         return self.loc + kael.matmul(self._unbroadcasted_scale_tril, eps.unsqueeze(-1)).squeeze(-1)
 
     def log_prob(self, value: Tensor) -> Tensor:

@@ -2,7 +2,9 @@
 
 Deviation: torch builds LogNormal and HalfNormal as TransformedDistributions of a Normal;
 kael's are direct distributions with the same values, so their reprs name their parameters
-(torch's show none) and they have no base_dist."""
+(torch's show none) and they have no base_dist. Deviation: log_prob standardizes the value
+first, (value - loc) / scale, where torch divides by scale**2: a scale whose square under- or
+overflows the dtype gives the finite density here and nan in torch."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import kael
 from kael.distributions import constraints
 from kael.distributions.distribution import Distribution
 from kael.distributions.location_scale import LocationScale
-from kael.distributions.utils import broadcast_all
+from kael.distributions.utils import broadcast_all, standard_normal
 from kael.frontend.tensor import Tensor
 
 __all__ = ["HalfNormal", "LogNormal", "Normal"]
@@ -41,7 +43,7 @@ class Normal(LocationScale):
     """The normal (Gaussian) distribution with mean `loc` and standard deviation `scale`."""
 
     def _noise(self, shape: kael.Size) -> Tensor:
-        return kael.randn(shape, dtype=self.loc.dtype, device=self.loc.device)
+        return standard_normal(shape, self.loc)
 
     @property
     def mean(self) -> Tensor:
@@ -76,7 +78,7 @@ class LogNormal(LocationScale):
     support = constraints.positive
 
     def _noise(self, shape: kael.Size) -> Tensor:
-        return kael.randn(shape, dtype=self.loc.dtype, device=self.loc.device)
+        return standard_normal(shape, self.loc)
 
     def rsample(self, sample_shape: tuple[int, ...] = ()) -> Tensor:
         return super().rsample(sample_shape).exp()
@@ -123,7 +125,7 @@ class HalfNormal(Distribution):
 
     def rsample(self, sample_shape: tuple[int, ...] = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)
-        return (self.scale * kael.randn(shape, dtype=self.scale.dtype)).abs()
+        return (self.scale * standard_normal(shape, self.scale)).abs()
 
     @property
     def mean(self) -> Tensor:

@@ -9,7 +9,7 @@ import kael
 from kael.distributions import constraints
 from kael.distributions.distribution import Distribution
 from kael.distributions.gamma import Chi2
-from kael.distributions.utils import broadcast_all
+from kael.distributions.utils import broadcast_all, standard_normal
 from kael.frontend.tensor import Tensor
 
 __all__ = ["StudentT"]
@@ -53,7 +53,7 @@ class StudentT(Distribution):
     def rsample(self, sample_shape: tuple[int, ...] = ()) -> Tensor:
         """loc + scale * X / sqrt(Z / df), X standard normal, Z ~ Chi2(df)."""
         shape = self._extended_shape(sample_shape)
-        x = kael.randn(shape, dtype=self.df.dtype, device=self.df.device)
+        x = standard_normal(shape, self.df)
         z = self._chi2.rsample(sample_shape)
         return self.loc + self.scale * x * (z / self.df).rsqrt()
 

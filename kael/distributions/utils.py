@@ -14,7 +14,7 @@ from kael.runtime.errors import ValueError
 
 __all__ = [
     "broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs", "probs_to_logits",
-    "enumerated", "sum_rightmost",
+    "enumerated", "filled", "standard_normal", "sum_rightmost",
 ]  # fmt: skip
 
 
@@ -33,6 +33,17 @@ def broadcast_all(*values) -> tuple[Tensor, ...]:
         }  # fmt: skip
         values = tuple(v if isinstance(v, Tensor) else kael.tensor(v, **options) for v in values)
     return tuple(kael.broadcast_tensors(*values))
+
+
+def filled(shape: tuple[int, ...], value: float, like: Tensor) -> Tensor:
+    """A tensor of `shape` holding `value`, in `like`'s dtype and on its device (a moment
+    that is nan or inf for every parameter)."""
+    return kael.full(shape, value, dtype=like.dtype, device=like.device)
+
+
+def standard_normal(shape: tuple[int, ...], like: Tensor) -> Tensor:
+    """Standard normal draws of `shape`, in `like`'s dtype and on its device."""
+    return kael.randn(shape, dtype=like.dtype, device=like.device)
 
 
 def clamp_probs(probs: Tensor) -> Tensor:
