@@ -298,7 +298,9 @@ def run(
     impls = (*outs, *ins)
     for t in impls:
         if t.device is not device:
-            raise Error(f"expected all tensors on one device, but found {device} and {t.device}")
+            ins = _scalars_moved(outs, ins, device)
+            impls = (*outs, *ins)
+            break
     trace = _trace_state.trace
     if trace is not None:
         return out.numel() != 0 and trace.record(entry, outs, ins, scalars)
@@ -334,6 +336,36 @@ def run(
     else:
         launch(plan.compiled.fn, words, plan.total, plan.moved, plan.align, shape=out.shape)
     return error is not None and error.check()
+
+
+def _scalars_moved(outs, ins, device) -> list[TensorImpl]:
+    """`ins` with each CPU input that reads one element copied to the GPU `device`: a CPU
+    0-d tensor, broadcast, which its op reads as a scalar there (outputs.device_of admitted
+    it, as PyTorch's TensorIterator admits CPU scalars); kael.Error for any other operand
+    on another device."""
+    moved = [_scalar_on(t, device) if _cpu_scalar(t, device) else t for t in ins]
+    for t in (*outs, *moved):
+        if t.device is not device:
+            raise Error(f"expected all tensors on one device, but found {device} and {t.device}")
+    return moved
+
+
+def _cpu_scalar(t: TensorImpl, device) -> bool:
+    """Whether t is a CPU input that reads one element beside a GPU output."""
+    one = all(size == 1 or stride == 0 for size, stride in zip(t.shape, t.strides))
+    return one and t.device is CPU and device is not CPU
+
+
+def _scalar_on(t: TensorImpl, device) -> TensorImpl:
+    """t's one element copied to `device`, read at every position of t's shape. Under
+    tracing the op runs eagerly instead: a copy made now would freeze the element."""
+    trace = _trace_state.trace
+    if trace is not None:
+        trace.host_read(f"a CPU scalar operand of a kernel on {device}")
+    size = t.dtype.itemsize
+    storage = Storage(size, device)
+    cuda_driver.memcpy_htod(storage.ptr, t.data_ptr(), size)
+    return TensorImpl(storage, t.shape, (0,) * len(t.shape), 0, t.dtype, device)
 
 
 def _run_then_copy(entry: Template, outs, ins, scalars) -> bool:

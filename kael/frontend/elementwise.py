@@ -837,6 +837,7 @@ def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
     tensor's too) converts to self's dtype checked, as in PyTorch: a finite float beyond a
     float dtype's range is refused, even where the mask selects nothing."""
     value = _masked_value(mask, value)
+    device_of([self, mask], "masked_fill_", cpu_scalars=0)  # a CPU mask only beside CPU
     refuse_float_overflow(value, self.dtype)
     return _masked_store(self, mask, value)
 

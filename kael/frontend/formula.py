@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from kael.frontend import eager, fastpath, views
-from kael.frontend.outputs import unaliased
+from kael.frontend.outputs import device_of, unaliased
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.ir import graph as g
 from kael.runtime.convert import CHECKED, convert_scalar
@@ -126,7 +126,9 @@ def launch(
     """formula(*tensors as `compute` values, *params as run-time scalars) over the tensors'
     broadcast shape, as one kernel into `out` (else a new tensor of `compute`). `key`
     names the formula: one compiled template per key and input dtypes. `fast`: the fast
-    door's key to remember a one-operand launch under, its parameters at these values."""
+    door's key to remember a one-operand launch under, its parameters at these values. One
+    operand may be a CPU 0-d tensor beside tensors on a GPU, read there as a scalar, as
+    PyTorch's TensorIterator reads one (lerp's weight, atan2's other)."""
     from kael.frontend.elementwise import broadcast_shapes
 
     params = params or {}
@@ -139,7 +141,8 @@ def launch(
             if ran is not None:
                 return Tensor(out) if out is not None else ran
     shape = broadcast_shapes(*(t.shape for t in tensors))
-    target = out if out is not None else empty_impl(shape, compute, tensors[0].device)
+    device = device_of(tensors, key[0], cpu_scalars=1)
+    target = out if out is not None else empty_impl(shape, compute, device)
     ins = [unaliased(views.broadcast_view(t._impl, shape), target) for t in tensors]
     template_key = ("formula", *key, dtypes_in, compute, target.dtype)
 

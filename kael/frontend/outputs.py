@@ -3,11 +3,14 @@ aliasing, and bool, float and Scalar arguments."""
 
 from __future__ import annotations
 
+import functools
 import numbers
 import warnings
+from collections.abc import Sequence
 
 from kael.frontend import eager
 from kael.frontend.tensor import Tensor, empty_impl, has_internal_overlap
+from kael.runtime.device import CPU, Device
 from kael.runtime.dtypes import INT64_MIN, UINT64_MAX, DType
 from kael.runtime.errors import Error, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, read_hazard
@@ -153,15 +156,44 @@ def check_writable(t: Tensor, op: str) -> None:
         )
 
 
-def device_of(tensors: list, op: str):
-    """The one device all `tensors` (Tensors or impls) are on; kael.Error naming two others."""
+def device_of(tensors: Sequence, op: str, cpu_scalars: int | None = None) -> Device:
+    """The one device all `tensors` (Tensors or impls) are on; kael.Error naming two others.
+    Beside tensors on a GPU, up to `cpu_scalars` CPU 0-d tensors are admitted, read there
+    as scalars as PyTorch's TensorIterator reads them (eager.run copies each over); by
+    default as many as the elementwise op `op` admits (_cpu_scalar_limits)."""
     device = tensors[0].device
     for t in tensors[1:]:
         if t.device is not device:
-            raise Error(
-                f"{op}: expected all tensors on one device, but found {device} and {t.device}"
-            )
+            return _beside_cpu_scalars(tensors, op, cpu_scalars)
     return device
+
+
+def _beside_cpu_scalars(tensors: Sequence, op: str, cpu_scalars: int | None) -> Device:
+    """The device of `tensors` found on two: PyTorch's common device (the first that is
+    not the CPU) where every other tensor is a CPU 0-d one, no more of them than `op`
+    admits; else kael.Error naming the first two devices met."""
+    limit = _cpu_scalar_limits().get(op, 0) if cpu_scalars is None else cpu_scalars
+    device = next(t.device for t in tensors if t.device is not CPU)
+    others = [t for t in tensors if t.device is not device]
+    if len(others) > limit or any(t.device is not CPU or t.shape for t in others):
+        first = tensors[0].device
+        second = next(t.device for t in tensors if t.device is not first)
+        raise Error(f"{op}: expected all tensors on one device, but found {first} and {second}")
+    return device
+
+
+@functools.cache
+def _cpu_scalar_limits() -> dict[str, int]:
+    """How many CPU 0-d operands each elementwise op reads as scalars beside a GPU's
+    tensors, by the name it checks its devices under: one for the binary ops in each form
+    (x + t, x.add_(t)) and for clamp_min / clamp_max with a Tensor bound (ATen builds them
+    as binary ops, which allow_cpu_scalars), any number for where (ATen moves each 0-d
+    operand to the result's device). clamp with Tensor bounds admits none: PyTorch checks
+    every device of its clamp.Tensor."""
+    from kael.frontend.elementwise import BINARY, INTERNAL_BINARY  # it imports this module
+
+    names = (*BINARY, *INTERNAL_BINARY, "clamp_min", "clamp_max")
+    return {**{n: 1 for n in names}, **{f"{n}_": 1 for n in names}, "where": 3}
 
 
 def unaliased(src: TensorImpl, dst: TensorImpl) -> TensorImpl:

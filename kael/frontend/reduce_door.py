@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 from kael.frontend import eager, fastpath
 from kael.frontend.elementwise import broadcast_shapes
-from kael.frontend.outputs import bool_arg, output
+from kael.frontend.outputs import bool_arg, device_of, output
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.views import broadcast_view, wrap_dim
 from kael.ir import graph as g
@@ -93,12 +93,7 @@ def reduce(
     custom = prologue is not identity or builtins.any(f is not identity for f in epilogues)
     if custom and not key:
         raise ValueError(f"reduce('{op}'): a custom prologue or epilogue needs a key naming it")
-    device = inputs[0].device
-    for t in inputs[1:]:
-        if t.device is not device:
-            raise Error(
-                f"{op}: expected all tensors on one device, but found {device} and {t.device}"
-            )
+    device = device_of(inputs, op, cpu_scalars=0)
     shape = broadcast_shapes(*(t.shape for t in inputs))
     dtypes = tuple(t.dtype for t in inputs)
 

@@ -6,6 +6,12 @@ as PyTorch's index and index_put_ do; a CPU index of a GPU tensor gives PyTorch'
 the GPU. The kernel sites themselves take their addresses through ptr_on / host_ptr, which
 refuse another device's memory.
 
+A CPU 0-d tensor beside a GPU tensor is PyTorch's CPU scalar (TensorIterator's
+allow_cpu_scalars): the elementwise ops read it on the GPU, with the values and dtype of the
+same call on a GPU 0-d tensor and of PyTorch's on the CPU; a 1-element 1-d CPU tensor, a GPU
+0-d beside a CPU tensor with dims, clamp with Tensor bounds and a second CPU scalar of lerp
+are refused, as PyTorch refuses them.
+
 The device calls run in one child interpreter (a regression would crash it, not pytest),
 which prints one JSON line per case; on the emulated device (KAEL_EMULATE_CUDA=1) in the
 normal suite, on a GPU by `python -m kael.check_gpu`."""
@@ -291,3 +297,144 @@ def test_a_cpu_index_of_a_device_tensor_gives_the_cpus_values_on_the_device(resu
 @pytest.mark.parametrize("name", list(WRITES))
 def test_a_write_through_device_keys_into_a_cpu_tensor_copies_them_over(results, name):
     _same_as(results[name], WRITES[name](), "cpu")
+
+
+# ---- CPU scalars ------------------------------------------------------------------------------
+
+V = [[1.5, -2.0, 3.0], [0.0, -0.5, 4.0]]
+
+# name -> an expression of x (a [2, 3] float32 tensor on the GPU) and s(value) (a 0-d tensor),
+# evaluated with kael and with torch as K
+SCALAR_OPS = {
+    "add": "x + s(2.0)",
+    "sub scalar first": "s(2.0) - x",
+    "mul int scalar": "x * s(3)",
+    "div": "K.div(x, s(4.0))",
+    "div floor": "K.div(x, s(2.0), rounding_mode='floor')",
+    "div trunc": "K.div(x, s(2.0), rounding_mode='trunc')",
+    "pow exponent": "K.pow(x, s(2))",
+    "pow base": "K.pow(s(2.0), x)",
+    "maximum": "K.maximum(x, s(0.0))",
+    "minimum scalar first": "K.minimum(s(1.0), x)",
+    "eq": "K.eq(x, s(3.0))",
+    "lt": "x < s(1.0)",
+    "remainder": "K.remainder(x, s(1.25))",
+    "fmod": "K.fmod(x, s(1.25))",
+    "copysign": "K.copysign(x, s(-1.0))",
+    "atan2": "K.atan2(x, s(0.5))",
+    "hypot": "K.hypot(x, s(3.0))",
+    "logical_and": "K.logical_and(x, s(True))",
+    "bitwise_and int32": "x.int() & s(6)",
+    "int tensor and float scalar promote": "x.int() + s(2.5)",
+    "half tensor keeps its dtype": "x.half() * s(2.0, dtype=K.float64)",
+    "add alpha": "K.add(x, s(2.0), alpha=3)",
+    "sub alpha scalar first": "K.sub(s(1.0), x, alpha=2)",
+    "where other": "K.where(x > 0, x, s(0.0))",
+    "where condition and other": "K.where(s(True), x, s(-1.0))",
+    "clamp_min": "K.clamp_min(x, s(0.0))",
+    "clamp_max": "K.clamp_max(x, s(1.0))",
+    "clamp one tensor and one number bound": "K.clamp(x, s(0.0), 1.0)",
+    "lerp weight": "x.lerp(x * 2, s(0.25))",
+    "add_": "x.clone().add_(s(2.0))",
+    "mul_": "x.clone().mul_(s(2.0))",
+    "add_ alpha": "x.clone().add_(s(1.0), alpha=2)",
+    "clamp_min_": "x.clone().clamp_min_(s(0.0))",
+    "masked_fill_": "x.clone().masked_fill_(x > 0, s(9.0))",
+}
+
+_ERROR = "kael.runtime.errors.Error"
+_BOTH_WAYS = r"expected all tensors on one device, but found (cuda:0 and cpu|cpu and cuda:0)$"
+
+# name -> (an expression as above, the op its kael.Error names, or "" for the kernel's own)
+SCALAR_REFUSED = {
+    "a 1-element 1-d cpu tensor": ("x + K.tensor([2.0])", "add"),
+    "a cuda 0-d beside a cpu tensor with dims": ("c(s(2.0)) + K.tensor([1.0, 2.0, 3.0])", "add"),
+    "in place beside a cpu tensor with dims": ("x.clone().add_(K.tensor([1.0, 2.0, 3.0]))", "add_"),
+    "clamp with a tensor bound": ("K.clamp(x, min=s(0.0))", "clamp"),
+    "clamp with two tensor bounds": ("K.clamp(x, s(0.0), s(1.0))", "clamp"),
+    "lerp with two cpu scalars": ("x.lerp(s(1.0), s(0.25))", "lerp"),
+    "a cpu 0-d written from the device": ("s(1.0).add_(x[0, 0])", ""),
+}
+
+SCALAR_SCRIPT = f"""
+import json
+import kael
+
+c = lambda t: t.to("cuda")
+host = kael.tensor
+on_device = lambda *args, **kwargs: c(kael.tensor(*args, **kwargs))
+X = kael.tensor({V!r})
+
+
+def evaluated(expr, x, s):
+    return eval(expr, {{"K": kael, "x": x, "s": s, "c": c}})
+
+
+# each op on the CPU first, twice: the fast door remembers CPU launches of these keys
+for expr in {SCALAR_OPS!r}.values():
+    evaluated(expr, X, host), evaluated(expr, X, host)
+CASES = {{}}
+for name, expr in {SCALAR_OPS!r}.items():
+    CASES[name + " [cpu 0-d]"] = lambda expr=expr: evaluated(expr, c(X), host)
+    CASES[name + " [cuda 0-d]"] = lambda expr=expr: evaluated(expr, c(X), on_device)
+for name, (expr, _) in {SCALAR_REFUSED!r}.items():
+    CASES[name] = lambda expr=expr: evaluated(expr, c(X), host)
+
+
+def compiled_twice():
+    f = kael.compile(lambda x, s: (x + s) * 2)
+    s = kael.tensor(2.0)
+    f(c(X), s)
+    s.fill_(5.0)
+    return f(c(X), s)
+
+
+CASES["compiled, the scalar changed between calls"] = compiled_twice
+
+{RECORD_CASES}
+"""
+
+
+@pytest.fixture(scope="module")
+def scalar_results() -> dict:
+    """Each CPU-scalar case's record from the child interpreter, by name."""
+    return case_records(SCALAR_SCRIPT)
+
+
+def _torch_result(expr: str) -> torch.Tensor:
+    """PyTorch's value of a SCALAR_OPS expression, all on the CPU."""
+    return eval(expr, {"K": torch, "x": torch.tensor(V), "s": torch.tensor, "c": lambda t: t})
+
+
+@pytest.mark.parametrize("name", list(SCALAR_OPS))
+def test_a_cpu_0d_operand_of_a_device_op_gives_torchs_values_on_the_device(scalar_results, name):
+    record, want = scalar_results[f"{name} [cpu 0-d]"], _torch_result(SCALAR_OPS[name])
+    assert "error" not in record, record
+    assert record["device"] == "cuda:0"
+    assert record["dtype"] == str(want.dtype).removeprefix("torch.")
+    assert tuple(record["shape"]) == tuple(want.shape)
+    want_values = want.double().reshape(-1).numpy()
+    np.testing.assert_allclose(np.array(record["values"]), want_values, rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("name", list(SCALAR_OPS))
+def test_a_cpu_0d_operand_gives_what_a_device_0d_operand_gives(scalar_results, name):
+    on_host, on_device = (scalar_results[f"{name} [{d} 0-d]"] for d in ("cpu", "cuda"))
+    assert "error" not in on_device, on_device
+    assert {**on_host, "name": ""} == {**on_device, "name": ""}
+
+
+@pytest.mark.parametrize("name", list(SCALAR_REFUSED))
+def test_cpu_operands_torch_refuses_beside_a_device_tensor_are_refused(scalar_results, name):
+    op = SCALAR_REFUSED[name][1]
+    assert_refused_naming(
+        scalar_results[name], _ERROR, f"^{re.escape(op + ': ' if op else '')}{_BOTH_WAYS}"
+    )
+
+
+def test_a_compiled_device_op_reads_its_cpu_scalar_at_each_call(scalar_results):
+    record = scalar_results["compiled, the scalar changed between calls"]
+    want = (torch.tensor(V) + 5.0) * 2
+    assert "error" not in record, record
+    assert record["device"] == "cuda:0" and record["dtype"] == "float32"
+    np.testing.assert_array_equal(np.array(record["values"]), want.double().reshape(-1).numpy())

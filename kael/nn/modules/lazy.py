@@ -4,7 +4,10 @@ their first input. Until then their parameters are UninitializedParameters; the 
 forward (or load_state_dict, from the checkpoint's shapes) materializes them, and the first
 forward turns the module into its ordinary class (LazyLinear becomes Linear), as in torch.
 The first forward also sets the input size after a load_state_dict, where torch's conv and
-norm layers keep printing 0."""
+norm layers keep printing 0. A dtype or device change before the first forward (.to, .cuda,
+.double, .half) is kept by the placeholders, which then materialize with it (Module._apply),
+as in torch; .bfloat16() works too, where torch refuses it (bfloat16 is not among the
+methods its uninitialized tensors allow)."""
 
 from __future__ import annotations
 

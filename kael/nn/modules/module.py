@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from kael.frontend.tensor import Tensor, to_arguments
 from kael.nn.modules.state import as_state_tensor, type_name
-from kael.nn.parameter import Buffer, Parameter
+from kael.nn.parameter import Buffer, Parameter, UninitializedBuffer
 from kael.runtime import dtypes
 from kael.runtime.dtypes import as_dtype
 from kael.runtime.errors import AttributeError, Error, KeyError, TypeError, ValueError
@@ -500,13 +500,16 @@ class Module:
 
     def _apply(self, convert: Callable[[Tensor], Tensor]) -> Module:
         """Replace each parameter's and buffer's elements by convert(tensor), keeping the
-        Parameter objects (PyTorch's param.data = ...)."""
+        Parameter objects (PyTorch's param.data = ...) and a lazy module's uninitialized
+        buffers, which then materialize with the converted dtype and device (as torch's)."""
         for module in self.modules():
             for param in module._parameters.values():
                 if param is not None:
                     param.data = convert(param)
             for name, buffer in module._buffers.items():
-                if buffer is not None:
+                if isinstance(buffer, UninitializedBuffer):
+                    buffer.data = convert(buffer)
+                elif buffer is not None:
                     module._buffers[name] = convert(buffer)
         self._changed()
         return self

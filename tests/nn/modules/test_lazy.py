@@ -1,6 +1,7 @@
 """Lazy modules against torch's: the repr before and after the first forward, the class
-they become, parameter shapes, outputs with torch's weights, and load_state_dict before
-any forward (the checkpoint's shapes materialize the parameters)."""
+they become, parameter shapes, outputs with torch's weights, load_state_dict before any
+forward (the checkpoint's shapes materialize the parameters), and a dtype or device change
+before it (the uninitialized buffers stay so, then materialize with it)."""
 
 import numpy as np
 import pytest
@@ -90,3 +91,82 @@ def test_conv_input_of_the_wrong_rank_is_refused_as_torch():
 def test_groups_must_divide_the_channels_found():
     with pytest.raises(kael.ValueError, match="in_channels must be divisible by groups"):
         kael.nn.LazyConv2d(4, 3, groups=2)(kael.zeros(1, 3, 5, 5))
+
+
+NORMS = [
+    ("LazyBatchNorm1d", {}, (4, 3)),
+    ("LazyBatchNorm2d", {}, (2, 3, 2, 2)),
+    ("LazyInstanceNorm1d", {"track_running_stats": True}, (2, 3, 5)),
+]
+# name -> (how a module is converted, the dtype it then has)
+CONVERSIONS = {
+    "double": (lambda m, lib: m.double(), "float64"),
+    "half": (lambda m, lib: m.half(), "float16"),
+    "to float64": (lambda m, lib: m.to(lib.float64), "float64"),
+}
+TOLERANCES = {"float64": {"rtol": 1e-7, "atol": 1e-9}, "float16": {"rtol": 2e-3, "atol": 2e-3}}
+
+
+def _same_state(ours, theirs, **tolerance) -> None:
+    """Both modules' state dicts alike: names, dtypes, shapes and values."""
+    mine, want = ours.state_dict(), theirs.state_dict()
+    assert list(mine) == list(want)
+    for key, t in want.items():
+        assert mine[key].dtype.name == str(t.dtype).removeprefix("torch."), key
+        assert mine[key].device.type == t.device.type and mine[key].shape == tuple(t.shape), key
+        got = mine[key].cpu().to(kael.float64).numpy()
+        np.testing.assert_allclose(got, t.double().numpy(), **tolerance, err_msg=key)
+
+
+@pytest.mark.parametrize(("name", "kwargs", "shape"), NORMS, ids=lambda v: str(v))
+@pytest.mark.parametrize("conversion", list(CONVERSIONS))
+def test_a_norm_converted_before_its_first_forward_materializes_in_the_new_dtype(
+    name, kwargs, shape, conversion
+):
+    convert, dtype = CONVERSIONS[conversion]
+    ours = convert(getattr(kael.nn, name)(**kwargs), kael)
+    theirs = convert(getattr(torch.nn, name)(**kwargs), torch)
+    for stat in ("running_mean", "running_var"):
+        assert type(getattr(theirs, stat)).__name__ == "UninitializedBuffer"
+        assert type(getattr(ours, stat)) is UninitializedBuffer
+        assert getattr(ours, stat).dtype is getattr(kael, dtype)
+    x = _input(shape).astype(dtype)
+    got, want = ours(kael.tensor(x)), theirs(torch.tensor(x)).detach()
+    assert got.dtype is getattr(kael, dtype) and got.shape == tuple(want.shape)
+    np.testing.assert_allclose(
+        got.to(kael.float64).numpy(), want.double().numpy(), **TOLERANCES[dtype]
+    )
+    assert type(ours).__name__ == type(theirs).__name__ and type(ours.running_mean) is kael.Tensor
+    _same_state(ours, theirs, **TOLERANCES[dtype])
+
+
+def test_bfloat16_before_the_first_forward_materializes_in_bfloat16_where_torch_refuses():
+    with pytest.raises(ValueError, match="uninitialized parameter"):
+        torch.nn.LazyBatchNorm1d().bfloat16()
+    ours = kael.nn.LazyBatchNorm1d().bfloat16()
+    x = kael.tensor(_input((4, 3))).bfloat16()
+    got = ours(x)
+    want = torch.nn.BatchNorm1d(3)(torch.tensor(x.float().numpy())).detach()
+    assert got.dtype is kael.bfloat16 and ours.running_var.dtype is kael.bfloat16
+    np.testing.assert_allclose(got.float().numpy(), want.numpy(), rtol=2e-2, atol=2e-2)
+
+
+MOVES = {"to('cuda')": lambda m: m.to("cuda"), "cuda()": lambda m: m.cuda()}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("move", list(MOVES))
+def test_a_norm_moved_before_its_first_forward_materializes_on_the_device(move):
+    ours = MOVES[move](kael.nn.LazyBatchNorm1d())
+    theirs = torch.nn.LazyBatchNorm1d()
+    assert (
+        type(ours.running_mean) is UninitializedBuffer and ours.running_mean.device.type == "cuda"
+    )
+    x = _input((4, 3))
+    got, want = ours(kael.tensor(x).cuda()), theirs(torch.tensor(x)).detach()
+    assert got.device.type == "cuda" and type(ours) is kael.nn.BatchNorm1d
+    np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    for key, t in ours.state_dict().items():
+        assert t.device.type == "cuda", key
+    ours.cpu()
+    _same_state(ours, theirs, rtol=1e-6, atol=1e-7)
