@@ -1,12 +1,16 @@
 """kael.special: PyTorch's torch.special under its names. The functions that are kael ops
 under another name are those ops themselves (expit is kael.sigmoid, gammaln kael.lgamma,
-psi kael.digamma, ...); the rest are frontend/special_math.py's formula kernels (the
-Bessel functions, the normal distribution's, erfcx, entr, xlog1py, zeta, polygamma,
-multigammaln), each through the tracing door as kael.linalg's."""
+psi kael.digamma, ...); the rest are formula kernels, each through the tracing door as
+kael.linalg's: frontend/special_math.py's (i0e, i1, i1e, the normal distribution's, erfcx, entr,
+xlog1py, zeta, polygamma, multigammaln), frontend/bessel.py's (the Bessel functions J, Y,
+I, K, their scaled K, spherical j0, Airy's Ai) and frontend/orthogonal_polynomials.py's
+(Chebyshev's, shifted Chebyshev's, Hermite's, Laguerre's and Legendre's polynomials)."""
 
 from kael.frontend import published as _published
 from kael.frontend import special_math as _special_math
+from kael.frontend.bessel import BESSEL as _BESSEL
 from kael.frontend.ops import FUNCTIONS as _OPS
+from kael.frontend.orthogonal_polynomials import ORTHOGONAL_POLYNOMIALS as _POLYNOMIALS
 from kael.frontend.tracing import op_door as _op_door
 
 # torch.special.NAME: kael.BASE (the same function object).
@@ -34,9 +38,8 @@ _ALIASES = {
     "gammaincc": "igammac",
 }
 globals().update({name: _OPS[base] for name, base in _ALIASES.items()})
-globals().update(
-    {name: _op_door(f"special.{name}", fn) for name, fn in _special_math.SPECIAL.items()}
-)
+_KERNELS = {**_special_math.SPECIAL, **_BESSEL, **_POLYNOMIALS}
+globals().update({name: _op_door(f"special.{name}", fn) for name, fn in _KERNELS.items()})
 
-__all__ = sorted([*_ALIASES, *_special_math.SPECIAL])
+__all__ = sorted([*_ALIASES, *_KERNELS])
 _published.publish(__name__, globals())  # pickle finds each function by this name
