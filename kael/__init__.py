@@ -8,6 +8,7 @@ from kael import (
     compiler,
     cpu,
     cuda,
+    fft,
     func,
     jit,
     linalg,
@@ -28,6 +29,7 @@ from kael.frontend import random as _random
 from kael.frontend import recurrent as _recurrent
 from kael.frontend import rejection as _rejection
 from kael.frontend import serialization as _serialization
+from kael.frontend import stft as _stft
 from kael.frontend import torch_level as _torch_level
 from kael.frontend.autocast import (
     autocast,
@@ -154,6 +156,9 @@ randperm = _op_door("randperm", _random.randperm)
 save, load = _serialization.FUNCTIONS["save"], _serialization.FUNCTIONS["load"]
 # Functions of tensors that torch.Tensor has no method for (or has as a method already).
 globals().update({name: _op_door(name, fn) for name, fn in _complex.FUNCTIONS.items()})
+globals().update({name: _op_door(name, fn) for name, fn in _stft.FUNCTIONS.items()})
+for _name, _fn in _stft.FUNCTIONS.items():  # x.stft(...) as torch.stft(x, ...)
+    setattr(Tensor, _name, _op_door(f"Tensor.{_name}", _fn))
 _TENSOR_UTILITIES = ("clone", "detach", "rsub", "unravel_index")
 globals().update({name: _op_door(name, getattr(_factories, name)) for name in _TENSOR_UTILITIES})
 concat = concatenate = _ops.FUNCTIONS["cat"]  # torch's other names for cat (no Tensor method)
@@ -199,6 +204,7 @@ __all__ = [
     "vmap",
     "bernoulli",
     *_complex.FUNCTIONS,
+    *_stft.FUNCTIONS,
     "binomial",
     *_ops.FUNCTIONS,
     "AttributeError",
@@ -217,6 +223,7 @@ __all__ = [
     "compile",
     "cuda",
     "distributions",
+    "fft",
     "linalg",
     "nn",
     "special",

@@ -1,0 +1,463 @@
+"""torch.fft: discrete Fourier transforms on kael's complex tensors (frontend/complex.py).
+
+One transform along the last dim, of length N = P 2^m (P odd), runs as:
+- P <= 64: a DFT of the N / C interleaved subsequences of stride C = 2^j as one complex
+  matmul against the B x B DFT matrix (B = P 2^(m-j) <= 64), then j radix-2 stages, each
+  merging pairs of phases with one twiddle table: out = even +- w odd, two kernels a stage
+  (VanderPlas's vectorized Cooley-Tukey; every stage streams the whole batch at once);
+- larger odd parts: Bluestein's chirp-z, a circular convolution of power-of-two length
+  M >= 2N - 1 done with that power-of-two transform.
+DFT matrices, twiddles and chirps are computed by kael's kernels in float64 from exact
+integer phases (n k mod N), rounded once to the transform's precision, and cached per
+(length, direction, dtype, device). The inverse is the same with conjugate twiddles. The
+real transforms build on the complex one: rfft keeps the first N / 2 + 1 outputs, irfft
+extends the half spectrum by Hermitian symmetry and keeps the real part.
+
+Errors grow like log2(N) roundings of the transform's precision (pocketfft, PyTorch's CPU
+library, grows like sqrt(log N)); tests/frontend/test_fft.py bounds both precisions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from kael.frontend import complex as cx
+from kael.frontend import factories, views
+from kael.frontend.outputs import tensor_arg
+from kael.frontend.tensor import Tensor, empty_impl
+from kael.runtime.dtypes import DType, float64, get_default_dtype, int64
+from kael.runtime.errors import TypeError, ValueError
+
+NORMS = ("backward", "ortho", "forward")
+_DIRECT = 64  # the largest DFT done as one matrix product
+_TABLES: dict[tuple, Tensor] = {}  # (kind, length, inverse, dtype, device) -> constant tensor
+
+
+# ---- constants ----------------------------------------------------------------------------------
+
+
+def _phases(rows: int, cols: int, period: int, inverse: bool, dtype: DType, device) -> Tensor:
+    """exp(-+2 pi i (r c mod period) / period) for r < rows, c < cols, as `dtype`."""
+    r = factories.arange(rows, dtype=int64, device=device).reshape(rows, 1)
+    c = factories.arange(cols, dtype=int64, device=device).reshape(1, cols)
+    return _circle((r * c).remainder(period).to(float64), period / 2, inverse, dtype)
+
+
+def _table(kind: str, length: int, inverse: bool, dtype: DType, device) -> Tensor:
+    """A cached constant: the DFT matrix, a stage's twiddles or a Bluestein chirp."""
+    key = (kind, length, inverse, dtype, device)
+    found = _TABLES.get(key)
+    if found is None:  # two threads may both build it: either one serves
+        found = _TABLES[key] = _build(kind, length, inverse, dtype, device)
+    return found
+
+
+def _build(kind: str, length: int, inverse: bool, dtype: DType, device) -> Tensor:
+    if kind == "dft":
+        return _phases(length, length, length, inverse, dtype, device)
+    if kind == "rfft":  # exp(-2 pi i k / length), k <= length / 2: untangling pairs
+        k = factories.arange(length // 2 + 1, dtype=int64, device=device)
+        return _circle((2 * k).to(float64), length, inverse, dtype)
+    n = factories.arange(length, dtype=int64, device=device)
+    if kind == "twiddle":  # exp(-+i pi k / length): merging two transforms of `length`
+        return _circle(n.to(float64), length, inverse, dtype)
+    # chirp: exp(-+i pi n^2 / length), n^2 taken mod 2 length first
+    return _circle((n * n).remainder(2 * length).to(float64), length, inverse, dtype)
+
+
+def _circle(turns: Tensor, length: int, inverse: bool, dtype: DType) -> Tensor:
+    """exp(-+i pi turns / length) as `dtype`."""
+    angle = turns * ((1.0 if inverse else -1.0) * math.pi / length)
+    return cx.polar(factories.ones_like(angle), angle).to(dtype)
+
+
+# ---- the complex transform along the last dim ---------------------------------------------------
+
+
+def _empty(like: Tensor, shape: tuple[int, ...]) -> Tensor:
+    return Tensor(empty_impl(shape, like.dtype, like.device))
+
+
+def _odd_part(n: int) -> tuple[int, int]:
+    """(P, m) with n = P 2^m, P odd."""
+    m = (n & -n).bit_length() - 1
+    return n >> m, m
+
+
+def _transform(x: Tensor, inverse: bool) -> Tensor:
+    """The unnormalized DFT of complex x along its last dim (inverse: conjugate twiddles)."""
+    n = x.shape[-1]
+    if n == 1:
+        return x.clone()
+    odd, _ = _odd_part(n)
+    if odd > _DIRECT:
+        return _bluestein(x, inverse)
+    base = odd
+    while base * 2 <= _DIRECT and n % (base * 2) == 0:
+        base *= 2
+    cols = n // base
+    batch = x.shape[:-1]
+    # phases[..., c, r] = x[..., r cols + c]: the subsequences of stride `cols` as rows of
+    # one tall matrix, so their DFTs are one product with the (symmetric) DFT matrix;
+    # out[..., c, k] is then the k-th output of phase c's transform, k contiguous
+    phases = x.reshape(*batch, base, cols).transpose(-1, -2).contiguous()
+    dft = _table("dft", base, inverse, x.dtype, x.device)
+    out = (phases.reshape(-1, base) @ dft).reshape(*batch, cols, base)
+    rows = base
+    while cols > 1:  # merge phases c and c + cols / 2: transforms of twice the length
+        half = cols // 2
+        even, odd_phase = out[..., :half, :], out[..., half:, :]
+        twiddle = _table("twiddle", rows, inverse, x.dtype, x.device)
+        merged = _empty(x, (*batch, half, 2 * rows))
+        cx.butterfly(even, odd_phase, twiddle, merged[..., :rows], merged[..., rows:])
+        out, rows, cols = merged, 2 * rows, half
+    return out.reshape(*batch, n)
+
+
+def _bluestein(x: Tensor, inverse: bool) -> Tensor:
+    """Bluestein's chirp-z: X_k = w_k sum_n (x_n w_n) conj(w_(k-n)), w_n = exp(-i pi n^2 / N),
+    the sum a circular convolution of power-of-two length M >= 2N - 1."""
+    n = x.shape[-1]
+    size = 1 << (2 * n - 2).bit_length()
+    chirp = _table("chirp", n, inverse, x.dtype, x.device)
+    a = _resized(x * chirp, size)
+    b = _empty(x, (size,)).fill_(0)
+    b[:n] = chirp.conj()
+    b[size - n + 1 :] = chirp[1:].conj().flip(0)
+    spectrum = _transform(a, False) * _transform(b, False)
+    conv = _transform(spectrum, True)[..., :n] / size
+    return chirp * conv
+
+
+# ---- arguments ----------------------------------------------------------------------------------
+
+
+def _as_complex(x: Tensor, op: str) -> Tensor:
+    """x as the complex dtype its transform computes in: complex stays, real inputs become
+    the complex counterpart of _real_input's float dtype."""
+    return (
+        x
+        if x.dtype.is_complex
+        else _real_input(x, op).to(
+            x.dtype.to_complex if x.dtype.is_floating_point else get_default_dtype().to_complex
+        )
+    )
+
+
+def _real_input(x: Tensor, op: str) -> Tensor:
+    """A real input as the float dtype its transform computes in: float32 and float64
+    stay, integers and bool take the default dtype; complex and half inputs are refused."""
+    if x.dtype.is_complex:
+        raise TypeError(f"{op} expects a real input tensor, but got {x.dtype}")
+    if x.dtype.is_half:
+        raise TypeError(f"{op}: Unsupported dtype {x.dtype}: kael's FFT takes float32 and float64")
+    return x if x.dtype.is_floating_point else x.to(get_default_dtype())
+
+
+def _norm_arg(norm, op: str) -> str:
+    norm = "backward" if norm is None else norm
+    if norm not in NORMS:
+        raise ValueError(f'{op}: Invalid normalization mode: "{norm}"')
+    return norm
+
+
+def _scale(x: Tensor, norm: str, n: int, inverse: bool) -> Tensor:
+    """The normalization: 1/n on the inverse ("backward"), on the forward ("forward"), or
+    1/sqrt(n) on both ("ortho")."""
+    if norm == "ortho":
+        return x.mul_(1.0 / math.sqrt(n))
+    if (norm == "backward") == inverse:
+        return x.mul_(1.0 / n)
+    return x
+
+
+def _resized(x: Tensor, n: int) -> Tensor:
+    """x along its last dim trimmed or zero-padded to n."""
+    size = x.shape[-1]
+    if n == size:
+        return x
+    if n < size:
+        return x[..., :n]
+    out = _empty(x, (*x.shape[:-1], n)).fill_(0)
+    out[..., :size] = x
+    return out
+
+
+def _length(n, size: int, op: str) -> int:
+    n = size if n is None else views.as_int(n, "n")
+    if n < 1:
+        raise ValueError(f"{op}: Invalid number of data points ({n}) specified")
+    return n
+
+
+def _along(x: Tensor, dim: int, fn) -> Tensor:
+    """fn applied with `dim` moved last, moved back after."""
+    last = x.ndim - 1
+    if dim == last:
+        return fn(x)
+    return fn(x.movedim(dim, last)).movedim(last, dim)
+
+
+def _dim(x: Tensor, dim, op: str) -> int:
+    if x.ndim == 0:
+        raise ValueError(f"{op}: expected a tensor of at least 1 dimension, got a 0-d tensor")
+    return views.wrap_dim(dim, x.ndim)
+
+
+# ---- the public transforms ----------------------------------------------------------------------
+
+
+def _c2c_along(x: Tensor, n, dim, norm, inverse: bool, op: str) -> Tensor:
+    """The complex transform of complex x along one dim, on n points, normalized."""
+    d = _dim(x, dim, op)
+    length = _length(n, x.shape[d], op)
+    mode = _norm_arg(norm, op)
+
+    def one(t: Tensor) -> Tensor:
+        return _scale(_transform(_resized(t, length), inverse), mode, length, inverse)
+
+    return _along(x, d, one)
+
+
+def _c2c(op: str, inverse: bool):
+    def transform(input, n=None, dim=-1, norm=None, *, out=None) -> Tensor:
+        x = _as_complex(tensor_arg(input, op), op)
+        return _written(_c2c_along(x, n, dim, norm, inverse, op), out)
+
+    transform.__name__ = op
+    transform.__doc__ = f"torch.fft.{op}: the {'inverse ' if inverse else ''}DFT along dim."
+    return transform
+
+
+def _written(result: Tensor, out) -> Tensor:
+    if out is None:
+        return result
+    if out.shape != result.shape:
+        raise ValueError(f"out= has shape {out.shape}, the result {result.shape}")
+    return out.copy_(result)
+
+
+fft = _c2c("fft", False)
+ifft = _c2c("ifft", True)
+
+
+def rfft(input, n=None, dim=-1, norm=None, *, out=None) -> Tensor:
+    """torch.fft.rfft: the DFT of a real signal, its first n // 2 + 1 (non-redundant) outputs.
+    An even n transforms the signal's pairs as n / 2 complex points and untangles them
+    (half the work of a complex transform of n points); an odd n takes the complex one."""
+    real = _real_input(tensor_arg(input, "rfft"), "rfft")
+    d = _dim(real, dim, "rfft")
+    length = _length(n, real.shape[d], "rfft")
+    mode = _norm_arg(norm, "rfft")
+
+    def half(t: Tensor) -> Tensor:
+        return _scale(_half_spectrum(_resized(t, length)), mode, length, False)
+
+    return _written(_along(real, d, half), out)
+
+
+def _half_spectrum(t: Tensor) -> Tensor:
+    """The unnormalized first n // 2 + 1 DFT outputs of real t (n its last dim, >= 1)."""
+    length = t.shape[-1]
+    if length % 2:
+        return _transform(t.to(t.dtype.to_complex), False)[..., : length // 2 + 1].contiguous()
+    return _untangled(_transform(_pairs(t), False), length)
+
+
+def _pairs(t: Tensor) -> Tensor:
+    """A real signal of even length n as n / 2 complex points x[2k] + i x[2k + 1]."""
+    pairs = t.contiguous()
+    return cx.view_as_complex(pairs.reshape(*pairs.shape[:-1], pairs.shape[-1] // 2, 2))
+
+
+def _untangled(z: Tensor, length: int) -> Tensor:
+    """The half spectrum X_0..X_(n/2) of a real signal from Z, the transform of its pairs:
+    with A_k = Z_(k mod m) and B_k = conj(Z_((m - k) mod m)), m = n / 2,
+    X_k = (A + B) / 2 - i w_k (A - B) / 2, w_k = exp(-2 pi i k / n)."""
+    first = z[..., :1]
+    a = cx.cat_last([z, first])
+    b = cx.cat_last([first, z[..., 1:].flip(-1), first])
+    w = _table("rfft", length, False, z.dtype, z.device)
+
+    def untangle(ar, ai, br, bi, wr, wi):
+        er, ei = (ar + br) * 0.5, (ai - bi) * 0.5  # (A + conj B') / 2, B' = Z_(m - k)
+        orr, oi = (ar - br) * 0.5, (ai + bi) * 0.5  # (A - conj B') / 2
+        return er + (wr * oi + wi * orr), ei - (wr * orr - wi * oi)
+
+    return cx.elementwise("rfft_untangle", [a, b, w], z.dtype, untangle, a.shape, z.device)
+
+
+def _hermitian(t: Tensor, length: int) -> Tensor:
+    """The full spectrum of `length` whose first length // 2 + 1 entries are t's (trimmed or
+    zero-padded), the rest their mirrored conjugates."""
+    kept = length // 2 + 1
+    head = _resized(t, kept)
+    tail = head[..., 1 : (length + 1) // 2].conj().flip(-1)
+    from kael.frontend.index_ops import cat
+
+    return cat([head, tail], -1)
+
+
+def irfft(input, n=None, dim=-1, norm=None, *, out=None) -> Tensor:
+    """torch.fft.irfft: the real signal of length n (default 2 (m - 1)) whose half spectrum
+    (m entries along dim) is input; the imaginary parts of the DC and Nyquist terms are
+    ignored, as PyTorch's."""
+    x = _as_complex(tensor_arg(input, "irfft"), "irfft")
+    d = _dim(x, dim, "irfft")
+    length = _length(n if n is not None else 2 * (x.shape[d] - 1), 1, "irfft")
+    mode = _norm_arg(norm, "irfft")
+
+    def signal(t: Tensor) -> Tensor:
+        full = _transform(_hermitian(t, length), True)
+        return _scale(cx.real(full).contiguous(), mode, length, True)
+
+    return _written(_along(x, d, signal), out)
+
+
+def hfft(input, n=None, dim=-1, norm=None, *, out=None) -> Tensor:
+    """torch.fft.hfft: the real DFT of a signal with Hermitian symmetry given by its first
+    half (the forward transform of irfft's input form)."""
+    x = _as_complex(tensor_arg(input, "hfft"), "hfft")
+    d = _dim(x, dim, "hfft")
+    length = _length(n if n is not None else 2 * (x.shape[d] - 1), 1, "hfft")
+    mode = _norm_arg(norm, "hfft")
+
+    def signal(t: Tensor) -> Tensor:
+        full = _transform(_hermitian(t.conj(), length), True)
+        return _scale(cx.real(full).contiguous(), mode, length, False)
+
+    return _written(_along(x, d, signal), out)
+
+
+def ihfft(input, n=None, dim=-1, norm=None, *, out=None) -> Tensor:
+    """torch.fft.ihfft: the inverse of hfft, the half spectrum of a real signal's inverse DFT."""
+    x = _real_input(tensor_arg(input, "ihfft"), "ihfft")
+    d = _dim(x, dim, "ihfft")
+    length = _length(n, x.shape[d], "ihfft")
+    mode = _norm_arg(norm, "ihfft")
+
+    def half(t: Tensor) -> Tensor:  # the inverse DFT of a real signal: the conjugate
+        return _scale(_half_spectrum(_resized(t, length)).conj(), mode, length, True)
+
+    return _written(_along(x, d, half), out)
+
+
+# ---- several dims -------------------------------------------------------------------------------
+
+
+def _dims_and_sizes(x: Tensor, s, dim, op: str, default_all: bool) -> tuple[list[int], list]:
+    """The dims transformed (the last len(s), or all, by default) and their lengths."""
+    if dim is None:
+        if s is None:
+            dims = list(range(x.ndim)) if default_all else list(range(x.ndim - 2, x.ndim))
+        else:
+            dims = list(range(x.ndim - len(s), x.ndim))
+    else:
+        dims = [dim] if isinstance(dim, int) else list(dim)
+    dims = [views.wrap_dim(d, x.ndim) for d in dims]
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"{op}: dims must be unique, got {tuple(dims)}")
+    sizes = [None] * len(dims) if s is None else [views.as_int(v, "s") for v in s]
+    if len(sizes) != len(dims):
+        raise ValueError(
+            f"{op}: When given, dim and shape arguments must have the same length, got s of"
+            f" length {len(sizes)} and {len(dims)} dims"
+        )
+    return dims, sizes
+
+
+def _c2c_n(op: str, inverse: bool, default_all: bool):
+    def transform(input, s=None, dim=None, norm=None, *, out=None) -> Tensor:
+        x = _as_complex(tensor_arg(input, op), op)
+        dims, sizes = _dims_and_sizes(x, s, dim, op, default_all)
+        for d, n in zip(dims, sizes):
+            x = _c2c_along(x, n, d, norm, inverse, op)
+        return _written(x, out)
+
+    transform.__name__ = op
+    transform.__doc__ = f"torch.fft.{op}: the {'inverse ' if inverse else ''}DFT over several dims."
+    return transform
+
+
+fft2 = _c2c_n("fft2", False, False)
+ifft2 = _c2c_n("ifft2", True, False)
+fftn = _c2c_n("fftn", False, True)
+ifftn = _c2c_n("ifftn", True, True)
+
+
+def _r2c_n(op: str, default_all: bool):
+    def transform(input, s=None, dim=None, norm=None, *, out=None) -> Tensor:
+        x = tensor_arg(input, op)
+        _real_input(x, op)
+        dims, sizes = _dims_and_sizes(x, s, dim, op, default_all)
+        x = rfft(x, sizes[-1], dims[-1], norm)
+        for d, n in zip(dims[:-1], sizes[:-1]):
+            x = _c2c_along(x, n, d, norm, False, op)
+        return _written(x, out)
+
+    transform.__name__ = op
+    transform.__doc__ = f"torch.fft.{op}: rfft over the last of the dims, fft over the others."
+    return transform
+
+
+def _c2r_n(op: str, default_all: bool):
+    def transform(input, s=None, dim=None, norm=None, *, out=None) -> Tensor:
+        x = _as_complex(tensor_arg(input, op), op)
+        dims, sizes = _dims_and_sizes(x, s, dim, op, default_all)
+        for d, n in zip(dims[:-1], sizes[:-1]):
+            x = _c2c_along(x, n, d, norm, True, op)
+        return _written(irfft(x, sizes[-1], dims[-1], norm), out)
+
+    transform.__name__ = op
+    transform.__doc__ = f"torch.fft.{op}: ifft over all but the last of the dims, irfft there."
+    return transform
+
+
+rfft2, rfftn = _r2c_n("rfft2", False), _r2c_n("rfftn", True)
+irfft2, irfftn = _c2r_n("irfft2", False), _c2r_n("irfftn", True)
+
+
+# ---- helpers ------------------------------------------------------------------------------------
+
+
+def fftfreq(n, d=1.0, *, dtype=None, device=None) -> Tensor:
+    """The sample frequencies of an n-point DFT: [0, 1, ..., -(n // 2), ..., -1] / (d n)."""
+    n = views.as_int(n, "n")
+    k = factories.arange(n, dtype=int64, device=device)
+    signed = k - (k >= (n + 1) // 2).to(int64) * n
+    return signed.to(factories.dtype_or(dtype, get_default_dtype())) / (d * n)
+
+
+def rfftfreq(n, d=1.0, *, dtype=None, device=None) -> Tensor:
+    """The sample frequencies of rfft's n // 2 + 1 outputs: [0, 1, ..., n // 2] / (d n)."""
+    n = views.as_int(n, "n")
+    k = factories.arange(
+        n // 2 + 1, dtype=factories.dtype_or(dtype, get_default_dtype()), device=device
+    )
+    return k / (d * n)
+
+
+def _shifted(x: Tensor, dim, sign: int) -> Tensor:
+    dims: Sequence[int] = range(x.ndim) if dim is None else ([dim] if isinstance(dim, int) else dim)
+    dims = [views.wrap_dim(d, x.ndim) for d in dims]
+    shifts = [sign * (x.shape[d] // 2) if sign > 0 else -(x.shape[d] // 2) for d in dims]
+    return x.roll(shifts, dims)
+
+
+def fftshift(input, dim=None) -> Tensor:
+    """The zero frequency moved to the middle: a roll by n // 2 along each dim."""
+    return _shifted(tensor_arg(input, "fftshift"), dim, 1)
+
+
+def ifftshift(input, dim=None) -> Tensor:
+    """fftshift's inverse: a roll by -(n // 2) along each dim."""
+    return _shifted(tensor_arg(input, "ifftshift"), dim, -1)
+
+
+FUNCTIONS = {
+    "fft": fft, "ifft": ifft, "rfft": rfft, "irfft": irfft, "hfft": hfft, "ihfft": ihfft,
+    "fft2": fft2, "ifft2": ifft2, "fftn": fftn, "ifftn": ifftn, "rfft2": rfft2,
+    "irfft2": irfft2, "rfftn": rfftn, "irfftn": irfftn, "fftfreq": fftfreq,
+    "rfftfreq": rfftfreq, "fftshift": fftshift, "ifftshift": ifftshift,
+}  # fmt: skip
