@@ -775,3 +775,16 @@ def test_interpolate_on_the_device_agrees_with_the_cpu():
             F.interpolate(x, size=(8, 4), mode=mode),
             2e-6,
         )
+
+
+def test_complex_arithmetic_and_fft_on_the_device_match_the_cpu():
+    rng = np.random.default_rng(41)
+    z = (rng.standard_normal((2, 24)) + 1j * rng.standard_normal((2, 24))).astype(np.complex64)
+    host = kael.tensor(z)
+    dev = host.to(DEVICE)
+    for op in (lambda a: a * a / (a + 1j), lambda a: a.abs(), lambda a: a.exp(), lambda a: a @ a.T):
+        _close(op(dev), op(host), 1e-5)
+    for fn in (kael.fft.fft, kael.fft.ifft, lambda a: kael.fft.fft(a[:, :13])):  # radix-2, Bluestein
+        _close(fn(dev), fn(host), 1e-5)
+    real = kael.tensor(z.real.copy())
+    _close(kael.fft.rfft(real.to(DEVICE)), kael.fft.rfft(real), 1e-5)
