@@ -1,17 +1,20 @@
 """torch.fft: discrete Fourier transforms on kael's complex tensors (frontend/complex.py).
 
 One transform along the last dim, of length N = P 2^m (P odd), runs as:
-- P <= 64: a DFT of the N / C interleaved subsequences of stride C = 2^j as one complex
-  matmul against the B x B DFT matrix (B = P 2^(m-j) <= 64), then j radix-2 stages, each
-  merging pairs of phases with one twiddle table: out = even +- w odd, two kernels a stage
-  (VanderPlas's vectorized Cooley-Tukey; every stage streams the whole batch at once);
+- P <= 192: a DFT of the N / C interleaved subsequences of stride C = 2^j as one real
+  matmul (complex.matmul's real form) against the B x B DFT matrix (B = P 2^(m-j), at
+  most max(64, P)), then j radix-2 stages, each merging pairs of phases with one twiddle
+  table: out = even +- w odd, one kernel of two outputs per half (VanderPlas's
+  vectorized Cooley-Tukey; every stage streams the whole batch at once);
 - larger odd parts: Bluestein's chirp-z, a circular convolution of power-of-two length
   M >= 2N - 1 done with that power-of-two transform.
 DFT matrices, twiddles and chirps are computed by kael's kernels in float64 from exact
 integer phases (n k mod N), rounded once to the transform's precision, and cached per
 (length, direction, dtype, device). The inverse is the same with conjugate twiddles. The
-real transforms build on the complex one: rfft keeps the first N / 2 + 1 outputs, irfft
-extends the half spectrum by Hermitian symmetry and keeps the real part.
+real transforms build on the complex one: rfft of an even N transforms the N / 2 pairs
+(x[2k] + i x[2k + 1]) and untangles the half spectrum from it, of an odd N keeps the
+first outputs of the complex transform; irfft extends the half spectrum by Hermitian
+symmetry and keeps the real part.
 
 Errors grow like log2(N) roundings of the transform's precision (pocketfft, PyTorch's CPU
 library, grows like sqrt(log N)); tests/frontend/test_fft.py bounds both precisions.
@@ -30,7 +33,8 @@ from kael.runtime.dtypes import DType, float64, get_default_dtype, int64
 from kael.runtime.errors import TypeError, ValueError
 
 NORMS = ("backward", "ortho", "forward")
-_DIRECT = 64  # the largest DFT done as one matrix product
+_DIRECT = 64  # the DFT matrix grows by powers of two up to this size
+_ODD_DIRECT = 192  # an odd factor up to this is one DFT matrix (1000 = 125 x 8), past it Bluestein
 _TABLES: dict[tuple, Tensor] = {}  # (kind, length, inverse, dtype, device) -> constant tensor
 
 
@@ -91,7 +95,7 @@ def _transform(x: Tensor, inverse: bool) -> Tensor:
     if n == 1:
         return x.clone()
     odd, _ = _odd_part(n)
-    if odd > _DIRECT:
+    if odd > _ODD_DIRECT:
         return _bluestein(x, inverse)
     base = odd
     while base * 2 <= _DIRECT and n % (base * 2) == 0:
