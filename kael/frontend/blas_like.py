@@ -5,13 +5,14 @@ input + alpha * the outer product) and trace, with their Tensor methods and in-p
 
 The scalars (value, beta, alpha) are read in the result's dtype as PyTorch reads them: an
 integral result truncates a float (addr refuses one, as PyTorch does), a bool one reads
-them as truth values. beta == 0 ignores input's values (NaN and inf included) but not its
+them as truth values, a complex one takes them whole (complex numbers too). beta == 0 ignores input's values (NaN and inf included) but not its
 shape; alpha == 0 skips the product of the matrix family (BLAS's rule), not addr's.
 float16 and bfloat16 compute in float32 and round once.
 """
 
 from __future__ import annotations
 
+import builtins
 import numbers
 from collections.abc import Callable
 
@@ -41,6 +42,8 @@ def _scalar(value, dtype: DType, op: str, what: str, refuse_float: bool = False)
             )
         value = value.item()
     traced = hasattr(type(value), "kael_convert")  # a traced function's float argument
+    if dtype.is_complex and isinstance(value, numbers.Complex):
+        return value if isinstance(value, numbers.Real) else builtins.complex(value)
     if not traced and not isinstance(value, numbers.Real):
         raise TypeError(f"{op}(): {what} must be a real number, got {value!r}")
     if dtype.is_floating_point:
@@ -53,6 +56,11 @@ def _scalar(value, dtype: DType, op: str, what: str, refuse_float: bool = False)
     if dtype is bool_:
         return convert_scalar(value, bool_, CHECKED)
     return convert_scalar(value, int64, CHECKED)
+
+
+def _inexact(dtype: DType) -> bool:
+    """Whether `dtype` is a floating or a complex one (its scalars are not truncated)."""
+    return dtype.is_floating_point or dtype.is_complex
 
 
 def _compute(dtype: DType) -> DType:
@@ -112,7 +120,7 @@ def _pointwise(name: str, combine: str) -> Callable:
         x = tensor_arg(input, name)
         a = tensor_arg(tensor1, name, "tensor1")
         b = tensor_arg(tensor2, name, "tensor2")
-        if combine == "div" and not (a.dtype.is_floating_point or b.dtype.is_floating_point):
+        if combine == "div" and not any(_inexact(t.dtype) for t in (a, b)):
             raise TypeError(
                 f"{name}(): integer division with addcdiv is not supported (tensor1 is "
                 f"{a.dtype} and tensor2 is {b.dtype}); use addcmul with the reciprocal, or "

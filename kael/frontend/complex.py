@@ -13,9 +13,13 @@ What works on complex tensors: creation (tensor, zeros/ones/full/empty, complex,
 randn/rand with a complex dtype), NumPy and torch interop, printing, every view,
 view_as_real/view_as_complex, real/imag (views), conj (a copy: kael has no lazy conjugate
 bit, so is_conj() is False and resolve_conj() returns self), conversions to and from real
-dtypes, + - * / (numbers too), neg, abs, angle, sgn, exp, log, sqrt, reciprocal, square,
-eq/ne, isnan/isinf/isfinite, sum and mean, matmul/mm/bmm/@. Every other op refuses a
-complex tensor with kael.TypeError (the code generator has no type for it: lowering.py).
+dtypes, + - * / (numbers too), neg, abs, angle, sgn, exp, log, sqrt, reciprocal, square
+(and their in-place forms), eq/ne, isnan/isinf/isfinite, sum and mean, matmul/mm/bmm/@.
+Choices, fills and reads run once per part on the real and imaginary views: where,
+masked_fill, index_fill, scatter (src or value, no reduce), index_select, gather, take,
+take_along_dim. Composed of those: the add*/baddbmm family, logsumexp, vdot/vecdot, cov,
+mH/adjoint (a conjugated copy), linspace/logspace. Every other op refuses a complex
+tensor with kael.TypeError (the code generator has no type for it: lowering.py).
 """
 
 from __future__ import annotations
@@ -173,6 +177,7 @@ def fill(dst: TensorImpl, value) -> None:
 
 
 # ---- one kernel per complex result ---------------------------------------------------------------
+
 
 def _launch(
     name: str,
@@ -449,22 +454,40 @@ def reduce(fn: Callable, x: Tensor, dim, keepdim, dtype, out, op: str) -> Tensor
     return out if out is not None else view_as_complex(result)
 
 
+def _real_form(b: Tensor) -> Tensor:
+    """Complex B [.., K, N] as the real [.., 2K, 2N] with rows (br, bi) and (-bi, br)
+    interleaved per k: (ar, ai) pairs times it are (re, im) pairs of A B."""
+    from kael.frontend.index_ops import stack
+
+    rows = stack([view_as_real(b), view_as_real(binary("mul", b, 1j, b.dtype))], -3)
+    return rows.reshape(*b.shape[:-2], 2 * b.shape[-2], 2 * b.shape[-1])
+
+
 def matmul(a: Tensor, b: Tensor, result: DType, product: Callable) -> Tensor:
-    """a @ b with a complex `result` dtype: (ar + i ai)(br + i bi) as `product`s of the
-    real parts (four for two complex operands, two for a real one)."""
+    """a @ b with a complex `result` dtype as one real `product` where b is complex: the
+    float view of A [.., M, 2K] times B's real form [2K, 2N], rows (br, bi) and (-bi, br)
+    per k, gives C's float view [.., M, 2N] (a real A times B's float view, likewise);
+    a complex A times a real b is two products of A's parts."""
     part = result.to_real
-    ar, ai = (p if p is None else p.to(part) for p in parts(a))
-    br, bi = (p if p is None else p.to(part) for p in parts(b))
-
-    def mm(x, y):
-        return None if x is None or y is None else product(x, y)
-
-    re = _sub(mm(ar, br), mm(ai, bi))
-    im = _add(mm(ar, bi), mm(ai, br))
-    target = Tensor(empty_impl(re.shape, result, re.device))
-    eager.copy_into(_part_impl(target._impl, 0), re._impl)
-    eager.copy_into(_part_impl(target._impl, 1), im._impl)
-    return target
+    left = a if a.ndim > 1 else a.unsqueeze(0)  # NumPy's rules: a vector is a row ...
+    right = b if b.ndim > 1 else b.unsqueeze(-1)  # ... or a column, dropped after
+    if right.dtype.is_complex:
+        right = right.to(result)
+        if left.dtype.is_complex:
+            left, factor = view_as_real(left.to(result)).flatten(-2), _real_form(right)
+        else:
+            left, factor = left.to(part), view_as_real(right).flatten(-2)
+        out = view_as_complex(product(left, factor).unflatten(-1, (-1, 2)))
+    else:
+        re, im = (product(p.to(part), right.to(part)) for p in parts(left))
+        out = Tensor(empty_impl(re.shape, result, re.device))
+        eager.copy_into(_part_impl(out._impl, 0), re._impl)
+        eager.copy_into(_part_impl(out._impl, 1), im._impl)
+    if a.ndim == 1:
+        out = out.squeeze(-2)
+    if b.ndim == 1:
+        out = out.squeeze(-1)
+    return out
 
 
 # ---- construction -------------------------------------------------------------------------
@@ -520,6 +543,151 @@ FUNCTIONS = {
     "polar": polar,
     "conj_physical": conj_physical,
 }
+
+
+# ---- choices and fills by parts ---------------------------------------------------------------
+# A choice or a fill moves whole elements, so it runs on the real and the imaginary views
+# apart: one real op per part, each writing its half of every element.
+
+
+def real_number(value, dtype: DType) -> builtins.bool | builtins.int | builtins.float:
+    """A complex number stored into a real `dtype`: its real part when the imaginary part is
+    0, else refused as PyTorch's checked conversion refuses it."""
+    if not isinstance(value, builtins.complex):
+        return value
+    if value.imag != 0:
+        raise TypeError(f"value {value} cannot be converted to type {dtype} without overflow")
+    return value.real
+
+
+def _part_values(value, dtype: DType) -> tuple:
+    """(real, imag) of a fill value (a number or a 0-d tensor) for a complex tensor of
+    `dtype`: a real value's imaginary part is 0."""
+    if isinstance(value, Tensor):
+        value = value.to(dtype)
+        return real(value), imag(value)
+    value = builtins.complex(value)
+    return value.real, value.imag
+
+
+def _fill_parts_(fill_: Callable, self: Tensor, args: tuple, value) -> Tensor:
+    """fill_(self, *args, value) (masked_fill_, index_fill_, scatter_'s value): on each
+    part of a complex self with its part of value; a real self takes a complex number's
+    real part (refused where its imaginary part is not 0)."""
+    if not isinstance(self, Tensor) or not self.dtype.is_complex:
+        dtype = self.dtype if isinstance(self, Tensor) else float32
+        return fill_(self, *args, real_number(value, dtype))
+    re, im = _part_values(value, self.dtype)
+    fill_(real(self), *args, re)
+    fill_(imag(self), *args, im)
+    return self
+
+
+def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
+    """masked_fill_ of a complex tensor (or of a complex number into a real one), by parts."""
+    from kael.frontend import elementwise
+
+    return _fill_parts_(elementwise.masked_fill_, self, (mask,), value)
+
+
+def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
+    """masked_fill_ into a copy of input broadcast with the mask."""
+    from kael.frontend.elementwise import broadcast_shapes
+
+    if isinstance(mask, Tensor) and mask.shape != input.shape:
+        input = input.expand(*broadcast_shapes(input.shape, mask.shape))
+    return masked_fill_(input.clone(), mask, value)
+
+
+def index_fill_(self: Tensor, dim: int, index: Tensor, value) -> Tensor:
+    """index_fill_ of a complex tensor, by parts."""
+    from kael.frontend import scatters
+
+    return _fill_parts_(scatters.index_fill_, self, (dim, index), value)
+
+
+def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
+    """index_fill_ into a copy of input."""
+    return index_fill_(input.clone(), dim, index, value)
+
+
+def scatter_(self: Tensor, dim: int, index: Tensor, src=None, value=None, *, reduce=None):
+    """scatter_ of a complex tensor, by parts: src a complex tensor of self's dtype, or a
+    number; reduce= has no complex form here."""
+    from kael.frontend import scatters
+
+    if value is None and not isinstance(src, Tensor):
+        src, value = None, src
+    if not self.dtype.is_complex:  # a complex number or src into a real tensor
+        value = None if value is None else real_number(value, self.dtype)
+        return scatters.scatter_(self, dim, index, src, value, reduce=reduce)
+    if reduce is not None:
+        raise refuse(f"scatter_ with reduce={reduce!r}", self.dtype)
+    if src is None:
+        return _fill_parts_(scatters.scatter_, self, (dim, index), value)
+    if src.dtype is not self.dtype:
+        raise TypeError(
+            f"scatter_(): Expected self.dtype to be equal to src.dtype, got {self.dtype} and"
+            f" {src.dtype}"
+        )
+    scatters.scatter_(real(self), dim, index, real(src))
+    scatters.scatter_(imag(self), dim, index, imag(src))
+    return self
+
+
+def scatter(input: Tensor, dim: int, index: Tensor, src=None, value=None, *, reduce=None):
+    """scatter_ into a copy of input."""
+    return scatter_(input.clone(), dim, index, src, value, reduce=reduce)
+
+
+def _read_by_parts(name: str) -> Callable:
+    """index_ops' `name` (a read: index_select, gather, take, take_along_dim) of a complex
+    input, as one read of its real parts and one of its imaginary parts."""
+
+    def form(input: Tensor, *args, **kwargs) -> Tensor:
+        from kael.frontend import index_ops
+
+        fn = getattr(index_ops, name)
+        if not input.dtype.is_complex:  # a complex index: the real op refuses it
+            return fn(input, *args, **kwargs)
+        return complex(fn(real(input), *args, **kwargs), fn(imag(input), *args, **kwargs))
+
+    form.__name__ = form.__qualname__ = name
+    return form
+
+
+# op -> its complex form, for the calls that take a complex tensor or number (ops.py)
+BY_PARTS: dict[str, Callable] = {
+    **{name: _read_by_parts(name) for name in ("index_select", "gather", "take", "take_along_dim")},
+    "masked_fill": masked_fill,
+    "masked_fill_": masked_fill_,
+    "index_fill": index_fill,
+    "index_fill_": index_fill_,
+    "scatter": scatter,
+    "scatter_": scatter_,
+}
+
+
+def takes_complex(input, args: tuple, kwargs: dict) -> bool:
+    """Whether a call's input, or a tensor or number it is given, is complex."""
+    return any(
+        isinstance(a, builtins.complex) or (isinstance(a, Tensor) and a.dtype.is_complex)
+        for a in (input, *args, *kwargs.values())
+    )
+
+
+def choose(condition: Tensor, input, other, out: Tensor | None = None) -> Tensor:
+    """torch.where(condition, input, other) with a complex result: each part chosen apart (a real
+    operand's imaginary part is 0)."""
+    from kael.frontend.elementwise import where as choose
+    from kael.runtime.dtypes import result_type
+
+    part = result_type(input, other).to_real
+    chosen = [
+        choose(condition, 0.0 if a is None else a, 0.0 if b is None else b).to(part)
+        for a, b in zip(parts(input), parts(other), strict=True)
+    ]
+    return complex(*chosen, out=out)
 
 
 def elementwise(name: str, operands: list, result: DType, formula_of, shape, device) -> Tensor:

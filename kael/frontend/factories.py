@@ -7,6 +7,7 @@ import builtins
 import functools
 import math
 import threading
+from collections.abc import Callable
 
 import numpy as np
 
@@ -300,14 +301,39 @@ def linspace(start, end, steps, *, dtype=None, device=None) -> Tensor:
     (integer dtypes truncate them)."""
     start, end = as_number(start, "start"), as_number(end, "end")
     steps = views.as_int(steps, "steps")
-    dtype = dtype_or(dtype, dtypes.get_default_dtype())
+    dtype = _spaced_dtype("linspace", start, end, dtype)
     if dtype.is_bool:
         raise TypeError("linspace does not support dtype bool")
     if steps < 0:
         raise ValueError(f"number of steps must be non-negative, got {steps}")
+    if dtype.is_complex:
+        return _by_parts(linspace, start, end, steps, dtype, device)
     t = new_tensor((steps,), dtype, device)
     eager.linspace_into(t._impl, builtins.float(start), builtins.float(end))
     return t
+
+
+def _spaced_dtype(op: str, start, end, dtype) -> DType:
+    """linspace's and logspace's dtype: the default float one, or the default complex one
+    for a complex start or end, which a real dtype= refuses (as PyTorch does)."""
+    ends = builtins.complex in (type(start), type(end))
+    inferred = dtypes.get_default_complex_dtype() if ends else dtypes.get_default_dtype()
+    dtype = dtype_or(dtype, inferred)
+    if ends and not dtype.is_complex:
+        raise TypeError(
+            f"{op}(): inferred dtype {inferred} can't be safely cast to passed dtype {dtype}"
+        )
+    return dtype
+
+
+def _by_parts(spaced: Callable, start, end, steps: int, dtype: DType, device) -> Tensor:
+    """A complex linspace: the real parts' linspace and the imaginary parts'."""
+    from kael.frontend.complex import complex as make
+
+    start, end = builtins.complex(start), builtins.complex(end)
+    part = dtype.to_real
+    re = spaced(start.real, end.real, steps, dtype=part, device=device)
+    return make(re, spaced(start.imag, end.imag, steps, dtype=part, device=device))
 
 
 def eye(n, m=None, *, dtype=None, device=None) -> Tensor:
@@ -403,6 +429,11 @@ def tensor(data, *, dtype=None, device=None) -> Tensor:
         dtype = known if dtype is None else dtype
         data = data.tolist()
     shape, flat, kind = _scan(data)
+    if kind.is_complex and dtype is not None and not (dtype.is_complex or dtype.is_bool):
+        raise TypeError(
+            f"tensor(): a complex value cannot be stored in a {dtype} tensor: must be real"
+            " number, not complex"
+        )
     if kind.is_complex:  # (real, imag) pairs of float64, read as complex128
         from kael.frontend.complex import view_as_complex
 
@@ -582,9 +613,12 @@ def broadcast_shapes(*shapes) -> Size:
 
 def can_cast(from_, to) -> bool:
     """Whether a value of dtype from_ may be cast to dtype to under PyTorch's casting rule:
-    never a floating type to an integral (or bool) one, nor a non-bool type to bool."""
+    never a complex type to a real one, a floating type to an integral (or bool) one, nor a
+    non-bool type to bool."""
     source, target = as_dtype(from_), as_dtype(to)
-    if source.is_floating_point and not target.is_floating_point:
+    if source.is_complex and not target.is_complex:
+        return False
+    if source.is_floating_point and not (target.is_floating_point or target.is_complex):
         return False
     return not (target.is_bool and not source.is_bool)
 
@@ -646,11 +680,13 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None) -> Tensor
     start, end = as_number(start, "start"), as_number(end, "end")
     base = builtins.float(as_number(base, "base"))
     steps = views.as_int(steps, "steps")
-    dtype = dtype_or(dtype, dtypes.get_default_dtype())
+    dtype = _spaced_dtype("logspace", start, end, dtype)
     if dtype.is_bool:
         raise TypeError("logspace does not support dtype bool")
     if steps < 0:
         raise ValueError("number of steps must be non-negative")
+    if dtype.is_complex:
+        return _complex_logspace(start, end, steps, base, dtype, device)
     pow_ = _functions()["pow"]
     if steps <= 1:  # PyTorch fills pow(base, start) computed in double
         first = tensor([builtins.float(start)] * steps, dtype=dtypes.float64)
@@ -670,6 +706,17 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None) -> Tensor
     falling = high - (steps - 1 - position) * step
     exponent = fns["where"](position < steps // 2, rising, falling)
     return pow_(base, exponent).to(dtype=dtype)
+
+
+def _complex_logspace(start, end, steps: int, base: float, dtype: DType, device) -> Tensor:
+    """logspace of a complex dtype: real ends' real powers, converted; complex ends'
+    exp(z log(base)) over their complex linspace (a positive base only)."""
+    if builtins.complex not in (type(start), type(end)):
+        return logspace(start, end, steps, base, dtype=dtype.to_real, device=device).to(dtype)
+    if not base > 0:
+        raise ValueError(f"logspace(): a complex start or end needs a positive base, got {base}")
+    exponent = linspace(start, end, steps, dtype=dtype, device=device)
+    return _ew().unary("exp", _ew().binary("mul", exponent, math.log(base)))
 
 
 def empty_strided(size, stride, *, dtype=None, device=None) -> Tensor:

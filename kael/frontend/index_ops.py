@@ -826,12 +826,21 @@ def where(condition: Tensor, input=None, other=None, *, out: Tensor | None = Non
         return nonzero(condition, as_tuple=True)
     if input is None or other is None:
         raise TypeError("where() takes a condition alone, or a condition, an input and an other")
+    return _choose(condition, input, other, out)
+
+
+def _choose(condition: Tensor, input, other, out: Tensor | None = None) -> Tensor:
+    """where's choice: by parts (complex.where) where the result is complex."""
+    from kael.frontend import complex
+
+    if complex.takes_complex(input, (other,), {}):
+        return complex.choose(condition, input, other, out)
     return elementwise.where(condition, input, other, out)
 
 
 def _where_method(self: Tensor, condition: Tensor, other) -> Tensor:
     """Tensor.where(condition, other) is where(condition, self, other), as in torch."""
-    return elementwise.where(condition, self, other)
+    return _choose(condition, self, other)
 
 
 # Tensor-only methods (in-place variants, operators).

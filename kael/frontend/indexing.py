@@ -219,6 +219,8 @@ def setitem(tensor, key, value) -> None:
     if tensor.dtype.is_complex:  # stored as float pairs: the key leaves the pair dim whole
         from kael.frontend.complex import as_complex, view_as_real
 
+        if any(_is_advanced(k) for k in keys) and not isinstance(key, builtins.bool | np.bool_):
+            _check_put_dtype(tensor, keys, value)
         setitem(view_as_real(tensor), (*keys, slice(None)), view_as_real(as_complex(value, tensor)))
         return
     if not isinstance(value, tensor_module.Tensor):

@@ -247,6 +247,9 @@ def gaussian_nll_loss(
     var matches input, lacks its last dim, or has size 1 there (one variance a sample)."""
     name = "gaussian_nll_loss"
     x, y = operands(input, target, name, reduction)
+    if isinstance(var, complex) or (isinstance(var, Tensor) and var.dtype.is_complex):
+        what = var.dtype if isinstance(var, Tensor) else repr(var)
+        raise TypeError(f"{name}: var must be real (a variance), got {what}")
     v = (
         var
         if isinstance(var, Tensor)

@@ -13,7 +13,9 @@ new shape costs a trace). cross_entropy and layer_norm copy their rows contiguou
 (the class dim moved last); under a trace they are extern steps (their row kernels keep
 numerics the composed ops lack: float64 moments, overflow-free squares).
 Integer and bool inputs become float32 (the book's as_floating); float16 and bfloat16
-inputs compute in float32 and round their results once (frontend/opmath.py).
+inputs compute in float32 and round their results once (frontend/opmath.py). A complex
+input is refused (kael.TypeError), as PyTorch's kernels refuse it, unless a dtype= converts
+it first; logsumexp alone takes one, as PyTorch does: the max of the real parts shifts it.
 """
 
 from __future__ import annotations
@@ -43,6 +45,10 @@ REDUCTIONS = ("mean", "sum", "none")
 def _as_floating(x, op: str, dtype=None) -> Tensor:
     """x as a floating tensor: `dtype` when given, else its own float dtype or float32."""
     x = tensor_arg(x, op, "input")
+    if dtype is None and x.dtype.is_complex:
+        from kael.frontend.complex import refuse
+
+        raise refuse(op, x.dtype)
     if dtype is not None:
         target = as_dtype(dtype)
         if not target.is_floating_point:
@@ -204,6 +210,8 @@ def logsumexp(input: Tensor, dim, keepdim: bool = False, *, out: Tensor | None =
     """log(sum(exp(x))) over `dim`, shifted by the max: all -inf (or empty) gives -inf."""
     if dim is None:  # torch's signature: dim is required (an int or a tuple of ints)
         raise TypeError("logsumexp(): dim must be an int or a tuple of ints, got None")
+    if isinstance(input, Tensor) and input.dtype.is_complex:
+        return _complex_logsumexp(input, dim, keepdim, out)
     x = _as_floating(input, "logsumexp")
     keepdim = reductions.keepdim_arg(keepdim, "logsumexp")
     impl = x._impl
@@ -226,6 +234,24 @@ def logsumexp(input: Tensor, dim, keepdim: bool = False, *, out: Tensor | None =
         compose = _GENERATED["logsumexp"] if generated else _composed_logsumexp
         eager.copy_into(target._impl, compose(x, *dims).reshape(shape)._impl)
     return target
+
+
+def _complex_logsumexp(x: Tensor, dim, keepdim, out: Tensor | None) -> Tensor:
+    """log(sum(exp(x - m))) + m with m the max of x's real parts (0 where it is infinite),
+    PyTorch's shift for complex inputs, by complex ops."""
+    keepdim = reductions.keepdim_arg(keepdim, "logsumexp")
+    dims = reductions.reduce_axes(x, dim, "logsumexp")
+    if x.numel() == 0:  # no max to shift by: the empty sum's log is -inf
+        result = reductions.sum(ew.unary("exp", x), dims, keepdim).log()
+    else:
+        shift = reductions.amax(x.real, dims, True)
+        shift = shift.masked_fill(ew.unary("isinf", shift), 0.0)
+        total = reductions.sum(ew.unary("exp", ew.binary("sub", x, shift)), dims, keepdim)
+        kept = shift if keepdim else shift.reshape(total.shape)
+        result = ew.binary("add", total.log(), kept)
+    if out is None:
+        return result
+    return output(out, result.shape, result.dtype, result.device, "logsumexp").copy_(result)
 
 
 # ---- cross_entropy ---------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import math
 
 from kael.frontend import (
     blas_like,
+    complex,
     contractions,
     factorizations,
     fastpath,
@@ -222,6 +223,24 @@ NOT_METHODS: set[str] = set()
 for _family in FAMILIES:
     FUNCTIONS.update(_family.FUNCTIONS)
     NOT_METHODS.update(_family.NOT_METHODS)
+
+
+def _complex_aware(name: str, fn):
+    """fn, or its complex form (complex.BY_PARTS) where a complex tensor or number comes in."""
+    form = complex.BY_PARTS[name]
+
+    @functools.wraps(fn)
+    def dispatch(input, *args, **kwargs):
+        if complex.takes_complex(input, args, kwargs):
+            return form(input, *args, **kwargs)
+        return fn(input, *args, **kwargs)
+
+    return dispatch
+
+
+FUNCTIONS.update(
+    {name: _complex_aware(name, FUNCTIONS[name]) for name in complex.BY_PARTS if name in FUNCTIONS}
+)
 # Each public op goes through the tracing door (recorded, or an extern step, under compile);
 # a unary op asks the fast door before it (which serves nothing while tracing).
 FUNCTIONS = {name: op_door(name, fn) for name, fn in FUNCTIONS.items()}
@@ -308,8 +327,10 @@ def _unary_inplace(name: str):
     op = ew.UNARY.get(INPLACE_KERNEL.get(name, name))
 
     def method(self, *args, **kwargs):
-        if op is None or args or kwargs:
-            return written(self, *args, **kwargs)
+        if name == "abs" and complex.takes_complex(self, (), {}):  # a real result
+            raise TypeError("In-place abs is not supported for complex tensors.")
+        if op is None or args or kwargs or complex.takes_complex(self, (), {}):
+            return written(self, *args, **kwargs)  # a complex self: complex.unary's result
         compute, result = ew._unary_dtypes(op, self)
         ew._check_inplace(self, result, self.shape, f"{name}_")
         ew._launch_unary(op.name, op.ir, self, compute, self)  # self read where it is written
@@ -359,6 +380,9 @@ def _alpha_inplace(name: str, plain):
     """add_ or sub_ taking alpha: `plain` (the fast door's) unless alpha is given."""
 
     def with_alpha(self, other, alpha):
+        if complex.takes_complex(self, (other, alpha), {}):  # alpha * other by complex ops
+            scaled = ew.binary("mul", other, alpha) if isinstance(other, Tensor) else other * alpha
+            return ew.binary_(name, self, scaled)
         return ew.scaled_(name, self, other, alpha)
 
     door = op_door(f"{name}_", with_alpha)
@@ -433,7 +457,8 @@ def _install() -> None:
         setattr(Tensor, f"{name}_", _computed_inplace(name, tensors))
     for family in FAMILIES:
         for name, fn in family.METHODS.items():
-            setattr(Tensor, name, op_door(name, fn))
+            aware = _complex_aware(name, fn) if name in complex.BY_PARTS else fn
+            setattr(Tensor, name, op_door(name, aware))
     Tensor.__matmul__ = _fast_matmul(Tensor.__matmul__)
     for name in INPLACE_BINARY:
         setattr(Tensor, f"{name}_", _fast(name, _inplace(name), inplace=True))
@@ -449,7 +474,7 @@ def _install() -> None:
 
     _name_method(div_, "div_")
     Tensor.div_ = Tensor.divide_ = op_door("div_", div_)
-    Tensor.masked_fill_ = op_door("masked_fill_", ew.masked_fill_)
+    Tensor.masked_fill_ = op_door("masked_fill_", _complex_aware("masked_fill_", ew.masked_fill_))
     for alias, name in ALIASES.items():
         if hasattr(Tensor, f"{name}_") and not hasattr(Tensor, f"{alias}_"):
             setattr(Tensor, f"{alias}_", getattr(Tensor, f"{name}_"))

@@ -148,7 +148,8 @@ def cross(input, other, dim=None, *, out=None) -> Tensor:
 
 
 def vecdot(x, y, *, dim: int = -1, out=None) -> Tensor:
-    """The dot product of vectors along `dim`, broadcasting the other dims."""
+    """The dot product of vectors along `dim`, broadcasting the other dims: sum(conj(x) * y),
+    as PyTorch conjugates a complex x."""
     op = "linalg.vecdot"
     x, y = tensor_arg(x, op, "x"), tensor_arg(y, op, "y")
     if x.dtype is not y.dtype:
@@ -156,7 +157,7 @@ def vecdot(x, y, *, dim: int = -1, out=None) -> Tensor:
             f"{op}: Expected x and y to have the same dtype, but found x of type {x.dtype} "
             f"and y of type {y.dtype} instead."
         )
-    return factorizations._out(reductions.sum(x * y, dim), out, op)
+    return factorizations._out(reductions.sum(x.conj() * y, dim), out, op)
 
 
 def _no_bool(op: str, *tensors: Tensor) -> None:
@@ -192,8 +193,8 @@ def ger(input, vec2, *, out=None) -> Tensor:
 
 
 def vdot(input, other, *, out=None) -> Tensor:
-    """The dot product of two 1-d tensors of one dtype and length (no conjugate to take in
-    kael's real dtypes): a 0-d tensor."""
+    """The dot product of two 1-d tensors of one dtype and length, the first conjugated
+    (a complex one's conjugate is a copy): a 0-d tensor."""
     op = "vdot"
     a, b = tensor_arg(input, op, "input"), tensor_arg(other, op, "other")
     if a.ndim != 1 or b.ndim != 1:
@@ -209,7 +210,7 @@ def vdot(input, other, *, out=None) -> Tensor:
             f"{b.shape[0]} elements respectively"
         )
     _no_bool(op, a)
-    return factorizations._out(matmul(a, b), out, op)
+    return factorizations._out(matmul(a.conj(), b), out, op)
 
 
 def mv(input, vec, *, out=None) -> Tensor:

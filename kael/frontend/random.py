@@ -389,8 +389,8 @@ def unit_from_bits(bits: Tensor, dtype: DType) -> Tensor:
 
 def _integer_dtype(name: str, dtype) -> DType:
     dtype = factories.dtype_or(dtype, int64)
-    if dtype.is_bool:
-        raise TypeError(f"{name} does not support dtype bool")
+    if dtype.is_bool or dtype.is_complex:
+        raise TypeError(f"{name} does not support dtype {dtype}")
     return dtype
 
 
@@ -960,6 +960,11 @@ def _bound_check(value: int, what: str, dtype: DType) -> None:
     """PyTorch's random_(from, to) range check of randint_like: from and to - 1 must be
     values of the dtype. A float's beyond the integers its significand holds exactly
     (up to its largest finite value) only warns that draws will round, as PyTorch's."""
+    if dtype.is_complex:
+        raise TypeError(
+            "random bounds are checked only for integral, floating-point and boolean types,"
+            f" not {dtype}"
+        )
     if dtype.is_bool:
         low, high = 0, 1
     elif dtype.is_floating_point:

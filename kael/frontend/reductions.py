@@ -305,6 +305,8 @@ def nansum(
 ) -> Tensor:
     """sum with NaN counted as 0 (integers: sum)."""
     x = tensor_arg(input, "nansum")
+    if x.dtype.is_complex:  # as PyTorch's CPU nansum
+        raise TypeError(f"nansum does not support complex inputs, got {x.dtype}")
     if not x.dtype.is_floating_point:
         return sum(x, dim, keepdim, dtype=dtype, out=out)
     keepdim = keepdim_arg(keepdim, "nansum")

@@ -991,6 +991,8 @@ def unique_consecutive(
     """One value of each run of equal consecutive values (slices along `dim` when given),
     with positions and counts."""
     x = tensor_arg(input, "unique_consecutive")
+    if x.dtype.is_complex:  # PyTorch's "unique" has no complex kernel
+        raise TypeError(f"unique_consecutive does not support {x.dtype} tensors")
     if dim is not None:
         return _unique_slices(x, dim, "unique_consecutive", return_inverse, return_counts, False)
     result = _unique_of(x.reshape(-1), return_inverse, return_counts)

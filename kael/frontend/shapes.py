@@ -18,7 +18,7 @@ from kael.frontend import factories, index_ops, views
 from kael.frontend.elementwise import broadcast_shapes
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
-from kael.runtime.dtypes import int64
+from kael.runtime.dtypes import as_dtype, int64
 from kael.runtime.errors import IndexError, TypeError, ValueError
 
 # ---- splitting -------------------------------------------------------------------------------
@@ -342,6 +342,9 @@ def _triangle_indices(row: int, col: int, offset: int, dtype, device, lower: boo
     )
     if row < 0 or col < 0:
         raise ValueError(f"row and col must be non-negative, got row={row}, col={col}")
+    if dtype is not None and as_dtype(dtype).is_complex:  # no complex kernel in PyTorch
+        op = "tril_indices" if lower else "triu_indices"
+        raise TypeError(f"{op} does not support {as_dtype(dtype)} tensors")
     mask = factories.ones((row, col), dtype=int64, device=device)
     mask = mask.tril(offset) if lower else mask.triu(offset)
     return index_ops.nonzero(mask).transpose(0, 1).to(dtype or int64)

@@ -769,6 +769,8 @@ def multigammaln(input: Tensor, p: int, *, op: str = "multigammaln") -> Tensor:
         raise TypeError(f"{op}(): argument 'p' must be int, not {type(p).__name__}")
     if x.dtype is bool_:
         raise TypeError(f"{op}(): the input tensor may not be a boolean tensor")
+    if x.dtype.is_complex:  # PyTorch's arange of the shifts has no complex form
+        raise TypeError(f"{op} does not support {x.dtype} tensors")
     if p < 1:
         raise ValueError(f"{op}(): p has to be greater than or equal to 1, got p = {p}")
     dtype = x.dtype if x.dtype.is_floating_point else get_default_dtype()

@@ -53,7 +53,8 @@ def cov(input, *, correction=1, fweights=None, aweights=None) -> Tensor:
     """The covariance matrix of input's rows (variables) over its columns (observations); a
     1-d input is one variable (a 0-d result). fweights (integer repeat counts) and aweights
     (float importances) weight the observations; correction is subtracted from the
-    normaliser (1: Bessel's), which becomes 0 with a warning when it would be <= 0."""
+    normaliser (1: Bessel's), which becomes 0 with a warning when it would be <= 0. A
+    complex input's products take the conjugate of the second factor, as PyTorch's do."""
     x = tensor_arg(input, "cov")
     correction = _strict_int(correction, "cov", "correction")
     if x.ndim > 2:
@@ -92,7 +93,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None) -> Tensor:
         norm = 0 if w is None else factories.zeros_like(norm)
     weighted = rows if w is None else rows * w
     centred = rows - (weighted.sum(1) / w_sum).unsqueeze(1)
-    product = mm(centred, (centred if w is None else centred * w).t())
+    product = mm(centred, (centred if w is None else centred * w).t().conj())
     return (product / norm).squeeze()
 
 

@@ -513,7 +513,8 @@ class Tensor:
 
     @property
     def mH(self) -> Tensor:
-        """The conjugate transpose of a batch of matrices: mT for kael's real dtypes."""
+        """The conjugate transpose of a batch of matrices: mT for a real dtype, a conjugated
+        copy for a complex one."""
         return self._matrix_transpose("tensor.mH", "Tensor.mH")
 
     @property
@@ -528,21 +529,22 @@ class Tensor:
         return self._matrix_transpose("tensor.H", "Tensor.H")
 
     def adjoint(self) -> Tensor:
-        """The last two dims swapped (the conjugate transpose of real matrices)."""
+        """The conjugate transpose (mH): a view for a real dtype, a copy for a complex one."""
         return self._matrix_transpose("tensor.adjoint()", "adjoint()")
 
     def _matrix_transpose(self, what: str, warned: str) -> Tensor:
-        """The last two dims swapped; a 0-d tensor itself with PyTorch's deprecation warning,
-        a 1-d one refused."""
+        """The conjugate of the last two dims swapped: a view of a real tensor, a copy of a
+        complex one (kael has no lazy conjugate bit); a 0-d tensor is its conjugate, with
+        PyTorch's deprecation warning, a 1-d one is refused."""
         ndim = len(self._impl.shape)
         if ndim == 0:
             _deprecated_on_scalar(warned)
-            return self
+            return self.conj()
         if ndim < 2:
             raise ValueError(
                 f"{what} is only supported on matrices or batches of matrices. Got {ndim}-D tensor."
             )
-        return Tensor.trusted(views.transpose(self._impl, -2, -1))
+        return Tensor.trusted(views.transpose(self._impl, -2, -1)).conj()
 
     # ---- PyTorch's layout queries: every kael tensor is a dense, strided, real one ----------
 
@@ -681,16 +683,31 @@ class Tensor:
 
     def __float__(self) -> float:
         _needs_values("float(tensor)")
-        return float(self.item())
+        return float(self._real_item("double"))
 
     def __int__(self) -> int:
         _needs_values("int(tensor)")
-        return int(self.item())
+        return int(self._real_item("int64"))
+
+    def __complex__(self) -> complex:
+        """The one element as a Python complex (complex(t)), of any dtype."""
+        _needs_values("complex(tensor)")
+        return complex(self.item())
+
+    def _real_item(self, target: str) -> bool | int | float:
+        """The one element for float() or int(): a complex one's real part where its
+        imaginary part is 0, else refused as PyTorch refuses it."""
+        value = self.item()
+        if isinstance(value, complex):
+            if value.imag != 0:
+                raise TypeError(f"value cannot be converted to type {target} without overflow")
+            return value.real
+        return value
 
     def __index__(self) -> int:
         """An integer or bool tensor of one element as an index (range(n), seq[i], ...)."""
         dtype = self._impl.dtype
-        if self._impl.numel() != 1 or dtype.is_floating_point:
+        if self._impl.numel() != 1 or dtype.is_floating_point or dtype.is_complex:
             raise TypeError(
                 "only integer tensors of a single element can be converted to an index (got"
                 f" a {dtype} tensor of {self._impl.numel()} elements)"

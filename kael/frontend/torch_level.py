@@ -55,7 +55,8 @@ def fill(input: Tensor, value) -> Tensor:
 
 
 def adjoint(input: Tensor) -> Tensor:
-    """The last two dims swapped (the conjugate transpose of real matrices)."""
+    """The conjugate transpose (Tensor.adjoint: a copy for a complex tensor, which kael
+    cannot conjugate lazily)."""
     return tensor_param(input, "adjoint").adjoint()
 
 

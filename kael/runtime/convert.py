@@ -56,6 +56,8 @@ def convert_scalar(
         return int_to_float32(value) if type(value) is int else to_float32(value)
     if not isinstance(dtype, DType):
         raise TypeError(f"expected a kael dtype, got {dtype!r}")
+    if dtype.is_complex:  # complex-aware ops convert their numbers by parts (frontend/complex.py)
+        raise TypeError(f"this operation does not support {dtype} tensors")
     if dtype.is_half:
         wide = _to_half_precision(value, dtype)
         return to_half_precision(wide, dtype) if beyond_int64 == ROUNDED else wide

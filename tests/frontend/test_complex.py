@@ -419,3 +419,325 @@ def test_advanced_indexing_reads_and_writes_both_parts():
     k[1] = kael.ones(3)
     t[1] = torch.ones(3)
     close(k, t)
+
+
+# ---- the complex sweep's fixes --------------------------------------------------------------------
+
+
+def both(call, dtype="complex64"):
+    """call(library, x, y, m) on kael and torch: x [2, 3] and y [3, 2] complex, m [2, 2]."""
+    out = []
+    for lib, seed in ((kael, 0), (torch, 0)):
+        x = pair((2, 3), dtype, seed=seed)[lib is torch]
+        y = pair((3, 2), dtype, seed=seed + 1)[lib is torch]
+        m = pair((2, 2), dtype, seed=seed + 2)[lib is torch]
+        out.append(call(lib, x, y, m))
+    return out
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda L, x, y, m: L.addmm(m, x, y, alpha=0.5, beta=1.5),
+        lambda L, x, y, m: L.addmm(m, x, y, alpha=0.5j, beta=0.25 - 1j),
+        lambda L, x, y, m: L.addmv(m[0], x, y[:, 0], beta=0.5),
+        lambda L, x, y, m: L.baddbmm(m[None], x[None], y[None], alpha=0.5, beta=0.5),
+        lambda L, x, y, m: L.addbmm(m, x[None], y[None], alpha=-1.5, beta=0.5),
+        lambda L, x, y, m: L.addr(m, m[0], m[1], alpha=0.5, beta=1.5),
+        lambda L, x, y, m: L.addcmul(x, x, x, value=0.5),
+        lambda L, x, y, m: L.addcdiv(x, x, y.mT, value=-0.5),
+        lambda L, x, y, m: x.clone().add_(y.mT, alpha=0.5),
+        lambda L, x, y, m: x.clone().sub_(y.mT, alpha=2.5j),
+        lambda L, x, y, m: m.clone().addmm_(x, y, alpha=0.5),
+    ],
+)
+def test_fractional_and_complex_scalars_of_the_blas_family_match_torch(call, dtype):
+    got, want = both(call, dtype)
+    close(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: kael.softmax(kael.ones(2, dtype=kael.complex128), 0),
+        lambda: kael.log_softmax(kael.ones(2, dtype=kael.complex64), 0),
+        lambda: kael.special.softmax(kael.ones(2, dtype=kael.complex64), 0),
+        lambda: kael.nn.functional.layer_norm(kael.ones(1, 2, dtype=kael.complex64), (2,)),
+        lambda: kael.nn.LayerNorm(2)(kael.ones(1, 2, dtype=kael.complex64)),
+        lambda: kael.nn.functional.cross_entropy(
+            kael.ones(1, 2, dtype=kael.complex64), kael.tensor([0])
+        ),
+        lambda: kael.mvlgamma(kael.ones(2, dtype=kael.complex64), 1),
+        lambda: kael.special.multigammaln(kael.ones(2, dtype=kael.complex64), 1),
+        lambda: kael.ones(2, dtype=kael.complex64).mvlgamma_(1),
+    ],
+)
+def test_softmax_layer_norm_and_mvlgamma_refuse_complex_as_torch(call):
+    with pytest.raises(kael.TypeError, match="does not support complex"):
+        call()
+
+
+def test_softmax_with_a_real_dtype_converts_a_complex_input_as_torch():
+    k, t = pair((3,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        close(kael.softmax(k, 0, dtype=kael.float32), torch.softmax(t, 0, dtype=torch.float32))
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+@pytest.mark.parametrize("dim, keepdim", [(0, False), (1, True), ((0, 1), False)])
+def test_logsumexp_of_complex_matches_torch(dtype, dim, keepdim):
+    k, t = pair((3, 4), dtype)
+    close(kael.logsumexp(k, dim, keepdim), torch.logsumexp(t, dim, keepdim), rtol=1e-5)
+    close(k.logsumexp(dim, keepdim), t.logsumexp(dim, keepdim), rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "values, shape",
+    [([float("-inf") + 1j, float("-inf") + 0j], (2,)), ([1e30 + 1j, 1 + 0j], (2,)), ([], (0, 2))],
+)
+def test_logsumexp_of_complex_infinities_and_empty_rows_matches_torch(values, shape):
+    k = kael.tensor(values, dtype=kael.complex64).reshape(shape)
+    t = torch.tensor(values, dtype=torch.complex64).reshape(shape)
+    close(kael.special.logsumexp(k, 0), torch.special.logsumexp(t, 0))
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (2, 3, 4), ()])
+def test_conjugate_transposes_conjugate_complex_tensors(shape):
+    k, t = pair(shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a 0-d tensor's deprecation warning
+        close(k.mH, t.mH.resolve_conj())
+        close(k.adjoint(), t.adjoint().resolve_conj())
+        close(kael.adjoint(k), torch.adjoint(t).resolve_conj())
+        if len(shape) in (0, 2):
+            close(k.H, t.H.resolve_conj())
+    real = kael.ones(2, 3)
+    assert real.mH.shares_storage(real)  # a real tensor's is still a view
+
+
+def test_vdot_and_vecdot_conjugate_the_first_argument():
+    (ka, ta), (kb, tb) = pair((4,), seed=1), pair((2, 4), seed=2)
+    close(kael.vdot(ka, kb[0]), torch.vdot(ta, tb[0]), rtol=1e-5)
+    close(kael.linalg.vecdot(ka, kb), torch.linalg.vecdot(ta, tb), rtol=1e-5)
+    close(kael.linalg.vecdot(kb, ka, dim=-1), torch.linalg.vecdot(tb, ta, dim=-1), rtol=1e-5)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_cov_of_complex_conjugates_as_torch(weighted):
+    k, t = pair((2, 5), "complex128")
+    kw = {"fweights": [1, 2, 1, 3, 1], "aweights": [0.5, 1.0, 2.0, 1.0, 0.25]} if weighted else {}
+    close(
+        kael.cov(k, **{n: kael.tensor(v) for n, v in kw.items()}),
+        torch.cov(t, **{n: torch.tensor(v) for n, v in kw.items()}),
+    )
+    close(kael.cov(k[0]), torch.cov(t[0]))
+
+
+@pytest.mark.parametrize(
+    "source, target", [p for p in itertools.product(ALL, ALL) if "complex" in p[0] + p[1]]
+)
+def test_can_cast_matches_torch_for_complex_dtypes(source, target):
+    want = torch.can_cast(getattr(torch, source), getattr(torch, target))
+    assert kael.can_cast(getattr(kael, source), getattr(kael, target)) is want
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda L: L.linspace(0, 1 + 1j, 5),
+        lambda L: L.linspace(1j, 1, 4, dtype=L.complex128),
+        lambda L: L.linspace(-1, 2, 7, dtype=L.complex64),
+        lambda L: L.linspace(1j, 2j, 1),
+        lambda L: L.logspace(0, 1, 3, dtype=L.complex64),
+        lambda L: L.logspace(-1, 2, 5, base=2.0, dtype=L.complex128),
+        lambda L: L.logspace(0, 1 + 1j, 4),
+    ],
+)
+def test_linspace_and_logspace_build_complex_ranges_as_torch(call):
+    close(call(kael), call(torch), rtol=1e-5, atol=1e-6)
+
+
+def test_linspace_refuses_complex_ends_with_a_real_dtype_and_logspace_a_negative_base():
+    with pytest.raises(kael.TypeError, match="can't be safely cast to passed dtype float32"):
+        kael.linspace(0, 1 + 1j, 3, dtype=kael.float32)
+    with pytest.raises(kael.ValueError, match="positive base"):
+        kael.logspace(0, 1 + 1j, 3, base=-2.0)
+
+
+@pytest.mark.parametrize("value", [1 + 2j, 2.5, -3, True])
+def test_complex_of_a_one_element_tensor_matches_torch(value):
+    dtype = "complex128" if isinstance(value, complex) else None
+    k = kael.tensor([value], dtype=dtype and getattr(kael, dtype))
+    t = torch.tensor([value], dtype=dtype and getattr(torch, dtype))
+    assert complex(k) == complex(t)
+
+
+def test_float_and_int_of_a_complex_tensor_take_a_zero_imaginary_part_only():
+    assert float(kael.tensor([1.5 + 0j])) == float(torch.tensor([1.5 + 0j])) == 1.5
+    assert int(kael.tensor([2.5 + 0j])) == int(torch.tensor([2.5 + 0j])) == 2
+    with pytest.raises(kael.TypeError, match="cannot be converted to type double"):
+        float(kael.tensor([1 + 2j]))
+    with pytest.raises(kael.TypeError, match="cannot be converted to type int64"):
+        int(kael.tensor([1 + 2j]))
+    with pytest.raises(kael.TypeError, match="only integer tensors"):
+        [1, 2][kael.tensor(1 + 0j)]
+
+
+def test_a_complex_fill_of_a_real_tensor_takes_a_zero_imaginary_part_only():
+    mask = [True, False]
+    close(
+        kael.ones(2).masked_fill(kael.tensor(mask), 3 + 0j),
+        torch.ones(2).masked_fill(torch.tensor(mask), 3 + 0j),
+    )
+    with pytest.raises(kael.TypeError, match="value 1j cannot be converted to type float32"):
+        kael.ones(2).masked_fill(kael.tensor(mask), 1j)
+    with pytest.raises(kael.TypeError, match="value 1j cannot be converted to type float32"):
+        kael.ones(2).index_fill_(0, kael.tensor([0]), 1j)
+
+
+@pytest.mark.parametrize("var", [1 + 2j, "tensor"])
+def test_gaussian_nll_loss_refuses_a_complex_var(var):
+    var = kael.ones(2, dtype=kael.complex64) if var == "tensor" else var
+    with pytest.raises(kael.TypeError, match="var must be real"):
+        kael.nn.functional.gaussian_nll_loss(kael.ones(2), kael.ones(2), var)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda L: L.tensor([1 + 2j], dtype=L.float32),
+        lambda L: L.tensor([[1, 2j]], dtype=L.int64),
+        lambda L: L.ones(2).new_tensor(1 + 0j),
+    ],
+)
+def test_tensor_refuses_complex_data_for_a_real_dtype_as_torch(call):
+    with pytest.raises(TypeError, match="must be real number|cannot be interpreted"):
+        call(torch)
+    with pytest.raises(kael.TypeError, match="must be real number, not complex"):
+        call(kael)
+
+
+def test_tensor_stores_complex_data_as_bool_as_torch():
+    assert kael.tensor([2j, 0j], dtype=kael.bool).tolist() == [True, False]
+    assert torch.tensor([2j, 0j], dtype=torch.bool).tolist() == [True, False]
+
+
+@pytest.mark.parametrize("value", ["real", "complex128"])
+def test_index_put_into_a_complex_tensor_needs_its_dtype_as_torch(value):
+    src = kael.tensor([5.0]) if value == "real" else kael.tensor([5 + 1j], dtype=kael.complex128)
+    c = kael.zeros(2, dtype=kael.complex64)
+    with pytest.raises(kael.TypeError, match="index put requires the value's dtype"):
+        c[kael.tensor([0])] = src
+    k, t = pair((3,))
+    k[kael.tensor([0, 2])] = 5.0
+    t[torch.tensor([0, 2])] = 5.0
+    k[kael.tensor([True, False, False])] = kael.tensor(2.0)  # one element through a mask
+    t[torch.tensor([True, False, False])] = torch.tensor(2.0)
+    close(k, t)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: kael.randperm(3, dtype=kael.complex64), "randperm does not support"),
+        (lambda: kael.randint(0, 3, (2,), dtype=kael.complex64), "random bounds"),
+        (lambda: kael.randint_like(kael.zeros(2, dtype=kael.complex64), 5), "random bounds"),
+        (lambda: kael.nansum(kael.ones(2, dtype=kael.complex64)), "nansum does not support"),
+    ],
+)
+def test_random_integers_and_nansum_refuse_complex_as_torch(call, match):
+    with pytest.raises(kael.TypeError, match=match):
+        call()
+
+
+def test_where_of_complex_operands_and_numbers_matches_torch():
+    (k, t), (k2, t2) = pair((2, 3)), pair((2, 3), seed=1)
+    km, tm = kael.tensor([[True, False, True]]), torch.tensor([[True, False, True]])
+    close(kael.where(km, k, k2), torch.where(tm, t, t2))
+    close(kael.where(km, k, 0.5), torch.where(tm, t, 0.5))
+    close(kael.where(km, 2 - 1j, k2), torch.where(tm, 2 - 1j, t2))
+    close(kael.where(km, kael.ones(2, 3), 1j), torch.where(tm, torch.ones(2, 3), 1j))
+    close(k.where(km, k2.to(kael.complex128)), t.where(tm, t2.to(torch.complex128)))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda L, x, i, m: x.masked_fill(m, 0.5),
+        lambda L, x, i, m: L.masked_fill(x, m, 1 - 2j),
+        lambda L, x, i, m: x.masked_fill(m[0], L.tensor(3j)),
+        lambda L, x, i, m: x.clone().masked_fill_(m, 2),
+        lambda L, x, i, m: L.index_fill(x, 1, i, 0.5),
+        lambda L, x, i, m: x.clone().index_fill_(0, i[1:], 1 + 1j),
+        lambda L, x, i, m: L.scatter(x, 1, i.expand(2, 2), 2j),
+        lambda L, x, i, m: x.clone().scatter_(0, i[None, 1:], value=-1.5),
+        lambda L, x, i, m: L.scatter(x, 1, i.expand(2, 2), x.flip(1)),
+    ],
+)
+def test_fills_and_scatters_of_complex_tensors_match_torch(call):
+    out = []
+    for lib in (kael, torch):
+        x = pair((2, 3), seed=4)[lib is torch]
+        i, m = lib.tensor([2, 0]), lib.tensor([[True, False, True], [False, False, True]])
+        out.append(call(lib, x, i, m))
+    close(*out)
+
+
+def test_scatter_of_complex_refuses_another_src_dtype_and_reduce():
+    c, idx = kael.zeros(2, 2, dtype=kael.complex64), kael.tensor([[0, 1]])
+    with pytest.raises(kael.TypeError, match="Expected self.dtype to be equal to src.dtype"):
+        c.scatter(0, idx, kael.ones(1, 2))
+    with pytest.raises(kael.TypeError, match="does not support complex64"):
+        c.scatter(0, idx, kael.ones(1, 2, dtype=kael.complex64), reduce="add")
+
+
+def test_ops_without_a_complex_scalar_name_complex_tensors_not_a_dtype():
+    with pytest.raises(kael.TypeError, match="does not support complex64 tensors"):
+        kael.clamp(kael.ones(2, dtype=kael.complex64), 0, 1)
+
+
+@pytest.mark.parametrize(
+    "name", ["exp_", "log_", "sqrt_", "neg_", "reciprocal_", "square_", "sgn_"]
+)
+def test_inplace_forms_of_complex_ops_match_torch(name):
+    k, t = pair((2, 3), "complex128")
+    got = getattr(k, name)()
+    getattr(t, name)()
+    assert got is k
+    close(k, t)
+
+
+def test_inplace_abs_of_complex_refuses_as_torch():
+    with pytest.raises(kael.TypeError, match="In-place abs is not supported for complex"):
+        kael.ones(2, dtype=kael.complex64).abs_()
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda L, x: L.index_select(x, 1, L.tensor([2, 0])),
+        lambda L, x: x.index_select(0, L.tensor([1])),
+        lambda L, x: L.gather(x, 1, L.tensor([[2, 0], [1, 1]])),
+        lambda L, x: L.take(x, L.tensor([5, 0, -1])),
+        lambda L, x: L.take_along_dim(x, L.tensor([[1], [0]]), 1),
+    ],
+)
+def test_index_reads_of_complex_tensors_match_torch(call, dtype):
+    k, t = pair((2, 3), dtype)
+    close(call(kael, k), call(torch, t))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: kael.tril_indices(3, 3, dtype=kael.complex64),
+        lambda: kael.triu_indices(3, 3, dtype=kael.complex128),
+        lambda: kael.unique_consecutive(kael.ones(3, dtype=kael.complex64)),
+    ],
+)
+def test_index_makers_and_unique_consecutive_refuse_complex_as_torch(call):
+    with pytest.raises(kael.TypeError, match="does not support complex"):
+        call()
