@@ -30,6 +30,7 @@ from kael.frontend.keywords import torch_keywords
 from kael.ir.fusion import Step, fuse
 from kael.ir.reduction import Reduction
 from kael.ir.views import View
+from kael.runtime import profiling
 from kael.runtime.device import Device
 from kael.runtime.errors import Error
 from kael.runtime.storage import Storage
@@ -638,6 +639,8 @@ def op_door(name: str, fn: Callable) -> Callable:
             kwargs = torch_keywords(kwargs)
         trace = state.trace
         if trace is None or trace.depth:
+            if profiling.active is not None:  # kael.profiler records the call
+                return profiling.active.op(name, fn, args, kwargs)
             return fn(*args, **kwargs)
         return trace.call_op(name, fn, args, kwargs)
 
