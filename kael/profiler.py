@@ -420,13 +420,13 @@ class record_function:  # noqa: N801 (PyTorch's name)
 def tensorboard_trace_handler(
     dir_name: str, worker_name: str | None = None, use_gzip: bool = False
 ):
-    """An on_trace_ready that writes each trace as `{worker}.{ms}.pt.trace.json[.gz]` into
+    """An on_trace_ready that writes each trace as `{worker}.{ns}.pt.trace.json[.gz]` into
     dir_name (TensorBoard's profiler plugin reads them)."""
 
     def handler(prof: profile) -> None:
         os.makedirs(dir_name, exist_ok=True)
         worker = worker_name or f"{socket.gethostname()}_{os.getpid()}"
-        name = f"{worker}.{time.time_ns() // 1_000_000}.pt.trace.json" + (".gz" if use_gzip else "")
+        name = f"{worker}.{time.time_ns()}.pt.trace.json" + (".gz" if use_gzip else "")
         prof.export_chrome_trace(os.path.join(dir_name, name))
 
     return handler
