@@ -6,15 +6,18 @@ shape plus a last dim of 2, the strides doubled plus 1). An elementwise op with 
 result is one kernel with two outputs, the result's real and imaginary parts as strided
 float views, reading its operands' parts as strided views too (a kernel over the pairs
 themselves would loop over 2 lanes at a time: 9x slower for a 1M-element add).
-Copies and conversions (clone, to, copy_, cat) go through copy_into, reductions reduce the
-float view, and a complex matmul is four real ones on the parts.
+Copies and conversions (clone, to, copy_, cat) go through copy_into, sums reduce the
+float view, and a complex matmul is one real product: A's float view times B's real form.
 
 What works on complex tensors: creation (tensor, zeros/ones/full/empty, complex, polar,
 randn/rand with a complex dtype), NumPy and torch interop, printing, every view,
 view_as_real/view_as_complex, real/imag (views), conj (a copy: kael has no lazy conjugate
 bit, so is_conj() is False and resolve_conj() returns self), conversions to and from real
-dtypes, + - * / (numbers too), neg, abs, angle, sgn, exp, log, sqrt, reciprocal, square
-(and their in-place forms), eq/ne, isnan/isinf/isfinite, sum and mean, matmul/mm/bmm/@.
+dtypes, + - * / and pow (numbers too), neg, abs, angle, sgn, exp, log, sqrt, reciprocal,
+square (and their in-place forms), sin, cos, tan, sinh, cosh, tanh (Kahan's), sigmoid,
+rsqrt, log2, log10, expm1, log1p, exp2, eq/ne, isnan/isinf/isfinite, isclose/allclose/
+equal, sum, mean, cumsum, var/std (real), norm/vector_norm, count_nonzero/nonzero,
+matmul/mm/bmm/@, and kael.fft.
 Choices, fills and reads run once per part on the real and imaginary views: where,
 masked_fill, index_fill, scatter (src or value, no reduce), index_select, gather, take,
 take_along_dim. Composed of those: the add*/baddbmm family, logsumexp, vdot/vecdot, cov,
@@ -25,17 +28,18 @@ tensor with kael.TypeError (the code generator has no type for it: lowering.py).
 from __future__ import annotations
 
 import builtins
+import math
 import warnings
 from collections.abc import Callable
 
 from kael.frontend import eager, formula, views
 from kael.frontend.formula import Value, where
-from kael.frontend.math_functions import _atan2, _hypot
+from kael.frontend.math_functions import _atan2, _cosh, _hypot, _sinh
 from kael.frontend.outputs import unaliased
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.ir import graph as g
 from kael.runtime.convert import CHECKED, convert_scalar
-from kael.runtime.dtypes import DType, bool_, float32, float64
+from kael.runtime.dtypes import DType, as_dtype, bool_, float32, float64
 from kael.runtime.errors import TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl
 
@@ -320,12 +324,134 @@ def _sqrt(a, b):
     return where(zero, 0.0 * a, re), where(zero, b, im)
 
 
+def _exp(a, b):
+    e = a.apply("exp")
+    return e * b.apply("cos"), e * b.apply("sin")
+
+
+def _log(a, b):
+    return _hypot(a, b).apply("log"), _atan2(b, a)
+
+
+def _sin(a, b):
+    """sin(a + ib) = sin a cosh b + i cos a sinh b."""
+    return a.apply("sin") * _cosh(b), a.apply("cos") * _sinh(b)
+
+
+def _cos(a, b):
+    """cos(a + ib) = cos a cosh b - i sin a sinh b."""
+    return a.apply("cos") * _cosh(b), -(a.apply("sin") * _sinh(b))
+
+
+def _sinh_z(a, b):
+    return _sinh(a) * b.apply("cos"), _cosh(a) * b.apply("sin")
+
+
+def _cosh_z(a, b):
+    return _cosh(a) * b.apply("cos"), _sinh(a) * b.apply("sin")
+
+
+def _tanh(a, b):
+    """Kahan's tanh: with t = tan b, s = sinh a, rho = sqrt(1 + s^2), d = 1 + (1 + t^2) s^2:
+    ((1 + t^2) rho s / d, t / d); past |a| = 22 (every float's tanh is +-1 there) the
+    limit (+-1, 4 sin b cos b e^(-2|a|)), as C's ctanh."""
+    t = b.apply("tan")
+    s = _sinh(a)
+    beta = 1.0 + t * t
+    rho = (1.0 + s * s).apply("sqrt")
+    d = 1.0 + beta * s * s
+    far = a.apply("abs") < 22.0
+    edge = 4.0 * b.apply("sin") * b.apply("cos") * (-2.0 * a.apply("abs")).apply("exp")
+    return (
+        where(far, beta * rho * s / d, _one_signed(a)),
+        where(far, t / d, edge),
+    )
+
+
+def _one_signed(a):
+    return where(a < 0.0 * a, -1.0 + 0.0 * a, 1.0 + 0.0 * a)
+
+
+def _tan(a, b):
+    """tan z = -i tanh(iz), iz = -b + ia."""
+    re, im = _tanh(-b, a)
+    return im, -re
+
+
+def _expm1(a, b):
+    """exp(z) - 1 without cancellation: (expm1(a) cos b - 2 sin^2(b / 2), e^a sin b)."""
+    half = (b * 0.5).apply("sin")
+    return a.apply("expm1") * b.apply("cos") - 2.0 * half * half, a.apply("exp") * b.apply("sin")
+
+
+def _log1p(a, b):
+    """log(1 + z): log1p(2a + a^2 + b^2) / 2 (|1 + z|^2 - 1 kept exact near 0), atan2(b, 1 + a);
+    far from 0, log(|1 + z|) directly."""
+    near = (2.0 * a + a * a + b * b).apply("log1p") * 0.5
+    far = _hypot(1.0 + a, b).apply("log")
+    small = _hypot(a, b) < 0.5
+    return where(small, near, far), _atan2(b, 1.0 + a)
+
+
+def _scaled(fn, factor: float):
+    def scaled(a, b):
+        re, im = fn(a, b)
+        return re * factor, im * factor
+
+    return scaled
+
+
+def _pre_scaled(fn, factor: float):
+    return lambda a, b: fn(a * factor, b * factor)
+
+
+def _sigmoid(a, b):
+    """1 / (1 + exp(-z))."""
+    er, ei = _exp(-a, -b)
+    return _divided(1.0 + 0.0 * a, 0.0 * b, 1.0 + er, ei)
+
+
+def _rsqrt(a, b):
+    sr, si = _sqrt(a, b)
+    return _divided(1.0 + 0.0 * a, 0.0 * b, sr, si)
+
+
+def _pow(a, b, c, d):
+    """z^w = exp(w log z); 0^w = 1 for w = 0 and 0 for a w of positive real part (NaN
+    otherwise, as C's cpow). A real w with a real z computes the same way."""
+    b = 0.0 * a if b is None else b
+    lr, li = _log(a, b)
+    d = 0.0 * c if d is None else d
+    re, im = _exp(*_times(c, d, lr, li))
+    base_zero = _hypot(a, b).eq(0.0)
+    w_zero = c.eq(0.0) & d.eq(0.0)
+    positive = where(c > 0.0 * a, 0.0, math.nan + 0.0 * a)  # 0^w: 0, or NaN for Re w <= 0
+    at_zero = where(w_zero, 1.0, positive)
+    return where(base_zero, at_zero, re), where(base_zero, 0.0, im)
+
+
+_BINARY["pow"] = _pow
+
+
 # name -> (a, b) -> (re, im), b the imaginary part (a Value: the operand is complex)
 _UNARY: dict[str, Callable] = {
+    "sin": _sin,
+    "cos": _cos,
+    "tan": _tan,
+    "sinh": _sinh_z,
+    "cosh": _cosh_z,
+    "tanh": _tanh,
+    "sigmoid": _sigmoid,
+    "rsqrt": _rsqrt,
+    "expm1": _expm1,
+    "log1p": _log1p,
+    "log2": _scaled(_log, 1.0 / math.log(2.0)),
+    "log10": _scaled(_log, 1.0 / math.log(10.0)),
+    "exp2": _pre_scaled(_exp, math.log(2.0)),
     "neg": lambda a, b: (-a, -b),
     "conj_physical": lambda a, b: (a, -b),
-    "exp": lambda a, b: (a.apply("exp") * b.apply("cos"), a.apply("exp") * b.apply("sin")),
-    "log": lambda a, b: (_hypot(a, b).apply("log"), _atan2(b, a)),
+    "exp": _exp,
+    "log": _log,
     "sqrt": _sqrt,
     "reciprocal": lambda a, b: _divided(1.0 + 0.0 * a, 0.0 * b, a, b),
     "square": lambda a, b: _times(a, b, a, b),
@@ -701,3 +827,40 @@ def cat_last(tensors: list[Tensor]) -> Tensor:
     from kael.frontend.index_ops import cat
 
     return view_as_complex(cat([view_as_real(t) for t in tensors], -2))
+
+
+# ---- reductions over the parts -------------------------------------------------------------------
+
+
+def cumsum(x: Tensor, dim, dtype, out) -> Tensor:
+    """Running sums along dim: the parts' running sums (the float view's, dim unchanged)."""
+    from kael.frontend.sequence import cumsum as real_cumsum
+
+    if dtype is not None and not as_dtype(dtype).is_complex:
+        raise TypeError(f"cumsum: a {x.dtype} tensor sums to a complex dtype, not {dtype}")
+    d = views.wrap_dim(dim, x.ndim) if x.ndim else dim
+    source = x if dtype is None else x.to(as_dtype(dtype))
+    pairs = view_as_real(source if source.ndim else source.reshape(1))
+    into = None if out is None else view_as_real(out if out.ndim else out.reshape(1))
+    result = real_cumsum(pairs, d if x.ndim else 0, out=into)
+    if out is not None:
+        return out
+    done = view_as_complex(result)
+    return done if x.ndim else done.reshape(())
+
+
+def variance(op: str, x: Tensor, fn: Callable, dim, correction, keepdim, out) -> Tensor:
+    """var (or std) of complex x: the mean squared distance |z - mean|^2, the variances of
+    the parts added (a float tensor of the parts' dtype, as torch's)."""
+    total = fn("var", real(x), dim, correction, keepdim, None)
+    total = total + fn("var", imag(x), dim, correction, keepdim, None)
+    result = total.sqrt() if op == "std" else total
+    return result if out is None else out.copy_(result)
+
+
+def isclose(a: Tensor, b: Tensor, rtol: float, atol: float, equal_nan: bool) -> Tensor:
+    """|a - b| <= atol + rtol |b| with the parts finite, equal values close (infinities),
+    NaN close to NaN only with equal_nan: torch's rule for complex."""
+    near = (a - b).abs() <= (b.abs() * rtol + atol)
+    close = (a == b) | (near & a.isfinite() & b.isfinite())
+    return close | (a.isnan() & b.isnan()) if equal_nan else close

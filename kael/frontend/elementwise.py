@@ -904,6 +904,8 @@ def equal(input: Tensor, other: Tensor) -> bool:
     a, b = _two_tensors(input, other, "equal")
     if a.shape != b.shape:
         return False
+    if a.dtype.is_complex or b.dtype.is_complex:
+        return not bool(binary("ne", a, b).any())
     compute = result_type(a, b)
 
     def build():
@@ -926,6 +928,10 @@ def allclose(
         raise TypeError(
             f"allclose(): input has dtype {a.dtype} but other has dtype {b.dtype}; they must match"
         )
+    if a.dtype.is_complex:
+        from kael.frontend import complex
+
+        return bool(complex.isclose(a, b, rtol, atol, equal_nan).all())
     dt = a.dtype if a.dtype.is_floating_point else float64
 
     def build():

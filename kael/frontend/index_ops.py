@@ -507,6 +507,8 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Tensor | tuple[Tensor, 
     """[n, ndim] int64 coordinates of the nonzero elements in row-major order (NaN counts);
     with as_tuple, one 1-d tensor per dim (a 0-d input counts as 1-d)."""
     tensor_arg(input, "nonzero")
+    if input.dtype.is_complex:  # nonzero where either part is
+        input = input.ne(0)
     impl = input._impl
     if bool_arg(as_tuple, "nonzero", "as_tuple"):
         coords = nonzero_impl(_at_least_1d(impl))

@@ -65,6 +65,10 @@ def _unary(
 
     def fn(input: Tensor) -> Tensor:
         x = tensor_arg(input, name)
+        if x.dtype.is_complex:  # complex.py's form, or its refusal
+            from kael.frontend import complex
+
+            return complex.unary(name, x)
         if floats_only and not x.dtype.is_floating_point:
             raise TypeError(f'"{name}" not implemented for {x.dtype} (floating point only)')
         out = _float_result(x.dtype)
@@ -261,6 +265,10 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8
         raise TypeError(
             f"isclose(): input has dtype {a.dtype} but other has dtype {b.dtype}; they must match"
         )
+    if a.dtype.is_complex:
+        from kael.frontend import complex
+
+        return complex.isclose(a, b, float(rtol), float(atol), bool(equal_nan))
     for value, what in ((rtol, "rtol"), (atol, "atol")):
         if not float(value) >= 0:
             raise ValueError(

@@ -35,7 +35,11 @@ def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None, out=No
     """The vector ord-norm of x over `dim` (all of x by default), as torch.linalg does:
     2, 1, 0 (count of nonzeros), inf, -inf or any other real order."""
     op = "linalg.vector_norm"
-    x = _cast(tensor_arg(x, op, "x"), dtype, op)
+    x = tensor_arg(x, op, "x")
+    if x.dtype.is_complex:  # the norm of the magnitudes (a dtype= names the complex one)
+        x = (x if dtype is None else x.to(dtype)).abs()
+        dtype = None
+    x = _cast(x, dtype, op)
     if isinstance(ord, bool) or not isinstance(ord, int | float):
         raise TypeError(f"{op}(): argument 'ord' must be a number, not {type(ord).__name__}")
     if math.isinf(ord) and x.numel() == 0 and dim is None:

@@ -28,7 +28,7 @@ import builtins
 import math
 from collections.abc import Callable
 
-from kael.frontend import eager
+from kael.frontend import complex, eager
 from kael.frontend.outputs import output, scalar_arg, tensor_arg
 from kael.frontend.reduce_door import (
     Results,
@@ -236,6 +236,8 @@ def var(
     """Variance with `correction` (default 1; unbiased=False is 0): the corrected two-pass
     algorithm, exact for a constant slice, finite wherever the variance is."""
     dim, correction = _unbiased("var", dim, unbiased, correction)
+    if isinstance(input, Tensor) and input.dtype.is_complex:
+        return complex.variance("var", input, _variance, dim, correction, keepdim, out)
     return _variance("var", input, dim, correction, keepdim, out)
 
 
@@ -244,6 +246,8 @@ def std(
 ) -> Tensor:
     """sqrt(var): the square root is the second pass's epilogue."""
     dim, correction = _unbiased("std", dim, unbiased, correction)
+    if isinstance(input, Tensor) and input.dtype.is_complex:
+        return complex.variance("std", input, _variance, dim, correction, keepdim, out)
     return _variance("std", input, dim, correction, keepdim, out)
 
 
@@ -325,6 +329,8 @@ def norm(input: Tensor, p=2, dim=None, keepdim: bool = False, *, out=None) -> Te
     """
     x = tensor_arg(input, "norm")
     keepdim = keepdim_arg(keepdim, "norm")
+    if x.dtype.is_complex:  # the norm of the magnitudes
+        x = x.abs()
     if not x.dtype.is_floating_point:
         raise TypeError(f"norm(): expected a floating point tensor as input, got {x.dtype}")
     order = _norm_order(p)

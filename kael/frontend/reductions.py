@@ -279,6 +279,8 @@ def any(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
 def count_nonzero(input: Tensor, dim=None, *, out=None) -> Tensor:
     """How many elements are nonzero, over dim (all by default), as int64: one kernel."""
     x = tensor_arg(input, "count_nonzero")
+    if x.dtype.is_complex:  # nonzero where either part is
+        x = binary("ne", x, 0)
     axes = reduce_axes(x, dim, "count_nonzero")
     return reduce(
         "sum",

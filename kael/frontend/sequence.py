@@ -110,6 +110,10 @@ def _scan_(op: str, self: Tensor, dim, dtype) -> Tensor:
 
 def cumsum(input: Tensor, dim, *, dtype=None, out: Tensor | None = None) -> Tensor:
     """Running sums along `dim`; int and bool inputs give int64 (wrapping), floats keep theirs."""
+    if isinstance(input, Tensor) and input.dtype.is_complex:
+        from kael.frontend import complex
+
+        return complex.cumsum(input, dim, dtype, out)
     return _scan("cumsum", input, dim, dtype, out)
 
 
