@@ -193,13 +193,22 @@ def _launch(
     device,
 ) -> Tensor:
     """formula_of(re0, im0, re1, im1, ...) -> (re, im) over the operands' parts, as one
-    kernel with two outputs, the real and imaginary parts of a new complex tensor of
-    `result` (or `out`); a part that is a Python number is a run-time parameter, a known
+    kernel into a new complex tensor of `result` (or `out`): _launch_into with one target."""
+    target = out if out is not None else Tensor(empty_impl(shape, result, device))
+    _launch_into(name, operands, result.to_real, lambda *a: (formula_of(*a),), [target])
+    return target
+
+
+def _launch_into(
+    name: str, operands: list, compute: DType, formula_of: Callable, targets: list[Tensor]
+) -> None:
+    """formula_of(re0, im0, re1, im1, ...) -> ((re, im) per target) over the operands'
+    parts, as one kernel whose outputs are the targets' real and imaginary parts (complex
+    tensors of one shape); a part that is a Python number is a run-time parameter, a known
     zero None. Every operand and output is a strided float view, read and written along
     the tensor's own dims (a kernel over the interleaved pairs would loop over 2 lanes)."""
-    compute = result.to_real
-    target = out if out is not None else Tensor(empty_impl(shape, result, device))
-    outs = [_part_impl(target._impl, 0), _part_impl(target._impl, 1)]
+    shape = targets[0].shape
+    outs = [_part_impl(t._impl, k) for t in targets for k in (0, 1)]
     ins: list[TensorImpl] = []
     params: dict[str, float] = {}
     slots: list = []  # per part: ("t", index) / ("p", name) / None
@@ -209,13 +218,16 @@ def _launch(
                 slots.append(None)
             elif isinstance(part, Tensor):
                 slots.append(("t", len(ins)))
-                view = views.broadcast_view(part._impl, target.shape)
-                ins.append(unaliased(unaliased(view, outs[0]), outs[1]))
+                view = views.broadcast_view(part._impl, shape)
+                for o in outs:
+                    view = unaliased(view, o)
+                ins.append(view)
             else:
                 slots.append(("p", f"p{i}{j}"))
                 params[f"p{i}{j}"] = part
     dtypes_in = tuple(t.dtype for t in ins)
-    key = ("complex", name, tuple(None if s is None else s[0] for s in slots), dtypes_in, compute)
+    kinds = tuple(None if s is None else s[0] for s in slots)
+    key = ("complex", name, kinds, dtypes_in, compute, len(targets))
 
     def build():
         leaves = [
@@ -226,15 +238,14 @@ def _launch(
             None if s is None else (leaves[s[1]] if s[0] == "t" else named[s[1]]) for s in slots
         ]
         zero = Value(g.Const(compute, (), 0.0))
-        re, im = formula_of(*args)
-        roots = [g.Cast(compute, (), (zero if v is None else v).node) for v in (re, im)]
+        values = [v for pair in formula_of(*args) for v in pair]
+        roots = [g.Cast(compute, (), (zero if v is None else v).node) for v in values]
         _ORDERS[key] = _input_order(roots)
         return f"complex_{name}", roots
 
     entry = eager.template(key, build)
     words = {p: convert_scalar(v, compute, CHECKED) for p, v in params.items()}
     eager.run(entry, outs, [ins[k] for k in _ORDERS[key]], words)
-    return target
 
 
 # Per kernel: which operand part each kernel input is (the scheduler numbers a graph's
@@ -547,16 +558,14 @@ def binary(name: str, a, b, result: DType, out: Tensor | None = None) -> Tensor:
 
 
 def butterfly(even: Tensor, odd: Tensor, twiddle: Tensor, top: Tensor, bottom: Tensor) -> None:
-    """A radix-2 FFT stage: top = even + twiddle odd, bottom = even - twiddle odd, each one
-    kernel (the product recomputed in both rather than stored)."""
-    for name, target in (("butterfly+", top), ("butterfly-", bottom)):
-        sign = _add if name == "butterfly+" else _sub
+    """A radix-2 FFT stage, one kernel of four outputs: top = even + twiddle odd, bottom =
+    even - twiddle odd."""
 
-        def stage(a, b, c, d, e, f, sign=sign):
-            re, im = _times(c, d, e, f)
-            return sign(a, re), sign(b, im)
+    def stage(a, b, c, d, e, f):
+        re, im = _times(c, d, e, f)
+        return (a + re, b + im), (a - re, b - im)
 
-        _launch(name, [even, odd, twiddle], top.dtype, stage, target, top.shape, top.device)
+    _launch_into("butterfly", [even, odd, twiddle], top.dtype.to_real, stage, [top, bottom])
 
 
 # ---- reductions and products --------------------------------------------------------------------
@@ -580,7 +589,7 @@ def reduce(fn: Callable, x: Tensor, dim, keepdim, dtype, out, op: str) -> Tensor
     return out if out is not None else view_as_complex(result)
 
 
-def _real_form(b: Tensor) -> Tensor:
+def real_form(b: Tensor) -> Tensor:
     """Complex B [.., K, N] as the real [.., 2K, 2N] with rows (br, bi) and (-bi, br)
     interleaved per k: (ar, ai) pairs times it are (re, im) pairs of A B."""
     from kael.frontend.index_ops import stack
@@ -600,7 +609,7 @@ def matmul(a: Tensor, b: Tensor, result: DType, product: Callable) -> Tensor:
     if right.dtype.is_complex:
         right = right.to(result)
         if left.dtype.is_complex:
-            left, factor = view_as_real(left.to(result)).flatten(-2), _real_form(right)
+            left, factor = view_as_real(left.to(result)).flatten(-2), real_form(right)
         else:
             left, factor = left.to(part), view_as_real(right).flatten(-2)
         out = view_as_complex(product(left, factor).unflatten(-1, (-1, 2)))

@@ -60,6 +60,8 @@ def _table(kind: str, length: int, inverse: bool, dtype: DType, device) -> Tenso
 def _build(kind: str, length: int, inverse: bool, dtype: DType, device) -> Tensor:
     if kind == "dft":
         return _phases(length, length, length, inverse, dtype, device)
+    if kind == "dft_real":  # the DFT matrix's real form: a row of pairs times it, one product
+        return cx.real_form(_table("dft", length, inverse, dtype, device))
     if kind == "rfft":  # exp(-2 pi i k / length), k <= length / 2: untangling pairs
         k = factories.arange(length // 2 + 1, dtype=int64, device=device)
         return _circle((2 * k).to(float64), length, inverse, dtype)
@@ -106,8 +108,9 @@ def _transform(x: Tensor, inverse: bool) -> Tensor:
     # one tall matrix, so their DFTs are one product with the (symmetric) DFT matrix;
     # out[..., c, k] is then the k-th output of phase c's transform, k contiguous
     phases = x.reshape(*batch, base, cols).transpose(-1, -2).contiguous()
-    dft = _table("dft", base, inverse, x.dtype, x.device)
-    out = (phases.reshape(-1, base) @ dft).reshape(*batch, cols, base)
+    pairs = cx.view_as_real(phases).reshape(-1, 2 * base)  # (re, im) pairs per row
+    product = pairs @ _table("dft_real", base, inverse, x.dtype, x.device)
+    out = cx.view_as_complex(product.reshape(*batch, cols, base, 2))
     rows = base
     while cols > 1:  # merge phases c and c + cols / 2: transforms of twice the length
         half = cols // 2
