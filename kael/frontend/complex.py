@@ -195,12 +195,35 @@ def _launch(
     """formula_of(re0, im0, re1, im1, ...) -> (re, im) over the operands' parts, as one
     kernel into a new complex tensor of `result` (or `out`): _launch_into with one target."""
     target = out if out is not None else Tensor(empty_impl(shape, result, device))
-    _launch_into(name, operands, result.to_real, lambda *a: (formula_of(*a),), [target])
+    formulas = _SINGLE.get(formula_of)
+    if formulas is None:  # the tuple-of-pairs form, made once per formula
+        formulas = _SINGLE[formula_of] = lambda *a: (formula_of(*a),)
+    _launch_into(name, operands, result.to_real, formulas, [target], fresh=out is None)
     return target
 
 
+_SINGLE: dict[Callable, Callable] = {}
+
+
+def _sources(x) -> tuple:
+    """(real, imag) of an operand as kernel sources: impls (views of a complex tensor's
+    parts, a real tensor itself), Python floats (a number's parts), None (a known zero)."""
+    if isinstance(x, Tensor):
+        impl = x._impl
+        if impl.dtype.is_complex:
+            return _part_impl(impl, 0), _part_impl(impl, 1)
+        return impl, None
+    value = builtins.complex(x)
+    return value.real, (value.imag if isinstance(x, builtins.complex) else None)
+
+
 def _launch_into(
-    name: str, operands: list, compute: DType, formula_of: Callable, targets: list[Tensor]
+    name: str,
+    operands: list,
+    compute: DType,
+    formula_of: Callable,
+    targets: list[Tensor],
+    fresh: bool = False,
 ) -> None:
     """formula_of(re0, im0, re1, im1, ...) -> ((re, im) per target) over the operands'
     parts, as one kernel whose outputs are the targets' real and imaginary parts (complex
@@ -213,14 +236,15 @@ def _launch_into(
     params: dict[str, float] = {}
     slots: list = []  # per part: ("t", index) / ("p", name) / None
     for i, x in enumerate(operands):
-        for j, part in enumerate(parts(x)):
+        for j, part in enumerate(_sources(x)):
             if part is None:
                 slots.append(None)
-            elif isinstance(part, Tensor):
+            elif isinstance(part, TensorImpl):
                 slots.append(("t", len(ins)))
-                view = views.broadcast_view(part._impl, shape)
-                for o in outs:
-                    view = unaliased(view, o)
+                view = views.broadcast_view(part, shape)
+                if not fresh:  # an out= target may overlap what it reads
+                    for o in outs:
+                        view = unaliased(view, o)
                 ins.append(view)
             else:
                 slots.append(("p", f"p{i}{j}"))
@@ -565,7 +589,8 @@ def butterfly(even: Tensor, odd: Tensor, twiddle: Tensor, top: Tensor, bottom: T
         re, im = _times(c, d, e, f)
         return (a + re, b + im), (a - re, b - im)
 
-    _launch_into("butterfly", [even, odd, twiddle], top.dtype.to_real, stage, [top, bottom])
+    compute = top.dtype.to_real
+    _launch_into("butterfly", [even, odd, twiddle], compute, stage, [top, bottom], fresh=True)
 
 
 # ---- reductions and products --------------------------------------------------------------------
