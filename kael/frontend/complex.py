@@ -16,7 +16,8 @@ bit, so is_conj() is False and resolve_conj() returns self), conversions to and 
 dtypes, + - * / and pow (numbers too), neg, abs, angle, sgn, exp, log, sqrt, reciprocal,
 square (and their in-place forms), sin, cos, tan, sinh, cosh, tanh (Kahan's), sigmoid,
 rsqrt, log2, log10, expm1, log1p, exp2, eq/ne, isnan/isinf/isfinite, isclose/allclose/
-equal, sum, mean, cumsum, var/std (real), norm/vector_norm, count_nonzero/nonzero,
+equal, sum, mean, prod, cumsum, cumprod, var/std (real), norm/vector_norm,
+count_nonzero/nonzero,
 matmul/mm/bmm/@, and kael.fft.
 Choices, fills and reads run once per part on the real and imaginary views: where,
 masked_fill, index_fill, scatter (src or value, no reduce), index_select, gather, take,
@@ -898,3 +899,55 @@ def isclose(a: Tensor, b: Tensor, rtol: float, atol: float, equal_nan: bool) -> 
     near = (a - b).abs() <= (b.abs() * rtol + atol)
     close = (a == b) | (near & a.isfinite() & b.isfinite())
     return close | (a.isnan() & b.isnan()) if equal_nan else close
+
+
+def prod(x: Tensor, dim, keepdim, dtype, out) -> Tensor:
+    """The product over dim (all by default) of complex x, as a tree of complex multiplies
+    (log2 n kernels: halves times halves, an odd one carried), computed in x's dtype (or
+    `dtype`); the empty product is 1."""
+    from kael.frontend.reduce_door import keepdim_arg, reduce_axes
+
+    keepdim = keepdim_arg(keepdim, "prod")
+    if dtype is not None and not as_dtype(dtype).is_complex:
+        raise TypeError(f"prod: a {x.dtype} tensor multiplies to a complex dtype, not {dtype}")
+    source = x if dtype is None else x.to(as_dtype(dtype))
+    axes = reduce_axes(source, dim, "prod")
+    others = [d for d in range(source.ndim) if d not in axes]
+    rows = source.permute(*others, *axes).reshape(*(source.shape[d] for d in others), -1)
+    while rows.shape[-1] > 1:
+        half = rows.shape[-1] // 2
+        paired = binary("mul", rows[..., :half], rows[..., half : 2 * half], rows.dtype)
+        if rows.shape[-1] % 2:
+            from kael.frontend.index_ops import cat
+
+            paired = view_as_complex(cat([view_as_real(paired), view_as_real(rows[..., -1:])], -2))
+        rows = paired
+    if rows.shape[-1] == 0:
+        from kael.frontend.factories import ones
+
+        rows = ones(*rows.shape[:-1], 1, dtype=rows.dtype, device=rows.device)
+    result = rows.squeeze(-1)
+    if keepdim:
+        for d in sorted(axes):
+            result = result.unsqueeze(d)
+    return result if out is None else out.copy_(result)
+
+
+def cumprod(x: Tensor, dim, dtype, out) -> Tensor:
+    """Running products along dim of complex x: Hillis and Steele's scan, log2 n steps of
+    one complex multiply each (every prefix product formed by doubling spans)."""
+    if dtype is not None and not as_dtype(dtype).is_complex:
+        raise TypeError(f"cumprod: a {x.dtype} tensor multiplies to a complex dtype, not {dtype}")
+    source = x if dtype is None else x.to(as_dtype(dtype))
+    if source.ndim == 0:
+        result = source.clone()
+        return result if out is None else out.copy_(result)
+    d = views.wrap_dim(dim, source.ndim)
+    run = source.movedim(d, -1).contiguous()
+    step = 1
+    while step < run.shape[-1]:
+        ahead = run.clone()
+        ahead[..., step:] = binary("mul", run[..., step:], run[..., :-step], run.dtype)
+        run, step = ahead, 2 * step
+    result = run.movedim(-1, d)
+    return result if out is None else out.copy_(result)

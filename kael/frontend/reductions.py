@@ -71,8 +71,10 @@ def _acc(dtype: DType) -> DType:
 
 def _sum_like(op: str, x, dim, keepdim, dtype, out) -> Tensor:
     x = tensor_arg(x, op)
-    if x.dtype.is_complex and op == "sum":
-        return complex.reduce(sum, x, dim, keepdim, dtype, out, op)
+    if x.dtype.is_complex:
+        if op == "sum":
+            return complex.reduce(sum, x, dim, keepdim, dtype, out, op)
+        return complex.prod(x, dim, keepdim, dtype, out)
     keepdim = keepdim_arg(keepdim, op)
     target = _sum_dtype(x, dtype)
     acc = _acc(target)

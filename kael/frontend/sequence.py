@@ -119,6 +119,10 @@ def cumsum(input: Tensor, dim, *, dtype=None, out: Tensor | None = None) -> Tens
 
 def cumprod(input: Tensor, dim, *, dtype=None, out: Tensor | None = None) -> Tensor:
     """Running products along `dim`, with cumsum's dtype rule."""
+    if isinstance(input, Tensor) and input.dtype.is_complex:
+        from kael.frontend import complex
+
+        return complex.cumprod(input, dim, dtype, out)
     return _scan("cumprod", input, dim, dtype, out)
 
 

@@ -384,8 +384,8 @@ def test_printing_shows_both_parts():
         lambda z: kael.maximum(z, z),
         lambda z: z.max(),
         lambda z: kael.sort(z),
-        lambda z: z.prod(),
-        lambda z: kael.cumprod(z, 0),
+        lambda z: z.argmax(),
+        lambda z: kael.atan2(z, z),
         lambda z: kael.nn.functional.relu(z),
         lambda z: z < z,
     ],
@@ -830,3 +830,22 @@ def test_isclose_allclose_and_equal_of_complex_follow_torch():
         np.testing.assert_array_equal(got.numpy(), want.numpy())
     k, _ = pair((3,))
     assert kael.allclose(k, k) and kael.equal(k, k.clone()) and not kael.equal(k, k + 1j)
+
+
+@pytest.mark.parametrize("args", [(), (0,), (1, True), (-1,)])
+def test_prod_of_complex_matches_torch(args):
+    k, t = pair((3, 5, 4), "complex128")
+    close(k.prod(*args), t.prod(*args))
+
+
+def test_prod_and_cumprod_edges_match_torch():
+    close(kael.ones(0, dtype=kael.complex64).prod(), torch.ones(0, dtype=torch.complex64).prod())
+    close(kael.tensor(1 + 2j).prod(), torch.tensor(1 + 2j).prod())
+    close(kael.tensor([1j] * 7).prod(), torch.tensor([1j] * 7).prod())
+    close(kael.cumprod(kael.tensor(1 + 2j), 0), torch.cumprod(torch.tensor(1 + 2j), 0))
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_cumprod_of_complex_matches_torch(dim):
+    k, t = pair((3, 9), "complex128")
+    close(kael.cumprod(k, dim), torch.cumprod(t, dim))
