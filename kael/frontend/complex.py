@@ -17,8 +17,7 @@ dtypes, + - * / and pow (numbers too), neg, abs, angle, sgn, exp, log, sqrt, rec
 square (and their in-place forms), sin, cos, tan, sinh, cosh, tanh (Kahan's), sigmoid,
 rsqrt, log2, log10, expm1, log1p, exp2, eq/ne, isnan/isinf/isfinite, isclose/allclose/
 equal, sum, mean, prod, cumsum, cumprod, var/std (real), norm/vector_norm,
-count_nonzero/nonzero,
-matmul/mm/bmm/@, and kael.fft.
+count_nonzero/nonzero, matmul/mm/bmm/@, and kael.fft.
 Choices, fills and reads run once per part on the real and imaginary views: where,
 masked_fill, index_fill, scatter (src or value, no reduce), index_select, gather, take,
 take_along_dim. Composed of those: the add*/baddbmm family, logsumexp, vdot/vecdot, cov,
