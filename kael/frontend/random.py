@@ -546,7 +546,11 @@ def multinomial(input: Tensor, num_samples, replacement: bool = False, *, genera
     out = empty_impl((rows, samples), int64, device)
     scratch = empty_impl((rows, classes), float64, device)
     status = empty_impl((rows, 2), int64, device)
-    seed, offset = generator_arg(generator, "multinomial").reserve(rows * samples)
+    gen = generator_arg(generator, "multinomial")
+    if tracing.random_hook.reserve is not None and tracing.active() is None:
+        words = tracing.reserve(rows * samples, gen)  # kael.vmap's randomness mode decides
+    else:  # a hand-written kernel: it draws now, traced or not (an extern step)
+        words = tuple(_signed(w) for w in gen.reserve(rows * samples))
     buffers = {"weights": weights, "out": out, "scratch": scratch, "status": status}
     bad = sampling.run(
         {name: impl.data_ptr() for name, impl in buffers.items()},
@@ -554,8 +558,7 @@ def multinomial(input: Tensor, num_samples, replacement: bool = False, *, genera
         classes,
         samples,
         bool(replacement),
-        _signed(seed),
-        _signed(offset),
+        *words,
         device,
     )
     if bad >= 0:

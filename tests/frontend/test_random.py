@@ -1289,3 +1289,17 @@ def test_uniform_never_reaches_its_exclusive_bound(dtype, low, high):
     """Draws made in float64 rounded up to `high` in the half types (44 in 200000)."""
     got = kael.empty(200000, dtype=getattr(kael, dtype)).uniform_(low, high).double()
     assert got.max().item() < high and got.min().item() >= low
+
+
+def test_multinomial_follows_vmaps_randomness_modes():
+    weights = kael.ones(3, 40)
+
+    def draw(row):
+        return kael.multinomial(row, 4, replacement=True)
+
+    with pytest.raises(kael.Error, match="randomness error mode"):
+        kael.vmap(draw)(weights)
+    same = kael.vmap(draw, randomness="same")(weights)
+    assert all(kael.equal(same[0], row) for row in same)
+    different = kael.vmap(draw, randomness="different")(weights)
+    assert not all(kael.equal(different[0], row) for row in different)
