@@ -850,8 +850,10 @@ class Reserve:
 
     def run(self, call: Call) -> None:
         from kael.frontend.random import default_generator, reserve_words
+        from kael.frontend.tracing import random_hook
 
-        seed, first = reserve_words(self.count)
+        hook = random_hook.reserve  # a kael.vmap randomness mode around this call
+        seed, first = reserve_words(self.count) if hook is None else hook(self.count, None)
         call.random.append((seed, first))
         call.drew(default_generator, (seed % (1 << 64), first % (1 << 64)), self.count)
 

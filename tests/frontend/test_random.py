@@ -1303,3 +1303,16 @@ def test_multinomial_follows_vmaps_randomness_modes():
     assert all(kael.equal(same[0], row) for row in same)
     different = kael.vmap(draw, randomness="different")(weights)
     assert not all(kael.equal(different[0], row) for row in different)
+
+
+def test_a_compiled_functions_draws_follow_vmaps_error_and_different_modes():
+    @kael.compile
+    def noisy(x):
+        return x + kael.rand(x.shape)
+
+    rows = kael.zeros(3, 4)
+    noisy(rows[0])  # traced: later calls replay the plan's reservation step
+    with pytest.raises(kael.Error, match="randomness error mode"):
+        kael.vmap(noisy)(rows)
+    drawn = kael.vmap(noisy, randomness="different")(rows)
+    assert not kael.equal(drawn[0], drawn[1])
