@@ -849,3 +849,16 @@ def test_prod_and_cumprod_edges_match_torch():
 def test_cumprod_of_complex_matches_torch(dim):
     k, t = pair((3, 9), "complex128")
     close(kael.cumprod(k, dim), torch.cumprod(t, dim))
+
+
+def test_complex_ops_trace_into_a_compiled_plan():
+    @kael.compile
+    def power(z, w):
+        return (z * w + 1j).abs().sum(), kael.view_as_real(z.exp())
+
+    k, t = pair((8,))
+    k2, t2 = pair((8,), seed=3)
+    for _ in range(2):  # the trace, then the replayed plan
+        total, pairs = power(k, k2)
+        close(total, (t * t2 + 1j).abs().sum())
+        close(pairs, torch.view_as_real(t.exp()))
