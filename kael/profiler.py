@@ -88,16 +88,22 @@ class FunctionEvent:
     name: str
     kind: str  # "op", "kernel" or "user_annotation"
     start_us: float
-    end_us: float = 0.0
+    end_us: float | None = None  # None while the range is open
     thread: int = 0
     input_shapes: list = field(default_factory=list)
     device_type: str = "cpu"
     children: list[FunctionEvent] = field(default_factory=list)
     bytes_moved: int = 0
+    origin: float = field(default=0.0, repr=False)  # the profile's perf_counter at time 0
 
     @property
     def cpu_time_total(self) -> float:
-        return self.end_us - self.start_us
+        """The range's time; one still open (read while recording, or a trace saved by
+        step() inside it) counts as running until now."""
+        end = self.end_us
+        if end is None:
+            end = (time.perf_counter() - self.origin) * 1e6
+        return end - self.start_us
 
     @property
     def self_cpu_time_total(self) -> float:
@@ -248,6 +254,10 @@ class profile:  # noqa: N801 (PyTorch's name)
         return ProfilerAction.RECORD if self.schedule is None else self.schedule(self.step_num)
 
     def start(self) -> None:
+        """Begin recording (when the schedule's step records); while recording already, as
+        torch, start anew: the events so far are dropped."""
+        if self._recording:
+            self._end(save=False)
         if self._action() in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE):
             self._begin()
 
@@ -294,7 +304,7 @@ class profile:  # noqa: N801 (PyTorch's name)
 
     def _open(self, name: str, kind: str, shapes: list) -> FunctionEvent:
         event = FunctionEvent(
-            name, kind, self._now(), thread=threading.get_ident(), input_shapes=shapes
+            name, kind, self._now(), None, threading.get_ident(), shapes, origin=self._origin
         )
         stack = self._stacks.open
         if stack:

@@ -143,3 +143,62 @@ def test_ops_of_other_threads_are_recorded_safely():
 def test_a_second_profile_cannot_record_at_the_same_time():
     with profile(), pytest.raises(kael.ValueError, match="already recording"):
         profile().start()
+
+
+def _torch_op_names(prof) -> list[str]:
+    return [e.name.removeprefix("aten::") for e in prof.events()]
+
+
+@pytest.mark.parametrize("again", ["start", "with"])
+def test_starting_a_recording_profile_again_restarts_it_as_torch(again):
+    from kael.runtime import launches
+
+    before = launches.recorder
+    recorded = {}
+    for lib, prof in ((kael, profile()), (torch, torch.profiler.profile())):
+        prof.start()
+        lib.sin(lib.ones(4))
+        if again == "start":
+            prof.start()
+            lib.exp(lib.ones(4))
+            prof.stop()
+        else:
+            with prof:
+                lib.exp(lib.ones(4))
+        recorded[lib] = _torch_op_names(prof) if lib is torch else _names(prof)
+    assert "exp" in recorded[torch] and "sin" not in recorded[torch]
+    assert "exp" in recorded[kael] and "sin" not in recorded[kael]
+    assert launches.recorder is before  # the profile's kernel sink is gone after stop
+    count = len(recorded[kael])
+    kael.exp(kael.ones(4))
+    with profile() as other:  # and another profile may record now
+        kael.exp(kael.ones(4))
+    assert "exp" in _names(other) and count == len(recorded[kael])
+
+
+def test_an_open_range_counts_as_running_until_now():
+    with profile() as prof, record_function("open"):
+        kael.exp(kael.ones(4))
+        event = prof.events()[0]
+        first = event.cpu_time_total
+        assert event.name == "open" and event.end_us is None and first >= 0
+        assert event.self_cpu_time_total >= 0
+        kael.exp(kael.ones(4))
+        assert event.cpu_time_total >= first
+        assert "-" not in prof.key_averages().table().split("open", 1)[1].splitlines()[0]
+    assert event.end_us is not None and event.cpu_time_total == event.end_us - event.start_us
+
+
+def test_a_trace_saved_inside_an_open_range_has_no_negative_time(tmp_path):
+    durations = []
+
+    def ready(prof):
+        prof.export_chrome_trace(str(tmp_path / "trace.json"))
+        records = json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
+        durations.extend(r["dur"] for r in records if r["name"] == "loop")
+
+    plan = schedule(wait=0, warmup=0, active=1, repeat=1)
+    with profile(schedule=plan, on_trace_ready=ready) as prof, record_function("loop"):
+        kael.exp(kael.ones(4))
+        prof.step()  # the trace ends while "loop" is open
+    assert len(durations) == 1 and durations[0] >= 0

@@ -14,7 +14,12 @@ integer phases (n k mod N), rounded once to the transform's precision, and cache
 real transforms build on the complex one: rfft of an even N transforms the N / 2 pairs
 (x[2k] + i x[2k + 1]) and untangles the half spectrum from it, of an odd N keeps the
 first outputs of the complex transform; irfft extends the half spectrum by Hermitian
-symmetry and keeps the real part.
+symmetry and keeps the real part. hfftn is irfftn of the conjugate and ihfftn the
+conjugate of rfftn, each with the normalization on the other side.
+
+out= follows torch: complex for a complex result, floating point for a real one, of
+either precision (the result is cast into it), resized to the result's shape. Deviation:
+fftfreq and rfftfreq compute in a complex dtype given one (torch's arange refuses it).
 
 Errors grow like log2(N) roundings of the transform's precision (pocketfft, PyTorch's CPU
 library, grows like sqrt(log N)); tests/frontend/test_fft.py bounds both precisions.
@@ -27,7 +32,7 @@ from collections.abc import Sequence
 
 from kael.frontend import complex as cx
 from kael.frontend import factories, views
-from kael.frontend.outputs import tensor_arg
+from kael.frontend.outputs import output, tensor_arg
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.runtime.dtypes import DType, float64, get_default_dtype, int64
 from kael.runtime.errors import TypeError, ValueError
@@ -230,19 +235,24 @@ def _c2c_along(x: Tensor, n, dim, norm, inverse: bool, op: str) -> Tensor:
 def _c2c(op: str, inverse: bool):
     def transform(input, n=None, dim=-1, norm=None, *, out=None) -> Tensor:
         x = _as_complex(tensor_arg(input, op), op)
-        return _written(_c2c_along(x, n, dim, norm, inverse, op), out)
+        return _written(_c2c_along(x, n, dim, norm, inverse, op), out, op)
 
     transform.__name__ = op
     transform.__doc__ = f"torch.fft.{op}: the {'inverse ' if inverse else ''}DFT along dim."
     return transform
 
 
-def _written(result: Tensor, out) -> Tensor:
+def _written(result: Tensor, out, op: str) -> Tensor:
+    """result, or result written into out as torch's out= does: out must be complex for a
+    complex result and floating point for a real one (either precision: copy_ casts), and
+    is resized to the result's shape (outputs.output)."""
     if out is None:
         return result
-    if out.shape != result.shape:
-        raise ValueError(f"out= has shape {out.shape}, the result {result.shape}")
-    return out.copy_(result)
+    kind = tensor_arg(out, op, "out").dtype
+    if not (kind.is_complex if result.dtype.is_complex else kind.is_floating_point):
+        wanted = "complex" if result.dtype.is_complex else "floating point"
+        raise TypeError(f"{op} expects a {wanted} output tensor, but got {kind}")
+    return output(out, result.shape, kind, result.device, op).copy_(result)
 
 
 fft = _c2c("fft", False)
@@ -261,7 +271,7 @@ def rfft(input, n=None, dim=-1, norm=None, *, out=None) -> Tensor:
     def half(t: Tensor) -> Tensor:
         return _scale(_half_spectrum(_resized(t, length)), mode, length, False)
 
-    return _written(_along(real, d, half), out)
+    return _written(_along(real, d, half), out, "rfft")
 
 
 def _half_spectrum(t: Tensor) -> Tensor:
@@ -319,7 +329,7 @@ def irfft(input, n=None, dim=-1, norm=None, *, out=None) -> Tensor:
         full = _transform(_hermitian(t, length), True)
         return _scale(cx.real(full).contiguous(), mode, length, True)
 
-    return _written(_along(x, d, signal), out)
+    return _written(_along(x, d, signal), out, "irfft")
 
 
 def hfft(input, n=None, dim=-1, norm=None, *, out=None) -> Tensor:
@@ -334,7 +344,7 @@ def hfft(input, n=None, dim=-1, norm=None, *, out=None) -> Tensor:
         full = _transform(_hermitian(t.conj(), length), True)
         return _scale(cx.real(full).contiguous(), mode, length, False)
 
-    return _written(_along(x, d, signal), out)
+    return _written(_along(x, d, signal), out, "hfft")
 
 
 def ihfft(input, n=None, dim=-1, norm=None, *, out=None) -> Tensor:
@@ -347,102 +357,139 @@ def ihfft(input, n=None, dim=-1, norm=None, *, out=None) -> Tensor:
     def half(t: Tensor) -> Tensor:  # the inverse DFT of a real signal: the conjugate
         return _scale(_half_spectrum(_resized(t, length)).conj(), mode, length, True)
 
-    return _written(_along(x, d, half), out)
+    return _written(_along(x, d, half), out, "ihfft")
 
 
 # ---- several dims -------------------------------------------------------------------------------
 
+_TWO_D = (-2, -1)  # the 2-d forms' default dims
+_SWAPPED = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
 
-def _dims_and_sizes(x: Tensor, s, dim, op: str, default_all: bool) -> tuple[list[int], list]:
-    """The dims transformed (the last len(s), or all, by default) and their lengths."""
+
+def _dims_and_sizes(x: Tensor, s, dim, op: str) -> tuple[list[int], list[int | None]]:
+    """The dims transformed (dim, else the last len(s), else all) and their lengths (None
+    where s is not given or says -1: the input's size, or c2r's default length)."""
+    if s is not None and dim is None and len(s) > x.ndim:
+        raise ValueError(
+            f"{op}: Got shape with {len(s)} values but input tensor only has {x.ndim} dimensions."
+        )
     if dim is None:
-        if s is None:
-            dims = list(range(x.ndim)) if default_all else list(range(x.ndim - 2, x.ndim))
-        else:
-            dims = list(range(x.ndim - len(s), x.ndim))
+        dims = list(range(x.ndim - (x.ndim if s is None else len(s)), x.ndim))
     else:
         dims = [dim] if isinstance(dim, int) else list(dim)
     dims = [views.wrap_dim(d, x.ndim) for d in dims]
     if len(set(dims)) != len(dims):
-        raise ValueError(f"{op}: dims must be unique, got {tuple(dims)}")
+        raise ValueError(f"{op}: FFT dims must be unique, got {tuple(dims)}")
     sizes = [None] * len(dims) if s is None else [views.as_int(v, "s") for v in s]
     if len(sizes) != len(dims):
         raise ValueError(
             f"{op}: When given, dim and shape arguments must have the same length, got s of"
             f" length {len(sizes)} and {len(dims)} dims"
         )
-    return dims, sizes
+    return dims, [None if n == -1 else n for n in sizes]
 
 
-def _c2c_n(op: str, inverse: bool, default_all: bool):
-    def transform(input, s=None, dim=None, norm=None, *, out=None) -> Tensor:
-        x = _as_complex(tensor_arg(input, op), op)
-        dims, sizes = _dims_and_sizes(x, s, dim, op, default_all)
+def _at_least_one(dims: list[int], op: str) -> None:
+    if not dims:
+        raise ValueError(f"{op} must transform at least one axis")
+
+
+def _c2c_dims(inverse: bool):
+    def body(x: Tensor, dims: list[int], sizes: list, norm: str, op: str) -> Tensor:
+        x = _as_complex(x, op)
+        if not dims:  # no transform: a new tensor all the same, as torch's
+            return x.clone()
         for d, n in zip(dims, sizes):
             x = _c2c_along(x, n, d, norm, inverse, op)
-        return _written(x, out)
+        return x
 
-    transform.__name__ = op
-    transform.__doc__ = f"torch.fft.{op}: the {'inverse ' if inverse else ''}DFT over several dims."
-    return transform
+    return body
 
 
-fft2 = _c2c_n("fft2", False, False)
-ifft2 = _c2c_n("ifft2", True, False)
-fftn = _c2c_n("fftn", False, True)
-ifftn = _c2c_n("ifftn", True, True)
+def _r2c_dims(x: Tensor, dims: list[int], sizes: list, norm: str, op: str) -> Tensor:
+    """rfft over the last of the dims, fft over the others."""
+    real = _real_input(x, op)
+    _at_least_one(dims, op)
+    x = rfft(real, sizes[-1], dims[-1], norm)
+    for d, n in zip(dims[:-1], sizes[:-1]):
+        x = _c2c_along(x, n, d, norm, False, op)
+    return x
 
 
-def _r2c_n(op: str, default_all: bool):
-    def transform(input, s=None, dim=None, norm=None, *, out=None) -> Tensor:
+def _c2r_dims(x: Tensor, dims: list[int], sizes: list, norm: str, op: str) -> Tensor:
+    """ifft over all but the last of the dims, irfft there."""
+    x = _as_complex(x, op)
+    _at_least_one(dims, op)
+    for d, n in zip(dims[:-1], sizes[:-1]):
+        x = _c2c_along(x, n, d, norm, True, op)
+    return irfft(x, sizes[-1], dims[-1], norm)
+
+
+def _hfft_dims(x: Tensor, dims: list[int], sizes: list, norm: str, op: str) -> Tensor:
+    """hfftn: the forward transform of a Hermitian signal, irfftn of its conjugate with the
+    normalization on the other side (conj(F x) = conj(F) conj(x) = F^-1 conj(x) unscaled)."""
+    return _c2r_dims(_as_complex(x, op).conj(), dims, sizes, _SWAPPED[norm], op)
+
+
+def _ihfft_dims(x: Tensor, dims: list[int], sizes: list, norm: str, op: str) -> Tensor:
+    """ihfftn: the conjugate of rfftn with the normalization on the other side."""
+    return _r2c_dims(x, dims, sizes, _SWAPPED[norm], op).conj()
+
+
+def _n_dim(op: str, default_dim, body, doc: str):
+    """The public form of a transform over several dims: torch's s, dim, norm and out."""
+
+    def transform(input, s=None, dim=default_dim, norm=None, *, out=None) -> Tensor:
+        if dim is None and default_dim is not None:
+            raise TypeError(f"{op}(): argument 'dim' must be tuple of ints, not NoneType")
         x = tensor_arg(input, op)
-        _real_input(x, op)
-        dims, sizes = _dims_and_sizes(x, s, dim, op, default_all)
-        x = rfft(x, sizes[-1], dims[-1], norm)
-        for d, n in zip(dims[:-1], sizes[:-1]):
-            x = _c2c_along(x, n, d, norm, False, op)
-        return _written(x, out)
+        dims, sizes = _dims_and_sizes(x, s, dim, op)
+        return _written(body(x, dims, sizes, _norm_arg(norm, op), op), out, op)
 
     transform.__name__ = op
-    transform.__doc__ = f"torch.fft.{op}: rfft over the last of the dims, fft over the others."
+    transform.__doc__ = f"torch.fft.{op}: {doc}"
     return transform
 
 
-def _c2r_n(op: str, default_all: bool):
-    def transform(input, s=None, dim=None, norm=None, *, out=None) -> Tensor:
-        x = _as_complex(tensor_arg(input, op), op)
-        dims, sizes = _dims_and_sizes(x, s, dim, op, default_all)
-        for d, n in zip(dims[:-1], sizes[:-1]):
-            x = _c2c_along(x, n, d, norm, True, op)
-        return _written(irfft(x, sizes[-1], dims[-1], norm), out)
-
-    transform.__name__ = op
-    transform.__doc__ = f"torch.fft.{op}: ifft over all but the last of the dims, irfft there."
-    return transform
-
-
-rfft2, rfftn = _r2c_n("rfft2", False), _r2c_n("rfftn", True)
-irfft2, irfftn = _c2r_n("irfft2", False), _c2r_n("irfftn", True)
+_C2C, _IC2C = _c2c_dims(False), _c2c_dims(True)
+fft2 = _n_dim("fft2", _TWO_D, _C2C, "the DFT over two dims (the last two by default).")
+ifft2 = _n_dim("ifft2", _TWO_D, _IC2C, "the inverse DFT over two dims (the last two by default).")
+fftn = _n_dim("fftn", None, _C2C, "the DFT over dims (the last len(s), else all, by default).")
+ifftn = _n_dim("ifftn", None, _IC2C, "the inverse DFT over dims (the last len(s), else all).")
+rfft2 = _n_dim("rfft2", _TWO_D, _r2c_dims, "rfft over the last of two dims, fft over the other.")
+rfftn = _n_dim("rfftn", None, _r2c_dims, "rfft over the last of the dims, fft over the others.")
+irfft2 = _n_dim("irfft2", _TWO_D, _c2r_dims, "ifft over the first of two dims, irfft the last.")
+irfftn = _n_dim("irfftn", None, _c2r_dims, "ifft over all but the last of the dims, irfft there.")
+hfft2 = _n_dim("hfft2", _TWO_D, _hfft_dims, "hfft over two dims: a Hermitian signal's real DFT.")
+hfftn = _n_dim("hfftn", None, _hfft_dims, "hfft over dims: the real DFT of a Hermitian signal.")
+ihfft2 = _n_dim("ihfft2", _TWO_D, _ihfft_dims, "ihfft over two dims: hfft2's inverse, onesided.")
+ihfftn = _n_dim("ihfftn", None, _ihfft_dims, "ihfft over dims: hfftn's inverse, onesided.")
 
 
 # ---- helpers ------------------------------------------------------------------------------------
 
 
+def _frequency_dtype(dtype, op: str) -> DType:
+    dtype = factories.dtype_or(dtype, get_default_dtype())
+    if not (dtype.is_floating_point or dtype.is_complex):
+        raise TypeError(f"{op} requires a floating point or complex dtype, but got {dtype}")
+    return dtype
+
+
 def fftfreq(n, d=1.0, *, dtype=None, device=None) -> Tensor:
     """The sample frequencies of an n-point DFT: [0, 1, ..., -(n // 2), ..., -1] / (d n)."""
     n = views.as_int(n, "n")
+    dtype = _frequency_dtype(dtype, "fftfreq")
     k = factories.arange(n, dtype=int64, device=device)
     signed = k - (k >= (n + 1) // 2).to(int64) * n
-    return signed.to(factories.dtype_or(dtype, get_default_dtype())) / (d * n)
+    return signed.to(dtype) / (d * n)
 
 
 def rfftfreq(n, d=1.0, *, dtype=None, device=None) -> Tensor:
     """The sample frequencies of rfft's n // 2 + 1 outputs: [0, 1, ..., n // 2] / (d n)."""
     n = views.as_int(n, "n")
-    k = factories.arange(
-        n // 2 + 1, dtype=factories.dtype_or(dtype, get_default_dtype()), device=device
-    )
-    return k / (d * n)
+    dtype = _frequency_dtype(dtype, "rfftfreq")
+    return factories.arange(n // 2 + 1, dtype=int64, device=device).to(dtype) / (d * n)
 
 
 def _shifted(x: Tensor, dim, sign: int) -> Tensor:
@@ -465,6 +512,7 @@ def ifftshift(input, dim=None) -> Tensor:
 FUNCTIONS = {
     "fft": fft, "ifft": ifft, "rfft": rfft, "irfft": irfft, "hfft": hfft, "ihfft": ihfft,
     "fft2": fft2, "ifft2": ifft2, "fftn": fftn, "ifftn": ifftn, "rfft2": rfft2,
-    "irfft2": irfft2, "rfftn": rfftn, "irfftn": irfftn, "fftfreq": fftfreq,
+    "irfft2": irfft2, "rfftn": rfftn, "irfftn": irfftn, "hfft2": hfft2, "ihfft2": ihfft2,
+    "hfftn": hfftn, "ihfftn": ihfftn, "fftfreq": fftfreq,
     "rfftfreq": rfftfreq, "fftshift": fftshift, "ifftshift": ifftshift,
 }  # fmt: skip

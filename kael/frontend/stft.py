@@ -6,7 +6,8 @@ multiplies each by the window (zero-padded to n_fft, centered) and transforms ev
 at once (rfft for a real signal: onesided); the result is [batch?, freq, frames]. istft
 inverts each frame, windows it again, overlap-adds the frames with fold, and divides by
 the overlap-added squared window (refused where that envelope vanishes, as PyTorch's
-NOLA check).
+NOLA check). As PyTorch's, a real result (return_complex=False) is irfft of the first
+n_fft // 2 + 1 bins, also of a two-sided spectrum; a complex one needs a two-sided spectrum.
 """
 
 from __future__ import annotations
@@ -132,14 +133,27 @@ def istft(
     n_fft, hop, win = _lengths(n_fft, hop_length, win_length, "istft")
     if spec.ndim not in (2, 3):
         raise ValueError(f"istft: expected a tensor with 2 or 3 dimensions, got {spec.ndim}")
+    if hop > win:
+        raise ValueError(
+            f"istft: expected 0 < hop_length <= win_length, but got hop_length={hop} and"
+            f" win_length={win}"
+        )
+    if length is not None and views.as_int(length, "length") < 1:
+        raise ValueError(f"istft: expected length > 0, but got length={length}")
     batched = spec if spec.ndim == 3 else spec.unsqueeze(0)
     bins, count = batched.shape[-2], batched.shape[-1]
     one = bins != n_fft if onesided is None else bool(onesided)
-    if one and bins != n_fft // 2 + 1:
+    expected, what = (n_fft // 2 + 1, "n_fft / 2 + 1") if one else (n_fft, "n_fft")
+    if bins != expected:
         raise ValueError(
             f"istft: expected the frequency dimension (3rd to the last) of the input tensor to"
-            f" match n_fft / 2 + 1 when onesided=True, but got {bins}"
+            f" match {what} when onesided={one}, but got {bins}"
         )
+    if return_complex and one:
+        raise ValueError("istft: Cannot have onesided output if window or input is complex")
+    complex_window = window is not None and tensor_arg(window, "istft", "window").dtype.is_complex
+    if complex_window and not return_complex:
+        raise TypeError("istft: Complex windows are incompatible with return_complex=False")
     if window is None:
         warnings.warn(
             "A window was not provided. A rectangular window will be applied.Please provide the"
@@ -149,15 +163,11 @@ def istft(
         )
     frames_spec = batched.transpose(-1, -2)  # [batch, frames, bins]
     norm = "ortho" if normalized else "backward"
-    if one and not return_complex:
-        frames = fft.irfft(frames_spec, n_fft, norm=norm)
-    else:
+    if return_complex:
         frames = fft.ifft(frames_spec, n_fft, norm=norm)
-        if not return_complex:
-            frames = cx.real(frames).contiguous()
-    w = _window(
-        window, n_fft, win, frames if not frames.dtype.is_complex else cx.real(frames), "istft"
-    )
+    else:  # a two-sided spectrum keeps its first n_fft // 2 + 1 bins, as torch's
+        frames = fft.irfft(frames_spec[..., : n_fft // 2 + 1], n_fft, norm=norm)
+    w = _window(window, n_fft, win, cx.real(frames) if return_complex else frames, "istft")
     total = n_fft + hop * (count - 1)
     signal = _overlap_add(frames * w, total, hop)
     envelope = _overlap_add((w * w).expand(1, count, n_fft), total, hop)

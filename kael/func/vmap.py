@@ -11,9 +11,9 @@ more than torch's one batched call:
 - a dict in in_dims or out_dims is matched to the inputs or outputs by key (torch 2.13
   pairs dict entries by position when the key orders differ);
 - an output with out_dim None must be the same in every slice (the same object, or the
-  same dtype, shape and values): torch refuses any output computed from a mapped input,
-  even a constant one, and under kael.compile only the same object passes (comparing
-  values reads them);
+  same dtype, shape and values, NaN equal to NaN): torch refuses any output computed
+  from a mapped input, even a constant one, and under kael.compile only the same object
+  passes (comparing values reads them);
 - `func` may read values in Python (item, bool) and write in place into unmapped inputs,
   slice by slice, where torch refuses;
 - a batch of size 0 runs `func` once on zero-filled slices to learn its outputs' shapes
@@ -22,9 +22,10 @@ randomness is a mode of kael.frontend.tracing.reserve while `func` runs: 'error'
 draw, 'different' draws anew per slice, 'same' hands every slice the first slice's
 counters (traced too), leaving the generator as after one slice. Under kael.compile,
 'same' refuses a random op that runs as an extern step (its own generator, randperm): the
-plan would run it outside vmap, drawing anew per slice. Two draws bypass the mode today:
-multinomial, and a compiled function's plan called inside vmap (they reserve their
-counters without tracing.reserve).
+plan would run it outside vmap, drawing anew per slice. multinomial (eager) and a
+compiled function's replayed plan ask the mode too; a compiled function that retraces
+inside vmap (a slice of another layout) draws at trace time, so 'same' does not reach
+those draws.
 """
 
 from __future__ import annotations
@@ -347,8 +348,11 @@ class _Vmap:
 
 
 def _same_value(a, b) -> bool:
+    """a and b the same value: tensors of one dtype, shape and elements, NaN equal to NaN."""
     if isinstance(a, Tensor) and isinstance(b, Tensor):
-        return a.dtype is b.dtype and a.shape == b.shape and bool(a.eq(b).all())
+        if a.dtype is not b.dtype or a.shape != b.shape:
+            return False
+        return bool((a.eq(b) | (a.isnan() & b.isnan())).all())
     return not isinstance(a, Tensor) and not isinstance(b, Tensor) and a == b
 
 

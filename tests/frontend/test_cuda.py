@@ -784,7 +784,11 @@ def test_complex_arithmetic_and_fft_on_the_device_match_the_cpu():
     dev = host.to(DEVICE)
     for op in (lambda a: a * a / (a + 1j), lambda a: a.abs(), lambda a: a.exp(), lambda a: a @ a.T):
         _close(op(dev), op(host), 1e-5)
-    for fn in (kael.fft.fft, kael.fft.ifft, lambda a: kael.fft.fft(a[:, :13])):  # radix-2, Bluestein
+    for fn in (
+        kael.fft.fft,
+        kael.fft.ifft,
+        lambda a: kael.fft.fft(a[:, :13]),
+    ):  # radix-2, Bluestein
         _close(fn(dev), fn(host), 1e-5)
     real = kael.tensor(z.real.copy())
     _close(kael.fft.rfft(real.to(DEVICE)), kael.fft.rfft(real), 1e-5)

@@ -3,6 +3,8 @@ over lengths of every path (the direct DFT, radix-2 stages, Bluestein), n= paddi
 trimming, dims, norms, real and integer inputs, the frequency helpers and shifts, and
 torch's refusals."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -21,15 +23,17 @@ def signal(shape, dtype, seed=0):
     return values.astype(dtype)
 
 
-def close(got: kael.Tensor, want: torch.Tensor):
-    """Equal shape and dtype, values within RTOL of the result's largest magnitude (an FFT's
-    error is relative to the transform's norm, not to each output)."""
+def close(got: kael.Tensor, want: torch.Tensor, computed_in: str | None = None):
+    """Equal shape and dtype, values within RTOL (of the dtype computed in, by default the
+    result's) of the result's largest magnitude (an FFT's error is relative to the
+    transform's norm, not to each output)."""
     want = want.resolve_conj()
     assert got.shape == tuple(want.shape)
     name = str(want.dtype).removeprefix("torch.")
     assert str(got.dtype) == name
     scale = max(float(np.abs(want.numpy()).max()), 1e-300)
-    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=0, atol=RTOL[name] * scale * 4)
+    atol = RTOL[computed_in or name] * scale * 4
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=0, atol=atol)
 
 
 @pytest.mark.parametrize("n", LENGTHS)
@@ -173,3 +177,240 @@ def test_tables_are_shared_between_threads():
         thread.join()
     for got in results:
         close(got, want)
+
+
+# ---- out= ---------------------------------------------------------------------------------------
+
+ONE_DIM_OUT = [  # op, input dtype, an out dtype torch refuses, its message
+    ("fft", "float32", "float64", "expects a complex output tensor"),
+    ("ifft", "complex64", "float32", "expects a complex output tensor"),
+    ("rfft", "float32", "float32", "expects a complex output tensor"),
+    ("ihfft", "float64", "int64", "expects a complex output tensor"),
+    ("irfft", "complex64", "complex64", "expects a floating point output tensor"),
+    ("hfft", "complex128", "int64", "expects a floating point output tensor"),
+    ("fftn", "complex64", "float32", "expects a complex output tensor"),
+    ("rfft2", "float64", "float64", "expects a complex output tensor"),
+    ("ihfftn", "float32", "float32", "expects a complex output tensor"),
+    ("irfftn", "complex64", "complex128", "expects a floating point output tensor"),
+    ("hfft2", "complex64", "bool", "expects a floating point output tensor"),
+]
+
+
+@pytest.mark.parametrize("op, dtype, out_dtype, message", ONE_DIM_OUT)
+def test_an_out_of_the_wrong_kind_is_refused_as_torch(op, dtype, out_dtype, message):
+    x = signal((4, 6), dtype)
+    with pytest.raises(RuntimeError, match=message):
+        getattr(torch.fft, op)(torch.tensor(x), out=torch.empty(0, dtype=getattr(torch, out_dtype)))
+    with pytest.raises(kael.TypeError, match=f"{op} {message}, but got {out_dtype}"):
+        getattr(kael.fft, op)(kael.tensor(x), out=kael.empty(0, dtype=getattr(kael, out_dtype)))
+
+
+@pytest.mark.parametrize(
+    "op, dtype, out_dtype",
+    [
+        ("fft", "float32", "complex128"), ("fft", "float64", "complex64"),
+        ("irfft", "complex64", "float64"), ("hfftn", "complex128", "float32"),
+        ("rfftn", "float32", "complex64"), ("ihfft2", "float32", "complex128"),
+    ],
+)  # fmt: skip
+def test_an_out_of_the_right_kind_takes_the_result_cast_as_torch(op, dtype, out_dtype):
+    x = signal((4, 6), dtype)
+    out = kael.empty(4, 6, dtype=getattr(kael, out_dtype))
+    want = getattr(torch.fft, op)(
+        torch.tensor(x), out=torch.empty(4, 6, dtype=getattr(torch, out_dtype))
+    )
+    assert getattr(kael.fft, op)(kael.tensor(x), out=out) is out
+    single = dtype in ("float32", "complex64")
+    close(out, want, computed_in="float32" if single else "float64")
+
+
+@pytest.mark.parametrize("op", ["fft", "rfft", "irfft", "fft2", "irfftn", "ihfftn"])
+def test_an_empty_out_is_resized_silently_as_torch(op):
+    x = signal((3, 8), "complex64" if op in ("irfft", "irfftn") else "float32")
+    want = getattr(torch.fft, op)(torch.tensor(x))
+    out = kael.empty(0, dtype=getattr(kael, str(want.dtype).removeprefix("torch.")))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert getattr(kael.fft, op)(kael.tensor(x), out=out) is out
+    close(out, want)
+
+
+def test_an_out_holding_elements_of_another_shape_is_resized_with_torchs_warning():
+    x = signal((5,), "float32")
+    with pytest.warns(UserWarning, match="was resized"):
+        want = torch.fft.fft(torch.tensor(x), out=torch.empty(2, dtype=torch.complex64))
+    out = kael.empty(2, dtype=kael.complex64)
+    with pytest.warns(UserWarning, match="was resized"):
+        kael.fft.fft(kael.tensor(x), out=out)
+    close(out, want)
+
+
+def test_out_must_be_a_tensor():
+    with pytest.raises(kael.TypeError, match="out must be a Tensor"):
+        kael.fft.fft(kael.ones(4), out=np.zeros(4, dtype=np.complex64))
+
+
+# ---- several dims: no dims, s, the 2-d forms' dims ----------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["fftn", "ifftn", "fft2", "ifft2"])
+@pytest.mark.parametrize("dtype", ["complex64", "float32"])
+def test_a_complex_transform_over_no_dims_is_a_new_tensor_as_torch(op, dtype):
+    x = signal((2, 3), dtype)
+    k, t = kael.tensor(x), torch.tensor(x)
+    got, want = getattr(kael.fft, op)(k, dim=()), getattr(torch.fft, op)(t, dim=())
+    close(got, want)
+    got.mul_(10)
+    np.testing.assert_array_equal(k.numpy(), x)
+
+
+@pytest.mark.parametrize("op", ["fftn", "ifftn"])
+def test_a_complex_transform_of_a_0d_tensor_is_a_new_tensor_as_torch(op):
+    k = kael.tensor(2 + 1j)
+    got = getattr(kael.fft, op)(k)
+    close(got, getattr(torch.fft, op)(torch.tensor(2 + 1j)))
+    assert got is not k
+    got.mul_(10)
+    assert k.item() == 2 + 1j
+
+
+@pytest.mark.parametrize(
+    "op", ["rfftn", "irfftn", "rfft2", "irfft2", "hfftn", "ihfftn", "hfft2", "ihfft2"]
+)
+def test_a_real_transform_over_no_dims_is_refused_as_torch(op):
+    dtype = "float32" if op.startswith(("rfft", "ihfft")) else "complex64"
+    x = signal((3, 3), dtype)
+    with pytest.raises(RuntimeError, match="must transform at least one axis"):
+        getattr(torch.fft, op)(torch.tensor(x), dim=())
+    with pytest.raises(kael.ValueError, match=f"{op} must transform at least one axis"):
+        getattr(kael.fft, op)(kael.tensor(x), dim=())
+    if op.endswith("n"):  # the n-d forms' default dims of a 0-d input: none
+        with pytest.raises(RuntimeError, match="must transform at least one axis"):
+            getattr(torch.fft, op)(torch.tensor(x[0, 0]))
+        with pytest.raises(kael.ValueError, match="must transform at least one axis"):
+            getattr(kael.fft, op)(kael.tensor(x[0, 0]))
+
+
+@pytest.mark.parametrize(
+    "op, shape, s",
+    [
+        ("fftn", (3, 4), (-1, 8)), ("fftn", (3, 4), (-1, -1)), ("ifft2", (2, 3, 4), (5, -1)),
+        ("rfftn", (4, 5), (-1, -1)), ("rfft2", (4, 5), (3, -1)), ("irfftn", (4, 5), (4, -1)),
+        ("irfft2", (4, 5), (-1, 7)), ("hfftn", (4, 5), (-1, -1)), ("ihfft2", (4, 6), (-1, 5)),
+    ],
+)  # fmt: skip
+def test_an_s_entry_of_minus_one_keeps_that_dims_size_as_torch(op, shape, s):
+    complex_input = op.startswith(("irfft", "hfft")) or op in ("fftn", "ifft2")
+    x = signal(shape, "complex128" if complex_input else "float64")
+    close(getattr(kael.fft, op)(kael.tensor(x), s=s), getattr(torch.fft, op)(torch.tensor(x), s=s))
+
+
+@pytest.mark.parametrize("s", [(-2, 8), (0, 8)])
+def test_other_non_positive_s_entries_are_refused_as_torch(s):
+    with pytest.raises(RuntimeError, match=rf"Invalid number of data points \({s[0]}\)"):
+        torch.fft.fftn(torch.ones(3, 4), s=s)
+    with pytest.raises(kael.ValueError, match=rf"Invalid number of data points \({s[0]}\)"):
+        kael.fft.fftn(kael.ones(3, 4), s=s)
+
+
+@pytest.mark.parametrize(
+    "op, shape, s",
+    [
+        ("fft2", (3, 4), (5,)), ("ifft2", (3, 4), (2, 2, 2)), ("rfft2", (2, 3, 4), (2, 3, 6)),
+        ("irfft2", (3, 4), (4,)), ("hfft2", (3, 4), (4,)), ("ihfft2", (2, 3, 4), (1, 2, 3)),
+    ],
+)  # fmt: skip
+def test_the_2d_forms_take_the_last_two_dims_and_refuse_an_s_of_another_length(op, shape, s):
+    complex_input = op in ("fft2", "ifft2", "irfft2", "hfft2")
+    x = signal(shape, "complex64" if complex_input else "float32")
+    message = "dim and shape arguments must have the same length"
+    with pytest.raises(RuntimeError, match=message):
+        getattr(torch.fft, op)(torch.tensor(x), s=s)
+    with pytest.raises(kael.ValueError, match=message):
+        getattr(kael.fft, op)(kael.tensor(x), s=s)
+    x3 = signal((2, 3, 4), "complex64" if complex_input else "float32")  # dims (-2, -1)
+    close(getattr(kael.fft, op)(kael.tensor(x3)), getattr(torch.fft, op)(torch.tensor(x3)))
+
+
+@pytest.mark.parametrize("dim", [(0,), 0, (1, 0)])
+def test_the_2d_forms_take_any_dims_given_as_torch(dim):
+    x = signal((3, 4, 2), "complex128")
+    close(kael.fft.fft2(kael.tensor(x), dim=dim), torch.fft.fft2(torch.tensor(x), dim=dim))
+
+
+def test_the_2d_forms_refuse_dim_none_as_torch():
+    with pytest.raises(TypeError, match="argument 'dim' must be tuple of ints, not NoneType"):
+        torch.fft.fft2(torch.ones(2, 2), dim=None)
+    with pytest.raises(kael.TypeError, match="argument 'dim' must be tuple of ints"):
+        kael.fft.fft2(kael.ones(2, 2), dim=None)
+    assert kael.fft.fftn(kael.ones(2, 3), dim=None).shape == (2, 3)
+
+
+def test_an_s_longer_than_the_input_is_refused_as_torch():
+    with pytest.raises(RuntimeError, match="Got shape with 3 values but input tensor only has 2"):
+        torch.fft.fftn(torch.ones(2, 2), s=(2, 2, 2))
+    with pytest.raises(kael.ValueError, match="Got shape with 3 values but input tensor only"):
+        kael.fft.fftn(kael.ones(2, 2), s=(2, 2, 2))
+
+
+# ---- the Hermitian transforms over several dims -------------------------------------------------
+
+
+@pytest.mark.parametrize("norm", [None, "ortho", "forward"])
+@pytest.mark.parametrize(
+    "op, shape, kwargs",
+    [
+        ("hfft2", (4, 4), {}), ("hfft2", (2, 5, 6), {}), ("hfftn", (3, 4, 5), {}),
+        ("hfftn", (3, 4, 5), {"s": (6, 9)}), ("hfftn", (4, 5), {"dim": (1, 0)}),
+        ("hfft2", (5, 3), {"s": (4, 7)}), ("hfftn", (7,), {}),
+        ("ihfft2", (4, 4), {}), ("ihfft2", (2, 5, 7), {}), ("ihfftn", (3, 4, 5), {}),
+        ("ihfftn", (3, 4, 6), {"s": (5, 8)}), ("ihfftn", (4, 5), {"dim": (1, 0)}),
+        ("ihfft2", (6, 3), {"s": (2, 9)}), ("ihfftn", (7,), {}),
+    ],
+)  # fmt: skip
+def test_hermitian_multi_dim_transforms_match_torch(op, shape, kwargs, norm):
+    x = signal(shape, "complex128" if op.startswith("hfft") else "float64")
+    close(
+        getattr(kael.fft, op)(kael.tensor(x), norm=norm, **kwargs),
+        getattr(torch.fft, op)(torch.tensor(x), norm=norm, **kwargs),
+    )
+
+
+@pytest.mark.parametrize("op", ["hfft2", "hfftn", "ihfft2", "ihfftn"])
+def test_hermitian_multi_dim_transforms_match_torch_in_single_precision(op):
+    x = signal((3, 6, 10), "complex64" if op.startswith("hfft") else "float32")
+    close(getattr(kael.fft, op)(kael.tensor(x)), getattr(torch.fft, op)(torch.tensor(x)))
+
+
+def test_ihfftn_inverts_hfftn():
+    x = signal((4, 6), "float64")
+    back = kael.fft.hfftn(kael.fft.ihfftn(kael.tensor(x)), s=(4, 6))
+    np.testing.assert_allclose(back.numpy(), x, atol=1e-13)
+
+
+def test_ihfftn_refuses_a_complex_input_and_a_bad_norm():
+    with pytest.raises(RuntimeError):
+        torch.fft.ihfftn(torch.ones(4, 4, dtype=torch.complex64))
+    with pytest.raises(kael.TypeError, match="ihfftn expects a real input"):
+        kael.fft.ihfftn(kael.ones(4, 4, dtype=kael.complex64))
+    with pytest.raises(kael.ValueError, match='hfft2: Invalid normalization mode: "bad"'):
+        kael.fft.hfft2(kael.ones(4, 4), norm="bad")
+
+
+# ---- frequencies --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["fftfreq", "rfftfreq"])
+@pytest.mark.parametrize("dtype", ["int64", "int32", "bool", "uint8"])
+def test_the_frequencies_refuse_a_non_float_dtype_as_torch(op, dtype):
+    with pytest.raises(RuntimeError, match="requires a floating point or complex dtype"):
+        getattr(torch.fft, op)(4, dtype=getattr(torch, dtype))
+    with pytest.raises(kael.TypeError, match=f"{op} requires a floating point or complex dtype"):
+        getattr(kael.fft, op)(4, dtype=getattr(kael, dtype))
+
+
+@pytest.mark.parametrize("op", ["fftfreq", "rfftfreq"])
+@pytest.mark.parametrize("dtype", ["float64", "complex64"])
+def test_the_frequencies_take_a_float_or_complex_dtype(op, dtype):
+    want = getattr(torch.fft, op)(7, 0.5, dtype=torch.float64).to(getattr(torch, dtype))
+    close(getattr(kael.fft, op)(7, 0.5, dtype=getattr(kael, dtype)), want)

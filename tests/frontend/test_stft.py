@@ -111,3 +111,94 @@ def test_a_missing_window_warns_as_torch():
     with pytest.warns(UserWarning, match="A window was not provided"):
         kael.stft(kael.ones(100), 16, return_complex=True)
     assert kael.ones(100).stft(16, window=kael.ones(16), return_complex=True).shape == (9, 26)
+
+
+COMPLEX_SIGNAL = (SIGNAL[0] + 1j * SIGNAL[1]).astype(np.complex64)
+
+
+def _spectrum(L, signal, onesided=None):
+    """The stft of `signal` with a 16-point hann window and hop 4, as istft's input."""
+    window = L.hann_window(16)
+    return L.stft(L.tensor(signal), 16, 4, window=window, onesided=onesided, return_complex=True)
+
+
+def _refused(call, error, message):
+    """call(torch) raises, and call(kael) raises `error` (a kael.Error) matching message."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(RuntimeError):
+            call(torch)
+        with pytest.raises(error, match=message) as info:
+            call(kael)
+    assert isinstance(info.value, kael.Error)
+
+
+@pytest.mark.parametrize("complex_signal", [False, True])
+def test_istft_of_a_two_sided_spectrum_to_a_real_signal_irffts_its_half_as_torch(complex_signal):
+    signal = COMPLEX_SIGNAL if complex_signal else SIGNAL[0]
+
+    def run(L):
+        spec = _spectrum(L, signal, onesided=False)
+        return L.istft(spec, 16, 4, window=L.hann_window(16), onesided=False, length=300)
+
+    got, want = both(run)
+    close(got, want)
+    if not complex_signal:  # a real signal's spectrum is Hermitian: it comes back
+        np.testing.assert_allclose(got.numpy(), SIGNAL[0], atol=1e-5)
+
+
+def test_istft_to_a_complex_signal_of_a_two_sided_spectrum_matches_torch():
+    def run(L, window):
+        spec = _spectrum(L, COMPLEX_SIGNAL)
+        return L.istft(spec, 16, 4, window=window(L), return_complex=True, length=300)
+
+    close(*both(run, lambda L: L.hann_window(16)))
+    close(*both(run, lambda L: L.hann_window(16) * (1 + 0.5j)))
+
+
+@pytest.mark.parametrize("onesided", [None, True])
+def test_istft_to_a_complex_signal_refuses_a_onesided_spectrum_as_torch(onesided):
+    def call(L):
+        spec = _spectrum(L, SIGNAL[0])
+        return L.istft(
+            spec, 16, 4, window=L.hann_window(16), onesided=onesided, return_complex=True
+        )
+
+    _refused(call, kael.ValueError, "Cannot have onesided output if window or input is complex")
+
+
+@pytest.mark.parametrize("signal", [SIGNAL[0], COMPLEX_SIGNAL], ids=["onesided", "two_sided"])
+def test_istft_refuses_a_complex_window_for_a_real_signal_as_torch(signal):
+    def call(L):
+        window = L.hann_window(16) * (1 + 1j)
+        return L.istft(_spectrum(L, signal), 16, 4, window=window)
+
+    _refused(call, kael.TypeError, "Complex windows are incompatible with return_complex=False")
+
+
+def test_istft_refuses_a_spectrum_of_other_than_n_fft_bins_when_two_sided_as_torch():
+    def call(L):
+        return L.istft(_spectrum(L, SIGNAL[0]), 16, 4, window=L.hann_window(16), onesided=False)
+
+    _refused(call, kael.ValueError, "to match n_fft when onesided=False, but got 9")
+
+
+@pytest.mark.parametrize("length", [-1, 0])
+def test_istft_refuses_a_length_below_one_as_torch(length):
+    def call(L):
+        return L.istft(_spectrum(L, SIGNAL[0]), 16, 4, window=L.hann_window(16), length=length)
+
+    _refused(call, kael.ValueError, f"expected length > 0, but got length={length}")
+    close(
+        *both(lambda L: L.istft(_spectrum(L, SIGNAL[0]), 16, 4, window=L.hann_window(16), length=1))
+    )
+
+
+def test_istft_refuses_a_hop_longer_than_the_window_as_torch():
+    def call(L, hop):
+        spec = L.stft(L.tensor(SIGNAL[0]), 16, hop, window=L.ones(16), return_complex=True)
+        return L.istft(spec, 16, hop, window=L.ones(16), length=300)
+
+    _refused(lambda L: call(L, 17), kael.ValueError, "expected 0 < hop_length <= win_length")
+    got, want = both(call, 16)
+    close(got, want)

@@ -355,6 +355,30 @@ def test_an_output_that_varies_with_out_dim_none_is_refused_and_the_same_one_is_
     assert vmap(lambda x: a, out_dims=None)(a) is a
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_constant_output_holding_nan_with_out_dim_none_comes_back_as_torch(dtype):
+    (a,), (t,) = _both((4, 3))
+
+    def func(lib):
+        nan = lib.tensor([float("nan"), 1.0], dtype=getattr(lib, dtype))
+        return lambda x: (x, nan.clone())  # a new, equal tensor in every slice
+
+    want = torch.func.vmap(func(torch), out_dims=(0, None))(t)
+    got = vmap(func(kael), out_dims=(0, None))(a)
+    same(got, want)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[[-1.0], [4.0]], [[float("nan"), 1.0], [float("nan"), 2.0]]],
+    ids=["nan_in_one", "nan_in_both"],
+)
+def test_an_output_that_differs_beside_its_nans_with_out_dim_none_is_refused(values):
+    x = kael.tensor(values)
+    with pytest.raises(kael.ValueError, match="can not return a BatchedTensor when out_dim"):
+        vmap(lambda row: row.sqrt(), out_dims=None)(x)
+
+
 def test_a_non_int_chunk_size_is_a_type_error():
     with pytest.raises(kael.TypeError, match="chunk_size should be None or an int"):
         vmap(f, chunk_size=1.5)
