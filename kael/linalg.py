@@ -3,6 +3,7 @@ dense kernels (codegen/cpu/dense.py and the modules built on it); norms and prod
 kael's own reductions, matmul and elementwise ops."""
 
 from kael.frontend import autocast as _autocast
+from kael.frontend import eigen as _eigen
 from kael.frontend import factorizations as _factorizations
 from kael.frontend import ldl as _ldl
 from kael.frontend import linalg_extras as _linalg_extras
@@ -19,6 +20,7 @@ _FUNCTIONS = {
     **_factorizations.LINALG,
     **_orthogonal.LINALG,
     **_spectral.LINALG,
+    **_eigen.LINALG,
     **_singular.LINALG,
     **_matrix_norms.LINALG,
     **_products.LINALG,
