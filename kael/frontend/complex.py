@@ -264,7 +264,7 @@ def _launch_into(
         zero = Value(g.Const(compute, (), 0.0))
         values = [v for pair in formula_of(*args) for v in pair]
         roots = [g.Cast(compute, (), (zero if v is None else v).node) for v in values]
-        _ORDERS[key] = _input_order(roots)
+        _ORDERS[key] = formula.input_order(*roots)
         return f"complex_{name}", roots
 
     entry = eager.template(key, build)
@@ -275,21 +275,6 @@ def _launch_into(
 # Per kernel: which operand part each kernel input is (the scheduler numbers a graph's
 # inputs depth first as it meets them, outputs in order).
 _ORDERS: dict[tuple, tuple[int, ...]] = {}
-
-
-def _input_order(roots: list) -> tuple[int, ...]:
-    seen: set[int] = set()
-    order: list[int] = []
-    stack = list(reversed(roots))
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        if isinstance(n, g.Input):
-            order.append(int(n.name))
-        stack.extend(reversed(n.operands))
-    return tuple(order)
 
 
 # Arithmetic on parts where None is a known zero, so a real operand costs nothing extra.

@@ -152,7 +152,7 @@ def launch(
         ]
         scalars = [Value(g.Scalar(compute, (), p)) for p in params]
         result = g.Cast(target.dtype, (), formula(*leaves, *scalars).node)
-        _slots[template_key] = _input_order(result)
+        _slots[template_key] = input_order(result)
         return key[0], [result]
 
     entry = eager.template(template_key, build)
@@ -195,12 +195,12 @@ def _layouts_key(key: tuple, tensors: Sequence[Tensor], compute: DType, out) -> 
 _slots: dict[tuple, tuple[int, ...]] = {}
 
 
-def _input_order(root: g.Node) -> tuple[int, ...]:
+def input_order(*roots: g.Node) -> tuple[int, ...]:
     """The operands (Input nodes named by their position) in the scheduler's order: depth
-    first, operands left to right, each node once."""
+    first from each output in turn, operands left to right, each node once."""
     seen: set[int] = set()
     order: list[int] = []
-    stack = [root]
+    stack = list(reversed(roots))
     while stack:
         n = stack.pop()
         if id(n) in seen:
