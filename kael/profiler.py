@@ -306,14 +306,18 @@ class profile:  # noqa: N801 (PyTorch's name)
         event = FunctionEvent(
             name, kind, self._now(), None, threading.get_ident(), shapes, origin=self._origin
         )
+        self._attach(event)
+        self._stacks.open.append(event)
+        return event
+
+    def _attach(self, event: FunctionEvent) -> None:
+        """event as a child of this thread's innermost open range, else a top-level event."""
         stack = self._stacks.open
         if stack:
             stack[-1].children.append(event)
         else:
             with self._lock:
                 self._events.append(event)
-        stack.append(event)
-        return event
 
     def _close(self, event: FunctionEvent) -> None:
         event.end_us = self._now()
@@ -337,12 +341,7 @@ class profile:  # noqa: N801 (PyTorch's name)
             [list(launch.shape)] if launch.shape is not None else [], "cpu",
             bytes_moved=launch.bytes_moved,
         )  # fmt: skip
-        stack = self._stacks.open
-        if stack:
-            stack[-1].children.append(event)
-        else:
-            with self._lock:
-                self._events.append(event)
+        self._attach(event)
 
     # -- results --
 

@@ -27,10 +27,40 @@ def same(k, t) -> None:
         same(a, b)
 
 
+def same_tree(ours, theirs, leaf=same) -> None:
+    """Two results alike through dicts (the same keys, in order), lists and tuples (the same
+    types and lengths), `leaf` comparing each pair where either is a kael or torch tensor,
+    == every other pair."""
+    if isinstance(theirs, dict):
+        assert isinstance(ours, dict) and list(ours) == list(theirs)
+        for key in theirs:
+            same_tree(ours[key], theirs[key], leaf)
+    elif isinstance(theirs, tuple | list):
+        assert type(ours) is type(theirs) and len(ours) == len(theirs)
+        for a, b in zip(ours, theirs):
+            same_tree(a, b, leaf)
+    elif any(isinstance(x, kael.Tensor | torch.Tensor) for x in (ours, theirs)):
+        leaf(ours, theirs)
+    else:
+        assert ours == theirs
+
+
 def torch_pair(array, dtype=kael.float32):
     """`array` as a torch tensor of `dtype` and a kael tensor over a copy of its bytes."""
     t = torch.tensor(array).to(TORCH_DTYPES[dtype])
     return kael.from_dlpack(t.clone()), t
+
+
+def strided_views(k, t):
+    """The same five views of a kael [6, 4] matrix and its torch twin (pairs): transposed,
+    strided slices, one row expanded, 0-d and empty: the layouts an elementwise op must read."""
+    return [
+        (k.transpose(0, 1), t.T),
+        (k[1::2, ::3], t[1::2, ::3]),
+        (k[0].expand(3, 4), t[0].expand(3, 4)),
+        (k[2, 1], t[2, 1]),
+        (k[:0], t[:0]),
+    ]
 
 
 def close_to_torch(k, t, tol: float, equal_nan: bool = False) -> None:

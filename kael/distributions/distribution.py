@@ -14,7 +14,7 @@ import warnings
 
 import kael
 from kael.distributions import constraints
-from kael.distributions.utils import lazy_property
+from kael.distributions.utils import broadcast_all, lazy_property
 from kael.frontend.tensor import Tensor
 from kael.runtime.errors import NotImplementedError, ValueError
 
@@ -57,6 +57,14 @@ class Distribution:
             self._validate_args = validate_args
         if self._validate_args:
             self._check_parameters()
+
+    def _init_parameters(self, *values, validate_args: bool | None) -> None:
+        """The constructor of a family of elementwise parameters: `values` broadcast together
+        into the attributes `_batched` names (in order), the batch shape theirs."""
+        params = broadcast_all(*values)
+        for name, value in zip(self._batched, params, strict=True):
+            setattr(self, name, value)
+        Distribution.__init__(self, tuple(params[0].shape), validate_args=validate_args)
 
     def _check_parameters(self) -> None:
         try:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import kael
 from kael.distributions import constraints
 from kael.distributions.distribution import Distribution
-from kael.distributions.utils import broadcast_all
 from kael.frontend.tensor import Tensor
 
 __all__ = ["Exponential"]
@@ -20,8 +19,7 @@ class Exponential(Distribution):
     _batched = ("rate",)
 
     def __init__(self, rate, validate_args: bool | None = None) -> None:
-        (self.rate,) = broadcast_all(rate)
-        super().__init__(tuple(self.rate.shape), validate_args=validate_args)
+        self._init_parameters(rate, validate_args=validate_args)
 
     @property
     def mean(self) -> Tensor:

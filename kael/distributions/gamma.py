@@ -21,8 +21,7 @@ class Gamma(Distribution):
     _batched = ("concentration", "rate")
 
     def __init__(self, concentration, rate, validate_args: bool | None = None) -> None:
-        self.concentration, self.rate = broadcast_all(concentration, rate)
-        super().__init__(tuple(self.concentration.shape), validate_args=validate_args)
+        self._init_parameters(concentration, rate, validate_args=validate_args)
 
     @property
     def mean(self) -> Tensor:

@@ -11,7 +11,7 @@ import math
 import kael
 from kael.distributions import constraints
 from kael.distributions.distribution import Distribution
-from kael.distributions.utils import broadcast_all, filled
+from kael.distributions.utils import filled
 from kael.frontend.tensor import Tensor
 
 __all__ = ["Cauchy", "Gumbel", "Laplace", "LocationScale"]
@@ -29,8 +29,7 @@ class LocationScale(Distribution):
     _batched = ("loc", "scale")
 
     def __init__(self, loc, scale, validate_args: bool | None = None) -> None:
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(tuple(self.loc.shape), validate_args=validate_args)
+        self._init_parameters(loc, scale, validate_args=validate_args)
 
     def _noise(self, shape: kael.Size) -> Tensor:
         """Standard draws (loc 0, scale 1) of `shape`, in the parameters' dtype."""

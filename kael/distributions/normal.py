@@ -14,7 +14,7 @@ import kael
 from kael.distributions import constraints
 from kael.distributions.distribution import Distribution
 from kael.distributions.location_scale import LocationScale
-from kael.distributions.utils import broadcast_all, standard_normal
+from kael.distributions.utils import standard_normal
 from kael.frontend.tensor import Tensor
 
 __all__ = ["HalfNormal", "LogNormal", "Normal"]
@@ -120,8 +120,7 @@ class HalfNormal(Distribution):
     _batched = ("scale",)
 
     def __init__(self, scale, validate_args: bool | None = None) -> None:
-        (self.scale,) = broadcast_all(scale)
-        super().__init__(tuple(self.scale.shape), validate_args=validate_args)
+        self._init_parameters(scale, validate_args=validate_args)
 
     def rsample(self, sample_shape: tuple[int, ...] = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)

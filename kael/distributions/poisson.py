@@ -20,8 +20,7 @@ class Poisson(Distribution):
     _batched = ("rate",)
 
     def __init__(self, rate, validate_args: bool | None = None) -> None:
-        (self.rate,) = broadcast_all(rate)
-        super().__init__(tuple(self.rate.shape), validate_args=validate_args)
+        self._init_parameters(rate, validate_args=validate_args)
 
     @property
     def mean(self) -> Tensor:

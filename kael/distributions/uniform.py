@@ -7,7 +7,6 @@ import math
 import kael
 from kael.distributions import constraints
 from kael.distributions.distribution import Distribution
-from kael.distributions.utils import broadcast_all
 from kael.frontend.tensor import Tensor
 
 __all__ = ["Uniform"]
@@ -20,8 +19,7 @@ class Uniform(Distribution):
     _batched = ("low", "high")
 
     def __init__(self, low, high, validate_args: bool | None = None) -> None:
-        self.low, self.high = broadcast_all(low, high)
-        super().__init__(tuple(self.low.shape), validate_args=validate_args)
+        self._init_parameters(low, high, validate_args=validate_args)
 
     @property
     def arg_constraints(self) -> dict[str, constraints.Constraint]:

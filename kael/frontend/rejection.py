@@ -10,6 +10,7 @@ thread count nor the device. Values match PyTorch's distributions, not its draws
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from kael.frontend import eager, factories, tracing, views
 from kael.frontend.elementwise import broadcast_shapes
@@ -69,6 +70,45 @@ def _log_factorial(k: g.Node) -> g.Node:
     return value
 
 
+def _first_accepted(
+    attempt: Callable[[g.Node, g.Node, g.Node, g.Node], tuple[g.Node, g.Node]],
+) -> g.Node:
+    """Hörmann's transformed rejection (PTRS, BTRS) over blocks 1.._POISSON_TRIES: each
+    block's u uniform on [-1/2, 1/2), v on [0, 1), us = 1/2 - |u| and us kept from 0
+    (`guard`) go to attempt(u, v, us, guard) -> (accepted, candidate); the first accepted
+    candidate wins (the last candidate when none is)."""
+    result: g.Node | None = None
+    for index in range(_POISSON_TRIES, 0, -1):  # built last first: the first wins
+        lo, hi = _block_at(index)
+        u = _op("sub", _unit(lo), _f(0.5))
+        v = _unit(hi)
+        us = _op("sub", _f(0.5), g.Unary(float64, (), "abs", u))
+        accepted, candidate = attempt(u, v, us, _op("max", us, _f(1e-300)))
+        result = candidate if result is None else g.Where(float64, (), accepted, candidate, result)
+    assert result is not None
+    return result
+
+
+def _launch(
+    op: str,
+    key: tuple,
+    build: Callable[[], g.Node],
+    out: Tensor,
+    ins: list[Tensor],
+    blocks: int,
+    generator,
+) -> bool:
+    """build()'s kernel over `out` and `ins` (contiguous, out's shape), each element owning
+    `blocks` Philox blocks reserved from `generator`; whether its flag fired."""
+    n = out.numel()
+    seed, offset = tracing.reserve(n * blocks, generator)
+    if n == 0:
+        return False
+    flat = [views.derive(t._impl, (n,), (1,), t._impl.offset) for t in (out, *ins)]
+    entry = eager.template(key, lambda: (op, [build()]))
+    return eager.run(entry, flat[:1], flat[1:], {"seed": seed, "offset": offset})
+
+
 def _poisson_small(lam: g.Node) -> g.Node:
     """Inversion: the count of k with P(X <= k) <= u, over _POISSON_TERMS terms."""
     u = _unit(_block_at(0)[0])
@@ -93,13 +133,8 @@ def _poisson_large(lam: g.Node) -> g.Node:
     invalpha = _op("add", _f(1.1239), _op("div", _f(1.1328), _op("sub", b, _f(3.4))))
     vr = _op("sub", _f(0.9277), _op("div", _f(3.6224), _op("sub", b, _f(2.0))))
     log_invalpha = g.Unary(float64, (), "log", invalpha)
-    result: g.Node | None = None
-    for attempt in range(_POISSON_TRIES, 0, -1):  # built last first: the first wins
-        lo, hi = _block_at(attempt)
-        u = _op("sub", _unit(lo), _f(0.5))
-        v = _unit(hi)
-        us = _op("sub", _f(0.5), g.Unary(float64, (), "abs", u))
-        guard = _op("max", us, _f(1e-300))
+
+    def attempt(u: g.Node, v: g.Node, us: g.Node, guard: g.Node) -> tuple[g.Node, g.Node]:
         spread = _op("add", _op("div", _op("mul", _f(2.0), a), guard), b)
         k = g.Unary(
             float64, (), "floor", _op("add", _op("add", _op("mul", spread, u), safe), _f(0.43))
@@ -125,10 +160,9 @@ def _poisson_large(lam: g.Node) -> g.Node:
         )
         rhs = _op("sub", _op("sub", _op("mul", kk, loglam), safe), _log_factorial(kk))
         slow = g.Binary(bool_, (), "and", g.Unary(bool_, (), "not", refused), _op("le", lhs, rhs))
-        accepted = g.Binary(bool_, (), "or", quick, slow)
-        result = kk if result is None else g.Where(float64, (), accepted, kk, result)
-    assert result is not None
-    return result
+        return g.Binary(bool_, (), "or", quick, slow), kk
+
+    return _first_accepted(attempt)
 
 
 def poisson(input, generator=None) -> Tensor:
@@ -154,13 +188,7 @@ def poisson(input, generator=None) -> Tensor:
         value = g.Where(float64, (), bad, _f(0.0), value)
         return g.Cast(dt, (), value) if dt is not float64 else value
 
-    n = out.numel()
-    seed, offset = tracing.reserve(n * _POISSON_BLOCKS, gen)
-    if n == 0:
-        return out
-    flat = [views.derive(t._impl, (n,), (1,), t._impl.offset) for t in (out, rates)]
-    entry = eager.template(("random", "poisson", dt), lambda: ("poisson", [build()]))
-    if eager.run(entry, flat[:1], flat[1:], {"seed": seed, "offset": offset}):
+    if _launch("poisson", ("random", "poisson", dt), build, out, [rates], _POISSON_BLOCKS, gen):
         raise ValueError("invalid Poisson rate, expected rate to be non-negative")
     return out
 
@@ -232,13 +260,8 @@ def _binomial_large(n: g.Node, q: g.Node) -> g.Node:
         ),
         _op("add", _stirling_tail(m), _stirling_tail(_op("sub", n, m))),
     )
-    result: g.Node | None = None
-    for attempt in range(_POISSON_TRIES, 0, -1):  # built last first: the first wins
-        lo, hi = _block_at(attempt)
-        u = _op("sub", _unit(lo), _f(0.5))
-        v = _unit(hi)
-        us = _op("sub", _f(0.5), g.Unary(float64, (), "abs", u))
-        guard = _op("max", us, _f(1e-300))
+
+    def attempt(u: g.Node, v: g.Node, us: g.Node, guard: g.Node) -> tuple[g.Node, g.Node]:
         k = g.Unary(
             float64,
             (),
@@ -268,9 +291,9 @@ def _binomial_large(n: g.Node, q: g.Node) -> g.Node:
         accepted = g.Binary(
             bool_, (), "and", inside, g.Binary(bool_, (), "or", quick, _op("le", lhs, bound))
         )
-        result = kk if result is None else g.Where(float64, (), accepted, kk, result)
-    assert result is not None
-    return result
+        return accepted, kk
+
+    return _first_accepted(attempt)
 
 
 def _binomial_value(count: g.Node, prob: g.Node) -> g.Node:
@@ -319,12 +342,7 @@ def binomial(count, prob, generator=None) -> Tensor:
         count_in, prob_in = (g.Cast(float64, (), g.Input(dt, (), name)) for name in ("n", "p"))
         return g.Cast(dt, (), _binomial_value(count_in, prob_in))
 
-    n = out.numel()
-    seed, offset = tracing.reserve(n * _POISSON_BLOCKS, gen)
-    if n:
-        flat = [views.derive(t._impl, (n,), (1,), t._impl.offset) for t in (out, *ins)]
-        entry = eager.template(("random", "binomial", dt), lambda: ("binomial", [build()]))
-        eager.run(entry, flat[:1], flat[1:], {"seed": seed, "offset": offset})
+    _launch("binomial", ("random", "binomial", dt), build, out, ins, _POISSON_BLOCKS, gen)
     return out
 
 
@@ -401,10 +419,6 @@ def _gamma_into(alpha: Tensor, out: Tensor, generator) -> None:
     """Fill `out` (new, contiguous, alpha's shape) with Gamma(alpha, 1) draws at least the
     smallest normal number of out's dtype (PyTorch's clamp: alpha <= 0 or NaN gives it)."""
     dt = out.dtype
-    n = out.numel()
-    seed, offset = tracing.reserve(n * _GAMMA_BLOCKS, generator)
-    if n == 0:
-        return
 
     def build() -> g.Node:
         raw = g.Input(alpha.dtype, (), "alpha")
@@ -414,10 +428,8 @@ def _gamma_into(alpha: Tensor, out: Tensor, generator) -> None:
         value = g.Cast(dt, (), value) if dt is not float64 else value
         return _op("max", value, _const(dt, float(finfo(dt).tiny)))
 
-    flat = [views.derive(t._impl, (n,), (1,), t._impl.offset) for t in (out, alpha)]
     key = ("random", "gamma", alpha.dtype, dt)
-    entry = eager.template(key, lambda: ("standard_gamma", [build()]))
-    eager.run(entry, flat[:1], flat[1:], {"seed": seed, "offset": offset})
+    _launch("standard_gamma", key, build, out, [alpha], _GAMMA_BLOCKS, generator)
 
 
 def _standard_gamma(input, generator=None) -> Tensor:

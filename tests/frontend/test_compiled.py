@@ -9,6 +9,7 @@ import sys
 import warnings
 
 import pytest
+from parity_helpers import same_tree
 
 import kael
 from kael.codegen.cpu import compiler
@@ -24,21 +25,15 @@ def _clones(args):
     return pytree.unflatten(tree, [a.clone() if isinstance(a, kael.Tensor) else a for a in leaves])
 
 
+def _same_tensor(a, b) -> None:
+    assert isinstance(a, kael.Tensor) and isinstance(b, kael.Tensor)
+    assert a.shape == b.shape and a.dtype == b.dtype
+    assert kael.equal(a, b) or kael.allclose(a, b, equal_nan=True, rtol=0, atol=0)
+
+
 def _same(a, b) -> None:
-    if isinstance(a, kael.Tensor):
-        assert isinstance(b, kael.Tensor)
-        assert a.shape == b.shape and a.dtype == b.dtype
-        assert kael.equal(a, b) or kael.allclose(a, b, equal_nan=True, rtol=0, atol=0)
-    elif isinstance(a, dict):
-        assert a.keys() == b.keys()
-        for k in a:
-            _same(a[k], b[k])
-    elif isinstance(a, tuple | list):
-        assert type(a) is type(b) and len(a) == len(b)
-        for x, y in zip(a, b):
-            _same(x, y)
-    else:
-        assert a == b
+    """Two kael results identical, tensor for tensor (NaN equal to NaN)."""
+    same_tree(a, b, _same_tensor)
 
 
 def agree(fn, *args, calls: int = 3):

@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 import torch
-from parity_helpers import same
+from parity_helpers import same, same_tree
 
 import kael
 from kael.func import vmap
@@ -36,27 +36,12 @@ def _convert(tree, to):
     return tree
 
 
-def _same_tree(ours, theirs):
-    if isinstance(theirs, dict):
-        assert isinstance(ours, dict) and list(ours) == list(theirs)
-        for key in theirs:
-            _same_tree(ours[key], theirs[key])
-    elif isinstance(theirs, tuple | list):
-        assert type(ours) is type(theirs) and len(ours) == len(theirs)
-        for a, b in zip(ours, theirs):
-            _same_tree(a, b)
-    elif isinstance(theirs, torch.Tensor):
-        same(ours, theirs)
-    else:
-        assert ours == theirs
-
-
 def _matches_torch(func, args, kwargs=None, **options):
     """vmap(func, **options) over `args` (numpy arrays in a tree) agrees with torch's."""
     arrays = _convert(args, lambda a: a)
     ours = vmap(func, **options)(*_convert(arrays, kael.tensor), **(kwargs or {}))
     theirs = torch.func.vmap(func, **options)(*_convert(arrays, torch.tensor), **(kwargs or {}))
-    _same_tree(ours, theirs)
+    same_tree(ours, theirs)
     return ours
 
 
@@ -183,7 +168,7 @@ def test_an_output_with_out_dim_none_equal_in_every_slice_comes_back_once(chunk_
     mapped = vmap(lambda x, y: (x, y * 2), (0, None), (0, None), chunk_size=chunk_size)
     got = mapped(a, y_k)
     want = torch.func.vmap(lambda x, y: (x, y * 2), in_dims=(0, None), out_dims=(0, None))(t, y_t)
-    _same_tree(got, want)
+    same_tree(got, want)
 
 
 # ---- randomness -----------------------------------------------------------------------------
