@@ -22,6 +22,15 @@ ALIASES = {
 OWN = [
     "i0e", "i1", "i1e", "ndtr", "log_ndtr", "ndtri", "erfcx", "entr", "xlog1py", "zeta",
     "multigammaln",
+    # the Bessel and Airy functions (frontend/bessel.py)
+    "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0",
+    "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
+    "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "spherical_bessel_j0", "airy_ai",
+    # the orthogonal polynomials (frontend/orthogonal_polynomials.py)
+    "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+    "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+    "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
+    "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p",
 ]  # fmt: skip
 RNG = np.random.default_rng(17)
 
