@@ -67,6 +67,13 @@ def _build(kind: str, length: int, inverse: bool, dtype: DType, device) -> Tenso
         return _phases(length, length, length, inverse, dtype, device)
     if kind == "dft_real":  # the DFT matrix's real form: a row of pairs times it, one product
         return cx.real_form(_table("dft", length, inverse, dtype, device))
+    if kind == "bluestein":  # the transform of the conjugate chirp, wrapped to length M
+        chirp = _table("chirp", length, inverse, dtype, device)
+        size = 1 << (2 * length - 2).bit_length()
+        kernel = factories.zeros(size, dtype=dtype, device=device)
+        kernel[:length] = chirp.conj()
+        kernel[size - length + 1 :] = chirp[1:].conj().flip(0)
+        return _transform(kernel, False)
     if kind == "rfft":  # exp(-2 pi i k / length), k <= length / 2: untangling pairs
         k = factories.arange(length // 2 + 1, dtype=int64, device=device)
         return _circle((2 * k).to(float64), length, inverse, dtype)
@@ -133,11 +140,8 @@ def _bluestein(x: Tensor, inverse: bool) -> Tensor:
     n = x.shape[-1]
     size = 1 << (2 * n - 2).bit_length()
     chirp = _table("chirp", n, inverse, x.dtype, x.device)
-    a = _resized(x * chirp, size)
-    b = _empty(x, (size,)).fill_(0)
-    b[:n] = chirp.conj()
-    b[size - n + 1 :] = chirp[1:].conj().flip(0)
-    spectrum = _transform(a, False) * _transform(b, False)
+    spectrum = _transform(_resized(x * chirp, size), False)
+    spectrum *= _table("bluestein", n, inverse, x.dtype, x.device)
     conv = _transform(spectrum, True)[..., :n] / size
     return chirp * conv
 
