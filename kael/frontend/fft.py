@@ -74,6 +74,9 @@ def _build(kind: str, length: int, inverse: bool, dtype: DType, device) -> Tenso
         kernel[:length] = chirp.conj()
         kernel[size - length + 1 :] = chirp[1:].conj().flip(0)
         return _transform(kernel, False)
+    if kind == "irfft":  # exp(+2 pi i k / length), k < length / 2: tangling pairs back
+        k = factories.arange(length // 2, dtype=int64, device=device)
+        return _circle((2 * k).to(float64), length, True, dtype)
     if kind == "rfft":  # exp(-2 pi i k / length), k <= length / 2: untangling pairs
         k = factories.arange(length // 2 + 1, dtype=int64, device=device)
         return _circle((2 * k).to(float64), length, inverse, dtype)
@@ -320,6 +323,34 @@ def _hermitian(t: Tensor, length: int) -> Tensor:
     return cat([head, tail], -1)
 
 
+def _real_signal(t: Tensor, length: int) -> Tensor:
+    """The unnormalized inverse DFT (times `length`) of the Hermitian spectrum whose first
+    half is t, a real signal of `length`. An even length inverts rfft's untangling: with
+    m = length / 2, A_k = X_k and B_k = conj(X_(m - k)), the pairs' spectrum is
+    Z_k = (A + B) / 2 + i w_k^-1 (A - B) / 2, one complex transform of m points; the DC
+    and Nyquist terms' imaginary parts are ignored (as PyTorch's c2r transforms)."""
+    if length % 2:
+        return cx.real(_transform(_hermitian(t, length), True)).contiguous()
+    half = length // 2
+    spectrum = _resized(t, half + 1).clone()
+    edges = cx.imag(spectrum)
+    edges[..., 0] = 0.0
+    edges[..., half] = 0.0
+    a = spectrum[..., :half]
+    b = spectrum[..., 1:].flip(-1)  # X_(m - k), k < m; conjugated in the formula
+    w = _table("irfft", length, False, t.dtype, t.device)
+
+    def tangle(ar, ai, br, bi, wr, wi):
+        er, ei = (ar + br) * 0.5, (ai - bi) * 0.5  # (A + conj B') / 2
+        dr, di = (ar - br) * 0.5, (ai + bi) * 0.5  # (A - conj B') / 2
+        orr, oi = dr * wr - di * wi, dr * wi + di * wr  # times the table, w_k^-1 ...
+        return er - oi, ei + orr  # ... then E + i O
+
+    pairs = cx.elementwise("irfft_tangle", [a, b, w], t.dtype, tangle, a.shape, t.device)
+    z = _transform(pairs, True)
+    return cx.view_as_real(z).reshape(*z.shape[:-1], length).mul_(2.0)
+
+
 def irfft(input, n=None, dim=-1, norm=None, *, out=None) -> Tensor:
     """torch.fft.irfft: the real signal of length n (default 2 (m - 1)) whose half spectrum
     (m entries along dim) is input; the imaginary parts of the DC and Nyquist terms are
@@ -330,8 +361,7 @@ def irfft(input, n=None, dim=-1, norm=None, *, out=None) -> Tensor:
     mode = _norm_arg(norm, "irfft")
 
     def signal(t: Tensor) -> Tensor:
-        full = _transform(_hermitian(t, length), True)
-        return _scale(cx.real(full).contiguous(), mode, length, True)
+        return _scale(_real_signal(t, length), mode, length, True)
 
     return _written(_along(x, d, signal), out, "irfft")
 
@@ -345,8 +375,7 @@ def hfft(input, n=None, dim=-1, norm=None, *, out=None) -> Tensor:
     mode = _norm_arg(norm, "hfft")
 
     def signal(t: Tensor) -> Tensor:
-        full = _transform(_hermitian(t.conj(), length), True)
-        return _scale(cx.real(full).contiguous(), mode, length, False)
+        return _scale(_real_signal(t.conj(), length), mode, length, False)
 
     return _written(_along(x, d, signal), out, "hfft")
 
