@@ -2,8 +2,10 @@
 precision (matmuls, convolutions, attention, the recurrent layers) take their floating
 inputs in `dtype`, and the ops it keeps in float32 (losses, pooling and padding of volumes,
 linear algebra, quantile, cdist, ...) take float16/bfloat16 inputs as float32. The rest
-run as they are. The tables are PyTorch's CPU tables, used for cuda tensors too (PyTorch's
-CUDA tables also keep exp, log, softmax, sum and the norms in float32: not yet here);
+run as they are. Each device type has PyTorch's own table: TABLES for CPU tensors,
+CUDA_TABLES for cuda ones (its lists in ATen/autocast_mode.h: also exp, log, pow, softmax,
+sum, the norms, layer_norm and interpolation in float32; the "promote" ops already promote
+in kael; binary_cross_entropy, which torch refuses under CUDA autocast, is left as is);
 the default dtype is bfloat16 on the CPU and float16 on CUDA; float64 is never cast.
 
 The state is per thread, as PyTorch's. Each op named in a table is wrapped once where it
@@ -113,6 +115,74 @@ TABLES: dict[str, dict[str, str]] = {
     },
 }
 
+# PyTorch's CUDA table (AT_FORALL_LOWER_PRECISION_FP, AT_FORALL_FP32 and, run in float32
+# too, AT_FORALL_FP32_SET_OPT_DTYPE), by where kael publishes each op.
+_CUDA_LOWER = (*_MATMULS, "mv", "addmv", "addr", "chain_matmul", *_CONVS, "conv_tbc", "prelu")
+_CUDA_MATH = (
+    "acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p",
+    "reciprocal", "rsqrt", "sinh", "tan", "pow", "logsumexp", "dist", "renorm", "prod",
+    "cumsum", "cumprod", "sum", "softmax", "log_softmax",
+)  # fmt: skip
+_CUDA_LOSSES = tuple(n for n in _LOSSES if n not in ("binary_cross_entropy", "ctc_loss"))
+# the losses torch also publishes as torch.NAME
+_TOP_LEVEL_LOSSES = (
+    "cross_entropy", "kl_div", "binary_cross_entropy_with_logits", "margin_ranking_loss",
+    "triplet_margin_loss", "cosine_embedding_loss", "hinge_embedding_loss", "poisson_nll_loss",
+)  # fmt: skip
+_CUDA_FUNCTIONAL_FP32 = (
+    *_CUDA_LOSSES, "softplus", "layer_norm", "rms_norm", "group_norm", "cosine_similarity",
+    "pdist", "softmax", "log_softmax", "interpolate", "upsample", "upsample_nearest",
+    "upsample_bilinear",
+)  # fmt: skip
+CUDA_TABLES: dict[str, dict[str, str]] = {
+    "kael": {
+        **dict.fromkeys(_CUDA_LOWER, LOWER),
+        **dict.fromkeys(
+            (*_CUDA_MATH, *_TOP_LEVEL_LOSSES, "cosine_similarity", "pdist", "cdist"), FLOAT32
+        ),
+    },
+    "functional": {
+        **dict.fromkeys(
+            (
+                *_CONVS,
+                "linear",
+                "prelu",
+                "scaled_dot_product_attention",
+                "multi_head_attention_forward",
+            ),
+            LOWER,
+        ),  # fmt: skip
+        **dict.fromkeys(_CUDA_FUNCTIONAL_FP32, FLOAT32),
+    },
+    "linalg": {
+        **dict.fromkeys(("matmul", "vecdot", "multi_dot"), LOWER),
+        **dict.fromkeys(("vector_norm", "matrix_norm"), FLOAT32),
+    },
+    "recurrent": dict.fromkeys(
+        (*_RECURRENT, "lstm_cell", "gru_cell", "gru", "rnn_tanh_cell", "rnn_relu_cell"), LOWER
+    ),
+    "Tensor": {
+        **dict.fromkeys(
+            (
+                "matmul",
+                "mm",
+                "bmm",
+                "addmm",
+                "baddbmm",
+                "addbmm",
+                "__matmul__",
+                "__rmatmul__",
+                "prelu",
+                "mv",
+                "addmv",
+                "addr",
+            ),
+            LOWER,
+        ),  # fmt: skip
+        **dict.fromkeys((*_CUDA_MATH, "__pow__", "__rpow__", "norm"), FLOAT32),
+    },
+}
+
 DEFAULT_DTYPES = {"cpu": bfloat16, "cuda": float16}
 _LOWER_DTYPES = (float16, bfloat16)
 
@@ -150,6 +220,8 @@ def get_autocast_dtype(device_type: str) -> DType:
 def set_autocast_enabled(device_type: str, enabled: bool) -> None:
     """Turn autocast on or off for a device type in this thread (what autocast's block does)."""
     kind = _device_type(device_type)
+    if kind == "cuda" and enabled and _pending:
+        _install_cuda_only()
     was = any(_state.enabled.values())
     _state.enabled[kind] = bool(enabled)
     now = any(_state.enabled.values())
@@ -236,19 +308,21 @@ def for_device(device_type: str, default_dtype: DType) -> type:
     return DeviceAutocast
 
 
-def _cast(value, policy: str):
-    """value with its eligible tensors cast (lists and tuples of tensors too)."""
+def _cast(value, policies: dict[str, str]):
+    """value with its eligible tensors cast by their device type's policy (lists and tuples
+    of tensors too)."""
     if isinstance(value, Tensor):
         dtype = value.dtype
         if not dtype.is_floating_point or dtype is float64:
             return value
         kind = value.device.type
-        if not _state.enabled.get(kind):
+        policy = policies.get(kind)
+        if policy is None or not _state.enabled.get(kind):
             return value
         target = _state.dtype[kind] if policy == LOWER else float32
         return value if dtype is target else value.to(target)
     if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):
-        return type(value)(_cast(v, policy) for v in value)
+        return type(value)(_cast(v, policies) for v in value)
     return value
 
 
@@ -257,8 +331,9 @@ def _cast(value, policy: str):
 _wrappers: dict[int, tuple[Callable, Callable]] = {}
 
 
-def wrap(fn: Callable, policy: str) -> Callable:
-    """fn with its tensor arguments cast by `policy` while autocast is on in this thread."""
+def wrap(fn: Callable, policies: dict[str, str]) -> Callable:
+    """fn with its tensor arguments cast by their device type's policy (`policies`: "cpu"
+    and/or "cuda" -> LOWER or FLOAT32) while autocast is on in this thread."""
     if getattr(fn, "_autocast", None) is not None:
         return fn
     known = _wrappers.get(id(fn))
@@ -267,13 +342,15 @@ def wrap(fn: Callable, policy: str) -> Callable:
 
     @functools.wraps(fn)
     def op(*args, **kwargs):
+        if not ACTIVE[0]:  # no thread has autocast on: one global read
+            return fn(*args, **kwargs)
         enabled = _state.enabled
-        if not ACTIVE[0] or not (enabled["cpu"] or enabled["cuda"]):
+        if not (enabled["cpu"] or enabled["cuda"]):
             return fn(*args, **kwargs)
         if kwargs.get("out") is not None:  # torch's out= forms are not autocast
             return fn(*args, **kwargs)
-        args = tuple(_cast(a, policy) for a in args)
-        kwargs = {k: _cast(v, policy) for k, v in kwargs.items()}
+        args = tuple(_cast(a, policies) for a in args)
+        kwargs = {k: _cast(v, policies) for k, v in kwargs.items()}
         saved = dict(enabled)
         enabled["cpu"] = enabled["cuda"] = False  # inside, the op runs as its kernel would
         try:
@@ -281,21 +358,51 @@ def wrap(fn: Callable, policy: str) -> Callable:
         finally:
             enabled.update(saved)
 
-    op._autocast = policy
+    op._autocast = policies
     _wrappers[id(fn)] = (fn, op)
     return op
 
 
-def install(namespace: dict, table: str) -> None:
-    """Wrap the table's ops found in a module's namespace (kael's, kael.nn.functional's,
-    kael.linalg's) in place."""
-    for name, policy in TABLES[table].items():
-        if name in namespace:
-            namespace[name] = wrap(namespace[name], policy)
+def policies(table: str, name: str) -> dict[str, str]:
+    """The op's policy per device type in a table (CPU's and CUDA's), empty where neither
+    names it."""
+    found = {"cpu": TABLES[table].get(name), "cuda": CUDA_TABLES[table].get(name)}
+    return {kind: policy for kind, policy in found.items() if policy is not None}
+
+
+# The namespaces whose CUDA-only ops (exp, sum, softmax, ... : in CUDA_TABLES but not in
+# TABLES) are wrapped at the first autocast("cuda") rather than at import, so that programs
+# that never use it keep those hot ops' calls free of the wrapper's frame.
+_pending: list[tuple[object, str]] = []
+
+
+def _swap(where, name: str, table: str) -> None:
+    """Wrap where.name (a module's namespace dict, or a class's method) in place."""
+    if isinstance(where, dict):
+        if name in where:
+            where[name] = wrap(where[name], policies(table, name))
+    elif hasattr(where, name):
+        setattr(where, name, wrap(getattr(where, name), policies(table, name)))
+
+
+def install(namespace: dict | type, table: str) -> None:
+    """Wrap the CPU table's ops found in a module's namespace (kael's, kael.nn.functional's,
+    kael.linalg's) in place, each with its CUDA policy too; the CUDA-only ones later."""
+    for name in TABLES[table]:
+        _swap(namespace, name, table)
+    _pending.append((namespace, table))
 
 
 def install_methods(cls: type) -> None:
-    """Wrap Tensor's methods named in the "Tensor" table."""
-    for name, policy in TABLES["Tensor"].items():
-        if hasattr(cls, name):
-            setattr(cls, name, wrap(getattr(cls, name), policy))
+    """Wrap Tensor's methods named in the "Tensor" tables (the CUDA-only ones later)."""
+    install(cls, "Tensor")
+
+
+def _install_cuda_only() -> None:
+    """Wrap the ops only CUDA's table names, in every installed namespace (once)."""
+    with _count_lock:
+        for where, table in _pending:
+            for name in CUDA_TABLES[table]:
+                if name not in TABLES[table]:
+                    _swap(where, name, table)
+        _pending.clear()

@@ -186,3 +186,67 @@ def test_a_recompile_for_autocast_says_so():
     with kael.autocast("cpu"):
         f(x)
     assert f.cache_info().recompiles == ["the autocast changed (now (('cpu', kael.bfloat16),))"]
+
+
+# ---- CUDA's own table (ATen/autocast_mode.h's lists), on cuda tensors --------------------------
+
+F = kael.nn.functional
+SMALL = X[:2, :3]
+
+
+def _cuda(a, dtype):
+    return kael.tensor(a).to(getattr(kael, dtype)).to("cuda")
+
+
+CUDA_CALLS = {  # name -> (call on cuda tensors of dtype d, the dtype torch's CUDA table gives)
+    "exp": (lambda d: kael.exp(_cuda(SMALL, d)), "float32"),
+    "log_method": (lambda d: _cuda(SMALL, d).abs().log(), "float32"),
+    "pow_operator": (lambda d: _cuda(SMALL, d) ** 2, "float32"),
+    "sum": (lambda d: _cuda(SMALL, d).sum(), "float32"),
+    "softmax": (lambda d: F.softmax(_cuda(SMALL, d), -1), "float32"),
+    "layer_norm": (lambda d: F.layer_norm(_cuda(SMALL, d), (3,)), "float32"),
+    "mse_loss": (lambda d: F.mse_loss(_cuda(SMALL, d), _cuda(SMALL, d)), "float32"),
+    "vector_norm": (lambda d: kael.linalg.vector_norm(_cuda(SMALL, d)), "float32"),
+    "interpolate": (lambda d: F.interpolate(_cuda(IMG[..., :2, :2], d), scale_factor=2), "float32"),
+    "matmul": (lambda d: _cuda(SMALL, d) @ _cuda(SMALL.T, d), "float16"),
+    "linear": (lambda d: F.linear(_cuda(SMALL, d), _cuda(SMALL, d)), "float16"),
+    "mv": (lambda d: kael.mv(_cuda(SMALL, d), _cuda(SMALL[0], d)), "float16"),
+    "relu (not listed)": (lambda d: kael.relu(_cuda(SMALL, d)), None),
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(CUDA_CALLS))
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_cuda_tensors_take_the_cuda_table(name, dtype):
+    call, want = CUDA_CALLS[name]
+    with kael.autocast("cuda"):
+        got = call(dtype)
+    assert str(got.dtype) == (want or dtype) and got.device.type == "cuda"
+
+
+@pytest.mark.gpu
+def test_each_device_type_keeps_its_own_table_and_switch():
+    half_host = kael.tensor(SMALL).half()
+    with kael.autocast("cuda"):  # CPU tensors: autocast is off for them
+        assert kael.exp(half_host).dtype is kael.float16
+        assert (kael.tensor(SMALL) @ kael.tensor(SMALL.T)).dtype is kael.float32
+    with kael.autocast("cpu"):  # CPU's table: exp is not in it; cuda tensors untouched
+        assert kael.exp(half_host).dtype is kael.float16
+        assert kael.exp(_cuda(SMALL, "float16")).dtype is kael.float16
+        assert (_cuda(SMALL, "float32") @ _cuda(SMALL.T, "float32")).dtype is kael.float32
+
+
+def test_every_cuda_table_name_is_a_published_op():
+    from kael.frontend import autocast
+
+    places = {
+        "kael": kael, "functional": F, "linalg": kael.linalg, "Tensor": kael.Tensor,
+        "recurrent": __import__("kael.frontend.recurrent", fromlist=["FUNCTIONS"]).FUNCTIONS,
+    }  # fmt: skip
+    for table, names in autocast.CUDA_TABLES.items():
+        where = places[table]
+        missing = [
+            n for n in names if not (n in where if isinstance(where, dict) else hasattr(where, n))
+        ]
+        assert not missing, (table, missing)
