@@ -64,7 +64,8 @@ class Chi2(Gamma):
 
     def __init__(self, df, validate_args: bool | None = None) -> None:
         (df,) = broadcast_all(df)
-        super().__init__(0.5 * df, kael.full_like(df, 0.5), validate_args=validate_args)
+        half = 0.5 * df  # a float tensor even for integer df, as torch's
+        super().__init__(half, kael.full_like(half, 0.5), validate_args=validate_args)
 
     @property
     def df(self) -> Tensor:

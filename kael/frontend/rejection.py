@@ -455,4 +455,6 @@ def _sample_dirichlet(input, generator=None) -> Tensor:
     _gamma_into(x.contiguous(), draws, gen)
     shares = draws / draws.sum(-1, keepdim=True)
     info = finfo(x.dtype)
-    return shares.to(x.dtype).clamp_(float(info.tiny), 1.0 - float(info.eps) / 2)
+    clamped = shares.to(x.dtype).clamp_(float(info.tiny), 1.0 - float(info.eps) / 2)
+    # an infinite shape's share is inf / inf: PyTorch's clamp (std::max first) makes it tiny
+    return clamped.nan_to_num_(nan=float(info.tiny))

@@ -24,3 +24,12 @@ def test_log_prob_takes_a_number_and_a_wider_value_in_the_rates_dtype(name):
 def test_log_prob_at_zero_is_inf_zero_or_minus_inf_by_concentration(dtype):
     kd, td = pair("Gamma", ARGS["Gamma"], dtype)
     check_scores(kd, td, np.zeros(3), dtype, ("log_prob", "cdf"))
+
+
+def test_chi2_of_integer_degrees_of_freedom_is_float_as_torch():
+    ours = kael.distributions.Chi2(kael.tensor([1, 2, 5]))
+    theirs = torch.distributions.Chi2(torch.tensor([1, 2, 5]))
+    for name in ("mean", "variance", "df"):
+        got, want = getattr(ours, name), getattr(theirs, name)
+        assert str(got.dtype) == str(want.dtype)[6:]
+        np.testing.assert_allclose(got.numpy(), want.numpy())

@@ -134,7 +134,7 @@ def test_dirichlet_rows_sum_to_one_and_moments_match(alpha):
 def test_dirichlet_edge_rows_give_torchs_values(dtype):
     # shapes that give the smallest normal gamma draw: equal shares, or clamped into
     # [smallest normal, largest float below one]; a 0-d input is one share of one
-    rows = [[0.0, 0.0], [0.0, 1e30], [-1.0, math.nan, 0.0]]
+    rows = [[0.0, 0.0], [0.0, 1e30], [-1.0, math.nan, 0.0], [math.inf, 1.0], [math.inf] * 2]
     kdt = getattr(kael, str(dtype)[6:])
     for row in rows:
         got = kael._sample_dirichlet(kael.tensor(row, dtype=kdt))
