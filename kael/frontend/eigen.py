@@ -3,9 +3,9 @@ eigenvectors as columns) and eigvals, of batches of real square matrices (float3
 float64), as complex tensors (complex64, complex128).
 
 Each matrix of the contiguous batch copy is solved by the kernel of
-codegen/cpu/nonsymmetric_eigen.py (LAPACK's dgeev path: balancing, Hessenberg form, the
-Francis double-shift QR iteration, back-substitution), all of a batch in one launch over
-the threads. The eigenvalues come in the Schur form's order (a complex pair together,
+codegen/cpu/nonsymmetric_eigen.py (LAPACK's dgeev path: scaling a matrix of huge or tiny
+entries into range, balancing, Hessenberg form, the Francis double-shift QR iteration,
+back-substitution), all of a batch in one launch over the threads. The eigenvalues come in the Schur form's order (a complex pair together,
 positive imaginary part first) as LAPACK's do, though that order may differ from
 PyTorch's (the same eigenvalues: see the kernel's module), and each eigenvector has unit
 norm and its largest component real, as dgeev normalizes it. The kernel writes the vectors

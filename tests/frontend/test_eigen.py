@@ -1,8 +1,10 @@
 """kael.linalg.eig and eigvals against PyTorch (LAPACK's dgeev): eigenvalues as multisets
 (the Schur form's order may differ), eigenvectors by their residual and dgeev's
 normalization (unit norm, largest component real), over random, symmetric, rotation,
-triangular, repeated-diagonal, companion, cyclic and defective matrices, batches, both
-float dtypes, non-contiguous input, empty shapes, out=, and the typed errors."""
+triangular, repeated-diagonal, companion, cyclic and defective matrices, matrices of
+huge, tiny or subnormal entries or graded by D = diag(10^-80 .. 10^80) (against numpy),
+batches, both float dtypes, non-contiguous input, empty shapes, out=, and the typed
+errors."""
 
 import numpy as np
 import pytest
@@ -15,6 +17,7 @@ FLOATS = [kael.float32, kael.float64]
 NP = {kael.float32: np.float32, kael.float64: np.float64}
 COMPLEX = {kael.float32: kael.complex64, kael.float64: kael.complex128}
 EPS = {kael.float32: 2.0**-23, kael.float64: 2.0**-52}
+SUBNORMAL = {kael.float32: 2.0**-149, kael.float64: 2.0**-1074}  # the least positive value
 
 
 def _companion(roots) -> np.ndarray:
@@ -85,22 +88,30 @@ MATRICES = {
 }
 
 
-def tolerance(a: np.ndarray, dtype) -> float:
-    """A few eps * ||A|| * n."""
+def tolerance(a: np.ndarray, dtype, floor: float = 1.0) -> float:
+    """A few eps * max(||A||, floor) * n, plus a few subnormal steps per entry of a row
+    (what rounding a result into the subnormal range costs)."""
     n = a.shape[-1]
-    return 8 * EPS[dtype] * max(n, 4) * max(float(np.abs(a).max(initial=0.0)), 1.0)
+    size = max(float(np.abs(a).max(initial=0.0)), floor)
+    return 8 * EPS[dtype] * max(n, 4) * size + 4 * n * SUBNORMAL[dtype]
 
 
-def reference(a: np.ndarray, dtype) -> tuple[np.ndarray, np.ndarray]:
-    """torch's eigenvalues of a's values in float64 (a float32 result is compared with
-    the exact ones, as near as float64 gets: torch's float32 ones err as much as kael's)
-    and each one's tolerance: tolerance(a) times its condition number ||x|| ||y|| / |y^H x|
-    (x, y: right and left eigenvectors; y^H the rows of V^-1), so close or clustered
-    eigenvalues (companion matrices, near-double pairs) get the room their perturbation
-    theory gives."""
-    w, v = torch.linalg.eig(torch.tensor(a.astype(np.float64)))
-    condition = torch.linalg.inv(v).abs().pow(2).sum(-1).sqrt().numpy()
-    return w.numpy(), tolerance(a, dtype) * condition
+def _torch_eig(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return tuple(t.numpy() for t in torch.linalg.eig(torch.tensor(a)))
+
+
+def reference(
+    a: np.ndarray, dtype, floor: float = 1.0, eig=_torch_eig
+) -> tuple[np.ndarray, np.ndarray]:
+    """eig's (torch's by default) eigenvalues of a's values in float64 (a float32 result
+    is compared with the exact ones, as near as float64 gets: torch's float32 ones err as
+    much as kael's) and each one's tolerance: tolerance(a) times its condition number
+    ||x|| ||y|| / |y^H x| (x, y: right and left eigenvectors; y^H the rows of V^-1), so
+    close or clustered eigenvalues (companion matrices, near-double pairs) get the room
+    their perturbation theory gives."""
+    w, v = eig(a.astype(np.float64))
+    condition = np.linalg.norm(np.linalg.inv(v), axis=-1)
+    return w, tolerance(a, dtype, floor) * condition
 
 
 def assert_same_multiset(got: np.ndarray, want: np.ndarray, tol) -> None:
@@ -116,15 +127,18 @@ def assert_same_multiset(got: np.ndarray, want: np.ndarray, tol) -> None:
             free.pop(nearest)
 
 
-def check_vectors(a: np.ndarray, w: np.ndarray, v: np.ndarray, dtype, residual: float) -> None:
-    """||A v - lambda v|| / (||A|| ||v||) small, ||v|| = 1 and v's largest component real
-    for every column; a complex pair's vectors conjugate, its positive imaginary part
-    first."""
+def check_vectors(
+    a: np.ndarray, w: np.ndarray, v: np.ndarray, dtype, residual: float, floor: float = 1.0
+) -> None:
+    """||A v - lambda v|| / (max(||A||, floor) ||v||) small, ||v|| = 1 and v's largest
+    component real for every column; a complex pair's vectors conjugate, its positive
+    imaginary part first."""
     n = a.shape[-1]
     a64, w64, v64 = a.astype(np.float64), w.astype(np.complex128), v.astype(np.complex128)
-    norm_a = max(np.abs(a64).max(initial=0.0), 1.0)
+    norm_a = max(np.abs(a64).max(initial=0.0), floor)
     r = a64 @ v64 - v64 * w64[..., None, :]
-    assert np.abs(r).max(initial=0.0) <= residual * norm_a * max(n, 4)
+    room = residual * norm_a * max(n, 4) + 4 * n * SUBNORMAL[dtype]
+    assert np.abs(r).max(initial=0.0) <= room
     np.testing.assert_allclose(np.linalg.norm(v64, axis=-2), 1.0, atol=8 * n * EPS[dtype])
     largest = np.take_along_axis(v, np.abs(v).argmax(axis=-2)[..., None, :], axis=-2)
     assert np.all(largest.imag == 0)
@@ -179,6 +193,58 @@ def test_defective_jordan_block_eigenvalues_within_its_conditioning(dtype):
 def test_triangular_eigenvalues_are_its_diagonal_exactly(kind, dtype):
     a = MATRICES[kind]().astype(NP[dtype])
     # balancing isolates every eigenvalue of a permuted triangular matrix, as LAPACK's
+    got = kael.linalg.eigvals(kael.tensor(a)).numpy()
+    np.testing.assert_array_equal(np.sort(got.real), np.sort(np.diagonal(a)))
+    np.testing.assert_array_equal(got.imag, 0)
+
+
+# (name, well-scaled B, D's exponents or None, c): A = c D B D^-1 has B's eigenvalues
+# times c, but entries far from 1 (near or past where products overflow or underflow)
+SCALED = {
+    "wide_off_diagonal": (np.ones((2, 2)), (100.0, -100.0), 1.0),  # [[1, 1e200], [1e-200, 1]]
+    "tiny_entries": (np.array([[3.0, 1.0], [2.0, 1.0]]), None, 1e-200),
+    "graded_1e80": (_random((11, 11), 19), tuple(np.linspace(-80.0, 80.0, 11)), 1.0),
+    "times_1e160": (_random((5, 5), 0), None, 1e160),
+    "times_1e-200": (_random((5, 5), 0), None, 1e-200),
+    "times_1e-300": (_random((5, 5), 0), None, 1e-300),
+    "times_1e-310_subnormal": (_random((5, 5), 0), None, 1e-310),
+    "f32_times_1e20": (_random((5, 5), 0), None, 1e20),
+    "f32_times_1e-20": (_random((5, 5), 0), None, 1e-20),
+    "f32_times_1e-40_subnormal": (_random((5, 5), 0), None, 1e-40),
+}
+
+
+def _scaled(kind: str) -> tuple[np.ndarray, np.ndarray, float, object]:
+    """SCALED[kind]'s (A, B, c, dtype)."""
+    b, exponents, c = SCALED[kind]
+    dtype = kael.float32 if kind.startswith("f32") else kael.float64
+    a = b if exponents is None else b * 10.0 ** (np.subtract.outer(exponents, exponents))
+    return (c * a).astype(NP[dtype]), b, c, dtype
+
+
+@pytest.mark.parametrize("kind", SCALED)
+def test_badly_scaled_eigenvalues_match_numpy_within_the_balanced_conditioning(kind):
+    # the error dgeev makes: eps ||c B|| times B's condition (D's grading and the scale c
+    # cost nothing: balancing and dgeev's scaling undo them)
+    a, b, c, dtype = _scaled(kind)
+    for got in (kael.linalg.eigvals(kael.tensor(a)), kael.linalg.eig(kael.tensor(a))[0]):
+        assert got.dtype is COMPLEX[dtype] and tuple(got.shape) == (a.shape[-1],)
+        want = np.linalg.eigvals(a.astype(np.float64))
+        _, room = reference(c * b, dtype, floor=0.0, eig=np.linalg.eig)
+        assert_same_multiset(got.numpy(), want, room)
+
+
+@pytest.mark.parametrize("kind", SCALED)
+def test_badly_scaled_eigenvectors_have_small_residual(kind):
+    a, _, _, dtype = _scaled(kind)
+    w, v = kael.linalg.eig(kael.tensor(a))
+    check_vectors(a, w.numpy(), v.numpy(), dtype, residual=8 * EPS[dtype], floor=0.0)
+
+
+@pytest.mark.parametrize("scale", [2.0**-600, 1.0, 2.0**600], ids=["tiny", "one", "huge"])
+def test_scaling_into_range_keeps_triangular_eigenvalues_exact(scale):
+    # dgeev's scaling by a power of 2, undone exactly on either side of [smlnum, bignum]
+    a = MATRICES["permuted_triangular"]() * scale
     got = kael.linalg.eigvals(kael.tensor(a)).numpy()
     np.testing.assert_array_equal(np.sort(got.real), np.sort(np.diagonal(a)))
     np.testing.assert_array_equal(got.imag, 0)

@@ -1,31 +1,40 @@
 """The nonsymmetric eigensolver of kael.linalg (eig, eigvals): one dense kernel
 (codegen/cpu/dense.py) per matrix of a batch, in place on a contiguous row-major copy.
 
-The steps are LAPACK's dgeev's, unblocked. dgebal balances A: rows and columns that
-isolate an eigenvalue are permuted out of the active block (a permuted triangular
-matrix's eigenvalues come out exactly), and the block is scaled by powers of 2 (a graded
-matrix's eigenvalues keep eps ||A|| accuracy). Householder reflectors reduce it to upper
-Hessenberg form H = Z^T A Z (dgehd2 over the whole matrix: the reflectors of isolated
-columns are the identity; Z accumulated only for eigenvectors). The Francis
-double-shift implicit QR iteration (EISPACK's hqr/hqr2) takes H to the real Schur form:
-1 x 1 blocks for real eigenvalues, 2 x 2 blocks for complex conjugate pairs, the one
-with positive imaginary part first, as LAPACK orders them. A subdiagonal entry counts as
-zero when it is at most eps times its two diagonal neighbours; at most MAX_ITERATIONS
-iterations per eigenvalue, with the ad hoc exceptional shifts at iterations 10 and 20:
-past that, info is the 1-based index of the eigenvalue that did not converge (dhseqr's
-info). With eigenvectors, hqr2's back-substitution solves the quasi-triangular form for
-its eigenvectors (dtrevc), Z and the balancing (dgebak) take them back to A's, and
-each is normalized as dgeev does: unit 2-norm, the largest component real (the complex
-ones rotated by dlartg).
+The steps are LAPACK's dgeev's, unblocked. A matrix whose largest magnitude is outside
+[smlnum, bignum] (sqrt(safmin) / eps and its inverse) is first scaled into it, and its
+eigenvalues scaled back at the end (dgeev's anrm check): past those bounds the
+iteration's products of two entries would overflow or underflow. dgebal balances A: rows
+and columns that isolate an eigenvalue are permuted out of the active block (a permuted
+triangular matrix's eigenvalues come out exactly), and the block is scaled by powers of 2
+until each row's and column's 2-norms (dnrm2's, scaled, so any finite entries compare)
+are within a factor 2 (a graded matrix's eigenvalues keep eps ||A|| accuracy).
+Householder reflectors reduce it to upper Hessenberg form H = Z^T A Z (dgehd2 over the
+whole matrix: the reflectors of isolated columns are the identity; Z accumulated only for
+eigenvectors). The Francis double-shift implicit QR iteration (EISPACK's hqr/hqr2) takes
+H to the real Schur form: 1 x 1 blocks for real eigenvalues, 2 x 2 blocks for complex
+conjugate pairs, the one with positive imaginary part first, as LAPACK orders them. A
+subdiagonal entry counts as zero by dlahqr's test (below its smlnum, or below eps times
+its diagonal neighbours and small by Ahues and Tisseur's criterion); the shifts are the
+trailing 2 x 2 block's eigenvalues and the bulge's first column is formed from them as
+dlahqr forms it, scaled so nothing overflows; at most MAX_ITERATIONS iterations per
+eigenvalue, with the ad hoc exceptional shifts at iterations 10 and 20: past that, info
+is the 1-based index of the eigenvalue that did not converge (dhseqr's info). With
+eigenvectors, hqr2's back-substitution solves the quasi-triangular form for its
+eigenvectors (dtrevc), Z and the balancing (dgebak) take them back to A's, and each is
+normalized as dgeev does: unit 2-norm, the largest component real (the complex ones
+rotated by dlartg).
 The results go straight into complex outputs (interleaved float pairs): the eigenvalues
 [n] and the eigenvectors as rows [n, n] (the caller transposes, a view).
 
-Deviations from dgeev: no scaling of a matrix whose norm is near under- or overflow
-(dgeev's anrm check), and balancing's row and column norms are plain sums of squares;
-hqr's deflation test and shifts, not dlahqr's (Ahues-Tisseur's test, aggressive early
-deflation past n = 75), so the eigenvalues converge, and are listed, in an order that
-may differ from LAPACK's (the same multiset), as may a real pair's order in one 2 x 2
-block (hqr2's, not dlanv2's).
+Deviations from dgeev: the scaling factor is the power of 2 at most dgeev's cscale / anrm
+(so it and its undoing are exact, barring underflow); hqr's shifts (both roots of a real
+pair, EISPACK's exceptional shifts) and hqr2's overflow control in the back-substitution,
+not dlahqr's and dtrevc's, and no aggressive early deflation past n = 75, so the
+eigenvalues converge, and are listed, in an order that may differ from LAPACK's (the same
+multiset), as may a real pair's order in one 2 x 2 block (hqr2's, not dlanv2's). Entries
+that scaling into range pushes below the least normal number lose precision as LAPACK's
+do (D M D^-1 with D = diag(10^-120 .. 10^120) is as inaccurate as torch's).
 """
 
 from __future__ import annotations
@@ -135,7 +144,8 @@ def _balance(d: dense.Dense, a: dense.Matrix, scale, n) -> tuple[dense.Var, dens
 
 
 def _scale(d: dense.Dense, a: dense.Matrix, scale, lo, hi, n) -> None:
-    """dgebal's scaling loop on the block [lo, hi] (LAPACK 3.12's, with 2-norms)."""
+    """dgebal's scaling loop on the block [lo, hi] (LAPACK 3.12's: the 2-norms scaled as
+    dnrm2's, so rows and columns of any finite size are compared)."""
     b = d.b
     sfmin1 = d.safmin / d.eps
     sfmin2, sfmax1 = 2 * sfmin1, 1 / sfmin1
@@ -146,16 +156,10 @@ def _scale(d: dense.Dense, a: dense.Matrix, scale, lo, hi, n) -> None:
     with d.while_(going.get):
         going.set(ir.Constant(I1, 0))
         with d.loop(lo, end) as i:
-            c2, r2 = d.var(d.f(0.0), "c2"), d.var(d.f(0.0), "r2")
-            with d.loop(lo, end) as j:
-                c2.set(d.add(c2.get(), d.mul(a.get(j, i), a.get(j, i))))
-                r2.set(d.add(r2.get(), d.mul(a.get(i, j), a.get(i, j))))
-            ca, ra = d.var(d.f(0.0), "ca"), d.var(d.f(0.0), "ra")
-            with d.loop(0, end) as j:
-                x = d.abs(a.get(j, i))
-                ca.set(b.select(d.gt(x, ca.get()), x, ca.get()))
-            ra.set(d.max_abs(a.row(i), lo, n)[0])
-            c, r = d.var(d.sqrt(c2.get()), "c"), d.var(d.sqrt(r2.get()), "r")
+            c = d.var(_norm2(d, lambda j: a.get(j, i), lo, end), "c")
+            r = d.var(_norm2(d, lambda j: a.get(i, j), lo, end), "r")
+            ca = d.var(_largest(d, lambda j: a.get(j, i), 0, end), "ca")
+            ra = d.var(d.max_abs(a.row(i), lo, n)[0], "ra")
             nonzero = b.and_(b.fcmp_ordered("!=", c.get(), d.f(0.0)),
                              b.fcmp_ordered("!=", r.get(), d.f(0.0)))  # fmt: skip
             with d.when(nonzero):
@@ -334,6 +338,25 @@ def _reflect3(d: dense.Dense, h, z, k, jhi, ilo, ihi, n, want, c, three: bool) -
         columns(z, d.i(0), n)
 
 
+def _shifts(d: dense.Dense, h11, h12, h21, h22) -> tuple[ir.Value, ...]:
+    """The eigenvalues (r1 + i i1, r2 + i i2) of [[h11, h12], [h21, h22]], the double
+    shift, computed as dlahqr's from the block over its 1-norm (no product overflows or
+    underflows); both roots of a real pair, as hqr's shift takes them."""
+    b = d.b
+    size = d.add(d.add(d.abs(h11), d.abs(h12)), d.add(d.abs(h21), d.abs(h22)))
+    size = b.select(_eq(d, size, d.f(0.0)), d.f(1.0), size)
+    h11, h12, h21, h22 = (d.div(v, size) for v in (h11, h12, h21, h22))
+    tr = d.mul(d.add(h11, h22), d.f(0.5))
+    det = d.sub(d.mul(d.sub(h11, tr), d.sub(h22, tr)), d.mul(h12, h21))
+    root = d.sqrt(d.abs(det))
+    pair = b.fcmp_ordered(">=", det, d.f(0.0))
+    zero = d.f(0.0)
+    r1 = d.mul(b.select(pair, tr, d.add(tr, root)), size)
+    r2 = d.mul(b.select(pair, tr, d.sub(tr, root)), size)
+    i1 = b.select(pair, d.mul(root, size), zero)
+    return r1, i1, r2, d.neg(i1)
+
+
 def _francis(d: dense.Dense, h, z, n, e, low, its, shift, want) -> None:
     """One double-shift QR iteration on the unreduced block [low, e] (hqr2's step): the
     shifts (exceptional at EXCEPTIONAL), the start m where two small subdiagonals let
@@ -341,9 +364,8 @@ def _francis(d: dense.Dense, h, z, n, e, low, its, shift, want) -> None:
     b = d.b
     eps = d.f(d.eps)
     e1 = b.sub(e, d.i(1))
-    x = d.var(h.get(e, e), "x")
-    y = d.var(h.get(e1, e1), "y")
-    w = d.var(d.mul(h.get(e, e1), h.get(e1, e)), "w")
+    x, y = d.var(h.get(e, e), "x"), d.var(h.get(e1, e1), "y")
+    above, below = d.var(h.get(e1, e), "above"), d.var(h.get(e, e1), "below")
     exceptional = b.or_(*(_ieq(d, its.get(), k) for k in EXCEPTIONAL))
     with d.when(exceptional):
         shift.set(d.add(shift.get(), x.get()))
@@ -352,8 +374,10 @@ def _francis(d: dense.Dense, h, z, n, e, low, its, shift, want) -> None:
         s = d.add(d.abs(h.get(e, e1)), d.abs(h.get(e1, b.sub(e, d.i(2)))))
         x.set(d.mul(d.f(0.75), s))
         y.set(x.get())
-        w.set(d.mul(d.f(-0.4375), d.mul(s, s)))
+        above.set(s)
+        below.set(d.mul(d.f(-0.4375), s))  # above * below: hqr's w = -0.4375 s^2
     its.set(b.add(its.get(), d.i(1)))
+    r1, i1, r2, i2 = _shifts(d, y.get(), above.get(), below.get(), x.get())
     # the start m: from e - 2 down to low, until H[m, m-1] is small beside the bulge
     m = d.var(b.sub(e, d.i(2)), "m")
     p, q, r = d.var(d.f(0.0), "p"), d.var(d.f(0.0), "q"), d.var(d.f(0.0), "r")
@@ -361,11 +385,15 @@ def _francis(d: dense.Dense, h, z, n, e, low, its, shift, want) -> None:
     with d.while_(searching.get):
         mi = m.get()
         m1 = b.add(mi, d.i(1))
-        zm = h.get(mi, mi)
-        rs, ss = d.sub(x.get(), zm), d.sub(y.get(), zm)
-        pv = d.add(d.div(d.sub(d.mul(rs, ss), w.get()), h.get(m1, mi)), h.get(mi, m1))
-        qv = d.sub(d.sub(d.sub(h.get(m1, m1), zm), rs), ss)
-        rv = h.get(b.add(mi, d.i(2)), m1)
+        zm, h21 = h.get(mi, mi), h.get(m1, mi)
+        # (H - s1)(H - s2) e_m's first entries over H[m+1, m] / size (dlahqr's v)
+        size = d.add(d.add(d.abs(d.sub(zm, r2)), d.abs(i2)), d.abs(h21))
+        size = b.select(_eq(d, size, d.f(0.0)), d.f(1.0), size)
+        h21s = d.div(h21, size)
+        pv = d.mul(d.sub(zm, r1), d.div(d.sub(zm, r2), size))
+        pv = d.sub(d.add(d.mul(h21s, h.get(mi, m1)), pv), d.mul(i1, d.div(i2, size)))
+        qv = d.mul(h21s, d.sub(d.sub(d.add(zm, h.get(m1, m1)), r1), r2))
+        rv = d.mul(h21s, h.get(b.add(mi, d.i(2)), m1))
         size = d.add(d.add(d.abs(pv), d.abs(qv)), d.abs(rv))
         pv, qv, rv = d.div(pv, size), d.div(qv, size), d.div(rv, size)
         p.set(pv)
@@ -423,17 +451,45 @@ def _francis(d: dense.Dense, h, z, n, e, low, its, shift, want) -> None:
                         _reflect3(d, h, z, k, jhi, ilo, ihi, n, want, c, three=False)
 
 
+def _negligible(d: dense.Dense, h, k, e, tiny) -> ir.Value:
+    """dlahqr's deflation test of H[k, k - 1] (0 < k <= e, e the active block's last row):
+    at most `tiny`, or at most eps times its diagonal neighbours (theirs, when those are
+    zero) and small by Ahues and Tisseur's test on the 2 x 2 block, which compares the
+    product of the off-diagonal pair with the diagonal's spread (no product of two
+    entries is formed, so none overflows or underflows)."""
+    b = d.b
+    k0 = b.sub(k, d.i(1))
+    sub, sup = d.abs(h.get(k, k0)), d.abs(h.get(k0, k))
+    hkk = h.get(k, k)
+    tst = d.add(d.abs(h.get(k0, k0)), d.abs(hkk))
+    left = b.icmp_signed(">=", k, d.i(2))
+    down = b.icmp_signed("<", k, e)
+    before = d.abs(h.get(k0, b.select(left, b.sub(k, d.i(2)), k0)))
+    after = d.abs(h.get(b.select(down, b.add(k, d.i(1)), k), k))
+    wider = d.add(d.add(tst, b.select(left, before, d.f(0.0))), b.select(down, after, d.f(0.0)))
+    tst = b.select(_eq(d, tst, d.f(0.0)), wider, tst)
+    spread = d.abs(d.sub(h.get(k0, k0), hkk))
+    ab, ba = _fold(d, (sub, sup), d.gt), _fold(d, (sub, sup), d.lt)
+    aa, bb = _fold(d, (d.abs(hkk), spread), d.gt), _fold(d, (d.abs(hkk), spread), d.lt)
+    s = d.add(aa, ab)
+    product = d.mul(ba, d.div(ab, s))
+    bound = _fold(d, (tiny, d.mul(d.f(d.eps), d.mul(bb, d.div(aa, s)))), d.gt)
+    small = b.and_(b.fcmp_ordered("<=", sub, d.mul(d.f(d.eps), tst)),
+                   b.fcmp_ordered("<=", product, bound))  # fmt: skip
+    return b.or_(b.fcmp_ordered("<=", sub, tiny), small)
+
+
 def _schur(d: dense.Dense, h, z, values, n, want, info, limit) -> dense.Var:
     """H to real Schur form (with `want`: the whole of H and Z; else only what the
     eigenvalues need), the eigenvalues into `values`; info as dhseqr's. Returns the sum of
     |H| (hqr2's norm, which the back-substitution scales its tiny pivots by)."""
     b = d.b
-    eps = d.f(d.eps)
     norm = d.var(d.f(0.0), "norm")
     with d.loop(0, n) as i:
         lo = b.select(b.icmp_signed(">", i, d.i(0)), b.sub(i, d.i(1)), i)
         with d.loop(lo, n) as j:
             norm.set(d.add(norm.get(), d.abs(h.get(i, j))))
+    tiny = d.mul(d.f(d.safmin / d.eps), b.sitofp(n, d.t))  # dlahqr's smlnum
     en = d.var(b.sub(n, d.i(1)), "en")
     its, shift = d.var(d.i(0), "its"), d.var(d.f(0.0), "exshift")
     low = d.var(d.i(0), "low")
@@ -443,11 +499,9 @@ def _schur(d: dense.Dense, h, z, values, n, want, info, limit) -> dense.Var:
 
         def unreduced() -> ir.Value:
             li = low.get()
-            l1 = b.select(b.icmp_signed(">", li, d.i(0)), b.sub(li, d.i(1)), li)
-            s = d.add(d.abs(h.get(l1, l1)), d.abs(h.get(li, li)))
-            s = b.select(_eq(d, s, d.f(0.0)), norm.get(), s)
-            small = b.fcmp_ordered("<=", d.abs(h.get(li, l1)), d.mul(eps, s))
-            return b.and_(b.icmp_signed(">", li, d.i(0)), b.not_(small))
+            inside = b.icmp_signed(">", li, d.i(0))
+            k = b.select(inside, li, d.i(1))  # a row whose test reads only H's entries
+            return b.and_(inside, b.not_(_negligible(d, h, k, e, tiny)))
 
         with d.while_(unreduced):
             low.set(b.sub(low.get(), d.i(1)))
@@ -579,20 +633,32 @@ def _complex_vector(d: dense.Dense, h, values, n, e, norm) -> None:
                 _overflow(d, h, i, e, e1, t)
 
 
-def _column_norm(d: dense.Dense, x: dense.Matrix, j, n) -> ir.Value:
-    """||x[:, j]|| scaled by its largest magnitude (no overflow or underflow)."""
+def _largest(d: dense.Dense, get, lo, hi) -> ir.Value:
+    """max |get(i)| over i in [lo, hi) (get: an index to a loaded element)."""
     b = d.b
     largest = d.var(d.f(0.0), "largest")
-    with d.loop(0, n) as i:
-        size = d.abs(x.get(i, j))
+    with d.loop(lo, hi) as i:
+        size = d.abs(get(i))
         largest.set(b.select(d.gt(size, largest.get()), size, largest.get()))
-    top = largest.get()
-    inverse = d.div(d.f(1.0), b.select(_eq(d, top, d.f(0.0)), d.f(1.0), top))
+    return largest.get()
+
+
+def _norm2(d: dense.Dense, get, lo, hi) -> ir.Value:
+    """The 2-norm of get(i) over i in [lo, hi), each term divided by the largest (dnrm2's
+    scaling: no overflow or underflow, denormal entries included)."""
+    b = d.b
+    top = _largest(d, get, lo, hi)
+    safe = b.select(_eq(d, top, d.f(0.0)), d.f(1.0), top)
     sums = d.var(d.f(0.0), "sums")
-    with d.loop(0, n) as i:
-        t = d.mul(x.get(i, j), inverse)
+    with d.loop(lo, hi) as i:
+        t = d.div(get(i), safe)
         sums.set(d.add(sums.get(), d.mul(t, t)))
     return d.mul(top, d.sqrt(sums.get()))
+
+
+def _column_norm(d: dense.Dense, x: dense.Matrix, j, n) -> ir.Value:
+    """||x[:, j]||, without overflow or underflow."""
+    return _norm2(d, lambda i: x.get(i, j), 0, n)
 
 
 def _vectors(d: dense.Dense, h, z, values, n, norm) -> None:
@@ -662,6 +728,44 @@ def _normalize_pair(d: dense.Dense, z: dense.Matrix, j, n, row, conjugate) -> No
         _put(d, conjugate, at1, d.neg(im))
 
 
+def _limits(d: dense.Dense) -> tuple[float, float]:
+    """dgeev's (smlnum, bignum): sqrt(safmin) / eps and its inverse, the range of max |A|
+    the iteration's products neither overflow nor underflow in."""
+    smlnum = d.safmin**0.5 / d.eps
+    return smlnum, 1.0 / smlnum
+
+
+def _power_of_2(d: dense.Dense, x: ir.Value) -> ir.Value:
+    """The largest power of 2 at most normal x > 0 (its mantissa bits cleared)."""
+    b = d.b
+    bits = ir.IntType(8 * d.dtype.itemsize)
+    mantissa = {8: 52, 4: 23}[d.dtype.itemsize]
+    cleared = b.and_(b.bitcast(x, bits), ir.Constant(bits, -(1 << mantissa)))
+    return b.bitcast(cleared, d.t)
+
+
+def _into_range(d: dense.Dense, a: dense.Matrix, n) -> ir.Value:
+    """dgeev's scaling: A times sigma when max |A| is outside [smlnum, bignum], sigma a
+    power of 2 within a factor 2 of dgeev's cscale / anrm (exact, barring underflow);
+    returns sigma (1 when in range)."""
+    b = d.b
+    smlnum, bignum = _limits(d)
+    anrm = d.var(d.f(0.0), "anrm")
+    with d.loop(0, n) as i:
+        size = d.max_abs(a.row(i), 0, n)[0]
+        anrm.set(b.select(d.gt(size, anrm.get()), size, anrm.get()))
+    norm = anrm.get()
+    small = b.and_(d.gt(norm, d.f(0.0)), d.lt(norm, d.f(smlnum)))
+    large = d.gt(norm, d.f(bignum))
+    target = b.select(small, d.f(smlnum), d.f(bignum))
+    outside = b.or_(small, large)
+    sigma = b.select(outside, _power_of_2(d, d.div(target, b.select(outside, norm, target))),
+                     d.f(1.0))  # fmt: skip
+    with d.when(outside), d.loop(0, n) as i:
+        d.scale(a.row(i), sigma, 0, n)
+    return sigma
+
+
 def _eig(d: dense.Dense, item: ir.Value) -> None:
     """One matrix: Hessenberg, Schur and (with `want` and info 0) the eigenvectors."""
     b, w = d.b, d.w
@@ -675,6 +779,7 @@ def _eig(d: dense.Dense, item: ir.Value) -> None:
     info = _ptr(d, d.ptr("info", I64), item)
     b.store(d.i(0), info)
     scale = _ptr(d, work, b.mul(n, d.i(2)))
+    sigma = _into_range(d, h, n)
     low, high = _balance(d, h, scale, n)
     _hessenberg(d, h, z, work, _ptr(d, work, n), n, want)
     norm = _schur(d, h, z, values, n, want, info, w["limit"])
@@ -683,6 +788,8 @@ def _eig(d: dense.Dense, item: ir.Value) -> None:
         _unbalance(d, z, scale, low.get(), high.get(), n)
         out = _ptr(d, d.ptr("vectors"), b.mul(item, b.mul(square, d.i(2))))
         _normalize(d, z, values, out, n)
+    with d.when(d.b.fcmp_ordered("!=", sigma, d.f(1.0))):
+        d.scale(values, d.div(d.f(1.0), sigma), 0, b.mul(n, d.i(2)))
 
 
 def _build(name: str, dtype):
