@@ -23,6 +23,12 @@ masked_fill, index_fill, scatter (src or value, no reduce), index_select, gather
 take_along_dim. Composed of those: the add*/baddbmm family, logsumexp, vdot/vecdot, cov,
 mH/adjoint (a conjugated copy), linspace/logspace. Every other op refuses a complex
 tensor with kael.TypeError (the code generator has no type for it: lowering.py).
+exp, sin, cos, sinh, cosh, tanh and sqrt follow glibc's C99 cexp/csin/ccos/csinh/ccosh/
+ctanh/csqrt, as torch's CPU kernels call them: rescaled where e^a alone overflows, and
+their special values for infinite and NaN parts. pow with a number exponent takes torch's
+exact paths (0, 1, 2, 3, -1, -2, 0.5, -0.5).
+Deviations: out= is checked as kael's real ops check it, so a complex out of the other
+width is refused where torch casts into it; sqrt of a subnormal part keeps about 5 digits.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from collections.abc import Callable
 from kael.frontend import eager, formula, views
 from kael.frontend.formula import Value, where
 from kael.frontend.math_functions import _atan2, _cosh, _hypot, _sinh
-from kael.frontend.outputs import unaliased
+from kael.frontend.outputs import output, unaliased
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.ir import graph as g
 from kael.runtime.convert import CHECKED, convert_scalar
@@ -193,8 +199,9 @@ def _launch(
     device,
 ) -> Tensor:
     """formula_of(re0, im0, re1, im1, ...) -> (re, im) over the operands' parts, as one
-    kernel into a new complex tensor of `result` (or `out`): _launch_into with one target."""
-    target = out if out is not None else Tensor(empty_impl(shape, result, device))
+    kernel into a new complex tensor of `result` (or `out`, checked first: checked_out):
+    _launch_into with one target."""
+    target = checked_out(out, shape, result, device, name)
     formulas = _SINGLE.get(formula_of)
     if formulas is None:  # the tuple-of-pairs form, made once per formula
         formulas = _SINGLE[formula_of] = lambda *a: (formula_of(*a),)
@@ -203,6 +210,17 @@ def _launch(
 
 
 _SINGLE: dict[Callable, Callable] = {}
+
+
+def checked_out(out, shape: tuple[int, ...], result: DType, device, op: str) -> Tensor:
+    """A new tensor of `result`, or `out` checked before any kernel writes it: a result of a
+    higher category than out's dtype (complex into float) refused in torch's words, else
+    outputs.output's checks (the dtype, the device, no expanded out, resized to `shape`)."""
+    if isinstance(out, Tensor) and result.category > out.dtype.category:
+        raise TypeError(
+            f"{op}: result type {result} can't be cast to the desired output type {out.dtype}"
+        )
+    return output(out, shape, result, device, op)
 
 
 def _sources(x) -> tuple:
@@ -300,10 +318,11 @@ def _times(a, b, c, d):
 def _divided(a, b, c, d):
     """(a + bi) / (c + di) by Smith's scaling (NumPy's and c10::complex's), which keeps
     c^2 + d^2 from overflowing; a real divisor divides each part (a and c are never None:
-    every operand has a real part)."""
+    every operand has a real part). A known-zero b is a true +0.0 (0 * d is NaN for an
+    infinite d), so 1 / (inf j) is -0j as torch's."""
     if d is None:
         return (None if a is None else a / c), (None if b is None else b / c)
-    b = 0.0 * d if b is None else b
+    b = 0.0 if b is None else b
     big_c = d.apply("abs") <= c.apply("abs")
     r1 = d / c
     s1 = 1.0 / (c + d * r1)
@@ -316,12 +335,22 @@ def _divided(a, b, c, d):
     return where(zero, a / c.apply("abs"), re), where(zero, b / d.apply("abs"), im)
 
 
+def _inverse(a, b):
+    """1 / z, as torch's complex(1, 0) / z."""
+    return _divided(1.0, 0.0, a, b)
+
+
 _BINARY: dict[str, Callable] = {
     "add": lambda a, b, c, d: (_add(a, c), _add(b, d)),
     "sub": lambda a, b, c, d: (_sub(a, c), _sub(b, d)),
     "mul": _times,
     "div": _divided,
 }
+
+
+def _const(like: Value, value: float) -> Value:
+    """The number `value` as a Value of like's dtype (0.0 * like is -0.0 or NaN)."""
+    return Value(like._lift(value))
 
 
 def _unit(a, b):
@@ -334,62 +363,131 @@ def _unit(a, b):
 
 def _sqrt(a, b):
     """The principal square root, from t = sqrt((|a| + |z|) / 2) without cancellation:
-    (t, b / 2t) for a >= 0, else (|b| / 2t, t with b's sign: -0.0's too, as C's csqrt)."""
+    (t, b / 2t) for a >= 0, else (|b| / 2t, t with b's sign: -0.0's too, as C's csqrt);
+    an infinite b gives (inf, b) whatever a is (C99)."""
     t = ((a.apply("abs") + _hypot(a, b)) * 0.5).apply("sqrt")
     zero = t.eq(0.0)
     half = where(zero, 1.0 + 0.0 * t, t + t)
-    positive = 0.0 * a <= a
+    positive = (-a) <= a  # -0.0 and +inf too
     re = where(positive, t, b.apply("abs") / half)
     im = where(positive, b / half, t._binary("copysign", b))
-    return where(zero, 0.0 * a, re), where(zero, b, im)
+    b_inf = b.apply("abs").eq(math.inf)
+    re = where(b_inf, math.inf, where(zero, _const(a, 0.0), re))
+    return re, where(zero | b_inf, b, im)
+
+
+# Per float dtype, C's cexp/csinh constants: t = int((max_exp - 1) ln 2), e^t, the
+# largest finite and the smallest normal value.
+_EXP_LIMITS = {
+    float32: (88.0, math.exp(88.0), float32.largest, 2.0**-126),
+    float64: (709.0, math.exp(709.0), float64.largest, 2.0**-1022),
+}
+
+
+def _sincos(b):
+    """(sin b, cos b), or (b, 1) for |b| at most the smallest normal (0 too), as C's."""
+    tiny = b.apply("abs") <= _EXP_LIMITS[b.node.dtype][3]
+    return where(tiny, b, b.apply("sin")), where(tiny, 1.0, b.apply("cos"))
+
+
+def _grown(x, c, s, half: bool):
+    """(e^x c, e^x s) (halved when `half`) for x >= 0 with C's rescaling: e^t taken out
+    of x up to twice into c and s, so e^x c stays finite wherever the product is."""
+    t, e_t, largest, _ = _EXP_LIMITS[x.node.dtype]
+    first = e_t / 2 if half else e_t
+    big = x > t
+    x, c, s = where(big, x - t, x), where(big, c * first, c), where(big, s * first, s)
+    big = x > t
+    x, c, s = where(big, x - t, x), where(big, c * e_t, c), where(big, s * e_t, s)
+    over = x > t  # beyond 3t: overflows (or 0 where c or s is)
+    e = x.apply("exp")
+    return where(over, largest * c, e * c), where(over, largest * s, e * s)
+
+
+def _finite(v):
+    return v.apply("abs") < math.inf
 
 
 def _exp(a, b):
-    e = a.apply("exp")
-    return e * b.apply("cos"), e * b.apply("sin")
+    """C's cexp: e^a (cos b, sin b) rescaled where e^a alone overflows, (e^a, b) exactly
+    for b = 0; an infinite or NaN b gives (inf, NaN) for a = inf, (0, +-0) for a = -inf."""
+    s, c = _sincos(b)
+    re, im = _grown(a, c, s, False)
+    im = where(b.eq(0.0), b, im)
+    zero_b = _const(a, 0.0)._binary("copysign", b)
+    re = where(_finite(b), re, where(a.eq(math.inf), math.inf, where(a.eq(-math.inf), 0.0, re)))
+    return re, where(_finite(b), im, where(a.eq(-math.inf), zero_b, im))
 
 
 def _log(a, b):
     return _hypot(a, b).apply("log"), _atan2(b, a)
 
 
-def _sin(a, b):
-    """sin(a + ib) = sin a cosh b + i cos a sinh b."""
-    return a.apply("sin") * _cosh(b), a.apply("cos") * _sinh(b)
-
-
-def _cos(a, b):
-    """cos(a + ib) = cos a cosh b - i sin a sinh b."""
-    return a.apply("cos") * _cosh(b), -(a.apply("sin") * _sinh(b))
-
-
 def _sinh_z(a, b):
-    return _sinh(a) * b.apply("cos"), _cosh(a) * b.apply("sin")
+    """C's csinh: (sinh a cos b, cosh a sin b), past |a| = t from e^|a| / 2 rescaled; the
+    special values of C99 (b = 0 kept, an infinite or NaN b NaN but for a = 0 or inf)."""
+    x = a.apply("abs")
+    s, c = _sincos(b)
+    far_re, far_im = _grown(x, c, s, True)
+    big = x > _EXP_LIMITS[a.node.dtype][0]
+    re = where(big, where(a < 0.0, -far_re, far_re), _sinh(a) * c)
+    im = where(b.eq(0.0), b, where(big, far_im, _cosh(a) * s))
+    edge_re = where(a.eq(0.0), a, where(x.eq(math.inf), x, math.nan))
+    return where(_finite(b), re, edge_re), where(_finite(b), im, math.nan)
 
 
 def _cosh_z(a, b):
-    return _cosh(a) * b.apply("cos"), _sinh(a) * b.apply("sin")
+    """C's ccosh: (cosh a cos b, sinh a sin b), past |a| = t from e^|a| / 2 rescaled; the
+    special values of C99."""
+    x = a.apply("abs")
+    s, c = _sincos(b)
+    far_re, far_im = _grown(x, c, where(a < 0.0, -s, s), True)
+    big = x > _EXP_LIMITS[a.node.dtype][0]
+    re = where(big, far_re, _cosh(a) * c)
+    im = where(big, far_im, _sinh(a) * s)
+    im = where(b.eq(0.0) & a.ne(a), b, im)
+    edge_re = where(x.eq(math.inf), x, math.nan)
+    edge_im = where(a.eq(0.0), _const(a, 0.0), math.nan)
+    return where(_finite(b), re, edge_re), where(_finite(b), im, edge_im)
+
+
+def _sin(a, b):
+    """C's csin: sin z = -i sinh(iz), iz = -b + ia; an infinite b beside an infinite or
+    NaN a gives +inf as the imaginary part, as glibc's csin."""
+    re, im = _sinh_z(-b, a)
+    return im, where(_finite(a) | _finite(b) | b.ne(b), -re, b.apply("abs"))
+
+
+def _cos(a, b):
+    """C's ccos: cos z = cosh(iz), iz = -b + ia."""
+    return _cosh_z(-b, a)
 
 
 def _tanh(a, b):
     """Kahan's tanh: with t = tan b, s = sinh a, rho = sqrt(1 + s^2), d = 1 + (1 + t^2) s^2:
     ((1 + t^2) rho s / d, t / d); past |a| = 22 (every float's tanh is +-1 there) the
-    limit (+-1, 4 sin b cos b e^(-2|a|)), as C's ctanh."""
+    limit (+-1, 4 sin b cos b e^(-2|a|)), as C's ctanh, and its special values: an
+    infinite a gives (+-1, +-0), a b = 0 gives z, any other NaN or infinity (a, NaN) for
+    a = 0, else NaN."""
     t = b.apply("tan")
     s = _sinh(a)
     beta = 1.0 + t * t
     rho = (1.0 + s * s).apply("sqrt")
     d = 1.0 + beta * s * s
-    far = a.apply("abs") < 22.0
-    edge = 4.0 * b.apply("sin") * b.apply("cos") * (-2.0 * a.apply("abs")).apply("exp")
-    return (
-        where(far, beta * rho * s / d, _one_signed(a)),
-        where(far, t / d, edge),
-    )
-
-
-def _one_signed(a):
-    return where(a < 0.0 * a, -1.0 + 0.0 * a, 1.0 + 0.0 * a)
+    x = a.apply("abs")
+    far = x < 22.0
+    sin_cos = b.apply("sin") * b.apply("cos")
+    edge = 4.0 * sin_cos * (-2.0 * x).apply("exp")
+    one = _const(a, 1.0)._binary("copysign", a)
+    re = where(far, beta * rho * s / d, one)
+    im = where(far, t / d, edge)
+    # the special values: an infinite a, else a NaN or infinite part
+    wide = _finite(b) & (b.apply("abs") > 1.0)
+    inf_im = _const(a, 0.0)._binary("copysign", where(wide, sin_cos, b))
+    odd = _finite(a) & _finite(b)
+    odd_re = where(x.eq(math.inf), one, where(b.eq(0.0) | a.eq(0.0), a, math.nan))
+    odd_im = where(x.eq(math.inf), inf_im, where(b.eq(0.0), b, math.nan))
+    return where(odd, re, odd_re), where(odd, im, odd_im)
 
 
 def _tan(a, b):
@@ -428,20 +526,20 @@ def _pre_scaled(fn, factor: float):
 def _sigmoid(a, b):
     """1 / (1 + exp(-z))."""
     er, ei = _exp(-a, -b)
-    return _divided(1.0 + 0.0 * a, 0.0 * b, 1.0 + er, ei)
+    return _inverse(1.0 + er, ei)
 
 
 def _rsqrt(a, b):
-    sr, si = _sqrt(a, b)
-    return _divided(1.0 + 0.0 * a, 0.0 * b, sr, si)
+    return _inverse(*_sqrt(a, b))
 
 
 def _pow(a, b, c, d):
     """z^w = exp(w log z); 0^w = 1 for w = 0 and 0 for a w of positive real part (NaN
-    otherwise, as C's cpow). A real w with a real z computes the same way."""
-    b = 0.0 * a if b is None else b
+    otherwise, as C's cpow). A real w with a real z computes the same way; a real
+    operand's imaginary part is +0.0 (0 * a is -0.0 for a < 0: the conjugate branch)."""
+    b = _const(a, 0.0) if b is None else b
     lr, li = _log(a, b)
-    d = 0.0 * c if d is None else d
+    d = _const(c, 0.0) if d is None else d
     re, im = _exp(*_times(c, d, lr, li))
     base_zero = _hypot(a, b).eq(0.0)
     w_zero = c.eq(0.0) & d.eq(0.0)
@@ -473,7 +571,7 @@ _UNARY: dict[str, Callable] = {
     "exp": _exp,
     "log": _log,
     "sqrt": _sqrt,
-    "reciprocal": lambda a, b: _divided(1.0 + 0.0 * a, 0.0 * b, a, b),
+    "reciprocal": _inverse,
     "square": lambda a, b: _times(a, b, a, b),
     "sgn": _unit,
 }
@@ -521,7 +619,7 @@ def unary(name: str, x: Tensor, out: Tensor | None = None) -> Tensor:
         raise refuse(name, x.dtype)
     fn, predicate = _TO_REAL[name]
     result = bool_ if predicate else x.dtype.to_real
-    target = out if out is not None else Tensor(empty_impl(x.shape, result, x.device))
+    target = checked_out(out, x.shape, result, x.device, name)
     key = ("complex", name)
     formula.launch(key, [real(x), imag(x)], x.dtype.to_real, fn, out=target._impl)
     return target
@@ -536,11 +634,14 @@ def binary(name: str, a, b, result: DType, out: Tensor | None = None) -> Tensor:
     tensors = [t for t in (a, b) if isinstance(t, Tensor)]
     shape = broadcast_shapes(*(t.shape for t in tensors))
     device = device_of(tensors, name)
+    exponent = _exponent(name, a, b)
+    if exponent in _EXPONENTS:
+        return _power(exponent, a, result, out, shape, device)
     if name in _BINARY:
         return _launch(name, [a, b], result, _BINARY[name], out, shape, device)
     if name not in _COMPARE:
         raise refuse(name, result)
-    target = out if out is not None else Tensor(empty_impl(shape, bool_, device))
+    target = checked_out(out, shape, bool_, device, name)
     operands, slots = [], []
     for x in (a, b):
         for part in parts(x):
@@ -564,6 +665,47 @@ def binary(name: str, a, b, result: DType, out: Tensor | None = None) -> Tensor:
         ("complex", name, kinds), operands, result.to_real, compare, params, target._impl
     )
     return target
+
+
+def _square(a, b):
+    return _times(a, b, a, b)
+
+
+# torch's exact paths for a number exponent of a complex pow (pow_out and
+# pow_tensor_scalar_optimized_kernel): z^2 = z z, z^3 = (z z) z, z^-2 = 1 / (z z), and the
+# sqrt, rsqrt and reciprocal kernels; z^0 = 1 and z^1 = z are a fill and a copy.
+_EXPONENTS: dict[float, Callable | None] = {
+    0.0: None,
+    1.0: None,
+    2.0: _square,
+    3.0: lambda a, b: _times(*_square(a, b), a, b),
+    -2.0: lambda a, b: _inverse(*_square(a, b)),
+    -1.0: _inverse,
+    0.5: _sqrt,
+    -0.5: _rsqrt,
+}
+
+
+def _exponent(name: str, a, b) -> float | None:
+    """pow's number exponent b (of a tensor base) as a float when it is real (a complex
+    number with a zero imaginary part too, as torch's Scalar.equal reads it), else None."""
+    if name != "pow" or not isinstance(a, Tensor) or isinstance(b, Tensor | bool):
+        return None
+    value = builtins.complex(b)
+    return value.real if value.imag == 0 else None
+
+
+def _power(exponent: float, base: Tensor, result: DType, out, shape, device) -> Tensor:
+    """base ** exponent by torch's exact path for that exponent (_EXPONENTS), a real base
+    made complex first as torch promotes it."""
+    base = base if base.dtype is result else base.to(result)
+    if exponent == 0.0:
+        target = checked_out(out, shape, result, device, "pow")
+        fill(target._impl, 1.0)
+        return target
+    if exponent == 1.0:
+        return _launch("pow1", [base], result, lambda a, b: (a, b), out, shape, device)
+    return _launch(f"pow{exponent}", [base], result, _EXPONENTS[exponent], out, shape, device)
 
 
 def butterfly(even: Tensor, odd: Tensor, twiddle: Tensor, top: Tensor, bottom: Tensor) -> None:
@@ -878,10 +1020,10 @@ def variance(op: str, x: Tensor, fn: Callable, dim, correction, keepdim, out) ->
 
 
 def isclose(a: Tensor, b: Tensor, rtol: float, atol: float, equal_nan: bool) -> Tensor:
-    """|a - b| <= atol + rtol |b| with the parts finite, equal values close (infinities),
+    """|a - b| <= atol + rtol |b| with |a - b| finite, equal values close (infinities),
     NaN close to NaN only with equal_nan: torch's rule for complex."""
-    near = (a - b).abs() <= (b.abs() * rtol + atol)
-    close = (a == b) | (near & a.isfinite() & b.isfinite())
+    error = (a - b).abs()
+    close = (a == b) | ((error <= (b.abs() * rtol + atol)) & error.isfinite())
     return close | (a.isnan() & b.isnan()) if equal_nan else close
 
 
@@ -897,7 +1039,8 @@ def prod(x: Tensor, dim, keepdim, dtype, out) -> Tensor:
     source = x if dtype is None else x.to(as_dtype(dtype))
     axes = reduce_axes(source, dim, "prod")
     others = [d for d in range(source.ndim) if d not in axes]
-    rows = source.permute(*others, *axes).reshape(*(source.shape[d] for d in others), -1)
+    size = math.prod(source.shape[d] for d in axes)  # not -1: another dim may be 0
+    rows = source.permute(*others, *axes).reshape(*(source.shape[d] for d in others), size)
     while rows.shape[-1] > 1:
         half = rows.shape[-1] // 2
         paired = binary("mul", rows[..., :half], rows[..., half : 2 * half], rows.dtype)

@@ -246,6 +246,8 @@ def _binary_rule(op: BinaryOp, a, b) -> tuple[DType, DType]:
     """(compute dtype, result dtype) of a binary op, with the op's refusals."""
     promoted = result_type(a, b)
     if promoted.is_complex:  # complex.binary refuses the ops it has no form of
+        if op.name == "sub" and _has_bool(a, b):
+            raise TypeError(_SUB_BOOL)
         return promoted, (bool_ if op.bool_out else promoted)
     rule = op.rule
     if rule == "logical":

@@ -27,7 +27,7 @@ from typing import NamedTuple
 from kael.frontend import elementwise as ew
 from kael.frontend import factories
 from kael.frontend.formula import Value, launch, maximum, minimum, where
-from kael.frontend.outputs import bool_arg, tensor_arg
+from kael.frontend.outputs import bool_arg, output, tensor_arg
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.ir import graph as g
 from kael.runtime.convert import CHECKED, ROUNDED, convert_scalar
@@ -63,20 +63,24 @@ def _unary(
     """A public unary function of `formula`; `wide`: float32 and the half types compute
     in float64 and round once (the hyperbolic functions: within an ulp that way)."""
 
-    def fn(input: Tensor) -> Tensor:
+    def fn(input: Tensor, *, out: Tensor | None = None) -> Tensor:
         x = tensor_arg(input, name)
         if x.dtype.is_complex:  # complex.py's form, or its refusal
             from kael.frontend import complex
 
-            return complex.unary(name, x)
+            return complex.unary(name, x, out)
         if floats_only and not x.dtype.is_floating_point:
             raise TypeError(f'"{name}" not implemented for {x.dtype} (floating point only)')
-        out = _float_result(x.dtype)
-        compute = float64 if wide else _compute(out)
-        return launch((name, compute), [x], compute, formula).to(out)
+        result = _float_result(x.dtype)
+        compute = float64 if wide else _compute(result)
+        if out is None:
+            return launch((name, compute), [x], compute, formula).to(result)
+        target = output(out, x.shape, result, x.device, name)
+        launch((name, compute), [x], compute, formula, out=target._impl)
+        return target
 
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"torch.{name}, elementwise: one kernel."
+    fn.__doc__ = f"torch.{name}, elementwise (into out= if given): one kernel."
     return fn
 
 
@@ -781,10 +785,15 @@ def _is_complex(x) -> bool:
     return isinstance(x, Tensor) and x.dtype.is_complex
 
 
+def sgn(input: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """z / |z| (0 at 0) of a complex tensor, sign of a real one, into out= if given."""
+    return ew.unary("sgn" if _is_complex(input) else "sign", input, out)
+
+
 FUNCTIONS: dict[str, Callable] = {
     **UNARY,
     **BINARY,
-    "sgn": lambda input: ew.unary("sgn" if _is_complex(input) else "sign", input),
+    "sgn": sgn,
     "nan_to_num": nan_to_num,
     "lerp": lerp,
     "isclose": isclose,

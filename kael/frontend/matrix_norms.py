@@ -42,14 +42,26 @@ def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None, out=No
     x = _cast(x, dtype, op)
     if isinstance(ord, bool) or not isinstance(ord, int | float):
         raise TypeError(f"{op}(): argument 'ord' must be a number, not {type(ord).__name__}")
-    if math.isinf(ord) and x.numel() == 0 and dim is None:
-        raise ValueError(
-            f"{op} cannot compute the {ord} norm on an empty tensor because the operation "
-            "does not have an identity"
-        )
     if isinstance(dim, list):
         dim = tuple(dim)
+    _refuse_empty(x, ord, dim, op)
     return moments.norm(x, ord, dim, keepdim, out=out)
+
+
+def _refuse_empty(x: Tensor, ord, dim, op: str) -> None:
+    """torch's refusal of an order with no identity (inf, or below 0: a max or a min of
+    powers) over an empty tensor, or over an empty dim it reduces."""
+    if x.numel() or not (ord < 0 or math.isinf(ord)):
+        return
+    why = "because the operation does not have an identity"
+    if dim is None:
+        raise ValueError(f"{op} cannot compute the {ord} norm on an empty tensor {why}")
+    for d in dim if isinstance(dim, tuple) else (dim,):
+        if x.shape[views.wrap_dim(d, x.ndim)] == 0:
+            raise ValueError(
+                f"{op} cannot compute the {ord} norm on the dimension {d} because this "
+                f"dimension is empty and the operation does not have an identity"
+            )
 
 
 def _two_dims(A: Tensor, dim, op: str) -> tuple[int, int]:

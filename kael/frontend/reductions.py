@@ -69,8 +69,15 @@ def _acc(dtype: DType) -> DType:
 # ---- sums and products -----------------------------------------------------------------------
 
 
+def _to_complex(x: Tensor, dtype) -> Tensor:
+    """x converted first where a complex dtype= asks a real x for a complex result."""
+    if dtype is not None and not x.dtype.is_complex and as_dtype(dtype).is_complex:
+        return x.to(as_dtype(dtype))
+    return x
+
+
 def _sum_like(op: str, x, dim, keepdim, dtype, out) -> Tensor:
-    x = tensor_arg(x, op)
+    x = _to_complex(tensor_arg(x, op), dtype)
     if x.dtype.is_complex:
         if op == "sum":
             return complex.reduce(sum, x, dim, keepdim, dtype, out, op)
@@ -114,7 +121,7 @@ def mean(
     input: Tensor, dim=None, keepdim: bool = False, *, dtype: DType | None = None, out=None
 ) -> Tensor:
     """Sum / count in one kernel (the division is the epilogue); floating dtypes only."""
-    x = tensor_arg(input, "mean")
+    x = _to_complex(tensor_arg(input, "mean"), dtype)
     if x.dtype.is_complex:
         return complex.reduce(mean, x, dim, keepdim, dtype, out, "mean")
     keepdim = keepdim_arg(keepdim, "mean")

@@ -108,20 +108,28 @@ def _scan_(op: str, self: Tensor, dim, dtype) -> Tensor:
     return self
 
 
+def _complex_dtype(dtype) -> bool:
+    return dtype is not None and as_dtype(dtype).is_complex
+
+
 def cumsum(input: Tensor, dim, *, dtype=None, out: Tensor | None = None) -> Tensor:
     """Running sums along `dim`; int and bool inputs give int64 (wrapping), floats keep theirs."""
-    if isinstance(input, Tensor) and input.dtype.is_complex:
+    if isinstance(input, Tensor) and (input.dtype.is_complex or _complex_dtype(dtype)):
         from kael.frontend import complex
 
+        if not input.dtype.is_complex:  # a complex dtype= for a real input: converted first
+            input, dtype = input.to(as_dtype(dtype)), None
         return complex.cumsum(input, dim, dtype, out)
     return _scan("cumsum", input, dim, dtype, out)
 
 
 def cumprod(input: Tensor, dim, *, dtype=None, out: Tensor | None = None) -> Tensor:
     """Running products along `dim`, with cumsum's dtype rule."""
-    if isinstance(input, Tensor) and input.dtype.is_complex:
+    if isinstance(input, Tensor) and (input.dtype.is_complex or _complex_dtype(dtype)):
         from kael.frontend import complex
 
+        if not input.dtype.is_complex:  # a complex dtype= for a real input: converted first
+            input, dtype = input.to(as_dtype(dtype)), None
         return complex.cumprod(input, dim, dtype, out)
     return _scan("cumprod", input, dim, dtype, out)
 

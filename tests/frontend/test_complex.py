@@ -862,3 +862,300 @@ def test_complex_ops_trace_into_a_compiled_plan():
         total, pairs = power(k, k2)
         close(total, (t * t2 + 1j).abs().sum())
         close(pairs, torch.view_as_real(t.exp()))
+
+
+@pytest.mark.parametrize(
+    "name, kwargs",
+    [("sum", {}), ("mean", {}), ("prod", {}), ("cumsum", {"dim": 1}), ("cumprod", {"dim": 0})],
+)
+def test_a_complex_dtype_makes_reductions_of_real_tensors_complex_as_torch(name, kwargs):
+    values = RNG.standard_normal((3, 4)).astype(np.float32)
+    got = getattr(kael, name)(kael.tensor(values), dtype=kael.complex64, **kwargs)
+    want = getattr(torch, name)(torch.tensor(values), dtype=torch.complex64, **kwargs)
+    close(got, want, rtol=1e-5, atol=1e-6)
+    z, t = pair((3, 4))
+    close(kael.cumsum(z, 1, dtype=kael.complex128), torch.cumsum(t, 1, dtype=torch.complex128))
+
+
+# ---- out= of the complex elementwise ops -----------------------------------------------------
+
+
+_Z = [1 + 2j, 3 - 1j]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, z, o: m.mul(z, z, out=o),
+        lambda m, z, o: m.exp(z, out=o),
+        lambda m, z, o: m.add(z, z, alpha=2, out=o),
+        lambda m, z, o: m.sub(z, 1.5, out=o),
+        lambda m, z, o: m.complex(m.real(z), m.imag(z), out=o),
+        lambda m, z, o: m.polar(m.real(z), m.imag(z), out=o),
+        lambda m, z, o: m.sinh(z, out=o),
+        lambda m, z, o: m.sgn(z, out=o),
+    ],
+)
+@pytest.mark.parametrize("out_dtype", ["float32", "int64", "bool"])
+def test_complex_result_into_a_real_out_is_refused_as_torch(call, out_dtype):
+    z, tz = kael.tensor(_Z), torch.tensor(_Z)
+    with pytest.raises(RuntimeError):  # complex, polar and sgn word it otherwise
+        call(torch, tz, torch.zeros(2, dtype=getattr(torch, out_dtype)))
+    out = kael.zeros(2, dtype=getattr(kael, out_dtype))
+    with pytest.raises(kael.TypeError, match="can't be cast to the desired output type"):
+        call(kael, z, out)
+    assert not out.numpy().any()  # nothing written
+
+
+def test_a_large_complex_product_into_a_float_out_raises_instead_of_crashing():
+    z = kael.ones(1_000_000, dtype=kael.complex128)
+    with pytest.raises(kael.TypeError, match="complex128 can't be cast to the desired output"):
+        kael.mul(z, z, out=kael.zeros(1_000_000))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, z, o: m.mul(z, z, out=o),
+        lambda m, z, o: m.exp(z, out=o),
+        lambda m, z, o: m.add(z, z, alpha=2, out=o),
+        lambda m, z, o: m.complex(m.real(z), m.imag(z), out=o),
+        lambda m, z, o: m.pow(z, 2, out=o),
+    ],
+)
+@pytest.mark.parametrize("size", [0, 6, 50])
+def test_a_wrong_shaped_complex_out_is_resized_as_torch(call, size):
+    z, tz = kael.tensor(_Z), torch.tensor(_Z)
+    out, tout = kael.zeros(size, dtype=kael.complex64), torch.zeros(size, dtype=torch.complex64)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call(torch, tz, tout)
+        assert call(kael, z, out) is out
+    assert len(caught) == (2 if size else 0)  # torch's resize warning, once each
+    close(out, tout)
+
+
+def test_an_expanded_complex_out_is_refused_before_any_write():
+    z = kael.tensor(_Z)
+    out = kael.zeros(1, dtype=kael.complex64).expand(2)
+    with pytest.raises(kael.Error, match="more than one element of the written-to tensor"):
+        kael.exp(z, out=out)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        torch.exp(torch.tensor(_Z), out=torch.zeros(1, dtype=torch.complex64).expand(2))
+
+
+def test_a_complex_out_of_the_other_width_is_refused():
+    # kael's out= converts nothing (its real ops refuse float32 into float64 too); torch casts
+    z = kael.tensor(_Z)
+    with pytest.raises(kael.TypeError, match="out has dtype complex128 but the result has"):
+        kael.mul(z, z, out=kael.zeros(2, dtype=kael.complex128))
+
+
+@pytest.mark.parametrize("op", ["abs", "isnan", "isfinite"])
+def test_real_results_of_complex_ops_check_their_out(op):
+    z, tz = kael.tensor(_Z), torch.tensor(_Z)
+    want = getattr(torch, op)(tz)
+    out = kael.zeros(2, dtype=getattr(kael, str(want.dtype)[6:]))
+    assert getattr(kael, op)(z, out=out) is out
+    np.testing.assert_allclose(out.numpy(), want.numpy(), rtol=1e-6)
+    with pytest.raises(kael.TypeError):
+        getattr(kael, op)(z, out=kael.zeros(2, dtype=kael.complex64))
+
+
+def test_complex_out_that_is_its_input_matches_torch():
+    z, tz = kael.tensor(_Z), torch.tensor(_Z)
+    assert kael.mul(z, z, out=z) is z
+    torch.mul(tz, tz, out=tz)
+    close(z, tz)
+
+
+# ---- special values, against glibc's C99 functions as torch calls them -------------------------
+
+_PARTS = [0.0, -0.0, 1.5, -2.0, 1e-320, 30.0, 88.5, 100.0, 711.0, 800.0, 1500.0, 3000.0]
+_PARTS += [-711.0, -800.0, -100.0, math.inf, -math.inf, math.nan]
+_SPECIAL = [complex(a, b) for a in _PARTS for b in _PARTS]
+# sqrt's |z| of a subnormal part keeps ~5 digits (a documented limit), so no 1e-320 there
+_NORMAL = [v for v in _SPECIAL if 1e-320 not in (v.real, v.imag)]
+
+
+def _same_parts(got: np.ndarray, want: np.ndarray, rtol: float):
+    """Equal parts: NaN to NaN, zeros with their sign, infinities exactly, else within rtol."""
+    for g, w in ((got.real, want.real), (got.imag, want.imag)):
+        nan = np.isnan(w)
+        assert (np.isnan(g) == nan).all()
+        zero = w == 0
+        assert (g[zero] == 0).all() and (np.signbit(g[zero]) == np.signbit(w[zero])).all()
+        np.testing.assert_allclose(g[~nan & ~zero], w[~nan & ~zero], rtol=rtol, atol=1e-300)
+
+
+@pytest.mark.parametrize(
+    "op", ["exp", "exp2", "sin", "cos", "sinh", "cosh", "tanh", "tan", "sigmoid", "sqrt"]
+)
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_infinite_nan_and_overflowing_parts_match_torch(op, dtype):
+    values = _NORMAL if op == "sqrt" else _SPECIAL
+    got = getattr(kael, op)(kael.tensor(values, dtype=getattr(kael, dtype)))
+    want = getattr(torch, op)(torch.tensor(values, dtype=getattr(torch, dtype)))
+    _same_parts(got.numpy(), want.numpy(), 1e-5)
+
+
+@pytest.mark.parametrize(
+    "op, value, expected",
+    [
+        ("exp", 800 + 0j, complex(math.inf, 0)),
+        ("exp", 711 + 1.5j, complex(4.295618040799207e307, math.inf)),
+        ("sin", 1000j, complex(0, math.inf)),
+        ("cos", 1000j, complex(math.inf, -0.0)),
+        ("sigmoid", -800 + 0j, 0j),
+        ("sinh", 711 + 0j, complex(math.inf, 0)),
+        ("cosh", 711 + 0j, complex(math.inf, 0)),
+        ("sqrt", complex(1, math.inf), complex(math.inf, math.inf)),
+        ("rsqrt", complex(math.inf, 0), 0j),
+        ("reciprocal", complex(0, math.inf), complex(0, -0.0)),
+        ("tanh", complex(0, math.nan), complex(0, math.nan)),
+        ("tanh", complex(math.nan, 0), complex(math.nan, 0)),
+        ("tanh", complex(math.nan, 1), complex(math.nan, math.nan)),
+        ("tan", complex(0, math.inf), 1j),
+    ],
+)
+def test_review_cases_of_overflow_and_infinities_match_torch(op, value, expected):
+    got = getattr(kael, op)(kael.tensor([value], dtype=kael.complex128)).numpy()
+    want = getattr(torch, op)(torch.tensor([value], dtype=torch.complex128)).numpy()
+    _same_parts(got, want, 1e-12)
+    _same_parts(got, np.array([expected]), 1e-5)
+
+
+@pytest.mark.parametrize("op", ["exp", "sin", "sigmoid", "exp2"])
+def test_complex64_overflow_at_small_arguments_matches_torch(op):
+    values = [89 + 1.5j, 100 + 0j, 100j, -100 + 0j, 400 + 0j]
+    got = getattr(kael, op)(kael.tensor(values, dtype=kael.complex64))
+    want = getattr(torch, op)(torch.tensor(values, dtype=torch.complex64))
+    _same_parts(got.numpy(), want.numpy(), 1e-5)
+
+
+@pytest.mark.parametrize("op", ["rsqrt", "reciprocal"])
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_inverses_of_infinite_and_zero_parts_match_torch(op, dtype):
+    got = getattr(kael, op)(kael.tensor(_NORMAL, dtype=getattr(kael, dtype)))
+    want = getattr(torch, op)(torch.tensor(_NORMAL, dtype=getattr(torch, dtype)))
+    _same_parts(got.numpy(), want.numpy(), 1e-5)
+
+
+# ---- pow ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: (-2) ** m.tensor([2 + 3j, 0.5 - 1j], dtype=m.complex128),
+        lambda m: m.tensor([-8.0, -2.0], dtype=m.float64) ** (0.5 + 0j),
+        lambda m: m.tensor([-8.0], dtype=m.float64) ** m.tensor([1 / 3 + 0j], dtype=m.complex128),
+        lambda m: (
+            m.tensor([-8.0, 3.0], dtype=m.float64) ** m.tensor([1 / 3 + 1j], dtype=m.complex64)
+        ),
+        lambda m: m.tensor([-8.0, 4.0]) ** (1.5 + 0.5j),
+    ],
+)
+def test_a_negative_real_base_takes_the_principal_branch_as_torch(call):
+    close(call(kael), call(torch))
+
+
+_BASES = [-8 + 0j, 2 + 3j, -0.5 - 1.25j, complex(math.inf, 0), complex(math.nan, 1), 0j]
+
+
+@pytest.mark.parametrize("exponent", [0, 1, 2, 3, -1, -2, 0.5, -0.5, 2 + 0j, True - 1])
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_number_exponents_take_torchs_exact_paths(exponent, dtype):
+    got = kael.tensor(_BASES, dtype=getattr(kael, dtype)) ** exponent
+    want = torch.tensor(_BASES, dtype=getattr(torch, dtype)) ** exponent
+    assert got.dtype == getattr(kael, dtype)
+    _same_parts(got.numpy(), want.numpy(), 1e-6)
+
+
+def test_integer_powers_of_real_valued_complex_numbers_are_exact():
+    got = kael.view_as_real(kael.tensor([-8 + 0j, 2 + 3j]) ** 2).numpy()
+    np.testing.assert_array_equal(got, [[64, -0.0], [-5, 12]])
+    assert np.signbit(got[0, 1])  # torch's -0: (-8)(0) + (0)(-8)
+    got = (kael.tensor([-8 + 0j], dtype=kael.complex128) ** 1).numpy()
+    np.testing.assert_array_equal(got, [-8 + 0j])
+
+
+@pytest.mark.parametrize("exponent", [0, 1, 2, -1, 0.5, 2 + 0j])
+def test_a_real_base_with_a_complex_number_exponent_matches_torch(exponent):
+    base = [-2.0, 3.0, 0.0]
+    got = kael.tensor(base) ** complex(exponent)
+    want = torch.tensor(base) ** complex(exponent)
+    _same_parts(got.numpy(), want.numpy(), 1e-6)
+
+
+def test_pow_out_and_in_place_with_an_exact_exponent_match_torch():
+    z, tz = pair(4)
+    out, tout = kael.empty(4, dtype=kael.complex64), torch.empty(4, dtype=torch.complex64)
+    kael.pow(z, 0, out=out)
+    torch.pow(tz, 0, out=tout)
+    close(out, tout)
+    with pytest.raises(kael.TypeError, match="can't be cast"):
+        kael.pow(z, 0, out=kael.empty(4))
+    close(z.clone().pow_(3), tz.clone().pow_(3), rtol=1e-5)
+
+
+# ---- prod, isclose, subtraction of bools -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "shape, dim, keepdim", [((0, 3), 1, False), ((0, 3), 1, True), ((2, 0, 3), 2, False)]
+)
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_prod_over_a_nonempty_dim_of_an_empty_tensor_matches_torch(shape, dim, keepdim, dtype):
+    got = kael.prod(kael.zeros(*shape, dtype=getattr(kael, dtype)), dim, keepdim=keepdim)
+    close(got, torch.prod(torch.zeros(*shape, dtype=getattr(torch, dtype)), dim, keepdim=keepdim))
+
+
+def test_prod_over_an_empty_dim_is_one_as_torch():
+    got = kael.prod(kael.zeros(3, 0, dtype=kael.complex64), 1)
+    close(got, torch.prod(torch.zeros(3, 0, dtype=torch.complex64), 1))
+
+
+@pytest.mark.parametrize(
+    "a, b, rtol",
+    [
+        (1e308 + 0j, -1e308 + 0j, 10.0),
+        (1e308 + 1e308j, -1e308 + 0j, 1e10),
+        (1 + 1j, 1 + 1.5j, 1.0),
+        (complex(math.inf, 0), complex(math.inf, 0), 0.0),
+        (complex(math.inf, 0), 1 + 0j, 1e300),
+    ],
+)
+def test_isclose_requires_a_finite_difference_as_torch(a, b, rtol):
+    got = kael.isclose(
+        kael.tensor([a], dtype=kael.complex128), kael.tensor([b]).to(kael.complex128), rtol=rtol
+    )
+    want = torch.isclose(
+        torch.tensor([a], dtype=torch.complex128),
+        torch.tensor([b], dtype=torch.complex128),
+        rtol=rtol,
+    )
+    assert got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.tensor([1 + 1j]) - m.tensor([True]),
+        lambda m: m.tensor([1 + 1j]) - True,
+        lambda m: True - m.tensor([1 + 1j]),
+        lambda m: m.tensor([1 + 1j]).sub_(True),
+        lambda m: m.sub(m.tensor([True]), m.tensor([1j]), alpha=2),
+    ],
+)
+def test_complex_minus_bool_is_refused_as_torch(call):
+    with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with a bool tensor"):
+        call(torch)
+    with pytest.raises(kael.TypeError, match="Subtraction, the `-` operator, with a bool tensor"):
+        call(kael)
+
+
+def test_complex_plus_bool_still_adds_as_torch():
+    close(
+        kael.tensor([1 + 1j]) + kael.tensor([True]), torch.tensor([1 + 1j]) + torch.tensor([True])
+    )

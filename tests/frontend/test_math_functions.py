@@ -698,3 +698,27 @@ def test_a_number_beside_an_integer_tensor_keeps_its_value(call):
     got = call(kael)
     assert want.dtype == torch.float32
     close_to_torch(got, want, TOL[kael.float32], equal_nan=True)
+
+
+@pytest.mark.parametrize("name", ["sinh", "cosh", "log10", "sgn"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "complex64"])
+def test_out_of_sinh_cosh_log10_and_sgn_matches_torch(name, dtype):
+    values = [0.5, -1.5, 2.0, 0.0]
+    x = kael.tensor(values, dtype=getattr(kael, dtype))
+    want = getattr(torch, name)(torch.tensor(values, dtype=getattr(torch, dtype)))
+    out = kael.empty(0, dtype=getattr(kael, str(want.dtype)[6:]))
+    assert getattr(kael, name)(x, out=out) is out
+    assert out.shape == tuple(want.shape)
+    np.testing.assert_allclose(out.numpy(), want.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["sinh", "cosh", "log10", "sgn"])
+def test_out_of_sinh_cosh_log10_and_sgn_refuses_a_wrong_dtype_or_expanded_out(name):
+    x = kael.tensor([0.5, -1.5])
+    with pytest.raises(kael.TypeError, match="out has dtype int64 but the result has dtype"):
+        getattr(kael, name)(x, out=kael.empty(2, dtype=kael.int64))
+    with pytest.raises(kael.Error, match="more than one element of the written-to tensor"):
+        getattr(kael, name)(x, out=kael.zeros(1).expand(2))
+    z = kael.tensor([0.5 + 1j])
+    with pytest.raises(kael.TypeError, match="complex64 can't be cast to the desired output type"):
+        getattr(kael, name)(z, out=kael.empty(1))

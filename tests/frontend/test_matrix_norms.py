@@ -209,3 +209,36 @@ def test_pdist_is_a_function_only_as_in_torch():
 def test_dist_renorm_pdist_refuse_what_torch_refuses(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.parametrize("ord", [-1, -0.5, -2.5, math.inf, -math.inf])
+@pytest.mark.parametrize(
+    "shape, dim, where",
+    [
+        ((0,), None, "an empty tensor"),
+        ((0, 3), 0, "the dimension 0"),
+        ((2, 0), (0, 1), "the dimension 1"),
+    ],
+)
+@pytest.mark.parametrize("dtype", ["float32", "complex64"])
+def test_vector_norm_without_an_identity_refuses_an_empty_reduction_as_torch(
+    ord, shape, dim, where, dtype
+):
+    with pytest.raises(RuntimeError, match=f"cannot compute the {ord} norm on"):
+        torch.linalg.vector_norm(torch.zeros(shape, dtype=getattr(torch, dtype)), ord, dim=dim)
+    with pytest.raises(kael.ValueError, match=f"cannot compute the {ord} norm on {where}"):
+        kael.linalg.vector_norm(kael.zeros(*shape, dtype=getattr(kael, dtype)), ord, dim=dim)
+
+
+@pytest.mark.parametrize("ord", [-1, math.inf, 0, 1, 2, 0.5])
+@pytest.mark.parametrize("shape, dim", [((0, 3), 1), ((3, 0), 0), ((0, 3), 0), ((0,), None)])
+def test_vector_norm_of_empty_tensors_where_torch_answers(ord, shape, dim):
+    try:
+        want = torch.linalg.vector_norm(torch.zeros(shape), ord, dim=dim)
+    except RuntimeError:
+        with pytest.raises(kael.ValueError, match="cannot compute"):
+            kael.linalg.vector_norm(kael.zeros(*shape), ord, dim=dim)
+        return
+    got = kael.linalg.vector_norm(kael.zeros(*shape), ord, dim=dim)
+    assert got.shape == tuple(want.shape)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
