@@ -708,18 +708,6 @@ def _power(exponent: float, base: Tensor, result: DType, out, shape, device) -> 
     return _launch(f"pow{exponent}", [base], result, _EXPONENTS[exponent], out, shape, device)
 
 
-def butterfly(even: Tensor, odd: Tensor, twiddle: Tensor, top: Tensor, bottom: Tensor) -> None:
-    """A radix-2 FFT stage, one kernel of four outputs: top = even + twiddle odd, bottom =
-    even - twiddle odd."""
-
-    def stage(a, b, c, d, e, f):
-        re, im = _times(c, d, e, f)
-        return (a + re, b + im), (a - re, b - im)
-
-    compute = top.dtype.to_real
-    _launch_into("butterfly", [even, odd, twiddle], compute, stage, [top, bottom], fresh=True)
-
-
 # ---- reductions and products --------------------------------------------------------------------
 
 

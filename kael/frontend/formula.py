@@ -167,6 +167,28 @@ def launch(
     return Tensor(target)
 
 
+def launch_many(
+    key: tuple, tensors: Sequence[Tensor], compute: DType, formula: Callable, outs: Sequence[Tensor]
+) -> None:
+    """formula(*tensors as `compute` values) -> one Value per output, as one kernel writing
+    every output (fresh tensors of one shape, which the inputs broadcast to)."""
+    shape = outs[0].shape
+    ins = [views.broadcast_view(t._impl, shape) for t in tensors]
+    dtypes_in = tuple(t.dtype for t in tensors)
+    template_key = ("formula_many", *key, dtypes_in, compute, len(outs))
+
+    def build():
+        leaves = [
+            Value(g.Cast(compute, (), g.Input(d, (), str(i)))) for i, d in enumerate(dtypes_in)
+        ]
+        roots = [g.Cast(o.dtype, (), v.node) for o, v in zip(outs, formula(*leaves))]
+        _slots[template_key] = input_order(*roots)
+        return key[0], roots
+
+    entry = eager.template(template_key, build)
+    eager.run(entry, [o._impl for o in outs], [ins[i] for i in _slots[template_key]])
+
+
 def _out_dtype(out: TensorImpl | None, compute: DType) -> DType:
     return compute if out is None else out.dtype
 
