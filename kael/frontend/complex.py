@@ -202,14 +202,9 @@ def _launch(
     kernel into a new complex tensor of `result` (or `out`, checked first: checked_out):
     _launch_into with one target."""
     target = checked_out(out, shape, result, device, name)
-    formulas = _SINGLE.get(formula_of)
-    if formulas is None:  # the tuple-of-pairs form, made once per formula
-        formulas = _SINGLE[formula_of] = lambda *a: (formula_of(*a),)
+    formulas = lambda *a: (formula_of(*a),)  # noqa: E731 (the one-target form)
     _launch_into(name, operands, result.to_real, formulas, [target], fresh=out is None)
     return target
-
-
-_SINGLE: dict[Callable, Callable] = {}
 
 
 def checked_out(out, shape: tuple[int, ...], result: DType, device, op: str) -> Tensor:
