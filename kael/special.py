@@ -6,6 +6,7 @@ xlog1py, zeta, polygamma, multigammaln), frontend/bessel.py's (the Bessel functi
 I, K, their scaled K, spherical j0, Airy's Ai) and frontend/orthogonal_polynomials.py's
 (Chebyshev's, shifted Chebyshev's, Hermite's, Laguerre's and Legendre's polynomials)."""
 
+from kael.frontend import autocast as _autocast
 from kael.frontend import published as _published
 from kael.frontend import special_math as _special_math
 from kael.frontend.bessel import BESSEL as _BESSEL
@@ -40,6 +41,8 @@ _ALIASES = {
 globals().update({name: _OPS[base] for name, base in _ALIASES.items()})
 _KERNELS = {**_special_math.SPECIAL, **_BESSEL, **_POLYNOMIALS}
 globals().update({name: _op_door(f"special.{name}", fn) for name, fn in _KERNELS.items()})
+
+_autocast.install(globals(), "special")  # its aliases wrapped with kael's under autocast
 
 __all__ = sorted([*_ALIASES, *_KERNELS])
 _published.publish(__name__, globals())  # pickle finds each function by this name

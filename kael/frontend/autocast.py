@@ -94,6 +94,7 @@ TABLES: dict[str, dict[str, str]] = {
     },
     "linalg": {**dict.fromkeys(_LINALG, FLOAT32), "matmul": LOWER},
     "recurrent": dict.fromkeys(_RECURRENT, LOWER),
+    "special": {},
     "Tensor": {
         **dict.fromkeys(
             (
@@ -160,6 +161,10 @@ CUDA_TABLES: dict[str, dict[str, str]] = {
     },
     "recurrent": dict.fromkeys(
         (*_RECURRENT, "lstm_cell", "gru_cell", "gru", "rnn_tanh_cell", "rnn_relu_cell"), LOWER
+    ),
+    # kael.special's aliases of those ops: wrapped with them, so each stays the same object
+    "special": dict.fromkeys(
+        ("erfinv", "expm1", "log1p", "logsumexp", "softmax", "log_softmax"), FLOAT32
     ),
     "Tensor": {
         **dict.fromkeys(
@@ -399,10 +404,22 @@ def install_methods(cls: type) -> None:
 
 
 def _install_cuda_only() -> None:
-    """Wrap the ops only CUDA's table names, in every installed namespace (once)."""
+    """Wrap the ops only CUDA's table names, in every installed namespace (once), and every
+    other name the same function has there (kael.arccos is kael.acos), so that aliases stay
+    one object."""
     with _count_lock:
+        before = set(_wrappers)
         for where, table in _pending:
             for name in CUDA_TABLES[table]:
                 if name not in TABLES[table]:
                     _swap(where, name, table)
+        wrapped = {key: _wrappers[key][1] for key in set(_wrappers) - before}
+        for where, _ in _pending:
+            entries = where if isinstance(where, dict) else vars(where)
+            for name, value in list(entries.items()):
+                if id(value) in wrapped and _wrappers[id(value)][0] is value:
+                    if isinstance(where, dict):
+                        where[name] = wrapped[id(value)]
+                    else:
+                        setattr(where, name, wrapped[id(value)])
         _pending.clear()

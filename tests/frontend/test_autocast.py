@@ -242,6 +242,7 @@ def test_every_cuda_table_name_is_a_published_op():
 
     places = {
         "kael": kael, "functional": F, "linalg": kael.linalg, "Tensor": kael.Tensor,
+        "special": kael.special,
         "recurrent": __import__("kael.frontend.recurrent", fromlist=["FUNCTIONS"]).FUNCTIONS,
     }  # fmt: skip
     for table, names in autocast.CUDA_TABLES.items():
@@ -250,3 +251,16 @@ def test_every_cuda_table_name_is_a_published_op():
             n for n in names if not (n in where if isinstance(where, dict) else hasattr(where, n))
         ]
         assert not missing, (table, missing)
+
+
+def test_aliases_stay_one_object_when_autocast_cuda_wraps_them():
+    # the CUDA-only wrappers are installed at the first autocast("cuda"): kael.special's
+    # aliases are wrapped with kael's, each the same object as before
+    from kael.frontend import autocast
+
+    autocast.set_autocast_enabled("cuda", True)
+    autocast.set_autocast_enabled("cuda", False)
+    for name in ("erfinv", "expm1", "log1p", "log_softmax", "logsumexp", "softmax"):
+        assert getattr(kael.special, name) is getattr(kael, name), name
+    assert kael.arccos is kael.acos and kael.arcsin is kael.asin  # aliases in one namespace
+    assert F.layer_norm is kael.layer_norm and F.rms_norm is kael.rms_norm
