@@ -43,6 +43,10 @@ _LOSSES = (
     "hinge_embedding_loss", "soft_margin_loss", "multi_margin_loss", "multilabel_margin_loss",
     "poisson_nll_loss",
 )  # fmt: skip
+# Tensor's methods of the matmul family (and prelu), lowered by both tables
+_TENSOR_LOWER = (
+    "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "__matmul__", "__rmatmul__", "prelu",
+)  # fmt: skip
 _LINALG = ("cholesky", "cholesky_ex", "inv", "inv_ex", "solve", "solve_ex", "lstsq", "qr",
            "svd", "svdvals", "eigh", "eigvalsh", "pinv", "matrix_exp", "det", "slogdet",
            "lu_factor", "lu", "lu_solve", "householder_product")  # fmt: skip
@@ -96,20 +100,7 @@ TABLES: dict[str, dict[str, str]] = {
     "recurrent": dict.fromkeys(_RECURRENT, LOWER),
     "special": {},
     "Tensor": {
-        **dict.fromkeys(
-            (
-                "matmul",
-                "mm",
-                "bmm",
-                "addmm",
-                "baddbmm",
-                "addbmm",
-                "__matmul__",
-                "__rmatmul__",
-                "prelu",
-            ),
-            LOWER,
-        ),  # fmt: skip
+        **dict.fromkeys(_TENSOR_LOWER, LOWER),
         **dict.fromkeys(
             ("prod", "quantile", "nanquantile", "trace", "inverse", "pinverse", "cholesky"), FLOAT32
         ),  # fmt: skip
@@ -167,23 +158,7 @@ CUDA_TABLES: dict[str, dict[str, str]] = {
         ("erfinv", "expm1", "log1p", "logsumexp", "softmax", "log_softmax"), FLOAT32
     ),
     "Tensor": {
-        **dict.fromkeys(
-            (
-                "matmul",
-                "mm",
-                "bmm",
-                "addmm",
-                "baddbmm",
-                "addbmm",
-                "__matmul__",
-                "__rmatmul__",
-                "prelu",
-                "mv",
-                "addmv",
-                "addr",
-            ),
-            LOWER,
-        ),  # fmt: skip
+        **dict.fromkeys((*_TENSOR_LOWER, "mv", "addmv", "addr"), LOWER),
         **dict.fromkeys((*_CUDA_MATH, "__pow__", "__rpow__", "norm"), FLOAT32),
     },
 }

@@ -141,13 +141,11 @@ def imag(input: Tensor) -> Tensor:
 
 
 def parts(x) -> tuple[Part, Part]:
-    """(real, imag) of a complex or real tensor or a Python number; None for a known zero."""
-    if isinstance(x, Tensor):
-        if x.dtype.is_complex:
-            return real(x), imag(x)
+    """(real, imag) of a complex or real tensor or a Python number; None for a known zero:
+    _sources' parts, views as tensors."""
+    if isinstance(x, Tensor) and not x.dtype.is_complex:
         return x, None
-    value = builtins.complex(x)
-    return value.real, (value.imag if isinstance(x, builtins.complex) else None)
+    return tuple(Tensor(p) if isinstance(p, TensorImpl) else p for p in _sources(x))
 
 
 # ---- copies and fills ------------------------------------------------------------------------
