@@ -515,17 +515,27 @@ class Module:
         return self
 
     def to(self, *args, dtype=None, device=None, non_blocking: bool = False) -> Module:
-        """Tensor.to's arguments (a device, a dtype, a tensor for both): floating parameters
-        and buffers take the dtype, every one the device; returns self."""
+        """Tensor.to's arguments (a device, a dtype, a tensor for both): floating and complex
+        parameters and buffers take the dtype (a complex one to a real dtype drops its
+        imaginary part, warning as Tensor.to), every one the device; returns self."""
         dtype, device, non_blocking, _ = to_arguments(args, dtype, device, non_blocking)
         dtype = None if dtype is None else as_dtype(dtype)
-        if dtype is not None and not dtype.is_floating_point:
+        if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
             raise TypeError(
-                f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}"
+                "nn.Module.to only accepts floating point or complex dtypes, but got desired "
+                f"dtype={dtype}"
+            )
+        if dtype is not None and dtype.is_complex:
+            warnings.warn(
+                "Complex modules are a new feature under active development whose design may "
+                "change, and some modules might not work as expected when using complex tensors "
+                "as parameters or buffers.",
+                stacklevel=2,
             )
 
         def convert(t: Tensor) -> Tensor:
-            want = dtype if t.dtype.is_floating_point else None
+            floating = t.dtype.is_floating_point or t.dtype.is_complex
+            want = dtype if floating else None
             return t.to(device=device, dtype=want, non_blocking=non_blocking)
 
         return self._apply(convert)

@@ -203,8 +203,31 @@ def test_to_casts_floating_state_and_keeps_the_parameter_objects():
     assert weight.dtype is kael.float16
     block.float()
     assert weight.dtype is kael.float32
-    with pytest.raises(kael.TypeError, match="only accepts floating point"):
+    with pytest.raises(kael.TypeError, match="only accepts floating point or complex"):
         block.to(kael.int32)
+
+
+def test_to_casts_complex_state_and_takes_complex_dtypes_as_torch():
+    """A complex buffer takes a real dtype (its imaginary part dropped, with Tensor.to's
+    warning); a complex dtype makes floating state complex, with torch's warning."""
+    models = []
+    for lib in (kael, torch):
+        m = lib.nn.Linear(2, 2)
+        m.load_state_dict({"weight": lib.eye(2), "bias": lib.tensor([0.5, -1.0])})
+        m.register_buffer("phase", lib.tensor([1 + 2j, -3j]))
+        models.append(m)
+    for m, dtype in zip(models, (kael.float64, torch.float64)):
+        with pytest.warns(UserWarning, match="imaginary part"):
+            m.to(dtype)
+    assert models[0].phase.dtype is kael.float64 and models[0].weight.dtype is kael.float64
+    assert models[0].phase.tolist() == models[1].phase.tolist() == [1.0, 0.0]
+    for m, dtype in zip(models, (kael.complex64, torch.complex64)):
+        with pytest.warns(UserWarning, match="Complex modules"):
+            m.to(dtype)
+    assert models[0].weight.dtype is kael.complex64 and isinstance(models[0].weight, nn.Parameter)
+    got = models[0](kael.tensor([1 + 1j, 2.0], dtype=kael.complex64))
+    want = models[1](torch.tensor([1 + 1j, 2.0], dtype=torch.complex64))
+    assert got.tolist() == want.tolist()
 
 
 def test_forward_hooks_see_and_replace_inputs_and_outputs():
