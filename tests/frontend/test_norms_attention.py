@@ -139,6 +139,33 @@ def test_scaled_dot_product_attention_matches_torch(kwargs, dtype):
     )
 
 
+@pytest.mark.parametrize("kwargs", [{}, {"is_causal": True}, {"attn_mask": MASK}], ids=str)
+@pytest.mark.parametrize("dtype", [kael.bfloat16, kael.float16], ids=str)
+def test_half_attention_computes_in_float32_and_rounds_once(dtype, kwargs):
+    """As torch's CPU kernel: the half inputs' attention in float32, rounded to the dtype
+    once (torch's result within one step of the dtype; no error against float64 worse)."""
+    (kq, tq), (kk, tk), (kv, tv) = (pair(a, dtype) for a in (Q, K, V))
+    kw = dict(kwargs)
+    tw = dict(kwargs)
+    if "attn_mask" in kwargs:
+        (kw["attn_mask"], tw["attn_mask"]) = pair(MASK, dtype)
+    got = KF.scaled_dot_product_attention(kq, kk, kv, **kw)
+    wide = {n: (m.float() if n == "attn_mask" else m) for n, m in kw.items()}
+    assert got.dtype is dtype
+    assert kael.equal(
+        got, KF.scaled_dot_product_attention(kq.float(), kk.float(), kv.float(), **wide).to(dtype)
+    )
+    want = TF.scaled_dot_product_attention(tq, tk, tv, **tw)
+    exact = TF.scaled_dot_product_attention(
+        *(t.double() for t in (tq, tk, tv)),
+        **{n: (m.double() if n == "attn_mask" else m) for n, m in tw.items()},
+    )
+    mine = torch.from_numpy(got.float().numpy()).double()
+    step = 2.0**-7 if dtype is kael.bfloat16 else 2.0**-10
+    assert (mine - want.double()).abs().max() <= 2 * step
+    assert (mine - exact).abs().max() <= (want.double() - exact).abs().max() + step
+
+
 def test_attention_with_grouped_heads_and_compiled():
     kq, tq = pair(Q)
     kk, tk = pair(K[:, :2])
