@@ -5,7 +5,7 @@ Targets (issue 13; float32, 2 threads, medians): every elementwise activation (1
 elements) at memory speed, i.e. at most 1.3x kael's own relu over the same bytes (one
 read, one write; relu is the copy-speed reference), and dropout (training) likewise,
 judged back to back (10 calls in a row per sample, as a network runs them), on N(0, 9)
-inputs (every activation's ranges) and gelu on N(0, 1) too (normalized pre-activations:
+inputs (every activation's ranges; gelu's tanh form too) and gelu on N(0, 1) too (normalized pre-activations:
 its far tail, below -7.75, takes a branch that N(0, 9) mispredicts in 1 vector of 13);
 conv2d of a ResNet layer ([32, 64, 56, 56], 3x3, 64 filters, padding 1) and of a 1x1
 layer at most PyTorch's time (oneDNN), and conv2d + bias + relu under @kael.compile one
@@ -53,6 +53,12 @@ def cases() -> list[Case]:
         RELU: lambda: kael.relu(k),
     }
     out.append(Case("dropout p=0.2 16M", runs))
+    runs = {
+        "kael": lambda: KF.gelu(k, approximate="tanh"),
+        "torch": lambda: TF.gelu(t, approximate="tanh"),
+        RELU: lambda: kael.relu(k),
+    }
+    out.append(Case("gelu tanh 16M", runs))
     unit = values / 3
     ku, tu = kael.tensor(unit), torch.from_numpy(unit)
     runs = {
