@@ -14,6 +14,7 @@ from kael.utils.data.dataset import (
     TensorDataset,
     random_split,
 )
+from kael.utils.data.distributed import DistributedSampler
 from kael.utils.data.sampler import (
     BatchSampler,
     RandomSampler,
@@ -24,8 +25,8 @@ from kael.utils.data.sampler import (
 )
 
 __all__ = [
-    "BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "IterableDataset",
-    "RandomSampler", "Sampler", "SequentialSampler", "StackDataset", "Subset",
+    "BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "DistributedSampler",
+    "IterableDataset", "RandomSampler", "Sampler", "SequentialSampler", "StackDataset", "Subset",
     "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler", "default_collate",
     "default_convert", "get_worker_info", "random_split",
 ]  # fmt: skip
