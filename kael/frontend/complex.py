@@ -354,16 +354,36 @@ def _unit(a, b):
     return where(zero, 0.0 * a, a / safe), where(zero, 0.0 * b, b / safe)
 
 
+# Per float dtype, an even power of two that lifts every subnormal into the normal range.
+_TINY_SCALE = {float32: 64, float64: 128}
+
+
+def _huge(a, b):
+    """Whether |a| or |b| passes a quarter of the dtype's largest value, where |a| + |z|
+    and |z| itself may overflow: those lanes are scaled by 1/4 first (exactly)."""
+    limit = a.node.dtype.largest / 4
+    return (a.apply("abs") > limit) | (b.apply("abs") > limit)
+
+
 def _sqrt(a, b):
     """The principal square root, from t = sqrt((|a| + |z|) / 2) without cancellation:
     (t, b / 2t) for a >= 0, else (|b| / 2t, t with b's sign: -0.0's too, as C's csqrt);
-    an infinite b gives (inf, b) whatever a is (C99)."""
-    t = ((a.apply("abs") + _hypot(a, b)) * 0.5).apply("sqrt")
+    an infinite b gives (inf, b) whatever a is (C99). Huge operands are scaled by 1/4 and
+    the root by 2, as glibc's, so sqrt(3e38 + 1j) stays finite in complex64; tiny ones
+    (both parts below 2**-bits, near the subnormals) scaled up by 2**bits, the root down."""
+    huge = _huge(a, b)
+    bits = _TINY_SCALE[a.node.dtype]  # subnormal operands: scaled up by 2**bits (exact)
+    tiny = (a.apply("abs") < 2.0**-bits) & (b.apply("abs") < 2.0**-bits)
+    one = 1.0 + 0.0 * a
+    scale = where(huge, 0.25, where(tiny, 2.0**bits, one))
+    sa, sb = a * scale, b * scale
+    t = ((sa.apply("abs") + _hypot(sa, sb)) * 0.5).apply("sqrt")
     zero = t.eq(0.0)
     half = where(zero, 1.0 + 0.0 * t, t + t)
     positive = (-a) <= a  # -0.0 and +inf too
-    re = where(positive, t, b.apply("abs") / half)
-    im = where(positive, b / half, t._binary("copysign", b))
+    grow = where(huge, 2.0, where(tiny, 2.0 ** -(bits // 2), one))
+    re = where(positive, t, sb.apply("abs") / half) * grow
+    im = where(positive, sb / half, t._binary("copysign", b)) * grow
     b_inf = b.apply("abs").eq(math.inf)
     re = where(b_inf, math.inf, where(zero, _const(a, 0.0), re))
     return re, where(zero | b_inf, b, im)
@@ -413,7 +433,9 @@ def _exp(a, b):
 
 
 def _log(a, b):
-    return _hypot(a, b).apply("log"), _atan2(b, a)
+    """(log |z|, arg z); log |z| of huge operands as log |z / 4| + log 4 (|z| may overflow)."""
+    quarter = _hypot(a * 0.25, b * 0.25).apply("log") + math.log(4.0)
+    return where(_huge(a, b), quarter, _hypot(a, b).apply("log")), _atan2(b, a)
 
 
 def _sinh_z(a, b):

@@ -145,8 +145,14 @@ def _hypot(a: Value, b: Value) -> Value:
 
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf=None, neginf=None) -> Tensor:
     """NaN, +inf and -inf replaced by nan, posinf and neginf (the dtype's largest and
-    smallest finite values by default); integers unchanged."""
+    smallest finite values by default); integers unchanged; complex numbers part by part
+    (with the real dtype's values), as PyTorch."""
     x = tensor_arg(input, "nan_to_num")
+    if x.dtype.is_complex:
+        from kael.frontend import complex as cx
+
+        parts = nan_to_num(cx.view_as_real(x), nan, posinf, neginf)
+        return cx.view_as_complex(parts)
     if not x.dtype.is_floating_point:
         return x.clone()
     hi = x.dtype.largest if posinf is None else posinf

@@ -1159,3 +1159,39 @@ def test_complex_plus_bool_still_adds_as_torch():
     close(
         kael.tensor([1 + 1j]) + kael.tensor([True]), torch.tensor([1 + 1j]) + torch.tensor([True])
     )
+
+
+EDGE_VALUES = {
+    "complex64": [3e38 + 1j, 2e38 - 2e38j, -3e38 + 5j, -3e38 - 3e38j, 1e38 + 1e38j, 1e-40 + 1e-40j,
+                  -1e-44 + 3e-40j, 1e-20 + 1e-21j, 4 + 0j, -4 + 0j, complex(0, -0.0)],
+    "complex128": [1.7e308 + 1j, -1.7e308 - 1e308j, 4e307 + 4e307j, 1e-310 + 0j, 2 + 3j,
+                   -1e-320 + 4e-315j, 1e-200 + 1e-201j],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("op", ["sqrt", "rsqrt", "log"])
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_sqrt_and_log_of_huge_and_tiny_operands_stay_accurate(op, dtype):
+    """Past a quarter of the largest value |a| + |z| (and |z|) would overflow, and below
+    the normals the root loses bits: both are scaled first, as glibc's csqrt and clog."""
+    values = EDGE_VALUES[dtype]
+    got = getattr(kael, op)(kael.tensor(values, dtype=getattr(kael, dtype)))
+    want = getattr(torch, op)(torch.tensor(values, dtype=getattr(torch, dtype)))
+    tol = 3e-7 if dtype == "complex64" else 1e-14
+    torch.testing.assert_close(
+        torch.view_as_real(torch.from_numpy(got.numpy())), torch.view_as_real(want),
+        rtol=tol, atol=0, equal_nan=True,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("params", [(), (1.0, 5.0, -5.0)], ids=["defaults", "given"])
+def test_nan_to_num_replaces_each_part_as_torch(dtype, params):
+    nan, inf = math.nan, math.inf
+    values = [complex(nan, inf), complex(1, nan), complex(-inf, 2), complex(3, -inf), 1 + 2j]
+    k = kael.tensor(values, dtype=getattr(kael, dtype))
+    t = torch.tensor(values, dtype=getattr(torch, dtype))
+    want = torch.nan_to_num(t, *params).tolist()
+    assert kael.nan_to_num(k, *params).tolist() == want
+    assert kael.nan_to_num(k[::2], *params).tolist() == want[::2]
+    assert k.nan_to_num_(*params) is k and k.tolist() == want
