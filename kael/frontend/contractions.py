@@ -13,7 +13,7 @@ from kael.frontend.margins import distance
 from kael.frontend.outputs import device_of, tensor_arg
 from kael.frontend.shapes import diagonal
 from kael.frontend.tensor import Tensor
-from kael.runtime.errors import ValueError
+from kael.runtime.errors import TypeError, ValueError
 
 _ELLIPSIS = [chr(0x3B1 + i) for i in range(24)]  # Greek letters: never an equation's own
 
@@ -119,9 +119,40 @@ def _contract(a: Tensor, ta: str, b: Tensor, tb: str, keep: set[str], sizes) -> 
     return product.reshape(tuple(sizes[c] for c in term)), term
 
 
+def _subscript(n) -> str:
+    """A sublist's subscript as an equation's: 0-25 are A-Z, 26-51 a-z, Ellipsis '...'."""
+    if n is Ellipsis:
+        return "..."
+    n = views.as_int(n, "einsum(): subscript")
+    if not 0 <= n < 52:
+        raise ValueError(
+            f"einsum(): subscript in subscript list is not within the valid range [0, 52), got {n}"
+        )
+    return chr(ord("A") + n) if n < 26 else chr(ord("a") + n - 26)
+
+
+def _from_sublists(args: tuple) -> tuple[str, tuple]:
+    """einsum(op0, sublist0, op1, sublist1, ..., [output sublist]) as (equation, operands)."""
+    operands, sublists = args[0::2], list(args[1::2])
+    output = None
+    if len(args) % 2:  # an odd count: the last is the output's sublist
+        output, operands = args[-1], operands[:-1]
+    for s in [*sublists, *([] if output is None else [output])]:
+        if not isinstance(s, list | tuple):
+            raise TypeError(f"einsum(): expected a list of subscripts, got {type(s).__name__}")
+    terms = ["".join(_subscript(n) for n in s) for s in sublists]
+    equation = ",".join(terms)
+    if output is not None:
+        equation += "->" + "".join(_subscript(n) for n in output)
+    return equation, operands
+
+
 def einsum(equation: str, *operands) -> Tensor:
     """Sums of products over the indices of `equation` (NumPy's and PyTorch's notation);
-    a list of operands may be passed as one argument."""
+    a list of operands may be passed as one argument, and the sublist form einsum(op0,
+    [0, 1], op1, [1, 2], [0, 2]) (subscripts 0-51) is taken too."""
+    if isinstance(equation, Tensor):
+        equation, operands = _from_sublists((equation, *operands))
     if len(operands) == 1 and isinstance(operands[0], list | tuple):
         operands = tuple(operands[0])
     xs = [tensor_arg(x, "einsum") for x in operands]

@@ -262,7 +262,9 @@ def argwhere(input: Tensor) -> Tensor:
 
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out=None) -> ValuesIndices:
     """The most frequent value of each slice (the smallest of equally frequent ones; each
-    NaN its own value) and the index of its last occurrence, as PyTorch's CPU kernel."""
+    NaN its own value) and the index of its last occurrence. PyTorch's CPU kernel gives
+    the last occurrence for slices of up to 16 elements; past that its index comes from an
+    unstable sort (an occurrence, not always the last): the values always agree."""
     x = tensor_arg(input, "mode")
     ndim = x.ndim
     xs, d = _ranked(x, dim, "mode")

@@ -93,6 +93,38 @@ def test_einsum_refuses_bad_equations(equation, shapes, message):
         kael.einsum(equation, *ks)
 
 
+SUBLISTS = [
+    ([(3, 4), (4, 5)], [[0, 1], [1, 2]], None),
+    ([(3, 4), (4, 5)], [[0, 51], [51, 26]], [26, 0]),
+    ([(2, 3, 4), (4, 5)], [[Ellipsis, 1], [1, 2]], [Ellipsis, 2]),
+    ([(4, 4)], [[7, 7]], []),
+]
+
+
+@pytest.mark.parametrize("shapes, sublists, output", SUBLISTS, ids=str)
+def test_einsum_takes_torchs_sublist_form(shapes, sublists, output):
+    ks, ts = _operands(*shapes)
+    kargs = [a for pair_ in zip(ks, sublists) for a in pair_]
+    targs = [a for pair_ in zip(ts, sublists) for a in pair_]
+    if output is not None:
+        kargs, targs = [*kargs, output], [*targs, output]
+    close_to_torch(kael.einsum(*kargs), torch.einsum(*targs), 2e-5)
+
+
+@pytest.mark.parametrize(
+    "args, error, message",
+    [
+        (([0, 52],), kael.ValueError, r"valid range \[0, 52\), got 52"),
+        (([0, -1],), kael.ValueError, r"valid range \[0, 52\), got -1"),
+        (([0, 1.0],), kael.TypeError, "subscript must be an int, got float"),
+        ((7,), kael.TypeError, "expected a list of subscripts, got int"),
+    ],
+)
+def test_einsum_sublists_refuse_bad_subscripts(args, error, message):
+    with pytest.raises(error, match=message):
+        kael.einsum(kael.ones(2, 3), *args)
+
+
 @pytest.mark.parametrize("dims", [0, 1, 2, ([1, 2], [1, 0]), ([2], [0])], ids=str)
 def test_tensordot_matches_torch(dims):
     ka, ta = pair(RNG.standard_normal((3, 4, 4)))
