@@ -343,7 +343,14 @@ def eye(n, m=None, *, dtype=None, device=None) -> Tensor:
     for name, v in (("n", n), ("m", m)):
         if v < 0:
             raise ValueError(f"{name} must be greater or equal to 0, got {v}")
-    t = new_tensor((n, m), dtype_or(dtype, dtypes.get_default_dtype()), device)
+    dtype = dtype_or(dtype, dtypes.get_default_dtype())
+    if dtype.is_complex:  # ones on the real parts' diagonal, zero imaginary parts
+        from kael.frontend import complex as cx
+
+        t = zeros((n, m), dtype=dtype, device=device)
+        eager.eye_into(cx.real(t)._impl)
+        return t
+    t = new_tensor((n, m), dtype, device)
     eager.eye_into(t._impl)
     return t
 

@@ -13,7 +13,7 @@ from kael.frontend import factories, factorizations, index_ops, reductions, view
 from kael.frontend.linalg import matmul, outer
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
-from kael.runtime.dtypes import bool_, float32, float64, int64
+from kael.runtime.dtypes import bool_, complex128, float32, float64, int64
 from kael.runtime.errors import TypeError, ValueError
 
 
@@ -364,7 +364,7 @@ def _taylor(A: Tensor, degree: int) -> Tensor:
 def matrix_exp(A) -> Tensor:
     """exp(A) of each square matrix (linalg.matrix_exp, torch.matrix_exp, Tensor.matrix_exp):
     PyTorch's optimized Taylor polynomials of degree chosen by each matrix's 1-norm, with
-    scaling and squaring above the degree-18 bound; float dtypes only, as PyTorch."""
+    scaling and squaring above the degree-18 bound; float and complex dtypes, as PyTorch."""
     op = "linalg.matrix_exp"
     A = tensor_arg(A, op, "A")
     if A.ndim < 2:
@@ -374,7 +374,7 @@ def matrix_exp(A) -> Tensor:
         raise ValueError(
             f"{op}: A must be batches of square matrices, but they are {rows} by {cols} matrices"
         )
-    if not A.dtype.is_floating_point:
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
         raise TypeError(
             f"{op}: Expected a floating point or complex tensor as input. Got {A.dtype}"
         )
@@ -385,7 +385,7 @@ def matrix_exp(A) -> Tensor:
     dtype = A.dtype
     # float16 and bfloat16 take float32's polynomial (PyTorch's CPU kernels accumulate so).
     work = A.to(float32) if dtype.is_half else A
-    thetas = _THETAS["float64" if work.dtype is float64 else "float32"]
+    thetas = _THETAS["float64" if work.dtype in (float64, complex128) else "float32"]
     batch = work.reshape(-1, rows, cols)
     norms = reductions.amax(reductions.sum(batch.abs(), -2), -1).tolist()
     groups: dict[tuple[int, int], list[int]] = {}
@@ -402,7 +402,7 @@ def matrix_exp(A) -> Tensor:
         sub = batch.index_select(0, index)
         if s:
             sub = ew.binary("div", sub, float(2**s))
-        result = _taylor(sub, degree) if degree else ew.binary("mul", sub, math.nan)
+        result = _taylor(sub, degree) if degree else factories.full_like(sub, math.nan)
         for _ in range(s):
             result = matmul(result, result)
         pieces.append(result)

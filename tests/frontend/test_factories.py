@@ -235,6 +235,9 @@ def test_linspace_steps_must_be_non_negative():
 def test_eye_matches_torch(args, like_torch):
     like_torch(kael.eye(*args), torch.eye(*args))
     like_torch(kael.eye(*args, dtype=kael.int64), torch.eye(*args, dtype=torch.int64))
+    for kd, td in ((kael.complex64, torch.complex64), (kael.complex128, torch.complex128)):
+        got = kael.eye(*args, dtype=kd)
+        assert got.dtype is kd and got.tolist() == torch.eye(*args, dtype=td).tolist()
 
 
 def test_eye_rejects_negative_sizes():

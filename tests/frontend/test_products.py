@@ -275,6 +275,26 @@ def test_matrix_exp_of_nilpotent_diagonal_and_tiny_matrices_is_exact_like_torch(
     _mexp_check(kael.linalg.matrix_exp(k).diagonal(), t.diagonal().exp(), dtype)
 
 
+@pytest.mark.parametrize("dtype", [kael.complex64, kael.complex128], ids=str)
+@pytest.mark.parametrize("norm", [1e-5, 0.2, 2.5, 40.0])
+def test_matrix_exp_of_complex_matrices_matches_torch(norm, dtype):
+    a = MEXP_RNG.standard_normal((2, 4, 4)) + 1j * MEXP_RNG.standard_normal((2, 4, 4))
+    a *= norm / np.abs(a).sum(-2).max(-1)[:, None, None]
+    real = kael.float32 if dtype is kael.complex64 else kael.float64
+    got = kael.linalg.matrix_exp(kael.tensor(a, dtype=dtype))
+    want = torch.linalg.matrix_exp(torch.tensor(a, dtype=getattr(torch, str(dtype).split(".")[-1])))
+    assert got.dtype is dtype
+    tol = MEXP_TOL[real] * max(1.0, float(want.abs().max())) * 4
+    torch.testing.assert_close(torch.from_numpy(got.numpy()), want, rtol=tol, atol=tol)
+
+
+def test_matrix_exp_of_a_complex_matrix_holding_nan_is_nan_plus_zero_j_as_torch():
+    values = [[complex(math.nan, 0), 0], [0, 1]]
+    got = kael.linalg.matrix_exp(kael.tensor(values))
+    want = torch.linalg.matrix_exp(torch.tensor(values))
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
 @pytest.mark.parametrize("shape", [(0, 0), (2, 0, 0), (0, 3, 3)])
 def test_matrix_exp_of_empty_inputs_is_empty(shape):
     k, t = kael.zeros(*shape), torch.zeros(*shape)
