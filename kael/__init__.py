@@ -25,6 +25,7 @@ from kael.frontend import complex as _complex
 from kael.frontend import conveniences as _conveniences
 from kael.frontend import factories as _factories
 from kael.frontend import legacy_types as _legacy_types
+from kael.frontend import lowrank as _lowrank
 from kael.frontend import ops as _ops
 from kael.frontend import published as _published
 from kael.frontend import random as _random
@@ -326,6 +327,7 @@ for _name in ("hardshrink", "prelu", "relu_"):  # Tensor.hardshrink(), Tensor.pr
 # torch.NAME forms with torch's own signatures (torch_level.py, recurrent.py) and
 # utilities (conveniences.py); they come last, so a name there never hides an op family's.
 _EXTRA = {**_torch_level.FUNCTIONS, **_conveniences.FUNCTIONS, **_recurrent.FUNCTIONS}
+_EXTRA.update(_lowrank.FUNCTIONS)
 globals().update({name: fn for name, fn in _EXTRA.items() if name not in globals()})
 __all__ += [name for name in _EXTRA if name not in __all__]
 for _name, _method in _conveniences.METHODS.items():
