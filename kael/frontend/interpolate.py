@@ -5,7 +5,9 @@ Resampling is separable: each spatial dim, last first (PyTorch's order of taps),
 pass summing its 1, 2 or 4 source rows with their weights: on the CPU in float32 and
 float64 one kernel reading the sources in place (codegen/cpu/resample.py), elsewhere
 index_select of each tap's rows and one elementwise kernel. Source positions and weights are host arithmetic on the sizes, in PyTorch's
-float32 for float32 data (its scale and coordinate math round there).
+float32 for float32 data (its scale and coordinate math round there). uint8 data: nearest
+modes here; bilinear and bicubic (antialiased or not) in interpolate_uint8.py, PyTorch's
+fixed-point passes bit for bit; other modes refuse it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from kael.frontend import factories, index_ops
+from kael.frontend import factories, index_ops, interpolate_uint8
 from kael.frontend.formula import Value, launch
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.pooling import POOLS
@@ -21,7 +23,7 @@ from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.tracing import op_door
 from kael.runtime.convert import to_float32
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import bfloat16, float16, float32, float64
+from kael.runtime.dtypes import bfloat16, float16, float32, float64, uint8
 from kael.runtime.errors import TypeError, ValueError
 
 MODES = {
@@ -193,6 +195,14 @@ def interpolate(
     factories.check_allocatable((*x.shape[:2], *sizes), x.dtype, x.device)
     if mode == "area":
         return POOLS[f"adaptive_avg_pool{dims}d"](x, sizes)
+    if x.dtype is uint8 and mode in interpolate_uint8.TAPS:
+        scales = tuple(
+            _scale(x.shape[2 + d], sizes[d], given[d], bool(align_corners), True)
+            for d in range(dims)
+        )
+        return interpolate_uint8.interpolate_uint8(
+            x, sizes, scales, mode, bool(align_corners), antialias
+        )
     if not x.dtype.is_floating_point and mode != "nearest" and mode != "nearest-exact":
         raise TypeError(f"interpolate: {mode} is not implemented for {x.dtype}")
     wide = x.dtype is float64
