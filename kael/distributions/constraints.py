@@ -12,11 +12,12 @@ from kael.frontend.tensor import Tensor
 from kael.runtime.errors import ValueError
 
 __all__ = [
-    "Constraint", "MixtureSameFamilyConstraint", "boolean", "dependent", "dependent_property",
-    "greater_than", "greater_than_eq", "half_open_interval", "independent", "integer_interval",
-    "interval", "is_dependent", "less_than", "lower_cholesky", "lower_triangular", "multinomial",
-    "nonnegative", "nonnegative_integer", "one_hot", "positive", "positive_definite",
-    "positive_integer", "real", "real_vector", "simplex", "square", "symmetric", "unit_interval",
+    "Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "corr_cholesky", "dependent",
+    "dependent_property", "greater_than", "greater_than_eq", "half_open_interval", "independent",
+    "integer_interval", "interval", "is_dependent", "less_than", "lower_cholesky",
+    "lower_triangular", "multinomial", "nonnegative", "nonnegative_integer", "one_hot", "positive",
+    "positive_definite", "positive_integer", "positive_semidefinite", "real", "real_vector",
+    "simplex", "square", "stack", "symmetric", "unit_interval",
 ]  # fmt: skip
 
 
@@ -295,6 +296,84 @@ class _PositiveDefinite(_Symmetric):
         return kael.linalg.cholesky_ex(value).info == 0
 
 
+class _CorrCholesky(_LowerCholesky):
+    """Lower Cholesky factors whose rows have unit Euclidean norm (of correlation matrices)."""
+
+    def check(self, value: Tensor) -> Tensor:
+        tol = kael.finfo(value.dtype).eps * value.shape[-1] * 10  # torch's fudge factor
+        unit_rows = ((value.pow(2).sum(-1).sqrt() - 1.0).abs() <= tol).all(-1)
+        return super().check(value) & unit_rows
+
+
+class _PositiveSemidefinite(_Symmetric):
+    def check(self, value: Tensor) -> Tensor:
+        symmetric = super().check(value)
+        if not bool(symmetric.all()):
+            return symmetric
+        return (kael.linalg.eigvalsh(value) >= 0).all(-1)
+
+
+def _constraint_list(cseq) -> list[Constraint]:
+    if not all(isinstance(c, Constraint) for c in cseq):
+        raise ValueError("All elements of cseq must be Constraint instances")
+    return list(cseq)
+
+
+def _check_dim(dim: int, value: Tensor) -> None:
+    if not -value.dim() <= dim < value.dim():
+        raise ValueError(f"dim {dim} out of range for value with {value.dim()} dimensions")
+
+
+class _Cat(Constraint):
+    """cseq[i] applied to the i-th slice (of lengths[i]) of dim `dim`, as torch.cat joins them."""
+
+    def __init__(self, cseq, dim: int = 0, lengths=None) -> None:
+        self.cseq = _constraint_list(cseq)
+        self.lengths = [1] * len(self.cseq) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.cseq):
+            raise ValueError(f"lengths ({len(self.lengths)}) must match cseq ({len(self.cseq)})")
+        self.dim = dim
+
+    @property
+    def is_discrete(self) -> bool:
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self) -> int:
+        return max(c.event_dim for c in self.cseq)
+
+    def check(self, value: Tensor) -> Tensor:
+        _check_dim(self.dim, value)
+        starts = [sum(self.lengths[:i]) for i in range(len(self.lengths))]
+        checks = [
+            c.check(value.narrow(self.dim, start, n))
+            for c, start, n in zip(self.cseq, starts, self.lengths, strict=True)
+        ]
+        return kael.cat(checks, self.dim)
+
+
+class _Stack(Constraint):
+    """cseq[i] applied to the i-th entry of dim `dim`, as torch.stack joins them."""
+
+    def __init__(self, cseq, dim: int = 0) -> None:
+        self.cseq = _constraint_list(cseq)
+        self.dim = dim
+
+    @property
+    def is_discrete(self) -> bool:
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self) -> int:
+        dim = max(c.event_dim for c in self.cseq)
+        return dim + 1 if self.dim + dim < 0 else dim
+
+    def check(self, value: Tensor) -> Tensor:
+        _check_dim(self.dim, value)
+        parts = [value.select(self.dim, i) for i in range(value.shape[self.dim])]
+        return kael.stack([c.check(v) for v, c in zip(parts, self.cseq, strict=False)], self.dim)
+
+
 dependent = _Dependent()
 dependent_property = _DependentProperty
 independent = _IndependentConstraint
@@ -320,3 +399,7 @@ lower_cholesky = _LowerCholesky()
 square = _Square()
 symmetric = _Symmetric()
 positive_definite = _PositiveDefinite()
+positive_semidefinite = _PositiveSemidefinite()
+corr_cholesky = _CorrCholesky()
+cat = _Cat
+stack = _Stack

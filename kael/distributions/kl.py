@@ -23,7 +23,9 @@ from kael.distributions.multivariate_normal import (
     mahalanobis,
 )
 from kael.distributions.normal import HalfNormal, LogNormal, Normal
+from kael.distributions.pareto import Pareto
 from kael.distributions.poisson import Poisson
+from kael.distributions.transformed_distribution import TransformedDistribution
 from kael.distributions.uniform import Uniform
 from kael.distributions.utils import sum_rightmost
 from kael.frontend.tensor import Tensor
@@ -232,3 +234,19 @@ def _kl_independent_independent(p: Independent, q: Independent) -> Tensor:
     if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
         raise NotImplementedError
     return sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p: Pareto, q: Pareto) -> Tensor:
+    scale_ratio = p.scale / q.scale
+    alpha_ratio = q.alpha / p.alpha
+    result = q.alpha * scale_ratio.log() - alpha_ratio.log() + alpha_ratio - 1
+    return _infinite_where(result, p.scale < q.scale)  # p's support reaches below q's
+
+
+@register_kl(TransformedDistribution, TransformedDistribution)
+def _kl_transformed_transformed(p: TransformedDistribution, q: TransformedDistribution) -> Tensor:
+    """KL of the bases, when both push them through equal transforms to equal event shapes."""
+    if p.transforms != q.transforms or p.event_shape != q.event_shape:
+        raise NotImplementedError
+    return kl_divergence(p.base_dist, q.base_dist)
