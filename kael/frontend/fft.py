@@ -69,6 +69,9 @@ def _build(kind: str, length: int, inverse: bool, dtype: DType, device) -> Tenso
         return _phases(length, length, length, inverse, dtype, device)
     if kind == "dft_real":  # the DFT matrix's real form: a row of pairs times it, one product
         return cx.real_form(_table("dft", length, inverse, dtype, device))
+    if kind == "dft_planar":  # its columns reordered: the products' real parts, then imaginary
+        pairs = _table("dft_real", length, inverse, dtype, device).reshape(2 * length, length, 2)
+        return pairs.transpose(-1, -2).reshape(2 * length, 2 * length).contiguous()
     if kind == "bluestein":  # the transform of the conjugate chirp, wrapped to length M
         chirp = _table("chirp", length, inverse, dtype, device)
         size = 1 << (2 * length - 2).bit_length()
@@ -126,13 +129,15 @@ def _transform(x: Tensor, inverse: bool) -> Tensor:
     # out[..., c, k] is then the k-th output of phase c's transform, k contiguous
     phases = x.reshape(*batch, base, cols).transpose(-1, -2).contiguous()
     pairs = cx.view_as_real(phases).reshape(-1, 2 * base)  # (re, im) pairs per row
-    product = pairs @ _table("dft_real", base, inverse, x.dtype, x.device)
-    out = cx.view_as_complex(product.reshape(*batch, cols, base, 2))
     if cols == 1:
-        return out.reshape(*batch, n)
+        product = pairs @ _table("dft_real", base, inverse, x.dtype, x.device)
+        return cx.view_as_complex(product.reshape(*batch, n, 2))
     # the stages run on planar parts (real and imaginary arrays apart): every read and
-    # write is then unit-stride along k, where the interleaved pairs would be stride 2
-    re, im = cx.real(out).contiguous(), cx.imag(out).contiguous()
+    # write is then unit-stride along k, where the interleaved pairs would be stride 2;
+    # the planar table's product holds each row's real parts, then its imaginary ones
+    product = pairs @ _table("dft_planar", base, inverse, x.dtype, x.device)
+    planar = product.reshape(*batch, cols, 2, base)
+    re, im = planar[..., 0, :], planar[..., 1, :]
     rows = base
     while cols > 1:  # merge phases c and c + cols / 2: transforms of twice the length
         half = cols // 2

@@ -1195,3 +1195,23 @@ def test_nan_to_num_replaces_each_part_as_torch(dtype, params):
     assert kael.nan_to_num(k, *params).tolist() == want
     assert kael.nan_to_num(k[::2], *params).tolist() == want[::2]
     assert k.nan_to_num_(*params) is k and k.tolist() == want
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128], ids=str)
+def test_copies_of_any_layout_keep_every_bit(dtype):
+    """complex64 copies move each number as one 8-byte word: NaN payloads, signed zeros
+    and infinities come through transposed, expanded and sliced copies unchanged."""
+    values = np.array([np.nan + 1j, complex(np.inf, -0.0), -0.0 - 4j, 3 - 4j], dtype=dtype)
+    bits = values.view(np.uint32 if dtype is np.complex64 else np.uint64)
+    bits[0] = 0x7FC00123 if dtype is np.complex64 else 0x7FF8000000000123
+    k = kael.tensor(values)
+    cases = [
+        (k.reshape(2, 2).transpose(0, 1), values.reshape(2, 2).T),
+        (k.reshape(4, 1).expand(4, 3), np.broadcast_to(values.reshape(4, 1), (4, 3))),
+        (k[1::2], values[1::2]),
+    ]
+    for view, want in cases:
+        got = view.contiguous().numpy()
+        np.testing.assert_array_equal(
+            got.view(bits.dtype), np.ascontiguousarray(want).view(bits.dtype)
+        )
