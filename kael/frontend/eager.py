@@ -39,6 +39,7 @@ from kael.runtime.dtypes import (
     float32,
     float64,
     int16,
+    int32,
     int64,
 )
 from kael.runtime.errors import Error
@@ -435,13 +436,43 @@ def copy_template(src: DType, dst: DType) -> Template:
     )
 
 
+# A same-dtype copy whose inner dim is this many bytes, unit-stride on both sides, copies
+# each inner row as one integer word of that width.
+_WORDS = {2: int16, 4: int32, 8: int64}
+
+
+def _as_words(dst: TensorImpl, src: TensorImpl) -> tuple[TensorImpl, TensorImpl] | None:
+    """dst and src with their inner dim (2 to 8 bytes in all, unit stride in both, every
+    other stride and the offsets whole rows) as one integer word: the copy kernel then loops
+    over the next dim, not over 2 floats (a transposing copy of [64, 16, 64, 2] float32:
+    245 -> 34 us). None where the layouts do not allow it."""
+    if not dst.shape or dst.strides[-1] != 1 or src.strides[-1] != 1:
+        return None
+    n = dst.shape[-1]
+    word = _WORDS.get(n * dst.dtype.itemsize) if n > 1 else None
+    if word is None:
+        return None
+    views = []
+    for t in (dst, src):
+        if t.offset % n or any(s % n for s in t.strides[:-1]):
+            return None
+        strides = tuple(s // n for s in t.strides[:-1])
+        views.append(TensorImpl(t.storage, t.shape[:-1], strides, t.offset // n, word, t.device))
+    return views[0], views[1]
+
+
 def copy_into(dst: TensorImpl, src: TensorImpl) -> None:
-    """dst[...] = src converted to dst's dtype; src already has dst's shape. bfloat16 to
-    bfloat16 copies the bits as int16 (its float32 round trip would make every NaN 0x7fc0)."""
+    """dst[...] = src converted to dst's dtype; src already has dst's shape. A copy within
+    one dtype moves bits: bfloat16 as int16 (its float32 round trip would make every NaN
+    0x7fc0), small inner rows as one word each (_as_words)."""
     if dst.dtype.llvm is None or src.dtype.llvm is None:  # complex: its float view
         from kael.frontend import complex
 
         return complex.copy_into(dst, src)
+    if src.dtype is dst.dtype and _trace_state.trace is None:  # a trace knows no bit views
+        words = _as_words(dst, src)
+        if words is not None:
+            return run(copy_template(words[0].dtype, words[0].dtype), [words[0]], [words[1]])
     bits = src.dtype is dst.dtype is bfloat16  # the int16 kernel reads the same two bytes
     run(copy_template(int16, int16) if bits else copy_template(src.dtype, dst.dtype), [dst], [src])
 

@@ -128,3 +128,39 @@ def test_streaming_kernels_with_long_bodies_fetch_their_input_ahead(monkeypatch,
     assert kernel.fetch_ahead == (eager.STREAM_FETCH_BYTES // 4 if fetched else 0)
     _, small = record_launches(op, kael.randn(1000))
     assert small[0].kernel.prefetch < 0 and not small[0].kernel.nontemporal
+
+
+# (dtype, inner size): inner rows of 2, 4 or 8 bytes are copied as one integer word each
+WORD_ROWS = [(kael.float32, 2), (kael.float16, 2), (kael.float16, 4), (kael.int8, 8),
+             (kael.uint8, 2), (kael.bool, 4), (kael.int32, 2), (kael.float64, 1),
+             (kael.int16, 3), (kael.float32, 4)]  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype, inner", WORD_ROWS, ids=str)
+def test_copies_of_small_inner_rows_match_numpy_over_layouts(dtype, inner):
+    """Whether or not the rows become words (2 to 8 bytes, unit stride, whole-row strides
+    and offsets), a copy is every element's bits: transposed, sliced from a row's middle
+    (offset not a whole row: no words), expanded and stepped layouts."""
+    base = kael.tensor(RNG_WORDS.standard_normal((6, 5, 2 * inner)) * 50).to(dtype)
+    array = base.numpy()
+    views = [
+        (
+            base.reshape(6, 5, 2, inner).transpose(0, 1),
+            array.reshape(6, 5, 2, inner).swapaxes(0, 1),
+        ),
+        (base[..., 1 : 1 + inner], array[..., 1 : 1 + inner]),
+        (
+            base[:, :1, :inner].expand(6, 4, inner),
+            np.broadcast_to(array[:, :1, :inner], (6, 4, inner)),
+        ),
+        (base[::2, ::3, inner:], array[::2, ::3, inner:]),
+    ]
+    for view, want in views:
+        got = view.contiguous()
+        assert got.dtype is dtype and got.shape == want.shape
+        np.testing.assert_array_equal(
+            got.numpy().view(np.uint8), np.ascontiguousarray(want).view(np.uint8)
+        )
+
+
+RNG_WORDS = np.random.default_rng(8)
