@@ -3,12 +3,18 @@
 Each fills its tensor in place and returns it; the bounds and standard deviations are
 PyTorch's (fan-in and fan-out from dims 1 and 0 times the receptive field), so a layer
 initialised here has PyTorch's distribution, though not its values (the generators differ).
+The names without the trailing underscore (uniform, normal, ...) are torch's deprecated
+aliases: each warns (FutureWarning) and calls the in-place initialiser.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import warnings
+from collections.abc import Callable
 
+from kael.frontend.factories import empty_like
 from kael.frontend.factories import eye as _eye
 from kael.frontend.tensor import Tensor
 from kael.runtime.errors import ValueError
@@ -49,9 +55,21 @@ def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
     return tensor.shape[1] * receptive, tensor.shape[0] * receptive
 
 
+def _no_elements(tensor: Tensor) -> bool:
+    """Whether the tensor has a zero-size dim: kaiming's initialisers then warn and leave
+    it, as torch's do."""
+    if 0 in tensor.shape:
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=3)
+        return True
+    return False
+
+
 def _fan(tensor: Tensor, mode: str) -> int:
-    if mode not in ("fan_in", "fan_out"):
-        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+    """The fan `mode` names, in any case ("fan_in" or "fan_out"), as torch reads it."""
+    mode = mode.lower()
+    modes = ["fan_in", "fan_out"]
+    if mode not in modes:
+        raise ValueError(f"Mode {mode} not supported, please use one of {modes}")
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     return fan_in if mode == "fan_in" else fan_out
 
@@ -113,9 +131,9 @@ def kaiming_uniform_(
     tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
     generator=None,
 ) -> Tensor:  # fmt: skip
+    if _no_elements(tensor):
+        return tensor
     fan = _fan(tensor, mode)
-    if fan == 0:
-        return tensor  # PyTorch warns and leaves an empty weight as it is
     bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(fan)
     return tensor.uniform_(-bound, bound, generator=generator)
 
@@ -124,9 +142,9 @@ def kaiming_normal_(
     tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
     generator=None,
 ) -> Tensor:  # fmt: skip
-    fan = _fan(tensor, mode)
-    if fan == 0:
+    if _no_elements(tensor):
         return tensor
+    fan = _fan(tensor, mode)
     return tensor.normal_(
         0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan), generator=generator
     )
@@ -136,16 +154,61 @@ def trunc_normal_(
     tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
     generator=None,
 ) -> Tensor:  # fmt: skip
-    """Normal(mean, std) values kept inside [a, b]: the inverse CDF of a uniform draw over
-    [cdf(a), cdf(b)], as PyTorch computes it."""
+    """Normal(mean, std) values kept inside [a, b] by rejection, as torch 2.13 draws them:
+    normal draws redrawn where outside (when [a, b] holds over 30% of the mass), else
+    uniform draws on [a, b] kept with probability pdf(x) / max pdf. Every value is a
+    draw in the tensor's own dtype, so none lands on a bound by rounding."""
 
     def cdf(x: float) -> float:
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
-    low, high = cdf((a - mean) / std), cdf((b - mean) / std)
-    tensor.uniform_(2 * low - 1, 2 * high - 1, generator=generator)
-    tensor.erfinv_().mul_(std * math.sqrt(2.0)).add_(mean)
-    return tensor.clamp_(min=a, max=b)
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn(
+            "mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
+            "The distribution of values may be incorrect.",
+            stacklevel=2,
+        )
+    if cdf((b - mean) / std) - cdf((a - mean) / std) > 0.3:
+        return _redraw_outside(tensor, mean, std, a, b, generator)
+    return _accept_by_density(tensor, mean, std, a, b, generator)
+
+
+def _redraw_outside(tensor: Tensor, mean: float, std: float, a: float, b: float, generator):
+    """Normal draws, each one outside [a, b] (the bounds rounded to the tensor's dtype)
+    drawn again until none is."""
+    low, high = tensor.new_tensor(a).item(), tensor.new_tensor(b).item()
+    result = tensor.normal_(mean, std, generator=generator)
+    while True:
+        outside = (result < low) | (result > high)
+        if not outside.any():
+            break
+        fresh = empty_like(result).normal_(mean, std, generator=generator)
+        result = fresh.where(outside, result)
+    if result is not tensor:
+        tensor.copy_(result)
+    return tensor
+
+
+def _accept_by_density(tensor: Tensor, mean: float, std: float, a: float, b: float, generator):
+    """Uniform draws on [a, b], each kept where log(u) <= log pdf(x) - log pdf(mode) for a
+    uniform u, the rejected ones drawn again until all are kept (a narrow window)."""
+    mode = max(a, min(mean, b))
+    log_peak = -0.5 * ((mode - mean) / std) ** 2
+
+    def rejected(candidates: Tensor) -> Tensor:
+        log_ratio = candidates.sub(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak)
+        return empty_like(candidates).uniform_(generator=generator).log_().gt(log_ratio)
+
+    tensor.uniform_(a, b, generator=generator)
+    pending = rejected(tensor)
+    result = tensor
+    while pending.any():
+        candidates = empty_like(tensor).uniform_(a, b, generator=generator)
+        result = candidates.where(pending, result)
+        pending = rejected(candidates) & pending
+    if result is not tensor:
+        tensor.copy_(result)
+    return tensor
 
 
 def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
@@ -178,3 +241,34 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     if rows < cols:
         q = q.t()
     return tensor.copy_(q.reshape(tensor.shape) * gain)
+
+
+def _deprecated(method: Callable) -> Callable:
+    """torch's alias without the trailing underscore: warns, then calls `method`."""
+    old, new = method.__name__[:-1], method.__name__
+
+    @functools.wraps(method)
+    def alias(*args, **kwargs):
+        warnings.warn(
+            f"`nn.init.{old}` is now deprecated in favor of `nn.init.{new}`.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return method(*args, **kwargs)
+
+    alias.__name__ = alias.__qualname__ = old
+    alias.__doc__ = f"{old}(...): deprecated, as in torch; use kael.nn.init.{new}."
+    return alias
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)

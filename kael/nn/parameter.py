@@ -11,7 +11,7 @@ from __future__ import annotations
 from kael.frontend import fastpath, views
 from kael.frontend.factories import empty
 from kael.frontend.tensor import Tensor
-from kael.runtime.errors import TypeError
+from kael.runtime.errors import Error, TypeError
 
 
 def _handle_of(data: Tensor | None, what: str) -> Tensor:
@@ -30,16 +30,25 @@ def _flag(value, what: str, name: str) -> bool:
     return value
 
 
+def _differentiable(tensor: Tensor) -> bool:
+    """Whether torch lets the tensor require grad: a floating or complex dtype."""
+    return tensor.dtype.is_floating_point or tensor.dtype.is_complex
+
+
 class Parameter(Tensor):
     """A module's learnable tensor: shares `data`'s elements. `requires_grad` is kept as
     PyTorch's flag (default True; code that counts or freezes trainable parameters reads
-    and sets it), and nothing more: kael has no autograd, so no gradient is ever made."""
+    and sets it), and nothing more: kael has no autograd, so no gradient is ever made.
+    As in torch, only a floating or complex parameter may require grad."""
 
     __slots__ = ("_requires_grad",)
 
     def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
-        self._requires_grad = _flag(requires_grad, "Parameter", "requires_grad")
-        super().__init__(_handle_of(data, "Parameter"))
+        handle = _handle_of(data, "Parameter")
+        if _flag(requires_grad, "Parameter", "requires_grad") and not _differentiable(handle):
+            raise Error("Only Tensors of floating point and complex dtype can require gradients")
+        self._requires_grad = requires_grad
+        super().__init__(handle)
 
     @property
     def requires_grad(self) -> bool:
@@ -47,11 +56,30 @@ class Parameter(Tensor):
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
-        self._requires_grad = _flag(value, "Parameter", "requires_grad")
+        if _flag(value, "Parameter", "requires_grad") and not _differentiable(self):
+            raise Error("only Tensors of floating point and complex dtype can require gradients")
+        self._requires_grad = value
 
     def requires_grad_(self, requires_grad: bool = True) -> Parameter:
-        self.requires_grad = requires_grad
+        if _flag(requires_grad, "Parameter", "requires_grad") and not _differentiable(self):
+            raise Error("only Tensors of floating point dtype can require gradients")
+        self._requires_grad = requires_grad
         return self
+
+    @property
+    def data(self) -> Tensor:
+        return self.detach()
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        """`p.data = t`, as Tensor's; refused, as torch, for a non-floating `t` while p
+        requires grad."""
+        if isinstance(value, Tensor) and self._requires_grad and not _differentiable(value):
+            raise Error(
+                "data set to a tensor that requires gradients must be floating point or "
+                "complex dtype"
+            )
+        Tensor.data.fset(self, value)
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()

@@ -101,3 +101,86 @@ def test_sparse_zeroes_the_same_share_of_each_column_as_torch(sparsity):
         assert abs(nonzero.std() - 0.5) < 0.1
     with pytest.raises(kael.ValueError, match="Only tensors with 2 dimensions are supported"):
         init.sparse_(kael.empty(3), sparsity)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_trunc_normal_in_half_types_puts_nothing_on_the_bounds(dtype):
+    """The old inverse-CDF draw rounded to erfinv(-1) = -inf in half types, clamped to a."""
+    values = init.trunc_normal_(kael.empty(200_000, dtype=getattr(kael, dtype)), std=0.02)
+    reference = torch.nn.init.trunc_normal_(
+        torch.empty(200_000, dtype=getattr(torch, dtype)), std=0.02
+    )
+    ours, theirs = values.float().numpy(), reference.float().numpy()
+    assert values.dtype is getattr(kael, dtype)
+    assert int((np.abs(ours) >= 1).sum()) == int((np.abs(theirs) >= 1).sum()) == 0
+    assert np.abs(ours).max() < 0.2 and np.abs(theirs).max() < 0.2  # ~5 sigma at most
+    assert ours.std() == pytest.approx(theirs.std(), rel=0.03)
+
+
+@pytest.mark.parametrize(
+    ("mean", "std", "a", "b"),
+    [(0.0, 1.0, -2.0, 2.0), (1.0, 2.0, 0.0, 1.5), (0.0, 1.0, 0.5, 0.7), (0.0, 1.0, 2.5, 4.0)],
+)  # the last two: under 30% of the mass in [a, b], torch's uniform-proposal branch
+def test_trunc_normal_matches_torch_moments_in_both_branches(mean, std, a, b):
+    ours = init.trunc_normal_(kael.empty(100_000), mean, std, a, b).numpy()
+    theirs = torch.nn.init.trunc_normal_(torch.empty(100_000).double(), mean, std, a, b).numpy()
+    assert ours.min() >= a and ours.max() <= b
+    assert ours.mean() == pytest.approx(theirs.mean(), abs=0.01 * (b - a))
+    assert ours.std() == pytest.approx(theirs.std(), rel=0.03)
+
+
+def test_trunc_normal_warns_as_torch_when_the_mean_is_far_from_the_window():
+    with pytest.warns(UserWarning, match="mean is more than 2 std from \\[a, b\\]"):
+        init.trunc_normal_(kael.empty(10), mean=10.0, std=1.0, a=-2.0, b=2.0)
+
+
+@pytest.mark.parametrize("fill", ["kaiming_uniform_", "kaiming_normal_"])
+@pytest.mark.parametrize("shape", [(0,), (0, 3), (3, 0), (2, 0, 3)])
+def test_kaiming_leaves_a_zero_element_tensor_with_torch_warning(fill, shape):
+    for lib in (torch, kael):
+        tensor = lib.empty(*shape)
+        with pytest.warns(UserWarning, match="Initializing zero-element tensors is a no-op"):
+            assert getattr(lib.nn.init, fill)(tensor) is tensor
+
+
+def test_kaiming_still_needs_two_dims_for_a_tensor_with_elements():
+    with pytest.raises(kael.ValueError, match="fewer than 2 dimensions"):
+        init.kaiming_uniform_(kael.empty(3))
+
+
+ALIASES = ["uniform", "normal", "constant", "eye", "dirac", "xavier_uniform", "xavier_normal",
+           "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse"]  # fmt: skip
+ALIAS_ARGS = {"constant": (0.5,), "sparse": (0.5,)}
+
+
+@pytest.mark.parametrize("name", ALIASES)
+def test_deprecated_aliases_warn_as_torch_and_fill_in_place(name):
+    shape = (4, 2, 3) if name == "dirac" else (4, 6)
+    messages = []
+    for lib in (torch, kael):
+        tensor = lib.empty(*shape)
+        with pytest.warns(FutureWarning) as caught:
+            assert getattr(lib.nn.init, name)(tensor, *ALIAS_ARGS.get(name, ())) is tensor
+        messages.append([str(w.message) for w in caught if w.category is FutureWarning])
+    assert (
+        messages[1]
+        == messages[0]
+        == [f"`nn.init.{name}` is now deprecated in favor of `nn.init.{name}_`."]
+    )
+    assert getattr(init, name).__name__ == name
+
+
+@pytest.mark.parametrize("mode", ["FAN_OUT", "Fan_In"])
+def test_kaiming_reads_the_mode_in_any_case_as_torch(mode):
+    fan = 3 if mode.lower() == "fan_out" else 4
+    values = init.kaiming_uniform_(kael.empty(3, 4), mode=mode, nonlinearity="relu").numpy()
+    assert np.abs(values).max() <= math.sqrt(6.0 / fan)
+    torch.nn.init.kaiming_uniform_(torch.empty(3, 4), mode=mode)  # torch accepts it too
+
+
+def test_kaiming_names_the_modes_as_torch():
+    with pytest.raises(ValueError) as theirs:
+        torch.nn.init.kaiming_normal_(torch.empty(3, 4), mode="Fan")
+    with pytest.raises(kael.ValueError) as ours:
+        init.kaiming_normal_(kael.empty(3, 4), mode="Fan")
+    assert str(ours.value) == str(theirs.value)

@@ -7,6 +7,7 @@ import operator
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 
+from kael.frontend.conveniences import typename
 from kael.frontend.tensor import Tensor
 from kael.nn.modules.module import Module, add_indent
 from kael.nn.parameter import Parameter
@@ -201,7 +202,11 @@ class ModuleList(_Indexed):
         if not runs:
             return f"{name}()"
         lines = [
-            add_indent(f"({a}): {text}" if a == b else f"({a}-{b}): {b - a + 1} x {text}", 2)
+            add_indent(
+                f"({a}): {text}" if a == b else f"({a}-{b}): {b - a + 1} x {text}",
+                2,
+                indent_blank=True,  # torch's ModuleList indents blank lines too
+            )
             for a, b, text in runs
         ]
         return f"{name}(\n  " + "\n  ".join(lines) + "\n)"
@@ -236,16 +241,23 @@ class ParameterList(_Indexed):
         self.register_parameter(str(i), value if isinstance(value, Parameter) else Parameter(value))
 
     def extra_repr(self) -> str:
-        return _entries_repr(enumerate(self))
+        """torch's lines: each entry's dtype ("kael.float32") and size."""
+        return _entries_repr(enumerate(self), _dtype_name)
 
 
-def _entries_repr(entries: Iterable[tuple]) -> str:
+def _entries_repr(entries: Iterable[tuple], kind) -> str:
     """PyTorch's lines for a ParameterList's or ParameterDict's entries, indented 2 more
-    than other modules' extra_repr (so 4 in the repr)."""
-    return "\n".join(
-        f"  ({k}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
-        for k, p in entries
-    )
+    than other modules' extra_repr (so 4 in the repr); kind(p) names the entry's type."""
+    lines = []
+    for k, p in entries:
+        size = "x".join(map(str, p.shape))
+        device = f" ({p.device})" if p.device.type != "cpu" else ""
+        lines.append(f"  ({k}): Parameter containing: [{kind(p)} of size {size}{device}]")
+    return "\n".join(lines)
+
+
+def _dtype_name(p: Tensor) -> str:
+    return repr(p.dtype)
 
 
 def _pair(label: str, position: int, entry) -> tuple:
@@ -391,5 +403,18 @@ class ParameterDict(_Keyed):
         self.update(other)
         return self
 
+    def popitem(self) -> tuple[str, Parameter]:
+        """The last entered (key, parameter) pair, removed."""
+        if not self._parameters:
+            raise KeyError("popitem(): dictionary is empty")
+        key = next(reversed(self._parameters))
+        return key, self.pop(key)
+
+    def fromkeys(self, keys: Iterable[str], default=None) -> ParameterDict:
+        """A new ParameterDict with `default` (as a Parameter) at each of `keys`."""
+        return ParameterDict((k, default) for k in keys)
+
     def extra_repr(self) -> str:
-        return _entries_repr(self.items())
+        """torch's lines: each entry's type name ("kael.FloatTensor", torch.typename's)
+        and size."""
+        return _entries_repr(self.items(), typename)

@@ -4,20 +4,36 @@ Assigning a Parameter, a Buffer, a Module (or None to a name already registered 
 registers it by name, in order; state_dict() and load_state_dict() use PyTorch's keys
 ("layer.0.weight"), so a torch checkpoint's state dict (torch tensors, NumPy arrays or
 kael tensors) loads into the same architecture written with kael.nn. Calling a module runs
-its forward pre-hooks, forward() and forward hooks. kael has no autograd: train()/eval()
+its forward pre-hooks, forward() and forward hooks (an always_call hook also when they
+raise). state_dict() and load_state_dict() call each module's _save_to_state_dict and
+_load_from_state_dict (overridable, torch's signatures) with torch's hooks around them, and
+carry get_extra_state() as "<prefix>_extra_state". kael has no autograd: train()/eval()
 switch what dropout and batch norm do, and nothing records gradients.
+
+Deviation: load_state_dict(assign=True) does not write "assign_to_params_buffers" into the
+caller's state_dict._metadata (torch's does, as a side effect); each module gets a copy.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple
+from typing import Any
 
+from kael.frontend.factories import empty_like
+from kael.frontend.memory_formats import format_arg
 from kael.frontend.tensor import Tensor, to_arguments
-from kael.nn.modules.state import as_state_tensor, type_name
+from kael.nn.modules.state import (
+    _IncompatibleKeys,
+    as_state_tensor,
+    load_tree,
+    quoted,
+    type_name,
+    with_metadata,
+)
 from kael.nn.parameter import Buffer, Parameter, UninitializedBuffer
 from kael.runtime import dtypes
 from kael.runtime.dtypes import as_dtype
@@ -28,22 +44,14 @@ from kael.runtime.tracestate import state as _trace_state
 _hook_ids = itertools.count()
 
 
-class IncompatibleKeys(NamedTuple):
-    """load_state_dict's result: the keys the module missed and the keys it did not know."""
+IncompatibleKeys = _IncompatibleKeys  # kael's earlier public name
 
-    missing_keys: list[str]
-    unexpected_keys: list[str]
+_EXTRA_STATE = "_extra_state"  # the state_dict key suffix of get_extra_state()'s value
 
-    def __repr__(self) -> str:
-        """PyTorch's: a sentence when every key matched, the two lists otherwise."""
-        if not self.missing_keys and not self.unexpected_keys:
-            return "<All keys matched successfully>"
-        return (
-            f"{type(self).__name__}(missing_keys={self.missing_keys!r}, "
-            f"unexpected_keys={self.unexpected_keys!r})"
-        )
 
-    __str__ = __repr__
+def _overrides(module: Module, method: str) -> bool:
+    """Whether the module's class defines its own `method` (get_extra_state, ...)."""
+    return getattr(type(module), method) is not getattr(Module, method)
 
 
 class RemovableHandle:
@@ -77,9 +85,14 @@ def _check_name(name, kind: str, owner: Module) -> None:
         raise KeyError(f"attribute '{name}' already exists")
 
 
-def add_indent(text: str, spaces: int) -> str:
-    lines = text.split("\n")
-    return "\n".join([lines[0]] + [" " * spaces + line for line in lines[1:]])
+def add_indent(text: str, spaces: int, indent_blank: bool = False) -> str:
+    """text's lines after the first indented by `spaces`; blank ones left empty, as torch's
+    Module repr leaves them (ModuleList's repr indents them too: indent_blank)."""
+    first, *rest = text.split("\n")
+    pad = " " * spaces
+    return "\n".join(
+        [first] + [pad + line if indent_blank or line.strip() else "" for line in rest]
+    )
 
 
 # Every module's tables, each made empty by its factory.
@@ -91,6 +104,11 @@ _TABLES: dict[str, Callable[[], Any]] = {
     "_forward_pre_hooks": dict,
     "_forward_hooks": dict,
     "_hooks_with_kwargs": dict,
+    "_forward_hooks_always_called": dict,
+    "_state_dict_pre_hooks": dict,
+    "_state_dict_hooks": dict,
+    "_load_state_dict_pre_hooks": dict,
+    "_load_state_dict_post_hooks": dict,
 }
 
 
@@ -98,6 +116,7 @@ class Module:
     """Base class of every layer: subclasses set their state in __init__ and define forward."""
 
     training: bool
+    _version: int = 1  # state_dict()'s metadata version of this class's entries
 
     def __init__(self) -> None:
         object.__setattr__(self, "training", True)
@@ -332,28 +351,62 @@ class Module:
         """The submodule at a dotted path ("" is the module itself)."""
         module = self
         for atom in target.split(".") if target else ():
-            if not isinstance(module, Module) or atom not in module._modules:
-                raise AttributeError(f"{type(module).__name__} has no attribute `{atom}`")
-            module = module._modules[atom]
+            if not hasattr(module, atom):
+                raise AttributeError(f"{module._get_name()} has no attribute `{atom}`")
+            module = getattr(module, atom)
+            if not isinstance(module, Module):
+                raise AttributeError(f"`{atom}` is not an nn.Module")
         return module
 
-    def _owner_and_name(self, target: str) -> tuple[Module, str]:
+    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
+        """Put `module` at a dotted path whose parent exists, replacing a submodule there
+        (strict: only replacing one)."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
         path, _, name = target.rpartition(".")
-        return self.get_submodule(path), name
+        parent = self.get_submodule(path)
+        if strict and not hasattr(parent, name):
+            raise AttributeError(f"{parent._get_name()} has no attribute `{name}`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError(f"`{name}` is not an nn.Module")
+        setattr(parent, name, module)
+
+    def _owner_and_name(self, target: str) -> tuple[Module, str]:
+        """The module holding the attribute at a dotted path, and the attribute's name,
+        which that module must have."""
+        path, _, name = target.rpartition(".")
+        owner = self.get_submodule(path)
+        if not hasattr(owner, name):
+            raise AttributeError(f"{owner._get_name()} has no attribute `{name}`")
+        return owner, name
 
     def get_parameter(self, target: str) -> Parameter:
+        """The parameter at a dotted path ("block.fc.weight")."""
         owner, name = self._owner_and_name(target)
-        if name not in owner._parameters:
-            raise AttributeError(f"{type(owner).__name__} has no parameter `{name}`")
-        return owner._parameters[name]
+        param = getattr(owner, name)
+        if not isinstance(param, Parameter):
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return param
 
     def get_buffer(self, target: str) -> Tensor:
+        """The buffer at a dotted path ("block.norm.running_mean")."""
         owner, name = self._owner_and_name(target)
         if name not in owner._buffers:
-            raise AttributeError(f"{type(owner).__name__} has no buffer `{name}`")
+            raise AttributeError(f"`{name}` is not a buffer")
         return owner._buffers[name]
 
     # ---- state --------------------------------------------------------------------------
+
+    def get_extra_state(self) -> Any:
+        """Override (with set_extra_state) to put a value other than the parameters and
+        buffers in state_dict(), under "<prefix>_extra_state"."""
+        raise Error("Module.get_extra_state() is only called where a subclass overrides it")
+
+    def set_extra_state(self, state: Any) -> None:
+        """Override (with get_extra_state) to take back the "_extra_state" entry."""
+        raise Error("Module.set_extra_state() is only called where a subclass overrides it")
 
     def _local_state(self) -> dict[str, Tensor]:
         state = {k: v for k, v in self._parameters.items() if v is not None}
@@ -362,11 +415,20 @@ class Module:
                 state[name] = buffer
         return state
 
+    def _save_to_state_dict(self, destination, prefix: str, keep_vars: bool) -> None:
+        """Put this module's own entries (not its children's) in `destination`."""
+        for name, value in self._local_state().items():
+            keep = keep_vars or type(value) is Tensor
+            destination[prefix + name] = value if keep else Tensor(value._impl)
+        if _overrides(self, "get_extra_state"):
+            destination[prefix + _EXTRA_STATE] = self.get_extra_state()
+
     def state_dict(
         self, *args, destination=None, prefix: str = "", keep_vars: bool = False
     ) -> OrderedDict:
         """Every parameter and persistent buffer by dotted key, as plain tensors over the
-        module's own elements (keep_vars: the Parameter objects themselves)."""
+        module's own elements (keep_vars: the Parameter objects themselves), with torch's
+        _metadata (each module's version) and state-dict hooks."""
         if args:  # PyTorch's deprecated positional form
             warnings.warn(
                 "Positional args are being deprecated, use kwargs instead. Refer to "
@@ -380,50 +442,124 @@ class Module:
             keep_vars = args[2] if len(args) > 2 and keep_vars is False else keep_vars
         if destination is None:
             destination = OrderedDict()
-        for name, value in self._local_state().items():
-            keep = keep_vars or type(value) is Tensor
-            destination[prefix + name] = value if keep else Tensor(value._impl)
+            destination._metadata = OrderedDict()
+        local_metadata = {"version": self._version}
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
+        for hook in list(self._state_dict_pre_hooks.values()):
+            hook(self, prefix, keep_vars)
+        self._save_to_state_dict(destination, prefix, keep_vars)
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(
                     destination=destination, prefix=f"{prefix}{name}.", keep_vars=keep_vars
                 )
+        for hook in list(self._state_dict_hooks.values()):
+            result = hook(self, destination, prefix, local_metadata)
+            if getattr(hook, "_from_public_api", False):
+                if result is not None:
+                    raise Error("state_dict post-hook must return None")
+            elif result is not None:  # the private hook's result replaces the dict
+                destination = result
         return destination
+
+    def register_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """hook(module, prefix, keep_vars) before this module's state_dict() collects."""
+        return self._hook_into(self._state_dict_pre_hooks, hook)
+
+    def register_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
+        """hook(module, state_dict, prefix, local_metadata) after state_dict(): it may change
+        the dict in place and must return None."""
+        hook._from_public_api = True  # torch's mark: its result must be None
+        return self._hook_into(self._state_dict_hooks, hook)
+
+    def _register_state_dict_hook(self, hook: Callable) -> RemovableHandle:
+        """torch's older post-hook: a result other than None replaces the dict (at the
+        module state_dict() was called on)."""
+        if getattr(hook, "_from_public_api", False):
+            raise Error(
+                "Cannot register the same function as the state dict post hook that was "
+                "previously registered via register_state_dict_post_hook"
+            )
+        return self._hook_into(self._state_dict_hooks, hook)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs) before this module loads its entries."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def _register_load_state_dict_pre_hook(
+        self, hook: Callable, with_module: bool = False
+    ) -> RemovableHandle:
+        """register_load_state_dict_pre_hook, the module left out of the hook's arguments
+        unless `with_module`."""
+        return self._hook_into(
+            self._load_state_dict_pre_hooks, functools.partial(hook, self) if with_module else hook
+        )
+
+    def register_load_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
+        """hook(module, incompatible_keys) after this module and its children loaded; it may
+        change the key lists in place (strict loading then reads them) and must return None."""
+        return self._hook_into(self._load_state_dict_post_hooks, hook)
+
+    def _hook_into(self, table: dict, hook: Callable) -> RemovableHandle:
+        handle = RemovableHandle(table)
+        table[handle.id] = hook
+        return handle
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
         """Copy each entry into the parameter or buffer of its key (converted to its dtype
-        and device), as PyTorch does: a shape mismatch is an error; with `strict`, so are
-        missing and unexpected keys. `assign` puts the checkpoint's tensors in instead."""
+        and device), module by module through _load_from_state_dict, as PyTorch does: a
+        shape mismatch is an error; with `strict`, so are missing and unexpected keys.
+        `assign` puts the checkpoint's tensors in instead (a Parameter keeps its
+        requires_grad)."""
         if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
             raise TypeError(f"Expected state_dict to be dict-like, got {type_name(state_dict)}.")
-        missing, unexpected, problems = [], [], []
-        for prefix, module in self.named_modules(remove_duplicate=False):
-            found = module._load_local(state_dict, f"{prefix}." if prefix else "", assign)
-            for into, entries in zip((missing, unexpected, problems), found, strict=True):
-                into.extend(entries)
+        missing: list[str] = []
+        unexpected: list[str] = []
+        problems: list[str] = []
+        metadata = getattr(state_dict, "_metadata", None)
+        state_dict = with_metadata(OrderedDict(state_dict), metadata)
+        load_tree(self, state_dict, "", metadata, assign, (missing, unexpected, problems))
         if strict:
             if unexpected:
-                problems.insert(
-                    0,
-                    "Unexpected key(s) in state_dict: "
-                    + ", ".join(f'"{k}"' for k in unexpected)
-                    + ". ",
-                )
+                problems.insert(0, f"Unexpected key(s) in state_dict: {quoted(unexpected)}. ")
             if missing:
-                problems.insert(
-                    0,
-                    "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". ",
-                )
+                problems.insert(0, f"Missing key(s) in state_dict: {quoted(missing)}. ")
         if problems:
             raise Error(
                 f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
                 + "\n\t".join(problems)
             )
-        return IncompatibleKeys(missing, unexpected)
+        return _IncompatibleKeys(missing, unexpected)
+
+    def _load_from_state_dict(
+        self,
+        state_dict,
+        prefix: str,
+        local_metadata: dict,
+        strict: bool,
+        missing_keys: list,
+        unexpected_keys: list,
+        error_msgs: list,
+    ) -> None:
+        """Load this module's own entries (keys `prefix` + name), after its load pre-hooks;
+        override it to rename or upgrade an older checkpoint's keys (state_dict is this
+        call's own copy). With `strict`, missing and unexpected keys go to their lists."""
+        for hook in list(self._load_state_dict_pre_hooks.values()):
+            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                 error_msgs)  # fmt: skip
+        assign = local_metadata.get("assign_to_params_buffers", False)
+        missing, unexpected, problems = self._load_local(state_dict, prefix, assign)
+        error_msgs.extend(problems)
+        if strict:
+            missing_keys.extend(missing)
+            unexpected_keys.extend(unexpected)
 
     def _load_local(self, state_dict, prefix: str, assign: bool) -> tuple[list, list, list]:
-        """Load this module's own entries (keys `prefix` + name); (missing keys, unexpected
-        keys under `prefix` that name no entry or child, problems), as PyTorch finds them."""
+        """_load_from_state_dict's work: (missing keys, unexpected keys under `prefix`,
+        problems), as PyTorch finds them. A dotted key must name a child; a bare one a
+        parameter or persistent buffer."""
         missing, problems = [], []
         local = self._local_state()
         for name, current in local.items():
@@ -436,30 +572,56 @@ class Module:
                 entry = legacy
             else:
                 entry = state_dict[key]
-            try:
-                value = as_state_tensor(entry)
-            except (Error, TypeError) as e:
-                problems.append(f'While copying the parameter named "{key}", {e}')
-                continue
-            if not current.shape and value.shape == (1,):  # a 0-d parameter saved as 1-d
-                value = value[0]
-            if value.shape != current.shape:
-                problems.append(
-                    f"size mismatch for {key}: copying a param with shape {list(value.shape)} "
-                    f"from checkpoint, the shape in current model is {list(current.shape)}."
-                )
-                continue
-            if assign:
-                value = Parameter(value) if isinstance(current, Parameter) else value
-                setattr(self, name, value)
-            else:
-                current.copy_(value)
+            problem = self._load_entry(name, key, current, entry, assign)
+            if problem is not None:
+                problems.append(problem)
+        extra_key = prefix + _EXTRA_STATE
         unexpected = []
+        if _overrides(self, "set_extra_state"):
+            if extra_key in state_dict:
+                self.set_extra_state(state_dict[extra_key])
+            else:
+                missing.append(extra_key)
+        elif extra_key in state_dict:
+            unexpected.append(extra_key)
         for key in state_dict:
-            first = key[len(prefix) :].split(".", 1)[0]
-            if key.startswith(prefix) and first not in self._modules and first not in local:
-                unexpected.append(key)
+            if key.startswith(prefix) and key != extra_key:
+                head, dotted, _ = key[len(prefix) :].partition(".")
+                if head not in (self._modules if dotted else local):
+                    unexpected.append(key)
         return missing, unexpected, problems
+
+    def _load_entry(self, name: str, key: str, current: Tensor, entry, assign: bool):
+        """Load one checkpoint entry into `current` (or in its place, `assign`); the problem
+        as torch words it, or None."""
+        try:
+            value = as_state_tensor(entry)
+        except (Error, TypeError) as e:
+            return f'While copying the parameter named "{key}", {e}'
+        if not current.shape and value.shape == (1,):  # a 0-d parameter saved as 1-d
+            value = value[0]
+        if value.shape != current.shape:
+            return (
+                f"size mismatch for {key}: copying a param with shape {list(value.shape)} "
+                f"from checkpoint, the shape in current model is {list(current.shape)}."
+            )
+        try:
+            if not assign:
+                current.copy_(value)
+                return None
+            if isinstance(current, Parameter):
+                if isinstance(value, Parameter):  # torch keeps the given Parameter itself
+                    value.requires_grad_(current.requires_grad)
+                else:
+                    value = Parameter(value, requires_grad=current.requires_grad)
+            setattr(self, name, value)
+        except Exception as e:  # torch reports whatever the copy raised, with the rest
+            return (
+                f'While copying the parameter named "{key}", whose dimensions in the model '
+                f"are {current.size()} and whose dimensions in the checkpoint are "
+                f"{value.size()}, an exception occurred : {e.args}."
+            )
+        return None
 
     def _legacy_entry(self, state_dict, prefix: str, name: str):
         """The value an older checkpoint stands for where it lacks entry `name` (None: it
@@ -498,11 +660,12 @@ class Module:
         fn(self)
         return self
 
-    def _apply(self, convert: Callable[[Tensor], Tensor]) -> Module:
+    def _apply(self, convert: Callable[[Tensor], Tensor], recurse: bool = True) -> Module:
         """Replace each parameter's and buffer's elements by convert(tensor), keeping the
         Parameter objects (PyTorch's param.data = ...) and a lazy module's uninitialized
-        buffers, which then materialize with the converted dtype and device (as torch's)."""
-        for module in self.modules():
+        buffers, which then materialize with the converted dtype and device (as torch's);
+        `recurse`: the submodules' too."""
+        for module in self.modules() if recurse else (self,):
             for param in module._parameters.values():
                 if param is not None:
                     param.data = convert(param)
@@ -514,12 +677,16 @@ class Module:
         self._changed()
         return self
 
-    def to(self, *args, dtype=None, device=None, non_blocking: bool = False) -> Module:
-        """Tensor.to's arguments (a device, a dtype, a tensor for both): floating and complex
-        parameters and buffers take the dtype (a complex one to a real dtype drops its
-        imaginary part, warning as Tensor.to), every one the device; returns self."""
+    def to(
+        self, *args, dtype=None, device=None, non_blocking: bool = False, memory_format=None
+    ) -> Module:
+        """Tensor.to's arguments (a device, a dtype, a tensor for both; memory_format by
+        keyword): floating and complex parameters and buffers take the dtype (a complex one
+        to a real dtype drops its imaginary part, warning as Tensor.to), every one the
+        device, the 4-d and 5-d ones the memory format; returns self."""
         dtype, device, non_blocking, _ = to_arguments(args, dtype, device, non_blocking)
         dtype = None if dtype is None else as_dtype(dtype)
+        layout = format_arg(memory_format, "to", optional=True)
         if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
             raise TypeError(
                 "nn.Module.to only accepts floating point or complex dtypes, but got desired "
@@ -535,10 +702,29 @@ class Module:
 
         def convert(t: Tensor) -> Tensor:
             floating = t.dtype.is_floating_point or t.dtype.is_complex
-            want = dtype if floating else None
-            return t.to(device=device, dtype=want, non_blocking=non_blocking)
+            return t.to(
+                device=device,
+                dtype=dtype if floating else None,
+                non_blocking=non_blocking,
+                memory_format=layout if t.dim() in (4, 5) else None,
+            )
 
         return self._apply(convert)
+
+    def type(self, dst_type) -> Module:
+        """Every parameter and buffer (integer ones too) converted by Tensor.type(dst_type):
+        a dtype, a legacy type (kael.DoubleTensor) or its name; returns self."""
+        return self._apply(lambda t: t.type(dst_type))
+
+    def to_empty(self, *, device, recurse: bool = True) -> Module:
+        """Every parameter and buffer replaced by an uninitialized one of its shape and dtype
+        on `device` (only this module's own where not `recurse`); returns self."""
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
+
+    def share_memory(self) -> Module:
+        """Move every parameter's and buffer's storage into shared memory (Tensor.
+        share_memory_), so forked processes see the same elements; returns self."""
+        return self._apply(lambda t: t.share_memory_())
 
     def _cast_floats(self, dtype) -> Module:
         return self._apply(lambda t: t.to(dtype) if t.dtype.is_floating_point else t)
@@ -571,14 +757,23 @@ class Module:
         return self._register(self._forward_pre_hooks, hook, prepend, with_kwargs)
 
     def register_forward_hook(
-        self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False
+        self,
+        hook: Callable,
+        *,
+        prepend: bool = False,
+        with_kwargs: bool = False,
+        always_call: bool = False,
     ) -> RemovableHandle:
         """hook(module, args, output) (with_kwargs: hook(module, args, kwargs, output))
-        after forward; a result other than None replaces the output."""
-        return self._register(self._forward_hooks, hook, prepend, with_kwargs)
+        after forward; a result other than None replaces the output. An `always_call` hook
+        also runs (output None) when forward or a hook before it raises."""
+        handle = self._register(self._forward_hooks, hook, prepend, with_kwargs)
+        if always_call:
+            self._forward_hooks_always_called[handle.id] = True
+        return handle
 
     def _register(self, table: dict, hook: Callable, prepend: bool, with_kwargs: bool):
-        handle = RemovableHandle(table, self._hooks_with_kwargs)
+        handle = RemovableHandle(table, self._hooks_with_kwargs, self._forward_hooks_always_called)
         table[handle.id] = hook
         if prepend:
             entries = list(table.items())
@@ -609,41 +804,69 @@ class Module:
             self._read_by_trace()
         if not (self._forward_pre_hooks or self._forward_hooks):
             return self.forward(*args, **kwargs)
-        for key, hook in list(self._forward_pre_hooks.items()):
-            if key in self._hooks_with_kwargs:
-                result = hook(self, args, kwargs)
-                if result is not None:
-                    if not (isinstance(result, tuple) and len(result) == 2):
-                        raise TypeError(
-                            "forward pre-hook must return None or a tuple of (new_args, "
-                            f"new_kwargs), but got {result}."
+        output, called = None, set()
+        try:
+            for key, hook in list(self._forward_pre_hooks.items()):
+                if key in self._hooks_with_kwargs:
+                    result = hook(self, args, kwargs)
+                    if result is not None:
+                        if not (isinstance(result, tuple) and len(result) == 2):
+                            raise Error(
+                                "forward pre-hook must return None or a tuple of (new_args, "
+                                f"new_kwargs), but got {result}."
+                            )
+                        args, kwargs = result
+                else:
+                    result = hook(self, args)
+                    if result is not None:
+                        args = result if isinstance(result, tuple) else (result,)
+            output = self.forward(*args, **kwargs)
+            for key, hook in list(self._forward_hooks.items()):
+                called.add(key)
+                result = self._forward_hook(key, hook, args, kwargs, output)
+                output = output if result is None else result
+            return output
+        except Exception:
+            for key, hook in list(self._forward_hooks.items()):
+                if key in self._forward_hooks_always_called and key not in called:
+                    try:
+                        result = self._forward_hook(key, hook, args, kwargs, output)
+                        output = output if result is None else result
+                    except Exception as e:
+                        warnings.warn(
+                            "module forward hook with ``always_call=True`` raised an exception "
+                            f"that was silenced as another error was raised in forward: {e}",
+                            stacklevel=2,
                         )
-                    args, kwargs = result
-            else:
-                result = hook(self, args)
-                if result is not None:
-                    args = result if isinstance(result, tuple) else (result,)
-        output = self.forward(*args, **kwargs)
-        for key, hook in list(self._forward_hooks.items()):
-            if key in self._hooks_with_kwargs:
-                result = hook(self, args, kwargs, output)
-            else:
-                result = hook(self, args, output)
-            if result is not None:
-                output = result
-        return output
+            raise
+
+    def _forward_hook(self, key: int, hook: Callable, args: tuple, kwargs: dict, output):
+        if key in self._hooks_with_kwargs:
+            return hook(self, args, kwargs, output)
+        return hook(self, args, output)
 
     # ---- printing -----------------------------------------------------------------------
+
+    def _get_name(self) -> str:
+        """The class name the repr starts with."""
+        return type(self).__name__
 
     def extra_repr(self) -> str:
         """The settings shown between the parentheses of this module's repr."""
         return ""
 
     def __repr__(self) -> str:
-        lines = [line for line in self.extra_repr().split("\n") if line]
-        for name, module in self._modules.items():
-            lines.append(f"({name}): " + add_indent(repr(module), 2))
-        head = type(self).__name__ + "("
-        if not self._modules and len(lines) <= 1:
-            return head + "".join(lines) + ")"
-        return head + "\n  " + "\n  ".join(lines) + "\n)"
+        """torch's form: a one-line extra_repr inline; otherwise its lines (blank ones kept)
+        then each child's, indented."""
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [
+            f"({name}): " + add_indent(repr(module), 2) for name, module in self._modules.items()
+        ]
+        lines = extra_lines + child_lines
+        body = ""
+        if len(extra_lines) == 1 and not child_lines:
+            body = extra_lines[0]
+        elif lines:
+            body = "\n  " + "\n  ".join(lines) + "\n"
+        return f"{self._get_name()}({body})"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from kael.nn import functional as F
 from kael.nn.modules.declared import REQUIRED, declare
 from kael.nn.modules.module import Module
+from kael.runtime.errors import TypeError
 
 
 class Identity(Module):
@@ -24,6 +25,21 @@ def _flatten(input, *, start_dim, end_dim):
 
 def _unflatten(input, *, dim, unflattened_size):
     return input.unflatten(dim, unflattened_size)
+
+
+def _check_unflattened_size(module) -> None:
+    """Unflatten's size: a tuple or list of ints (torch.Size is one), as torch requires."""
+    size = module.unflattened_size
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(
+            f"unflattened_size must be a tuple of ints, but found type {type(size).__name__}"
+        )
+    for i, element in enumerate(size):
+        if not isinstance(element, int):
+            raise TypeError(
+                "unflattened_size must be tuple of ints, but found element of type "
+                f"{type(element).__name__} at pos {i}"
+            )
 
 
 def _upsample_settings(module) -> None:
@@ -71,6 +87,7 @@ Unflatten = declare(
     _unflatten,
     (("dim", REQUIRED), ("unflattened_size", REQUIRED)),
     "dim={dim}, unflattened_size={unflattened_size}",
+    prepare=_check_unflattened_size,
 )
 PixelShuffle = declare(
     "PixelShuffle",

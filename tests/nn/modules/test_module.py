@@ -568,9 +568,8 @@ def test_setstate_fills_the_tables_an_older_pickle_lacks():
 def test_load_state_dict_result_prints_as_torch():
     k, t = nn.Linear(2, 2), torch.nn.Linear(2, 2)
     assert repr(k.load_state_dict(t.state_dict())) == repr(t.load_state_dict(t.state_dict()))
-    assert str(k.load_state_dict({}, strict=False)) == str(
-        t.load_state_dict({}, strict=False)
-    ).replace("_IncompatibleKeys", "IncompatibleKeys")
+    assert str(k.load_state_dict({}, strict=False)) == str(t.load_state_dict({}, strict=False))
+    assert type(k.load_state_dict({}, strict=False)).__name__ == "_IncompatibleKeys"
 
 
 def _names(container):
@@ -641,15 +640,17 @@ def test_container_subclasses_slice_and_print_under_their_own_class():
     assert repr(Blocks()) == "Blocks()"
 
 
-def test_parameter_containers_indent_their_entries_as_torch():
-    k_list = nn.ParameterList([kael.ones(2), kael.ones(3, 2)])
-    t_list = torch.nn.ParameterList([torch.ones(2), torch.ones(3, 2)])
-    assert repr(k_list) == repr(t_list).replace("torch.float32", "float32")
-    k_dict = nn.ParameterDict({"a": kael.ones(2), "b": kael.ones(1)})
-    t_dict = torch.nn.ParameterDict({"a": torch.ones(2), "b": torch.ones(1)})
-    assert repr(k_dict) == repr(t_dict).replace("torch.FloatTensor", "float32")
+def test_parameter_containers_indent_and_name_their_entries_as_torch():
+    """ParameterList shows each dtype, ParameterDict each torch.typename (kael.FloatTensor)."""
+    k_list = nn.ParameterList([kael.ones(2), kael.ones(3, 2, dtype=kael.float64)])
+    t_list = torch.nn.ParameterList([torch.ones(2), torch.ones(3, 2, dtype=torch.float64)])
+    assert repr(k_list) == repr(t_list).replace("torch.", "kael.")
+    k_dict = nn.ParameterDict({"a": kael.ones(2), "b": kael.ones(1, dtype=kael.float64)})
+    t_dict = torch.nn.ParameterDict({"a": torch.ones(2), "b": torch.ones(1, dtype=torch.float64)})
+    assert repr(k_dict) == repr(t_dict).replace("torch.", "kael.")
+    assert "[kael.DoubleTensor of size 1]" in repr(k_dict)
     one = repr(nn.ParameterList([kael.ones(2)]))
-    assert one == repr(torch.nn.ParameterList([torch.ones(2)])).replace("torch.float32", "float32")
+    assert one == repr(torch.nn.ParameterList([torch.ones(2)])).replace("torch.", "kael.")
 
 
 def test_compiling_a_module_gives_a_module_as_torch():
@@ -659,7 +660,10 @@ def test_compiling_a_module_gives_a_module_as_torch():
     theirs = torch.nn.Sequential(*(torch.nn.Linear(*s) for s in layers))
     model = nn.Sequential(*(nn.Linear(*s) for s in layers))
     model.load_state_dict(theirs.state_dict())
+    validating = torch.distributions.Distribution._validate_args
     fast, reference = kael.compile(model, mode="reduce-overhead"), torch.compile(theirs)
+    # torch.compile turns torch.distributions' argument validation off for the process
+    torch.distributions.Distribution.set_default_validate_args(validating)
     assert isinstance(fast, nn.Module) and repr(fast) == repr(reference)
     assert list(fast.state_dict()) == list(reference.state_dict())
     fast.eval()
@@ -718,3 +722,432 @@ def test_compiled_module_sets_attributes_on_the_original_as_torch():
     fast.weight = nn.Parameter(kael.zeros(2, 2))
     fast.note = 5
     assert layer.weight.sum().item() == 0 and layer.note == 5
+
+
+# ---- state-dict protocol: extra state, _load_from_state_dict, hooks ---------------------------
+
+LIBS = pytest.mark.parametrize("lib", [torch, kael], ids=["torch", "kael"])
+RUNTIME = {torch: RuntimeError, kael: kael.Error}  # what each raises where torch's is RuntimeError
+
+
+def _configured(lib):
+    class Configured(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = lib.nn.Linear(2, 2)
+            self.cfg = {"mode": "a"}
+
+        def get_extra_state(self):
+            return self.cfg
+
+        def set_extra_state(self, state):
+            self.cfg = state
+
+    return Configured()
+
+
+@LIBS
+def test_extra_state_is_saved_first_and_loaded_back_as_torch(lib):
+    source, target = _configured(lib), _configured(lib)
+    source.cfg = {"mode": "b"}
+    state = source.state_dict()
+    assert list(state) == ["_extra_state", "lin.weight", "lin.bias"]
+    assert repr(target.load_state_dict(state)) == "<All keys matched successfully>"
+    assert target.cfg == {"mode": "b"}
+    nested = lib.nn.Sequential(_configured(lib))
+    assert "0._extra_state" in nested.state_dict()
+    without = {k: v for k, v in state.items() if k != "_extra_state"}
+    with pytest.raises(RUNTIME[lib], match=r'Missing key\(s\) in state_dict: "_extra_state"'):
+        _configured(lib).load_state_dict(without)
+    plain = lib.nn.Linear(2, 2)
+    result = plain.load_state_dict(dict(plain.state_dict(), _extra_state=1), strict=False)
+    assert result.unexpected_keys == ["_extra_state"]
+
+
+def test_a_torch_checkpoint_extra_state_loads_into_kael():
+    theirs = _configured(torch)
+    theirs.cfg = {"mode": "torch"}
+    ours = _configured(kael)
+    assert repr(ours.load_state_dict(theirs.state_dict())) == "<All keys matched successfully>"
+    assert ours.cfg == {"mode": "torch"}
+    same(ours.lin.weight, theirs.lin.weight.detach())
+
+
+def test_the_base_extra_state_methods_refuse_to_run():
+    with pytest.raises(kael.Error, match="get_extra_state"):
+        nn.Linear(1, 1).get_extra_state()
+    with pytest.raises(kael.Error, match="set_extra_state"):
+        nn.Linear(1, 1).set_extra_state(1)
+
+
+def _renaming(lib):
+    class Renaming(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = lib.nn.Linear(2, 2)
+
+        def _load_from_state_dict(self, state_dict, prefix, *rest):
+            for key in list(state_dict):
+                if key.startswith(prefix + "old."):
+                    state_dict[prefix + "lin." + key[len(prefix) + 4 :]] = state_dict.pop(key)
+            super()._load_from_state_dict(state_dict, prefix, *rest)
+
+    return Renaming()
+
+
+@LIBS
+def test_a_load_from_state_dict_override_upgrades_old_keys_as_torch(lib):
+    model = lib.nn.Sequential(_renaming(lib))
+    given = {"0.old.weight": lib.full((2, 2), 3.0), "0.old.bias": lib.ones(2)}
+    assert repr(model.load_state_dict(given)) == "<All keys matched successfully>"
+    assert model[0].lin.weight.sum().item() == 12.0
+    assert list(given) == ["0.old.weight", "0.old.bias"]  # the caller's dict is left alone
+
+
+def _hook_log(lib):
+    """A two-level model whose every state-dict hook appends (hook, module, prefix) to log."""
+    log = []
+    outer = lib.nn.Sequential(lib.nn.Linear(2, 2))
+    for name, module in (("outer", outer), ("inner", outer[0])):
+        module.register_state_dict_pre_hook(
+            lambda m, prefix, keep, n=name: log.append(("sd_pre", n, prefix, keep))
+        )
+        module.register_state_dict_post_hook(
+            lambda m, sd, prefix, meta, n=name: log.append(("sd_post", n, prefix, len(sd), meta))
+        )
+        module.register_load_state_dict_pre_hook(
+            lambda m, sd, prefix, meta, strict, *lists, n=name: log.append(
+                ("load_pre", n, prefix, sorted(sd), strict)
+            )
+        )
+        module._register_load_state_dict_pre_hook(
+            lambda sd, prefix, *rest, n=name: log.append(("private_pre", n, prefix))
+        )
+        module.register_load_state_dict_post_hook(
+            lambda m, keys, n=name: log.append(("load_post", n, list(keys.missing_keys)))
+        )
+    return outer, log
+
+
+@LIBS
+def test_state_dict_and_load_hooks_run_in_torch_order_with_torch_arguments(lib):
+    outer, log = _hook_log(lib)
+    state = outer.state_dict(keep_vars=True)
+    outer.load_state_dict({"0.weight": state["0.weight"]}, strict=False)
+    assert log == [
+        ("sd_pre", "outer", "", True),
+        ("sd_pre", "inner", "0.", True),
+        ("sd_post", "inner", "0.", 2, {"version": 1}),
+        ("sd_post", "outer", "", 2, {"version": 1}),
+        ("load_pre", "outer", "", ["0.weight"], True),
+        ("private_pre", "outer", ""),
+        ("load_pre", "inner", "0.", ["0.weight"], True),
+        ("private_pre", "inner", "0."),
+        ("load_post", "inner", ["0.bias"]),
+        ("load_post", "outer", ["0.bias"]),
+    ]
+
+
+@LIBS
+def test_hook_handles_remove_state_dict_hooks(lib):
+    layer, log = lib.nn.Linear(2, 2), []
+    handles = [
+        layer.register_state_dict_pre_hook(lambda *a: log.append("pre")),
+        layer.register_state_dict_post_hook(lambda *a: log.append("post")),
+        layer.register_load_state_dict_pre_hook(lambda *a: log.append("load_pre")),
+        layer.register_load_state_dict_post_hook(lambda *a: log.append("load_post")),
+    ]
+    layer.load_state_dict(layer.state_dict())
+    assert log == ["pre", "post", "load_pre", "load_post"]
+    for handle in handles:
+        handle.remove()
+    layer.load_state_dict(layer.state_dict())
+    assert len(log) == 4
+
+
+@LIBS
+def test_state_dict_metadata_records_each_module_version(lib):
+    state = lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.ReLU()).state_dict()
+    assert dict(state._metadata) == {"": {"version": 1}, "0": {"version": 1}, "1": {"version": 1}}
+
+
+@LIBS
+def test_a_load_post_hook_may_clear_the_keys_but_not_return_new_ones(lib):
+    layer = lib.nn.Linear(2, 2)
+    layer.register_load_state_dict_post_hook(lambda m, keys: keys.missing_keys.clear())
+    assert repr(layer.load_state_dict({})) == "<All keys matched successfully>"
+    layer.register_load_state_dict_post_hook(lambda m, keys: keys)
+    with pytest.raises((AssertionError, kael.Error), match="not expected to return new values"):
+        layer.load_state_dict(layer.state_dict())
+
+
+@LIBS
+def test_state_dict_post_hooks_public_must_return_none_private_may_replace(lib):
+    layer = lib.nn.Linear(2, 2)
+    layer._register_state_dict_hook(lambda m, sd, prefix, meta: {"replaced": 1})
+    assert layer.state_dict() == {"replaced": 1}
+    assert list(lib.nn.Sequential(layer).state_dict()) == ["0.weight", "0.bias"]  # root only
+
+    def public(m, sd, prefix, meta):
+        return sd
+
+    other = lib.nn.Linear(2, 2)
+    other.register_state_dict_post_hook(public)
+    with pytest.raises(RUNTIME[lib], match="state_dict post-hook must return None"):
+        other.state_dict()
+    with pytest.raises(RUNTIME[lib], match="Cannot register the same function"):
+        other._register_state_dict_hook(public)
+
+
+@pytest.mark.parametrize(
+    "extra", [["0"], ["0.weight.extra"], ["1.weight"], ["0.nb"], ["0", "0.weight.extra", "x"]]
+)
+def test_strict_loading_reports_every_unexpected_key_as_torch(extra):
+    """A dotted key must name a child, a bare one a parameter or persistent buffer."""
+    found = []
+    for lib in (torch, kael):
+        model = lib.nn.Sequential(lib.nn.Linear(2, 3))
+        model[0].register_buffer("nb", lib.zeros(1), persistent=False)
+        state = dict(model.state_dict(), **{key: lib.ones(1) for key in extra})
+        result = model.load_state_dict(state, strict=False)
+        with pytest.raises(RUNTIME[lib], match=r"Unexpected key\(s\) in state_dict: ") as error:
+            model.load_state_dict(state)
+        found.append((sorted(result.unexpected_keys), result.missing_keys, str(error.value)))
+    assert found[0] == found[1] and found[1][:2] == (sorted(extra), [])
+
+
+@LIBS
+@pytest.mark.parametrize("requires_grad", [True, False])
+def test_assign_keeps_requires_grad_and_a_given_parameter_as_torch(lib, requires_grad):
+    layer = lib.nn.Linear(2, 2)
+    layer.weight.requires_grad_(requires_grad)
+    given = lib.nn.Parameter(lib.ones(2, 2), requires_grad=not requires_grad)
+    layer.load_state_dict({"weight": given, "bias": lib.zeros(2)}, assign=True)
+    assert layer.weight is given and given.requires_grad is requires_grad
+    assert isinstance(layer.bias, lib.nn.Parameter) and layer.bias.requires_grad
+    frozen = lib.nn.Linear(2, 2).requires_grad_(False)
+    frozen.load_state_dict({"weight": lib.ones(2, 2), "bias": lib.zeros(2)}, assign=True)
+    assert isinstance(frozen.weight, lib.nn.Parameter) and not frozen.weight.requires_grad
+
+
+def test_assign_reports_a_parameter_that_cannot_take_the_value():
+    layer = nn.Linear(2, 2)
+    with pytest.raises(kael.Error, match='While copying the parameter named "weight", whose'):
+        layer.load_state_dict(
+            {"weight": kael.ones(2, 2, dtype=kael.int64), "bias": kael.zeros(2)}, assign=True
+        )
+
+
+# ---- conversions ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("layer", "fmt"),
+    [("Conv2d", "channels_last"), ("Conv3d", "channels_last_3d"), ("Conv1d", "channels_last"),
+     ("Conv2d", "contiguous_format"), ("Conv3d", "preserve_format")],
+)  # fmt: skip
+def test_to_memory_format_lays_out_4d_and_5d_state_as_torch(layer, fmt):
+    theirs = getattr(torch.nn, layer)(3, 4, 3).to(memory_format=getattr(torch, fmt))
+    ours = getattr(nn, layer)(3, 4, 3)
+    weight = ours.weight
+    assert ours.to(kael.float64, memory_format=getattr(kael, fmt)) is ours
+    assert ours.weight is weight and ours.weight.dtype is kael.float64
+    assert ours.weight.stride() == theirs.weight.stride()
+    assert ours.bias.stride() == theirs.bias.stride()
+
+
+@pytest.mark.parametrize(("layer", "fmt", "rank"), [("Conv3d", "channels_last", 4),
+                                                    ("Conv2d", "channels_last_3d", 5)])  # fmt: skip
+def test_to_memory_format_refuses_a_format_of_another_rank_as_torch(layer, fmt, rank):
+    message = f"required rank {rank} tensor to use {fmt} format"
+    with pytest.raises(RuntimeError, match=message):
+        getattr(torch.nn, layer)(3, 4, 3).to(memory_format=getattr(torch, fmt))
+    with pytest.raises(kael.ValueError, match=message):
+        getattr(nn, layer)(3, 4, 3).to(memory_format=getattr(kael, fmt))
+
+
+def test_to_memory_format_must_be_a_memory_format():
+    with pytest.raises(kael.TypeError, match="argument 'memory_format' must be kael.memory_format"):
+        nn.Linear(2, 2).to(memory_format=kael.float32)
+
+
+@LIBS
+@pytest.mark.parametrize("dst", ["float64", "DoubleTensor", "'DoubleTensor'"])
+def test_type_converts_every_parameter_and_buffer_as_torch(lib, dst):
+    target = f"{lib.__name__}.DoubleTensor" if dst.startswith("'") else getattr(lib, dst.strip("'"))
+    norm = lib.nn.BatchNorm1d(2)
+    weight = norm.weight
+    assert norm.type(target) is norm and norm.weight is weight
+    assert [str(t.dtype).split(".")[-1] for t in norm.state_dict().values()] == ["float64"] * 5
+
+
+@LIBS
+def test_type_to_an_integer_dtype_is_refused_while_parameters_require_grad(lib):
+    with pytest.raises(RUNTIME[lib], match="data set to a tensor that requires gradients"):
+        lib.nn.Linear(2, 2).type(lib.int64)
+    frozen = lib.nn.Linear(2, 2).requires_grad_(False).type(lib.int64)
+    assert str(frozen.weight.dtype).endswith("int64") and isinstance(
+        frozen.weight, lib.nn.Parameter
+    )
+
+
+@LIBS
+@pytest.mark.parametrize("recurse", [True, False])
+def test_to_empty_keeps_shapes_dtypes_and_parameters(lib, recurse):
+    model = lib.nn.Sequential(lib.nn.Linear(2, 3))
+    model.register_buffer("steps", lib.arange(4))
+    inner_weight, steps = model[0].weight, model.steps
+    assert model.to_empty(device="cpu", recurse=recurse) is model
+    assert model[0].weight is inner_weight and tuple(model[0].weight.shape) == (3, 2)
+    assert model.steps is not steps and str(model.steps.dtype).endswith("int64")
+    with pytest.raises(TypeError):
+        model.to_empty()  # device is required, by keyword
+
+
+def test_to_empty_gives_new_elements_only_where_it_recurses():
+    for recurse, moved in ((True, True), (False, False)):
+        model = nn.Sequential(nn.Linear(2, 3))
+        before = model[0].weight.data_ptr()
+        model.to_empty(device="cpu", recurse=recurse)
+        assert (model[0].weight.data_ptr() != before) is moved
+
+
+@LIBS
+def test_share_memory_moves_the_state_into_shared_memory(lib):
+    model = lib.nn.Sequential(lib.nn.BatchNorm1d(2))
+    weight = model[0].weight
+    assert model.share_memory() is model and model[0].weight is weight
+    assert all(t.is_shared() for t in model.state_dict().values())
+
+
+@LIBS
+def test_get_name_is_the_class_name(lib):
+    assert lib.nn.Linear(1, 1)._get_name() == "Linear"
+    assert lib.nn.Sequential()._get_name() == "Sequential"
+
+
+# ---- submodules by path -------------------------------------------------------------------------
+
+
+@LIBS
+def test_set_submodule_replaces_or_adds_under_an_existing_parent_as_torch(lib):
+    model = lib.nn.Sequential(lib.nn.Sequential(lib.nn.ReLU()))
+    model.set_submodule("0.0", lib.nn.Tanh())
+    model.set_submodule("0.extra", lib.nn.Sigmoid())
+    model.set_submodule("0.0", lib.nn.ELU(), strict=True)
+    assert [type(m).__name__ for m in model[0]] == ["ELU", "Sigmoid"]
+    with pytest.raises(AttributeError, match="Sequential has no attribute `nope`"):
+        model.set_submodule("0.nope", lib.nn.ReLU(), strict=True)
+    with pytest.raises(AttributeError, match="Sequential has no attribute `x`"):
+        model.set_submodule("x.y", lib.nn.ReLU())
+    with pytest.raises(ValueError, match="Cannot set the submodule without a target name!"):
+        model.set_submodule("", lib.nn.ReLU())
+    with pytest.raises(ValueError, match="`module` is not an nn.Module, found <class 'int'>"):
+        model.set_submodule("0.0", 3)
+    linear = lib.nn.Sequential(lib.nn.Linear(1, 1))
+    with pytest.raises(AttributeError, match="`weight` is not an nn.Module"):
+        linear.set_submodule("0.weight", lib.nn.ReLU())
+
+
+@LIBS
+@pytest.mark.parametrize(
+    ("call", "target", "message"),
+    [("get_submodule", "0.weight", "`weight` is not an nn.Module"),
+     ("get_submodule", "0.foo", "Linear has no attribute `foo`"),
+     ("get_parameter", "0.foo", "Linear has no attribute `foo`"),
+     ("get_parameter", "0", "`0` is not an nn.Parameter"),
+     ("get_buffer", "0.weight", "`weight` is not a buffer")],
+)  # fmt: skip
+def test_path_lookups_refuse_as_torch(lib, call, target, message):
+    model = lib.nn.Sequential(lib.nn.Linear(1, 1))
+    with pytest.raises(AttributeError, match=message):
+        getattr(model, call)(target)
+
+
+# ---- forward hooks ------------------------------------------------------------------------------
+
+
+class Failing:
+    """A module body (for both libraries) whose forward raises."""
+
+    @staticmethod
+    def forward(self, x, **kwargs):
+        raise ValueError("forward failed")
+
+
+@LIBS
+def test_an_always_call_forward_hook_runs_when_forward_raises(lib):
+    layer = type("Broken", (lib.nn.Module,), {"forward": Failing.forward})()
+    seen = []
+    layer.register_forward_hook(lambda m, args, out: seen.append(("plain", out)))
+    layer.register_forward_hook(lambda m, args, out: seen.append(("always", out)), always_call=True)
+    layer.register_forward_hook(
+        lambda m, args, kw, out: seen.append(("kwargs", kw, out)), with_kwargs=True,
+        always_call=True,
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="forward failed"):
+        layer(1, flag=True)
+    assert seen == [("always", None), ("kwargs", {"flag": True}, None)]
+
+
+@LIBS
+def test_an_always_call_hook_runs_once_when_a_later_hook_raises(lib):
+    layer, seen = lib.nn.Identity(), []
+    layer.register_forward_hook(lambda m, a, out: seen.append("always"), always_call=True)
+    layer.register_forward_hook(lambda m, a, out: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        layer(lib.ones(1))
+    assert seen == ["always"]
+
+
+@LIBS
+def test_a_raising_always_call_hook_is_silenced_with_a_warning(lib):
+    layer = type("Broken", (lib.nn.Module,), {"forward": Failing.forward})()
+    layer.register_forward_hook(lambda m, a, out: 1 / 0, always_call=True)
+    warned = pytest.warns(UserWarning, match="``always_call=True`` raised an exception that was")
+    with warned, pytest.raises(ValueError, match="forward failed"):
+        layer(1)
+
+
+@LIBS
+def test_always_call_handles_remove_the_hook(lib):
+    layer = type("Broken", (lib.nn.Module,), {"forward": Failing.forward})()
+    seen = []
+    handle = layer.register_forward_hook(lambda *a: seen.append(1), always_call=True)
+    handle.remove()
+    with pytest.raises(ValueError):
+        layer(1)
+    assert seen == []
+
+
+@LIBS
+def test_a_kwargs_pre_hook_returning_something_else_is_refused_as_torch(lib):
+    layer = lib.nn.Identity()
+    layer.register_forward_pre_hook(lambda m, a, kw: 5, with_kwargs=True)
+    with pytest.raises(RUNTIME[lib], match=r"must return None or a tuple of \(new_args, new_kw"):
+        layer(lib.ones(1))
+
+
+# ---- repr ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("extra", ["k=1\n\nj=2", "k=1\n\n", "\n", "one", ""])
+@pytest.mark.parametrize("children", [False, True])
+@pytest.mark.parametrize("container", ["Sequential", "ModuleList"])
+def test_extra_repr_lines_blank_ones_included_print_as_torch(extra, children, container):
+    """Module's repr leaves a blank line empty when nesting; ModuleList's indents it."""
+
+    def build(lib):
+        class Settings(lib.nn.Module):
+            def extra_repr(self):
+                return extra
+
+        module = Settings()
+        if children:
+            module.a = lib.nn.ReLU()
+        outer = getattr(lib.nn, container)
+        return module, outer([module]) if container == "ModuleList" else outer(module)
+
+    (k, k_outer), (t, t_outer) = build(kael), build(torch)
+    assert repr(k) == repr(t)
+    assert repr(k_outer) == repr(t_outer)
