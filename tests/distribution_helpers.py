@@ -3,9 +3,11 @@ NumPy parameters, and its values compared (dtype, shape and numbers)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
+import pytest
 import torch
 
 import kael
@@ -39,6 +41,28 @@ def assert_matches(got, want, dtype: str = "float32", **tol) -> None:
     assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1], (got.dtype, want.dtype)
     options = {**TOL[dtype], **tol}
     np.testing.assert_allclose(got.numpy(), want.numpy(), equal_nan=True, **options)
+
+
+def torch_refusal(build_torch) -> str:
+    """torch's parameter error up to its values, as a pattern for kael's message."""
+    with pytest.raises(ValueError) as error:
+        build_torch()
+    return re.escape(str(error.value).split(", but found")[0].replace("torch.", "kael."))
+
+
+def check_negated_parameter_refused(name: str, args: dict, bad: str) -> None:
+    """Family `name` with parameter `bad` negated (validate_args=True) raises kael.ValueError
+    worded as torch's; with `args` as given it builds, of torch's shapes."""
+    negated = {**args, bad: -args[bad]}
+
+    def build(lib, family):
+        return getattr(family, name)(**lib_args(lib, negated, "float32"), validate_args=True)
+
+    message = torch_refusal(lambda: build(torch, torch.distributions))
+    with pytest.raises(kael.ValueError, match=message):
+        build(kael, kael.distributions)
+    kd, td = pair(name, args, validate_args=True)
+    assert (kd.batch_shape, kd.event_shape) == (tuple(td.batch_shape), tuple(td.event_shape))
 
 
 def torch_value(td, what: str):
@@ -134,6 +158,6 @@ def check_case_moments(case: Case, n: int = 4000) -> None:
 
 __all__ = [
     "DTYPES", "PROPERTIES", "TOL", "Case", "assert_matches", "check_case_moments",
-    "check_family", "check_moments", "check_sample_shapes", "check_scores", "check_summaries",
-    "lib_args", "pair", "torch_value",
+    "check_family", "check_moments", "check_negated_parameter_refused", "check_sample_shapes",
+    "check_scores", "check_summaries", "lib_args", "pair", "torch_refusal", "torch_value",
 ]  # fmt: skip

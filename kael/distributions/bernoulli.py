@@ -7,7 +7,7 @@ import math
 
 import kael
 from kael.distributions import constraints
-from kael.distributions.probs_logits import ProbsOrLogits, one_of
+from kael.distributions.probs_logits import ProbsOrLogits
 from kael.distributions.utils import broadcast_all, enumerated
 from kael.frontend.tensor import Tensor
 from kael.runtime.errors import NotImplementedError, ValueError
@@ -29,9 +29,7 @@ class Bernoulli(ProbsOrLogits):
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args: bool | None = None) -> None:
-        self._param_name, param = one_of(probs, logits)
-        (self.__dict__[self._param_name],) = broadcast_all(param)
-        super().__init__(tuple(self._param.shape), validate_args=validate_args)
+        self._init_elementwise(probs, logits, validate_args)
 
     @property
     def mean(self) -> Tensor:
@@ -70,9 +68,7 @@ class Geometric(ProbsOrLogits):
     support = constraints.nonnegative_integer
 
     def __init__(self, probs=None, logits=None, validate_args: bool | None = None) -> None:
-        self._param_name, param = one_of(probs, logits)
-        (self.__dict__[self._param_name],) = broadcast_all(param)
-        super().__init__(tuple(self._param.shape), validate_args=validate_args)
+        self._init_elementwise(probs, logits, validate_args)
         if self._validate_args and probs is not None and not bool((self.probs > 0).all()):
             value = self.probs
             raise ValueError(
@@ -127,11 +123,7 @@ class Binomial(ProbsOrLogits):
     def __init__(
         self, total_count=1, probs=None, logits=None, validate_args: bool | None = None
     ) -> None:
-        self._param_name, param = one_of(probs, logits)
-        total_count, param = broadcast_all(total_count, param)
-        self.total_count = total_count.to(param.dtype)
-        self.__dict__[self._param_name] = param
-        super().__init__(tuple(param.shape), validate_args=validate_args)
+        self._init_elementwise(probs, logits, validate_args, total_count)
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self) -> constraints.Constraint:

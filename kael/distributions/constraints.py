@@ -324,36 +324,8 @@ def _check_dim(dim: int, value: Tensor) -> None:
         raise ValueError(f"dim {dim} out of range for value with {value.dim()} dimensions")
 
 
-class _Cat(Constraint):
-    """cseq[i] applied to the i-th slice (of lengths[i]) of dim `dim`, as torch.cat joins them."""
-
-    def __init__(self, cseq, dim: int = 0, lengths=None) -> None:
-        self.cseq = _constraint_list(cseq)
-        self.lengths = [1] * len(self.cseq) if lengths is None else list(lengths)
-        if len(self.lengths) != len(self.cseq):
-            raise ValueError(f"lengths ({len(self.lengths)}) must match cseq ({len(self.cseq)})")
-        self.dim = dim
-
-    @property
-    def is_discrete(self) -> bool:
-        return any(c.is_discrete for c in self.cseq)
-
-    @property
-    def event_dim(self) -> int:
-        return max(c.event_dim for c in self.cseq)
-
-    def check(self, value: Tensor) -> Tensor:
-        _check_dim(self.dim, value)
-        starts = [sum(self.lengths[:i]) for i in range(len(self.lengths))]
-        checks = [
-            c.check(value.narrow(self.dim, start, n))
-            for c, start, n in zip(self.cseq, starts, self.lengths, strict=True)
-        ]
-        return kael.cat(checks, self.dim)
-
-
-class _Stack(Constraint):
-    """cseq[i] applied to the i-th entry of dim `dim`, as torch.stack joins them."""
+class _Joined(Constraint):
+    """Constraints `cseq` applied to slices of dim `dim` of a value, their checks joined back."""
 
     def __init__(self, cseq, dim: int = 0) -> None:
         self.cseq = _constraint_list(cseq)
@@ -365,7 +337,34 @@ class _Stack(Constraint):
 
     @property
     def event_dim(self) -> int:
-        dim = max(c.event_dim for c in self.cseq)
+        return max(c.event_dim for c in self.cseq)
+
+
+class _Cat(_Joined):
+    """cseq[i] applied to the i-th slice (of lengths[i]) of dim `dim`, as torch.cat joins them."""
+
+    def __init__(self, cseq, dim: int = 0, lengths=None) -> None:
+        super().__init__(cseq, dim)
+        self.lengths = [1] * len(self.cseq) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.cseq):
+            raise ValueError(f"lengths ({len(self.lengths)}) must match cseq ({len(self.cseq)})")
+
+    def check(self, value: Tensor) -> Tensor:
+        _check_dim(self.dim, value)
+        starts = [sum(self.lengths[:i]) for i in range(len(self.lengths))]
+        checks = [
+            c.check(value.narrow(self.dim, start, n))
+            for c, start, n in zip(self.cseq, starts, self.lengths, strict=True)
+        ]
+        return kael.cat(checks, self.dim)
+
+
+class _Stack(_Joined):
+    """cseq[i] applied to the i-th entry of dim `dim`, as torch.stack joins them."""
+
+    @property
+    def event_dim(self) -> int:
+        dim = super().event_dim
         return dim + 1 if self.dim + dim < 0 else dim
 
     def check(self, value: Tensor) -> Tensor:

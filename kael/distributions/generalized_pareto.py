@@ -10,6 +10,7 @@ import math
 import kael
 from kael.distributions import constraints
 from kael.distributions.distribution import Distribution
+from kael.distributions.utils import parameter_view
 from kael.frontend.tensor import Tensor
 
 __all__ = ["GeneralizedPareto"]
@@ -87,9 +88,7 @@ class GeneralizedPareto(Distribution):
     def entropy(self) -> Tensor:
         return (self.scale.log() + self.concentration + 1).expand(self._batch_shape)
 
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
+    mode = parameter_view("loc")
 
     @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self) -> constraints.Constraint:

@@ -10,7 +10,7 @@ from kael.distributions import constraints
 from kael.distributions.location_scale import Cauchy
 from kael.distributions.transformed_distribution import TransformedDistribution
 from kael.distributions.transforms import AbsTransform
-from kael.distributions.utils import filled
+from kael.distributions.utils import filled, parameter_view
 from kael.frontend.tensor import Tensor
 
 __all__ = ["HalfCauchy"]
@@ -27,10 +27,7 @@ class HalfCauchy(TransformedDistribution):
         base = Cauchy(0, scale, validate_args=False)
         super().__init__(base, AbsTransform(), validate_args=validate_args)
 
-    @property
-    def scale(self) -> Tensor:
-        """The scale of the full Cauchy."""
-        return self.base_dist.scale
+    scale = parameter_view("base_dist.scale", "The scale of the full Cauchy.")
 
     @property
     def mean(self) -> Tensor:

@@ -10,6 +10,7 @@ from kael.distributions import constraints
 from kael.distributions.gamma import Gamma
 from kael.distributions.transformed_distribution import TransformedDistribution
 from kael.distributions.transforms import PowerTransform
+from kael.distributions.utils import parameter_view
 from kael.frontend.tensor import Tensor
 
 __all__ = ["InverseGamma"]
@@ -27,15 +28,8 @@ class InverseGamma(TransformedDistribution):
         neg_one = -base.rate.new_ones(())
         super().__init__(base, PowerTransform(neg_one), validate_args=validate_args)
 
-    @property
-    def concentration(self) -> Tensor:
-        """The base Gamma's shape parameter."""
-        return self.base_dist.concentration
-
-    @property
-    def rate(self) -> Tensor:
-        """The base Gamma's rate (the scale of this distribution)."""
-        return self.base_dist.rate
+    concentration = parameter_view("base_dist.concentration", "The base Gamma's shape.")
+    rate = parameter_view("base_dist.rate", "The base Gamma's rate (the scale of this one).")
 
     @property
     def mean(self) -> Tensor:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 import kael
-from kael.distributions import constraints
+from kael.distributions.beta import Beta
 from kael.distributions.location_scale import _EULER_GAMMA
 from kael.distributions.transformed_distribution import TransformedDistribution
 from kael.distributions.transforms import AffineTransform, PowerTransform
@@ -27,11 +27,8 @@ class Kumaraswamy(TransformedDistribution):
     """The Kumaraswamy distribution: density a b x**(a-1) (1 - x**a)**(b-1), with
     a = concentration1 and b = concentration0."""
 
-    arg_constraints = {
-        "concentration1": constraints.positive,
-        "concentration0": constraints.positive,
-    }
-    support = constraints.unit_interval
+    arg_constraints = Beta.arg_constraints  # Beta's parameters, on Beta's support
+    support = Beta.support
     has_rsample = True
     _batched = ("concentration1", "concentration0")
 

@@ -15,7 +15,7 @@ import kael
 from kael.distributions import constraints
 from kael.distributions.distribution import Distribution
 from kael.distributions.multivariate_normal import half_log_det, mahalanobis
-from kael.distributions.utils import lazy_property, standard_normal
+from kael.distributions.utils import lazy_property, parameter_view, standard_normal
 from kael.frontend.tensor import Tensor
 from kael.runtime.errors import ValueError
 
@@ -94,13 +94,7 @@ class LowRankMultivariateNormal(Distribution):
     def _matrix_shape(self) -> tuple[int, ...]:
         return tuple(self._batch_shape + self._event_shape + self._event_shape)
 
-    @property
-    def mean(self) -> Tensor:
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
+    mean = mode = parameter_view("loc")
 
     @property
     def variance(self) -> Tensor:

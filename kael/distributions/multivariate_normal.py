@@ -8,13 +8,13 @@ import math
 import kael
 from kael.distributions import constraints
 from kael.distributions.distribution import Distribution
-from kael.distributions.utils import lazy_property, standard_normal
+from kael.distributions.utils import lazy_property, parameter_view, standard_normal
 from kael.frontend.tensor import Tensor
-from kael.runtime.errors import ValueError
+from kael.runtime.errors import NotImplementedError, ValueError
 
 __all__ = ["MultivariateNormal"]
 
-_MATRICES = ("covariance_matrix", "precision_matrix", "scale_tril")
+MATRICES = ("covariance_matrix", "precision_matrix", "scale_tril")
 
 
 def _precision_to_scale_tril(precision: Tensor) -> Tensor:
@@ -23,6 +23,56 @@ def _precision_to_scale_tril(precision: Tensor) -> Tensor:
     l_inv = flipped.flip(-2, -1).mT
     eye = kael.eye(precision.shape[-1], dtype=precision.dtype, device=precision.device)
     return kael.linalg.solve_triangular(l_inv, eye, upper=False)
+
+
+_TO_SCALE_TRIL = {
+    "scale_tril": lambda m: m,
+    "covariance_matrix": kael.linalg.cholesky,
+    "precision_matrix": _precision_to_scale_tril,
+}
+
+
+def one_scale_matrix(
+    covariance_matrix: Tensor | None, precision_matrix: Tensor | None, scale_tril: Tensor | None
+) -> tuple[str, Tensor]:
+    """(name, value) of the one matrix given; torch's ValueError unless exactly one is."""
+    given = {
+        name: m
+        for name, m in zip(MATRICES, (covariance_matrix, precision_matrix, scale_tril))
+        if m is not None
+    }
+    if len(given) != 1:
+        raise ValueError(
+            "Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified."
+        )
+    ((name, matrix),) = given.items()
+    return name, matrix
+
+
+class ScaleTrilMatrices:
+    """A family's matrix given in one of the forms MATRICES names: it keeps the lower Cholesky
+    factor L (`_unbroadcasted_scale_tril`) and derives scale_tril and covariance_matrix from it,
+    expanded to the family's `_matrix_shape()`."""
+
+    _unbroadcasted_scale_tril: Tensor
+
+    def _matrix_shape(self) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def _factor(self, name: str, matrix: Tensor) -> None:
+        """Keep the lower Cholesky factor of `matrix`, given as the argument `name`."""
+        self._unbroadcasted_scale_tril = _TO_SCALE_TRIL[name](matrix)
+
+    @lazy_property
+    def scale_tril(self) -> Tensor:
+        """The lower Cholesky factor L of the matrix (L L^T = covariance_matrix)."""
+        return self._unbroadcasted_scale_tril.expand(self._matrix_shape())
+
+    @lazy_property
+    def covariance_matrix(self) -> Tensor:
+        """The covariance (scale) matrix L L^T."""
+        low = self._unbroadcasted_scale_tril
+        return kael.matmul(low, low.mT).expand(self._matrix_shape())
 
 
 def mahalanobis(scale_tril: Tensor, diff: Tensor) -> Tensor:
@@ -42,7 +92,7 @@ def half_log_det(scale_tril: Tensor) -> Tensor:
     return scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
 
 
-class MultivariateNormal(Distribution):
+class MultivariateNormal(ScaleTrilMatrices, Distribution):
     """N(loc, covariance): exactly one of covariance_matrix, precision_matrix or scale_tril
     gives the covariance; it is factored once, by Cholesky, for sampling and scoring."""
 
@@ -54,7 +104,7 @@ class MultivariateNormal(Distribution):
     }
     support = constraints.real_vector
     has_rsample = True
-    _batched = ("loc", *_MATRICES)
+    _batched = ("loc", *MATRICES)
 
     def __init__(
         self,
@@ -66,17 +116,7 @@ class MultivariateNormal(Distribution):
     ) -> None:
         if loc.dim() < 1:
             raise ValueError("loc must be at least one-dimensional.")
-        given = {
-            name: m
-            for name, m in zip(_MATRICES, (covariance_matrix, precision_matrix, scale_tril))
-            if m is not None
-        }
-        if len(given) != 1:
-            raise ValueError(
-                "Exactly one of covariance_matrix or precision_matrix or scale_tril may be "
-                "specified."
-            )
-        ((name, matrix),) = given.items()
+        name, matrix = one_scale_matrix(covariance_matrix, precision_matrix, scale_tril)
         if matrix.dim() < 2:
             raise ValueError(
                 f"{name} must be at least two-dimensional, with optional leading batch dimensions"
@@ -88,39 +128,17 @@ class MultivariateNormal(Distribution):
         setattr(self, name, matrix.expand(batch_shape + (-1, -1)))
         self.loc = loc.expand(batch_shape + (-1,))
         super().__init__(batch_shape, tuple(self.loc.shape[-1:]), validate_args=validate_args)
-        factor = {
-            "scale_tril": lambda m: m,
-            "covariance_matrix": kael.linalg.cholesky,
-            "precision_matrix": _precision_to_scale_tril,
-        }[name]
-        self._unbroadcasted_scale_tril = factor(matrix)
+        self._factor(name, matrix)
 
     def _matrix_shape(self) -> tuple[int, ...]:
         return tuple(self._batch_shape + self._event_shape + self._event_shape)
-
-    @lazy_property
-    def scale_tril(self) -> Tensor:
-        """The lower Cholesky factor L of the covariance (L L^T = covariance_matrix)."""
-        return self._unbroadcasted_scale_tril.expand(self._matrix_shape())
-
-    @lazy_property
-    def covariance_matrix(self) -> Tensor:
-        """The covariance matrix."""
-        low = self._unbroadcasted_scale_tril
-        return kael.matmul(low, low.mT).expand(self._matrix_shape())
 
     @lazy_property
     def precision_matrix(self) -> Tensor:
         """The inverse of the covariance matrix."""
         return kael.cholesky_inverse(self._unbroadcasted_scale_tril).expand(self._matrix_shape())
 
-    @property
-    def mean(self) -> Tensor:
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
+    mean = mode = parameter_view("loc")
 
     @property
     def variance(self) -> Tensor:

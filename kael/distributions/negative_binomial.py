@@ -8,8 +8,7 @@ from __future__ import annotations
 import kael
 from kael.distributions import constraints
 from kael.distributions.gamma import Gamma
-from kael.distributions.probs_logits import ProbsOrLogits, one_of
-from kael.distributions.utils import broadcast_all
+from kael.distributions.probs_logits import ProbsOrLogits
 from kael.frontend.tensor import Tensor
 
 __all__ = ["NegativeBinomial"]
@@ -31,11 +30,7 @@ class NegativeBinomial(ProbsOrLogits):
     def __init__(
         self, total_count, probs=None, logits=None, validate_args: bool | None = None
     ) -> None:
-        self._param_name, param = one_of(probs, logits)
-        total_count, param = broadcast_all(total_count, param)
-        self.total_count = total_count.to(param.dtype)
-        self.__dict__[self._param_name] = param
-        super().__init__(tuple(param.shape), validate_args=validate_args)
+        self._init_elementwise(probs, logits, validate_args, total_count)
 
     @property
     def mean(self) -> Tensor:

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import kael
 from kael.distributions.distribution import Distribution
-from kael.distributions.utils import lazy_property, logits_to_probs, probs_to_logits
+from kael.distributions.utils import (
+    broadcast_all,
+    lazy_property,
+    logits_to_probs,
+    probs_to_logits,
+)
 from kael.frontend.tensor import Tensor
 from kael.runtime.errors import ValueError
 
@@ -26,6 +31,20 @@ class ProbsOrLogits(Distribution):
     _binary = True
     _batched = ("probs", "logits")
     _param_name = "probs"
+
+    def _init_elementwise(
+        self, probs, logits, validate_args: bool | None, total_count=None
+    ) -> None:
+        """The constructor of an elementwise family: keep whichever of probs / logits was given
+        (broadcast with `total_count`, if any, which takes its dtype); the batch shape is theirs."""
+        self._param_name, param = one_of(probs, logits)
+        if total_count is None:
+            (param,) = broadcast_all(param)
+        else:
+            total_count, param = broadcast_all(total_count, param)
+            self.total_count = total_count.to(param.dtype)
+        self.__dict__[self._param_name] = param
+        Distribution.__init__(self, tuple(param.shape), validate_args=validate_args)
 
     @property
     def _param(self) -> Tensor:

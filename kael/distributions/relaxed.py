@@ -8,10 +8,10 @@ from __future__ import annotations
 import kael
 from kael.distributions import constraints
 from kael.distributions.categorical import _OverCategorical
-from kael.distributions.probs_logits import ProbsOrLogits, one_of
+from kael.distributions.probs_logits import ProbsOrLogits
 from kael.distributions.transformed_distribution import TransformedDistribution
 from kael.distributions.transforms import ExpTransform, SigmoidTransform
-from kael.distributions.utils import broadcast_all, clamp_probs
+from kael.distributions.utils import broadcast_all, clamp_probs, parameter_view
 from kael.frontend.tensor import Tensor
 
 __all__ = [
@@ -35,9 +35,7 @@ class LogitRelaxedBernoulli(ProbsOrLogits):
         self, temperature: Tensor, probs=None, logits=None, validate_args: bool | None = None
     ) -> None:
         self.temperature = temperature
-        self._param_name, param = one_of(probs, logits)
-        (self.__dict__[self._param_name],) = broadcast_all(param)
-        super().__init__(tuple(self._param.shape), validate_args=validate_args)
+        self._init_elementwise(probs, logits, validate_args)
 
     def rsample(self, sample_shape: tuple[int, ...] = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)
@@ -52,33 +50,28 @@ class LogitRelaxedBernoulli(ProbsOrLogits):
         return self.temperature.log() + diff - 2 * diff.exp().log1p()
 
 
-class RelaxedBernoulli(TransformedDistribution):
+class _Relaxed(TransformedDistribution):
+    """A relaxed family: a transform of its base relaxed family (`base_dist`), whose
+    temperature, probs and logits it shows."""
+
+    has_rsample = True
+
+    temperature = parameter_view("base_dist.temperature", "The relaxation temperature.")
+    logits = parameter_view("base_dist.logits", "The base family's logits.")
+    probs = parameter_view("base_dist.probs", "The base family's probabilities.")
+
+
+class RelaxedBernoulli(_Relaxed):
     """A relaxed Bernoulli on (0, 1): the sigmoid of a LogitRelaxedBernoulli."""
 
-    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    arg_constraints = LogitRelaxedBernoulli.arg_constraints
     support = constraints.unit_interval
-    has_rsample = True
 
     def __init__(
         self, temperature: Tensor, probs=None, logits=None, validate_args: bool | None = None
     ) -> None:
         base = LogitRelaxedBernoulli(temperature, probs, logits)
         super().__init__(base, SigmoidTransform(), validate_args=validate_args)
-
-    @property
-    def temperature(self) -> Tensor:
-        """The relaxation temperature (towards 0, samples approach 0 or 1)."""
-        return self.base_dist.temperature
-
-    @property
-    def logits(self) -> Tensor:
-        """The log-odds of the relaxed Bernoulli."""
-        return self.base_dist.logits
-
-    @property
-    def probs(self) -> Tensor:
-        """The probability of the relaxed Bernoulli."""
-        return self.base_dist.probs
 
 
 class ExpRelaxedCategorical(_OverCategorical):
@@ -110,30 +103,14 @@ class ExpRelaxedCategorical(_OverCategorical):
         return (score - score.logsumexp(dim=-1, keepdim=True)).sum(-1) + log_scale
 
 
-class RelaxedOneHotCategorical(TransformedDistribution):
+class RelaxedOneHotCategorical(_Relaxed):
     """A relaxed OneHotCategorical on the simplex: the exp of an ExpRelaxedCategorical."""
 
-    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    arg_constraints = ExpRelaxedCategorical.arg_constraints
     support = constraints.simplex
-    has_rsample = True
 
     def __init__(
         self, temperature: Tensor, probs=None, logits=None, validate_args: bool | None = None
     ) -> None:
         base = ExpRelaxedCategorical(temperature, probs, logits, validate_args=validate_args)
         super().__init__(base, ExpTransform(), validate_args=validate_args)
-
-    @property
-    def temperature(self) -> Tensor:
-        """The relaxation temperature (towards 0, samples approach one-hot vectors)."""
-        return self.base_dist.temperature
-
-    @property
-    def logits(self) -> Tensor:
-        """Normalized log-probabilities of the categories."""
-        return self.base_dist.logits
-
-    @property
-    def probs(self) -> Tensor:
-        """Probabilities of the categories."""
-        return self.base_dist.probs

@@ -86,25 +86,23 @@ class Transform:
 
     def __call__(self, x: Tensor) -> Tensor:
         """y = t(x), returned from the cache when x is the cached input."""
-        if self._cache_size == 0:
-            return self._call(x)
-        x_old, y_old = self._cached_x_y
-        if x is x_old:
-            return y_old
-        y = self._call(x)
-        self._cached_x_y = x, y
-        return y
+        return self._through_cache(x, self._call, forward=True)
 
     def _inv_call(self, y: Tensor) -> Tensor:
         """x = t^-1(y), returned from the cache when y is the cached output."""
+        return self._through_cache(y, self._inverse, forward=False)
+
+    def _through_cache(self, value: Tensor, compute, forward: bool) -> Tensor:
+        """compute(value), or the other side of the cached (x, y) pair when `value` is its x
+        (`forward`) or its y."""
         if self._cache_size == 0:
-            return self._inverse(y)
-        x_old, y_old = self._cached_x_y
-        if y is y_old:
-            return x_old
-        x = self._inverse(y)
-        self._cached_x_y = x, y
-        return x
+            return compute(value)
+        known, other = self._cached_x_y if forward else reversed(self._cached_x_y)
+        if value is known:
+            return other
+        result = compute(value)
+        self._cached_x_y = (value, result) if forward else (result, value)
+        return result
 
     def _call(self, x: Tensor) -> Tensor:
         raise NotImplementedError
@@ -184,6 +182,18 @@ def _widened(constraint: constraints.Constraint, event_dim: int) -> constraints.
     return constraint
 
 
+def _chain_end(parts: list[Transform], start: str, end: str) -> constraints.Constraint:
+    """The `end` constraint ("domain" or "codomain") of the last of `parts`, walked from each
+    part's `start` to its `end`, widened to every event dim the walk picks up."""
+    if not parts:
+        return constraints.real
+    event_dim = getattr(parts[0], start).event_dim
+    for part in parts:
+        gained = getattr(part, end).event_dim - getattr(part, start).event_dim
+        event_dim = max(event_dim + gained, getattr(part, end).event_dim)
+    return _widened(getattr(parts[-1], end), event_dim)
+
+
 class ComposeTransform(Transform):
     """The chain of `parts`, applied first to last (the parts do their own caching)."""
 
@@ -201,23 +211,11 @@ class ComposeTransform(Transform):
 
     @constraints.dependent_property(is_discrete=False)
     def domain(self) -> constraints.Constraint:
-        if not self.parts:
-            return constraints.real
-        event_dim = self.parts[-1].codomain.event_dim
-        for part in reversed(self.parts):
-            event_dim += part.domain.event_dim - part.codomain.event_dim
-            event_dim = max(event_dim, part.domain.event_dim)
-        return _widened(self.parts[0].domain, event_dim)
+        return _chain_end(self.parts[::-1], "codomain", "domain")
 
     @constraints.dependent_property(is_discrete=False)
     def codomain(self) -> constraints.Constraint:
-        if not self.parts:
-            return constraints.real
-        event_dim = self.parts[0].domain.event_dim
-        for part in self.parts:
-            event_dim += part.codomain.event_dim - part.domain.event_dim
-            event_dim = max(event_dim, part.codomain.event_dim)
-        return _widened(self.parts[-1].codomain, event_dim)
+        return _chain_end(self.parts, "domain", "codomain")
 
     @property
     def bijective(self) -> bool:
@@ -395,13 +393,18 @@ class _Stateless(Transform):
         return isinstance(other, type(self))
 
 
-class ExpTransform(_Stateless):
-    """y = exp(x)."""
+class _Increasing(_Stateless):
+    """An increasing elementwise bijection of the reals onto `codomain`."""
 
     domain = constraints.real
-    codomain = constraints.positive
     bijective = True
     sign = +1
+
+
+class ExpTransform(_Increasing):
+    """y = exp(x)."""
+
+    codomain = constraints.positive
 
     def _call(self, x: Tensor) -> Tensor:
         return x.exp()
@@ -461,13 +464,10 @@ def _clamp_open_unit(p: Tensor) -> Tensor:
     return p.clamp(min=finfo.tiny, max=1.0 - finfo.eps)
 
 
-class SigmoidTransform(_Stateless):
+class SigmoidTransform(_Increasing):
     """y = 1 / (1 + exp(-x)), clamped inside (0, 1); its inverse is logit(y)."""
 
-    domain = constraints.real
     codomain = constraints.unit_interval
-    bijective = True
-    sign = +1
 
     def _call(self, x: Tensor) -> Tensor:
         return _clamp_open_unit(kael.sigmoid(x))
@@ -480,13 +480,10 @@ class SigmoidTransform(_Stateless):
         return -_softplus(-x) - _softplus(x)
 
 
-class SoftplusTransform(_Stateless):
+class SoftplusTransform(_Increasing):
     """y = log(1 + exp(x)) (linear above x = 20, as torch's softplus)."""
 
-    domain = constraints.real
     codomain = constraints.positive
-    bijective = True
-    sign = +1
 
     def _call(self, x: Tensor) -> Tensor:
         return _softplus(x)
@@ -498,13 +495,10 @@ class SoftplusTransform(_Stateless):
         return -_softplus(-x)
 
 
-class TanhTransform(_Stateless):
+class TanhTransform(_Increasing):
     """y = tanh(x); the inverse is atanh, unclamped (use cache_size=1 near +-1)."""
 
-    domain = constraints.real
     codomain = constraints.interval(-1.0, 1.0)
-    bijective = True
-    sign = +1
 
     def _call(self, x: Tensor) -> Tensor:
         return x.tanh()
@@ -790,9 +784,56 @@ def _transform_list(tseq: Sequence[Transform], cache_size: int) -> list[Transfor
     return [t.with_cache(cache_size) for t in tseq] if cache_size else list(tseq)
 
 
-class CatTransform(Transform):
+class _JoinTransform(Transform):
+    """Transforms applied to the slices of dim `dim` that `_slices` cuts, their results joined
+    back by `_join` (kael.cat or kael.stack)."""
+
+    transforms: list[Transform]
+    dim: int
+
+    def _joined(self, cseq: list[constraints.Constraint]) -> constraints.Constraint:
+        """The constraint of the slices' constraints `cseq`, joined as the values are."""
+        raise NotImplementedError
+
+    def _slices(self, value: Tensor, name: str, holder: str = "tensor") -> list[Tensor]:
+        raise NotImplementedError
+
+    @staticmethod
+    def _join(tensors: list[Tensor], dim: int) -> Tensor:
+        raise NotImplementedError
+
+    @property
+    def bijective(self) -> bool:
+        return all(t.bijective for t in self.transforms)
+
+    @constraints.dependent_property
+    def domain(self) -> constraints.Constraint:
+        return self._joined([t.domain for t in self.transforms])
+
+    @constraints.dependent_property
+    def codomain(self) -> constraints.Constraint:
+        return self._joined([t.codomain for t in self.transforms])
+
+    def _call(self, x: Tensor) -> Tensor:
+        parts = zip(self.transforms, self._slices(x, "x"), strict=True)
+        return self._join([t(v) for t, v in parts], self.dim)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        parts = zip(self.transforms, self._slices(y, "y"), strict=True)
+        return self._join([t.inv(v) for t, v in parts], self.dim)
+
+    def _slice_terms(self, x: Tensor, y: Tensor) -> list[Tensor]:
+        """Each transform's log_abs_det_jacobian on its slices of x and y."""
+        xs, ys = self._slices(x, "x", "x"), self._slices(y, "y", "y")
+        terms = zip(self.transforms, xs, ys, strict=True)
+        return [t.log_abs_det_jacobian(x_part, y_part) for t, x_part, y_part in terms]
+
+
+class CatTransform(_JoinTransform):
     """Applies transforms[i] to the i-th slice (of lengths[i]) of dim `dim`, as torch.cat
     would join them."""
+
+    _join = staticmethod(kael.cat)
 
     def __init__(
         self,
@@ -822,38 +863,20 @@ class CatTransform(Transform):
         """The size of dim `dim` the slices cover."""
         return sum(self.lengths)
 
-    @property
-    def bijective(self) -> bool:
-        return all(t.bijective for t in self.transforms)
-
-    @constraints.dependent_property
-    def domain(self) -> constraints.Constraint:
-        return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
-
-    @constraints.dependent_property
-    def codomain(self) -> constraints.Constraint:
-        return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
+    def _joined(self, cseq: list[constraints.Constraint]) -> constraints.Constraint:
+        return constraints.cat(cseq, self.dim, self.lengths)
 
     def _slices(self, value: Tensor, name: str, holder: str = "tensor") -> list[Tensor]:
         _check_slicing(self.dim, value, self.length, name, holder, "length")
         starts = [sum(self.lengths[:i]) for i in range(len(self.lengths))]
         return [value.narrow(self.dim, s, n) for s, n in zip(starts, self.lengths, strict=True)]
 
-    def _call(self, x: Tensor) -> Tensor:
-        parts = zip(self.transforms, self._slices(x, "x"), strict=True)
-        return kael.cat([t(v) for t, v in parts], self.dim)
-
-    def _inverse(self, y: Tensor) -> Tensor:
-        parts = zip(self.transforms, self._slices(y, "y"), strict=True)
-        return kael.cat([t.inv(v) for t, v in parts], self.dim)
-
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
         """Each slice's term (summed up to the widest event); concatenated along `dim` when it
         is a batch dim, summed when it lies in the event."""
-        xs, ys = self._slices(x, "x", "x"), self._slices(y, "y", "y")
         terms = [
-            sum_rightmost(t.log_abs_det_jacobian(x_part, y_part), self.event_dim - t.event_dim)
-            for t, x_part, y_part in zip(self.transforms, xs, ys, strict=True)
+            sum_rightmost(term, self.event_dim - t.event_dim)
+            for t, term in zip(self.transforms, self._slice_terms(x, y), strict=True)
         ]
         dim = (self.dim - x.dim() if self.dim >= 0 else self.dim) + self.event_dim
         if dim < 0:
@@ -861,8 +884,10 @@ class CatTransform(Transform):
         return sum(terms[1:], terms[0])
 
 
-class StackTransform(Transform):
+class StackTransform(_JoinTransform):
     """Applies transforms[i] to the i-th entry of dim `dim`, as torch.stack would join them."""
+
+    _join = staticmethod(kael.stack)
 
     def __init__(self, tseq: Sequence[Transform], dim: int = 0, cache_size: int = 0) -> None:
         self.transforms = _transform_list(tseq, cache_size)
@@ -872,34 +897,15 @@ class StackTransform(Transform):
     def _init_args(self) -> tuple:
         return (self.transforms, self.dim)
 
-    @property
-    def bijective(self) -> bool:
-        return all(t.bijective for t in self.transforms)
-
-    @constraints.dependent_property
-    def domain(self) -> constraints.Constraint:
-        return constraints.stack([t.domain for t in self.transforms], self.dim)
-
-    @constraints.dependent_property
-    def codomain(self) -> constraints.Constraint:
-        return constraints.stack([t.codomain for t in self.transforms], self.dim)
+    def _joined(self, cseq: list[constraints.Constraint]) -> constraints.Constraint:
+        return constraints.stack(cseq, self.dim)
 
     def _slices(self, value: Tensor, name: str, holder: str = "tensor") -> list[Tensor]:
         _check_slicing(self.dim, value, len(self.transforms), name, holder, "len(transforms)")
         return [value.select(self.dim, i) for i in range(value.shape[self.dim])]
 
-    def _call(self, x: Tensor) -> Tensor:
-        parts = zip(self.transforms, self._slices(x, "x"), strict=True)
-        return kael.stack([t(v) for t, v in parts], self.dim)
-
-    def _inverse(self, y: Tensor) -> Tensor:
-        parts = zip(self.transforms, self._slices(y, "y"), strict=True)
-        return kael.stack([t.inv(v) for t, v in parts], self.dim)
-
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
-        xs, ys = self._slices(x, "x", "x"), self._slices(y, "y", "y")
-        terms = zip(self.transforms, xs, ys, strict=True)
-        return kael.stack([t.log_abs_det_jacobian(a, b) for t, a, b in terms], self.dim)
+        return kael.stack(self._slice_terms(x, y), self.dim)
 
 
 class CumulativeDistributionTransform(Transform):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import numbers
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -14,7 +15,7 @@ from kael.runtime.errors import ValueError
 
 __all__ = [
     "broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs", "probs_to_logits",
-    "enumerated", "filled", "standard_normal", "sum_rightmost",
+    "enumerated", "filled", "parameter_view", "standard_normal", "sum_rightmost",
 ]  # fmt: skip
 
 
@@ -88,6 +89,12 @@ class lazy_property:  # noqa: N801 (torch's name)
         value = self.wrapped(instance)
         setattr(instance, self.wrapped.__name__, value)
         return value
+
+
+def parameter_view(name: str, doc: str | None = None) -> property:
+    """A read-only property that returns the attribute `name`: a moment that is one of the
+    parameters (the mean at "loc"), or a parameter of a part ("base_dist.rate")."""
+    return property(operator.attrgetter(name), doc=doc)
 
 
 def enumerated(values: Tensor, batch_shape: tuple[int, ...], expand: bool) -> Tensor:

@@ -15,7 +15,7 @@ import math
 import kael
 from kael.distributions import constraints
 from kael.distributions.distribution import Distribution
-from kael.distributions.utils import lazy_property
+from kael.distributions.utils import lazy_property, parameter_view
 from kael.frontend.tensor import Tensor
 from kael.runtime.errors import Error
 
@@ -59,14 +59,8 @@ class VonMises(Distribution):
     def __init__(self, loc, concentration, validate_args: bool | None = None) -> None:
         self._init_parameters(loc, concentration, validate_args=validate_args)
 
-    @property
-    def mean(self) -> Tensor:
-        """The circular mean."""
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
+    mean = parameter_view("loc", "The circular mean.")
+    mode = parameter_view("loc")
 
     @property
     def variance(self) -> Tensor:

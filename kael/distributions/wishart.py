@@ -17,14 +17,18 @@ import warnings
 import kael
 from kael.distributions import constraints
 from kael.distributions.exp_family import ExponentialFamily
-from kael.distributions.multivariate_normal import _precision_to_scale_tril, half_log_det
+from kael.distributions.multivariate_normal import (
+    MATRICES,
+    ScaleTrilMatrices,
+    half_log_det,
+    one_scale_matrix,
+)
 from kael.distributions.utils import lazy_property
 from kael.frontend.tensor import Tensor
 from kael.runtime.errors import ValueError
 
 __all__ = ["Wishart"]
 
-_MATRICES = ("covariance_matrix", "precision_matrix", "scale_tril")
 _LOG_2 = math.log(2)
 
 
@@ -34,14 +38,14 @@ def _mvdigamma(x: Tensor, p: int) -> Tensor:
     return (x.unsqueeze(-1) - halves).digamma().sum(-1)
 
 
-class Wishart(ExponentialFamily):
+class Wishart(ScaleTrilMatrices, ExponentialFamily):
     """The Wishart distribution over p x p positive-definite matrices, with `df` degrees of
     freedom and scale matrix given by exactly one of its three forms."""
 
     support = constraints.positive_definite
     has_rsample = True
     _mean_carrier_measure = 0
-    _batched = ("df", *_MATRICES)
+    _batched = ("df", *MATRICES)
 
     @property
     def arg_constraints(self) -> dict[str, constraints.Constraint]:
@@ -60,17 +64,7 @@ class Wishart(ExponentialFamily):
         scale_tril: Tensor | None = None,
         validate_args: bool | None = None,
     ) -> None:
-        given = {
-            name: m
-            for name, m in zip(_MATRICES, (covariance_matrix, precision_matrix, scale_tril))
-            if m is not None
-        }
-        if len(given) != 1:
-            raise ValueError(
-                "Exactly one of covariance_matrix or precision_matrix or scale_tril may be "
-                "specified."
-            )
-        ((name, matrix),) = given.items()
+        name, matrix = one_scale_matrix(covariance_matrix, precision_matrix, scale_tril)
         if matrix.dim() < 2:
             raise ValueError(
                 "scale_tril must be at least two-dimensional, with optional leading batch "
@@ -93,12 +87,7 @@ class Wishart(ExponentialFamily):
                 stacklevel=2,
             )
         super().__init__(batch_shape, tuple(matrix.shape[-2:]), validate_args=validate_args)
-        factor = {
-            "scale_tril": lambda m: m,
-            "covariance_matrix": kael.linalg.cholesky,
-            "precision_matrix": _precision_to_scale_tril,
-        }[name]
-        self._unbroadcasted_scale_tril = factor(matrix)
+        self._factor(name, matrix)
 
     def _matrix_shape(self) -> tuple[int, ...]:
         return tuple(self._batch_shape + self._event_shape)
@@ -106,17 +95,6 @@ class Wishart(ExponentialFamily):
     def _df_matrix(self) -> Tensor:
         """df with two trailing unit dims, to scale a batch of matrices."""
         return self.df.reshape(tuple(self._batch_shape) + (1, 1))
-
-    @lazy_property
-    def scale_tril(self) -> Tensor:
-        """The lower Cholesky factor L of the scale matrix."""
-        return self._unbroadcasted_scale_tril.expand(self._matrix_shape())
-
-    @lazy_property
-    def covariance_matrix(self) -> Tensor:
-        """The scale matrix L L^T."""
-        low = self._unbroadcasted_scale_tril
-        return (low @ low.mT).expand(self._matrix_shape())
 
     @lazy_property
     def precision_matrix(self) -> Tensor:

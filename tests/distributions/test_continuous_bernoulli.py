@@ -11,7 +11,7 @@ from distribution_helpers import (
     check_sample_shapes,
     check_scores,
     check_summaries,
-    lib_args,
+    pair,
 )
 
 import kael
@@ -30,15 +30,10 @@ FORMS = {
 SUMMARIES = ("mean", "variance", "stddev", "entropy")
 
 
-def _pair(args: dict, dtype: str):
-    kd = ContinuousBernoulli(**lib_args(kael, args, dtype))
-    return kd, torch.distributions.ContinuousBernoulli(**lib_args(torch, args, dtype))
-
-
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("form", FORMS)
 def test_scores_and_moments_match_torch_on_both_sides_of_the_taylor_region(form, dtype):
-    kd, td = _pair(FORMS[form], dtype)
+    kd, td = pair("ContinuousBernoulli", FORMS[form], dtype)
     if form == "scalar":
         dtype = "float32"  # a Python-number parameter takes the default dtype in both
     tol = {"rtol": 1e-4, "atol": 1e-5} if dtype == "float32" else {"rtol": 1e-8, "atol": 1e-9}
@@ -55,7 +50,7 @@ def test_scores_and_moments_match_torch_on_both_sides_of_the_taylor_region(form,
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_log_normalizer_of_the_natural_param_matches_torch(dtype):
-    kd, td = _pair(FORMS["logits"], dtype)
+    kd, td = pair("ContinuousBernoulli", FORMS["logits"], dtype)
     assert isinstance(kd, ExponentialFamily)
     assert_matches(
         kd._log_normalizer(*kd._natural_params), td._log_normalizer(*td._natural_params), dtype
@@ -63,7 +58,7 @@ def test_log_normalizer_of_the_natural_param_matches_torch(dtype):
 
 
 def test_cdf_is_zero_below_and_one_above_the_unit_interval():
-    kd, td = _pair(FORMS["probs"], "float64")
+    kd, td = pair("ContinuousBernoulli", FORMS["probs"], "float64")
     kd._validate_args = td._validate_args = False
     check_scores(kd, td, np.array([-0.5, 1.5]), "float64", ("cdf",))
     np.testing.assert_array_equal(
@@ -73,14 +68,14 @@ def test_cdf_is_zero_below_and_one_above_the_unit_interval():
 
 @pytest.mark.parametrize("method", ["sample", "rsample"])
 def test_sample_moments_match_torch(method):
-    kd, td = _pair(FORMS["probs"], "float64")
+    kd, td = pair("ContinuousBernoulli", FORMS["probs"], "float64")
     kd.sample = getattr(kd, method)
     check_moments(kd, td)
 
 
 def test_samples_lie_in_the_unit_interval_in_the_params_dtype():
     kael.manual_seed(13)
-    kd, _ = _pair(FORMS["probs"], "float32")
+    kd, _ = pair("ContinuousBernoulli", FORMS["probs"], "float32")
     draws = kd.rsample((100,))
     assert draws.dtype == kael.float32 and bool(kd.support.check(draws).all())
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from distribution_helpers import DTYPES, TOL, assert_matches, check_sample_shapes, lib_args
+from distribution_helpers import DTYPES, TOL, assert_matches, check_sample_shapes, pair
 
 import kael
 from kael.distributions import von_mises
@@ -20,14 +20,9 @@ ARGS = {"loc": LOC, "concentration": KAPPA}
 FIT_TOL = {"rtol": 1e-3, "atol": 1e-6}  # torch's polynomial fits of log I0 and log I1
 
 
-def _pair(args: dict, dtype: str):
-    kd = VonMises(**lib_args(kael, args, dtype))
-    return kd, torch.distributions.VonMises(**lib_args(torch, args, dtype))
-
-
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_log_prob_and_moments_match_torch_over_broadcast_params(dtype):
-    kd, td = _pair(ARGS, dtype)
+    kd, td = pair("VonMises", ARGS, dtype)
     assert kd.batch_shape == td.batch_shape and kd.has_rsample == td.has_rsample
     for what in ("mean", "mode", "variance", "stddev"):
         assert_matches(getattr(kd, what), getattr(td, what), dtype, **FIT_TOL)
@@ -42,7 +37,7 @@ def test_log_prob_and_moments_match_torch_over_broadcast_params(dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_log_prob_and_variance_use_exact_bessel_functions(dtype):
-    kd, _ = _pair(ARGS, dtype)
+    kd, _ = pair("VonMises", ARGS, dtype)
     loc, kappa = (torch.tensor(ARGS[k], dtype=DTYPES[dtype][1]) for k in ARGS)
     value = torch.tensor(VALUE, dtype=DTYPES[dtype][1])
     log_i0 = torch.special.i0e(kappa).log() + kappa
@@ -55,7 +50,7 @@ def test_log_prob_and_variance_use_exact_bessel_functions(dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_samples_lie_in_minus_pi_to_pi_in_the_params_dtype(dtype):
     kael.manual_seed(8)
-    kd, _ = _pair(ARGS, dtype)
+    kd, _ = pair("VonMises", ARGS, dtype)
     draws = kd.sample((300,))
     assert draws.dtype == DTYPES[dtype][0] and tuple(draws.shape) == (300, 4, 4)
     x = draws.numpy()
@@ -65,7 +60,7 @@ def test_samples_lie_in_minus_pi_to_pi_in_the_params_dtype(dtype):
 def test_sample_circular_moments_match_torch():
     """E cos(x - loc) = 1 - circular variance and E sin(x - loc) = 0, within 5 standard errors."""
     kael.manual_seed(9)
-    kd, td = _pair(ARGS, "float64")
+    kd, td = pair("VonMises", ARGS, "float64")
     n = 4000
     x = kd.sample((n,)).numpy() - LOC
     for moment, want in [(np.cos(x), 1 - td.variance.numpy()), (np.sin(x), 0.0)]:
@@ -74,7 +69,7 @@ def test_sample_circular_moments_match_torch():
 
 
 def test_sampler_stops_after_its_bound_on_rounds(monkeypatch):
-    kd, _ = _pair(ARGS, "float64")
+    kd, _ = pair("VonMises", ARGS, "float64")
     monkeypatch.setattr(von_mises, "MAX_ROUNDS", 0)
     with pytest.raises(kael.Error, match="16 draws not accepted in 0 rounds"):
         kd.sample()

@@ -5,14 +5,13 @@ import re
 
 import numpy as np
 import pytest
-import torch
 from distribution_helpers import (
     DTYPES,
     assert_matches,
     check_moments,
     check_scores,
     check_summaries,
-    lib_args,
+    pair,
 )
 
 import kael
@@ -32,16 +31,11 @@ VALUE = (lambda b: b @ b.swapaxes(-1, -2) + 0.5 * np.eye(3))(rng.normal(size=(4,
 DERIVED = ("covariance_matrix", "precision_matrix", "scale_tril")
 
 
-def _pair(args: dict, dtype: str):
-    kd = Wishart(**lib_args(kael, args, dtype))
-    return kd, torch.distributions.Wishart(**lib_args(torch, args, dtype))
-
-
 @pytest.mark.filterwarnings("ignore:Low df values")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("form", FORMS)
 def test_log_prob_entropy_and_moments_match_torch_over_broadcast_params(form, dtype):
-    kd, td = _pair({"df": DF, form: FORMS[form]}, dtype)
+    kd, td = pair("Wishart", {"df": DF, form: FORMS[form]}, dtype)
     assert kd.batch_shape == (2, 3) and isinstance(kd, ExponentialFamily)
     tol = {"rtol": 1e-3} if dtype == "float32" else {"rtol": 1e-8}
     check_summaries(kd, td, dtype, ("mean", "mode", "variance", "entropy", *DERIVED), **tol)
@@ -53,7 +47,7 @@ def test_log_prob_entropy_and_moments_match_torch_over_broadcast_params(form, dt
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_log_normalizer_of_natural_params_matches_torch(dtype):
-    kd, td = _pair({"df": 5.0, "scale_tril": FORMS["scale_tril"]}, dtype)
+    kd, td = pair("Wishart", {"df": 5.0, "scale_tril": FORMS["scale_tril"]}, dtype)
     got = kd._log_normalizer(*kd._natural_params)
     want = td._log_normalizer(*td._natural_params)
     assert_matches(got, want, dtype, rtol=1e-3 if dtype == "float32" else 1e-9)
@@ -61,7 +55,9 @@ def test_log_normalizer_of_natural_params_matches_torch(dtype):
 
 def test_samples_are_positive_definite_of_torchs_shape_and_dtype():
     kael.manual_seed(10)
-    kd, td = _pair({"df": np.array([3.0, 7.5]), "covariance_matrix": COV[0, 0]}, "float32")
+    kd, td = pair(
+        "Wishart", {"df": np.array([3.0, 7.5]), "covariance_matrix": COV[0, 0]}, "float32"
+    )
     draws = kd.rsample((5, 2))
     assert tuple(draws.shape) == tuple(td.sample((5, 2)).shape) == (5, 2, 2, 3, 3)
     assert draws.dtype == kael.float32
@@ -69,7 +65,7 @@ def test_samples_are_positive_definite_of_torchs_shape_and_dtype():
 
 
 def test_sample_moments_match_torch():
-    kd, td = _pair({"df": DF[1:], "covariance_matrix": COV[:, :, :2, :2]}, "float64")
+    kd, td = pair("Wishart", {"df": DF[1:], "covariance_matrix": COV[:, :, :2, :2]}, "float64")
     check_moments(kd, td, n=3000)
 
 
@@ -100,7 +96,7 @@ def test_df_between_ndim_minus_one_and_ndim_warns_as_torch(df, warns, recwarn):
 
 
 def test_log_prob_refuses_a_matrix_that_is_not_positive_definite():
-    kd, _ = _pair({"df": 4.0, "covariance_matrix": COV[0, 0]}, "float64")
+    kd, _ = pair("Wishart", {"df": 4.0, "covariance_matrix": COV[0, 0]}, "float64")
     assert np.isfinite(kd.log_prob(kael.tensor(VALUE[0, 0, 0])).item())
     with pytest.raises(
         kael.ValueError, match=r"Expected value argument .*\(PositiveDefinite\(\)\)"
