@@ -1,7 +1,8 @@
 """Autocast: within `with kael.autocast(device_type, dtype):` the ops PyTorch runs in lower
 precision (matmuls, convolutions, attention, the recurrent layers) take their floating
 inputs in `dtype`, and the ops it keeps in float32 (losses, pooling and padding of volumes,
-linear algebra, quantile, cdist, ...) take float16/bfloat16 inputs as float32. The rest
+linear algebra, the FFTs and stft, quantile, cdist, ...) take float16/bfloat16 inputs as
+float32. The rest
 run as they are. Each device type has PyTorch's own table: TABLES for CPU tensors,
 CUDA_TABLES for cuda ones (its lists in ATen/autocast_mode.h: also exp, log, pow, softmax,
 sum, the norms, layer_norm and interpolation in float32; the "promote" ops already promote
@@ -51,6 +52,10 @@ _LINALG = ("cholesky", "cholesky_ex", "inv", "inv_ex", "solve", "solve_ex", "lst
            "svd", "svdvals", "eigh", "eigvalsh", "pinv", "matrix_exp", "det", "slogdet",
            "lu_factor", "lu", "lu_solve", "householder_product")  # fmt: skip
 
+# torch.fft's transforms (the frequency helpers take no tensors), and stft and istft
+_FFT = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "fftn", "ifftn",
+        "rfft2", "irfft2", "rfftn", "irfftn", "hfft2", "ihfft2", "hfftn", "ihfftn")  # fmt: skip
+
 TABLES: dict[str, dict[str, str]] = {
     "kael": {
         **dict.fromkeys((*_MATMULS, *_CONVS, "prelu"), LOWER),
@@ -68,6 +73,8 @@ TABLES: dict[str, dict[str, str]] = {
                 "cholesky_solve",
                 "cholesky_inverse",
                 "lu_solve",
+                "stft",
+                "istft",
             ),
             FLOAT32,
         ),  # fmt: skip
@@ -97,6 +104,7 @@ TABLES: dict[str, dict[str, str]] = {
         ),  # fmt: skip
     },
     "linalg": {**dict.fromkeys(_LINALG, FLOAT32), "matmul": LOWER},
+    "fft": dict.fromkeys(_FFT, FLOAT32),
     "recurrent": dict.fromkeys(_RECURRENT, LOWER),
     "special": {},
     "Tensor": {
@@ -150,6 +158,7 @@ CUDA_TABLES: dict[str, dict[str, str]] = {
         **dict.fromkeys(("matmul", "vecdot", "multi_dot"), LOWER),
         **dict.fromkeys(("vector_norm", "matrix_norm"), FLOAT32),
     },
+    "fft": {},
     "recurrent": dict.fromkeys(
         (*_RECURRENT, "lstm_cell", "gru_cell", "gru", "rnn_tanh_cell", "rnn_relu_cell"), LOWER
     ),

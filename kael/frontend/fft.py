@@ -34,10 +34,12 @@ from collections.abc import Sequence
 
 from kael.frontend import complex as cx
 from kael.frontend import factories, formula, views
+from kael.frontend.linalg import matmul  # not Tensor.__matmul__: autocast never lowers it
 from kael.frontend.outputs import output, tensor_arg
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.runtime.dtypes import DType, float64, get_default_dtype, int64
 from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.tracestate import untraced
 
 NORMS = ("backward", "ortho", "forward")
 _DIRECT = 64  # the DFT matrix grows by powers of two up to this size
@@ -60,7 +62,8 @@ def _table(kind: str, length: int, inverse: bool, dtype: DType, device) -> Tenso
     key = (kind, length, inverse, dtype, device)
     found = _TABLES.get(key)
     if found is None:  # two threads may both build it: either one serves
-        found = _TABLES[key] = _build(kind, length, inverse, dtype, device)
+        with untraced():  # built now even under kael.compile: the cache is every thread's
+            found = _TABLES[key] = _build(kind, length, inverse, dtype, device)
     return found
 
 
@@ -130,12 +133,12 @@ def _transform(x: Tensor, inverse: bool) -> Tensor:
     phases = x.reshape(*batch, base, cols).transpose(-1, -2).contiguous()
     pairs = cx.view_as_real(phases).reshape(-1, 2 * base)  # (re, im) pairs per row
     if cols == 1:
-        product = pairs @ _table("dft_real", base, inverse, x.dtype, x.device)
+        product = matmul(pairs, _table("dft_real", base, inverse, x.dtype, x.device))
         return cx.view_as_complex(product.reshape(*batch, n, 2))
     # the stages run on planar parts (real and imaginary arrays apart): every read and
     # write is then unit-stride along k, where the interleaved pairs would be stride 2;
     # the planar table's product holds each row's real parts, then its imaginary ones
-    product = pairs @ _table("dft_planar", base, inverse, x.dtype, x.device)
+    product = matmul(pairs, _table("dft_planar", base, inverse, x.dtype, x.device))
     planar = product.reshape(*batch, cols, 2, base)
     re, im = planar[..., 0, :], planar[..., 1, :]
     rows = base

@@ -4,8 +4,10 @@ back to the tracer instead of running on data that is not there yet."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
+from collections.abc import Iterator
 
 
 class NeedsExtern(Exception):  # noqa: N818 - a control-flow signal, never seen by users
@@ -18,6 +20,18 @@ class _State(threading.local):
 
 
 state = _State()
+
+
+@contextlib.contextmanager
+def untraced() -> Iterator[None]:
+    """Ops inside run eagerly even while this thread traces: for constants built from no
+    traced tensor (fft's tables), so that a process-wide cache never holds a tensor of a
+    trace that has not finished (other threads and forked children would read it)."""
+    trace, state.trace = state.trace, None
+    try:
+        yield
+    finally:
+        state.trace = trace
 
 
 class _Epoch:

@@ -3,6 +3,7 @@ over lengths of every path (the direct DFT, radix-2 stages, Bluestein), n= paddi
 trimming, dims, norms, real and integer inputs, the frequency helpers and shifts, and
 torch's refusals."""
 
+import threading
 import warnings
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 import torch
 
 import kael
+from kael.frontend import fft as kfft
 
 LENGTHS = [1, 2, 3, 8, 12, 64, 96, 128, 1000, 1024, 67, 4099]  # direct, radix-2, Bluestein
 RTOL = {"complex64": 2e-6, "complex128": 5e-15, "float32": 2e-6, "float64": 5e-15}
@@ -414,3 +416,48 @@ def test_the_frequencies_refuse_a_non_float_dtype_as_torch(op, dtype):
 def test_the_frequencies_take_a_float_or_complex_dtype(op, dtype):
     want = getattr(torch.fft, op)(7, 0.5, dtype=torch.float64).to(getattr(torch, dtype))
     close(getattr(kael.fft, op)(7, 0.5, dtype=getattr(kael, dtype)), want)
+
+
+def test_tables_built_inside_a_trace_serve_other_threads():
+    """fft's cached tables are every thread's: one first built while kael.compile traces
+    holds real values, so another thread (or a forked child) reads them mid-trace."""
+    n = 52  # a length no other test builds tables for
+    for key in [k for k in kfft._TABLES if k[1] in (n, n // 4, 13)]:
+        del kfft._TABLES[key]
+    signal = kael.randn(3, n, dtype=kael.complex64)
+    seen = []
+
+    def other():
+        try:
+            seen.append(kael.fft.fft(signal))
+        except Exception as error:  # noqa: BLE001 - the failure is what is checked
+            seen.append(error)
+
+    @kael.compile
+    def transform(x):
+        y = kael.fft.fft(x)
+        worker = threading.Thread(target=other)
+        worker.start()
+        worker.join()
+        return y * 2
+
+    got = transform(signal)
+    assert isinstance(seen[0], kael.Tensor), seen[0]
+    want = np.fft.fft(signal.numpy())
+    np.testing.assert_allclose(seen[0].numpy(), want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got.numpy(), 2 * want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.bfloat16], ids=str)
+def test_transforms_run_in_float32_under_cpu_autocast_as_torch(dtype):
+    """torch keeps the FFTs and stft in float32 under CPU autocast; kael's own product
+    inside them is not lowered either (it raised for a bfloat16 view before)."""
+    x = kael.randn(2, 64).to(dtype)
+    with kael.autocast("cpu"):
+        spectrum = kael.fft.fft(x)
+        real = kael.fft.irfft(kael.fft.rfft(x), 64)
+        frames = kael.stft(x[0], 16, window=kael.hann_window(16), return_complex=True)
+    assert spectrum.dtype is kael.complex64 and real.dtype is kael.float32
+    assert frames.dtype is kael.complex64
+    want = np.fft.fft(x.float().numpy())
+    np.testing.assert_allclose(spectrum.numpy(), want, rtol=1e-4, atol=1e-4)
