@@ -242,7 +242,7 @@ def test_every_cuda_table_name_is_a_published_op():
 
     places = {
         "kael": kael, "functional": F, "linalg": kael.linalg, "Tensor": kael.Tensor,
-        "special": kael.special,
+        "special": kael.special, "fft": kael.fft,
         "recurrent": __import__("kael.frontend.recurrent", fromlist=["FUNCTIONS"]).FUNCTIONS,
     }  # fmt: skip
     for table, names in autocast.CUDA_TABLES.items():
