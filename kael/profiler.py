@@ -280,17 +280,20 @@ class profile:  # noqa: N801 (PyTorch's name)
             self._begin()
 
     def _begin(self) -> None:
-        if profiling.active is not None and profiling.active is not self:
-            raise ValueError("kael.profiler: another profile is already recording")
-        self._events = []
-        self._recording = True
-        self._saved_recorder = launches.recorder
-        launches.recorder = _KernelSink(self)
-        profiling.active = self
+        with _ACTIVE_LOCK:  # two profiles starting at once: one of them raises
+            if profiling.active is not None and profiling.active is not self:
+                raise ValueError("kael.profiler: another profile is already recording")
+            self._events = []
+            self._recording = True
+            self._saved_recorder = launches.recorder
+            launches.recorder = _KernelSink(self)
+            profiling.active = self
 
     def _end(self, save: bool) -> None:
-        profiling.active = None
-        launches.recorder = self._saved_recorder
+        with _ACTIVE_LOCK:
+            if profiling.active is self:  # never another profile's hook
+                profiling.active = None
+                launches.recorder = self._saved_recorder
         self._recording = False
         with self._lock:
             self._saved = self._events
@@ -395,6 +398,22 @@ class _KernelSink(list):
 
     def append(self, launch) -> None:
         self.owner.kernel(launch)
+
+
+# Guards which profile records (profiling.active and the launch recorder it sets).
+_ACTIVE_LOCK = sync.lock()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child (a DataLoader worker) does not record into its copy of the parent's
+    profile: it starts with none, free to open its own."""
+    if profiling.active is not None:
+        if isinstance(launches.recorder, _KernelSink):
+            launches.recorder = profiling.active._saved_recorder
+        profiling.active = None
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class record_function:  # noqa: N801 (PyTorch's name)

@@ -3,6 +3,8 @@ nested, record_function ranges, input shapes, key_averages tables, Chrome traces
 torch's schedule step for step, on_trace_ready per cycle, and recording from threads."""
 
 import json
+import multiprocessing
+import os
 import threading
 
 import pytest
@@ -202,3 +204,54 @@ def test_a_trace_saved_inside_an_open_range_has_no_negative_time(tmp_path):
         kael.exp(kael.ones(4))
         prof.step()  # the trace ends while "loop" is open
     assert len(durations) == 1 and durations[0] >= 0
+
+
+def _child_profiles(parent: profile, queue) -> None:
+    """In a child forked mid-profile: its own profile opens, and its ops do not land in
+    its copy of the parent's."""
+    x = kael.ones(4)
+    before = len(parent._events)
+    with profile() as own:
+        x + 1
+    for _ in range(20):
+        x * 2
+    queue.put((len(own.events()) > 0, len(parent._events) - before))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_a_child_forked_while_profiling_records_nothing_into_the_parents_profile():
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    with profile() as parent:
+        kael.ones(3) + 1
+        child = context.Process(target=_child_profiles, args=(parent, queue))
+        child.start()
+        own_recorded, grown = queue.get(timeout=60)
+        child.join(60)
+    assert child.exitcode == 0 and own_recorded and grown == 0
+    assert "add" in [e.name for e in parent.events()]
+
+
+def test_two_profiles_starting_at_once_never_both_record():
+    """One of two profiles opened at once raises; the one that records keeps its events
+    even when the other closes first."""
+    barrier, outcomes = threading.Barrier(2), []
+
+    def run():
+        p = profile()
+        barrier.wait()
+        try:
+            with p:
+                (kael.ones(8, 8) @ kael.ones(8, 8)).relu()
+            outcomes.append(len(p.events()))
+        except kael.ValueError as error:
+            outcomes.append(str(error))
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    recorded = [o for o in outcomes if isinstance(o, int)]
+    assert recorded and all(n > 0 for n in recorded)
+    assert all("already recording" in o for o in outcomes if isinstance(o, str))

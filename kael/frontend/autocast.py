@@ -185,7 +185,7 @@ class _State(threading.local):
 _state = _State()
 # How many threads have autocast on for some device: 0 lets every wrapper skip its checks.
 ACTIVE = [0]
-_count_lock = sync.lock()
+_count_lock = sync.lock(fork_rank=sync.AUTOCAST_RANK)  # fork() never splits an install
 
 
 def _device_type(device_type) -> str:

@@ -21,6 +21,7 @@ T = TypeVar("T")
 # Ranks of the locks held across fork(), acquired in ascending order before it. A thread
 # holding one may wait only for locks of a higher rank: the allocators' locks come last,
 # since a Storage finalizer (run by any allocation, inside any other lock) takes them.
+AUTOCAST_RANK = 5  # autocast's install and thread count: a child finds the aliases whole
 LLVM_RANK = 10
 LLVMLITE_RANK = 11  # llvmlite's own lock around every C call, taken inside kael's
 GENERATOR_RANK = 20
