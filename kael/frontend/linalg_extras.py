@@ -196,7 +196,7 @@ def cholesky_inverse(L, upper: bool = False) -> Tensor:
     upper = bool_arg(upper, op, "upper")
     raise_for(_zero_diagonal_info(L), op, factorizations._singular)
     n = L.shape[-1]
-    eye = factories.eye(n, dtype=L.dtype).expand(*L.shape)
+    eye = factories.eye(n, dtype=L.dtype, device=L.device).expand(*L.shape)
     X = factorizations.solve_triangular(L, eye, upper=upper)
     return X @ X.mT if upper else X.mT @ X
 

@@ -24,6 +24,8 @@ class _NormBase(Module):
     """Batch and instance norm's state: an affine weight and bias per feature, and the
     running mean, variance and batch count when tracking running statistics."""
 
+    _version = 2  # torch's: version 2 state dicts carry num_batches_tracked
+
     def __init__(
         self,
         num_features: int,

@@ -869,6 +869,17 @@ def test_hook_handles_remove_state_dict_hooks(lib):
 def test_state_dict_metadata_records_each_module_version(lib):
     state = lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.ReLU()).state_dict()
     assert dict(state._metadata) == {"": {"version": 1}, "0": {"version": 1}, "1": {"version": 1}}
+    assert dict(lib.nn.BatchNorm1d(2).state_dict()._metadata) == {"": {"version": 2}}
+
+
+@LIBS
+def test_a_version_2_batch_norm_state_dict_must_carry_num_batches_tracked(lib):
+    """Only a checkpoint older than version 2 (or without metadata) gets it filled in."""
+    state = lib.nn.BatchNorm1d(3).state_dict()
+    del state["num_batches_tracked"]
+    with pytest.raises(RuntimeError, match='Missing key.*"num_batches_tracked"'):
+        lib.nn.BatchNorm1d(3).load_state_dict(state)
+    assert tuple(lib.nn.BatchNorm1d(3).load_state_dict(dict(state))) == ([], [])
 
 
 @LIBS
