@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import threading
 from dataclasses import dataclass
 
 from kael.codegen.cpu import conv, gemm, gemm_gemv, native_launch
@@ -58,6 +59,10 @@ class Plan:
     # A plan of one inline launch and no buffer (matrix @ vector, small products): that
     # launch as a native call's Descriptor, and per word a call supplies (A|B|C, offset).
     native: tuple[native_launch.Descriptor, tuple[tuple[int, int], ...]] | None = None
+    # A plan of a few inline launches through a small buffer (a small product whose B is
+    # packed: a Linear layer's x @ w.T): each launch as a native call, (descriptor, words)
+    # per launch, the buffer a per-thread scratch.
+    chain: tuple | None = None
 
 
 def parallel(flops: int) -> int:
@@ -215,7 +220,37 @@ def plan(a: TensorImpl, b: TensorImpl, c: TensorImpl, threads: int) -> Plan:
         p = _int_plan(a, b, c, inner, outer)
     else:
         p = _float_plan(gemm.host_spec(c.dtype), a, b, c, inner, outer, threads)
-    return dataclasses.replace(p, native=_native_call(p))
+    return dataclasses.replace(p, native=_native_call(p), chain=_native_chain(p))
+
+
+# The largest packing buffer a chained plan takes from its thread's scratch.
+CHAIN_BUFFER_BYTES = 256 << 10
+
+
+def _native_chain(p: Plan) -> tuple | None:
+    """Plan.chain of `p`, or None where it is one launch (Plan.native), a launch may run on
+    the pool, or its buffer is large."""
+    if len(p.launches) < 2 or p.buffer_bytes > CHAIN_BUFFER_BYTES:
+        return None
+    chain = []
+    for step in p.launches:
+        if step.moved >= PARALLEL_BYTES:
+            return None
+        flops = max(1, step.flops // max(1, step.total))
+        native = native_launch.describe(step.fn, step.words, [i for i, _, _ in step.slots], flops)
+        if native is None:
+            return None
+        chain.append((native, step.total, tuple((w, o) for _, w, o in step.slots)))
+    return tuple(chain)
+
+
+class _Scratch(threading.local):
+    """Each thread's packing buffer for chained plans (grown, never shrunk)."""
+
+    storage: Storage | None = None
+
+
+_scratch = _Scratch()
 
 
 def _native_call(p: Plan) -> tuple | None:
@@ -286,7 +321,7 @@ def _accumulating(p: Plan, mode: int) -> Plan:
         for s in p.launches
     )
     adding = dataclasses.replace(p, launches=steps)
-    return dataclasses.replace(adding, native=_native_call(adding))
+    return dataclasses.replace(adding, native=_native_call(adding), chain=_native_chain(adding))
 
 
 def _with(words: tuple[int, ...], index: int, value: int) -> tuple[int, ...]:
@@ -315,6 +350,20 @@ def run(p: Plan, a: int, b: int, c: int, epilogues: list | None = None) -> None:
         bases = (a, b, c)
         descriptor, sources = native
         _call(descriptor.address, p.launches[0].total, *[bases[w] + o for w, o in sources])
+        return
+    chain = p.chain
+    if (
+        chain is not None
+        and not (epilogues and any(e[0] for e in epilogues))
+        and not launches.watched()
+        and not any(step.fn.tier0 for step in p.launches)  # promoted: none to count
+    ):
+        held = _scratch.storage
+        if held is None or held.nbytes < p.buffer_bytes:
+            held = _scratch.storage = Storage(max(p.buffer_bytes, 4096))
+        bases = (a, b, c, held.ptr)
+        for descriptor, total, sources in chain:
+            _call(descriptor.address, total, *[bases[w] + o for w, o in sources])
         return
     buffer = Storage(p.buffer_bytes) if p.buffer_bytes else None
     bases = (a, b, c, buffer.ptr if buffer else 0)

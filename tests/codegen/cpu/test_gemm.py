@@ -2,6 +2,7 @@
 batch layouts and the int64 row kernel, on NumPy-backed buffers with guard cells."""
 
 import ctypes
+import threading
 
 import numpy as np
 import pytest
@@ -578,3 +579,40 @@ def test_accumulate_into_declines_matrix_vector_shapes():
     a, b, c = kael.ones(6, 4), kael.ones(4, 1), kael.zeros(6, 1)
     assert not gemm_run.accumulate_into(c._impl, a._impl, b._impl)
     assert c.sum().item() == 0  # nothing done
+
+
+def test_a_small_product_with_packed_b_runs_as_a_chain_of_native_calls():
+    """x @ w.T (a Linear layer's product: B transposed, so packed) is planned as native
+    calls through a per-thread scratch buffer, and gives the launcher's values."""
+    rng = np.random.default_rng(3)
+    w, x = rng.standard_normal((24, 16)), rng.standard_normal((5, 16))
+    kw, kx = kael.tensor(w, dtype=kael.float32), kael.tensor(x, dtype=kael.float32)
+    c = kael.empty(5, 24)
+    p = gemm_run.plan_for(kx._impl, kw.T._impl, c._impl)
+    assert [s.name for s in p.launches] == [gemm.PACK_B, gemm.MACRO] and p.chain is not None
+    want = (x.astype(np.float32) @ w.astype(np.float32).T).astype(np.float32)
+    for _ in range(40):  # past the kernels' promotion: the chain itself runs
+        np.testing.assert_allclose((kx @ kw.T).numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_chained_products_keep_one_scratch_per_thread():
+    rng = np.random.default_rng(4)
+    w = kael.tensor(rng.standard_normal((32, 48)), dtype=kael.float32)
+    inputs = [kael.tensor(rng.standard_normal((3, 48)), dtype=kael.float32) for _ in range(8)]
+    wants = [x.numpy() @ w.numpy().T for x in inputs]
+    barrier, failures = threading.Barrier(8), []
+
+    def work(x, want):
+        barrier.wait()
+        for _ in range(300):
+            got = (x @ w.T).numpy()
+            if not np.allclose(got, want, rtol=1e-4, atol=1e-4):
+                failures.append(got)
+                return
+
+    threads = [threading.Thread(target=work, args=pair) for pair in zip(inputs, wants)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures
