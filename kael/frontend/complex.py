@@ -39,7 +39,7 @@ import warnings
 from collections.abc import Callable
 
 from kael.frontend import eager, formula, views
-from kael.frontend.formula import Value, where
+from kael.frontend.formula import Value, maximum, minimum, where
 from kael.frontend.math_functions import _atan2, _cosh, _hypot, _sinh
 from kael.frontend.outputs import output, unaliased
 from kael.frontend.tensor import Tensor, empty_impl
@@ -433,9 +433,47 @@ def _exp(a, b):
 
 
 def _log(a, b):
-    """(log |z|, arg z); log |z| of huge operands as log |z / 4| + log 4 (|z| may overflow)."""
+    """(log |z|, arg z), log |z| as glibc's clog takes it: near the unit circle (the larger
+    part in [0.5, 2]) 0.5 log1p(|z|^2 - 1) with |z|^2 - 1 = (m - 1)^2 + 2 (m - 1) + n^2
+    summed without cancellation (log |z| itself cancels: log(1 + 1e-3j) lost its real
+    part); huge operands as log |z / 4| + log 4 (|z| may overflow); tiny ones scaled up by
+    2**bits first (hypot rounded onto the subnormal grid); else log(hypot(a, b))."""
+    bits = _TINY_SCALE[a.node.dtype]
+    x, y = a.apply("abs"), b.apply("abs")
+    m, n = maximum(x, y), minimum(x, y)
     quarter = _hypot(a * 0.25, b * 0.25).apply("log") + math.log(4.0)
-    return where(_huge(a, b), quarter, _hypot(a, b).apply("log")), _atan2(b, a)
+    up = 2.0**bits
+    lifted = _hypot(a * up, b * up).apply("log") - bits * math.log(2.0)
+    plain = where(m < 2.0**-bits, lifted, _hypot(a, b).apply("log"))
+    near = _log1p_of_norm_minus_one(m, n) * 0.5
+    near_one = (m > 0.5) & (m < 2.0)
+    return where(_huge(a, b), quarter, where(near_one, near, plain)), _atan2(b, a)
+
+
+def _log1p_of_norm_minus_one(m, n):
+    """log1p(m^2 + n^2 - 1) for m in [0.5, 2], n <= m: m - 1 is exact, so m^2 - 1 =
+    (m - 1)^2 + 2 (m - 1); float32 parts sum their exact squares in float64, float64 parts
+    as double-doubles (Dekker's products)."""
+    part = m.node.dtype
+    if part is float32:
+        m, n = (Value(g.Cast(float64, (), v.node)) for v in (m, n))
+        d = m - 1.0
+        total = (2.0 * d + n * n) + d * d
+        return Value(g.Cast(float32, (), total.apply("log1p").node))
+    d = m - 1.0
+    dh, dl = _two_square(d)
+    nh, nl = _two_square(n)
+    total = ((2.0 * d + nh) + dh) + (dl + nl)
+    return total.apply("log1p")
+
+
+def _two_square(v):
+    """v^2 = hi + lo exactly (Dekker: Veltkamp's split of v into 26-bit halves)."""
+    c = v * 134217729.0  # 2**27 + 1
+    hi = c - (c - v)
+    lo = v - hi
+    square = v * v
+    return square, ((hi * hi - square) + 2.0 * hi * lo) + lo * lo
 
 
 def _sinh_z(a, b):
@@ -521,7 +559,7 @@ def _log1p(a, b):
     """log(1 + z): log1p(2a + a^2 + b^2) / 2 (|1 + z|^2 - 1 kept exact near 0), atan2(b, 1 + a);
     far from 0, log(|1 + z|) directly."""
     near = (2.0 * a + a * a + b * b).apply("log1p") * 0.5
-    far = _hypot(1.0 + a, b).apply("log")
+    far = _log(1.0 + a, b)[0]  # its scaling where |1 + z| overflows
     small = _hypot(a, b) < 0.5
     return where(small, near, far), _atan2(b, 1.0 + a)
 

@@ -1163,17 +1163,20 @@ def test_complex_plus_bool_still_adds_as_torch():
 
 EDGE_VALUES = {
     "complex64": [3e38 + 1j, 2e38 - 2e38j, -3e38 + 5j, -3e38 - 3e38j, 1e38 + 1e38j, 1e-40 + 1e-40j,
-                  -1e-44 + 3e-40j, 1e-20 + 1e-21j, 4 + 0j, -4 + 0j, complex(0, -0.0)],
+                  -1e-44 + 3e-40j, 1e-20 + 1e-21j, 4 + 0j, -4 + 0j, complex(0, -0.0),
+                  3e-45 + 4e-45j, 1 + 1e-3j, 0.99 + 0.1j, -0.8 - 0.6j, 1e-5 + 1j, 0.7 + 0.7j],
     "complex128": [1.7e308 + 1j, -1.7e308 - 1e308j, 4e307 + 4e307j, 1e-310 + 0j, 2 + 3j,
-                   -1e-320 + 4e-315j, 1e-200 + 1e-201j],
+                   -1e-320 + 4e-315j, 1e-200 + 1e-201j, 5e-324 + 5e-324j, 1 + 1e-20j,
+                   1.0000001 + 1e-4j, 0.999999 + 0.001j, 0.6 + 0.8j],
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("op", ["sqrt", "rsqrt", "log"])
+@pytest.mark.parametrize("op", ["sqrt", "rsqrt", "log", "log2", "log10"])
 @pytest.mark.parametrize("dtype", ["complex64", "complex128"])
 def test_sqrt_and_log_of_huge_and_tiny_operands_stay_accurate(op, dtype):
     """Past a quarter of the largest value |a| + |z| (and |z|) would overflow, and below
-    the normals the root loses bits: both are scaled first, as glibc's csqrt and clog."""
+    the normals the root and the log lose bits: both are scaled first, as glibc's csqrt and
+    clog; near the unit circle log |z| is log1p(|z|^2 - 1) / 2 without cancellation."""
     values = EDGE_VALUES[dtype]
     got = getattr(kael, op)(kael.tensor(values, dtype=getattr(kael, dtype)))
     want = getattr(torch, op)(torch.tensor(values, dtype=getattr(torch, dtype)))
@@ -1182,6 +1185,18 @@ def test_sqrt_and_log_of_huge_and_tiny_operands_stay_accurate(op, dtype):
         torch.view_as_real(torch.from_numpy(got.numpy())), torch.view_as_real(want),
         rtol=tol, atol=0, equal_nan=True,
     )  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_log1p_where_one_plus_z_overflows_or_nears_the_unit_circle_matches_torch(dtype):
+    """|1 + z| past the largest value is scaled as log's (it was inf). (torch's log1p of
+    subnormal complex numbers is NaN, so those are left out.)"""
+    big = 3e38 if dtype == "complex64" else 1.7e308
+    values = [complex(big, big), complex(big, -1.0), -0.5 + 0.866j, -1.5 + 0.9j, 2 + 3j]
+    got = kael.log1p(kael.tensor(values, dtype=getattr(kael, dtype)))
+    want = torch.log1p(torch.tensor(values, dtype=getattr(torch, dtype)))
+    tol = 3e-7 if dtype == "complex64" else 1e-14
+    torch.testing.assert_close(torch.from_numpy(got.numpy()), want, rtol=tol, atol=0)
 
 
 @pytest.mark.parametrize("dtype", ["complex64", "complex128"])
