@@ -58,10 +58,6 @@ def scaled_dot_product_attention(
             f"{name}: query {list(q.shape)}, key {list(k.shape)} and value {list(v.shape)}"
             " disagree: query and key need one embedding size, key and value one length"
         )
-    if is_causal and attn_mask is not None:
-        raise ValueError(
-            "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True"
-        )
     if attn_mask is not None:
         mask_dtype = tensor_arg(attn_mask, name, "attn_mask").dtype
         if not (mask_dtype is bool_ or mask_dtype.is_floating_point):
@@ -69,6 +65,12 @@ def scaled_dot_product_attention(
                 "Expected attn_mask dtype to be bool or float or to match query dtype, but got"
                 f" attn_mask.dtype: {mask_dtype} and query.dtype: {q.dtype} instead."
             )
+        if is_causal:  # both apply, as torch 2.13's CPU kernel: one mask of the two
+            causal = _causal_mask(q.shape[-2], k.shape[-2], q.device)
+            mask = tensor_arg(attn_mask, name, "attn_mask")
+            both = ew.binary("logical_and", mask, causal) if mask_dtype is bool_ else None
+            attn_mask = both if both is not None else ew.where(causal, mask, -math.inf)
+            is_causal = False
     if q.dtype.is_half:  # float32 inside, one rounding at the end (torch's CPU kernel's)
         if attn_mask is not None and attn_mask.dtype is q.dtype:
             attn_mask = attn_mask.float()
@@ -92,9 +94,7 @@ def scaled_dot_product_attention(
             return fused
     scores = linalg.matmul(q, k.transpose(-2, -1)) * factor
     if is_causal:
-        rows = factories.arange(length, device=q.device).reshape(length, 1)
-        cols = factories.arange(source, device=q.device).reshape(1, source)
-        attn_mask = ew.binary("ge", rows, cols)
+        attn_mask = _causal_mask(length, source, q.device)
     if attn_mask is not None:
         mask = tensor_arg(attn_mask, name, "attn_mask")
         keep_or_add = mask.dtype is bool_
@@ -107,6 +107,13 @@ def scaled_dot_product_attention(
     if dropout_p > 0.0:
         weights = random.dropout(weights, dropout_p)
     return linalg.matmul(weights, v)
+
+
+def _causal_mask(length: int, source: int, device) -> Tensor:
+    """[length, source] bool: query i keeps keys j <= i (the top-left triangle, as torch)."""
+    rows = factories.arange(length, device=device).reshape(length, 1)
+    cols = factories.arange(source, device=device).reshape(1, source)
+    return ew.binary("ge", rows, cols)
 
 
 def _fused(q: Tensor, k: Tensor, v: Tensor, mask, is_causal: bool, scale: float):
