@@ -137,13 +137,19 @@ def _from_sublists(args: tuple) -> tuple[str, tuple]:
     output = None
     if len(args) % 2:  # an odd count: the last is the output's sublist
         output, operands = args[-1], operands[:-1]
-    for s in [*sublists, *([] if output is None else [output])]:
+
+    def listed(s) -> list:
+        if isinstance(s, Tensor) or hasattr(s, "__array__"):  # torch takes these too
+            s = s.tolist()
         if not isinstance(s, list | tuple):
             raise TypeError(f"einsum(): expected a list of subscripts, got {type(s).__name__}")
+        return list(s)
+
+    sublists = [listed(s) for s in sublists]
     terms = ["".join(_subscript(n) for n in s) for s in sublists]
     equation = ",".join(terms)
     if output is not None:
-        equation += "->" + "".join(_subscript(n) for n in output)
+        equation += "->" + "".join(_subscript(n) for n in listed(output))
     return equation, operands
 
 

@@ -59,21 +59,17 @@ def _counts(A: Tensor, q, niter, op: str) -> tuple[Tensor, int, int]:
         raise ValueError(f"{op}: A must have at least 2 dimensions, got {A.ndim}")
     q = None if q is None else outputs.int_arg(q, op, "q")
     niter = 2 if niter is None else outputs.int_arg(niter, op, "niter")
-    if niter < 0:
-        raise ValueError(f"niter(={niter}) must be non-negative integer")
     return A, q, niter
 
 
 def svd_lowrank(A: Tensor, q: int | None = 6, niter: int | None = 2, M: Tensor | None = None):
     """(U, S, V) of A - M's q largest singular triplets, A ~ U diag(S) V^H, by randomized
-    subspace iteration; M (broadcast to A) is subtracted without being formed into A."""
+    subspace iteration; M (broadcast to A) is subtracted without being formed into A. As
+    torch's, q past min(m, n) gives min(m, n) triplets and a negative niter none."""
     A, q, niter = _counts(A, q, niter, "svd_lowrank")
     q = 6 if q is None else q
-    if not 0 <= q <= min(A.shape[-2:]):
-        raise ValueError(
-            f"q(={q}) must be non-negative integer and not greater than min(m, n)="
-            f"{min(A.shape[-2:])}"
-        )
+    if q < 0:
+        raise ValueError(f"svd_lowrank: q must be non-negative, got q={q}")
     M = None if M is None else outputs.tensor_arg(M, "svd_lowrank", "M")
     return _svd_lowrank(A, q, niter, M)
 
@@ -82,6 +78,8 @@ def pca_lowrank(A: Tensor, q: int | None = None, center: bool = True, niter: int
     """(U, S, V) of the principal components of A's rows (centered by the column means
     unless center=False): svd_lowrank of A - mean, q = min(6, m, n) by default."""
     A, q, niter = _counts(A, q, niter, "pca_lowrank")
+    if niter < 0:
+        raise ValueError(f"niter(={niter}) must be non-negative integer")
     m, n = A.shape[-2:]
     if q is None:
         q = min(6, m, n)

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable, Iterable
 
 from kael.frontend import factories, views
-from kael.frontend.tensor import Tensor
+from kael.frontend.tensor import Tensor, strided
 from kael.runtime import dtypes
 from kael.runtime.dtypes import DType
 from kael.runtime.errors import TypeError, ValueError
@@ -35,7 +35,7 @@ def _frame(name: str, M, sym: bool, dtype, layout, device, requires_grad, body) 
     factories.refuse_grad(requires_grad, name)
     if M < 0:
         raise ValueError(f"{name} requires non-negative window length, got M={M}")
-    if layout is not None and layout is not dtypes.strided:
+    if layout is not None and layout is not strided:
         raise ValueError(f"{name} is implemented for strided tensors only, got: {layout}")
     if dtype not in (dtypes.float32, dtypes.float64):
         raise ValueError(f"{name} expects float32 or float64 dtypes, got: {dtype}")

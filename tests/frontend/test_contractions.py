@@ -98,6 +98,7 @@ SUBLISTS = [
     ([(3, 4), (4, 5)], [[0, 51], [51, 26]], [26, 0]),
     ([(2, 3, 4), (4, 5)], [[Ellipsis, 1], [1, 2]], [Ellipsis, 2]),
     ([(4, 4)], [[7, 7]], []),
+    ([(3, 4), (4, 5)], [kael.tensor([0, 1]), np.array([1, 2])], (0, 2)),
 ]
 
 
@@ -105,7 +106,8 @@ SUBLISTS = [
 def test_einsum_takes_torchs_sublist_form(shapes, sublists, output):
     ks, ts = _operands(*shapes)
     kargs = [a for pair_ in zip(ks, sublists) for a in pair_]
-    targs = [a for pair_ in zip(ts, sublists) for a in pair_]
+    plain = [s.tolist() if hasattr(s, "tolist") else s for s in sublists]  # torch's own lists
+    targs = [a for pair_ in zip(ts, plain) for a in pair_]
     if output is not None:
         kargs, targs = [*kargs, output], [*targs, output]
     close_to_torch(kael.einsum(*kargs), torch.einsum(*targs), 2e-5)

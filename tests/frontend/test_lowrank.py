@@ -57,6 +57,14 @@ def test_pca_lowrank_centers_the_columns_as_torch(center):
     _check(got, want, a - a.mean(0) if center else a, kael.float64, 1e-10)
 
 
+@pytest.mark.parametrize("q, niter", [(8, 2), (3, -1)])
+def test_svd_lowrank_takes_what_torch_takes_past_min_m_n_and_negative_niter(q, niter):
+    a = _low_rank((10, 7), 3)
+    got = kael.svd_lowrank(kael.tensor(a), q=q, niter=niter)
+    want = torch.svd_lowrank(torch.tensor(a), q=q, niter=niter)
+    _check(got, want, a, kael.float64, 1e-10)
+
+
 def test_pca_lowrank_takes_min_6_m_n_components_by_default():
     U, S, V = kael.pca_lowrank(kael.tensor(_low_rank((9, 4), 2)))
     assert (U.shape, S.shape, V.shape) == ((9, 4), (4,), (4, 4))
@@ -65,8 +73,9 @@ def test_pca_lowrank_takes_min_6_m_n_components_by_default():
 @pytest.mark.parametrize(
     "call, error, message",
     [
-        (lambda: kael.svd_lowrank(kael.ones(4, 3), q=4), kael.ValueError, r"q\(=4\) must be non-negative integer and not greater than min\(m, n\)=3"),
+        (lambda: kael.pca_lowrank(kael.ones(4, 3), q=4), kael.ValueError, r"q\(=4\) must be non-negative integer and not greater than min\(m, n\)=3"),
         (lambda: kael.pca_lowrank(kael.ones(4, 3), q=-1), kael.ValueError, r"q\(=-1\)"),
+        (lambda: kael.svd_lowrank(kael.ones(4, 3), q=-1), kael.ValueError, "q must be non-negative, got q=-1"),
         (lambda: kael.pca_lowrank(kael.ones(4, 3), niter=-1), kael.ValueError, r"niter\(=-1\) must be non-negative integer"),
         (lambda: kael.svd_lowrank(kael.ones(4), q=1), kael.ValueError, "at least 2 dimensions"),
         (lambda: kael.svd_lowrank(kael.ones(4, 3), q=1.5), kael.TypeError, "argument 'q' must be int, not float"),

@@ -43,6 +43,10 @@ def test_exponential_takes_a_center_for_periodic_windows():
     torch.testing.assert_close(torch.from_numpy(got.numpy()), want)
 
 
+def test_layout_strided_is_taken_as_torch():
+    assert K.kaiser(6, layout=kael.strided).tolist() == K.kaiser(6).tolist()
+
+
 def test_default_dtype_is_kaels_default():
     kael.set_default_dtype(kael.float64)
     try:
@@ -72,6 +76,7 @@ def test_windows_are_reachable_as_kael_signal_windows():
         (lambda: K.general_cosine(5, a=[]), kael.ValueError, "Coefficients cannot be empty"),
         (lambda: K.hann(5, alpha=0.3), kael.TypeError, "unexpected keyword argument 'alpha'"),
         (lambda: K.hann(5, requires_grad=True), kael.Error, "requires_grad=True"),
+        (lambda: K.hann(5, layout="sparse"), kael.ValueError, "strided tensors only, got: sparse"),
     ],
 )
 def test_bad_arguments_raise_typed_errors(call, error, match):
