@@ -336,21 +336,27 @@ def _by_parts(spaced: Callable, start, end, steps: int, dtype: DType, device) ->
     return make(re, spaced(start.imag, end.imag, steps, dtype=part, device=device))
 
 
-def eye(n, m=None, *, dtype=None, device=None) -> Tensor:
-    """An n x m matrix with ones on the diagonal (m defaults to n)."""
+def eye(n, m=None, *, out=None, dtype=None, device=None) -> Tensor:
+    """An n x m matrix with ones on the diagonal (m defaults to n); into `out` (resized,
+    its dtype unless one is given) as torch's."""
     n = views.as_int(n, "n")
     m = n if m is None else views.as_int(m, "m")
     for name, v in (("n", n), ("m", m)):
         if v < 0:
             raise ValueError(f"{name} must be greater or equal to 0, got {v}")
-    dtype = dtype_or(dtype, dtypes.get_default_dtype())
-    if dtype.is_complex:  # ones on the real parts' diagonal, zero imaginary parts
+    if out is not None:
+        from kael.frontend.outputs import output
+
+        kind = out.dtype if dtype is None and isinstance(out, Tensor) else dtype_or(dtype, None)
+        t = output(out, (n, m), kind, getattr(out, "device", None), "eye")
+    else:
+        t = new_tensor((n, m), dtype_or(dtype, dtypes.get_default_dtype()), device)
+    if t.dtype.is_complex:  # ones on the real parts' diagonal, zero imaginary parts
         from kael.frontend import complex as cx
 
-        t = zeros((n, m), dtype=dtype, device=device)
+        eager.fill(t._impl, 0)
         eager.eye_into(cx.real(t)._impl)
         return t
-    t = new_tensor((n, m), dtype, device)
     eager.eye_into(t._impl)
     return t
 

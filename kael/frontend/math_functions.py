@@ -24,8 +24,8 @@ import numbers
 from collections.abc import Callable
 from typing import NamedTuple
 
+from kael.frontend import eager, factories
 from kael.frontend import elementwise as ew
-from kael.frontend import factories
 from kael.frontend.formula import Value, launch, maximum, minimum, where
 from kael.frontend.outputs import bool_arg, output, tensor_arg
 from kael.frontend.tensor import Tensor, empty_impl
@@ -143,7 +143,17 @@ def _hypot(a: Value, b: Value) -> Value:
     return where(either_inf, math.inf, where(big.eq(0), 0.0, scaled))
 
 
-def nan_to_num(input: Tensor, nan: float = 0.0, posinf=None, neginf=None) -> Tensor:
+def nan_to_num(input: Tensor, nan: float = 0.0, posinf=None, neginf=None, *, out=None) -> Tensor:
+    """NaN, +inf and -inf replaced (see _nan_to_num); into `out` (checked, resized) if given."""
+    result = _nan_to_num(input, nan, posinf, neginf)
+    if out is None:
+        return result
+    target = output(out, result.shape, result.dtype, result.device, "nan_to_num")
+    eager.copy_into(target._impl, result._impl)
+    return target
+
+
+def _nan_to_num(input: Tensor, nan: float = 0.0, posinf=None, neginf=None) -> Tensor:
     """NaN, +inf and -inf replaced by nan, posinf and neginf (the dtype's largest and
     smallest finite values by default); integers unchanged; complex numbers part by part
     (with the real dtype's values), as PyTorch."""
@@ -151,7 +161,7 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf=None, neginf=None) -> Ten
     if x.dtype.is_complex:
         from kael.frontend import complex as cx
 
-        parts = nan_to_num(cx.view_as_real(x), nan, posinf, neginf)
+        parts = _nan_to_num(cx.view_as_real(x), nan, posinf, neginf)
         return cx.view_as_complex(parts)
     if not x.dtype.is_floating_point:
         return x.clone()

@@ -240,6 +240,20 @@ def test_eye_matches_torch(args, like_torch):
         assert got.dtype is kd and got.tolist() == torch.eye(*args, dtype=td).tolist()
 
 
+@pytest.mark.parametrize("dtype", [None, kael.int32, kael.complex64], ids=str)
+def test_eye_writes_out_in_its_dtype_as_torch(dtype):
+    """out is resized to n x m and takes the identity in its own dtype (or a matching
+    dtype= ); a different dtype= is refused."""
+    kind = dtype or kael.float32
+    out = kael.empty(1, dtype=kind)
+    with pytest.warns(UserWarning, match="resized"):
+        assert kael.eye(3, 2, out=out, dtype=dtype) is out
+    want = torch.eye(3, 2, dtype=getattr(torch, str(kind).split(".")[-1]))
+    assert out.dtype is kind and out.tolist() == want.tolist()
+    with pytest.raises(kael.TypeError, match="out has dtype"):
+        kael.eye(2, out=kael.empty(2, 2, dtype=kael.float64), dtype=kael.int64)
+
+
 def test_eye_rejects_negative_sizes():
     with pytest.raises(kael.ValueError, match="n must be greater or equal to 0, got -1"):
         kael.eye(-1)

@@ -79,6 +79,17 @@ def test_nan_to_num_replacements_and_integers():
     close_to_torch(kael.nan_to_num(ki), torch.nan_to_num(ti), 0)
 
 
+def test_nan_to_num_writes_out_as_torch():
+    kx, tx = pair(np.array(SPECIAL))
+    kout, tout = kael.empty(0), torch.empty(0)
+    assert kael.nan_to_num(kx, 1.0, out=kout) is kout
+    close_to_torch(kout, torch.nan_to_num(tx, 1.0, out=tout), 0)
+    with pytest.raises(
+        kael.TypeError, match="out has dtype float64 but the result has dtype float32"
+    ):
+        kael.nan_to_num(kx, out=kael.empty(len(SPECIAL), dtype=kael.float64))
+
+
 @pytest.mark.parametrize("weight", [0.0, 0.3, 0.5, 0.9, 1.0, 1.7, "tensor"])
 def test_lerp_matches_torch(weight):
     ka, ta = pair(RNG.standard_normal((5, 3)))
