@@ -676,7 +676,11 @@ def _expm1_bounded(o: _Ops, x: ir.Value) -> ir.Value:
 
 
 def _expm1(o: _Ops, x: ir.Value) -> ir.Value:
-    return o.keep_zero(x, _expm1_bounded(o, o.clamp(x, o.k.expm1_lo, o.k.exp_hi)))
+    """x itself below 2**-(mant + 2) in magnitude (x + x^2 / 2 rounds to x there; the
+    reduction lost subnormals: expm1(5e-324) was 0, and sinh's and complex tanh's with it),
+    +-0 included; else the bounded form."""
+    tiny = o.cmp("<", o.abs(x), o.c(2.0 ** -(o.fmt.mant + 2)))
+    return o.select(tiny, x, _expm1_bounded(o, o.clamp(x, o.k.expm1_lo, o.k.exp_hi)))
 
 
 # --- log family -------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ import pytest
 import torch
 from kernel_helpers import ROOT, empty_like_np, impl_of, run_python
 
+import kael
 from kael.codegen import trig_reduce, vmath
 from kael.codegen.cpu import compiler as cpu_compiler
 from kael.codegen.ptx import compiler as ptx_compiler
@@ -743,3 +744,25 @@ def test_every_function_lowers_to_ptx_that_ptxas_accepts(dt, ptx_survives_in_a_c
         if op in TRIG:  # 2/pi's bits for huge arguments: a constant table in global memory
             assert re.search(r"\.global \.align 8 \.b8 kael_two_over_pi\[168\] = \{0, ", ptx)
         ptx_compiler.ptxas_check(ptx)
+
+
+@pytest.mark.parametrize("op", ["expm1", "sinh"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_expm1_and_sinh_of_subnormal_and_tiny_inputs_are_exact_as_torch(op, dtype):
+    """expm1(x) rounds to x below 2**-(mant + 2): subnormals come back whole (the
+    reduction made expm1(5e-324) 0), and sinh and complex tanh, built on it, with them."""
+    tiny = 2.0**-1074 if dtype == "float64" else 2.0**-149
+    values = [
+        tiny,
+        -tiny,
+        3 * tiny,
+        1e-310 if dtype == "float64" else 1e-40,
+        -0.0,
+        0.0,
+        1e-17,
+        -3e-8,
+    ]
+    got = getattr(kael, op)(kael.tensor(values, dtype=getattr(kael, dtype)))
+    want = getattr(torch, op)(torch.tensor(values, dtype=getattr(torch, dtype)))
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    assert np.signbit(got.numpy()[4]) and not np.signbit(got.numpy()[5])
