@@ -203,7 +203,7 @@ ATTENTION_PATTERNS = [
     # positive values: an output is a weighted mean of them, never a cancellation near 0
     P("bfloat16", x=spec((1, 2, 3, 4), "bfloat16"), key=spec((1, 2, 5, 4), "bfloat16"), value=spec((1, 2, 5, 6), "bfloat16", "positive")),
     P("empty_query", **qkv(0, 5)),
-    P("mask_and_causal", {"is_causal": True}, **qkv(), attn_mask=spec((3, 5))),
+    P("mask_and_causal", {"is_causal": True}, **qkv(ev=4), attn_mask=spec((3, 5))),  # both apply
     P("dims_disagree", x=spec((1, 2, 3, 4)), key=spec((1, 2, 5, 3)), value=spec((1, 2, 5, 6))),
     P("int64", x=spec((1, 3, 4), "int64"), key=spec((1, 5, 4), "int64"), value=spec((1, 5, 6), "int64")),
 ]  # fmt: skip
