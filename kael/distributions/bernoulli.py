@@ -7,6 +7,7 @@ import math
 
 import kael
 from kael.distributions import constraints
+from kael.distributions.exp_family import ExponentialFamily
 from kael.distributions.probs_logits import ProbsOrLogits
 from kael.distributions.utils import broadcast_all, enumerated
 from kael.frontend.tensor import Tensor
@@ -21,12 +22,13 @@ def _binary_entropy(logits: Tensor, probs: Tensor) -> Tensor:
     return _bce_with_logits(logits, probs, reduction="none")
 
 
-class Bernoulli(ProbsOrLogits):
+class Bernoulli(ProbsOrLogits, ExponentialFamily):
     """1 with probability `probs` (or sigmoid(`logits`)), else 0."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
     has_enumerate_support = True
+    _mean_carrier_measure = 0
 
     def __init__(self, probs=None, logits=None, validate_args: bool | None = None) -> None:
         self._init_elementwise(probs, logits, validate_args)
@@ -59,6 +61,13 @@ class Bernoulli(ProbsOrLogits):
     def enumerate_support(self, expand: bool = True) -> Tensor:
         values = kael.arange(2, dtype=self._param.dtype, device=self._param.device)
         return enumerated(values, self._batch_shape, expand)
+
+    @property
+    def _natural_params(self) -> tuple[Tensor]:
+        return (kael.logit(self.probs),)
+
+    def _log_normalizer(self, x: Tensor) -> Tensor:
+        return x.exp().log1p()
 
 
 class Geometric(ProbsOrLogits):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import kael
 from kael.distributions import constraints
-from kael.distributions.distribution import Distribution
+from kael.distributions.exp_family import ExponentialFamily
 from kael.distributions.utils import broadcast_all
 from kael.frontend.tensor import Tensor
 from kael.runtime.errors import ValueError
@@ -16,7 +16,7 @@ __all__ = ["Beta", "Dirichlet"]
 _one_hot = kael.nn.functional.one_hot
 
 
-class Dirichlet(Distribution):
+class Dirichlet(ExponentialFamily):
     """The Dirichlet distribution over K-vectors on the simplex, K = concentration.shape[-1]."""
 
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
@@ -70,8 +70,15 @@ class Dirichlet(Distribution):
             - ((c - 1.0) * c.digamma()).sum(-1)
         )
 
+    @property
+    def _natural_params(self) -> tuple[Tensor]:
+        return (self.concentration,)
 
-class Beta(Distribution):
+    def _log_normalizer(self, x: Tensor) -> Tensor:
+        return x.lgamma().sum(-1) - x.sum(-1).lgamma()
+
+
+class Beta(ExponentialFamily):
     """The beta distribution on [0, 1]: density x**(a-1) (1-x)**(b-1) / B(a, b), with
     a = concentration1 and b = concentration0."""
 
@@ -121,3 +128,10 @@ class Beta(Distribution):
 
     def entropy(self) -> Tensor:
         return self._dirichlet.entropy()
+
+    @property
+    def _natural_params(self) -> tuple[Tensor, Tensor]:
+        return (self.concentration1, self.concentration0)
+
+    def _log_normalizer(self, x: Tensor, y: Tensor) -> Tensor:
+        return x.lgamma() + y.lgamma() - (x + y).lgamma()

@@ -18,7 +18,7 @@ from kael.distributions.utils import broadcast_all, lazy_property
 from kael.frontend.tensor import Tensor
 from kael.runtime.errors import NotImplementedError, ValueError
 
-__all__ = ["Distribution"]
+__all__ = ["Distribution", "check_expandable"]
 
 
 def _arg_text(value: Tensor) -> str:
@@ -26,6 +26,20 @@ def _arg_text(value: Tensor) -> str:
     if value.numel() != 1:
         return repr(kael.Size(value.shape))
     return format(value) if value.dim() == 0 else str(value)
+
+
+def check_expandable(shape: tuple[int, ...], target: tuple[int, ...]) -> None:
+    """Raise torch's Tensor.expand ValueError where a tensor of `shape` cannot be expanded to
+    `target` (a size other than 1 that differs from the target's, the rightmost reported)."""
+    offset = len(target) - len(shape)
+    for dim in reversed(range(max(offset, 0), len(target))):
+        size, want = shape[dim - offset], target[dim]
+        if size not in (1, want) and want != -1:
+            raise ValueError(
+                f"The expanded size of the tensor ({want}) must match the existing size ({size}) "
+                f"at non-singleton dimension {dim}.  Target sizes: {list(target)}.  "
+                f"Tensor sizes: {list(shape)}"
+            )
 
 
 class Distribution:
@@ -100,7 +114,9 @@ class Distribution:
         for name in self._batched:
             if name in self.__dict__:
                 value = self.__dict__[name]
-                new.__dict__[name] = value.expand(batch_shape + tuple(value.shape[keep:]))
+                target = batch_shape + tuple(value.shape[keep:])
+                check_expandable(tuple(value.shape), target)
+                new.__dict__[name] = value.expand(target)
         for name in self._nested:
             new.__dict__[name] = self.__dict__[name].expand(batch_shape)
         Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)

@@ -1,9 +1,13 @@
 """ExponentialFamily: the base of families whose density is exp(<t(x), theta> - F(theta) + k(x)),
 named by their natural parameters theta, log normalizer F and mean carrier measure E[k(x)].
+As torch's, Bernoulli, Beta, Chi2 (a Gamma), ContinuousBernoulli, Dirichlet, Exponential,
+Gamma, Normal, Poisson and Wishart derive from it.
 
 Deviation: torch's entropy is generic, F(theta) - <theta, grad F(theta)> - E[k(x)] with the
 gradient taken by autograd. kael has no autograd, so the generic entropy raises
-kael.NotImplementedError; each subclass writes its entropy in closed form."""
+kael.NotImplementedError; each subclass writes its entropy in closed form (Poisson, whose
+mean carrier measure torch leaves undefined, has none in either). For the same reason kael
+registers no generic KL(ExponentialFamily || ExponentialFamily) (see kl.py)."""
 
 from __future__ import annotations
 

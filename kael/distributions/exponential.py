@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import kael
 from kael.distributions import constraints
-from kael.distributions.distribution import Distribution
+from kael.distributions.exp_family import ExponentialFamily
 from kael.frontend.tensor import Tensor
 
 __all__ = ["Exponential"]
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     """The exponential distribution: density rate * exp(-rate * x) on x >= 0."""
 
     arg_constraints = {"rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
     _batched = ("rate",)
+    _mean_carrier_measure = 0
 
     def __init__(self, rate, validate_args: bool | None = None) -> None:
         self._init_parameters(rate, validate_args=validate_args)
@@ -56,3 +57,10 @@ class Exponential(Distribution):
 
     def entropy(self) -> Tensor:
         return 1.0 - self.rate.log()
+
+    @property
+    def _natural_params(self) -> tuple[Tensor]:
+        return (-self.rate,)
+
+    def _log_normalizer(self, x: Tensor) -> Tensor:
+        return -(-x).log()

@@ -5,20 +5,21 @@ from __future__ import annotations
 
 import kael
 from kael.distributions import constraints
-from kael.distributions.distribution import Distribution
+from kael.distributions.exp_family import ExponentialFamily
 from kael.distributions.utils import broadcast_all
 from kael.frontend.tensor import Tensor
 
 __all__ = ["Chi2", "Gamma"]
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     """The gamma distribution: density rate**c x**(c-1) exp(-rate x) / Gamma(c) on x > 0."""
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
     _batched = ("concentration", "rate")
+    _mean_carrier_measure = 0
 
     def __init__(self, concentration, rate, validate_args: bool | None = None) -> None:
         self._init_parameters(concentration, rate, validate_args=validate_args)
@@ -55,6 +56,13 @@ class Gamma(Distribution):
     def entropy(self) -> Tensor:
         c = self.concentration
         return c - self.rate.log() + c.lgamma() + (1.0 - c) * c.digamma()
+
+    @property
+    def _natural_params(self) -> tuple[Tensor, Tensor]:
+        return (self.concentration - 1, -self.rate)
+
+    def _log_normalizer(self, x: Tensor, y: Tensor) -> Tensor:
+        return (x + 1).lgamma() + (x + 1) * (-y.reciprocal()).log()
 
 
 class Chi2(Gamma):

@@ -1,10 +1,15 @@
 """kl_divergence(p, q) and register_kl, as torch.distributions.kl has them: closed-form
 KL(p || q) rules keyed by a pair of distribution classes, the most specific registered pair
-(by the two classes' method resolution orders) chosen for a call and cached."""
+(by the two classes' method resolution orders) chosen for a call and cached. The rules within
+a family (and between the Gaussians) are here; those between families are in kl_cross.py.
+
+Deviation: torch registers a generic rule for (ExponentialFamily, ExponentialFamily), the
+Bregman divergence of the log normalizer, whose gradient it takes by autograd; kael has no
+autograd and no such rule, so a pair covered by it alone (Wishart with Wishart) raises
+NotImplementedError."""
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Callable
 
@@ -12,11 +17,14 @@ import kael
 from kael.distributions.bernoulli import Bernoulli, Binomial, Geometric
 from kael.distributions.beta import Beta, Dirichlet
 from kael.distributions.categorical import Categorical, OneHotCategorical
+from kael.distributions.continuous_bernoulli import ContinuousBernoulli
 from kael.distributions.distribution import Distribution
 from kael.distributions.exponential import Exponential
 from kael.distributions.gamma import Gamma
 from kael.distributions.independent import Independent
+from kael.distributions.kl_cross import CROSS_RULES, infinite_where
 from kael.distributions.location_scale import _EULER_GAMMA, Cauchy, Gumbel, Laplace
+from kael.distributions.lowrank_multivariate_normal import LowRankMultivariateNormal
 from kael.distributions.multivariate_normal import (
     MultivariateNormal,
     half_log_det,
@@ -87,10 +95,6 @@ def kl_divergence(p: Distribution, q: Distribution) -> Tensor:
     return fun(p, q)
 
 
-def _infinite_where(result: Tensor, mask: Tensor) -> Tensor:
-    return kael.where(mask, math.inf, result)
-
-
 def _normal_kl(p_loc, p_scale, q_loc, q_scale) -> Tensor:
     var_ratio = (p_scale / q_scale).pow(2)
     t1 = ((p_loc - q_loc) / q_scale).pow(2)
@@ -112,16 +116,16 @@ def _kl_halfnormal_halfnormal(p: HalfNormal, q: HalfNormal) -> Tensor:
 def _kl_bernoulli_bernoulli(p: Bernoulli, q: Bernoulli) -> Tensor:
     softplus = kael.nn.functional.softplus
     t1 = p.probs * (softplus(-q.logits) - softplus(-p.logits))
-    t1 = kael.where(p.probs == 0, 0.0, _infinite_where(t1, q.probs == 0))
+    t1 = kael.where(p.probs == 0, 0.0, infinite_where(t1, q.probs == 0))
     t2 = (1 - p.probs) * (softplus(q.logits) - softplus(p.logits))
-    t2 = kael.where(p.probs == 1, 0.0, _infinite_where(t2, q.probs == 1))
+    t2 = kael.where(p.probs == 1, 0.0, infinite_where(t2, q.probs == 1))
     return t1 + t2
 
 
 @register_kl(Categorical, Categorical)
 def _kl_categorical_categorical(p: Categorical, q: Categorical) -> Tensor:
     t = p.probs * (p.logits - q.logits)
-    t = _infinite_where(t, (q.probs == 0).expand_as(t))
+    t = infinite_where(t, (q.probs == 0).expand_as(t))
     return kael.where((p.probs == 0).expand_as(t), 0.0, t).sum(-1)
 
 
@@ -137,7 +141,7 @@ def _kl_binomial_binomial(p: Binomial, q: Binomial) -> Tensor:
             "KL between Binomials where q.total_count > p.total_count is not implemented"
         )
     kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs).log1p() - (-q.probs).log1p())
-    return _infinite_where(kl, p.total_count > q.total_count)
+    return infinite_where(kl, p.total_count > q.total_count)
 
 
 @register_kl(Geometric, Geometric)
@@ -148,7 +152,7 @@ def _kl_geometric_geometric(p: Geometric, q: Geometric) -> Tensor:
 @register_kl(Uniform, Uniform)
 def _kl_uniform_uniform(p: Uniform, q: Uniform) -> Tensor:
     result = ((q.high - q.low) / (p.high - p.low)).log()
-    return _infinite_where(result, (q.low > p.low) | (q.high < p.high))
+    return infinite_where(result, (q.low > p.low) | (q.high < p.high))
 
 
 @register_kl(Exponential, Exponential)
@@ -211,13 +215,17 @@ def _kl_dirichlet_dirichlet(p: Dirichlet, q: Dirichlet) -> Tensor:
     return t1 - t2 + ((pc - qc) * t4).sum(-1)
 
 
-@register_kl(MultivariateNormal, MultivariateNormal)
-def _kl_mvn_mvn(p: MultivariateNormal, q: MultivariateNormal) -> Tensor:
+def _check_event_shapes(p: Distribution, q: Distribution, what: str) -> None:
+    """torch's ValueError unless the two (multivariate) normals have one event shape."""
     if p.event_shape != q.event_shape:
         raise ValueError(
-            "KL-divergence between two Multivariate Normals with different event shapes "
-            "cannot be computed"
+            f"KL-divergence between two {what} with different event shapes cannot be computed"
         )
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_mvn_mvn(p: MultivariateNormal, q: MultivariateNormal) -> Tensor:
+    _check_event_shapes(p, q, "Multivariate Normals")
     p_tril, q_tril = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
     n = p.event_shape[0]
     batch = tuple(kael.broadcast_shapes(tuple(q_tril.shape[:-2]), tuple(p_tril.shape[:-2])))
@@ -227,6 +235,84 @@ def _kl_mvn_mvn(p: MultivariateNormal, q: MultivariateNormal) -> Tensor:
     trace = solved.pow(2).sum((-2, -1))
     term3 = mahalanobis(q_tril, q.loc - p.loc)
     return half_log_det(q_tril) - half_log_det(p_tril) + 0.5 * (trace + term3 - n)
+
+
+def _trace_xxt(x: Tensor) -> Tensor:
+    """trace(X X^T) for a batch of matrices X: the sum of their squared entries."""
+    return x.pow(2).sum((-2, -1))
+
+
+def _solve_lower(lower: Tensor, rhs: Tensor) -> Tensor:
+    """lower^-1 rhs for lower-triangular `lower`, over the two's broadcast batch dims."""
+    return kael.linalg.solve_triangular(lower, rhs, upper=False)
+
+
+def _lowrank_mahalanobis(q: LowRankMultivariateNormal, diff: Tensor) -> Tensor:
+    """diff^T (W W^T + D)^-1 diff = diff^T D^-1 diff - |L_C^-1 W^T D^-1 diff|^2 (Woodbury)."""
+    projected = kael.matmul(q._wt_dinv, diff.unsqueeze(-1)).squeeze(-1)
+    quadratic = (diff.pow(2) / q._unbroadcasted_cov_diag).sum(-1)
+    return quadratic - mahalanobis(q._capacitance_tril, projected)
+
+
+def _lowrank_precision_root(q: LowRankMultivariateNormal) -> Tensor:
+    """A = L_C^-1 W^T D^-1, with (W W^T + D)^-1 = D^-1 - A^T A."""
+    return _solve_lower(q._capacitance_tril, q._wt_dinv)
+
+
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+def _kl_lowrank_lowrank(p: LowRankMultivariateNormal, q: LowRankMultivariateNormal) -> Tensor:
+    _check_event_shapes(p, q, "Low Rank Multivariate Normals")
+    p_w, p_d = p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag
+    q_d = q._unbroadcasted_cov_diag
+    a = _lowrank_precision_root(q)
+    # trace((D_q^-1 - A^T A)(D_p + W_p W_p^T)), term by term
+    trace = (
+        (p_d / q_d).sum(-1)
+        + _trace_xxt(p_w * q_d.rsqrt().unsqueeze(-1))
+        - _trace_xxt(a * p_d.sqrt().unsqueeze(-2))
+        - _trace_xxt(kael.matmul(a, p_w))
+    )
+    log_det = q._log_det() - p._log_det()
+    term3 = _lowrank_mahalanobis(q, q.loc - p.loc)
+    return 0.5 * (log_det + trace + term3 - p.event_shape[0])
+
+
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+def _kl_mvn_lowrank(p: MultivariateNormal, q: LowRankMultivariateNormal) -> Tensor:
+    _check_event_shapes(p, q, "(Low Rank) Multivariate Normals")
+    p_tril = p._unbroadcasted_scale_tril
+    a = _lowrank_precision_root(q)
+    # trace((D_q^-1 - A^T A) L_p L_p^T)
+    trace = _trace_xxt(p_tril * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1)) - _trace_xxt(
+        kael.matmul(a, p_tril)
+    )
+    log_det = q._log_det() - 2 * half_log_det(p_tril)
+    term3 = _lowrank_mahalanobis(q, q.loc - p.loc)
+    return 0.5 * (log_det + trace + term3 - p.event_shape[0])
+
+
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+def _kl_lowrank_mvn(p: LowRankMultivariateNormal, q: MultivariateNormal) -> Tensor:
+    _check_event_shapes(p, q, "(Low Rank) Multivariate Normals")
+    q_tril = q._unbroadcasted_scale_tril
+    sqrt_d = kael.diag_embed(p._unbroadcasted_cov_diag.sqrt())
+    # trace(L_q^-T L_q^-1 (W_p W_p^T + D_p))
+    trace = _trace_xxt(_solve_lower(q_tril, p._unbroadcasted_cov_factor)) + _trace_xxt(
+        _solve_lower(q_tril, sqrt_d)
+    )
+    log_det = 2 * half_log_det(q_tril) - p._log_det()
+    term3 = mahalanobis(q_tril, q.loc - p.loc)
+    return 0.5 * (log_det + trace + term3 - p.event_shape[0])
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(
+    p: ContinuousBernoulli, q: ContinuousBernoulli
+) -> Tensor:
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._cont_bern_log_norm() + (-p.probs).log1p()
+    t3 = -q._cont_bern_log_norm() - (-q.probs).log1p()
+    return t1 + t2 + t3
 
 
 @register_kl(Independent, Independent)
@@ -241,7 +327,7 @@ def _kl_pareto_pareto(p: Pareto, q: Pareto) -> Tensor:
     scale_ratio = p.scale / q.scale
     alpha_ratio = q.alpha / p.alpha
     result = q.alpha * scale_ratio.log() - alpha_ratio.log() + alpha_ratio - 1
-    return _infinite_where(result, p.scale < q.scale)  # p's support reaches below q's
+    return infinite_where(result, p.scale < q.scale)  # p's support reaches below q's
 
 
 @register_kl(TransformedDistribution, TransformedDistribution)
@@ -250,3 +336,7 @@ def _kl_transformed_transformed(p: TransformedDistribution, q: TransformedDistri
     if p.transforms != q.transforms or p.event_shape != q.event_shape:
         raise NotImplementedError
     return kl_divergence(p.base_dist, q.base_dist)
+
+
+for (_type_p, _type_q), _fun in CROSS_RULES.items():
+    register_kl(_type_p, _type_q)(_fun)

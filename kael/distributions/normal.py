@@ -13,6 +13,7 @@ import math
 import kael
 from kael.distributions import constraints
 from kael.distributions.distribution import Distribution
+from kael.distributions.exp_family import ExponentialFamily
 from kael.distributions.location_scale import LocationScale
 from kael.distributions.utils import standard_normal
 from kael.frontend.tensor import Tensor
@@ -39,8 +40,10 @@ def _normal_entropy(scale: Tensor) -> Tensor:
     return 0.5 + _LOG_SQRT_2PI + scale.log()
 
 
-class Normal(LocationScale):
+class Normal(LocationScale, ExponentialFamily):
     """The normal (Gaussian) distribution with mean `loc` and standard deviation `scale`."""
+
+    _mean_carrier_measure = 0
 
     def _noise(self, shape: kael.Size) -> Tensor:
         return standard_normal(shape, self.loc)
@@ -70,6 +73,14 @@ class Normal(LocationScale):
 
     def entropy(self) -> Tensor:
         return _normal_entropy(self.scale)
+
+    @property
+    def _natural_params(self) -> tuple[Tensor, Tensor]:
+        variance = self.scale.pow(2)
+        return (self.loc / variance, -0.5 * variance.reciprocal())
+
+    def _log_normalizer(self, x: Tensor, y: Tensor) -> Tensor:
+        return -0.25 * x.pow(2) / y + 0.5 * (-math.pi / y).log()
 
 
 class LogNormal(LocationScale):

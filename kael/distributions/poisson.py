@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import kael
 from kael.distributions import constraints
-from kael.distributions.distribution import Distribution
+from kael.distributions.exp_family import ExponentialFamily
 from kael.distributions.utils import broadcast_all
 from kael.frontend.tensor import Tensor
 
 __all__ = ["Poisson"]
 
 
-class Poisson(Distribution):
-    """The Poisson distribution: P(k) = rate**k exp(-rate) / k!. Its entropy, which torch
-    computes by autograd through the exponential family's normalizer, is not available."""
+class Poisson(ExponentialFamily):
+    """The Poisson distribution: P(k) = rate**k exp(-rate) / k!. It has no entropy, as torch's:
+    the generic exponential-family one needs a mean carrier measure (and autograd)."""
 
     arg_constraints = {"rate": constraints.nonnegative}
     support = constraints.nonnegative_integer
@@ -40,3 +40,10 @@ class Poisson(Distribution):
     def log_prob(self, value: Tensor) -> Tensor:
         rate, value = broadcast_all(self.rate, self._checked(value))
         return kael.xlogy(value, rate) - rate - (value + 1).lgamma()
+
+    @property
+    def _natural_params(self) -> tuple[Tensor]:
+        return (self.rate.log(),)
+
+    def _log_normalizer(self, x: Tensor) -> Tensor:
+        return x.exp()

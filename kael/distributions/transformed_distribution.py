@@ -64,12 +64,13 @@ class TransformedDistribution(Distribution):
         )
 
     def expand(self, batch_shape: tuple[int, ...], _instance=None) -> TransformedDistribution:
-        """The base expanded to the batch shape the transforms map back from batch_shape."""
+        """The base expanded to the batch shape the transforms map back from batch_shape
+        (the parameters first, so a shape they cannot take gets torch's message)."""
+        new = super().expand(batch_shape, _instance)
         shape = tuple(batch_shape) + tuple(self.event_shape)
         for t in reversed(self.transforms):
             shape = t.inverse_shape(shape)
         base_batch_shape = tuple(shape[: len(shape) - len(self.base_dist.event_shape)])
-        new = super().expand(batch_shape, _instance)
         new.base_dist = self.base_dist.expand(base_batch_shape)
         return new
 

@@ -135,3 +135,27 @@ def test_same_seed_gives_the_same_samples():
     first = d.sample((4,)).numpy()
     kael.manual_seed(5)
     np.testing.assert_array_equal(d.sample((4,)).numpy(), first)
+
+
+TWO = np.array([1.0, 2.0])
+INCOMPATIBLE = {
+    "Normal": {"loc": TWO, "scale": TWO},
+    "GeneralizedPareto": {"loc": TWO, "scale": TWO, "concentration": TWO / 4},
+    "VonMises": {"loc": TWO, "concentration": TWO},
+    "FisherSnedecor": {"df1": TWO, "df2": TWO},
+    "NegativeBinomial": {"total_count": TWO, "probs": TWO / 4},
+    "Dirichlet": {"concentration": np.ones((2, 3))},
+    "MultivariateNormal": {"loc": np.zeros((2, 3)), "scale_tril": np.eye(3)},
+    "Weibull": {"scale": TWO, "concentration": TWO},
+    "Pareto": {"scale": TWO, "alpha": TWO},
+}
+
+
+@pytest.mark.parametrize("shape", [(5, 7), (7,), (3, 2, 1)], ids=str)
+@pytest.mark.parametrize("name", INCOMPATIBLE)
+def test_expand_to_an_incompatible_batch_shape_raises_torchs_message(name, shape):
+    kd, td = pair(name, INCOMPATIBLE[name])
+    with pytest.raises(RuntimeError) as error:
+        td.expand(shape)
+    with pytest.raises(kael.ValueError, match=f"^{re.escape(str(error.value))}$"):
+        kd.expand(shape)
