@@ -247,7 +247,7 @@ def expand(impl: TensorImpl, args: tuple) -> TensorImpl:
         if target == -1:
             if old_d < 0:
                 raise ValueError(
-                    "expand: the expanded size of the tensor (-1) isn't allowed in a leading,"
+                    "The expanded size of the tensor (-1) isn't allowed in a leading,"
                     f" non-existing dimension {i}"
                 )
             target = size
@@ -256,7 +256,7 @@ def expand(impl: TensorImpl, args: tuple) -> TensorImpl:
         if size != target:
             if size != 1:
                 raise ValueError(
-                    f"the expanded size of the tensor ({target}) must match the existing size"
+                    f"The expanded size of the tensor ({target}) must match the existing size"
                     f" ({size}) at non-singleton dimension {i}.  Target sizes:"
                     f" {format_shape(sizes)}.  Tensor sizes: {format_shape(old_shape)}"
                 )

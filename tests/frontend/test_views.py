@@ -164,7 +164,7 @@ def test_expand_matches_torch(shape, sizes, like_torch, arange_pair):
 
 def test_expand_of_a_non_singleton_dim_raises_naming_sizes():
     message = (
-        r"the expanded size of the tensor \(4\) must match the existing size \(3\) at"
+        r"The expanded size of the tensor \(4\) must match the existing size \(3\) at"
         r" non-singleton dimension 1.  Target sizes: \[2, 4\].  Tensor sizes: \[2, 3\]"
     )
     with pytest.raises(kael.ValueError, match=message):
