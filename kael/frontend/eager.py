@@ -446,8 +446,8 @@ def _as_words(dst: TensorImpl, src: TensorImpl) -> tuple[TensorImpl, TensorImpl]
     other stride and the offsets whole rows) as one integer word: the copy kernel then loops
     over the next dim, not over 2 floats (a transposing copy of [64, 16, 64, 2] float32:
     245 -> 34 us). None where the layouts do not allow it."""
-    if not dst.shape or dst.strides[-1] != 1 or src.strides[-1] != 1:
-        return None
+    if not dst.shape or dst.strides[-1] != 1 or src.strides[-1] != 1 or dst.dtype is bool_:
+        return None  # (a bool copy writes each byte as 0 or 1, whatever byte it read)
     n = dst.shape[-1]
     word = _WORDS.get(n * dst.dtype.itemsize) if n > 1 else None
     if word is None:

@@ -136,6 +136,13 @@ WORD_ROWS = [(kael.float32, 2), (kael.float16, 2), (kael.float16, 4), (kael.int8
              (kael.int16, 3), (kael.float32, 4)]  # fmt: skip
 
 
+def test_bool_copies_still_write_0_or_1_whatever_bytes_they_read():
+    """bool rows never become words: a copy normalizes each byte, as kael's bool copy does."""
+    raw = np.array([[0, 1, 2, 255, 7, 0, 0, 9]] * 3, np.uint8).view(np.bool_)
+    got = kael.from_numpy(raw)[:, :4].contiguous()  # rows of 4 bytes, unit stride
+    assert got.numpy().view(np.uint8).tolist() == [[0, 1, 1, 1]] * 3
+
+
 @pytest.mark.parametrize("dtype, inner", WORD_ROWS, ids=str)
 def test_copies_of_small_inner_rows_match_numpy_over_layouts(dtype, inner):
     """Whether or not the rows become words (2 to 8 bytes, unit stride, whole-row strides

@@ -59,7 +59,10 @@ def eager_kernel(family: str, dtypes: tuple[DType, ...]) -> Kernel:
     def run(entry, outs, ins, scalars=None):
         caught.append(entry.kernel)
 
-    impls = [types.SimpleNamespace(dtype=d, numel=lambda: 3) for d in dtypes]
+    impls = [
+        types.SimpleNamespace(dtype=d, numel=lambda: 3, shape=(3,), strides=(1,), offset=0)
+        for d in dtypes
+    ]
     with mock.patch.object(eager, "run", run):
         OPS[family](*impls)
     (kernel,) = caught
