@@ -753,6 +753,31 @@ def test_layer_norm_matches_torch_over_layouts(layout):
     check(got, F.layer_norm(t, (n,), w, w, eps=1e-3), NORM_TOL[torch.float32])
 
 
+@pytest.mark.parametrize("affine", ["none", "weight", "both"])
+def test_layer_norm_repeated_calls_replay_with_each_calls_operands(affine):
+    """The fast door replays a seen call's launch: every call reads its own input,
+    weight and bias (new tensors, an offset weight view, values changed in place), and
+    bad calls still reach the checks."""
+    for seed in range(4):
+        x = _random((3, 8), seed=10 + seed)
+        base = _random((16,), seed=20 + seed)
+        w = base[8:] if affine != "none" else None  # an offset view of a fresh storage
+        b = _random((8,), seed=30 + seed) if affine == "both" else None
+        kw = None if w is None else to_kael(base)[8:]
+        kb = None if b is None else to_kael(b)
+        got = kael.layer_norm(to_kael(x), (8,), kw, kb, 1e-5)
+        check(got, F.layer_norm(x, (8,), w, b, 1e-5), NORM_TOL[torch.float32])
+        if kw is not None:
+            kw.mul_(2)
+            check(
+                kael.layer_norm(to_kael(x), (8,), kw, kb, 1e-5),
+                F.layer_norm(x, (8,), w * 2, b, 1e-5),
+                NORM_TOL[torch.float32],
+            )
+    with pytest.raises(kael.ValueError, match="expected input with shape"):
+        kael.layer_norm(kael.ones(3, 7), (8,))
+
+
 def test_layer_norm_accepts_an_int_normalized_shape_and_a_list():
     x = _random((3, 4))
     check(kael.layer_norm(to_kael(x), 4), F.layer_norm(x, (4,)), NORM_TOL[torch.float32])
