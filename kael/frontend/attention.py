@@ -12,16 +12,17 @@ from __future__ import annotations
 import math
 import warnings
 
+from kael.frontend import eager, factories, index_ops, linalg, nn, random, reductions, views
 from kael.frontend import elementwise as ew
-from kael.frontend import factories, index_ops, linalg, nn, random, reductions, views
 from kael.frontend.layers import linear
 from kael.frontend.outputs import device_of, tensor_arg
 from kael.frontend.padding import pad
-from kael.frontend.tensor import Tensor, empty_impl
+from kael.frontend.tensor import Tensor, clone_impl, empty_impl
 from kael.frontend.tracing import op_door
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import bool_, float32, float64
 from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
 
 
 def scaled_dot_product_attention(
@@ -148,33 +149,51 @@ def _fused(q: Tensor, k: Tensor, v: Tensor, mask, is_causal: bool, scale: float)
         kind = "keep" if mask.dtype is bool_ else "additive"
         strides = (*merged, *full.strides()[-2:])
         mask = full._impl
-    rows = [_rows(t, count, n) for t, n in ((q, length), (v, source))]
-    kt = _transposed_keys(k.reshape((count, source, k.shape[-1])))
+    rows = [_rows(t._impl, count, n) for t, n in ((q, length), (v, source))]
+    kt = _transposed_keys(_batched(k._impl, count, source))
     out = empty_impl((count, length, width), q.dtype, q.device)
     if out.numel():
         kernel.run(rows[0], kt, rows[1], out, mask, kind, scale, count, strides)
-    return Tensor(out).reshape((*batch, length, width))
+    return Tensor(views.derive(out, (*batch, length, width), _dense(batch, length, width), 0))
 
 
 LINE = 64  # bytes of a cache line
 
 
-def _transposed_keys(k: Tensor):
+def _transposed_keys(k: TensorImpl) -> TensorImpl:
     """k [count, S, E] as k^T [count, E, S] with rows an odd number of cache lines apart.
     The kernel reads a block of keys down its E rows: rows 4 KiB apart (S = 1024 in
     float32) all fall in one L1 set and evict each other at every step (causal
-    [8, 8, 1024, 64]: 125 ms, 80 ms padded)."""
+    [8, 8, 1024, 64]: 125 ms, 80 ms padded). Impl-level: no tensor op's checks per call."""
     count, source, e = k.shape
     lines = -(-source * k.dtype.itemsize // LINE)
     row = (lines | 1) * LINE // k.dtype.itemsize
-    kt = factories.empty((count, e, row), dtype=k.dtype, device=k.device)[..., :source]
-    return kt.copy_(k.transpose(1, 2))._impl
+    padded = empty_impl((count, e, row), k.dtype, k.device)
+    kt = views.derive(padded, (count, e, source), padded.strides, 0)
+    eager.copy_into(kt, views.transpose(k, 1, 2))
+    return kt
 
 
-def _rows(t: Tensor, count: int, n: int):
-    """t as [count, n, last] with unit-stride rows (a copy only where needed)."""
-    t = t.reshape((count, n, t.shape[-1]))
-    return (t if t.strides()[-1] == 1 else t.contiguous())._impl
+def _batched(impl: TensorImpl, count: int, n: int) -> TensorImpl:
+    """impl [..., n, last] as [count, n, last]: a view where one exists, else a copy."""
+    shape = (count, n, impl.shape[-1])
+    strides = views.compute_stride(impl.shape, impl.strides, shape)
+    if strides is None:
+        impl = clone_impl(impl)
+        strides = views.compute_stride(impl.shape, impl.strides, shape)
+    return views.derive(impl, shape, strides, impl.offset)
+
+
+def _rows(impl: TensorImpl, count: int, n: int) -> TensorImpl:
+    """impl as [count, n, last] with unit-stride rows (a copy only where needed)."""
+    impl = _batched(impl, count, n)
+    return impl if impl.strides[-1] == 1 else clone_impl(impl)
+
+
+def _dense(*dims) -> tuple[int, ...]:
+    """The contiguous strides of a shape given as a tuple of leading dims and ints."""
+    shape = (*dims[0], *dims[1:])
+    return contiguous_strides(shape)
 
 
 def _repeat_heads(t: Tensor, times: int) -> Tensor:

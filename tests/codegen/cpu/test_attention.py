@@ -131,7 +131,7 @@ def test_transposed_keys_rows_are_an_odd_number_of_cache_lines_apart(source, dty
     from kael.frontend.attention import LINE, _transposed_keys
 
     k = kael.tensor(RNG.standard_normal((2, source, 5)), dtype=dtype)
-    kt = _transposed_keys(k)
+    kt = _transposed_keys(k._impl)
     row_bytes = kt.strides[1] * dtype.itemsize
     assert row_bytes % LINE == 0 and (row_bytes // LINE) % 2 == 1
     assert source * dtype.itemsize <= row_bytes < source * dtype.itemsize + 2 * LINE
