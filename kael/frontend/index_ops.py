@@ -567,8 +567,8 @@ def _order(
     if k is not None and 0 < k < n and impl.numel():
         rows = impl.numel() // n
         top = None
-        if n <= rank.RANK_ROW:  # ranked whole unless k is a few
-            top = "heap" if k * RANK_HEAP <= n else "rank"
+        if n <= rank.RANK_ROW:  # ranked whole unless k is a few, or the input is small
+            top = "heap" if k * RANK_HEAP <= n or impl.numel() <= SMALL_TOPK else "rank"
         elif _heap_pays(n, k, rows, impl.device):
             top = "heap"
         elif selects(impl.dtype, n):
@@ -581,6 +581,9 @@ def _order(
 # topk of at most 1 / RANK_HEAP of a short row takes the heap, which then scans past most
 # keys, rather than ranking them all (float32: k = 1 of 16, 2 of 32, 4 of 64 and 8 of 128)
 RANK_HEAP = 16
+# An input this small takes the heap whatever k: its kernel time is a fraction of the two
+# copies the rank kernel's whole rows need (topk(3) of [4, 16]: 34 -> 23 us)
+SMALL_TOPK = 4096
 
 
 HEAP_ENTRY_COST = 0.75  # a heap entry's sift step against a radix selection key, measured

@@ -1117,6 +1117,21 @@ def test_topk_by_the_heap_and_by_radix_selection_agree(monkeypatch, k, order):
         assert_same(got.indices, t_rows.sort(dim=1, descending=True, stable=True).indices[:, :k])
 
 
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_of_small_inputs_by_the_heap_and_by_rank_agree(monkeypatch, largest):
+    """A small input takes the heap whatever k (no copies of whole ranked rows); the rank
+    kernel gives the same values and indices: the stable order's first k, NaN largest."""
+    values = np.array([[3, 1, 3, float("nan"), 2, 1, 0, 3, 2, 5, -1, 3, 1, 2, 0, 4]] * 3)
+    k_rows, t_rows = kael.tensor(values, dtype=kael.float32), torch.tensor(values).float()
+    stable = t_rows.sort(dim=1, descending=largest, stable=True)
+    for threshold in (index_ops.SMALL_TOPK, 0):  # every small topk the heap's, then none
+        monkeypatch.setattr(index_ops, "SMALL_TOPK", threshold)
+        for k in range(1, 17):
+            got = kael.topk(k_rows, k, 1, largest)
+            assert_same(got.values, stable.values[:, :k])
+            assert_same(got.indices, stable.indices[:, :k])
+
+
 def test_topk_of_many_from_rows_radix_selection_cannot_take_sorts_them(monkeypatch):
     # past radix selection's rows (here past a lowered MAX_ROW), a k the heap does not pay
     # for takes the whole order (the parallel merge sort), not one heap a row
