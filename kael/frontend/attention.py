@@ -154,7 +154,8 @@ def _fused(q: Tensor, k: Tensor, v: Tensor, mask, is_causal: bool, scale: float)
     out = empty_impl((count, length, width), q.dtype, q.device)
     if out.numel():
         kernel.run(rows[0], kt, rows[1], out, mask, kind, scale, count, strides)
-    return Tensor(views.derive(out, (*batch, length, width), _dense(batch, length, width), 0))
+    shape = (*batch, length, width)
+    return Tensor(views.derive(out, shape, contiguous_strides(shape), 0))
 
 
 LINE = 64  # bytes of a cache line
@@ -188,12 +189,6 @@ def _rows(impl: TensorImpl, count: int, n: int) -> TensorImpl:
     """impl as [count, n, last] with unit-stride rows (a copy only where needed)."""
     impl = _batched(impl, count, n)
     return impl if impl.strides[-1] == 1 else clone_impl(impl)
-
-
-def _dense(*dims) -> tuple[int, ...]:
-    """The contiguous strides of a shape given as a tuple of leading dims and ints."""
-    shape = (*dims[0], *dims[1:])
-    return contiguous_strides(shape)
 
 
 def _repeat_heads(t: Tensor, times: int) -> Tensor:

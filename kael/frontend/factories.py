@@ -347,7 +347,7 @@ def eye(n, m=None, *, out=None, dtype=None, device=None) -> Tensor:
     if out is not None:
         from kael.frontend.outputs import output
 
-        kind = out.dtype if dtype is None and isinstance(out, Tensor) else dtype_or(dtype, None)
+        kind = dtype_or(dtype, getattr(out, "dtype", None))
         t = output(out, (n, m), kind, getattr(out, "device", None), "eye")
     else:
         t = new_tensor((n, m), dtype_or(dtype, dtypes.get_default_dtype()), device)
