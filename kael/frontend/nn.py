@@ -453,10 +453,13 @@ def layer_norm(
         key = _layer_norm_key(input._impl, normalized_shape, weight, bias, eps)
         if key is not None:
             kept = _LAYER_NORM_CALLS.get(key)
+            if kept is _UNSERVED:
+                return _layer_norm(input, normalized_shape, weight, bias, eps)
             if kept is not None:
                 return _replay_layer_norm(kept, input._impl, weight, bias)
             out = _layer_norm(input, normalized_shape, weight, bias, eps)
-            _remember_layer_norm(key, input._impl, weight, bias, out)
+            if len(_LAYER_NORM_CALLS) < _MAX_CALLS:
+                _LAYER_NORM_CALLS[key] = _launch_of(key, input._impl, weight, bias, eps)
             return out
     on_device = _layer_norm_on_device(input, normalized_shape, weight, bias, eps)
     if on_device is not None:
@@ -468,8 +471,9 @@ def layer_norm(
 # eps and thread count, the row launch of a call that ran on its own operands (a contiguous
 # float32/float64 input and parameters, inline), replayed with this call's addresses: no
 # checks to redo, as the key holds every layout they judged ([4, 16]: 31 -> 4 us).
-_LAYER_NORM_CALLS: dict[tuple, tuple] = {}
+_LAYER_NORM_CALLS: dict[tuple, tuple | object] = {}
 _MAX_CALLS = 1024
+_UNSERVED = object()  # a key whose calls the door cannot replay: never judged again
 
 
 def _layer_norm_key(impl: TensorImpl, normalized_shape, weight, bias, eps) -> tuple | None:
@@ -495,31 +499,30 @@ def _layer_norm_key(impl: TensorImpl, normalized_shape, weight, bias, eps) -> tu
     return (impl.dtype, impl.shape, impl.strides, shape, *params, eps, get_num_threads())
 
 
-def _remember_layer_norm(key: tuple, impl: TensorImpl, weight, bias, out: Tensor) -> None:
-    """Keep the call's launch where it was one inline row launch on the operands themselves."""
+def _launch_of(key: tuple, impl: TensorImpl, weight, bias, eps: float) -> tuple | object:
+    """The call's launch where it was one inline row launch on the operands themselves
+    (contiguous float32/float64 input and parameters), else _UNSERVED."""
     params = [None if p is None else p._impl for p in (weight, bias)]
-    k = len(key[3])
     dense = [t for t in (impl, *params) if t is not None]
     if (
         impl.dtype not in (float32, float64)
         or not all(t.is_contiguous() and t.dtype is impl.dtype for t in dense)
-        or out._impl.shape != impl.shape
         or not impl.numel()
-        or len(_LAYER_NORM_CALLS) >= _MAX_CALLS
     ):
-        return
-    row_count, cols = _rows_of(impl, k)
+        return _UNSERVED
+    row_count, cols = _rows_of(impl, len(key[3]))  # key[3]: the normalized shape
     moved = row_count * cols * impl.dtype.itemsize * 2
     if moved >= PARALLEL_BYTES:
-        return
+        return _UNSERVED
     variant = rows.AFFINE[(params[0] is not None) + 2 * (params[1] is not None)]
     fn = rows.function(f"layer_norm_{variant}", impl.dtype)
-    template = [0, 0, 0, 0, cols, rows.float_word(key[-2])]
+    template = [0, 0, 0, 0, cols, rows.float_word(eps)]
     positions = (1, 0, *(slot for slot, p in ((2, params[0]), (3, params[1])) if p is not None))
     native = native_launch.describe(fn, template, positions, moved // max(1, row_count))
-    if native is not None:
-        nbytes = impl.numel() * impl.dtype.itemsize
-        _LAYER_NORM_CALLS[key] = (native, row_count, impl.shape, impl.dtype, nbytes)
+    if native is None:
+        return _UNSERVED
+    nbytes = impl.numel() * impl.dtype.itemsize
+    return (native, row_count, impl.shape, impl.dtype, nbytes)
 
 
 def _replay_layer_norm(kept: tuple, impl: TensorImpl, weight, bias) -> Tensor:
