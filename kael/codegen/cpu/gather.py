@@ -70,6 +70,11 @@ NONZERO_BLOCK = 4096
 # How many elements ahead a scatter's unit-stride run prefetches the table element it will
 # combine into: enough reads in flight to hide L3's latency (16 and 64 were slower).
 PREFETCH_AHEAD = 32
+# A scatter's unit-stride runs are judged in blocks of RUN_BLOCK elements: at least
+# RUN_SHARE[0] / RUN_SHARE[1] of a block's indices repeating their predecessor (runs of 4
+# and longer, as sorted segment ids give) combine each run in a register.
+RUN_BLOCK = 256
+RUN_SHARE = (3, 4)
 
 
 class _Walk:
@@ -282,6 +287,7 @@ def _walk_function(module: ir.Module, kind: str, dtype: DType) -> str:
     dense, table = _ptr(b, w["dense"], t), _ptr(b, w["table"], t)
     index, error = _ptr(b, w["index"], I64), _ptr(b, w["error"], I64)
     value = b.alloca(I64, name="value")
+    repeats, cursor = b.alloca(I64, name="repeats"), b.alloca(I64, name="cursor")
     walk = _Walk(b, fn.args[0], len(WALK_WORDS), w["rank"], 3)
     writes = b.icmp_signed("!=", w["write"], i64(0))
     gpu = targets_gpu(module)
@@ -371,10 +377,15 @@ def _walk_function(module: ir.Module, kind: str, dtype: DType) -> str:
             with bad:
                 b.atomic_rmw("min", error, pos, "monotonic")
 
-    def prefetched(body, stride):
+    def unit_runs(body, stride, mapped):
         """walk()'s `fixed` for runs of `body` with unit source and index strides, on the
-        CPU: each element first prefetches, for a write, the table element of the index
-        PREFETCH_AHEAD places on (the run's last near its end). A long scatter's cost is
+        CPU, judged RUN_BLOCK elements at a time (`mapped`: the mode maps each index, as in
+        element(); else it is STRICT, as in into_private()). A block whose indices mostly
+        repeat their predecessor (sorted segments) combines each run of one index in a
+        register: one load and one store a run instead of a read-modify-write chain through
+        memory, combined in the same order (the same bits). Other blocks go element by
+        element, each first prefetching for a write the table element of the index
+        PREFETCH_AHEAD places on (the run's last near its end): a long scatter's cost is
         its random read-modify-writes into a table larger than L2."""
 
         def run_body(pos, bases, run):
@@ -388,9 +399,87 @@ def _walk_function(module: ir.Module, kind: str, dtype: DType) -> str:
                 _prefetch_write(b, b.gep(table, [b.add(ot, b.mul(v, stride))]))
                 body(b.add(pos, j), (b.add(od, j), ot, b.add(oi, j)), None)
 
-            walk.loops.counted(i64(0), run, 1, each, "unit")
+            def block(start):
+                stop = b.add(start, i64(RUN_BLOCK))
+                stop = b.select(b.icmp_signed("<", stop, run), stop, run)
+                b.store(i64(0), repeats)
+
+                def count(j):
+                    prev, here = (
+                        b.load(b.gep(index, [b.add(oi, k)])) for k in (b.sub(j, i64(1)), j)
+                    )
+                    same = b.zext(b.icmp_signed("==", prev, here), I64)
+                    b.store(b.add(b.load(repeats), same), repeats)
+
+                walk.loops.counted(b.add(start, i64(1)), stop, 1, count, "repeats")
+                pairs = b.sub(b.sub(stop, start), i64(1))
+                segments = b.icmp_signed(
+                    ">=", b.mul(b.load(repeats), i64(RUN_SHARE[1])), b.mul(pairs, i64(RUN_SHARE[0]))
+                )
+                with b.if_else(b.and_(segments, b.icmp_signed(">", pairs, i64(0)))) as (runs, lone):
+                    with runs:
+                        in_registers(bases, pos, start, stop, stride, mapped)
+                    with lone:
+                        walk.loops.counted(start, stop, 1, each, "unit")
+
+            blocks = b.sdiv(b.add(run, i64(RUN_BLOCK - 1)), i64(RUN_BLOCK))
+            walk.loops.counted(
+                i64(0), blocks, 1, lambda q: block(b.mul(q, i64(RUN_BLOCK))), "block"
+            )
 
         return None if gpu else ((1, 0, 1), run_body)
+
+    def in_registers(bases, pos, start, stop, stride, mapped):
+        """[start, stop) of a unit-stride run, each run of one index value combined in a
+        register from the table's value on: checked once, one load, one store."""
+        od, ot, oi = bases
+        b.store(start, cursor)
+        head, body_block, done = (
+            b.append_basic_block(f"runs.{n}") for n in ("head", "body", "done")
+        )
+        b.branch(head)
+        b.position_at_end(head)
+        j = b.load(cursor)
+        b.cbranch(b.icmp_signed("<", j, stop), body_block, done)
+        b.position_at_end(body_block)
+        raw = b.load(b.gep(index, [b.add(oi, j)]))
+        ok, v = locate(raw, mapped)
+        with b.if_else(ok, likely=True) as (good, bad):
+            with good:
+                at = b.gep(table, [b.add(ot, b.mul(v, stride))])
+                entry = b.block
+                loop, check, end = (
+                    b.append_basic_block(f"run.{n}") for n in ("loop", "check", "end")
+                )
+                first = b.load(at)
+                b.branch(loop)
+                b.position_at_end(loop)
+                k, acc = b.phi(I64), b.phi(first.type)
+                k.add_incoming(j, entry)
+                acc.add_incoming(first, entry)
+                acc_next = _combine(kind, b, dtype, acc, b.load(b.gep(dense, [b.add(od, k)])))
+                k_next = b.add(k, i64(1))
+                b.cbranch(b.icmp_signed("<", k_next, stop), check, end)
+                b.position_at_end(check)
+                same = b.icmp_signed("==", b.load(b.gep(index, [b.add(oi, k_next)])), raw)
+                k.add_incoming(k_next, check)
+                acc.add_incoming(acc_next, check)
+                b.cbranch(same, loop, end)
+                b.position_at_end(end)
+                b.store(acc_next, at)
+                b.store(k_next, cursor)
+            with bad:
+                b.atomic_rmw("min", error, b.add(pos, j), "monotonic")
+                b.store(b.add(j, i64(1)), cursor)
+        b.branch(head)
+        b.position_at_end(done)
+
+    def locate(raw, mapped):
+        """The index `raw` as the walk maps it (`mapped`) and whether it is in range."""
+        if mapped:
+            _mapped_index(b, w, raw, value)
+            raw = b.load(value)
+        return b.icmp_unsigned("<", raw, w["size"]), raw
 
     def private(item):
         """Chunk `item` of the walk into table number `item`, the identity beforehand."""
@@ -404,7 +493,9 @@ def _walk_function(module: ir.Module, kind: str, dtype: DType) -> str:
         stop = b.add(start, w["chunk"])
         stop = b.select(b.icmp_signed("<", stop, w["total"]), stop, w["total"])
         origins = [i64(0), origin, i64(0)]
-        walk(start, stop, into_private, origins=origins, fixed=prefetched(into_private, i64(1)))
+        walk(
+            start, stop, into_private, origins=origins, fixed=unit_runs(into_private, i64(1), False)
+        )
 
     order = w["order"]
     by_lines = b.icmp_signed("==", order, i64(ORDER_LINES))
@@ -419,7 +510,7 @@ def _walk_function(module: ir.Module, kind: str, dtype: DType) -> str:
                 start, stop = b.mul(begin, line), b.mul(end, line)
                 with b.if_else(writes) as (write, check_only):
                     with write:
-                        walk(start, stop, element, fixed=prefetched(element, w["stride"]))
+                        walk(start, stop, element, fixed=unit_runs(element, w["stride"], True))
                     with check_only:
                         b.store(i64(INT64_MAX), first_bad)
                         walk(start, stop, check)

@@ -516,10 +516,93 @@ def test_a_unit_run_reports_a_bad_index_however_far_out_and_a_split_writes_nothi
     np.testing.assert_array_equal(table, want)  # the write pass skips the bad one alone
 
 
-def test_the_prefetch_is_in_the_cpu_walk_only():
-    """The CPU's split and line walks prefetch; the same builder leaves it out for a GPU."""
+# Sorted segment ids: a block of gather.RUN_BLOCK indices that mostly repeat their predecessor
+# combines each run of one index in a register, from the table's value on; the bits are those
+# of the element-by-element order. Runs of 3 stay below the share, 4 and longer reach it.
+SEGMENT_LENGTHS = [1, 3, 4, 17, gather.RUN_BLOCK + 1, 5000]
+
+
+def _segments(n: int, length: int, size: int) -> np.ndarray:
+    """n segment ids in runs of `length`, each run the next place (cycling over `size`)."""
+    return (np.arange(n) // length) % size
+
+
+def _mixed(n: int, length: int, size: int, seed: int) -> np.ndarray:
+    """Segments, then random places, then segments again: blocks of both kinds in one run."""
+    index = _segments(n, length, size)
+    third = n // 3
+    index[third : 2 * third] = np.random.default_rng(seed).integers(0, size, 2 * third - third)
+    return index
+
+
+@pytest.mark.parametrize("kind", SPLIT_KINDS)
+@pytest.mark.parametrize("dtype", [float32, float64], ids=str)
+@pytest.mark.parametrize("length", SEGMENT_LENGTHS)
+@pytest.mark.parametrize("places", [_segments, _mixed], ids=["sorted", "mixed"])
+def test_runs_of_one_index_combine_in_index_order_to_the_bit(kind, dtype, length, places):
+    n, size = 3000, 37
+    index = (places(n, length, size) if places is _segments else places(n, length, size, 1))[None]
+    rng = np.random.default_rng(length)
+    dense = rng.standard_normal((1, n)).astype(NUMPY[dtype])
+    if kind == "scatter_prod":
+        dense = (1 + dense / 64).astype(dense.dtype)
+    start = rng.standard_normal((1, size)).astype(NUMPY[dtype])
+    for parts in (1, 2):
+        got = start.copy()
+        assert run_split(kind, dtype, got, index, dense, parts) is None
+        want = _split_reference(kind, start, index, dense, parts)
+        assert np.array_equal(got.view(np.uint8), want.view(np.uint8)), (parts, got - want)
+    got, want = start.copy(), start.copy()
+    UFUNC[kind].at(want[0], index[0], dense[0])
+    args = (dtype, (1, n), op(dense), op(got, (size, 0)), op(index), size, 1)
+    assert gather.walk(kind, *args) is None
+    assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+@pytest.mark.parametrize("where", ["first", "inside", "last"])
+def test_a_bad_index_in_a_run_is_reported_and_only_its_run_is_skipped(where):
+    """A run of bad indices: the first bad position is reported, a split writes nothing, and
+    the line walk's write pass combines every other run."""
+    n, length = 1000, 50
+    index = _segments(n, length, 13)
+    at = {"first": 0, "inside": 500, "last": n - length}[where]
+    index[at : at + length] = 13
+    dense = np.ones((1, n), np.float32)
+    for parts in (1, 2):
+        table = np.zeros((1, 13), np.float32)
+        assert run_split("scatter_add", float32, table, index[None], dense, parts) == 13
+        np.testing.assert_array_equal(table, 0)
+    table = np.zeros(13, np.float32)
+    args = (float32, (n,), op(dense[0]), op(table, (0,)), op(index), 13, 1)
+    assert gather.walk("scatter_add", *args) == 13
+    want = np.zeros(13, np.float32)
+    np.add.at(want, index[index < 13], 1)
+    np.testing.assert_array_equal(table, want)
+
+
+def test_runs_of_negative_indices_wrap_once_in_the_line_walk():
+    """WRAP maps a run's index once for the whole run: -1 is the last place, -14 of 13 is bad."""
+    n = 600
+    index = -1 - _segments(n, 20, 13)  # -1 ... -13, runs of 20
+    dense = np.arange(n, dtype=np.float64)
+    table = np.zeros(13)
+    args = (float64, (n,), op(dense), op(table, (0,)), op(index), 13, 1, gather.WRAP)
+    assert gather.walk("scatter_add", *args) is None
+    want = np.zeros(13)
+    np.add.at(want, index + 13, dense)
+    np.testing.assert_array_equal(table, want)
+    index[300:320] = -14
+    assert gather.walk("scatter_add", *args) == -14
+
+
+def test_the_prefetch_and_register_runs_are_in_the_cpu_walk_only():
+    """The CPU's split and line walks prefetch and combine runs in registers; the same builder
+    leaves both out for a GPU."""
     from kael.codegen.ptx.handwritten import build_module
 
     text = gather.ir_text("scatter_add", float32)
     assert text.count('call void @"llvm.prefetch.p0"') == 2
-    assert "llvm.prefetch" not in str(build_module(*gather._spec("scatter_add", float32)))
+    loops = [line for line in text.splitlines() if line.startswith("runs.head")]
+    assert len(loops) == 2  # and combine runs of one index in a register
+    gpu = str(build_module(*gather._spec("scatter_add", float32)))
+    assert "llvm.prefetch" not in gpu and "runs.head" not in gpu
