@@ -24,6 +24,9 @@ into the destination in chunk order, element-parallel. Nothing reaches the desti
 before every index has passed its check. Both ways, a run with unit source and index
 strides prefetches the table element PREFETCH_AHEAD places on: a long scatter into a table
 larger than L2 waits on its random read-modify-writes (16M into 1M float32: 0.75x the time).
+A block of such a run whose indices mostly repeat their predecessor (sorted segment ids)
+combines each run of one index in a register instead, in the same order: a read-modify-write
+chain through memory waits on store forwarding (16M sorted into 1K places: 28 -> 8 ms).
 nonzero counts the nonzeros of fixed-size blocks in parallel, scans the counts in
 place, then each block writes its coordinates from its start: the order is row-major
 whatever the split.
