@@ -43,6 +43,8 @@ def cases() -> list[Case]:
     places = rng.integers(0, 1 << 20, 1 << 24)
     kp, tp = kael.tensor(places), torch.from_numpy(places)
     kz, tz = kael.zeros(1 << 20), torch.zeros(1 << 20)
+    segments = np.sort(places)  # sorted segment ids, as a graph library's batch vector
+    ks, ts = kael.tensor(segments), torch.from_numpy(segments)
     half = 1 << 23
     klogits, tlogits, _ = both(64, 50257)
     kscores, tscores, _ = both(256, 1000)
@@ -153,6 +155,14 @@ def cases() -> list[Case]:
                 READ: lambda: (kv.sum(), kp.sum()),
             },
             target=(READ, 1.3),
+        ),
+        Case(
+            "scatter_reduce sum 16M sorted -> 1M",
+            {
+                "kael": lambda: kael.scatter_reduce(kz, 0, ks, kv, "sum"),
+                "torch": lambda: torch.scatter_reduce(tz, 0, ts, tv, "sum"),
+                READ: lambda: (kv.sum(), ks.sum()),
+            },
         ),
     ]
 
