@@ -998,10 +998,12 @@ BY_PARTS: dict[str, Callable] = {
 
 def takes_complex(input, args: tuple, kwargs: dict) -> bool:
     """Whether a call's input, or a tensor or number it is given, is complex."""
-    return any(
-        isinstance(a, builtins.complex) or (isinstance(a, Tensor) and a.dtype.is_complex)
-        for a in (input, *args, *kwargs.values())
-    )
+    return any(map(is_complex, (input, *args, *kwargs.values())))
+
+
+def is_complex(a) -> bool:
+    """Whether `a` is a complex number or a complex tensor."""
+    return isinstance(a, builtins.complex) or (isinstance(a, Tensor) and a.dtype.is_complex)
 
 
 def choose(condition: Tensor, input, other, out: Tensor | None = None) -> Tensor:

@@ -43,7 +43,7 @@ from kael.runtime.dtypes import (
     uint8,
 )
 from kael.runtime.errors import TypeError, ValueError
-from kael.runtime.tensor_impl import format_shape
+from kael.runtime.tensor_impl import TensorImpl, format_shape
 
 # ---- the tables ------------------------------------------------------------------------------
 
@@ -381,7 +381,7 @@ def _run(
     if fast is not None:
         dtypes = (out.dtype, *(x.dtype for x in operands if isinstance(x, Tensor)))
         number = [(name, beyond_int64) for name in scalars]
-        fastpath.remember(fast, entry, dtypes, number[0] if number else None, out._impl, ins)
+        fastpath.remember(fast, entry, dtypes, tuple(number), out._impl, ins)
     return flag
 
 
@@ -593,6 +593,11 @@ def gelu(input: Tensor, approximate: str = "none", out: Tensor | None = None) ->
 
 def where(condition: Tensor, input, other, out: Tensor | None = None) -> Tensor:
     """input where condition holds, else other; all three broadcast; dtype from the two."""
+    form, tensors, numbers = _where_parts(condition, input, other)
+    if out is None:
+        done = fastpath.dense(form, tensors, numbers)
+        if done is not None:
+            return done
     if not isinstance(condition, Tensor):
         raise TypeError(f"where: condition must be a Tensor, got {type(condition).__name__}")
     if condition.dtype is uint8:  # torch's deprecated form: nonzero is True
@@ -622,8 +627,26 @@ def where(condition: Tensor, input, other, out: Tensor | None = None) -> Tensor:
         )
         return "where", [value]
 
-    _run(("where", _kind(a), _kind(b), dtype), [condition, a, b], build, target, dtype)
+    bool_condition = condition is tensors[0]  # (not a uint8 one, compared above)
+    fast = fastpath.dense_key(form, tensors, numbers) if out is None and bool_condition else None
+    _run(("where", _kind(a), _kind(b), dtype), [condition, a, b], build, target, dtype, fast=fast)
     return target
+
+
+def _where_parts(condition, input, other) -> tuple:
+    """where's fast-door name (which of input and other are tensors), its tensor operands
+    and its numbers, each in the kernel's order."""
+    ta, tb = isinstance(input, Tensor), isinstance(other, Tensor)
+    if ta and tb:
+        return _WHERE_FORMS[True, True], (condition, input, other), ()
+    if ta:
+        return _WHERE_FORMS[True, False], (condition, input), (other,)
+    if tb:
+        return _WHERE_FORMS[False, True], (condition, other), (input,)
+    return _WHERE_FORMS[False, False], (condition,), (input, other)
+
+
+_WHERE_FORMS = {(a, b): ("where", a, b) for a in (True, False) for b in (True, False)}
 
 
 def clamp(input: Tensor, min=None, max=None, out: Tensor | None = None) -> Tensor:
@@ -634,11 +657,22 @@ def clamp(input: Tensor, min=None, max=None, out: Tensor | None = None) -> Tenso
 
 def clamp_as(op: str, input: Tensor, lo, hi, out: Tensor | None = None) -> Tensor:
     """clamp, its errors naming `op` (clamp_min and clamp_max are clamp with one bound)."""
+    given = _CLAMP_GIVEN.get((lo is None, hi is None))
+    numbers = (lo, hi) if hi is not None and lo is not None else (hi if lo is None else lo,)
+    if out is None and given is not None:
+        done = fastpath.dense(given, (input,), numbers)
+        if done is not None:
+            return done
     x = tensor_arg(input, op)
     bounds, dtype, device, shape = _clamp_bounds(x, lo, hi, op)
     target = output(out, shape, dtype, device, op)
-    _launch_clamp(x, bounds, dtype, target)
+    fast = fastpath.dense_key(given, (x,), numbers) if out is None and given else None
+    _launch_clamp(x, bounds, dtype, target, fast)
     return target
+
+
+# The fast door's names of clamp by which bounds are None (lo, hi): each a kernel of its own.
+_CLAMP_GIVEN = {(False, False): "clamp", (False, True): "clamp.min", (True, False): "clamp.max"}
 
 
 _CLAMP_OPS = {"min": "max", "max": "min"}  # each bound by the op that applies it
@@ -677,7 +711,9 @@ def _bound_number(bound, name: str, op: str):
     return bound.item()
 
 
-def _launch_clamp(x: Tensor, bounds: dict, dtype: DType, target: Tensor) -> None:
+def _launch_clamp(
+    x: Tensor, bounds: dict, dtype: DType, target: Tensor, fast: tuple | None = None
+) -> None:
     def build():
         value: g.Node = g.Cast(dtype, (), g.Input(x.dtype, (), "x0"))
         for i, (name, bound) in enumerate(bounds.items(), 1):
@@ -687,7 +723,7 @@ def _launch_clamp(x: Tensor, bounds: dict, dtype: DType, target: Tensor) -> None
 
     kinds = tuple((name, _kind(bound)) for name, bound in bounds.items())
     key = ("clamp", x.dtype, kinds, dtype, target.dtype)
-    _run(key, [x, *bounds.values()], build, target, dtype)
+    _run(key, [x, *bounds.values()], build, target, dtype, fast=fast)
 
 
 # ---- in place ---------------------------------------------------------------------------------
@@ -828,10 +864,24 @@ def clamp_as_(op: str, self: Tensor, lo, hi) -> Tensor:
 
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
     """A copy of input with `value` wherever mask (bool) holds, in the broadcast shape of both
-    (a mask wider than input widens the result, as in PyTorch)."""
-    if isinstance(mask, Tensor) and mask.shape != input.shape:
-        input = input.expand(*broadcast_shapes(input.shape, mask.shape))
-    return masked_fill_(input.clone(), mask, value)
+    (a mask wider than input widens the result, as in PyTorch), row-major as PyTorch's."""
+    plain = type(value) in _NUMBERS and isinstance(input, Tensor) and isinstance(mask, Tensor)
+    if plain and mask.dtype is bool_:
+        refuse_float_overflow(value, input.dtype)
+        done = fastpath.dense("masked_fill", (mask, input), (value,))
+        if done is not None:
+            return done
+    x = tensor_arg(input, "masked_fill")
+    value = _masked_value(mask, value)
+    device_of([x, mask], "masked_fill_", cpu_scalars=0)  # a CPU mask only beside CPU
+    refuse_float_overflow(value, x.dtype)
+    target = empty_impl(broadcast_shapes(x.shape, mask.shape), x.dtype, x.device)
+    fast = fastpath.dense_key("masked_fill", (mask, x), (value,))
+    _masked_kernel(target, mask, x, value, fast)
+    return Tensor(target)
+
+
+_NUMBERS = (builtins.int, builtins.float)
 
 
 def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
@@ -869,7 +919,17 @@ def _masked_store(self: Tensor, mask: Tensor, value) -> Tensor:
     """self[mask] = value (a number, converted to self's dtype as in PyTorch), one kernel."""
     shape = broadcast_shapes(self.shape, mask.shape)
     _check_inplace(self, self.dtype, shape, "masked_fill_")
-    dtype = self.dtype
+    _masked_kernel(self._impl, mask, self, value)
+    self._impl.storage.bump_version()
+    return self
+
+
+def _masked_kernel(
+    target: TensorImpl, mask: Tensor, source: Tensor, value, fast: tuple | None = None
+) -> None:
+    """target = source with `value` (converted to its dtype, checked) where mask holds, both
+    broadcast to target's shape; `fast`: the fast door's key for a new target."""
+    dtype = source.dtype
 
     def build():
         value_node = g.Where(
@@ -882,11 +942,12 @@ def _masked_store(self: Tensor, mask: Tensor, value) -> Tensor:
         return "masked_fill", [value_node]
 
     entry = eager.template(("masked_fill", dtype), build)
-    mask_impl = unaliased(views.broadcast_view(mask._impl, shape), self._impl)
+    shape = target.shape
+    ins = [unaliased(views.broadcast_view(t._impl, shape), target) for t in (mask, source)]
     scalars = {"x2": convert_scalar(value, dtype, CHECKED)}
-    eager.run(entry, [self._impl], [mask_impl, self._impl], scalars)
-    self._impl.storage.bump_version()
-    return self
+    eager.run(entry, [target], ins, scalars)
+    if fast is not None:
+        fastpath.remember(fast, entry, (dtype, bool_, dtype), (("x2", CHECKED),), target, ins)
 
 
 # ---- whole-tensor predicates ----------------------------------------------------------------

@@ -62,7 +62,8 @@ class _Entry:
     itemsizes: tuple[int, ...]  # of each buffer
     limit: int  # the most elements a call may have here (below streaming stores' size)
     width: int  # bytes a call moves per element: sum(itemsizes)
-    scalar: tuple | None  # (word index, parameter dtype, conversion mode) of a number operand
+    # (word index, parameter dtype, conversion mode) of each number operand
+    scalars: tuple[tuple, ...]
     # the argument block with the addresses and the size left 0, and the words a call
     # supplies: each buffer's address, the size, the number's word (native_launch.py)
     native: native_launch.Descriptor
@@ -377,6 +378,81 @@ def binary_(name: str, self, other):
     return self
 
 
+def _dense_parts(tensors: tuple, numbers: tuple) -> tuple | None:
+    """((tensor dtypes, number kinds) or None, shape, each tensor's element 0) of an op over
+    dense CPU tensors of one shape and numbers this door converts, or None."""
+    first = tensors[0]
+    if type(first) not in PLAIN:
+        return None
+    shape = first._impl.shape
+    dense = _strides.get(shape)
+    if dense is None:
+        dense = _dense_strides(shape)
+    addresses, dtypes = [], []
+    for t in tensors:
+        if type(t) not in PLAIN:
+            return None
+        impl = t._impl
+        if impl.shape != shape or impl.strides != dense or impl.device is not CPU:
+            return None
+        dtype = impl.dtype
+        addresses.append(impl.storage.ptr + impl.offset * dtype.itemsize)
+        dtypes.append(dtype)
+    kinds = tuple(map(number_key, numbers)) if numbers else ()
+    return (None if None in kinds else (tuple(dtypes), kinds)), shape, addresses
+
+
+def dense(name: str, tensors: tuple, numbers: tuple = ()):
+    """op `name` (clamp, where, masked_fill, ...) of dense CPU tensors of one shape and
+    numbers (floats, ints within int64) through a remembered launch, or None. Its key
+    holds the tensors' dtypes and the numbers' types: the caller's name says what else
+    (which bounds are given) decides the kernel."""
+    if _trace_state.trace is not None or launches.recorder is not None or debug.level >= 1:
+        return None
+    parts = _dense_parts(tensors, numbers)
+    if parts is None or parts[0] is None:
+        return None
+    kinds, shape, addresses = parts
+    entry = _entries.get((name, *kinds, not shape))
+    return None if entry is None else _launch_dense(entry, shape, addresses, numbers)
+
+
+def dense_key(name: str, tensors: tuple, numbers: tuple = ()) -> tuple | None:
+    """The key to remember a full-door call of `dense`'s form under (its result a fresh
+    dense tensor of the operands' shape), or None where this door could never serve it."""
+    if not _open():
+        return None
+    parts = _dense_parts(tensors, numbers)
+    if parts is None or parts[0] is None:
+        return None
+    kinds, shape, _ = parts
+    return (name, *kinds, not shape)
+
+
+def _launch_dense(entry: _Entry, shape: tuple, addresses: list, numbers: tuple):
+    """The remembered launch of `dense` over the operands at `addresses` into a new dense
+    tensor; None where the call is empty or too big for this door."""
+    n = _numels.get(shape)
+    if n is None:
+        n = shape_numel(shape)
+    if n == 0 or n > entry.limit:
+        return None
+    storage = Storage.host(n * entry.itemsizes[0])
+    words = [storage.ptr, *addresses, n]
+    for number, spec in zip(numbers, entry.scalars):
+        word = _words.get((type(number), number, spec)) if number else None  # 0.0, -0.0 apart
+        words.append(_number_word(number, spec) if word is None else word)
+    moved = n * entry.width
+    if moved < PROMOTE_BYTES or runs_inline(entry.fn, moved):
+        _native(entry.native.address, n, *words)
+    else:
+        run_pooled(entry.fn, entry.native.block(words), n)
+    strides = _strides.get(shape)
+    if strides is None:  # the memo was cleared since the caller's lookup
+        strides = _dense_strides(shape)
+    return _result(storage, shape, strides, entry.dtype)
+
+
 def fill(impl, value) -> bool:
     """Set every element of the dense CPU impl to the number `value` through a remembered
     fill launch (remembered here on first use); False where the full door must run it
@@ -432,7 +508,7 @@ def _fill_launch(dtype: DType, value) -> tuple | None:
     key = ("fill", dtype, kind)
     entry = _entries.get(key)
     if entry is None:
-        remember(key, eager.fill_template(dtype), (dtype,), ("value", CHECKED))
+        remember(key, eager.fill_template(dtype), (dtype,), (("value", CHECKED),))
         entry = _entries.get(key)
         if entry is None:
             return None
@@ -460,10 +536,17 @@ def _number_word(number, scalar: tuple) -> int:
     _, dtype, mode = scalar
     word = eager.param_word(convert_scalar(number, dtype, mode), dtype)
     _last_word = (number, scalar, word)  # one tuple: threads see it whole
+    if number:  # a key equal to 0 would serve 0.0 and -0.0 alike
+        if len(_words) >= 1024:
+            _words.clear()
+        _words[type(number), number, scalar] = word
     return word
 
 
 _last_word: tuple = (None, None, 0)
+# (type, nonzero number, how it converts) -> its word: a call's several numbers (clamp's bounds)
+# convert once each. NaN is no key (NaN != NaN): it converts each time.
+_words: dict[tuple, int] = {}
 
 
 def _launch(entry: _Entry, shape: tuple, operands: tuple, number, into=None, word=None):
@@ -480,10 +563,11 @@ def _launch(entry: _Entry, shape: tuple, operands: tuple, number, into=None, wor
         out = storage.ptr
     else:
         out = into.storage.ptr + into.offset * sizes[0]
-    if entry.scalar is not None and word is None:
+    if entry.scalars and word is None:
+        spec = entry.scalars[0]
         seen, how, word = _last_word  # _number_word's memo, inlined
-        if number is not seen or how is not entry.scalar:
-            word = _number_word(number, entry.scalar)
+        if number is not seen or how is not spec:
+            word = _number_word(number, spec)
     moved = n * entry.width
     if moved < PROMOTE_BYTES or runs_inline(entry.fn, moved):
         at = entry.native.address
@@ -655,19 +739,19 @@ def remember(
     key: tuple,
     template: eager.Template,
     dtypes: tuple,
-    scalar: tuple | None,
+    scalars: tuple = (),
     out=None,
     ins=(),
     fixed: dict | None = None,
 ) -> None:
     """Keep the launch of `template` for `key` (binary: (name, kind of a, kind of b, 0-d);
     unary: (name, dtype); or a key by exact layouts, then `out` and `ins` are the impls
-    it ran over): `dtypes` are the output's and each tensor operand's, `scalar` is
-    (parameter name, conversion mode) of a number operand, `fixed` the parameters whose
+    it ran over): `dtypes` are the output's and each tensor operand's, `scalars` hold
+    (parameter name, conversion mode) of each number operand (at most one by layouts), `fixed` the parameters whose
     values the key stands for. Only for kernels that cannot fault; the full door has just
     run the call this key stands for."""
     if key[0] is SHAPED:
-        _remember_shaped(key, template, out, ins, scalar, fixed)
+        _remember_shaped(key, template, out, ins, scalars[0] if scalars else None, fixed)
         return
     if key in _entries or None in key or template.kernel.may_fault:
         return
@@ -681,23 +765,22 @@ def remember(
     if plan.compiled is None or plan.kernel.nontemporal or plan.kernel.rank != 1:
         return
     words = [0] * len(impls) + list(plan.tail)
-    at = None
     kernel = template.kernel
-    if scalar is not None:
-        name, mode = scalar
+    at = []
+    for name, mode in scalars:
         i = template.scalars.index(name)
-        at = (len(words) + i, kernel.params[i], mode)
+        at.append((len(words) + i, kernel.params[i], mode))
     words += _fixed_words(template, fixed)
     itemsizes = tuple(d.itemsize for d in dtypes)
     # lengths whose stores never stream (eager.streams; a 0-d operand's bytes counted too)
     threshold = eager.NONTEMPORAL_BYTES
     limit = min((threshold - 1) // itemsizes[0], (2 * threshold - 1) // sum(itemsizes))
-    positions = (*range(len(impls)), len(impls)) + (() if at is None else (at[0],))
+    positions = (*range(len(impls)), len(impls), *(a[0] for a in at))
     native = native_launch.describe(plan.compiled.fn, words, positions, sum(itemsizes))
     if native is None:
         return
     entry = _Entry(plan.compiled.fn, dtypes[0], len(impls), itemsizes, limit, sum(itemsizes),
-                   at, native)  # fmt: skip
+                   tuple(at), native)  # fmt: skip
     if len(_entries) >= _MAX_ENTRIES:
         _entries.clear()
     _entries[key] = entry

@@ -161,9 +161,9 @@ def launch(
     eager.run(entry, [target], ordered, words)
     if fast is not None and len(ordered) == 1:
         dtypes = (target.dtype, *dtypes_in)
-        fastpath.remember(fast, entry, dtypes, None, target, ordered, words)
+        fastpath.remember(fast, entry, dtypes, (), target, ordered, words)
     elif layouts is not None and all(i is t._impl for i, t in zip(ins, tensors)):
-        fastpath.remember(layouts, entry, (), None, target, ordered)
+        fastpath.remember(layouts, entry, (), (), target, ordered)
     return Tensor(target)
 
 

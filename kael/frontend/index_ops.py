@@ -838,7 +838,7 @@ def _choose(condition: Tensor, input, other, out: Tensor | None = None) -> Tenso
     """where's choice: by parts (complex.where) where the result is complex."""
     from kael.frontend import complex
 
-    if complex.takes_complex(input, (other,), {}):
+    if complex.is_complex(input) or complex.is_complex(other):
         return complex.choose(condition, input, other, out)
     return elementwise.where(condition, input, other, out)
 

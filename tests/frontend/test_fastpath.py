@@ -121,6 +121,84 @@ def test_calls_the_fast_door_cannot_serve_take_the_full_one():
     assert kael.empty(0) + kael.empty(0) is not None
 
 
+# clamp with number bounds, where and masked_fill over dense tensors of one shape: the door
+# of several tensors and numbers (fastpath.dense), keyed by which operands are numbers.
+# Each call takes the library (kael or torch) and x, a bool mask m and y.
+DENSE_CALLS = {
+    "clamp": lambda lib, x, m, y: x.clamp(-1.5, 2),
+    "clamp min": lambda lib, x, m, y: x.clamp(min=-0.0),
+    "clamp max": lambda lib, x, m, y: lib.clamp_max(x, 1),
+    "clamp nan": lambda lib, x, m, y: x.clamp(float("nan"), 1.0),
+    "clamp crossed": lambda lib, x, m, y: x.clamp(2, -2),
+    "where": lambda lib, x, m, y: lib.where(m, x, y),
+    "where number": lambda lib, x, m, y: lib.where(m, x, -0.0),
+    "number where": lambda lib, x, m, y: lib.where(m, 3, y),
+    "where numbers": lambda lib, x, m, y: lib.where(m, 1.5, -2),
+    "masked_fill": lambda lib, x, m, y: x.masked_fill(m, -65504.0),
+    "where -inf": lambda lib, x, m, y: lib.where(m, -float("inf"), y),
+    "masked_fill int": lambda lib, x, m, y: x.masked_fill(m, 7),
+}
+
+
+@pytest.mark.parametrize("call", DENSE_CALLS.values(), ids=DENSE_CALLS.keys())
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64, kael.float16])
+def test_remembered_dense_calls_give_the_full_doors_and_torchs_bits(call, dtype):
+    def operands(seed, shape):
+        x = _tensor(shape, dtype, seed)
+        return x, _tensor(shape, kael.bool, seed + 1), _tensor(shape, dtype, seed + 2)
+
+    first = _try(call, kael, *operands(1, (6, 7)))
+    if isinstance(first, type):  # refused: never remembered, refused again
+        assert _try(call, kael, *operands(1, (6, 7))) is first
+        return
+    for shape in [(6, 7), (3,), ()]:
+        made = call(kael, *operands(2, shape))
+        _same(made, _full(call, kael, *operands(2, shape)))
+        want = call(torch, *(torch.from_numpy(v.numpy()) for v in operands(2, shape)))
+        assert (str(made.dtype), made.stride()) == (str(want.dtype)[6:], want.stride())
+        np.testing.assert_array_equal(made.numpy(), want.numpy())
+
+
+def test_dense_calls_the_door_cannot_serve_take_the_full_one():
+    x, m = _tensor((4, 6), kael.float32, 3), _tensor((4, 6), kael.bool, 4)
+    t, tm = torch.from_numpy(x.numpy()), torch.from_numpy(m.numpy())
+    x.clamp(-1, 1), kael.where(m, x, x), x.masked_fill(m, 0.0)  # remembered
+    cases = [
+        (x.T.clamp(-1, 1), t.T.clamp(-1, 1)),  # a strided view
+        (kael.where(m[0], x, 1.0), torch.where(tm[0], t, 1.0)),  # broadcasting
+        (x.masked_fill(m[:1], 2.0), t.masked_fill(tm[:1], 2.0)),
+        (x.clamp(kael.tensor(-1.0), 1), t.clamp(torch.tensor(-1.0), 1)),  # a 0-d bound
+        (x.masked_fill(m, kael.tensor(5.0)), t.masked_fill(tm, torch.tensor(5.0))),
+    ]
+    for got, want in cases:  # (kael's elementwise results are row-major, torch's follow x)
+        assert got.shape == tuple(want.shape)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    with pytest.raises(kael.ValueError, match="1e\\+39 cannot be converted to type float32"):
+        x.masked_fill(m, 1e39)  # the range check stays on the fast door
+    with pytest.raises(kael.TypeError, match="bool mask"):
+        x.masked_fill(x, 1.0)
+    with pytest.raises(kael.Error):
+        kael.ones(3, dtype=kael.int64).clamp(0, 2**70)  # an int beyond int64: the full door
+
+
+def test_a_uint8_condition_warns_each_call_and_is_not_remembered():
+    x, m = _tensor((4,), kael.float32), kael.tensor([1, 0, 2, 0], dtype=kael.uint8)
+    for _ in range(2):
+        with pytest.warns(UserWarning, match="uint8 condition"):
+            got = kael.where(m, x, 0.0)
+        np.testing.assert_array_equal(got.numpy(), np.where(m.numpy() != 0, x.numpy(), 0))
+
+
+def test_clamp_bounds_convert_apart_from_equal_numbers_of_other_types():
+    """The door's number words are memoized by type and value: 2 and 2.0 bound an int
+    tensor to different result dtypes, and 0.0 and -0.0 stay apart."""
+    a = kael.tensor([1, 5, -3])
+    for _ in range(2):
+        assert a.clamp(0, 2).dtype is kael.int64 and a.clamp(0, 2.0).dtype is kael.float32
+        assert str(kael.tensor([-1.0, 1.0]).clamp(max=-0.0)[1].item()) == "-0.0"
+        assert str(kael.tensor([-1.0, 1.0]).clamp(max=0.0)[1].item()) == "0.0"
+
+
 def test_faulting_kernels_are_never_remembered():
     a, b = kael.tensor([6, 7]), kael.tensor([3, 0])
     for _ in range(2):
