@@ -39,7 +39,7 @@ def as_int64(value, what: str) -> int:
 
 def parse_size(args: tuple, what: str = "size") -> tuple[int, ...]:
     """Sizes given as varargs ints or as one tuple or list: (2, 3), ((2, 3),) -> (2, 3)."""
-    if len(args) == 1 and not _is_int_like(args[0]):
+    if len(args) == 1 and not is_int_like(args[0]):
         seq = args[0]
         if not isinstance(seq, (tuple, list)):
             raise TypeError(f"{what} must be ints or a tuple of ints, got {type(seq).__name__}")
@@ -47,7 +47,8 @@ def parse_size(args: tuple, what: str = "size") -> tuple[int, ...]:
     return tuple(as_int(a, f"{what} element {i}") for i, a in enumerate(args))
 
 
-def _is_int_like(value) -> bool:
+def is_int_like(value) -> bool:
+    """Whether `value` is one integer (it has __index__), not a sequence of them."""
     return hasattr(value, "__index__") and not isinstance(value, (tuple, list))
 
 

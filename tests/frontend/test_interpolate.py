@@ -71,11 +71,35 @@ def test_nearest_keeps_integer_and_half_dtypes():
         ({"size": (4, 4, 4)}, "same number of spatial dimensions"),
         ({"size": (4, 4), "mode": "trilinear"}, "needs 5D input"),
         ({"size": (0, 4)}, "positive"),
+        ({"scale_factor": float("nan")}, r"finite numbers, got \[nan, nan\]"),
+        ({"scale_factor": (float("inf"), 1.0), "mode": "bilinear"}, r"got \[inf, 1.0\]"),
     ],
 )
 def test_bad_arguments_raise(kwargs, message):
     with pytest.raises(kael.ValueError, match=message):
         KF.interpolate(kael.ones(1, 1, 3, 3), **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("size", "message"),
+    [((2.0, 2), "size element 0 must be an int, got float"), (2.5, "got float"), ("4", "str")],
+)
+def test_a_size_that_is_not_ints_raises_a_type_error(size, message):
+    with pytest.raises(kael.TypeError, match=message):
+        KF.interpolate(kael.ones(1, 1, 3, 3), size=size)
+
+
+@pytest.mark.parametrize("size", [np.int64(5), np.int32(5), "tensor", [np.int64(5), 5]])
+def test_a_size_takes_numpy_integers_and_0d_integer_tensors_as_torch(size):
+    x = np.arange(16.0, dtype=np.float32).reshape(1, 1, 4, 4)
+    k_size = kael.tensor(5) if isinstance(size, str) else size
+    t_size = torch.tensor(5) if isinstance(size, str) else size
+    same(
+        KF.interpolate(kael.tensor(x), size=k_size, mode="bilinear"),
+        TF.interpolate(torch.from_numpy(x), size=t_size, mode="bilinear"),
+        1e-6,
+    )
+    assert kael.nn.Upsample(size=k_size)(kael.tensor(x)).shape == (1, 1, 5, 5)
 
 
 @pytest.mark.parametrize("mode", ["bilinear", "area"])
