@@ -15,10 +15,15 @@ class OptimizedModule(Module):
         self._orig_mod = mod
         object.__setattr__(self, "_compiled", compiled)
         object.__setattr__(self, "__name__", compiled.__name__)  # what inspection prints
-        self.training = mod.training
+        del self.__dict__["training"]  # read from the original module, as torch's wrapper
 
     def forward(self, *args, **kwargs):
         return self._compiled(*args, **kwargs)
+
+    def train(self, mode: bool = True) -> OptimizedModule:
+        """The original module's train(mode): the wrapper's `training` is the original's."""
+        self._orig_mod.train(mode)
+        return self
 
     def __getattr__(self, name: str):
         try:

@@ -726,6 +726,19 @@ def test_compiled_module_sets_attributes_on_the_original_as_torch():
     assert layer.weight.sum().item() == 0 and layer.note == 5
 
 
+
+@pytest.mark.parametrize("lib", [torch, kael], ids=["torch", "kael"])
+def test_a_compiled_modules_training_is_the_originals_as_torch(lib):
+    model = lib.nn.Linear(2, 2).eval()
+    fast = lib.compile(model)
+    assert fast.training is False  # not the wrapper's own default
+    fast.train()
+    assert model.training is True and fast.training is True
+    model.eval()
+    assert fast.training is False
+    assert fast.eval() is fast and model.training is False
+
+
 # ---- state-dict protocol: extra state, _load_from_state_dict, hooks ---------------------------
 
 LIBS = pytest.mark.parametrize("lib", [torch, kael], ids=["torch", "kael"])
