@@ -3,7 +3,8 @@
 A call's signature is its argument tree with, per tensor, dtype, device, shape, strides,
 offset, storage size and which earlier argument's storage it shares (so aliasing is part
 of the key), and the value of every other argument except Python floats, which are
-run-time parameters (unless the trace used their value in Python). Calls with the same
+run-time parameters (unless the trace used their value in Python, or the function names
+math, cmath or struct, whose C code reads a float unseen). Calls with the same
 signature run the plan; a new shape re-traces in Python but compiles nothing new, since
 kernels take sizes and strides at run time. A new guard (dtype, rank, size-1 pattern,
 layout class, aliasing, constants) counts as a recompile, and each says what changed.
@@ -198,6 +199,30 @@ def _implicit_sources(fn: Callable) -> dict[int, tuple[Callable, object]]:
                 _layout_of(value._impl),
             )
     return found
+
+
+# Modules whose functions read a float's value in C, past SymFloat's hooks: math.sqrt(d) of a
+# float argument would leave its value a constant of the plan.
+_C_READERS = frozenset({"math", "cmath", "struct"})
+
+
+def _reads_floats_in_c(fn: Callable) -> bool:
+    """Whether fn (a module: its forward) names one of _C_READERS or a function of theirs in
+    its code or its nested functions' code; its float arguments are then specialized to
+    their values (a helper it calls is not looked into)."""
+    fn = getattr(fn, "forward", fn)
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    g = getattr(getattr(fn, "__func__", fn), "__globals__", {})
+    stack = [] if code is None else [code]
+    while stack:
+        code = stack.pop()
+        for name in code.co_names:
+            value = g.get(name)
+            module = value.__name__ if isinstance(value, types.ModuleType) else None
+            if (module or getattr(value, "__module__", None)) in _C_READERS:
+                return True
+        stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    return False
 
 
 def _twins(storages: list) -> tuple[int, int] | None:
@@ -434,6 +459,9 @@ class CompiledFunction:
             tracing.SymFloat.make(v, i, trace) if type(v) is float else v
             for i, v in enumerate(leaves)
         ]
+        floats = [i for i, v in enumerate(leaves) if type(v) is float]
+        if floats and _reads_floats_in_c(self.fn):
+            trace.used_scalars.update(floats)
         args, kwargs = pytree.unflatten(treedef, symbolic)
         state.trace = trace
         try:

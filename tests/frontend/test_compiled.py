@@ -4,9 +4,11 @@ dtypes, shapes, mutations, errors and random streams, with the kernels fused as 
 from __future__ import annotations
 
 import dataclasses
+import math
 import subprocess
 import sys
 import warnings
+from math import exp
 
 import pytest
 from parity_helpers import same_tree
@@ -668,6 +670,30 @@ def test_float_used_in_python_specializes_the_plan():
     c = agree(f, x, 0.5)
     assert c(x, 0.75).sub(x * 1.5).abs().max().item() == 0
     assert c.cache_info().traces == 2
+
+
+def _scaled(a, d):
+    return a / math.sqrt(d)  # C reads d's value: kael cannot see that use
+
+
+def _exp_scaled(a, d):
+    def inner(t):  # a nested function's code is looked into
+        return t * exp(d)
+
+    return inner(a)
+
+
+class _Scaled(kael.nn.Module):
+    def forward(self, a, d):
+        return a / math.sqrt(d)
+
+
+@pytest.mark.parametrize("fn", [_scaled, _exp_scaled, _Scaled()], ids=["math", "from", "module"])
+def test_a_function_naming_math_has_its_floats_specialized(fn):
+    c = kael.compile(fn)
+    for d in (4.0, 9.0, 0.5, 9.0):
+        _same(c(x, d), fn(x, d))
+    assert c.cache_info().traces == 3
 
 
 def test_new_batch_sizes_compile_no_new_kernels(monkeypatch):
