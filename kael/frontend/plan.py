@@ -19,8 +19,10 @@ import numpy as np
 
 from kael.frontend import eager, pytree
 from kael.frontend import replay as replay_module
+from kael.ir.expr import walk
 from kael.ir.fusion import costly
 from kael.ir.kernel import Kernel, prefetching
+from kael.ir.matmul import Product
 from kael.ir.reduction import Reduction
 from kael.ir.views import View, numel
 from kael.runtime import debug, launches
@@ -1073,15 +1075,46 @@ def snapshot(tensors: list) -> list:
     return out
 
 
+# check=True's allowance for a kernel with float16/bfloat16 values: it keeps float32 between
+# its ops where they round each result, and an op like exp amplifies those roundings (exp(y)
+# moves by |y| steps of its own), so it may differ by this many of the half type's rounding
+# steps, relative to the element or to the output's largest (where sums cancel).
+HALF_STEPS = 16
+
+
 def _compare(step: KernelCall, fused: Call, unfused: Call, name: str) -> None:
-    """kael.Error when the fused kernel wrote other bytes than its ops did."""
+    """kael.Error when the fused kernel wrote other bytes than its ops did (beyond HALF_STEPS
+    rounding steps for a kernel over half types)."""
     from kael.frontend.interop import numpy_view
 
+    eps = _half_eps(step.kernel)
     for k, view in enumerate(step.outs):
         got, want = (numpy_view(c.impl(view)) for c in (fused, unfused))
         if got.tobytes() == want.tobytes():
             continue
-        where = np.argwhere(got != want)
+        off = got != want
+        allowed = ""
+        dtype = fused.impl(view).dtype
+        if eps and dtype.is_floating_point and not dtype.is_complex:
+            wide, ref = (_float64(a, dtype) for a in (got, want))
+            finite = np.isfinite(ref)
+            scale = np.abs(ref[finite]).max(initial=0.0)
+            limit = HALF_STEPS * eps * np.maximum(np.abs(ref), scale)
+            with np.errstate(invalid="ignore"):
+                near = finite & np.isfinite(wide) & (np.abs(wide - ref) <= limit)
+            # one side rounded past the half type's range: beside it, the other side's inf
+            edge = dtype.largest / (1 + HALF_STEPS * eps)
+            overflow = np.isinf(wide) | np.isinf(ref)
+            with np.errstate(invalid="ignore"):
+                beside = overflow & (np.sign(wide) == np.sign(ref))
+                beside &= np.minimum(np.abs(wide), np.abs(ref)) >= edge
+            near |= beside
+            same = (wide == ref) | (np.isnan(wide) & np.isnan(ref))
+            off = ~(near | same)
+            if not off.any():
+                continue
+            allowed = f" by more than {HALF_STEPS} rounding steps of its half type"
+        where = np.argwhere(off)
         at = tuple(int(i) for i in where[0]) if len(where) else ()
         detail = (
             f" at {list(at)}: {got[at].item()!r} where its ops give {want[at].item()!r}"
@@ -1090,8 +1123,30 @@ def _compare(step: KernelCall, fused: Call, unfused: Call, name: str) -> None:
         )
         raise Error(
             f"kael.compile({name}, check=True): kernel {step.kernel.name} (fusing "
-            f"{', '.join(step.covers)}) output {k} differs from its ops run one by one{detail}"
+            f"{', '.join(step.covers)}) output {k} differs from its ops run one by one"
+            f"{allowed}{detail}"
         )
+
+
+def _float64(values: np.ndarray, dtype: DType) -> np.ndarray:
+    """A real float array's values as float64 (bfloat16's arrive as their uint16 bits)."""
+    if dtype.name == "bfloat16":
+        return (values.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return values.astype(np.float64)
+
+
+def _half_eps(kernel) -> float:
+    """The rounding step (eps) of the widest-stepped half type among a kernel's values (a
+    product's: its dtype's and its epilogue's), or 0 when it has none."""
+    if isinstance(kernel, Product):
+        own = _HALF_EPS.get(kernel.dtype.name, 0.0)
+        return own if kernel.epilogue is None else max(own, _half_eps(kernel.epilogue))
+    exprs = kernel.epilogues if isinstance(kernel, Reduction) else kernel.exprs
+    steps = [_HALF_EPS[n.dtype.name] for e in exprs for n in walk(e) if n.dtype.is_half]
+    return max(steps, default=0.0)
+
+
+_HALF_EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7}  # the step from 1 to the next value
 
 
 def _end_byte(v: View) -> int:

@@ -1156,6 +1156,42 @@ def test_check_mode_names_the_kernel_that_differs():
         c(x)
 
 
+HALF_CHAINS = {
+    "mul add": lambda t: t * t + t,
+    "silu exp": lambda t: (t.silu() * 3).exp(),
+    "to float32": lambda t: (t * t).float() + 1,
+    "softmax": lambda t: kael.softmax(t.view(64, 64) * 4, -1),
+    "exp overflow": lambda t: (t * 8).exp() * t - 1,
+}
+
+
+@pytest.mark.parametrize("dtype", [kael.float16, kael.bfloat16], ids=str)
+@pytest.mark.parametrize("seed", [2, 9, 14])  # seeds where 4 steps were not enough
+def test_check_mode_allows_half_kernels_their_float32_intermediates(dtype, seed):
+    """A fused half chain keeps float32 between its ops (each op alone rounds, and exp
+    amplifies that): some of the half type's steps apart is no fusion bug; an added 8 is."""
+    import dataclasses
+
+    from kael.frontend import eager
+    from kael.ir import expr as ir_expr
+
+    kael.manual_seed(seed)
+    a = kael.randn(4096).to(dtype)
+    for f in HALF_CHAINS.values():
+        c = kael.compile(f, check=True)
+        c(a)
+        c(a)
+    c = kael.compile(HALF_CHAINS["mul add"], check=True)
+    c(a)
+    [step] = c.plan_for(a).kernel_steps
+    k = step.template.kernel
+    off = ir_expr.Binary(k.exprs[0].dtype, "add", k.exprs[0], ir_expr.Const(dtype, 8.0))
+    step.template = eager.fused_template(dataclasses.replace(k, exprs=(off,)))
+    step.prepared = None
+    with pytest.raises(kael.Error, match="by more than 16 rounding steps of its half type"):
+        c(a)
+
+
 def test_inspect_states_the_guard_and_bytes_moved():
     c = kael.compile(lambda a, b, s: (a * s + b).sum(-1))
     text = str(c.inspect(x, x[0], 0.5))
