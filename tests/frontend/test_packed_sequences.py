@@ -1053,3 +1053,29 @@ def test_batch_sizes_torch_does_not_check_are_refused(sizes, match):
     args[1] = K(sizes)
     with pytest.raises(kael.ValueError, match=match):
         kael.gru(*args)
+
+
+@pytest.mark.parametrize("dtype", [kael.int64, kael.int32], ids=str)
+def test_invert_permutation_inverts_as_torchs(dtype):
+    from kael.nn.utils.rnn import invert_permutation
+
+    perm = np.random.default_rng(0).permutation(50)
+    got = invert_permutation(kael.tensor(perm).to(dtype))
+    # (torch's scatters an int64 arange into an int32 permutation's copy: it refuses int32)
+    want = torch.nn.utils.rnn.invert_permutation(torch.from_numpy(perm))
+    assert got.dtype is dtype and got.tolist() == want.tolist()
+    assert invert_permutation(None) is None
+    assert invert_permutation(kael.tensor([0, 0, 1])).tolist() == [1, 2, -1]  # torch: garbage
+
+
+def test_invert_permutation_refuses_what_torchs_refuses():
+    from kael.nn.utils.rnn import invert_permutation
+
+    with pytest.raises(
+        kael.IndexError, match="index 5 is out of bounds for dimension 0 with size 3"
+    ):
+        invert_permutation(kael.tensor([5, 0, 1]))
+    with pytest.raises(kael.TypeError, match="expected dtype int32 or int64 for index"):
+        invert_permutation(kael.tensor([0.0, 1.0]))
+    with pytest.raises(kael.TypeError, match="argument 'permutation' must be Tensor, not list"):
+        invert_permutation([0, 1])

@@ -48,9 +48,16 @@ class _Fields(NamedTuple):
     unsorted_indices: Tensor | None
 
 
-def _inverse(permutation: Tensor | None) -> Tensor | None:
-    """The inverse of a permutation of 0..n-1 (None stays None)."""
-    return None if permutation is None else index_ops.argsort(permutation)
+def invert_permutation(permutation: Tensor | None) -> Tensor | None:
+    """The inverse of a permutation of 0..n-1 (None stays None): out[permutation[i]] = i, a
+    scatter as PyTorch's (an index beyond n is refused; a place no index names holds -1,
+    where PyTorch's holds uninitialized memory; int32 as int64, which PyTorch alone takes)."""
+    if permutation is None:
+        return None
+    p = tensor_param(permutation, "invert_permutation", "permutation")
+    out = factories.full(p.shape, -1, dtype=p.dtype, device=p.device)
+    count = factories.arange(p.numel(), dtype=p.dtype, device=p.device)
+    return out.scatter_(0, p, count)
 
 
 class PackedSequence(_Fields):
@@ -74,7 +81,7 @@ class PackedSequence(_Fields):
                 f"batch_sizes should always be on CPU, got a tensor on {batch_sizes.device}"
             )
         if unsorted_indices is None:
-            unsorted_indices = _inverse(sorted_indices)
+            unsorted_indices = invert_permutation(sorted_indices)
         return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
 
     def to(self, *args, **kwargs) -> PackedSequence:
