@@ -726,7 +726,6 @@ def test_compiled_module_sets_attributes_on_the_original_as_torch():
     assert layer.weight.sum().item() == 0 and layer.note == 5
 
 
-
 @pytest.mark.parametrize("lib", [torch, kael], ids=["torch", "kael"])
 def test_a_compiled_modules_training_is_the_originals_as_torch(lib):
     model = lib.nn.Linear(2, 2).eval()
