@@ -153,6 +153,8 @@ def _what_changed(old: tuple, new: tuple) -> str:
             for name, x, y in zip(names, a, b):
                 if x != y:
                     return f"argument {i}: {name} changed from {_word(x)} to {_word(y)}"
+        if _word(a) == _word(b):  # equal in repr, another object: a Generator, a module
+            return f"argument {i} is another {type(b[2]).__name__} object ({_word(b)}): a plan is kept per object"
         return f"argument {i} changed from {_word(a)} to {_word(b)}"
     if len(old[1]) != len(new[1]):  # _lookup appends the default device and autocast state
         settings = [dict(p for p in guard[1] if _is_setting(p)) for guard in (old, new)]
@@ -549,12 +551,16 @@ class CompiledFunction:
 
     def kernels(self, *args, **kwargs) -> list:
         """The kernels (Kernel or Reduction) a call with these arguments launches, in order,
-        specialized for its operands' layouts: each one `kernel_stage` can show."""
+        specialized for its operands' layouts: each one `kernel_stage` can show. A signature
+        not traced yet is traced by one real call (as plan_for: in-place ops change the
+        arguments, random ops draw)."""
         return Inspection(self.__name__, self.plan_for(*args, **kwargs), ()).kernels
 
     def inspect(self, *args, stages: tuple[str, ...] = ("kael",), **kwargs) -> Inspection:
         """What a call with these arguments runs: the steps, what each fused, why values were
-        stored between kernels, and each kernel at the chosen stages (kael, llvm, asm, ptx)."""
+        stored between kernels, and each kernel at the chosen stages (kael, llvm, asm, ptx).
+        A signature not traced yet is traced by one real call (as plan_for: in-place ops
+        change the arguments, random ops draw)."""
         plan = self.plan_for(*args, **kwargs)
         _, _, leaves, _, key = self._lookup(args, kwargs)
         entry = self._entries.get(key)

@@ -727,6 +727,19 @@ def test_dtype_change_recompiles_and_says_why():
     assert c.cache_info().recompiles == ["argument 0: dtype changed from float32 to float64"]
 
 
+def test_another_generator_object_recompiles_and_says_so():
+    c = kael.compile(lambda a, g: a + kael.rand(3, generator=g))
+    for seed in (1, 2):
+        got = c(kael.zeros(3), kael.Generator().manual_seed(seed))
+        want = kael.rand(3, generator=kael.Generator().manual_seed(seed))
+        assert got.tolist() == want.tolist()
+    [reason] = c.cache_info().recompiles
+    assert reason == (
+        "argument 1 is another Generator object (kael.Generator(device='cpu')): "
+        "a plan is kept per object"
+    )
+
+
 def test_too_many_recompiles_warn_naming_the_change():
     c = kael.compile(lambda a, k: a + k, max_recompiles=2)
     with warnings.catch_warnings(record=True) as seen:
