@@ -13,7 +13,7 @@ import numpy as np
 
 from kael.frontend import dlpack, eager, fastpath, interop, memory_formats, views
 from kael.frontend.outputs import tensor_arg
-from kael.frontend.tensor import Tensor, empty_impl, strided
+from kael.frontend.tensor import Size, Tensor, empty_impl, strided
 from kael.runtime import dtypes
 from kael.runtime.device import CPU, Device, parse_device
 from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType, as_dtype, scalar_dtype
@@ -582,16 +582,6 @@ def clone(input, *, memory_format=None) -> Tensor:
 def detach(input) -> Tensor:
     """A new tensor over input's storage (kael has no autograd: no graph to cut)."""
     return tensor_arg(input, "detach").detach()
-
-
-class Size(tuple):
-    """A torch.Size-like tuple of ints: what broadcast_shapes returns."""
-
-    def __repr__(self) -> str:
-        return f"kael.Size({list(self)})"
-
-    def numel(self) -> int:
-        return math.prod(self)
 
 
 def broadcast_shapes(*shapes) -> Size:

@@ -92,6 +92,9 @@ def _dense_strides(shape: tuple) -> tuple:
     return st
 
 
+dense_strides = _dense_strides  # for other doors' density checks
+
+
 def bind(tensor_class) -> None:
     """Name the Tensor class (ops.py, at import: tensor.py imports what imports this) and
     the launch builtin every remembered launch goes through."""
@@ -453,6 +456,40 @@ def _launch_dense(entry: _Entry, shape: tuple, addresses: list, numbers: tuple):
     return _result(storage, shape, strides, entry.dtype)
 
 
+def cast(x, dtype: DType):
+    """x converted to `dtype` as a new dense tensor through a remembered converting copy
+    (remembered here on first use), or None where the full door must convert it (a view, a
+    device, complex parts)."""
+    if not _open() or type(x) not in PLAIN:
+        return None
+    impl = x._impl
+    src = impl.dtype
+    if src is dtype or impl.device is not CPU or src.llvm is None or dtype.llvm is None:
+        return None
+    shape = impl.shape
+    dense = _strides.get(shape)
+    if dense is None:
+        dense = _dense_strides(shape)
+    if impl.strides != dense:
+        return None
+    key = (_CASTS.get(dtype) or _cast_name(dtype), src)
+    entry = _entries.get(key)
+    if entry is None:
+        remember(key, eager.copy_template(src, dtype), (dtype, src))
+        entry = _entries.get(key)
+        if entry is None:
+            return None
+    return _launch(entry, shape, (impl,), None)
+
+
+_CASTS: dict[DType, tuple] = {}  # dtype -> the name of the cast to it in a unary key
+
+
+def _cast_name(dtype: DType) -> tuple:
+    name = _CASTS[dtype] = ("to", dtype)
+    return name
+
+
 def fill(impl, value) -> bool:
     """Set every element of the dense CPU impl to the number `value` through a remembered
     fill launch (remembered here on first use); False where the full door must run it
@@ -602,6 +639,11 @@ def _launch(entry: _Entry, shape: tuple, operands: tuple, number, into=None, wor
 def _addresses(operands: tuple, sizes: tuple) -> list[int]:
     """Each operand's element 0 (sizes[0] is the output's itemsize)."""
     return [impl.storage.ptr + impl.offset * size for impl, size in zip(operands, sizes[1:])]
+
+
+def new_tensor(storage: Storage, shape: tuple, dtype: DType):
+    """A dense Tensor of a checked `shape` over a fresh host storage of its bytes."""
+    return _result(storage, shape, _dense_strides(shape), dtype)
 
 
 def _result(storage: Storage, shape: tuple, strides: tuple, dtype: DType):

@@ -26,9 +26,8 @@ from collections.abc import Callable
 import numpy as np
 
 from kael.frontend import interop
-from kael.frontend.factories import Size
 from kael.frontend.storages import UntypedStorage
-from kael.frontend.tensor import Tensor, empty_impl, transfer_impl
+from kael.frontend.tensor import Size, Tensor, empty_impl, transfer_impl
 from kael.frontend.tracing import op_door
 from kael.runtime import dtypes
 from kael.runtime.device import CPU, CUDA, Device, cuda_is_available, parse_device

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from kael.frontend import eager, indexing, interop, memory_formats, printing, views
+from kael.frontend import eager, fastpath, indexing, interop, memory_formats, printing, views
 from kael.runtime import cuda_driver, dtypes
 from kael.runtime.allocator import PINNED
 from kael.runtime.device import CPU, CUDA, Device, parse_device
@@ -26,6 +26,31 @@ from kael.runtime.tensor_impl import (
 )
 from kael.runtime.tracestate import bump_epoch
 from kael.runtime.tracestate import state as _trace_state
+
+
+class Size(tuple):
+    """torch.Size: a tensor's shape, a tuple of ints with numel() (a slice of one, or a sum
+    with a tuple, is a plain tuple here)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"kael.Size({list(self)})"
+
+    def numel(self) -> int:
+        return math.prod(self)
+
+
+# shape tuple -> its Size: Tensor.shape hands out one Size per shape instead of making one
+# per read (a dict lookup is half the cost of the subclass's construction).
+_sizes: dict[tuple, Size] = {}
+
+
+def _size_of(shape: tuple) -> Size:
+    if len(_sizes) >= 4096:
+        _sizes.clear()
+    size = _sizes[shape] = Size(shape)
+    return size
 
 
 def empty_impl(shape: tuple[int, ...], dtype: DType, device: Device) -> TensorImpl:
@@ -276,8 +301,10 @@ class Tensor:
     # ---- metadata -------------------------------------------------------------------------
 
     @property
-    def shape(self) -> tuple[int, ...]:
-        return self._impl.shape
+    def shape(self) -> Size:
+        shape = self._impl.shape
+        size = _sizes.get(shape)
+        return _size_of(shape) if size is None else size
 
     @property
     def dtype(self) -> DType:
@@ -387,10 +414,13 @@ class Tensor:
     def is_neg(self) -> bool:
         return False
 
-    def size(self, dim=None) -> tuple[int, ...] | int:
-        """The shape, or the size of one dim (negative dims count from the end)."""
+    def size(self, dim=None) -> Size | int:
+        """The shape (a kael.Size), or the size of one dim (negative dims count from the end)."""
         shape = self._impl.shape
-        return shape if dim is None else shape[views.wrap_dim(dim, len(shape), False)]
+        if dim is None:
+            size = _sizes.get(shape)
+            return _size_of(shape) if size is None else size
+        return shape[views.wrap_dim(dim, len(shape), False)]
 
     def stride(self, dim=None) -> tuple[int, ...] | int:
         """The strides in elements, or the stride of one dim."""
@@ -747,6 +777,14 @@ class Tensor:
         already there when it is the one torch's suggest_memory_format reads), a new tensor
         anyway with `copy`. `non_blocking`: a copy from pinned host memory to a GPU does
         not wait for the device (it runs on the current stream); any other copy waits."""
+        if memory_format is None and device is None and not (copy or non_blocking):
+            wanted = args[0] if len(args) == 1 and dtype is None else None if args else dtype
+            if type(wanted) is DType:  # x.to(kael.float64), x.double(): a dense cast's door
+                if wanted is self._impl.dtype:
+                    return self
+                done = fastpath.cast(self, wanted)
+                if done is not None:
+                    return done
         dtype, device, non_blocking, copy = to_arguments(args, dtype, device, non_blocking, copy)
         fmt = memory_formats.format_arg(memory_format, "to", optional=True)
         impl = self._impl
@@ -1262,6 +1300,8 @@ CONVERSIONS = {
 
 def _conversion(name: str, dtype: DType):
     def convert(self: Tensor, *, memory_format=None) -> Tensor:
+        if memory_format is None:  # to()'s dense cast door
+            return self.to(dtype=dtype)
         return self.to(dtype=dtype, memory_format=_format(memory_format, name))
 
     convert.__name__, convert.__qualname__ = name, f"Tensor.{name}"

@@ -199,6 +199,44 @@ def test_clamp_bounds_convert_apart_from_equal_numbers_of_other_types():
         assert str(kael.tensor([-1.0, 1.0]).clamp(max=0.0)[1].item()) == "0.0"
 
 
+CAST_DTYPES = [kael.float32, kael.float64, kael.int64, kael.int8, kael.bool, kael.bfloat16]
+
+
+@pytest.mark.parametrize("src", CAST_DTYPES, ids=str)
+@pytest.mark.parametrize("dst", CAST_DTYPES, ids=str)
+def test_remembered_casts_give_the_full_doors_bits(src, dst):
+    name = {kael.float32: "float", kael.float64: "double", kael.int64: "long"}.get(dst)
+    for shape in [(5, 3), (70,), ()]:
+        x = _tensor(shape, src, 9)
+        for made in (x.to(dst), x.to(dtype=dst)) + ((getattr(x, name)(),) if name else ()):
+            if dst is src:
+                assert made is x
+                continue
+            full = _full(lambda t: t.to(dst), x)
+            assert (made.shape, made.dtype, made.stride()) == (full.shape, dst, full.stride())
+            wide = [v.to(kael.float64).numpy() for v in (made, full)]
+            np.testing.assert_array_equal(*wide)
+            t = torch.from_numpy(x.float().numpy() if src is kael.bfloat16 else x.numpy())
+            want = t.to(torch.bfloat16 if src is kael.bfloat16 else t.dtype).to(
+                getattr(torch, str(dst))
+            )
+            if not (src.is_floating_point and not dst.is_floating_point and dst is not kael.bool):
+                assert str(made.dtype) == str(want.dtype)[6:]
+                np.testing.assert_array_equal(made.float().numpy(), want.float().numpy())
+
+
+def test_casts_the_door_cannot_serve_take_the_full_one():
+    x = _tensor((4, 6), kael.float32, 3)
+    x.double()
+    assert x.T.double().stride() == (1, 6)  # preserve_format keeps a dense view's layout
+    cl = kael.randn(2, 3, 4, 5).to(memory_format=kael.channels_last)
+    assert cl.double().stride() == cl.stride()
+    assert x.to(kael.complex64).dtype is kael.complex64
+    assert x.double(memory_format=kael.contiguous_format).dtype is kael.float64
+    with pytest.raises(kael.TypeError, match="argument 'memory_format'"):
+        x.double(memory_format=3)
+
+
 def test_faulting_kernels_are_never_remembered():
     a, b = kael.tensor([6, 7]), kael.tensor([3, 0])
     for _ in range(2):

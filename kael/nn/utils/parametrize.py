@@ -12,8 +12,7 @@ import builtins
 import contextlib
 from collections.abc import Iterator, Sequence
 
-from kael.frontend.factories import Size
-from kael.frontend.tensor import Tensor
+from kael.frontend.tensor import Size, Tensor
 from kael.nn.modules.container import ModuleDict, ModuleList
 from kael.nn.modules.module import Module
 from kael.nn.parameter import Parameter
