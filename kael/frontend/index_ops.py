@@ -16,15 +16,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+from kael.codegen.cpu import block_copy, handwritten, radix, rank, take_rows
 from kael.codegen.cpu import gather as kernels
-from kael.codegen.cpu import handwritten, radix, rank, take_rows
 from kael.codegen.cpu import sort as merge_sort
 from kael.codegen.cpu import top as top_heap
-from kael.frontend import eager, elementwise, factories, reductions, views
+from kael.frontend import eager, elementwise, factories, fastpath, reductions, views
 from kael.frontend.indexing import nonzero_impl
 from kael.frontend.outputs import bool_arg, device_of, pair_out, tensor_arg
 from kael.frontend.reductions import ValuesIndices
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl, has_internal_overlap
+from kael.runtime import launches
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.determinism import are_deterministic_algorithms_enabled
 from kael.runtime.device import CPU
@@ -37,8 +38,10 @@ from kael.runtime.dtypes import (
     uint8,
 )
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
+from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, format_shape
 from kael.runtime.threadpool import get_num_threads
+from kael.runtime.tracestate import state as _trace_state
 
 # ---- argument checks ----------------------------------------------------------------------------
 
@@ -112,43 +115,83 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
     1-d empty tensors are skipped whatever their shape elsewhere (PyTorch's legacy rule).
     """
-    tensors = _tensor_list(tensors, "cat")
-    dtype = tensors[0].dtype
-    for t in tensors[1:]:
-        dtype = promote_types(dtype, t.dtype)
-    for i, t in enumerate(tensors):
-        if t.ndim == 0:
+    impls = [t._impl for t in _tensor_list(tensors, "cat")]
+    dtype = impls[0].dtype
+    for impl in impls:
+        if impl.dtype is not dtype:
+            dtype = promote_types(dtype, impl.dtype)
+    for i, impl in enumerate(impls):
+        if not impl.shape:
             raise ValueError(
                 f"cat(): zero-dimensional tensor (at position {i}) cannot be concatenated"
             )
-    kept = [(i, t) for i, t in enumerate(tensors) if t.shape != (0,)]
+    kept = [(i, impl) for i, impl in enumerate(impls) if impl.shape != (0,)]
     if not kept:
-        return Tensor(empty_impl((0,), dtype, tensors[0].device))
-    first = kept[0][1]
-    d = views.wrap_dim(dim, first.ndim)
+        return Tensor(empty_impl((0,), dtype, impls[0].device))
+    first = kept[0][1].shape
+    ndim = len(first)
+    d = views.wrap_dim(dim, ndim)
+    before, after = first[:d], first[d + 1 :]
     total = 0
-    for i, t in kept:
-        if t.ndim != first.ndim:
+    for i, impl in kept:
+        shape = impl.shape
+        if len(shape) != ndim:
             raise ValueError(
-                f"cat(): tensors must have the same number of dimensions: got {first.ndim}"
-                f" and {t.ndim} (tensor number {i} in the list)"
+                f"cat(): tensors must have the same number of dimensions: got {ndim}"
+                f" and {len(shape)} (tensor number {i} in the list)"
             )
-        for k, (want, got) in enumerate(zip(first.shape, t.shape)):
-            if k != d and want != got:
-                raise ValueError(
-                    f"cat(): sizes of tensors must match except in dimension {d}: expected"
-                    f" size {want} but got size {got} in dimension {k} for tensor number {i}"
-                    " in the list"
-                )
-        total += t.shape[d]
-    shape = first.shape[:d] + (total,) + first.shape[d + 1 :]
-    out = empty_impl(shape, dtype, first.device)
+        if shape[:d] != before or shape[d + 1 :] != after:
+            k = next(k for k in range(ndim) if k != d and shape[k] != first[k])
+            raise ValueError(
+                f"cat(): sizes of tensors must match except in dimension {d}: expected"
+                f" size {first[k]} but got size {shape[k]} in dimension {k} for tensor number"
+                f" {i} in the list"
+            )
+        total += shape[d]
+    shape = (*before, total, *after)
+    pieces = [impl for _, impl in kept]
+    joined = _by_rows(shape, dtype, pieces, d)
+    if joined is not None:
+        return joined
+    out = empty_impl(shape, dtype, impls[0].device)
     start = 0
-    for _, t in kept:
-        length = t.shape[d]
-        eager.copy_into(views.narrow(out, d, start, length), t._impl)
+    for impl in pieces:
+        length = impl.shape[d]
+        eager.copy_into(views.narrow(out, d, start, length), impl)
         start += length
     return Tensor(out)
+
+
+# A join by whole rows pays a call per row and piece: below this many bytes a row, only
+# outputs of at most ROWS_COPY_SMALL bytes go by rows (the kernel walk vectorizes short rows).
+ROWS_COPY_ROW = 64
+ROWS_COPY_SMALL = 1 << 16
+
+
+def _by_rows(shape: tuple, dtype, pieces: list[TensorImpl], d: int):
+    """The pieces joined into a new dense tensor of `shape` along its dim d (a cat's, or
+    stack's new dim) by whole rows (codegen/cpu/block_copy.py) when every piece is a dense
+    CPU tensor of `dtype` and the rows are long enough; else None. Not while a trace
+    records the copies or launches are watched."""
+    if _trace_state.trace is not None or launches.watched():
+        return None
+    size = dtype.itemsize
+    rows = math.prod(shape[:d])
+    placed, offset = [], 0
+    for impl in pieces:
+        if impl.dtype is not dtype or impl.device is not CPU:
+            return None
+        if impl.strides != fastpath.dense_strides(impl.shape):
+            return None
+        row = impl.numel() * size // rows if rows else 0
+        placed.append((impl.storage.ptr + impl.offset * size, row, offset))
+        offset += row
+    nbytes = rows * offset
+    if min(row for _, row, _ in placed) < ROWS_COPY_ROW and nbytes > ROWS_COPY_SMALL:
+        return None
+    storage = Storage.host(nbytes)
+    block_copy.copy_rows(storage.ptr, offset, rows, placed)
+    return fastpath.new_tensor(storage, shape, dtype)
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
@@ -162,6 +205,10 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                 f" at entry 0 and {format_shape(t.shape)} at entry {i}"
             )
     d = views.wrap_dim(dim, len(shape) + 1)
+    dtype = tensors[0].dtype
+    joined = _by_rows((*shape[:d], len(tensors), *shape[d:]), dtype, [t._impl for t in tensors], d)
+    if joined is not None:
+        return joined
     return cat([t.unsqueeze(d) for t in tensors], d)
 
 

@@ -15,6 +15,7 @@ from kernel_helpers import KAEL_DTYPES, TORCH_DTYPES
 
 import kael
 from kael.frontend import index_ops
+from kael.frontend.inspection import record_launches
 from kael.frontend.outputs import device_of
 from kael.runtime.device import CPU, CUDA
 
@@ -133,6 +134,57 @@ def test_cat_rejects_bad_inputs_naming_them():
     kael.cat([kael.ones(2, 3)], dim=1)
     with pytest.raises(kael.IndexError, match=r"range of \[-2, 1\], but got 2"):
         kael.cat([kael.ones(2, 3)], dim=2)
+
+
+# Dense CPU pieces of the result's dtype join by whole rows (block_copy) when their rows are
+# long or the result small; the others through the strided copy. Both give torch's bytes.
+ROW_CASES = {
+    "short rows, small": ((3, 5, 2), (3, 2, 2), 1),
+    "short rows, large": ((5000, 3), (5000, 2), 1),  # 20 bytes a row past ROWS_COPY_SMALL
+    "long rows, large": ((300, 700), (300, 10), 1),
+    "one row, split": ((600, 128), (90, 128), 0),  # one row a piece: the pieces split
+    "an offset": ((4, 9), (4, 9), 0),
+}
+
+
+@pytest.mark.parametrize(("a_shape", "b_shape", "dim"), ROW_CASES.values(), ids=ROW_CASES.keys())
+@pytest.mark.parametrize("threads", [1, 2])
+def test_cat_and_stack_by_rows_or_strided_copies_give_torchs_bytes(a_shape, b_shape, dim, threads):
+    rng = np.random.default_rng(7)
+    base = rng.standard_normal((a_shape[0] + 1, *a_shape[1:]))
+    a_np, b_np = base[1:], rng.standard_normal(b_shape)  # a: a dense view at an offset
+    a, b = kael.tensor(base)[1:], kael.tensor(b_np)
+    with _threads(threads):
+        assert_same(
+            kael.cat([a, b, a], dim),
+            torch.cat([torch.from_numpy(x) for x in (a_np, b_np, a_np)], dim),
+        )
+        assert_same(kael.stack([a, a], dim), torch.stack([torch.from_numpy(a_np)] * 2, dim))
+
+
+class _threads:
+    """kael.set_num_threads(n) for a block, the previous count restored after."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __enter__(self) -> None:
+        self.saved = kael.get_num_threads()
+        kael.set_num_threads(self.n)
+
+    def __exit__(self, *exc) -> None:
+        kael.set_num_threads(self.saved)
+
+
+def test_cat_by_rows_leaves_recorded_and_traced_calls_to_the_strided_copy():
+    a, b = kael.randn(4, 16), kael.randn(4, 16)
+    _, launched = record_launches(lambda: kael.cat([a, b], 1))
+    assert len(launched) == 2  # one strided copy a piece, each recorded
+    joined = kael.compile(lambda x, y: kael.cat([x, y], 1) * 2)
+    for _ in range(2):
+        np.testing.assert_array_equal(
+            joined(a, b).numpy(), np.concatenate([a.numpy(), b.numpy()], 1) * 2
+        )
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
