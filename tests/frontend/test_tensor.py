@@ -859,3 +859,15 @@ def test_in_asks_whether_any_element_equals_as_torch():
     assert kael.tensor(5.0) in t and kael.tensor([[0.0], [99.0], [99.0]]) in t
     with pytest.raises(kael.TypeError, match="only supports Tensor or scalar"):
         "a" in t  # noqa: B015  (the `in` is the test)
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (2, 3), (4, 1, 5)])
+def test_shape_and_size_are_a_size_as_torchs(shape):
+    k, t = kael.zeros(shape), torch.zeros(shape)
+    for got, want in ((k.shape, t.shape), (k.size(), t.size())):
+        assert isinstance(got, kael.Size) and isinstance(got, tuple)
+        assert got == tuple(want) and got.numel() == want.numel()
+        assert repr(got) == repr(want).replace("torch", "kael")
+    assert k.shape is kael.zeros(shape).shape  # one Size a shape, not one a read
+    if shape:
+        assert k.size(-1) == t.size(-1) and type(k.size(0)) is int
