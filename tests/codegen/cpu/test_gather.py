@@ -516,10 +516,11 @@ def test_a_unit_run_reports_a_bad_index_however_far_out_and_a_split_writes_nothi
     np.testing.assert_array_equal(table, want)  # the write pass skips the bad one alone
 
 
-# Sorted segment ids: a block of gather.RUN_BLOCK indices that mostly repeat their predecessor
-# combines each run of one index in a register, from the table's value on; the bits are those
-# of the element-by-element order. Runs of 3 stay below the share, 4 and longer reach it.
-SEGMENT_LENGTHS = [1, 3, 4, 17, gather.RUN_BLOCK + 1, 5000]
+# Sorted segment ids: a unit-stride run whose probed indices mostly repeat their predecessor
+# combines each stretch of one index in a register, from the table's value on; the bits are
+# those of the element-by-element order. Stretches of 3 stay below the share, 4 and longer
+# reach it; a stretch longer than a probe (gather.RUN_PROBE) spans probes.
+SEGMENT_LENGTHS = [1, 3, 4, 17, 5 * gather.RUN_PROBE + 1, 5000]
 
 
 def _segments(n: int, length: int, size: int) -> np.ndarray:
@@ -528,7 +529,7 @@ def _segments(n: int, length: int, size: int) -> np.ndarray:
 
 
 def _mixed(n: int, length: int, size: int, seed: int) -> np.ndarray:
-    """Segments, then random places, then segments again: blocks of both kinds in one run."""
+    """Segments, then random places, then segments again: either way of the run meets both."""
     index = _segments(n, length, size)
     third = n // 3
     index[third : 2 * third] = np.random.default_rng(seed).integers(0, size, 2 * third - third)
