@@ -71,6 +71,20 @@ def _same_rank(a: TensorImpl, b: TensorImpl, op: str, what: str, other: str) -> 
         )
 
 
+def check_src_rank(index: TensorImpl, src: TensorImpl, op: str) -> None:
+    """A scatter reads src at every index position: src must have index's rank (unless the
+    index is empty, as PyTorch judges it). Fewer dims is torch's IndexError (its dim wrap),
+    more its RuntimeError; neither is ever read past."""
+    have, want = max(len(src.shape), 1), max(len(index.shape), 1)
+    if have == want or not index.numel():
+        return
+    message = (
+        f"{op}(): Index tensor must have the same number of dimensions as src tensor, got"
+        f" {len(index.shape)} and {len(src.shape)}"
+    )
+    raise IndexError(message) if have < want else ValueError(message)
+
+
 def _operand(impl: TensorImpl, strides: Sequence[int] | None = None) -> kernels.Operand:
     return kernels.Operand(impl.data_ptr(), tuple(impl.strides if strides is None else strides))
 
@@ -187,6 +201,8 @@ def _by_rows(shape: tuple, dtype, pieces: list[TensorImpl], d: int):
         placed.append((impl.storage.ptr + impl.offset * size, row, offset))
         offset += row
     nbytes = rows * offset
+    if not nbytes:  # an empty result: Storage.host takes a positive size
+        return None
     if min(row for _, row, _ in placed) < ROWS_COPY_ROW and nbytes > ROWS_COPY_SMALL:
         return None
     storage = Storage.host(nbytes)
@@ -374,6 +390,7 @@ def scatter_add_(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     index = index_arg(index, "scatter_add_", allow_int32=True)
     tensor_arg(src, "scatter_add_", "src")
     _check_scatter(self, index._impl, src, "scatter_add_", "src")
+    check_src_rank(index._impl, src._impl, "scatter_add_")
     d = views.wrap_dim(dim, self.ndim)
     dst, idx, source = _at_least_1d(self._impl), _at_least_1d(index._impl), _at_least_1d(src._impl)
     for k, have in enumerate(idx.shape):
@@ -481,7 +498,8 @@ def _check_scatter(self: Tensor, index: TensorImpl, src: Tensor, op: str, what: 
         raise TypeError(
             f"{op}(): expected {what} to have self's dtype {self.dtype}, got {src.dtype}"
         )
-    _same_rank(index, self._impl, op, "index", "self")
+    if index.numel():  # an empty index reads nothing: any rank, as PyTorch judges it
+        _same_rank(index, self._impl, op, "index", "self")
     if has_internal_overlap(self._impl):
         raise Error(
             f"{op}(): unsupported operation: more than one element of the written-to tensor"

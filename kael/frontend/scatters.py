@@ -119,6 +119,7 @@ def scatter_(self: Tensor, dim: int, index: Tensor, src=None, value=None, *, red
             raise TypeError(
                 f"{op}(): Expected self.dtype to be equal to src.dtype, got {x.dtype} and {s.dtype}"
             )
+        index_ops.check_src_rank(idx._impl, s._impl, op)
         source = _at_least_1d(s._impl)
         if any(n > m for n, m in zip(ix.shape, source.shape)):
             raise ValueError(
@@ -262,6 +263,7 @@ def scatter_reduce_(
     idx = index_ops.index_arg(index, op, allow_int32=True)
     s = tensor_arg(src, op, "src")
     index_ops._check_scatter(x, idx._impl, s, op, "src")
+    index_ops.check_src_rank(idx._impl, s._impl, op)
     d = views.wrap_dim(dim, max(x.ndim, 1))
     dst, ix, source = _at_least_1d(x._impl), _at_least_1d(idx._impl), _at_least_1d(s._impl)
     for k, n in enumerate(ix.shape):

@@ -1235,3 +1235,38 @@ def test_topk_of_no_rows_is_empty_as_torch(shape, k, dim):
     want = torch.topk(torch.empty(*shape), k, dim)
     assert_same(got.values, want.values)
     assert_same(got.indices, want.indices)
+
+
+@pytest.mark.parametrize("op", ["scatter_", "scatter_add_", "scatter_reduce_"])
+def test_a_scatters_src_has_the_index_rank_as_torch_refuses_it(op):
+    """A src of fewer dims than the index was read past its end (a crash); of more, read
+    through truncated strides. torch refuses both (IndexError, RuntimeError)."""
+    extra = ("sum",) if op == "scatter_reduce_" else ()
+    index = [[1, 0], [0, 1]]
+    for src_shape, error in (((4,), kael.IndexError), ((2, 2, 2), kael.ValueError)):
+        with pytest.raises(error, match="same number of dimensions as src tensor, got 2 and"):
+            getattr(kael.zeros(2, 2), op)(0, kael.tensor(index), kael.ones(src_shape), *extra)
+        with pytest.raises((IndexError, RuntimeError)):
+            getattr(torch.zeros(2, 2), op)(0, torch.tensor(index), torch.ones(src_shape), *extra)
+    empty = getattr(kael.zeros(2, 2), op)(0, kael.zeros(0, dtype=kael.int64), kael.ones(4), *extra)
+    assert empty.tolist() == [[0.0, 0.0], [0.0, 0.0]]  # an empty index: no check, as torch
+
+
+@pytest.mark.parametrize(
+    "join",
+    [
+        lambda: kael.cat([kael.zeros(0, 3)] * 2),
+        lambda: kael.stack([kael.zeros(0)] * 2),
+        lambda: kael.cat([kael.zeros(2, 0)] * 2, 1),
+    ],
+)
+def test_joining_into_an_empty_result_allocates_nothing_that_fails_to_free(join):
+    import gc
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = join()
+        assert result.numel() == 0
+        del result
+        gc.collect()
