@@ -209,22 +209,45 @@ _C_READERS = frozenset({"math", "cmath", "struct"})
 
 
 def _reads_floats_in_c(fn: Callable) -> bool:
-    """Whether fn (a module: its forward) names one of _C_READERS or a function of theirs in
-    its code or its nested functions' code; its float arguments are then specialized to
-    their values (a helper it calls is not looked into)."""
+    """Whether fn (a module: its forward) can reach one of _C_READERS or a function of
+    theirs: a name its code (or its nested functions' code) imports or reads from its
+    globals, a closure cell, a default argument. Its float arguments are then specialized
+    to their values (a helper it calls is not looked into)."""
     fn = getattr(fn, "forward", fn)
-    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
-    g = getattr(getattr(fn, "__func__", fn), "__globals__", {})
-    stack = [] if code is None else [code]
+    fn = getattr(fn, "__func__", fn)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return False
+    g = getattr(fn, "__globals__", {})
+    cells = _cell_values(fn)
+    defaults = [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()]
+    if any(map(_c_reader, cells + defaults)):
+        return True
+    stack = [code]
     while stack:
         code = stack.pop()
-        for name in code.co_names:
-            value = g.get(name)
-            module = value.__name__ if isinstance(value, types.ModuleType) else None
-            if (module or getattr(value, "__module__", None)) in _C_READERS:
+        for name in code.co_names:  # a global, an attribute, or `import math` in the body
+            if name in _C_READERS or _c_reader(g.get(name)):
                 return True
         stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
     return False
+
+
+def _c_reader(value) -> bool:
+    """Whether `value` is one of _C_READERS or a function of theirs."""
+    module = value.__name__ if isinstance(value, types.ModuleType) else None
+    return (module or getattr(value, "__module__", None)) in _C_READERS
+
+
+def _cell_values(fn) -> list:
+    """The values in fn's closure cells (a cell not yet assigned left out)."""
+    values = []
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            values.append(cell.cell_contents)
+        except ValueError:
+            continue
+    return values
 
 
 def _twins(storages: list) -> tuple[int, int] | None:

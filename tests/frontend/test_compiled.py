@@ -688,7 +688,32 @@ class _Scaled(kael.nn.Module):
         return a / math.sqrt(d)
 
 
-@pytest.mark.parametrize("fn", [_scaled, _exp_scaled, _Scaled()], ids=["math", "from", "module"])
+def _local_import(a, d):
+    import math as local
+
+    return a / local.sqrt(d)
+
+
+def _default_argument(a, d, root=math.sqrt):
+    return a / root(d)
+
+
+def _closed_over():
+    module = math
+    return lambda a, d: a / module.sqrt(d)
+
+
+C_READERS = {
+    "math": _scaled,
+    "from": _exp_scaled,
+    "module": _Scaled(),
+    "local import": _local_import,
+    "default": _default_argument,
+    "closure": _closed_over(),
+}
+
+
+@pytest.mark.parametrize("fn", C_READERS.values(), ids=C_READERS.keys())
 def test_a_function_naming_math_has_its_floats_specialized(fn):
     c = kael.compile(fn)
     for d in (4.0, 9.0, 0.5, 9.0):
@@ -1175,6 +1200,9 @@ HALF_CHAINS = {
     "to float32": lambda t: (t * t).float() + 1,
     "softmax": lambda t: kael.softmax(t.view(64, 64) * 4, -1),
     "exp overflow": lambda t: (t * 8).exp() * t - 1,
+    "softmax rows": lambda t: kael.softmax(t.view(64, 64) * 3.1, -1),  # a row group
+    "reduction prologue": lambda t: (t * 3.1).float().amax(-1),
+    "layer_norm": lambda t: kael.layer_norm(t.view(64, 64) * 2, (64,)),
 }
 
 
