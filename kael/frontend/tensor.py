@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import builtins
 import math
+import operator
 import warnings
 from collections.abc import Iterator
 
@@ -29,16 +31,38 @@ from kael.runtime.tracestate import state as _trace_state
 
 
 class Size(tuple):
-    """torch.Size: a tensor's shape, a tuple of ints with numel() (a slice of one, or a sum
-    with a tuple, is a plain tuple here)."""
+    """torch.Size: a tensor's shape, a tuple of ints with numel(); made from any iterable of
+    integers (NumPy's, 0-d integer tensors), repeated by * as a Size (a slice of one, or a
+    sum with a tuple, is a plain tuple here)."""
 
     __slots__ = ()
+
+    def __new__(cls, dims=()) -> Size:
+        dims = tuple(dims)
+        if not all(type(d) is int for d in dims):
+            dims = tuple(_size_item(d, i) for i, d in enumerate(dims))
+        return tuple.__new__(cls, dims)
+
+    def __mul__(self, times) -> Size:
+        return Size(tuple.__mul__(self, times))
+
+    __rmul__ = __mul__
 
     def __repr__(self) -> str:
         return f"kael.Size({list(self)})"
 
     def numel(self) -> int:
         return math.prod(self)
+
+
+def _size_item(dim, i: int) -> int:
+    """Size()'s item i as an int, as torch.Size takes it (a bool counts as its int)."""
+    try:
+        return operator.index(dim)
+    except builtins.TypeError:
+        raise TypeError(
+            f"Size() takes an iterable of 'int' (item {i} is '{type(dim).__name__}')"
+        ) from None
 
 
 # shape tuple -> its Size: Tensor.shape hands out one Size per shape instead of making one

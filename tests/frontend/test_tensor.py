@@ -871,3 +871,17 @@ def test_shape_and_size_are_a_size_as_torchs(shape):
     assert k.shape is kael.zeros(shape).shape  # one Size a shape, not one a read
     if shape:
         assert k.size(-1) == t.size(-1) and type(k.size(0)) is int
+
+
+def test_size_takes_integers_as_torch_size_and_repeats_as_a_size():
+    k, t = (
+        kael.Size([np.int64(3), kael.tensor(2), True]),
+        torch.Size([np.int64(3), torch.tensor(2), True]),
+    )
+    assert k == tuple(t) and type(k[0]) is int
+    assert isinstance(kael.ones(2, 3).shape * 2, kael.Size) and 2 * kael.Size([1]) == (1, 1)
+    for bad in ([2.5], ["a"]):
+        with pytest.raises(TypeError):
+            torch.Size(bad)
+        with pytest.raises(kael.TypeError, match=r"iterable of 'int' \(item 0 is"):
+            kael.Size(bad)
