@@ -667,6 +667,18 @@ class Tensor:
             )
         return interop.numpy_view(self._impl)
 
+    # NumPy defers to a tensor's reflected operators (np.float64(2) * t is t.__rmul__, a
+    # Tensor, as torch's priority makes it), and a NumPy function called on a tensor hands
+    # its result back as a tensor (np.sqrt(t)), as torch's __array_wrap__ does.
+    __array_priority__ = 1000
+
+    def __array_wrap__(self, array: np.ndarray, context=None, return_scalar: bool = False):
+        """NumPy's result for a tensor argument, as a kael tensor (a bool array as uint8,
+        as torch's wrap gives it)."""
+        if array.dtype == np.bool_:
+            array = array.astype(np.uint8)
+        return Tensor(interop.from_numpy_impl(np.ascontiguousarray(array)))
+
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         _needs_values("converting a tensor to a NumPy array")
         _numpy_has(self._impl.dtype)

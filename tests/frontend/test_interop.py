@@ -3,6 +3,7 @@
 import gc
 import subprocess
 import sys
+import warnings
 import weakref
 
 import numpy as np
@@ -403,3 +404,24 @@ def test_freeing_an_export_of_an_imported_export_does_not_deadlock():
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=60)  # fmt: skip
     assert res.returncode == 0 and "freed" in res.stdout, res.stderr
+
+
+NUMPY_LEFT = {
+    "float64 * t": lambda t: np.float64(2.0) * t,
+    "float32 < t": lambda t: np.float32(1.5) < t,
+    "int64 + t": lambda t: np.int64(1) + t,
+    "float32 ** t": lambda t: np.float32(2) ** t,
+    "np.sqrt(t)": lambda t: np.sqrt(t),
+    "np.isnan(t)": lambda t: np.isnan(t),
+}
+
+
+@pytest.mark.parametrize("call", NUMPY_LEFT.values(), ids=NUMPY_LEFT.keys())
+def test_numpy_scalars_and_functions_hand_back_tensors_as_torchs(call):
+    """NumPy defers to the tensor's reflected operator (__array_priority__), and a NumPy
+    function's result comes back a tensor (__array_wrap__; bool as uint8), as torch's."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # torch's two-argument wrap
+        got, want = call(kael.tensor([1.0, 2.0])), call(torch.tensor([1.0, 2.0]))
+    assert isinstance(got, kael.Tensor) and str(got.dtype) == str(want.dtype)[6:]
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
