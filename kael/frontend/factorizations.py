@@ -542,13 +542,17 @@ def _cholesky(A, op: str, upper: bool) -> tuple[Tensor, Tensor]:
         info.fill_(blocked.cholesky(a.reshape(n, n)))
     elif count and n:
         factorize.cholesky(_stacked(a), info._impl, count)
+    if count and n and info.ne(0).any().item():  # a failed factor: its other triangle too
+        a = a.tril()  # is zero, as torch's
     return (a.mT.contiguous() if upper else a), info.to(int32)
 
 
 @on_host
 def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False) -> CholeskyWithInfo:
     """The Cholesky factor (L, or U = L^T) and info: 0, or the order of the first leading
-    minor that is not positive-definite."""
+    minor that is not positive-definite. A failed factor's other triangle is zero, as
+    torch's; past its leading block before the failing minor it is not LAPACK's partial
+    state (kael factors row by row and stops at the failing row)."""
     factor, info = _cholesky(A, "linalg.cholesky_ex", upper)
     if check_errors:
         raise_for(info, "linalg.cholesky_ex", _not_definite)

@@ -371,3 +371,17 @@ def test_pivots_changed_after_the_check_swap_no_row_outside_the_matrix(monkeypat
     else:
         p, low, up = kael.lu_unpack(lu, pivots)
         assert p.shape == low.shape == up.shape == (3, 3)
+
+
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("n", [2, 3, 200])  # 200: the blocked path
+def test_a_failed_cholesky_factor_has_its_other_triangle_zero_as_torchs(n, upper):
+    a = -np.eye(n) + 0.1
+    a[0, 0] = 4.0 if n > 2 else -4.0  # fails at the first minor (n = 2) or a later one
+    k = kael.linalg.cholesky_ex(kael.tensor(a), upper=upper)
+    t = torch.linalg.cholesky_ex(torch.tensor(a), upper=upper)
+    assert k.info.item() == t.info.item() > 0
+    other = (lambda m: m.tril(-1)) if upper else (lambda m: m.triu(1))
+    assert other(k.L).abs().max().item() == 0 == other(t.L).abs().max().item()
+    first = t.info.item() - 1  # the leading block before the failing minor agrees
+    np.testing.assert_allclose(k.L.numpy()[:first, :first], t.L.numpy()[:first, :first])
