@@ -18,7 +18,7 @@ from kael.codegen.cpu import factorize, triangular
 from kael.frontend import blocked, factories, index_ops, reductions
 from kael.frontend import elementwise as ew
 from kael.frontend.elementwise import broadcast_shapes
-from kael.frontend.outputs import bool_arg, device_of, tensor_arg
+from kael.frontend.outputs import bool_arg, device_of, output, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import int32, int64
@@ -597,16 +597,11 @@ def outs_into(result: tuple, out, op: str) -> tuple:
 
 
 def _out(result: Tensor, out, op: str) -> Tensor:
-    """`result`, or copied into `out` (its shape and dtype must match)."""
+    """`result`, or copied into `out`: of its dtype and device, resized to its shape as
+    torch's resize_output does (silently when empty, with torch's warning otherwise)."""
     if out is None:
         return result
-    out = tensor_arg(out, op, "out")
-    if tuple(out.shape) != tuple(result.shape) or out.dtype is not result.dtype:
-        raise ValueError(
-            f"{op}: out must be a {result.dtype} tensor of shape {list(result.shape)}, got "
-            f"{out.dtype} {list(out.shape)}"
-        )
-    return out.copy_(result)
+    return output(out, result.shape, result.dtype, result.device, op).copy_(result)
 
 
 LINALG = {
