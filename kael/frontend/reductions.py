@@ -369,7 +369,10 @@ def _with_mean(op: Callable, name: str) -> Callable:
         return spread, mean(input, dim, keepdim)
 
     with_mean.__name__ = with_mean.__qualname__ = name
-    with_mean.__doc__ = f"({op.__name__}, mean) over dim, as torch.{name}."
+    with_mean.__doc__ = (
+        f"({op.__name__}, mean) over dim, as torch.{name}; the mean is mean()'s (an infinite"
+        " element gives an infinite mean, where torch's Welford pass may give NaN)."
+    )
     return with_mean
 
 
