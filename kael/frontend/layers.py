@@ -5,10 +5,17 @@ GPU's row kernel instead)."""
 
 from __future__ import annotations
 
-import math
-
 from kael.frontend import elementwise as ew
-from kael.frontend import factories, fastpath, gpu_rows, index_ops, linalg, reductions, views
+from kael.frontend import (
+    factories,
+    fastpath,
+    gpu_rows,
+    index_ops,
+    linalg,
+    matrix_norms,
+    reductions,
+    views,
+)
 from kael.frontend.formula import launch
 from kael.frontend.margins import distance
 from kael.frontend.outputs import tensor_arg
@@ -87,21 +94,13 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
 def normalize(
     input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Tensor | None = None
 ) -> Tensor:
-    """input / max(||input||_p along dim, eps)."""
+    """input / max(||input||_p along dim, eps), the norm linalg.vector_norm's (half types
+    accumulate in float32, as torch's: squaring in float16 overflowed past 256)."""
     x = tensor_arg(input, "normalize")
     if not x.dtype.is_floating_point:
         raise TypeError(f"normalize: expected a floating point input, got {x.dtype}")
     d = views.wrap_dim(dim, x.ndim) if x.ndim else None
-    if p == 2:
-        norm = reductions.sum(x * x, d, keepdim=True).sqrt()
-    elif p == 1:
-        norm = reductions.sum(x.abs(), d, keepdim=True)
-    elif p == math.inf:
-        norm = reductions.amax(x.abs(), d, keepdim=True)
-    elif p > 0:
-        norm = reductions.sum(x.abs() ** p, d, keepdim=True) ** (1.0 / p)
-    else:
-        raise ValueError(f"normalize: p must be positive, got {p}")
+    norm = matrix_norms.vector_norm(x, p, d, keepdim=True)
     return ew.binary("div", x, norm.clamp(min=eps), out)
 
 

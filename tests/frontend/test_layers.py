@@ -170,3 +170,18 @@ def test_linear_refuses_mixed_dtypes_as_torch(x_dtype, w_dtype, b_dtype):
     b = None if b_dtype is None else kael.ones(4, dtype=b_dtype)
     with pytest.raises(kael.TypeError, match="to have the same dtype, but got"):
         kael.nn.functional.linear(x, w, b)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize(
+    ("rows", "p"),
+    [([[300.0, 400.0]], 2), ([[1e-4, 1e-4]], 2), ([[30.0, 40.0]], 3), ([[3.0, 4.0]], -1)],
+)
+def test_normalize_of_half_types_takes_the_norm_in_float32_as_torch(dtype, rows, p):
+    """Squared in float16, 300 and 400 overflowed (a zero result) and 1e-4 underflowed."""
+    got = kael.nn.functional.normalize(kael.tensor(rows, dtype=getattr(kael, dtype)), p=p, dim=-1)
+    want = torch.nn.functional.normalize(
+        torch.tensor(rows, dtype=getattr(torch, dtype)), p=p, dim=-1
+    )
+    assert got.dtype is getattr(kael, dtype)
+    assert got.float().tolist() == want.float().tolist()
