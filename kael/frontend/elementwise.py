@@ -28,6 +28,7 @@ from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.tracing import SymFloat
 from kael.ir import graph as g
 from kael.runtime.convert import CHECKED, ROUNDED, WRAP, convert_scalar
+from kael.runtime.device import CPU
 from kael.runtime.dtypes import (
     INT64_MAX,
     DType,
@@ -445,7 +446,7 @@ def _launch_binary(
         _launch_unary(kernel, kernel, a, compute, target, fast)
         return
     wide = _op_dtype(op, operand_dtype, b, number_exponent)
-    if op.ir == "truncdiv" and operand_dtype.is_half and isinstance(b, Tensor) and b.shape:
+    if op.name in _OPMATH_NUMBER and operand_dtype.is_half and isinstance(b, Tensor) and b.shape:
         fast = None  # the kernel follows b's layout (_one_element), which that key lacks
 
     def build():
@@ -473,14 +474,16 @@ def _op_dtype(op: BinaryOp, operand_dtype: DType, b, number_exponent: bool) -> D
     """The dtype the op itself runs in, wider than its operands' where PyTorch's kernel is:
     a float32 pow's number exponent stays a double (the base, rounded to float32 first as
     PyTorch converts it, is widened and pow runs in float64, rounded to float32 at the end);
-    a float16/bfloat16 div_trunc by one element everywhere runs in float32, as PyTorch's
-    kernel for a scalar divisor does: it reads the divisor's own value (a float32 0-d
-    tensor's unrounded, an int's beyond the half range) and truncates the float32 quotient.
-    Any other half div_trunc divides in the half dtype, its quotient rounded to it before
-    the truncation (_binary_node), as PyTorch's Vectorized<Half> division does."""
+    a float16/bfloat16 mul or division (any rounding mode) by one element everywhere on the
+    CPU runs in float32, as PyTorch's kernels for a scalar second operand do: they read its
+    own value (a 0-d tensor's unrounded, an int's beyond the half range: b * tensor(257) in
+    bfloat16 is 772, not 768) and round the float32 result once. Any other half div_trunc
+    divides in the half dtype, its quotient rounded to it before the truncation
+    (_binary_node), as PyTorch's Vectorized<Half> division does."""
     if number_exponent and operand_dtype is float32:
         return float64
-    if op.ir == "truncdiv" and operand_dtype.is_half and _one_element(b):
+    scalar = _one_element(b) and (not isinstance(b, Tensor) or b.device is CPU)
+    if op.name in _OPMATH_NUMBER and operand_dtype.is_half and scalar:
         return float32
     return operand_dtype
 
@@ -498,7 +501,7 @@ def _one_element(b) -> bool:
 # float32, the opmath type): mul's, and the divisor of div (any rounding_mode). Every other
 # binary op casts the number to the op's dtype first (2.3125 + 257 in bfloat16 is 258: 257
 # rounds to 256), pow's exponent too.
-_OPMATH_NUMBER = {"mul": (0, 1), "div": (1,), "div_trunc": (1,), "floor_divide": (1,)}
+_OPMATH_NUMBER = {"mul": (1,), "div": (1,), "div_trunc": (1,), "floor_divide": (1,)}
 
 
 def _number_mode(op: BinaryOp, a, wide: DType, number_exponent: bool) -> str:

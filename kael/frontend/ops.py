@@ -293,9 +293,20 @@ INPLACE_COMPUTED = {
 # Each alias's in-place method is its base's (absolute_ is abs_, subtract_ is sub_, ...).
 
 
+# torch's reflected add and mul are self.add(other) and self.mul(other): the number is the
+# second operand, which a float16/bfloat16 mul reads unrounded (1e5 * h is not inf).
+COMMUTATIVE = ("add", "mul")
+
+
 def _reflected(name: str, dunder: str):
-    def method(self, other):
-        return ew.binary(name, other, self)
+    if name in COMMUTATIVE:
+
+        def method(self, other):
+            return ew.binary(name, self, other)
+    else:
+
+        def method(self, other):
+            return ew.binary(name, other, self)
 
     _name_method(method, f"__r{dunder}__")
     return op_door(name, method)
@@ -497,7 +508,8 @@ def _install() -> None:
     }
     for dunder, name in operators.items():
         setattr(Tensor, f"__{dunder}__", _fast(name, _method(FUNCTIONS[name])))
-        setattr(Tensor, f"__r{dunder}__", _fast(name, _reflected(name, dunder), reflected=True))
+        reflected = name not in COMMUTATIVE
+        setattr(Tensor, f"__r{dunder}__", _fast(name, _reflected(name, dunder), reflected))
         if name in INPLACE_BINARY:
             setattr(Tensor, f"__i{dunder}__", _fast(name, _inplace(name), inplace=True))
     _name_method(_rtruediv, "__rtruediv__")

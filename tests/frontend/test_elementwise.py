@@ -2052,3 +2052,28 @@ def test_where_takes_torchs_deprecated_uint8_condition_as_nonzero():
     assert got.tolist() == expected.tolist() == [1.0, 0.0, 1.0]
     with pytest.raises(kael.TypeError, match="bool tensor, got int64"):
         kael.where(kael.tensor(cond), kael.ones(3), kael.zeros(3))
+
+
+HALF_SCALAR_OPERANDS = {
+    "b * tensor(257)": lambda L, b, h: b * L.tensor(257),
+    "b // tensor(1.001)": lambda L, b, h: b // L.tensor(1.001),
+    "h * tensor(1e5)": lambda L, b, h: h * L.tensor(1e5),
+    "h / tensor(1e5)": lambda L, b, h: h / L.tensor(1e5),
+    "h / tensor([1e5])": lambda L, b, h: h / L.tensor([1e5]),
+    "trunc div": lambda L, b, h: L.div(b, L.tensor(3.0), rounding_mode="trunc"),
+    "mul(1e5, h)": lambda L, b, h: L.mul(1e5, h),  # a leading number rounds
+    "1e5 * h": lambda L, b, h: 1e5 * h,  # the reflected mul: the number second
+    "b + tensor(257)": lambda L, b, h: b + L.tensor(257),  # add rounds it
+}
+
+
+@pytest.mark.parametrize("call", HALF_SCALAR_OPERANDS.values(), ids=HALF_SCALAR_OPERANDS.keys())
+def test_half_mul_and_division_read_a_one_element_second_operand_unrounded_as_torch(call):
+    """torch's CPU mul and div kernels read a scalar second operand (a number or a one-element
+    tensor) as float32, unrounded; every other operand rounds to the half type first."""
+    got, want = (
+        call(L, L.tensor([3.0], dtype=L.bfloat16), L.tensor([1e-3, 3.0], dtype=L.float16))
+        for L in (kael, torch)
+    )
+    assert str(got.dtype) == str(want.dtype)[6:]
+    assert got.float().tolist() == want.float().tolist()
