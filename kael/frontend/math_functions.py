@@ -85,17 +85,20 @@ def _unary(
 
 
 def _operands(a, b, name: str) -> tuple[list[Tensor], DType]:
-    """Both operands as tensors and the promoted float dtype of the result. A Python number
-    becomes a 0-d tensor of that float dtype, as PyTorch casts it straight to the dtype it
-    computes in: beside an integer tensor it is never first cast to the integer dtype
-    (xlogy(uint8 tensor, -3) reads -3, not 253; int8 beside 1000 is no overflow)."""
+    """Both operands as tensors of the promoted float dtype of the result, as PyTorch casts
+    them to it before its kernel widens them (an int 70000 beside float16 is inf, a float64
+    0-d 1.0001 is 1). A Python number becomes a 0-d tensor of that dtype straight away:
+    beside an integer tensor it is never first cast to the integer dtype (xlogy(uint8
+    tensor, -3) reads -3, not 253; int8 beside 1000 is no overflow)."""
     tensors = [x for x in (a, b) if isinstance(x, Tensor)]
     if not tensors:
         raise TypeError(f"{name}: expected at least one tensor operand")
     out = _float_result(result_type(a, b))
     like = tensors[0]
     pair = [
-        x if isinstance(x, Tensor) else factories.full((), x, dtype=out, device=like.device)
+        (x if x.dtype is out else x.to(out))
+        if isinstance(x, Tensor)
+        else factories.full((), x, dtype=out, device=like.device)
         for x in (a, b)
     ]
     return pair, out

@@ -733,3 +733,21 @@ def test_out_of_sinh_cosh_log10_and_sgn_refuses_a_wrong_dtype_or_expanded_out(na
     z = kael.tensor([0.5 + 1j])
     with pytest.raises(kael.TypeError, match="complex64 can't be cast to the desired output type"):
         getattr(kael, name)(z, out=kael.empty(1))
+
+
+HALF_CASTS = {
+    "xlogy int 70000": lambda L: L.xlogy(L.tensor([2.0], dtype=L.float16), L.tensor([70000])),
+    "atan2 0-d 1e5": lambda L: L.atan2(L.tensor([2.0], dtype=L.float16), L.tensor(1e5)),
+    "hypot int": lambda L: L.hypot(L.tensor([70000]), L.tensor([float("nan")], dtype=L.float16)),
+    "xlogy 0-d float64": lambda L: L.xlogy(
+        L.tensor([1.0], dtype=L.float16), L.tensor(1.0001, dtype=L.float64)
+    ),
+    "logaddexp bfloat16": lambda L: L.logaddexp(L.tensor([1.0], dtype=L.bfloat16), L.tensor(300)),
+}
+
+
+@pytest.mark.parametrize("call", HALF_CASTS.values(), ids=HALF_CASTS.keys())
+def test_binary_math_casts_operands_to_the_result_dtype_first_as_torch(call):
+    got, want = call(kael), call(torch)
+    assert str(got.dtype) == str(want.dtype)[6:]
+    assert got.float().tolist() == want.float().tolist()
