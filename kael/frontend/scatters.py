@@ -611,7 +611,7 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
     _finite_range(lo, hi, "torch.histc: range of")
     if lo > hi:
         raise ValueError(f"torch.histc(): max must be larger than min, but got min {lo} max {hi}")
-    limit = x.dtype.max
+    limit = x.dtype.largest
     if builtins.max(abs(lo), abs(hi)) > limit:
         raise ValueError(
             f"torch.histc(): range [{lo:g}, {hi:g}] cannot be converted to {x.dtype} without "

@@ -1005,6 +1005,16 @@ def test_histc_refuses_a_range_its_dtype_cannot_hold():
         torch.histc(torch.ones(3), 4, -1e39, 1e39)
     with pytest.raises(kael.ValueError, match=r"range \[-1e\+39, 1e\+39\] cannot be converted"):
         kael.histc(kael.ones(3), 4, -1e39, 1e39)
+    with pytest.raises(kael.ValueError, match=r"range \[0, 100000\] cannot be converted"):
+        kael.histc(kael.ones(3, dtype=kael.float16), 2, 0, 1e5)  # past float16's 65504
+
+
+@pytest.mark.parametrize(("dtype", "top"), [("float32", 1e10), ("float16", 60000.0)])
+def test_histc_takes_a_range_within_the_float_dtype_past_its_width_in_ints(dtype, top):
+    """The limit is the dtype's largest float (it was the integer maximum of its width)."""
+    got = kael.histc(kael.tensor([1.0, 2.0], dtype=getattr(kael, dtype)), 2, 0, top)
+    want = torch.histc(torch.tensor([1.0, 2.0], dtype=getattr(torch, dtype)), 2, 0, top)
+    assert got.float().tolist() == want.float().tolist()
 
 
 def test_scatter_with_no_index_returns_self_whatever_the_ranks():
