@@ -20,7 +20,7 @@ from kael.frontend.tensor import Tensor, empty_impl
 from kael.ir import graph as g
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import DType, as_dtype, bool_, int64, uint8
-from kael.runtime.errors import Error, TypeError
+from kael.runtime.errors import Error, NotImplementedError, TypeError
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl
 
@@ -96,7 +96,10 @@ def _scan_(op: str, self: Tensor, dim, dtype) -> Tensor:
     name = f"{op}_"
     tensor_arg(self, name)
     d = views.wrap_dim(dim, self.ndim)
-    result = _scan_dtype(self, dtype, name)
+    if self.dtype.is_bool:
+        raise NotImplementedError(f"\"{op}_out_cpu\" not implemented for 'Bool'")
+    # in place, a scan keeps self's dtype (int8 wraps), as PyTorch's
+    result = self.dtype if dtype is None else _scan_dtype(self, dtype, name)
     if result is not self.dtype:
         raise TypeError(
             f"{name}: bad in-place call: input tensor dtype {self.dtype} and output tensor dtype"

@@ -267,10 +267,8 @@ def test_inplace_scan_writes_self_in_its_own_layout(op, dtype, layout):
 
 @pytest.mark.parametrize("op", SCANS)
 def test_inplace_scan_whose_result_dtype_differs_from_self_raises(op):
-    with pytest.raises(
-        kael.TypeError, match="input tensor dtype bool and output tensor dtype int64"
-    ):
-        getattr(kael.ones(3, dtype=kael.bool), f"{op}_")(0)
+    with pytest.raises(kael.TypeError, match="input tensor dtype int8 and output tensor dtype"):
+        getattr(kael.ones(3, dtype=kael.int8), f"{op}_")(0, dtype=kael.int64)
     with pytest.raises(kael.TypeError, match="dtype int64 and output tensor dtype float32"):
         getattr(kael.ones(3, dtype=kael.int64), f"{op}_")(0, dtype=kael.float32)
 
@@ -587,3 +585,19 @@ def test_cummax_and_cummin_match_torch_with_ties_and_nan(name, dtype):
             np.testing.assert_array_equal(got.indices.numpy(), want.indices.numpy())
     got = getattr(k, name)(1)
     assert got.values.dtype is k.dtype and got.indices.dtype is kael.int64
+
+
+@pytest.mark.parametrize("op", ["cumsum_", "cumprod_"])
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32"])
+def test_an_in_place_scan_keeps_a_small_int_dtype_and_wraps_as_torch(op, dtype):
+    values = [100, 100, 3]
+    got = getattr(kael.tensor(values, dtype=getattr(kael, dtype)), op)(0)
+    want = getattr(torch.tensor(values, dtype=getattr(torch, dtype)), op)(0)
+    assert got.dtype is getattr(kael, dtype) and got.tolist() == want.tolist()
+
+
+def test_an_in_place_scan_of_bool_is_refused_as_torch():
+    with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+        torch.tensor([True]).cumsum_(0)
+    with pytest.raises(kael.NotImplementedError, match="not implemented for 'Bool'"):
+        kael.tensor([True]).cumsum_(0)
