@@ -32,7 +32,7 @@ from kael.frontend import (
 from kael.frontend import tensor as tensor_module  # a cycle: tensor.py imports this module
 from kael.runtime.convert import convert_scalar
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import INT64_MAX, bool_, int8, int16, int32, int64
+from kael.runtime.dtypes import INT64_MAX, bool_, int8, int16, int32, int64, uint8
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, format_shape, ptr_on
 
@@ -386,6 +386,13 @@ def _tensor_entry(impl: TensorImpl) -> tuple[str, object]:
         return "index", impl
     if impl.dtype is int32:  # PyTorch takes int indices too: widened for the kernels
         return "index", tensor_module.clone_impl(impl, int64)
+    if impl.dtype is uint8:  # PyTorch's deprecated mask: nonzero is True
+        warnings.warn(
+            "indexing with dtype uint8 is now deprecated, please use a dtype bool instead.",
+            UserWarning,
+            stacklevel=4,
+        )
+        impl = tensor_module.clone_impl(impl, bool_)
     if impl.dtype is not bool_:
         raise IndexError(
             f"tensors used as indices must be long, int or bool tensors, got {impl.dtype}"

@@ -261,3 +261,13 @@ def test_setitem_through_a_full_mask_stores_a_half_overflow_as_inf_as_torch(dtyp
     k = kael.zeros(3, dtype=dtype)
     k[k == 0] = 1e39
     assert k.to(kael.float32).tolist() == t.float().tolist() == [math.inf] * 3
+
+
+def test_a_uint8_index_is_torchs_deprecated_mask_with_its_warning():
+    values = [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    for key in ([1, 0], [[1, 0, 2], [0, 0, 1]]):
+        with pytest.warns(UserWarning, match="indexing with dtype uint8 is now deprecated"):
+            got = kael.tensor(values)[kael.tensor(key, dtype=kael.uint8)]
+        with pytest.warns(UserWarning, match="indexing with dtype torch.uint8 is now deprecated"):
+            want = torch.tensor(values)[torch.tensor(key, dtype=torch.uint8)]
+        assert got.tolist() == want.tolist()
