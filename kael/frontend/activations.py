@@ -1,6 +1,10 @@
 """torch.nn.functional's elementwise activations, each declared once as a formula over one
 element (and its scalar parameters, frontend/formula.py) that runs as one fused kernel:
 eagerly, inside @kael.compile (where it fuses with the ops around it) and on cuda tensors.
+
+Deviation: softsign of an integer input computes in the default float dtype from its
+values; torch's composes integer ops first (its |x| + 1 wraps: int8 -128 gives 1.0079
+there, -0.9922 here).
 """
 
 from __future__ import annotations

@@ -817,10 +817,10 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     training = bool_arg(training, "dropout", "training")
     inplace = bool_arg(inplace, "dropout", "inplace")
+    if not training or p == 0.0:  # any dtype, as torch's (no mask is drawn)
+        return x
     if not x.dtype.is_floating_point:
         raise TypeError(f"dropout: expected a floating point input, got {x.dtype}")
-    if not training or p == 0.0:
-        return x
     if inplace:
         check_writable(x, "dropout")
     out = factories.new_tensor((x.shape,), x.dtype, x.device)

@@ -1316,3 +1316,11 @@ def test_a_compiled_functions_draws_follow_vmaps_error_and_different_modes():
         kael.vmap(noisy)(rows)
     drawn = kael.vmap(noisy, randomness="different")(rows)
     assert not kael.equal(drawn[0], drawn[1])
+
+
+@pytest.mark.parametrize("kwargs", [{"training": False}, {"p": 0.0}])
+def test_dropout_that_draws_no_mask_returns_an_integer_input_as_torch(kwargs):
+    x = kael.tensor([1, 2])
+    assert kael.nn.functional.dropout(x, **kwargs) is x
+    with pytest.raises(kael.TypeError, match="expected a floating point input, got int64"):
+        kael.nn.functional.dropout(x)  # torch: its float result cannot go to int64
