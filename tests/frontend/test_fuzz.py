@@ -562,7 +562,8 @@ KAEL_QUIRKS: dict[str, tuple[str, str, Callable | None, Callable | None]] = {
         "kael accumulates float32 sums in float64 and multiplies with fused multiply-adds "
         "(ARCHITECTURE.md: Reductions, Scans, Matrix products), so it may match torch's "
         "float64 answer where torch's float32 one rounds or overflows (every comparison "
-        "accepts that: more_exact_or_same)",
+        "accepts that: more_exact_or_same); float16/bfloat16 products and means likewise "
+        "stay finite where torch's half-precision steps overflow",
         "differs",
         None,
         None,
