@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import warnings
+import weakref
 from collections.abc import Callable, Iterator
 
 from kael.frontend import factories
@@ -72,6 +73,8 @@ def _check_options(loader: DataLoader, shuffle, sampler, batch_sampler, prefetch
         )
     if prefetch_factor is not None and prefetch_factor < 0:
         raise ValueError("prefetch_factor option should be non-negative")
+    if prefetch_factor == 0:  # torch asserts it at the first iter(); no task, an empty epoch
+        raise ValueError("prefetch_factor must be greater than 0")
     if loader.persistent_workers and workers == 0:
         raise ValueError("persistent_workers option needs num_workers > 0")
     _check_context(loader.multiprocessing_context, workers)
@@ -140,7 +143,7 @@ class DataLoader:
         if collate_fn is None:
             collate_fn = default_convert if self._unbatched else default_collate
         self.collate_fn = collate_fn
-        self._pool: workers.Pool | None = None
+        self._iterator: _LoaderIter | None = None  # persistent workers' one iterator
 
     @property
     def _unbatched(self) -> bool:
@@ -162,29 +165,21 @@ class DataLoader:
         drawn = factories.empty((), dtype=int64).random_(generator=self.generator)
         return drawn.item()
 
-    def __iter__(self) -> Iterator:
-        base_seed = self._base_seed()
-        pinning = self.pin_memory and _can_pin()
-        if self.num_workers == 0:
-            yield from _maybe_pinned(workers.fetch_all(self._job(), self._index_stream()), pinning)
-            return
-        if not self.persistent_workers:  # workers of this iterator alone (zip(dl, dl) works)
-            pool = workers.Pool(self._job(), base_seed, self.multiprocessing_context,
-                                self.timeout, self.prefetch_factor)  # fmt: skip
-            try:
-                yield from _maybe_pinned(pool.epoch(self._index_stream()), pinning)
-            finally:
-                pool.close()
-            return
-        if self._pool is None:
-            self._pool = workers.Pool(self._job(), base_seed, self.multiprocessing_context,
-                                      self.timeout, self.prefetch_factor)  # fmt: skip
-        try:
-            yield from _maybe_pinned(self._pool.epoch(self._index_stream()), pinning)
-        except Exception:  # a failed epoch leaves its workers in doubt: start afresh
-            self._pool.close()
-            self._pool = None
-            raise
+    def __iter__(self) -> _LoaderIter:
+        """A pass over the loader. With persistent workers there is one iterator, started
+        again by each iter() (torch's: zip(dl, dl) takes turns on one pass), and it keeps
+        the workers."""
+        if not (self.num_workers and self.persistent_workers):
+            return _LoaderIter(self)
+        if self._iterator is None:
+            self._iterator = _LoaderIter(self)
+        else:
+            self._iterator.start(self)
+        return self._iterator
+
+    def _new_pool(self, base_seed: int) -> workers.Pool:
+        return workers.Pool(self._job(), base_seed, self.multiprocessing_context,
+                            self.timeout, self.prefetch_factor)  # fmt: skip
 
     def _job(self) -> workers.Job:
         return workers.Job(
@@ -198,9 +193,60 @@ class DataLoader:
             return n if self.batch_size is None else batch_count(n, self.batch_size, self.drop_last)
         return len(self.batch_sampler if self.batch_sampler is not None else self.sampler)
 
+
+class _LoaderIter:
+    """One pass over a DataLoader (torch's _BaseDataLoaderIter): next() gives the next
+    batch, a batch that raised is that call's error and the next call goes on, len() is the
+    loader's. It owns its worker pool: closed when a pass ends unless the workers persist,
+    and when the iterator goes; a worker that dies or times out ends the pool. It holds the
+    loader weakly (the persistent loader keeps it: no cycle to outlive its workers)."""
+
+    def __init__(self, loader: DataLoader) -> None:
+        self.pool: workers.Pool | None = None
+        self.start(loader)
+
+    def start(self, loader: DataLoader) -> None:
+        """Begin a new epoch (the seed drawn now, as torch draws it at each iterator)."""
+        self.loader = weakref.ref(loader)
+        self.persistent = loader.persistent_workers
+        base_seed = loader._base_seed()
+        self.pinning = loader.pin_memory and _can_pin()
+        items = loader._index_stream()
+        if loader.num_workers == 0:
+            self.batches = workers.LocalEpoch(loader._job(), items)
+            return
+        if self.pool is None:
+            self.pool = loader._new_pool(base_seed)
+        self.batches = self.pool.epoch(items)
+
+    def __iter__(self) -> _LoaderIter:
+        return self
+
+    def __len__(self) -> int:
+        loader = self.loader()
+        if loader is None:
+            raise TypeError("len() of a DataLoader iterator whose loader is gone")
+        return len(loader)
+
+    def __next__(self):
+        try:
+            batch = next(self.batches)
+        except StopIteration:
+            if not self.persistent:
+                self.close()
+            raise
+        except workers.WorkerError:
+            self.close()
+            raise
+        return _pinned(batch) if self.pinning else batch
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+
     def __del__(self) -> None:
-        if getattr(self, "_pool", None) is not None:
-            self._pool.close()
+        self.close()
 
 
 def _can_pin() -> bool:
@@ -216,10 +262,6 @@ def _can_pin() -> bool:
         stacklevel=3,
     )
     return False
-
-
-def _maybe_pinned(batches: Iterator, pinning: bool) -> Iterator:
-    return map(_pinned, batches) if pinning else batches
 
 
 def _pinned(batch):

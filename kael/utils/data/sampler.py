@@ -71,6 +71,8 @@ class RandomSampler(Sampler):
 
     def __iter__(self) -> Iterator[int]:
         n, count = len(self.data_source), self.num_samples
+        if not n and count:  # (torch's divides by the 0 length)
+            raise ValueError(f"RandomSampler: {count} samples from an empty data source")
         generator = _fresh_generator(self.generator)
         if self.replacement:
             for start in range(0, count, 32):

@@ -20,6 +20,7 @@ import random
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
 
@@ -99,14 +100,26 @@ def _fetch(job: Job, source, item):
     return collate(samples)
 
 
-def fetch_all(job: Job, items: Iterator) -> Iterator:
-    """The batches of one epoch, loaded in this process as they are asked for."""
-    source = iter(job.dataset) if isinstance(job.dataset, IterableDataset) else None
-    for item in items:
-        batch = _fetch(job, source, item)
+class LocalEpoch:
+    """The batches of one epoch, loaded in this process as they are asked for. A batch that
+    raises is that call's error, and the next call goes on with the next batch, as torch's
+    loader does (a loop that skips bad samples sees every other batch)."""
+
+    def __init__(self, job: Job, items: Iterator) -> None:
+        self.job, self.items, self.ended = job, items, False
+        self.source = iter(job.dataset) if isinstance(job.dataset, IterableDataset) else None
+
+    def __iter__(self) -> LocalEpoch:
+        return self
+
+    def __next__(self):
+        if self.ended:
+            raise StopIteration
+        batch = _fetch(self.job, self.source, next(self.items))
         if batch is _End:
-            return
-        yield batch
+            self.ended = True
+            raise StopIteration
+        return batch
 
 
 def _seed_everything(seed: int) -> None:
@@ -137,9 +150,17 @@ def _work(job: Job, worker: int, seed: int, tasks, results) -> None:
         try:
             if iterable and source is None:
                 source = iter(job.dataset)
-            results.put((number, _fetch(job, source, item)))
+            # pickled here, not in the queue's feeder thread, whose error (an unpicklable
+            # sample) would be printed and the result never sent: the loader would wait on
+            payload = ForkingPickler.dumps(_fetch(job, source, item))
         except Exception as e:  # noqa: BLE001  (reported to the main process)
             results.put((number, _Failure(type(e), worker, traceback.format_exc())))
+            continue
+        results.put((number, bytes(payload)))
+
+
+class WorkerError(Error):
+    """The workers cannot go on: one died, or a result came later than the timeout."""
 
 
 class Pool:
@@ -168,53 +189,20 @@ class Pool:
         while True:
             step = 5.0 if self.timeout <= 0 else min(5.0, self.timeout - waited)
             try:
-                return self.results.get(timeout=step)
+                number, result = self.results.get(timeout=step)
+                return number, ForkingPickler.loads(result) if type(result) is bytes else result
             except queue.Empty:
                 waited += step
             dead = [p.pid for p in self.processes if not p.is_alive()]
             if dead:
                 self.close()
-                raise Error(f"DataLoader worker (pid(s) {dead}) exited unexpectedly")
+                raise WorkerError(f"DataLoader worker (pid(s) {dead}) exited unexpectedly")
             if 0 < self.timeout <= waited:
-                raise Error(f"DataLoader timed out after {self.timeout} seconds")
+                raise WorkerError(f"DataLoader timed out after {self.timeout} seconds")
 
-    def epoch(self, items: Iterator) -> Iterator:
-        """One epoch's batches in task order; tasks go to workers round-robin, skipping
-        workers whose iterable pass has ended. Task numbers run on across epochs, so the
-        results of an epoch left early are told from this one's and dropped."""
-        for tasks in self.tasks:
-            tasks.put((-1, None))
-        live = list(range(len(self.tasks)))
-        pending: collections.deque[tuple[int, int]] = collections.deque()  # (number, worker)
-        done: dict[int, object] = {}
-        turn = itertools.cycle(range(len(self.tasks)))
-
-        def send() -> None:
-            item = next(items, _End) if live else _End
-            if item is not _End:
-                worker = next(w for w in turn if w in live)
-                number = next(self.numbers)
-                pending.append((number, worker))
-                self.tasks[worker].put((number, item))
-
-        for _ in range(self.prefetch * len(self.tasks)):
-            send()
-        while pending:
-            number, worker = pending.popleft()
-            while number not in done:
-                got, result = self._result()
-                if got < number and got != -1:  # an abandoned epoch's result
-                    continue
-                if isinstance(result, _Failure):
-                    result.reraise()
-                done[got] = result
-            result = done.pop(number)
-            if result is _End:
-                if worker in live:
-                    live.remove(worker)
-            else:
-                yield result
-            send()
+    def epoch(self, items: Iterator) -> _Epoch:
+        """One epoch's batches in task order (see _Epoch)."""
+        return _Epoch(self, items)
 
     def close(self) -> None:
         """Stop the workers (in the process that started them: a forked worker holding
@@ -233,3 +221,54 @@ class Pool:
                 p.join(timeout=5)
         self.results.cancel_join_thread()
         self.processes = []
+
+
+class _Epoch:
+    """One epoch of a Pool: tasks go to workers round-robin, skipping workers whose iterable
+    pass has ended, prefetch of them per worker outstanding; batches come back in task
+    order. A batch whose worker raised is that call's error and the next call goes on, as
+    torch's loader does. Task numbers run on across epochs, so the results of an epoch left
+    early are told from this one's and dropped."""
+
+    def __init__(self, pool: Pool, items: Iterator) -> None:
+        self.pool, self.items = pool, items
+        for tasks in pool.tasks:
+            tasks.put((-1, None))
+        self.live = list(range(len(pool.tasks)))
+        self.pending: collections.deque[tuple[int, int]] = collections.deque()  # (number, worker)
+        self.done: dict[int, object] = {}
+        self.turn = itertools.cycle(range(len(pool.tasks)))
+        for _ in range(pool.prefetch * len(pool.tasks)):
+            self._send()
+
+    def _send(self) -> None:
+        item = next(self.items, _End) if self.live else _End
+        if item is not _End:
+            worker = next(w for w in self.turn if w in self.live)
+            number = next(self.pool.numbers)
+            self.pending.append((number, worker))
+            self.pool.tasks[worker].put((number, item))
+
+    def __iter__(self) -> _Epoch:
+        return self
+
+    def __next__(self):
+        while self.pending:
+            number, worker = self.pending[0]
+            while number not in self.done:
+                got, result = self.pool._result()
+                if got == -1:  # a worker_init_fn failed: that worker is gone
+                    result.reraise()
+                if got >= number:  # (a smaller number is an abandoned epoch's)
+                    self.done[got] = result
+            self.pending.popleft()
+            result = self.done.pop(number)
+            self._send()
+            if result is _End:
+                if worker in self.live:
+                    self.live.remove(worker)
+                continue
+            if isinstance(result, _Failure):
+                result.reraise()
+            return result
+        raise StopIteration

@@ -2,6 +2,7 @@
 options programs use, in the main process and in worker processes, and torch's refusals."""
 
 import multiprocessing
+import threading
 import time
 
 import numpy as np
@@ -211,3 +212,67 @@ def test_a_batch_sampler_clears_batch_size_as_torch():
     loader = DataLoader(list(range(4)), batch_sampler=[[0, 1], [2, 3]])
     assert loader.batch_size is None and loader.drop_last is False
     assert [b.tolist() for b in loader] == [[0, 1], [2, 3]]
+
+
+def test_persistent_workers_give_one_iterator_that_each_iter_starts_again_as_torch():
+    """zip(dl, dl) takes turns on one pass (it hung: two epochs on one pool each dropped
+    the other's results)."""
+    got = []
+    for lib in (kael.utils.data, torch.utils.data):
+        dl = lib.DataLoader(list(range(6)), batch_size=2, num_workers=2, persistent_workers=True)
+        got.append([(a.tolist(), b.tolist()) for a, b in zip(dl, dl)])
+        assert iter(dl) is iter(dl)
+    assert got[0] == got[1] == [([0, 1], [2, 3])]
+
+
+class _BadSample(Dataset):
+    def __len__(self):
+        return 6
+
+    def __getitem__(self, i):
+        if i == 3:
+            raise KeyError("bad sample")
+        return i
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_batch_that_raises_is_that_calls_error_and_the_pass_goes_on_as_torch(workers):
+    seen = []
+    for lib, dataset in ((kael.utils.data, _BadSample()), (torch.utils.data, _BadSample())):
+        it, out = iter(lib.DataLoader(dataset, batch_size=1, num_workers=workers)), []
+        while True:
+            try:
+                out.append(next(it).tolist())
+            except KeyError:
+                out.append("KeyError")
+            except StopIteration:
+                break
+        seen.append(out)
+    assert seen[0] == seen[1] == [[0], [1], [2], "KeyError", [4], [5]]
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_an_iterator_has_the_loaders_length_as_torch(workers):
+    loader = DataLoader(list(range(5)), batch_size=2, num_workers=workers)
+    assert len(iter(loader)) == len(loader) == 3
+
+
+def test_a_prefetch_factor_of_0_is_refused_not_an_empty_epoch():
+    with pytest.raises(AssertionError, match="prefetch_factor must be greater than 0"):
+        iter(tdata.DataLoader(list(range(4)), num_workers=2, prefetch_factor=0))
+    with pytest.raises(kael.ValueError, match="prefetch_factor must be greater than 0"):
+        DataLoader(list(range(4)), num_workers=2, prefetch_factor=0)
+
+
+class _Unpicklable(Dataset):
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        return threading.Lock()
+
+
+def test_a_sample_that_cannot_be_pickled_is_a_workers_error_not_a_hang():
+    """torch hangs here: the queue's feeder thread prints the error and sends nothing."""
+    with pytest.raises(TypeError, match="Caught TypeError in DataLoader worker process"):
+        list(DataLoader(_Unpicklable(), batch_size=None, num_workers=2, timeout=30))

@@ -60,3 +60,10 @@ def test_weighted_sampler_never_draws_a_zero_weight():
 def test_bad_sampler_arguments_are_refused_as_torch(make, message):
     with pytest.raises((kael.ValueError, kael.TypeError), match=message):
         make()
+
+
+@pytest.mark.parametrize("replacement", [False, True])
+def test_samples_from_an_empty_source_are_a_typed_error(replacement):
+    """torch divides by the 0 length (ZeroDivisionError) or draws from an empty range."""
+    with pytest.raises(kael.ValueError, match="3 samples from an empty data source"):
+        list(RandomSampler([], num_samples=3, replacement=replacement))
