@@ -61,6 +61,13 @@ def _signed(word: int) -> int:
     return word - _U64 if word > INT64_MAX else word
 
 
+def _generator_at(device: str, seed: int, offset: int) -> Generator:
+    """A Generator on `device` at (seed, offset): what a pickled one rebuilds."""
+    made = Generator(device)
+    made.restore(seed, offset)
+    return made
+
+
 class Generator:
     """A random stream: its seed and Philox offset (the next n draws get counters [offset,
     offset + n)). PyTorch's API: manual_seed, seed, initial_seed, get_state and set_state;
@@ -109,6 +116,11 @@ class Generator:
             raise ValueError(f"set_state expects 16 bytes, got shape {list(new_state.shape)}")
         raw = bytes(new_state.tolist())
         self.restore(int.from_bytes(raw[:8], "little"), int.from_bytes(raw[8:], "little"))
+
+    def __reduce__(self):
+        """Pickled (kael.save, copy, a worker's queue) as its device and stream position, as
+        torch's Generator pickles its state: the copy draws what the original would next."""
+        return (_generator_at, (str(self.device), *self.position()))
 
     def position(self) -> tuple[int, int]:
         """(seed, offset)."""
