@@ -93,6 +93,9 @@ def _operands(a, b, name: str) -> tuple[list[Tensor], DType]:
     tensors = [x for x in (a, b) if isinstance(x, Tensor)]
     if not tensors:
         raise TypeError(f"{name}: expected at least one tensor operand")
+    for x in tensors:
+        if x.dtype.is_complex:  # (the cast below would drop the imaginary part)
+            raise TypeError(f"{name}: this operation does not support {x.dtype} tensors")
     out = _float_result(result_type(a, b))
     like = tensors[0]
     pair = [

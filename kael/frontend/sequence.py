@@ -96,7 +96,9 @@ def _scan_(op: str, self: Tensor, dim, dtype) -> Tensor:
     name = f"{op}_"
     tensor_arg(self, name)
     d = views.wrap_dim(dim, self.ndim)
-    if self.dtype.is_bool:
+    if self.dtype.is_bool:  # a 0-d or empty one is itself, as torch's (no kernel runs)
+        if (not self.ndim or not self.numel()) and dtype is None:
+            return self
         raise NotImplementedError(f"\"{op}_out_cpu\" not implemented for 'Bool'")
     # in place, a scan keeps self's dtype (int8 wraps), as PyTorch's
     result = self.dtype if dtype is None else _scan_dtype(self, dtype, name)
