@@ -176,31 +176,46 @@ def _word(value) -> str:
     return str(value)
 
 
+# How deep _implicit_sources follows the functions a function calls by name.
+HELPER_DEPTH = 3
+
+
 def _implicit_sources(fn: Callable) -> dict[int, tuple[Callable, object]]:
-    """Tensors the function reads from its globals and closure cells, by storage id."""
+    """Tensors the function reads from its globals and closure cells, and those the plain
+    functions it names there read from theirs (HELPER_DEPTH deep; kael's own left out),
+    by storage id: a helper's global tensor rebound re-traces as the function's own does."""
     found: dict[int, tuple[Callable, object]] = {}
+    _collect_sources(fn, found, HELPER_DEPTH, set())
+    return found
+
+
+def _collect_sources(fn, found: dict, depth: int, seen: set) -> None:
     code = getattr(fn, "__code__", None)
-    if code is None:
-        return found
+    if code is None or id(fn) in seen:
+        return
+    seen.add(id(fn))
     g = getattr(fn, "__globals__", {})
-    for name in code.co_names:
-        value = g.get(name)
-        if isinstance(value, Tensor):
-            found[id(value._impl.storage)] = (
-                functools.partial(g.get, name),
-                _layout_of(value._impl),
-            )
+    named = [(functools.partial(g.get, name), g.get(name)) for name in code.co_names]
     for cell in getattr(fn, "__closure__", None) or ():
         try:
-            value = cell.cell_contents
-        except ValueError:
+            named.append((functools.partial(getattr, cell, "cell_contents"), cell.cell_contents))
+        except ValueError:  # a cell not yet assigned
             continue
+    helpers = []
+    for get, value in named:
         if isinstance(value, Tensor):
-            found[id(value._impl.storage)] = (
-                functools.partial(getattr, cell, "cell_contents"),
-                _layout_of(value._impl),
-            )
-    return found
+            found.setdefault(id(value._impl.storage), (get, _layout_of(value._impl)))
+        elif _user_function(value):
+            helpers.append(value)
+    if depth:
+        for helper in helpers:
+            _collect_sources(helper, found, depth - 1, seen)
+
+
+def _user_function(value) -> bool:
+    """Whether `value` is a plain Python function outside kael (a user's helper)."""
+    module = getattr(value, "__module__", None) or ""
+    return isinstance(value, types.FunctionType) and not module.startswith("kael")
 
 
 # Modules whose functions read a float's value in C, past SymFloat's hooks: math.sqrt(d) of a

@@ -721,6 +721,32 @@ def test_a_function_naming_math_has_its_floats_specialized(fn):
     assert c.cache_info().traces == 3
 
 
+HELPER_WEIGHT = kael.ones(3)
+
+
+def _weighted(a):
+    return a * HELPER_WEIGHT  # a global tensor read by a helper, not by the compiled function
+
+
+def _outer(a):
+    return _weighted(a) + 1
+
+
+def test_a_helpers_global_tensor_rebound_is_seen_as_the_functions_own():
+    global HELPER_WEIGHT
+    saved = HELPER_WEIGHT
+    try:
+        direct, nested, a = kael.compile(lambda t: _weighted(t)), kael.compile(_outer), kael.ones(3)
+        assert direct(a).tolist() == [1.0] * 3 and nested(a).tolist() == [2.0] * 3
+        HELPER_WEIGHT = kael.full((3,), 5.0)  # rebound: the plans trace again
+        assert direct(a).tolist() == [5.0] * 3 and nested(a).tolist() == [6.0] * 3
+        HELPER_WEIGHT.fill_(7.0)  # changed in place: the same plans read it
+        assert direct(a).tolist() == [7.0] * 3 and nested(a).tolist() == [8.0] * 3
+        assert direct.cache_info().traces == 2
+    finally:
+        HELPER_WEIGHT = saved
+
+
 def test_new_batch_sizes_compile_no_new_kernels(monkeypatch):
     w, b = kael.randn(48, 16), kael.randn(16)
 
