@@ -442,9 +442,7 @@ def _launch_dense(entry: _Entry, shape: tuple, addresses: list, numbers: tuple):
         return None
     storage = Storage.host(n * entry.itemsizes[0])
     words = [storage.ptr, *addresses, n]
-    for number, spec in zip(numbers, entry.scalars):
-        word = _words.get((type(number), number, spec)) if number else None  # 0.0, -0.0 apart
-        words.append(_number_word(number, spec) if word is None else word)
+    words += [_number_word(number, spec) for number, spec in zip(numbers, entry.scalars)]
     moved = n * entry.width
     if moved < PROMOTE_BYTES or runs_inline(entry.fn, moved):
         _native(entry.native.address, n, *words)
@@ -472,7 +470,7 @@ def cast(x, dtype: DType):
         dense = _dense_strides(shape)
     if impl.strides != dense:
         return None
-    key = (_CASTS.get(dtype) or _cast_name(dtype), src)
+    key = (("to", dtype), src)
     entry = _entries.get(key)
     if entry is None:
         remember(key, eager.copy_template(src, dtype), (dtype, src))
@@ -480,14 +478,6 @@ def cast(x, dtype: DType):
         if entry is None:
             return None
     return _launch(entry, shape, (impl,), None)
-
-
-_CASTS: dict[DType, tuple] = {}  # dtype -> the name of the cast to it in a unary key
-
-
-def _cast_name(dtype: DType) -> tuple:
-    name = _CASTS[dtype] = ("to", dtype)
-    return name
 
 
 def fill(impl, value) -> bool:
@@ -549,17 +539,8 @@ def _fill_launch(dtype: DType, value) -> tuple | None:
         entry = _entries.get(key)
         if entry is None:
             return None
-    word = None
-    if kind is not float:  # floats are not memoized: -0.0 == 0.0 as a key
-        word = _fill_words.get((kind, value, dtype))
-        if word is None:
-            word = eager.param_word(convert_scalar(value, dtype, CHECKED), dtype)
-            if len(_fill_words) < 256:
-                _fill_words[kind, value, dtype] = word
-    return entry, word
-
-
-_fill_words: dict[tuple, int] = {}  # (int or bool, value, dtype) -> its word: zeros, ones
+    # a float's word is found per call (_launch): its key could not tell -0.0 from 0.0
+    return entry, None if kind is float else _number_word(value, entry.scalars[0])
 
 
 def _number_word(number, scalar: tuple) -> int:
@@ -570,19 +551,23 @@ def _number_word(number, scalar: tuple) -> int:
     seen, how, word = _last_word
     if number is seen and how is scalar:
         return word
-    _, dtype, mode = scalar
-    word = eager.param_word(convert_scalar(number, dtype, mode), dtype)
+    kind = type(number)
+    keyed = number or kind is not float  # a float key equal to 0 serves 0.0 and -0.0 alike
+    word = _words.get((kind, number, scalar)) if keyed else None
+    if word is None:
+        _, dtype, mode = scalar
+        word = eager.param_word(convert_scalar(number, dtype, mode), dtype)
+        if keyed:
+            if len(_words) >= 1024:
+                _words.clear()
+            _words[kind, number, scalar] = word
     _last_word = (number, scalar, word)  # one tuple: threads see it whole
-    if number:  # a key equal to 0 would serve 0.0 and -0.0 alike
-        if len(_words) >= 1024:
-            _words.clear()
-        _words[type(number), number, scalar] = word
     return word
 
 
 _last_word: tuple = (None, None, 0)
-# (type, nonzero number, how it converts) -> its word: a call's several numbers (clamp's bounds)
-# convert once each. NaN is no key (NaN != NaN): it converts each time.
+# (type, number, how it converts) -> its word: a call's several numbers (clamp's bounds) and
+# fills (zeros, ones) convert once each. NaN is no key (NaN != NaN): it converts each time.
 _words: dict[tuple, int] = {}
 
 
@@ -1040,7 +1025,7 @@ _products: dict[tuple, _Product] = {}
 def _forget() -> None:
     """Drop every remembered launch: its result dtype may come from the old default dtype
     (int64 + 2.5 gives the default float), so set_default_dtype calls this."""
-    for table in (_entries, _filled, _fill_words, _shaped, _keyed, _products):
+    for table in (_entries, _filled, _words, _shaped, _keyed, _products):
         table.clear()
 
 
