@@ -142,22 +142,11 @@ def _bytearray(source=b"", *args) -> bytearray:
     return bytearray(source, *args)
 
 
-def _torch_size(dims=()) -> Size:
-    """torch.Size(dims): ints only (a bool counts as its int, as in torch)."""
-    dims = tuple(dims)
-    for index, dim in enumerate(dims):
-        if not isinstance(dim, int):
-            raise TypeError(
-                f"torch.Size() takes an iterable of 'int' (item {index} is '{type(dim).__name__}')"
-            )
-    return Size(int(dim) for dim in dims)
-
-
 def _torch_table() -> dict[tuple[str, str], object]:
     """The torch globals a plain checkpoint uses, as kael's equivalents (the tensor rebuild
     functions are each load's own: see _LoadedStorages.rebuilders)."""
     table = {
-        ("torch", "Size"): _torch_size,
+        ("torch", "Size"): Size,  # its ints checked as torch.Size checks them
         ("torch", "device"): Device,
         ("torch", "Tensor"): _TENSOR_TYPE,
         ("torch.nn.parameter", "Parameter"): _TENSOR_TYPE,
