@@ -29,7 +29,7 @@ from kael.runtime import debug, launches
 from kael.runtime.allocator import allocator_for, block_capacity
 from kael.runtime.convert import convert_scalar
 from kael.runtime.device import Device
-from kael.runtime.dtypes import DType
+from kael.runtime.dtypes import DType, float64
 from kael.runtime.errors import Error
 from kael.runtime.launcher import launch, launch_block
 from kael.runtime.storage import Storage
@@ -1106,21 +1106,7 @@ def _compare(step: KernelCall, fused: Call, unfused: Call, name: str) -> None:
         allowed = ""
         dtype = fused.impl(view).dtype
         if eps and dtype.is_floating_point and not dtype.is_complex:
-            wide, ref = (_float64(a, dtype) for a in (got, want))
-            finite = np.isfinite(ref)
-            scale = np.abs(ref[finite]).max(initial=0.0)
-            limit = HALF_STEPS * eps * np.maximum(np.abs(ref), scale)
-            with np.errstate(invalid="ignore"):
-                near = finite & np.isfinite(wide) & (np.abs(wide - ref) <= limit)
-            # one side rounded past the half type's range: beside it, the other side's inf
-            edge = dtype.largest / (1 + HALF_STEPS * eps)
-            overflow = np.isinf(wide) | np.isinf(ref)
-            with np.errstate(invalid="ignore"):
-                beside = overflow & (np.sign(wide) == np.sign(ref))
-                beside &= np.minimum(np.abs(wide), np.abs(ref)) >= edge
-            near |= beside
-            same = (wide == ref) | (np.isnan(wide) & np.isnan(ref))
-            off = ~(near | same)
+            off = _beyond_half_steps(fused.impl(view), unfused.impl(view), eps)
             if not off.any():
                 continue
             allowed = f" by more than {HALF_STEPS} rounding steps of its half type"
@@ -1138,11 +1124,25 @@ def _compare(step: KernelCall, fused: Call, unfused: Call, name: str) -> None:
         )
 
 
-def _float64(values: np.ndarray, dtype: DType) -> np.ndarray:
-    """A real float array's values as float64 (bfloat16's arrive as their uint16 bits)."""
-    if dtype.name == "bfloat16":
-        return (values.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-    return values.astype(np.float64)
+def _beyond_half_steps(got: TensorImpl, want: TensorImpl, eps: float) -> np.ndarray:
+    """Where got lies further than HALF_STEPS rounding steps (eps each) from want, relative to
+    the element or to want's largest (where sums cancel); an infinity beside the range edge
+    is near the finite value past it, and NaN matches NaN. Both read as float64 by kael's
+    own conversion."""
+    from kael.frontend.interop import numpy_view
+    from kael.frontend.tensor import clone_impl
+
+    wide, ref = (numpy_view(clone_impl(t, float64)) for t in (got, want))
+    finite = np.isfinite(ref)
+    scale = np.abs(ref[finite]).max(initial=0.0)
+    limit = HALF_STEPS * eps * np.maximum(np.abs(ref), scale)
+    edge = got.dtype.largest / (1 + HALF_STEPS * eps)
+    with np.errstate(invalid="ignore"):
+        near = finite & np.isfinite(wide) & (np.abs(wide - ref) <= limit)
+        beside = (np.isinf(wide) | np.isinf(ref)) & (np.sign(wide) == np.sign(ref))
+        near |= beside & (np.minimum(np.abs(wide), np.abs(ref)) >= edge)
+    same = (wide == ref) | (np.isnan(wide) & np.isnan(ref))
+    return ~(near | same)
 
 
 def _half_eps(kernel) -> float:
