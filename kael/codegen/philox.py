@@ -124,7 +124,8 @@ def philox_block(
 
 
 def _word_of_block(b: ir.IRBuilder, width: int, w: ir.Value, key: ir.Value) -> ir.Value:
-    """Word w & 3 of block w >> 2 in every lane, each lane computing its own block."""
+    """Word w & 3 of block w >> 2 in every lane (i32 lanes), each lane computing its own
+    block."""
     x0, x1, x2, x3 = _words(b, width, b.lshr(w, _splat(I64, 2, width)), key)
     which = b.and_(w, _splat(I64, 3, width))
 
@@ -132,7 +133,8 @@ def _word_of_block(b: ir.IRBuilder, width: int, w: ir.Value, key: ir.Value) -> i
         return b.icmp_unsigned("==", which, _splat(I64, k, width))
 
     word = b.select(lane_is(0), x0, b.select(lane_is(1), x1, b.select(lane_is(2), x2, x3)))
-    return _low32(b, width, word)
+    narrow = value_type_of_width(I32, width)
+    return word if word.type == narrow else b.trunc(word, narrow)
 
 
 # Vectors of blocks per refill: independent Philox chains in flight (one chain's rounds
@@ -183,15 +185,14 @@ def _grouped_words(b: ir.IRBuilder, width: int, w0: ir.Value, key: ir.Value) -> 
     b.branch(ready)
     b.position_at_end(ready)
     j = b.and_(b.lshr(w0, ir.Constant(I64, lanes)), ir.Constant(I64, vectors - 1))
-    word = b.load(b.gep(slots, [ir.Constant(I64, 0), j]))
-    return b.zext(word, ir.VectorType(I64, width))
+    return b.load(b.gep(slots, [ir.Constant(I64, 0), j]))
 
 
 def _philox32(m: ExprEmitter, w, key, dtype: DType):
     _int64_only("philox32", dtype)
     b, width = m.b, m.width
     if width < 4 or width & (width - 1):
-        return _word_of_block(b, width, w, key)
+        return b.zext(_word_of_block(b, width, w, key), value_type_of_width(I64, width))
     w0, k0 = (b.extract_element(v, ir.Constant(I32, 0)) for v in (w, key))
     iota = ir.Constant(ir.VectorType(I64, width), list(range(width)))
     apart = b.or_(
@@ -215,7 +216,8 @@ def _philox32(m: ExprEmitter, w, key, dtype: DType):
     phi = b.phi(fast.type)
     phi.add_incoming(fast, fast_end)
     phi.add_incoming(slow, slow_end)
-    return phi
+    # zero-extended after the join, so a compare with a 32-bit bound stays 32-bit
+    return b.zext(phi, ir.VectorType(I64, width))
 
 
 def mulhi_u64(b: ir.IRBuilder, width: int, x: ir.Value, y: ir.Value) -> ir.Value:

@@ -44,6 +44,7 @@ from kael.runtime.dtypes import (
     float32,
     float64,
     get_default_dtype,
+    int32,
     int64,
     uint8,
 )
@@ -850,12 +851,16 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
 
     def build() -> g.Node:
         # u < 1 - p for the uniform u = k 2**-32 of one 32-bit word k is k < ceil((1 - p)
-        # 2**32): no int -> float conversion, and a Philox block serves four elements
-        keep = _op("lt", _word(), _scalar(int64, "keep"))
+        # 2**32): no int -> float conversion, and a Philox block serves four elements. The
+        # unsigned k <= below runs as a signed 32-bit compare of both less 2**31.
+        centered = g.Cast(int32, (), _op("add", _word(), _const(int64, -(2**31))))
+        keep = _op("le", centered, _scalar(int32, "below"))
         mask = g.Where(dt, (), keep, _scalar(dt, "scale"), _const(dt, 0.0))
         return _op("mul", g.Input(dt, (), "x"), mask)
 
-    words = {"keep": math.ceil((1.0 - p) * 2.0**32), "scale": scale}
+    # p = 1 keeps word 0 too, at scale 0 (the same x * 0)
+    below = max(math.ceil((1.0 - p) * 2.0**32) - 1 - 2**31, -(2**31))
+    words = {"below": below, "scale": scale}
     _generate(("dropout", dt), build, out._impl, words, ins=(src._impl,), one_word=True)
     if inplace:
         eager.copy_into(x._impl, out._impl)

@@ -273,6 +273,15 @@ def test_dropout_keeps_where_the_elements_philox_word_is_below_1_minus_p(n, dtyp
         assert kr.default_generator.position()[1] == offset + -(-n // 4) + 3
 
 
+@pytest.mark.parametrize(("p", "kept"), [(1e-12, 4096), (1 - 1e-12, 0), (1.0, 0)])
+def test_dropout_probabilities_at_the_ends_of_the_32_bit_words(p, kept):
+    """ceil((1 - p) 2**32) is 2**32 for p below 2**-33 (every word kept) and 0 from p
+    above 1 - 2**-33: both ends of the signed 32-bit compare."""
+    out = KF.dropout(kael.ones(4096), p)
+    assert int((out != 0).sum()) == kept
+    assert out.dtype == kael.float32 and out.shape == (4096,)
+
+
 def test_compiled_dropout_draws_the_eager_masks_call_after_call():
     @kael.compile
     def scaled(x):
