@@ -69,16 +69,20 @@ def philox4x32(
     so vector CPU code multiplies a word with one vpmuludq instead of a widening, a
     narrowing and a 32-bit multiply (rand, randn and dropout ~1.5x faster in cache)."""
     c0, c1, c2, c3 = counter
-    k0, k1 = key
-    lane = c0.type.element if isinstance(c0.type, ir.VectorType) else c0.type
     for r in range(ROUNDS):
-        if r:
-            k0 = b.add(k0, _splat(lane, WEYL[0], width))
-            k1 = b.add(k1, _splat(lane, WEYL[1], width))
+        k0, k1 = key(r) if callable(key) else _round_key(b, width, key, r)
         hi0, lo0 = _mulhilo(b, width, MULTIPLIERS[0], c0)
         hi1, lo1 = _mulhilo(b, width, MULTIPLIERS[1], c2)
         c0, c1, c2, c3 = b.xor(b.xor(hi1, c1), k0), lo1, b.xor(b.xor(hi0, c3), k1), lo0
     return c0, c1, c2, c3
+
+
+def _round_key(b: ir.IRBuilder, width: int, key: tuple[ir.Value, ir.Value], r: int) -> tuple:
+    """Round r's key words: the key plus r Weyl steps (in the key words' own lanes)."""
+    lane = key[0].type.element if isinstance(key[0].type, ir.VectorType) else key[0].type
+    return tuple(
+        b.add(k, _splat(lane, r * bump & _LOW32, width)) if r else k for k, bump in zip(key, WEYL)
+    )
 
 
 def split64(b: ir.IRBuilder, width: int, v: ir.Value) -> tuple[ir.Value, ir.Value]:
@@ -110,9 +114,8 @@ def _words(b: ir.IRBuilder, width: int, counter: ir.Value, key: ir.Value) -> tup
             b, width, (*split64(b, width, counter), zero, zero), split64(b, width, key)
         )
     zero, shift = _splat(I64, 0, width), _splat(I64, 32, width)
-    return philox4x32(
-        b, width, (counter, b.lshr(counter, shift), zero, zero), (key, b.lshr(key, shift))
-    )
+    keys = key if callable(key) else (key, b.lshr(key, shift))
+    return philox4x32(b, width, (counter, b.lshr(counter, shift), zero, zero), keys)
 
 
 def philox_block(
@@ -152,36 +155,64 @@ def _grouped_words(b: ir.IRBuilder, width: int, w0: ir.Value, key: ir.Value) -> 
     entry.position_at_start(fn.entry_basic_block)
     words_t = ir.VectorType(I32, width)
     vectors = 4 * CHAINS
+    keys_t = ir.VectorType(I64, width)
     tag = entry.alloca(I64, name="philox.group")
     held_key = entry.alloca(I64, name="philox.key")
+    keyed = entry.alloca(ir.IntType(1), name="philox.keyed")
+    round_keys = entry.alloca(ir.ArrayType(keys_t, 2 * ROUNDS), name="philox.round_keys")
     slots = entry.alloca(ir.ArrayType(words_t, vectors), name="philox.words")
     entry.store(ir.Constant(I64, -1), tag)  # counters >> 2 are never all ones
+    entry.store(ir.Constant(ir.IntType(1), 0), keyed)
     lanes = width.bit_length() - 1
     first = b.and_(b.lshr(w0, ir.Constant(I64, 2)), ir.Constant(I64, -CHAINS * width))
+    check_key = fn.append_basic_block("philox.check_key")
+    rekey = fn.append_basic_block("philox.rekey")
     refill = fn.append_basic_block("philox.refill")
     ready = fn.append_basic_block("philox.ready")
-    stale = b.or_(
-        b.icmp_unsigned("!=", first, b.load(tag)), b.icmp_unsigned("!=", key, b.load(held_key))
-    )
-    b.cbranch(stale, refill, ready)
+    new_key = b.or_(b.not_(b.load(keyed)), b.icmp_unsigned("!=", key, b.load(held_key)))
+    b.cbranch(b.or_(b.icmp_unsigned("!=", first, b.load(tag)), new_key), check_key, ready)
+    b.position_at_end(check_key)
+    b.cbranch(new_key, rekey, refill)
+    # the round keys, splat once a key (not in each refill, where they would cost a vector
+    # add each): the rounds read them from memory
+    b.position_at_end(rekey)
+    words = (key, b.lshr(key, ir.Constant(I64, 32)))
+    for r in range(ROUNDS):
+        for half, (word, bump) in enumerate(zip(words, WEYL)):
+            value = splat(b, b.add(word, ir.Constant(I64, r * bump & _LOW32)), width)
+            b.store(value, b.gep(round_keys, [ir.Constant(I32, 0), ir.Constant(I32, 2 * r + half)]))
+    b.store(key, held_key)
+    b.store(ir.Constant(ir.IntType(1), 1), keyed)
+    b.branch(refill)
     b.position_at_end(refill)
+
+    def key_of_round(r: int) -> tuple[ir.Value, ir.Value]:
+        return tuple(
+            b.load(b.gep(round_keys, [ir.Constant(I32, 0), ir.Constant(I32, 2 * r + half)]))
+            for half in (0, 1)
+        )
+
     i32s = ir.VectorType(I32, 2 * width)
     for chain in range(CHAINS):
         iota = ir.Constant(ir.VectorType(I64, width), [chain * width + t for t in range(width)])
-        words = _words(b, width, b.add(splat(b, first, width), iota), splat(b, key, width))
-        x = [b.trunc(word, ir.VectorType(I32, width)) for word in words]
-        low, high = (
-            b.shuffle_vector(u, v, ir.Constant(i32s, list(range(2 * width))))
-            for u, v in ((x[0], x[1]), (x[2], x[3]))
-        )
+        x = _words(b, width, b.add(splat(b, first, width), iota), key_of_round)
+        # each block's words 0, 1 and 2, 3 as the two dwords of a qword: the element order
+        # below is then one qword interleave of the two
+        # (a shuffle, not a shift: LLVM folds a shift of the last round's product into a
+        # 64-bit multiply)
+        dwords = [b.bitcast(word, i32s) for word in x]
+        interleave = ir.Constant(i32s, [2 * (t // 2) + t % 2 * 2 * width for t in range(2 * width)])
+        pairs = [b.shuffle_vector(dwords[w], dwords[w + 1], interleave) for w in (0, 2)]
         for j in range(4):
             # element t of vector j is word t % 4 of the chain's block j * width / 4 + t / 4
-            order = [(t % 4) * width + j * width // 4 + t // 4 for t in range(width)]
-            vector = b.shuffle_vector(low, high, ir.Constant(ir.VectorType(I32, width), order))
+            order = [
+                (t % 4 // 2) * 2 * width + 2 * (j * width // 4 + t // 4) + t % 2
+                for t in range(width)
+            ]
+            vector = b.shuffle_vector(*pairs, ir.Constant(ir.VectorType(I32, width), order))
             slot = ir.Constant(I32, 4 * chain + j)
             b.store(vector, b.gep(slots, [ir.Constant(I32, 0), slot]))
     b.store(first, tag)
-    b.store(key, held_key)
     b.branch(ready)
     b.position_at_end(ready)
     j = b.and_(b.lshr(w0, ir.Constant(I64, lanes)), ir.Constant(I64, vectors - 1))
