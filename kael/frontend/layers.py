@@ -21,7 +21,7 @@ from kael.frontend.margins import distance
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
-from kael.runtime.dtypes import bfloat16, float16, float32, float64, int64
+from kael.runtime.dtypes import bfloat16, float16, float32, float64, int32, int64
 from kael.runtime.errors import TypeError, ValueError
 
 
@@ -39,8 +39,8 @@ def embedding(
     scale_grad_by_freq and sparse only matter to gradients (kael has none yet): checked,
     not used."""
     idx, w = tensor_arg(input, "embedding"), tensor_arg(weight, "embedding", "weight")
-    if idx.dtype.is_floating_point or idx.dtype.is_bool:
-        raise TypeError(f"embedding: expected input of an integer dtype (indices), got {idx.dtype}")
+    if idx.dtype not in (int32, int64):
+        raise TypeError(f"embedding: expected int64 or int32 indices, got {idx.dtype}")
     if w.ndim != 2:
         raise ValueError(f"embedding: weight must be 2-D, got {w.ndim}-D")
     if padding_idx is not None and not -w.shape[0] <= padding_idx < w.shape[0]:

@@ -6,12 +6,11 @@ on (cosine_similarity, pairwise_distance), each composed from kael's ops and for
 
 from __future__ import annotations
 
-import math
-
 from kael.frontend import elementwise as ew
 from kael.frontend import factories, index_ops, reductions, sequence, views
 from kael.frontend.formula import Value, launch, maximum, where
 from kael.frontend.losses import check_reduction, floating, log_sigmoid, operands, reduced
+from kael.frontend.matrix_norms import vector_norm
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
@@ -126,9 +125,11 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     a, b = a.to(dtype), b.to(dtype)
     shape = ew.broadcast_shapes(a.shape, b.shape)
     a, b = a.expand(shape), b.expand(shape)  # each norm over the broadcast vectors
+    if eps < 0:
+        raise ValueError(f"{name}: eps must be non-negative, got: {eps}")
     d = views.wrap_dim(dim, len(shape))
-    norm_a = reductions.sum(a * a, d, keepdim=True).sqrt().clamp(min=eps)
-    norm_b = reductions.sum(b * b, d, keepdim=True).sqrt().clamp(min=eps)
+    # the norms as linalg.vector_norm's (float32 sums for the half types: no overflow)
+    norm_a, norm_b = (vector_norm(v, 2, d, keepdim=True).clamp(min=eps) for v in (a, b))
     return reductions.sum((a / norm_a) * (b / norm_b), d)
 
 
@@ -145,20 +146,10 @@ def pairwise_distance(
 
 
 def p_norm(x: Tensor, p: float, dim, keepdim: bool = False) -> Tensor:
-    """The p-norm of x along dim for any p torch.norm takes: 0 counts the nonzeros, inf
-    and -inf are the largest and smallest magnitudes."""
-    a = x.abs()
-    if p == math.inf:
-        return reductions.amax(a, dim, keepdim=keepdim)
-    if p == -math.inf:
-        return reductions.amin(a, dim, keepdim=keepdim)
-    if p == 2:
-        return reductions.sum(a * a, dim, keepdim=keepdim).sqrt()
-    if p == 1:
-        return reductions.sum(a, dim, keepdim=keepdim)
-    if p == 0:
-        return reductions.sum((a != 0).to(x.dtype), dim, keepdim=keepdim)
-    return reductions.sum(a**p, dim, keepdim=keepdim) ** (1.0 / p)
+    """The p-norm of x along dim for any p torch.norm takes (0 counts the nonzeros, inf and
+    -inf are the largest and smallest magnitudes): linalg.vector_norm's, whose half-type
+    sums run in float32 as torch's."""
+    return vector_norm(x, p, dim, keepdim)
 
 
 def distance(diff: Tensor, p: float) -> Tensor:
@@ -190,7 +181,7 @@ def triplet_margin_loss(
     far = pairwise_distance(anchor, negative, p, eps)
     if swap:
         far = ew.binary("minimum", far, pairwise_distance(positive, negative, p, eps))
-    return reduced((near - far + margin).clamp(min=0), reduction, name)
+    return reduced((near + margin - far).clamp(min=0), reduction, name)  # torch's order
 
 
 COSINE_EPSILON = 1e-12  # PyTorch's EPSILON in cosine_embedding_loss
@@ -271,7 +262,7 @@ def triplet_margin_with_distance_loss(
     near, far = distance(a, p), distance(a, n)
     if swap:
         far = ew.binary("minimum", far, distance(p, n))
-    return reduced((near - far + margin).clamp(min=0), reduction, name)
+    return reduced((near + margin - far).clamp(min=0), reduction, name)  # torch's order
 
 
 FUNCTIONS = {

@@ -15,7 +15,7 @@ from kael.frontend.reductions import ValuesIndices
 from kael.frontend.tensor import Tensor
 from kael.runtime.convert import WRAP, convert_scalar
 from kael.runtime.dtypes import bool_, float32, float64, int32, int64, result_type
-from kael.runtime.errors import Error, IndexError, TypeError, ValueError
+from kael.runtime.errors import Error, IndexError, NotImplementedError, TypeError, ValueError
 
 INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
@@ -352,6 +352,8 @@ def searchsorted(
     scalar = not isinstance(input, Tensor)
     # torch's promotion: a number, or a 0-d tensor, beside the sequence takes its dtype
     dtype = result_type(seq, input if scalar else tensor_arg(input, op))
+    if dtype.is_bool or dtype.is_complex:  # no order to search (torch has no kernel)
+        raise NotImplementedError(f"{op}(): not implemented for {dtype} values and boundaries")
     if scalar:
         number = convert_scalar(input, dtype, WRAP)  # int8 with -1000 wraps, as torch's
         values = factories.full((), number, dtype=dtype, device=seq.device)

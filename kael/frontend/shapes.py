@@ -18,8 +18,8 @@ from kael.frontend import factories, index_ops, views
 from kael.frontend.elementwise import broadcast_shapes
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
-from kael.runtime.dtypes import as_dtype, int64
-from kael.runtime.errors import IndexError, TypeError, ValueError
+from kael.runtime.dtypes import as_dtype, int32, int64
+from kael.runtime.errors import IndexError, NotImplementedError, TypeError, ValueError
 
 # ---- splitting -------------------------------------------------------------------------------
 
@@ -198,8 +198,11 @@ def repeat_interleave(input, repeats=None, dim: int | None = None, *, output_siz
     """Each element (or slice along dim) repeated `repeats` times in place: an int, or a
     tensor of per-element counts. With one tensor argument: the indices repeated by it."""
     if repeats is None:  # repeat_interleave(counts): arange(len) repeated by the counts
-        counts = tensor_arg(input, "repeat_interleave", "repeats")
-        return repeat_interleave(factories.arange(counts.numel(), device=counts.device), counts, 0)
+        counts = _counts(tensor_arg(input, "repeat_interleave", "repeats"))
+        if counts.ndim != 1:
+            raise ValueError("repeat_interleave only accept 1D vector as repeat")
+        positions = factories.arange(counts.numel(), dtype=counts.dtype, device=counts.device)
+        return repeat_interleave(positions, counts, 0)
     x = tensor_arg(input, "repeat_interleave")
     if dim is None:
         x, d = x.reshape(-1), 0
@@ -207,7 +210,7 @@ def repeat_interleave(input, repeats=None, dim: int | None = None, *, output_siz
         d = views.wrap_dim(dim, x.ndim)
     size = x.shape[d] if x.ndim else 1
     if isinstance(repeats, Tensor) and repeats.numel() == 1 and repeats.ndim <= 1:
-        repeats = int(repeats.item())
+        repeats = int(_counts(repeats).item())
     if isinstance(repeats, int) and not isinstance(repeats, bool):
         if repeats < 0:
             raise ValueError(f"repeats can not be negative, got {repeats}")
@@ -215,11 +218,9 @@ def repeat_interleave(input, repeats=None, dim: int | None = None, *, output_siz
         y = x.unsqueeze(d + 1).expand((*shape[: d + 1], repeats, *shape[d + 1 :]))
         shape[d] *= repeats
         return y.reshape(tuple(shape))
-    counts = tensor_arg(repeats, "repeat_interleave", "repeats")
-    if counts.ndim != 1 or counts.dtype is not int64:
-        raise ValueError(
-            f"repeats must be a 0-dim or 1-dim int64 tensor, got {counts.ndim}-dim {counts.dtype}"
-        )
+    counts = _counts(tensor_arg(repeats, "repeat_interleave", "repeats"))
+    if counts.ndim != 1:
+        raise ValueError(f"repeats must be 0-dim or 1-dim tensor, got {counts.ndim}-dim")
     if counts.numel() != size:
         raise ValueError(
             f"repeats must have the same size as input along dim, but got repeats.size(0) = {counts.numel()} and input.size({d}) = {size}"
@@ -233,6 +234,15 @@ def repeat_interleave(input, repeats=None, dim: int | None = None, *, output_siz
         )
     index = [i for i, v in enumerate(values) for _ in range(v)]
     return index_ops.index_select(x, d, factories.tensor(index, dtype=int64, device=x.device))
+
+
+def _counts(repeats: Tensor) -> Tensor:
+    """repeat_interleave's counts: an int32 or int64 tensor, as torch's kernel takes."""
+    if repeats.dtype not in (int32, int64):
+        raise NotImplementedError(
+            f"repeat_interleave: repeats must be an int32 or int64 tensor, got {repeats.dtype}"
+        )
+    return repeats
 
 
 # ---- moving dims -----------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The margin losses new in margins.py against PyTorch (the older ones are in
-test_losses.py's table): multilabel_margin_loss and triplet_margin_with_distance_loss."""
+test_losses.py's table): multilabel_margin_loss and triplet_margin_with_distance_loss, and
+the distances' half-type norms."""
 
 import numpy as np
 import pytest
@@ -82,3 +83,34 @@ def test_triplet_margin_with_distance_loss_refuses_bad_inputs():
         KF.triplet_margin_with_distance_loss(x, x, x, margin=0.0)
     with pytest.raises(kael.ValueError, match="same number of dimensions"):
         KF.triplet_margin_with_distance_loss(x, x, x[0])
+
+
+@pytest.mark.parametrize("dtype", [kael.float16, kael.bfloat16], ids=str)
+@pytest.mark.parametrize("p", [2.0, 1.0, 3.0, 0.0, float("inf"), -1.0])
+def test_distances_of_half_vectors_sum_in_float32_as_torch(dtype, p):
+    """Squares of 300 overflow a float16 sum (65504); torch's norms accumulate in float32,
+    so cosine_similarity, pairwise_distance and triplet_margin_loss stay finite."""
+    big = RNG.standard_normal((3, 16)) * 100 + 300
+    ka, ta = pair(big, dtype)
+    kz, tz = pair(np.zeros((3, 16)), dtype)
+    kn, tn = pair(np.full((3, 16), 10.0), dtype)
+    close_to_torch(KF.pairwise_distance(ka, kz, p=p), TF.pairwise_distance(ta, tz, p=p), 1e-2)
+    close_to_torch(
+        KF.triplet_margin_loss(ka, kz, kn, p=p), TF.triplet_margin_loss(ta, tz, tn, p=p), 1e-2
+    )
+    close_to_torch(KF.cosine_similarity(ka, ka), TF.cosine_similarity(ta, ta), 1e-2)
+    long = np.ones((1, 70000))
+    close_to_torch(
+        KF.cosine_similarity(*pair(long, dtype)[:1] * 2),
+        TF.cosine_similarity(*pair(long, dtype)[1:] * 2),
+        1e-2,
+    )
+
+
+def test_cosine_similarity_refuses_a_negative_eps_as_torch():
+    with pytest.raises(RuntimeError, match="eps must be non-negative"):
+        TF.cosine_similarity(*pair(np.zeros((1, 2)), kael.float32)[1:] * 2, eps=-1.0)
+    with pytest.raises(kael.ValueError, match="eps must be non-negative, got: -1.0"):
+        KF.cosine_similarity(kael.zeros(1, 2), kael.zeros(1, 2), eps=-1.0)
+    ones = TF.cosine_similarity(*pair(np.ones((1, 2)), kael.float32)[1:] * 2, eps=0.0)
+    assert KF.cosine_similarity(kael.ones(1, 2), kael.ones(1, 2), eps=0.0).item() == ones.item()

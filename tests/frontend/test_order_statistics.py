@@ -285,6 +285,24 @@ def test_quantile_checks_fail_in_torch_order(call, error, message):
         call(kael)
 
 
+@pytest.mark.parametrize(
+    ("seq", "values"),
+    [([False, True], [True]), ([1.0, 2.0], [1 + 1j])],
+    ids=["bool", "complex"],
+)
+def test_searchsorted_refuses_values_of_no_order_as_torch(seq, values):
+    with pytest.raises(NotImplementedError, match="not implemented"):
+        torch.searchsorted(torch.tensor(seq), torch.tensor(values))
+    with pytest.raises(kael.NotImplementedError, match="not implemented for (bool|complex64)"):
+        kael.searchsorted(kael.tensor(seq), kael.tensor(values))
+
+
+def test_searchsorted_promotes_bool_values_beside_int_boundaries_as_torch():
+    for lib in (torch, kael):
+        assert lib.searchsorted(lib.tensor([1, 2]), lib.tensor([True])).tolist() == [0]
+        assert lib.bucketize(lib.tensor([1]), lib.tensor([False, True])).tolist() == [1]
+
+
 @pytest.mark.parametrize("bad", [3, -1, 1_000_000])
 def test_searchsorted_refuses_a_sorter_index_out_of_range(bad):
     seq = [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]

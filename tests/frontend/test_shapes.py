@@ -139,6 +139,37 @@ def test_repeat_interleave_with_tensor_counts_matches_torch():
     same(k.repeat_interleave(kael.tensor(3)), t.repeat_interleave(torch.tensor(3)))
 
 
+def test_repeat_interleave_takes_int32_counts_and_keeps_their_dtype_alone():
+    counts = [2, 0, 1]
+    k32, t32 = kael.tensor(counts, dtype=kael.int32), torch.tensor(counts, dtype=torch.int32)
+    same(kael.repeat_interleave(kael.arange(3), k32), torch.repeat_interleave(torch.arange(3), t32))
+    same(kael.repeat_interleave(k32), torch.repeat_interleave(t32))  # int32 positions
+    one = kael.tensor([2], dtype=kael.int32)
+    same(
+        kael.arange(3).repeat_interleave(one), torch.arange(3).repeat_interleave(torch.tensor([2]))
+    )
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "message"),
+    [
+        (lambda lib: lib.repeat_interleave(lib.arange(3), lib.tensor([2.5])), NotImplementedError, "Float|float32"),
+        (lambda lib: lib.repeat_interleave(lib.arange(3), lib.tensor(True)), NotImplementedError, "Bool|bool"),
+        (lambda lib: lib.repeat_interleave(lib.arange(3), lib.tensor([2, 1, 1], dtype=lib.uint8)), NotImplementedError, "Byte|uint8"),
+        (lambda lib: lib.repeat_interleave(lib.tensor([3.0, 1.0])), NotImplementedError, "Float|float32"),
+        (lambda lib: lib.repeat_interleave(lib.tensor(3)), RuntimeError, "only accept 1D vector as repeat"),
+        (lambda lib: lib.repeat_interleave(lib.arange(3), lib.tensor([[2, 1, 1]])), RuntimeError, "0-dim or 1-dim"),
+    ],
+)  # fmt: skip
+def test_repeat_interleave_refuses_the_counts_torch_refuses(make, error, message):
+    with pytest.raises(error, match=message):
+        make(torch)
+    with pytest.raises(error, match=message):
+        make(kael)
+    with pytest.raises(kael.Error):
+        make(kael)
+
+
 @pytest.mark.parametrize("indexing", ["ij", "xy"])
 def test_meshgrid_and_broadcast_tensors_match_torch(indexing):
     a, b, c = (RNG.standard_normal(n).astype(np.float32) for n in (2, 3, 4))
