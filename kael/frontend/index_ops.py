@@ -39,7 +39,7 @@ from kael.runtime.dtypes import (
 )
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
 from kael.runtime.storage import Storage
-from kael.runtime.tensor_impl import TensorImpl, format_shape
+from kael.runtime.tensor_impl import TensorImpl, format_shape, overlapping
 from kael.runtime.threadpool import get_num_threads
 from kael.runtime.tracestate import state as _trace_state
 
@@ -506,12 +506,24 @@ def _check_scatter(self: Tensor, index: TensorImpl, src: Tensor, op: str, what: 
             " refers to a single memory location. Please clone() the tensor before performing"
             " the operation."
         )
-    for name, storage in ((what, src._impl.storage), ("index", index.storage)):
-        if storage.overlaps(self._impl.storage):  # one storage, or two over one array
+    refuse_shared(self._impl, op, **{what: src._impl, "index": index})
+
+
+def refuse_shared(dst: TensorImpl, op: str, **operands: TensorImpl) -> None:
+    """A typed error for an operand whose elements meet dst's (one storage, or two over
+    one array): the accumulating kernels would change it before reading it."""
+    for name, operand in operands.items():
+        if overlapping(operand, dst):
             raise Error(
                 f"{op}(): {name} shares memory with self, which the kernel writes while reading"
                 f" it. Please clone() the {name} first."
             )
+
+
+def unshared(dst: TensorImpl, operand: TensorImpl) -> TensorImpl:
+    """operand, or a copy of it when its elements meet dst's: a write by index reads it
+    as it was before the call (kael's rule for aliased operands, where torch refuses)."""
+    return clone_impl(operand) if overlapping(operand, dst) else operand
 
 
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:

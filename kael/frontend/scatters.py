@@ -6,7 +6,8 @@ histogramdd, unique and unique_consecutive.
 Writes run gather.py's `put` walk (every index checked first, then written in the walk's
 order on one thread, so a repeated index keeps its last write, as PyTorch's CPU loop
 does); accumulating ones (index_put_ with accumulate, bincount, histc) its deterministic
-scatter_add. unique orders with the book's host-side sort, then kael's kernels find the
+scatter_add. A source or index whose elements meet self's is read from a copy taken
+before the first write (index_ops.unshared; torch refuses those). unique orders with the book's host-side sort, then kael's kernels find the
 runs of equal values.
 """
 
@@ -101,7 +102,7 @@ def scatter_(self: Tensor, dim: int, index: Tensor, src=None, value=None, *, red
         source = src if src is not None else ew.binary("add", x.new_zeros(idx.shape), value)
         return index_ops.scatter_add_(x, dim, idx, source.to(x.dtype))
     d = views.wrap_dim(dim, x.ndim)
-    dst, ix = _at_least_1d(x._impl), _at_least_1d(idx._impl)
+    dst, ix = _at_least_1d(x._impl), _at_least_1d(index_ops.unshared(x._impl, idx._impl))
     if max(idx.ndim, 1) != max(x.ndim, 1) and idx.numel():  # torch: no index, no check
         raise ValueError(
             f"{op}(): Index tensor must have the same number of dimensions as self tensor"
@@ -120,7 +121,7 @@ def scatter_(self: Tensor, dim: int, index: Tensor, src=None, value=None, *, red
                 f"{op}(): Expected self.dtype to be equal to src.dtype, got {x.dtype} and {s.dtype}"
             )
         index_ops.check_src_rank(idx._impl, s._impl, op)
-        source = _at_least_1d(s._impl)
+        source = _at_least_1d(index_ops.unshared(x._impl, s._impl))
         if any(n > m for n, m in zip(ix.shape, source.shape)):
             raise ValueError(
                 f"{op}(): Expected index {list(idx.shape)} to be smaller than src {list(s.shape)}"
@@ -149,7 +150,7 @@ def _along(x: Tensor, dim: int, index: Tensor, op: str) -> tuple[int, TensorImpl
     d = views.wrap_dim(dim, max(x.ndim, 1))
     shape = list(_at_least_1d(x._impl).shape)
     shape[d] = idx.numel()
-    return d, _spread(_at_least_1d(idx._impl), tuple(shape), d)
+    return d, _spread(_at_least_1d(index_ops.unshared(x._impl, idx._impl)), tuple(shape), d)
 
 
 def index_fill_(self: Tensor, dim: int, index: Tensor, value) -> Tensor:
@@ -183,7 +184,7 @@ def index_copy_(self: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
             f"index_copy_(): source {list(s.shape)} must be self's shape with"
             f" {spread.shape[d]} slices along dim {d}"
         )
-    source = _at_least_1d(s._impl)
+    source = _at_least_1d(index_ops.unshared(x._impl, s._impl))
     _put(_at_least_1d(x._impl), d, spread, _operand(source), "index_copy_")
     x._impl.storage.bump_version()
     return x
@@ -342,6 +343,7 @@ def put_(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
     n = x.numel()
     if not n:
         raise IndexError(f"{op}(): Tried to put {idx.numel()} elements into an empty tensor")
+    idx, s = (Tensor(index_ops.unshared(x._impl, t._impl)) for t in (idx, s))
     if not x.is_contiguous():  # the logical order: through a contiguous copy
         return x.copy_(put_(x.contiguous(), idx, s, accumulate))
     flat = views.derive(x._impl, (n,), (1,), x._impl.offset)

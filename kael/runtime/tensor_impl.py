@@ -225,6 +225,23 @@ def host_ptr(impl: TensorImpl, op: str) -> int:
     return ptr_on(impl, CPU, op)
 
 
+def overlapping(a: TensorImpl, b: TensorImpl) -> bool:
+    """Whether the byte spans of two tensors' elements meet (torch's partial-or-full overlap
+    test, from each one's lowest to highest element: slices of one storage that do not
+    meet are apart)."""
+    if not (a.numel() and b.numel() and a.storage.overlaps(b.storage)):
+        return False
+
+    def span(t: TensorImpl) -> tuple[int, int]:
+        start = t.storage.ptr + t.offset * t.dtype.itemsize
+        low = sum((n - 1) * s for n, s in zip(t.shape, t.strides) if s < 0)
+        high = sum((n - 1) * s for n, s in zip(t.shape, t.strides) if s > 0)
+        return start + low * t.dtype.itemsize, start + (high + 1) * t.dtype.itemsize
+
+    (a0, a1), (b0, b1) = span(a), span(b)
+    return a0 < b1 and b0 < a1
+
+
 def read_hazard(src: TensorImpl, dst: TensorImpl) -> bool:
     """Whether writing dst element by element may change elements of src not read yet: they
     share memory in another layout, in one storage (x.add_(x.T)) or in two over one array

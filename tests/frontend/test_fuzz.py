@@ -606,8 +606,9 @@ KAEL_QUIRKS: dict[str, tuple[str, str, Callable | None, Callable | None]] = {
     ),
     "aliased_operand_copied": (
         "an operand sharing the written tensor's storage in another layout is read from a "
-        "copy (outputs.unaliased: x.add_(x.mT)); torch refuses a partial overlap, or reads "
-        "elements it has already written",
+        "copy (outputs.unaliased: x.add_(x.mT); index_ops.unshared for the writes by index, "
+        "index_copy_, scatter_, put_, index_fill_: their source and index); torch refuses a "
+        "partial overlap, or reads elements it has already written",
         "kael answers|differs",
         lambda s: s.op.inplace and any(type(v) is Code for v in s.args.values()),
         _aliased_oracle,

@@ -54,6 +54,59 @@ def test_scatter_refuses_bad_indices_and_keeps_self():
         kael.scatter(k, 0, kael.tensor([[0.0]]), value=1)
 
 
+# writes by index whose source (or index) `s` is self itself: kael reads it from a copy
+# (KAEL_QUIRKS aliased_operand_copied), torch refuses the overlap
+SOURCE_WRITES = {
+    "index_copy_": lambda lib, x, s: x.index_copy_(0, lib.tensor([1, 2, 3]), s[:3]),
+    "index_copy_ of all self": lambda lib, x, s: x.index_copy_(0, lib.tensor([3, 2, 1, 0]), s),
+    "scatter_": lambda lib, x, s: x.scatter_(0, lib.tensor([1, 2, 3]), s[:3]),
+    "put_": lambda lib, x, s: x.put_(lib.tensor([1, 2, 3]), s[:3]),
+    "put_ accumulate": lambda lib, x, s: x.put_(lib.tensor([1, 2, 3]), s[:3], accumulate=True),
+}
+INDEX_WRITES = {
+    "index_fill_": lambda lib, x, s: x.index_fill_(0, s[:2], 3),
+    "scatter_ value": lambda lib, x, s: x.scatter_(0, s[:2], 3),
+    "put_": lambda lib, x, s: x.put_(s[:2], lib.tensor([3, 5])),
+    "index_copy_": lambda lib, x, s: x.index_copy_(0, s[:2], lib.tensor([3, 5])),
+}
+
+
+@pytest.mark.parametrize(
+    ("call", "start"),
+    [(c, [0.0, 1.0, 2.0, 3.0]) for c in SOURCE_WRITES.values()]
+    + [(c, [1, 0, 0, 0]) for c in INDEX_WRITES.values()],
+    ids=[f"source {n}" for n in SOURCE_WRITES] + [f"index {n}" for n in INDEX_WRITES],
+)
+def test_a_source_or_index_that_is_self_is_read_as_before_the_call(call, start):
+    x = kael.tensor(start)
+    call(kael, x, x)
+    want = kael.tensor(start)
+    call(kael, want, want.clone())
+    assert x.tolist() == want.tolist() and x.dtype == want.dtype
+    t = torch.tensor(start)
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        call(torch, t, t)
+
+
+def test_an_index_that_is_self_is_checked_whole_before_a_write():
+    x = kael.zeros(8, dtype=kael.int64)
+    x[:2] = kael.tensor([1, 9])
+    with pytest.raises(kael.IndexError, match="index 9 is out of bounds"):
+        x.index_fill_(0, x[:2], 10**9)
+    assert x.tolist() == [1, 9, 0, 0, 0, 0, 0, 0]
+
+
+def test_slices_of_one_storage_that_do_not_meet_write_as_torch():
+    k, t = kael.arange(6.0), torch.arange(6.0)
+    k[:3].index_copy_(0, kael.tensor([2, 0, 1]), k[3:])
+    t[:3].index_copy_(0, torch.tensor([2, 0, 1]), t[3:])
+    assert k.tolist() == t.tolist()
+    k, t = kael.arange(6.0), torch.arange(6.0)
+    k[::2].scatter_(0, kael.tensor([2, 0, 1]), k[1::2])  # interleaved: read from a copy
+    t[::2].scatter_(0, torch.tensor([2, 0, 1]), t[1::2].clone())
+    assert k.tolist() == t.tolist()
+
+
 def test_index_fill_takes_negative_indices_from_the_end_once():
     k, t = _base()
     ki, ti = pair([-1, -4, 0], kael.int64)
