@@ -28,6 +28,7 @@ from kael.frontend import factories as _factories
 from kael.frontend import legacy_types as _legacy_types
 from kael.frontend import lowrank as _lowrank
 from kael.frontend import ops as _ops
+from kael.frontend import out_forms as _out_forms
 from kael.frontend import published as _published
 from kael.frontend import random as _random
 from kael.frontend import recurrent as _recurrent
@@ -346,6 +347,7 @@ globals().update(
 for _name in _factories.NEW_METHODS:  # Tensor.new_zeros(..., requires_grad=False) ...
     setattr(Tensor, _name, _factories.on_default_device(getattr(Tensor, _name), default=False))
 
+_out_forms.install(globals())  # out= for kael.cat, kael.zeros, ... (torch takes it)
 _autocast.install(globals(), "kael")  # matmul, conv2d, quantile, ... under kael.autocast
 _autocast.install_methods(Tensor)
 
