@@ -1,4 +1,5 @@
-"""torch's out= keyword for the public functions whose kael form computes a new result:
+"""torch's out= keyword for the public functions whose kael form computes a new result
+(and the size= keyword of the `*size` creation functions):
 the result is written into `out` as ATen's out= forms write (outputs.written_out: out
 resized to the result's shape, warning when it held elements; its dtype must be the
 result's, kael casts nothing). A creation function given out= and no dtype= or device=
@@ -11,6 +12,7 @@ import inspect
 from collections.abc import Callable
 
 from kael.frontend.outputs import pair_out, tensor_arg, written_out
+from kael.runtime.errors import TypeError
 
 # kael's functions that torch also takes out= for, beside those that take it themselves
 OUT_FORMS = (
@@ -21,6 +23,8 @@ OUT_FORMS = (
     "index_add", "index_copy", "scatter", "scatter_add", "signbit", "float_power",
     "bernoulli", "multinomial", "poisson",
 )  # fmt: skip
+# creation functions of `*size`, which torch also takes as size= (and refuses without)
+SIZED = ("zeros", "ones", "empty", "rand", "randn")
 CREATION_OUT_FORMS = (
     "zeros", "ones", "full", "empty", "arange", "linspace", "logspace", "rand", "randn",
     "randint", "randperm",
@@ -30,8 +34,12 @@ CREATION_OUT_FORMS = (
 def with_out(fn: Callable, name: str, creation: bool = False) -> Callable:
     """fn taking torch's keyword-only out= (a tensor, or a pair for a pair of results)."""
 
+    sized = name in SIZED
+
     @functools.wraps(fn)
     def call(*args, out=None, **kwargs):
+        if sized:
+            args = _size_argument(name, args, kwargs)
         if out is None:
             return fn(*args, **kwargs)
         if isinstance(out, tuple | list):
@@ -54,6 +62,18 @@ def with_out(fn: Callable, name: str, creation: bool = False) -> Callable:
     except (TypeError, ValueError):  # a builtin without a signature: wraps' is kept
         pass
     return call
+
+
+def _size_argument(name: str, args: tuple, kwargs: dict) -> tuple:
+    """The sizes of a `*size` creation call: its positional ones or its size= keyword, one
+    of them (torch's parser takes either, and neither is no size)."""
+    if "size" in kwargs:
+        if args:
+            raise TypeError(f"{name}() got the size both as arguments and as size=")
+        return (kwargs.pop("size"),)
+    if not args:
+        raise TypeError(f"{name}() missing 1 required positional argument: 'size'")
+    return args
 
 
 def install(namespace: dict) -> None:

@@ -25,9 +25,10 @@ import numpy as np
 
 from kael.codegen.cpu import sampling
 from kael.frontend import eager, factories, index_ops, tracing, views
+from kael.frontend import elementwise as ew
 from kael.frontend.elementwise import broadcast_shapes
 from kael.frontend.outputs import bool_arg, check_writable, device_of, output, tensor_arg
-from kael.frontend.tensor import Tensor, clone_impl, empty_impl
+from kael.frontend.tensor import Size, Tensor, clone_impl, empty_impl
 from kael.ir import graph as g
 from kael.ir.ops import BINARY_OPS
 from kael.runtime import sync
@@ -339,17 +340,25 @@ _FLOAT_SAMPLERS: dict[str, Callable[[DType], g.Node]] = {
 }
 
 
+def _parts_of(t: Tensor, sample: Callable[[Tensor], object]) -> Tensor:
+    """t (complex) with `sample` drawn into the float view of its real and imaginary parts."""
+    from kael.frontend.complex import float_view
+
+    sample(Tensor(float_view(t._impl)))
+    return t
+
+
 def _fill(name: str, t: Tensor, generator: Generator | None = None) -> Tensor:
     """The float sampler `name` into the new tensor t; a complex t draws its parts, each
     N(0, 1/2) for randn (unit variance in all, as PyTorch's complex normal)."""
     if t.dtype.is_complex:
-        from kael.frontend.complex import float_view
 
-        parts = Tensor(float_view(t._impl))
-        _fill(name, parts, generator)
-        if name == "randn":
-            parts.mul_(math.sqrt(0.5))
-        return t
+        def parts_of_unit_variance(parts: Tensor) -> None:
+            _fill(name, parts, generator)
+            if name == "randn":
+                parts.mul_(math.sqrt(0.5))
+
+        return _parts_of(t, parts_of_unit_variance)
     _generate((name, t.dtype), lambda: _FLOAT_SAMPLERS[name](t.dtype), t._impl, generator=generator)
     return t
 
@@ -366,18 +375,26 @@ def randn(*size, generator=None, dtype=None, device=None) -> Tensor:
     return _fill("randn", factories.new_tensor(size, _floating("randn", dtype), device), gen)
 
 
-def rand_like(input: Tensor, *, dtype=None, device=None, memory_format=None) -> Tensor:
+def rand_like(
+    input: Tensor, *, generator=None, dtype=None, device=None, memory_format=None
+) -> Tensor:
     """rand in input's shape (and dtype, device and layout unless told otherwise)."""
-    input = tensor_arg(input, "rand_like")
-    dtype = _floating("rand_like", input.dtype if dtype is None else dtype)
-    return _fill("rand", factories.new_like(input, dtype, device, "rand_like", memory_format))
+    return _sampled_like("rand", input, generator, dtype, device, memory_format)
 
 
-def randn_like(input: Tensor, *, dtype=None, device=None, memory_format=None) -> Tensor:
+def randn_like(
+    input: Tensor, *, generator=None, dtype=None, device=None, memory_format=None
+) -> Tensor:
     """randn in input's shape (and dtype, device and layout unless told otherwise)."""
-    input = tensor_arg(input, "randn_like")
-    dtype = _floating("randn_like", input.dtype if dtype is None else dtype)
-    return _fill("randn", factories.new_like(input, dtype, device, "randn_like", memory_format))
+    return _sampled_like("randn", input, generator, dtype, device, memory_format)
+
+
+def _sampled_like(name: str, input, generator, dtype, device, memory_format) -> Tensor:
+    op = f"{name}_like"
+    input = tensor_arg(input, op)
+    gen = generator_arg(generator, op)
+    dtype = _floating(op, input.dtype if dtype is None else dtype)
+    return _fill(name, factories.new_like(input, dtype, device, op, memory_format), gen)
 
 
 def unit_from_bits(bits: Tensor, dtype: DType) -> Tensor:
@@ -407,12 +424,17 @@ def _integer_dtype(name: str, dtype) -> DType:
     return dtype
 
 
-def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None) -> Tensor:
-    """Uniform integers in [low, high): randint(high, size) or randint(low, high, size)."""
+def randint(low=None, high=None, size=None, *, generator=None, dtype=None, device=None) -> Tensor:
+    """Uniform integers in [low, high): randint(high, size) or randint(low, high, size)
+    (randint(high=h, size=s) too)."""
     if size is None and isinstance(high, (tuple, list)):
         low, high, size = 0, low, high
     elif high is None:
         low, high = 0, low
+    elif low is None:
+        low = 0
+    if high is None:
+        raise TypeError("randint() missing required argument 'high'")
     if size is None:
         raise TypeError("randint() missing required argument 'size'")
     low, high = views.as_int(low, "low"), views.as_int(high, "high")
@@ -555,7 +577,7 @@ def multinomial(input: Tensor, num_samples, replacement: bool = False, *, genera
         raise ValueError(f"multinomial expects num_samples > 0, got num_samples={samples}")
     rows, classes = (1, *input.shape) if input.ndim == 1 else input.shape
     device = input.device
-    weights = _contiguous_float64(input._impl)
+    weights = _summable(_contiguous_float64(input._impl), input.dtype)
     out = empty_impl((rows, samples), int64, device)
     scratch = empty_impl((rows, classes), float64, device)
     status = empty_impl((rows, 2), int64, device)
@@ -578,6 +600,23 @@ def multinomial(input: Tensor, num_samples, replacement: bool = False, *, genera
         weights, status = Tensor(weights).cpu(), Tensor(status).cpu()  # only to name the row
         raise _multinomial_error(weights, status, bad, samples, input.ndim)
     return Tensor(out if input.ndim == 2 else views.derive(out, (samples,), (1,), 0))
+
+
+# A float64 row whose largest weight passes this may sum past float64's largest value: it
+# is scaled by SUMMABLE_SCALE first (a power of two: the weights' ratios stay exact)
+SUMMABLE_LIMIT, SUMMABLE_SCALE = 2.0**1000, 2.0**-64
+
+
+def _summable(weights: TensorImpl, dtype: DType) -> TensorImpl:
+    """multinomial's float64 weights with each row that could overflow its running sum
+    scaled down (float32 and half weights cannot: their sums run in float64)."""
+    if dtype is not float64 or not weights.numel():
+        return weights
+    w = Tensor(weights)
+    largest = w.amax(-1, keepdim=True)
+    if not bool((largest > SUMMABLE_LIMIT).any()):
+        return weights
+    return (w * ew.where(largest > SUMMABLE_LIMIT, SUMMABLE_SCALE, 1.0)).contiguous()._impl
 
 
 def _contiguous_float64(impl: TensorImpl) -> TensorImpl:
@@ -632,12 +671,21 @@ def uniform_(self: Tensor, from_=0.0, to=1.0, *, generator=None) -> Tensor:
     """Uniform samples in [from_, to) (floating dtypes), in float64 and then rounded."""
     low, high = _float_arg(from_, "from"), _float_arg(to, "to")
     _floating("uniform_", self.dtype)
+    if self.dtype.is_complex:  # each part drawn in [from, to), as PyTorch's
+        return _parts_of(self, lambda parts: uniform_(parts, low, high, generator=generator))
+    largest = finfo(self.dtype).max
+    for name, value in (("from", low), ("to", high)):
+        if not -largest <= value <= largest:
+            raise ValueError(f"uniform_: {name} is out of bounds for {self.dtype}, got {value}")
     if not low <= high:
         raise ValueError(
             f"uniform_ expects to return a [from, to) range, but found from={low} > to={high}"
         )
-    if not math.isfinite(high - low):
-        raise ValueError(f"uniform_ expects to-from to be finite, got from={low}, to={high}")
+    if not high - low <= largest:
+        raise ValueError(
+            f"uniform_ expects to-from <= the largest {self.dtype}, but found to={high} and"
+            f" from={low} which result in to-from to exceed the limit"
+        )
 
     def build() -> g.Node:
         span = _op("mul", _uniform(), _scalar(float64, "span"))
@@ -680,6 +728,9 @@ def normal_(self: Tensor, mean=0.0, std=1.0, *, generator=None) -> Tensor:
     _floating("normal_", self.dtype)
     if not std >= 0:
         raise ValueError(f"normal_ expects std >= 0.0, but found std {std}")
+    if self.dtype.is_complex:  # each part N(mean, std^2 / 2), as PyTorch's
+        spread = std * math.sqrt(0.5)
+        return _parts_of(self, lambda parts: normal_(parts, mean, spread, generator=generator))
 
     def build() -> g.Node:
         z = _op("mul", _normal(), _scalar(float64, "std"))
@@ -929,6 +980,11 @@ def _normal_floats(mean, std, size, gen, out, dtype, device) -> Tensor:
         raise TypeError(
             "normal() received an invalid combination of arguments: normal(mean: float,"
             " std: float) needs a size"
+        )
+    if not isinstance(size, tuple | list | Size):
+        raise TypeError(
+            f"normal(mean: float, std: float, size): size must be a tuple of ints, got"
+            f" {type(size).__name__}"
         )
     mean_f, std_f = _float_arg(mean, "mean"), _float_arg(std, "std")
     if not std_f >= 0:

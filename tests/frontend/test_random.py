@@ -450,7 +450,7 @@ def test_multinomial_limits():
         kr.multinomial(w, 0)
     for shape in ((), (2, 2, 2)):
         with pytest.raises(kael.ValueError, match=f"1-d or 2-d weights, got {len(shape)} dims"):
-            kr.multinomial(kael.ones(*shape), 1)
+            kr.multinomial(kael.ones(shape), 1)
     with pytest.raises(kael.TypeError, match="floating point weights, got int64"):
         kr.multinomial(kael.tensor([1, 2]), 1)
 
@@ -1341,3 +1341,105 @@ def test_a_generator_pickles_and_saves_at_its_position_as_torchs():
     want = kael.rand(2, generator=g).tolist()
     for made in copies:
         assert made is not g and kael.rand(2, generator=made).tolist() == want
+
+
+def test_multinomial_of_float64_weights_summing_past_the_largest_double():
+    """Each row whose weights could overflow their running sum is scaled by a power of two
+    first: the draw stays proportional (it picked the last positive class every time)."""
+    weights = kael.tensor([1e308, 1e308, 1.0], dtype=kael.float64).expand(4000, 3).contiguous()
+    counts = np.bincount(kael.multinomial(weights, 1).flatten().numpy(), minlength=3)
+    assert counts[2] == 0 and abs(counts[0] - 2000) < 200
+    rows = kael.tensor([[1.7e308, 1.7e308, 0.0], [1.0, 0.0, 3.0]], dtype=kael.float64)
+    drawn = kael.multinomial(rows, 4000, replacement=True).numpy()
+    assert abs((drawn[0] == 0).mean() - 0.5) < 0.05 and not (drawn[0] == 2).any()
+    assert abs((drawn[1] == 2).mean() - 0.75) < 0.05 and not (drawn[1] == 1).any()
+    tiny_beside_huge = kael.tensor([1.7e308, 1e-300, 0.0], dtype=kael.float64)
+    assert sorted(kael.multinomial(tiny_beside_huge, 2).tolist()) == [0, 1]
+
+
+@pytest.mark.parametrize(
+    ("dtype", "low", "high", "message"),
+    [
+        (kael.float16, -7e4, 0.0, "from is out of bounds for float16"),
+        (kael.float16, 0.0, 1e5, "to is out of bounds for float16"),
+        (kael.float32, -1e39, 0.0, "from is out of bounds for float32"),
+        (kael.float32, -3e38, 3e38, "to-from <= the largest float32"),
+        (kael.float64, -1.7e308, 1.7e308, "to-from <= the largest float64"),
+        (kael.float16, -65504.0, 1.0, "to-from <= the largest float16"),
+    ],
+)
+def test_uniform_refuses_bounds_past_the_dtype_as_torch(dtype, low, high, message):
+    torch_dtype = getattr(torch, str(dtype))
+    with pytest.raises(RuntimeError, match="out of bounds|to-from"):
+        torch.zeros(3, dtype=torch_dtype).uniform_(low, high)
+    x = kael.zeros(3, dtype=dtype)
+    with pytest.raises(kael.ValueError, match=message):
+        x.uniform_(low, high)
+    assert x.tolist() == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("dtype", [kael.float16, kael.bfloat16], ids=str)
+def test_uniform_up_to_the_dtypes_ends_stays_finite(dtype):
+    largest = kael.finfo(dtype).max
+    x = kael.zeros(20000, dtype=dtype).uniform_(-largest, 0.0)
+    assert bool(x.isfinite().all()) and float(x.max()) <= 0.0
+
+
+@pytest.mark.parametrize("dtype", [kael.complex64, kael.complex128], ids=str)
+def test_complex_uniform_and_normal_draw_each_part_as_torch(dtype):
+    """uniform_ draws both parts in [from, to); normal_ draws each N(mean, std^2 / 2), the
+    mean added to both (torch's complex normal_); a strided view is written in place."""
+    x = kael.zeros(200000, dtype=dtype).uniform_(2.0, 3.0)
+    for part in (x.real, x.imag):
+        assert float(part.min()) >= 2.0 and float(part.max()) < 3.0
+        assert abs(float(part.mean()) - 2.5) < 0.01
+    z = kael.zeros(200000, dtype=dtype).normal_(1.0, 2.0)
+    for part in (z.real, z.imag):
+        assert abs(float(part.mean()) - 1.0) < 0.02
+        assert abs(float(part.std()) - math.sqrt(2.0)) < 0.02
+    grid = kael.zeros(6, 4, dtype=dtype)
+    grid[:, 1:3].uniform_(5.0, 6.0)
+    assert float(grid[:, 0].abs().max()) == 0.0 and float(grid[:, 3].abs().max()) == 0.0
+    assert float(grid[:, 1:3].real.min()) >= 5.0 and float(grid[:, 1:3].imag.min()) >= 5.0
+
+
+@pytest.mark.parametrize("name", ["rand_like", "randn_like"])
+def test_rand_like_and_randn_like_take_a_generator(name):
+    draw = getattr(kael, name)
+    a = draw(kael.zeros(5), generator=kael.Generator().manual_seed(4))
+    b = draw(kael.zeros(5), generator=kael.Generator().manual_seed(4))
+    assert kael.equal(a, b)
+    assert not kael.equal(a, draw(kael.zeros(5), generator=kael.Generator().manual_seed(5)))
+    getattr(torch, name)(torch.zeros(5), generator=torch.Generator().manual_seed(4))
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [((), {"high": 10, "size": (3,)}), ((10,), {"size": (3,)}), ((2,), {"high": 10, "size": (3,)})],
+)
+def test_randint_takes_high_and_size_as_keywords_as_torch(args, kwargs):
+    shape = tuple(torch.randint(*args, **kwargs).shape)
+    got = kael.randint(*args, **kwargs)
+    assert got.shape == shape and got.dtype is kael.int64
+    assert int(got.min()) >= (args[0] if len(args) and "high" in kwargs else 0)
+    assert int(got.max()) < 10
+
+
+@pytest.mark.parametrize("name", ["zeros", "ones", "empty", "rand", "randn"])
+def test_sized_creation_takes_size_as_a_keyword_and_needs_one_as_torch(name):
+    assert getattr(kael, name)(size=(2, 3)).shape == tuple(getattr(torch, name)(size=(2, 3)).shape)
+    assert getattr(kael, name)(()).shape == ()
+    with pytest.raises(TypeError):
+        getattr(torch, name)()
+    with pytest.raises(kael.TypeError, match="missing 1 required positional argument: 'size'"):
+        getattr(kael, name)()
+    with pytest.raises(kael.TypeError, match="both as arguments and as size="):
+        getattr(kael, name)(2, size=(2, 3))
+
+
+def test_normal_of_floats_needs_a_size_tuple_as_torch():
+    with pytest.raises(TypeError):
+        torch.normal(0.0, 1.0, 3)
+    with pytest.raises(kael.TypeError, match="size must be a tuple of ints, got int"):
+        kael.normal(0.0, 1.0, 3)
+    assert kael.normal(0.0, 1.0, (3,)).shape == (3,)
