@@ -35,10 +35,11 @@ from collections.abc import Sequence
 from kael.frontend import complex as cx
 from kael.frontend import factories, formula, views
 from kael.frontend.linalg import matmul  # not Tensor.__matmul__: autocast never lowers it
+from kael.frontend.out_forms import with_out
 from kael.frontend.outputs import output, tensor_arg
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.runtime.dtypes import DType, float64, get_default_dtype, int64
-from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.errors import IndexError, TypeError, ValueError
 from kael.runtime.tracestate import untraced
 
 NORMS = ("backward", "ortho", "forward")
@@ -554,6 +555,8 @@ def rfftfreq(n, d=1.0, *, dtype=None, device=None) -> Tensor:
 
 def _shifted(x: Tensor, dim, sign: int) -> Tensor:
     dims: Sequence[int] = range(x.ndim) if dim is None else ([dim] if isinstance(dim, int) else dim)
+    if not x.ndim and len(dims):
+        raise IndexError(f"Dimension specified as {list(dims)[0]} but tensor has no dimensions")
     dims = [views.wrap_dim(d, x.ndim) for d in dims]
     shifts = [sign * (x.shape[d] // 2) if sign > 0 else -(x.shape[d] // 2) for d in dims]
     return x.roll(shifts, dims)
@@ -573,6 +576,7 @@ FUNCTIONS = {
     "fft": fft, "ifft": ifft, "rfft": rfft, "irfft": irfft, "hfft": hfft, "ihfft": ihfft,
     "fft2": fft2, "ifft2": ifft2, "fftn": fftn, "ifftn": ifftn, "rfft2": rfft2,
     "irfft2": irfft2, "rfftn": rfftn, "irfftn": irfftn, "hfft2": hfft2, "ihfft2": ihfft2,
-    "hfftn": hfftn, "ihfftn": ihfftn, "fftfreq": fftfreq,
-    "rfftfreq": rfftfreq, "fftshift": fftshift, "ifftshift": ifftshift,
+    "hfftn": hfftn, "ihfftn": ihfftn, "fftfreq": with_out(fftfreq, "fftfreq", creation=True),
+    "rfftfreq": with_out(rfftfreq, "rfftfreq", creation=True), "fftshift": fftshift,
+    "ifftshift": ifftshift,
 }  # fmt: skip

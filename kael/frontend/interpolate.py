@@ -209,7 +209,7 @@ def interpolate(
             " linear | bilinear | bicubic | trilinear"
         )
     sizes, given = _sizes(x, dims, size, scale_factor, recompute_scale_factor)
-    if any(s <= 0 for s in sizes):
+    if any(s <= 0 for s in sizes) and not (mode == "area" and min(sizes) == 0):
         raise ValueError(f"interpolate: output sizes must be positive, got {list(sizes)}")
     factories.check_allocatable((*x.shape[:2], *sizes), x.dtype, x.device)
     if mode == "area":

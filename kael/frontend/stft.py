@@ -15,7 +15,7 @@ from __future__ import annotations
 import warnings
 
 from kael.frontend import complex as cx
-from kael.frontend import factories, fft, views
+from kael.frontend import factories, fft, padding, views
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.runtime.dtypes import get_default_dtype
@@ -80,11 +80,17 @@ def stft(
     normalized: bool = False,
     onesided: bool | None = None,
     return_complex: bool | None = None,
+    align_to_window: bool | None = None,
 ) -> Tensor:
     """The short-time Fourier transform of a 1-d signal or a [batch, length] batch:
-    [batch?, n_fft // 2 + 1 (onesided) or n_fft, frames], as torch.stft."""
+    [batch?, n_fft // 2 + 1 (onesided) or n_fft, frames], as torch.stft. align_to_window
+    (center=False only): frame m's window, centered in its n_fft points, starts at sample
+    m * hop_length, so a window shorter than n_fft frames 1 + (length - win_length) //
+    hop_length times."""
     x = tensor_arg(input, "stft")
     n_fft, hop, win = _lengths(n_fft, hop_length, win_length, "stft")
+    if center and align_to_window is not None:
+        raise ValueError("stft align_to_window should only be set when center = false")
     if return_complex is None and not x.dtype.is_complex:
         raise Error(
             "stft requires the return_complex parameter be given for real inputs, and will"
@@ -99,6 +105,9 @@ def stft(
         signal = signal.to(get_default_dtype())
     if center:
         signal = _reflect_padded(signal, n_fft // 2, pad_mode)
+    elif align_to_window and win < n_fft:  # the zeros meet only the window's zero padding
+        left = (n_fft - win) // 2
+        signal = padding.pad(signal, (left, n_fft - win - left))
     length = signal.shape[-1]
     if not 0 < n_fft <= length:
         raise ValueError(f"stft: expected 0 < n_fft < {length}, but got n_fft={n_fft}")

@@ -29,7 +29,8 @@ _NUTTALL = (0.3635819, 0.4891775, 0.1365995, 0.0106411)
 
 def _frame(name: str, M, sym: bool, dtype, layout, device, requires_grad, body) -> Tensor:
     """PyTorch's checks and edge cases around `body(M, sym, dtype, device)`: M a
-    non-negative int, float32 or float64 only, strided; an empty window for M = 0."""
+    non-negative int, float32 or float64 only, strided; an empty window for M = 0, once
+    the body has checked its parameters on one point."""
     M = views.as_int(M, "M")
     dtype = factories.dtype_or(dtype, dtypes.get_default_dtype())
     factories.refuse_grad(requires_grad, name)
@@ -40,6 +41,7 @@ def _frame(name: str, M, sym: bool, dtype, layout, device, requires_grad, body) 
     if dtype not in (dtypes.float32, dtypes.float64):
         raise ValueError(f"{name} expects float32 or float64 dtypes, got: {dtype}")
     if M == 0:
+        body(1, bool(sym), dtype, device)
         return factories.empty(0, dtype=dtype, device=device)
     return body(M, bool(sym), dtype, device)
 
@@ -107,7 +109,9 @@ def _bartlett(name, M, sym, dtype, device) -> Tensor:
 
 
 def _general_cosine(name, M, sym, dtype, device, a=None) -> Tensor:
-    if M == 1:
+    if a is None:  # a required keyword of torch's signature
+        raise TypeError(f"{name}() missing 1 required keyword-only argument: 'a'")
+    if M == 1:  # before the coefficients' checks, as torch's
         return factories.ones(1, dtype=dtype, device=device)
     if not isinstance(a, Iterable):
         raise TypeError("Coefficients must be a list/tuple")

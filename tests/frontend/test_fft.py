@@ -461,3 +461,28 @@ def test_transforms_run_in_float32_under_cpu_autocast_as_torch(dtype):
     assert frames.dtype is kael.complex64
     want = np.fft.fft(x.float().numpy())
     np.testing.assert_allclose(spectrum.numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["fftshift", "ifftshift"])
+def test_shifts_of_a_0d_tensor_as_torch(name):
+    """No dim: nothing to roll, refused as torch's roll; a dim: torch's IndexError."""
+    k, t = getattr(kael.fft, name), getattr(torch.fft, name)
+    with pytest.raises(RuntimeError, match="`shifts` required"):
+        t(torch.tensor(3.0))
+    with pytest.raises(kael.Error, match="`shifts` required"):
+        k(kael.tensor(3.0))
+    with pytest.raises(IndexError, match="Dimension specified as 0 but tensor has no dimensions"):
+        t(torch.tensor(3.0), dim=0)
+    with pytest.raises(
+        kael.IndexError, match="Dimension specified as 0 but tensor has no dimensions"
+    ):
+        k(kael.tensor(3.0), dim=0)
+
+
+@pytest.mark.parametrize("name", ["fftfreq", "rfftfreq"])
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64], ids=str)
+def test_frequencies_written_into_out_as_torch(name, dtype):
+    out = kael.empty(0, dtype=dtype)
+    want = getattr(torch.fft, name)(5, 0.5, out=torch.empty(0, dtype=getattr(torch, str(dtype))))
+    got = getattr(kael.fft, name)(5, 0.5, out=out)
+    assert got is out and out.dtype is dtype and out.tolist() == want.tolist()

@@ -210,3 +210,17 @@ def test_antialias_in_bfloat16_is_the_float32_result_rounded_once():
     got = KF.interpolate(x.bfloat16(), size=(5, 5), mode="bilinear", antialias=True)
     want = KF.interpolate(x.bfloat16().float(), size=(5, 5), mode="bilinear", antialias=True)
     assert got.dtype is kael.bfloat16 and kael.equal(got, want.bfloat16())
+
+
+@pytest.mark.parametrize(
+    ("shape", "kwargs"), [((1, 1, 1), {"scale_factor": 0.5}), ((1, 1, 3, 3), {"size": (0, 2)})]
+)
+def test_area_mode_resizes_to_zero_as_torch(shape, kwargs):
+    """area is adaptive average pooling, which takes an output of 0; the other modes refuse."""
+    want = TF.interpolate(torch.ones(shape), mode="area", **kwargs)
+    got = KF.interpolate(kael.ones(shape), mode="area", **kwargs)
+    assert got.shape == tuple(want.shape) and got.numel() == 0
+    with pytest.raises(RuntimeError, match="greater than 0"):
+        TF.interpolate(torch.ones(shape), mode="nearest", **kwargs)
+    with pytest.raises(kael.ValueError, match="output sizes must be positive"):
+        KF.interpolate(kael.ones(shape), mode="nearest", **kwargs)

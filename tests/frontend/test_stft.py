@@ -202,3 +202,33 @@ def test_istft_refuses_a_hop_longer_than_the_window_as_torch():
     _refused(lambda L: call(L, 17), kael.ValueError, "expected 0 < hop_length <= win_length")
     got, want = both(call, 16)
     close(got, want)
+
+
+@pytest.mark.parametrize(
+    ("n_fft", "hop", "win"), [(64, 16, 32), (64, 16, 63), (64, 16, 64), (10, 3, 4)]
+)
+def test_align_to_window_starts_each_windows_samples_at_its_hop_as_torch(n_fft, hop, win):
+    """A window shorter than n_fft, centered in its frame, meets samples m * hop onwards:
+    1 + (length - win) // hop frames instead of 1 + (length - n_fft) // hop."""
+    x = np.random.default_rng(3).standard_normal((2, 300))
+    got = kael.stft(kael.tensor(x), n_fft, hop, win, kael.hann_window(win, dtype=kael.float64),
+                    center=False, return_complex=True, align_to_window=True)  # fmt: skip
+    want = torch.stft(torch.tensor(x), n_fft, hop, win, torch.hann_window(win, dtype=torch.float64),
+                      center=False, return_complex=True, align_to_window=True)  # fmt: skip
+    assert got.shape == tuple(want.shape)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-12)
+
+
+def test_align_to_window_with_center_is_refused_as_torch():
+    with pytest.raises(
+        RuntimeError, match="align_to_window should only be set when center = false"
+    ):
+        torch.stft(
+            torch.ones(100), 16, window=torch.ones(16), return_complex=True, align_to_window=True
+        )
+    with pytest.raises(
+        kael.ValueError, match="align_to_window should only be set when center = false"
+    ):
+        kael.stft(
+            kael.ones(100), 16, window=kael.ones(16), return_complex=True, align_to_window=False
+        )

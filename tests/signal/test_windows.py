@@ -89,3 +89,29 @@ def test_empty_window_still_checks_its_arguments():
     assert tuple(K.hann(0).shape) == (0,)
     with pytest.raises(kael.ValueError, match="float32 or float64"):
         K.hann(0, dtype=kael.float16)
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs", "message"),
+    [
+        ("exponential", {"tau": -1.0}, "Tau must be positive"),
+        ("exponential", {"center": 1.0}, "Center must be None for symmetric windows"),
+        ("gaussian", {"std": 0.0}, "Standard deviation must be positive"),
+        ("kaiser", {"beta": -1.0}, "beta must be non-negative"),
+    ],
+)
+def test_an_empty_window_still_checks_its_parameters_as_torch(name, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        getattr(torch.signal.windows, name)(0, **kwargs)
+    with pytest.raises(kael.ValueError, match=message):
+        getattr(kael.signal.windows, name)(0, **kwargs)
+
+
+def test_general_cosine_needs_its_coefficients_as_torch():
+    with pytest.raises(TypeError):
+        torch.signal.windows.general_cosine(1)
+    with pytest.raises(kael.TypeError, match="missing 1 required keyword-only argument: 'a'"):
+        kael.signal.windows.general_cosine(1)
+    for M in (0, 1):  # torch answers these before it looks at the coefficients
+        want = torch.signal.windows.general_cosine(M, a=[])
+        assert kael.signal.windows.general_cosine(M, a=[]).tolist() == want.tolist()
