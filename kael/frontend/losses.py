@@ -64,6 +64,7 @@ class Pointwise:
 
     formula: Callable[..., Value]
     params: tuple[tuple[str, float], ...] = ()
+    keeps_input_dtype: bool = False  # torch writes the loss into a tensor like the input
 
 
 def _smooth_l1(x: Value, y: Value, beta: Value) -> Value:
@@ -84,8 +85,10 @@ POINTWISE: dict[str, Pointwise] = {
     "mse_loss": Pointwise(lambda x, y: (x - y) * (x - y)),
     "l1_loss": Pointwise(lambda x, y: (x - y).apply("abs")),
     "smooth_l1_loss": Pointwise(_smooth_l1, (("beta", 1.0),)),
-    "huber_loss": Pointwise(_huber, (("delta", 1.0),)),
-    "soft_margin_loss": Pointwise(lambda x, y: (-y * x).apply("exp").apply("log1p")),
+    "huber_loss": Pointwise(_huber, (("delta", 1.0),), keeps_input_dtype=True),
+    "soft_margin_loss": Pointwise(
+        lambda x, y: (-y * x).apply("exp").apply("log1p"), keeps_input_dtype=True
+    ),
 }
 
 
@@ -108,6 +111,8 @@ def _pointwise(name: str) -> Callable:
         if any(v < 0 for v in params.values()):
             raise ValueError(f"{name} does not support negative values for {', '.join(params)}")
         loss = launch((kind,), [x, y], dtype, POINTWISE[kind].formula, params)
+        if spec.keeps_input_dtype and loss.dtype is not x.dtype:
+            loss = loss.to(x.dtype)
         return reduced(loss, reduction, name)
 
     fn.__name__ = fn.__qualname__ = name
@@ -153,7 +158,8 @@ def binary_cross_entropy_with_logits(
     pos_weight: Tensor | None = None,
 ) -> Tensor:
     """(1 - y) x - log_sigmoid(x), with pos_weight: (1 - y) x + (1 + (pw - 1) y) *
-    (log1p(exp(-|x|)) + max(-x, 0)); stable for every x."""
+    (log1p(exp(-|x|)) + max(-x, 0)); stable for every x. In the target's dtype, as torch
+    builds it on 1 - target in place (computed in the promoted dtype, rounded once)."""
     name = "binary_cross_entropy_with_logits"
     x, y = operands(input, target, name, reduction)
     if x.shape != y.shape:
@@ -178,6 +184,8 @@ def binary_cross_entropy_with_logits(
         return loss * extra[-1] if has_weight else loss
 
     loss = launch((name, has_pos, has_weight), tensors, dtype, formula)
+    if loss.dtype is not y.dtype:
+        loss = loss.to(y.dtype)
     return reduced(loss, reduction, name)
 
 
@@ -363,10 +371,11 @@ def cross_entropy_extended(
             )
         if ignore_index >= 0:  # PyTorch lets its negative default (and any negative) pass
             raise ValueError("ignore_index is not supported for floating point target")
-        probs = target.to(x.dtype)
+        probs = target  # logp * probs promotes, as torch's
         if eps > 0:
             probs = probs * (1 - eps) + eps / classes
-        terms = logp * probs if wv is None else logp * probs * wv
+        wp = None if weight is None else weight.reshape(shape)
+        terms = logp * probs if wp is None else logp * probs * wp
         per = -reductions.sum(terms, class_dim)
         if reduction == "none":
             return per

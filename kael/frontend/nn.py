@@ -338,7 +338,7 @@ def _composed_cross_entropy(
     return (total / sample_weight.sum() if reduction == "mean" else total).to(x.dtype)
 
 
-@in_float32
+@in_float32(operands=2)
 def cross_entropy(
     input: Tensor,
     target: Tensor,

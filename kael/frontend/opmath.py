@@ -9,26 +9,36 @@ import functools
 from collections.abc import Callable
 
 from kael.frontend.tensor import Tensor
-from kael.runtime.dtypes import DType, float32
+from kael.runtime.dtypes import DType, float32, result_type
 from kael.runtime.errors import TypeError
 
 
-def in_float32(fn: Callable) -> Callable:
-    """`fn` with float16/bfloat16 tensor arguments computed in float32 (see the module)."""
+def in_float32(fn: Callable | None = None, *, operands: int = 1) -> Callable:
+    """`fn` with float16/bfloat16 tensor arguments computed in float32 (see the module).
+    The result is rounded to the promoted dtype of the floating tensors among the first
+    `operands` arguments where that is a half type (the first's alone by default:
+    layer_norm(x, w) keeps x's; cross_entropy promotes its logits and a float target)."""
+    if fn is None:
+        return functools.partial(in_float32, operands=operands)
 
     @functools.wraps(fn)
     def run(*args, **kwargs):
-        half = _half_of(args, kwargs)
-        if half is None or kwargs.get("dtype") is not None:
+        if _half_of(args, kwargs) is None or kwargs.get("dtype") is not None:
             return fn(*args, **kwargs)
+        leading = [
+            a for a in args[:operands] if isinstance(a, Tensor) and a.dtype.is_floating_point
+        ]
+        half = result_type(*leading) if leading else None
+        half = half if half is not None and half.is_half else None
         out = kwargs.pop("out", None)
-        if out is not None and getattr(out, "dtype", half) is not half:
+        if out is not None and half is not None and getattr(out, "dtype", half) is not half:
             raise TypeError(
                 f"{fn.__name__}: expected out to have dtype {half}, got {out.dtype} instead"
             )
         args = tuple(_widened(a) for a in args)
         kwargs = {k: _widened(v) for k, v in kwargs.items()}
-        result = _rounded(fn(*args, **kwargs), half)
+        result = fn(*args, **kwargs)
+        result = result if half is None else _rounded(result, half)
         return result if out is None else out.copy_(result)
 
     del run.__wrapped__  # doors unwrap to the function they serve: this one, not fn

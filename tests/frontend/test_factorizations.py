@@ -2,6 +2,7 @@
 values, dtype and shape over layouts, batches and empty inputs; singular and
 not-positive-definite inputs; PyTorch's typed errors."""
 
+import math
 import warnings
 
 import numpy as np
@@ -395,3 +396,28 @@ def test_a_failed_cholesky_factor_has_its_other_triangle_zero_as_torchs(n, upper
     assert other(k.L).abs().max().item() == 0 == other(t.L).abs().max().item()
     first = t.info.item() - 1  # the leading block before the failing minor agrees
     np.testing.assert_allclose(k.L.numpy()[:first, :first], t.L.numpy()[:first, :first])
+
+
+SINGULAR = {  # matrices LAPACK's LU (torch's) meets an exactly zero pivot in
+    "1..9 float32": ([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]], "float32"),
+    "equal columns float64": ([[0.1, 0.1], [0.3, 0.3]], "float64"),
+    "rank 1 float64": ((np.outer([1.0, 2.0, 3.0, 4.0], [3.0, 1.0, 2.0, 5.0])).tolist(), "float64"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SINGULAR))
+def test_an_exactly_singular_matrix_meets_a_zero_pivot_as_lapacks_lu(name):
+    """The LU rounds each product as LAPACK's getf2 does (no fused multiply-add): det is 0,
+    info names the zero pivot and inv refuses, where a fused update left a pivot of a
+    rounding's size (det 1e-16, an inverse of 1e17)."""
+    rows, dtype = SINGULAR[name]
+    k, t = (
+        kael.tensor(rows, dtype=getattr(kael, dtype)),
+        torch.tensor(rows, dtype=getattr(torch, dtype)),
+    )
+    assert kael.linalg.det(k).item() == torch.linalg.det(t).item() == 0.0
+    assert kael.linalg.inv_ex(k).info.item() == torch.linalg.inv_ex(t).info.item() > 0
+    assert kael.linalg.lu_factor_ex(k).info.item() == torch.linalg.lu_factor_ex(t).info.item()
+    assert kael.linalg.slogdet(k).logabsdet.item() == -math.inf
+    with pytest.raises(kael.linalg.LinAlgError):
+        kael.linalg.inv(k)

@@ -379,3 +379,48 @@ def test_cross_entropy_with_probability_targets_refuses_a_class_ignore_index_as_
         KF.cross_entropy(k_logits, k_probs, ignore_index=ignore_index)
     with pytest.raises(kael.Error, match=message):
         kael.nn.CrossEntropyLoss(ignore_index=ignore_index)(k_logits, k_probs)
+
+
+def _mixed_operands(lib):
+    x = lib.tensor([[2.0, 0.5, -1.0], [0.1, 0.2, 3.0]])
+    y = lib.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]])
+    p = lib.tensor([[0.7, 0.2, 0.1], [0.1, 0.1, 0.8]])
+    return x, y, p
+
+
+MIXED_DTYPE_LOSSES = {  # torch builds these in place on one operand, or promotes
+    "bce_with_logits float64 pos_weight": lambda L, F: F.binary_cross_entropy_with_logits(
+        _mixed_operands(L)[0], _mixed_operands(L)[1], pos_weight=L.tensor([1.0, 2.0, 3.0], dtype=L.float64)
+    ),
+    "bce_with_logits float64 weight": lambda L, F: F.binary_cross_entropy_with_logits(
+        _mixed_operands(L)[0], _mixed_operands(L)[1], weight=L.tensor([1.0, 2.0, 3.0], dtype=L.float64)
+    ),
+    "bce_with_logits float64 input": lambda L, F: F.binary_cross_entropy_with_logits(
+        _mixed_operands(L)[0].double(), _mixed_operands(L)[1]
+    ),
+    "bce_with_logits float16 target": lambda L, F: F.binary_cross_entropy_with_logits(
+        _mixed_operands(L)[0], _mixed_operands(L)[1].half(), reduction="none"
+    ),
+    "huber float64 target": lambda L, F: F.huber_loss(_mixed_operands(L)[0], _mixed_operands(L)[1].double()),
+    "soft_margin float16 input": lambda L, F: F.soft_margin_loss(_mixed_operands(L)[0].half(), _mixed_operands(L)[1]),
+    "cross_entropy float16 probabilities": lambda L, F: F.cross_entropy(_mixed_operands(L)[0], _mixed_operands(L)[2].half()),
+    "cross_entropy float64 probabilities": lambda L, F: F.cross_entropy(_mixed_operands(L)[0], _mixed_operands(L)[2].double()),
+    "cross_entropy float16 logits float32 probabilities": lambda L, F: F.cross_entropy(
+        _mixed_operands(L)[0].half(), _mixed_operands(L)[2]
+    ),
+    "cross_entropy float16 both": lambda L, F: F.cross_entropy(_mixed_operands(L)[0].half(), _mixed_operands(L)[2].half()),
+    "mse float64 target": lambda L, F: F.mse_loss(_mixed_operands(L)[0], _mixed_operands(L)[1].double()),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(MIXED_DTYPE_LOSSES))
+def test_losses_of_mixed_dtypes_have_torchs_result_dtype(name):
+    """bce_with_logits keeps the target's dtype and huber/soft_margin the input's (torch
+    writes them in place); cross_entropy with probabilities and mse promote."""
+    got, want = MIXED_DTYPE_LOSSES[name](kael, KF), MIXED_DTYPE_LOSSES[name](torch, TF)
+    assert str(got.dtype) == str(want.dtype).removeprefix("torch.")
+    assert got.shape == tuple(want.shape)
+    half = "float16" in str(want.dtype) or "float16" in name
+    np.testing.assert_allclose(
+        got.double().numpy(), want.double().numpy(), rtol=2e-3 if half else 1e-6
+    )

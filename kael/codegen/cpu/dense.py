@@ -25,6 +25,9 @@ I1, I64 = ir.IntType(1), ir.IntType(64)
 # Reassociation lets the vectorizer split a dot's sum; contraction lets it use FMA. No
 # nnan/ninf: NaN and infinity must travel through a factorization as LAPACK's do.
 FAST = ("reassoc", "contract", "nsz", "arcp")
+# Each product rounded, each sum in order: LAPACK's own sequence of roundings, so an exactly
+# singular matrix meets an exactly zero pivot where LAPACK's does (the LU's updates).
+ROUNDED = ("nsz",)
 
 
 PRECISION = {8: (2.0**-52, 2.0**-1022), 4: (2.0**-23, 2.0**-126)}  # (eps, safmin), by itemsize
@@ -73,9 +76,14 @@ class Dense:
     """The builder of one dense kernel body (see the module docstring)."""
 
     def __init__(
-        self, fn: ir.Function, b: ir.IRBuilder, dtype: DType, words: dict[str, ir.Value]
+        self,
+        fn: ir.Function,
+        b: ir.IRBuilder,
+        dtype: DType,
+        words: dict[str, ir.Value],
+        flags: tuple[str, ...] = FAST,
     ) -> None:
-        self.fn, self.b, self.dtype, self.w = fn, b, dtype, words
+        self.fn, self.b, self.dtype, self.w, self.flags = fn, b, dtype, words, flags
         self.t = ir.DoubleType() if dtype.itemsize == 8 else ir.FloatType()
         # LAPACK's eps (the rounding unit's double) and safmin (the least normal number)
         self.eps, self.safmin = PRECISION[dtype.itemsize]
@@ -110,15 +118,15 @@ class Dense:
         b.store(init, slot)
         return Var(b, slot)
 
-    # ---- arithmetic (fast-math: see FAST)
+    # ---- arithmetic (fast-math: FAST, or ROUNDED where a kernel asks)
     def add(self, x, y):
-        return self.b.fadd(x, y, flags=FAST)
+        return self.b.fadd(x, y, flags=self.flags)
 
     def sub(self, x, y):
-        return self.b.fsub(x, y, flags=FAST)
+        return self.b.fsub(x, y, flags=self.flags)
 
     def mul(self, x, y):
-        return self.b.fmul(x, y, flags=FAST)
+        return self.b.fmul(x, y, flags=self.flags)
 
     def div(self, x, y):
         return self.b.fdiv(x, y)
@@ -304,11 +312,13 @@ def per_matrix(
     dtype: DType,
     words: Sequence[str],
     body: Callable[[Dense, ir.Value], None],
+    flags: tuple[str, ...] = FAST,
 ) -> list[str]:
-    """Emit kernel `symbol`: argument words named `words`, `body(d, item)` per work item."""
+    """Emit kernel `symbol`: argument words named `words`, `body(d, item)` per work item,
+    its arithmetic under `flags`."""
     fn, b = handwritten.kernel_function(module, symbol)
     loaded = {n: b.load(b.gep(fn.args[0], [i64(k)]), name=n) for k, n in enumerate(words)}
-    d = Dense(fn, b, dtype, loaded)
+    d = Dense(fn, b, dtype, loaded, flags)
     with d.loop(fn.args[1], fn.args[2]) as item:
         body(d, item)
     b.ret_void()

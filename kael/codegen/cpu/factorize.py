@@ -5,7 +5,9 @@ LU follows LAPACK's getf2: the pivot of column k is the first row of largest mag
 (pivots are stored 0-based, int64); a zero pivot records info = k + 1 (the first one)
 and the factorization goes on without eliminating it, so det() of a singular matrix is 0
 and solve() can name the column. Its updates are delayed by sub-blocks of SUB columns,
-as getrf delays them by panels: the same steps, summed in another order. Cholesky is the lower factor, row by row (every inner product a unit-stride
+as getrf delays them by panels: the same steps, summed in another order. Its arithmetic
+rounds each product (dense.ROUNDED, no FMA): with fused updates a matrix LAPACK finds
+exactly singular kept a pivot of a rounding's size (det 1e-16, inv of 1e17). Cholesky is the lower factor, row by row (every inner product a unit-stride
 dot of two rows); a leading minor that is not positive (or NaN) stops it with info = its
 order, as LAPACK's potrf does.
 """
@@ -174,7 +176,7 @@ def lu(a, piv, info, batch: int, panel: tuple[int, int] | None = None) -> None:
     j, width = (0, n) if panel is None else panel
     name = f"kael_lu_{a.dtype.name}"
     words = [*(host_ptr(t, name) for t in (a, piv, info)), m, n, ld, stride, -j, width - j, j]
-    build = lambda mod: dense.per_matrix(mod, name, a.dtype, LU_WORDS, _lu)  # noqa: E731
+    build = lambda mod: dense.per_matrix(mod, name, a.dtype, LU_WORDS, _lu, dense.ROUNDED)  # noqa: E731
     dense.run(name, build, name, words, batch, m * n * min(m, n))
 
 
