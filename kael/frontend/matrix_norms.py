@@ -146,9 +146,13 @@ def cond(A, p=None, *, out=None) -> Tensor:
     else:
         factorizations.square(A, op)
         inverse, info = factorizations.inv_ex(A)
-        # A singular matrix's condition number is infinite, not an error.
-        finite = matrix_norm(A, p) * matrix_norm(inverse, p)
-        result = ew.where(info.ne(0), math.inf, finite)
+        # A singular matrix's condition number is infinite (torch's 'nuc': norm(A) * inf,
+        # NaN for a zero matrix), not an error: its inverse stays out of the norm
+        singular = info.ne(0)
+        inverse = ew.where(singular.unsqueeze(-1).unsqueeze(-1), 0.0, inverse)
+        norm = matrix_norm(A, p)
+        infinite = norm * math.inf if p == "nuc" else math.inf
+        result = ew.where(singular, infinite, norm * matrix_norm(inverse, p))
     return factorizations._out(result, out, op)
 
 

@@ -242,3 +242,14 @@ def test_vector_norm_of_empty_tensors_where_torch_answers(ord, shape, dim):
     got = kael.linalg.vector_norm(kael.zeros(*shape), ord, dim=dim)
     assert got.shape == tuple(want.shape)
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("p", ["nuc", "fro", 1, -1, math.inf, -math.inf])
+def test_cond_of_a_singular_matrix_is_infinite_not_an_error_as_torch(p):
+    """The inverse of a singular matrix stays out of the norm (the 'nuc' norm's SVD refused
+    its non-finite entries); a batch with one singular matrix keeps the others' values."""
+    def conds(lib):
+        batch = lib.stack([lib.eye(2) * 2, lib.tensor([[1.0, 0.0], [0.0, 0.0]]), lib.zeros(2, 2)])
+        return np.array(lib.linalg.cond(batch, p).tolist())
+
+    np.testing.assert_array_equal(conds(kael), conds(torch))

@@ -400,3 +400,30 @@ def test_the_preconditioner_turns_small_rows_again_among_themselves():
     _, once = np.linalg.eigh(a @ a.T)
     assert _largest_cosine_of_small_rows(once.T @ a) > 0.1
     assert _largest_cosine_of_small_rows(x) < 1e-4
+
+
+@pytest.mark.parametrize(
+    ("rows", "dtype"),
+    [([[1e8, 0.0], [0.0, 1.0]], "float32"), ([[1.0, 0.0], [0.0, 1e-17]], "float64"),
+     ([[0.0, 3e-9, 0.0], [2.0, 0.0, 0.0], [0.0, 0.0, 1e-30]], "float64")],
+)  # fmt: skip
+def test_a_small_row_of_the_matrix_keeps_its_singular_value_as_lapacks(rows, dtype):
+    """One-sided Jacobi is accurate relative to each value where the rows are orthogonal:
+    a row far below |A| is not rounding (only a rotation's cancellation is), so
+    svdvals, cond, matrix_norm(-2), matrix_rank and pinv see it as torch does."""
+    k, t = (
+        kael.tensor(rows, dtype=getattr(kael, dtype)),
+        torch.tensor(rows, dtype=getattr(torch, dtype)),
+    )
+    np.testing.assert_allclose(
+        kael.linalg.svdvals(k).numpy(), torch.linalg.svdvals(t).numpy(), rtol=1e-6
+    )
+    np.testing.assert_allclose(kael.linalg.cond(k).item(), torch.linalg.cond(t).item(), rtol=1e-6)
+    np.testing.assert_allclose(
+        kael.linalg.matrix_norm(k, -2).item(), torch.linalg.matrix_norm(t, -2).item(), rtol=1e-6
+    )
+    tiny = float(torch.linalg.svdvals(t).min()) / 10
+    assert kael.linalg.matrix_rank(k, atol=tiny, rtol=0).item() == len(rows)
+    np.testing.assert_allclose(
+        kael.linalg.pinv(k, rtol=0).numpy(), torch.linalg.pinv(t, rtol=0).numpy(), rtol=1e-6
+    )

@@ -228,13 +228,13 @@ def _begin(d: dense.Dense, x, g, s, work, info, k, cols, rows, vectors, phase) -
             with d.loop(0, k) as i:
                 d.scale(x.row(i), factor, 0, cols)
                 norm2 = d.dot(x.row(i), x.row(i), 0, cols)
-                b.store(norm2, b.gep(s, [i]))  # kept for _settle below
+                b.store(norm2, b.gep(s, [i]))
                 total.set(d.add(total.get(), norm2))
             tol = _tol(d, cols)
-            floor2 = d.mul(d.mul(tol, tol), total.get())  # (eps sqrt(cols) |A|_F)^2
-            with d.loop(0, k) as i:
-                at = b.gep(s, [i])
-                _settle(d, x.row(i), at, b.load(at), floor2, cols)
+            # (eps sqrt(cols) |A|_F)^2: a row a rotation leaves below it is cancellation's
+            # rounding (_settle); a row of A itself keeps its norm, however small (the
+            # Jacobi method's relative accuracy: diag(1e8, 1) has singular values 1e8, 1)
+            floor2 = d.mul(d.mul(tol, tol), total.get())
             with d.when(vectors):
                 _identity(d, g, k)
             with d.either(b.icmp_signed("==", phase, d.i(FULL))) as (full, prepare):
