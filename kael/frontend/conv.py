@@ -200,13 +200,14 @@ _SIZE_RULES = {
     "output_padding": (0, "negative output_padding is not supported"),
     "stride": (1, "non-positive stride is not supported"),
     "dilation": (1, "dilation should be greater than zero"),
+    "kernel": (1, "kernel size should be greater than zero"),
 }
 
 
 def _check_sizes(op: str, **sizes: Sequence[int]) -> None:
-    """Refuse a negative padding or output_padding, or a stride or dilation below 1, as
-    PyTorch does, naming the values: a transposed convolution would otherwise return
-    garbage or fail deep inside col2im."""
+    """Refuse a negative padding or output_padding, or a stride, dilation or kernel size
+    below 1, as PyTorch does, naming the values: a transposed convolution would otherwise
+    return garbage or fail deep inside col2im, an empty kernel make up an output."""
     for name, values in sizes.items():
         least, words = _SIZE_RULES[name]
         if min(values) < least:
@@ -263,8 +264,8 @@ def _conv(dims: int, op: str):
         stride = tuple_arg(stride, dims, "stride", op)
         dilation = tuple_arg(dilation, dims, "dilation", op)
         groups = _groups(groups, w, op)
-        _check_sizes(op, stride=stride, dilation=dilation)
         kernel = w.shape[2:]
+        _check_sizes(op, stride=stride, dilation=dilation, kernel=kernel)
         if w.shape[1] * groups != x.shape[1]:
             raise ValueError(
                 f"Given groups={groups}, weight of size {list(w.shape)}, expected input"
@@ -390,7 +391,8 @@ def _conv_transpose(dims: int, op: str):
         extra = tuple_arg(output_padding, dims, "output_padding", op)
         dilation = tuple_arg(dilation, dims, "dilation", op)
         groups = _groups(groups, w, op)
-        _check_sizes(op, padding=pads, output_padding=extra, stride=stride, dilation=dilation)
+        _check_sizes(op, padding=pads, output_padding=extra, stride=stride, dilation=dilation,
+                     kernel=w.shape[2:])  # fmt: skip
         channels = x.shape[1]
         if w.shape[0] != channels:
             raise ValueError(

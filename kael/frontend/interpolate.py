@@ -48,7 +48,9 @@ CUBIC_A = -0.75  # PyTorch's bicubic coefficient
 def _sizes(x: Tensor, dims: int, size, scale_factor, recompute: bool | None):
     """(output sizes, the scale each dim maps with: None where it is in / out)."""
     spatial = x.shape[2:]
-    if (size is None) == (scale_factor is None):
+    if size is None and scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
     if size is not None:
         if recompute:

@@ -59,6 +59,11 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
             out = out.narrow(d, start, max(stop - start, 0))
             left, right = max(left, 0), max(right, 0)
         size = out.shape[d]
+        if mode == "replicate" and not size and (left > 0 or right > 0):
+            raise ValueError(
+                f"pad: replicate padding of an empty dimension has nothing to repeat: dimension"
+                f" {d} of input {list(x.shape)} (torch: other non-zero dimensions expected)"
+            )
         if mode == "reflect" and (left >= size or right >= size):
             raise ValueError(
                 f"Argument #4: Padding size should be less than the corresponding input"

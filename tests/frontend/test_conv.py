@@ -487,3 +487,25 @@ def test_half_results_with_a_bias_round_once_as_torch(op, dtype):
         *(kael.tensor(a).to(getattr(kael, dtype)) for a in (x, w, b))
     )
     np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+
+
+@pytest.mark.parametrize(
+    ("name", "x_shape", "w_shape"),
+    [("conv1d", (1, 2, 5), (3, 2, 0)), ("conv2d", (1, 2, 5, 5), (3, 2, 0, 0)),
+     ("conv3d", (1, 2, 5, 5, 5), (3, 2, 1, 0, 1)), ("conv_transpose2d", (1, 2, 5, 5), (2, 3, 0, 0))],
+)  # fmt: skip
+def test_an_empty_kernel_is_refused_as_torch(name, x_shape, w_shape):
+    """A kernel dim of 0 made up an output larger than the input (bias only)."""
+    with pytest.raises(RuntimeError, match="kernel size should be greater than zero"):
+        getattr(TF, name)(torch.randn(x_shape), torch.randn(w_shape))
+    with pytest.raises(
+        kael.ValueError, match=r"kernel size should be greater than zero, got kernel="
+    ):
+        getattr(KF, name)(kael.randn(x_shape), kael.randn(w_shape))
+
+
+def test_replicate_padding_of_an_empty_dim_is_refused_as_torch():
+    with pytest.raises(RuntimeError, match="non-zero dimensions"):
+        torch.nn.Conv1d(2, 3, 1, padding=1, padding_mode="replicate")(torch.randn(1, 2, 0))
+    with pytest.raises(kael.ValueError, match="replicate padding of an empty dimension"):
+        kael.nn.Conv1d(2, 3, 1, padding=1, padding_mode="replicate")(kael.randn(1, 2, 0))

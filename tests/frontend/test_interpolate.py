@@ -65,7 +65,7 @@ def test_nearest_keeps_integer_and_half_dtypes():
     ("kwargs", "message"),
     [
         ({"size": 4, "scale_factor": 2.0}, "only one of size or scale_factor"),
-        ({}, "only one of size or scale_factor"),
+        ({}, "either size or scale_factor should be defined"),
         ({"size": (4, 4), "mode": "cubic"}, "mode must be one of"),
         ({"size": (4, 4), "mode": "nearest", "align_corners": True}, "align_corners option"),
         ({"size": (4, 4, 4)}, "same number of spatial dimensions"),

@@ -278,8 +278,12 @@ class GroupNorm(Module):
         bias: bool = True,
     ) -> None:
         super().__init__()
+        if not num_groups > 0:  # torch divides by it first (a ZeroDivisionError)
+            raise ValueError(f"num_groups must be positive, got num_groups={num_groups}")
         if num_channels % num_groups != 0:
-            raise ValueError("num_channels must be divisible by num_groups")
+            raise ValueError(
+                f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})"
+            )
         self.num_groups, self.num_channels, self.eps, self.affine = (
             num_groups, num_channels, eps, affine
         )  # fmt: skip

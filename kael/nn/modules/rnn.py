@@ -44,6 +44,8 @@ class RNNBase(Module):
         dtype=None,
     ) -> None:
         super().__init__()
+        if not isinstance(input_size, int) or input_size <= 0:
+            raise ValueError(f"input_size must be a positive integer, got {input_size}")
         _check_sizes(hidden_size, num_layers, dropout, proj_size)
         if dropout > 0 and num_layers == 1:
             warnings.warn(
@@ -79,6 +81,27 @@ class RNNBase(Module):
     def _flat_weights(self) -> list[Tensor]:
         return [getattr(self, name) for name in self._flat_weights_names]
 
+    @property
+    def all_weights(self) -> list[list[Tensor]]:
+        """The parameters of each layer and direction, in torch's order."""
+        per = len(self._flat_weights_names) // (self.num_layers * (2 if self.bidirectional else 1))
+        weights = self._flat_weights
+        return [weights[i : i + per] for i in range(0, len(weights), per)]
+
+    def flatten_parameters(self) -> None:
+        """torch's cuDNN weight compaction: kael's kernels read the parameters as they are."""
+
+    def _check_hidden(self, hx, batch: int) -> None:
+        """torch's check_forward_args for h0 (and c0): (layers x directions, batch, size)."""
+        layers = self.num_layers * (2 if self.bidirectional else 1)
+        states = hx if self.mode == "LSTM" else (hx,)
+        sizes = (self.proj_size or self.hidden_size, self.hidden_size)
+        for k, (state, size) in enumerate(zip(states, sizes)):
+            want = (layers, batch, size)
+            if tuple(state.shape) != want:
+                which = f"hidden[{k}]" if self.mode == "LSTM" else "hidden"
+                raise ValueError(f"Expected {which} size {want}, got {list(state.shape)}")
+
     def reset_parameters(self) -> None:
         bound = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
         for weight in self.parameters():
@@ -103,6 +126,7 @@ class RNNBase(Module):
             order = input.sorted_indices
             batch = int(input.batch_sizes[0].item())
             hx = self._initial_state(batch, input.data) if hx is None else _permute(hx, order)
+            self._check_hidden(hx, batch)
             result = run(input.data, input.batch_sizes, hx, self._flat_weights, *flags)
             output = PackedSequence(result[0], input.batch_sizes, order, input.unsorted_indices)
             return output, _permute(_hidden(result, self.mode), input.unsorted_indices)
@@ -121,6 +145,7 @@ class RNNBase(Module):
             hx = self._initial_state(x.shape[batch_dim], x)
         elif not batched:
             hx = _map(hx, lambda t: t.unsqueeze(1))
+        self._check_hidden(hx, x.shape[batch_dim])
         result = run(x, hx, self._flat_weights, *flags, self.batch_first)
         output, hidden = result[0], _hidden(result, self.mode)
         if not batched:

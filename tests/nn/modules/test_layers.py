@@ -224,7 +224,7 @@ BAD_CONSTRUCTIONS = [
     ("Conv1d", (6, 6, 3), {"padding": "same", "stride": 2}, "not supported for strided"),
     ("Conv2d", (6, 6, 3), {"padding_mode": "wrap"}, "padding_mode='wrap'"),
     ("ConvTranspose2d", (6, 6, 3), {"padding_mode": "reflect"}, 'Only "zeros" padding mode'),
-    ("GroupNorm", (4, 6), {}, "num_channels must be divisible by num_groups"),
+    ("GroupNorm", (4, 6), {}, "num_channels (6) must be divisible by num_groups (4)"),
     ("Dropout", (1.5,), {}, "between 0 and 1, but got 1.5"),
     ("Dropout", (-0.1,), {}, "between 0 and 1, but got -0.1"),
     ("FractionalMaxPool2d", (2,), {}, "either an output size, or a pooling ratio"),
@@ -476,3 +476,26 @@ def test_adaptive_log_softmax_refuses_as_torch(build, message):
         build(torch)
     with pytest.raises(kael.Error, match=message):
         build(kael)
+
+
+def test_group_norm_of_no_groups_is_a_typed_error_naming_the_values():
+    with pytest.raises(ZeroDivisionError):
+        torch.nn.GroupNorm(0, 4)
+    with pytest.raises(kael.ValueError, match="num_groups must be positive, got num_groups=0"):
+        kael.nn.GroupNorm(0, 4)
+    with pytest.raises(
+        ValueError, match=r"num_channels \(4\) must be divisible by num_groups \(3\)"
+    ):
+        torch.nn.GroupNorm(3, 4)
+    with pytest.raises(
+        kael.ValueError, match=r"num_channels \(4\) must be divisible by num_groups \(3\)"
+    ):
+        kael.nn.GroupNorm(3, 4)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"scale_factor": 0}])
+def test_upsample_without_a_size_or_scale_says_so_as_torch(kwargs):
+    with pytest.raises(ValueError, match="either size or scale_factor should be defined"):
+        torch.nn.Upsample(**kwargs)(torch.randn(1, 2, 6))
+    with pytest.raises(kael.ValueError, match="either size or scale_factor should be defined"):
+        kael.nn.Upsample(**kwargs)(kael.randn(1, 2, 6))

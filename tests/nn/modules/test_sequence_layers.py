@@ -197,3 +197,45 @@ def test_recurrent_refuses_a_state_of_the_other_rank_as_torch(name, x_shape, h_s
     with pytest.raises(kael.ValueError) as got:
         k(kael.ones(x_shape), state(kael))
     assert str(got.value) == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs", "state", "message"),
+    [
+        ("LSTM", {"proj_size": 2}, [(1, 2, 6), (1, 2, 6)], r"Expected hidden\[0\] size \(1, 2, 2\), got \[1, 2, 6\]"),
+        ("LSTM", {"proj_size": 2}, [(1, 2, 2), (1, 2, 2)], r"Expected hidden\[1\] size \(1, 2, 6\), got \[1, 2, 2\]"),
+        ("LSTM", {"num_layers": 2}, [(1, 2, 6), (2, 2, 6)], r"Expected hidden\[0\] size \(2, 2, 6\), got \[1, 2, 6\]"),
+        ("GRU", {}, [(1, 2, 5)], r"Expected hidden size \(1, 2, 6\), got \[1, 2, 5\]"),
+        ("RNN", {"bidirectional": True}, [(1, 2, 6)], r"Expected hidden size \(2, 2, 6\), got \[1, 2, 6\]"),
+    ],
+)  # fmt: skip
+def test_recurrent_checks_the_states_shape_as_torch(name, kwargs, state, message):
+    """A state of the wrong size is named as torch's check_forward_args names it (with a
+    projection, an LSTM's h0 has proj_size features: not a wrong parameter count)."""
+    module = getattr(nn, name)(4, 6, **kwargs)
+    states = [kael.zeros(s) for s in state]
+    hx = tuple(states) if name == "LSTM" else states[0]
+    with pytest.raises(RuntimeError, match=message):
+        getattr(torch.nn, name)(4, 6, **kwargs)(
+            torch.randn(3, 2, 4),
+            tuple(torch.zeros(s) for s in state) if name == "LSTM" else torch.zeros(state[0]),
+        )
+    with pytest.raises(kael.ValueError, match=message):
+        module(kael.randn(3, 2, 4), hx)
+
+
+@pytest.mark.parametrize("name", ["RNN", "GRU", "LSTM"])
+def test_recurrent_refuses_no_input_features_and_has_torchs_weight_helpers(name):
+    with pytest.raises(ValueError):
+        getattr(torch.nn, name)(0, 3)
+    with pytest.raises(kael.ValueError, match="input_size must be a positive integer, got 0"):
+        getattr(nn, name)(0, 3)
+    module, reference = (
+        getattr(nn, name)(4, 6, 2, bidirectional=True),
+        getattr(torch.nn, name)(4, 6, 2, bidirectional=True),
+    )
+    assert module.flatten_parameters() is None
+    assert [[tuple(w.shape) for w in layer] for layer in module.all_weights] == [
+        [tuple(w.shape) for w in layer] for layer in reference.all_weights
+    ]
+    assert module.all_weights[1][0] is module.weight_ih_l0_reverse
