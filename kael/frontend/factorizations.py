@@ -349,7 +349,19 @@ def _solve(A: Tensor, B: Tensor, op: str, left: bool) -> tuple[Tensor, Tensor, b
     x = _lu_solve_into(lu, piv, working_copy(B, batch, padded=True))
     if not left:
         x = x.mT
-    return (x.squeeze(-1 if left else -2) if vector else x), info.to(int32), vector
+    return (x.squeeze(-1 if left else -2) if vector else x), _own_batch(info, A), vector
+
+
+def _own_batch(info: Tensor, A: Tensor) -> Tensor:
+    """info of the broadcast batch cut to A's own (torch's solve_ex names A's matrices):
+    the copies of one matrix along broadcast dims share their info."""
+    own = tuple(A.shape[:-2])
+    for _ in range(info.ndim - len(own)):  # dims A lacks
+        info = info[0]
+    for d, n in enumerate(own):  # dims A has once
+        if n == 1 and info.shape[d] != 1:
+            info = info.narrow(d, 0, 1)
+    return info.to(int32)
 
 
 @on_host
@@ -534,7 +546,7 @@ def _not_definite(code: int) -> str:
 def _cholesky(A, op: str, upper: bool) -> tuple[Tensor, Tensor]:
     A = square(A, op)
     upper = bool_arg(upper, op, "upper")
-    a = working_copy(A, padded=True)
+    a = working_copy(A.mT if upper else A, padded=True)  # U reads A's upper triangle
     n, batch = A.shape[-1], A.shape[:-2]
     info = factories.zeros(batch, dtype=int64)
     count = shape_numel(batch)
@@ -561,8 +573,9 @@ def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False) -> Choles
 
 @on_host
 def cholesky(A, *, upper: bool = False, out=None) -> Tensor:
-    """A = L L^T (or U^T U) for symmetric positive-definite A, which only its lower triangle
-    gives; LinAlgError naming the first leading minor that is not positive-definite."""
+    """A = L L^T (or U^T U) for symmetric positive-definite A, which only its lower (for U:
+    upper) triangle gives, as LAPACK's; LinAlgError naming the first leading minor that is
+    not positive-definite."""
     factor, info = _cholesky(A, "linalg.cholesky", upper)
     raise_for(info, "linalg.cholesky", _not_definite)
     return _out(factor, out, "linalg.cholesky")

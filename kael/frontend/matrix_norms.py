@@ -93,7 +93,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None
         result = moments.norm(A, 2, (d0, d1), keepdim)
     elif ord in ("nuc", 2, -2):
         s = _singular_values(A, d0, d1)
-        if ord == "nuc":
+        if ord == "nuc" or (ord == 2 and s.shape[-1] == 0):  # an empty matrix's 2-norm: 0
             result = s.sum(-1)
         elif s.shape[-1] == 0:
             raise ValueError(f"{op}: Expected a non-empty matrix for the {ord}-norm")
@@ -107,6 +107,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None
         summed, kept = (d0, d1) if abs(ord) == 1 else (d1, d0)
         sums = reductions.sum(A.abs(), summed, keepdim=True)
         reduce = reductions.amax if ord > 0 else reductions.amin
+        if not sums.shape[kept]:  # no columns (rows) to choose from: 0, as torch's
+            reduce = reductions.sum
         result = reduce(sums, kept, keepdim=True)
         if not keepdim:
             result = result.squeeze((d0, d1))
@@ -141,8 +143,11 @@ def cond(A, p=None, *, out=None) -> Tensor:
     A = factorizations.matrices(A, op)
     if p is None or p in (2, -2):
         s = _singular_values(A, A.ndim - 2, A.ndim - 1)
-        ratio = s.amax(-1) / s.amin(-1)
-        result = ratio.reciprocal() if p == -2 else ratio
+        if not s.shape[-1]:  # 0 x 0 matrices: 0, as torch's
+            result = s.sum(-1)
+        else:
+            ratio = s.amax(-1) / s.amin(-1)
+            result = ratio.reciprocal() if p == -2 else ratio
     else:
         factorizations.square(A, op)
         inverse, info = factorizations.inv_ex(A)

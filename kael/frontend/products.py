@@ -152,6 +152,10 @@ def vecdot(x, y, *, dim: int = -1, out=None) -> Tensor:
     as PyTorch conjugates a complex x."""
     op = "linalg.vecdot"
     x, y = tensor_arg(x, op, "x"), tensor_arg(y, op, "y")
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        raise TypeError(
+            f"{op}: Expected a floating point or complex tensor as input. Got {x.dtype}"
+        )
     if x.dtype is not y.dtype:
         raise TypeError(
             f"{op}: Expected x and y to have the same dtype, but found x of type {x.dtype} "

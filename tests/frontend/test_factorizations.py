@@ -421,3 +421,34 @@ def test_an_exactly_singular_matrix_meets_a_zero_pivot_as_lapacks_lu(name):
     assert kael.linalg.slogdet(k).logabsdet.item() == -math.inf
     with pytest.raises(kael.linalg.LinAlgError):
         kael.linalg.inv(k)
+
+
+@pytest.mark.parametrize("rows", [[[4.0, 100.0], [1.0, 5.0]], [[4.0, 1.0], [100.0, 5.0]]])
+def test_cholesky_upper_reads_the_upper_triangle_as_torch(rows):
+    """LAPACK's potrf with uplo 'U' reads A's upper triangle: a matrix whose triangles
+    differ gives U from the upper one (and the failing minor's info from it)."""
+    got = kael.linalg.cholesky_ex(kael.tensor(rows), upper=True)
+    want = torch.linalg.cholesky_ex(torch.tensor(rows), upper=True)
+    assert got.info.item() == want.info.item()
+    if not want.info.item():
+        np.testing.assert_allclose(got.L.numpy(), want.L.numpy(), rtol=1e-6)
+
+
+def test_solve_ex_info_has_the_batch_of_a_as_torch():
+    """B broadcasts A's batch; info names A's own matrices."""
+    singular = [[[1.0, 0.0], [0.0, 1.0]], [[0.0, 0.0], [0.0, 0.0]]]
+    for a_batch, b_shape in (((), (4, 3, 2)), ((2, 1), (2, 3, 2, 1))):
+        A = np.eye(3) * 2 if not a_batch else np.array(singular)[:, None]
+        B = np.ones(b_shape if not a_batch else b_shape)
+        got = kael.linalg.solve_ex(kael.tensor(A), kael.tensor(B)).info
+        want = torch.linalg.solve_ex(torch.tensor(A), torch.tensor(B)).info
+        assert got.shape == tuple(want.shape) and got.tolist() == want.tolist()
+
+
+def test_vecdot_refuses_integer_vectors_as_torch():
+    with pytest.raises(RuntimeError, match="floating point or complex"):
+        torch.linalg.vecdot(torch.tensor([1, 2, 3]), torch.tensor([1, 2, 3]))
+    with pytest.raises(
+        kael.TypeError, match="floating point or complex tensor as input. Got int64"
+    ):
+        kael.linalg.vecdot(kael.tensor([1, 2, 3]), kael.tensor([1, 2, 3]))

@@ -248,8 +248,37 @@ def test_vector_norm_of_empty_tensors_where_torch_answers(ord, shape, dim):
 def test_cond_of_a_singular_matrix_is_infinite_not_an_error_as_torch(p):
     """The inverse of a singular matrix stays out of the norm (the 'nuc' norm's SVD refused
     its non-finite entries); a batch with one singular matrix keeps the others' values."""
+
     def conds(lib):
         batch = lib.stack([lib.eye(2) * 2, lib.tensor([[1.0, 0.0], [0.0, 0.0]]), lib.zeros(2, 2)])
         return np.array(lib.linalg.cond(batch, p).tolist())
 
     np.testing.assert_array_equal(conds(kael), conds(torch))
+
+
+EMPTY_NORMS = {
+    "2 of 0x0": lambda L: L.linalg.matrix_norm(L.zeros(0, 0), 2),
+    "1 of 3x0": lambda L: L.linalg.matrix_norm(L.zeros(3, 0), 1),
+    "inf of 0x3": lambda L: L.linalg.matrix_norm(L.zeros(0, 3), math.inf),
+    "-1 of 0x3": lambda L: L.linalg.matrix_norm(L.zeros(0, 3), -1),
+    "-inf of 3x0": lambda L: L.linalg.matrix_norm(L.zeros(3, 0), -math.inf),
+    "nuc of 3x0": lambda L: L.linalg.matrix_norm(L.zeros(3, 0), "nuc"),
+    "2 of an empty batch": lambda L: L.linalg.matrix_norm(L.zeros(0, 2, 0), 2),
+    "1 keepdim of 2x3x0": lambda L: L.linalg.matrix_norm(L.zeros(2, 3, 0), 1, keepdim=True),
+    "cond of 0x0": lambda L: L.linalg.cond(L.zeros(2, 0, 0)),
+    "cond 1 of 0x0": lambda L: L.linalg.cond(L.zeros(2, 0, 0), 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EMPTY_NORMS))
+def test_norms_of_empty_matrices_are_zero_as_torch(name):
+    """Only -2 (the smallest singular value) of an empty matrix is refused, as torch's amin."""
+    got, want = EMPTY_NORMS[name](kael), EMPTY_NORMS[name](torch)
+    assert got.shape == tuple(want.shape) and got.tolist() == want.tolist()
+
+
+def test_the_minus_2_norm_of_an_empty_matrix_is_refused_as_torch():
+    with pytest.raises(IndexError):
+        torch.linalg.matrix_norm(torch.zeros(3, 0), -2)
+    with pytest.raises(kael.ValueError, match="non-empty matrix for the -2-norm"):
+        kael.linalg.matrix_norm(kael.zeros(3, 0), -2)
