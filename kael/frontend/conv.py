@@ -12,6 +12,9 @@ s and dilation * s over its storage), im2col copies that view into [N, C * kerne
 and the batched matmul contracts the weight with it straight into NCHW order. A
 transposed convolution multiplies first and then scatters each kernel offset's products
 into the output (col2im: one strided add per offset).
+
+Deviation: an input of zero channels (weight [O, 0, *kernel]) gives the O output channels
+(the bias, or zeros) the shapes call for; torch returns 0 channels there.
 """
 
 from __future__ import annotations

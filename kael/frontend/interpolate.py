@@ -12,8 +12,8 @@ fixed-point passes bit for bit; other modes refuse it.
 Where kael deviates: float16 and bfloat16 data resample in float32 and round once (PyTorch's
 bicubic rounds between passes: about 1 element in 3 a bfloat16 step from the exact result,
 kael's 1 in 500), and an antialiased float resize to an output width of 1 while the height
-grows gives each row its own value, the exact filter's (PyTorch's float kernel repeats one
-value down the column; its uint8 kernel agrees with kael).
+changes gives each row its own value, the exact filter's (PyTorch's float kernel repeats
+one value down the column; its uint8 kernel agrees with kael).
 """
 
 from __future__ import annotations

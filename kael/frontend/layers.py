@@ -162,7 +162,8 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
 
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
-    """[*, C, H r, W r] -> [*, C r^2, H, W]: pixel_shuffle undone."""
+    """[*, C, H r, W r] -> [*, C r^2, H, W]: pixel_shuffle undone (an empty input too:
+    torch returns an empty one of the input's own shape)."""
     x = tensor_arg(input, "pixel_unshuffle")
     r = views.as_int(downscale_factor, "downscale_factor")
     if x.ndim < 3:
