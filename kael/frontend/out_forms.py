@@ -23,7 +23,7 @@ OUT_FORMS = (
     "index_add", "index_copy", "scatter", "scatter_add", "signbit", "float_power",
     "bernoulli", "multinomial", "poisson",
 )  # fmt: skip
-# creation functions of `*size`, which torch also takes as size= (and refuses without)
+# creation functions of `*size`, which torch also takes as size=
 SIZED = ("zeros", "ones", "empty", "rand", "randn")
 CREATION_OUT_FORMS = (
     "zeros", "ones", "full", "empty", "arange", "linspace", "logspace", "rand", "randn",
@@ -65,14 +65,12 @@ def with_out(fn: Callable, name: str, creation: bool = False) -> Callable:
 
 
 def _size_argument(name: str, args: tuple, kwargs: dict) -> tuple:
-    """The sizes of a `*size` creation call: its positional ones or its size= keyword, one
-    of them (torch's parser takes either, and neither is no size)."""
+    """The sizes of a `*size` creation call: its positional ones or its size= keyword, not
+    both (no size at all is a 0-d tensor, where torch's parser refuses)."""
     if "size" in kwargs:
         if args:
             raise TypeError(f"{name}() got the size both as arguments and as size=")
         return (kwargs.pop("size"),)
-    if not args:
-        raise TypeError(f"{name}() missing 1 required positional argument: 'size'")
     return args
 
 
