@@ -416,7 +416,8 @@ def binary(name: str, a, b, out: Tensor | None = None) -> Tensor:
 
 # The number exponents PyTorch's float pow computes with another kernel: sqrt's and rsqrt's
 # special values are not pow's (sqrt(-0.0) is -0.0 and sqrt(-inf) NaN, where pow gives +0.0
-# and inf); x ** 2 is x * x, rounded once, and x ** -1 is 1 / x.
+# and inf); x ** 2 is x * x, rounded once, and x ** -1 is 1 / x. float16 takes pow for 0.5
+# and -0.5 (torch's float16 kernel has no such shortcut; bfloat16's has).
 _EXPONENT_KERNELS = {0.5: "sqrt", -0.5: "rsqrt", 2: "square", -1: "reciprocal"}
 
 
@@ -442,6 +443,8 @@ def _launch_binary(
     _refuse_bool_with_uint64(op.name, a, b)
     number_exponent = op.scalar_exponent and not isinstance(b, Tensor)
     kernel = _EXPONENT_KERNELS.get(b) if number_exponent and compute.is_floating_point else None
+    if kernel in ("sqrt", "rsqrt") and compute is float16:  # torch's float16 pow is pow's
+        kernel = None
     if kernel is not None:
         _launch_unary(kernel, kernel, a, compute, target, fast)
         return
@@ -783,6 +786,14 @@ def _alpha_number(name: str, alpha, result: DType) -> bool | int | float:
         raise TypeError(f"{name}(): argument 'alpha' must be a number, not {type(alpha).__name__}")
     if type(number) is builtins.bool and result is not bool_:
         raise TypeError("Boolean alpha only supported for Boolean results.")
+    if result.is_complex:  # kept as it is (complex too): each part checked against the range
+        for part in (number.real, number.imag):
+            refuse_float_overflow(part, result.to_real)
+        return number
+    if type(number) is builtins.complex:
+        raise TypeError(
+            "For non-complex input tensors, argument alpha must not be a complex number."
+        )
     if type(number) is builtins.float and not result.is_floating_point:
         raise TypeError(
             "For integral input tensors, argument alpha must not be a floating point number."
@@ -799,19 +810,36 @@ def scaled(name: str, input, other, alpha, out: Tensor | None = None) -> Tensor:
     op = binary_op(name)
     input, other = _operand(input, name), _operand(other, name)
     _, result = _binary_dtypes(op, input, other)
+    number = _alpha_number(name, alpha, result)
     if result.is_complex:  # input (+ or -) (alpha * other), two kernels
         from kael.frontend import complex
 
-        scaled_other = other if alpha == 1 else binary("mul", other, number_of(alpha))
-        return complex.binary(name, input, scaled_other, result, out)
-    number = _alpha_number(name, alpha, result)
+        return complex.binary(name, input, _complex_scaled(other, number, result), result, out)
     if not isinstance(other, Tensor):  # a number: scaled here
-        return binary(name, input, other * number, out)
+        return binary(name, input, _scaled_number(other, number, result), out)
     tensors = [t for t in (input, other) if isinstance(t, Tensor)]
     shape = broadcast_shapes(*(t.shape for t in tensors))
     target = output(out, shape, result, device_of(tensors, name), name)
     _launch_scaled(name, input, other, number, result, target)
     return target
+
+
+def _complex_scaled(other, alpha, result: DType):
+    """alpha * other for a complex result, other (a tensor) in that dtype first: an integer
+    one scaled in its own dtype would wrap (int8 100 * 2 is not -56)."""
+    if not isinstance(other, Tensor):
+        return other * alpha
+    return other if alpha == 1 else binary("mul", other.to(result), alpha)
+
+
+def _scaled_number(other, alpha, result: DType):
+    """alpha * a number operand: wrapped into int64 for an integer result (the binary op
+    then wraps it into the result dtype, as torch scales in that dtype), else the
+    product."""
+    product = other * alpha
+    if result.is_floating_point or result.is_bool or type(product) is not builtins.int:
+        return product
+    return (product + 2**63) % 2**64 - 2**63
 
 
 def _launch_scaled(name: str, a, b: Tensor, alpha, result: DType, target: Tensor):
@@ -821,6 +849,10 @@ def _launch_scaled(name: str, a, b: Tensor, alpha, result: DType, target: Tensor
     own dtype first, where it could wrap (PyTorch scales in the result dtype)."""
     params = {"alpha": alpha}
     compute = result.compute
+    if result.is_half:  # each operand rounded to the result dtype first, as torch's
+        a, b = (
+            t.to(result) if isinstance(t, Tensor) and t.dtype is not result else t for t in (a, b)
+        )
     if isinstance(a, Tensor):
         formula.launch((f"{name}_alpha",), (a, b), compute, _SCALED[name], params, target._impl)
         return
@@ -842,8 +874,10 @@ def scaled_(name: str, self: Tensor, other, alpha) -> Tensor:
     other = _operand(other, f"{name}_")
     _, result = _binary_dtypes(binary_op(name), self, other)
     number = _alpha_number(f"{name}_", alpha, result)
+    if result.is_complex:  # self (+ or -) (alpha * other), two kernels
+        return binary_(name, self, _complex_scaled(other, number, result))
     if not isinstance(other, Tensor):
-        return binary_(name, self, other * number)
+        return binary_(name, self, _scaled_number(other, number, result))
     shape = broadcast_shapes(self.shape, other.shape)
     _check_inplace(self, result, shape, f"{name}_")
     _launch_scaled(name, self, other, number, result, self)

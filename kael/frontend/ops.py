@@ -391,9 +391,6 @@ def _alpha_inplace(name: str, plain):
     """add_ or sub_ taking alpha: `plain` (the fast door's) unless alpha is given."""
 
     def with_alpha(self, other, alpha):
-        if complex.takes_complex(self, (other, alpha), {}):  # alpha * other by complex ops
-            scaled = ew.binary("mul", other, alpha) if isinstance(other, Tensor) else other * alpha
-            return ew.binary_(name, self, scaled)
         return ew.scaled_(name, self, other, alpha)
 
     door = op_door(f"{name}_", with_alpha)

@@ -2077,3 +2077,62 @@ def test_half_mul_and_division_read_a_one_element_second_operand_unrounded_as_to
     )
     assert str(got.dtype) == str(want.dtype)[6:]
     assert got.float().tolist() == want.float().tolist()
+
+
+# add/sub with alpha where the operands' dtypes differ from the result's: torch converts
+# both to the result dtype first, then scales
+ALPHA_CASES = {
+    "complex + uint8 * 2": lambda L: L.add(L.tensor([0j]), L.tensor([128], dtype=L.uint8), alpha=2),
+    "complex + int8 * 2": lambda L: L.add(L.tensor([0j]), L.tensor([100], dtype=L.int8), alpha=2),
+    "complex - int8 * 3": lambda L: L.sub(L.tensor([0j]), L.tensor([100], dtype=L.int8), alpha=3),
+    "complex + uint8 * -1": lambda L: L.add(L.tensor([0j]), L.tensor([200], dtype=L.uint8), alpha=-1),
+    "complex add_ uint8 * 2": lambda L: L.tensor([0j]).add_(L.tensor([128], dtype=L.uint8), alpha=2),
+    "complex + number * 2.5": lambda L: L.add(L.tensor([1j]), 2, alpha=2.5),
+    "bool + 1j * 2": lambda L: L.add(L.tensor([True, False]), 1j, alpha=2),
+    "complex sub_ number": lambda L: L.tensor([0j]).sub_(3, alpha=2),
+    "complex128 - int32 * 0.5": lambda L: L.sub(L.tensor([1j], dtype=L.complex128), L.tensor([3], dtype=L.int32), alpha=0.5),
+    "bfloat16 + int32 * 3": lambda L: L.add(L.tensor([0.0], dtype=L.bfloat16), L.tensor([257], dtype=L.int32), alpha=3),
+    "float16 + int16 * 3": lambda L: L.add(L.tensor([0.0], dtype=L.float16), L.tensor([2049], dtype=L.int16), alpha=3),
+    "bfloat16 add_ int32 * 3": lambda L: L.tensor([0.0], dtype=L.bfloat16).add_(L.tensor([257], dtype=L.int32), alpha=3),
+    "int64 + 2**62 * 4": lambda L: L.tensor([1, 2]).add(2**62, alpha=4),
+    "int16 + (2**63 - 1) * 3": lambda L: L.tensor([1, 2], dtype=L.int16).add(2**63 - 1, alpha=3),
+    "uint8 add_ -2**63 * 2": lambda L: L.tensor([1, 2], dtype=L.uint8).add_(-(2**63), alpha=2),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(ALPHA_CASES))
+def test_alpha_scales_in_the_result_dtype_as_torch(name):
+    """An integer other scaled in its own dtype wrapped (int8 100 * 2 gave -56 in a complex
+    sum), a half result rounded nothing first (bfloat16 257 * 3 gave 772, torch 768), a
+    number product past int64 was refused."""
+    got, want = ALPHA_CASES[name](kael), ALPHA_CASES[name](torch)
+    assert str(got.dtype) == str(want.dtype).removeprefix("torch.")
+    assert got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda L: L.add(L.tensor([1j]), L.tensor([1.0]), alpha=True), "Boolean alpha only supported"),
+        (lambda L: L.add(L.tensor([1j]), L.tensor([1.0]), alpha=1e39), "cannot be converted"),
+        (lambda L: L.add(L.tensor([1.0]), L.tensor([1.0]), alpha=2j), "alpha must not be a complex number"),
+        (lambda L: L.tensor([1.0]).add_(L.tensor([1.0]), alpha=2j), "alpha must not be a complex number"),
+    ],
+)  # fmt: skip
+def test_alpha_refusals_hold_for_complex_results_as_torch(call, message):
+    with pytest.raises(RuntimeError, match=message):
+        call(torch)
+    with pytest.raises(kael.Error, match=message):
+        call(kael)
+
+
+@pytest.mark.parametrize("exponent", [0.5, -0.5])
+def test_float16_pow_of_half_is_pow_not_sqrt_as_torch(exponent):
+    """torch's float16 pow has no sqrt/rsqrt shortcut: (-inf) ** 0.5 is inf, (-0.0) ** 0.5 0."""
+    values = [-math.inf, -0.0, 4.0, 0.0, math.inf]
+    got = kael.tensor(values, dtype=kael.float16) ** exponent
+    want = torch.tensor(values, dtype=torch.float16) ** exponent
+    np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+    assert [math.copysign(1, v) for v in got.tolist()] == [
+        math.copysign(1, v) for v in want.tolist()
+    ]
