@@ -45,7 +45,7 @@ from kael.frontend.outputs import output, unaliased
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.ir import graph as g
 from kael.runtime.convert import CHECKED, convert_scalar
-from kael.runtime.dtypes import DType, as_dtype, bool_, float32, float64
+from kael.runtime.dtypes import INT64_MIN, UINT64_MAX, DType, as_dtype, bool_, float32, float64
 from kael.runtime.errors import TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl
 
@@ -685,6 +685,9 @@ def binary(name: str, a, b, result: DType, out: Tensor | None = None) -> Tensor:
     from kael.frontend.outputs import device_of
 
     tensors = [t for t in (a, b) if isinstance(t, Tensor)]
+    for x in (a, b):  # a Python int past int64 and uint64, as the other dtypes refuse it
+        if type(x) is int and not INT64_MIN <= x <= UINT64_MAX:
+            raise ValueError(f"value {x} is out of the range of int64 and uint64")
     shape = broadcast_shapes(*(t.shape for t in tensors))
     device = device_of(tensors, name)
     exponent = _exponent(name, a, b)

@@ -1230,3 +1230,13 @@ def test_copies_of_any_layout_keep_every_bit(dtype):
         np.testing.assert_array_equal(
             got.view(bits.dtype), np.ascontiguousarray(want).view(bits.dtype)
         )
+
+
+def test_a_python_int_past_int64_and_uint64_is_refused_beside_a_complex_tensor_as_torch():
+    """As beside every other dtype (torch: OverflowError); up to uint64's largest it is a
+    number like any other."""
+    with pytest.raises((OverflowError, RuntimeError)):
+        torch.tensor([1j]) + (-(2**63) - 1)
+    with pytest.raises(kael.ValueError, match="out of the range of int64 and uint64"):
+        kael.tensor([1j]) + (-(2**63) - 1)
+    assert (kael.tensor([1j]) + 2**63).tolist() == (torch.tensor([1j]) + 2**63).tolist()
