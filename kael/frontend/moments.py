@@ -50,7 +50,7 @@ from kael.frontend.reduce_door import (
 )
 from kael.frontend.tensor import Tensor
 from kael.ir import graph as g
-from kael.runtime.dtypes import bool_, float64
+from kael.runtime.dtypes import as_dtype, bool_, float64
 from kael.runtime.errors import TypeError
 
 # var's power-of-two unit stays where 2^e and 2^-e are normal numbers.
@@ -257,7 +257,7 @@ def std(
 def _norm_order(p) -> float:
     if isinstance(p, str):
         if p != "fro":
-            raise TypeError(f"norm(): p must be a number or 'fro', got {p!r}")
+            raise TypeError(f"norm(): p must be a number, 'fro' or 'nuc', got {p!r}")
         return 2.0
     return float(scalar_arg(p, "norm", "p"))
 
@@ -320,15 +320,28 @@ def _simple_norm(order: float, x: Tensor, dim, axes, keepdim, out) -> Tensor:
     )[0]
 
 
-def norm(input: Tensor, p=2, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
+def norm(input: Tensor, p=2, dim=None, keepdim: bool = False, *, out=None, dtype=None) -> Tensor:
     """The vector p-norm over dim (all by default): one kernel, the root in its epilogue.
 
     p = 2 sums squares, 1 sums magnitudes, inf / -inf take the largest / smallest
     magnitude, 0 counts nonzeros, any other p is sum(|x|^p)^(1/p). Sums of squares and
-    powers that overflow are redone scaled, so a finite norm is finite.
+    powers that overflow are redone scaled, so a finite norm is finite. p = 'nuc' is the
+    matrix norm over dim (the last two by default); dtype= computes in that float dtype.
     """
     x = tensor_arg(input, "norm")
     keepdim = keepdim_arg(keepdim, "norm")
+    if dtype is not None:
+        dtype = as_dtype(dtype)
+        if not (dtype.is_floating_point or dtype.is_complex):
+            raise TypeError(f"norm(): dtype should be floating point or complex, but got {dtype}")
+        x = x.to(dtype)
+    if isinstance(p, str) and p == "nuc":  # the matrix norm's (torch.norm passes it there)
+        from kael.frontend.matrix_norms import matrix_norm
+
+        axes = (-2, -1) if dim is None else dim
+        return matrix_norm(
+            x, "nuc", tuple(axes) if isinstance(axes, list) else axes, keepdim, out=out
+        )
     if x.dtype.is_complex:  # the norm of the magnitudes
         x = x.abs()
     if not x.dtype.is_floating_point:

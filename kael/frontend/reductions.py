@@ -252,6 +252,8 @@ def argmin(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tenso
 def _logic(op: str, x, dim, keepdim, out) -> Tensor:
     x = tensor_arg(x, op)
     keepdim = keepdim_arg(keepdim, op)
+    if x.dtype.is_complex:  # nonzero where either part is, as count_nonzero reads it
+        x = binary("ne", x, 0)
     # PyTorch keeps uint8 for uint8 inputs (its masks before bool existed), bool otherwise.
     dtype = uint8 if x.dtype is uint8 else bool_
     if isinstance(dim, tuple | list) and not dim:
@@ -365,6 +367,8 @@ def _with_mean(op: Callable, name: str) -> Callable:
     def with_mean(
         input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None
     ):
+        if type(dim) is bool and unbiased is None:  # torch's (input, unbiased) form
+            dim, unbiased = None, dim
         spread = op(input, dim, unbiased, keepdim, correction=correction)
         return spread, mean(input, dim, keepdim)
 

@@ -1111,3 +1111,25 @@ def test_spread_with_mean_matches_torch(name, kwargs):
     k, t = kael.tensor(values), torch.from_numpy(values)
     for a, b in zip(getattr(kael, name)(k, **kwargs), getattr(torch, name)(t, **kwargs)):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12)
+
+
+REDUCTION_FORMS = {  # torch's call forms the reduction audit found refused
+    "norm dtype=": lambda L: L.norm(L.tensor([[3.0, 4.0]]), dim=1, dtype=L.float64),
+    "Tensor.norm dtype=": lambda L: L.tensor([[3.0, 4.0]]).norm(dim=1, dtype=L.float64),
+    "norm nuc": lambda L: L.norm(L.tensor([[3.0, 4.0], [1.0, 2.0]]), "nuc"),
+    "norm nuc dims": lambda L: L.norm(L.tensor([[3.0, 4.0], [1.0, 2.0]]).expand(2, 2, 2), "nuc", dim=(1, 2)),
+    "var_mean unbiased": lambda L: L.var_mean(L.tensor([[1.0, 2, 4], [3, 5, 9]]), False),
+    "std_mean unbiased": lambda L: L.std_mean(L.tensor([[1.0, 2, 4], [3, 5, 9]]), True),
+    "all complex": lambda L: L.all(L.tensor([1 + 2j, 3j])),
+    "any complex dim": lambda L: L.any(L.tensor([[0j, 1j], [0j, 0j]]), dim=1),
+    "Tensor.all complex": lambda L: L.tensor([1 + 2j, 0j]).all(),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(REDUCTION_FORMS))
+def test_reduction_call_forms_torch_takes(name):
+    got, want = REDUCTION_FORMS[name](kael), REDUCTION_FORMS[name](torch)
+    pairs = list(zip(got, want)) if isinstance(want, tuple) else [(got, want)]
+    for k, t in pairs:
+        assert str(k.dtype) == str(t.dtype).removeprefix("torch.") and k.shape == tuple(t.shape)
+        np.testing.assert_allclose(np.array(k.tolist()), np.array(t.tolist()), rtol=1e-6)
