@@ -880,9 +880,9 @@ def keyed(fn, traced=None):
             kwargs = torch_keywords(kwargs)
         if not _open() or type(input) not in PLAIN:
             return closed(input, *args, **kwargs)
-        if "out" in kwargs:
-            return fn(input, *args, **kwargs)
         impl = input._impl
+        if "out" in kwargs or impl.dtype.is_complex:  # complex: parts or a cast run first,
+            return fn(input, *args, **kwargs)  # so the kernel reads not the input itself
         given = _plain_arguments(args, kwargs) if args or kwargs else ()
         if given is None:  # a list of dims, a 1 for True: the full door judges those
             return fn(input, *args, **kwargs)
