@@ -31,7 +31,9 @@ ALLOCATOR_RANK = 90
 # by rank. A lock made for an object (owner=) leaves both when that object is collected.
 _all: dict[int, object] = {}
 _held: dict[int, dict[int, object]] = {}
-_acquired: list = []  # what _before_fork took, released in reverse after the fork
+# What each forking thread's _before_fork took, released in reverse after its fork: per
+# thread, as two threads may fork at once (the second waits on the first's locks)
+_forking = threading.local()
 
 
 def lock(*, reentrant: bool = False, fork_rank: int | None = None, owner: object = None):
@@ -97,19 +99,19 @@ def cached(fn: Callable[..., T] | None = None, *, lock_with=None):
 def _before_fork() -> None:
     # a snapshot (list() of a dict is one step under the GIL): a lock forgotten meanwhile
     # is still released by the parent
-    _acquired[:] = [held for rank in sorted(_held) for held in list(_held[rank].values())]
-    for held in _acquired:
+    _forking.acquired = [held for rank in sorted(_held) for held in list(_held[rank].values())]
+    for held in _forking.acquired:
         held.acquire()
 
 
 def _after_fork_in_parent() -> None:
-    for held in reversed(_acquired):
+    for held in reversed(getattr(_forking, "acquired", ())):
         held.release()
-    _acquired.clear()
+    _forking.acquired = []
 
 
 def _after_fork_in_child() -> None:
-    _acquired.clear()
+    _forking.acquired = []
     for each in list(_all.values()):
         each._at_fork_reinit()
 

@@ -211,3 +211,26 @@ def test_every_module_lock_is_made_by_sync():
             and "threading.RLock()" not in text
             or path.name == "sync.py"
         ), path
+
+
+def test_threads_forking_at_once_each_release_what_they_took():
+    """Each forking thread keeps its own list of the locks _before_fork took: with one
+    shared list, a second forking thread overwrote it and the first released the wrong
+    ones (every thread then waited for good)."""
+    script = """
+import os, threading, kael
+def fork_often():
+    for _ in range(60):
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+threads = [threading.Thread(target=fork_often) for _ in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join(timeout=60)
+assert not any(t.is_alive() for t in threads), "a forking thread is stuck"
+print(kael.ones(2).sum().item())
+"""
+    assert run_python(script).stdout.strip() == "2.0"
