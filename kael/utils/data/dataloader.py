@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
+import os
 import warnings
 import weakref
 from collections.abc import Callable, Iterator
@@ -206,10 +207,14 @@ class _LoaderIter:
         self.start(loader)
 
     def start(self, loader: DataLoader) -> None:
-        """Begin a new epoch (the seed drawn now, as torch draws it at each iterator)."""
+        """Begin a new epoch (the workers' seed drawn now, as torch draws it when it starts
+        them: at each iterator, and once for persistent workers)."""
         self.loader = weakref.ref(loader)
         self.persistent = loader.persistent_workers
-        base_seed = loader._base_seed()
+        self.length = _length_or_none(loader)
+        if self.pool is not None and self.pool.owner != os.getpid():
+            self.pool = None  # a forked child's copy of its parent's workers: start its own
+        base_seed = loader._base_seed() if self.pool is None else None
         self.pinning = loader.pin_memory and _can_pin()
         items = loader._index_stream()
         if loader.num_workers == 0:
@@ -223,10 +228,9 @@ class _LoaderIter:
         return self
 
     def __len__(self) -> int:
-        loader = self.loader()
-        if loader is None:
-            raise TypeError("len() of a DataLoader iterator whose loader is gone")
-        return len(loader)
+        if self.length is None:
+            raise TypeError("this DataLoader's dataset has no len()")
+        return self.length
 
     def __next__(self):
         try:
@@ -236,7 +240,8 @@ class _LoaderIter:
                 self.close()
             raise
         except workers.WorkerError:
-            self.close()
+            self.close()  # its workers are gone: the pass ends here, the next call stops
+            self.batches = iter(())
             raise
         return _pinned(batch) if self.pinning else batch
 
@@ -247,6 +252,14 @@ class _LoaderIter:
 
     def __del__(self) -> None:
         self.close()
+
+
+def _length_or_none(loader: DataLoader) -> int | None:
+    """len(loader), or None where its dataset has none (an iterable one without it)."""
+    try:
+        return len(loader)
+    except TypeError:
+        return None
 
 
 def _can_pin() -> bool:

@@ -51,19 +51,38 @@ class _End:
     """An iterable dataset's pass ran out (a task's result)."""
 
 
+class _Readable(str):
+    """A message that is its own repr: a KeyError shows its text, not an escaped line."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
 @dataclass
 class _Failure:
-    """An exception raised in a worker, carried back as text."""
+    """An exception raised in a worker, carried back as text: its type where that pickles
+    (a class defined inside a function does not: kael.Error then, named), and the
+    worker's traceback."""
 
-    kind: type
+    kind: type | None
+    name: str
     worker: int
     text: str
 
-    def reraise(self):
-        message = f"Caught {self.kind.__name__} in DataLoader worker process {self.worker}.\n"
-        message += f"Original {self.text}"
+    @classmethod
+    def of(cls, error: BaseException, worker: int) -> _Failure:
+        kind = type(error)
         try:
-            error = self.kind(message)
+            ForkingPickler.dumps(kind)
+        except Exception:  # noqa: BLE001  (any failure to pickle the class)
+            kind = None
+        return cls(kind, type(error).__name__, worker, traceback.format_exc())
+
+    def reraise(self):
+        message = f"Caught {self.name} in DataLoader worker process {self.worker}.\n"
+        message = _Readable(message + f"Original {self.text}")
+        try:
+            error = Error(message) if self.kind is None else self.kind(message)
         except Exception:  # noqa: BLE001  (a type that cannot be rebuilt from one message)
             error = Error(message)
         raise error
@@ -138,7 +157,7 @@ def _work(job: Job, worker: int, seed: int, tasks, results) -> None:
         if job.worker_init_fn is not None:
             job.worker_init_fn(worker)
     except Exception as e:  # noqa: BLE001  (reported to the main process)
-        results.put((-1, _Failure(type(e), worker, traceback.format_exc())))
+        results.put((-1, _Failure.of(e, worker)))
         return
     iterable = isinstance(job.dataset, IterableDataset)
     results.cancel_join_thread()  # told to stop, exit at once: results no one reads are dropped
@@ -154,13 +173,24 @@ def _work(job: Job, worker: int, seed: int, tasks, results) -> None:
             # sample) would be printed and the result never sent: the loader would wait on
             payload = ForkingPickler.dumps(_fetch(job, source, item))
         except Exception as e:  # noqa: BLE001  (reported to the main process)
-            results.put((number, _Failure(type(e), worker, traceback.format_exc())))
+            results.put((number, _Failure.of(e, worker)))
             continue
         results.put((number, bytes(payload)))
 
 
 class WorkerError(Error):
     """The workers cannot go on: one died, or a result came later than the timeout."""
+
+
+def _unpickled(result):
+    """A worker's result as this process rebuilds it; a batch that fails to rebuild here is
+    that task's failure (its error raised by the call that asked for it)."""
+    if type(result) is not bytes:
+        return result
+    try:
+        return ForkingPickler.loads(result)
+    except Exception as e:  # noqa: BLE001  (any error of the batch's own unpickling)
+        return _Failure.of(e, -1)
 
 
 class Pool:
@@ -190,9 +220,10 @@ class Pool:
             step = 5.0 if self.timeout <= 0 else min(5.0, self.timeout - waited)
             try:
                 number, result = self.results.get(timeout=step)
-                return number, ForkingPickler.loads(result) if type(result) is bytes else result
             except queue.Empty:
                 waited += step
+            else:
+                return number, _unpickled(result)
             dead = [p.pid for p in self.processes if not p.is_alive()]
             if dead:
                 self.close()

@@ -278,3 +278,111 @@ def test_a_sample_that_cannot_be_pickled_is_a_workers_error_not_a_hang():
     """torch hangs here: the queue's feeder thread prints the error and sends nothing."""
     with pytest.raises(TypeError, match="Caught TypeError in DataLoader worker process"):
         list(DataLoader(_Unpicklable(), batch_size=None, num_workers=2, timeout=30))
+
+
+def _local_error_dataset():
+    class LocalError(Exception):  # defined in a function: its class does not pickle
+        pass
+
+    class Raises(Dataset):
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, i):
+            if i == 1:
+                raise LocalError("bad sample")
+            return i
+
+    return Raises()
+
+
+def test_an_error_whose_class_cannot_be_pickled_arrives_named_not_a_hang():
+    """The failure carried the class itself, which the results queue's feeder thread could
+    not pickle: it printed the error, sent nothing, and the loader waited for good."""
+    it = iter(DataLoader(_local_error_dataset(), num_workers=1, timeout=30))
+    assert next(it).tolist() == [0]
+    with pytest.raises(kael.Error, match="Caught LocalError in DataLoader worker process 0"):
+        next(it)
+    assert [b.tolist() for b in it] == [[2], [3]]
+
+
+class _DiesAt3(Dataset):
+    def __len__(self):
+        return 6
+
+    def __getitem__(self, i):
+        if i == 3:
+            import os
+
+            os._exit(3)
+        return i
+
+
+def test_after_a_worker_dies_the_pass_ends_instead_of_waiting():
+    it = iter(DataLoader(_DiesAt3(), num_workers=2, timeout=30))
+    with pytest.raises(kael.Error, match="exited unexpectedly"):
+        for _ in range(6):
+            next(it)
+    with pytest.raises(StopIteration):
+        next(it)
+
+
+def _rebuilt(value):
+    if get_worker_info() is None and value == 1:
+        raise ValueError("cannot rebuild 1 here")
+    return value
+
+
+class _RebuildsBadly:
+    def __init__(self, value):
+        self.value = value
+
+    def __reduce__(self):
+        return (_rebuilt, (self.value,))
+
+
+class _BadlyRebuilt(Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return _RebuildsBadly(i)
+
+
+def test_a_batch_that_fails_to_unpickle_here_is_its_calls_error_and_the_pass_goes_on():
+    it = iter(DataLoader(_BadlyRebuilt(), num_workers=1, batch_size=None, timeout=30))
+    assert next(it) == 0
+    with pytest.raises(ValueError, match="cannot rebuild 1 here"):
+        next(it)
+    assert list(it) == [2, 3]
+
+
+def test_len_of_an_iterator_whose_loader_is_gone_as_torch():
+    assert len(iter(DataLoader(TensorDataset(kael.arange(10)), batch_size=3))) == 4
+    assert len(iter(tdata.DataLoader(tdata.TensorDataset(torch.arange(10)), batch_size=3))) == 4
+
+
+def test_persistent_workers_draw_their_seed_once_as_torch():
+    """torch draws a worker seed when it starts workers: each epoch without persistent
+    workers, once with them; from the second epoch on, a shuffle seeded alike differs."""
+    orders = {}
+    for persist in (False, True):
+        g = kael.Generator().manual_seed(5)
+        loader = DataLoader(TensorDataset(kael.arange(6)), batch_size=6, shuffle=True,
+                            generator=g, num_workers=1, persistent_workers=persist)  # fmt: skip
+        orders[persist] = [next(iter(loader))[0].tolist() for _ in range(3)]
+    assert orders[False][0] == orders[True][0]
+    assert orders[False][1:] != orders[True][1:]
+
+
+def test_a_worker_keyerror_reads_as_its_message():
+    class Missing(Dataset):
+        def __len__(self):
+            return 2
+
+        def __getitem__(self, i):
+            raise KeyError("label")
+
+    with pytest.raises(KeyError) as caught:
+        next(iter(DataLoader(Missing(), num_workers=1, timeout=30)))
+    assert str(caught.value).startswith("Caught KeyError in DataLoader worker process 0.\n")
