@@ -114,7 +114,7 @@ def _signature(leaves: list, treedef, plain: bool = False) -> tuple[list, tuple 
             )  # fmt: skip
             tensors.append(leaf)
             storages.append(storage)
-        elif plain and (kind is list or kind is dict or isinstance(leaf, tuple)):
+        elif plain and pytree.is_container(leaf):
             return tensors, None
         else:
             parts.append(_describe(leaf))

@@ -637,7 +637,7 @@ def _chunk_local(
         local.append((slot, group.per_row[k] * view.dtype.itemsize))
     if local and not group.partials:  # (partials come with rows past CHUNK_BYTES: chunk 1)
         together = group.row_bytes + sum(row_bytes for _, row_bytes in local)
-        group.chunk = max(1, min(group.chunk, CHUNK_BYTES // together))
+        group.chunk = max(1, min(group.chunk, CHUNK_BYTES // max(together, 1)))
     offset = group.partial_bytes
     for slot, row_bytes in local:
         size = -(-group.chunk * row_bytes // 64) * 64  # each on its own cache lines
@@ -747,7 +747,7 @@ def _as_group(members: list[KernelCall], slots: list[Slot], layouts: dict) -> Ro
         for v in m.ins:
             if v.buffer in written and slots[v.buffer].kind != FRESH:
                 return None
-    chunk = max(1, min(CHUNK_BYTES // row_bytes, -(-rows // (4 * get_num_threads()))))
+    chunk = max(1, min(CHUNK_BYTES // max(row_bytes, 1), -(-rows // (4 * get_num_threads()))))
     for m in members[:-1]:  # their rows are read again from the caches: no streaming stores
         if m.streaming:
             m.streaming, m.prepared = False, None

@@ -3,6 +3,7 @@ dtypes, shapes, mutations, errors and random streams, with the kernels fused as 
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 import subprocess
@@ -1662,3 +1663,45 @@ def test_chunk_scratch_never_takes_a_small_thread_stack():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+class _Pair(tuple):
+    pass
+
+
+def test_sizes_and_tuple_subclasses_cross_the_compiled_boundary_whole():
+    """pytree rebuilt every tuple subclass as a named tuple (kind(*values)): a kael.Size
+    argument, result or extern argument raised a builtin TypeError, and a plain tuple
+    subclass was rebuilt from its first element's items (wrong values)."""
+    x = kael.ones(2, 3)
+    doubled, shape = kael.compile(lambda x: (x * 2, x.shape))(x)
+    assert shape == (2, 3) and type(shape) is kael.Size and doubled.tolist() == (x * 2).tolist()
+    assert kael.compile(lambda x, s: x.reshape(s[::-1]))(x, x.shape).shape == (3, 2)
+    g = kael.Generator().manual_seed(0)
+    draws = kael.compile(lambda x, g: x + kael.rand(x.shape, generator=g))
+    assert draws(x, g).shape == draws(x, g).shape == (2, 3)
+    got = kael.compile(lambda x, p: x + p[0])(kael.zeros(3), _Pair((kael.tensor([1.0, 2.0, 3.0]),)))
+    assert got.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_a_state_dict_argument_is_flattened_so_a_rebound_entry_is_seen():
+    """An OrderedDict (a state_dict) was one opaque leaf keyed by its id: replacing an
+    entry kept the first call's tensor in the plan."""
+    model = kael.nn.Linear(3, 2)
+
+    def run(params, x):
+        return kael.func.functional_call(model, params, (x,))
+
+    compiled, state, x = kael.compile(run), model.state_dict(), kael.ones(1, 3)
+    assert kael.equal(compiled(state, x), run(state, x))
+    state["weight"] = kael.full((2, 3), 2.0)
+    assert kael.equal(compiled(state, x), run(state, x))
+    defaults = collections.defaultdict(list, {"a": kael.ones(2)})
+    assert kael.compile(lambda d: d["a"] * 2)(defaults).tolist() == [2.0, 2.0]
+
+
+def test_two_reductions_over_empty_rows_compile_as_eager():
+    for fn in (lambda a: (a.sum(1), a.mean(1)), lambda a: (a.sum(1), a.prod(1))):
+        got, want = kael.compile(fn)(kael.zeros(2, 0)), fn(kael.zeros(2, 0))
+        for g, w in zip(got, want):
+            assert str(g.tolist()) == str(w.tolist())  # nan too
