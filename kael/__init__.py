@@ -350,6 +350,8 @@ for _name in _factories.NEW_METHODS:  # Tensor.new_zeros(..., requires_grad=Fals
 _out_forms.install(globals())  # out= for kael.cat, kael.zeros, ... (torch takes it)
 _autocast.install(globals(), "kael")  # matmul, conv2d, quantile, ... under kael.autocast
 _autocast.install_methods(Tensor)
+for _alias, _base in special._ALIASES.items():  # kael.special's aliases: kael's ops, out= too
+    setattr(special, _alias, globals()[_base])
 
 # kael.distributions reads kael.nn at import: it comes once the namespace is whole.
 from kael import distributions  # noqa: E402
