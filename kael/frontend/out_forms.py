@@ -45,11 +45,10 @@ def with_out(fn: Callable, name: str, creation: bool = False) -> Callable:
         if isinstance(out, tuple | list):
             return pair_out(out, fn(*args, **kwargs), name)
         out = tensor_arg(out, name, "out")
-        if creation:
-            kwargs.setdefault("dtype", None)
-            kwargs.setdefault("device", None)
-            kwargs["dtype"] = out.dtype if kwargs["dtype"] is None else kwargs["dtype"]
-            kwargs["device"] = out.device if kwargs["device"] is None else kwargs["device"]
+        if creation:  # out's dtype and device where the call names none
+            for keyword, value in (("dtype", out.dtype), ("device", out.device)):
+                if kwargs.get(keyword) is None:
+                    kwargs[keyword] = value
         return written_out(out, fn(*args, **kwargs), name)
 
     try:

@@ -673,7 +673,7 @@ def uniform_(self: Tensor, from_=0.0, to=1.0, *, generator=None) -> Tensor:
     _floating("uniform_", self.dtype)
     if self.dtype.is_complex:  # each part drawn in [from, to), as PyTorch's
         return _parts_of(self, lambda parts: uniform_(parts, low, high, generator=generator))
-    largest = finfo(self.dtype).max
+    largest = self.dtype.largest
     for name, value in (("from", low), ("to", high)):
         if not -largest <= value <= largest:
             raise ValueError(f"uniform_: {name} is out of bounds for {self.dtype}, got {value}")
