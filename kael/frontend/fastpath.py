@@ -823,17 +823,16 @@ class _Kept:
     scratch."""
 
     fn: object
-    native: native_launch.Descriptor  # its block; words: output, input (then the scratch)
+    native: native_launch.Descriptor  # its block; words: outputs, input (then the scratch)
     total: int  # work items
-    shape: tuple  # the result's
-    dtype: DType
-    nbytes: int
+    results: tuple[tuple[tuple, DType, int], ...]  # each output's shape, dtype and bytes
     itemsize: int  # the input's
     moved: int  # bytes read and written: the thread pool's from launcher.PARALLEL_BYTES
     final: native_launch.Descriptor | None = None  # the tree, one work item per output
     outputs: int = 0
     scratch: tuple[int, int] = (0, 0)  # bytes of the partials and of their indices
     align: int = 1  # work items per split unit on the thread pool
+    pack: type | None = None  # the results' tuple type (max(x, dim)'s pair); None: one tensor
 
 
 _keyed: dict[tuple, _Kept | object] = {}
@@ -843,24 +842,41 @@ _captured = threading.local()
 
 def capture(entry: eager.Template, outs: list, ins: list, axes, keepdim, scalars) -> None:
     """Called by reduce_door.reduce after each launch: kept when a fast door asked."""
-    _offer(outs[0] if outs else None, _remember_reduction, entry, outs, ins, axes, keepdim, scalars)
+    _offer(tuple(outs), _remember_reduction, entry, outs, ins, axes, keepdim, scalars)
 
 
 def capture_rows(fn, words: list[int], rows: int, moved: int, align: int, src, out) -> None:
     """Called by the row kernels' door (nn.py) after each launch of `fn` over `rows` rows
     with the block `words` (src's address, out's, then fixed words): kept when a fast door
     asked."""
-    _offer(out, _remember_rows, fn, words, rows, moved, align, src, out)
+    _offer((out,), _remember_rows, fn, words, rows, moved, align, src, out)
 
 
-def _offer(out, remember, *launch) -> None:
-    """Hand a launch that made `out` to the fast door that asked (`keyed`), if one did:
-    remember(*launch, key, impl) keeps it for that door's key."""
+def _offer(outs: tuple, remember, *launch) -> None:
+    """Hand a launch that made `outs` to the fast door that asked (`keyed`), if one did:
+    remember(*launch, key, impl, pack) keeps it for that door's key."""
     slot = getattr(_captured, "slot", None)
     # (under a trace the launch is recorded, not run: holding its output would keep a
     # traced value alive, and out of the row driver's chunk scratch)
     if slot is not None and _trace_state.trace is None:
-        slot.append((out, functools.partial(remember, *launch)))
+        slot.append((outs, functools.partial(remember, *launch)))
+
+
+_UNPACKED = object()  # a result that is not the launch's outputs as they were made
+
+
+def _packing(result, outs: tuple):
+    """How the call's result holds the launch's outputs: None for the one output itself,
+    the tuple type (a named pair such as max(x, dim)'s) holding them all in launch order,
+    else _UNPACKED."""
+    if type(result) is Tensor:
+        return None if outs == (result._impl,) else _UNPACKED
+    kind = type(result)
+    if not isinstance(result, tuple) or not (kind is tuple or hasattr(kind, "_make")):
+        return _UNPACKED
+    if len(result) != len(outs) or any(type(r) is not Tensor for r in result):
+        return _UNPACKED
+    return kind if all(r._impl is o for r, o in zip(result, outs)) else _UNPACKED
 
 
 def keyed(fn, traced=None):
@@ -896,8 +912,10 @@ def keyed(fn, traced=None):
             launched = _captured.slot
         finally:
             _captured.slot = saved
-        one = len(launched) == 1 and type(result) is Tensor and result._impl is launched[0][0]
-        if not (one and launched[0][1](key, impl)) and len(_keyed) < _MAX_ENTRIES:
+        pack = _packing(result, launched[0][0]) if len(launched) == 1 else _UNPACKED
+        if not (pack is not _UNPACKED and launched[0][1](key, impl, pack)) and (
+            len(_keyed) < _MAX_ENTRIES
+        ):
             _keyed[key] = _UNSERVED  # the same call runs the same way: never ask again
         return result
 
@@ -938,7 +956,12 @@ def _fresh_dense(out) -> bool:
     return out.device is CPU and dense and len(_keyed) < _MAX_ENTRIES
 
 
-def _remember_rows(fn, words, rows, moved, align, src, out, key, impl) -> bool:
+def _results(outs) -> tuple:
+    """Each output's (shape, dtype, bytes): what a replay allocates."""
+    return tuple((o.shape, o.dtype, o.numel() * o.dtype.itemsize) for o in outs)
+
+
+def _remember_rows(fn, words, rows, moved, align, src, out, key, impl, pack) -> bool:
     """Keep a captured row-kernel launch for `key` when it read the input itself (not a
     converted copy) into a fresh dense result; whether it did."""
     if src is not impl or not _fresh_dense(out):
@@ -947,24 +970,30 @@ def _remember_rows(fn, words, rows, moved, align, src, out, key, impl) -> bool:
     native = native_launch.describe(fn, template, (1, 0), moved // max(1, rows))  # out, src
     if native is None:
         return False
-    nbytes = out.numel() * out.dtype.itemsize
-    _keyed[key] = _Kept(fn, native, rows, out.shape, out.dtype, nbytes, src.dtype.itemsize,
-                        moved, align=align)  # fmt: skip
+    _keyed[key] = _Kept(fn, native, rows, _results([out]), src.dtype.itemsize, moved,
+                        align=align, pack=pack)  # fmt: skip
     return True
 
 
-def _remember_reduction(entry, outs, ins, axes, keepdim, scalars, key, impl) -> bool:
+def _reads(src, impl) -> bool:
+    """Whether the launch read the input's own elements (a view of them from the same
+    start, not a converted copy): a replay passes the input's address in its place."""
+    same = src.storage is impl.storage and src.offset == impl.offset
+    return same and src.dtype is impl.dtype
+
+
+def _remember_reduction(entry, outs, ins, axes, keepdim, scalars, key, impl, pack) -> bool:
     """Keep the captured launch for `key` when this door can replay it; whether it did."""
-    if len(outs) != 1 or len(ins) != 1 or not _fresh_dense(outs[0]):
+    if len(ins) != 1 or not _reads(ins[0], impl) or not all(_fresh_dense(o) for o in outs):
         return False
-    out = outs[0]
     prepared = eager.prepare(entry, outs, ins, (axes, keepdim))
     if prepared is None:
         return False
     names = entry.scalars
     params = [eager.param_word(scalars[n], d) for n, d in zip(names, entry.kernel.params)]
-    words, _ = prepared.words([0, 0], params)
-    positions = (0, 1) if prepared.final is None else (0, 1, 2, 3)  # + the two scratches
+    words, _ = prepared.words([0] * (len(outs) + 1), params)
+    # the outputs' and the input's addresses, then the two scratches' where a tree follows
+    positions = tuple(range(len(outs) + (1 if prepared.final is None else 3)))
     per_item = prepared.moved // max(1, prepared.total)
     native = native_launch.describe(prepared.fn, words, positions, per_item)
     final = scratch = None
@@ -978,16 +1007,16 @@ def _remember_reduction(entry, outs, ins, axes, keepdim, scalars, key, impl) -> 
     if native is None:
         return False
     _keyed[key] = _Kept(
-        prepared.fn, native, prepared.total, out.shape, out.dtype,
-        out.numel() * out.dtype.itemsize, ins[0].dtype.itemsize, prepared.moved,
-        final, prepared.outputs, scratch or (0, 0),
+        prepared.fn, native, prepared.total, _results(outs), ins[0].dtype.itemsize,
+        prepared.moved, final, prepared.outputs, scratch or (0, 0), pack=pack,
     )  # fmt: skip
     return True
 
 
 def _replay_kept(entry: _Kept, impl):
-    storage = Storage.host(entry.nbytes)
-    words = [storage.ptr, impl.storage.ptr + impl.offset * entry.itemsize]
+    storages = [Storage.host(nbytes) for _, _, nbytes in entry.results]
+    words = [s.ptr for s in storages]
+    words.append(impl.storage.ptr + impl.offset * entry.itemsize)
     final = entry.final
     if final is not None:
         held, partials, indices = eager.scratch_storage(entry.scratch)
@@ -998,7 +1027,12 @@ def _replay_kept(entry: _Kept, impl):
         run_pooled(entry.fn, entry.native.block(words), entry.total, entry.align)
     if final is not None:
         _native(final.address, entry.outputs, *words)
-    return _result(storage, entry.shape, _dense_strides(entry.shape), entry.dtype)
+    results = [
+        _result(storage, shape, _dense_strides(shape), dtype)
+        for storage, (shape, dtype, _) in zip(storages, entry.results)
+    ]
+    pack = entry.pack
+    return results[0] if pack is None else pack(results) if pack is tuple else pack._make(results)
 
 
 # ---- matrix products -------------------------------------------------------------------------

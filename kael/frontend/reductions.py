@@ -386,7 +386,7 @@ var_mean = _with_mean(var, "var_mean")
 
 # kael.NAME for each entry; also Tensor.NAME unless the name is in NOT_METHODS.
 # The reductions whose public function and method are fastpath.keyed's door itself.
-FAST = ("sum", "prod", "mean", "amax", "amin", "argmax", "argmin", "all", "any")
+FAST = ("sum", "prod", "mean", "amax", "amin", "argmax", "argmin", "all", "any", "max", "min")
 FUNCTIONS: dict[str, Callable] = {
     f.__name__: f
     for f in (

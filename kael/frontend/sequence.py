@@ -12,7 +12,7 @@ import itertools
 from collections.abc import Callable
 
 from kael.codegen.cpu import scan
-from kael.frontend import eager, factories, views
+from kael.frontend import eager, factories, fastpath, views
 from kael.frontend import elementwise as ew
 from kael.frontend.outputs import check_writable, output, pair_out, tensor_arg, unaliased
 from kael.frontend.reductions import ValuesIndices
@@ -62,15 +62,19 @@ def _in_layout_of(impl: TensorImpl, dtype: DType) -> TensorImpl:
 
 def _scan_on_cpu(op: str, src: TensorImpl, dst: TensorImpl, dim: int) -> None:
     """The scan, staged in src's layout and then copied when dst's layout would make it
-    walk memory with a large stride (a transposed input into a contiguous result)."""
-    src = unaliased(src, dst)
-    if src.numel() >= STAGE_ELEMENTS and scan.walks_strided(src, dst, dim):
-        staged = _in_layout_of(src, dst.dtype)
-        if not scan.walks_strided(src, staged, dim):
-            scan.run(op, src, staged, dim)
+    walk memory with a large stride (a transposed input into a contiguous result); a scan
+    in one launch from src to dst is offered to the fast door (fastpath.keyed)."""
+    read = unaliased(src, dst)
+    if read.numel() >= STAGE_ELEMENTS and scan.walks_strided(read, dst, dim):
+        staged = _in_layout_of(read, dst.dtype)
+        if not scan.walks_strided(read, staged, dim):
+            scan.run(op, read, staged, dim)
             eager.copy_into(dst, staged)
             return
-    scan.run(op, src, dst, dim)
+    launched = scan.run(op, read, dst, dim)
+    if launched is not None and read is src:
+        fn, words, items, moved = launched
+        fastpath.capture_rows(fn, words, items, moved, 1, src, dst)
 
 
 def _run_scan(op: str, src: TensorImpl, dst: TensorImpl, dim: int) -> None:
@@ -337,6 +341,8 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:
     return result if dims is not None else result.view(x.shape)
 
 
+# The scans whose public function and method are fastpath.keyed's door itself.
+FAST = ("cumsum", "cumprod", "logcumsumexp")
 FUNCTIONS: dict[str, Callable] = {
     "cumsum": cumsum,
     "cumprod": cumprod,

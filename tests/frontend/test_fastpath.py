@@ -487,6 +487,91 @@ def test_reduction_refusals_stay():
     assert kael.tensor([[1.0, 2.0]]).sum(dim=[0, 1]).item() == 3.0  # a list of dims: no key
 
 
+PAIR_LAYOUTS = [
+    ((9, 13), lambda x: x),
+    ((13, 9), lambda x: x.T),
+    ((20, 13), lambda x: x[3:12, 1:]),
+    ((300, 200), lambda x: x),
+    ((2, 200000), lambda x: x),  # dim -1: several blocks a row, the tree over partials
+]
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+@pytest.mark.parametrize("shape, view", PAIR_LAYOUTS)
+@pytest.mark.parametrize("dim, keepdim", [(0, False), (-1, False), (1, True)])
+def test_a_values_indices_pair_is_remembered_and_replayed_as_the_pair(
+    name, shape, view, dim, keepdim
+):
+    from kael.frontend.reductions import ValuesIndices
+
+    fn = getattr(kael, name)
+    fn(view(_tensor(shape, kael.float32, 40)), dim, keepdim)
+    for seed in (41, 42):
+        x = view(_tensor(shape, kael.float32, seed))
+        got = fn(x, dim, keepdim=keepdim)
+        served = [
+            e for k, e in fastpath._keyed.items()
+            if k[0] == name and k[3:5] == (x.shape, x._impl.strides) and k[-1] == kael.get_num_threads()
+        ]  # fmt: skip
+        assert served and served[0] is not fastpath._UNSERVED
+        assert type(got) is ValuesIndices and got.values is got[0] and got.indices is got[1]
+        want = getattr(torch, name)(torch.from_numpy(x.numpy()), dim, keepdim=keepdim)
+        for g, w in zip(got, want):
+            assert g.shape == tuple(w.shape) and g.dtype.name == str(w.dtype).split(".")[1]
+            np.testing.assert_array_equal(g.numpy(), w.numpy())
+        full = _full(fn, x, dim, keepdim=keepdim)
+        _same(got.values, full.values)
+        _same(got.indices, full.indices)
+
+
+def test_max_of_the_whole_tensor_and_of_two_tensors_keep_their_forms():
+    x, y = _tensor((5, 6), kael.float64, 43), _tensor((5, 6), kael.float64, 44)
+    for _ in range(2):
+        whole = kael.max(x)
+        assert type(whole) is kael.Tensor and whole.item() == x.numpy().max()
+        both = x.max(y)
+        np.testing.assert_array_equal(both.numpy(), np.maximum(x.numpy(), y.numpy()))
+        assert x.min(dim=1).indices.dtype is kael.int64
+
+
+SCANS = [
+    ("cumsum", kael.float32, {}),
+    ("cumsum", kael.int64, {}),
+    ("cumsum", kael.bool, {}),
+    ("cumsum", kael.float32, {"dtype": kael.float64}),
+    ("cumprod", kael.float64, {}),
+    ("logcumsumexp", kael.float32, {}),
+]
+
+
+@pytest.mark.parametrize("name, dtype, kwargs", SCANS, ids=str)
+@pytest.mark.parametrize("shape, view", PAIR_LAYOUTS[:3])
+@pytest.mark.parametrize("dim", [0, -1])
+def test_a_scan_is_remembered_and_replayed(name, dtype, kwargs, shape, view, dim):
+    fn = getattr(kael, name)
+    fn(view(_tensor(shape, dtype, 50)), dim, **kwargs)
+    for seed in (51, 52):
+        x = view(_tensor(shape, dtype, seed))
+        got = fn(x, dim, **kwargs)
+        assert _row_served(name, x)
+        t = torch.from_numpy(x.numpy())
+        want = getattr(torch, name)(t, dim, **{k: torch.float64 for k in kwargs})
+        assert got.shape == tuple(want.shape) and got.dtype.name == str(want.dtype)[6:]
+        np.testing.assert_allclose(
+            got.numpy(), want.numpy(), rtol=1e-5 if dtype.is_floating_point else 0
+        )
+        _same(got, _full(fn, x, dim, **kwargs))
+        _same(getattr(x, name)(dim, **kwargs), got)
+
+
+def test_an_in_place_scan_is_never_served_a_new_result():
+    x = _tensor((6, 7), kael.float64, 53)
+    want = np.cumsum(x.numpy(), 1)
+    x.cumsum(1)  # remembered out of place
+    assert x.cumsum_(1) is x
+    np.testing.assert_allclose(x.numpy(), want, rtol=1e-12)
+
+
 ROW_KERNELS = [
     ("softmax", (-1,), {}),
     ("softmax", (), {"dim": 0}),

@@ -166,16 +166,16 @@ class HostRunner:
             return [ctypes.c_int64.from_address(address).value]
         return list((ctypes.c_int64 * count).from_address(address))
 
-    def run(
-        self, name, build, symbol, words, items, moved, align=None, serial=False, kernel=None
-    ) -> None:
+    def run(self, name, build, symbol, words, items, moved, align=None, serial=False, kernel=None):
         """Launch `symbol` of module `name` over `items` work items (`serial`: inline); the
-        same signature as the GPU's runner (`kernel` is for its launch record)."""
+        same signature as the GPU's runner (`kernel` is for its launch record). Returns the
+        kernel it launched (for the fast door to replay)."""
         fn = (_libraries.get(name) or compiled(name, build))[symbol]
         if align is None:
             launch(fn, words, items, 0 if serial else moved)
         else:
             launch(fn, words, items, 0 if serial else moved, align=align)
+        return fn
 
     def close(self) -> None:
         self._kept.clear()

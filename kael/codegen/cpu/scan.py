@@ -454,9 +454,11 @@ def walks_strided(src: TensorImpl, dst: TensorImpl, dim: int) -> bool:
     return kind == "lines" and words[0] > 1 and (words[1] != 1 or words[2] != 1)
 
 
-def run(op: str, src: TensorImpl, dst: TensorImpl, dim: int) -> None:
+def run(op: str, src: TensorImpl, dst: TensorImpl, dim: int) -> tuple | None:
     """dst = the `op` scan of src along `dim` (dst's dtype: float32, float64 or int64), on
-    the device the two are on (the same kernels: codegen/ptx/handwritten.py).
+    the device the two are on (the same kernels: codegen/ptx/handwritten.py). Returns
+    (kernel, words, work items, bytes moved) where it was one launch on the host (the fast
+    door replays those), else None.
 
     src and dst have one shape; dst may be src itself (same layout), never a partial overlap.
     """
@@ -465,7 +467,7 @@ def run(op: str, src: TensorImpl, dst: TensorImpl, dim: int) -> None:
     if dst.dtype.is_bool:
         raise ValueError("a scan's output cannot be bool")
     if src.numel() == 0:
-        return
+        return None
     on_cpu = dst.device.type == "cpu"
     kind, words, items = plan(src.shape, src.strides, dst.strides, dim, columns=on_cpu)
     n = words[0]
@@ -478,14 +480,15 @@ def run(op: str, src: TensorImpl, dst: TensorImpl, dim: int) -> None:
     words = [ptr_on(src, dst.device, symbol), ptr_on(dst, dst.device, symbol), *words]
     try:
         if kind != "blocks":
-            runner.run(symbol, build, symbol, words, items, moved, align=1)
-            return
+            fn = runner.run(symbol, build, symbol, words, items, moved, align=1)
+            return (fn, words, items, moved) if on_cpu else None
         blocks = -(-n // BLOCK)
         words[7:9] = [runner.space(items * blocks), blocks]
         read = src.numel() * src.dtype.itemsize
         runner.run(symbol, build, f"{symbol}_totals", words, items * blocks, read, align=1)
         runner.run(symbol, build, f"{symbol}_carries", words, items, 8 * items * blocks, align=1)
         runner.run(symbol, build, symbol, words, items * blocks, moved, align=1)
+        return None
     finally:
         runner.close()
 
