@@ -833,6 +833,10 @@ class _Kept:
     scratch: tuple[int, int] = (0, 0)  # bytes of the partials and of their indices
     align: int = 1  # work items per split unit on the thread pool
     pack: type | None = None  # the results' tuple type (max(x, dim)'s pair); None: one tensor
+    # whether replays count toward the kernel's promotion from tier 0 (launcher.count_launch):
+    # the scalar hand-written kernels (scans, sorts) want LLVM's optimizer, kael's vectorized
+    # kernels hardly (codegen/cpu/tiers.py)
+    counted: bool = False
 
 
 _keyed: dict[tuple, _Kept | object] = {}
@@ -846,10 +850,21 @@ def capture(entry: eager.Template, outs: list, ins: list, axes, keepdim, scalars
 
 
 def capture_rows(fn, words: list[int], rows: int, moved: int, align: int, src, out) -> None:
-    """Called by the row kernels' door (nn.py) after each launch of `fn` over `rows` rows
-    with the block `words` (src's address, out's, then fixed words): kept when a fast door
-    asked."""
-    _offer((out,), _remember_rows, fn, words, rows, moved, align, src, out)
+    """Called by the row kernels' door (nn.py) and the scans after each launch of `fn` over
+    `rows` rows with the block `words` (src's address, out's, then fixed words): kept when
+    a fast door asked."""
+    capture_launch(fn, words, rows, moved, align, src, (out,), (1, 0), counted=False)
+
+
+def capture_launch(
+    fn, words: list[int], items: int, moved: int, align: int, src, outs, at, counted=True
+) -> None:
+    """Called after a hand-written kernel's launch of `fn` over `items` work items read
+    `src` and made `outs` (a scan's, sort's, topk's): `at` names the words holding each
+    output's address, then src's. Kept when a fast door asked; `counted`: its replays
+    count toward the kernel's promotion from tier 0."""
+    outs = tuple(outs)
+    _offer(outs, _remember_launch, fn, words, items, moved, align, src, outs, at, counted)
 
 
 def _offer(outs: tuple, remember, *launch) -> None:
@@ -961,17 +976,19 @@ def _results(outs) -> tuple:
     return tuple((o.shape, o.dtype, o.numel() * o.dtype.itemsize) for o in outs)
 
 
-def _remember_rows(fn, words, rows, moved, align, src, out, key, impl, pack) -> bool:
-    """Keep a captured row-kernel launch for `key` when it read the input itself (not a
-    converted copy) into a fresh dense result; whether it did."""
-    if src is not impl or not _fresh_dense(out):
+def _remember_launch(
+    fn, words, items, moved, align, src, outs, at, counted, key, impl, pack
+) -> bool:
+    """Keep a captured handwritten launch for `key` when it read the input's own elements
+    (not a converted copy) into fresh dense results; whether it did."""
+    if not _reads(src, impl) or not all(_fresh_dense(o) for o in outs):
         return False
-    template = [0, 0, *words[2:]]
-    native = native_launch.describe(fn, template, (1, 0), moved // max(1, rows))  # out, src
+    template = [0 if i in at else word for i, word in enumerate(words)]
+    native = native_launch.describe(fn, template, at, moved // max(1, items))
     if native is None:
         return False
-    _keyed[key] = _Kept(fn, native, rows, _results([out]), src.dtype.itemsize, moved,
-                        align=align, pack=pack)  # fmt: skip
+    _keyed[key] = _Kept(fn, native, items, _results(outs), src.dtype.itemsize, moved,
+                        align=align, pack=pack, counted=counted)  # fmt: skip
     return True
 
 
@@ -1014,6 +1031,8 @@ def _remember_reduction(entry, outs, ins, axes, keepdim, scalars, key, impl, pac
 
 
 def _replay_kept(entry: _Kept, impl):
+    if entry.counted and entry.fn.tier0 is not None:
+        entry.fn.tier0.launched()
     storages = [Storage.host(nbytes) for _, _, nbytes in entry.results]
     words = [s.ptr for s in storages]
     words.append(impl.storage.ptr + impl.offset * entry.itemsize)

@@ -741,14 +741,15 @@ def _kernel_order(
     at = (runner, impl.dtype, keys.data_ptr(), rows, n, descending)
     kernel = top or _sort_kernel(impl.dtype, n)
     moved = None  # the values the heap, rank or radix kernel wrote
+    launched = None  # the heap's or rank's one launch, for the fast door
     try:
         if kernel in ("heap", "rank", "radix"):  # these write the values too
             moved = None if values is None else _rows_of(values, dim, written)
             address = 0 if moved is None else moved.data_ptr()
             if kernel == "heap":
-                top_heap.order(*at, order.data_ptr(), kept, address)
+                launched = top_heap.order(*at, order.data_ptr(), kept, address)
             elif kernel == "rank":
-                rank.order(*at, order.data_ptr(), address)
+                launched = rank.order(*at, order.data_ptr(), address)
             else:
                 radix.order(*at, order.data_ptr(), _Scratch(impl.device), address)
         else:
@@ -763,7 +764,26 @@ def _kernel_order(
         _put_rows(values, dim, views.narrow(moved, last, 0, kept))
     elif values is not None:
         _gather_into(values, impl, dim, out, kernels.STRICT, "sort")
+    if (
+        launched is not None
+        and _in_place(out, order)
+        and (values is None or _in_place(values, moved))
+    ):
+        _offer(launched, keys, out, values)
     return out
+
+
+def _in_place(dst: TensorImpl, rows: TensorImpl) -> bool:
+    """Whether the kernel wrote `dst` itself (the rows _rows_of handed out were dst's own)."""
+    return rows.data_ptr() == dst.data_ptr() and rows.is_contiguous() and dst.is_contiguous()
+
+
+def _offer(launched: tuple, keys: TensorImpl, out: TensorImpl, values: TensorImpl | None) -> None:
+    """The heap's or rank kernel's one launch to the fast door: its words are keys, order,
+    ... and, last, the values' address."""
+    fn, words, rows, moved = launched
+    outs, at = ((out,), (1, 0)) if values is None else ((values, out), (len(words) - 1, 1, 0))
+    fastpath.capture_launch(fn, words, rows, moved, 1, keys, outs, at)
 
 
 def _rows_of(dst: TensorImpl, dim: int, shape: tuple[int, ...]) -> TensorImpl:
@@ -884,6 +904,8 @@ def topk(
     return pair_out(out, ValuesIndices(Tensor(values), Tensor(order)), "topk")
 
 
+# The orderings whose public function and method are fastpath.keyed's door itself.
+FAST = ("sort", "argsort", "topk")
 FUNCTIONS: dict[str, Callable] = {
     "cat": cat,
     "stack": stack,

@@ -257,6 +257,7 @@ def _keyed_door(name: str, family=reductions):
 FUNCTIONS.update({name: _keyed_door(name) for name in reductions.FAST})
 FUNCTIONS.update({name: _keyed_door(name, nn) for name in nn.FAST})
 FUNCTIONS.update({name: _keyed_door(name, sequence) for name in sequence.FAST})
+FUNCTIONS.update({name: _keyed_door(name, index_ops) for name in index_ops.FAST})
 FUNCTIONS.update({alias: FUNCTIONS[name] for alias, name in ALIASES.items()})
 
 # Tensor's own methods that may launch kernels (views need no door: they launch nothing).
@@ -447,7 +448,8 @@ def _method(fn):
 def _install() -> None:
     """Every function as a Tensor method, the in-place variants and the operators."""
     fastpath.bind(Tensor)
-    for family in (reductions, nn, sequence):  # the door itself as the method: no frame between
+    # the door itself as the method: no frame in between
+    for family in (reductions, nn, sequence, index_ops):
         for name in family.FAST:
             method = _keyed_door(name, family)
             _name_method(method, name)

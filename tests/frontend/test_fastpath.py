@@ -534,6 +534,50 @@ def test_max_of_the_whole_tensor_and_of_two_tensors_keep_their_forms():
         assert x.min(dim=1).indices.dtype is kael.int64
 
 
+ORDERINGS = [  # (name, args, kwargs, whether the rows are along the last dim)
+    ("topk", (3,), {}, True),
+    ("topk", (2,), {"largest": False}, True),
+    ("topk", (5, 0), {}, False),  # along dim 0: rows copied, nothing remembered
+    ("sort", (), {}, True),
+    ("sort", (), {"descending": True, "stable": True}, True),
+    ("sort", (), {"dim": 0}, False),
+    ("argsort", (), {"dim": -1}, True),
+]
+
+
+def _with_ties_and_nan(shape, seed) -> kael.Tensor:
+    x = np.round(np.random.default_rng(seed).standard_normal(shape), 1).astype(np.float32)
+    x.flat[::7] = np.nan
+    return kael.tensor(x)
+
+
+@pytest.mark.parametrize("name, args, kwargs, last", ORDERINGS, ids=str)
+@pytest.mark.parametrize("shape, view", PAIR_LAYOUTS[:3])
+def test_an_ordering_is_remembered_and_replayed(name, args, kwargs, last, shape, view):
+    fn = getattr(kael, name)
+    fn(view(_with_ties_and_nan(shape, 60)), *args, **kwargs)
+    for seed in (61, 62):
+        x = view(_with_ties_and_nan(shape, seed))
+        got = fn(x, *args, **kwargs)
+        # torch's topk orders ties its own way, and its sort is stable when asked to be
+        stable = {} if name == "topk" else {"stable": True}  # (torch: dim= then a keyword)
+        want = getattr(torch, name)(torch.from_numpy(x.numpy()), *args, **kwargs | stable)
+        full = _full(fn, x, *args, **kwargs)
+        pairs = zip(got, want, full) if name != "argsort" else [(got, want, full)]
+        for (g, w, f), part in zip(
+            pairs, ("values", "indices") if name != "argsort" else ("indices",)
+        ):
+            assert g.shape == tuple(w.shape) and g.dtype.name == str(w.dtype)[6:]
+            if part == "values" or name != "topk":
+                np.testing.assert_array_equal(g.numpy(), w.numpy())
+            _same(g, f)
+        if name == "topk":  # the indices point at the values
+            dim = args[1] if args[1:] else -1
+            np.testing.assert_array_equal(x.gather(dim, got.indices).numpy(), got.values.numpy())
+    if x.is_contiguous() and last:  # rows along the last dim: the kernel's own
+        assert _row_served(name, x)
+
+
 SCANS = [
     ("cumsum", kael.float32, {}),
     ("cumsum", kael.int64, {}),

@@ -77,12 +77,14 @@ def spec(prefix: str, width: int, build: Callable[[ir.Module, int, str], str]) -
 def launch(
     runner, prefix: str, build: Callable, dtype: DType, first: list[int], own: list[int],
     rows: int, moved: int,
-) -> None:  # fmt: skip
+) -> tuple | None:  # fmt: skip
     """Run kernel `prefix` for `dtype`'s keys over `rows` rows, a row a work item, with
-    words `first` (keys, out, n, descending) and then `own`."""
+    words `first` (keys, out, n, descending) and then `own`; returns (kernel, words, rows,
+    bytes moved) on the host (for the fast door to replay), else None."""
     keys, out, n, descending = first
     width = 8 * dtype.itemsize
     name, module_build = spec(prefix, width, build)
     words = [keys, out, n, -1 if descending else 0, *own]
     symbol = _symbol(prefix, width, form_of(dtype))
-    runner.run(name, module_build, symbol, words, rows, moved, align=1)
+    fn = runner.run(name, module_build, symbol, words, rows, moved, align=1)
+    return None if fn is None else (fn, words, rows, moved)

@@ -107,12 +107,13 @@ def spec(width: int) -> tuple[str, Callable[[ir.Module], list[str]]]:
 def order(
     runner, dtype: DType, keys: int, rows: int, n: int, descending: bool, out: int,
     values: int = 0,
-) -> None:  # fmt: skip
+) -> tuple | None:  # fmt: skip
     """Write the stable order of each of `rows` rows of n <= RANK_ROW contiguous keys at
     `keys` into the int64 [rows, n] buffer at `out`, and the sorted keys into [rows, n] at
-    `values` unless it is 0: one launch, a row a work item."""
+    `values` unless it is 0: one launch, a row a work item
+    (returned as ordered_rows.launch returns it)."""
     if n > RANK_ROW:  # the kernel's stack buffer holds a row of at most RANK_ROW words
         raise ValueError(f"rank.order(): a row of {n} keys is longer than RANK_ROW ({RANK_ROW})")
     first = [keys, out, n, descending]
     moved = rows * n * (n + 8)
-    ordered_rows.launch(runner, "rank", _rank_function, dtype, first, [values], rows, moved)
+    return ordered_rows.launch(runner, "rank", _rank_function, dtype, first, [values], rows, moved)

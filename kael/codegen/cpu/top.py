@@ -171,10 +171,13 @@ def spec(width: int) -> tuple[str, Callable[[ir.Module], list[str]]]:
 def order(
     runner, dtype: DType, keys: int, rows: int, n: int, descending: bool, out: int, k: int,
     values: int = 0,
-) -> None:  # fmt: skip
+) -> tuple | None:  # fmt: skip
     """Write the first k (1 <= k <= n) positions of the stable order of each of `rows` rows
     of `n` contiguous keys at `keys` into the int64 [rows, k] buffer at `out`, and the keys
-    there into [rows, k] at `values` unless it is 0: one launch, a row a work item."""
+    there into [rows, k] at `values` unless it is 0: one launch, a row a work item
+    (returned as ordered_rows.launch returns it)."""
     moved = rows * (n * dtype.itemsize + 8 * k)
     first = [keys, out, n, descending]
-    ordered_rows.launch(runner, "top_heap", _heap_function, dtype, first, [k, values], rows, moved)
+    return ordered_rows.launch(
+        runner, "top_heap", _heap_function, dtype, first, [k, values], rows, moved
+    )
