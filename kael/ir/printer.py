@@ -145,9 +145,10 @@ def format_reduction(k: Reduction) -> str:
         for i, (b, inv) in enumerate(zip(k.inputs, fixed))
     ]
     lines += _params(k)
-    summed = (k.prologue,) if k.second is None else (k.prologue, k.second)
-    shared, texts = _format_group(summed, _loader(None), "  {} = {}")
+    shared, texts = _format_group(k.summed, _loader(None), "  {} = {}")
     lines += shared + [f"  {a} = {k.op}({t})" for a, t in zip(("acc", "acc1"), texts)]
+    if not k.fma and any(isinstance(v, Binary) and v.op == "mul" for v in k.summed):
+        lines.append("  (a fused-in product: rounded, then added without an fma)")
     names = ("acc", "index" if k.is_arg else "acc1")
     shared, texts = _format_group(k.epilogues, _loader(names), "  {} = {}", len(shared))
     lines += shared + [f"  out{i} = {t}" for i, t in enumerate(texts)]

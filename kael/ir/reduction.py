@@ -84,6 +84,27 @@ class Reduction:
     # ROWS in one block over rows shorter than the accumulators' lanes: one output per lane
     # (codegen/cpu/reduce.py); a variant of its own, chosen per launch (eager._shortened)
     short: bool = False
+    # whether a product at the top of a per-element value is the kernel's own (norm's x * x,
+    # var's d * d), added with one fma; None: worked out from the values it is made with
+    own_products: bool | None = None
+
+    def __post_init__(self) -> None:
+        """Settle `own_products` from the values the kernel is made with: dataclasses.replace
+        keeps it, so a product that fusion later puts in place of a load (a traced
+        (x * y).sum()) is rounded and then added, as eager adds the product it stored."""
+        if self.own_products is None:
+            loaded = any(isinstance(v, Load) for v in self.summed)
+            object.__setattr__(self, "own_products", not loaded)
+
+    @property
+    def summed(self) -> tuple[Expr, ...]:
+        """The per-element values: the prologue, and a paired sum's second value."""
+        return (self.prologue,) if self.second is None else (self.prologue, self.second)
+
+    @property
+    def fma(self) -> bool:
+        """Whether a product at the top of a per-element value is added with one fma."""
+        return bool(self.own_products)
 
     @property
     def acc(self) -> DType:

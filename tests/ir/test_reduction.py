@@ -1,5 +1,7 @@
 """Reduce nodes through the scheduler, the printer and the launch planner."""
 
+import dataclasses
+
 import pytest
 
 from kael.ir import expr as x
@@ -117,6 +119,26 @@ def test_printed_reduction_names_op_schedule_and_expressions():
     assert format_kernel(red) == text
     plan = plan_reduction((4, 8), (1,), [(1,)], [(8, 1)])
     assert "vector" in format_reduction(red.specialize(plan))
+
+
+def _float64_sum():
+    """sum(x) of float64 x: its prologue is the load itself."""
+    total = g.Reduce(float64, (), "sum", g.Input(float64, (), "x"), ())
+    return schedule_reduction("s", [total])[0]
+
+
+def test_only_a_kernels_own_product_is_added_with_an_fma_after_fusion():
+    # norm's x * x is the kernel's own; a product fusion puts in place of a plain sum's
+    # load is not: eager adds that product after storing it, rounded.
+    norm, _, _ = schedule_reduction("norm", [_sum_of_squares()])
+    plain = _float64_sum()
+    assert norm.fma and not plain.fma
+    wide = x.Load(float64, 0)
+    fused = dataclasses.replace(plain, prologue=x.Binary(float64, "mul", wide, wide))
+    assert not fused.fma
+    plan = plan_reduction((4, 8), (1,), [(1,)], [(8, 1)])
+    assert dataclasses.replace(norm, name="n2").specialize(plan).fma
+    assert not fused.specialize(plan).fma
 
 
 def _float32_sum(result=float32):

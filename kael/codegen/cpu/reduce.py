@@ -18,7 +18,8 @@ address when an epilogue raises the flag.
 A paired reduction (arg ops, or a sum with a second value) carries its second
 accumulator exactly where argmax carries its index: in every lane, unrolled copy,
 scratch partial and tree step, so both totals follow one order. A ROWS sum whose
-per-element value is a product (norm's x * x, var's d * d) adds it with one fma. An input that does
+per-element value is its own product (norm's x * x, var's d * d: Reduction.fma) adds it with one
+fma; a product fused in from a producer is added rounded, as eager adds it. An input that does
 not move along the reduced dims (var's broadcast mean) gets constant 0 reduced strides,
 so its loads hoist out of the reduced loops.
 """
@@ -113,10 +114,14 @@ class _Emitter:
         self.red, self.fn, self.b = red, fn, b
         self.loops = LoopBuilder(b)
         self.args = _Args(b, red, fn.args[0])
-        self.combine = Combiner(b, red.op, red.acc)
+        self._combine = Combiner(b, red.op, red.acc)
         self.width = vector_width(red)
         self.entry = ir.IRBuilder(fn.entry_basic_block)
         self.entry.position_at_start(fn.entry_basic_block)
+
+    def combine(self, a, ia, c, ic, fuse: bool = True):
+        """`a (+) c`, an fma only for the kernel's own products (Reduction.fma)."""
+        return self._combine(a, ia, c, ic, fuse and self.red.fma)
 
     def slot(self, t: ir.Type, name: str) -> ir.Value:
         """An entry-block alloca: loop-carried state that mem2reg turns into SSA."""

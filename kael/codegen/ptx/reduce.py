@@ -182,7 +182,7 @@ class _Body:
             second = emitter.emit(red.second)
         else:
             second = element_offset(b, ridx, index_st) if red.is_arg else None
-        nv, ni = self.combine(v, i, x, second)
+        nv, ni = self.combine(v, i, x, second, red.fma)  # the CPU's fma rule: same bits
         nj = b.add(j, i64(THREADS))
         j.add_incoming(nj, b.block)
         v.add_incoming(nv, b.block)

@@ -270,7 +270,7 @@ class _Main(_Kernel):
 
         def accumulate(slots, sec_slots, q, x, second):
             cur = b.load(sec_slots[q]) if self.paired else None
-            v, i = self.combine(b.load(slots[q]), cur, x, second)
+            v, i = self.combine(b.load(slots[q]), cur, x, second, red.fma)
             b.store(v, slots[q])
             if self.paired:
                 b.store(i, sec_slots[q])

@@ -8,6 +8,7 @@ A float32 sum with a float32 result has 16 lanes and adds its unrolled steps in 
 runs before widening them.
 """
 
+import dataclasses
 import math
 from fractions import Fraction
 
@@ -20,7 +21,9 @@ from kael.codegen.cpu import reduce as cpu_reduce
 from kael.frontend import eager
 from kael.ir import graph as g
 from kael.ir.kernel import STRIDED
+from kael.ir.printer import format_reduction
 from kael.ir.reduction import BLOCK, COLS, ROWS, RUN_LENGTH, plan_reduction
+from kael.ir.scheduler import schedule_reduction
 from kael.runtime.dtypes import bool_, float64, int64
 
 W, U = 8, 4
@@ -294,6 +297,22 @@ def test_a_prologue_product_is_fused_into_its_accumulator(n):
     assert got == math.sqrt(squares_in_lane_order(x))
     plain = math.sqrt(lanes_sum(x * x))
     assert abs(got - plain) <= 2 * np.spacing(got)  # the unfused order: within rounding
+
+
+def test_a_fused_in_product_is_printed_and_cached_apart_from_a_kernels_own():
+    # The same values; the printed kernel says which adds its product without an fma,
+    # so the disk caches (CPU and PTX, keyed by the text) keep the two apart.
+    def kernel(square: bool):
+        v = g.Input(float64, (), "x")
+        value = g.Binary(float64, (), "mul", v, v) if square else v
+        return schedule_reduction("s", [g.Reduce(float64, (), "sum", value, ())])[0]
+
+    own, plain = kernel(True), kernel(False)
+    fused = dataclasses.replace(plain, prologue=own.prologue)
+    assert "without an fma" in format_reduction(fused)
+    assert "without an fma" not in format_reduction(own) + format_reduction(plain)
+    assert cpu_reduce.cache_key(fused) != cpu_reduce.cache_key(own)
+    assert cpu_reduce.cache_key(plain) == cpu_reduce.cache_key(dataclasses.replace(plain))
 
 
 def _flagged_sum_template():
