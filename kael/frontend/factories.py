@@ -15,6 +15,7 @@ from kael.frontend import dlpack, eager, fastpath, interop, memory_formats, view
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Size, Tensor, empty_impl, strided
 from kael.runtime import dtypes
+from kael.runtime.convert import CHECKED, convert_scalar, to_half_precision
 from kael.runtime.device import CPU, Device, parse_device
 from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType, as_dtype, scalar_dtype
 from kael.runtime.errors import Error, TypeError, ValueError
@@ -695,13 +696,10 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None) -> Tensor
         first = tensor([builtins.float(start)] * steps, dtype=dtypes.float64)
         return pow_(base, first).to(dtype=dtype, device=_device(device))
 
-    def rounded(value):  # a host scalar as the dtype holds it (scalar_t in PyTorch)
-        return scalar_tensor(value, dtype=dtype).item()
-
-    low, high = rounded(start), rounded(end)
+    low, high = _held(start, dtype), _held(end, dtype)
     # end - start in the dtype's arithmetic: C++ promotes the narrow integers to int, so
     # theirs never wraps (exact here, as Python ints); floats round to the dtype
-    span = high - low if not dtype.is_floating_point else rounded(high - low)
+    span = high - low if not dtype.is_floating_point else _held(high - low, dtype)
     step = builtins.float(span) / (steps - 1)
     position = arange(steps, dtype=dtypes.float64, device=device)
     fns = _functions()
@@ -709,6 +707,14 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None) -> Tensor
     falling = high - (steps - 1 - position) * step
     exponent = fns["where"](position < steps // 2, rising, falling)
     return pow_(base, exponent).to(dtype=dtype)
+
+
+def _held(value, dtype: DType):
+    """The Python number an element of `dtype` holds for `value` (scalar_t in PyTorch), as
+    a fill stores it: worked out on the host, so an op tracing under kael.compile reads no
+    tensor for it."""
+    wide = convert_scalar(value, dtype, CHECKED)  # float32 for the half types: their opmath
+    return to_half_precision(wide, dtype) if dtype.is_half else wide
 
 
 def _complex_logspace(start, end, steps: int, base: float, dtype: DType, device) -> Tensor:
@@ -816,7 +822,7 @@ def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, device
     compute = dtypes.float64 if resolved is dtypes.float64 else dtypes.float32
 
     def make(x, length):
-        a = scalar_tensor((length - 1) / 2.0, dtype=compute).item()
+        a = _held((length - 1) / 2.0, compute)
         b = scalar_tensor(beta, dtype=compute, device=x.device)
         ratio = (x.to(dtype=compute) - a) / a
         inner = (1 - ratio * ratio).abs().sqrt() * b

@@ -592,6 +592,34 @@ def test_logspace_of_narrow_integers_takes_end_minus_start_without_wrapping(
     assert got.tolist() == want.tolist()
 
 
+@pytest.mark.parametrize(
+    ("name", "args", "dtype"),
+    [
+        ("logspace", (0, 2, 3), "float32"),
+        ("logspace", (-3.3, 2.9, 50, 1.7), "float16"),
+        ("logspace", (0.5, 3.7, 5), "int32"),
+        ("logspace", (2, 2, 1), "bfloat16"),
+        ("logspace", (0.1, 0.7, 0), "float32"),
+        ("kaiser_window", (9, False, 5.0), "float32"),
+        ("kaiser_window", (8,), "float64"),
+        ("kaiser_window", (1,), "float32"),
+    ],
+)
+def test_logspace_and_kaiser_window_with_literal_arguments_trace(name, args, dtype):
+    # Their host numbers (ends and centre rounded to the dtype) are worked out in Python:
+    # no tensor is read while tracing, and the values keep eager's bits.
+    made = lambda lib: getattr(lib, name)(*args, dtype=getattr(lib, dtype))  # noqa: E731
+    eager = made(kael)
+    compiled = kael.compile(lambda z: made(kael) + z)
+    for _ in range(2):
+        got = compiled(kael.zeros(eager.shape, dtype=eager.dtype))
+        assert (got.shape, got.dtype) == (eager.shape, eager.dtype)
+        assert kael.equal(got, eager)
+    want = made(torch)
+    assert got.shape == tuple(want.shape)
+    np.testing.assert_allclose(got.double().numpy(), want.double().numpy(), rtol=1e-6, atol=1e-7)
+
+
 # ---- torch's creation keywords: requires_grad=, layout=, pin_memory= ----------------------------
 
 _CREATORS = {
