@@ -884,6 +884,9 @@ class Plan:
     steps: list = field(default_factory=list)
     outputs: pytree.TreeDef = pytree.LEAF
     out_leaves: list = field(default_factory=list)  # View for a tensor, else the constant
+    # per result leaf, the first leaf holding the same traced tensor (a tensor returned
+    # twice is one object, as eagerly); None where every tensor is returned once
+    same: list[int] | None = None
     bumps: dict[int, int] = field(default_factory=dict)  # slot -> in-place writes
     release: list[list[int]] = field(default_factory=list)  # per step: slots freed after it
     fallback: str | None = None  # why this signature runs eagerly instead, if it does
@@ -967,14 +970,15 @@ class Plan:
     def run(self, tensors: list, scalars: list):
         """Run every step for one call and return its results: through the plan's replay
         (frontend/replay.py) where it has one for this thread count and nothing watches
-        the launches, else step by step (and then write the replay)."""
+        the launches, else step by step (and then write the replay). A plan returning a
+        tensor twice has no replay: replay.py writes one new object per result leaf."""
         threads = get_num_threads()
         replay = self.replay
         quiet = launches.recorder is None and debug.level < 1
         if replay is not None and replay.threads == threads and quiet:
             return replay.fn(self, tensors, scalars)
         result = self._interpret(tensors, scalars)
-        if quiet and self.replay_tried != threads:
+        if quiet and self.replay_tried != threads and self.same is None:
             self.replay_tried = threads
             self.replay = replay_module.build(self, threads)
         return result
@@ -1002,6 +1006,8 @@ class Plan:
             else _value(v, call)
             for v in self.out_leaves
         ]
+        if self.same is not None:
+            leaves = [leaves[j] for j in self.same]
         if self.outputs is pytree.LEAF:
             return leaves[0]
         return pytree.unflatten(self.outputs, leaves)

@@ -542,6 +542,8 @@ class Trace:
             else _source(v)
             for v in leaves
         ]
+        made = [id(v) if isinstance(v, Tensor) and id(v) not in inputs else None for v in leaves]
+        plan.same = _repeats(made)
         for index, before in self.versions.items():
             storage = self.call.bound[index]
             if storage is not None:
@@ -566,6 +568,15 @@ class Trace:
                 v._impl.storage = real
         plan.finish()
         return result
+
+
+def _repeats(made: list[int | None]) -> list[int] | None:
+    """Plan.same from the ids of the tensors the plan makes per result leaf (None for any
+    other leaf: an argument returned as is is one object already); None when no tensor
+    comes twice."""
+    first: dict[int, int] = {}
+    same = [i if key is None else first.setdefault(key, i) for i, key in enumerate(made)]
+    return same if same != list(range(len(made))) else None
 
 
 def _layout(impl) -> tuple:

@@ -101,6 +101,32 @@ def test_prologue_fuses_into_reduction():
     assert kernels(c, x) == 1
 
 
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64])
+@pytest.mark.parametrize("shape", [(64, 5), (16, 37), (3, 1000), (2, BLOCK + 9)])
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda a, s: (a * s).sum(-1),
+        lambda a, s: (a * a).sum(),
+        lambda a, s: (a * a).mean(-1),
+        lambda a, s: (a * s).sum(0),
+    ],
+)
+def test_a_fused_product_sums_with_eagers_bits(dtype, shape, f):
+    # Eager stores the product rounded, then sums it: the fused kernel must not add it
+    # with an fma (only norm's and var's own squares are).
+    a = kael.randn(*shape, dtype=dtype)
+    compiled = kael.compile(f, check=True)
+    for _ in range(2):
+        _same(compiled(a, 1.5), f(a, 1.5))
+    assert kernels(compiled, a, 1.5) == 1
+
+
+def test_norm_and_var_keep_their_own_fma_under_compile():
+    a = kael.randn(8, 300, dtype=kael.float64)
+    agree(lambda t: (kael.linalg.vector_norm(t, dim=1), t.var(1), (t * t).sum(1)), a)
+
+
 def _row_group(compiled, *args):
     [step] = compiled.plan_for(*args).kernel_steps
     assert type(step).__name__ == "RowGroup"
@@ -627,6 +653,38 @@ def test_aliased_arguments_agree_with_eager(split):
         eb, cb = kael.arange(8, dtype=kael.float32), kael.arange(8, dtype=kael.float32)
         _same(f(*split(eb)), c(*split(cb)))
         _same(eb, cb)
+
+
+def _identities(result) -> list[int]:
+    """Per result leaf, the first leaf that is the same object."""
+    leaves, _ = pytree.flatten(result)
+    return [next(j for j, u in enumerate(leaves) if u is v) for v in leaves]
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda a: (lambda y: (y, y))(a * 2),
+        lambda a: (lambda y: {"y": y, "more": [y, a * 3, y]})(a + 1),
+        lambda a: (lambda y: (y, y[:], y))(a.exp()),  # a view of it is another object
+        lambda a: (a, a),
+        lambda a: (a.mul_(2), a),
+    ],
+)
+def test_a_tensor_returned_twice_is_one_object_at_every_call(f):
+    compiled = kael.compile(f)
+    for _ in range(4):
+        want, got = f(kael.ones(2, 3)), compiled(kael.ones(2, 3))
+        _same(want, got)
+        assert _identities(got) == _identities(want)
+
+
+def test_a_metadata_change_on_a_twice_returned_tensor_shows_on_both():
+    compiled = kael.compile(lambda a: (lambda y: (y, y))(a * 2))
+    for _ in range(3):
+        first, second = compiled(kael.ones(2, 3))
+        first.t_()
+        assert second.shape == (3, 2)
 
 
 # ---- guards and scalars -----------------------------------------------------------------------
