@@ -293,10 +293,12 @@ def vector_rhs(A: Tensor, B: Tensor) -> bool:
 
 
 def _rhs(A: Tensor, B: Tensor, op: str, left: bool) -> tuple[Tensor, bool]:
-    """B as a batch of matrices and whether it was a (batch of) vector(s) (vector_rhs)."""
+    """B as a batch of matrices and whether it was a (batch of) vector(s) (vector_rhs).
+    As PyTorch's, a vector is a column on either side: with left=False it fits only a
+    1 x 1 A, and is refused there too."""
     vector = vector_rhs(A, B)
     if vector:
-        B = B.unsqueeze(-1) if left else B.unsqueeze(-2)
+        B = B.unsqueeze(-1)
     n = A.shape[-1]
     if B.shape[-2 if left else -1] != n:
         rows, cols = B.shape[-2:]
@@ -304,6 +306,12 @@ def _rhs(A: Tensor, B: Tensor, op: str, left: bool) -> tuple[Tensor, bool]:
         raise ValueError(
             f"{op}: Incompatible shapes of A and B for the equation {side} ({n}x{n} and "
             f"{rows}x{cols})"
+        )
+    if vector and not left:
+        raise ValueError(
+            f"{op}: Vector broadcasting of the left hand side is not supported for left=False. "
+            f"In this case linalg.solve is equivalent to B / A.squeeze(-1) (A {list(A.shape)}, "
+            f"B {list(B.shape[:-1])})"
         )
     return B, vector
 
@@ -349,7 +357,7 @@ def _solve(A: Tensor, B: Tensor, op: str, left: bool) -> tuple[Tensor, Tensor, b
     x = _lu_solve_into(lu, piv, working_copy(B, batch, padded=True))
     if not left:
         x = x.mT
-    return (x.squeeze(-1 if left else -2) if vector else x), _own_batch(info, A), vector
+    return (x.squeeze(-1) if vector else x), _own_batch(info, A), vector
 
 
 def _own_batch(info: Tensor, A: Tensor) -> Tensor:
@@ -436,10 +444,12 @@ def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False, out=Non
 def solve_triangular(
     A, B, *, upper: bool, left: bool = True, unitriangular: bool = False, out=None
 ) -> Tensor:
-    """X with T X = B (or X T = B), T A's upper or lower triangle (the other is not read)."""
+    """X with T X = B (or X T = B), T A's upper or lower triangle (the other is not read).
+    X has A's dtype: B of any dtype is converted to it, as torch's copy of B into its
+    result is (a float64 A promotes a float32 B; a float32 A rounds a float64 B)."""
     op = "linalg.solve_triangular"
-    A, B = square(A, op), matrices(B, op, "B")
-    same_dtype(A, B, op)
+    A = square(A, op)
+    B = matrices(tensor_arg(B, op, "B").to(A.dtype), op, "B")
     upper = bool_arg(upper, op, "upper")
     if not left:  # X T = B: T^T X^T = B^T
         A, B = A, B.mT

@@ -62,6 +62,32 @@ def test_solve_vector_and_broadcast_rules(dtype):
     close_to_torch(kael.linalg.solve(k, kB), torch.linalg.solve(t, tB), tol)
 
 
+@pytest.mark.parametrize(
+    "a_shape, b_shape, words",
+    [
+        ((3, 3), (3,), r"XA = B \(3x3 and 3x1\)"),
+        ((2, 3, 3), (2, 3), r"XA = B \(3x3 and 3x1\)"),
+        ((1, 1), (1,), r"Vector broadcasting .* not supported for left=False.*A \[1, 1\], B \[1\]"),
+    ],
+)  # fmt: skip
+def test_solve_left_false_refuses_a_vector_b_as_torch(a_shape, b_shape, words):
+    """PyTorch's vector rule is for AX = B: with left=False a vector B is a column (n x 1),
+    which fits only a 1 x 1 A, and torch refuses that one too."""
+    n = a_shape[-1]
+    A, B = np.broadcast_to(np.eye(n) * 2, a_shape), np.ones(b_shape)
+    for solve in ("solve", "solve_ex"):
+        with pytest.raises(RuntimeError):
+            getattr(torch.linalg, solve)(torch.tensor(A), torch.tensor(B), left=False)
+        with pytest.raises(kael.ValueError, match=words):
+            getattr(kael.linalg, solve)(kael.tensor(A), kael.tensor(B), left=False)
+    # A row B ([1, n]) is a matrix: X A = B solves as torch's.
+    close_to_torch(
+        kael.linalg.solve(kael.tensor(A), kael.tensor(B).unsqueeze(-2), left=False),
+        torch.linalg.solve(torch.tensor(A), torch.tensor(B).unsqueeze(-2), left=False),
+        1e-12,
+    )
+
+
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 @pytest.mark.parametrize("shape", [(5, 5), (6, 4), (4, 6), (2, 3, 3)])
 def test_lu_factor_and_lu_match_torch(dtype, shape):
@@ -121,6 +147,59 @@ def test_solve_triangular_matches_torch(dtype, upper, left, unit):
     got = kael.linalg.solve_triangular(k, kb, upper=upper, left=left, unitriangular=unit)
     want = torch.linalg.solve_triangular(t, tb, upper=upper, left=left, unitriangular=unit)
     close_to_torch(got, want, TOL[dtype])
+
+
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize(
+    "a_dtype, b_dtype",
+    [("float64", "float32"), ("float32", "float64"), ("float32", "int64"), ("float64", "bool"), ("float32", "float16")],
+)  # fmt: skip
+def test_solve_triangular_converts_b_to_the_dtype_of_a_as_torch(a_dtype, b_dtype, left):
+    """torch copies B into a result of A's dtype: a float64 A promotes a float32 B, a
+    float32 A rounds a float64 one, and an integer or bool B is taken."""
+    a = _well_conditioned(2, 3, 3)
+    b = RNG.standard_normal((3, 3)) * 10 + 0.1
+    kA, tA = kael.tensor(a).to(getattr(kael, a_dtype)), torch.tensor(a).to(getattr(torch, a_dtype))
+    kB, tB = kael.tensor(b).to(getattr(kael, b_dtype)), torch.tensor(b).to(getattr(torch, b_dtype))
+    got = kael.linalg.solve_triangular(kA, kB, upper=True, left=left)
+    want = torch.linalg.solve_triangular(tA, tB, upper=True, left=left)
+    close_to_torch(got, want, TOL[getattr(kael, a_dtype)])
+
+
+@pytest.mark.parametrize("dtype", ["int64", "float16", "bool"])
+def test_solve_triangular_refuses_an_a_torch_has_no_kernel_for(dtype):
+    with pytest.raises(NotImplementedError, match="triangular_solve_cpu"):
+        torch.linalg.solve_triangular(torch.eye(2).to(getattr(torch, dtype)), torch.ones(2, 1), upper=True)  # fmt: skip
+    with pytest.raises(kael.TypeError, match=f"solve_triangular: .*Got {dtype}"):
+        kael.linalg.solve_triangular(kael.eye(2, dtype=getattr(kael, dtype)), kael.ones(2, 1), upper=True)  # fmt: skip
+
+
+def _two_matrix_calls(lib, first, second):
+    """Each solve taking two matrices, on `first` (A, LU or L) and `second` (B) of
+    torch (`lib` torch) or kael."""
+    lu, pivots = lib.linalg.lu_factor(lib.eye(2, dtype=lib.float64))
+    return {
+        "solve": lambda: lib.linalg.solve(first, second),
+        "solve_ex": lambda: lib.linalg.solve_ex(first, second),
+        "lstsq": lambda: lib.linalg.lstsq(first, second),
+        "lu_solve": lambda: lib.linalg.lu_solve(lu.to(first.dtype), pivots, second),
+        "cholesky_solve": lambda: lib.cholesky_solve(second, first),
+        "triangular_solve": lambda: lib.triangular_solve(second, first),
+    }
+
+
+@pytest.mark.parametrize(
+    "name", ["solve", "solve_ex", "lstsq", "lu_solve", "cholesky_solve", "triangular_solve"]
+)
+@pytest.mark.parametrize("first, second", [("float64", "float32"), ("float32", "float64")])
+def test_solves_of_two_matrices_refuse_mixed_float_dtypes_as_torch(name, first, second):
+    """Only solve_triangular converts B: torch's other solves require one dtype."""
+    t = _two_matrix_calls(torch, torch.eye(2, dtype=getattr(torch, first)), torch.ones(2, 1, dtype=getattr(torch, second)))  # fmt: skip
+    k = _two_matrix_calls(kael, kael.eye(2, dtype=getattr(kael, first)), kael.ones(2, 1, dtype=getattr(kael, second)))  # fmt: skip
+    with pytest.raises(RuntimeError, match="same dtype"):
+        t[name]()
+    with pytest.raises(kael.TypeError, match=f"same dtype.*{first}.*{second}|same dtype.*{second}.*{first}"):  # fmt: skip
+        k[name]()
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
