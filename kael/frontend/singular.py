@@ -19,9 +19,9 @@ from typing import NamedTuple
 from kael.codegen.cpu import svd as kernel
 from kael.frontend import elementwise as ew
 from kael.frontend import factories, orthogonal, spectral
+from kael.frontend.elementwise import broadcast_shapes
 from kael.frontend.factorizations import (
     _out,
-    broadcast_batch,
     matrices,
     on_host,
     raise_for,
@@ -262,11 +262,39 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian: bool = False, out=None) -
     return _out(rank, out, op)
 
 
+def _lstsq_shapes(A: Tensor, B: Tensor, op: str) -> tuple[bool, Tensor, tuple[int, ...]]:
+    """PyTorch's lstsq shapes: whether B is a (batch of) vector(s) (vector_rhs: B's dims
+    at most one fewer than A's), B as a batch of matrices [*, m, k], and the batch. As
+    torch's, the batch broadcasts A's with B's leading A.ndim - 2 sizes too: a matrix B
+    one dim short of A ([m, k] beside [1, m, n]) gives a batch of m solutions."""
+    shapes = f"A {list(A.shape)} and B {list(B.shape)}"
+    if B.ndim < 1:
+        raise ValueError(f"torch.{op}: other must have at least 1 dimension, got {shapes}")
+    if not 0 <= A.ndim - B.ndim <= 1:
+        raise ValueError(
+            f"torch.{op}: input.dim() must be greater or equal to other.dim() and "
+            f"(input.dim() - other.dim()) <= 1, got {shapes}"
+        )
+    vector = vector_rhs(A, B)
+    matrix = B.unsqueeze(-1) if vector else B
+    if matrix.shape[-2] != A.shape[-2]:
+        which = "-1" if vector else "-2"
+        raise ValueError(
+            f"torch.{op}: input.size(-2) should match other.size({which}), got {shapes}"
+        )
+    try:
+        batch = broadcast_shapes(A.shape[:-2], B.shape[: A.ndim - 2], matrix.shape[:-2])
+    except ValueError:
+        raise ValueError(f"torch.{op}: the batch dims of {shapes} cannot be broadcast") from None
+    return vector, matrix, tuple(batch)
+
+
 @on_host
 def lstsq(A, B, rcond=None, *, driver=None) -> Lstsq:
     """The minimum-norm X minimizing |A X - B| (by the SVD), with PyTorch's fields for the
-    driver (default 'gelsy'): rank (not for 'gels'), singular values ('gelsd', 'gelss'),
-    residuals when m > n and (for 'gelsd', 'gelss') every matrix has full rank."""
+    driver (default 'gelsy'): rank (not for 'gels') and singular values ('gelsd', 'gelss')
+    of A's own batch, residuals when m > n and (for 'gelsd', 'gelss') every matrix has
+    full rank; shapes by _lstsq_shapes."""
     op = "linalg.lstsq"
     A = matrices(A, op)
     B = tensor_arg(B, op, "B")
@@ -277,23 +305,10 @@ def lstsq(A, B, rcond=None, *, driver=None) -> Lstsq:
             f"torch.{op}: parameter `driver` should be one of (gels, gelsy, gelsd, gelss), "
             f"got {driver!r}"
         )
-    if not 0 <= A.ndim - B.ndim <= 1:
-        raise ValueError(
-            f"torch.{op}: A.dim() must be greater or equal to B.dim() and (A.dim() - B.dim()) "
-            f"<= 1, got A [{', '.join(map(str, A.shape))}] and B [{', '.join(map(str, B.shape))}]"
-        )
-    vector = vector_rhs(A, B)
-    if vector:
-        B = B.unsqueeze(-1)
+    vector, B, batch = _lstsq_shapes(A, B, op)
     m, n = A.shape[-2:]
-    if B.shape[-2] != m:
-        raise ValueError(
-            f"torch.{op}: A.size(-2) should match B.size(-2), got A {list(A.shape)} and "
-            f"B {list(B.shape)}"
-        )
-    batch = broadcast_batch(A, B, op)
-    A, B = A.expand(*batch, m, n), B.expand(*batch, m, B.shape[-1])
-    U, S, Vh = _decompose(A, True, False)
+    B = B.expand(*batch, m, B.shape[-1])
+    U, S, Vh = _decompose(A, True, False)  # matmul broadcasts A's batch to B's
     cutoff = _eps(A) * max(m, n) if rcond is None or float_arg(rcond, op, "rcond") < 0 else rcond
     zero = factories.zeros((), dtype=A.dtype)
     keep = _above(S, zero, factories.full((), float(cutoff), dtype=A.dtype))
@@ -306,7 +321,7 @@ def lstsq(A, B, rcond=None, *, driver=None) -> Lstsq:
     if residual and (driver == "gels" or not rank.numel() or bool(rank.eq(n).all())):
         residuals = (A @ X - B).square().sum(-2)
     if not B.shape[-1]:  # PyTorch returns early: rank 0, no singular values
-        rank, S = factories.zeros(batch, dtype=int64), empty
+        rank, S = factories.zeros(tuple(A.shape[:-2]), dtype=int64), empty
     return Lstsq(
         X.squeeze(-1) if vector else X,
         residuals,

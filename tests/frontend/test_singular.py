@@ -251,6 +251,49 @@ def test_lstsq_vectors_broadcasting_rcond_and_empty():
         close_to_torch(tuple(kael.linalg.lstsq(ke, kr, driver="gelsd")), tuple(torch.linalg.lstsq(te, tr, driver="gelsd")), 0)  # fmt: skip
 
 
+@pytest.mark.parametrize("driver", [None, "gelsd", "gels"])
+@pytest.mark.parametrize(
+    "a_shape, b_shape",
+    [
+        ((5, 3), (5,)),  # a vector
+        ((2, 5, 3), (2, 5)),  # a batch of vectors: B is A's shape less its last dim
+        ((2, 1, 5, 3), (2, 1, 5)),
+        ((1, 5, 3), (4, 5, 2)),  # the batch broadcasts; rank and S keep A's own
+        ((2, 1, 5, 3), (1, 3, 5, 2)),
+        ((1, 5, 3), (5, 2)),  # one dim short, not vectors: B's leading size joins the batch
+        ((1, 3, 5), (3, 2)),
+        ((5, 5, 3), (5, 2)),
+    ],
+    ids=str,
+)
+def test_lstsq_shapes_follow_torchs_vector_and_batch_rules(a_shape, b_shape, driver):
+    """B is vectors only when 1-d or A's shape less its last dim; A's batch broadcasts
+    with B's leading A.ndim - 2 sizes (as torch's), rank and singular values keep A's."""
+    ka, ta = _pair(RNG.standard_normal(a_shape), kael.float64)
+    kb, tb = _pair(RNG.standard_normal(b_shape), kael.float64)
+    got, want = kael.linalg.lstsq(ka, kb, driver=driver), torch.linalg.lstsq(ta, tb, driver=driver)
+    close_to_torch(tuple(got), tuple(want), 1e-10)
+
+
+@pytest.mark.parametrize(
+    "a_shape, b_shape, error, words",
+    [
+        ((2, 5, 3), (5, 2), kael.ValueError, r"batch dims of A \[2, 5, 3\] and B \[5, 2\] cannot be"),
+        ((2, 2, 5, 3), (1, 5, 2), kael.ValueError, r"batch dims of A \[2, 2, 5, 3\] and B \[1, 5, 2\]"),
+        ((2, 5, 3), (3, 5, 2), kael.ValueError, r"batch dims of A \[2, 5, 3\] and B \[3, 5, 2\]"),
+        ((2, 5, 3), (1, 5), kael.ValueError, r"should match other.size\(-2\), got A \[2, 5, 3\] and B \[1, 5\]"),
+        ((5, 3), (3,), kael.ValueError, r"should match other.size\(-1\), got A \[5, 3\] and B \[3\]"),
+        ((1, 5, 3), (5,), kael.ValueError, r"\(input.dim\(\) - other.dim\(\)\) <= 1, got A \[1, 5, 3\] and B \[5\]"),
+        ((5, 3), (), kael.ValueError, r"at least 1 dimension, got A \[5, 3\] and B \[\]"),
+    ],
+)  # fmt: skip
+def test_lstsq_refuses_the_shapes_torch_refuses(a_shape, b_shape, error, words):
+    with pytest.raises(RuntimeError):
+        torch.linalg.lstsq(torch.ones(a_shape), torch.ones(b_shape))
+    with pytest.raises(error, match=words):
+        kael.linalg.lstsq(kael.ones(a_shape), kael.ones(b_shape))
+
+
 def test_torch_svd_returns_v_and_zeros_without_uv():
     k, t = _pair(RNG.standard_normal((2, 5, 3)), kael.float64)
     for some in (True, False):
