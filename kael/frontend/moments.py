@@ -3,10 +3,11 @@ Reductions).
 
 var and std take the corrected two-pass algorithm. Pass 1 is the float64 mean
 m = sum(x) / n; pass 2 sums d = x - m and d^2 side by side (one paired-sum kernel), and its
-epilogue gives var = (sum(d^2) - sum(d) * (sum(d) / n)) / max(n - correction, 0). The
-correction removes what the mean's rounding error adds to a plain second pass: on data
-spread over a few ulps every d is a small multiple of one ulp, so both sums are exact and a
-constant slice gives 0 exactly, whatever the order of the terms.
+epilogue gives var = (sum(d^2) - sum(d) * (sum(d) / n)) / (n - correction). The sum(d)
+term removes what the mean's rounding error adds to a plain second pass: on data spread
+over a few ulps every d is a small multiple of one ulp, so both sums are exact and a
+constant slice gives 0 exactly, whatever the order of the terms. The divisor is torch's:
+0 unless n > correction, a NaN correction included (_divisor).
 
 Overflow: a float64 sum of x or of d^2 (norm: of x^2 or |x|^p) can pass the largest
 double where the result does not. These kernels' epilogues raise the flag (ops.FLAG) where
@@ -24,7 +25,6 @@ general-p norms.
 
 from __future__ import annotations
 
-import builtins
 import math
 from collections.abc import Callable
 
@@ -190,6 +190,12 @@ def _deviations(op: str, x: Tensor, axes, keepdim, n, divisor, unit, out) -> Res
     )
 
 
+def _divisor(n: int, correction: float) -> float:
+    """torch's n - correction, or 0 unless n exceeds it: a NaN correction divides by 0 (inf,
+    NaN for a constant slice), -inf by inf (0), and an empty slice stays NaN (0 / 0)."""
+    return float(n - correction) if n > correction and n else 0.0
+
+
 def _variance(op: str, x, dim, correction, keepdim, out) -> Tensor:
     """The corrected two-pass var (or std), redone scaled where float64 sums overflowed."""
     x = tensor_arg(x, op)
@@ -199,7 +205,7 @@ def _variance(op: str, x, dim, correction, keepdim, out) -> Tensor:
     correction = scalar_arg(correction, op, "correction")
     axes = reduce_axes(x, dim, op)
     n = reduced_count(x.shape, axes)
-    divisor = float(builtins.max(n - correction, 0))
+    divisor = _divisor(n, correction)
 
     def run(target: Tensor | None) -> Tensor:
         results = _deviations(op, x, axes, keepdim, n, divisor, None, target)

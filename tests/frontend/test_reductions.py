@@ -2,6 +2,7 @@
 every bad input as a typed kael error, NaN and tie rules, precision, determinism and
 one launch per pass (the elementwise prologue and epilogue fused into the kernel)."""
 
+import itertools
 import math
 from fractions import Fraction
 
@@ -445,6 +446,29 @@ def test_var_divides_by_n_minus_correction_clamped_at_zero():
     for correction in (2, 3, 5):
         check(kael.var(to_kael(t), correction=correction), torch.var(t, correction=correction))
     assert kael.std(to_kael(t), correction=4).item() == math.inf
+
+
+@pytest.mark.filterwarnings(r"ignore:(var|std)(_mean)?\(\)")
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("op", ["var", "std", "var_mean", "std_mean"])
+def test_var_divisor_is_n_minus_correction_only_when_n_exceeds_it_nan_included(op, dtype):
+    """torch divides by n - correction when n > correction, else by 0: a NaN correction
+    gives inf (NaN for a constant row), -inf gives 0, and an empty row stays NaN for
+    any correction."""
+    rows = [[0.5, 1.0, 2.0, 4.0], [3.0, 3.0, 3.0, 3.0]]
+    t, k = torch.tensor(rows, dtype=getattr(torch, dtype)), kael.tensor(rows).to(getattr(kael, dtype))  # fmt: skip
+    empty_t, empty_k = torch.ones(2, 0, dtype=t.dtype), kael.ones(2, 0, dtype=k.dtype)
+    for correction in (math.nan, math.inf, -math.inf, -1, -1.5, 3.5, 4, 1e300):
+        for (kx, tx), dim in itertools.product(((k, t), (empty_k, empty_t)), (1, None)):
+            got = getattr(kael, op)(kx, dim, correction=correction)
+            want = getattr(torch, op)(tx, dim, correction=correction)
+            pairs = zip(got, want, strict=True) if op.endswith("_mean") else [(got, want)]
+            for kr, tr in pairs:
+                assert kr.shape == tuple(tr.shape) and kr.dtype is KAEL_DTYPES[tr.dtype]
+                np.testing.assert_allclose(
+                    kr.to(kael.float64).numpy(), tr.double().numpy(), rtol=1e-2, equal_nan=True,
+                    err_msg=f"{op} {dtype} correction={correction} dim={dim} rows {list(tx.shape)}",
+                )  # fmt: skip
 
 
 # Values whose float64 mean rounds away from the value: a constant slice of them shows the
