@@ -8,6 +8,7 @@ out in the sampler's order; with 0 the main process loads each batch when it is 
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import multiprocessing
 import os
@@ -190,7 +191,7 @@ class DataLoader:
 
     def __len__(self) -> int:
         if isinstance(self.dataset, IterableDataset):
-            n = len(self.dataset)
+            n = _dataset_length(self.dataset)
             return n if self.batch_size is None else batch_count(n, self.batch_size, self.drop_last)
         return len(self.batch_sampler if self.batch_sampler is not None else self.sampler)
 
@@ -254,11 +255,19 @@ class _LoaderIter:
         self.close()
 
 
+def _dataset_length(dataset: IterableDataset) -> int:
+    """len(dataset); kael.TypeError (a builtin TypeError too) naming the dataset's type
+    where it has no __len__ (a stream)."""
+    if not hasattr(type(dataset), "__len__"):
+        raise TypeError(f"object of type '{type(dataset).__name__}' has no len()")
+    return len(dataset)
+
+
 def _length_or_none(loader: DataLoader) -> int | None:
     """len(loader), or None where its dataset has none (an iterable one without it)."""
     try:
         return len(loader)
-    except TypeError:
+    except builtins.TypeError:  # kael's and the one a dataset's own len() raises (a chain's)
         return None
 
 

@@ -11,7 +11,14 @@ import torch
 import torch.utils.data as tdata
 
 import kael
-from kael.utils.data import DataLoader, Dataset, IterableDataset, TensorDataset, get_worker_info
+from kael.utils.data import (
+    ChainDataset,
+    DataLoader,
+    Dataset,
+    IterableDataset,
+    TensorDataset,
+    get_worker_info,
+)
 
 X = np.arange(40, dtype=np.float32).reshape(20, 2)
 Y = np.arange(20)
@@ -85,6 +92,37 @@ def test_iterable_dataset_batches_match_torch(workers):
     got = [b.tolist() for b in DataLoader(Shards(), batch_size=3, num_workers=workers)]
     want = [b.tolist() for b in tdata.DataLoader(TorchShards(), batch_size=3, num_workers=workers)]
     assert got == want
+
+
+class Stream(IterableDataset):
+    """A stream: no __len__, as most iterable datasets are written."""
+
+    def __iter__(self):
+        return iter(range(7))
+
+
+class TorchStream(tdata.IterableDataset):
+    def __iter__(self):
+        return iter(range(7))
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+@pytest.mark.parametrize("batch_size", [None, 3])
+def test_an_iterable_dataset_without_len_streams_as_torch(workers, batch_size):
+    def batches(data, loader, chain):
+        return [
+            b if isinstance(b, int) else b.tolist()
+            for b in loader(data, batch_size=batch_size, num_workers=workers)
+        ] + [b.tolist() for b in loader(chain([data, data]), batch_size=4)]
+
+    got = batches(Stream(), DataLoader, ChainDataset)
+    want = batches(TorchStream(), tdata.DataLoader, tdata.ChainDataset)
+    assert got == want
+
+
+def test_len_of_a_loader_over_a_stream_is_a_typed_error():
+    with pytest.raises(kael.TypeError, match="'Stream' has no len"):
+        len(DataLoader(Stream(), batch_size=2))
 
 
 class Failing(Dataset):
