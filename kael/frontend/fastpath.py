@@ -28,6 +28,7 @@ replay the gemm plan the full door ran (gemm_run.run: packing buffers, threads).
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import threading
 from dataclasses import dataclass
@@ -631,11 +632,11 @@ def new_tensor(storage: Storage, shape: tuple, dtype: DType):
     return _result(storage, shape, _dense_strides(shape), dtype)
 
 
-def _result(storage: Storage, shape: tuple, strides: tuple, dtype: DType):
+def _result(storage: Storage, shape: tuple, strides: tuple, dtype: DType, offset: int = 0):
     """A Tensor over a fresh host storage in a layout this door made (valid by making)."""
     impl = _new(TensorImpl)  # TensorImpl.of_tuples and Tensor.trusted, without their frames
     impl.storage, impl.shape, impl.strides = storage, shape, strides
-    impl.offset, impl.dtype, impl.device = 0, dtype, CPU
+    impl.offset, impl.dtype, impl.device = offset, dtype, CPU
     t = _new(Tensor)
     t._impl = impl
     return t
@@ -818,15 +819,20 @@ def remember(
 
 @dataclass(frozen=True, slots=True)
 class _Kept:
-    """A remembered reduction or row-kernel launch: one pass, then for inputs reduced in
-    several blocks the fixed tree over their partials (`final`), which lives in per-call
-    scratch."""
+    """A remembered launch of a keyed door: one pass (then, for inputs reduced in several
+    blocks, the fixed tree over their partials, `final`, in per-call scratch) into fresh
+    storages, the call's results views of them."""
 
     fn: object
-    native: native_launch.Descriptor  # its block; words: outputs, input (then the scratch)
+    # its block; words: the outputs', then each tensor read's (then the scratch, then the
+    # error word)
+    native: native_launch.Descriptor
     total: int  # work items
-    results: tuple[tuple[tuple, DType, int], ...]  # each output's shape, dtype and bytes
-    itemsize: int  # the input's
+    storages: tuple[int, ...]  # bytes of each output's storage, in the block's order
+    reads: tuple[
+        tuple[int, int], ...
+    ]  # per tensor read: the door's tensor (0: the input), itemsize
+    views: tuple[tuple, ...]  # per result tensor: (storage, shape, strides, offset, dtype)
     moved: int  # bytes read and written: the thread pool's from launcher.PARALLEL_BYTES
     final: native_launch.Descriptor | None = None  # the tree, one work item per output
     outputs: int = 0
@@ -834,9 +840,12 @@ class _Kept:
     align: int = 1  # work items per split unit on the thread pool
     pack: type | None = None  # the results' tuple type (max(x, dim)'s pair); None: one tensor
     # whether replays count toward the kernel's promotion from tier 0 (launcher.count_launch):
-    # the scalar hand-written kernels (scans, sorts) want LLVM's optimizer, kael's vectorized
-    # kernels hardly (codegen/cpu/tiers.py)
+    # the scalar hand-written kernels (scans, sorts, gathers) want LLVM's optimizer, kael's
+    # vectorized kernels hardly (codegen/cpu/tiers.py)
     counted: bool = False
+    # the error word's first value where the kernel checks indices: any other after a
+    # replay sends the call through the full door, which raises as it would have
+    error: int | None = None
 
 
 _keyed: dict[tuple, _Kept | object] = {}
@@ -850,26 +859,34 @@ def capture(entry: eager.Template, outs: list, ins: list, axes, keepdim, scalars
 
 
 def capture_rows(fn, words: list[int], rows: int, moved: int, align: int, src, out) -> None:
-    """Called by the row kernels' door (nn.py) and the scans after each launch of `fn` over
-    `rows` rows with the block `words` (src's address, out's, then fixed words): kept when
-    a fast door asked."""
-    capture_launch(fn, words, rows, moved, align, src, (out,), (1, 0), counted=False)
+    """Called by the row kernels' door (nn.py) after each launch of `fn` over `rows` rows
+    with the block `words` (src's address, out's, then fixed words): kept when a fast door
+    asked."""
+    capture_launch(fn, words, rows, moved, align, (src,), (out,), (1, 0), counted=False)
 
 
 def capture_launch(
-    fn, words: list[int], items: int, moved: int, align: int, src, outs, at, counted=True
-) -> None:
-    """Called after a hand-written kernel's launch of `fn` over `items` work items read
-    `src` and made `outs` (a scan's, sort's, topk's): `at` names the words holding each
-    output's address, then src's. Kept when a fast door asked; `counted`: its replays
-    count toward the kernel's promotion from tier 0."""
+    fn, words: list[int], items: int, moved: int, align: int, reads, outs, at,
+    counted: bool = True, error: tuple[int, int] | None = None,
+) -> None:  # fmt: skip
+    """Called after a hand-written kernel's launch of `fn` over `items` work items that
+    read the tensors `reads` and made `outs` (a scan's, sort's, gather's): `at` names the
+    words holding each output's address, then each read's; `error` = (its word, its
+    first value) where the kernel checks indices. Kept when a fast door asked; `counted`:
+    its replays count toward the kernel's promotion from tier 0."""
     outs = tuple(outs)
-    _offer(outs, _remember_launch, fn, words, items, moved, align, src, outs, at, counted)
+    remember = _remember_launch
+    _offer(outs, remember, fn, words, items, moved, align, tuple(reads), outs, at, counted, error)
+
+
+def capturing() -> bool:
+    """Whether a fast door is asking for this call's launch (else no capture need be made)."""
+    return getattr(_captured, "slot", None) is not None and _trace_state.trace is None
 
 
 def _offer(outs: tuple, remember, *launch) -> None:
     """Hand a launch that made `outs` to the fast door that asked (`keyed`), if one did:
-    remember(*launch, key, impl, pack) keeps it for that door's key."""
+    remember(*launch, key, impls, pack, views) keeps it for that door's key."""
     slot = getattr(_captured, "slot", None)
     # (under a trace the launch is recorded, not run: holding its output would keep a
     # traced value alive, and out of the row driver's chunk scratch)
@@ -877,30 +894,39 @@ def _offer(outs: tuple, remember, *launch) -> None:
         slot.append((outs, functools.partial(remember, *launch)))
 
 
-_UNPACKED = object()  # a result that is not the launch's outputs as they were made
-
-
-def _packing(result, outs: tuple):
-    """How the call's result holds the launch's outputs: None for the one output itself,
-    the tuple type (a named pair such as max(x, dim)'s) holding them all in launch order,
-    else _UNPACKED."""
+def _views_of(result, outs: tuple) -> tuple | None:
+    """(pack, views) of a result that is tensors viewing the launch's outputs: one tensor
+    (pack None) or a tuple of them (its type: a named pair such as max(x, dim)'s), each a
+    view (storage index, shape, strides, offset, dtype) of an output's storage; else None."""
     if type(result) is Tensor:
-        return None if outs == (result._impl,) else _UNPACKED
-    kind = type(result)
-    if not isinstance(result, tuple) or not (kind is tuple or hasattr(kind, "_make")):
-        return _UNPACKED
-    if len(result) != len(outs) or any(type(r) is not Tensor for r in result):
-        return _UNPACKED
-    return kind if all(r._impl is o for r, o in zip(result, outs)) else _UNPACKED
+        tensors, pack = (result,), None
+    else:
+        pack = type(result)
+        if not isinstance(result, tuple) or not (pack is tuple or hasattr(pack, "_make")):
+            return None
+        if any(type(r) is not Tensor for r in result):
+            return None
+        tensors = result
+    storages = [o.storage for o in outs]
+    views = []
+    for t in tensors:
+        i = t._impl
+        k = next((k for k, s in enumerate(storages) if i.storage is s), None)
+        if k is None:
+            return None
+        views.append((k, i.shape, i.strides, i.offset, i.dtype))
+    return pack, tuple(views)
 
 
 def keyed(fn, traced=None):
-    """The public op `fn(input, ...)` (a reduction, a row kernel) behind a fast door keyed
-    by its arguments; a call the door has not seen runs `fn`, and its launch is remembered
-    when it was the call's one launch on CPU and made the result (a tree over several
-    blocks included, unless the tree itself is big enough for the pool). `traced`:
-    what runs while the door is closed (the op door, under @kael.compile's trace), else fn.
-    A door from a door wraps the same function (`__wrapped__`), never the door itself."""
+    """The public op `fn(input, ...)` (a reduction, a row kernel, a gather) behind a fast
+    door keyed by its arguments (tensor arguments by dtype and layout); a call the door
+    has not seen runs `fn`, and its launch is remembered when it was the call's one launch
+    on CPU, no other door ran inside the call, and its results view what it made (a tree
+    over several blocks included, unless the tree itself is big enough for the pool).
+    `traced`: what runs while the door is closed (the op door, under @kael.compile's
+    trace), else fn. A door from a door wraps the same function (`__wrapped__`), never the
+    door itself."""
     fn = getattr(fn, "__wrapped__", fn)
     closed = fn if traced is None else traced
     name = fn.__name__
@@ -911,24 +937,34 @@ def keyed(fn, traced=None):
             kwargs = torch_keywords(kwargs)
         if not _open() or type(input) not in PLAIN:
             return closed(input, *args, **kwargs)
+        outer = getattr(_captured, "slot", None)
+        if outer is not None:  # a door inside a door's call: the outer one keeps nothing
+            outer.append(None)
         impl = input._impl
         if "out" in kwargs or impl.dtype.is_complex:  # complex: parts or a cast run first,
             return fn(input, *args, **kwargs)  # so the kernel reads not the input itself
-        given = _plain_arguments(args, kwargs) if args or kwargs else ()
+        impls = [impl]
+        given = _plain_arguments(args, kwargs, impls) if args or kwargs else ()
         if given is None:  # a list of dims, a 1 for True: the full door judges those
             return fn(input, *args, **kwargs)
         key = (name, impl.dtype, impl.device, impl.shape, impl.strides, given, get_num_threads())
         entry = _keyed.get(key)
         if entry is not None:
-            return fn(input, *args, **kwargs) if entry is _UNSERVED else _replay_kept(entry, impl)
-        saved, _captured.slot = getattr(_captured, "slot", None), []
+            if entry is not _UNSERVED:
+                result = _replay_kept(entry, impls)
+                if result is not None:
+                    return result
+            return fn(input, *args, **kwargs)
+        _captured.slot = []
         try:
             result = fn(input, *args, **kwargs)
             launched = _captured.slot
         finally:
-            _captured.slot = saved
-        pack = _packing(result, launched[0][0]) if len(launched) == 1 else _UNPACKED
-        if not (pack is not _UNPACKED and launched[0][1](key, impl, pack)) and (
+            _captured.slot = outer
+        kept = None
+        if len(launched) == 1 and launched[0] is not None:
+            kept = _views_of(result, launched[0][0])
+        if not (kept is not None and launched[0][1](key, impls, *kept)) and (
             len(_keyed) < _MAX_ENTRIES
         ):
             _keyed[key] = _UNSERVED  # the same call runs the same way: never ask again
@@ -940,25 +976,33 @@ def keyed(fn, traced=None):
 _PLAIN = (int, bool, type(None), DType)
 
 
-def _plain(value) -> tuple | None:
-    """(exact type, value): 1, True and 1.0 are equal keys, but not equal arguments."""
+def _plain(value, tensors: list) -> tuple | None:
+    """(exact type, value): 1, True and 1.0 are equal keys, but not equal arguments; a host
+    tensor's dtype and layout, its impl appended to `tensors`."""
     kind = type(value)
     if kind is tuple:
         return (kind, value) if all(type(d) is int for d in value) else None
+    if kind in PLAIN:
+        t = value._impl
+        if t.device is not CPU or t.dtype.is_complex:
+            return None
+        tensors.append(t)
+        return (kind, t.dtype, t.shape, t.strides)
     return (kind, value) if kind in _PLAIN else None
 
 
-def _plain_arguments(args: tuple, kwargs: dict) -> tuple | None:
+def _plain_arguments(args: tuple, kwargs: dict, tensors: list) -> tuple | None:
     """The arguments as a key, each value beside its exact type, or None where one is not
-    an int, bool, None, dtype or tuple of ints (a list of dims: the full door judges it)."""
+    an int, bool, None, dtype, tuple of ints or host tensor (a list of dims: the full door
+    judges it); the tensors' impls are appended to `tensors` in order."""
     out = []
     for value in args:
-        plain = _plain(value)
+        plain = _plain(value, tensors)
         if plain is None:
             return None
         out.append(plain)
     for name, value in kwargs.items():
-        plain = _plain(value)
+        plain = _plain(value, tensors)
         if plain is None:
             return None
         out.append((name, plain))
@@ -971,37 +1015,52 @@ def _fresh_dense(out) -> bool:
     return out.device is CPU and dense and len(_keyed) < _MAX_ENTRIES
 
 
-def _results(outs) -> tuple:
-    """Each output's (shape, dtype, bytes): what a replay allocates."""
-    return tuple((o.shape, o.dtype, o.numel() * o.dtype.itemsize) for o in outs)
+def _storage_bytes(outs) -> tuple[int, ...]:
+    return tuple(o.numel() * o.dtype.itemsize for o in outs)
 
 
-def _remember_launch(
-    fn, words, items, moved, align, src, outs, at, counted, key, impl, pack
-) -> bool:
-    """Keep a captured handwritten launch for `key` when it read the input's own elements
-    (not a converted copy) into fresh dense results; whether it did."""
-    if not _reads(src, impl) or not all(_fresh_dense(o) for o in outs):
-        return False
-    template = [0 if i in at else word for i, word in enumerate(words)]
-    native = native_launch.describe(fn, template, at, moved // max(1, items))
-    if native is None:
-        return False
-    _keyed[key] = _Kept(fn, native, items, _results(outs), src.dtype.itemsize, moved,
-                        align=align, pack=pack, counted=counted)  # fmt: skip
-    return True
+def _read_from(reads, impls) -> tuple | None:
+    """Per tensor the launch read, (which of the door's tensors it is, its itemsize): it
+    must be one of them, its own elements (a view of them from the same start, not a
+    converted copy), as a replay passes that tensor's address in its place; else None."""
+    found = []
+    for src in reads:
+        j = next((j for j, t in enumerate(impls) if _reads(src, t)), None)
+        if j is None:
+            return None
+        found.append((j, src.dtype.itemsize))
+    return tuple(found)
 
 
 def _reads(src, impl) -> bool:
-    """Whether the launch read the input's own elements (a view of them from the same
-    start, not a converted copy): a replay passes the input's address in its place."""
     same = src.storage is impl.storage and src.offset == impl.offset
     return same and src.dtype is impl.dtype
 
 
-def _remember_reduction(entry, outs, ins, axes, keepdim, scalars, key, impl, pack) -> bool:
+def _remember_launch(
+    fn, words, items, moved, align, reads, outs, at, counted, error, key, impls, pack, views
+) -> bool:
+    """Keep a captured hand-written launch for `key` when it read the door's tensors into
+    fresh dense outputs; whether it did."""
+    found = _read_from(reads, impls)
+    if found is None or not all(_fresh_dense(o) for o in outs):
+        return False
+    positions = at if error is None else (*at, error[0])
+    template = [0 if i in positions else word for i, word in enumerate(words)]
+    native = native_launch.describe(fn, template, positions, moved // max(1, items))
+    if native is None:
+        return False
+    _keyed[key] = _Kept(
+        fn, native, items, _storage_bytes(outs), found, views, moved, align=align, pack=pack,
+        counted=counted, error=None if error is None else error[1],
+    )  # fmt: skip
+    return True
+
+
+def _remember_reduction(entry, outs, ins, axes, keepdim, scalars, key, impls, pack, views) -> bool:
     """Keep the captured launch for `key` when this door can replay it; whether it did."""
-    if len(ins) != 1 or not _reads(ins[0], impl) or not all(_fresh_dense(o) for o in outs):
+    found = _read_from(ins, impls[:1])
+    if found is None or len(ins) != 1 or not all(_fresh_dense(o) for o in outs):
         return False
     prepared = eager.prepare(entry, outs, ins, (axes, keepdim))
     if prepared is None:
@@ -1024,31 +1083,41 @@ def _remember_reduction(entry, outs, ins, axes, keepdim, scalars, key, impl, pac
     if native is None:
         return False
     _keyed[key] = _Kept(
-        prepared.fn, native, prepared.total, _results(outs), ins[0].dtype.itemsize,
+        prepared.fn, native, prepared.total, _storage_bytes(outs), found, views,
         prepared.moved, final, prepared.outputs, scratch or (0, 0), pack=pack,
     )  # fmt: skip
     return True
 
 
-def _replay_kept(entry: _Kept, impl):
+def _replay_kept(entry: _Kept, impls: list):
+    """The remembered launch over this call's tensors: its results, or None where the
+    kernel found a bad index (the full door then raises for it)."""
     if entry.counted and entry.fn.tier0 is not None:
         entry.fn.tier0.launched()
-    storages = [Storage.host(nbytes) for _, _, nbytes in entry.results]
+    storages = [Storage.host(nbytes) for nbytes in entry.storages]
     words = [s.ptr for s in storages]
-    words.append(impl.storage.ptr + impl.offset * entry.itemsize)
+    for j, size in entry.reads:
+        t = impls[j]
+        words.append(t.storage.ptr + t.offset * size)
     final = entry.final
     if final is not None:
         held, partials, indices = eager.scratch_storage(entry.scratch)
         words += (partials, indices)
+    error = entry.error
+    if error is not None:
+        flag = ctypes.c_int64(error)
+        words.append(ctypes.addressof(flag))
     if entry.moved < PROMOTE_BYTES or runs_inline(entry.fn, entry.moved):
         _native(entry.native.address, entry.total, *words)
     else:
         run_pooled(entry.fn, entry.native.block(words), entry.total, entry.align)
     if final is not None:
         _native(final.address, entry.outputs, *words)
+    if error is not None and flag.value != error:
+        return None
     results = [
-        _result(storage, shape, _dense_strides(shape), dtype)
-        for storage, (shape, dtype, _) in zip(storages, entry.results)
+        _result(storages[k], shape, strides, dtype, offset)
+        for k, shape, strides, offset, dtype in entry.views
     ]
     pack = entry.pack
     return results[0] if pack is None else pack(results) if pack is tuple else pack._make(results)

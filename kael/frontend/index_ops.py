@@ -30,6 +30,7 @@ from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.determinism import are_deterministic_algorithms_enabled
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import (
+    INT64_MAX,
     DType,
     bool_,
     int32,
@@ -40,7 +41,7 @@ from kael.runtime.dtypes import (
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, format_shape, overlapping
-from kael.runtime.threadpool import get_num_threads
+from kael.runtime.threadpool import ALIGN_ITEMS, get_num_threads
 from kael.runtime.tracestate import state as _trace_state
 
 # ---- argument checks ----------------------------------------------------------------------------
@@ -259,8 +260,10 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
 def _gather_into(
     out: TensorImpl, src: TensorImpl, dim: int, index: TensorImpl, mode: int, op: str
 ) -> None:
-    """out = src gathered along dim by index (index over out's walk shape, at least 1-d)."""
+    """out = src gathered along dim by index (index over out's walk shape, at least 1-d);
+    its launch offered to the fast door that asks (gather, index_select)."""
     size = src.shape[dim]
+    record = [] if fastpath.capturing() else None
     bad = kernels.walk(
         "gather",
         src.dtype,
@@ -272,9 +275,14 @@ def _gather_into(
         src.strides[dim],
         mode,
         device=src.device,
+        record=record,
     )
     if bad is not None:
         raise _out_of_bounds(op, bad, dim, size)
+    if record:  # words: dense (out), table (src), index, error
+        fastpath.capture_launch(
+            *record[0], ALIGN_ITEMS, (src, index), (out,), (0, 1, 2), error=(3, INT64_MAX)
+        )
 
 
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
@@ -303,9 +311,13 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
         outer = math.prod(src1.shape[:d])
         big = out.numel() * out.dtype.itemsize >= eager.NONTEMPORAL_BYTES
         stream = big and take_rows.streams(out, run)
-        bad = take_rows.take_rows(out, src1, flat, outer, src1.shape[d], run, stream)
+        record = [] if fastpath.capturing() else None
+        bad = take_rows.take_rows(out, src1, flat, outer, src1.shape[d], run, stream, record)
         if bad is not None:
             raise _out_of_bounds("index_select", bad, d, src1.shape[d])
+        if record:  # words: out, src, index, error
+            reads = (src1, flat)
+            fastpath.capture_launch(*record[0], 1, reads, (out,), (0, 1, 2), False, (3, INT64_MAX))
         return Tensor(out)
     _gather_into(out, src1, d, _spread(idx, shape, d), kernels.STRICT, "index_select")
     return Tensor(out)
@@ -783,7 +795,7 @@ def _offer(launched: tuple, keys: TensorImpl, out: TensorImpl, values: TensorImp
     ... and, last, the values' address."""
     fn, words, rows, moved = launched
     outs, at = ((out,), (1, 0)) if values is None else ((values, out), (len(words) - 1, 1, 0))
-    fastpath.capture_launch(fn, words, rows, moved, 1, keys, outs, at)
+    fastpath.capture_launch(fn, words, rows, moved, 1, (keys,), outs, at)
 
 
 def _rows_of(dst: TensorImpl, dim: int, shape: tuple[int, ...]) -> TensorImpl:
@@ -905,7 +917,7 @@ def topk(
 
 
 # The orderings whose public function and method are fastpath.keyed's door itself.
-FAST = ("sort", "argsort", "topk")
+FAST = ("sort", "argsort", "topk", "gather", "index_select")
 FUNCTIONS: dict[str, Callable] = {
     "cat": cat,
     "stack": stack,

@@ -275,3 +275,5 @@ FUNCTIONS = {
     )
 }
 FUNCTIONS["native_channel_shuffle"] = FUNCTIONS["channel_shuffle"]
+# an embedding lookup is one take_rows launch: remembered by the fast door per layout
+FUNCTIONS["embedding"] = fastpath.keyed(embedding, FUNCTIONS["embedding"])

@@ -74,7 +74,7 @@ def _scan_on_cpu(op: str, src: TensorImpl, dst: TensorImpl, dim: int) -> None:
     launched = scan.run(op, read, dst, dim)
     if launched is not None and read is src:
         fn, words, items, moved = launched
-        fastpath.capture_launch(fn, words, items, moved, 1, src, (dst,), (1, 0))
+        fastpath.capture_launch(fn, words, items, moved, 1, (src,), (dst,), (1, 0))
 
 
 def _run_scan(op: str, src: TensorImpl, dst: TensorImpl, dim: int) -> None:

@@ -578,6 +578,79 @@ def test_an_ordering_is_remembered_and_replayed(name, args, kwargs, last, shape,
         assert _row_served(name, x)
 
 
+def _served_for(name: str, x) -> bool:
+    """Whether the keyed door holds a remembered launch of `name` for x's layout."""
+    i = x._impl
+    return any(
+        k[0] == name and k[3:5] == (i.shape, i.strides) and e is not fastpath._UNSERVED
+        for k, e in fastpath._keyed.items()
+    )
+
+
+LOOKUPS = [  # (name, the call, whether it is remembered)
+    ("gather", lambda lib, x, i: lib.gather(x, 1, i), True),
+    ("index_select", lambda lib, x, i: lib.index_select(x, 0, i[0]), True),  # take_rows
+    ("index_select", lambda lib, x, i: lib.index_select(x, 1, i[0]), True),  # the walk
+    ("index_select", lambda lib, x, i: lib.index_select(x, 0, i[0].int()), False),  # converted
+    ("index_select", lambda lib, x, i: lib.index_select(x, 0, i[:, 0]), False),  # copied
+    ("index_select", lambda lib, x, i: lib.index_select(x, 1, i[:, 0]), True),  # strided walk
+]
+
+
+@pytest.mark.parametrize("name, call, remembered", LOOKUPS)
+def test_a_lookup_by_index_is_remembered_and_replayed(name, call, remembered, monkeypatch):
+    monkeypatch.setattr(fastpath, "_keyed", {})
+    rng = np.random.default_rng(70)
+    table = rng.standard_normal((12, 20)).astype(np.float32)
+    for seed in range(3):
+        picks = np.random.default_rng(seed).integers(0, 12, (4, 6))
+        x, i = kael.tensor(table * (seed + 1)), kael.tensor(picks)
+        got = call(kael, x, i)
+        want = call(torch, torch.from_numpy(table * (seed + 1)), torch.from_numpy(picks))
+        assert got.shape == tuple(want.shape) and got.dtype is kael.float32
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    assert _served_for(name, x) is remembered
+
+
+def test_a_remembered_lookup_still_refuses_a_bad_index(monkeypatch):
+    monkeypatch.setattr(fastpath, "_keyed", {})
+    x = kael.tensor(np.arange(12.0).reshape(3, 4))
+    good, bad = kael.tensor([[0, 2], [1, 1], [2, 0]]), kael.tensor([[0, 2], [1, 9], [2, 0]])
+    for _ in range(2):
+        x.gather(1, good)
+        kael.index_select(x, 0, good[:, 0])
+    assert _served_for("gather", x) and _served_for("index_select", x)
+    with pytest.raises(kael.IndexError, match="9"):
+        x.gather(1, bad)
+    with pytest.raises(kael.IndexError, match="9"):
+        kael.index_select(x, 0, bad[:, 1].contiguous())
+    np.testing.assert_array_equal(x.gather(1, good).numpy(), [[0, 2], [5, 5], [10, 8]])
+
+
+def test_an_embedding_lookup_is_remembered_and_replayed(monkeypatch):
+    import torch.nn.functional as TF
+
+    import kael.nn.functional as F
+
+    monkeypatch.setattr(fastpath, "_keyed", {})
+
+    weight = np.random.default_rng(71).standard_normal((50, 8)).astype(np.float32)
+    w, tw = kael.tensor(weight), torch.from_numpy(weight)
+    for seed in range(3):
+        ids = np.random.default_rng(seed).integers(0, 50, (2, 5))
+        got = F.embedding(kael.tensor(ids), w)
+        want = TF.embedding(torch.from_numpy(ids), tw)
+        assert got.shape == tuple(want.shape)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+        assert got.is_contiguous() and got.storage_offset() == 0
+    assert _served_for("embedding", kael.tensor(ids))
+    with pytest.raises(kael.IndexError):
+        F.embedding(kael.tensor([[1, 50, 2, 3, 4], [0, 0, 0, 0, 0]]), w)
+    renormed = F.embedding(kael.tensor(ids), kael.tensor(weight), max_norm=1.0)  # not keyed
+    want = TF.embedding(torch.from_numpy(ids), torch.from_numpy(weight.copy()), max_norm=1.0)
+    np.testing.assert_allclose(renormed.numpy(), want.numpy(), rtol=1e-6)
+
+
 SCANS = [
     ("cumsum", kael.float32, {}),
     ("cumsum", kael.int64, {}),

@@ -741,9 +741,11 @@ def walk(
     order: int = ORDER_LINES,
     device=None,
     split: tuple[int, int] | None = None,
+    record: list | None = None,
 ) -> int | None:
     """Run a walk kernel over `sizes`; None, or the first bad index value (nothing was
-    written for it). scatter_add needs its indexed dim last in `sizes` and at least one
+    written for it). `record` (a list) gets (kernel, words, work items, bytes moved) of a
+    gather's one host launch, for the fast door to replay (its words: WALK_WORDS first). scatter_add needs its indexed dim last in `sizes` and at least one
     other dim; its check-only pass (write=False) takes indices as STRICT. `parallel=False`
     keeps a put with repeated offsets on one thread, so the last write wins. `device`: where
     the operands' addresses point (None: the CPU). `split` = (address, parts): a scatter
@@ -782,7 +784,9 @@ def walk(
         if kind in SCATTERS:
             runner.run(name, build, symbol, words, total // sizes[-1], moved, align=1)
         else:
-            runner.run(name, build, symbol, words, total, moved, serial=not parallel)
+            fn = runner.run(name, build, symbol, words, total, moved, serial=not parallel)
+            if record is not None and fn is not None and parallel:
+                record.append((fn, words, total, moved))
         (bad,) = runner.read(error, 1)
         return None if bad == INT64_MAX else _value_at(runner, index, sizes, bad)
     finally:

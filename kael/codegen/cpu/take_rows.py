@@ -102,11 +102,14 @@ def streams(out, run_bytes: int) -> bool:
 
 
 def take_rows(
-    out, src, index, outer: int, size: int, run_bytes: int, stream: bool = False
-) -> int | None:
+    out, src, index, outer: int, size: int, run_bytes: int, stream: bool = False,
+    record: list | None = None,
+) -> int | None:  # fmt: skip
     """out[o, j] = src[o, index[j]] for runs of `run_bytes` (impls; src and out contiguous,
     index int64 and contiguous); None, or the first bad index value (nothing was copied
-    for it). `stream` (only where `streams` allows it) stores past the caches."""
+    for it). `stream` (only where `streams` allows it) stores past the caches. `record`
+    (a list) gets (kernel, words, work items, bytes moved): out, src, index and the error
+    word are its first words."""
     count = index.numel()
     error = handwritten.HostRunner()
     try:
@@ -124,7 +127,10 @@ def take_rows(
             count,
             AHEAD,
         ]
-        launch(fn, words, outer * count, 2 * outer * count * run_bytes, 1)
+        moved = 2 * outer * count * run_bytes
+        launch(fn, words, outer * count, moved, 1)
+        if record is not None:
+            record.append((fn, words, outer * count, moved))
         (bad,) = error.read(word, 1)
         return None if bad == INT64_MAX else error.read(index.data_ptr() + 8 * bad, 1)[0]
     finally:
