@@ -18,10 +18,17 @@ division), scalars the full door treats by value (ints beyond int64, pow's expon
 in-place write whose operand sits elsewhere in self's storage, tracing, and launches that
 are being recorded (KAEL_DEBUG, kael.explain). Factories fill through `fill`.
 
-Reductions and the row kernels (`keyed`, wrapping sum, mean, amax, ..., softmax,
-log_softmax and logsumexp) are keyed by their public arguments and the input's dtype,
-shape and strides (a reduction's layout plan depends on the shape): the full door's one
-launch is captured as it runs (`capture`, `capture_rows`) and replayed.
+Reductions, the row kernels and the hand-written one-launch ops (`keyed`, wrapping sum,
+mean, amax, max/min(x, dim), ..., softmax, log_softmax, logsumexp, cumsum, cumprod,
+logcumsumexp, sort, argsort, topk, gather, index_select and F.embedding) are keyed by their
+public arguments, tensor arguments by dtype, shape and strides (a reduction's layout plan
+depends on the shape): the full door's one launch is captured as it runs (`capture`,
+`capture_rows`, `capture_launch`) and replayed into fresh storages, the results (a pair
+of them included) viewing them as the full door's did. A kernel that checks its indices
+reports a bad one in an error word; the replay then hands the call to the full door,
+which raises. Only ops whose outputs that one launch completes are keyed: a launch the
+op makes first (a conversion, a copy) is seen, as the captured launch then reads no
+argument of the door, but one made after it would not be.
 Matrix products (`matmul`) are keyed by both operands' dtype, shape and strides and
 replay the gemm plan the full door ran (gemm_run.run: packing buffers, threads).
 """
