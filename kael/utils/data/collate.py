@@ -70,8 +70,8 @@ def default_collate(batch: list):
         raise TypeError(_REFUSED.format(elem.dtype))
     if kind == "array":
         return default_collate([factories.as_tensor(b) for b in batch])
-    if kind == "scalar":
-        return factories.as_tensor(np.asarray(batch))
+    if kind == "scalar":  # torch's as_tensor of the list: its own type inference, not NumPy's
+        return factories.as_tensor(batch)
     if isinstance(elem, float):
         return factories.tensor(batch, dtype=float64)
     if isinstance(elem, int):

@@ -53,6 +53,11 @@ SAMPLES = {
     "numpy_arrays": [np.ones((2, 2), np.float32), np.zeros((2, 2), np.float32)],
     "numpy_scalars": [np.float32(1), np.float32(2)],
     "numpy_int_scalars": [np.int16(1), np.int16(2)],
+    # mixed numpy scalars promote by torch's inference, not NumPy's (float32 + 2.5: float32)
+    "numpy_float32_beside_a_python_float": [np.float32(1.5), 2.5],
+    "numpy_int64_beside_float32": [np.int64(1), np.float32(2.5)],
+    "numpy_float16_beside_a_python_float": [np.float16(1), 2.0],
+    "numpy_uint8_beside_int8": [np.uint8(3), np.int8(-1)],
     "dicts_by_key": [{"a": 1, "b": ("T", [1])}, {"a": 2, "b": ("T", [2])}],
     "tuples_become_lists": [(1, 2.0), (3, 4.0)],
     "lists": [[1, 2], [3, 4]],
