@@ -577,7 +577,8 @@ def multinomial(input: Tensor, num_samples, replacement: bool = False, *, genera
         raise ValueError(f"multinomial expects num_samples > 0, got num_samples={samples}")
     rows, classes = (1, *input.shape) if input.ndim == 1 else input.shape
     device = input.device
-    weights = _summable(_contiguous_float64(input._impl), input.dtype)
+    given = _contiguous_float64(input._impl)
+    weights = _summable(given, input.dtype)
     out = empty_impl((rows, samples), int64, device)
     scratch = empty_impl((rows, classes), float64, device)
     status = empty_impl((rows, 2), int64, device)
@@ -597,26 +598,34 @@ def multinomial(input: Tensor, num_samples, replacement: bool = False, *, genera
         device,
     )
     if bad >= 0:
-        weights, status = Tensor(weights).cpu(), Tensor(status).cpu()  # only to name the row
-        raise _multinomial_error(weights, status, bad, samples, input.ndim)
+        given, status = Tensor(given).cpu(), Tensor(status).cpu()  # only to name the row
+        raise _multinomial_error(given, status, bad, samples, input.ndim)
     return Tensor(out if input.ndim == 2 else views.derive(out, (samples,), (1,), 0))
 
 
-# A float64 row whose largest weight passes this may sum past float64's largest value: it
-# is scaled by SUMMABLE_SCALE first (a power of two: the weights' ratios stay exact)
-SUMMABLE_LIMIT, SUMMABLE_SCALE = 2.0**1000, 2.0**-64
+# The smallest positive float64: a nonzero weight that scaling flushes to zero becomes this,
+# signed, so that it stays drawable (or stays refused, if negative)
+_SMALLEST_FLOAT64 = 5e-324
 
 
 def _summable(weights: TensorImpl, dtype: DType) -> TensorImpl:
     """multinomial's float64 weights with each row that could overflow its running sum
-    scaled down (float32 and half weights cannot: their sums run in float64)."""
+    scaled down (float32 and half weights cannot: their sums run in float64).
+
+    A row of K classes sums below 2**1023 when its largest weight is below 2**(1022 - s),
+    s = K.bit_length(); a row with a larger one is scaled by 2**-(s + 1), a power of two,
+    so the ratios of its normal weights stay exact.
+    """
     if dtype is not float64 or not weights.numel():
         return weights
     w = Tensor(weights)
-    largest = w.amax(-1, keepdim=True)
-    if not bool((largest > SUMMABLE_LIMIT).any()):
+    shift = w.shape[-1].bit_length() + 1
+    over = w.amax(-1, keepdim=True) >= 2.0 ** (1023 - shift)
+    if not bool(over.any()):
         return weights
-    return (w * ew.where(largest > SUMMABLE_LIMIT, SUMMABLE_SCALE, 1.0)).contiguous()._impl
+    scaled = w * ew.where(over, 2.0**-shift, 1.0)
+    flushed = (scaled == 0) & (w != 0)
+    return ew.where(flushed, w.sign() * _SMALLEST_FLOAT64, scaled).contiguous()._impl
 
 
 def _contiguous_float64(impl: TensorImpl) -> TensorImpl:

@@ -1358,6 +1358,44 @@ def test_multinomial_of_float64_weights_summing_past_the_largest_double():
 
 
 @pytest.mark.parametrize(
+    ("weights", "samples"),
+    [
+        ([1e308, 1e-310], 2),
+        ([1.7e308, 1.7e308, 5e-324], 3),
+        ([1.7e308, 5e-324, 1e-320], 3),
+        ([[1e308, 2.0**-1070], [1.0, 3.0]], 2),
+    ],
+)
+def test_multinomial_scaling_keeps_tiny_positive_weights_drawable(weights, samples):
+    """A row scaled down to keep its sum finite keeps every positive weight positive: without
+    replacement torch draws each class once, and so does kael."""
+    expected = torch.multinomial(torch.tensor(weights, dtype=torch.float64), samples)
+    got = kael.multinomial(kael.tensor(weights, dtype=kael.float64), samples)
+    assert got.dtype == kael.int64 and tuple(got.shape) == tuple(expected.shape)
+    np.testing.assert_array_equal(np.sort(got.numpy(), -1), np.sort(expected.numpy(), -1))
+    huge = kael.tensor(weights, dtype=kael.float64)
+    with pytest.raises(kael.ValueError, match=f"num_samples={samples + 1} from {samples} positive"):
+        kael.multinomial(huge, samples + 1)
+    drawn = kael.multinomial(huge, 50, replacement=True).numpy()
+    assert set(np.unique(drawn)) <= {0, 1}  # beside a huge weight a tiny one is never drawn
+
+
+def test_multinomial_scaling_keeps_tiny_negative_weights_refused():
+    """A negative weight that scaling would flush to -0.0 is refused, as torch refuses it,
+    and the message names the weight given, not the scaled one."""
+    weights = [1e308, -5e-324]
+    both_refuse(
+        lambda: torch.multinomial(torch.tensor(weights, dtype=torch.float64), 1),
+        lambda: kael.multinomial(kael.tensor(weights, dtype=kael.float64), 1),
+        RuntimeError,
+        kael.ValueError,
+        r"non-negative weights, got -5e-324 at position \[1\]",
+    )
+    with pytest.raises(kael.ValueError, match=r"got -1.0 at position \[1\]"):
+        kael.multinomial(kael.tensor([1e308, -1.0], dtype=kael.float64), 1)
+
+
+@pytest.mark.parametrize(
     ("dtype", "low", "high", "message"),
     [
         (kael.float16, -7e4, 0.0, "from is out of bounds for float16"),
