@@ -3,15 +3,21 @@
 the result is written into `out` as ATen's out= forms write (outputs.written_out: out
 resized to the result's shape, warning when it held elements; its dtype must be the
 result's, kael casts nothing). A creation function given out= and no dtype= or device=
-creates in out's dtype and on its device, as torch.zeros(3, out=t) does."""
+creates in out's dtype and on its device, as torch.zeros(3, out=t) does, and writes as
+ATen's factory out= forms write (created_out): out resized silently, or, for arange,
+linspace and logspace, kept in its shape when it holds as many elements. An out whose
+elements share memory (an expanded tensor) is filled by zeros, ones and full, as torch's;
+the others refuse it (torch's randperm writes into it, the last value winning)."""
 
 from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from collections.abc import Callable
 
-from kael.frontend.outputs import pair_out, tensor_arg, written_out
+from kael.frontend.outputs import check_out_dtype, device_of, pair_out, tensor_arg, written_out
+from kael.frontend.tensor import Tensor
 from kael.runtime.errors import TypeError
 
 # kael's functions that torch also takes out= for, beside those that take it themselves
@@ -29,6 +35,9 @@ CREATION_OUT_FORMS = (
     "zeros", "ones", "full", "empty", "arange", "linspace", "logspace", "rand", "randn",
     "randint", "randperm",
 )  # fmt: skip
+# creation functions whose out keeps its shape when it holds the result's number of elements,
+# resized to the result's 1-d shape otherwise: name -> whether that warns when out held any
+KEEPS_SHAPE = {"arange": True, "linspace": False, "logspace": False}
 
 
 def with_out(fn: Callable, name: str, creation: bool = False) -> Callable:
@@ -49,6 +58,7 @@ def with_out(fn: Callable, name: str, creation: bool = False) -> Callable:
             for keyword, value in (("dtype", out.dtype), ("device", out.device)):
                 if kwargs.get(keyword) is None:
                     kwargs[keyword] = value
+            return created_out(out, fn(*args, **kwargs), name)
         return written_out(out, fn(*args, **kwargs), name)
 
     try:
@@ -71,6 +81,54 @@ def _size_argument(name: str, args: tuple, kwargs: dict) -> tuple:
             raise TypeError(f"{name}() got the size both as arguments and as size=")
         return (kwargs.pop("size"),)
     return args
+
+
+def created_out(out: Tensor, piece: Tensor, name: str) -> Tensor:
+    """piece, what creation function `name` made, written into out as torch's factory out=
+    forms write it: dtype and device checked first, out resized (_resize_created), then
+    filled by the writer of `name` (a copy in out's shape unless _WRITERS names another)."""
+    check_out_dtype(out, piece, name)
+    device_of([piece, out], name)
+    _resize_created(out, piece, name)
+    return _WRITERS.get(name, _copied)(out, piece)
+
+
+def _resize_created(out: Tensor, piece: Tensor, name: str) -> None:
+    """out resized to piece's shape as torch resizes it, silently (torch's resize_), except
+    that KEEPS_SHAPE functions keep an out of piece's element count in its own shape."""
+    if name not in KEEPS_SHAPE:
+        out.resize_(piece.shape)
+    elif out.numel() != piece.numel():
+        if KEEPS_SHAPE[name] and out.numel():  # RangeFactories.cpp's warning, in torch's words
+            warnings.warn(
+                f"The number of elements in the out tensor of shape {list(out.shape)} is"
+                f" {out.numel()} which does not match the computed number of elements"
+                f" {piece.numel()}. Note that this may occur as a result of rounding error."
+                f" The out tensor will be resized to a tensor of shape ({piece.numel()},).",
+                UserWarning,
+                stacklevel=4,
+            )
+        out.resize_(piece.shape)
+
+
+def _copied(out: Tensor, piece: Tensor) -> Tensor:
+    """out holding piece's elements in row-major order, whatever out's shape."""
+    return out.copy_(piece.reshape(out.shape))
+
+
+def _filled(out: Tensor, piece: Tensor) -> Tensor:
+    """out filled with piece's one value: fill_, like torch's, takes an out whose elements
+    share memory (an expanded tensor), where a copy is refused."""
+    return out.fill_(piece.reshape(-1)[0]) if piece.numel() else out
+
+
+def _unwritten(out: Tensor, piece: Tensor) -> Tensor:
+    """out as it is: torch.empty(out=) only resizes it."""
+    return out
+
+
+# how a creation function's result reaches out, where it is not a copy
+_WRITERS = {"zeros": _filled, "ones": _filled, "full": _filled, "empty": _unwritten}
 
 
 def install(namespace: dict) -> None:

@@ -143,3 +143,85 @@ def test_random_creation_refuses_an_integer_out_as_torch():
     with pytest.raises(kael.TypeError, match="floating point"):
         kael.rand(2, out=kael.empty(2, dtype=kael.int64))
     assert kael.randn(3, out=kael.empty(0, dtype=kael.float64)).dtype is kael.float64
+
+
+# creation name -> its call of six elements given a library and out; drawn: values are kael's own
+CREATION_CALLS = {
+    "zeros": lambda lib, out: lib.zeros(6, out=out),
+    "ones": lambda lib, out: lib.ones(6, out=out),
+    "full": lambda lib, out: lib.full((6,), 7.0, out=out),
+    "empty": lambda lib, out: lib.empty(6, out=out),
+    "rand": lambda lib, out: lib.rand(6, out=out),
+    "randn": lambda lib, out: lib.randn(6, out=out),
+    "randint": lambda lib, out: lib.randint(9, (6,), out=out),
+    "randperm": lambda lib, out: lib.randperm(6, out=out),
+    "arange": lambda lib, out: lib.arange(6, out=out),
+    "linspace": lambda lib, out: lib.linspace(0, 5, 6, out=out),
+    "logspace": lambda lib, out: lib.logspace(0, 5, 6, out=out),
+}
+DRAWN = ("empty", "rand", "randn", "randint", "randperm")
+# out makers: a library, a dtype -> a tensor of another shape or layout than [6]
+OUTS = {
+    "2x3": lambda lib, dt: lib.zeros(2, 3, dtype=dt),
+    "4": lambda lib, dt: lib.zeros(4, dtype=dt),
+    "0-d": lambda lib, dt: lib.zeros((), dtype=dt),
+    "transposed": lambda lib, dt: lib.zeros(3, 2, dtype=dt).T,
+    "stepped": lambda lib, dt: lib.zeros(12, dtype=dt)[::2],
+    "expanded": lambda lib, dt: lib.ones(1, dtype=dt).expand(6),
+    "expanded_2x3": lambda lib, dt: lib.ones(1, dtype=dt).expand(2, 3),
+}
+
+
+def _written(lib, name, out_kind):
+    """(the call's result or the error it raised, the warnings it gave less torch's note of
+    where they come from), out of out_kind."""
+    dtype = lib.int64 if name in ("randint", "randperm") else lib.float32
+    out = OUTS[out_kind](lib, dtype)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        try:
+            result = CREATION_CALLS[name](lib, out)
+        except Exception as error:  # noqa: BLE001 - compared with the other library's
+            result = error
+    assert result is out or isinstance(result, Exception)
+    return result, [str(w.message).split(" (Triggered internally")[0] for w in seen]
+
+
+# torch writes randperm's permutation into an out of one shared element (its last value
+# wins); kael's copy refuses an out whose elements share memory (test below)
+AS_TORCH = [
+    (name, kind) for name in sorted(CREATION_CALLS) for kind in sorted(OUTS)
+    if (name, kind) != ("randperm", "expanded")
+]  # fmt: skip
+
+
+def test_randperm_into_an_out_of_one_shared_element_is_refused():
+    with pytest.raises(kael.Error, match="single memory location"):
+        kael.randperm(6, out=kael.ones(1, dtype=kael.int64).expand(6))
+
+
+@pytest.mark.parametrize("name, out_kind", AS_TORCH)
+def test_creation_out_resized_kept_or_refused_as_torch(name, out_kind):
+    """Factories resize out silently; arange, linspace and logspace keep out's shape when it
+    holds as many elements (arange warning when it resizes one that held some); a write
+    into an out whose elements share memory is a fill for zeros/ones/full, refused else."""
+    want, torch_warned = _written(torch, name, out_kind)
+    got, kael_warned = _written(kael, name, out_kind)
+    assert kael_warned == torch_warned
+    if isinstance(want, Exception):
+        assert isinstance(got, kael.Error) and str(got).startswith(str(want)[:60]), got
+        return
+    assert got.shape == tuple(want.shape) and got.stride() == want.stride()
+    assert TORCH_DTYPES[got.dtype] == want.dtype
+    if name not in DRAWN:
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_arange_resizing_a_held_out_warns_in_torchs_words():
+    with pytest.warns(UserWarning, match=r"out tensor of shape \[4\] is 4 which does not match"):
+        got = kael.arange(6.0, out=kael.empty(4))
+    assert got.tolist() == list(range(6))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert kael.arange(1, out=kael.tensor(5.0)).shape == ()
+        assert kael.zeros(5, out=kael.empty(3)).shape == (5,)
