@@ -7,6 +7,7 @@ extent is checked against INT64_MAX and reported as the first overflowing step.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from kael.runtime.device import CPU, Device
@@ -225,21 +226,69 @@ def host_ptr(impl: TensorImpl, op: str) -> int:
     return ptr_on(impl, CPU, op)
 
 
+# Steps the exact overlap search may take before `overlapping` answers a conservative True
+OVERLAP_SEARCH_STEPS = 4096
+
+
 def overlapping(a: TensorImpl, b: TensorImpl) -> bool:
-    """Whether the byte spans of two tensors' elements meet (torch's partial-or-full overlap
-    test, from each one's lowest to highest element: slices of one storage that do not
-    meet are apart)."""
+    """Whether two tensors share a byte of memory, element by element (x[::2] and x[1::2]
+    do not). Exact, except that a search past OVERLAP_SEARCH_STEPS answers True: it may
+    refuse a pair, never miss one (torch's own test refuses only dense pairs)."""
     if not (a.numel() and b.numel() and a.storage.overlaps(b.storage)):
         return False
+    terms, low, high = _address_difference(a, b)
+    return _reaches(terms, low, high)
 
-    def span(t: TensorImpl) -> tuple[int, int]:
-        start = t.storage.ptr + t.offset * t.dtype.itemsize
-        low = sum((n - 1) * s for n, s in zip(t.shape, t.strides) if s < 0)
-        high = sum((n - 1) * s for n, s in zip(t.shape, t.strides) if s > 0)
-        return start + low * t.dtype.itemsize, start + (high + 1) * t.dtype.itemsize
 
-    (a0, a1), (b0, b1) = span(a), span(b)
-    return a0 < b1 and b0 < a1
+def _moving_dims(t: TensorImpl, sign: int) -> list[tuple[int, int]]:
+    """(sign * stride in bytes, size - 1) of each dimension of t that reaches another element."""
+    size = t.dtype.itemsize
+    return [(sign * s * size, n - 1) for n, s in zip(t.shape, t.strides) if n > 1 and s]
+
+
+def _address_difference(a: TensorImpl, b: TensorImpl) -> tuple[list[tuple[int, int]], int, int]:
+    """(terms, low, high): a and b share a byte iff some sum of c * x over terms, each c > 0
+    and 0 <= x <= its bound, lies in [low, high] (a's element address less b's, shifted so
+    that each term counts up from 0; largest c first)."""
+    shift = 0 if a.storage is b.storage else a.storage.ptr - b.storage.ptr
+    start = shift + a.offset * a.dtype.itemsize - b.offset * b.dtype.itemsize
+    low, high = 1 - a.dtype.itemsize - start, b.dtype.itemsize - 1 - start
+    bounds: dict[int, int] = {}  # terms of one c merge: x + y spans [0, bound_x + bound_y]
+    for c, bound in _moving_dims(a, 1) + _moving_dims(b, -1):
+        if c < 0:  # c * x == c * bound + |c| * (bound - x)
+            low, high = low - c * bound, high - c * bound
+        bounds[abs(c)] = bounds.get(abs(c), 0) + bound
+    return sorted(bounds.items(), reverse=True), low, high
+
+
+def _reaches(terms: list[tuple[int, int]], low: int, high: int) -> bool:
+    """Whether a sum of c * x, 0 <= x <= bound, over terms (largest c first) lands in
+    [low, high]: the largest term's few values that leave the rest a chance, each searched
+    in turn; True once the search has taken OVERLAP_SEARCH_STEPS steps."""
+    steps = OVERLAP_SEARCH_STEPS
+
+    def search(at: int, low: int, high: int) -> bool:
+        nonlocal steps
+        steps -= 1
+        if steps < 0:
+            return True
+        rest = sum(c * bound for c, bound in terms[at:])
+        if high < 0 or low > rest or _no_multiple(terms[at:], low, high):
+            return False
+        if at == len(terms):
+            return True
+        c, bound = terms[at]
+        lowest = max(0, -((rest - c * bound - low) // c))  # the rest reaches low from here up
+        highest = min(bound, high // c)
+        return any(search(at + 1, low - c * x, high - c * x) for x in range(lowest, highest + 1))
+
+    return search(0, low, high)
+
+
+def _no_multiple(terms: list[tuple[int, int]], low: int, high: int) -> bool:
+    """Whether [low, high] holds no multiple of the terms' common divisor (no sum can land)."""
+    step = math.gcd(*(c for c, _ in terms))
+    return step > 1 and high // step * step < low
 
 
 def read_hazard(src: TensorImpl, dst: TensorImpl) -> bool:

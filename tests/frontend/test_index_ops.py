@@ -628,6 +628,50 @@ def test_index_add_rejects_bad_arguments_naming_them():
         k.index_add_(0, kael.tensor([0]), k[:1])
 
 
+# views of one tensor, as (base, how self and the added tensor are cut from it)
+SPLITS = {
+    "interleaved": (lambda lib: lib.arange(8.0), lambda x: (x[::2], x[1::2])),
+    "halves": (lambda lib: lib.arange(8.0), lambda x: (x[:4], x[4:])),
+    "columns": (lambda lib: lib.arange(12.0).reshape(3, 4), lambda m: (m[:, :2], m[:, 2:])),
+    "meeting": (lambda lib: lib.arange(8.0), lambda x: (x[:4], x[2:6])),
+    "same": (lambda lib: lib.arange(8.0), lambda x: (x[:4], x[:4])),
+}
+SHARING = ("meeting", "same")  # torch refuses these: dense views whose elements meet
+
+
+def _add_into_a_view(lib, split: str, op: str):
+    """base after op adds one view of it into another, or the error it raised."""
+    make, cut = SPLITS[split]
+    base = make(lib)
+    target, added = cut(base)
+    rows = lib.arange(added.shape[0])
+    try:
+        if op == "index_add_":
+            target.index_add_(0, rows, added)
+        else:
+            index = (rows.reshape((-1,) + (1,) * (added.ndim - 1)) + 0 * added).to(lib.int64)
+            target.scatter_add_(0, index, added)
+    except Exception as error:  # noqa: BLE001 - compared with the other library's
+        return error
+    return base
+
+
+@pytest.mark.parametrize("op", ["index_add_", "scatter_add_"])
+@pytest.mark.parametrize("split", sorted(SPLITS))
+def test_adding_a_view_into_another_of_one_tensor_refused_only_where_they_meet(split, op):
+    """Views that share no element (x[::2] and x[1::2]) add as torch adds them; dense views
+    whose elements meet are refused as torch refuses them."""
+    want, got = _add_into_a_view(torch, split, op), _add_into_a_view(kael, split, op)
+    if split in SHARING:
+        assert isinstance(want, RuntimeError) and "some elements of the input tensor" in str(want)
+        what = "source" if op == "index_add_" else "src"
+        assert isinstance(got, kael.Error) and f"{what} shares memory with self" in str(got)
+        return
+    assert not isinstance(got, Exception), got
+    assert got.shape == tuple(want.shape) and got.dtype is KAEL_DTYPES[want.dtype]
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
 # ---- take_along_dim --------------------------------------------------------------------------------
 
 

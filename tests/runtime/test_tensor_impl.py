@@ -1,9 +1,12 @@
 """TensorImpl: the seven validation rules in order, overflow checks, contiguity, addresses."""
 
+import itertools
+import random
+
 import pytest
 import torch
 
-from kael.runtime import dtypes
+from kael.runtime import dtypes, tensor_impl
 from kael.runtime.device import CPU, CUDA
 from kael.runtime.errors import Error, ValueError
 from kael.runtime.storage import Storage
@@ -13,6 +16,7 @@ from kael.runtime.tensor_impl import (
     checked_mul,
     contiguous_strides,
     format_shape,
+    overlapping,
     read_hazard,
     shape_numel,
     validate_shape,
@@ -389,3 +393,73 @@ def test_a_twin_reaching_the_same_bytes_from_another_start_is_no_hazard():
     assert read_hazard(src, dst) is False
     wider = TensorImpl(_twin(storage, 16), (3, 4), (4, 1), 0, dtypes.float64, CPU)
     assert read_hazard(wider, dst) is True  # other element widths: other places
+
+
+def _bytes_of(t: TensorImpl) -> set[int]:
+    """Every byte of t's elements, from its storage's start: the reference overlap test."""
+    size = t.dtype.itemsize
+    spans = itertools.product(*(range(n) for n in t.shape))
+    starts = {(t.offset + sum(i * s for i, s in zip(at, t.strides))) * size for at in spans}
+    return {start + k for start in starts for k in range(size)}
+
+
+def _view(storage, shape, strides, offset=0, dtype=F32) -> TensorImpl:
+    return TensorImpl(storage, shape, strides, offset, dtype, CPU)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        (((4,), (2,), 0), ((4,), (2,), 1), False),  # x[::2] and x[1::2]
+        (((3,), (2,), 0), ((3,), (2,), 2), True),  # x[0:6:2] and x[2:8:2]
+        (((4,), (1,), 0), ((4,), (1,), 4), False),  # x[:4] and x[4:]
+        (((4,), (1,), 0), ((4,), (1,), 2), True),  # x[:4] and x[2:6]
+        (((3, 2), (4, 1), 0), ((3, 2), (4, 1), 2), False),  # the column halves of [3, 4]
+        (((3, 2), (4, 1), 0), ((3, 2), (4, 1), 1), True),  # columns 0-1 and 1-2
+        (((3,), (4,), 0), ((3,), (4,), 1), False),  # two columns of [3, 4]
+        (((3,), (4,), 0), ((2, 2), (2, 1), 8), True),  # a column, a block with its last
+        (((2, 2), (1, 2), 0), ((4,), (1,), 0), True),  # a transpose and its rows
+        (((4,), (3,), 0), ((4,), (5,), 1), True),  # 6 = 3 * 2 = 1 + 5 * 1
+        (((4,), (3,), 0), ((2,), (6,), 1), False),  # 3i never 1 + 6j
+        (((4,), (0,), 5), ((4,), (2,), 0), False),  # expanded element 5 among the evens
+    ],
+)
+def test_overlapping_is_exact_for_strided_views_of_one_storage(a, b, expected):
+    storage = Storage(256)
+    a, b = _view(storage, *a), _view(storage, *b)
+    assert overlapping(a, b) is expected is bool(_bytes_of(a) & _bytes_of(b))
+    assert overlapping(b, a) is expected
+
+
+def test_overlapping_counts_bytes_across_dtypes_and_twin_storages():
+    storage = Storage(256)
+    halves = _view(storage, (4,), (2,), 1, dtypes.int16)  # bytes 2-3, 6-7, ...
+    assert overlapping(halves, _view(storage, (4,), (1,), 0, F32))  # every float32 holds two
+    assert not overlapping(halves, _view(storage, (8,), (4,), 0, dtypes.int8))  # bytes 0, 4, ..
+    assert overlapping(halves, _view(storage, (8,), (4,), 3, dtypes.int8))  # bytes 3, 7, ...
+    twin = _twin(storage, 4)  # its element 0 is storage's element 1
+    assert not overlapping(_view(storage, (4,), (2,), 0), _view(twin, (4,), (2,), 0))
+    assert overlapping(_view(storage, (4,), (2,), 1), _view(twin, (4,), (2,), 0))
+
+
+def test_overlapping_agrees_with_the_bytes_of_random_views():
+    rng = random.Random(7)
+    storage = Storage(1024)
+
+    def view() -> TensorImpl:
+        dtype = rng.choice([F32, dtypes.int8, F64, dtypes.int16])
+        shape = tuple(rng.randint(0, 4) for _ in range(rng.randint(0, 3)))
+        strides = tuple(rng.choice([0, 1, 2, 3, 4, 6, 8, 12]) for _ in shape)
+        return _view(storage, shape, strides, rng.randint(0, 24), dtype)
+
+    for _ in range(3000):
+        a, b = view(), view()
+        assert overlapping(a, b) is bool(_bytes_of(a) & _bytes_of(b)), (a, b)
+
+
+def test_overlapping_answers_true_when_the_search_runs_out(monkeypatch):
+    storage = Storage(64)
+    apart = _view(storage, (3,), (5,), 0, dtypes.int8), _view(storage, (3,), (3,), 1, dtypes.int8)
+    assert not overlapping(*apart)  # 5i == 1 + 3j has no solution below 3: a search tells
+    monkeypatch.setattr(tensor_impl, "OVERLAP_SEARCH_STEPS", 1)
+    assert overlapping(*apart)  # conservative: a refusal, never a missed overlap
