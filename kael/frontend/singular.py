@@ -32,7 +32,7 @@ from kael.frontend.factorizations import (
 from kael.frontend.outputs import bool_arg, float_arg, tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.runtime.dtypes import int64
-from kael.runtime.errors import ValueError
+from kael.runtime.errors import LinAlgError, ValueError
 from kael.runtime.tensor_impl import shape_numel
 
 
@@ -125,7 +125,7 @@ def _turned(R: Tensor) -> tuple[Tensor, Tensor]:
     basis: those are turned again among themselves, by their own Gram (formed to their
     own scale), until none is left. P only steers the sweeps: each Gram is formed from
     rows scaled by their largest magnitude (no overflow), and its rounding costs sweeps,
-    never accuracy."""
+    never accuracy (a Gram eigh cannot settle leaves the rows as they are)."""
     k = R.shape[-2]
     floor = _eps(R) ** 0.5  # squared norms below sqrt(eps) of the largest: turned again
     P, X, start = None, R, 0
@@ -135,7 +135,10 @@ def _turned(R: Tensor) -> tuple[Tensor, Tensor]:
         if not top:
             break
         scaled = rows / top
-        w, V = spectral.eigh(scaled @ scaled.mT)
+        try:
+            w, V = spectral.eigh(scaled @ scaled.mT)
+        except LinAlgError:  # a Gram too graded for eigh: the sweeps start from X as it is
+            break
         w, V = w.flip(-1), V.flip(-1)  # by falling eigenvalue
         turned = V.mT @ rows
         if P is None:

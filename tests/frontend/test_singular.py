@@ -470,3 +470,83 @@ def test_a_small_row_of_the_matrix_keeps_its_singular_value_as_lapacks(rows, dty
     np.testing.assert_allclose(
         kael.linalg.pinv(k, rtol=0).numpy(), torch.linalg.pinv(t, rtol=0).numpy(), rtol=1e-6
     )
+
+
+SPREAD = {kael.float32: -30, kael.float64: -300}  # singular values from 1 down to 10^SPREAD
+
+
+def _relatively_close(got: kael.Tensor, want: torch.Tensor, rtol: float) -> None:
+    """Shape, dtype and every value within rtol of torch's, however small (no atol)."""
+    assert got.shape == tuple(want.shape) and got.dtype is getattr(kael, str(want.dtype)[6:])
+    np.testing.assert_allclose(_np(got), want.double().numpy(), rtol=rtol, atol=0)
+
+
+def _check_spread(k: kael.Tensor, t: torch.Tensor, rtol: float) -> None:
+    """svdvals, cond and matrix_rank(atol=) within rtol of torch's, however small the
+    singular values; U S Vh rebuilds A to n eps |A|, U and Vh orthonormal, and
+    pinv(rtol=0) inverts A to n eps. (torch's pinv is not the reference there: LAPACK's
+    vectors, right to eps, are divided by singular values down to 1e-300.)"""
+    n, eps = t.shape[-1], EPS[k.dtype]
+    _relatively_close(kael.linalg.svdvals(k), torch.linalg.svdvals(t), rtol)
+    _relatively_close(kael.linalg.cond(k), torch.linalg.cond(t), rtol)
+    atol = float(torch.linalg.svdvals(t).min()) / 10
+    rank = kael.linalg.matrix_rank(k, atol=atol, rtol=0)
+    close_to_torch(rank, torch.linalg.matrix_rank(t, atol=atol, rtol=0), 0)
+    assert int(rank) == n
+    inverse = kael.linalg.pinv(k, rtol=0)
+    assert inverse.shape == (n, n) and inverse.dtype is k.dtype
+    np.testing.assert_allclose(_np(inverse) @ _np(k), np.eye(n), rtol=0, atol=n * eps)
+    U, S, Vh = kael.linalg.svd(k)
+    u, s, vh = _np(U), _np(S), _np(Vh)
+    np.testing.assert_allclose((u * s) @ vh, t.double().numpy(), rtol=0, atol=n * eps * s[0])
+    _orthonormal_columns(u, n * eps)
+    _orthonormal_columns(vh.T, n * eps)
+
+
+@pytest.mark.parametrize("n", [2, 6, 130])  # 130: one large matrix, swept in blocks
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_row_norms_below_the_squares_underflow_keep_their_singular_values(dtype, n):
+    # A permuted diag(1 .. 1e-30) (float32) or (1 .. 1e-300) (float64): squared row norms
+    # underflow below 1e-19 (1e-154); the kernel keeps the norms, scaled where they would.
+    a = np.diag(np.logspace(0, SPREAD[dtype], n))
+    k, t = _pair(a[RNG.permutation(n)][:, RNG.permutation(n)], dtype)
+    _check_spread(k, t, 8 * EPS[dtype])
+
+
+@pytest.mark.parametrize("n", [6, 12])
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_orthogonal_rows_graded_to_underflow_keep_relative_accuracy(dtype, n):
+    # D Q, Q a random orthogonal matrix: a dense matrix whose singular values (D's) spread
+    # to 1e-30 (1e-300); its tiny rows are orthogonal to the rest by their scaled dot.
+    q, _ = np.linalg.qr(RNG.standard_normal((n, n)))
+    k, t = _pair(np.logspace(0, SPREAD[dtype], n)[:, None] * q, dtype)
+    _check_spread(k, t, 1e-5 if dtype is kael.float32 else 1e-13)
+
+
+@pytest.mark.parametrize(
+    ("rows", "dtype"),
+    [([[1.0, 0.0], [0.0, 1e-30]], "float32"), ([[1.0, 0.0], [0.0, 1e-200]], "float64"),
+     ([[1.0, 0.0], [0.0, 1e-160]], "float64"), ([[1e-300, 0.0], [0.0, 1.0]], "float64")],
+)  # fmt: skip
+def test_a_tiny_diagonal_entry_is_its_singular_value_to_the_last_bits(rows, dtype):
+    k, t = (
+        kael.tensor(rows, dtype=getattr(kael, dtype)),
+        torch.tensor(rows, dtype=getattr(torch, dtype)),
+    )
+    _relatively_close(kael.linalg.svdvals(k), torch.linalg.svdvals(t), EPS[k.dtype])
+    _relatively_close(kael.linalg.cond(k), torch.linalg.cond(t), EPS[k.dtype])
+
+
+@pytest.mark.parametrize("dtype, lowest", [(np.float32, -30), (np.float64, -300)])
+def test_svdvals_of_rows_graded_past_eighs_reach_still_converge(dtype, lowest):
+    # the preconditioner's Gram of D Q (130 rows, 1 .. 10**lowest) is too graded for eigh
+    # to settle: the sweeps then start from the rows themselves (it raised LinAlgError)
+    n = 130
+    d = np.logspace(0, lowest, n)
+    q, _ = np.linalg.qr(np.random.default_rng(3).standard_normal((n, n)))
+    a = (d[:, None] * q).astype(dtype)
+    got = kael.linalg.svdvals(kael.tensor(a)).numpy()
+    want = torch.linalg.svdvals(torch.from_numpy(a)).numpy()
+    eps = np.finfo(dtype).eps
+    np.testing.assert_allclose(got, want, rtol=1e-4 if dtype is np.float32 else 1e3 * eps)
+    np.testing.assert_allclose(got, d, rtol=100 * eps)

@@ -14,9 +14,12 @@ least covered by the rows before it (the smallest sum of squares of column t, so
 least 1/cols of it is new), orthogonalized twice against them (Gram-Schmidt).
 
 Before the sweeps X is scaled by a power of two (exact) so its largest entry is in
-[1, 2): no squared norm overflows or underflows early. info is 0, the number of sweeps
-when MAX_SWEEPS ran without convergence, NAN for a NaN in X0, INFINITE for an infinity
-(the outputs are then NaN, as LAPACK's are).
+[1, 2): no squared norm overflows. A row far below that keeps its norm all the same, as
+with LAPACK's scaled norms: s holds norms, not their squares, and where a sum of squares
+or of products is below safmin / eps^2 (its terms may have underflowed) it is summed again
+from the rows scaled by powers of two (_norm, _gram), a cost only such rows pay. info is
+0, the number of sweeps when MAX_SWEEPS ran without convergence, NAN for a NaN in X0,
+INFINITE for an infinity (the outputs are then NaN, as LAPACK's are).
 """
 
 from __future__ import annotations
@@ -78,13 +81,65 @@ def _tol(d: dense.Dense, cols) -> ir.Value:
     return d.mul(d.f(eps), d.sqrt(d.b.sitofp(cols, d.t)))
 
 
+def _small2(d: dense.Dense) -> ir.Value:
+    """safmin / eps^2: a sum of squares or products below it may have lost terms to
+    underflow (above it, what underflows is below its rounding)."""
+    return d.f(d.safmin / d.eps**2)
+
+
+def _scaled(d: dense.Dense, value: ir.Value, f: ir.Value) -> ir.Value:
+    """value f, f a power of two, rounded as written: fast-math may not reassociate it into
+    a product of two small values that underflows."""
+    return d.b.fmul(value, f)
+
+
+def _scaled_dot(d: dense.Dense, x, y, fx: ir.Value, fy: ir.Value, cols) -> ir.Value:
+    """sum (fx x[t]) (fy y[t]): the dot of two rows each brought near norm 1 by a power of
+    two, so no small product underflows."""
+    b = d.b
+    acc = d.var(d.f(0.0), "scaled")
+    with d.loop(0, cols) as t:
+        sx, sy = _scaled(d, b.load(b.gep(x, [t])), fx), _scaled(d, b.load(b.gep(y, [t])), fy)
+        acc.set(d.add(acc.get(), b.fmul(sx, sy)))
+    return acc.get()
+
+
+def _norm(d: dense.Dense, row: ir.Value, norm2: ir.Value, cols) -> ir.Value:
+    """|row| from its sum of squares norm2, summed again from the row scaled by a power of
+    two when norm2 is below _small2 (its squares may have underflowed)."""
+    norm = d.var(d.sqrt(norm2), "norm")
+    with d.when(d.lt(norm2, _small2(d))):
+        f = _pow2_reciprocal(d, d.max_abs(row, 0, cols)[0])
+        norm.set(d.div(d.sqrt(_scaled_dot(d, row, row, f, f, cols)), f))
+    return norm.get()
+
+
 def _settle(d: dense.Dense, row: ir.Value, p: ir.Value, norm2: ir.Value, floor2, cols) -> None:
-    """Store a row's squared norm at p, or zero the row when the norm is below the floor:
-    such a row is rounding left by cancellation, which no rotation can make orthogonal."""
-    negligible = d.lt(norm2, floor2)
-    d.b.store(d.b.select(negligible, d.f(0.0), norm2), p)
-    with d.when(negligible):
-        d.fill(row, d.f(0.0), 0, cols)
+    """Store a row's norm at p (norm2 its sum of squares), or zero the row when norm2 is
+    below the floor: such a row is rounding left by cancellation, which no rotation can
+    make orthogonal."""
+    with d.either(d.lt(norm2, floor2)) as (negligible, kept):
+        with negligible:
+            d.b.store(d.f(0.0), p)
+            d.fill(row, d.f(0.0), 0, cols)
+        with kept:
+            d.b.store(_norm(d, row, norm2, cols), p)
+
+
+def _gram(d: dense.Dense, x: dense.Matrix, i, j, ni, nj, cols) -> tuple[ir.Value, ...]:
+    """(f_i f_j x_i . x_j, f_i, f_j) for rows i and j of norms ni and nj: f = 1, or, where
+    ni nj is below _small2 (the dot's products may underflow), each row's power of two that
+    brings its norm into [1, 2)."""
+    one = d.f(1.0)
+    gamma, fi, fj = d.var(d.f(0.0), "gamma"), d.var(one, "fi"), d.var(one, "fj")
+    with d.either(d.lt(d.mul(ni, nj), _small2(d))) as (small, ordinary):
+        with small:
+            fi.set(_pow2_reciprocal(d, ni))
+            fj.set(_pow2_reciprocal(d, nj))
+            gamma.set(_scaled_dot(d, x.row(i), x.row(j), fi.get(), fj.get(), cols))
+        with ordinary:
+            gamma.set(d.dot(x.row(i), x.row(j), 0, cols))
+    return gamma.get(), fi.get(), fj.get()
 
 
 def _pair(d: dense.Dense, x, g, s, i, j, tol, floor2, k, cols, vectors, rotated) -> None:
@@ -92,27 +147,33 @@ def _pair(d: dense.Dense, x, g, s, i, j, tol, floor2, k, cols, vectors, rotated)
     `rotated` set when they were."""
     b = d.b
     pi, pj = b.gep(s, [i]), b.gep(s, [j])
-    alpha, beta = b.load(pi), b.load(pj)
-    gamma = d.dot(x.row(i), x.row(j), 0, cols)
-    bound = d.mul(tol, d.mul(d.sqrt(alpha), d.sqrt(beta)))
-    with d.when(d.gt(d.abs(gamma), bound)):
-        rotated.set(ir.Constant(I1, 1))
-        zeta = d.div(d.sub(beta, alpha), d.mul(d.f(2.0), gamma))
-        t = d.div(d.copysign(d.f(1.0), zeta), d.add(d.abs(zeta), d.hypot(d.f(1.0), zeta)))
-        c = d.div(d.f(1.0), d.sqrt(d.add(d.f(1.0), d.mul(t, t))))
-        sn = d.mul(c, t)
-        ni, nj = d.rotate(x.row(i), x.row(j), c, sn, 0, cols, norms=True)
-        _settle(d, x.row(i), pi, ni, floor2, cols)
-        _settle(d, x.row(j), pj, nj, floor2, cols)
-        with d.when(vectors):
-            d.rotate(g.row(i), g.row(j), c, sn, 0, k)
+    alpha, beta = b.load(pi), b.load(pj)  # the norms; a zero row is orthogonal to all
+    present = b.and_(d.gt(alpha, d.f(0.0)), d.gt(beta, d.f(0.0)))
+    with d.when(present):
+        gamma, fi, fj = _gram(d, x, i, j, alpha, beta, cols)
+        bound = d.mul(tol, d.mul(_scaled(d, alpha, fi), _scaled(d, beta, fj)))
+        with d.when(d.gt(d.abs(gamma), bound)):
+            # (beta^2 - alpha^2) / (2 x_i . x_j), the scaled dot's powers of two undone
+            spread = d.mul(_scaled(d, d.sub(beta, alpha), fi), _scaled(d, d.add(beta, alpha), fj))
+            zeta = d.div(spread, d.mul(d.f(2.0), gamma))
+            t = d.div(d.copysign(d.f(1.0), zeta), d.add(d.abs(zeta), d.hypot(d.f(1.0), zeta)))
+            c = d.div(d.f(1.0), d.sqrt(d.add(d.f(1.0), d.mul(t, t))))
+            sn = d.mul(c, t)
+            # t is 0 only for rows over 1/safmin apart: then the rotation is the identity
+            with d.when(b.fcmp_ordered("!=", sn, d.f(0.0))):
+                rotated.set(ir.Constant(I1, 1))
+                ni, nj = d.rotate(x.row(i), x.row(j), c, sn, 0, cols, norms=True)
+                _settle(d, x.row(i), pi, ni, floor2, cols)
+                _settle(d, x.row(j), pj, nj, floor2, cols)
+                with d.when(vectors):
+                    d.rotate(g.row(i), g.row(j), c, sn, 0, k)
 
 
 def _sweeps(
     d: dense.Dense, x: dense.Matrix, g: dense.Matrix, s, k, cols, vectors, floor2
 ) -> ir.Value:
     """Cyclic Jacobi sweeps until one rotates nothing (or MAX_SWEEPS); s[i] holds row i's
-    squared norm. Returns the sweeps run when unconverged, else 0."""
+    norm. Returns the sweeps run when unconverged, else 0."""
     b = d.b
     tol = _tol(d, cols)
     sweep, rotated = d.var(d.i(0), "sweep"), d.var(ir.Constant(I1, 1), "rotated")
@@ -176,13 +237,12 @@ def _finish(d: dense.Dense, x, g, s, work, k, cols, rows, vectors, factor) -> No
     s made the singular values (the scaling undone)."""
     b = d.b
     _sort(d, x, g, s, k, cols, vectors)
-    tiny = d.f(d.safmin)
+    tiny = d.f(d.safmin)  # a row of a smaller norm is not normalized (1/sigma overflows)
     first = d.var(d.i(0), "first")
     with d.loop(0, k) as i:
         p = b.gep(s, [i])
-        norm2 = b.load(p)
-        sigma = d.sqrt(norm2)
-        with d.when(b.and_(vectors, b.not_(d.lt(norm2, tiny)))):
+        sigma = b.load(p)
+        with d.when(b.and_(vectors, b.not_(d.lt(sigma, tiny)))):
             d.scale(x.row(i), d.div(d.f(1.0), sigma), 0, cols)
             first.set(b.add(i, d.i(1)))
         b.store(d.div(sigma, factor), p)
@@ -191,7 +251,7 @@ def _finish(d: dense.Dense, x, g, s, work, k, cols, rows, vectors, factor) -> No
 
 
 def _svd(d: dense.Dense, item: ir.Value) -> None:
-    """One matrix: FULL, or PREPARE (scaled, squared norms, G = I; the factor and the
+    """One matrix: FULL, or PREPARE (scaled, the row norms, G = I; the factor and the
     floor kept in work[0:2] for the step kernel and FINISH) or FINISH."""
     b, w = d.b, d.w
     k, cols, rows = w["k"], w["cols"], w["rows"]
@@ -228,7 +288,7 @@ def _begin(d: dense.Dense, x, g, s, work, info, k, cols, rows, vectors, phase) -
             with d.loop(0, k) as i:
                 d.scale(x.row(i), factor, 0, cols)
                 norm2 = d.dot(x.row(i), x.row(i), 0, cols)
-                b.store(norm2, b.gep(s, [i]))
+                b.store(_norm(d, x.row(i), norm2, cols), b.gep(s, [i]))
                 total.set(d.add(total.get(), norm2))
             tol = _tol(d, cols)
             # (eps sqrt(cols) |A|_F)^2: a row a rotation leaves below it is cancellation's
