@@ -47,6 +47,10 @@ def op_cases() -> list[Case]:
         "v": rng.standard_normal(1600, dtype=f32),
         "w": rng.standard_normal(20, dtype=f32),
         "bias": rng.standard_normal(1600, dtype=f32),
+        "rows": rng.integers(0, 100, 10),  # int64 places for the lookups
+        "cols": rng.integers(0, 20, (100, 3)),
+        "ids": rng.integers(0, 1000, (1, 8)),
+        "table": rng.standard_normal((1000, 64), dtype=f32),
     }
     k = {name: kael.tensor(a) for name, a in arrays.items()}
     t = {name: torch.from_numpy(a.copy()) for name, a in arrays.items()}
@@ -96,6 +100,18 @@ def op_cases() -> list[Case]:
              lambda: torch.exp(t["a"], out=to), lambda: np.exp(n["a"], out=no)),
         case("softmax(x, -1), [100, 20]", lambda: kael.softmax(k["x"], -1),
              lambda: torch.softmax(t["x"], -1)),
+        # the hand-written one-launch ops behind the keyed fast door (no target)
+        case("x.max(-1), [100, 20]", lambda: k["x"].max(-1), lambda: t["x"].max(-1)),
+        case("x.cumsum(-1), [100, 20]", lambda: k["x"].cumsum(-1), lambda: t["x"].cumsum(-1)),
+        case("x.topk(3), [100, 20]", lambda: k["x"].topk(3), lambda: t["x"].topk(3)),
+        case("x.sort(-1), [100, 20]", lambda: k["x"].sort(-1), lambda: t["x"].sort(-1)),
+        case("x.index_select(0, rows), 10 rows", lambda: k["x"].index_select(0, k["rows"]),
+             lambda: t["x"].index_select(0, t["rows"])),
+        case("x.gather(1, cols), [100, 3]", lambda: k["x"].gather(1, k["cols"]),
+             lambda: t["x"].gather(1, t["cols"])),
+        case("embedding(ids [1, 8], [1000, 64])",
+             lambda: kael.nn.functional.embedding(k["ids"], k["table"]),
+             lambda: torch.nn.functional.embedding(t["ids"], t["table"])),
     ]  # fmt: skip
 
 
