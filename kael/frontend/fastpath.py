@@ -932,8 +932,9 @@ def keyed(fn, traced=None):
     on CPU, no other door ran inside the call, and its results view what it made (a tree
     over several blocks included, unless the tree itself is big enough for the pool).
     `traced`: what runs while the door is closed (the op door, under @kael.compile's
-    trace), else fn. A door from a door wraps the same function (`__wrapped__`), never the
-    door itself."""
+    trace) and for every call it does not serve (a complex operand: its dispatch to the
+    complex form), else fn; a first call it may serve later runs fn itself. A door from a
+    door wraps the same function (`__wrapped__`), never the door itself."""
     fn = getattr(fn, "__wrapped__", fn)
     closed = fn if traced is None else traced
     name = fn.__name__
@@ -949,11 +950,11 @@ def keyed(fn, traced=None):
             outer.append(None)
         impl = input._impl
         if "out" in kwargs or impl.dtype.is_complex:  # complex: parts or a cast run first,
-            return fn(input, *args, **kwargs)  # so the kernel reads not the input itself
+            return closed(input, *args, **kwargs)  # so the kernel reads not the input itself
         impls = [impl]
         given = _plain_arguments(args, kwargs, impls) if args or kwargs else ()
-        if given is None:  # a list of dims, a 1 for True: the full door judges those
-            return fn(input, *args, **kwargs)
+        if given is None:  # a list of dims, a 1 for True, a complex operand: the full door's
+            return closed(input, *args, **kwargs)
         key = (name, impl.dtype, impl.device, impl.shape, impl.strides, given, get_num_threads())
         entry = _keyed.get(key)
         if entry is not None:
@@ -961,7 +962,7 @@ def keyed(fn, traced=None):
                 result = _replay_kept(entry, impls)
                 if result is not None:
                     return result
-            return fn(input, *args, **kwargs)
+            return closed(input, *args, **kwargs)
         _captured.slot = []
         try:
             result = fn(input, *args, **kwargs)

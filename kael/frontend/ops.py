@@ -249,9 +249,11 @@ FUNCTIONS.update({name: _fast_unary(name, FUNCTIONS[name]) for name in ew.UNARY}
 
 def _keyed_door(name: str, family=reductions):
     """A reduction's or row kernel's fast door (fastpath.keyed) as its outermost frame: the
-    op door runs only where the fast one is closed."""
+    op door (over the complex dispatch where the op has a complex form) runs every call
+    the fast one does not serve."""
     fn = family.FUNCTIONS[name]
-    return fastpath.keyed(fn, op_door(name, fn))
+    full = _complex_aware(name, fn) if name in complex.BY_PARTS else fn
+    return fastpath.keyed(fn, op_door(name, full))
 
 
 FUNCTIONS.update({name: _keyed_door(name) for name in reductions.FAST})
