@@ -14,7 +14,7 @@ from llvmlite import ir
 
 import kael.codegen
 import kael.ir
-from kael.ir.expr import Binary, Cast, Const, Expr, Index, Load, Param, Unary, Where
+from kael.ir.expr import Binary, Cast, Const, Expr, Fma, Index, Load, Param, Unary, Where
 from kael.runtime import kernel_cache
 from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType, float32, int32, int64
 from kael.runtime.errors import TypeError
@@ -190,6 +190,8 @@ class ExprEmitter:
         if isinstance(e, Where):
             cond = self.truth(self.emit(e.cond), e.cond.dtype)
             return self.b.select(cond, self.emit(e.a), self.emit(e.b))
+        if isinstance(e, Fma):
+            return self.intrinsic("llvm.fma", *(self.emit(c) for c in (e.a, e.b, e.c)))
         raise NotImplementedError(f"no lowering for {type(e).__name__}")
 
     # --- helpers ---------------------------------------------------------------------------

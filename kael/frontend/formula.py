@@ -97,6 +97,11 @@ def where(cond: Value, a, b) -> Value:
     return Value(g.Where(ref.node.dtype, (), cond.node, ref._lift(a), ref._lift(b)))
 
 
+def fma(a: Value, b, c) -> Value:
+    """a * b + c rounded once (a float fused multiply-add); b and c may be numbers."""
+    return Value(g.Fma(a.node.dtype, (), a.node, a._lift(b), a._lift(c)))
+
+
 def maximum(a: Value, b) -> Value:
     return a._binary("max", b)
 

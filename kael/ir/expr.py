@@ -109,6 +109,15 @@ class Where(Expr):
     b: Expr
 
 
+@_node
+class Fma(Expr):
+    """a * b + c of one float dtype, rounded once (llvm.fma)."""
+
+    a: Expr
+    b: Expr
+    c: Expr
+
+
 def index(axis: int) -> Index:
     return Index(int64, axis)
 
@@ -138,6 +147,13 @@ def where(cond: Expr, a: Expr, b: Expr) -> Where:
     return Where(a.dtype, cast(cond, bool_), a, b)
 
 
+def fma(a: Expr, b: Expr, c: Expr) -> Fma:
+    """a * b + c rounded once; the three of one float dtype (the scheduler casts them)."""
+    if not (a.dtype is b.dtype is c.dtype):
+        raise AssertionError(f"fma needs one dtype, got {a.dtype}, {b.dtype} and {c.dtype}")
+    return Fma(_result("float", "fma", a.dtype), a, b, c)
+
+
 def children(e: Expr) -> tuple[Expr, ...]:
     """The operands of an expression, in order."""
     if isinstance(e, Cast | Unary):
@@ -146,6 +162,8 @@ def children(e: Expr) -> tuple[Expr, ...]:
         return (e.a, e.b)
     if isinstance(e, Where):
         return (e.cond, e.a, e.b)
+    if isinstance(e, Fma):
+        return (e.a, e.b, e.c)
     return ()
 
 

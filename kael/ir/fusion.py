@@ -157,11 +157,8 @@ def _rebuild(e: x.Expr, leaf, param, index, memo: dict) -> x.Expr:
         a = _rebuild(e.a, leaf, param, index, memo)
         b = _rebuild(e.b, leaf, param, index, memo)
         out = x.Binary(e.dtype, e.op, a, b)
-    elif isinstance(e, x.Where):
-        c = _rebuild(e.cond, leaf, param, index, memo)
-        a = _rebuild(e.a, leaf, param, index, memo)
-        b = _rebuild(e.b, leaf, param, index, memo)
-        out = x.Where(e.dtype, c, a, b)
+    elif isinstance(e, x.Where | x.Fma):  # constructed from the dtype and the operands
+        out = type(e)(e.dtype, *(_rebuild(c, leaf, param, index, memo) for c in x.children(e)))
     else:
         out = e
     memo[key] = (e, out)  # keep e alive so its id is not reused while memo lives
@@ -281,7 +278,7 @@ def _pass(
                     positions,
                     len(nodes[i]),
                     any(v.buffer in reduced for v, _ in builder.leaves),
-                    any(isinstance(n, x.Unary | x.Binary | x.Where) for n in nodes[i]),
+                    any(isinstance(n, x.Unary | x.Binary | x.Where | x.Fma) for n in nodes[i]),
                 )
             if reduction:
                 reduced.add(b)

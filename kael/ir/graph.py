@@ -81,6 +81,16 @@ class Where(Node):
 
 
 @dataclass(frozen=True, eq=False, slots=True)
+class Fma(Node):
+    """a * b + c rounded once (a float fused multiply-add: torch's add with alpha)."""
+
+    operand_fields: ClassVar[tuple[str, ...]] = ("a", "b", "c")
+    a: Node = None
+    b: Node = None
+    c: Node = None
+
+
+@dataclass(frozen=True, eq=False, slots=True)
 class Reduce(Node):
     operand_fields: ClassVar[tuple[str, ...]] = ("x",)
     op: str = ""

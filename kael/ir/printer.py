@@ -9,6 +9,7 @@ from kael.ir.expr import (
     Cast,
     Const,
     Expr,
+    Fma,
     Index,
     Load,
     Param,
@@ -95,8 +96,8 @@ def _format(e: Expr, load, names: dict[int, str]) -> str:
         return f"{e.op}({arg(e.x)})"
     if isinstance(e, Binary):
         return f"{e.op}({arg(e.a)}, {arg(e.b)})"
-    if isinstance(e, Where):
-        return f"where({arg(e.cond)}, {arg(e.a)}, {arg(e.b)})"
+    if isinstance(e, Where | Fma):
+        return f"{type(e).__name__.lower()}({', '.join(arg(c) for c in children(e))})"
     raise TypeError(f"cannot print expression of type {type(e).__name__}")
 
 

@@ -66,6 +66,8 @@ def _lowering(inputs: list[g.Input], scalars: list[str], memo: dict[int, x.Expr]
             e = x.binary(n.op, lower(n.a), lower(n.b))
         elif isinstance(n, g.Where):
             e = x.where(lower(n.cond), lower(n.a), lower(n.b))
+        elif isinstance(n, g.Fma):
+            e = x.fma(lower(n.a), lower(n.b), lower(n.c))
         else:
             raise NotImplementedError(f"the scheduler cannot fuse {type(n).__name__} nodes yet")
         memo[id(n)] = e

@@ -103,3 +103,19 @@ def test_any_faults_is_true_for_integer_division_only_and_answers_per_tuple():
         assert x.any_faults(dividing) and not x.any_faults(adding)
     # a tuple made later (perhaps at a freed tuple's address) gets its own answer
     assert x.any_faults(dividing[1:]) and not x.any_faults(adding + adding)
+
+
+def test_fma_is_one_float_node_of_its_three_operands_in_order():
+    a, b, c = (x.Load(float32, i) for i in range(3))
+    e = x.fma(a, b, c)
+    assert e.dtype is float32 and x.children(e) == (a, b, c)
+    assert e == x.fma(a, b, c) and hash(e) == hash(x.fma(a, b, c))
+    assert e != x.fma(b, a, c)
+    assert x.walk(e) == [a, b, c, e]
+
+
+def test_fma_of_two_dtypes_or_of_integers_is_a_scheduler_bug():
+    with pytest.raises(AssertionError, match="float32, float64 and float32"):
+        x.fma(x.Load(float32, 0), x.Load(float64, 1), x.Load(float32, 2))
+    with pytest.raises(AssertionError, match="floating operands only, got int64"):
+        x.fma(*(x.Load(int64, i) for i in range(3)))

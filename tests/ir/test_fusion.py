@@ -97,3 +97,17 @@ def test_partial_write_keeps_the_value_before_it(offset):
     ]
     program = fuse(steps, [16, 16], live={0, 1})
     assert [s.covers for s in program.steps] == [["exp"], ["fill"]]
+
+
+def test_an_fma_producer_inlines_into_its_reader_with_its_operands_rebased():
+    a, b, t, out = _view(0), _view(1), _view(2), _view(3)
+    load = [x.Load(float32, i) for i in range(2)]
+    steps = [  # t = a * b + a; out = t * b + t
+        _step("fma", [t], [a, b], x.fma(load[0], load[1], load[0])),
+        _step("fma2", [out], [b, t], x.fma(load[1], load[0], load[1])),
+    ]
+    program = fuse(steps, [16, 16, 16, 16], live={0, 1, 3})
+    [step] = program.steps
+    assert program.dropped == ["fma"] and [v.buffer for v in step.ins] == [0, 1]
+    t_expr = x.fma(load[0], load[1], load[0])
+    assert step.kernel.exprs == (x.fma(t_expr, load[1], t_expr),)

@@ -98,3 +98,11 @@ def test_graph_prints_shared_nodes_once():
     text = format_graph([s])
     assert text.count("input") == 1
     assert "%1 = add %0 %0 : float32[4]" in text
+
+
+def test_fma_prints_as_a_call_of_its_three_operands():
+    e = x.fma(x.Load(float32, 0), x.unary("neg", x.Param(float32, 0)), x.Load(float32, 1))
+    assert format_expr(e) == "fma(in0, neg(p0), in1)"
+    a, b = g.Input(float64, (2,), "a"), g.Scalar(float64, (), "w")
+    graph = format_graph([g.Fma(float64, (2,), a, b, a)])
+    assert graph.splitlines()[-2:] == ["%2 = fma %0 %1 %0 : float64[2]", "return %2"]

@@ -51,3 +51,11 @@ def test_reductions_are_not_fused_yet_and_say_so():
     a = g.Input(float32, (3,), "a")
     with pytest.raises(NotImplementedError, match="Reduce"):
         schedule_elementwise("k", [g.Reduce(float32, (), "sum", a, (0,))])
+
+
+def test_fma_nodes_lower_to_one_fma_expression_over_inputs_and_scalars():
+    a, b = g.Input(float32, (3,), "a"), g.Input(float32, (3,), "b")
+    w = g.Scalar(float32, (), "alpha")
+    kernel, inputs, scalars = schedule_elementwise("k", [g.Fma(float32, (3,), b, w, a)])
+    assert inputs == [b, a] and scalars == ["alpha"]
+    assert kernel.exprs[0] == x.fma(x.Load(float32, 0), x.Param(float32, 0), x.Load(float32, 1))

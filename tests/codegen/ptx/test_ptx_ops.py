@@ -56,3 +56,19 @@ def test_op_lowers_to_ptx_that_ptxas_accepts(op, dtype):
     ptx = compiler.ptx_for(kernel)
     assert ".entry" in ptx
     compiler.ptxas_check(ptx)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("dtype", [float32, float64], ids=str)
+def test_fma_lowers_to_one_rounding_ptx_fma_that_ptxas_accepts(dtype):
+    """llvm.fma is an allowed intrinsic: PTX's fma.rn, a * b + c rounded once."""
+
+    def build():
+        a, b, c = (g.Input(dtype, (), name) for name in "abc")
+        return "ptx_fma", [g.Fma(dtype, (), a, b, c)]
+
+    kernel, _ = eager.template(("ptx-fma", dtype), build)
+    kernel = kernel.specialize(1, (CONTIG,) * len(kernel.buffers), False, False)
+    ptx = compiler.ptx_for(kernel)
+    assert f"fma.rn.f{dtype.itemsize * 8} " in ptx
+    compiler.ptxas_check(ptx)
