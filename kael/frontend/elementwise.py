@@ -774,7 +774,15 @@ def binary_(name: str, self: Tensor, other) -> Tensor:
     return self
 
 
-_SCALED = {"add": lambda x, y, w: x + y * w, "sub": lambda x, y, w: x - y * w}
+# input (+ or -) alpha * other by whether the compute dtype is a float one: a float one
+# computes fma(other, +-alpha, input), rounded once, as torch's vectorized kernel does; an
+# integer one wraps.
+_SCALED = {
+    ("add", True): lambda x, y, w: formula.fma(y, w, x),
+    ("sub", True): lambda x, y, w: formula.fma(y, -w, x),
+    ("add", False): lambda x, y, w: x + y * w,
+    ("sub", False): lambda x, y, w: x - y * w,
+}
 
 
 def _alpha_number(name: str, alpha, result: DType) -> bool | int | float:
@@ -799,14 +807,21 @@ def _alpha_number(name: str, alpha, result: DType) -> bool | int | float:
             "For integral input tensors, argument alpha must not be a floating point number."
         )
     refuse_float_overflow(number, result)
-    return convert_scalar(number, result, ROUNDED if result.is_half else CHECKED)
+    value = convert_scalar(number, result, ROUNDED if result.is_half else CHECKED)
+    if name.startswith("sub") and result.is_floating_point and type(number) is builtins.int:
+        # sub's formula negates alpha; torch negates the int first, so 0 gives +0.0
+        return value if value else -0.0
+    return value
 
 
 def scaled(name: str, input, other, alpha, out: Tensor | None = None) -> Tensor:
     """torch.add and torch.sub with alpha: input + alpha * other (sub: minus), one kernel
-    in the result's compute dtype (float32 for the half types, rounded once at the store).
-    The product rounds before the sum, where PyTorch's CPU kernel fuses both into one fma:
-    the two can differ in the last bit."""
+    in the result's compute dtype: a float one takes fma(other, +-alpha, input), rounded
+    once (float32 for the half types, rounded to them at the store), as torch's vectorized
+    kernel does. Its scalar loop (the tail of each contiguous run shorter than two vectors:
+    the whole of a short or broadcast row) rounds a half product to the half type first;
+    kael does not follow it there (a half product beyond the type's range stays finite
+    where torch's scalar loop gives inf, and a sum may differ in its last bit)."""
     op = binary_op(name)
     input, other = _operand(input, name), _operand(other, name)
     _, result = _binary_dtypes(op, input, other)
@@ -815,9 +830,11 @@ def scaled(name: str, input, other, alpha, out: Tensor | None = None) -> Tensor:
         from kael.frontend import complex
 
         return complex.binary(name, input, _complex_scaled(other, number, result), result, out)
-    if not isinstance(other, Tensor):  # a number: scaled here
+    if not isinstance(other, Tensor) and not result.is_floating_point:  # scaled here, wrapped
         return binary(name, input, _scaled_number(other, number, result), out)
     tensors = [t for t in (input, other) if isinstance(t, Tensor)]
+    if not tensors:
+        raise TypeError(f"{name}: expected at least one Tensor operand, got two numbers")
     shape = broadcast_shapes(*(t.shape for t in tensors))
     target = output(out, shape, result, device_of(tensors, name), name)
     _launch_scaled(name, input, other, number, result, target)
@@ -825,42 +842,59 @@ def scaled(name: str, input, other, alpha, out: Tensor | None = None) -> Tensor:
 
 
 def _complex_scaled(other, alpha, result: DType):
-    """alpha * other for a complex result, other (a tensor) in that dtype first: an integer
-    one scaled in its own dtype would wrap (int8 100 * 2 is not -56)."""
+    """alpha * other for a complex result, as torch multiplies them: both complex numbers
+    of that dtype (a number's product taken here, exactly as its kernel would), other (a
+    tensor) in that dtype first: an integer one scaled in its own dtype would wrap (int8
+    100 * 2 is not -56)."""
+    factor = _complex_number(alpha, result)
     if not isinstance(other, Tensor):
-        return other * alpha
-    return other if alpha == 1 else binary("mul", other.to(result), alpha)
+        a, b = _complex_number(other, result), factor
+        return builtins.complex(
+            a.real * b.real - a.imag * b.imag, a.real * b.imag + a.imag * b.real
+        )
+    return binary("mul", other.to(result), factor)
+
+
+def _complex_number(value, result: DType) -> complex:
+    """A number as an element of the complex `result` holds it: each part rounded to its
+    precision; an int past int64 and uint64 refused, as every op refuses one."""
+    parts = (value.real, value.imag) if type(value) is builtins.complex else (value, 0.0)
+    real, imag = (convert_scalar(p, result.to_real, CHECKED) for p in parts)
+    return builtins.complex(real, imag)
 
 
 def _scaled_number(other, alpha, result: DType):
-    """alpha * a number operand: wrapped into int64 for an integer result (the binary op
-    then wraps it into the result dtype, as torch scales in that dtype), else the
-    product."""
+    """alpha * a number operand of an integer result: wrapped into int64 (the binary op
+    then wraps it into the result dtype, as torch scales in that dtype)."""
     product = other * alpha
-    if result.is_floating_point or result.is_bool or type(product) is not builtins.int:
+    if result.is_bool or type(product) is not builtins.int:
         return product
     return (product + 2**63) % 2**64 - 2**63
 
 
-def _launch_scaled(name: str, a, b: Tensor, alpha, result: DType, target: Tensor):
-    """a (+ or -) alpha * b into target, one kernel in `result`'s compute dtype. A number
-    `a` is a run-time parameter converted to `result` as binary ops convert a number operand
-    (wrapped into an integer dtype, rounded to a half one): alpha * b is never taken in b's
-    own dtype first, where it could wrap (PyTorch scales in the result dtype)."""
-    params = {"alpha": alpha}
+def _launch_scaled(name: str, a, b, alpha, result: DType, target: Tensor):
+    """a (+ or -) alpha * b into target, one kernel in `result`'s compute dtype (_SCALED).
+    A number operand is a run-time parameter converted to `result` as binary ops convert
+    one (wrapped into an integer dtype, rounded to a half one, beyond a float one's range
+    an infinity): alpha * b is never taken in b's own dtype first, where it could wrap
+    (PyTorch scales in the result dtype)."""
     compute = result.compute
+    scaled_formula = _SCALED[name, compute.is_floating_point]
     if result.is_half:  # each operand rounded to the result dtype first, as torch's
         a, b = (
             t.to(result) if isinstance(t, Tensor) and t.dtype is not result else t for t in (a, b)
         )
-    if isinstance(a, Tensor):
-        formula.launch((f"{name}_alpha",), (a, b), compute, _SCALED[name], params, target._impl)
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        params = {"alpha": alpha}
+        formula.launch((f"{name}_alpha",), (a, b), compute, scaled_formula, params, target._impl)
         return
     _refuse_bool_with_uint64(name, a, b)
     mode = _number_mode(binary_op(name), a, result, False)
-    params = {"input": convert_scalar(a, result, mode), **params}
-    key = (f"number_{name}_alpha",)
-    formula.launch(key, (b,), compute, _number_first(_SCALED[name]), params, target._impl)
+    tensor, number, which = (a, b, "other") if isinstance(a, Tensor) else (b, a, "input")
+    params = {which: convert_scalar(number, result, mode), "alpha": alpha}
+    order = scaled_formula if which == "other" else _number_first(scaled_formula)
+    key = (f"number_{which}_{name}_alpha",)
+    formula.launch(key, (tensor,), compute, order, params, target._impl)
 
 
 def _number_first(scaled_formula):
@@ -876,9 +910,9 @@ def scaled_(name: str, self: Tensor, other, alpha) -> Tensor:
     number = _alpha_number(f"{name}_", alpha, result)
     if result.is_complex:  # self (+ or -) (alpha * other), two kernels
         return binary_(name, self, _complex_scaled(other, number, result))
-    if not isinstance(other, Tensor):
+    if not isinstance(other, Tensor) and not result.is_floating_point:
         return binary_(name, self, _scaled_number(other, number, result))
-    shape = broadcast_shapes(self.shape, other.shape)
+    shape = broadcast_shapes(*(t.shape for t in (self, other) if isinstance(t, Tensor)))
     _check_inplace(self, result, shape, f"{name}_")
     _launch_scaled(name, self, other, number, result, self)
     self._impl.storage.bump_version()

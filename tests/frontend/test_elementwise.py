@@ -1803,9 +1803,8 @@ ALPHAS += [(torch.int64, 2), (torch.int64, -3)]  # an integral input takes an in
 @pytest.mark.parametrize("name", ["add", "sub"])
 @pytest.mark.parametrize(("dtype", "alpha"), ALPHAS, ids=str)
 def test_add_and_sub_scale_other_by_alpha_as_torch(name, dtype, alpha):
-    """input + alpha * other (sub: minus) as a function, a method and in place, broadcast.
-    PyTorch fuses the product and the sum into one fma, kael rounds the product first: a
-    power-of-two alpha gives the same bits, another one within an ulp."""
+    """input + alpha * other (sub: minus) as a function, a method and in place, broadcast:
+    the same bits as PyTorch, whose float kernel is one fma (kael's too)."""
     rng = np.random.default_rng(0)
     a = torch.from_numpy(rng.standard_normal((3, 4)) * 10).to(dtype)
     b = torch.from_numpy(rng.standard_normal(4) * 10).to(dtype)
@@ -1817,10 +1816,7 @@ def test_add_and_sub_scale_other_by_alpha_as_torch(name, dtype, alpha):
         getattr(ka, name)(kb, alpha=alpha),
         inplace,
     ):
-        assert got.dtype is TO_KAEL[want.dtype] and got.shape == tuple(want.shape)
-        exact = alpha in (2, -1, 0.5) or not dtype.is_floating_point
-        rtol = 0 if exact else 2 * torch.finfo(dtype).eps
-        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=rtol, atol=0)
+        assert_same(got, want)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
@@ -1839,6 +1835,110 @@ def test_alpha_with_a_number_operand_scales_the_number():
     x = np.arange(4.0, dtype=np.float32)
     got = kael.sub(kael.tensor(x), 2.0, alpha=3)
     np.testing.assert_array_equal(got.numpy(), torch.sub(torch.from_numpy(x), 2.0, alpha=3))
+
+
+INF = math.inf
+# float add and sub with alpha whose rounded product alpha * other would overflow or lose
+# the sum: torch computes fma(other, +-alpha, input), rounded once.
+FMA_CALLS = {
+    "inf + 2 * -3e38": lambda m: m.tensor([INF]).add(m.tensor([-3e38]), alpha=2),
+    "3e38 + 2 * -3e38": lambda m: m.tensor([3e38]).add(m.tensor([-3e38]), alpha=2),
+    "f64 inf + 2 * -1e308": lambda m: m.add(
+        m.tensor([INF], dtype=m.float64), m.tensor([-1e308], dtype=m.float64), alpha=2
+    ),
+    "3e38 - 2 * 3e38, broadcast": lambda m: m.sub(
+        m.tensor([[3e38], [1.0]]), m.tensor([3e38]), alpha=2
+    ),
+    "1 + 3 * y (last bit)": lambda m: m.add(
+        m.ones(64), m.full((64,), -0.5356693863868713), alpha=3
+    ),
+    "number other": lambda m: m.tensor([INF, 3e38]).add(-3e38, alpha=2),
+    "f64 number other": lambda m: m.sub(m.tensor([-INF, -1e308], dtype=m.float64), 1e308, alpha=-2),
+    "number other beyond float32": lambda m: m.tensor([1.5]).add(-1e39, alpha=0),
+    "number input": lambda m: m.add(3e38, m.tensor([-3e38]), alpha=2),
+    "rsub": lambda m: m.rsub(m.tensor([3e38]), 3e38, alpha=2),
+    "add_": lambda m: m.tensor([3e38, INF]).add_(m.tensor([-3e38]), alpha=2),
+    "sub_ number": lambda m: m.tensor([3e38, INF]).sub_(3e38, alpha=2),
+    "out=": lambda m: m.add(m.tensor([3e38]), m.tensor([-3e38]), alpha=2, out=m.empty(1)),
+    "int input, float other": lambda m: m.add(
+        m.tensor([1]), m.tensor([-0.5356693863868713]), alpha=3
+    ),
+}
+
+
+@pytest.mark.parametrize("call", FMA_CALLS.values(), ids=FMA_CALLS)
+def test_float_add_and_sub_with_alpha_round_once_as_torchs_fma(call):
+    assert_same(call(kael), call(torch))
+
+
+def test_complex_add_with_alpha_takes_the_product_as_torch_past_int64():
+    """A number's product alpha * other is torch's complex one in the result dtype: an int
+    product beyond int64 is a value (2**40 * 2**40), an infinite part gives a NaN imaginary
+    part (inf * 0); an int operand beyond uint64 is still refused."""
+    calls = [
+        lambda m: m.add(m.tensor([1j]), 2**40, alpha=2**40),
+        lambda m: m.sub(m.tensor([1j], dtype=m.complex128), 2**40 + 1, alpha=2**40),
+        lambda m: m.tensor([1j]).add_(2**62, alpha=-(2**62)),
+        lambda m: m.add(m.tensor([1j]), INF, alpha=2),
+        lambda m: m.add(m.tensor([1j]), m.tensor([INF]), alpha=2),
+        lambda m: m.add(m.tensor([complex(1, -0.0)]), 3, alpha=2),
+    ]
+    for call in calls:
+        want, got = call(torch), call(kael)
+        assert got.dtype is getattr(kael, str(want.dtype).removeprefix("torch."))
+        assert_same(kael.view_as_real(got), torch.view_as_real(want))
+    for other, alpha in ((2**70, 2), (2, 2**70)):
+        with pytest.raises(OverflowError):
+            torch.add(torch.tensor([1j]), other, alpha=alpha)
+        with pytest.raises(kael.ValueError, match=f"^value {2**70} is out of the range"):
+            kael.add(kael.tensor([1j]), other, alpha=alpha)
+
+
+def _half_grid(dtype: torch.dtype) -> list[float]:
+    """Values of a half dtype: finite, near its largest, infinite and NaN."""
+    big = torch.finfo(dtype).max
+    return [0.0, -0.0, 1.5, -2.25, 0.1, 3.0, big, -big, big / 2, INF, -INF, math.nan]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("name", ["add", "sub"])
+def test_half_add_with_alpha_is_torchs_vector_fma_in_float32(dtype, name):
+    """float16/bfloat16 take fma(other, +-alpha, input) in float32 from the half operands
+    (a number other rounded to the half dtype first: -1e30 is -inf, so 0 * it is NaN),
+    rounded once, as torch's vector loop does (whole 64-element blocks here; its scalar
+    loop rounds a half product first, documented at elementwise.scaled)."""
+    grid = _half_grid(dtype)
+    xs, ys = zip(*[(a, b) for a in grid for b in grid])
+    pad = [0.0] * (-len(xs) % 64)
+    tx, ty = (torch.tensor(list(v) + pad).to(dtype) for v in (xs, ys))
+    kx, ky = (to_kael(t.float()).to(TO_KAEL[dtype]) for t in (tx, ty))
+    for alpha in (2, -1, 0.3, 0, 3.7):
+        for other in (ty, *grid, -1e30, 1e-30):
+            want = getattr(torch, name)(tx, other, alpha=alpha)
+            got = getattr(kael, name)(kx, ky if other is ty else other, alpha=alpha)
+            assert got.dtype is TO_KAEL[dtype]
+            assert_same(got.float(), want.float())
+
+
+def test_compiled_add_with_alpha_gives_the_eager_bits():
+    """kael.compile fuses the fma into its chain: the same bits as eager, as torch's."""
+
+    def fn(x, y, alpha):
+        z = x.add(y, alpha=2)
+        w = z.sub(y, alpha=alpha) * 1.5
+        x.sub_(3e38, alpha=alpha)
+        return z, w
+
+    compiled = kael.compile(fn)
+    base = torch.tensor([INF, 3e38, 1.0, -2.0] * 16)
+    ty = torch.tensor([-3e38, -3e38, 0.1, 0.3] * 16)
+    for alpha in (0.3, -2.0, 0.3):
+        tx, ex, cx = base.clone(), to_kael(base), to_kael(base)
+        want = fn(tx, ty, alpha)
+        eager_out, compiled_out = fn(ex, to_kael(ty), alpha), compiled(cx, to_kael(ty), alpha)
+        for e, c, t in zip((*eager_out, ex), (*compiled_out, cx), (*want, tx)):
+            assert_same(e, t)
+            assert_same(c, t)
 
 
 # A number input and a tensor other whose alpha * other leaves the tensor's dtype: PyTorch
