@@ -4,7 +4,11 @@ A call's signature is its argument tree with, per tensor, dtype, device, shape, 
 offset, storage size and which earlier argument's storage it shares (so aliasing is part
 of the key), and the value of every other argument except Python floats, which are
 run-time parameters (unless the trace used their value in Python, or the function names
-math, cmath or struct, whose C code reads a float unseen). Calls with the same
+math, cmath or struct, whose C code reads a float unseen). An argument object that the
+pytree does not open (a user's class, a dataclass, a dict or list subclass) is described
+by what it holds, HELD_DEPTH deep: its tensors are inputs of the plan as tensor arguments
+are, its other values are guarded by value (floats too) or identity; a call that rebinds
+what one holds, or one holding more than MAX_HELD values, runs eagerly. Calls with the same
 signature run the plan; a new shape re-traces in Python but compiles nothing new, since
 kernels take sizes and strides at run time. A new guard (dtype, rank, size-1 pattern,
 layout class, aliasing, constants) counts as a recompile, and each says what changed.
@@ -16,6 +20,7 @@ run by one generated function, without building its signature.
 
 from __future__ import annotations
 
+import collections
 import functools
 import types
 import warnings
@@ -86,9 +91,10 @@ def _describe(leaf) -> tuple:
 
 
 def _signature(leaves: list, treedef, plain: bool = False) -> tuple[list, tuple | None]:
-    """(the tensor leaves, the call's signature key). With `plain` (the arguments as they
-    were passed), the key is None where one is a list, tuple or dict (_positional leaves
-    those to _lookup, which flattens them)."""
+    """(the call's tensors, the call's signature key). The tensors are the tensor leaves
+    and the tensors each argument object holds (_held), in leaf order: the plan's inputs. With `plain` (the arguments as they were passed), the key is None
+    where one is a list, tuple or dict (_positional leaves those to _lookup, which
+    flattens them)."""
     tensors = []
     storages = []  # of the tensors so far: a new one's alias is the first it is
     parts = []
@@ -99,26 +105,159 @@ def _signature(leaves: list, treedef, plain: bool = False) -> tuple[list, tuple 
         elif kind in _HASHED:  # _describe's answer for the usual constants, without a frame
             parts.append(("const", kind, leaf))
         elif kind is Tensor or isinstance(leaf, Tensor):
-            impl = leaf._impl
-            storage = impl.storage
-            alias = len(tensors)
-            for i, s in enumerate(storages):
-                if s is storage:
-                    alias = i
-                    break
-            parts.append(
-                (
-                    "tensor", impl.dtype, impl.device, impl.shape, impl.strides, impl.offset,
-                    storage.nbytes, alias,
-                )
-            )  # fmt: skip
-            tensors.append(leaf)
-            storages.append(storage)
+            parts.append(_tensor_part(leaf, tensors, storages))
         elif plain and pytree.is_container(leaf):
             return tensors, None
         else:
-            parts.append(_describe(leaf))
+            parts.append(_held(leaf, tensors, storages) or _describe(leaf))
     return tensors, (treedef, tuple(parts))
+
+
+def _tensor_part(tensor: Tensor, tensors: list, storages: list) -> tuple:
+    """A tensor's part of the signature, with the first earlier tensor of the call whose
+    storage it shares (its alias); the tensor joins `tensors` and its storage `storages`."""
+    impl = tensor._impl
+    storage = impl.storage
+    alias = len(tensors)
+    for i, s in enumerate(storages):
+        if s is storage:
+            alias = i
+            break
+    tensors.append(tensor)
+    storages.append(storage)
+    return (
+        "tensor", impl.dtype, impl.device, impl.shape, impl.strides, impl.offset,
+        storage.nbytes, alias,
+    )  # fmt: skip
+
+
+# How deep an argument object is looked into (o.layers[0].weight is three deep) and how
+# many values it may hold: past either, calls with it run eagerly.
+HELD_DEPTH = 4
+MAX_HELD = 256
+
+
+class _Same:
+    """A value a signature compares by identity (kept alive, so no other object takes its
+    id while the signature exists)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value) -> None:
+        self.value = value
+
+    def __eq__(self, other) -> bool:
+        return type(other) is _Same and other.value is self.value
+
+    def __hash__(self) -> int:
+        return id(self.value)
+
+    def __repr__(self) -> str:
+        return f"the {type(self.value).__name__} object at {id(self.value):#x}"
+
+
+def _held(leaf, tensors: list, storages: list) -> tuple | None:
+    """An argument object's part of the signature (a user's class, a dataclass, a dict or
+    list subclass...: a leaf that holds values): its kind, the path of everything it holds
+    and each value's part. Its tensors are inputs of the plan, as arguments are (so one
+    rebound between calls is read, and guarded by layout); any other value is guarded by
+    value or identity (so the plan is traced again for a new `o.scale`). None for a leaf
+    described as a whole (_describe); ("holds", kind, None) for one too big to guard."""
+    if not _looked_into(leaf):
+        return None
+    found = contents(leaf)
+    if found is None:
+        return ("holds", type(leaf), None)
+    paths, values = found
+    parts = [_tensor_part(v, tensors, storages) if isinstance(v, Tensor) else v for v in values]
+    return ("holds", type(leaf), paths, tuple(parts))
+
+
+def contents(node) -> tuple[tuple, list] | None:
+    """(the path of each value an argument object holds, the values: a tensor as it is,
+    anything else as its part), or None where it holds too much to guard (_gather)."""
+    paths, values = [], []
+    if not _gather(node, (), HELD_DEPTH, {id(node)}, paths, values):
+        return None
+    return tuple(paths), values
+
+
+def _looked_into(value) -> bool:
+    """Whether a signature describes `value` by what it holds: an object that is not kept
+    whole (tracing.kept_whole) with attributes, or a dict, list or tuple."""
+    return not tracing.kept_whole(value) and (
+        isinstance(value, _NODES) or hasattr(value, "__dict__") or bool(_slot_names(type(value)))
+    )
+
+
+_SEQUENCES = (list, tuple, collections.deque)
+_NODES = (*_SEQUENCES, dict)
+
+
+def _gather(node, path: tuple, depth: int, seen: set, paths: list, values: list) -> bool:
+    """Append the path and value of everything `node` holds, `depth` nodes deep: a tensor
+    as it is, a nested node as ("node", its kind) followed by what it holds, any other
+    value as its part (_value_part). False where that passes MAX_HELD values or the depth."""
+    for key, value in _members(node):
+        here = (*path, key)
+        paths.append(here)
+        if isinstance(value, Tensor):
+            values.append(value)
+        elif id(value) not in seen and _looked_into(value):
+            if not depth:
+                return False
+            values.append(("node", type(value)))
+            if not _gather(value, here, depth - 1, seen | {id(value)}, paths, values):
+                return False
+        else:
+            values.append(_value_part(value))
+        if len(values) > MAX_HELD:
+            return False
+    return True
+
+
+def _members(node) -> list[tuple[tuple, object]]:
+    """(key, value) of what `node` holds: its items (by key or position), then its
+    attributes (its __dict__ and __slots__); a key is ("[]", key) or (".", name)."""
+    if isinstance(node, dict):
+        found = [(("[]", _key(k)), v) for k, v in node.items()]
+    elif isinstance(node, _SEQUENCES):
+        found = [(("[]", i), v) for i, v in enumerate(node)]
+    else:
+        found = []
+    found += [((".", k), v) for k, v in (getattr(node, "__dict__", None) or {}).items()]
+    for name in _slot_names(type(node)):
+        if hasattr(node, name):
+            found.append(((".", name), getattr(node, name)))
+    return found
+
+
+def _key(key):
+    """A dict key as a signature holds it: by value, or by identity where its == is not a
+    plain bool (a tensor)."""
+    return key if type(key) in _HASHED else _Same(key)
+
+
+@functools.cache
+def _slot_names(kind: type) -> tuple[str, ...]:
+    """The __slots__ of `kind` and its bases (their __dict__ and __weakref__ left out)."""
+    names = []
+    for base in kind.__mro__:
+        slots = base.__dict__.get("__slots__", ())
+        names += [slots] if isinstance(slots, str) else list(slots)
+    return tuple(n for n in names if n not in ("__dict__", "__weakref__"))
+
+
+def _value_part(value) -> tuple:
+    """The part of a value an argument object holds: a float by its exact value (float.hex
+    tells -0.0 from 0.0 and finds a NaN again), the usual constants by value, anything else
+    by identity."""
+    kind = type(value)
+    if isinstance(value, float):
+        return ("float", kind, float.hex(value))
+    if kind in _HASHED or kind is complex:
+        return ("const", kind, value)
+    return ("same", _Same(value))
 
 
 def _float_key(values: list) -> tuple:
@@ -130,15 +269,18 @@ def _float_key(values: list) -> tuple:
 def _coarse(key: tuple, used_values: tuple) -> tuple:
     """The coarse form of a signature: sizes dropped, their size-1 pattern and layout kept."""
     treedef, parts = key
-    coarse = []
-    for part in parts:
-        if part[0] == "tensor":
-            _, dtype, device, shape, strides, offset, _, alias = part
-            dense = strides == contiguous_strides(shape)
-            coarse.append((dtype, device, len(shape), tuple(s == 1 for s in shape), dense, alias))
-        else:
-            coarse.append(part)
-    return (treedef, tuple(coarse), used_values)
+    return (treedef, tuple(map(_coarse_part, parts)), used_values)
+
+
+def _coarse_part(part: tuple) -> tuple:
+    """One part's coarse form (an argument object's: that of each tensor it holds)."""
+    if part[0] == "tensor":
+        _, dtype, device, shape, strides, offset, _, alias = part
+        dense = strides == contiguous_strides(shape)
+        return (dtype, device, len(shape), tuple(s == 1 for s in shape), dense, alias)
+    if part[0] == "holds" and part[2] is not None:
+        return (*part[:3], tuple(map(_coarse_part, part[3])))
+    return part
 
 
 def _what_changed(old: tuple, new: tuple) -> str:
@@ -149,6 +291,8 @@ def _what_changed(old: tuple, new: tuple) -> str:
     for i, (a, b) in enumerate(zip(old[1], new[1])):
         if a == b:
             continue
+        if a[0] == b[0] == "holds" and a[1] is b[1]:
+            return f"argument {i}: {_held_change(a, b)}"
         if len(a) == len(b) == len(names):
             for name, x, y in zip(names, a, b):
                 if x != y:
@@ -163,6 +307,32 @@ def _what_changed(old: tuple, new: tuple) -> str:
                 return f"the {name} changed (now {settings[1].get(name, 'none')})"
     values = [tuple(float.fromhex(h) for h in guard[2]) for guard in (old, new)]
     return f"float arguments used as Python values changed: {values[0]} -> {values[1]}"
+
+
+def _held_change(old: tuple, new: tuple) -> str:
+    """Words for the first difference between what two argument objects of one kind hold
+    (coarse parts: _coarse_part)."""
+    kind = old[1].__name__
+    if old[2] != new[2]:
+        return f"the {kind} holds other attributes or items"
+    for path, a, b in zip(new[2], old[3], new[3]):
+        if a != b:
+            where = kind + "".join(f".{k}" if how == "." else f"[{k!r}]" for how, k in path)
+            return f"{where} changed from {_held_word(a)} to {_held_word(b)}"
+    return f"the {kind} changed"
+
+
+def _held_word(part: tuple) -> str:
+    """A value an argument object holds, in words, from its (coarse) part."""
+    tag = part[0]
+    if tag == "float":
+        return repr(float.fromhex(part[2]))
+    if tag in ("const", "same"):
+        return repr(part[-1])
+    if tag == "node":
+        return f"a {part[1].__name__}"
+    dtype, device, rank = part[:3]  # a tensor's coarse part
+    return f"a {dtype} tensor of rank {rank} on {device}"
 
 
 def _is_setting(part) -> bool:
@@ -263,6 +433,28 @@ def _cell_values(fn) -> list:
         except ValueError:
             continue
     return values
+
+
+def _held_moved(leaves: list, treedef, tensors: list, key: tuple) -> str | None:
+    """Why a plan cannot stand for a traced call's argument objects: one held too much to
+    guard, or the call rebound what one holds (an attribute, an item), which a plan
+    does not repeat; None where neither."""
+    held = [(i, part) for i, part in enumerate(key[1]) if part[0] == "holds"]
+    for i, part in held:
+        if part[2] is None:
+            return (
+                f"argument {i} (a {part[1].__name__}) holds more than {MAX_HELD} values or "
+                f"nests deeper than {HELD_DEPTH}, too much to guard"
+            )
+    if not held:
+        return None
+    after, (_, parts) = _signature(leaves, treedef)
+    if parts != key[1][: len(parts)] or any(a is not b for a, b in zip(after, tensors)):
+        return (
+            "the function rebinds what an argument object holds (an attribute or item), "
+            "which a plan does not repeat"
+        )
+    return None
 
 
 def _twins(storages: list) -> tuple[int, int] | None:
@@ -515,6 +707,7 @@ class CompiledFunction:
         finally:
             state.trace = None
         self._epoch = epoch.value  # moves made by the traced call itself are in the plan
+        trace.broken = trace.broken or _held_moved(leaves, treedef, tensors, key)
         plan = trace.plan
         if trace.broken is not None:
             plan.fallback = trace.broken
@@ -567,7 +760,7 @@ class CompiledFunction:
             if not same or entry.used != used:
                 entry = self._entries[key] = _Entry(used, {}, implicit)
             entry.plans[values] = plan
-            entry.held = [v for v in leaves if _describe(v)[0] == "object"]
+            entry.held = [v for v in leaves if not _looked_into(v) and _describe(v)[0] == "object"]
             plain = not used and not implicit and plan.fallback is None
             entry.positional = plan if plain else None
             entry.guarded = None  # built again from the new positional plan when it runs
@@ -627,6 +820,11 @@ def _guard_words(leaves: list, used: tuple[int, ...]) -> list[str]:
         elif type(leaf) is float:
             how = f"specialized to {leaf!r}" if i in used else "a run-time parameter"
             words.append(f"leaf {i}: a float, {how}")
+        elif _looked_into(leaf):
+            words.append(
+                f"leaf {i}: an object of class {type(leaf).__name__}: the tensors it holds are "
+                "inputs (guarded as arguments are), its other values constants of the plan"
+            )
         else:
             words.append(f"leaf {i}: the constant {leaf!r}")
     return words

@@ -13,14 +13,20 @@ fullgraph=False ends the trace and lets the function go on eagerly.
 
 The trace runs the function once, for real: pending steps are fused and executed whenever
 an extern needs its inputs and at the end, and the plan it leaves repeats them per call.
+A result leaf is a tensor, an argument (returned as each call passes it), or a value kept
+whole (kept_whole: a number, a string, a dtype, a class...); any other object the call
+built and may hold tensors, which a plan cannot build again, so that signature runs eagerly.
 """
 
 from __future__ import annotations
 
+import enum
+import functools
 import linecache
 import os
 import sys
 import threading
+import types
 import weakref
 from collections.abc import Callable
 
@@ -32,6 +38,7 @@ from kael.ir.reduction import Reduction
 from kael.ir.views import View
 from kael.runtime import profiling
 from kael.runtime.device import Device
+from kael.runtime.dtypes import DType
 from kael.runtime.errors import Error
 from kael.runtime.storage import Storage
 from kael.runtime.tracestate import NeedsExtern, state
@@ -534,14 +541,8 @@ class Trace:
         plan = self.plan
         plan.outputs = treedef
         inputs = {id(t): i for i, t in enumerate(self.tensors)}
-        plan.out_leaves = [
-            p.Input(inputs[id(v)])
-            if id(v) in inputs
-            else self.view(v._impl)
-            if isinstance(v, Tensor)
-            else _source(v)
-            for v in leaves
-        ]
+        arguments = {id(v): i for i, v in enumerate(self.call.scalars) if not kept_whole(v)}
+        plan.out_leaves = [self._out_leaf(v, inputs, arguments) for v in leaves]
         made = [id(v) if isinstance(v, Tensor) and id(v) not in inputs else None for v in leaves]
         plan.same = _repeats(made)
         for index, before in self.versions.items():
@@ -568,6 +569,54 @@ class Trace:
                 v._impl.storage = real
         plan.finish()
         return result
+
+    def _out_leaf(self, v, inputs: dict[int, int], arguments: dict[int, int]):
+        """How each call gets result leaf `v`: an argument (tensor or object) as the call
+        passes it, a tensor the plan makes, a float argument's value, or a constant. Any
+        other object was built by this call and may hold tensors: a plan returning it would
+        hand every call the first call's object, so the signature runs eagerly after."""
+        from kael.frontend.tensor import Tensor
+
+        if isinstance(v, Tensor):
+            index = inputs.get(id(v))
+            return self.view(v._impl) if index is None else p.Input(index)
+        if type(v) is SymFloat:
+            return _source(v)
+        index = arguments.get(id(v))
+        if index is not None:
+            return p.ArgScalar(index)
+        if not kept_whole(v) and self.broken is None:
+            self.broken = (
+                f"the result holds a {type(v).__name__} object, which a plan cannot build "
+                "again at each call (it rebuilds lists, tuples and dicts only)"
+            )
+        return v
+
+
+@functools.cache
+def _kept_kinds() -> tuple[type, ...]:
+    """kept_whole's kinds (nn.Module and Generator import this module: looked up once)."""
+    from kael.frontend.random import Generator
+    from kael.nn.modules.module import Module
+
+    return _KEPT + (Module, Generator)
+
+
+# Values that cannot change, and objects of their own that a call does not build.
+_KEPT = (
+    type(None), bool, int, float, complex, str, bytes, type(...), type(NotImplemented), range,
+    slice, type, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+    types.ModuleType, enum.Enum, DType, Device,
+)  # fmt: skip
+
+
+def kept_whole(value) -> bool:
+    """Whether a plan may keep `value` as it is from call to call (a result it returns, a
+    part of a signature compared by value or identity): a value that cannot change (a
+    number, a string, a dtype) or an object of its own that a call does not build (a
+    class, a function, a module, an nn.Module, a Generator). Any other object may hold
+    tensors, which a plan reads per call only as arguments."""
+    return isinstance(value, _kept_kinds())
 
 
 def _repeats(made: list[int | None]) -> list[int] | None:

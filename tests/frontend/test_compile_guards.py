@@ -1,15 +1,20 @@
 """What a compiled plan must not assume across calls: an argument's layout or memory that
 the function changes in place, a write to a shifted window of a buffer another fused
 kernel reads, -0.0 against 0.0, a global rebound to another view, a model's parameters
-replaced, an unhashable argument's id, and the thread's default device."""
+replaced, an unhashable argument's id, the thread's default device, what an argument
+object holds, and that an object the function returns is the same at every call."""
 
+import dataclasses
 import gc
 import math
+import types
 import warnings
 import weakref
 
 import numpy as np
 import pytest
+import torch
+from parity_helpers import same
 
 import kael
 
@@ -126,8 +131,10 @@ def test_a_compiled_model_reads_replaced_parameters():
 
 
 class _Options:
-    """An argument the signature can name only by id (it has no hash)."""
+    """An argument the signature can name only by id (it has no hash, and no attributes of
+    its own that a signature could describe it by)."""
 
+    __slots__ = ("__weakref__",)
     __hash__ = None
     scale = 2.0
 
@@ -155,3 +162,141 @@ def test_a_no_op_in_place_view_of_an_argument_keeps_the_plan():
         warnings.simplefilter("error")  # no "runs eagerly" warning
         for _ in range(3):
             assert f(kael.ones(2, 3)).tolist() == [[2.0] * 3] * 2
+
+
+class _Holder:
+    def __init__(self, a) -> None:
+        self.a = a
+
+
+@dataclasses.dataclass
+class _Record:
+    a: object
+
+
+@dataclasses.dataclass(slots=True)
+class _Slotted:
+    a: object
+
+
+class _Dict(dict):
+    pass
+
+
+class _List(list):
+    pass
+
+
+def _set_item(holder, value) -> None:
+    holder[next(iter(holder)) if isinstance(holder, dict) else 0] = value
+
+
+# Objects holding a tensor at `a` (or as their first item), as (make, read, rebind): leaves
+# of a call's tree, which pytree does not open.
+_AT_A = (lambda o: o.a, lambda o, v: setattr(o, "a", v))
+_HOLDERS = {
+    "object": (_Holder, *_AT_A),
+    "dataclass": (_Record, *_AT_A),
+    "slots dataclass": (_Slotted, *_AT_A),
+    "namespace": (lambda v: types.SimpleNamespace(a=v), *_AT_A),
+    "dict subclass": (lambda v: _Dict(a=v), lambda o: o["a"], _set_item),
+    "list subclass": (lambda v: _List([v]), lambda o: o[0], _set_item),
+}
+
+
+@pytest.mark.parametrize("kind", _HOLDERS)
+def test_a_result_object_holding_tensors_is_built_at_every_call(kind):
+    make, read, _ = _HOLDERS[kind]
+    f = kael.compile(lambda x: make(x * 2 + 1))
+    seen = []
+    with pytest.warns(UserWarning, match=f"the result holds a {type(make(None)).__name__}"):
+        for value in (1.0, -3.0, 0.5):
+            got = f(kael.full((3,), value))
+            assert type(got) is type(make(None)) and all(got is not s for s in seen)
+            same(read(got), torch.full((3,), value) * 2 + 1)
+            seen.append(got)
+
+
+def test_a_result_that_is_an_argument_object_is_the_calls_own():
+    f = kael.compile(lambda o, x: (o, x + o.a))
+    for value in (1.0, 4.0):
+        torch_value = torch.full((2,), value)
+        o = _Holder(kael.from_dlpack(torch_value.clone()))
+        got, total = f(o, kael.ones(2))
+        assert got is o
+        same(total, torch_value + 1)
+    assert f.cache_info().traces == 1
+
+
+def test_immutable_result_leaves_stay_constants_of_the_plan():
+    f = kael.compile(lambda x: (x + 1, None, 2, 1.5, "s", kael.float32, x.shape, x.device))
+    for value in (1.0, 2.0):
+        got = f(kael.full((2,), value))
+        same(got[0], torch.full((2,), value) + 1)
+        assert got[1:] == (None, 2, 1.5, "s", kael.float32, (2,), kael.device("cpu"))
+    assert f.plan_for(kael.ones(2)).fallback is None
+
+
+@pytest.mark.parametrize("kind", _HOLDERS)
+def test_an_argument_objects_rebound_tensor_is_read_at_every_call(kind):
+    make, read, rebind = _HOLDERS[kind]
+    f = kael.compile(lambda o, x: read(o) * 2 + x)
+    o = make(kael.ones(3))
+    x = kael.ones(3)
+    for value in (1.0, 3.0, -2.0):
+        rebind(o, kael.full((3,), value))
+        same(f(o, x), torch.full((3,), value) * 2 + 1)
+    same(f(make(kael.full((3,), 5.0)), x), torch.full((3,), 11.0))  # another object alike
+    assert f.cache_info().traces == 1  # its tensors are inputs of the plan, as arguments
+
+
+def test_an_argument_objects_nested_tensor_rebound_is_read_at_every_call():
+    f = kael.compile(lambda o: o.a.a[1] - o.a.a[0])
+    o = _Holder(_Holder([kael.zeros(2), kael.ones(2)]))
+    o.me = o  # a cycle is followed once
+    same(f(o), torch.ones(2))
+    o.a.a[1] = kael.full((2,), 4.0)
+    same(f(o), torch.full((2,), 4.0))
+    o.a = _Holder([kael.ones(2), kael.full((2,), 9.0)])
+    same(f(o), torch.full((2,), 8.0))
+    o.a.a = [kael.ones(2, 2), kael.zeros(2, 2)]  # a new rank: traced again, reason given
+    same(f(o), -torch.ones(2, 2))
+    assert f.cache_info().recompiles == [
+        "argument 0: _Holder.a.a[0] changed from a float32 tensor of rank 1 on cpu to a "
+        "float32 tensor of rank 2 on cpu"
+    ]
+
+
+def test_an_argument_objects_changed_number_traces_again_and_says_why():
+    f = kael.compile(lambda x, o: x * o.a + 1)
+    o = _Holder(2.0)
+    x = kael.full((2,), 3.0)
+    for scale in (2.0, 3.0, -0.0, 3.0):
+        o.a = scale
+        same(f(x, o), torch.full((2,), 3.0) * scale + 1)
+    assert f.cache_info().recompiles[0] == "argument 1: _Holder.a changed from 2.0 to 3.0"
+    assert f.cache_info().traces == 3  # each value once: 3.0 again runs its plan
+
+
+def test_a_function_rebinding_what_an_argument_object_holds_runs_eagerly():
+    def step(o):
+        o.a = o.a * 2
+        o.count += 1
+        return o.a + o.count
+
+    compiled = kael.compile(step)
+    mine, theirs = _Holder(kael.ones(2)), _Holder(torch.ones(2))
+    mine.count = theirs.count = 0
+    with pytest.warns(UserWarning, match="rebinds what an argument object holds"):
+        for _ in range(3):
+            same(compiled(mine), step(theirs))
+    same(mine.a, theirs.a)
+
+
+def test_an_argument_object_too_big_to_guard_runs_eagerly():
+    f = kael.compile(lambda o: o.a + 1)
+    o = types.SimpleNamespace(a=kael.ones(2), table=list(range(300)))
+    with pytest.warns(UserWarning, match="argument 0 \\(a SimpleNamespace\\) holds more than 256"):
+        for value in (1.0, 7.0):
+            o.a = kael.full((2,), value)
+            same(f(o), torch.full((2,), value) + 1)

@@ -176,6 +176,33 @@ def test_an_argument_overlapping_a_tensor_the_plan_reads_from_an_attribute_misse
     assert c._guarded((model, kael.from_numpy(array))) is MISS
 
 
+class Options:
+    def __init__(self, weight: kael.Tensor, scale: float) -> None:
+        self.weight, self.scale = weight, scale
+
+
+def test_an_argument_object_is_guarded_by_what_it_holds():
+    def fn(options, x):
+        return x * options.scale + options.weight
+
+    options, x = Options(kael.ones(4), 2.0), kael.ones(4)
+    c = _guarded(fn, options, x)
+    guarded = c._guarded
+    options.weight = kael.full((4,), 3.0)  # another tensor of the layout: the plan's input
+    got = guarded((options, x))
+    assert got is not MISS and _bits(got) == _bits(fn(options, x))
+    for changed in (
+        Options(kael.ones(4, dtype=kael.float64), 2.0),  # another dtype
+        Options(kael.ones(4), 3.0),  # another number, a constant of the plan
+        Options(x, 2.0),  # the weight is the other argument
+    ):
+        assert guarded((changed, x)) is MISS
+        assert _bits(c(changed, x)) == _bits(fn(changed, x))
+    changed = Options(kael.ones(4), 2.0)
+    changed.extra = None  # another attribute
+    assert guarded((changed, x)) is MISS
+
+
 def test_a_new_thread_count_misses_and_is_guarded_anew():
     args = _call()
     c = _guarded(scaled_norm, *args)
