@@ -970,15 +970,14 @@ class Plan:
     def run(self, tensors: list, scalars: list):
         """Run every step for one call and return its results: through the plan's replay
         (frontend/replay.py) where it has one for this thread count and nothing watches
-        the launches, else step by step (and then write the replay). A plan returning a
-        tensor twice has no replay: replay.py writes one new object per result leaf."""
+        the launches, else step by step (and then write the replay)."""
         threads = get_num_threads()
         replay = self.replay
         quiet = launches.recorder is None and debug.level < 1
         if replay is not None and replay.threads == threads and quiet:
             return replay.fn(self, tensors, scalars)
         result = self._interpret(tensors, scalars)
-        if quiet and self.replay_tried != threads and self.same is None:
+        if quiet and self.replay_tried != threads:
             self.replay_tried = threads
             self.replay = replay_module.build(self, threads)
         return result

@@ -299,6 +299,12 @@ class _Writer:
                 name = self.storage(slot)
                 self.lines.append(f"if {name} is not None: {name}.version += {count}")
         results = [self.result(leaf) for leaf in plan.out_leaves]
+        for i, first in enumerate(plan.same or ()):  # a tensor returned twice: one object
+            if first == i:
+                self.lines.append(f"r{i} = {results[i]}")
+                results[i] = f"r{i}"
+            else:
+                results[i] = results[first]
         if self.pool_sizes:
             self.keep_pool()
         if plan.outputs is pytree.LEAF:

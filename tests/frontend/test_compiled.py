@@ -677,6 +677,8 @@ def test_a_tensor_returned_twice_is_one_object_at_every_call(f):
         want, got = f(kael.ones(2, 3)), compiled(kael.ones(2, 3))
         _same(want, got)
         assert _identities(got) == _identities(want)
+    # the replay written for the plan keeps the identities too (calls 3 and 4 ran it)
+    assert compiled.plan_for(kael.ones(2, 3)).replay is not None
 
 
 def test_a_metadata_change_on_a_twice_returned_tensor_shows_on_both():
