@@ -36,6 +36,7 @@ replay the gemm plan the full door ran (gemm_run.run: packing buffers, threads).
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import functools
 import threading
 from dataclasses import dataclass
@@ -853,11 +854,26 @@ class _Kept:
     # the error word's first value where the kernel checks indices: any other after a
     # replay sends the call through the full door, which raises as it would have
     error: int | None = None
+    # where the launch read the input alone into one result returned dense as made, its
+    # replays uncounted (a reduction, a row kernel): its (shape, strides, dtype, input
+    # itemsize), which the door's _replay_plain takes without the general lists; else None
+    plain: tuple | None = None
 
 
 _keyed: dict[tuple, _Kept | object] = {}
 _UNSERVED = object()  # a key whose call this door cannot replay (too big, several launches)
 _captured = threading.local()
+# one entry per door capturing a first call, in any thread (list.append and pop are
+# atomic): while it is empty, as nearly always, a served call skips the thread-local look
+_capturing: list = []
+
+
+def _inside_a_capture() -> None:
+    """A door called while this thread's outer door captures: the outer one keeps nothing
+    (this door's replay, or its own launches, are not the outer call's one launch)."""
+    outer = getattr(_captured, "slot", None)
+    if outer is not None:
+        outer.append(None)
 
 
 def capture(entry: eager.Template, outs: list, ins: list, axes, keepdim, scalars) -> None:
@@ -945,9 +961,8 @@ def keyed(fn, traced=None):
             kwargs = torch_keywords(kwargs)
         if not _open() or type(input) not in PLAIN:
             return closed(input, *args, **kwargs)
-        outer = getattr(_captured, "slot", None)
-        if outer is not None:  # a door inside a door's call: the outer one keeps nothing
-            outer.append(None)
+        if _capturing:  # some door is capturing: if it is this thread's, it keeps nothing
+            _inside_a_capture()
         impl = input._impl
         if "out" in kwargs or impl.dtype.is_complex:  # complex: parts or a cast run first,
             return closed(input, *args, **kwargs)  # so the kernel reads not the input itself
@@ -959,16 +974,21 @@ def keyed(fn, traced=None):
         entry = _keyed.get(key)
         if entry is not None:
             if entry is not _UNSERVED:
+                if entry.plain is not None:
+                    return _replay_plain(entry, impl)
                 result = _replay_kept(entry, impls)
                 if result is not None:
                     return result
             return closed(input, *args, **kwargs)
+        outer = getattr(_captured, "slot", None)
         _captured.slot = []
+        _capturing.append(None)
         try:
             result = fn(input, *args, **kwargs)
             launched = _captured.slot
         finally:
             _captured.slot = outer
+            _capturing.pop()
         kept = None
         if len(launched) == 1 and launched[0] is not None:
             kept = _views_of(result, launched[0][0])
@@ -988,6 +1008,8 @@ def _plain(value, tensors: list) -> tuple | None:
     """(exact type, value): 1, True and 1.0 are equal keys, but not equal arguments; a host
     tensor's dtype and layout, its impl appended to `tensors`."""
     kind = type(value)
+    if kind in _PLAIN:
+        return (kind, value)
     if kind is tuple:
         return (kind, value) if all(type(d) is int for d in value) else None
     if kind in PLAIN:
@@ -996,7 +1018,7 @@ def _plain(value, tensors: list) -> tuple | None:
             return None
         tensors.append(t)
         return (kind, t.dtype, t.shape, t.strides)
-    return (kind, value) if kind in _PLAIN else None
+    return None
 
 
 def _plain_arguments(args: tuple, kwargs: dict, tensors: list) -> tuple | None:
@@ -1045,6 +1067,18 @@ def _reads(src, impl) -> bool:
     return same and src.dtype is impl.dtype
 
 
+def _keep(key, *fields, **more) -> None:
+    """_keyed[key] = the _Kept of these fields, its `plain` form filled in where it has one."""
+    kept = _Kept(*fields, **more)
+    views, reads = kept.views, kept.reads
+    one = len(kept.storages) == len(views) == len(reads) == 1
+    if one and reads[0][0] == 0 and kept.pack is None and not kept.counted:
+        k, shape, strides, offset, dtype = views[0]
+        if not (k or offset) and kept.error is None and strides == _dense_strides(shape):
+            kept = dataclasses.replace(kept, plain=(shape, strides, dtype, kept.reads[0][1]))
+    _keyed[key] = kept
+
+
 def _remember_launch(
     fn, words, items, moved, align, reads, outs, at, counted, error, key, impls, pack, views
 ) -> bool:
@@ -1058,9 +1092,9 @@ def _remember_launch(
     native = native_launch.describe(fn, template, positions, moved // max(1, items))
     if native is None:
         return False
-    _keyed[key] = _Kept(
-        fn, native, items, _storage_bytes(outs), found, views, moved, align=align, pack=pack,
-        counted=counted, error=None if error is None else error[1],
+    _keep(
+        key, fn, native, items, _storage_bytes(outs), found, views, moved, align=align,
+        pack=pack, counted=counted, error=None if error is None else error[1],
     )  # fmt: skip
     return True
 
@@ -1090,11 +1124,29 @@ def _remember_reduction(entry, outs, ins, axes, keepdim, scalars, key, impls, pa
             return False  # a tree big enough for the pool: the full door runs it
     if native is None:
         return False
-    _keyed[key] = _Kept(
-        prepared.fn, native, prepared.total, _storage_bytes(outs), found, views,
+    _keep(
+        key, prepared.fn, native, prepared.total, _storage_bytes(outs), found, views,
         prepared.moved, final, prepared.outputs, scratch or (0, 0), pack=pack,
     )  # fmt: skip
     return True
+
+
+def _replay_plain(entry: _Kept, impl):
+    """_replay_kept of a `plain` entry: one storage, the input's address, one dense result."""
+    shape, strides, dtype, itemsize = entry.plain
+    storage = Storage.host(entry.storages[0])
+    words = [storage.ptr, impl.storage.ptr + impl.offset * itemsize]
+    final = entry.final
+    if final is not None:
+        held, partials, indices = eager.scratch_storage(entry.scratch)
+        words += (partials, indices)
+    if entry.moved < PROMOTE_BYTES or runs_inline(entry.fn, entry.moved):
+        _native(entry.native.address, entry.total, *words)
+    else:
+        run_pooled(entry.fn, entry.native.block(words), entry.total, entry.align)
+    if final is not None:
+        _native(final.address, entry.outputs, *words)
+    return _result(storage, shape, strides, dtype)
 
 
 def _replay_kept(entry: _Kept, impls: list):
