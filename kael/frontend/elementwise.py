@@ -835,9 +835,15 @@ def scaled(name: str, input, other, alpha, out: Tensor | None = None) -> Tensor:
     tensors = [t for t in (input, other) if isinstance(t, Tensor)]
     if not tensors:
         raise TypeError(f"{name}: expected at least one Tensor operand, got two numbers")
+    fast = None
+    if out is None and len(tensors) == 2 and input.dtype is other.dtype is result:
+        done = fastpath.dense(f"{name}_alpha", (input, other), (number,))
+        if done is not None:
+            return done
+        fast = fastpath.dense_key(f"{name}_alpha", (input, other), (number,))
     shape = broadcast_shapes(*(t.shape for t in tensors))
     target = output(out, shape, result, device_of(tensors, name), name)
-    _launch_scaled(name, input, other, number, result, target)
+    _launch_scaled(name, input, other, number, result, target, fast)
     return target
 
 
@@ -872,12 +878,13 @@ def _scaled_number(other, alpha, result: DType):
     return (product + 2**63) % 2**64 - 2**63
 
 
-def _launch_scaled(name: str, a, b, alpha, result: DType, target: Tensor):
+def _launch_scaled(name: str, a, b, alpha, result: DType, target: Tensor, fast=None):
     """a (+ or -) alpha * b into target, one kernel in `result`'s compute dtype (_SCALED).
     A number operand is a run-time parameter converted to `result` as binary ops convert
     one (wrapped into an integer dtype, rounded to a half one, beyond a float one's range
     an infinity): alpha * b is never taken in b's own dtype first, where it could wrap
-    (PyTorch scales in the result dtype)."""
+    (PyTorch scales in the result dtype). `fast`: the dense door's key for two tensors of
+    the result dtype (alpha its number)."""
     compute = result.compute
     scaled_formula = _SCALED[name, compute.is_floating_point]
     if result.is_half:  # each operand rounded to the result dtype first, as torch's
@@ -885,8 +892,8 @@ def _launch_scaled(name: str, a, b, alpha, result: DType, target: Tensor):
             t.to(result) if isinstance(t, Tensor) and t.dtype is not result else t for t in (a, b)
         )
     if isinstance(a, Tensor) and isinstance(b, Tensor):
-        params = {"alpha": alpha}
-        formula.launch((f"{name}_alpha",), (a, b), compute, scaled_formula, params, target._impl)
+        key, params = (f"{name}_alpha",), {"alpha": alpha}
+        formula.launch(key, (a, b), compute, scaled_formula, params, target._impl, fast, ("alpha",))
         return
     _refuse_bool_with_uint64(name, a, b)
     mode = _number_mode(binary_op(name), a, result, False)

@@ -779,13 +779,15 @@ def remember(
     out=None,
     ins=(),
     fixed: dict | None = None,
+    order: tuple[int, ...] | None = None,
 ) -> None:
     """Keep the launch of `template` for `key` (binary: (name, kind of a, kind of b, 0-d);
     unary: (name, dtype); or a key by exact layouts, then `out` and `ins` are the impls
     it ran over): `dtypes` are the output's and each tensor operand's, `scalars` hold
-    (parameter name, conversion mode) of each number operand (at most one by layouts), `fixed` the parameters whose
-    values the key stands for. Only for kernels that cannot fault; the full door has just
-    run the call this key stands for."""
+    (parameter name, conversion mode) of each number operand (at most one by layouts),
+    `fixed` the parameters whose values the key stands for, `order` which operand (as a
+    call passes them) each kernel input is, where not the same. Only for kernels that
+    cannot fault; the full door has just run the call this key stands for."""
     if key[0] is SHAPED:
         _remember_shaped(key, template, out, ins, scalars[0] if scalars else None, fixed)
         return
@@ -793,9 +795,11 @@ def remember(
         return
     probe = 64  # elements: a rank-1 dense layout of any length specializes the same way
     spread = _BROADCAST.get(key[-1])  # the buffer a 0-d operand is, read with stride 0
+    order = tuple(range(len(dtypes) - 1)) if order is None else order
+    kernel_dtypes = (dtypes[0], *(dtypes[1 + j] for j in order))
     impls = [
         TensorImpl(None, (probe,), (0 if i == spread else 1,), 0, d, CPU)
-        for i, d in enumerate(dtypes)
+        for i, d in enumerate(kernel_dtypes)
     ]
     plan = eager._plan(template, impls[0], tuple(impls))
     if plan.compiled is None or plan.kernel.nontemporal or plan.kernel.rank != 1:
@@ -811,7 +815,10 @@ def remember(
     # lengths whose stores never stream (eager.streams; a 0-d operand's bytes counted too)
     threshold = eager.NONTEMPORAL_BYTES
     limit = min((threshold - 1) // itemsizes[0], (2 * threshold - 1) // sum(itemsizes))
-    positions = (*range(len(impls)), len(impls), *(a[0] for a in at))
+    # a call's words: the output's address, each operand's in its call order, the size,
+    # the numbers
+    operands = (1 + order.index(j) for j in range(len(order)))
+    positions = (0, *operands, len(impls), *(a[0] for a in at))
     native = native_launch.describe(plan.compiled.fn, words, positions, sum(itemsizes))
     if native is None:
         return

@@ -127,11 +127,13 @@ def launch(
     params: dict | None = None,
     out: TensorImpl | None = None,
     fast: tuple | None = None,
+    numbers: tuple[str, ...] = (),
 ) -> Tensor:
     """formula(*tensors as `compute` values, *params as run-time scalars) over the tensors'
     broadcast shape, as one kernel into `out` (else a new tensor of `compute`). `key`
     names the formula: one compiled template per key and input dtypes. `fast`: the fast
-    door's key to remember a one-operand launch under, its parameters at these values. One
+    door's key to remember the launch under (fastpath.dense_key: operands of one shape),
+    its parameters at these values but those named in `numbers`, which its calls pass. One
     operand may be a CPU 0-d tensor beside tensors on a GPU, read there as a scalar, as
     PyTorch's TensorIterator reads one (lerp's weight, atan2's other)."""
     from kael.frontend.elementwise import broadcast_shapes
@@ -164,9 +166,12 @@ def launch(
     words = {p: convert_scalar(v, compute, CHECKED) for p, v in params.items()}
     ordered = [ins[i] for i in _slots[template_key]]
     eager.run(entry, [target], ordered, words)
-    if fast is not None and len(ordered) == 1:
+    if fast is not None:
         dtypes = (target.dtype, *dtypes_in)
-        fastpath.remember(fast, entry, dtypes, (), target, ordered, words)
+        fixed = {p: w for p, w in words.items() if p not in numbers}
+        passed = tuple((p, CHECKED) for p in numbers)
+        order = _slots[template_key]
+        fastpath.remember(fast, entry, dtypes, passed, target, ordered, fixed, order)
     elif layouts is not None and all(i is t._impl for i, t in zip(ins, tensors)):
         fastpath.remember(layouts, entry, (), (), target, ordered)
     return Tensor(target)

@@ -651,6 +651,26 @@ def test_an_embedding_lookup_is_remembered_and_replayed(monkeypatch):
     np.testing.assert_allclose(renormed.numpy(), want.numpy(), rtol=1e-6)
 
 
+@pytest.mark.parametrize("name", ["add", "sub"])
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64, kael.float16])
+@pytest.mark.parametrize("alpha", [2, -0.5, 0])
+def test_add_with_alpha_is_remembered_and_gives_the_full_doors_bits(name, dtype, alpha):
+    if not dtype.is_floating_point and isinstance(alpha, float):
+        return  # torch refuses a float alpha for an integer result (test_elementwise)
+    fn = getattr(kael, name)
+    shape = (3, 64)  # whole vectors: torch's half kernel takes its fma loop there too
+    fn(_tensor(shape, dtype, 80), _tensor(shape, dtype, 81), alpha=alpha)
+    assert any(k[:2] == (f"{name}_alpha", (dtype, dtype)) for k in fastpath._entries)
+    for seed in (82, 84):
+        x, y = _tensor(shape, dtype, seed), _tensor(shape, dtype, seed + 1)
+        got = fn(x, y, alpha=alpha)
+        _same(got, _full(fn, x, y, alpha=alpha))
+        tx, ty = (torch.from_numpy(t.numpy()) for t in (x, y))
+        np.testing.assert_array_equal(
+            got.numpy(), getattr(torch, name)(tx, ty, alpha=alpha).numpy()
+        )
+
+
 SCANS = [
     ("cumsum", kael.float32, {}),
     ("cumsum", kael.int64, {}),
