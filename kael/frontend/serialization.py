@@ -27,7 +27,7 @@ import numpy as np
 
 from kael.frontend import interop
 from kael.frontend.storages import UntypedStorage
-from kael.frontend.tensor import Size, Tensor, empty_impl, transfer_impl
+from kael.frontend.tensor import Layout, Size, Tensor, empty_impl, strided, transfer_impl
 from kael.frontend.tracing import op_door
 from kael.runtime import dtypes
 from kael.runtime.device import CPU, CUDA, Device, cuda_is_available, parse_device
@@ -82,6 +82,7 @@ _PICKLE_LOAD_ARGS = ("encoding", "errors", "fix_imports")
 _MAX_INFLATION = 64
 _INFLATION_FLOOR = 1 << 20
 _READ_BUFFER = 1 << 16  # data.pkl is read in blocks this large (pickle reads byte by byte)
+_STRIDED_NAME = "torch.strided"  # str(torch.strided): how torch pickles that layout
 
 
 # ---- loading ------------------------------------------------------------------------------
@@ -142,6 +143,14 @@ def _bytearray(source=b"", *args) -> bytearray:
     return bytearray(source, *args)
 
 
+def _get_layout(name) -> Layout:
+    """torch.serialization._get_layout: "torch.strided" as kael.strided, the one layout of
+    kael's tensors; torch's sparse and mkldnn layouts are refused, naming them."""
+    if name != _STRIDED_NAME:
+        raise TypeError(f"kael has no layout {name!r}: its tensors are all {_STRIDED_NAME}")
+    return strided
+
+
 def _torch_table() -> dict[tuple[str, str], object]:
     """The torch globals a plain checkpoint uses, as kael's equivalents (the tensor rebuild
     functions are each load's own: see _LoadedStorages.rebuilders)."""
@@ -152,6 +161,7 @@ def _torch_table() -> dict[tuple[str, str], object]:
         ("torch.nn.parameter", "Parameter"): _TENSOR_TYPE,
         ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
         ("torch._utils", "_rebuild_qtensor"): _rebuild_qtensor,
+        ("torch.serialization", "_get_layout"): _get_layout,
         ("torch", "UntypedStorage"): _StorageType(dtypes.uint8),
         ("torch.storage", "UntypedStorage"): _StorageType(dtypes.uint8),
     }
@@ -474,10 +484,12 @@ def _byteorder(archive: _Archive) -> str:
     return order
 
 
-def _swap_bytes(raw: Tensor, itemsize: int) -> None:
-    """Turn the file's big-endian elements into this machine's order, in place (I/O decoding)."""
-    if itemsize > 1:
-        raw.numpy().view(f"u{itemsize}").byteswap(inplace=True)
+def _swap_bytes(raw: Tensor, dtype: dtypes.DType) -> None:
+    """Turn the file's big-endian elements into this machine's order, in place (I/O decoding);
+    a complex element's real and imaginary halves are swapped each on its own, as torch does."""
+    word = dtype.to_real.itemsize if dtype.is_complex else dtype.itemsize
+    if word > 1:
+        raw.numpy().view(f"u{word}").byteswap(inplace=True)
 
 
 def _restore_location(map_location) -> Callable[[Tensor, str], Tensor]:
@@ -554,7 +566,7 @@ class _LoadedStorages:
         if found is None:
             raw = self._archive.storage_bytes(f"data/{key}", numel * dtype.itemsize)
             if self._big_endian:
-                _swap_bytes(raw, dtype.itemsize)
+                _swap_bytes(raw, dtype)
             storage = self._restore(raw, location)._impl.storage
             found = self._by_key[key] = UntypedStorage.of(storage)
             self._saved[id(found)] = (storage, dtype)
@@ -673,24 +685,36 @@ def _map_file(opened) -> _mmap.mmap:
         raise Error(f"kael.load: cannot map the file for mmap=True: {e}") from None
 
 
+def _weights_only(weights_only, pickle_module) -> bool:
+    """torch.load's weights_only: None is True unless a pickle module is given; True with a
+    pickle module is refused, as torch refuses it."""
+    if weights_only is None:
+        return pickle_module is None
+    if not isinstance(weights_only, bool):
+        raise TypeError(f"weights_only must be a bool or None, got {type(weights_only).__name__}")
+    if weights_only and pickle_module is not None:
+        raise Error("Can not safely load weights when explicit pickle_module is specified")
+    return weights_only
+
+
 def load(
     f,
     map_location=None,
     pickle_module=None,
     *,
-    weights_only: bool = True,
+    weights_only: bool | None = None,
     mmap=None,
     **pickle_load_args,
 ) -> object:
     """torch.load: the object a torch.save (or kael.save) checkpoint holds, its tensors as
     kael tensors; storages shared in the file stay shared. A saved storage, typed or untyped,
     loads as a kael.UntypedStorage of its bytes (kael has no TypedStorage: view it with
-    kael.empty(0, dtype=...).set_(storage)). `weights_only` (the default) refuses every global
-    but tensors, containers, numbers, strings, dtypes and torch.Size, and any change to them."""
+    kael.empty(0, dtype=...).set_(storage)). `weights_only` (None: True, unless a
+    pickle_module is given, as torch's) refuses every global but tensors, containers, numbers,
+    strings, dtypes and torch.Size, and any change to them."""
     if pickle_module is not None and pickle_module is not pickle:
         raise TypeError("kael.load unpickles with the pickle module only")
-    if not isinstance(weights_only, bool):
-        raise TypeError(f"weights_only must be a bool, got {type(weights_only).__name__}")
+    weights_only = _weights_only(weights_only, pickle_module)
     args = _pickle_load_args(pickle_load_args)
     if mmap and not _is_path(f):
         raise ValueError(_MMAP_NEEDS_PATH)
@@ -726,6 +750,7 @@ _DEVICE = _Global("torch", "device")
 _DTYPE_GLOBALS = {dtype: _Global("torch", names[0]) for dtype, names in _TORCH_NAMES.items()}
 _STORAGE_GLOBALS = {dtype: _Global("torch", names[1]) for dtype, names in _TORCH_NAMES.items()}
 _UNTYPED_STORAGE = _Global("torch.storage", "UntypedStorage")  # as torch.save writes it
+_GET_LAYOUT = _Global("torch.serialization", "_get_layout")
 
 
 class _StorageRef:
@@ -783,6 +808,11 @@ def _save_device(pickler: pickle._Pickler, obj: Device) -> None:
     pickler.save_reduce(_DEVICE, ("cpu",) if obj is CPU else ("cuda", obj.index), obj=obj)
 
 
+def _save_layout(pickler: pickle._Pickler, obj: Layout) -> None:
+    """kael.strided as torch pickles torch.strided (kael has no other layout)."""
+    pickler.save_reduce(_GET_LAYOUT, (_STRIDED_NAME,), obj=obj)
+
+
 class _CheckpointPickler(pickle._Pickler):
     """The pure-Python pickler, which can write torch's globals without importing torch:
     tensors as _rebuild_tensor_v2 over persistent storage ids, dtypes as torch.float32, ..."""
@@ -793,6 +823,7 @@ class _CheckpointPickler(pickle._Pickler):
         dtypes.DType: _save_dtype,
         Size: _save_size,
         Device: _save_device,
+        Layout: _save_layout,
     }
 
     def __init__(self, file, protocol: int, storages: _SavedStorages) -> None:
@@ -845,11 +876,14 @@ def _write_record(zf: zipfile.ZipFile, name: str, data) -> None:
 
 
 def _pickled(obj, protocol: int, storages: _SavedStorages) -> bytes:
-    """data.pkl's bytes; objects pickle cannot write as kael.TypeError."""
+    """data.pkl's bytes; objects pickle cannot write (PicklingError, or TypeError "cannot
+    pickle 'generator' object") as kael.TypeError, still a TypeError as torch's."""
     buffer = io.BytesIO()
     try:
         _CheckpointPickler(buffer, protocol, storages).dump(obj)
-    except pickle.PicklingError as error:
+    except Error:
+        raise
+    except (pickle.PicklingError, builtins.TypeError) as error:
         raise TypeError(f"kael.save cannot pickle the object: {error}") from None
     return buffer.getvalue()
 

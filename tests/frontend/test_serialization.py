@@ -295,6 +295,20 @@ def test_dtypes_pickle_as_torch_globals():
 # ---- files, paths and the archive's records -----------------------------------------------
 
 
+@pytest.mark.parametrize("weights_only", [True, False])
+def test_layouts_cross_both_ways_as_torch_pickles_them(weights_only):
+    loaded = kael.load(_torch_saved({"layout": torch.strided}), weights_only=weights_only)
+    assert loaded == {"layout": kael.strided}
+    ours = _records(_kael_saved({"layout": kael.ones(1).layout}))["archive/data.pkl"]
+    assert ours == _records(_torch_saved({"layout": torch.strided}))["archive/data.pkl"]
+    assert torch.load(_kael_saved([kael.strided]), weights_only=weights_only) == [torch.strided]
+
+
+def test_a_layout_kael_lacks_is_refused_naming_it():
+    with pytest.raises(kael.TypeError, match="kael has no layout 'torch.sparse_coo'"):
+        kael.load(_torch_saved({"layout": torch.sparse_coo}))
+
+
 def test_paths_and_streams_load_and_save(tmp_path):
     x = kael.arange(5, dtype=kael.float64)
     for target in (tmp_path / "a.pt", str(tmp_path / "b.pt")):
@@ -345,16 +359,33 @@ def test_mmap_loads_from_the_file_without_writing_it(tmp_path):
         kael.load(io.BytesIO(before), mmap=True)
 
 
-def test_big_endian_checkpoint_loads_swapped():
-    t = {"f": torch.tensor([1.5, -2.25]), "i": torch.tensor([1, 256], dtype=torch.int16)}
-    records = _records(_torch_saved(t))
+def _big_endian(obj, widths: dict[str, int]) -> io.BytesIO:
+    """torch.save(obj) rewritten as a big-endian machine writes it: each storage's words of
+    `widths[key]` bytes swapped."""
+    records = _records(_torch_saved(obj))
     records["archive/byteorder"] = b"big"
-    for key, width in (("0", 4), ("1", 2)):
+    for key, width in widths.items():
         name = f"archive/data/{key}"
         records[name] = np.frombuffer(records[name], f"<u{width}").byteswap().tobytes()
-    loaded = kael.load(_rezipped(records))
+    return _rezipped(records)
+
+
+def test_big_endian_checkpoint_loads_swapped():
+    t = {"f": torch.tensor([1.5, -2.25]), "i": torch.tensor([1, 256], dtype=torch.int16)}
+    loaded = kael.load(_big_endian(t, {"0": 4, "1": 2}))
     assert_same(loaded["f"], t["f"])
     assert_same(loaded["i"], t["i"])
+
+
+@pytest.mark.parametrize("dtype, part", [(torch.complex64, 4), (torch.complex128, 8)])
+def test_big_endian_complex_swaps_real_and_imaginary_parts_each(dtype, part):
+    t = torch.tensor([1 + 2j, 3 - 4j, -0.5j], dtype=dtype)
+    checkpoint = _big_endian(t, {"0": part})
+    expected = torch.load(io.BytesIO(checkpoint.getvalue()))
+    loaded = kael.load(checkpoint)
+    assert str(loaded.dtype) == str(expected.dtype).removeprefix("torch.")
+    np.testing.assert_array_equal(loaded.numpy(), expected.numpy())
+    assert expected.tolist() == t.tolist()
 
 
 def test_unknown_byteorder_is_refused_naming_it():
@@ -584,10 +615,33 @@ def test_bad_arguments_are_refused():
         kael.load(3)
     with pytest.raises(kael.TypeError, match=r"unexpected keyword arguments \['bogus'\]"):
         kael.load(_torch_saved(1), bogus=1)
-    with pytest.raises(kael.TypeError, match="weights_only must be a bool, got str"):
+    with pytest.raises(kael.TypeError, match="weights_only must be a bool or None, got str"):
         kael.load(_torch_saved(1), weights_only="yes")
     with pytest.raises(kael.TypeError, match="cannot pickle"):
         kael.save(lambda: 0, io.BytesIO())
+
+
+def test_an_unpicklable_object_is_a_kael_type_error_as_torchs_type_error():
+    with pytest.raises(TypeError, match="cannot pickle 'generator' object"):
+        torch.save((i for i in range(3)), io.BytesIO())
+    with pytest.raises(kael.TypeError, match="cannot pickle 'generator' object"):
+        kael.save((i for i in range(3)), io.BytesIO())
+
+
+def test_weights_only_none_is_torchs_default():
+    saved = _torch_saved({"t": torch.ones(2), "c": fractions.Fraction(1, 3)}).getvalue()
+    for lib, refusal in ((torch, pickle.UnpicklingError), (kael, kael.Error)):
+        with pytest.raises(refusal, match="Unsupported global: GLOBAL fractions.Fraction"):
+            lib.load(io.BytesIO(saved), weights_only=None)  # None: weights only
+        loaded = lib.load(io.BytesIO(saved), pickle_module=pickle, weights_only=None)
+        assert loaded["c"] == fractions.Fraction(1, 3)  # with a pickle module: everything
+        assert loaded["t"].tolist() == [1.0, 1.0]
+    with pytest.raises(kael.Error, match="Can not safely load weights when explicit pickle_module"):
+        kael.load(io.BytesIO(saved), pickle_module=pickle, weights_only=True)
+    with pytest.raises(
+        RuntimeError, match="Can not safely load weights when explicit pickle_module"
+    ):
+        torch.load(io.BytesIO(saved), pickle_module=pickle, weights_only=True)
 
 
 def test_encoding_keyword_is_passed_to_the_unpickler():
