@@ -93,18 +93,34 @@ def format_tensor(tensor) -> str:
         suffix += f", device={tensor.device}"
     if tensor.ndim and not tensor.numel():  # no values (NumPy refuses shapes past 2**63)
         return f"{PREFIX}[]{suffix})"
-    array = tensor._host_array()
     fmt = _formatter(tensor.dtype, options)
-    if array.ndim == 0:
-        body = fmt(array.item())
-    elif array.size == 0:
-        body = "[]"
+    if tensor.ndim == 0:
+        body = fmt(tensor._host_array().item())
     else:
-        summarize = array.size > options.threshold
-        values = _summarized(array, options.edgeitems) if summarize else array.tolist()
+        values = _shown_values(tensor, options)
         width = max((len(fmt(v)) for v in _leaves(values)), default=0)
-        body = _render(values, array.ndim, len(PREFIX), fmt, (width, options.linewidth))
+        body = _render(values, tensor.ndim, len(PREFIX), fmt, (width, options.linewidth))
     return f"{PREFIX}{body}{suffix})"
+
+
+def _shown_values(tensor, options: PrintOptions) -> list:
+    """The values printed, as nested lists; past `threshold` elements, only the summary's
+    are read (and converted, for bfloat16 or a GPU tensor), around _ELLIPSIS marks."""
+    if tensor.numel() <= options.threshold:
+        return tensor._host_array().tolist()
+    edge = options.edgeitems
+    cut = tuple(n > 2 * edge for n in tensor.shape)
+    return _summarized(_shown(tensor, edge, cut)._host_array(), cut)
+
+
+def _shown(tensor, edge: int, cut: tuple[bool, ...]):
+    """A view (no copy) of the elements a summary shows: each cut dim split in two dims,
+    (its head, its tail) by `edge` elements each."""
+    shape, strides = [], []
+    for n, stride, is_cut in zip(tensor.shape, tensor.stride(), cut):
+        shape += [2, edge] if is_cut else [n]
+        strides += [stride * (n - edge), stride] if is_cut else [stride]
+    return tensor.as_strided(shape, strides)
 
 
 def _formatter(dtype, options: PrintOptions):
@@ -122,17 +138,14 @@ def _formatter(dtype, options: PrintOptions):
     return str
 
 
-def _summarized(array, edge: int) -> list:
-    """Nested lists of the shown values: the `edge` items at both ends of every long dim
-    around _ELLIPSIS."""
-    if array.ndim == 0:
+def _summarized(array, cut: tuple[bool, ...]):
+    """Nested lists of _shown's values: a cut dim's head and tail around _ELLIPSIS."""
+    if not cut:
         return array.item()
-    n = array.shape[0]
-    if n > 2 * edge:
-        head = [_summarized(array[i], edge) for i in range(edge)]
-        tail = [_summarized(array[i], edge) for i in range(n - edge, n)]
+    if cut[0]:
+        head, tail = ([_summarized(row, cut[1:]) for row in half] for half in array)
         return [*head, _ELLIPSIS, *tail]
-    return [_summarized(array[i], edge) for i in range(n)]
+    return [_summarized(row, cut[1:]) for row in array]
 
 
 def _leaves(values):
@@ -150,7 +163,8 @@ def _render(values: list, ndim: int, indent: int, fmt, widths: tuple[int, int]) 
     and the line's), blank lines between blocks of rank > 2."""
     width, line = widths
     if ndim == 1:
-        items = [" ..." if v is _ELLIPSIS else fmt(v).rjust(width) for v in values]
+        mark = " ..." if len(values) > 1 else "..."  # alone (edgeitems=0): torch's "[...]"
+        items = [mark if v is _ELLIPSIS else fmt(v).rjust(width) for v in values]
         per_line = max(1, (line - indent) // (width + 2))
         lines = [", ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
         return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"

@@ -1,6 +1,7 @@
 """Printing: PyTorch's nested-bracket layout with the book's fields and number formats."""
 
 import math
+import re
 
 import pytest
 import torch
@@ -19,7 +20,7 @@ def torch_prints_like_the_book():
 def expected_text(t: torch.Tensor, dtype: str) -> str:
     """PyTorch's text of t with the book's fields in place of PyTorch's suffix."""
     text = str(t)
-    body = text[len("tensor(") :].split(", dtype=torch.")[0].removesuffix(")")
+    body = re.split(r",\s*dtype=torch\.", text[len("tensor(") :])[0].removesuffix(")")
     body = body.replace("True", "true").replace("False", "false")
     return f"tensor({body}, shape={list(t.shape)}, dtype={dtype})"
 
@@ -100,3 +101,35 @@ def test_cpu_tensors_print_no_device_and_str_equals_repr():
     k = kael.ones(2)
     assert "device=" not in repr(k)
     assert str(k) == repr(k)
+
+
+@pytest.fixture
+def kael_options_restored():
+    """kael's print options back to the default after the test (torch's: the autouse one)."""
+    yield
+    kael.set_printoptions(profile="default")
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_a_summary_reads_only_the_shown_elements(dtype, monkeypatch):
+    read = []
+    host_array = kael.Tensor._host_array
+    monkeypatch.setattr(
+        kael.Tensor, "_host_array", lambda self: read.append(self.numel()) or host_array(self)
+    )
+    values = [[-0.25], [0.125], [0.5]]  # exact in both dtypes
+    k = kael.tensor(values, dtype=getattr(kael, dtype)).expand(3, 2**20)
+    t = torch.tensor(values, dtype=getattr(torch, dtype)).expand(3, 2**20)
+    assert repr(k) == expected_text(t, dtype)
+    assert read == [3 * 6]  # the 3 rows' 6 shown elements, converted to float32 alone
+
+
+@pytest.mark.usefixtures("kael_options_restored")
+@pytest.mark.parametrize("shape", [(30,), (5, 6), (2, 2, 1, 3), (1, 12)], ids=str)
+def test_edgeitems_zero_summary_is_a_bare_ellipsis_as_torch(shape):
+    torch.set_printoptions(threshold=10, edgeitems=0)
+    kael.set_printoptions(threshold=10, edgeitems=0)
+    n = math.prod(shape)
+    text = expected_text(torch.arange(n).view(shape), "int64")
+    assert repr(kael.arange(n).view(shape)) == text.replace(f", size={shape}", "")
+    assert "[...]" in text
