@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from kael.frontend.index_ops import stack
 from kael.frontend.tensor import Tensor
-from kael.runtime.errors import Error
+from kael.runtime.errors import Error, KeyError
 
 __all__ = ["stack_module_state"]
 
@@ -26,6 +26,7 @@ def stack_module_state(models: Sequence) -> tuple[dict[str, Tensor], dict[str, T
 
     def stacked(named: str) -> dict[str, Tensor]:
         each = [dict(getattr(m, named)()) for m in models]
+        _require_names(each, named.removeprefix("named_"))
         out = {}
         for name in each[0]:
             flags = {bool(getattr(d[name], "requires_grad", False)) for d in each}
@@ -35,3 +36,13 @@ def stack_module_state(models: Sequence) -> tuple[dict[str, Tensor], dict[str, T
         return out
 
     return stacked("named_parameters"), stacked("named_buffers")
+
+
+def _require_names(each: list[dict], kind: str) -> None:
+    """Every model holds each of the first model's names (torch's KeyError otherwise), named."""
+    for i, named in enumerate(each[1:], 1):
+        missing = [name for name in each[0] if name not in named]
+        if missing:
+            raise KeyError(
+                f"stack_module_state: model {i} has no {kind} {missing}, which model 0 has"
+            )

@@ -60,6 +60,26 @@ def _swapped(module, values: dict) -> Iterator[None]:
 _MISSING = object()
 
 
+def _untied(state: dict, values: dict) -> dict:
+    """`values` with every name tied to a given one (one tensor under several names) given
+    that tensor too, as torch's _untie_named_tensors_map; ValueError where tied names are
+    given different tensors, which one call could not honour."""
+    tied: dict[int, list[str]] = {}
+    for name, tensor in state.items():
+        tied.setdefault(id(tensor), []).append(name)
+    untied = dict(values)
+    for names in tied.values():
+        given = {id(values[n]): values[n] for n in names if n in values}
+        if len(given) > 1:
+            raise ValueError(
+                f"functional_call got multiple values for keys {sorted(names)}, which are tied."
+                " Consider using tie_weights=False"
+            )
+        for value in given.values():
+            untied.update(dict.fromkeys(names, value))
+    return untied
+
+
 def functional_call(
     module, parameter_and_buffer_dicts, args=None, kwargs=None, *, tie_weights: bool = True,
     strict: bool = False,
@@ -77,10 +97,7 @@ def functional_call(
     state = dict(module.named_parameters(remove_duplicate=False))
     state.update(module.named_buffers(remove_duplicate=False))
     if tie_weights:
-        given = {id(state[n]): v for n, v in values.items() if n in state}
-        for name, original in state.items():
-            if name not in values and id(original) in given:
-                values[name] = given[id(original)]
+        values = _untied(state, values)
     if strict:
         missing = [n for n in state if n not in values]
         unexpected = [n for n in values if n not in state]

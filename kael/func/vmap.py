@@ -16,8 +16,13 @@ more than torch's one batched call:
   passes (comparing values reads them);
 - `func` may read values in Python (item, bool) and write in place into unmapped inputs,
   slice by slice, where torch refuses;
-- a batch of size 0 runs `func` once on zero-filled slices to learn its outputs' shapes
-  (torch asserts with a chunk_size).
+- a batch of size 0 runs `func` on one stand-in slice to learn its outputs' trees, shapes
+  and dtypes (torch runs its ops on the empty batch; it asserts with a chunk_size): zeros,
+  else, where `func` raises a kael.Error on them, identity matrices (ones below 2 dims),
+  else ones, so that a function refusing zeros (inv, cholesky, multinomial, an integer
+  divisor) still returns its empty result; the zeros' error is raised when `func` takes
+  none. In-place writes into unmapped inputs happen once per stand-in tried, and
+  'different' randomness draws nothing from the generator, as torch's empty batch.
 randomness is a mode of kael.frontend.tracing.reserve while `func` runs: 'error' refuses a
 draw, 'different' draws anew per slice, 'same' hands every slice the first slice's
 counters (traced too), leaving the generator as after one slice. Under kael.compile,
@@ -136,14 +141,21 @@ def _refuse(count: int, generator) -> tuple[int, int]:
     raise Error(_RANDOM_IN_ERROR_MODE)
 
 
+def _no_draws(count: int, generator) -> tuple[int, int]:
+    """Words for a stand-in slice of an empty batch, whose draws torch never makes."""
+    return 0, 0
+
+
 class _Draws:
     """One vmap call's randomness mode, put in tracing.reserve while a slice runs: an
-    outer vmap's mode stays beneath it ('different' is that mode itself)."""
+    outer vmap's mode stays beneath it ('different' is that mode itself, drawing nothing
+    for the stand-in slices of an empty batch)."""
 
-    def __init__(self, randomness: str) -> None:
+    def __init__(self, randomness: str, empty: bool = False) -> None:
         self.below = tracing.random_hook.reserve
         self.trace = tracing.active()  # a kael.compile tracing this vmap
-        self.hook = {"error": _refuse, "different": self.below, "same": self._same}[randomness]
+        different = _no_draws if empty else self.below
+        self.hook = {"error": _refuse, "different": different, "same": self._same}[randomness]
         self.first: list[tuple[tuple, tuple]] = []  # (key, words) the first slice drew
         self.replaying = False
         self.position = 0
@@ -203,11 +215,10 @@ class _Vmap:
         leaves, treedef = pytree.flatten(args)
         dims = self._flat_in_dims(args, leaves)
         size = self._batch_size(dims, leaves)
-        draws = _Draws(self.randomness)
-        if size == 0:  # no slice to run: a zero-filled one tells the outputs' trees and shapes
-            stand_in = [_zero_slice(leaf, d) for leaf, d in zip(leaves, dims)]
-            out = self._leaves(draws.call(self.func, pytree.unflatten(treedef, stand_in), kwargs))
+        if size == 0:  # no slice to run: a stand-in tells the outputs' trees and shapes
+            out = self._stand_in_leaves(leaves, dims, treedef, kwargs)
             return pytree.unflatten(self.out_def, self._joined([out], _empty))
+        draws = _Draws(self.randomness)
         chunks = []
         step = self.chunk_size or size
         for start in range(0, size, step):
@@ -218,6 +229,21 @@ class _Vmap:
                 outs.append(self._leaves(out))
             chunks.append(self._joined(outs, STACK))
         return pytree.unflatten(self.out_def, self._joined(chunks, _cat))
+
+    def _stand_in_leaves(self, leaves: list, dims: list, treedef, kwargs: dict) -> list:
+        """The output leaves of func on the first stand-in slice (_STAND_INS) it accepts;
+        the zeros' error when it accepts none (a shape error, which every slice raises)."""
+        draws = _Draws(self.randomness, empty=True)
+        failure = None
+        for fill in _STAND_INS:
+            stand_in = [_stand_in(fill, leaf, d) for leaf, d in zip(leaves, dims)]
+            try:
+                out = draws.call(self.func, pytree.unflatten(treedef, stand_in), kwargs)
+            except Error as error:
+                failure = failure or error
+                continue
+            return self._leaves(out)
+        raise failure
 
     # ---- inputs ----
 
@@ -365,9 +391,23 @@ def _empty(parts: list, dim: int):
     return STACK(parts, dim=dim).narrow(dim, 0, 0)
 
 
-def _zero_slice(leaf, dim):
-    """A zero-filled stand-in for one slice of `leaf` (a batch of size 0 has none)."""
+def _identities(shape: tuple, dtype, device) -> Tensor:
+    """Identity matrices over the last two dims of `shape` (ones when it has fewer)."""
+    if len(shape) < 2:
+        return factories.ones(shape, dtype=dtype, device=device)
+    eye = factories.eye(shape[-2], shape[-1], dtype=dtype, device=device)
+    return eye.expand(shape).contiguous()
+
+
+# What an empty batch hands func for a slice, in the order tried: zeros (indices in range),
+# identity matrices (invertible, positive-definite, rows that are distributions), ones
+# (nonzero divisors).
+_STAND_INS = (factories.zeros, _identities, factories.ones)
+
+
+def _stand_in(fill: Callable, leaf, dim):
+    """A stand-in made by `fill` for one slice of `leaf` (a batch of size 0 has none)."""
     if dim is None:
         return leaf
     shape = leaf.shape[:dim] + leaf.shape[dim + 1 :]
-    return factories.zeros(shape, dtype=leaf.dtype, device=leaf.device)
+    return fill(shape, dtype=leaf.dtype, device=leaf.device)

@@ -61,3 +61,10 @@ def test_stack_module_state_runs_an_ensemble_under_vmap_as_torch():
 def test_stack_module_state_refuses_mixed_models_as_torch(models, message):
     with pytest.raises(kael.Error, match=message):
         kael.func.stack_module_state(models)
+
+
+def test_stack_module_state_refuses_models_missing_a_name_naming_it():
+    with pytest.raises(KeyError, match="bias"):  # torch's KeyError: 'bias'
+        torch.func.stack_module_state([torch.nn.Linear(2, 2), torch.nn.Linear(2, 2, bias=False)])
+    with pytest.raises(kael.KeyError, match=r"model 1 has no parameters \['bias'\]"):
+        kael.func.stack_module_state([nn.Linear(2, 2), nn.Linear(2, 2, bias=False)])

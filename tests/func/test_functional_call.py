@@ -45,6 +45,37 @@ def test_tied_weights_follow_the_replaced_one():
     assert kael.allclose(untied, (kael.ones(1, 2) * 2) @ first.weight.t())
 
 
+def _tied(nn):
+    """nn.Sequential(a, b) of two bias-free 2x2 Linears sharing a's weight (torch or kael)."""
+    first, second = nn.Linear(2, 2, bias=False), nn.Linear(2, 2, bias=False)
+    second.weight = first.weight
+    return nn.Sequential(first, second)
+
+
+def test_tied_weights_given_different_tensors_are_refused_with_torchs_message():
+    with pytest.raises(ValueError) as theirs:
+        torch.func.functional_call(
+            _tied(torch.nn), {"1.weight": torch.eye(2) * 5, "0.weight": torch.eye(2) * 3},
+            torch.ones(1, 2),
+        )  # fmt: skip
+    given = {"1.weight": kael.eye(2) * 5, "0.weight": kael.eye(2) * 3}
+    with pytest.raises(kael.ValueError) as ours:
+        kael.func.functional_call(_tied(kael.nn), given, kael.ones(1, 2))
+    assert str(ours.value) == str(theirs.value)
+    untied = kael.func.functional_call(_tied(kael.nn), given, kael.ones(1, 2), tie_weights=False)
+    assert untied.tolist() == [[15.0, 15.0]]
+
+
+def test_tied_weights_given_one_tensor_under_each_name_run_as_torch():
+    w = kael.eye(2) * 3
+    got = kael.func.functional_call(_tied(kael.nn), {"0.weight": w, "1.weight": w}, kael.ones(1, 2))
+    tw = torch.eye(2) * 3
+    want = torch.func.functional_call(
+        _tied(torch.nn), {"0.weight": tw, "1.weight": tw}, torch.ones(1, 2)
+    )
+    assert got.tolist() == want.tolist() == [[9.0, 9.0]]
+
+
 def test_strict_and_repeated_keys_are_refused():
     layer = kael.nn.Linear(2, 2)
     with pytest.raises(

@@ -161,6 +161,44 @@ def test_a_batch_of_size_zero_gives_empty_outputs_as_torch():
     _matches_torch(lambda x: (x.sum(0), {"k": x * 2}), [a])
 
 
+# Functions that refuse an all-zero slice: (kael's, torch's, the batch's shape and dtype).
+_REFUSING_ZEROS = {
+    "inv": (kael.linalg.inv, torch.linalg.inv, (0, 3, 3), "float32"),
+    "cholesky": (kael.linalg.cholesky, torch.linalg.cholesky, (0, 2, 2), "float64"),
+    "multinomial": (
+        lambda p: kael.multinomial(p, 1),
+        lambda p: torch.multinomial(p, 1),
+        (0, 3),
+        "float32",
+    ),
+    "integer_divisor": (lambda x: 10 // x, lambda x: 10 // x, (0, 2, 2), "int64"),
+}
+
+
+@pytest.mark.parametrize("name", _REFUSING_ZEROS)
+def test_a_batch_of_size_zero_returns_empty_for_functions_refusing_zeros(name):
+    ours, theirs, shape, dtype = _REFUSING_ZEROS[name]
+    got = vmap(ours, randomness="different")(kael.zeros(shape, dtype=getattr(kael, dtype)))
+    want = torch.func.vmap(theirs, randomness="different")(
+        torch.zeros(shape, dtype=getattr(torch, dtype))
+    )
+    same(got, want)
+
+
+def test_a_batch_of_size_zero_raises_the_shape_error_of_every_slice():
+    with pytest.raises(kael.ValueError, match=r"shapes \[3\] and \[4\] cannot be multiplied"):
+        vmap(lambda x: x @ kael.ones(4))(kael.zeros(0, 3))
+
+
+def test_a_batch_of_size_zero_draws_nothing_with_randomness_different():
+    kael.manual_seed(5)
+    got = vmap(_draw, randomness="different")(kael.zeros(0, 3))
+    after = kael.rand(2)
+    kael.manual_seed(5)
+    assert got.shape == (0, 3)
+    assert kael.equal(after, kael.rand(2))  # torch's empty batch draws nothing either
+
+
 @pytest.mark.parametrize("chunk_size", [None, 1])
 def test_an_output_with_out_dim_none_equal_in_every_slice_comes_back_once(chunk_size):
     (a,), (t,) = _both((4, 3))
