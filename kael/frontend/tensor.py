@@ -196,6 +196,10 @@ class Layout:
     def __repr__(self) -> str:
         return f"kael.{self.name}"
 
+    def __reduce__(self) -> str:
+        """Pickled by name, as torch's layouts: unpickling gives the one kael.strided."""
+        return self.name
+
 
 strided = Layout("strided")
 

@@ -885,3 +885,11 @@ def test_size_takes_integers_as_torch_size_and_repeats_as_a_size():
             torch.Size(bad)
         with pytest.raises(kael.TypeError, match=r"iterable of 'int' \(item 0 is"):
             kael.Size(bad)
+
+
+def test_the_strided_layout_pickles_as_itself():
+    import copy
+    import pickle
+
+    assert pickle.loads(pickle.dumps(kael.strided)) is kael.strided
+    assert copy.deepcopy(kael.strided) is kael.strided
