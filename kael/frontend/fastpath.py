@@ -1138,21 +1138,27 @@ def _remember_reduction(entry, outs, ins, axes, keepdim, scalars, key, impls, pa
     return True
 
 
-def _replay_plain(entry: _Kept, impl):
-    """_replay_kept of a `plain` entry: one storage, the input's address, one dense result."""
-    shape, strides, dtype, itemsize = entry.plain
-    storage = Storage.host(entry.storages[0])
-    words = [storage.ptr, impl.storage.ptr + impl.offset * itemsize]
+def _launch_kept(entry: _Kept, words: list, tail: tuple = ()) -> None:
+    """Run `entry`'s launch, then its tree, over `words` (the buffers' addresses), its
+    scratch's addresses and then `tail` appended."""
     final = entry.final
     if final is not None:
-        held, partials, indices = eager.scratch_storage(entry.scratch)
+        held, partials, indices = eager.scratch_storage(entry.scratch)  # noqa: F841 (kept)
         words += (partials, indices)
+    words += tail
     if entry.moved < PROMOTE_BYTES or runs_inline(entry.fn, entry.moved):
         _native(entry.native.address, entry.total, *words)
     else:
         run_pooled(entry.fn, entry.native.block(words), entry.total, entry.align)
     if final is not None:
         _native(final.address, entry.outputs, *words)
+
+
+def _replay_plain(entry: _Kept, impl):
+    """_replay_kept of a `plain` entry: one storage, the input's address, one dense result."""
+    shape, strides, dtype, itemsize = entry.plain
+    storage = Storage.host(entry.storages[0])
+    _launch_kept(entry, [storage.ptr, impl.storage.ptr + impl.offset * itemsize])
     return _result(storage, shape, strides, dtype)
 
 
@@ -1166,22 +1172,14 @@ def _replay_kept(entry: _Kept, impls: list):
     for j, size in entry.reads:
         t = impls[j]
         words.append(t.storage.ptr + t.offset * size)
-    final = entry.final
-    if final is not None:
-        held, partials, indices = eager.scratch_storage(entry.scratch)
-        words += (partials, indices)
     error = entry.error
-    if error is not None:
-        flag = ctypes.c_int64(error)
-        words.append(ctypes.addressof(flag))
-    if entry.moved < PROMOTE_BYTES or runs_inline(entry.fn, entry.moved):
-        _native(entry.native.address, entry.total, *words)
+    if error is None:
+        _launch_kept(entry, words)
     else:
-        run_pooled(entry.fn, entry.native.block(words), entry.total, entry.align)
-    if final is not None:
-        _native(final.address, entry.outputs, *words)
-    if error is not None and flag.value != error:
-        return None
+        flag = ctypes.c_int64(error)
+        _launch_kept(entry, words, (ctypes.addressof(flag),))
+        if flag.value != error:
+            return None
     results = [
         _result(storages[k], shape, strides, dtype, offset)
         for k, shape, strides, offset, dtype in entry.views
