@@ -111,37 +111,56 @@ def _run_rows(kernel: str, src: TensorImpl, out: TensorImpl, tail: int) -> None:
         fastpath.capture_rows(fn, words, row_count, moved, align, src, out)
 
 
+# The composed ops below take the row kernels' arithmetic (codegen/cpu/rows.py), so a
+# trace, a generated plan and a row kernel give one result: the exps summed in float64 and
+# kept so; softmax scales by 1 / sum, log_softmax subtracts log(sum), logsumexp adds the
+# shift to log(sum), each taken in float64 and rounded once to the input's dtype.
+
+
+def _exp_sums(e: Tensor, dims) -> Tensor:
+    """The float64 sums (keepdim) of the exps e over dims, unrounded."""
+    return reductions.sum(e, dims, keepdim=True, dtype=float64)
+
+
+def _rounded(t: Tensor, dtype) -> Tensor:
+    return t if dtype is float64 else t.to(dtype)
+
+
 def _composed_softmax(x: Tensor, d: int, log: bool = False) -> Tensor:
-    """The book's composed softmax: max, sub, exp, sum (keepdim) and div; one exp per
-    element, read by both the sum and the division (in a row group: chunk scratch)."""
+    """The book's composed softmax: max, sub, exp, the float64 sum (keepdim) and a scale
+    by its rounded reciprocal; one exp per element, read by both the sum and the scale (in
+    a row group: chunk scratch)."""
     shifted = ew.binary("sub", x, reductions.amax(x, d, keepdim=True))
     e = ew.unary("exp", shifted)
-    total = reductions.sum(e, d, keepdim=True)
+    total = _exp_sums(e, d)
     if log:
-        return ew.binary("sub", shifted, ew.unary("log", total))
-    return ew.binary("div", e, total)
+        return ew.binary("sub", shifted, _rounded(ew.unary("log", total), x.dtype))
+    return ew.binary("mul", e, _rounded(ew.unary("reciprocal", total), x.dtype))
 
 
 def _softmax_exp_twice(x: Tensor, d: int) -> Tensor:
-    """softmax with exp computed twice, in the sum's prologue and in the division: three
+    """softmax with exp computed twice, in the sum's prologue and in the scale: three
     passes over memory instead of four with the exp stored, where rows are not the row
     driver's ([16, 2^20] float32: 0.6x the time)."""
     shifted = ew.binary("sub", x, reductions.amax(x, d, keepdim=True))
-    total = reductions.sum(ew.unary("exp", shifted), d, keepdim=True)
-    return ew.binary("div", ew.unary("exp", shifted), total)
+    total = _exp_sums(ew.unary("exp", shifted), d)
+    return ew.binary(
+        "mul", ew.unary("exp", shifted), _rounded(ew.unary("reciprocal", total), x.dtype)
+    )
 
 
 def _composed_logsumexp(x: Tensor, *dims: int) -> Tensor:
     """log(sum(exp(x - shift))) + shift (keepdim), the shift the max unless it is infinite."""
     top = reductions.amax(x, dims, keepdim=True)
     shift = ew.where(ew.unary("isinf", top), 0.0, top)
-    total = reductions.sum(ew.unary("exp", ew.binary("sub", x, shift)), dims, keepdim=True)
-    return ew.binary("add", ew.unary("log", total), shift)
+    total = _exp_sums(ew.unary("exp", ew.binary("sub", x, shift)), dims)
+    return _rounded(ew.binary("add", ew.unary("log", total), shift), x.dtype)
 
 
 # From this many input bytes, eager softmax, log_softmax and logsumexp on the CPU run their
 # composition as a compiled plan: @kael.compile's row group, with streaming stores and the
-# next rows fetched ahead (4096x4096 float32: 0.5-0.65x the row kernel's time). Below, the
+# next rows fetched ahead (4096x4096 float32: softmax 0.7x, log_softmax 0.75x the row
+# kernel's time; logsumexp alike, its whole float64 sum widening every value). Below, the
 # row kernels stay: a plan costs a trace for each new shape (1.1-1.3 ms) and its guard on
 # the second call (0.3-0.5 ms), where a row kernel call takes 7-70 us.
 GENERATED_FROM_BYTES = 16 << 20

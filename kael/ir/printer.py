@@ -19,7 +19,7 @@ from kael.ir.expr import (
     walk,
 )
 from kael.ir.kernel import NO_PREFETCH, Kernel
-from kael.ir.reduction import Reduction
+from kael.ir.reduction import RUN_LENGTH, Reduction
 
 
 def format_const(value: bool | int | float, dtype) -> str:
@@ -137,7 +137,7 @@ def format_reduction(k: Reduction) -> str:
     """
     vector = (" vector" if k.vector else "") + (" short" if k.short else "")
     if k.run_dtype is not None:
-        vector += f" {k.run_dtype}-runs"
+        vector += f" {k.run_dtype}-runs" + ("" if k.run_length == RUN_LENGTH else " of 1")
     lines = [f"reduction {k.name} {k.op} {k.schedule} kept={k.kept} reduced={k.reduced}{vector}"]
     lines += [f"  out{i}: {b.dtype}" for i, b in enumerate(k.outputs)]
     fixed = k.invariant or (False,) * len(k.inputs)

@@ -87,14 +87,23 @@ class Reduction:
     # whether a product at the top of a per-element value is the kernel's own (norm's x * x,
     # var's d * d), added with one fma; None: worked out from the values it is made with
     own_products: bool | None = None
+    # whether its results are float32 as the kernel is made (run_length's test, before a
+    # fusion puts other work after the total); None: worked out from the epilogues
+    float32_results: bool | None = None
 
     def __post_init__(self) -> None:
-        """Settle `own_products` from the values the kernel is made with: dataclasses.replace
-        keeps it, so a product that fusion later puts in place of a load (a traced
-        (x * y).sum()) is rounded and then added, as eager adds the product it stored."""
+        """Settle `own_products` and `float32_results` from the values and results the
+        kernel is made with: dataclasses.replace keeps them, so fusion leaves the
+        arithmetic of the eager reduction alone: a product fusion puts in place of a load
+        (a traced (x * y).sum()) is rounded and then added, as eager adds the product it
+        stored, and a float64 sum (softmax's) stays whole when fusion makes its results
+        float32 (its 1 / sum rounded), as the eager sum and the row kernels keep it."""
         if self.own_products is None:
             loaded = any(isinstance(v, Load) for v in self.summed)
             object.__setattr__(self, "own_products", not loaded)
+        if self.float32_results is None:
+            narrow = all(e.dtype == float32 for e in self.epilogues)
+            object.__setattr__(self, "float32_results", narrow)
 
     @property
     def summed(self) -> tuple[Expr, ...]:
@@ -110,6 +119,14 @@ class Reduction:
     def acc(self) -> DType:
         """The accumulator's dtype: float32 for float16/bfloat16 values."""
         return self.prologue.dtype.compute
+
+    @property
+    def run_length(self) -> int:
+        """Values a run_dtype lane adds before widening: RUN_LENGTH where the kernel was made
+        with float32 results; 1 (every value widened, the float32 prologue still computed
+        a whole float32 vector at a time) where fusion made them float32 after the total (a
+        traced softmax's 1 / sum of a float64 sum, which the eager sum keeps whole)."""
+        return RUN_LENGTH if self.float32_results else 1
 
     @property
     def run_dtype(self) -> DType | None:

@@ -8,7 +8,7 @@ from kael.ir import expr as x
 from kael.ir import graph as g
 from kael.ir.kernel import BCAST, CONTIG, STRIDED
 from kael.ir.printer import format_kernel, format_reduction
-from kael.ir.reduction import COLS, ROWS, plan_reduction
+from kael.ir.reduction import COLS, ROWS, RUN_LENGTH, plan_reduction
 from kael.ir.scheduler import schedule_reduction
 from kael.runtime.dtypes import bool_, float32, float64, int64
 
@@ -165,6 +165,20 @@ def test_only_vector_rows_float32_sums_add_float32_runs(layout, runs):
 def test_a_float64_result_keeps_every_value_widened():
     red = _float32_sum(float64).specialize(plan_reduction((4, 64), (1,), [(1,)], [(64, 1)]))
     assert red.run_dtype is None
+
+
+def test_a_sum_made_float64_keeps_every_value_widened_when_fusion_rounds_its_results():
+    # a traced softmax's float64 sum fused with its 1 / sum rounded to float32: the float32
+    # prologue still fills 16 lanes, but runs of one value, so the total stays whole
+    layout = plan_reduction((4, 64), (1,), [(1,)], [(64, 1)])
+    wide = _float32_sum(float64)
+    fused = dataclasses.replace(wide, epilogues=(x.cast(x.Load(float64, 0), float32),))
+    red = fused.specialize(layout)
+    assert (red.run_dtype, red.run_length) == (float32, 1)
+    assert "float32-runs of 1" in format_reduction(red)
+    eager = _float32_sum().specialize(layout)
+    assert (eager.run_dtype, eager.run_length) == (float32, RUN_LENGTH)
+    assert "of 1" not in format_reduction(eager)
 
 
 def test_plan_coalesces_kept_and_reduced_dims_separately():

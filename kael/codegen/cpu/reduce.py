@@ -53,7 +53,7 @@ from kael.codegen.lowering import (
 )
 from kael.ir.kernel import BCAST, CONTIG, NO_PREFETCH, STRIDED
 from kael.ir.printer import format_reduction
-from kael.ir.reduction import BLOCK, COLS, MAX_COLUMNS, RUN_LENGTH, Reduction
+from kael.ir.reduction import BLOCK, COLS, MAX_COLUMNS, Reduction
 from kael.runtime import kernel_cache, sync
 from kael.runtime.dtypes import INT64_MAX, DType, int64
 from kael.runtime.launcher import optimize
@@ -391,7 +391,7 @@ def _rows_block(e: _Emitter, j0, j1, bases, short: bool = False):
 
 def _runs(e: _Emitter, w: int, n: ir.Value, unrolled, heads, strides, accs) -> ir.Value:
     """The unrolled loop of a ROWS sum with a run_dtype over elements [0, n) of a row run:
-    each accumulator u adds RUN_LENGTH vectors in float32 (the last run may be shorter),
+    each accumulator u adds run_length vectors in float32 (the last run may be shorter),
     then the run's total, widened, into its float64 accumulator `acc{u}`. Returns where
     the single-vector loop takes over. `accs`: the float64 accumulators' slots."""
     red, b = e.red, e.b
@@ -413,7 +413,7 @@ def _runs(e: _Emitter, w: int, n: ir.Value, unrolled, heads, strides, accs) -> i
             b.store(e.combine(b.load(acc), None, wide, None)[0], acc)
         return j
 
-    span = w * UNROLL * RUN_LENGTH
+    span = w * UNROLL * red.run_length
     j = e.loops.counted(i64(0), n, span, lambda j0: run(j0, b.add(j0, i64(span))), "runs")
     return run(j, n)
 
