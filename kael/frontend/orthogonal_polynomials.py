@@ -17,7 +17,7 @@ of two, so few kernels are compiled); past that, chunks of UNROLL steps run as k
 their own, carrying the state (P_{m-1}, P_m) in two tensors, the last chunk fused with the
 branches: 2 ceil(steps / UNROLL) - 1 kernels. PyTorch's loop stops where its state turns NaN
 (past an overflow), so every CHECK_EVERY chunks one more host read ends the chunks once no
-element both still steps and holds a number. A tensor n makes a call data-dependent: under
+element that takes the recurrence both still steps and holds a number. A tensor n makes a call data-dependent: under
 @kael.compile it runs as its own step, not fused.
 
 Each computes in its result dtype (float32 or float64, as PyTorch), step for step as PyTorch's
@@ -283,20 +283,31 @@ def _largest(name: str, tensors: list[Tensor], dtype, formula, params=None) -> f
     return reductions.amax(values).item() if values.numel() else 0.0
 
 
+def _skips(poly: Polynomial, x: Value, d: Value) -> Value:
+    """Where the value is not the recurrence's: ends, closed forms, n < 2, NaN x."""
+    return poly.direct(x, d) | (d < 2) | x.ne(x)
+
+
 def _steps_needed(poly: Polynomial) -> Callable[[Value, Value], Value]:
-    """n - 1 where the value is the recurrence's, else 0 (ends, closed forms, NaN x)."""
+    """n - 1 where the value is the recurrence's, else 0."""
 
     def steps_needed(x: Value, n: Value) -> Value:
         d = _degree(n)
-        skip = poly.direct(x, d) | (d < 2) | x.ne(x)
-        return where(skip, 0.0, d - 1)
+        return where(_skips(poly, x, d), 0.0, d - 1)
 
     return steps_needed
 
 
-def _still_stepping(x: Value, n: Value, q: Value, m: Value) -> Value:
-    """1 where the recurrence still steps past m with a number in its state."""
-    return where((_degree(n) > m) & q.eq(q), _const(x, 1.0), 0.0)
+def _still_stepping(poly: Polynomial) -> Callable[[Value, Value, Value, Value], Value]:
+    """1 where the recurrence's value still steps past m with a number in its state: an
+    element that skips the recurrence keeps a number forever, so it must not count."""
+
+    def still_stepping(x: Value, n: Value, q: Value, m: Value) -> Value:
+        d = _degree(n)
+        done = _skips(poly, x, d) | (d <= m) | q.ne(q)
+        return where(done, 0.0, _const(x, 1.0))
+
+    return still_stepping
 
 
 def _bucket(steps: int) -> int:
@@ -328,10 +339,11 @@ def _evaluate(name: str, x, n, out: Tensor | None) -> Tensor:
         return run(name, [*tensors, *state], dtype, dtype, formula, out, {"m0": m}, key)
 
     state = [chunk([], 1, lane) for lane in (0, 1)]
+    stepping = _still_stepping(poly)
     m = 1 + UNROLL
     while m + UNROLL <= steps:
         check = (m // UNROLL) % CHECK_EVERY == 0
-        if check and not _largest(name, [*tensors, state[1]], dtype, _still_stepping, {"m": m}):
+        if check and not _largest(name, [*tensors, state[1]], dtype, stepping, {"m": m}):
             break
         state = [chunk(state, m, lane) for lane in (0, 1)]
         m += UNROLL

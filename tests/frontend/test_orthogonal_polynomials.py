@@ -12,6 +12,7 @@ from parity_helpers import close_to_torch
 from parity_helpers import torch_pair as pair
 
 import kael
+from kael.frontend import orthogonal_polynomials
 from kael.frontend.orthogonal_polynomials import UNROLL
 
 RNG = np.random.default_rng(53)
@@ -148,6 +149,37 @@ def test_chunked_recurrence_past_one_kernel_matches_torch(name):
     _check(name, got, getattr(torch.special, name)(tx, tn), x, n, kael.float64)
     got = getattr(kael.special, name)(kx, 3 * UNROLL)  # a Number n past UNROLL
     _check(name, got, getattr(torch.special, name)(tx, 3 * UNROLL), x, 3 * UNROLL, kael.float64)
+
+
+# (name, x): one element whose recurrence overflows to NaN beside ends, zeros and closed forms.
+SKIPPING = [
+    ("chebyshev_polynomial_t", [1.5, 0.3, 1.0, -1.0]),
+    ("chebyshev_polynomial_u", [2.0, 0.3, 1.0, -1.0]),
+    ("shifted_chebyshev_polynomial_w", [1.5, 1.0, 0.0]),
+    ("laguerre_polynomial_l", [0.0, -0.0, -1e6]),
+    ("legendre_polynomial_p", [1.0, -1.0, 3.0]),
+]
+
+
+@pytest.mark.parametrize("n", [10**6, 2**40])
+@pytest.mark.parametrize(("name", "x"), SKIPPING, ids=[s[0] for s in SKIPPING])
+def test_huge_n_stops_once_only_ends_and_closed_forms_keep_numbers(name, x, n, monkeypatch):
+    """Elements taking an end value or closed form keep a number in the recurrence's state;
+    the early stop must not count them, so n = 2**40 takes a few launches (not 2**35 chunks)
+    and gives torch's values (closed forms within n eps, as their n acos x)."""
+    launch, launches = orthogonal_polynomials.run, []
+
+    def counted(*args, **kwargs):
+        launches.append(args[0])
+        assert len(launches) <= 200, "the chunks did not stop"
+        return launch(*args, **kwargs)
+
+    monkeypatch.setattr(orthogonal_polynomials, "run", counted)
+    kx, tx = pair(np.array(x), kael.float64)
+    got = torch.from_dlpack(getattr(kael.special, name)(kx, n))
+    expected = getattr(torch.special, name)(tx, n)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    torch.testing.assert_close(got, expected, rtol=0, atol=8 * n * 2.0**-52, equal_nan=True)
 
 
 @pytest.mark.parametrize("dtype", [kael.int64, kael.bool], ids=str)
