@@ -279,6 +279,7 @@ def _bessel(order: int, scaled: bool) -> Callable[[Value], Value]:
 
 SQRT1_2 = 0.7071067811865476
 INV_SQRT_PI = 0.5641895835477563
+EXP_RANGE = 746.0  # exp has overflowed to inf or underflowed to 0 past this |argument|
 ERFCX_FAR = 12.0  # erfcx's asymptotic series from here (in float64 to 1e-19 by 14 terms)
 ERFCX_SERIES = tuple((-1) ** k * math.prod(range(1, 2 * k, 2)) for k in range(15))
 
@@ -296,9 +297,12 @@ def _square(x: Value) -> tuple[Value, Value]:
 
 def _exp_square(x: Value, scale: float) -> Value:
     """exp(scale x^2) without the error of rounding x^2 (its low part taken to first
-    order: exp(scale h) (1 + scale l))."""
+    order: exp(scale h) (1 + scale l)); none past exp's range, where l can pass 1 and turn
+    the inf or 0 negative."""
     h, low = _square(x)
-    return (h * scale).apply("exp") * (1 + low * scale)
+    power = h * scale
+    correction = where(power.apply("abs") < EXP_RANGE, low * scale, 0.0)
+    return power.apply("exp") * (1 + correction)
 
 
 def _erfcx(x: Value) -> Value:
@@ -475,8 +479,9 @@ def _zeta(x: Value, q: Value) -> Value:
     and r = -q), so zeta(x, q) = f^-x + (-1)^x r^-x + zeta(x, f + 1) + (-1)^x (zeta(x, r + 1)
     - zeta(x, r + m)): the two largest terms, which cancel near q = -1/2, each one power;
     for odd x with f and r close, zeta(x, f) - zeta(x, r) is one sum of paired differences,
-    so that no two large terms cancel. zeta(inf, q) is +inf there (a term below 1 in
-    magnitude), as in PyTorch."""
+    so that no two large terms cancel. Where the two largest terms' sum is infinite it is
+    the value (PyTorch's loop returns it; zeta(x, f + 1) is NaN past x = 1e14), and
+    zeta(inf, q) is +inf there (a term below 1 in magnitude), as in PyTorch."""
     negative = q < 0
     m = -q.apply("floor")
     f, r = q + m, -(q + (m - 1))
@@ -490,6 +495,7 @@ def _zeta(x: Value, q: Value) -> Value:
     largest = f._binary("pow", -x) + sign * r._binary("pow", -x)
     value = where(negative, largest + (base + sign * (near - far)), base)
     value = where(paired, near + far, value)
+    value = where(negative & largest.apply("abs").eq(math.inf), largest, value)
     value = where(negative & x.eq(math.inf), math.inf, value)
     non_positive = q <= 0
     value = where(non_positive & x.ne(x.apply("floor")), math.nan, value)

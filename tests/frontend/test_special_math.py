@@ -202,6 +202,20 @@ def test_new_functions_special_values_are_torch_s(name, dtype):
     assert torch.equal(torch.signbit(got[same]), torch.signbit(expected[same]))
 
 
+def test_erfcx_and_ndtr_of_huge_negative_x_are_plus_inf_and_plus_zero():
+    """Past exp's range the low part of x^2 (above 1 once ulp(x^2) >= 2) is not applied:
+    erfcx is +inf (not -inf or NaN) and ndtr +0.0 (not -0.0) for every huge negative x."""
+    x = -np.exp(np.random.default_rng(7).uniform(math.log(40.0), math.log(1e300), 4000))
+    huge = np.concatenate([x, [-1e20, -3.75e20, -5.5e18, -1.343e8, -np.inf]])
+    kx, tx = pair(huge, kael.float64)
+    for name in ("erfcx", "ndtr"):
+        got = torch.from_dlpack(_kael_fn(name)(kx))
+        expected = getattr(torch.special, name)(tx)
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        assert torch.equal(got, expected), name
+        assert torch.equal(torch.signbit(got), torch.signbit(expected)), name
+
+
 # PyTorch has no half kernels for these: kael's are compared with its float32 values rounded.
 NO_TORCH_HALF = ("log_ndtr", "ndtri", "erfcx")
 
@@ -581,6 +595,25 @@ def test_zeta_of_infinite_x_follows_torch_on_both_sides_of_zero():
         kq, tq = pair(np.array(qs), dtype)
         kx, tx = pair(np.full(len(qs), np.inf), dtype)
         close_to_torch(kael.special.zeta(kx, kq), torch.special.zeta(tx, tq), 0, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64], ids=str)
+def test_zeta_of_huge_integer_x_at_negative_q_is_its_infinite_largest_term(dtype):
+    """For q < 0 not an integer and x from 1e12 (every such x an integer, even past 2^53) an
+    infinite largest term is PyTorch's sum, though zeta(x, q > 0) is its NaN past 1e14:
+    +inf for even x, -inf for odd x where only the negative term overflows, NaN where both
+    do (inf - inf)."""
+    xs = [1e12, 1e13 + 1, 1e14, 1e14 + 1, 1e15, 2.0**52, 2.0**52 + 1, 2.0**53 - 1, 2.0**53]
+    xs += [1e17, 1e30, 1e300]
+    qs = [-0.5, -1.5, -2.5, -0.25, -0.75, -0.3, -0.9, -7.9, -1e-30]
+    x, q = np.meshgrid(xs, qs, indexing="ij")
+    kx, tx = pair(x, dtype)
+    kq, tq = pair(q, dtype)
+    got = torch.from_dlpack(kael.special.zeta(kx, kq))
+    expected = torch.special.zeta(tx, tq)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    torch.testing.assert_close(got, expected, rtol=0, atol=0, equal_nan=True)
+    assert torch.isinf(expected).sum() > expected.numel() // 2
 
 
 # ---- zeta for odd x near negative half-integers: no cancelling terms -------------------------
