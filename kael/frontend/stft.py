@@ -18,7 +18,6 @@ from kael.frontend import complex as cx
 from kael.frontend import factories, fft, padding, views
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
-from kael.runtime.dtypes import get_default_dtype
 from kael.runtime.errors import Error, TypeError, ValueError
 
 _NO_WINDOW = (
@@ -28,8 +27,14 @@ _NO_WINDOW = (
 )
 
 
+def _is_inexact(x: Tensor) -> bool:
+    """Whether x is floating point or complex: what stft transforms (PyTorch refuses the rest)."""
+    return x.dtype.is_floating_point or x.dtype.is_complex
+
+
 def _window(window, n_fft: int, win_length: int, like: Tensor, op: str) -> Tensor:
-    """The window zero-padded to n_fft, centered (ones where none is given)."""
+    """The window zero-padded to n_fft, centered (ones where none is given), an integer or
+    bool one in like's real dtype."""
     if window is None:
         window = factories.ones(win_length, dtype=like.dtype.to_real, device=like.device)
     else:
@@ -39,6 +44,8 @@ def _window(window, n_fft: int, win_length: int, like: Tensor, op: str) -> Tenso
                 f"{op}: expected a 1D window tensor of size equal to win_length={win_length},"
                 f" but got window with size {list(window.shape)}"
             )
+        if not _is_inexact(window):  # as the frames' product promotes it (bool too)
+            window = window.to(like.dtype.to_real)
     if win_length == n_fft:
         return window
     left = (n_fft - win_length) // 2
@@ -100,9 +107,11 @@ def stft(
         raise ValueError(f"stft: expected a 1D or 2D tensor, got {x.ndim}D")
     if window is None:
         warnings.warn(_NO_WINDOW, UserWarning, stacklevel=2)
+    if not _is_inexact(x):
+        raise TypeError(
+            f"stft: expected a tensor of floating point or complex values, but got {x.dtype}"
+        )
     signal = x.unsqueeze(0) if x.ndim == 1 else x
-    if not (signal.dtype.is_complex or signal.dtype.is_floating_point):
-        signal = signal.to(get_default_dtype())
     if center:
         signal = _reflect_padded(signal, n_fft // 2, pad_mode)
     elif align_to_window and win < n_fft:  # the zeros meet only the window's zero padding

@@ -156,6 +156,31 @@ def test_istft_to_a_complex_signal_of_a_two_sided_spectrum_matches_torch():
     close(*both(run, lambda L: L.hann_window(16) * (1 + 0.5j)))
 
 
+@pytest.mark.parametrize("center", [True, False])
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "bool"])
+def test_stft_refuses_integer_and_bool_signals_as_torch(dtype, center):
+    """torch refuses them (bool with center=True in its reflection pad, NotImplementedError)."""
+
+    def call(L):
+        x = L.arange(50).to(getattr(L, dtype))
+        return L.stft(x, 8, window=L.hann_window(8), center=center, return_complex=True)
+
+    message = f"expected a tensor of floating point or complex values, but got {dtype}"
+    _refused(call, kael.TypeError, message)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "bool"])
+def test_integer_and_bool_windows_promote_in_stft_and_istft_as_torch(dtype):
+    def run(L):
+        window = L.tensor(np.arange(16) % 3 + 1).to(getattr(L, dtype))
+        spec = L.stft(L.tensor(SIGNAL[0]), 16, 4, window=window, return_complex=True)
+        return spec, L.istft(spec, 16, 4, window=window, length=300)
+
+    (spec, signal), (want_spec, want_signal) = both(run)
+    close(spec, want_spec)
+    close(signal, want_signal)
+
+
 @pytest.mark.parametrize("onesided", [None, True])
 def test_istft_to_a_complex_signal_refuses_a_onesided_spectrum_as_torch(onesided):
     def call(L):
