@@ -772,6 +772,12 @@ def _window(name, window_length, periodic, dtype, device, make) -> Tensor:
     return window[: length - 1] if periodic else window
 
 
+def _window_angles(x: Tensor, span: float, length: int) -> Tensor:
+    """arange x times span / (N - 1), that step rounded to x's dtype first: PyTorch's
+    in-place mul_ takes its Scalar in the tensor's dtype (so do the windows' constants)."""
+    return x * _held(span / builtins.float(length - 1), x.dtype)
+
+
 def hamming_window(
     window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, device=None
 ) -> Tensor:
@@ -779,8 +785,8 @@ def hamming_window(
     alpha, beta = as_number(alpha, "alpha"), as_number(beta, "beta")
 
     def make(x, length):
-        x = x * (math.pi * 2.0 / builtins.float(length - 1))
-        return x.cos() * -builtins.float(beta) + builtins.float(alpha)
+        x = _window_angles(x, math.pi * 2.0, length)
+        return x.cos() * _held(-builtins.float(beta), x.dtype) + _held(alpha, x.dtype)
 
     return _window("hamming_window", window_length, periodic, dtype, device, make)
 
@@ -795,8 +801,8 @@ def blackman_window(window_length, periodic=True, *, dtype=None, device=None) ->
     """0.42 - 0.5 cos(2 pi i / (N - 1)) + 0.08 cos(4 pi i / (N - 1)), as PyTorch orders it."""
 
     def make(x, length):
-        x = x * (math.pi / builtins.float(length - 1))
-        return (x * 4).cos() * 0.08 - (x * 2).cos() * 0.5 + 0.42
+        x = _window_angles(x, math.pi, length)
+        return (x * 4).cos() * _held(0.08, x.dtype) - (x * 2).cos() * 0.5 + _held(0.42, x.dtype)
 
     return _window("blackman_window", window_length, periodic, dtype, device, make)
 
@@ -805,7 +811,7 @@ def bartlett_window(window_length, periodic=True, *, dtype=None, device=None) ->
     """The triangle 2 i / (N - 1), mirrored as 2 - 2 i / (N - 1) past the middle."""
 
     def make(x, length):
-        x = x * (2.0 / builtins.float(length - 1))
+        x = _window_angles(x, 2.0, length)
         half = ((length - 1) >> 1) + 1
         x[half:] = x[half:] * -1 + 2
         return x

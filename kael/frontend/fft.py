@@ -537,20 +537,31 @@ def _frequency_dtype(dtype, op: str) -> DType:
     return dtype
 
 
+def _per_sample(k: Tensor, n: int, d, dtype: DType) -> Tensor:
+    """k (an arange in dtype's real part) times 1 / (n d) rounded to it first, as torch's
+    mul_ by that Scalar (not a division: the two round differently); 1 / 0 is inf, as in
+    C++."""
+    span = n * d
+    step = 1.0 / span if span else math.copysign(math.inf, span)
+    return (k * factories.scalar_tensor(step, dtype=k.dtype, device=k.device)).to(dtype)
+
+
 def fftfreq(n, d=1.0, *, dtype=None, device=None) -> Tensor:
-    """The sample frequencies of an n-point DFT: [0, 1, ..., -(n // 2), ..., -1] / (d n)."""
+    """The sample frequencies of an n-point DFT: [0, 1, ..., -(n // 2), ..., -1] / (d n),
+    the negative ones an arange of their own, as torch's."""
     n = views.as_int(n, "n")
     dtype = _frequency_dtype(dtype, "fftfreq")
-    k = factories.arange(n, dtype=int64, device=device)
-    signed = k - (k >= (n + 1) // 2).to(int64) * n
-    return signed.to(dtype) / (d * n)
+    k = factories.arange(n, dtype=dtype.to_real, device=device)
+    k[(n + 1) // 2 :] = factories.arange(-(n // 2), 0, dtype=dtype.to_real, device=device)
+    return _per_sample(k, n, d, dtype)
 
 
 def rfftfreq(n, d=1.0, *, dtype=None, device=None) -> Tensor:
     """The sample frequencies of rfft's n // 2 + 1 outputs: [0, 1, ..., n // 2] / (d n)."""
     n = views.as_int(n, "n")
     dtype = _frequency_dtype(dtype, "rfftfreq")
-    return factories.arange(n // 2 + 1, dtype=int64, device=device).to(dtype) / (d * n)
+    k = factories.arange(n // 2 + 1, dtype=dtype.to_real, device=device)
+    return _per_sample(k, n, d, dtype)
 
 
 def _shifted(x: Tensor, dim, sign: int) -> Tensor:

@@ -549,6 +549,24 @@ def test_windows_in_half_dtypes_are_close_to_torch(name, dtype):
     np.testing.assert_allclose(k.float().numpy(), t.float().numpy(), rtol=2e-2, atol=1e-2)
 
 
+# (name, extra arguments): the windows whose half-precision values come from a rounded step.
+HALF_EXACT = [("hann_window", ()), ("hamming_window", ()), ("hamming_window", (0.1234, 0.9876)),
+              ("blackman_window", ()), ("bartlett_window", ())]  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize(("name", "extra"), HALF_EXACT, ids=[f"{n}{a}" for n, a in HALF_EXACT])
+def test_half_windows_take_their_step_and_constants_in_the_dtype_as_torch(name, extra, dtype):
+    """torch's in-place mul_ and add_ take each Scalar (the step span / (N - 1), beta, the
+    constants) in the window's dtype first: bit for bit torch's values, not closer ones."""
+    for length in (1, 2, 97, 1000, 4097):
+        for periodic in (True, False):
+            k = getattr(kael, name)(length, periodic, *extra, dtype=getattr(kael, dtype))
+            t = getattr(torch, name)(length, periodic, *extra, dtype=getattr(torch, dtype))
+            assert k.dtype is getattr(kael, dtype) and k.shape == tuple(t.shape)
+            assert torch.equal(torch.from_dlpack(k), t), (length, periodic)
+
+
 @pytest.mark.parametrize(
     ("args", "kwargs"),
     [((7, True, 0.6, 0.4), {}), ((7, False, 0.3, 0.7), {"dtype": kael.float64})],

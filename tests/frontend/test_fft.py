@@ -418,6 +418,22 @@ def test_the_frequencies_take_a_float_or_complex_dtype(op, dtype):
     close(getattr(kael.fft, op)(7, 0.5, dtype=getattr(kael, dtype)), want)
 
 
+@pytest.mark.parametrize("op", ["fftfreq", "rfftfreq"])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32", "float64"])
+def test_the_frequencies_multiply_by_the_rounded_reciprocal_as_torch(op, dtype):
+    """torch multiplies its arange by 1 / (n d) rounded to the dtype (mul_ by a Scalar),
+    which rounds otherwise than dividing by n d: bit for bit its values, d = +-0 (+-inf,
+    NaN at 0) and NaN included."""
+    for n in (0, 1, 2, 7, 97, 1000, 1001, 4097):
+        for d in (1.0, 2, 0.1, 3.7, -0.5, 0.0, -0.0, float("nan")):
+            k = torch.from_dlpack(getattr(kael.fft, op)(n, d, dtype=getattr(kael, dtype)))
+            t = getattr(torch.fft, op)(n, d, dtype=getattr(torch, dtype))
+            assert k.dtype == t.dtype and k.shape == t.shape
+            torch.testing.assert_close(k, t, rtol=0, atol=0, equal_nan=True, msg=f"{n}, {d}")
+            kept = ~t.isnan()
+            assert torch.equal(k[kept].signbit(), t[kept].signbit()), (n, d)
+
+
 def test_tables_built_inside_a_trace_serve_other_threads():
     """fft's cached tables are every thread's: one first built while kael.compile traces
     holds real values, so another thread (or a forked child) reads them mid-trace."""
