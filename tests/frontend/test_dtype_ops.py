@@ -330,6 +330,11 @@ def test_op_family_matches_torch(name, dtype):
     if name in FLOAT_ONLY and not dtype.is_floating_point:
         t = t.float()  # PyTorch refuses integers here; the book widens them to float32
     got, want = FAMILIES[name](kael, k), FAMILIES[name](torch, t)
+    if name == "log_softmax" and t.dtype == torch.float32:
+        # kael takes log(sum) in float64 and rounds once (the row kernels' arithmetic,
+        # nn.py): within a rounding of the exact value, where torch's float32 log of a
+        # rounded sum is off by many ulps near 0 (the row maximum's -log(sum))
+        want = FAMILIES[name](torch, t.double()).float()
     for g, w in zip(got, want) if isinstance(want, tuple) else [(got, want)]:
         check(g, w, name)
 
