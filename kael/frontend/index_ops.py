@@ -776,18 +776,10 @@ def _kernel_order(
         _put_rows(values, dim, views.narrow(moved, last, 0, kept))
     elif values is not None:
         _gather_into(values, impl, dim, out, kernels.STRICT, "sort")
-    if (
-        launched is not None
-        and _in_place(out, order)
-        and (values is None or _in_place(values, moved))
-    ):
+    asked = launched is not None and fastpath.capturing()  # a fast door wants this launch
+    if asked and _own_rows(out, order) and (values is None or _own_rows(values, moved)):
         _offer(launched, keys, out, values)
     return out
-
-
-def _in_place(dst: TensorImpl, rows: TensorImpl) -> bool:
-    """Whether the kernel wrote `dst` itself (the rows _rows_of handed out were dst's own)."""
-    return rows.data_ptr() == dst.data_ptr() and rows.is_contiguous() and dst.is_contiguous()
 
 
 def _offer(launched: tuple, keys: TensorImpl, out: TensorImpl, values: TensorImpl | None) -> None:
@@ -807,9 +799,14 @@ def _rows_of(dst: TensorImpl, dim: int, shape: tuple[int, ...]) -> TensorImpl:
     return empty_impl(shape, dst.dtype, dst.device)
 
 
+def _own_rows(dst: TensorImpl, rows: TensorImpl) -> bool:
+    """Whether `rows` (from _rows_of) are dst's own: a kernel writing them wrote dst."""
+    return rows.data_ptr() == dst.data_ptr() and rows.is_contiguous()
+
+
 def _put_rows(dst: TensorImpl, dim: int, rows: TensorImpl) -> None:
     """dst's rows along dim made `rows`, unless _rows_of handed out dst's own."""
-    if rows.data_ptr() != dst.data_ptr() or not rows.is_contiguous():
+    if not _own_rows(dst, rows):
         eager.copy_into(views.transpose(dst, dim, -1), rows)
 
 

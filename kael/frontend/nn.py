@@ -122,10 +122,6 @@ def _exp_sums(e: Tensor, dims) -> Tensor:
     return reductions.sum(e, dims, keepdim=True, dtype=float64)
 
 
-def _rounded(t: Tensor, dtype) -> Tensor:
-    return t if dtype is float64 else t.to(dtype)
-
-
 def _composed_softmax(x: Tensor, d: int, log: bool = False) -> Tensor:
     """The book's composed softmax: max, sub, exp, the float64 sum (keepdim) and a scale
     by its rounded reciprocal; one exp per element, read by both the sum and the scale (in
@@ -134,8 +130,8 @@ def _composed_softmax(x: Tensor, d: int, log: bool = False) -> Tensor:
     e = ew.unary("exp", shifted)
     total = _exp_sums(e, d)
     if log:
-        return ew.binary("sub", shifted, _rounded(ew.unary("log", total), x.dtype))
-    return ew.binary("mul", e, _rounded(ew.unary("reciprocal", total), x.dtype))
+        return ew.binary("sub", shifted, ew.unary("log", total).to(x.dtype))
+    return ew.binary("mul", e, ew.unary("reciprocal", total).to(x.dtype))
 
 
 def _softmax_exp_twice(x: Tensor, d: int) -> Tensor:
@@ -144,9 +140,7 @@ def _softmax_exp_twice(x: Tensor, d: int) -> Tensor:
     driver's ([16, 2^20] float32: 0.6x the time)."""
     shifted = ew.binary("sub", x, reductions.amax(x, d, keepdim=True))
     total = _exp_sums(ew.unary("exp", shifted), d)
-    return ew.binary(
-        "mul", ew.unary("exp", shifted), _rounded(ew.unary("reciprocal", total), x.dtype)
-    )
+    return ew.binary("mul", ew.unary("exp", shifted), ew.unary("reciprocal", total).to(x.dtype))
 
 
 def _composed_logsumexp(x: Tensor, *dims: int) -> Tensor:
@@ -154,7 +148,7 @@ def _composed_logsumexp(x: Tensor, *dims: int) -> Tensor:
     top = reductions.amax(x, dims, keepdim=True)
     shift = ew.where(ew.unary("isinf", top), 0.0, top)
     total = _exp_sums(ew.unary("exp", ew.binary("sub", x, shift)), dims)
-    return _rounded(ew.binary("add", ew.unary("log", total), shift), x.dtype)
+    return ew.binary("add", ew.unary("log", total), shift).to(x.dtype)
 
 
 # From this many input bytes, eager softmax, log_softmax and logsumexp on the CPU run their

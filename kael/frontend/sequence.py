@@ -72,7 +72,7 @@ def _scan_on_cpu(op: str, src: TensorImpl, dst: TensorImpl, dim: int) -> None:
             eager.copy_into(dst, staged)
             return
     launched = scan.run(op, read, dst, dim)
-    if launched is not None and read is src:
+    if launched is not None and read is src and fastpath.capturing():
         fn, words, items, moved = launched
         fastpath.capture_launch(fn, words, items, moved, 1, (src,), (dst,), (1, 0))
 

@@ -137,7 +137,9 @@ def format_reduction(k: Reduction) -> str:
     """
     vector = (" vector" if k.vector else "") + (" short" if k.short else "")
     if k.run_dtype is not None:
-        vector += f" {k.run_dtype}-runs" + ("" if k.run_length == RUN_LENGTH else " of 1")
+        vector += f" {k.run_dtype}-runs" + (
+            "" if k.run_length == RUN_LENGTH else f" of {k.run_length}"
+        )
     lines = [f"reduction {k.name} {k.op} {k.schedule} kept={k.kept} reduced={k.reduced}{vector}"]
     lines += [f"  out{i}: {b.dtype}" for i, b in enumerate(k.outputs)]
     fixed = k.invariant or (False,) * len(k.inputs)

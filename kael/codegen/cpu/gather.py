@@ -745,7 +745,8 @@ def walk(
 ) -> int | None:
     """Run a walk kernel over `sizes`; None, or the first bad index value (nothing was
     written for it). `record` (a list) gets (kernel, words, work items, bytes moved) of a
-    gather's one host launch, for the fast door to replay (its words: WALK_WORDS first). scatter_add needs its indexed dim last in `sizes` and at least one
+    gather's one host launch, for the fast door to replay (its words: WALK_WORDS first).
+    scatter_add needs its indexed dim last in `sizes` and at least one
     other dim; its check-only pass (write=False) takes indices as STRICT. `parallel=False`
     keeps a put with repeated offsets on one thread, so the last write wins. `device`: where
     the operands' addresses point (None: the CPU). `split` = (address, parts): a scatter
