@@ -8,7 +8,9 @@ math, cmath or struct, whose C code reads a float unseen). An argument object th
 pytree does not open (a user's class, a dataclass, a dict or list subclass) is described
 by what it holds, HELD_DEPTH deep: its tensors are inputs of the plan as tensor arguments
 are, its other values are guarded by value (floats too) or identity; a call that rebinds
-what one holds, or one holding more than MAX_HELD values, runs eagerly. Calls with the same
+what one holds, or one holding more than MAX_HELD values, runs eagerly. Tensors and
+constants the function reads from its globals and closure cells (or objects there) are
+checked at every call (_implicit_sources): one rebound traces again. Calls with the same
 signature run the plan; a new shape re-traces in Python but compiles nothing new, since
 kernels take sizes and strides at run time. A new guard (dtype, rank, size-1 pattern,
 layout class, aliasing, constants) counts as a recompile, and each says what changed.
@@ -21,6 +23,7 @@ run by one generated function, without building its signature.
 from __future__ import annotations
 
 import collections
+import dis
 import functools
 import types
 import warnings
@@ -61,14 +64,27 @@ class _Entry:
 
     used: tuple[int, ...]
     plans: dict[tuple, p.Plan]
-    implicit: list  # (getter, storage): tensors read from globals and closure cells
-    # the plan every call of this signature runs, where nothing but the signature decides
-    # it (no float used as a value, no implicit input, no fallback)
+    implicit: list  # (getter, layout): tensors read from globals and closure cells
+    constants: list  # (getter, value, its part): numbers read from them (_Sources.values)
+    # the plan every call of this signature runs, where the signature and still_read decide
+    # it (no float argument used as a value, no fallback)
     positional: p.Plan | None = None
     guarded: replay.Replay | None = None  # positional's replay behind this signature's guard
     # the unhashable arguments the signature names by id, kept alive so no new object can
     # take that id and this signature's plans while they exist
     held: list = field(default_factory=list)
+
+    def still_read(self) -> bool:
+        """Whether the names and paths its plans read from outside the arguments still hold
+        what they held at the trace: the same tensors (by layout) and constants."""
+        for get, layout in self.implicit:
+            if not _reads(get, layout):
+                return False
+        for get, value, part in self.constants:  # the same object, or an equal value
+            now = get()
+            if now is not value and _value_part(now) != part:
+                return False
+        return True
 
 
 _FLOAT = (float,)
@@ -349,37 +365,123 @@ def _word(value) -> str:
 # How deep _implicit_sources follows the functions a function calls by name.
 HELPER_DEPTH = 3
 
+# Kinds of value read from a global, a closure cell or an object there that a trace takes
+# as a constant of its plan, so a plan guards them by value (_value_part).
+_GUARDED_VALUES = (int, float, complex, bool, str, type(None), DType, Device)
 
-def _implicit_sources(fn: Callable) -> dict[int, tuple[Callable, object]]:
-    """Tensors the function reads from its globals and closure cells, and those the plain
-    functions it names there read from theirs (HELPER_DEPTH deep; kael's own left out),
-    by storage id: a helper's global tensor rebound re-traces as the function's own does."""
-    found: dict[int, tuple[Callable, object]] = {}
+
+@dataclass
+class _Sources:
+    """What a function reads from outside its arguments, found by name (_implicit_sources):
+    its tensors by storage id, each (a getter of the name or path, the layout a plan read),
+    and its numbers and other constants, each (a getter, the value, its _value_part)."""
+
+    tensors: dict = field(default_factory=dict)
+    values: list = field(default_factory=list)
+
+
+def _implicit_sources(fn: Callable) -> _Sources:
+    """Tensors and constants the function reads from its globals and closure cells,
+    directly or held by an object there (`cfg.w`, `params["w"]`, `cfg.eps`: HELD_DEPTH
+    deep, an nn.Module left to the handle epoch), and those the plain functions it names
+    there read from theirs (HELPER_DEPTH deep; kael's own left out): a plan is traced
+    again when one is rebound, as torch.compile's guards do. A global the function assigns
+    itself is not guarded (a plan repeats no Python side effect). For an nn.Module, its
+    forward's."""
+    found = _Sources()
+    if not hasattr(fn, "__code__"):
+        fn = getattr(getattr(fn, "forward", None), "__func__", None)
     _collect_sources(fn, found, HELPER_DEPTH, set())
     return found
 
 
-def _collect_sources(fn, found: dict, depth: int, seen: set) -> None:
+def _collect_sources(fn, found: _Sources, depth: int, seen: set) -> None:
     code = getattr(fn, "__code__", None)
     if code is None or id(fn) in seen:
         return
     seen.add(id(fn))
     g = getattr(fn, "__globals__", {})
-    named = [(functools.partial(g.get, name), g.get(name)) for name in code.co_names]
+    read, assigned = _code_names(code)
+    named = [
+        (functools.partial(g.get, name, _GONE), g[name])
+        for name in sorted(read)  # its nested code's too: a comprehension or lambda in it
+        if name in g and name not in assigned
+    ]
     for cell in getattr(fn, "__closure__", None) or ():
         try:
             named.append((functools.partial(getattr, cell, "cell_contents"), cell.cell_contents))
         except ValueError:  # a cell not yet assigned
             continue
     helpers = []
+    own = (getattr(fn, "__module__", None) or "").startswith("kael")  # kael's constants stay
     for get, value in named:
         if isinstance(value, Tensor):
-            found.setdefault(id(value._impl.storage), (get, _layout_of(value._impl)))
+            found.tensors.setdefault(id(value._impl.storage), (get, _layout_of(value._impl)))
+        elif own:
+            continue
+        elif isinstance(value, _GUARDED_VALUES):
+            found.values.append((get, value, _value_part(value)))
         elif _user_function(value):
             helpers.append(value)
+        elif _looked_into(value):
+            _collect_held(get, value, read, found)
     if depth:
         for helper in helpers:
             _collect_sources(helper, found, depth - 1, seen)
+
+
+@functools.lru_cache(maxsize=1024)
+def _code_names(code: types.CodeType) -> tuple[frozenset, frozenset]:
+    """(the names and string constants `code` and its nested code read: the attributes and
+    keys a path into an object may take, the global names it assigns)."""
+    read, assigned = set(), set()
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        read.update(c.co_names)
+        for const in c.co_consts:
+            if isinstance(const, str):
+                read.add(const)
+            elif isinstance(const, types.CodeType):
+                stack.append(const)
+        assigned.update(i.argval for i in dis.get_instructions(c) if i.opname == "STORE_GLOBAL")
+    return frozenset(read), frozenset(assigned)
+
+
+def _collect_held(get: Callable, node, read: frozenset, found: _Sources) -> None:
+    """The tensors and constants an object named in globals or a closure holds (what
+    _gather walks), each with a getter of its path from the name; a constant only where
+    the code names every attribute and string key of its path (it may read it)."""
+    paths: list = []
+    values: list = []
+    _gather(node, (), HELD_DEPTH, {id(node)}, paths, values)  # past MAX_HELD: what it saw
+    for path, value in zip(paths, values):
+        follow = functools.partial(_follow, get, path)
+        if isinstance(value, Tensor):
+            layout = _layout_of(value._impl)
+            found.tensors.setdefault(id(value._impl.storage), (follow, layout))
+        elif value[0] in ("float", "const") and all(
+            not isinstance(key, str) or key in read for _, key in path
+        ):
+            found.values.append((follow, follow(), value))
+
+
+def _follow(get: Callable, path: tuple):
+    """The value at `path` (_members' keys) from the object get() returns; _GONE where a
+    step no longer exists."""
+    node = get()
+    for kind, key in path:
+        try:
+            if kind == ".":
+                node = getattr(node, key)
+            else:
+                node = node[key.value if type(key) is _Same else key]
+        except (LookupError, AttributeError, TypeError):
+            return _GONE
+    return node
+
+
+_GONE = object()
 
 
 def _user_function(value) -> bool:
@@ -624,14 +726,13 @@ class CompiledFunction:
 
     def _positional(self, args: tuple) -> tuple[p.Plan | None, list, tuple | None]:
         """The plan of a call of positional leaves (tensors, numbers, a module...) whose
-        signature holds no float used as a value, no implicit input read from a name, no
-        fallback and no twin storages (the common
-        call), with its tensors and signature; else (None, _, _) for _lookup to decide. No
-        pytree walk."""
+        signature holds no float used as a value, no fallback and no twin storages, and
+        whose globals still hold what the plan read (the common call), with its tensors and
+        signature; else (None, _, _) for _lookup to decide. No pytree walk."""
         tensors, key = _signature(args, ("args", len(args)), plain=True)
         entry = self._entries.get(key) if key is not None else None
         plan = None if entry is None else entry.positional
-        if plan is None:
+        if plan is None or ((entry.implicit or entry.constants) and not entry.still_read()):
             return None, tensors, key
         if len(tensors) == 2 and not plan.implicit:  # _call_twins for two, inlined
             a, b = tensors[0]._impl.storage, tensors[1]._impl.storage
@@ -662,7 +763,8 @@ class CompiledFunction:
                 guarded = entry.guarded
                 if guarded is None or guarded.threads != ready.threads:
                     twins = functools.partial(_call_twins, plan=plan)
-                    guarded = replay.build_guarded(plan, ready, key[1], twins, self._info)
+                    still = entry.still_read if entry.implicit or entry.constants else None
+                    guarded = replay.build_guarded(plan, ready, key[1], twins, self._info, still)
                     entry.guarded = guarded
         if self._guarded is not guarded.fn:
             self._guarded, self._other = guarded.fn, self._guarded
@@ -678,9 +780,7 @@ class CompiledFunction:
             key = (key[0], (*key[1], ("autocast", casts)))
         entry = self._entries.get(key)
         plan = None
-        if entry is not None and (
-            not entry.implicit or all(_reads(get, s) for get, s in entry.implicit)
-        ):
+        if entry is not None and entry.still_read():
             plan = entry.plans.get(_float_key([leaves[i] for i in entry.used]))
         return plan, tensors, leaves, treedef, key
 
@@ -726,10 +826,11 @@ class CompiledFunction:
         values = _float_key([leaves[i] for i in used])
         sources = _implicit_sources(self.fn)
         implicit = [
-            sources[id(s.storage)]
+            sources.tensors[id(s.storage)]
             for s in plan.slots
-            if s.kind == p.IMPLICIT and id(s.storage) in sources
+            if s.kind == p.IMPLICIT and id(s.storage) in sources.tensors
         ]
+        constants = sources.values
         guard = _coarse(key, values)
         with self._lock:
             info = self._info
@@ -753,15 +854,19 @@ class CompiledFunction:
             if sum(len(e.plans) for e in self._entries.values()) >= MAX_PLANS:
                 self._entries.clear()
                 entry = self._guarded = self._other = None
-            same = entry is not None and [s for _, s in entry.implicit] == [s for _, s in implicit]
+            same = (
+                entry is not None
+                and [s for _, s in entry.implicit] == [s for _, s in implicit]
+                and [v for *_, v in entry.constants] == [v for *_, v in constants]
+            )
             modules = trace.reads_module  # it read an nn.Module's state or settings
             if modules or len(implicit) < sum(s.kind == p.IMPLICIT for s in plan.slots):
                 self._attribute_reads = True  # a tensor read through an object: see __call__
             if not same or entry.used != used:
-                entry = self._entries[key] = _Entry(used, {}, implicit)
+                entry = self._entries[key] = _Entry(used, {}, implicit, constants)
             entry.plans[values] = plan
             entry.held = [v for v in leaves if not _looked_into(v) and _describe(v)[0] == "object"]
-            plain = not used and not implicit and plan.fallback is None
+            plain = not used and plan.fallback is None
             entry.positional = plan if plain else None
             entry.guarded = None  # built again from the new positional plan when it runs
 

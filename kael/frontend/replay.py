@@ -385,13 +385,17 @@ def build(plan, threads: int) -> Replay:
     return Replay(threads, fn, source, sum(writer.pool_sizes), pool)
 
 
-def build_guarded(plan, ready: Replay, parts: tuple, twins: Callable, info) -> Replay:
+def build_guarded(
+    plan, ready: Replay, parts: tuple, twins: Callable, info, still: Callable | None = None
+) -> Replay:
     """The plan's call for one positional signature (`parts`, compiled._signature's):
     fn(args) runs a call whose arguments match it, at the thread count of the plan's
     replay `ready` with no launch watched, counting a hit on `info`; any other call gets
     guard.MISS back and nothing run. `twins(tensors)` names two arguments that overlap
-    through two storages, or None (compiled._call_twins). Where it keeps the same
-    intermediates as `ready`, it takes them from the same pool."""
+    through two storages, or None (compiled._call_twins); `still()` says whether the
+    globals the plan read hold what they held (compiled._Entry.still_read), None where it
+    read none. Where it keeps the same intermediates as `ready`, it takes them from the
+    same pool."""
     from kael.runtime import debug, launches, threadpool
 
     threads = ready.threads
@@ -402,6 +406,9 @@ def build_guarded(plan, ready: Replay, parts: tuple, twins: Callable, info) -> R
     if tuple(writer.pool_sizes) != sizes:  # a step prepared anew since: kept otherwise
         writer.names["_pool"] = []
     checks = guard.lines(parts, twins, bool(plan.implicit), writer.names)
+    if still is not None:
+        writer.names["_still"] = still
+        checks.append("if not _still(): return _MISS")
     writer.names.update(plan=plan, _threadpool=threadpool, _launches=launches, _debug=debug)
     writer.names["_info"] = info
     checks += [

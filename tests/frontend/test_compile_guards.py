@@ -300,3 +300,107 @@ def test_an_argument_object_too_big_to_guard_runs_eagerly():
         for value in (1.0, 7.0):
             o.a = kael.full((2,), value)
             same(f(o), torch.full((2,), value) + 1)
+
+
+@pytest.mark.parametrize("kind", _HOLDERS)
+def test_a_tensor_an_object_in_a_closure_holds_is_read_as_rebound(kind):
+    make, read, rebind = _HOLDERS[kind]
+    o = make(kael.ones(3))
+    f = kael.compile(lambda x: read(o) * 2 + x)
+    x = kael.ones(3)
+    for value in (1.0, 3.0, -2.0):
+        rebind(o, kael.full((3,), value))
+        for _ in range(3):  # the third call runs the guarded replay
+            same(f(x), torch.full((3,), value) * 2 + 1)
+
+
+_CONFIG = types.SimpleNamespace(weight=kael.ones(2), eps=1.0, rows=1)
+_SCALE = 2.0
+_DTYPE = kael.float32
+
+
+def _scaled(x):
+    return (x * _SCALE).to(_DTYPE)
+
+
+def test_a_global_objects_rebound_tensor_and_number_are_read_at_every_call():
+    @kael.compile
+    def f(x):
+        return (x * _CONFIG.weight + _CONFIG.eps).reshape(_CONFIG.rows, -1)
+
+    x = kael.full((2,), 3.0)
+    settings = [(kael.ones(2), 1.0, 1), (kael.full((2,), 5.0), 1.0, 1), (kael.ones(2), 0.5, 2)]
+    try:
+        for weight, eps, rows in settings:
+            _CONFIG.weight, _CONFIG.eps, _CONFIG.rows = weight, eps, rows
+            expected = torch.full((2,), 3.0) * torch.from_numpy(weight.numpy()) + eps
+            for _ in range(3):
+                same(f(x), expected.reshape(rows, -1))
+    finally:
+        _CONFIG.weight, _CONFIG.eps, _CONFIG.rows = kael.ones(2), 1.0, 1
+
+
+def test_a_global_number_or_dtype_rebound_traces_again():
+    global _SCALE, _DTYPE
+    f = kael.compile(_scaled)
+    x = kael.full((2,), 3.0)
+    try:
+        for scale, dtype in [(2.0, "float32"), (0.0, "float32"), (-0.0, "float32"),
+                             (-0.0, "float64"), (2.0, "float32")]:  # fmt: skip
+            _SCALE, _DTYPE = scale, getattr(kael, dtype)
+            for _ in range(3):
+                same(f(x), (torch.full((2,), 3.0) * scale).to(getattr(torch, dtype)))
+        assert f.cache_info().traces == 5  # one per change: only the plan of the last is kept
+    finally:
+        _SCALE, _DTYPE = 2.0, kael.float32
+
+
+def test_a_closure_number_read_in_a_comprehension_traces_again_when_rebound():
+    scale = 2.0
+
+    @kael.compile
+    def f(xs):
+        return [x * scale for x in xs]
+
+    x = kael.ones(2)
+    for scale in (2.0, 5.0):  # noqa: B007 (the closure cell is what f reads)
+        for _ in range(2):
+            same(f([x, x])[1], torch.full((2,), scale))
+
+
+_CALLS = 0
+_UNREAD = 1.0
+
+
+def test_a_global_the_function_assigns_or_never_names_keeps_its_plan():
+    global _CALLS, _UNREAD
+
+    @kael.compile
+    def f(x):
+        global _CALLS
+        _CALLS += 1  # a Python side effect: it runs at the trace only
+        return x + 1
+
+    x = kael.ones(2)
+    for value in (1.0, 2.0, 3.0):
+        _UNREAD = value
+        same(f(x), torch.full((2,), 2.0))
+    assert f.cache_info().traces == 1 and _CALLS == 1
+
+
+class _ScaledByGlobal(kael.nn.Module):
+    def forward(self, x):
+        return x * _SCALE
+
+
+def test_a_compiled_modules_forward_reads_its_rebound_global_number():
+    global _SCALE
+    fast = kael.compile(_ScaledByGlobal())
+    x = kael.ones(2)
+    try:
+        for scale in (2.0, 3.0):
+            _SCALE = scale
+            for _ in range(2):
+                same(fast(x), torch.full((2,), scale))
+    finally:
+        _SCALE = 2.0
