@@ -23,13 +23,15 @@ run by one generated function, without building its signature.
 from __future__ import annotations
 
 import collections
-import dis
+import enum
 import functools
 import types
 import warnings
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from kael.frontend import autocast, factories, pytree, replay, tracing
 from kael.frontend import plan as p
@@ -65,7 +67,8 @@ class _Entry:
     used: tuple[int, ...]
     plans: dict[tuple, p.Plan]
     implicit: list  # (getter, layout): tensors read from globals and closure cells
-    constants: list  # (getter, value, its part): numbers read from them (_Sources.values)
+    constants: list  # (getter, value, its part, words): constants read from them
+    sizes: list  # (getter, length, words): the lists and dicts among them (_Sources.sizes)
     # the plan every call of this signature runs, where the signature and still_read decide
     # it (no float argument used as a value, no fallback)
     positional: p.Plan | None = None
@@ -74,17 +77,22 @@ class _Entry:
     # take that id and this signature's plans while they exist
     held: list = field(default_factory=list)
 
+    @property
+    def reads_outside(self) -> bool:
+        """Whether its plans read anything from outside the arguments that is guarded."""
+        return bool(self.implicit or self.constants or self.sizes)
+
     def still_read(self) -> bool:
         """Whether the names and paths its plans read from outside the arguments still hold
         what they held at the trace: the same tensors (by layout) and constants."""
         for get, layout in self.implicit:
             if not _reads(get, layout):
                 return False
-        for get, value, part in self.constants:  # the same object, or an equal value
+        for get, value, part, _ in self.constants:  # the same object, or an equal value
             now = get()
-            if now is not value and _value_part(now) != part:
+            if now is not value and _constant_part(now) != part:
                 return False
-        return True
+        return all(_length(get()) == length for get, length, _ in self.sizes)
 
 
 _FLOAT = (float,)
@@ -235,8 +243,8 @@ def _gather(node, path: tuple, depth: int, seen: set, paths: list, values: list)
 def _members(node) -> list[tuple[tuple, object]]:
     """(key, value) of what `node` holds: its items (by key or position), then its
     attributes (its __dict__ and __slots__); a key is ("[]", key) or (".", name)."""
-    if isinstance(node, dict):
-        found = [(("[]", _key(k)), v) for k, v in node.items()]
+    if isinstance(node, dict):  # (list() copies the items at once: another thread may
+        found = [(("[]", _key(k)), v) for k, v in list(node.items())]  # add a key meanwhile)
     elif isinstance(node, _SEQUENCES):
         found = [(("[]", i), v) for i, v in enumerate(node)]
     else:
@@ -321,8 +329,25 @@ def _what_changed(old: tuple, new: tuple) -> str:
         for name in ("default device", "autocast"):
             if settings[0].get(name) != settings[1].get(name):
                 return f"the {name} changed (now {settings[1].get(name, 'none')})"
+    if old[3] != new[3]:
+        return _source_change(dict(old[3]), dict(new[3]))
     values = [tuple(float.fromhex(h) for h in guard[2]) for guard in (old, new)]
     return f"float arguments used as Python values changed: {values[0]} -> {values[1]}"
+
+
+def _source_change(old: dict, new: dict) -> str:
+    """Words for the first difference between what two traces read from outside the
+    arguments (a constant's part, or a list's or dict's length, by its words)."""
+    for words, part in new.items():
+        was = old.get(words)
+        if was == part:
+            continue
+        if was is None:
+            return f"{words} is read now"
+        if isinstance(part, int):
+            return f"the length of {words} changed from {was} to {part}"
+        return f"{words} changed from {_held_word(was)} to {_held_word(part)}"
+    return "a global it read is gone"
 
 
 def _held_change(old: tuple, new: tuple) -> str:
@@ -345,6 +370,8 @@ def _held_word(part: tuple) -> str:
         return repr(float.fromhex(part[2]))
     if tag in ("const", "same"):
         return repr(part[-1])
+    if tag == "bits":  # a NumPy scalar (_constant_part)
+        return repr(np.frombuffer(part[2], dtype=part[1])[0].item())
     if tag == "node":
         return f"a {part[1].__name__}"
     dtype, device, rank = part[:3]  # a tensor's coarse part
@@ -364,35 +391,104 @@ def _word(value) -> str:
 
 # How deep _implicit_sources follows the functions a function calls by name.
 HELPER_DEPTH = 3
+# How many values the objects a function names in its globals and closure cells may hold
+# (a list of tensors, a config): past it, calls of that function run eagerly.
+MAX_SOURCES = 4096
 
 # Kinds of value read from a global, a closure cell or an object there that a trace takes
-# as a constant of its plan, so a plan guards them by value (_value_part).
-_GUARDED_VALUES = (int, float, complex, bool, str, type(None), DType, Device)
+# as a constant of its plan, so a plan guards them by value (_constant_part).
+_GUARDED_VALUES = (int, float, complex, bool, str, type(None), DType, Device, enum.Enum)
+_OWN_MODULES = ("kael", "numpy", "torch", "builtins")
 
 
 @dataclass
 class _Sources:
     """What a function reads from outside its arguments, found by name (_implicit_sources):
-    its tensors by storage id, each (a getter of the name or path, the layout a plan read),
-    and its numbers and other constants, each (a getter, the value, its _value_part)."""
+    its tensors by storage id, each (a getter of the name or path, the layout a plan read,
+    its words); its numbers and other constants, each (a getter, the value, its
+    _constant_part, its words); the lengths of the lists and dicts it may walk, each (a
+    getter, the length, its words); and, where a named object held more than MAX_SOURCES
+    values, its words."""
 
     tensors: dict = field(default_factory=dict)
     values: list = field(default_factory=list)
+    sizes: list = field(default_factory=list)
+    overflow: str | None = None
+    read: frozenset = frozenset()  # the names the code of the function and its helpers reads
+
+    def parts(self) -> tuple:
+        """What a trace read, by value: two snapshots around a call are equal unless the
+        call (or another thread) rebound one."""
+        tensors = tuple((w, id(layout[0]), layout[1:]) for _, layout, w in self.tensors.values())
+        values = tuple((w, part) for _, _, part, w in self.values)
+        return tensors, values, tuple((w, n) for _, n, w in self.sizes), self.overflow
 
 
 def _implicit_sources(fn: Callable) -> _Sources:
     """Tensors and constants the function reads from its globals and closure cells,
-    directly or held by an object there (`cfg.w`, `params["w"]`, `cfg.eps`: HELD_DEPTH
-    deep, an nn.Module left to the handle epoch), and those the plain functions it names
-    there read from theirs (HELPER_DEPTH deep; kael's own left out): a plan is traced
-    again when one is rebound, as torch.compile's guards do. A global the function assigns
-    itself is not guarded (a plan repeats no Python side effect). For an nn.Module, its
-    forward's."""
+    directly or held by an object there (`cfg.w`, `params["w"]`, `cfg.eps`, a class's or a
+    module's attribute the code names; HELD_DEPTH deep, an nn.Module left to the handle
+    epoch), and those of the plain functions it names there (HELPER_DEPTH deep; kael's own
+    left out), of a partial's function and arguments and of a bound method's object: a plan
+    is traced again when one is rebound, as torch.compile's guards do."""
     found = _Sources()
-    if not hasattr(fn, "__code__"):
-        fn = getattr(getattr(fn, "forward", None), "__func__", None)
+    fn, bound = _unwrapped(fn)
+    found.read = _names_read(fn, HELPER_DEPTH, set())
+    for words, value in bound:
+        get = functools.partial(_same_object, value)
+        _collect_value(words, get, value, found.read, found, [])
     _collect_sources(fn, found, HELPER_DEPTH, set())
     return found
+
+
+def _names_read(fn, depth: int, seen: set) -> frozenset:
+    """The names (and string constants) the code of fn and of the helpers it names reads:
+    an attribute of an object a helper is handed (`helper(cfg, x)` reading cfg.eps) counts."""
+    code = getattr(fn, "__code__", None)
+    if code is None or id(fn) in seen:
+        return frozenset()
+    seen.add(id(fn))
+    read = _code_names(code)
+    if depth:
+        g = getattr(fn, "__globals__", {})
+        named = [g.get(name) for name in read] + _cell_values(fn)
+        for value in named:
+            helper = value.fn if isinstance(value, CompiledFunction) else value
+            if _user_function(helper):
+                read = read | _names_read(helper, depth - 1, seen)
+    return read
+
+
+def _unwrapped(fn) -> tuple[Callable | None, list]:
+    """The plain function a compiled callable runs, and the objects it is bound to (a
+    partial's arguments, a bound method's self), each (words, object)."""
+    from kael.nn.modules.module import Module  # kael.nn imports this module's package
+
+    bound = []
+    for _ in range(8):
+        if isinstance(fn, CompiledFunction):
+            fn = fn.fn
+        elif isinstance(fn, functools.partial):
+            bound += [(f"an argument of {fn!r}", v) for v in (*fn.args, *fn.keywords.values())]
+            fn = fn.func
+        elif isinstance(fn, types.MethodType):
+            bound.append((f"the object of {fn.__func__.__qualname__}", fn.__self__))
+            fn = fn.__func__
+        elif isinstance(fn, Module):
+            fn = type(fn).forward
+        else:
+            break
+    return (fn if hasattr(fn, "__code__") else None), bound
+
+
+def _same_object(value):
+    return value
+
+
+def _own(module: str) -> bool:
+    """Whether a module name is kael's, NumPy's, torch's or the builtins' (their constants
+    are not the user's to rebind)."""
+    return module.split(".", 1)[0] in _OWN_MODULES
 
 
 def _collect_sources(fn, found: _Sources, depth: int, seen: set) -> None:
@@ -401,40 +497,141 @@ def _collect_sources(fn, found: _Sources, depth: int, seen: set) -> None:
         return
     seen.add(id(fn))
     g = getattr(fn, "__globals__", {})
-    read, assigned = _code_names(code)
-    named = [
-        (functools.partial(g.get, name, _GONE), g[name])
-        for name in sorted(read)  # its nested code's too: a comprehension or lambda in it
-        if name in g and name not in assigned
-    ]
-    for cell in getattr(fn, "__closure__", None) or ():
+    read = found.read  # the paths into objects: the names any of the code reads
+    # the globals its own code names, its nested code's too (a comprehension, a lambda)
+    named = [(f"global {name}", functools.partial(g.get, name, _GONE), g[name])
+             for name in sorted(_code_names(code)) if name in g]  # fmt: skip
+    free = code.co_freevars
+    for name, cell in zip(free, getattr(fn, "__closure__", None) or ()):
         try:
-            named.append((functools.partial(getattr, cell, "cell_contents"), cell.cell_contents))
+            value = cell.cell_contents
         except ValueError:  # a cell not yet assigned
             continue
-    helpers = []
-    own = (getattr(fn, "__module__", None) or "").startswith("kael")  # kael's constants stay
-    for get, value in named:
-        if isinstance(value, Tensor):
-            found.tensors.setdefault(id(value._impl.storage), (get, _layout_of(value._impl)))
-        elif own:
+        named.append((f"closure {name}", functools.partial(getattr, cell, "cell_contents"), value))
+    own = _own(getattr(fn, "__module__", None) or "")
+    helpers: list = []
+    for words, get, value in named:
+        if own and not isinstance(value, Tensor):  # kael's constants and helpers stay
             continue
-        elif isinstance(value, _GUARDED_VALUES):
-            found.values.append((get, value, _value_part(value)))
-        elif _user_function(value):
-            helpers.append(value)
-        elif _looked_into(value):
-            _collect_held(get, value, read, found)
+        _collect_value(words, get, value, read, found, helpers)
     if depth:
         for helper in helpers:
             _collect_sources(helper, found, depth - 1, seen)
 
 
+def _collect_value(words: str, get: Callable, value, read: frozenset, found, helpers) -> None:
+    """Record one named value: a tensor, a constant, a helper function to look into, or
+    what an object holds (for a class or a module: the attributes the code names)."""
+    if isinstance(value, Tensor):
+        found.tensors.setdefault(id(value._impl.storage), (get, _layout_of(value._impl), words))
+    elif _guarded(value):
+        found.values.append((get, value, _constant_part(value), words))
+    elif isinstance(value, CompiledFunction):
+        helpers.append(value.fn)
+    elif _user_function(value):
+        helpers.append(value)
+    elif isinstance(value, (type, types.ModuleType)):
+        if not _own(getattr(value, "__module__", None) or getattr(value, "__name__", "")):
+            _collect_attributes(words, get, value, read, found)
+    elif _looked_into(value):
+        _collect_held(words, get, value, read, found)
+
+
+def _collect_attributes(words: str, get: Callable, owner, read: frozenset, found) -> None:
+    """The tensors and constants a class or module holds under the names the code reads."""
+    space = vars(owner)
+    for name in sorted(read & space.keys()):
+        value = space[name]
+        if name.startswith("__"):  # the module's or class's own (its __name__, __doc__)
+            continue
+        if isinstance(value, Tensor) or _guarded(value):
+            follow = functools.partial(_follow, get, ((".", name),))
+            _collect_value(f"{words}.{name}", follow, value, read, found, [])
+
+
+def _collect_held(words: str, get: Callable, node, read: frozenset, found: _Sources) -> None:
+    """The tensors and constants an object named in globals or a closure holds, each with a
+    getter of its path from the name (a constant only where the code names every attribute
+    and string key of its path: it may read it), with the class attributes the code names
+    of each object and the length of each list and dict in it; past MAX_SOURCES values,
+    `found.overflow`."""
+    for count, (path, value) in enumerate(_walk(node, (), HELD_DEPTH, {id(node)}, read)):
+        if count >= MAX_SOURCES:
+            found.overflow = words
+            return
+        where = words + _path_words(path)
+        follow = functools.partial(_follow, get, path) if path else get
+        if isinstance(value, Tensor):
+            found.tensors.setdefault(
+                id(value._impl.storage), (follow, _layout_of(value._impl), where)
+            )
+        elif isinstance(value, _NODES):
+            found.sizes.append((follow, len(value), where))
+        elif _guarded(value):
+            if all(not isinstance(key, str) or key in read for _, key in path):
+                found.values.append((follow, value, _constant_part(value), where))
+        elif _looked_into(value) and not isinstance(value, _NODES):
+            kind = type(value)
+            if not _own(kind.__module__):
+                for name in sorted(read - getattr(value, "__dict__", {}).keys()):
+                    held = _class_attribute(kind, name)
+                    if held is not None and (isinstance(held, Tensor) or _guarded(held)):
+                        at = functools.partial(_follow, get, (*path, (".", name)))
+                        _collect_value(f"{where}.{name}", at, held, read, found, [])
+
+
+def _class_attribute(kind: type, name: str):
+    """The value a class (or a base of it) holds as `name` in its own namespace, None for
+    none and for a dunder (`__name__` is the class's, not its instances')."""
+    if name.startswith("__"):
+        return None
+    for klass in kind.__mro__:
+        space = vars(klass)
+        if name in space:
+            return space[name]
+    return None
+
+
+def _walk(node, path: tuple, depth: int, seen: set, read: frozenset):
+    """(path, value) of `node` itself and everything it holds, `depth` nodes deep: every
+    item of a list or dict, an object's attributes only where the code names them (a
+    logger's or a model's internals are not walked)."""
+    yield path, node
+    for key, value in _members(node):
+        if key[0] == "." and key[1] not in read:
+            continue
+        here = (*path, key)
+        if isinstance(value, Tensor) or id(value) in seen or not _looked_into(value):
+            yield here, value
+        elif depth:
+            yield from _walk(value, here, depth - 1, seen | {id(value)}, read)
+
+
+def _path_words(path: tuple) -> str:
+    return "".join(f".{k}" if how == "." else f"[{_word_of_key(k)}]" for how, k in path)
+
+
+def _word_of_key(key) -> str:
+    return repr(key.value if type(key) is _Same else key)
+
+
+def _guarded(value) -> bool:
+    """Whether a value read from outside the arguments is guarded as a constant."""
+    return isinstance(value, (*_GUARDED_VALUES, np.generic))
+
+
+def _constant_part(value) -> tuple:
+    """A guarded constant by value: _value_part's, a NumPy scalar by its bits."""
+    if isinstance(value, np.generic) and not isinstance(value, float):
+        return ("bits", type(value), value.tobytes())
+    return _value_part(value)
+
+
 @functools.lru_cache(maxsize=1024)
-def _code_names(code: types.CodeType) -> tuple[frozenset, frozenset]:
-    """(the names and string constants `code` and its nested code read: the attributes and
-    keys a path into an object may take, the global names it assigns)."""
-    read, assigned = set(), set()
+def _code_names(code: types.CodeType) -> frozenset:
+    """The names and string constants `code` and its nested code read: the globals, the
+    attributes and keys a path into an object may take."""
+    read = set()
     stack = [code]
     while stack:
         c = stack.pop()
@@ -444,26 +641,7 @@ def _code_names(code: types.CodeType) -> tuple[frozenset, frozenset]:
                 read.add(const)
             elif isinstance(const, types.CodeType):
                 stack.append(const)
-        assigned.update(i.argval for i in dis.get_instructions(c) if i.opname == "STORE_GLOBAL")
-    return frozenset(read), frozenset(assigned)
-
-
-def _collect_held(get: Callable, node, read: frozenset, found: _Sources) -> None:
-    """The tensors and constants an object named in globals or a closure holds (what
-    _gather walks), each with a getter of its path from the name; a constant only where
-    the code names every attribute and string key of its path (it may read it)."""
-    paths: list = []
-    values: list = []
-    _gather(node, (), HELD_DEPTH, {id(node)}, paths, values)  # past MAX_HELD: what it saw
-    for path, value in zip(paths, values):
-        follow = functools.partial(_follow, get, path)
-        if isinstance(value, Tensor):
-            layout = _layout_of(value._impl)
-            found.tensors.setdefault(id(value._impl.storage), (follow, layout))
-        elif value[0] in ("float", "const") and all(
-            not isinstance(key, str) or key in read for _, key in path
-        ):
-            found.values.append((follow, follow(), value))
+    return frozenset(read)
 
 
 def _follow(get: Callable, path: tuple):
@@ -484,10 +662,14 @@ def _follow(get: Callable, path: tuple):
 _GONE = object()
 
 
+def _length(value) -> int:
+    return len(value) if isinstance(value, _NODES) else -1
+
+
 def _user_function(value) -> bool:
     """Whether `value` is a plain Python function outside kael (a user's helper)."""
     module = getattr(value, "__module__", None) or ""
-    return isinstance(value, types.FunctionType) and not module.startswith("kael")
+    return isinstance(value, types.FunctionType) and not _own(module)
 
 
 # Modules whose functions read a float's value in C, past SymFloat's hooks: math.sqrt(d) of a
@@ -633,6 +815,7 @@ class CompiledFunction:
         self.max_recompiles = max_recompiles
         self._entries: dict[tuple, _Entry] = {}
         self._guards: list[tuple] = []
+        self._moves: dict[tuple, int] = {}  # traces per signature whose call moved a source
         self._info = CacheInfo(0, 0, 0, 0)
         self._warned_fallback: set[str] = set()
         self._lock = sync.lock(owner=self)
@@ -650,6 +833,7 @@ class CompiledFunction:
         with self._lock:
             self._entries.clear()
             self._guards.clear()
+            self._moves.clear()
             self._guarded = self._other = None
 
     def _moved(self) -> None:
@@ -732,7 +916,7 @@ class CompiledFunction:
         tensors, key = _signature(args, ("args", len(args)), plain=True)
         entry = self._entries.get(key) if key is not None else None
         plan = None if entry is None else entry.positional
-        if plan is None or ((entry.implicit or entry.constants) and not entry.still_read()):
+        if plan is None or (entry.reads_outside and not entry.still_read()):
             return None, tensors, key
         if len(tensors) == 2 and not plan.implicit:  # _call_twins for two, inlined
             a, b = tensors[0]._impl.storage, tensors[1]._impl.storage
@@ -763,7 +947,7 @@ class CompiledFunction:
                 guarded = entry.guarded
                 if guarded is None or guarded.threads != ready.threads:
                     twins = functools.partial(_call_twins, plan=plan)
-                    still = entry.still_read if entry.implicit or entry.constants else None
+                    still = entry.still_read if entry.reads_outside else None
                     guarded = replay.build_guarded(plan, ready, key[1], twins, self._info, still)
                     entry.guarded = guarded
         if self._guarded is not guarded.fn:
@@ -795,6 +979,7 @@ class CompiledFunction:
         if floats and _reads_floats_in_c(self.fn):
             trace.used_scalars.update(floats)
         args, kwargs = pytree.unflatten(treedef, symbolic)
+        sources = _implicit_sources(self.fn)  # what the trace reads, as it reads it
         state.trace = trace
         try:
             result = self.fn(*args, **kwargs)
@@ -808,6 +993,21 @@ class CompiledFunction:
             state.trace = None
         self._epoch = epoch.value  # moves made by the traced call itself are in the plan
         trace.broken = trace.broken or _held_moved(leaves, treedef, tensors, key)
+        if trace.broken is None and sources.overflow is not None:
+            trace.broken = (
+                f"{sources.overflow} holds more than {MAX_SOURCES} values, too many to guard"
+            )
+        if trace.broken is None and sources.parts() != _implicit_sources(self.fn).parts():
+            moves = self._moves.get(key, 0) + 1  # a first fill of a cache: the next trace is clean
+            self._moves[key] = moves
+            if moves < 2:
+                with self._lock:
+                    self._info.traces += 1
+                return result, trace.plan  # kept by no signature
+            trace.broken = (
+                "it rebinds a global or what an object in its globals or closure holds (or "
+                "another thread did meanwhile), which a plan does not repeat"
+            )
         plan = trace.plan
         if trace.broken is not None:
             plan.fallback = trace.broken
@@ -815,23 +1015,23 @@ class CompiledFunction:
                 f"kael.compile({self.__name__}): {trace.broken}, so this call signature "
                 "runs eagerly"
             )
-        self._store(trace, plan, leaves, key)
+        self._store(trace, plan, leaves, key, sources)
         if debug.level >= 1:
             stages = ("kael", "llvm", "asm")[: debug.level - 1]
             debug.emit(f"[kael] traced {Inspection(self.__name__, plan, stages)}")
         return result, plan
 
-    def _store(self, trace, plan: p.Plan, leaves: list, key: tuple) -> None:
+    def _store(self, trace, plan: p.Plan, leaves: list, key: tuple, sources: _Sources) -> None:
         used = tuple(sorted(trace.used_scalars))
         values = _float_key([leaves[i] for i in used])
-        sources = _implicit_sources(self.fn)
         implicit = [
-            sources.tensors[id(s.storage)]
+            sources.tensors[id(s.storage)][:2]
             for s in plan.slots
             if s.kind == p.IMPLICIT and id(s.storage) in sources.tensors
         ]
-        constants = sources.values
-        guard = _coarse(key, values)
+        constants, sizes = sources.values, sources.sizes
+        read = tuple((w, part) for *_, part, w in constants) + tuple((w, n) for _, n, w in sizes)
+        guard = (*_coarse(key, values), read)
         with self._lock:
             info = self._info
             info.traces += 1
@@ -857,13 +1057,14 @@ class CompiledFunction:
             same = (
                 entry is not None
                 and [s for _, s in entry.implicit] == [s for _, s in implicit]
-                and [v for *_, v in entry.constants] == [v for *_, v in constants]
+                and [c[2] for c in entry.constants] == [c[2] for c in constants]
+                and [n for _, n, _ in entry.sizes] == [n for _, n, _ in sizes]
             )
             modules = trace.reads_module  # it read an nn.Module's state or settings
             if modules or len(implicit) < sum(s.kind == p.IMPLICIT for s in plan.slots):
                 self._attribute_reads = True  # a tensor read through an object: see __call__
             if not same or entry.used != used:
-                entry = self._entries[key] = _Entry(used, {}, implicit, constants)
+                entry = self._entries[key] = _Entry(used, {}, implicit, constants, sizes)
             entry.plans[values] = plan
             entry.held = [v for v in leaves if not _looked_into(v) and _describe(v)[0] == "object"]
             plain = not used and plan.fallback is None

@@ -5,6 +5,8 @@ replaced, an unhashable argument's id, the thread's default device, what an argu
 object holds, and that an object the function returns is the same at every call."""
 
 import dataclasses
+import enum
+import functools
 import gc
 import math
 import types
@@ -372,20 +374,185 @@ _CALLS = 0
 _UNREAD = 1.0
 
 
-def test_a_global_the_function_assigns_or_never_names_keeps_its_plan():
-    global _CALLS, _UNREAD
+def test_a_function_that_assigns_a_global_runs_eagerly_and_repeats_its_effect():
+    global _CALLS
 
     @kael.compile
     def f(x):
         global _CALLS
-        _CALLS += 1  # a Python side effect: it runs at the trace only
-        return x + 1
+        _CALLS += 1
+        return x * _CALLS
 
+    x = kael.ones(2)
+    _CALLS = 0
+    with pytest.warns(UserWarning, match="rebinds a global"):
+        for n in (1, 2, 3):
+            same(f(x), torch.full((2,), float(n)))
+    assert _CALLS == 3
+
+
+def test_a_global_the_function_never_names_keeps_its_plan():
+    global _UNREAD
+    f = kael.compile(lambda x: x + 1)
     x = kael.ones(2)
     for value in (1.0, 2.0, 3.0):
         _UNREAD = value
         same(f(x), torch.full((2,), 2.0))
-    assert f.cache_info().traces == 1 and _CALLS == 1
+    assert f.cache_info().traces == 1
+
+
+_STATE = {"step": 0}
+_AVERAGE = types.SimpleNamespace(m=kael.zeros(2))
+
+
+def _count_steps(x):
+    _STATE["step"] += 1
+    return x * _STATE["step"]
+
+
+def _moving_average(x):
+    _AVERAGE.m = _AVERAGE.m * 0.5 + x * 0.5
+    return _AVERAGE.m
+
+
+@pytest.mark.parametrize("fn", [_count_steps, _moving_average])
+def test_a_function_updating_what_a_global_object_holds_gives_eagers_values(fn):
+    _STATE["step"], _AVERAGE.m = 0, kael.zeros(2)
+    compiled = kael.compile(fn)
+    with pytest.warns(UserWarning, match="rebinds a global"):
+        got = [compiled(kael.ones(2)).tolist() for _ in range(3)]
+    _STATE["step"], _AVERAGE.m = 0, kael.zeros(2)
+    assert got == [fn(kael.ones(2)).tolist() for _ in range(3)]
+
+
+_MEMO: dict = {}
+
+
+def test_a_cache_filled_by_the_first_trace_leaves_a_plan_from_the_second():
+    _MEMO.clear()
+
+    @kael.compile
+    def f(x):
+        if "w" not in _MEMO:
+            _MEMO["w"] = kael.full((2,), 3.0)
+        return x * _MEMO["w"]
+
+    x = kael.ones(2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no eager fallback
+        for _ in range(4):
+            same(f(x), torch.full((2,), 3.0))
+    info = f.cache_info()
+    assert info.traces == 2 and info.hits == 2  # the first trace filled the cache
+
+
+_WEIGHTS = [kael.full((2,), 2.0)]
+
+
+def test_a_global_list_that_grows_traces_again():
+    @kael.compile
+    def f(x):
+        for w in _WEIGHTS:
+            x = x * w
+        return x
+
+    x = kael.ones(2)
+    try:
+        same(f(x), torch.full((2,), 2.0))
+        _WEIGHTS.append(kael.full((2,), 3.0))
+        same(f(x), torch.full((2,), 6.0))
+        assert f.cache_info().recompiles == ["the length of global _WEIGHTS changed from 1 to 2"]
+    finally:
+        del _WEIGHTS[1:]
+
+
+class _Settings:
+    eps = 1.0
+
+
+class _Mode(enum.Enum):
+    A = 1
+    B = 2
+
+
+_SETTINGS = _Settings()
+_USER_MODULE = types.ModuleType("user_settings")
+_USER_MODULE.EPS = 1.0
+_MODE = _Mode.A
+_ROWS = np.int64(1)
+
+
+def _plus_class_attribute(x):
+    return x + _SETTINGS.eps
+
+
+def _plus_module_attribute(x):
+    return x + _USER_MODULE.EPS
+
+
+def _through_a_helper(settings, x):
+    return x + settings.eps
+
+
+def _plus_through_a_helper(x):
+    return _through_a_helper(_SETTINGS, x)
+
+
+def _by_mode(x):
+    return (x * 10 if _MODE is _Mode.A else x * 20).reshape(_ROWS, -1)
+
+
+@pytest.mark.parametrize(
+    "fn, owner, name",
+    [
+        (_plus_class_attribute, _Settings, "eps"),
+        (_plus_module_attribute, _USER_MODULE, "EPS"),
+        (_plus_through_a_helper, _Settings, "eps"),
+    ],
+)
+def test_a_class_or_module_attribute_read_outside_the_arguments_is_guarded(fn, owner, name):
+    f = kael.compile(fn)
+    x = kael.ones(2)
+    try:
+        for value in (1.0, 4.0):
+            setattr(owner, name, value)
+            same(f(x), torch.full((2,), 1.0 + value))
+    finally:
+        setattr(owner, name, 1.0)
+
+
+def test_an_enum_and_a_numpy_scalar_global_are_guarded():
+    global _MODE, _ROWS
+    f = kael.compile(_by_mode)
+    x = kael.ones(2)
+    try:
+        for mode, rows, scale in ((_Mode.A, 1, 10.0), (_Mode.B, 2, 20.0)):
+            _MODE, _ROWS = mode, np.int64(rows)
+            same(f(x), torch.full((2,), scale).reshape(rows, -1))
+    finally:
+        _MODE, _ROWS = _Mode.A, np.int64(1)
+
+
+class _Shifter:
+    def __init__(self) -> None:
+        self.shift = 1.0
+
+    def apply(self, x):
+        return x + self.shift
+
+
+def _shifted(x, by):
+    return x + by.shift
+
+
+def test_a_bound_method_and_a_partial_guard_the_objects_they_hold():
+    shifter = _Shifter()
+    x = kael.ones(2)
+    for f in (kael.compile(shifter.apply), kael.compile(functools.partial(_shifted, by=shifter))):
+        for value in (1.0, 5.0):
+            shifter.shift = value
+            same(f(x), torch.full((2,), 1.0 + value))
+        shifter.shift = 1.0
 
 
 class _ScaledByGlobal(kael.nn.Module):
