@@ -51,6 +51,7 @@ def op_cases() -> list[Case]:
         "cols": rng.integers(0, 20, (100, 3)),
         "ids": rng.integers(0, 1000, (1, 8)),
         "table": rng.standard_normal((1000, 64), dtype=f32),
+        "img": rng.standard_normal((1, 2, 8, 16), dtype=f32),
     }
     k = {name: kael.tensor(a) for name, a in arrays.items()}
     t = {name: torch.from_numpy(a.copy()) for name, a in arrays.items()}
@@ -112,6 +113,15 @@ def op_cases() -> list[Case]:
         case("embedding(ids [1, 8], [1000, 64])",
              lambda: kael.nn.functional.embedding(k["ids"], k["table"]),
              lambda: torch.nn.functional.embedding(t["ids"], t["table"])),
+        case("x[rows], 10 rows", lambda: k["x"][k["rows"]], lambda: t["x"][t["rows"]],
+             lambda: n["x"][n["rows"]]),
+        case("x.clone(), [100, 20]", lambda: k["x"].clone(), lambda: t["x"].clone(),
+             lambda: n["x"].copy()),
+        case("x.T.contiguous(), [100, 20]", lambda: k["x"].T.contiguous(),
+             lambda: t["x"].T.contiguous(), lambda: np.ascontiguousarray(n["x"].T)),
+        case("interpolate(img [1, 2, 8, 16], x2 bilinear)",
+             lambda: kael.nn.functional.interpolate(k["img"], scale_factor=2.0, mode="bilinear"),
+             lambda: torch.nn.functional.interpolate(t["img"], scale_factor=2.0, mode="bilinear")),
     ]  # fmt: skip
 
 

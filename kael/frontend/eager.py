@@ -441,7 +441,7 @@ def copy_template(src: DType, dst: DType) -> Template:
 _WORDS = {2: int16, 4: int32, 8: int64}
 
 
-def _as_words(dst: TensorImpl, src: TensorImpl) -> tuple[TensorImpl, TensorImpl] | None:
+def as_words(dst: TensorImpl, src: TensorImpl) -> tuple[TensorImpl, TensorImpl] | None:
     """dst and src with their inner dim (2 to 8 bytes in all, unit stride in both, every
     other stride and the offsets whole rows) as one integer word: the copy kernel then loops
     over the next dim, not over 2 floats (a transposing copy of [64, 16, 64, 2] float32:
@@ -464,13 +464,13 @@ def _as_words(dst: TensorImpl, src: TensorImpl) -> tuple[TensorImpl, TensorImpl]
 def copy_into(dst: TensorImpl, src: TensorImpl) -> None:
     """dst[...] = src converted to dst's dtype; src already has dst's shape. A copy within
     one dtype moves bits: bfloat16 as int16 (its float32 round trip would make every NaN
-    0x7fc0), small inner rows as one word each (_as_words)."""
+    0x7fc0), small inner rows as one word each (as_words)."""
     if dst.dtype.llvm is None or src.dtype.llvm is None:  # complex: its float view
         from kael.frontend import complex
 
         return complex.copy_into(dst, src)
     if src.dtype is dst.dtype and _trace_state.trace is None:  # a trace knows no bit views
-        words = _as_words(dst, src)
+        words = as_words(dst, src)
         if words is not None:
             return run(copy_template(words[0].dtype, words[0].dtype), [words[0]], [words[1]])
     bits = src.dtype is dst.dtype is bfloat16  # the int16 kernel reads the same two bytes

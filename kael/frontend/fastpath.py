@@ -47,7 +47,7 @@ from kael.frontend.keywords import torch_keywords
 from kael.runtime import debug, launches, threadpool
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import DType, on_default_dtype_change
+from kael.runtime.dtypes import DType, bfloat16, on_default_dtype_change
 from kael.runtime.launcher import PARALLEL_BYTES, PROMOTE_BYTES, run_pooled, runs_inline
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides, read_hazard, shape_numel
@@ -470,8 +470,26 @@ def cast(x, dtype: DType):
     if not _open() or type(x) not in PLAIN:
         return None
     impl = x._impl
+    if impl.dtype is dtype:
+        return None
+    return _copy(impl, dtype)
+
+
+def copy(x):
+    """A new tensor holding x's elements in x's own layout where that is dense row-major
+    (clone), through a remembered copy; None where the full door must copy it (a view, a
+    device, complex parts, bfloat16, whose copies move bits as int16)."""
+    if not _open() or type(x) not in PLAIN:
+        return None
+    impl = x._impl
+    return None if impl.dtype is bfloat16 else _copy(impl, impl.dtype)
+
+
+def _copy(impl, dtype: DType):
+    """The dense host impl's elements converted to `dtype` through the converting copy
+    remembered for the pair (here on first use), or None."""
     src = impl.dtype
-    if src is dtype or impl.device is not CPU or src.llvm is None or dtype.llvm is None:
+    if impl.device is not CPU or src.llvm is None or dtype.llvm is None:
         return None
     shape = impl.shape
     dense = _strides.get(shape)
@@ -487,6 +505,28 @@ def cast(x, dtype: DType):
         if entry is None:
             return None
     return _launch(entry, shape, (impl,), None)
+
+
+def contiguous(x):
+    """A row-major copy of the strided host tensor x through the copy remembered for its
+    exact layout (remember_contiguous), or None."""
+    if not _open() or type(x) not in PLAIN:
+        return None
+    impl = x._impl
+    entry = _shaped.get((SHAPED, "copy", impl.dtype, impl.shape, impl.strides))
+    return None if entry is None or impl.device is not CPU else _launch_shaped(entry, (impl,), None)
+
+
+def remember_contiguous(out: TensorImpl, src: TensorImpl) -> None:
+    """Keep the full door's row-major copy `out` of the strided host `src` for its layout,
+    where the full door copies element by element (not a row of small inner dims as one
+    word, eager.as_words, which a remembered copy would lose)."""
+    dtype = src.dtype
+    if not _open() or src.device is not CPU or dtype.llvm is None or dtype is bfloat16:
+        return
+    if eager.as_words(out, src) is None:
+        key = (SHAPED, "copy", dtype, src.shape, src.strides)
+        _remember_shaped(key, eager.copy_template(dtype, dtype), out, (src,), None)
 
 
 def fill(impl, value) -> bool:

@@ -18,6 +18,7 @@ one value down the column; its uint8 kernel agrees with kael).
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from collections.abc import Sequence
@@ -32,6 +33,7 @@ from kael.runtime.convert import to_float32
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import bfloat16, float16, float32, float64, uint8
 from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.tracestate import state as trace_state
 
 MODES = {
     "nearest": 1,
@@ -231,25 +233,50 @@ def interpolate(
     half = x.dtype in (float16, bfloat16) and mode not in ("nearest", "nearest-exact")
     y = x.to(float32) if half else x
     for d in reversed(range(dims)):
-        taps = _antialiased_taps if antialias else _taps
-        rows = (None if antialias else _shortcut(mode, dims, x.shape[2 + d], sizes[d])) or taps(
-            mode, x.shape[2 + d], sizes[d], given[d], bool(align_corners), wide
-        )
-        y = _resample(y, 2 + d, rows)
+        plan = (mode, dims, x.shape[2 + d], sizes[d], given[d], bool(align_corners), wide)
+        y = _resample(y, 2 + d, plan, antialias)
     return y.to(x.dtype) if half else y
 
 
-def _resample(x: Tensor, dim: int, rows: list[list[tuple[int, float]]]) -> Tensor:
-    """out[.., j, ..] = sum_k weight[j][k] * x[.., source[j][k], ..] along `dim`. Rows of
-    different lengths (antialiasing's) are padded with zero-weight taps of their last
-    source: an infinite input there gives NaN where PyTorch's kernel, which stops at each
-    row's own length, gives inf."""
+@functools.lru_cache(maxsize=256)
+def _rows(
+    mode: str, dims: int, size: int, out: int, given, align_corners: bool, wide: bool, aa: bool
+) -> tuple[tuple[tuple[int, float], ...], ...]:
+    """Per output position of one dim, its (source index, weight) taps, every row as long
+    as the longest: antialiasing's shorter rows are padded with zero-weight taps of their
+    last source (an infinite input there gives NaN where PyTorch's kernel, which stops at
+    each row's own length, gives inf). Host arithmetic on sizes, kept per resize."""
+    taps = _antialiased_taps if aa else _taps
+    rows = (None if aa else _shortcut(mode, dims, size, out)) or taps(
+        mode, size, out, given, align_corners, wide
+    )
+    longest = max(len(r) for r in rows)
+    return tuple(tuple(r + [(r[-1][0], 0.0)] * (longest - len(r))) for r in rows)
+
+
+@functools.lru_cache(maxsize=256)
+def _tables(plan: tuple, aa: bool, dtype, device) -> tuple[Tensor, Tensor]:
+    """The resample kernel's tap sources (int64, tap-major) and weights (`dtype`) of one
+    dim's resize (_rows' arguments), made once per resize: a call of a seen resize makes
+    no host tensor."""
+    rows = _rows(*plan, aa)
+    taps = range(len(rows[0]))
+    idx = factories.tensor([r[k][0] for k in taps for r in rows], device=device)
+    weights = factories.tensor([r[k][1] for k in taps for r in rows], dtype=dtype, device=device)
+    return idx, weights
+
+
+def _resample(x: Tensor, dim: int, plan: tuple, aa: bool) -> Tensor:
+    """out[.., j, ..] = sum_k weight[j][k] * x[.., source[j][k], ..] along `dim`, the taps
+    of `plan`'s resize (_rows)."""
     from kael.codegen.cpu import resample
 
-    taps = max(len(r) for r in rows)
-    rows = [r + [(r[-1][0], 0.0)] * (taps - len(r)) for r in rows]
+    rows = _rows(*plan, aa)
+    taps = len(rows[0])
     if x.device is CPU and x.dtype in (float32, float64) and x.numel() and taps in resample.TAPS:
-        return _resample_kernel(x, dim, rows, taps)
+        # (a trace's tensors live in its plan: its tables are made apart, never kept)
+        tables = _tables if trace_state.trace is None else _tables.__wrapped__
+        return _resample_kernel(x, dim, tables(plan, aa, x.dtype, x.device), len(rows), taps)
     picked = [
         index_ops.index_select(x, dim, factories.tensor([r[k][0] for r in rows], device=x.device))
         for k in range(taps)
@@ -274,20 +301,18 @@ def _resample(x: Tensor, dim: int, rows: list[list[tuple[int, float]]]) -> Tenso
     return launch(("resample", taps), [*picked, *weights], x.dtype, weighted)
 
 
-def _resample_kernel(x: Tensor, dim: int, rows, taps: int) -> Tensor:
-    """_resample by codegen/cpu/resample.py: one pass, the sources read in place."""
+def _resample_kernel(x: Tensor, dim: int, tables: tuple, size: int, taps: int) -> Tensor:
+    """_resample by codegen/cpu/resample.py: one pass to `size` positions, the sources read
+    in place, the taps' (sources, weights) from `tables`."""
     from kael.codegen.cpu import resample  # it imports the code generators: not at start
 
     shape = x.shape
     outer, inner = math.prod(shape[:dim]), math.prod(shape[dim + 1 :])
     src = x.contiguous().reshape((outer, shape[dim], inner))
-    out = empty_impl((outer, len(rows), inner), x.dtype, x.device)
-    idx = factories.tensor([r[k][0] for k in range(taps) for r in rows], device=x.device)
-    weights = factories.tensor(
-        [r[k][1] for k in range(taps) for r in rows], dtype=x.dtype, device=x.device
-    )
+    out = empty_impl((outer, size, inner), x.dtype, x.device)
+    idx, weights = tables
     resample.run(src._impl, out, idx._impl, weights._impl, taps)
-    return Tensor(out).reshape((*shape[:dim], len(rows), *shape[dim + 1 :]))
+    return Tensor(out).reshape((*shape[:dim], size, *shape[dim + 1 :]))
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):

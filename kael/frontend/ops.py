@@ -43,8 +43,11 @@ from kael.frontend.outputs import output, tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
 from kael.runtime.convert import to_float32
-from kael.runtime.dtypes import float64
-from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.dtypes import float64, int32, int64
+from kael.runtime.errors import IndexError, TypeError, ValueError
+from kael.runtime.tracestate import state as trace_state
+
+_INDEX_DTYPES = (int64, int32)  # the index tensors x[i] reads as positions (not masks)
 
 
 def _fast_unary(name: str, slow):
@@ -422,9 +425,35 @@ def _fast_matmul(slow):
 
 def _fast_getitem(slow):
     """Tensor.__getitem__ asking the view memo first (it is closed while tracing): a repeated
-    basic index skips the door's frames too."""
+    basic index skips the door's frames too. x[i] of an integer index tensor on x's device
+    is index_select's fast door along dim 0; a negative or bad index takes the full path,
+    which wraps or raises, and so do later calls of that layout pair (`wrapped`)."""
+    select = FUNCTIONS["index_select"]
+    wrapped: set = set()  # (x's layout, the index's) that met a negative index
 
     def __getitem__(self, key):
+        if type(key) is Tensor:
+            impl, own = key._impl, self._impl
+            if (
+                impl.dtype in _INDEX_DTYPES
+                and impl.shape
+                and own.shape
+                and impl.device is own.device
+                and trace_state.trace is None
+            ):
+                pair = (own.shape, own.strides, impl.shape, impl.strides)
+                if pair in wrapped:
+                    return slow(self, key)
+                try:
+                    picked = select(self, 0, key if len(impl.shape) == 1 else key.reshape(-1))
+                except IndexError:
+                    if len(wrapped) >= 1024:
+                        wrapped.clear()
+                    wrapped.add(pair)
+                    return slow(self, key)
+                if len(impl.shape) == 1:
+                    return picked
+                return picked.view(*impl.shape, *self._impl.shape[1:])
         done = indexing.remembered_view(self, key)
         return slow(self, key) if done is None else done
 

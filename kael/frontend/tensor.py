@@ -972,6 +972,10 @@ class Tensor:
     def clone(self, *, memory_format=None) -> Tensor:
         """A new tensor with offset 0 and storage sized for its elements, laid out in the
         format (preserve_format by default: input's strides where dense, as torch.clone)."""
+        if memory_format is None:
+            done = fastpath.copy(self)  # a dense row-major input keeps its layout
+            if done is not None:
+                return done
         impl = self._impl
         fmt = memory_formats.format_arg(memory_format, "clone", optional=True)
         return Tensor(memory_formats.copy_with(impl, memory_formats.layout_for(impl, fmt)))
@@ -980,7 +984,14 @@ class Tensor:
         """Self when already contiguous in the format, else a copy laid out in it."""
         impl = self._impl
         if memory_format is memory_formats.contiguous_format:
-            return self if impl.is_contiguous() else Tensor(clone_impl(impl))
+            if impl.is_contiguous():
+                return self
+            done = fastpath.contiguous(self)
+            if done is not None:
+                return done
+            out = clone_impl(impl)
+            fastpath.remember_contiguous(out, impl)
+            return Tensor(out)
         fmt = memory_formats.format_arg(memory_format, "contiguous")
         if memory_formats.is_contiguous_in(impl, fmt):
             return self

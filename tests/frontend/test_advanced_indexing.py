@@ -416,3 +416,18 @@ def test_zero_dim_bool_tensor_key_copies_like_torch():
     assert not (k == 5.0).any().item()
     k[kael.tensor(True)] = 5.0
     assert (k == 5.0).all().item()
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32"])
+def test_an_index_tensor_picks_rows_as_torch_wraps_and_refuses_them(dtype):
+    x, xt = kael.arange(24.0).reshape(4, 6), torch.arange(24.0).reshape(4, 6)
+    for index in ([0, 2, 1], [-1, 0], [[1, 2], [3, 0]], [], [3], [-4, 1, 3]):
+        for _ in range(3):  # after a negative index the layout pair takes the full path
+            got = x[kael.tensor(index, dtype=getattr(kael, dtype))]
+            want = xt[torch.tensor(index, dtype=getattr(torch, dtype))]
+            assert got.shape == tuple(want.shape)
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+    for bad in (4, -5):
+        with pytest.raises(kael.IndexError, match=f"index {bad} is out of bounds for dimension 0"):
+            x[kael.tensor([0, bad])]
+    assert x.T[kael.tensor([5, 0])].tolist() == xt.T[torch.tensor([5, 0])].tolist()

@@ -1237,3 +1237,40 @@ def test_a_formula_writing_over_an_operand_is_never_served_by_layouts():
     for _ in range(2):
         formula.launch(name, [a, b], kael.float32, lambda x, y: x + y, out=a._impl)
     assert _formula_keys(name) == [] and a.tolist() == [[5.0] * 3] * 3
+
+
+COPY_DTYPES = [kael.float32, kael.float64, kael.float16, kael.int64, kael.int8, kael.bool]
+
+
+@pytest.mark.parametrize("dtype", COPY_DTYPES, ids=str)
+def test_clone_and_contiguous_through_the_copy_door_give_the_full_doors_bits(dtype):
+    for shape in [(5, 3), (70,), (), (4, 2), (3, 0)]:
+        x = _tensor(shape, dtype, 11)
+        views = [x, x.T, x.flip(0) if x.ndim else x] + ([x[:, ::2], x.T[1:]] if x.ndim == 2 else [])
+        for v in views:
+            t = torch.from_numpy(v.numpy()).as_strided(v.shape, v.stride())
+            for _ in range(3):  # the first call remembers, the next ones replay
+                for method in ("clone", "contiguous"):
+                    made = getattr(v, method)()
+                    _same(made, _full(lambda u, m=method: getattr(u, m)(), v))
+                    assert made.stride() == getattr(t, method)().stride()
+                    assert (made is v) == (method == "contiguous" and v.is_contiguous())
+
+
+def test_a_copy_keeps_every_nan_payload():
+    bits = np.full((3, 2), 0x7F800001, dtype=np.uint32)  # a signalling NaN
+    x = kael.from_numpy(bits.view(np.float32))
+    for _ in range(3):
+        assert (x.clone().numpy().view(np.uint32) == bits).all()
+        assert (x.T.contiguous().numpy().view(np.uint32) == bits.T).all()
+
+
+def test_a_clone_is_a_new_tensor_of_its_own():
+    x = kael.arange(6.0).reshape(2, 3)
+    for _ in range(3):
+        y = x.clone()
+        y[0, 0] = 9.0
+        assert x[0, 0].item() == 0.0
+    assert fastpath.copy(x) is not None  # the dense clone is served
+    x.T.contiguous()
+    assert fastpath.contiguous(x.T) is not None  # and the strided copy, once remembered

@@ -224,3 +224,23 @@ def test_area_mode_resizes_to_zero_as_torch(shape, kwargs):
         TF.interpolate(torch.ones(shape), mode="nearest", **kwargs)
     with pytest.raises(kael.ValueError, match="output sizes must be positive"):
         KF.interpolate(kael.ones(shape), mode="nearest", **kwargs)
+
+
+def test_a_repeated_resize_reuses_its_tables_and_a_trace_keeps_none():
+    from kael.frontend import interpolate as module
+
+    x = np.random.default_rng(5).standard_normal((1, 2, 5, 7)).astype(np.float32)
+    q = kael.tensor(x)
+    want = torch.nn.functional.interpolate(torch.from_numpy(x), size=(9, 4), mode="bilinear")
+    compiled = kael.compile(
+        lambda q: kael.nn.functional.interpolate(q, size=(9, 4), mode="bilinear")
+    )
+    kept = module._tables.cache_info().currsize
+    # the trace's pass makes its tables apart (a lazy tensor kept would fail the eager
+    # calls below), the plan's first run makes them for good
+    np.testing.assert_allclose(compiled(q).numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+    for _ in range(3):  # the plan's replays and eager calls share one table per dim
+        for got in (compiled(q), kael.nn.functional.interpolate(q, size=(9, 4), mode="bilinear")):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+    info = module._tables.cache_info()
+    assert info.currsize == kept + 2 and info.hits >= 10
