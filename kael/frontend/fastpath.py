@@ -529,6 +529,39 @@ def remember_contiguous(out: TensorImpl, src: TensorImpl) -> None:
         _remember_shaped(key, eager.copy_template(dtype, dtype), out, (src,), None)
 
 
+def copy_into(dst, src) -> bool:
+    """dst.copy_(src) of a source of dst's shape in another host storage, through the copy
+    remembered for the pair of layouts (remember_copy_into); False where the full door
+    must copy it."""
+    if not _open() or type(src) not in PLAIN:
+        return False
+    out, impl = dst._impl, src._impl
+    if impl.shape != out.shape or out.device is not CPU or impl.device is not CPU:
+        return False
+    key = (SHAPED, "copy_", out.dtype, impl.dtype, out.shape, out.strides, impl.strides)
+    entry = _shaped.get(key)
+    if entry is None or not _apart(out.storage, impl.storage):
+        return False
+    _launch_shaped(entry, (impl,), None, out)
+    return True
+
+
+def remember_copy_into(out: TensorImpl, src: TensorImpl) -> None:
+    """Keep the full door's copy of `src` into `out` (one shape, two host storages) for
+    their layouts, where the full door copies element by element (as remember_contiguous);
+    `out`'s layout was checked to have no element twice."""
+    kinds = (out.dtype, src.dtype)
+    if not _open() or out.device is not CPU or src.device is not CPU or bfloat16 in kinds:
+        return
+    if out.dtype.llvm is None or src.dtype.llvm is None or src.shape != out.shape:
+        return
+    if _apart(out.storage, src.storage) and (
+        out.dtype is not src.dtype or eager.as_words(out, src) is None
+    ):
+        key = (SHAPED, "copy_", out.dtype, src.dtype, out.shape, out.strides, src.strides)
+        _remember_shaped(key, eager.copy_template(src.dtype, out.dtype), out, (src,), None)
+
+
 def fill(impl, value) -> bool:
     """Set every element of the dense CPU impl to the number `value` through a remembered
     fill launch (remembered here on first use); False where the full door must run it

@@ -43,7 +43,7 @@ from kael.frontend.outputs import output, tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
 from kael.runtime.convert import to_float32
-from kael.runtime.dtypes import float64, int32, int64
+from kael.runtime.dtypes import bool_, float64, int32, int64
 from kael.runtime.errors import IndexError, TypeError, ValueError
 from kael.runtime.tracestate import state as trace_state
 
@@ -427,20 +427,22 @@ def _fast_getitem(slow):
     """Tensor.__getitem__ asking the view memo first (it is closed while tracing): a repeated
     basic index skips the door's frames too. x[i] of an integer index tensor on x's device
     is index_select's fast door along dim 0; a negative or bad index takes the full path,
-    which wraps or raises, and so do later calls of that layout pair (`wrapped`)."""
+    which wraps or raises, and so do later calls of that layout pair (`wrapped`). x[mask]
+    of a bool mask of x's shape, both row-major: the mask's flat nonzero places, then
+    index_select's door on x's flat view."""
     select = FUNCTIONS["index_select"]
     wrapped: set = set()  # (x's layout, the index's) that met a negative index
 
     def __getitem__(self, key):
         if type(key) is Tensor:
             impl, own = key._impl, self._impl
-            if (
-                impl.dtype in _INDEX_DTYPES
-                and impl.shape
-                and own.shape
-                and impl.device is own.device
-                and trace_state.trace is None
-            ):
+            if impl.device is not own.device or trace_state.trace is not None:
+                return slow(self, key)
+            if impl.dtype is bool_ and impl.shape == own.shape and impl.shape:
+                if impl.is_contiguous() and own.is_contiguous():
+                    places = indexing.nonzero_impl(key.reshape(-1)._impl)
+                    return select(self.reshape(-1), 0, Tensor(places).view(-1))
+            elif impl.dtype in _INDEX_DTYPES and impl.shape and own.shape:
                 pair = (own.shape, own.strides, impl.shape, impl.strides)
                 if pair in wrapped:
                     return slow(self, key)

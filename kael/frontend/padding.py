@@ -5,6 +5,8 @@ are host arithmetic on sizes; the data moves through kael's index kernels)."""
 
 from __future__ import annotations
 
+import math
+
 from kael.frontend import factories, index_ops, views
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
@@ -13,6 +15,9 @@ from kael.runtime.dtypes import int64
 from kael.runtime.errors import TypeError, ValueError
 
 MODES = ("constant", "reflect", "replicate", "circular")
+# A constant pad of at most this many bytes fills the whole result, then copies the middle
+# in (two launches); a bigger one fills only the padding, so the middle is written once.
+SMALL_BYTES = 1 << 16
 
 
 def _source(i: int, size: int, mode: str) -> int:
@@ -105,8 +110,15 @@ def _constant(x: Tensor, sides: list[tuple[int, int]], value) -> Tensor:
         dst[d] = slice(max(left, 0), max(left, 0) + max(size - max(-left, 0) - max(-right, 0), 0))
     if not isinstance(value, (bool, int, float)):
         raise TypeError(f"pad: value must be a number, got {type(value).__name__}")
-    out = factories.empty(tuple(shape), dtype=x.dtype, device=x.device)
-    if all(s.stop > s.start for s in src if s.start is not None) and x.numel():
+    shape = tuple(shape)
+    middle = all(s.stop > s.start for s in src if s.start is not None) and x.numel()
+    if math.prod(shape) * x.dtype.itemsize <= SMALL_BYTES:  # two launches, not one a side
+        out = factories.full(shape, value, dtype=x.dtype, device=x.device)
+        if middle:
+            out[tuple(dst)].copy_(x[tuple(src)])
+        return out
+    out = factories.empty(shape, dtype=x.dtype, device=x.device)
+    if middle:
         out[tuple(dst)] = x[tuple(src)]
     for d, inner in enumerate(dst):  # only the padding is filled: one pass over the middle
         if inner.start is None:  # a dim without padding

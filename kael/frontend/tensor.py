@@ -1016,6 +1016,9 @@ class Tensor:
         """Write src, broadcast to self's shape and converted to self's dtype, into self."""
         if not isinstance(src, Tensor):
             raise TypeError(f"copy_ expects a Tensor, got {type(src).__name__}")
+        if type(self) in fastpath.PLAIN and fastpath.copy_into(self, src):
+            self._impl.storage.bump_version()
+            return self
         dst = self._impl
         if has_internal_overlap(dst):
             raise Error(
@@ -1027,11 +1030,15 @@ class Tensor:
         if source.device is not dst.device:
             source = transfer_impl(source, dst.device)
         expanded = views.expand(source, (dst.shape,))
+        in_place = True  # the kernel reads src itself
         if read_hazard(expanded, dst) or (
             expanded.dtype is not dst.dtype and source.storage.overlaps(dst.storage)
         ):
             expanded = views.expand(clone_impl(source), (dst.shape,))  # reads before writes
+            in_place = False
         eager.copy_into(dst, expanded)
+        if in_place and source is src._impl and source.shape == dst.shape:
+            fastpath.remember_copy_into(dst, source)  # the pair of layouts, for the next
         dst.storage.bump_version()
         return self
 

@@ -431,3 +431,24 @@ def test_an_index_tensor_picks_rows_as_torch_wraps_and_refuses_them(dtype):
         with pytest.raises(kael.IndexError, match=f"index {bad} is out of bounds for dimension 0"):
             x[kael.tensor([0, bad])]
     assert x.T[kael.tensor([5, 0])].tolist() == xt.T[torch.tensor([5, 0])].tolist()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool", "float16", "complex64"])
+def test_a_mask_of_the_tensors_shape_picks_as_torch(dtype):
+    rng = np.random.default_rng(4)
+    for shape in [(4, 16), (7,), (3, 0), (2, 3, 5)]:
+        values = rng.standard_normal(shape) * 3
+        x, xt = (
+            kael.tensor(values).to(getattr(kael, dtype)),
+            torch.tensor(values).to(getattr(torch, dtype)),
+        )
+        m = kael.tensor(values > 0)
+        mt = torch.from_numpy(values > 0)
+        cases = [(x, m, xt, mt)] + ([(x.T, m.T, xt.T, mt.T)] if len(shape) == 2 else [])
+        for k, km, t, tm in cases:
+            for _ in range(2):
+                got, want = k[km], t[tm]
+                assert got.shape == tuple(want.shape) and str(got.dtype) == str(want.dtype)[6:]
+                np.testing.assert_array_equal(got.numpy(), want.numpy())
+    with pytest.raises(kael.IndexError, match="shape of the mask"):
+        kael.ones(2, 3)[kael.ones(3, 2, dtype=kael.bool)]

@@ -1274,3 +1274,27 @@ def test_a_clone_is_a_new_tensor_of_its_own():
     assert fastpath.copy(x) is not None  # the dense clone is served
     x.T.contiguous()
     assert fastpath.contiguous(x.T) is not None  # and the strided copy, once remembered
+
+
+@pytest.mark.parametrize("src", COPY_DTYPES, ids=str)
+@pytest.mark.parametrize("dst", [kael.float32, kael.int64, kael.float16, kael.bool], ids=str)
+def test_copy_into_a_strided_destination_gives_the_full_doors_bits(src, dst):
+    x = _tensor((4, 6), src, 13)
+    for _ in range(3):  # the first call remembers the pair of layouts, the next replay
+        out, full = kael.zeros(6, 8, dtype=dst), kael.zeros(6, 8, dtype=dst)
+        out[1:5, ::2].T.copy_(x[:, :4].T)
+        _full(lambda o, v: o[1:5, ::2].T.copy_(v), full, x[:, :4].T)
+        _same(out, full)
+        t = torch.zeros(6, 8, dtype=getattr(torch, str(dst)))
+        t[1:5, ::2].T.copy_(torch.from_numpy(x.numpy())[:, :4].T.to(t.dtype))
+        np.testing.assert_array_equal(out.numpy(), t.numpy())
+
+
+def test_a_remembered_copy_between_overlapping_views_takes_the_full_door():
+    a, b = kael.arange(8.0), kael.arange(8.0)
+    for _ in range(2):
+        a[:6].copy_(b[2:])  # two storages: remembered
+    x, xt = kael.arange(8.0), torch.arange(8.0)
+    x[:6].copy_(x[2:])  # the same layouts over one storage: read before written
+    xt[:6].copy_(xt[2:].clone())
+    assert x.tolist() == xt.tolist()

@@ -78,3 +78,14 @@ def test_negative_padding_past_the_whole_dim_raises(mode):
         TF.pad(torch.ones(1, 2, 5), (-3, -3), mode=mode)
     with pytest.raises(kael.ValueError, match="negative output size"):
         KF.pad(kael.ones(1, 2, 5), (-3, -3), mode=mode)
+
+
+@pytest.mark.parametrize("columns", [4094, 4095])  # 65520 and 65536 bytes: both sides
+def test_constant_pads_below_and_above_the_fill_everything_size_match_torch(columns):
+    x = np.random.default_rng(2).standard_normal((4, columns)).astype(np.float32)
+    for pads, value in (((1, 1), 0.0), ((2, -1, 1, 0), -3.5)):
+        for _ in range(2):
+            got = kael.nn.functional.pad(kael.tensor(x), pads, value=value)
+            want = torch.nn.functional.pad(torch.from_numpy(x), pads, value=value)
+            assert got.shape == tuple(want.shape)
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
