@@ -66,7 +66,7 @@ class _Entry:
 
     used: tuple[int, ...]
     plans: dict[tuple, p.Plan]
-    implicit: list  # (getter, layout): tensors read from globals and closure cells
+    implicit: list  # (getter, layout, words): tensors read from globals and closure cells
     constants: list  # (getter, value, its part, words): constants read from them
     sizes: list  # (getter, length, words): the lists and dicts among them (_Sources.sizes)
     # the plan every call of this signature runs, where the signature and still_read decide
@@ -85,7 +85,7 @@ class _Entry:
     def still_read(self) -> bool:
         """Whether the names and paths its plans read from outside the arguments still hold
         what they held at the trace: the same tensors (by layout) and constants."""
-        for get, layout in self.implicit:
+        for get, layout, _ in self.implicit:
             if not _reads(get, layout):
                 return False
         for get, value, part, _ in self.constants:  # the same object, or an equal value
@@ -93,6 +93,12 @@ class _Entry:
             if now is not value and _constant_part(now) != part:
                 return False
         return all(_length(get()) == length for get, length, _ in self.sizes)
+
+    def source_words(self) -> list[str]:
+        """What its plans read from outside the arguments, in words (Inspection's guard)."""
+        tensors = [f"{words}: this tensor (storage and layout)" for *_, words in self.implicit]
+        values = [f"{words} == {_held_word(part)}" for _, _, part, words in self.constants]
+        return tensors + values + [f"len({words}) == {n}" for _, n, words in self.sizes]
 
 
 _FLOAT = (float,)
@@ -1025,7 +1031,7 @@ class CompiledFunction:
         used = tuple(sorted(trace.used_scalars))
         values = _float_key([leaves[i] for i in used])
         implicit = [
-            sources.tensors[id(s.storage)][:2]
+            sources.tensors[id(s.storage)]
             for s in plan.slots
             if s.kind == p.IMPLICIT and id(s.storage) in sources.tensors
         ]
@@ -1056,7 +1062,7 @@ class CompiledFunction:
                 entry = self._guarded = self._other = None
             same = (
                 entry is not None
-                and [s for _, s in entry.implicit] == [s for _, s in implicit]
+                and [t[1] for t in entry.implicit] == [t[1] for t in implicit]
                 and [c[2] for c in entry.constants] == [c[2] for c in constants]
                 and [n for _, n, _ in entry.sizes] == [n for _, n, _ in sizes]
             )
@@ -1102,7 +1108,8 @@ class CompiledFunction:
         _, _, leaves, _, key = self._lookup(args, kwargs)
         entry = self._entries.get(key)
         used = entry.used if entry is not None else ()
-        return Inspection(self.__name__, plan, stages, _guard_words(leaves, used))
+        words = _guard_words(leaves, used) + (entry.source_words() if entry is not None else [])
+        return Inspection(self.__name__, plan, stages, words)
 
 
 def _guard_words(leaves: list, used: tuple[int, ...]) -> list[str]:

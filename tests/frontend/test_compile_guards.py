@@ -571,3 +571,11 @@ def test_a_compiled_modules_forward_reads_its_rebound_global_number():
                 same(fast(x), torch.full((2,), scale))
     finally:
         _SCALE = 2.0
+
+
+def test_inspect_lists_what_the_plan_reads_from_outside_its_arguments():
+    f = kael.compile(_scaled)
+    text = str(f.inspect(kael.ones(2)))
+    assert "global _SCALE == 2.0" in text and "global _DTYPE == kael.float32" in text
+    text = str(kael.compile(lambda x: x * _CONFIG.weight).inspect(kael.ones(2)))
+    assert "global _CONFIG.weight: this tensor (storage and layout)" in text
