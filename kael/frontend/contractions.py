@@ -1,10 +1,13 @@
 """Contractions as PyTorch has them: einsum (any equation: repeated indices, ellipsis,
 implicit output), tensordot, kron and cdist, each reduced to views, kael's reductions and
 its batched matmul kernel (a contraction is one product over permuted, reshaped
-operands, never a broadcast multiply and sum)."""
+operands, never a broadcast multiply and sum). An equation's parse is kept per equation and
+operand ranks; matmul's own equation (P ij, P jk -> P ik, shapes as matmul takes them) goes
+to matmul directly, with the same bits."""
 
 from __future__ import annotations
 
+import functools
 import math
 import string
 
@@ -21,39 +24,40 @@ _ELLIPSIS = [chr(0x3B1 + i) for i in range(24)]  # Greek letters: never an equat
 # ---- einsum ----------------------------------------------------------------------------------
 
 
-def _parse(equation: str, operands: list[Tensor]) -> tuple[list[str], str]:
+@functools.lru_cache(maxsize=1024)
+def _parse(equation: str, ndims: tuple[int, ...]) -> tuple[tuple[str, ...], str]:
     """Each operand's index string and the output's, '...' expanded into letters of its own
-    (right-aligned across operands, as broadcasting aligns them)."""
+    (right-aligned across operands, as broadcasting aligns them); `ndims` are the operands'
+    ranks. Kept per equation and ranks: a small einsum would spend a third of its time here."""
     eq = equation.replace(" ", "")
     lhs, arrow, rhs = eq.partition("->")
     terms = lhs.split(",")
-    if len(terms) != len(operands):
+    if len(terms) != len(ndims):
         raise ValueError(
-            f"einsum(): {len(terms)} operands in the equation {equation!r} but {len(operands)}"
-            " given"
+            f"einsum(): {len(terms)} operands in the equation {equation!r} but {len(ndims)} given"
         )
     widest = 0
     expanded = []
-    for term, x in zip(terms, operands):
+    for term, ndim in zip(terms, ndims):
         named = term.replace("...", "")
         if any(c not in string.ascii_letters for c in named) or term.count("...") > 1:
             raise ValueError(f"einsum(): invalid subscript in {term!r} of {equation!r}")
         if "..." in term:
-            extra = x.ndim - len(named)
+            extra = ndim - len(named)
             if extra < 0:
-                raise ValueError(f"einsum(): {term!r} has more indices than operand dims {x.ndim}")
+                raise ValueError(f"einsum(): {term!r} has more indices than operand dims {ndim}")
             widest = max(widest, extra)
             term = term.replace("...", "".join(_ELLIPSIS[len(_ELLIPSIS) - extra :]))
-        elif len(term) != x.ndim:
+        elif len(term) != ndim:
             raise ValueError(
                 f"einsum(): the subscript {term!r} has {len(term)} indices for an operand of"
-                f" {x.ndim} dims"
+                f" {ndim} dims"
             )
         expanded.append(term)
     dots = "".join(_ELLIPSIS[len(_ELLIPSIS) - widest :])
     if not arrow:
         counts = {c: lhs.count(c) for c in set(lhs) if c in string.ascii_letters}
-        return expanded, dots + "".join(sorted(c for c, n in counts.items() if n == 1))
+        return tuple(expanded), dots + "".join(sorted(c for c, n in counts.items() if n == 1))
     if rhs.replace("...", "") and any(
         c not in string.ascii_letters for c in rhs.replace("...", "")
     ):
@@ -65,7 +69,7 @@ def _parse(equation: str, operands: list[Tensor]) -> tuple[list[str], str]:
     missing = [c for c in out if c not in known]
     if missing:
         raise ValueError(f"einsum(): output index {missing[0]!r} appears in no operand")
-    return expanded, out
+    return tuple(expanded), out
 
 
 def _unique(x: Tensor, term: str) -> tuple[Tensor, str]:
@@ -153,19 +157,8 @@ def _from_sublists(args: tuple) -> tuple[str, tuple]:
     return equation, operands
 
 
-def einsum(equation: str, *operands) -> Tensor:
-    """Sums of products over the indices of `equation` (NumPy's and PyTorch's notation);
-    a list of operands may be passed as one argument, and the sublist form einsum(op0,
-    [0, 1], op1, [1, 2], [0, 2]) (subscripts 0-51) is taken too."""
-    if isinstance(equation, Tensor):
-        equation, operands = _from_sublists((equation, *operands))
-    if len(operands) == 1 and isinstance(operands[0], list | tuple):
-        operands = tuple(operands[0])
-    xs = [tensor_arg(x, "einsum") for x in operands]
-    if not xs:
-        raise ValueError("einsum(): must provide at least one operand")
-    device_of(xs, "einsum")
-    terms, out = _parse(equation, xs)
+def _sizes(xs: list[Tensor], terms: tuple[str, ...], equation: str) -> dict[str, int]:
+    """Each index's size: equal wherever it appears, or 1 (broadcast) in all but one."""
     sizes: dict[str, int] = {}
     for x, term in zip(xs, terms):
         for c, n in zip(term, x.shape):
@@ -175,6 +168,12 @@ def einsum(equation: str, *operands) -> Tensor:
                     f" another ({equation!r})"
                 )
             sizes[c] = max(sizes.get(c, 1), n) if n else 0
+    return sizes
+
+
+def _contracted(xs: list[Tensor], terms: tuple[str, ...], out: str, sizes) -> Tensor:
+    """The einsum of xs: repeated indices taken along diagonals, lone indices summed out,
+    then the operands contracted left to right, each pair as one batched matmul."""
     pairs = [_unique(x, t) for x, t in zip(xs, terms)]
     for i, (x, t) in enumerate(pairs):  # what no other operand and no output needs
         later = set(out).union(*(set(u) for j, (_, u) in enumerate(pairs) if j != i))
@@ -189,6 +188,42 @@ def einsum(equation: str, *operands) -> Tensor:
     if result.ndim and not result.is_contiguous():
         return result.contiguous()
     return result.view(result.shape) if any(result is x for x in xs) else result  # a view
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_matmul(terms: tuple[str, ...], out: str) -> bool:
+    """Whether the equation is matmul's own, P ij, P jk -> P ik (P batch indices, all
+    distinct): matmul then gives the general path's bits without its bookkeeping."""
+    if len(terms) != 2 or len(terms[0]) < 2:
+        return False
+    a, b = terms
+    batch, i, j, k = a[:-2], a[-2], a[-1], b[-1]
+    return b == batch + j + k and out == batch + i + k and j not in out
+
+
+def _matmul_shaped(a: Tensor, b: Tensor) -> bool:
+    """Whether a @ b needs no einsum broadcasting: equal batch dims and inner sizes."""
+    return a.shape[:-2] == b.shape[:-2] and a.shape[-1] == b.shape[-2]
+
+
+def einsum(equation: str, *operands) -> Tensor:
+    """Sums of products over the indices of `equation` (NumPy's and PyTorch's notation);
+    a list of operands may be passed as one argument, and the sublist form einsum(op0,
+    [0, 1], op1, [1, 2], [0, 2]) (subscripts 0-51) is taken too."""
+    if isinstance(equation, Tensor):
+        equation, operands = _from_sublists((equation, *operands))
+    if not isinstance(equation, str):
+        raise TypeError(f"einsum(): the equation must be a str, not {type(equation).__name__}")
+    if len(operands) == 1 and isinstance(operands[0], list | tuple):
+        operands = tuple(operands[0])
+    xs = [tensor_arg(x, "einsum") for x in operands]
+    if not xs:
+        raise ValueError("einsum(): must provide at least one operand")
+    device_of(xs, "einsum")
+    terms, out = _parse(equation, tuple(x.ndim for x in xs))
+    if _is_matmul(terms, out) and _matmul_shaped(*xs):
+        return linalg.matmul(*xs)
+    return _contracted(xs, terms, out, _sizes(xs, terms, equation))
 
 
 # ---- tensordot, kron, cdist ------------------------------------------------------------------

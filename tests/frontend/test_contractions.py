@@ -5,10 +5,11 @@ operands, layouts and dtypes; typed errors for bad equations and shapes."""
 import numpy as np
 import pytest
 import torch
-from parity_helpers import close_to_torch
+from parity_helpers import close_to_torch, matrix_pair
 from parity_helpers import torch_pair as pair
 
 import kael
+from kael.frontend import contractions
 
 RNG = np.random.default_rng(43)
 
@@ -34,6 +35,7 @@ EQUATIONS = [
     ("i,j->ij", [(3,), (4,)]),
     ("ij,ij->ij", [(3, 4), (3, 4)]),
     ("bij,bjk->bik", [(1, 3, 4), (5, 4, 2)]),  # a size-1 batch broadcasts
+    ("ij,jk->ik", [(3, 1), (4, 5)]),  # so does a size-1 summed index: no matmul's shapes
     ("ijk,ikl->jl", [(2, 3, 4), (2, 4, 5)]),
     ("i,i,i->i", [(4,), (4,), (4,)]),
 ]
@@ -74,6 +76,34 @@ def test_einsum_of_transposed_float64_and_int64_operands():
     close_to_torch(kael.einsum("ij,ij->i", ki, ki), torch.einsum("ij,ij->i", ti, ti), 0)
     ke, te = _operands((0, 4), (4, 3))
     close_to_torch(kael.einsum("ij,jk->ik", *ke), torch.einsum("ij,jk->ik", *te), 0)
+
+
+MATMUL_EQUATIONS = [
+    ("ij,jk->ik", [(4, 16), (16, 8)]),
+    ("ij,jk", [(1, 5), (5, 3)]),
+    ("ab,bc->ac", [(0, 4), (4, 3)]),
+    ("ij,jk->ik", [(3, 0), (0, 2)]),
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("...ij,...jk->...ik", [(2, 3, 4, 5), (2, 3, 5, 6)]),
+    ("...ij,...jk", [(3, 2, 7), (3, 7, 1)]),
+]
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced"])
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64], ids=str)
+@pytest.mark.parametrize("equation, shapes", MATMUL_EQUATIONS, ids=str)
+def test_einsum_of_a_matmul_equation_is_matmul(equation, shapes, dtype, layout, monkeypatch):
+    (ka, ta), (kb, tb) = (matrix_pair(RNG.standard_normal(s), dtype, layout) for s in shapes)
+    monkeypatch.setattr(contractions, "_contracted", None)  # matmul's own shapes skip it
+    got = kael.einsum(equation, ka, kb)
+    close_to_torch(got, torch.einsum(equation, ta, tb), 1e-5)
+    assert got.is_contiguous()
+    assert got.numpy().tobytes() == kael.matmul(ka, kb).numpy().tobytes()
+
+
+def test_einsum_refuses_an_equation_that_is_not_a_str():
+    with pytest.raises(kael.TypeError, match="the equation must be a str, not list"):
+        kael.einsum(["ij"], kael.ones(2, 3))
 
 
 @pytest.mark.parametrize(
