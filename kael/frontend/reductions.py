@@ -386,7 +386,10 @@ var_mean = _with_mean(var, "var_mean")
 
 # kael.NAME for each entry; also Tensor.NAME unless the name is in NOT_METHODS.
 # The reductions whose public function and method are fastpath.keyed's door itself.
-FAST = ("sum", "prod", "mean", "amax", "amin", "argmax", "argmin", "all", "any", "max", "min")
+FAST = (
+    "sum", "prod", "mean", "amax", "amin", "argmax", "argmin", "all", "any", "max", "min",
+    "norm",
+)  # fmt: skip
 FUNCTIONS: dict[str, Callable] = {
     f.__name__: f
     for f in (

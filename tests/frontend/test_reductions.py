@@ -1170,3 +1170,15 @@ def test_a_repeated_complex_reduction_reads_its_input_each_call(name):
     fn = getattr(kael, name)
     for values in ([1 + 2j, 3j], [1 + 2j, 0j], [0j, 0j], [1 + 2j, 3j]):
         assert fn(kael.tensor(values)).item() == getattr(torch, name)(torch.tensor(values)).item()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_norm_through_its_fast_door_still_rescales_an_overflowing_sum(dtype):
+    small = np.random.default_rng(8).standard_normal((3, 4))
+    huge = np.full((3, 4), 1e200 if dtype == "float64" else 1e30)
+    for p in (2, 3):
+        for values in (small, small, huge, small):  # remembered first, then the huge rows
+            got = kael.tensor(values, dtype=getattr(kael, dtype)).norm(p, dim=-1)
+            scale = np.abs(values).max()  # the exact norm, which NumPy's overflows for huge
+            want = scale * np.linalg.norm(values / scale, ord=p, axis=-1)
+            np.testing.assert_allclose(got.numpy(), want.astype(got.numpy().dtype), rtol=1e-6)
