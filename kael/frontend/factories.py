@@ -458,9 +458,16 @@ def tensor(data, *, dtype=None, device=None) -> Tensor:
         wide = dtypes.float64 if kind.is_floating_point else dtypes.int64
         packed = array.array("d" if wide is dtypes.float64 else "q", flat)
         source = interop.host_buffer_impl(packed, shape, wide)
-    out = empty_impl(shape, dtype_or(dtype, kind), CPU)
-    eager.copy_into(out, source)
-    return Tensor(out).to(device=_device(device))
+    target = dtype_or(dtype, kind)
+    if target is source.dtype:  # the buffer's own dtype: a copy into kael's memory
+        made = fastpath.copy(Tensor(source))
+    else:
+        made = fastpath.converted(source, target)
+    if made is None:
+        out = empty_impl(shape, target, CPU)
+        eager.copy_into(out, source)
+        made = Tensor(out)
+    return made.to(device=_device(device))
 
 
 def _scan(data) -> tuple[tuple[int, ...], list, DType]:
@@ -509,6 +516,12 @@ def _collect(data, shape: list, dim: int, position: list, flat: list, kinds: set
             f"expected sequence of length {shape[dim]} at dim {dim} (got {len(data)})"
             f" at position {position}"
         )
+    if dim == len(shape) - 1 and type(data) in (list, tuple) and data:
+        kind = type(data[0])
+        if (kind is float or kind is int) and all(type(v) is kind for v in data):
+            flat.extend(data)  # a row of plain floats or ints: the leaves as they are
+            kinds.add(dtypes.scalar_dtype(data[0]))
+            return
     for i, item in enumerate(data):
         _collect(item, shape, dim + 1, [*position, i], flat, kinds)
 

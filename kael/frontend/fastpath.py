@@ -485,6 +485,13 @@ def copy(x):
     return None if impl.dtype is bfloat16 else _copy(impl, impl.dtype)
 
 
+def converted(impl: TensorImpl, dtype: DType):
+    """A new dense tensor of the dense host impl's elements converted to another dtype
+    (kael.tensor's packed buffer), through the remembered converting copy; None where the
+    full door must convert it."""
+    return _copy(impl, dtype) if _open() and impl.dtype is not dtype else None
+
+
 def _copy(impl, dtype: DType):
     """The dense host impl's elements converted to `dtype` through the converting copy
     remembered for the pair (here on first use), or None."""
