@@ -69,6 +69,7 @@ class _Entry:
     implicit: list  # (getter, layout, words): tensors read from globals and closure cells
     constants: list  # (getter, value, its part, words): constants read from them
     sizes: list  # (getter, length, words): the lists and dicts among them (_Sources.sizes)
+    items: list  # (getter, a copy, words): the lists and dicts of constants (_Sources.items)
     # the plan every call of this signature runs, where the signature and still_read decide
     # it (no float argument used as a value, no fallback)
     positional: p.Plan | None = None
@@ -80,7 +81,7 @@ class _Entry:
     @property
     def reads_outside(self) -> bool:
         """Whether its plans read anything from outside the arguments that is guarded."""
-        return bool(self.implicit or self.constants or self.sizes)
+        return bool(self.implicit or self.constants or self.sizes or self.items)
 
     def still_read(self) -> bool:
         """Whether the names and paths its plans read from outside the arguments still hold
@@ -92,13 +93,18 @@ class _Entry:
             now = get()
             if now is not value and _constant_part(now) != part:
                 return False
-        return all(_length(get()) == length for get, length, _ in self.sizes)
+        if not all(_length(get()) == length for get, length, _ in self.sizes):
+            return False
+        return all(get() == copy for get, copy, _ in self.items)
 
     def source_words(self) -> list[str]:
         """What its plans read from outside the arguments, in words (Inspection's guard)."""
         tensors = [f"{words}: this tensor (storage and layout)" for *_, words in self.implicit]
         values = [f"{words} == {_held_word(part)}" for _, _, part, words in self.constants]
-        return tensors + values + [f"len({words}) == {n}" for _, n, words in self.sizes]
+        sizes = [f"len({words}) == {n}" for _, n, words in self.sizes]
+        return (
+            tensors + values + sizes + [f"{words} == {len(c)} items" for _, c, words in self.items]
+        )
 
 
 _FLOAT = (float,)
@@ -249,13 +255,14 @@ def _gather(node, path: tuple, depth: int, seen: set, paths: list, values: list)
 def _members(node) -> list[tuple[tuple, object]]:
     """(key, value) of what `node` holds: its items (by key or position), then its
     attributes (its __dict__ and __slots__); a key is ("[]", key) or (".", name)."""
-    if isinstance(node, dict):  # (list() copies the items at once: another thread may
-        found = [(("[]", _key(k)), v) for k, v in list(node.items())]  # add a key meanwhile)
+    # (list() copies at once: another thread may add a key or an attribute meanwhile)
+    if isinstance(node, dict):
+        found = [(("[]", _key(k)), v) for k, v in list(node.items())]
     elif isinstance(node, _SEQUENCES):
-        found = [(("[]", i), v) for i, v in enumerate(node)]
+        found = [(("[]", i), v) for i, v in enumerate(list(node))]
     else:
         found = []
-    found += [((".", k), v) for k, v in (getattr(node, "__dict__", None) or {}).items()]
+    found += [((".", k), v) for k, v in list((getattr(node, "__dict__", None) or {}).items())]
     for name in _slot_names(type(node)):
         if hasattr(node, name):
             found.append(((".", name), getattr(node, name)))
@@ -285,7 +292,9 @@ def _value_part(value) -> tuple:
     kind = type(value)
     if isinstance(value, float):
         return ("float", kind, float.hex(value))
-    if kind in _HASHED or kind is complex:
+    if isinstance(value, complex):  # both parts by their exact values, as a float
+        return ("complex", kind, float.hex(value.real), float.hex(value.imag))
+    if kind in _HASHED:
         return ("const", kind, value)
     return ("same", _Same(value))
 
@@ -377,9 +386,13 @@ def _held_word(part: tuple) -> str:
     if tag in ("const", "same"):
         return repr(part[-1])
     if tag == "bits":  # a NumPy scalar (_constant_part)
-        return repr(np.frombuffer(part[2], dtype=part[1])[0].item())
+        return part[3]
+    if tag == "complex":
+        return repr(complex(float.fromhex(part[2]), float.fromhex(part[3])))
     if tag == "node":
         return f"a {part[1].__name__}"
+    if tag == "items":  # a list or dict of constants (_Sources.items)
+        return repr(part[1]) if len(part[1]) <= 6 else f"{len(part[1])} items"
     dtype, device, rank = part[:3]  # a tensor's coarse part
     return f"a {dtype} tensor of rank {rank} on {device}"
 
@@ -419,6 +432,7 @@ class _Sources:
     tensors: dict = field(default_factory=dict)
     values: list = field(default_factory=list)
     sizes: list = field(default_factory=list)
+    items: list = field(default_factory=list)  # (getter, a copy, words): _collect_held's
     overflow: str | None = None
     read: frozenset = frozenset()  # the names the code of the function and its helpers reads
 
@@ -426,8 +440,13 @@ class _Sources:
         """What a trace read, by value: two snapshots around a call are equal unless the
         call (or another thread) rebound one."""
         tensors = tuple((w, id(layout[0]), layout[1:]) for _, layout, w in self.tensors.values())
+        return tensors, self.constant_parts(), self.overflow
+
+    def constant_parts(self) -> tuple:
+        """(words, part) of every constant, list length and list of constants it read."""
         values = tuple((w, part) for _, _, part, w in self.values)
-        return tensors, values, tuple((w, n) for _, n, w in self.sizes), self.overflow
+        sizes = tuple((w, n) for _, n, w in self.sizes)
+        return values + sizes + tuple((w, ("items", copy)) for _, copy, w in self.items)
 
 
 def _implicit_sources(fn: Callable) -> _Sources:
@@ -559,18 +578,25 @@ def _collect_held(words: str, get: Callable, node, read: frozenset, found: _Sour
     """The tensors and constants an object named in globals or a closure holds, each with a
     getter of its path from the name (a constant only where the code names every attribute
     and string key of its path: it may read it), with the class attributes the code names
-    of each object and the length of each list and dict in it; past MAX_SOURCES values,
-    `found.overflow`."""
+    of each object and the length of each list and dict in it (a list or dict of constants
+    alone: its copy, compared whole with ==, one C-level test a call); past MAX_SOURCES
+    values, `found.overflow`."""
+    whole = set()  # the paths of the lists and dicts of constants compared whole
     for count, (path, value) in enumerate(_walk(node, (), HELD_DEPTH, {id(node)}, read)):
         if count >= MAX_SOURCES:
             found.overflow = words
             return
+        if path[:-1] in whole:
+            continue
         where = words + _path_words(path)
         follow = functools.partial(_follow, get, path) if path else get
         if isinstance(value, Tensor):
             found.tensors.setdefault(
                 id(value._impl.storage), (follow, _layout_of(value._impl), where)
             )
+        elif type(value) in _PLAIN_NODES and all(map(_guarded, _contents(value))):
+            whole.add(path)
+            found.items.append((follow, type(value)(value), where))
         elif isinstance(value, _NODES):
             found.sizes.append((follow, len(value), where))
         elif _guarded(value):
@@ -584,6 +610,14 @@ def _collect_held(words: str, get: Callable, node, read: frozenset, found: _Sour
                     if held is not None and (isinstance(held, Tensor) or _guarded(held)):
                         at = functools.partial(_follow, get, (*path, (".", name)))
                         _collect_value(f"{where}.{name}", at, held, read, found, [])
+
+
+_PLAIN_NODES = (list, tuple, dict, collections.deque)
+
+
+def _contents(node) -> list:
+    """The values a list, tuple, deque or dict holds (a copy: another thread may add one)."""
+    return list(node.values()) if isinstance(node, dict) else list(node)
 
 
 def _class_attribute(kind: type, name: str):
@@ -628,8 +662,8 @@ def _guarded(value) -> bool:
 
 def _constant_part(value) -> tuple:
     """A guarded constant by value: _value_part's, a NumPy scalar by its bits."""
-    if isinstance(value, np.generic) and not isinstance(value, float):
-        return ("bits", type(value), value.tobytes())
+    if isinstance(value, np.generic) and not isinstance(value, (float, complex)):
+        return ("bits", type(value), value.tobytes(), repr(value))
     return _value_part(value)
 
 
@@ -1004,12 +1038,14 @@ class CompiledFunction:
                 f"{sources.overflow} holds more than {MAX_SOURCES} values, too many to guard"
             )
         if trace.broken is None and sources.parts() != _implicit_sources(self.fn).parts():
-            moves = self._moves.get(key, 0) + 1  # a first fill of a cache: the next trace is clean
-            self._moves[key] = moves
-            if moves < 2:
-                with self._lock:
+            with self._lock:  # a first fill of a cache: the next trace is clean
+                if len(self._moves) >= MAX_PLANS:
+                    self._moves.clear()
+                moves = self._moves[key] = self._moves.get(key, 0) + 1
+                if moves < 2:
                     self._info.traces += 1
-                return result, trace.plan  # kept by no signature
+                    return result, trace.plan  # kept by no signature
+                del self._moves[key]
             trace.broken = (
                 "it rebinds a global or what an object in its globals or closure holds (or "
                 "another thread did meanwhile), which a plan does not repeat"
@@ -1035,9 +1071,10 @@ class CompiledFunction:
             for s in plan.slots
             if s.kind == p.IMPLICIT and id(s.storage) in sources.tensors
         ]
-        constants, sizes = sources.values, sources.sizes
-        read = tuple((w, part) for *_, part, w in constants) + tuple((w, n) for _, n, w in sizes)
-        guard = (*_coarse(key, values), read)
+        if plan.fallback is not None:  # it runs eagerly: reading the globals as they are
+            sources = _Sources()
+        constants, sizes, items = sources.values, sources.sizes, sources.items
+        guard = (*_coarse(key, values), sources.constant_parts())
         with self._lock:
             info = self._info
             info.traces += 1
@@ -1065,12 +1102,13 @@ class CompiledFunction:
                 and [t[1] for t in entry.implicit] == [t[1] for t in implicit]
                 and [c[2] for c in entry.constants] == [c[2] for c in constants]
                 and [n for _, n, _ in entry.sizes] == [n for _, n, _ in sizes]
+                and [c for _, c, _ in entry.items] == [c for _, c, _ in items]
             )
             modules = trace.reads_module  # it read an nn.Module's state or settings
             if modules or len(implicit) < sum(s.kind == p.IMPLICIT for s in plan.slots):
                 self._attribute_reads = True  # a tensor read through an object: see __call__
             if not same or entry.used != used:
-                entry = self._entries[key] = _Entry(used, {}, implicit, constants, sizes)
+                entry = self._entries[key] = _Entry(used, {}, implicit, constants, sizes, items)
             entry.plans[values] = plan
             entry.held = [v for v in leaves if not _looked_into(v) and _describe(v)[0] == "object"]
             plain = not used and plan.fallback is None

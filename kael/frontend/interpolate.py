@@ -256,14 +256,22 @@ def _rows(
 
 @functools.lru_cache(maxsize=256)
 def _tables(plan: tuple, aa: bool, dtype, device) -> tuple[Tensor, Tensor]:
-    """The resample kernel's tap sources (int64, tap-major) and weights (`dtype`) of one
-    dim's resize (_rows' arguments), made once per resize: a call of a seen resize makes
-    no host tensor."""
-    rows = _rows(*plan, aa)
+    """_made_tables of one dim's resize (_rows' arguments), made once per resize: a call
+    of a seen resize makes no host tensor."""
+    return _made_tables(_rows(*plan, aa), dtype, device)
+
+
+def _made_tables(rows: tuple, dtype, device) -> tuple[Tensor, Tensor]:
+    """The resample kernel's tap sources (int64, tap-major) and weights (`dtype`)."""
     taps = range(len(rows[0]))
     idx = factories.tensor([r[k][0] for k in taps for r in rows], device=device)
     weights = factories.tensor([r[k][1] for k in taps for r in rows], dtype=dtype, device=device)
     return idx, weights
+
+
+# Resizes to at most this many positions keep their taps (_rows, _tables): a bigger one's
+# tuples would hold ~300 bytes a position.
+KEPT_POSITIONS = 4096
 
 
 def _resample(x: Tensor, dim: int, plan: tuple, aa: bool) -> Tensor:
@@ -271,12 +279,16 @@ def _resample(x: Tensor, dim: int, plan: tuple, aa: bool) -> Tensor:
     of `plan`'s resize (_rows)."""
     from kael.codegen.cpu import resample
 
-    rows = _rows(*plan, aa)
+    # (a trace's tensors live in its plan: its tables are made apart, never kept)
+    kept = plan[3] <= KEPT_POSITIONS and trace_state.trace is None
+    rows = (_rows if kept else _rows.__wrapped__)(*plan, aa)
     taps = len(rows[0])
     if x.device is CPU and x.dtype in (float32, float64) and x.numel() and taps in resample.TAPS:
-        # (a trace's tensors live in its plan: its tables are made apart, never kept)
-        tables = _tables if trace_state.trace is None else _tables.__wrapped__
-        return _resample_kernel(x, dim, tables(plan, aa, x.dtype, x.device), len(rows), taps)
+        if kept:
+            tables = _tables(plan, aa, x.dtype, x.device)
+        else:
+            tables = _made_tables(rows, x.dtype, x.device)
+        return _resample_kernel(x, dim, tables, len(rows), taps)
     picked = [
         index_ops.index_select(x, dim, factories.tensor([r[k][0] for r in rows], device=x.device))
         for k in range(taps)

@@ -579,3 +579,71 @@ def test_inspect_lists_what_the_plan_reads_from_outside_its_arguments():
     assert "global _SCALE == 2.0" in text and "global _DTYPE == kael.float32" in text
     text = str(kael.compile(lambda x: x * _CONFIG.weight).inspect(kael.ones(2)))
     assert "global _CONFIG.weight: this tensor (storage and layout)" in text
+
+
+_COMPLEX = complex(-0.0, 0.0)
+_LABEL = np.str_("a")
+_TABLE = [float(i) for i in range(3000)]
+
+
+def test_a_complex_global_tells_minus_zero_and_finds_its_nan_plan_again():
+    global _COMPLEX
+    f = kael.compile(lambda x: x * _COMPLEX)
+    x = kael.ones(1, dtype=kael.complex64)
+    try:
+        for value in (complex(-0.0, 0.0), complex(0.0, 0.0)):
+            _COMPLEX = value
+            want = torch.ones(1, dtype=torch.complex64) * value
+            assert kael.view_as_real(f(x)).tolist() == torch.view_as_real(want).tolist()
+            assert math.copysign(1.0, kael.view_as_real(f(x))[0, 0].item()) == math.copysign(
+                1.0, torch.view_as_real(want)[0, 0].item()
+            )
+        traces = f.cache_info().traces
+        for _ in range(3):
+            _COMPLEX = complex("nan")  # a new object each time, the same bits
+            f(x)
+        assert f.cache_info().traces == traces + 1
+    finally:
+        _COMPLEX = complex(-0.0, 0.0)
+
+
+def test_a_numpy_string_global_rebound_says_what_changed():
+    global _LABEL
+    f = kael.compile(lambda x: x * 2.0 if _LABEL == "a" else x)
+    try:
+        same(f(kael.ones(2)), torch.full((2,), 2.0))
+        _LABEL = np.str_("b")
+        same(f(kael.ones(2)), torch.ones(2))
+        assert f.cache_info().recompiles == [
+            "global _LABEL changed from np.str_('a') to np.str_('b')"
+        ]
+    finally:
+        _LABEL = np.str_("a")
+
+
+def test_a_function_that_keeps_assigning_a_global_settles_on_eager_calls():
+    global _CALLS
+
+    @kael.compile
+    def f(x):
+        global _CALLS
+        _CALLS += 1
+        return x * 2.0
+
+    _CALLS = 0
+    with pytest.warns(UserWarning, match="rebinds a global"):
+        for _ in range(20):
+            same(f(kael.ones(2)), torch.full((2,), 2.0))
+    assert _CALLS == 20 and f.cache_info().traces == 2 and f.cache_info().recompiles == []
+
+
+def test_a_long_global_list_of_numbers_is_compared_whole():
+    f = kael.compile(lambda x: x * _TABLE[5])
+    x = kael.ones(2)
+    try:
+        same(f(x), torch.full((2,), 5.0))
+        assert "global _TABLE == 3000 items" in str(f.inspect(x))
+        _TABLE[5] = 7.0
+        same(f(x), torch.full((2,), 7.0))
+    finally:
+        _TABLE[5] = 5.0

@@ -244,3 +244,15 @@ def test_a_repeated_resize_reuses_its_tables_and_a_trace_keeps_none():
             np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
     info = module._tables.cache_info()
     assert info.currsize == kept + 2 and info.hits >= 10
+
+
+def test_a_resize_to_many_positions_keeps_no_tables():
+    from kael.frontend import interpolate as module
+
+    x = np.random.default_rng(6).standard_normal((1, 1, 7)).astype(np.float32)
+    size = module.KEPT_POSITIONS + 1
+    before = module._tables.cache_info().currsize
+    got = kael.nn.functional.interpolate(kael.tensor(x), size=size, mode="linear")
+    want = torch.nn.functional.interpolate(torch.from_numpy(x), size=size, mode="linear")
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+    assert module._tables.cache_info().currsize == before
