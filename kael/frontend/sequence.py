@@ -3,7 +3,9 @@
 Scans run kael/codegen/cpu/scan.py's row kernels over any layout. tril and triu are
 elementwise kernels that compare the row and column positions, so they compile for CPU
 and PTX alike. flip copies from a view with negated strides and roll copies narrowed
-views into the matching narrowed outputs: every byte comes from a compiled copy.
+views into the matching narrowed outputs: every byte comes from a compiled copy. On the
+host a repeated call (same dtype, layout and arguments) replays the launches the first
+one ran (fastpath.shaped_launch): tril's and triu's, flip's copy, each of roll's blocks.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ from kael.frontend import eager, factories, fastpath, views
 from kael.frontend import elementwise as ew
 from kael.frontend.outputs import check_writable, output, pair_out, tensor_arg, unaliased
 from kael.frontend.reductions import ValuesIndices
+from kael.frontend.shapes import dense_copy, narrowed
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.ir import graph as g
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import DType, as_dtype, bool_, int64, uint8
+from kael.runtime.dtypes import DType, as_dtype, bfloat16, bool_, int64, uint8
 from kael.runtime.errors import Error, NotImplementedError, TypeError
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl
@@ -198,8 +201,9 @@ def cumprod_(self: Tensor, dim, *, dtype=None) -> Tensor:
 # ---- tril, triu ------------------------------------------------------------------------------
 
 
-def _triangle(name: str, x: Tensor, diagonal, out: Tensor) -> None:
-    """out = x where (column - row) is on the kept side of `diagonal`, else 0."""
+def _triangle(name: str, x: Tensor, diagonal, out: Tensor, fast: tuple | None = None) -> None:
+    """out = x where (column - row) is on the kept side of `diagonal`, else 0; the launch
+    remembered under the fast door's key `fast` when one is given."""
     upper = name.startswith("triu")
     rank, dtype = x.ndim, x.dtype
 
@@ -214,7 +218,10 @@ def _triangle(name: str, x: Tensor, diagonal, out: Tensor) -> None:
     # Past either edge every diagonal keeps all or nothing: clamp into int64 safely.
     edge = max(x.shape[-2:]) + 1
     diag = max(-edge, min(edge, diagonal))
-    eager.run(entry, [out._impl], [unaliased(x._impl, out._impl)], {"diag": diag})
+    read = unaliased(x._impl, out._impl)
+    eager.run(entry, [out._impl], [read], {"diag": diag})
+    if fast is not None:
+        fastpath.remember(fast, entry, (), (), out._impl, (read,), {"diag": diag})
 
 
 def _check_matrix(x: Tensor, op: str) -> None:
@@ -222,13 +229,25 @@ def _check_matrix(x: Tensor, op: str) -> None:
         raise Error(f"{op}: input tensor must have at least 2 dimensions, got {x.ndim}")
 
 
+def _triangle_key(name: str, impl: TensorImpl, diagonal: int) -> tuple:
+    """The fast door's key of a new tril or triu of impl: its dtype, layout and diagonal."""
+    return (fastpath.SHAPED, "triangle", name, impl.dtype, impl.shape, impl.strides, diagonal)
+
+
 def _triangle_op(name: str) -> Callable:
     def fn(input: Tensor, diagonal=0, *, out: Tensor | None = None) -> Tensor:
         x = tensor_arg(input, name)
         _check_matrix(x, name)
         diagonal = views.as_int64(diagonal, "diagonal")
+        impl = x._impl
+        fast = None
+        if out is None and impl.device is CPU:  # a new result: the launch keyed by layout
+            fast = _triangle_key(name, impl, diagonal)
+            done = fastpath.shaped_launch(fast, (impl,))
+            if done is not None:
+                return done
         result = output(out, x.shape, x.dtype, x.device, name)
-        _triangle(name, x, diagonal, result)
+        _triangle(name, x, diagonal, result, fast)
         if out is not None:
             out._impl.storage.bump_version()
         return result
@@ -278,16 +297,14 @@ def flip(input: Tensor, dims) -> Tensor:
     wrapped = _dims(dims, x.ndim, "flip")  # a 0-d tensor accepts 0 and -1, and has no dim to flip
     flipped = set(wrapped) if x.ndim else set()
     impl = x._impl
-    out = empty_impl(x.shape, x.dtype, x.device)
     if impl.numel() == 0:
-        return Tensor(out)
+        return Tensor(empty_impl(x.shape, x.dtype, x.device))
     strides, offset = list(impl.strides), impl.offset
     for d in flipped:
         offset += (impl.shape[d] - 1) * strides[d]
         strides[d] = -strides[d]
-    # Negative strides are for this kernel only: such a view never becomes a Tensor.
-    eager.copy_into(out, views.derive(impl, impl.shape, strides, offset))
-    return Tensor(out)
+    # Negative strides are for this copy only: such a view never becomes a Tensor.
+    return dense_copy(views.derive(impl, impl.shape, strides, offset))
 
 
 def _roll_shifts(x: Tensor, shifts, dims) -> dict[int, int]:
@@ -334,11 +351,26 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:
         for blocks in itertools.product(*parts):
             dst_view, src_view = out, src
             for d, dst_start, src_start, length in blocks:
-                dst_view = views.narrow(dst_view, d, dst_start, length)
-                src_view = views.narrow(src_view, d, src_start, length)
-            eager.copy_into(dst_view, src_view)
-    result = Tensor(out)
+                dst_view = narrowed(dst_view, d, dst_start, length)
+                src_view = narrowed(src_view, d, src_start, length)
+            _copy_block(dst_view, src_view)
+    result = Tensor.trusted(out)  # empty_impl's layout: valid by making
     return result if dims is not None else result.view(x.shape)
+
+
+def _copy_block(dst: TensorImpl, src: TensorImpl) -> None:
+    """dst[...] = src of one dtype (a block of roll's): on the host the launch remembered
+    for both layouts, else eager.copy_into's, then remembered where it copies element by
+    element (not bfloat16's bits, nor small rows as words: remember_contiguous's rule)."""
+    key = (fastpath.SHAPED, "copy_block", src.dtype, src.shape, src.strides, dst.strides)
+    on_host = src.device is CPU
+    if on_host and fastpath.shaped_launch(key, (src,), dst) is not None:
+        return
+    eager.copy_into(dst, src)
+    dtype = src.dtype
+    plain = dtype.llvm is not None and dtype is not bfloat16  # not complex parts, nor bits
+    if on_host and plain and eager.as_words(dst, src) is None:
+        fastpath.remember(key, eager.copy_template(dtype, dtype), (), (), dst, (src,))
 
 
 # The scans whose public function and method are fastpath.keyed's door itself.

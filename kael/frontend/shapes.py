@@ -6,7 +6,9 @@ function forms of Tensor's views (kael.reshape, kael.transpose, ...).
 
 Everything that can be a view is one (no kernel launches); a copy (repeat, tile,
 repeat_interleave, diag of a vector, diag_embed, tril_indices) runs kael's own copy,
-index and nonzero kernels.
+index and nonzero kernels. The pieces of a split are made without narrow's checks (their
+bounds are inside the input), and repeat's copy of its expanded view (as flip's of its
+reversed one, sequence.py) is the launch remembered for that layout (`dense_copy`).
 """
 
 from __future__ import annotations
@@ -14,20 +16,57 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 
-from kael.frontend import factories, index_ops, views
+from kael.frontend import factories, fastpath, index_ops, views
 from kael.frontend.elementwise import broadcast_shapes
 from kael.frontend.outputs import tensor_arg
-from kael.frontend.tensor import Tensor
+from kael.frontend.tensor import Tensor, clone_impl
+from kael.runtime.device import CPU
 from kael.runtime.dtypes import as_dtype, int32, int64
 from kael.runtime.errors import IndexError, NotImplementedError, TypeError, ValueError
+from kael.runtime.tensor_impl import TensorImpl, validate_shape
+
+# ---- layouts made without the full machinery -------------------------------------------------
+
+
+def narrowed(impl: TensorImpl, dim: int, start: int, length: int) -> TensorImpl:
+    """impl narrowed along a wrapped `dim` to `length` elements from `start`, where
+    0 <= start <= start + length <= size: a layout inside impl's own, so valid unchecked."""
+    shape = impl.shape
+    return TensorImpl.of_tuples(
+        impl.storage, (*shape[:dim], length, *shape[dim + 1 :]), impl.strides,
+        impl.offset + start * impl.strides[dim], impl.dtype, impl.device,
+    )  # fmt: skip
+
+
+def dense_copy(impl: TensorImpl, shape: tuple[int, ...] | None = None) -> Tensor:
+    """A new row-major tensor of impl's elements (a copy even where impl is row-major), in
+    `shape` when given (as many elements, a shape the caller validated): on the host the
+    copy remembered for impl's layout (the one Tensor.contiguous keeps, remember_contiguous),
+    else clone_impl's, then remembered. impl may be a kernel-only view (flip's negative
+    strides)."""
+    key = (fastpath.SHAPED, "copy", impl.dtype, impl.shape, impl.strides)
+    done = fastpath.shaped_launch(key, (impl,)) if impl.device is CPU else None
+    if done is None:
+        out = clone_impl(impl)
+        fastpath.remember_contiguous(out, impl)
+        done = Tensor(out)
+    if shape is None or shape == impl.shape:
+        return done
+    made = done._impl
+    strides = fastpath.dense_strides(shape)
+    return Tensor.trusted(
+        TensorImpl.of_tuples(made.storage, shape, strides, 0, made.dtype, made.device)
+    )
+
 
 # ---- splitting -------------------------------------------------------------------------------
 
 
 def _pieces(x: Tensor, dim: int, bounds: Sequence[int]) -> tuple[Tensor, ...]:
-    """The views of x along dim between consecutive bounds (empty where a bound goes
-    down, as slicing is)."""
-    return tuple(x.narrow(dim, a, max(b - a, 0)) for a, b in zip(bounds, bounds[1:]))
+    """The views of x along dim between consecutive bounds, each in [0, size] (empty where
+    a bound goes down, as slicing is)."""
+    impl, trusted = x._impl, Tensor.trusted
+    return tuple(trusted(narrowed(impl, dim, a, max(b - a, 0))) for a, b in zip(bounds, bounds[1:]))
 
 
 def _split_dim(x: Tensor, dim, message: str) -> int:
@@ -35,6 +74,12 @@ def _split_dim(x: Tensor, dim, message: str) -> int:
     if x.ndim == 0:
         raise ValueError(message)
     return views.wrap_dim(dim, x.ndim)
+
+
+def _every(step: int, size: int) -> list[int]:
+    """Bounds every `step` elements of a dim of `size` (the last piece may be shorter; an
+    empty dim is one empty piece)."""
+    return [*range(0, size, step), size] if size else [0, 0]
 
 
 def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple[Tensor, ...]:
@@ -47,8 +92,7 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple[Tensor,
         step = split_size_or_sections
         if step < 0 or (step == 0 and size):
             raise ValueError(f"split expects split_size be non-negative, but got split_size={step}")
-        bounds = [*range(0, size, step), size] if size else [0, 0]
-        return _pieces(x, d, bounds)
+        return _pieces(x, d, _every(step, size))
     sizes = [views.as_int(s, "split_sizes") for s in split_size_or_sections]
     if sum(sizes) != size or any(s < 0 for s in sizes):
         raise ValueError(
@@ -69,7 +113,7 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     step = -(-size // chunks)
     if step == 0:
         return tuple(x.narrow(d, 0, 0) for _ in range(chunks))
-    return split(x, step, d)
+    return _pieces(x, d, _every(step, size))
 
 
 def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple[Tensor, ...]:
@@ -170,8 +214,10 @@ def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
 
 def repeat(self: Tensor, *sizes) -> Tensor:
     """Tensor.repeat: the tensor tiled `sizes` times (at least its rank; extra leading
-    sizes add dims), one copy through an expanded view."""
+    sizes add dims), always a new tensor: one copy of an expanded view of it."""
     x = tensor_arg(self, "repeat")
+    if not sizes:
+        raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
     reps = views.parse_size(sizes, "repeats")
     if len(reps) < x.ndim:
         raise ValueError(
@@ -180,18 +226,36 @@ def repeat(self: Tensor, *sizes) -> Tensor:
         )
     if any(r < 0 for r in reps):
         raise ValueError(f"Trying to create tensor with negative dimension: {list(reps)}")
-    shape = (1,) * (len(reps) - x.ndim) + x.shape
-    interleaved = [n for s in shape for n in (1, s)]
-    expanded = [n for r, s in zip(reps, shape) for n in (r, s)]
-    tiled = x.reshape(shape).reshape(interleaved).expand(expanded)
-    return tiled.reshape(tuple(r * s for r, s in zip(reps, shape)))
+    impl = x._impl
+    lead = len(reps) - x.ndim
+    shape, strides = (1,) * lead + impl.shape, (0,) * lead + impl.strides
+    result = tuple(r * s for r, s in zip(reps, shape))
+    validate_shape(result)
+    return dense_copy(_tiled(impl, reps, shape, strides), result)
+
+
+def _tiled(impl: TensorImpl, reps, shape, strides) -> TensorImpl:
+    """impl read as [r0, s0, r1, s1, ...] (each rep a stride-0 dim before its size; the
+    size-1 dims left out, which change no order): its row-major copy is the repeat."""
+    tiled_shape, tiled_strides = [], []
+    for r, s, st in zip(reps, shape, strides):
+        if r != 1:
+            tiled_shape.append(r)
+            tiled_strides.append(0)
+        if s != 1:
+            tiled_shape.append(s)
+            tiled_strides.append(st)
+    return TensorImpl.of_tuples(
+        impl.storage, tuple(tiled_shape), tuple(tiled_strides), impl.offset, impl.dtype,
+        impl.device,
+    )  # fmt: skip
 
 
 def tile(input: Tensor, dims) -> Tensor:
     """input repeated `dims` times per dim, dims padded with leading 1s to input's rank."""
     x = tensor_arg(input, "tile")
     reps = views.parse_size((dims,) if isinstance(dims, int) else tuple(dims), "dims")
-    return repeat(x, *((1,) * (x.ndim - len(reps)) + reps))
+    return repeat(x, (1,) * (x.ndim - len(reps)) + reps)
 
 
 def repeat_interleave(input, repeats=None, dim: int | None = None, *, output_size=None):

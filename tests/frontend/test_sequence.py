@@ -601,3 +601,64 @@ def test_an_in_place_scan_of_bool_is_refused_as_torch():
         torch.tensor([True]).cumsum_(0)
     with pytest.raises(kael.NotImplementedError, match="not implemented for 'Bool'"):
         kael.tensor([True]).cumsum_(0)
+
+
+# ---- repeated calls: the remembered launches ---------------------------------------------------
+
+# Calls that replay their first call's launches (keyed by dtype, layout and arguments).
+REPLAYED = {
+    "flip": lambda lib, x: lib.flip(x, (0,) if x.ndim else ()),
+    "flip_all": lambda lib, x: lib.flip(x, tuple(range(x.ndim))),
+    "roll": lambda lib, x: lib.roll(x, 1, 0),
+    "roll_back": lambda lib, x: lib.roll(x, -2, -1),
+    "roll_two_dims": lambda lib, x: lib.roll(x, (1, -3), (0, -1)),
+    "roll_flat": lambda lib, x: lib.roll(x, 5),
+    "tril": lambda lib, x: lib.tril(x),
+    "triu": lambda lib, x: lib.triu(x, 1),
+    "tril_below": lambda lib, x: lib.tril(x, -2),
+}
+REPLAY_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.bool, torch.int8]
+
+
+def _replay_twin(dtype: torch.dtype, layout: str, seed: int):
+    """twin() for every dtype (bfloat16 too, which NumPy lacks): torch's bytes shared."""
+    shape, view = LAYOUTS[layout]
+    base = values(dtype, shape, seed)
+    return view(kael.from_dlpack(base.clone())), view(base)
+
+
+def _assert_fresh_copy(k, t: torch.Tensor, x) -> None:
+    """k equals t bit for bit in shape and dtype, a new contiguous tensor apart from x."""
+    assert k.shape == tuple(t.shape) and k.dtype is KAEL_DTYPES[t.dtype]
+    assert torch.equal(torch.from_dlpack(k), t)
+    assert k.is_contiguous() and not k.shares_storage(x)
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize("dtype", REPLAY_DTYPES, ids=str)
+@pytest.mark.parametrize("name", REPLAYED)
+def test_repeated_flip_roll_and_triangle_calls_read_each_calls_own_input(name, dtype, layout):
+    if layout == "zero_dim" and name not in ("flip", "flip_all", "roll_flat"):
+        return  # a dim to roll or a matrix: torch's errors, tested above
+    call = REPLAYED[name]
+    for seed in range(3):  # the first call runs the full door, the later ones replay it
+        k, t = _replay_twin(dtype, layout, seed)
+        _assert_fresh_copy(call(kael, k), call(torch, t), k)
+
+
+def test_a_repeated_triangle_is_keyed_by_its_diagonal_and_the_input_layout():
+    t = values(torch.float32, (5, 5), seed=21)
+    k = to_kael(t)
+    for diagonal in (0, 1, 0, -1, 1, 9, -9):
+        for kx, tx in ((k, t), (k.T, t.T), (k[1:, :4], t[1:, :4])):
+            _assert_fresh_copy(kael.tril(kx, diagonal), torch.tril(tx, diagonal), kx)
+            _assert_fresh_copy(kael.triu(kx, diagonal), torch.triu(tx, diagonal), kx)
+
+
+def test_a_repeated_roll_is_keyed_by_its_shift_and_the_input_layout():
+    t = values(torch.int64, (4, 6), seed=22)
+    k = to_kael(t)
+    for shift in (1, 2, 1, -1, 5, 2):
+        for kx, tx in ((k, t), (k.T, t.T), (k[:, 1:], t[:, 1:])):
+            _assert_fresh_copy(kael.roll(kx, shift, 1), torch.roll(tx, shift, 1), kx)
+            _assert_fresh_copy(kx.flip(1), tx.flip(1), kx)

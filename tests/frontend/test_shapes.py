@@ -5,6 +5,7 @@ and typed errors for bad arguments."""
 import numpy as np
 import pytest
 import torch
+from kernel_helpers import KAEL_DTYPES
 from parity_helpers import LAYOUTS as PAIR_LAYOUTS
 from parity_helpers import layout_pair, same
 
@@ -379,3 +380,76 @@ def test_is_nonzero_of_one_element_matches_torch(value):
 def test_query_functions_refuse_what_torch_refuses(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+# ---- repeat's one copy and split's unchecked views ---------------------------------------------
+
+REPEAT_DTYPES = [kael.float32, kael.float16, kael.bfloat16, kael.bool, kael.int8]
+
+
+def _fresh_like_torch(k, t: torch.Tensor, x) -> None:
+    """k equals t bit for bit in shape, dtype and strides, a new tensor apart from x."""
+    assert k.shape == tuple(t.shape) and k.dtype is KAEL_DTYPES[t.dtype]
+    assert k.stride() == t.stride() and k.storage_offset() == 0
+    assert torch.equal(torch.from_dlpack(k), t)
+    assert not k.shares_storage(x)
+
+
+@pytest.mark.parametrize("layout", [*PAIR_LAYOUTS, "zero_d", "empty"])
+@pytest.mark.parametrize("dtype", REPEAT_DTYPES, ids=str)
+def test_repeat_and_tile_are_new_row_major_tensors_on_every_call(dtype, layout):
+    for seed in range(3):  # the first call copies through the full door, later ones replay it
+        if layout == "zero_d":
+            k, t = layout_pair((), dtype)
+        else:
+            shape = (3, 0) if layout == "empty" else (3, 4)
+            k, t = layout_pair(shape, dtype, "contiguous" if layout == "empty" else layout, -seed)
+        for reps in ((2,) * k.ndim, (1,) * k.ndim, (2, 1, 3)[3 - k.ndim :], (3, 1, 2, 1)):
+            if reps:
+                _fresh_like_torch(k.repeat(*reps), t.repeat(*reps), k)
+            _fresh_like_torch(kael.tile(k, reps), torch.tile(t, reps), k)
+
+
+def test_repeat_by_ones_copies_as_torch_and_never_views_the_input():
+    k = kael.arange(6).view(2, 3)
+    for x in (k, k.T, k[:, 1:], k[0, 0]):
+        for reps in ((1,) * x.ndim, (1,) * (x.ndim + 1)):
+            if reps:
+                r = x.repeat(*reps)
+                assert not r.shares_storage(x) and r.is_contiguous()
+                r.fill_(-1)
+        assert not kael.tile(x, (1,)).shares_storage(x)
+    assert k.tolist() == [[0, 1, 2], [3, 4, 5]]
+
+
+def test_repeat_without_sizes_is_torchs_type_error():
+    with pytest.raises(TypeError, match='missing 1 required positional arguments: "repeats"'):
+        torch.ones(2).repeat()
+    for x in (kael.ones(2), kael.tensor(1.0)):
+        with pytest.raises(kael.TypeError, match='missing 1 required positional arguments: "re'):
+            x.repeat()
+
+
+SPLITS = {
+    "split": lambda lib, x, d: lib.split(x, 2, d),
+    "split_sizes": lambda lib, x, d: lib.split(x, [1, 0, x.shape[d] - 1], d),
+    "chunk": lambda lib, x, d: lib.chunk(x, 3, d),
+    "tensor_split_sections": lambda lib, x, d: lib.tensor_split(x, 3, d),
+    "tensor_split_indices": lambda lib, x, d: lib.tensor_split(x, [1, -1, 0, 9], d),
+}
+
+
+@pytest.mark.parametrize("layout", [*PAIR_LAYOUTS, "empty"])
+@pytest.mark.parametrize("name", SPLITS)
+def test_split_pieces_view_the_input_at_torchs_offsets_and_strides(name, layout):
+    shape = (4, 0, 5) if layout == "empty" else (4, 3, 5)
+    k, t = layout_pair(shape, kael.float32, "contiguous" if layout == "empty" else layout)
+    for d in (0, 1, -1):
+        if layout == "empty" and d == 1:
+            continue  # torch's split_with_sizes of a 0-size dim: its own sizes rule
+        pieces, want = SPLITS[name](kael, k, d), SPLITS[name](torch, t, d)
+        assert len(pieces) == len(want)
+        for p, w in zip(pieces, want):
+            assert p.shape == tuple(w.shape) and p.stride() == w.stride()
+            assert p.storage_offset() == w.storage_offset() and p.shares_storage(k)
+            assert torch.equal(torch.from_dlpack(p), w)
