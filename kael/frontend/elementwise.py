@@ -4,7 +4,9 @@ Functions, Tensor methods, operators and in-place variants all derive from the t
 tables below. A call promotes its operands (chapter 02's rank and category rules, with
 PyTorch's tiers for 0-d tensors and Python scalars), broadcasts them, and runs one
 fused kernel: operands are converted to the compute dtype inside the kernel, and Python
-scalars travel as run-time parameters, so `x + 1` and `x + 2` share compiled code.
+scalars travel as run-time parameters, so `x + 1` and `x + 2` share compiled code. A NumPy
+array operand is a tensor over its memory, in the dtype torch's operator gives the pair
+(_array_dtype: NumPy's promotion for arithmetic, torch's for == and !=).
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import math
 import warnings
 from dataclasses import dataclass
 
-from kael.frontend import eager, fastpath, formula, tracing, views
+import numpy as np
+
+from kael.frontend import eager, factories, fastpath, formula, interop, tracing, views
 from kael.frontend.outputs import (
     bool_arg,
     check_writable,
@@ -37,6 +41,7 @@ from kael.runtime.dtypes import (
     float16,
     float32,
     float64,
+    from_numpy_dtype,
     get_default_dtype,
     int64,
     on_default_dtype_change,
@@ -58,7 +63,10 @@ class BinaryOp:
     `scalar_exponent` op reads a number `other` as PyTorch's Scalar: a float32 pow computes
     with it in float64, 0.5 and -0.5 run sqrt and rsqrt (_EXPONENT_KERNELS), and an int pow
     refuses an int beyond int64 (the other ops take such an int modulo 2**64 into int64, as
-    PyTorch casts its uint64 Scalar)."""
+    PyTorch casts its uint64 Scalar). `arrays` says how torch's Python operator takes a NumPy
+    array operand (_array_dtype): "numpy" hands the pair to NumPy (x + np.ones(3): NumPy's
+    dtype), "tensor" converts the array as torch.from_numpy does (x == np.ones(3): torch's
+    promotion); None refuses one, as torch's < and its functions do."""
 
     name: str
     ir: str
@@ -67,6 +75,7 @@ class BinaryOp:
     refuse_bool: str | None = None
     tensors: tuple[str, ...] = ()
     scalar_exponent: bool = False
+    arrays: str | None = None  # numpy | tensor
 
 
 @dataclass(frozen=True)
@@ -94,17 +103,28 @@ _INPUT = ("input",)  # eq(Tensor, Tensor) and eq(Tensor, Number): never a Number
 BINARY: dict[str, BinaryOp] = {
     op.name: op
     for op in (
-        BinaryOp("add", "add", "add"),
-        BinaryOp("sub", "sub", refuse_bool=_SUB_BOOL),
-        BinaryOp("mul", "mul"),
-        BinaryOp("div", "div", "true_div"),
-        BinaryOp("floor_divide", "floordiv", refuse_bool="floor_divide does not support bool"),
-        BinaryOp("remainder", "rem", refuse_bool="remainder does not support bool"),
-        BinaryOp("pow", "pow", refuse_bool="pow does not support bool", scalar_exponent=True),
+        BinaryOp("add", "add", "add", arrays="numpy"),
+        BinaryOp("sub", "sub", refuse_bool=_SUB_BOOL, arrays="numpy"),
+        BinaryOp("mul", "mul", arrays="numpy"),
+        BinaryOp("div", "div", "true_div", arrays="numpy"),
+        BinaryOp(
+            "floor_divide",
+            "floordiv",
+            refuse_bool="floor_divide does not support bool",
+            arrays="numpy",
+        ),
+        BinaryOp("remainder", "rem", refuse_bool="remainder does not support bool", arrays="numpy"),
+        BinaryOp(
+            "pow",
+            "pow",
+            refuse_bool="pow does not support bool",
+            scalar_exponent=True,
+            arrays="numpy",
+        ),
         BinaryOp("maximum", "max", tensors=_TENSORS),
         BinaryOp("minimum", "min", tensors=_TENSORS),
-        BinaryOp("eq", "eq", bool_out=True, tensors=_INPUT),
-        BinaryOp("ne", "ne", bool_out=True, tensors=_INPUT),
+        BinaryOp("eq", "eq", bool_out=True, tensors=_INPUT, arrays="tensor"),
+        BinaryOp("ne", "ne", bool_out=True, tensors=_INPUT, arrays="tensor"),
         BinaryOp("lt", "lt", bool_out=True, tensors=_INPUT),
         BinaryOp("le", "le", bool_out=True, tensors=_INPUT),
         BinaryOp("gt", "gt", bool_out=True, tensors=_INPUT),
@@ -112,13 +132,13 @@ BINARY: dict[str, BinaryOp] = {
         BinaryOp("logical_and", "and", "logical", bool_out=True, tensors=_TENSORS),
         BinaryOp("logical_or", "or", "logical", bool_out=True, tensors=_TENSORS),
         BinaryOp("logical_xor", "xor", "logical", bool_out=True, tensors=_TENSORS),
-        BinaryOp("bitwise_and", "bitand", "integral"),
-        BinaryOp("bitwise_or", "bitor", "integral"),
-        BinaryOp("bitwise_xor", "bitxor", "integral"),
+        BinaryOp("bitwise_and", "bitand", "integral", arrays="numpy"),
+        BinaryOp("bitwise_or", "bitor", "integral", arrays="numpy"),
+        BinaryOp("bitwise_xor", "bitxor", "integral", arrays="numpy"),
         BinaryOp("fmod", "fmod", refuse_bool="fmod does not support bool", tensors=_INPUT),
         BinaryOp("copysign", "copysign", "true_div", tensors=_INPUT),
-        BinaryOp("bitwise_left_shift", "shl", "integral", refuse_bool=_SHIFT_BOOL),
-        BinaryOp("bitwise_right_shift", "shr", "integral", refuse_bool=_SHIFT_BOOL),
+        BinaryOp("bitwise_left_shift", "shl", "integral", refuse_bool=_SHIFT_BOOL, arrays="numpy"),
+        BinaryOp("bitwise_right_shift", "shr", "integral", refuse_bool=_SHIFT_BOOL, arrays="numpy"),
     )
 }
 # Binary ops run by name that are no public function of their own: div's
@@ -174,15 +194,20 @@ _NEG_BOOL = (
 # ---- operands --------------------------------------------------------------------------------
 
 
+_NOT_NUMBERS = (Tensor, np.ndarray)  # 0-d ones too: number_of reads neither
+
+
 def number_of(x) -> bool | int | float | complex | None:
-    """x as a Python scalar when it is one (NumPy scalars included), else None."""
+    """x as a Python scalar when it is one (NumPy scalars included), else None. A 0-d NumPy
+    array is an array, not a number, as torch reads it (torch.add(x, np.array(2.0)) is
+    refused; x * np.array(2.0) is NumPy's float64 product, _array_dtype)."""
     kind = type(x)
     if kind is builtins.float or kind is builtins.int or kind is builtins.bool or kind is SymFloat:
         return x
     if kind is builtins.complex:
         return x
     item = getattr(x, "item", None)
-    if item is not None and getattr(x, "shape", None) == () and not isinstance(x, Tensor):
+    if item is not None and getattr(x, "shape", None) == () and not isinstance(x, _NOT_NUMBERS):
         value = item()
         if isinstance(value, builtins.bool | builtins.int | builtins.float | builtins.complex):
             return value
@@ -197,6 +222,76 @@ def _operand(x, op: str):
     if n is None:
         raise TypeError(f"{op}: expected a Tensor or a number, got {type(x).__name__}")
     return n
+
+
+def _binary_operands(op: BinaryOp, a, b) -> tuple:
+    """binary's operands: each a Tensor or a number (_operand), or, where one is a NumPy
+    array, both as tensors (_array_dtype)."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        dtype = _array_dtype(op, a, b)
+        return array_operand(a, dtype), array_operand(b, dtype)
+    return _operand(a, op.name), _operand(b, op.name)
+
+
+def _array_dtype(op: BinaryOp, a, b) -> DType | None:
+    """The dtype of a Tensor's and a NumPy array's pair as torch's operator gives it. An
+    arithmetic one hands them to NumPy: NumPy's promotion (a 0-d array counts as any other:
+    x(float32) * np.array(2.0) is float64; true division of integers is float64). == and
+    != convert the array as torch.from_numpy: None, each keeps its dtype. TypeError for an
+    op torch refuses an array for (x < array), or an array beside no Tensor."""
+    array = a if isinstance(a, np.ndarray) else b
+    tensor = b if array is a else a
+    if op.arrays is None:
+        raise TypeError(
+            f"{op.name}: a NumPy array operand (dtype {array.dtype}, shape {array.shape}) is "
+            "not supported, as in torch; convert it first with kael.from_numpy"
+        )
+    if not isinstance(tensor, Tensor):
+        raise TypeError(
+            f"{op.name}: a NumPy array operand needs a Tensor beside it, got "
+            f"{type(a).__name__} and {type(b).__name__}"
+        )
+    if op.arrays == "tensor":
+        return None
+    dtype = numpy_promotion(tensor, array, op.name)
+    if op.rule == "true_div" and not (dtype.is_floating_point or dtype.is_complex):
+        return float64
+    return dtype
+
+
+def numpy_promotion(tensor: Tensor, array: np.ndarray, op: str) -> DType:
+    """NumPy's common dtype of a tensor's and an array's elements (np.result_type: a dtype
+    look-up, no values), the dtype torch's operators return for such a pair; TypeError
+    where kael has no such dtype, or NumPy no dtype of the tensor's (bfloat16)."""
+    if tensor.dtype is bfloat16:  # its .numpy is the uint16 it is stored as
+        raise TypeError(
+            f"{op}: a bfloat16 tensor and a NumPy array do not promote: NumPy has no "
+            "bfloat16 (torch refuses too); convert one of them first"
+        )
+    try:
+        return from_numpy_dtype(np.result_type(tensor.dtype.numpy, array.dtype))
+    except builtins.TypeError:  # NumPy's DTypePromotionError, kael's unsupported dtype
+        raise TypeError(
+            f"{op}: a {tensor.dtype} tensor and a NumPy array of dtype {array.dtype} have "
+            "no common kael dtype"
+        ) from None
+
+
+def array_operand(x, dtype: DType | None) -> Tensor:
+    """x, a tensor or a NumPy array, as a tensor of `dtype` (None: its own); an array over
+    its own memory where kael can share it (no copy when it already has that dtype)."""
+    tensor = x if isinstance(x, Tensor) else _array_tensor(x, dtype)
+    return tensor if dtype is None or tensor.dtype is dtype else tensor.to(dtype)
+
+
+def _array_tensor(array: np.ndarray, dtype: DType | None) -> Tensor:
+    """An array as a tensor over its memory. One kael cannot share (negative strides,
+    another byte order, uint16/32/64 elements) is copied into `dtype` where one is given
+    (NumPy reads any); with none, from_numpy's error, as torch.from_numpy refuses it."""
+    shared = interop.numpy_dtype(array) is not None and interop.numpy_problem(array) is None
+    if shared or dtype is None:
+        return Tensor(interop.from_numpy_impl(array, warn_readonly=False))  # only read
+    return factories.tensor(array, dtype=dtype)
 
 
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
@@ -396,7 +491,7 @@ def binary(name: str, a, b, out: Tensor | None = None) -> Tensor:
     if done is not None:
         return done
     op = binary_op(name)
-    a, b = _operand(a, name), _operand(b, name)
+    a, b = _binary_operands(op, a, b)
     tensors = [x for x in (a, b) if isinstance(x, Tensor)]
     if not tensors:
         raise TypeError(f"{name}: expected at least one Tensor operand, got two numbers")
@@ -753,7 +848,7 @@ def binary_(name: str, self: Tensor, other) -> Tensor:
     """self = self (op) other, written into self's layout in self's dtype. Its only caller,
     Tensor's in-place methods, asked the fast door already (ops._fast)."""
     op = binary_op(name)
-    other = _operand(other, f"{name}_")
+    other = _inplace_operand(op, self, other)
     compute, result = _binary_dtypes(op, self, other)
     if compute.is_complex:  # computed aside, then stored into self's layout
         from kael.frontend import complex
@@ -772,6 +867,15 @@ def binary_(name: str, self: Tensor, other) -> Tensor:
     _launch_binary(op, self, other, compute, self, fast)
     self._impl.storage.bump_version()
     return self
+
+
+def _inplace_operand(op: BinaryOp, self: Tensor, other):
+    """binary_'s other: a Tensor or a number, or a NumPy array as a tensor of NumPy's dtype
+    for it and self. x += array writes into x, in x's dtype, as x += tensor does (torch's
+    operator falls back to NumPy's x = x + array: a new tensor, of NumPy's dtype)."""
+    if isinstance(other, np.ndarray):
+        return array_operand(other, _array_dtype(op, self, other))
+    return _operand(other, f"{op.name}_")
 
 
 # input (+ or -) alpha * other by whether the compute dtype is a float one: a float one

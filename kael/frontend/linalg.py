@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from kael.codegen.cpu import gemm_run
 from kael.frontend import complex, eager, fastpath
+from kael.frontend.elementwise import array_operand, broadcast_shapes, numpy_promotion
 from kael.frontend.elementwise import binary as _binary
-from kael.frontend.elementwise import broadcast_shapes
 from kael.frontend.outputs import output, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl
 from kael.frontend.views import broadcast_view
@@ -211,6 +213,12 @@ def _rmatmul(self: Tensor, other) -> Tensor:
 
 
 def _matmul_method(self: Tensor, other) -> Tensor:
+    """self @ other. A NumPy array other is a tensor of NumPy's dtype for the pair, as torch's
+    operator hands it to NumPy's matmul (x @ np.ones(3) is float64); Tensor.matmul, kael.matmul
+    and array @ self refuse one, as torch's do."""
+    if isinstance(other, np.ndarray):
+        dtype = numpy_promotion(self, other, "matmul")
+        self, other = array_operand(self, dtype), array_operand(other, dtype)
     return _product(self, other, None, "matmul")
 
 

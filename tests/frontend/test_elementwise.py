@@ -10,6 +10,7 @@ pins the book's rule and says so.
 import math
 import operator as operator_module
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -2236,3 +2237,225 @@ def test_float16_pow_of_half_is_pow_not_sqrt_as_torch(exponent):
     assert [math.copysign(1, v) for v in got.tolist()] == [
         math.copysign(1, v) for v in want.tolist()
     ]
+
+
+# ---- NumPy array operands of the operators ----------------------------------------------------
+
+# torch's Tensor operators hand an ndarray operand to NumPy (x + np.arange(3.) is NumPy's
+# add, wrapped back as a tensor): its dtype is NumPy's promotion of the pair, a 0-d array
+# counting as fully as any other. Divisors and exponents here are nonzero and non-negative.
+ARRAY_OPERATORS = {
+    "+": operator_module.add,
+    "-": operator_module.sub,
+    "*": operator_module.mul,
+    "/": operator_module.truediv,
+    "//": operator_module.floordiv,
+    "%": operator_module.mod,
+    "**": operator_module.pow,
+}
+BITWISE_ARRAY_OPERATORS = {
+    "&": operator_module.and_,
+    "|": operator_module.or_,
+    "^": operator_module.xor,
+    "<<": operator_module.lshift,
+    ">>": operator_module.rshift,
+}
+ARRAY_PAIRS = {
+    "f32 tensor, f64 array": (torch.float32, np.array([2.0, 3.0, 1.0])),
+    "f32 tensor, f32 array": (torch.float32, np.array([2.0, 3.0, 1.0], np.float32)),
+    "f32 tensor, i32 array": (torch.float32, np.array([2, 3, 1], np.int32)),
+    "i64 tensor, f32 array": (torch.int64, np.array([2.0, 3.0, 1.0], np.float32)),
+    "i32 tensor, i64 array": (torch.int32, np.array([2, 3, 1])),
+    "i32 tensor, u8 array": (torch.int32, np.array([2, 3, 1], np.uint8)),
+    "f16 tensor, i16 array": (torch.float16, np.array([2, 3, 1], np.int16)),
+    "f32 tensor, u16 array": (torch.float32, np.array([2, 3, 1], np.uint16)),
+    "f32 tensor, 0-d f64 array": (torch.float32, np.array(2.0)),
+    "i32 tensor, 0-d i64 array": (torch.int32, np.array(3)),
+    "f32 tensor, stepped array": (torch.float32, np.array([2.0, 9.0, 3.0, 9.0, 1.0, 9.0])[::2]),
+    "f32 tensor, reversed array": (torch.float32, np.array([1.0, 3.0, 2.0])[::-1]),
+    "f64 tensor, big-endian array": (torch.float64, np.array([2.0, 3.0, 1.0], ">f4")),
+}  # fmt: skip
+
+
+def _array_case(pair: str):
+    """(kael tensor, torch tensor, array) of an ARRAY_PAIRS entry: a [2, 3] tensor."""
+    dtype, array = ARRAY_PAIRS[pair]
+    t = torch.tensor([[1, -2, 4], [3, 5, -6]]).to(dtype)
+    return to_kael(t), t, array
+
+
+@pytest.mark.parametrize("pair", sorted(ARRAY_PAIRS))
+@pytest.mark.parametrize("symbol", sorted(ARRAY_OPERATORS))
+def test_an_ndarray_operand_of_an_operator_takes_numpys_dtype_like_torch(symbol, pair):
+    """kael refused an array ("add: expected a Tensor or a number, got ndarray") and read a
+    0-d one as a number (x(float32) * np.array(2.0) gave float32, torch float64)."""
+    k, t, array = _array_case(pair)
+    op = ARRAY_OPERATORS[symbol]
+    with np.errstate(all="ignore"):
+        assert_same(op(k, array), op(t, array), zero_sign=False)
+
+
+@pytest.mark.parametrize("pair", ["i32 tensor, i64 array", "i32 tensor, u8 array"])
+@pytest.mark.parametrize("symbol", sorted(BITWISE_ARRAY_OPERATORS))
+def test_an_ndarray_operand_of_a_bitwise_operator_matches_torch(symbol, pair):
+    k, t, array = _array_case(pair)
+    op = BITWISE_ARRAY_OPERATORS[symbol]
+    assert_same(op(k, array), op(t, array))
+
+
+EQ_ARRAY_CASES = {
+    "f32 == f64 array": (torch.float32, [2.0, 0.1], np.array([2.0, 0.1])),
+    "f32 == i32 array": (torch.float32, [16777216.0, 1.0], np.array([16777217, 1], np.int32)),
+    "f32 == 0-d f64 array": (torch.float32, [16777216.0, 1.0], np.array(16777217.0)),
+    "i32 == 0-d f64 array": (torch.int32, [1, 2], np.array(1.0)),
+    "bf16 == f64 array": (torch.bfloat16, [1.0, 2.0], np.array([1.0, 3.0])),
+    "bool == bool array": (torch.bool, [True, False], np.array([True, True])),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(EQ_ARRAY_CASES))
+def test_eq_and_ne_with_an_ndarray_compare_it_as_a_tensor_like_torch(case):
+    """torch's == converts the array as torch.from_numpy and promotes as tensors (float32 ==
+    int32 array compares in float32, a 0-d array is a 0-d tensor), where its arithmetic
+    operators hand the pair to NumPy. Its != falls back to Python's identity test (True);
+    kael's compares each element, as its == does."""
+    dtype, data, array = EQ_ARRAY_CASES[case]
+    t, k = torch.tensor(data, dtype=dtype), kael.tensor(data, dtype=TO_KAEL[dtype])
+    assert_same(k == array, t == array)
+    assert_same(array == k, array == t)
+    assert (t != array) is True
+    assert_same(k != array, ~(t == array))
+
+
+@pytest.mark.parametrize(
+    "array",
+    [np.array([1.0, 2.0, 3.0])[::-1], np.array([1.0, 2.0, 3.0], ">f8")],
+    ids=["reversed", "big-endian"],
+)
+def test_eq_with_an_ndarray_torch_from_numpy_refuses_is_a_value_error(array):
+    with pytest.raises(ValueError):
+        torch.ones(3) == array  # noqa: B015
+    with pytest.raises(kael.ValueError, match="numpy array has"):
+        kael.ones(3) == array  # noqa: B015
+
+
+def test_an_ndarray_broadcasts_against_the_tensor_like_torch():
+    t = torch.tensor([1.5, -2.0, 4.0])
+    for array in (np.ones((2, 3)), np.ones((0, 3), np.float32), np.ones(1, np.float32)):
+        assert_same(to_kael(t) + array, t + array)
+
+
+def test_a_read_only_ndarray_operand_is_read_without_a_warning():
+    array = np.broadcast_to(np.arange(3.0), (2, 3))
+    t = torch.tensor([1.5, -2.0, 4.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = to_kael(t) * array
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        assert_same(got, t * array)
+
+
+@pytest.mark.parametrize("symbol", sorted(ARRAY_OPERATORS))
+def test_an_ndarray_on_the_left_of_an_operator_is_a_tensor_too(symbol):
+    """NumPy defers to a tensor's reflected operator (its priority): array OP x is computed as
+    x OP array is, in NumPy's dtype for the pair. torch answers NotImplemented there for all
+    but / (a TypeError); kael computes them all (its reflected forms cannot tell)."""
+    op = ARRAY_OPERATORS[symbol]
+    t = torch.tensor([[1.0, 2.0, 4.0], [3.0, 5.0, 6.0]])
+    array = np.array([2, 3, 1], np.int32)
+    got = op(array, to_kael(t))
+    want = op(torch.from_numpy(array).double(), t.double())  # NumPy's float64
+    assert_same(got, want)
+
+
+def test_an_ndarray_divided_by_a_tensor_has_torchs_dtype():
+    """torch's array / x is x.reciprocal() * array, NumPy's product of the two (float64); kael
+    divides once in that dtype: the same values where the reciprocals are exact, as here."""
+    t = torch.tensor([2.0, 4.0, 8.0])
+    assert_same(np.array([1.0, 3.0, 2.0]) / to_kael(t), np.array([1.0, 3.0, 2.0]) / t)
+    assert_same(np.array(2.0) / to_kael(t), np.array(2.0) / t)  # a 0-d array too: float64
+
+
+IN_PLACE_OPERATORS = {
+    "+=": operator_module.iadd,
+    "-=": operator_module.isub,
+    "*=": operator_module.imul,
+    "/=": operator_module.itruediv,
+    "**=": operator_module.ipow,
+}
+ORDERINGS = {
+    "<": operator_module.lt,
+    "<=": operator_module.le,
+    ">": operator_module.gt,
+    ">=": operator_module.ge,
+}
+
+
+@pytest.mark.parametrize("symbol", sorted(IN_PLACE_OPERATORS))
+def test_in_place_operator_with_an_ndarray_writes_into_the_tensor(symbol):
+    """kael writes x OP= array into x, in x's dtype, as x OP= tensor does; torch's operator
+    falls back to x = x OP array, a new tensor of NumPy's dtype (the same values here, where
+    x's dtype is that one)."""
+    op = IN_PLACE_OPERATORS[symbol]
+    t = torch.tensor([[1.0, -2.0, 4.0], [3.0, 5.0, -6.0]], dtype=torch.float64)
+    k = to_kael(t)
+    storage = k._impl.storage
+    array = np.array([2.0, 3.0, 1.0], np.float32)
+    assert op(k, array) is k and k._impl.storage is storage
+    assert_same(k, op(t.clone(), array))
+
+
+def test_in_place_operator_with_an_ndarray_keeps_the_in_place_refusals():
+    k = kael.tensor([1, 2, 3], dtype=kael.int32)
+    with pytest.raises(kael.TypeError, match="result type float64 can't be cast"):
+        k += np.array([0.5, 1.0, 1.5])
+    with pytest.raises(kael.ValueError, match=r"output with shape \[3\]"):
+        k += np.ones((2, 3), np.int32)
+
+
+@pytest.mark.parametrize("symbol", sorted(ORDERINGS))
+def test_ordering_comparisons_refuse_an_ndarray_like_torch(symbol):
+    op = ORDERINGS[symbol]
+    array = np.array([2.0, 3.0, 1.0])
+    for left, right in ((torch.ones(3), array), (array, torch.ones(3))):
+        with pytest.raises(TypeError):
+            op(left, right)
+    for left, right in ((kael.ones(3), array), (array, kael.ones(3))):
+        with pytest.raises(kael.TypeError, match=r"NumPy array operand \(dtype float64, shape"):
+            op(left, right)
+
+
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda L: L.ones(3, dtype=L.bfloat16) + np.ones(3), "bfloat16 tensor and a NumPy"),
+        (lambda L: L.ones(3) + np.array([1, 2, 3], dtype=object), "dtype object have no"),
+        (lambda L: L.ones(3) + np.array(["a", "b", "c"]), "dtype <U1 have no"),
+        (lambda L: L.ones(3, dtype=L.bool) - np.ones(3, bool), "Subtraction, the `-` operator"),
+        (lambda L: L.add(L.ones(3), np.ones(3), alpha=2), "expected a Tensor or a number"),
+        (lambda L: L.where(L.ones(3) > 0, L.ones(3), np.array(2.0)), "got ndarray"),
+        (lambda L: L.clamp(L.ones(3), np.array(2.0)), "got ndarray"),
+        (lambda L: L.ones(3).masked_fill(L.ones(3) > 0, np.array(2.0)), "got ndarray"),
+        (lambda L: L.add(L.ones(3), L.ones(3), alpha=np.array(2.0)), "alpha' must be a number"),
+        (lambda L: L.maximum(L.ones(3), np.ones(3)), "other"),
+    ],
+    ids=[
+        "bfloat16", "object", "str", "bool minus bool", "alpha", "where 0-d", "clamp 0-d",
+        "masked_fill 0-d", "0-d alpha", "maximum",
+    ],
+)  # fmt: skip
+def test_ndarray_operands_torch_refuses_are_type_errors(make, match):
+    """torch refuses these (a 0-d array is no Number to its signatures); kael read a 0-d
+    array as a number."""
+    with pytest.raises(TypeError), np.errstate(all="ignore"):
+        make(torch)
+    with pytest.raises(kael.TypeError, match=match):
+        make(kael)
+
+
+def test_an_ndarray_operand_needs_a_tensor_beside_it():
+    with pytest.raises(kael.TypeError, match="needs a Tensor beside it, got ndarray and int"):
+        kael.add(np.ones(3), 2)
+    with pytest.raises(kael.TypeError, match="got ndarray and ndarray"):
+        kael.mul(np.ones(3), np.ones(3))

@@ -476,3 +476,43 @@ def test_ex_results_have_torchs_field_names():
     for ex in (kael.linalg.inv_ex(spd), kael.linalg.cholesky_ex(spd)):
         _, info = ex
         assert info.dtype is kael.int32 and info.item() == 0
+
+
+# ---- a NumPy array right of `@` ----------------------------------------------------------------
+
+MATMUL_ARRAY_CASES = {
+    "f32 @ f64 vector": (torch.float32, (3,), np.ones(3)),
+    "f32 @ i64 vector": (torch.float32, (3,), small_ints((3,), torch.int64)),
+    "i32 @ i64 vector": (torch.int32, (3,), small_ints((3,), torch.int64)),
+    "f32 @ f16 vector": (torch.float32, (3,), small_ints((3,), torch.float16)),
+    "f32 matrix @ f32 matrix": (torch.float32, (2, 3), small_ints((3, 4), torch.float32)),
+    "f64 batch @ f32 matrix": (torch.float64, (2, 2, 3), small_ints((3, 4), torch.float32)),
+    "f32 @ transposed array": (torch.float32, (2, 3), small_ints((4, 3), torch.float64).T),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(MATMUL_ARRAY_CASES))
+def test_matmul_operator_takes_an_ndarray_in_numpys_dtype_like_torch(case):
+    """torch's `x @ array` is NumPy's matmul of the pair (x @ np.ones(3) is float64);
+    kael refused the array ("matmul(): other must be a Tensor")."""
+    dtype, shape, array = MATMUL_ARRAY_CASES[case]
+    k, t = pair(small_ints(shape, dtype, seed=3))
+    check_equal(k @ array, t @ array)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda L, x: np.ones(3) @ x, kael.TypeError, "input must be a Tensor"),
+        (lambda L, x: x.matmul(np.ones(3)), kael.TypeError, "other must be a Tensor"),
+        (lambda L, x: L.matmul(x, np.ones(3)), kael.TypeError, "other must be a Tensor"),
+        (lambda L, x: x @ np.array(2.0), kael.ValueError, "need to be at least 1D"),
+        (lambda L, x: x @ np.ones(4), kael.ValueError, r"shapes \[3\] and \[4\]"),
+    ],
+    ids=["array @ tensor", "method", "function", "0-d array", "sizes"],
+)
+def test_matmul_ndarray_operands_torch_refuses_are_typed_errors(call, error, match):
+    with pytest.raises((TypeError, ValueError)):
+        call(torch, torch.ones(3))
+    with pytest.raises(error, match=match):
+        call(kael, kael.ones(3))
