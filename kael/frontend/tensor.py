@@ -77,16 +77,32 @@ def _size_of(shape: tuple) -> Size:
     return size
 
 
+# (shape, dtype) -> (bytes, strides) of the host results made lately: every op makes one
+_host_layouts: dict[tuple, tuple[int, tuple]] = {}
+
+
 def empty_impl(shape: tuple[int, ...], dtype: DType, device: Device) -> TensorImpl:
     """A contiguous impl over new, uninitialised storage sized exactly for its elements; the
-    rank is checked first, so no kernel fills a result that could never become a Tensor."""
+    rank is checked first, so no kernel fills a result that could never become a Tensor.
+    A host layout made before skips the checks and arithmetic (_host_layouts)."""
+    trace = _trace_state.trace
+    if device is CPU and trace is None and type(shape) is tuple:
+        known = _host_layouts.get((shape, dtype))
+        if known is not None:
+            nbytes, strides = known
+            storage = Storage.host(nbytes) if nbytes else Storage(0, CPU)
+            return TensorImpl.of_tuples(storage, shape, strides, 0, dtype, CPU)
     check_rank(shape)
     nbytes = checked_mul(shape_numel(shape), dtype.itemsize, "tensor size in bytes")
     if device is not CPU:
         cuda_driver.require()  # a clear error even for 0 bytes, which allocate nothing
-    trace = _trace_state.trace
     storage = Storage(nbytes, device) if trace is None else trace.new_storage(nbytes, device)
-    return TensorImpl(storage, shape, contiguous_strides(shape), 0, dtype, device)
+    strides = contiguous_strides(shape)
+    if device is CPU and type(shape) is tuple:
+        if len(_host_layouts) >= 4096:
+            _host_layouts.clear()
+        _host_layouts[(shape, dtype)] = (nbytes, strides)
+    return TensorImpl(storage, shape, strides, 0, dtype, device)
 
 
 def clone_impl(impl: TensorImpl, dtype: DType | None = None) -> TensorImpl:
