@@ -203,7 +203,10 @@ def cumprod_(self: Tensor, dim, *, dtype=None) -> Tensor:
 
 def _triangle(name: str, x: Tensor, diagonal, out: Tensor, fast: tuple | None = None) -> None:
     """out = x where (column - row) is on the kept side of `diagonal`, else 0; the launch
-    remembered under the fast door's key `fast` when one is given."""
+    remembered under the fast door's key `fast` when one is given. A complex x: each
+    part's triangle, written through the float views."""
+    if x.dtype.is_complex:
+        x, out, fast = _parts(x), _parts(out), None
     upper = name.startswith("triu")
     rank, dtype = x.ndim, x.dtype
 
@@ -227,6 +230,13 @@ def _triangle(name: str, x: Tensor, diagonal, out: Tensor, fast: tuple | None = 
 def _check_matrix(x: Tensor, op: str) -> None:
     if x.ndim < 2:
         raise Error(f"{op}: input tensor must have at least 2 dimensions, got {x.ndim}")
+
+
+def _parts(x: Tensor) -> Tensor:
+    """A complex x's float view [..., 2, m, n]: the real and imaginary matrices."""
+    from kael.frontend.complex import view_as_real
+
+    return view_as_real(x).movedim(-1, -3)
 
 
 def _triangle_key(name: str, impl: TensorImpl, diagonal: int) -> tuple:

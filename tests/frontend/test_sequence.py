@@ -662,3 +662,29 @@ def test_a_repeated_roll_is_keyed_by_its_shift_and_the_input_layout():
         for kx, tx in ((k, t), (k.T, t.T), (k[:, 1:], t[:, 1:])):
             _assert_fresh_copy(kael.roll(kx, shift, 1), torch.roll(tx, shift, 1), kx)
             _assert_fresh_copy(kx.flip(1), tx.flip(1), kx)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("name", ["tril", "triu"])
+def test_a_complex_triangle_keeps_both_parts_as_torch(dtype, name):
+    rng = np.random.default_rng(12)
+    values = rng.standard_normal((2, 3, 4)) + 1j * rng.standard_normal((2, 3, 4))
+    k, t = (
+        kael.tensor(values).to(getattr(kael, dtype)),
+        torch.tensor(values).to(getattr(torch, dtype)),
+    )
+    for diagonal in (-1, 0, 2):
+        want = getattr(torch, name)(t, diagonal)
+        for got in (getattr(k, name)(diagonal), getattr(k.mT.mT.contiguous(), name)(diagonal)):
+            assert got.dtype is getattr(kael, dtype)
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+        np.testing.assert_array_equal(
+            getattr(k.transpose(-1, -2), name)(diagonal).numpy(),
+            getattr(t.transpose(-1, -2), name)(diagonal).numpy(),
+        )
+        out = kael.empty(2, 3, 4, dtype=getattr(kael, dtype))
+        assert getattr(kael, name)(k, diagonal, out=out) is out
+        np.testing.assert_array_equal(out.numpy(), want.numpy())
+        inplace = k.clone()
+        getattr(inplace, f"{name}_")(diagonal)
+        np.testing.assert_array_equal(inplace.numpy(), want.numpy())
