@@ -428,8 +428,8 @@ def _fast_getitem(slow):
     basic index skips the door's frames too. x[i] of an integer index tensor on x's device
     is index_select's fast door along dim 0; a negative or bad index takes the full path,
     which wraps or raises, and so do later calls of that layout pair (`wrapped`). x[mask]
-    of a bool mask of x's shape, both row-major: the mask's flat nonzero places, then
-    index_select's door on x's flat view."""
+    of a bool mask of x's leading dims, both row-major: the mask's flat nonzero places,
+    then index_select's door on x viewed as rows of the dims after the mask's."""
     select = FUNCTIONS["index_select"]
     wrapped: set = set()  # (x's layout, the index's) that met a negative index
 
@@ -438,10 +438,12 @@ def _fast_getitem(slow):
             impl, own = key._impl, self._impl
             if impl.device is not own.device or trace_state.trace is not None:
                 return slow(self, key)
-            if impl.dtype is bool_ and impl.shape == own.shape and impl.shape:
+            lead = len(impl.shape)
+            if impl.dtype is bool_ and lead and impl.shape == own.shape[:lead]:
                 if impl.is_contiguous() and own.is_contiguous():
                     places = indexing.nonzero_impl(key.reshape(-1)._impl)
-                    return select(self.reshape(-1), 0, Tensor(places).view(-1))
+                    rows = self.reshape(-1, *own.shape[lead:])
+                    return select(rows, 0, Tensor(places).view(-1))
             elif impl.dtype in _INDEX_DTYPES and impl.shape and own.shape:
                 pair = (own.shape, own.strides, impl.shape, impl.strides)
                 if pair in wrapped:

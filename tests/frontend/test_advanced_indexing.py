@@ -452,3 +452,18 @@ def test_a_mask_of_the_tensors_shape_picks_as_torch(dtype):
                 np.testing.assert_array_equal(got.numpy(), want.numpy())
     with pytest.raises(kael.IndexError, match="shape of the mask"):
         kael.ones(2, 3)[kael.ones(3, 2, dtype=kael.bool)]
+
+
+@pytest.mark.parametrize(
+    "shapes", [((5, 3), (5,)), ((4, 3, 2), (4, 3)), ((4, 3, 2), (4,)), ((0, 3), (0,))]
+)
+def test_a_mask_of_the_leading_dims_picks_rows_as_torch(shapes):
+    rng = np.random.default_rng(9)
+    values, mask = rng.standard_normal(shapes[0]), rng.standard_normal(shapes[1]) > 0
+    for _ in range(2):
+        got = kael.tensor(values)[kael.tensor(mask)]
+        want = torch.tensor(values)[torch.from_numpy(mask)]
+        assert got.shape == tuple(want.shape)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    with pytest.raises(kael.IndexError, match="shape of the mask"):
+        kael.ones(4, 3)[kael.ones(3, dtype=kael.bool)]
