@@ -33,6 +33,7 @@ from kael.runtime.convert import to_float32
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import bfloat16, float16, float32, float64, uint8
 from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
 from kael.runtime.tracestate import state as trace_state
 
 MODES = {
@@ -320,11 +321,18 @@ def _resample_kernel(x: Tensor, dim: int, tables: tuple, size: int, taps: int) -
 
     shape = x.shape
     outer, inner = math.prod(shape[:dim]), math.prod(shape[dim + 1 :])
-    src = x.contiguous().reshape((outer, shape[dim], inner))
+    src = _as_rows(x.contiguous()._impl, (outer, shape[dim], inner))
     out = empty_impl((outer, size, inner), x.dtype, x.device)
     idx, weights = tables
-    resample.run(src._impl, out, idx._impl, weights._impl, taps)
-    return Tensor(out).reshape((*shape[:dim], size, *shape[dim + 1 :]))
+    resample.run(src, out, idx._impl, weights._impl, taps)
+    return Tensor.trusted(_as_rows(out, (*shape[:dim], size, *shape[dim + 1 :])))
+
+
+def _as_rows(impl: TensorImpl, shape: tuple) -> TensorImpl:
+    """The contiguous impl read in another shape of as many elements (a view made without
+    reshape's checks: every contiguous layout of the same elements is valid)."""
+    strides = contiguous_strides(shape)
+    return TensorImpl.of_tuples(impl.storage, shape, strides, impl.offset, impl.dtype, impl.device)
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
