@@ -578,9 +578,10 @@ def _collect_held(words: str, get: Callable, node, read: frozenset, found: _Sour
     """The tensors and constants an object named in globals or a closure holds, each with a
     getter of its path from the name (a constant only where the code names every attribute
     and string key of its path: it may read it), with the class attributes the code names
-    of each object and the length of each list and dict in it (a list or dict of constants
-    alone: its copy, compared whole with ==, one C-level test a call); past MAX_SOURCES
-    values, `found.overflow`."""
+    of each object and the length of each list and dict in it (a list or dict of more than
+    WHOLE_ITEMS constants alone: its copy, compared whole with ==, one C-level test a call,
+    which tells neither 1 from 1.0 nor 0.0 from -0.0 in it); past MAX_SOURCES values,
+    `found.overflow`."""
     whole = set()  # the paths of the lists and dicts of constants compared whole
     for count, (path, value) in enumerate(_walk(node, (), HELD_DEPTH, {id(node)}, read)):
         if count >= MAX_SOURCES:
@@ -594,7 +595,11 @@ def _collect_held(words: str, get: Callable, node, read: frozenset, found: _Sour
             found.tensors.setdefault(
                 id(value._impl.storage), (follow, _layout_of(value._impl), where)
             )
-        elif type(value) in _PLAIN_NODES and all(map(_guarded, _contents(value))):
+        elif (
+            type(value) in _PLAIN_NODES
+            and len(value) > WHOLE_ITEMS
+            and all(map(_guarded, _contents(value)))
+        ):
             whole.add(path)
             found.items.append((follow, type(value)(value), where))
         elif isinstance(value, _NODES):
@@ -613,6 +618,9 @@ def _collect_held(words: str, get: Callable, node, read: frozenset, found: _Sour
 
 
 _PLAIN_NODES = (list, tuple, dict, collections.deque)
+# Lists and dicts of constants longer than this are compared whole (_collect_held); shorter
+# ones item by item, each by type and exact value.
+WHOLE_ITEMS = 32
 
 
 def _contents(node) -> list:

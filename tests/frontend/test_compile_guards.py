@@ -647,3 +647,23 @@ def test_a_long_global_list_of_numbers_is_compared_whole():
         same(f(x), torch.full((2,), 7.0))
     finally:
         _TABLE[5] = 5.0
+
+
+_SMALL = [1]
+_ZERO = {"z": 0.0}
+
+
+def test_a_short_global_list_or_dict_tells_int_from_float_and_signed_zeros():
+    f = kael.compile(lambda x: x * _SMALL[0])
+    g = kael.compile(lambda y: y * _ZERO["z"])
+    x, y = kael.tensor([1, 2, 3]), kael.tensor([-1.0, 1.0])
+    try:
+        assert f(x).dtype is kael.int64
+        _SMALL[0] = 1.0
+        assert f(x).dtype is kael.float32
+        for zero in (0.0, -0.0):
+            _ZERO["z"] = zero
+            got, want = g(y).numpy(), (torch.tensor([-1.0, 1.0]) * zero).numpy()
+            assert np.signbit(got).tolist() == np.signbit(want).tolist()
+    finally:
+        _SMALL[0], _ZERO["z"] = 1, 0.0
