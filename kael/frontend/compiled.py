@@ -254,7 +254,8 @@ def _gather(node, path: tuple, depth: int, seen: set, paths: list, values: list)
 
 def _members(node) -> list[tuple[tuple, object]]:
     """(key, value) of what `node` holds: its items (by key or position), then its
-    attributes (its __dict__ and __slots__); a key is ("[]", key) or (".", name)."""
+    attributes (its __dict__ and __slots__), then its class's constants it does not shadow
+    (`self.eps` of `class Cfg: eps = 1e-5`); a key is ("[]", key) or (".", name)."""
     # (list() copies at once: another thread may add a key or an attribute meanwhile)
     if isinstance(node, dict):
         found = [(("[]", _key(k)), v) for k, v in list(node.items())]
@@ -262,11 +263,33 @@ def _members(node) -> list[tuple[tuple, object]]:
         found = [(("[]", i), v) for i, v in enumerate(list(node))]
     else:
         found = []
-    found += [((".", k), v) for k, v in list((getattr(node, "__dict__", None) or {}).items())]
-    for name in _slot_names(type(node)):
+    own = list((getattr(node, "__dict__", None) or {}).items())
+    found += [((".", k), v) for k, v in own]
+    kind = type(node)
+    for name in _slot_names(kind):
         if hasattr(node, name):
             found.append(((".", name), getattr(node, name)))
+    names = _class_constants(kind)
+    if names:
+        shadowed = {k for k, _ in own}
+        found += [((".", n), getattr(kind, n)) for n in names if n not in shadowed]
     return found
+
+
+@functools.lru_cache(maxsize=1024)
+def _class_constants(kind: type) -> tuple[str, ...]:
+    """The names a user class (or a base of it) holds a constant or a tensor under in its
+    own namespace (not a dunder, a method or a descriptor): values its instances read as
+    their attributes, which a plan may bake in."""
+    if _own(kind.__module__ or "") or kind.__module__ == "types":
+        return ()
+    names = []
+    for klass in kind.__mro__[:-1]:  # object's own namespace holds none
+        for name, value in vars(klass).items():
+            fresh = not name.startswith("__") and name not in names
+            if fresh and (isinstance(value, Tensor) or _guarded(value)):
+                names.append(name)
+    return tuple(names)
 
 
 def _key(key):
@@ -604,17 +627,8 @@ def _collect_held(words: str, get: Callable, node, read: frozenset, found: _Sour
             found.items.append((follow, type(value)(value), where))
         elif isinstance(value, _NODES):
             found.sizes.append((follow, len(value), where))
-        elif _guarded(value):
-            if all(not isinstance(key, str) or key in read for _, key in path):
-                found.values.append((follow, value, _constant_part(value), where))
-        elif _looked_into(value) and not isinstance(value, _NODES):
-            kind = type(value)
-            if not _own(kind.__module__):
-                for name in sorted(read - getattr(value, "__dict__", {}).keys()):
-                    held = _class_attribute(kind, name)
-                    if held is not None and (isinstance(held, Tensor) or _guarded(held)):
-                        at = functools.partial(_follow, get, (*path, (".", name)))
-                        _collect_value(f"{where}.{name}", at, held, read, found, [])
+        elif _guarded(value) and all(not isinstance(k, str) or k in read for _, k in path):
+            found.values.append((follow, value, _constant_part(value), where))
 
 
 _PLAIN_NODES = (list, tuple, dict, collections.deque)
@@ -626,18 +640,6 @@ WHOLE_ITEMS = 32
 def _contents(node) -> list:
     """The values a list, tuple, deque or dict holds (a copy: another thread may add one)."""
     return list(node.values()) if isinstance(node, dict) else list(node)
-
-
-def _class_attribute(kind: type, name: str):
-    """The value a class (or a base of it) holds as `name` in its own namespace, None for
-    none and for a dunder (`__name__` is the class's, not its instances')."""
-    if name.startswith("__"):
-        return None
-    for klass in kind.__mro__:
-        space = vars(klass)
-        if name in space:
-            return space[name]
-    return None
 
 
 def _walk(node, path: tuple, depth: int, seen: set, read: frozenset):

@@ -667,3 +667,23 @@ def test_a_short_global_list_or_dict_tells_int_from_float_and_signed_zeros():
             assert np.signbit(got).tolist() == np.signbit(want).tolist()
     finally:
         _SMALL[0], _ZERO["z"] = 1, 0.0
+
+
+class _Scaler:
+    factor = 2.0  # a class constant its method reads through self
+
+    @kael.compile
+    def forward(self, x):
+        return x * self.factor
+
+
+def test_a_class_constant_read_through_a_self_argument_is_guarded():
+    scaler, x = _Scaler(), kael.ones(2)
+    try:
+        for factor in (2.0, 5.0):
+            _Scaler.factor = factor
+            same(scaler.forward(x), torch.full((2,), factor))
+        scaler.factor = 7.0  # an instance attribute now shadows it
+        same(scaler.forward(x), torch.full((2,), 7.0))
+    finally:
+        _Scaler.factor = 2.0
