@@ -11,7 +11,8 @@ fuse with the ops around them into one row group. From GENERATED_FROM_BYTES up, 
 CPU call runs that composition as a compiled plan (faster than the row kernels, but each
 new shape costs a trace). cross_entropy and layer_norm copy their rows contiguous first
 (the class dim moved last); under a trace they are extern steps (their row kernels keep
-numerics the composed ops lack: float64 moments, overflow-free squares).
+numerics the composed ops lack: float64 moments, overflow-free squares). A plain eager
+call of either that was seen before replays its launches (their fast doors, below).
 Integer and bool inputs become float32 (the book's as_floating); float16 and bfloat16
 inputs compute in float32 and round their results once (frontend/opmath.py). A complex
 input is refused (kael.TypeError), as PyTorch's kernels refuse it, unless a dtype= converts
@@ -20,6 +21,7 @@ it first; logsumexp alone takes one, as PyTorch does: the max of the real parts 
 
 from __future__ import annotations
 
+import ctypes
 import math
 from collections.abc import Callable
 
@@ -31,11 +33,11 @@ from kael.frontend.opmath import in_float32
 from kael.frontend.outputs import device_of, float_arg, output, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import as_dtype, float32, float64, get_default_dtype, int64
+from kael.runtime.dtypes import INT64_MAX, as_dtype, float32, float64, get_default_dtype, int64
 from kael.runtime.errors import IndexError, TypeError, ValueError
-from kael.runtime.launcher import PARALLEL_BYTES
+from kael.runtime.launcher import PARALLEL_BYTES, PROMOTE_BYTES
 from kael.runtime.storage import Storage
-from kael.runtime.tensor_impl import TensorImpl, format_shape, host_ptr
+from kael.runtime.tensor_impl import TensorImpl, format_shape, host_ptr, shape_numel
 from kael.runtime.threadpool import get_num_threads
 from kael.runtime.tracestate import state
 
@@ -351,7 +353,6 @@ def _composed_cross_entropy(
     return (total / sample_weight.sum() if reduction == "mean" else total).to(x.dtype)
 
 
-@in_float32(operands=2)
 def cross_entropy(
     input: Tensor,
     target: Tensor,
@@ -366,6 +367,124 @@ def cross_entropy(
     target shaped like them holds class probabilities. reduction, ignore_index and
     label_smoothing are keyword-only: torch's fourth positional is its deprecated
     size_average. Class indices without smoothing run the fused row kernel."""
+    key = _cross_entropy_key(input, target, weight, ignore_index, reduction, label_smoothing)
+    kept = None if key is None else _CROSS_ENTROPY_CALLS.get(key)
+    if kept is not None and kept is not _UNSERVED:
+        out = _replay_cross_entropy(kept, input._impl, target._impl)
+        if out is not None:
+            return out
+    out = _cross_entropy(
+        input,
+        target,
+        weight,
+        ignore_index=ignore_index,
+        reduction=reduction,
+        label_smoothing=label_smoothing,
+    )
+    if key is not None and kept is None and len(_CROSS_ENTROPY_CALLS) < _MAX_CALLS:
+        _CROSS_ENTROPY_CALLS[key] = _cross_entropy_launches(*key)  # the full door judged it
+    return out
+
+
+# cross_entropy's fast door: per logits dtype and shape, target shape, reduction and
+# ignore_index, the launches of a plain call (float32/float64 logits [C] or [N, C] and an
+# int64 target, both dense on the host, no weight, no smoothing, rows small enough to run
+# inline: the row kernel, then the total or the losses' copy), replayed with this call's
+# addresses; a bad target the kernel reports hands the call to the full door, which
+# raises. The key holds every shape the full door judged ([4, 16] float32: 17 -> 4 us).
+_CROSS_ENTROPY_CALLS: dict[tuple, tuple | object] = {}
+_CROSS_ENTROPY_DTYPES = (float32, float64)
+
+
+def _cross_entropy_key(input, target, weight, ignore_index, reduction, smoothing) -> tuple | None:
+    """The door's key of a plain call (see above), or None: the full door takes the rest."""
+    if not (
+        fastpath._open()
+        and type(input) in fastpath.PLAIN
+        and type(target) in fastpath.PLAIN
+        and weight is None
+        and type(smoothing) is float
+        and smoothing == 0.0
+        and type(ignore_index) is int
+        and type(reduction) is str
+    ):
+        return None
+    x, t = input._impl, target._impl
+    dense = fastpath.dense_strides
+    if (
+        x.dtype not in _CROSS_ENTROPY_DTYPES
+        or len(x.shape) not in (1, 2)
+        or t.dtype is not int64
+        or x.device is not CPU
+        or t.device is not CPU
+        or x.strides != dense(x.shape)
+        or t.strides != dense(t.shape)
+    ):
+        return None
+    return (x.dtype, x.shape, t.shape, reduction, ignore_index)
+
+
+def _cross_entropy_launches(dtype, shape, target_shape, reduction, ignore_index) -> tuple | object:
+    """The launches of a call the full door ran (and judged) with this key: the row kernel's
+    descriptor, then the total's (None for reduction "none"); _UNSERVED where a call
+    launches nothing or moves enough bytes to promote its kernel or go to the pool."""
+    count = shape_numel(target_shape)
+    classes = shape[-1]
+    moved = count * max(classes, 1) * dtype.itemsize * 2  # rows.run_rows's
+    if not count or moved >= PROMOTE_BYTES:
+        return _UNSERVED
+    fixed = {"cols": classes, "rows": count, "ignore": ignore_index, "weighted": 0}
+    template = [fixed.get(name, 0) for name in rows.CE_ARGS]
+    positions = tuple(rows.CE_ARGS.index(name) for name in ("x", "target", "scratch", "error"))
+    fn = rows.function("cross_entropy", dtype)
+    losses = native_launch.describe(fn, template, positions, moved // count)
+    total = None
+    if reduction != "none":
+        fn = rows.function("cross_entropy_total", dtype)
+        total = native_launch.describe(fn, [0, 0, count, int(reduction == "mean")], (0, 1), 0)
+    if losses is None or (reduction != "none" and total is None):
+        return _UNSERVED
+    return (losses, total, count, target_shape, dtype)
+
+
+def _replay_cross_entropy(kept: tuple, x: TensorImpl, target: TensorImpl) -> Tensor | None:
+    """The remembered launches over this call's logits and target: the loss, or None where
+    the kernel found a target out of range (the full door then raises for it)."""
+    losses, total, count, target_shape, dtype = kept
+    size = dtype.itemsize
+    scratch = Storage.host(16 * count)  # [2, count] float64: the losses, then the weights
+    error = ctypes.c_int64(INT64_MAX)
+    words = (x.storage.ptr + x.offset * size, target.storage.ptr + target.offset * 8)
+    fastpath._native(losses.address, count, *words, scratch.ptr, ctypes.addressof(error))
+    if error.value != INT64_MAX:
+        return None
+    if total is None:
+        return _losses_of(scratch, target_shape, dtype)
+    out = Storage.host(size)
+    fastpath._native(total.address, 1, scratch.ptr, out.ptr)
+    return fastpath.new_tensor(out, (), dtype)
+
+
+def _losses_of(scratch: Storage, shape: tuple, dtype) -> Tensor:
+    """reduction "none"'s result: the scratch's first row, the losses, as a new dense
+    tensor of the target's shape in the logits' dtype."""
+    row = fastpath.new_tensor(scratch, shape, float64)
+    out = fastpath.copy(row) if dtype is float64 else fastpath.cast(row, dtype)
+    return Tensor(clone_impl(row._impl, dtype)) if out is None else out
+
+
+@in_float32(operands=2)
+def _cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    *,
+    ignore_index: int = -100,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
+) -> Tensor:
+    """cross_entropy's full door: every check, then the row kernels (or the composed ops
+    off the host, or losses.py's forms for probabilities and smoothing)."""
     op = "cross_entropy"
     if reduction not in REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")

@@ -282,3 +282,62 @@ def test_the_minus_2_norm_of_an_empty_matrix_is_refused_as_torch():
         torch.linalg.matrix_norm(torch.zeros(3, 0), -2)
     with pytest.raises(kael.ValueError, match="non-empty matrix for the -2-norm"):
         kael.linalg.matrix_norm(kael.zeros(3, 0), -2)
+
+
+def _remembered_norm_keys(shape: tuple) -> list:
+    """The keys fastpath.keyed holds for kael.norm calls on a tensor of `shape`."""
+    from kael.frontend import fastpath
+
+    return [key for key in fastpath._keyed if key[0] == "norm" and key[3] == shape]
+
+
+def test_vector_norm_takes_norm_s_keyed_door():
+    k = kael.randn(3, 7, 6)  # a shape no other test reduces
+    assert not _remembered_norm_keys((3, 7, 6))
+    kael.linalg.vector_norm(k, dim=-1)
+    assert _remembered_norm_keys((3, 7, 6))
+
+
+@pytest.mark.parametrize("dtype", [*FLOATS, kael.float16, kael.bfloat16], ids=str)
+@pytest.mark.parametrize("ord", [2, 1, 0, 3, -1, 2.0, math.inf])
+def test_vector_norm_s_remembered_calls_keep_the_full_door_s_bits(dtype, ord):
+    from kael.frontend.matrix_norms import vector_norm as full
+
+    k, t = torch_pair(RNG.standard_normal((4, 16)), dtype)
+    for args, kwargs in (((), {"dim": -1}), ((ord, 0, True), {}), ((ord,), {"dim": (0, 1)})):
+        args = args or (ord,)
+        for _ in range(3):  # the first call runs the full door, the later ones replay it
+            got = kael.linalg.vector_norm(k, *args, **kwargs)
+            want = full(k, *args, **kwargs)
+            assert got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+        theirs = torch.linalg.vector_norm(t, *args, **kwargs)
+        close_to_torch(got.float(), theirs.float(), TOL.get(dtype, 1e-2))
+
+
+def test_vector_norm_rescales_an_overflowing_float64_call_after_a_remembered_one():
+    # kael's rescaled norm (torch's sum of squares overflows to inf here), on the same key
+    small = kael.tensor(RNG.standard_normal((4, 16)), dtype=kael.float64)
+    for _ in range(3):
+        kael.linalg.vector_norm(small, dim=-1)
+    big = kael.full((4, 16), 1e200, dtype=kael.float64)
+    for _ in range(2):
+        assert kael.linalg.vector_norm(big, dim=-1).tolist() == [4e200] * 4
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda k: kael.linalg.vector_norm(k.long(), dim=-1), kael.TypeError, "floating point"),
+        (lambda k: kael.linalg.vector_norm(k, True, dim=-1), kael.TypeError, "not bool"),
+        (lambda k: kael.linalg.vector_norm(k, dim=2), kael.IndexError, "out of range"),
+        (lambda k: kael.linalg.vector_norm(k[:0], -1, dim=0), kael.ValueError, "dimension 0"),
+        (lambda k: kael.linalg.vector_norm(k, dim=-1, dtype=kael.int64), kael.TypeError, "int64"),
+    ],
+)
+def test_vector_norm_s_errors_stay_typed_after_a_remembered_call(call, error, message):
+    k = kael.randn(4, 16)
+    for _ in range(2):
+        kael.linalg.vector_norm(k, dim=-1)
+    with pytest.raises(error, match=message):
+        call(k)

@@ -717,6 +717,73 @@ def test_cross_entropy_ignore_index_beyond_int64_is_a_value_error(ignore_index):
         kael.cross_entropy(to_kael(x), to_kael(t), ignore_index=ignore_index)
 
 
+def _full_cross_entropy(x, t, **kwargs) -> kael.Tensor:
+    """The full door's answer (nn._cross_entropy: checks and row kernels, never replayed)."""
+    return nn._cross_entropy(x, t, **kwargs)
+
+
+def _same_result(got: kael.Tensor, want: kael.Tensor) -> None:
+    """Same bits, dtype, shape, strides, offset and storage size."""
+    g, w = got._impl, want._impl
+    assert (g.dtype, g.shape, g.strides, g.offset) == (w.dtype, w.shape, w.strides, w.offset)
+    assert g.storage.nbytes == w.storage.nbytes
+    bits = [r.numpy().reshape(-1).view(np.uint8) for r in (got, want)]
+    np.testing.assert_array_equal(*bits)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("dtype", FLOATS, ids=["f32", "f64"])
+@pytest.mark.parametrize("shape", ["batch", "unbatched", "one_spatial"])
+@pytest.mark.parametrize("ignore_index", [-100, 2])
+def test_cross_entropy_remembered_calls_keep_the_full_door_s_bits(
+    shape, dtype, reduction, ignore_index
+):
+    """The fast door replays a seen plain call ([C] or [N, C] logits): each call reads its
+    own logits and target (fresh tensors, an offset target view), ignored targets count
+    for nothing, and every answer is the full door's, bit for bit ([N, C, d] takes it)."""
+    logits_shape, target_shape = CE_SHAPES[shape]
+    kwargs = {"reduction": reduction, "ignore_index": ignore_index}
+    for seed in range(4):
+        x = _random(logits_shape, dtype, seed=40 + seed)
+        t = _targets((2, *target_shape), 5, seed=50 + seed)
+        t[1].view(-1)[0] = ignore_index  # a hit in the second call of each pair
+        kx = to_kael(x)
+        for k, want_t in ((to_kael(t)[0], t[0]), (to_kael(t)[1], t[1])):  # the 2nd: offset
+            got = kael.nn.functional.cross_entropy(kx, k, **kwargs)
+            check(got, F.cross_entropy(x, want_t, **kwargs))
+            _same_result(got, _full_cross_entropy(kx, k, **kwargs))
+
+
+def test_cross_entropy_remembers_a_plain_call_only():
+    x, t = kael.randn(3, 11), kael.zeros(3, dtype=kael.int64)  # shapes no other test uses
+    key = (kael.float32, (3, 11), (3,), "sum", -100)
+    kael.cross_entropy(x, t, reduction="sum")
+    assert nn._CROSS_ENTROPY_CALLS[key] is not nn._UNSERVED
+    kael.cross_entropy(x, t, kael.ones(11), reduction="sum")  # a weight: the full door's
+    kael.cross_entropy(x.T.contiguous().T, t, reduction="sum")  # strided logits: the same
+    assert [k for k in nn._CROSS_ENTROPY_CALLS if k[1] == (3, 11)] == [key]
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_bad_target_after_a_remembered_call_raises_the_full_door_s_error(
+    reduction,
+):
+    x, good = _random((4, 5), seed=60), torch.tensor([0, 1, 4, 2])
+    kx = to_kael(x)
+    for _ in range(2):
+        kael.cross_entropy(kx, to_kael(good), reduction=reduction)
+    for bad in (-1, 5, 2**40):
+        t = torch.tensor([0, 1, bad, 2])
+        with pytest.raises(IndexError):
+            F.cross_entropy(x, t, reduction=reduction)
+        with pytest.raises(
+            kael.IndexError, match=rf"Target {bad} is out of bounds.*\[0, 5\).*position 2"
+        ):
+            kael.cross_entropy(kx, to_kael(t), reduction=reduction)
+    got = kael.cross_entropy(kx, to_kael(good), reduction=reduction)  # still served
+    check(got, F.cross_entropy(x, good, reduction=reduction))
+
+
 # ---- layer_norm ------------------------------------------------------------------------------
 
 
