@@ -1028,12 +1028,16 @@ def _views_of(result, outs: tuple) -> tuple | None:
     return pack, tuple(views)
 
 
-def keyed(fn, traced=None):
+def keyed(fn, traced=None, steps: int = 1):
     """The public op `fn(input, ...)` (a reduction, a row kernel, a gather) behind a fast
     door keyed by its arguments (tensor arguments by dtype and layout); a call the door
     has not seen runs `fn`, and its launch is remembered when it was the call's one launch
     on CPU, no other door ran inside the call, and its results view what it made (a tree
     over several blocks included, unless the tree itself is big enough for the pool).
+    `steps` > 1: an op whose calls make up to that many captured launches, each reading
+    the door's tensors or earlier launches' outputs, and nothing else writing what they
+    made (var's mean then deviations: audited per op, reductions.STEPS), is remembered
+    as the chain (_Steps).
     `traced`: what runs while the door is closed (the op door, under @kael.compile's
     trace) and for every call it does not serve (a complex operand: its dispatch to the
     complex form), else fn; a first call it may serve later runs fn itself. A door from a
@@ -1063,7 +1067,8 @@ def keyed(fn, traced=None):
             if entry is not _UNSERVED:
                 if entry.plain is not None:
                     return _replay_plain(entry, impl)
-                result = _replay_kept(entry, impls)
+                chain = type(entry) is _Steps
+                result = _replay_steps(entry, impls) if chain else _replay_kept(entry, impls)
                 if result is not None:
                     return result
             return closed(input, *args, **kwargs)
@@ -1079,9 +1084,10 @@ def keyed(fn, traced=None):
         kept = None
         if len(launched) == 1 and launched[0] is not None:
             kept = _views_of(result, launched[0][0])
-        if not (kept is not None and launched[0][1](key, impls, *kept)) and (
-            len(_keyed) < _MAX_ENTRIES
-        ):
+        served = kept is not None and launched[0][1](key, impls, *kept)
+        if not served and 1 < len(launched) <= steps and None not in launched:
+            served = _remember_steps(key, impls, result, launched)
+        if not served and len(_keyed) < _MAX_ENTRIES:
             _keyed[key] = _UNSERVED  # the same call runs the same way: never ask again
         return result
 
@@ -1154,9 +1160,12 @@ def _reads(src, impl) -> bool:
     return same and src.dtype is impl.dtype
 
 
-def _keep(key, *fields, **more) -> None:
-    """_keyed[key] = the _Kept of these fields, its `plain` form filled in where it has one."""
+def _keep(key, *fields, **more) -> _Kept:
+    """_keyed[key] = the _Kept of these fields, its `plain` form filled in where it has one;
+    key None: a step of a door's several launches (_remember_steps), returned, not kept."""
     kept = _Kept(*fields, **more)
+    if key is None:
+        return kept
     views, reads = kept.views, kept.reads
     one = len(kept.storages) == len(views) == len(reads) == 1
     if one and reads[0][0] == 0 and kept.pack is None and not kept.counted:
@@ -1164,13 +1173,14 @@ def _keep(key, *fields, **more) -> None:
         if not (k or offset) and kept.error is None and strides == _dense_strides(shape):
             kept = dataclasses.replace(kept, plain=(shape, strides, dtype, kept.reads[0][1]))
     _keyed[key] = kept
+    return kept
 
 
 def _remember_launch(
     fn, words, items, moved, align, reads, outs, at, counted, error, key, impls, pack, views
-) -> bool:
+):
     """Keep a captured hand-written launch for `key` when it read the door's tensors into
-    fresh dense outputs; whether it did."""
+    fresh dense outputs: its _Kept, or False (key None: a step, see _keep)."""
     found = _read_from(reads, impls)
     if found is None or not all(_fresh_dense(o) for o in outs):
         return False
@@ -1179,26 +1189,28 @@ def _remember_launch(
     native = native_launch.describe(fn, template, positions, moved // max(1, items))
     if native is None:
         return False
-    _keep(
+    return _keep(
         key, fn, native, items, _storage_bytes(outs), found, views, moved, align=align,
         pack=pack, counted=counted, error=None if error is None else error[1],
     )  # fmt: skip
-    return True
 
 
-def _remember_reduction(entry, outs, ins, axes, keepdim, scalars, key, impls, pack, views) -> bool:
-    """Keep the captured launch for `key` when this door can replay it; whether it did."""
-    found = _read_from(ins, impls[:1])
-    if found is None or len(ins) != 1 or not all(_fresh_dense(o) for o in outs):
+def _remember_reduction(entry, outs, ins, axes, keepdim, scalars, key, impls, pack, views):
+    """Keep the captured launch for `key` when this door can replay it: its _Kept, or
+    False. It reads the door's input alone, or (a step, key None) what impls holds: the
+    door's tensors and the earlier steps' outputs."""
+    found = _read_from(ins, impls if key is None else impls[:1])
+    if found is None or not all(_fresh_dense(o) for o in outs):
         return False
     prepared = eager.prepare(entry, outs, ins, (axes, keepdim))
     if prepared is None:
         return False
     names = entry.scalars
     params = [eager.param_word(scalars[n], d) for n, d in zip(names, entry.kernel.params)]
-    words, _ = prepared.words([0] * (len(outs) + 1), params)
-    # the outputs' and the input's addresses, then the two scratches' where a tree follows
-    positions = tuple(range(len(outs) + (1 if prepared.final is None else 3)))
+    addresses = len(outs) + len(ins)
+    words, _ = prepared.words([0] * addresses, params)
+    # the outputs' and the inputs' addresses, then the two scratches' where a tree follows
+    positions = tuple(range(addresses + (0 if prepared.final is None else 2)))
     per_item = prepared.moved // max(1, prepared.total)
     native = native_launch.describe(prepared.fn, words, positions, per_item)
     final = scratch = None
@@ -1211,11 +1223,10 @@ def _remember_reduction(entry, outs, ins, axes, keepdim, scalars, key, impls, pa
             return False  # a tree big enough for the pool: the full door runs it
     if native is None:
         return False
-    _keep(
+    return _keep(
         key, prepared.fn, native, prepared.total, _storage_bytes(outs), found, views,
         prepared.moved, final, prepared.outputs, scratch or (0, 0), pack=pack,
     )  # fmt: skip
-    return True
 
 
 def _launch_kept(entry: _Kept, words: list, tail: tuple = ()) -> None:
@@ -1232,6 +1243,58 @@ def _launch_kept(entry: _Kept, words: list, tail: tuple = ()) -> None:
         run_pooled(entry.fn, entry.native.block(words), entry.total, entry.align)
     if final is not None:
         _native(final.address, entry.outputs, *words)
+
+
+@dataclass(frozen=True, slots=True)
+class _Steps:
+    """A keyed door's call of several launches (keyed's `steps`), replayed in order: each
+    step a _Kept whose reads index the door's tensors, then every earlier step's outputs;
+    the results views (storage index over all steps' outputs, shape, strides, offset,
+    dtype), in the call's tuple type `pack` (None: one tensor)."""
+
+    steps: tuple
+    views: tuple
+    pack: type | None
+    plain = None  # (the door asks every entry for a plain form first)
+
+
+def _remember_steps(key, impls: list, result, launched: list) -> bool:
+    """Keep a call's captured launches as a chain for `key`: each must read only the
+    door's tensors and earlier launches' outputs (_read_from, over that growing table),
+    check no index (an error word), and the results must view what they made."""
+    table, steps, made = list(impls), [], []
+    for outs, remember in launched:
+        kept = remember(None, table, None, ())
+        if not kept or kept.error is not None:
+            return False
+        steps.append(kept)
+        table += outs
+        made += outs
+    found = _views_of(result, tuple(made))
+    if found is None:
+        return False
+    pack, views = found
+    _keyed[key] = _Steps(tuple(steps), views, pack)
+    return True
+
+
+def _replay_steps(entry: _Steps, impls: list):
+    """The remembered chain over this call's tensors: its results."""
+    addresses = [t.storage.ptr + t.offset * t.dtype.itemsize for t in impls]
+    storages = []
+    for kept in entry.steps:
+        if kept.counted and kept.fn.tier0 is not None:
+            kept.fn.tier0.launched()
+        made = [Storage.host(nbytes) for nbytes in kept.storages]
+        _launch_kept(kept, [s.ptr for s in made] + [addresses[j] for j, _ in kept.reads])
+        storages += made
+        addresses += [s.ptr for s in made]
+    results = [
+        _result(storages[k], shape, strides, dtype, offset)
+        for k, shape, strides, offset, dtype in entry.views
+    ]
+    pack = entry.pack
+    return results[0] if pack is None else pack(results) if pack is tuple else pack._make(results)
 
 
 def _replay_plain(entry: _Kept, impl):

@@ -253,10 +253,12 @@ FUNCTIONS.update({name: _fast_unary(name, FUNCTIONS[name]) for name in ew.UNARY}
 def _keyed_door(name: str, family=reductions):
     """A reduction's or row kernel's fast door (fastpath.keyed) as its outermost frame: the
     op door (over the complex dispatch where the op has a complex form) runs every call
-    the fast one does not serve."""
+    the fast one does not serve; an op of several launches keeps them as one chain
+    (family.STEPS)."""
     fn = family.FUNCTIONS[name]
     full = _complex_aware(name, fn) if name in complex.BY_PARTS else fn
-    return fastpath.keyed(fn, op_door(name, full))
+    steps = getattr(family, "STEPS", {}).get(name, 1)
+    return fastpath.keyed(fn, op_door(name, full), steps)
 
 
 FUNCTIONS.update({name: _keyed_door(name) for name in reductions.FAST})

@@ -388,8 +388,12 @@ var_mean = _with_mean(var, "var_mean")
 # The reductions whose public function and method are fastpath.keyed's door itself.
 FAST = (
     "sum", "prod", "mean", "amax", "amin", "argmax", "argmin", "all", "any", "max", "min",
-    "norm",
+    "norm", "var", "std",
 )  # fmt: skip
+# The FAST ops whose calls make several launches the door may keep as one chain: var and
+# std's float32 mean then deviations (moments._variance: nothing else writes their result;
+# float64's flagged pass never offers its launch, so it is never remembered).
+STEPS = {"var": 2, "std": 2}
 FUNCTIONS: dict[str, Callable] = {
     f.__name__: f
     for f in (

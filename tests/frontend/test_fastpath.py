@@ -1298,3 +1298,28 @@ def test_a_remembered_copy_between_overlapping_views_takes_the_full_door():
     x[:6].copy_(x[2:])  # the same layouts over one storage: read before written
     xt[:6].copy_(xt[2:].clone())
     assert x.tolist() == xt.tolist()
+
+
+@pytest.mark.parametrize("op", ["var", "std"])
+def test_var_and_std_replay_their_two_launches_with_the_full_doors_bits(op):
+    cases = [((4, 16), (-1,), {}), ((4, 16), (0,), {"keepdim": True}), ((5, 7), (), {}),
+             ((3, 4, 5), ((0, 2),), {"correction": 0}), ((2000, 300), (), {})]  # fmt: skip
+    for shape, args, kwargs in cases:
+        for seed in range(3):  # the first call remembers both launches, the next replay them
+            x = _tensor(shape, kael.float32, seed) + seed
+            made = getattr(x, op)(*args, **kwargs)
+            _same(made, _full(lambda t, a=args, k=kwargs: getattr(t, op)(*a, **k), x))
+            want = getattr(torch.from_numpy(x.numpy()), op)(*args, **kwargs)
+            np.testing.assert_allclose(made.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    chains = [
+        v for k, v in fastpath._keyed.items() if k[0] == op and isinstance(v, fastpath._Steps)
+    ]
+    assert chains and all(len(c.steps) == 2 for c in chains)
+
+
+def test_a_float64_variance_that_overflows_is_rescaled_after_remembered_calls():
+    small = kael.tensor(np.random.default_rng(3).standard_normal((3, 4)))
+    for _ in range(3):
+        small.var(-1)
+    huge = kael.tensor(np.array([[1e154, -1e154, 1e154, -1e154]] * 3))  # squares sum past max
+    np.testing.assert_allclose(huge.var(-1).numpy(), np.full(3, 4 / 3 * 1e308), rtol=1e-12)
