@@ -6,7 +6,7 @@ import builtins
 import math
 import operator
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -1148,11 +1148,27 @@ class Tensor:
     def transpose(self, dim0, dim1) -> Tensor:
         return Tensor.trusted(views.transpose(self._impl, dim0, dim1))  # a permutation
 
+    def _remembered(self, op: str, args: tuple, make: Callable) -> Tensor:
+        """The view `make(impl)` of op(*args), remembered by layout and exact arguments
+        (views.remembered, as view and reshape are): a repeated call skips the parsing and
+        checks."""
+        impl = self._impl
+        given = views.exact_key(args)
+        key = None if given is None else (op, impl.shape, impl.strides, given)
+        if key is not None:
+            hit = views.remembered(key, impl)
+            if hit is not None:
+                return Tensor.trusted(hit)
+        result = Tensor(make(impl))
+        if key is not None:
+            views.remember(key, impl, result._impl)
+        return result
+
     def permute(self, *dims) -> Tensor:
-        return Tensor.trusted(views.permute(self._impl, dims))
+        return self._remembered("permute", dims, lambda impl: views.permute(impl, dims))
 
     def expand(self, *sizes) -> Tensor:
-        return Tensor(views.expand(self._impl, sizes))
+        return self._remembered("expand", sizes, lambda impl: views.expand(impl, sizes))
 
     def expand_as(self, other: Tensor) -> Tensor:
         return Tensor(views.expand(self._impl, (_other(other, "expand_as").shape,)))
@@ -1164,10 +1180,10 @@ class Tensor:
         return Tensor(views.select(self._impl, dim, index))
 
     def unsqueeze(self, dim) -> Tensor:
-        return Tensor(views.unsqueeze(self._impl, dim))
+        return self._remembered("unsqueeze", (dim,), lambda impl: views.unsqueeze(impl, dim))
 
     def squeeze(self, dim=None) -> Tensor:
-        return Tensor(views.squeeze(self._impl, dim))
+        return self._remembered("squeeze", (dim,), lambda impl: views.squeeze(impl, dim))
 
     def flatten(self, start_dim=0, end_dim=-1) -> Tensor:
         """Dims start_dim..end_dim merged into one (a view when the layout allows)."""

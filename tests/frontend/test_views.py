@@ -494,3 +494,27 @@ def test_unfold_shares_storage_both_ways():
 def test_unfold_refuses_what_torch_refuses(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda v: v.permute(*reversed(range(v.ndim))),
+        lambda v: v.unsqueeze(1),
+        lambda v: v.unsqueeze(-1).expand(*v.shape, 5),
+        lambda v: v.unsqueeze(0).squeeze(0),
+        lambda v: v.squeeze(),
+    ],
+)
+def test_remembered_permute_expand_unsqueeze_and_squeeze_keep_torchs_layout(make):
+    x, t = kael.arange(24.0).reshape(2, 3, 4), torch.arange(24.0).reshape(2, 3, 4)
+    for _ in range(3):  # the first call remembers the layout, the next ones replay it
+        for k, w in ((x[1:], t[1:]), (x[:, 1], t[:, 1]), (x.transpose(0, 2), t.transpose(0, 2))):
+            got, want = make(k), make(w)
+            assert (got.shape, got.stride()) == (tuple(want.shape), want.stride())
+            assert got.storage_offset() == want.storage_offset()
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+    with pytest.raises(kael.Error):
+        x.permute(0, 0, 1)
+    with pytest.raises(kael.Error):
+        x.expand(3, 3, 4)
