@@ -272,23 +272,35 @@ def _members(node) -> list[tuple[tuple, object]]:
     names = _class_constants(kind)
     if names:
         shadowed = {k for k, _ in own}
-        found += [((".", n), getattr(kind, n)) for n in names if n not in shadowed]
+        found += [((".", n), getattr(kind, n, _GONE)) for n in names if n not in shadowed]
     return found
 
 
-@functools.lru_cache(maxsize=1024)
+# class -> (the sizes of its classes' namespaces, the names _class_constants found then)
+_class_names: dict[type, tuple[tuple, tuple]] = {}
+
+
 def _class_constants(kind: type) -> tuple[str, ...]:
     """The names a user class (or a base of it) holds a constant or a tensor under in its
     own namespace (not a dunder, a method or a descriptor): values its instances read as
-    their attributes, which a plan may bake in."""
+    their attributes, which a plan may bake in. Kept per class while no namespace of its
+    classes changes size (a constant added later is found)."""
     if _own(kind.__module__ or "") or kind.__module__ == "types":
         return ()
+    classes = kind.__mro__[:-1]  # object's own namespace holds none
+    sizes = tuple(len(vars(klass)) for klass in classes)
+    known = _class_names.get(kind)
+    if known is not None and known[0] == sizes:
+        return known[1]
     names = []
-    for klass in kind.__mro__[:-1]:  # object's own namespace holds none
-        for name, value in vars(klass).items():
+    for klass in classes:
+        for name, value in list(vars(klass).items()):
             fresh = not name.startswith("__") and name not in names
             if fresh and (isinstance(value, Tensor) or _guarded(value)):
                 names.append(name)
+    if len(_class_names) >= 1024:
+        _class_names.clear()
+    _class_names[kind] = (sizes, tuple(names))
     return tuple(names)
 
 
@@ -599,9 +611,9 @@ def _collect_attributes(words: str, get: Callable, owner, read: frozenset, found
 
 def _collect_held(words: str, get: Callable, node, read: frozenset, found: _Sources) -> None:
     """The tensors and constants an object named in globals or a closure holds, each with a
-    getter of its path from the name (a constant only where the code names every attribute
-    and string key of its path: it may read it), with the class attributes the code names
-    of each object and the length of each list and dict in it (a list or dict of more than
+    getter of its path from the name (through the attributes the code names, every item of
+    a list or dict), with the class constants the code names of each object (_members) and
+    the length of each list and dict in it (a list or dict of more than
     WHOLE_ITEMS constants alone: its copy, compared whole with ==, one C-level test a call,
     which tells neither 1 from 1.0 nor 0.0 from -0.0 in it); past MAX_SOURCES values,
     `found.overflow`."""
@@ -627,7 +639,7 @@ def _collect_held(words: str, get: Callable, node, read: frozenset, found: _Sour
             found.items.append((follow, type(value)(value), where))
         elif isinstance(value, _NODES):
             found.sizes.append((follow, len(value), where))
-        elif _guarded(value) and all(not isinstance(k, str) or k in read for _, k in path):
+        elif _guarded(value):  # (the walk took only the attributes the code names)
             found.values.append((follow, value, _constant_part(value), where))
 
 

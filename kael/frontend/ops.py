@@ -444,7 +444,7 @@ def _fast_getitem(slow):
             if impl.dtype is bool_ and lead and impl.shape == own.shape[:lead]:
                 if impl.is_contiguous() and own.is_contiguous():
                     places = indexing.nonzero_impl(key.reshape(-1)._impl)
-                    rows = self.reshape(-1, *own.shape[lead:])
+                    rows = self.reshape(impl.numel(), *own.shape[lead:])
                     return select(rows, 0, Tensor(places).view(-1))
             elif impl.dtype in _INDEX_DTYPES and impl.shape and own.shape:
                 pair = (own.shape, own.strides, impl.shape, impl.strides)

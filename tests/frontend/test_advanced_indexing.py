@@ -455,7 +455,15 @@ def test_a_mask_of_the_tensors_shape_picks_as_torch(dtype):
 
 
 @pytest.mark.parametrize(
-    "shapes", [((5, 3), (5,)), ((4, 3, 2), (4, 3)), ((4, 3, 2), (4,)), ((0, 3), (0,))]
+    "shapes",
+    [
+        ((5, 3), (5,)),
+        ((4, 3, 2), (4, 3)),
+        ((4, 3, 2), (4,)),
+        ((0, 3), (0,)),
+        ((3, 0), (3,)),
+        ((3, 4, 0), (3, 4)),
+    ],
 )
 def test_a_mask_of_the_leading_dims_picks_rows_as_torch(shapes):
     rng = np.random.default_rng(9)

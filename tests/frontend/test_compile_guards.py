@@ -687,3 +687,39 @@ def test_a_class_constant_read_through_a_self_argument_is_guarded():
         same(scaler.forward(x), torch.full((2,), 7.0))
     finally:
         _Scaler.factor = 2.0
+
+
+class _LateSettings:
+    pass
+
+
+_LATE = _LateSettings()
+_WEIGHTS_BY_NAME = {"a": 1.0, "b": 2.0}
+
+
+def test_a_class_constant_added_after_the_class_was_seen_is_guarded():
+    x = kael.ones(2)
+    kael.compile(lambda x, c: x + 1)(x, _LATE)  # the class seen with no constants
+    _LateSettings.scale = 2.0
+    try:
+        g = kael.compile(lambda x: x * _LATE.scale)
+        h = kael.compile(lambda x, c: x * c.scale)
+        for scale in (2.0, 5.0):
+            _LateSettings.scale = scale
+            same(g(x), torch.full((2,), scale))
+            same(h(x, _LATE), torch.full((2,), scale))
+    finally:
+        del _LateSettings.scale
+
+
+def test_a_short_global_dict_read_through_values_or_a_variable_key_is_guarded():
+    f = kael.compile(lambda x: x * sum(_WEIGHTS_BY_NAME.values()))
+    g = kael.compile(lambda x, k: x * _WEIGHTS_BY_NAME[k])
+    x = kael.ones(2)
+    try:
+        for a, b in ((1.0, 2.0), (7.0, 10.0)):
+            _WEIGHTS_BY_NAME["a"], _WEIGHTS_BY_NAME["b"] = a, b
+            same(f(x), torch.full((2,), a + b))
+            same(g(x, "a"), torch.full((2,), a))
+    finally:
+        _WEIGHTS_BY_NAME["a"], _WEIGHTS_BY_NAME["b"] = 1.0, 2.0
