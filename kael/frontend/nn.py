@@ -373,14 +373,7 @@ def cross_entropy(
         out = _replay_cross_entropy(kept, input._impl, target._impl)
         if out is not None:
             return out
-    out = _cross_entropy(
-        input,
-        target,
-        weight,
-        ignore_index=ignore_index,
-        reduction=reduction,
-        label_smoothing=label_smoothing,
-    )
+    out = _cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing)
     if key is not None and kept is None and len(_CROSS_ENTROPY_CALLS) < _MAX_CALLS:
         _CROSS_ENTROPY_CALLS[key] = _cross_entropy_launches(*key)  # the full door judged it
     return out
@@ -474,15 +467,7 @@ def _losses_of(scratch: Storage, shape: tuple, dtype) -> Tensor:
 
 
 @in_float32(operands=2)
-def _cross_entropy(
-    input: Tensor,
-    target: Tensor,
-    weight: Tensor | None = None,
-    *,
-    ignore_index: int = -100,
-    reduction: str = "mean",
-    label_smoothing: float = 0.0,
-) -> Tensor:
+def _cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing) -> Tensor:
     """cross_entropy's full door: every check, then the row kernels (or the composed ops
     off the host, or losses.py's forms for probabilities and smoothing)."""
     op = "cross_entropy"
