@@ -123,9 +123,11 @@ def _unscale(target: Tensor, scaled: Tensor, u: Tensor, times: int) -> None:
 
 def _into(out: Tensor, x: Tensor, shape, op: str, run: Callable[[Tensor | None], Tensor]):
     """run(None) copied over out, which shares x's memory: a scaled retry reads x again
-    after the first pass has written its result."""
+    after the first pass has written its result, and x is read before out (x itself,
+    norm(x, out=x)) is resized."""
+    result = run(None)
     target = output(out, shape, x.dtype, x.device, op)
-    eager.copy_into(target._impl, run(None)._impl)
+    eager.copy_into(target._impl, result._impl)
     return target
 
 

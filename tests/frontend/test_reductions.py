@@ -1182,3 +1182,14 @@ def test_norm_through_its_fast_door_still_rescales_an_overflowing_sum(dtype):
             scale = np.abs(values).max()  # the exact norm, which NumPy's overflows for huge
             want = scale * np.linalg.norm(values / scale, ord=p, axis=-1)
             np.testing.assert_allclose(got.numpy(), want.astype(got.numpy().dtype), rtol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["norm", "var", "std"])
+def test_a_reduction_into_its_own_input_reads_it_before_resizing_it(op):
+    values = np.random.default_rng(14).standard_normal((3, 4))
+    x = kael.tensor(values)
+    want = getattr(torch.tensor(values), op)(dim=-1)
+    with pytest.warns(UserWarning, match="resized"):
+        got = getattr(kael, op)(x, dim=-1, out=x)
+    assert got is x and x.shape == (3,)
+    np.testing.assert_allclose(x.numpy(), want.numpy(), rtol=1e-12)
