@@ -12,7 +12,17 @@ from __future__ import annotations
 import math
 import warnings
 
-from kael.frontend import eager, factories, index_ops, linalg, nn, random, reductions, views
+from kael.frontend import (
+    eager,
+    factories,
+    fastpath,
+    index_ops,
+    linalg,
+    nn,
+    random,
+    reductions,
+    views,
+)
 from kael.frontend import elementwise as ew
 from kael.frontend.layers import linear
 from kael.frontend.outputs import device_of, tensor_arg
@@ -171,7 +181,10 @@ def _transposed_keys(k: TensorImpl) -> TensorImpl:
     row = (lines | 1) * LINE // k.dtype.itemsize
     padded = empty_impl((count, e, row), k.dtype, k.device)
     kt = views.derive(padded, (count, e, source), padded.strides, 0)
-    eager.copy_into(kt, views.transpose(k, 1, 2))
+    keys = views.transpose(k, 1, 2)
+    if not fastpath.copy_impl(kt, keys):  # the copy remembered for these layouts, or eager's
+        eager.copy_into(kt, keys)
+        fastpath.remember_copy_into(kt, keys)
     return kt
 
 

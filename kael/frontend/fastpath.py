@@ -542,7 +542,13 @@ def copy_into(dst, src) -> bool:
     must copy it."""
     if not _open() or type(src) not in PLAIN:
         return False
-    out, impl = dst._impl, src._impl
+    return copy_impl(dst._impl, src._impl)
+
+
+def copy_impl(out: TensorImpl, impl: TensorImpl) -> bool:
+    """copy_into of impls (kernel-level views, an op's own buffers): out[...] = impl through
+    the copy remembered for their layouts; False where the caller must copy it (eager's
+    copy_into, then remember_copy_into)."""
     if impl.shape != out.shape or out.device is not CPU or impl.device is not CPU:
         return False
     key = (SHAPED, "copy_", out.dtype, impl.dtype, out.shape, out.strides, impl.strides)

@@ -284,3 +284,12 @@ def test_half_input_keeps_its_dtype_and_rounds_once_whatever_the_parameters(dtyp
         )
     same(KF.group_norm(kx, 3, kw, kb), TF.group_norm(tx, 3, tw, tb), tol)
     same(KF.instance_norm(kx, km, kv, kw, kb), TF.instance_norm(tx, tm, tv, tw, tb), tol)
+
+
+def test_repeated_attention_calls_read_each_calls_keys():
+    rng = np.random.default_rng(21)
+    for _ in range(3):  # the keys' transposing copy is remembered after the first call
+        q, k, v = (rng.standard_normal((2, 3, 5, 8)).astype(np.float32) for _ in range(3))
+        got = kael.nn.functional.scaled_dot_product_attention(*map(kael.tensor, (q, k, v)))
+        want = torch.nn.functional.scaled_dot_product_attention(*map(torch.from_numpy, (q, k, v)))
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
