@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 import warnings
 
+from kael.frontend import elementwise as ew
 from kael.frontend import (
-    eager,
     factories,
     fastpath,
     index_ops,
@@ -23,7 +23,6 @@ from kael.frontend import (
     reductions,
     views,
 )
-from kael.frontend import elementwise as ew
 from kael.frontend.layers import linear
 from kael.frontend.outputs import device_of, tensor_arg
 from kael.frontend.padding import pad
@@ -181,10 +180,7 @@ def _transposed_keys(k: TensorImpl) -> TensorImpl:
     row = (lines | 1) * LINE // k.dtype.itemsize
     padded = empty_impl((count, e, row), k.dtype, k.device)
     kt = views.derive(padded, (count, e, source), padded.strides, 0)
-    keys = views.transpose(k, 1, 2)
-    if not fastpath.copy_impl(kt, keys):  # the copy remembered for these layouts, or eager's
-        eager.copy_into(kt, keys)
-        fastpath.remember_copy_into(kt, keys)
+    fastpath.copy_remembered(kt, views.transpose(k, 1, 2))
     return kt
 
 

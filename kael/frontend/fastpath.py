@@ -519,21 +519,36 @@ def contiguous(x):
     exact layout (remember_contiguous), or None."""
     if not _open() or type(x) not in PLAIN:
         return None
-    impl = x._impl
+    return contiguous_impl(x._impl)
+
+
+def contiguous_impl(impl: TensorImpl):
+    """contiguous of an impl (a kernel-only view too: flip's negative strides), or None."""
+    if not _open() or impl.device is not CPU:
+        return None
     entry = _shaped.get((SHAPED, "copy", impl.dtype, impl.shape, impl.strides))
-    return None if entry is None or impl.device is not CPU else _launch_shaped(entry, (impl,), None)
+    return None if entry is None else _launch_shaped(entry, (impl,), None)
+
+
+def _by_element(out: TensorImpl, src: TensorImpl) -> bool:
+    """Whether the full door's copy of src into out (host impls of one shape) is the
+    element-by-element copy kernel a remembered launch repeats: not complex parts, not
+    bfloat16 (moved as int16 bits), not a row of small inner dims moved as one word
+    (eager.as_words)."""
+    kinds = (out.dtype, src.dtype)
+    if not _open() or out.device is not CPU or src.device is not CPU or bfloat16 in kinds:
+        return False
+    if out.dtype.llvm is None or src.dtype.llvm is None or src.shape != out.shape:
+        return False
+    return out.dtype is not src.dtype or eager.as_words(out, src) is None
 
 
 def remember_contiguous(out: TensorImpl, src: TensorImpl) -> None:
     """Keep the full door's row-major copy `out` of the strided host `src` for its layout,
-    where the full door copies element by element (not a row of small inner dims as one
-    word, eager.as_words, which a remembered copy would lose)."""
-    dtype = src.dtype
-    if not _open() or src.device is not CPU or dtype.llvm is None or dtype is bfloat16:
-        return
-    if eager.as_words(out, src) is None:
-        key = (SHAPED, "copy", dtype, src.shape, src.strides)
-        _remember_shaped(key, eager.copy_template(dtype, dtype), out, (src,), None)
+    where the full door copies element by element (_by_element)."""
+    if _by_element(out, src):
+        key = (SHAPED, "copy", src.dtype, src.shape, src.strides)
+        _remember_shaped(key, eager.copy_template(src.dtype, src.dtype), out, (src,), None)
 
 
 def copy_into(dst, src) -> bool:
@@ -549,7 +564,7 @@ def copy_impl(out: TensorImpl, impl: TensorImpl) -> bool:
     """copy_into of impls (kernel-level views, an op's own buffers): out[...] = impl through
     the copy remembered for their layouts; False where the caller must copy it (eager's
     copy_into, then remember_copy_into)."""
-    if impl.shape != out.shape or out.device is not CPU or impl.device is not CPU:
+    if not _open() or impl.shape != out.shape or out.device is not CPU or impl.device is not CPU:
         return False
     key = (SHAPED, "copy_", out.dtype, impl.dtype, out.shape, out.strides, impl.strides)
     entry = _shaped.get(key)
@@ -561,18 +576,20 @@ def copy_impl(out: TensorImpl, impl: TensorImpl) -> bool:
 
 def remember_copy_into(out: TensorImpl, src: TensorImpl) -> None:
     """Keep the full door's copy of `src` into `out` (one shape, two host storages) for
-    their layouts, where the full door copies element by element (as remember_contiguous);
-    `out`'s layout was checked to have no element twice."""
-    kinds = (out.dtype, src.dtype)
-    if not _open() or out.device is not CPU or src.device is not CPU or bfloat16 in kinds:
-        return
-    if out.dtype.llvm is None or src.dtype.llvm is None or src.shape != out.shape:
-        return
-    if _apart(out.storage, src.storage) and (
-        out.dtype is not src.dtype or eager.as_words(out, src) is None
-    ):
+    their layouts, where the full door copies element by element (_by_element); `out`'s
+    layout was checked to have no element twice."""
+    if _by_element(out, src) and _apart(out.storage, src.storage):
         key = (SHAPED, "copy_", out.dtype, src.dtype, out.shape, out.strides, src.strides)
         _remember_shaped(key, eager.copy_template(src.dtype, out.dtype), out, (src,), None)
+
+
+def copy_remembered(out: TensorImpl, src: TensorImpl) -> None:
+    """out[...] = src (an op's own buffer from another storage, one shape): the copy
+    remembered for their layouts, else eager's, then remembered (roll's blocks,
+    attention's transposed keys)."""
+    if not copy_impl(out, src):
+        eager.copy_into(out, src)
+        remember_copy_into(out, src)
 
 
 def fill(impl, value) -> bool:
@@ -1295,11 +1312,16 @@ def _replay_steps(entry: _Steps, impls: list):
         _launch_kept(kept, [s.ptr for s in made] + [addresses[j] for j, _ in kept.reads])
         storages += made
         addresses += [s.ptr for s in made]
+    return _packed(storages, entry.views, entry.pack)
+
+
+def _packed(storages: list, views: tuple, pack: type | None):
+    """A replay's results: each view (storage index, shape, strides, offset, dtype) of the
+    storages it made, one tensor or in the call's tuple type `pack`."""
     results = [
         _result(storages[k], shape, strides, dtype, offset)
-        for k, shape, strides, offset, dtype in entry.views
+        for k, shape, strides, offset, dtype in views
     ]
-    pack = entry.pack
     return results[0] if pack is None else pack(results) if pack is tuple else pack._make(results)
 
 
@@ -1329,12 +1351,7 @@ def _replay_kept(entry: _Kept, impls: list):
         _launch_kept(entry, words, (ctypes.addressof(flag),))
         if flag.value != error:
             return None
-    results = [
-        _result(storages[k], shape, strides, dtype, offset)
-        for k, shape, strides, offset, dtype in entry.views
-    ]
-    pack = entry.pack
-    return results[0] if pack is None else pack(results) if pack is tuple else pack._make(results)
+    return _packed(storages, entry.views, entry.pack)
 
 
 # ---- matrix products -------------------------------------------------------------------------

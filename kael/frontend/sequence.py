@@ -22,7 +22,7 @@ from kael.frontend.shapes import dense_copy, narrowed
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.ir import graph as g
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import DType, as_dtype, bfloat16, bool_, int64, uint8
+from kael.runtime.dtypes import DType, as_dtype, bool_, int64, uint8
 from kael.runtime.errors import Error, NotImplementedError, TypeError
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl
@@ -363,24 +363,9 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:
             for d, dst_start, src_start, length in blocks:
                 dst_view = narrowed(dst_view, d, dst_start, length)
                 src_view = narrowed(src_view, d, src_start, length)
-            _copy_block(dst_view, src_view)
+            fastpath.copy_remembered(dst_view, src_view)
     result = Tensor.trusted(out)  # empty_impl's layout: valid by making
     return result if dims is not None else result.view(x.shape)
-
-
-def _copy_block(dst: TensorImpl, src: TensorImpl) -> None:
-    """dst[...] = src of one dtype (a block of roll's): on the host the launch remembered
-    for both layouts, else eager.copy_into's, then remembered where it copies element by
-    element (not bfloat16's bits, nor small rows as words: remember_contiguous's rule)."""
-    key = (fastpath.SHAPED, "copy_block", src.dtype, src.shape, src.strides, dst.strides)
-    on_host = src.device is CPU
-    if on_host and fastpath.shaped_launch(key, (src,), dst) is not None:
-        return
-    eager.copy_into(dst, src)
-    dtype = src.dtype
-    plain = dtype.llvm is not None and dtype is not bfloat16  # not complex parts, nor bits
-    if on_host and plain and eager.as_words(dst, src) is None:
-        fastpath.remember(key, eager.copy_template(dtype, dtype), (), (), dst, (src,))
 
 
 # The scans whose public function and method are fastpath.keyed's door itself.

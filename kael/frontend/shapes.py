@@ -20,7 +20,6 @@ from kael.frontend import factories, fastpath, index_ops, views
 from kael.frontend.elementwise import broadcast_shapes
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl
-from kael.runtime.device import CPU
 from kael.runtime.dtypes import as_dtype, int32, int64
 from kael.runtime.errors import IndexError, NotImplementedError, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, validate_shape
@@ -44,8 +43,7 @@ def dense_copy(impl: TensorImpl, shape: tuple[int, ...] | None = None) -> Tensor
     copy remembered for impl's layout (the one Tensor.contiguous keeps, remember_contiguous),
     else clone_impl's, then remembered. impl may be a kernel-only view (flip's negative
     strides)."""
-    key = (fastpath.SHAPED, "copy", impl.dtype, impl.shape, impl.strides)
-    done = fastpath.shaped_launch(key, (impl,)) if impl.device is CPU else None
+    done = fastpath.contiguous_impl(impl)
     if done is None:
         out = clone_impl(impl)
         fastpath.remember_contiguous(out, impl)
