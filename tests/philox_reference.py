@@ -18,6 +18,10 @@ def reference(counter, key) -> list[int]:
 
 
 def word_of(w: int, key: int) -> int:
-    """kael's `philox32` value of word counter w: word w & 3 of the block at counter w >> 2."""
-    block = w >> 2
-    return reference([block & MASK32, block >> 32, 0, 0], [key & MASK32, key >> 32])[w & 3]
+    """kael's `philox32` draw of counter w: in its group of 128 counters over 16 blocks,
+    with t = w & 127, word t >> 5 of the group's block t & 15, its 16-bit halves swapped
+    where bit 4 of t is set."""
+    t = w & 127
+    block = (w >> 7) * 16 + (t & 15)
+    word = reference([block & MASK32, block >> 32, 0, 0], [key & MASK32, key >> 32])[t >> 5]
+    return (word << 16 | word >> 16) & MASK32 if t & 16 else word

@@ -10,19 +10,25 @@ the two halves of one Philox4x32-10 block: counter words (lo32(n), hi32(n), 0, 0
 words (lo32(s), hi32(s)), output words x0..x3; `philox` is x0 | x1 << 32 and `philox_hi`
 is x2 | x3 << 32. kael/frontend/random.py feeds n = offset + element index and s = seed,
 so any element's value is a pure function of (seed, offset, index). `philox32(w, s)` is
-one 32-bit word (zero-extended): word w & 3 (x0..x3) of the block at counter w >> 2, so
-four consecutive word counters share one block (dropout draws a word per element: a
-quarter of the rounds). `mulhi_u(a, b)` is the high word of the unsigned 128-bit product
-a * b.
+one 32-bit draw (zero-extended) of element counter w, eight to a block: counters come in
+groups of 128 over 16 blocks (`GROUP_BLOCKS`); with t = w & 127, draw w is word t >> 5 of
+the group's block t & 15, rotated by 16 bits where bit 4 of t is set (`_layout`). A word
+serves two draws, itself and its rotation: each is exactly uniform over 32 bits (dropout's
+keep probability stays exact to 2**-32) at half the rounds a word per draw cost; the two
+draws of one word depend on each other only where a compare's outcome turns on the half
+they share (a tie of the leading 16 bits with the bound's, 2**-16 of draws).
+`mulhi_u(a, b)` is the high word of the unsigned 128-bit product a * b.
 
 Vector code of `philox32` whose lanes are W consecutive counters from a multiple of W
-(W >= 4) computes the CHAINS * W blocks of its group of 4 CHAINS W counters at once,
-turns their words into element order with shuffles and keeps them in stack slots, so the
-group's next vectors load theirs; any other vector, and scalar and GPU code, computes
-its lanes' blocks.
+(W >= 4) computes the blocks of its refill (whole groups, CHAINS * W blocks or more) at
+once: draw vectors are then the words themselves and their rotations (one vprold), kept in
+stack slots so the refill's next vectors load theirs; any other vector, and scalar and
+GPU code, computes its lanes' blocks.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from llvmlite import ir
 
@@ -126,18 +132,40 @@ def philox_block(
     return join64(b, width, x0, x1), join64(b, width, x2, x3)
 
 
-def _word_of_block(b: ir.IRBuilder, width: int, w: ir.Value, key: ir.Value) -> ir.Value:
-    """Word w & 3 of block w >> 2 in every lane (i32 lanes), each lane computing its own
-    block."""
-    x0, x1, x2, x3 = _words(b, width, b.lshr(w, _splat(I64, 2, width)), key)
-    which = b.and_(w, _splat(I64, 3, width))
+GROUP_BLOCKS = 16  # blocks of one group of philox32 draws (module doc)
+GROUP = 8 * GROUP_BLOCKS  # draws of a group
+
+
+def _layout(t: int) -> tuple[int, int, int]:
+    """(block within its group, word, rotated) of draw t of a group, 0 <= t < GROUP."""
+    return t % GROUP_BLOCKS, t >> 5, t >> 4 & 1
+
+
+def _rotated(b: ir.IRBuilder, width: int, word: ir.Value) -> ir.Value:
+    """A 32-bit word (i32 lanes) rotated by 16 bits: its halves swapped."""
+    sixteen = _splat(I32, 16, width)
+    return b.or_(b.shl(word, sixteen), b.lshr(word, sixteen))
+
+
+def _draw_of_block(b: ir.IRBuilder, width: int, w: ir.Value, key: ir.Value) -> ir.Value:
+    """Draw w in every lane (i32 lanes; `_layout`), each lane computing its own block."""
+
+    def c(v: int) -> ir.Constant:
+        return _splat(I64, v, width)
+
+    t = b.and_(w, c(GROUP - 1))
+    block = b.or_(b.shl(b.lshr(w, c(7)), c(4)), b.and_(t, c(GROUP_BLOCKS - 1)))
+    x0, x1, x2, x3 = _words(b, width, block, key)
+    which = b.lshr(t, c(5))
 
     def lane_is(k: int) -> ir.Value:
-        return b.icmp_unsigned("==", which, _splat(I64, k, width))
+        return b.icmp_unsigned("==", which, c(k))
 
     word = b.select(lane_is(0), x0, b.select(lane_is(1), x1, b.select(lane_is(2), x2, x3)))
     narrow = value_type_of_width(I32, width)
-    return word if word.type == narrow else b.trunc(word, narrow)
+    word = word if word.type == narrow else b.trunc(word, narrow)
+    rotate = b.icmp_unsigned("!=", b.and_(t, c(16)), c(0))
+    return b.select(rotate, _rotated(b, width, word), word)
 
 
 # Vectors of blocks per refill: independent Philox chains in flight (one chain's rounds
@@ -146,25 +174,45 @@ def _word_of_block(b: ir.IRBuilder, width: int, w: ir.Value, key: ir.Value) -> i
 CHAINS = 2
 
 
+def _assemble(b: ir.IRBuilder, width: int, lanes: list, source: Callable) -> ir.Value:
+    """The vector whose lane i is lane lanes[i][1] of source(lanes[i][0]): the source
+    itself where one source gives every lane in order, else shuffles of two at a time."""
+    keys = list(dict.fromkeys(k for k, _ in lanes))
+    first = source(keys[0])
+    if len(keys) == 1 and [lane for _, lane in lanes] == list(range(width)):
+        return first
+    second = source(keys[1]) if len(keys) > 1 else first
+    mask_t = ir.VectorType(I32, width)
+    # lanes of keys[0] from the first, the rest from the second (later keys fix theirs)
+    pick = [lane + (width if k != keys[0] else 0) for k, lane in lanes]
+    acc = b.shuffle_vector(first, second, ir.Constant(mask_t, pick))
+    for extra in keys[2:]:
+        pick = [width + lane if k == extra else i for i, (k, lane) in enumerate(lanes)]
+        acc = b.shuffle_vector(acc, source(extra), ir.Constant(mask_t, pick))
+    return acc
+
+
 def _grouped_words(b: ir.IRBuilder, width: int, w0: ir.Value, key: ir.Value) -> ir.Value:
-    """The words of counters w0 .. w0 + width - 1 (w0 a multiple of width) under `key`,
-    from the CHAINS * width blocks of their group of 4 * CHAINS * width counters, computed
-    when the group or the key changes."""
+    """The draws of counters w0 .. w0 + width - 1 (w0 a multiple of width) under `key`,
+    from the blocks of their refill (whole groups: at least CHAINS * width blocks),
+    computed when the refill or the key changes."""
     fn = b.function
     entry = ir.IRBuilder(fn.entry_basic_block)
     entry.position_at_start(fn.entry_basic_block)
     words_t = ir.VectorType(I32, width)
-    vectors = 4 * CHAINS
+    chains = max(CHAINS, GROUP_BLOCKS // width)
+    draws = 8 * chains * width
+    vectors = draws // width
     keys_t = ir.VectorType(I64, width)
     tag = entry.alloca(I64, name="philox.group")
     held_key = entry.alloca(I64, name="philox.key")
     keyed = entry.alloca(ir.IntType(1), name="philox.keyed")
     round_keys = entry.alloca(ir.ArrayType(keys_t, 2 * ROUNDS), name="philox.round_keys")
     slots = entry.alloca(ir.ArrayType(words_t, vectors), name="philox.words")
-    entry.store(ir.Constant(I64, -1), tag)  # counters >> 2 are never all ones
+    entry.store(ir.Constant(I64, -1), tag)  # a refill's first counter is never all ones
     entry.store(ir.Constant(ir.IntType(1), 0), keyed)
     lanes = width.bit_length() - 1
-    first = b.and_(b.lshr(w0, ir.Constant(I64, 2)), ir.Constant(I64, -CHAINS * width))
+    first = b.and_(w0, ir.Constant(I64, -draws))
     check_key = fn.append_basic_block("philox.check_key")
     rekey = fn.append_basic_block("philox.rekey")
     refill = fn.append_basic_block("philox.refill")
@@ -192,26 +240,29 @@ def _grouped_words(b: ir.IRBuilder, width: int, w0: ir.Value, key: ir.Value) -> 
             for half in (0, 1)
         )
 
-    i32s = ir.VectorType(I32, 2 * width)
-    for chain in range(CHAINS):
-        iota = ir.Constant(ir.VectorType(I64, width), [chain * width + t for t in range(width)])
-        x = _words(b, width, b.add(splat(b, first, width), iota), key_of_round)
-        # each block's words 0, 1 and 2, 3 as the two dwords of a qword: the element order
-        # below is then one qword interleave of the two
-        # (a shuffle, not a shift: LLVM folds a shift of the last round's product into a
-        # 64-bit multiply)
-        dwords = [b.bitcast(word, i32s) for word in x]
-        interleave = ir.Constant(i32s, [2 * (t // 2) + t % 2 * 2 * width for t in range(2 * width)])
-        pairs = [b.shuffle_vector(dwords[w], dwords[w + 1], interleave) for w in (0, 2)]
-        for j in range(4):
-            # element t of vector j is word t % 4 of the chain's block j * width / 4 + t / 4
-            order = [
-                (t % 4 // 2) * 2 * width + 2 * (j * width // 4 + t // 4) + t % 2
-                for t in range(width)
-            ]
-            vector = b.shuffle_vector(*pairs, ir.Constant(ir.VectorType(I32, width), order))
-            slot = ir.Constant(I32, 4 * chain + j)
-            b.store(vector, b.gep(slots, [ir.Constant(I32, 0), slot]))
+    block0 = b.lshr(first, ir.Constant(I64, 3))  # first is a multiple of GROUP
+    chain_words = []
+    for chain in range(chains):
+        iota = ir.Constant(keys_t, [chain * width + t for t in range(width)])
+        x = _words(b, width, b.add(splat(b, block0, width), iota), key_of_round)
+        chain_words.append([b.trunc(word, words_t) for word in x])
+    sources: dict[tuple[int, int, int], ir.Value] = {}
+
+    def source(k: tuple[int, int, int]) -> ir.Value:
+        if k not in sources:
+            word = chain_words[k[0]][k[1]]
+            sources[k] = _rotated(b, width, word) if k[2] else word
+        return sources[k]
+
+    for q in range(vectors):
+        lanes_of = []
+        for lane in range(width):
+            e = q * width + lane
+            block, word, rotate = _layout(e % GROUP)
+            block += e // GROUP * GROUP_BLOCKS
+            lanes_of.append(((block // width, word, rotate), block % width))
+        vector = _assemble(b, width, lanes_of, source)
+        b.store(vector, b.gep(slots, [ir.Constant(I32, 0), ir.Constant(I32, q)]))
     b.store(first, tag)
     b.branch(ready)
     b.position_at_end(ready)
@@ -223,7 +274,7 @@ def _philox32(m: ExprEmitter, w, key, dtype: DType):
     _int64_only("philox32", dtype)
     b, width = m.b, m.width
     if width < 4 or width & (width - 1):
-        return b.zext(_word_of_block(b, width, w, key), value_type_of_width(I64, width))
+        return b.zext(_draw_of_block(b, width, w, key), value_type_of_width(I64, width))
     w0, k0 = (b.extract_element(v, ir.Constant(I32, 0)) for v in (w, key))
     iota = ir.Constant(ir.VectorType(I64, width), list(range(width)))
     apart = b.or_(
@@ -240,7 +291,7 @@ def _philox32(m: ExprEmitter, w, key, dtype: DType):
     fast_end = b.block
     b.branch(join)
     b.position_at_end(lone)
-    slow = _word_of_block(b, width, w, key)
+    slow = _draw_of_block(b, width, w, key)
     slow_end = b.block
     b.branch(join)
     b.position_at_end(join)

@@ -6,7 +6,7 @@ offset past them; element i of its output is then a pure function of (seed, offs
 through the `philox` ops (stream layout in kael/codegen/philox.py). So results depend
 neither on the thread count nor on the device, and float32 and float64 see one sequence:
 floats are computed in float64 from 53 random bits, then rounded. dropout needs only a
-keep-or-drop per element: it draws one 32-bit word each, four to a block (`_word`).
+keep-or-drop per element: it draws 32 bits each, eight to a block (`_word`).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from collections.abc import Callable
 import numpy as np
 
 from kael.codegen.cpu import sampling
+from kael.codegen.philox import GROUP_BLOCKS
 from kael.frontend import eager, factories, index_ops, tracing, views
 from kael.frontend import elementwise as ew
 from kael.frontend.elementwise import broadcast_shapes
@@ -234,13 +235,16 @@ def _block() -> tuple[g.Node, g.Node]:
 
 
 def _word() -> g.Node:
-    """This element's 32-bit Philox word (an int64 in [0, 2**32)): word i & 3 of block
-    base + i >> 2, base the offset rounded up to a multiple of 4 (so vector code finds
-    whole groups of blocks: kael/codegen/philox.py). The word counter 4 base + i keeps 64
-    bits, so these blocks are counted modulo 2**62: a stream set past offset 2**62
-    (set_state) draws dropout's masks of the offset 2**62 lower."""
-    base = _op("bitand", _op("add", _scalar(int64, "offset"), _const(int64, 3)), _const(int64, -4))
-    counter = _op("add", g.Position(int64, (), 0), _op("shl", base, _const(int64, 2)))
+    """This element's 32-bit Philox draw (an int64 in [0, 2**32)): draw base + i of
+    kael/codegen/philox.py's layout (eight to a block, two to a word), base the offset
+    rounded up to a multiple of 16 blocks (so vector code finds whole groups). The draw
+    counter 8 base + i keeps 64 bits, so these blocks are counted modulo 2**61: a stream set
+    past offset 2**61 (set_state) draws dropout's masks of the offset 2**61 lower."""
+    groups = _const(int64, -GROUP_BLOCKS)
+    base = _op(
+        "bitand", _op("add", _scalar(int64, "offset"), _const(int64, GROUP_BLOCKS - 1)), groups
+    )
+    counter = _op("add", g.Position(int64, (), 0), _op("shl", base, _const(int64, 3)))
     return _op("philox32", counter, _scalar(int64, "seed"))
 
 
@@ -305,11 +309,11 @@ def _generate(
     """Fill the new contiguous `out` with `build`'s values over fresh counters; returns the flag.
 
     The kernel runs on a flat view, so the position is the row-major element index; inputs
-    are contiguous and of out's shape. `one_word`: elements draw one 32-bit word each
-    (_word), four to a block, from an offset rounded up to a multiple of 4.
+    are contiguous and of out's shape. `one_word`: elements draw 32 bits each (_word),
+    eight to a block, from an offset rounded up to a multiple of GROUP_BLOCKS.
     """
     n = out.numel()
-    count = -(-n // 4) + 3 if one_word and n else n
+    count = -(-n // 8) + GROUP_BLOCKS - 1 if one_word and n else n
     seed, offset = tracing.reserve(count, generator)
     if n == 0:
         return False

@@ -122,7 +122,7 @@ REDUCE_OPS = ("sum", "prod", "max", "min")
 
 # Counter-based random bits (kael/codegen/philox.py, which documents the stream layout),
 # int64 operands only: philox(counter, key) and philox_hi(counter, key) are the two 64-bit
-# halves of one Philox4x32-10 block, philox32(w, key) its word w & 3 at counter w >> 2;
+# halves of one Philox4x32-10 block, philox32(w, key) the 32-bit draw w (eight to a block);
 # mulhi_u(a, b) is the high word of the unsigned 128-bit product (a uniform integer below
 # b from random bits a; bits >> k is mulhi_u(bits, 2**(64 - k))).
 RANDOM_OPS = ("philox", "philox_hi", "philox32", "mulhi_u")

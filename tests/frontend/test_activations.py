@@ -255,22 +255,24 @@ def test_dropout_refuses_what_torch_refuses(call, error, message):
         call()
 
 
-@pytest.mark.parametrize("dtype", [kael.float32, kael.float64], ids=str)  # 16 and 8 lanes
-@pytest.mark.parametrize("n", [1, 5, 64, 1000], ids=str)
-def test_dropout_keeps_where_the_elements_philox_word_is_below_1_minus_p(n, dtype):
-    """Element i keeps when word i & 3 of block base + i >> 2 (base: the offset rounded up
-    to a multiple of 4) is below ceil((1 - p) 2**32); a call reserves ceil(n / 4) + 3
-    counters, so consecutive calls never share a block."""
+@pytest.mark.parametrize(
+    "dtype", [kael.float32, kael.float64, kael.float16], ids=str
+)  # 16, 8 and 32 lanes
+@pytest.mark.parametrize("n", [1, 5, 64, 1000, 1100], ids=str)
+def test_dropout_keeps_where_the_elements_philox_draw_is_below_1_minus_p(n, dtype):
+    """Element i keeps when draw 8 base + i (philox_reference.word_of; base: the offset
+    rounded up to a multiple of 16 blocks) is below ceil((1 - p) 2**32); a call reserves
+    ceil(n / 8) + 15 blocks, so consecutive calls never share a block."""
     p, seed = 0.3, 0x0123456789ABCDEF
     kael.manual_seed(seed)
     for _ in range(3):
         offset = kr.default_generator.position()[1]
         kept = KF.dropout(kael.ones(n, dtype=dtype), p).numpy() != 0
-        base = (offset + 3) // 4 * 4
+        base = (offset + 15) // 16 * 16
         limit = math.ceil((1 - p) * 2**32)
-        want = [word_of(4 * base + i, seed) < limit for i in range(n)]
+        want = [word_of(8 * base + i, seed) < limit for i in range(n)]
         np.testing.assert_array_equal(kept, want)
-        assert kr.default_generator.position()[1] == offset + -(-n // 4) + 3
+        assert kr.default_generator.position()[1] == offset + -(-n // 8) + 15
 
 
 @pytest.mark.parametrize(("p", "kept"), [(1e-12, 4096), (1 - 1e-12, 0), (1.0, 0)])
