@@ -103,6 +103,14 @@ FITS = {
         0.3467,
         {"f32": 4, "f64": 10},
     ),
+    # 2**f = 1 + f Q(f), |f| <= 1/2 (f = y - rint(y) exactly), relative to 2**f.
+    "exp2": Fit(
+        _series_safe(lambda f: (mp.power(2, f) - 1) / f, mp.log(2)),
+        lambda f: f / mp.power(2, f),
+        -0.5,
+        0.5,
+        {"f32": 5, "f64": 10},
+    ),
     # log(1 + f) = f - (f^2/2 - s (f^2/2 + z R(z))), s = f / (2 + f), z = s^2.
     "log": Fit(_atanh_tail, lambda z: z / 2, 0.0, SMAX**2, {"f32": 2, "f64": 6}),
     # pow's log(1 + f) = 2s + (2/3) s^3 + s^5 P(z), relative to log(1 + f) ~ 2s.

@@ -31,6 +31,7 @@ between x = -6 sqrt 2 and -3 carries erf's absolute, not relative, accuracy).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -80,6 +81,7 @@ class _Consts:
     erf_big: float  # erf rounds to +-1 above
     erf_center: float  # G is a polynomial in x - erf_center
     expm1_poly: tuple[float, ...]  # expm1(r) = r + r^2 P(r), |r| <= ln2/2
+    exp2_poly: tuple[float, ...]  # 2**f = 1 + f Q(f), |f| <= 1/2
     log_poly: tuple[float, ...]  # log(1+f) = f - (f^2/2 - s (f^2/2 + z R(z))), z = s^2
     sin_poly: tuple[float, ...]  # sin(r) = r + r z S(z), |r| <= pi/4 (evaluated in float64)
     cos_poly: tuple[float, ...]  # cos(r) = 1 - z/2 + z^2 C(z)
@@ -107,6 +109,10 @@ _C = {
         expm1_poly=(
             0.4999999701976776, 0.1666654348373413, 0.04166720062494278, 0.0083665382117033,
             0.001388251781463623,
+        ),
+        exp2_poly=(
+            0.6931471824645996, 0.24022647738456726, 0.05550359934568405,
+            0.009618505835533142, 0.0013390806270763278, 0.00015326461289077997,
         ),
         log_poly=(0.6666677594184875, 0.3997754156589508, 0.29871729016304016),
         sin_poly=(-0.16666655242443085, 0.008332173340022564, -0.00019516656175255775),
@@ -149,6 +155,12 @@ _C = {
             0.0013888888888960627, 0.00019841269886110708, 2.480158717565433e-05,
             2.7557244227919186e-06, 2.7557400207253226e-07, 2.5109027831249126e-08,
             2.0876016739391647e-09,
+        ),
+        exp2_poly=(
+            0.6931471805599453, 0.2402265069591013, 0.055504108664820084, 0.009618129107594105,
+            0.0013333558146774698, 0.00015403530457129615, 1.5252733492944269e-05,
+            1.3215435274098975e-06, 1.0178199683486972e-07, 7.073784593233832e-09,
+            4.434751091334178e-10,
         ),
         log_poly=(
             0.6666666666666734, 0.39999999999414704, 0.28571428742380756, 0.22222198573951485,
@@ -202,6 +214,7 @@ POW_LOG_POLY = (
     0.1538675692978136, 0.13256827884259623, 0.13196227999147422,
 )  # fmt: skip
 TWO_THIRDS = (0.6666666666666666, 3.700743415417188e-17)  # 2/3 = hi + lo
+LN2, LOG2E = math.log(2), 1 / math.log(2)
 SQRT_2_OVER_PI = 0.7978845608028654  # gelu_tanh: u = x (a + b x^2), b = a * 0.044715
 GELU_TANH_CUBIC = 0.035677408136300125
 SQRT_HALF = 0.7071067811865476
@@ -635,6 +648,14 @@ def _exp_parts(o: _Ops, x: ir.Value, extra: ir.Value | None = None) -> tuple[ir.
     return o.add(o.c(1.0), _expm1_poly(o, r)), n
 
 
+def _exp2_parts(o: _Ops, y: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """2**y = p * 2**n: (p, n) for |y| below 2**22, f = y - n exact and p = 1 + f Q(f)
+    (no ln 2 split: for arguments already in units of ln 2, as gelu_tanh's)."""
+    nf, n = o.round_to_int(y)
+    f = o.sub(y, nf)
+    return o.fma(f, o.poly(f, o.k.exp2_poly), o.c(1.0)), n
+
+
 def _exp_clamped(o: _Ops, x: ir.Value, extra: ir.Value | None = None) -> ir.Value:
     """exp(x + extra) for x within exp's clamp."""
     return o.ldexp(*_exp_parts(o, x, extra))
@@ -925,33 +946,43 @@ def _logistic_table(o: _Ops, x: ir.Value, scale: ir.Value | None) -> ir.Value:
     )
 
 
-def _logistic_exp(
-    o: _Ops, x: ir.Value, scale: ir.Value | None = None, corrected: bool = True
-) -> ir.Value:
+def _logistic_exp(o: _Ops, x: ir.Value, scale: ir.Value | None = None) -> ir.Value:
     """scale * sigmoid(x) as scale / (1 + e) or scale e / (1 + e), e = exp(-|x|) <= 1.
 
     Where e is normal (|x| below ~87 in float32) it is scaled by an exponent add (one
     vscalef with AVX-512) and scale * e rounds once; the other lanes (and NaN) take
     `_logistic_edge` on a rare branch, AVX-512 or not (silu 0.61 -> 0.50 ns an element).
-    `corrected=False` leaves out the correction for the rounding of 1 + e (half an ulp,
-    8 of the fast path's ~37 vector instructions) where the argument's own rounding costs
-    far more (gelu_tanh's 2u).
     """
     a = o.abs(x)
     lo = o.k.exp_lo - LOGISTIC_REACH
     p, n = _exp_parts(o, o.clamp(o.neg(a), lo, 0.0))
     positive = o.cmp(">=", x, o.c(0.0))
     e = o.ldexp(p, n) if o.scalef else o.ldexp_normal(p, n)
-    if not corrected:
-        num = o.c(1.0) if scale is None else scale
-        fast = o.div(o.select(positive, num, o.mul(num, e)), o.add(o.c(1.0), e))
-    elif scale is None:  # q is finite and above 0
+    if scale is None:  # q is finite and above 0
         fast = _over_one_plus_parts(o, o.select(positive, o.c(1.0), e), e)[1]
     else:  # q is finite; where it is zero (scale +-0 or tiny) it keeps its sign: silu(-0) = -0
         q, corrected = _over_one_plus_parts(o, o.select(positive, scale, o.mul(scale, e)), e)
         fast = o.select(o.cmp("==", q, o.c(0.0)), q, corrected)
     edge = o.above_or_nan(a, -o.exp_normal[0])
     return o.m.rarely(edge, [fast], lambda: [_logistic_edge(o, x, a, p, n, positive, scale)])[0]
+
+
+def _logistic2(o: _Ops, y: ir.Value, scale: ir.Value) -> ir.Value:
+    """scale * sigmoid(y ln 2), y in units of ln 2: scale / (1 + e) or scale e / (1 + e)
+    with e = 2**-|y| from `_exp2_parts` (no Cody-Waite split, no 1 + expm1), uncorrected
+    for the rounding of 1 + e: for gelu_tanh, whose argument's own rounding costs up to
+    ~12 ulp: gelu_tanh's fast path 37 -> 23 vector instructions.
+    Lanes where e is not normal (|y| > bias - 2) and NaN take `_logistic_edge`."""
+    a = o.abs(y)
+    lo = (o.k.exp_lo - LOGISTIC_REACH) * LOG2E
+    p, n = _exp2_parts(o, o.clamp(o.neg(a), lo, 0.0))
+    positive = o.cmp(">=", y, o.c(0.0))
+    e = o.ldexp(p, n) if o.scalef else o.ldexp_normal(p, n)
+    fast = o.div(o.select(positive, scale, o.mul(scale, e)), o.add(o.c(1.0), e))
+    edge = o.above_or_nan(a, float(o.fmt.bias - 2))
+    natural = lambda: o.mul(a, o.c(LN2))  # noqa: E731
+    slow = lambda: [_logistic_edge(o, y, natural(), p, n, positive, scale)]  # noqa: E731
+    return o.m.rarely(edge, [fast], slow)[0]
 
 
 def _logistic_edge(
@@ -1010,12 +1041,15 @@ def _gelu_tanh(o: _Ops, x: ir.Value) -> ir.Value:
     """0.5 x (1 + tanh(u)) = x sigmoid(2u): no cancellation for negative x. The exp form on
     every host: 2u grows as x^3, so 1 lane in 9 of N(0, 9) passes the logistic table's
     reach (15), and its rare branch ran in 6 vectors of 7 (16M, 2 threads: 10.6 -> 4.7
-    ms; the table with exp's e - e^2 beside it for those lanes: 6.0). Uncorrected for
-    1 + e's rounding: 2u's own rounding costs up to ~12 ulp below 0, the correction's half
-    ulp was a quarter of the work (1 thread 9.3 -> 7.0 ms; max error 12.4 -> 11.4 ulp)."""
+    ms; the table with exp's e - e^2 beside it for those lanes: 6.0). In float32, 2u
+    log2 e comes from the cubic's scaled coefficients and goes to `_logistic2` (16M, 1
+    thread: 9.3 -> 6.4 ms; max error 12.4 -> 9.3 ulp, x >= 0: 1.7)."""
     z = o.mul(x, x)
-    two_u = o.mul(x, o.fma(z, o.c(2 * GELU_TANH_CUBIC), o.c(2 * SQRT_2_OVER_PI)))
-    return _logistic_exp(o, two_u, x, corrected=False)
+    if o.fmt.bits == 64:  # the scaled coefficients' rounding would add ~3 ulp of its 16
+        two_u = o.mul(x, o.fma(z, o.c(2 * GELU_TANH_CUBIC), o.c(2 * SQRT_2_OVER_PI)))
+        return _logistic_exp(o, two_u, x)
+    cubic, linear = (2 * LOG2E * c for c in (GELU_TANH_CUBIC, SQRT_2_OVER_PI))
+    return _logistic2(o, o.mul(x, o.fma(z, o.c(cubic), o.c(linear))), x)
 
 
 def _erf_parts(

@@ -73,7 +73,7 @@ def negative_zero_expected(op: str, dt, x: float) -> bool:
 # near |r| = pi/4), erf 1.05/.90, pow .5/1.44 (1.1 near exp's edges); float32 on AVX-512
 # takes the table forms: tanh 1.14/1.48 (0.5-0.65 below 0.5), sigmoid 1.72/1.75, silu
 # 1.87/2.30, gelu 3.30/17.1 (3.88 the worst of a dense sweep of [-15, 15]; far tail
-# 2.1/1.9), gelu_tanh 11.4/12.8 (1.72 on [0, 3]), softplus 1.36/1.55 (float64: exp's error and two roundings
+# 2.1/1.9), gelu_tanh 9.3/12.8 (1.64 on [0, 3]), softplus 1.36/1.55 (float64: exp's error and two roundings
 # on top of log1p's near x = 0+)).
 # gelu's erfc polynomial is fitted for erf's absolute error, so gelu's negative tail is
 # relatively less accurate in float64; gelu_tanh is ill-conditioned for negative x (its
