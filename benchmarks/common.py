@@ -101,7 +101,7 @@ def report(cases: list[Case]) -> bool:
             ratio = k / c.median_ms(lib)
             met = ratio <= limit
             ok &= met
-            verdict = f"<= {limit}x {lib}: {'met' if met else 'MISSED'}"
+            verdict = f"<= {limit}x {lib}: {'met' if met else 'MISSED'} ({ratio:.2f}x)"
         print(f"{c.name:44} {k:9.3f} {t:9.3f} {n:9.3f} {k / t:8.2f} {k / n:8.2f}  {verdict}")
     return ok
 
