@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import warnings
 
+from kael.codegen.cpu import native_launch
 from kael.frontend import elementwise as ew
 from kael.frontend import (
     factories,
@@ -31,6 +32,7 @@ from kael.frontend.tracing import op_door
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import bool_, float32, float64
 from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
 
 
@@ -48,6 +50,11 @@ def scaled_dot_product_attention(
     mask keeps where True, a float mask adds; is_causal keeps the lower triangle; scale
     defaults to 1/sqrt(E); enable_gqa repeats key and value heads (dim -3) to the query's.
     A row the mask leaves nothing of gives zeros, as PyTorch's CPU kernel does."""
+    door = _door_key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    if door is not None:
+        kept = _DOOR.get(door)
+        if kept is not None:
+            return _replay(kept, query._impl, key._impl, value._impl)
     name = "scaled_dot_product_attention"
     q, k, v = (
         tensor_arg(t, name, what) for t, what in ((query, "query"), (key, "key"), (value, "value"))
@@ -99,7 +106,7 @@ def scaled_dot_product_attention(
     # Empty embeddings give zero scores, weighted alike, as in PyTorch (not 0 * inf).
     factor = 1.0 / math.sqrt(q.shape[-1] or 1) if scale is None else float(scale)
     if dropout_p == 0.0:
-        fused = _fused(q, k, v, attn_mask, is_causal, factor)
+        fused = _fused(q, k, v, attn_mask, is_causal, factor, door)
         if fused is not None:
             return fused
     scores = linalg.matmul(q, k.transpose(-2, -1)) * factor
@@ -126,10 +133,11 @@ def _causal_mask(length: int, source: int, device) -> Tensor:
     return ew.binary("ge", rows, cols)
 
 
-def _fused(q: Tensor, k: Tensor, v: Tensor, mask, is_causal: bool, scale: float):
+def _fused(q: Tensor, k: Tensor, v: Tensor, mask, is_causal: bool, scale: float, door=None):
     """The attention by codegen/cpu/attention.py's fused kernel, or None where it does not
     apply (a GPU, batch dims that differ, value rows wider than EV_MAX, a mask
-    whose batch dims do not merge into one stride)."""
+    whose batch dims do not merge into one stride); a call with a `door` key is kept for
+    the fast door where it can replay it (_keep)."""
     from kael.codegen.cpu import attention as kernel
 
     batch = q.shape[:-2]
@@ -159,12 +167,91 @@ def _fused(q: Tensor, k: Tensor, v: Tensor, mask, is_causal: bool, scale: float)
         strides = (*merged, *full.strides()[-2:])
         mask = full._impl
     rows = [_rows(t._impl, count, n) for t, n in ((q, length), (v, source))]
-    kt = _transposed_keys(_batched(k._impl, count, source))
+    keys = _batched(k._impl, count, source)
+    kt = _transposed_keys(keys)
     out = empty_impl((count, length, width), q.dtype, q.device)
     if out.numel():
         kernel.run(rows[0], kt, rows[1], out, mask, kind, scale, count, strides)
+        if door is not None and mask is None:
+            _keep(door, (q._impl, v._impl, k._impl), (*rows, keys), kt, out, kind, scale)
     shape = (*batch, length, width)
     return Tensor(views.derive(out, shape, contiguous_strides(shape), 0))
+
+
+# The fast door of a plain call (float32/float64 query, key and value on the host, no mask,
+# no dropout, no head repeat), keyed by dtype, their layouts, is_causal and scale: the
+# launches the full door made, the keys' transposing copy into a fresh padded buffer and
+# then the fused kernel, replayed with this call's addresses, where the query's and
+# value's rows and the batched keys were the arguments themselves and both launches ran
+# on the calling thread ([1, 4, 16, 32], 1 thread, one run: 35 -> 12 us; torch 10).
+_DOOR: dict[tuple, tuple] = {}
+_DOOR_MAX = 1024
+_DOOR_DTYPES = (float32, float64)
+
+
+def _door_key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
+    """The fast door's key of a plain call (see above), or None: the full door takes it."""
+    plain = fastpath.PLAIN
+    if not (
+        attn_mask is None
+        and type(query) in plain
+        and type(key) in plain
+        and type(value) in plain
+        and type(is_causal) is bool
+        and enable_gqa is False
+        and type(dropout_p) in (float, int)
+        and dropout_p == 0
+        and (scale is None or type(scale) is float)
+        and fastpath._open()
+    ):
+        return None
+    q, k, v = query._impl, key._impl, value._impl
+    if q.dtype not in _DOOR_DTYPES or not (q.dtype is k.dtype is v.dtype):
+        return None
+    if q.device is not CPU or k.device is not CPU or v.device is not CPU:
+        return None
+    return (q.dtype, q.shape, q.strides, k.shape, k.strides, v.shape, v.strides, is_causal, scale)
+
+
+def _keep(door: tuple, args: tuple, read: tuple, kt, out, kind: str, scale: float) -> None:
+    """Keep the call the full door just made for `door` where it can be replayed: what it
+    read (the query's rows, the value's, the batched keys) must be `args` themselves (the
+    query, the value, the key), and the copy and the kernel must run inline."""
+    from kael.codegen.cpu import attention as kernel
+
+    if len(_DOOR) >= _DOOR_MAX or any(
+        r.storage is not a.storage or r.offset != a.offset for r, a in zip(read, args)
+    ):
+        return
+    q, v, keys = read
+    count = out.shape[0]
+    if kernel.parallel(kernel.flops(q, v, count)):
+        return
+    src = views.transpose(keys, 1, 2)
+    copy = fastpath.inline_copy(kt.dtype, kt.shape, kt.strides, src.strides)
+    template = kernel.words(q, kt, v, out, None, scale, (0, 0, 0))
+    template[:4] = [0, 0, 0, 0]
+    fn = kernel.function(q.dtype, kind)
+    items = kernel.items(q, count)
+    launch = native_launch.describe(fn, template, (0, 1, 2, 3), 0)
+    if copy is None or launch is None:
+        return
+    size = q.dtype.itemsize
+    padded = kt.storage.nbytes
+    shape = (*args[0].shape[:-2], q.shape[1], v.shape[2])
+    _DOOR[door] = (copy, padded, launch, items, out.numel() * size, shape, q.dtype)
+
+
+def _replay(kept: tuple, q: TensorImpl, k: TensorImpl, v: TensorImpl) -> Tensor:
+    """The remembered launches over this call's query, key and value: the attention."""
+    (copy, copy_items), padded_bytes, launch, items, out_bytes, shape, dtype = kept
+    size = dtype.itemsize
+    padded, out = Storage.host(padded_bytes), Storage.host(out_bytes)
+    native = fastpath._native
+    native(copy.address, copy_items, padded.ptr, k.storage.ptr + k.offset * size)
+    native(launch.address, items, q.storage.ptr + q.offset * size, padded.ptr,
+           v.storage.ptr + v.offset * size, out.ptr)  # fmt: skip
+    return fastpath.new_tensor(out, shape, dtype)
 
 
 LINE = 64  # bytes of a cache line

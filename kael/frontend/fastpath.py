@@ -583,6 +583,17 @@ def remember_copy_into(out: TensorImpl, src: TensorImpl) -> None:
         _remember_shaped(key, eager.copy_template(src.dtype, out.dtype), out, (src,), None)
 
 
+def inline_copy(dtype: DType, shape: tuple, out_strides: tuple, src_strides: tuple):
+    """(native descriptor, work items) of the copy remembered for these layouts (one
+    dtype) where it runs on the calling thread, for a door replaying it by addresses (the
+    output's, then the source's; the door holds the descriptor: this memo may be cleared);
+    None where none is remembered or it needs the pool."""
+    entry = _shaped.get((SHAPED, "copy_", dtype, dtype, shape, out_strides, src_strides))
+    if entry is None or entry.moved >= PROMOTE_BYTES:
+        return None
+    return entry.native, entry.total
+
+
 def copy_remembered(out: TensorImpl, src: TensorImpl) -> None:
     """out[...] = src (an op's own buffer from another storage, one shape): the copy
     remembered for their layouts, else eager's, then remembered (roll's blocks,

@@ -293,3 +293,77 @@ def test_repeated_attention_calls_read_each_calls_keys():
         got = kael.nn.functional.scaled_dot_product_attention(*map(kael.tensor, (q, k, v)))
         want = torch.nn.functional.scaled_dot_product_attention(*map(torch.from_numpy, (q, k, v)))
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def _attention_operands(rng, dtype, layout):
+    """(query, key, value) as kael tensors of one [2, 3, 6, 8] layout family: dense, the
+    key a transposed view, or every operand a strided slice of a bigger buffer."""
+    if layout == "dense":
+        return [kael.tensor(rng.standard_normal((2, 3, 6, 8)), dtype=dtype) for _ in range(3)]
+    if layout == "transposed_key":
+        q, v = (kael.tensor(rng.standard_normal((2, 3, 6, 8)), dtype=dtype) for _ in range(2))
+        return [q, kael.tensor(rng.standard_normal((2, 3, 8, 6)), dtype=dtype).transpose(-2, -1), v]
+    big = [kael.tensor(rng.standard_normal((2, 3, 9, 12)), dtype=dtype) for _ in range(3)]
+    return [t[:, :, 2:8, 3:11] for t in big]  # an offset, row strides of 12
+
+
+@pytest.mark.parametrize("layout", ["dense", "transposed_key", "sliced"])
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64], ids=str)
+@pytest.mark.parametrize("kwargs", [{}, {"is_causal": True}, {"scale": 0.3}], ids=str)
+def test_attention_fast_door_replays_the_full_doors_bits_with_each_calls_operands(
+    layout, dtype, kwargs
+):
+    """The first call of a layout runs the full door and keeps its launches; later calls
+    replay them with their own addresses: the same bits on new data as the full door
+    (run again by taking the key out of the memo for one call)."""
+    from kael.frontend import attention
+
+    rng = np.random.default_rng(5)
+    sdpa = KF.scaled_dot_product_attention
+    for _ in range(3):
+        q, k, v = _attention_operands(rng, dtype, layout)
+        got = sdpa(q, k, v, **kwargs)
+        door = attention._door_key(q, k, v, None, 0.0, kwargs.get("is_causal", False),
+                                   kwargs.get("scale"), False)  # fmt: skip
+        assert door in attention._DOOR
+        kept = attention._DOOR.pop(door)
+        full = sdpa(q, k, v, **kwargs)  # the full door again (it keeps the key anew)
+        attention._DOOR[door] = kept
+        assert got.shape == full.shape == (2, 3, 6, 8) and got.dtype is dtype
+        assert got.is_contiguous()
+        np.testing.assert_array_equal(got.numpy(), full.numpy())
+        want = TF.scaled_dot_product_attention(*(torch.from_dlpack(t) for t in (q, k, v)), **kwargs)
+        close_to_torch(got, want, 2e-5 if dtype is kael.float32 else 1e-12)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"attn_mask": kael.ones(6, 6, dtype=kael.bool)},
+        {"dropout_p": 0.5},
+        {"enable_gqa": True},
+        {"is_causal": 1},
+    ],
+    ids=["mask", "dropout", "gqa", "causal_int"],
+)
+def test_attention_fast_door_leaves_other_calls_to_the_full_door(kwargs):
+    from kael.frontend import attention
+
+    q, k, v = (kael.randn(2, 3, 6, 8) for _ in range(3))
+    assert attention._door_key(q, k, v, kwargs.get("attn_mask"), kwargs.get("dropout_p", 0.0),
+                               kwargs.get("is_causal", False), None,
+                               kwargs.get("enable_gqa", False)) is None  # fmt: skip
+    halves = [t.half() for t in (q, k, v)]
+    assert attention._door_key(*halves, None, 0.0, False, None, False) is None
+    mixed = (q, k.double(), v)
+    assert attention._door_key(*mixed, None, 0.0, False, None, False) is None
+
+
+def test_attention_fast_door_is_closed_under_compile():
+    q, k, v = (kael.randn(1, 2, 4, 8) for _ in range(3))
+    eager = KF.scaled_dot_product_attention(q, k, v, is_causal=True)
+    compiled = kael.compile(
+        lambda a, b, c: KF.scaled_dot_product_attention(a, b, c, is_causal=True)
+    )
+    for _ in range(2):
+        np.testing.assert_array_equal(compiled(q, k, v).numpy(), eager.numpy())

@@ -254,20 +254,38 @@ def library(dtype: DType) -> handwritten.Library:
     )
 
 
+def words(q, kt, v, out, mask, scale: float, mask_strides) -> list[int]:
+    """The kernel's argument block: q's, kt's, v's, out's and the mask's addresses (0 for
+    none) first, then the scale, sizes and strides."""
+    length, source = q.shape[1], v.shape[1]
+    return [
+        *(host_ptr(t, "attention") for t in (q, kt, v, out)),
+        host_ptr(mask, "attention") if mask is not None else 0,
+        struct.unpack("<q", struct.pack("<d", scale))[0],
+        -(-length // BQ), length, source, q.shape[2], v.shape[2], q.strides[0], q.strides[1],
+        kt.strides[0], kt.strides[1], v.strides[0], v.strides[1], out.strides[0],
+        out.strides[1], *mask_strides,
+    ]  # fmt: skip
+
+
+def items(q, batch: int) -> int:
+    """Work items of a launch: blocks of BQ query rows of every matrix."""
+    return batch * -(-q.shape[1] // BQ)
+
+
+def flops(q, v, batch: int) -> int:
+    return 4 * batch * q.shape[1] * v.shape[1] * (q.shape[2] + v.shape[2])
+
+
+def function(dtype: DType, kind: str):
+    """The compiled kernel of `dtype` for the mask `kind`."""
+    return library(dtype)[symbol(kind)]
+
+
 def run(q, kt, v, out, mask, kind: str, scale: float, batch: int, mask_strides) -> None:
     """out [batch, L, Ev] = attention of q [batch, L, E] over kt [batch, E, S] (k
     transposed) and v [batch, S, Ev] (impls; every row unit-stride, rows any stride
     apart); `mask` an impl or None with its (batch, row, column) strides."""
-    length, source = q.shape[1], v.shape[1]
-    blocks = -(-length // BQ)
-    words = [
-        *(host_ptr(t, "attention") for t in (q, kt, v, out)),
-        host_ptr(mask, "attention") if mask is not None else 0,
-        struct.unpack("<q", struct.pack("<d", scale))[0],
-        blocks, length, source, q.shape[2], v.shape[2], q.strides[0], q.strides[1],
-        kt.strides[0], kt.strides[1], v.strides[0], v.strides[1], out.strides[0],
-        out.strides[1], *mask_strides,
-    ]  # fmt: skip
-    flops = 4 * batch * length * source * (q.shape[2] + v.shape[2])
-    fn = library(q.dtype)[symbol(kind)]
-    launch(fn, words, batch * blocks, parallel(flops), 1, flops=flops)
+    work = flops(q, v, batch)
+    block = words(q, kt, v, out, mask, scale, mask_strides)
+    launch(function(q.dtype, kind), block, items(q, batch), parallel(work), 1, flops=work)
