@@ -583,6 +583,25 @@ def remember_copy_into(out: TensorImpl, src: TensorImpl) -> None:
         _remember_shaped(key, eager.copy_template(src.dtype, out.dtype), out, (src,), None)
 
 
+def inline_launch(template: eager.Template, out, ins, patched: tuple, fixed: dict):
+    """(native descriptor, work items) of the full door's launch of `template` over the
+    host impls `out` and `ins`, the words a call supplies being each buffer's address
+    (output first), then the parameters named in `patched`, in that order (the others at
+    their `fixed` values), for a door replaying it by addresses; None where the kernel can
+    fault, the launch needs the pool or its block is too large to describe."""
+    impls = (out, *ins)
+    plan = eager._plan(template, out, impls)
+    if plan.compiled is None or plan.faults or plan.moved >= PROMOTE_BYTES:
+        return None
+    words = [0] * len(impls) + list(plan.tail)
+    first = len(words)
+    words += _fixed_words(template, fixed)
+    at = tuple(first + template.scalars.index(name) for name in patched)
+    per_item = plan.moved // max(1, plan.total)
+    native = native_launch.describe(plan.compiled.fn, words, (*range(len(impls)), *at), per_item)
+    return None if native is None else (native, plan.total)
+
+
 def inline_copy(dtype: DType, shape: tuple, out_strides: tuple, src_strides: tuple):
     """(native descriptor, work items) of the copy remembered for these layouts (one
     dtype) where it runs on the calling thread, for a door replaying it by addresses (the

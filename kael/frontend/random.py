@@ -25,7 +25,7 @@ import numpy as np
 
 from kael.codegen.cpu import sampling
 from kael.codegen.philox import GROUP_BLOCKS
-from kael.frontend import eager, factories, index_ops, tracing, views
+from kael.frontend import eager, factories, fastpath, index_ops, tracing, views
 from kael.frontend import elementwise as ew
 from kael.frontend.elementwise import broadcast_shapes
 from kael.frontend.outputs import bool_arg, check_writable, device_of, output, tensor_arg
@@ -317,10 +317,44 @@ def _generate(
     seed, offset = tracing.reserve(count, generator)
     if n == 0:
         return False
+    door = _door_key(key, n, out, ins, scalars)
+    kept = _DOOR.get(door) if door is not None else None
+    if kept is not None and kept is not _UNSERVED:
+        size = out.dtype.itemsize
+        ptrs = [t.storage.ptr + t.offset * t.dtype.itemsize for t in ins]
+        fastpath._native(kept[0].address, kept[1], out.storage.ptr + out.offset * size,
+                         *ptrs, seed, offset)  # fmt: skip
+        return False
     flat = [views.derive(t, (n,), (1,), t.offset) for t in (out, *ins)]
     entry = eager.template(("random", *key), lambda: (key[0], [build()]))
     words = {"seed": seed, "offset": offset, **(scalars or {})}
-    return eager.run(entry, flat[:1], flat[1:], words)
+    flag = eager.run(entry, flat[:1], flat[1:], words)
+    if door is not None and kept is None and len(_DOOR) < _DOOR_MAX:
+        fixed = scalars or {}
+        found = fastpath.inline_launch(entry, flat[0], flat[1:], ("seed", "offset"), fixed)
+        _DOOR[door] = _UNSERVED if found is None else found
+    return flag
+
+
+# The fast door of small fills: per sampler key, element count, the inputs' dtypes and the
+# other scalars' values, the kernel's launch over the flat layout (a flag-free kernel that
+# runs inline), replayed with the call's addresses and counters (1 thread, one run: randn(4,
+# 16) 14.6 -> 9.9 us, dropout 23.8 -> 17.7 on a loaded machine; about 5 us less a call).
+_DOOR: dict[tuple, tuple] = {}
+_DOOR_MAX = 4096
+_UNSERVED = (None, 0)
+
+
+def _door_key(key: tuple, n: int, out: TensorImpl, ins: tuple, scalars: dict | None):
+    """The door's key of a fill of `out` (a new dense host tensor) from dense `ins`, or
+    None where the full door must run it (a trace, a recorder, a GPU, KAEL_DEBUG)."""
+    if not fastpath._open() or out.device is not CPU:
+        return None
+    for t in ins:
+        if t.device is not CPU or not t.is_contiguous():
+            return None
+    extra = tuple(scalars.items()) if scalars else ()
+    return (key, n, tuple(t.dtype for t in ins), extra)
 
 
 # ---- floating samplers ------------------------------------------------------------------------
@@ -900,11 +934,34 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         raise TypeError(f"dropout: expected a floating point input, got {x.dtype}")
     if inplace:
         check_writable(x, "dropout")
-    out = factories.new_tensor((x.shape,), x.dtype, x.device)
+    out = Tensor(empty_impl(x.shape, x.dtype, x.device))
     src = x.contiguous()
     dt = x.dtype
-    # PyTorch's mask: 1.0 / (1 - p) computed in the dtype's own arithmetic (float for
-    # float32 and the half types, rounded to the dtype), then x * mask: NaN stays NaN.
+
+    def build() -> g.Node:
+        # u < 1 - p for the uniform u = k 2**-32 of a 32-bit draw k is k < ceil((1 - p)
+        # 2**32): no int -> float conversion, and a Philox block serves eight elements. The
+        # unsigned k <= below runs as a signed 32-bit compare of both less 2**31.
+        centered = g.Cast(int32, (), _op("add", _word(), _const(int64, -(2**31))))
+        keep = _op("le", centered, _scalar(int32, "below"))
+        mask = g.Where(dt, (), keep, _scalar(dt, "scale"), _const(dt, 0.0))
+        return _op("mul", g.Input(dt, (), "x"), mask)
+
+    words = _dropout_words(p, dt)
+    _generate(("dropout", dt), build, out._impl, words, ins=(src._impl,), one_word=True)
+    if inplace:
+        eager.copy_into(x._impl, out._impl)
+        x._impl.storage.bump_version()
+        return x
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _dropout_words(p: float, dt: DType) -> dict:
+    """dropout's kernel scalars for p in (0, 1] (shared: never changed): `below`, the
+    signed form of the largest kept draw, and `scale`, PyTorch's mask value 1 / (1 - p)
+    computed in the dtype's own arithmetic (float for float32 and the half types, rounded
+    to the dtype), so x * mask keeps NaN."""
     if p == 1.0:
         scale = 0.0
     elif dt is float64:
@@ -912,25 +969,9 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     else:
         scale = to_float32(1.0 / to_float32(1.0 - p))
         scale = to_half_precision(scale, dt) if dt.is_half else scale
-
-    def build() -> g.Node:
-        # u < 1 - p for the uniform u = k 2**-32 of one 32-bit word k is k < ceil((1 - p)
-        # 2**32): no int -> float conversion, and a Philox block serves four elements. The
-        # unsigned k <= below runs as a signed 32-bit compare of both less 2**31.
-        centered = g.Cast(int32, (), _op("add", _word(), _const(int64, -(2**31))))
-        keep = _op("le", centered, _scalar(int32, "below"))
-        mask = g.Where(dt, (), keep, _scalar(dt, "scale"), _const(dt, 0.0))
-        return _op("mul", g.Input(dt, (), "x"), mask)
-
-    # p = 1 keeps word 0 too, at scale 0 (the same x * 0)
+    # p = 1 keeps draw 0 too, at scale 0 (the same x * 0)
     below = max(math.ceil((1.0 - p) * 2.0**32) - 1 - 2**31, -(2**31))
-    words = {"below": below, "scale": scale}
-    _generate(("dropout", dt), build, out._impl, words, ins=(src._impl,), one_word=True)
-    if inplace:
-        eager.copy_into(x._impl, out._impl)
-        x._impl.storage.bump_version()
-        return x
-    return out
+    return {"below": below, "scale": scale}
 
 
 def _bernoulli_method(self: Tensor, p=None, *, generator=None) -> Tensor:

@@ -1479,3 +1479,43 @@ def test_normal_of_floats_needs_a_size_tuple_as_torch():
     with pytest.raises(kael.TypeError, match="size must be a tuple of ints, got int"):
         kael.normal(0.0, 1.0, 3)
     assert kael.normal(0.0, 1.0, (3,)).shape == (3,)
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda g: kael.randn(4, 16, generator=g),
+        lambda g: kael.rand(3, 5, dtype=kael.float64, generator=g),
+        lambda g: kael.randint(0, 10, (2, 33), generator=g),
+        lambda g: kael.nn.functional.dropout(kael.ones(5, 7), 0.3),
+        lambda g: kael.empty(6, 4).normal_(1.0, 2.0, generator=g),
+    ],
+    ids=["randn", "rand_float64", "randint", "dropout", "normal_"],
+)
+def test_small_fills_replayed_by_the_door_draw_the_full_doors_values(draw):
+    """A small fill's launch is remembered after its first call and replayed with the
+    call's addresses and counters: the same values, call after call, as the full door's
+    from the same generator state (the door emptied and closed for the second series)."""
+
+    def series():
+        kael.manual_seed(11)
+        g = kael.Generator().manual_seed(5)
+        return [draw(g) for _ in range(4)]
+
+    saved, kept = kr._DOOR_MAX, dict(kr._DOOR)
+    kr._DOOR.clear()
+    try:
+        served = series()
+        assert any(v is not kr._UNSERVED for v in kr._DOOR.values())
+        kr._DOOR.clear()
+        kr._DOOR_MAX = 0
+        full = series()
+        assert not kr._DOOR
+    finally:
+        kr._DOOR_MAX = saved
+        kr._DOOR.clear()
+        kr._DOOR.update(kept)
+    for a, b in zip(served, full, strict=True):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert not np.array_equal(served[0].numpy(), served[1].numpy())
