@@ -509,3 +509,56 @@ def test_replicate_padding_of_an_empty_dim_is_refused_as_torch():
         torch.nn.Conv1d(2, 3, 1, padding=1, padding_mode="replicate")(torch.randn(1, 2, 0))
     with pytest.raises(kael.ValueError, match="replicate padding of an empty dimension"):
         kael.nn.Conv1d(2, 3, 1, padding=1, padding_mode="replicate")(kael.randn(1, 2, 0))
+
+
+DOOR_CALLS = [
+    (KF.conv2d, (1, 3, 8, 8), (4, 3, 3, 3), {"padding": 1}),
+    (KF.conv2d, (3, 8, 8), (4, 3, 3, 3), {"padding": "same"}),  # unbatched
+    (KF.conv2d, (2, 4, 9, 7), (6, 2, 3, 2), {"stride": (2, 1), "groups": 2}),
+    (KF.conv1d, (2, 4, 16), (6, 4, 3), {"padding": 1, "dilation": 2}),
+    (KF.conv3d, (1, 2, 5, 5, 5), (3, 2, 2, 2, 2), {}),
+]
+
+
+@pytest.mark.parametrize("call", DOOR_CALLS, ids=lambda c: f"{c[0].__name__}{c[1]}")
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64], ids=str)
+@pytest.mark.parametrize("with_bias", [False, True], ids=["no_bias", "bias"])
+def test_convolution_fast_door_replays_the_full_doors_bits_on_each_calls_operands(
+    call, dtype, with_bias
+):
+    """After a layout's first call, its GEMM plan replays over each call's own input,
+    weight and bias: the same bits as the full door (run again by taking the key out of
+    the memo for one call), on new values each time."""
+    fn, xs, ws, kwargs = call
+    rng = np.random.default_rng(8)
+    for _ in range(3):
+        x, w = (kael.tensor(rng.standard_normal(s), dtype=dtype) for s in (xs, ws))
+        b = kael.tensor(rng.standard_normal(ws[0]), dtype=dtype) if with_bias else None
+        got = fn(x, w, b, **kwargs)
+        sizes = tuple(kwargs.get(k, d) for k, d in (("stride", 1), ("padding", 0),
+                                                   ("dilation", 1), ("groups", 1)))  # fmt: skip
+        door = conv._door_key(fn.__name__, x, w, b, sizes)
+        assert door in conv._DOOR
+        kept = conv._DOOR.pop(door)
+        full = fn(x, w, b, **kwargs)
+        conv._DOOR[door] = kept
+        assert got.shape == full.shape and got.dtype is dtype and got.is_contiguous()
+        np.testing.assert_array_equal(got.numpy(), full.numpy())
+        tb = None if b is None else torch.from_dlpack(b)
+        want = getattr(TF, fn.__name__)(torch.from_dlpack(x), torch.from_dlpack(w), tb, **kwargs)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_convolution_fast_door_leaves_other_calls_to_the_full_door():
+    x, w = kael.randn(1, 3, 8, 8), kael.randn(4, 3, 3, 3)
+    assert conv._door_key("conv2d", x, w, None, ([1, 1], 0, 1, 1)) is None  # a list
+    assert conv._door_key("conv2d", x, w, None, (1.0, 0, 1, 1)) is None  # a float
+    # windows that read padding only are computed apart: no one-launch replay
+    before = len(conv._DOOR)
+    KF.conv2d(x, w, padding=5)
+    assert conv._door_key("conv2d", x, w, None, (1, 5, 1, 1)) not in conv._DOOR
+    assert len(conv._DOOR) == before
+    # a transposed weight is copied first: not the argument itself, so not kept
+    wt = kael.randn(3, 4, 3, 3).transpose(0, 1)
+    KF.conv2d(x, wt, padding=1)
+    assert conv._door_key("conv2d", x, wt, None, (1, 1, 1, 1)) not in conv._DOOR

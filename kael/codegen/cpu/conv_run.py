@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from kael.codegen.cpu import conv, gemm
+from kael.codegen.cpu import conv, gemm, gemm_run
 from kael.codegen.cpu.gemm_run import BUF, A, B, C, Launch, Plan, parallel
 from kael.ir.conv import ConvGeometry
 from kael.runtime.dtypes import DType
@@ -79,7 +79,7 @@ def plan_for(g: ConvGeometry, dtype: DType) -> Plan:
     if found is None:
         if len(_plans) >= _MAX_PLANS:
             _plans.clear()
-        found = _plans[key] = plan(g, dtype, threads)
+        found = _plans[key] = gemm_run.described(plan(g, dtype, threads))
     return found
 
 

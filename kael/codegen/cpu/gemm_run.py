@@ -220,6 +220,13 @@ def plan(a: TensorImpl, b: TensorImpl, c: TensorImpl, threads: int) -> Plan:
         p = _int_plan(a, b, c, inner, outer)
     else:
         p = _float_plan(gemm.host_spec(c.dtype), a, b, c, inner, outer, threads)
+    return described(p)
+
+
+def described(p: Plan) -> Plan:
+    """`p` with its native launch or chain filled in where it has one (Plan.native,
+    Plan.chain): what `run` calls without the launcher's Python (matmul's and the
+    convolutions' plans alike)."""
     return dataclasses.replace(p, native=_native_call(p), chain=_native_chain(p))
 
 
@@ -321,7 +328,7 @@ def _accumulating(p: Plan, mode: int) -> Plan:
         for s in p.launches
     )
     adding = dataclasses.replace(p, launches=steps)
-    return dataclasses.replace(adding, native=_native_call(adding), chain=_native_chain(adding))
+    return described(adding)
 
 
 def _with(words: tuple[int, ...], index: int, value: int) -> tuple[int, ...]:
