@@ -10,6 +10,7 @@ Storage whose owner calls the producer's deleter when kael no longer needs it.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 
 from kael.runtime import dtypes, sync
@@ -105,11 +106,12 @@ _exported: dict[int, tuple] = {}
 _lock = sync.lock()
 
 
-def _release(address: int) -> None:
+def _release(address: int, exported=_exported, lock=_lock) -> None:
     """Forget an export. The entry is dropped outside the lock: its storage may be an
-    import of another kael export, whose deleter comes back here."""
-    with _lock:
-        entry = _exported.pop(address, None)
+    import of another kael export, whose deleter comes back here. (The table and lock
+    are bound here: a deleter may run after this module's globals are cleared at exit.)"""
+    with lock:
+        entry = exported.pop(address, None)
     del entry
 
 
@@ -130,6 +132,19 @@ def _capsule_destructor(capsule: int) -> None:
     for name in (_NAME, _VERSIONED_NAME):
         if _api.PyCapsule_IsValid(obj, name):
             _release(_api.PyCapsule_GetPointer(obj, name))
+
+
+def _outlive_shutdown() -> None:
+    """Keep every export and the deleters for good once the interpreter exits: a consumer
+    still held then (a torch tensor in a module global) calls its deleter, or reads its
+    DLManagedTensor, while the exit's garbage collection tears modules down, after this
+    module's table and callbacks would have been freed (a segfault at exit). The process
+    is ending: the OS takes the memory back."""
+    for obj in (_exported, _lock, _delete, _delete_versioned, _capsule_destructor, _release):
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
+
+
+atexit.register(_outlive_shutdown)
 
 
 def capsule(impl: TensorImpl, versioned: bool = False) -> object:
