@@ -313,7 +313,7 @@ def _generate(
     eight to a block, from an offset rounded up to a multiple of GROUP_BLOCKS.
     """
     n = out.numel()
-    count = -(-n // 8) + GROUP_BLOCKS - 1 if one_word and n else n
+    count = _drawn_blocks(n) + GROUP_BLOCKS - 1 if one_word and n else n
     seed, offset = tracing.reserve(count, generator)
     if n == 0:
         return False
@@ -334,6 +334,15 @@ def _generate(
         found = fastpath.inline_launch(entry, flat[0], flat[1:], ("seed", "offset"), fixed)
         _DOOR[door] = _UNSERVED if found is None else found
     return flag
+
+
+def _drawn_blocks(n: int) -> int:
+    """Blocks that n draws from a group boundary touch (kael/codegen/philox.py's layout:
+    each whole group of 128 draws its 16 blocks; a last partial group of r draws the first
+    min(r, 16) of its group's blocks). A call reserves that many and GROUP_BLOCKS - 1 more,
+    for its start rounded up to a group: it never reaches the next call's counters."""
+    groups, rest = divmod(n, 8 * GROUP_BLOCKS)
+    return groups * GROUP_BLOCKS + min(rest, GROUP_BLOCKS)
 
 
 # The fast door of small fills: per sampler key, element count, the inputs' dtypes and the

@@ -257,12 +257,12 @@ def test_dropout_refuses_what_torch_refuses(call, error, message):
 
 @pytest.mark.parametrize(
     "dtype", [kael.float32, kael.float64, kael.float16], ids=str
-)  # 16, 8 and 32 lanes
+)  # 16, 8 and 16 lanes (float16 computes in float32)
 @pytest.mark.parametrize("n", [1, 5, 64, 1000, 1100], ids=str)
 def test_dropout_keeps_where_the_elements_philox_draw_is_below_1_minus_p(n, dtype):
     """Element i keeps when draw 8 base + i (philox_reference.word_of; base: the offset
     rounded up to a multiple of 16 blocks) is below ceil((1 - p) 2**32); a call reserves
-    ceil(n / 8) + 15 blocks, so consecutive calls never share a block."""
+    the blocks its draws touch and 15 more, so consecutive calls never share a block."""
     p, seed = 0.3, 0x0123456789ABCDEF
     kael.manual_seed(seed)
     for _ in range(3):
@@ -272,7 +272,8 @@ def test_dropout_keeps_where_the_elements_philox_draw_is_below_1_minus_p(n, dtyp
         limit = math.ceil((1 - p) * 2**32)
         want = [word_of(8 * base + i, seed) < limit for i in range(n)]
         np.testing.assert_array_equal(kept, want)
-        assert kr.default_generator.position()[1] == offset + -(-n // 8) + 15
+        touched = n // 128 * 16 + min(n % 128, 16)
+        assert kr.default_generator.position()[1] == offset + touched + 15
 
 
 @pytest.mark.parametrize(("p", "kept"), [(1e-12, 4096), (1 - 1e-12, 0), (1.0, 0)])
@@ -323,3 +324,21 @@ def test_relu_and_silu_take_inplace_and_every_name_is_torchs():
     with pytest.raises(kael.TypeError, match="missing required argument 'threshold'"):
         KF.threshold(k)
     assert set(KF.__all__) <= set(dir(TF))
+
+
+@pytest.mark.parametrize("n", [2, 16, 33, 127, 200], ids=str)
+@pytest.mark.parametrize("first", [1, 7, 15], ids=str)
+def test_dropout_never_draws_the_next_ops_counters(n, first):
+    """dropout's draws start at its offset rounded up to a group of 16 blocks and touch
+    whole groups' blocks: a rand after it, from an offset that is not a group's, must get
+    counters dropout did not use (its first draw of block b is Philox word 0 of block b,
+    so a shared block shows as rand's top bit repeating dropout's keep of that draw)."""
+    kael.manual_seed(3)
+    kael.rand(first, dtype=kael.float64)  # the offset, now `first`, is not a group's
+    offset = kr.default_generator.position()[1]
+    KF.dropout(kael.ones(n, dtype=kael.float64), 0.5)
+    after = kr.default_generator.position()[1]
+    base = (offset + 15) // 16 * 16
+    touched = {(8 * base + i) >> 7 << 4 | (8 * base + i) & 15 for i in range(n)}
+    assert max(touched) < after  # every block dropout drew lies inside its reservation
+    assert min(touched) >= offset
