@@ -484,3 +484,59 @@ def test_an_impossible_adaptive_output_fails_at_once(op):
     with pytest.raises(kael.Error, match="out of memory"):
         getattr(kael.nn.functional, op)(kael.ones(1, 1, 2, 2), (10**7, 10**7))
     assert time.perf_counter() - start < 5
+
+
+POOL_DOOR_CALLS = [
+    (KF.max_pool2d, (1, 3, 8, 8), {"kernel_size": 2}),
+    (KF.max_pool2d, (3, 9, 9), {"kernel_size": 3, "stride": 2}),  # unbatched
+    (KF.max_pool2d, (2, 2, 9, 7), {"kernel_size": (2, 3), "stride": (1, 2), "dilation": (2, 1)}),
+    (KF.max_pool1d, (2, 4, 16), {"kernel_size": 3}),
+    (KF.max_pool3d, (1, 2, 5, 5, 5), {"kernel_size": 2}),
+]
+
+
+@pytest.mark.parametrize("call", POOL_DOOR_CALLS, ids=lambda c: f"{c[0].__name__}{c[1]}")
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64], ids=str)
+@pytest.mark.parametrize("transposed", [False, True], ids=["dense", "transposed"])
+def test_max_pool_fast_door_replays_the_full_doors_values_on_each_calls_input(
+    call, dtype, transposed
+):
+    """After a layout's first call, its taps' kernel replays over each call's input at the
+    taps' distances: the full door's values (run again by taking the key out of the memo
+    for one call), on new values each time, NaN included."""
+    from kael.frontend import pooling
+
+    fn, shape, kwargs = call
+    rng = np.random.default_rng(9)
+    for _ in range(3):
+        values = rng.standard_normal(shape) * 10
+        if dtype.is_floating_point:
+            values.flat[::7] = np.nan
+        x = kael.tensor(values, dtype=dtype)
+        x = x.transpose(-1, -2).contiguous().transpose(-1, -2) if transposed else x
+        got = fn(x, **kwargs)
+        arguments = tuple(kwargs.get(k, d) for k, d in (("kernel_size", None), ("stride", None),
+                          ("padding", 0), ("dilation", 1), ("ceil_mode", False),
+                          ("return_indices", False)))  # fmt: skip
+        door = pooling._door_key(fn.__name__, x, arguments)
+        assert door in pooling._DOOR
+        kept = pooling._DOOR.pop(door)
+        full = fn(x, **kwargs)
+        pooling._DOOR[door] = kept
+        assert got.shape == full.shape and got.dtype is dtype and got.is_contiguous()
+        np.testing.assert_array_equal(got.numpy(), full.numpy())
+        t = torch.from_dlpack(x).double()
+        want = getattr(TF, fn.__name__)(t, **kwargs)
+        np.testing.assert_array_equal(got.numpy().astype(np.float64), want.numpy())
+
+
+def test_max_pool_fast_door_leaves_padded_and_indexed_calls_to_the_full_door():
+    from kael.frontend import pooling
+
+    x = kael.randn(1, 3, 8, 8)
+    for kwargs in ({"padding": 1}, {"return_indices": True}, {"ceil_mode": True}):
+        full = {"kernel_size": 3, "stride": None, "padding": 0, "dilation": 1,
+                "ceil_mode": False, "return_indices": False, **kwargs}  # fmt: skip
+        KF.max_pool2d(x, **full)
+        assert pooling._door_key("max_pool2d", x, tuple(full.values())) not in pooling._DOOR
+    assert pooling._door_key("max_pool2d", x, ([2, 2], None, 0, 1, False, False)) is None
