@@ -602,18 +602,6 @@ def inline_launch(template: eager.Template, out, ins, patched: tuple, fixed: dic
     return None if native is None else (native, plan.total)
 
 
-def inline_shaped(key: tuple):
-    """(native descriptor, work items, the result's shape, strides, dtype and bytes) of the
-    launch remembered under a key by exact layouts where it runs on the calling thread,
-    for a door replaying it by addresses (the output's, then each operand's; the door
-    holds the descriptor: this memo may be cleared); None where none is, or it needs the
-    pool."""
-    entry = _shaped.get(key)
-    if entry is None or entry.moved >= PROMOTE_BYTES or entry.scalar is not None:
-        return None
-    return entry.native, entry.total, entry.shape, entry.strides, entry.dtype, entry.nbytes
-
-
 def inline_copy(dtype: DType, shape: tuple, out_strides: tuple, src_strides: tuple):
     """(native descriptor, work items) of the copy remembered for these layouts (one
     dtype) where it runs on the calling thread, for a door replaying it by addresses (the

@@ -128,6 +128,7 @@ def launch(
     out: TensorImpl | None = None,
     fast: tuple | None = None,
     numbers: tuple[str, ...] = (),
+    seen: list | None = None,
 ) -> Tensor:
     """formula(*tensors as `compute` values, *params as run-time scalars) over the tensors'
     broadcast shape, as one kernel into `out` (else a new tensor of `compute`). `key`
@@ -135,13 +136,16 @@ def launch(
     door's key to remember the launch under (fastpath.dense_key: operands of one shape),
     its parameters at these values but those named in `numbers`, which its calls pass. One
     operand may be a CPU 0-d tensor beside tensors on a GPU, read there as a scalar, as
-    PyTorch's TensorIterator reads one (lerp's weight, atan2's other)."""
+    PyTorch's TensorIterator reads one (lerp's weight, atan2's other). `seen` (a list)
+    gains (template, output, inputs in kernel order) where the full door launched, for an
+    op's own door to describe that launch (fastpath.inline_launch): such a call takes the
+    full door, even where the layouts door would serve it."""
     from kael.frontend.elementwise import broadcast_shapes
 
     params = params or {}
     dtypes_in = tuple(t.dtype for t in tensors)
     layouts = _layouts_key(key, tensors, compute, out) if fast is None and not params else None
-    if layouts is not None:  # a parameter-free formula of 2+ operands seen with these layouts
+    if layouts is not None and seen is None:  # a parameter-free formula of 2+ operands
         order = _slots.get(("formula", *key, dtypes_in, compute, _out_dtype(out, compute)))
         if order is not None:
             ran = fastpath.shaped_launch(layouts, tuple(tensors[i]._impl for i in order), out)
@@ -166,6 +170,8 @@ def launch(
     words = {p: convert_scalar(v, compute, CHECKED) for p, v in params.items()}
     ordered = [ins[i] for i in _slots[template_key]]
     eager.run(entry, [target], ordered, words)
+    if seen is not None:
+        seen.append((entry, target, ordered))
     if fast is not None:
         dtypes = (target.dtype, *dtypes_in)
         fixed = {p: w for p, w in words.items() if p not in numbers}
@@ -175,17 +181,6 @@ def launch(
     elif layouts is not None and all(i is t._impl for i, t in zip(ins, tensors)):
         fastpath.remember(layouts, entry, (), (), target, ordered)
     return Tensor(target)
-
-
-def remembered(key: tuple, tensors: Sequence[Tensor], compute: DType):
-    """(fastpath.inline_shaped's tuple, the kernel's operand order) of the parameter-free
-    formula `key` the layouts door keeps for these operands (a new result of `compute`),
-    or None: for an op's own door replaying it over its input's addresses."""
-    layouts = _layouts_key(key, tensors, compute, None)
-    dtypes_in = tuple(t.dtype for t in tensors)
-    order = _slots.get(("formula", *key, dtypes_in, compute, compute))
-    found = None if layouts is None else fastpath.inline_shaped(layouts)
-    return None if found is None or order is None else (found, order)
 
 
 def launch_many(

@@ -22,7 +22,7 @@ import math
 from collections.abc import Sequence
 
 from kael.frontend import elementwise as ew
-from kael.frontend import factories, fastpath, formula, index_ops, reductions, scatters, views
+from kael.frontend import factories, fastpath, index_ops, reductions, scatters, views
 from kael.frontend.conv import batched, offsets, tuple_arg, windows
 from kael.frontend.formula import Value, launch, where
 from kael.frontend.outputs import tensor_arg
@@ -154,10 +154,11 @@ def _max_pool(dims: int, op: str):
         xp = _padded(x, pads, kernel, stride, dilation, out, lowest)
         win = windows(xp, kernel, stride, dilation)
         win = win[(slice(None), slice(None), *(slice(0, o) for o in out))]
-        values, winners = _window_max(win, dims, return_indices)
+        seen = [] if door is not None and xp is x and not return_indices else None
+        values, winners = _window_max(win, dims, return_indices, seen)
         if not return_indices:
-            if door is not None and xp is x:
-                _keep(door, input._impl, _taps(win, win.shape[2 + dims :]), was_batched)
+            if seen is not None:
+                _keep(door, input._impl, seen, was_batched)
             return _unbatched(values, was_batched)
         starts = [[o * st - p for o in range(n)] for st, p, n in zip(stride, pads, out)]
         # PyTorch's scan starts at each window's first tap inside the input (or past it)
@@ -170,11 +171,12 @@ def _max_pool(dims: int, op: str):
     return max_pool
 
 
-# The fast door of a plain max pool (a host input read in place, no padding copied, no
-# indices, at most MAX_TAPS taps in one launch that runs inline), keyed by the op, the
-# input's dtype and layout and the arguments as given: the taps' kernel, replayed over
-# this call's input at each tap's distance from its start ([1, 3, 8, 8], 2x2, 1 thread,
-# one run on a loaded machine: 42 -> 3.3 us; torch 2.8).
+# The fast door of a plain pool (a host input read in place, no padding copied, no
+# indices, at most MAX_TAPS taps in the one launch that made the result, running inline),
+# keyed by the op, the input's dtype and layout and the arguments as given: that launch,
+# replayed over this call's input at each tap's distance from its start, an average's
+# divisor (fixed by the key) held ([1, 3, 8, 8] 2x2 max, 1 thread, one run on a loaded
+# machine: 42 -> 3.3 us; torch 2.8).
 _DOOR: dict[tuple, tuple] = {}
 _DOOR_MAX = 1024
 _ARGUMENT_TYPES = (int, bool, tuple, type(None))
@@ -195,45 +197,68 @@ def _door_key(op: str, input, arguments: tuple) -> tuple | None:
     return (op, x.dtype, x.shape, x.strides, arguments)
 
 
-def _keep(door: tuple, x, taps: list[Tensor] | None, was_batched: bool) -> None:
-    """Keep the call the full door just made for `door` where its one launch read the
-    input's own elements: each tap's distance in bytes from the input's first element."""
-    if taps is None or len(taps) > MAX_TAPS or len(_DOOR) >= _DOOR_MAX:
+def _keep(door: tuple, x, seen: list, was_batched: bool) -> None:
+    """Keep the call the full door just made for `door` where one launch (`seen`) made
+    the result: per operand, its distance in bytes from the input's first element, or the
+    address of a tensor of its own (a divisor), held."""
+    if len(seen) != 1 or len(_DOOR) >= _DOOR_MAX:
         return
-    found = formula.remembered(("max_pool", len(taps)), taps, x.dtype)
-    if found is None or any(t._impl.storage is not x.storage for t in taps):
+    entry, target, ordered = seen[0]
+    found = fastpath.inline_launch(entry, target, ordered, (), {})
+    if found is None:
         return
-    (native, total, shape, strides, dtype, nbytes), order = found
-    size = x.dtype.itemsize
-    distances = tuple((taps[i]._impl.offset - x.offset) * size for i in order)
-    _DOOR[door] = (native, total, distances, nbytes, shape, strides, dtype, was_batched)
+    parts, held = [], []
+    for t in ordered:
+        if t.storage is x.storage:
+            parts.append((True, (t.offset - x.offset) * t.dtype.itemsize))
+        else:
+            parts.append((False, t.storage.ptr + t.offset * t.dtype.itemsize))
+            held.append(t.storage)
+    nbytes = target.numel() * target.dtype.itemsize
+    native, total = found
+    _DOOR[door] = (
+        native,
+        total,
+        tuple(parts),
+        nbytes,
+        target.shape,
+        target.dtype,
+        was_batched,
+        held,
+    )
 
 
 def _replay(kept: tuple, x) -> Tensor:
-    """The remembered taps' kernel over this call's input (an impl)."""
-    native, total, distances, nbytes, shape, strides, dtype, was_batched = kept
+    """The remembered launch over this call's input (an impl)."""
+    native, total, parts, nbytes, shape, dtype, was_batched, _ = kept
     base = x.storage.ptr + x.offset * x.dtype.itemsize
     storage = Storage.host(nbytes)
-    fastpath._native(native.address, total, storage.ptr, *(base + d for d in distances))
+    addresses = (base + at if own else at for own, at in parts)
+    fastpath._native(native.address, total, storage.ptr, *addresses)
     y = fastpath.new_tensor(storage, shape, dtype)
     return y if was_batched else y.squeeze(0)
 
 
-def _window_max(win: Tensor, dims: int, winners: bool) -> tuple[Tensor, Tensor | None]:
+def _window_max(
+    win: Tensor, dims: int, winners: bool, seen: list | None = None
+) -> tuple[Tensor, Tensor | None]:
     """The windows view [N, C, *out, *kernel] scanned as PyTorch's max pools do: each
     window's max and, with `winners`, its winning tap's row-major number (the number of
-    taps where none beat the scan's start: all padding, -inf or the dtype's minimum)."""
+    taps where none beat the scan's start: all padding, -inf or the dtype's minimum).
+    `seen`: see formula.launch (the values' one launch, where one made them)."""
     taps = _taps(win, win.shape[2 + dims :], MAX_TAPS**2)
-    return _reduced_max(win, dims, winners) if taps is None else _scan_max(taps, winners)
+    return _reduced_max(win, dims, winners) if taps is None else _scan_max(taps, winners, seen)
 
 
-def _scan_max(taps: list[Tensor], winners: bool) -> tuple[Tensor, Tensor | None]:
+def _scan_max(
+    taps: list[Tensor], winners: bool, seen: list | None = None
+) -> tuple[Tensor, Tensor | None]:
     """_window_max of the taps' views [N, C, *out]: one kernel for at most MAX_TAPS taps
     (and one more for the winners); else each run of MAX_TAPS taps scanned, then their
     results: a scan goes on from where the last run's left off, so the scan of those
     results is the whole scan, and its winner the winning run's."""
     if len(taps) <= MAX_TAPS:
-        values = launch(("max_pool", len(taps)), taps, taps[0].dtype, _fold_max)
+        values = launch(("max_pool", len(taps)), taps, taps[0].dtype, _fold_max, seen=seen)
         if not winners:
             return values, None
         target = empty_impl(values.shape, int64, values.device)
@@ -316,6 +341,12 @@ def _avg_pool(dims: int, op: str):
         count_include_pad: bool = True,
         divisor_override: int | None = None,
     ) -> Tensor:
+        arguments = (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+        door = _door_key(op, input, arguments)
+        if door is not None:
+            kept = _DOOR.get(door)
+            if kept is not None:
+                return _replay(kept, input._impl)
         x, was_batched, kernel, stride, pads, dilation, out = _prepare(
             input, kernel_size, stride, padding, 1, ceil_mode, dims, op
         )
@@ -340,7 +371,11 @@ def _avg_pool(dims: int, op: str):
         target = empty_impl((*x.shape[:2], *out), x.dtype, x.device)
         # one kernel: the taps summed in PyTorch's order, then divided
         key = ("avg_pool", len(taps))
-        y = launch(key, [*taps, divisor], compute, _mean_of_taps, out=target)
+        kept = door is not None and xp is x and math.prod(kernel) <= MAX_TAPS
+        seen = [] if kept else None
+        y = launch(key, [*taps, divisor], compute, _mean_of_taps, out=target, seen=seen)
+        if seen is not None:
+            _keep(door, input._impl, seen, was_batched)
         return _unbatched(y, was_batched)
 
     avg_pool.__name__ = avg_pool.__qualname__ = op
