@@ -23,7 +23,8 @@ import math
 import numbers
 from collections.abc import Sequence
 
-from kael.frontend import factories, index_ops, interpolate_uint8, views
+from kael.codegen.cpu import native_launch
+from kael.frontend import factories, fastpath, index_ops, interpolate_uint8, views
 from kael.frontend.formula import Value, launch
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.pooling import POOLS
@@ -33,6 +34,9 @@ from kael.runtime.convert import to_float32
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import bfloat16, float16, float32, float64, uint8
 from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.launcher import PROMOTE_BYTES
+from kael.runtime.launcher import launch as launch_words
+from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
 from kael.runtime.tracestate import state as trace_state
 
@@ -194,6 +198,12 @@ def interpolate(
     antialias: bool = False,
 ) -> Tensor:
     """input [N, C, *spatial] resampled to `size` (or spatial * scale_factor)."""
+    arguments = (size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
+    door = _door_key(input, arguments)
+    if door is not None:
+        kept = _DOOR.get(door)
+        if kept is not None:
+            return _replay(kept, input._impl)
     x = tensor_arg(input, "interpolate")
     if mode not in MODES:
         raise ValueError(f"interpolate: mode must be one of {tuple(MODES)}, got {mode!r}")
@@ -233,10 +243,67 @@ def interpolate(
     # float16 and bfloat16 resample in float32, rounded once at the end, as PyTorch does
     half = x.dtype in (float16, bfloat16) and mode not in ("nearest", "nearest-exact")
     y = x.to(float32) if half else x
+    seen = [] if door is not None and not half and x.is_contiguous() else None
     for d in reversed(range(dims)):
         plan = (mode, dims, x.shape[2 + d], sizes[d], given[d], bool(align_corners), wide)
-        y = _resample(y, 2 + d, plan, antialias)
+        y = _resample(y, 2 + d, plan, antialias, seen)
+    if seen is not None and len(seen) == dims:
+        _keep(door, seen, y)
     return y.to(x.dtype) if half else y
+
+
+# The fast door of a plain resize (a contiguous float32/float64 host input, each dim's
+# pass by the resampling kernel with kept tables, each launch inline), keyed by the
+# input's dtype and layout and the arguments as given: the passes, replayed from this
+# call's input through fresh buffers ([1, 3, 8, 8] bilinear x2, 1 thread, one run on a
+# loaded machine: 32 -> 4.2 us; torch 8.4).
+_DOOR: dict[tuple, tuple] = {}
+_DOOR_MAX = 1024
+_ARGUMENT_TYPES = (int, float, bool, str, tuple, type(None))
+
+
+def _door_key(input, arguments: tuple) -> tuple | None:
+    """The door's key of a call with a plain tensor and hashable arguments, or None."""
+    if type(input) not in fastpath.PLAIN or not fastpath._open():
+        return None
+    for v in arguments:
+        if type(v) not in _ARGUMENT_TYPES:
+            return None
+        if type(v) is tuple and any(type(e) not in (int, float) for e in v):
+            return None
+    x = input._impl
+    if x.device is not CPU:
+        return None
+    return (x.dtype, x.shape, x.strides, arguments)
+
+
+def _keep(door: tuple, seen: list, y: Tensor) -> None:
+    """Keep the passes the full door just made (`seen`: per pass, its kernel, words,
+    items, bytes moved, output bytes and the tables it read) where each runs inline."""
+    if len(_DOOR) >= _DOOR_MAX or any(moved >= PROMOTE_BYTES for _, _, _, moved, _, _ in seen):
+        return
+    steps = []
+    for fn, words, items, moved, nbytes, tables in seen:
+        template = [0, 0, *words[2:]]
+        native = native_launch.describe(fn, template, (0, 1), max(1, moved // max(1, items)))
+        if native is None:
+            return
+        steps.append((fn, native, items, nbytes, tables))
+    _DOOR[door] = (tuple(steps), y.shape, y.dtype)
+
+
+def _replay(kept: tuple, x: TensorImpl) -> Tensor:
+    """The remembered passes from this call's input (an impl) through fresh buffers."""
+    steps, shape, dtype = kept
+    src = x.storage.ptr + x.offset * x.dtype.itemsize
+    made = None
+    for fn, native, items, nbytes, _ in steps:
+        if fn.tier0 is not None:  # its replays count toward its optimized code
+            fn.tier0.launched()
+        out = Storage.host(nbytes)
+        fastpath._native(native.address, items, src, out.ptr)
+        src, made = out.ptr, out
+    return fastpath.new_tensor(made, shape, dtype)
 
 
 @functools.lru_cache(maxsize=256)
@@ -275,9 +342,9 @@ def _made_tables(rows: tuple, dtype, device) -> tuple[Tensor, Tensor]:
 KEPT_POSITIONS = 4096
 
 
-def _resample(x: Tensor, dim: int, plan: tuple, aa: bool) -> Tensor:
+def _resample(x: Tensor, dim: int, plan: tuple, aa: bool, seen: list | None = None) -> Tensor:
     """out[.., j, ..] = sum_k weight[j][k] * x[.., source[j][k], ..] along `dim`, the taps
-    of `plan`'s resize (_rows)."""
+    of `plan`'s resize (_rows). `seen`: see _resample_kernel (only kept tables' passes)."""
     from kael.codegen.cpu import resample
 
     # (a trace's tensors live in its plan: its tables are made apart, never kept)
@@ -288,8 +355,8 @@ def _resample(x: Tensor, dim: int, plan: tuple, aa: bool) -> Tensor:
         if kept:
             tables = _tables(plan, aa, x.dtype, x.device)
         else:
-            tables = _made_tables(rows, x.dtype, x.device)
-        return _resample_kernel(x, dim, tables, len(rows), taps)
+            tables, seen = _made_tables(rows, x.dtype, x.device), None
+        return _resample_kernel(x, dim, tables, len(rows), taps, seen)
     picked = [
         index_ops.index_select(x, dim, factories.tensor([r[k][0] for r in rows], device=x.device))
         for k in range(taps)
@@ -314,9 +381,12 @@ def _resample(x: Tensor, dim: int, plan: tuple, aa: bool) -> Tensor:
     return launch(("resample", taps), [*picked, *weights], x.dtype, weighted)
 
 
-def _resample_kernel(x: Tensor, dim: int, tables: tuple, size: int, taps: int) -> Tensor:
+def _resample_kernel(
+    x: Tensor, dim: int, tables: tuple, size: int, taps: int, seen: list | None = None
+) -> Tensor:
     """_resample by codegen/cpu/resample.py: one pass to `size` positions, the sources read
-    in place, the taps' (sources, weights) from `tables`."""
+    in place, the taps' (sources, weights) from `tables`; `seen` (a list) gains the
+    launch's kernel, words, items, bytes moved, output bytes and tables (the door's)."""
     from kael.codegen.cpu import resample  # it imports the code generators: not at start
 
     shape = x.shape
@@ -324,7 +394,10 @@ def _resample_kernel(x: Tensor, dim: int, tables: tuple, size: int, taps: int) -
     src = _as_rows(x.contiguous()._impl, (outer, shape[dim], inner))
     out = empty_impl((outer, size, inner), x.dtype, x.device)
     idx, weights = tables
-    resample.run(src, out, idx._impl, weights._impl, taps)
+    fn, words, items, moved = resample.block(src, out, idx._impl, weights._impl, taps)
+    launch_words(fn, words, items, moved, 1)
+    if seen is not None:
+        seen.append((fn, words, items, moved, out.numel() * out.dtype.itemsize, tables))
     return Tensor.trusted(_as_rows(out, (*shape[:dim], size, *shape[dim + 1 :])))
 
 

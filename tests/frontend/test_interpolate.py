@@ -256,3 +256,65 @@ def test_a_resize_to_many_positions_keeps_no_tables():
     want = torch.nn.functional.interpolate(torch.from_numpy(x), size=size, mode="linear")
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
     assert module._tables.cache_info().currsize == before
+
+
+RESIZE_DOOR_CALLS = [
+    ((1, 3, 8, 8), {"scale_factor": 2, "mode": "bilinear"}),
+    ((1, 3, 8, 8), {"size": (5, 11), "mode": "bilinear", "align_corners": True}),
+    ((2, 3, 7), {"scale_factor": 1.5, "mode": "linear"}),
+    ((1, 2, 4, 5, 6), {"scale_factor": 2, "mode": "trilinear"}),
+    ((1, 3, 8, 8), {"scale_factor": 3, "mode": "bicubic"}),
+    ((1, 3, 8, 8), {"size": (4, 4), "mode": "bilinear", "antialias": True}),
+]
+
+
+def _kept_key(interpolate, call):
+    """Run `call` with the door emptied: the one key it kept (None if none) and the result."""
+    saved = dict(interpolate._DOOR)
+    interpolate._DOOR.clear()
+    try:
+        result = call()
+        keys = list(interpolate._DOOR)
+        return result, (keys[0] if keys else None), dict(interpolate._DOOR)
+    finally:
+        interpolate._DOOR.clear()
+        interpolate._DOOR.update(saved)
+
+
+@pytest.mark.parametrize("call", RESIZE_DOOR_CALLS, ids=lambda c: f"{c[0]}{c[1]}")
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64], ids=str)
+def test_resize_fast_door_replays_the_full_doors_bits_on_each_calls_input(call, dtype):
+    """After a resize's first call, its passes replay from each call's input through fresh
+    buffers: the full door's bits (an emptied door runs it again) on new values."""
+    from kael.frontend import interpolate
+
+    shape, kwargs = call
+    rng = np.random.default_rng(10)
+    first = kael.tensor(rng.standard_normal(shape), dtype=dtype)
+    _, key, kept = _kept_key(interpolate, lambda: KF.interpolate(first, **kwargs))
+    assert key is not None
+    interpolate._DOOR.update(kept)
+    for _ in range(3):
+        x = kael.tensor(rng.standard_normal(shape), dtype=dtype)
+        got = KF.interpolate(x, **kwargs)
+        full, again, _ = _kept_key(interpolate, lambda x=x: KF.interpolate(x, **kwargs))
+        assert again == key
+        assert got.shape == full.shape and got.dtype is dtype and got.is_contiguous()
+        np.testing.assert_array_equal(got.numpy(), full.numpy())
+        close_to_torch(got, TF.interpolate(torch.from_dlpack(x), **kwargs), 1e-5)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: kael.randn(1, 3, 8, 8).transpose(-1, -2),  # not contiguous
+        lambda: kael.randn(1, 3, 8, 8).half(),  # resampled in float32, then rounded
+    ],
+    ids=["transposed", "float16"],
+)
+def test_resize_fast_door_leaves_other_inputs_to_the_full_door(make):
+    from kael.frontend import interpolate
+
+    x = make()
+    _, key, _ = _kept_key(interpolate, lambda: KF.interpolate(x, scale_factor=2, mode="bilinear"))
+    assert key is None
