@@ -234,7 +234,7 @@ def _keep(door: tuple, args: tuple, read: tuple, kt, out, kind: str, scale: floa
     fn = kernel.function(q.dtype, kind)
     items = kernel.items(q, count)
     launch = native_launch.describe(fn, template, (0, 1, 2, 3), 0)
-    if copy is None or launch is None:
+    if copy is None or launch is None or not kt.storage.nbytes:
         return
     size = q.dtype.itemsize
     padded = kt.storage.nbytes

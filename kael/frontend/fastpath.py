@@ -590,6 +590,8 @@ def inline_launch(template: eager.Template, out, ins, patched: tuple, fixed: dic
     their `fixed` values), for a door replaying it by addresses; None where the kernel can
     fault, the launch needs the pool or its block is too large to describe."""
     impls = (out, *ins)
+    if out.numel() == 0:  # nothing to launch (and no empty host storage to make)
+        return None
     plan = eager._plan(template, out, impls)
     if plan.compiled is None or plan.faults or plan.moved >= PROMOTE_BYTES:
         return None
@@ -666,6 +668,20 @@ def full(shape: tuple, dtype: DType, value):
 # word, strides): a small factory's whole launch but the allocation (floats are not kept:
 # -0.0 == 0.0 as a key)
 _filled: dict[tuple, tuple] = {}
+
+
+def inline_fill(dtype: DType, value, n: int) -> tuple | None:
+    """(native descriptor, the value's word) of the fill of n `dtype` elements with the
+    number `value`, for a door replaying it by the output's address (its words: the
+    address, n, the value's word); None where the full door judges the value or n
+    elements need the pool."""
+    if not 0 < n * dtype.itemsize < PARALLEL_BYTES or dtype.llvm is None:
+        return None
+    found = _fill_launch(dtype, value)
+    if found is None:
+        return None
+    entry, word = found
+    return entry.native, _number_word(value, entry.scalars[0]) if word is None else word
 
 
 def _fill_launch(dtype: DType, value) -> tuple | None:

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import math
 
-from kael.frontend import factories, index_ops, views
+from kael.frontend import factories, fastpath, index_ops, views
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
+from kael.runtime.device import CPU
 from kael.runtime.dtypes import int64
 from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.storage import Storage
 
 MODES = ("constant", "reflect", "replicate", "circular")
 # A constant pad of at most this many bytes fills the whole result, then copies the middle
@@ -34,6 +36,11 @@ def _source(i: int, size: int, mode: str) -> int:
 def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) -> Tensor:
     """`input` padded: pad = (left of the last dim, right of it, left of the one before,
     ...); negative amounts crop. value fills constant padding (0 by default)."""
+    door = _door_key(input, pad, mode, value)
+    if door is not None:
+        kept = _DOOR.get(door)
+        if kept is not None:
+            return _replay(kept, input._impl)
     x = tensor_arg(input, "pad")
     amounts = tuple(views.as_int(p, "pad") for p in pad)
     if len(amounts) % 2:
@@ -47,7 +54,7 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
         raise ValueError(f"Padding mode {mode!r} doesn't take in value argument")
     sides = [(amounts[2 * i], amounts[2 * i + 1]) for i in range(dims)]  # last dim first
     if mode == "constant":
-        return _constant(x, sides, 0 if value is None else value)
+        return _constant(x, sides, 0 if value is None else value, door)
     if dims > 3 or x.ndim not in (dims + 1, dims + 2):  # PyTorch's supported combinations
         raise ValueError(
             f"Padding size {len(amounts)} is not supported for {x.ndim}D input tensor"
@@ -96,9 +103,9 @@ def _check_size(size: int, left: int, right: int, d: int) -> int:
     return size + left + right
 
 
-def _constant(x: Tensor, sides: list[tuple[int, int]], value) -> Tensor:
+def _constant(x: Tensor, sides: list[tuple[int, int]], value, door=None) -> Tensor:
     """A new tensor of the padded shape filled with value, x (cropped where an amount is
-    negative) copied into its middle."""
+    negative) copied into its middle; a small one's launches are kept for `door`."""
     shape = list(x.shape)
     src = [slice(None)] * x.ndim
     dst = [slice(None)] * x.ndim
@@ -115,7 +122,12 @@ def _constant(x: Tensor, sides: list[tuple[int, int]], value) -> Tensor:
     if math.prod(shape) * x.dtype.itemsize <= SMALL_BYTES:  # two launches, not one a side
         out = factories.full(shape, value, dtype=x.dtype, device=x.device)
         if middle:
-            out[tuple(dst)].copy_(x[tuple(src)])
+            inner, part = out[tuple(dst)], x[tuple(src)]
+            inner.copy_(part)
+            if door is not None:
+                _keep(door, x, out, value, (inner._impl, part._impl))
+        elif door is not None:
+            _keep(door, x, out, value, None)
         return out
     out = factories.empty(shape, dtype=x.dtype, device=x.device)
     if middle:
@@ -127,6 +139,61 @@ def _constant(x: Tensor, sides: list[tuple[int, int]], value) -> Tensor:
             if part.stop > part.start:
                 out[(slice(None),) * d + (part,)] = value
     return out
+
+
+# The fast door of a small constant pad (a host input, the fill and the middle's copy
+# each one inline launch), keyed by the input's dtype and layout, the amounts and the
+# value (a float by its bits): the fill, then the copy of the input's kept part into the
+# middle, replayed over a fresh buffer ([4, 16], (1, 1), 1 thread, one run on a loaded
+# machine: 18 -> 2.8 us; torch 3.1).
+_DOOR: dict[tuple, tuple] = {}
+_DOOR_MAX = 1024
+
+
+def _door_key(input, amounts, mode, value) -> tuple | None:
+    """The door's key of a constant pad of a plain tensor by ints, or None."""
+    if mode != "constant" or type(input) not in fastpath.PLAIN or not fastpath._open():
+        return None
+    if type(amounts) not in (tuple, list) or any(type(a) is not int for a in amounts):
+        return None
+    if value is not None and type(value) not in (int, float, bool):
+        return None
+    x = input._impl
+    if x.device is not CPU:
+        return None
+    number = value.hex() if type(value) is float else value  # -0.0 is not 0.0
+    return (x.dtype, x.shape, x.strides, tuple(amounts), type(value), number)
+
+
+def _keep(door: tuple, x: Tensor, out: Tensor, value, copied: tuple | None) -> None:
+    """Keep the fill of `out` and the copy of x's part into its middle (`copied`: the
+    middle's and the part's impls, or None) where both run inline."""
+    o = out._impl
+    n = o.numel()
+    fill = fastpath.inline_fill(o.dtype, value, n)
+    if fill is None or len(_DOOR) >= _DOOR_MAX:
+        return
+    copy = None
+    if copied is not None:
+        inner, part = copied
+        found = fastpath.inline_copy(o.dtype, inner.shape, inner.strides, part.strides)
+        if found is None or part.storage is not x._impl.storage:
+            return
+        size = o.dtype.itemsize
+        copy = (*found, inner.offset * size, (part.offset - x._impl.offset) * size)
+    _DOOR[door] = (fill, n, copy, o.shape, o.dtype)
+
+
+def _replay(kept: tuple, x) -> Tensor:
+    """The remembered fill and copy over a fresh buffer and this call's input (an impl)."""
+    (fill, word), n, copy, shape, dtype = kept
+    storage = Storage.host(n * dtype.itemsize)
+    fastpath._native(fill.address, n, storage.ptr, n, word)
+    if copy is not None:
+        native, total, into, distance = copy
+        source = x.storage.ptr + x.offset * x.dtype.itemsize + distance
+        fastpath._native(native.address, total, storage.ptr + into, source)
+    return fastpath.new_tensor(storage, shape, dtype)
 
 
 FUNCTIONS = {"pad": op_door("pad", pad)}

@@ -89,3 +89,67 @@ def test_constant_pads_below_and_above_the_fill_everything_size_match_torch(colu
             want = torch.nn.functional.pad(torch.from_numpy(x), pads, value=value)
             assert got.shape == tuple(want.shape)
             np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+PAD_DOOR_CALLS = [
+    ((4, 16), (1, 1), None),
+    ((4, 16), (2, 0, 1, 3), 1.5),
+    ((2, 3, 5), (-1, 2, 0, 1), -0.0),
+    ((3, 4), (1, 1), 7),
+    ((3, 4), (-1, -2), None),
+    ((3, 4), (-4, 2), 2.0),  # nothing of the input kept: the fill alone
+    ((5,), (3, 3), True),
+]
+
+
+@pytest.mark.parametrize("call", PAD_DOOR_CALLS, ids=str)
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64, kael.int64], ids=str)
+@pytest.mark.parametrize("transposed", [False, True], ids=["dense", "transposed"])
+def test_small_constant_pad_fast_door_replays_the_full_doors_values(call, dtype, transposed):
+    """After a small constant pad's first call, its fill and middle copy replay over a
+    fresh buffer and each call's input: the full door's values (the door emptied for a
+    second run), -0.0 kept apart from 0.0, on new values each time."""
+    from kael.frontend import padding
+
+    shape, amounts, value = call
+    rng = np.random.default_rng(12)
+
+    def fresh():
+        x = kael.tensor(rng.standard_normal(shape) * 5, dtype=dtype)
+        return x.T.contiguous().T if transposed and x.ndim == 2 else x
+
+    first = fresh()
+    saved = dict(padding._DOOR)
+    padding._DOOR.clear()
+    KF.pad(first, amounts, value=value)
+    kept = dict(padding._DOOR)
+    assert len(kept) == 1
+    try:
+        for _ in range(3):
+            x = fresh()
+            padding._DOOR.update(kept)
+            got = KF.pad(x, amounts, value=value)
+            padding._DOOR.clear()
+            full = KF.pad(x, amounts, value=value)
+            assert got.shape == full.shape and got.dtype is dtype and got.is_contiguous()
+            np.testing.assert_array_equal(got.numpy(), full.numpy())
+            assert np.array_equal(np.signbit(got.numpy()), np.signbit(full.numpy()))
+            t = torch.from_dlpack(x.contiguous())
+            want = TF.pad(t, amounts) if value is None else TF.pad(t, amounts, value=value)
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+    finally:
+        padding._DOOR.clear()
+        padding._DOOR.update(saved)
+
+
+def test_pad_fast_door_keys_a_float_value_by_its_bits_and_leaves_other_modes():
+    from kael.frontend import padding
+
+    x = kael.randn(3, 4)
+    zero, negative = (padding._door_key(x, (1, 1), "constant", v) for v in (0.0, -0.0))
+    assert zero != negative
+    assert padding._door_key(x, (1, 1), "reflect", None) is None
+    assert padding._door_key(x, (1.0, 1), "constant", None) is None
+    before = dict(padding._DOOR)
+    assert KF.pad(x, (-2, -2)).shape == (3, 0)  # an empty result: nothing to replay
+    assert before == padding._DOOR
