@@ -134,12 +134,11 @@ def _max_pool(dims: int, op: str):
         ceil_mode: bool = False,
         return_indices: bool = False,
     ):
-        arguments = (kernel_size, stride, padding, dilation, ceil_mode, return_indices)
-        door = _door_key(op, input, arguments)
-        if door is not None:
-            kept = _DOOR.get(door)
-            if kept is not None:
-                return _replay(kept, input._impl)
+        door, served = _served(
+            op, input, (kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+        )
+        if served is not None:
+            return served
         x, was_batched, kernel, stride, pads, dilation, out = _prepare(
             input, kernel_size, stride, padding, dilation, ceil_mode, dims, op
         )
@@ -195,6 +194,13 @@ def _door_key(op: str, input, arguments: tuple) -> tuple | None:
     if x.device is not CPU:
         return None
     return (op, x.dtype, x.shape, x.strides, arguments)
+
+
+def _served(op: str, input, arguments: tuple) -> tuple:
+    """(the door's key or None, its replay's result where it keeps the call, else None)."""
+    door = _door_key(op, input, arguments)
+    kept = None if door is None else _DOOR.get(door)
+    return door, None if kept is None else _replay(kept, input._impl)
 
 
 def _keep(door: tuple, x, seen: list, was_batched: bool) -> None:
@@ -341,12 +347,13 @@ def _avg_pool(dims: int, op: str):
         count_include_pad: bool = True,
         divisor_override: int | None = None,
     ) -> Tensor:
-        arguments = (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
-        door = _door_key(op, input, arguments)
-        if door is not None:
-            kept = _DOOR.get(door)
-            if kept is not None:
-                return _replay(kept, input._impl)
+        door, served = _served(
+            op,
+            input,
+            (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override),
+        )
+        if served is not None:
+            return served
         x, was_batched, kernel, stride, pads, dilation, out = _prepare(
             input, kernel_size, stride, padding, 1, ceil_mode, dims, op
         )
