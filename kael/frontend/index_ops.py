@@ -130,6 +130,10 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
     1-d empty tensors are skipped whatever their shape elsewhere (PyTorch's legacy rule).
     """
+    door = _join_key("cat", tensors, dim)
+    kept = None if door is None else _JOINS.get(door)
+    if kept is not None:
+        return _replay_join(kept, tensors)
     impls = [t._impl for t in _tensor_list(tensors, "cat")]
     dtype = impls[0].dtype
     for impl in impls:
@@ -165,7 +169,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
         total += shape[d]
     shape = (*before, total, *after)
     pieces = [impl for _, impl in kept]
-    joined = _by_rows(shape, dtype, pieces, d)
+    joined = _by_rows(shape, dtype, pieces, d, door, tuple(i for i, _ in kept))
     if joined is not None:
         return joined
     out = empty_impl(shape, dtype, impls[0].device)
@@ -183,11 +187,12 @@ ROWS_COPY_ROW = 64
 ROWS_COPY_SMALL = 1 << 16
 
 
-def _by_rows(shape: tuple, dtype, pieces: list[TensorImpl], d: int):
+def _by_rows(shape: tuple, dtype, pieces: list[TensorImpl], d: int, door=None, which: tuple = ()):
     """The pieces joined into a new dense tensor of `shape` along its dim d (a cat's, or
     stack's new dim) by whole rows (codegen/cpu/block_copy.py) when every piece is a dense
     CPU tensor of `dtype` and the rows are long enough; else None. Not while a trace
-    records the copies or launches are watched."""
+    records the copies or launches are watched. With a `door` key the copy is kept for
+    the join door (`which`: the call's tensors the pieces are)."""
     if _trace_state.trace is not None or launches.watched():
         return None
     size = dtype.itemsize
@@ -207,12 +212,52 @@ def _by_rows(shape: tuple, dtype, pieces: list[TensorImpl], d: int):
     if min(row for _, row, _ in placed) < ROWS_COPY_ROW and nbytes > ROWS_COPY_SMALL:
         return None
     storage = Storage.host(nbytes)
-    block_copy.copy_rows(storage.ptr, offset, rows, placed)
+    copied = block_copy.copy_rows(storage.ptr, offset, rows, placed)
+    if door is not None and copied is not None and len(_JOINS) < _JOINS_MAX:
+        _JOINS[door] = (*copied, which, nbytes, shape, dtype)
+    return fastpath.new_tensor(storage, shape, dtype)
+
+
+# The join door: a cat or stack of plain host tensors joined by whole rows in one inline
+# copy, keyed by the op, dim and each tensor's dtype and layout: the copy, replayed over
+# a fresh buffer and this call's tensors ([4, 16] twice, 1 thread, one run on a loaded
+# machine: cat 13.9 -> 3.4 us, stack 13.2 -> 3.2; torch 1.3, 1.5).
+_JOINS: dict[tuple, tuple] = {}
+_JOINS_MAX = 1024
+
+
+def _join_key(op: str, tensors, dim) -> tuple | None:
+    """The join door's key of a call with a list or tuple of plain tensors, or None."""
+    if type(tensors) not in (list, tuple) or not tensors or type(dim) is not int:
+        return None
+    plain = fastpath.PLAIN
+    layouts = []
+    for t in tensors:
+        if type(t) not in plain:
+            return None
+        i = t._impl
+        layouts.append((i.dtype, i.device, i.shape, i.strides))
+    return (op, dim, *layouts) if fastpath._open() else None
+
+
+def _replay_join(kept: tuple, tensors) -> Tensor:
+    """The remembered row copy over a fresh buffer and this call's tensors."""
+    fn, native, total, which, nbytes, shape, dtype = kept
+    if fn.tier0 is not None:  # its replays count toward its optimized code
+        fn.tier0.launched()
+    size = dtype.itemsize
+    storage = Storage.host(nbytes)
+    addresses = (tensors[j]._impl.storage.ptr + tensors[j]._impl.offset * size for j in which)
+    fastpath._native(native.address, total, storage.ptr, *addresses)
     return fastpath.new_tensor(storage, shape, dtype)
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Equal-shaped tensors joined along a new dim (which wraps against ndim + 1)."""
+    door = _join_key("stack", tensors, dim)
+    kept = None if door is None else _JOINS.get(door)
+    if kept is not None:
+        return _replay_join(kept, tensors)
     tensors = _tensor_list(tensors, "stack")
     shape = tensors[0].shape
     for i, t in enumerate(tensors):
@@ -223,7 +268,9 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
             )
     d = views.wrap_dim(dim, len(shape) + 1)
     dtype = tensors[0].dtype
-    joined = _by_rows((*shape[:d], len(tensors), *shape[d:]), dtype, [t._impl for t in tensors], d)
+    pieces = [t._impl for t in tensors]
+    which = tuple(range(len(tensors)))
+    joined = _by_rows((*shape[:d], len(tensors), *shape[d:]), dtype, pieces, d, door, which)
     if joined is not None:
         return joined
     return cat([t.unsqueeze(d) for t in tensors], d)

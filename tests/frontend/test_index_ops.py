@@ -1314,3 +1314,61 @@ def test_joining_into_an_empty_result_allocates_nothing_that_fails_to_free(join)
         assert result.numel() == 0
         del result
         gc.collect()
+
+
+JOIN_DOOR_CALLS = [
+    ("cat", [(4, 16), (4, 16)], 0),
+    ("cat", [(4, 16), (4, 3)], 1),
+    ("cat", [(2, 3, 5), (2, 1, 5), (2, 4, 5)], -2),
+    ("cat", [(0,), (3, 4), (3, 4)], 0),  # the legacy empty 1-d piece is skipped
+    ("stack", [(4, 16), (4, 16), (4, 16)], 1),
+    ("stack", [(3, 5), (3, 5)], -1),
+]
+
+
+@pytest.mark.parametrize("call", JOIN_DOOR_CALLS, ids=str)
+@pytest.mark.parametrize("dtype", [kael.float32, kael.int64, kael.bool], ids=str)
+def test_join_door_replays_the_row_copy_over_each_calls_tensors(call, dtype):
+    """After a join's first call, its row copy replays over a fresh buffer and each call's
+    own tensors (taken from inside bigger storages, at offsets): the full door's values
+    (the door emptied for a second run)."""
+    op, shapes, dim = call
+    rng = np.random.default_rng(13)
+
+    def fresh():
+        made = []
+        for s in shapes:
+            base = kael.tensor(rng.standard_normal((2, *s)) * 5).to(dtype)
+            made.append(base[1])  # an offset into its storage
+        return made
+
+    join = getattr(kael, op)
+    saved = dict(index_ops._JOINS)
+    index_ops._JOINS.clear()
+    join(fresh(), dim)
+    kept = dict(index_ops._JOINS)
+    assert len(kept) == 1
+    try:
+        for _ in range(3):
+            tensors = fresh()
+            index_ops._JOINS.update(kept)
+            got = join(tensors, dim)
+            index_ops._JOINS.clear()
+            full = join(tensors, dim)
+            assert got.shape == full.shape and got.dtype is dtype and got.is_contiguous()
+            np.testing.assert_array_equal(got.numpy(), full.numpy())
+            want = getattr(torch, op)([torch.from_dlpack(t.contiguous()) for t in tensors], dim)
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+    finally:
+        index_ops._JOINS.clear()
+        index_ops._JOINS.update(saved)
+
+
+def test_join_door_leaves_mixed_dtypes_strided_pieces_and_generators_to_the_full_door():
+    a, b = kael.randn(3, 4), kael.randn(3, 4)
+    before = dict(index_ops._JOINS)
+    kael.cat([a, b.double()])  # promoted: converted first
+    kael.cat([a, b.T.contiguous().T])  # a strided piece: copied element by element
+    assert before == index_ops._JOINS
+    assert index_ops._join_key("cat", (t for t in (a, b)), 0) is None
+    assert index_ops._join_key("cat", [a, b], 0.0) is None

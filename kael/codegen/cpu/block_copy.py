@@ -16,10 +16,10 @@ from collections.abc import Sequence
 
 from llvmlite import ir
 
-from kael.codegen.cpu import handwritten
+from kael.codegen.cpu import handwritten, native_launch
 from kael.codegen.cpu.loops import LoopBuilder
 from kael.codegen.lowering import declare, i64
-from kael.runtime.launcher import run_block
+from kael.runtime.launcher import PROMOTE_BYTES, run_block
 
 SYMBOL = "kael_block_copy"
 I8P = ir.IntType(8).as_pointer()
@@ -63,17 +63,28 @@ def _function():
     return handwritten.compiled("block_copy", _build)[SYMBOL]
 
 
-def copy_rows(out: int, out_row: int, rows: int, pieces: Sequence[tuple[int, int, int]]) -> None:
+def copy_rows(
+    out: int, out_row: int, rows: int, pieces: Sequence[tuple[int, int, int]]
+) -> tuple | None:
     """For each of `rows` rows, each piece (address, row bytes, offset) copies its row r
-    (at address + r * row bytes) to out + r * out_row + offset."""
+    (at address + r * row bytes) to out + r * out_row + offset. Returns (kernel, native
+    descriptor, work items) for a door replaying the copy by addresses (the output's, then
+    each piece's) where it ran inline, else None."""
     total = rows * len(pieces)
     if total == 0:
-        return
+        return None
     words = [out, out_row, len(pieces)]
     for piece in pieces:
         words += piece
     moved = 2 * rows * sum(row for _, row, _ in pieces)
-    run_block(_function(), array.array("q", words), total, moved, 1)
+    fn = _function()
+    run_block(fn, array.array("q", words), total, moved, 1)
+    if moved >= PROMOTE_BYTES:
+        return None
+    positions = (0, *(FIXED + PER_PIECE * k for k in range(len(pieces))))
+    template = [0 if i in positions else w for i, w in enumerate(words)]
+    native = native_launch.describe(fn, template, positions, max(1, moved // total))
+    return None if native is None else (fn, native, total)
 
 
 def ir_text() -> str:
