@@ -6,9 +6,15 @@ The kernel orthogonalizes the k rows of X [k, cols] (k <= cols; the frontend pas
 for a tall A, so every rotation combines two contiguous rows) by plane rotations, and
 applies each to the rows of G (starting as I_k), so X = G X0 throughout. A pair (i, j)
 is rotated unless |x_i . x_j| <= tol |x_i| |x_j| (de Rijk's test, tol = eps sqrt(cols));
-the squared row norms are summed in the rotation's own pass. When a sweep rotates
-nothing, X = Sigma W with W's rows orthonormal: X0 = G^T Sigma W. The rows are sorted by
-norm (descending), normalized into W, and the rows of zero norm (and, for full matrices,
+the squared row norms are summed in the rotation's own pass. Each row also carries a
+reference norm r, its rounding over eps (its own norm at the start, or the frontend's for
+rows it formed by a product), through every rotation (_references): a rotated row below
+tol r is cancellation's leftover and is zeroed (a rank-deficient matrix spends no sweeps
+on its rounding), while a small row of a graded matrix keeps its singular value to its
+own relative accuracy (a floor of tol |A|_F, before, zeroed the 1 of [[1e8, 1], [1, 1]]
+in float32, and 119 of 512 rows graded 1 .. 1e-6). When a sweep rotates nothing,
+X = Sigma W with W's rows orthonormal: X0 = G^T Sigma W. The rows are sorted by norm
+(descending), normalized into W, and the rows of zero norm (and, for full matrices,
 the rows k..cols-1 below X0's) completed to an orthonormal basis: each the unit vector e_t
 least covered by the rows before it (the smallest sum of squares of column t, so at
 least 1/cols of it is new), orthogonalized twice against them (Gram-Schmidt).
@@ -34,7 +40,7 @@ from kael.runtime.tensor_impl import host_ptr
 from kael.runtime.threadpool import get_num_threads
 
 I1, I64 = ir.IntType(1), ir.IntType(64)
-WORDS = ("x", "g", "s", "work", "info", "k", "cols", "rows", "vectors", "phase")
+WORDS = ("x", "g", "s", "work", "info", "k", "cols", "rows", "vectors", "phase", "given")
 STEP_WORDS = ("x", "g", "s", "work", "flags", "schedule", "k", "cols", "vectors", "step", "blocks")
 MAX_SWEEPS = 30
 NAN, INFINITE = -1, -2
@@ -114,16 +120,17 @@ def _norm(d: dense.Dense, row: ir.Value, norm2: ir.Value, cols) -> ir.Value:
     return norm.get()
 
 
-def _settle(d: dense.Dense, row: ir.Value, p: ir.Value, norm2: ir.Value, floor2, cols) -> None:
-    """Store a row's norm at p (norm2 its sum of squares), or zero the row when norm2 is
-    below the floor: such a row is rounding left by cancellation, which no rotation can
-    make orthogonal."""
-    with d.either(d.lt(norm2, floor2)) as (negligible, kept):
+def _settle(d: dense.Dense, row: ir.Value, p: ir.Value, norm2: ir.Value, floor, cols) -> None:
+    """Store a row's norm at p (norm2 its sum of squares), or zero the row when the norm is
+    below `floor` (tol times its reference norm): such a row is cancellation's leftover,
+    which no rotation can make orthogonal."""
+    norm = _norm(d, row, norm2, cols)
+    with d.either(d.lt(norm, floor)) as (negligible, kept):
         with negligible:
             d.b.store(d.f(0.0), p)
             d.fill(row, d.f(0.0), 0, cols)
         with kept:
-            d.b.store(_norm(d, row, norm2, cols), p)
+            d.b.store(norm, p)
 
 
 def _gram(d: dense.Dense, x: dense.Matrix, i, j, ni, nj, cols) -> tuple[ir.Value, ...]:
@@ -142,9 +149,9 @@ def _gram(d: dense.Dense, x: dense.Matrix, i, j, ni, nj, cols) -> tuple[ir.Value
     return gamma.get(), fi.get(), fj.get()
 
 
-def _pair(d: dense.Dense, x, g, s, i, j, tol, floor2, k, cols, vectors, rotated) -> None:
+def _pair(d: dense.Dense, x, g, s, ref, i, j, tol, k, cols, vectors, rotated) -> None:
     """Rows i and j rotated orthogonal (and G's rows alike) unless they already are to tol;
-    `rotated` set when they were."""
+    `rotated` set when they were. ref[i] is row i's reference norm (_references)."""
     b = d.b
     pi, pj = b.gep(s, [i]), b.gep(s, [j])
     alpha, beta = b.load(pi), b.load(pj)  # the norms; a zero row is orthogonal to all
@@ -163,17 +170,37 @@ def _pair(d: dense.Dense, x, g, s, i, j, tol, floor2, k, cols, vectors, rotated)
             with d.when(b.fcmp_ordered("!=", sn, d.f(0.0))):
                 rotated.set(ir.Constant(I1, 1))
                 ni, nj = d.rotate(x.row(i), x.row(j), c, sn, 0, cols, norms=True)
-                _settle(d, x.row(i), pi, ni, floor2, cols)
-                _settle(d, x.row(j), pj, nj, floor2, cols)
+                ri, rj = _references(d, ref, i, j, c, sn)
+                _settle(d, x.row(i), pi, ni, d.mul(tol, ri), cols)
+                _settle(d, x.row(j), pj, nj, d.mul(tol, rj), cols)
                 with d.when(vectors):
                     d.rotate(g.row(i), g.row(j), c, sn, 0, k)
 
 
-def _sweeps(
-    d: dense.Dense, x: dense.Matrix, g: dense.Matrix, s, k, cols, vectors, floor2
-) -> ir.Value:
+def _references(d: dense.Dense, ref, i, j, c: ir.Value, sn: ir.Value) -> tuple[ir.Value, ...]:
+    """The reference norms of rows i and j after the rotation (c, sn), stored and returned:
+    sqrt(c^2 r_i^2 + sn^2 r_j^2) and sqrt(sn^2 r_i^2 + c^2 r_j^2), as the rows' rounding
+    (eps r, independent between rows) is carried; their sum of squares is kept. A small
+    row that only meets larger ones keeps a reference near its own norm ([[1e8, 1], [1, 1]]
+    in float32: about 1.4 for the singular value 1), a row left by cancellation one far
+    above it. (The bound c r_i + |sn| r_j grows by up to sqrt(2) a rotation: a 60 x 60
+    Gaussian lost 49 of its rows to it.)"""
+    b = d.b
+    pi, pj = b.gep(ref, [i]), b.gep(ref, [j])
+    ri, rj = b.load(pi), b.load(pj)
+    # r is about |X|_F at most (scaled to ~1): no square overflows; one that underflows only
+    # lowers the floor. (hypot's divisions cost 2-7% more on a batch of 4 x 4 matrices.)
+    cc, ss, ri2, rj2 = d.mul(c, c), d.mul(sn, sn), d.mul(ri, ri), d.mul(rj, rj)
+    new_i = d.sqrt(d.add(d.mul(cc, ri2), d.mul(ss, rj2)))
+    new_j = d.sqrt(d.add(d.mul(ss, ri2), d.mul(cc, rj2)))
+    b.store(new_i, pi)
+    b.store(new_j, pj)
+    return new_i, new_j
+
+
+def _sweeps(d: dense.Dense, x: dense.Matrix, g: dense.Matrix, s, ref, k, cols, vectors) -> ir.Value:
     """Cyclic Jacobi sweeps until one rotates nothing (or MAX_SWEEPS); s[i] holds row i's
-    norm. Returns the sweeps run when unconverged, else 0."""
+    norm, ref[i] its reference norm. Returns the sweeps run when unconverged, else 0."""
     b = d.b
     tol = _tol(d, cols)
     sweep, rotated = d.var(d.i(0), "sweep"), d.var(ir.Constant(I1, 1), "rotated")
@@ -181,7 +208,7 @@ def _sweeps(
     with d.while_(running):
         rotated.set(ir.Constant(I1, 0))
         with d.loop(0, k) as i, d.loop(b.add(i, d.i(1)), k) as j:
-            _pair(d, x, g, s, i, j, tol, floor2, k, cols, vectors, rotated)
+            _pair(d, x, g, s, ref, i, j, tol, k, cols, vectors, rotated)
         sweep.set(b.add(sweep.get(), d.i(1)))
     return b.select(rotated.get(), sweep.get(), d.i(0))
 
@@ -251,26 +278,29 @@ def _finish(d: dense.Dense, x, g, s, work, k, cols, rows, vectors, factor) -> No
 
 
 def _svd(d: dense.Dense, item: ir.Value) -> None:
-    """One matrix: FULL, or PREPARE (scaled, the row norms, G = I; the factor and the
-    floor kept in work[0:2] for the step kernel and FINISH) or FINISH."""
+    """One matrix: FULL, or PREPARE (scaled, the row norms and reference norms, G = I; the
+    factor kept in work[cols] for FINISH) or FINISH. work [cols + 1]: the reference norms
+    in work[:k] through the sweeps, then _complete's scratch."""
     b, w = d.b, d.w
     k, cols, rows = w["k"], w["cols"], w["rows"]
     x = d.matrix("x", "cols", b.mul(item, b.mul(rows, cols)))
     g = d.matrix("g", "k", b.mul(item, b.mul(k, k)))
     s = b.gep(d.ptr("s"), [b.mul(item, k)])
-    work = b.gep(d.ptr("work"), [b.mul(item, cols)])
+    work = b.gep(d.ptr("work"), [b.mul(item, b.add(cols, d.i(1)))])
     info = b.gep(d.ptr("info", I64), [item])
     vectors = b.icmp_signed("!=", w["vectors"], d.i(0))
     phase = w["phase"]
+    given = b.icmp_signed("!=", w["given"], d.i(0))
     with d.either(b.icmp_signed("==", phase, d.i(FINISH))) as (finish, begin):
         with finish:
-            _finish(d, x, g, s, work, k, cols, rows, vectors, b.load(work))
+            _finish(d, x, g, s, work, k, cols, rows, vectors, b.load(b.gep(work, [cols])))
         with begin:
-            _begin(d, x, g, s, work, info, k, cols, rows, vectors, phase)
+            _begin(d, x, g, s, work, info, k, cols, rows, vectors, phase, given)
 
 
-def _begin(d: dense.Dense, x, g, s, work, info, k, cols, rows, vectors, phase) -> None:
-    """The FULL and PREPARE phases (see _svd)."""
+def _begin(d: dense.Dense, x, g, s, work, info, k, cols, rows, vectors, phase, given) -> None:
+    """The FULL and PREPARE phases (see _svd); the reference norms are the rows' own, or
+    the `given` ones in work[:k] (scaled here as the rows are)."""
     b = d.b
     largest, nan = _scan(d, x, k, cols)
     finite = b.fcmp_ordered("<", largest, d.f(float("inf")))  # NaN is not
@@ -284,27 +314,24 @@ def _begin(d: dense.Dense, x, g, s, work, info, k, cols, rows, vectors, phase) -
         with ok:
             zero = b.fcmp_ordered("==", largest, d.f(0.0))
             factor = b.select(zero, d.f(1.0), _pow2_reciprocal(d, largest))
-            total = d.var(d.f(0.0), "total")
             with d.loop(0, k) as i:
                 d.scale(x.row(i), factor, 0, cols)
                 norm2 = d.dot(x.row(i), x.row(i), 0, cols)
-                b.store(_norm(d, x.row(i), norm2, cols), b.gep(s, [i]))
-                total.set(d.add(total.get(), norm2))
-            tol = _tol(d, cols)
-            # (eps sqrt(cols) |A|_F)^2: a row a rotation leaves below it is cancellation's
-            # rounding (_settle); a row of A itself keeps its norm, however small (the
-            # Jacobi method's relative accuracy: diag(1e8, 1) has singular values 1e8, 1)
-            floor2 = d.mul(d.mul(tol, tol), total.get())
+                norm = _norm(d, x.row(i), norm2, cols)
+                b.store(norm, b.gep(s, [i]))
+                p = b.gep(work, [i])
+                theirs = d.mul(b.load(p), factor)  # no row exceeds its reference
+                mine = b.select(b.and_(given, d.gt(theirs, norm)), theirs, norm)
+                b.store(mine, p)
             with d.when(vectors):
                 _identity(d, g, k)
             with d.either(b.icmp_signed("==", phase, d.i(FULL))) as (full, prepare):
                 with full:
-                    b.store(_sweeps(d, x, g, s, k, cols, vectors, floor2), info)
+                    b.store(_sweeps(d, x, g, s, work, k, cols, vectors), info)
                     _finish(d, x, g, s, work, k, cols, rows, vectors, factor)
                 with prepare:
                     b.store(d.i(0), info)
-                    b.store(factor, work)
-                    b.store(floor2, b.gep(work, [d.i(1)]))
+                    b.store(factor, b.gep(work, [cols]))
 
 
 def _step(d: dense.Dense, item: ir.Value) -> None:
@@ -315,25 +342,25 @@ def _step(d: dense.Dense, item: ir.Value) -> None:
     b, w = d.b, d.w
     k, cols, blocks = w["k"], w["cols"], w["blocks"]
     x, g = d.matrix("x", "cols"), d.matrix("g", "k")
-    s, work = d.ptr("s"), d.ptr("work")
+    s, ref = d.ptr("s"), d.ptr("work")
     vectors = b.icmp_signed("!=", w["vectors"], d.i(0))
     schedule = d.ptr("schedule", I64)
     at = b.add(b.mul(w["step"], blocks), b.mul(item, d.i(2)))
     first, second = b.load(b.gep(schedule, [at])), b.load(b.gep(schedule, [b.add(at, d.i(1))]))
     edge = lambda r: b.sdiv(b.mul(r, k), blocks)  # noqa: E731
-    tol, floor2 = _tol(d, cols), b.load(b.gep(work, [d.i(1)]))
+    tol = _tol(d, cols)
     rotated = d.var(ir.Constant(I1, 0), "rotated")
     with d.when(b.icmp_signed("==", w["step"], d.i(0))):
         for r in (first, second):
             lo, hi = edge(r), edge(b.add(r, d.i(1)))
             with d.loop(lo, hi) as i, d.loop(b.add(i, d.i(1)), hi) as j:
-                _pair(d, x, g, s, i, j, tol, floor2, k, cols, vectors, rotated)
+                _pair(d, x, g, s, ref, i, j, tol, k, cols, vectors, rotated)
     lo_a, hi_a = edge(first), edge(b.add(first, d.i(1)))
     lo_b, hi_b = edge(second), edge(b.add(second, d.i(1)))
     with d.loop(lo_a, hi_a, TILE[0]) as i0, d.loop(lo_b, hi_b, TILE[1]) as j0:
         rows_i = d.loop(i0, _tile_end(d, i0, TILE[0], hi_a))
         with rows_i as i, d.loop(j0, _tile_end(d, j0, TILE[1], hi_b)) as j:
-            _pair(d, x, g, s, i, j, tol, floor2, k, cols, vectors, rotated)
+            _pair(d, x, g, s, ref, i, j, tol, k, cols, vectors, rotated)
     b.store(b.zext(rotated.get(), I64), b.gep(d.ptr("flags", I64), [item]))
 
 
@@ -375,18 +402,22 @@ def _block_sweeps(x, g, s, work, info, k: int, cols: int, vectors: bool, pairs: 
     ctypes.c_int64.from_address(host_ptr(info, name)).value = MAX_SWEEPS
 
 
-def svd(x, g, s, work, info, k: int, cols: int, rows: int, batch: int, vectors: bool) -> None:
+def svd(
+    x, g, s, work, info, k: int, cols: int, rows: int, batch: int, vectors: bool, given: bool
+) -> None:
     """One-sided Jacobi on each of `batch` contiguous [rows, cols] matrices at impl `x`, whose
     first k rows are X0 (k <= cols): singular values into impl `s` [batch, k] (descending),
     with `vectors` also G [batch, k, k] into impl `g` and W's rows (orthonormal, `rows` of
-    them: k, or cols for a full basis) in place of x, X0 = G^T diag(s) W[:k]. `work` [batch, cols],
-    its own, is scratch; LAPACK-like info [batch] (int64): see the module docstring. One matrix
-    of order PARALLEL or more is swept in blocks over the threads (_block_sweeps)."""
+    them: k, or cols for a full basis) in place of x, X0 = G^T diag(s) W[:k]. `work`
+    [batch, cols + 1], its own, is scratch; when `given`, its first k columns hold the
+    reference norms of X0's rows (_references; else the rows' own norms are). LAPACK-like
+    info [batch] (int64): see the module docstring. One matrix of order PARALLEL or more
+    is swept in blocks over the threads (_block_sweeps)."""
     name = f"kael_svd_jacobi_{x.dtype.name}"
     pairs = get_num_threads()
     split = batch == 1 and k >= PARALLEL and pairs > 1
     words = [*(host_ptr(t, name) for t in (x, g, s, work, info)),
-             k, cols, rows, int(vectors), PREPARE if split else FULL]  # fmt: skip
+             k, cols, rows, int(vectors), PREPARE if split else FULL, int(given)]  # fmt: skip
     build = lambda mod: dense.per_matrix(mod, name, x.dtype, WORDS, _svd)  # noqa: E731
     dense.run(name, build, name, words, batch, 8 * k * k * cols)
     if split and ctypes.c_int64.from_address(host_ptr(info, name)).value == 0:
