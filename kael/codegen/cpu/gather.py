@@ -27,7 +27,11 @@ larger than L2 waits on its random read-modify-writes (16M into 1M float32: 0.75
 Such a run whose probed indices mostly repeat their predecessor (sorted segment ids)
 combines each stretch of one index in a register instead, in the same order: a
 read-modify-write chain through memory waits on store forwarding (16M sorted into 1K
-places: 28 -> 7.4 ms; into 1M: 15.5 -> 9.4 ms; random places unchanged).
+places: 28 -> 7.4 ms; into 1M: 15.5 -> 9.4 ms; random places unchanged). Other runs check
+their indices CHECK_BLOCK at a time, and a block with none bad combines its elements without
+a branch each (16M at random into 1M places on 2 threads, ~15 ms, is what the same loop
+written in C takes: the read-modify-writes into L3 bound it). The fold of a unit-stride run
+combines one table at a time into blocks that stay in L1, a vectorized loop.
 nonzero counts the nonzeros of fixed-size blocks in parallel, scans the counts in
 place, then each block writes its coordinates from its start: the order is row-major
 whatever the split.
@@ -72,7 +76,8 @@ NONZERO_WORDS = ("input", "counts", "out", "total", "rank")
 # Elements per nonzero work item: large enough that the scan over blocks is negligible.
 NONZERO_BLOCK = 4096
 # How many elements ahead a scatter's unit-stride run prefetches the table element it will
-# combine into: enough reads in flight to hide L3's latency (16 and 64 were slower).
+# combine into: enough reads in flight to hide L3's latency (16 and 64 were slower; 24 and
+# 48 no faster in the blocked loop).
 PREFETCH_AHEAD = 32
 # A scatter's unit-stride run is judged by RUN_PROBES spots spread over it of RUN_PROBE
 # indices each (two cache lines): at least RUN_SHARE[0] / RUN_SHARE[1] of their indices
@@ -81,6 +86,17 @@ PREFETCH_AHEAD = 32
 RUN_PROBES = 8
 RUN_PROBE = 16
 RUN_SHARE = (3, 4)
+# Indices a scatter's unit-stride run checks at once: one vector compare and one branch a
+# block, whose elements then combine unchecked (16M float32 at random into 1K places: 7.9 ->
+# 7.3 ms on 2 threads; 1 thread's write pass into 1M places 38 -> 29 ms, into 1K 25 -> 13 ms).
+# The IR stays scalar (LLVM's SLP makes the compare one vector instruction): a vector type
+# in the module would take it off O3 (compiler.kernel_passes), and the check-only pass would
+# lose its vectorization (16M indices: 4.4 -> 9.5 ms).
+CHECK_BLOCK = 8
+# Elements of a unit-stride run the fold combines one table at a time into: a loop LLVM
+# vectorizes, over a block that stays in L1 (8 KiB of float32). 16M float32 into 1M places on
+# 2 threads: the fold 0.58 -> 0.22 ms; 512 and 8192 no better.
+FOLD_BLOCK = 2048
 
 
 class _Walk:
@@ -243,6 +259,13 @@ def _prefetch_write(b: ir.IRBuilder, ptr: ir.Value) -> None:
     b.call(fn, [b.bitcast(ptr, fn.args[0].type), *(ir.Constant(i32, v) for v in (1, 3, 1))])
 
 
+def _any(b: ir.IRBuilder, conditions: Sequence[ir.Value]) -> ir.Value:
+    result = conditions[0]
+    for c in conditions[1:]:
+        result = b.or_(result, c)
+    return result
+
+
 def _words(b: ir.IRBuilder, args: ir.Value, names: Sequence[str]) -> dict[str, ir.Value]:
     return {name: b.load(b.gep(args, [i64(i)]), name=name) for i, name in enumerate(names)}
 
@@ -398,15 +421,6 @@ def _walk_function(module: ir.Module, kind: str, dtype: DType) -> str:
 
         def run_body(pos, bases, run):
             od, ot, oi = bases
-            last = b.sub(run, i64(1))
-
-            def each(j):
-                ahead = b.add(j, i64(PREFETCH_AHEAD))
-                ahead = b.select(b.icmp_signed("<", ahead, last), ahead, last)
-                v = b.load(b.gep(index, [b.add(oi, ahead)]))
-                _prefetch_write(b, b.gep(table, [b.add(ot, b.mul(v, stride))]))
-                body(b.add(pos, j), (b.add(od, j), ot, b.add(oi, j)), None)
-
             b.store(i64(0), repeats)
             b.store(i64(0), pairs)
 
@@ -434,9 +448,52 @@ def _walk_function(module: ir.Module, kind: str, dtype: DType) -> str:
                 with runs:
                     in_registers(bases, pos, i64(0), run, stride, mapped)
                 with lone:
-                    walk.loops.counted(i64(0), run, 1, each, "unit")
+                    in_blocks(body, bases, pos, run, stride, mapped)
 
         return None if gpu else ((1, 0, 1), run_body)
+
+    def in_blocks(body, bases, pos, run, stride, mapped):
+        """A unit-stride run element by element, each first prefetching for a write the table
+        element of the index PREFETCH_AHEAD places on (the run's last, near its end). Blocks
+        of CHECK_BLOCK indices are checked together: one with none bad (and STRICT, when
+        `mapped`) combines its elements unchecked; the others, and the last PREFETCH_AHEAD
+        elements, go element by element through `body`."""
+        od, ot, oi = bases
+        strict = b.icmp_signed("==", w["mode"], i64(STRICT)) if mapped else None
+        last = b.sub(run, i64(1))
+
+        def prefetch(j):
+            ahead = b.load(b.gep(index, [b.add(oi, j)]))
+            _prefetch_write(b, b.gep(table, [b.add(ot, b.mul(ahead, stride))]))
+
+        def one(j):
+            ahead = b.add(j, i64(PREFETCH_AHEAD))
+            prefetch(b.select(b.icmp_signed("<", ahead, last), ahead, last))
+            body(b.add(pos, j), (b.add(od, j), ot, b.add(oi, j)), None)
+
+        def block(j):
+            got = [b.load(b.gep(index, [b.add(oi, b.add(j, i64(k)))])) for k in range(CHECK_BLOCK)]
+            bad = _any(b, [b.icmp_unsigned(">=", v, w["size"]) for v in got])
+            if strict is not None:
+                bad = b.or_(bad, b.not_(strict))
+            with b.if_else(bad, likely=False) as (checked, unchecked):
+                with checked:
+                    walk.loops.counted(j, b.add(j, i64(CHECK_BLOCK)), 1, one, "checked")
+                with unchecked:
+                    # Each index loaded again: reusing the check's loads, LLVM left the
+                    # check eight compares and branches, not one vector compare.
+                    for k in range(CHECK_BLOCK):
+                        jk = b.add(j, i64(k))
+                        prefetch(b.add(jk, i64(PREFETCH_AHEAD)))
+                        v = b.load(b.gep(index, [b.add(oi, jk)]))
+                        at = b.gep(table, [b.add(ot, b.mul(v, stride))])
+                        here = b.load(b.gep(dense, [b.add(od, jk)]))
+                        b.store(_combine(kind, b, dtype, b.load(at), here), at)
+
+        # Blocks while their prefetches read inside the run.
+        ahead = b.sub(run, i64(PREFETCH_AHEAD))
+        done = walk.loops.counted(i64(0), ahead, CHECK_BLOCK, block, "blocks")
+        walk.loops.counted(done, run, 1, one, "tail")
 
     def in_registers(bases, pos, start, stop, stride, mapped):
         """[start, stop) of a unit-stride run, each run of one index value combined in a
@@ -574,7 +631,34 @@ def _fold_function(module: ir.Module, kind: str, dtype: DType) -> str:
         walk.loops.counted(i64(0), w["parts"], 1, part, "part")
         b.store(b.load(acc), at)
 
-    walk(fn.args[1], fn.args[2], element)
+    def unit_run(_pos, bases, run):
+        """A run with unit strides (on the CPU), FOLD_BLOCK elements at a time: each table in
+        turn combines into the block (each element in the same order; the block stays in
+        L1), a loop the vectorizer takes."""
+        ot, op = bases
+
+        def block(q):
+            start = b.mul(q, i64(FOLD_BLOCK))
+            stop = b.add(start, i64(FOLD_BLOCK))
+            stop = b.select(b.icmp_signed("<", stop, run), stop, run)
+
+            def part(k):
+                origin = b.add(op, b.mul(k, w["share"]))
+
+                def each(j):
+                    at = b.gep(table, [b.add(ot, j)])
+                    mine = b.load(b.gep(privates, [b.add(origin, j)]))
+                    b.store(_combine(kind, b, dtype, b.load(at), mine), at)
+
+                walk.loops.counted(start, stop, 1, each, "fold.unit")
+
+            walk.loops.counted(i64(0), w["parts"], 1, part, "fold.part")
+
+        blocks = b.sdiv(b.add(run, i64(FOLD_BLOCK - 1)), i64(FOLD_BLOCK))
+        walk.loops.counted(i64(0), blocks, 1, block, "fold.block")
+
+    fixed = None if targets_gpu(module) else ((1, 1), unit_run)
+    walk(fn.args[1], fn.args[2], element, fixed=fixed)
     b.ret_void()
     return symbol
 
