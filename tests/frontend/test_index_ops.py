@@ -1372,3 +1372,36 @@ def test_join_door_leaves_mixed_dtypes_strided_pieces_and_generators_to_the_full
     assert before == index_ops._JOINS
     assert index_ops._join_key("cat", (t for t in (a, b)), 0) is None
     assert index_ops._join_key("cat", [a, b], 0.0) is None
+
+
+@pytest.mark.parametrize("shape", [(4, 16), (3, 5, 7), (4000,)], ids=str)
+@pytest.mark.parametrize("dtype", [kael.float32, kael.int64, kael.bool], ids=str)
+def test_nonzero_replays_its_kept_launches_with_each_calls_values(shape, dtype):
+    """A small host input's three nonzero launches are kept after a call that found a
+    nonzero, then replayed by addresses: the full door's coordinates for every later
+    input of that layout, none nonzero included (and x[mask] through them)."""
+    from kael.codegen.cpu import gather as kernels
+
+    rng = np.random.default_rng(14)
+    key = (dtype, shape, kael.zeros(shape).stride(), True)
+    kernels._NONZERO_KEPT.pop(key, None)
+    first = kael.tensor(rng.standard_normal(shape) > 0).to(dtype)
+    kael.nonzero(first)
+    assert key in kernels._NONZERO_KEPT
+    for share in (0.5, 0.0, 1.0, 0.01):
+        values = rng.random(shape) < share
+        got = kael.nonzero(kael.tensor(values).to(dtype))
+        want = torch.nonzero(torch.from_numpy(values))
+        assert got.dtype is kael.int64 and got.shape == tuple(want.shape)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    x = kael.tensor(rng.standard_normal(shape))
+    mask = kael.tensor(rng.random(shape) < 0.3)
+    np.testing.assert_array_equal(x[mask].numpy(), x.numpy()[mask.numpy()])
+
+
+def test_nonzero_launches_stay_visible_to_a_launch_recorder():
+    x = kael.tensor([[0.0, 1.0], [2.0, 0.0]])
+    kael.nonzero(x)  # kept
+    got, launched = record_launches(kael.nonzero, x)
+    assert got.tolist() == [[0, 1], [1, 0]]
+    assert sum("nonzero" in r.symbol for r in launched) == 3

@@ -39,16 +39,19 @@ whatever the split.
 
 from __future__ import annotations
 
+import ctypes
 import math
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from llvmlite import ir
 
-from kael.codegen.cpu import handwritten
+from kael.codegen.cpu import handwritten, native_launch
 from kael.codegen.cpu.loops import LoopBuilder
 from kael.codegen.lowering import declare, i64, memory_type, narrow, targets_gpu, widen
+from kael.runtime import launches
 from kael.runtime.dtypes import INT64_MAX, DType, bool_, float32, float64, int32, int64
+from kael.runtime.launcher import PROMOTE_BYTES
 
 I64 = ir.IntType(64)
 
@@ -944,6 +947,11 @@ def nonzero(
     listed = bool(sizes)  # a 0-d input has no coordinates to write
     if not listed:
         sizes, data = (1,), _scalar(data)
+    host = device is None or device.type == "cpu"
+    key = (dtype, tuple(sizes), tuple(data.strides), listed)
+    kept = _NONZERO_KEPT.get(key) if host and not launches.watched() else None
+    if kept is not None:
+        return _nonzero_replay(kept, data.address, allocate)
     name, build = _spec("nonzero", dtype)
     blocks = -(-total // NONZERO_BLOCK)
     runner = handwritten.runner_for(device)
@@ -951,18 +959,56 @@ def nonzero(
         counts = runner.scratch([0] * (blocks + 1))
         words = [data.address, counts, 0, total, len(sizes), *sizes, *data.strides]
         moved = total * dtype.itemsize
-        runner.run(name, build, f"kael_nonzero_count_{dtype.name}", words, blocks, moved, align=1)
-        runner.run(name, build, "kael_nonzero_scan", [counts, blocks], 1, 0, align=1)
+        symbols = (f"kael_nonzero_count_{dtype.name}", f"kael_nonzero_write_{dtype.name}")
+        counter = runner.run(name, build, symbols[0], words, blocks, moved, align=1)
+        scan = runner.run(name, build, "kael_nonzero_scan", [counts, blocks], 1, 0, align=1)
         (count,) = runner.read(counts + 8 * blocks, 1)
         out = allocate(count)
         if count and listed:
             words[2] = out
-            runner.run(
-                name, build, f"kael_nonzero_write_{dtype.name}", words, blocks, moved, align=1
-            )
+            writer = runner.run(name, build, symbols[1], words, blocks, moved, align=1)
+            if host and moved < PROMOTE_BYTES and len(_NONZERO_KEPT) < 1024:
+                _NONZERO_KEPT[key] = _nonzero_kept((counter, scan, writer), words, blocks, moved)
         return count
     finally:
         runner.close()
+
+
+# nonzero's three launches per (dtype, sizes, strides) of a small host input seen with a
+# nonzero element, replayed by addresses: the count per block into zeroed host words, their
+# scan, then (the count read and the output allocated) the coordinates (x[mask] of [4, 16],
+# 1 thread, one run on a loaded machine: nonzero 20.8 -> 6.3 us, x[mask] 29 -> 14; torch
+# 1.6, 4.3).
+_NONZERO_KEPT: dict[tuple, tuple] = {}
+
+
+def _nonzero_kept(fns: tuple, words: list[int], blocks: int, moved: int) -> tuple:
+    """The kept launches of a nonzero call: per kernel, its fn and descriptor (the input's,
+    the counts' and the output's addresses supplied per call)."""
+    template = [0, 0, 0, *words[3:]]
+    per_item = max(1, moved // blocks)
+    count = native_launch.describe(fns[0], template, (0, 1), per_item)
+    scan = native_launch.describe(fns[1], [0, blocks], (0,), 1)
+    write = native_launch.describe(fns[2], template, (0, 1, 2), per_item)
+    return (fns, count, scan, write, blocks)
+
+
+def _nonzero_replay(kept: tuple, data: int, allocate: Callable[[int], int]) -> int:
+    """nonzero's kept launches over the input at `data`: the count of its nonzeros."""
+    fns, count, scan, write, blocks = kept
+    for fn in fns:
+        if fn.tier0 is not None:  # replays count toward the optimized code
+            fn.tier0.launched()
+    counts = (ctypes.c_int64 * (blocks + 1))()
+    at = ctypes.addressof(counts)
+    launch = native_launch.launcher()
+    launch(count.address, blocks, data, at)
+    launch(scan.address, 1, at)
+    found = counts[blocks]
+    out = allocate(found)
+    if found:
+        launch(write.address, blocks, data, at, out)
+    return found
 
 
 def _scalar(operand: Operand) -> Operand:
