@@ -229,12 +229,14 @@ def _keep(door: tuple, args: tuple, read: tuple, kt, out, kind: str, scale: floa
         return
     src = views.transpose(keys, 1, 2)
     copy = fastpath.inline_copy(kt.dtype, kt.shape, kt.strides, src.strides)
+    if copy is None or not kt.storage.nbytes:
+        return
     template = kernel.words(q, kt, v, out, None, scale, (0, 0, 0))
     template[:4] = [0, 0, 0, 0]
     fn = kernel.function(q.dtype, kind)
     items = kernel.items(q, count)
     launch = native_launch.describe(fn, template, (0, 1, 2, 3), 0)
-    if copy is None or launch is None or not kt.storage.nbytes:
+    if launch is None:
         return
     size = q.dtype.itemsize
     padded = kt.storage.nbytes

@@ -36,6 +36,7 @@ from kael.runtime.dtypes import INTEGER_DTYPES, DType, bool_, float32, int64
 from kael.runtime.errors import Error, TypeError, ValueError
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import host_ptr
+from kael.runtime.threadpool import get_num_threads
 from kael.runtime.tracestate import state as _trace
 
 
@@ -375,8 +376,17 @@ def _door_key(op: str, input, weight, bias, sizes: tuple) -> tuple | None:
         if type(v) not in _SIZE_TYPES or (type(v) is tuple and any(type(e) is not int for e in v)):
             return None
     x, w = input._impl, weight._impl
-    held = None if bias is None else (bias._impl.dtype, bias._impl.shape, bias._impl.strides)
-    return (op, x.dtype, x.device, x.shape, x.strides, w.dtype, w.shape, w.strides, held, sizes)
+    if x.device is not CPU or w.device is not CPU:  # the full door judges devices
+        return None
+    held = None
+    if bias is not None:
+        b = bias._impl
+        if b.device is not CPU:
+            return None
+        held = (b.dtype, b.shape, b.strides)
+    # the plan splits its work for the thread count (conv_run.plan_for keys by it too)
+    threads = get_num_threads()
+    return (op, x.dtype, x.shape, x.strides, w.dtype, w.shape, w.strides, held, sizes, threads)
 
 
 def _replay(kept: tuple, x, w, bias) -> Tensor:

@@ -115,33 +115,45 @@ def _release(address: int, exported=_exported, lock=_lock) -> None:
     del entry
 
 
+# The callbacks bind what they call: they may run after this module's names are cleared.
 @_DELETER
-def _delete(managed) -> None:
-    _release(ctypes.addressof(managed.contents))
+def _delete(managed, release=_release, address_of=ctypes.addressof) -> None:
+    release(address_of(managed.contents))
 
 
 @_VERSIONED_DELETER
-def _delete_versioned(managed) -> None:
-    _release(ctypes.addressof(managed.contents))
+def _delete_versioned(managed, release=_release, address_of=ctypes.addressof) -> None:
+    release(address_of(managed.contents))
 
 
 @ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-def _capsule_destructor(capsule: int) -> None:
+def _capsule_destructor(
+    capsule: int,
+    release=_release,
+    api=_api,
+    names=(_NAME, _VERSIONED_NAME),
+    cast=ctypes.cast,
+    py_object=ctypes.py_object,
+) -> None:
     """A capsule collected unconsumed still holds its tensor: release it."""
-    obj = ctypes.cast(capsule, ctypes.py_object)
-    for name in (_NAME, _VERSIONED_NAME):
-        if _api.PyCapsule_IsValid(obj, name):
-            _release(_api.PyCapsule_GetPointer(obj, name))
+    obj = cast(capsule, py_object)
+    for name in names:
+        if api.PyCapsule_IsValid(obj, name):
+            release(api.PyCapsule_GetPointer(obj, name))
 
 
-def _outlive_shutdown() -> None:
+def _outlive_shutdown(
+    kept=(_exported, _lock, _delete, _delete_versioned, _capsule_destructor, _release),
+    incref=ctypes.pythonapi.Py_IncRef,
+    py_object=ctypes.py_object,
+) -> None:
     """Keep every export and the deleters for good once the interpreter exits: a consumer
     still held then (a torch tensor in a module global) calls its deleter, or reads its
     DLManagedTensor, while the exit's garbage collection tears modules down, after this
     module's table and callbacks would have been freed (a segfault at exit). The process
     is ending: the OS takes the memory back."""
-    for obj in (_exported, _lock, _delete, _delete_versioned, _capsule_destructor, _release):
-        ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
+    for obj in kept:
+        incref(py_object(obj))
 
 
 atexit.register(_outlive_shutdown)

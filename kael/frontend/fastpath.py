@@ -583,9 +583,31 @@ def remember_copy_into(out: TensorImpl, src: TensorImpl) -> None:
         _remember_shaped(key, eager.copy_template(src.dtype, out.dtype), out, (src,), None)
 
 
+def typed_key(values: tuple) -> tuple | None:
+    """Arguments as a door's key: each by its exact type and value, a tuple's items too, a
+    float by its bits (True, 1 and 1.0 are one key to ==, and -0.0 and 0.0, but not one
+    argument to the full door), None where one is not an int, float, bool, str, None or a
+    tuple of those numbers."""
+    key = []
+    for v in values:
+        kind = type(v)
+        if kind is float:
+            key.append((kind, v.hex()))
+        elif kind in (int, bool, str, type(None)):
+            key.append((kind, v))
+        elif kind is tuple:
+            items = typed_key(v)
+            if items is None or any(type(e) not in (int, float, bool) for e in v):
+                return None
+            key.append((kind, items))
+        else:
+            return None
+    return tuple(key)
+
+
 def inline_launch(template: eager.Template, out, ins, patched: tuple, fixed: dict):
-    """(native descriptor, work items) of the full door's launch of `template` over the
-    host impls `out` and `ins`, the words a call supplies being each buffer's address
+    """(native descriptor, work items, kernel) of the full door's launch of `template` over
+    the host impls `out` and `ins`, the words a call supplies being each buffer's address
     (output first), then the parameters named in `patched`, in that order (the others at
     their `fixed` values), for a door replaying it by addresses; None where the kernel can
     fault, the launch needs the pool or its block is too large to describe."""
@@ -600,8 +622,9 @@ def inline_launch(template: eager.Template, out, ins, patched: tuple, fixed: dic
     words += _fixed_words(template, fixed)
     at = tuple(first + template.scalars.index(name) for name in patched)
     per_item = plan.moved // max(1, plan.total)
-    native = native_launch.describe(plan.compiled.fn, words, (*range(len(impls)), *at), per_item)
-    return None if native is None else (native, plan.total)
+    fn = plan.compiled.fn
+    native = native_launch.describe(fn, words, (*range(len(impls)), *at), per_item)
+    return None if native is None else (native, plan.total, fn)
 
 
 def inline_copy(dtype: DType, shape: tuple, out_strides: tuple, src_strides: tuple):

@@ -258,23 +258,19 @@ def interpolate(
 # call's input through fresh buffers ([1, 3, 8, 8] bilinear x2, 1 thread, one run on a
 # loaded machine: 32 -> 4.2 us; torch 8.4).
 _DOOR: dict[tuple, tuple] = {}
-_DOOR_MAX = 1024
-_ARGUMENT_TYPES = (int, float, bool, str, tuple, type(None))
+_DOOR_MAX = 256  # as many as _tables keeps: each holds its passes' tables
 
 
 def _door_key(input, arguments: tuple) -> tuple | None:
-    """The door's key of a call with a plain tensor and hashable arguments, or None."""
+    """The door's key of a call with a plain tensor and plain arguments (by type and
+    value: fastpath.typed_key), or None."""
     if type(input) not in fastpath.PLAIN or not fastpath._open():
         return None
-    for v in arguments:
-        if type(v) not in _ARGUMENT_TYPES:
-            return None
-        if type(v) is tuple and any(type(e) not in (int, float) for e in v):
-            return None
+    typed = fastpath.typed_key(arguments)
     x = input._impl
-    if x.device is not CPU:
+    if typed is None or x.device is not CPU:
         return None
-    return (x.dtype, x.shape, x.strides, arguments)
+    return (x.dtype, x.shape, x.strides, typed)
 
 
 def _keep(door: tuple, seen: list, y: Tensor) -> None:

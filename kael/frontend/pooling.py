@@ -178,28 +178,29 @@ def _max_pool(dims: int, op: str):
 # machine: 42 -> 3.3 us; torch 2.8).
 _DOOR: dict[tuple, tuple] = {}
 _DOOR_MAX = 1024
-_ARGUMENT_TYPES = (int, bool, tuple, type(None))
+_UNSERVED = ()  # a key whose calls the door cannot keep
 
 
 def _door_key(op: str, input, arguments: tuple) -> tuple | None:
-    """The door's key of a call with a plain tensor and hashable arguments, or None."""
+    """The door's key of a call with a plain tensor and plain arguments (by type and
+    value: fastpath.typed_key), or None."""
     if type(input) not in fastpath.PLAIN or not fastpath._open():
         return None
-    for v in arguments:
-        if type(v) not in _ARGUMENT_TYPES or (
-            type(v) is tuple and any(type(e) is not int for e in v)
-        ):
-            return None
+    typed = fastpath.typed_key(arguments)
     x = input._impl
-    if x.device is not CPU:
+    if typed is None or x.device is not CPU:
         return None
-    return (op, x.dtype, x.shape, x.strides, arguments)
+    return (op, x.dtype, x.shape, x.strides, typed)
 
 
 def _served(op: str, input, arguments: tuple) -> tuple:
-    """(the door's key or None, its replay's result where it keeps the call, else None)."""
+    """(the door's key, None for a call it judged it cannot keep; its replay's result
+    where it keeps the call, else None). A call the door cannot keep (too big, padded)
+    then takes the formula's layouts door, which `seen` would skip."""
     door = _door_key(op, input, arguments)
     kept = None if door is None else _DOOR.get(door)
+    if kept is _UNSERVED:
+        return None, None
     return door, None if kept is None else _replay(kept, input._impl)
 
 
@@ -207,11 +208,14 @@ def _keep(door: tuple, x, seen: list, was_batched: bool) -> None:
     """Keep the call the full door just made for `door` where one launch (`seen`) made
     the result: per operand, its distance in bytes from the input's first element, or the
     address of a tensor of its own (a divisor), held."""
-    if len(seen) != 1 or len(_DOOR) >= _DOOR_MAX:
+    if len(_DOOR) >= _DOOR_MAX:
         return
-    entry, target, ordered = seen[0]
-    found = fastpath.inline_launch(entry, target, ordered, (), {})
+    found = None
+    if len(seen) == 1:
+        entry, target, ordered = seen[0]
+        found = fastpath.inline_launch(entry, target, ordered, (), {})
     if found is None:
+        _DOOR[door] = _UNSERVED
         return
     parts, held = [], []
     for t in ordered:
@@ -221,7 +225,7 @@ def _keep(door: tuple, x, seen: list, was_batched: bool) -> None:
             parts.append((False, t.storage.ptr + t.offset * t.dtype.itemsize))
             held.append(t.storage)
     nbytes = target.numel() * target.dtype.itemsize
-    native, total = found
+    native, total, _ = found
     _DOOR[door] = (
         native,
         total,

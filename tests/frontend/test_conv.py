@@ -562,3 +562,16 @@ def test_convolution_fast_door_leaves_other_calls_to_the_full_door():
     wt = kael.randn(3, 4, 3, 3).transpose(0, 1)
     KF.conv2d(x, wt, padding=1)
     assert conv._door_key("conv2d", x, wt, None, (1, 1, 1, 1)) not in conv._DOOR
+
+
+def test_convolution_door_keys_the_thread_count_its_plan_was_split_for():
+    x, w = kael.randn(1, 3, 8, 8), kael.randn(4, 3, 3, 3)
+    saved = kael.get_num_threads()
+    try:
+        kael.set_num_threads(1)
+        one = conv._door_key("conv2d", x, w, None, (1, 1, 1, 1))
+        kael.set_num_threads(2)
+        two = conv._door_key("conv2d", x, w, None, (1, 1, 1, 1))
+    finally:
+        kael.set_num_threads(saved)
+    assert one != two

@@ -15,12 +15,15 @@ import torch
 import kael
 from kael.frontend import dlpack
 held = [torch.from_dlpack(kael.arange(6.0)), torch.utils.dlpack.from_dlpack(kael.ones(3).__dlpack__())]
+unused = kael.ones(2).__dlpack__()  # a capsule never consumed: its destructor releases it
 assert float(held[0].sum()) == 15.0
 dlpack._outlive_shutdown()  # what the exit runs first (atexit)
 dlpack.__dict__.clear()  # then the teardown drops the module's names
 gc.collect()
-del held  # the consumer lets go last: kael's deleters run
+del held, unused  # the consumers let go last: kael's deleters and destructor run
 gc.collect()
 print("released")
 """
-    assert run_python(script).stdout.strip() == "released"
+    done = run_python(script)
+    assert done.stdout.strip() == "released"
+    assert done.stderr == ""  # each release ran (a NameError in a callback only prints)

@@ -318,3 +318,12 @@ def test_resize_fast_door_leaves_other_inputs_to_the_full_door(make):
     x = make()
     _, key, _ = _kept_key(interpolate, lambda: KF.interpolate(x, scale_factor=2, mode="bilinear"))
     assert key is None
+
+
+def test_resize_door_keys_sizes_by_type_so_a_float_size_is_refused_after_an_int():
+    x = kael.randn(1, 2, 8, 8)
+    KF.interpolate(x, size=16, mode="bilinear")
+    KF.interpolate(x, size=(16, 16), mode="bilinear")
+    for size in (16.0, (16.0, 16.0)):
+        with pytest.raises(kael.TypeError):
+            KF.interpolate(x, size=size, mode="bilinear")

@@ -131,6 +131,20 @@ CASES = {{
     "conv1d weight on the device": lambda: F.conv1d(IMAGE[0], c(KERNEL[0])),
     "conv2d bias on the device": lambda: F.conv2d(IMAGE, KERNEL, bias=c(kael.ones(1))),
     "conv_transpose2d weight on the device": lambda: F.conv_transpose2d(IMAGE, c(KERNEL)),
+    # the fast doors, after a host call of the same layouts kept its launches
+    "conv2d weight on the device after a host call": lambda: (
+        F.conv2d(IMAGE, KERNEL), F.conv2d(IMAGE, c(KERNEL))
+    ),
+    "conv2d bias on the device after a host call": lambda: (
+        F.conv2d(IMAGE, KERNEL, kael.ones(1)), F.conv2d(IMAGE, KERNEL, c(kael.ones(1)))
+    ),
+    "attention key on the device after a host call": lambda: (
+        F.scaled_dot_product_attention(IMAGE, IMAGE, IMAGE),
+        F.scaled_dot_product_attention(IMAGE, c(IMAGE), IMAGE),
+    ),
+    "cat piece on the device after a host call": lambda: (
+        kael.cat([X, X]), kael.cat([X, c(X)])
+    ),
     # the kernel sites given another device's memory
     "index gather into device memory": lambda: walk(X, (I,), "gather", c(kael.empty(2, 4))),
     "index put from host memory": lambda: walk(c(X), (c(I),), "put", kael.ones(2, 4)),
@@ -224,6 +238,10 @@ REFUSED = {
     "conv1d weight on the device": _refused("conv1d"),
     "conv2d bias on the device": _refused("conv2d"),  # checked with the bias, before the add
     "conv_transpose2d weight on the device": _refused("conv_transpose2d"),
+    "conv2d weight on the device after a host call": _refused("conv2d"),
+    "conv2d bias on the device after a host call": _refused("conv2d"),
+    "attention key on the device after a host call": _refused("scaled_dot_product_attention"),
+    "cat piece on the device after a host call": _refused("cat"),
     "index gather into device memory": _kernel("index", "host", "cuda:0"),
     "index put from host memory": _kernel("index_put_", "cuda:0", "cpu"),
     "index offsets of a device index": _kernel("index", "host", "cuda:0"),

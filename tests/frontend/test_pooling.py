@@ -531,9 +531,10 @@ def test_pool_fast_door_replays_the_full_doors_values_on_each_calls_input(call, 
         saved = dict(pooling._DOOR)
         pooling._DOOR.clear()
         fn(first, **kwargs)  # an integer division checks for faults: the door leaves it
-        kept_nothing = not pooling._DOOR
+        marks = list(pooling._DOOR.values())
+        pooling._DOOR.clear()
         pooling._DOOR.update(saved)
-        assert kept_nothing
+        assert marks == [pooling._UNSERVED]
         return
     _, key, kept = _the_new_key(pooling, lambda: fn(first, **kwargs))
     pooling._DOOR[key] = kept
@@ -564,3 +565,27 @@ def test_pool_fast_door_leaves_padded_and_indexed_calls_to_the_full_door():
     KF.avg_pool2d(x, 7)  # 49 taps: a reduction first, then the division
     assert before == pooling._DOOR
     assert pooling._door_key("max_pool2d", x, ([2, 2], None, 0, 1, False, False)) is None
+
+
+def test_pool_door_keys_arguments_by_type_so_a_bool_is_refused_after_an_int():
+    """True == 1 to a dict, not to the full door: the key holds each argument's type."""
+    x = kael.randn(1, 2, 6, 6)
+    KF.max_pool2d(x, 2, 1)
+    with pytest.raises(kael.TypeError):
+        KF.max_pool2d(x, 2, True)
+    KF.avg_pool2d(x, 2, divisor_override=1)
+    with pytest.raises(kael.TypeError):
+        KF.avg_pool2d(x, 2, divisor_override=True)
+
+
+def test_a_pool_too_big_to_keep_is_marked_and_takes_the_layouts_door():
+    from kael.frontend import pooling
+
+    x = kael.randn(4, 64, 56, 56)  # its launch moves far more than an inline one
+    KF.max_pool2d(x, 3, 2)
+    key = pooling._door_key("max_pool2d", x, (3, 2, 0, 1, False, False))
+    assert pooling._DOOR.get(key) is pooling._UNSERVED
+    door, served = pooling._served("max_pool2d", x, (3, 2, 0, 1, False, False))
+    assert door is None and served is None  # no `seen`: the formula's layouts door serves it
+    want = TF.max_pool2d(torch.from_dlpack(x), 3, 2)
+    np.testing.assert_array_equal(KF.max_pool2d(x, 3, 2).numpy(), want.numpy())

@@ -1519,3 +1519,26 @@ def test_small_fills_replayed_by_the_door_draw_the_full_doors_values(draw):
         assert a.shape == b.shape and a.dtype == b.dtype
         np.testing.assert_array_equal(a.numpy(), b.numpy())
     assert not np.array_equal(served[0].numpy(), served[1].numpy())
+
+
+def test_fill_door_keys_a_float_scalar_by_its_bits():
+    """-0.0 == 0.0 to a dict: normal_(-0.0, 0.0) after normal_(0.0, 0.0) must draw with
+    its own mean, -0.0 plus 0 times each draw (-0.0 where the draw is negative), as the
+    full door does."""
+    x = kael.empty(64)
+    x.normal_(0.0, 0.0)  # kept with a mean of +0.0
+    assert not np.signbit(x.numpy()).any()
+    kael.manual_seed(21)
+    x.normal_(-0.0, 0.0)
+    served = np.signbit(x.numpy())
+    saved, kr._DOOR_MAX = kr._DOOR_MAX, 0
+    kept = dict(kr._DOOR)
+    kr._DOOR.clear()
+    try:
+        kael.manual_seed(21)
+        x.normal_(-0.0, 0.0)
+    finally:
+        kr._DOOR_MAX = saved
+        kr._DOOR.update(kept)
+    np.testing.assert_array_equal(served, np.signbit(x.numpy()))
+    assert served.any() and not served.all()
