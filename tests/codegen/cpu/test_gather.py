@@ -602,7 +602,9 @@ def test_the_prefetch_and_register_runs_are_in_the_cpu_walk_only():
     from kael.codegen.ptx.handwritten import build_module
 
     text = gather.ir_text("scatter_add", float32)
-    assert text.count('call void @"llvm.prefetch.p0"') == 2
+    # per walk: the checked element's, each of a clean block's CHECK_BLOCK, the tail's
+    per_walk = gather.CHECK_BLOCK + 2
+    assert text.count('call void @"llvm.prefetch.p0"') == 2 * per_walk
     loops = [line for line in text.splitlines() if line.startswith("runs.head")]
     assert len(loops) == 2  # and combine runs of one index in a register
     gpu = str(build_module(*gather._spec("scatter_add", float32)))
