@@ -171,3 +171,12 @@ def loads_and_matches(ours, theirs, shape, rtol: float = 1e-5, atol: float = 1e-
     want = theirs(torch.tensor(x)).detach().numpy()
     np.testing.assert_allclose(ours(kael.tensor(x)).numpy(), want, rtol=rtol, atol=atol)
     return x, want
+
+
+def door_and_full(memo: dict, kept: dict, call):
+    """(call() with `kept` in a fast door's memo, call() with the memo emptied): the door's
+    replay and the full door's result of one call, to compare."""
+    memo.update(kept)
+    served = call()
+    memo.clear()
+    return served, call()

@@ -605,6 +605,19 @@ def typed_key(values: tuple) -> tuple | None:
     return tuple(key)
 
 
+def tensor_key(input, arguments: tuple, *head) -> tuple | None:
+    """An op door's key of a call on one plain host tensor with plain arguments: `head`,
+    the tensor's dtype and layout, then the arguments by type (typed_key); None where the
+    full door must take the call (a trace, a recorder, another device, other arguments)."""
+    if type(input) not in PLAIN or not _open():
+        return None
+    typed = typed_key(arguments)
+    x = input._impl
+    if typed is None or x.device is not CPU:
+        return None
+    return (*head, x.dtype, x.shape, x.strides, typed)
+
+
 def inline_launch(template: eager.Template, out, ins, patched: tuple, fixed: dict):
     """(native descriptor, work items, kernel) of the full door's launch of `template` over
     the host impls `out` and `ins`, the words a call supplies being each buffer's address

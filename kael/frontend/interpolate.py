@@ -199,7 +199,7 @@ def interpolate(
 ) -> Tensor:
     """input [N, C, *spatial] resampled to `size` (or spatial * scale_factor)."""
     arguments = (size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
-    door = _door_key(input, arguments)
+    door = fastpath.tensor_key(input, arguments)
     if door is not None:
         kept = _DOOR.get(door)
         if kept is not None:
@@ -259,18 +259,6 @@ def interpolate(
 # loaded machine: 32 -> 4.2 us; torch 8.4).
 _DOOR: dict[tuple, tuple] = {}
 _DOOR_MAX = 256  # as many as _tables keeps: each holds its passes' tables
-
-
-def _door_key(input, arguments: tuple) -> tuple | None:
-    """The door's key of a call with a plain tensor and plain arguments (by type and
-    value: fastpath.typed_key), or None."""
-    if type(input) not in fastpath.PLAIN or not fastpath._open():
-        return None
-    typed = fastpath.typed_key(arguments)
-    x = input._impl
-    if typed is None or x.device is not CPU:
-        return None
-    return (x.dtype, x.shape, x.strides, typed)
 
 
 def _keep(door: tuple, seen: list, y: Tensor) -> None:

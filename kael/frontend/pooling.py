@@ -29,7 +29,6 @@ from kael.frontend.outputs import tensor_arg
 from kael.frontend.padding import pad
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.tracing import op_door
-from kael.runtime.device import CPU
 from kael.runtime.dtypes import DType, float32, int64
 from kael.runtime.errors import Error, TypeError, ValueError
 from kael.runtime.storage import Storage
@@ -181,23 +180,11 @@ _DOOR_MAX = 1024
 _UNSERVED = ()  # a key whose calls the door cannot keep
 
 
-def _door_key(op: str, input, arguments: tuple) -> tuple | None:
-    """The door's key of a call with a plain tensor and plain arguments (by type and
-    value: fastpath.typed_key), or None."""
-    if type(input) not in fastpath.PLAIN or not fastpath._open():
-        return None
-    typed = fastpath.typed_key(arguments)
-    x = input._impl
-    if typed is None or x.device is not CPU:
-        return None
-    return (op, x.dtype, x.shape, x.strides, typed)
-
-
 def _served(op: str, input, arguments: tuple) -> tuple:
     """(the door's key, None for a call it judged it cannot keep; its replay's result
     where it keeps the call, else None). A call the door cannot keep (too big, padded)
     then takes the formula's layouts door, which `seen` would skip."""
-    door = _door_key(op, input, arguments)
+    door = fastpath.tensor_key(input, arguments, op)
     kept = None if door is None else _DOOR.get(door)
     if kept is _UNSERVED:
         return None, None

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 from kernel_helpers import KAEL_DTYPES, TORCH_DTYPES
+from parity_helpers import door_and_full
 
 import kael
 from kael.frontend import index_ops
@@ -1351,10 +1352,7 @@ def test_join_door_replays_the_row_copy_over_each_calls_tensors(call, dtype):
     try:
         for _ in range(3):
             tensors = fresh()
-            index_ops._JOINS.update(kept)
-            got = join(tensors, dim)
-            index_ops._JOINS.clear()
-            full = join(tensors, dim)
+            got, full = door_and_full(index_ops._JOINS, kept, lambda t=tensors: join(t, dim))
             assert got.shape == full.shape and got.dtype is dtype and got.is_contiguous()
             np.testing.assert_array_equal(got.numpy(), full.numpy())
             want = getattr(torch, op)([torch.from_dlpack(t.contiguous()) for t in tensors], dim)

@@ -12,6 +12,7 @@ from parity_helpers import torch_pair as pair
 
 import kael
 import kael.nn.functional as KF
+from kael.frontend import fastpath
 
 RNG = np.random.default_rng(43)
 X2 = RNG.standard_normal((2, 3, 9, 8))
@@ -564,7 +565,7 @@ def test_pool_fast_door_leaves_padded_and_indexed_calls_to_the_full_door():
     KF.avg_pool2d(x, 3, padding=1)
     KF.avg_pool2d(x, 7)  # 49 taps: a reduction first, then the division
     assert before == pooling._DOOR
-    assert pooling._door_key("max_pool2d", x, ([2, 2], None, 0, 1, False, False)) is None
+    assert fastpath.tensor_key(x, ([2, 2], None, 0, 1, False, False), "max_pool2d") is None
 
 
 def test_pool_door_keys_arguments_by_type_so_a_bool_is_refused_after_an_int():
@@ -583,7 +584,7 @@ def test_a_pool_too_big_to_keep_is_marked_and_takes_the_layouts_door():
 
     x = kael.randn(4, 64, 56, 56)  # its launch moves far more than an inline one
     KF.max_pool2d(x, 3, 2)
-    key = pooling._door_key("max_pool2d", x, (3, 2, 0, 1, False, False))
+    key = fastpath.tensor_key(x, (3, 2, 0, 1, False, False), "max_pool2d")
     assert pooling._DOOR.get(key) is pooling._UNSERVED
     door, served = pooling._served("max_pool2d", x, (3, 2, 0, 1, False, False))
     assert door is None and served is None  # no `seen`: the formula's layouts door serves it
