@@ -34,8 +34,7 @@ from kael.runtime.convert import to_float32
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import bfloat16, float16, float32, float64, uint8
 from kael.runtime.errors import TypeError, ValueError
-from kael.runtime.launcher import PROMOTE_BYTES
-from kael.runtime.launcher import launch as launch_words
+from kael.runtime.launcher import PROMOTE_BYTES, count_launch
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
 from kael.runtime.tracestate import state as trace_state
@@ -282,8 +281,7 @@ def _replay(kept: tuple, x: TensorImpl) -> Tensor:
     src = x.storage.ptr + x.offset * x.dtype.itemsize
     made = None
     for fn, native, items, nbytes, _ in steps:
-        if fn.tier0 is not None:  # its replays count toward its optimized code
-            fn.tier0.launched()
+        count_launch(fn)  # its replays count toward its optimized code
         out = Storage.host(nbytes)
         fastpath._native(native.address, items, src, out.ptr)
         src, made = out.ptr, out
@@ -378,8 +376,7 @@ def _resample_kernel(
     src = _as_rows(x.contiguous()._impl, (outer, shape[dim], inner))
     out = empty_impl((outer, size, inner), x.dtype, x.device)
     idx, weights = tables
-    fn, words, items, moved = resample.block(src, out, idx._impl, weights._impl, taps)
-    launch_words(fn, words, items, moved, 1)
+    fn, words, items, moved = resample.run(src, out, idx._impl, weights._impl, taps)
     if seen is not None:
         seen.append((fn, words, items, moved, out.numel() * out.dtype.itemsize, tables))
     return Tensor.trusted(_as_rows(out, (*shape[:dim], size, *shape[dim + 1 :])))

@@ -117,11 +117,11 @@ def library(dtype: DType) -> handwritten.Library:
     return handwritten.compiled(f"kael_resample_{dtype.name}", build)
 
 
-def block(x, out, idx, weights, taps: int) -> tuple:
-    """(kernel, argument words, work items, bytes moved) of the resampling of x [outer,
-    size_in, inner] into out [outer, size_out, inner] (contiguous impls) by the tap-major
-    tables idx (int64) and weights ([taps, size_out] impls): x's and out's addresses are
-    the first two words."""
+def run(x, out, idx, weights, taps: int) -> tuple:
+    """out [outer, size_out, inner] = the resampling of x [outer, size_in, inner] (contiguous
+    impls) by the tap-major tables idx (int64) and weights ([taps, size_out] impls).
+    Returns (kernel, argument words, work items, bytes moved) for a door replaying the
+    launch: x's and out's addresses are the first two words."""
     outer, size_in, inner = x.shape
     size_out = out.shape[1]
     last = inner == 1
@@ -130,10 +130,6 @@ def block(x, out, idx, weights, taps: int) -> tuple:
         *(host_ptr(t, "resample") for t in (x, out, idx, weights)), size_in, size_out, inner,
     ]  # fmt: skip
     moved = (x.numel() + out.numel()) * x.dtype.itemsize
-    return fn, words, outer if last else outer * size_out, moved
-
-
-def run(x, out, idx, weights, taps: int) -> None:
-    """out = the resampling of x by the tables (see `block`)."""
-    fn, words, items, moved = block(x, out, idx, weights, taps)
+    items = outer if last else outer * size_out
     launch(fn, words, items, moved, 1)
+    return fn, words, items, moved
