@@ -48,7 +48,13 @@ from kael.runtime import debug, launches, threadpool
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import DType, bfloat16, on_default_dtype_change
-from kael.runtime.launcher import PARALLEL_BYTES, PROMOTE_BYTES, run_pooled, runs_inline
+from kael.runtime.launcher import (
+    PARALLEL_BYTES,
+    PROMOTE_BYTES,
+    count_launch,
+    run_pooled,
+    runs_inline,
+)
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides, read_hazard, shape_numel
 from kael.runtime.threadpool import get_num_threads
@@ -1388,8 +1394,8 @@ def _replay_steps(entry: _Steps, impls: list):
     addresses = [t.storage.ptr + t.offset * t.dtype.itemsize for t in impls]
     storages = []
     for kept in entry.steps:
-        if kept.counted and kept.fn.tier0 is not None:
-            kept.fn.tier0.launched()
+        if kept.counted:
+            count_launch(kept.fn)
         made = [Storage.host(nbytes) for nbytes in kept.storages]
         _launch_kept(kept, [s.ptr for s in made] + [addresses[j] for j, _ in kept.reads])
         storages += made
@@ -1418,8 +1424,8 @@ def _replay_plain(entry: _Kept, impl):
 def _replay_kept(entry: _Kept, impls: list):
     """The remembered launch over this call's tensors: its results, or None where the
     kernel found a bad index (the full door then raises for it)."""
-    if entry.counted and entry.fn.tier0 is not None:
-        entry.fn.tier0.launched()
+    if entry.counted:
+        count_launch(entry.fn)
     storages = [Storage.host(nbytes) for nbytes in entry.storages]
     words = [s.ptr for s in storages]
     for j, size in entry.reads:

@@ -39,6 +39,7 @@ from kael.runtime.dtypes import (
     uint8,
 )
 from kael.runtime.errors import Error, IndexError, TypeError, ValueError
+from kael.runtime.launcher import count_launch
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, format_shape, overlapping
 from kael.runtime.threadpool import ALIGN_ITEMS, get_num_threads
@@ -243,8 +244,7 @@ def _join_key(op: str, tensors, dim) -> tuple | None:
 def _replay_join(kept: tuple, tensors) -> Tensor:
     """The remembered row copy over a fresh buffer and this call's tensors."""
     fn, native, total, which, nbytes, shape, dtype = kept
-    if fn.tier0 is not None:  # its replays count toward its optimized code
-        fn.tier0.launched()
+    count_launch(fn)  # its replays count toward its optimized code
     size = dtype.itemsize
     storage = Storage.host(nbytes)
     addresses = (tensors[j]._impl.storage.ptr + tensors[j]._impl.offset * size for j in which)

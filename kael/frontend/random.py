@@ -51,6 +51,7 @@ from kael.runtime.dtypes import (
     uint8,
 )
 from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.launcher import count_launch
 from kael.runtime.tensor_impl import TensorImpl, format_shape
 from kael.runtime.typeinfo import finfo, iinfo
 
@@ -320,8 +321,7 @@ def _generate(
     door = _door_key(key, n, out, ins, scalars)
     kept = _DOOR.get(door) if door is not None else None
     if kept is not None and kept is not _UNSERVED:
-        if kept[2].tier0 is not None:  # its replays count toward its optimized code
-            kept[2].tier0.launched()
+        count_launch(kept[2])  # its replays count toward its optimized code
         size = out.dtype.itemsize
         ptrs = [t.storage.ptr + t.offset * t.dtype.itemsize for t in ins]
         fastpath._native(kept[0].address, kept[1], out.storage.ptr + out.offset * size,

@@ -51,7 +51,7 @@ from kael.codegen.cpu.loops import LoopBuilder
 from kael.codegen.lowering import declare, i64, memory_type, narrow, targets_gpu, widen
 from kael.runtime import launches
 from kael.runtime.dtypes import INT64_MAX, DType, bool_, float32, float64, int32, int64
-from kael.runtime.launcher import PROMOTE_BYTES
+from kael.runtime.launcher import PROMOTE_BYTES, count_launch
 
 I64 = ir.IntType(64)
 
@@ -997,8 +997,7 @@ def _nonzero_replay(kept: tuple, data: int, allocate: Callable[[int], int]) -> i
     """nonzero's kept launches over the input at `data`: the count of its nonzeros."""
     fns, count, scan, write, blocks = kept
     for fn in fns:
-        if fn.tier0 is not None:  # replays count toward the optimized code
-            fn.tier0.launched()
+        count_launch(fn)  # replays count toward the optimized code
     counts = (ctypes.c_int64 * (blocks + 1))()
     at = ctypes.addressof(counts)
     launch = native_launch.launcher()
