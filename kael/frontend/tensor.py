@@ -1117,16 +1117,7 @@ class Tensor:
         impl = self._impl
         if len(shape) == 1 and isinstance(shape[0], DType):
             return Tensor(views.view_dtype(impl, shape[0]))
-        given = views.exact_key(shape)
-        key = None if given is None else ("view", impl.shape, impl.strides, given)
-        if key is not None:
-            hit = views.remembered(key, impl)
-            if hit is not None:
-                return Tensor.trusted(hit)
-        result = Tensor(views.view(impl, shape))
-        if key is not None:
-            views.remember(key, impl, result._impl)
-        return result
+        return self._remembered("view", shape, views.view, shape)
 
     def reshape(self, *shape) -> Tensor:
         """A view when one exists, otherwise a contiguous copy in the new shape."""
@@ -1148,10 +1139,10 @@ class Tensor:
     def transpose(self, dim0, dim1) -> Tensor:
         return Tensor.trusted(views.transpose(self._impl, dim0, dim1))  # a permutation
 
-    def _remembered(self, op: str, args: tuple, make: Callable) -> Tensor:
-        """The view `make(impl)` of op(*args), remembered by layout and exact arguments
-        (views.remembered, as view and reshape are): a repeated call skips the parsing and
-        checks."""
+    def _remembered(self, op: str, args: tuple, make: Callable, *extra) -> Tensor:
+        """The view `make(impl, *extra)` of op(*args), remembered by layout and exact
+        arguments (views.remembered; reshape shares view's keys): a repeated call skips the
+        parsing and checks."""
         impl = self._impl
         given = views.exact_key(args)
         key = None if given is None else (op, impl.shape, impl.strides, given)
@@ -1159,16 +1150,16 @@ class Tensor:
             hit = views.remembered(key, impl)
             if hit is not None:
                 return Tensor.trusted(hit)
-        result = Tensor(make(impl))
+        result = Tensor(make(impl, *extra))
         if key is not None:
             views.remember(key, impl, result._impl)
         return result
 
     def permute(self, *dims) -> Tensor:
-        return self._remembered("permute", dims, lambda impl: views.permute(impl, dims))
+        return self._remembered("permute", dims, views.permute, dims)
 
     def expand(self, *sizes) -> Tensor:
-        return self._remembered("expand", sizes, lambda impl: views.expand(impl, sizes))
+        return self._remembered("expand", sizes, views.expand, sizes)
 
     def expand_as(self, other: Tensor) -> Tensor:
         return Tensor(views.expand(self._impl, (_other(other, "expand_as").shape,)))
@@ -1180,10 +1171,10 @@ class Tensor:
         return Tensor(views.select(self._impl, dim, index))
 
     def unsqueeze(self, dim) -> Tensor:
-        return self._remembered("unsqueeze", (dim,), lambda impl: views.unsqueeze(impl, dim))
+        return self._remembered("unsqueeze", (dim,), views.unsqueeze, dim)
 
     def squeeze(self, dim=None) -> Tensor:
-        return self._remembered("squeeze", (dim,), lambda impl: views.squeeze(impl, dim))
+        return self._remembered("squeeze", (dim,), views.squeeze, dim)
 
     def flatten(self, start_dim=0, end_dim=-1) -> Tensor:
         """Dims start_dim..end_dim merged into one (a view when the layout allows)."""
