@@ -35,7 +35,7 @@ _FUNCTIONS = {
     **_ldl.LINALG,
 }
 # vector_norm's arguments that kael.norm takes in the same places, with their defaults
-_NORM_PLACES = {"x": 0, "ord": 1, "dim": 2, "keepdim": 3}
+_NORM_PLACES = {"ord": 1, "dim": 2, "keepdim": 3}
 _NORM_DEFAULTS = (None, 2, None, False)
 
 
@@ -74,7 +74,7 @@ def _fast_vector_norm(full):
     def vector_norm(*args, **kwargs):
         call = _norm_arguments(args, kwargs) if _fastpath._open() else None
         if call is not None and _norm_serves(*call[:3]):
-            return norm(*call)
+            return norm(*(call if kwargs else args))  # norm's defaults are vector_norm's
         return full(*args, **kwargs)
 
     return vector_norm
