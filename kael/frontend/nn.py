@@ -402,19 +402,14 @@ def _cross_entropy_key(input, target, weight, ignore_index, reduction, smoothing
         and type(reduction) is str
     ):
         return None
-    x, t = input._impl, target._impl
-    dense = fastpath.dense_strides
-    if (
-        x.dtype not in _CROSS_ENTROPY_DTYPES
-        or len(x.shape) not in (1, 2)
-        or t.dtype is not int64
-        or x.device is not CPU
-        or t.device is not CPU
-        or x.strides != dense(x.shape)
-        or t.strides != dense(t.shape)
-    ):
+    # fastpath._tensor_key: the dtype of a dense host tensor, else None
+    dtype = fastpath._tensor_key(input)
+    if dtype not in _CROSS_ENTROPY_DTYPES or fastpath._tensor_key(target) is not int64:
         return None
-    return (x.dtype, x.shape, t.shape, reduction, ignore_index)
+    shape = input._impl.shape
+    if len(shape) not in (1, 2):
+        return None
+    return (dtype, shape, target._impl.shape, reduction, ignore_index)
 
 
 def _cross_entropy_launches(dtype, shape, target_shape, reduction, ignore_index) -> tuple | object:
