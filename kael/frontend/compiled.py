@@ -277,7 +277,7 @@ def _members(node) -> list[tuple[tuple, object]]:
 
 
 # class -> (the sizes of its classes' namespaces, the names _class_constants found then)
-_class_names: dict[type, tuple[tuple, tuple]] = {}
+_class_names: dict[type, tuple[tuple | None, tuple]] = {}
 
 
 def _class_constants(kind: type) -> tuple[str, ...]:
@@ -285,11 +285,16 @@ def _class_constants(kind: type) -> tuple[str, ...]:
     own namespace (not a dunder, a method or a descriptor): values its instances read as
     their attributes, which a plan may bake in. Kept per class while no namespace of its
     classes changes size (a constant added later is found)."""
-    if _own(kind.__module__ or "") or kind.__module__ == "types":
+    known = _class_names.get(kind)
+    if known is not None and known[0] is None:  # kael's, NumPy's, torch's, a builtin type
+        return ()
+    if known is None and (_own(kind.__module__ or "") or kind.__module__ == "types"):
+        if len(_class_names) >= 1024:
+            _class_names.clear()
+        _class_names[kind] = (None, ())
         return ()
     classes = kind.__mro__[:-1]  # object's own namespace holds none
-    sizes = tuple(len(vars(klass)) for klass in classes)
-    known = _class_names.get(kind)
+    sizes = tuple(map(len, map(vars, classes)))
     if known is not None and known[0] == sizes:
         return known[1]
     names = []
