@@ -40,6 +40,7 @@ whatever the split.
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
@@ -263,10 +264,7 @@ def _prefetch_write(b: ir.IRBuilder, ptr: ir.Value) -> None:
 
 
 def _any(b: ir.IRBuilder, conditions: Sequence[ir.Value]) -> ir.Value:
-    result = conditions[0]
-    for c in conditions[1:]:
-        result = b.or_(result, c)
-    return result
+    return functools.reduce(b.or_, conditions)
 
 
 def _words(b: ir.IRBuilder, args: ir.Value, names: Sequence[str]) -> dict[str, ir.Value]:
