@@ -174,15 +174,16 @@ def micro_kernel(module: ir.Module, spec: GemmSpec, vx: Vectors, packed: bool) -
         rows = [b.gep(a, [b.mul(smin(b, i64(i), last), ars)]) for i in range(mr)]
     masks = [vx.mask(b, v * lanes, nvalid) for v in range(nv)]
 
-    def k_loop(masked: bool) -> tuple[list[list[ir.Value]], ir.Block]:
-        """The accumulators after kc steps (B loads masked or whole), and the exit block."""
+    def k_loop(masked: bool, used: int) -> tuple[list[list[ir.Value]], ir.Block]:
+        """The accumulators after kc steps over the first `used` vectors of B's rows
+        (loads masked or whole; the others stay zero), and the exit block."""
         pre = b.block
-        head, body, done = (fn.append_basic_block(f"k.{n}") for n in ("head", "body", "done"))
+        head, body, done = (fn.append_basic_block(f"k{used}.{n}") for n in ("head", "body", "done"))
         b.branch(head)
         b.position_at_end(head)
         k = b.phi(I64, name="k")
         k.add_incoming(i64(0), pre)
-        acc = [[b.phi(vx.vec, name=f"acc{i}_{v}") for v in range(nv)] for i in range(mr)]
+        acc = [[b.phi(vx.vec, name=f"acc{i}_{v}") for v in range(used)] for i in range(mr)]
         for row in acc:
             for phi in row:
                 phi.add_incoming(vx.zero, pre)
@@ -191,37 +192,43 @@ def micro_kernel(module: ir.Module, spec: GemmSpec, vx: Vectors, packed: bool) -
         brow = b.gep(bp, [b.mul(k, bks)])
         bvec = [
             vx.load(b, b.gep(brow, [i64(v * lanes)]), masks[v] if masked else None)
-            for v in range(nv)
+            for v in range(used)
         ]
         koff = b.mul(k, aks)
         for i in range(mr):
             s = vx.splat(b, b.load(b.gep(rows[i], [koff])))
-            for v in range(nv):
+            for v in range(used):
                 acc[i][v].add_incoming(b.call(vx.fma_fn, [s, bvec[v], acc[i][v]]), body)
         k.add_incoming(b.add(k, i64(1)), body)
         b.branch(head)
         b.position_at_end(done)
-        return acc, done
+        return [row + [vx.zero] * (nv - used) for row in acc], done
 
-    if packed:  # zero-padded panels: whole loads
-        acc, _ = k_loop(False)
-    else:  # B read in place: whole loads for full-width tiles, masked ones at the edge
-        whole_k, edge_k, joined = (
-            fn.append_basic_block(f"k.{n}") for n in ("whole", "edge", "join")
-        )
-        b.cbranch(b.icmp_signed(">=", nvalid, i64(spec.nr)), whole_k, edge_k)
-        ends = []
-        for block, masked in ((whole_k, False), (edge_k, True)):
-            b.position_at_end(block)
-            ends.append(k_loop(masked))
-            b.branch(joined)
-        b.position_at_end(joined)
-        acc = [[None] * nv for _ in range(mr)]
-        for i in range(mr):
-            for v in range(nv):
-                phi = acc[i][v] = b.phi(vx.vec, name=f"c{i}_{v}")
-                for values, end in ends:
-                    phi.add_incoming(values[i][v], end)
+    # Full-width tiles load whole vectors of B; an edge tile runs only the vectors its
+    # columns reach (an n = 32 product on 64-wide tiles did twice the multiply-adds), its
+    # loads whole where the panel is packed (zero-padded) and masked where B is read in
+    # place. Case (vectors, masked) by the switch's value: reach, or 0 for a full tile.
+    reach = smin(b, b.sdiv(b.add(nvalid, i64(lanes - 1)), i64(lanes)), i64(nv))
+    cases = {used: (used, not packed) for used in range(1, nv + 1)}
+    if not packed:
+        cases[0] = (nv, False)
+        reach = b.select(b.icmp_signed(">=", nvalid, i64(spec.nr)), i64(0), reach)
+    joined = fn.append_basic_block("k.join")
+    blocks = {value: fn.append_basic_block(f"k.case{value}") for value in cases}
+    switch = b.switch(reach, blocks[nv])
+    ends = []
+    for value, (used, masked) in cases.items():
+        switch.add_case(i64(value), blocks[value])
+        b.position_at_end(blocks[value])
+        ends.append(k_loop(masked, used))
+        b.branch(joined)
+    b.position_at_end(joined)
+    acc = [[None] * nv for _ in range(mr)]
+    for i in range(mr):
+        for v in range(nv):
+            phi = acc[i][v] = b.phi(vx.vec, name=f"c{i}_{v}")
+            for values, end in ends:
+                phi.add_incoming(values[i][v], end)
     adding = b.icmp_signed("!=", accumulate, i64(0))
     subtracting = b.icmp_signed("==", accumulate, i64(SUBTRACT))
     # Full-width tiles store with plain vector moves: masked stores are microcoded on AMD

@@ -29,6 +29,12 @@ from kael.runtime.threadpool import get_num_threads
 # (every panel stays in L1/L2, and packing would cost as much as it saves), or when A
 # has at most mr rows.
 DIRECT_B_BYTES = 64 << 10
+# With B packed, the macro kernel reads A in place (its direct micro-kernel) unless one
+# panel's walk over k spans more bytes than this (a transposed A with long columns, where
+# packing saves the TLB): packing A cost more than it saved everywhere else (1 thread,
+# x @ w.T: 64^3 10.1 -> 8.9 us, 512^3 2.83 -> 2.60 ms, 2048x2048x256 23.6 -> 21.2 ms;
+# A^T of 256x4096 @ 4096x256 stays packed, 5.8 ms against 6.1).
+PACK_A_SPAN = 64 << 10
 # A launch doing fewer multiply-adds runs on the calling thread.
 PARALLEL_FLOPS = 1 << 22
 A, B, C, BUF = range(4)  # which address a word slot takes
@@ -152,7 +158,7 @@ def _float_plan(spec, a, b, c, batch, outer, threads) -> Plan:
                 bsrc, bps, bks, bsb = (B, ob), spec.nr, brs, qb
             words = (
                 0, 0, 0, ars, aks, qa, bps, bks, bsb, ldc, qc,
-                m, nc, kc, mblocks, mc, int(p0 > 0), int(packed), nblocks, tiles, 0, 0,
+                m, nc, kc, mblocks, mc, int(p0 > 0), int(packed and aks * kc * item > PACK_A_SPAN), nblocks, tiles, 0, 0,
             )  # fmt: skip
             slots = ((0, A, a_off), (1, *bsrc), (2, C, c_off))
             flops = 2 * m * nc * kc * q

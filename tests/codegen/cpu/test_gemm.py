@@ -139,10 +139,16 @@ def test_pack_b_reads_sources_without_any_unit_stride(spec):
 
 @pytest.mark.parametrize("dtype", [float32, float64], ids=["f32", "f64"])
 @pytest.mark.parametrize("m", [1, 5, 6, 7, 12, 13])
-@pytest.mark.parametrize("n", [1, 7, 8, 16, 17, 31, 32, 33, 64, 65])
-def test_edge_tiles_write_exactly_the_output_and_nothing_around_it(m, n, dtype):
+@pytest.mark.parametrize("n", [1, 7, 8, 16, 17, 31, 32, 33, 48, 50, 63, 64, 65, 97])
+@pytest.mark.parametrize("packed", [False, True], ids=["b-in-place", "b-packed"])
+def test_edge_tiles_write_exactly_the_output_and_nothing_around_it(m, n, dtype, packed):
+    """Every edge width (an edge tile runs only the vectors its columns reach) with B read
+    in place and B packed from its transpose (one column: the matrix-vector kernel)."""
     a = small_ints((m, 11), NP[dtype])
     b = small_ints((11, n), NP[dtype])
+    if packed:
+        b = np.ascontiguousarray(b.T).T
+        assert n == 1 or gemm_run.plan_for(impl_of(a), impl_of(b), impl_of(a @ b)).buffer_bytes
     big, c = guarded((m, n), NP[dtype])
     run(c, a, b)
     np.testing.assert_array_equal(c, a @ b)
@@ -241,6 +247,19 @@ def test_small_unit_stride_b_is_read_in_place_and_larger_b_is_packed():
     assert packed.buffer_bytes > 0 and len(packed.launches) == 2
     transposed = _plan((8, 4), (4, 4), b_view=lambda x: x.T)
     assert transposed.buffer_bytes > 0  # columns not unit-stride: always packed
+
+
+def test_a_is_packed_beside_packed_b_only_where_its_panel_walk_spans_many_pages():
+    """Row-major A is read in place by the macro kernel (packing it cost more than it
+    saved); a transposed A whose kc-long panel walk spans more than PACK_A_SPAN is packed."""
+    pack_a = gemm.MACRO_ARGS.index("pack_a")
+    kc = HOST[float32].kc
+    rows = _plan((4096, 512), (512, 512), b_view=lambda x: x.T)
+    assert rows.buffer_bytes and rows.launches[-1].words[pack_a] == 0
+    span = gemm_run.PACK_A_SPAN // (4 * kc)  # A^T's k stride (its row count) at the limit
+    for m, packed in ((span, 0), (span + 1, 1)):
+        plan = _plan((512, m), (512, 512), a_view=lambda x: x.T)
+        assert plan.buffer_bytes and plan.launches[-1].words[pack_a] == packed, m
 
 
 def test_a_shared_right_operand_folds_the_batch_into_one_product():
