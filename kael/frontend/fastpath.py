@@ -1496,21 +1496,38 @@ def matmul(a, b):
         return None
     size = entry.itemsize
     storage = Storage.host(entry.nbytes)
-    pa = ai.storage.ptr + ai.offset * size
-    pb = bi.storage.ptr + bi.offset * size
-    direct = entry.direct
-    if direct is not None and direct[0].tier0 is None:
-        _, address, total, w0, o0, w1, o1, w2, o2 = direct
-        bases = (pa, pb, storage.ptr)
-        _native(address, total, bases[w0] + o0, bases[w1] + o1, bases[w2] + o2)
-    else:
-        gemm_run.run(entry.plan, pa, pb, storage.ptr)
+    run_product(entry, ai.storage.ptr + ai.offset * size, bi.storage.ptr + bi.offset * size,
+                storage.ptr)  # fmt: skip
     impl = _new(TensorImpl)  # _result, inlined
     impl.storage, impl.shape, impl.strides = storage, entry.shape, entry.strides
     impl.offset, impl.dtype, impl.device = 0, entry.dtype, CPU
     t = _new(Tensor)
     t._impl = impl
     return t
+
+
+def run_product(entry: _Product, pa: int, pb: int, pc: int) -> None:
+    """The remembered product over A, B and C at these addresses: its one native call where
+    the kernel is promoted, else its plan through gemm_run (which counts the launch)."""
+    direct = entry.direct
+    if direct is not None and direct[0].tier0 is None:
+        _, address, total, w0, o0, w1, o1, w2, o2 = direct
+        bases = (pa, pb, pc)
+        _native(address, total, bases[w0] + o0, bases[w1] + o1, bases[w2] + o2)
+    else:
+        gemm_run.run(entry.plan, pa, pb, pc)
+
+
+def remembered_product(a, b) -> _Product | None:
+    """The product the door keeps for a @ b's operand layouts (plain host tensors), or None."""
+    key = _product_key(a, b)
+    return None if key is None else _products.get(key)
+
+
+def remembered_shaped(key: tuple | None) -> _Shaped | None:
+    """The launch kept under a key by exact layouts (binary_key's), where it runs inline."""
+    entry = None if key is None else _shaped.get(key)
+    return entry if entry is not None and entry.moved < PROMOTE_BYTES else None
 
 
 def remember_matmul(a, b, plan, target) -> None:

@@ -21,8 +21,11 @@ from kael.frontend.margins import distance
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
+from kael.runtime.device import CPU
 from kael.runtime.dtypes import bfloat16, float16, float32, float64, int32, int64
 from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.storage import Storage
+from kael.runtime.threadpool import get_num_threads
 
 
 def embedding(
@@ -186,6 +189,18 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """input @ weight^T + bias: weight is [out_features, in_features]."""
+    door = _linear_key(input, weight, bias)
+    if door is not None:
+        kept = _LINEAR.get(door)
+        if kept is not None:
+            return _replay_linear(kept, input._impl, weight._impl, bias)
+    y = _linear(input, weight, bias)
+    if door is not None and len(_LINEAR) < _LINEAR_MAX:
+        _keep_linear(door, input, weight, bias, y)
+    return y
+
+
+def _linear(input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
     x, w = tensor_arg(input, "linear"), tensor_arg(weight, "linear", "weight")
     if w.ndim not in (1, 2):
         raise ValueError(f"linear: weight must be 1-D or 2-D, got {w.ndim}-D")
@@ -201,6 +216,63 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         return (y + b.float()).to(x.dtype)
     y = linalg.matmul(x, w.T if w.ndim == 2 else w)
     return y if b is None else y + b
+
+
+# The fast door of a linear layer on plain host tensors, keyed by the three operands' dtypes
+# and layouts and the thread count: the product the matmul door keeps for x @ w.T into a
+# fresh buffer, then the bias added in place by the add kept for its layouts (the full
+# door's x @ w.T + b, in fewer frames and one buffer: [64, 64] x [32, 64], 1 thread,
+# 13.9 -> 8.2 us; torch 6.0).
+_LINEAR: dict[tuple, tuple] = {}
+_LINEAR_MAX = 1024
+
+
+def _linear_key(input, weight, bias) -> tuple | None:
+    """The door's key of linear(input, weight, bias), or None where the full door takes it."""
+    plain = fastpath.PLAIN
+    if type(input) not in plain or type(weight) not in plain or not fastpath._open():
+        return None
+    x, w = input._impl, weight._impl
+    if x.device is not CPU or w.device is not CPU or len(w.shape) != 2:
+        return None
+    key = (x.dtype, x.shape, x.strides, w.dtype, w.shape, w.strides, get_num_threads())
+    if bias is None:
+        return key
+    if type(bias) not in plain or bias._impl.device is not CPU:
+        return None
+    b = bias._impl
+    return (*key, b.dtype, b.shape, b.strides)
+
+
+def _keep_linear(door: tuple, x: Tensor, w: Tensor, bias: Tensor | None, y: Tensor) -> None:
+    """Keep the product and the bias's add that the full door just remembered, where both
+    run inline (a half dtype's float32 detour is not kept)."""
+    if x.dtype.is_half or x.ndim < 2 or not y.numel():
+        return
+    product = fastpath.remembered_product(x, w.T)
+    if product is None or product.shape != y.shape:
+        return
+    add = None
+    if bias is not None:
+        bare = fastpath.new_tensor(y._impl.storage, y.shape, y.dtype)  # the product's layout
+        add = fastpath.remembered_shaped(fastpath.binary_key("add", bare, bias, y.shape))
+        if add is None:
+            return
+    _LINEAR[door] = (product, add)
+
+
+def _replay_linear(kept: tuple, x, w, bias: Tensor | None) -> Tensor:
+    """x @ w.T (+ bias, in place) over a fresh buffer (x, w: impls)."""
+    product, add = kept
+    size = product.itemsize
+    storage = Storage.host(product.nbytes)
+    out = storage.ptr
+    pa, pb = x.storage.ptr + x.offset * size, w.storage.ptr + w.offset * size
+    fastpath.run_product(product, pa, pb, out)
+    if add is not None:
+        b = bias._impl
+        fastpath._native(add.native.address, add.total, out, out, b.storage.ptr + b.offset * size)
+    return fastpath.new_tensor(storage, product.shape, product.dtype)
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as TF
 from kernel_helpers import TORCH_DTYPES
-from parity_helpers import close_to_torch
+from parity_helpers import close_to_torch, door_and_full
 from parity_helpers import torch_pair as both
 
 import kael
@@ -179,6 +179,65 @@ def test_linear_refuses_mixed_dtypes_as_torch(x_dtype, w_dtype, b_dtype):
     b = None if b_dtype is None else kael.ones(4, dtype=b_dtype)
     with pytest.raises(kael.TypeError, match="to have the same dtype, but got"):
         kael.nn.functional.linear(x, w, b)
+
+
+def _linear_operands(case: str, dtype):
+    """(x, weight, bias) of a linear call: dense, or views at offsets and strides."""
+    x = kael.tensor(RNG.standard_normal((9, 4, 20)), dtype=dtype)
+    w = kael.tensor(RNG.standard_normal((12, 20)), dtype=dtype)
+    b = kael.tensor(RNG.standard_normal(12), dtype=dtype)
+    if case == "views":
+        x = kael.tensor(RNG.standard_normal((6, 22)), dtype=dtype)[1:, 2:].T.contiguous().T
+        w = kael.tensor(RNG.standard_normal((14, 23)), dtype=dtype)[2:, 3:]
+        b = kael.tensor(RNG.standard_normal(24), dtype=dtype)[::2]
+    return x, w, (None if case == "no bias" else b)
+
+
+@pytest.mark.parametrize("case", ["dense", "views", "no bias"])
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64], ids=str)
+def test_linear_fast_door_replays_the_full_doors_values(case, dtype):
+    """After a linear call's first run, its product and in-place bias add replay over a
+    fresh buffer and each call's operands (new values, weights changed in place between
+    calls): the full door's bits, and torch's values."""
+    from kael.frontend import layers
+
+    saved = dict(layers._LINEAR)
+    layers._LINEAR.clear()
+    try:
+        KF.linear(*_linear_operands(case, dtype))
+        kept = dict(layers._LINEAR)
+        assert len(kept) == 1
+        for _ in range(3):
+            x, w, b = _linear_operands(case, dtype)
+            w.mul_(-2.0)  # the door reads the weights as they are now
+            got, full = door_and_full(
+                layers._LINEAR, kept, lambda x=x, w=w, b=b: KF.linear(x, w, b)
+            )
+            assert got.shape == full.shape and got.dtype is dtype and got.is_contiguous()
+            np.testing.assert_array_equal(got.numpy(), full.numpy())
+            tx, tw = torch.from_dlpack(x.contiguous()), torch.from_dlpack(w.contiguous())
+            tb = None if b is None else torch.from_dlpack(b.contiguous())
+            same(got, TF.linear(tx, tw, tb), 1e-5 if dtype is kael.float32 else 1e-12)
+    finally:
+        layers._LINEAR.clear()
+        layers._LINEAR.update(saved)
+
+
+def test_linear_fast_door_keys_every_operands_dtype_and_layout():
+    """A kept float32 call serves no call whose weight or bias differs in dtype or layout:
+    those take the full door (and its error)."""
+    from kael.frontend import layers
+
+    x, w, b = kael.randn(3, 5), kael.randn(4, 5), kael.randn(4)
+    KF.linear(x, w, b)
+    assert layers._linear_key(x, w, b) in layers._LINEAR
+    assert layers._linear_key(x, w.double(), b) not in layers._LINEAR
+    assert layers._linear_key(x, w, None) != layers._linear_key(x, w, b)
+    assert layers._linear_key(x, w.T.contiguous().T, b) != layers._linear_key(x, w, b)
+    assert layers._linear_key(x, w[0], b) is None  # a 1-d weight: the full door
+    with pytest.raises(kael.TypeError, match="same dtype, but got float32 and float64"):
+        KF.linear(x, w, b.double())
+    assert KF.linear(kael.randn(0, 5), w, b).shape == (0, 4)  # nothing kept, nothing run
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
