@@ -1525,9 +1525,8 @@ def remembered_product(a, b) -> _Product | None:
 
 
 def remembered_shaped(key: tuple | None) -> _Shaped | None:
-    """The launch kept under a key by exact layouts (binary_key's), where it runs inline."""
-    entry = None if key is None else _shaped.get(key)
-    return entry if entry is not None and entry.moved < PROMOTE_BYTES else None
+    """The launch kept under a key by exact layouts (binary_key's), for _launch_shaped."""
+    return None if key is None else _shaped.get(key)
 
 
 def remember_matmul(a, b, plan, target) -> None:

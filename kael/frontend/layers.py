@@ -245,8 +245,8 @@ def _linear_key(input, weight, bias) -> tuple | None:
 
 
 def _keep_linear(door: tuple, x: Tensor, w: Tensor, bias: Tensor | None, y: Tensor) -> None:
-    """Keep the product and the bias's add that the full door just remembered, where both
-    run inline (a half dtype's float32 detour is not kept)."""
+    """Keep the product and the bias's add that the full door just remembered (a half
+    dtype's float32 detour is not kept)."""
     if x.dtype.is_half or x.ndim < 2 or not y.numel():
         return
     product = fastpath.remembered_product(x, w.T)
@@ -266,13 +266,12 @@ def _replay_linear(kept: tuple, x, w, bias: Tensor | None) -> Tensor:
     product, add = kept
     size = product.itemsize
     storage = Storage.host(product.nbytes)
-    out = storage.ptr
     pa, pb = x.storage.ptr + x.offset * size, w.storage.ptr + w.offset * size
-    fastpath.run_product(product, pa, pb, out)
+    fastpath.run_product(product, pa, pb, storage.ptr)
+    y = fastpath.new_tensor(storage, product.shape, product.dtype)
     if add is not None:
-        b = bias._impl
-        fastpath._native(add.native.address, add.total, out, out, b.storage.ptr + b.offset * size)
-    return fastpath.new_tensor(storage, product.shape, product.dtype)
+        fastpath._launch_shaped(add, (y._impl, bias._impl), None, y._impl)
+    return y
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:

@@ -1324,6 +1324,8 @@ JOIN_DOOR_CALLS = [
     ("cat", [(0,), (3, 4), (3, 4)], 0),  # the legacy empty 1-d piece is skipped
     ("stack", [(4, 16), (4, 16), (4, 16)], 1),
     ("stack", [(3, 5), (3, 5)], -1),
+    ("cat", [(64, 64), (64, 64)], 0),  # moves PROMOTE_BYTES and more: still inline
+    ("cat", [(96, 256), (96, 256)], 1),
 ]
 
 

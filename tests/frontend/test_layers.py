@@ -186,6 +186,10 @@ def _linear_operands(case: str, dtype):
     x = kael.tensor(RNG.standard_normal((9, 4, 20)), dtype=dtype)
     w = kael.tensor(RNG.standard_normal((12, 20)), dtype=dtype)
     b = kael.tensor(RNG.standard_normal(12), dtype=dtype)
+    if case == "large":  # the bias's add moves more than the pool's threshold
+        x = kael.tensor(RNG.standard_normal((300, 20)), dtype=dtype)
+        w = kael.tensor(RNG.standard_normal((1000, 20)), dtype=dtype)
+        b = kael.tensor(RNG.standard_normal(1000), dtype=dtype)
     if case == "views":
         x = kael.tensor(RNG.standard_normal((6, 22)), dtype=dtype)[1:, 2:].T.contiguous().T
         w = kael.tensor(RNG.standard_normal((14, 23)), dtype=dtype)[2:, 3:]
@@ -193,7 +197,7 @@ def _linear_operands(case: str, dtype):
     return x, w, (None if case == "no bias" else b)
 
 
-@pytest.mark.parametrize("case", ["dense", "views", "no bias"])
+@pytest.mark.parametrize("case", ["dense", "views", "no bias", "large"])
 @pytest.mark.parametrize("dtype", [kael.float32, kael.float64], ids=str)
 def test_linear_fast_door_replays_the_full_doors_values(case, dtype):
     """After a linear call's first run, its product and in-place bias add replay over a

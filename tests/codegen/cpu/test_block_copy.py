@@ -42,3 +42,28 @@ def test_no_rows_or_no_pieces_write_nothing():
 def test_the_kernel_is_one_memcpy_a_work_item():
     text = block_copy.ir_text()
     assert text.count('call void @"llvm.memcpy.p0.p0.i64"') == 1
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_copy_is_described_for_replay_exactly_while_it_runs_inline_on_any_thread_count(threads):
+    """Below PARALLEL_BYTES moved the copy always runs on the calling thread (its code
+    optimized from PROMOTE_BYTES on), so a door may replay it; from there on it may not."""
+    from kael.runtime.launcher import PARALLEL_BYTES, PROMOTE_BYTES
+
+    saved = kael.get_num_threads()
+    kael.set_num_threads(threads)
+    try:
+        for moved, kept in (
+            (PROMOTE_BYTES, True),
+            (PARALLEL_BYTES - 2, True),
+            (PARALLEL_BYTES, False),
+        ):
+            row = moved // 4  # two pieces, copied once each way
+            pieces = [np.ones(row, np.uint8), np.full(row, 2, np.uint8)]
+            out = np.zeros(2 * row, np.uint8)
+            placed = [(pieces[0].ctypes.data, row, 0), (pieces[1].ctypes.data, row, row)]
+            found = block_copy.copy_rows(out.ctypes.data, 2 * row, 1, placed)
+            np.testing.assert_array_equal(out, np.concatenate(pieces))
+            assert (found is not None) == kept, moved
+    finally:
+        kael.set_num_threads(saved)
