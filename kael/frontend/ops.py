@@ -452,10 +452,12 @@ def _fast_getitem(slow):
                     return slow(self, key)
                 try:
                     picked = select(self, 0, key if len(impl.shape) == 1 else key.reshape(-1))
-                except IndexError:
+                except IndexError:  # negative places wrap there, or it raises its own error
                     if len(wrapped) >= 1024:
                         wrapped.clear()
                     wrapped.add(pair)
+                    picked = None
+                if picked is None:  # outside the handler: slow's error is not chained to it
                     return slow(self, key)
                 if len(impl.shape) == 1:
                     return picked

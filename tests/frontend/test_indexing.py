@@ -68,6 +68,18 @@ def test_integer_index_accepts_the_ends_of_the_range_and_nothing_beyond():
         k[0, -3]
 
 
+@pytest.mark.parametrize("places", [[4], [0, -5], [[1], [9]]])
+def test_an_out_of_bounds_index_tensor_raises_one_error_chained_to_none(places):
+    """x[index] tries the rows' gather first; its refusal must not show beneath the error
+    the full indexing path raises (one traceback, as PyTorch gives)."""
+    x = kael.zeros(4, 3)
+    bad = [v for v in np.ravel(places) if not -4 <= v < 4][0]
+    with pytest.raises(kael.IndexError, match=f"index {bad} is out of bounds") as caught:
+        x[kael.tensor(places)]
+    assert caught.value.__context__ is None
+    np.testing.assert_array_equal(x[kael.tensor([-1, 0])].numpy(), np.zeros((2, 3)))
+
+
 def test_integer_index_accepts_numpy_integers(like_torch, arange_pair):
     k, t = arange_pair(3, 2)
     like_torch(k[np.int64(1)], t[1])
