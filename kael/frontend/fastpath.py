@@ -52,6 +52,7 @@ from kael.runtime.launcher import (
     PARALLEL_BYTES,
     PROMOTE_BYTES,
     count_launch,
+    replayable,
     run_pooled,
     runs_inline,
 )
@@ -634,7 +635,7 @@ def inline_launch(template: eager.Template, out, ins, patched: tuple, fixed: dic
     if out.numel() == 0:  # nothing to launch (and no empty host storage to make)
         return None
     plan = eager._plan(template, out, impls)
-    if plan.compiled is None or plan.faults or plan.moved >= PROMOTE_BYTES:
+    if plan.compiled is None or plan.faults or not replayable(plan.compiled.fn, plan.moved):
         return None
     words = [0] * len(impls) + list(plan.tail)
     first = len(words)
@@ -652,7 +653,7 @@ def inline_copy(dtype: DType, shape: tuple, out_strides: tuple, src_strides: tup
     output's, then the source's; the door holds the descriptor: this memo may be cleared);
     None where none is remembered or it needs the pool."""
     entry = _shaped.get((SHAPED, "copy_", dtype, dtype, shape, out_strides, src_strides))
-    if entry is None or entry.moved >= PROMOTE_BYTES:
+    if entry is None or not replayable(entry.fn, entry.moved):
         return None
     return entry.native, entry.total
 

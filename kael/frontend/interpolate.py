@@ -34,7 +34,7 @@ from kael.runtime.convert import to_float32
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import bfloat16, float16, float32, float64, uint8
 from kael.runtime.errors import TypeError, ValueError
-from kael.runtime.launcher import PROMOTE_BYTES, count_launch
+from kael.runtime.launcher import count_launch, replayable
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
 from kael.runtime.tracestate import state as trace_state
@@ -263,7 +263,7 @@ _DOOR_MAX = 256  # as many as _tables keeps: each holds its passes' tables
 def _keep(door: tuple, seen: list, y: Tensor) -> None:
     """Keep the passes the full door just made (`seen`: per pass, its kernel, words,
     items, bytes moved, output bytes and the tables it read) where each runs inline."""
-    if len(_DOOR) >= _DOOR_MAX or any(moved >= PROMOTE_BYTES for _, _, _, moved, _, _ in seen):
+    if len(_DOOR) >= _DOOR_MAX or not all(replayable(fn, moved) for fn, _, _, moved, _, _ in seen):
         return
     steps = []
     for fn, words, items, moved, nbytes, tables in seen:

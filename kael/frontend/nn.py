@@ -35,7 +35,7 @@ from kael.frontend.tensor import Tensor, clone_impl, empty_impl
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import INT64_MAX, as_dtype, float32, float64, get_default_dtype, int64
 from kael.runtime.errors import IndexError, TypeError, ValueError
-from kael.runtime.launcher import PARALLEL_BYTES, PROMOTE_BYTES
+from kael.runtime.launcher import replayable
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, format_shape, host_ptr, shape_numel
 from kael.runtime.threadpool import get_num_threads
@@ -415,16 +415,16 @@ def _cross_entropy_key(input, target, weight, ignore_index, reduction, smoothing
 def _cross_entropy_launches(dtype, shape, target_shape, reduction, ignore_index) -> tuple | object:
     """The launches of a call the full door ran (and judged) with this key: the row kernel's
     descriptor, then the total's (None for reduction "none"); _UNSERVED where a call
-    launches nothing or moves enough bytes to promote its kernel or go to the pool."""
+    launches nothing or moves enough bytes to go to the pool (launcher.replayable)."""
     count = shape_numel(target_shape)
     classes = shape[-1]
     moved = count * max(classes, 1) * dtype.itemsize * 2  # rows.run_rows's
-    if not count or moved >= PROMOTE_BYTES:
+    fn = rows.function("cross_entropy", dtype)
+    if not count or not replayable(fn, moved):
         return _UNSERVED
     fixed = {"cols": classes, "rows": count, "ignore": ignore_index, "weighted": 0}
     template = [fixed.get(name, 0) for name in rows.CE_ARGS]
     positions = tuple(rows.CE_ARGS.index(name) for name in ("x", "target", "scratch", "error"))
-    fn = rows.function("cross_entropy", dtype)
     losses = native_launch.describe(fn, template, positions, moved // count)
     total = None
     if reduction != "none":
@@ -624,10 +624,10 @@ def _launch_of(key: tuple, impl: TensorImpl, weight, bias, eps: float) -> tuple 
         return _UNSERVED
     row_count, cols = _rows_of(impl, len(key[3]))  # key[3]: the normalized shape
     moved = row_count * cols * impl.dtype.itemsize * 2
-    if moved >= PARALLEL_BYTES:
-        return _UNSERVED
     variant = rows.AFFINE[(params[0] is not None) + 2 * (params[1] is not None)]
     fn = rows.function(f"layer_norm_{variant}", impl.dtype)
+    if not replayable(fn, moved):
+        return _UNSERVED
     template = [0, 0, 0, 0, cols, rows.float_word(eps)]
     positions = (1, 0, *(slot for slot, p in ((2, params[0]), (3, params[1])) if p is not None))
     native = native_launch.describe(fn, template, positions, moved // max(1, row_count))

@@ -53,6 +53,18 @@ def runs_inline(fn, bytes_moved: int) -> bool:
     return bytes_moved < PARALLEL_BYTES or get_num_threads() == 1
 
 
+def replayable(fn, bytes_moved: int) -> bool:
+    """Whether a fast door may keep a launch of `fn` moving this many bytes, to replay it as
+    one native call: below PARALLEL_BYTES it runs on the calling thread on any thread
+    count, and from PROMOTE_BYTES on its kernel is optimized here, as a launch would have
+    it (the door's replays skip the launcher)."""
+    if bytes_moved >= PARALLEL_BYTES:
+        return False
+    if bytes_moved >= PROMOTE_BYTES:
+        optimize(fn)
+    return True
+
+
 def count_launch(fn) -> None:
     """Count a launch of `fn` toward its tier-0 code's promotion (codegen/cpu/tiers.py)."""
     tier = getattr(fn, "tier0", None)

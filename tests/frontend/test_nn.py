@@ -557,6 +557,27 @@ def test_cross_entropy_matches_torch_over_shapes_dtypes_and_reductions(shape, dt
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("rows", [4, 64])  # the second's rows move more than PROMOTE_BYTES
+def test_cross_entropy_fast_door_replays_the_full_doors_values(rows, reduction):
+    from kael.frontend import nn
+
+    x, t = _random((rows, 256), torch.float32), _targets((rows,), 256)
+    call = lambda: kael.cross_entropy(to_kael(x), to_kael(t), reduction=reduction)  # noqa: E731
+    saved = dict(nn._CROSS_ENTROPY_CALLS)
+    nn._CROSS_ENTROPY_CALLS.clear()
+    try:
+        full = call()
+        (kept,) = nn._CROSS_ENTROPY_CALLS.values()
+        assert kept is not nn._UNSERVED
+        served = call()
+        assert served.numpy().tobytes() == full.numpy().tobytes()
+        check(served, F.cross_entropy(x, t, reduction=reduction))
+    finally:
+        nn._CROSS_ENTROPY_CALLS.clear()
+        nn._CROSS_ENTROPY_CALLS.update(saved)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_cross_entropy_weights_and_ignore_index_match_torch(reduction):
     x, t = _random((8, 5), torch.float64), _targets((8,), 5)
     t[[1, 4]] = -100

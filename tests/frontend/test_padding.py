@@ -100,6 +100,7 @@ PAD_DOOR_CALLS = [
     ((3, 4), (-1, -2), None),
     ((3, 4), (-4, 2), 2.0),  # nothing of the input kept: the fill alone
     ((5,), (3, 3), True),
+    ((200, 200), (1, 1, 1, 1), 0.5),  # its copy moves PROMOTE_BYTES and more: still kept
 ]
 
 

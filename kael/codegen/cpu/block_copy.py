@@ -19,7 +19,7 @@ from llvmlite import ir
 from kael.codegen.cpu import handwritten, native_launch
 from kael.codegen.cpu.loops import LoopBuilder
 from kael.codegen.lowering import declare, i64
-from kael.runtime.launcher import PARALLEL_BYTES, run_block
+from kael.runtime.launcher import replayable, run_block
 
 SYMBOL = "kael_block_copy"
 I8P = ir.IntType(8).as_pointer()
@@ -69,8 +69,7 @@ def copy_rows(
     """For each of `rows` rows, each piece (address, row bytes, offset) copies its row r
     (at address + r * row bytes) to out + r * out_row + offset. Returns (kernel, native
     descriptor, work items) for a door replaying the copy by addresses (the output's, then
-    each piece's) where it runs inline on any thread count (its code optimized by now
-    where it moves PROMOTE_BYTES or more), else None."""
+    each piece's) where a door may replay it (launcher.replayable), else None."""
     total = rows * len(pieces)
     if total == 0:
         return None
@@ -80,7 +79,7 @@ def copy_rows(
     moved = 2 * rows * sum(row for _, row, _ in pieces)
     fn = _function()
     run_block(fn, array.array("q", words), total, moved, 1)
-    if moved >= PARALLEL_BYTES:
+    if not replayable(fn, moved):
         return None
     positions = (0, *(FIXED + PER_PIECE * k for k in range(len(pieces))))
     template = [0 if i in positions else w for i, w in enumerate(words)]

@@ -52,7 +52,7 @@ from kael.codegen.cpu.loops import LoopBuilder
 from kael.codegen.lowering import declare, i64, memory_type, narrow, targets_gpu, widen
 from kael.runtime import launches
 from kael.runtime.dtypes import INT64_MAX, DType, bool_, float32, float64, int32, int64
-from kael.runtime.launcher import PROMOTE_BYTES, count_launch
+from kael.runtime.launcher import count_launch, replayable
 
 I64 = ir.IntType(64)
 
@@ -965,7 +965,8 @@ def nonzero(
         if count and listed:
             words[2] = out
             writer = runner.run(name, build, symbols[1], words, blocks, moved, align=1)
-            if host and moved < PROMOTE_BYTES and len(_NONZERO_KEPT) < 1024:
+            kept = host and all(replayable(f, moved) for f in (counter, scan, writer))
+            if kept and len(_NONZERO_KEPT) < 1024:
                 _NONZERO_KEPT[key] = _nonzero_kept((counter, scan, writer), words, blocks, moved)
         return count
     finally:
