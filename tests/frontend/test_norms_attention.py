@@ -1,6 +1,8 @@
 """batch_norm, instance_norm, group_norm, local_response_norm, linear, bilinear and
 scaled_dot_product_attention against PyTorch, with their errors."""
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 import torch
@@ -36,6 +38,32 @@ def test_batch_norm_training_updates_running_stats_as_torch(shape, affine, dtype
     same(krm, trm, tol)
     same(krv, trv, tol)
     same(KF.batch_norm(kx, krm, krv), TF.batch_norm(tx, trm, trv), tol)  # eval
+
+
+@pytest.mark.parametrize("affine", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_batch_norm_applies_alpha_and_beta_per_channel_with_one_rounding(dtype, affine):
+    """y = fma(x, alpha, beta) with alpha = (1 / sqrt(var + eps)) * weight, each step
+    rounded, and beta = fma(-mean, alpha, bias) in the input's dtype: PyTorch's kernel, to
+    the bit. The reference's fmas are exact in fractions (float32's then rounded through
+    float64, within 2**-29 ulp)."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((4, 3, 5, 2)).astype(dtype)
+    mean, var = rng.standard_normal(3).astype(dtype), (rng.random(3) + 0.1).astype(dtype)
+    w, b = (rng.standard_normal(3).astype(dtype) for _ in range(2))
+    alpha = dtype(1) / np.sqrt(var + dtype(1e-5))
+    alpha = alpha * w if affine else alpha
+
+    def fused(a, b, c) -> float:
+        return float(Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c)))
+
+    beta = np.array([fused(-m, a, c) for m, a, c in zip(mean, alpha, b if affine else [0] * 3)])
+    beta = beta.astype(dtype)
+    want = np.array([fused(v, alpha[c], beta[c]) for (_, c, _, _), v in np.ndenumerate(x)])
+    params = [kael.tensor(w), kael.tensor(b)] if affine else [None, None]
+    got = KF.batch_norm(kael.tensor(x), kael.tensor(mean), kael.tensor(var), *params)
+    assert got.dtype is getattr(kael, np.dtype(dtype).name)
+    np.testing.assert_array_equal(got.numpy(), want.astype(dtype).reshape(x.shape))
 
 
 def test_batch_norm_refuses_one_value_per_channel_when_training():
