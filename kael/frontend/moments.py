@@ -150,14 +150,14 @@ def _mean64(x: Tensor, axes, n: int, unit: Tensor | None) -> Tensor:
     return m
 
 
-def _deviations(op: str, x: Tensor, axes, keepdim, n, divisor, unit, out) -> Results:
+def _deviations(op: str, x: Tensor, axes, keepdim, n, divisor, unit, out, m=None) -> Results:
     """The second pass, var (or std) in its epilogue: float64 data sums d and d^2 together
     (the corrected two-pass algorithm) and raises the flag where sum(d^2) is not finite;
     float32 data sums d^2 only, its float64 mean being exact to far below float32's
     precision. Unscaled: the result in x's dtype. Scaled: the float64 var (or std) of
-    x / unit, keepdim.
+    x / unit, keepdim. `m`: the first pass's mean where the caller took it (unscaled).
     """
-    m = _mean64(x, axes, n, unit)
+    m = _mean64(x, axes, n, unit) if m is None else m
     corrected = x.dtype is float64
     flags = unit is None and corrected
 
@@ -210,16 +210,30 @@ def _variance(op: str, x, dim, correction, keepdim, out) -> Tensor:
     divisor = _divisor(n, correction)
 
     def run(target: Tensor | None) -> Tensor:
-        results = _deviations(op, x, axes, keepdim, n, divisor, None, target)
-        if results.flagged:
-            u = _units(x, axes, "pow2")
-            (scaled,) = _deviations(op, x, axes, keepdim, n, divisor, u, None)
-            _unscale(results[0], scaled, u, 1 if op == "std" else 2)
-        return results[0]
+        return _spread(op, x, axes, keepdim, n, divisor, target)
 
     if out is not None and out.shares_storage(x):
         return _into(out, x, reduced_shape(x.shape, axes, keepdim), op, run)
     return run(out)
+
+
+def _spread(op: str, x, axes, keepdim, n, divisor, target, m=None) -> Tensor:
+    """var (or std) by the two passes, redone scaled where the float64 sums overflowed."""
+    results = _deviations(op, x, axes, keepdim, n, divisor, None, target, m)
+    if results.flagged:
+        u = _units(x, axes, "pow2")
+        (scaled,) = _deviations(op, x, axes, keepdim, n, divisor, u, None)
+        _unscale(results[0], scaled, u, 1 if op == "std" else 2)
+    return results[0]
+
+
+def var_with_mean(x: Tensor, axes: tuple[int, ...]) -> tuple[Tensor, Tensor]:
+    """(the biased var of floating x over `axes` in x's dtype, its first pass's float64
+    mean), both keepdim: a normalization's statistics in two passes over x, where var and
+    mean apart take three."""
+    n = reduced_count(x.shape, axes)
+    m = _mean64(x, axes, n, None)
+    return _spread("var", x, axes, True, n, _divisor(n, 0), None, m), m
 
 
 def _unbiased(op: str, dim, unbiased, correction) -> tuple:

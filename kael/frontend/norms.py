@@ -74,8 +74,8 @@ def batch_norm(
             )
         if count == 0:  # no statistics to take or move: PyTorch returns the empty batch
             return x.clone()
-        mean = reductions.mean(wide, dims, keepdim=True)
-        var = moments.var(wide, dims, correction=0, keepdim=True)
+        var, mean = moments.var_with_mean(wide, dims)
+        mean = mean.to(var.dtype)
         for stat, batch in ((mean_v, mean), (var_v, var * (count / (count - 1)))):
             if stat is not None:  # running = (1 - momentum) running + momentum batch
                 moved = stat * (1 - momentum) + batch.reshape(stat.shape) * momentum
@@ -93,12 +93,13 @@ def _normalized(x: Tensor, mean: Tensor, var: Tensor, eps: float, w, b) -> Tenso
     as they round (the passes this replaced differed from torch in the last bit of a third
     of float32 elements; batch_norm eval [8, 64, 32, 32], 1 thread: 136 -> 60 us, torch
     89). mean and var broadcast over x per channel, in the compute dtype."""
-    alpha, beta = (Tensor(empty_impl(mean.shape, mean.dtype, mean.device)) for _ in range(2))
+    compute = var.dtype  # mean may come in float64 (var's first pass): read converted
+    alpha, beta = (Tensor(empty_impl(var.shape, compute, var.device)) for _ in range(2))
     params = [widened(t) for t in (w, b) if t is not None]
     key = ("norm_terms", float(eps), w is not None, b is not None)
-    launch_many(key, [mean, var, *params], mean.dtype, _terms(eps, w, b), [alpha, beta])
+    launch_many(key, [mean, var, *params], compute, _terms(eps, w, b), [alpha, beta])
     out = empty_impl(x.shape, x.dtype, x.device)
-    return launch(("normalized",), [x, alpha, beta], mean.dtype, _scaled, out=out)
+    return launch(("normalized",), [x, alpha, beta], compute, _scaled, out=out)
 
 
 def _terms(eps: float, w, b):
@@ -184,8 +185,7 @@ def group_norm(
             f" input of shape {list(x.shape)} and num_groups={num_groups}"
         )
     grouped = widened(x).reshape(n, num_groups, math.prod(x.shape[1:]) // num_groups)
-    mean = reductions.mean(grouped, -1, keepdim=True)
-    var = moments.var(grouped, -1, correction=0, keepdim=True)
+    var, mean = moments.var_with_mean(grouped, (2,))
     w, b = _channel_view(weight, x, name, "weight"), _channel_view(bias, x, name, "bias")
     per_channel = (n, c) + (1,) * (x.ndim - 2)  # each group's statistics, per channel
     mean, var = (t.expand(n, num_groups, c // num_groups).reshape(per_channel) for t in (mean, var))
