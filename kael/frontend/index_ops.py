@@ -131,6 +131,8 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
     1-d empty tensors are skipped whatever their shape elsewhere (PyTorch's legacy rule).
     """
+    if type(tensors) is list:  # one snapshot for the key, the replay and the full door
+        tensors = tuple(tensors)
     door = _join_key("cat", tensors, dim)
     kept = None if door is None else _JOINS.get(door)
     if kept is not None:
@@ -241,8 +243,10 @@ def _join_key(op: str, tensors, dim) -> tuple | None:
     return (op, dim, *layouts) if fastpath._open() else None
 
 
-def _replay_join(kept: tuple, tensors) -> Tensor:
-    """The remembered row copy over a fresh buffer and this call's tensors."""
+def _replay_join(kept: tuple, tensors: tuple) -> Tensor:
+    """The remembered row copy over a fresh buffer and this call's tensors (the caller's
+    snapshot, which holds them while a long copy runs without the GIL: another thread may
+    replace the items of the list it was given)."""
     fn, native, total, which, nbytes, shape, dtype = kept
     count_launch(fn)  # its replays count toward its optimized code
     size = dtype.itemsize
@@ -254,6 +258,8 @@ def _replay_join(kept: tuple, tensors) -> Tensor:
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Equal-shaped tensors joined along a new dim (which wraps against ndim + 1)."""
+    if type(tensors) is list:  # one snapshot for the key, the replay and the full door
+        tensors = tuple(tensors)
     door = _join_key("stack", tensors, dim)
     kept = None if door is None else _JOINS.get(door)
     if kept is not None:

@@ -1364,6 +1364,33 @@ def test_join_door_replays_the_row_copy_over_each_calls_tensors(call, dtype):
         index_ops._JOINS.update(saved)
 
 
+@pytest.mark.parametrize("op", ["cat", "stack"])
+def test_join_door_holds_the_calls_tensors_while_its_copy_runs(op, monkeypatch):
+    """A long replayed copy runs without the GIL: another thread may replace an item of
+    the list meanwhile, freeing the tensor it held. The door reads from its own snapshot,
+    so the freed block (taken at once by a new tensor of 9s) is never what it copies."""
+    from kael.frontend import fastpath
+
+    shape = (256, 128)  # two of them move 512 KiB: kept, and replayed without the GIL
+    join = getattr(kael, op)
+    pieces = [kael.full(shape, 1.0), kael.full(shape, 2.0)]
+    join(pieces, 0)
+    native, junk = fastpath._native, []
+
+    def meanwhile(*words):  # what another thread may do while the copy runs
+        monkeypatch.setattr(fastpath, "_native", native)  # kael.full's own fill
+        pieces[0] = kael.full(shape, 1.0)
+        junk.append(kael.full(shape, 9.0))
+        native(*words)
+        monkeypatch.setattr(fastpath, "_native", meanwhile)
+
+    monkeypatch.setattr(fastpath, "_native", meanwhile)
+    for _ in range(3):
+        got = join(pieces, 0)
+        assert sorted(np.unique(got.numpy()).tolist()) == [1.0, 2.0]
+    assert junk  # the door served the calls
+
+
 def test_join_door_leaves_mixed_dtypes_strided_pieces_and_generators_to_the_full_door():
     a, b = kael.randn(3, 4), kael.randn(3, 4)
     before = dict(index_ops._JOINS)

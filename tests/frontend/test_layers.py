@@ -191,9 +191,9 @@ def _linear_operands(case: str, dtype):
         w = kael.tensor(RNG.standard_normal((1000, 20)), dtype=dtype)
         b = kael.tensor(RNG.standard_normal(1000), dtype=dtype)
     if case == "views":
-        x = kael.tensor(RNG.standard_normal((6, 22)), dtype=dtype)[1:, 2:].T.contiguous().T
+        x = kael.tensor(RNG.standard_normal((6, 22)), dtype=dtype)[1:, 2:]  # at an offset
         w = kael.tensor(RNG.standard_normal((14, 23)), dtype=dtype)[2:, 3:]
-        b = kael.tensor(RNG.standard_normal(24), dtype=dtype)[::2]
+        b = kael.tensor(RNG.standard_normal(25), dtype=dtype)[1::2]  # at an offset
     return x, w, (None if case == "no bias" else b)
 
 
@@ -239,6 +239,13 @@ def test_linear_fast_door_keys_every_operands_dtype_and_layout():
     assert layers._linear_key(x, w, None) != layers._linear_key(x, w, b)
     assert layers._linear_key(x, w.T.contiguous().T, b) != layers._linear_key(x, w, b)
     assert layers._linear_key(x, w[0], b) is None  # a 1-d weight: the full door
+    threads = kael.get_num_threads()
+    kael.set_num_threads(threads + 1)  # the product's plan splits by the thread count
+    try:
+        assert layers._linear_key(x, w, b) not in layers._LINEAR
+        np.testing.assert_allclose(KF.linear(x, w, b).numpy(), (x @ w.T + b).numpy(), 1e-6)
+    finally:
+        kael.set_num_threads(threads)
     with pytest.raises(kael.TypeError, match="same dtype, but got float32 and float64"):
         KF.linear(x, w, b.double())
     assert KF.linear(kael.randn(0, 5), w, b).shape == (0, 4)  # nothing kept, nothing run

@@ -170,6 +170,25 @@ def test_packed_path_edges_and_k_blocks_write_only_the_output(dtype):
     assert np.isnan(big[:, :3]).all() and np.isnan(big[:, -3:]).all()
 
 
+@pytest.mark.parametrize("dtype", [float32, float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("n", [5, 17, 33, 49, 63, 65, 97])
+def test_packed_a_and_packed_b_edge_tiles_run_the_vectors_they_reach(n, dtype):
+    """A transposed A whose panel walk spans more than PACK_A_SPAN is packed beside B (the
+    packed micro-kernel): each edge width, values and nothing written around C."""
+    m = gemm_run.PACK_A_SPAN // (HOST[dtype].kc * NP[dtype]().itemsize) + 7
+    k = HOST[dtype].kc  # one k block: the walk spans m * kc elements
+    a = np.ascontiguousarray(small_ints((k, m), NP[dtype])).T
+    b = np.ascontiguousarray(small_ints((n, k), NP[dtype])).T
+    big, c = guarded((m, n), NP[dtype])
+    plan = gemm_run.plan_for(impl_of(a), impl_of(b), impl_of(c))
+    assert plan.launches[-1].words[gemm.MACRO_ARGS.index("pack_a")] == 1
+    run(c, a, b)
+    np.testing.assert_array_equal(c, a @ b)
+    inner = np.zeros(big.shape, bool)
+    inner[3:-3, 3:-3] = True
+    assert np.isnan(big[~inner]).all()
+
+
 GUARD_SCRIPT = """
 import ctypes, mmap
 import numpy as np
