@@ -275,6 +275,13 @@ def _plan(
     return _Plan(specialized, compiled, tail, n, total, align, moved, faults, native)
 
 
+# The fast doors capturing a first call (fastpath.keyed), one entry each: nearly always
+# empty, so a launch asks one truth test; while not, `capture` (bound by fastpath, which
+# imports this module) is offered each launch (the plan, outputs, inputs, their addresses
+# and the parameter words).
+capturing: list = []
+capture = None
+
 # Launch plans by (template, device, shape, strides of every operand): a repeated call
 # skips the layout planning. Bounded, since shapes are unbounded.
 _plans: dict[tuple, _Plan] = {}
@@ -329,7 +336,11 @@ def run(
     ):  # launcher.launch without its Python: the descriptor holds every other word
         count_launch(plan.compiled.fn)  # as launch_block counts it
         _native_launch(native.address, plan.total, *words, *params)
+        if capturing:
+            capture(plan, outs, ins, words, params)
         return error is not None and error.check()
+    if capturing:
+        capture(plan, outs, ins, words, params)
     words += plan.tail
     words += params
     if plan.compiled is None:

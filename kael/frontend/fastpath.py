@@ -780,6 +780,8 @@ def _launch(entry: _Entry, shape: tuple, operands: tuple, number, into=None, wor
         n = shape_numel(shape)
     if n == 0 or n > entry.limit:
         return None
+    if _capturing:  # a launch no capture sees: the capturing door (if this thread's) keeps
+        _inside_a_capture()  # nothing, as a replay would leave it out
     sizes = entry.itemsizes
     if into is None:
         storage = Storage.host(n * sizes[0])
@@ -880,6 +882,8 @@ SHAPED = _ShapedKey()
 
 def _launch_shaped(entry: _Shaped, operands: tuple, number, into=None):
     """The remembered launch over `operands`, into a new tensor (returned) or into `into`."""
+    if _capturing:  # as in _launch
+        _inside_a_capture()
     sizes = entry.itemsizes
     if into is None:
         storage = Storage.host(entry.nbytes)
@@ -1064,7 +1068,7 @@ _UNSERVED = object()  # a key whose call this door cannot replay (too big, sever
 _captured = threading.local()
 # one entry per door capturing a first call, in any thread (list.append and pop are
 # atomic): while it is empty, as nearly always, a served call skips the thread-local look
-_capturing: list = []
+_capturing: list = eager.capturing
 
 
 def _inside_a_capture() -> None:
@@ -1099,6 +1103,22 @@ def capture_launch(
     outs = tuple(outs)
     remember = _remember_launch
     _offer(outs, remember, fn, words, items, moved, align, tuple(reads), outs, at, counted, error)
+
+
+def _capture_elementwise(plan, outs, ins, addresses: list, params: list) -> None:
+    """eager.run's launch while a door captures: offered as a launch by addresses (its
+    template's layout words fixed); one with an error word (a flag, a fault) is not kept,
+    nor is a GPU's (the door keeps nothing then)."""
+    if plan.faults or plan.compiled is None or outs[0].device is not CPU:
+        _inside_a_capture()
+        return
+    words = [*addresses, *plan.tail, *params]
+    at = tuple(range(len(addresses)))
+    fn = plan.compiled.fn
+    capture_launch(fn, words, plan.total, plan.moved, plan.align, ins, outs, at, counted=False)
+
+
+eager.capture = _capture_elementwise
 
 
 def capturing() -> bool:
@@ -1215,6 +1235,8 @@ def _plain(value, tensors: list) -> tuple | None:
     kind = type(value)
     if kind in _PLAIN:
         return (kind, value)
+    if kind is float:  # by its bits: -0.0 is not 0.0, and each NaN keys alike
+        return (kind, value.hex())
     if kind is tuple:
         return (kind, value) if all(type(d) is int for d in value) else None
     if kind in PLAIN:
@@ -1228,8 +1250,8 @@ def _plain(value, tensors: list) -> tuple | None:
 
 def _plain_arguments(args: tuple, kwargs: dict, tensors: list) -> tuple | None:
     """The arguments as a key, each value beside its exact type, or None where one is not
-    an int, bool, None, dtype, tuple of ints or host tensor (a list of dims: the full door
-    judges it); the tensors' impls are appended to `tensors` in order."""
+    an int, float, bool, None, dtype, tuple of ints or host tensor (a list of dims: the
+    full door judges it); the tensors' impls are appended to `tensors` in order."""
     out = []
     for value in args:
         plain = _plain(value, tensors)
@@ -1296,6 +1318,8 @@ def _remember_launch(
     found = _read_from(reads, impls)
     if found is None or not all(_fresh_dense(o) for o in outs):
         return False
+    if any(o.storage is t.storage for o in outs for t in impls):  # in place: a replay's
+        return False  # fresh buffer would leave the written tensor as it was
     positions = at if error is None else (*at, error[0])
     template = [0 if i in positions else word for i, word in enumerate(words)]
     native = native_launch.describe(fn, template, positions, moved // max(1, items))

@@ -145,7 +145,9 @@ def launch(
     params = params or {}
     dtypes_in = tuple(t.dtype for t in tensors)
     layouts = _layouts_key(key, tensors, compute, out) if fast is None and not params else None
-    if layouts is not None and seen is None:  # a parameter-free formula of 2+ operands
+    # a parameter-free formula of 2+ operands, by its layouts (not while a door captures a
+    # call: eager.run's launch is what a capture sees)
+    if layouts is not None and seen is None and not eager.capturing:
         order = _slots.get(("formula", *key, dtypes_in, compute, _out_dtype(out, compute)))
         if order is not None:
             ran = fastpath.shaped_launch(layouts, tuple(tensors[i]._impl for i in order), out)
@@ -178,9 +180,15 @@ def launch(
         passed = tuple((p, CHECKED) for p in numbers)
         order = _slots[template_key]
         fastpath.remember(fast, entry, dtypes, passed, target, ordered, fixed, order)
-    elif layouts is not None and all(i is t._impl for i, t in zip(ins, tensors)):
+    elif layouts is not None and all(_same_place(i, t._impl) for i, t in zip(ins, tensors)):
         fastpath.remember(layouts, entry, (), (), target, ordered)
     return Tensor(target)
+
+
+def _same_place(seen: TensorImpl, given: TensorImpl) -> bool:
+    """Whether the kernel's operand starts where the caller's tensor does (itself, or its
+    broadcast view), so a replay by the tensor's address reads it; not an unaliasing copy."""
+    return seen.storage is given.storage and seen.offset == given.offset
 
 
 def launch_many(

@@ -1323,3 +1323,67 @@ def test_a_float64_variance_that_overflows_is_rescaled_after_remembered_calls():
         small.var(-1)
     huge = kael.tensor(np.array([[1e154, -1e154, 1e154, -1e154]] * 3))  # squares sum past max
     np.testing.assert_allclose(huge.var(-1).numpy(), np.full(3, 4 / 3 * 1e308), rtol=1e-12)
+
+
+# ---- the keyed door over elementwise launches ------------------------------------------------
+
+
+def _doubled_plus(x: kael.Tensor, y: kael.Tensor) -> kael.Tensor:
+    """x * 2 + y in two formula launches (eager.run's, which a capture sees)."""
+    from kael.frontend.formula import launch
+
+    twice = launch(("test_twice",), [x], x.dtype, lambda a: a * 2.0)
+    return launch(("test_plus",), [twice, y], x.dtype, lambda a, b: a + b)
+
+
+def test_a_keyed_door_replays_a_chain_of_elementwise_launches(monkeypatch):
+    monkeypatch.setattr(fastpath, "_keyed", {})
+    door = fastpath.keyed(_doubled_plus, steps=2)
+    x, y = _tensor((5, 7), kael.float32, 1), _tensor((7,), kael.float32, 2)
+    door(x, y)
+    [(key, kept)] = fastpath._keyed.items()
+    assert type(kept) is fastpath._Steps and len(kept.steps) == 2
+    for seed in range(3):
+        x, y = _tensor((5, 7), kael.float32, seed), _tensor((7,), kael.float32, seed + 9)
+        got, want = door(x, y), x.numpy() * 2 + y.numpy()
+        np.testing.assert_array_equal(got.numpy(), want.astype(np.float32))
+
+
+def test_a_keyed_door_never_keeps_an_elementwise_launch_into_its_own_operand(monkeypatch):
+    """A launch writing in place into a tensor the call was given (a running statistic):
+    a replay's fresh buffer would leave that tensor as it was."""
+    from kael.frontend.formula import launch
+
+    def add_into(x: kael.Tensor, total: kael.Tensor) -> kael.Tensor:
+        launch(("test_add_into",), [total, x], x.dtype, lambda a, b: a + b, out=total._impl)
+        return launch(("test_twice",), [x], x.dtype, lambda a: a * 2.0)
+
+    monkeypatch.setattr(fastpath, "_keyed", {})
+    door = fastpath.keyed(add_into, steps=2)
+    x, total = _tensor((4,), kael.float64, 3), kael.zeros(4, dtype=kael.float64)
+    for _ in range(3):
+        door(x, total)
+    assert list(fastpath._keyed.values()) == [fastpath._UNSERVED]
+    np.testing.assert_array_equal(total.numpy(), 3 * x.numpy())
+
+
+def test_a_fast_door_launch_inside_a_capture_leaves_nothing_kept(monkeypatch):
+    """The fast elementwise door's launches are not captured: a call making one (here the
+    result's in-place + 1) would replay without it, so its door keeps nothing."""
+    from kael.frontend.formula import launch
+
+    def doubled_then_one(x: kael.Tensor) -> kael.Tensor:
+        twice = launch(("test_twice",), [x], x.dtype, lambda a: a * 2.0)
+        return twice.add_(1.0)
+
+    monkeypatch.setattr(fastpath, "_keyed", {})
+    door = fastpath.keyed(doubled_then_one, steps=2)
+    x = _tensor((6,), kael.float32, 4)
+    for _ in range(2):  # the second call's add_ takes the fast door the first remembered
+        door(x)
+    monkeypatch.setattr(fastpath, "_keyed", {})
+    first = door(x)
+    assert list(fastpath._keyed.values()) == [fastpath._UNSERVED]
+    for _ in range(2):
+        np.testing.assert_array_equal(door(x).numpy(), first.numpy())
+    np.testing.assert_array_equal(first.numpy(), (x.numpy() * 2 + 1).astype(np.float32))

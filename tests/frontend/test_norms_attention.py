@@ -395,3 +395,61 @@ def test_attention_fast_door_is_closed_under_compile():
     )
     for _ in range(2):
         np.testing.assert_array_equal(compiled(q, k, v).numpy(), eager.numpy())
+
+
+def _stats_and_params(dtype):
+    return [kael.tensor(RNG.standard_normal(3)).to(dtype) for _ in range(2)] + [
+        kael.tensor(RNG.random(3) + 0.5).to(dtype)
+    ]
+
+
+@pytest.mark.parametrize("layout", ["dense", "transposed"])
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64], ids=str)
+@pytest.mark.parametrize("op", ["batch_norm", "group_norm"])
+def test_norm_fast_doors_replay_the_full_doors_bits(op, dtype, layout, monkeypatch):
+    """batch_norm (eval) and group_norm behind the keyed door: each new call's values are
+    the full door's, bit for bit (the door emptied for it), kept or not."""
+    from kael.frontend import fastpath
+
+    def call(x, w, b, mean, var):
+        if op == "batch_norm":
+            return KF.batch_norm(x, mean, var, w, b, False, 0.1, 1e-3)
+        return KF.group_norm(x, 3, w, b, eps=1e-3)
+
+    def fresh(seed):
+        x = kael.tensor(np.random.default_rng(seed).standard_normal((4, 3, 5, 2))).to(dtype)
+        return x.permute(0, 1, 3, 2).contiguous().permute(0, 1, 3, 2) if layout != "dense" else x
+
+    w, b, mean = _stats_and_params(dtype)
+    var = w.abs() + 0.5
+    monkeypatch.setattr(fastpath, "_keyed", {})
+    call(fresh(0), w, b, mean, var)
+    # group_norm keeps a float32 dense call (a float64 var carries its overflow flag, and a
+    # strided input its reshape's copy: the full door's)
+    kept = [v for k, v in fastpath._keyed.items() if k[0] == op]
+    expected = op == "batch_norm" or (dtype is kael.float32 and layout == "dense")
+    assert kept and all((type(v) is fastpath._Steps) == expected for v in kept)
+    for seed in range(1, 4):
+        x = fresh(seed)
+        served = call(x, w, b, mean, var)
+        saved = dict(fastpath._keyed)
+        fastpath._keyed.clear()
+        try:
+            full = call(x, w, b, mean, var)
+        finally:
+            fastpath._keyed.update(saved)
+        assert served.dtype is dtype and served.shape == x.shape
+        np.testing.assert_array_equal(served.numpy(), full.numpy())
+
+
+def test_batch_norm_training_moves_running_stats_on_every_call_as_torch():
+    """Its running statistics are written in place: the keyed door never keeps such a
+    call, so the third call moves them as torch's third does."""
+    x = RNG.standard_normal((4, 3, 5))
+    kx, tx = pair(x, kael.float32)
+    stats = [pair(np.zeros(3), kael.float32), pair(np.ones(3), kael.float32)]
+    for _ in range(3):
+        KF.batch_norm(kx, stats[0][0], stats[1][0], training=True)
+        TF.batch_norm(tx, stats[0][1], stats[1][1], training=True)
+    for k, t in stats:
+        same(k, t)
