@@ -52,6 +52,11 @@ def op_cases() -> list[Case]:
         "ids": rng.integers(0, 1000, (1, 8)),
         "table": rng.standard_normal((1000, 64), dtype=f32),
         "img": rng.standard_normal((1, 2, 8, 16), dtype=f32),
+        "h": rng.standard_normal((64, 64), dtype=f32),  # a small layer's activations
+        "W": rng.standard_normal((32, 64), dtype=f32),
+        "wb": rng.standard_normal(32, dtype=f32),
+        "fmap": rng.standard_normal((2, 16, 8, 8), dtype=f32),
+        "ch": rng.random(16, dtype=f32) + 0.5,  # per-channel statistics and affine
     }
     k = {name: kael.tensor(a) for name, a in arrays.items()}
     t = {name: torch.from_numpy(a.copy()) for name, a in arrays.items()}
@@ -122,6 +127,17 @@ def op_cases() -> list[Case]:
         case("interpolate(img [1, 2, 8, 16], x2 bilinear)",
              lambda: kael.nn.functional.interpolate(k["img"], scale_factor=2.0, mode="bilinear"),
              lambda: torch.nn.functional.interpolate(t["img"], scale_factor=2.0, mode="bilinear")),
+        case("linear(h [64, 64], W [32, 64], b)",
+             lambda: kael.nn.functional.linear(k["h"], k["W"], k["wb"]),
+             lambda: torch.nn.functional.linear(t["h"], t["W"], t["wb"])),
+        case("cat([h, h]), [64, 64]", lambda: kael.cat([k["h"], k["h"]]),
+             lambda: torch.cat([t["h"], t["h"]]), lambda: np.concatenate([n["h"], n["h"]])),
+        case("batch_norm(fmap [2, 16, 8, 8]), eval",
+             lambda: kael.nn.functional.batch_norm(k["fmap"], k["ch"], k["ch"], k["ch"], k["ch"]),
+             lambda: torch.nn.functional.batch_norm(t["fmap"], t["ch"], t["ch"], t["ch"], t["ch"])),
+        case("group_norm(fmap [2, 16, 8, 8], 4)",
+             lambda: kael.nn.functional.group_norm(k["fmap"], 4, k["ch"], k["ch"]),
+             lambda: torch.nn.functional.group_norm(t["fmap"], 4, t["ch"], t["ch"])),
     ]  # fmt: skip
 
 
