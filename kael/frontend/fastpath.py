@@ -456,6 +456,8 @@ def _launch_dense(entry: _Entry, shape: tuple, addresses: list, numbers: tuple):
         n = shape_numel(shape)
     if n == 0 or n > entry.limit:
         return None
+    if _capturing:  # as in _launch
+        _inside_a_capture()
     storage = Storage.host(n * entry.itemsizes[0])
     words = [storage.ptr, *addresses, n]
     words += [_number_word(number, spec) for number, spec in zip(numbers, entry.scalars)]
@@ -690,6 +692,8 @@ def full(shape: tuple, dtype: DType, value):
     if kind is not float:  # zeros, ones: everything but the allocation worked out once
         made = _filled.get((shape, dtype, kind, value))
         if made is not None:
+            if _capturing:  # as in _launch
+                _inside_a_capture()
             native, n, nbytes, word, strides = made
             storage = Storage.host(nbytes)
             _native(native.address, n, storage.ptr, n, word)
@@ -1154,10 +1158,18 @@ def _views_of(result, outs: tuple) -> tuple | None:
     for t in tensors:
         i = t._impl
         k = next((k for k, s in enumerate(storages) if i.storage is s), None)
-        if k is None:
-            return None
+        if k is None or _extent(i) > outs[k].numel() * outs[k].dtype.itemsize:
+            return None  # (a view past what the launch wrote: a replay makes only that)
         views.append((k, i.shape, i.strides, i.offset, i.dtype))
     return pack, tuple(views)
+
+
+def _extent(t: TensorImpl) -> int:
+    """The bytes from its storage's start to the end of t's last element (0 if empty)."""
+    if not t.numel():
+        return 0
+    last = t.offset + sum((s - 1) * st for s, st in zip(t.shape, t.strides, strict=True))
+    return (last + 1) * t.dtype.itemsize
 
 
 def keyed(fn, traced=None, steps: int = 1):
@@ -1194,6 +1206,8 @@ def keyed(fn, traced=None, steps: int = 1):
         if given is None:  # a list of dims, a 1 for True, a complex operand: the full door's
             return closed(input, *args, **kwargs)
         key = (name, impl.dtype, impl.device, impl.shape, impl.strides, given, get_num_threads())
+        if len(impls) > 1:  # which tensors are one another: a kept launch reads by place
+            key += (_places(impls),)
         entry = _keyed.get(key)
         if entry is not None:
             if entry is not _UNSERVED:
@@ -1246,6 +1260,14 @@ def _plain(value, tensors: list) -> tuple | None:
         tensors.append(t)
         return (kind, t.dtype, t.shape, t.strides)
     return None
+
+
+def _places(impls: list) -> tuple[int, ...]:
+    """Per tensor argument, the first one starting where it starts (itself, or an earlier
+    argument at the same storage and offset): a capture maps each read to the first, so a
+    call passing one tensor twice keeps a chain only calls passing it twice may replay."""
+    first: dict = {}
+    return tuple(first.setdefault((id(t.storage), t.offset), i) for i, t in enumerate(impls))
 
 
 def _plain_arguments(args: tuple, kwargs: dict, tensors: list) -> tuple | None:
@@ -1318,8 +1340,8 @@ def _remember_launch(
     found = _read_from(reads, impls)
     if found is None or not all(_fresh_dense(o) for o in outs):
         return False
-    if any(o.storage is t.storage for o in outs for t in impls):  # in place: a replay's
-        return False  # fresh buffer would leave the written tensor as it was
+    if _in_place(outs, impls):
+        return False
     positions = at if error is None else (*at, error[0])
     template = [0 if i in positions else word for i, word in enumerate(words)]
     native = native_launch.describe(fn, template, positions, moved // max(1, items))
@@ -1331,12 +1353,18 @@ def _remember_launch(
     )  # fmt: skip
 
 
+def _in_place(outs, impls) -> bool:
+    """Whether a launch wrote into a tensor the door was given or an earlier step made: a
+    replay's fresh buffer would leave that tensor as it was."""
+    return any(o.storage is t.storage for o in outs for t in impls)
+
+
 def _remember_reduction(entry, outs, ins, axes, keepdim, scalars, key, impls, pack, views):
     """Keep the captured launch for `key` when this door can replay it: its _Kept, or
     False. It reads the door's input alone, or (a step, key None) what impls holds: the
     door's tensors and the earlier steps' outputs."""
     found = _read_from(ins, impls if key is None else impls[:1])
-    if found is None or not all(_fresh_dense(o) for o in outs):
+    if found is None or not all(_fresh_dense(o) for o in outs) or _in_place(outs, impls):
         return False
     prepared = eager.prepare(entry, outs, ins, (axes, keepdim))
     if prepared is None:
@@ -1534,6 +1562,8 @@ def matmul(a, b):
 def run_product(entry: _Product, pa: int, pb: int, pc: int) -> None:
     """The remembered product over A, B and C at these addresses: its one native call where
     the kernel is promoted, else its plan through gemm_run (which counts the launch)."""
+    if _capturing:  # as in _launch
+        _inside_a_capture()
     direct = entry.direct
     if direct is not None and direct[0].tier0 is None:
         _, address, total, w0, o0, w1, o1, w2, o2 = direct

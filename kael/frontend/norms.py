@@ -14,7 +14,7 @@ from kael.frontend.formula import fma, launch, launch_many
 from kael.frontend.outputs import device_of, tensor_arg
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.tracing import op_door
-from kael.runtime.dtypes import float32
+from kael.runtime.dtypes import float32, promote_types
 from kael.runtime.errors import TypeError, ValueError
 
 
@@ -88,30 +88,40 @@ def batch_norm(
     return _normalized(x, mean, var, eps, w, b)
 
 
-def _normalized(x: Tensor, mean, var, eps: float, w, b, grid=None, channels=None) -> Tensor:
+def _normalized(
+    x: Tensor, mean, var, eps: float, w, b, grid=None, channels=None, centered=False
+) -> Tensor:
     """x * alpha + beta in one pass: PyTorch's batch_norm and group_norm kernels, rounded
     as they round (the passes this replaced differed from torch in the last bit of a third
     of float32 elements; batch_norm eval [8, 64, 32, 32], 1 thread: 136 -> 60 us, torch
     89). alpha and beta are made in var's shape, or `grid` (mean, var, weight and bias
-    broadcast to it) then viewed in the shape `channels`, to broadcast over x."""
-    compute = var.dtype  # mean may come in float64 (var's first pass): read converted
+    broadcast to it) then viewed in the shape `channels`, to broadcast over x. `centered`
+    (group_norm without weight or bias, as torch has it): (x - mean) * rstd instead, so a
+    constant group gives 0 exactly."""
+    # x's compute dtype or the statistics' where wider (mean may come in float64, var's
+    # first pass: read converted)
+    compute = promote_types(var.dtype, float32 if x.dtype.is_half else x.dtype)
     shape = var.shape if grid is None else grid
     alpha, beta = (Tensor(empty_impl(shape, compute, var.device)) for _ in range(2))
     params = [widened(t) for t in (w, b) if t is not None]
-    key = ("norm_terms", float(eps), w is not None, b is not None)
-    launch_many(key, [mean, var, *params], compute, _terms(eps, w, b), [alpha, beta])
+    key = ("norm_terms", float(eps), w is not None, b is not None, centered)
+    terms = _terms(eps, w, b, centered)
+    launch_many(key, [mean, var, *params], compute, terms, [alpha, beta])
     if channels is not None:
         alpha, beta = alpha.reshape(channels), beta.reshape(channels)
     out = empty_impl(x.shape, x.dtype, x.device)
-    return launch(("normalized",), [x, alpha, beta], compute, _scaled, out=out)
+    formula = _centered if centered else _scaled
+    return launch(("normalized", centered), [x, alpha, beta], compute, formula, out=out)
 
 
-def _terms(eps: float, w, b):
+def _terms(eps: float, w, b, centered: bool):
     """The formula of (alpha, beta) per channel: alpha = 1 / sqrt(var + eps) times the
-    weight, each rounded, and beta = fma(-mean, alpha, bias)."""
+    weight, each rounded, and beta = fma(-mean, alpha, bias); centered: (rstd, mean)."""
 
     def formula(mean, var, *params):
         alpha = 1.0 / (var + eps).apply("sqrt")
+        if centered:
+            return alpha, mean  # rounded to the compute dtype as it is stored
         alpha = alpha * params[0] if w is not None else alpha
         return alpha, fma(-mean, alpha, params[-1] if b is not None else 0.0)
 
@@ -120,6 +130,10 @@ def _terms(eps: float, w, b):
 
 def _scaled(x, alpha, beta):
     return fma(x, alpha, beta)
+
+
+def _centered(x, rstd, mean):
+    return (x - mean) * rstd
 
 
 def instance_norm(
@@ -194,7 +208,8 @@ def group_norm(
     # alpha and beta per (sample, group, channel of the group), viewed per channel
     grid, per_channel = (n, num_groups, c // num_groups), (n, c) + (1,) * (x.ndim - 2)
     w, b = (None if t is None else t.reshape(grid[1:]) for t in (w, b))
-    return _normalized(x, mean, var, eps, w, b, grid, per_channel)
+    centered = w is None and b is None
+    return _normalized(x, mean, var, eps, w, b, grid, per_channel, centered)
 
 
 def local_response_norm(
@@ -226,9 +241,9 @@ FUNCTIONS = {
     fn.__name__: op_door(fn.__name__, fn)
     for fn in (batch_norm, instance_norm, group_norm, local_response_norm)
 }
-# Behind the keyed fast door, replayed by addresses: batch_norm's terms and its pass
-# (eval, or training without running statistics to update in place: their updates are
-# never kept), group_norm's mean, var, terms and pass (eval batch_norm [8, 64, 32, 32], 1
-# thread: 97 -> 60 us; torch 89).
+# Behind the keyed fast door, replayed by addresses: eval batch_norm's terms and its pass
+# (training takes more launches, and updates running statistics in place: never kept),
+# group_norm's mean, var, terms and pass (eval batch_norm [8, 64, 32, 32], 1 thread: 97 ->
+# 56 us; torch 86).
 FUNCTIONS["batch_norm"] = fastpath.keyed(batch_norm, FUNCTIONS["batch_norm"], steps=2)
 FUNCTIONS["group_norm"] = fastpath.keyed(group_norm, FUNCTIONS["group_norm"], steps=4)

@@ -1387,3 +1387,36 @@ def test_a_fast_door_launch_inside_a_capture_leaves_nothing_kept(monkeypatch):
     for _ in range(2):
         np.testing.assert_array_equal(door(x).numpy(), first.numpy())
     np.testing.assert_array_equal(first.numpy(), (x.numpy() * 2 + 1).astype(np.float32))
+
+
+def test_a_keyed_door_keys_which_tensor_arguments_are_one_tensor(monkeypatch):
+    """A capture maps each read to the first argument at its place: a first call passing
+    one tensor twice must not serve calls passing two (nor the reverse)."""
+    monkeypatch.setattr(fastpath, "_keyed", {})
+    door = fastpath.keyed(_doubled_plus, steps=2)
+    x, y = _tensor((5, 7), kael.float32, 1), _tensor((5, 7), kael.float32, 2)
+    door(x, x)
+    for a, b in ((x, y), (y, x), (y, y), (x, y)):
+        want = (a.numpy() * 2 + b.numpy()).astype(np.float32)
+        np.testing.assert_array_equal(door(a, b).numpy(), want)
+    assert len(fastpath._keyed) == 2  # (x, x) and (x, y) place patterns
+
+
+def test_a_keyed_door_never_keeps_a_result_larger_than_what_its_launches_wrote(monkeypatch):
+    """A result viewing more of a storage than the captured launch wrote (the rest filled
+    by a door no capture sees) is not kept: a replay would allocate only the written part."""
+    from kael.frontend.formula import launch
+
+    def prefix_of_zeros(x: kael.Tensor) -> kael.Tensor:
+        z = kael.zeros(8)
+        launch(("test_twice",), [x], x.dtype, lambda a: a * 2.0, out=z[:4]._impl)
+        return z
+
+    for _ in range(3):
+        kael.zeros(8)  # the fill door remembers zeros(8)
+    monkeypatch.setattr(fastpath, "_keyed", {})
+    door = fastpath.keyed(prefix_of_zeros)
+    x = kael.tensor(np.arange(4, dtype=np.float32))
+    for _ in range(3):
+        np.testing.assert_array_equal(door(x).numpy(), [0, 2, 4, 6, 0, 0, 0, 0])
+    assert list(fastpath._keyed.values()) == [fastpath._UNSERVED]

@@ -453,3 +453,23 @@ def test_batch_norm_training_moves_running_stats_on_every_call_as_torch():
         TF.batch_norm(tx, stats[0][1], stats[1][1], training=True)
     for k, t in stats:
         same(k, t)
+
+
+@pytest.mark.parametrize("shape", [(2, 4, 3, 3), (2, 4, 8, 8), (4, 6)])
+def test_group_norm_of_a_constant_group_is_zero_without_affine_as_torch(shape):
+    """Without weight and bias torch normalizes as (x - mean) * rstd: exactly 0 where a
+    group is constant (the fma form leaves x * rstd's rounding error)."""
+    groups = 2 if len(shape) > 2 else 6
+    got = KF.group_norm(kael.full(shape, 12345.678), groups)
+    want = TF.group_norm(torch.full(shape, 12345.678), groups)
+    assert not got.numpy().any() and not want.numpy().any()
+
+
+def test_batch_norm_of_float64_input_with_float32_statistics_computes_in_float64():
+    """kael admits statistics of another float dtype (torch refuses): the wider of the two
+    is the compute dtype, so a float64 input is not rounded to float32 first."""
+    x = RNG.standard_normal((4, 3, 5)) * 1e3 + 1 / 3
+    mean, var = np.zeros(3, np.float32), np.ones(3, np.float32)
+    got = KF.batch_norm(kael.tensor(x), kael.tensor(mean), kael.tensor(var), eps=0.0)
+    assert got.dtype is kael.float64
+    np.testing.assert_allclose(got.numpy(), x, rtol=1e-15)
