@@ -56,7 +56,8 @@ def op_cases() -> list[Case]:
         "W": rng.standard_normal((32, 64), dtype=f32),
         "wb": rng.standard_normal(32, dtype=f32),
         "fmap": rng.standard_normal((2, 16, 8, 8), dtype=f32),
-        "ch": rng.random(16, dtype=f32) + 0.5,  # per-channel statistics and affine
+        # per-channel statistics and affine parameters, each its own tensor as in a module
+        **{name: rng.random(16, dtype=f32) + 0.5 for name in ("cm", "cv", "cw", "cb")},
     }
     k = {name: kael.tensor(a) for name, a in arrays.items()}
     t = {name: torch.from_numpy(a.copy()) for name, a in arrays.items()}
@@ -133,11 +134,11 @@ def op_cases() -> list[Case]:
         case("cat([h, h]), [64, 64]", lambda: kael.cat([k["h"], k["h"]]),
              lambda: torch.cat([t["h"], t["h"]]), lambda: np.concatenate([n["h"], n["h"]])),
         case("batch_norm(fmap [2, 16, 8, 8]), eval",
-             lambda: kael.nn.functional.batch_norm(k["fmap"], k["ch"], k["ch"], k["ch"], k["ch"]),
-             lambda: torch.nn.functional.batch_norm(t["fmap"], t["ch"], t["ch"], t["ch"], t["ch"])),
+             lambda: kael.nn.functional.batch_norm(k["fmap"], k["cm"], k["cv"], k["cw"], k["cb"]),
+             lambda: torch.nn.functional.batch_norm(t["fmap"], t["cm"], t["cv"], t["cw"], t["cb"])),
         case("group_norm(fmap [2, 16, 8, 8], 4)",
-             lambda: kael.nn.functional.group_norm(k["fmap"], 4, k["ch"], k["ch"]),
-             lambda: torch.nn.functional.group_norm(t["fmap"], 4, t["ch"], t["ch"])),
+             lambda: kael.nn.functional.group_norm(k["fmap"], 4, k["cw"], k["cb"]),
+             lambda: torch.nn.functional.group_norm(t["fmap"], 4, t["cw"], t["cb"])),
     ]  # fmt: skip
 
 

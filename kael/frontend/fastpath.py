@@ -1266,6 +1266,8 @@ def _places(impls: list) -> tuple[int, ...]:
     """Per tensor argument, the first one starting where it starts (itself, or an earlier
     argument at the same storage and offset): a capture maps each read to the first, so a
     call passing one tensor twice keeps a chain only calls passing it twice may replay."""
+    if len({id(t.storage) for t in impls}) == len(impls):
+        return ()  # every one in a storage of its own: the common call, told apart quickly
     first: dict = {}
     return tuple(first.setdefault((id(t.storage), t.offset), i) for i, t in enumerate(impls))
 
