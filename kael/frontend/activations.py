@@ -330,7 +330,9 @@ def gumbel_softmax(
     return one_hot - soft + soft
 
 
-FUNCTIONS.update({name: op_door(name, fn) for name, fn in UNARY_WITH_INPLACE.items()})
+FUNCTIONS.update(
+    {name: fastpath.unary_first(name, op_door(name, fn)) for name, fn in UNARY_WITH_INPLACE.items()}
+)
 FUNCTIONS["relu_"] = op_door("relu_", functools.partial(UNARY_WITH_INPLACE["relu"], inplace=True))
 FUNCTIONS.update(
     {

@@ -327,6 +327,22 @@ def unary(name: str, x):
     return None if entry is None else _launch_shaped(entry, (impl,), None)
 
 
+def unary_first(name: str, slow):
+    """The unary function or method `slow` (kael.exp(x), x.exp(), -x, F.relu(x)), asking
+    this door first when called with the tensor alone (out=, inplace= and the rest are
+    `slow`'s to judge)."""
+
+    @functools.wraps(slow)
+    def fast(input, *args, **kwargs):  # `input`, as torch names it: kael.exp(input=x)
+        if not args and not kwargs:
+            done = unary(name, input)
+            if done is not None:
+                return done
+        return slow(input, *args, **kwargs)
+
+    return fast
+
+
 def unary_key(name: str, x) -> tuple | None:
     """The key to remember a full-door call of op(x) under, or None."""
     if not _open() or type(x) not in PLAIN:

@@ -50,22 +50,6 @@ from kael.runtime.tracestate import state as trace_state
 _INDEX_DTYPES = (int64, int32)  # the index tensors x[i] reads as positions (not masks)
 
 
-def _fast_unary(name: str, slow):
-    """The unary function or method `slow` (kael.exp(x), x.exp(), -x), asking the fast door
-    first when called with the tensor alone (out= and the rest are `slow`'s to judge)."""
-    door = fastpath.unary
-
-    @functools.wraps(slow)
-    def fast(input, *args, **kwargs):  # `input`, as torch names it: kael.exp(input=x)
-        if not args and not kwargs:
-            done = door(name, input)
-            if done is not None:
-                return done
-        return slow(input, *args, **kwargs)
-
-    return fast
-
-
 def _binary_function(name: str):
     op = ew.BINARY[name]
 
@@ -247,7 +231,7 @@ FUNCTIONS.update(
 # Each public op goes through the tracing door (recorded, or an extern step, under compile);
 # a unary op asks the fast door before it (which serves nothing while tracing).
 FUNCTIONS = {name: op_door(name, fn) for name, fn in FUNCTIONS.items()}
-FUNCTIONS.update({name: _fast_unary(name, FUNCTIONS[name]) for name in ew.UNARY})
+FUNCTIONS.update({name: fastpath.unary_first(name, FUNCTIONS[name]) for name in ew.UNARY})
 
 
 def _keyed_door(name: str, family=reductions):
@@ -499,7 +483,7 @@ def _install() -> None:
             setattr(
                 Tensor,
                 name,
-                _fast_unary(ALIASES.get(name, name), _method(fn)) if fast else _method(fn),
+                fastpath.unary_first(ALIASES.get(name, name), _method(fn)) if fast else _method(fn),
             )
     for name in INPLACE_UNARY:
         setattr(Tensor, f"{name}_", _unary_inplace(name))
@@ -556,9 +540,9 @@ def _install() -> None:
     for dunder in ("eq", "ne", "lt", "le", "gt", "ge"):  # input is self: always a Tensor
         setattr(Tensor, f"__{dunder}__", _fast(dunder, _method(FUNCTIONS[dunder])))
     Tensor.__hash__ = object.__hash__  # defining __eq__ would otherwise make tensors unhashable
-    Tensor.__neg__ = _fast_unary("neg", _method(FUNCTIONS["neg"]))
-    Tensor.__abs__ = _fast_unary("abs", _method(FUNCTIONS["abs"]))
-    Tensor.__invert__ = _fast_unary("bitwise_not", _method(FUNCTIONS["bitwise_not"]))
+    Tensor.__neg__ = fastpath.unary_first("neg", _method(FUNCTIONS["neg"]))
+    Tensor.__abs__ = fastpath.unary_first("abs", _method(FUNCTIONS["abs"]))
+    Tensor.__invert__ = fastpath.unary_first("bitwise_not", _method(FUNCTIONS["bitwise_not"]))
     Tensor.__pos__ = lambda self: self
 
 

@@ -1420,3 +1420,26 @@ def test_a_keyed_door_never_keeps_a_result_larger_than_what_its_launches_wrote(m
     for _ in range(3):
         np.testing.assert_array_equal(door(x).numpy(), [0, 2, 4, 6, 0, 0, 0, 0])
     assert list(fastpath._keyed.values()) == [fastpath._UNSERVED]
+
+
+def test_functional_relu_and_silu_ask_the_fast_door_before_their_op_door(monkeypatch):
+    """F.relu(x) and F.silu(x) are unary ops with torch's inplace=: a call with the tensor
+    alone is served without entering the op door (which a profiler's hook here refuses);
+    inplace=True is the full door's."""
+    from kael.frontend import tracing
+
+    class Refusing:
+        def op(self, name, fn, args, kwargs):
+            raise AssertionError(f"{name} entered its op door")
+
+    x = _tensor((5, 3), kael.float32, 6)
+    y = x.clone()
+    assert F.relu(y, inplace=True) is y
+    np.testing.assert_array_equal(y.numpy(), np.maximum(x.numpy(), 0))
+    for fn in (F.relu, F.silu):
+        fn(x)  # the full door remembers the launch
+    monkeypatch.setattr(tracing.profiling, "active", Refusing())
+    np.testing.assert_array_equal(F.relu(x).numpy(), np.maximum(x.numpy(), 0))
+    assert F.silu(x).shape == x.shape
+    with pytest.raises(AssertionError, match="relu entered its op door"):
+        F.relu(x, inplace=False)
