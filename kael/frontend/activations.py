@@ -195,10 +195,6 @@ def _public(name: str) -> Callable:
     order = [p for p, _ in act.params] + (["inplace"] if act.inplace else [])
 
     def fn(input: Tensor, *args, **kwargs) -> Tensor:
-        if not (args or kwargs):
-            done = fastpath.unary(_FAST + name, input)
-            if done is not None:
-                return done
         if len(args) > len(order):
             raise TypeError(
                 f"{name}() takes at most {len(order) + 1} arguments, got {len(args) + 1}"
@@ -223,7 +219,10 @@ def _public(name: str) -> Callable:
     return fn
 
 
-FUNCTIONS = {name: op_door(name, _public(name)) for name in ACTIVATIONS}
+# A call with the tensor alone asks the fast door first (activate remembers it there).
+FUNCTIONS = {
+    name: fastpath.unary_first(_FAST + name, op_door(name, _public(name))) for name in ACTIVATIONS
+}
 # torch.nn.functional's in-place spellings: F.elu_(x) is F.elu(x, inplace=True).
 INPLACE_SPELLINGS = ("elu", "celu", "selu", "leaky_relu", "hardtanh", "threshold")
 FUNCTIONS.update(
