@@ -1281,11 +1281,16 @@ def _plain(value, tensors: list) -> tuple | None:
 def _places(impls: list) -> tuple[int, ...]:
     """Per tensor argument, the first one starting where it starts (itself, or an earlier
     argument at the same storage and offset): a capture maps each read to the first, so a
-    call passing one tensor twice keeps a chain only calls passing it twice may replay."""
-    if len({id(t.storage) for t in impls}) == len(impls):
-        return ()  # every one in a storage of its own: the common call, told apart quickly
+    call passing one tensor twice keeps a chain only calls passing it twice may replay.
+    () where no two start at one place, the common call (told apart quickly)."""
+    if len(impls) == 2:
+        a, b = impls
+        return (0, 0) if a.storage is b.storage and a.offset == b.offset else ()
+    spots = [(id(t.storage), t.offset) for t in impls]
+    if len(set(spots)) == len(spots):
+        return ()
     first: dict = {}
-    return tuple(first.setdefault((id(t.storage), t.offset), i) for i, t in enumerate(impls))
+    return tuple(first.setdefault(spot, i) for i, spot in enumerate(spots))
 
 
 def _plain_arguments(args: tuple, kwargs: dict, tensors: list) -> tuple | None:
