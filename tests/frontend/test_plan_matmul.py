@@ -87,6 +87,32 @@ def test_epilogue_bits_match_eager_for_every_blocking(m, k, n, threads):
     _bits(c(x, w, b, 0.5), f(x, w, b, 0.5))  # the scale is a run-time parameter
 
 
+@pytest.mark.parametrize("m,k,n", [(7, 5, 3), (64, 64, 32), (50, 600, 90)])
+def test_a_small_fused_product_replays_as_native_calls_with_its_epilogue_words(
+    m, k, n, monkeypatch
+):
+    """A product whose launches all run on the calling thread replays as native calls, each
+    macro launch handed its epilogue's two words (gemm_run.Plan.epi_chain): no launcher
+    Python, and eager's bits."""
+    from kael.codegen.cpu import gemm_run
+
+    x, w, b = kael.randn(m, k), kael.randn(k, n), kael.randn(n)
+
+    def f(x, w, b):
+        return F.relu(x @ w.T.contiguous().T + b)
+
+    c = _agree(f, x, w, b)
+    assert _inside(c, x, w, b) == [True]
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the launcher ran a step of a fused product")
+
+    monkeypatch.setattr(gemm_run, "launch", refused)
+    for _ in range(2):
+        x, w, b = kael.randn(m, k), kael.randn(k, n), kael.randn(n)
+        _bits(c(x, w, b), f(x, w, b))
+
+
 @pytest.mark.parametrize("m,k,n", [(1, 64, 100), (64, 8, 1)], ids=["row", "column"])
 def test_matrix_vector_products_run_the_epilogue_after(m, k, n):
     x, w = kael.randn(m, k), kael.randn(k, n)

@@ -69,6 +69,9 @@ class Plan:
     # packed: a Linear layer's x @ w.T): each launch as a native call, (descriptor, words)
     # per launch, the buffer a per-thread scratch.
     chain: tuple | None = None
+    # The chain again for a plan that takes epilogues, its macro launches also taking their
+    # epilogue's two words per call (a compiled plan's fused product), or None.
+    epi_chain: tuple | None = None
 
 
 def parallel(flops: int) -> int:
@@ -233,27 +236,40 @@ def described(p: Plan) -> Plan:
     """`p` with its native launch or chain filled in where it has one (Plan.native,
     Plan.chain): what `run` calls without the launcher's Python (matmul's and the
     convolutions' plans alike)."""
-    return dataclasses.replace(p, native=_native_call(p), chain=_native_chain(p))
+    epi_chain = _native_chain(p, True) if epilogue_columns(p) is not None else None
+    return dataclasses.replace(
+        p, native=_native_call(p), chain=_native_chain(p), epi_chain=epi_chain
+    )
 
 
 # The largest packing buffer a chained plan takes from its thread's scratch.
 CHAIN_BUFFER_BYTES = 256 << 10
 
 
-def _native_chain(p: Plan) -> tuple | None:
+def _native_chain(p: Plan, epilogues: bool = False) -> tuple | None:
     """Plan.chain of `p`, or None where it is one launch (Plan.native), a launch may run on
-    the pool, or its buffer is large."""
-    if len(p.launches) < 2 or p.buffer_bytes > CHAIN_BUFFER_BYTES:
+    the pool, or its buffer is large. `epilogues`: Plan.epi_chain, each step also saying
+    whether it takes the epilogue's words (its macro launches)."""
+    if (len(p.launches) < 2 and not epilogues) or p.buffer_bytes > CHAIN_BUFFER_BYTES:
         return None
     chain = []
     for step in p.launches:
         if step.moved >= PARALLEL_BYTES:
             return None
         flops = max(1, step.flops // max(1, step.total))
-        native = native_launch.describe(step.fn, step.words, [i for i, _, _ in step.slots], flops)
+        positions = [i for i, _, _ in step.slots]
+        epi = EPI.get(step.name) if epilogues else None
+        if epi is not None:
+            positions += [epi, epi + 1]
+        native = native_launch.describe(step.fn, step.words, positions, flops)
         if native is None:
             return None
-        chain.append((native, step.total, tuple((w, o) for _, w, o in step.slots)))
+        sources = tuple((w, o) for _, w, o in step.slots)
+        chain.append(
+            (native, step.total, sources, epi is not None)
+            if epilogues
+            else (native, step.total, sources)
+        )
     return tuple(chain)
 
 
@@ -337,6 +353,14 @@ def _accumulating(p: Plan, mode: int) -> Plan:
     return described(adding)
 
 
+def _scratch_for(p: Plan) -> int:
+    """The address of this thread's packing buffer, grown to `p`'s."""
+    held = _scratch.storage
+    if held is None or held.nbytes < p.buffer_bytes:
+        held = _scratch.storage = Storage(max(p.buffer_bytes, 4096))
+    return held.ptr
+
+
 def _promoted(p: Plan) -> bool:
     """Whether every kernel of `p` runs its optimized code (tier 0 behind it)."""
     for step in p.launches:  # noqa: SIM110 (all() over a generator: 0.15 us more a call)
@@ -372,17 +396,20 @@ def run(p: Plan, a: int, b: int, c: int, epilogues: list | None = None) -> None:
         descriptor, sources = native
         _call(descriptor.address, p.launches[0].total, *[bases[w] + o for w, o in sources])
         return
+    fused = epilogues and any(e[0] for e in epilogues)
+    if fused and p.epi_chain is not None and not launches.watched() and _promoted(p):
+        bases = (a, b, c, _scratch_for(p))
+        for (descriptor, total, sources, takes), epilogue in zip(
+            p.epi_chain, epilogues, strict=True
+        ):
+            words = [bases[w] + o for w, o in sources]
+            if takes:
+                words += epilogue
+            _call(descriptor.address, total, *words)
+        return
     chain = p.chain
-    if (
-        chain is not None
-        and not (epilogues and any(e[0] for e in epilogues))
-        and not launches.watched()
-        and _promoted(p)  # none to count
-    ):
-        held = _scratch.storage
-        if held is None or held.nbytes < p.buffer_bytes:
-            held = _scratch.storage = Storage(max(p.buffer_bytes, 4096))
-        bases = (a, b, c, held.ptr)
+    if chain is not None and not fused and not launches.watched() and _promoted(p):
+        bases = (a, b, c, _scratch_for(p))
         for descriptor, total, sources in chain:
             if len(sources) == 2:  # a packing step: B and the buffer
                 (w0, o0), (w1, o1) = sources
