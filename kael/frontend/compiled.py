@@ -852,8 +852,14 @@ def _layout_of(impl) -> tuple:
 
 
 def _same_layout(impl, layout: tuple) -> bool:
-    storage, *rest = layout
-    return impl.storage is storage and [impl.shape, impl.strides, impl.offset, impl.dtype] == rest
+    storage, shape, strides, offset, dtype = layout
+    return (
+        impl.storage is storage
+        and impl.shape == shape
+        and impl.strides == strides
+        and impl.offset == offset
+        and impl.dtype == dtype
+    )
 
 
 # Every compiled function, so set_default_dtype can drop plans traced under the old one.
