@@ -327,6 +327,8 @@ def run(
     error = _ErrorWord(device) if plan.faults else None
     if error is not None:
         params.append(error.address)
+    if capturing:  # a keyed door captures this call: offered before it runs, kept after
+        capture(plan, outs, ins, words, params)
     native = plan.native
     if (
         native is not None
@@ -336,11 +338,7 @@ def run(
     ):  # launcher.launch without its Python: the descriptor holds every other word
         count_launch(plan.compiled.fn)  # as launch_block counts it
         _native_launch(native.address, plan.total, *words, *params)
-        if capturing:
-            capture(plan, outs, ins, words, params)
         return error is not None and error.check()
-    if capturing:
-        capture(plan, outs, ins, words, params)
     words += plan.tail
     words += params
     if plan.compiled is None:

@@ -254,8 +254,8 @@ def _keep_linear(door: tuple, x: Tensor, w: Tensor, bias: Tensor | None, y: Tens
         return
     add = None
     if bias is not None:
-        bare = fastpath.new_tensor(y._impl.storage, y.shape, y.dtype)  # the product's layout
-        add = fastpath.remembered_shaped(fastpath.binary_key("add", bare, bias, y.shape))
+        # y is the add's fresh dense result: the product's layout, which the add read
+        add = fastpath.remembered_shaped(fastpath.binary_key("add", y, bias, y.shape))
         if add is None:
             return
     _LINEAR[door] = (product, add)

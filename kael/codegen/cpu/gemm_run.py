@@ -248,8 +248,9 @@ CHAIN_BUFFER_BYTES = 256 << 10
 
 def _native_chain(p: Plan, epilogues: bool = False) -> tuple | None:
     """Plan.chain of `p`, or None where it is one launch (Plan.native), a launch may run on
-    the pool, or its buffer is large. `epilogues`: Plan.epi_chain, each step also saying
-    whether it takes the epilogue's words (its macro launches)."""
+    the pool, or its buffer is large: per step (descriptor, work items, its words' sources,
+    whether it takes the epilogue's two words). `epilogues`: Plan.epi_chain, whose macro
+    steps do."""
     if (len(p.launches) < 2 and not epilogues) or p.buffer_bytes > CHAIN_BUFFER_BYTES:
         return None
     chain = []
@@ -265,11 +266,7 @@ def _native_chain(p: Plan, epilogues: bool = False) -> tuple | None:
         if native is None:
             return None
         sources = tuple((w, o) for _, w, o in step.slots)
-        chain.append(
-            (native, step.total, sources, epi is not None)
-            if epilogues
-            else (native, step.total, sources)
-        )
+        chain.append((native, step.total, sources, epi is not None))
     return tuple(chain)
 
 
@@ -410,7 +407,7 @@ def run(p: Plan, a: int, b: int, c: int, epilogues: list | None = None) -> None:
     chain = p.chain
     if chain is not None and not fused and not launches.watched() and _promoted(p):
         bases = (a, b, c, _scratch_for(p))
-        for descriptor, total, sources in chain:
+        for descriptor, total, sources, _ in chain:
             if len(sources) == 2:  # a packing step: B and the buffer
                 (w0, o0), (w1, o1) = sources
                 _call(descriptor.address, total, bases[w0] + o0, bases[w1] + o1)
