@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import mpmath as mp
 import numpy as np
 
+from kael.codegen import vmath
+
 mp.mp.dps = 40
 EPS = {"f32": 2.0**-24, "f64": 2.0**-53}
 PI4 = float(mp.pi / 4)
@@ -88,6 +90,21 @@ def _unit_fit(target: Callable, k: int, degree: int = 7, zeros: int = 0) -> Fit:
         return 1 / value if value else mp.mpf(0)  # an odd function's 0 is its row's exact 0
 
     return Fit(target, weight, lo, hi, {"f32": degree}, k, zeros)
+
+
+def _gelu_row_fit(k: int) -> Fit:
+    """gelu's Q(a) = Phi(-a) on row k of vmath's rows (a little past both edges: s's
+    rounding may pick a neighbour row), relative error, in a - the row's center."""
+    lo, hi = vmath.gelu_row_a(k - 0.5), vmath.gelu_row_a(k + 0.5)
+
+    def target(a):
+        return mp.erfc(a / mp.sqrt(2)) / 2
+
+    margin = 1e-5 * hi
+    center = vmath.GELU_ROW_CENTERS32[k]
+    return Fit(
+        target, lambda a: 1 / target(a), max(lo - margin, 0.0), hi + margin, {"f32": 7}, center
+    )
 
 
 def _series_safe(f, at0):
@@ -242,11 +259,11 @@ TABLES = {
         for s in (-1, 1)
         for k in range(16)
     ],
-    # gelu's Q(a) = Phi(-a) itself on quarter units, s = 4a = k + t, k = 0..31 (32 rows: two
-    # registers a coefficient, AVX-512's vpermi2ps): vmath.GELU_QUARTER_TABLE32. Degree 7
-    # holds 1.02 eps up to k = 29 and 1.8 at k = 31 (degree 6: 32 eps there; half units need
-    # degree 8 past s = 9).
-    "gelu_quarter": [_unit_fit(lambda s: mp.erfc(s / 4 / mp.sqrt(2)) / 2, k) for k in range(32)],
+    # gelu's Q(a) = Phi(-a) itself on rows of about equal difficulty (vmath.gelu_row_a), each
+    # a polynomial in a - its row's center: vmath.GELU_ROWS32. Degree 7 holds 0.95 eps with
+    # float32 coefficients (0.66 before rounding them); quarter units, up to a = 7.75, held
+    # 1.8 in their last row.
+    "gelu_rows": [_gelu_row_fit(k) for k in range(32)],
 }
 
 
