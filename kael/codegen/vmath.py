@@ -1140,11 +1140,14 @@ def _gelu_table(o: _Ops, x: ir.Value) -> ir.Value:
     reach = o.c(GELU_REACH)
     a = o.abs(x)
     a = o.select(o.cmp(">", a, reach), reach, a)
-    _, k = o.round_to_int(o.mul(a, o.fma(a, o.c(GELU_ROW_P), o.c(GELU_ROW_Q))))
+    shifted = o.fma(a, o.fma(a, o.c(GELU_ROW_P), o.c(GELU_ROW_Q)), o.c(o.fmt.shifter))
+    _, k = o.unshift(shifted)  # rint(s), s rounded once
     d = o.sub(a, o.table_value("kael_gelu_centers", k, GELU_ROW_CENTERS32))
     q = o.table_poly("kael_gelu_rows", k, d, GELU_ROWS32)
-    # x - x Q for x >= 0, x Q = -(a Q) for x < 0 (-0 at -0); with a clamped, +inf is itself.
-    near = o.fma(o.neg(a), q, o.select(o.cmp("<", x, o.c(0.0)), o.c(-0.0), x))
+    # x - x Q for x >= 0, x Q = -(a Q) for x < 0; max(-0, x) (one vmaxps in this operand
+    # order) keeps the sign of a zero x. With a clamped, +inf is itself.
+    minus_zero = o.c(-0.0)
+    near = o.fma(o.neg(a), q, o.select(o.cmp(">", minus_zero, x), minus_zero, x))
     far = o.b.not_(o.cmp(">=", x, o.neg(reach)))  # x < -reach or NaN
     return o.m.rarely(far, [near], lambda: [_gelu_past_table(o, x)])[0]
 
