@@ -18,9 +18,9 @@ copy does not pay).
 PyTorch's time is shown beside each.
 This VM streams memory at one of two speeds, fixed for the life of a process and drawn
 anew by each (relu of 16M float32 back to back: about 2.5 ms, or 1.5 ms, ~85 GB/s, in
-about half of the runs on 2026-12-06; a copy_ into a preallocated buffer moves the same way, and both
-tensors are on huge pages either way). In the fast draw the activations with a
-transcendental (elu, silu, mish, gelu, ...) are bound by the two cores' vector units, at
+about half of the runs on 2026-12-06; a copy_ into a preallocated buffer moves the same
+way, and both tensors are on huge pages either way). In the fast draw the activations with
+a transcendental (elu, silu, mish, gelu, ...) are bound by the two cores' vector units, at
 1.4-2.2x relu, and their targets read MISSED; compare runs by relu's time.
 """
 
