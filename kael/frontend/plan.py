@@ -11,6 +11,7 @@ over the slots, or the reservation of random counters. The same steps run while 
 from __future__ import annotations
 
 import array
+import collections
 import ctypes
 import dataclasses
 from dataclasses import dataclass, field
@@ -790,7 +791,19 @@ class ExternCall:
     out_leaves: list  # (View, binds a new slot) for tensors, else the constant
     shaped: bool = False  # its Python read values: its output shapes may follow them
     retraces: bool = False  # a change of its output shapes traces the call again
+    # (positional arguments, keyword arguments, [(position or keyword, leaf index)]) where
+    # every tensor and run-time leaf is a whole argument and no argument is a mutable
+    # container (layer_norm(x, (C,), w, b, eps)): a call fills those in instead of rebuilding
+    # the tree (_direct_call); the kael.Generators it is given (draw_marks)
+    direct: tuple | None = None
+    generators: tuple = ()
     launches_kernels = False
+
+    def __post_init__(self) -> None:
+        from kael.frontend.random import Generator
+
+        self.direct = _direct_call(self.args, self.leaves)
+        self.generators = tuple(v for v in self.leaves if type(v) is Generator)
 
     def views(self) -> list[View]:
         leaves = [v for v in self.leaves if type(v) is View]
@@ -799,15 +812,23 @@ class ExternCall:
     def run(self, call: Call) -> None:
         from kael.frontend.random import draw_marks
 
-        leaves = [
-            _trusted(call.impl(v)) if type(v) is View else _value(v, call) for v in self.leaves
-        ]
-        args, kwargs = pytree.unflatten(self.args, leaves)
-        marks = draw_marks(leaves)  # its own draws (multinomial, randperm): a retrace's to undo
-        result = self.fn(*args, **kwargs)
+        direct = self.direct
+        if direct is None:
+            leaves = [_resolved(v, call) for v in self.leaves]
+            args, kwargs = pytree.unflatten(self.args, leaves)
+        else:
+            given, kwargs, fills = direct
+            args = list(given)
+            for where, v in fills:
+                if type(where) is int:
+                    args[where] = _resolved(v, call)
+                else:
+                    kwargs = {**kwargs, where: _resolved(v, call)}
+        marks = draw_marks(self.generators)  # its own draws (multinomial, randperm): a
+        result = self.fn(*args, **kwargs)  # retrace's to undo
         for g, start, drawn in marks:
             call.drew(g, start, g.drawn_here() - drawn)
-        got, _ = pytree.flatten(result)
+        got = (result,) if self.outs == pytree.LEAF else pytree.flatten(result)[0]
         for value, spec in zip(got, self.out_leaves):
             if type(spec) is not tuple:
                 continue
@@ -823,6 +844,48 @@ class ExternCall:
                 )
             if new:
                 call.bound[view.buffer] = impl.storage
+
+
+def _runtime(leaf) -> bool:
+    """Whether an extern's leaf takes its value per call: a tensor over a slot, a scalar
+    argument or a random word."""
+    kind = type(leaf)
+    return kind is View or kind is ArgScalar or kind is RandomWord
+
+
+def _resolved(leaf, call: Call):
+    """An extern's leaf as this call passes it: a tensor over its slot, else its value."""
+    return _trusted(call.impl(leaf)) if type(leaf) is View else _value(leaf, call)
+
+
+# Arguments a call of an extern must build afresh: the callee may keep or change them.
+_MUTABLE = (list, dict, set, bytearray, collections.deque, *pytree.MAPPINGS)
+
+
+def _mutable(value) -> bool:
+    """Whether an argument is, or holds inside its tuples, a container the callee may change."""
+    if isinstance(value, tuple):
+        return any(_mutable(v) for v in value)
+    return isinstance(value, _MUTABLE)
+
+
+def _direct_call(treedef: pytree.TreeDef, leaves: list) -> tuple | None:
+    """ExternCall.direct for a call flattened to `treedef` over `leaves`, or None where a
+    run-time leaf sits inside an argument (cat's list of tensors) or an argument is
+    mutable."""
+    marks = [object() if _runtime(v) else v for v in leaves]
+    args, kwargs = pytree.unflatten(treedef, marks)
+    where = {id(m): (m, v) for m, v in zip(marks, leaves) if _runtime(v)}
+    fills = []
+    for key, value in (*enumerate(args), *kwargs.items()):
+        found = where.pop(id(value), None)
+        if found is not None and found[0] is value:
+            fills.append((key, found[1]))
+        elif _mutable(value):
+            return None
+    if where:
+        return None
+    return tuple(args), kwargs, tuple(fills)
 
 
 class Retrace(Exception):  # noqa: N818 - caught by CompiledFunction, never seen by users

@@ -180,6 +180,9 @@ def draw_marks(values) -> list[tuple[Generator, tuple[int, int], int]]:
     """(generator, position, drawn_here) of the default generator and of each Generator
     among `values`, before an op that may draw from them: with drawn_here after it, what
     the op drew itself, which a rollback or a retrace gives back."""
+    if not values:
+        g = default_generator
+        return [(g, g.position(), g.drawn_here())]
     found = {id(default_generator): default_generator}
     found.update((id(g), g) for g in values if type(g) is Generator)
     return [(g, g.position(), g.drawn_here()) for g in found.values()]

@@ -1042,6 +1042,40 @@ def test_hand_written_ops_are_extern_steps():
     assert "extern sort: runs eagerly, never fused" in str(c.inspect(x, w))
 
 
+def test_an_extern_whose_tensors_are_whole_arguments_fills_them_in_per_call():
+    w, b = kael.randn(48), kael.randn(48)
+
+    def f(a, w, b, eps):
+        small = kael.nn.functional.interpolate(a[None, None], size=[8, 8])  # a list argument
+        return kael.layer_norm(a, (48,), weight=w, bias=b, eps=eps) + small.sum()
+
+    c = kael.compile(f)
+    for eps in (1e-5, 1e-3):  # a run-time scalar leaf, filled in too
+        for a in (x, y):
+            _same(f(a, w, b, eps), c(a, w, b, eps))
+    steps = {s.name: s for s in c.plan_for(x, w, b, 1e-5).steps if type(s) is p.ExternCall}
+    assert steps["layer_norm"].direct is not None  # x, weight=, bias=, eps= filled in
+    assert steps["interpolate"].direct is None  # a list the callee may keep: built per call
+
+
+def test_direct_calls_fill_only_top_level_leaves_of_immutable_arguments():
+    view, scalar = p.View(0, (2,), (1,), 0, float32), p.ArgScalar(0)
+
+    def direct(args, kwargs):
+        leaves, treedef = pytree.flatten((args, kwargs))
+        marked = [view if v == "t" else scalar if v == "s" else v for v in leaves]
+        return p._direct_call(treedef, marked)
+
+    given, kwargs, fills = direct(("t", (3,), "s"), {"bias": "t", "eps": 0.5})
+    assert given[1] == (3,) and kwargs["eps"] == 0.5
+    assert fills == ((0, view), (2, scalar), ("bias", view))
+    assert direct(("t", ("t", 1)), {}) is None  # a tensor inside a tuple
+    assert direct(("t", [1, 2]), {}) is None  # a list the callee may keep or change
+    assert direct(("t", ((1, [2]),)), {}) is None  # ... even inside a tuple
+    assert direct(("t",), {"sizes": {"a": 1}}) is None
+    assert direct(("t", (1, (2, 3))), {}) is not None  # nested tuples of numbers are constants
+
+
 def _unread_before_an_extern(a):
     _unused = (a + 1).exp()  # flushed at the sort, while it is still alive
     return a.sort()[0] * 2
