@@ -501,17 +501,28 @@ def fill(dst: TensorImpl, value) -> None:
     run(fill_template(dst.dtype), [dst], [], {"value": convert_scalar(value, dst.dtype, CHECKED)})
 
 
-def arange_into(dst: TensorImpl, start, step) -> None:
-    """dst[i] = start + i * step, in int64 for integer dtypes, else float64 then rounded."""
-    wide = float64 if dst.dtype.is_floating_point else int64
+def arange_template(dtype: DType) -> Template:
+    """The kernel writing start + i * step (run-time parameters in arange_wide(dtype))."""
+    wide = arange_wide(dtype)
 
     def build():
         value = _bin(
             "add", _scalar(wide, "start"), _bin("mul", _position(wide), _scalar(wide, "step"))
         )
-        return f"arange_{dst.dtype}", [g.Cast(dst.dtype, (), value)]
+        return f"arange_{dtype}", [g.Cast(dtype, (), value)]
 
-    k = template(("arange", dst.dtype), build)
+    return template(("arange", dtype), build)
+
+
+def arange_wide(dtype: DType) -> DType:
+    """arange's arithmetic: int64 for integer dtypes, else float64 (then rounded)."""
+    return float64 if dtype.is_floating_point else int64
+
+
+def arange_into(dst: TensorImpl, start, step) -> None:
+    """dst[i] = start + i * step, in int64 for integer dtypes, else float64 then rounded."""
+    wide = arange_wide(dst.dtype)
+    k = arange_template(dst.dtype)
     run(k, [dst], [], {"start": convert_scalar(start, wide), "step": convert_scalar(step, wide)})
 
 

@@ -272,6 +272,12 @@ def arange(start, end=None, step=1, *, dtype=None, device=None) -> Tensor:
     """
     if end is None:
         start, end = 0, start
+    plain = dtype is None and device is None  # int64 on the CPU
+    if plain and type(start) is int and type(end) is int and type(step) is int:
+        count = -((start - end) // step) if step else 0
+        made = fastpath.arange(count, start, step) if count > 0 else None
+        if made is not None:
+            return made
     start, end, step = (
         as_number(v, n) for v, n in ((start, "start"), (end, "end"), (step, "step"))
     )

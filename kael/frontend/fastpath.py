@@ -45,9 +45,9 @@ from kael.codegen.cpu import gemm_run, native_launch
 from kael.frontend import eager
 from kael.frontend.keywords import torch_keywords
 from kael.runtime import debug, launches, threadpool
-from kael.runtime.convert import CHECKED, convert_scalar
+from kael.runtime.convert import CHECKED, REFUSE, convert_scalar
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import DType, bfloat16, on_default_dtype_change
+from kael.runtime.dtypes import DType, bfloat16, int64, on_default_dtype_change
 from kael.runtime.launcher import (
     PARALLEL_BYTES,
     PROMOTE_BYTES,
@@ -731,6 +731,35 @@ def full(shape: tuple, dtype: DType, value):
 # word, strides): a small factory's whole launch but the allocation (floats are not kept:
 # -0.0 == 0.0 as a key)
 _filled: dict[tuple, tuple] = {}
+
+
+def arange(count: int, start: int, step: int):
+    """A new int64 host tensor of start + i * step for i < count (Python ints whose values
+    int64 holds, count > 0), through the remembered arange launch; None where the full door
+    must make it (arange(100): 7.0 -> ~2.5 us, torch 1.6)."""
+    if not _open() or start not in _INT_RANGE or step not in _INT_RANGE:
+        return None
+    entry = _entries.get(_ARANGE)
+    if entry is None:
+        remember(
+            _ARANGE, eager.arange_template(int64), (int64,), (("start", REFUSE), ("step", REFUSE))
+        )
+        entry = _entries.get(_ARANGE)
+        if entry is None:
+            return None
+    nbytes = count * 8
+    if count > entry.limit or nbytes >= PARALLEL_BYTES:  # inline only: one native call
+        return None
+    if _capturing:  # as in _launch
+        _inside_a_capture()
+    first, by = entry.scalars
+    storage = Storage.host(nbytes)
+    _native(entry.native.address, count, storage.ptr, count,
+            _number_word(start, first), _number_word(step, by))  # fmt: skip
+    return _result(storage, (count,), (1,), int64)
+
+
+_ARANGE = ("arange", int64)
 
 
 def inline_fill(dtype: DType, value, n: int) -> tuple | None:

@@ -154,6 +154,35 @@ def test_arange_with_exact_ints_counts_exactly_beyond_float_precision():
     assert kael.arange(start, start + 3).tolist() == [start, start + 1, start + 2]
 
 
+@pytest.mark.parametrize(
+    "args",
+    [(7,), (3, 17, 4), (9, -4, -3), (INT64_MAX - 2, INT64_MAX), (INT64_MIN, INT64_MIN + 5, 2)],
+)
+def test_arange_of_ints_gives_torchs_values_call_after_call(args):
+    first, again = kael.arange(*args), kael.arange(*args)  # again: the fast door's kept launch
+    assert first.tolist() == again.tolist() == torch.arange(*args).tolist()
+    assert again.dtype is kael.int64 and first.data_ptr() != again.data_ptr()
+
+
+def _full_door(*args):
+    raise AssertionError("the full door ran")
+
+
+def test_arange_of_ints_skips_the_full_door_up_to_the_inline_size(monkeypatch):
+    from kael.frontend import eager, fastpath
+
+    kael.arange(3)  # the door keeps the launch
+    n = fastpath.PARALLEL_BYTES // 8  # the first count past one inline launch
+    monkeypatch.setattr(eager, "arange_into", _full_door)
+    np.testing.assert_array_equal(kael.arange(n - 1).numpy(), np.arange(n - 1))
+    down = kael.arange(5, -n + 6, -1)  # n - 1 values, counting down
+    np.testing.assert_array_equal(down.numpy(), np.arange(5, -n + 6, -1))
+    with pytest.raises(AssertionError, match="full door"):
+        kael.arange(n)
+    with pytest.raises(AssertionError, match="full door"):
+        kael.arange(3, dtype=kael.int64)  # a dtype= takes the full door
+
+
 def test_arange_rejects_bool_dtype():
     with pytest.raises(kael.TypeError, match="arange does not support dtype bool"):
         kael.arange(3, dtype=kael.bool)
