@@ -10,7 +10,7 @@ some lane needs it (ExprEmitter.rarely).
 On AVX-512 hosts and the GPU, float32 tanh, sigmoid and silu (sigmoid(-|x|)), gelu (x
 Phi(x), Phi(-a) on 32 rows of |x| up to 10.03, then erfc's far form) and softplus
 (max(x, 0) + log1p(exp(-|x|))) take those functions of |x| from piecewise tables, one
-polynomial per unit of |x|: a table lookup per coefficient (vpermps, vpermi2ps for 32
+polynomial per unit of |x| (gelu's rows narrow as |x| grows): a table lookup per coefficient (vpermps, vpermi2ps for 32
 rows, or a constant global in scalar and PTX code: the same bits in every layout and on
 both), no exp, division or log; the far ranges and NaN take the exp forms on a rare
 branch. AVX2 hosts keep the exp forms (faster there).
@@ -350,12 +350,13 @@ MISH_TABLE32 = (
 
 # gelu's Q(a) = Phi(-a) (the normal distribution's upper tail) on rows of about equal
 # difficulty: row k = rint(s), s = a (GELU_ROW_P a + GELU_ROW_Q), so rows narrow where Q
-# steepens (0.6 units wide near 0, 0.18 near 10), each a degree-7 polynomial in
+# steepens (0.89 wide at 0, 0.17 near 10), each a degree-7 polynomial in
 # d = a - center_k (exact: a and its row's center are within a factor of 2, or the center is
 # 0); the center is picked like a coefficient. 32 rows reach 10.03, quarter units reached
 # 7.75: N(0, 9)'s far lanes, which take erfc's far form on a rare branch, fall from 1 in 200
 # to 1 in 2400, and the vectors whose branch mispredicts from 1 in 13 to 1 in 150 (gelu on
-# N(0, 9), 16M, 2 threads: 1.7x -> 1.25x relu's time).
+# N(0, 9), 16M, 2 threads: 1.7x -> 1.25x relu's time where relu takes 2.5 ms; 5.0 -> 3.2
+# ms).
 GELU_ROW_P, GELU_ROW_Q = 0.28125, 0.3125
 
 
@@ -1136,12 +1137,13 @@ def _gelu_table(o: _Ops, x: ir.Value) -> ir.Value:
     for x > 0 (no cancellation: Q < 1/2). Past the table's reach a is clamped to it: Q(reach)
     is below 2**-77, so x - a Q rounds to x (+inf too); x below -reach (gelu's tail) and NaN
     take erfc's far form on a rare branch (one lane in 2400 of N(0, 9)). In cache, 1 thread:
-    1.06 (erf form) -> 0.56 (exp(-a^2 / 2) times a table) -> 0.42 ns an element."""
+    1.06 (erf form) -> 0.56 (exp(-a^2 / 2) times a table) -> 0.41 ns an element (quarter
+    units and these rows alike)."""
     reach = o.c(GELU_REACH)
     a = o.abs(x)
     a = o.select(o.cmp(">", a, reach), reach, a)
     shifted = o.fma(a, o.fma(a, o.c(GELU_ROW_P), o.c(GELU_ROW_Q)), o.c(o.fmt.shifter))
-    _, k = o.unshift(shifted)  # rint(s), s rounded once
+    _, k = o.unshift(shifted)  # rint(s): the shifter added in the product's fma
     d = o.sub(a, o.table_value("kael_gelu_centers", k, GELU_ROW_CENTERS32))
     q = o.table_poly("kael_gelu_rows", k, d, GELU_ROWS32)
     # x - x Q for x >= 0, x Q = -(a Q) for x < 0; max(-0, x) (one vmaxps in this operand

@@ -72,8 +72,8 @@ def negative_zero_expected(op: str, dt, x: float) -> bool:
 # arguments .56/1.19), tan .61/2.68 (3.06 the worst of 4M float64 samples: sin r / cos r
 # near |r| = pi/4), erf 1.05/.90, pow .5/1.44 (1.1 near exp's edges); float32 on AVX-512
 # takes the table forms: tanh 1.14/1.48 (0.5-0.65 below 0.5), sigmoid 1.72/1.75, silu
-# 1.87/2.30, gelu 2.61 (every 8191st float32)/17.1 (3.04 the worst of a dense sweep of
-# [-15, 15], at x in [-10, -5]; 2.9 in the far tail), gelu_tanh 9.3/12.8 (1.64 on [0, 3]), softplus 1.36/1.55 (float64: exp's error and two roundings
+# 1.87/2.30, gelu 2.61 (every 8191st float32)/17.1 (3.12 the worst of every float32 in
+# [-15, 15], at x = -7.78, the top of a row; 2.94 in the far tail), gelu_tanh 9.3/12.8 (1.64 on [0, 3]), softplus 1.36/1.55 (float64: exp's error and two roundings
 # on top of log1p's near x = 0+)).
 # gelu's erfc polynomial is fitted for erf's absolute error, so gelu's negative tail is
 # relatively less accurate in float64; gelu_tanh is ill-conditioned for negative x (its
@@ -351,7 +351,7 @@ def _table_edges(reach: float, per_unit: int = 1) -> list[float]:
 def _gelu_row_edges() -> list[float]:
     """float32 gelu's table: its reach (past it, the rare branch) and where rows change (s =
     k + 1/2 in vmath.gelu_row_a), both signs."""
-    edges = [vmath.GELU_REACH, *(vmath.gelu_row_a(k + 0.5) for k in (0, 1, 7, 15, 30))]
+    edges = [vmath.GELU_REACH, *(vmath.gelu_row_a(k + 0.5) for k in (0, 1, 14, 19, 20, 30))]
     return [s * v for s in (1, -1) for v in edges]
 
 
