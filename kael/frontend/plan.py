@@ -791,12 +791,12 @@ class ExternCall:
     out_leaves: list  # (View, binds a new slot) for tensors, else the constant
     shaped: bool = False  # its Python read values: its output shapes may follow them
     retraces: bool = False  # a change of its output shapes traces the call again
-    # (positional arguments, keyword arguments, [(position or keyword, leaf index)]) where
+    # (positional arguments, keyword arguments, ((position or keyword, leaf), ...)) where
     # every tensor and run-time leaf is a whole argument and no argument is a mutable
     # container (layer_norm(x, (C,), w, b, eps)): a call fills those in instead of rebuilding
     # the tree (_direct_call); the kael.Generators it is given (draw_marks)
-    direct: tuple | None = None
-    generators: tuple = ()
+    direct: tuple | None = field(init=False, default=None)
+    generators: tuple = field(init=False, default=())
     launches_kernels = False
 
     def __post_init__(self) -> None:
@@ -824,8 +824,9 @@ class ExternCall:
                     args[where] = _resolved(v, call)
                 else:
                     kwargs = {**kwargs, where: _resolved(v, call)}
-        marks = draw_marks(self.generators)  # its own draws (multinomial, randperm): a
-        result = self.fn(*args, **kwargs)  # retrace's to undo
+        # its own draws (multinomial, randperm): a retrace's to undo
+        marks = draw_marks(self.generators)
+        result = self.fn(*args, **kwargs)
         for g, start, drawn in marks:
             call.drew(g, start, g.drawn_here() - drawn)
         got = (result,) if self.outs == pytree.LEAF else pytree.flatten(result)[0]
@@ -858,8 +859,8 @@ def _resolved(leaf, call: Call):
     return _trusted(call.impl(leaf)) if type(leaf) is View else _value(leaf, call)
 
 
-# Arguments a call of an extern must build afresh: the callee may keep or change them.
-_MUTABLE = (list, dict, set, bytearray, collections.deque, *pytree.MAPPINGS)
+# Arguments a call of an extern must build afresh: containers the callee may change.
+_MUTABLE = (list, dict, collections.deque, *pytree.MAPPINGS)
 
 
 def _mutable(value) -> bool:
@@ -869,23 +870,40 @@ def _mutable(value) -> bool:
     return isinstance(value, _MUTABLE)
 
 
+def _leaf_count(treedef: pytree.TreeDef) -> int:
+    if treedef == pytree.LEAF:
+        return 1
+    return sum(_leaf_count(child) for child in treedef[2])
+
+
 def _direct_call(treedef: pytree.TreeDef, leaves: list) -> tuple | None:
     """ExternCall.direct for a call flattened to `treedef` over `leaves`, or None where a
     run-time leaf sits inside an argument (cat's list of tensors) or an argument is
-    mutable."""
-    marks = [object() if _runtime(v) else v for v in leaves]
-    args, kwargs = pytree.unflatten(treedef, marks)
-    where = {id(m): (m, v) for m, v in zip(marks, leaves) if _runtime(v)}
-    fills = []
-    for key, value in (*enumerate(args), *kwargs.items()):
-        found = where.pop(id(value), None)
-        if found is not None and found[0] is value:
-            fills.append((key, found[1]))
-        elif _mutable(value):
+    mutable. Arguments of constants are built from their leaves as unflatten builds them."""
+    if treedef[0] == "args":  # plain positional arguments, every one a leaf
+        children, keys = [pytree.LEAF] * treedef[1], ()
+    else:
+        (_, _, children), (_, keys, kw_children) = treedef[2]
+        children = [*children, *kw_children]
+    built, fills, at = [], [], 0
+    for position, child in enumerate(children):
+        n = _leaf_count(child)
+        part = leaves[at : at + n]
+        at += n
+        if child == pytree.LEAF and _runtime(part[0]):
+            built.append(None)
+            fills.append((position, part[0]))
+            continue
+        if any(_runtime(v) for v in part):
             return None
-    if where:
-        return None
-    return tuple(args), kwargs, tuple(fills)
+        value = part[0] if child == pytree.LEAF else pytree.unflatten(child, part)
+        if _mutable(value):
+            return None
+        built.append(value)
+    given = len(children) - len(keys)
+    kwargs = dict(zip(keys, built[given:]))
+    fills = tuple((p if p < given else keys[p - given], leaf) for p, leaf in fills)
+    return tuple(built[:given]), kwargs, fills
 
 
 class Retrace(Exception):  # noqa: N818 - caught by CompiledFunction, never seen by users

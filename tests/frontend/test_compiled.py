@@ -1050,12 +1050,22 @@ def test_an_extern_whose_tensors_are_whole_arguments_fills_them_in_per_call():
         return kael.layer_norm(a, (48,), weight=w, bias=b, eps=eps) + small.sum()
 
     c = kael.compile(f)
-    for eps in (1e-5, 1e-3):  # a run-time scalar leaf, filled in too
+    for eps in (1e-5, 1e-3):  # a float the op reads traces again: a constant of each plan
         for a in (x, y):
             _same(f(a, w, b, eps), c(a, w, b, eps))
     steps = {s.name: s for s in c.plan_for(x, w, b, 1e-5).steps if type(s) is p.ExternCall}
     assert steps["layer_norm"].direct is not None  # x, weight=, bias=, eps= filled in
     assert steps["interpolate"].direct is None  # a list the callee may keep: built per call
+
+
+def test_an_extern_given_a_named_tuple_holding_tensors_rebuilds_it_per_call():
+    lengths = kael.tensor([3, 2])
+
+    def f(a):  # pad_packed_sequence takes a PackedSequence, whose __new__ checks its tensors
+        packed = kael.nn.utils.rnn.pack_padded_sequence(a, lengths)
+        return kael.nn.utils.rnn.pad_packed_sequence(packed)[0] * 2
+
+    agree(f, kael.randn(3, 2, 4))
 
 
 def test_direct_calls_fill_only_top_level_leaves_of_immutable_arguments():
