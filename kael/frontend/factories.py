@@ -273,8 +273,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None) -> Tensor:
     if end is None:
         start, end = 0, start
     plain = dtype is None and device is None  # int64 on the CPU
-    if plain and type(start) is int and type(end) is int and type(step) is int:
-        count = -((start - end) // step) if step else 0
+    if plain and type(start) is int and type(end) is int and type(step) is int and step:
+        count = _int_count(start, end, step)
         made = fastpath.arange(count, start, step) if count > 0 else None
         if made is not None:
             return made
@@ -292,7 +292,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None) -> Tensor:
     if (end - start) * step < 0:
         raise ValueError(f"arange step {step} points away from end: start={start}, end={end}")
     if exact:
-        count = -((start - end) // step)
+        count = _int_count(start, end, step)
     else:
         quotient = (end - start) / step
         if not math.isfinite(quotient):
@@ -301,6 +301,11 @@ def arange(start, end=None, step=1, *, dtype=None, device=None) -> Tensor:
     t = new_tensor((count,), dtype, device)
     eager.arange_into(t._impl, start, step)
     return t
+
+
+def _int_count(start: int, end: int, step: int) -> int:
+    """ceil((end - start) / step) of ints, exactly (negative when step points away)."""
+    return -((start - end) // step)
 
 
 def linspace(start, end, steps, *, dtype=None, device=None) -> Tensor:

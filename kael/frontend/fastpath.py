@@ -16,7 +16,8 @@ else takes the full door: other broadcasting, strided views, other outs, results
 for streaming stores, kernels that can fault (integer
 division), scalars the full door treats by value (ints beyond int64, pow's exponents), an
 in-place write whose operand sits elsewhere in self's storage, tracing, and launches that
-are being recorded (KAEL_DEBUG, kael.explain). Factories fill through `fill`.
+are being recorded (KAEL_DEBUG, kael.explain). Factories fill through `fill`; arange of
+Python ints remembers its one launch on first use (`arange`).
 
 Reductions, the row kernels and the hand-written one-launch ops (`keyed`, wrapping sum,
 mean, amax, max/min(x, dim), ..., softmax, log_softmax, logsumexp, cumsum, cumprod,
@@ -733,33 +734,30 @@ def full(shape: tuple, dtype: DType, value):
 _filled: dict[tuple, tuple] = {}
 
 
+_ARANGE = ("arange", int64)
+
+
 def arange(count: int, start: int, step: int):
     """A new int64 host tensor of start + i * step for i < count (Python ints whose values
-    int64 holds, count > 0), through the remembered arange launch; None where the full door
-    must make it (arange(100): 7.0 -> ~2.5 us, torch 1.6)."""
+    int64 holds, count > 0), through the arange launch remembered on first use; None where
+    the full door must make it (arange(100): 7.0 -> 2.5 us, torch 1.6)."""
     if not _open() or start not in _INT_RANGE or step not in _INT_RANGE:
         return None
     entry = _entries.get(_ARANGE)
     if entry is None:
-        remember(
-            _ARANGE, eager.arange_template(int64), (int64,), (("start", REFUSE), ("step", REFUSE))
-        )
+        scalars = (("start", REFUSE), ("step", REFUSE))
+        remember(_ARANGE, eager.arange_template(int64), (int64,), scalars)
         entry = _entries.get(_ARANGE)
         if entry is None:
             return None
     nbytes = count * 8
-    if count > entry.limit or nbytes >= PARALLEL_BYTES:  # inline only: one native call
-        return None
+    if count > entry.limit or nbytes >= PROMOTE_BYTES and not runs_inline(entry.fn, nbytes):
+        return None  # the pool's launches: the full door's
     if _capturing:  # as in _launch
         _inside_a_capture()
-    first, by = entry.scalars
     storage = Storage.host(nbytes)
-    _native(entry.native.address, count, storage.ptr, count,
-            _number_word(start, first), _number_word(step, by))  # fmt: skip
+    _native(entry.native.address, count, storage.ptr, count, start, step)  # int64 words
     return _result(storage, (count,), (1,), int64)
-
-
-_ARANGE = ("arange", int64)
 
 
 def inline_fill(dtype: DType, value, n: int) -> tuple | None:
