@@ -1090,6 +1090,29 @@ def test_rows_shorter_than_the_lanes_run_a_variant_of_their_own():
         assert got[i].item() == short[i].sum().item()
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_arg_rows_shorter_than_four_vectors_run_one_output_per_lane(dtype):
+    # an index of the extreme is the same in any order: arg ops' rows shorter than
+    # ARG_SHORT_LANES vectors take the short variant (no lanes to set up and fold); other
+    # reductions' only rows shorter than one vector (a sum's bits follow its order)
+    from kael.frontend import eager
+    from kael.ir.printer import format_reduction
+
+    limit = eager.ARG_SHORT_LANES * 64 // np.dtype(dtype).itemsize
+    rng = np.random.default_rng(limit)
+    for n, short in ((limit - 1, True), (limit, False)):
+        x = rng.integers(-2, 2, (37, n)).astype(dtype)  # many ties
+        x[3, 5] = x[3, n - 1] = np.nan
+        k, t = kael.tensor(x), torch.from_numpy(x)
+        for op in ("argmax", "argmin"):
+            _, [launch] = record_launches(lambda op=op, k=k: getattr(k, op)(-1))
+            assert (" short" in format_reduction(launch.kernel).splitlines()[0]) is short
+            check(getattr(k, op)(-1), getattr(t, op)(-1))
+        check(k.max(-1).indices, t.max(-1).indices)
+        _, [launch] = record_launches(lambda k=k: k.sum(-1))
+        assert " short" not in format_reduction(launch.kernel).splitlines()[0]
+
+
 def _with_nans(shape, dtype=np.float32):
     values = np.random.default_rng(19).standard_normal(shape).astype(dtype)
     values.flat[::4] = np.nan
