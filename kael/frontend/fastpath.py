@@ -259,7 +259,10 @@ def _into(out, entry: _Entry | None, shape: tuple, operands: tuple) -> TensorImp
     impl = out._impl
     if impl.shape != shape or impl.dtype is not entry.dtype:
         return None
-    return None if any(read_hazard(t, impl) for t in operands) else impl
+    for t in operands:
+        if not _apart(t.storage, impl.storage) and read_hazard(t, impl):
+            return None
+    return impl
 
 
 def _apart(a: Storage, b: Storage) -> bool:
@@ -335,8 +338,12 @@ def unary_first(name: str, slow):
 
     @functools.wraps(slow)
     def fast(input, *args, **kwargs):  # `input`, as torch names it: kael.exp(input=x)
-        if not args and not kwargs:
-            done = unary(name, input)
+        if not args:
+            if not kwargs:
+                done = unary(name, input)
+            else:  # exp(a, out=o): 2.5 -> 2.1 us
+                out = kwargs.get("out") if len(kwargs) == 1 else None
+                done = None if out is None else unary_out(name, input, out)
             if done is not None:
                 return done
         return slow(input, *args, **kwargs)

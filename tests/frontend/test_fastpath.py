@@ -1185,6 +1185,23 @@ def test_out_calls_the_fast_door_cannot_serve_take_the_full_one():
     np.testing.assert_array_equal(base[:-1].numpy(), want.numpy())
 
 
+def test_unary_out_calls_the_fast_door_cannot_serve_take_the_full_one():
+    a = _tensor((6, 8), kael.float32, 84)
+    kael.exp(a, out=kael.empty(6, 8))  # remembered: later calls ask the door first
+    want = _full(kael.exp, a).numpy()
+    strided = kael.zeros(8, 6).T
+    assert kael.exp(a, out=strided) is strided
+    np.testing.assert_array_equal(strided.numpy(), want)
+    with pytest.raises(kael.TypeError, match="out has dtype float64 but the result has dtype"):
+        kael.exp(a, out=kael.empty(6, 8, dtype=kael.float64))
+    got = resized_out(lambda o: kael.exp(a, out=o), kael.empty(8, 6), tuple(a.shape))
+    np.testing.assert_array_equal(got.numpy(), want)
+    base = kael.arange(10.0)  # out over the input shifted by one element
+    want = _full(kael.exp, base[1:])
+    kael.exp(base[1:], out=base[:-1])
+    np.testing.assert_array_equal(base[:-1].numpy(), want.numpy())
+
+
 def test_an_out_call_over_its_own_operand_is_never_remembered():
     # The full door copies the transposed operand before writing over it, so the launch it
     # runs reads the copy's layout: remembered under the operands' layouts, a later a + a.T
