@@ -710,7 +710,7 @@ def _order(
         rows = impl.numel() // n
         top = None
         if n <= rank.RANK_ROW:  # ranked whole unless k is a few, or the input is small
-            top = "heap" if k * RANK_HEAP <= n or impl.numel() <= SMALL_TOPK else "rank"
+            top = "heap" if (k - 1) * RANK_HEAP <= n or impl.numel() <= SMALL_TOPK else "rank"
         elif _heap_pays(n, k, rows, impl.device):
             top = "heap"
         elif selects(impl.dtype, n):
@@ -720,9 +720,11 @@ def _order(
     return _kernel_order(impl, dim, descending, k, values=values)  # the whole order, then k
 
 
-# topk of at most 1 / RANK_HEAP of a short row takes the heap, which then scans past most
-# keys, rather than ranking them all (float32: k = 1 of 16, 2 of 32, 4 of 64 and 8 of 128)
-RANK_HEAP = 16
+# topk of k with (k - 1) * RANK_HEAP <= n of a short row takes the heap, which then scans
+# past most keys, rather than ranking them all (float32, 1 thread, [1000, n]: the heap
+# wins up to k = 3 of 16 or 20, 5 of 32, 7 of 48, 8 of 64, 12 of 96 and 21 of 128; topk(3)
+# of [1000, 20] 150 -> 82 us, topk(5) of [1000, 64] 655 -> 216 us)
+RANK_HEAP = 8
 # An input this small takes the heap whatever k: its kernel time is a fraction of the two
 # copies the rank kernel's whole rows need (topk(3) of [4, 16]: 34 -> 23 us)
 SMALL_TOPK = 4096

@@ -1229,6 +1229,24 @@ def test_topk_of_small_inputs_by_the_heap_and_by_rank_agree(monkeypatch, largest
             assert_same(got.indices, stable.indices[:, :k])
 
 
+@pytest.mark.parametrize("n", [16, 20, 64])
+def test_topk_of_short_rows_takes_the_heap_while_k_is_few(monkeypatch, n):
+    # (k - 1) * RANK_HEAP <= n: the heap; one more, the rank kernel; both give torch's
+    from kael.codegen.cpu import top
+
+    heaps, original = [], top.order
+    monkeypatch.setattr(top, "order", lambda *a: heaps.append(a) or original(*a))
+    k_rows, t_rows = make((300, n), kael.float32, seed=n)  # past SMALL_TOPK elements
+    assert k_rows.numel() > index_ops.SMALL_TOPK
+    most = n // index_ops.RANK_HEAP + 1
+    for k, heap in ((most, True), (most + 1, False)):
+        heaps.clear()
+        got = kael.topk(k_rows, k, 1)
+        assert bool(heaps) is heap
+        assert_same(got.values, torch.topk(t_rows, k, 1).values)
+        assert_same(got.indices, t_rows.sort(dim=1, descending=True, stable=True).indices[:, :k])
+
+
 def test_topk_of_many_from_rows_radix_selection_cannot_take_sorts_them(monkeypatch):
     # past radix selection's rows (here past a lowered MAX_ROW), a k the heap does not pay
     # for takes the whole order (the parallel merge sort), not one heap a row
