@@ -59,8 +59,10 @@ class MatmulCall:
     c: View
     epilogue: KernelCall | None = None
     geometry: ConvGeometry | None = None
-    # per thread count: the gemm plan, and per launch its epilogue blocks (None: the
-    # epilogue runs after the product, as its own launch)
+    # per thread count: the gemm plan, per launch its epilogue blocks (None: the epilogue
+    # runs after the product, as its own launch), a, b and c as (slot, bytes from the
+    # slot's address), and the (epilogue output, operand) slots whose storages a call
+    # checks for overlap
     prepared: tuple | None = None
     launches_kernels = True
 
@@ -93,11 +95,15 @@ class MatmulCall:
                 gp = conv_run.plan_for(self.geometry, self.c.dtype)
             else:
                 gp = gemm_run.plan_for(*(_layout_only(v, slots) for v in (self.a, self.b, self.c)))
-            blocks = None
+            blocks, outs = None, ()
             if self.epilogue is not None:
                 self.epilogue._ready(slots)  # its operand slots and parameter words
-                blocks = self._blocks(gp, slots)
-            prepared = self.prepared = (threads, gp, blocks)
+                blocks, outs = self._blocks(gp, slots), self.epilogue.outs
+            places = tuple(
+                (v.buffer, v.offset * v.dtype.itemsize) for v in (self.a, self.b, self.c)
+            )
+            apart = tuple((v.buffer, u.buffer) for v in outs for u in (self.a, self.b))
+            prepared = self.prepared = (threads, gp, blocks, places, apart)
         return prepared
 
     def _blocks(self, gp: gemm_run.Plan, slots: list[Slot]) -> list | None:
@@ -122,14 +128,13 @@ class MatmulCall:
         return out
 
     def _addresses(self, call: Call) -> tuple[int, int, int]:
-        return tuple(
-            call.storage(v.buffer).ptr + v.offset * v.dtype.itemsize
-            for v in (self.a, self.b, self.c)
-        )
+        (a, at_a), (b, at_b), (c, at_c) = self.ready(call.plan.slots)[3]
+        storage = call.storage
+        return storage(a).ptr + at_a, storage(b).ptr + at_b, storage(c).ptr + at_c
 
     def run(self, call: Call) -> None:
-        _, gp, blocks = self.ready(call.plan.slots)
-        if blocks is None or self._overlaps(call):
+        _, gp, blocks, _, apart = self.ready(call.plan.slots)
+        if blocks is None or _overlaps(call, apart):
             self.run_apart(call)
             return
         epi = self.epilogue
@@ -145,12 +150,6 @@ class MatmulCall:
             epilogues.append((words.buffer_info()[0], launch_blocks.stride))
         gemm_run.run(gp, *self._addresses(call), epilogues)
         del held
-
-    def _overlaps(self, call: Call) -> bool:
-        """Whether an epilogue output shares memory with a or b (two storages over one
-        array): other work items still read a and b while an epilogue writes."""
-        operands = [call.storage(v.buffer) for v in (self.a, self.b)]
-        return any(call.storage(v.buffer).overlaps(s) for v in self.epilogue.outs for s in operands)
 
     def _product(self, call: Call) -> None:
         gemm_run.run(self.ready(call.plan.slots)[1], *self._addresses(call))
@@ -174,6 +173,13 @@ class MatmulCall:
     def outs(self) -> list[View]:
         """What it writes: c, and the epilogue's outputs."""
         return [self.c, *(self.epilogue.outs if self.epilogue is not None else ())]
+
+
+def _overlaps(call: Call, apart: tuple) -> bool:
+    """Whether an epilogue output shares memory with a or b (two storages over one array,
+    the slot pairs `apart`): other work items still read a and b while an epilogue writes."""
+    storage = call.storage
+    return any(storage(out).overlaps(storage(operand)) for out, operand in apart)
 
 
 def _template(epi: KernelCall, blocks: list[_Block | None]) -> _Blocks:

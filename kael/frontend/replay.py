@@ -27,7 +27,7 @@ import array
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kael.codegen.cpu import native_launch
+from kael.codegen.cpu import gemm_run, native_launch
 from kael.codegen.cpu.native_launch import describe
 from kael.frontend import eager, guard, pytree
 from kael.runtime.device import CPU
@@ -73,6 +73,7 @@ class _Writer:
         self.kept: set[int] = set()  # intermediates taken from the replay's pool (write)
         self.pool_room = POOL_BYTES  # bytes a pool entry may still take for scratch
         self.pool_sizes: list[int] = []  # bytes of each storage of a pool entry
+        self.aliases = {a.dst: a.src for a in plan.steps if type(a) is p.Alias}
 
     def constant(self, prefix: str, value) -> str:
         name = f"{prefix}{len(self.names)}"
@@ -184,10 +185,16 @@ class _Writer:
         if kind is p.RowGroup:
             threads, ready = step.prepared or (None, None)
             return ready if threads == self.threads and ready is not None else None
-        if kind is self.MatmulCall and step.epilogue is None:
-            threads, gp, _ = step.prepared or (None, None, None)
-            return gp if threads == self.threads else None
-        return None  # a product with an epilogue, an extern, a reservation of counters
+        if kind is self.MatmulCall:
+            threads, gp, blocks, _, apart = step.prepared or (None,) * 5
+            if threads != self.threads:
+                return None
+            if step.epilogue is None:
+                return gp, None
+            if blocks is None or not all(self.apart(out, operand) for out, operand in apart):
+                return None  # the epilogue after the product, or a call's overlap check
+            return gp, blocks
+        return None  # an extern, a reservation of counters
 
     def kernel(self, step, ready) -> None:
         prepared, template = ready
@@ -196,9 +203,41 @@ class _Writer:
         self.call(prepared.fn, template, words, prepared.total, prepared.moved, prepared.align,
                   per_item)  # fmt: skip
 
-    def product(self, step, gp) -> None:
+    def apart(self, out: int, operand: int) -> bool:
+        """Whether slots `out` and `operand` can never share memory: their storages come
+        from different slots (aliases followed back), at least one of them fresh memory of
+        the call's own (an argument's, an extern's or an implicit input's may be one array
+        under two slots: MatmulCall's check per call)."""
+        roots = []
+        for slot in (out, operand):
+            while slot in self.aliases:
+                slot = self.aliases[slot]
+            roots.append(slot)
+        fresh = [self.plan.slots[r].kind == self.p.FRESH for r in roots]
+        return roots[0] != roots[1] and any(fresh)
+
+    def epilogue_words(self, step, blocks) -> str:
+        """Lines building one launch's epilogue blocks (_Blocks) with this call's operand
+        addresses (and run-time parameters) patched in; the array's local name."""
+        epi = step.epilogue
+        name = f"e{len(self.lines)}"
+        self.lines.append(f"{name} = {self.constant('T', blocks.template)}[:]")
+        for start, end, shifts in blocks.patches:
+            for i, (slot, offset) in enumerate(epi.pointers):
+                moved = offset + shifts[i]
+                address = f"{self.storage(slot)}.ptr" + (f" + {moved}" if moved else "")
+                self.lines.append(f"{name}[{start + i}] = {address}")
+            at = end - len(epi.param_words)
+            for k, source, dtype in epi.dynamic or ():
+                word = f"_word({self.value(source)}, {self.constant('D', dtype)})"
+                self.lines.append(f"{name}[{at + k}] = {word}")
+        return name
+
+    def product(self, step, ready) -> None:
         """A matrix product's launches (gemm_run.run written out): packing scratch, then
-        each launch's words with the operands' addresses patched in."""
+        each launch's words with the operands' addresses patched in, and an epilogue's
+        blocks (their address and stride in the launch's `epi` words)."""
+        gp, blocks = ready
         bases = [
             f"{self.storage(v.buffer)}.ptr"
             + (f" + {v.offset * v.dtype.itemsize}" if v.offset else "")
@@ -208,11 +247,15 @@ class _Writer:
             bases.append(f"{self.scratch(gp.buffer_bytes)}.ptr")
         else:
             bases.append("0")
-        for launch in gp.launches:
+        for i, launch in enumerate(gp.launches):
             words = [
                 (index, bases[which] + (f" + {offset}" if offset else ""))
                 for index, which, offset in launch.slots
             ]
+            if blocks is not None and blocks[i] is not None:
+                at = gemm_run.EPI[launch.name]
+                built = self.epilogue_words(step, blocks[i])
+                words += [(at, f"{built}.buffer_info()[0]"), (at + 1, str(blocks[i].stride))]
             flops = launch.flops // max(1, launch.total)  # the GIL released from 64K flops
             template = array.array("q", launch.words)
             self.call(launch.fn, template, words, launch.total, launch.moved, 1, flops)

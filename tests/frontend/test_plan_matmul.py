@@ -113,6 +113,34 @@ def test_a_small_fused_product_replays_as_native_calls_with_its_epilogue_words(
         _bits(c(x, w, b), f(x, w, b))
 
 
+def test_a_fused_product_is_written_into_the_replay_unless_its_output_may_be_an_operand(
+    monkeypatch,
+):
+    """The replay launches a fused product itself where the epilogue's output cannot share
+    memory with an operand (fresh memory of the call's own); an epilogue writing into an
+    argument runs through MatmulCall.run, which checks the storages per call."""
+    from kael.frontend.plan_matmul import MatmulCall
+
+    x, w, b = kael.randn(16, 32), kael.randn(32, 8), kael.randn(8)
+    c = _agree(lambda x, w, b: F.relu(x @ w + b), x, w, b)
+    ran, original = [], MatmulCall.run
+    monkeypatch.setattr(MatmulCall, "run", lambda self, call: ran.append(1) or original(self, call))
+    _bits(c(x, w, b), F.relu(x @ w + b))
+    assert ran == []
+
+    def into(x, w, o):
+        o.copy_(F.relu(x @ w))
+        return o
+
+    got, want = kael.empty(16, 8), kael.empty(16, 8)
+    compiled = kael.compile(into)
+    for _ in range(3):
+        compiled(x, w, got)
+    into(x, w, want)
+    _bits(got, want)
+    assert _inside(compiled, x, w, got) == [True] and ran
+
+
 @pytest.mark.parametrize("m,k,n", [(1, 64, 100), (64, 8, 1)], ids=["row", "column"])
 def test_matrix_vector_products_run_the_epilogue_after(m, k, n):
     x, w = kael.randn(m, k), kael.randn(k, n)
