@@ -710,7 +710,8 @@ def _order(
         rows = impl.numel() // n
         top = None
         if n <= rank.RANK_ROW:  # ranked whole unless k is a few, or the input is small
-            top = "heap" if (k - 1) * RANK_HEAP <= n or impl.numel() <= SMALL_TOPK else "rank"
+            few = (k - 1) * RANK_HEAP <= n if impl.device is CPU else k * DEVICE_RANK_HEAP <= n
+            top = "heap" if few or impl.numel() <= SMALL_TOPK else "rank"
         elif _heap_pays(n, k, rows, impl.device):
             top = "heap"
         elif selects(impl.dtype, n):
@@ -725,6 +726,7 @@ def _order(
 # wins up to k = 3 of 16 or 20, 5 of 32, 7 of 48, 8 of 64, 12 of 96 and 21 of 128; topk(3)
 # of [1000, 20] 150 -> 82 us, topk(5) of [1000, 64] 655 -> 216 us)
 RANK_HEAP = 8
+DEVICE_RANK_HEAP = 16  # a GPU keeps k * 16 <= n: no device has measured the crossover
 # An input this small takes the heap whatever k: its kernel time is a fraction of the two
 # copies the rank kernel's whole rows need (topk(3) of [4, 16]: 34 -> 23 us)
 SMALL_TOPK = 4096

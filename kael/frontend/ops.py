@@ -231,7 +231,7 @@ FUNCTIONS.update(
 # Each public op goes through the tracing door (recorded, or an extern step, under compile);
 # a unary op asks the fast door before it (which serves nothing while tracing).
 FUNCTIONS = {name: op_door(name, fn) for name, fn in FUNCTIONS.items()}
-FUNCTIONS.update({name: fastpath.unary_first(name, FUNCTIONS[name]) for name in ew.UNARY})
+FUNCTIONS.update({name: fastpath.unary_first(name, FUNCTIONS[name], True) for name in ew.UNARY})
 
 
 def _keyed_door(name: str, family=reductions):

@@ -205,16 +205,17 @@ class _Writer:
 
     def apart(self, out: int, operand: int) -> bool:
         """Whether slots `out` and `operand` can never share memory: their storages come
-        from different slots (aliases followed back), at least one of them fresh memory of
-        the call's own (an argument's, an extern's or an implicit input's may be one array
-        under two slots: MatmulCall's check per call)."""
+        from different slots (aliases followed back), one of them fresh memory of the
+        call's own and neither an extern's result (arguments and implicit inputs may be one
+        array under two slots, and an extern may return a new storage over memory it was
+        given: MatmulCall's check per call)."""
         roots = []
         for slot in (out, operand):
             while slot in self.aliases:
                 slot = self.aliases[slot]
             roots.append(slot)
-        fresh = [self.plan.slots[r].kind == self.p.FRESH for r in roots]
-        return roots[0] != roots[1] and any(fresh)
+        kinds = [self.plan.slots[r].kind for r in roots]
+        return roots[0] != roots[1] and self.p.FRESH in kinds and self.p.EXTERN not in kinds
 
     def epilogue_words(self, step, blocks) -> str:
         """Lines building one launch's epilogue blocks (_Blocks) with this call's operand
@@ -312,7 +313,7 @@ class _Writer:
         needs_call = None in ready or any(
             type(src) is p.RandomWord
             for step in plan.steps
-            for m in (step.members if type(step) is p.RowGroup else [step])
+            for m in _launched(step, p)
             for _, src, _ in (getattr(m, "dynamic", None) or ())
         )
         if needs_call:  # the plan comes in as an argument: a constant would be a cycle
@@ -368,6 +369,15 @@ class _Writer:
         self.lines[:0] = ["try:", "    pool = _pool.pop()", "except IndexError:",
                           "    pool = _fresh()"]  # fmt: skip
         self.lines.append(f"if len(_pool) < {POOL_ENTRIES}: _pool.append(pool)")
+
+
+def _launched(step, p) -> list:
+    """The kernel calls a step launches whose run-time parameters the replay writes: a row
+    group's members, a product's epilogue, or the step itself."""
+    if type(step) is p.RowGroup:
+        return step.members
+    epilogue = getattr(step, "epilogue", None)
+    return [epilogue] if epilogue is not None else [step]
 
 
 # A replay keeps the storages of its intermediates that are small (a call's allocation and

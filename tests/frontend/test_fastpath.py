@@ -1202,6 +1202,17 @@ def test_unary_out_calls_the_fast_door_cannot_serve_take_the_full_one():
     np.testing.assert_array_equal(base[:-1].numpy(), want.numpy())
 
 
+@pytest.mark.parametrize("name", ["elu", "relu", "silu", "hardswish"])
+def test_an_activation_refuses_out_even_after_the_door_has_served_it(name):
+    # torch.nn.functional's activations take no out=: the door never serves one
+    a = _tensor((4, 5), kael.float64, 85)
+    fn = getattr(F, name)
+    for _ in range(2):
+        fn(a)
+        with pytest.raises(TypeError, match="out"):
+            fn(a, out=kael.empty(4, 5, dtype=kael.float64))
+
+
 def test_an_out_call_over_its_own_operand_is_never_remembered():
     # The full door copies the transposed operand before writing over it, so the launch it
     # runs reads the copy's layout: remembered under the operands' layouts, a later a + a.T

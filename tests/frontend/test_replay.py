@@ -140,10 +140,8 @@ def test_a_new_thread_count_runs_step_by_step_then_gets_its_own_replay():
     assert _bits_equal(one, two) and _bits_equal(one, softmax(a, b))
 
 
-def test_matrix_products_externs_and_random_draws_run_their_own_step_inside_the_replay():
-    w = kael.randn(48, 16)
+def test_externs_and_random_draws_run_their_own_step_inside_the_replay():
     fns = (
-        lambda a: (a @ w).relu() + 1.0,
         lambda a: a.sort(-1)[0] * 2,
         lambda a: kael.rand(64, 48) * a + a.sum(),
         lambda a: kael.layer_norm(a, (48,)) * 3.0,  # a hand-written row kernel: an extern
@@ -159,6 +157,19 @@ def test_matrix_products_externs_and_random_draws_run_their_own_step_inside_the_
         got = c(a)
         kael.manual_seed(3)
         assert _bits_equal(got, fn(a))
+
+
+def test_a_fused_product_whose_output_is_fresh_is_written_into_the_replay():
+    # no step of its own: its launches, the epilogue's blocks patched in, are the replay's
+    w = kael.randn(48, 16)
+    c = kael.compile(lambda a: (a @ w).relu() + 1.0)
+    a = kael.randn(64, 48)
+    for _ in range(2):
+        c(a)
+    plan = c.plan_for(a)
+    assert [type(s).__name__ for s in plan.steps].count("MatmulCall") == 1
+    assert ".run(call)" not in plan.replay.source
+    assert _bits_equal(c(a), ((a @ w).relu() + 1.0))
 
 
 def test_the_replay_source_names_no_step_twice():
