@@ -125,15 +125,18 @@ class _Writer:
             return f"{self.constant('R', source)}.value(call)"
         return self.constant("K", source)
 
-    def words(self, step, template: array.array, local=()) -> list[tuple[int, str]]:
-        """(position, expression) of each word a call of `step` supplies: the operands'
-        addresses (but `local` slots', which a row driver stores), then its run-time
+    def words(self, step, end: int, local=(), start: int = 0, shifts=None) -> list[tuple[int, str]]:
+        """(position, expression) of each word a call of `step` supplies in its words
+        [start, end) of a block: the operands' addresses, each moved by `shifts` bytes (a
+        slice's), but `local` slots' (which a row driver stores), then its run-time
         parameters."""
         out = []
         for i, (slot, offset) in enumerate(step.pointers):
             if slot not in local:
-                out.append((i, f"{self.storage(slot)}.ptr" + (f" + {offset}" if offset else "")))
-        at = len(template) - len(step.param_words)
+                moved = offset + (shifts[i] if shifts else 0)
+                address = f"{self.storage(slot)}.ptr" + (f" + {moved}" if moved else "")
+                out.append((start + i, address))
+        at = end - len(step.param_words)
         for k, source, dtype in step.dynamic or ():
             out.append((at + k, f"_word({self.value(source)}, {self.constant('D', dtype)})"))
         return out
@@ -199,7 +202,7 @@ class _Writer:
     def kernel(self, step, ready) -> None:
         prepared, template = ready
         per_item = prepared.moved // max(1, prepared.total)
-        words = self.words(step, template)
+        words = self.words(step, len(template))
         self.call(prepared.fn, template, words, prepared.total, prepared.moved, prepared.align,
                   per_item)  # fmt: skip
 
@@ -216,23 +219,6 @@ class _Writer:
             roots.append(slot)
         kinds = [self.plan.slots[r].kind for r in roots]
         return roots[0] != roots[1] and self.p.FRESH in kinds and self.p.EXTERN not in kinds
-
-    def epilogue_words(self, step, blocks) -> str:
-        """Lines building one launch's epilogue blocks (_Blocks) with this call's operand
-        addresses (and run-time parameters) patched in; the array's local name."""
-        epi = step.epilogue
-        name = f"e{len(self.lines)}"
-        self.lines.append(f"{name} = {self.constant('T', blocks.template)}[:]")
-        for start, end, shifts in blocks.patches:
-            for i, (slot, offset) in enumerate(epi.pointers):
-                moved = offset + shifts[i]
-                address = f"{self.storage(slot)}.ptr" + (f" + {moved}" if moved else "")
-                self.lines.append(f"{name}[{start + i}] = {address}")
-            at = end - len(epi.param_words)
-            for k, source, dtype in epi.dynamic or ():
-                word = f"_word({self.value(source)}, {self.constant('D', dtype)})"
-                self.lines.append(f"{name}[{at + k}] = {word}")
-        return name
 
     def product(self, step, ready) -> None:
         """A matrix product's launches (gemm_run.run written out): packing scratch, then
@@ -253,9 +239,11 @@ class _Writer:
                 (index, bases[which] + (f" + {offset}" if offset else ""))
                 for index, which, offset in launch.slots
             ]
-            if blocks is not None and blocks[i] is not None:
+            if blocks is not None and blocks[i] is not None:  # the epilogue's blocks
+                epi, patches = step.epilogue, blocks[i].patches
+                patched = [w for a, z, moved in patches for w in self.words(epi, z, (), a, moved)]
+                built = self.block(blocks[i].template, patched)
                 at = gemm_run.EPI[launch.name]
-                built = self.epilogue_words(step, blocks[i])
                 words += [(at, f"{built}.buffer_info()[0]"), (at + 1, str(blocks[i].stride))]
             flops = launch.flops // max(1, launch.total)  # the GIL released from 64K flops
             template = array.array("q", launch.words)
@@ -272,7 +260,7 @@ class _Writer:
         patched = [
             (start + position, word)
             for (m, (_, template, _, _)), start in zip(records, starts)
-            for position, word in self.words(m, template, group.local)
+            for position, word in self.words(m, len(template), group.local)
         ]
         chunks = -(-group.rows // group.chunk)
         template = array.array("q", words)
