@@ -812,6 +812,13 @@ def _twins(storages: list) -> tuple[int, int] | None:
     """The positions of two storages that are different objects over overlapping memory
     (two from_numpy of one array), else None (an empty one shares no byte). The trace
     tells aliasing by storage identity, so the plan would treat them as independent."""
+    if len(storages) < 3:  # the common small call: x and one weight, or x alone
+        if len(storages) < 2:
+            return None
+        a, b = storages
+        if a is b or not (a.nbytes and b.nbytes) or a.lazy or b.lazy:
+            return None
+        return (0, 1) if a.ptr < b.ptr + b.nbytes and b.ptr < a.ptr + a.nbytes else None
     # One sweep in address order (each call of a plan asks, over every argument and
     # implicit input: pairwise, 14 parameters took 91 overlaps calls a call): a storage
     # starting before the farthest end so far overlaps the one that reached it.

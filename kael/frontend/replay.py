@@ -74,6 +74,13 @@ class _Writer:
         self.pool_room = POOL_BYTES  # bytes a pool entry may still take for scratch
         self.pool_sizes: list[int] = []  # bytes of each storage of a pool entry
         self.aliases = {a.dst: a.src for a in plan.steps if type(a) is p.Alias}
+        self.position = {id(step): i for i, step in enumerate(plan.steps)}
+        self.given: dict[int, int] = {}  # slot (a root) -> the first extern step given it
+        for i, step in enumerate(plan.steps):
+            if type(step) is p.ExternCall:
+                for v in step.leaves:
+                    if type(v) is p.View:
+                        self.given.setdefault(self.root(v.buffer), i)
 
     def constant(self, prefix: str, value) -> str:
         name = f"{prefix}{len(self.names)}"
@@ -194,7 +201,8 @@ class _Writer:
                 return None
             if step.epilogue is None:
                 return gp, None
-            if blocks is None or not all(self.apart(out, operand) for out, operand in apart):
+            at = self.position[id(step)]
+            if blocks is None or not all(self.apart(o, a, at) for o, a in apart):
                 return None  # the epilogue after the product, or a call's overlap check
             return gp, blocks
         return None  # an extern, a reservation of counters
@@ -206,19 +214,27 @@ class _Writer:
         self.call(prepared.fn, template, words, prepared.total, prepared.moved, prepared.align,
                   per_item)  # fmt: skip
 
-    def apart(self, out: int, operand: int) -> bool:
-        """Whether slots `out` and `operand` can never share memory: their storages come
-        from different slots (aliases followed back), one of them fresh memory of the
-        call's own and neither an extern's result (arguments and implicit inputs may be one
-        array under two slots, and an extern may return a new storage over memory it was
-        given: MatmulCall's check per call)."""
-        roots = []
-        for slot in (out, operand):
-            while slot in self.aliases:
-                slot = self.aliases[slot]
-            roots.append(slot)
+    def root(self, slot: int) -> int:
+        """The slot whose storage `slot` has, aliases followed back."""
+        while slot in self.aliases:
+            slot = self.aliases[slot]
+        return slot
+
+    def apart(self, out: int, operand: int, at: int) -> bool:
+        """Whether slots `out` and `operand` of step `at` can never share memory: their
+        storages come from different slots (aliases followed back) and one is fresh memory
+        of the call's own that no extern before the step was given, or, without an
+        extern's result, fresh at all (arguments and implicit inputs may be one array under
+        two slots, and an extern may return a new storage over memory it was given:
+        MatmulCall's check per call)."""
+        roots = [self.root(out), self.root(operand)]
+        if roots[0] == roots[1]:
+            return False
         kinds = [self.plan.slots[r].kind for r in roots]
-        return roots[0] != roots[1] and self.p.FRESH in kinds and self.p.EXTERN not in kinds
+        fresh = [r for r, kind in zip(roots, kinds) if kind == self.p.FRESH]
+        if self.p.EXTERN in kinds:
+            return any(self.given.get(r, at) >= at for r in fresh)
+        return bool(fresh)
 
     def product(self, step, ready) -> None:
         """A matrix product's launches (gemm_run.run written out): packing scratch, then

@@ -11,6 +11,7 @@ import sys
 import warnings
 from math import exp
 
+import numpy as np
 import pytest
 from parity_helpers import same_tree
 
@@ -561,8 +562,6 @@ def test_mutated_input_aliasing_another_recompiles():
 def test_arguments_over_one_array_in_two_storages_run_eagerly_with_a_warning():
     # Two from_numpy of one array: two Storage objects, one memory. The trace tells
     # aliasing by storage, so such a call runs eagerly (eager reads a shifted twin first).
-    import numpy as np
-
     def f(a, b):
         a[1:].add_(b[:-1])
         return (a * 2).sum()
@@ -619,6 +618,35 @@ def test_a_later_call_whose_argument_twins_a_global_runs_eagerly():
     with pytest.warns(UserWarning, match="argument 0 and a tensor it reads from outside"):
         got = c(kael.from_numpy(array))
     assert got.tolist() == [2.0 * (i + 1) for i in range(16)]  # eager's: the write seen
+
+
+def test_twin_storages_are_found_as_a_pairwise_check_finds_them():
+    # compiled._twins: two storage objects over overlapping memory, found by one sweep in
+    # address order (or, for two storages, one comparison); the same object twice, an
+    # empty storage and storages that only touch are not twins
+    from kael.frontend import compiled
+
+    rng = np.random.default_rng(11)
+    array = np.arange(64, dtype=np.float32)
+    for _ in range(400):
+        storages = []
+        for _ in range(rng.integers(1, 6)):
+            if storages and rng.random() < 0.2:
+                storages.append(storages[rng.integers(len(storages))])  # one object again
+            else:
+                start = int(rng.integers(0, 64))
+                end = int(rng.integers(start, min(64, start + 24) + 1))
+                storages.append(kael.from_numpy(array[start:end])._impl.storage)
+        pairs = [
+            (i, j)
+            for i in range(len(storages))
+            for j in range(i + 1, len(storages))
+            if storages[i] is not storages[j] and storages[i].overlaps(storages[j])
+        ]
+        found = compiled._twins(storages)
+        assert (found is None) == (not pairs), (storages, pairs)
+        if found is not None:
+            assert found in pairs
 
 
 def test_an_in_place_write_over_a_product_keeps_the_products_values():

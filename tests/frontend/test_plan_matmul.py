@@ -141,6 +141,38 @@ def test_a_fused_product_is_written_into_the_replay_unless_its_output_may_be_an_
     assert _inside(compiled, x, w, got) == [True] and ran
 
 
+def _over_a_layer_norm(a, w):  # the left operand is an extern's result
+    return (kael.layer_norm(a, (32,)) @ w).relu()
+
+
+def _over_what_sort_was_given(a, w):  # the epilogue writes over h, which sort was given
+    h = a * 2
+    c = h.sort(-1)[0] @ w
+    return c, c + h
+
+
+@pytest.mark.parametrize(
+    "f, delegated", [(_over_a_layer_norm, False), (_over_what_sort_was_given, True)]
+)
+def test_a_fused_product_beside_an_extern_is_written_out_unless_its_output_met_one(
+    f, delegated, monkeypatch
+):
+    """An extern may return a new storage over memory it was given: a product reading an
+    extern's result is written into the replay only where its epilogue writes fresh
+    memory no earlier extern was given; else MatmulCall.run checks the storages."""
+    from kael.frontend.plan_matmul import MatmulCall
+
+    a, w = kael.randn(32, 32), kael.randn(32, 32)
+    c = _agree(f, a, w)
+    assert _inside(c, a, w) == [True]
+    ran, original = [], MatmulCall.run
+    monkeypatch.setattr(MatmulCall, "run", lambda self, call: ran.append(1) or original(self, call))
+    got, want = c(a, w), f(a, w)
+    for g, e in zip(*(r if isinstance(r, tuple) else (r,) for r in (got, want)), strict=True):
+        _bits(g, e)
+    assert bool(ran) is delegated
+
+
 @pytest.mark.parametrize("m,k,n", [(1, 64, 100), (64, 8, 1)], ids=["row", "column"])
 def test_matrix_vector_products_run_the_epilogue_after(m, k, n):
     x, w = kael.randn(m, k), kael.randn(k, n)
