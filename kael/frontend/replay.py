@@ -74,7 +74,9 @@ class _Writer:
         self.pool_room = POOL_BYTES  # bytes a pool entry may still take for scratch
         self.pool_sizes: list[int] = []  # bytes of each storage of a pool entry
         self.aliases = {a.dst: a.src for a in plan.steps if type(a) is p.Alias}
-        self.position = {id(step): i for i, step in enumerate(plan.steps)}
+        self.position = {  # of each product: `apart` asks what externs ran before it
+            id(step): i for i, step in enumerate(plan.steps) if type(step) is MatmulCall
+        }
         self.given: dict[int, int] = {}  # slot (a root) -> the first extern step given it
         for i, step in enumerate(plan.steps):
             if type(step) is p.ExternCall:
@@ -226,7 +228,9 @@ class _Writer:
         of the call's own that no extern before the step was given, or, without an
         extern's result, fresh at all (arguments and implicit inputs may be one array under
         two slots, and an extern may return a new storage over memory it was given:
-        MatmulCall's check per call)."""
+        MatmulCall's check per call). An extern reaches a call's memory only through the
+        tensors among its leaves: one inside an object the pytree keeps whole is a
+        constant of the trace, never a slot."""
         roots = [self.root(out), self.root(operand)]
         if roots[0] == roots[1]:
             return False
@@ -257,7 +261,11 @@ class _Writer:
             ]
             if blocks is not None and blocks[i] is not None:  # the epilogue's blocks
                 epi, patches = step.epilogue, blocks[i].patches
-                patched = [w for a, z, moved in patches for w in self.words(epi, z, (), a, moved)]
+                patched = [
+                    word
+                    for start, end, shifts in patches
+                    for word in self.words(epi, end, (), start, shifts)
+                ]
                 built = self.block(blocks[i].template, patched)
                 at = gemm_run.EPI[launch.name]
                 words += [(at, f"{built}.buffer_info()[0]"), (at + 1, str(blocks[i].stride))]
