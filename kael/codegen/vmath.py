@@ -10,9 +10,9 @@ some lane needs it (ExprEmitter.rarely).
 On AVX-512 hosts and the GPU, float32 tanh, sigmoid and silu (sigmoid(-|x|)), gelu (x
 Phi(x), Phi(-a) on 32 rows of |x| up to 10.03, then erfc's far form) and softplus
 (max(x, 0) + log1p(exp(-|x|))) take those functions of |x| from piecewise tables, one
-polynomial per unit of |x| (gelu's rows narrow as |x| grows): a table lookup per coefficient (vpermps, vpermi2ps for 32
-rows, or a constant global in scalar and PTX code: the same bits in every layout and on
-both), no exp, division or log; the far ranges and NaN take the exp forms on a rare
+polynomial per unit of |x| (gelu's rows narrow as |x| grows): a table lookup per
+coefficient (vpermps, vpermi2ps for 32 rows, or a constant global in scalar and PTX code:
+the same bits in every layout and on both), no exp, division or log; the far ranges and NaN take the exp forms on a rare
 branch. AVX2 hosts keep the exp forms (faster there).
 
 Polynomial coefficients are weighted minimax fits made by benchmarks/fit_vmath.py
@@ -32,7 +32,6 @@ between x = -6 sqrt 2 and -3 carries erf's absolute, not relative, accuracy).
 from __future__ import annotations
 
 import math
-import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -40,6 +39,7 @@ from llvmlite import ir
 
 from kael.codegen import arith, trig_reduce
 from kael.codegen.lowering import ExprEmitter, declare, targets_gpu, value_type_of_width
+from kael.runtime.convert import to_float32
 from kael.runtime.dtypes import DType, float32, float64
 
 INF, NAN = float("inf"), float("nan")
@@ -366,14 +366,10 @@ def gelu_row_a(s: float) -> float:
     return (math.sqrt(q * q + 4 * p * max(s, 0.0)) - q) / (2 * p)
 
 
-def _float32(v: float) -> float:
-    return struct.unpack("f", struct.pack("f", v))[0]
-
-
-GELU_ROW_CENTERS32 = tuple(_float32(gelu_row_a(k)) for k in range(32))
+GELU_ROW_CENTERS32 = tuple(to_float32(gelu_row_a(k)) for k in range(32))
 # Past it, Q's last row is not used: x - x Q rounds to x, and x < -reach takes the far branch
 # (s stays below 31.5 with its roundings: rint(s) never leaves the table).
-GELU_REACH = _float32(gelu_row_a(31.45))
+GELU_REACH = to_float32(gelu_row_a(31.45))
 GELU_ROWS32 = (
     (0.5, -0.39894282817840576, 1.4236976312531624e-05, 0.06636380404233932, 0.0005350295105017722, -0.011171605437994003, 0.0014191565569490194, 0.00043785147136077285),
     (0.07924021035432816, -0.14759671688079834, 0.10407079011201859, -0.0243210531771183, -0.008777866140007973, 0.00612700404599309, -0.00021318184735719115, -0.0006853872910141945),

@@ -816,9 +816,7 @@ def _twins(storages: list) -> tuple[int, int] | None:
         if len(storages) < 2:
             return None
         a, b = storages
-        if a is b or not (a.nbytes and b.nbytes) or a.lazy or b.lazy:
-            return None
-        return (0, 1) if a.ptr < b.ptr + b.nbytes and b.ptr < a.ptr + a.nbytes else None
+        return (0, 1) if a is not b and a.nbytes and b.nbytes and a.overlaps(b) else None
     # One sweep in address order (each call of a plan asks, over every argument and
     # implicit input: pairwise, 14 parameters took 91 overlaps calls a call): a storage
     # starting before the farthest end so far overlaps the one that reached it.

@@ -704,8 +704,8 @@ def _launched(red: Reduction, lay, outs, ins, fetch: bool) -> Reduction:
     """The variant of the specialized `red` this launch runs on the host: for short rows
     (_shortened), fetching a large input ahead (_fetching, unless `fetch` is False)."""
     host = outs[0].device is CPU
-    red = _shortened(red, lay, host)  # a GPU runs float sums in the host's order: the same
-    if not host:  # variant
+    red = _shortened(red, lay, host)  # a GPU too: it sums floats in the host's order
+    if not host:
         return red
     return _fetching(red, ins) if fetch else red
 

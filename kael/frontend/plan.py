@@ -791,8 +791,8 @@ class ExternCall:
     out_leaves: list  # (View, binds a new slot) for tensors, else the constant
     shaped: bool = False  # its Python read values: its output shapes may follow them
     retraces: bool = False  # a change of its output shapes traces the call again
-    # (positional arguments, keyword arguments, ((position or keyword, leaf), ...)) where
-    # every tensor and run-time leaf is a whole argument and no argument is a mutable
+    # (positional arguments, keyword arguments, ((position, leaf), ...), ((keyword, leaf),
+    # ...)) where every tensor and run-time leaf is a whole argument and no argument is a mutable
     # container (layer_norm(x, (C,), w, b, eps)): a call fills those in instead of rebuilding
     # the tree (_direct_call); the kael.Generators it is given (draw_marks)
     direct: tuple | None = field(init=False, default=None)
@@ -817,13 +817,14 @@ class ExternCall:
             leaves = [_resolved(v, call) for v in self.leaves]
             args, kwargs = pytree.unflatten(self.args, leaves)
         else:
-            given, kwargs, fills = direct
+            given, kwargs, positional, keywords = direct
             args = list(given)
-            for where, v in fills:
-                if type(where) is int:
-                    args[where] = _resolved(v, call)
-                else:
-                    kwargs = {**kwargs, where: _resolved(v, call)}
+            for i, v in positional:
+                args[i] = _resolved(v, call)
+            if keywords:
+                kwargs = dict(kwargs)
+                for name, v in keywords:
+                    kwargs[name] = _resolved(v, call)
         # its own draws (multinomial, randperm): a retrace's to undo
         marks = draw_marks(self.generators)
         result = self.fn(*args, **kwargs)
@@ -902,8 +903,9 @@ def _direct_call(treedef: pytree.TreeDef, leaves: list) -> tuple | None:
         built.append(value)
     given = len(children) - len(keys)
     kwargs = dict(zip(keys, built[given:]))
-    fills = tuple((p if p < given else keys[p - given], leaf) for p, leaf in fills)
-    return tuple(built[:given]), kwargs, fills
+    positional = tuple((p, leaf) for p, leaf in fills if p < given)
+    keywords = tuple((keys[p - given], leaf) for p, leaf in fills if p >= given)
+    return tuple(built[:given]), kwargs, positional, keywords
 
 
 class Retrace(Exception):  # noqa: N818 - caught by CompiledFunction, never seen by users

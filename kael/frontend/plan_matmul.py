@@ -127,13 +127,8 @@ class MatmulCall:
             out.append(_template(epi, blocks) if blocks else None)
         return out
 
-    def _addresses(self, call: Call) -> tuple[int, int, int]:
-        (a, at_a), (b, at_b), (c, at_c) = self.ready(call.plan.slots)[3]
-        storage = call.storage
-        return storage(a).ptr + at_a, storage(b).ptr + at_b, storage(c).ptr + at_c
-
     def run(self, call: Call) -> None:
-        _, gp, blocks, _, apart = self.ready(call.plan.slots)
+        _, gp, blocks, places, apart = self.ready(call.plan.slots)
         if blocks is None or _overlaps(call, apart):
             self.run_apart(call)
             return
@@ -148,11 +143,12 @@ class MatmulCall:
                 epi.patch(words, call, start, end, shifts)
             held.append(words)
             epilogues.append((words.buffer_info()[0], launch_blocks.stride))
-        gemm_run.run(gp, *self._addresses(call), epilogues)
+        gemm_run.run(gp, *_addresses(call, places), epilogues)
         del held
 
     def _product(self, call: Call) -> None:
-        gemm_run.run(self.ready(call.plan.slots)[1], *self._addresses(call))
+        _, gp, _, places, _ = self.ready(call.plan.slots)
+        gemm_run.run(gp, *_addresses(call, places))
 
     def run_apart(self, call: Call) -> None:
         """The product, then its epilogue as a launch of its own."""
@@ -173,6 +169,13 @@ class MatmulCall:
     def outs(self) -> list[View]:
         """What it writes: c, and the epilogue's outputs."""
         return [self.c, *(self.epilogue.outs if self.epilogue is not None else ())]
+
+
+def _addresses(call: Call, places: tuple) -> tuple[int, int, int]:
+    """a's, b's and c's addresses in this call (`places`: MatmulCall.prepared's)."""
+    (a, at_a), (b, at_b), (c, at_c) = places
+    storage = call.storage
+    return storage(a).ptr + at_a, storage(b).ptr + at_b, storage(c).ptr + at_c
 
 
 def _overlaps(call: Call, apart: tuple) -> bool:

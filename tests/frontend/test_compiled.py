@@ -1104,9 +1104,9 @@ def test_direct_calls_fill_only_top_level_leaves_of_immutable_arguments():
         marked = [view if v == "t" else scalar if v == "s" else v for v in leaves]
         return p._direct_call(treedef, marked)
 
-    given, kwargs, fills = direct(("t", (3,), "s"), {"bias": "t", "eps": 0.5})
+    given, kwargs, *fills = direct(("t", (3,), "s"), {"bias": "t", "eps": 0.5})
     assert given[1] == (3,) and kwargs["eps"] == 0.5
-    assert fills == ((0, view), (2, scalar), ("bias", view))
+    assert fills == [((0, view), (2, scalar)), (("bias", view),)]  # positions, keywords
     assert direct(("t", ("t", 1)), {}) is None  # a tensor inside a tuple
     assert direct(("t", [1, 2]), {}) is None  # a list the callee may keep or change
     assert direct(("t", ((1, [2]),)), {}) is None  # ... even inside a tuple
