@@ -59,6 +59,7 @@ def op_cases() -> list[Case]:
         # per-channel statistics and affine parameters, each its own tensor as in a module
         **{name: rng.random(16, dtype=f32) + 0.5 for name in ("cm", "cv", "cw", "cb")},
     }
+    arrays["mask"] = arrays["x"] > 0
     k = {name: kael.tensor(a) for name, a in arrays.items()}
     t = {name: torch.from_numpy(a.copy()) for name, a in arrays.items()}
     n = {name: a.copy() for name, a in arrays.items()}
@@ -121,6 +122,8 @@ def op_cases() -> list[Case]:
              lambda: torch.nn.functional.embedding(t["ids"], t["table"])),
         case("x[rows], 10 rows", lambda: k["x"][k["rows"]], lambda: t["x"][t["rows"]],
              lambda: n["x"][n["rows"]]),
+        case("x[mask], [100, 20]", lambda: k["x"][k["mask"]], lambda: t["x"][t["mask"]],
+             lambda: n["x"][n["mask"]]),
         case("x.clone(), [100, 20]", lambda: k["x"].clone(), lambda: t["x"].clone(),
              lambda: n["x"].copy()),
         case("x.T.contiguous(), [100, 20]", lambda: k["x"].T.contiguous(),

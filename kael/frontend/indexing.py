@@ -2,14 +2,15 @@
 tensor keys (and lists, arrays, Python bools) gather a copy with PyTorch's rules, in which
 a 0-d integer tensor is the int it holds.
 
-An advanced key is applied in two steps. Its basic parts give a view V in which every
-advanced index still has its dim; a bool mask becomes one int64 index per mask dim
-(its nonzero columns), as in PyTorch. The indices broadcast to a shape B, and one
-kernel pass per index sums index * stride into an int64 offset tensor of shape B
-(checked and wrapped inside the kernel). The result has B in place of the indexed dims
-when they are adjacent in V, else B first; the gather kernel reads V at each
-position's offset over the remaining dims plus its offset from B. Assignment runs the
-same plan backwards with the put kernel.
+A bool mask over the leading dims alone (x[mask], x[mask, :]) is one compaction pass
+(masked_rows). Any other advanced key is applied in two steps. Its basic parts give a
+view V in which every advanced index still has its dim; a bool mask becomes one int64
+index per mask dim (its nonzero columns), as in PyTorch. The indices broadcast to a
+shape B, and one kernel pass per index sums index * stride into an int64 offset tensor
+of shape B (checked and wrapped inside the kernel). The result has B in place of the
+indexed dims when they are adjacent in V, else B first; the gather kernel reads V at
+each position's offset over the remaining dims plus its offset from B. Assignment runs
+the same plan backwards with the put kernel.
 """
 
 from __future__ import annotations
@@ -205,6 +206,10 @@ def getitem(tensor, key):
         from kael.frontend.complex import view_as_complex, view_as_real
 
         return view_as_complex(getitem(view_as_real(tensor), (*keys, slice(None))))
+    mask = _leading_mask(keys, len(impl.shape))
+    rows = None if mask is None else masked_rows(impl, mask._impl)
+    if rows is not None:
+        return tensor_module.Tensor(rows)
     plan = _plan(tensor._impl, keys, "index")
     out = tensor_module.empty_impl(plan.shape, tensor.dtype, tensor._impl.device)
     _run(plan, "gather", out)
@@ -500,6 +505,60 @@ def nonzero_impl(impl: TensorImpl) -> TensorImpl:
     operand = _operand(impl, impl.strides, impl.device, "nonzero")
     gather.nonzero(impl.dtype, impl.shape, operand, allocate, device=impl.device)
     return out[0]
+
+
+def _leading_mask(keys: tuple, ndim: int):
+    """The bool mask tensor of a key mask, or (mask, :, ..., :) with at most one Ellipsis
+    among the slices, for a tensor of `ndim` dims; None for any other key."""
+    mask, rest = keys[0], keys[1:]
+    if not (isinstance(mask, tensor_module.Tensor) and mask.dtype is bool_ and mask.ndim):
+        return None
+    if mask.ndim + sum(k is not Ellipsis for k in rest) > ndim:
+        return None
+    if sum(k is Ellipsis for k in rest) > 1 or not all(
+        k is Ellipsis or (isinstance(k, slice) and k == slice(None)) for k in rest
+    ):
+        return None
+    return mask
+
+
+def masked_rows(impl: TensorImpl, m: TensorImpl) -> TensorImpl | None:
+    """impl[m] for a bool mask `m` of impl's leading dims on its device, in one compaction
+    pass: no coordinates, no offsets, no gather. None where the mask is elsewhere or does
+    not fit (the general plan takes it, and raises its errors) or the dims after the
+    mask's do not fold into one strided run."""
+    k = len(m.shape)
+    if m.device is not impl.device or impl.shape[:k] != m.shape:
+        return None
+    row = _folded(impl.shape[k:], impl.strides[k:])
+    if row is None:
+        return None
+    tracing.data_dependent("a bool mask index, whose result's shape depends on the mask")
+    out: list[TensorImpl] = []
+
+    def allocate(count: int) -> int:
+        out.append(tensor_module.empty_impl((count, *impl.shape[k:]), impl.dtype, impl.device))
+        return out[0].storage.ptr
+
+    device, op = impl.device, "index"
+    mask, values = _operand(m, m.strides, device, op), _operand(impl, impl.strides[:k], device, op)
+    gather.compact(impl.dtype, m.shape, mask, values, row, allocate, device=device)
+    return out[0]
+
+
+def _folded(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, int] | None:
+    """(elements, stride) of dims walked row-major as one strided run, or None."""
+    count, step = 1, 0
+    if 0 in shape:
+        return 0, 0
+    for size, stride in zip(reversed(shape), reversed(strides)):
+        if size == 1:
+            continue
+        if count != 1 and stride != step * count:
+            return None
+        step = stride if count == 1 else step
+        count *= size
+    return count, step
 
 
 def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:

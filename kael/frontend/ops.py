@@ -414,8 +414,7 @@ def _fast_getitem(slow):
     basic index skips the door's frames too. x[i] of an integer index tensor on x's device
     is index_select's fast door along dim 0; a negative or bad index takes the full path,
     which wraps or raises, and so do later calls of that layout pair (`wrapped`). x[mask]
-    of a bool mask of x's leading dims, both row-major: the mask's flat nonzero places,
-    then index_select's door on x viewed as rows of the dims after the mask's."""
+    of a bool mask of x's leading dims is one compaction (indexing.masked_rows)."""
     select = FUNCTIONS["index_select"]
     wrapped: set = set()  # (x's layout, the index's) that met a negative index
 
@@ -425,11 +424,10 @@ def _fast_getitem(slow):
             if impl.device is not own.device or trace_state.trace is not None:
                 return slow(self, key)
             lead = len(impl.shape)
-            if impl.dtype is bool_ and lead and impl.shape == own.shape[:lead]:
-                if impl.is_contiguous() and own.is_contiguous():
-                    places = indexing.nonzero_impl(key.reshape(-1)._impl)
-                    rows = self.reshape(impl.numel(), *own.shape[lead:])
-                    return select(rows, 0, Tensor(places).view(-1))
+            if impl.dtype is bool_ and lead:
+                rows = indexing.masked_rows(own, impl)
+                if rows is not None:
+                    return Tensor.trusted(rows)
             elif impl.dtype in _INDEX_DTYPES and impl.shape and own.shape:
                 pair = (own.shape, own.strides, impl.shape, impl.strides)
                 if pair in wrapped:

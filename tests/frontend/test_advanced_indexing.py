@@ -12,6 +12,7 @@ import torch
 from kernel_helpers import KAEL_DTYPES, TORCH_DTYPES
 
 import kael
+from kael.frontend.inspection import record_launches
 
 I = torch.tensor  # noqa: E741  (keys read like PyTorch code)
 DTYPES = [kael.float32, kael.float64, kael.int64, kael.bool]
@@ -475,3 +476,48 @@ def test_a_mask_of_the_leading_dims_picks_rows_as_torch(shapes):
         np.testing.assert_array_equal(got.numpy(), want.numpy())
     with pytest.raises(kael.IndexError, match="shape of the mask"):
         kael.ones(4, 3)[kael.ones(3, dtype=kael.bool)]
+
+
+def _layouts(values: np.ndarray):
+    """(kael, torch) pairs of one array in several layouts: contiguous, its last dims
+    transposed, sliced with a step, and broadcast along its first dim."""
+    k, t = kael.tensor(values), torch.from_numpy(values.copy())
+    yield k, t
+    yield k.transpose(-1, -2), t.transpose(-1, -2)
+    yield k[:, ::2], t[:, ::2]
+    yield k[:1].expand(*k.shape), t[:1].expand(*t.shape)
+
+
+@pytest.mark.parametrize("key", [(), (slice(None),), (Ellipsis,), (Ellipsis, slice(None))])
+@pytest.mark.parametrize("dtype", ["float32", "int8", "int16", "float64", "bool"])
+def test_a_mask_then_whole_slices_is_one_compaction_and_picks_as_torch(key, dtype):
+    """x[mask, :, ...] over every layout of x and of the mask (dims after the mask's that do
+    not fold into one run take the general plan): torch's values, dtype and shape."""
+    rng = np.random.default_rng(21)
+    values = (rng.standard_normal((6, 4, 3)) * 40).astype(np.float64)
+    mask = rng.standard_normal((6, 4)) > 0
+    for x, xt in _layouts(values):
+        x, xt = x.to(getattr(kael, dtype)), xt.to(getattr(torch, dtype))
+        for m, mt in _layouts(mask):
+            if m.shape != x.shape[:2]:
+                continue
+            got, want = x[(m, *key)], xt[(mt, *key)]
+            assert got.shape == tuple(want.shape) and str(got.dtype) == str(want.dtype)[6:]
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_a_mask_index_launches_the_compaction_alone():
+    x = kael.arange(24.0).reshape(6, 4)
+    for mask, key in ((x > 5, ()), (x[:, 0] > 5, (slice(None),))):
+        x[(mask, *key)]  # kept
+        got, launched = record_launches(lambda: x[(mask, *key)])  # noqa: B023
+        assert got.tolist() == x.numpy()[mask.numpy()].tolist()
+        assert [r.symbol.split("_")[1] for r in launched] == ["compact"] * 3
+
+
+def test_a_mask_then_too_many_slices_is_refused_as_torch():
+    message = "too many indices for tensor of dimension 2"
+    with pytest.raises(IndexError, match=message):
+        torch.ones(2, 3)[torch.ones(2, dtype=torch.bool), :, :]
+    with pytest.raises(kael.IndexError, match=message):
+        kael.ones(2, 3)[kael.ones(2, dtype=kael.bool), :, :]

@@ -1428,11 +1428,11 @@ def test_nonzero_replays_its_kept_launches_with_each_calls_values(shape, dtype):
     from kael.codegen.cpu import gather as kernels
 
     rng = np.random.default_rng(14)
-    key = (dtype, shape, kael.zeros(shape).stride(), True)
-    kernels._NONZERO_KEPT.pop(key, None)
+    key = ("nonzero", dtype, shape, kael.zeros(shape).stride(), True)
+    kernels._LISTING_KEPT.pop(key, None)
     first = kael.tensor(rng.standard_normal(shape) > 0).to(dtype)
     kael.nonzero(first)
-    assert key in kernels._NONZERO_KEPT
+    assert key in kernels._LISTING_KEPT
     for share in (0.5, 0.0, 1.0, 0.01):
         values = rng.random(shape) < share
         got = kael.nonzero(kael.tensor(values).to(dtype))
@@ -1442,6 +1442,30 @@ def test_nonzero_replays_its_kept_launches_with_each_calls_values(shape, dtype):
     x = kael.tensor(rng.standard_normal(shape))
     mask = kael.tensor(rng.random(shape) < 0.3)
     np.testing.assert_array_equal(x[mask].numpy(), x.numpy()[mask.numpy()])
+
+
+@pytest.mark.parametrize("shape", [(4, 16), (3, 5, 7), (5000,)], ids=str)
+@pytest.mark.parametrize("dtype", [kael.float32, kael.int8, kael.float64], ids=str)
+def test_mask_index_replays_its_kept_launches_with_each_calls_mask(shape, dtype):
+    """x[mask]'s three compaction launches are kept after a call that found something,
+    then replayed by addresses: torch's values for every later mask and input of that
+    layout, an all-false mask included."""
+    from kael.codegen.cpu import gather as kernels
+
+    rng = np.random.default_rng(15)
+    strides = kael.zeros(shape).stride()
+    key = ("compact", dtype.itemsize, shape, strides, strides, (1, 0))
+    kernels._LISTING_KEPT.pop(key, None)
+    x = kael.tensor(rng.standard_normal(shape) * 50).to(dtype)
+    x[x > 0]
+    assert key in kernels._LISTING_KEPT
+    for share in (0.5, 0.0, 1.0, 0.01):
+        x = kael.tensor(rng.standard_normal(shape) * 50).to(dtype)
+        values = rng.random(shape) < share
+        got = x[kael.tensor(values)]
+        want = torch.from_numpy(x.numpy())[torch.from_numpy(values)]
+        assert got.dtype is dtype and got.shape == tuple(want.shape)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
 
 
 def test_nonzero_launches_stay_visible_to_a_launch_recorder():

@@ -344,11 +344,19 @@ def index_cases(**kw) -> Iterator[Case]:
                 k(self_).index_add_(dim, k(sel), k(src))
                 same(k(self_), ta.clone().index_add_(dim, t(sel), t(src)))
             same(kael.nonzero(k(a)), torch.nonzero(ta))
+            mask = place(values(ta.shape, "bool"), layout, p)  # the compaction's two operands
+            same(k(a)[k(mask)], ta[t(mask)])
+            if ta.ndim:
+                rows = place(values(ta.shape[:1], "bool"), "contiguous", p)
+                same(k(a)[k(rows)], ta[t(rows)])
             if ta.ndim == 2:
                 for diagonal in (-1, 0, 1):
                     same(kael.tril(k(a), diagonal), torch.tril(ta, diagonal))
 
-        yield f"gather/index_select/cat/flip/roll/scatter_add_/index_add_/nonzero/tril {label}", run
+        yield (
+            f"gather/index_select/cat/flip/roll/scatter_add_/index_add_/nonzero/[mask]/tril {label}",
+            run,
+        )
 
 
 def big_matmul_cases() -> Iterator[Case]:

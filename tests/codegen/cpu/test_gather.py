@@ -256,6 +256,81 @@ def test_nonzero_places_its_write_no_longer_finds_are_zeros_not_stale_memory(mon
     assert count == len(range(0, arr.size, 7)) and (coords == 0).all()
 
 
+def _compact(values: np.ndarray, mask: np.ndarray, lead: int, fill=-1):
+    """values[mask] through the compaction kernel: the mask over values' first `lead` dims,
+    each hit copying the (foldable) row after them; (count, the output with a guard row)."""
+    dtype = next(k for k, v in {**NUMPY, int8: np.int8}.items() if v == values.dtype)
+    tail = values.shape[lead:]
+    width = int(np.prod(tail))
+    stride = values.strides[-1] // values.itemsize if tail else 0
+    out = []
+
+    def allocate(n):
+        out.append(np.full((n + 1, *tail), fill, values.dtype))
+        return out[0].ctypes.data
+
+    strides = [s // values.itemsize for s in values.strides[:lead]]
+    places = gather.Operand(values.ctypes.data, tuple(strides))
+    count = gather.compact(dtype, mask.shape, op(mask), places, (width, stride), allocate)
+    return count, out[0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.int8, np.bool_])
+@pytest.mark.parametrize("tail", [(), (3,), (0,)], ids=str)
+def test_compact_copies_the_masked_rows_row_major_across_blocks(dtype, tail):
+    rng = np.random.default_rng(5)
+    mask = (rng.random((60, 50, 7)) > 0.6).transpose(1, 2, 0)[:, ::2]
+    assert mask.size > 2 * gather.NONZERO_BLOCK
+    values = (rng.standard_normal((*mask.shape, *tail)) * 50).astype(dtype)
+    count, out = _compact(values, mask, 3)
+    assert count == np.count_nonzero(mask)
+    np.testing.assert_array_equal(out[:-1], values[mask])
+    assert (out[-1] == np.full_like(out[-1], -1)).all()  # the guard row is left alone
+
+
+def test_compact_walks_a_broadcast_mask_and_strided_values():
+    rng = np.random.default_rng(6)
+    values = rng.standard_normal((9, 40))[:, ::3]
+    row = rng.random(values.shape[1]) > 0.4
+    mask = np.broadcast_to(row, values.shape)  # strides (0, 1)
+    count, out = _compact(values, mask, 2)
+    np.testing.assert_array_equal(out[:count], values[mask])
+    scalar = np.array(7.5)
+    assert _compact(scalar, np.array(True), 0)[1][0] == 7.5
+    assert _compact(scalar, np.array(False), 0)[0] == 0
+
+
+@pytest.mark.parametrize("tail", [(), (4,)], ids=str)
+def test_compact_writes_no_more_than_it_counted_and_zeros_what_it_no_longer_finds(
+    monkeypatch, tail
+):
+    # another thread may change the mask between the count and the write launches: each
+    # block writes at most the places its count gave it, and zeros those it no longer finds
+    mask = np.zeros(3 * gather.NONZERO_BLOCK + 5, np.bool_)
+    mask[::97] = True
+    values = np.arange(mask.size * max(1, int(np.prod(tail))), dtype=np.float64)
+    values = values.reshape(mask.shape + tail) + 1
+    run = handwritten.HostRunner.run
+    counted = np.count_nonzero(mask)
+    for change in (True, False):
+
+        def meddling(self, name, build, symbol, words, *args, **kw):
+            if symbol.startswith("kael_compact_write"):
+                mask[:] = change  # noqa: B023
+            return run(self, name, build, symbol, words, *args, **kw)
+
+        monkeypatch.setattr(handwritten.HostRunner, "run", meddling)
+        monkeypatch.setattr(gather, "_LISTING_KEPT", {})  # no replay past the meddling
+        mask[:] = False
+        mask[::97] = True
+        count, out = _compact(values, mask, 1)
+        assert count == counted and (out[-1] == -1).all()
+        if change:  # every element now set: each block's first places, in place order
+            assert (out[:-1] > 0).all()
+        else:
+            assert (out[:-1] == 0).all()
+
+
 def test_each_kernel_family_is_one_module_per_dtype():
     # a first call compiles the one dtype it runs
     for kind in ("gather", "put", "scatter_add"):
@@ -269,6 +344,10 @@ def test_each_kernel_family_is_one_module_per_dtype():
     assert 'define void @"kael_nonzero_count_int64"' in text
     assert 'define void @"kael_nonzero_write_int64"' in text
     assert 'define void @"kael_nonzero_scan"' in text
+    assert text.count("define void") == 3
+    text = gather.ir_text("compact", kael.int16)  # keyed by width: rows copied as bits
+    for step in ("count", "write", "scan"):
+        assert f'define void @"kael_compact_{step}_16"' in text
     assert text.count("define void") == 3
 
 
