@@ -117,6 +117,11 @@ def _float_plan(spec, a, b, c, batch, outer, threads) -> Plan:
         blocks = _blocks(n, gemm_gemv.BLOCK)
         tail = (ars, aks, qa, brs, 1, qb, ldc, qc, 1, n, k, blocks)
         return _gemv(spec, gemm_gemv.COLS, tail, q * blocks, outer, 2 * q * n * k)
+    if m == 1 and (k == 1 or (brs == 1 and aks == 1)):  # vector @ a transposed matrix
+        # (x @ W.T, linear of one row) as (W @ x^T)^T: B^T's rows dot the vector
+        groups = _blocks(n, gemm_gemv.RSTEP)
+        tail = (bcs, 1, qb, 1, 1, qa, c.strides[-1], qc, n, 1, k, groups)
+        return _gemv(spec, gemm_gemv.ROWS, tail, q * groups, outer, 2 * q * n * k, swapped=True)
     if n == 1 and ars == 1 and ldc == 1:  # a transposed matrix @ vector (X.T @ v)
         # as (v^T @ A^T)^T: the vector is the left operand, A^T's columns are unit-stride
         blocks = _blocks(m, gemm_gemv.BLOCK)

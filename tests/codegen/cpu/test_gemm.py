@@ -148,7 +148,9 @@ def test_edge_tiles_write_exactly_the_output_and_nothing_around_it(m, n, dtype, 
     b = small_ints((11, n), NP[dtype])
     if packed:
         b = np.ascontiguousarray(b.T).T
-        assert n == 1 or gemm_run.plan_for(impl_of(a), impl_of(b), impl_of(a @ b)).buffer_bytes
+        plan = gemm_run.plan_for(impl_of(a), impl_of(b), impl_of(a @ b))
+        assert plan.buffer_bytes or plan.launches[0].name.startswith("kael_gemv")
+        assert plan.buffer_bytes or n == 1 or m == 1  # one row or column: a vector kernel
     big, c = guarded((m, n), NP[dtype])
     run(c, a, b)
     np.testing.assert_array_equal(c, a @ b)
@@ -465,6 +467,28 @@ def test_transposed_matrix_vector_products_cover_blocks_and_k_groups(k, m, dtype
     run(c, a.T, v)
     np.testing.assert_array_equal(c, a.T @ v)
     assert np.isnan(big[:3]).all() and np.isnan(big[-3:]).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k", [1, 3, 16, 17, 1024])
+@pytest.mark.parametrize("n", [1, 2, 4, 5, 9, 1023])
+def test_vector_times_a_transposed_matrix_is_the_rows_kernel_swapped(n, k, dtype):
+    # x @ W.T (linear of one row): B's k is unit-stride, its columns are W's rows, so
+    # (W @ x^T)^T dots W's rows with the vector; C's columns are the rows kernel's outputs
+    v = small_ints((1, k), dtype)
+    w = small_ints((n, k), dtype)
+    big, c = guarded((1, n), dtype)
+    names = [s.name for s in gemm_run.plan_for(impl_of(v), impl_of(w.T), impl_of(c)).launches]
+    # one k: w.T's columns are unit-stride too, the columns kernel's
+    assert names == [gemm_gemv.ROWS] if k > 1 else names[0].startswith("kael_gemv")
+    run(c, v, w.T)
+    np.testing.assert_array_equal(c, v @ w.T)
+    assert np.isnan(big[:, :3]).all() and np.isnan(big[:, -3:]).all()
+    strided = small_ints((1, 2 * k), dtype)[:, ::2]  # k strided: tiled, unless a vector remains
+    names = [s.name for s in gemm_run.plan_for(impl_of(strided), impl_of(w.T), impl_of(c)).launches]
+    assert names[0].startswith("kael_gemv") == (k == 1 or n == 1)
+    run(c, strided, w.T)
+    np.testing.assert_array_equal(c, strided @ w.T)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
