@@ -7,9 +7,14 @@ reads B down its columns at the row stride, which no prefetcher follows. So:
   for floats, any M for int64, whose products have no tiled kernel): the block of C is zeroed, then each pass adds a[k] * B[k, block] for KSTEP rows k with
   full-width loads along B's rows, which stream; C's block stays in L1;
 - `rows` (N = 1, A's and the vector's k unit-stride; items: batch x groups of RSTEP
-  rows): dot products of RSTEP rows with the vector, sharing its loads.
+  rows): dot products of RSTEP rows with the vector, sharing its loads. With `batches`
+  set, the items run the batches innermost (groups x batches): the rows of a product of
+  few rows by a transposed matrix (x @ W.T, a linear layer's small batch, as rows of W
+  dotted with each row of x) stay in L1 while every row of x passes, so W is read once
+  and never packed.
 
-Both take gemm.INT_ARGS plus `blocks` (column blocks or row groups per batch).
+Both take gemm.INT_ARGS plus `blocks` (column blocks or row groups per batch) and
+`batches` (0: batch-major items).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from kael.codegen.cpu.gemm import INT_ARGS, Vectors, begin, divmod_, finish, vec
 from kael.codegen.lowering import I64, i64, smin
 from kael.runtime.dtypes import DType, float32, int64
 
-ARGS = (*INT_ARGS, "blocks")
+ARGS = (*INT_ARGS, "blocks", "batches")
 COLS, ROWS = "kael_gemv_cols", "kael_gemv_rows"
 BLOCK = 1024  # columns of C one item keeps in L1 (4 or 8 KiB)
 KSTEP = 4  # rows of B one pass over C's block adds
@@ -179,19 +184,24 @@ def _emit_rows(module: ir.Module, vx: Vectors) -> None:
     lanes = vx.lanes
     accs = [[b.alloca(vx.vec, name=f"acc{r}_{u}") for u in range(UNROLL)] for r in range(RSTEP)]
     every = ir.Constant(vx.mask_ty, [1] * lanes)
-    # (batch, row group) of the current item, carried from item to item: a division per
-    # item cost as much as the dot products of a short row group
-    where = [b.alloca(I64, name="batch"), b.alloca(I64, name="group")]
-    blocks = b.select(b.icmp_signed(">", w["blocks"], i64(0)), w["blocks"], i64(1))  # no /0
-    for slot, value in zip(where, divmod_(b, fn.args[1], blocks), strict=True):
+    # (outer, inner) of the current item, carried from item to item: a division per item
+    # cost as much as the dot products of a short row group. Inner is the row group, or
+    # with `batches` set the batch.
+    where = [b.alloca(I64, name="outer"), b.alloca(I64, name="inner")]
+    batch_inner = b.icmp_signed(">", w["batches"], i64(0))
+    inner_count = b.select(batch_inner, w["batches"], w["blocks"])
+    inner_count = b.select(b.icmp_signed(">", inner_count, i64(0)), inner_count, i64(1))  # no /0
+    for slot, value in zip(where, divmod_(b, fn.args[1], inner_count), strict=True):
         b.store(value, slot)
 
     def item(it):
-        batch, group = (b.load(slot) for slot in where)
-        following = b.add(group, i64(1))
-        wraps = b.icmp_signed("==", following, w["blocks"])
-        b.store(b.select(wraps, b.add(batch, i64(1)), batch), where[0])
+        outer, inner = (b.load(slot) for slot in where)
+        following = b.add(inner, i64(1))
+        wraps = b.icmp_signed("==", following, inner_count)
+        b.store(b.select(wraps, b.add(outer, i64(1)), outer), where[0])
         b.store(b.select(wraps, i64(0), following), where[1])
+        batch = b.select(batch_inner, inner, outer)
+        group = b.select(batch_inner, outer, inner)
         r0 = b.mul(group, i64(RSTEP))
         last = b.sub(w["m"], i64(1))
         base = b.gep(b.inttoptr(w["a"], t), [b.mul(batch, w["asb"])])

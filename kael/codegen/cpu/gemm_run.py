@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass
 
 from kael.codegen.cpu import conv, gemm, gemm_gemv, native_launch
+from kael.codegen.cpu.gemm_gemv import ROWS
 from kael.ir.matmul import GemmSpec, batch_dims
 from kael.runtime import launches
 from kael.runtime.dtypes import int64
@@ -37,6 +38,14 @@ DIRECT_B_BYTES = 64 << 10
 PACK_A_SPAN = 64 << 10
 # A launch doing fewer multiply-adds runs on the calling thread.
 PARALLEL_FLOPS = 1 << 22
+# At most this many rows times a transposed matrix (x @ W.T) are dot products of W's rows
+# with each row of x in turn, W read once and never packed (the tiled product packs W),
+# where W is larger than DIRECT_B_BYTES and each row at least ROW_DEPTH k long per row:
+# a small W packs quickly and takes a compiled plan's fused epilogue, which the dot
+# products cannot, and a short k leaves their per-item sums a large share of the work.
+# [m, 1024] x [1024, 1024]^T, 1 thread: m = 2 380 -> 97 us, 8 514 -> 248, 16 634 -> 460.
+FEW_ROWS = 16
+ROW_DEPTH = 32
 A, B, C, BUF = range(4)  # which address a word slot takes
 _call = native_launch.launcher()  # a described launch, called as a builtin
 
@@ -98,6 +107,11 @@ def _row_blocks(spec: GemmSpec, m: int, n: int, batches: int, threads: int) -> t
     return mc, _blocks(m, mc)
 
 
+def _few_rows(m: int, k: int, b_bytes: int) -> bool:
+    """Whether m rows times a transposed B of b_bytes are the rows kernel's dot products."""
+    return m <= FEW_ROWS and k >= ROW_DEPTH * m and b_bytes > DIRECT_B_BYTES
+
+
 def _float_plan(spec, a, b, c, batch, outer, threads) -> Plan:
     m, k = a.shape[-2:]
     n = b.shape[-1]
@@ -111,21 +125,25 @@ def _float_plan(spec, a, b, c, batch, outer, threads) -> Plan:
         m, q, qa, qc = m * q, 1, 0, 0
     if n == 1 and (k == 1 or (aks == 1 and brs == 1)):  # matrix @ vector
         groups = _blocks(m, gemm_gemv.RSTEP)
-        tail = (ars, 1, qa, 1, 1, qb, ldc, qc, m, 1, k, groups)
+        tail = (ars, 1, qa, 1, 1, qb, ldc, qc, m, 1, k, groups, 0)
         return _gemv(spec, gemm_gemv.ROWS, tail, q * groups, outer, 2 * q * m * k)
     if m == 1 and bcs == 1:  # vector @ matrix
         blocks = _blocks(n, gemm_gemv.BLOCK)
-        tail = (ars, aks, qa, brs, 1, qb, ldc, qc, 1, n, k, blocks)
+        tail = (ars, aks, qa, brs, 1, qb, ldc, qc, 1, n, k, blocks, 0)
         return _gemv(spec, gemm_gemv.COLS, tail, q * blocks, outer, 2 * q * n * k)
-    if m == 1 and (k == 1 or (brs == 1 and aks == 1)):  # vector @ a transposed matrix
-        # (x @ W.T, linear of one row) as (W @ x^T)^T: B^T's rows dot the vector
+    if (q == 1 or m == 1) and _few_rows(m, k, n * k * item) and (brs == 1 and aks == 1):
+        # few rows @ a transposed matrix (x @ W.T, a linear layer's small batch): each row
+        # of C is (W @ x_i^T)^T, B^T's rows dotted with row i of A; one product's rows run
+        # innermost (W read once), a batch of one-row products batch by batch
         groups = _blocks(n, gemm_gemv.RSTEP)
-        tail = (bcs, 1, qb, 1, 1, qa, c.strides[-1], qc, n, 1, k, groups)
-        return _gemv(spec, gemm_gemv.ROWS, tail, q * groups, outer, 2 * q * n * k, swapped=True)
+        batched = (0, ars, ldc, m) if q == 1 else (qb, qa, qc, 0)
+        tail = (bcs, 1, batched[0], 1, 1, batched[1], c.strides[-1], batched[2], n, 1, k)
+        total, flops = m * q * groups, 2 * m * q * n * k
+        return _gemv(spec, ROWS, (*tail, groups, batched[3]), total, outer, flops, swapped=True)
     if n == 1 and ars == 1 and ldc == 1:  # a transposed matrix @ vector (X.T @ v)
         # as (v^T @ A^T)^T: the vector is the left operand, A^T's columns are unit-stride
         blocks = _blocks(m, gemm_gemv.BLOCK)
-        tail = (0, brs, qb, aks, 1, qa, 0, qc, 1, m, k, blocks)
+        tail = (0, brs, qb, aks, 1, qa, 0, qc, 1, m, k, blocks, 0)
         return _gemv(spec, gemm_gemv.COLS, tail, q * blocks, outer, 2 * q * m * k, swapped=True)
     mc, mblocks = _row_blocks(spec, m, n, q, threads)
     # Too few row blocks to busy every thread (a short, wide product): split the columns.
@@ -210,7 +228,7 @@ def _int_plan(a, b, c, batch, outer) -> Plan:
     flops = 2 * q * m * n * k
     if bcs == 1 or n == 1:
         blocks = _blocks(n, gemm_gemv.BLOCK)
-        tail = (ars, aks, qa, brs, 1, qb, c.strides[-2], qc, m, n, k, blocks)
+        tail = (ars, aks, qa, brs, 1, qb, c.strides[-2], qc, m, n, k, blocks, 0)
         fn, name, total = gemm_gemv.library(int64)[gemm_gemv.COLS], gemm_gemv.COLS, q * m * blocks
     else:
         tail = (ars, aks, qa, brs, bcs, qb, c.strides[-2], qc, m, n, k)

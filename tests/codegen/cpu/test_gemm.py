@@ -148,9 +148,7 @@ def test_edge_tiles_write_exactly_the_output_and_nothing_around_it(m, n, dtype, 
     b = small_ints((11, n), NP[dtype])
     if packed:
         b = np.ascontiguousarray(b.T).T
-        plan = gemm_run.plan_for(impl_of(a), impl_of(b), impl_of(a @ b))
-        assert plan.buffer_bytes or plan.launches[0].name.startswith("kael_gemv")
-        assert plan.buffer_bytes or n == 1 or m == 1  # one row or column: a vector kernel
+        assert n == 1 or gemm_run.plan_for(impl_of(a), impl_of(b), impl_of(a @ b)).buffer_bytes
     big, c = guarded((m, n), NP[dtype])
     run(c, a, b)
     np.testing.assert_array_equal(c, a @ b)
@@ -470,25 +468,56 @@ def test_transposed_matrix_vector_products_cover_blocks_and_k_groups(k, m, dtype
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("k", [1, 3, 16, 17, 1024])
-@pytest.mark.parametrize("n", [1, 2, 4, 5, 9, 1023])
-def test_vector_times_a_transposed_matrix_is_the_rows_kernel_swapped(n, k, dtype):
-    # x @ W.T (linear of one row): B's k is unit-stride, its columns are W's rows, so
-    # (W @ x^T)^T dots W's rows with the vector; C's columns are the rows kernel's outputs
-    v = small_ints((1, k), dtype)
+@pytest.mark.parametrize(
+    "m, n, k, rows",
+    [
+        (1, 1023, 1024, True),
+        (3, 1023, 1024, True),
+        (2, 1025, 100, True),  # a k tail past the last whole chunk
+        (gemm_run.FEW_ROWS, 1100, gemm_run.ROW_DEPTH * gemm_run.FEW_ROWS, True),
+        (gemm_run.FEW_ROWS, 1100, gemm_run.ROW_DEPTH * gemm_run.FEW_ROWS - 1, False),
+        (gemm_run.FEW_ROWS + 1, 1100, 1024, False),
+        (3, 7, 1024, False),  # W within DIRECT_B_BYTES: packed quickly, tiled
+    ],
+)
+def test_few_rows_times_a_large_transposed_matrix_are_the_rows_kernel_swapped(m, n, k, rows, dtype):
+    # x @ W.T (a linear layer's small batch): B's k is unit-stride, its columns are W's
+    # rows, so each row of C is (W @ x_i^T)^T, W's rows dotted with row i of x
+    x = small_ints((m, k), dtype)
     w = small_ints((n, k), dtype)
-    big, c = guarded((1, n), dtype)
-    names = [s.name for s in gemm_run.plan_for(impl_of(v), impl_of(w.T), impl_of(c)).launches]
-    # one k: w.T's columns are unit-stride too, the columns kernel's
-    assert names == [gemm_gemv.ROWS] if k > 1 else names[0].startswith("kael_gemv")
-    run(c, v, w.T)
-    np.testing.assert_array_equal(c, v @ w.T)
-    assert np.isnan(big[:, :3]).all() and np.isnan(big[:, -3:]).all()
-    strided = small_ints((1, 2 * k), dtype)[:, ::2]  # k strided: tiled, unless a vector remains
+    big, c = guarded((m, n), dtype)
+    for threads in (1, 2, 3):
+        names = [s.name for s in _plan((m, k), (n, k), dtype, lambda b: b.T, threads).launches]
+        assert (names == [gemm_gemv.ROWS]) == rows, names
+        before = kael.get_num_threads()
+        kael.set_num_threads(threads)
+        try:
+            run(c, x, w.T)
+        finally:
+            kael.set_num_threads(before)
+        np.testing.assert_array_equal(c, x @ w.T)
+        assert np.isnan(big[:, :3]).all() and np.isnan(big[:, -3:]).all()
+        assert np.isnan(big[:3]).all() and np.isnan(big[-3:]).all()
+    strided = small_ints((m, 2 * k), dtype)[:, ::2]  # k strided: a tiled product
     names = [s.name for s in gemm_run.plan_for(impl_of(strided), impl_of(w.T), impl_of(c)).launches]
-    assert names[0].startswith("kael_gemv") == (k == 1 or n == 1)
+    assert gemm_gemv.ROWS not in names
     run(c, strided, w.T)
     np.testing.assert_array_equal(c, strided @ w.T)
+
+
+@pytest.mark.parametrize("n", [1, 5, 1030])
+def test_a_batch_of_one_row_products_by_transposed_matrices_runs_batch_by_batch(n):
+    x = small_ints((3, 1, 40), np.float32)
+    w = small_ints((3, n, 40), np.float32)
+    big, c = guarded((3, 1, n), np.float32)
+    names = [
+        s.name for s in _plan(x.shape, w.shape, np.float32, lambda b: b.swapaxes(1, 2)).launches
+    ]
+    # W past DIRECT_B_BYTES, or one column (matrix @ vector): the rows kernel
+    assert (names == [gemm_gemv.ROWS]) == (n > 1000 or n == 1)
+    run(c, x, w.swapaxes(1, 2))
+    np.testing.assert_array_equal(c, x @ w.swapaxes(1, 2))
+    assert np.isnan(big[:, :, :3]).all() and np.isnan(big[:, :, -3:]).all()
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
