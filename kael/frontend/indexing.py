@@ -515,11 +515,15 @@ def _leading_mask(keys: tuple, ndim: int):
         return None
     if mask.ndim + sum(k is not Ellipsis for k in rest) > ndim:
         return None
-    if sum(k is Ellipsis for k in rest) > 1 or not all(
-        k is Ellipsis or (isinstance(k, slice) and k == slice(None)) for k in rest
-    ):
+    if sum(k is Ellipsis for k in rest) > 1 or not all(k is Ellipsis or _whole(k) for k in rest):
         return None
     return mask
+
+
+def _whole(k) -> bool:
+    """Whether a key element is `:` (its bounds compared by identity: a bound may be a
+    tensor, whose == is elementwise)."""
+    return isinstance(k, slice) and k.start is None and k.stop is None and k.step is None
 
 
 def masked_rows(impl: TensorImpl, m: TensorImpl) -> TensorImpl | None:

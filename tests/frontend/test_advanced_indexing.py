@@ -506,6 +506,17 @@ def test_a_mask_then_whole_slices_is_one_compaction_and_picks_as_torch(key, dtyp
             np.testing.assert_array_equal(got.numpy(), want.numpy())
 
 
+def test_a_mask_then_a_slice_with_tensor_bounds_picks_as_torch():
+    x, xt = kael.arange(12.0).reshape(3, 4), torch.arange(12.0).reshape(3, 4)
+    m, mt = kael.tensor([True, False, True]), torch.tensor([True, False, True])
+    for bounds in ((None, 2), (1, None), (None, None, 2)):
+        key = slice(*(None if v is None else kael.tensor(v) for v in bounds))
+        want = xt[mt, slice(*(None if v is None else torch.tensor(v) for v in bounds))]
+        got = x[m, key]
+        assert got.shape == tuple(want.shape)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
 def test_a_mask_index_launches_the_compaction_alone():
     x = kael.arange(24.0).reshape(6, 4)
     for mask, key in ((x > 5, ()), (x[:, 0] > 5, (slice(None),))):

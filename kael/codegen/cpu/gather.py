@@ -83,7 +83,8 @@ FOLD_WORDS = ("table", "privates", "parts", "share", "rank")
 NONZERO_WORDS = ("input", "counts", "out", "total", "rank")
 # The compaction's (x[mask], masked_select): the mask is the input, each hit copies a row.
 COMPACT_WORDS = (*NONZERO_WORDS, "values", "row", "row_stride")
-# Elements per nonzero work item: large enough that the scan over blocks is negligible.
+# Elements per nonzero (and compaction) work item: large enough that the scan over blocks is
+# negligible.
 NONZERO_BLOCK = 4096
 # How many elements ahead a scatter's unit-stride run prefetches the table element it will
 # combine into: enough reads in flight to hide L3's latency (16 and 64 were slower; 24 and
@@ -769,16 +770,16 @@ def _listing_function(module: ir.Module, dtype: DType, write: bool, item: int = 
             put(b.load(found), offs, inner)
             b.store(b.add(b.load(found), i64(1)), found)
 
-    def block(item):
-        start = b.mul(item, i64(NONZERO_BLOCK))
+    def block(index):
+        start = b.mul(index, i64(NONZERO_BLOCK))
         stop = b.add(start, i64(NONZERO_BLOCK))
         stop = b.select(b.icmp_signed("<", stop, w["total"]), stop, w["total"])
-        b.store(b.load(b.gep(counts, [item])) if write else i64(0), found)
+        b.store(b.load(b.gep(counts, [index])) if write else i64(0), found)
         if write:
-            b.store(b.load(b.gep(counts, [b.add(item, i64(1))])), limit)
+            b.store(b.load(b.gep(counts, [b.add(index, i64(1))])), limit)
         walk(start, stop, element)
         if not write:
-            b.store(b.load(found), b.gep(counts, [item]))
+            b.store(b.load(found), b.gep(counts, [index]))
         else:  # places the count gave but the walk no longer found: zeros, not stale memory
             walk.loops.counted(b.load(found), b.load(limit), 1, clear, "unfound")
 
@@ -857,8 +858,8 @@ def function(kind: str, dtype: DType) -> handwritten.KernelFn:
 
 
 def ir_text(kind: str, dtype: DType) -> str:
-    """The LLVM IR of one kernel family ("nonzero" or one of KINDS) for `dtype`, without a
-    target header."""
+    """The LLVM IR of one kernel family ("nonzero", "compact" or one of KINDS) for `dtype`,
+    without a target header."""
     return _library(kind, dtype).text
 
 
@@ -1096,9 +1097,8 @@ class _Listing(NamedTuple):
 
 # A listing's three launches per (family, dtype, sizes, strides) of a small host input seen
 # with something found, replayed by addresses: the count per block into zeroed host words,
-# their scan, then (the count read and the output allocated) the places (x[mask] of [4, 16],
-# 1 thread, one run on a loaded machine: nonzero 20.8 -> 6.3 us, x[mask] 29 -> 14; torch
-# 1.6, 4.3).
+# their scan, then (the count read and the output allocated) the places (nonzero of [4, 16],
+# 1 thread, one run on a loaded machine: 20.8 -> 6.3 us, torch 1.6).
 _LISTING_KEPT: dict[tuple, tuple] = {}
 
 

@@ -10,13 +10,13 @@ import pytest
 from kael.codegen.cpu import gather, radix, rank, scan, sort, top
 from kael.codegen.ptx import compiler
 from kael.codegen.ptx import handwritten as gpu
-from kael.runtime.dtypes import bool_, float32, float64, int16, int64
+from kael.runtime.dtypes import bool_, complex128, float32, float64, int16, int64
 
 needs_ptxas = pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not on PATH")
 DTYPES = [float32, float64, int64, bool_]
 FAMILIES = [(kind, d) for kind in ("gather", "put", "scatter_add", "nonzero") for d in DTYPES]
 FAMILIES += [("offsets", int64)] + [("scatter_atomic", d) for d in gather.ATOMIC_DTYPES]
-FAMILIES += [("compact", d) for d in (bool_, int16, float32, float64)]  # 1, 2, 4, 8 bytes
+FAMILIES += [("compact", d) for d in (bool_, int16, float32, float64, complex128)]  # 1 to 16 bytes
 SPECS = [gather._spec(kind, d) for kind, d in FAMILIES] + [sort.spec(d) for d in DTYPES]
 SPECS += [spec(width) for spec in (radix.spec, top.spec, rank.spec) for width in (8, 16, 32, 64)]
 SPECS += [
