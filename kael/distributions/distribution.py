@@ -10,12 +10,11 @@ torch's base raises and each family writes its own."""
 
 from __future__ import annotations
 
-import warnings
-
 import kael
 from kael.distributions import constraints
 from kael.distributions.utils import broadcast_all, lazy_property
 from kael.frontend.tensor import Tensor
+from kael.runtime import user_warning
 from kael.runtime.errors import NotImplementedError, ValueError
 
 __all__ = ["Distribution", "check_expandable"]
@@ -85,11 +84,10 @@ class Distribution:
             arg_constraints = self.arg_constraints
         except NotImplementedError:
             arg_constraints = {}
-            warnings.warn(
+            user_warning.warn(
                 f"{type(self)} does not define `arg_constraints`. Please set "
                 "`arg_constraints = {}` or initialize the distribution with "
-                "`validate_args=False` to turn off validation.",
-                stacklevel=3,
+                "`validate_args=False` to turn off validation."
             )
         for param, constraint in arg_constraints.items():
             if constraints.is_dependent(constraint):
@@ -173,10 +171,8 @@ class Distribution:
 
     def sample_n(self, n: int) -> Tensor:
         """Deprecated as in torch: sample((n,))."""
-        warnings.warn(
-            "`sample_n(n)` will be deprecated. Use `sample((n,))` instead.",
-            FutureWarning,
-            stacklevel=2,
+        user_warning.warn(
+            "`sample_n(n)` will be deprecated. Use `sample((n,))` instead.", FutureWarning
         )
         return self.sample((n,))
 

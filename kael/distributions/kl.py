@@ -10,7 +10,6 @@ NotImplementedError."""
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 
 import kael
@@ -37,6 +36,7 @@ from kael.distributions.transformed_distribution import TransformedDistribution
 from kael.distributions.uniform import Uniform
 from kael.distributions.utils import sum_rightmost
 from kael.frontend.tensor import Tensor
+from kael.runtime import user_warning
 from kael.runtime.errors import NotImplementedError, TypeError, ValueError
 
 __all__ = ["kl_divergence", "register_kl"]
@@ -71,11 +71,10 @@ def _dispatch_kl(type_p: type, type_q: type) -> Callable | None:
     left = min(matches, key=lambda m: (m[0], m[1]))
     right = min(matches, key=lambda m: (m[1], m[0]))
     if left[2:] != right[2:]:
-        warnings.warn(
+        user_warning.warn(
             f"Ambiguous kl_divergence({type_p.__name__}, {type_q.__name__}). Please register_kl"
             f"({left[2].__name__}, {right[3].__name__})",
             RuntimeWarning,
-            stacklevel=3,
         )
     return _KL_REGISTRY[left[2], left[3]]
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 
 import kael
 from kael.distributions import constraints
@@ -25,6 +24,7 @@ from kael.distributions.multivariate_normal import (
 )
 from kael.distributions.utils import lazy_property
 from kael.frontend.tensor import Tensor
+from kael.runtime import user_warning
 from kael.runtime.errors import ValueError
 
 __all__ = ["Wishart"]
@@ -81,10 +81,9 @@ class Wishart(ScaleTrilMatrices, ExponentialFamily):
             raise ValueError(f"Value of df={df} expected to be greater than ndim - 1 = {p - 1}.")
         setattr(self, name, matrix.expand(batch_shape + (-1, -1)))
         if bool((self.df < p).any()):
-            warnings.warn(
+            user_warning.warn(
                 "Low df values detected. Singular samples are highly likely to occur for "
-                "ndim - 1 < df < ndim.",
-                stacklevel=2,
+                "ndim - 1 < df < ndim."
             )
         super().__init__(batch_shape, tuple(matrix.shape[-2:]), validate_args=validate_args)
         self._factor(name, matrix)
@@ -141,7 +140,7 @@ class Wishart(ScaleTrilMatrices, ExponentialFamily):
         sample = self._bartlett_sample(sample_shape)
         singular = ~self.support.check(sample)
         if bool(singular.any()):
-            warnings.warn("Singular sample detected.", stacklevel=2)
+            user_warning.warn("Singular sample detected.")
         for _ in range(tries):
             if not bool(singular.any()):
                 break

@@ -10,7 +10,6 @@ torch/nn/functional.py's steps on kael's linear, matmul, softmax and this attent
 from __future__ import annotations
 
 import math
-import warnings
 
 from kael.codegen.cpu import native_launch
 from kael.frontend import elementwise as ew
@@ -29,6 +28,7 @@ from kael.frontend.outputs import device_of, tensor_arg
 from kael.frontend.padding import pad
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl
 from kael.frontend.tracing import op_door
+from kael.runtime import user_warning
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import bool_, float32, float64
 from kael.runtime.errors import TypeError, ValueError
@@ -415,10 +415,9 @@ def _prepared_masks(kpm, mask, dtype, is_causal: bool, need_weights: bool) -> tu
     """Both masks made additive (PyTorch's _canonical_mask); is_causal kept only where
     scaled_dot_product_attention can apply it instead of attn_mask."""
     if kpm is not None and mask is not None and kpm.dtype is not mask.dtype:
-        warnings.warn(
+        user_warning.warn(
             "Support for mismatched key_padding_mask and attn_mask is deprecated. Use same"
-            " type for both instead.",
-            stacklevel=4,
+            " type for both instead."
         )
     kpm = _additive_mask(kpm, "key_padding_mask", dtype)
     if is_causal and mask is None:

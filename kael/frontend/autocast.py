@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import functools
 import threading
-import warnings
 from collections.abc import Callable
 
 from kael.frontend.tensor import Tensor
-from kael.runtime import sync
+from kael.runtime import sync, user_warning
 from kael.runtime.device import parse_device
 from kael.runtime.dtypes import DType, as_dtype, bfloat16, float16, float32, float64
 from kael.runtime.errors import TypeError, ValueError
@@ -252,12 +251,11 @@ class autocast:  # noqa: N801  (torch's name)
             raise TypeError(f"autocast: enabled must be a bool, got {type(enabled).__name__}")
         self.fast_dtype = DEFAULT_DTYPES[self.device] if dtype is None else as_dtype(dtype)
         if self.fast_dtype not in _LOWER_DTYPES:
-            warnings.warn(
+            user_warning.warn(
                 f"In {self.device.upper()} autocast, but the target dtype is not supported."
                 f" Disabling autocast.\n{self.device.upper()} Autocast only supports dtypes of"
                 " kael.bfloat16, kael.float16 currently.",
                 UserWarning,
-                stacklevel=2,
             )
             enabled = False
         self._enabled = enabled

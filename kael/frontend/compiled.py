@@ -26,7 +26,6 @@ import collections
 import enum
 import functools
 import types
-import warnings
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,7 +37,7 @@ from kael.frontend import plan as p
 from kael.frontend.guard import MISS, supported
 from kael.frontend.plan_matmul import MatmulCall
 from kael.frontend.tensor import Tensor
-from kael.runtime import debug, sync
+from kael.runtime import debug, sync, user_warning
 from kael.runtime.device import Device
 from kael.runtime.dtypes import DType, on_default_dtype_change
 from kael.runtime.errors import ValueError as KaelValueError
@@ -991,7 +990,7 @@ class CompiledFunction:
         """A warning shown the first time this function meets its case."""
         if message not in self._warned_fallback:
             self._warned_fallback.add(message)
-            warnings.warn(message, stacklevel=4)
+            user_warning.warn(message)
 
     def _positional(self, args: tuple) -> tuple[p.Plan | None, list, tuple | None]:
         """The plan of a call of positional leaves (tensors, numbers, a module...) whose
@@ -1128,10 +1127,9 @@ class CompiledFunction:
                     reason = _what_changed(self._guards[-1], guard)
                     info.recompiles.append(reason)
                     if len(info.recompiles) > self.max_recompiles:
-                        warnings.warn(
+                        user_warning.warn(
                             f"kael.compile({self.__name__}) recompiled "
-                            f"{len(info.recompiles)} times; this time because {reason}",
-                            stacklevel=4,
+                            f"{len(info.recompiles)} times; this time because {reason}"
                         )
                 self._guards.append(guard)
             entry = self._entries.get(key)

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import builtins
 import math
-import warnings
 from collections.abc import Callable
 
 from kael.frontend import eager, formula, views
@@ -44,6 +43,7 @@ from kael.frontend.math_functions import _atan2, _cosh, _hypot, _sinh
 from kael.frontend.outputs import output, unaliased
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.ir import graph as g
+from kael.runtime import user_warning
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.dtypes import INT64_MIN, UINT64_MAX, DType, as_dtype, bool_, float32, float64
 from kael.runtime.errors import TypeError, ValueError
@@ -164,7 +164,7 @@ def copy_into(dst: TensorImpl, src: TensorImpl) -> None:
         re, im = Tensor(_part_impl(src, 0)), Tensor(_part_impl(src, 1))
         eager.copy_into(dst, re.ne(0).logical_or(im.ne(0))._impl)
     else:
-        warnings.warn("Casting complex values to real discards the imaginary part", stacklevel=3)
+        user_warning.warn("Casting complex values to real discards the imaginary part")
         eager.copy_into(dst, _part_impl(src, 0))
 
 

@@ -5,7 +5,6 @@ the Python-callable Tensor methods apply_ and map_."""
 from __future__ import annotations
 
 import builtins
-import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -14,7 +13,7 @@ from kael.frontend import factories, interop, printing
 from kael.frontend.outputs import int_arg, tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
-from kael.runtime import dtypes
+from kael.runtime import dtypes, user_warning
 from kael.runtime.convert import convert_scalar
 from kael.runtime.device import CPU, parse_device
 from kael.runtime.dtypes import INT64_MAX, INT64_MIN, as_dtype
@@ -72,13 +71,12 @@ def _byte_window(length: int, itemsize: int, count: int, offset: int) -> int:
 
 
 def _warn_not_writable() -> None:
-    warnings.warn(
+    user_warning.warn(
         "The given buffer is not writable, and kael does not support non-writable tensors."
         " This means you can write to the underlying (supposedly non-writable) buffer using"
         " the tensor. You may want to copy the buffer to protect its data or make it writable"
         " before converting it to a tensor.",
         UserWarning,
-        stacklevel=4,
     )
 
 
@@ -205,11 +203,10 @@ def set_float32_matmul_precision(precision: str) -> None:
             f"set_float32_matmul_precision expects a str, but got {type(precision).__name__}"
         )
     if precision not in MATMUL_PRECISIONS:
-        warnings.warn(
+        user_warning.warn(
             f"{precision} is not one of 'highest', 'high', or 'medium'; the current"
             " set_float32_matmul_precision call has no effect.",
             UserWarning,
-            stacklevel=2,
         )
         return
     _matmul_precision = precision

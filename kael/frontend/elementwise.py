@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import builtins
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +30,7 @@ from kael.frontend.outputs import (
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.tracing import SymFloat
 from kael.ir import graph as g
+from kael.runtime import user_warning
 from kael.runtime.convert import CHECKED, ROUNDED, WRAP, convert_scalar
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import (
@@ -702,11 +702,10 @@ def where(condition: Tensor, input, other, out: Tensor | None = None) -> Tensor:
     if not isinstance(condition, Tensor):
         raise TypeError(f"where: condition must be a Tensor, got {type(condition).__name__}")
     if condition.dtype is uint8:  # torch's deprecated form: nonzero is True
-        warnings.warn(
+        user_warning.warn(
             "where received a uint8 condition tensor. This behavior is deprecated; use a "
             "boolean condition instead.",
             UserWarning,
-            stacklevel=3,
         )
         condition = binary("ne", condition, 0)
     if condition.dtype is not bool_:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -22,6 +21,7 @@ from kael.frontend.linalg import matmul
 from kael.frontend.outputs import device_of, tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
+from kael.runtime import user_warning
 from kael.runtime.dtypes import bfloat16, float16, int64
 from kael.runtime.errors import TypeError, ValueError
 
@@ -37,7 +37,7 @@ ALIGN_WARNING = (
 def _align(align_corners: bool | None) -> bool:
     """align_corners with PyTorch's default: None warns and means False."""
     if align_corners is None:
-        warnings.warn(ALIGN_WARNING, stacklevel=4)
+        user_warning.warn(ALIGN_WARNING)
         return False
     return bool(align_corners)
 
@@ -327,10 +327,9 @@ def _check_affine_args(theta: Tensor, size: tuple[int, ...], align: bool) -> Non
             f" size {size}. Got {list(theta.shape)}."
         )
     if align and min(size[2:]) == 1:
-        warnings.warn(
+        user_warning.warn(
             "Since version 1.3.0, affine_grid behavior has changed for unit-size grids when"
-            " align_corners=True. This is not an issue for standard usage.",
-            stacklevel=4,
+            " align_corners=True. This is not an issue for standard usage."
         )
     elif min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")

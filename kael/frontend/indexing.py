@@ -18,7 +18,6 @@ from __future__ import annotations
 import builtins
 import math
 import operator
-import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -31,6 +30,7 @@ from kael.frontend import (
     views,
 )
 from kael.frontend import tensor as tensor_module  # a cycle: tensor.py imports this module
+from kael.runtime import user_warning
 from kael.runtime.convert import convert_scalar
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import INT64_MAX, bool_, int8, int16, int32, int64, uint8
@@ -134,11 +134,10 @@ def _key_tuple(key) -> tuple:
     PyTorch indexes with it as with that int (a view without the dim), not as NumPy's
     0-d advanced index."""
     if type(key) is list and _list_reads_as_tuple(key):
-        warnings.warn(
+        user_warning.warn(
             "Using a non-tuple sequence for multidimensional indexing is deprecated; use "
             "x[tuple(seq)] instead of x[seq] (PyTorch reads such a list as a tuple)",
             UserWarning,
-            stacklevel=4,
         )
         key = tuple(key)
     keys = key if type(key) is tuple else (key,)
@@ -392,10 +391,9 @@ def _tensor_entry(impl: TensorImpl) -> tuple[str, object]:
     if impl.dtype is int32:  # PyTorch takes int indices too: widened for the kernels
         return "index", tensor_module.clone_impl(impl, int64)
     if impl.dtype is uint8:  # PyTorch's deprecated mask: nonzero is True
-        warnings.warn(
+        user_warning.warn(
             "indexing with dtype uint8 is now deprecated, please use a dtype bool instead.",
             UserWarning,
-            stacklevel=4,
         )
         impl = tensor_module.clone_impl(impl, bool_)
     if impl.dtype is not bool_:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
+from kael.runtime import user_warning
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import INT64_MAX, DType, from_numpy_dtype
 from kael.runtime.errors import TypeError, ValueError
@@ -81,11 +80,10 @@ def from_numpy_impl(arr, warn_readonly: bool = True) -> TensorImpl:
     if problem is not None:
         raise ValueError(problem)
     if warn_readonly and not arr.flags.writeable:
-        warnings.warn(
+        user_warning.warn(
             "the given NumPy array is not writable; writing through the tensor would modify"
             " memory NumPy treats as read-only",
             UserWarning,
-            stacklevel=3,
         )
     strides = tuple(s // arr.itemsize for s in arr.strides)
     nbytes = 0

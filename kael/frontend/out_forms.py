@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import functools
 import inspect
-import warnings
 from collections.abc import Callable
 
 from kael.frontend.outputs import check_out_dtype, device_of, pair_out, tensor_arg, written_out
 from kael.frontend.tensor import Tensor
+from kael.runtime import user_warning
 from kael.runtime.errors import TypeError
 
 # kael's functions that torch also takes out= for, beside those that take it themselves
@@ -100,13 +100,12 @@ def _resize_created(out: Tensor, piece: Tensor, name: str) -> None:
         out.resize_(piece.shape)
     elif out.numel() != piece.numel():
         if KEEPS_SHAPE[name] and out.numel():  # RangeFactories.cpp's warning, in torch's words
-            warnings.warn(
+            user_warning.warn(
                 f"The number of elements in the out tensor of shape {list(out.shape)} is"
                 f" {out.numel()} which does not match the computed number of elements"
                 f" {piece.numel()}. Note that this may occur as a result of rounding error."
                 f" The out tensor will be resized to a tensor of shape ({piece.numel()},).",
                 UserWarning,
-                stacklevel=4,
             )
         out.resize_(piece.shape)
 

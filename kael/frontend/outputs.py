@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import functools
 import numbers
-import warnings
 from collections.abc import Sequence
 
 from kael.frontend import eager
 from kael.frontend.tensor import Tensor, empty_impl, has_internal_overlap
+from kael.runtime import user_warning
 from kael.runtime.device import CPU, Device
 from kael.runtime.dtypes import INT64_MIN, UINT64_MAX, DType
 from kael.runtime.errors import Error, TypeError, ValueError
@@ -33,19 +33,18 @@ def pair_out(out, result: tuple, op: str):
     return type(result)(*(written_out(o, r, op) for o, r in zip(out, result)))
 
 
-def resize_output(out: Tensor, shape: tuple[int, ...], stacklevel: int = 4) -> None:
+def resize_output(out: Tensor, shape: tuple[int, ...]) -> None:
     """out resized to `shape` when it has another, as torch's out= does: silently when it
     is empty, with torch's deprecation warning when it held elements."""
     if out.shape == shape:
         return
     if out.numel():
-        warnings.warn(
+        user_warning.warn(
             f"An output with one or more elements was resized since it had shape"
             f" {list(out.shape)}, which does not match the required output shape"
             f" {list(shape)}. This behavior is deprecated, and in a future PyTorch release"
             " outputs will not be resized unless they have zero elements.",
             UserWarning,
-            stacklevel=stacklevel,
         )
     out.resize_(shape)
 
@@ -62,7 +61,7 @@ def written_out(out: Tensor, piece: Tensor, op: str) -> Tensor:
     """piece written into out as ATen's out= forms do (the *_copy views, and sort's and the
     other (values, indices) ops' pairs: outputs.pair_out): out resized to piece's shape
     (warning when it held elements), then its dtype and device checked."""
-    resize_output(out, piece.shape, stacklevel=6)  # the caller of kael.X_copy
+    resize_output(out, piece.shape)
     check_out_dtype(out, piece, op)
     device_of([piece, out], op)
     return out.copy_(piece)

@@ -6,13 +6,13 @@ mv and chain_matmul, each on kael's matmul and elementwise ops."""
 from __future__ import annotations
 
 import math
-import warnings
 
 from kael.frontend import elementwise as ew
 from kael.frontend import factories, factorizations, index_ops, reductions, views
 from kael.frontend.linalg import matmul, outer
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
+from kael.runtime import user_warning
 from kael.runtime.dtypes import bool_, complex128, float32, float64, int64
 from kael.runtime.errors import TypeError, ValueError
 
@@ -143,7 +143,7 @@ def cross(input, other, dim=None, *, out=None) -> Tensor:
         dim = next((d for d, size in enumerate(shape) if size == 3), None)
         if dim is None:
             raise ValueError(f"cross: no dimension of size 3 in input {list(a.shape)}")
-        warnings.warn("cross: dim=None is deprecated; pass dim explicitly", stacklevel=2)
+        user_warning.warn("cross: dim=None is deprecated; pass dim explicitly")
     return linalg_cross(input, other, dim=dim, out=out)
 
 
@@ -240,11 +240,10 @@ def chain_matmul(*matrices, out=None) -> Tensor:
     """The product of the 2-d matrices given (deprecated: linalg.multi_dot takes a list);
     one matrix gives a copy of it."""
     op = "chain_matmul"
-    warnings.warn(
+    user_warning.warn(
         "torch.chain_matmul is deprecated; use linalg.multi_dot, which takes a list of two or"
         " more tensors",
         UserWarning,
-        stacklevel=2,
     )
     mats = [tensor_arg(m, op, f"matrices[{i}]") for i, m in enumerate(matrices)]
     for i, m in enumerate(mats):

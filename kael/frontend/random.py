@@ -18,7 +18,6 @@ import operator
 import os
 import struct
 import threading
-import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -32,7 +31,7 @@ from kael.frontend.outputs import bool_arg, check_writable, device_of, output, t
 from kael.frontend.tensor import Size, Tensor, clone_impl, empty_impl
 from kael.ir import graph as g
 from kael.ir.ops import BINARY_OPS
-from kael.runtime import sync
+from kael.runtime import sync, user_warning
 from kael.runtime.convert import to_float32, to_half_precision
 from kael.runtime.device import CPU, Device, parse_device
 from kael.runtime.dtypes import (
@@ -1116,11 +1115,10 @@ def _bound_check(value: int, what: str, dtype: DType) -> None:
     elif dtype.is_floating_point:
         low, high = -finfo(dtype).max, finfo(dtype).max
         if abs(value) > _RANDOM_TOP[dtype] and low <= value <= high:
-            warnings.warn(
+            user_warning.warn(
                 f"{what} is out of bounds [{-_RANDOM_TOP[dtype]}, {_RANDOM_TOP[dtype]}] for"
                 f" {dtype}: {what} = {value}; the drawn values will be rounded",
                 UserWarning,
-                stacklevel=3,
             )
     else:
         low, high = dtype.min, dtype.max

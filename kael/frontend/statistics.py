@@ -8,7 +8,6 @@ joining in) and NaN appears where PyTorch's arithmetic makes it."""
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 
 from kael.frontend import factories, views
@@ -16,6 +15,7 @@ from kael.frontend.linalg import mm
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.stacking import _strict_int
 from kael.frontend.tensor import Tensor
+from kael.runtime import user_warning
 from kael.runtime.dtypes import bool_
 from kael.runtime.errors import IndexError, TypeError, ValueError
 
@@ -84,11 +84,10 @@ def cov(input, *, correction=1, fweights=None, aweights=None) -> Tensor:
             norm = w_sum - correction
         low = bool((norm <= 0).item())
     if low:
-        warnings.warn(
+        user_warning.warn(
             "cov(): degrees of freedom is <= 0. Correction should be strictly less than the "
             f"number of observations (correction={correction}, observations={observations}).",
             UserWarning,
-            stacklevel=3,
         )
         norm = 0 if w is None else factories.zeros_like(norm)
     weighted = rows if w is None else rows * w

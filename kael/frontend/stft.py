@@ -12,12 +12,11 @@ n_fft // 2 + 1 bins, also of a two-sided spectrum; a complex one needs a two-sid
 
 from __future__ import annotations
 
-import warnings
-
 from kael.frontend import complex as cx
 from kael.frontend import factories, fft, padding, views
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
+from kael.runtime import user_warning
 from kael.runtime.errors import Error, TypeError, ValueError
 
 _NO_WINDOW = (
@@ -106,7 +105,7 @@ def stft(
     if x.ndim not in (1, 2):
         raise ValueError(f"stft: expected a 1D or 2D tensor, got {x.ndim}D")
     if window is None:
-        warnings.warn(_NO_WINDOW, UserWarning, stacklevel=2)
+        user_warning.warn(_NO_WINDOW, UserWarning)
     if not _is_inexact(x):
         raise TypeError(
             f"stft: expected a tensor of floating point or complex values, but got {x.dtype}"
@@ -173,11 +172,10 @@ def istft(
     if complex_window and not return_complex:
         raise TypeError("istft: Complex windows are incompatible with return_complex=False")
     if window is None:
-        warnings.warn(
+        user_warning.warn(
             "A window was not provided. A rectangular window will be applied.Please provide the"
             " same window used by stft to make the inversion lossless.",
             UserWarning,
-            stacklevel=2,
         )
     frames_spec = batched.transpose(-1, -2)  # [batch, frames, bins]
     norm = "ortho" if normalized else "backward"

@@ -5,13 +5,12 @@ from __future__ import annotations
 import builtins
 import math
 import operator
-import warnings
 from collections.abc import Callable, Iterator
 
 import numpy as np
 
 from kael.frontend import eager, fastpath, indexing, interop, memory_formats, printing, views
-from kael.runtime import cuda_driver, dtypes
+from kael.runtime import cuda_driver, dtypes, user_warning
 from kael.runtime.allocator import PINNED
 from kael.runtime.device import CPU, CUDA, Device, parse_device
 from kael.runtime.dtypes import DType, as_dtype, bfloat16, float32
@@ -222,9 +221,7 @@ strided = Layout("strided")
 
 def _deprecated_on_scalar(what: str) -> None:
     """PyTorch's warning for a matrix transpose taken of a 0-d tensor (the tensor itself)."""
-    warnings.warn(
-        f"{what} is deprecated on 0-D tensors. Consider using x.conj().", UserWarning, stacklevel=3
-    )
+    user_warning.warn(f"{what} is deprecated on 0-D tensors. Consider using x.conj().", UserWarning)
 
 
 def _strides_arg(stride) -> tuple[int, ...]:

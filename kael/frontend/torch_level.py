@@ -4,7 +4,6 @@ in-place methods (torch.abs_, torch.zero_, ...) and of nn.functional's layers.""
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 
 from kael.frontend import eager, factories, layers, noise, view_copies, views
@@ -16,7 +15,7 @@ from kael.frontend.shapes import method_function
 from kael.frontend.tensor import Layout, Tensor, strided
 from kael.frontend.tracing import op_door
 from kael.nn import functional as F
-from kael.runtime import determinism, sync
+from kael.runtime import determinism, sync, user_warning
 from kael.runtime.dtypes import as_dtype, bool_, get_default_dtype, int64
 from kael.runtime.errors import Error, TypeError, ValueError
 from kael.runtime.threadpool import get_num_threads
@@ -435,12 +434,11 @@ def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners
 def range_(start, end, step=1, *, dtype=None, device=None) -> Tensor:
     """torch.range: start, start + step, ... up to end INCLUDED (deprecated, as PyTorch warns;
     use arange); the default float dtype unless told otherwise."""
-    warnings.warn(
+    user_warning.warn(
         "kael.range is deprecated and will be removed in a future release because its behavior"
         " is inconsistent with Python's range builtin. Instead, use kael.arange, which produces"
         " values in [start, end).",
         UserWarning,
-        stacklevel=3,  # the caller of kael.range (op_door's wrapper in between)
     )
     start, end, step = (
         factories.as_number(v, n) for v, n in ((start, "start"), (end, "end"), (step, "step"))

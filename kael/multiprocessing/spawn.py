@@ -17,10 +17,10 @@ import sys
 import tempfile
 import time
 import traceback
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 
 from kael.multiprocessing.errors import ProcessExitedException, ProcessRaisedException
+from kael.runtime import user_warning
 from kael.runtime.errors import TypeError, ValueError
 
 __all__ = ["ProcessContext", "SpawnContext", "spawn", "start_processes"]
@@ -149,7 +149,7 @@ class SpawnContext(ProcessContext):
     """ProcessContext's name before torch 1.4 (it warns, as torch's does)."""
 
     def __init__(self, processes: Sequence, error_files: Sequence[str]):
-        warnings.warn("SpawnContext is renamed to ProcessContext since 1.4 release.", stacklevel=2)
+        user_warning.warn("SpawnContext is renamed to ProcessContext since 1.4 release.")
         super().__init__(processes, error_files)
 
 
@@ -217,11 +217,10 @@ def spawn(
     """start_processes by 'spawn' always, as torch: another start_method only warns
     (FutureWarning) and points to start_processes, which takes any."""
     if start_method != "spawn":
-        warnings.warn(
+        user_warning.warn(
             f"This method only supports start_method=spawn (got: {start_method}).\n"
             "To use a different start_method use:\n\t\t"
             " kael.multiprocessing.start_processes(...)",
             FutureWarning,
-            stacklevel=2,
         )
     return start_processes(fn, args, nprocs, join, daemon, start_method="spawn")

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import functools
 import math
-import warnings
 from collections.abc import Callable
 
 from kael.frontend.factories import empty_like
 from kael.frontend.factories import eye as _eye
 from kael.frontend.tensor import Tensor
+from kael.runtime import user_warning
 from kael.runtime.errors import ValueError
 
 _LINEAR = frozenset(
@@ -59,7 +59,7 @@ def _no_elements(tensor: Tensor) -> bool:
     """Whether the tensor has a zero-size dim: kaiming's initialisers then warn and leave
     it, as torch's do."""
     if 0 in tensor.shape:
-        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=3)
+        user_warning.warn("Initializing zero-element tensors is a no-op")
         return True
     return False
 
@@ -163,10 +163,9 @@ def trunc_normal_(
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
     if mean < a - 2 * std or mean > b + 2 * std:
-        warnings.warn(
+        user_warning.warn(
             "mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
-            "The distribution of values may be incorrect.",
-            stacklevel=2,
+            "The distribution of values may be incorrect."
         )
     if cdf((b - mean) / std) - cdf((a - mean) / std) > 0.3:
         return _redraw_outside(tensor, mean, std, a, b, generator)
@@ -249,10 +248,8 @@ def _deprecated(method: Callable) -> Callable:
 
     @functools.wraps(method)
     def alias(*args, **kwargs):
-        warnings.warn(
-            f"`nn.init.{old}` is now deprecated in favor of `nn.init.{new}`.",
-            FutureWarning,
-            stacklevel=2,
+        user_warning.warn(
+            f"`nn.init.{old}` is now deprecated in favor of `nn.init.{new}`.", FutureWarning
         )
         return method(*args, **kwargs)
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import collections.abc
 import math
-import warnings
 
 from kael.frontend import factories
 from kael.frontend import random as kael_random
 from kael.frontend.tensor import Tensor
+from kael.runtime import user_warning
 from kael.runtime.dtypes import DType, bool_, uint8
 from kael.runtime.errors import ValueError
 from kael.runtime.typeinfo import finfo, iinfo
@@ -31,11 +31,10 @@ def _interval(dtype: DType, low, high) -> tuple:
     if any(isinstance(v, float) and math.isnan(v) for v in (low, high)):
         raise ValueError(f"`low` and `high` cannot be NaN, but got low={low} and high={high}")
     if low == high and dtype.is_floating_point:
-        warnings.warn(
+        user_warning.warn(
             "Passing `low==high` to `kael.testing.make_tensor` for floating types is"
             " deprecated, as in torch; use `kael.full(...)` instead.",
             FutureWarning,
-            stacklevel=3,
         )
     elif low >= high:
         raise ValueError(f"`low` must be less than `high`, but got {low} >= {high}")

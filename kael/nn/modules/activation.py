@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import warnings
-
 from kael.frontend.factories import full
 from kael.nn import functional as F
 from kael.nn.modules.declared import REQUIRED, declare
 from kael.nn.modules.module import Module
 from kael.nn.parameter import Parameter
+from kael.runtime import user_warning
 
 INPLACE = (("inplace", False),)
 
@@ -77,10 +76,9 @@ def _implicit_dim(fn):
 
     def along(input, *, dim):
         if dim is None:
-            warnings.warn(
+            user_warning.warn(
                 f"Implicit dimension choice for {fn.__name__} has been deprecated. Change the "
-                "call to include dim=X as an argument.",
-                stacklevel=3,
+                "call to include dim=X as an argument."
             )
             dim = 0 if input.dim() in (0, 1, 3) else 1
         return fn(input, dim)

@@ -4,11 +4,10 @@ and class weights (weight, pos_weight) are buffers, in state_dict when set."""
 
 from __future__ import annotations
 
-import warnings
-
 from kael.nn import functional as F
 from kael.nn.modules.declared import declare
 from kael.nn.modules.shaping import PairwiseDistance
+from kael.runtime import user_warning
 from kael.runtime.errors import ValueError
 
 LEGACY = (("size_average", None), ("reduce", None), ("reduction", "mean"))
@@ -28,10 +27,9 @@ def _prepare(*buffers: str, check=None):
                 module.reduction = (
                     "none" if reduce is False else "mean" if size_average is not False else "sum"
                 )
-                warnings.warn(
+                user_warning.warn(
                     "size_average and reduce args will be deprecated, please use "
-                    f"reduction='{module.reduction}' instead.",
-                    stacklevel=4,
+                    f"reduction='{module.reduction}' instead."
                 )
         for name in buffers:
             module.register_buffer(name, d.pop(name))

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -35,7 +34,7 @@ from kael.nn.modules.state import (
     with_metadata,
 )
 from kael.nn.parameter import Buffer, Parameter, UninitializedBuffer
-from kael.runtime import dtypes
+from kael.runtime import dtypes, user_warning
 from kael.runtime.dtypes import as_dtype
 from kael.runtime.errors import AttributeError, Error, KeyError, TypeError, ValueError
 from kael.runtime.tracestate import bump_epoch
@@ -430,12 +429,11 @@ class Module:
         module's own elements (keep_vars: the Parameter objects themselves), with torch's
         _metadata (each module's version) and state-dict hooks."""
         if args:  # PyTorch's deprecated positional form
-            warnings.warn(
+            user_warning.warn(
                 "Positional args are being deprecated, use kwargs instead. Refer to "
                 "https://pytorch.org/docs/main/generated/torch.nn.Module.html"
                 "#torch.nn.Module.state_dict for details.",
                 FutureWarning,
-                stacklevel=2,
             )
             destination = args[0] if destination is None else destination
             prefix = args[1] if len(args) > 1 and prefix == "" else prefix
@@ -693,11 +691,10 @@ class Module:
                 f"dtype={dtype}"
             )
         if dtype is not None and dtype.is_complex:
-            warnings.warn(
+            user_warning.warn(
                 "Complex modules are a new feature under active development whose design may "
                 "change, and some modules might not work as expected when using complex tensors "
-                "as parameters or buffers.",
-                stacklevel=2,
+                "as parameters or buffers."
             )
 
         def convert(t: Tensor) -> Tensor:
@@ -833,10 +830,9 @@ class Module:
                         result = self._forward_hook(key, hook, args, kwargs, output)
                         output = output if result is None else result
                     except Exception as e:
-                        warnings.warn(
+                        user_warning.warn(
                             "module forward hook with ``always_call=True`` raised an exception "
-                            f"that was silenced as another error was raised in forward: {e}",
-                            stacklevel=2,
+                            f"that was silenced as another error was raised in forward: {e}"
                         )
             raise
 

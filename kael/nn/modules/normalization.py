@@ -4,13 +4,13 @@ instance, layer, group and RMS norm, with PyTorch's parameters, buffers and chec
 from __future__ import annotations
 
 import numbers
-import warnings
 
 from kael.frontend.factories import empty, ones, tensor, zeros
 from kael.nn import functional as F
 from kael.nn import init
 from kael.nn.modules.module import Module
 from kael.nn.parameter import Parameter
+from kael.runtime import user_warning
 from kael.runtime.dtypes import int64
 from kael.runtime.errors import ValueError
 
@@ -189,10 +189,9 @@ class _InstanceNorm(_NormBase):
                     f"expected {message} to match num_features ({self.num_features}), but "
                     f"got: {input.shape[feature_dim]}."
                 )
-            warnings.warn(
+            user_warning.warn(
                 f"{message} does not match num_features. You can silence this warning by "
-                "not passing in num_features, which is not used because affine=False",
-                stacklevel=2,
+                "not passing in num_features, which is not used because affine=False"
             )
         unbatched = input.dim() == self.ranks[0]
         x = input.unsqueeze(0) if unbatched else input

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 
 from kael.frontend import recurrent
 from kael.frontend.factories import empty, zeros
@@ -15,6 +14,7 @@ from kael.nn import init
 from kael.nn.modules.module import Module
 from kael.nn.parameter import Parameter
 from kael.nn.utils.rnn import PackedSequence
+from kael.runtime import user_warning
 from kael.runtime.errors import ValueError
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
@@ -48,11 +48,10 @@ class RNNBase(Module):
             raise ValueError(f"input_size must be a positive integer, got {input_size}")
         _check_sizes(hidden_size, num_layers, dropout, proj_size)
         if dropout > 0 and num_layers == 1:
-            warnings.warn(
+            user_warning.warn(
                 "dropout option adds dropout after all but last recurrent layer, so non-zero "
                 f"dropout expects num_layers greater than 1, but got dropout={dropout} and "
-                f"num_layers={num_layers}",
-                stacklevel=2,
+                f"num_layers={num_layers}"
             )
         self.mode, self.input_size, self.hidden_size = mode, input_size, hidden_size
         self.num_layers, self.bias, self.batch_first = num_layers, bias, batch_first

@@ -12,12 +12,12 @@ import builtins
 import itertools
 import multiprocessing
 import os
-import warnings
 import weakref
 from collections.abc import Callable, Iterator
 
 from kael.frontend import factories
 from kael.frontend.tensor import Tensor
+from kael.runtime import user_warning
 from kael.runtime.dtypes import int64
 from kael.runtime.errors import TypeError, ValueError
 from kael.utils.data import workers
@@ -277,11 +277,10 @@ def _can_pin() -> bool:
 
     if cuda.is_available():
         return True
-    warnings.warn(
+    user_warning.warn(
         "'pin_memory' argument is set as true but no accelerator is found, then device pinned"
         " memory won't be used.",
         UserWarning,
-        stacklevel=3,
     )
     return False
 

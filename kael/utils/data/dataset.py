@@ -6,11 +6,11 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-import warnings
 from collections.abc import Iterable, Sequence
 
 from kael.frontend import random as kael_random
 from kael.frontend.tensor import Tensor
+from kael.runtime import user_warning
 from kael.runtime.errors import IndexError, TypeError, ValueError
 
 
@@ -160,9 +160,8 @@ def _split_lengths(total: int, lengths: Sequence[float]) -> list[int]:
             counts[i % len(counts)] += 1
         for i, count in enumerate(counts):
             if count == 0:
-                warnings.warn(
-                    f"Length of split at index {i} is 0. This might result in an empty dataset.",
-                    stacklevel=3,
+                user_warning.warn(
+                    f"Length of split at index {i} is 0. This might result in an empty dataset."
                 )
         return counts
     return [int(n) for n in lengths]
