@@ -12,6 +12,9 @@ from parity_helpers import torch_pair as pair
 
 import kael
 import kael.nn.functional as KF
+from kael.frontend import attention
+
+real = attention._fused
 
 RNG = np.random.default_rng(31)
 X = RNG.standard_normal((4, 3, 5, 2))
@@ -165,6 +168,45 @@ def test_scaled_dot_product_attention_matches_torch(kwargs, dtype):
         KF.scaled_dot_product_attention(kq, kk, kv, **kw),
         TF.scaled_dot_product_attention(tq, tk, tv, **tw),
     )
+
+
+@pytest.mark.parametrize("length", [1, attention.DECODE_ROWS, attention.DECODE_ROWS + 1])
+@pytest.mark.parametrize(
+    "kwargs", [{}, {"is_causal": True}, {"scale": 0.3}, {"mask": "keep"}, {"mask": "add"}], ids=str
+)
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64], ids=str)
+def test_a_decoding_step_over_long_keys_matches_torch_unfused(length, kwargs, dtype, monkeypatch):
+    """A query of at most DECODE_ROWS rows over DECODE_KEY_BYTES of keys (a decoding step
+    over its cache) is matmul, softmax and matmul; one more row takes the fused kernel."""
+    rng = np.random.default_rng(8)
+    heads, source, e = 3, -(-attention.DECODE_KEY_BYTES // (3 * 16 * dtype.itemsize)), 16
+    arrays = [rng.standard_normal((1, heads, n, e)) for n in (length, source, source)]
+    (kq, tq), (kk, tk), (kv, tv) = (pair(a, dtype) for a in arrays)
+    kw, tw = dict(kwargs), dict(kwargs)
+    mask = kw.pop("mask", None)
+    tw.pop("mask", None)
+    if mask is not None:
+        values = rng.standard_normal((length, source))
+        kw["attn_mask"], tw["attn_mask"] = (
+            pair(values > -1, kael.bool) if mask == "keep" else pair(values, dtype)
+        )
+    fused = []
+    monkeypatch.setattr(attention, "_fused", lambda *a, **k: fused.append(1) or real(*a, **k))
+    got = KF.scaled_dot_product_attention(kq, kk, kv, **kw)
+    assert bool(fused) == (length > attention.DECODE_ROWS)
+    close_to_torch(got, TF.scaled_dot_product_attention(tq, tk, tv, **tw), 1e-5)
+
+
+def test_one_query_over_keys_short_of_decode_key_bytes_takes_the_fused_kernel(monkeypatch):
+    e = 16
+    source = attention.DECODE_KEY_BYTES // (e * 4)  # exactly the bytes, then one key fewer
+    fused = []
+    monkeypatch.setattr(attention, "_fused", lambda *a, **k: fused.append(1) or real(*a, **k))
+    for keys, fused_expected in ((source, False), (source - 1, True)):
+        fused.clear()
+        q, k = kael.ones(1, 1, 1, e), kael.ones(1, 1, keys, e)
+        out = KF.scaled_dot_product_attention(q, k, k * 2)
+        assert bool(fused) == fused_expected and out.tolist() == [[[[2.0] * e]]]
 
 
 @pytest.mark.parametrize("mask", [MASK, MASK > -0.5], ids=["additive", "keep"])
