@@ -1,4 +1,5 @@
-"""Matrix-vector products on the host: the two shapes the tiled kernels would waste work on.
+"""Matrix-vector products on the host, and few rows by a large transposed matrix: the
+shapes the tiled kernels would waste work (or a packing of B) on.
 
 A tile of mr x nr accumulators computes mostly padding when one side is a vector, and
 reads B down its columns at the row stride, which no prefetcher follows. So:
@@ -10,11 +11,11 @@ reads B down its columns at the row stride, which no prefetcher follows. So:
   rows): dot products of RSTEP rows with the vector, sharing its loads. With `batches`
   set, the items run the batches innermost (groups x batches): the rows of a product of
   few rows by a transposed matrix (x @ W.T, a linear layer's small batch, as rows of W
-  dotted with each row of x) stay in L1 while every row of x passes, so W is read once
-  and never packed.
+  dotted with each row of x) stay in cache (L1 while RSTEP rows fit, about k <= 2K in
+  float32) while every row of x passes, so W is read once and never packed.
 
 Both take gemm.INT_ARGS plus `blocks` (column blocks or row groups per batch) and
-`batches` (0: batch-major items).
+`batches` (the rows kernel's: 0 for batch-major items; `cols` ignores it).
 """
 
 from __future__ import annotations

@@ -40,9 +40,9 @@ PACK_A_SPAN = 64 << 10
 PARALLEL_FLOPS = 1 << 22
 # At most this many rows times a transposed matrix (x @ W.T) are dot products of W's rows
 # with each row of x in turn, W read once and never packed (the tiled product packs W),
-# where W is larger than DIRECT_B_BYTES and each row at least ROW_DEPTH k long per row:
-# a small W packs quickly and takes a compiled plan's fused epilogue, which the dot
-# products cannot, and a short k leaves their per-item sums a large share of the work.
+# where W is larger than DIRECT_B_BYTES and k is at least ROW_DEPTH per row of x: a small
+# W packs quickly and takes a compiled plan's fused epilogue, which the dot products
+# cannot, and a short k leaves their per-item sums a large share of the work.
 # [m, 1024] x [1024, 1024]^T, 1 thread: m = 2 380 -> 97 us, 8 514 -> 248, 16 634 -> 460.
 FEW_ROWS = 16
 ROW_DEPTH = 32
@@ -126,17 +126,18 @@ def _float_plan(spec, a, b, c, batch, outer, threads) -> Plan:
     if n == 1 and (k == 1 or (aks == 1 and brs == 1)):  # matrix @ vector
         groups = _blocks(m, gemm_gemv.RSTEP)
         tail = (ars, 1, qa, 1, 1, qb, ldc, qc, m, 1, k, groups, 0)
-        return _gemv(spec, gemm_gemv.ROWS, tail, q * groups, outer, 2 * q * m * k)
+        return _gemv(spec, ROWS, tail, q * groups, outer, 2 * q * m * k)
     if m == 1 and bcs == 1:  # vector @ matrix
         blocks = _blocks(n, gemm_gemv.BLOCK)
         tail = (ars, aks, qa, brs, 1, qb, ldc, qc, 1, n, k, blocks, 0)
         return _gemv(spec, gemm_gemv.COLS, tail, q * blocks, outer, 2 * q * n * k)
-    if (q == 1 or m == 1) and _few_rows(m, k, n * k * item) and (brs == 1 and aks == 1):
+    if (q == 1 or m == 1) and _few_rows(m, k, n * k * item) and brs == 1 and aks == 1:
         # few rows @ a transposed matrix (x @ W.T, a linear layer's small batch): each row
-        # of C is (W @ x_i^T)^T, B^T's rows dotted with row i of A; one product's rows run
-        # innermost (W read once), a batch of one-row products batch by batch
+        # of C is (W @ x_i^T)^T, B^T's rows dotted with row i of A. One product's rows, or
+        # a batch of one-row products by one shared W, run innermost (W read once); one-row
+        # products by a W each run batch by batch.
         groups = _blocks(n, gemm_gemv.RSTEP)
-        batched = (0, ars, ldc, m) if q == 1 else (qb, qa, qc, 0)
+        batched = (0, ars, ldc, m) if q == 1 else (qb, qa, qc, 0 if qb else q)
         tail = (bcs, 1, batched[0], 1, 1, batched[1], c.strides[-1], batched[2], n, 1, k)
         total, flops = m * q * groups, 2 * m * q * n * k
         return _gemv(spec, ROWS, (*tail, groups, batched[3]), total, outer, flops, swapped=True)

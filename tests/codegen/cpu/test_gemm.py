@@ -505,18 +505,47 @@ def test_few_rows_times_a_large_transposed_matrix_are_the_rows_kernel_swapped(m,
     np.testing.assert_array_equal(c, strided @ w.T)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n", [1, 5, 1030])
-def test_a_batch_of_one_row_products_by_transposed_matrices_runs_batch_by_batch(n):
-    x = small_ints((3, 1, 40), np.float32)
-    w = small_ints((3, n, 40), np.float32)
-    big, c = guarded((3, 1, n), np.float32)
-    names = [
-        s.name for s in _plan(x.shape, w.shape, np.float32, lambda b: b.swapaxes(1, 2)).launches
-    ]
+def test_a_batch_of_one_row_products_by_transposed_matrices_runs_batch_by_batch(n, dtype):
+    x = small_ints((3, 1, 40), dtype)
+    w = small_ints((3, n, 40), dtype)
+    big, c = guarded((3, 1, n), dtype)
+    names = [s.name for s in _plan(x.shape, w.shape, dtype, lambda b: b.swapaxes(1, 2)).launches]
     # W past DIRECT_B_BYTES, or one column (matrix @ vector): the rows kernel
     assert (names == [gemm_gemv.ROWS]) == (n > 1000 or n == 1)
     run(c, x, w.swapaxes(1, 2))
     np.testing.assert_array_equal(c, x @ w.swapaxes(1, 2))
+    assert np.isnan(big[:, :, :3]).all() and np.isnan(big[:, :, -3:]).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_rows_kernel_takes_a_transposed_w_just_past_direct_b_bytes(dtype):
+    k = 128
+    within = gemm_run.DIRECT_B_BYTES // (np.dtype(dtype).itemsize * k)
+    for n, rows in ((within, False), (within + 1, True)):
+        names = [s.name for s in _plan((2, k), (n, k), dtype, lambda b: b.T).launches]
+        assert (names == [gemm_gemv.ROWS]) == rows
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_a_batch_of_one_row_products_by_one_shared_w_reads_it_once(threads):
+    """Rows of x a stride apart that no single row stride folds (x = X[:, 2:3]): one-row
+    products by one W, the batches innermost (W's rows stay while every batch passes)."""
+    x = small_ints((5, 4, 300), np.float32)[:, 2:3]
+    w = small_ints((301, 300), np.float32)
+    big, c = guarded((5, 1, 301), np.float32)
+    rows = _plan((5, 4, 300), (301, 300), np.float32, lambda b: b.T, threads, lambda a: a[:, 2:3])
+    (step,) = rows.launches
+    args = dict(zip(gemm_gemv.ARGS, step.words, strict=True))
+    assert step.name == gemm_gemv.ROWS and args["asb"] == 0 and args["batches"] == 5
+    before = kael.get_num_threads()
+    kael.set_num_threads(threads)
+    try:
+        run(c, x, w.T)
+    finally:
+        kael.set_num_threads(before)
+    np.testing.assert_array_equal(c, x @ w.T)
     assert np.isnan(big[:, :, :3]).all() and np.isnan(big[:, :, -3:]).all()
 
 
