@@ -349,6 +349,7 @@ class Trace:
             len(self.reservations),
             len(self.call.random),
             draw_marks((*args, *kwargs.values())),
+            len(self.plan.steps),
         )
         self.depth += 1
         try:
@@ -370,9 +371,15 @@ class Trace:
 
     def _rollback(self, mark) -> None:
         """Forget what an op that turned extern recorded and drew: it runs again whole.
-        A generator goes back only by this thread's draws, and only if no other thread
-        drew from it meanwhile (their counters are never handed out twice)."""
-        pending, reservations, drawn, generators = mark
+        That includes the steps it added to the plan itself (a matrix product adds itself
+        at once; an extern inside it flushes what was pending), which would otherwise run
+        at every call beside the extern that repeats them (TransformerEncoderLayer's
+        attention: its three input projections ran twice). A generator goes back only by
+        this thread's draws, and only if no other thread drew from it meanwhile (their
+        counters are never handed out twice)."""
+        pending, reservations, drawn, generators, steps = mark
+        del self.plan.steps[steps:]
+        self.ran = min(self.ran, steps)
         del self.pending[pending:]
         del self.reservations[reservations:]
         del self.call.random[drawn:]

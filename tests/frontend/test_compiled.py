@@ -1851,3 +1851,18 @@ def test_two_reductions_over_empty_rows_compile_as_eager():
         got, want = kael.compile(fn)(kael.zeros(2, 0)), fn(kael.zeros(2, 0))
         for g, w in zip(got, want):
             assert str(g.tolist()) == str(w.tolist())  # nan too
+
+
+def test_an_op_that_turns_extern_leaves_none_of_its_own_steps_in_the_plan():
+    """multi_head_attention_forward adds its input projections (matrix products add
+    themselves to the plan at once), then turns extern: the extern repeats them, so the
+    plan keeps the extern alone (it ran them twice a call)."""
+    mha = kael.nn.MultiheadAttention(16, 2, batch_first=True).eval()
+    f = kael.compile(lambda x: mha(x, x, x, need_weights=False)[0] * 2)
+    x = kael.randn(2, 5, 16)
+    with kael.no_grad():
+        want = mha(x, x, x, need_weights=False)[0] * 2
+        for _ in range(2):
+            np.testing.assert_allclose(f(x).numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+        steps = [type(s).__name__ for s in f.plan_for(x).steps]
+    assert steps == ["ExternCall", "KernelCall"]
