@@ -128,6 +128,8 @@ def layer_cases() -> list[Case]:
     kq, tq = both(8, 8, 1024, 64)
     kk, tk = both(8, 8, 1024, 64)
     kv, tv = both(8, 8, 1024, 64)
+    decoding = [both(1, 12, n, 64) for n in (1, 512, 512)]
+    kd, td = [k for k, _ in decoding], [t for _, t in decoding]
     pairs = [
         (
             "conv2d 3x3 [32,64,56,56]",
@@ -160,6 +162,12 @@ def layer_cases() -> list[Case]:
             lambda: TF.scaled_dot_product_attention(tq, tk, tv, is_causal=True),
             1.0,
         ),
+        (  # a decoding step: one query row per head over a cache of 512 keys (no target)
+            "sdpa decode [1,12,1,64] over 512 keys",
+            lambda: KF.scaled_dot_product_attention(kd[0], kd[1], kd[2]),
+            lambda: TF.scaled_dot_product_attention(td[0], td[1], td[2]),
+            None,
+        ),
     ]
     kb, tb = both(64)
     pairs.append(
@@ -171,7 +179,8 @@ def layer_cases() -> list[Case]:
         )
     )
     return [
-        Case(name, {"kael": k, "torch": t}, target=("torch", limit)) for name, k, t, limit in pairs
+        Case(name, {"kael": k, "torch": t}, target=None if limit is None else ("torch", limit))
+        for name, k, t, limit in pairs
     ]
 
 

@@ -81,6 +81,19 @@ def cases() -> list[Case]:
             ("torch", AT_LEAST_09),
             2 * 64 * 128**3,
         ),
+        *(
+            _case(
+                f"x @ W.T, x [{m}, 1024], W [1024, 1024] float32 (a linear's small batch)",
+                (m, 1024),
+                (1024, 1024),
+                np.float32,
+                None,
+                2 * m * 1024**2,
+                transpose_b=True,
+                calls=20,
+            )
+            for m in (1, 4, 16)
+        ),
         _case(
             "[64,128,128] @ [64,128,128] float32",
             (64, 128, 128),
