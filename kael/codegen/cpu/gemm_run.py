@@ -36,6 +36,13 @@ DIRECT_B_BYTES = 64 << 10
 # x @ w.T: 64^3 10.1 -> 8.9 us, 512^3 2.83 -> 2.60 ms, 2048x2048x256 23.6 -> 21.2 ms;
 # A^T of 256x4096 @ 4096x256 stays packed, 5.8 ms against 6.1).
 PACK_A_SPAN = 64 << 10
+# A product of at most DIRECT_ROWS rows reads a unit-stride B in place whatever its size,
+# while a column panel of it (k x nr) is at most DIRECT_PANEL_BYTES (it stays in L2): its
+# few row panels reuse a packed copy too little to pay for the packing ([16, 1024] x
+# [1024, 1024] float32, 2 threads: 293 -> 187 us; [64, 512] x [512, 512] 365 -> 312; a
+# panel of 512 KiB, float64 k = 2048, was 10% slower read in place).
+DIRECT_ROWS = 64
+DIRECT_PANEL_BYTES = 256 << 10
 # A launch doing fewer multiply-adds runs on the calling thread.
 PARALLEL_FLOPS = 1 << 22
 # At most this many rows times a transposed matrix (x @ W.T) are dot products of W's rows
@@ -152,9 +159,13 @@ def _float_plan(spec, a, b, c, batch, outer, threads) -> Plan:
     launches: list[Launch] = []
     buffer = 0
     macro = gemm.float_library(spec)[gemm.MACRO]
-    # Rows of one mr panel use each element of B once: packing it would be pure cost.
-    once = m <= spec.mr and (qb != 0 or q == 1)
-    if bcs == 1 and (k * n * item <= DIRECT_B_BYTES or once):
+    # Rows of one mr panel use each element of B once: packing it would be pure cost. A
+    # few row panels reuse it too little to pay for the packing while a column panel of
+    # B stays in L2.
+    single = qb != 0 or q == 1
+    once = m <= spec.mr and single
+    few = m <= DIRECT_ROWS and single and k * spec.nr * item <= DIRECT_PANEL_BYTES
+    if bcs == 1 and (k * n * item <= DIRECT_B_BYTES or once or few):
         steps = [(0, n, 0, k, False)]
     else:
         nk = _blocks(k, spec.kc)

@@ -260,9 +260,10 @@ def _plan(a_shape, b_shape, dtype=np.float32, b_view=lambda x: x, threads=2, a_v
 
 def test_small_unit_stride_b_is_read_in_place_and_larger_b_is_packed():
     side = int((gemm_run.DIRECT_B_BYTES // 4) ** 0.5)
-    direct = _plan((8, side), (side, side))
+    rows = gemm_run.DIRECT_ROWS + 1  # past the few rows that read any shallow B in place
+    direct = _plan((rows, side), (side, side))
     assert direct.buffer_bytes == 0 and len(direct.launches) == 1
-    packed = _plan((8, side + 1), (side + 1, side + 1))
+    packed = _plan((rows, side + 1), (side + 1, side + 1))
     assert packed.buffer_bytes > 0 and len(packed.launches) == 2
     transposed = _plan((8, 4), (4, 4), b_view=lambda x: x.T)
     assert transposed.buffer_bytes > 0  # columns not unit-stride: always packed
@@ -277,7 +278,7 @@ def test_a_is_packed_beside_packed_b_only_where_its_panel_walk_spans_many_pages(
     assert rows.buffer_bytes and rows.launches[-1].words[pack_a] == 0
     span = gemm_run.PACK_A_SPAN // (4 * kc)  # A^T's k stride (its row count) at the limit
     for m, packed in ((span, 0), (span + 1, 1)):
-        plan = _plan((512, m), (512, 512), a_view=lambda x: x.T)
+        plan = _plan((512, m), (512, 512), b_view=lambda x: x.T, a_view=lambda x: x.T)
         assert plan.buffer_bytes and plan.launches[-1].words[pack_a] == packed, m
 
 
@@ -309,7 +310,7 @@ def test_launches_below_the_flop_threshold_run_inline_and_above_it_in_parallel()
 
 def test_the_k_dimension_is_split_into_equal_blocks_no_larger_than_kc():
     spec = HOST[float32]
-    p = _plan((64, spec.kc + 1), (spec.kc + 1, 2000))
+    p = _plan((gemm_run.DIRECT_ROWS + 1, spec.kc + 1), (spec.kc + 1, 2000))
     macros = [step for step in p.launches if len(step.words) == len(gemm.MACRO_ARGS)]
     kcs = {step.words[gemm.MACRO_ARGS.index("kc")] for step in macros}
     assert kcs <= {spec.kc // 2 + 1, spec.kc // 2}
@@ -410,11 +411,30 @@ def test_a_single_column_right_operand_is_read_in_place():
     assert column.buffer_bytes == 0  # its column stride does not matter: never packed
 
 
-def test_b_is_read_in_place_for_at_most_one_row_panel_of_a():
-    mr = HOST[float32].mr
-    assert _plan((mr, 300), (300, 300)).buffer_bytes == 0
-    assert _plan((mr + 1, 300), (300, 300)).buffer_bytes > 0
-    assert _plan((3, mr, 300), (300, 300)).buffer_bytes > 0  # one B for three batches
+def test_b_is_read_in_place_for_one_row_panel_or_a_few_over_shallow_panels():
+    mr, nr = HOST[float32].mr, HOST[float32].nr
+    deep = gemm_run.DIRECT_PANEL_BYTES // (4 * nr) + 1  # a column panel of B past its share of L2
+    assert _plan((mr, deep), (deep, 300)).buffer_bytes == 0  # one row panel: always in place
+    assert _plan((mr + 1, deep), (deep, 300)).buffer_bytes > 0
+    shallow = deep - 1
+    assert _plan((gemm_run.DIRECT_ROWS, shallow), (shallow, 300)).buffer_bytes == 0
+    assert _plan((gemm_run.DIRECT_ROWS + 1, shallow), (shallow, 300)).buffer_bytes > 0
+    assert _plan((3, 30, 300), (300, 300)).buffer_bytes > 0  # one B for 3 x 30 rows: 90
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m", [7, gemm_run.DIRECT_ROWS])
+def test_a_few_rows_over_a_large_b_read_in_place_give_numpys_values(m, dtype):
+    spec = HOST[float32 if dtype == np.float32 else float64]
+    k = gemm_run.DIRECT_PANEL_BYTES // (np.dtype(dtype).itemsize * spec.nr)
+    a = small_ints((m, k), dtype)
+    b = small_ints((k, 1000), dtype)
+    assert _plan(a.shape, b.shape, dtype).buffer_bytes == 0
+    big, c = guarded((m, 1000), dtype)
+    run(c, a, b)
+    np.testing.assert_array_equal(c, a @ b)
+    assert np.isnan(big[:3]).all() and np.isnan(big[-3:]).all()
+    assert np.isnan(big[:, :3]).all() and np.isnan(big[:, -3:]).all()
 
 
 def test_short_wide_products_split_their_columns_over_the_threads():
