@@ -2,10 +2,12 @@
 mask) v. On the CPU in float32 and float64 it is one fused kernel (codegen/cpu/
 attention.py: online softmax over key blocks, the [L, S] scores never stored; under
 @kael.compile an extern step); otherwise (the GPU, dropout, value rows wider than the
-kernel's block) it is composed from kael's matmul, softmax and elementwise ops. Half
-types compute in float32 and round once, as torch's CPU kernel (bfloat16 [1, 4, 64, 32]
-causal: largest error against float64 0.027 -> 0.0068, as torch). multi_head_attention_forward (nn.MultiheadAttention's forward) follows
-torch/nn/functional.py's steps on kael's linear, matmul, softmax and this attention."""
+kernel's block, a decoding step's query of one or two rows over a long cache of keys) it
+is composed from kael's matmul, softmax and elementwise ops. Half types compute in
+float32 and round once, as torch's CPU kernel (bfloat16 [1, 4, 64, 32] causal: largest
+error against float64 0.027 -> 0.0068, as torch). multi_head_attention_forward
+(nn.MultiheadAttention's forward) follows torch/nn/functional.py's steps on kael's
+linear, matmul, softmax and this attention."""
 
 from __future__ import annotations
 
@@ -133,7 +135,8 @@ def _causal_mask(length: int, source: int, device) -> Tensor:
     return ew.binary("ge", rows, cols)
 
 
-# A query of at most DECODE_ROWS rows over keys of at least DECODE_KEY_BYTES (a decoding
+# A query of at most DECODE_ROWS rows over keys of at least DECODE_KEY_BYTES (all of k, over
+# its batch dims and heads, after a GQA repeat, in float32 for the half types: a decoding
 # step over its cache) is two matrix-vector products and a softmax: the fused kernel would
 # copy every key transposed and tile for BQ query rows ([1, 12, 1, 64] over 512 keys: 229
 # -> 76 us, torch 56; 32 heads of 128 over 1024: 2824 -> 632, torch 2508). Fewer keys

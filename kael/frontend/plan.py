@@ -1032,9 +1032,9 @@ class Plan:
 
     def _drop_unread(self) -> None:
         """Remove each kernel (or row group) that writes only intermediates no later step
-        reads and no result is: an op that fell back to an extern after its own kernels
-        ran (nanmedian's count of non-NaN values) leaves them in the trace. A kernel that
-        may fault stays: its error is part of the call."""
+        reads and no result is (the rollback of an op that turned extern takes back the
+        op's own steps; this catches what else a trace leaves unread). A kernel that may
+        fault stays: its error is part of the call."""
         live = {v.buffer for v in self.out_leaves if type(v) is View}
         kept = []
         for step in reversed(self.steps):

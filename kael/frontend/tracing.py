@@ -191,6 +191,9 @@ class Trace:
         self.reservations: list[int] = []  # counts reserved since the last flush
         self.ran = 0  # plan.steps[:ran] have run on this call's data
         self.depth = 0
+        # [pending, reservations, plan steps] at the start of the op now running (depth 1):
+        # what a rollback goes back to; a flush inside the op settles what came before first
+        self.entry: list[int] | None = None
         self.used_scalars: set[int] = set()
         self.broken: str | None = None
         self.reads_module = False  # whether it read a kael.nn.Module (set by the module)
@@ -344,13 +347,8 @@ class Trace:
         run as an extern step (data-shaped where its own Python read values)."""
         from kael.frontend.random import draw_marks
 
-        mark = (
-            len(self.pending),
-            len(self.reservations),
-            len(self.call.random),
-            draw_marks((*args, *kwargs.values())),
-            len(self.plan.steps),
-        )
+        mark = (len(self.call.random), draw_marks((*args, *kwargs.values())))
+        self.entry = [len(self.pending), len(self.reservations), len(self.plan.steps)]
         self.depth += 1
         try:
             return fn(*args, **kwargs)
@@ -372,12 +370,14 @@ class Trace:
     def _rollback(self, mark) -> None:
         """Forget what an op that turned extern recorded and drew: it runs again whole.
         That includes the steps it added to the plan itself (a matrix product adds itself
-        at once; an extern inside it flushes what was pending), which would otherwise run
-        at every call beside the extern that repeats them (TransformerEncoderLayer's
-        attention: its three input projections ran twice). A generator goes back only by
-        this thread's draws, and only if no other thread drew from it meanwhile (their
-        counters are never handed out twice)."""
-        pending, reservations, drawn, generators, steps = mark
+        at once, a kernel that may fault flushes what is pending), which would otherwise
+        run at every call beside the extern that repeats them (TransformerEncoderLayer's
+        attention: its three input projections ran twice); what came before the op stays
+        (`entry`: a flush inside the op adds that to the plan first). A generator goes
+        back only by this thread's draws, and only if no other thread drew from it
+        meanwhile (their counters are never handed out twice)."""
+        drawn, generators = mark
+        pending, reservations, steps = self.entry
         del self.plan.steps[steps:]
         self.ran = min(self.ran, steps)
         del self.pending[pending:]
@@ -478,6 +478,17 @@ class Trace:
         not run yet on this call's data (its new kernels compiled side by side first). A
         matrix product adds itself unrun (run=False): what follows it joins the same batch
         of compiles, and its epilogue runs inside it already at the trace."""
+        entry = self.entry
+        if self.depth and entry is not None and (entry[0] or entry[1]):
+            # inside an op: what came before it goes into the plan on its own, so that a
+            # rollback to the op's start keeps it
+            inner, self.pending = self.pending[entry[0] :], self.pending[: entry[0]]
+            drawn, self.reservations = self.reservations[entry[1] :], self.reservations[: entry[1]]
+            self.entry = None
+            self.flush(run=False)
+            self.pending, self.reservations = inner, drawn
+            self.entry = entry
+            entry[:] = [0, 0, len(self.plan.steps)]
         for count in self.reservations:  # their counters were reserved at the op itself
             self.plan.steps.append(p.Reserve(count))
         self.reservations = []
@@ -517,7 +528,8 @@ class Trace:
         finally:
             state.trace = saved
         last = self.plan.steps[-1] if self.plan.steps else None
-        if type(last) is MatmulCall and self.ran < len(self.plan.steps):  # it has not run
+        before_op = self.depth and self.entry is not None and len(self.plan.steps) <= self.entry[2]
+        if type(last) is MatmulCall and self.ran < len(self.plan.steps) and not before_op:
             steps = join_epilogue(self.plan.steps.pop(), steps)
         self.plan.steps += steps
 

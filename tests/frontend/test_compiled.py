@@ -1866,3 +1866,63 @@ def test_an_op_that_turns_extern_leaves_none_of_its_own_steps_in_the_plan():
             np.testing.assert_allclose(f(x).numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
         steps = [type(s).__name__ for s in f.plan_for(x).steps]
     assert steps == ["ExternCall", "KernelCall"]
+
+
+def _attention_module():
+    kael.manual_seed(0)
+    return kael.nn.MultiheadAttention(16, 2, batch_first=True).eval()
+
+
+def test_steps_pending_before_an_op_that_turns_extern_stay_in_the_plan():
+    """A flush inside the op (a matrix product, a kernel that may fault) adds what came
+    before the op to the plan first: the op's rollback keeps it (its rollback once took
+    the producer of the op's own input with it)."""
+    mha, w = _attention_module(), kael.randn(16, 16)
+    fns = [
+        lambda x: mha(x * 3 + 1, x * 3 + 1, x * 3 + 1, need_weights=False)[0],
+        lambda x: mha(x @ w + 1, x @ w + 1, x @ w + 1, need_weights=False)[0],
+        lambda x: kael.nanmedian(x * 2, dim=1)[0] + 1,
+    ]
+    with kael.no_grad():
+        for fn in fns:
+            f = kael.compile(fn)
+            for _ in range(3):
+                x = kael.randn(2, 5, 16)
+                np.testing.assert_array_equal(f(x).numpy(), fn(x).numpy())
+
+
+def test_an_in_place_write_to_an_argument_before_an_op_that_turns_extern_is_kept():
+    mha = _attention_module()
+
+    def fn(x):
+        x.mul_(2)
+        return mha(x, x, x, need_weights=False)[0]
+
+    f = kael.compile(fn)
+    with kael.no_grad():
+        for _ in range(3):
+            x = kael.randn(2, 5, 16)
+            a, b = x.clone(), x.clone()
+            np.testing.assert_array_equal(f(a).numpy(), fn(b).numpy())
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_random_draws_before_an_op_that_turns_extern_are_kept():
+    mha = _attention_module()
+
+    def fn(x):
+        y = kael.nn.functional.dropout(x, 0.5, training=True)
+        return mha(y, y, y, need_weights=False)[0], kael.nn.functional.dropout(
+            x, 0.5, training=True
+        )
+
+    f = kael.compile(fn)
+    x = kael.randn(2, 5, 16)
+    with kael.no_grad():
+        for i in range(3):
+            kael.manual_seed(i)
+            got = f(x)
+            kael.manual_seed(i)
+            want = fn(x)
+            for g, w in zip(got, want, strict=True):
+                np.testing.assert_array_equal(g.numpy(), w.numpy())
