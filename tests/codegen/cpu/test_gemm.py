@@ -35,11 +35,17 @@ def guarded(shape, dtype, pad: int = 3) -> tuple[np.ndarray, np.ndarray]:
     return big, big[(slice(pad, -pad),) * len(shape)]
 
 
-def run(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+def run(c: np.ndarray, a: np.ndarray, b: np.ndarray, threads: int | None = None) -> None:
+    """c = a @ b through gemm_run (a and b broadcast over c's batch), on `threads` threads."""
     batch = c.shape[:-2]
     ea = np.broadcast_to(a, batch + a.shape[-2:])
     eb = np.broadcast_to(b, batch + b.shape[-2:])
-    gemm_run.matmul(impl_of(c), impl_of(ea), impl_of(eb))
+    before = kael.get_num_threads()
+    kael.set_num_threads(threads or before)
+    try:
+        gemm_run.matmul(impl_of(c), impl_of(ea), impl_of(eb))
+    finally:
+        kael.set_num_threads(before)
 
 
 # ---- the description -------------------------------------------------------------------
@@ -451,12 +457,7 @@ def test_column_blocks_compute_every_column_once(threads):
     a = small_ints((4, 300), np.float32)
     b = small_ints((300, 1000), np.float32)
     big, c = guarded((4, 1000), np.float32)
-    before = kael.get_num_threads()
-    kael.set_num_threads(threads)
-    try:
-        run(c, a, b)
-    finally:
-        kael.set_num_threads(before)
+    run(c, a, b, threads)
     np.testing.assert_array_equal(c, a @ b)
     assert np.isnan(big[:3]).all() and np.isnan(big[-3:]).all()
 
@@ -509,12 +510,7 @@ def test_few_rows_times_a_large_transposed_matrix_are_the_rows_kernel_swapped(m,
     for threads in (1, 2, 3):
         names = [s.name for s in _plan((m, k), (n, k), dtype, lambda b: b.T, threads).launches]
         assert (names == [gemm_gemv.ROWS]) == rows, names
-        before = kael.get_num_threads()
-        kael.set_num_threads(threads)
-        try:
-            run(c, x, w.T)
-        finally:
-            kael.set_num_threads(before)
+        run(c, x, w.T, threads)
         np.testing.assert_array_equal(c, x @ w.T)
         assert np.isnan(big[:, :3]).all() and np.isnan(big[:, -3:]).all()
         assert np.isnan(big[:3]).all() and np.isnan(big[-3:]).all()
@@ -559,12 +555,7 @@ def test_a_batch_of_one_row_products_by_one_shared_w_reads_it_once(threads):
     (step,) = rows.launches
     args = dict(zip(gemm_gemv.ARGS, step.words, strict=True))
     assert step.name == gemm_gemv.ROWS and args["asb"] == 0 and args["batches"] == 5
-    before = kael.get_num_threads()
-    kael.set_num_threads(threads)
-    try:
-        run(c, x, w.T)
-    finally:
-        kael.set_num_threads(before)
+    run(c, x, w.T, threads)
     np.testing.assert_array_equal(c, x @ w.T)
     assert np.isnan(big[:, :, :3]).all() and np.isnan(big[:, :, -3:]).all()
 
