@@ -191,8 +191,9 @@ class Trace:
         self.reservations: list[int] = []  # counts reserved since the last flush
         self.ran = 0  # plan.steps[:ran] have run on this call's data
         self.depth = 0
-        # [pending, reservations, plan steps] at the start of the op now running (depth 1):
-        # what a rollback goes back to; a flush inside the op settles what came before first
+        # [pending, reservations, plan steps, cuts, dropped] at the start of the op now
+        # running (depth 1): what a rollback goes back to (the fusion notes with the steps);
+        # a flush inside the op settles what came before first
         self.entry: list[int] | None = None
         self.used_scalars: set[int] = set()
         self.broken: str | None = None
@@ -348,7 +349,11 @@ class Trace:
         from kael.frontend.random import draw_marks
 
         mark = (len(self.call.random), draw_marks((*args, *kwargs.values())))
-        self.entry = [len(self.pending), len(self.reservations), len(self.plan.steps)]
+        plan = self.plan
+        self.entry = [
+            len(self.pending), len(self.reservations), len(plan.steps), len(plan.cuts),
+            len(plan.dropped),
+        ]  # fmt: skip
         self.depth += 1
         try:
             return fn(*args, **kwargs)
@@ -377,8 +382,10 @@ class Trace:
         back only by this thread's draws, and only if no other thread drew from it
         meanwhile (their counters are never handed out twice)."""
         drawn, generators = mark
-        pending, reservations, steps = self.entry
+        pending, reservations, steps, cuts, dropped = self.entry
         del self.plan.steps[steps:]
+        del self.plan.cuts[cuts:]
+        del self.plan.dropped[dropped:]
         self.ran = min(self.ran, steps)
         del self.pending[pending:]
         del self.reservations[reservations:]
@@ -488,7 +495,7 @@ class Trace:
             self.flush(run=False)
             self.pending, self.reservations = inner, drawn
             self.entry = entry
-            entry[:] = [0, 0, len(self.plan.steps)]
+            entry[:] = [0, 0, len(self.plan.steps), len(self.plan.cuts), len(self.plan.dropped)]
         for count in self.reservations:  # their counters were reserved at the op itself
             self.plan.steps.append(p.Reserve(count))
         self.reservations = []

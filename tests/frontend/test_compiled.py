@@ -1926,3 +1926,11 @@ def test_random_draws_before_an_op_that_turns_extern_are_kept():
             want = fn(x)
             for g, w in zip(got, want, strict=True):
                 np.testing.assert_array_equal(g.numpy(), w.numpy())
+
+
+def test_an_op_taken_back_leaves_no_fusion_notes_in_the_inspection():
+    f = kael.compile(lambda x: kael.nanmedian(x * 2, dim=1)[0])
+    x = kael.randn(4, 6)
+    f(x)
+    text = str(f.inspect(x))
+    assert "extern nanmedian" in text and "fused away" not in text
