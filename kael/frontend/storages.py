@@ -64,6 +64,8 @@ def resize_storage(storage: Storage, nbytes: int) -> None:
     made before a shrink keep valid memory), beyond it a new, bigger block."""
     if nbytes == storage.nbytes:
         return
+    if storage.lazy and _grow_empty_slot(storage, nbytes):
+        return
     if not is_resizable(storage):
         raise Error(
             f"Trying to resize storage that is not resizable (from {storage.nbytes} to"
@@ -73,6 +75,25 @@ def resize_storage(storage: Storage, nbytes: int) -> None:
         storage.nbytes = nbytes
     else:
         _grow(storage, nbytes)
+
+
+def _grow_empty_slot(storage, nbytes: int) -> bool:
+    """An empty tensor a compiled function made, resized (an `out=` it passes, kael.empty(0)
+    the commonest): its plan slot becomes `nbytes`. Traced, where no step uses the slot
+    yet; or inside an extern step, which runs on the slot's bound (empty) storage: that
+    grows too, and every later call makes the slot that big, so the extern's resize_
+    then changes only the shape."""
+    trace = tracestate.state.trace
+    if trace is not None:
+        return trace.grow_unwritten(storage, nbytes)
+    bound = storage.call.bound[storage.index]
+    if storage.nbytes or bound is None or bound.nbytes or not is_resizable(bound):
+        return False
+    resize_storage(bound, nbytes)
+    slot = storage.call.plan.slots[storage.index]
+    slot.nbytes, slot.block = nbytes, None
+    storage.nbytes = nbytes
+    return True
 
 
 def _grow(storage: Storage, nbytes: int) -> None:

@@ -232,6 +232,22 @@ class Trace:
         self._add(p.Slot(p.FRESH, nbytes, device), None, lazy)
         return lazy
 
+    def grow_unwritten(self, storage: LazyStorage, nbytes: int) -> bool:
+        """Give an empty storage the function made `nbytes` where no step uses it yet (an
+        `out=` that torch's ops resize, kael.empty(0) the commonest): its slot simply
+        becomes that big. False where it holds bytes, is bound, or a step reads or writes
+        it (resize_ then refuses, as for any lazy storage)."""
+        index = storage.index
+        if storage.call is not self.call or storage.nbytes or self.call.bound[index] is not None:
+            return False
+        steps = [*self.plan.steps, *(step for step, _, _ in self.pending)]
+        if any(v.buffer == index for step in steps for v in step.views()):
+            return False
+        slot = self.plan.slots[index]
+        slot.nbytes, slot.block = nbytes, None
+        storage.nbytes = nbytes
+        return True
+
     def slot_of(self, storage: Storage) -> int:
         if type(storage) is LazyStorage and storage.call is self.call:
             return storage.index

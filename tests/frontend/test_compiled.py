@@ -1934,3 +1934,30 @@ def test_an_op_taken_back_leaves_no_fusion_notes_in_the_inspection():
     f(x)
     text = str(f.inspect(x))
     assert "extern nanmedian" in text and "fused away" not in text
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: kael.add(x, 1, out=kael.empty(0)),  # a traced kernel's out=
+        lambda x: kael.topk(x, 2, out=(kael.empty(0), kael.empty(0, dtype=kael.int64))),
+        lambda x: kael.sort(x, out=(kael.empty(0), kael.empty(0, dtype=kael.int64)))[0] * 2,
+    ],
+    ids=["add", "topk (an extern)", "sort (an extern), then a kernel"],
+)
+def test_an_empty_out_the_function_made_is_resized_as_eager(fn):
+    """torch's ops resize an empty out=; in a compiled function its slot grows (traced), or
+    the extern's bound storage grows with it, and every call makes the slot that big."""
+    f = kael.compile(fn)
+    for _ in range(3):
+        x = kael.randn(6)
+        got, want = f(x), fn(x)
+        for g, w in zip(*(r if isinstance(r, tuple) else (r,) for r in (got, want)), strict=True):
+            assert g.shape == w.shape and g.dtype is w.dtype
+            np.testing.assert_array_equal(g.numpy(), w.numpy())
+
+
+def test_a_non_empty_out_the_function_made_is_not_resized_in_a_compiled_function():
+    f = kael.compile(lambda x: kael.add(x, 1, out=kael.empty(2)))
+    with pytest.warns(UserWarning, match="resized"), pytest.raises(kael.Error, match="resiz"):
+        f(kael.randn(4))
