@@ -61,7 +61,8 @@ def _size_arg(size, what: str) -> int:
 def resize_storage(storage: Storage, nbytes: int) -> None:
     """Set `storage` to `nbytes` bytes, old bytes kept (Tensor.resize_, set_ and
     UntypedStorage.resize_ alike): within its allocator block only the size changes (views
-    made before a shrink keep valid memory), beyond it a new, bigger block."""
+    made before a shrink keep valid memory), beyond it a new, bigger block. An empty
+    storage a compiled function made grows its plan slot (_grow_empty_slot)."""
     if nbytes == storage.nbytes:
         return
     if storage.lazy and _grow_empty_slot(storage, nbytes):
@@ -80,12 +81,15 @@ def resize_storage(storage: Storage, nbytes: int) -> None:
 def _grow_empty_slot(storage, nbytes: int) -> bool:
     """An empty tensor a compiled function made, resized (an `out=` it passes, kael.empty(0)
     the commonest): its plan slot becomes `nbytes`. Traced, where no step uses the slot
-    yet; or inside an extern step, which runs on the slot's bound (empty) storage: that
-    grows too, and every later call makes the slot that big, so the extern's resize_
-    then changes only the shape."""
-    trace = tracestate.state.trace
-    if trace is not None:
-        return trace.grow_unwritten(storage, nbytes)
+    yet; or inside the trace's own extern step, which runs on the slot's bound (empty)
+    storage: that grows too, and every later call makes the slot that big, so the
+    extern's resize_ then changes only the shape. Anywhere else (a lazy tensor that
+    escaped its trace) it is refused, as before."""
+    state = tracestate.state
+    if state.trace is not None:
+        return state.trace.grow_unwritten(storage, nbytes)
+    if storage.call is not state.extern_call:
+        return False
     bound = storage.call.bound[storage.index]
     if storage.nbytes or bound is None or bound.nbytes or not is_resizable(bound):
         return False

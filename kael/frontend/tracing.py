@@ -240,8 +240,9 @@ class Trace:
         index = storage.index
         if storage.call is not self.call or storage.nbytes or self.call.bound[index] is not None:
             return False
-        steps = [*self.plan.steps, *(step for step, _, _ in self.pending)]
-        if any(v.buffer == index for step in steps for v in step.views()):
+        views = [v for step in self.plan.steps for v in step.views()]
+        views += [v for step, _, _ in self.pending for v in (*step.outs, *step.ins)]
+        if any(v.buffer == index for v in views):
             return False
         slot = self.plan.slots[index]
         slot.nbytes, slot.block = nbytes, None
@@ -444,11 +445,11 @@ class Trace:
             if isinstance(v, Tensor):
                 storages[id(v._impl.storage)] = v._impl.storage
         before = {k: s.version for k, s in storages.items()}
-        state.trace = None
+        state.trace, state.extern_call = None, self.call
         try:
             result = fn(*args, **kwargs)
         finally:
-            state.trace = self
+            state.trace, state.extern_call = self, None
         for k, s in storages.items():  # the op bumps them itself at every replay
             if s.version != before[k]:
                 self.extern_bumps[k] = self.extern_bumps.get(k, 0) + s.version - before[k]

@@ -88,6 +88,7 @@ class _Producer:
     size: int
     reduced: bool = False  # it reads a reduction's result: worth folding into its epilogue
     computes: bool = False  # more than loads and casts
+    stored: DType | None = None  # the dtype it is stored in (a reader's view may differ)
 
 
 class _Builder:
@@ -279,6 +280,7 @@ def _pass(
                     len(nodes[i]),
                     any(v.buffer in reduced for v, _ in builder.leaves),
                     any(isinstance(n, x.Unary | x.Binary | x.Where | x.Fma) for n in nodes[i]),
+                    out.dtype,
                 )
             if reduction:
                 reduced.add(b)
@@ -476,6 +478,8 @@ def _inline(producer: _Producer, view: View, step: Step, builder: _Builder, vers
     """(the producer's expression read through `view`, None) or (None, why not)."""
     if reduction and producer.uses_index:
         return None, "a reduction cannot read positions of its input"
+    if view.dtype is not producer.stored:  # x.view(int32) of a float32 value: its bits
+        return None, "the view reads the value's bytes as another dtype"
     for leaf, seen in producer.leaves:
         if version.get(leaf.buffer, 0) != seen:
             return None, "an input of it was written in between"

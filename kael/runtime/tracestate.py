@@ -17,6 +17,7 @@ class NeedsExtern(Exception):  # noqa: N818 - a control-flow signal, never seen 
 
 class _State(threading.local):
     trace = None  # the frontend's Trace, or None when ops run eagerly
+    extern_call = None  # the plan Call whose extern step runs eagerly now (its trace paused)
 
 
 state = _State()

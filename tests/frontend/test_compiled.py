@@ -1940,10 +1940,16 @@ def test_an_op_taken_back_leaves_no_fusion_notes_in_the_inspection():
     "fn",
     [
         lambda x: kael.add(x, 1, out=kael.empty(0)),  # a traced kernel's out=
+        lambda x: kael.add(x * 2, 1, out=kael.empty(0)),  # with a kernel pending before it
         lambda x: kael.topk(x, 2, out=(kael.empty(0), kael.empty(0, dtype=kael.int64))),
         lambda x: kael.sort(x, out=(kael.empty(0), kael.empty(0, dtype=kael.int64)))[0] * 2,
     ],
-    ids=["add", "topk (an extern)", "sort (an extern), then a kernel"],
+    ids=[
+        "add",
+        "add after a pending kernel",
+        "topk (an extern)",
+        "sort (an extern), then a kernel",
+    ],
 )
 def test_an_empty_out_the_function_made_is_resized_as_eager(fn):
     """torch's ops resize an empty out=; in a compiled function its slot grows (traced), or
@@ -1961,3 +1967,35 @@ def test_a_non_empty_out_the_function_made_is_not_resized_in_a_compiled_function
     f = kael.compile(lambda x: kael.add(x, 1, out=kael.empty(2)))
     with pytest.warns(UserWarning, match="resized"), pytest.raises(kael.Error, match="resiz"):
         f(kael.randn(4))
+
+
+def test_an_empty_tensor_that_escapes_its_trace_is_not_resized_later():
+    """Only the trace, or its own extern step, grows an empty slot: a lazy tensor kept past
+    the trace is refused, and the published plan keeps its slot's size."""
+    kept = []
+
+    def fn(x):
+        o = kael.empty(0)
+        kael.nanmedian(o.view(0, 1), 1)  # an extern binds the empty slot
+        kept.append(o)
+        return x + 1
+
+    f = kael.compile(fn)
+    for _ in range(2):
+        x = kael.randn(4)
+        np.testing.assert_array_equal(f(x).numpy(), (x + 1).numpy())
+    sizes = [slot.nbytes for slot in f.plan_for(x).slots]
+    with pytest.raises(kael.Error, match="not resizable"):
+        kept[0].resize_(250)
+    assert [slot.nbytes for slot in f.plan_for(x).slots] == sizes
+
+
+@pytest.mark.parametrize("dtype", [kael.int32, kael.int16, kael.uint8], ids=str)
+def test_a_value_read_through_a_view_of_another_dtype_keeps_its_bits(dtype):
+    """x.view(dtype) of an intermediate reads its bytes: fusion does not inline the
+    producer's value converted (it gave [1, 2] for the bits of [1.0, 2.0])."""
+    f = kael.compile(lambda x: (x * 1).view(dtype) + 0)
+    x = kael.tensor([1.0, 2.0, -3.5, 0.25])
+    want = (x * 1).view(dtype) + 0
+    got = f(x)
+    assert got.dtype is want.dtype and got.tolist() == want.tolist()
