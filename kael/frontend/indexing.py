@@ -532,9 +532,11 @@ def masked_rows(impl: TensorImpl, m: TensorImpl) -> TensorImpl | None:
     k = len(m.shape)
     if m.device is not impl.device or impl.shape[:k] != m.shape:
         return None
-    row = _folded(impl.shape[k:], impl.strides[k:])
-    if row is None:
+    width = math.prod(impl.shape[k:])
+    folded = views.compute_stride(impl.shape[k:], impl.strides[k:], (width,))
+    if folded is None:  # the dims after the mask's are no one strided run
         return None
+    row = (width, folded[0] if width > 1 else 0)  # a lone element's stride is never used
     tracing.data_dependent("a bool mask index, whose result's shape depends on the mask")
     out: list[TensorImpl] = []
 
@@ -546,21 +548,6 @@ def masked_rows(impl: TensorImpl, m: TensorImpl) -> TensorImpl | None:
     mask, values = _operand(m, m.strides, device, op), _operand(impl, impl.strides[:k], device, op)
     gather.compact(impl.dtype, m.shape, mask, values, row, allocate, device=device)
     return out[0]
-
-
-def _folded(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, int] | None:
-    """(elements, stride) of dims walked row-major as one strided run, or None."""
-    count, step = 1, 0
-    if 0 in shape:
-        return 0, 0
-    for size, stride in zip(reversed(shape), reversed(strides)):
-        if size == 1:
-            continue
-        if count != 1 and stride != step * count:
-            return None
-        step = stride if count == 1 else step
-        count *= size
-    return count, step
 
 
 def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:

@@ -67,6 +67,10 @@ class Slot:
             block = self.block = (block_capacity(self.nbytes), allocator_for(self.device))
         return (self.nbytes, *block, self.device)
 
+    def grow(self, nbytes: int) -> None:
+        """This slot made `nbytes` (an empty one an out= resized): its block found again."""
+        self.nbytes, self.block = nbytes, None
+
     def new_storage(self) -> Storage:
         """A new storage of this slot's size, from the caching allocator."""
         if self.nbytes == 0:

@@ -94,8 +94,7 @@ def _grow_empty_slot(storage, nbytes: int) -> bool:
     if storage.nbytes or bound is None or bound.nbytes or not is_resizable(bound):
         return False
     resize_storage(bound, nbytes)
-    slot = storage.call.plan.slots[storage.index]
-    slot.nbytes, slot.block = nbytes, None
+    storage.call.plan.slots[storage.index].grow(nbytes)
     storage.nbytes = nbytes
     return True
 

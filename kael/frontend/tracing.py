@@ -244,8 +244,7 @@ class Trace:
         views += [v for step, _, _ in self.pending for v in (*step.outs, *step.ins)]
         if any(v.buffer == index for v in views):
             return False
-        slot = self.plan.slots[index]
-        slot.nbytes, slot.block = nbytes, None
+        self.plan.slots[index].grow(nbytes)
         storage.nbytes = nbytes
         return True
 

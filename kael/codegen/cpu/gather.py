@@ -81,6 +81,8 @@ ORDER_LINES, ORDER_OUTER, ORDER_PRIVATE = 0, 1, 2
 # The fold of private tables into the destination (the scatters' second symbol).
 FOLD_WORDS = ("table", "privates", "parts", "share", "rank")
 NONZERO_WORDS = ("input", "counts", "out", "total", "rank")
+# A listing's kernels: each block's count, each block's write, the scan of the counts.
+STEPS = ("count", "write", "scan")
 # The compaction's (x[mask], masked_select): the mask is the input, each hit copies a row.
 COMPACT_WORDS = (*NONZERO_WORDS, "values", "row", "row_stride")
 # Elements per nonzero (and compaction) work item: large enough that the scan over blocks is
@@ -705,7 +707,7 @@ def _listing_function(module: ir.Module, dtype: DType, write: bool, item: int = 
     writes exactly the places its count gave it (the next block's start bounds them; places
     it no longer finds get zeros): an input another thread changes between the two launches
     gives wrong places, never a write past them or stale memory."""
-    symbol = _listing_symbol(dtype, write, item)
+    symbol = _listing_symbol(dtype, "write" if write else "count", item)
     fn, b = handwritten.kernel_function(module, symbol)
     names = COMPACT_WORDS if item else NONZERO_WORDS
     w = _words(b, fn.args[0], names)
@@ -788,9 +790,12 @@ def _listing_function(module: ir.Module, dtype: DType, write: bool, item: int = 
     return symbol
 
 
-def _listing_symbol(dtype: DType, write: bool, item: int = 0) -> str:
-    step = "write" if write else "count"
-    return f"kael_compact_{step}_{8 * item}" if item else f"kael_nonzero_{step}_{dtype.name}"
+def _listing_symbol(dtype: DType, step: str, item: int = 0) -> str:
+    """The symbol of a listing's `step` ("count", "write" or "scan"): nonzero's per dtype
+    (its scan one for all), the compaction's per row width."""
+    if item:
+        return f"kael_compact_{step}_{8 * item}"
+    return "kael_nonzero_scan" if step == "scan" else f"kael_nonzero_{step}_{dtype.name}"
 
 
 def _scan_function(module: ir.Module, symbol: str) -> str:
@@ -820,13 +825,9 @@ def _build_listing(dtype: DType, item: int = 0) -> Callable[[ir.Module], list[st
 
     def build(module: ir.Module) -> list[str]:
         symbols = [_listing_function(module, dtype, write, item) for write in (False, True)]
-        return [*symbols, _scan_function(module, _scan_symbol(item))]
+        return [*symbols, _scan_function(module, _listing_symbol(dtype, "scan", item))]
 
     return build
-
-
-def _scan_symbol(item: int) -> str:
-    return f"kael_compact_scan_{8 * item}" if item else "kael_nonzero_scan"
 
 
 _specs: dict = {}
@@ -1060,19 +1061,18 @@ class _Listing(NamedTuple):
         if kept is not None:
             return _listing_replay(kept, words[0], extra, allocate)
         name, build = _spec(self.kind, self.dtype)
-        symbols = [_listing_symbol(self.dtype, w, self.item) for w in (False, True)]
+        counting, writing, scanning = (_listing_symbol(self.dtype, s, self.item) for s in STEPS)
         blocks = -(-words[3] // NONZERO_BLOCK)
         runner = handwritten.runner_for(device)
         try:
             words[1] = counts = runner.scratch([0] * (blocks + 1))
-            counter = runner.run(name, build, symbols[0], words, blocks, self.moved, align=1)
-            scan_symbol = _scan_symbol(self.item)
-            scan = runner.run(name, build, scan_symbol, [counts, blocks], 1, 0, align=1)
+            counter = runner.run(name, build, counting, words, blocks, self.moved, align=1)
+            scan = runner.run(name, build, scanning, [counts, blocks], 1, 0, align=1)
             (count,) = runner.read(counts + 8 * blocks, 1)
             out = allocate(count)
             if count and self.write:
                 words[2] = out
-                writer = runner.run(name, build, symbols[1], words, blocks, self.moved, align=1)
+                writer = runner.run(name, build, writing, words, blocks, self.moved, align=1)
                 fns = (counter, scan, writer)
                 if host and all(replayable(f, self.moved) for f in fns):
                     self._keep(fns, words, blocks, len(extra))

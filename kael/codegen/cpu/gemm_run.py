@@ -17,7 +17,6 @@ import threading
 from dataclasses import dataclass
 
 from kael.codegen.cpu import conv, gemm, gemm_gemv, native_launch
-from kael.codegen.cpu.gemm_gemv import ROWS
 from kael.ir.matmul import GemmSpec, batch_dims
 from kael.runtime import launches
 from kael.runtime.dtypes import int64
@@ -133,7 +132,7 @@ def _float_plan(spec, a, b, c, batch, outer, threads) -> Plan:
     if n == 1 and (k == 1 or (aks == 1 and brs == 1)):  # matrix @ vector
         groups = _blocks(m, gemm_gemv.RSTEP)
         tail = (ars, 1, qa, 1, 1, qb, ldc, qc, m, 1, k, groups, 0)
-        return _gemv(spec, ROWS, tail, q * groups, outer, 2 * q * m * k)
+        return _gemv(spec, gemm_gemv.ROWS, tail, q * groups, outer, 2 * q * m * k)
     if m == 1 and bcs == 1:  # vector @ matrix
         blocks = _blocks(n, gemm_gemv.BLOCK)
         tail = (ars, aks, qa, brs, 1, qb, ldc, qc, 1, n, k, blocks, 0)
@@ -147,7 +146,8 @@ def _float_plan(spec, a, b, c, batch, outer, threads) -> Plan:
         batched = (0, ars, ldc, m) if q == 1 else (qb, qa, qc, 0 if qb else q)
         tail = (bcs, 1, batched[0], 1, 1, batched[1], c.strides[-1], batched[2], n, 1, k)
         total, flops = m * q * groups, 2 * m * q * n * k
-        return _gemv(spec, ROWS, (*tail, groups, batched[3]), total, outer, flops, swapped=True)
+        tail = (*tail, groups, batched[3])
+        return _gemv(spec, gemm_gemv.ROWS, tail, total, outer, flops, swapped=True)
     if n == 1 and ars == 1 and ldc == 1:  # a transposed matrix @ vector (X.T @ v)
         # as (v^T @ A^T)^T: the vector is the left operand, A^T's columns are unit-stride
         blocks = _blocks(m, gemm_gemv.BLOCK)
