@@ -83,11 +83,17 @@ def _grow_empty_slot(storage, nbytes: int) -> bool:
     the commonest): its plan slot becomes `nbytes`. Traced, where no step uses the slot
     yet; or inside the trace's own extern step, which runs on the slot's bound (empty)
     storage: that grows too, and every later call makes the slot that big, so the
-    extern's resize_ then changes only the shape. Anywhere else (a lazy tensor that
-    escaped its trace) it is refused, as before."""
+    extern's resize_ then changes only the shape. After a graph break (the plan's
+    fallback set: the call goes on eagerly) the storage bound to the slot resizes like any
+    other. Anywhere else (a lazy tensor that escaped its trace) it is refused, as before."""
     state = tracestate.state
     if state.trace is not None:
         return state.trace.grow_unwritten(storage, nbytes)
+    if storage.call.plan.fallback is not None:
+        bound = storage.call.storage(storage.index)
+        resize_storage(bound, nbytes)
+        storage.nbytes = nbytes
+        return True
     if storage.call is not state.extern_call:
         return False
     bound = storage.call.bound[storage.index]

@@ -325,6 +325,12 @@ class Trace:
             )
         self.broken = f"{what}{where} needs a tensor's values (fullgraph=False)"
         self.flush()
+        # the rest runs eagerly on this call's memory: a tensor no step wrote yet (an
+        # empty()) gets its own now, and a resize_ of it resizes that (_grow_empty_slot)
+        for b in self.buffers:
+            if b.lazy is not None and b.lazy() is not None:
+                self.call.storage(b.slot)
+        self.plan.fallback = self.broken
         state.trace = None
 
     def moved(self, impl) -> None:

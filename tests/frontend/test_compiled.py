@@ -1025,6 +1025,42 @@ def test_fullgraph_false_runs_eagerly_with_one_warning():
     assert len(seen) == 1 and "runs eagerly" in str(seen[0].message)
 
 
+def _made_before_a_break(a):
+    out, buf, grown = kael.empty(0), kael.empty(2, 3), kael.zeros(2)
+    row = buf[1]  # a view made before the break, written after it
+    n = int((a * 2).sum().item())  # the graph break: the rest runs eagerly
+    kael.add(a, n, out=out)
+    row.fill_(7)
+    buf[0] = a[:3]
+    grown.resize_(4)[2:] = 5
+    return out, buf, grown[2:]
+
+
+def test_tensors_made_before_a_graph_break_are_usable_after_it():
+    # empty() tensors no step wrote got no memory at the trace: the break gives them some,
+    # and an out= or resize_ of them grows it
+    c = kael.compile(_made_before_a_break, fullgraph=False)
+    a = kael.arange(6.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(2):
+            for got, want in zip(c(a), _made_before_a_break(a), strict=True):
+                _same(got, want)
+
+
+def test_a_tensor_kept_from_a_trace_that_raised_is_refused():
+    kept = []
+
+    def f(a):
+        kept.append(kael.empty(3))
+        raise RuntimeError("the user's own")
+
+    with pytest.raises(RuntimeError, match="the user's own"):
+        kael.compile(f)(x)
+    with pytest.raises(kael.Error, match="trace did not finish"):
+        kept[0].fill_(1)
+
+
 def test_predicates_returning_python_bools_are_data_dependent():
     with pytest.raises(kael.Error, match="allclose"):
         kael.compile(lambda a, b: kael.allclose(a, b))(x, y)
