@@ -1101,9 +1101,29 @@ class Plan:
     def check(self, tensors: list, scalars: list, name: str) -> None:
         """Run the plan and, beside it, each fused kernel's ops one eager kernel at a time,
         on copies of `tensors` (the arguments before the call); kael.Error naming the first
-        fused kernel whose output differs from its ops' (any bit, NaN payloads included)."""
+        fused kernel whose output differs from its ops' (any bit, NaN payloads included).
+        Both runs draw the same numbers, and every generator ends where the call left it (as
+        eagerly)."""
+        generators = self._generators()
+        start = [g.position() for g in generators]
+        try:
+            self._check(tensors, scalars, name, generators)
+        finally:
+            for g, position in zip(generators, start, strict=True):
+                g.restore(*position)
+
+    def _generators(self) -> list:
+        """The generators the steps may draw from or reseed: the default one (Reserve),
+        those given to extern steps, and those the function reseeded."""
         from kael.frontend.random import default_generator
 
+        found = {id(default_generator): default_generator}
+        for step in self.steps:
+            for g in (step.generator,) if type(step) is Seed else getattr(step, "generators", ()):
+                found.setdefault(id(g), g)
+        return list(found.values())
+
+    def _check(self, tensors: list, scalars: list, name: str, generators: list) -> None:
         calls = [Call(self, list(self.empty), scalars) for _ in range(2)]
         for call in calls:
             for i, arg in self.args:
@@ -1132,9 +1152,10 @@ class Plan:
                     for view in part.outs:
                         eager.copy_into(fused.impl(view), unfused.impl(view))
             else:  # the same draws and extern work in both
-                state = default_generator.position()
+                here = [g.position() for g in generators]
                 step.run(unfused)
-                default_generator.restore(*state)
+                for g, position in zip(generators, here, strict=True):
+                    g.restore(*position)
                 step.run(fused)
 
     @property

@@ -1403,6 +1403,28 @@ def test_check_mode_names_the_kernel_that_differs():
         c(x)
 
 
+def _draws(p, g, a):
+    picked = kael.multinomial(p, 3, generator=g)  # an extern drawing from g
+    return a[picked] * 2 + kael.rand(3, generator=g), kael.dropout(a, 0.5, True)
+
+
+def test_check_mode_leaves_every_generator_where_eager_does():
+    # check=True runs the plan twice more (fused and op by op): each run draws the same
+    # numbers, and afterwards the default generator and a given one stand as eagerly
+    p, a = kael.ones(10), kael.arange(10.0)
+    results = []
+    for f in (_draws, kael.compile(_draws, check=True)):
+        kael.manual_seed(5)
+        g = kael.Generator().manual_seed(7)
+        got = [f(p, g, a) for _ in range(3)]
+        results.append((got, kael.rand(2), kael.rand(2, generator=g)))
+    (eager, eager_next, eager_g), (checked, checked_next, checked_g) = results
+    for e, c in zip(eager, checked, strict=True):
+        _same(c, e)
+    _same(checked_next, eager_next)
+    _same(checked_g, eager_g)
+
+
 HALF_CHAINS = {
     "mul add": lambda t: t * t + t,
     "silu exp": lambda t: (t.silu() * 3).exp(),
