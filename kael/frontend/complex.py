@@ -16,7 +16,7 @@ bit, so is_conj() is False and resolve_conj() returns self), conversions to and 
 dtypes, + - * / and pow (numbers too), neg, abs, angle, sgn, exp, log, sqrt, reciprocal,
 square (and their in-place forms), sin, cos, tan, sinh, cosh, tanh (Kahan's), sigmoid,
 rsqrt, log2, log10, expm1, log1p, exp2, eq/ne, isnan/isinf/isfinite, isclose/allclose/
-equal, sum, mean, prod, cumsum, cumprod, var/std (real), norm/vector_norm,
+equal, sum, mean, prod, cumsum, cumprod, logcumsumexp, var/std (real), norm/vector_norm,
 count_nonzero/nonzero, matmul/mm/bmm/@, and kael.fft.
 Choices, fills and reads run once per part on the real and imaginary views: where,
 masked_fill, index_fill, scatter (src or value, no reduce), index_select, gather, take,
@@ -34,15 +34,18 @@ width is refused where torch casts into it; sqrt of a subnormal part keeps about
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 from collections.abc import Callable
 
+from kael.codegen.cpu import scan
 from kael.frontend import eager, formula, views
 from kael.frontend.formula import Value, maximum, minimum, where
 from kael.frontend.math_functions import _atan2, _cosh, _hypot, _sinh
 from kael.frontend.outputs import output, unaliased
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.ir import graph as g
+from kael.ir.scheduler import schedule_elementwise
 from kael.runtime import user_warning
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.dtypes import INT64_MIN, UINT64_MAX, DType, as_dtype, bool_, float32, float64
@@ -1054,6 +1057,52 @@ def cumsum(x: Tensor, dim, dtype, out) -> Tensor:
         return out
     done = view_as_complex(result)
     return done if x.ndim else done.reshape(())
+
+
+def _log_add_exp(cr, ci, xr, xi):
+    """PyTorch's complex logcumsumexp step, log(e^x + e^cum): with lo and hi the operands
+    of lesser and greater real part (cum is lo on a tie), log1p(e^(lo - hi)) + hi; both
+    real parts -inf: lo; both +inf: log(e^lo + e^hi); a NaN part anywhere: NaN + NaN j. The
+    imaginary part follows hi's, so it may leave (-pi, pi] as PyTorch's does."""
+    x_low = xr < cr
+    lo_r, lo_i = where(x_low, xr, cr), where(x_low, xi, ci)
+    hi_r, hi_i = where(x_low, cr, xr), where(x_low, ci, xi)
+    grown_r, grown_i = _log1p(*_exp(lo_r - hi_r, lo_i - hi_i))
+    lo_er, lo_ei = _exp(lo_r, lo_i)
+    hi_er, hi_ei = _exp(hi_r, hi_i)
+    both_r, both_i = _log(lo_er + hi_er, lo_ei + hi_ei)
+    same_infinity = lo_r.eq(hi_r) & lo_r.apply("abs").eq(math.inf)
+    low = lo_r < 0.0
+    re = where(same_infinity, where(low, lo_r, both_r), grown_r + hi_r)
+    im = where(same_infinity, where(low, lo_i, both_i), grown_i + hi_i)
+    nan = cr.ne(cr) | ci.ne(ci) | xr.ne(xr) | xi.ne(xi)
+    return where(nan, math.nan, re), where(nan, math.nan, im)
+
+
+@functools.cache
+def logcumsumexp_step() -> scan.PairStep:
+    """_log_add_exp over float64 parts (PyTorch accumulates complex64 in complex128 too)
+    as the scan kernel's pair step."""
+    names = ("cum_re", "cum_im", "x_re", "x_im")
+    re, im = _log_add_exp(*(Value(g.Input(float64, (), n)) for n in names))
+    kernel, inputs, _ = schedule_elementwise("logcumsumexp_complex", [re.node, im.node])
+    positions = tuple(names.index(i.name) for i in inputs)
+    return scan.PairStep(kernel.name, kernel.exprs, positions, (-math.inf, 0.0))
+
+
+def logcumsumexp(x: Tensor, d: int, out) -> Tensor:
+    """log(cumsum(exp(x))) along dim d of complex x, element after element in complex128
+    as PyTorch's CPU loop (its branch of the imaginary part included); a 0-d x is copied,
+    as PyTorch's (-inf + 1j stays itself, where a line's first step gives -inf + 0j)."""
+    result = checked_out(out, x.shape, x.dtype, x.device, "logcumsumexp")
+    if not x.ndim:
+        copy_into(result._impl, x._impl)
+    else:
+        src = unaliased(x._impl, result._impl)
+        scan.run(logcumsumexp_step(), _part_impl(src, 0), _part_impl(result._impl, 0), d)
+    if out is not None:
+        out._impl.storage.bump_version()
+    return result
 
 
 def variance(op: str, x: Tensor, fn: Callable, dim, correction, keepdim, out) -> Tensor:

@@ -148,10 +148,17 @@ def cumprod(input: Tensor, dim, *, dtype=None, out: Tensor | None = None) -> Ten
 
 def logcumsumexp(input: Tensor, dim, *, out: Tensor | None = None) -> Tensor:
     """log(cumsum(exp(input))) along `dim` without overflow: running sums in log space,
-    in float64 (floating inputs only, as PyTorch)."""
+    in float64 (complex128 for complex inputs; floating and complex inputs only, as
+    PyTorch)."""
     x = tensor_arg(input, "logcumsumexp")
+    if x.dtype.is_complex:
+        from kael.frontend import complex
+
+        return complex.logcumsumexp(x, views.wrap_dim(dim, x.ndim), out)
     if not x.dtype.is_floating_point:
-        raise TypeError(f'"logcumsumexp" not implemented for {x.dtype} (floating point only)')
+        raise TypeError(
+            f'"logcumsumexp" not implemented for {x.dtype} (floating point and complex only)'
+        )
     return _scan("logcumsumexp", x, dim, None, out)
 
 

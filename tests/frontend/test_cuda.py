@@ -417,6 +417,15 @@ def test_logcumsumexp_over_an_outer_dim_on_the_device_matches_the_cpu():
     _close(kael.logcumsumexp(x.to(DEVICE), 0), kael.logcumsumexp(x, 0), 1e-6)
 
 
+def test_complex_logcumsumexp_on_the_device_gives_the_cpus_bits():
+    rng = np.random.default_rng(35)
+    for dtype in (kael.complex64, kael.complex128):
+        parts = rng.standard_normal((2, 7, 50)) * 3
+        x = kael.tensor(parts[0] + 1j * parts[1]).to(dtype)
+        for dim in (0, 1):
+            _same_bits(kael.logcumsumexp(x.to(DEVICE), dim), kael.logcumsumexp(x, dim))
+
+
 def test_a_long_scan_on_the_device_runs_the_block_scan():
     """2 blocks and 5 elements: a work item per block on the device, where the CPU, with
     one line, scans it whole; int64 sums agree exactly, float64 to rounding."""

@@ -564,8 +564,55 @@ def test_logcumsumexp_matches_torch_with_infinities_and_nan(dim, dtype):
         got, want = kael.logcumsumexp(kx, dim), torch.logcumsumexp(tx, dim)
         assert got.shape == tuple(want.shape) and got.dtype is kael.tensor(want.numpy()).dtype
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-6, atol=1e-6, equal_nan=True)
-    with pytest.raises(kael.TypeError, match="floating point only"):
+    with pytest.raises(kael.TypeError, match=r"int64 \(floating point and complex only\)"):
         kael.logcumsumexp(kael.arange(3), 0)
+
+
+def _complex_lines(dtype, seed):
+    """Complex lines whose real parts tie, turn infinite and NaN, and whose imaginary
+    parts near +-pi make the step's branch matter."""
+    rng = np.random.default_rng(seed)
+    values = rng.standard_normal((6, 40)) * 3 + 1j * rng.uniform(-3.14, 3.14, (6, 40))
+    values[1, 3], values[1, 9] = complex(np.inf, 0.5), complex(np.inf, -2.0)  # both +inf
+    values[2, :2] = complex(-np.inf, 1.0)  # -inf first: the identity ties with it
+    values[2, 7] = complex(np.nan, 0.0)
+    values[3, 4] = complex(0.0, np.nan)
+    values[4] = 2.0 + 3.0j * np.sign(np.arange(40) % 2 - 0.5)  # ties, imaginary +-3
+    values[5, 5] = complex(1.0, np.inf)
+    return torch.tensor(values, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=str)
+def test_complex_logcumsumexp_matches_torch_branch_infinities_and_nan(dtype):
+    t = _complex_lines(dtype, 71)
+    k = kael.tensor(t.numpy())
+    tol = 2e-6 if dtype is torch.complex64 else 1e-13
+    cases = [(k, t), (k.transpose(0, 1), t.T), (k[:, ::3], t[:, ::3]), (k[2, 0], t[2, 0])]
+    cases.append((k[:1].expand(3, 40), t[:1].expand(3, 40)))
+    for kx, tx in cases:
+        for dim in range(-1, kx.ndim) if kx.ndim else (0, -1):
+            got, want = kael.logcumsumexp(kx, dim), torch.logcumsumexp(tx, dim)
+            assert got.shape == tuple(want.shape) and got.dtype is kael.tensor(want.numpy()).dtype
+            np.testing.assert_allclose(
+                got.numpy(), want.numpy(), rtol=tol, atol=tol, equal_nan=True
+            )
+    empty = kael.logcumsumexp(kael.zeros(0, 3, dtype=kael.complex64), 0)
+    assert empty.shape == (0, 3) and empty.dtype is kael.complex64
+
+
+def test_complex_logcumsumexp_writes_out_and_its_own_input():
+    t = _complex_lines(torch.complex128, 73)
+    want = torch.logcumsumexp(t, 1)
+    k = kael.tensor(t.numpy())
+    out = kael.empty(6, 40, dtype=kael.complex128)
+    assert kael.logcumsumexp(k, 1, out=out) is out
+    np.testing.assert_allclose(out.numpy(), want.numpy(), rtol=1e-13, atol=1e-13, equal_nan=True)
+    kael.logcumsumexp(k, 1, out=k)  # the input read before it is written
+    np.testing.assert_allclose(k.numpy(), want.numpy(), rtol=1e-13, atol=1e-13, equal_nan=True)
+    with pytest.raises(kael.Error, match="complex64"):
+        kael.logcumsumexp(k, 1, out=kael.empty(6, 40, dtype=kael.complex64))
+    with pytest.raises(kael.IndexError, match="range"):
+        kael.logcumsumexp(k, 2)
 
 
 @pytest.mark.parametrize("name", ["cummax", "cummin"])

@@ -27,7 +27,13 @@ choices), one element after another, so floating-point results do not depend on 
 thread count.
 logcumsumexp adds in log space: max + log1p(exp(-|a - b|)) with kael's vector math
 (an infinity added to itself stays itself, NaN propagates).
-Integer arithmetic wraps. The argument block is
+Integer arithmetic wraps.
+A pair scan (complex logcumsumexp) reads each element as two values of src's float dtype
+at its offset and the next (a complex tensor's real and imaginary parts: the caller passes
+the real parts' view) and combines in a <2 x double> with a `PairStep`, elementwise
+expressions the caller builds from kael's complex math; lines only, element after element
+as PyTorch's CPU loop (a GPU too: a thread a line).
+The argument block is
 [src, dst, n, src_step, dst_step, cols, rank, totals, blocks, sizes[rank],
 src_strides[rank], dst_strides[rank]], every word an int64 (totals: the block kernels'
 scratch of `blocks` accumulators a line).
@@ -36,6 +42,7 @@ scratch of `blocks` accumulators a line).
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from llvmlite import ir
@@ -53,6 +60,7 @@ from kael.codegen.lowering import (
     widen,
 )
 from kael.ir import layout
+from kael.ir.expr import Expr
 from kael.runtime.dtypes import INT64_MAX, DType, bool_, float32, float64, int64
 from kael.runtime.errors import ValueError
 from kael.runtime.tensor_impl import TensorImpl, ptr_on
@@ -68,6 +76,18 @@ UNROLL = 4  # independent vector accumulators per chunk
 CHUNK = LANES * UNROLL  # adjacent lines per work item of the `columns` kernel
 HEADER = 9  # words before the batch sizes
 BLOCK = 4096  # elements a work item of the block scan
+
+
+class PairStep(NamedTuple):
+    """A pair scan's combine: `exprs` (the new real and imaginary parts) over float64
+    loads, load k standing for operand positions[k] of (acc real, acc imag, x real, x
+    imag); `name` names its kernels (one step per name); `identity` the accumulator's
+    start."""
+
+    name: str
+    exprs: tuple[Expr, Expr]
+    positions: tuple[int, ...]
+    identity: tuple[float, float]
 
 
 def accumulator(dst: DType) -> DType:
@@ -151,6 +171,46 @@ class _Scan:
         value = narrow(b, self.em.convert(acc, self.acc, self.dst), self.dst)
         b.store(value, ptr, align=self.dst.itemsize)
 
+    def slot_type(self) -> ir.Type:
+        return scalar_type(self.acc)
+
+
+class _PairScan(_Scan):
+    """A pair scan (`step`): elements are (first, second) values at ptr and ptr + 1, the
+    accumulator a <2 x acc>, combined by the step's expressions."""
+
+    def __init__(self, b: ir.IRBuilder, step: PairStep, src: DType, dst: DType):
+        super().__init__(b, step.name, src, dst, 1)
+        self.step = step
+
+    def slot_type(self) -> ir.Type:
+        return ir.VectorType(scalar_type(self.acc), 2)
+
+    def _pair(self, first: ir.Value, second: ir.Value) -> ir.Value:
+        b = self.b
+        pair = ir.Constant(self.slot_type(), ir.Undefined)
+        return b.insert_element(b.insert_element(pair, first, i64(0)), second, i64(1))
+
+    def _parts(self, pair: ir.Value) -> list[ir.Value]:
+        return [self.b.extract_element(pair, i64(k)) for k in range(2)]
+
+    def identity(self) -> ir.Value:
+        return self._pair(*(self.em.const(self.acc, v) for v in self.step.identity))
+
+    def load(self, ptr: ir.Value) -> ir.Value:
+        return self._pair(super().load(ptr), super().load(self.b.gep(ptr, [i64(1)])))
+
+    def combine(self, acc: ir.Value, x: ir.Value) -> ir.Value:
+        operands = self._parts(acc) + self._parts(x)
+        at = self.step.positions
+        em = ExprEmitter(self.b, 1, lambda k: operands[at[k]], None, None)
+        return self._pair(*(em.emit(e) for e in self.step.exprs))
+
+    def store(self, acc: ir.Value, ptr: ir.Value) -> None:
+        first, second = self._parts(acc)
+        super().store(first, ptr)
+        super().store(second, self.b.gep(ptr, [i64(1)]))
+
 
 class _Words:
     """The argument block's fixed words, loaded in the entry block, and the batch decoder."""
@@ -215,11 +275,13 @@ def _scan_line(
     LoopBuilder(b).counted(i64(0), w.n if count is None else count, 1, step, "scan")
 
 
-def _build_lines(module: ir.Module, op: str, src: DType, dst: DType, symbol: str) -> None:
+def _build_lines(
+    module: ir.Module, op: str | PairStep, src: DType, dst: DType, symbol: str
+) -> None:
     fn, b = handwritten.kernel_function(module, symbol)
     w = _Words(b, fn.args[0], src, dst)
-    scan = _Scan(b, op, src, dst, 1)
-    slots = [b.alloca(scalar_type(scan.acc), name="acc")]
+    scan = _PairScan(b, op, src, dst) if type(op) is PairStep else _Scan(b, op, src, dst, 1)
+    slots = [b.alloca(scan.slot_type(), name="acc")]
 
     def line(i):
         src_off, dst_off = w.offsets(i)
@@ -393,19 +455,20 @@ _BUILDERS = {"lines": _build_lines, "columns": _build_columns, "blocks": _build_
 _specs: dict = {}
 
 
-def _spec(op: str, src: DType, dst: DType, kind: str):
+def _spec(op: str | PairStep, src: DType, dst: DType, kind: str):
     """One kernel (`lines` or `columns`) of one scan, a module of its own (a first call
     compiles the one it runs): its symbol, which names the module too, and its builder
-    (memoized: every scan call asks)."""
-    found = _specs.get((op, src, dst, kind))
+    (memoized: every scan call asks; a pair scan by its step's name)."""
+    name = op.name if type(op) is PairStep else op
+    found = _specs.get((name, src, dst, kind))
     if found is not None:
         return found
-    symbol = f"{module_name(op, src, dst)}_{kind}"
+    symbol = f"{module_name(name, src, dst)}_{kind}"
 
     def build(module: ir.Module) -> list[str]:
         return _BUILDERS[kind](module, op, src, dst, symbol) or [symbol]
 
-    found = _specs[(op, src, dst, kind)] = (symbol, build)
+    found = _specs[(name, src, dst, kind)] = (symbol, build)
     return found
 
 
@@ -454,28 +517,30 @@ def walks_strided(src: TensorImpl, dst: TensorImpl, dim: int) -> bool:
     return kind == "lines" and words[0] > 1 and (words[1] != 1 or words[2] != 1)
 
 
-def run(op: str, src: TensorImpl, dst: TensorImpl, dim: int) -> tuple | None:
+def run(op: str | PairStep, src: TensorImpl, dst: TensorImpl, dim: int) -> tuple | None:
     """dst = the `op` scan of src along `dim` (dst's dtype: float32, float64 or int64), on
     the device the two are on (the same kernels: codegen/ptx/handwritten.py). Returns
     (kernel, words, work items, bytes moved) where it was one launch on the host (the fast
-    door replays those), else None.
+    door replays those), else None. A PairStep scans pairs: src and dst are the first
+    values' views (each element's second value follows it).
 
     src and dst have one shape; dst may be src itself (same layout), never a partial overlap.
     """
-    if op not in OPS:
+    pairs = type(op) is PairStep
+    if not pairs and op not in OPS:
         raise ValueError(f"unknown scan {op!r}: expected one of {OPS}")
     if dst.dtype.is_bool:
         raise ValueError("a scan's output cannot be bool")
     if src.numel() == 0:
         return None
     on_cpu = dst.device.type == "cpu"
-    kind, words, items = plan(src.shape, src.strides, dst.strides, dim, columns=on_cpu)
+    kind, words, items = plan(src.shape, src.strides, dst.strides, dim, on_cpu and not pairs)
     n = words[0]
     exact = not dst.dtype.is_floating_point or op in EXTREMES
-    if kind == "lines" and blocked(n, items, dst.device, exact):
+    if kind == "lines" and not pairs and blocked(n, items, dst.device, exact):
         kind = "blocks"
     symbol, build = _spec(op, src.dtype, dst.dtype, kind)
-    moved = src.numel() * (src.dtype.itemsize + dst.dtype.itemsize)
+    moved = src.numel() * (src.dtype.itemsize + dst.dtype.itemsize) * (2 if pairs else 1)
     runner = handwritten.runner_for(dst.device)
     words = [ptr_on(src, dst.device, symbol), ptr_on(dst, dst.device, symbol), *words]
     try:

@@ -10,6 +10,7 @@ import pytest
 from kael.codegen.cpu import gather, radix, rank, scan, sort, top
 from kael.codegen.ptx import compiler
 from kael.codegen.ptx import handwritten as gpu
+from kael.frontend.complex import logcumsumexp_step
 from kael.runtime.dtypes import bool_, complex128, float32, float64, int16, int64
 
 needs_ptxas = pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not on PATH")
@@ -24,6 +25,8 @@ SPECS += [
     for op, d in (("cumsum", int64), ("cumprod", float64), ("logcumsumexp", float32))
     for kind in ("lines", "blocks")  # the vector `columns` kernel is the CPU's alone
 ]
+# complex logcumsumexp: a pair scan over float parts, lines only
+SPECS += [scan._spec(logcumsumexp_step(), d, d, "lines") for d in (float32, float64)]
 
 
 @needs_ptxas
