@@ -47,6 +47,8 @@ def with_out(fn: Callable, name: str, creation: bool = False) -> Callable:
 
     @functools.wraps(fn)
     def call(*args, out=None, **kwargs):
+        if out is None and not kwargs:  # the common call, first: kael.zeros(100)
+            return fn(*args)
         if sized:
             args = _size_argument(name, args, kwargs)
         if out is None:
