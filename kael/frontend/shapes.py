@@ -37,6 +37,16 @@ def narrowed(impl: TensorImpl, dim: int, start: int, length: int) -> TensorImpl:
     )  # fmt: skip
 
 
+def selected(impl: TensorImpl, dim: int, index: int) -> TensorImpl:
+    """impl at `index` of a wrapped `dim`, which leaves the shape, where 0 <= index < size:
+    a layout inside impl's own, so valid unchecked."""
+    shape, strides = impl.shape, impl.strides
+    return TensorImpl.of_tuples(
+        impl.storage, shape[:dim] + shape[dim + 1 :], strides[:dim] + strides[dim + 1 :],
+        impl.offset + index * strides[dim], impl.dtype, impl.device,
+    )  # fmt: skip
+
+
 def dense_copy(impl: TensorImpl, shape: tuple[int, ...] | None = None) -> Tensor:
     """A new row-major tensor of impl's elements (a copy even where impl is row-major), in
     `shape` when given (as many elements, a shape the caller validated): on the host the
