@@ -233,12 +233,12 @@ class Trace:
         return lazy
 
     def grow_unwritten(self, storage: LazyStorage, nbytes: int) -> bool:
-        """Give an empty storage the function made `nbytes` where no step uses it yet (an
-        `out=` that torch's ops resize, kael.empty(0) the commonest): its slot simply
-        becomes that big. False where it holds bytes, is bound, or a step reads or writes
-        it (resize_ then refuses, as for any lazy storage)."""
+        """Give a storage the function made `nbytes` where no step uses it yet (an `out=`
+        that torch's ops resize, kael.empty(0) the commonest; kael.empty(3) too, whose
+        bytes nothing wrote): its slot simply becomes that big. False where it is bound or
+        a step reads or writes it (resize_ then refuses, as for any lazy storage)."""
         index = storage.index
-        if storage.call is not self.call or storage.nbytes or self.call.bound[index] is not None:
+        if storage.call is not self.call or self.call.bound[index] is not None:
             return False
         views = [v for step in self.plan.steps for v in step.views()]
         views += [v for step, _, _ in self.pending for v in (*step.outs, *step.ins)]

@@ -2021,8 +2021,20 @@ def test_an_empty_out_the_function_made_is_resized_as_eager(fn):
             np.testing.assert_array_equal(g.numpy(), w.numpy())
 
 
-def test_a_non_empty_out_the_function_made_is_not_resized_in_a_compiled_function():
+def test_a_non_empty_out_no_step_wrote_is_resized_as_eager_with_its_warning():
+    # (the trace warns; the plan's replays run no Python to warn from)
     f = kael.compile(lambda x: kael.add(x, 1, out=kael.empty(2)))
+    x = kael.randn(4)
+    with pytest.warns(UserWarning, match="resized"):
+        got = f(x)
+    for _ in range(2):
+        assert got.shape == (4,) and got.tolist() == (x + 1).tolist()
+        x = kael.randn(4)
+        got = f(x)
+
+
+def test_a_non_empty_out_a_step_wrote_is_not_resized_in_a_compiled_function():
+    f = kael.compile(lambda x: kael.add(x, 1, out=kael.zeros(2)))  # zeros: a fill step
     with pytest.warns(UserWarning, match="resized"), pytest.raises(kael.Error, match="resiz"):
         f(kael.randn(4))
 
