@@ -371,11 +371,7 @@ class Trace:
         from kael.frontend.random import draw_marks
 
         mark = (len(self.call.random), draw_marks((*args, *kwargs.values())))
-        plan = self.plan
-        self.entry = [
-            len(self.pending), len(self.reservations), len(plan.steps), len(plan.cuts),
-            len(plan.dropped),
-        ]  # fmt: skip
+        self.entry = self._lengths()
         self.depth += 1
         try:
             return fn(*args, **kwargs)
@@ -393,6 +389,15 @@ class Trace:
         why += "; after an in-place write to an argument, a call cannot be traced again"
         self.data_dependent(f"{name} ({why})")
         return fn(*args, **kwargs)  # tracing ended (fullgraph=False): the op runs eagerly
+
+    def _lengths(self) -> list[int]:
+        """An op's `entry`: how many pending steps, reservations, plan steps, cuts and
+        dropped buffers there are now."""
+        plan = self.plan
+        return [
+            len(self.pending), len(self.reservations), len(plan.steps), len(plan.cuts),
+            len(plan.dropped),
+        ]  # fmt: skip
 
     def _rollback(self, mark) -> None:
         """Forget what an op that turned extern recorded and drew: it runs again whole.
@@ -515,9 +520,9 @@ class Trace:
             drawn, self.reservations = self.reservations[entry[1] :], self.reservations[: entry[1]]
             self.entry = None
             self.flush(run=False)
+            entry[:] = self._lengths()  # nothing pending or reserved: the op's own start at 0
             self.pending, self.reservations = inner, drawn
             self.entry = entry
-            entry[:] = [0, 0, len(self.plan.steps), len(self.plan.cuts), len(self.plan.dropped)]
         for count in self.reservations:  # their counters were reserved at the op itself
             self.plan.steps.append(p.Reserve(count))
         self.reservations = []
