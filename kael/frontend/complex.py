@@ -1059,24 +1059,36 @@ def cumsum(x: Tensor, dim, dtype, out) -> Tensor:
     return done if x.ndim else done.reshape(())
 
 
+def _log1p_of_unit(a, b):
+    """log(1 + z) for |z| <= 1 (e^(lo - hi) of the step below) as PyTorch's c10 log1p
+    takes it: 0.5 log1p(a (2 + a) + b^2) for |z| < 0.5 (a itself where that rounds to 0),
+    else log |1 + z|; atan2(b, 1 + a). |1 + z| <= 2 needs none of _log1p's scaling."""
+    r = a * (2.0 + a) + b * b
+    near = where(r.eq(0.0), a, r.apply("log1p") * 0.5)
+    far = _hypot(1.0 + a, b).apply("log")
+    return where(_hypot(a, b) < 0.5, near, far), _atan2(b, 1.0 + a)
+
+
 def _log_add_exp(cr, ci, xr, xi):
     """PyTorch's complex logcumsumexp step, log(e^x + e^cum): with lo and hi the operands
     of lesser and greater real part (cum is lo on a tie), log1p(e^(lo - hi)) + hi; both
     real parts -inf: lo; both +inf: log(e^lo + e^hi); a NaN part anywhere: NaN + NaN j. The
-    imaginary part follows hi's, so it may leave (-pi, pi] as PyTorch's does."""
+    imaginary part follows hi's, so it may leave (-pi, pi] as PyTorch's does.
+    Returns the common step's (re, im) and (when, re, im) of the rare cases (the
+    infinities and NaN), which the scan takes on a branch of their own."""
     x_low = xr < cr
     lo_r, lo_i = where(x_low, xr, cr), where(x_low, xi, ci)
     hi_r, hi_i = where(x_low, cr, xr), where(x_low, ci, xi)
-    grown_r, grown_i = _log1p(*_exp(lo_r - hi_r, lo_i - hi_i))
+    grown_r, grown_i = _log1p_of_unit(*_exp(lo_r - hi_r, lo_i - hi_i))
     lo_er, lo_ei = _exp(lo_r, lo_i)
     hi_er, hi_ei = _exp(hi_r, hi_i)
     both_r, both_i = _log(lo_er + hi_er, lo_ei + hi_ei)
     same_infinity = lo_r.eq(hi_r) & lo_r.apply("abs").eq(math.inf)
-    low = lo_r < 0.0
-    re = where(same_infinity, where(low, lo_r, both_r), grown_r + hi_r)
-    im = where(same_infinity, where(low, lo_i, both_i), grown_i + hi_i)
     nan = cr.ne(cr) | ci.ne(ci) | xr.ne(xr) | xi.ne(xi)
-    return where(nan, math.nan, re), where(nan, math.nan, im)
+    low = lo_r < 0.0
+    rare_r = where(nan, math.nan, where(low, lo_r, both_r))
+    rare_i = where(nan, math.nan, where(low, lo_i, both_i))
+    return (grown_r + hi_r, grown_i + hi_i), (same_infinity | nan, rare_r, rare_i)
 
 
 @functools.cache
@@ -1084,10 +1096,12 @@ def logcumsumexp_step() -> scan.PairStep:
     """_log_add_exp over float64 parts (PyTorch accumulates complex64 in complex128 too)
     as the scan kernel's pair step."""
     names = ("cum_re", "cum_im", "x_re", "x_im")
-    re, im = _log_add_exp(*(Value(g.Input(float64, (), n)) for n in names))
-    kernel, inputs, _ = schedule_elementwise("logcumsumexp_complex", [re.node, im.node])
+    common, rare = _log_add_exp(*(Value(g.Input(float64, (), n)) for n in names))
+    roots = [v.node for v in (*common, *rare)]
+    kernel, inputs, _ = schedule_elementwise("logcumsumexp_complex", roots)
     positions = tuple(names.index(i.name) for i in inputs)
-    return scan.PairStep(kernel.name, kernel.exprs, positions, (-math.inf, 0.0))
+    exprs = kernel.exprs
+    return scan.PairStep(kernel.name, exprs[:2], positions, (-math.inf, 0.0), exprs[2:])
 
 
 def logcumsumexp(x: Tensor, d: int, out) -> Tensor:

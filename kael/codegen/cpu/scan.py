@@ -82,12 +82,14 @@ class PairStep(NamedTuple):
     """A pair scan's combine: `exprs` (the new real and imaginary parts) over float64
     loads, load k standing for operand positions[k] of (acc real, acc imag, x real, x
     imag); `name` names its kernels (one step per name); `identity` the accumulator's
-    start."""
+    start; `rare` (when, real, imaginary): where `when` holds, those parts instead, on a
+    branch of their own (the common step does not compute them)."""
 
     name: str
     exprs: tuple[Expr, Expr]
     positions: tuple[int, ...]
     identity: tuple[float, float]
+    rare: tuple[Expr, Expr, Expr] | tuple = ()
 
 
 def accumulator(dst: DType) -> DType:
@@ -201,10 +203,25 @@ class _PairScan(_Scan):
         return self._pair(super().load(ptr), super().load(self.b.gep(ptr, [i64(1)])))
 
     def combine(self, acc: ir.Value, x: ir.Value) -> ir.Value:
+        b, step = self.b, self.step
         operands = self._parts(acc) + self._parts(x)
-        at = self.step.positions
-        em = ExprEmitter(self.b, 1, lambda k: operands[at[k]], None, None)
-        return self._pair(*(em.emit(e) for e in self.step.exprs))
+        at = step.positions
+        entry = ExprEmitter(b, 1, lambda k: operands[at[k]], None, None)
+        if not step.rare:
+            return self._pair(*(entry.emit(e) for e in step.exprs))
+        when, *rare = step.rare
+        taken = entry.truth(entry.emit(when), when.dtype)
+        results = []
+        with b.if_else(taken, likely=False) as (then, otherwise):
+            for arm, exprs in ((then, rare), (otherwise, step.exprs)):
+                with arm:
+                    em = ExprEmitter(b, 1, entry.load, None, None)
+                    em.memo = dict(entry.memo)  # values of the entry block only
+                    results.append((self._pair(*(em.emit(e) for e in exprs)), b.block))
+        merged = b.phi(self.slot_type())
+        for value, block in results:
+            merged.add_incoming(value, block)
+        return merged
 
     def store(self, acc: ir.Value, ptr: ir.Value) -> None:
         first, second = self._parts(acc)
