@@ -1081,9 +1081,11 @@ class CompiledFunction:
             trace.broken = (
                 f"{sources.overflow} holds more than {MAX_SOURCES} values, too many to guard"
             )
-        if trace.broken is None and sources.parts() != _implicit_sources(self.fn).parts():
-            with self._lock:  # a first fill of a cache: the next trace is clean
-                if len(self._moves) >= MAX_PLANS:
+        side_effect = trace.side_effect  # Python a plan would skip: set module state, hooks
+        moved = trace.broken is None and sources.parts() != _implicit_sources(self.fn).parts()
+        if moved or (trace.broken is None and side_effect is not None):
+            with self._lock:  # a first fill of a cache (a lazy module's first forward): the
+                if len(self._moves) >= MAX_PLANS:  # next trace is clean
                     self._moves.clear()
                 moves = self._moves[key] = self._moves.get(key, 0) + 1
                 if moves < 2:
@@ -1091,8 +1093,10 @@ class CompiledFunction:
                     return result, trace.plan  # kept by no signature
                 del self._moves[key]
             trace.broken = (
-                "it rebinds a global or what an object in its globals or closure holds (or "
-                "another thread did meanwhile), which a plan does not repeat"
+                f"it {side_effect} inside the call, which a plan does not repeat"
+                if side_effect is not None
+                else "it rebinds a global or what an object in its globals or closure holds "
+                "(or another thread did meanwhile), which a plan does not repeat"
             )
         plan = trace.plan
         if trace.broken is not None:

@@ -198,6 +198,10 @@ class Trace:
         self.used_scalars: set[int] = set()
         self.broken: str | None = None
         self.reads_module = False  # whether it read a kael.nn.Module (set by the module)
+        # Python the call ran that a plan would not repeat (what, for the warning): it set a
+        # module's state, or ran a module's forward hooks; modules it built are its own
+        self.side_effect: str | None = None
+        self.built: weakref.WeakSet = weakref.WeakSet()
         self.versions: dict[int, int] = {}
         self.extern_bumps: dict[int, int] = {}  # id(storage) -> bumps made inside extern steps
         self.bumped_visible = False  # whether one bumped a storage the plan did not make
@@ -333,19 +337,27 @@ class Trace:
         self.plan.fallback = self.broken
         state.trace = None
 
+    def module_side_effect(self, module, what: str) -> None:
+        """The call did `what` to a module it did not build (sets 'k_cache' of it, runs its
+        forward hooks): a plan would skip that Python at every later call."""
+        if self.side_effect is None and module not in self.built:
+            self.side_effect = f"{what} of a {type(module).__name__} module"
+
     def moved(self, impl) -> None:
         """A tensor handle shows other memory or another layout (t_, set_, resize_,
         .data =): the plan cannot repeat that for a tensor it did not make (a global, a
-        closure's, a module's), so this signature runs eagerly after this call."""
+        closure's, a module's), a side effect like a module's state set: the call traces
+        again once (a lazy module's first forward materializes its parameters so), then
+        runs eagerly."""
         storage = impl.storage
-        if type(storage) is LazyStorage and storage.call is self.call or self.broken:
+        if type(storage) is LazyStorage and storage.call is self.call or self.side_effect:
             return
         slot = self.by_storage.get(id(storage))
         if slot is not None and self.plan.slots[slot].kind == p.ARG:
             return  # an argument's handles: finish() compares their layouts at the end
-        self.broken = (
-            "an in-place layout change (t_, set_, resize_, .data =) of a tensor the "
-            "function did not make"
+        self.side_effect = (
+            "changes a tensor's layout in place (t_, set_, resize_, .data =), one it did not "
+            "make,"
         )
 
     def _reshaped_argument(self) -> str | None:

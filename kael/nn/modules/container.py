@@ -41,7 +41,7 @@ class _Indexed(Module):
         table.clear()
         for i, value in enumerate(values):
             table[str(i)] = value
-        self._changed()
+        self._changed("changes the entries")
 
     def __getitem__(self, index):
         values = self._values()
@@ -297,7 +297,7 @@ class _Keyed(Module):
 
     def __delitem__(self, key: str) -> None:
         del self._table()[key]
-        self._changed()
+        self._changed("changes the entries")
 
     def __len__(self) -> int:
         return len(self._table())
@@ -324,7 +324,7 @@ class _Keyed(Module):
 
     def clear(self) -> None:
         self._table().clear()
-        self._changed()
+        self._changed("changes the entries")
 
     def update(self, values) -> None:
         """Enter each (key, value) of a mapping, another ModuleDict or ParameterDict, or an

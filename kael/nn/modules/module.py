@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -54,15 +55,20 @@ def _overrides(module: Module, method: str) -> bool:
 
 
 class RemovableHandle:
-    """What register_*_hook returns: remove() (or leaving a with block) drops the hook."""
+    """What register_*_hook returns: remove() (or leaving a with block) drops the hook;
+    dropping a forward hook of `owner` (held weakly) tells its compiled callers."""
 
-    def __init__(self, *tables: dict) -> None:
+    def __init__(self, *tables: dict, owner: Module | None = None) -> None:
         self.id = next(_hook_ids)
         self._tables = tables
+        self._owner = None if owner is None else weakref.ref(owner)
 
     def remove(self) -> None:
         for table in self._tables:
             table.pop(self.id, None)
+        owner = None if self._owner is None else self._owner()
+        if owner is not None:
+            owner._changed("removes a forward hook")
 
     def __enter__(self) -> RemovableHandle:
         return self
@@ -121,6 +127,8 @@ class Module:
         object.__setattr__(self, "training", True)
         for name, make in _TABLES.items():
             object.__setattr__(self, name, make())
+        if _trace_state.trace is not None:  # built by a traced call: its own to set up
+            _trace_state.trace.built.add(self)
 
     def __setstate__(self, state: dict) -> None:
         """Unpickling and deepcopy: the pickled attributes, plus any table an older pickle
@@ -151,7 +159,7 @@ class Module:
                 "(kael.nn.Parameter or None required)"
             )
         self._parameters[name] = param
-        self._changed()
+        self._changed(f"sets '{name}'")
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         """Enter `tensor` as buffer `name`: module state that is not a parameter (running
@@ -173,7 +181,7 @@ class Module:
             self._non_persistent_buffers_set.discard(name)
         else:
             self._non_persistent_buffers_set.add(name)
-        self._changed()
+        self._changed(f"sets '{name}'")
 
     def add_module(self, name: str, module: Module | None) -> None:
         """Enter `module` as submodule `name` (its state's keys start with "name.")."""
@@ -181,7 +189,7 @@ class Module:
             raise TypeError(f"{type_name(module)} is not a Module subclass")
         _check_name(name, "module", self)
         self._modules[name] = module
-        self._changed()
+        self._changed(f"sets '{name}'")
 
     register_module = add_module
 
@@ -200,13 +208,13 @@ class Module:
                     "(kael.nn.Parameter or None expected)"
                 )
             params[name] = None
-            self._changed()
+            self._changed(f"sets '{name}'")
         elif isinstance(value, Module):
             if modules is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
             self._forget(name, keep="_modules")
             modules[name] = value
-            self._changed()
+            self._changed(f"sets '{name}'")
         elif modules is not None and name in modules:
             if value is not None:
                 raise TypeError(
@@ -214,7 +222,7 @@ class Module:
                     "(kael.nn.Module or None expected)"
                 )
             modules[name] = None
-            self._changed()
+            self._changed(f"sets '{name}'")
         elif isinstance(value, Buffer) or (buffers is not None and name in buffers):
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(
@@ -226,11 +234,11 @@ class Module:
                 self.register_buffer(name, value)
             else:
                 buffers[name] = value
-                self._changed()
+                self._changed(f"sets '{name}'")
         else:
             object.__setattr__(self, name, value)
             if params is not None:  # a setting (eps, p) a compiled forward read as a constant
-                self._changed()
+                self._changed(f"sets '{name}'")
 
     def _forget(self, name: str, keep: str) -> None:
         """Drop `name` from the instance dict and every table but `keep`, where it is about
@@ -259,8 +267,13 @@ class Module:
         object.__setattr__(self, "_in_a_plan", True)
         _trace_state.trace.reads_module = True
 
-    def _changed(self) -> None:
-        """This module's state or settings moved: plans that read it must not replay."""
+    def _changed(self, what: str = "changes the state") -> None:
+        """This module's state or settings moved (`what` did: "sets 'eps'"): plans that read
+        it must not replay, and a traced call doing it is a side effect its plan would not
+        repeat."""
+        trace = _trace_state.trace
+        if trace is not None:
+            trace.module_side_effect(self, what)
         if self.__dict__.get("_in_a_plan"):
             bump_epoch()
 
@@ -269,9 +282,10 @@ class Module:
             if name in self.__dict__[table]:
                 del self.__dict__[table][name]
                 self._non_persistent_buffers_set.discard(name)
-                self._changed()
+                self._changed(f"deletes '{name}'")
                 return
         object.__delattr__(self, name)
+        self._changed(f"deletes '{name}'")
 
     def __dir__(self) -> list[str]:
         names = set(super().__dir__())
@@ -634,7 +648,8 @@ class Module:
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
         object.__setattr__(self, "training", mode)
-        self._changed()  # a compiled forward traced in the other mode traces again
+        # a compiled forward traced in the other mode traces again
+        self._changed("switches train/eval")
         for module in self.children():  # each child's own train(), as PyTorch calls it
             module.train(mode)
         return self
@@ -672,7 +687,7 @@ class Module:
                     buffer.data = convert(buffer)
                 elif buffer is not None:
                     module._buffers[name] = convert(buffer)
-        self._changed()
+        self._changed("converts the tensors")
         return self
 
     def to(
@@ -770,8 +785,11 @@ class Module:
         return handle
 
     def _register(self, table: dict, hook: Callable, prepend: bool, with_kwargs: bool):
-        handle = RemovableHandle(table, self._hooks_with_kwargs, self._forward_hooks_always_called)
+        handle = RemovableHandle(
+            table, self._hooks_with_kwargs, self._forward_hooks_always_called, owner=self
+        )
         table[handle.id] = hook
+        self._changed("registers a forward hook")  # a compiled caller's plan ran without it
         if prepend:
             entries = list(table.items())
             table.clear()
@@ -797,10 +815,13 @@ class Module:
         return state
 
     def __call__(self, *args, **kwargs):
-        if _trace_state.trace is not None:
+        trace = _trace_state.trace
+        if trace is not None:
             self._read_by_trace()
         if not (self._forward_pre_hooks or self._forward_hooks):
             return self.forward(*args, **kwargs)
+        if trace is not None:
+            trace.module_side_effect(self, "runs the forward hooks")
         output, called = None, set()
         try:
             for key, hook in list(self._forward_pre_hooks.items()):

@@ -511,6 +511,82 @@ def test_building_modules_does_not_retrace_a_compiled_model():
     assert fast.cache_info().traces == 1
 
 
+def _cached_model(lib):
+    class Cached(lib.nn.Module):  # a decoding step's cache, kept by rebinding an attribute
+        def __init__(self):
+            super().__init__()
+            self.proj, self.cache, self.calls = lib.nn.Linear(4, 4), None, 0
+
+        def forward(self, x):
+            self.calls += 1
+            k = self.proj(x)
+            self.cache = k if self.cache is None else lib.cat([self.cache, k])
+            return self.cache.mean(0)
+
+    return Cached()
+
+
+def test_a_compiled_model_that_sets_its_attributes_runs_eagerly_as_torch():
+    # a plan would skip forward's Python: the cache and the counter would stop at call 1
+    ours, theirs = _cached_model(kael), _cached_model(torch)
+    ours.load_state_dict({k: kael.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    fast = kael.compile(ours)
+    rows = np.random.default_rng(5).standard_normal((4, 1, 4), dtype=np.float32)
+    with pytest.warns(UserWarning, match="it sets 'calls' of a Cached module inside the call"):
+        for row in rows:
+            got, want = fast(kael.tensor(row)), theirs(torch.from_numpy(row)).detach()
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+    assert ours.calls == theirs.calls == 4 and ours.cache.shape == (4, 4)
+
+
+def test_modules_a_traced_call_builds_are_its_own_to_set_up():
+    def fn(x):
+        layer = nn.Linear(4, 4)  # built (its attributes set) inside the call
+        layer.weight.data.fill_(0.5)
+        return layer(x) + 1
+
+    fast = kael.compile(fn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(3):
+            x = kael.randn(2, 4)
+            got = fast(x)
+            assert got.shape == (2, 4) and fast.cache_info().traces == 1
+
+
+def test_forward_hooks_of_a_compiled_model_run_at_every_call():
+    model = nn.Sequential(nn.Linear(4, 4), nn.Tanh()).eval()
+    fast, seen, x = kael.compile(model), [], kael.randn(2, 4)
+    model[0].register_forward_hook(lambda m, args, out: seen.append(out))
+    with pytest.warns(UserWarning, match="runs the forward hooks of a Linear module"):
+        for _ in range(3):
+            fast(x)
+    assert len(seen) == 3
+
+
+def test_a_hook_added_or_removed_after_compiling_is_followed():
+    model = nn.Sequential(nn.Linear(4, 4), nn.Tanh()).eval()
+    fast, x = kael.compile(model), kael.randn(2, 4)
+    plain = fast(x).tolist()
+    handle = model[0].register_forward_hook(lambda m, args, out: out + 100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert fast(x).tolist() == model(x).tolist() == [[1.0] * 4] * 2
+    handle.remove()
+    assert fast(x).tolist() == plain
+
+
+def test_a_compiled_lazy_model_runs_a_plan_after_its_first_call():
+    # the first forward materializes the parameters (a side effect): traced again once
+    model = nn.Sequential(nn.LazyLinear(3), nn.ReLU())
+    fast, x = kael.compile(model), kael.randn(2, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(3):
+            assert fast(x).tolist() == model(x).tolist()
+    assert fast._compiled.plan_for(x).fallback is None and fast.cache_info().traces == 2
+
+
 @pytest.mark.parametrize("lib", [torch, kael], ids=["torch", "kael"])
 def test_module_dict_and_parameter_dict_copy_another_of_their_kind(lib):
     modules = lib.nn.ModuleDict({"b": lib.nn.ReLU(), "a": lib.nn.Tanh()})
