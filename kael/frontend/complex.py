@@ -65,7 +65,7 @@ def float_view(impl: TensorImpl) -> TensorImpl:
         (*impl.shape, 2),
         (*(2 * s for s in impl.strides), 1),
         2 * impl.offset,
-        impl.dtype.to_real,
+        impl.dtype.to_real(),
         impl.device,
     )
 
@@ -77,7 +77,7 @@ def _part_impl(impl: TensorImpl, which: int) -> TensorImpl:
         impl.shape,
         tuple(2 * s for s in impl.strides),
         2 * impl.offset + which,
-        impl.dtype.to_real,
+        impl.dtype.to_real(),
         impl.device,
     )
 
@@ -121,7 +121,7 @@ def view_as_complex(input: Tensor) -> Tensor:
             impl.shape[:-1],
             tuple(s // 2 for s in impl.strides[:-1]),
             impl.offset // 2,
-            impl.dtype.to_complex,
+            impl.dtype.to_complex(),
             impl.device,
         )
     )
@@ -204,7 +204,7 @@ def _launch(
     _launch_into with one target."""
     target = checked_out(out, shape, result, device, name)
     formulas = lambda *a: (formula_of(*a),)  # noqa: E731 (the one-target form)
-    _launch_into(name, operands, result.to_real, formulas, [target], fresh=out is None)
+    _launch_into(name, operands, result.to_real(), formulas, [target], fresh=out is None)
     return target
 
 
@@ -674,10 +674,10 @@ def unary(name: str, x: Tensor, out: Tensor | None = None) -> Tensor:
     if name not in _TO_REAL:
         raise refuse(name, x.dtype)
     fn, predicate = _TO_REAL[name]
-    result = bool_ if predicate else x.dtype.to_real
+    result = bool_ if predicate else x.dtype.to_real()
     target = checked_out(out, x.shape, result, x.device, name)
     key = ("complex", name)
-    formula.launch(key, [real(x), imag(x)], x.dtype.to_real, fn, out=target._impl)
+    formula.launch(key, [real(x), imag(x)], x.dtype.to_real(), fn, out=target._impl)
     return target
 
 
@@ -721,7 +721,7 @@ def binary(name: str, a, b, result: DType, out: Tensor | None = None) -> Tensor:
 
     kinds = tuple(type(v).__name__ for v in slots)
     formula.launch(
-        ("complex", name, kinds), operands, result.to_real, compare, params, target._impl
+        ("complex", name, kinds), operands, result.to_real(), compare, params, target._impl
     )
     return target
 
@@ -778,7 +778,7 @@ def reduce(fn: Callable, x: Tensor, dim, keepdim, dtype, out, op: str) -> Tensor
     axes = reduce_axes(x, dim, op)
     if dtype is not None and not dtype.is_complex:
         raise TypeError(f"{op}: a {x.dtype} tensor reduces to a complex dtype, not {dtype}")
-    part = None if dtype is None else dtype.to_real
+    part = None if dtype is None else dtype.to_real()
     pairs = view_as_real(x if dtype is None else x.to(dtype))
     into = None if out is None else view_as_real(out)
     if not axes:  # a 0-d input: nothing reduced (dim=() would reduce the pair dim too)
@@ -802,7 +802,7 @@ def matmul(a: Tensor, b: Tensor, result: DType, product: Callable) -> Tensor:
     float view of A [.., M, 2K] times B's real form [2K, 2N], rows (br, bi) and (-bi, br)
     per k, gives C's float view [.., M, 2N] (a real A times B's float view, likewise);
     a complex A times a real b is two products of A's parts."""
-    part = result.to_real
+    part = result.to_real()
     left = a if a.ndim > 1 else a.unsqueeze(0)  # NumPy's rules: a vector is a row ...
     right = b if b.ndim > 1 else b.unsqueeze(-1)  # ... or a column, dropped after
     if right.dtype.is_complex:
@@ -846,7 +846,7 @@ def _made(op: str, a: Tensor, b: Tensor, formula_of, out) -> Tensor:
 
     shape = broadcast_shapes(a.shape, b.shape)
     device = device_of([a, b], op)
-    return _launch(op, [a, b], a.dtype.to_complex, formula_of, out, shape, device)
+    return _launch(op, [a, b], a.dtype.to_complex(), formula_of, out, shape, device)
 
 
 def complex(real: Tensor, imag: Tensor, *, out: Tensor | None = None) -> Tensor:
@@ -1018,7 +1018,7 @@ def choose(condition: Tensor, input, other, out: Tensor | None = None) -> Tensor
     from kael.frontend.elementwise import where as choose
     from kael.runtime.dtypes import result_type
 
-    part = result_type(input, other).to_real
+    part = result_type(input, other).to_real()
     chosen = [
         choose(condition, 0.0 if a is None else a, 0.0 if b is None else b).to(part)
         for a, b in zip(parts(input), parts(other), strict=True)

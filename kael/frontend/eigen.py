@@ -54,7 +54,7 @@ def _eig(A, op: str, vectors: bool) -> tuple[Tensor, Tensor | None]:
     """(eigenvalues [*, n], eigenvectors as rows [*, n, n] or None) of A's matrices."""
     A = _real_square(A, op)
     n, batch = A.shape[-1], tuple(A.shape[:-2])
-    count, complex_dtype = shape_numel(batch), A.dtype.to_complex
+    count, complex_dtype = shape_numel(batch), A.dtype.to_complex()
     values = factories.empty((*batch, n), dtype=complex_dtype)
     rows = factories.empty((*batch, n, n), dtype=complex_dtype) if vectors else None
     if count and n:

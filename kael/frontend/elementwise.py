@@ -899,7 +899,7 @@ def _alpha_number(name: str, alpha, result: DType) -> bool | int | float:
         raise TypeError("Boolean alpha only supported for Boolean results.")
     if result.is_complex:  # kept as it is (complex too): each part checked against the range
         for part in (number.real, number.imag):
-            refuse_float_overflow(part, result.to_real)
+            refuse_float_overflow(part, result.to_real())
         return number
     if type(number) is builtins.complex:
         raise TypeError(
@@ -968,7 +968,7 @@ def _complex_number(value, result: DType) -> complex:
     """A number as an element of the complex `result` holds it: each part rounded to its
     precision; an int past int64 and uint64 refused, as every op refuses one."""
     parts = (value.real, value.imag) if type(value) is builtins.complex else (value, 0.0)
-    real, imag = (convert_scalar(p, result.to_real, CHECKED) for p in parts)
+    real, imag = (convert_scalar(p, result.to_real(), CHECKED) for p in parts)
     return builtins.complex(real, imag)
 
 

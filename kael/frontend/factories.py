@@ -343,7 +343,7 @@ def _by_parts(spaced: Callable, start, end, steps: int, dtype: DType, device) ->
     from kael.frontend.complex import complex as make
 
     start, end = builtins.complex(start), builtins.complex(end)
-    part = dtype.to_real
+    part = dtype.to_real()
     re = spaced(start.real, end.real, steps, dtype=part, device=device)
     return make(re, spaced(start.imag, end.imag, steps, dtype=part, device=device))
 
@@ -513,6 +513,15 @@ def _collect(data, shape: list, dim: int, position: list, flat: list, kinds: set
             )
         if isinstance(data, np.ndarray):  # 0-d: its scalar, dtype and all
             data = data[()]
+        if isinstance(data, Tensor):  # one element (0-d or not): its value and its dtype
+            if data.numel() != 1:
+                raise ValueError(
+                    f"only one element tensors can be converted to Python scalars (the tensor"
+                    f" at position {position} has shape {list(data.shape)})"
+                )
+            kinds.add(data.dtype)
+            flat.append(data.reshape(()).item())
+            return
         value = _number_at(data, position)
         kinds.add(_numpy_scalar_dtype(data) or dtypes.scalar_dtype(value))
         flat.append(value)
@@ -538,9 +547,13 @@ def _collect(data, shape: list, dim: int, position: list, flat: list, kinds: set
 
 
 def _is_sequence(data) -> bool:
-    """Nested data's inner levels: lists, tuples, and NumPy arrays of one or more dims (a
-    list of arrays, as torch.tensor reads it: element by element, each keeping its dtype)."""
-    return isinstance(data, (list, tuple)) or (isinstance(data, np.ndarray) and data.ndim > 0)
+    """Nested data's inner levels: lists, tuples, ranges, array.arrays (Python numbers, as
+    torch.tensor reads them), and NumPy arrays of one or more dims (a list of arrays, as
+    torch.tensor reads it: element by element, each keeping its dtype)."""
+    return isinstance(data, _SEQUENCES) or (isinstance(data, np.ndarray) and data.ndim > 0)
+
+
+_SEQUENCES = (list, tuple, range, array.array)
 
 
 def _numpy_scalar_dtype(value) -> DType | None:
@@ -745,7 +758,7 @@ def _complex_logspace(start, end, steps: int, base: float, dtype: DType, device)
     """logspace of a complex dtype: real ends' real powers, converted; complex ends'
     exp(z log(base)) over their complex linspace (a positive base only)."""
     if builtins.complex not in (type(start), type(end)):
-        return logspace(start, end, steps, base, dtype=dtype.to_real, device=device).to(dtype)
+        return logspace(start, end, steps, base, dtype=dtype.to_real(), device=device).to(dtype)
     if not base > 0:
         raise ValueError(f"logspace(): a complex start or end needs a positive base, got {base}")
     exponent = linspace(start, end, steps, dtype=dtype, device=device)

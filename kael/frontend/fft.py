@@ -187,7 +187,7 @@ def _as_complex(x: Tensor, op: str) -> Tensor:
         x
         if x.dtype.is_complex
         else _real_input(x, op).to(
-            x.dtype.to_complex if x.dtype.is_floating_point else get_default_dtype().to_complex
+            x.dtype.to_complex() if x.dtype.is_floating_point else get_default_dtype().to_complex()
         )
     )
 
@@ -313,7 +313,7 @@ def _half_spectrum(t: Tensor) -> Tensor:
     """The unnormalized first n // 2 + 1 DFT outputs of real t (n its last dim, >= 1)."""
     length = t.shape[-1]
     if length % 2:
-        return _transform(t.to(t.dtype.to_complex), False)[..., : length // 2 + 1].contiguous()
+        return _transform(t.to(t.dtype.to_complex()), False)[..., : length // 2 + 1].contiguous()
     return _untangled(_transform(_pairs(t), False), length)
 
 
@@ -551,8 +551,8 @@ def fftfreq(n, d=1.0, *, dtype=None, device=None) -> Tensor:
     the negative ones an arange of their own, as torch's."""
     n = views.as_int(n, "n")
     dtype = _frequency_dtype(dtype, "fftfreq")
-    k = factories.arange(n, dtype=dtype.to_real, device=device)
-    k[(n + 1) // 2 :] = factories.arange(-(n // 2), 0, dtype=dtype.to_real, device=device)
+    k = factories.arange(n, dtype=dtype.to_real(), device=device)
+    k[(n + 1) // 2 :] = factories.arange(-(n // 2), 0, dtype=dtype.to_real(), device=device)
     return _per_sample(k, n, d, dtype)
 
 
@@ -560,7 +560,7 @@ def rfftfreq(n, d=1.0, *, dtype=None, device=None) -> Tensor:
     """The sample frequencies of rfft's n // 2 + 1 outputs: [0, 1, ..., n // 2] / (d n)."""
     n = views.as_int(n, "n")
     dtype = _frequency_dtype(dtype, "rfftfreq")
-    k = factories.arange(n // 2 + 1, dtype=dtype.to_real, device=device)
+    k = factories.arange(n // 2 + 1, dtype=dtype.to_real(), device=device)
     return _per_sample(k, n, d, dtype)
 
 

@@ -33,10 +33,11 @@ from kael.frontend import (
 from kael.frontend.index_ops import _at_least_1d, _operand, _out_of_bounds, _spread, _zeroed
 from kael.frontend.outputs import check_writable, device_of, tensor_arg
 from kael.frontend.tensor import Tensor
+from kael.runtime import user_warning
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import bool_, float32, float64, int64
-from kael.runtime.errors import Error, IndexError, TypeError, ValueError
+from kael.runtime.errors import IndexError, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl
 
 # ---- writes by index -------------------------------------------------------------------------
@@ -84,7 +85,8 @@ def _checked_self(self, op: str) -> Tensor:
 
 def scatter_(self: Tensor, dim: int, index: Tensor, src=None, value=None, *, reduce=None):
     """self[index[i][j]][j] = src[i][j] (dim 0, and so on), or = value (a number in src's
-    place too, as PyTorch's scatter.value overload takes it); reduce='add' adds."""
+    place too, as PyTorch's scatter.value overload takes it); reduce='add' adds and
+    'multiply' multiplies (PyTorch's deprecated forms, a warning with a tensor src)."""
     op = "scatter_"
     if value is None and isinstance(src, bool | int | float):
         src, value = None, src
@@ -97,9 +99,15 @@ def scatter_(self: Tensor, dim: int, index: Tensor, src=None, value=None, *, red
             raise ValueError(
                 f"{op}(): reduce argument must be either add or multiply, got {reduce!r}"
             )
-        if reduce == "multiply":
-            raise Error(f"{op}(): reduce='multiply' is deprecated in PyTorch; use scatter_reduce")
+        if src is not None:
+            user_warning.warn(
+                "The reduce argument of torch.scatter with Tensor src is deprecated and will be"
+                " removed in a future PyTorch release. Use torch.scatter_reduce instead for"
+                " more reduction options."
+            )
         source = src if src is not None else ew.binary("add", x.new_zeros(idx.shape), value)
+        if reduce == "multiply":
+            return scatter_reduce_(x, dim, idx, source.to(x.dtype), "prod")
         return index_ops.scatter_add_(x, dim, idx, source.to(x.dtype))
     d = views.wrap_dim(dim, x.ndim)
     dst, ix = _at_least_1d(x._impl), _at_least_1d(index_ops.unshared(x._impl, idx._impl))

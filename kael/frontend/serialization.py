@@ -487,7 +487,7 @@ def _byteorder(archive: _Archive) -> str:
 def _swap_bytes(raw: Tensor, dtype: dtypes.DType) -> None:
     """Turn the file's big-endian elements into this machine's order, in place (I/O decoding);
     a complex element's real and imaginary halves are swapped each on its own, as torch does."""
-    word = dtype.to_real.itemsize if dtype.is_complex else dtype.itemsize
+    word = dtype.to_real().itemsize if dtype.is_complex else dtype.itemsize
     if word > 1:
         raw.numpy().view(f"u{word}").byteswap(inplace=True)
 

@@ -35,7 +35,7 @@ def _window(window, n_fft: int, win_length: int, like: Tensor, op: str) -> Tenso
     """The window zero-padded to n_fft, centered (ones where none is given), an integer or
     bool one in like's real dtype."""
     if window is None:
-        window = factories.ones(win_length, dtype=like.dtype.to_real, device=like.device)
+        window = factories.ones(win_length, dtype=like.dtype.to_real(), device=like.device)
     else:
         window = tensor_arg(window, op, "window")
         if window.shape != (win_length,):
@@ -44,7 +44,7 @@ def _window(window, n_fft: int, win_length: int, like: Tensor, op: str) -> Tenso
                 f" but got window with size {list(window.shape)}"
             )
         if not _is_inexact(window):  # as the frames' product promotes it (bool too)
-            window = window.to(like.dtype.to_real)
+            window = window.to(like.dtype.to_real())
     if win_length == n_fft:
         return window
     left = (n_fft - win_length) // 2

@@ -31,8 +31,8 @@ from kael.runtime.tracestate import state as _trace_state
 
 class Size(tuple):
     """torch.Size: a tensor's shape, a tuple of ints with numel(); made from any iterable of
-    integers (NumPy's, 0-d integer tensors), repeated by * as a Size (a slice of one, or a
-    sum with a tuple, is a plain tuple here)."""
+    integers (NumPy's, 0-d integer tensors), repeated by * and joined with a tuple by + as a
+    Size (a slice of one is a plain tuple here: indexing a shape stays tuple's own)."""
 
     __slots__ = ()
 
@@ -46,6 +46,16 @@ class Size(tuple):
         return Size(tuple.__mul__(self, times))
 
     __rmul__ = __mul__
+
+    def __add__(self, other) -> Size:
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(self, other))
+
+    def __radd__(self, other) -> Size:
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(other, self))
 
     def __repr__(self) -> str:
         return f"kael.Size({list(self)})"
@@ -673,10 +683,13 @@ class Tensor:
         _needs_values("Tensor.tolist()")
         return self._host_array().tolist()
 
-    def numpy(self) -> np.ndarray:
-        """A NumPy array over the same bytes (no copy); it keeps the storage alive."""
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """A NumPy array over the same bytes (no copy); it keeps the storage alive.
+        `force` (torch's): a GPU tensor is copied to the host first."""
         _needs_values("Tensor.numpy()")
         _numpy_has(self._impl.dtype)
+        if force and self._impl.device is not CPU:
+            return self.cpu().numpy()
         if self._impl.device is not CPU:
             raise TypeError(
                 f"can't convert {self._impl.device} device type tensor to numpy."
@@ -910,9 +923,10 @@ class Tensor:
             place = "cuda." if self._impl.device is not CPU else ""
             return f"kael.{place}{_TYPE_NAMES[self._impl.dtype]}"
         dtype = getattr(dtype, "legacy_dtype", dtype)  # kael.FloatTensor and the like
-        if isinstance(dtype, str) and dtype.startswith("kael."):
+        if isinstance(dtype, str) and dtype.startswith(("kael.", "torch.")):  # a port's names
             names = {n: d for d, n in _TYPE_NAMES.items()}
-            found = names.get(dtype.removeprefix("kael.").removeprefix("cuda."))
+            bare = dtype.removeprefix("kael.").removeprefix("torch.")
+            found = names.get(bare.removeprefix("cuda."))
             if found is None:
                 raise TypeError(f"invalid type: '{dtype}'")
             device = CUDA if ".cuda." in dtype else self._impl.device
@@ -1432,8 +1446,8 @@ def to_arguments(args: tuple, dtype, device, non_blocking: bool, copy: bool = Fa
                 raise TypeError("to() takes at most two bools: non_blocking and copy")
             non_blocking, copy = (arg, copy) if flags == 0 else (non_blocking, arg)
             flags += 1
-        elif isinstance(arg, DType):
-            dtype = arg
+        elif isinstance(arg, DType) or (type(arg) is type and arg in (int, float, complex, bool)):
+            dtype = as_dtype(arg)
         elif isinstance(arg, Tensor):
             dtype, device = arg.dtype, arg.device
         elif isinstance(arg, (str, Device)):

@@ -62,11 +62,14 @@ class DType:
         return self.category == COMPLEX_CATEGORY
 
     @property
+    def is_signed(self) -> bool:
+        """Whether it holds negative values (torch's: floats do, bool and uint8 do not)."""
+        return self.signed
+
     def to_real(self) -> DType:
         """The float dtype of a complex dtype's parts (float32 for complex64); others: itself."""
         return _COMPLEX_PARTS.get(self, self)
 
-    @property
     def to_complex(self) -> DType:
         """The complex dtype holding this float dtype (float16 and bfloat16: complex64, as
         kael has no complex32); complex dtypes: themselves."""
@@ -140,6 +143,8 @@ INTEGER_DTYPES = (int64, int32, int16, int8, uint8)
 # Not among ALL_DTYPES (every kernel's dtypes): only complex-aware ops take them.
 COMPLEX_DTYPES = (complex64, complex128)
 _BY_NAME = {d.name: d for d in (*ALL_DTYPES, *COMPLEX_DTYPES)}
+# The Python types torch takes as dtypes (torch.zeros(2, dtype=float) is float64).
+_PYTHON_TYPES = {bool: bool_, int: int64, float: float64, complex: complex128}
 # PyTorch's aliases: kael.long, kael.half, ...
 ALIASES = {
     "long": int64,
@@ -204,12 +209,16 @@ def from_numpy_dtype(dt) -> DType:
 
 
 def as_dtype(dtype) -> DType:
-    """Accept a kael dtype (or its name); TypeError for anything else."""
+    """Accept a kael dtype, its name, or a Python type as torch takes one (bool, int, float,
+    complex: bool, int64, float64, complex128); TypeError for anything else."""
     if isinstance(dtype, DType):
         return dtype
     if isinstance(dtype, str):
         return dtype_from_name(dtype)
-    raise TypeError(f"expected a kael dtype, got {dtype!r}")
+    found = _PYTHON_TYPES.get(dtype) if isinstance(dtype, type) else None
+    if found is None:
+        raise TypeError(f"expected a kael dtype, got {dtype!r}")
+    return found
 
 
 def promote_types(a: DType, b: DType) -> DType:
@@ -221,8 +230,8 @@ def promote_types(a: DType, b: DType) -> DType:
     if a is b:
         return a
     if a.is_complex or b.is_complex:
-        parts = [d.to_real for d in (a, b) if d.is_complex or d.is_floating_point]
-        return promote_types(*parts).to_complex if len(parts) == 2 else (a if a.is_complex else b)
+        parts = [d.to_real() for d in (a, b) if d.is_complex or d.is_floating_point]
+        return promote_types(*parts).to_complex() if len(parts) == 2 else (a if a.is_complex else b)
     if a.category != b.category:
         return a if a.category > b.category else b
     if a.itemsize == b.itemsize:  # uint8/int8 or float16/bfloat16
@@ -234,7 +243,7 @@ def promote_types(a: DType, b: DType) -> DType:
 
 def get_default_complex_dtype() -> DType:
     """The dtype of Python complex numbers: the default float dtype's complex counterpart."""
-    return _CATEGORY_DEFAULT[FLOAT_CATEGORY].to_complex
+    return _CATEGORY_DEFAULT[FLOAT_CATEGORY].to_complex()
 
 
 def scalar_dtype(value) -> DType:
@@ -267,7 +276,7 @@ def _combine(higher: DType | None, lower: DType | None) -> DType | None:
     if lower.category <= higher.category:
         return higher
     if lower.is_complex and higher.is_floating_point:
-        return higher.to_complex
+        return higher.to_complex()
     return lower
 
 

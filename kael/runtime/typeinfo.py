@@ -48,7 +48,7 @@ class finfo(_Info):  # noqa: N801 (PyTorch's name)
     def __init__(self, type: DType | None = None) -> None:
         dtype = dtypes.get_default_dtype() if type is None else type
         if isinstance(dtype, DType) and dtype.is_complex:
-            dtype = dtype.to_real  # a complex dtype's limits are its parts', as in PyTorch
+            dtype = dtype.to_real()  # a complex dtype's limits are its parts', as in PyTorch
         if not isinstance(dtype, DType) or not dtype.is_floating_point:
             raise TypeError(
                 "kael.finfo() requires a floating point input type. Use kael.iinfo to handle"

@@ -1,5 +1,6 @@
 """Factories: shapes, dtype inference, values and every rejected input, against PyTorch."""
 
+import array
 import math
 import warnings
 
@@ -319,6 +320,47 @@ def test_scalar_tensor_is_0d_float32_by_default_like_torch(like_torch):
 )
 def test_tensor_infers_shape_and_dtype_like_torch(data, like_torch):
     like_torch(kael.tensor(data), torch.tensor(data))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        lambda lib: [lib.tensor(1, dtype=lib.int32)],  # a 0-d tensor keeps its dtype
+        lambda lib: [lib.tensor(0.1, dtype=lib.float64)],  # and its value, unrounded
+        lambda lib: [lib.tensor(1.0, dtype=lib.float16), 2],
+        lambda lib: [lib.tensor(1, dtype=lib.int32), 5],  # int32 with an int: int64
+        lambda lib: [lib.tensor(1, dtype=lib.int32), 5.0],
+        lambda lib: [lib.tensor([1.0]), lib.tensor([2.0])],  # one-element tensors: scalars
+        lambda lib: [lib.tensor([[True]]), lib.tensor([False])],
+        lambda lib: range(3),
+        lambda lib: [range(2), range(2)],
+        lambda lib: array.array("d", [1.5, 2]),  # Python numbers: the default float dtype
+        lambda lib: array.array("i", [1, 2]),
+    ],
+)
+def test_tensor_reads_tensors_ranges_and_arrays_in_sequences_as_torch(data, like_torch):
+    like_torch(kael.tensor(data(kael)), torch.tensor(data(torch)))
+
+
+def test_tensor_refuses_a_many_element_tensor_as_an_element():
+    with pytest.raises(ValueError, match="only one element tensors"):
+        torch.tensor([torch.ones(2)])
+    with pytest.raises(kael.ValueError, match=r"only one element.*position \[1\] has shape \[2\]"):
+        kael.tensor([kael.ones(1), kael.ones(2)])
+
+
+@pytest.mark.parametrize("kind", [bool, int, float, complex])
+def test_python_types_are_dtypes_as_torch_takes_them(kind):
+    for make in (
+        lambda lib: lib.zeros(2, dtype=kind),
+        lambda lib: lib.arange(3).to(kind),
+        lambda lib: lib.tensor([1, 0], dtype=kind),
+    ):
+        got, want = make(kael), make(torch)
+        assert str(got.dtype) == str(want.dtype).removeprefix("torch.")
+        assert got.tolist() == want.tolist()
+    with pytest.raises(kael.TypeError, match="expected a kael dtype, got <class 'str'>"):
+        kael.zeros(2, dtype=str)
 
 
 def test_tensor_reports_a_ragged_sequence_with_its_position():

@@ -3,6 +3,7 @@ unique_consecutive (frontend/scatters.py) against PyTorch: values, dtype and sha
 repeated indices, layouts, NaN; typed errors for bad indices and shapes."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -52,6 +53,23 @@ def test_scatter_refuses_bad_indices_and_keeps_self():
         kael.scatter(k, 0, kael.tensor([[0]]))
     with pytest.raises(kael.TypeError, match="int64"):
         kael.scatter(k, 0, kael.tensor([[0.0]]), value=1)
+
+
+@pytest.mark.parametrize("reduce", ["add", "multiply"])
+@pytest.mark.parametrize("dtype", [kael.float32, kael.int64], ids=str)
+def test_scatters_deprecated_reduce_adds_and_multiplies_as_torch(reduce, dtype):
+    k, t = pair(RNG.integers(1, 4, (4, 5)), dtype)
+    ki, ti = pair(RNG.integers(0, 4, (6, 5)), kael.int64)  # repeated places combine
+    ks, ts = pair(RNG.integers(1, 4, (6, 5)), dtype)
+    with pytest.warns(UserWarning, match="reduce argument of torch.scatter with Tensor src"):
+        got = k.clone().scatter_(0, ki, ks, reduce=reduce)
+    with warnings.catch_warnings():  # torch warns once a process
+        warnings.simplefilter("ignore")
+        want = t.clone().scatter_(0, ti, ts, reduce=reduce)
+    close_to_torch(got, want, 0)
+    close_to_torch(kael.scatter(k, 0, ki, 2, reduce=reduce), t.scatter(0, ti, 2, reduce=reduce), 0)
+    with pytest.raises(kael.ValueError, match="must be either add or multiply, got 'mean'"):
+        k.scatter_(0, ki, ks, reduce="mean")
 
 
 # writes by index whose source (or index) `s` is self itself: kael reads it from a copy

@@ -887,6 +887,34 @@ def test_size_takes_integers_as_torch_size_and_repeats_as_a_size():
             kael.Size(bad)
 
 
+def test_a_size_joined_with_a_tuple_is_a_size_as_torchs():
+    for lib in (torch, kael):
+        shape = lib.ones(2, 3).shape
+        for joined in (shape + (1,), (1,) + shape, shape + shape):
+            assert type(joined) is lib.Size
+        assert shape + (4,) == (2, 3, 4) and (4,) + shape == (4, 2, 3)
+    with pytest.raises(TypeError):
+        kael.ones(2).shape + [1]
+
+
+def test_dtypes_answer_torchs_dtype_questions():
+    for name in ("int8", "uint8", "bool", "float32", "complex64", "int64"):
+        k, t = getattr(kael, name), getattr(torch, name)
+        assert k.is_signed == t.is_signed, name
+    for name, real in (("float32", "complex64"), ("float64", "complex128")):
+        assert getattr(kael, name).to_complex() is getattr(kael, real)
+        assert getattr(kael, real).to_real() is getattr(kael, name)
+
+
+def test_numpy_force_and_torch_type_names_as_a_port_passes_them():
+    x = kael.ones(2)
+    assert x.numpy(force=True).tolist() == [1.0, 1.0]
+    assert x.type("torch.LongTensor").dtype is kael.int64
+    assert x.type("kael.DoubleTensor").dtype is kael.float64
+    with pytest.raises(kael.TypeError, match="invalid type: 'torch.NoTensor'"):
+        x.type("torch.NoTensor")
+
+
 def test_the_strided_layout_pickles_as_itself():
     import copy
     import pickle
