@@ -76,21 +76,30 @@ class _Switch:
         return run
 
 
-class no_grad(_Switch):  # noqa: N801 (PyTorch's name)
+class _Bare(_Switch):
+    """A switch that also decorates without parentheses (@kael.no_grad, as torch's)."""
+
+    def __new__(cls, *args, **kwargs):
+        if len(args) == 1 and not kwargs and callable(args[0]):
+            return cls()(args[0])  # the decorated function itself: __init__ is skipped
+        return super().__new__(cls)
+
+
+class no_grad(_Bare):  # noqa: N801 (PyTorch's name)
     """Gradient recording off inside (a no-op for results until kael has autograd)."""
 
     def __init__(self) -> None:
         super().__init__(False)
 
 
-class enable_grad(_Switch):  # noqa: N801
+class enable_grad(_Bare):  # noqa: N801
     """Gradient recording on inside, even within no_grad."""
 
     def __init__(self) -> None:
         super().__init__(True)
 
 
-class inference_mode(_Switch):  # noqa: N801
+class inference_mode(_Bare):  # noqa: N801
     """no_grad that also marks inference; `mode=False` turns inference mode off only."""
 
     def __init__(self, mode: bool = True) -> None:

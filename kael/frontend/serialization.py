@@ -497,7 +497,8 @@ def _restore_location(map_location) -> Callable[[Tensor, str], Tensor]:
     the bytes where they belong."""
     if map_location is None:
         return _to_location
-    if isinstance(map_location, (str, Device)):
+    if isinstance(map_location, (str, Device)) or isinstance(getattr(map_location, "type", 0), str):
+        # a torch.device too (a port's torch.load(..., map_location=torch.device("cpu")))
         return lambda raw, location: _to_location(raw, str(map_location))
     if isinstance(map_location, dict):
         return lambda raw, location: _to_location(raw, map_location.get(location, location))

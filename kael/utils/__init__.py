@@ -1,6 +1,7 @@
-"""kael.utils: torch.utils' data loading (kael.utils.data) and DLPack exchange
-(kael.utils.dlpack)."""
+"""kael.utils: torch.utils' data loading (kael.utils.data), DLPack exchange
+(kael.utils.dlpack) and activation checkpointing (kael.utils.checkpoint: without autograd,
+a plain call)."""
 
-from kael.utils import data, dlpack
+from kael.utils import checkpoint, data, dlpack
 
-__all__ = ["data", "dlpack"]
+__all__ = ["checkpoint", "data", "dlpack"]

@@ -68,6 +68,26 @@ def test_switches_decorate_functions_and_generators():
     assert next(steps) is True
 
 
+@pytest.mark.parametrize(
+    ("name", "flag", "inside"),
+    [
+        ("no_grad", "is_grad_enabled", False),
+        ("enable_grad", "is_grad_enabled", True),
+        ("inference_mode", "is_inference_mode_enabled", True),
+    ],
+)
+def test_switches_decorate_without_parentheses_as_torch(name, flag, inside):
+    for lib in (torch, kael):
+        check = getattr(lib, flag)
+
+        @getattr(lib, name)
+        def f(x):
+            return check(), x
+
+        assert f(3) == (inside, 3) and f.__name__ == "f"
+        assert check() is (flag == "is_grad_enabled")  # outside: the caller's setting
+
+
 def test_the_flag_is_per_thread():
     seen = []
     with kael.no_grad():

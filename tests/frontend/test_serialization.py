@@ -400,8 +400,16 @@ def test_unknown_byteorder_is_refused_naming_it():
 
 @pytest.mark.parametrize(
     "map_location",
-    [None, "cpu", kael.device("cpu"), {"cpu": "cpu"}, lambda s, loc: s, lambda s, loc: None],
-    ids=["none", "str", "device", "dict", "callable", "callable_none"],
+    [
+        None,
+        "cpu",
+        kael.device("cpu"),
+        torch.device("cpu"),
+        {"cpu": "cpu"},
+        lambda s, loc: s,
+        lambda s, loc: None,
+    ],
+    ids=["none", "str", "device", "torch device", "dict", "callable", "callable_none"],
 )
 def test_map_location_forms_for_the_host(map_location):
     loaded = kael.load(_torch_saved(torch.arange(4)), map_location=map_location)
