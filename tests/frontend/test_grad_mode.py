@@ -81,7 +81,7 @@ def test_switches_decorate_without_parentheses_as_torch(name, flag, inside):
         check = getattr(lib, flag)
 
         @getattr(lib, name)
-        def f(x):
+        def f(x, check=check):
             return check(), x
 
         assert f(3) == (inside, 3) and f.__name__ == "f"
