@@ -143,16 +143,16 @@ def launch(
     from kael.frontend.elementwise import broadcast_shapes
 
     params = params or {}
-    dtypes_in = tuple(t.dtype for t in tensors)
     layouts = _layouts_key(key, tensors, compute, out) if fast is None and not params else None
     # a parameter-free formula of 2+ operands, by its layouts (not while a door captures a
     # call: eager.run's launch is what a capture sees)
     if layouts is not None and seen is None and not eager.capturing:
-        order = _slots.get(("formula", *key, dtypes_in, compute, _out_dtype(out, compute)))
+        order = _orders.get(layouts)
         if order is not None:
-            ran = fastpath.shaped_launch(layouts, tuple(tensors[i]._impl for i in order), out)
+            ran = fastpath.shaped_launch(layouts, tuple([tensors[i]._impl for i in order]), out)
             if ran is not None:
                 return Tensor(out) if out is not None else ran
+    dtypes_in = tuple(t.dtype for t in tensors)
     shape = broadcast_shapes(*(t.shape for t in tensors))
     device = device_of(tensors, key[0], cpu_scalars=1)
     target = out if out is not None else empty_impl(shape, compute, device)
@@ -182,6 +182,8 @@ def launch(
         fastpath.remember(fast, entry, dtypes, passed, target, ordered, fixed, order)
     elif layouts is not None and all(_same_place(i, t._impl) for i, t in zip(ins, tensors)):
         fastpath.remember(layouts, entry, (), (), target, ordered)
+        if len(_orders) < _MAX_ORDERS:
+            _orders[layouts] = _slots[template_key]
     return Tensor(target)
 
 
@@ -239,6 +241,10 @@ def _layouts_key(key: tuple, tensors: Sequence[Tensor], compute: DType, out) -> 
 # Per formula template: which operand each kernel input is. The scheduler numbers a
 # graph's inputs as it meets them, which is not the formula's argument order (y - x).
 _slots: dict[tuple, tuple[int, ...]] = {}
+# The same by a layouts key the fast door remembered (_layouts_key: it names the template),
+# so a repeated launch builds no template key; bounded.
+_orders: dict[tuple, tuple[int, ...]] = {}
+_MAX_ORDERS = 4096
 
 
 def input_order(*roots: g.Node) -> tuple[int, ...]:
