@@ -98,8 +98,8 @@ class _BatchNorm(_NormBase):
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             self.num_batches_tracked.add_(1)
-            if self.momentum is None:
-                factor = 1.0 / float(self.num_batches_tracked.item())
+            if self.momentum is None:  # 1 / batches as a 0-d float64 tensor: no host read,
+                factor = 1.0 / self.num_batches_tracked.double()  # so it compiles too
         use_batch = self.training or (self.running_mean is None and self.running_var is None)
         keep = not self.training or self.track_running_stats
         return F.batch_norm(

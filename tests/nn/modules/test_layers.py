@@ -178,6 +178,22 @@ def test_norm_updates_running_stats_in_training_as_torch(name, args, kwargs, sha
             same(k.state_dict()[key], value)
 
 
+@pytest.mark.parametrize("momentum", [None, 0.1])
+def test_a_compiled_batch_norm_trains_its_running_stats_as_torch(momentum):
+    """momentum=None averages over the batches counted so far: a 0-d tensor factor, no host
+    read, so the plan repeats it (it raised Tensor.item() under kael.compile)."""
+    k, t = _pair("BatchNorm1d", (4,), {"momentum": momentum})
+    fast = kael.compile(k)
+    for seed in range(4):
+        inputs = _inputs([(3, 4, 2)], seed)
+        with torch.no_grad():
+            expected = t(*inputs)
+        same(fast(*[kael.tensor(x) for x in inputs]), expected)
+        for key, value in t.state_dict().items():
+            same(k.state_dict()[key], value)
+    assert fast.cache_info().traces == 1
+
+
 @pytest.mark.parametrize("name", ["Dropout", "Dropout1d", "Dropout2d", "AlphaDropout", "RReLU"])
 def test_random_layers_are_the_identity_or_fixed_in_eval_and_random_in_training(name):
     layer = getattr(kael.nn, name)()
