@@ -43,7 +43,7 @@ from kael.runtime.dtypes import DType, on_default_dtype_change
 from kael.runtime.errors import ValueError as KaelValueError
 from kael.runtime.tensor_impl import contiguous_strides
 from kael.runtime.threadpool import get_num_threads
-from kael.runtime.tracestate import epoch, state
+from kael.runtime.tracestate import epoch, module_epoch, state
 
 MAX_PLANS = 256  # traced signatures kept per function (shapes are unbounded)
 
@@ -900,6 +900,9 @@ class CompiledFunction:
         self._entries: dict[tuple, _Entry] = {}
         self._guards: list[tuple] = []
         self._moves: dict[tuple, int] = {}  # traces per signature whose call moved a source
+        # signatures whose calls have side effects a plan would skip: they run eagerly, and
+        # plans forgotten (a module changed) do not make them trace again
+        self._eager: dict[tuple, str] = {}
         self._info = CacheInfo(0, 0, 0, 0)
         self._warned_fallback: set[str] = set()
         self._lock = sync.lock(owner=self)
@@ -907,27 +910,40 @@ class CompiledFunction:
         self._guarded: Callable | None = None
         self._other: Callable | None = None
         # whether some plan reads a tensor through an attribute (a module's parameter), and
-        # the handle epoch its plans were made under (tracestate.epoch)
+        # the handle and module epochs its plans were made under (tracestate); the modules
+        # its plans read, id -> (weakref, state version then)
         self._attribute_reads = False
         self._epoch = epoch.value
+        self._module_epoch = module_epoch.value
+        self._modules: dict[int, tuple] = {}
         _instances.add(self)
 
     def _forget(self) -> None:
-        """Drop every plan and guard: traced under another default dtype."""
+        """Drop every plan and guard (a signature's retrace counts stay: a call whose side
+        effect made them forget traces again a bounded number of times)."""
         with self._lock:
             self._entries.clear()
             self._guards.clear()
-            self._moves.clear()
+            self._modules.clear()
             self._guarded = self._other = None
 
     def _moved(self) -> None:
         """Some tensor handle or module state moved since the plans were made: a plan that
         reads tensors through attributes (which no signature records) may hold the old
-        memory, so those functions trace again."""
-        if self._attribute_reads:
+        memory, so a function whose plans do traces again after a handle moved, and after
+        a change of a module its plans read (a module elsewhere changing leaves it be)."""
+        handles = self._epoch != epoch.value
+        if (handles and self._attribute_reads) or self._modules_changed():
             self._forget()
             self._attribute_reads = False
-        self._epoch = epoch.value
+        self._epoch, self._module_epoch = epoch.value, module_epoch.value
+
+    def _modules_changed(self) -> bool:
+        for ref, version in list(self._modules.values()):
+            module = ref()
+            if module is None or module.__dict__.get("_state_version", 0) != version:
+                return True
+        return False
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else types.MethodType(self, obj)
@@ -935,7 +951,7 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if state.trace is not None:  # called from a function being traced: part of its trace
             return self.fn(*args, **kwargs)
-        if self._epoch != epoch.value:
+        if self._epoch != epoch.value or self._module_epoch != module_epoch.value:
             self._moved()
         try:
             if (
@@ -971,6 +987,8 @@ class CompiledFunction:
                 )
                 return self.fn(*args, **kwargs)
             before = p.snapshot(tensors) if self.check else None
+            if plan is None and key in self._eager:  # its side effects (warned of once)
+                return self.fn(*args, **kwargs)
             if plan is None:
                 result, plan = self._trace(leaves, treedef, tensors, key)
             else:
@@ -1075,13 +1093,16 @@ class CompiledFunction:
             raise
         finally:
             state.trace = None
-        self._epoch = epoch.value  # moves made by the traced call itself are in the plan
+        side_effect = trace.side_effect  # Python a plan would skip: set module state, hooks
+        if side_effect is None:  # moves made by the traced call itself are in the plan
+            self._epoch = epoch.value
+        with self._lock:  # what a side effect changed forgets the plans that read it
+            self._modules.update(trace.modules_read)
         trace.broken = trace.broken or _held_moved(leaves, treedef, tensors, key)
         if trace.broken is None and sources.overflow is not None:
             trace.broken = (
                 f"{sources.overflow} holds more than {MAX_SOURCES} values, too many to guard"
             )
-        side_effect = trace.side_effect  # Python a plan would skip: set module state, hooks
         moved = trace.broken is None and sources.parts() != _implicit_sources(self.fn).parts()
         if moved or (trace.broken is None and side_effect is not None):
             with self._lock:  # a first fill of a cache (a lazy module's first forward): the
@@ -1092,6 +1113,8 @@ class CompiledFunction:
                     self._info.traces += 1
                     return result, trace.plan  # kept by no signature
                 del self._moves[key]
+                if side_effect is not None and len(self._eager) < MAX_PLANS:
+                    self._eager[key] = side_effect
             trace.broken = (
                 f"it {side_effect} inside the call, which a plan does not repeat"
                 if side_effect is not None

@@ -198,6 +198,8 @@ class Trace:
         self.used_scalars: set[int] = set()
         self.broken: str | None = None
         self.reads_module = False  # whether it read a kael.nn.Module (set by the module)
+        # id -> (weakref, _state_version at the first read) of each module it read
+        self.modules_read: dict[int, tuple] = {}
         # Python the call ran that a plan would not repeat (what, for the warning): it set a
         # module's state, or ran a module's forward hooks; modules it built are its own
         self.side_effect: str | None = None
@@ -336,6 +338,14 @@ class Trace:
                 self.call.storage(b.slot)
         self.plan.fallback = self.broken
         state.trace = None
+
+    def read_module(self, module) -> None:
+        """The call read `module` (a parameter, a buffer, a child, or called it): its plans
+        hold what the module held then, as of its state version at that first read."""
+        self.reads_module = True
+        if module not in self.built and id(module) not in self.modules_read:
+            version = module.__dict__.get("_state_version", 0)
+            self.modules_read[id(module)] = (weakref.ref(module), version)
 
     def module_side_effect(self, module, what: str) -> None:
         """The call did `what` to a module it did not build (sets 'k_cache' of it, runs its

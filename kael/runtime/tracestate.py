@@ -36,19 +36,26 @@ def untraced() -> Iterator[None]:
 
 
 class _Epoch:
-    """A number that changes whenever an existing tensor handle is moved to other memory or
-    another layout (x.data = y, set_, resize_, t_, ...) or a module's registered state
-    changes: compiled plans that read tensors through attributes (a model's parameters)
-    are traced again when it moved since."""
+    """A number that changes whenever something compiled plans may have read moved: `epoch`
+    when an existing tensor handle is moved to other memory or another layout (x.data = y,
+    set_, resize_, t_, ...), `module_epoch` when a module some trace read changes its state
+    or settings (each such module also counts its own changes: a compiled function then
+    asks only the modules it read)."""
 
     value = 0
 
 
 epoch = _Epoch()
+module_epoch = _Epoch()
 _epochs = itertools.count(1)
 
 
 def bump_epoch() -> None:
-    """Mark that a handle or a module's state moved (each bump gives a new value, atomically
-    under the GIL, so concurrent bumps never cancel)."""
+    """Mark that a handle moved (each bump gives a new value, atomically under the GIL, so
+    concurrent bumps never cancel)."""
     epoch.value = next(_epochs)
+
+
+def bump_module_epoch() -> None:
+    """Mark that a module a trace read changed its state (as bump_epoch)."""
+    module_epoch.value = next(_epochs)

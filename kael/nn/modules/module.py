@@ -38,7 +38,7 @@ from kael.nn.parameter import Buffer, Parameter, UninitializedBuffer
 from kael.runtime import dtypes, user_warning
 from kael.runtime.dtypes import as_dtype
 from kael.runtime.errors import AttributeError, Error, KeyError, TypeError, ValueError
-from kael.runtime.tracestate import bump_epoch
+from kael.runtime.tracestate import bump_module_epoch
 from kael.runtime.tracestate import state as _trace_state
 
 _hook_ids = itertools.count()
@@ -262,10 +262,11 @@ class Module:
 
     def _read_by_trace(self) -> None:
         """A compiled function's trace reads this module: from now on a change of its state
-        or settings makes such functions trace again (tracestate.epoch). Modules no trace
-        has read (being built, say) change without making anything trace again."""
+        or settings makes the functions that read it trace again (its `_state_version` and
+        tracestate.module_epoch). Modules no trace has read (being built, say) change
+        without making anything trace again."""
         object.__setattr__(self, "_in_a_plan", True)
-        _trace_state.trace.reads_module = True
+        _trace_state.trace.read_module(self)
 
     def _changed(self, what: str = "changes the state") -> None:
         """This module's state or settings moved (`what` did: "sets 'eps'"): plans that read
@@ -274,8 +275,10 @@ class Module:
         trace = _trace_state.trace
         if trace is not None:
             trace.module_side_effect(self, what)
-        if self.__dict__.get("_in_a_plan"):
-            bump_epoch()
+        d = self.__dict__
+        if d.get("_in_a_plan"):
+            d["_state_version"] = d.get("_state_version", 0) + 1
+            bump_module_epoch()
 
     def __delattr__(self, name: str) -> None:
         for table in ("_parameters", "_buffers", "_modules"):

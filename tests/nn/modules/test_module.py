@@ -539,6 +539,41 @@ def test_a_compiled_model_that_sets_its_attributes_runs_eagerly_as_torch():
     assert ours.calls == theirs.calls == 4 and ours.cache.shape == (4, 4)
 
 
+def test_a_side_effect_in_one_signature_retraces_the_others_that_read_the_state():
+    class Growing(nn.Module):  # a buffer grown to the largest batch seen
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("seen", kael.zeros(0))
+
+        def forward(self, x):
+            if self.seen.shape[0] < x.shape[0]:
+                self.seen.resize_(x.shape[0]).zero_()
+            self.seen[: x.shape[0]] += x
+            return self.seen * 1
+
+    sizes = (2, 2, 4, 4, 2, 2)
+    eager = Growing()
+    want = [eager(kael.ones(n)).tolist() for n in sizes]  # all before: no move in between
+    fast = kael.compile(Growing())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert [fast(kael.ones(n)).tolist() for n in sizes] == want
+
+
+def test_a_model_with_side_effects_stays_eager_and_leaves_other_plans_alone():
+    ours, twin = _cached_model(kael), _cached_model(kael)
+    twin.load_state_dict(ours.state_dict())
+    fast, plain = kael.compile(ours), kael.compile(nn.Sequential(nn.Linear(4, 4), nn.ReLU()))
+    x = kael.randn(1, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(6):
+            assert fast(x).tolist() == twin(x).tolist()
+            plain(x)
+    assert fast.cache_info().traces == 2  # traced again once, then eager for good
+    assert plain.cache_info().traces == 1  # the other model's changes are not its own
+
+
 def test_modules_a_traced_call_builds_are_its_own_to_set_up():
     def fn(x):
         layer = nn.Linear(4, 4)  # built (its attributes set) inside the call
