@@ -337,6 +337,8 @@ class Module:
             else [(prefix, self)]
         )
         for owner_prefix, owner in owners:
+            if _trace_state.trace is not None:  # a traced call reads its tensors this way too
+                owner._read_by_trace()
             for name, value in owner.__dict__[table].items():
                 if value is None or (remove_duplicate and id(value) in seen):
                     continue
@@ -425,6 +427,8 @@ class Module:
         raise Error("Module.set_extra_state() is only called where a subclass overrides it")
 
     def _local_state(self) -> dict[str, Tensor]:
+        if _trace_state.trace is not None:  # state_dict() in a traced call reads the module
+            self._read_by_trace()
         state = {k: v for k, v in self._parameters.items() if v is not None}
         for name, buffer in self._buffers.items():
             if buffer is not None and name not in self._non_persistent_buffers_set:

@@ -574,6 +574,21 @@ def test_a_model_with_side_effects_stays_eager_and_leaves_other_plans_alone():
     assert plain.cache_info().traces == 1  # the other model's changes are not its own
 
 
+def test_a_compiled_function_reading_parameters_by_iteration_sees_them_rebound():
+    # parameters() and state_dict() read a module without its attributes: the trace still
+    # notes the module, so rebinding its parameters retraces the function
+    model = nn.Linear(3, 1)
+    by_parameters = kael.compile(lambda x: sum(p.sum() for p in model.parameters()) + x)
+    by_state = kael.compile(lambda x: sum(t.sum() for t in model.state_dict().values()) + x)
+    x = kael.zeros(1)
+    for fn in (by_parameters, by_state):
+        fn(x)
+    model.weight = nn.Parameter(kael.ones(1, 3))
+    model.bias = nn.Parameter(kael.zeros(1))
+    for fn in (by_parameters, by_state):
+        assert fn(x).tolist() == [3.0]
+
+
 def test_modules_a_traced_call_builds_are_its_own_to_set_up():
     def fn(x):
         layer = nn.Linear(4, 4)  # built (its attributes set) inside the call
