@@ -776,6 +776,7 @@ def reduce(fn: Callable, x: Tensor, dim, keepdim, dtype, out, op: str) -> Tensor
 
     keepdim = keepdim_arg(keepdim, op)
     axes = reduce_axes(x, dim, op)
+    dtype = None if dtype is None else as_dtype(dtype)
     if dtype is not None and not dtype.is_complex:
         raise TypeError(f"{op}: a {x.dtype} tensor reduces to a complex dtype, not {dtype}")
     part = None if dtype is None else dtype.to_real()
@@ -1060,9 +1061,12 @@ def cumsum(x: Tensor, dim, dtype, out) -> Tensor:
 
 
 def _log1p_of_unit(a, b):
-    """log(1 + z) for |z| <= 1 (e^(lo - hi) of the step below) as PyTorch's c10 log1p
+    """log(1 + z) for |z| <= 1 (e^(lo - hi) of the step below) as c10's portable log1p
     takes it: 0.5 log1p(a (2 + a) + b^2) for |z| < 0.5 (a itself where that rounds to 0),
-    else log |1 + z|; atan2(b, 1 + a). |1 + z| <= 2 needs none of _log1p's scaling."""
+    else log |1 + z|; atan2(b, 1 + a). |1 + z| <= 2 needs none of _log1p's scaling.
+    (PyTorch's Linux CPU build takes log(u) z / (u - 1), u = 1 + z, instead: NaN for a
+    subnormal z with an imaginary part, so its line turns NaN where kael's stays finite,
+    logcumsumexp([-700, 12 + 1j]) for one.)"""
     r = a * (2.0 + a) + b * b
     near = where(r.eq(0.0), a, r.apply("log1p") * 0.5)
     far = _hypot(1.0 + a, b).apply("log")

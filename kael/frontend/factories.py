@@ -437,6 +437,7 @@ def tensor(data, *, dtype=None, device=None) -> Tensor:
     Python data is packed host-side into a float64 or int64 buffer and converted by the
     copy kernel, so saturation and bool normalisation follow the kernels' rules.
     """
+    dtype = None if dtype is None else as_dtype(dtype)
     if isinstance(data, Tensor):
         out = data.to(dtype=dtype, device=device)
         return out.clone() if out.shares_storage(data) else out

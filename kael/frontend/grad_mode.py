@@ -55,16 +55,19 @@ class _Switch:
             @functools.wraps(fn)
             def steps(*args, **kwargs):
                 gen = fn(*args, **kwargs)
-                with self.clone():
-                    value = next(gen)
-                while True:
-                    try:
-                        sent = yield value
-                    except GeneratorExit:
-                        gen.close()
-                        raise
+                try:
                     with self.clone():
-                        value = gen.send(sent)
+                        value = next(gen)
+                    while True:
+                        try:
+                            sent = yield value
+                        except GeneratorExit:
+                            gen.close()
+                            raise
+                        with self.clone():
+                            value = gen.send(sent)
+                except StopIteration as done:  # the generator ran out: its return value
+                    return done.value
 
             return steps
 
@@ -79,33 +82,37 @@ class _Switch:
 class _Bare(_Switch):
     """A switch that also decorates without parentheses (@kael.no_grad, as torch's)."""
 
-    def __new__(cls, *args, **kwargs):
-        if len(args) == 1 and not kwargs and callable(args[0]):
-            return cls()(args[0])  # the decorated function itself: __init__ is skipped
+    def __new__(cls, orig_func=None, *args, **kwargs):
+        if callable(orig_func) and not args and not kwargs:
+            return cls()(orig_func)  # the decorated function itself: __init__ is skipped
         return super().__new__(cls)
 
 
 class no_grad(_Bare):  # noqa: N801 (PyTorch's name)
     """Gradient recording off inside (a no-op for results until kael has autograd)."""
 
-    def __init__(self) -> None:
+    def __init__(self, orig_func=None) -> None:
         super().__init__(False)
 
 
 class enable_grad(_Bare):  # noqa: N801
     """Gradient recording on inside, even within no_grad."""
 
-    def __init__(self) -> None:
+    def __init__(self, orig_func=None) -> None:
         super().__init__(True)
 
 
 class inference_mode(_Bare):  # noqa: N801
-    """no_grad that also marks inference; `mode=False` turns inference mode off only."""
+    """no_grad that also marks inference; `mode=False` turns inference mode off and
+    gradient recording on (torch's InferenceMode(false))."""
+
+    def __new__(cls, mode=True):
+        return super().__new__(cls, None if isinstance(mode, bool) else mode)
 
     def __init__(self, mode: bool = True) -> None:
         if not isinstance(mode, bool):
             raise TypeError(f"inference_mode(): mode must be a bool, got {type(mode).__name__}")
-        super().__init__(False if mode else None, mode)
+        super().__init__(not mode, mode)
 
 
 class set_grad_enabled(_Switch):  # noqa: N801

@@ -15,7 +15,7 @@ from kael.frontend import factorizations, moments, reductions, views
 from kael.frontend.math_functions import inplace_result
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
-from kael.runtime.dtypes import bfloat16, bool_, float16, float32, promote_types
+from kael.runtime.dtypes import as_dtype, bfloat16, bool_, float16, float32, promote_types
 from kael.runtime.errors import TypeError, ValueError
 
 MATRIX_ORDERS = ("fro", "nuc", math.inf, -math.inf, 1, -1, 2, -2)
@@ -25,6 +25,7 @@ def _cast(x: Tensor, dtype, op: str) -> Tensor:
     if not x.dtype.is_floating_point:
         raise TypeError(f"{op}: Expected a floating point tensor as input. Got {x.dtype}")
     if dtype is not None:
+        dtype = as_dtype(dtype)
         if not dtype.is_floating_point:
             raise TypeError(f"{op}: dtype should be a floating point type, got {dtype}")
         x = x.to(dtype)

@@ -191,6 +191,8 @@ _TYPE_NAMES = {
     dtypes.int8: "CharTensor",
     dtypes.uint8: "ByteTensor",
     dtypes.bool_: "BoolTensor",
+    dtypes.complex64: "ComplexFloatTensor",
+    dtypes.complex128: "ComplexDoubleTensor",
 }
 
 
@@ -929,7 +931,7 @@ class Tensor:
             found = names.get(bare.removeprefix("cuda."))
             if found is None:
                 raise TypeError(f"invalid type: '{dtype}'")
-            device = CUDA if ".cuda." in dtype else self._impl.device
+            device = CUDA if ".cuda." in dtype else CPU  # torch.FloatTensor is the host's
             return self.to(found, device=device, non_blocking=non_blocking, memory_format=fmt)
         return self.to(dtype=dtype, non_blocking=non_blocking, memory_format=fmt)
 
@@ -1126,8 +1128,10 @@ class Tensor:
         """The same elements in another shape; kael.Error when the strides do not allow it.
         `view(dtype)` reads the same bytes as another dtype."""
         impl = self._impl
-        if len(shape) == 1 and isinstance(shape[0], DType):
-            return Tensor(views.view_dtype(impl, shape[0]))
+        if len(shape) == 1 and (
+            isinstance(shape[0], DType) or (type(shape[0]) is type and shape[0] in _PY_DTYPES)
+        ):
+            return Tensor(views.view_dtype(impl, as_dtype(shape[0])))
         return self._remembered("view", shape, views.view, shape)
 
     def reshape(self, *shape) -> Tensor:
@@ -1435,6 +1439,10 @@ for _name, _view in IN_PLACE_VIEWS.items():
     setattr(Tensor, _name, _in_place_view(_name, _view))
 
 
+# The Python types torch takes as dtypes (runtime/dtypes.as_dtype reads them).
+_PY_DTYPES = (int, float, complex, bool)
+
+
 def to_arguments(args: tuple, dtype, device, non_blocking: bool, copy: bool = False) -> tuple:
     """(dtype, device, non_blocking, copy) from to()'s positional arguments over its
     keywords, as torch parses them: a dtype, a device (or its name), a tensor for both, and
@@ -1446,7 +1454,7 @@ def to_arguments(args: tuple, dtype, device, non_blocking: bool, copy: bool = Fa
                 raise TypeError("to() takes at most two bools: non_blocking and copy")
             non_blocking, copy = (arg, copy) if flags == 0 else (non_blocking, arg)
             flags += 1
-        elif isinstance(arg, DType) or (type(arg) is type and arg in (int, float, complex, bool)):
+        elif isinstance(arg, DType) or (type(arg) is type and arg in _PY_DTYPES):
             dtype = as_dtype(arg)
         elif isinstance(arg, Tensor):
             dtype, device = arg.dtype, arg.device

@@ -363,6 +363,31 @@ def test_python_types_are_dtypes_as_torch_takes_them(kind):
         kael.zeros(2, dtype=str)
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda lib: lib.tensor([1j, 2]).sum(dtype=complex),
+        lambda lib: lib.tensor([1j, 2]).mean(dtype=complex),
+        lambda lib: lib.ones(2, dtype=lib.int32).sum(dtype=complex),
+        lambda lib: lib.tensor([[1.0, 2]]).sum(1, dtype=float),
+        lambda lib: lib.linalg.norm(lib.tensor([[1.0, 2]]), dtype=float),
+        lambda lib: lib.linalg.matrix_norm(lib.tensor([[1.0, 2]]), dtype=float),
+        lambda lib: lib.tensor([1 + 1j], dtype=complex),
+        lambda lib: lib.ones(2).view(int),
+        lambda lib: lib.ones(3).type("torch.ComplexFloatTensor"),
+    ],
+)
+def test_python_types_reach_every_dtype_argument_as_torch(call):
+    got, want = call(kael), call(torch)
+    assert str(got.dtype) == str(want.dtype).removeprefix("torch.")
+    assert got.shape == tuple(want.shape)
+
+
+def test_finfo_and_iinfo_take_python_types_as_torch():
+    assert kael.finfo(float).eps == torch.finfo(float).eps
+    assert kael.iinfo(int).max == torch.iinfo(int).max
+
+
 def test_tensor_reports_a_ragged_sequence_with_its_position():
     with pytest.raises(
         kael.ValueError, match=r"expected sequence of length 2 at dim 1 \(got 1\) at position \[1\]"

@@ -117,3 +117,36 @@ def test_switch_modes_must_be_bools(bad):
         kael.set_grad_enabled(bad)
     with pytest.raises(kael.TypeError, match="must be a bool"):
         kael.inference_mode(bad)
+
+
+def test_a_decorated_generator_runs_out_and_returns_as_torch():
+    for lib in (torch, kael):
+
+        @lib.no_grad()
+        def counted():
+            yield 1
+            return "done"
+
+        @lib.inference_mode
+        def empty():
+            return
+            yield
+
+        steps = counted()
+        assert next(steps) == 1
+        with pytest.raises(StopIteration) as stop:
+            next(steps)
+        assert stop.value.value == "done" and list(empty()) == []
+
+
+def test_inference_mode_false_turns_gradients_on_as_torch():
+    for lib in (torch, kael):
+        for outer in (lib.no_grad, lib.inference_mode):
+            with outer(), lib.inference_mode(False):
+                assert lib.is_grad_enabled() and not lib.is_inference_mode_enabled()
+
+
+def test_switches_take_the_function_by_keyword_and_none_as_torch():
+    for lib in (torch, kael):
+        assert lib.no_grad(orig_func=lambda lib=lib: lib.is_grad_enabled())() is False
+        assert isinstance(lib.enable_grad(None), lib.enable_grad)

@@ -600,6 +600,13 @@ def test_complex_logcumsumexp_matches_torch_branch_infinities_and_nan(dtype):
     assert empty.shape == (0, 3) and empty.dtype is kael.complex64
 
 
+def test_complex_logcumsumexp_stays_finite_where_a_step_is_subnormal():
+    """e^(-712 + 0j - 1j) is subnormal with an imaginary part: PyTorch's Linux build (log(u)
+    z / (u - 1)) gives NaN there; the sum is 12 + 1j to every digit."""
+    got = kael.logcumsumexp(kael.tensor([-700 + 0j, 12 + 1j], dtype=kael.complex128), 0)
+    assert got.tolist() == [-700 + 0j, 12 + 1j]
+
+
 def test_complex_logcumsumexp_writes_out_and_its_own_input():
     t = _complex_lines(torch.complex128, 73)
     want = torch.logcumsumexp(t, 1)

@@ -51,3 +51,20 @@ def test_checkpoint_sequential_runs_a_sequential_or_a_list_in_order():
     assert kael_checkpoint.checkpoint_sequential(
         steps, 1, kael.ones(2), use_reentrant=False
     ).tolist() == [4, 4]
+
+
+def test_checkpoint_refuses_what_torch_refuses():
+    fn = _scaled
+    for kwargs, message in (
+        ({"use_reentrant": True, "debug": True}, "only supported when use_reentrant=False"),
+        ({"use_reentrant": True, "context_fn": lambda: (None, None)}, "context_fn"),
+        ({"use_reentrant": False, "determinism_check": "x"}, "should be one of"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            torch_checkpoint.checkpoint(fn, torch.ones(1), **kwargs)
+        with pytest.raises(kael.ValueError, match=message):
+            kael_checkpoint.checkpoint(fn, kael.ones(1), **kwargs)
+    with pytest.raises(kael.ValueError, match="Unexpected keyword arguments: foo"):
+        kael_checkpoint.checkpoint_sequential([fn], 1, kael.ones(1), use_reentrant=False, foo=1)
+    with pytest.warns(UserWarning, match="utils.checkpoint_sequential: the use_reentrant"):
+        kael_checkpoint.checkpoint_sequential([fn], 1, kael.ones(1))
