@@ -366,7 +366,8 @@ class Trace:
         if slot is not None and self.plan.slots[slot].kind == p.ARG:
             return  # an argument's handles: finish() compares their layouts at the end
         self.side_effect = (
-            "changes a tensor's layout in place (t_, set_, resize_, .data =), one it did not make,"
+            "changes in place the layout of a tensor it did not make (t_, set_, resize_, "
+            ".data =)"
         )
 
     def _reshaped_argument(self) -> str | None:
