@@ -366,8 +366,7 @@ class Trace:
         if slot is not None and self.plan.slots[slot].kind == p.ARG:
             return  # an argument's handles: finish() compares their layouts at the end
         self.side_effect = (
-            "changes in place the layout of a tensor it did not make (t_, set_, resize_, "
-            ".data =)"
+            "changes in place the layout of a tensor it did not make (t_, set_, resize_, .data =)"
         )
 
     def _reshaped_argument(self) -> str | None:
