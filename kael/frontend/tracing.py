@@ -203,7 +203,8 @@ class Trace:
         # Python the call ran that a plan would not repeat (what, for the warning): it set a
         # module's state, or ran a module's forward hooks; modules it built are its own
         self.side_effect: str | None = None
-        self.built: weakref.WeakSet = weakref.WeakSet()
+        # id -> weakref of each module it built (by identity: a module may define __eq__)
+        self.built: dict[int, weakref.ref] = {}
         self.versions: dict[int, int] = {}
         self.extern_bumps: dict[int, int] = {}  # id(storage) -> bumps made inside extern steps
         self.bumped_visible = False  # whether one bumped a storage the plan did not make
@@ -339,18 +340,26 @@ class Trace:
         self.plan.fallback = self.broken
         state.trace = None
 
+    def build(self, module) -> None:
+        """The call built `module`: setting it up is no side effect."""
+        self.built[id(module)] = weakref.ref(module)
+
+    def _built(self, module) -> bool:
+        ref = self.built.get(id(module))
+        return ref is not None and ref() is module
+
     def read_module(self, module) -> None:
         """The call read `module` (a parameter, a buffer, a child, or called it): its plans
         hold what the module held then, as of its state version at that first read."""
         self.reads_module = True
-        if module not in self.built and id(module) not in self.modules_read:
+        if not self._built(module) and id(module) not in self.modules_read:
             version = module.__dict__.get("_state_version", 0)
             self.modules_read[id(module)] = (weakref.ref(module), version)
 
     def module_side_effect(self, module, what: str) -> None:
         """The call did `what` to a module it did not build (sets 'k_cache' of it, runs its
         forward hooks): a plan would skip that Python at every later call."""
-        if self.side_effect is None and module not in self.built:
+        if self.side_effect is None and not self._built(module):
             self.side_effect = f"{what} of a {type(module).__name__} module"
 
     def moved(self, impl) -> None:

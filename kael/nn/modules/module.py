@@ -128,7 +128,7 @@ class Module:
         for name, make in _TABLES.items():
             object.__setattr__(self, name, make())
         if _trace_state.trace is not None:  # built by a traced call: its own to set up
-            _trace_state.trace.built.add(self)
+            _trace_state.trace.build(self)
 
     def __setstate__(self, state: dict) -> None:
         """Unpickling and deepcopy: the pickled attributes, plus any table an older pickle

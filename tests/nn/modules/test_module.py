@@ -604,6 +604,28 @@ def test_modules_a_traced_call_builds_are_its_own_to_set_up():
             assert got.shape == (2, 4) and fast.cache_info().traces == 1
 
 
+def test_modules_that_define_eq_are_told_apart_by_identity_in_a_trace():
+    class Comparable(nn.Module):  # __eq__ without __hash__: unhashable, as in Python
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(2, 2)
+
+        def __eq__(self, other):
+            return isinstance(other, Comparable)
+
+        def forward(self, x):
+            return self.lin(x)
+
+    kept = Comparable()
+    fast = kael.compile(lambda x: Comparable()(x).shape[-1] * kept(x))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(3):
+            x = kael.randn(1, 2)
+            assert fast(x).tolist() == (2 * kept(x)).tolist()
+    assert fast.cache_info().traces == 1
+
+
 def test_forward_hooks_of_a_compiled_model_run_at_every_call():
     model = nn.Sequential(nn.Linear(4, 4), nn.Tanh()).eval()
     fast, seen, x = kael.compile(model), [], kael.randn(2, 4)
