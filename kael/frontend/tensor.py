@@ -13,7 +13,7 @@ from kael.frontend import eager, fastpath, indexing, interop, memory_formats, pr
 from kael.runtime import cuda_driver, dtypes, user_warning
 from kael.runtime.allocator import PINNED
 from kael.runtime.device import CPU, CUDA, Device, parse_device
-from kael.runtime.dtypes import DType, as_dtype, bfloat16, float32
+from kael.runtime.dtypes import DType, as_dtype, bfloat16, float32, python_dtype
 from kael.runtime.errors import Error, TypeError, ValueError
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import (
@@ -1128,9 +1128,7 @@ class Tensor:
         """The same elements in another shape; kael.Error when the strides do not allow it.
         `view(dtype)` reads the same bytes as another dtype."""
         impl = self._impl
-        if len(shape) == 1 and (
-            isinstance(shape[0], DType) or (type(shape[0]) is type and shape[0] in _PY_DTYPES)
-        ):
+        if len(shape) == 1 and (isinstance(shape[0], DType) or python_dtype(shape[0]) is not None):
             return Tensor(views.view_dtype(impl, as_dtype(shape[0])))
         return self._remembered("view", shape, views.view, shape)
 
@@ -1439,10 +1437,6 @@ for _name, _view in IN_PLACE_VIEWS.items():
     setattr(Tensor, _name, _in_place_view(_name, _view))
 
 
-# The Python types torch takes as dtypes (runtime/dtypes.as_dtype reads them).
-_PY_DTYPES = (int, float, complex, bool)
-
-
 def to_arguments(args: tuple, dtype, device, non_blocking: bool, copy: bool = False) -> tuple:
     """(dtype, device, non_blocking, copy) from to()'s positional arguments over its
     keywords, as torch parses them: a dtype, a device (or its name), a tensor for both, and
@@ -1454,7 +1448,7 @@ def to_arguments(args: tuple, dtype, device, non_blocking: bool, copy: bool = Fa
                 raise TypeError("to() takes at most two bools: non_blocking and copy")
             non_blocking, copy = (arg, copy) if flags == 0 else (non_blocking, arg)
             flags += 1
-        elif isinstance(arg, DType) or (type(arg) is type and arg in _PY_DTYPES):
+        elif isinstance(arg, DType) or python_dtype(arg) is not None:
             dtype = as_dtype(arg)
         elif isinstance(arg, Tensor):
             dtype, device = arg.dtype, arg.device

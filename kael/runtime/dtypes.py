@@ -215,10 +215,16 @@ def as_dtype(dtype) -> DType:
         return dtype
     if isinstance(dtype, str):
         return dtype_from_name(dtype)
-    found = _PYTHON_TYPES.get(dtype) if isinstance(dtype, type) else None
+    found = python_dtype(dtype)
     if found is None:
         raise TypeError(f"expected a kael dtype, got {dtype!r}")
     return found
+
+
+def python_dtype(value) -> DType | None:
+    """The dtype torch reads a Python type as (bool, int, float, complex: bool, int64,
+    float64, complex128), or None for any other value."""
+    return _PYTHON_TYPES.get(value) if type(value) is type else None
 
 
 def promote_types(a: DType, b: DType) -> DType:

@@ -38,11 +38,6 @@ class _Info:
         return f"{type(self).__name__}({_fields(self)}, dtype={self.dtype})"
 
 
-def _python_type(type):
-    """float, int, bool or complex as the dtype torch reads them as; anything else as is."""
-    return dtypes.as_dtype(type) if type in (float, int, bool, complex) else type
-
-
 class finfo(_Info):  # noqa: N801 (PyTorch's name)
     """The limits of a floating dtype (the default dtype when none is given): bits, eps
     (the step after 1), max, min (= -max), tiny and smallest_normal (the least positive
@@ -51,7 +46,7 @@ class finfo(_Info):  # noqa: N801 (PyTorch's name)
     _shown = ("resolution", "min", "max", "eps", "smallest_normal", "tiny")
 
     def __init__(self, type: DType | None = None) -> None:
-        dtype = dtypes.get_default_dtype() if type is None else _python_type(type)
+        dtype = dtypes.get_default_dtype() if type is None else dtypes.python_dtype(type) or type
         if isinstance(dtype, DType) and dtype.is_complex:
             dtype = dtype.to_real()  # a complex dtype's limits are its parts', as in PyTorch
         if not isinstance(dtype, DType) or not dtype.is_floating_point:
@@ -75,7 +70,7 @@ class iinfo(_Info):  # noqa: N801 (PyTorch's name)
     _shown = ("min", "max")
 
     def __init__(self, type: DType) -> None:
-        type = _python_type(type)
+        type = dtypes.python_dtype(type) or type
         if isinstance(type, DType) and type.is_bool:
             raise TypeError(f"{type!r} is not supported by kael.iinfo")
         if not isinstance(type, DType) or type.is_floating_point:
