@@ -43,7 +43,7 @@ from kael.runtime.dtypes import DType, on_default_dtype_change
 from kael.runtime.errors import ValueError as KaelValueError
 from kael.runtime.tensor_impl import contiguous_strides
 from kael.runtime.threadpool import get_num_threads
-from kael.runtime.tracestate import epoch, module_epoch, state
+from kael.runtime.tracestate import epoch, handle_epoch, state
 
 MAX_PLANS = 256  # traced signatures kept per function (shapes are unbounded)
 
@@ -910,11 +910,10 @@ class CompiledFunction:
         self._guarded: Callable | None = None
         self._other: Callable | None = None
         # whether some plan reads a tensor through an attribute (a module's parameter), and
-        # the handle and module epochs its plans were made under (tracestate); the modules
-        # its plans read, id -> (weakref, state version then)
+        # the epochs its plans were made under (tracestate: any move, handle moves); the
+        # modules its plans read, id -> (weakref, state version then)
         self._attribute_reads = False
-        self._epoch = epoch.value
-        self._module_epoch = module_epoch.value
+        self._epoch, self._handle_epoch = epoch.value, handle_epoch.value
         self._modules: dict[int, tuple] = {}
         _instances.add(self)
 
@@ -932,11 +931,11 @@ class CompiledFunction:
         reads tensors through attributes (which no signature records) may hold the old
         memory, so a function whose plans do traces again after a handle moved, and after
         a change of a module its plans read (a module elsewhere changing leaves it be)."""
-        handles = self._epoch != epoch.value
+        handles = self._handle_epoch != handle_epoch.value
         if (handles and self._attribute_reads) or self._modules_changed():
             self._forget()
             self._attribute_reads = False
-        self._epoch, self._module_epoch = epoch.value, module_epoch.value
+        self._epoch, self._handle_epoch = epoch.value, handle_epoch.value
 
     def _modules_changed(self) -> bool:
         for ref, version in list(self._modules.values()):
@@ -951,7 +950,7 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if state.trace is not None:  # called from a function being traced: part of its trace
             return self.fn(*args, **kwargs)
-        if self._epoch != epoch.value or self._module_epoch != module_epoch.value:
+        if self._epoch != epoch.value:
             self._moved()
         try:
             if (
@@ -1095,7 +1094,7 @@ class CompiledFunction:
             state.trace = None
         side_effect = trace.side_effect  # Python a plan would skip: set module state, hooks
         if side_effect is None:  # moves made by the traced call itself are in the plan
-            self._epoch = epoch.value
+            self._epoch, self._handle_epoch = epoch.value, handle_epoch.value
         with self._lock:  # what a side effect changed forgets the plans that read it
             self._modules.update(trace.modules_read)
         trace.broken = trace.broken or _held_moved(leaves, treedef, tensors, key)

@@ -37,25 +37,26 @@ def untraced() -> Iterator[None]:
 
 class _Epoch:
     """A number that changes whenever something compiled plans may have read moved: `epoch`
-    when an existing tensor handle is moved to other memory or another layout (x.data = y,
-    set_, resize_, t_, ...), `module_epoch` when a module some trace read changes its state
-    or settings (each such module also counts its own changes: a compiled function then
-    asks only the modules it read)."""
+    on any such move (a compiled call compares it alone), `handle_epoch` only when an
+    existing tensor handle is moved to other memory or another layout (x.data = y, set_,
+    resize_, t_, ...); the other moves are a module some trace read changing its state or
+    settings, which each such module also counts itself (a compiled function then asks
+    only the modules it read)."""
 
     value = 0
 
 
 epoch = _Epoch()
-module_epoch = _Epoch()
+handle_epoch = _Epoch()
 _epochs = itertools.count(1)
 
 
 def bump_epoch() -> None:
     """Mark that a handle moved (each bump gives a new value, atomically under the GIL, so
     concurrent bumps never cancel)."""
-    epoch.value = next(_epochs)
+    epoch.value = handle_epoch.value = next(_epochs)
 
 
 def bump_module_epoch() -> None:
     """Mark that a module a trace read changed its state (as bump_epoch)."""
-    module_epoch.value = next(_epochs)
+    epoch.value = next(_epochs)

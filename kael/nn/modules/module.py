@@ -263,7 +263,7 @@ class Module:
     def _read_by_trace(self) -> None:
         """A compiled function's trace reads this module: from now on a change of its state
         or settings makes the functions that read it trace again (its `_state_version` and
-        tracestate.module_epoch). Modules no trace has read (being built, say) change
+        tracestate.epoch). Modules no trace has read (being built, say) change
         without making anything trace again."""
         object.__setattr__(self, "_in_a_plan", True)
         _trace_state.trace.read_module(self)
