@@ -89,18 +89,19 @@ def _grow_empty_slot(storage, nbytes: int) -> bool:
     state = tracestate.state
     if state.trace is not None:
         return state.trace.grow_unwritten(storage, nbytes)
-    if storage.call.plan.fallback is not None:
-        bound = storage.call.storage(storage.index)
-        resize_storage(bound, nbytes)
-        storage.nbytes = nbytes
-        return True
-    if storage.call is not state.extern_call:
-        return False
-    bound = storage.call.bound[storage.index]
-    if storage.nbytes or bound is None or bound.nbytes or not is_resizable(bound):
+    call = storage.call
+    eager = call.plan.fallback is not None
+    if eager:
+        bound = call.storage(storage.index)
+    elif call is state.extern_call:
+        bound = call.bound[storage.index]
+        if storage.nbytes or bound is None or bound.nbytes or not is_resizable(bound):
+            return False
+    else:
         return False
     resize_storage(bound, nbytes)
-    storage.call.plan.slots[storage.index].grow(nbytes)
+    if not eager:
+        call.plan.slots[storage.index].grow(nbytes)
     storage.nbytes = nbytes
     return True
 

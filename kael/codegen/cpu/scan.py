@@ -553,9 +553,9 @@ def run(op: str | PairStep, src: TensorImpl, dst: TensorImpl, dim: int) -> tuple
     on_cpu = dst.device.type == "cpu"
     kind, words, items = plan(src.shape, src.strides, dst.strides, dim, on_cpu and not pairs)
     n = words[0]
-    exact = not dst.dtype.is_floating_point or op in EXTREMES
-    if kind == "lines" and not pairs and blocked(n, items, dst.device, exact):
-        kind = "blocks"
+    if kind == "lines" and not pairs:  # a pair scan keeps to lines (PairStep)
+        exact = not dst.dtype.is_floating_point or op in EXTREMES
+        kind = "blocks" if blocked(n, items, dst.device, exact) else kind
     symbol, build = _spec(op, src.dtype, dst.dtype, kind)
     moved = src.numel() * (src.dtype.itemsize + dst.dtype.itemsize) * (2 if pairs else 1)
     runner = handwritten.runner_for(dst.device)
