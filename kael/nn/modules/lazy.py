@@ -16,8 +16,10 @@ from itertools import chain
 from kael.frontend.factories import tensor
 from kael.nn.modules import conv, linear, normalization
 from kael.nn.parameter import UninitializedBuffer, UninitializedParameter, _Uninitialized
+from kael.runtime import sync
 from kael.runtime.dtypes import int64
 from kael.runtime.errors import Error, ValueError
+from kael.runtime.tracestate import untraced
 
 
 class LazyModuleMixin:
@@ -47,16 +49,27 @@ class LazyModuleMixin:
         return super()._load_local(state_dict, prefix, assign)
 
 
+# First forwards are rare: one lock serves every lazy module (a forked child gets it free).
+_FIRST_FORWARD = sync.lock()
+
+
 def _infer_parameters(module: LazyModuleMixin, args: tuple) -> None:
     """The first forward's pre-hook: size the parameters from the input, then become the
-    ordinary class (the hook removed)."""
-    module.initialize_parameters(*args)
-    if module.has_uninitialized_params():
-        raise Error(f"module {type(module).__name__} has not been fully initialized")
-    module._initialize_hook.remove()
-    del module._initialize_hook
-    if module.cls_to_become is not None:
-        module.__class__ = module.cls_to_become
+    ordinary class (the hook removed). Threads calling a new module at once initialize it
+    once; under @kael.compile its parameters are made eagerly (a trace's tensors exist only
+    once it finishes, and another thread may read the module first), from the input's
+    shape alone."""
+    with _FIRST_FORWARD:
+        if not hasattr(module, "_initialize_hook"):  # another thread's first forward did it
+            return
+        with untraced():
+            module.initialize_parameters(*args)
+        if module.has_uninitialized_params():
+            raise Error(f"module {type(module).__name__} has not been fully initialized")
+        module._initialize_hook.remove()
+        del module._initialize_hook
+        if module.cls_to_become is not None:
+            module.__class__ = module.cls_to_become
 
 
 def _placeholder(wanted: bool, device, dtype) -> UninitializedParameter | None:

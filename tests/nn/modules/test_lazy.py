@@ -172,3 +172,36 @@ def test_a_norm_moved_before_its_first_forward_materializes_on_the_device(move):
         assert t.device.type == "cuda", key
     ours.cpu()
     _same_state(ours, theirs, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_threads_calling_a_new_lazy_module_at_once_initialize_it_once(compiled):
+    """Two threads' first forwards: one sizes the parameters, the other waits and uses
+    them (it used to find the hook gone, or, compiled, read parameters made inside the
+    other thread's unfinished trace: "trace did not finish")."""
+    import threading
+    import warnings
+
+    for _ in range(5):
+        module = kael.nn.LazyLinear(5)
+        call = kael.compile(module) if compiled else module
+        x = kael.randn(3, 4)
+        barrier, results, errors = threading.Barrier(2), [], []
+
+        def run(call=call, x=x, barrier=barrier, results=results, errors=errors):
+            barrier.wait()
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # the compiled retrace's notice
+                    results.extend(call(x) for _ in range(3))
+            except Exception as error:  # noqa: BLE001 - reported below
+                errors.append(error)
+
+        threads = [threading.Thread(target=run) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors and type(module) is kael.nn.Linear
+        want = module(x).numpy()
+        assert len(results) == 6 and all(np.array_equal(r.numpy(), want) for r in results)
