@@ -1723,7 +1723,8 @@ def test_a_retrace_never_repeats_another_threads_draws(monkeypatch):
 
     from kael.frontend.random import default_generator
 
-    taken, lock, reserve = [], threading.Lock(), default_generator.reserve
+    taken, lock = [], threading.Lock()
+    reserve, rewind = default_generator.reserve, default_generator.rewind
 
     def logged(count):
         seed, first = reserve(count)
@@ -1731,7 +1732,17 @@ def test_a_retrace_never_repeats_another_threads_draws(monkeypatch):
             taken.append((first, first + count, threading.get_ident()))
         return seed, first
 
+    def given_back(state, count):
+        # a rewound range was never used: its counters may go to any thread next
+        with lock:
+            done = rewind(state, count)
+            me, start = threading.get_ident(), state[1]
+            if done:
+                taken[:] = [r for r in taken if r[2] != me or not start <= r[0] < start + count]
+        return done
+
     monkeypatch.setattr(default_generator, "reserve", logged)
+    monkeypatch.setattr(default_generator, "rewind", given_back)
     c = kael.compile(lambda i: (kael.randperm(5), kael.unique(i), kael.rand(3)))
     inputs = [kael.arange(40_000) % k for k in (100, 101, 102)]
     stop = threading.Event()
