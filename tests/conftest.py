@@ -25,3 +25,11 @@ def pytest_collection_modifyitems(config, items):
         skip = pytest.mark.skip(reason=f"needs a CUDA device: {reason}")
         for item in on_gpu:
             item.add_marker(skip)
+
+
+def pytest_runtest_setup(item):
+    """Each test sees the warnings PyTorch gives once per process (user_warning.warn_once)
+    as a fresh process would: an earlier test's call does not use them up."""
+    from kael.runtime import user_warning
+
+    user_warning._given.clear()

@@ -48,6 +48,10 @@ class Normal(LocationScale, ExponentialFamily):
     def _noise(self, shape: kael.Size) -> Tensor:
         return standard_normal(shape, self.loc)
 
+    def sample(self, sample_shape: tuple[int, ...] = ()) -> Tensor:
+        """rsample's draw, row-major as torch's (torch.normal of the expanded parameters)."""
+        return self.rsample(sample_shape).contiguous()
+
     @property
     def mean(self) -> Tensor:
         return self.loc

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from kael.frontend import fastpath, views
 from kael.frontend.formula import Value, launch, maximum, minimum, stored, where
-from kael.frontend.outputs import check_writable, tensor_arg
+from kael.frontend.outputs import check_writable, like_result, tensor_arg
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.tracing import op_door
 from kael.runtime.dtypes import DType, bool_, float32, get_default_dtype
@@ -65,6 +65,9 @@ class Activation:
     # (when(*params), formula): a cheaper formula of the same parameters where `when` holds
     # (softplus at beta = 1: no multiply and divide), compiled as its own template
     special: tuple[Callable[..., bool], Callable[..., Value]] | None = None
+    # the result's layout as PyTorch's kernel allocates it: "iterator" (an elementwise
+    # result: outputs.new_result), "like" (empty_like: outputs.like_result) or "row_major"
+    layout: str = "iterator"
 
 
 def _alpha_not_zero(alpha: float) -> None:
@@ -100,8 +103,9 @@ ACTIVATIONS: dict[str, Activation] = {
         (("min_val", -1.0), ("max_val", 1.0)),
         integers="keep",
         check=_ordered,
+        layout="like",
     ),
-    "relu6": Activation(lambda x: minimum(maximum(x, 0), 6), integers="keep"),
+    "relu6": Activation(lambda x: minimum(maximum(x, 0), 6), integers="keep", layout="like"),
     "hardsigmoid": Activation(lambda x: minimum(maximum(x + 3, 0), 6) / 6),
     "hardswish": Activation(lambda x: x * minimum(maximum(x + 3, 0), 6) / 6),
     "mish": Activation(_mish),
@@ -120,7 +124,9 @@ ACTIVATIONS: dict[str, Activation] = {
         lambda x: x / stored(x.apply("abs") + 1), integers="float", inplace=False
     ),
     # 0 - softplus(-x): +0 where softplus(-x) is 0, as PyTorch gives, not -0
-    "logsigmoid": Activation(lambda x: 0.0 - (-x).apply("softplus"), inplace=False),
+    "logsigmoid": Activation(
+        lambda x: 0.0 - (-x).apply("softplus"), inplace=False, layout="row_major"
+    ),
     "threshold": Activation(
         lambda x, threshold, value: where(x <= threshold, value, x),  # NaN passes, as in torch
         (("threshold", None), ("value", None)),  # required, as in PyTorch
@@ -178,7 +184,8 @@ def activate(
     # integer input's result dtype follows the default dtype, which may change)
     plain = defaults and not inplace and x.dtype.is_floating_point
     fast = fastpath.unary_key(_FAST + name, x) if plain else None
-    result = launch(key, [x], compute, formula, params, x._impl if inplace else None, fast)
+    out = x._impl if inplace else _RESULTS[act.layout](x._impl, compute)
+    result = launch(key, [x], compute, formula, params, out, fast)
     if inplace:
         x._impl.storage.bump_version()
         return x
@@ -186,6 +193,11 @@ def activate(
 
 
 _FAST = "F."  # the fast door's keys of activations: apart from the unary ops' names
+_RESULTS = {
+    "iterator": lambda impl, dtype: None,  # launch lays it out
+    "like": like_result,
+    "row_major": lambda impl, dtype: empty_impl(impl.shape, dtype, impl.device),
+}
 
 
 def _public(name: str) -> Callable:
@@ -291,7 +303,8 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
         shaped = w.reshape(()).expand(x.shape)
     else:
         shaped = w.reshape((channels,) + (1,) * (x.ndim - 2)).expand(x.shape)
-    return launch(("prelu",), [x, shaped], x.dtype, lambda v, slope: where(v > 0, v, slope * v))
+    formula = lambda v, slope: where(v > 0, v, slope * v)  # noqa: E731
+    return launch(("prelu",), [x, shaped], x.dtype, formula, out=like_result(x._impl))
 
 
 def softmin(input: Tensor, dim: int, dtype=None) -> Tensor:

@@ -79,9 +79,9 @@ def _combine(input: Tensor, beta, product: Tensor, alpha, dtype: DType, out, op:
     """beta * input + alpha * product in `dtype` (product already in the computing dtype and
     the result's shape); beta == 0 leaves input's values out."""
     term = _scaled(product, alpha)
-    if beta:
+    if beta:  # the row-major product first: it lays the result out, as torch's gemm's is
         scaled = _scaled(input.to(product.dtype), beta)
-        term = ew.binary("logical_or" if dtype is bool_ else "add", scaled, term)
+        term = ew.binary("logical_or" if dtype is bool_ else "add", term, scaled)
     return _out(term.to(dtype), out, op)
 
 

@@ -36,13 +36,13 @@ from __future__ import annotations
 import builtins
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from kael.codegen.cpu import scan
 from kael.frontend import eager, formula, views
 from kael.frontend.formula import Value, maximum, minimum, where
 from kael.frontend.math_functions import _atan2, _cosh, _hypot, _sinh
-from kael.frontend.outputs import output, unaliased
+from kael.frontend.outputs import like_result, output, unaliased
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.ir import graph as g
 from kael.ir.scheduler import schedule_elementwise
@@ -167,7 +167,7 @@ def copy_into(dst: TensorImpl, src: TensorImpl) -> None:
         re, im = Tensor(_part_impl(src, 0)), Tensor(_part_impl(src, 1))
         eager.copy_into(dst, re.ne(0).logical_or(im.ne(0))._impl)
     else:
-        user_warning.warn("Casting complex values to real discards the imaginary part")
+        user_warning.warn_once("Casting complex values to real discards the imaginary part")
         eager.copy_into(dst, _part_impl(src, 0))
 
 
@@ -202,13 +202,15 @@ def _launch(
     """formula_of(re0, im0, re1, im1, ...) -> (re, im) over the operands' parts, as one
     kernel into a new complex tensor of `result` (or `out`, checked first: checked_out):
     _launch_into with one target."""
-    target = checked_out(out, shape, result, device, name)
+    target = checked_out(out, shape, result, device, name, operands)
     formulas = lambda *a: (formula_of(*a),)  # noqa: E731 (the one-target form)
     _launch_into(name, operands, result.to_real(), formulas, [target], fresh=out is None)
     return target
 
 
-def checked_out(out, shape: tuple[int, ...], result: DType, device, op: str) -> Tensor:
+def checked_out(
+    out, shape: tuple[int, ...], result: DType, device, op: str, operands: Sequence = ()
+) -> Tensor:
     """A new tensor of `result`, or `out` checked before any kernel writes it: a result of a
     higher category than out's dtype (complex into float) refused in torch's words, else
     outputs.output's checks (the dtype, the device, no expanded out, resized to `shape`)."""
@@ -216,7 +218,7 @@ def checked_out(out, shape: tuple[int, ...], result: DType, device, op: str) -> 
         raise TypeError(
             f"{op}: result type {result} can't be cast to the desired output type {out.dtype}"
         )
-    return output(out, shape, result, device, op)
+    return output(out, shape, result, device, op, operands)
 
 
 def _sources(x) -> tuple:
@@ -639,6 +641,8 @@ _TO_REAL: dict[str, tuple[Callable, bool]] = {
     "isinf": (lambda a, b: a.apply("isinf") | b.apply("isinf"), True),
     "isfinite": (lambda a, b: a.apply("isfinite") & b.apply("isfinite"), True),
 }
+# torch allocates these results by empty_like, and angle's row-major
+_LIKE_INPUT, _ROW_MAJOR = frozenset(("abs", "isinf")), frozenset(("angle",))
 _COMPARE: dict[str, Callable] = {
     "eq": lambda a, b, c, d: _both_zero_or(a, c, "eq", b, d, True),
     "ne": lambda a, b, c, d: _both_zero_or(a, c, "ne", b, d, False),
@@ -675,7 +679,12 @@ def unary(name: str, x: Tensor, out: Tensor | None = None) -> Tensor:
         raise refuse(name, x.dtype)
     fn, predicate = _TO_REAL[name]
     result = bool_ if predicate else x.dtype.to_real()
-    target = checked_out(out, x.shape, result, x.device, name)
+    if out is None and name in _LIKE_INPUT:
+        target = Tensor(like_result(x._impl, result))
+    elif out is None and name in _ROW_MAJOR:
+        target = Tensor(empty_impl(x.shape, result, x.device))
+    else:
+        target = checked_out(out, x.shape, result, x.device, name, (x,))
     key = ("complex", name)
     formula.launch(key, [real(x), imag(x)], x.dtype.to_real(), fn, out=target._impl)
     return target
@@ -700,7 +709,7 @@ def binary(name: str, a, b, result: DType, out: Tensor | None = None) -> Tensor:
         return _launch(name, [a, b], result, _BINARY[name], out, shape, device)
     if name not in _COMPARE:
         raise refuse(name, result)
-    target = checked_out(out, shape, bool_, device, name)
+    target = checked_out(out, shape, bool_, device, name, (a, b))
     operands, slots = [], []
     for x in (a, b):
         for part in parts(x):
@@ -759,7 +768,7 @@ def _power(exponent: float, base: Tensor, result: DType, out, shape, device) -> 
     made complex first as torch promotes it."""
     base = base if base.dtype is result else base.to(result)
     if exponent == 0.0:
-        target = checked_out(out, shape, result, device, "pow")
+        target = checked_out(out, shape, result, device, "pow", (base,))
         fill(target._impl, 1.0)
         return target
     if exponent == 1.0:

@@ -503,8 +503,9 @@ def binary(name: str, a, b, out: Tensor | None = None) -> Tensor:
     _check_pow_exponent(op, compute, b)
     device = device_of(tensors, name)
     shape = broadcast_shapes(*(t.shape for t in tensors))
-    target = output(out, shape, result, device, name)
-    fast = fastpath.binary_key(name, a, b, shape) if _remembers(out, tensors) else None
+    operands = () if name in _NUMBER_FIRST_ROW_MAJOR and not isinstance(a, Tensor) else (a, b)
+    target = output(out, shape, result, device, name, operands, compute)
+    fast = _remembered(fastpath.binary_key(name, a, b, shape), out, tensors)
     _launch_binary(op, a, b, compute, target, fast)
     return target
 
@@ -514,6 +515,10 @@ def binary(name: str, a, b, out: Tensor | None = None) -> Tensor:
 # and inf); x ** 2 is x * x, rounded once, and x ** -1 is 1 / x. float16 takes pow for 0.5
 # and -0.5 (torch's float16 kernel has no such shortcut; bfloat16's has).
 _EXPONENT_KERNELS = {0.5: "sqrt", -0.5: "rsqrt", 2: "square", -1: "reciprocal"}
+
+
+# torch's pow(Scalar, Tensor) allocates its result row-major, not in the exponent's layout
+_NUMBER_FIRST_ROW_MAJOR = frozenset({"pow"})
 
 
 def _exponent_key(x) -> tuple | None:
@@ -624,20 +629,26 @@ def unary(name: str, x, out: Tensor | None = None) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{name}: expected a Tensor, got {type(x).__name__}")
     compute, result = _unary_dtypes(op, x)
-    target = output(out, x.shape, result, x.device, name)
-    fast = fastpath.unary_key(name, x) if _remembers(out, (x,)) else None
+    target = output(out, x.shape, result, x.device, name, (x,), compute)
+    fast = _remembered(fastpath.unary_key(name, x), out, (x,))
     _launch_unary(op.name, op.ir, x, compute, target, fast)
     return target
 
 
-def _remembers(out: Tensor | None, tensors) -> bool:
-    """Whether the fast door may remember this call: a new result, or a dense out= that
-    shares no memory with an operand (the launch is then the one a new result takes; over
-    an operand, the full door may first copy it, and the launch it runs reads the copy)."""
-    if out is None:
-        return True
+def _remembered(key: tuple | None, out: Tensor | None, tensors) -> tuple | None:
+    """The fast door's key to remember this call under, where it may: a new result, or a
+    dense out= that shares no memory with an operand (the launch is then the one a new
+    result takes; over an operand, the full door may first copy it, and the launch it runs
+    reads the copy) under a dense key: a key by exact layouts replays into new results
+    laid out as the one it saw, which an out= is not."""
+    if key is None or out is None:
+        return key
+    if key[0] is fastpath.SHAPED:
+        return None
     storage = out._impl.storage if fastpath.dense_out(out) else None
-    return storage is not None and not any(t._impl.storage.overlaps(storage) for t in tensors)
+    if storage is None or any(t._impl.storage.overlaps(storage) for t in tensors):
+        return None
+    return key
 
 
 def _launch_unary(
@@ -686,8 +697,8 @@ def gelu(input: Tensor, approximate: str = "none", out: Tensor | None = None) ->
         return done
     x = tensor_arg(input, "gelu")
     _floating_only("gelu", x.dtype)
-    target = output(out, x.shape, x.dtype, x.device, "gelu")
-    fast = fastpath.unary_key(ir_op, x) if _remembers(out, (x,)) else None
+    target = output(out, x.shape, x.dtype, x.device, "gelu", (x,))
+    fast = _remembered(fastpath.unary_key(ir_op, x), out, (x,))
     _launch_unary(ir_op, ir_op, x, x.dtype, target, fast)
     return target
 
@@ -702,7 +713,7 @@ def where(condition: Tensor, input, other, out: Tensor | None = None) -> Tensor:
     if not isinstance(condition, Tensor):
         raise TypeError(f"where: condition must be a Tensor, got {type(condition).__name__}")
     if condition.dtype is uint8:  # torch's deprecated form: nonzero is True
-        user_warning.warn(
+        user_warning.warn_once(
             "where received a uint8 condition tensor. This behavior is deprecated; use a "
             "boolean condition instead.",
             UserWarning,
@@ -715,7 +726,7 @@ def where(condition: Tensor, input, other, out: Tensor | None = None) -> Tensor:
     device = device_of(tensors, "where")
     dtype = result_type(a, b)
     shape = broadcast_shapes(*(t.shape for t in tensors))
-    target = output(out, shape, dtype, device, "where")
+    target = output(out, shape, dtype, device, "where", (condition, a, b), (None, dtype, dtype))
 
     def build():
         value = g.Where(
@@ -765,7 +776,9 @@ def clamp_as(op: str, input: Tensor, lo, hi, out: Tensor | None = None) -> Tenso
             return done
     x = tensor_arg(input, op)
     bounds, dtype, device, shape = _clamp_bounds(x, lo, hi, op)
-    target = output(out, shape, dtype, device, op)
+    tensor_bounds = [v for v in bounds.values() if isinstance(v, Tensor)]
+    operands = (x, *tensor_bounds) if len(tensor_bounds) == len(bounds) else (x,)
+    target = output(out, shape, dtype, device, op, operands, dtype)
     fast = fastpath.dense_key(given, (x,), numbers) if out is None and given else None
     _launch_clamp(x, bounds, dtype, target, fast)
     return target
@@ -945,7 +958,7 @@ def scaled(name: str, input, other, alpha, out: Tensor | None = None) -> Tensor:
             return done
         fast = fastpath.dense_key(f"{name}_alpha", (input, other), (number,))
     shape = broadcast_shapes(*(t.shape for t in tensors))
-    target = output(out, shape, result, device_of(tensors, name), name)
+    target = output(out, shape, result, device_of(tensors, name), name, (input, other), result)
     _launch_scaled(name, input, other, number, result, target, fast)
     return target
 

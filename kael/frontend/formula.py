@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from kael.frontend import eager, fastpath, views
-from kael.frontend.outputs import device_of, unaliased
-from kael.frontend.tensor import Tensor, empty_impl
+from kael.frontend.outputs import device_of, new_result, unaliased
+from kael.frontend.tensor import Tensor
 from kael.ir import graph as g
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.device import CPU
@@ -155,7 +155,7 @@ def launch(
     dtypes_in = tuple(t.dtype for t in tensors)
     shape = broadcast_shapes(*(t.shape for t in tensors))
     device = device_of(tensors, key[0], cpu_scalars=1)
-    target = out if out is not None else empty_impl(shape, compute, device)
+    target = out if out is not None else new_result(shape, compute, device, tensors, compute)
     ins = [unaliased(views.broadcast_view(t._impl, shape), target) for t in tensors]
     template_key = ("formula", *key, dtypes_in, compute, target.dtype)
 

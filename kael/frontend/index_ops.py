@@ -22,6 +22,7 @@ from kael.codegen.cpu import sort as merge_sort
 from kael.codegen.cpu import top as top_heap
 from kael.frontend import eager, elementwise, factories, fastpath, reductions, views
 from kael.frontend.indexing import nonzero_impl
+from kael.frontend.memory_formats import contiguous_format, preserved
 from kael.frontend.outputs import bool_arg, device_of, pair_out, tensor_arg
 from kael.frontend.reductions import ValuesIndices
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl, has_internal_overlap
@@ -594,7 +595,7 @@ def unshared(dst: TensorImpl, operand: TensorImpl) -> TensorImpl:
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """scatter_add_ into a copy of input."""
     tensor_arg(input, "scatter_add")
-    return scatter_add_(input.clone(), dim, index, src)
+    return scatter_add_(input.clone(memory_format=contiguous_format), dim, index, src)
 
 
 def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
@@ -639,7 +640,7 @@ def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
     """index_add_ into a copy of input."""
     tensor_arg(input, "index_add")
-    return index_add_(input.clone(), dim, index, source, alpha=alpha)
+    return index_add_(input.clone(memory_format=contiguous_format), dim, index, source, alpha=alpha)
 
 
 # ---- nonzero ---------------------------------------------------------------------------------------
@@ -936,6 +937,8 @@ def sort(
     d = views.wrap_dim(dim, input.ndim)
     values = empty_impl(input.shape, input.dtype, input.device)
     order = _order(input, d, descending, None, "sort", values)
+    impl = input._impl
+    values, order = preserved(values, impl), preserved(order, impl)
     return pair_out(out, ValuesIndices(Tensor(values), Tensor(order)), "sort")
 
 
@@ -944,7 +947,7 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool
     tensor_arg(input, "argsort")
     descending = _descending(descending, stable, "argsort")
     d = views.wrap_dim(dim, input.ndim)
-    return Tensor(_order(input, d, descending, None, "argsort"))
+    return Tensor(preserved(_order(input, d, descending, None, "argsort"), input._impl))
 
 
 def topk(

@@ -13,13 +13,14 @@ from kael.frontend import (
     index_ops,
     linalg,
     matrix_norms,
+    memory_formats,
     reductions,
     views,
 )
 from kael.frontend.formula import launch
 from kael.frontend.margins import distance
 from kael.frontend.outputs import tensor_arg
-from kael.frontend.tensor import Tensor
+from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.tracing import op_door
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import bfloat16, float16, float32, float64, int32, int64
@@ -91,7 +92,9 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     elif x.numel() and int(x.amax()) >= num_classes:
         raise ValueError("Class values must be smaller than num_classes.")
     classes = factories.arange(num_classes, device=x.device)
-    return launch(("one_hot",), [x.unsqueeze(-1), classes], int64, lambda a, c: a.eq(c))
+    target = empty_impl((*x.shape, num_classes), int64, x.device)  # row-major, as torch's
+    formula = lambda a, c: a.eq(c)  # noqa: E731
+    return launch(("one_hot",), [x.unsqueeze(-1), classes], int64, formula, out=target)
 
 
 def normalize(
@@ -136,7 +139,9 @@ def rms_norm(
     wide = x.float() if x.dtype.is_half else x  # PyTorch: half types in float32
     scale = (reductions.mean(wide * wide, dims, keepdim=True) + eps).rsqrt()
     y = wide * scale if weight is None else wide * scale * weight
-    return y.to(x.dtype)  # rounded once, as PyTorch does, whatever weight's dtype
+    # rounded once, as PyTorch does, whatever weight's dtype; in x's suggested memory
+    # format (channels-last stays so, any other order is row-major), as torch's kernel's
+    return y.to(x.dtype).contiguous(memory_format=memory_formats.suggested(x._impl))
 
 
 # rms_norm's default eps: the machine epsilon of the dtype it computes in (float32 for the
@@ -247,7 +252,7 @@ def _linear_key(input, weight, bias) -> tuple | None:
 def _keep_linear(door: tuple, x: Tensor, w: Tensor, bias: Tensor | None, y: Tensor) -> None:
     """Keep the product and the bias's add that the full door just remembered (a half
     dtype's float32 detour is not kept)."""
-    if x.dtype.is_half or x.ndim < 2 or not y.numel():
+    if x.dtype.is_half or x.ndim < 2 or w.ndim != 2 or not y.numel():
         return
     product = fastpath.remembered_product(x, w.T)
     if product is None or product.shape != y.shape:

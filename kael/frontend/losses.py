@@ -275,13 +275,14 @@ def gaussian_nll_loss(
         raise ValueError(f"{name}: var has negative entry/entries")
     dtype = floating([x, y, v], name)
 
-    def formula(x: Value, y: Value, v: Value, eps: Value) -> Value:
+    def formula(v: Value, x: Value, y: Value, eps: Value) -> Value:
         v = maximum(v, eps)
         d = x - y
         loss = 0.5 * (v.apply("log") + d * d / v)
         return loss + 0.5 * math.log(2 * math.pi) if full else loss
 
-    loss = launch((name, bool(full)), [x, y, v], dtype, formula, {"eps": eps})
+    # var first, as torch's last op reads log(var) first: it lays the result out
+    loss = launch((name, bool(full)), [v, x, y], dtype, formula, {"eps": eps})
     return reduced(loss, reduction, name)
 
 

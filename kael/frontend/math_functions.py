@@ -21,14 +21,15 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from kael.frontend import eager, factories
 from kael.frontend import elementwise as ew
 from kael.frontend.formula import Value, launch, maximum, minimum, where
-from kael.frontend.outputs import bool_arg, output, tensor_arg
-from kael.frontend.tensor import Tensor, empty_impl
+from kael.frontend.memory_formats import Layout
+from kael.frontend.outputs import bool_arg, like_result, new_result, output, tensor_arg
+from kael.frontend.tensor import Tensor
 from kael.ir import graph as g
 from kael.runtime.convert import CHECKED, ROUNDED, convert_scalar
 from kael.runtime.dtypes import (
@@ -43,6 +44,7 @@ from kael.runtime.dtypes import (
     uint8,
 )
 from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.tensor_impl import contiguous_strides
 
 LN10, LN2 = math.log(10.0), math.log(2.0)
 
@@ -75,7 +77,7 @@ def _unary(
         compute = float64 if wide else _compute(result)
         if out is None:
             return launch((name, compute), [x], compute, formula).to(result)
-        target = output(out, x.shape, result, x.device, name)
+        target = output(out, x.shape, result, x.device, name, (x,))
         launch((name, compute), [x], compute, formula, out=target._impl)
         return target
 
@@ -182,7 +184,7 @@ def _nan_to_num(input: Tensor, nan: float = 0.0, posinf=None, neginf=None) -> Te
     def formula(v: Value, nan: Value, posinf: Value, neginf: Value) -> Value:
         return where(v.ne(v), nan, where(v.eq(math.inf), posinf, where(v.eq(-math.inf), neginf, v)))
 
-    return launch(("nan_to_num",), [x], x.dtype, formula, params)
+    return launch(("nan_to_num",), [x], x.dtype, formula, params, like_result(x._impl))
 
 
 def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
@@ -452,11 +454,20 @@ def _input_as(v: Value, dtype: DType) -> Value:
 
 
 def _launch_as(
-    key: tuple, tensors: list[Tensor], compute: DType, out: DType, formula, params=None
+    key: tuple,
+    tensors: list[Tensor],
+    compute: DType,
+    out: DType,
+    formula,
+    params=None,
+    layout: Sequence | None = None,
 ) -> Tensor:
-    """launch into a new tensor of `out` (the formula's result rounded once, one kernel)."""
+    """launch into a new tensor of `out` (the formula's result rounded once, one kernel),
+    laid out as an elementwise result over `layout` (by default the tensors; () row-major)
+    whose operands convert to `out`."""
     shape = ew.broadcast_shapes(*(t.shape for t in tensors))
-    target = empty_impl(shape, out, tensors[0].device)
+    operands = tensors if layout is None else layout
+    target = new_result(shape, out, tensors[0].device, operands, out)
     return launch(key, tensors, compute, formula, params, out=target)
 
 
@@ -589,6 +600,7 @@ def ldexp(input: Tensor, other: Tensor) -> Tensor:
         raise TypeError(f'"ldexp" not implemented for a bool exponent with {a.dtype} input')
     out = _float_result(result_type(a, b))
     compute = _compute(out)
+    layout = (a, Layout(b.shape, contiguous_strides(b.shape)))  # torch's a * pow(2, b)
     if not (a.dtype.is_floating_point and not b.dtype.is_floating_point):
         # PyTorch's 2**other is of other's float dtype (else the default one): rounded to it
         exponent = _float_result(b.dtype)
@@ -597,12 +609,12 @@ def ldexp(input: Tensor, other: Tensor) -> Tensor:
             p = e.apply("exp2").node
             return x * Value(g.Cast(compute, (), g.Cast(exponent, (), p)))
 
-        return _launch_as(("ldexp", "float"), [a, b], compute, out, power)
+        return _launch_as(("ldexp", "float"), [a, b], compute, out, power, layout=layout)
 
     def formula(x: Value, e: Value) -> Value:
         return _scaled(x, _input_as(e, int32), compute)
 
-    return _launch_as(("ldexp", "int"), [a, b], compute, out, formula)
+    return _launch_as(("ldexp", "int"), [a, b], compute, out, formula, layout=layout)
 
 
 class Frexp(NamedTuple):
@@ -632,8 +644,9 @@ def frexp(input: Tensor) -> Frexp:
     def exponent(v: Value) -> Value:
         return where(regular(v), _exponent(v.apply("abs")) + 1, 0.0)
 
-    m = _launch_as(("frexp", "mantissa"), [x], compute, x.dtype, mantissa)
-    e = _launch_as(("frexp", "exponent"), [x], compute, int32, exponent)
+    # torch allocates both by empty_like
+    m = launch(("frexp", "mantissa"), [x], compute, mantissa, out=like_result(x._impl))
+    e = launch(("frexp", "exponent"), [x], compute, exponent, out=like_result(x._impl, int32))
     return Frexp(m, e)
 
 
@@ -694,8 +707,8 @@ def float_power(input, exponent) -> Tensor:
         return _launch_as((name, "exponent"), [input], pow64, pow64, formula, params)
     if isinstance(exponent, Tensor):
         params = {"base": _number(input, name, "input")}
-        return _launch_as(
-            (name, "base"), [exponent], pow64, pow64, lambda e, x: formula(x, e), params
+        return _launch_as(  # row-major, as torch's pow of a number base
+            (name, "base"), [exponent], pow64, pow64, lambda e, x: formula(x, e), params, ()
         )
     raise TypeError(
         f"float_power(): expected a Tensor input or exponent, got {type(input).__name__} and"

@@ -4,6 +4,7 @@ the *_like factories give a new tensor, and whether a layout is contiguous in a 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from kael.frontend import eager, views
 from kael.runtime.dtypes import DType
@@ -127,30 +128,103 @@ def is_non_overlapping_and_dense(impl: TensorImpl) -> bool:
     return True
 
 
-def _stride_order(shape: Sequence[int], strides: Sequence[int], a: int, b: int) -> int:
-    """torch's infer_dense_strides comparison: 1 when dim a lies outside dim b, -1 inside, 0
-    when a stride is 0 or equal strides leave it open."""
-    if strides[a] == 0 or strides[b] == 0:
-        return 0
-    if strides[a] != strides[b]:
-        return 1 if strides[a] > strides[b] else -1
-    return 1 if shape[a] > shape[b] else 0
+def _stride_order(shape: Sequence[int], layouts: Sequence[Sequence[int]], a: int, b: int) -> int:
+    """torch's dim comparison (infer_dense_strides, TensorIterator's reorder_dimensions): 1
+    when dim a lies outside dim b, -1 inside, by the first layout that tells them apart; a
+    layout with a 0 stride there, or equal strides with a no larger than b, tells nothing."""
+    for strides in layouts:
+        sa, sb = strides[a], strides[b]
+        if sa == 0 or sb == 0:
+            continue
+        if sa != sb:
+            return 1 if sa > sb else -1
+        if shape[a] > shape[b]:
+            return 1
+    return 0
 
 
-def inferred_strides(shape: Sequence[int], strides: Sequence[int]) -> tuple[int, ...]:
-    """Dense strides ordering the dims as the given strides do (torch's infer_dense_strides:
-    an insertion sort, innermost first, that leaves stride-0 dims where they are)."""
+def _inner_first(shape: Sequence[int], layouts: Sequence[Sequence[int]]) -> list[int]:
+    """The dims innermost first as the layouts order them: torch's insertion sort, which
+    leaves dims no layout tells apart in row-major order."""
     perm = list(range(len(shape) - 1, -1, -1))
     for i in range(1, len(shape)):
         j = i
         for k in range(i - 1, -1, -1):
-            order = _stride_order(shape, strides, perm[k], perm[j])
+            order = _stride_order(shape, layouts, perm[k], perm[j])
             if order < 0:
                 break
             if order > 0:
                 perm[k], perm[j] = perm[j], perm[k]
                 j = k
-    return tuple(_strides_in_order(shape, perm, 1))
+    return perm
+
+
+def inferred_strides(shape: Sequence[int], strides: Sequence[int]) -> tuple[int, ...]:
+    """Dense strides ordering the dims as the given strides do (torch's infer_dense_strides:
+    stride-0 dims stay where they are)."""
+    return tuple(_strides_in_order(shape, _inner_first(shape, (strides,)), 1))
+
+
+def _broadcast_strides(shape: tuple[int, ...], impl: TensorImpl) -> tuple[int, ...]:
+    """impl's strides read at the result's shape: 0 along the dims it is broadcast over."""
+    lead = len(shape) - len(impl.shape)
+    own = (0 if size == 1 and shape[lead + i] != 1 else stride
+           for i, (size, stride) in enumerate(zip(impl.shape, impl.strides)))  # fmt: skip
+    return (0,) * lead + tuple(own)
+
+
+class Layout(NamedTuple):
+    """A shape and strides read as a TensorImpl's layout (no memory behind them)."""
+
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    is_contiguous = TensorImpl.is_contiguous  # it reads only shape and strides
+
+
+def converted(impl: TensorImpl) -> Layout:
+    """The layout of impl converted to another dtype (torch's TensorIterator reads a CPU
+    operand it promotes from such a copy: impl.to(dtype), preserve_format)."""
+    return Layout(impl.shape, layout_for(impl, preserve_format))
+
+
+def _same_shapes(shape: tuple[int, ...], operands: Sequence[TensorImpl], numbers: bool) -> bool:
+    """torch's all_ops_same_shape for a result of rank 1 or more: every operand has its
+    shape (a 0-d one, a Python number's wrapped tensor included, clears it)."""
+    return not numbers and all(t.shape == shape for t in operands)
+
+
+def _same_layout(shape, operands: Sequence[TensorImpl]) -> tuple[int, ...] | None:
+    """torch's fast set-up of operands of the result's shape: row-major when all are, then
+    channels-last when all are, then the strides all share when all are dense; else None."""
+    if all(t.is_contiguous() for t in operands):
+        return contiguous_strides(shape)
+    if all(is_contiguous_in(t, channels_last) for t in operands):
+        return format_strides(shape, channels_last)
+    strides = operands[-1].strides
+    if all(t.strides == strides and is_non_overlapping_and_dense(t) for t in operands):
+        return strides
+    return None
+
+
+def result_strides(
+    shape: tuple[int, ...], operands: Sequence[TensorImpl], numbers: bool = False
+) -> tuple[int, ...]:
+    """The strides of a new elementwise result of `shape` over `operands` (impls or
+    Layouts, in call order; `numbers`: Python numbers among them), as torch's
+    TensorIterator lays it out: the
+    operands' common layout when they share one, else dense with the dims ordered as the
+    operands' strides order them (a transposed or channels-last input keeps its layout)."""
+    if len(shape) < 2:
+        return contiguous_strides(shape)
+    if _same_shapes(shape, operands, numbers):
+        strides = _same_layout(shape, operands)
+        if strides is not None:
+            return strides
+    layouts = [_broadcast_strides(shape, t) for t in operands]
+    perm = _inner_first(shape, layouts)
+    if perm == list(range(len(shape) - 1, -1, -1)):
+        return contiguous_strides(shape)
+    return tuple(_strides_in_order(shape, perm, 0))
 
 
 def _strides_like_channels_last(impl: TensorImpl, order: tuple[int, ...]) -> bool:
@@ -200,3 +274,11 @@ def copy_with(impl: TensorImpl, strides: tuple[int, ...], dtype: DType | None = 
     out = restrided(out, strides)
     eager.copy_into(out, impl)
     return out
+
+
+def preserved(result: TensorImpl, like: TensorImpl) -> TensorImpl:
+    """A new row-major `result` of like's shape in the layout of torch's empty_like(like)
+    (the ops whose kernel allocates so: sort, flip): itself where that is row-major, else
+    a copy."""
+    strides = layout_for(like, preserve_format)
+    return result if strides == result.strides else copy_with(result, strides)

@@ -204,10 +204,10 @@ def _softmax(kernel: str, x, dim, dtype) -> Tensor:
         return Tensor(gpu_rows.softmax(kernel, impl, len(dims)))
     if impl.dtype.is_half:  # in float32, rounded once (frontend/opmath.py)
         return _softmax(kernel, x.float(), d, None).to(impl.dtype)
-    if _generated(impl):
-        return _generated_softmax(kernel, x, d)
+    if _generated(impl):  # row-major, as torch's kernel lays its result out
+        return _generated_softmax(kernel, x, d).contiguous()
     if not _fused(impl, dims):
-        return _composed_softmax(x, d, kernel == "log_softmax")
+        return _composed_softmax(x, d, kernel == "log_softmax").contiguous()
     out = empty_impl(impl.shape, impl.dtype, CPU)
     _run_rows(kernel, impl, out, len(dims))
     return Tensor(out)

@@ -130,13 +130,15 @@ def randomized_leaky_relu(
             f"rrelu: Lower bound should be less than or equal to the upper bound, got lower="
             f"{lower} and upper={upper}"
         )
-    if not training:
-        return ACTIVATIONS["leaky_relu"](x, (lower + upper) / 2, inplace)
+    if not training:  # torch's rrelu kernel lays its result out row-major
+        result = ACTIVATIONS["leaky_relu"](x, (lower + upper) / 2, inplace)
+        return result if inplace else result.contiguous()
     if inplace:
         check_writable(x, "rrelu")
     slopes = factories.empty(x.shape, dtype=x.dtype, device=x.device)
     slopes.uniform_(lower, upper, generator=generator)
-    out = launch(("rrelu",), [x, slopes], x.dtype, lambda v, r: where(v < 0, v * r, v))
+    # the row-major slopes first: they lay the result out row-major, as torch's is
+    out = launch(("rrelu",), [slopes, x], x.dtype, lambda r, v: where(v < 0, v * r, v))
     return _result(x, out, inplace)
 
 

@@ -113,7 +113,7 @@ def _round(input, *, decimals: int = 0, out: Tensor | None = None) -> Tensor:
     def down(v, p):
         return (v / p).apply("round") * p
 
-    target = output(out, x.shape, x.dtype, x.device, "round")
+    target = output(out, x.shape, x.dtype, x.device, "round", (x,))
     fn = up if decimals > 0 else down
     formula.launch((f"round_{fn.__name__}",), [x], compute, fn, {"p": scale}, target._impl)
     return target

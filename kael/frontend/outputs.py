@@ -7,7 +7,15 @@ import functools
 import numbers
 from collections.abc import Sequence
 
-from kael.frontend import eager
+from kael.frontend import eager, fastpath
+from kael.frontend.memory_formats import (
+    Layout,
+    converted,
+    layout_for,
+    preserve_format,
+    restrided,
+    result_strides,
+)
 from kael.frontend.tensor import Tensor, empty_impl, has_internal_overlap
 from kael.runtime import user_warning
 from kael.runtime.device import CPU, Device
@@ -67,11 +75,23 @@ def written_out(out: Tensor, piece: Tensor, op: str) -> Tensor:
     return out.copy_(piece)
 
 
-def output(out: Tensor | None, shape: tuple[int, ...], dtype: DType, device, op: str) -> Tensor:
+def output(
+    out: Tensor | None,
+    shape: tuple[int, ...],
+    dtype: DType,
+    device,
+    op: str,
+    operands: Sequence = (),
+    common=None,
+) -> Tensor:
     """A new result tensor, or `out` checked to have the result's dtype and device and
-    resized to its shape as torch does (resize_output)."""
+    resized to its shape as torch does (resize_output). An elementwise op passes its
+    `operands` (tensors, numbers, or a TensorImpl or memory_formats.Layout standing for a
+    tensor, in call order): a new or resized result is then laid
+    out as torch's TensorIterator lays it out over them (memory_formats.result_strides),
+    reading an operand of another dtype than `common` as its converted copy."""
     if out is None:
-        return Tensor(empty_impl(shape, dtype, device))
+        return Tensor(new_result(shape, dtype, device, operands, common))
     if not isinstance(out, Tensor):
         raise TypeError(f"{op}: out must be a Tensor, got {type(out).__name__}")
     if out.dtype is not dtype:
@@ -79,8 +99,59 @@ def output(out: Tensor | None, shape: tuple[int, ...], dtype: DType, device, op:
     if out.device is not device:
         raise Error(f"{op}: out is on {out.device} but the operands are on {device}")
     check_writable(out, op)
-    resize_output(out, shape)
+    if out.shape != shape:
+        strides = None if len(shape) < 2 else _result_strides(shape, operands, common)
+        resize_output(out, shape)
+        if strides is not None and strides != out._impl.strides:
+            out.as_strided_(shape, strides)
     return out
+
+
+def new_result(
+    shape: tuple[int, ...], dtype: DType, device, operands: Sequence, common=None
+) -> TensorImpl:
+    """A new elementwise result over `operands` (tensors and numbers, in call order), laid
+    out as torch's TensorIterator lays it out (row-major without operands); `common`: the
+    dtype the op converts its operands to (see _result_strides)."""
+    impl = empty_impl(shape, dtype, device)
+    if len(shape) > 1 and not _row_major(operands):
+        impl = restrided(impl, _result_strides(shape, operands, common))
+    return impl
+
+
+def _row_major(operands: Sequence) -> bool:
+    """Whether every tensor operand is row-major (its own shape's dense strides): their
+    result then is too, broadcast or not (the common case, asked first)."""
+    for x in operands:
+        if isinstance(x, Tensor):
+            x = x._impl
+        elif not isinstance(x, TensorImpl | Layout):
+            continue
+        if x.strides != fastpath.dense_strides(x.shape):
+            return False
+    return True
+
+
+def like_result(impl: TensorImpl, dtype: DType | None = None) -> TensorImpl:
+    """A new result laid out as torch's empty_like(impl) (preserve_format): the ops whose
+    torch kernel allocates so (nan_to_num, hardtanh, sort) keep even a size-1 dim's stride."""
+    new = empty_impl(impl.shape, impl.dtype if dtype is None else dtype, impl.device)
+    return restrided(new, layout_for(impl, preserve_format))
+
+
+def _result_strides(shape: tuple[int, ...], operands: Sequence, common) -> tuple[int, ...]:
+    """result_strides over the tensor operands, the numbers placed after them as torch's
+    wrapped numbers are; an operand of another dtype than `common` (a DType, or one per
+    operand, None where none is converted) read as its converted copy."""
+    targets = common if isinstance(common, tuple) else (common,) * len(operands)
+    tensors = []
+    for x, target in zip(operands, targets):
+        if isinstance(x, Tensor):
+            impl = x._impl
+            tensors.append(impl if target is None or impl.dtype is target else converted(impl))
+        elif isinstance(x, TensorImpl | Layout):  # a layout the caller stands in for one
+            tensors.append(x)
+    return result_strides(shape, tensors, len(tensors) < len(operands))
 
 
 def tensor_arg(x, op: str, what: str = "input") -> Tensor:

@@ -22,7 +22,15 @@ import math
 from collections.abc import Sequence
 
 from kael.frontend import elementwise as ew
-from kael.frontend import factories, fastpath, index_ops, reductions, scatters, views
+from kael.frontend import (
+    factories,
+    fastpath,
+    index_ops,
+    memory_formats,
+    reductions,
+    scatters,
+    views,
+)
 from kael.frontend.conv import batched, offsets, tuple_arg, windows
 from kael.frontend.formula import Value, launch, where
 from kael.frontend.outputs import tensor_arg
@@ -32,6 +40,7 @@ from kael.frontend.tracing import op_door
 from kael.runtime.dtypes import DType, float32, int64
 from kael.runtime.errors import Error, TypeError, ValueError
 from kael.runtime.storage import Storage
+from kael.runtime.tensor_impl import TensorImpl
 
 
 def _check_pads(kernel, pads, dilation, op: str) -> None:
@@ -117,6 +126,17 @@ def _padded(x: Tensor, pads, kernel, stride, dilation, out, value) -> Tensor:
     return pad(x, amounts, value=value) if any(amounts) else x
 
 
+def _pool_out(x: Tensor, shape: tuple[int, ...], dtype: DType) -> TensorImpl:
+    """A new pool result of `shape` laid out as torch's pools lay theirs: in the input's
+    suggested memory format (a channels-last input's stays channels-last), else row-major
+    (whatever order the input's dims have in memory)."""
+    new = empty_impl(shape, dtype, x.device)
+    fmt = memory_formats.suggested(x._impl)
+    if fmt is memory_formats.contiguous_format:
+        return new
+    return memory_formats.restrided(new, memory_formats.format_strides(shape, fmt))
+
+
 def _lowest(dtype: DType):
     """Where PyTorch's max pool scan starts, and the padding: -inf, or the integer
     dtype's minimum (no value is below it, so padding never wins)."""
@@ -153,7 +173,7 @@ def _max_pool(dims: int, op: str):
         win = windows(xp, kernel, stride, dilation)
         win = win[(slice(None), slice(None), *(slice(0, o) for o in out))]
         seen = [] if door is not None and xp is x and not return_indices else None
-        values, winners = _window_max(win, dims, return_indices, seen)
+        values, winners = _window_max(win, dims, return_indices, x, seen)
         if not return_indices:
             if seen is not None:
                 _keep(door, input._impl, seen, was_batched)
@@ -219,6 +239,7 @@ def _keep(door: tuple, x, seen: list, was_batched: bool) -> None:
         tuple(parts),
         nbytes,
         target.shape,
+        target.strides,
         target.dtype,
         was_batched,
         held,
@@ -226,44 +247,49 @@ def _keep(door: tuple, x, seen: list, was_batched: bool) -> None:
 
 
 def _replay(kept: tuple, x) -> Tensor:
-    """The remembered launch over this call's input (an impl)."""
-    native, total, parts, nbytes, shape, dtype, was_batched, _ = kept
+    """The remembered launch over this call's input (an impl), into the layout it made."""
+    native, total, parts, nbytes, shape, strides, dtype, was_batched, _ = kept
     base = x.storage.ptr + x.offset * x.dtype.itemsize
     storage = Storage.host(nbytes)
     addresses = (base + at if own else at for own, at in parts)
     fastpath._native(native.address, total, storage.ptr, *addresses)
-    y = fastpath.new_tensor(storage, shape, dtype)
+    y = fastpath._result(storage, shape, strides, dtype)
     return y if was_batched else y.squeeze(0)
 
 
 def _window_max(
-    win: Tensor, dims: int, winners: bool, seen: list | None = None
+    win: Tensor, dims: int, winners: bool, like: Tensor, seen: list | None = None
 ) -> tuple[Tensor, Tensor | None]:
     """The windows view [N, C, *out, *kernel] scanned as PyTorch's max pools do: each
     window's max and, with `winners`, its winning tap's row-major number (the number of
     taps where none beat the scan's start: all padding, -inf or the dtype's minimum).
-    `seen`: see formula.launch (the values' one launch, where one made them)."""
+    The results are laid out as pools of `like` (the input) are (_pool_out). `seen`: see
+    formula.launch (the values' one launch, where one made them)."""
     taps = _taps(win, win.shape[2 + dims :], MAX_TAPS**2)
-    return _reduced_max(win, dims, winners) if taps is None else _scan_max(taps, winners, seen)
+    if taps is None:
+        return _reduced_max(win, dims, winners)
+    return _scan_max(taps, winners, like, seen)
 
 
 def _scan_max(
-    taps: list[Tensor], winners: bool, seen: list | None = None
+    taps: list[Tensor], winners: bool, like: Tensor, seen: list | None = None
 ) -> tuple[Tensor, Tensor | None]:
     """_window_max of the taps' views [N, C, *out]: one kernel for at most MAX_TAPS taps
     (and one more for the winners); else each run of MAX_TAPS taps scanned, then their
     results: a scan goes on from where the last run's left off, so the scan of those
     results is the whole scan, and its winner the winning run's."""
     if len(taps) <= MAX_TAPS:
-        values = launch(("max_pool", len(taps)), taps, taps[0].dtype, _fold_max, seen=seen)
+        dtype, shape = taps[0].dtype, taps[0].shape
+        target = _pool_out(like, shape, dtype)
+        values = launch(("max_pool", len(taps)), taps, dtype, _fold_max, out=target, seen=seen)
         if not winners:
             return values, None
-        target = empty_impl(values.shape, int64, values.device)
+        target = _pool_out(like, shape, int64)
         return values, launch(
             ("max_pool_winner", len(taps)), taps, taps[0].dtype, _fold_winner, out=target
         )
-    runs = [_scan_max(taps[i : i + MAX_TAPS], winners) for i in range(0, len(taps), MAX_TAPS)]
-    values, run = _scan_max([v for v, _ in runs], winners)
+    runs = [_scan_max(taps[i : i + MAX_TAPS], winners, like) for i in range(0, len(taps), MAX_TAPS)]
+    values, run = _scan_max([v for v, _ in runs], winners, like)
     if not winners:
         return values, None
     won = run < len(runs)
@@ -366,7 +392,7 @@ def _avg_pool(dims: int, op: str):
         taps = _taps(win, kernel)
         if taps is None:  # one reduction, then the division
             taps = [reductions.sum(win, tuple(range(2 + dims, 2 + 2 * dims)), dtype=compute)]
-        target = empty_impl((*x.shape[:2], *out), x.dtype, x.device)
+        target = _pool_out(x, (*x.shape[:2], *out), x.dtype)
         # one kernel: the taps summed in PyTorch's order, then divided
         key = ("avg_pool", len(taps))
         kept = door is not None and xp is x and math.prod(kernel) <= MAX_TAPS
@@ -435,7 +461,7 @@ def _over_regions(
     end. Each region pads only the slice of x its windows read (the interior: none), and
     writes its part of the output in place."""
     kernel, stride, pads, dilation, out = geometry
-    y = factories.empty((*x.shape[:2], *out), dtype=x.dtype, device=x.device)
+    y = Tensor(_pool_out(x, (*x.shape[:2], *out), x.dtype))
     ranges = []
     for s, k, st, p, d, o in zip(x.shape[2:], kernel, stride, pads, dilation, out):
         lo = min(o, -(-p // st))
@@ -623,7 +649,7 @@ def _adaptive_max(dims: int, op: str):
         split = itertools.chain.from_iterable(zip(sizes, longest))
         order = [0, 1, *range(2, 2 + 2 * dims, 2), *range(3, 3 + 2 * dims, 2)]
         win = win.reshape((*x.shape[:2], *split)).permute(order)  # [N, C, *out, *L]
-        values, winners = _window_max(win, dims, return_indices)
+        values, winners = _window_max(win, dims, return_indices, x)
         if not return_indices:
             return _unbatched(values, was_batched)
         starts = [[lo for lo, _ in windows_d] for windows_d in bounds]

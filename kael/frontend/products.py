@@ -143,7 +143,7 @@ def cross(input, other, dim=None, *, out=None) -> Tensor:
         dim = next((d for d, size in enumerate(shape) if size == 3), None)
         if dim is None:
             raise ValueError(f"cross: no dimension of size 3 in input {list(a.shape)}")
-        user_warning.warn("cross: dim=None is deprecated; pass dim explicitly")
+        user_warning.warn_once("cross: dim=None is deprecated; pass dim explicitly")
     return linalg_cross(input, other, dim=dim, out=out)
 
 
@@ -240,7 +240,7 @@ def chain_matmul(*matrices, out=None) -> Tensor:
     """The product of the 2-d matrices given (deprecated: linalg.multi_dot takes a list);
     one matrix gives a copy of it."""
     op = "chain_matmul"
-    user_warning.warn(
+    user_warning.warn_once(
         "torch.chain_matmul is deprecated; use linalg.multi_dot, which takes a list of two or"
         " more tensors",
         UserWarning,

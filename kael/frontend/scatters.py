@@ -31,6 +31,7 @@ from kael.frontend import (
     views,
 )
 from kael.frontend.index_ops import _at_least_1d, _operand, _out_of_bounds, _spread, _zeroed
+from kael.frontend.memory_formats import contiguous_format
 from kael.frontend.outputs import check_writable, device_of, tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.runtime import user_warning
@@ -100,7 +101,7 @@ def scatter_(self: Tensor, dim: int, index: Tensor, src=None, value=None, *, red
                 f"{op}(): reduce argument must be either add or multiply, got {reduce!r}"
             )
         if src is not None:
-            user_warning.warn(
+            user_warning.warn_once(
                 "The reduce argument of torch.scatter with Tensor src is deprecated and will be"
                 " removed in a future PyTorch release. Use torch.scatter_reduce instead for"
                 " more reduction options."
@@ -145,7 +146,14 @@ def scatter_(self: Tensor, dim: int, index: Tensor, src=None, value=None, *, red
 
 def scatter(input: Tensor, dim: int, index: Tensor, src=None, value=None, *, reduce=None):
     """scatter_ into a copy of input."""
-    return scatter_(tensor_arg(input, "scatter").clone(), dim, index, src, value, reduce=reduce)
+    return scatter_(
+        tensor_arg(input, "scatter").clone(memory_format=contiguous_format),
+        dim,
+        index,
+        src,
+        value,
+        reduce=reduce,
+    )
 
 
 def _along(x: Tensor, dim: int, index: Tensor, op: str) -> tuple[int, TensorImpl]:
@@ -203,7 +211,9 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
 
 
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
-    return index_copy_(tensor_arg(input, "index_copy").clone(), dim, index, source)
+    return index_copy_(
+        tensor_arg(input, "index_copy").clone(memory_format=contiguous_format), dim, index, source
+    )
 
 
 def index_put_(self: Tensor, indices: Sequence, values, accumulate: bool = False) -> Tensor:
@@ -318,7 +328,7 @@ def scatter_reduce(
     input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True
 ) -> Tensor:
     """scatter_reduce_ into a copy of input."""
-    x = tensor_arg(input, "scatter_reduce").clone()
+    x = tensor_arg(input, "scatter_reduce").clone(memory_format=contiguous_format)
     return scatter_reduce_(x, dim, index, src, reduce, include_self=include_self)
 
 
@@ -479,6 +489,9 @@ def index_reduce_(
     round every step; a mean divides by its count in self's dtype (one more with
     include_self; for a 1-d self counted step by step), integers with floor rounding."""
     op = "index_reduce_"
+    user_warning.warn_once(
+        "index_reduce() is in beta and the API may change at any time.", UserWarning
+    )
     x = _checked_self(self, op)
     if reduce not in INDEX_REDUCES:
         raise ValueError(
@@ -545,7 +558,7 @@ def index_reduce(
     include_self: bool = True,
 ) -> Tensor:
     """index_reduce_ into a copy of input."""
-    x = tensor_arg(input, "index_reduce").clone()
+    x = tensor_arg(input, "index_reduce").clone(memory_format=contiguous_format)
     return index_reduce_(x, dim, index, source, reduce, include_self=include_self)
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from kael.codegen.cpu import scan
 from kael.frontend import eager, factories, fastpath, views
 from kael.frontend import elementwise as ew
+from kael.frontend.memory_formats import layout_for, preserve_format, restrided
 from kael.frontend.outputs import check_writable, output, pair_out, tensor_arg, unaliased
 from kael.frontend.reductions import ValuesIndices
 from kael.frontend.shapes import dense_copy, narrowed
@@ -25,7 +26,7 @@ from kael.runtime.device import CPU
 from kael.runtime.dtypes import DType, as_dtype, bool_, int64, uint8
 from kael.runtime.errors import Error, NotImplementedError, TypeError
 from kael.runtime.storage import Storage
-from kael.runtime.tensor_impl import TensorImpl
+from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
 
 
 def _ints(value, what: str) -> tuple[int, ...]:
@@ -321,7 +322,15 @@ def flip(input: Tensor, dims) -> Tensor:
         offset += (impl.shape[d] - 1) * strides[d]
         strides[d] = -strides[d]
     # Negative strides are for this copy only: such a view never becomes a Tensor.
-    return dense_copy(views.derive(impl, impl.shape, strides, offset))
+    flipped = views.derive(impl, impl.shape, strides, offset)
+    layout = layout_for(impl, preserve_format)  # torch's result is empty_like(input)
+    if layout == contiguous_strides(impl.shape):
+        return dense_copy(flipped)
+    out = restrided(empty_impl(impl.shape, impl.dtype, impl.device), layout)
+    if not fastpath.copy_impl(out, flipped):  # the copy kept for this pair of layouts
+        eager.copy_into(out, flipped)
+        fastpath.remember_copy_into(out, flipped)
+    return Tensor(out)
 
 
 def _roll_shifts(x: Tensor, shifts, dims) -> dict[int, int]:

@@ -8,7 +8,7 @@ the result, rounded to the result's dtype inside it."""
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from kael.frontend import factories
 from kael.frontend.elementwise import broadcast_shapes
@@ -55,7 +55,9 @@ def result_dtype(dtype: DType, op: str) -> DType:
     return result
 
 
-def result_tensor(out, shape: tuple[int, ...], result: DType, device, op: str) -> Tensor:
+def result_tensor(
+    out, shape: tuple[int, ...], result: DType, device, op: str, operands: Sequence = ()
+) -> Tensor:
     """A new tensor of `result`, or out checked and resized as PyTorch's out=: any floating
     dtype takes the result (cast), an integral or bool one is refused."""
     if isinstance(out, Tensor) and out.dtype is not result:
@@ -64,8 +66,8 @@ def result_tensor(out, shape: tuple[int, ...], result: DType, device, op: str) -
                 f"{op}: result type {_torch_name(result)} can't be cast to the desired output"
                 f" type {_torch_name(out.dtype)}"
             )
-        return output(out, shape, out.dtype, device, op)
-    return output(out, shape, result, device, op)
+        return output(out, shape, out.dtype, device, op, operands, result)
+    return output(out, shape, result, device, op, operands, result)
 
 
 def run(
@@ -82,7 +84,7 @@ def run(
     in it) into a new tensor or out. `key` names what else shapes the formula."""
     device = device_of(tensors, op)
     shape = broadcast_shapes(*(t.shape for t in tensors))
-    target = result_tensor(out, shape, result, device, op)
+    target = result_tensor(out, shape, result, device, op, tensors)
 
     def rounded(*values: Value) -> Value:
         value = formula(*values)

@@ -231,9 +231,27 @@ class Layout:
 strided = Layout("strided")
 
 
+_IDENTITY_ON_SCALARS = "is deprecated on 0-D tensors. This function is the identity in these cases."
+
+
+def _transpose_of_other_rank(ndim: int) -> None:
+    """PyTorch's warnings (once) for x.T of a tensor that is no matrix."""
+    if ndim == 0:
+        user_warning.warn_once(f"Tensor.T {_IDENTITY_ON_SCALARS}")
+        return
+    user_warning.warn_once(
+        "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is"
+        " deprecated and it will throw an error in a future release. Consider `x.mT` to"
+        " transpose batches of matrices or `x.permute(*kael.arange(x.ndim - 1, -1, -1))` to"
+        " reverse the dimensions of a tensor."
+    )
+
+
 def _deprecated_on_scalar(what: str) -> None:
     """PyTorch's warning for a matrix transpose taken of a 0-d tensor (the tensor itself)."""
-    user_warning.warn(f"{what} is deprecated on 0-D tensors. Consider using x.conj().", UserWarning)
+    user_warning.warn_once(
+        f"{what} is deprecated on 0-D tensors. Consider using x.conj().", UserWarning
+    )
 
 
 def _strides_arg(stride) -> tuple[int, ...]:
@@ -567,9 +585,12 @@ class Tensor:
 
     @property
     def T(self) -> Tensor:
-        """All dims reversed: the transpose of a matrix."""
+        """All dims reversed: the transpose of a matrix (PyTorch deprecates it, warning once,
+        for other ranks)."""
         # a permutation of a validated layout reads the same elements: nothing to validate
         impl = self._impl
+        if len(impl.shape) != 2:
+            _transpose_of_other_rank(len(impl.shape))
         return Tensor.trusted(
             TensorImpl.of_tuples(
                 impl.storage,
@@ -586,6 +607,7 @@ class Tensor:
         """The last two dims swapped (a batch of matrices transposed); a 0-d tensor itself, as
         in PyTorch 2.13 (which deprecates it), and a 1-d one refused."""
         if not self._impl.shape:
+            user_warning.warn_once(f"Tensor.mT {_IDENTITY_ON_SCALARS}")
             return self
         if len(self._impl.shape) < 2:
             raise ValueError(
@@ -924,6 +946,8 @@ class Tensor:
         if dtype is None:
             place = "cuda." if self._impl.device is not CPU else ""
             return f"kael.{place}{_TYPE_NAMES[self._impl.dtype]}"
+        if dtype is bool or dtype is int or dtype is float or dtype is complex:  # no type here
+            raise ValueError(f"invalid type: '{dtype.__name__}'")
         dtype = getattr(dtype, "legacy_dtype", dtype)  # kael.FloatTensor and the like
         if isinstance(dtype, str) and dtype.startswith(("kael.", "torch.")):  # a port's names
             names = {n: d for d, n in _TYPE_NAMES.items()}

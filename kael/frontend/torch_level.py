@@ -577,8 +577,8 @@ def _segment_mean(total: Tensor, bounds: Tensor, axis: int, initial) -> Tensor:
 
 _SETTINGS_LOCK = sync.lock()  # a forked child gets it unlocked
 # interop_threads: stored only (kael runs no inter-op pool); anomaly: (enabled, check_nan),
-# remembered only (kael has no autograd to watch); warn_always: remembered only
-_SETTINGS: dict = {"interop_threads": None, "anomaly": (False, True), "warn_always": False}
+# remembered only (kael has no autograd to watch)
+_SETTINGS: dict = {"interop_threads": None, "anomaly": (False, True)}
 
 
 def _setting(name: str):
@@ -639,13 +639,13 @@ def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
 
 
 def is_warn_always_enabled() -> bool:
-    """set_warn_always's flag (remembered; kael's warnings follow Python's filters)."""
-    return _setting("warn_always")
+    """set_warn_always's flag."""
+    return user_warning.always
 
 
 def set_warn_always(b: bool) -> None:
-    """Remember whether warnings PyTorch gives once should be given every time."""
-    _set("warn_always", _flag(b, "setWarnOnlyOnce expects a bool"))
+    """Whether the warnings PyTorch gives once (user_warning.warn_once) repeat every time."""
+    user_warning.always = _flag(b, "setWarnOnlyOnce expects a bool")
 
 
 # debug mode -> use_deterministic_algorithms' (mode, warn_only)

@@ -19,7 +19,7 @@ from kael.ir import expr as x
 from kael.ir.kernel import Buffer, Kernel
 from kael.ir.ops import VMATH_OPS
 from kael.ir.reduction import Reduction
-from kael.ir.views import View, compose, covers_buffer, numel
+from kael.ir.views import View, compose, covers_buffer, dense_order, numel
 from kael.runtime.dtypes import DType
 
 # The largest expression (in distinct nodes) a kernel may grow to by inlining: past this
@@ -262,20 +262,25 @@ def _pass(
             b = out.buffer
             before = version.get(b, 0)
             version[b] = before + 1
-            whole = covers_buffer(out, buffer_bytes[b])
+            order = dense_order(out, buffer_bytes[b])
+            whole = order is not None
             if not whole:
                 needed.add((b, before))  # a partial write lands on the value before it
             if faulting:
                 needed.add((b, before + 1))  # eager raises even when nothing reads it
             flagged = any(isinstance(n, x.Unary) and n.op == "flag" for n in nodes[i])
-            if whole and not reduction and not flagged:
+            in_order = whole and order == tuple(range(len(order)))
+            if whole and not reduction and not flagged and (in_order or not positions):
+                shape, leaves = out.shape, builder.leaves
+                if not in_order:  # the value over its dims in memory order: row-major there
+                    shape, leaves = _reordered(order, out.shape, leaves)
                 producers[(b, before + 1)] = _Producer(
                     step.name,
                     builder.names,
                     exprs[i],
-                    builder.leaves,
+                    leaves,
                     builder.params,
-                    out.shape,
+                    shape,
                     positions,
                     len(nodes[i]),
                     any(v.buffer in reduced for v, _ in builder.leaves),
@@ -316,6 +321,17 @@ def _pass(
             )
         )
     return program, needed
+
+
+def _reordered(order: tuple[int, ...], shape: tuple[int, ...], leaves: list) -> tuple:
+    """A producer's shape and leaves with its dims taken in `order` (its output's memory
+    order), over which its buffer is row-major, as `compose` reads a produced value."""
+    moved = [
+        (dataclasses.replace(v, shape=tuple(shape[d] for d in order),
+                             strides=tuple(v.strides[d] for d in order)), seen)
+        for v, seen in leaves
+    ]  # fmt: skip
+    return tuple(shape[d] for d in order), moved
 
 
 def _same_place(a: View, b: View) -> bool:

@@ -52,13 +52,22 @@ def numel(shape: tuple[int, ...]) -> int:
     return n
 
 
+def dense_order(view: View, buffer_bytes: int) -> tuple[int, ...] | None:
+    """The dims, outermost first, in which `view` is its whole buffer in row-major order (a
+    fresh op output: an elementwise result keeps its operands' memory order, so a
+    transposed input's is column-major); None where it is part of the buffer."""
+    if view.offset != 0 or numel(view.shape) * view.dtype.itemsize != buffer_bytes:
+        return None
+    order = tuple(sorted(range(len(view.shape)), key=lambda d: -view.strides[d]))
+    row = contiguous_strides(tuple(view.shape[d] for d in order))
+    if any(view.shape[d] != 1 and view.strides[d] != s for d, s in zip(order, row)):
+        return None
+    return order
+
+
 def covers_buffer(view: View, buffer_bytes: int) -> bool:
-    """Whether `view` is the whole buffer in row-major order (a fresh op output)."""
-    return (
-        view.offset == 0
-        and numel(view.shape) * view.dtype.itemsize == buffer_bytes
-        and view.strides == contiguous_strides(view.shape)
-    )
+    """Whether `view` is the whole buffer, each element once (in any dim order)."""
+    return dense_order(view, buffer_bytes) is not None
 
 
 @dataclass(frozen=True, slots=True)

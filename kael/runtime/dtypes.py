@@ -175,6 +175,11 @@ def get_default_dtype() -> DType:
 def set_default_dtype(dtype: DType) -> None:
     """Make `dtype` (a floating dtype) the default, as torch.set_default_dtype does; it is
     process-wide, and every cache that depended on the old one is dropped."""
+    if dtype is bool or dtype is int or dtype is float or dtype is complex:  # as torch refuses
+        raise TypeError(
+            f"invalid dtype object: only floating-point types are supported as the default"
+            f" type, got the Python type {dtype.__name__}"
+        )
     dtype = as_dtype(dtype)
     if not dtype.is_floating_point:
         raise TypeError(f"only floating-point types are supported as the default type, got {dtype}")

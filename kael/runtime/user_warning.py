@@ -17,3 +17,19 @@ def warn(message: str, category: type[Warning] = UserWarning) -> None:
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level)
+
+
+# The messages warn_once has given (a forked child inherits them, as its parent's process
+# has warned); `always`: torch.set_warn_always(True), under which they repeat.
+_given: set[str] = set()
+always = False
+
+
+def warn_once(message: str, category: type[Warning] = UserWarning) -> None:
+    """warn, the first time only in this process, as PyTorch's TORCH_WARN_ONCE (every time
+    after set_warn_always(True)). Two threads warning at once may both warn."""
+    if not always:
+        if message in _given:
+            return
+        _given.add(message)
+    warn(message, category)

@@ -67,3 +67,14 @@ def test_only_floating_dtypes_can_be_the_default(bad):
     with pytest.raises(kael.TypeError, match="only floating-point types"):
         kael.set_default_dtype(bad)
     assert dtypes.get_default_dtype() is kael.float32
+
+
+@pytest.mark.parametrize("python_type", [float, int, bool, complex])
+def test_a_python_type_is_no_default_dtype_as_torch_refuses_it(python_type):
+    """Python types stand for dtypes elsewhere (dtype=float), but torch.set_default_dtype
+    refuses them all, float included."""
+    with pytest.raises(TypeError, match="invalid dtype object"):
+        torch.set_default_dtype(python_type)
+    with pytest.raises(kael.TypeError, match="invalid dtype object.*Python type"):
+        kael.set_default_dtype(python_type)
+    assert dtypes.get_default_dtype() is kael.float32

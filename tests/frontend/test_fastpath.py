@@ -181,11 +181,13 @@ def test_dense_calls_the_door_cannot_serve_take_the_full_one():
         kael.ones(3, dtype=kael.int64).clamp(0, 2**70)  # an int beyond int64: the full door
 
 
-def test_a_uint8_condition_warns_each_call_and_is_not_remembered():
+def test_a_uint8_condition_warns_once_and_is_not_remembered():
+    """The deprecation warning is torch's once-a-process one; every call takes the full
+    door, which reads the condition as nonzero-is-True."""
     x, m = _tensor((4,), kael.float32), kael.tensor([1, 0, 2, 0], dtype=kael.uint8)
-    for _ in range(2):
-        with pytest.warns(UserWarning, match="uint8 condition"):
-            got = kael.where(m, x, 0.0)
+    with pytest.warns(UserWarning, match="uint8 condition"):
+        first = kael.where(m, x, 0.0)
+    for got in (first, kael.where(m, x, 0.0), kael.where(m, x, 0.0)):
         np.testing.assert_array_equal(got.numpy(), np.where(m.numpy() != 0, x.numpy(), 0))
 
 
@@ -974,9 +976,9 @@ def test_calls_by_exact_layout_give_the_full_doors_bits(name, dtype):
             assert _try(getattr(kael, name), a, b) is first
             continue
         (a2, b2) = _layouts(dtype, 50)[i]  # other values, the same layouts
-        got = getattr(kael, name)(a2, b2)
-        _same(got, _full_door(name, a2, b2))
-        assert got.is_contiguous()
+        got, full = getattr(kael, name)(a2, b2), _full_door(name, a2, b2)
+        _same(got, full)
+        assert got.stride() == full.stride()  # the full door's layout (a.T's: column-major)
     a, b = _layouts(dtype, 60)[0]
     if _try(getattr(kael, name), a, b) is not kael.TypeError:
         assert _served_shaped(name, a, b)

@@ -3,6 +3,7 @@ choose in each format, is_contiguous(memory_format=)'s truth table, and the erro
 
 import copy
 import itertools
+import math
 import pickle
 
 import pytest
@@ -544,6 +545,16 @@ def test_type_without_a_dtype_names_the_type_whatever_the_format():
     assert k.type(None, memory_format=kael.contiguous_format) == "kael.FloatTensor"
 
 
+@pytest.mark.parametrize("python_type", [float, int, bool, complex])
+def test_type_refuses_a_python_type_naming_it_as_torch(python_type):
+    """x.to(float) converts, but x.type(float) is torch's ValueError: no type named so."""
+    k, t = layout_pair("contiguous")
+    with pytest.raises(ValueError, match=f"invalid type: '{python_type.__name__}'"):
+        t.type(python_type)
+    with pytest.raises(kael.ValueError, match=f"invalid type: '{python_type.__name__}'"):
+        k.type(python_type)
+
+
 def test_type_passes_non_blocking_positionally_or_by_name_as_torch():
     k, t = layout_pair("channels_last")
     same_layout(k.type(kael.float64, True), t.type(torch.float64, True))
@@ -721,3 +732,222 @@ def test_empty_takes_a_format_under_compile():
     step = kael.compile(lambda x: kael.empty(2, 3, 4, 5, memory_format=kael.channels_last))
     for _ in range(2):
         assert step(kael.zeros(1)).stride() == (60, 1, 15, 3)
+
+
+# ---- the layout of an op's new result -----------------------------------------------------
+# torch's TensorIterator lays an elementwise result out in its operands' memory order (their
+# common layout when they share one, else dense with the dims ordered by their strides);
+# the other families give what torch's kernels give.
+
+
+def _elementwise(L):
+    F = L.nn.functional
+    return {
+        "exp": L.exp,
+        "neg": lambda x: -x,
+        "isnan": L.isnan,
+        "round_decimals": lambda x: L.round(x, decimals=1),
+        "add_number": lambda x: x + 1,
+        "rsub_number": lambda x: 2 - x,
+        "mul_self": lambda x: x * x,
+        "add_alpha": lambda x: L.add(x, x, alpha=2),
+        "lt_number": lambda x: x < 3,
+        "where": lambda x: L.where(x > 3, x, -x),
+        "clamp": lambda x: x.clamp(2, 5),
+        "clamp_tensor": lambda x: x.clamp(min=x - 1),
+        "lerp": lambda x: L.lerp(x, -x, 0.25),
+        "addcmul": lambda x: L.addcmul(x, x, x),
+        "gelu": F.gelu,
+        "silu": F.silu,
+        "hardtanh": F.hardtanh,
+        "softplus": F.softplus,
+        "logit": lambda x: L.logit(x / 100),
+        "nan_to_num": L.nan_to_num,
+        "xlogy": lambda x: L.xlogy(x, x),
+        "to_float64": lambda x: x.to(L.float64),
+        "complex_mul": lambda x: x * 1j,
+        "complex_abs": lambda x: (x * 1j).abs(),
+        "signbit": L.signbit,
+        "float_power": lambda x: L.float_power(x, 2),
+        "ldexp": lambda x: L.ldexp(x, x),
+        "fmax": lambda x: L.fmax(x, -x),
+        "nextafter": lambda x: L.nextafter(x, -x),
+        "frexp_mantissa": lambda x: L.frexp(x)[0],
+        "frexp_exponent": lambda x: L.frexp(x)[1],
+    }
+
+
+RESULT_LAYOUTS = [
+    "contiguous",
+    "channels_last",
+    "transposed",
+    "sliced",
+    "sliced_channels_last",
+    "expanded",
+    "expanded_channels",
+    "size_one_odd_strides",
+    "n1h1_channels_last",
+    "matrix_transposed",
+    "matrix_sliced",
+    "cube_channels_last",
+    "cube_transposed",
+]
+
+
+def same_result_layout(k, t) -> None:
+    """kael's new result has torch's shape, strides (size-1 dims' too), dtype and values."""
+    assert k.shape == tuple(t.shape)
+    assert k.stride() == t.stride(), (k.stride(), t.stride())
+    assert str(k.dtype).removeprefix("kael.") == str(t.dtype).removeprefix("torch.")
+    if t.is_complex():
+        k, t = kael.view_as_real(k), torch.view_as_real(t)
+    assert torch.allclose(torch.from_dlpack(k), t, equal_nan=True)
+
+
+@pytest.mark.parametrize("op", sorted(_elementwise(torch)))
+@pytest.mark.parametrize("name", RESULT_LAYOUTS)
+def test_elementwise_result_keeps_its_operands_memory_order_as_torch(name, op):
+    k, t = layout_pair(name)
+    same_result_layout(_elementwise(kael)[op](k), _elementwise(torch)[op](t))
+
+
+BROADCAST_PAIRS = [
+    ("channels_last", (1, 3, 1, 1)),  # a per-channel bias on an NHWC activation
+    ("channels_last", (5,)),
+    ("transposed", (5, 1)),
+    ("matrix_transposed", (4,)),
+    ("matrix_transposed", (3, 1)),
+    ("cube_transposed", (3, 1, 1, 1)),
+    ("size_one_odd_strides", (2, 1, 3, 4)),
+]
+
+
+@pytest.mark.parametrize("name,shape", BROADCAST_PAIRS)
+@pytest.mark.parametrize("order", ["tensor_first", "broadcast_first"])
+def test_broadcast_result_orders_dims_by_the_operands_strides_as_torch(name, shape, order):
+    k, t = layout_pair(name)
+    kb, tb = kael.arange(math.prod(shape)).reshape(shape), torch.arange(math.prod(shape))
+    tb = tb.reshape(shape)
+    if order == "broadcast_first":
+        same_result_layout(kb + k, tb + t)
+    else:
+        same_result_layout(k + kb, t + tb)
+
+
+# layouts of one shape, [2, 3, 4, 5]: (strides, offset)
+SAME_SHAPE = {
+    "contiguous": ((60, 20, 5, 1), 0),
+    "channels_last": ((60, 1, 15, 3), 0),
+    "transposed": ((60, 20, 1, 4), 0),
+    "sliced": ((120, 40, 10, 1), 3),
+    "expanded": ((0, 5, 0, 1), 0),
+}
+
+
+@pytest.mark.parametrize("a", sorted(SAME_SHAPE))
+@pytest.mark.parametrize("b", sorted(SAME_SHAPE))
+def test_result_of_two_layouts_follows_the_first_that_orders_the_dims_as_torch(a, b):
+    (ka, ta), (kb, tb) = (strided_pair((2, 3, 4, 5), *SAME_SHAPE[n]) for n in (a, b))
+    same_result_layout(ka * kb, ta * tb)
+    same_result_layout(kael.where(ka > kb, ka, kb), torch.where(ta > tb, ta, tb))
+
+
+@pytest.mark.parametrize("name", ["channels_last", "transposed", "matrix_transposed"])
+def test_out_resized_takes_the_result_layout_and_a_sized_out_keeps_its_own(name):
+    k, t = layout_pair(name)
+    for kout, tout in (
+        (kael.empty(0), torch.empty(0)),
+        (kael.empty(k.shape), torch.empty(t.shape)),
+    ):
+        kael.exp(k, out=kout)
+        torch.exp(t, out=tout)
+        same_result_layout(kout, tout)
+        kael.add(k, 1, out=kout)
+        torch.add(t, 1, out=tout)
+        same_result_layout(kout, tout)
+
+
+def _own_layout(L):
+    F = L.nn.functional
+    return {
+        "softmax": lambda x: x.softmax(1),
+        "log_softmax": lambda x: x.log_softmax(-1),
+        "softmin": lambda x: F.softmin(x, 0),
+        "logsigmoid": F.logsigmoid,
+        "index_add": lambda x: x.index_add(0, L.tensor([0]), x[:1]),
+        "index_copy": lambda x: x.index_copy(0, L.tensor([0]), x[:1]),
+        "scatter_add": lambda x: x.scatter_add(0, L.zeros_like(x, dtype=L.int64), x),
+        "masked_fill": lambda x: x.masked_fill(x > 3, 0),
+        "cumsum": lambda x: x.cumsum(1),
+        "sum_keepdim": lambda x: x.sum(1, keepdim=True),
+        "sort_values": lambda x: x.sort(0)[0],
+        "sort_indices": lambda x: x.sort(-1)[1],
+        "argsort": lambda x: x.argsort(1),
+        "topk": lambda x: x.topk(1, 0)[0],
+        "flip": lambda x: x.flip(0),
+        "layer_norm": lambda x: F.layer_norm(x, x.shape[-1:]),
+        "normalize": F.normalize,
+        "rrelu_eval": F.rrelu,
+        "pow_number_base": lambda x: 2.0 ** (x / 50),
+        "float_power_number_base": lambda x: L.float_power(2, x / 50),
+        "ldexp": lambda x: L.ldexp(x, L.ones(x.shape[-1:], dtype=L.int64)),
+        "gaussian_nll": lambda x: F.gaussian_nll_loss(x, x * 2, L.ones(x.shape), reduction="none"),
+        "one_hot": lambda x: F.one_hot(x.long() % 4, 4),
+        "rms_norm": lambda x: F.rms_norm(x, x.shape[-1:]),
+        "complex_angle": lambda x: L.angle(L.complex(x, -x)),
+        "normal_sample": lambda x: L.distributions.Normal(x, 1.0).sample() * 0,
+        "max_pool": lambda x: F.max_pool1d(x.flatten(0, -3), 2) if x.ndim >= 3 else x * 0,
+        "max_pool_indices": lambda x: (
+            F.max_pool2d(x, 2, return_indices=True)[1] if x.ndim == 4 else x.long() * 0
+        ),
+        "avg_pool": lambda x: F.avg_pool2d(x, 2) if x.ndim == 4 else x.sum(0, keepdim=True),
+    }
+
+
+@pytest.mark.parametrize("op", sorted(_own_layout(torch)))
+@pytest.mark.parametrize("name", ["contiguous", "channels_last", "transposed", "cube_transposed",
+                                  "matrix_transposed", "sliced_channels_last"])  # fmt: skip
+def test_other_families_lay_out_their_results_as_torch(name, op):
+    k, t = layout_pair(name)
+    same_result_layout(_own_layout(kael)[op](k), _own_layout(torch)[op](t))
+
+
+@pytest.mark.parametrize("name", ["channels_last", "transposed", "matrix_transposed", "sliced"])
+def test_compiled_results_lay_out_as_eager_ones_in_one_kernel(name):
+    k, t = layout_pair(name)
+
+    def f(x):
+        return (x * 2).exp() + x.sigmoid()
+
+    step = kael.compile(f, check=True)
+    for _ in range(2):
+        same_result_layout(step(k), f(t))
+    assert "1 kernels" in str(step.inspect(k))
+
+
+def _products(L):
+    return {
+        "addmm": lambda x: L.addmm(x, x, x),
+        "addmm_transposed": lambda x: L.addmm(x.t(), x, x),
+        "baddbmm": lambda x: L.baddbmm(x.t().expand(2, 4, 4), x.expand(2, 4, 4), x.expand(2, 4, 4)),
+        "addr": lambda x: L.addr(x.t(), x[0], x[1]),
+        "fmax_mixed_expanded": lambda x: L.fmax(x[:, :1].expand(4, 4), x.t().double()),
+        "add_mixed_expanded": lambda x: L.add(x[:, :1].expand(4, 4), x.t().double()),
+    }
+
+
+@pytest.mark.parametrize("op", sorted(_products(torch)))
+def test_products_and_mixed_dtype_results_lay_out_as_torch(op):
+    k, t = strided_pair((4, 4), (1, 4), 0)  # column-major
+    same_result_layout(_products(kael)[op](k), _products(torch)[op](t))
+
+
+def test_a_fresh_result_after_an_out_call_keeps_its_own_layout():
+    """An out= call must not teach the fast door its out's layout: a later call without
+    out= gets the result torch gives (found by review: row-major after a dense out=)."""
+    k, t = layout_pair("matrix_transposed")
+    for _ in range(2):
+        kael.exp(k, out=kael.empty(k.shape))
+        kael.add(k, k, out=kael.empty(k.shape))
+        same_result_layout(kael.exp(k), torch.exp(t))
+        same_result_layout(kael.add(k, k), torch.add(t, t))

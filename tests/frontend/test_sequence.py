@@ -431,12 +431,16 @@ def test_flip_of_large_transposed_and_sliced_views_matches_torch(dtype):
             assert_same(kael.flip(view(k), dims), torch.flip(view(base), dims), exact=True)
 
 
-def test_flip_through_the_tiled_transposing_copy_walks_negative_strides_correctly():
+def test_flip_of_a_transposed_input_keeps_its_layout_in_one_streaming_copy():
+    """torch's flip allocates empty_like(input): a transposed input's flip is transposed
+    too, so the copy walks both sides in one order (no tiled transpose) backwards."""
     base = values(torch.float32, (70, 80), seed=14)
     k = to_kael(base).T
     got, (launch,) = record_launches(kael.flip, k, (1,))
-    assert launch.kernel.tiled  # the input's unit stride is on the other dim
-    assert_same(got, torch.flip(base.T, (1,)), exact=True)
+    assert not launch.kernel.tiled
+    want = torch.flip(base.T, (1,))
+    assert_same(got, want, exact=True)
+    assert got.stride() == want.stride() == (1, 80)
 
 
 def test_flip_result_is_a_new_contiguous_tensor():
@@ -682,10 +686,11 @@ def _replay_twin(dtype: torch.dtype, layout: str, seed: int):
 
 
 def _assert_fresh_copy(k, t: torch.Tensor, x) -> None:
-    """k equals t bit for bit in shape and dtype, a new contiguous tensor apart from x."""
+    """k equals t bit for bit in shape and dtype, a new tensor apart from x laid out as
+    torch's (flip keeps a transposed input's order, roll does not)."""
     assert k.shape == tuple(t.shape) and k.dtype is KAEL_DTYPES[t.dtype]
     assert torch.equal(torch.from_dlpack(k), t)
-    assert k.is_contiguous() and not k.shares_storage(x)
+    assert k.stride() == t.stride() and not k.shares_storage(x)
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))

@@ -8,7 +8,7 @@ from kael.ir import expr as x
 from kael.ir.fusion import MAX_EXPR_NODES, Step, fuse
 from kael.ir.kernel import Buffer, Kernel
 from kael.ir.views import View
-from kael.runtime.dtypes import float32
+from kael.runtime.dtypes import float32, int64
 
 
 def _step(name, outs, ins, expr):
@@ -111,3 +111,36 @@ def test_an_fma_producer_inlines_into_its_reader_with_its_operands_rebased():
     assert program.dropped == ["fma"] and [v.buffer for v in step.ins] == [0, 1]
     t_expr = x.fma(load[0], load[1], load[0])
     assert step.kernel.exprs == (x.fma(t_expr, load[1], t_expr),)
+
+
+def test_a_producer_written_column_major_inlines_into_a_reader_of_its_rows():
+    """An elementwise result of a transposed input is stored column-major (its operands'
+    memory order); a reader of it in another layout still inlines it, its loads rebased
+    through the buffer's own order, and the value is never stored."""
+    a = View(0, (4, 3), (1, 4), 0, float32)  # a [3, 4] input read transposed
+    t = View(1, (4, 3), (1, 4), 0, float32)  # the result, column-major like its input
+    read = View(1, (3, 4), (4, 1), 0, float32)  # the result transposed back: row-major reads
+    out = View(2, (3, 4), (4, 1), 0, float32)
+    steps = [
+        _step("exp", [t], [a], _exp(x.Load(float32, 0))),
+        _step("neg", [out], [read], x.unary("neg", x.Load(float32, 0))),
+    ]
+    program = fuse(steps, [48, 48, 48], live={0, 2})
+    [fused] = program.steps
+    assert fused.covers == ["exp", "neg"] and program.dropped == ["exp"]
+    assert fused.ins == [View(0, (3, 4), (4, 1), 0, float32)]  # the input itself, row by row
+
+
+def test_a_column_major_producer_of_positions_is_stored_not_inlined():
+    """A value that reads its own positions (arange-like) keeps them in its dims' order:
+    one written in another memory order is stored, as a reader would need them permuted."""
+    t = View(1, (4, 3), (1, 4), 0, float32)  # column-major
+    read = View(1, (3, 4), (4, 1), 0, float32)  # t transposed back: row by row in memory
+    out = View(2, (3, 4), (4, 1), 0, float32)
+    steps = [
+        _step("index", [t], [], x.cast(x.Index(int64, 0), float32)),
+        _step("neg", [out], [read], x.unary("neg", x.Load(float32, 0))),
+    ]
+    program = fuse(steps, [48, 48, 48], live={2})
+    assert [s.covers for s in program.steps] == [["index"], ["neg"]]
+    assert program.steps[1].ins == [read]  # stored, then loaded

@@ -53,3 +53,23 @@ def test_compose_broadcast_read():
 def test_compose_positions_of_a_permuted_read():
     composed = compose((6, 4), (1, 6), 0, (4, 6), [], True)
     assert composed.axes == ((0, {1: 1}), (0, {0: 1}))
+
+
+def test_dense_order_of_a_fresh_output_in_each_memory_order():
+    """A fresh op output is its whole buffer, row-major over its dims in memory order."""
+    from kael.ir.views import View, covers_buffer, dense_order
+    from kael.runtime.dtypes import float32
+
+    def order(shape, strides, offset=0, nbytes=None):
+        nbytes = 4 * int(np.prod(shape)) if nbytes is None else nbytes
+        return dense_order(View(0, shape, strides, offset, float32), nbytes)
+
+    assert order((3, 4), (4, 1)) == (0, 1)
+    assert order((3, 4), (1, 3)) == (1, 0)  # column-major
+    assert order((2, 3, 4, 5), (60, 1, 15, 3)) == (0, 2, 3, 1)  # channels-last
+    assert order((2, 1, 3), (3, 99, 1)) is not None  # a size-1 dim's stride never steps
+    assert order((3, 4), (4, 1), offset=1) is None  # part of a bigger buffer
+    assert order((3, 4), (4, 1), nbytes=52) is None
+    assert order((3, 4), (8, 2), nbytes=96) is None  # every other element
+    assert order((3, 4), (1, 4)) is None  # overlapping columns
+    assert covers_buffer(View(0, (3, 4), (1, 3), 0, float32), 48)
