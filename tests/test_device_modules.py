@@ -32,8 +32,30 @@ def test_compiler_queries_and_decorators():
         return x * (2 if kael.compiler.is_compiling() else 3)
 
     assert scaled(kael.ones(1)).item() == 2
-    assert kael.compiler.disable(len) is len and kael.compiler.disable()(len) is len
+    assert kael.compiler.disable(len)([1, 2]) == kael.compiler.disable()(len)([1]) + 1 == 2
     kael.compiler.reset()
+
+
+def test_a_disabled_function_breaks_the_graph_where_it_is_called():
+    """torch.compiler.disable: the function runs eagerly, never traced. With
+    fullgraph=False the call goes on eagerly from there (its .item() works); with kael's
+    default fullgraph=True the trace stops with an error naming it."""
+
+    @kael.compiler.disable
+    def positives(x):
+        assert not kael.compiler.is_compiling()
+        return int((x > 0).sum().item())
+
+    def f(x):
+        return (x * 2) * positives(x)
+
+    x = kael.tensor([1.0, -2.0, 3.0])
+    broken = kael.compile(f, fullgraph=False)
+    for _ in range(2):
+        assert broken(x).tolist() == [4.0, -8.0, 12.0]
+    with pytest.raises(kael.Error, match="positives, marked kael.compiler.disable"):
+        kael.compile(f)(x)
+    assert positives.__name__ == "positives" and positives(x) == 2
 
 
 def test_sdp_backends_are_torchs_and_selections_are_checked():

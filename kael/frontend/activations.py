@@ -258,7 +258,9 @@ def _unary_with_inplace(name: str):
         if not inplace:
             return ew.unary(name, x)
         check_writable(x, name)
-        return ew.unary(name, x, x)
+        ew.unary(name, x, x)
+        x._impl.storage.bump_version()  # an in-place write, as activate's and torch's count it
+        return x
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"torch.nn.functional.{name}(input, inplace=False)."

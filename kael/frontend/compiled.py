@@ -1152,10 +1152,12 @@ class CompiledFunction:
                 if self._guards:
                     reason = _what_changed(self._guards[-1], guard)
                     info.recompiles.append(reason)
-                    if len(info.recompiles) > self.max_recompiles:
+                    if len(info.recompiles) == self.max_recompiles + 1:  # once: no flood
                         user_warning.warn(
                             f"kael.compile({self.__name__}) recompiled "
                             f"{len(info.recompiles)} times; this time because {reason}"
+                            " (it goes on tracing each new case, warning no more:"
+                            " cache_info().recompiles says why each time)"
                         )
                 self._guards.append(guard)
             entry = self._entries.get(key)

@@ -342,3 +342,18 @@ def test_dropout_never_draws_the_next_ops_counters(n, first):
     touched = {(8 * base + i) >> 7 << 4 | (8 * base + i) & 15 for i in range(n)}
     assert max(touched) < after  # every block dropout drew lies inside its reservation
     assert min(touched) >= offset
+
+
+def test_in_place_relu_and_silu_count_a_write_as_every_in_place_op():
+    """x.relu_() and F.relu/F.silu(inplace=True) wrote without moving the storage's version
+    (what a compiled plan's trace reads to see writes); torch's _version moves too."""
+    for write in (
+        lambda x: x.relu_(),
+        lambda x: kael.relu_(x),
+        lambda x: kael.nn.functional.relu(x, inplace=True),
+        lambda x: kael.nn.functional.silu(x, inplace=True),
+    ):
+        x = kael.tensor([-1.0, 2.0])
+        before = x._impl.storage.version
+        write(x)
+        assert x._impl.storage.version == before + 1
