@@ -53,9 +53,30 @@ def test_a_disabled_function_breaks_the_graph_where_it_is_called():
     broken = kael.compile(f, fullgraph=False)
     for _ in range(2):
         assert broken(x).tolist() == [4.0, -8.0, 12.0]
-    with pytest.raises(kael.Error, match="positives, marked kael.compiler.disable"):
+    with pytest.raises(kael.Error, match="positives is marked kael.compiler.disable"):
         kael.compile(f)(x)
     assert positives.__name__ == "positives" and positives(x) == 2
+
+
+def test_disable_keeps_static_and_class_methods_classes_and_modules_what_they_are():
+    class Holder:
+        @kael.compiler.disable
+        @staticmethod
+        def twice(v):
+            return v * 2
+
+        @kael.compiler.disable
+        @classmethod
+        def name(cls):
+            return cls.__name__
+
+    assert Holder.twice(3) == Holder().twice(3) == 6 and Holder.name() == "Holder"
+    assert kael.compiler.disable(Holder) is Holder
+    layer = kael.nn.Linear(2, 2)
+    parent = kael.nn.Sequential(kael.compiler.disable(layer))
+    assert len(list(parent.parameters())) == 2  # still a module, its parameters kept
+    x = kael.ones(1, 2)
+    assert kael.compile(parent, fullgraph=False)(x).tolist() == layer(x).tolist()
 
 
 def test_sdp_backends_are_torchs_and_selections_are_checked():

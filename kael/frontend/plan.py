@@ -80,30 +80,18 @@ class Slot:
 
 @dataclass(frozen=True, slots=True)
 class ArgScalar:
-    """A run-time parameter taken from the call's Python float at leaf `index`, or computed
-    from such floats by the Python arithmetic the call did (`expr`: (operation, operand,
-    other operand or None), each operand an ArgScalar or a number), then converted as the
-    op converted it while tracing."""
+    """A run-time parameter taken from the call's Python float at leaf `index`, converted
+    as the op converted it while tracing."""
 
     index: int
     conversions: tuple = ()
-    expr: tuple | None = None
 
     def value(self, call: Call):
         return self.of(call.scalars)
 
     def of(self, scalars: list):
         """The value for a call whose leaves are `scalars`."""
-        if self.expr is None:
-            v = scalars[self.index]
-        else:
-            operation, a, b = self.expr
-            a = a.of(scalars) if type(a) is ArgScalar else a
-            v = (
-                operation(a)
-                if b is None
-                else operation(a, b.of(scalars) if type(b) is ArgScalar else b)
-            )
+        v = scalars[self.index]
         for dtype, mode in self.conversions:
             v = convert_scalar(v, dtype, mode)
         return v

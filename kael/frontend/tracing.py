@@ -23,7 +23,6 @@ from __future__ import annotations
 import enum
 import functools
 import linecache
-import operator
 import os
 import sys
 import threading
@@ -92,23 +91,20 @@ class LazyStorage(Storage):
 
 
 class SymFloat(float):
-    """A Python float argument of a traced function, or the float that +, -, *, / and
-    negation compute from such arguments and numbers (`expr`): ops take it as a run-time
-    parameter, the plan doing that arithmetic again at each call (an ODE step's t + h).
-    Any other use of its value (a comparison, printing, int(), a power) marks the
-    arguments it comes from `used`, and then the plan is specialized to their values."""
+    """A Python float argument of a traced function: ops take it as a run-time parameter.
+    Any other use of its value (arithmetic, comparison, printing) marks it `used`, and then
+    the plan is specialized to its value."""
 
-    __slots__ = ("index", "conversions", "trace", "expr", "leaves")
+    __slots__ = ("index", "conversions", "trace")
 
     @classmethod
-    def make(cls, value: float, index: int, trace: Trace, expr=None, leaves=None) -> SymFloat:
+    def make(cls, value: float, index: int, trace: Trace) -> SymFloat:
         out = float.__new__(cls, value)
         out.index, out.conversions, out.trace = index, (), trace
-        out.expr, out.leaves = expr, (index,) if leaves is None else leaves
         return out
 
     def _use(self) -> float:
-        self.trace.used_scalars.update(self.leaves)
+        self.trace.used_scalars.add(self.index)
         return float.__float__(self)
 
     def kael_convert(self, dtype, mode):
@@ -119,65 +115,23 @@ class SymFloat(float):
         if type(result) is not float:
             self._use()
             return result
-        out = SymFloat.make(result, self.index, self.trace, self.expr, self.leaves)
+        out = SymFloat.make(result, self.index, self.trace)
         out.conversions = (*self.conversions, (dtype, mode))
         return out
-
-    def _source(self) -> p.ArgScalar:
-        return p.ArgScalar(self.index, self.conversions, self.expr)
 
 
 def _used(name: str):
     base = getattr(float, name)
     binary = name in _BINARY
-    traced = _ARITHMETIC.get(name)
 
     def method(self, *args):
         if binary and not isinstance(args[0], int | float):
             return NotImplemented  # `lr * tensor`: the tensor's reflected op takes it as a scalar
-        if traced is not None and not self.conversions:
-            other = args[0] if args else None
-            if other is None or type(other) in (float, int, SymFloat):
-                value = base(self, *args)
-                if type(value) is float:  # (a float op of a float always is; NotImplemented not)
-                    return _derived(traced, self, other, value)
         self._use()
         return base(self, *args)
 
     method.__name__ = name
     return method
-
-
-def _derived(operation, x: SymFloat, other, value: float) -> SymFloat:
-    """The SymFloat `value` = operation(x, other) (other None for a negation): the plan
-    computes it again from each call's arguments."""
-    leaves = x.leaves
-    if type(other) is SymFloat:
-        if other.conversions:  # a converted value stands for a kernel parameter only
-            other._use()
-            other = float.__float__(other)
-        else:
-            leaves = (*leaves, *other.leaves)
-            other = other._source()
-    return SymFloat.make(value, -1, x.trace, (operation, x._source(), other), leaves)
-
-
-# The float arithmetic a SymFloat keeps symbolic, each as the call computes it (self first:
-# a reflected operation puts the other operand first). Powers are left out: a negative base
-# gives a complex number for some exponents.
-_ARITHMETIC = {
-    "__add__": operator.add,
-    "__radd__": lambda x, o: o + x,
-    "__sub__": operator.sub,
-    "__rsub__": lambda x, o: o - x,
-    "__mul__": operator.mul,
-    "__rmul__": lambda x, o: o * x,
-    "__truediv__": operator.truediv,
-    "__rtruediv__": lambda x, o: o / x,
-    "__neg__": operator.neg,
-    "__pos__": operator.pos,
-    "__abs__": abs,
-}
 
 
 _BINARY = {
@@ -204,7 +158,7 @@ for _name in (
 def _source(value):
     """A recorded step's parameter: the value, or where each call takes it from."""
     if type(value) is SymFloat:
-        return value._source()
+        return p.ArgScalar(value.index, value.conversions)
     return value
 
 
