@@ -215,7 +215,7 @@ def _pass(
             if producer is not None:
                 readers.setdefault(key, set()).add((position, reduction))
             if producer is not None and key not in stored:
-                value, reason = _inline(producer, view, step, builder, version, reduction)
+                value, reason = _inline(producer, view, e, step, builder, version, reduction)
                 if value is not None:
                     inlined = True
                     return x.cast(value, e.dtype)
@@ -490,11 +490,15 @@ def _merged(a: Fused, b: Fused, later: set[int], buffer_bytes: list[int]) -> Fus
     )
 
 
-def _inline(producer: _Producer, view: View, step: Step, builder: _Builder, version, reduction):
-    """(the producer's expression read through `view`, None) or (None, why not)."""
+def _inline(
+    producer: _Producer, view: View, load: x.Load, step: Step, builder: _Builder, version, reduction
+):
+    """(the producer's expression read through `view` by `load`, None) or (None, why not)."""
     if reduction and producer.uses_index:
         return None, "a reduction cannot read positions of its input"
-    if view.dtype is not producer.stored:  # x.view(int32) of a float32 value: its bits
+    # x.view(int32) of a float32 value, or a copy moving bfloat16 elements as int16 words:
+    # the reader takes the value's bits, which only memory holds
+    if view.dtype is not producer.stored or load.dtype is not producer.stored:
         return None, "the view reads the value's bytes as another dtype"
     for leaf, seen in producer.leaves:
         if version.get(leaf.buffer, 0) != seen:

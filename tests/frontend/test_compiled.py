@@ -2084,3 +2084,22 @@ def test_a_value_read_through_a_view_of_another_dtype_keeps_its_bits(dtype):
     want = (x * 1).view(dtype) + 0
     got = f(x)
     assert got.dtype is want.dtype and got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("dtype", [kael.bfloat16, kael.float16, kael.float32], ids=str)
+@pytest.mark.parametrize("sample", ["uniform_", "normal_", "exponential_"])
+def test_an_in_place_sample_into_a_half_tensor_matches_eager(dtype, sample):
+    """Found by review: a compiled x.uniform_() of a bfloat16 x gave subnormals and zeros.
+    Its copy moves bfloat16 elements as int16 words, and fusion inlined the sample into
+    that copy, converting the sampled value to int16 instead of taking its bits."""
+
+    def f(x):
+        return getattr(x, sample)()
+
+    step = kael.compile(f)
+    for _ in range(2):
+        kael.manual_seed(11)
+        got = step(kael.zeros(8, dtype=dtype))
+        kael.manual_seed(11)
+        want = f(kael.zeros(8, dtype=dtype))
+        assert got.dtype is dtype and got.tolist() == want.tolist()
