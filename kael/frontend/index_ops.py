@@ -22,7 +22,13 @@ from kael.codegen.cpu import sort as merge_sort
 from kael.codegen.cpu import top as top_heap
 from kael.frontend import eager, elementwise, factories, fastpath, reductions, views
 from kael.frontend.indexing import nonzero_impl
-from kael.frontend.memory_formats import contiguous_format, preserved
+from kael.frontend.memory_formats import (
+    contiguous_format,
+    format_strides,
+    preserved,
+    restrided,
+    suggested,
+)
 from kael.frontend.outputs import bool_arg, device_of, pair_out, tensor_arg
 from kael.frontend.reductions import ValuesIndices
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl, has_internal_overlap
@@ -177,12 +183,24 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     if joined is not None:
         return joined
     out = empty_impl(shape, dtype, impls[0].device)
+    fmt = _joined_format(impls)
+    if fmt is not contiguous_format:  # channels-last pieces join channels-last, as torch's
+        out = restrided(out, format_strides(shape, fmt))
     start = 0
     for impl in pieces:
         length = impl.shape[d]
         eager.copy_into(views.narrow(out, d, start, length), impl)
         start += length
     return Tensor(out)
+
+
+def _joined_format(impls: list[TensorImpl]):
+    """torch's cat_compute_output_memory_format: the tensors' suggested memory format when
+    they all suggest one channels-last format, else row-major (legacy empties included)."""
+    first = suggested(impls[0])
+    if first is contiguous_format or any(suggested(t) is not first for t in impls[1:]):
+        return contiguous_format
+    return first
 
 
 # A join by whole rows pays a call per row and piece: below this many bytes a row, only

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from kael.frontend import factories, fastpath, index_ops, views
+from kael.frontend import factories, fastpath, index_ops, memory_formats, views
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
@@ -122,8 +122,13 @@ def _constant(x: Tensor, sides: list[tuple[int, int]], value, door=None) -> Tens
         raise TypeError(f"pad: value must be a number, got {type(value).__name__}")
     shape = tuple(shape)
     middle = all(s.stop > s.start for s in src if s.start is not None) and x.numel()
+    fmt = memory_formats.suggested(x._impl)  # channels-last stays so, as torch's pad keeps it
     if math.prod(shape) * x.dtype.itemsize <= SMALL_BYTES:  # two launches, not one a side
         out = factories.full(shape, value, dtype=x.dtype, device=x.device)
+        if fmt is not memory_formats.contiguous_format:  # (a fill has no layout to follow)
+            out = Tensor(
+                memory_formats.restrided(out._impl, memory_formats.format_strides(shape, fmt))
+            )
         if middle:
             inner, part = out[tuple(dst)], x[tuple(src)]
             inner.copy_(part)
@@ -132,7 +137,7 @@ def _constant(x: Tensor, sides: list[tuple[int, int]], value, door=None) -> Tens
         elif door is not None:
             _keep(door, x, out, value, None)
         return out
-    out = factories.empty(shape, dtype=x.dtype, device=x.device)
+    out = factories.empty(shape, dtype=x.dtype, device=x.device, memory_format=fmt)
     if middle:
         out[tuple(dst)] = x[tuple(src)]
     for d, inner in enumerate(dst):  # only the padding is filled: one pass over the middle
@@ -184,19 +189,19 @@ def _keep(door: tuple, x: Tensor, out: Tensor, value, copied: tuple | None) -> N
             return
         size = o.dtype.itemsize
         copy = (*found, inner.offset * size, (part.offset - x._impl.offset) * size)
-    _DOOR[door] = (fill, n, copy, o.shape, o.dtype)
+    _DOOR[door] = (fill, n, copy, o.shape, o.strides, o.dtype)
 
 
 def _replay(kept: tuple, x) -> Tensor:
     """The remembered fill and copy over a fresh buffer and this call's input (an impl)."""
-    (fill, word), n, copy, shape, dtype = kept
+    (fill, word), n, copy, shape, strides, dtype = kept
     storage = Storage.host(n * dtype.itemsize)
     fastpath._native(fill.address, n, storage.ptr, n, word)
     if copy is not None:
         native, total, into, distance = copy
         source = x.storage.ptr + x.offset * x.dtype.itemsize + distance
         fastpath._native(native.address, total, storage.ptr + into, source)
-    return fastpath.new_tensor(storage, shape, dtype)
+    return fastpath._result(storage, shape, strides, dtype)
 
 
 FUNCTIONS = {"pad": op_door("pad", pad)}

@@ -901,6 +901,10 @@ def _own_layout(L):
             F.max_pool2d(x, 2, return_indices=True)[1] if x.ndim == 4 else x.long() * 0
         ),
         "avg_pool": lambda x: F.avg_pool2d(x, 2) if x.ndim == 4 else x.sum(0, keepdim=True),
+        "cat": lambda x: L.cat([x, x], 0),
+        "cat_mixed": lambda x: L.cat([x, x.contiguous()], 1),
+        "pad_constant": lambda x: F.pad(x, (1, 2), value=1.5),
+        "pad_channels": lambda x: F.pad(x, (0, 0) * (x.ndim - 2) + (1, 1)),
     }
 
 
