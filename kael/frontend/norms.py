@@ -11,7 +11,7 @@ import math
 from kael.frontend import eager, factories, fastpath, moments, reductions
 from kael.frontend import elementwise as ew
 from kael.frontend.formula import fma, launch, launch_many
-from kael.frontend.outputs import device_of, tensor_arg
+from kael.frontend.outputs import device_of, format_result, tensor_arg
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.tracing import op_door
 from kael.runtime.dtypes import float32, promote_types
@@ -109,7 +109,7 @@ def _normalized(
     launch_many(key, [mean, var, *params], compute, terms, [alpha, beta])
     if channels is not None:
         alpha, beta = alpha.reshape(channels), beta.reshape(channels)
-    out = empty_impl(x.shape, x.dtype, x.device)
+    out = format_result(x._impl, x.shape, x.dtype)  # torch's: in x's suggested format
     formula = _centered if centered else _scaled
     return launch(("normalized", centered), [x, alpha, beta], compute, formula, out=out)
 

@@ -10,11 +10,14 @@ from collections.abc import Sequence
 from kael.frontend import eager, fastpath
 from kael.frontend.memory_formats import (
     Layout,
+    contiguous_format,
     converted,
+    format_strides,
     layout_for,
     preserve_format,
     restrided,
     result_strides,
+    suggested,
 )
 from kael.frontend.tensor import Tensor, empty_impl, has_internal_overlap
 from kael.runtime import user_warning
@@ -137,6 +140,15 @@ def like_result(impl: TensorImpl, dtype: DType | None = None) -> TensorImpl:
     torch kernel allocates so (nan_to_num, hardtanh, sort) keep even a size-1 dim's stride."""
     new = empty_impl(impl.shape, impl.dtype if dtype is None else dtype, impl.device)
     return restrided(new, layout_for(impl, preserve_format))
+
+
+def format_result(like: TensorImpl, shape: tuple[int, ...], dtype: DType) -> TensorImpl:
+    """A new result of `shape` in like's suggested memory format, as torch's kernels that
+    allocate by input.suggest_memory_format() lay theirs out (pools, batch_norm,
+    group_norm): a channels-last input's result is channels-last, any other row-major."""
+    new = empty_impl(shape, dtype, like.device)
+    fmt = suggested(like)
+    return new if fmt is contiguous_format else restrided(new, format_strides(shape, fmt))
 
 
 def _result_strides(shape: tuple[int, ...], operands: Sequence, common) -> tuple[int, ...]:

@@ -26,21 +26,19 @@ from kael.frontend import (
     factories,
     fastpath,
     index_ops,
-    memory_formats,
     reductions,
     scatters,
     views,
 )
 from kael.frontend.conv import batched, offsets, tuple_arg, windows
 from kael.frontend.formula import Value, launch, where
-from kael.frontend.outputs import tensor_arg
+from kael.frontend.outputs import format_result, tensor_arg
 from kael.frontend.padding import pad
-from kael.frontend.tensor import Tensor, empty_impl
+from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
 from kael.runtime.dtypes import DType, float32, int64
 from kael.runtime.errors import Error, TypeError, ValueError
 from kael.runtime.storage import Storage
-from kael.runtime.tensor_impl import TensorImpl
 
 
 def _check_pads(kernel, pads, dilation, op: str) -> None:
@@ -124,17 +122,6 @@ def _padded(x: Tensor, pads, kernel, stride, dilation, out, value) -> Tensor:
         reach = (o - 1) * st + d * (k - 1) + 1
         amounts += [p, max(reach - s - p, p)]
     return pad(x, amounts, value=value) if any(amounts) else x
-
-
-def _pool_out(x: Tensor, shape: tuple[int, ...], dtype: DType) -> TensorImpl:
-    """A new pool result of `shape` laid out as torch's pools lay theirs: in the input's
-    suggested memory format (a channels-last input's stays channels-last), else row-major
-    (whatever order the input's dims have in memory)."""
-    new = empty_impl(shape, dtype, x.device)
-    fmt = memory_formats.suggested(x._impl)
-    if fmt is memory_formats.contiguous_format:
-        return new
-    return memory_formats.restrided(new, memory_formats.format_strides(shape, fmt))
 
 
 def _lowest(dtype: DType):
@@ -263,7 +250,7 @@ def _window_max(
     """The windows view [N, C, *out, *kernel] scanned as PyTorch's max pools do: each
     window's max and, with `winners`, its winning tap's row-major number (the number of
     taps where none beat the scan's start: all padding, -inf or the dtype's minimum).
-    The results are laid out as pools of `like` (the input) are (_pool_out). `seen`: see
+    The results are laid out as pools of `like` (the input) are (format_result). `seen`: see
     formula.launch (the values' one launch, where one made them)."""
     taps = _taps(win, win.shape[2 + dims :], MAX_TAPS**2)
     if taps is None:
@@ -280,11 +267,11 @@ def _scan_max(
     results is the whole scan, and its winner the winning run's."""
     if len(taps) <= MAX_TAPS:
         dtype, shape = taps[0].dtype, taps[0].shape
-        target = _pool_out(like, shape, dtype)
+        target = format_result(like._impl, shape, dtype)
         values = launch(("max_pool", len(taps)), taps, dtype, _fold_max, out=target, seen=seen)
         if not winners:
             return values, None
-        target = _pool_out(like, shape, int64)
+        target = format_result(like._impl, shape, int64)
         return values, launch(
             ("max_pool_winner", len(taps)), taps, taps[0].dtype, _fold_winner, out=target
         )
@@ -392,7 +379,7 @@ def _avg_pool(dims: int, op: str):
         taps = _taps(win, kernel)
         if taps is None:  # one reduction, then the division
             taps = [reductions.sum(win, tuple(range(2 + dims, 2 + 2 * dims)), dtype=compute)]
-        target = _pool_out(x, (*x.shape[:2], *out), x.dtype)
+        target = format_result(x._impl, (*x.shape[:2], *out), x.dtype)
         # one kernel: the taps summed in PyTorch's order, then divided
         key = ("avg_pool", len(taps))
         kept = door is not None and xp is x and math.prod(kernel) <= MAX_TAPS
@@ -461,7 +448,7 @@ def _over_regions(
     end. Each region pads only the slice of x its windows read (the interior: none), and
     writes its part of the output in place."""
     kernel, stride, pads, dilation, out = geometry
-    y = Tensor(_pool_out(x, (*x.shape[:2], *out), x.dtype))
+    y = Tensor(format_result(x._impl, (*x.shape[:2], *out), x.dtype))
     ranges = []
     for s, k, st, p, d, o in zip(x.shape[2:], kernel, stride, pads, dilation, out):
         lo = min(o, -(-p // st))
