@@ -211,9 +211,9 @@ def result_strides(
 ) -> tuple[int, ...]:
     """The strides of a new elementwise result of `shape` over `operands` (impls or
     Layouts, in call order; `numbers`: Python numbers among them), as torch's
-    TensorIterator lays it out: the
-    operands' common layout when they share one, else dense with the dims ordered as the
-    operands' strides order them (a transposed or channels-last input keeps its layout)."""
+    TensorIterator lays it out: the operands' common layout when they share one, else
+    dense with the dims ordered as the operands' strides order them (a transposed or
+    channels-last input keeps its layout)."""
     if len(shape) < 2:
         return contiguous_strides(shape)
     if _same_shapes(shape, operands, numbers):

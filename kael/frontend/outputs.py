@@ -137,7 +137,8 @@ def _row_major(operands: Sequence) -> bool:
 
 def like_result(impl: TensorImpl, dtype: DType | None = None) -> TensorImpl:
     """A new result laid out as torch's empty_like(impl) (preserve_format): the ops whose
-    torch kernel allocates so (nan_to_num, hardtanh, sort) keep even a size-1 dim's stride."""
+    torch kernel allocates so (nan_to_num, hardtanh, prelu, frexp) keep even a size-1 dim's
+    stride."""
     new = empty_impl(impl.shape, impl.dtype if dtype is None else dtype, impl.device)
     return restrided(new, layout_for(impl, preserve_format))
 
