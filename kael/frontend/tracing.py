@@ -200,6 +200,8 @@ class Trace:
         self.reads_module = False  # whether it read a kael.nn.Module (set by the module)
         # id -> (weakref, _state_version at the first read) of each module it read
         self.modules_read: dict[int, tuple] = {}
+        # id -> (weakref, its plain held values' fingerprints at the first read)
+        self.held: dict[int, tuple] = {}
         # Python the call ran that a plan would not repeat (what, for the warning): it set a
         # module's state, or ran a module's forward hooks; modules it built are its own
         self.side_effect: str | None = None
@@ -355,6 +357,24 @@ class Trace:
         if not self._built(module) and id(module) not in self.modules_read:
             version = module.__dict__.get("_state_version", 0)
             self.modules_read[id(module)] = (weakref.ref(module), version)
+            self.held[id(module)] = (weakref.ref(module), module._held_values())
+
+    def _held_changed(self) -> None:
+        """A module's plain value (a list it appends to, a dict of counts, a state
+        object's attribute) changed in place during the call: a side effect the plan
+        would not repeat."""
+        for ref, before in self.held.values():
+            module = ref()
+            if module is None or self.side_effect is not None:
+                continue
+            after = module._held_values()
+            names = [*before, *(n for n in after if n not in before)]
+            changed = [n for n in names if before.get(n) != after.get(n)]
+            if changed:
+                kind = type(module.__dict__.get(changed[0])).__name__
+                self.side_effect = (
+                    f"changes {changed[0]!r} (a {kind}) of a {type(module).__name__} module"
+                )
 
     def module_side_effect(self, module, what: str) -> None:
         """The call did `what` to a module it did not build (sets 'k_cache' of it, runs its
@@ -618,6 +638,7 @@ class Trace:
 
         leaves, treedef = pytree.flatten(result)
         self.flush()
+        self._held_changed()
         reshaped = self._reshaped_argument()
         if reshaped is not None:  # this call ran right; the next ones of its kind run eagerly
             self.broken = reshaped

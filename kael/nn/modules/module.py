@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import functools
 import itertools
+import types
 import weakref
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -115,6 +116,43 @@ _TABLES: dict[str, Callable[[], Any]] = {
     "_load_state_dict_pre_hooks": dict,
     "_load_state_dict_post_hooks": dict,
 }
+
+
+# Of a fingerprint's items, this many from each end (a long list: its length and ends).
+_FINGERPRINT_ENDS = 32
+
+
+def _fingerprint(value) -> tuple | None:
+    """What a forward's in-place change of `value` would change: a container's length and
+    the identities of its items (or keys and values; the ends of a long one), a plain
+    object's attributes likewise; None for a value not followed (a tensor, a module, a
+    number, a function, kael's own objects)."""
+    kind = type(value)
+    if kind is list or kind is deque:
+        items = [id(v) for v in value]
+    elif isinstance(value, dict):
+        items = [(id(k), id(v)) for k, v in value.items()]
+    elif kind is set:
+        return (len(value),)
+    elif _plain_object(value):
+        items = [(k, id(v)) for k, v in vars(value).items()]
+    else:
+        return None
+    count, ends = len(items), _FINGERPRINT_ENDS
+    if count > 2 * ends:
+        items = items[:ends] + items[-ends:]
+    return (kind, count, tuple(items))
+
+
+def _plain_object(value) -> bool:
+    """A user's object with attributes of its own: not a tensor, a module, a class, a
+    function or a Python module, and not kael's (a generator, a distribution)."""
+    kind = type(value)
+    if not hasattr(value, "__dict__") or isinstance(value, Tensor | Module | type):
+        return False
+    if isinstance(value, types.FunctionType | types.MethodType | types.ModuleType):
+        return False
+    return not (kind.__module__ or "").startswith("kael")
 
 
 class Module:
@@ -267,6 +305,18 @@ class Module:
         without making anything trace again."""
         object.__setattr__(self, "_in_a_plan", True)
         _trace_state.trace.read_module(self)
+
+    def _held_values(self) -> dict[str, tuple]:
+        """A fingerprint of each plain Python value this module holds that a forward could
+        change in place (a list, dict, set or deque, or a plain object's attributes): what
+        a traced call did to them, a plan would not repeat (Tracing compares them)."""
+        held = {}
+        for name, value in self.__dict__.items():
+            if name not in _OWN_NAMES:
+                mark = _fingerprint(value)
+                if mark is not None:
+                    held[name] = mark
+        return held
 
     def _changed(self, what: str = "changes the state") -> None:
         """This module's state or settings moved (`what` did: "sets 'eps'"): plans that read
@@ -894,3 +944,7 @@ class Module:
         elif lines:
             body = "\n  " + "\n  ".join(lines) + "\n"
         return f"{self._get_name()}({body})"
+
+
+# The attributes every Module makes for itself (its tables, hooks and flags): no user state.
+_OWN_NAMES = frozenset(Module().__dict__) | {"_state_version", "_in_a_plan", "training"}

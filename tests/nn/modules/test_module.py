@@ -539,6 +539,65 @@ def test_a_compiled_model_that_sets_its_attributes_runs_eagerly_as_torch():
     assert ours.calls == theirs.calls == 4 and ours.cache.shape == (4, 4)
 
 
+def _logging_model(lib):
+    class Counts:
+        seen = 0
+
+    class Logging(lib.nn.Module):  # its forward changes plain values it holds, in place
+        def __init__(self):
+            super().__init__()
+            self.proj, self.log, self.stats, self.counts = (
+                lib.nn.Linear(2, 2),
+                [],
+                {"n": 0},
+                Counts(),
+            )
+
+        def forward(self, x):
+            self.log.append(x.shape[0])
+            self.stats["n"] += 1
+            self.counts.seen += x.shape[0]
+            return self.proj(x)
+
+    return Logging()
+
+
+def test_a_compiled_model_changing_its_plain_values_in_place_runs_eagerly_as_torch():
+    """self.log.append(...), self.stats["n"] += 1, self.counts.seen += n in forward: a plan
+    would skip that Python after the first call, silently (the list stayed at 1 entry)."""
+    ours, theirs = _logging_model(kael), _logging_model(torch)
+    ours.load_state_dict({k: kael.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    fast = kael.compile(ours)
+    with pytest.warns(UserWarning, match="it changes 'log' \\(a list\\) of a Logging module"):
+        for n in (1, 2, 2, 3):
+            row = np.ones((n, 2), dtype=np.float32)
+            got, want = fast(kael.tensor(row)), theirs(torch.from_numpy(row)).detach()
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+    assert ours.log == theirs.log == [1, 2, 2, 3]
+    assert ours.stats == theirs.stats == {"n": 4} and ours.counts.seen == theirs.counts.seen == 8
+
+
+def test_a_cache_a_forward_fills_once_gets_a_plan_from_the_second_call():
+    class Memo(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj, self.memo = nn.Linear(2, 2), {}
+
+        def forward(self, x):
+            if "scale" not in self.memo:  # filled by the first call only
+                self.memo["scale"] = 2.0
+            return self.proj(x) * self.memo["scale"]
+
+    model = Memo()
+    fast, x = kael.compile(model), kael.ones(1, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no eager fallback, so no warning
+        results = [fast(x) for _ in range(4)]
+    assert all(r.tolist() == model(x).tolist() for r in results)
+    info = fast.cache_info()
+    assert info.traces == 2 and info.hits == 2  # the filling call traced again, then a plan
+
+
 def test_a_side_effect_in_one_signature_retraces_the_others_that_read_the_state():
     class Growing(nn.Module):  # a buffer grown to the largest batch seen
         def __init__(self):
