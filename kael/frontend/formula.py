@@ -129,6 +129,7 @@ def launch(
     fast: tuple | None = None,
     numbers: tuple[str, ...] = (),
     seen: list | None = None,
+    common: DType | None = None,
 ) -> Tensor:
     """formula(*tensors as `compute` values, *params as run-time scalars) over the tensors'
     broadcast shape, as one kernel into `out` (else a new tensor of `compute`). `key`
@@ -139,7 +140,9 @@ def launch(
     PyTorch's TensorIterator reads one (lerp's weight, atan2's other). `seen` (a list)
     gains (template, output, inputs in kernel order) where the full door launched, for an
     op's own door to describe that launch (fastpath.inline_launch): such a call takes the
-    full door, even where the layouts door would serve it."""
+    full door, even where the layouts door would serve it. A new result is laid out as
+    torch's elementwise result over the tensors (outputs.new_result), those of another
+    dtype than `common` (the op's result dtype, where it converts them) read as converted."""
     from kael.frontend.elementwise import broadcast_shapes
 
     params = params or {}
@@ -155,7 +158,7 @@ def launch(
     dtypes_in = tuple(t.dtype for t in tensors)
     shape = broadcast_shapes(*(t.shape for t in tensors))
     device = device_of(tensors, key[0], cpu_scalars=1)
-    target = out if out is not None else new_result(shape, compute, device, tensors, compute)
+    target = out if out is not None else new_result(shape, compute, device, tensors, common)
     ins = [unaliased(views.broadcast_view(t._impl, shape), target) for t in tensors]
     template_key = ("formula", *key, dtypes_in, compute, target.dtype)
 

@@ -117,7 +117,7 @@ def _binary(
         if floats_only and not result_type(input, other).is_floating_point:
             raise TypeError(f'"{name}" not implemented for integer inputs (floating point only)')
         compute = float64 if wide else _compute(out)
-        return launch((name, compute), pair, compute, formula).to(out)
+        return launch((name, compute), pair, compute, formula, common=out).to(out)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"torch.{name}, elementwise and broadcast: one kernel."

@@ -14,7 +14,7 @@ from kael.frontend import elementwise as ew
 from kael.frontend import factorizations, moments, reductions, views
 from kael.frontend.math_functions import inplace_result
 from kael.frontend.outputs import tensor_arg
-from kael.frontend.tensor import Tensor
+from kael.frontend.tensor import Tensor, empty_impl
 from kael.runtime.dtypes import as_dtype, bfloat16, bool_, float16, float32, promote_types
 from kael.runtime.errors import TypeError, ValueError
 
@@ -227,7 +227,8 @@ def renorm(input, p, dim, maxnorm) -> Tensor:
         return x.clone()
     norms = moments.norm(wide, p, others, True)
     factor = ew.where(norms.gt(maxnorm), maxnorm / (norms + 1e-7), 1.0).to(x.dtype)
-    return ew.binary("mul", x, factor)
+    out = Tensor(empty_impl(x.shape, x.dtype, x.device))  # row-major, as torch's renorm's
+    return ew.binary("mul", x, factor, out)
 
 
 def pdist(input, p=2) -> Tensor:

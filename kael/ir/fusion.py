@@ -496,6 +496,8 @@ def _inline(
     """(the producer's expression read through `view` by `load`, None) or (None, why not)."""
     if reduction and producer.uses_index:
         return None, "a reduction cannot read positions of its input"
+    if reduction and not producer.leaves:  # ones(4, 3).sum(0): the reduction would read
+        return None, "a reduction walks an input, and the value reads none"  # nothing
     # x.view(int32) of a float32 value, or a copy moving bfloat16 elements as int16 words:
     # the reader takes the value's bits, which only memory holds
     if view.dtype is not producer.stored or load.dtype is not producer.stored:

@@ -2103,3 +2103,23 @@ def test_an_in_place_sample_into_a_half_tensor_matches_eager(dtype, sample):
         kael.manual_seed(11)
         want = f(kael.zeros(8, dtype=dtype))
         assert got.dtype is dtype and got.tolist() == want.tolist()
+
+
+CONSTANT_REDUCTIONS = {
+    "sum": lambda x: x + kael.ones(4, 3).sum(0),
+    "amax": lambda x: kael.zeros_like(x).amax() + x,
+    "softmax": lambda x: kael.full((2, 3), 2.0).softmax(-1) + x,
+    "var": lambda x: kael.ones(3, 3).var(0) + x,
+    "argmax": lambda x: kael.ones_like(x).argmax() + x,
+    "norm": lambda x: x.new_ones(5).norm() + x,
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONSTANT_REDUCTIONS))
+def test_a_reduction_of_a_constant_the_call_made_compiles(name):
+    """Found by a port: fusion inlined the fill into the reduction, which then read no
+    input and its launch planning failed (IndexError); the fill is now stored first."""
+    f = CONSTANT_REDUCTIONS[name]
+    step, x = kael.compile(f), kael.ones(3)
+    for _ in range(2):
+        _same(step(x), f(x))

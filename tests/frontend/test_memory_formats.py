@@ -906,6 +906,7 @@ def _own_layout(L):
         "batch_norm_train": lambda x: F.batch_norm(x, None, None, training=True),
         "group_norm": lambda x: F.group_norm(x, 1) if x.ndim > 2 else x * 0,
         "instance_norm": lambda x: F.instance_norm(x) if x.ndim > 2 else x * 0,
+        "renorm": lambda x: x.renorm(2, 0, 1.0),
         "cat": lambda x: L.cat([x, x], 0),
         "cat_mixed": lambda x: L.cat([x, x.contiguous()], 1),
         "pad_constant": lambda x: F.pad(x, (1, 2), value=1.5),
@@ -942,6 +943,9 @@ def _products(L):
         "addr": lambda x: L.addr(x.t(), x[0], x[1]),
         "fmax_mixed_expanded": lambda x: L.fmax(x[:, :1].expand(4, 4), x.t().double()),
         "add_mixed_expanded": lambda x: L.add(x[:, :1].expand(4, 4), x.t().double()),
+        "atan2_expanded": lambda x: L.atan2(x[:1].expand(4, 4), x.t()),
+        "hypot_expanded": lambda x: L.hypot(x[:1].expand(4, 4), x.t()),
+        "atan2_mixed_expanded": lambda x: L.atan2(x[:1].expand(4, 4), x.t().double()),
     }
 
 
