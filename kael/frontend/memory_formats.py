@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from kael.frontend import eager, views
+from kael.frontend import eager, fastpath, views
 from kael.runtime.dtypes import DType
 from kael.runtime.errors import TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
@@ -267,12 +267,15 @@ def restrided(new: TensorImpl, strides: tuple[int, ...]) -> TensorImpl:
 
 def copy_with(impl: TensorImpl, strides: tuple[int, ...], dtype: DType | None = None) -> TensorImpl:
     """A new impl laid out with `strides` holding impl's elements, converted to `dtype` by
-    the copy kernel."""
+    the copy kernel: the fast door's copy kept for this pair of layouts where it has one
+    (impl may be a kernel-only view: flip's negative strides)."""
     from kael.frontend.tensor import empty_impl  # tensor imports this module
 
     out = empty_impl(impl.shape, impl.dtype if dtype is None else dtype, impl.device)
     out = restrided(out, strides)
-    eager.copy_into(out, impl)
+    if not fastpath.copy_impl(out, impl):
+        eager.copy_into(out, impl)
+        fastpath.remember_copy_into(out, impl)
     return out
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from kael.codegen.cpu import scan
 from kael.frontend import eager, factories, fastpath, views
 from kael.frontend import elementwise as ew
-from kael.frontend.memory_formats import layout_for, preserve_format, restrided
+from kael.frontend.memory_formats import copy_with, layout_for, preserve_format
 from kael.frontend.outputs import check_writable, output, pair_out, tensor_arg, unaliased
 from kael.frontend.reductions import ValuesIndices
 from kael.frontend.shapes import dense_copy, narrowed
@@ -326,11 +326,7 @@ def flip(input: Tensor, dims) -> Tensor:
     layout = layout_for(impl, preserve_format)  # torch's result is empty_like(input)
     if layout == contiguous_strides(impl.shape):
         return dense_copy(flipped)
-    out = restrided(empty_impl(impl.shape, impl.dtype, impl.device), layout)
-    if not fastpath.copy_impl(out, flipped):  # the copy kept for this pair of layouts
-        eager.copy_into(out, flipped)
-        fastpath.remember_copy_into(out, flipped)
-    return Tensor(out)
+    return Tensor(copy_with(flipped, layout))
 
 
 def _roll_shifts(x: Tensor, shifts, dims) -> dict[int, int]:
