@@ -7,6 +7,7 @@ I, K, their scaled K, spherical j0, Airy's Ai) and frontend/orthogonal_polynomia
 (Chebyshev's, shifted Chebyshev's, Hermite's, Laguerre's and Legendre's polynomials)."""
 
 from kael.frontend import autocast as _autocast
+from kael.frontend import out_forms as _out_forms
 from kael.frontend import published as _published
 from kael.frontend import special_math as _special_math
 from kael.frontend.bessel import BESSEL as _BESSEL
@@ -42,6 +43,7 @@ globals().update({name: _OPS[base] for name, base in _ALIASES.items()})
 _KERNELS = {**_special_math.SPECIAL, **_BESSEL, **_POLYNOMIALS}
 globals().update({name: _op_door(f"special.{name}", fn) for name, fn in _KERNELS.items()})
 
+_out_forms.install(globals(), _out_forms.SPECIAL_OUT_FORMS)
 _autocast.install(globals(), "special")  # its aliases wrapped with kael's under autocast
 
 __all__ = sorted([*_ALIASES, *_KERNELS])

@@ -133,7 +133,7 @@ def _pointwise(name: str, combine: str) -> Callable:
         v = _scalar(value, dtype, name, "value")
         a, b = a.to(compute), b.to(compute)
         term = ew.binary(combine, ew.binary("mul", a, v) if v != 1 else a, b)
-        return _out(ew.binary("add", x.to(compute), term).to(dtype), out, name)
+        return _out(ew.binary("add", x.to(compute), term).to(dtype), out, name, cast=True)
 
     fn.__name__ = fn.__qualname__ = name
     sign = "*" if combine == "mul" else "/"

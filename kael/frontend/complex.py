@@ -42,7 +42,7 @@ from kael.codegen.cpu import scan
 from kael.frontend import eager, formula, views
 from kael.frontend.formula import Value, maximum, minimum, where
 from kael.frontend.math_functions import _atan2, _cosh, _hypot, _sinh
-from kael.frontend.outputs import like_result, output, unaliased
+from kael.frontend.outputs import cast_back, like_result, output, unaliased
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.ir import graph as g
 from kael.ir.scheduler import schedule_elementwise
@@ -198,27 +198,35 @@ def _launch(
     out: Tensor | None,
     shape: tuple[int, ...],
     device,
+    cast: bool = False,
 ) -> Tensor:
     """formula_of(re0, im0, re1, im1, ...) -> (re, im) over the operands' parts, as one
-    kernel into a new complex tensor of `result` (or `out`, checked first: checked_out):
-    _launch_into with one target."""
-    target = checked_out(out, shape, result, device, name, operands)
+    kernel into a new complex tensor of `result` (or `out`, checked first: checked_out;
+    a `cast` op's out may be of a wider complex dtype): _launch_into with one target."""
+    target = checked_out(out, shape, result, device, name, operands, cast)
     formulas = lambda *a: (formula_of(*a),)  # noqa: E731 (the one-target form)
     _launch_into(name, operands, result.to_real(), formulas, [target], fresh=out is None)
-    return target
+    return cast_back(target, out)
 
 
 def checked_out(
-    out, shape: tuple[int, ...], result: DType, device, op: str, operands: Sequence = ()
+    out,
+    shape: tuple[int, ...],
+    result: DType,
+    device,
+    op: str,
+    operands: Sequence = (),
+    cast: bool = False,
 ) -> Tensor:
     """A new tensor of `result`, or `out` checked before any kernel writes it: a result of a
     higher category than out's dtype (complex into float) refused in torch's words, else
-    outputs.output's checks (the dtype, the device, no expanded out, resized to `shape`)."""
+    outputs.output's checks (the dtype unless the op may `cast`, the device, no expanded
+    out, resized to `shape`); a cast op's caller returns cast_back(target, out)."""
     if isinstance(out, Tensor) and result.category > out.dtype.category:
         raise TypeError(
             f"{op}: result type {result} can't be cast to the desired output type {out.dtype}"
         )
-    return output(out, shape, result, device, op, operands)
+    return output(out, shape, result, device, op, operands, cast=cast)
 
 
 def _sources(x) -> tuple:
@@ -640,6 +648,7 @@ _TO_REAL: dict[str, tuple[Callable, bool]] = {
     "isnan": (lambda a, b: a.apply("isnan") | b.apply("isnan"), True),
     "isinf": (lambda a, b: a.apply("isinf") | b.apply("isinf"), True),
     "isfinite": (lambda a, b: a.apply("isfinite") & b.apply("isfinite"), True),
+    "logical_not": (lambda a, b: a.eq(0.0) & b.eq(0.0), True),
 }
 # torch allocates these results by empty_like, and angle's row-major
 _LIKE_INPUT, _ROW_MAJOR = frozenset(("abs", "isinf")), frozenset(("angle",))
@@ -671,10 +680,11 @@ def refuse(name: str, dtype: DType):
     return TypeError(_REFUSALS.get(name) or f"{name} does not support {dtype} tensors")
 
 
-def unary(name: str, x: Tensor, out: Tensor | None = None) -> Tensor:
-    """The unary op `name` of a complex tensor x: complex, real (abs, angle) or bool."""
+def unary(name: str, x: Tensor, out: Tensor | None = None, cast: bool = False) -> Tensor:
+    """The unary op `name` of a complex tensor x: complex, real (abs, angle) or bool; a
+    `cast` op (torch's unary float ops) casts into an out= of another dtype."""
     if name in _UNARY:
-        return _launch(name, [x], x.dtype, _UNARY[name], out, x.shape, x.device)
+        return _launch(name, [x], x.dtype, _UNARY[name], out, x.shape, x.device, cast)
     if name not in _TO_REAL:
         raise refuse(name, x.dtype)
     fn, predicate = _TO_REAL[name]
@@ -684,10 +694,14 @@ def unary(name: str, x: Tensor, out: Tensor | None = None) -> Tensor:
     elif out is None and name in _ROW_MAJOR:
         target = Tensor(empty_impl(x.shape, result, x.device))
     else:
-        target = checked_out(out, x.shape, result, x.device, name, (x,))
+        # torch's complex abs casts its real result into a real out= or one of x's dtype
+        cast = cast or (
+            name == "abs" and out is not None and out.dtype in (out.dtype.to_real(), x.dtype)
+        )
+        target = checked_out(out, x.shape, result, x.device, name, (x,), cast)
     key = ("complex", name)
     formula.launch(key, [real(x), imag(x)], x.dtype.to_real(), fn, out=target._impl)
-    return target
+    return cast_back(target, out)
 
 
 def binary(name: str, a, b, result: DType, out: Tensor | None = None) -> Tensor:
@@ -706,10 +720,10 @@ def binary(name: str, a, b, result: DType, out: Tensor | None = None) -> Tensor:
     if exponent in _EXPONENTS:
         return _power(exponent, a, result, out, shape, device)
     if name in _BINARY:
-        return _launch(name, [a, b], result, _BINARY[name], out, shape, device)
+        return _launch(name, [a, b], result, _BINARY[name], out, shape, device, cast=True)
     if name not in _COMPARE:
         raise refuse(name, result)
-    target = checked_out(out, shape, bool_, device, name, (a, b))
+    target = checked_out(out, shape, bool_, device, name, (a, b), cast=True)
     operands, slots = [], []
     for x in (a, b):
         for part in parts(x):
@@ -732,7 +746,7 @@ def binary(name: str, a, b, result: DType, out: Tensor | None = None) -> Tensor:
     formula.launch(
         ("complex", name, kinds), operands, result.to_real(), compare, params, target._impl
     )
-    return target
+    return cast_back(target, out)
 
 
 def _square(a, b):
@@ -768,12 +782,14 @@ def _power(exponent: float, base: Tensor, result: DType, out, shape, device) -> 
     made complex first as torch promotes it."""
     base = base if base.dtype is result else base.to(result)
     if exponent == 0.0:
-        target = checked_out(out, shape, result, device, "pow", (base,))
+        target = checked_out(out, shape, result, device, "pow", (base,), cast=True)
         fill(target._impl, 1.0)
-        return target
+        return cast_back(target, out)
     if exponent == 1.0:
-        return _launch("pow1", [base], result, lambda a, b: (a, b), out, shape, device)
-    return _launch(f"pow{exponent}", [base], result, _EXPONENTS[exponent], out, shape, device)
+        name, formula_of = "pow1", lambda a, b: (a, b)
+    else:
+        name, formula_of = f"pow{exponent}", _EXPONENTS[exponent]
+    return _launch(name, [base], result, formula_of, out, shape, device, cast=True)
 
 
 # ---- reductions and products --------------------------------------------------------------------

@@ -20,6 +20,7 @@ import numpy as np
 from kael.frontend import eager, factories, fastpath, formula, interop, tracing, views
 from kael.frontend.outputs import (
     bool_arg,
+    cast_back,
     check_writable,
     device_of,
     float_arg,
@@ -504,10 +505,12 @@ def binary(name: str, a, b, out: Tensor | None = None) -> Tensor:
     device = device_of(tensors, name)
     shape = broadcast_shapes(*(t.shape for t in tensors))
     operands = () if name in _NUMBER_FIRST_ROW_MAJOR and not isinstance(a, Tensor) else (a, b)
-    target = output(out, shape, result, device, name, operands, compute)
-    fast = _remembered(fastpath.binary_key(name, a, b, shape), out, tensors)
+    target = output(out, shape, result, device, name, operands, compute, cast=True)
+    fast = _remembered(
+        fastpath.binary_key(name, a, b, shape), None if out is None else target, tensors
+    )
     _launch_binary(op, a, b, compute, target, fast)
-    return target
+    return cast_back(target, out)
 
 
 # The number exponents PyTorch's float pow computes with another kernel: sqrt's and rsqrt's
@@ -621,18 +624,25 @@ def unary(name: str, x, out: Tensor | None = None) -> Tensor:
     done = fastpath.unary(name, x) if out is None else fastpath.unary_out(name, x, out)
     if done is not None:
         return done
+    op = UNARY.get(name)  # sgn, angle, ...: complex forms only
+    cast = op is not None and op.rule in _CASTING_RULES
     if isinstance(x, Tensor) and x.dtype.is_complex:
         from kael.frontend import complex
 
-        return complex.unary(name, x, out)
+        return complex.unary(name, x, out, cast)
     op = UNARY[name]
     if not isinstance(x, Tensor):
         raise TypeError(f"{name}: expected a Tensor, got {type(x).__name__}")
     compute, result = _unary_dtypes(op, x)
-    target = output(out, x.shape, result, x.device, name, (x,), compute)
-    fast = _remembered(fastpath.unary_key(name, x), out, (x,))
+    target = output(out, x.shape, result, x.device, name, (x,), compute, cast)
+    fast = _remembered(fastpath.unary_key(name, x), None if out is None else target, (x,))
     _launch_unary(op.name, op.ir, x, compute, target, fast)
-    return target
+    return cast_back(target, out)
+
+
+# The unary rules whose torch ops cast their result into an out= of another dtype (unary
+# float ops, square as pow, logical_not); the others (neg, abs, floor, ...) refuse one.
+_CASTING_RULES = frozenset({"float", "square", "logical"})
 
 
 def _remembered(key: tuple | None, out: Tensor | None, tensors) -> tuple | None:
@@ -777,11 +787,12 @@ def clamp_as(op: str, input: Tensor, lo, hi, out: Tensor | None = None) -> Tenso
     x = tensor_arg(input, op)
     bounds, dtype, device, shape = _clamp_bounds(x, lo, hi, op)
     tensor_bounds = [v for v in bounds.values() if isinstance(v, Tensor)]
-    operands = (x, *tensor_bounds) if len(tensor_bounds) == len(bounds) else (x,)
-    target = output(out, shape, dtype, device, op, operands, dtype)
+    tensors_only = len(tensor_bounds) == len(bounds)  # torch's clamp.Tensor: it casts
+    operands = (x, *tensor_bounds) if tensors_only else (x,)
+    target = output(out, shape, dtype, device, op, operands, dtype, tensors_only)
     fast = fastpath.dense_key(given, (x,), numbers) if out is None and given else None
     _launch_clamp(x, bounds, dtype, target, fast)
-    return target
+    return cast_back(target, out)
 
 
 # The fast door's names of clamp by which bounds are None (lo, hi): each a kernel of its own.
@@ -958,9 +969,10 @@ def scaled(name: str, input, other, alpha, out: Tensor | None = None) -> Tensor:
             return done
         fast = fastpath.dense_key(f"{name}_alpha", (input, other), (number,))
     shape = broadcast_shapes(*(t.shape for t in tensors))
-    target = output(out, shape, result, device_of(tensors, name), name, (input, other), result)
+    device = device_of(tensors, name)
+    target = output(out, shape, result, device, name, (input, other), result, cast=True)
     _launch_scaled(name, input, other, number, result, target, fast)
-    return target
+    return cast_back(target, out)
 
 
 def _complex_scaled(other, alpha, result: DType):

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from kael.frontend import dlpack, eager, fastpath, interop, memory_formats, views
+from kael.frontend import dlpack, eager, fastpath, interop, memory_formats, outputs, views
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Size, Tensor, empty_impl, strided
 from kael.runtime import dtypes
@@ -657,12 +657,7 @@ def can_cast(from_, to) -> bool:
     """Whether a value of dtype from_ may be cast to dtype to under PyTorch's casting rule:
     never a complex type to a real one, a floating type to an integral (or bool) one, nor a
     non-bool type to bool."""
-    source, target = as_dtype(from_), as_dtype(to)
-    if source.is_complex and not target.is_complex:
-        return False
-    if source.is_floating_point and not (target.is_floating_point or target.is_complex):
-        return False
-    return not (target.is_bool and not source.is_bool)
+    return outputs.can_cast(as_dtype(from_), as_dtype(to))
 
 
 def rsub(input, other, *, alpha=1) -> Tensor:

@@ -18,7 +18,7 @@ from kael.codegen.cpu import factorize, triangular
 from kael.frontend import blocked, factories, index_ops, reductions
 from kael.frontend import elementwise as ew
 from kael.frontend.elementwise import broadcast_shapes
-from kael.frontend.outputs import bool_arg, device_of, output, tensor_arg
+from kael.frontend.outputs import bool_arg, check_cast, device_of, output, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import int32, int64
@@ -619,12 +619,17 @@ def outs_into(result: tuple, out, op: str) -> tuple:
     return type(result)(*(_out(r, o, op) for r, o in zip(result, out, strict=True)))
 
 
-def _out(result: Tensor, out, op: str) -> Tensor:
+def _out(result: Tensor, out, op: str, cast: bool = False) -> Tensor:
     """`result`, or copied into `out`: of its dtype and device, resized to its shape as
-    torch's resize_output does (silently when empty, with torch's warning otherwise)."""
+    torch's resize_output does (silently when empty, with torch's warning otherwise); a
+    `cast` op's out may have any dtype the result casts to (outputs.check_cast)."""
     if out is None:
         return result
-    return output(out, result.shape, result.dtype, result.device, op).copy_(result)
+    dtype = result.dtype
+    if cast and isinstance(out, Tensor) and out.dtype is not dtype:
+        check_cast(dtype, out.dtype, op)
+        dtype = out.dtype
+    return output(out, result.shape, dtype, result.device, op).copy_(result)
 
 
 LINALG = {

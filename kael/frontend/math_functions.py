@@ -28,7 +28,14 @@ from kael.frontend import eager, factories
 from kael.frontend import elementwise as ew
 from kael.frontend.formula import Value, launch, maximum, minimum, where
 from kael.frontend.memory_formats import Layout
-from kael.frontend.outputs import bool_arg, like_result, new_result, output, tensor_arg
+from kael.frontend.outputs import (
+    bool_arg,
+    cast_back,
+    like_result,
+    new_result,
+    output,
+    tensor_arg,
+)
 from kael.frontend.tensor import Tensor
 from kael.ir import graph as g
 from kael.runtime.convert import CHECKED, ROUNDED, convert_scalar
@@ -70,16 +77,17 @@ def _unary(
         if x.dtype.is_complex:  # complex.py's form, or its refusal
             from kael.frontend import complex
 
-            return complex.unary(name, x, out)
+            return complex.unary(name, x, out, cast=not floats_only)
         if floats_only and not x.dtype.is_floating_point:
             raise TypeError(f'"{name}" not implemented for {x.dtype} (floating point only)')
         result = _float_result(x.dtype)
         compute = float64 if wide else _compute(result)
         if out is None:
             return launch((name, compute), [x], compute, formula).to(result)
-        target = output(out, x.shape, result, x.device, name, (x,))
+        # torch's frac keeps its dtype (no cast); the others are unary float ops, which cast
+        target = output(out, x.shape, result, x.device, name, (x,), cast=not floats_only)
         launch((name, compute), [x], compute, formula, out=target._impl)
-        return target
+        return cast_back(target, out)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"torch.{name}, elementwise (into out= if given): one kernel."

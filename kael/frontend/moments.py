@@ -29,7 +29,7 @@ import math
 from collections.abc import Callable
 
 from kael.frontend import complex, eager
-from kael.frontend.outputs import output, scalar_arg, tensor_arg
+from kael.frontend.outputs import check_cast, output, scalar_arg, tensor_arg
 from kael.frontend.reduce_door import (
     Results,
     all_dims,
@@ -212,6 +212,10 @@ def _variance(op: str, x, dim, correction, keepdim, out) -> Tensor:
     def run(target: Tensor | None) -> Tensor:
         return _spread(op, x, axes, keepdim, n, divisor, target)
 
+    if isinstance(out, Tensor) and out.dtype is not x.dtype:  # torch casts into another
+        check_cast(x.dtype, out.dtype, op)
+        shape = reduced_shape(x.shape, axes, keepdim)
+        return output(out, shape, out.dtype, x.device, op).copy_(run(None))
     if out is not None and out.shares_storage(x):
         return _into(out, x, reduced_shape(x.shape, axes, keepdim), op, run)
     return run(out)

@@ -8,9 +8,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
+from kael.frontend.outputs import tensor_arg, written_out
 from kael.frontend.tensor import Tensor
 from kael.runtime.dtypes import DType, float32, result_type
-from kael.runtime.errors import TypeError
 
 
 def in_float32(fn: Callable | None = None, *, operands: int = 1) -> Callable:
@@ -23,31 +23,35 @@ def in_float32(fn: Callable | None = None, *, operands: int = 1) -> Callable:
 
     @functools.wraps(fn)
     def run(*args, **kwargs):
-        if _half_of(args, kwargs) is None or kwargs.get("dtype") is not None:
+        out = kwargs.get("out")
+        if _half_of(args, kwargs, out) is None or kwargs.get("dtype") is not None:
             return fn(*args, **kwargs)
         leading = [
             a for a in args[:operands] if isinstance(a, Tensor) and a.dtype.is_floating_point
         ]
         half = result_type(*leading) if leading else None
         half = half if half is not None and half.is_half else None
-        out = kwargs.pop("out", None)
-        if out is not None and half is not None and getattr(out, "dtype", half) is not half:
-            raise TypeError(
-                f"{fn.__name__}: expected out to have dtype {half}, got {out.dtype} instead"
-            )
+        kwargs.pop("out", None)
         args = tuple(_widened(a) for a in args)
         kwargs = {k: _widened(v) for k, v in kwargs.items()}
         result = fn(*args, **kwargs)
-        result = result if half is None else _rounded(result, half)
-        return result if out is None else out.copy_(result)
+        if out is None:
+            return result if half is None else _rounded(result, half)
+        # into out as the op's own out= writes: resized, and cast as torch casts into
+        # another dtype (logsumexp: a float32 out takes the float32 result unrounded)
+        out = tensor_arg(out, fn.__name__, "out")
+        if half is not None and (out.dtype is half or not out.dtype.is_floating_point):
+            result = _rounded(result, half)
+        return written_out(out, result, fn.__name__, cast=True)
 
     del run.__wrapped__  # doors unwrap to the function they serve: this one, not fn
     return run
 
 
-def _half_of(args: tuple, kwargs: dict) -> DType | None:
+def _half_of(args: tuple, kwargs: dict, out) -> DType | None:
+    """The first half dtype among the arguments (out= not one of them)."""
     for a in (*args, *kwargs.values()):
-        if isinstance(a, Tensor) and a.dtype.is_half:
+        if isinstance(a, Tensor) and a.dtype.is_half and a is not out:
             return a.dtype
     return None
 

@@ -2,7 +2,7 @@
 (and the size= keyword of the `*size` creation functions):
 the result is written into `out` as ATen's out= forms write (outputs.written_out: out
 resized to the result's shape, warning when it held elements; its dtype must be the
-result's, kael casts nothing). A creation function given out= and no dtype= or device=
+result's, or, for the CASTING_OUT_FORMS, one the result casts to, as torch's). A creation function given out= and no dtype= or device=
 creates in out's dtype and on its device, as torch.zeros(3, out=t) does, and writes as
 ATen's factory out= forms write (created_out): out resized silently, or, for arange,
 linspace and logspace, kept in its shape when it holds as many elements. An out whose
@@ -27,8 +27,17 @@ OUT_FORMS = (
     "heaviside", "gcd", "nextafter", "fmax", "fmin", "diff", "kron", "tensordot", "diag",
     "histc", "logit", "polygamma", "mvlgamma", "aminmax", "renorm", "conj_physical", "lerp",
     "index_add", "index_copy", "scatter", "scatter_add", "signbit", "float_power",
-    "bernoulli", "multinomial", "poisson",
+    "bernoulli", "multinomial", "poisson", "igamma", "igammac", "angle",
 )  # fmt: skip
+# kael.special's functions that torch.special also takes out= for
+SPECIAL_OUT_FORMS = ("xlog1py", "zeta", "multigammaln", "gammainc", "gammaincc")
+# those torch builds as TensorIterator ops that cast their result into an out= of any dtype
+# it may take (outputs.check_cast); the others' out= must have the result's dtype
+CASTING_OUT_FORMS = frozenset({
+    "cat", "concat", "concatenate", "stack", "atan2", "hypot", "xlogy", "logaddexp", "gcd",
+    "nextafter", "fmax", "fmin", "diff", "kron", "logit", "polygamma", "mvlgamma", "lerp",
+    "igamma", "igammac", "angle", *SPECIAL_OUT_FORMS,
+})  # fmt: skip
 # creation functions of `*size`, which torch also takes as size=
 SIZED = ("zeros", "ones", "empty", "rand", "randn")
 CREATION_OUT_FORMS = (
@@ -61,7 +70,7 @@ def with_out(fn: Callable, name: str, creation: bool = False) -> Callable:
                 if kwargs.get(keyword) is None:
                     kwargs[keyword] = value
             return created_out(out, fn(*args, **kwargs), name)
-        return written_out(out, fn(*args, **kwargs), name)
+        return written_out(out, fn(*args, **kwargs), name, name in CASTING_OUT_FORMS)
 
     try:
         signature = inspect.signature(fn)
@@ -132,9 +141,11 @@ def _unwritten(out: Tensor, piece: Tensor) -> Tensor:
 _WRITERS = {"zeros": _filled, "ones": _filled, "full": _filled, "empty": _unwritten}
 
 
-def install(namespace: dict) -> None:
-    """Give the functions of `namespace` (kael's) named above their out= keyword."""
-    for name in OUT_FORMS:
+def install(namespace: dict, names: tuple[str, ...] = OUT_FORMS) -> None:
+    """Give the functions of `namespace` (kael's, or kael.special's with SPECIAL_OUT_FORMS)
+    named in `names` their out= keyword, and kael's creation functions theirs."""
+    for name in names:
         namespace[name] = with_out(namespace[name], name)
-    for name in CREATION_OUT_FORMS:
-        namespace[name] = with_out(namespace[name], name, creation=True)
+    if names is OUT_FORMS:
+        for name in CREATION_OUT_FORMS:
+            namespace[name] = with_out(namespace[name], name, creation=True)

@@ -68,14 +68,65 @@ def check_out_dtype(out: Tensor, piece: Tensor, op: str) -> None:
         )
 
 
-def written_out(out: Tensor, piece: Tensor, op: str) -> Tensor:
+def written_out(out: Tensor, piece: Tensor, op: str, cast: bool = False) -> Tensor:
     """piece written into out as ATen's out= forms do (the *_copy views, and sort's and the
     other (values, indices) ops' pairs: outputs.pair_out): out resized to piece's shape
-    (warning when it held elements), then its dtype and device checked."""
+    (warning when it held elements), then its dtype and device checked. A `cast` op (a
+    TensorIterator op in torch) converts piece into any dtype out may take (check_cast)."""
     resize_output(out, piece.shape)
-    check_out_dtype(out, piece, op)
+    if cast and out.dtype is not piece.dtype:
+        check_cast(piece.dtype, out.dtype, op)
+    else:
+        check_out_dtype(out, piece, op)
     device_of([piece, out], op)
     return out.copy_(piece)
+
+
+def check_cast(result: DType, target: DType, op: str) -> None:
+    """torch's canCast between an op's result and its out=: no float into an integral or
+    bool out, no complex into a real one, nothing but bool into bool (kael.TypeError in
+    torch's words)."""
+    if not can_cast(result, target):
+        raise TypeError(
+            f"{op}: result type {result} can't be cast to the desired output type {target}"
+        )
+
+
+def can_cast(source: DType, target: DType) -> bool:
+    """Whether torch casts a value of `source` into a tensor of `target` (canCast): never a
+    complex one into a real one, a floating one into an integral or bool one, nor any but
+    bool into bool."""
+    if source.is_complex and not target.is_complex:
+        return False
+    if source.is_floating_point and not (target.is_floating_point or target.is_complex):
+        return False
+    return source.is_bool or not target.is_bool
+
+
+def dtype_from_out(dtype, out):
+    """The dtype a reduction of torch's that reads it from out= (sum, prod, nansum, cumsum,
+    cumprod: get_dtype_from_result) computes in: dtype= where given, else out's dtype, else
+    None (the op's own rule)."""
+    return out.dtype if dtype is None and isinstance(out, Tensor) else dtype
+
+
+def float_from_out(target: DType, out, op: str) -> DType:
+    """The dtype mean and nanmean compute in given out= and no dtype=: a floating out's (a
+    float32 mean into a float64 out sums in float64, as torch's), `target` (the input's)
+    for any other, whose cast check_cast refuses in torch's words."""
+    if not isinstance(out, Tensor) or out.dtype is target:
+        return target
+    if out.dtype.is_floating_point:
+        return out.dtype
+    check_cast(target, out.dtype, op)
+    return target
+
+
+def cast_back(target: Tensor, out: Tensor | None) -> Tensor:
+    """The op's result: `target` itself, or, where output(cast=True) gave a stand-in of the
+    result's dtype for an `out` of another, out with the stand-in cast into it (torch's CPU
+    TensorIterator computes in the common dtype and copies into such an out after)."""
+    return target if out is None or target is out else out.copy_(target)
 
 
 def output(
@@ -86,19 +137,27 @@ def output(
     op: str,
     operands: Sequence = (),
     common=None,
+    cast: bool = False,
 ) -> Tensor:
     """A new result tensor, or `out` checked to have the result's dtype and device and
     resized to its shape as torch does (resize_output). An elementwise op passes its
     `operands` (tensors, numbers, or a TensorImpl or memory_formats.Layout standing for a
     tensor, in call order): a new or resized result is then laid
     out as torch's TensorIterator lays it out over them (memory_formats.result_strides),
-    reading an operand of another dtype than `common` as its converted copy."""
+    reading an operand of another dtype than `common` as its converted copy. A `cast` op
+    (one torch builds with cast_common_dtype_to_outputs) takes an out of any dtype the
+    result casts to (check_cast): the op then writes a new tensor of `dtype` laid out as
+    out, which cast_back copies into it."""
     if out is None:
         return Tensor(new_result(shape, dtype, device, operands, common))
     if not isinstance(out, Tensor):
         raise TypeError(f"{op}: out must be a Tensor, got {type(out).__name__}")
     if out.dtype is not dtype:
-        raise TypeError(f"{op}: out has dtype {out.dtype} but the result has dtype {dtype}")
+        if not cast:
+            raise TypeError(f"{op}: out has dtype {out.dtype} but the result has dtype {dtype}")
+        check_cast(dtype, out.dtype, op)
+        output(out, shape, out.dtype, device, op, operands, common)
+        return Tensor(new_result(shape, dtype, device, (out,)))
     if out.device is not device:
         raise Error(f"{op}: out is on {out.device} but the operands are on {device}")
     check_writable(out, op)

@@ -11,7 +11,13 @@ from typing import NamedTuple
 from kael.frontend import complex, eager, fastpath
 from kael.frontend.elementwise import binary
 from kael.frontend.moments import norm, std, var
-from kael.frontend.outputs import output, tensor_arg, unaliased
+from kael.frontend.outputs import (
+    dtype_from_out,
+    float_from_out,
+    output,
+    tensor_arg,
+    unaliased,
+)
 from kael.frontend.reduce_door import (
     all_dims,
     binop,
@@ -77,6 +83,7 @@ def _to_complex(x: Tensor, dtype) -> Tensor:
 
 
 def _sum_like(op: str, x, dim, keepdim, dtype, out) -> Tensor:
+    dtype = dtype_from_out(dtype, out)
     x = _to_complex(tensor_arg(x, op), dtype)
     if x.dtype.is_complex:
         if op == "sum":
@@ -126,6 +133,7 @@ def mean(
         return complex.reduce(mean, x, dim, keepdim, dtype, out, "mean")
     keepdim = keepdim_arg(keepdim, "mean")
     target = _float_only(x, "mean", dtype)
+    target = float_from_out(target, out, "mean") if dtype is None else target
     axes = reduce_axes(x, dim, "mean")
     return reduce(
         "sum",
@@ -254,8 +262,13 @@ def _logic(op: str, x, dim, keepdim, out) -> Tensor:
     keepdim = keepdim_arg(keepdim, op)
     if x.dtype.is_complex:  # nonzero where either part is, as count_nonzero reads it
         x = binary("ne", x, 0)
-    # PyTorch keeps uint8 for uint8 inputs (its masks before bool existed), bool otherwise.
+    # PyTorch keeps uint8 for uint8 inputs (its masks before bool existed), bool otherwise;
+    # an out= of either dtype takes the truth values in its own.
     dtype = uint8 if x.dtype is uint8 else bool_
+    if isinstance(out, Tensor) and out.dtype is not dtype:
+        if out.dtype not in (bool_, uint8):
+            raise TypeError(f"{op}(): out must be a bool or uint8 tensor, got {out.dtype}")
+        dtype = out.dtype
     if isinstance(dim, tuple | list) and not dim:
         # PyTorch 2.13 reduces over no dim here (every other reduction takes () as all).
         result = output(out, x.shape, dtype, x.device, op)
@@ -320,6 +333,11 @@ def nansum(
     x = tensor_arg(input, "nansum")
     if x.dtype.is_complex:  # as PyTorch's CPU nansum
         raise TypeError(f"nansum does not support complex inputs, got {x.dtype}")
+    floating = x.dtype.is_floating_point
+    if dtype is None and isinstance(out, Tensor) and floating and not out.dtype.is_floating_point:
+        # torch's nansum kernel refuses the dtype it would read from out
+        raise TypeError(f"nansum(): a {x.dtype} input has no sum into an {out.dtype} out")
+    dtype = dtype_from_out(dtype, out)
     if not x.dtype.is_floating_point:
         return sum(x, dim, keepdim, dtype=dtype, out=out)
     keepdim = keepdim_arg(keepdim, "nansum")
@@ -344,10 +362,13 @@ def nanmean(
     """The mean of the values that are not NaN (NaN where there are none)."""
     x = tensor_arg(input, "nanmean")
     target = _float_only(x, "nanmean", dtype)
+    target = float_from_out(target, out, "nanmean") if dtype is None else target
     total = nansum(x, dim, keepdim, dtype=target)
     counts = sum(binary("eq", x, x), dim, keepdim)  # NaN alone is not equal to itself
     result = binary("div", total, counts).to(target)
-    return result if out is None else out.copy_(result)
+    if out is None:
+        return result
+    return output(out, result.shape, target, result.device, "nanmean").copy_(result)
 
 
 class MinMax(NamedTuple):

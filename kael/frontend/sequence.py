@@ -17,7 +17,14 @@ from kael.codegen.cpu import scan
 from kael.frontend import eager, factories, fastpath, views
 from kael.frontend import elementwise as ew
 from kael.frontend.memory_formats import copy_with, layout_for, preserve_format
-from kael.frontend.outputs import check_writable, output, pair_out, tensor_arg, unaliased
+from kael.frontend.outputs import (
+    check_writable,
+    dtype_from_out,
+    output,
+    pair_out,
+    tensor_arg,
+    unaliased,
+)
 from kael.frontend.reductions import ValuesIndices
 from kael.frontend.shapes import dense_copy, narrowed
 from kael.frontend.tensor import Tensor, empty_impl
@@ -133,7 +140,7 @@ def cumsum(input: Tensor, dim, *, dtype=None, out: Tensor | None = None) -> Tens
         if not input.dtype.is_complex:  # a complex dtype= for a real input: converted first
             input, dtype = input.to(as_dtype(dtype)), None
         return complex.cumsum(input, dim, dtype, out)
-    return _scan("cumsum", input, dim, dtype, out)
+    return _scan("cumsum", input, dim, dtype_from_out(dtype, out), out)
 
 
 def cumprod(input: Tensor, dim, *, dtype=None, out: Tensor | None = None) -> Tensor:
@@ -144,7 +151,7 @@ def cumprod(input: Tensor, dim, *, dtype=None, out: Tensor | None = None) -> Ten
         if not input.dtype.is_complex:  # a complex dtype= for a real input: converted first
             input, dtype = input.to(as_dtype(dtype)), None
         return complex.cumprod(input, dim, dtype, out)
-    return _scan("cumprod", input, dim, dtype, out)
+    return _scan("cumprod", input, dim, dtype_from_out(dtype, out), out)
 
 
 def logcumsumexp(input: Tensor, dim, *, out: Tensor | None = None) -> Tensor:

@@ -944,11 +944,14 @@ def test_an_expanded_complex_out_is_refused_before_any_write():
         torch.exp(torch.tensor(_Z), out=torch.zeros(1, dtype=torch.complex64).expand(2))
 
 
-def test_a_complex_out_of_the_other_width_is_refused():
-    # kael's out= converts nothing (its real ops refuse float32 into float64 too); torch casts
-    z = kael.tensor(_Z)
+def test_a_complex_out_of_the_other_width_casts_or_is_refused_as_torch():
+    # mul casts its complex64 product into a complex128 out, as torch; neg refuses one
+    z, tz = kael.tensor(_Z), torch.tensor(_Z)
+    out = kael.zeros(2, dtype=kael.complex128)
+    assert kael.mul(z, z, out=out) is out
+    close(out, torch.mul(tz, tz).to(torch.complex128))
     with pytest.raises(kael.TypeError, match="out has dtype complex128 but the result has"):
-        kael.mul(z, z, out=kael.zeros(2, dtype=kael.complex128))
+        kael.neg(z, out=kael.zeros(2, dtype=kael.complex128))
 
 
 @pytest.mark.parametrize("op", ["abs", "isnan", "isfinite"])
@@ -958,8 +961,8 @@ def test_real_results_of_complex_ops_check_their_out(op):
     out = kael.zeros(2, dtype=getattr(kael, str(want.dtype)[6:]))
     assert getattr(kael, op)(z, out=out) is out
     np.testing.assert_allclose(out.numpy(), want.numpy(), rtol=1e-6)
-    with pytest.raises(kael.TypeError):
-        getattr(kael, op)(z, out=kael.zeros(2, dtype=kael.complex64))
+    with pytest.raises(kael.TypeError):  # abs casts into complex64 only as torch's does
+        getattr(kael, op)(z, out=kael.zeros(2, dtype=kael.complex128))
 
 
 def test_complex_out_that_is_its_input_matches_torch():

@@ -726,7 +726,8 @@ def test_out_of_sinh_cosh_log10_and_sgn_matches_torch(name, dtype):
 @pytest.mark.parametrize("name", ["sinh", "cosh", "log10", "sgn"])
 def test_out_of_sinh_cosh_log10_and_sgn_refuses_a_wrong_dtype_or_expanded_out(name):
     x = kael.tensor([0.5, -1.5])
-    with pytest.raises(kael.TypeError, match="out has dtype int64 but the result has dtype"):
+    words = "out has dtype int64" if name == "sgn" else "float32 can't be cast to the desired"
+    with pytest.raises(kael.TypeError, match=words):  # sgn keeps its dtype, the others cast
         getattr(kael, name)(x, out=kael.empty(2, dtype=kael.int64))
     with pytest.raises(kael.Error, match="more than one element of the written-to tensor"):
         getattr(kael, name)(x, out=kael.zeros(1).expand(2))

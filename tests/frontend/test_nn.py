@@ -501,14 +501,12 @@ def test_logsumexp_into_an_out_that_overlaps_the_input_reads_the_input_first():
     check(k[:3], base[:3])
 
 
-def test_logsumexp_out_of_another_shape_is_resized_and_of_another_dtype_refused():
+def test_logsumexp_out_of_another_shape_is_resized_and_of_an_integral_dtype_refused():
     k = kael.ones(4, 6)
     got = resized_out(lambda o: kael.logsumexp(k, 1, out=o), kael.empty(3), (4,))
     check(got, torch.logsumexp(torch.ones(4, 6), 1))
-    with pytest.raises(
-        kael.TypeError, match="out has dtype float64 but the result has dtype float32"
-    ):
-        kael.logsumexp(k, 1, out=kael.empty(4, dtype=kael.float64))
+    with pytest.raises(kael.TypeError, match="float32 can't be cast to the desired output type"):
+        kael.logsumexp(k, 1, out=kael.empty(4, dtype=kael.int64))
 
 
 def test_logsumexp_bad_dims_are_typed_errors_naming_them():

@@ -59,6 +59,9 @@ CALLS = {
     "scatter_add": lambda lib: ((_x(lib), 1, _i(lib), _x(lib)), {}),
     "signbit": lambda lib: ((_x(lib),), {}),
     "float_power": lambda lib: ((_x(lib).abs(), 2), {}),
+    "igamma": lambda lib: ((_x(lib).abs() + 1, _x(lib).abs()), {}),
+    "igammac": lambda lib: ((_x(lib).abs() + 1, _x(lib).abs()), {}),
+    "angle": lambda lib: ((_x(lib),), {}),
 }  # fmt: skip
 RANDOM = {  # shapes and dtypes only: kael's streams are its own
     "bernoulli": lambda lib: lib.bernoulli(_x(lib).abs() / 4),
@@ -114,9 +117,34 @@ def test_aminmax_writes_a_pair():
     assert mins.tolist() == want.min.tolist() and maxs.tolist() == want.max.tolist()
 
 
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_out_of_another_dtype_is_cast_or_refused_as_torch(name):
+    """The CASTING_OUT_FORMS (torch's TensorIterator ops, cat and stack) cast into a wider
+    or narrower float out and refuse an integral one; the others refuse both."""
+    args, kwargs = CALLS[name](kael)
+    plain = getattr(kael, name)(*args, **kwargs)
+    targs, tkwargs = CALLS[name](torch)
+    others = (kael.float64, kael.float16, kael.int32) if plain.dtype.is_floating_point else ()
+    for other in (d for d in others if d is not plain.dtype):
+        out, want = kael.empty(0, dtype=other), torch.empty(0, dtype=TORCH_DTYPES[other])
+        try:
+            getattr(torch, name)(*targs, **tkwargs, out=want)
+        except (RuntimeError, TypeError):
+            with pytest.raises(kael.TypeError, match=f"{name}.*{other}"):
+                getattr(kael, name)(*args, **kwargs, out=out)
+            continue
+        assert name in out_forms.CASTING_OUT_FORMS
+        assert getattr(kael, name)(*args, **kwargs, out=out) is out and out.dtype is other
+        np.testing.assert_allclose(out.float().numpy(), want.float().numpy(), rtol=1e-3)
+
+
 def test_out_of_another_dtype_is_refused():
-    with pytest.raises(kael.TypeError, match="Expected out tensor to have dtype float32"):
+    with pytest.raises(
+        kael.TypeError, match="float32 can't be cast to the desired output type int64"
+    ):
         kael.cat([kael.ones(2)], out=kael.empty(0, dtype=kael.int64))
+    with pytest.raises(kael.TypeError, match="Expected out tensor to have dtype float32"):
+        kael.index_select(kael.ones(2), 0, kael.tensor([1]), out=kael.empty(0, dtype=kael.float64))
     with pytest.raises(kael.TypeError, match="out must be a Tensor"):
         kael.stack([kael.ones(2)], out=[1.0, 2.0, 3.0][0])
 
