@@ -185,7 +185,9 @@ def _contracted(xs: list[Tensor], terms: tuple[str, ...], out: str, sizes) -> Te
         acc, term = _contract(acc, term, x, t, keep, sizes)
     acc, term = _sum_out(acc, term, set(out))
     result = _arranged(acc, term, out, sizes) if term else acc
-    if result.ndim and not result.is_contiguous():
+    # one operand, nothing summed: torch's result is x's permuted diagonal view itself
+    views_only = len(xs) == 1 and set(terms[0]) == set(out)
+    if result.ndim and not result.is_contiguous() and not views_only:
         return result.contiguous()
     return result.view(result.shape) if any(result is x for x in xs) else result  # a view
 

@@ -217,3 +217,25 @@ def test_cdist_refuses_bad_inputs():
         kael.cdist(x, x, -1.0)
     with pytest.raises(kael.ValueError, match="at least 2D"):
         kael.cdist(x[0], x)
+
+
+@pytest.mark.parametrize(
+    "equation, shape",
+    [("ij->ji", (3, 3)), ("ii->i", (3, 3)), ("ji", (3, 3)), ("ij->ij", (3, 3)),
+     ("iij->ji", (3, 3, 4)), ("...ij->...ji", (2, 3, 4))],
+)  # fmt: skip
+def test_einsum_of_one_operand_that_sums_nothing_is_a_view_as_torchs(equation, shape):
+    t = torch.arange(float(np.prod(shape))).reshape(shape)
+    k = kael.from_numpy(t.numpy().copy())
+    got, want = kael.einsum(equation, k), torch.einsum(equation, t)
+    assert got.shares_storage(k) and got.stride() == want.stride()
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    got.fill_(-1.0)  # a write through it reaches the operand, as through torch's view
+    want.fill_(-1.0)
+    np.testing.assert_array_equal(k.numpy(), t.numpy())
+
+
+def test_einsum_that_sums_or_multiplies_is_a_new_tensor():
+    x = kael.ones(3, 3)
+    assert not kael.einsum("ij->j", x).shares_storage(x)
+    assert not kael.einsum("ij,ij->ij", x, x).shares_storage(x)
