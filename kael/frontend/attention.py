@@ -20,6 +20,7 @@ from kael.frontend import (
     fastpath,
     index_ops,
     linalg,
+    memory_formats,
     nn,
     random,
     reductions,
@@ -90,13 +91,42 @@ def scaled_dot_product_attention(
             both = ew.binary("logical_and", mask, causal) if mask_dtype is bool_ else None
             attn_mask = both if both is not None else ew.where(causal, mask, -math.inf)
             is_causal = False
+    strides = _flash_strides(q, k, v, dropout_p, enable_gqa)
     if q.dtype.is_half:  # float32 inside, one rounding at the end (torch's CPU kernel's)
         if attn_mask is not None and attn_mask.dtype is q.dtype:
             attn_mask = attn_mask.float()
-        out = scaled_dot_product_attention(
-            q.float(), k.float(), v.float(), attn_mask, dropout_p, is_causal, scale, enable_gqa
-        )
-        return out.to(q.dtype)
+        q, k, v = q.float(), k.float(), v.float()
+    elif strides is None:
+        return _attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, door)
+    out = _attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)._impl
+    strides = out.strides if strides is None else strides
+    return Tensor(memory_formats.copy_with(out, strides, query.dtype))
+
+
+def _flash_strides(q: Tensor, k: Tensor, v: Tensor, dropout_p, enable_gqa) -> tuple | None:
+    """The strides of torch's result where its CPU flash kernel takes the call, which lays
+    it out in the query's dim order (4-d query, key and value of one embedding size, rows
+    of unit stride, keys and rows to attend, one batch, one head count or GQA's multiple,
+    no dropout): HF's q.view(B, L, H, E).transpose(1, 2) gives a [B, L, H, E] result, whose
+    .transpose(1, 2).view(B, L, H * E) works. None where torch's result is row-major."""
+    if not (q.ndim == k.ndim == v.ndim == 4) or dropout_p != 0:
+        return None
+    (b, heads, length, e), (source, kv_heads) = q.shape, (k.shape[2], k.shape[1])
+    if not length or not source or k.shape[3] != e or v.shape[3] != e:
+        return None
+    if any(t._impl.strides[3] != 1 and e != 1 for t in (q, k, v)):
+        return None
+    if k.shape[0] != b or v.shape[:3] != k.shape[:3]:
+        return None
+    if kv_heads != heads and not (enable_gqa and kv_heads and heads % kv_heads == 0):
+        return None
+    strides = memory_formats.inferred_strides(q.shape, q._impl.strides)
+    return None if strides == contiguous_strides(q.shape) else strides
+
+
+def _attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, door=None) -> Tensor:
+    """scaled_dot_product_attention of checked float32 or float64 operands, row-major."""
+    name = "scaled_dot_product_attention"
     if enable_gqa and q.ndim >= 3 and k.shape[-3] != q.shape[-3]:
         heads, kv_heads = q.shape[-3], k.shape[-3]
         if heads % kv_heads:

@@ -31,8 +31,8 @@ from kael.runtime.tracestate import state as _trace_state
 
 class Size(tuple):
     """torch.Size: a tensor's shape, a tuple of ints with numel(); made from any iterable of
-    integers (NumPy's, 0-d integer tensors), repeated by * and joined with a tuple by + as a
-    Size (a slice of one is a plain tuple here: indexing a shape stays tuple's own)."""
+    integers (NumPy's, 0-d integer tensors), repeated by *, joined with a tuple by + and
+    sliced (x.shape[1:].numel()) as a Size."""
 
     __slots__ = ()
 
@@ -41,6 +41,10 @@ class Size(tuple):
         if not all(type(d) is int for d in dims):
             dims = tuple(_size_item(d, i) for i, d in enumerate(dims))
         return tuple.__new__(cls, dims)
+
+    def __getitem__(self, key):
+        item = tuple.__getitem__(self, key)
+        return tuple.__new__(Size, item) if type(key) is slice else item
 
     def __mul__(self, times) -> Size:
         return Size(tuple.__mul__(self, times))

@@ -515,3 +515,55 @@ def test_batch_norm_of_float64_input_with_float32_statistics_computes_in_float64
     got = KF.batch_norm(kael.tensor(x), kael.tensor(mean), kael.tensor(var), eps=0.0)
     assert got.dtype is kael.float64
     np.testing.assert_allclose(got.numpy(), x, rtol=1e-15)
+
+
+def _heads(shape, perm, dtype):
+    values = RNG.standard_normal(shape).astype(np.float32)
+    t = torch.from_numpy(values).permute(*perm).to(getattr(torch, dtype))
+    return kael.from_numpy(values).permute(*perm).to(getattr(kael, dtype)), t
+
+
+BSHD, BHSD, HBSD, BHDS = (0, 2, 1, 3), (0, 1, 2, 3), (1, 0, 2, 3), (0, 1, 3, 2)
+
+
+@pytest.mark.parametrize(
+    "q_order, kv_order, kwargs",
+    [(BSHD, BSHD, {}), (BSHD, BHSD, {"is_causal": True}), (HBSD, BSHD, {"scale": 0.3}),
+     (BSHD, BSHD, {"attn_mask": torch.zeros(5, 7)}), (BHSD, BSHD, {}), (BHDS, BHSD, {}),
+     (BSHD, BSHD, {"dropout_p": 0.5}), (BSHD, BSHD, {"enable_gqa": True})],
+)  # fmt: skip
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_attention_result_is_laid_out_as_torchs(q_order, kv_order, kwargs, dtype):
+    """torch's CPU flash kernel lays its result out in the query's dim order (HF's
+    q.view(B, L, H, E).transpose(1, 2) gives a [B, L, H, E] result, which its
+    .transpose(1, 2).view(B, L, H * E) needs); its math path (dropout, non-unit rows) and a
+    row-major query give row-major results."""
+    q_shape = [(2, 4, 5, 8)[i] for i in np.argsort(q_order)]
+    heads = 2 if kwargs.get("enable_gqa") else 4
+    kv_shape = [(2, heads, 7, 8)[i] for i in np.argsort(kv_order)]
+    (kq, tq), (kk, tk), (kv, tv) = (
+        _heads(s, o, dtype)
+        for s, o in ((q_shape, q_order), (kv_shape, kv_order), (kv_shape, kv_order))
+    )
+    k_kwargs = {
+        n: kael.from_numpy(v.numpy()) if isinstance(v, torch.Tensor) else v
+        for n, v in kwargs.items()
+    }
+    got = KF.scaled_dot_product_attention(kq, kk, kv, **k_kwargs)
+    want = TF.scaled_dot_product_attention(tq, tk, tv, **kwargs)
+    assert got.stride() == want.stride() and got.dtype is kq.dtype
+    if "dropout_p" not in kwargs:
+        np.testing.assert_allclose(
+            got.float().numpy(), want.float().numpy(), atol=2e-2 if dtype == "bfloat16" else 1e-5
+        )
+
+
+def test_hf_attention_output_views_back_to_its_hidden_size():
+    q = kael.ones(2, 5, 4, 8).transpose(1, 2)  # x.view(B, L, H, E).transpose(1, 2)
+
+    def merged(q):
+        out = KF.scaled_dot_product_attention(q, q, q, is_causal=True)
+        return out.transpose(1, 2).view(2, 5, 32)
+
+    assert merged(q).shape == (2, 5, 32)
+    assert kael.compile(merged)(q).shape == (2, 5, 32)
