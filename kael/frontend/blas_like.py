@@ -18,10 +18,9 @@ from collections.abc import Callable
 
 from kael.frontend import elementwise as ew
 from kael.frontend import factories, linalg, shapes
-from kael.frontend.factorizations import _out
 from kael.frontend.linalg import _check_rank
 from kael.frontend.math_functions import inplace_result
-from kael.frontend.outputs import tensor_arg
+from kael.frontend.outputs import copied_out, tensor_arg
 from kael.frontend.reductions import sum as _sum
 from kael.frontend.tensor import Tensor
 from kael.runtime.convert import CHECKED, convert_scalar
@@ -82,7 +81,7 @@ def _combine(input: Tensor, beta, product: Tensor, alpha, dtype: DType, out, op:
     if beta:  # the row-major product first: it lays the result out, as torch's gemm's is
         scaled = _scaled(input.to(product.dtype), beta)
         term = ew.binary("logical_or" if dtype is bool_ else "add", term, scaled)
-    return _out(term.to(dtype), out, op)
+    return copied_out(term.to(dtype), out, op, cast=op == "addr")  # torch's TensorIterator op
 
 
 def _same_dtype(op: str, tensors: dict[str, Tensor]) -> DType:
@@ -133,7 +132,7 @@ def _pointwise(name: str, combine: str) -> Callable:
         v = _scalar(value, dtype, name, "value")
         a, b = a.to(compute), b.to(compute)
         term = ew.binary(combine, ew.binary("mul", a, v) if v != 1 else a, b)
-        return _out(ew.binary("add", x.to(compute), term).to(dtype), out, name, cast=True)
+        return copied_out(ew.binary("add", x.to(compute), term).to(dtype), out, name, cast=True)
 
     fn.__name__ = fn.__qualname__ = name
     sign = "*" if combine == "mul" else "/"

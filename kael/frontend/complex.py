@@ -42,7 +42,7 @@ from kael.codegen.cpu import scan
 from kael.frontend import eager, formula, views
 from kael.frontend.formula import Value, maximum, minimum, where
 from kael.frontend.math_functions import _atan2, _cosh, _hypot, _sinh
-from kael.frontend.outputs import cast_back, like_result, output, unaliased
+from kael.frontend.outputs import cast_back, copied_out, like_result, output, unaliased
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.ir import graph as g
 from kael.ir.scheduler import schedule_elementwise
@@ -806,12 +806,11 @@ def reduce(fn: Callable, x: Tensor, dim, keepdim, dtype, out, op: str) -> Tensor
         raise TypeError(f"{op}: a {x.dtype} tensor reduces to a complex dtype, not {dtype}")
     part = None if dtype is None else dtype.to_real()
     pairs = view_as_real(x if dtype is None else x.to(dtype))
-    into = None if out is None else view_as_real(out)
     if not axes:  # a 0-d input: nothing reduced (dim=() would reduce the pair dim too)
-        result = pairs.to(part or pairs.dtype, copy=True) if into is None else into.copy_(pairs)
+        result = pairs.to(part or pairs.dtype, copy=True)
     else:
-        result = fn(pairs, axes, keepdim, dtype=part, out=into)
-    return out if out is not None else view_as_complex(result)
+        result = fn(pairs, axes, keepdim, dtype=part)
+    return copied_out(view_as_complex(result), out, op)
 
 
 def real_form(b: Tensor) -> Tensor:
@@ -1077,12 +1076,8 @@ def cumsum(x: Tensor, dim, dtype, out) -> Tensor:
     d = views.wrap_dim(dim, x.ndim) if x.ndim else dim
     source = x if dtype is None else x.to(as_dtype(dtype))
     pairs = view_as_real(source if source.ndim else source.reshape(1))
-    into = None if out is None else view_as_real(out if out.ndim else out.reshape(1))
-    result = real_cumsum(pairs, d if x.ndim else 0, out=into)
-    if out is not None:
-        return out
-    done = view_as_complex(result)
-    return done if x.ndim else done.reshape(())
+    done = view_as_complex(real_cumsum(pairs, d if x.ndim else 0))
+    return copied_out(done if x.ndim else done.reshape(()), out, "cumsum")
 
 
 def _log1p_of_unit(a, b):
@@ -1154,7 +1149,7 @@ def variance(op: str, x: Tensor, fn: Callable, dim, correction, keepdim, out) ->
     total = fn("var", real(x), dim, correction, keepdim, None)
     total = total + fn("var", imag(x), dim, correction, keepdim, None)
     result = total.sqrt() if op == "std" else total
-    return result if out is None else out.copy_(result)
+    return copied_out(result, out, op)
 
 
 def isclose(a: Tensor, b: Tensor, rtol: float, atol: float, equal_nan: bool) -> Tensor:
@@ -1195,7 +1190,7 @@ def prod(x: Tensor, dim, keepdim, dtype, out) -> Tensor:
     if keepdim:
         for d in sorted(axes):
             result = result.unsqueeze(d)
-    return result if out is None else out.copy_(result)
+    return copied_out(result, out, "prod")
 
 
 def cumprod(x: Tensor, dim, dtype, out) -> Tensor:
@@ -1205,8 +1200,7 @@ def cumprod(x: Tensor, dim, dtype, out) -> Tensor:
         raise TypeError(f"cumprod: a {x.dtype} tensor multiplies to a complex dtype, not {dtype}")
     source = x if dtype is None else x.to(as_dtype(dtype))
     if source.ndim == 0:
-        result = source.clone()
-        return result if out is None else out.copy_(result)
+        return copied_out(source.clone(), out, "cumprod")
     d = views.wrap_dim(dim, source.ndim)
     run = source.movedim(d, -1).contiguous()
     step = 1
@@ -1214,5 +1208,4 @@ def cumprod(x: Tensor, dim, dtype, out) -> Tensor:
         ahead = run.clone()
         ahead[..., step:] = binary("mul", run[..., step:], run[..., :-step], run.dtype)
         run, step = ahead, 2 * step
-    result = run.movedim(-1, d)
-    return result if out is None else out.copy_(result)
+    return copied_out(run.movedim(-1, d), out, "cumprod")

@@ -23,8 +23,8 @@ from typing import NamedTuple
 
 from kael.codegen.cpu import nonsymmetric_eigen
 from kael.frontend import factories
-from kael.frontend.factorizations import _out, on_host, outs_into, raise_for, square, working_copy
-from kael.frontend.outputs import tensor_arg
+from kael.frontend.factorizations import on_host, outs_into, raise_for, square, working_copy
+from kael.frontend.outputs import copied_out, tensor_arg
 from kael.frontend.spectral import _not_converged
 from kael.frontend.tensor import Tensor
 from kael.runtime.dtypes import int64
@@ -81,7 +81,7 @@ def eigvals(A, *, out=None) -> Tensor:
     """The eigenvalues of real square A, complex, in eig's order: no eigenvectors are
     formed, so the QR iteration only updates the active block."""
     values, _ = _eig(A, "linalg.eigvals", vectors=False)
-    return _out(values, out, "linalg.eigvals")
+    return copied_out(values, out, "linalg.eigvals")
 
 
 LINALG = {"eig": eig, "eigvals": eigvals}

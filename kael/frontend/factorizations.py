@@ -18,7 +18,7 @@ from kael.codegen.cpu import factorize, triangular
 from kael.frontend import blocked, factories, index_ops, reductions
 from kael.frontend import elementwise as ew
 from kael.frontend.elementwise import broadcast_shapes
-from kael.frontend.outputs import bool_arg, check_cast, device_of, output, tensor_arg
+from kael.frontend.outputs import bool_arg, copied_out, device_of, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import int32, int64
@@ -391,7 +391,7 @@ def solve(A, B, *, left: bool = True, out=None) -> Tensor:
         raise LinAlgError(
             "torch.linalg.solve: The solver failed because the input matrix is singular."
         )
-    return _out(x, out, "linalg.solve")
+    return copied_out(x, out, "linalg.solve")
 
 
 def pivot_range(pivots: Tensor, rows: int) -> tuple[int, int] | None:
@@ -437,7 +437,7 @@ def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False, out=Non
     lu = working_copy(LU, batch, padded=True)
     piv = (pivots.expand(*batch, n) - 1).to(int64).contiguous()
     x = _lu_solve_into(lu, piv, working_copy(B, batch, padded=True), trans=trans)
-    return _out(x if left else x.mT, out, op)
+    return copied_out(x if left else x.mT, out, op)
 
 
 @on_host
@@ -459,7 +459,7 @@ def solve_triangular(
     batch = broadcast_batch(A, B, op)
     a, x = working_copy(A, batch, padded=True), working_copy(B, batch, padded=True)
     _triangular(a, x, lower=not upper, unit=bool(unitriangular), trans=not left)
-    return _out(x if left else x.mT, out, op)
+    return copied_out(x if left else x.mT, out, op)
 
 
 # ---- inverse and determinants -------------------------------------------------------------
@@ -506,7 +506,7 @@ def inv(A, *, out=None) -> Tensor:
     """A's inverse, batched; a singular matrix raises LinAlgError naming its zero pivot."""
     x, info = _inverse(A, "linalg.inv")
     raise_for(info, "linalg.inv", _singular)
-    return _out(x, out, "linalg.inv")
+    return copied_out(x, out, "linalg.inv")
 
 
 def _pivot_sign(piv: Tensor, dtype) -> Tensor:
@@ -522,7 +522,7 @@ def det(A, *, out=None) -> Tensor:
     A = square(A, "linalg.det")
     lu, piv, _ = _lu(working_copy(A, padded=True))
     value = lu.diagonal(dim1=-2, dim2=-1).prod(-1) * _pivot_sign(piv, A.dtype)
-    return _out(value, out, "linalg.det")
+    return copied_out(value, out, "linalg.det")
 
 
 @on_host
@@ -588,7 +588,7 @@ def cholesky(A, *, upper: bool = False, out=None) -> Tensor:
     not positive-definite."""
     factor, info = _cholesky(A, "linalg.cholesky", upper)
     raise_for(info, "linalg.cholesky", _not_definite)
-    return _out(factor, out, "linalg.cholesky")
+    return copied_out(factor, out, "linalg.cholesky")
 
 
 @on_host
@@ -606,7 +606,7 @@ def cholesky_solve(B, L, upper: bool = False, *, out=None) -> Tensor:
     # L L^T X = B: L Y = B, then L^T X = Y (or U^T Y = B, U X = Y).
     _triangular(a, x, lower=lower, trans=not lower)
     _triangular(a, x, lower=lower, trans=lower)
-    return _out(x, out, op)
+    return copied_out(x, out, op)
 
 
 def outs_into(result: tuple, out, op: str) -> tuple:
@@ -616,20 +616,7 @@ def outs_into(result: tuple, out, op: str) -> tuple:
         return result
     if not isinstance(out, (tuple, list)) or len(out) != len(result):
         raise TypeError(f"{op}(): out must be a tuple of {len(result)} Tensors")
-    return type(result)(*(_out(r, o, op) for r, o in zip(result, out, strict=True)))
-
-
-def _out(result: Tensor, out, op: str, cast: bool = False) -> Tensor:
-    """`result`, or copied into `out`: of its dtype and device, resized to its shape as
-    torch's resize_output does (silently when empty, with torch's warning otherwise); a
-    `cast` op's out may have any dtype the result casts to (outputs.check_cast)."""
-    if out is None:
-        return result
-    dtype = result.dtype
-    if cast and isinstance(out, Tensor) and out.dtype is not dtype:
-        check_cast(dtype, out.dtype, op)
-        dtype = out.dtype
-    return output(out, result.shape, dtype, result.device, op).copy_(result)
+    return type(result)(*(copied_out(r, o, op) for r, o in zip(result, out, strict=True)))
 
 
 LINALG = {

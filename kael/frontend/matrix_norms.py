@@ -13,7 +13,7 @@ import math
 from kael.frontend import elementwise as ew
 from kael.frontend import factorizations, moments, reductions, views
 from kael.frontend.math_functions import inplace_result
-from kael.frontend.outputs import tensor_arg
+from kael.frontend.outputs import copied_out, tensor_arg
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.runtime.dtypes import as_dtype, bfloat16, bool_, float16, float32, promote_types
 from kael.runtime.errors import TypeError, ValueError
@@ -113,7 +113,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None
         result = reduce(sums, kept, keepdim=True)
         if not keepdim:
             result = result.squeeze((d0, d1))
-    return factorizations._out(result, out, op)
+    return copied_out(result, out, op)
 
 
 def norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None, out=None) -> Tensor:
@@ -159,7 +159,7 @@ def cond(A, p=None, *, out=None) -> Tensor:
         norm = matrix_norm(A, p)
         infinite = norm * math.inf if p == "nuc" else math.inf
         result = ew.where(singular, infinite, norm * matrix_norm(inverse, p))
-    return factorizations._out(result, out, op)
+    return copied_out(result, out, op)
 
 
 # ---- torch.dist, torch.renorm, torch.pdist -----------------------------------------------------

@@ -212,8 +212,10 @@ def _variance(op: str, x, dim, correction, keepdim, out) -> Tensor:
     def run(target: Tensor | None) -> Tensor:
         return _spread(op, x, axes, keepdim, n, divisor, target)
 
-    if isinstance(out, Tensor) and out.dtype is not x.dtype:  # torch casts into another
-        check_cast(x.dtype, out.dtype, op)
+    if out is not None and tensor_arg(out, op, "out").dtype is not x.dtype:
+        if out.dtype.is_complex:  # torch's kernel refuses the complex dtype it would read
+            raise TypeError(f"{op}(): a {x.dtype} input has no {op} into a {out.dtype} out")
+        check_cast(x.dtype, out.dtype, op)  # else it casts into another
         shape = reduced_shape(x.shape, axes, keepdim)
         return output(out, shape, out.dtype, x.device, op).copy_(run(None))
     if out is not None and out.shares_storage(x):

@@ -15,14 +15,13 @@ from typing import NamedTuple
 from kael.codegen.cpu import householder
 from kael.frontend import blocked, factories
 from kael.frontend.factorizations import (
-    _out,
     float_dtype,
     matrices,
     on_host,
     same_dtype,
     working_copy,
 )
-from kael.frontend.outputs import bool_arg, tensor_arg
+from kael.frontend.outputs import bool_arg, copied_out, tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.runtime.errors import ValueError
 from kael.runtime.tensor_impl import shape_numel
@@ -130,7 +129,7 @@ def qr(A, mode: str = "reduced", *, out=None) -> QR:
         q = _orgqr(_reflectors(packed, columns), tau)
     if out is not None:
         out_q, out_r = out
-        q, r = _out(q, out_q, "linalg.qr"), _out(r, out_r, "linalg.qr")
+        q, r = copied_out(q, out_q, "linalg.qr"), copied_out(r, out_r, "linalg.qr")
     return QR(q, r)
 
 
@@ -161,7 +160,7 @@ def householder_product(A, tau, *, out=None) -> Tensor:
         )
     same_dtype(A, tau, op, "input and tau")
     q = _orgqr(working_copy(A), tau.contiguous())
-    return _out(q, out, op)
+    return copied_out(q, out, op)
 
 
 def qr_some(input, some: bool = True, *, out=None) -> QR:

@@ -27,7 +27,9 @@ OUT_FORMS = (
     "heaviside", "gcd", "nextafter", "fmax", "fmin", "diff", "kron", "tensordot", "diag",
     "histc", "logit", "polygamma", "mvlgamma", "aminmax", "renorm", "conj_physical", "lerp",
     "index_add", "index_copy", "scatter", "scatter_add", "signbit", "float_power",
-    "bernoulli", "multinomial", "poisson", "igamma", "igammac", "angle",
+    "bernoulli", "multinomial", "poisson", "igamma", "igammac", "angle", "arctan2",
+    "logaddexp2", "lcm", "isposinf", "isneginf", "isin", "nonzero", "softmax", "log_softmax",
+    "frexp",
 )  # fmt: skip
 # kael.special's functions that torch.special also takes out= for
 SPECIAL_OUT_FORMS = ("xlog1py", "zeta", "multigammaln", "gammainc", "gammaincc")
@@ -36,8 +38,19 @@ SPECIAL_OUT_FORMS = ("xlog1py", "zeta", "multigammaln", "gammainc", "gammaincc")
 CASTING_OUT_FORMS = frozenset({
     "cat", "concat", "concatenate", "stack", "atan2", "hypot", "xlogy", "logaddexp", "gcd",
     "nextafter", "fmax", "fmin", "diff", "kron", "logit", "polygamma", "mvlgamma", "lerp",
-    "igamma", "igammac", "angle", *SPECIAL_OUT_FORMS,
+    "igamma", "igammac", "angle", "ldexp", "arctan2", "logaddexp2", "lcm", *SPECIAL_OUT_FORMS,
 })  # fmt: skip
+
+
+def _casts(name: str, args: tuple, kwargs: dict) -> bool:
+    """Whether a call of out form `name` casts into another dtype: the CASTING_OUT_FORMS do,
+    but lerp with a weight tensor of 1 or more dims (torch's lerp then checks one dtype)."""
+    if name == "lerp":
+        weight = args[2] if len(args) > 2 else kwargs.get("weight")
+        return not (isinstance(weight, Tensor) and weight.ndim)
+    return name in CASTING_OUT_FORMS
+
+
 # creation functions of `*size`, which torch also takes as size=
 SIZED = ("zeros", "ones", "empty", "rand", "randn")
 CREATION_OUT_FORMS = (
@@ -70,7 +83,7 @@ def with_out(fn: Callable, name: str, creation: bool = False) -> Callable:
                 if kwargs.get(keyword) is None:
                     kwargs[keyword] = value
             return created_out(out, fn(*args, **kwargs), name)
-        return written_out(out, fn(*args, **kwargs), name, name in CASTING_OUT_FORMS)
+        return written_out(out, fn(*args, **kwargs), name, _casts(name, args, kwargs))
 
     try:
         signature = inspect.signature(fn)

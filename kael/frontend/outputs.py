@@ -73,13 +73,27 @@ def written_out(out: Tensor, piece: Tensor, op: str, cast: bool = False) -> Tens
     other (values, indices) ops' pairs: outputs.pair_out): out resized to piece's shape
     (warning when it held elements), then its dtype and device checked. A `cast` op (a
     TensorIterator op in torch) converts piece into any dtype out may take (check_cast)."""
-    resize_output(out, piece.shape)
     if cast and out.dtype is not piece.dtype:
-        check_cast(piece.dtype, out.dtype, op)
+        check_cast(piece.dtype, out.dtype, op)  # before the resize: a refused out is kept
+        resize_output(out, piece.shape)
     else:
+        resize_output(out, piece.shape)
         check_out_dtype(out, piece, op)
     device_of([piece, out], op)
     return out.copy_(piece)
+
+
+def copied_out(result: Tensor, out, op: str, cast: bool = False) -> Tensor:
+    """`result`, or copied into `out`: of its dtype and device, resized to its shape as
+    torch's resize_output does (silently when empty, with torch's warning otherwise); a
+    `cast` op's out may have any dtype the result casts to (outputs.check_cast)."""
+    if out is None:
+        return result
+    dtype = result.dtype
+    if cast and isinstance(out, Tensor) and out.dtype is not dtype:
+        check_cast(dtype, out.dtype, op)
+        dtype = out.dtype
+    return output(out, result.shape, dtype, result.device, op).copy_(result)
 
 
 def check_cast(result: DType, target: DType, op: str) -> None:

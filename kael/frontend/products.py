@@ -10,7 +10,7 @@ import math
 from kael.frontend import elementwise as ew
 from kael.frontend import factories, factorizations, index_ops, reductions, views
 from kael.frontend.linalg import matmul, outer
-from kael.frontend.outputs import tensor_arg
+from kael.frontend.outputs import copied_out, tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.runtime import user_warning
 from kael.runtime.dtypes import bool_, complex128, float32, float64, int64
@@ -77,7 +77,7 @@ def multi_dot(tensors, *, out=None) -> Tensor:
         result = result.squeeze(0)
     if last:
         result = result.squeeze(-1)
-    return factorizations._out(result, out, "linalg.multi_dot")
+    return copied_out(result, out, "linalg.multi_dot")
 
 
 def matrix_power(A, n: int, *, out=None) -> Tensor:
@@ -98,7 +98,7 @@ def matrix_power(A, n: int, *, out=None) -> Tensor:
         raise TypeError(f"{op}: bool matrices are not supported")
     if n == 0:
         eye = factories.eye(A.shape[-1], dtype=A.dtype, device=A.device)
-        return factorizations._out(eye.expand(A.shape).contiguous(), out, op)
+        return copied_out(eye.expand(A.shape).contiguous(), out, op)
     base = factorizations.inv(A) if n < 0 else A
     n = abs(n)
     result = None
@@ -110,7 +110,7 @@ def matrix_power(A, n: int, *, out=None) -> Tensor:
             base = matmul(base, base)
     if result is A:
         result = A.clone()
-    return factorizations._out(result, out, op)
+    return copied_out(result, out, op)
 
 
 def _cross(a: Tensor, b: Tensor, d: int) -> Tensor:
@@ -131,7 +131,7 @@ def linalg_cross(input, other, *, dim: int = -1, out=None) -> Tensor:
         raise ValueError(
             f"{op}: inputs dimension {dim} must have length 3. Got {a.shape[da]} and {b.shape[db]}"
         )
-    return factorizations._out(_cross(a, b, da), out, op)
+    return copied_out(_cross(a, b, da), out, op)
 
 
 def cross(input, other, dim=None, *, out=None) -> Tensor:
@@ -161,7 +161,7 @@ def vecdot(x, y, *, dim: int = -1, out=None) -> Tensor:
             f"{op}: Expected x and y to have the same dtype, but found x of type {x.dtype} "
             f"and y of type {y.dtype} instead."
         )
-    return factorizations._out(reductions.sum(x.conj() * y, dim), out, op)
+    return copied_out(reductions.sum(x.conj() * y, dim), out, op)
 
 
 def _no_bool(op: str, *tensors: Tensor) -> None:
@@ -188,7 +188,7 @@ def inner(input, other, *, out=None) -> Tensor:
     k = a.shape[-1]
     rows, cols = math.prod(a.shape[:-1]), math.prod(b.shape[:-1])
     product = matmul(a.reshape(rows, k), b.reshape(cols, k).mT)
-    return factorizations._out(product.reshape(a.shape[:-1] + b.shape[:-1]), out, op)
+    return copied_out(product.reshape(a.shape[:-1] + b.shape[:-1]), out, op)
 
 
 def ger(input, vec2, *, out=None) -> Tensor:
@@ -214,7 +214,7 @@ def vdot(input, other, *, out=None) -> Tensor:
             f"{b.shape[0]} elements respectively"
         )
     _no_bool(op, a)
-    return factorizations._out(matmul(a.conj(), b), out, op)
+    return copied_out(matmul(a.conj(), b), out, op)
 
 
 def mv(input, vec, *, out=None) -> Tensor:
@@ -233,7 +233,7 @@ def mv(input, vec, *, out=None) -> Tensor:
             f"{op}: input tensors must have the same dtype, but got {a.dtype} and {v.dtype}"
         )
     _no_bool(op, a)
-    return factorizations._out(matmul(a, v), out, op)
+    return copied_out(matmul(a, v), out, op)
 
 
 def chain_matmul(*matrices, out=None) -> Tensor:
@@ -255,7 +255,7 @@ def chain_matmul(*matrices, out=None) -> Tensor:
     if not mats:
         raise ValueError(f"{op}(): Expected one or more matrices")
     if len(mats) == 1:
-        return factorizations._out(mats[0].clone(), out, op)
+        return copied_out(mats[0].clone(), out, op)
     return multi_dot(mats, out=out)
 
 

@@ -128,7 +128,10 @@ def mean(
     input: Tensor, dim=None, keepdim: bool = False, *, dtype: DType | None = None, out=None
 ) -> Tensor:
     """Sum / count in one kernel (the division is the epilogue); floating dtypes only."""
-    x = _to_complex(tensor_arg(input, "mean"), dtype)
+    x = tensor_arg(input, "mean")
+    if dtype is None and isinstance(out, Tensor) and out.dtype.is_complex:
+        dtype = out.dtype if x.dtype.is_floating_point else None  # ints: _float_only's error
+    x = _to_complex(x, dtype)
     if x.dtype.is_complex:
         return complex.reduce(mean, x, dim, keepdim, dtype, out, "mean")
     keepdim = keepdim_arg(keepdim, "mean")
@@ -333,10 +336,10 @@ def nansum(
     x = tensor_arg(input, "nansum")
     if x.dtype.is_complex:  # as PyTorch's CPU nansum
         raise TypeError(f"nansum does not support complex inputs, got {x.dtype}")
-    floating = x.dtype.is_floating_point
-    if dtype is None and isinstance(out, Tensor) and floating and not out.dtype.is_floating_point:
+    into = out.dtype if dtype is None and isinstance(out, Tensor) else None
+    if into is not None and x.dtype.is_floating_point and not into.is_floating_point:
         # torch's nansum kernel refuses the dtype it would read from out
-        raise TypeError(f"nansum(): a {x.dtype} input has no sum into an {out.dtype} out")
+        raise TypeError(f"nansum(): a {x.dtype} input has no sum into a {into} out")
     dtype = dtype_from_out(dtype, out)
     if not x.dtype.is_floating_point:
         return sum(x, dim, keepdim, dtype=dtype, out=out)

@@ -134,24 +134,26 @@ def _complex_dtype(dtype) -> bool:
 
 def cumsum(input: Tensor, dim, *, dtype=None, out: Tensor | None = None) -> Tensor:
     """Running sums along `dim`; int and bool inputs give int64 (wrapping), floats keep theirs."""
+    dtype = dtype_from_out(dtype, out)
     if isinstance(input, Tensor) and (input.dtype.is_complex or _complex_dtype(dtype)):
         from kael.frontend import complex
 
         if not input.dtype.is_complex:  # a complex dtype= for a real input: converted first
             input, dtype = input.to(as_dtype(dtype)), None
         return complex.cumsum(input, dim, dtype, out)
-    return _scan("cumsum", input, dim, dtype_from_out(dtype, out), out)
+    return _scan("cumsum", input, dim, dtype, out)
 
 
 def cumprod(input: Tensor, dim, *, dtype=None, out: Tensor | None = None) -> Tensor:
     """Running products along `dim`, with cumsum's dtype rule."""
+    dtype = dtype_from_out(dtype, out)
     if isinstance(input, Tensor) and (input.dtype.is_complex or _complex_dtype(dtype)):
         from kael.frontend import complex
 
         if not input.dtype.is_complex:  # a complex dtype= for a real input: converted first
             input, dtype = input.to(as_dtype(dtype)), None
         return complex.cumprod(input, dim, dtype, out)
-    return _scan("cumprod", input, dim, dtype_from_out(dtype, out), out)
+    return _scan("cumprod", input, dim, dtype, out)
 
 
 def logcumsumexp(input: Tensor, dim, *, out: Tensor | None = None) -> Tensor:

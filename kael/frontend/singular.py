@@ -22,7 +22,6 @@ from kael.frontend import elementwise as ew
 from kael.frontend import factories, moments, orthogonal, spectral
 from kael.frontend.elementwise import broadcast_shapes
 from kael.frontend.factorizations import (
-    _out,
     matrices,
     on_host,
     raise_for,
@@ -30,7 +29,7 @@ from kael.frontend.factorizations import (
     vector_rhs,
     working_copy,
 )
-from kael.frontend.outputs import bool_arg, float_arg, tensor_arg
+from kael.frontend.outputs import bool_arg, copied_out, float_arg, tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.runtime.dtypes import float32, int64
 from kael.runtime.errors import LinAlgError, ValueError
@@ -259,7 +258,7 @@ def svd(A, full_matrices: bool = True, *, driver=None, out=None) -> SVD:
     _no_driver(driver, op)
     result = _decompose(A, True, bool_arg(full_matrices, op, "full_matrices"))
     if out is not None:
-        return SVD(*(_out(r, o, op) for r, o in zip(result, out, strict=True)))
+        return SVD(*(copied_out(r, o, op) for r, o in zip(result, out, strict=True)))
     return result
 
 
@@ -268,7 +267,7 @@ def svdvals(A, *, driver=None, out=None) -> Tensor:
     """A's singular values, descending (no singular vectors are formed)."""
     A = matrices(A, "linalg.svdvals")
     _no_driver(driver, "linalg.svdvals")
-    return _out(_decompose(A, False, False), out, "linalg.svdvals")
+    return copied_out(_decompose(A, False, False), out, "linalg.svdvals")
 
 
 def _tolerance_args(A: Tensor, atol, rtol, op: str) -> tuple[Tensor, Tensor]:
@@ -315,7 +314,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian: bool = False, out=None) -> Tenso
     U, S, Vh = _decompose(A, True, False)
     keep = _above(S, *_tolerance_args(A, atol, rtol, op))
     inverse = ew.where(keep, S.reciprocal(), 0.0)
-    return _out((Vh.mT * inverse.unsqueeze(-2)) @ U.mT, out, op)
+    return copied_out((Vh.mT * inverse.unsqueeze(-2)) @ U.mT, out, op)
 
 
 @on_host
@@ -327,9 +326,9 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian: bool = False, out=None) -
         A = _lower_symmetric(A)
     S = _decompose(A, False, False)
     if not S.shape[-1]:
-        return _out(factories.zeros(tuple(A.shape[:-2]), dtype=int64), out, op)
+        return copied_out(factories.zeros(tuple(A.shape[:-2]), dtype=int64), out, op)
     rank = _above(S, *_tolerance_args(A, atol, rtol, op)).sum(-1)
-    return _out(rank, out, op)
+    return copied_out(rank, out, op)
 
 
 def _lstsq_shapes(A: Tensor, B: Tensor, op: str) -> tuple[bool, Tensor, tuple[int, ...]]:
@@ -415,7 +414,7 @@ def torch_svd(input, some: bool = True, compute_uv: bool = True, *, out=None) ->
         zeros = lambda size: factories.zeros((*batch, size, size), dtype=A.dtype)  # noqa: E731
         result = TorchSVD(zeros(m), S, zeros(n))
     if out is not None:
-        return TorchSVD(*(_out(r, o, op) for r, o in zip(result, out, strict=True)))
+        return TorchSVD(*(copied_out(r, o, op) for r, o in zip(result, out, strict=True)))
     return result
 
 

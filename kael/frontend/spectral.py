@@ -21,8 +21,9 @@ from typing import NamedTuple
 from kael.codegen.cpu import symmetric_eigen
 from kael.frontend import factories
 from kael.frontend.blocked import subtract_product
-from kael.frontend.factorizations import _out, on_host, outs_into, raise_for, square, working_copy
+from kael.frontend.factorizations import on_host, outs_into, raise_for, square, working_copy
 from kael.frontend.orthogonal import apply_reflectors
+from kael.frontend.outputs import copied_out
 from kael.frontend.tensor import Tensor
 from kael.runtime.dtypes import int64
 from kael.runtime.errors import TypeError, ValueError
@@ -170,7 +171,7 @@ def eigvalsh(A, UPLO: str = "L", *, out=None) -> Tensor:
     """The eigenvalues of symmetric A (its UPLO triangle), ascending: no eigenvectors are
     accumulated, so it costs the tridiagonalization and O(n^2) iterations."""
     values, _ = _eigh(A, UPLO, "linalg.eigvalsh", vectors=False)
-    return _out(values, out, "linalg.eigvalsh")
+    return copied_out(values, out, "linalg.eigvalsh")
 
 
 LINALG = {"eigh": eigh, "eigvalsh": eigvalsh}

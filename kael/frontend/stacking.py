@@ -10,10 +10,9 @@ from collections.abc import Callable
 
 from kael.frontend import elementwise as ew
 from kael.frontend import factories, views
-from kael.frontend.factorizations import _out
 from kael.frontend.index_ops import _tensor_list, cat, stack
 from kael.frontend.order_statistics import masked_select
-from kael.frontend.outputs import bool_arg, tensor_arg
+from kael.frontend.outputs import bool_arg, copied_out, tensor_arg
 from kael.frontend.sequence import cumprod, flip
 from kael.frontend.shapes import _at_least, diag, meshgrid
 from kael.frontend.tensor import Tensor
@@ -33,7 +32,7 @@ def _stack(name: str, layout: Callable[[list[Tensor]], tuple[list[Tensor], int]]
     def fn(tensors, *, out=None) -> Tensor:
         items = _tensor_list(tensors, name)
         joined, dim = layout(items)
-        return _out(cat(joined, dim), out, name)
+        return copied_out(cat(joined, dim), out, name, cast=True)  # cast as cat's out=
 
     fn.__name__ = fn.__qualname__ = name
     return fn

@@ -347,7 +347,7 @@ def test_out_receives_the_result(name):
     assert getattr(kael, name)(*k, out=out) is out
     check(out, want)
     wide = kael.empty(*want.shape, dtype=kael.float64)
-    if name == "addcmul":  # torch's TensorIterator op: cast into the float64 out
+    if name in ("addcmul", "addr"):  # torch's TensorIterator ops: cast into the float64 out
         assert getattr(kael, name)(*k, out=wide) is wide
         check(wide, want.double())
         return

@@ -79,12 +79,19 @@ def _ops(L):
         "clamp_min_number": lambda a, b, o: L.clamp_min(a, 0.5, out=o),
         "where": lambda a, b, o: L.where(a > 0, a, b, out=o),
         "index_select": lambda a, b, o: L.index_select(a, 0, L.tensor([2, 0]), out=o),
+        "lerp_tensor_weight": lambda a, b, o: L.lerp(a, b, L.full_like(b, 0.25), out=o),
+        "lerp_0d_weight": lambda a, b, o: L.lerp(a, b, L.tensor(0.25, dtype=b.dtype), out=o),
+        "ldexp": lambda a, b, o: L.ldexp(a, b, out=o),
+        "hstack": lambda a, b, o: L.hstack([a, b], out=o),
+        "addr": lambda a, b, o: L.addr(a[:, :3], a[:, 0], b[0, :3], out=o),
         "mm": lambda a, b, o: L.mm(a, b.t(), out=o),
     }
 
 
 _IN_UNIT_INTERVAL = {"logit", "erfinv", "ndtri", "asin", "zeta", "gammainc", "igammac"}
 _OUT_SHAPES = {
+    "hstack": (3, 8),
+    "addr": (3, 3),
     "cat": (6, 4),
     "stack": (2, 3, 4),
     "diff": (3, 3),
@@ -299,3 +306,29 @@ def test_sum_into_a_float64_out_adds_in_float64():
     got = kael.sum(kael.tensor(x), 1, out=kael.empty(0, dtype=kael.float64))
     assert got.tolist() == want.tolist()
     assert got.tolist() != kael.sum(kael.tensor(x), 1).to(kael.float64).tolist()
+
+
+@pytest.mark.parametrize("op", ["sum", "nansum", "prod", "mean", "cumsum", "cumprod", "var"])
+@pytest.mark.parametrize("source", ["float32", "int64"])
+def test_reduction_of_a_real_input_into_an_empty_complex_out_as_torch(op, source):
+    """sum, prod, mean, cumsum and cumprod compute in the complex dtype out gives them (out
+    resized from empty); nansum of a float input, var and mean of an int one refuse."""
+    ka, ta = _input(source)
+    k_out, t_out = kael.empty(0, dtype=kael.complex64), torch.empty(0, dtype=torch.complex64)
+    _same_as_torch(
+        f"{op}({source}, out=complex64)",
+        functools.partial(getattr(kael, op), ka, 1, out=k_out),
+        functools.partial(getattr(torch, op), ta, 1, out=t_out),
+        k_out,
+        t_out,
+        1e-6,
+    )
+
+
+def test_a_refused_cast_leaves_out_as_it_was():
+    out = kael.zeros(1, dtype=kael.int64)
+    for call in (lambda: kael.atan2(kael.ones(2, 3), kael.ones(2, 3), out=out),
+                 lambda: kael.add(kael.ones(2, 3), 1, out=out)):  # fmt: skip
+        with pytest.raises(kael.TypeError, match="can't be cast"):
+            call()
+        assert out.shape == (1,) and out.tolist() == [0]

@@ -923,7 +923,9 @@ def test_the_strided_layout_pickles_as_itself():
     assert copy.deepcopy(kael.strided) is kael.strided
 
 
-@pytest.mark.parametrize("key", [slice(1, None), slice(None, -1), slice(None, None, -1), slice(5, 9)])
+@pytest.mark.parametrize(
+    "key", [slice(1, None), slice(None, -1), slice(None, None, -1), slice(5, 9)]
+)
 def test_a_slice_of_a_size_is_a_size_as_torchs(key):
     k, t = kael.ones(2, 3, 4).shape[key], torch.ones(2, 3, 4).shape[key]
     assert isinstance(k, kael.Size) and k == tuple(t) and k.numel() == t.numel()
