@@ -33,6 +33,7 @@ import math
 from collections.abc import Sequence
 
 from kael.frontend import complex as cx
+from kael.frontend import elementwise as ew
 from kael.frontend import factories, formula, views
 from kael.frontend.linalg import matmul  # not Tensor.__matmul__: autocast never lowers it
 from kael.frontend.out_forms import with_out
@@ -97,9 +98,20 @@ def _build(kind: str, length: int, inverse: bool, dtype: DType, device) -> Tenso
 
 
 def _circle(turns: Tensor, length: int, inverse: bool, dtype: DType) -> Tensor:
-    """exp(-+i pi turns / length) as `dtype`."""
-    angle = turns * ((1.0 if inverse else -1.0) * math.pi / length)
-    return cx.polar(factories.ones_like(angle), angle).to(dtype)
+    """exp(-+i pi turns / length) as `dtype`, exactly 1, -i, -1 or i at a quarter turn (as
+    pocketfft's twiddles: a real signal's Nyquist term then has no imaginary part, where
+    sin(pi) rounded to 1.2e-16 gave it one, and a phase of -pi instead of torch's pi)."""
+    sign = 1.0 if inverse else -1.0
+    angle = turns * (sign * math.pi / length)
+    z = cx.polar(factories.ones_like(angle), angle)
+    quarters = turns * (2.0 / length)
+    exact = quarters.eq(quarters.round())
+    q = quarters.round().remainder(4.0).to(int64)  # quarter turns, 0 to 3
+    parts = cx.view_as_real(z)
+    for k, values in enumerate(((1.0, 0.0, -1.0, 0.0), (0.0, sign, 0.0, -sign))):  # cos, sin
+        table = factories.tensor(values, dtype=float64, device=turns.device)
+        parts[..., k].copy_(ew.where(exact, table[q], parts[..., k]))
+    return z.to(dtype)
 
 
 # ---- the complex transform along the last dim ---------------------------------------------------

@@ -502,3 +502,17 @@ def test_frequencies_written_into_out_as_torch(name, dtype):
     want = getattr(torch.fft, name)(5, 0.5, out=torch.empty(0, dtype=getattr(torch, str(dtype))))
     got = getattr(kael.fft, name)(5, 0.5, out=out)
     assert got is out and out.dtype is dtype and out.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("n", [2, 6, 8, 12, 400, 512, 1000])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_real_signals_nyquist_term_is_real_as_torchs(n, dtype):
+    """A real signal's DC and Nyquist terms have no imaginary part (exact quarter-turn
+    twiddles, as pocketfft's), so their phase is torch's (pi, not -pi, for a negative one)."""
+    x = np.random.default_rng(n).standard_normal(n).astype(dtype)
+    for name in ("rfft", "fft"):
+        got = getattr(kael.fft, name)(kael.from_numpy(x))
+        want = getattr(torch.fft, name)(torch.from_numpy(x))
+        for k in (0, n // 2):
+            assert got.imag[k].item() == 0.0 == want.imag[k].item()
+            assert got.angle()[k].item() == want.angle()[k].item()
