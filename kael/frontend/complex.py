@@ -656,7 +656,8 @@ _COMPARE: dict[str, Callable] = {
     "eq": lambda a, b, c, d: _both_zero_or(a, c, "eq", b, d, True),
     "ne": lambda a, b, c, d: _both_zero_or(a, c, "ne", b, d, False),
 }
-COMPLEX_OPS = frozenset((*_BINARY, *_UNARY, *_TO_REAL, *_COMPARE))
+_LOGICAL = frozenset(("logical_and", "logical_or", "logical_xor"))
+COMPLEX_OPS = frozenset((*_BINARY, *_UNARY, *_TO_REAL, *_COMPARE, *_LOGICAL))
 
 
 def _both_zero_or(a, c, op: str, b, d, both: bool):
@@ -721,6 +722,14 @@ def binary(name: str, a, b, result: DType, out: Tensor | None = None) -> Tensor:
         return _power(exponent, a, result, out, shape, device)
     if name in _BINARY:
         return _launch(name, [a, b], result, _BINARY[name], out, shape, device, cast=True)
+    if name in _LOGICAL:  # on each operand's truth: nonzero where either part is
+        from kael.frontend.elementwise import binary as real_binary
+
+        truths = [
+            binary("ne", x, 0, x.dtype) if isinstance(x, Tensor) and x.dtype.is_complex else x
+            for x in (a, b)
+        ]
+        return real_binary(name, *truths, out=out)
     if name not in _COMPARE:
         raise refuse(name, result)
     target = checked_out(out, shape, bool_, device, name, (a, b), cast=True)

@@ -1243,3 +1243,16 @@ def test_a_python_int_past_int64_and_uint64_is_refused_beside_a_complex_tensor_a
     with pytest.raises(kael.ValueError, match="out of the range of int64 and uint64"):
         kael.tensor([1j]) + (-(2**63) - 1)
     assert (kael.tensor([1j]) + 2**63).tolist() == (torch.tensor([1j]) + 2**63).tolist()
+
+
+@pytest.mark.parametrize("op", ["logical_and", "logical_or", "logical_xor"])
+def test_logical_ops_of_complex_tensors_read_each_ones_truth_as_torch(op):
+    a = [0j, 1j, 2 + 0j, 0j, complex("nan")]
+    b = [1 + 0j, 0j, 3j, 0j, 0j]
+    for other in (kael.tensor(b), kael.tensor([1.0, 0.0, 0.0, 1.0, 2.0])):
+        got = getattr(kael, op)(kael.tensor(a), other)
+        want = getattr(torch, op)(torch.tensor(a), torch.from_numpy(other.numpy()))
+        assert got.dtype is kael.bool and got.tolist() == want.tolist()
+    got = getattr(kael.tensor(a), f"{op}_")(kael.tensor(b))  # written back into self's dtype
+    want = getattr(torch.tensor(a), f"{op}_")(torch.tensor(b))
+    assert got.dtype is kael.complex64 and got.tolist() == want.tolist()
