@@ -98,8 +98,11 @@ def scaled_dot_product_attention(
         q, k, v = q.float(), k.float(), v.float()
     elif strides is None:
         return _attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, door)
-    out = _attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)._impl
+    args = (q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    out = _attention(*args, out_strides=strides)._impl
     strides = out.strides if strides is None else strides
+    if out.strides == strides and out.dtype is query.dtype:  # the fused kernel wrote it so
+        return Tensor(out)
     return Tensor(memory_formats.copy_with(out, strides, query.dtype))
 
 
@@ -124,8 +127,12 @@ def _flash_strides(q: Tensor, k: Tensor, v: Tensor, dropout_p, enable_gqa) -> tu
     return None if strides == contiguous_strides(q.shape) else strides
 
 
-def _attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, door=None) -> Tensor:
-    """scaled_dot_product_attention of checked float32 or float64 operands, row-major."""
+def _attention(
+    q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, door=None, out_strides=None
+) -> Tensor:
+    """scaled_dot_product_attention of checked float32 or float64 operands: laid out with
+    `out_strides` where the fused kernel runs (it writes any layout), else row-major; a
+    fused call with a fast `door` key is kept for the door."""
     name = "scaled_dot_product_attention"
     if enable_gqa and q.ndim >= 3 and k.shape[-3] != q.shape[-3]:
         heads, kv_heads = q.shape[-3], k.shape[-3]
@@ -138,7 +145,7 @@ def _attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, door
     # Empty embeddings give zero scores, weighted alike, as in PyTorch (not 0 * inf).
     factor = 1.0 / math.sqrt(q.shape[-1] or 1) if scale is None else float(scale)
     if dropout_p == 0.0 and not _decoding(length, k):
-        fused = _fused(q, k, v, attn_mask, is_causal, factor, door)
+        fused = _fused(q, k, v, attn_mask, is_causal, factor, door, out_strides)
         if fused is not None:
             return fused
     scores = linalg.matmul(q, k.transpose(-2, -1)) * factor
@@ -179,11 +186,15 @@ def _decoding(length: int, k: Tensor) -> bool:
     return length <= DECODE_ROWS and k.numel() * k.dtype.itemsize >= DECODE_KEY_BYTES
 
 
-def _fused(q: Tensor, k: Tensor, v: Tensor, mask, is_causal: bool, scale: float, door=None):
+def _fused(q: Tensor, k: Tensor, v: Tensor, mask, is_causal: bool, scale: float, door=None,
+           out_strides=None):  # fmt: skip
     """The attention by codegen/cpu/attention.py's fused kernel, or None where it does not
     apply (a GPU, batch dims that differ, value rows wider than EV_MAX, a mask
-    whose batch dims do not merge into one stride); a call with a `door` key is kept for
-    the fast door where it can replay it (_keep)."""
+    whose batch dims do not split as the kernel's (batch, head) pairs); the result laid out
+    with `out_strides` (default row-major). The kernel reads and writes a 4-d operand's
+    matrices through its own two batch strides (HF's [B, L, H, E] query is no copy); other
+    ranks have their batch dims merged. A call with a `door` key is kept for the fast door
+    where it can replay it (_keep)."""
     from kael.codegen.cpu import attention as kernel
 
     batch = q.shape[:-2]
@@ -196,8 +207,9 @@ def _fused(q: Tensor, k: Tensor, v: Tensor, mask, is_causal: bool, scale: float,
     ):
         return None
     length, source, width = q.shape[-2], k.shape[-2], v.shape[-1]
-    count = math.prod(batch)
-    kind, strides = ("causal" if is_causal else "none"), (0, 0, 0)
+    heads = batch[1] if len(batch) == 2 else 1
+    split = (math.prod(batch) // heads if heads else 0, heads)  # the kernel's (batch, head)
+    kind, strides = ("causal" if is_causal else "none"), (0, 0, 0, 0)
     if mask is not None:
         mask = tensor_arg(mask, "scaled_dot_product_attention", "attn_mask")
         if mask.dtype is not bool_ and mask.dtype is not q.dtype:
@@ -206,22 +218,38 @@ def _fused(q: Tensor, k: Tensor, v: Tensor, mask, is_causal: bool, scale: float,
             full = mask.expand((*batch, length, source))
         except ValueError:
             return None
-        merged = views.compute_stride(full.shape[:-2], full.strides()[:-2], (count,))
-        if merged is None:  # batch dims that no one stride steps through
+        strides = views.compute_stride(full.shape, full.strides(), (*split, length, source))
+        if strides is None:  # batch dims that no (batch, head) strides step through
             return None
         kind = "keep" if mask.dtype is bool_ else "additive"
-        strides = (*merged, *full.strides()[-2:])
         mask = full._impl
-    rows = [_rows(t._impl, count, n) for t, n in ((q, length), (v, source))]
-    keys = _batched(k._impl, count, source)
-    kt = _transposed_keys(keys)
-    out = empty_impl((count, length, width), q.dtype, q.device)
-    if out.numel():
-        kernel.run(rows[0], kt, rows[1], out, mask, kind, scale, count, strides)
-        if door is not None and mask is None:
-            _keep(door, (q._impl, v._impl, k._impl), (*rows, keys), kt, out, kind, scale)
+    qm, vm = (_matrices(t._impl, split, n) for t, n in ((q, length), (v, source)))
+    km = _matrices(k._impl, split, source, rows=False)
+    kt = _transposed_keys(km)
     shape = (*batch, length, width)
-    return Tensor(views.derive(out, shape, contiguous_strides(shape), 0))
+    result = empty_impl(shape, q.dtype, q.device)
+    if out_strides is not None:
+        result = memory_formats.restrided(result, out_strides)
+    out = _matrices(result, split, length)
+    if out.numel():
+        kernel.run(qm, kt, vm, out, mask, kind, scale, strides)
+        if door is not None and mask is None:
+            _keep(door, (q._impl, v._impl, k._impl), (qm, vm, km), kt, out, kind, scale)
+    return Tensor(result)
+
+
+def _matrices(impl: TensorImpl, split: tuple[int, int], n: int, rows: bool = True) -> TensorImpl:
+    """impl [..., n, last] as the kernel's [batch, head, n, last] (`split`), its `rows`
+    unit-stride: a view where impl's layout allows, else a row-major copy."""
+    if rows and impl.strides[-1] != 1 and impl.shape[-1] > 1:
+        impl = clone_impl(impl)
+
+    shape = (*split, n, impl.shape[-1])
+    strides = views.compute_stride(impl.shape, impl.strides, shape)
+    if strides is None:
+        impl = clone_impl(impl)
+        strides = views.compute_stride(impl.shape, impl.strides, shape)
+    return views.derive(impl, shape, strides, impl.offset)
 
 
 # The fast door of a plain call (float32/float64 query, key and value on the host, no mask,
@@ -270,23 +298,22 @@ def _keep(door: tuple, args: tuple, read: tuple, kt, out, kind: str, scale: floa
     ):
         return
     q, v, keys = read
-    count = out.shape[0]
-    if kernel.parallel(kernel.flops(q, v, count)):
+    if kernel.parallel(kernel.flops(q, v)):
         return
-    src = views.transpose(keys, 1, 2)
+    src = views.transpose(keys, 2, 3)
     copy = fastpath.inline_copy(kt.dtype, kt.shape, kt.strides, src.strides)
     if copy is None or not kt.storage.nbytes:
         return
-    template = kernel.words(q, kt, v, out, None, scale, (0, 0, 0))
+    template = kernel.words(q, kt, v, out, None, scale, (0, 0, 0, 0))
     template[:4] = [0, 0, 0, 0]
     fn = kernel.function(q.dtype, kind)
-    items = kernel.items(q, count)
+    items = kernel.items(q)
     launch = native_launch.describe(fn, template, (0, 1, 2, 3), 0)
     if launch is None:
         return
     size = q.dtype.itemsize
     padded = kt.storage.nbytes
-    shape = (*args[0].shape[:-2], q.shape[1], v.shape[2])
+    shape = (*args[0].shape[:-2], q.shape[2], v.shape[3])
     _DOOR[door] = (copy, padded, launch, items, out.numel() * size, shape, q.dtype)
 
 
@@ -306,33 +333,17 @@ LINE = 64  # bytes of a cache line
 
 
 def _transposed_keys(k: TensorImpl) -> TensorImpl:
-    """k [count, S, E] as k^T [count, E, S] with rows an odd number of cache lines apart.
+    """k [B, H, S, E] as k^T [B, H, E, S] with rows an odd number of cache lines apart.
     The kernel reads a block of keys down its E rows: rows 4 KiB apart (S = 1024 in
     float32) all fall in one L1 set and evict each other at every step (causal
     [8, 8, 1024, 64]: 125 ms, 80 ms padded). Impl-level: no tensor op's checks per call."""
-    count, source, e = k.shape
+    *split, source, e = k.shape
     lines = -(-source * k.dtype.itemsize // LINE)
     row = (lines | 1) * LINE // k.dtype.itemsize
-    padded = empty_impl((count, e, row), k.dtype, k.device)
-    kt = views.derive(padded, (count, e, source), padded.strides, 0)
-    fastpath.copy_remembered(kt, views.transpose(k, 1, 2))
+    padded = empty_impl((*split, e, row), k.dtype, k.device)
+    kt = views.derive(padded, (*split, e, source), padded.strides, 0)
+    fastpath.copy_remembered(kt, views.transpose(k, 2, 3))
     return kt
-
-
-def _batched(impl: TensorImpl, count: int, n: int) -> TensorImpl:
-    """impl [..., n, last] as [count, n, last]: a view where one exists, else a copy."""
-    shape = (count, n, impl.shape[-1])
-    strides = views.compute_stride(impl.shape, impl.strides, shape)
-    if strides is None:
-        impl = clone_impl(impl)
-        strides = views.compute_stride(impl.shape, impl.strides, shape)
-    return views.derive(impl, shape, strides, impl.offset)
-
-
-def _rows(impl: TensorImpl, count: int, n: int) -> TensorImpl:
-    """impl as [count, n, last] with unit-stride rows (a copy only where needed)."""
-    impl = _batched(impl, count, n)
-    return impl if impl.strides[-1] == 1 else clone_impl(impl)
 
 
 def _repeat_heads(t: Tensor, times: int) -> Tensor:

@@ -40,8 +40,9 @@ from kael.runtime.launcher import launch
 from kael.runtime.tensor_impl import host_ptr
 
 ARGS = (
-    "q", "kt", "v", "out", "mask", "scale", "qblocks", "l", "s", "e", "ev",
-    "qsb", "qrs", "ktsb", "ktrs", "vsb", "vrs", "osb", "ors", "msb", "mrs", "mcs",
+    "q", "kt", "v", "out", "mask", "scale", "qblocks", "l", "s", "e", "ev", "heads",
+    "qsb", "qsh", "qrs", "ktsb", "ktsh", "ktrs", "vsb", "vsh", "vrs", "osb", "osh", "ors",
+    "msb", "msh", "mrs", "mcs",
 )  # fmt: skip
 KINDS = ("none", "causal", "additive", "keep")
 BQ = 64  # query rows per work item
@@ -111,11 +112,16 @@ def _emit(module: ir.Module, dtype: DType, kind: str, vx, micro) -> None:
 
     def item(it):
         bh, qb = divmod_(b, it, w["qblocks"])
+        batch, head = divmod_(b, bh, w["heads"])
+
+        def matrix(prefix: str) -> ir.Value:  # where an operand's matrix of (batch, head) starts
+            return b.add(b.mul(batch, w[f"{prefix}sb"]), b.mul(head, w[f"{prefix}sh"]))
+
         i0 = b.mul(qb, i64(BQ))
         rows = smin(b, i64(BQ), b.sub(w["l"], i0))
-        q = b.gep(q0, [b.add(b.mul(bh, w["qsb"]), b.mul(i0, w["qrs"]))])
-        kt = b.gep(kt0, [b.mul(bh, w["ktsb"])])
-        v = b.gep(v0, [b.mul(bh, w["vsb"])])
+        q = b.gep(q0, [b.add(matrix("q"), b.mul(i0, w["qrs"]))])
+        kt = b.gep(kt0, [matrix("kt")])
+        v = b.gep(v0, [matrix("v")])
         tiles = b.sdiv(b.add(rows, i64(mr - 1)), i64(mr))
 
         def reset(r):
@@ -169,7 +175,7 @@ def _emit(module: ir.Module, dtype: DType, kind: str, vx, micro) -> None:
             i = b.add(i0, r)
             row = b.gep(probs, [b.mul(r, i64(bk))])
             vptr = vx.vec.as_pointer()
-            mrow = b.add(b.mul(bh, w["msb"]), b.mul(i, w["mrs"]))
+            mrow = b.add(matrix("m"), b.mul(i, w["mrs"]))
             blocks = []
             for g in range(bk // lanes):
                 cols = b.add(splat64(b.add(j0, i64(g * lanes))), lane_ids)
@@ -225,7 +231,7 @@ def _emit(module: ir.Module, dtype: DType, kind: str, vx, micro) -> None:
                 b.fcmp_ordered("==", total, zero), zero, b.fdiv(ir.Constant(elem, 1.0), total)
             )
             src = b.gep(acc, [b.mul(r, i64(EV_MAX))])
-            dst = b.gep(out0, [b.add(b.mul(bh, w["osb"]), b.mul(b.add(i0, r), w["ors"]))])
+            dst = b.gep(out0, [b.add(matrix("o"), b.mul(b.add(i0, r), w["ors"]))])
 
             def step(j, valid):
                 x = vx.load(b, b.gep(src, [j]), valid)
@@ -256,25 +262,26 @@ def library(dtype: DType) -> handwritten.Library:
 
 def words(q, kt, v, out, mask, scale: float, mask_strides) -> list[int]:
     """The kernel's argument block: q's, kt's, v's, out's and the mask's addresses (0 for
-    none) first, then the scale, sizes and strides."""
-    length, source = q.shape[1], v.shape[1]
+    none) first, then the scale, sizes and strides. Operands are [batch, heads, rows, row]
+    impls (a matrix per batch and head: two strides, so a [B, L, H, E] layout read as
+    [B, H, L, E] needs no copy); mask_strides are the mask's four."""
+    length, source = q.shape[2], v.shape[2]
     return [
         *(host_ptr(t, "attention") for t in (q, kt, v, out)),
         host_ptr(mask, "attention") if mask is not None else 0,
         struct.unpack("<q", struct.pack("<d", scale))[0],
-        -(-length // BQ), length, source, q.shape[2], v.shape[2], q.strides[0], q.strides[1],
-        kt.strides[0], kt.strides[1], v.strides[0], v.strides[1], out.strides[0],
-        out.strides[1], *mask_strides,
+        -(-length // BQ), length, source, q.shape[3], v.shape[3], q.shape[1],
+        *q.strides[:3], *kt.strides[:3], *v.strides[:3], *out.strides[:3], *mask_strides,
     ]  # fmt: skip
 
 
-def items(q, batch: int) -> int:
+def items(q) -> int:
     """Work items of a launch: blocks of BQ query rows of every matrix."""
-    return batch * -(-q.shape[1] // BQ)
+    return q.shape[0] * q.shape[1] * -(-q.shape[2] // BQ)
 
 
-def flops(q, v, batch: int) -> int:
-    return 4 * batch * q.shape[1] * v.shape[1] * (q.shape[2] + v.shape[2])
+def flops(q, v) -> int:
+    return 4 * q.shape[0] * q.shape[1] * q.shape[2] * v.shape[2] * (q.shape[3] + v.shape[3])
 
 
 def function(dtype: DType, kind: str):
@@ -282,10 +289,10 @@ def function(dtype: DType, kind: str):
     return library(dtype)[symbol(kind)]
 
 
-def run(q, kt, v, out, mask, kind: str, scale: float, batch: int, mask_strides) -> None:
-    """out [batch, L, Ev] = attention of q [batch, L, E] over kt [batch, E, S] (k
-    transposed) and v [batch, S, Ev] (impls; every row unit-stride, rows any stride
-    apart); `mask` an impl or None with its (batch, row, column) strides."""
-    work = flops(q, v, batch)
+def run(q, kt, v, out, mask, kind: str, scale: float, mask_strides) -> None:
+    """out [B, H, L, Ev] = attention of q [B, H, L, E] over kt [B, H, E, S] (k transposed)
+    and v [B, H, S, Ev] (impls; every row unit-stride, rows and matrices any strides
+    apart); `mask` an impl or None with its (batch, head, row, column) strides."""
+    work = flops(q, v)
     block = words(q, kt, v, out, mask, scale, mask_strides)
-    launch(function(q.dtype, kind), block, items(q, batch), parallel(work), 1, flops=work)
+    launch(function(q.dtype, kind), block, items(q), parallel(work), 1, flops=work)

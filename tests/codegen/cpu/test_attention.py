@@ -100,10 +100,14 @@ def test_composed_path_takes_what_the_kernel_does_not():
     k, t, launched = _attend((1, 10, 8), (1, 12, 8), attention.EV_MAX + 1)
     close_to_torch(k, t, 1e-5)
     assert not any(s.startswith("kael_attention") for s in launched)
-    mask = RNG.standard_normal((2, 1, 10, 12))  # batch dims that do not merge
-    k, t, launched = _attend((2, 3, 10, 8), (2, 3, 12, 8), 4, mask=mask)
+    mask = RNG.standard_normal((2, 1, 4, 10, 12))  # batch dims that do not merge
+    k, t, launched = _attend((2, 3, 4, 10, 8), (2, 3, 4, 12, 8), 4, mask=mask)
     close_to_torch(k, t, 1e-5)
     assert not any(s.startswith("kael_attention") for s in launched)
+    mask = RNG.standard_normal((2, 1, 10, 12))  # a (batch, head) mask the kernel reads
+    k, t, launched = _attend((2, 3, 10, 8), (2, 3, 12, 8), 4, mask=mask)
+    close_to_torch(k, t, 1e-5)
+    assert any(s.startswith("kael_attention") for s in launched)
     k, t, launched = _attend((1, 10, 8), (1, 12, 8), 4, kael.float16)
     close_to_torch(k, t, 2e-3)
 
@@ -130,9 +134,24 @@ def test_transposed_keys_rows_are_an_odd_number_of_cache_lines_apart(source, dty
     number of lines spreads a block's E rows over every set; the values are k^T."""
     from kael.frontend.attention import LINE, _transposed_keys
 
-    k = kael.tensor(RNG.standard_normal((2, source, 5)), dtype=dtype)
+    k = kael.tensor(RNG.standard_normal((2, 3, source, 5)), dtype=dtype)
     kt = _transposed_keys(k._impl)
-    row_bytes = kt.strides[1] * dtype.itemsize
+    row_bytes = kt.strides[2] * dtype.itemsize
     assert row_bytes % LINE == 0 and (row_bytes // LINE) % 2 == 1
     assert source * dtype.itemsize <= row_bytes < source * dtype.itemsize + 2 * LINE
-    np.testing.assert_array_equal(kael.Tensor(kt).numpy(), k.numpy().transpose(0, 2, 1))
+    np.testing.assert_array_equal(kael.Tensor(kt).numpy(), k.numpy().transpose(0, 1, 3, 2))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_heads_in_the_middle_are_read_and_written_in_place(causal):
+    """HF's q.view(B, L, H, E).transpose(1, 2): the kernel steps through (batch, head)
+    matrices by two strides, so the only copy is k^T's and the result keeps q's layout."""
+    x = RNG.standard_normal((3, 70, 4, 16))
+    (kx, tx) = pair(x)
+    kq, tq = kx.transpose(1, 2), tx.transpose(1, 2)
+    got, launched = record_launches(KF.scaled_dot_product_attention, kq, kq, kq, is_causal=causal)
+    want = TF.scaled_dot_product_attention(tq, tq, tq, is_causal=causal)
+    close_to_torch(got, want, 1e-5)
+    assert got.stride() == want.stride()
+    symbols = [x.symbol for x in launched]
+    assert [s for s in symbols if not s.startswith("kael_attention")] == symbols[:1]  # k^T
