@@ -17,12 +17,13 @@ from itertools import accumulate
 from typing import NamedTuple
 
 from kael.frontend import autocast, blas_like, index_ops, linalg
-from kael.frontend.formula import Value, launch
+from kael.frontend.formula import Value, launch, launch_many
 from kael.frontend.outputs import tensor_param
 from kael.frontend.random import dropout as _dropout
 from kael.frontend.shapes import narrowed, selected
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.tracing import op_door
+from kael.ir import graph as g
 from kael.runtime.dtypes import DType, bool_, float32, get_default_dtype, int64
 from kael.runtime.errors import IndexError, TypeError, ValueError
 
@@ -85,14 +86,36 @@ def _cell_output(xo: Value, ho: Value, c: Value) -> Value:
     return (xo + ho).apply("sigmoid") * c.apply("tanh")
 
 
+def _lstm_cell(dtype: DType) -> Callable:
+    """The formula of LSTM's (c', h') in one kernel; a half dtype's c' is rounded to it before
+    h' reads it, as torch's two steps round it."""
+
+    def formula(xi, xf, xc, xo, hi, hf, hc, ho, c):
+        c = _cell_state(xi, xf, xc, hi, hf, hc, c)
+        stored = (
+            c if not dtype.is_half else Value(g.Cast(c.node.dtype, (), g.Cast(dtype, (), c.node)))
+        )
+        return c, _cell_output(xo, ho, stored)
+
+    return formula
+
+
 def _lstm_step(xg: Tensor, hg: Tensor, state: tuple, weights: _Weights, dtype: DType, out):
-    """LSTM's step (c' first, then h'), h' projected by w_hr when there is one."""
+    """LSTM's step: c' and h' by one kernel, h' projected by w_hr when there is one."""
     xi, xf, xc, xo = _chunks(xg, 4)
     hi, hf, hc, ho = _chunks(hg, 4)
-    c = _fused("lstm_c", [xi, xf, xc, hi, hf, hc, state[1]], _cell_state, dtype, None)
+    shape, device = state[1].shape, state[1].device
+    c = Tensor(empty_impl(shape, dtype, device))
+    h = (
+        out
+        if out is not None and weights.w_hr is None
+        else Tensor(empty_impl(shape, dtype, device))
+    )
+    operands = [xi, xf, xc, xo, hi, hf, hc, ho, state[1]]
+    compute = float32 if dtype.is_half else dtype
+    launch_many(("lstm_cell",), operands, compute, _lstm_cell(dtype), [c, h])
     if weights.w_hr is None:
-        return _fused("lstm_h", [xo, ho, c], _cell_output, dtype, out), c
-    h = _fused("lstm_h", [xo, ho, c], _cell_output, dtype, None)
+        return h, c
     if out is None:
         return linalg.matmul(h, weights.w_hr.t()), c
     return linalg.matmul(h, weights.w_hr.t(), out=out), c
