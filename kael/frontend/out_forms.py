@@ -42,6 +42,15 @@ CASTING_OUT_FORMS = frozenset({
 })  # fmt: skip
 
 
+# those torch builds as TensorIterator ops: a resized out is laid out as their result
+ELEMENTWISE_OUT_FORMS = frozenset({
+    "angle", "arctan2", "atan2", "conj_physical", "diff", "float_power", "fmax", "fmin",
+    "heaviside", "hypot", "igamma", "igammac", "isneginf", "isposinf", "ldexp", "lerp",
+    "logaddexp", "logaddexp2", "logit", "nextafter", "signbit", "xlogy", "gcd", "lcm",
+    "polygamma", "xlog1py", "zeta", "gammainc", "gammaincc",
+})  # fmt: skip
+
+
 def _casts(name: str, args: tuple, kwargs: dict) -> bool:
     """Whether a call of out form `name` casts into another dtype: the CASTING_OUT_FORMS do,
     but lerp with a weight tensor of 1 or more dims (torch's lerp then checks one dtype)."""
@@ -83,7 +92,8 @@ def with_out(fn: Callable, name: str, creation: bool = False) -> Callable:
                 if kwargs.get(keyword) is None:
                     kwargs[keyword] = value
             return created_out(out, fn(*args, **kwargs), name)
-        return written_out(out, fn(*args, **kwargs), name, _casts(name, args, kwargs))
+        casts, elementwise = _casts(name, args, kwargs), name in ELEMENTWISE_OUT_FORMS
+        return written_out(out, fn(*args, **kwargs), name, casts, elementwise)
 
     try:
         signature = inspect.signature(fn)

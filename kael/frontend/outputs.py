@@ -13,6 +13,7 @@ from kael.frontend.memory_formats import (
     contiguous_format,
     converted,
     format_strides,
+    is_non_overlapping_and_dense,
     layout_for,
     preserve_format,
     restrided,
@@ -68,11 +69,16 @@ def check_out_dtype(out: Tensor, piece: Tensor, op: str) -> None:
         )
 
 
-def written_out(out: Tensor, piece: Tensor, op: str, cast: bool = False) -> Tensor:
+def written_out(
+    out: Tensor, piece: Tensor, op: str, cast: bool = False, elementwise: bool = False
+) -> Tensor:
     """piece written into out as ATen's out= forms do (the *_copy views, and sort's and the
     other (values, indices) ops' pairs: outputs.pair_out): out resized to piece's shape
     (warning when it held elements), then its dtype and device checked. A `cast` op (a
-    TensorIterator op in torch) converts piece into any dtype out may take (check_cast)."""
+    TensorIterator op in torch) converts piece into any dtype out may take (check_cast);
+    an `elementwise` one's resized out takes piece's layout, as torch's iterator lays out
+    a resized out as it would a new result (atan2 of transposed inputs: column-major)."""
+    resized = out.shape != piece.shape
     if cast and out.dtype is not piece.dtype:
         check_cast(piece.dtype, out.dtype, op)  # before the resize: a refused out is kept
         resize_output(out, piece.shape)
@@ -80,6 +86,10 @@ def written_out(out: Tensor, piece: Tensor, op: str, cast: bool = False) -> Tens
         resize_output(out, piece.shape)
         check_out_dtype(out, piece, op)
     device_of([piece, out], op)
+    layout = piece._impl
+    follow = elementwise and resized and piece.ndim > 1 and layout.strides != out._impl.strides
+    if follow and is_non_overlapping_and_dense(layout):
+        out.as_strided_(piece.shape, layout.strides)
     return out.copy_(piece)
 
 

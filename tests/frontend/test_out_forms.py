@@ -274,3 +274,25 @@ def test_arange_resizing_a_held_out_warns_in_torchs_words():
         warnings.simplefilter("error")
         assert kael.arange(1, out=kael.tensor(5.0)).shape == ()
         assert kael.zeros(5, out=kael.empty(3)).shape == (5,)
+
+
+def _column_major(value):
+    """A 2-d tensor argument laid out column-major (same values); others as they are."""
+    if hasattr(value, "ndim") and value.ndim == 2:
+        return value.t().contiguous().t()
+    return value
+
+
+@pytest.mark.parametrize("name", sorted(out_forms.ELEMENTWISE_OUT_FORMS & set(CALLS)))
+def test_an_elementwise_out_form_lays_a_resized_out_out_as_its_result(name):
+    """torch's iterator lays out an out it resizes as it would a new result: column-major
+    inputs give a column-major out (a non-elementwise op's resized out is row-major)."""
+    args, kwargs = CALLS[name](kael)
+    targs, tkwargs = CALLS[name](torch)
+    args, targs = [_column_major(a) for a in args], [_column_major(a) for a in targs]
+    plain = getattr(kael, name)(*args, **kwargs)
+    out, want = kael.empty(0, dtype=plain.dtype), torch.empty(0, dtype=TORCH_DTYPES[plain.dtype])
+    getattr(kael, name)(*args, **kwargs, out=out)
+    getattr(torch, name)(*targs, **tkwargs, out=want)
+    assert out.stride() == want.stride()
+    np.testing.assert_allclose(out.numpy(), want.numpy(), rtol=1e-6)
