@@ -91,7 +91,7 @@ def scaled_dot_product_attention(
             both = ew.binary("logical_and", mask, causal) if mask_dtype is bool_ else None
             attn_mask = both if both is not None else ew.where(causal, mask, -math.inf)
             is_causal = False
-    strides = _flash_strides(q, k, v, dropout_p, enable_gqa)
+    strides = _flash_strides(q, k, v, attn_mask, dropout_p, enable_gqa)
     if q.dtype.is_half:  # float32 inside, one rounding at the end (torch's CPU kernel's)
         if attn_mask is not None and attn_mask.dtype is q.dtype:
             attn_mask = attn_mask.float()
@@ -106,18 +106,21 @@ def scaled_dot_product_attention(
     return Tensor(memory_formats.copy_with(out, strides, query.dtype))
 
 
-def _flash_strides(q: Tensor, k: Tensor, v: Tensor, dropout_p, enable_gqa) -> tuple | None:
+def _flash_strides(q: Tensor, k: Tensor, v: Tensor, mask, dropout_p, enable_gqa):
     """The strides of torch's result where its CPU flash kernel takes the call, which lays
-    it out in the query's dim order (4-d query, key and value of one embedding size, rows
-    of unit stride, keys and rows to attend, one batch, one head count or GQA's multiple,
-    no dropout): HF's q.view(B, L, H, E).transpose(1, 2) gives a [B, L, H, E] result, whose
+    it out in the query's dim order (4-d query, key and value of one embedding size, last
+    dims of unit stride (size 1 too), keys and rows to attend, one batch, one head count or
+    GQA's multiple, no dropout, a 2-d or 4-d mask that broadcasts by size-1 dims): HF's
+    q.view(B, L, H, E).transpose(1, 2) gives a [B, L, H, E] result, whose
     .transpose(1, 2).view(B, L, H * E) works. None where torch's result is row-major."""
     if not (q.ndim == k.ndim == v.ndim == 4) or dropout_p != 0:
         return None
     (b, heads, length, e), (source, kv_heads) = q.shape, (k.shape[2], k.shape[1])
     if not length or not source or k.shape[3] != e or v.shape[3] != e:
         return None
-    if any(t._impl.strides[3] != 1 and e != 1 for t in (q, k, v)):
+    if any(t._impl.strides[3] != 1 for t in (q, k, v)):
+        return None
+    if mask is not None and not _flash_mask(mask.shape, (b, heads, length, source)):
         return None
     if k.shape[0] != b or v.shape[:3] != k.shape[:3]:
         return None
@@ -125,6 +128,14 @@ def _flash_strides(q: Tensor, k: Tensor, v: Tensor, dropout_p, enable_gqa) -> tu
         return None
     strides = memory_formats.inferred_strides(q.shape, q._impl.strides)
     return None if strides == contiguous_strides(q.shape) else strides
+
+
+def _flash_mask(shape: tuple[int, ...], full: tuple[int, int, int, int]) -> bool:
+    """Whether torch's flash kernel takes a mask of `shape` for attention of `full` (B, H,
+    L, S): 2-d or 4-d, each dim the full size or 1 (a 3-d mask sends it down its math path)."""
+    if len(shape) not in (2, 4):
+        return False
+    return all(n in (1, size) for n, size in zip(shape, full[-len(shape) :]))
 
 
 def _attention(

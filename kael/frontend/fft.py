@@ -104,9 +104,11 @@ def _circle(turns: Tensor, length: int, inverse: bool, dtype: DType) -> Tensor:
     sign = 1.0 if inverse else -1.0
     angle = turns * (sign * math.pi / length)
     z = cx.polar(factories.ones_like(angle), angle)
-    quarters = turns * (2.0 / length)
-    exact = quarters.eq(quarters.round())
-    q = quarters.round().remainder(4.0).to(int64)  # quarter turns, 0 to 3
+    # quarter turns 4 turns / (2 length), told in integers (turns hold whole numbers, length
+    # a whole or half one): a float quotient is not exact (196 * (2 / 196) != 2)
+    scaled, unit = turns * 4.0, float(round(2 * length))
+    exact = scaled.remainder(unit).eq(0.0)
+    q = scaled.div(unit, rounding_mode="floor").remainder(4.0).to(int64)  # 0 to 3
     parts = cx.view_as_real(z)
     for k, values in enumerate(((1.0, 0.0, -1.0, 0.0), (0.0, sign, 0.0, -sign))):  # cos, sin
         table = factories.tensor(values, dtype=float64, device=turns.device)
@@ -281,8 +283,11 @@ def _c2c_along(x: Tensor, n, dim, norm, inverse: bool, op: str) -> Tensor:
 
 def _c2c(op: str, inverse: bool):
     def transform(input, n=None, dim=-1, norm=None, *, out=None) -> Tensor:
-        x = _as_complex(tensor_arg(input, op), op)
-        return _written(_c2c_along(x, n, dim, norm, inverse, op), out, op)
+        given = tensor_arg(input, op)
+        result = _c2c_along(_as_complex(given, op), n, dim, norm, inverse, op)
+        if not given.dtype.is_complex:
+            _real_terms(result, dim, -0.0 if inverse else 0.0)
+        return _written(result, out, op)
 
     transform.__name__ = op
     transform.__doc__ = f"torch.fft.{op}: the {'inverse ' if inverse else ''}DFT along dim."
@@ -300,6 +305,17 @@ def _written(result: Tensor, out, op: str) -> Tensor:
         wanted = "complex" if result.dtype.is_complex else "floating point"
         raise TypeError(f"{op} expects a {wanted} output tensor, but got {kind}")
     return output(out, result.shape, kind, result.device, op).copy_(result)
+
+
+def _real_terms(spectrum: Tensor, dim, zero: float) -> None:
+    """The DC and Nyquist terms of a real signal's spectrum made exactly real, as torch's
+    real-input transforms give them (a Bluestein length's rounding left ~1e-13 there): an
+    imaginary part of `zero` (torch's inverse conjugates its forward one: -0.0)."""
+    d = views.wrap_dim(dim, spectrum.ndim)
+    n = spectrum.shape[d]
+    parts = cx.imag(spectrum)
+    for k in (0, n // 2) if n % 2 == 0 else (0,):
+        parts.select(d, k).fill_(zero)
 
 
 fft = _c2c("fft", False)

@@ -504,13 +504,15 @@ def test_frequencies_written_into_out_as_torch(name, dtype):
     assert got is out and out.dtype is dtype and out.tolist() == want.tolist()
 
 
-@pytest.mark.parametrize("n", [2, 6, 8, 12, 400, 512, 1000])
+@pytest.mark.parametrize("n", [2, 6, 8, 12, 98, 196, 400, 512, 1000, 1028])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_a_real_signals_nyquist_term_is_real_as_torchs(n, dtype):
     """A real signal's DC and Nyquist terms have no imaginary part (exact quarter-turn
-    twiddles, as pocketfft's), so their phase is torch's (pi, not -pi, for a negative one)."""
+    twiddles, as pocketfft's, told in integers: 196 * (2 / 196) is not 2; a Bluestein
+    length's terms made real), so their phase is torch's (pi, not -pi, for a negative one)."""
     x = np.random.default_rng(n).standard_normal(n).astype(dtype)
-    for name in ("rfft", "fft"):
+    x[0] = -abs(x).sum()  # a negative DC term
+    for name in ("rfft", "fft", "ifft"):
         got = getattr(kael.fft, name)(kael.from_numpy(x))
         want = getattr(torch.fft, name)(torch.from_numpy(x))
         for k in (0, n // 2):

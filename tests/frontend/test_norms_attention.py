@@ -558,6 +558,28 @@ def test_attention_result_is_laid_out_as_torchs(q_order, kv_order, kwargs, dtype
         )
 
 
+@pytest.mark.parametrize("mask_shape", [(3, 5, 5), (5, 5), (1, 1, 5, 5), (2, 1, 1, 5), (5, 1)])
+def test_attention_layout_follows_torchs_mask_rule(mask_shape):
+    """torch's flash kernel takes a 2-d or 4-d mask only (a 3-d one: its math path, a
+    row-major result)."""
+    x = RNG.standard_normal((2, 5, 3, 8)).astype(np.float32)
+    m = RNG.standard_normal(mask_shape).astype(np.float32)
+    kq, tq = kael.from_numpy(x).transpose(1, 2), torch.from_numpy(x).transpose(1, 2)
+    got = KF.scaled_dot_product_attention(kq, kq, kq, attn_mask=kael.from_numpy(m))
+    want = TF.scaled_dot_product_attention(tq, tq, tq, attn_mask=torch.from_numpy(m))
+    assert got.stride() == want.stride()
+    np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-5)
+
+
+def test_attention_with_a_strided_size_one_embedding_is_row_major_as_torchs():
+    x = RNG.standard_normal((1, 3, 2, 1)).astype(np.float32)
+    y = RNG.standard_normal((1, 2, 1, 3)).astype(np.float32)
+    kq, kk = kael.from_numpy(x).transpose(1, 2), kael.from_numpy(y).transpose(2, 3)
+    tq, tk = torch.from_numpy(x).transpose(1, 2), torch.from_numpy(y).transpose(2, 3)
+    got = KF.scaled_dot_product_attention(kq, kk, kk)
+    assert got.stride() == TF.scaled_dot_product_attention(tq, tk, tk).stride()
+
+
 def test_hf_attention_output_views_back_to_its_hidden_size():
     q = kael.ones(2, 5, 4, 8).transpose(1, 2)  # x.view(B, L, H, E).transpose(1, 2)
 
