@@ -34,7 +34,7 @@ from kael.frontend.tracing import op_door
 from kael.runtime import user_warning
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import bool_, float32, float64
-from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.errors import IndexError, TypeError, ValueError
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
 
@@ -78,6 +78,7 @@ def scaled_dot_product_attention(
             f"{name}: query {list(q.shape)}, key {list(k.shape)} and value {list(v.shape)}"
             " disagree: query and key need one embedding size, key and value one length"
         )
+    flash = _flash_takes(q, k, v, attn_mask, dropout_p, enable_gqa)
     if attn_mask is not None:
         mask_dtype = tensor_arg(attn_mask, name, "attn_mask").dtype
         if not (mask_dtype is bool_ or mask_dtype.is_floating_point):
@@ -85,13 +86,24 @@ def scaled_dot_product_attention(
                 "Expected attn_mask dtype to be bool or float or to match query dtype, but got"
                 f" attn_mask.dtype: {mask_dtype} and query.dtype: {q.dtype} instead."
             )
+        if attn_mask.ndim < 2:
+            raise IndexError(
+                f"{name}: attn_mask needs the query's and the key's dims (its last two), got"
+                f" a {attn_mask.ndim}-d mask"
+            )
+        if is_causal and not flash:  # torch's math path refuses the pair
+            raise ValueError(
+                f"{name}: Explicit attn_mask should not be set when is_causal=True (only"
+                " torch's fused CPU kernel takes both: a 4-d query, key and value, no"
+                " dropout, a 2-d or 4-d mask)"
+            )
         if is_causal:  # both apply, as torch 2.13's CPU kernel: one mask of the two
             causal = _causal_mask(q.shape[-2], k.shape[-2], q.device)
             mask = tensor_arg(attn_mask, name, "attn_mask")
             both = ew.binary("logical_and", mask, causal) if mask_dtype is bool_ else None
             attn_mask = both if both is not None else ew.where(causal, mask, -math.inf)
             is_causal = False
-    strides = _flash_strides(q, k, v, attn_mask, dropout_p, enable_gqa)
+    strides = _flash_strides(q) if flash else None
     if q.dtype.is_half:  # float32 inside, one rounding at the end (torch's CPU kernel's)
         if attn_mask is not None and attn_mask.dtype is q.dtype:
             attn_mask = attn_mask.float()
@@ -106,26 +118,29 @@ def scaled_dot_product_attention(
     return Tensor(memory_formats.copy_with(out, strides, query.dtype))
 
 
-def _flash_strides(q: Tensor, k: Tensor, v: Tensor, mask, dropout_p, enable_gqa):
-    """The strides of torch's result where its CPU flash kernel takes the call, which lays
-    it out in the query's dim order (4-d query, key and value of one embedding size, last
-    dims of unit stride (size 1 too), keys and rows to attend, one batch, one head count or
-    GQA's multiple, no dropout, a 2-d or 4-d mask that broadcasts by size-1 dims): HF's
-    q.view(B, L, H, E).transpose(1, 2) gives a [B, L, H, E] result, whose
-    .transpose(1, 2).view(B, L, H * E) works. None where torch's result is row-major."""
+def _flash_takes(q: Tensor, k: Tensor, v: Tensor, mask, dropout_p, enable_gqa) -> bool:
+    """Whether torch's CPU flash kernel takes the call (else its math path): a 4-d query,
+    key and value of one embedding size, last dims of unit stride (size 1 too), keys and
+    rows to attend, one batch, one head count or GQA's multiple, no dropout, a 2-d or 4-d
+    mask that broadcasts by size-1 dims."""
     if not (q.ndim == k.ndim == v.ndim == 4) or dropout_p != 0:
-        return None
+        return False
     (b, heads, length, e), (source, kv_heads) = q.shape, (k.shape[2], k.shape[1])
     if not length or not source or k.shape[3] != e or v.shape[3] != e:
-        return None
+        return False
     if any(t._impl.strides[3] != 1 for t in (q, k, v)):
-        return None
+        return False
     if mask is not None and not _flash_mask(mask.shape, (b, heads, length, source)):
-        return None
+        return False
     if k.shape[0] != b or v.shape[:3] != k.shape[:3]:
-        return None
-    if kv_heads != heads and not (enable_gqa and kv_heads and heads % kv_heads == 0):
-        return None
+        return False
+    return kv_heads == heads or (enable_gqa and kv_heads and heads % kv_heads == 0)
+
+
+def _flash_strides(q: Tensor) -> tuple | None:
+    """The strides of torch's flash kernel's result: dense in the query's dim order (HF's
+    q.view(B, L, H, E).transpose(1, 2) gives a [B, L, H, E] result, whose
+    .transpose(1, 2).view(B, L, H * E) works); None where that is row-major."""
     strides = memory_formats.inferred_strides(q.shape, q._impl.strides)
     return None if strides == contiguous_strides(q.shape) else strides
 
@@ -145,13 +160,17 @@ def _attention(
     `out_strides` where the fused kernel runs (it writes any layout), else row-major; a
     fused call with a fast `door` key is kept for the door."""
     name = "scaled_dot_product_attention"
-    if enable_gqa and q.ndim >= 3 and k.shape[-3] != q.shape[-3]:
-        heads, kv_heads = q.shape[-3], k.shape[-3]
-        if heads % kv_heads:
-            raise ValueError(
-                f"{name}: {heads} query heads are not a multiple of {kv_heads} key heads"
-            )
-        k, v = (_repeat_heads(t, heads // kv_heads) for t in (k, v))
+    if enable_gqa and q.ndim >= 3:  # key and value heads repeated, each by its own factor
+        heads = q.shape[-3]
+        for t, what in ((k, "key"), (v, "value")):
+            if t.shape[-3] and heads % t.shape[-3]:
+                raise ValueError(
+                    f"{name}: {heads} query heads are not a multiple of {t.shape[-3]} {what} heads"
+                )
+        k, v = (
+            _repeat_heads(t, heads // t.shape[-3]) if t.shape[-3] not in (0, heads) else t
+            for t in (k, v)
+        )
     length, source = q.shape[-2], k.shape[-2]
     # Empty embeddings give zero scores, weighted alike, as in PyTorch (not 0 * inf).
     factor = 1.0 / math.sqrt(q.shape[-1] or 1) if scale is None else float(scale)

@@ -589,3 +589,31 @@ def test_hf_attention_output_views_back_to_its_hidden_size():
 
     assert merged(q).shape == (2, 5, 32)
     assert kael.compile(merged)(q).shape == (2, 5, 32)
+
+
+def test_grouped_heads_repeat_key_and_value_each_by_its_own_factor():
+    (kq, tq), (kk, tk), (kv, tv) = (
+        _heads(s, BHSD, "float32") for s in ((1, 6, 4, 8), (1, 2, 5, 8), (1, 3, 5, 8))
+    )
+    got = KF.scaled_dot_product_attention(kq, kk, kv, enable_gqa=True)
+    want = TF.scaled_dot_product_attention(tq, tk, tv, enable_gqa=True)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-5)
+    with pytest.raises(kael.ValueError, match="6 query heads are not a multiple of 4 value"):
+        KF.scaled_dot_product_attention(kq, kk, kael.ones(1, 4, 5, 8), enable_gqa=True)
+
+
+def test_attention_mask_rules_of_torchs_two_paths():
+    """A mask needs the query's and key's dims; with is_causal, only torch's fused kernel
+    takes one (a 3-d mask, dropout or a 3-d query: torch's math path refuses the pair)."""
+    q = kael.ones(1, 2, 4, 8)
+    with pytest.raises(kael.IndexError, match="1-d mask"):
+        KF.scaled_dot_product_attention(q, q, q, attn_mask=kael.zeros(4))
+    for mask, kwargs, query in (
+        (kael.zeros(1, 4, 4), {}, q),
+        (kael.zeros(4, 4), {"dropout_p": 0.5}, q),
+        (kael.zeros(4, 4), {}, kael.ones(2, 4, 8)),
+    ):
+        with pytest.raises(kael.ValueError, match="Explicit attn_mask should not be set"):
+            KF.scaled_dot_product_attention(query, query, query, mask, is_causal=True, **kwargs)
+    both = KF.scaled_dot_product_attention(q, q, q, attn_mask=kael.zeros(4, 4), is_causal=True)
+    assert both.shape == (1, 2, 4, 8)  # the fused kernel's case: both masks apply
