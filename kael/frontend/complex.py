@@ -41,6 +41,7 @@ from collections.abc import Callable, Sequence
 from kael.codegen.cpu import scan
 from kael.frontend import eager, formula, views
 from kael.frontend.formula import Value, maximum, minimum, where
+from kael.frontend.math_functions import _asinh as _real_asinh
 from kael.frontend.math_functions import _atan2, _cosh, _hypot, _sinh
 from kael.frontend.outputs import cast_back, copied_out, like_result, output, unaliased
 from kael.frontend.tensor import Tensor, empty_impl
@@ -577,6 +578,119 @@ def _log1p(a, b):
     return where(small, near, far), _atan2(b, 1.0 + a)
 
 
+def _kahan_asin(a, b):
+    """Kahan's asin of finite z (branch cuts as C's casin, signed zeros kept): with s1 =
+    sqrt(1 - z) and s2 = sqrt(1 + z), atan2(a, Re(s1 s2)) + i asinh(Im(conj(s1) s2)): no
+    cancellation, no overflow of z^2 ("Branch Cuts for Complex Elementary Functions")."""
+    p1, q1 = _sqrt(1.0 - a, -b)
+    p2, q2 = _sqrt(1.0 + a, b)
+    return _atan2(a, p1 * p2 - q1 * q2), _real_asinh(p1 * q2 - q1 * p2)
+
+
+def _kahan_acos(a, b):
+    """Kahan's acos of finite z: 2 atan2(Re s1, Re s2) + i asinh(Im(conj(s2) s1))."""
+    p1, q1 = _sqrt(1.0 - a, -b)
+    p2, q2 = _sqrt(1.0 + a, b)
+    return 2.0 * _atan2(p1, p2), _real_asinh(p2 * q1 - q2 * p1)
+
+
+def _kahan_acosh(a, b):
+    """Kahan's acosh of finite z: asinh(Re(conj(s1) s2)) + 2i atan2(Im s1, Re s2), s1 =
+    sqrt(z - 1) and s2 = sqrt(z + 1)."""
+    p1, q1 = _sqrt(a - 1.0, b)
+    p2, q2 = _sqrt(a + 1.0, b)
+    return _real_asinh(p1 * p2 + q1 * q2), 2.0 * _atan2(q1, p2)
+
+
+def _finite_atanh(a, b):
+    """atanh of finite z, log((1 + z) / (1 - z)) / 2 without cancellation: log1p(4a / ((1 -
+    a)^2 + b^2)) / 4 + i atan2(2b, (1 - a)(1 + a) - b^2) / 2 (complex64 in float64: its
+    squares stay finite); +-1 gives +-inf."""
+    part = a.node.dtype
+    if part is float32:
+        a, b = (Value(g.Cast(float64, (), v.node)) for v in (a, b))
+    re = (4.0 * a / ((1.0 - a) * (1.0 - a) + b * b)).apply("log1p") * 0.25
+    im = _atan2(2.0 * b, (1.0 - a) * (1.0 + a) - b * b) * 0.5
+    return tuple(Value(g.Cast(part, (), v.node)) for v in (re, im)) if part is float32 else (re, im)
+
+
+def _annex_g(finite, infinite, nan):
+    """A function of C99's Annex G: `finite`'s value for finite z; `infinite`'s where a part
+    is infinite (whatever the other); `nan`'s where a part is NaN and none infinite."""
+
+    def fn(a, b):
+        either_inf = (a.apply("abs").eq(math.inf)) | (b.apply("abs").eq(math.inf))
+        either_nan = a.ne(a) | b.ne(b)
+        values = zip(finite(a, b), infinite(a, b), nan(a, b))
+        return tuple(where(either_inf, i, where(either_nan, n, f)) for f, i, n in values)
+
+    return fn
+
+
+def _rotated(fn):
+    """f(z) = -i g(iz) from g (asin from asinh and back, atan from atanh)."""
+
+    def rotated(a, b):
+        re, im = fn(-b, a)
+        return im, -re
+
+    return rotated
+
+
+def _nan_but_zero_part(a, b, keep_real: bool):
+    """(NaN, NaN), but (NaN, b) where b is 0 (keep_real: (a, NaN) where a is 0)."""
+    nan = _const(a, math.nan)
+    if keep_real:
+        return where(a.eq(0.0), a, nan), nan
+    return nan, where(b.eq(0.0), b, nan)
+
+
+# C's casinh, casin (= -i casinh(iz)), cacos, cacosh, catanh, catan (= -i catanh(iz)).
+_asinh = _annex_g(
+    _rotated(_kahan_asin),
+    lambda a, b: (
+        where(a.ne(a), _const(a, math.inf), _const(a, math.inf)._binary("copysign", a)),
+        where(b.ne(b), math.nan, _atan2(b, a.apply("abs"))),
+    ),
+    lambda a, b: _nan_but_zero_part(a, b, keep_real=False),
+)
+_asin = _rotated(_asinh)
+
+
+def _acos(a, b):
+    """Kahan's acos for finite z; pi/2 - casin(z) carries Annex G's infinities and NaNs."""
+    re, im = _asin(a, b)
+    special = (math.pi / 2 - re, -im)
+    either = (a.apply("abs") < math.inf) & (b.apply("abs") < math.inf)
+    return tuple(where(either, f, s) for f, s in zip(_kahan_acos(a, b), special))
+
+
+_acosh = _annex_g(
+    _kahan_acosh,
+    lambda a, b: (
+        _const(a, math.inf),
+        where(a.ne(a) | b.ne(b), math.nan, _atan2(b.apply("abs"), a)._binary("copysign", b)),
+    ),
+    lambda a, b: (_const(a, math.nan), where(a.eq(0.0), _const(a, math.pi / 2), math.nan)),
+)
+_atanh = _annex_g(
+    _finite_atanh,
+    lambda a, b: (
+        _const(a, 0.0)._binary("copysign", where(a.ne(a), 1.0, a)),
+        where(b.ne(b), math.nan, _const(b, math.pi / 2)._binary("copysign", b)),
+    ),
+    lambda a, b: _nan_but_zero_part(a, b, keep_real=True),
+)
+
+
+def _sinc(a, b):
+    """sin(pi z) / (pi z), 1 at z = 0."""
+    pa, pb = a * math.pi, b * math.pi
+    zero = a.eq(0.0) & b.eq(0.0)
+    re, im = _divided(*_sin(pa, pb), pa, pb)
+    return where(zero, 1.0, re), where(zero, 0.0, im)
+
+
 def _scaled(fn, factor: float):
     def scaled(a, b):
         re, im = fn(a, b)
@@ -640,6 +754,13 @@ _UNARY: dict[str, Callable] = {
     "reciprocal": _inverse,
     "square": lambda a, b: _times(a, b, a, b),
     "sgn": _unit,
+    "asin": _asin,
+    "acos": _acos,
+    "atan": _rotated(_atanh),
+    "asinh": _asinh,
+    "acosh": _acosh,
+    "atanh": _atanh,
+    "sinc": _sinc,
 }
 # name -> (a, b) -> one Value: a real or bool result
 _TO_REAL: dict[str, tuple[Callable, bool]] = {
