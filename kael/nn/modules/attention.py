@@ -4,6 +4,7 @@ widths), out_proj, optional bias_k/bias_v, and batch_first."""
 
 from __future__ import annotations
 
+from kael.frontend import autocast
 from kael.frontend.factories import empty
 from kael.nn import functional as F
 from kael.nn import init
@@ -91,6 +92,7 @@ class MultiheadAttention(Module):
         """(output, weights averaged over heads, or per head, or None without
         need_weights); inputs (L, N, E), or (N, L, E) with batch_first, or unbatched."""
         flip = self.batch_first and query.dim() == 3
+        native = flip and query is key is value and self._native_fast_path(query)
         if flip:
             query, key, value = (t.transpose(1, 0) for t in (query, key, value))
         separate = {}
@@ -108,4 +110,26 @@ class MultiheadAttention(Module):
             key_padding_mask=key_padding_mask, need_weights=need_weights, attn_mask=attn_mask,
             average_attn_weights=average_attn_weights, is_causal=is_causal, **separate,
         )  # fmt: skip
-        return (output.transpose(1, 0) if flip else output), weights
+        if not flip:
+            return output, weights
+        output = output.transpose(1, 0)
+        return (output.contiguous() if native else output), weights
+
+    def _native_fast_path(self, query) -> bool:
+        """Whether torch's forward of a batch_first self-attention (one tensor for query,
+        key and value) takes its native fast path, whose result is laid out [N, L, E] (its
+        other path returns [L, N, E] transposed): in eval, an even head count, one packed
+        in_proj with a bias of the query's dtype, no bias_k/bias_v or zero attention, no
+        autocast (kael's tensors require no grad: torch's no_grad case)."""
+        return not (
+            self.training
+            or self.num_heads % 2
+            or self.bias_k is not None
+            or self.bias_v is not None
+            or self.add_zero_attn
+            or not self._qkv_same_embed_dim
+            or self.in_proj_bias is None
+            or query.dtype is not self.in_proj_weight.dtype
+            or query.dtype is not self.in_proj_bias.dtype
+            or autocast.is_autocast_enabled(query.device.type)
+        )
