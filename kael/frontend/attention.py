@@ -78,7 +78,7 @@ def scaled_dot_product_attention(
             f"{name}: query {list(q.shape)}, key {list(k.shape)} and value {list(v.shape)}"
             " disagree: query and key need one embedding size, key and value one length"
         )
-    flash = _flash_takes(q, k, v, attn_mask, dropout_p, enable_gqa)
+    flash = _flash_takes(q, k, v, None, dropout_p, enable_gqa)  # as far as q, k, v tell
     if attn_mask is not None:
         mask_dtype = tensor_arg(attn_mask, name, "attn_mask").dtype
         if not (mask_dtype is bool_ or mask_dtype.is_floating_point):
@@ -86,11 +86,18 @@ def scaled_dot_product_attention(
                 "Expected attn_mask dtype to be bool or float or to match query dtype, but got"
                 f" attn_mask.dtype: {mask_dtype} and query.dtype: {q.dtype} instead."
             )
-        if attn_mask.ndim < 2:
+        if flash and attn_mask.ndim < 2:  # torch's flash kernel reads its last two dims
             raise IndexError(
                 f"{name}: attn_mask needs the query's and the key's dims (its last two), got"
                 f" a {attn_mask.ndim}-d mask"
             )
+        scores = (*q.shape[:-1], k.shape[-2])
+        if ew.broadcast_shapes(attn_mask.shape, scores) != scores:  # added in place, as torch's
+            raise ValueError(
+                f"{name}: attn_mask of shape {list(attn_mask.shape)} does not broadcast to the"
+                f" scores' shape {list(scores)}"
+            )
+        flash = flash and _flash_mask(attn_mask.shape, scores)
         if is_causal and not flash:  # torch's math path refuses the pair
             raise ValueError(
                 f"{name}: Explicit attn_mask should not be set when is_causal=True (only"

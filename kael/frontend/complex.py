@@ -609,7 +609,8 @@ def _finite_atanh(a, b):
     part = a.node.dtype
     if part is float32:
         a, b = (Value(g.Cast(float64, (), v.node)) for v in (a, b))
-    re = (4.0 * a / ((1.0 - a) * (1.0 - a) + b * b)).apply("log1p") * 0.25
+    m = a.apply("abs")  # the real part is odd in a: from |a|, log1p's argument stays >= 0
+    re = ((4.0 * m / ((1.0 - m) * (1.0 - m) + b * b)).apply("log1p") * 0.25)._binary("copysign", a)
     im = _atan2(2.0 * b, (1.0 - a) * (1.0 + a) - b * b) * 0.5
     return tuple(Value(g.Cast(part, (), v.node)) for v in (re, im)) if part is float32 else (re, im)
 
@@ -654,7 +655,20 @@ _asinh = _annex_g(
     ),
     lambda a, b: _nan_but_zero_part(a, b, keep_real=False),
 )
-_asin = _rotated(_asinh)
+
+
+def _with_infinite_real(fn, imag: float):
+    """fn, but (re, imag) for an infinite real part beside a NaN imaginary one: torch's
+    casin and catan there (C leaves the sign open; not their rotations' sign)."""
+
+    def fixed(a, b):
+        re, im = fn(a, b)
+        return re, where(a.apply("abs").eq(math.inf) & b.ne(b), _const(a, imag), im)
+
+    return fixed
+
+
+_asin = _with_infinite_real(_rotated(_asinh), math.inf)
 
 
 def _acos(a, b):
@@ -756,7 +770,7 @@ _UNARY: dict[str, Callable] = {
     "sgn": _unit,
     "asin": _asin,
     "acos": _acos,
-    "atan": _rotated(_atanh),
+    "atan": _with_infinite_real(_rotated(_atanh), 0.0),
     "asinh": _asinh,
     "acosh": _acosh,
     "atanh": _atanh,

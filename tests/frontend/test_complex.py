@@ -1283,7 +1283,8 @@ def test_inverse_trig_of_complex_tensors_match_torch(name, dtype):
         for x in (0.0, -0.0, 1.0, -2.0, math.inf, -math.inf, math.nan)
         for y in (0.0, -0.0, 1.0, -2.0, math.inf, -math.inf, math.nan)
     ]
-    values = np.array([*z, *cuts, *[complex(0, y) for y in (-3.0, 3.0)], *special])
+    near_poles = [-1 + 1e-10j, -1.001 + 0j, 1e-10 + 1j, 1 + 1e-10j, -1e-10 - 1j]
+    values = np.array([*z, *cuts, *[complex(0, y) for y in (-3.0, 3.0)], *near_poles, *special])
     got = getattr(kael, name)(kael.tensor(values, dtype=getattr(kael, dtype))).numpy()
     want = getattr(torch, name)(torch.tensor(values, dtype=getattr(torch, dtype))).numpy()
     _compare_complex(got, want, 2e-5 if dtype == "complex64" else 1e-11)

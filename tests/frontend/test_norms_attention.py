@@ -606,8 +606,14 @@ def test_attention_mask_rules_of_torchs_two_paths():
     """A mask needs the query's and key's dims; with is_causal, only torch's fused kernel
     takes one (a 3-d mask, dropout or a 3-d query: torch's math path refuses the pair)."""
     q = kael.ones(1, 2, 4, 8)
-    with pytest.raises(kael.IndexError, match="1-d mask"):
+    with pytest.raises(kael.IndexError, match="1-d mask"):  # the fused kernel's case
         KF.scaled_dot_product_attention(q, q, q, attn_mask=kael.zeros(4))
+    q3, mask = RNG.standard_normal((2, 4, 8)).astype(np.float32), np.zeros(4, np.float32)
+    got = KF.scaled_dot_product_attention(*[kael.from_numpy(q3)] * 3, kael.from_numpy(mask))
+    want = TF.scaled_dot_product_attention(*[torch.from_numpy(q3)] * 3, torch.from_numpy(mask))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-6)  # its math path's case
+    with pytest.raises(kael.ValueError, match=r"does not broadcast to the scores' shape"):
+        KF.scaled_dot_product_attention(*[kael.from_numpy(q3)] * 3, kael.zeros(3, 2, 4, 4))
     for mask, kwargs, query in (
         (kael.zeros(1, 4, 4), {}, q),
         (kael.zeros(4, 4), {"dropout_p": 0.5}, q),
