@@ -525,8 +525,13 @@ def test_logsumexp_is_not_in_nn_functional_but_softmax_family_is():
     assert not hasattr(kael.nn.functional, "logsumexp")
     for name in ("cross_entropy", "layer_norm"):
         assert getattr(kael.nn.functional, name) is getattr(kael, name)
+    x = kael.tensor([[1.0, 2.0, 3.0]])
     for name in ("softmax", "log_softmax"):  # kael.NAME takes torch.NAME's out= as well
-        assert getattr(kael.nn.functional, name) is getattr(kael, name).__wrapped__
+        functional, function = getattr(kael.nn.functional, name), getattr(kael, name)
+        out = kael.empty(0)
+        assert function(x, 1, out=out) is out and kael.equal(out, functional(x, 1))
+        with pytest.raises(TypeError):  # as torch.nn.functional.NAME: no out=
+            functional(x, 1, out=out)
     assert not hasattr(kael.Tensor, "cross_entropy") and not hasattr(kael.Tensor, "layer_norm")
 
 
