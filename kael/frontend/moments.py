@@ -29,7 +29,7 @@ import math
 from collections.abc import Callable
 
 from kael.frontend import complex, eager
-from kael.frontend.outputs import check_cast, output, scalar_arg, tensor_arg
+from kael.frontend.outputs import copied_out, output, scalar_arg, tensor_arg
 from kael.frontend.reduce_door import (
     Results,
     all_dims,
@@ -215,9 +215,7 @@ def _variance(op: str, x, dim, correction, keepdim, out) -> Tensor:
     if out is not None and tensor_arg(out, op, "out").dtype is not x.dtype:
         if out.dtype.is_complex:  # torch's kernel refuses the complex dtype it would read
             raise TypeError(f"{op}(): a {x.dtype} input has no {op} into a {out.dtype} out")
-        check_cast(x.dtype, out.dtype, op)  # else it casts into another
-        shape = reduced_shape(x.shape, axes, keepdim)
-        return output(out, shape, out.dtype, x.device, op).copy_(run(None))
+        return copied_out(run(None), out, op, cast=True)  # else it casts into another
     if out is not None and out.shares_storage(x):
         return _into(out, x, reduced_shape(x.shape, axes, keepdim), op, run)
     return run(out)

@@ -30,7 +30,7 @@ from kael.frontend import eager, factories, fastpath, gpu_rows, plan, reductions
 from kael.frontend import elementwise as ew
 from kael.frontend.compiled import CompiledFunction
 from kael.frontend.opmath import in_float32
-from kael.frontend.outputs import check_cast, device_of, float_arg, output, tensor_arg
+from kael.frontend.outputs import copied_out, device_of, float_arg, output, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import INT64_MAX, as_dtype, float32, float64, get_default_dtype, int64
@@ -239,9 +239,7 @@ def logsumexp(input: Tensor, dim, keepdim: bool = False, *, out: Tensor | None =
     if out is None and generated:
         return _GENERATED["logsumexp"](x, *dims).reshape(shape)
     if isinstance(out, Tensor) and out.dtype is not impl.dtype:  # torch casts into another
-        check_cast(impl.dtype, out.dtype, "logsumexp")
-        result = logsumexp(x, dims, keepdim)
-        return output(out, shape, out.dtype, impl.device, "logsumexp").copy_(result)
+        return copied_out(logsumexp(x, dims, keepdim), out, "logsumexp", cast=True)
     target = output(out, shape, impl.dtype, impl.device, "logsumexp")
     rows_fit = not generated and _fused(impl, dims)
     if impl.numel() == 0:  # the sum of no exponentials is 0: log gives -inf

@@ -2,9 +2,10 @@
 (and the size= keyword of the `*size` creation functions):
 the result is written into `out` as ATen's out= forms write (outputs.written_out: out
 resized to the result's shape, warning when it held elements; its dtype must be the
-result's, or, for the CASTING_OUT_FORMS, one the result casts to, as torch's). A creation function given out= and no dtype= or device=
-creates in out's dtype and on its device, as torch.zeros(3, out=t) does, and writes as
-ATen's factory out= forms write (created_out): out resized silently, or, for arange,
+result's, or, for the CASTING_OUT_FORMS, one the result casts to, as torch's). A creation
+function given out= and no dtype= or device= creates in out's dtype and on its device, as
+torch.zeros(3, out=t) does, and writes as ATen's factory out= forms write (created_out):
+out resized silently, or, for arange,
 linspace and logspace, kept in its shape when it holds as many elements. An out whose
 elements share memory (an expanded tensor) is filled by zeros, ones and full, as torch's;
 the others refuse it (torch's randperm writes into it, the last value winning)."""
