@@ -25,7 +25,8 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from kael.codegen.cpu import conv_run, gemm_run
-from kael.frontend import factories, fastpath, index_ops, linalg, views
+from kael.frontend import elementwise as ew
+from kael.frontend import factories, fastpath, index_ops, linalg, memory_formats, views
 from kael.frontend.outputs import device_of, tensor_arg
 from kael.frontend.padding import pad
 from kael.frontend.tensor import Tensor, empty_impl
@@ -291,15 +292,16 @@ def _conv(dims: int, op: str):
                 f" {list(kernel)} (dilated by {list(dilation)})"
             )
         out = counts(x.shape[2:], kernel, stride, dilation, before, after)
+        fmt = _result_format(x, w)
         if b is not None and x.dtype.is_half:  # float32 sums and bias, rounded once, as torch
             y = _convolve(x.float(), w.float(), groups, stride, dilation, before, out, op)
-            y = (y + b.float()).to(x.dtype)
+            y = _biased(y, b.float(), fmt).to(x.dtype)
         else:
             ran: list = []
             y = _convolve(x, w, groups, stride, dilation, before, out, op, ran)
             if door is not None and ran and len(_DOOR) < _DOOR_MAX:
                 _DOOR[door] = (*ran[0], None if b is None else b.shape, was_batched)
-            y = y if b is None else y + b
+            y = _biased(y, b, fmt)
         return y if was_batched else y.squeeze(0)
 
     conv.__name__ = conv.__qualname__ = op
@@ -307,6 +309,26 @@ def _conv(dims: int, op: str):
         f"torch.nn.functional.{op}: im2col over a window view, then one matmul per group."
     )
     return conv
+
+
+def _result_format(x: Tensor, w: Tensor) -> memory_formats.memory_format:
+    """The format torch's convolutions write their result in: channels-last where the
+    (batched) input's or the weight's layout suggests it (mkldnn_conv_use_channels_last),
+    else row-major."""
+    for t in (x, w):
+        fmt = memory_formats.suggested(t._impl)
+        if fmt is not memory_formats.contiguous_format:
+            return fmt
+    return memory_formats.contiguous_format
+
+
+def _biased(y: Tensor, b: Tensor | None, fmt: memory_formats.memory_format) -> Tensor:
+    """The row-major convolution y plus the bias column b (None: none), in `fmt`: a
+    channels-last result is written by the bias's add (or a copy), one pass either way."""
+    if fmt is memory_formats.contiguous_format:
+        return y if b is None else y + b
+    out = factories.empty(y.shape, dtype=y.dtype, device=y.device, memory_format=fmt)
+    return out.copy_(y) if b is None else ew.binary("add", y, b, out=out)
 
 
 def _convolve(x: Tensor, w: Tensor, groups: int, stride, dilation, before, out, op: str, ran=None):
@@ -492,7 +514,7 @@ def _conv_transpose(dims: int, op: str):
         y = col2im(cols, full, stride, dilation, dims)[tuple(crop)]
         if b is not None:
             y = y + b
-        y = y.to(x.dtype).contiguous()
+        y = y.to(x.dtype).contiguous(memory_format=_result_format(x, w))
         return y if was_batched else y.squeeze(0)
 
     conv_transpose.__name__ = conv_transpose.__qualname__ = op

@@ -24,7 +24,7 @@ import numbers
 from collections.abc import Sequence
 
 from kael.codegen.cpu import native_launch
-from kael.frontend import factories, fastpath, index_ops, interpolate_uint8, views
+from kael.frontend import factories, fastpath, index_ops, interpolate_uint8, memory_formats, views
 from kael.frontend.formula import Value, launch
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.pooling import POOLS
@@ -241,11 +241,18 @@ def interpolate(
     wide = x.dtype is float64
     # float16 and bfloat16 resample in float32, rounded once at the end, as PyTorch does
     half = x.dtype in (float16, bfloat16) and mode not in ("nearest", "nearest-exact")
-    y = x.to(float32) if half else x
-    seen = [] if door is not None and not half and x.is_contiguous() else None
-    for d in reversed(range(dims)):
-        plan = (mode, dims, x.shape[2 + d], sizes[d], given[d], bool(align_corners), wide)
-        y = _resample(y, 2 + d, plan, antialias, seen)
+    plain = (
+        x.is_contiguous() and memory_formats.suggested(x._impl) is memory_formats.contiguous_format
+    )
+    seen = [] if door is not None and not half and plain else None
+
+    def resized(y: Tensor, first: int) -> Tensor:  # each dim in turn, the last first
+        for d in reversed(range(dims)):
+            plan = (mode, dims, x.shape[2 + d], sizes[d], given[d], bool(align_corners), wide)
+            y = _resample(y, first + d, plan, antialias, seen)
+        return y
+
+    y = memory_formats.in_memory_order(x.to(float32) if half else x, resized)
     if seen is not None and len(seen) == dims:
         _keep(door, seen, y)
     return y.to(x.dtype) if half else y

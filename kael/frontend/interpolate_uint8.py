@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 
 from kael.frontend import elementwise as ew
-from kael.frontend import factories, index_ops
+from kael.frontend import factories, index_ops, memory_formats
 from kael.frontend.tensor import Tensor
 from kael.runtime.dtypes import float32, float64, int64, uint8
 from kael.runtime.errors import Error
@@ -153,10 +153,16 @@ def interpolate_uint8(
             f" W: {spatial[1]}) output (H: {sizes[0]}, W: {sizes[1]})"
         )
     taps = _antialiased_taps if antialias else _plain_taps
-    y = x
-    for d in (1, 0):  # PyTorch's order: the width, then the height
-        if sizes[d] != spatial[d]:
-            first, weights, count, peak = taps(mode, spatial[d], sizes[d], scales[d], align_corners)
-            precision = _precision(peak)
-            y = _resample(y, 2 + d, first, _fixed_point(weights, count, precision), precision)
-    return x.clone() if y is x else y
+
+    def resized(y: Tensor, at: int) -> Tensor:  # spatial dim d is y's dim at + d
+        start = y
+        for d in (1, 0):  # PyTorch's order: the width, then the height
+            if sizes[d] != spatial[d]:
+                first, weights, count, peak = taps(
+                    mode, spatial[d], sizes[d], scales[d], align_corners
+                )
+                precision = _precision(peak)
+                y = _resample(y, at + d, first, _fixed_point(weights, count, precision), precision)
+        return y.clone() if y is start else y
+
+    return memory_formats.in_memory_order(x, resized)

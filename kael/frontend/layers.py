@@ -166,7 +166,7 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     n = len(lead)
     y = x.reshape((*lead, c // (r * r), r, r, h, w))
     y = y.permute((*range(n), n, n + 3, n + 1, n + 4, n + 2))
-    return y.reshape((*lead, c // (r * r), h * r, w * r))
+    return _input_format(y.reshape((*lead, c // (r * r), h * r, w * r)), x)
 
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
@@ -189,7 +189,14 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     n = len(lead)
     y = x.reshape((*lead, c, h // r, r, w // r, r))
     y = y.permute((*range(n), n, n + 2, n + 4, n + 1, n + 3))
-    return y.reshape((*lead, c * r * r, h // r, w // r))
+    return _input_format(y.reshape((*lead, c * r * r, h // r, w // r)), x)
+
+
+def _input_format(y: Tensor, x: Tensor) -> Tensor:
+    """y (row-major) in the format a 4-d x suggests: torch's pixel shuffles keep a
+    channels-last input's."""
+    fmt = memory_formats.suggested(x._impl) if x.ndim == 4 else memory_formats.contiguous_format
+    return memory_formats.in_format(y, fmt)
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:

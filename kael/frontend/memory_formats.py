@@ -250,6 +250,32 @@ def suggested(impl: TensorImpl) -> memory_format:
     return contiguous_format
 
 
+def in_memory_order(x, compute):
+    """compute(y, first) over x's spatial dims, which start at dim `first` of y: y is x
+    itself (first 2), or, where torch calls x's layout channels-last, x read in memory
+    order as [N, *spatial, C] (first 1), whose row-major result is read back as
+    [N, C, *spatial']: channels-last, as torch's resizes and pads give theirs, with no copy
+    either way. `compute` must treat y's dims by position only (index_select, resample)."""
+    rank = len(x.shape)
+    if suggested(x._impl) is contiguous_format:
+        return compute(x, 2)
+    y = compute(x.permute((0, *range(2, rank), 1)), 1)
+    return y.permute((0, rank - 1, *range(1, rank - 1)))
+
+
+def in_format(x, fmt: memory_format):
+    """x laid out in `fmt` (itself where it already is), for ops whose torch kernel writes
+    its result in the input's suggested format but kael's computes it row-major."""
+    if fmt is contiguous_format:
+        return x
+    strides = format_strides(x.shape, fmt)
+    if tuple(x.stride()) == strides:
+        return x
+    if is_contiguous_in(x._impl, fmt):  # size-1 dims' strides apart: the same memory
+        return x.as_strided(x.shape, strides, x.storage_offset())
+    return x.contiguous(memory_format=fmt)
+
+
 def layout_for(impl: TensorImpl, fmt: memory_format) -> tuple[int, ...]:
     """The strides of a new tensor like `impl` in the format: preserve_format keeps a
     non-overlapping dense layout's strides and orders any other as its strides do."""

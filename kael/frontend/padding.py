@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from kael.frontend import factories, fastpath, index_ops, memory_formats, views
+from kael.frontend import eager, factories, fastpath, index_ops, memory_formats, views
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
@@ -15,6 +15,7 @@ from kael.runtime.device import CPU
 from kael.runtime.dtypes import int64
 from kael.runtime.errors import TypeError, ValueError
 from kael.runtime.storage import Storage
+from kael.runtime.tensor_impl import TensorImpl
 
 MODES = ("constant", "reflect", "replicate", "circular")
 # A constant pad of at most this many bytes fills the whole result, then copies the middle
@@ -65,35 +66,94 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
         )
     if x.dtype.is_bool and mode in ("reflect", "replicate"):
         raise TypeError(f"pad: {mode} padding is not implemented for bool (as in PyTorch)")
-    out = x
+    if mode != "circular" and x.numel() and min(amounts) >= 0:
+        for k, (left, right) in enumerate(sides):
+            _check_side(mode, x, x.ndim - 1 - k, x.shape[-1 - k], left, right)
+        return _by_copies(x, sides, mode)
+
+    def padded(out: Tensor, first: int) -> Tensor:  # x's dim d is out's dim d - 2 + first
+        for k, (left, right) in enumerate(sides):
+            d = x.ndim - 1 - k
+            at = d - 2 + first
+            _check_size(out.shape[at], left, right, d)
+            if mode == "circular" and (left < 0 or right < 0):  # PyTorch crops, then wraps
+                start, stop = max(-left, 0), out.shape[at] - max(-right, 0)
+                out = out.narrow(at, start, max(stop - start, 0))
+                left, right = max(left, 0), max(right, 0)
+            size = out.shape[at]
+            _check_side(mode, x, d, size, left, right)
+            positions = [_source(i, size, mode) for i in range(-left, size + right)]
+            index = factories.tensor(positions, dtype=int64, device=x.device)  # may be empty
+            out = index_ops.index_select(out, at, index)
+        return out
+
+    # torch's circular result is row-major; its others keep a channels-last input's format
+    if mode == "circular" or x.ndim != dims + 2:
+        return padded(x, 2)
+    return memory_formats.in_memory_order(x, padded)
+
+
+def _check_side(mode: str, x: Tensor, d: int, size: int, left: int, right: int) -> None:
+    """PyTorch's limits on padding dim d of x, `size` long, by (left, right)."""
+    if mode == "replicate" and not size and (left > 0 or right > 0):
+        raise ValueError(
+            f"pad: replicate padding of an empty dimension has nothing to repeat: dimension"
+            f" {d} of input {list(x.shape)} (torch: other non-zero dimensions expected)"
+        )
+    if mode == "reflect" and (left >= size or right >= size):
+        raise ValueError(
+            f"Argument #4: Padding size should be less than the corresponding input"
+            f" dimension, but got: padding ({left}, {right}) at dimension {d} of input"
+            f" {list(x.shape)}"
+        )
+    if mode == "circular" and (left > size or right > size):
+        raise ValueError(
+            f"Padding value causes wrapping around more than once: ({left}, {right}) for"
+            f" dimension {d} of size {size}"
+        )
+
+
+def _by_copies(x: Tensor, sides: list[tuple[int, int]], mode: str) -> Tensor:
+    """reflect or replicate padding by amounts >= 0 of a nonempty x: x copied into the
+    middle of a new tensor in its suggested format (torch keeps channels-last), then each
+    padded dim's two borders copied from the tensor itself, read backwards (reflect) or
+    repeated (replicate) by the source view's stride. The last dim goes first, and each
+    later dim's borders span the earlier ones' whole padded extent, so the corners come
+    right. One read of x and one write of the result, each copy one kernel (a gather per
+    dim read every element of every pass before: [8, 64, 56, 56] by 2, 8.3 -> 1.3 ms)."""
+    shape = list(x.shape)
     for k, (left, right) in enumerate(sides):
-        d = x.ndim - 1 - k
-        _check_size(out.shape[d], left, right, d)
-        if mode == "circular" and (left < 0 or right < 0):  # PyTorch crops, then wraps
-            start, stop = max(-left, 0), out.shape[d] - max(-right, 0)
-            out = out.narrow(d, start, max(stop - start, 0))
-            left, right = max(left, 0), max(right, 0)
-        size = out.shape[d]
-        if mode == "replicate" and not size and (left > 0 or right > 0):
-            raise ValueError(
-                f"pad: replicate padding of an empty dimension has nothing to repeat: dimension"
-                f" {d} of input {list(x.shape)} (torch: other non-zero dimensions expected)"
-            )
-        if mode == "reflect" and (left >= size or right >= size):
-            raise ValueError(
-                f"Argument #4: Padding size should be less than the corresponding input"
-                f" dimension, but got: padding ({left}, {right}) at dimension {d} of input"
-                f" {list(x.shape)}"
-            )
-        if mode == "circular" and (left > size or right > size):
-            raise ValueError(
-                f"Padding value causes wrapping around more than once: ({left}, {right}) for"
-                f" dimension {d} of size {size}"
-            )
-        positions = [_source(i, size, mode) for i in range(-left, size + right)]
-        index = factories.tensor(positions, dtype=int64, device=x.device)  # may be empty
-        out = index_ops.index_select(out, d, index)
-    return out
+        shape[-1 - k] += left + right
+    fmt = memory_formats.suggested(x._impl)
+    out = factories.empty(tuple(shape), dtype=x.dtype, device=x.device, memory_format=fmt)._impl
+    window = [(0, n) for n in shape]  # (start, stop) of each dim written so far
+    for k, (left, _) in enumerate(sides):
+        window[-1 - k] = (left, left + x.shape[-1 - k])
+    eager.copy_into(_part(out, window), x._impl)
+    for k, (left, right) in enumerate(sides):
+        d, size = x.ndim - 1 - k, x.shape[-1 - k]
+        last = left + size - 1  # the middle's last position along d
+        if mode == "reflect":  # position j reads 2 left - j, and 2 last - j past the end
+            borders = ((0, left, 2 * left, -1), (last + 1, right, last - 1, -1))
+        else:  # replicate: the edge repeated
+            borders = ((0, left, left, 0), (last + 1, right, last, 0))
+        for start, count, source, step in borders:
+            if count:
+                window[d] = (start, start + count)
+                target = _part(out, window)
+                window[d] = (source, source + 1)
+                edge = _part(out, window)
+                strides = list(edge.strides)
+                strides[d] *= step
+                eager.copy_into(target, views.derive(edge, target.shape, strides, edge.offset))
+        window[d] = (0, shape[d])
+    return Tensor(out)
+
+
+def _part(impl: TensorImpl, window: list[tuple[int, int]]) -> TensorImpl:
+    """The box of impl between each dim's (start, stop)."""
+    offset = impl.offset + sum(a * st for (a, _), st in zip(window, impl.strides))
+    return views.derive(impl, [b - a for a, b in window], impl.strides, offset)
 
 
 def _check_size(size: int, left: int, right: int, d: int) -> int:

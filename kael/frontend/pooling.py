@@ -26,6 +26,7 @@ from kael.frontend import (
     factories,
     fastpath,
     index_ops,
+    memory_formats,
     reductions,
     scatters,
     views,
@@ -34,11 +35,12 @@ from kael.frontend.conv import batched, offsets, tuple_arg, windows
 from kael.frontend.formula import Value, launch, where
 from kael.frontend.outputs import format_result, tensor_arg
 from kael.frontend.padding import pad
-from kael.frontend.tensor import Tensor
+from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.tracing import op_door
 from kael.runtime.dtypes import DType, float32, int64
 from kael.runtime.errors import Error, TypeError, ValueError
 from kael.runtime.storage import Storage
+from kael.runtime.tensor_impl import TensorImpl
 
 
 def _check_pads(kernel, pads, dilation, op: str) -> None:
@@ -379,7 +381,7 @@ def _avg_pool(dims: int, op: str):
         taps = _taps(win, kernel)
         if taps is None:  # one reduction, then the division
             taps = [reductions.sum(win, tuple(range(2 + dims, 2 + 2 * dims)), dtype=compute)]
-        target = format_result(x._impl, (*x.shape[:2], *out), x.dtype)
+        target = _averages(x, out)
         # one kernel: the taps summed in PyTorch's order, then divided
         key = ("avg_pool", len(taps))
         kept = door is not None and xp is x and math.prod(kernel) <= MAX_TAPS
@@ -392,6 +394,15 @@ def _avg_pool(dims: int, op: str):
     avg_pool.__name__ = avg_pool.__qualname__ = op
     avg_pool.__doc__ = f"torch.nn.functional.{op}: window sums over each window's count."
     return avg_pool
+
+
+def _averages(x: Tensor, out: Sequence[int]) -> TensorImpl:
+    """A new avg_pool result [N, C, *out]: in x's suggested format (format_result), but
+    row-major in 3-d, as torch's avg_pool3d writes a channels_last_3d input's."""
+    shape = (*x.shape[:2], *out)
+    if len(out) == 3:
+        return empty_impl(shape, x.dtype, x.device)
+    return format_result(x._impl, shape, x.dtype)
 
 
 def _divisor(value, dims: int, dtype: DType, device, op: str) -> Tensor:
@@ -448,7 +459,10 @@ def _over_regions(
     end. Each region pads only the slice of x its windows read (the interior: none), and
     writes its part of the output in place."""
     kernel, stride, pads, dilation, out = geometry
-    y = Tensor(format_result(x._impl, (*x.shape[:2], *out), x.dtype))
+    shape = (*x.shape[:2], *out)
+    y = Tensor(
+        _averages(x, out) if key[0] == "avg_pool" else format_result(x._impl, shape, x.dtype)
+    )
     ranges = []
     for s, k, st, p, d, o in zip(x.shape[2:], kernel, stride, pads, dilation, out):
         lo = min(o, -(-p // st))
@@ -610,7 +624,9 @@ def _adaptive_avg(dims: int, op: str):
             y = reductions.sum(picked.reshape(shape), 3 + d, dtype=compute)
         for d, windows_d in enumerate(bounds):  # sum / kD / kH / kW, PyTorch's divisions
             y = y / _column([hi - lo for lo, hi in windows_d], d, dims, compute, x.device)
-        return _unbatched(y.to(x.dtype).contiguous(), was_batched)
+        # torch's 2-d kernel keeps a channels-last input's format; its 1-d and 3-d ones do not
+        fmt = memory_formats.suggested(x._impl) if dims == 2 else memory_formats.contiguous_format
+        return _unbatched(y.to(x.dtype).contiguous(memory_format=fmt), was_batched)
 
     adaptive_avg_pool.__name__ = adaptive_avg_pool.__qualname__ = op
     adaptive_avg_pool.__doc__ = f"torch.nn.functional.{op}: each dim's window sums in turn."

@@ -6,6 +6,7 @@ import itertools
 import math
 import pickle
 
+import numpy as np
 import pytest
 import torch
 from kernel_helpers import KAEL_DTYPES, TORCH_DTYPES
@@ -964,3 +965,110 @@ def test_a_fresh_result_after_an_out_call_keeps_its_own_layout():
         kael.add(k, k, out=kael.empty(k.shape))
         same_result_layout(kael.exp(k), torch.exp(t))
         same_result_layout(kael.add(k, k), torch.add(t, t))
+
+
+# ---- the spatial ops' results: channels-last where torch's kernels write it so -----------
+
+SPATIAL_INPUTS = {  # (shape, format of the input, format of the weight)
+    "rows": ((2, 6, 7, 9), None, None),
+    "channels_last": ((2, 6, 7, 9), "cl", None),
+    "weight_channels_last": ((2, 6, 7, 9), None, "cl"),
+    "one_channel": ((2, 1, 7, 9), "cl", None),
+    "batch_one": ((1, 6, 7, 9), "cl", None),
+    "cube_channels_last": ((2, 6, 5, 7, 9), "cl", None),
+}
+SPATIAL_OPS = {  # (names of the inputs it takes, the call: F, x, w)
+    "conv": (4, 5, lambda F, x, w: F.conv2d(x, w, padding=1) if x.ndim == 4 else F.conv3d(x, w)),
+    "conv_bias_relu": (4, 4, lambda F, x, w: F.relu(F.conv2d(x, w, w[0, 0, 0, :1].expand(w.shape[0]), stride=2))),
+    "conv_depthwise": (4, None, lambda F, x, w: F.conv2d(x, x[:1, :, :3, :3].transpose(0, 1), groups=x.shape[1])),
+    "conv_transpose": (4, 5, lambda F, x, w: F.conv_transpose2d(x, w.transpose(0, 1)) if x.ndim == 4 else F.conv_transpose3d(x, w.transpose(0, 1))),
+    "nearest": (4, 5, lambda F, x, w: F.interpolate(x, scale_factor=2)),
+    "nearest_exact": (4, None, lambda F, x, w: F.interpolate(x, size=(3, 13), mode="nearest-exact")),
+    "bilinear": (4, None, lambda F, x, w: F.interpolate(x, scale_factor=2, mode="bilinear")),
+    "bilinear_antialias": (4, None, lambda F, x, w: F.interpolate(x, size=(3, 4), mode="bilinear", antialias=True)),
+    "bicubic": (4, None, lambda F, x, w: F.interpolate(x, scale_factor=1.5, mode="bicubic", align_corners=True)),
+    "trilinear": (5, None, lambda F, x, w: F.interpolate(x, scale_factor=2, mode="trilinear")),
+    "area": (4, 5, lambda F, x, w: F.interpolate(x, size=x.shape[2:-1] + (4,), mode="area")),
+    "reflect": (4, 5, lambda F, x, w: F.pad(x, (1, 2, 2, 1, 1, 1)[: 2 * (x.ndim - 2)], mode="reflect")),
+    "replicate": (4, 5, lambda F, x, w: F.pad(x, (1, 2, 2, 1, 1, 1)[: 2 * (x.ndim - 2)], mode="replicate")),
+    "circular": (4, 5, lambda F, x, w: F.pad(x, (1, 2, 2, 1, 1, 1)[: 2 * (x.ndim - 2)], mode="circular")),
+    "avg_pool": (4, 5, lambda F, x, w: F.avg_pool2d(x, 2) if x.ndim == 4 else F.avg_pool3d(x, 2)),
+    "max_pool": (4, 5, lambda F, x, w: F.max_pool2d(x, 2) if x.ndim == 4 else F.max_pool3d(x, 2)),
+    "adaptive_avg_pool": (4, 5, lambda F, x, w: F.adaptive_avg_pool2d(x, 3) if x.ndim == 4 else F.adaptive_avg_pool3d(x, 2)),
+    "pixel_shuffle": (4, None, lambda F, x, w: F.pixel_shuffle(x[:, :4].expand(-1, 4, -1, -1) if x.shape[1] == 1 else x[:, :4], 2)),
+    "pixel_unshuffle": (4, None, lambda F, x, w: F.pixel_unshuffle(x[:, :, :6, :8], 2)),
+}  # fmt: skip
+
+
+def _spatial_pair(shape, fmt, dtype=np.float32):
+    """A random tensor of `shape` in both libraries, channels-last where fmt says so."""
+    a = np.random.default_rng(sum(shape)).standard_normal(shape).astype(dtype)
+    k, t = kael.tensor(a), torch.from_numpy(a)
+    if fmt:
+        k = k.contiguous(memory_format=kael.channels_last if a.ndim == 4 else kael.channels_last_3d)
+        t = t.contiguous(
+            memory_format=torch.channels_last if a.ndim == 4 else torch.channels_last_3d
+        )
+    return k, t
+
+
+def _spatial_cases():
+    for op, (two_d, three_d, _) in SPATIAL_OPS.items():
+        for name, (shape, _, _) in SPATIAL_INPUTS.items():
+            if len(shape) in (two_d, three_d):
+                yield op, name
+
+
+@pytest.mark.parametrize(("op", "inputs"), list(_spatial_cases()))
+def test_spatial_results_are_laid_out_as_torch_lays_them(op, inputs):
+    shape, x_fmt, w_fmt = SPATIAL_INPUTS[inputs]
+    kx, tx = _spatial_pair(shape, x_fmt)
+    kw, tw = _spatial_pair((4, shape[1], *(3,) * (len(shape) - 2)), w_fmt)
+    call = SPATIAL_OPS[op][2]
+    k, t = call(kael.nn.functional, kx, kw), call(torch.nn.functional, tx, tw)
+    assert k.shape == tuple(t.shape) and k.dtype is kael.float32
+    assert k.stride() == t.stride(), (k.stride(), t.stride())
+    np.testing.assert_allclose(k.numpy(), t.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "bilinear", "bicubic"])
+def test_uint8_resize_keeps_a_channels_last_image_channels_last(mode):
+    a = np.random.default_rng(5).integers(0, 256, (2, 3, 7, 9), dtype=np.uint8)
+    k = kael.tensor(a).contiguous(memory_format=kael.channels_last)
+    t = torch.from_numpy(a).contiguous(memory_format=torch.channels_last)
+    got = kael.nn.functional.interpolate(k, size=(5, 13), mode=mode)
+    want = torch.nn.functional.interpolate(t, size=(5, 13), mode=mode)
+    assert got.stride() == want.stride() and got.dtype is kael.uint8
+    assert np.array_equal(got.numpy(), want.numpy())
+
+
+def test_half_convolution_with_bias_writes_channels_last_once_rounded():
+    kx, tx = _spatial_pair((2, 4, 6, 6), "cl", np.float16)
+    kw, tw = _spatial_pair((3, 4, 3, 3), None, np.float16)
+    kb, tb = _spatial_pair((3,), None, np.float16)
+    got = kael.nn.functional.conv2d(kx, kw, kb)
+    want = torch.nn.functional.conv2d(tx, tw, tb)
+    assert got.stride() == want.stride() and got.dtype is kael.float16
+    np.testing.assert_allclose(got.float().numpy(), want.float().numpy(), rtol=2e-3, atol=2e-3)
+
+
+def test_unbatched_convolution_by_a_channels_last_weight_strides_as_torch():
+    kx, tx = _spatial_pair((6, 7, 9), None)
+    kw, tw = _spatial_pair((4, 6, 3, 3), "cl")
+    got = kael.nn.functional.conv2d(kx, kw)
+    want = torch.nn.functional.conv2d(tx, tw)
+    assert got.stride() == want.stride()
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_channels_last_convolution_under_compile_keeps_its_layout():
+    kx, tx = _spatial_pair((2, 4, 9, 9), "cl")
+    kw, tw = _spatial_pair((5, 4, 3, 3), None)
+    kb, tb = _spatial_pair((5,), None)
+    F = kael.nn.functional
+    step = kael.compile(lambda x, w, b: F.relu(F.conv2d(x, w, b, padding=1)))
+    want = torch.relu(torch.nn.functional.conv2d(tx, tw, tb, padding=1))
+    for _ in range(2):
+        got = step(kx, kw, kb)
+        assert got.stride() == want.stride()
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
