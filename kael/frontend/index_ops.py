@@ -21,7 +21,7 @@ from kael.codegen.cpu import gather as kernels
 from kael.codegen.cpu import sort as merge_sort
 from kael.codegen.cpu import top as top_heap
 from kael.frontend import eager, elementwise, factories, fastpath, reductions, views
-from kael.frontend.indexing import nonzero_impl
+from kael.frontend.indexing import nonzero_columns, nonzero_impl
 from kael.frontend.memory_formats import (
     contiguous_format,
     format_strides,
@@ -672,9 +672,7 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Tensor | tuple[Tensor, 
         input = input.ne(0)
     impl = input._impl
     if bool_arg(as_tuple, "nonzero", "as_tuple"):
-        coords = nonzero_impl(_at_least_1d(impl))
-        n, k = coords.shape
-        return tuple(Tensor(views.derive(coords, (n,), (k,), j)) for j in range(k))
+        return tuple(map(Tensor, nonzero_columns(nonzero_impl(_at_least_1d(impl)))))
     return Tensor(nonzero_impl(impl))
 
 
@@ -691,13 +689,10 @@ def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
         raise ValueError(f"nonzero_static: 'size' must be an non-negative integer, got {size}")
     convert_scalar(fill_value, int64)  # an int beyond int64 refused
     coords = nonzero(input)
-    found = coords.shape[0]
-    if found >= size:
-        return coords[:size].clone()
-    padding = factories.full(
-        (size - found, input.ndim), fill_value, dtype=int64, device=input.device
-    )
-    return cat([coords, padding])
+    out = factories.full((size, input.ndim), fill_value, dtype=int64, device=input.device)
+    found = min(coords.shape[0], size)
+    out[:found] = coords[:found]  # row-major, as torch's
+    return out
 
 
 # ---- sort, argsort, topk ---------------------------------------------------------------------------

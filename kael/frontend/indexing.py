@@ -486,19 +486,26 @@ def _check_mask(mask: tuple[int, ...], shape: tuple[int, ...], first: int) -> No
 
 def _mask_columns(mask: TensorImpl) -> list[TensorImpl]:
     """The coordinates of the mask's true elements, one int64 column per mask dim."""
-    coords = nonzero_impl(mask)
+    return nonzero_columns(nonzero_impl(mask))
+
+
+def nonzero_columns(coords: TensorImpl) -> list[TensorImpl]:
+    """nonzero_impl's columns, each a dense 1-d view."""
     n, k = coords.shape
-    return [views.derive(coords, (n,), (k,), j) for j in range(k)]
+    return [views.derive(coords, (n,), (1,), j * n) for j in range(k)]
 
 
 def nonzero_impl(impl: TensorImpl) -> TensorImpl:
-    """[n, ndim] int64 coordinates of impl's nonzero elements, row-major (the nonzero kernel)."""
+    """[n, ndim] int64 coordinates of impl's nonzero elements in row-major order of the
+    elements, laid out column-major (strides (1, n)) as torch's (the nonzero kernel)."""
     tracing.data_dependent("nonzero, whose output shape depends on the values")
     out: list[TensorImpl] = []
 
     def allocate(count: int) -> int:
-        out.append(tensor_module.empty_impl((count, len(impl.shape)), int64, impl.device))
-        return out[0].storage.ptr
+        rank = len(impl.shape)
+        flat = tensor_module.empty_impl((count * rank,), int64, impl.device)
+        out.append(views.derive(flat, (count, rank), (1, count), 0))
+        return flat.storage.ptr
 
     operand = _operand(impl, impl.strides, impl.device, "nonzero")
     gather.nonzero(impl.dtype, impl.shape, operand, allocate, device=impl.device)

@@ -337,7 +337,7 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:
     if n < 2:
         return factories.empty((0,), dtype=x.dtype, device=x.device)
     upper = factories.ones((n, n), dtype=int64, device=x.device).triu(1)
-    pairs = index_ops.nonzero(upper)  # [N (N - 1) / 2, 2], row-major
+    pairs = index_ops.nonzero(upper)  # [N (N - 1) / 2, 2], the pairs in row-major order
     diff = index_ops.index_select(x, 0, pairs[:, 0]) - index_ops.index_select(x, 0, pairs[:, 1])
     return distance(diff, p)
 

@@ -784,6 +784,33 @@ def test_nonzero_matches_torch(layout, dtype):
         assert_same(a, b)
 
 
+@pytest.mark.parametrize(
+    "value",
+    [[[0, 0, 0], [0, 0, 0]], 5, 0, [1, 1, 1], [[[1, 1], [1, 1]], [[1, 0], [1, 1]]], [[1, 2, 3]]],
+    ids=["none", "0-d", "0-d zero", "1-d", "3-d", "one row"],
+)
+def test_nonzero_is_column_major_as_torch_and_its_columns_dense(value):
+    k, t = kael.tensor(value), torch.tensor(value)
+    for got, want in ((kael.nonzero(k), torch.nonzero(t)), (kael.argwhere(k), torch.argwhere(t))):
+        assert_same(got, want)
+        assert got.stride() == want.stride()
+    for got, want in zip(kael.nonzero(k, as_tuple=True), torch.nonzero(t, as_tuple=True)):
+        assert_same(got, want)
+        assert got.stride() == want.stride() == (1,)
+    for size in (0, 1, 4):  # nonzero_static's rows are row-major, as torch's
+        got, want = kael.nonzero_static(k, size=size), torch.nonzero_static(t, size=size)
+        assert_same(got, want)
+        assert got.stride() == want.stride()
+
+
+def test_nonzero_over_many_blocks_writes_each_column_in_element_order():
+    mask = np.random.default_rng(8).random((300, 700)) < 0.3  # dozens of listing blocks
+    got = kael.nonzero(kael.tensor(mask))
+    want = torch.nonzero(torch.from_numpy(mask))
+    assert_same(got, want)
+    assert got.stride() == want.stride() == (1, len(want))
+
+
 def test_nonzero_counts_nan_but_not_negative_zero():
     values = [float("nan"), 0.0, -0.0, 1.0, float("-inf")]
     assert_same(kael.nonzero(kael.tensor(values)), torch.nonzero(torch.tensor(values)))

@@ -188,8 +188,8 @@ def _nonzero(arr: np.ndarray):
     dtype = next(k for k, v in NUMPY.items() if v == arr.dtype)
     out = []
 
-    def allocate(n):
-        out.append(np.full((n, arr.ndim), -1, np.int64))
+    def allocate(n):  # [n, rank] column-major, as the kernel writes it
+        out.append(np.full((n, arr.ndim), -1, np.int64, order="F"))
         return out[0].ctypes.data
 
     count = gather.nonzero(dtype, arr.shape, op(arr), allocate)
@@ -197,7 +197,7 @@ def _nonzero(arr: np.ndarray):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.bool_])
-def test_nonzero_kernel_lists_coordinates_row_major_across_blocks(dtype):
+def test_nonzero_kernel_lists_coordinates_in_row_major_order_by_columns_across_blocks(dtype):
     rng = np.random.default_rng(2)
     arr = (rng.random((60, 50, 7)) > 0.6).astype(dtype).transpose(1, 2, 0)[:, ::2]
     assert arr.size > 2 * gather.NONZERO_BLOCK
