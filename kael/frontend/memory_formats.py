@@ -264,10 +264,11 @@ def in_memory_order(x, compute):
 
 
 def in_format(x, fmt: memory_format):
-    """x laid out in `fmt` (itself where it already is), for ops whose torch kernel writes
-    its result in the input's suggested format but kael's computes it row-major."""
+    """x laid out in `fmt`, exactly its strides (size-1 dims' too), itself where it already
+    is: for ops whose torch kernel writes its result in the input's suggested format where
+    kael's computes it otherwise."""
     if fmt is contiguous_format:
-        return x
+        return x.contiguous()
     strides = format_strides(x.shape, fmt)
     if tuple(x.stride()) == strides:
         return x

@@ -466,6 +466,25 @@ def _method(fn):
     return method
 
 
+# What torch's comparison operators meet with NotImplemented (its argument parser refuses
+# them): Python then falls back to identity, so `t == None` is False and `t != [1]` True.
+_NOT_COMPARED = (type(None), str, bytes, list, tuple, dict, set)
+
+
+def _compared(fn):
+    """A comparison operator: NotImplemented for _NOT_COMPARED operands, as torch's (`t < None`
+    is then Python's TypeError); else the op."""
+
+    def method(self, other):
+        if isinstance(other, _NOT_COMPARED):
+            return NotImplemented
+        return fn(self, other)
+
+    _name_method(method, fn.__name__)
+    method.__doc__ = fn.__doc__
+    return method
+
+
 def _install() -> None:
     """Every function as a Tensor method, the in-place variants and the operators."""
     fastpath.bind(Tensor)
@@ -536,7 +555,7 @@ def _install() -> None:
     _name_method(_rtruediv, "__rtruediv__")
     Tensor.__rtruediv__ = op_door("div", _rtruediv)
     for dunder in ("eq", "ne", "lt", "le", "gt", "ge"):  # input is self: always a Tensor
-        setattr(Tensor, f"__{dunder}__", _fast(dunder, _method(FUNCTIONS[dunder])))
+        setattr(Tensor, f"__{dunder}__", _fast(dunder, _compared(FUNCTIONS[dunder])))
     Tensor.__hash__ = object.__hash__  # defining __eq__ would otherwise make tensors unhashable
     Tensor.__neg__ = fastpath.unary_first("neg", _method(FUNCTIONS["neg"]))
     Tensor.__abs__ = fastpath.unary_first("abs", _method(FUNCTIONS["abs"]))

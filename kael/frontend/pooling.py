@@ -614,6 +614,11 @@ def _adaptive_avg(dims: int, op: str):
         x, was_batched, sizes, bounds = _adaptive_input(input, dims, output_size, op)
         if not all(sizes):
             return _unbatched(_empty_like(x, sizes), was_batched)
+        fmt = memory_formats.suggested(x._impl)
+        if all(s == 1 for s in sizes) and x.dtype.is_floating_point:  # torch's mean shortcut
+            y = reductions.mean(x, tuple(range(2, 2 + dims)), keepdim=True)
+            y = y if fmt is memory_formats.contiguous_format else memory_formats.in_format(y, fmt)
+            return _unbatched(y, was_batched)
         # float16 and bfloat16 average in float32, rounded once at the end, as PyTorch does
         compute = float32 if x.dtype.is_half else x.dtype
         y = x
@@ -625,8 +630,8 @@ def _adaptive_avg(dims: int, op: str):
         for d, windows_d in enumerate(bounds):  # sum / kD / kH / kW, PyTorch's divisions
             y = y / _column([hi - lo for lo, hi in windows_d], d, dims, compute, x.device)
         # torch's 2-d kernel keeps a channels-last input's format; its 1-d and 3-d ones do not
-        fmt = memory_formats.suggested(x._impl) if dims == 2 else memory_formats.contiguous_format
-        return _unbatched(y.to(x.dtype).contiguous(memory_format=fmt), was_batched)
+        fmt = fmt if dims == 2 else memory_formats.contiguous_format
+        return _unbatched(memory_formats.in_format(y.to(x.dtype), fmt), was_batched)
 
     adaptive_avg_pool.__name__ = adaptive_avg_pool.__qualname__ = op
     adaptive_avg_pool.__doc__ = f"torch.nn.functional.{op}: each dim's window sums in turn."

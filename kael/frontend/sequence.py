@@ -16,7 +16,16 @@ from collections.abc import Callable
 from kael.codegen.cpu import scan
 from kael.frontend import eager, factories, fastpath, views
 from kael.frontend import elementwise as ew
-from kael.frontend.memory_formats import copy_with, layout_for, preserve_format
+from kael.frontend.memory_formats import (
+    Layout,
+    contiguous_format,
+    copy_with,
+    format_strides,
+    layout_for,
+    preserve_format,
+    restrided,
+    suggested,
+)
 from kael.frontend.outputs import (
     check_writable,
     dtype_from_out,
@@ -338,8 +347,8 @@ def flip(input: Tensor, dims) -> Tensor:
     return Tensor(copy_with(flipped, layout))
 
 
-def _roll_shifts(x: Tensor, shifts, dims) -> dict[int, int]:
-    """{dim: shift in [1, size)} of every dim that moves; repeated dims add up."""
+def _roll_shifts(x: Tensor, shifts, dims) -> list[tuple[int, int]]:
+    """(dim, shift) pairs in the order given, dims wrapped."""
     shift_list = _ints(shifts, "shifts")
     if not shift_list:
         raise Error("roll: `shifts` required")
@@ -348,18 +357,32 @@ def _roll_shifts(x: Tensor, shifts, dims) -> dict[int, int]:
             raise Error(
                 f"roll: shifts and dimensions must align. shifts: {len(shift_list)}, dims: 0"
             )
-        return {0: shift_list[0]}
+        return [(0, shift_list[0])]
     dim_list = _ints(dims, "dims")
     if len(shift_list) != len(dim_list):
         raise Error(
             f"roll: shifts and dimensions must align. shifts: {len(shift_list)},"
             f" dims: {len(dim_list)}"
         )
-    total: dict[int, int] = {}
-    for s, d in zip(shift_list, dim_list):
-        d = views.wrap_dim(d, x.ndim, wrap_scalar=False)
-        total[d] = total.get(d, 0) + s
-    return total
+    return [(views.wrap_dim(d, x.ndim, wrap_scalar=False), s) for s, d in zip(shift_list, dim_list)]
+
+
+def _roll_format(x: TensorImpl, steps: list[tuple[int, int]]):
+    """The format of torch's roll result: it cats two slices per dim in turn, and cat
+    keeps channels-last only while every slice suggests it (a shift by a multiple of the
+    size makes an empty slice, which suggests row-major)."""
+    fmt = suggested(x)
+    for d, s in steps:
+        if fmt is contiguous_format:
+            break
+        n = x.shape[d]
+        start = (n - s) % n
+        strides = format_strides(x.shape, fmt)
+        for size in (n - start, start):
+            part = Layout((*x.shape[:d], size, *x.shape[d + 1 :]), strides)
+            if suggested(part) is not fmt:
+                fmt = contiguous_format
+    return fmt
 
 
 def roll(input: Tensor, shifts, dims=None) -> Tensor:
@@ -368,9 +391,18 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:
     Without dims the tensor is rolled as if flattened, then given back its shape.
     """
     x = tensor_arg(input, "roll")
-    total = _roll_shifts(x, shifts, dims)
+    steps = _roll_shifts(x, shifts, dims)
+    total: dict[int, int] = {}  # repeated dims add up
+    for d, s in steps:
+        total[d] = total.get(d, 0) + s
     src = x._impl if dims is not None else x.reshape(-1)._impl
-    out = empty_impl(src.shape, src.dtype, src.device)
+    if dims is None:
+        strides = contiguous_strides(src.shape)
+    elif src.numel():
+        strides = format_strides(src.shape, _roll_format(src, steps))
+    else:  # torch clones an empty input in its own layout
+        strides = layout_for(src, preserve_format)
+    out = restrided(empty_impl(src.shape, src.dtype, src.device), strides)
     if out.numel() > 0:
         # Each moving dim splits into two blocks: out[s:] = src[:n - s], out[:s] = src[n - s:].
         parts = []

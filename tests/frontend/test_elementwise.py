@@ -2462,3 +2462,18 @@ def test_an_ndarray_operand_needs_a_tensor_beside_it():
         kael.add(np.ones(3), 2)
     with pytest.raises(kael.TypeError, match="got ndarray and ndarray"):
         kael.mul(np.ones(3), np.ones(3))
+
+
+def test_comparison_with_none_or_a_sequence_falls_back_to_identity_as_torch():
+    k, t = kael.ones(3), torch.ones(3)
+    assert (k == None) is (t == None) is False  # noqa: E711  (the idiom under test)
+    assert (k != None) is (t != None) is True  # noqa: E711
+    assert (None == k) is False and (None != k) is True  # noqa: E711, SIM300
+    for other in ("x", [1.0, 1.0, 1.0], (1.0,), {}):  # refused by torch's parser, so identity
+        assert (k == other) is (t == other) is False
+        assert (k != other) is (t != other) is True
+    for compare in (lambda a: a < None, lambda a: a >= None):
+        with pytest.raises(TypeError, match="not supported between instances"):
+            compare(t)
+        with pytest.raises(TypeError, match="not supported between instances"):
+            compare(k)

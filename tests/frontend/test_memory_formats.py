@@ -995,6 +995,8 @@ SPATIAL_OPS = {  # (names of the inputs it takes, the call: F, x, w)
     "avg_pool": (4, 5, lambda F, x, w: F.avg_pool2d(x, 2) if x.ndim == 4 else F.avg_pool3d(x, 2)),
     "max_pool": (4, 5, lambda F, x, w: F.max_pool2d(x, 2) if x.ndim == 4 else F.max_pool3d(x, 2)),
     "adaptive_avg_pool": (4, 5, lambda F, x, w: F.adaptive_avg_pool2d(x, 3) if x.ndim == 4 else F.adaptive_avg_pool3d(x, 2)),
+    "adaptive_avg_pool_to_one": (4, 5, lambda F, x, w: F.adaptive_avg_pool2d(x, 1) if x.ndim == 4 else F.adaptive_avg_pool3d(x, 1)),
+    "roll": (4, 5, lambda F, x, w: x.roll((1, 2), (0, 2))),
     "pixel_shuffle": (4, None, lambda F, x, w: F.pixel_shuffle(x[:, :4].expand(-1, 4, -1, -1) if x.shape[1] == 1 else x[:, :4], 2)),
     "pixel_unshuffle": (4, None, lambda F, x, w: F.pixel_unshuffle(x[:, :, :6, :8], 2)),
 }  # fmt: skip
