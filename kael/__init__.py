@@ -331,6 +331,8 @@ for _name in ("hardshrink", "prelu", "relu_"):  # Tensor.hardshrink(), Tensor.pr
 # utilities (conveniences.py); they come last, so a name there never hides an op family's.
 _EXTRA = {**_torch_level.FUNCTIONS, **_conveniences.FUNCTIONS, **_recurrent.FUNCTIONS}
 _EXTRA.update(_lowrank.FUNCTIONS)
+_EXTRA.update(_autocast.LEGACY)
+_EXTRA["to_dlpack"] = utils.dlpack.to_dlpack
 globals().update({name: fn for name, fn in _EXTRA.items() if name not in globals()})
 __all__ += [name for name in _EXTRA if name not in __all__]
 for _name, _method in _conveniences.METHODS.items():

@@ -223,6 +223,25 @@ def set_autocast_dtype(device_type: str, dtype: DType) -> None:
     _state.dtype[kind] = _lower_dtype(dtype, kind)
 
 
+def _per_device(device_type: str, kind: str, switch: bool) -> dict:
+    """torch's older per-device autocast functions (is_autocast_cpu_enabled, ...): the
+    device-type forms above with the device named (`kind`) in the function's name; the
+    on/off pair only where `switch` (torch has none for "gpu")."""
+    made = {
+        f"get_autocast_{kind}_dtype": lambda: get_autocast_dtype(device_type),
+        f"set_autocast_{kind}_dtype": lambda dtype: set_autocast_dtype(device_type, dtype),
+    }
+    if switch:
+        made[f"is_autocast_{kind}_enabled"] = lambda: is_autocast_enabled(device_type)
+        made[f"set_autocast_{kind}_enabled"] = lambda on: set_autocast_enabled(device_type, on)
+    for name, fn in made.items():
+        fn.__name__ = fn.__qualname__ = name
+    return made
+
+
+LEGACY = {**_per_device("cpu", "cpu", True), **_per_device("cuda", "gpu", False)}
+
+
 def _lower_dtype(dtype, kind: str) -> DType:
     dtype = as_dtype(dtype)
     if dtype not in _LOWER_DTYPES:

@@ -26,6 +26,7 @@ from kael.frontend.outputs import (
     float_arg,
     output,
     tensor_arg,
+    type_name,
     unaliased,
 )
 from kael.frontend.tensor import Tensor, empty_impl
@@ -221,7 +222,7 @@ def _operand(x, op: str):
         return x
     n = number_of(x)
     if n is None:
-        raise TypeError(f"{op}: expected a Tensor or a number, got {type(x).__name__}")
+        raise TypeError(f"{op}: expected a Tensor or a number, got {type_name(x)}")
     return n
 
 
@@ -632,7 +633,7 @@ def unary(name: str, x, out: Tensor | None = None) -> Tensor:
         return complex.unary(name, x, out, cast)
     op = UNARY[name]
     if not isinstance(x, Tensor):
-        raise TypeError(f"{name}: expected a Tensor, got {type(x).__name__}")
+        raise TypeError(f"{name}: expected a Tensor, got {type_name(x)}")
     compute, result = _unary_dtypes(op, x)
     target = output(out, x.shape, result, x.device, name, (x,), compute, cast)
     fast = _remembered(fastpath.unary_key(name, x), None if out is None else target, (x,))

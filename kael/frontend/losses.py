@@ -19,7 +19,7 @@ from kael.frontend.formula import Value, launch, maximum, minimum, where
 from kael.frontend.outputs import device_of, tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
-from kael.runtime.dtypes import int64, result_type
+from kael.runtime.dtypes import int64, result_type, uint8
 from kael.runtime.errors import IndexError, TypeError, ValueError
 
 REDUCTIONS = ("none", "mean", "sum")
@@ -310,6 +310,8 @@ def nll_loss(
     name = "nll_loss"
     x, t = operands(input, target, name, reduction)
     floating([x], name)
+    if t.dtype is uint8 and x.ndim <= 2:  # torch's nll_loss takes Byte; its nll_loss2d not
+        t = t.to(int64)
     if t.dtype is not int64:
         raise TypeError(f"{name}: expected target dtype int64 (class indices), got {t.dtype}")
     if x.ndim == 0:

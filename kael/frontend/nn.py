@@ -33,7 +33,15 @@ from kael.frontend.opmath import in_float32
 from kael.frontend.outputs import copied_out, device_of, float_arg, output, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl
 from kael.runtime.device import CPU
-from kael.runtime.dtypes import INT64_MAX, as_dtype, float32, float64, get_default_dtype, int64
+from kael.runtime.dtypes import (
+    INT64_MAX,
+    as_dtype,
+    float32,
+    float64,
+    get_default_dtype,
+    int64,
+    uint8,
+)
 from kael.runtime.errors import IndexError, TypeError, ValueError
 from kael.runtime.launcher import replayable
 from kael.runtime.storage import Storage
@@ -278,9 +286,13 @@ def _complex_logsumexp(x: Tensor, dim, keepdim, out: Tensor | None) -> Tensor:
 
 
 def _check_target(x: Tensor, target, op: str) -> Tensor:
-    """target: int64 class indices shaped like x without its class dim (dim 1, or 0 if 1-d)."""
+    """target: int64 class indices shaped like x without its class dim (dim 1, or 0 if 1-d);
+    uint8 ones too for an input of at most 2 dims (torch's nll_loss takes Byte, its
+    nll_loss2d of more dims does not), read as int64."""
     target = tensor_arg(target, op, "target")
     device_of([x, target], op)
+    if target.dtype is uint8 and x.ndim <= 2:
+        target = target.to(int64)
     if target.dtype is not int64:
         raise TypeError(
             f"{op}: expected target dtype to be int64 (class indices) or floating point (class"

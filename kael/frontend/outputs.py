@@ -250,11 +250,21 @@ def _result_strides(shape: tuple[int, ...], operands: Sequence, common) -> tuple
     return result_strides(shape, tensors, len(tensors) < len(operands))
 
 
+def type_name(x) -> str:
+    """x's type as an error names it: another library's Tensor (torch's) by its module too,
+    with the way to convert it, so "expected a Tensor, got Tensor" never reads."""
+    kind = type(x)
+    if kind.__name__ != "Tensor" or isinstance(x, Tensor):
+        return kind.__name__
+    library = kind.__module__.split(".")[0]
+    return f"{library}.Tensor (convert it with kael.from_dlpack or kael.tensor)"
+
+
 def tensor_arg(x, op: str, what: str = "input") -> Tensor:
     """x itself when it is a Tensor, else a kael.TypeError naming the op, the argument and
     the type given."""
     if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): {what} must be a Tensor, got {type(x).__name__}")
+        raise TypeError(f"{op}(): {what} must be a Tensor, got {type_name(x)}")
     return x
 
 
@@ -262,7 +272,7 @@ def tensor_param(value, op: str, what: str = "input") -> Tensor:
     """value itself when it is a Tensor, else a kael.TypeError in PyTorch's argument parser's
     words (torch.NAME's forms and the recurrent layers say it as torch does)."""
     if not isinstance(value, Tensor):
-        raise TypeError(f"{op}(): argument '{what}' must be Tensor, not {type(value).__name__}")
+        raise TypeError(f"{op}(): argument '{what}' must be Tensor, not {type_name(value)}")
     return value
 
 

@@ -31,7 +31,7 @@ from kael.frontend.tensor import Layout, Size, Tensor, empty_impl, strided, tran
 from kael.frontend.tracing import op_door
 from kael.runtime import dtypes
 from kael.runtime.device import CPU, CUDA, Device, cuda_is_available, parse_device
-from kael.runtime.errors import Error, TypeError, ValueError
+from kael.runtime.errors import Error, TypeError, UnpicklingError, ValueError
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl
 
@@ -199,15 +199,15 @@ def _refuse_foreign_torch(module: str, name: str) -> None:
             raise TypeError(f"kael has no dtype torch.{dtype}: cannot load {module}.{name}")
 
 
-def _weights_only_refusal(what: str) -> Error:
+def _weights_only_refusal(what: str) -> UnpicklingError:
     """torch's weights_only refusal: what the file tried, and the way out."""
-    return Error(
+    return UnpicklingError(
         f"Weights only load failed. {what}. Load with weights_only=False only if you trust"
         " the source of the checkpoint."
     )
 
 
-def _unsupported_global(module: str, name: str) -> Error:
+def _unsupported_global(module: str, name: str) -> UnpicklingError:
     """torch's weights_only refusal of a global, naming it."""
     return _weights_only_refusal(
         f"Unsupported global: GLOBAL {module}.{name} was not an allowed global by default"

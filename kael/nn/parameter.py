@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from kael.frontend import fastpath, views
 from kael.frontend.factories import empty
+from kael.frontend.outputs import type_name
 from kael.frontend.tensor import Tensor
 from kael.runtime.errors import Error, TypeError
 
@@ -19,7 +20,7 @@ def _handle_of(data: Tensor | None, what: str) -> Tensor:
     if data is None:
         data = empty(0)
     if not isinstance(data, Tensor):
-        raise TypeError(f"{what}(): data must be a Tensor or None, got {type(data).__name__}")
+        raise TypeError(f"{what}(): data must be a Tensor or None, got {type_name(data)}")
     impl = data._impl
     return views.derive(impl, impl.shape, impl.strides, impl.offset)
 

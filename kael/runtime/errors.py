@@ -1,6 +1,7 @@
 """kael's typed errors: each is a kael.Error and also the Python builtin of its name."""
 
 import builtins
+import pickle
 
 
 class Error(RuntimeError):
@@ -34,3 +35,8 @@ class NotImplementedError(Error, builtins.NotImplementedError):
 class LinAlgError(Error):
     """A linear-algebra input the algorithm cannot factor: singular, not positive-definite,
     or an iteration that did not converge (torch.linalg.LinAlgError)."""
+
+
+class UnpicklingError(Error, pickle.UnpicklingError):
+    """A checkpoint that weights_only loading refuses (torch raises pickle.UnpicklingError,
+    which the usual `except pickle.UnpicklingError:` fallback catches)."""

@@ -264,3 +264,31 @@ def test_aliases_stay_one_object_when_autocast_cuda_wraps_them():
         assert getattr(kael.special, name) is getattr(kael, name), name
     assert kael.arccos is kael.acos and kael.arcsin is kael.asin  # aliases in one namespace
     assert F.layer_norm is kael.layer_norm and F.rms_norm is kael.rms_norm
+
+
+def test_per_device_autocast_functions_are_torchs_names_over_the_device_type_state():
+    names = {n for n in dir(torch) if n.endswith(("_cpu_dtype", "_gpu_dtype", "_cpu_enabled"))}
+    assert names == {
+        n for n in dir(kael) if n.endswith(("_cpu_dtype", "_gpu_dtype", "_cpu_enabled"))
+    }
+    assert kael.is_autocast_cpu_enabled() is torch.is_autocast_cpu_enabled() is False
+    for device, kind in (("cpu", "cpu"), ("gpu", "cuda")):
+        got = getattr(kael, f"get_autocast_{device}_dtype")()
+        assert str(got) == str(getattr(torch, f"get_autocast_{device}_dtype")()).removeprefix(
+            "torch."
+        )
+        try:
+            getattr(kael, f"set_autocast_{device}_dtype")(
+                kael.bfloat16 if got is kael.float16 else kael.float16
+            )
+            assert kael.get_autocast_dtype(kind) is not got
+        finally:
+            kael.set_autocast_dtype(kind, got)
+    with kael.autocast("cpu"):
+        assert kael.is_autocast_cpu_enabled() is True
+    try:
+        kael.set_autocast_cpu_enabled(True)
+        assert kael.is_autocast_enabled("cpu") is True
+    finally:
+        kael.set_autocast_cpu_enabled(False)
+    assert kael.is_autocast_enabled("cpu") is False

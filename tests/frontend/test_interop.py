@@ -425,3 +425,27 @@ def test_numpy_scalars_and_functions_hand_back_tensors_as_torchs(call):
         got, want = call(kael.tensor([1.0, 2.0])), call(torch.tensor([1.0, 2.0]))
     assert isinstance(got, kael.Tensor) and str(got.dtype) == str(want.dtype)[6:]
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_kael_to_dlpack_is_torchs_top_level_name_for_the_capsule():
+    assert kael.to_dlpack is kael.utils.dlpack.to_dlpack
+    back = torch.from_dlpack(kael.to_dlpack(kael.arange(3.0)))
+    assert back.tolist() == [0.0, 1.0, 2.0] and back.dtype is torch.float32
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda t: kael.ones(2) + t,
+        lambda t: kael.exp(t),
+        lambda t: kael.nn.functional.relu(t),
+        lambda t: kael.matmul(t, kael.ones(2, 2)),
+        lambda t: kael.nn.Parameter(t),
+    ],
+    ids=["binary", "unary", "functional", "matmul", "parameter"],
+)
+def test_a_torch_tensor_given_to_kael_is_named_as_torchs_with_the_way_to_convert_it(call):
+    with pytest.raises(
+        kael.TypeError, match=r"got torch\.Tensor \(convert it with kael\.from_dlpack"
+    ):
+        call(torch.ones(2, 2))

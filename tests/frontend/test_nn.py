@@ -682,6 +682,25 @@ def test_cross_entropy_bool_targets_are_type_errors_naming_the_dtype():
         kael.cross_entropy(kael.ones(3, 4), kael.zeros(3, dtype=kael.bool))
 
 
+@pytest.mark.parametrize("name", ["cross_entropy", "nll_loss"])
+@pytest.mark.parametrize("shape", [(3,), (2, 3), (2, 3, 4)], ids=["1-d", "2-d", "3-d"])
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int32"])
+def test_byte_class_targets_are_taken_as_torchs_nll_loss_takes_them(name, shape, dtype):
+    x = np.random.default_rng(4).standard_normal(shape).astype(np.float32)
+    target = np.full(shape[:1] + shape[2:] if len(shape) > 1 else (), 2, np.int64)
+    t = torch.from_numpy(target).to(getattr(torch, dtype))
+    k = kael.tensor(target).to(getattr(kael, dtype))
+    tf, kf = getattr(torch.nn.functional, name), getattr(kael.nn.functional, name)
+    try:  # torch's nll_loss takes Byte targets for inputs of at most 2 dims, nothing else
+        want = tf(torch.from_numpy(x), t)
+    except RuntimeError:
+        with pytest.raises(kael.TypeError, match=f"got {dtype}"):
+            kf(kael.tensor(x), k)
+        return
+    assert dtype == "uint8" and len(shape) <= 2
+    np.testing.assert_allclose(kf(kael.tensor(x), k).numpy(), want.numpy(), rtol=1e-6)
+
+
 def test_cross_entropy_float_targets_are_probabilities_shaped_like_the_input():
     with pytest.raises(RuntimeError):
         torch.nn.functional.cross_entropy(torch.ones(3, 4), torch.zeros(3))
