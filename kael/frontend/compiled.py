@@ -36,6 +36,7 @@ from kael.frontend import autocast, factories, pytree, replay, tracing
 from kael.frontend import plan as p
 from kael.frontend.guard import MISS, supported
 from kael.frontend.plan_matmul import MatmulCall
+from kael.frontend.random import Generator
 from kael.frontend.tensor import Tensor
 from kael.runtime import debug, sync, user_warning
 from kael.runtime.device import Device
@@ -107,6 +108,7 @@ class _Entry:
 
 
 _FLOAT = (float,)
+_GENERATOR = ("generator",)
 # Kinds of constant whose every value hashes (kael.compile(step)(kael, x): a module, a dim,
 # a name, a dtype): a Tensor subclass is none of them.
 _HASHED = frozenset({int, bool, str, type(None), types.ModuleType, DType, Device})
@@ -141,6 +143,8 @@ def _signature(leaves: list, treedef, plain: bool = False) -> tuple[list, tuple 
             parts.append(("const", kind, leaf))
         elif kind is Tensor or isinstance(leaf, Tensor):
             parts.append(_tensor_part(leaf, tensors, storages))
+        elif kind is Generator:  # any generator: a plan takes the call's own
+            parts.append(_GENERATOR)
         elif plain and pytree.is_container(leaf):
             return tensors, None
         else:
@@ -339,9 +343,10 @@ def _value_part(value) -> tuple:
 
 
 def _float_key(values: list) -> tuple:
-    """The floats a trace used as values, as a key that tells -0.0 from 0.0 and finds a NaN
-    again (float.hex: exact, signed, and NaN equal to itself)."""
-    return tuple(float(v).hex() for v in values)
+    """The floats (and generators) a trace used as values, as a key that tells -0.0 from
+    0.0 and finds a NaN again (float.hex: exact, signed, and NaN equal to itself); a
+    generator whose state Python read, by identity."""
+    return tuple(float(v).hex() if type(v) is float else _Same(v) for v in values)
 
 
 def _coarse(key: tuple, used_values: tuple) -> tuple:
@@ -385,8 +390,13 @@ def _what_changed(old: tuple, new: tuple) -> str:
                 return f"the {name} changed (now {settings[1].get(name, 'none')})"
     if old[3] != new[3]:
         return _source_change(dict(old[3]), dict(new[3]))
-    values = [tuple(float.fromhex(h) for h in guard[2]) for guard in (old, new)]
-    return f"float arguments used as Python values changed: {values[0]} -> {values[1]}"
+    values = [
+        tuple(float.fromhex(h) if type(h) is str else h for h in guard[2]) for guard in (old, new)
+    ]
+    return (
+        "arguments used as Python values (floats, generators' states) changed:"
+        f" {values[0]} -> {values[1]}"
+    )
 
 
 def _source_change(old: dict, new: dict) -> str:
@@ -1072,6 +1082,7 @@ class CompiledFunction:
     def _trace(self, leaves, treedef, tensors, key):
         """Run the function once under a trace; keep the plan it leaves."""
         trace = tracing.Trace(self.fn, self.fullgraph, tensors, leaves)
+        trace.generator_args = {id(v): i for i, v in enumerate(leaves) if type(v) is Generator}
         symbolic = [
             tracing.SymFloat.make(v, i, trace) if type(v) is float else v
             for i, v in enumerate(leaves)
@@ -1340,7 +1351,12 @@ class Inspection:
             elif type(s) is p.Alias:
                 lines.append(f"  [{i}] buffer {s.dst} reuses the memory of buffer {s.src}")
             elif type(s) is p.Seed:
-                lines.append(f"  [{i}] manual_seed({s.seed}) of {s.generator!r}")
+                g = s.generator
+                of = f"the generator of leaf {g.index}" if type(g) is p.ArgScalar else repr(g)
+                what = (
+                    f"manual_seed({s.seed})" if not s.offset else f"set_state({s.seed}, {s.offset})"
+                )
+                lines.append(f"  [{i}] {what} of {of}")
             else:
                 lines.append(f"  [{i}] reserve {s.count} random counters")
         for c in plan.cuts:

@@ -24,10 +24,13 @@ _INLINE_PAIRS = 4
 
 def supported(parts: tuple) -> bool:
     """Whether every leaf of a positional signature is a kind `lines` can test: a tensor,
-    a float, a constant compared by value (an int, a str, a module, a dtype...), or an
-    object described by what it holds (compiled._held; not one too big to guard)."""
+    a float, a generator, a constant compared by value (an int, a str, a module, a
+    dtype...), or an object described by what it holds (compiled._held; not one too big
+    to guard)."""
     return all(
-        part[0] in ("tensor", "const", float) or part[0] == "holds" and part[2] is not None
+        part[0] in ("tensor", "const", float, "generator")
+        or part[0] == "holds"
+        and part[2] is not None
         for part in parts
     )
 
@@ -46,7 +49,9 @@ def lines(parts: tuple, twins: Callable[[tuple], object], always: bool, names: d
         names[name] = value
         return name
 
-    names.update(_MISS=MISS, _Tensor=Tensor)
+    from kael.frontend.random import Generator
+
+    names.update(_MISS=MISS, _Tensor=Tensor, _Generator=Generator)
     miss = "return _MISS"
     locals_, tests = [], []
     alone: list[int] = []  # the tensors whose storage is no earlier tensor's
@@ -60,6 +65,8 @@ def lines(parts: tuple, twins: Callable[[tuple], object], always: bool, names: d
         locals_.append(f"a{i}")
         if part[0] is float:
             tests.append(f"if type(a{i}) is not float: {miss}")
+        elif part[0] == "generator":
+            tests.append(f"if type(a{i}) is not _Generator: {miss}")
         elif part[0] == "const":
             kind, value = constant(part[1]), constant(part[2])
             tests.append(f"if type(a{i}) is not {kind} or a{i} != {value}: {miss}")

@@ -801,6 +801,7 @@ class ExternCall:
     # the tree (_direct_call); the kael.Generators it is given (draw_marks)
     direct: tuple | None = field(init=False, default=None)
     generators: tuple = field(init=False, default=())
+    passed: tuple = field(init=False, default=())  # the leaves a call passes whole: a generator?
     launches_kernels = False
 
     def __post_init__(self) -> None:
@@ -808,6 +809,15 @@ class ExternCall:
 
         self.direct = _direct_call(self.args, self.leaves)
         self.generators = tuple(v for v in self.leaves if type(v) is Generator)
+        self.passed = tuple(v for v in self.leaves if type(v) is ArgScalar and not v.conversions)
+
+    def drawn_from(self, call: Call) -> tuple:
+        """The kael.Generators this call of the step is given: its constants' and those of
+        the call's arguments passed to it."""
+        from kael.frontend.random import Generator
+
+        given = (v.of(call.scalars) for v in self.passed)
+        return self.generators + tuple(g for g in given if type(g) is Generator)
 
     def views(self) -> list[View]:
         leaves = [v for v in self.leaves if type(v) is View]
@@ -830,7 +840,7 @@ class ExternCall:
                 for name, v in keywords:
                     kwargs[name] = _resolved(v, call)
         # its own draws (multinomial, randperm): a retrace's to undo
-        marks = draw_marks(self.generators)
+        marks = draw_marks(self.drawn_from(call) if self.passed else self.generators)
         result = self.fn(*args, **kwargs)
         for g, start, drawn in marks:
             call.drew(g, start, g.drawn_here() - drawn)
@@ -949,18 +959,20 @@ class Reserve:
 
 @dataclass(slots=True)
 class Seed:
-    """generator.manual_seed(seed) where the traced function called it, between the steps
-    that draw before and after."""
+    """generator.manual_seed(seed) (set_state: and `offset`) where the traced function
+    called it, between the steps that draw before and after; `generator` is an ArgScalar
+    where the function was given it."""
 
     generator: object
     seed: int
+    offset: int = 0
     launches_kernels = False
 
     def views(self) -> list[View]:
         return []
 
     def run(self, call: Call) -> None:
-        self.generator.manual_seed(self.seed)
+        _value(self.generator, call).restore(self.seed, self.offset)
 
 
 @dataclass(slots=True)
@@ -1104,7 +1116,7 @@ class Plan:
         fused kernel whose output differs from its ops' (any bit, NaN payloads included).
         Both runs draw the same numbers, and every generator ends where the call left it (as
         eagerly)."""
-        generators = self._generators()
+        generators = self._generators(scalars)
         start = [g.position() for g in generators]
         try:
             self._check(tensors, scalars, name, generators)
@@ -1112,15 +1124,23 @@ class Plan:
             for g, position in zip(generators, start, strict=True):
                 g.restore(*position)
 
-    def _generators(self) -> list:
-        """The generators the steps may draw from or reseed: the default one (Reserve),
-        those given to extern steps, and those the function reseeded."""
-        from kael.frontend.random import default_generator
+    def _generators(self, scalars: list) -> list:
+        """The generators the steps may draw from or reseed, for a call whose leaves are
+        `scalars`: the default one (Reserve), those given to extern steps, and those the
+        function reseeded."""
+        from kael.frontend.random import Generator, default_generator
 
         found = {id(default_generator): default_generator}
         for step in self.steps:
-            for g in (step.generator,) if type(step) is Seed else getattr(step, "generators", ()):
-                found.setdefault(id(g), g)
+            if type(step) is Seed:
+                source = step.generator
+                given = [source.of(scalars) if type(source) is ArgScalar else source]
+            else:
+                given = list(getattr(step, "generators", ()))
+                given += [v.of(scalars) for v in getattr(step, "passed", ())]
+            for g in given:
+                if type(g) is Generator:
+                    found.setdefault(id(g), g)
         return list(found.values())
 
     def _check(self, tensors: list, scalars: list, name: str, generators: list) -> None:

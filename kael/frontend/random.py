@@ -100,12 +100,14 @@ class Generator:
         return seed
 
     def initial_seed(self) -> int:
+        tracing.generator_read(self)
         with self.lock:
             return self._seed
 
     def get_state(self) -> Tensor:
         """The stream's state as 16 uint8 bytes (seed and offset, little-endian), as
         PyTorch's is a ByteTensor: set_state takes it back."""
+        tracing.generator_read(self)
         seed, offset = self.position()
         raw = seed.to_bytes(8, "little") + offset.to_bytes(8, "little")
         return factories.tensor(list(raw), dtype=uint8)
@@ -118,7 +120,9 @@ class Generator:
         if new_state.shape != (16,):
             raise ValueError(f"set_state expects 16 bytes, got shape {list(new_state.shape)}")
         raw = bytes(new_state.tolist())
-        self.restore(int.from_bytes(raw[:8], "little"), int.from_bytes(raw[8:], "little"))
+        seed, offset = int.from_bytes(raw[:8], "little"), int.from_bytes(raw[8:], "little")
+        tracing.reseed(self, seed, offset)  # a traced set_state is a step of the plan
+        self.restore(seed, offset)
 
     def __reduce__(self):
         """Pickled (kael.save, copy, a worker's queue) as its device and stream position, as

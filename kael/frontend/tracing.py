@@ -156,9 +156,15 @@ for _name in (
 
 
 def _source(value):
-    """A recorded step's parameter: the value, or where each call takes it from."""
+    """A recorded step's parameter: the value, or where each call takes it from (a float
+    argument, or a generator argument: ArgScalar)."""
     if type(value) is SymFloat:
         return p.ArgScalar(value.index, value.conversions)
+    trace = state.trace
+    if trace is not None and trace.generator_args:
+        index = trace.generator_args.get(id(value))
+        if index is not None:
+            return p.ArgScalar(index)
     return value
 
 
@@ -196,6 +202,9 @@ class Trace:
         # a flush inside the op settles what came before first
         self.entry: list[int] | None = None
         self.used_scalars: set[int] = set()
+        # id -> leaf index of each kael.Generator argument: a plan takes it from the call
+        # (compiled._signature names it by kind), unless its state was read (used_scalars)
+        self.generator_args: dict[int, int] = {}
         self.broken: str | None = None
         self.reads_module = False  # whether it read a kael.nn.Module (set by the module)
         # id -> (weakref, _state_version at the first read) of each module it read
@@ -537,12 +546,20 @@ class Trace:
         step.retraces = bool(shaped) or self._restartable()
         return result
 
-    def reseed(self, generator, seed: int) -> None:
-        """generator.manual_seed(seed) in the traced function: a plan step of its own, after
-        the reservations made so far (the generator itself is reseeded by the caller)."""
+    def reseed(self, generator, seed: int, offset: int = 0) -> None:
+        """generator.manual_seed(seed) (or set_state: at `offset`) in the traced function: a
+        plan step of its own, after the reservations made so far (the generator itself is
+        reseeded by the caller)."""
         self.flush()
-        self.plan.steps.append(p.Seed(generator, seed))
+        self.plan.steps.append(p.Seed(_source(generator), seed, offset))
         self.ran = len(self.plan.steps)
+
+    def generator_read(self, generator) -> None:
+        """Python read a generator argument's state: the plan holds what it read, so it is
+        kept for that generator only (as a float argument used as a value)."""
+        index = self.generator_args.get(id(generator))
+        if index is not None:
+            self.used_scalars.add(index)
 
     def matmul(self, c, a, b, geometry=None) -> None:
         """c = a @ b (impls, checked and laid out by the op), or with `geometry` the
@@ -824,11 +841,18 @@ def data_dependent(what: str) -> None:
         trace.data_dependent(what)
 
 
-def reseed(generator, seed: int) -> None:
-    """Mark a manual_seed: under a trace, the plan repeats it at its place."""
+def reseed(generator, seed: int, offset: int = 0) -> None:
+    """Mark a manual_seed (or set_state): under a trace, the plan repeats it at its place."""
     trace = state.trace
     if trace is not None and not trace.depth:
-        trace.reseed(generator, seed)
+        trace.reseed(generator, seed, offset)
+
+
+def generator_read(generator) -> None:
+    """Mark Python reading a generator's state (initial_seed, get_state)."""
+    trace = state.trace
+    if trace is not None:
+        trace.generator_read(generator)
 
 
 def host_read(what: str) -> None:

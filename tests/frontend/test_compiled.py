@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import gc
 import math
 import subprocess
 import sys
 import warnings
+import weakref
 from math import exp
 
 import numpy as np
@@ -867,17 +869,48 @@ def test_dtype_change_recompiles_and_says_why():
     assert c.cache_info().recompiles == ["argument 0: dtype changed from float32 to float64"]
 
 
-def test_another_generator_object_recompiles_and_says_so():
+def test_a_new_generator_each_call_runs_one_plan_and_none_is_kept_alive():
+    """Diffusers' pattern (kael.Generator().manual_seed(seed) per request): the plan takes
+    the call's generator, so no call traces again, and no generator outlives its call."""
     c = kael.compile(lambda a, g: a + kael.rand(3, generator=g))
-    for seed in (1, 2):
-        got = c(kael.zeros(3), kael.Generator().manual_seed(seed))
-        want = kael.rand(3, generator=kael.Generator().manual_seed(seed))
-        assert got.tolist() == want.tolist()
-    [reason] = c.cache_info().recompiles
-    assert reason == (
-        "argument 1 is another Generator object (kael.Generator(device='cpu')): "
-        "a plan is kept per object"
-    )
+    kept = []
+    for seed in range(12):
+        g = kael.Generator().manual_seed(seed)
+        kept.append(weakref.ref(g))
+        got, after = c(kael.zeros(3), g), g.get_state()
+        eager = kael.Generator().manual_seed(seed)
+        assert got.tolist() == kael.rand(3, generator=eager).tolist()
+        assert after.tolist() == eager.get_state().tolist()  # advanced as eagerly
+    info = c.cache_info()
+    assert (info.traces, info.plans, info.recompiles) == (1, 1, [])
+    del g
+    gc.collect()
+    assert not any(ref() is not None for ref in kept)
+
+
+def test_a_generator_whose_state_python_reads_keeps_a_plan_per_generator():
+    c = kael.compile(lambda a, g: a + g.initial_seed())
+    for seed in (3, 4, 3):
+        g = kael.Generator().manual_seed(seed)
+        assert c(kael.zeros(2), g).tolist() == [float(seed)] * 2
+    assert c.cache_info().traces == 3  # by identity: each generator its own plan
+    assert "generators' states" in c.cache_info().recompiles[0]
+
+
+def test_a_generator_argument_reseeded_inside_is_the_calls_own():
+    def f(a, g):
+        g.manual_seed(7)
+        return a + kael.rand(5, generator=g)
+
+    c = kael.compile(f)
+    eager = kael.Generator()
+    want = f(kael.zeros(5), eager)
+    for _ in range(3):
+        g = kael.Generator()
+        assert c(kael.zeros(5), g).tolist() == want.tolist()
+        assert g.get_state().tolist() == eager.get_state().tolist()  # where eager left it
+    assert c.cache_info().traces == 1
+    assert "manual_seed(7) of the generator of leaf 1" in str(c.inspect(kael.zeros(5), g))
 
 
 def test_too_many_recompiles_warn_once_naming_the_change():
