@@ -2156,3 +2156,53 @@ def test_a_reduction_of_a_constant_the_call_made_compiles(name):
     step, x = kael.compile(f), kael.ones(3)
     for _ in range(2):
         _same(step(x), f(x))
+
+
+# ---- x[t] by a 0-d tensor's value ------------------------------------------------------------
+
+
+def test_indexing_by_a_0d_tensor_runs_one_plan_for_every_value():
+    """A diffusion step's alphas_cumprod[t] over a schedule's timesteps (0-d tensors): the
+    row is gathered by t's value at each call (one trace; it traced each new value)."""
+    schedule = kael.cumprod(1 - kael.linspace(1e-4, 0.02, 50), 0)
+    step = kael.compile(lambda x, t: x * schedule[t])
+    x = kael.randn(3, 4)
+    for t in (10, 11, 49, 0):
+        _same(step(x, kael.tensor(t)), x * schedule[t])
+    _same(step(x, kael.tensor(-2)), x * schedule[-2])  # wraps as an int index does
+    info = step.cache_info()
+    assert (info.traces, info.recompiles) == (1, [])
+    _same(step(x, kael.tensor(-3, dtype=kael.int32)), x * schedule[-3])
+    with pytest.raises(
+        kael.IndexError, match="index 50 is out of bounds for dimension 0 with size 50"
+    ):
+        step(x, kael.tensor(50))
+    rows = kael.compile(lambda m, t: m[t] + 1)  # a row of a matrix, and a 0-d result
+    m = kael.arange(12.0).reshape(4, 3)
+    for t in (0, 3):
+        _same(rows(m, kael.tensor(t)), m[t] + 1)
+        _same(rows(m[:, 0], kael.tensor(t)), m[t, 0] + 1)
+
+
+@pytest.mark.parametrize("case", ["row written", "source written", "row returned"])
+def test_a_row_selected_by_value_that_only_a_view_gets_right_is_traced_again(case):
+    """Where the row is written, or x after it, or the row is returned (the caller's alias
+    of x), a gathered row would differ from torch's view: the call is traced again reading
+    t, before anything the caller sees was written."""
+
+    def f(b, t):
+        r = b[t]
+        if case == "row written":
+            r.mul_(2)
+        elif case == "source written":
+            b.add_(1)
+        return r if case == "row returned" else (r + 0, b + 0)
+
+    c = kael.compile(f)
+    for t in (1, 2):
+        got_b, want_b = kael.arange(8.0).reshape(4, 2), kael.arange(8.0).reshape(4, 2)
+        got, want = c(got_b, kael.tensor(t)), f(want_b, kael.tensor(t))
+        _same(got, want)
+        _same(got_b, want_b)
+        if case == "row returned":
+            assert got._impl.storage is got_b._impl.storage  # a view of the argument
