@@ -412,11 +412,13 @@ def test_fully_masked_rows_follow_torch():
     assert math.isnan(float(kael_mha(mha_args(attn_mask=mask))[0].numpy()[0, 0, 0]))
 
 
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
 @pytest.mark.parametrize("heads, training, same", [(4, False, True), (3, False, True),
                                                    (4, True, True), (4, False, False)])  # fmt: skip
-def test_batch_first_self_attention_is_laid_out_as_torchs_two_paths(heads, training, same):
-    """torch's native fast path (batch_first self-attention in eval, an even head count)
-    returns [N, L, E] row-major; its other path [L, N, E] transposed."""
+def test_batch_first_self_attention_is_laid_out_as_torchs_two_paths(heads, training, same, grad):
+    """torch's native fast path (batch_first self-attention in eval, an even head count, no
+    gradient wanted: its parameters require one, so grad mode must be off) returns [N, L, E]
+    row-major; its other path [L, N, E] transposed."""
     tm = torch.nn.MultiheadAttention(12, heads, batch_first=True)
     km = kael.nn.MultiheadAttention(12, heads, batch_first=True)
     km.load_state_dict({k: kael.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
@@ -424,8 +426,10 @@ def test_batch_first_self_attention_is_laid_out_as_torchs_two_paths(heads, train
     km.train(training)
     x = np.random.default_rng(3).standard_normal((2, 5, 12)).astype(np.float32)
     tx, kx = torch.from_numpy(x), kael.from_numpy(x)
-    with torch.no_grad():
+    with torch.set_grad_enabled(grad):
         want, _ = tm(tx, tx, tx) if same else tm(tx, tx.clone(), tx.clone())
-    got, _ = km(kx, kx, kx) if same else km(kx, kx.clone(), kx.clone())
+    with kael.set_grad_enabled(grad):
+        got, _ = km(kx, kx, kx) if same else km(kx, kx.clone(), kx.clone())
+    want = want.detach()
     assert got.stride() == want.stride()
     np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-5)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from kael.frontend import autocast
 from kael.frontend.factories import empty
+from kael.frontend.grad_mode import is_grad_enabled
 from kael.nn import functional as F
 from kael.nn import init
 from kael.nn.modules.linear import Linear
@@ -16,6 +17,12 @@ from kael.runtime.errors import ValueError
 
 class NonDynamicallyQuantizableLinear(Linear):
     """Linear under the name PyTorch gives MultiheadAttention's out_proj (its repr shows it)."""
+
+
+def grads_wanted(tensors) -> bool:
+    """torch's fast paths' grad test: grad mode is on and one of `tensors` (None skipped)
+    requires grad (a Parameter does, as torch's: kael.no_grad() or inference_mode() off)."""
+    return is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
 
 
 class MultiheadAttention(Module):
@@ -120,9 +127,11 @@ class MultiheadAttention(Module):
         key and value) takes its native fast path, whose result is laid out [N, L, E] (its
         other path returns [L, N, E] transposed): in eval, an even head count, one packed
         in_proj with a bias of the query's dtype, no bias_k/bias_v or zero attention, no
-        autocast (kael's tensors require no grad: torch's no_grad case)."""
+        autocast, and no gradient wanted (grad mode off, or nothing requires one)."""
+        projections = (self.in_proj_weight, self.in_proj_bias, self.out_proj.weight)
         return not (
             self.training
+            or grads_wanted((query, *projections, self.out_proj.bias))
             or self.num_heads % 2
             or self.bias_k is not None
             or self.bias_v is not None

@@ -7,16 +7,21 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 
+from kael.frontend import autocast, tracing
 from kael.frontend.factories import full
+from kael.frontend.index_ops import where
 from kael.frontend.sequence import triu
 from kael.nn import functional as F
 from kael.nn import init
-from kael.nn.modules.attention import MultiheadAttention
+from kael.nn.modules.activation import GELU, ReLU
+from kael.nn.modules.attention import MultiheadAttention, grads_wanted
 from kael.nn.modules.container import ModuleList
 from kael.nn.modules.dropout import Dropout
 from kael.nn.modules.linear import Linear
 from kael.nn.modules.module import Module
 from kael.nn.modules.normalization import LayerNorm
+from kael.runtime import user_warning
+from kael.runtime.dtypes import bool_
 from kael.runtime.errors import ValueError
 
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
@@ -88,6 +93,10 @@ class TransformerEncoderLayer(_Layer):
             d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
             norm_first, bias, 2, {"device": device, "dtype": dtype},
         )  # fmt: skip
+        # torch's flag of its fused kernels: 1 relu, 2 gelu (any approximation), 0 other
+        act = self.activation
+        relu, gelu = act is F.relu or isinstance(act, ReLU), act is F.gelu or isinstance(act, GELU)
+        self.activation_relu_or_gelu = 1 if relu else 2 if gelu else 0
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal: bool = False):
         x = src
@@ -155,11 +164,34 @@ class TransformerDecoderLayer(_Layer):
         return self.norm3(x + self._ff_block(x, self.dropout3))
 
 
+def _why_not_nested(layer) -> str:
+    """Why torch's TransformerEncoder cannot take its nested-tensor path over copies of
+    `layer` (its constructor's checks, its words), or "" where it can."""
+    if not isinstance(layer, TransformerEncoderLayer):
+        return "encoder_layer was not TransformerEncoderLayer"
+    attention = layer.self_attn
+    reasons = (
+        (layer.norm_first, "encoder_layer.norm_first was True"),
+        (not attention.batch_first, "encoder_layer.self_attn.batch_first was not True"
+         "(use batch_first for better inference performance)"),
+        (not attention._qkv_same_embed_dim,
+         "encoder_layer.self_attn._qkv_same_embed_dim was not True"),
+        (attention.in_proj_bias is None, "encoder_layer.self_attn was passed bias=False"),
+        (not layer.activation_relu_or_gelu, "encoder_layer.activation_relu_or_gelu was not True"),
+        (layer.norm1.eps != layer.norm2.eps,
+         "encoder_layer.norm1.eps was not equal to encoder_layer.norm2.eps"),
+        (attention.num_heads % 2 == 1, "encoder_layer.self_attn.num_heads is odd"),
+    )  # fmt: skip
+    return next((why for failed, why in reasons if failed), "")
+
+
 class TransformerEncoder(Module):
-    """num_layers copies of encoder_layer run in turn, then an optional norm. With a
-    src_key_padding_mask, padded positions hold the computed values: PyTorch's eval-mode
-    nested-tensor path (enable_nested_tensor) returns zeros there instead; the positions
-    the mask keeps agree."""
+    """num_layers copies of encoder_layer run in turn, then an optional norm. Where torch
+    takes its nested-tensor path (use_nested_tensor, set at construction as torch's, with
+    its warning; then in eval, no gradient wanted, a 3-d src with only a padding mask
+    whose padding ends each row), the padded positions are zeros before the norm, as
+    torch's result padded back from the nested tensor; elsewhere they hold the computed
+    values (the positions the mask keeps agree either way)."""
 
     def __init__(
         self,
@@ -172,15 +204,56 @@ class TransformerEncoder(Module):
         super().__init__()
         self.layers = ModuleList(copy.deepcopy(encoder_layer) for _ in range(num_layers))
         self.num_layers, self.norm = num_layers, norm
+        self.enable_nested_tensor = self.use_nested_tensor = enable_nested_tensor
+        self.mask_check = mask_check
+        why = _why_not_nested(encoder_layer)
+        if enable_nested_tensor and why:
+            user_warning.warn(
+                f"enable_nested_tensor is True, but self.use_nested_tensor is False because {why}"
+            )
+            self.use_nested_tensor = False
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal: bool | None = None):
+        padded = self._nested_padding(src, mask, src_key_padding_mask)
         output = src
         for layer in self.layers:
             output = layer(
                 output, src_mask=mask, is_causal=bool(is_causal),
                 src_key_padding_mask=src_key_padding_mask,
             )  # fmt: skip
+        if padded is not None:
+            output = where(padded.unsqueeze(-1), 0.0, output)
         return output if self.norm is None else self.norm(output)
+
+    def _nested_padding(self, src, mask, padding):
+        """The padded positions (bool [N, S]) where torch's forward takes its nested-tensor
+        path, else None. Under kael.compile the mask's values are not read, so with
+        mask_check (as torch.compile's) there is no such path."""
+        first = self.layers[0] if len(self.layers) else None
+        if (
+            not self.use_nested_tensor
+            or first is None
+            or first.training
+            or padding is None
+            or mask is not None
+            or src.ndim != 3
+            or autocast.is_autocast_enabled(src.device.type)
+            or (self.mask_check and tracing.active() is not None)
+        ):
+            return None
+        attention = first.self_attn
+        weights = (
+            attention.in_proj_weight, attention.in_proj_bias, attention.out_proj.weight,
+            attention.out_proj.bias, first.norm1.weight, first.norm1.bias, first.norm2.weight,
+            first.norm2.bias, first.linear1.weight, first.linear1.bias, first.linear2.weight,
+            first.linear2.bias,
+        )  # fmt: skip
+        if grads_wanted((src, *weights)):
+            return None
+        padded = padding if padding.dtype is bool_ else padding != 0
+        if self.mask_check and bool((padded[:, :-1] & ~padded[:, 1:]).any()):
+            return None  # a kept position after a padded one: not left-aligned
+        return padded
 
 
 class TransformerDecoder(Module):

@@ -1,6 +1,8 @@
 """kael.nn's recurrent, attention and transformer layers against torch.nn's: the same
 parameters (names, order, shapes) and, loaded with torch's state, torch's outputs."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -239,3 +241,54 @@ def test_recurrent_refuses_no_input_features_and_has_torchs_weight_helpers(name)
         [tuple(w.shape) for w in layer] for layer in reference.all_weights
     ]
     assert module.all_weights[1][0] is module.weight_ih_l0_reverse
+
+
+def _encoders(**options):
+    """The same two-layer encoder (with a final norm) in both libraries, in eval."""
+    layer = {"dim_feedforward": 32, "dropout": 0.0, "batch_first": True, **options}
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's nested-tensor warnings
+        t = torch.nn.TransformerEncoder(
+            torch.nn.TransformerEncoderLayer(16, **layer), 2, norm=torch.nn.LayerNorm(16)
+        ).eval()
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        k = kael.nn.TransformerEncoder(
+            kael.nn.TransformerEncoderLayer(16, **layer), 2, norm=kael.nn.LayerNorm(16)
+        ).eval()
+    k.load_state_dict({n: kael.tensor(v.detach().numpy()) for n, v in t.state_dict().items()})
+    return k, t, [str(w.message) for w in said]
+
+
+ENCODER_OPTIONS = {
+    "nested": {"nhead": 4},
+    "gelu": {"nhead": 4, "activation": "gelu"},
+    "odd heads": {"nhead": 1},
+    "norm first": {"nhead": 4, "norm_first": True},
+    "sequence first": {"nhead": 4, "batch_first": False},
+}
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+@pytest.mark.parametrize("mask", ["right padded", "not left aligned", "additive"])
+@pytest.mark.parametrize("options", list(ENCODER_OPTIONS))
+def test_encoder_padded_positions_are_zeros_where_torch_takes_its_nested_path(options, mask, grad):
+    k, t, said = _encoders(**ENCODER_OPTIONS[options])
+    nested = options in ("nested", "gelu")
+    assert k.use_nested_tensor is t.use_nested_tensor is nested
+    assert bool(said) is not nested and all("use_nested_tensor is False because" in w for w in said)
+    padding = np.zeros((3, 7), bool)
+    padding[1, 4:] = padding[2, 6:] = True
+    if mask == "not left aligned":
+        padding[0, 2] = True
+    padding = padding.astype(np.float32) * -1e9 if mask == "additive" else padding
+    x = np.random.default_rng(0).standard_normal((3, 7, 16)).astype(np.float32)
+    if not ENCODER_OPTIONS[options].get("batch_first", True):
+        x = np.ascontiguousarray(x.transpose(1, 0, 2))
+    with torch.set_grad_enabled(grad), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = t(torch.from_numpy(x), src_key_padding_mask=torch.from_numpy(padding)).detach()
+    with kael.set_grad_enabled(grad):
+        got = k(kael.tensor(x), src_key_padding_mask=kael.tensor(padding))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-5)
