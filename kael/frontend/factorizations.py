@@ -23,7 +23,7 @@ from kael.frontend.tensor import Tensor, clone_impl
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import int32, int64
 from kael.runtime.errors import Error, LinAlgError, TypeError, ValueError
-from kael.runtime.tensor_impl import shape_numel
+from kael.runtime.tensor_impl import contiguous_strides, shape_numel
 
 
 class LUFactor(NamedTuple):
@@ -130,6 +130,22 @@ def working_copy(x: Tensor, batch: tuple[int, ...] | None = None, padded: bool =
 
 
 PAD = 8  # elements added to a padded working copy's rows
+
+
+def lapack_layout(x: Tensor, rows: int | None = None) -> Tensor:
+    """x's matrices column-major, the batch outermost, as LAPACK writes torch.linalg's
+    results (code that checks is_contiguous() or views them sees torch's answer): a
+    leading dimension of max(1, rows), rows by default x's own (lstsq's solution is the
+    head of a buffer of max(m, n) rows); x itself where it is laid out so already."""
+    if x.ndim < 2:
+        return x
+    *batch, m, n = x.shape
+    lead = max(1, m if rows is None else rows)
+    strides = (*(s * lead * n for s in contiguous_strides(batch)), 1, lead)
+    if rows is None and tuple(x.stride()) == strides:
+        return x
+    buffer = factories.empty_strided((*batch, lead, n), strides, dtype=x.dtype, device=x.device)
+    return buffer[..., :m, :].copy_(x)
 
 
 def _to(value, device, into: dict | None = None):
@@ -241,7 +257,7 @@ def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False) -> LUFact
     info = info.to(int32)
     if check_errors:
         raise_for(info, "linalg.lu_factor_ex", lambda c: f"U[{c},{c}] is zero.")
-    return LUFactorEx(lu, (piv + 1).to(int32), info)
+    return LUFactorEx(lapack_layout(lu), (piv + 1).to(int32), info)
 
 
 @on_host
@@ -281,7 +297,7 @@ def lu(A, *, pivot: bool = True) -> PLU:
     k = min(m, n)
     lower = packed[..., :, :k].tril(-1) + factories.eye(m, k, dtype=A.dtype)
     upper = packed[..., :k, :].triu()
-    return PLU(permutation_matrices(piv, m, A.dtype), lower, upper)
+    return PLU(permutation_matrices(piv, m, A.dtype).contiguous(), lower, upper)
 
 
 # ---- solves -------------------------------------------------------------------------------
@@ -355,6 +371,7 @@ def _solve(A: Tensor, B: Tensor, op: str, left: bool) -> tuple[Tensor, Tensor, b
     batch = broadcast_batch(A, B, op)
     lu, piv, info = _lu(working_copy(A, batch, padded=True))
     x = _lu_solve_into(lu, piv, working_copy(B, batch, padded=True))
+    x = lapack_layout(x)  # X^T's, for X A = B: row-major, as torch's
     if not left:
         x = x.mT
     return (x.squeeze(-1) if vector else x), _own_batch(info, A), vector
@@ -436,7 +453,7 @@ def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False, out=Non
     batch = broadcast_batch(LU, B, op)
     lu = working_copy(LU, batch, padded=True)
     piv = (pivots.expand(*batch, n) - 1).to(int64).contiguous()
-    x = _lu_solve_into(lu, piv, working_copy(B, batch, padded=True), trans=trans)
+    x = lapack_layout(_lu_solve_into(lu, piv, working_copy(B, batch, padded=True), trans=trans))
     return copied_out(x if left else x.mT, out, op)
 
 
@@ -459,7 +476,7 @@ def solve_triangular(
     batch = broadcast_batch(A, B, op)
     a, x = working_copy(A, batch, padded=True), working_copy(B, batch, padded=True)
     _triangular(a, x, lower=not upper, unit=bool(unitriangular), trans=not left)
-    return copied_out(x if left else x.mT, out, op)
+    return copied_out(lapack_layout(x if left else x.mT), out, op)
 
 
 # ---- inverse and determinants -------------------------------------------------------------
@@ -472,7 +489,7 @@ def _inverse(A: Tensor, op: str) -> tuple[Tensor, Tensor]:
     eye = factories.eye(n, dtype=A.dtype)
     x = working_copy(eye, tuple(A.shape[:-2]), padded=True)
     if shape_numel(A.shape[:-2]) != 1 or n < blocked.MIN_BLOCKED:
-        return _lu_solve_into(lu, piv, x), info.to(int32)
+        return lapack_layout(_lu_solve_into(lu, piv, x)), info.to(int32)
     # One large matrix, in getri's order: X = U^-1 L^-1 (L^-1 is lower triangular, and
     # the forward solve skips its zeros), then A^-1 = X P: the columns in the order
     # P^T (0, 1, ..., n-1), the pivots' interchanges last to first.
@@ -482,7 +499,7 @@ def _inverse(A: Tensor, op: str) -> tuple[Tensor, Tensor]:
     order = factories.arange(n, dtype=A.dtype).reshape(n, 1)
     triangular.permute(order._impl, piv.reshape(n)._impl, 1, reverse=True)
     inverse = index_ops.index_select(square_x, 1, order.reshape(n).to(int64))
-    return inverse.reshape(A.shape), info.to(int32)
+    return lapack_layout(inverse.reshape(A.shape)), info.to(int32)
 
 
 @on_host
@@ -566,7 +583,7 @@ def _cholesky(A, op: str, upper: bool) -> tuple[Tensor, Tensor]:
         factorize.cholesky(_stacked(a), info._impl, count)
     if count and n and info.ne(0).any().item():  # a failed factor: its other triangle too
         a = a.tril()  # is zero, as torch's
-    return (a.mT.contiguous() if upper else a), info.to(int32)
+    return lapack_layout(a.mT if upper else a), info.to(int32)
 
 
 @on_host
@@ -606,7 +623,7 @@ def cholesky_solve(B, L, upper: bool = False, *, out=None) -> Tensor:
     # L L^T X = B: L Y = B, then L^T X = Y (or U^T Y = B, U X = Y).
     _triangular(a, x, lower=lower, trans=not lower)
     _triangular(a, x, lower=lower, trans=lower)
-    return copied_out(x, out, op)
+    return copied_out(lapack_layout(x), out, op)
 
 
 def outs_into(result: tuple, out, op: str) -> tuple:

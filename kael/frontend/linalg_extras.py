@@ -198,7 +198,7 @@ def cholesky_inverse(L, upper: bool = False) -> Tensor:
     n = L.shape[-1]
     eye = factories.eye(n, dtype=L.dtype, device=L.device).expand(*L.shape)
     X = factorizations.solve_triangular(L, eye, upper=upper)
-    return X @ X.mT if upper else X.mT @ X
+    return factorizations.lapack_layout(X @ X.mT if upper else X.mT @ X)
 
 
 # ---- Householder QR: geqrf and ormqr ----------------------------------------------------------

@@ -16,6 +16,7 @@ from kael.codegen.cpu import householder
 from kael.frontend import blocked, factories
 from kael.frontend.factorizations import (
     float_dtype,
+    lapack_layout,
     matrices,
     on_host,
     same_dtype,
@@ -126,7 +127,8 @@ def qr(A, mode: str = "reduced", *, out=None) -> QR:
     if mode == "r":
         q = factories.empty((0,), dtype=A.dtype)
     else:
-        q = _orgqr(_reflectors(packed, columns), tau)
+        q = lapack_layout(_orgqr(_reflectors(packed, columns), tau))
+    r = lapack_layout(r)
     if out is not None:
         out_q, out_r = out
         q, r = copied_out(q, out_q, "linalg.qr"), copied_out(r, out_r, "linalg.qr")
@@ -160,7 +162,7 @@ def householder_product(A, tau, *, out=None) -> Tensor:
         )
     same_dtype(A, tau, op, "input and tau")
     q = _orgqr(working_copy(A), tau.contiguous())
-    return copied_out(q, out, op)
+    return copied_out(lapack_layout(q), out, op)
 
 
 def qr_some(input, some: bool = True, *, out=None) -> QR:

@@ -22,6 +22,7 @@ from kael.frontend import elementwise as ew
 from kael.frontend import factories, moments, orthogonal, spectral
 from kael.frontend.elementwise import broadcast_shapes
 from kael.frontend.factorizations import (
+    lapack_layout,
     matrices,
     on_host,
     raise_for,
@@ -256,7 +257,8 @@ def svd(A, full_matrices: bool = True, *, driver=None, out=None) -> SVD:
     op = "linalg.svd"
     A = matrices(A, op)
     _no_driver(driver, op)
-    result = _decompose(A, True, bool_arg(full_matrices, op, "full_matrices"))
+    U, S, Vh = _decompose(A, True, bool_arg(full_matrices, op, "full_matrices"))
+    result = SVD(lapack_layout(U), S, Vh)
     if out is not None:
         return SVD(*(copied_out(r, o, op) for r, o in zip(result, out, strict=True)))
     return result
@@ -392,7 +394,7 @@ def lstsq(A, B, rcond=None, *, driver=None) -> Lstsq:
     if not B.shape[-1]:  # PyTorch returns early: rank 0, no singular values
         rank, S = factories.zeros(tuple(A.shape[:-2]), dtype=int64), empty
     return Lstsq(
-        X.squeeze(-1) if vector else X,
+        X.squeeze(-1) if vector else lapack_layout(X, max(m, n)),  # torch's buffer of B's rows
         residuals,
         factories.empty((0,), dtype=int64) if driver == "gels" else rank,
         S if driver in ("gelsd", "gelss") else empty,
@@ -407,7 +409,7 @@ def torch_svd(input, some: bool = True, compute_uv: bool = True, *, out=None) ->
     A = matrices(input, op)
     if bool_arg(compute_uv, op, "compute_uv"):
         U, S, Vh = _decompose(A, True, not bool_arg(some, op, "some"))
-        result = TorchSVD(U, S, Vh.mT)
+        result = TorchSVD(lapack_layout(U), S, Vh.mT)
     else:
         m, n, batch = *A.shape[-2:], tuple(A.shape[:-2])
         S = _decompose(A, False, False)

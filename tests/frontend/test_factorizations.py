@@ -531,3 +531,59 @@ def test_vecdot_refuses_integer_vectors_as_torch():
         kael.TypeError, match="floating point or complex tensor as input. Got int64"
     ):
         kael.linalg.vecdot(kael.tensor([1, 2, 3]), kael.tensor([1, 2, 3]))
+
+
+# ---- result layouts: column-major, as LAPACK writes torch's ---------------------------------
+
+_RNG = np.random.default_rng(21)
+_SQUARE = _RNG.standard_normal((4, 4))
+_SPD = _SQUARE @ _SQUARE.T + 4 * np.eye(4)
+_TALL, _WIDE, _RHS = (_RNG.standard_normal(s) for s in ((6, 3), (3, 6), (4, 3)))
+_BATCH = _RNG.standard_normal((2, 4, 4))
+LAYOUT_CASES = {
+    "inv": lambda L, t: L.linalg.inv(t(_SQUARE)),
+    "inv batched": lambda L, t: L.linalg.inv(t(_BATCH)),
+    "inv_ex 1x1 batch": lambda L, t: L.linalg.inv_ex(t(_BATCH[:, :1, :1]))[0],
+    "solve": lambda L, t: L.linalg.solve(t(_SQUARE), t(_RHS)),
+    "solve right": lambda L, t: L.linalg.solve(t(_SQUARE), t(_RHS.T), left=False),
+    "solve broadcast": lambda L, t: L.linalg.solve(t(_SQUARE), t(_BATCH[..., :1])),
+    "solve_ex": lambda L, t: L.linalg.solve_ex(t(_SQUARE), t(_RHS))[0],
+    "cholesky": lambda L, t: L.linalg.cholesky(t(_SPD)),
+    "cholesky upper": lambda L, t: L.linalg.cholesky(t(_SPD), upper=True),
+    "cholesky empty batch": lambda L, t: L.linalg.cholesky(t(np.zeros((0, 3, 3)) + np.eye(3))),
+    "cholesky_solve": lambda L, t: L.cholesky_solve(t(_RHS), t(np.linalg.cholesky(_SPD))),
+    "cholesky_inverse": lambda L, t: L.cholesky_inverse(t(np.linalg.cholesky(_SPD))),
+    "qr": lambda L, t: L.linalg.qr(t(_TALL)),
+    "qr complete": lambda L, t: L.linalg.qr(t(_TALL), mode="complete"),
+    "qr wide": lambda L, t: L.linalg.qr(t(_WIDE)),
+    "householder_product": lambda L, t: L.linalg.householder_product(t(_TALL), t(_TALL[0])),
+    "svd": lambda L, t: L.linalg.svd(t(_TALL), full_matrices=False),
+    "svd full": lambda L, t: L.linalg.svd(t(_WIDE)),
+    "torch.svd": lambda L, t: L.svd(t(_TALL)),
+    "lstsq tall": lambda L, t: (L.linalg.lstsq(t(_TALL), t(_TALL[:, :2])).solution,),
+    "lstsq wide": lambda L, t: (L.linalg.lstsq(t(_WIDE), t(_WIDE[:, :2])).solution,),
+    "lu_factor": lambda L, t: L.linalg.lu_factor(t(_WIDE)),
+    "lu": lambda L, t: L.linalg.lu(t(_BATCH)),
+    "lu_solve": lambda L, t: L.linalg.lu_solve(*L.linalg.lu_factor(t(_SQUARE)), t(_RHS)),
+    "lu_solve right": lambda L, t: L.linalg.lu_solve(
+        *L.linalg.lu_factor(t(_SQUARE)), t(_RHS.T), left=False
+    ),
+    "solve_triangular right": lambda L, t: L.linalg.solve_triangular(
+        t(np.triu(_SQUARE) + 4 * np.eye(4)), t(_RHS.T), upper=True, left=False
+    ),
+    "tensorinv": lambda L, t: L.linalg.tensorinv(t(_SQUARE.reshape(4, 2, 2)), ind=1),
+}
+
+
+@pytest.mark.parametrize("case", list(LAYOUT_CASES))
+def test_results_are_laid_out_column_major_as_lapack_writes_torchs(case):
+    def results(lib, make):
+        out = LAYOUT_CASES[case](lib, make)
+        return out if isinstance(out, tuple) else (out,)
+
+    want = results(torch, lambda a: torch.from_numpy(np.ascontiguousarray(a)))
+    got = results(kael, lambda a: kael.tensor(np.ascontiguousarray(a)))
+    for k, t in zip(got, want, strict=True):
+        assert k.shape == tuple(t.shape) and k.stride() == t.stride(), (k.stride(), t.stride())
+        if case not in ("svd", "svd full", "torch.svd", "qr", "qr complete", "qr wide"):
+            np.testing.assert_allclose(k.numpy(), t.numpy(), rtol=1e-9, atol=1e-9)
