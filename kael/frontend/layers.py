@@ -103,10 +103,10 @@ def normalize(
     """input / max(||input||_p along dim, eps), the norm linalg.vector_norm's (half types
     accumulate in float32, as torch's: squaring in float16 overflowed past 256)."""
     x = tensor_arg(input, "normalize")
-    if not x.dtype.is_floating_point:
-        raise TypeError(f"normalize: expected a floating point input, got {x.dtype}")
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        raise TypeError(f"normalize: expected a floating point or complex input, got {x.dtype}")
     d = views.wrap_dim(dim, x.ndim) if x.ndim else None
-    norm = matrix_norms.vector_norm(x, p, d, keepdim=True)
+    norm = matrix_norms.vector_norm(x, p, d, keepdim=True)  # real, for a complex x too
     return ew.binary("div", x, norm.clamp(min=eps), out)
 
 

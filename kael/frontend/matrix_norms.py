@@ -191,7 +191,7 @@ def dist(input, other, p=2) -> Tensor:
             "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
             "or `logical_xor()` operator instead."
         )
-    if not dtype.is_floating_point:
+    if not (dtype.is_floating_point or dtype.is_complex):
         raise TypeError(
             f"{op}: norm(): input dtype should be either floating point or complex. Got {dtype} "
             "instead."

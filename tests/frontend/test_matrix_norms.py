@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from kernel_helpers import KAEL_DTYPES
 from parity_helpers import close_to_torch, torch_pair
 
 import kael
@@ -341,3 +342,19 @@ def test_vector_norm_s_errors_stay_typed_after_a_remembered_call(call, error, me
         kael.linalg.vector_norm(k, dim=-1)
     with pytest.raises(error, match=message):
         call(k)
+
+
+@pytest.mark.parametrize("p", [2, 1, 0, 3, float("inf"), float("-inf")])
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_dist_and_normalize_of_complex_inputs_are_torchs_real_norms(p, dtype):
+    a = np.random.default_rng(6).standard_normal((2, 4, 2)).view(np.complex128)[..., 0]
+    t = torch.from_numpy(a).to(getattr(torch, dtype))
+    k = kael.tensor(a).to(getattr(kael, dtype))
+    got, want = kael.dist(k, k * 0.5, p=p), torch.dist(t, t * 0.5, p=p)
+    assert got.dtype is KAEL_DTYPES[want.dtype] and got.shape == ()
+    np.testing.assert_allclose(got.item(), want.item(), rtol=1e-6)
+    if p > 0:
+        got = kael.nn.functional.normalize(k, p=p, dim=-1)
+        want = torch.nn.functional.normalize(t, p=p, dim=-1)
+        assert str(got.dtype) == str(want.dtype).removeprefix("torch.")
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-7)
