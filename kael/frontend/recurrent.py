@@ -517,7 +517,13 @@ def _layers(
     finals = []
     for layer in range(stack.layers):
         x = noise(x) if layer else x
-        out = Tensor(empty_impl((*x.shape[:-1], stack.directions * stack.output), dtype, x.device))
+        shape = (*x.shape[:-1], stack.directions * stack.output)
+        if layer == stack.layers - 1 and type(steps) is _Padded and steps.time_dim == 1:
+            # torch's batch_first output is its [T, N, D H] result read batch first
+            time_major = empty_impl((shape[1], shape[0], shape[2]), dtype, x.device)
+            out = Tensor(time_major).transpose(0, 1)
+        else:
+            out = Tensor(empty_impl(shape, dtype, x.device))
         for d in range(stack.directions):
             index = layer * stack.directions + d
             slot = out.narrow(out.ndim - 1, d * stack.output, stack.output)

@@ -270,6 +270,8 @@ def test_sequence_matches_module_forward(name, dtype, num_layers, bidirectional,
         batch_first=batch_first,
     )
     close_to_torch(k, t, TOL[dtype])
+    # batch_first's output is torch's [T, N, D H] result read batch first
+    assert k[0].stride() == t[0].stride()
 
 
 @pytest.mark.parametrize("name", list(MODULES))
