@@ -29,7 +29,7 @@ from kael.frontend import interop
 from kael.frontend.storages import UntypedStorage
 from kael.frontend.tensor import Layout, Size, Tensor, empty_impl, strided, transfer_impl
 from kael.frontend.tracing import op_door
-from kael.runtime import dtypes
+from kael.runtime import dtypes, sync
 from kael.runtime.device import CPU, CUDA, Device, cuda_is_available, parse_device
 from kael.runtime.errors import Error, TypeError, UnpicklingError, ValueError
 from kael.runtime.storage import Storage
@@ -184,6 +184,82 @@ _SAFE_GLOBALS = {
 }
 
 
+# What serialization.add_safe_globals allowed besides: the entries as given (objects, or
+# (object, "module.name") pairs), replaced whole under the lock (a load reads a snapshot).
+_user_entries: tuple = ()
+_user_lock = sync.lock()
+
+
+def _entry_name(entry) -> tuple[tuple[str, str], object]:
+    """((module, name), object) of an add_safe_globals entry: an object named by its
+    __module__ and __qualname__, or an (object, "module.name") pair."""
+    if isinstance(entry, tuple):
+        if len(entry) != 2 or not isinstance(entry[1], str) or "." not in entry[1]:
+            raise TypeError(
+                f"add_safe_globals: a tuple entry must be (object, 'module.name'), got {entry!r}"
+            )
+        module, _, name = entry[1].rpartition(".")
+        return (module, name), entry[0]
+    module = getattr(entry, "__module__", None)
+    name = getattr(entry, "__qualname__", None) or getattr(entry, "__name__", None)
+    if not isinstance(module, str) or not isinstance(name, str):
+        raise TypeError(
+            f"add_safe_globals: {entry!r} has no __module__ and __qualname__ to be named by; "
+            "pass (object, 'module.name')"
+        )
+    return (module, name), entry
+
+
+def add_safe_globals(safe_globals: list) -> None:
+    """Allow these globals (classes, functions, or (object, "module.name") pairs) in
+    weights_only loads, as torch.serialization.add_safe_globals: GLOBAL names them, REDUCE
+    and NEWOBJ may call them, and BUILD may set the state of instances of such classes."""
+    global _user_entries
+    for entry in safe_globals:
+        _entry_name(entry)  # checked before any is added
+    with _user_lock:
+        _user_entries = (*_user_entries, *safe_globals)
+
+
+def get_safe_globals() -> list:
+    """The globals add_safe_globals allowed, as given."""
+    return list(_user_entries)
+
+
+def clear_safe_globals() -> None:
+    """Forget every global add_safe_globals allowed."""
+    global _user_entries
+    with _user_lock:
+        _user_entries = ()
+
+
+class safe_globals:  # noqa: N801 (torch's name)
+    """Allow these globals in weights_only loads inside the block (add_safe_globals, then
+    the allowed set as it was before)."""
+
+    def __init__(self, safe_globals: list) -> None:
+        self.safe_globals = list(safe_globals)
+        self._before: tuple | None = None
+
+    def __enter__(self) -> None:
+        global _user_entries
+        for entry in self.safe_globals:
+            _entry_name(entry)
+        with _user_lock:
+            self._before = _user_entries
+            _user_entries = (*_user_entries, *self.safe_globals)
+
+    def __exit__(self, *exc) -> None:
+        global _user_entries
+        with _user_lock:
+            _user_entries = self._before
+
+
+def _user_globals() -> dict[tuple[str, str], object]:
+    """The allowed globals by (module, name), from the entries as they are now."""
+    return dict(_entry_name(entry) for entry in _user_entries)
+
+
 def _python3_name(module: str, name: str) -> tuple[str, str]:
     """A protocol-2 pickle's Python 2 name (__builtin__.set) as Python 3 spells it."""
     if (module, name) in _compat_pickle.NAME_MAPPING:
@@ -288,6 +364,22 @@ _REFUSED_OPCODES = ("INST", "OBJ", "NEWOBJ_EX", "NEXT_BUFFER", "READONLY_BUFFER"
 _BUILDABLE = (collections.OrderedDict, collections.Counter)
 
 
+def _set_state(inst, state) -> None:
+    """pickle's BUILD of an instance of an allowed class: its __setstate__, else its
+    __dict__ (and slots, from a (dict, slots) state) updated."""
+    setstate = getattr(inst, "__setstate__", None)
+    if setstate is not None:
+        setstate(state)
+        return
+    slots = None
+    if isinstance(state, tuple) and len(state) == 2:
+        state, slots = state
+    if state:
+        inst.__dict__.update(state)
+    for key, value in (slots or {}).items():
+        setattr(inst, key, value)
+
+
 def _filling(opcode: str) -> Callable:
     """The opcode's pickle handler, run only when its container is of an allowed type."""
     kinds, target = _FILLS[opcode]
@@ -321,9 +413,12 @@ class _WeightsOnlyUnpickler(_CheckpointUnpickler):
 
     def __init__(self, file, storages: _LoadedStorages, **kwargs) -> None:
         super().__init__(file, storages, **kwargs)
+        user = _user_globals()
+        self._globals.update(user)
         values = self._globals.values()
         self._callables = {id(value) for value in values if callable(value)}
         self._classes = {id(value) for value in values if isinstance(value, type)}
+        self._user_classes = {id(value) for value in user.values() if isinstance(value, type)}
 
     def _other_global(self, module: str, name: str):
         raise _unsupported_global(module, name)
@@ -349,6 +444,9 @@ class _WeightsOnlyUnpickler(_CheckpointUnpickler):
     def _load_build(self) -> None:
         state = self.stack.pop()
         inst = self.stack[-1]
+        if id(type(inst)) in self._user_classes:  # a class add_safe_globals allowed
+            _set_state(inst, state)
+            return
         if type(inst) not in _BUILDABLE:
             raise _weights_only_refusal(
                 "BUILD may only set the state of an OrderedDict or Counter the checkpoint"

@@ -1,6 +1,7 @@
 """kael.save and kael.load against torch.save and torch.load: checkpoints cross both ways with
 their values, dtypes, shapes, strides, offsets and shared storages; bad input is refused."""
 
+import argparse
 import collections
 import fractions
 import io
@@ -1083,3 +1084,45 @@ def test_complex_tensors_cross_both_ways_with_torch(dtype):
     kael.save({"z": loaded["z"]}, buffer)
     buffer.seek(0)
     np.testing.assert_array_equal(torch.load(buffer)["z"].numpy(), values.numpy())
+
+
+# ---- serialization.add_safe_globals -----------------------------------------------------------
+
+
+def _with_objects() -> bytes:
+    """A torch checkpoint holding a Namespace and a NumPy array beside a tensor."""
+    saved = {"w": torch.ones(2), "args": argparse.Namespace(lr=0.5), "arr": np.arange(3.0)}
+    return _torch_saved(saved).getvalue()
+
+
+_NUMPY_GLOBALS = [np.core.multiarray._reconstruct, np.ndarray, np.dtype, type(np.dtype("f8"))]
+
+
+def test_safe_globals_let_a_weights_only_load_build_what_torchs_does():
+    saved = _with_objects()
+    for lib in (torch, kael):
+        with pytest.raises(pickle.UnpicklingError, match="GLOBAL argparse.Namespace"):
+            lib.load(io.BytesIO(saved))
+        with lib.serialization.safe_globals([argparse.Namespace, *_NUMPY_GLOBALS]):
+            loaded = lib.load(io.BytesIO(saved))
+        assert loaded["args"] == argparse.Namespace(lr=0.5)
+        assert np.array_equal(loaded["arr"], np.arange(3.0))
+        assert loaded["w"].tolist() == [1.0, 1.0]
+        with pytest.raises(pickle.UnpicklingError):  # the block's globals are gone after it
+            lib.load(io.BytesIO(saved))
+
+
+def test_add_get_and_clear_safe_globals_keep_the_entries_as_given():
+    kael.serialization.clear_safe_globals()
+    try:
+        pair = (argparse.Namespace, "argparse.Namespace")
+        kael.serialization.add_safe_globals([fractions.Fraction, pair])
+        assert kael.serialization.get_safe_globals() == [fractions.Fraction, pair]
+        buffer = _torch_saved({"x": fractions.Fraction(1, 3)})
+        assert kael.load(buffer)["x"] == fractions.Fraction(1, 3)
+        with pytest.raises(kael.TypeError, match=r"must be \(object, 'module.name'\)"):
+            kael.serialization.add_safe_globals([(argparse.Namespace, "Namespace")])
+        assert kael.serialization.get_safe_globals() == [fractions.Fraction, pair]
+    finally:
+        kael.serialization.clear_safe_globals()
+    assert kael.serialization.get_safe_globals() == []
