@@ -20,7 +20,7 @@ from kael.frontend.outputs import check_writable, like_result, tensor_arg
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.tracing import op_door
 from kael.runtime.dtypes import DType, bool_, float32, get_default_dtype
-from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.errors import TypeError, UnsupportedDtype, ValueError
 
 
 def _mish(x: Value) -> Value:
@@ -154,7 +154,7 @@ def _dtypes(name: str, act: Activation, dtype: DType) -> DType:
         return dtype
     if dtype is not bool_ and act.integers == "float":
         return get_default_dtype()
-    raise TypeError(f"{name}: not implemented for {dtype} inputs (floating point only)")
+    raise UnsupportedDtype(f"{name}: not implemented for {dtype} inputs (floating point only)")
 
 
 def activate(
@@ -277,7 +277,7 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     """a * sigmoid(b), a and b the two halves of input along `dim`, in one kernel."""
     x = tensor_arg(input, "glu")
     if not x.dtype.is_floating_point:
-        raise TypeError(f"glu: not implemented for {x.dtype} inputs (floating point only)")
+        raise UnsupportedDtype(f"glu: not implemented for {x.dtype} inputs (floating point only)")
     if x.ndim == 0:
         raise ValueError("glu does not support scalars because halving size must be even")
     d = views.wrap_dim(dim, x.ndim)
@@ -292,7 +292,7 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """x where x > 0, else weight * x; weight has one value or one per channel (dim 1)."""
     x, w = tensor_arg(input, "prelu"), tensor_arg(weight, "prelu", "weight")
     if not x.dtype.is_floating_point:
-        raise TypeError(f"prelu: not implemented for {x.dtype} inputs (floating point only)")
+        raise UnsupportedDtype(f"prelu: not implemented for {x.dtype} inputs (floating point only)")
     if w.dtype is not x.dtype:
         raise TypeError(f"prelu: weight has dtype {w.dtype} but input has dtype {x.dtype}")
     channels = x.shape[1] if x.ndim >= 2 else 1

@@ -25,7 +25,7 @@ from kael.frontend.reductions import sum as _sum
 from kael.frontend.tensor import Tensor
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.dtypes import DType, bool_, float32, float64, int64, result_type
-from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.errors import TypeError, UnsupportedDtype, ValueError
 from kael.runtime.tensor_impl import format_shape
 
 # ---- scalars and the combination -------------------------------------------------------------
@@ -94,7 +94,7 @@ def _same_dtype(op: str, tensors: dict[str, Tensor]) -> DType:
                 f"{t.dtype}"
             )
     if a.dtype is bool_:
-        raise TypeError(f'{op}(): "{op}" not implemented for dtype bool')
+        raise UnsupportedDtype(f'{op}(): "{op}" not implemented for dtype bool')
     return a.dtype
 
 
@@ -127,7 +127,7 @@ def _pointwise(name: str, combine: str) -> Callable:
             )
         dtype = result_type(x, a, b)
         if dtype is bool_:
-            raise TypeError(f'{name}(): "{name}" not implemented for dtype bool')
+            raise UnsupportedDtype(f'{name}(): "{name}" not implemented for dtype bool')
         compute = _compute(dtype)
         v = _scalar(value, dtype, name, "value")
         a, b = a.to(compute), b.to(compute)
@@ -271,7 +271,7 @@ def trace(input) -> Tensor:
             f"{format_shape(x.shape)}"
         )
     if x.dtype is bool_:
-        raise TypeError('trace(): "trace" not implemented for dtype bool')
+        raise UnsupportedDtype('trace(): "trace" not implemented for dtype bool')
     diagonal = shapes.diagonal(x)
     if x.dtype.is_half:
         return _sum(diagonal.to(float32)).to(x.dtype)

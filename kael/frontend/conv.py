@@ -34,7 +34,7 @@ from kael.frontend.tracing import op_door
 from kael.ir.conv import ConvGeometry
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import INTEGER_DTYPES, DType, bool_, float32, int64
-from kael.runtime.errors import Error, TypeError, ValueError
+from kael.runtime.errors import TypeError, UnsupportedDtype, ValueError
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import host_ptr
 from kael.runtime.threadpool import get_num_threads
@@ -179,12 +179,12 @@ def _input_and_weight(
     x, was_batched = batched(input, dims, op)
     w = tensor_arg(weight, op, "weight")
     device_of([x, w], op)
-    if w.dtype is not x.dtype or x.dtype.is_bool:
+    if w.dtype is not x.dtype:
         raise TypeError(
-            f"{op}: expected input and weight of one dtype (not bool), got {x.dtype} and {w.dtype}"
+            f"{op}: expected input and weight of one dtype, got {x.dtype} and {w.dtype}"
         )
-    if not x.dtype.is_floating_point and x.dtype not in integers:
-        raise Error(f"{op}: not implemented for {x.dtype}")
+    if x.dtype.is_bool or (not x.dtype.is_floating_point and x.dtype not in integers):
+        raise UnsupportedDtype(f"{op}: not implemented for {x.dtype}")
     if w.ndim != dims + 2:
         raise ValueError(f"{op}: expected {dims + 2}D weight, got {list(w.shape)}")
     return x, was_batched, w

@@ -17,7 +17,7 @@ from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
 from kael.runtime.dtypes import bool_, float32, float64, int64
-from kael.runtime.errors import IndexError, TypeError, ValueError
+from kael.runtime.errors import IndexError, TypeError, UnsupportedDtype, ValueError
 
 NAME = "ctc_loss"
 
@@ -169,7 +169,7 @@ def _operands(log_probs, targets, blank: int):
     lp = tensor_arg(log_probs, NAME, "log_probs")
     tg = tensor_arg(targets, NAME, "targets")
     if lp.dtype not in (float32, float64):
-        raise TypeError(f"{NAME}: not implemented for {lp.dtype} (float32 or float64)")
+        raise UnsupportedDtype(f"{NAME}: not implemented for {lp.dtype} (float32 or float64)")
     if tg.dtype is bool_:
         raise TypeError(f"{NAME}: targets must be integral, got {tg.dtype}")
     if lp.ndim not in (2, 3):

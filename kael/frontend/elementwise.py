@@ -50,7 +50,7 @@ from kael.runtime.dtypes import (
     result_type,
     uint8,
 )
-from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.errors import TypeError, UnsupportedDtype, ValueError
 from kael.runtime.tensor_impl import TensorImpl, format_shape
 
 # ---- the tables ------------------------------------------------------------------------------
@@ -382,7 +382,7 @@ def _floating_only(name: str, dtype: DType) -> None:
     """Refuse an int or bool input of an op with float kernels only (silu, gelu), as PyTorch
     does even for an empty one."""
     if not dtype.is_floating_point:
-        raise TypeError(f"{name} is only supported for floating point dtypes, got {dtype}")
+        raise UnsupportedDtype(f"{name} is only supported for floating point dtypes, got {dtype}")
 
 
 def _refuse_bool_with_uint64(name: str, a, b) -> None:

@@ -18,7 +18,7 @@ from kael.runtime import dtypes
 from kael.runtime.convert import CHECKED, convert_scalar, to_half_precision
 from kael.runtime.device import CPU, Device, parse_device
 from kael.runtime.dtypes import INT64_MAX, INT64_MIN, DType, as_dtype, scalar_dtype
-from kael.runtime.errors import Error, TypeError, ValueError
+from kael.runtime.errors import Error, TypeError, UnsupportedDtype, ValueError
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, check_rank
 from kael.runtime.tracestate import state as _trace_state
@@ -315,7 +315,7 @@ def linspace(start, end, steps, *, dtype=None, device=None) -> Tensor:
     steps = views.as_int(steps, "steps")
     dtype = _spaced_dtype("linspace", start, end, dtype)
     if dtype.is_bool:
-        raise TypeError("linspace does not support dtype bool")
+        raise UnsupportedDtype("linspace does not support dtype bool")
     if steps < 0:
         raise ValueError(f"number of steps must be non-negative, got {steps}")
     if dtype.is_complex:

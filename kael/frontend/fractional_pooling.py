@@ -19,7 +19,7 @@ from kael.frontend.random import rand
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
 from kael.runtime.dtypes import bfloat16, float16, float32, float64, int64
-from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.errors import TypeError, UnsupportedDtype, ValueError
 
 DTYPES = (float32, float64, float16, bfloat16)
 # Per spatial dim: its name in PyTorch's messages and which random sample places it.
@@ -35,7 +35,7 @@ def _input(input, dims: int, op: str) -> tuple[Tensor, bool]:
             f"{op}(): Expected {dims + 1}D or {dims + 2}D tensor, but got: {list(x.shape)}"
         )
     if x.dtype not in DTYPES:
-        raise TypeError(f"{op}: not implemented for {x.dtype} (floating point only)")
+        raise UnsupportedDtype(f"{op}: not implemented for {x.dtype} (floating point only)")
     batched = x.ndim == dims + 2
     for d in range(1 if batched else 0, x.ndim):
         if x.shape[d] == 0:

@@ -23,7 +23,7 @@ from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
 from kael.runtime import user_warning
 from kael.runtime.dtypes import bfloat16, float16, int64
-from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.errors import TypeError, UnsupportedDtype, ValueError
 
 MODES = ("bilinear", "nearest", "bicubic")
 PADDINGS = ("zeros", "border", "reflection")
@@ -247,7 +247,7 @@ def _check_sample_args(x: Tensor, grid: Tensor, mode: str) -> None:
             f" {x.dtype} and grid {grid.dtype}"
         )
     if not x.dtype.is_floating_point:
-        raise TypeError(f"grid_sampler(): not implemented for {x.dtype}")
+        raise UnsupportedDtype(f"grid_sampler(): not implemented for {x.dtype}")
     device_of([x, grid], "grid_sampler()")
 
 

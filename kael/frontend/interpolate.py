@@ -33,7 +33,7 @@ from kael.frontend.tracing import op_door
 from kael.runtime.convert import to_float32
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import bfloat16, float16, float32, float64, uint8
-from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.errors import TypeError, UnsupportedDtype, ValueError
 from kael.runtime.launcher import count_launch, replayable
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
@@ -237,7 +237,7 @@ def interpolate(
             x, sizes, scales, mode, bool(align_corners), antialias
         )
     if not x.dtype.is_floating_point and mode != "nearest" and mode != "nearest-exact":
-        raise TypeError(f"interpolate: {mode} is not implemented for {x.dtype}")
+        raise UnsupportedDtype(f"interpolate: {mode} is not implemented for {x.dtype}")
     wide = x.dtype is float64
     # float16 and bfloat16 resample in float32, rounded once at the end, as PyTorch does
     half = x.dtype in (float16, bfloat16) and mode not in ("nearest", "nearest-exact")

@@ -24,7 +24,7 @@ from kael.frontend.views import broadcast_view
 from kael.runtime import dtypes
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import bool_, promote_types
-from kael.runtime.errors import Error, TypeError, ValueError
+from kael.runtime.errors import Error, TypeError, UnsupportedDtype, ValueError
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides, format_shape, host_ptr
 from kael.runtime.tracestate import state as _trace
 
@@ -60,7 +60,7 @@ def _product(a, b, out: Tensor | None, op: str) -> Tensor:
             raise TypeError(f"{op}: out= is not supported for complex operands")
         return complex.matmul(a, b, dtype, lambda x, y: _product(x, y, None, op))
     if dtype is bool_:
-        raise TypeError(f"{op} does not support dtype bool")
+        raise UnsupportedDtype(f"{op} does not support dtype bool")
     # A 1-d left operand is a row [1, K]; a 1-d right operand a column [K, 1].
     left = ai if len(ai.shape) > 1 else _derive(ai, (1, *ai.shape), (0, *ai.strides))
     right = bi if len(bi.shape) > 1 else _derive(bi, (*bi.shape, 1), (*bi.strides, 0))

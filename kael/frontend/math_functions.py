@@ -50,7 +50,7 @@ from kael.runtime.dtypes import (
     result_type,
     uint8,
 )
-from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.errors import TypeError, UnsupportedDtype, ValueError
 from kael.runtime.tensor_impl import contiguous_strides
 
 LN10, LN2 = math.log(10.0), math.log(2.0)
@@ -79,7 +79,7 @@ def _unary(
 
             return complex.unary(name, x, out, cast=not floats_only)
         if floats_only and not x.dtype.is_floating_point:
-            raise TypeError(f'"{name}" not implemented for {x.dtype} (floating point only)')
+            raise UnsupportedDtype(f'"{name}" not implemented for {x.dtype} (floating point only)')
         result = _float_result(x.dtype)
         compute = float64 if wide else _compute(result)
         if out is None:
@@ -123,7 +123,9 @@ def _binary(
     def fn(input, other) -> Tensor:
         pair, out = _operands(input, other, name)
         if floats_only and not result_type(input, other).is_floating_point:
-            raise TypeError(f'"{name}" not implemented for integer inputs (floating point only)')
+            raise UnsupportedDtype(
+                f'"{name}" not implemented for integer inputs (floating point only)'
+            )
         compute = float64 if wide else _compute(out)
         return launch((name, compute), pair, compute, formula, common=out).to(out)
 
@@ -201,7 +203,7 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
     name = "lerp"
     a, b = tensor_arg(input, name), tensor_arg(end, name, "end")
     if a.dtype is not b.dtype or not a.dtype.is_floating_point:
-        raise TypeError(
+        raise UnsupportedDtype(
             f"lerp: expected input and end of one floating dtype, got {a.dtype} and {b.dtype}"
         )
 
@@ -605,7 +607,7 @@ def ldexp(input: Tensor, other: Tensor) -> Tensor:
     refused for float inputs, as PyTorch refuses it."""
     a, b = _tensor_pair(input, other, "ldexp")
     if a.dtype.is_floating_point and b.dtype is bool_:
-        raise TypeError(f'"ldexp" not implemented for a bool exponent with {a.dtype} input')
+        raise UnsupportedDtype(f'"ldexp" not implemented for a bool exponent with {a.dtype} input')
     out = _float_result(result_type(a, b))
     compute = _compute(out)
     layout = (a, Layout(b.shape, contiguous_strides(b.shape)))  # torch's a * pow(2, b)
@@ -665,7 +667,7 @@ def nextafter(input: Tensor, other: Tensor) -> Tensor:
     a, b = _tensor_pair(input, other, "nextafter")
     out = result_type(a, b)
     if not out.is_floating_point:
-        raise TypeError(
+        raise UnsupportedDtype(
             f'"nextafter" not implemented for {out} (floating point only): input is {a.dtype},'
             f" other is {b.dtype}"
         )
@@ -762,7 +764,7 @@ def _integer_pair(input, other, name: str) -> tuple[Tensor, Tensor, DType]:
     a, b = _tensor_pair(input, other, name)
     out = result_type(a, b)
     if out.is_floating_point or out is bool_:
-        raise TypeError(
+        raise UnsupportedDtype(
             f'"{name}" not implemented for {out} (integer dtypes only): input is {a.dtype},'
             f" other is {b.dtype}"
         )

@@ -16,7 +16,7 @@ from kael.frontend.math_functions import inplace_result
 from kael.frontend.outputs import copied_out, tensor_arg
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.runtime.dtypes import as_dtype, bfloat16, bool_, float16, float32, promote_types
-from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.errors import TypeError, UnsupportedDtype, ValueError
 
 MATRIX_ORDERS = ("fro", "nuc", math.inf, -math.inf, 1, -1, 2, -2)
 
@@ -243,7 +243,7 @@ def pdist(input, p=2) -> Tensor:
     if not x.dtype.is_floating_point:
         raise TypeError(f"{op} only supports floating-point dtypes, got {x.dtype}")
     if x.ndim == 2 and p >= 0 and x.dtype in (float16, bfloat16):
-        raise TypeError(f'"{op}" not implemented for {x.dtype}')
+        raise UnsupportedDtype(f'"{op}" not implemented for {x.dtype}')
     return layers.pdist(x, p)
 
 

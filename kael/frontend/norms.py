@@ -15,13 +15,13 @@ from kael.frontend.outputs import device_of, format_result, tensor_arg
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.tracing import op_door
 from kael.runtime.dtypes import float32, promote_types
-from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.errors import UnsupportedDtype, ValueError
 
 
 def _floating(x, name: str) -> Tensor:
     x = tensor_arg(x, name)
     if not x.dtype.is_floating_point:
-        raise TypeError(f"{name}: expected a floating point input, got {x.dtype}")
+        raise UnsupportedDtype(f"{name}: expected a floating point input, got {x.dtype}")
     return x
 
 

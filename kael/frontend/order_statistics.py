@@ -15,7 +15,14 @@ from kael.frontend.reductions import ValuesIndices
 from kael.frontend.tensor import Tensor
 from kael.runtime.convert import WRAP, convert_scalar
 from kael.runtime.dtypes import bool_, float32, float64, int32, int64, result_type
-from kael.runtime.errors import Error, IndexError, NotImplementedError, TypeError, ValueError
+from kael.runtime.errors import (
+    Error,
+    IndexError,
+    NotImplementedError,
+    TypeError,
+    UnsupportedDtype,
+    ValueError,
+)
 
 INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
@@ -72,7 +79,7 @@ def _median(op: str, skip_nan: bool):
         if out is not None and dim is None:
             raise TypeError(f"{op}(): out= needs a dim (the (values, indices) form)")
         if x.dtype.is_bool:
-            raise TypeError(f"{op}(): not implemented for bool")
+            raise UnsupportedDtype(f"{op}(): not implemented for bool")
         if dim is None and not x.numel():  # PyTorch's median of nothing: NaN
             return factories.full((), float("nan"), device=x.device).to(x.dtype)
         ndim = x.ndim
@@ -306,7 +313,7 @@ def kthvalue(
     k = views.as_int(k, f"{op}(): k")
     keepdim = bool_arg(keepdim, op, "keepdim")
     if x.dtype.is_bool:
-        raise TypeError(f"{op}(): not implemented for bool")
+        raise UnsupportedDtype(f"{op}(): not implemented for bool")
     ndim = x.ndim
     d = views.wrap_dim(dim, ndim)
     size = x.shape[d] if ndim else 1

@@ -13,7 +13,7 @@ from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import int64
-from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.errors import TypeError, UnsupportedDtype, ValueError
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl
 
@@ -65,7 +65,7 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
             f" ({mode} padding of k dims takes a (k + 1)-D or (k + 2)-D input, k <= 3)"
         )
     if x.dtype.is_bool and mode in ("reflect", "replicate"):
-        raise TypeError(f"pad: {mode} padding is not implemented for bool (as in PyTorch)")
+        raise UnsupportedDtype(f"pad: {mode} padding is not implemented for bool (as in PyTorch)")
     if mode != "circular" and x.numel() and min(amounts) >= 0:
         for k, (left, right) in enumerate(sides):
             _check_side(mode, x, x.ndim - 1 - k, x.shape[-1 - k], left, right)

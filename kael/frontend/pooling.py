@@ -38,7 +38,7 @@ from kael.frontend.padding import pad
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.tracing import op_door
 from kael.runtime.dtypes import DType, float32, int64
-from kael.runtime.errors import Error, TypeError, ValueError
+from kael.runtime.errors import Error, TypeError, UnsupportedDtype, ValueError
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl
 
@@ -151,7 +151,7 @@ def _max_pool(dims: int, op: str):
             input, kernel_size, stride, padding, dilation, ceil_mode, dims, op
         )
         if x.dtype.is_bool:
-            raise TypeError(f"{op}: not implemented for bool")
+            raise UnsupportedDtype(f"{op}: not implemented for bool")
         lowest = _lowest(x.dtype)
         if not return_indices and _by_regions(x, kernel):
             geometry = (kernel, stride, pads, dilation, out)
@@ -364,7 +364,7 @@ def _avg_pool(dims: int, op: str):
             input, kernel_size, stride, padding, 1, ceil_mode, dims, op
         )
         if not x.dtype.is_floating_point and x.dtype is not int64:
-            raise TypeError(f"{op}: not implemented for {x.dtype} (floating point or int64)")
+            raise UnsupportedDtype(f"{op}: not implemented for {x.dtype} (floating point or int64)")
         # float16 and bfloat16 sum in float32, rounded once at the end, as PyTorch does
         compute = float32 if x.dtype.is_half else x.dtype
         geometry = (kernel, stride, pads, dilation, out)
@@ -576,7 +576,7 @@ def _adaptive_input(input, dims: int, output_size, op: str):
     spatial dims."""
     x, was_batched = batched(input, dims, op)
     if not x.dtype.is_floating_point:
-        raise TypeError(f"{op}: not implemented for {x.dtype} (floating point only)")
+        raise UnsupportedDtype(f"{op}: not implemented for {x.dtype} (floating point only)")
     if 0 in x.shape[2:]:  # no window could hold a value
         given = list(x.shape[0 if was_batched else 1 :])
         raise ValueError(

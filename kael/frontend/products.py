@@ -14,7 +14,7 @@ from kael.frontend.outputs import copied_out, tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.runtime import user_warning
 from kael.runtime.dtypes import bool_, complex128, float32, float64, int64
-from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.errors import TypeError, UnsupportedDtype, ValueError
 
 
 def _chain_order(dims: list[int]) -> list[list[int]]:
@@ -167,7 +167,7 @@ def vecdot(x, y, *, dim: int = -1, out=None) -> Tensor:
 def _no_bool(op: str, *tensors: Tensor) -> None:
     """PyTorch's products have no bool kernel: kael.TypeError naming the op."""
     if any(t.dtype is bool_ for t in tensors):
-        raise TypeError(f"{op}(): not implemented for bool tensors")
+        raise UnsupportedDtype(f"{op}(): not implemented for bool tensors")
 
 
 def inner(input, other, *, out=None) -> Tensor:

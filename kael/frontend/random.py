@@ -49,7 +49,7 @@ from kael.runtime.dtypes import (
     int64,
     uint8,
 )
-from kael.runtime.errors import TypeError, ValueError
+from kael.runtime.errors import TypeError, UnsupportedDtype, ValueError
 from kael.runtime.launcher import count_launch
 from kael.runtime.tensor_impl import TensorImpl, format_shape
 from kael.runtime.typeinfo import finfo, iinfo
@@ -382,7 +382,7 @@ def _door_key(key: tuple, n: int, out: TensorImpl, ins: tuple, scalars: dict | N
 def _floating(name: str, dtype) -> DType:
     dtype = factories.dtype_or(dtype, get_default_dtype())
     if not (dtype.is_floating_point or dtype.is_complex):
-        raise TypeError(f"{name} only supports floating point dtypes, got {dtype}")
+        raise UnsupportedDtype(f"{name} only supports floating point dtypes, got {dtype}")
     return dtype
 
 

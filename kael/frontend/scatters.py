@@ -38,7 +38,7 @@ from kael.runtime import user_warning
 from kael.runtime.convert import CHECKED, convert_scalar
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import bool_, float32, float64, int64
-from kael.runtime.errors import IndexError, TypeError, ValueError
+from kael.runtime.errors import IndexError, TypeError, UnsupportedDtype, ValueError
 from kael.runtime.tensor_impl import TensorImpl
 
 # ---- writes by index -------------------------------------------------------------------------
@@ -278,7 +278,9 @@ def scatter_reduce_(
             f"{op}(): reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
         )
     if reduce == "mean" and x.dtype.is_bool:
-        raise TypeError(f"{op}(): reduce='mean' is not implemented for bool self (PyTorch's too)")
+        raise UnsupportedDtype(
+            f"{op}(): reduce='mean' is not implemented for bool self (PyTorch's too)"
+        )
     idx = index_ops.index_arg(index, op, allow_int32=True)
     s = tensor_arg(src, op, "src")
     index_ops._check_scatter(x, idx._impl, s, op, "src")
@@ -498,7 +500,9 @@ def index_reduce_(
             f"{op}(): Expected reduce to be one of prod, mean, amax or amin but got {reduce!r}"
         )
     if x.dtype.is_bool:
-        raise TypeError(f'{op}(): not implemented for bool self (torch\'s "index_func_" either)')
+        raise UnsupportedDtype(
+            f'{op}(): not implemented for bool self (torch\'s "index_func_" either)'
+        )
     idx = index_ops.index_arg(index, op, allow_int32=True)
     if idx.ndim > 1:
         raise ValueError(
@@ -623,7 +627,7 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
     values outside are not counted, the last bin includes max."""
     x = tensor_arg(input, "histc")
     if not x.dtype.is_floating_point:
-        raise TypeError(f'"histogram_cpu" not implemented for {x.dtype}')
+        raise UnsupportedDtype(f'"histogram_cpu" not implemented for {x.dtype}')
     if bins <= 0:
         raise ValueError(f"torch.histc(): bins must be > 0, but got {bins} for bins")
     lo, hi = float(min), float(max)
@@ -732,7 +736,7 @@ def _dd_float_input(input) -> Tensor:
     """histogramdd's input: a float32/float64 tensor of at least 2 dims (points by coords)."""
     x = tensor_arg(input, "histogramdd")
     if x.dtype not in (float32, float64):
-        raise TypeError(f'"histogramdd" not implemented for {x.dtype}')
+        raise UnsupportedDtype(f'"histogramdd" not implemented for {x.dtype}')
     if x.ndim < 2:
         raise ValueError("torch.histogramdd: input tensor should have at least 2 dimensions")
     return x

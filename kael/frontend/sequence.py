@@ -40,7 +40,7 @@ from kael.frontend.tensor import Tensor, empty_impl
 from kael.ir import graph as g
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import DType, as_dtype, bool_, int64, uint8
-from kael.runtime.errors import Error, NotImplementedError, TypeError
+from kael.runtime.errors import Error, NotImplementedError, TypeError, UnsupportedDtype
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
 
@@ -175,7 +175,7 @@ def logcumsumexp(input: Tensor, dim, *, out: Tensor | None = None) -> Tensor:
 
         return complex.logcumsumexp(x, views.wrap_dim(dim, x.ndim), out)
     if not x.dtype.is_floating_point:
-        raise TypeError(
+        raise UnsupportedDtype(
             f'"logcumsumexp" not implemented for {x.dtype} (floating point and complex only)'
         )
     return _scan("logcumsumexp", x, dim, None, out)

@@ -40,3 +40,8 @@ class LinAlgError(Error):
 class UnpicklingError(Error, pickle.UnpicklingError):
     """A checkpoint that weights_only loading refuses (torch raises pickle.UnpicklingError,
     which the usual `except pickle.UnpicklingError:` fallback catches)."""
+
+
+class UnsupportedDtype(TypeError, NotImplementedError):
+    """An op with no kernel for this dtype: kael's TypeError, and the NotImplementedError
+    torch raises for most such ("... not implemented for 'Long'"), so either catches it."""
