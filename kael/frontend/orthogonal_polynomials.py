@@ -42,6 +42,7 @@ from kael.frontend.special_arguments import binary_operands, run
 from kael.frontend.special_math import _const
 from kael.frontend.tensor import Tensor
 from kael.runtime.dtypes import float32
+from kael.runtime.errors import ValueError
 
 UNROLL = 32  # recurrence steps one kernel unrolls
 CHECK_EVERY = 16  # chunks between the checks that any element still steps
@@ -322,6 +323,12 @@ def _number_steps(n) -> int | None:
     return max(steps, 0) if steps <= UNROLL else None
 
 
+# The most recurrence steps an evaluation takes where some element still steps (about
+# 2 us each on this machine's two cores): a degree of 2**62 would run for ever, as
+# torch's does; elements that reach an end or overflow stop the loop sooner.
+MAX_STEPS = 1 << 22
+
+
 def _evaluate(name: str, x, n, out: Tensor | None) -> Tensor:
     """P_n(x) broadcast: one kernel up to UNROLL steps, else the chunks (module docstring)."""
     poly = POLYNOMIALS[name]
@@ -345,6 +352,12 @@ def _evaluate(name: str, x, n, out: Tensor | None) -> Tensor:
         check = (m // UNROLL) % CHECK_EVERY == 0
         if check and not _largest(name, [*tensors, state[1]], dtype, stepping, {"m": m}):
             break
+        if m > MAX_STEPS:  # still stepping: elements whose recurrence runs all n steps
+            raise ValueError(
+                f"{name}: degree {steps} needs as many steps of the recurrence for some"
+                f" elements, more than kael takes ({MAX_STEPS}, a few seconds); torch's loop"
+                " runs them all"
+            )
         state = [chunk(state, m, lane) for lane in (0, 1)]
         m += UNROLL
     return chunk(state, m, None, out)

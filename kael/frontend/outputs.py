@@ -162,9 +162,12 @@ def output(
     operands: Sequence = (),
     common=None,
     cast: bool = False,
+    reads: Sequence = (),
 ) -> Tensor:
     """A new result tensor, or `out` checked to have the result's dtype and device and
-    resized to its shape as torch does (resize_output). An elementwise op passes its
+    resized to its shape as torch does (resize_output), unless it shares memory with an
+    operand or one of `reads` (tensors the op reads): a resize would change what the op
+    reads, so that is refused, as torch's iterator refuses it. An elementwise op passes its
     `operands` (tensors, numbers, or a TensorImpl or memory_formats.Layout standing for a
     tensor, in call order): a new or resized result is then laid
     out as torch's TensorIterator lays it out over them (memory_formats.result_strides),
@@ -180,17 +183,32 @@ def output(
         if not cast:
             raise TypeError(f"{op}: out has dtype {out.dtype} but the result has dtype {dtype}")
         check_cast(dtype, out.dtype, op)
-        output(out, shape, out.dtype, device, op, operands, common)
+        output(out, shape, out.dtype, device, op, operands, common, reads=reads)
         return Tensor(new_result(shape, dtype, device, (out,)))
     if out.device is not device:
         raise Error(f"{op}: out is on {out.device} but the operands are on {device}")
     check_writable(out, op)
     if out.shape != shape:
+        _refuse_resizing_an_operand(out, shape, (*operands, *reads), op)
         strides = None if len(shape) < 2 else _result_strides(shape, operands, common)
         resize_output(out, shape)
         if strides is not None and strides != out._impl.strides:
             out.as_strided_(shape, strides)
     return out
+
+
+def _refuse_resizing_an_operand(out: Tensor, shape: tuple, operands: Sequence, op: str) -> None:
+    """kael.ValueError where `out` (to be resized to `shape`) shares memory with an operand:
+    its resize would change the operand before the op reads it (new elements read from
+    uninitialized memory)."""
+    storage = out._impl.storage
+    for x in operands:
+        impl = x._impl if isinstance(x, Tensor) else x
+        if isinstance(impl, TensorImpl) and impl.storage is storage:
+            raise ValueError(
+                f"{op}: output with shape {list(out.shape)} doesn't match the result's shape"
+                f" {list(shape)}, and it shares memory with an input, so it cannot be resized"
+            )
 
 
 def new_result(

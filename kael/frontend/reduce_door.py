@@ -118,7 +118,7 @@ def reduce(
     outs = list(out) if out is not None else [None] * len(kernel.outputs)
     results = Results(
         [
-            output(o, result_shape, buf.dtype, device, name or op)
+            output(o, result_shape, buf.dtype, device, name or op, reads=inputs)
             for o, buf in zip(outs, kernel.outputs)
         ]
     )

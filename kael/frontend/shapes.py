@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 
-from kael.frontend import factories, fastpath, index_ops, views
+from kael.frontend import factories, fastpath, index_ops, order_statistics, views
 from kael.frontend.elementwise import broadcast_shapes
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl
@@ -124,6 +124,10 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     return _pieces(x, d, _every(step, size))
 
 
+# The most views one split makes: a tuple of 2**24 tensors already takes gigabytes.
+MAX_PIECES = 1 << 24
+
+
 def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple[Tensor, ...]:
     """`sections` views as even as can be (the first size % sections one longer), or the
     views between the given indices (clamped to the dim, as slicing is)."""
@@ -145,6 +149,11 @@ def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple[Tens
     if isinstance(spec, int) and not isinstance(spec, bool):
         if spec <= 0:
             raise ValueError(f"number of sections must be larger than 0, got {spec}")
+        if spec > MAX_PIECES:
+            raise ValueError(
+                f"tensor_split: {spec} sections would be more than {MAX_PIECES} views"
+                " (a tuple that large cannot be built)"
+            )
         base, extra = divmod(size, spec)
         bounds = [0]
         for i in range(spec):
@@ -304,8 +313,17 @@ def repeat_interleave(input, repeats=None, dim: int | None = None, *, output_siz
         raise ValueError(
             f"repeat_interleave: output_size {output_size} is not the sum of repeats {sum(values)}"
         )
-    index = [i for i, v in enumerate(values) for _ in range(v)]
-    return index_ops.index_select(x, d, factories.tensor(index, dtype=int64, device=x.device))
+    total = sum(values)
+    shape = list(x.shape) if x.ndim else [1]
+    shape[d] = total
+    factories.check_allocatable(tuple(shape), x.dtype, x.device)  # a typed error, not a hang
+    # position j reads the element whose running count first exceeds j (a kernel's search,
+    # not a Python list of every position)
+    ends = factories.tensor(list(itertools.accumulate(values)), dtype=int64, device=x.device)
+    index = order_statistics.searchsorted(
+        ends, factories.arange(total, dtype=int64, device=x.device), right=True
+    )
+    return index_ops.index_select(x, d, index)
 
 
 def _counts(repeats: Tensor) -> Tensor:

@@ -745,11 +745,13 @@ def _polygamma(n: int) -> Callable[[Value], Value]:
     return formula
 
 
+# The largest n whose n! is finite in float64 (171! overflows): past it n! is inf without
+# computing the exact integer (math.factorial(2**31) runs for minutes).
+_LAST_FINITE_FACTORIAL = 170
+
+
 def _factorial(n: int) -> float:
-    try:
-        return float(math.factorial(n))
-    except OverflowError:
-        return math.inf
+    return float(math.factorial(n)) if n <= _LAST_FINITE_FACTORIAL else math.inf
 
 
 def polygamma(n: int, input: Tensor) -> Tensor:

@@ -256,3 +256,16 @@ def test_compiled_chain_with_number_n_matches_eager():
     )
     for _ in range(2):  # the trace, then the replay
         close_to_torch(chain(kx), expected, 1e-13)
+
+
+@pytest.mark.parametrize("name", ["legendre_polynomial_p", "laguerre_polynomial_l"])
+def test_a_recurrence_that_would_step_past_the_limit_is_refused(name, monkeypatch):
+    """|x| <= 1 keeps Legendre's recurrence stepping for all n steps (torch's loop runs
+    them all: n = 2**62 never ends): past MAX_STEPS a typed error ends it."""
+    monkeypatch.setattr(orthogonal_polynomials, "MAX_STEPS", 4 * UNROLL * 16)
+    with pytest.raises(kael.ValueError, match="needs as many steps of the recurrence"):
+        getattr(kael.special, name)(kael.tensor([0.5, 0.25]), 2**62)
+    small = getattr(kael.special, name)(kael.tensor([0.5]), 40)  # under the limit: its value
+    torch.testing.assert_close(
+        torch.from_dlpack(small), getattr(torch.special, name)(torch.tensor([0.5]), 40)
+    )

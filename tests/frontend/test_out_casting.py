@@ -332,3 +332,27 @@ def test_a_refused_cast_leaves_out_as_it_was():
         with pytest.raises(kael.TypeError, match="can't be cast"):
             call()
         assert out.shape == (1,) and out.tolist() == [0]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda x: kael.add(x, kael.ones(3, 1), out=x),
+        lambda x: kael.where(kael.ones(2, 1, dtype=kael.bool), x, 0.0, out=x),
+        lambda x: kael.mul(x, x.unsqueeze(1), out=x),
+        lambda x: kael.sum(x.reshape(2, 3), 0, keepdim=True, out=x.reshape(2, 3)),
+        lambda x: kael.mean(x.reshape(2, 3), 1, out=x.reshape(2, 3)),
+        lambda x: kael.prod(x.reshape(2, 3), 1, out=x.reshape(2, 3)),
+    ],
+    ids=["add", "where", "mul", "sum", "mean", "prod"],
+)
+def test_an_out_that_is_an_input_and_must_grow_or_shrink_is_refused(call):
+    """Resizing it would change the input before the op reads it (rows read from memory
+    never written): torch's iterator refuses it for elementwise ops."""
+    x = kael.arange(6.0)
+    with pytest.raises(kael.ValueError, match=r"shares memory with an input, so it cannot be"):
+        call(x)
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0] and x.shape == (6,)
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        t = torch.arange(6.0)
+        torch.add(t, torch.ones(3, 1), out=t)

@@ -453,3 +453,24 @@ def test_split_pieces_view_the_input_at_torchs_offsets_and_strides(name, layout)
             assert p.shape == tuple(w.shape) and p.stride() == w.stride()
             assert p.storage_offset() == w.storage_offset() and p.shares_storage(k)
             assert torch.equal(torch.from_dlpack(p), w)
+
+
+def test_repeat_interleave_refuses_counts_whose_total_cannot_exist_at_once():
+    """The total is checked before anything is built (it built a Python list of every
+    output position: counts of 2**62 ran until memory ran out)."""
+    with pytest.raises(kael.ValueError, match="element count overflows int64"):
+        kael.arange(3.0).repeat_interleave(kael.tensor([2**62, 2**62, 2**62]))
+    with pytest.raises(kael.Error):  # more memory than there is: the allocator's typed error
+        kael.arange(2.0).repeat_interleave(kael.tensor([2**45, 1]))
+    got = kael.arange(3.0).repeat_interleave(kael.tensor([0, 2, 1]))
+    assert got.tolist() == [1.0, 1.0, 2.0]
+
+
+def test_tensor_split_refuses_more_sections_than_views_can_be_made():
+    from kael.frontend.shapes import MAX_PIECES
+
+    with pytest.raises(kael.ValueError, match="sections would be more than"):
+        kael.tensor_split(kael.ones(3, 4), 2**62)
+    with pytest.raises(kael.ValueError, match="sections would be more than"):
+        kael.ones(3).tensor_split(MAX_PIECES + 1)
+    assert len(kael.tensor_split(kael.ones(3, 4), 5)) == 5  # more sections than rows: empty ones

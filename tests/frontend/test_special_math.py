@@ -694,3 +694,15 @@ def test_polygamma_of_even_order_at_negative_half_integers_keeps_full_precision(
     got = kael.polygamma(n, kael.tensor(xs, dtype=kael.float64)).numpy()
     ref = np.array([float(-math.factorial(n) * _hurwitz_reference(n + 1, v)) for v in xs])
     assert (np.abs(got - ref) / np.spacing(np.abs(ref))).max() <= 8
+
+
+@pytest.mark.parametrize("n", [171, 10**6, 2**31])
+def test_polygamma_of_a_huge_order_is_immediate(n):
+    """n! is inf in float64 past 170: it is not computed as an exact integer first
+    (math.factorial(2**31) ran for minutes)."""
+    import time
+
+    start = time.perf_counter()
+    got = kael.polygamma(n, kael.tensor([0.5]))
+    assert time.perf_counter() - start < 5
+    assert not math.isfinite(got.item())
