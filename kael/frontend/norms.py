@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from kael.frontend import eager, factories, fastpath, moments, reductions
+from kael.frontend import eager, factories, fastpath, moments, reductions, views
 from kael.frontend import elementwise as ew
 from kael.frontend.formula import fma, launch, launch_many
 from kael.frontend.outputs import device_of, format_result, tensor_arg
@@ -194,6 +194,7 @@ def group_norm(
     spatial dims, then a per-channel weight and bias."""
     name = "group_norm"
     x = _floating(input, name)
+    num_groups = views.as_int(num_groups, "group_norm(): num_groups")
     if x.ndim < 2:
         raise ValueError(f"{name}: expected at least 2-D input (N, C, ...), got {x.ndim}-D")
     n, c = x.shape[:2]

@@ -364,6 +364,10 @@ def _taylor(A: Tensor, degree: int) -> Tensor:
     return ew.binary("add", b[1], matmul(ew.binary("add", b[2], b[3]), b[3]))
 
 
+# The largest norm matrix_exp scales and squares (2**s stays a float64, s <= 1023).
+_BIG = 2.0**1000
+
+
 def matrix_exp(A) -> Tensor:
     """exp(A) of each square matrix (linalg.matrix_exp, torch.matrix_exp, Tensor.matrix_exp):
     PyTorch's optimized Taylor polynomials of degree chosen by each matrix's 1-norm, with
@@ -393,11 +397,13 @@ def matrix_exp(A) -> Tensor:
     norms = reductions.amax(reductions.sum(batch.abs(), -2), -1).tolist()
     groups: dict[tuple[int, int], list[int]] = {}
     for i, norm in enumerate(norms):
-        if not math.isfinite(norm):  # a NaN or an infinity in it: all NaN, as PyTorch's
+        degree = next((d for d, t in zip((1, 2, 4, 8, 12), thetas) if norm <= t), 18)
+        s = max(0, math.ceil(math.log2(norm / thetas[-1]))) if degree == 18 and norm <= _BIG else 0
+        if not math.isfinite(norm) or norm > _BIG:
+            # a NaN or an infinity, or a norm whose scaling 2**s is past float64 (its
+            # squarings overflow anyway): all NaN, as PyTorch's
             groups.setdefault((0, 0), []).append(i)
             continue
-        degree = next((d for d, t in zip((1, 2, 4, 8, 12), thetas) if norm <= t), 18)
-        s = max(0, math.ceil(math.log2(norm / thetas[-1]))) if degree == 18 else 0
         groups.setdefault((degree, s), []).append(i)
     pieces, order = [], []
     for (degree, s), members in groups.items():

@@ -6,6 +6,7 @@ masked_select and stack), vander (cumprod) and diagflat (diag)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from kael.frontend import elementwise as ew
@@ -390,6 +391,10 @@ def cartesian_prod(*tensors) -> Tensor:
     return stack([g.reshape(-1) for g in meshgrid(*items, indexing="ij")], 1)
 
 
+# combinations' grid has r dims (a 1-element input's too): past this many, a typed error.
+MAX_GRID_DIMS = 64
+
+
 def combinations(input, r=2, with_replacement=False) -> Tensor:
     """The r-length combinations of a 1-d tensor's elements (itertools.combinations order;
     combinations_with_replacement's with with_replacement) as the rows of a [C, r] matrix;
@@ -403,6 +408,12 @@ def combinations(input, r=2, with_replacement=False) -> Tensor:
     if r == 0:
         return factories.empty((0,), dtype=x.dtype, device=x.device)
     n = x.shape[0]
+    if r > n and not with_replacement:  # no r distinct elements: no combination
+        return factories.empty((0, r), dtype=x.dtype, device=x.device)
+    if n > 1 and r * math.log2(n) >= 63 or n == 1 and r > MAX_GRID_DIMS:
+        raise ValueError(
+            f"{op}(): r = {r} of {n} elements spans a grid of {n}**{r} positions, past int64"
+        )
     index = meshgrid(*[factories.arange(n, device=x.device)] * r, indexing="ij")
     mask = factories.ones((n,) * r, dtype=bool_, device=x.device)
     order = "le" if with_replacement else "lt"

@@ -20,10 +20,12 @@ built and may hold tensors, which a plan cannot build again, so that signature r
 
 from __future__ import annotations
 
+import builtins
 import enum
 import functools
 import linecache
 import os
+import re
 import sys
 import threading
 import types
@@ -36,7 +38,7 @@ from kael.frontend.keywords import torch_keywords
 from kael.ir.fusion import Step, fuse
 from kael.ir.reduction import Reduction
 from kael.ir.views import View
-from kael.runtime import profiling
+from kael.runtime import errors, profiling
 from kael.runtime.device import Device
 from kael.runtime.dtypes import DType
 from kael.runtime.errors import Error
@@ -870,18 +872,60 @@ def user_line() -> str:
 # ---- the op door ---------------------------------------------------------------------------
 
 
+# Python's own errors that a bad argument can raise deep inside an op (an int where a
+# sequence goes, None compared with a number, a list built from a huge count), and the
+# kael error each becomes at the op's door: typed, naming the op, the message kept.
+_LEAKED = {
+    builtins.TypeError: errors.TypeError,
+    builtins.AttributeError: errors.TypeError,  # a value of the wrong type had no such attribute
+    builtins.ValueError: errors.ValueError,
+    builtins.ZeroDivisionError: errors.ValueError,
+    builtins.OverflowError: errors.ValueError,
+    builtins.MemoryError: errors.ValueError,
+    builtins.IndexError: errors.IndexError,
+    builtins.KeyError: errors.KeyError,
+}
+
+
+def _typed(name: str, error: BaseException) -> BaseException:
+    """A Python error an op leaked as the kael error _LEAKED gives its type (itself when it
+    is a kael error or another kind)."""
+    if isinstance(error, errors.Error):
+        return error
+    for kind, typed in _LEAKED.items():
+        if isinstance(error, kind):
+            message = str(error)
+            called = _NAMED.match(message)  # Python's argument errors name the function
+            if called is None or not called.group(1).endswith(name.rsplit(".", 1)[-1]):
+                message = f"{name}(): {message}"
+            if not isinstance(error, (builtins.TypeError, builtins.ValueError)):
+                message += f" ({type(error).__name__})"
+            return typed(message)
+    return error
+
+
+_NAMED = re.compile(r"^([\w.]+)\(\) ")
+
+
 def op_door(name: str, fn: Callable) -> Callable:
-    """`fn` as a public op: eager as it is, and recorded or run as an extern under tracing."""
+    """`fn` as a public op: eager as it is, and recorded or run as an extern under tracing.
+    A Python error it leaks (_LEAKED) leaves it as a kael error."""
 
     def door(*args, **kwargs):
-        if kwargs:
-            kwargs = torch_keywords(kwargs)
-        trace = state.trace
-        if trace is None or trace.depth:
-            if profiling.active is not None:  # kael.profiler records the call
-                return profiling.active.op(name, fn, args, kwargs)
-            return fn(*args, **kwargs)
-        return trace.call_op(name, fn, args, kwargs)
+        try:
+            if kwargs:
+                kwargs = torch_keywords(kwargs)
+            trace = state.trace
+            if trace is None or trace.depth:
+                if profiling.active is not None:  # kael.profiler records the call
+                    return profiling.active.op(name, fn, args, kwargs)
+                return fn(*args, **kwargs)
+            return trace.call_op(name, fn, args, kwargs)
+        except tuple(_LEAKED) as error:
+            typed = _typed(name, error)
+            if typed is error:
+                raise
+            raise typed from error
 
     door.__name__ = getattr(fn, "__name__", name)
     door.__qualname__ = getattr(fn, "__qualname__", name)

@@ -48,14 +48,8 @@ def convert_scalar(
         value = _beyond_int64(value, dtype, beyond_int64)
     if dtype is dtypes.bool_:
         return value != 0  # NaN != 0, so NaN is True, as in PyTorch
-    if dtype is dtypes.int64:
-        if type(value) is not float:
-            return int(value)
-        if beyond_int64 == CHECKED and not -(2.0**63) <= value < 2.0**63:
-            # a stored value (a fill) must fit, as c10's checked conversion says (False for
-            # NaN); elsewhere a float saturates, the book's rule
-            raise ValueError(f"value {value} cannot be converted to int64 without overflow")
-        return saturate_to_int64(value)
+    if dtype is dtypes.int64:  # the book's saturating cast, fills too (torch refuses them)
+        return saturate_to_int64(value) if type(value) is float else int(value)
     if dtype is dtypes.float64:
         return float(value)
     if dtype is dtypes.float32:
