@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import ctypes
 
+from kael.codegen.cpu import capsule as capsule_code
 from kael.runtime import dtypes, sync
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import DType
@@ -126,24 +127,36 @@ def _delete_versioned(managed, release=_release, address_of=ctypes.addressof) ->
     release(address_of(managed.contents))
 
 
-@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-def _capsule_destructor(
-    capsule: int,
-    release=_release,
-    api=_api,
-    names=(_NAME, _VERSIONED_NAME),
-    cast=ctypes.cast,
-    py_object=ctypes.py_object,
-) -> None:
-    """A capsule collected unconsumed still holds its tensor: release it."""
-    obj = cast(capsule, py_object)
-    for name in names:
-        if api.PyCapsule_IsValid(obj, name):
-            release(api.PyCapsule_GetPointer(obj, name))
+_api.PyCapsule_SetContext.restype = ctypes.c_int
+_api.PyCapsule_SetContext.argtypes = [ctypes.py_object, ctypes.c_void_p]
+
+# The native destructor's context (codegen/cpu/capsule.py): filled at the first export.
+_context = (ctypes.c_uint64 * capsule_code.WORDS)()
+_destructor: list = []  # [its library, its address] once built
+
+
+def _capsule_destructor() -> int:
+    """The address of the destructor every kael capsule gets, built once: a capsule
+    collected unconsumed still holds its tensor, which it releases (native code: the
+    consumer may have left its error pending, capsule.py)."""
+    if _destructor:
+        return _destructor[1]
+    with _lock:
+        if not _destructor:
+            table = _context
+            table[capsule_code.FETCH] = ctypes.cast(_api.PyErr_Fetch, ctypes.c_void_p).value
+            table[capsule_code.RESTORE] = ctypes.cast(_api.PyErr_Restore, ctypes.c_void_p).value
+            table[capsule_code.CLASSIC_NAME] = ctypes.cast(_NAME, ctypes.c_void_p).value
+            table[capsule_code.VERSIONED_NAME] = ctypes.cast(_VERSIONED_NAME, ctypes.c_void_p).value
+            table[capsule_code.CLASSIC_DELETER] = _Managed.deleter.offset
+            table[capsule_code.VERSIONED_DELETER] = _Versioned.deleter.offset
+            library = capsule_code.destructor()
+            _destructor.extend((library, library[capsule_code.SYMBOL].address))
+    return _destructor[1]
 
 
 def _outlive_shutdown(
-    kept=(_exported, _lock, _delete, _delete_versioned, _capsule_destructor, _release),
+    kept=(_exported, _lock, _delete, _delete_versioned, _destructor, _context, _release),
     incref=ctypes.pythonapi.Py_IncRef,
     py_object=ctypes.py_object,
 ) -> None:
@@ -186,8 +199,9 @@ def capsule(impl: TensorImpl, versioned: bool = False) -> object:
         name = _NAME
     with _lock:
         _exported[ctypes.addressof(managed)] = (managed, shape, strides, impl.storage)
-    destructor = ctypes.cast(_capsule_destructor, ctypes.c_void_p)
-    return _api.PyCapsule_New(ctypes.addressof(managed), name, destructor)
+    made = _api.PyCapsule_New(ctypes.addressof(managed), name, _capsule_destructor())
+    _api.PyCapsule_SetContext(made, ctypes.addressof(_context))
+    return made
 
 
 class _Producer:

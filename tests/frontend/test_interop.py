@@ -449,3 +449,24 @@ def test_a_torch_tensor_given_to_kael_is_named_as_torchs_with_the_way_to_convert
         kael.TypeError, match=r"got torch\.Tensor \(convert it with kael\.from_dlpack"
     ):
         call(torch.ones(2, 2))
+
+
+def test_a_capsule_a_consumer_refuses_releases_its_export_and_keeps_the_consumers_error():
+    """NumPy drops a bfloat16 capsule with its own error pending: the native destructor
+    (codegen/cpu/capsule.py) sets it aside, releases the export, and puts it back (a Python
+    destructor turned it into a SystemError and leaked the export)."""
+    from kael.frontend import dlpack
+
+    gc.collect()
+    before = len(dlpack._exported)
+    for _ in range(3):
+        with pytest.raises(RuntimeError, match="Unsupported dtype"):
+            np.from_dlpack(kael.ones(3, dtype=kael.bfloat16))
+    gc.collect()
+    assert len(dlpack._exported) == before
+    for versioned in (False, True):  # a capsule no one consumed is released too
+        capsule = kael.arange(4.0).__dlpack__(max_version=(1, 0) if versioned else None)
+        assert len(dlpack._exported) == before + 1
+        del capsule
+        gc.collect()
+        assert len(dlpack._exported) == before
