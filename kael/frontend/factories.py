@@ -22,6 +22,7 @@ from kael.runtime.errors import Error, TypeError, UnsupportedDtype, ValueError
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, check_rank
 from kael.runtime.tracestate import state as _trace_state
+from kael.runtime.typeinfo import finfo
 
 
 class _Default(threading.local):
@@ -320,6 +321,13 @@ def linspace(start, end, steps, *, dtype=None, device=None) -> Tensor:
         raise ValueError(f"number of steps must be non-negative, got {steps}")
     if dtype.is_complex:
         return _by_parts(linspace, start, end, steps, dtype, device)
+    if dtype.is_floating_point:  # an end the dtype cannot hold: torch's checked conversion
+        largest = finfo(dtype).max
+        for value in (start, end):
+            if math.isfinite(value) and abs(value) > largest:
+                raise ValueError(
+                    f"linspace: {value} cannot be converted to {dtype} without overflow"
+                )
     t = new_tensor((steps,), dtype, device)
     eager.linspace_into(t._impl, builtins.float(start), builtins.float(end))
     return t

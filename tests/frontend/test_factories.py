@@ -2,6 +2,7 @@
 
 import array
 import math
+import re
 import warnings
 
 import numpy as np
@@ -800,3 +801,17 @@ def test_tensor_of_a_list_of_arrays_keeps_their_dtype_as_torch(data):
     got = kael.tensor(data())
     assert got.shape == tuple(want.shape) and str(got.dtype) == str(want.dtype)[6:]
     assert got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize(
+    ("end", "dtype"),
+    [(1e308, "float32"), (-1e308, "float32"), (70000, "float16"), (1e39, "bfloat16")],
+)
+def test_linspace_refuses_an_end_its_dtype_cannot_hold_as_torch(end, dtype):
+    with pytest.raises(RuntimeError, match="without overflow"):
+        torch.linspace(0, end, 5, dtype=getattr(torch, dtype))
+    with pytest.raises(
+        kael.ValueError, match=f"{re.escape(str(end))} cannot be converted to {dtype}"
+    ):
+        kael.linspace(0, end, 5, dtype=getattr(kael, dtype))
+    assert kael.linspace(0, 65504, 3, dtype=kael.float16).tolist()[-1] == 65504.0  # it fits
