@@ -309,12 +309,13 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     return launch(("prelu",), [x, shaped], x.dtype, formula, out=like_result(x._impl))
 
 
-def softmin(input: Tensor, dim: int, dtype=None) -> Tensor:
-    """softmax of -input along `dim`."""
+def softmin(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
+    """softmax of -input along `dim` (none: torch's implicit choice, warned)."""
     from kael.frontend import nn
 
     x = tensor_arg(input, "softmin")
-    return nn.softmax(-x if dtype is None else -(x.to(dtype)), dim)
+    d = nn.implicit_dim("softmin", x.ndim) if dim is None else dim
+    return nn.softmax(-x if dtype is None else -(x.to(dtype)), d)
 
 
 def gumbel_softmax(

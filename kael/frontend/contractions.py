@@ -292,7 +292,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode=None) -> Tensor:
         raise ValueError(
             f"cdist only supports floating-point dtypes of one kind, got {a.dtype} and {b.dtype}"
         )
-    if p < 0:
+    if not p >= 0:  # NaN too
         raise ValueError(f"cdist only supports non-negative p values, got {p}")
     modes = (
         None,

@@ -457,7 +457,10 @@ _SWAPPED = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
 
 def _dims_and_sizes(x: Tensor, s, dim, op: str) -> tuple[list[int], list[int | None]]:
     """The dims transformed (dim, else the last len(s), else all) and their lengths (None
-    where s is not given or says -1: the input's size, or c2r's default length)."""
+    where s is not given or says -1: the input's size, or c2r's default length). An int s
+    is one length, as torch's parser reads it."""
+    if isinstance(s, int) and not isinstance(s, bool):
+        s = (s,)
     if s is not None and dim is None and len(s) > x.ndim:
         raise ValueError(
             f"{op}: Got shape with {len(s)} values but input tensor only has {x.ndim} dimensions."

@@ -108,7 +108,11 @@ def _pointwise(name: str) -> Callable:
         kind = name
         if name == "smooth_l1_loss" and params["beta"] == 0:  # PyTorch: beta 0 is l1
             kind, params = "l1_loss", {}
-        if any(v < 0 for v in params.values()):
+        if name == "huber_loss" and not params["delta"] > 0:  # torch's: zero too (and NaN)
+            raise ValueError(
+                f"huber_loss does not support non-positive values for delta, got {params['delta']}"
+            )
+        if any(not v >= 0 for v in params.values()):
             raise ValueError(f"{name} does not support negative values for {', '.join(params)}")
         loss = launch((kind,), [x, y], dtype, POINTWISE[kind].formula, params)
         if spec.keeps_input_dtype and loss.dtype is not x.dtype:
@@ -136,8 +140,9 @@ def binary_cross_entropy(
             f" ({list(x.shape)}) is deprecated. Please ensure they have the same size."
         )
     dtype = floating([x, y], name)
-    if x.numel() and bool(ew.binary("logical_or", x < 0, x > 1).any()):
-        raise ValueError(f"{name}: all elements of input should be between 0 and 1")
+    for what, t in (("input", x), ("target", y)):  # NaN is outside too, as torch reads it
+        if t.numel() and not bool(ew.binary("logical_and", t >= 0, t <= 1).all()):
+            raise ValueError(f"{name}: all elements of {what} should be between 0 and 1")
     tensors = [x, y] + ([tensor_arg(weight, name, "weight")] if weight is not None else [])
 
     def formula(x: Value, y: Value, *w: Value) -> Value:

@@ -107,7 +107,11 @@ def multi_margin_loss(
     gap = ew.where(positions, gap, 0.0)
     if weight is not None:
         w = tensor_arg(weight, name, "weight").to(x.dtype)
-        gap = gap * w[labels]
+        if w.numel() != classes:
+            raise ValueError(
+                f"{name}: inconsistent weight size, expected {classes} but got {list(w.shape)}"
+            )
+        gap = gap * w.reshape(-1)[labels]
     per = reductions.sum(gap, 1) / classes
     per = per if batched else per.reshape(())
     return reduced(per, reduction, name)
@@ -175,6 +179,14 @@ def triplet_margin_loss(
 ) -> Tensor:
     """max(d(a, p) - d(a, n) + margin, 0), d the pairwise distance; `swap` takes the
     smaller of d(a, n) and d(p, n)."""
+    name = "triplet_margin_loss"
+    if not margin > 0:  # torch.nn.functional's check (torch.triplet_margin_loss has none)
+        raise ValueError(f"{name}: margin must be greater than 0, got {margin}")
+    return triplet_margins(anchor, positive, negative, margin, p, eps, swap, reduction)
+
+
+def triplet_margins(anchor, positive, negative, margin, p, eps, swap, reduction) -> Tensor:
+    """triplet_margin_loss without its margin check (torch.triplet_margin_loss's form)."""
     name = "triplet_margin_loss"
     check_reduction(reduction, name)
     near = pairwise_distance(anchor, positive, p, eps)

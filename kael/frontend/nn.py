@@ -32,6 +32,7 @@ from kael.frontend.compiled import CompiledFunction
 from kael.frontend.opmath import in_float32
 from kael.frontend.outputs import copied_out, device_of, float_arg, output, tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, empty_impl
+from kael.runtime import user_warning
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import (
     INT64_MAX,
@@ -219,6 +220,16 @@ def _softmax(kernel: str, x, dim, dtype) -> Tensor:
     out = empty_impl(impl.shape, impl.dtype, CPU)
     _run_rows(kernel, impl, out, len(dims))
     return Tensor(out)
+
+
+def implicit_dim(op: str, ndim: int) -> int:
+    """torch.nn.functional's dim for a softmax called without one (deprecated, warned):
+    0 for 0-, 1- and 3-d inputs, else 1."""
+    user_warning.warn(
+        f"Implicit dimension choice for {op} has been deprecated. Change the call to include"
+        " dim=X as an argument."
+    )
+    return 0 if ndim in (0, 1, 3) else 1
 
 
 def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:

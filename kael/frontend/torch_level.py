@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from kael.frontend import eager, factories, layers, noise, view_copies, views
+from kael.frontend import eager, factories, layers, margins, noise, view_copies, views
 from kael.frontend.noise import channel_shape, kept_mask
 from kael.frontend.norms import widened
 from kael.frontend.order_statistics import searchsorted
@@ -262,7 +262,7 @@ def triplet_margin_loss(
 ) -> Tensor:
     """nn.functional.triplet_margin_loss with reduction as an int."""
     mode = _reduction(reduction, "triplet_margin_loss")
-    return F.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, mode)
+    return margins.triplet_margins(anchor, positive, negative, margin, p, eps, swap, mode)
 
 
 def poisson_nll_loss(input, target, log_input, full, eps, reduction) -> Tensor:

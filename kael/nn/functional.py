@@ -21,6 +21,7 @@ from kael.frontend import pooling as _pooling
 from kael.frontend import published as _published
 from kael.frontend import random as _random
 from kael.frontend.ops import FUNCTIONS as _FUNCTIONS
+from kael.frontend.tensor import Tensor as _Tensor
 from kael.frontend.tracing import op_door as _op_door
 
 _ACTIVATIONS = ("gelu", "sigmoid", "tanh")  # relu and silu (inplace=) are activations.py's
@@ -45,6 +46,24 @@ globals().update(_bags.FUNCTIONS)
 globals().update(_ctc.FUNCTIONS)
 globals().update(_fractional_pooling.FUNCTIONS)
 dropout = _op_door("dropout", _random.dropout)
+
+
+def _implicit(name: str):
+    """torch.nn.functional.NAME, whose dim may be left out (torch picks one and warns;
+    torch.NAME requires it)."""
+    fn = globals()[name]
+
+    def with_dim(input, dim=None, _stacklevel=3, dtype=None, **kwargs):
+        if dim is None and isinstance(input, _Tensor):
+            dim = _nn.implicit_dim(name, input.ndim)
+        return fn(input, dim, dtype=dtype, **kwargs)
+
+    with_dim.__name__ = with_dim.__qualname__ = name
+    with_dim.__doc__ = fn.__doc__
+    return with_dim
+
+
+softmax, log_softmax, softmin = (_implicit(n) for n in ("softmax", "log_softmax", "softmin"))
 
 _autocast.install(globals(), "functional")  # linear, conv2d, the losses, ... under autocast
 

@@ -518,3 +518,11 @@ def test_a_real_signals_nyquist_term_is_real_as_torchs(n, dtype):
         for k in (0, n // 2):
             assert got.imag[k].item() == 0.0 == want.imag[k].item()
             assert got.angle()[k].item() == want.angle()[k].item()
+
+
+@pytest.mark.parametrize("name", ["fftn", "ifftn", "rfftn", "irfftn", "hfftn"])
+def test_an_int_s_is_one_length_for_the_last_dim_as_torchs(name):
+    got = getattr(kael.fft, name)(kael.ones(4, 4), 3)
+    want = getattr(torch.fft, name)(torch.ones(4, 4), 3)
+    assert got.shape == tuple(want.shape) and str(got.dtype) == str(want.dtype).split(".")[-1]
+    torch.testing.assert_close(torch.from_dlpack(got), want)

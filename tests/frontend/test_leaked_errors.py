@@ -56,3 +56,63 @@ def test_combinations_past_the_grid_int64_holds_is_refused_or_empty():
 def test_matrix_exp_of_a_norm_past_float64_scaling_is_nan_as_torchs():
     got = kael.linalg.matrix_exp(kael.eye(3, dtype=kael.float64) * 1e308)
     assert got.isnan().all().item()
+
+
+CHECKS = {  # what torch refuses and kael took: (call, kael error, its message)
+    "multi_margin weight size": (
+        lambda L, F: F.multi_margin_loss(L.ones(2, 5), L.tensor([0, 1]), weight=L.ones(3)),
+        kael.ValueError,
+        "inconsistent weight size, expected 5",
+    ),
+    "triplet margin": (
+        lambda L, F: F.triplet_margin_loss(L.ones(2, 3), L.ones(2, 3), L.zeros(2, 3), margin=-1),
+        kael.ValueError,
+        "margin must be greater than 0",
+    ),
+    "huber delta 0": (
+        lambda L, F: F.huber_loss(L.ones(3), L.zeros(3), delta=0.0),
+        kael.ValueError,
+        "non-positive values for delta",
+    ),
+    "bce NaN input": (
+        lambda L, F: F.binary_cross_entropy(L.tensor([float("nan"), 0.5]), L.tensor([1.0, 0.0])),
+        kael.ValueError,
+        "input should be between 0 and 1",
+    ),
+    "bce target 2": (
+        lambda L, F: F.binary_cross_entropy(L.tensor([0.3, 0.5]), L.tensor([2.0, 0.0])),
+        kael.ValueError,
+        "target should be between 0 and 1",
+    ),
+    "cdist p NaN": (
+        lambda L, F: L.cdist(L.ones(2, 3), L.ones(2, 3), p=float("nan")),
+        kael.ValueError,
+        "non-negative p",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CHECKS))
+def test_arguments_torch_refuses_are_refused(case):
+    import torch
+
+    call, error, message = CHECKS[case]
+    with pytest.raises((RuntimeError, ValueError)):
+        call(torch, torch.nn.functional)
+    with pytest.raises(error, match=message):
+        call(kael, kael.nn.functional)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "softmin"])
+def test_functional_softmaxes_pick_torchs_implicit_dim_and_warn(name):
+    import torch
+
+    for shape in [(3,), (2, 3), (2, 3, 4), (2, 3, 4, 5)]:
+        x = kael.arange(float(torch.Size(shape).numel())).reshape(shape) / 10
+        with pytest.warns(UserWarning, match=f"Implicit dimension choice for {name}"):
+            got = getattr(F, name)(x)
+        with pytest.warns(UserWarning):
+            want = getattr(torch.nn.functional, name)(torch.from_dlpack(x))
+        torch.testing.assert_close(torch.from_dlpack(got), want)
+    with pytest.raises(kael.TypeError, match="dim must be an int"):  # torch.softmax needs it
+        getattr(kael, name)(kael.ones(2), None) if name != "softmin" else kael.softmax(X, None)
