@@ -36,12 +36,11 @@ from kael.frontend import autocast, factories, pytree, replay, tracing
 from kael.frontend import plan as p
 from kael.frontend.guard import MISS, supported
 from kael.frontend.plan_matmul import MatmulCall
-from kael.frontend.random import Generator, default_generator
+from kael.frontend.random import Generator
 from kael.frontend.tensor import Tensor
 from kael.runtime import debug, sync, user_warning
 from kael.runtime.device import Device
 from kael.runtime.dtypes import DType, on_default_dtype_change
-from kael.runtime.errors import Error as KaelError
 from kael.runtime.errors import ValueError as KaelValueError
 from kael.runtime.tensor_impl import contiguous_strides
 from kael.runtime.threadpool import get_num_threads
@@ -916,9 +915,6 @@ class CompiledFunction:
         self._eager: dict[tuple, str] = {}
         self._info = CacheInfo(0, 0, 0, 0)
         self._warned_fallback: set[str] = set()
-        # x[t] by a 0-d tensor's value gathers (tracing.Trace.selected) until a trace finds
-        # such a row written or returned: this function's traces then read t's value
-        self._by_value = True
         self._lock = sync.lock(owner=self)
         # the guarded replays of the last two positional signatures called, latest first
         self._guarded: Callable | None = None
@@ -1084,31 +1080,8 @@ class CompiledFunction:
         return plan, tensors, leaves, treedef, key
 
     def _trace(self, leaves, treedef, tensors, key):
-        """Run the function once under a trace; keep the plan it leaves. A trace whose
-        rows selected by a tensor's value stood for written views runs again reading the
-        value, the random streams put back first (none drew in between: no thread drew
-        from them meanwhile, as the first trace's run was this call's)."""
-        generators = [default_generator, *(v for v in leaves if type(v) is Generator)]
-        start = [g.position() for g in generators]
-        try:
-            return self._trace_once(leaves, treedef, tensors, key)
-        except tracing.SelectWritten as written:
-            if not written.restartable:
-                raise KaelError(
-                    f"kael.compile({self.__name__}): x[t] with a 0-d tensor t was written "
-                    "(or x was) after it, or returned, and the call had already written its "
-                    "arguments, so it cannot be traced again reading t: index with int(t) "
-                    "outside the compiled function, or pass the row in"
-                ) from None
-            self._by_value = False
-            for g, position in zip(generators, start, strict=True):
-                g.restore(*position)
-            return self._trace_once(leaves, treedef, tensors, key)
-
-    def _trace_once(self, leaves, treedef, tensors, key):
         """Run the function once under a trace; keep the plan it leaves."""
         trace = tracing.Trace(self.fn, self.fullgraph, tensors, leaves)
-        trace.by_value = self._by_value
         trace.generator_args = {id(v): i for i, v in enumerate(leaves) if type(v) is Generator}
         symbolic = [
             tracing.SymFloat.make(v, i, trace) if type(v) is float else v

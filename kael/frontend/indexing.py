@@ -215,35 +215,6 @@ def getitem(tensor, key):
     return tensor_module.Tensor(out)
 
 
-def value_index(tensor, key) -> bool:
-    """Whether x[key] is x[t] for a 0-d integer tensor t on x's device (x of 1+ dims)."""
-    return (
-        type(key) is tensor_module.Tensor
-        and not key.shape
-        and key.dtype in _INT_KEYS
-        and key.device is tensor.device
-        and bool(tensor.shape)
-    )
-
-
-def select_by_value(trace, x, t):
-    """x[t] under a trace, for a 0-d integer tensor t: the row that t's value picks at each
-    call, gathered (index_select, negatives wrapped once as an int index wraps), where a
-    view would fix the offset of the traced value and trace the call again for each value
-    (diffusion's alphas_cumprod[t] over a schedule's timesteps). The trace then checks
-    that nothing writes the row or x after it and that the row is not a result, where only
-    a view would do (tracing.SelectWritten: the call is traced again reading t)."""
-    from kael.frontend import elementwise as ew  # they import this module
-    from kael.frontend.ops import FUNCTIONS
-
-    size = x.shape[0]
-    place = t.reshape(1).to(int64)
-    place = ew.where(ew.binary("lt", place, 0), ew.binary("add", place, size), place)
-    row = FUNCTIONS["index_select"](x, 0, place).squeeze(0)  # the door: a step of the plan
-    trace.selected(x._impl, row._impl)
-    return row
-
-
 def setitem(tensor, key, value) -> None:
     """tensor[key] = value: a tensor value is broadcast (and, for a basic key, converted), a
     number is filled (an int beyond int64 refused for every dtype, as PyTorch's setitem

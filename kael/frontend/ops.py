@@ -421,12 +421,7 @@ def _fast_getitem(slow):
     def __getitem__(self, key):
         if type(key) is Tensor:
             impl, own = key._impl, self._impl
-            trace = trace_state.trace
-            if (
-                trace is not None and indexing.value_index(self, key) and trace.selects_by_value()
-            ):  # its ops recorded one by one
-                return indexing.select_by_value(trace, self, key)
-            if impl.device is not own.device or trace is not None:
+            if impl.device is not own.device or trace_state.trace is not None:
                 return slow(self, key)
             lead = len(impl.shape)
             if impl.dtype is bool_ and lead:

@@ -92,16 +92,6 @@ class LazyStorage(Storage):
         return f"LazyStorage(nbytes={self.nbytes}, device={self.device}, slot={self.index})"
 
 
-class SelectWritten(Exception):  # noqa: N818 - caught by CompiledFunction, never seen by users
-    """A row selected by a tensor's value stood for a view that the call wrote or returned:
-    the call is traced again reading the value (`restartable`: nothing the caller sees was
-    written yet)."""
-
-    def __init__(self, restartable: bool) -> None:
-        super().__init__("x[t] by a 0-d tensor's value, then written")
-        self.restartable = restartable
-
-
 class SymFloat(float):
     """A Python float argument of a traced function: ops take it as a run-time parameter.
     Any other use of its value (arithmetic, comparison, printing) marks it `used`, and then
@@ -217,9 +207,6 @@ class Trace:
         # id -> leaf index of each kael.Generator argument: a plan takes it from the call
         # (compiled._signature names it by kind), unless its state was read (used_scalars)
         self.generator_args: dict[int, int] = {}
-        # x[t] by a 0-d tensor's value (selected): the rows that stand for views, watched
-        self.by_value = True
-        self.selects: list[tuple] = []
         self.broken: str | None = None
         self.reads_module = False  # whether it read a kael.nn.Module (set by the module)
         # id -> (weakref, _state_version at the first read) of each module it read
@@ -306,8 +293,6 @@ class Trace:
         """One op's launch, recorded instead of run; a launch whose result Python reads (a
         kernel-side flag) needs the data, so its op runs as an extern."""
         kernel, names = entry
-        if self.selects:
-            self._writing([o.storage for o in outs])
         if kernel.may_fault and _flags(kernel):
             self.host_read("an op that reads its own result")
         params = [_source(scalars[n]) for n in names] if names else []
@@ -571,45 +556,6 @@ class Trace:
         self.plan.steps.append(p.Seed(_source(generator), seed, offset))
         self.ran = len(self.plan.steps)
 
-    def selects_by_value(self) -> bool:
-        """Whether x[t] by a 0-d tensor may gather t's row (selected): where nothing the
-        caller sees was written yet, so a later write into the row can trace again."""
-        return self.by_value and not self.depth and self._restartable()
-
-    def _writing(self, storages: list) -> None:
-        """A kernel about to write `storages`: SelectWritten (before it runs) where one is
-        a selected row's or its source's, as then only a view would be right."""
-        for _, _, watched, _ in self.selects:
-            if any(s is w for s in storages for w in watched):
-                raise SelectWritten(self._restartable())
-
-    def selected(self, source, row) -> None:
-        """x[t] by a 0-d tensor t's value (indexing.select_by_value): `row` (an impl the
-        trace made) stands for the view of `source` that t's value picks at each call.
-        Kernels that write either afterwards stop the trace before they run (_writing),
-        and finish() checks externs' in-place writes and that the row is not a result: a
-        view would have shown the write, or been the caller's alias of x."""
-        self.flush()
-        tensors = (source.storage, row.storage)
-        watched = tuple(self.slot_of(s) for s in tensors)
-        bumps = tuple(self.extern_bumps.get(id(s), 0) for s in tensors)
-        self.selects.append((len(self.plan.steps), watched, tensors, bumps))
-
-    def _check_selects(self, leaves: list) -> None:
-        """SelectWritten where a row `selected` made stands for a view that was written
-        (or its source was) after it, or is returned."""
-        from kael.frontend.tensor import Tensor
-
-        for at, watched, storages, bumps in self.selects:
-            writes = (v.buffer for step in self.plan.steps[at:] for v in _writes(step))
-            written = any(b in watched for b in writes) or any(
-                self.extern_bumps.get(id(s), 0) != n for s, n in zip(storages, bumps)
-            )
-            if written or any(
-                isinstance(v, Tensor) and v._impl.storage is storages[1] for v in leaves
-            ):
-                raise SelectWritten(self._restartable())
-
     def generator_read(self, generator) -> None:
         """Python read a generator argument's state: the plan holds what it read, so it is
         kept for that generator only (as a float argument used as a value)."""
@@ -623,8 +569,6 @@ class Trace:
         it may join as its epilogue."""
         from kael.frontend.plan_matmul import MatmulCall
 
-        if self.selects:
-            self._writing([c.storage])
         self.flush(run=False)
         step = MatmulCall(self.view(a), self.view(b), self.view(c), geometry=geometry)
         self.call.storage(step.c.buffer)  # allocated now: running out of memory raises here
@@ -713,8 +657,6 @@ class Trace:
 
         leaves, treedef = pytree.flatten(result)
         self.flush()
-        if self.selects:
-            self._check_selects(leaves)
         self._held_changed()
         reshaped = self._reshaped_argument()
         if reshaped is not None:  # this call ran right; the next ones of its kind run eagerly
