@@ -36,7 +36,7 @@ from kael.frontend import autocast, factories, pytree, replay, tracing
 from kael.frontend import plan as p
 from kael.frontend.guard import MISS, supported
 from kael.frontend.plan_matmul import MatmulCall
-from kael.frontend.random import Generator
+from kael.frontend.random import Generator, default_generator
 from kael.frontend.tensor import Tensor
 from kael.runtime import debug, sync, user_warning
 from kael.runtime.device import Device
@@ -108,7 +108,22 @@ class _Entry:
 
 
 _FLOAT = (float,)
-_GENERATOR = ("generator",)
+
+
+def _generator_part(generator, seen: list) -> tuple:
+    """A generator leaf's part: the default generator by name (an op reserves from it
+    apart, and code may test `g is kael.default_generator`), any other by the first
+    earlier leaf that is the same object (one generator passed twice is one stream),
+    else by kind alone."""
+    if generator is default_generator:
+        return ("generator", "default")
+    for i, g in enumerate(seen):
+        if g is generator:
+            return ("generator", i)
+    seen.append(generator)
+    return ("generator", len(seen) - 1)
+
+
 # Kinds of constant whose every value hashes (kael.compile(step)(kael, x): a module, a dim,
 # a name, a dtype): a Tensor subclass is none of them.
 _HASHED = frozenset({int, bool, str, type(None), types.ModuleType, DType, Device})
@@ -134,6 +149,7 @@ def _signature(leaves: list, treedef, plain: bool = False) -> tuple[list, tuple 
     flattens them)."""
     tensors = []
     storages = []  # of the tensors so far: a new one's alias is the first it is
+    generators: list = []  # of the generator leaves so far, likewise
     parts = []
     for leaf in leaves:
         kind = type(leaf)
@@ -144,7 +160,7 @@ def _signature(leaves: list, treedef, plain: bool = False) -> tuple[list, tuple 
         elif kind is Tensor or isinstance(leaf, Tensor):
             parts.append(_tensor_part(leaf, tensors, storages))
         elif kind is Generator:  # any generator: a plan takes the call's own
-            parts.append(_GENERATOR)
+            parts.append(_generator_part(leaf, generators))
         elif plain and pytree.is_container(leaf):
             return tensors, None
         else:
@@ -1082,7 +1098,11 @@ class CompiledFunction:
     def _trace(self, leaves, treedef, tensors, key):
         """Run the function once under a trace; keep the plan it leaves."""
         trace = tracing.Trace(self.fn, self.fullgraph, tensors, leaves)
-        trace.generator_args = {id(v): i for i, v in enumerate(leaves) if type(v) is Generator}
+        trace.generator_args = {  # the first leaf of each (a second one is the same stream)
+            id(v): i
+            for i, v in reversed(list(enumerate(leaves)))
+            if type(v) is Generator and v is not default_generator
+        }
         symbolic = [
             tracing.SymFloat.make(v, i, trace) if type(v) is float else v
             for i, v in enumerate(leaves)

@@ -321,7 +321,7 @@ def linspace(start, end, steps, *, dtype=None, device=None) -> Tensor:
         raise ValueError(f"number of steps must be non-negative, got {steps}")
     if dtype.is_complex:
         return _by_parts(linspace, start, end, steps, dtype, device)
-    if dtype.is_floating_point:  # an end the dtype cannot hold: torch's checked conversion
+    if dtype.is_floating_point and steps > 1:  # an end the dtype cannot hold: torch's check
         largest = finfo(dtype).max
         for value in (start, end):
             if math.isfinite(value) and abs(value) > largest:

@@ -49,9 +49,10 @@ def lines(parts: tuple, twins: Callable[[tuple], object], always: bool, names: d
         names[name] = value
         return name
 
-    from kael.frontend.random import Generator
+    from kael.frontend.random import Generator, default_generator
 
-    names.update(_MISS=MISS, _Tensor=Tensor, _Generator=Generator)
+    names.update(_MISS=MISS, _Tensor=Tensor, _Generator=Generator, _default=default_generator)
+    generators: list[str] = []  # the locals of the generator leaves so far, in order
     miss = "return _MISS"
     locals_, tests = [], []
     alone: list[int] = []  # the tensors whose storage is no earlier tensor's
@@ -65,8 +66,15 @@ def lines(parts: tuple, twins: Callable[[tuple], object], always: bool, names: d
         locals_.append(f"a{i}")
         if part[0] is float:
             tests.append(f"if type(a{i}) is not float: {miss}")
-        elif part[0] == "generator":
-            tests.append(f"if type(a{i}) is not _Generator: {miss}")
+        elif part[0] == "generator":  # compiled._generator_part: the default, or the k-th
+            if part[1] == "default":
+                tests.append(f"if a{i} is not _default: {miss}")
+            elif part[1] < len(generators):  # the same object as an earlier leaf
+                tests.append(f"if a{i} is not {generators[part[1]]}: {miss}")
+            else:
+                others = "".join(f" or a{i} is {g}" for g in generators)
+                tests.append(f"if type(a{i}) is not _Generator or a{i} is _default{others}: {miss}")
+                generators.append(f"a{i}")
         elif part[0] == "const":
             kind, value = constant(part[1]), constant(part[2])
             tests.append(f"if type(a{i}) is not {kind} or a{i} != {value}: {miss}")

@@ -107,11 +107,13 @@ def multi_margin_loss(
     gap = ew.where(positions, gap, 0.0)
     if weight is not None:
         w = tensor_arg(weight, name, "weight").to(x.dtype)
+        if w.ndim != 1:
+            raise ValueError(f"{name}: weight must be one-dimensional, got {list(w.shape)}")
         if w.numel() != classes:
             raise ValueError(
                 f"{name}: inconsistent weight size, expected {classes} but got {list(w.shape)}"
             )
-        gap = gap * w.reshape(-1)[labels]
+        gap = gap * w[labels]
     per = reductions.sum(gap, 1) / classes
     per = per if batched else per.reshape(())
     return reduced(per, reduction, name)

@@ -4,6 +4,7 @@ aliasing, and bool, float and Scalar arguments."""
 from __future__ import annotations
 
 import functools
+import math
 import numbers
 from collections.abc import Sequence
 
@@ -201,14 +202,34 @@ def _refuse_resizing_an_operand(out: Tensor, shape: tuple, operands: Sequence, o
     """kael.ValueError where `out` (to be resized to `shape`) shares memory with an operand:
     its resize would change the operand before the op reads it (new elements read from
     uninitialized memory)."""
-    storage = out._impl.storage
+    target = out._impl
+    size = target.dtype.itemsize
+    start = target.offset * size  # resize_ keeps the offset and lays the new shape densely
+    end = start + math.prod(shape) * size
     for x in operands:
         impl = x._impl if isinstance(x, Tensor) else x
-        if isinstance(impl, TensorImpl) and impl.storage is storage:
+        if not isinstance(impl, TensorImpl) or impl.storage is not target.storage:
+            continue
+        low, high = _extent(impl)
+        if low < end and start < high:
             raise ValueError(
                 f"{op}: output with shape {list(out.shape)} doesn't match the result's shape"
                 f" {list(shape)}, and it shares memory with an input, so it cannot be resized"
             )
+
+
+def _extent(impl: TensorImpl) -> tuple[int, int]:
+    """The bytes [low, high) of its storage that `impl`'s elements span."""
+    size = impl.dtype.itemsize
+    if not impl.numel():
+        return impl.offset * size, impl.offset * size
+    low = high = impl.offset
+    for n, stride in zip(impl.shape, impl.strides):
+        if stride > 0:
+            high += (n - 1) * stride
+        else:
+            low += (n - 1) * stride
+    return low * size, (high + 1) * size
 
 
 def new_result(

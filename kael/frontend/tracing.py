@@ -705,7 +705,7 @@ class Trace:
             return self.view(v._impl) if index is None else p.Input(index)
         if type(v) is SymFloat:
             return _source(v)
-        index = arguments.get(id(v))
+        index = self.generator_args.get(id(v), arguments.get(id(v)))
         if index is not None:
             return p.ArgScalar(index)
         if not kept_whole(v) and self.broken is None:
@@ -830,9 +830,10 @@ _LEAKED = {
 
 
 def _typed(name: str, error: BaseException) -> BaseException:
-    """A Python error an op leaked as the kael error _LEAKED gives its type (itself when it
-    is a kael error or another kind)."""
-    if isinstance(error, errors.Error):
+    """A Python error an op leaked as the kael error _LEAKED gives its type: itself when it
+    is a kael error or another kind, or when the innermost Python frame it passed is not
+    kael's (a user's callback: apply_'s function, an __index__) and its type is theirs."""
+    if isinstance(error, errors.Error) or not _raised_in_kael(error):
         return error
     for kind, typed in _LEAKED.items():
         if isinstance(error, kind):
@@ -844,6 +845,15 @@ def _typed(name: str, error: BaseException) -> BaseException:
                 message += f" ({type(error).__name__})"
             return typed(message)
     return error
+
+
+def _raised_in_kael(error: BaseException) -> bool:
+    """Whether the innermost Python frame `error` passed is in kael's package (a builtin
+    kael called raised it, or kael's own code)."""
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is None or tb.tb_frame.f_code.co_filename.startswith(_KAEL_DIR)
 
 
 _NAMED = re.compile(r"^([\w.]+)\(\) ")

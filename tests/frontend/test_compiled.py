@@ -2156,3 +2156,28 @@ def test_a_reduction_of_a_constant_the_call_made_compiles(name):
     step, x = kael.compile(f), kael.ones(3)
     for _ in range(2):
         _same(step(x), f(x))
+
+
+def test_generator_arguments_keep_their_aliasing_and_the_default_generator_apart():
+    """One generator passed twice is one stream; kael.default_generator is told apart (ops
+    reserve from it, and code may test `g is kael.default_generator`); a returned generator
+    is the call's own. A plan traced for one pattern is not run for another."""
+
+    def f(x, g1, g2):
+        return x + kael.rand(3, generator=g1) * 10 + kael.rand(3, generator=g2) * 100
+
+    c, x = kael.compile(f), kael.zeros(3)
+    for _ in range(2):
+        shared = kael.Generator().manual_seed(3)
+        assert (
+            c(x, shared, shared).tolist() == f(x, *[kael.Generator().manual_seed(3)] * 2).tolist()
+        )
+        a, b = kael.Generator().manual_seed(1), kael.Generator().manual_seed(2)
+        want = f(x, kael.Generator().manual_seed(1), kael.Generator().manual_seed(2))
+        assert c(x, a, b).tolist() == want.tolist()
+    which = kael.compile(lambda x, g: x + (1.0 if g is kael.default_generator else 2.0))
+    assert which(x, kael.default_generator).tolist() == [1.0] * 3
+    assert which(x, kael.Generator()).tolist() == [2.0] * 3
+    handed = kael.compile(lambda x, g: (x + kael.rand(3, generator=g), g))
+    first, second = kael.Generator(), kael.Generator()
+    assert handed(x, first)[1] is first and handed(x, second)[1] is second

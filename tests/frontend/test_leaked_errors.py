@@ -116,3 +116,14 @@ def test_functional_softmaxes_pick_torchs_implicit_dim_and_warn(name):
         torch.testing.assert_close(torch.from_dlpack(got), want)
     with pytest.raises(kael.TypeError, match="dim must be an int"):  # torch.softmax needs it
         getattr(kael, name)(kael.ones(2), None) if name != "softmin" else kael.softmax(X, None)
+
+
+def test_a_users_callback_error_inside_an_op_keeps_its_own_type():
+    class Mine(ValueError):
+        pass
+
+    def boom(value):
+        raise Mine("from the callback")
+
+    with pytest.raises(Mine, match="from the callback"):
+        kael.ones(2).apply_(boom)

@@ -356,3 +356,14 @@ def test_an_out_that_is_an_input_and_must_grow_or_shrink_is_refused(call):
     with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
         t = torch.arange(6.0)
         torch.add(t, torch.ones(3, 1), out=t)
+
+
+def test_an_out_in_the_inputs_storage_but_clear_of_it_may_still_be_resized():
+    base = kael.arange(8.0)
+    with pytest.warns(UserWarning, match="was resized"):
+        kael.add(base[:3], 1, out=base[5:7])
+    assert base.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 1.0, 2.0, 3.0]
+    base = kael.arange(8.0)
+    with pytest.warns(UserWarning, match="was resized"):
+        kael.sum(base[:4].reshape(2, 2), 0, out=base[4:5])
+    assert base.tolist() == [0.0, 1.0, 2.0, 3.0, 2.0, 4.0, 6.0, 7.0]
