@@ -325,10 +325,12 @@ def _result_format(x: Tensor, w: Tensor) -> memory_formats.memory_format:
 def _biased(y: Tensor, b: Tensor | None, fmt: memory_formats.memory_format) -> Tensor:
     """The row-major convolution y plus the bias column b (None: none), in `fmt`: a
     channels-last result is written by the bias's add (or a copy), one pass either way."""
+    if b is None:
+        return memory_formats.in_format(y, fmt)
     if fmt is memory_formats.contiguous_format:
-        return y if b is None else y + b
+        return y + b
     out = factories.empty(y.shape, dtype=y.dtype, device=y.device, memory_format=fmt)
-    return out.copy_(y) if b is None else ew.binary("add", y, b, out=out)
+    return ew.binary("add", y, b, out=out)
 
 
 def _convolve(x: Tensor, w: Tensor, groups: int, stride, dilation, before, out, op: str, ran=None):

@@ -9,6 +9,7 @@ import math
 
 from kael.frontend import eager, factories, fastpath, index_ops, memory_formats, views
 from kael.frontend.outputs import tensor_arg
+from kael.frontend.shapes import narrowed
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
 from kael.runtime.device import CPU
@@ -152,8 +153,9 @@ def _by_copies(x: Tensor, sides: list[tuple[int, int]], mode: str) -> Tensor:
 
 def _part(impl: TensorImpl, window: list[tuple[int, int]]) -> TensorImpl:
     """The box of impl between each dim's (start, stop)."""
-    offset = impl.offset + sum(a * st for (a, _), st in zip(window, impl.strides))
-    return views.derive(impl, [b - a for a, b in window], impl.strides, offset)
+    for d, (start, stop) in enumerate(window):
+        impl = narrowed(impl, d, start, stop - start)
+    return impl
 
 
 def _check_size(size: int, left: int, right: int, d: int) -> int:

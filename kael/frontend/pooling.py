@@ -373,7 +373,9 @@ def _avg_pool(dims: int, op: str):
         else:
             divisor = _counts(x.shape[2:], geometry, count_include_pad, compute, x.device)
         if _by_regions(x, kernel):
-            y = _over_regions(x, geometry, 0.0, ("avg_pool",), _mean_of_taps, divisor, compute)
+            y = _over_regions(
+                x, geometry, 0.0, ("avg_pool",), _mean_of_taps, divisor, compute, _averages(x, out)
+            )
             return _unbatched(y, was_batched)
         xp = _padded(x, pads, kernel, stride, dilation, out, 0.0)
         win = windows(xp, kernel, stride, dilation)
@@ -451,18 +453,18 @@ def _by_regions(x: Tensor, kernel: Sequence[int]) -> bool:
 
 
 def _over_regions(
-    x: Tensor, geometry, value, key: tuple, fold, extra: Tensor | None = None, compute=None
-):
+    x: Tensor, geometry, value, key: tuple, fold, extra: Tensor | None = None, compute=None,
+    target: TensorImpl | None = None,
+):  # fmt: skip
     """The taps kernel `fold` (with `extra`, broadcast over the output, as its last input;
     computing in `compute`, by default x's dtype) over the output region by region: per
     dim, the windows starting in the padding, those inside x and those reaching past its
     end. Each region pads only the slice of x its windows read (the interior: none), and
-    writes its part of the output in place."""
+    writes its part of the output in place: `target`, or a new result in x's suggested
+    format (format_result)."""
     kernel, stride, pads, dilation, out = geometry
     shape = (*x.shape[:2], *out)
-    y = Tensor(
-        _averages(x, out) if key[0] == "avg_pool" else format_result(x._impl, shape, x.dtype)
-    )
+    y = Tensor(format_result(x._impl, shape, x.dtype) if target is None else target)
     ranges = []
     for s, k, st, p, d, o in zip(x.shape[2:], kernel, stride, pads, dilation, out):
         lo = min(o, -(-p // st))

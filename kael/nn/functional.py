@@ -56,6 +56,8 @@ def _implicit(name: str):
     def with_dim(input, dim=None, _stacklevel=3, dtype=None, **kwargs):
         if dim is None and isinstance(input, _Tensor):
             dim = _nn.implicit_dim(name, input.ndim)
+        if dtype is None and not kwargs:  # the op's fast door takes (input, dim) alone
+            return fn(input, dim)
         return fn(input, dim, dtype=dtype, **kwargs)
 
     with_dim.__name__ = with_dim.__qualname__ = name
