@@ -1367,6 +1367,16 @@ class Inspection:
                     if s.shaped
                     else ""
                 )
+                windows = [
+                    str(v.buffer)
+                    for v, new in (o for o in s.out_leaves if type(o) is tuple)
+                    if new and plan.slots[v.buffer].kind == p.WINDOW
+                ]
+                if windows:
+                    shaped += (
+                        f"; buffer {', '.join(windows)} is the view it returns, found where "
+                        "each call's values put it in the memory it was given"
+                    )
                 lines.append(f"  [{i}] extern {s.name}: runs eagerly, never fused{shaped}")
             elif type(s) is p.Alias:
                 lines.append(f"  [{i}] buffer {s.dst} reuses the memory of buffer {s.src}")

@@ -38,6 +38,9 @@ from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
 from kael.runtime.threadpool import get_num_threads
 
 ARG, IMPLICIT, FRESH, EXTERN = "arg", "implicit", "fresh", "extern"
+# a view an extern returned into memory the call passed, at an offset that follows the values
+# (x[t] for a 0-d tensor t): its slot is that memory seen from where each call's view lies
+WINDOW = "window"
 
 
 def _trusted(impl: TensorImpl):
@@ -58,6 +61,7 @@ class Slot:
     device: Device
     arg: int = -1  # ARG: the position among the call's tensor leaves
     storage: Storage | None = None  # IMPLICIT: the storage read at every call
+    base: int = -1  # WINDOW: the slot whose memory it shows
     block: tuple | None = None  # (capacity, allocator) of a new storage, found on first use
 
     def planned(self) -> tuple:
@@ -76,6 +80,61 @@ class Slot:
         if self.nbytes == 0:
             return Storage(0, self.device)
         return Storage.planned(*self.planned())
+
+
+class Window(Storage):
+    """The memory of `base` (a real storage) seen `shift` bytes on: a WINDOW slot's storage
+    in one call. The plan's steps address the view at the trace's offset; the shift moves
+    them to where this call's view lies. Writes count on the base's version."""
+
+    __slots__ = ("base", "shift")
+
+    def __init__(self, base: Storage, shift: int) -> None:
+        self.base, self.shift = base, shift
+        self.nbytes, self.device, self.owner = base.nbytes, base.device, base
+        self._capacity, self._allocator = 0, None
+
+    @property
+    def ptr(self) -> int:
+        return self.base.ptr + self.shift
+
+    @ptr.setter
+    def ptr(self, value: int) -> None:
+        pass  # the address is the base's, moved
+
+    @property
+    def version(self) -> int:
+        return self.base.version
+
+    @version.setter
+    def version(self, value: int) -> None:
+        self.base.version = value
+
+    def overlaps(self, other: Storage) -> bool:
+        return self.base.overlaps(real(other))
+
+    def __repr__(self) -> str:
+        return f"Window({self.base!r}, shift={self.shift})"
+
+
+def real(storage: Storage) -> Storage:
+    """The storage whose memory `storage` is: a window's base, else itself."""
+    return storage.base if type(storage) is Window else storage
+
+
+def unwindowed(impl: TensorImpl) -> TensorImpl:
+    """`impl`, or over a window the same elements as a view of the window's base (what a
+    call hands to Python: an extern's operand, a result), where its itemsize divides the
+    shift."""
+    storage = impl.storage
+    if type(storage) is not Window:
+        return impl
+    moved, rest = divmod(storage.shift, impl.dtype.itemsize)
+    if rest:
+        return impl
+    return _impl(
+        storage.base, impl.shape, impl.strides, impl.offset + moved, impl.dtype, impl.device
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +211,8 @@ class Call:
     def impl(self, view: View) -> TensorImpl:
         device = self.plan.slots[view.buffer].device
         storage = self.storage(view.buffer)
-        return _impl(storage, view.shape, view.strides, view.offset, view.dtype, device)
+        impl = _impl(storage, view.shape, view.strides, view.offset, view.dtype, device)
+        return impl if type(storage) is not Window else unwindowed(impl)
 
 
 _impl = TensorImpl.of_tuples
@@ -845,11 +905,15 @@ class ExternCall:
         for g, start, drawn in marks:
             call.drew(g, start, g.drawn_here() - drawn)
         got = (result,) if self.outs == pytree.LEAF else pytree.flatten(result)[0]
+        slots = call.plan.slots
         for value, spec in zip(got, self.out_leaves):
             if type(spec) is not tuple:
                 continue
             view, new = spec
             impl = value._impl
+            slot = slots[view.buffer]
+            if slot.kind == WINDOW and self._windows(call, view, impl, slot.base):
+                continue
             if (impl.shape, impl.strides, impl.offset) != (view.shape, view.strides, view.offset):
                 if self.retraces:
                     raise Retrace(self.name, call)
@@ -860,6 +924,22 @@ class ExternCall:
                 )
             if new:
                 call.bound[view.buffer] = impl.storage
+
+    @staticmethod
+    def _windows(call: Call, view: View, impl: TensorImpl, base: int) -> bool:
+        """Bind a WINDOW slot to where this call's view lies (the extern made it, or was
+        given it and returned it: out=), if it has the trace's layout over the memory of
+        the slot it shows (else the call is checked as any other)."""
+        shown = call.bound[base]
+        if (
+            shown is None
+            or impl.storage is not real(shown)
+            or (impl.shape, impl.strides, impl.dtype) != (view.shape, view.strides, view.dtype)
+        ):
+            return False
+        isize = view.dtype.itemsize
+        call.bound[view.buffer] = Window(impl.storage, (impl.offset - view.offset) * isize)
+        return True
 
 
 def _runtime(leaf) -> bool:
@@ -1019,7 +1099,7 @@ class Plan:
         keep = {v.buffer for v in self.out_leaves if type(v) is View}
         self.release = [[] for _ in self.steps]
         for slot, i in last.items():
-            if self.slots[slot].kind in (FRESH, EXTERN) and slot not in keep:
+            if self.slots[slot].kind in (FRESH, EXTERN, WINDOW) and slot not in keep:
                 self.release[i].append(slot)
         self.empty = [None] * len(self.slots)
         for i, slot in enumerate(self.slots):

@@ -296,7 +296,10 @@ class _Writer:
             device = self.plan.slots[leaf.buffer].device
             parts = (leaf.shape, leaf.strides, leaf.offset, leaf.dtype, device)
             args = ", ".join(self.constant("L", v) for v in parts)
-            return f"_trusted(_impl({self.storage(leaf.buffer)}, {args}))"
+            impl = f"_impl({self.storage(leaf.buffer)}, {args})"
+            if self.plan.slots[leaf.buffer].kind == p.WINDOW:
+                impl = f"{self.constant('W', p.unwindowed)}({impl})"
+            return f"_trusted({impl})"
         if type(leaf) is p.Input:
             return f"t{leaf.index}" if self.guarded else f"tensors[{leaf.index}]"
         return self.value(leaf)

@@ -43,6 +43,7 @@ from kael.runtime.device import Device
 from kael.runtime.dtypes import DType
 from kael.runtime.errors import Error
 from kael.runtime.storage import Storage
+from kael.runtime.tensor_impl import TensorImpl
 from kael.runtime.tracestate import NeedsExtern, state
 
 _KAEL_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -221,6 +222,7 @@ class Trace:
         self.versions: dict[int, int] = {}
         self.extern_bumps: dict[int, int] = {}  # id(storage) -> bumps made inside extern steps
         self.bumped_visible = False  # whether one bumped a storage the plan did not make
+        self.windows: set[int] = set()  # WINDOW slots and the slots they show (_window)
         self.layouts = [_layout(t._impl) for t in tensors]  # as the call passed them
         for i, t in enumerate(tensors):
             storage = t._impl.storage
@@ -296,16 +298,16 @@ class Trace:
         if kernel.may_fault and _flags(kernel):
             self.host_read("an op that reads its own result")
         params = [_source(scalars[n]) for n in names] if names else []
+        written = [self.view(o) for o in outs]
         step = Step(
-            kernel,
-            [self.view(o) for o in outs],
-            [self.view(i) for i in ins],
-            params,
-            kernel.name,
+            kernel, written, [self.view(i) for i in ins], params, kernel.name,
             *(axes or ((), False)),
-        )
+        )  # fmt: skip
+        apart = self.windows and any(v.buffer in self.windows for v in written)
+        if apart:  # a write to memory a window shows: a step of its own (_window)
+            self.flush()
         self.pending.append((step, entry, axes))
-        if kernel.may_fault:  # run now: a fault raises at the op, before it bumps versions
+        if kernel.may_fault or apart:  # a fault raises at the op, before it bumps versions
             self.flush()
         return False
 
@@ -499,6 +501,31 @@ class Trace:
         index = storage.index if lazy else self.by_storage.get(id(storage))
         return index is not None and self.plan.slots[index].kind in MADE
 
+    def _window(self, t):
+        """A tensor an extern that read values returned over memory the call passed (an
+        argument's, an implicit input's): the same view over a WINDOW slot of its own, so
+        that each call finds it where that call's values put it (x[t] for a 0-d tensor t)
+        instead of tracing again per offset. Every later write to that memory, or to the
+        view, is a step of its own: the fusion, which tells memory apart by slot, never
+        moves a read of one across a write of the other."""
+        from kael.frontend.tensor import Tensor
+
+        storage = t._impl.storage
+        base = self.by_storage.get(id(storage))
+        if base is None or self.plan.slots[base].kind not in (p.ARG, p.IMPLICIT, p.WINDOW):
+            return t  # memory the plan makes: its place is the plan's own
+        window = p.Window(p.real(storage), 0)
+        slot = p.Slot(p.WINDOW, storage.nbytes, storage.device, base=base)
+        index = self._add(slot, window)
+        self.by_storage[id(window)] = index
+        self.windows.update((index, base))
+        impl = t._impl
+        return Tensor.trusted(
+            TensorImpl.of_tuples(
+                window, impl.shape, impl.strides, impl.offset, impl.dtype, impl.device
+            )
+        )
+
     def extern(self, name: str, fn: Callable, args: tuple, kwargs: dict, shaped: str = ""):
         """Run an op eagerly on real inputs, now and at every call of the plan; `shaped`
         (why): its Python read values, so each call checks its output shapes, and one that
@@ -526,20 +553,27 @@ class Trace:
                 self.extern_bumps[k] = self.extern_bumps.get(k, 0) + s.version - before[k]
                 self.bumped_visible |= not self._made(s)
         got, out_def = pytree.flatten(result)
+        windowed = False
         if shaped and any(v is not None and not isinstance(v, Tensor) for v in got):
             self.data_dependent(shaped)
             return result  # tracing ended (fullgraph=False): the op ran eagerly
+        given = {id(v) for v in leaves}
         out_specs = []
-        for v in got:
+        for k, v in enumerate(got):
             if isinstance(v, Tensor):
                 storage = v._impl.storage
                 new = type(storage) is not LazyStorage and id(storage) not in self.by_storage
                 if new:
                     index = self._add(p.Slot(p.EXTERN, storage.nbytes, storage.device), storage)
                     self.by_storage[id(storage)] = index
+                elif shaped and id(v) not in given:
+                    got[k] = v = self._window(v)
+                    new = windowed = type(v._impl.storage) is p.Window
                 out_specs.append((self.view(v._impl), new))
             else:
                 out_specs.append(v)
+        if windowed:
+            result = pytree.unflatten(out_def, got)
         step = p.ExternCall(name, fn, treedef, specs, out_def, out_specs, bool(shaped))
         self.plan.steps.append(step)
         self.ran = len(self.plan.steps)  # it ran just now
@@ -573,6 +607,8 @@ class Trace:
         step = MatmulCall(self.view(a), self.view(b), self.view(c), geometry=geometry)
         self.call.storage(step.c.buffer)  # allocated now: running out of memory raises here
         self.plan.steps.append(step)
+        if step.c.buffer in self.windows:  # no epilogue joins it (_window)
+            self.flush()
 
     # ---- running -------------------------------------------------------------------------
 
@@ -684,7 +720,9 @@ class Trace:
         # writes counted on the lazy one
         for v in [*leaves, *self.tensors]:
             lazy = v._impl.storage if isinstance(v, Tensor) else None
-            if type(lazy) is LazyStorage:
+            if type(lazy) is p.Window:  # shift 0 while tracing: the base's own view
+                v._impl = p.unwindowed(v._impl)
+            elif type(lazy) is LazyStorage:
                 real = self.call.storage(lazy.index)
                 if id(lazy) not in moved:
                     moved.add(id(lazy))

@@ -1,0 +1,211 @@
+"""@kael.compile and x[t] for a 0-d integer tensor t: the view lies where each call's t puts
+it (a WINDOW slot), traced once for every t, and writes through it or to the memory it
+shows run in eager's order."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from parity_helpers import same_tree
+
+import kael
+from kael.frontend import plan as p
+
+SCHEDULE = kael.linspace(0.99, 0.01, 50)
+
+
+def _same(a, b) -> None:
+    def tensors(u, v):
+        assert u.shape == v.shape and u.dtype == v.dtype
+        assert kael.equal(u, v)
+
+    same_tree(a, b, tensors)
+
+
+def _grid(*shape):
+    """Distinct values of both signs, the same at every call."""
+    n = 1
+    for size in shape:
+        n *= size
+    return (kael.arange(float(n)) - n / 2).reshape(shape)
+
+
+def agree(fn, make, steps=range(0, 50, 7)):
+    """fn compiled against fn eager over fresh arguments `make(t)` for each t in `steps`:
+    identical results and arguments afterwards. Returns the compiled function."""
+    compiled = kael.compile(fn)
+    for t in steps:
+        eager_args, compiled_args = make(t), make(t)
+        _same(fn(*eager_args), compiled(*compiled_args))
+        _same(eager_args, compiled_args)
+    return compiled
+
+
+def _sampler_step(x, t):
+    a = SCHEDULE[t]
+    return x * a.sqrt() + (1 - a).sqrt()
+
+
+def _args(t):
+    return kael.arange(12.0).reshape(3, 4), kael.tensor(t)
+
+
+def test_a_row_picked_by_a_tensor_is_traced_once_for_every_value():
+    c = agree(_sampler_step, _args)
+    assert c.cache_info().traces == 1
+    plan = c.plan_for(*_args(3))
+    assert [s.kind for s in plan.slots].count(p.WINDOW) == 1
+    assert "found where each call's values put it" in str(c.inspect(*_args(3)))
+
+
+def test_negative_and_out_of_range_positions_follow_eager():
+    c = agree(_sampler_step, _args, steps=[-1, -50, 49, 0])
+    with pytest.raises(IndexError, match="50"):
+        c(*_args(50))
+    with pytest.raises(IndexError, match="-51"):
+        c(*_args(-51))
+    _same(c(*_args(5)), _sampler_step(*_args(5)))  # the plan still runs after an error
+    assert c.cache_info().traces == 1
+
+
+def _returned(x, t):
+    return x[t], x[t] * 2
+
+
+def test_a_returned_row_is_a_view_of_the_argument_at_this_calls_offset():
+    c = agree(_returned, lambda t: (_grid(6, 5), kael.tensor(t % 6)))
+    x = kael.randn(6, 5)
+    row, _ = c(x, kael.tensor(4))
+    assert row.storage_offset() == 20 and row.untyped_storage().data_ptr() == x.data_ptr()
+    x[4, 0] = 7.0
+    assert row[0].item() == 7.0
+
+
+def _written_through(x, t):
+    row = x[t]
+    row.mul_(-2)
+    return x.sum(0), row + 1
+
+
+def _written_then_read(x, t):
+    row = x[t]
+    before = x * 3  # read before the write: a fused reader must not see it
+    x.add_(1)
+    x[0].fill_(5)  # written after the row is taken: the row is a view, it sees it
+    return before + row, row.clone()
+
+
+def _row_then_base_written(x, t):
+    row = x[t]
+    late = row * 2
+    x.zero_()
+    return late + row, x
+
+
+@pytest.mark.parametrize("fn", [_written_through, _written_then_read, _row_then_base_written])
+def test_writes_through_the_row_or_to_its_memory_run_in_eager_order(fn):
+    c = agree(fn, lambda t: (_grid(4, 3), kael.tensor(t % 4)), steps=[0, 1, 2, 3, 1])
+    assert c.cache_info().traces == 1
+
+
+def test_a_write_through_the_row_bumps_the_arguments_version():
+    c = kael.compile(lambda x, t: x[t].add_(1))
+    for t in (0, 2):
+        x = kael.zeros(3, 2)
+        before = x._impl.storage.version
+        c(x, kael.tensor(t))
+        assert x._impl.storage.version > before and x[t].tolist() == [1.0, 1.0]
+
+
+def _nested(x, t, s):
+    return x[t][s] * 2 + x[t, s]
+
+
+def test_a_window_of_a_window_follows_both_values():
+    c = agree(
+        _nested,
+        lambda t: (_grid(5, 4), kael.tensor(t % 5), kael.tensor(t % 4)),
+        steps=range(9),
+    )
+    assert c.cache_info().traces == 1
+
+
+@pytest.mark.filterwarnings("ignore:kael.compile")
+def test_a_graph_break_after_a_write_through_the_row_keeps_it():
+    def f(x, t):
+        x[t].fill_(9)
+        if x.sum() > 0:  # Python reads a value: the rest runs eagerly
+            return x * 2
+        return x
+
+    c = kael.compile(f, fullgraph=False)
+    for t in (1, 0, 2):
+        x, y = kael.zeros(3, 2), kael.zeros(3, 2)
+        _same(c(x, kael.tensor(t)), f(y, kael.tensor(t)))
+        _same(x, y)
+
+
+def test_check_mode_runs_the_window_against_eager_kernels():
+    c = kael.compile(_written_through, check=True)
+    for t in (0, 3):
+        x, y = kael.randn(4, 3), None
+        y = x.clone()
+        _same(c(x, kael.tensor(t)), _written_through(y, kael.tensor(t)))
+
+
+def test_calls_from_threads_each_find_their_own_row():
+    c = kael.compile(_sampler_step)
+    x = kael.randn(3, 4)
+    c(x, kael.tensor(0))
+    errors = []
+
+    def work(k):
+        for t in range(k, 50, 4):
+            got = c(x, kael.tensor(t))
+            if not kael.equal(got, _sampler_step(x, kael.tensor(t))):
+                errors.append(t)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == [] and c.cache_info().traces == 1
+
+
+def _reduced_into_a_row(x, t):
+    kael.sum(x, 0, out=x[t])  # eager reduces into a temporary: out meets the input
+    return x * 1
+
+
+def _copied_from_a_row(x, t):
+    x.copy_(x[t].expand(4, 3))  # one row over every row
+    return x + 0
+
+
+def _sorted_into_its_operands(x, t):
+    row = x[t]
+    values, indices = kael.sort(row, out=(row, kael.empty(0, dtype=kael.int64)))
+    return values is row, x + 0, indices
+
+
+@pytest.mark.parametrize("fn", [_reduced_into_a_row, _copied_from_a_row, _sorted_into_its_operands])
+def test_an_op_reading_the_memory_it_writes_through_a_row_sees_it_as_eager_does(fn):
+    c = agree(fn, lambda t: (_grid(4, 3).flip(1).contiguous(), kael.tensor(t % 4)), steps=[0, 3, 1])
+    assert c.cache_info().traces == 1
+
+
+def _product_then_row(w, t, a):
+    row = w[t]
+    c = kael.matmul(a, a, out=w[1])
+    return c + row.flip(0)  # an epilogue would read rows of w[1] other tiles still write
+
+
+def test_a_product_writing_the_shown_memory_takes_no_epilogue_reading_it():
+    c = agree(
+        _product_then_row,
+        lambda t: (_grid(3, 96, 96) / 1000, kael.tensor(t % 3), _grid(96, 96) / 1000),
+        steps=[1, 0, 1, 2],
+    )
+    assert c.cache_info().traces == 1
