@@ -9,8 +9,12 @@ pytree does not open (a user's class, a dataclass, a dict or list subclass) is d
 by what it holds, HELD_DEPTH deep: its tensors are inputs of the plan as tensor arguments
 are, its other values are guarded by value (floats too) or identity; a call that rebinds
 what one holds, or one holding more than MAX_HELD values, runs eagerly. Tensors and
-constants the function reads from its globals and closure cells (or objects there) are
-checked at every call (_implicit_sources): one rebound traces again. Calls with the same
+constants the function reads from its globals, closure cells and default arguments (or
+objects there), and the identity of every function or callable it names there, are checked
+at every call (_implicit_sources), and so are those of the functions it reaches (helpers,
+methods of the objects it names, functions a dict holds): one rebound traces again; what
+lies past HELPER_DEPTH functions or HELD_DEPTH attributes makes it run eagerly, warned of.
+A tensor argument's class is part of its signature. Calls with the same
 signature run the plan; a new shape re-traces in Python but compiles nothing new, since
 kernels take sizes and strides at run time. A new guard (dtype, rank, size-1 pattern,
 layout class, aliasing, constants) counts as a recompile, and each says what changed.
@@ -47,6 +51,9 @@ from kael.runtime.threadpool import get_num_threads
 from kael.runtime.tracestate import epoch, handle_epoch, state
 
 MAX_PLANS = 256  # traced signatures kept per function (shapes are unbounded)
+# Traces whose call moved a source (a lazy module's first forward) taken as a first fill of
+# a cache, one per signature, at most this many per function: the next trace is clean
+MAX_FILLS = 4
 
 
 @dataclass
@@ -77,6 +84,7 @@ class _Entry:
     # the unhashable arguments the signature names by id, kept alive so no new object can
     # take that id and this signature's plans while they exist
     held: list = field(default_factory=list)
+    test: Callable[[], bool] | None = None  # still_read's generated test
 
     @property
     def reads_outside(self) -> bool:
@@ -85,17 +93,13 @@ class _Entry:
 
     def still_read(self) -> bool:
         """Whether the names and paths its plans read from outside the arguments still hold
-        what they held at the trace: the same tensors (by layout) and constants."""
-        for get, layout, _ in self.implicit:
-            if not _reads(get, layout):
-                return False
-        for get, value, part, _ in self.constants:  # the same object, or an equal value
-            now = get()
-            if now is not value and _constant_part(now) != part:
-                return False
-        if not all(_length(get()) == length for get, length, _ in self.sizes):
-            return False
-        return all(get() == copy for get, copy, _ in self.items)
+        what they held at the trace: the same tensors (by layout) and constants (the same
+        object, or an equal value), lists and dicts of the same lengths. One generated
+        function, a line per name, tests them all (every guarded call runs it)."""
+        test = self.test
+        if test is None:
+            test = self.test = _still_reading(self)
+        return test()
 
     def source_words(self) -> list[str]:
         """What its plans read from outside the arguments, in words (Inspection's guard)."""
@@ -105,6 +109,25 @@ class _Entry:
         return (
             tensors + values + sizes + [f"{words} == {len(c)} items" for _, c, words in self.items]
         )
+
+
+def _still_reading(entry: _Entry) -> Callable[[], bool]:
+    """_Entry.still_read's test, written out for `entry`: what a loop over its lists did."""
+    names: dict = {"_reads": _reads, "_part": _constant_part, "_length": _length}
+    lines = []
+    for k, (get, layout, _) in enumerate(entry.implicit):
+        names[f"tg{k}"], names[f"tl{k}"] = get, layout
+        lines.append(f"if not _reads(tg{k}, tl{k}): return False")
+    for k, (get, value, part, _) in enumerate(entry.constants):
+        names[f"cg{k}"], names[f"cv{k}"], names[f"cp{k}"] = get, value, part
+        lines += [f"n = cg{k}()", f"if n is not cv{k} and _part(n) != cp{k}: return False"]
+    for k, (get, length, _) in enumerate(entry.sizes):
+        names[f"sg{k}"] = get
+        lines.append(f"if _length(sg{k}()) != {length}: return False")
+    for k, (get, copy, _) in enumerate(entry.items):
+        names[f"ig{k}"], names[f"ic{k}"] = get, copy
+        lines.append(f"if ig{k}() != ic{k}: return False")
+    return replay.function("still_read()", [*lines, "return True"], names, "guard")[0]
 
 
 _FLOAT = (float,)
@@ -170,7 +193,8 @@ def _signature(leaves: list, treedef, plain: bool = False) -> tuple[list, tuple 
 
 def _tensor_part(tensor: Tensor, tensors: list, storages: list) -> tuple:
     """A tensor's part of the signature, with the first earlier tensor of the call whose
-    storage it shares (its alias); the tensor joins `tensors` and its storage `storages`."""
+    storage it shares (its alias) and its class (a subclass's methods may do otherwise);
+    the tensor joins `tensors` and its storage `storages`."""
     impl = tensor._impl
     storage = impl.storage
     alias = len(tensors)
@@ -182,7 +206,7 @@ def _tensor_part(tensor: Tensor, tensors: list, storages: list) -> tuple:
     storages.append(storage)
     return (
         "tensor", impl.dtype, impl.device, impl.shape, impl.strides, impl.offset,
-        storage.nbytes, alias,
+        storage.nbytes, alias, type(tensor),
     )  # fmt: skip
 
 
@@ -374,9 +398,9 @@ def _coarse(key: tuple, used_values: tuple) -> tuple:
 def _coarse_part(part: tuple) -> tuple:
     """One part's coarse form (an argument object's: that of each tensor it holds)."""
     if part[0] == "tensor":
-        _, dtype, device, shape, strides, offset, _, alias = part
+        _, dtype, device, shape, strides, offset, _, alias, kind = part
         dense = strides == contiguous_strides(shape)
-        return (dtype, device, len(shape), tuple(s == 1 for s in shape), dense, alias)
+        return (dtype, device, len(shape), tuple(s == 1 for s in shape), dense, alias, kind)
     if part[0] == "holds" and part[2] is not None:
         return (*part[:3], tuple(map(_coarse_part, part[3])))
     return part
@@ -386,7 +410,7 @@ def _what_changed(old: tuple, new: tuple) -> str:
     """Words for the first difference between two guards."""
     if old[0] != new[0]:
         return "the structure of the arguments changed"
-    names = ("dtype", "device", "rank", "size-1 dims", "contiguity", "aliasing")
+    names = ("dtype", "device", "rank", "size-1 dims", "contiguity", "aliasing", "class")
     for i, (a, b) in enumerate(zip(old[1], new[1])):
         if a == b:
             continue
@@ -470,11 +494,13 @@ def _is_setting(part) -> bool:
 def _word(value) -> str:
     if isinstance(value, tuple) and value and value[0] == "const":
         return repr(value[2])
+    if isinstance(value, type):
+        return value.__name__
     return str(value)
 
 
 # How deep _implicit_sources follows the functions a function calls by name.
-HELPER_DEPTH = 3
+HELPER_DEPTH = 6
 # How many values the objects a function names in its globals and closure cells may hold
 # (a list of tensors, a config): past it, calls of that function run eagerly.
 MAX_SOURCES = 4096
@@ -491,8 +517,8 @@ class _Sources:
     its tensors by storage id, each (a getter of the name or path, the layout a plan read,
     its words); its numbers and other constants, each (a getter, the value, its
     _constant_part, its words); the lengths of the lists and dicts it may walk, each (a
-    getter, the length, its words); and, where a named object held more than MAX_SOURCES
-    values, its words."""
+    getter, the length, its words); and, where what it reads is too much or too deep to
+    guard, why (the signature then runs eagerly)."""
 
     tensors: dict = field(default_factory=dict)
     values: list = field(default_factory=list)
@@ -518,9 +544,11 @@ def _implicit_sources(fn: Callable) -> _Sources:
     """Tensors and constants the function reads from its globals and closure cells,
     directly or held by an object there (`cfg.w`, `params["w"]`, `cfg.eps`, a class's or a
     module's attribute the code names; HELD_DEPTH deep, an nn.Module left to the handle
-    epoch), and those of the plain functions it names there (HELPER_DEPTH deep; kael's own
-    left out), of a partial's function and arguments and of a bound method's object: a plan
-    is traced again when one is rebound, as torch.compile's guards do."""
+    epoch), and those of the plain functions it names there or reaches through what it
+    names (_reachable; HELPER_DEPTH deep; kael's own left out), of a partial's function and
+    arguments and of a bound method's object; each function or callable it names by
+    identity, and its default arguments: a plan is traced again when one is rebound, as
+    torch.compile's guards do."""
     found = _Sources()
     fn, bound = _unwrapped(fn)
     found.read = _names_read(fn, HELPER_DEPTH, set())
@@ -541,12 +569,50 @@ def _names_read(fn, depth: int, seen: set) -> frozenset:
     read = _code_names(code)
     if depth:
         g = getattr(fn, "__globals__", {})
-        named = [g.get(name) for name in read] + _cell_values(fn)
+        named = [g.get(name) for name in read] + _cell_values(fn) + _defaults(fn)
         for value in named:
-            helper = value.fn if isinstance(value, CompiledFunction) else value
-            if _user_function(helper):
+            if _helper(value):
+                found = [value.fn if isinstance(value, CompiledFunction) else value]
+            else:
+                found = _reachable(value, read)
+            for helper in found:
                 read = read | _names_read(helper, depth - 1, seen)
     return read
+
+
+def _reachable(value, read: frozenset) -> list:
+    """The user's functions an object, class, module or container named in globals or a
+    closure leads to under the names the code reads: its methods (and __call__), a class's
+    static and class methods, a module's functions, the functions a dict holds under a key
+    the code names or a list holds: what `OBJ.apply(x)` or `FNS["act"](x)` runs."""
+    if _helper(value) or isinstance(value, Tensor) or _guarded(value):
+        return []
+    if isinstance(value, dict):
+        found = [v for k, v in list(value.items()) if k in read]
+    elif isinstance(value, _SEQUENCES):
+        found = list(value)
+    elif isinstance(value, types.ModuleType):
+        found = [] if _own(value.__name__) else [getattr(value, n, None) for n in read]
+    else:
+        kind = value if isinstance(value, type) else type(value)
+        names = read if isinstance(value, type) else read | {"__call__"}
+        spaces = [vars(k) for k in kind.__mro__ if not _own(k.__module__)]
+        if not isinstance(value, type):
+            spaces.insert(0, getattr(value, "__dict__", None) or {})
+        found = [space[n] for space in spaces for n in names & space.keys()]
+    found = [getattr(v, "__func__", v) for v in found]  # a static or class method's function
+    return [v.fn if isinstance(v, CompiledFunction) else v for v in found if _helper(v)]
+
+
+def _helper(value) -> bool:
+    """Whether `value` is a function whose code _implicit_sources looks into."""
+    return isinstance(value, CompiledFunction) or _user_function(value)
+
+
+def _defaults(fn) -> list:
+    """The values of fn's default arguments."""
+    keywords = getattr(fn, "__kwdefaults__", None) or {}
+    return [*(getattr(fn, "__defaults__", None) or ()), *keywords.values()]
 
 
 def _unwrapped(fn) -> tuple[Callable | None, list]:
@@ -598,14 +664,24 @@ def _collect_sources(fn, found: _Sources, depth: int, seen: set) -> None:
         except ValueError:  # a cell not yet assigned
             continue
         named.append((f"closure {name}", functools.partial(getattr, cell, "cell_contents"), value))
+    defaults = [*enumerate(getattr(fn, "__defaults__", None) or ())]
+    defaults += (getattr(fn, "__kwdefaults__", None) or {}).items()
+    for which, value in defaults:
+        get = functools.partial(_default, fn, which)
+        named.append((f"default {which} of {fn.__qualname__}", get, value))
     own = _own(getattr(fn, "__module__", None) or "")
     helpers: list = []
     for words, get, value in named:
         if own and not isinstance(value, Tensor):  # kael's constants and helpers stay
             continue
         _collect_value(words, get, value, read, found, helpers)
-    if depth:
-        for helper in helpers:
+    for helper in helpers:
+        if not depth:
+            found.overflow = found.overflow or (
+                f"it calls {helper.__qualname__} through more than {HELPER_DEPTH} functions, "
+                "too deep to guard what they read"
+            )
+        elif id(helper) not in seen:
             _collect_sources(helper, found, depth - 1, seen)
 
 
@@ -614,17 +690,21 @@ def _collect_value(words: str, get: Callable, value, read: frozenset, found, hel
     what an object holds (for a class or a module: the attributes the code names)."""
     if isinstance(value, Tensor):
         found.tensors.setdefault(id(value._impl.storage), (get, _layout_of(value._impl), words))
-    elif _guarded(value):
+        return
+    if _guarded(value):
         found.values.append((get, value, _constant_part(value), words))
-    elif isinstance(value, CompiledFunction):
-        helpers.append(value.fn)
-    elif _user_function(value):
-        helpers.append(value)
-    elif isinstance(value, (type, types.ModuleType)):
+        return
+    if callable(value) and not isinstance(value, type):  # a function, a module, a callable
+        found.values.append((get, value, ("same", _Same(value)), words))  # rebound: retrace
+    if _helper(value):
+        helpers.append(value.fn if isinstance(value, CompiledFunction) else value)
+        return
+    helpers += _reachable(value, read)
+    if isinstance(value, (type, types.ModuleType)):
         if not _own(getattr(value, "__module__", None) or getattr(value, "__name__", "")):
             _collect_attributes(words, get, value, read, found)
     elif _looked_into(value):
-        _collect_held(words, get, value, read, found)
+        _collect_held(words, get, value, read, found, helpers)
 
 
 def _collect_attributes(words: str, get: Callable, owner, read: frozenset, found) -> None:
@@ -639,24 +719,34 @@ def _collect_attributes(words: str, get: Callable, owner, read: frozenset, found
             _collect_value(f"{words}.{name}", follow, value, read, found, [])
 
 
-def _collect_held(words: str, get: Callable, node, read: frozenset, found: _Sources) -> None:
+def _collect_held(
+    words: str, get: Callable, node, read: frozenset, found: _Sources, helpers: list
+) -> None:
     """The tensors and constants an object named in globals or a closure holds, each with a
     getter of its path from the name (through the attributes the code names, every item of
     a list or dict), with the class constants the code names of each object (_members) and
     the length of each list and dict in it (a list or dict of more than
     WHOLE_ITEMS constants alone: its copy, compared whole with ==, one C-level test a call,
     which tells neither 1 from 1.0 nor 0.0 from -0.0 in it); past MAX_SOURCES values,
-    `found.overflow`."""
+    `found.overflow`, as past HELD_DEPTH. A function it holds (`HO.fn`) is guarded by
+    identity and looked into as a helper."""
     whole = set()  # the paths of the lists and dicts of constants compared whole
     for count, (path, value) in enumerate(_walk(node, (), HELD_DEPTH, {id(node)}, read)):
-        if count >= MAX_SOURCES:
-            found.overflow = words
+        where = words + _path_words(path)
+        if count >= MAX_SOURCES or value is _TOO_DEEP:
+            found.overflow = (
+                f"{where} nests deeper than {HELD_DEPTH}, too deep to guard"
+                if value is _TOO_DEEP
+                else f"{words} holds more than {MAX_SOURCES} values, too many to guard"
+            )
             return
         if path[:-1] in whole:
             continue
-        where = words + _path_words(path)
         follow = functools.partial(_follow, get, path) if path else get
-        if isinstance(value, Tensor):
+        if path and _helper(value):
+            found.values.append((follow, value, ("same", _Same(value)), where))
+            helpers.append(value.fn if isinstance(value, CompiledFunction) else value)
+        elif isinstance(value, Tensor):
             found.tensors.setdefault(
                 id(value._impl.storage), (follow, _layout_of(value._impl), where)
             )
@@ -697,6 +787,8 @@ def _walk(node, path: tuple, depth: int, seen: set, read: frozenset):
             yield here, value
         elif depth:
             yield from _walk(value, here, depth - 1, seen | {id(value)}, read)
+        else:
+            yield here, _TOO_DEEP
 
 
 def _path_words(path: tuple) -> str:
@@ -752,6 +844,15 @@ def _follow(get: Callable, path: tuple):
 
 
 _GONE = object()
+_TOO_DEEP = object()  # _walk's value for a node past HELD_DEPTH that the code reads into
+
+
+def _default(fn, which):
+    """fn's default argument `which` (a position or a keyword's name), or _GONE."""
+    try:
+        return fn.__defaults__[which] if type(which) is int else fn.__kwdefaults__[which]
+    except (LookupError, TypeError):
+        return _GONE
 
 
 def _length(value) -> int:
@@ -926,6 +1027,7 @@ class CompiledFunction:
         self._entries: dict[tuple, _Entry] = {}
         self._guards: list[tuple] = []
         self._moves: dict[tuple, int] = {}  # traces per signature whose call moved a source
+        self._fills = 0  # signatures whose first such trace counted as a first fill
         # signatures whose calls have side effects a plan would skip: they run eagerly, and
         # plans forgotten (a module changed) do not make them trace again
         self._eager: dict[tuple, str] = {}
@@ -1130,16 +1232,16 @@ class CompiledFunction:
             self._modules.update(trace.modules_read)
         trace.broken = trace.broken or _held_moved(leaves, treedef, tensors, key)
         if trace.broken is None and sources.overflow is not None:
-            trace.broken = (
-                f"{sources.overflow} holds more than {MAX_SOURCES} values, too many to guard"
-            )
+            trace.broken = sources.overflow
         moved = trace.broken is None and sources.parts() != _implicit_sources(self.fn).parts()
         if moved or (trace.broken is None and side_effect is not None):
             with self._lock:  # a first fill of a cache (a lazy module's first forward): the
                 if len(self._moves) >= MAX_PLANS:  # next trace is clean
                     self._moves.clear()
                 moves = self._moves[key] = self._moves.get(key, 0) + 1
-                if moves < 2:
+                self._fills += moves < 2
+                if moves < 2 and self._fills <= MAX_FILLS:  # past it: a side effect of every
+                    # call, each of a new signature (a Python int argument's new value)
                     self._info.traces += 1
                     return result, trace.plan  # kept by no signature
                 del self._moves[key]
@@ -1261,8 +1363,9 @@ def _guard_words(leaves: list, used: tuple[int, ...]) -> list[str]:
             impl = leaf._impl
             dense = "contiguous" if impl.strides == contiguous_strides(impl.shape) else "strided"
             ones = [d for d, s in enumerate(impl.shape) if s == 1]
+            kind = "tensor" if type(leaf) is Tensor else f"{type(leaf).__name__} (a Tensor)"
             text = (
-                f"leaf {i}: {impl.dtype} tensor of rank {len(impl.shape)} on {impl.device}, {dense}"
+                f"leaf {i}: {impl.dtype} {kind} of rank {len(impl.shape)} on {impl.device}, {dense}"
             )
             if ones:
                 text += f", size 1 in dims {ones}"

@@ -42,7 +42,6 @@ def lines(parts: tuple, twins: Callable[[tuple], object], always: bool, names: d
     pair by pair, or by `twins(tensors)` (None when none do) where the tensors are many
     or `always` (the plan reads tensors from outside its arguments too). The values the
     lines name go into `names`, the function's globals; a miss returns `_MISS`."""
-    from kael.frontend.tensor import Tensor  # tensor.py imports the replay, which imports this
 
     def constant(value) -> str:
         name = f"_g{len(names)}"
@@ -51,7 +50,7 @@ def lines(parts: tuple, twins: Callable[[tuple], object], always: bool, names: d
 
     from kael.frontend.random import Generator, default_generator
 
-    names.update(_MISS=MISS, _Tensor=Tensor, _Generator=Generator, _default=default_generator)
+    names.update(_MISS=MISS, _Generator=Generator, _default=default_generator)
     generators: list[str] = []  # the locals of the generator leaves so far, in order
     miss = "return _MISS"
     locals_, tests = [], []
@@ -99,10 +98,10 @@ def _tensor_tests(j: int, part: tuple, alone: list[int], constant: Callable) -> 
     """Lines testing tensor `t{j}` against its signature part (type, layout, storage size,
     the storage it shares with an earlier tensor or that it shares none), binding `m{j}`
     and `st{j}`; a tensor with a storage of its own joins `alone`."""
-    _, dtype, device, shape, strides, offset, nbytes, alias = part
+    _, dtype, device, shape, strides, offset, nbytes, alias, kind = part
     miss = "return _MISS"
     tests = [
-        f"if type(t{j}) is not _Tensor: {miss}",
+        f"if type(t{j}) is not {constant(kind)}: {miss}",
         f"m{j} = t{j}._impl",
         f"if m{j}.shape != {shape!r} or m{j}.strides != {strides!r} or m{j}.offset != "
         f"{offset} or m{j}.dtype is not {constant(dtype)} or m{j}.device is not "

@@ -431,13 +431,14 @@ def _kept_slots(plan, delegated: list) -> set[int]:
     return kept
 
 
-def _function(head: str, lines: list[str], names: dict, steps: int) -> tuple[Callable, str]:
-    """The function `head` with body `lines`, its globals `names`; and its source."""
+def function(head: str, lines: list[str], names: dict, what: str) -> tuple[Callable, str]:
+    """The function `head` with body `lines`, its globals `names`; and its source. `what`
+    names it in tracebacks."""
     body = "\n".join("    " + line for line in lines)
     source = f"def {head}:\n{body}\n"
     namespace = dict(names)
     name = head.partition("(")[0]
-    exec(compile(source, f"<kael {name} replay of {steps} steps>", "exec"), namespace)
+    exec(compile(source, f"<kael {name} {what}>", "exec"), namespace)
     # popped: left in its own globals, the function would be a cycle, and its kept storages
     # would outlive the plan until the cyclic collector ran
     return namespace.pop(name), source
@@ -448,7 +449,8 @@ def build(plan, threads: int) -> Replay:
     prepared (run once) at that thread count."""
     writer = _Writer(plan, threads)
     lines = writer.write()
-    fn, source = _function("replay(plan, tensors, scalars)", lines, writer.names, len(plan.steps))
+    steps = f"replay of {len(plan.steps)} steps"
+    fn, source = function("replay(plan, tensors, scalars)", lines, writer.names, steps)
     pool = (tuple(writer.pool_sizes), writer.names.get("_pool"))
     return Replay(threads, fn, source, sum(writer.pool_sizes), pool)
 
@@ -485,6 +487,7 @@ def build_guarded(
         "scalars = args",
         "_info.hits += 1",
     ]
-    fn, source = _function("guarded(args)", checks + lines, writer.names, len(plan.steps))
+    steps = f"replay of {len(plan.steps)} steps"
+    fn, source = function("guarded(args)", checks + lines, writer.names, steps)
     pool = (tuple(writer.pool_sizes), writer.names["_pool"])
     return Replay(threads, fn, source, sum(writer.pool_sizes), pool)

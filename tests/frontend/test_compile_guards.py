@@ -723,3 +723,189 @@ def test_a_short_global_dict_read_through_values_or_a_variable_key_is_guarded():
             same(g(x, "a"), torch.full((2,), a))
     finally:
         _WEIGHTS_BY_NAME["a"], _WEIGHTS_BY_NAME["b"] = 1.0, 2.0
+
+
+# ---- what the function calls: rebound, or reading what changed -------------------------------
+
+ONES = kael.ones(2)
+
+
+def _doubled(x):
+    return x * 2
+
+
+def test_a_rebound_global_function_traces_again():
+    global HELPER, ACTIVATION
+    HELPER, ACTIVATION = _doubled, kael.relu
+    f = kael.compile(lambda x: HELPER(x) + ACTIVATION(x))
+    assert f(-ONES).tolist() == [-2.0, -2.0]
+    HELPER, ACTIVATION = (lambda x: x * 3), kael.sigmoid  # a user's function, then kael's
+    assert f(-ONES).tolist() == (-ONES * 3 + kael.sigmoid(-ONES)).tolist()
+
+
+class _Applier:
+    def __init__(self, k):
+        self.k = k
+
+    def apply(self, x):
+        return x * self.k
+
+    def __call__(self, x):
+        return x * self.k
+
+    @staticmethod
+    def shared(x):
+        return x * _Applier.factor
+
+    factor = 2
+
+
+def test_a_method_or_call_of_a_global_object_is_guarded_by_what_it_reads():
+    global SCALER, CALLABLE
+    SCALER, CALLABLE = _Applier(2), _Applier(3)
+    f = kael.compile(lambda x: SCALER.apply(x) + CALLABLE(x) + _Applier.shared(x))
+    assert f(ONES).tolist() == [7.0, 7.0]
+    SCALER.k, CALLABLE.k, _Applier.factor = 10, 20, 30
+    try:
+        assert f(ONES).tolist() == [60.0, 60.0]
+    finally:
+        _Applier.factor = 2
+
+
+def _reads_k(x):
+    return x * K_READ
+
+
+def test_a_function_held_in_a_dict_or_an_attribute_is_looked_into():
+    global K_READ, TABLE, HOLDER
+    K_READ = 2
+    TABLE = {"act": _reads_k}
+    HOLDER = types.SimpleNamespace(fn=_reads_k)
+    f = kael.compile(lambda x: TABLE["act"](x) + HOLDER.fn(x))
+    assert f(ONES).tolist() == [4.0, 4.0]
+    K_READ = 5
+    assert f(ONES).tolist() == [10.0, 10.0]
+    TABLE["act"] = _doubled  # the dict's function replaced
+    assert f(ONES).tolist() == [7.0, 7.0]
+
+
+def test_a_helper_module_function_reading_its_module_state_is_guarded():
+    global HELPERS
+    HELPERS = types.ModuleType("helpers")
+    exec("CFG = {'a': 2}\ndef deep(x):\n    return x * CFG['a']", HELPERS.__dict__)
+    f = kael.compile(lambda x: HELPERS.deep(x))
+    assert f(ONES).tolist() == [2.0, 2.0]
+    HELPERS.CFG["a"] = 6
+    assert f(ONES).tolist() == [6.0, 6.0]
+
+
+def _level(n):
+    """A chain of n helpers, the last reading the global DEPTH_K."""
+    code = "def h0(x):\n    return x * DEPTH_K\n"
+    for i in range(1, n):
+        code += f"def h{i}(x):\n    return h{i - 1}(x)\n"
+    space = {"DEPTH_K": 2}
+    exec(code, space)
+    return space, space[f"h{n - 1}"]
+
+
+def test_a_chain_of_helpers_is_guarded_to_its_depth_and_runs_eagerly_past_it():
+    from kael.frontend.compiled import HELPER_DEPTH
+
+    for n, compiled in ((HELPER_DEPTH, True), (HELPER_DEPTH + 2, False)):
+        space, top = _level(n)
+        f = kael.compile(lambda x, top=top: top(x))
+        if compiled:
+            f(ONES)
+        else:
+            with pytest.warns(UserWarning, match="too deep to guard"):
+                f(ONES)
+        space["DEPTH_K"] = 3
+        assert f(ONES).tolist() == [3.0, 3.0]
+        assert (f.plan_for(ONES).fallback is None) == compiled
+
+
+def test_a_global_path_past_held_depth_runs_eagerly_with_a_warning():
+    from kael.frontend.compiled import HELD_DEPTH
+
+    global DEEP
+    DEEP = node = types.SimpleNamespace()
+    for _ in range(HELD_DEPTH + 1):
+        node.a = types.SimpleNamespace()
+        node = node.a
+    node.v = 2
+    path = "DEEP" + ".a" * (HELD_DEPTH + 1) + ".v"
+    f = kael.compile(eval(f"lambda x: x * {path}"))
+    with pytest.warns(UserWarning, match="too deep to guard"):
+        assert f(ONES).tolist() == [2.0, 2.0]
+    node.v = 3
+    assert f(ONES).tolist() == [3.0, 3.0]
+
+
+def test_changed_defaults_trace_again():
+    def f(x, k=2, *, cfg={"m": 1}):  # noqa: B006 - the mutable default is the case
+        return x * k * cfg["m"]
+
+    c = kael.compile(f)
+    assert c(ONES).tolist() == [2.0, 2.0]
+    f.__defaults__ = (4,)
+    assert c(ONES).tolist() == [4.0, 4.0]
+    f.__kwdefaults__["cfg"]["m"] = 3
+    assert c(ONES).tolist() == [12.0, 12.0]
+    f.__kwdefaults__ = {"cfg": {"m": 5}}
+    assert c(ONES).tolist() == [20.0, 20.0]
+
+
+class _Sub(kael.Tensor):
+    pass
+
+
+@pytest.mark.parametrize("kind", [_Sub, kael.nn.Parameter], ids=["subclass", "Parameter"])
+def test_a_tensor_subclass_is_its_own_signature(kind):
+    f = kael.compile(lambda x: x * 10 if isinstance(x, kind) else x * 3)
+    for _ in range(2):  # the plain tensor first, then the subclass, and back
+        assert f(ONES).tolist() == [3.0, 3.0]
+        assert f(kind(kael.ones(2))).tolist() == [10.0, 10.0]
+    assert f.cache_info().plans == 2
+
+
+class _Rotary(kael.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.table = kael.arange(40.0).reshape(10, 4)
+        self.calls = 0
+
+    def forward(self, x, position: int):
+        self.table = self.table.to(x.device)  # the object it holds: no change (Meta's llama)
+        return x + self.table[position]
+
+
+def test_setting_a_module_attribute_to_the_object_it_holds_is_no_side_effect():
+    model, x = _Rotary(), kael.ones(4)
+    f = kael.compile(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "runs eagerly" warning
+        for _ in range(3):
+            assert kael.equal(f(x, 2), x + model.table[2])
+    assert f.cache_info().hits == 2
+
+
+class _Counting(kael.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x, scale: int):
+        self.calls = self.calls + 1  # a side effect at every call
+        return x * scale
+
+
+def test_a_side_effect_under_new_signatures_each_call_is_warned_of_and_runs_eagerly():
+    from kael.frontend.compiled import MAX_FILLS
+
+    model = _Counting()
+    f = kael.compile(model)
+    with pytest.warns(UserWarning, match="sets 'calls'.*runs eagerly"):
+        for scale in range(MAX_FILLS + 2):  # each int a new signature
+            assert f(ONES, scale).tolist() == [float(scale)] * 2
+    assert model.calls == MAX_FILLS + 2

@@ -234,6 +234,11 @@ class Module:
     def __setattr__(self, name: str, value: Any) -> None:
         d = self.__dict__
         params, buffers, modules = (d.get(k) for k in ("_parameters", "_buffers", "_modules"))
+        for table in (params, buffers, modules, d):
+            if table is not None and name in table:
+                if table[name] is value:  # the object it holds already: nothing moves (a
+                    return  # forward's `self.freqs = self.freqs.to(x.device)`, Meta's llama)
+                break
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
