@@ -36,11 +36,13 @@ from kael.frontend import complex as cx
 from kael.frontend import elementwise as ew
 from kael.frontend import factories, formula, views
 from kael.frontend.linalg import matmul  # not Tensor.__matmul__: autocast never lowers it
+from kael.frontend.memory_formats import copy_with, is_non_overlapping_and_dense, strides_in_order
 from kael.frontend.out_forms import with_out
 from kael.frontend.outputs import output, tensor_arg
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.runtime.dtypes import DType, float64, get_default_dtype, int64
 from kael.runtime.errors import IndexError, TypeError, ValueError
+from kael.runtime.tensor_impl import contiguous_strides
 from kael.runtime.tracestate import untraced
 
 NORMS = ("backward", "ortho", "forward")
@@ -486,14 +488,33 @@ def _at_least_one(dims: list[int], op: str) -> None:
         raise ValueError(f"{op} must transform at least one axis")
 
 
+def _laid_out(result: Tensor, given: Tensor, dims: list[int], last: int | None = None) -> Tensor:
+    """`result` of a transform over `dims` of `given` in torch's layout (its pocketfft and
+    MKL plans'): the other dims outermost, then the transformed ones, each group in the
+    order of given's strides (row-major for a contiguous input), and a real transform's
+    halved or restored dim `last` innermost. One copy where the 1-d passes left another."""
+    impl = given._impl
+    strides = impl.strides if is_non_overlapping_and_dense(impl) else contiguous_strides(impl.shape)
+    outer_first = sorted(range(len(strides)), key=lambda d: -strides[d])  # stable: ties by dim
+    order = [d for d in outer_first if d not in dims] + [
+        d for d in outer_first if d in dims and d != last
+    ]
+    order += [] if last is None else [last]
+    wanted = tuple(strides_in_order(result.shape, order[::-1], 1))
+    if result._impl.strides == wanted:
+        return result
+    return Tensor(copy_with(result._impl, wanted))
+
+
 def _c2c_dims(inverse: bool):
     def body(x: Tensor, dims: list[int], sizes: list, norm: str, op: str) -> Tensor:
+        given = x
         x = _as_complex(x, op)
         if not dims:  # no transform: a new tensor all the same, as torch's
             return x.clone()
         for d, n in zip(dims, sizes):
             x = _c2c_along(x, n, d, norm, inverse, op)
-        return x
+        return _laid_out(x, given, dims)
 
     return body
 
@@ -502,19 +523,19 @@ def _r2c_dims(x: Tensor, dims: list[int], sizes: list, norm: str, op: str) -> Te
     """rfft over the last of the dims, fft over the others."""
     real = _real_input(x, op)
     _at_least_one(dims, op)
-    x = rfft(real, sizes[-1], dims[-1], norm)
+    y = rfft(real, sizes[-1], dims[-1], norm)
     for d, n in zip(dims[:-1], sizes[:-1]):
-        x = _c2c_along(x, n, d, norm, False, op)
-    return x
+        y = _c2c_along(y, n, d, norm, False, op)
+    return _laid_out(y, x, dims, dims[-1])
 
 
 def _c2r_dims(x: Tensor, dims: list[int], sizes: list, norm: str, op: str) -> Tensor:
     """ifft over all but the last of the dims, irfft there."""
-    x = _as_complex(x, op)
+    y = _as_complex(x, op)
     _at_least_one(dims, op)
     for d, n in zip(dims[:-1], sizes[:-1]):
-        x = _c2c_along(x, n, d, norm, True, op)
-    return irfft(x, sizes[-1], dims[-1], norm)
+        y = _c2c_along(y, n, d, norm, True, op)
+    return _laid_out(irfft(y, sizes[-1], dims[-1], norm), x, dims, dims[-1])
 
 
 def _hfft_dims(x: Tensor, dims: list[int], sizes: list, norm: str, op: str) -> Tensor:
@@ -524,8 +545,12 @@ def _hfft_dims(x: Tensor, dims: list[int], sizes: list, norm: str, op: str) -> T
 
 
 def _ihfft_dims(x: Tensor, dims: list[int], sizes: list, norm: str, op: str) -> Tensor:
-    """ihfftn: the conjugate of rfftn with the normalization on the other side."""
-    return _r2c_dims(x, dims, sizes, _SWAPPED[norm], op).conj()
+    """ihfftn: the conjugate of rfftn with the normalization on the other side, laid out
+    as torch's rfft over the last dim, then its fft over the others, leave it."""
+    real = _real_input(x, op)
+    _at_least_one(dims, op)
+    half = rfft(real, sizes[-1], dims[-1], _SWAPPED[norm])
+    return _C2C(half, dims[:-1], sizes[:-1], _SWAPPED[norm], op).conj() if dims[1:] else half.conj()
 
 
 def _n_dim(op: str, default_dim, body, doc: str):

@@ -77,7 +77,7 @@ def _order(fmt: memory_format, rank: int) -> tuple[int, ...]:
     return order
 
 
-def _strides_in_order(shape: Sequence[int], inner_first: Sequence[int], empty_step: int) -> list:
+def strides_in_order(shape: Sequence[int], inner_first: Sequence[int], empty_step: int) -> list:
     """Dense strides stepping through the dims innermost first; a size-0 dim steps by
     `empty_step` (1 as row-major strides do, 0 as torch's channels-last strides do)."""
     strides = [0] * len(shape)
@@ -92,7 +92,7 @@ def format_strides(shape: Sequence[int], fmt: memory_format) -> tuple[int, ...]:
     """The strides of a new tensor of `shape` in the format (not preserve_format)."""
     if fmt is contiguous_format:
         return contiguous_strides(shape)
-    return tuple(_strides_in_order(shape, _order(fmt, len(shape)), 0))
+    return tuple(strides_in_order(shape, _order(fmt, len(shape)), 0))
 
 
 def _dense_in_order(shape: Sequence[int], strides: Sequence[int], inner_first) -> bool:
@@ -162,7 +162,7 @@ def _inner_first(shape: Sequence[int], layouts: Sequence[Sequence[int]]) -> list
 def inferred_strides(shape: Sequence[int], strides: Sequence[int]) -> tuple[int, ...]:
     """Dense strides ordering the dims as the given strides do (torch's infer_dense_strides:
     stride-0 dims stay where they are)."""
-    return tuple(_strides_in_order(shape, _inner_first(shape, (strides,)), 1))
+    return tuple(strides_in_order(shape, _inner_first(shape, (strides,)), 1))
 
 
 def _broadcast_strides(shape: tuple[int, ...], impl: TensorImpl) -> tuple[int, ...]:
@@ -224,7 +224,7 @@ def result_strides(
     perm = _inner_first(shape, layouts)
     if perm == list(range(len(shape) - 1, -1, -1)):
         return contiguous_strides(shape)
-    return tuple(_strides_in_order(shape, perm, 0))
+    return tuple(strides_in_order(shape, perm, 0))
 
 
 def _strides_like_channels_last(impl: TensorImpl, order: tuple[int, ...]) -> bool:

@@ -191,7 +191,9 @@ def _quantile(op: str, skip_nan: bool):
             # an all-NaN slice (nan- variants) or any NaN in it: NaN quantiles
             value = ew.where(n == 0 if skip_nan else any_nan, float("nan"), value)
             results.append(_finish(value, d, keepdim, dim, ndim))
-        return results[0] if scalar_q else index_ops.stack(results, 0)
+        if scalar_q:
+            return results[0]
+        return index_ops.stack(results, -1).movedim(-1, 0)  # torch's layout: q innermost
 
     quantile.__name__ = quantile.__qualname__ = op
     quantile.__doc__ = (

@@ -127,7 +127,7 @@ def stft(
     norm = "ortho" if normalized else "backward"
     spectrum = (fft.rfft if one else fft.fft)(frames, norm=norm).transpose(-1, -2)
     out = spectrum.squeeze(0) if x.ndim == 1 else spectrum
-    return out if return_complex or return_complex is None else cx.view_as_real(out.contiguous())
+    return out if return_complex or return_complex is None else cx.view_as_real(out)
 
 
 def istft(

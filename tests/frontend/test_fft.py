@@ -526,3 +526,30 @@ def test_an_int_s_is_one_length_for_the_last_dim_as_torchs(name):
     want = getattr(torch.fft, name)(torch.ones(4, 4), 3)
     assert got.shape == tuple(want.shape) and str(got.dtype) == str(want.dtype).split(".")[-1]
     torch.testing.assert_close(torch.from_dlpack(got), want)
+
+
+_LAYOUT_CASES = {
+    "rfft2": lambda m, x: m.fft.rfft2(x),
+    "rfftn dims (1, 0)": lambda m, x: m.fft.rfftn(x, dim=(1, 0)),
+    "rfftn dims (0, 1)": lambda m, x: m.fft.rfftn(x, dim=(0, 1)),
+    "fftn dims (1, 0)": lambda m, x: m.fft.fftn(x, dim=(1, 0)),
+    "fft2 dims (0, 2)": lambda m, x: m.fft.fft2(x, dim=(0, 2)),
+    "fftn of a transpose": lambda m, x: m.fft.fftn(x.transpose(0, 2), dim=(0, 1)),
+    "rfft2 of a transpose": lambda m, x: m.fft.rfft2(x.transpose(1, 2)),
+    "irfftn dims (1, 0)": lambda m, x: m.fft.irfftn(m.fft.rfftn(x, dim=(1, 0)), dim=(1, 0)),
+    "hfftn dims (0, 1)": lambda m, x: m.fft.hfftn(x.to(m.complex64), dim=(0, 1)),
+    "ihfftn dims (0, 1)": lambda m, x: m.fft.ihfftn(x, dim=(0, 1)),
+    "ihfft2": lambda m, x: m.fft.ihfft2(x),
+    "fftn": lambda m, x: m.fft.fftn(x),
+}
+
+
+@pytest.mark.parametrize("case", list(_LAYOUT_CASES))
+def test_transforms_over_several_dims_lay_out_their_result_as_torch(case):
+    """torch's plans put the untouched dims outermost and a real transform's halved dim
+    innermost: rfft2(x).view(n, -1) works on its result."""
+    values = signal((2, 10, 12), "float32")
+    want = _LAYOUT_CASES[case](torch, torch.from_numpy(values))
+    got = _LAYOUT_CASES[case](kael, kael.from_numpy(values))
+    close(got, want)
+    assert got.stride() == want.stride()

@@ -82,6 +82,17 @@ def test_quantile_of_a_tensor_of_qs_stacks_them_first():
     close_to_torch(kc.quantile(kq), tc.quantile(tq), 1e-6)
 
 
+@pytest.mark.parametrize("name", ["quantile", "nanquantile"])
+@pytest.mark.parametrize("dim, keepdim", [(0, True), (1, True), (0, False), (None, False)])
+def test_stacked_quantiles_are_laid_out_as_torch_with_q_innermost(name, dim, keepdim):
+    kc, tc = _data(nans=False)
+    kq, tq = pair([0.1, 0.5, 0.95])
+    got = getattr(kael, name)(kc, kq, dim, keepdim)
+    want = getattr(torch, name)(tc, tq, dim, keepdim)
+    close_to_torch(got, want, 1e-6)
+    assert got.stride() == want.stride()
+
+
 @pytest.mark.parametrize(
     "call, error, message",
     [
