@@ -131,6 +131,7 @@ def _still_reading(entry: _Entry) -> Callable[[], bool]:
 
 
 _FLOAT = (float,)
+_INT = (int,)  # an int argument made dynamic: its value is no part of the signature
 
 
 def _generator_part(generator, seen: list) -> tuple:
@@ -383,10 +384,12 @@ def _value_part(value) -> tuple:
 
 
 def _float_key(values: list) -> tuple:
-    """The floats (and generators) a trace used as values, as a key that tells -0.0 from
-    0.0 and finds a NaN again (float.hex: exact, signed, and NaN equal to itself); a
-    generator whose state Python read, by identity."""
-    return tuple(float(v).hex() if type(v) is float else _Same(v) for v in values)
+    """The floats, dynamic ints (and generators) a trace used as values, as a key that
+    tells -0.0 from 0.0 and finds a NaN again (float.hex: exact, signed, and NaN equal to
+    itself); a generator whose state Python read, by identity."""
+    return tuple(
+        float(v).hex() if type(v) is float else v if type(v) is int else _Same(v) for v in values
+    )
 
 
 def _coarse(key: tuple, used_values: tuple) -> tuple:
@@ -434,7 +437,7 @@ def _what_changed(old: tuple, new: tuple) -> str:
         tuple(float.fromhex(h) if type(h) is str else h for h in guard[2]) for guard in (old, new)
     ]
     return (
-        "arguments used as Python values (floats, generators' states) changed:"
+        "arguments used as Python values (floats, ints, generators' states) changed:"
         f" {values[0]} -> {values[1]}"
     )
 
@@ -492,6 +495,8 @@ def _is_setting(part) -> bool:
 
 
 def _word(value) -> str:
+    if value == _INT:
+        return "a dynamic int"
     if isinstance(value, tuple) and value and value[0] == "const":
         return repr(value[2])
     if isinstance(value, type):
@@ -1014,9 +1019,11 @@ class CompiledFunction:
         fullgraph: bool = True,
         max_recompiles: int | None = 8,
         check: bool = False,
+        dynamic: bool | None = None,
     ) -> None:
         """`max_recompiles` None: kael's own use (an eager op's generated plans), which
-        keeps no history of guards and never warns."""
+        keeps no history of guards and never warns. `dynamic` (torch's): None makes an int
+        argument dynamic once its value changed, True from the start, False never."""
         functools.update_wrapper(self, fn)
         if not hasattr(self, "__name__"):  # a callable object, such as an nn.Module
             self.__name__ = self.__qualname__ = type(fn).__name__
@@ -1024,10 +1031,18 @@ class CompiledFunction:
         self.fullgraph = fullgraph
         self.check = check
         self.max_recompiles = max_recompiles
+        self.dynamic = dynamic if fullgraph and max_recompiles is not None else False
         self._entries: dict[tuple, _Entry] = {}
         self._guards: list[tuple] = []
         self._moves: dict[tuple, int] = {}  # traces per signature whose call moved a source
         self._fills = 0  # signatures whose first such trace counted as a first fill
+        # automatic dynamic ints, as torch's: per argument structure, the positions of the
+        # int leaves whose value changed between two traces (traced as SymInts since), the
+        # int values first traced per signature with them blanked, and the signatures whose
+        # plan must take their values (a shape followed one: each value its own plan)
+        self._dynamic: dict = {}
+        self._ints_seen: dict = {}
+        self._pinned: set = set()
         # signatures whose calls have side effects a plan would skip: they run eagerly, and
         # plans forgotten (a module changed) do not make them trace again
         self._eager: dict[tuple, str] = {}
@@ -1129,6 +1144,9 @@ class CompiledFunction:
         except p.Retrace as retrace:  # an extern's output shapes changed: trace the call again
             retrace.rewind()
             _, tensors, leaves, treedef, key = self._lookup(args, kwargs)
+            if retrace.ints:  # they followed a dynamic int: a plan per value from now on
+                with self._lock:
+                    self._pinned.add(key)
             return self._trace(leaves, treedef, tensors, key)[0]
 
     def _warn_once(self, message: str) -> None:
@@ -1143,6 +1161,8 @@ class CompiledFunction:
         whose globals still hold what the plan read (the common call), with its tensors and
         signature; else (None, _, _) for _lookup to decide. No pytree walk."""
         tensors, key = _signature(args, ("args", len(args)), plain=True)
+        if (self._dynamic or self.dynamic) and key is not None:
+            key = self._dynamic_key(key)
         entry = self._entries.get(key) if key is not None else None
         plan = None if entry is None else entry.positional
         if plan is None or (entry.reads_outside and not entry.still_read()):
@@ -1185,6 +1205,8 @@ class CompiledFunction:
     def _lookup(self, args, kwargs):
         leaves, treedef = pytree.flatten_call(args, kwargs)
         tensors, key = _signature(leaves, treedef)
+        if self._dynamic or self.dynamic:
+            key = self._dynamic_key(key)
         device = factories.default_device()
         if device is not None:  # set_default_device: where the function's factories create
             key = (key[0], (*key[1], ("default device", device)))
@@ -1197,6 +1219,32 @@ class CompiledFunction:
             plan = entry.plans.get(_float_key([leaves[i] for i in entry.used]))
         return plan, tensors, leaves, treedef, key
 
+    def _dynamic_key(self, key: tuple) -> tuple:
+        """The signature with the int leaves made dynamic for its structure blanked."""
+        positions = self._dynamic.get(key[0], ())
+        every = self.dynamic is True
+        parts = [
+            _INT if (every or i in positions) and part[0] == "const" and part[1] is int else part
+            for i, part in enumerate(key[1])
+        ]
+        return key[0], tuple(parts)
+
+    def _note_ints(self, key: tuple) -> None:
+        """Make dynamic the int leaves whose values differ from those an earlier trace of
+        the same signature (its ints blanked) had: torch's automatic dynamic, so a decode
+        step's position traces twice, not once per token."""
+        parts = key[1]
+        ints = [i for i, part in enumerate(parts) if part[0] == "const" and part[1] is int]
+        if not ints or self.dynamic is not None:  # (False: kael's own plans, fullgraph=False)
+            return
+        blank = (key[0], tuple(_INT if i in ints else part for i, part in enumerate(parts)))
+        values = tuple(parts[i][2] for i in ints)
+        with self._lock:
+            seen = self._ints_seen.setdefault(blank, values)
+            changed = {i for i, a, b in zip(ints, seen, values) if a != b}
+            if changed:
+                self._dynamic[key[0]] = self._dynamic.get(key[0], frozenset()) | changed
+
     def _trace(self, leaves, treedef, tensors, key):
         """Run the function once under a trace; keep the plan it leaves."""
         trace = tracing.Trace(self.fn, self.fullgraph, tensors, leaves)
@@ -1205,10 +1253,18 @@ class CompiledFunction:
             for i, v in reversed(list(enumerate(leaves)))
             if type(v) is Generator and v is not default_generator
         }
+        self._note_ints(key)
+        dynamic = [i for i, part in enumerate(key[1]) if part is _INT]
+        if key in self._pinned:  # a shape followed the ints: the plan takes their values
+            trace.used_scalars.update(dynamic)
+            dynamic = []
         symbolic = [
             tracing.SymFloat.make(v, i, trace) if type(v) is float else v
             for i, v in enumerate(leaves)
         ]
+        for i in dynamic:
+            symbolic[i] = tracing.SymInt.make(leaves[i], p.ArgScalar(i), frozenset({i}), trace)
+        trace.dynamic = bool(dynamic)
         floats = [i for i, v in enumerate(leaves) if type(v) is float]
         if floats and _reads_floats_in_c(self.fn):
             trace.used_scalars.update(floats)
@@ -1350,11 +1406,13 @@ class CompiledFunction:
         _, _, leaves, _, key = self._lookup(args, kwargs)
         entry = self._entries.get(key)
         used = entry.used if entry is not None else ()
-        words = _guard_words(leaves, used) + (entry.source_words() if entry is not None else [])
+        dynamic = [i for i, part in enumerate(key[1]) if part is _INT]
+        words = _guard_words(leaves, used, dynamic)
+        words += entry.source_words() if entry is not None else []
         return Inspection(self.__name__, plan, stages, words)
 
 
-def _guard_words(leaves: list, used: tuple[int, ...]) -> list[str]:
+def _guard_words(leaves: list, used: tuple[int, ...], dynamic=()) -> list[str]:
     """The guard of a call in words: what a call must match to reuse its plan."""
     words = []
     storages: dict[int, int] = {}
@@ -1373,9 +1431,9 @@ def _guard_words(leaves: list, used: tuple[int, ...]) -> list[str]:
             if first != i:
                 text += f", sharing storage with leaf {first}"
             words.append(text)
-        elif type(leaf) is float:
+        elif type(leaf) is float or i in dynamic:
             how = f"specialized to {leaf!r}" if i in used else "a run-time parameter"
-            words.append(f"leaf {i}: a float, {how}")
+            words.append(f"leaf {i}: {'a float' if type(leaf) is float else 'an int'}, {how}")
         elif _looked_into(leaf):
             words.append(
                 f"leaf {i}: an object of class {type(leaf).__name__}: the tensors it holds are "
@@ -1530,8 +1588,17 @@ def compile(
     types, which keeps float32 between its ops, within 16 of their rounding steps).
 
     An nn.Module comes back as a Module (OptimizedModule: its state under `_orig_mod.`, its
-    attributes and train/eval forwarded), as torch.compile returns it. torch's other
-    arguments are taken for its spelling: `dynamic` (sizes never recompile here), `backend`,
+    attributes and train/eval forwarded), as torch.compile returns it.
+
+    A Python int argument whose value changes between calls (a decode step's position) is
+    dynamic from its second trace on, as torch's automatic dynamic: the ops it indexes take
+    each call's value (x[p : p + 1] is one plan for every p), and any other use of its value
+    in Python (a branch, range(p), a shape) keeps a plan per value. `dynamic=False` keeps
+    every int a constant, `True` makes them dynamic from the first call; a function traced
+    with fullgraph=False keeps them constants (its eager rest sees the caller's ints).
+
+    torch's other arguments are taken for its spelling: `dynamic` (sizes never recompile
+    here), `backend`,
     `mode` (one of torch's), `options`, `name`, the rest of torch's keywords (ignored: kael
     has one compiler); `recompile_limit` is max_recompiles, and disable=True returns `fn`."""
     if mode not in MODES:
@@ -1550,5 +1617,6 @@ def compile(
     if isinstance(fn, Module):
         from kael.nn.modules.optimized import OptimizedModule
 
-        return OptimizedModule(fn, CompiledFunction(fn, fullgraph, max_recompiles, check))
-    return CompiledFunction(fn, fullgraph, max_recompiles, check)
+        compiled = CompiledFunction(fn, fullgraph, max_recompiles, check, dynamic)
+        return OptimizedModule(fn, compiled)
+    return CompiledFunction(fn, fullgraph, max_recompiles, check, dynamic)

@@ -30,7 +30,7 @@ from kael.frontend.outputs import (
     unaliased,
 )
 from kael.frontend.tensor import Tensor, empty_impl
-from kael.frontend.tracing import SymFloat
+from kael.frontend.tracing import SymFloat, SymInt
 from kael.ir import graph as g
 from kael.runtime import user_warning
 from kael.runtime.convert import CHECKED, ROUNDED, WRAP, convert_scalar
@@ -208,6 +208,8 @@ def number_of(x) -> bool | int | float | complex | None:
         return x
     if kind is builtins.complex:
         return x
+    if kind is SymInt:  # a dynamic int of a compiled function's trace, kept past it
+        return x.value
     item = getattr(x, "item", None)
     if item is not None and getattr(x, "shape", None) == () and not isinstance(x, _NOT_NUMBERS):
         value = item()

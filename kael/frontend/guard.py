@@ -28,7 +28,7 @@ def supported(parts: tuple) -> bool:
     dtype...), or an object described by what it holds (compiled._held; not one too big
     to guard)."""
     return all(
-        part[0] in ("tensor", "const", float, "generator")
+        part[0] in ("tensor", "const", float, int, "generator")
         or part[0] == "holds"
         and part[2] is not None
         for part in parts
@@ -63,8 +63,8 @@ def lines(parts: tuple, twins: Callable[[tuple], object], always: bool, names: d
             count += 1
             continue
         locals_.append(f"a{i}")
-        if part[0] is float:
-            tests.append(f"if type(a{i}) is not float: {miss}")
+        if part[0] is float or part[0] is int:  # a run-time float, or a dynamic int
+            tests.append(f"if type(a{i}) is not {part[0].__name__}: {miss}")
         elif part[0] == "generator":  # compiled._generator_part: the default, or the k-th
             if part[1] == "default":
                 tests.append(f"if a{i} is not _default: {miss}")

@@ -14,6 +14,7 @@ import array
 import collections
 import ctypes
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -157,6 +158,22 @@ class ArgScalar:
 
 
 @dataclass(frozen=True, slots=True)
+class Derived:
+    """A run-time value built per call from run-time ints: `fn` of `parts` (each an
+    ArgScalar, a Derived or a constant): p + 1 of a dynamic int argument p, or the
+    slice(p, p + 1) an x[p:p + 1] is given."""
+
+    fn: Callable
+    parts: tuple
+
+    def value(self, call: Call):
+        return self.of(call.scalars)
+
+    def of(self, scalars: list):
+        return self.fn(*(v.of(scalars) if type(v) in _SCALAR_SOURCES else v for v in self.parts))
+
+
+@dataclass(frozen=True, slots=True)
 class Input:
     """A result that is the call's own tensor argument at position `index`: returned as is."""
 
@@ -174,9 +191,12 @@ class RandomWord:
         return call.random[self.index][self.which]
 
 
+_SCALAR_SOURCES = (ArgScalar, Derived)
+
+
 def _value(source, call: Call):
     kind = type(source)
-    if kind is ArgScalar or kind is RandomWord:
+    if kind is ArgScalar or kind is RandomWord or kind is Derived:
         return source.value(call)
     return source
 
@@ -855,6 +875,7 @@ class ExternCall:
     out_leaves: list  # (View, binds a new slot) for tensors, else the constant
     shaped: bool = False  # its Python read values: its output shapes may follow them
     retraces: bool = False  # a change of its output shapes traces the call again
+    ints: bool = False  # it is given dynamic ints (tracing.SymInt): their values per call
     # (positional arguments, keyword arguments, ((position, leaf), ...), ((keyword, leaf),
     # ...)) where every tensor and run-time leaf is a whole argument and no argument is a mutable
     # container (layer_norm(x, (C,), w, b, eps)): a call fills those in instead of rebuilding
@@ -916,7 +937,7 @@ class ExternCall:
                 continue
             if (impl.shape, impl.strides, impl.offset) != (view.shape, view.strides, view.offset):
                 if self.retraces:
-                    raise Retrace(self.name, call)
+                    raise Retrace(self.name, call, self.ints)
                 raise Error(
                     f"{self.name} returned a tensor of shape {list(impl.shape)} where its trace "
                     f"returned {list(view.shape)}: its output follows the data, and after an "
@@ -946,7 +967,7 @@ def _runtime(leaf) -> bool:
     """Whether an extern's leaf takes its value per call: a tensor over a slot, a scalar
     argument or a random word."""
     kind = type(leaf)
-    return kind is View or kind is ArgScalar or kind is RandomWord
+    return kind is View or kind is ArgScalar or kind is RandomWord or kind is Derived
 
 
 def _resolved(leaf, call: Call):
@@ -1006,9 +1027,10 @@ class Retrace(Exception):  # noqa: N818 - caught by CompiledFunction, never seen
     """An extern's output shapes differ from the trace's: trace the call again (nothing the
     caller can see was written before it), once the random streams are put back."""
 
-    def __init__(self, name: str, call: Call) -> None:
+    def __init__(self, name: str, call: Call, ints: bool = False) -> None:
         super().__init__(name)
         self.generators = call.generators or {}
+        self.ints = ints  # the extern was given dynamic ints: their values shaped it
 
     def rewind(self) -> None:
         """Put back what the call drew from each generator, unless another thread drew from

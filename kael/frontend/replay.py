@@ -128,7 +128,7 @@ class _Writer:
     def value(self, source) -> str:
         """An expression for a parameter or constant result."""
         kind = type(source)
-        if kind is self.p.ArgScalar:
+        if kind is self.p.ArgScalar or kind is self.p.Derived:
             return f"{self.constant('A', source)}.of(scalars)"
         if kind is self.p.RandomWord:  # the counters a Reserve step put on the call
             return f"{self.constant('R', source)}.value(call)"

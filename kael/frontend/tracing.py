@@ -24,6 +24,8 @@ import builtins
 import enum
 import functools
 import linecache
+import math
+import operator
 import os
 import re
 import sys
@@ -158,11 +160,156 @@ for _name in (
     setattr(SymFloat, _name, _used(_name))
 
 
+class SymInt:
+    """A Python int argument made dynamic (compiled.py: its value changed between traces):
+    an op given it runs as an extern step that takes each call's value, and arithmetic of
+    the user's with ints stays tied to it (`p + 1`, then `x[p : p + 1]`); any other use of
+    its value (a comparison, range(p), printing, kael's own arithmetic) marks the arguments
+    it comes from `used`, and then the plan is specialized to their values. Not an int
+    subclass, whose value C code (range, list repetition, NumPy) reads unseen: every use
+    goes through a method here. isinstance(p, int) holds, as of the argument itself."""
+
+    __slots__ = ("value", "source", "roots", "trace")
+
+    @property
+    def __class__(self) -> type:  # noqa: D401 - isinstance(p, int), as eagerly
+        return int
+
+    @classmethod
+    def make(cls, value: int, source, roots: frozenset, trace: Trace) -> SymInt:
+        out = object.__new__(cls)
+        out.value, out.source, out.roots, out.trace = value, source, roots, trace
+        return out
+
+    def _use(self) -> int:
+        self.trace.used_scalars.update(self.roots)
+        return self.value
+
+    def __getattr__(self, name: str):  # .real, .bit_length(), .numerator...
+        return getattr(self._use(), name)
+
+
+def _plain(value):
+    return value._use() if type(value) is SymInt else value
+
+
+def _tied(fn: Callable, reflected: bool = False, unary: bool = False):
+    """An operator that stays tied to the arguments when the user's code applies it with an
+    int (`p + 1`, `2 * p`, `-p`); else it uses the value."""
+
+    def method(self, other=None):
+        kind = type(other)
+        if (unary or kind is int or kind is SymInt) and state.trace is self.trace and _users_code():
+            parts = (self,) if unary else (other, self) if reflected else (self, other)
+            value = fn(*(v.value if type(v) is SymInt else v for v in parts))
+            roots = self.roots | (other.roots if kind is SymInt else frozenset())
+            return SymInt.make(value, p.Derived(fn, tuple(map(_source, parts))), roots, self.trace)
+        return _applied(self, fn, other, reflected, unary)
+
+    return method
+
+
+def _applied(self, fn: Callable, other, reflected: bool, unary: bool):
+    if unary:
+        return fn(self._use())
+    if _is_tensor(other):
+        return NotImplemented  # `p * x`: the tensor's reflected op takes it (an extern)
+    a, b = self._use(), _plain(other)
+    return fn(b, a) if reflected else fn(a, b)
+
+
+def _used(fn: Callable, reflected: bool = False, unary: bool = False):
+    def method(self, *args):
+        if unary:
+            return fn(self._use(), *args)
+        return _applied(self, fn, args[0], reflected, False)
+
+    return method
+
+
+def _users_code() -> bool:
+    """Whether the caller of a SymInt's operator is outside kael (kael's own arithmetic
+    on it, where it reached an op past a door, specializes instead)."""
+    caller = sys._getframe(2).f_globals.get("__name__", "")
+    return not (caller == "kael" or caller.startswith("kael."))
+
+
+def _is_tensor(value) -> bool:
+    from kael.frontend.tensor import Tensor
+
+    return isinstance(value, Tensor)
+
+
+for _name, _fn in (
+    ("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
+    ("floordiv", operator.floordiv), ("mod", operator.mod),
+):  # fmt: skip
+    setattr(SymInt, f"__{_name}__", _tied(_fn))
+    setattr(SymInt, f"__r{_name}__", _tied(_fn, reflected=True))
+for _name, _fn in (
+    ("truediv", operator.truediv), ("pow", operator.pow), ("divmod", divmod),
+    ("and", operator.and_), ("or", operator.or_), ("xor", operator.xor),
+    ("lshift", operator.lshift), ("rshift", operator.rshift),
+):  # fmt: skip
+    setattr(SymInt, f"__{_name}__", _used(_fn))
+    setattr(SymInt, f"__r{_name}__", _used(_fn, reflected=True))
+for _name, _fn in (
+    ("eq", operator.eq), ("ne", operator.ne), ("lt", operator.lt), ("le", operator.le),
+    ("gt", operator.gt), ("ge", operator.ge),
+):  # fmt: skip
+    setattr(SymInt, f"__{_name}__", _used(_fn))
+for _name, _fn in (("neg", operator.neg), ("pos", operator.pos), ("abs", abs)):
+    setattr(SymInt, f"__{_name}__", _tied(_fn, unary=True))
+for _name, _fn in (
+    ("invert", operator.invert), ("bool", bool), ("int", int), ("index", int),
+    ("float", float), ("complex", complex), ("hash", hash), ("repr", repr), ("str", str),
+    ("format", format), ("round", round), ("trunc", math.trunc), ("floor", math.floor),
+    ("ceil", math.ceil),
+):  # fmt: skip
+    setattr(SymInt, f"__{_name}__", _used(_fn, unary=True))
+SymInt.__name__ = SymInt.__qualname__ = "int"
+
+
+def sym_ints(tree) -> frozenset:
+    """The arguments the dynamic ints in an op's arguments come from (in nested tuples,
+    lists, dicts and slices)."""
+    kind = type(tree)
+    if kind is SymInt:
+        return tree.roots
+    if kind is slice:
+        return sym_ints((tree.start, tree.stop, tree.step))
+    if kind in (tuple, list) or isinstance(tree, tuple):
+        return frozenset().union(*map(sym_ints, tree)) if tree else frozenset()
+    if isinstance(tree, dict):
+        return sym_ints(tuple(tree.values()))
+    return frozenset()
+
+
+def concrete(tree):
+    """`tree` with each dynamic int as the plain int it holds this call (nothing used)."""
+    kind = type(tree)
+    if kind is SymInt:
+        return tree.value
+    if kind is slice:
+        return slice(*concrete((tree.start, tree.stop, tree.step)))
+    if not sym_ints(tree):
+        return tree
+    leaves, treedef = pytree.flatten(tree)
+    return (
+        tree if treedef == pytree.LEAF else pytree.unflatten(treedef, list(map(concrete, leaves)))
+    )
+
+
 def _source(value):
     """A recorded step's parameter: the value, or where each call takes it from (a float
-    argument, or a generator argument: ArgScalar)."""
-    if type(value) is SymFloat:
+    argument, or a generator argument: ArgScalar; a dynamic int, or a slice of them)."""
+    kind = type(value)
+    if kind is SymFloat:
         return p.ArgScalar(value.index, value.conversions)
+    if kind is SymInt:
+        return value.source
+    if kind is slice and sym_ints(value):
+        return p.Derived(slice, tuple(_source(v) for v in (value.start, value.stop, value.step)))
     trace = state.trace
     if trace is not None and trace.generator_args:
         index = trace.generator_args.get(id(value))
@@ -223,6 +370,7 @@ class Trace:
         self.extern_bumps: dict[int, int] = {}  # id(storage) -> bumps made inside extern steps
         self.bumped_visible = False  # whether one bumped a storage the plan did not make
         self.windows: set[int] = set()  # WINDOW slots and the slots they show (_window)
+        self.dynamic = False  # whether some argument is a SymInt (ops check theirs)
         self.layouts = [_layout(t._impl) for t in tensors]  # as the call passed them
         for i, t in enumerate(tensors):
             storage = t._impl.storage
@@ -433,6 +581,15 @@ class Trace:
         run as an extern step (data-shaped where its own Python read values)."""
         from kael.frontend.random import draw_marks
 
+        ints = sym_ints((args, kwargs)) if self.dynamic else None
+        if ints:
+            if self._restartable():  # each call's values (a new shape traces again)
+                why = f"{name} (the value of a Python int argument)"
+                return self.extern(name, fn, args, kwargs, shaped=why, ints=ints)
+            # a write the caller sees came first, so a new shape could not trace again:
+            # the plan is specialized to these values
+            self.used_scalars.update(ints)
+            args, kwargs = concrete(args), concrete(kwargs)
         mark = (len(self.call.random), draw_marks((*args, *kwargs.values())))
         self.entry = self._lengths()
         self.depth += 1
@@ -526,10 +683,14 @@ class Trace:
             )
         )
 
-    def extern(self, name: str, fn: Callable, args: tuple, kwargs: dict, shaped: str = ""):
+    def extern(
+        self, name: str, fn: Callable, args: tuple, kwargs: dict, shaped: str = "", ints=None
+    ):
         """Run an op eagerly on real inputs, now and at every call of the plan; `shaped`
         (why): its Python read values, so each call checks its output shapes, and one that
-        returns a Python value (equal, allclose) ends the trace as the user's read would."""
+        returns a Python value (equal, allclose) ends the trace as the user's read would.
+        `ints`: the dynamic int arguments it is given (each call's values), of which a
+        Python result is specialized instead."""
         from kael.frontend.tensor import Tensor
 
         self.flush()
@@ -545,7 +706,7 @@ class Trace:
         before = {k: s.version for k, s in storages.items()}
         state.trace, state.extern_call = None, self.call
         try:
-            result = fn(*args, **kwargs)
+            result = fn(*concrete(args), **concrete(kwargs)) if ints else fn(*args, **kwargs)
         finally:
             state.trace, state.extern_call = self, None
         for k, s in storages.items():  # the op bumps them itself at every replay
@@ -555,6 +716,9 @@ class Trace:
         got, out_def = pytree.flatten(result)
         windowed = False
         if shaped and any(v is not None and not isinstance(v, Tensor) for v in got):
+            if ints and not any(isinstance(v, Tensor) for v in got):  # x.size(p)
+                self.used_scalars.update(ints)
+                return result
             self.data_dependent(shaped)
             return result  # tracing ended (fullgraph=False): the op ran eagerly
         given = {id(v) for v in leaves}
@@ -575,6 +739,7 @@ class Trace:
         if windowed:
             result = pytree.unflatten(out_def, got)
         step = p.ExternCall(name, fn, treedef, specs, out_def, out_specs, bool(shaped))
+        step.ints = bool(ints)
         self.plan.steps.append(step)
         self.ran = len(self.plan.steps)  # it ran just now
         # Any extern's shapes may follow the values (unique_consecutive scans before it reads):
@@ -729,7 +894,7 @@ class Trace:
                     real.version = lazy.version
                 v._impl.storage = real
         plan.finish()
-        return result
+        return concrete(result) if self.dynamic else result  # the caller's ints, as eagerly
 
     def _out_leaf(self, v, inputs: dict[int, int], arguments: dict[int, int]):
         """How each call gets result leaf `v`: an argument (tensor or object) as the call
@@ -741,7 +906,7 @@ class Trace:
         if isinstance(v, Tensor):
             index = inputs.get(id(v))
             return self.view(v._impl) if index is None else p.Input(index)
-        if type(v) is SymFloat:
+        if type(v) is SymFloat or type(v) is SymInt:
             return _source(v)
         index = self.generator_args.get(id(v), arguments.get(id(v)))
         if index is not None:
