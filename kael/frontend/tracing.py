@@ -240,33 +240,31 @@ def _is_tensor(value) -> bool:
     return isinstance(value, Tensor)
 
 
-for _name, _fn in (
-    ("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
-    ("floordiv", operator.floordiv), ("mod", operator.mod),
-):  # fmt: skip
-    setattr(SymInt, f"__{_name}__", _tied(_fn))
-    setattr(SymInt, f"__r{_name}__", _tied(_fn, reflected=True))
-for _name, _fn in (
-    ("truediv", operator.truediv), ("pow", operator.pow), ("divmod", divmod),
-    ("and", operator.and_), ("or", operator.or_), ("xor", operator.xor),
-    ("lshift", operator.lshift), ("rshift", operator.rshift),
-):  # fmt: skip
-    setattr(SymInt, f"__{_name}__", _used(_fn))
-    setattr(SymInt, f"__r{_name}__", _used(_fn, reflected=True))
-for _name, _fn in (
-    ("eq", operator.eq), ("ne", operator.ne), ("lt", operator.lt), ("le", operator.le),
-    ("gt", operator.gt), ("ge", operator.ge),
-):  # fmt: skip
-    setattr(SymInt, f"__{_name}__", _used(_fn))
-for _name, _fn in (("neg", operator.neg), ("pos", operator.pos), ("abs", abs)):
-    setattr(SymInt, f"__{_name}__", _tied(_fn, unary=True))
-for _name, _fn in (
-    ("invert", operator.invert), ("bool", bool), ("int", int), ("index", int),
-    ("float", float), ("complex", complex), ("hash", hash), ("repr", repr), ("str", str),
-    ("format", format), ("round", round), ("trunc", math.trunc), ("floor", math.floor),
-    ("ceil", math.ceil),
-):  # fmt: skip
-    setattr(SymInt, f"__{_name}__", _used(_fn, unary=True))
+# SymInt's operators: (name, function, whether the user's int arithmetic stays tied to the
+# arguments, its form: a binary operator and its reflection, a comparison, or unary)
+_OPERATORS = (
+    *((name, fn, True, "binary") for name, fn in (
+        ("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
+        ("floordiv", operator.floordiv), ("mod", operator.mod))),
+    *((name, fn, False, "binary") for name, fn in (
+        ("truediv", operator.truediv), ("pow", operator.pow), ("divmod", divmod),
+        ("and", operator.and_), ("or", operator.or_), ("xor", operator.xor),
+        ("lshift", operator.lshift), ("rshift", operator.rshift))),
+    *((name, getattr(operator, name), False, "compare")
+      for name in ("eq", "ne", "lt", "le", "gt", "ge")),
+    *((name, fn, True, "unary") for name, fn in (
+        ("neg", operator.neg), ("pos", operator.pos), ("abs", abs))),
+    *((name, fn, False, "unary") for name, fn in (
+        ("invert", operator.invert), ("bool", bool), ("int", int), ("index", int),
+        ("float", float), ("complex", complex), ("hash", hash), ("repr", repr), ("str", str),
+        ("format", format), ("round", round), ("trunc", math.trunc), ("floor", math.floor),
+        ("ceil", math.ceil))),
+)  # fmt: skip
+for _name, _fn, _stays, _form in _OPERATORS:
+    _make = _tied if _stays else _used
+    setattr(SymInt, f"__{_name}__", _make(_fn, unary=_form == "unary"))
+    if _form == "binary":
+        setattr(SymInt, f"__r{_name}__", _make(_fn, reflected=True))
 SymInt.__name__ = SymInt.__qualname__ = "int"
 
 
