@@ -511,6 +511,12 @@ class Tensor:
     def element_size(self) -> int:
         return self._impl.dtype.itemsize
 
+    @property
+    def _version(self) -> int:
+        """torch's version counter: the in-place writes to this tensor's memory so far (its
+        views share it), which code checking for modified inputs compares."""
+        return self._impl.storage.version
+
     def data_ptr(self) -> int:
         """The address of the first element (a device address for CUDA tensors)."""
         return self._impl.data_ptr()

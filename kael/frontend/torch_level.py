@@ -226,39 +226,43 @@ def _reduction(reduction, name: str) -> str:
     return _REDUCTIONS.get(reduction, "none")
 
 
-def kl_div(input, target, reduction: int = 1, *, log_target: bool = False) -> Tensor:
+# torch's own forms of the losses (torch.kl_div, torch.triplet_margin_loss...) take the
+# reduction as an int, and called without one give each element's loss, as reduction 0.
+
+
+def kl_div(input, target, reduction: int = 0, *, log_target: bool = False) -> Tensor:
     """nn.functional.kl_div with reduction as an int."""
     return F.kl_div(input, target, _reduction(reduction, "kl_div"), log_target)
 
 
 def binary_cross_entropy_with_logits(
-    input, target, weight=None, pos_weight=None, reduction: int = 1
+    input, target, weight=None, pos_weight=None, reduction: int = 0
 ) -> Tensor:
     """nn.functional.binary_cross_entropy_with_logits in torch's order, reduction an int."""
     mode = _reduction(reduction, "binary_cross_entropy_with_logits")
     return F.binary_cross_entropy_with_logits(input, target, weight, mode, pos_weight)
 
 
-def hinge_embedding_loss(input, target, margin: float = 1.0, reduction: int = 1) -> Tensor:
+def hinge_embedding_loss(input, target, margin: float = 1.0, reduction: int = 0) -> Tensor:
     """nn.functional.hinge_embedding_loss with reduction as an int."""
     mode = _reduction(reduction, "hinge_embedding_loss")
     return F.hinge_embedding_loss(input, target, margin, mode)
 
 
-def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction: int = 1) -> Tensor:
+def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction: int = 0) -> Tensor:
     """nn.functional.cosine_embedding_loss with reduction as an int."""
     mode = _reduction(reduction, "cosine_embedding_loss")
     return F.cosine_embedding_loss(input1, input2, target, margin, mode)
 
 
-def margin_ranking_loss(input1, input2, target, margin=0.0, reduction: int = 1) -> Tensor:
+def margin_ranking_loss(input1, input2, target, margin=0.0, reduction: int = 0) -> Tensor:
     """nn.functional.margin_ranking_loss with reduction as an int."""
     mode = _reduction(reduction, "margin_ranking_loss")
     return F.margin_ranking_loss(input1, input2, target, margin, mode)
 
 
 def triplet_margin_loss(
-    anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, reduction: int = 1
+    anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, reduction: int = 0
 ) -> Tensor:
     """nn.functional.triplet_margin_loss with reduction as an int."""
     mode = _reduction(reduction, "triplet_margin_loss")

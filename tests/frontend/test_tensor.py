@@ -358,6 +358,19 @@ def test_in_place_writes_bump_the_shared_storage_version():
     assert view._impl.storage.version == a._impl.storage.version
 
 
+def test_version_counts_in_place_writes_shared_by_views_as_torchs():
+    import torch
+
+    for lib in (kael, torch):
+        a = lib.zeros(4)
+        view = a[1:]
+        start = a._version
+        view.add_(1)
+        a.mul_(2)
+        assert (a._version - start, view._version - start) == (2, 2), lib.__name__
+        assert (a + 1)._version == 0  # a new tensor starts at 0
+
+
 @pytest.mark.parametrize(
     ("dtype", "value"),
     [(kael.int64, 2.7), (kael.int64, -2.7), (kael.bool, 0.5), (kael.float32, 1 / 3)],

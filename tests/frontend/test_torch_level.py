@@ -409,6 +409,14 @@ def test_loss_with_int_reduction_matches_torch(name, reduction):
     same(got, getattr(torch, name)(*t_args, reduction=reduction))
 
 
+@pytest.mark.parametrize("name", [n for n in LOSSES if n != "poisson_nll_loss"])
+def test_loss_without_a_reduction_gives_each_elements_loss_as_torch(name):
+    k_args, t_args = _loss_args(name)
+    got = getattr(kael, name)(*k_args)
+    same(got, getattr(torch, name)(*t_args))
+    assert got.ndim > 0
+
+
 @pytest.mark.parametrize("name", LOSSES)
 def test_loss_refuses_a_string_reduction(name):
     k_args, _ = _loss_args(name)
