@@ -87,24 +87,37 @@ def written_out(
         resize_output(out, piece.shape)
         check_out_dtype(out, piece, op)
     device_of([piece, out], op)
-    layout = piece._impl
-    follow = elementwise and resized and piece.ndim > 1 and layout.strides != out._impl.strides
-    if follow and is_non_overlapping_and_dense(layout):
-        out.as_strided_(piece.shape, layout.strides)
+    if elementwise and resized:
+        _laid_out_as(out, piece)
     return out.copy_(piece)
+
+
+def _laid_out_as(out: Tensor, result: Tensor) -> None:
+    """An out= that had to be resized takes the result's dense layout, as torch lays out a
+    resized out as it would a new result (atan2 of transposed inputs, a LAPACK factor:
+    column-major); one of the right size keeps its own."""
+    layout = result._impl
+    moved = result.ndim > 1 and layout.strides != out._impl.strides
+    if moved and is_non_overlapping_and_dense(layout):
+        out.as_strided_(result.shape, layout.strides)
 
 
 def copied_out(result: Tensor, out, op: str, cast: bool = False) -> Tensor:
     """`result`, or copied into `out`: of its dtype and device, resized to its shape as
     torch's resize_output does (silently when empty, with torch's warning otherwise); a
-    `cast` op's out may have any dtype the result casts to (outputs.check_cast)."""
+    `cast` op's out may have any dtype the result casts to (outputs.check_cast); a resized
+    out takes the result's layout (_laid_out_as)."""
     if out is None:
         return result
     dtype = result.dtype
     if cast and isinstance(out, Tensor) and out.dtype is not dtype:
         check_cast(dtype, out.dtype, op)
         dtype = out.dtype
-    return output(out, result.shape, dtype, result.device, op).copy_(result)
+    resized = isinstance(out, Tensor) and out.shape != result.shape
+    out = output(out, result.shape, dtype, result.device, op)
+    if resized:
+        _laid_out_as(out, result)
+    return out.copy_(result)
 
 
 def check_cast(result: DType, target: DType, op: str) -> None:
