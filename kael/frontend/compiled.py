@@ -51,9 +51,6 @@ from kael.runtime.threadpool import get_num_threads
 from kael.runtime.tracestate import epoch, handle_epoch, state
 
 MAX_PLANS = 256  # traced signatures kept per function (shapes are unbounded)
-# Traces whose call moved a source (a lazy module's first forward) taken as a first fill of
-# a cache, one per signature, at most this many per function: the next trace is clean
-MAX_FILLS = 4
 
 
 @dataclass
@@ -505,7 +502,7 @@ def _word(value) -> str:
 
 
 # How deep _implicit_sources follows the functions a function calls by name.
-HELPER_DEPTH = 6
+HELPER_DEPTH = 16
 # How many values the objects a function names in its globals and closure cells may hold
 # (a list of tensors, a config): past it, calls of that function run eagerly.
 MAX_SOURCES = 4096
@@ -669,25 +666,47 @@ def _collect_sources(fn, found: _Sources, depth: int, seen: set) -> None:
         except ValueError:  # a cell not yet assigned
             continue
         named.append((f"closure {name}", functools.partial(getattr, cell, "cell_contents"), value))
-    defaults = [*enumerate(getattr(fn, "__defaults__", None) or ())]
-    defaults += (getattr(fn, "__kwdefaults__", None) or {}).items()
-    for which, value in defaults:
-        get = functools.partial(_default, fn, which)
-        named.append((f"default {which} of {fn.__qualname__}", get, value))
     own = _own(getattr(fn, "__module__", None) or "")
     helpers: list = []
     for words, get, value in named:
         if own and not isinstance(value, Tensor):  # kael's constants and helpers stay
             continue
         _collect_value(words, get, value, read, found, helpers)
+    if not own:
+        _collect_defaults(fn, found, helpers)
     for helper in helpers:
-        if not depth:
+        if id(helper) in seen:
+            continue
+        if depth:
+            _collect_sources(helper, found, depth - 1, seen)
+            continue
+        probe = _Sources(read=read)  # past the depth: only a helper that reads nothing
+        _collect_sources(helper, probe, 0, set(seen))
+        if probe.tensors or probe.constant_parts() or probe.overflow:
             found.overflow = found.overflow or (
                 f"it calls {helper.__qualname__} through more than {HELPER_DEPTH} functions, "
-                "too deep to guard what they read"
+                "too deep to guard what it reads"
             )
-        elif id(helper) not in seen:
-            _collect_sources(helper, found, depth - 1, seen)
+
+
+def _collect_defaults(fn, found: _Sources, helpers: list) -> None:
+    """fn's default arguments, each as a value named in its globals is (what it holds
+    too), or, where that is too much to guard (a default list of 5000 items), by
+    identity alone."""
+    defaults = [*enumerate(getattr(fn, "__defaults__", None) or ())]
+    defaults += (getattr(fn, "__kwdefaults__", None) or {}).items()
+    for which, value in defaults:
+        get = functools.partial(_default, fn, which)
+        words = f"default {which} of {fn.__qualname__}"
+        probe = _Sources(read=found.read)
+        _collect_value(words, get, value, found.read, probe, helpers)
+        if probe.overflow is not None:
+            found.values.append((get, value, ("same", _Same(value)), words))
+            continue
+        found.tensors.update(probe.tensors)
+        found.values += probe.values
+        found.sizes += probe.sizes
+        found.items += probe.items
 
 
 def _collect_value(words: str, get: Callable, value, read: frozenset, found, helpers) -> None:
@@ -699,29 +718,88 @@ def _collect_value(words: str, get: Callable, value, read: frozenset, found, hel
     if _guarded(value):
         found.values.append((get, value, _constant_part(value), words))
         return
-    if callable(value) and not isinstance(value, type):  # a function, a module, a callable
-        found.values.append((get, value, ("same", _Same(value)), words))  # rebound: retrace
+    if _callable(value):  # a function, a module, a callable: rebound, traced again
+        found.values.append((get, value, ("same", _Same(value)), words))
     if _helper(value):
         helpers.append(value.fn if isinstance(value, CompiledFunction) else value)
         return
-    helpers += _reachable(value, read)
     if isinstance(value, (type, types.ModuleType)):
         if not _own(getattr(value, "__module__", None) or getattr(value, "__name__", "")):
-            _collect_attributes(words, get, value, read, found)
-    elif _looked_into(value):
+            _collect_attributes(words, get, value, read, found, helpers)
+        return
+    if not isinstance(value, _NODES):
+        _collect_methods(words, get, value, read, found, helpers)
+    if _looked_into(value):
         _collect_held(words, get, value, read, found, helpers)
 
 
-def _collect_attributes(words: str, get: Callable, owner, read: frozenset, found) -> None:
-    """The tensors and constants a class or module holds under the names the code reads."""
+def _collect_attributes(
+    words: str, get: Callable, owner, read: frozenset, found, helpers: list
+) -> None:
+    """The tensors, constants and callables a class or module holds under the names the
+    code reads (a module's function, a class's static or class method: by identity, and
+    the user's looked into as helpers)."""
     space = vars(owner)
     for name in sorted(read & space.keys()):
         value = space[name]
         if name.startswith("__"):  # the module's or class's own (its __name__, __doc__)
             continue
+        where = f"{words}.{name}"
         if isinstance(value, Tensor) or _guarded(value):
             follow = functools.partial(_follow, get, ((".", name),))
-            _collect_value(f"{words}.{name}", follow, value, read, found, [])
+            _collect_value(where, follow, value, read, found, [])
+        elif _callable(value):
+            follow = functools.partial(_static_attribute, get, name)
+            _guard_callable(where, follow, value, found, helpers)
+
+
+def _collect_methods(words: str, get: Callable, value, read: frozenset, found, helpers) -> None:
+    """The methods (and __call__) of an object the code names, looked up in its class as
+    Python finds them, each guarded by identity (a method rebound on the class traces
+    again) and the user's looked into as helpers."""
+    kind = type(value)
+    if _own(kind.__module__):
+        return
+    for name in sorted(read | {"__call__"}):
+        method = _static_attribute(functools.partial(_same_object, value), name)
+        if method is not _GONE and _callable(method) and not _own(_module_of(method)):
+            follow = functools.partial(_static_attribute, get, name)
+            _guard_callable(f"{words}.{name}", follow, method, found, helpers)
+
+
+def _guard_callable(where: str, get: Callable, value, found, helpers: list) -> None:
+    found.values.append((get, value, ("same", _Same(value)), where))
+    inner = getattr(value, "__func__", value)  # a static or class method's function
+    if _helper(inner):
+        helpers.append(inner.fn if isinstance(inner, CompiledFunction) else inner)
+
+
+def _callable(value) -> bool:
+    """Whether a value is code a call may run: a function, a callable object, a static or
+    class method (not a class: calling one builds an object the trace sees)."""
+    if isinstance(value, (staticmethod, classmethod)):
+        return True
+    return callable(value) and not isinstance(value, type)
+
+
+def _module_of(value) -> str:
+    return getattr(getattr(value, "__func__", value), "__module__", None) or ""
+
+
+def _static_attribute(get: Callable, name: str):
+    """`name` as Python finds it on the object get() returns, unbound: the instance's own
+    attribute, else the first class in its MRO holding it (the function, staticmethod or
+    classmethod object itself, rebound or not); _GONE where none does."""
+    owner = get()
+    if not isinstance(owner, type):
+        mine = getattr(owner, "__dict__", None) or {}
+        if name in mine:
+            return mine[name]
+        owner = type(owner)
+    for kind in owner.__mro__:
+        if name in vars(kind):
+            return vars(kind)[name]
+    return _GONE
 
 
 def _collect_held(
@@ -748,9 +826,8 @@ def _collect_held(
         if path[:-1] in whole:
             continue
         follow = functools.partial(_follow, get, path) if path else get
-        if path and _helper(value):
-            found.values.append((follow, value, ("same", _Same(value)), where))
-            helpers.append(value.fn if isinstance(value, CompiledFunction) else value)
+        if path and _callable(value) and not isinstance(value, Tensor):
+            _guard_callable(where, follow, value, found, helpers)
         elif isinstance(value, Tensor):
             found.tensors.setdefault(
                 id(value._impl.storage), (follow, _layout_of(value._impl), where)
@@ -792,7 +869,7 @@ def _walk(node, path: tuple, depth: int, seen: set, read: frozenset):
             yield here, value
         elif depth:
             yield from _walk(value, here, depth - 1, seen | {id(value)}, read)
-        else:
+        elif key[1] in read:  # a path the code names goes on past the depth
             yield here, _TOO_DEEP
 
 
@@ -931,6 +1008,7 @@ def _held_moved(leaves: list, treedef, tensors: list, key: tuple) -> str | None:
     if not held:
         return None
     after, (_, parts) = _signature(leaves, treedef)
+    parts = tuple(_INT if was is _INT else now for now, was in zip(parts, key[1]))  # dynamic
     if parts != key[1][: len(parts)] or any(a is not b for a, b in zip(after, tensors)):
         return (
             "the function rebinds what an argument object holds (an attribute or item), "
@@ -1035,7 +1113,6 @@ class CompiledFunction:
         self._entries: dict[tuple, _Entry] = {}
         self._guards: list[tuple] = []
         self._moves: dict[tuple, int] = {}  # traces per signature whose call moved a source
-        self._fills = 0  # signatures whose first such trace counted as a first fill
         # automatic dynamic ints, as torch's: per argument structure, the positions of the
         # int leaves whose value changed between two traces (traced as SymInts since), the
         # int values first traced per signature with them blanked, and the signatures whose
@@ -1146,6 +1223,8 @@ class CompiledFunction:
             _, tensors, leaves, treedef, key = self._lookup(args, kwargs)
             if retrace.ints:  # they followed a dynamic int: a plan per value from now on
                 with self._lock:
+                    if len(self._pinned) >= MAX_PLANS:
+                        self._pinned.clear()
                     self._pinned.add(key)
             return self._trace(leaves, treedef, tensors, key)[0]
 
@@ -1240,6 +1319,8 @@ class CompiledFunction:
         blank = (key[0], tuple(_INT if i in ints else part for i, part in enumerate(parts)))
         values = tuple(parts[i][2] for i in ints)
         with self._lock:
+            if len(self._ints_seen) >= MAX_PLANS:  # shapes are unbounded: forget, as plans
+                self._ints_seen.clear()
             seen = self._ints_seen.setdefault(blank, values)
             changed = {i for i, a, b in zip(ints, seen, values) if a != b}
             if changed:
@@ -1281,6 +1362,7 @@ class CompiledFunction:
             raise
         finally:
             state.trace = None
+            trace.release_ints()
         side_effect = trace.side_effect  # Python a plan would skip: set module state, hooks
         if side_effect is None:  # moves made by the traced call itself are in the plan
             self._epoch, self._handle_epoch = epoch.value, handle_epoch.value
@@ -1295,9 +1377,7 @@ class CompiledFunction:
                 if len(self._moves) >= MAX_PLANS:  # next trace is clean
                     self._moves.clear()
                 moves = self._moves[key] = self._moves.get(key, 0) + 1
-                self._fills += moves < 2
-                if moves < 2 and self._fills <= MAX_FILLS:  # past it: a side effect of every
-                    # call, each of a new signature (a Python int argument's new value)
+                if moves < 2:
                     self._info.traces += 1
                     return result, trace.plan  # kept by no signature
                 del self._moves[key]

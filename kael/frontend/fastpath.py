@@ -1310,6 +1310,8 @@ def _plain(value, tensors: list) -> tuple | None:
         t = value._impl
         if t.device is not CPU or t.dtype.is_complex:
             return None
+        if not t.shape and not t.dtype.is_floating_point:  # x.sum(kael.tensor(1)): an op
+            return None  # may read it as an int (a dim, a k), which a key by layout misses
         tensors.append(t)
         return (kind, t.dtype, t.shape, t.strides)
     return None

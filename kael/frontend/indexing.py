@@ -155,13 +155,13 @@ def _list_reads_as_tuple(key: list) -> bool:
 def _as_int_key(k):
     """k, or the int that k holds when it is a 0-d integer tensor (uint8 is a mask, as
     PyTorch reads it) or a 0-d integer array."""
-    integer = (isinstance(k, tensor_module.Tensor) and k.dtype in _INT_KEYS) or (
+    integer = (isinstance(k, tensor_module.Tensor) and k.dtype in INT_KEYS) or (
         isinstance(k, np.ndarray) and np.issubdtype(k.dtype, np.integer)
     )
     return k.item() if integer and not k.shape else k
 
 
-_INT_KEYS = (int64, int32, int16, int8)
+INT_KEYS = (int64, int32, int16, int8)
 
 
 def _memo_key(impl: TensorImpl, key) -> tuple | None:

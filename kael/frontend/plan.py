@@ -88,10 +88,11 @@ class Window(Storage):
     in one call. The plan's steps address the view at the trace's offset; the shift moves
     them to where this call's view lies. Writes count on the base's version."""
 
-    __slots__ = ("base", "shift")
+    __slots__ = ("base", "shift", "ints")
+    windowed = True
 
-    def __init__(self, base: Storage, shift: int) -> None:
-        self.base, self.shift = base, shift
+    def __init__(self, base: Storage, shift: int, ints: frozenset = frozenset()) -> None:
+        self.base, self.shift, self.ints = base, shift, ints  # ints: those placing it (a trace's)
         self.nbytes, self.device, self.owner = base.nbytes, base.device, base
         self._capacity, self._allocator = 0, None
 
@@ -164,10 +165,10 @@ class Derived:
     slice(p, p + 1) an x[p:p + 1] is given."""
 
     fn: Callable
-    parts: tuple
+    parts: tuple  # and a slice's bounds may be tensors over slots (View): x[:n] for a 0-d n
 
     def value(self, call: Call):
-        return self.of(call.scalars)
+        return self.fn(*(_resolved(v, call) for v in self.parts))
 
     def of(self, scalars: list):
         return self.fn(*(v.of(scalars) if type(v) in _SCALAR_SOURCES else v for v in self.parts))
@@ -901,8 +902,7 @@ class ExternCall:
         return self.generators + tuple(g for g in given if type(g) is Generator)
 
     def views(self) -> list[View]:
-        leaves = [v for v in self.leaves if type(v) is View]
-        return leaves + [s[0] for s in self.out_leaves if type(s) is tuple]
+        return leaf_views(self.leaves) + [s[0] for s in self.out_leaves if type(s) is tuple]
 
     def run(self, call: Call) -> None:
         from kael.frontend.random import draw_marks
@@ -958,9 +958,23 @@ class ExternCall:
             or (impl.shape, impl.strides, impl.dtype) != (view.shape, view.strides, view.dtype)
         ):
             return False
-        isize = view.dtype.itemsize
-        call.bound[view.buffer] = Window(impl.storage, (impl.offset - view.offset) * isize)
+        shift = (impl.offset - view.offset) * view.dtype.itemsize
+        lo, hi = call.plan.reach.get(view.buffer, (0, 0))
+        if lo + shift < 0 or hi + shift > impl.storage.nbytes:  # a view of it past the base
+            return False
+        call.bound[view.buffer] = Window(impl.storage, shift)
         return True
+
+
+def leaf_views(leaves) -> list[View]:
+    """The views among an extern's leaves, those inside a Derived's parts too."""
+    found = []
+    for v in leaves:
+        if type(v) is View:
+            found.append(v)
+        elif type(v) is Derived:
+            found += leaf_views(v.parts)
+    return found
 
 
 def _runtime(leaf) -> bool:
@@ -1091,6 +1105,7 @@ class Plan:
     bumps: dict[int, int] = field(default_factory=dict)  # slot -> in-place writes
     release: list[list[int]] = field(default_factory=list)  # per step: slots freed after it
     fallback: str | None = None  # why this signature runs eagerly instead, if it does
+    reach: dict = field(default_factory=dict)  # WINDOW slot -> (first, end) byte its views reach
     cuts: list = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
     unread: list[str] = field(default_factory=list)  # ops of kernels nobody read: dropped
@@ -1114,6 +1129,7 @@ class Plan:
         step each intermediate slot can be freed."""
         self._drop_unread()
         self._check_reach()
+        self._window_reach()
         last: dict[int, int] = {}
         for i, step in enumerate(self.steps):
             for v in step.views():
@@ -1147,6 +1163,17 @@ class Plan:
                         f"of a {slot.nbytes}-byte argument"
                     )
                     return
+
+    def _window_reach(self) -> None:
+        """Per WINDOW slot, the bytes the plan's views of it reach at the trace's offsets:
+        a call binds the window only where they stay inside its base (ExternCall._windows)."""
+        views = [v for step in self.steps for v in step.views()]
+        views += [v for v in self.out_leaves if type(v) is View]
+        for v in views:
+            if self.slots[v.buffer].kind == WINDOW and 0 not in v.shape:
+                lo, hi = _byte_range(v)
+                was = self.reach.get(v.buffer, (lo, hi))
+                self.reach[v.buffer] = (min(lo, was[0]), max(hi, was[1]))
 
     def _drop_unread(self) -> None:
         """Remove each kernel (or row group) that writes only intermediates no later step
@@ -1400,7 +1427,14 @@ _HALF_EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7}  # the step from 1 to the
 
 def _end_byte(v: View) -> int:
     """One past the last byte a view reaches (0 when it holds no element)."""
+    return _byte_range(v)[1]
+
+
+def _byte_range(v: View) -> tuple[int, int]:
+    """The first byte a view reaches and one past its last ((0, 0) when it holds none)."""
     if 0 in v.shape:
-        return 0
-    last = v.offset + sum((n - 1) * s for n, s in zip(v.shape, v.strides, strict=True))
-    return (last + 1) * v.dtype.itemsize
+        return 0, 0
+    steps = [(n - 1) * s for n, s in zip(v.shape, v.strides, strict=True)]
+    first = v.offset + sum(d for d in steps if d < 0)
+    last = v.offset + sum(d for d in steps if d > 0)
+    return first * v.dtype.itemsize, (last + 1) * v.dtype.itemsize

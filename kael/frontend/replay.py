@@ -80,9 +80,8 @@ class _Writer:
         self.given: dict[int, int] = {}  # slot (a root) -> the first extern step given it
         for i, step in enumerate(plan.steps):
             if type(step) is p.ExternCall:
-                for v in step.leaves:
-                    if type(v) is p.View:
-                        self.given.setdefault(self.root(v.buffer), i)
+                for v in p.leaf_views(step.leaves):
+                    self.given.setdefault(self.root(v.buffer), i)
 
     def constant(self, prefix: str, value) -> str:
         name = f"{prefix}{len(self.names)}"

@@ -175,6 +175,19 @@ def _flag(value, op: str, what: str) -> bool:
     return outputs.bool_arg(value, op, f"argument '{what}'")
 
 
+def _placed(impl, what: str) -> None:
+    """Mark Python that reads where a view lies in its storage (its offset, its address, a
+    layout from the storage's start) where a compiled plan finds it per call (x[t]: a
+    window): that needs the values, as Tensor.item() does."""
+    storage = impl.storage
+    if storage.windowed:
+        trace = _trace_state.trace
+        if storage.ints and trace is not None:  # placed by dynamic ints: their values
+            trace.used_scalars.update(storage.ints)
+        else:
+            _needs_values(f"{what} of a view whose place follows the values (x[t])")
+
+
 def _needs_values(what: str) -> None:
     """Mark Python that reads a tensor's values: under @kael.compile's trace they do not
     exist yet (kael.Error naming the line, or the rest of the call runs eagerly)."""
@@ -506,6 +519,7 @@ class Tensor:
         return self._impl.strides
 
     def storage_offset(self) -> int:
+        _placed(self._impl, "storage_offset()")
         return self._impl.offset
 
     def element_size(self) -> int:
@@ -519,6 +533,7 @@ class Tensor:
 
     def data_ptr(self) -> int:
         """The address of the first element (a device address for CUDA tensors)."""
+        _placed(self._impl, "data_ptr()")
         return self._impl.data_ptr()
 
     def const_data_ptr(self) -> int:
@@ -543,6 +558,7 @@ class Tensor:
         """The storage's bytes as a kael.UntypedStorage (one per storage: views agree)."""
         from kael.frontend import storages  # it imports this module
 
+        _placed(self._impl, "untyped_storage()")
         return storages.UntypedStorage.of(self._impl.storage)
 
     def is_set_to(self, tensor: Tensor) -> bool:
@@ -1238,6 +1254,7 @@ class Tensor:
 
     def as_strided(self, size, stride, storage_offset=None) -> Tensor:
         """Any layout over the same storage; one that leaves the storage raises kael.Error."""
+        _placed(self._impl, "as_strided")
         return Tensor(views.as_strided(self._impl, size, stride, storage_offset))
 
     def unsafe_chunk(self, chunks, dim=0) -> tuple[Tensor, ...]:
@@ -1335,6 +1352,8 @@ class Tensor:
                 raise TypeError("set_(): a storage_offset, size or stride needs a source tensor")
             impl = empty_impl((0,), self._impl.dtype, self._impl.device)
         else:
+            if isinstance(source, Tensor):
+                _placed(source._impl, "set_")
             impl = self._set_source(source, storage_offset, size, stride)
         before, self._impl = self._impl, impl
         _moved(self, before, rare=True)

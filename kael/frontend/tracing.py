@@ -34,6 +34,8 @@ import types
 import weakref
 from collections.abc import Callable
 
+import numpy as np
+
 from kael.frontend import eager, pytree
 from kael.frontend import plan as p
 from kael.frontend.keywords import torch_keywords
@@ -179,14 +181,31 @@ class SymInt:
     def make(cls, value: int, source, roots: frozenset, trace: Trace) -> SymInt:
         out = object.__new__(cls)
         out.value, out.source, out.roots, out.trace = value, source, roots, trace
+        trace.ints_made.append(out)  # let go of the trace when it ends (release_ints)
         return out
 
     def _use(self) -> int:
-        self.trace.used_scalars.update(self.roots)
+        trace = self.trace
+        if trace is not None:
+            trace.used_scalars.update(self.roots)
         return self.value
 
     def __getattr__(self, name: str):  # .real, .bit_length(), .numerator...
+        if name.startswith("__") or name in SymInt.__slots__:
+            raise AttributeError(name)
         return getattr(self._use(), name)
+
+    def __copy__(self) -> SymInt:
+        return self  # an int: immutable
+
+    def __deepcopy__(self, memo) -> SymInt:
+        return self
+
+    def __reduce__(self):
+        return int, (self._use(),)
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self._use(), dtype=dtype)
 
 
 def _plain(value):
@@ -199,7 +218,8 @@ def _tied(fn: Callable, reflected: bool = False, unary: bool = False):
 
     def method(self, other=None):
         kind = type(other)
-        if (unary or kind is int or kind is SymInt) and state.trace is self.trace and _users_code():
+        live = self.trace is not None and state.trace is self.trace
+        if (unary or kind is int or kind is SymInt) and live and _users_code():
             parts = (self,) if unary else (other, self) if reflected else (self, other)
             value = fn(*(v.value if type(v) is SymInt else v for v in parts))
             roots = self.roots | (other.roots if kind is SymInt else frozenset())
@@ -298,6 +318,41 @@ def concrete(tree):
     )
 
 
+def _shapes_fixed(name: str, args: tuple) -> bool:
+    """Whether an indexing op's output shapes follow no value: x[...] = v (no output), or
+    x[key] where the key holds ints, static slices, None, Ellipsis and 0-d integer
+    tensors (a place, never a count)."""
+    if name == "Tensor.__setitem__":
+        return True
+    if name != "Tensor.__getitem__" or len(args) != 2:
+        return False
+    keys = args[1] if type(args[1]) is tuple else (args[1],)
+    return all(map(_a_place, keys))
+
+
+def _a_place(key) -> bool:
+    """Whether an index key picks a place, never a count: an int, a static slice, None,
+    Ellipsis or a 0-d integer tensor (uint8 and bool ones are masks)."""
+    from kael.frontend.indexing import INT_KEYS
+
+    if key is None or key is Ellipsis or type(key) is int:
+        return True
+    if type(key) is slice:
+        return all(type(b) in (int, type(None)) for b in (key.start, key.stop, key.step))
+    return _is_tensor(key) and key.ndim == 0 and key.dtype in INT_KEYS
+
+
+def _tensor_bound(s: slice) -> bool:
+    return any(_is_tensor(v) for v in (s.start, s.stop, s.step))
+
+
+def _bound_source(value):
+    """A slice bound's per-call source: a tensor's view of its slot, else _source's."""
+    if _is_tensor(value):
+        return state.trace.view(value._impl)
+    return _source(value)
+
+
 def _source(value):
     """A recorded step's parameter: the value, or where each call takes it from (a float
     argument, or a generator argument: ArgScalar; a dynamic int, or a slice of them)."""
@@ -306,8 +361,9 @@ def _source(value):
         return p.ArgScalar(value.index, value.conversions)
     if kind is SymInt:
         return value.source
-    if kind is slice and sym_ints(value):
-        return p.Derived(slice, tuple(_source(v) for v in (value.start, value.stop, value.step)))
+    if kind is slice and (sym_ints(value) or _tensor_bound(value)):  # x[p:p + 1], x[:n]
+        bounds = (value.start, value.stop, value.step)
+        return p.Derived(slice, tuple(_bound_source(v) for v in bounds))
     trace = state.trace
     if trace is not None and trace.generator_args:
         index = trace.generator_args.get(id(value))
@@ -369,11 +425,19 @@ class Trace:
         self.bumped_visible = False  # whether one bumped a storage the plan did not make
         self.windows: set[int] = set()  # WINDOW slots and the slots they show (_window)
         self.dynamic = False  # whether some argument is a SymInt (ops check theirs)
+        self.ints_made: list = []  # every SymInt of this trace (release_ints)
         self.layouts = [_layout(t._impl) for t in tensors]  # as the call passed them
         for i, t in enumerate(tensors):
             storage = t._impl.storage
             if id(storage) not in self.by_storage:
                 self._real(storage, p.ARG, i)
+
+    def release_ints(self) -> None:
+        """The trace ended: a SymInt Python kept (in a list, an attribute) is its value now,
+        and no longer holds the trace and its buffers."""
+        for v in self.ints_made:
+            v.trace = None
+        self.ints_made = []
 
     # ---- buffers -------------------------------------------------------------------------
 
@@ -604,6 +668,8 @@ class Trace:
             return self.extern(name, fn, args, kwargs)
         if self._restartable():
             return self.extern(name, fn, args, kwargs, shaped=f"{name} ({why})")
+        if _shapes_fixed(name, args):  # x[t] = v, x[t]: only a place follows the values
+            return self.extern(name, fn, args, kwargs, shaped=f"{name} ({why})", fixed=True)
         why += "; after an in-place write to an argument, a call cannot be traced again"
         self.data_dependent(f"{name} ({why})")
         return fn(*args, **kwargs)  # tracing ended (fullgraph=False): the op runs eagerly
@@ -656,7 +722,7 @@ class Trace:
         index = storage.index if lazy else self.by_storage.get(id(storage))
         return index is not None and self.plan.slots[index].kind in MADE
 
-    def _window(self, t):
+    def _window(self, t, ints: frozenset):
         """A tensor an extern that read values returned over memory the call passed (an
         argument's, an implicit input's): the same view over a WINDOW slot of its own, so
         that each call finds it where that call's values put it (x[t] for a 0-d tensor t)
@@ -669,7 +735,7 @@ class Trace:
         base = self.by_storage.get(id(storage))
         if base is None or self.plan.slots[base].kind not in (p.ARG, p.IMPLICIT, p.WINDOW):
             return t  # memory the plan makes: its place is the plan's own
-        window = p.Window(p.real(storage), 0)
+        window = p.Window(p.real(storage), 0, ints)
         slot = p.Slot(p.WINDOW, storage.nbytes, storage.device, base=base)
         index = self._add(slot, window)
         self.by_storage[id(window)] = index
@@ -682,18 +748,28 @@ class Trace:
         )
 
     def extern(
-        self, name: str, fn: Callable, args: tuple, kwargs: dict, shaped: str = "", ints=None
+        self,
+        name: str,
+        fn: Callable,
+        args: tuple,
+        kwargs: dict,
+        shaped: str = "",
+        ints=None,
+        fixed: bool = False,
     ):
         """Run an op eagerly on real inputs, now and at every call of the plan; `shaped`
         (why): its Python read values, so each call checks its output shapes, and one that
         returns a Python value (equal, allclose) ends the trace as the user's read would.
         `ints`: the dynamic int arguments it is given (each call's values), of which a
-        Python result is specialized instead."""
+        Python result is specialized instead. `fixed`: its output shapes follow no value
+        (_shapes_fixed), so it may come after a write the caller sees, where a call could
+        not trace again, as long as each view it returns is a window."""
         from kael.frontend.tensor import Tensor
 
         self.flush()
         leaves, treedef = pytree.flatten((args, kwargs))
-        for v in leaves:  # bind what no kernel wrote (an empty tensor): the op reads it
+        bounds = [b for v in leaves if type(v) is slice for b in (v.start, v.stop, v.step)]
+        for v in (*leaves, *bounds):  # bind what no kernel wrote (an empty tensor): it is read
             if isinstance(v, Tensor) and type(v._impl.storage) is LazyStorage:
                 self.call.storage(v._impl.storage.index)
         specs = [self.view(v._impl) if isinstance(v, Tensor) else _source(v) for v in leaves]
@@ -729,8 +805,11 @@ class Trace:
                     index = self._add(p.Slot(p.EXTERN, storage.nbytes, storage.device), storage)
                     self.by_storage[id(storage)] = index
                 elif shaped and id(v) not in given:
-                    got[k] = v = self._window(v)
+                    got[k] = v = self._window(v, ints or frozenset())
                     new = windowed = type(v._impl.storage) is p.Window
+                    if fixed and not windowed:  # its place could move unseen: as before
+                        self.data_dependent(f"{shaped}; after an in-place write to an argument")
+                        return result
                 out_specs.append((self.view(v._impl), new))
             else:
                 out_specs.append(v)

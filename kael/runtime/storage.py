@@ -152,6 +152,9 @@ class Storage:
     # Whether the memory is not placed yet (a traced tensor's, frontend/tracing.py): it
     # shares bytes with no other storage, and reading `ptr` would need its values.
     lazy = False
+    # Whether it is another storage seen at a call's shift (a compiled plan's window,
+    # frontend/plan.py): where it lies follows the values, so Python must not read it.
+    windowed = False
 
     def overlaps(self, other: Storage) -> bool:
         """Whether the two storages share any byte (one storage, or two over one array)."""

@@ -900,12 +900,84 @@ class _Counting(kael.nn.Module):
         return x * scale
 
 
-def test_a_side_effect_under_new_signatures_each_call_is_warned_of_and_runs_eagerly():
-    from kael.frontend.compiled import MAX_FILLS
-
+def test_a_side_effect_under_a_changing_int_is_warned_of_and_runs_eagerly():
+    """The int turns dynamic, so the calls share a signature whose second side effect makes
+    it eager (before, each int was a signature of its own, every trace a first fill)."""
     model = _Counting()
     f = kael.compile(model)
     with pytest.warns(UserWarning, match="sets 'calls'.*runs eagerly"):
-        for scale in range(MAX_FILLS + 2):  # each int a new signature
+        for scale in range(6):
             assert f(ONES, scale).tolist() == [float(scale)] * 2
-    assert model.calls == MAX_FILLS + 2
+    assert model.calls == 6
+
+
+class _Ops:
+    @staticmethod
+    def act(x):
+        return x * 2
+
+    def apply(self, x):
+        return x + 1
+
+
+def test_a_method_or_module_function_rebound_where_the_code_finds_it_traces_again():
+    global OPS, UTILS, ACTS
+    OPS, ACTS = _Ops(), {"act": kael.relu}
+    UTILS = types.ModuleType("utils")
+    UTILS.act = kael.relu
+    f = kael.compile(lambda x: _Ops.act(x) + OPS.apply(x) + UTILS.act(x) + ACTS["act"](x))
+    assert f(-ONES).tolist() == [-2.0, -2.0]
+    saved = _Ops.act, _Ops.apply
+    try:
+        _Ops.act = staticmethod(lambda x: x * 3)  # on the class
+        _Ops.apply = lambda self, x: x + 10  # the method of the object it names
+        UTILS.act, ACTS["act"] = kael.sigmoid, kael.sigmoid  # a module's, a dict's kael op
+        want = -ONES * 3 + (-ONES + 10) + 2 * kael.sigmoid(-ONES)
+        assert kael.allclose(f(-ONES), want)
+    finally:
+        _Ops.act, _Ops.apply = saved
+
+
+class _Shaped:
+    def __init__(self):
+        self.scale = 2.0
+        self.w = kael.ones(4)
+
+
+def test_an_argument_object_beside_a_changing_int_keeps_its_plan():
+    f = kael.compile(lambda c, x, p: x[p : p + 1] * c.scale + c.w)
+    x = kael.arange(32.0).reshape(8, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "runs eagerly"
+        for p in range(8):
+            assert kael.equal(f(_Shaped(), x, p), x[p : p + 1] * 2.0 + 1)
+    assert f.cache_info().traces == 3
+
+
+def test_what_the_code_never_reads_is_no_reason_to_run_eagerly():
+    global NESTED
+    NESTED = {"model": {"enc": {"layers": [{"dim": 4, "act": {"name": "relu"}}]}}, "lr": 0.1}
+
+    def big_default(x, table=list(range(5000))):  # noqa: B006 - never read
+        return x * 2
+
+    space, chain = _level_reading_nothing(HELPER_DEPTH_PLUS)
+    for fn in (lambda x: x * NESTED["lr"], big_default, lambda x: chain(x)):
+        f = kael.compile(fn)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            f(ONES)
+        assert f.plan_for(ONES).fallback is None
+
+
+HELPER_DEPTH_PLUS = 8
+
+
+def _level_reading_nothing(n):
+    """A chain of n helpers, none reading a global."""
+    code = "def h0(x):\n    return x * 2\n"
+    for i in range(1, n):
+        code += f"def h{i}(x):\n    return h{i - 1}(x)\n"
+    space: dict = {}
+    exec(code, space)
+    return space, space[f"h{n - 1}"]

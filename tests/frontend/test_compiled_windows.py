@@ -209,3 +209,75 @@ def test_a_product_writing_the_shown_memory_takes_no_epilogue_reading_it():
         steps=[1, 0, 1, 2],
     )
     assert c.cache_info().traces == 1
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda row: row.as_strided((12,), (1,), 0).sum(),  # a layout from the storage's start
+        lambda row: row * row.storage_offset(),
+        lambda row: row * (row.data_ptr() % 7),
+    ],
+    ids=["as_strided", "storage_offset", "data_ptr"],
+)
+def test_python_reading_where_a_row_lies_needs_the_values(read):
+    """Where x[t] lies follows t: Python reading it (or a layout from the storage's start)
+    is a read of the values, never the trace's place baked in (or a view past the base)."""
+    c = kael.compile(lambda x, t: read(x[t]))
+    with pytest.raises(kael.Error, match="place follows the values"):
+        c(_grid(4, 3), kael.tensor(1))
+    loose = kael.compile(lambda x, t: read(x[t]), fullgraph=False)
+    with pytest.warns(UserWarning, match="runs eagerly"):
+        for t in (1, 3):
+            x = _grid(4, 3)
+            assert kael.equal(loose(x, kael.tensor(t)), read(x[t]))
+
+
+def test_a_rows_offset_read_under_a_dynamic_int_specializes_to_it():
+    x = _grid(4, 3)
+    c = kael.compile(lambda x, p: x * x[p : p + 1].storage_offset())
+    assert [c(x, p).sum().item() for p in range(4)] == [
+        (x * x[p : p + 1].storage_offset()).sum().item() for p in range(4)
+    ]
+
+
+def _trimmed(ids, mask):
+    n = mask.sum(-1).max()  # a 0-d tensor computed in the plan
+    return ids[:, :n], ids[:, n - 1 : n] * 2
+
+
+def test_a_slice_bounded_by_tensors_takes_each_calls_values():
+    c = kael.compile(_trimmed)
+    ids = kael.arange(12).reshape(2, 6)
+    for k in [3, 5, 2, 5, 3]:
+        mask = (kael.arange(6) < k).long().expand(2, 6)
+        _same(c(ids, mask), _trimmed(ids, mask))
+
+
+def _written_at_a_tensor_slice(x, t):
+    x[t + 1 :].add_(1)  # its length follows t: a new one traces again, before any write
+    x[t : t + 1] = 7  # after the write: a place follows t, never a shape
+    return x * 1
+
+
+def test_writes_through_a_slice_bounded_by_tensors_land_at_each_calls_place():
+    agree(_written_at_a_tensor_slice, lambda t: (_grid(6), kael.tensor(t % 5)), steps=range(6))
+
+
+def _incremented(x, t):
+    x[t] += 1  # a row read, written, and stored again
+    return x * 1
+
+
+def _stepped(x, t):
+    x.mul_(0.5)  # a write the caller sees, then a row of a global read at t
+    x.add_(SCHEDULE[t])
+    return x
+
+
+@pytest.mark.parametrize("fn", [_incremented, _stepped])
+def test_a_row_at_a_tensor_position_after_a_write_the_caller_sees_traces_once(fn):
+    """A place, never a shape, follows t: no call needs tracing again, so the row may come
+    after an in-place write to an argument (where a changed shape could not retrace)."""
+    c = agree(fn, lambda t: (_grid(4, 3), kael.tensor(t % 4)), steps=[2, 0, 3, 1])
+    assert c.cache_info().traces == 1

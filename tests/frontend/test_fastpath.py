@@ -1475,3 +1475,25 @@ def test_functional_relu_and_silu_ask_the_fast_door_before_their_op_door(monkeyp
     assert F.silu(x).shape == x.shape
     with pytest.raises(AssertionError, match="relu entered its op door"):
         F.relu(x, inplace=False)
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda L, x, k: x.sum(k),
+        lambda L, x, k: x.topk(k + 1).values,
+        lambda L, x, k: x.cumsum(k),
+        lambda L, x, k: x.argmax(k),
+        lambda L, x, k: x.index_select(k, L.tensor([0])),
+    ],
+    ids=["sum", "topk", "cumsum", "argmax", "index_select"],
+)
+def test_a_zero_dim_integer_tensor_read_as_an_int_is_read_at_each_call(op):
+    """A fast door keys tensors by layout: a 0-d integer tensor given as a dim or a k is
+    an int whose value the key would miss, so the full door takes it each time."""
+    import torch
+
+    for k in (0, 1, 0, 1):
+        got = op(kael, kael.arange(6.0).reshape(2, 3), kael.tensor(k))
+        want = op(torch, torch.arange(6.0).reshape(2, 3), torch.tensor(k))
+        assert got.tolist() == want.tolist()

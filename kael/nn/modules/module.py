@@ -155,6 +155,9 @@ def _plain_object(value) -> bool:
     return not (kind.__module__ or "").startswith("kael")
 
 
+_ABSENT = object()  # Module.__setattr__'s: no such instance attribute
+
+
 class Module:
     """Base class of every layer: subclasses set their state in __init__ and define forward."""
 
@@ -234,11 +237,15 @@ class Module:
     def __setattr__(self, name: str, value: Any) -> None:
         d = self.__dict__
         params, buffers, modules = (d.get(k) for k in ("_parameters", "_buffers", "_modules"))
-        for table in (params, buffers, modules, d):
-            if table is not None and name in table:
-                if table[name] is value:  # the object it holds already: nothing moves (a
-                    return  # forward's `self.freqs = self.freqs.to(x.device)`, Meta's llama)
-                break
+        held = d.get(name, _ABSENT)  # the object it holds already: nothing moves (a
+        if held is value:  # forward's `self.freqs = self.freqs.to(x.device)`, Meta's llama)
+            return
+        if held is _ABSENT and params is not None:
+            for table in (params, buffers, modules):
+                if name in table:
+                    if table[name] is value:
+                        return
+                    break
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
