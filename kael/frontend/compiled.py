@@ -1311,7 +1311,7 @@ class CompiledFunction:
     def _note_ints(self, key: tuple) -> None:
         """Make dynamic the int leaves whose values differ from those an earlier trace of
         the same signature (its ints blanked) had: torch's automatic dynamic, so a decode
-        step's position traces twice, not once per token."""
+        step's position traces twice (the first value, then dynamic), not once per token."""
         parts = key[1]
         ints = [i for i, part in enumerate(parts) if part[0] == "const" and part[1] is int]
         if not ints or self.dynamic is not None:  # (False: kael's own plans, fullgraph=False)
@@ -1335,6 +1335,8 @@ class CompiledFunction:
             if type(v) is Generator and v is not default_generator
         }
         self._note_ints(key)
+        if self._dynamic:  # one that changed just now is dynamic in this trace already
+            key = self._dynamic_key(key)
         dynamic = [i for i, part in enumerate(key[1]) if part is _INT]
         if key in self._pinned:  # a shape followed the ints: the plan takes their values
             trace.used_scalars.update(dynamic)
@@ -1671,7 +1673,8 @@ def compile(
     attributes and train/eval forwarded), as torch.compile returns it.
 
     A Python int argument whose value changes between calls (a decode step's position) is
-    dynamic from its second trace on, as torch's automatic dynamic: the ops it indexes take
+    dynamic from the second trace on (the first call's value a constant), as torch's
+    automatic dynamic: the ops it indexes take
     each call's value (x[p : p + 1] is one plan for every p), and any other use of its value
     in Python (a branch, range(p), a shape) keeps a plan per value. `dynamic=False` keeps
     every int a constant, `True` makes them dynamic from the first call; a function traced

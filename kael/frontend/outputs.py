@@ -363,7 +363,10 @@ def float_arg(value, op: str, what: str) -> float:
 
 def scalar_arg(value, op: str, what: str) -> int | float:
     """A number argument PyTorch reads as a Scalar (var's correction, norm's p): a float, or
-    an int that int64 or uint64 holds (beyond, kael.ValueError naming it); bools refused."""
+    an int that int64 or uint64 holds (beyond, kael.ValueError naming it); bools refused. A
+    0-d real tensor gives its value, as torch's parser reads a Scalar from one."""
+    if isinstance(value, Tensor) and not value.shape and not value.dtype.is_complex:
+        value = value.item()
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{op}(): {what} must be a number, got {_type_name(value)}")
     if not isinstance(value, numbers.Integral):

@@ -352,3 +352,14 @@ def test_resize_growth_frees_the_old_block_when_nothing_holds_it():
     old, capacity = k._impl.storage.ptr, k._impl.storage.capacity
     k.resize_(1_000_000)  # never exported: the old block goes back to the allocator's cache
     assert old in allocator_for(k.device)._free[capacity]
+
+
+def test_zero_dim_tensors_read_as_a_scalar_or_an_int_argument_as_torch():
+    def run(lib):
+        x = lib.arange(6.0).reshape(2, 3) / 7
+        return x.var(dim=1, correction=lib.tensor(0)), x.round(decimals=lib.tensor(2))
+
+    for ours, theirs in zip(run(kael), run(torch)):
+        assert ours.tolist() == theirs.tolist()
+    with pytest.raises(kael.TypeError, match="'decimals' must be int, not float"):
+        kael.ones(2).round(decimals=1.5)
