@@ -186,6 +186,10 @@ def _signature(leaves: list, treedef, plain: bool = False) -> tuple[list, tuple 
             return tensors, None
         else:
             parts.append(_held(leaf, tensors, storages) or _describe(leaf))
+    for j in p.relative_args(tensors) if tensors else ():  # its offset: any, each call's
+        k = next((i for i, v in enumerate(leaves) if v is tensors[j]), None)  # a leaf's
+        if k is not None:
+            parts[k] = (*parts[k][:5], None, *parts[k][6:])
     return tensors, (treedef, tuple(parts))
 
 
@@ -385,8 +389,17 @@ def _float_key(values: list) -> tuple:
     tells -0.0 from 0.0 and finds a NaN again (float.hex: exact, signed, and NaN equal to
     itself); a generator whose state Python read, by identity."""
     return tuple(
-        float(v).hex() if type(v) is float else v if type(v) is int else _Same(v) for v in values
+        float(v).hex() if type(v) is float else v if type(v) is int else _key_part(v)
+        for v in values
     )
+
+
+def _key_part(value) -> object:
+    """A used leaf that is no number: a 0-d tensor argument whose place the plan read
+    (Trace.pin_argument) by its offset, anything else (a generator) by identity."""
+    if isinstance(value, Tensor):
+        return ("at", value._impl.offset)
+    return _Same(value)
 
 
 def _coarse(key: tuple, used_values: tuple) -> tuple:
@@ -1353,6 +1366,7 @@ class CompiledFunction:
             trace.used_scalars.update(floats)
         args, kwargs = pytree.unflatten(treedef, symbolic)
         sources = _implicit_sources(self.fn)  # what the trace reads, as it reads it
+        trace.shared = set(sources.tensors)
         state.trace = trace
         try:
             result = self.fn(*args, **kwargs)

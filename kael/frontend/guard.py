@@ -103,8 +103,9 @@ def _tensor_tests(j: int, part: tuple, alone: list[int], constant: Callable) -> 
     tests = [
         f"if type(t{j}) is not {constant(kind)}: {miss}",
         f"m{j} = t{j}._impl",
-        f"if m{j}.shape != {shape!r} or m{j}.strides != {strides!r} or m{j}.offset != "
-        f"{offset} or m{j}.dtype is not {constant(dtype)} or m{j}.device is not "
+        f"if m{j}.shape != {shape!r} or m{j}.strides != {strides!r}"
+        + ("" if offset is None else f" or m{j}.offset != {offset}")  # None: found anywhere
+        + f" or m{j}.dtype is not {constant(dtype)} or m{j}.device is not "
         f"{constant(device)}: {miss}",
         f"st{j} = m{j}.storage",
         f"if st{j}.nbytes != {nbytes}: {miss}",

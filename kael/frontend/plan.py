@@ -63,6 +63,9 @@ class Slot:
     arg: int = -1  # ARG: the position among the call's tensor leaves
     storage: Storage | None = None  # IMPLICIT: the storage read at every call
     base: int = -1  # WINDOW: the slot whose memory it shows
+    # ARG of a 0-d tensor found at any offset (relative_args): the byte offset the trace
+    # read it at, each call binding the storage shifted by the difference (a Window)
+    origin: int | None = None
     block: tuple | None = None  # (capacity, allocator) of a new storage, found on first use
 
     def planned(self) -> tuple:
@@ -117,6 +120,26 @@ class Window(Storage):
 
     def __repr__(self) -> str:
         return f"Window({self.base!r}, shift={self.shift})"
+
+
+def relative_args(tensors: list) -> list[int]:
+    """The positions of the 0-d tensors among a call's tensors whose storage no other one
+    shares: a plan reads them wherever in their storage a call passes them (a timestep of
+    `for t in scheduler.timesteps` is a view at a new offset each step), so their offset
+    is no part of the signature."""
+    count: dict[int, int] = {}
+    for t in tensors:
+        count[id(t._impl.storage)] = count.get(id(t._impl.storage), 0) + 1
+    return [
+        j for j, t in enumerate(tensors) if not t._impl.shape and count[id(t._impl.storage)] == 1
+    ]
+
+
+def at(impl: TensorImpl, origin: int) -> Storage:
+    """The storage a relative argument's slot binds: impl's, shifted where impl lies other
+    than at the trace's `origin` byte."""
+    shift = impl.offset * impl.dtype.itemsize - origin
+    return impl.storage if not shift else Window(impl.storage, shift)
 
 
 def real(storage: Storage) -> Storage:
@@ -1112,6 +1135,7 @@ class Plan:
     # filled by finish(): what each call starts from
     empty: list = field(default_factory=list)
     args: list[tuple[int, int]] = field(default_factory=list)
+    relative: list[tuple[int, int, int]] = field(default_factory=list)  # (slot, arg, origin)
     schedule: list = field(default_factory=list)  # (step, slots freed after it or None)
     single: bool = False  # whether the result is one tensor and nothing needs bumping
     implicit: list = field(default_factory=list)  # the storages of the IMPLICIT slots
@@ -1145,6 +1169,11 @@ class Plan:
                 self.empty[i] = slot.storage
         self.implicit = [slot.storage for slot in self.slots if slot.kind == IMPLICIT]
         self.args = [(i, slot.arg) for i, slot in enumerate(self.slots) if slot.kind == ARG]
+        self.relative = [
+            (i, slot.arg, slot.origin)
+            for i, slot in enumerate(self.slots)
+            if slot.kind == ARG and slot.origin is not None
+        ]
         self.schedule = [(s, r) if r else (s, None) for s, r in zip(self.steps, self.release)]
         self.single = (
             self.outputs is pytree.LEAF and type(self.out_leaves[0]) is View and not self.bumps
@@ -1171,7 +1200,7 @@ class Plan:
         views += [v for v in self.out_leaves if type(v) is View]
         for v in views:
             if self.slots[v.buffer].kind == WINDOW and 0 not in v.shape:
-                lo, hi = _byte_range(v)
+                lo, hi = byte_range(v)
                 was = self.reach.get(v.buffer, (lo, hi))
                 self.reach[v.buffer] = (min(lo, was[0]), max(hi, was[1]))
 
@@ -1214,6 +1243,8 @@ class Plan:
         bound = list(self.empty)
         for i, arg in self.args:
             bound[i] = tensors[arg]._impl.storage
+        for i, arg, origin in self.relative:
+            bound[i] = at(tensors[arg]._impl, origin)
         call = Call(self, bound, scalars)
         for step, release in self.schedule:
             step.run(call)
@@ -1277,6 +1308,10 @@ class Plan:
         for call in calls:
             for i, arg in self.args:
                 call.bound[i] = _copy(tensors[arg]._impl.storage)
+            for i, arg, origin in self.relative:
+                shift = at(tensors[arg]._impl, origin)
+                if type(shift) is Window:
+                    call.bound[i] = Window(call.bound[i], shift.shift)
             for i, slot in enumerate(self.slots):
                 if slot.kind == IMPLICIT:
                     call.bound[i] = _copy(slot.storage)
@@ -1427,10 +1462,10 @@ _HALF_EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7}  # the step from 1 to the
 
 def _end_byte(v: View) -> int:
     """One past the last byte a view reaches (0 when it holds no element)."""
-    return _byte_range(v)[1]
+    return byte_range(v)[1]
 
 
-def _byte_range(v: View) -> tuple[int, int]:
+def byte_range(v: View) -> tuple[int, int]:
     """The first byte a view reaches and one past its last ((0, 0) when it holds none)."""
     if 0 in v.shape:
         return 0, 0

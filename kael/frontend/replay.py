@@ -94,7 +94,12 @@ class _Writer:
         if slot not in self.made:
             self.made.add(slot)
             s = self.plan.slots[slot]
-            if s.kind == self.p.ARG and self.guarded:
+            if s.kind == self.p.ARG and s.origin is not None:  # found at any offset
+                tensor = f"t{s.arg}" if self.guarded else f"tensors[{s.arg}]"
+                self.lines.append(
+                    f"{name} = {self.constant('At', self.p.at)}({tensor}._impl, {s.origin})"
+                )
+            elif s.kind == self.p.ARG and self.guarded:
                 self.lines.append(f"{name} = st{s.arg}")
             elif s.kind == self.p.ARG:
                 self.lines.append(f"{name} = tensors[{s.arg}]._impl.storage")
@@ -296,7 +301,8 @@ class _Writer:
             parts = (leaf.shape, leaf.strides, leaf.offset, leaf.dtype, device)
             args = ", ".join(self.constant("L", v) for v in parts)
             impl = f"_impl({self.storage(leaf.buffer)}, {args})"
-            if self.plan.slots[leaf.buffer].kind == p.WINDOW:
+            slot = self.plan.slots[leaf.buffer]
+            if slot.kind == p.WINDOW or slot.origin is not None:
                 impl = f"{self.constant('W', p.unwindowed)}({impl})"
             return f"_trusted({impl})"
         if type(leaf) is p.Input:

@@ -180,8 +180,10 @@ def _placed(impl, what: str) -> None:
     layout from the storage's start) where a compiled plan finds it per call (x[t]: a
     window): that needs the values, as Tensor.item() does."""
     storage = impl.storage
+    trace = _trace_state.trace
+    if trace is not None:
+        trace.placed(storage)  # an argument read at any offset: its own now
     if storage.windowed:
-        trace = _trace_state.trace
         if storage.ints and trace is not None:  # placed by dynamic ints: their values
             trace.used_scalars.update(storage.ints)
         else:

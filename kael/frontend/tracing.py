@@ -431,6 +431,40 @@ class Trace:
             storage = t._impl.storage
             if id(storage) not in self.by_storage:
                 self._real(storage, p.ARG, i)
+        for j in p.relative_args(tensors):  # read wherever a call passes them
+            impl = tensors[j]._impl
+            self.plan.slots[self.by_storage[id(impl.storage)]].origin = (
+                impl.offset * impl.dtype.itemsize
+            )
+        self.pinned: set[int] = set()  # relative arguments' slots whose place Python read
+        self.shared: set = set()  # ids of the storages of the tensors the globals hold
+
+    def placed(self, storage: Storage) -> None:
+        """Python read where a tensor lies in `storage` (its offset, its address, a layout
+        from the storage's start): an argument read wherever it lies stops being so."""
+        slot = self.by_storage.get(id(storage))
+        if slot is not None and self.plan.slots[slot].origin is not None:
+            self.pinned.add(slot)
+
+    def _settle_relative(self) -> None:
+        """Keep an argument found at any offset (Slot.origin) only where the plan reads
+        nothing of its storage but its own element, and no global holds that storage too;
+        else the plan is kept per offset of it (its leaf `used`)."""
+        views = [v for step in self.plan.steps for v in step.views()]
+        views += [v for v in self.plan.out_leaves if type(v) is View]
+        leaves = {id(v): i for i, v in enumerate(self.call.scalars)}
+        for index, slot in enumerate(self.plan.slots):
+            if slot.kind != p.ARG or slot.origin is None:
+                continue
+            tensor = self.tensors[slot.arg]
+            own = (slot.origin, slot.origin + tensor._impl.dtype.itemsize)
+            reached = [p.byte_range(v) for v in views if v.buffer == index and 0 not in v.shape]
+            outside = any(lo < own[0] or hi > own[1] for lo, hi in reached)
+            if index in self.pinned or id(tensor._impl.storage) in self.shared or outside:
+                slot.origin = None
+                leaf = leaves.get(id(tensor))
+                if leaf is not None:
+                    self.used_scalars.add(leaf)
 
     def release_ints(self) -> None:
         """The trace ended: a SymInt Python kept (in a list, an attribute) is its value now,
@@ -970,6 +1004,7 @@ class Trace:
                     moved.add(id(lazy))
                     real.version = lazy.version
                 v._impl.storage = real
+        self._settle_relative()
         plan.finish()
         return concrete(result) if self.dynamic else result  # the caller's ints, as eagerly
 

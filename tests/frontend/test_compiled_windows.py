@@ -281,3 +281,47 @@ def test_a_row_at_a_tensor_position_after_a_write_the_caller_sees_traces_once(fn
     after an in-place write to an argument (where a changed shape could not retrace)."""
     c = agree(fn, lambda t: (_grid(4, 3), kael.tensor(t % 4)), steps=[2, 0, 3, 1])
     assert c.cache_info().traces == 1
+
+
+# ---- a 0-d argument that is a view at a new offset each call --------------------------------
+
+TIMESTEPS = kael.arange(990, -1, -90)  # 12 steps, as a scheduler's timesteps
+
+
+def _denoise(x, t):
+    return x * SCHEDULE[t // 20].sqrt() + t.float() * 1e-3
+
+
+def _reads_the_timesteps_too(x, t):
+    return x * TIMESTEPS[3].float() + t.float()  # a global over t's storage
+
+
+def _reads_its_offset(x, t):
+    return x + t.storage_offset()
+
+
+def _writes_it(x, t):
+    t.add_(1)
+    return x * t
+
+
+def test_iterating_a_tensor_of_timesteps_traces_once():
+    """`for t in scheduler.timesteps` hands a view at a new offset each step: the plan
+    reads the argument wherever it lies, one trace for every step."""
+    c = kael.compile(_denoise)
+    x = _grid(4, 3)
+    for t in TIMESTEPS:
+        _same(c(x, t), _denoise(x, t))
+    assert c.cache_info().traces == 1
+
+
+@pytest.mark.parametrize("fn", [_reads_the_timesteps_too, _reads_its_offset, _writes_it])
+def test_an_argument_read_through_its_storage_keeps_a_plan_per_place(fn):
+    """Where the plan reads more of the storage than the argument's element (a global over
+    it), or Python reads its place, the plan is kept per offset; writes land in place."""
+    c = kael.compile(fn)
+    x = _grid(4, 3)
+    mine, theirs = TIMESTEPS.clone(), TIMESTEPS.clone()
+    for i in range(5):
+        _same(c(x, mine[i]), fn(x, theirs[i]))
+    _same(mine, theirs)
