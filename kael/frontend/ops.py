@@ -7,10 +7,8 @@ without a cycle); kael/__init__.py imports it.
 
 from __future__ import annotations
 
-import builtins
 import functools
 import math
-import operator
 
 from kael.frontend import (
     blas_like,
@@ -38,6 +36,7 @@ from kael.frontend import (
     spectral,
     stacking,
     statistics,
+    views,
 )
 from kael.frontend import elementwise as ew
 from kael.frontend.math_functions import inplace_result
@@ -92,23 +91,13 @@ def _unary_function(name: str):
     return fn
 
 
-def _index_or_none(value) -> int | None:
-    """The int a NumPy int or a 0-d integer tensor holds (torch reads them so), or None."""
-    if isinstance(value, bool):
-        return None
-    try:
-        return operator.index(value)
-    except builtins.TypeError:
-        return None
-
-
 def _round(input, *, decimals: int = 0, out: Tensor | None = None) -> Tensor:
     """Elementwise rounding half to even; with `decimals`, to that many decimal places as
     PyTorch computes it: round(x * 10**d) / 10**d (for d < 0, round(x / 10**-d) * 10**-d),
     in float32 for float32 and the half types (rounded once at the store), float64 for
     float64."""
     if type(decimals) is not int:
-        given, decimals = decimals, _index_or_none(decimals)
+        given, decimals = decimals, views.index_or_none(decimals)
         if decimals is None:
             raise TypeError(f"round(): argument 'decimals' must be int, not {type(given).__name__}")
     if decimals == 0:

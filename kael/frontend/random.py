@@ -11,10 +11,8 @@ keep-or-drop per element: it draws 32 bits each, eight to a block (`_word`).
 
 from __future__ import annotations
 
-import builtins
 import functools
 import math
-import operator
 import os
 import struct
 import threading
@@ -1177,12 +1175,7 @@ def _int_bound(value) -> int | None:
             return None
         tracing.data_dependent("randint_like's tensor bound")
         return int(value.reshape(()).item())
-    if isinstance(value, bool):
-        return None
-    try:
-        return operator.index(value)
-    except builtins.TypeError:
-        return None
+    return views.index_or_none(value)
 
 
 def _tensor_high(value: Tensor) -> int:

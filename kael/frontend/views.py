@@ -28,6 +28,17 @@ def as_int(value, what: str) -> int:
         raise TypeError(f"{what} must be an int, got {type(value).__name__}") from None
 
 
+def index_or_none(value) -> int | None:
+    """The int a Python or NumPy integer (or anything with __index__: a 0-d integer tensor)
+    holds, as torch's parser reads an int; None for a bool or a non-integer."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)
+    except builtins.TypeError:
+        return None
+
+
 def as_int64(value, what: str) -> int:
     """as_int for an argument a kernel takes as one int64 word (a diagonal, a shift, an
     ignore_index): ValueError beyond int64, as PyTorch refuses it."""
