@@ -757,18 +757,20 @@ class Trace:
         return index is not None and self.plan.slots[index].kind in MADE
 
     def _window(self, t, ints: frozenset):
-        """A tensor an extern that read values returned over memory the call passed (an
-        argument's, an implicit input's): the same view over a WINDOW slot of its own, so
-        that each call finds it where that call's values put it (x[t] for a 0-d tensor t)
-        instead of tracing again per offset. Every later write to that memory, or to the
-        view, is a step of its own: the fusion, which tells memory apart by slot, never
-        moves a read of one across a write of the other."""
+        """A tensor an extern that read values returned over memory the call has (an
+        argument's, an implicit input's, an intermediate's): the same view over a WINDOW
+        slot of its own, so that each call finds it where that call's values put it (x[t]
+        for a 0-d tensor t) instead of tracing again per offset. Every later write to that
+        memory, or to the view, is a step of its own: the fusion, which tells memory apart
+        by slot, never moves a read of one across a write of the other; and the memory a
+        window shows stays live (stored, never written over in place) for the fusion."""
         from kael.frontend.tensor import Tensor
 
         storage = t._impl.storage
-        base = self.by_storage.get(id(storage))
-        if base is None or self.plan.slots[base].kind not in (p.ARG, p.IMPLICIT, p.WINDOW):
-            return t  # memory the plan makes: its place is the plan's own
+        lazy = type(storage) is LazyStorage and storage.call is self.call
+        base = storage.index if lazy else self.by_storage.get(id(storage))
+        if base is None:
+            return t
         window = p.Window(p.real(storage), 0, ints)
         slot = p.Slot(p.WINDOW, storage.nbytes, storage.device, base=base)
         index = self._add(slot, window)
@@ -916,7 +918,7 @@ class Trace:
         from kael.frontend.plan_matmul import MatmulCall, join_epilogue
 
         pending, self.pending = self.pending, []
-        live = {b.slot for b in self.buffers if b.alive()}
+        live = {b.slot for b in self.buffers if b.alive()} | self.windows
         program = fuse([s for s, _, _ in pending], [s.nbytes for s in self.plan.slots], live)
         self.plan.cuts += program.cuts
         self.plan.dropped += program.dropped
@@ -998,7 +1000,8 @@ class Trace:
             lazy = v._impl.storage if isinstance(v, Tensor) else None
             if type(lazy) is p.Window:  # shift 0 while tracing: the base's own view
                 v._impl = p.unwindowed(v._impl)
-            elif type(lazy) is LazyStorage:
+                lazy = v._impl.storage
+            if type(lazy) is LazyStorage:
                 real = self.call.storage(lazy.index)
                 if id(lazy) not in moved:
                     moved.add(id(lazy))

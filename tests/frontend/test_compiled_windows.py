@@ -325,3 +325,29 @@ def test_an_argument_read_through_its_storage_keeps_a_plan_per_place(fn):
     for i in range(5):
         _same(c(x, mine[i]), fn(x, theirs[i]))
     _same(mine, theirs)
+
+
+def _row_of_an_intermediate_then_written(w, t):
+    h = w * 2
+    row = h[t]
+    out = row + 1
+    h.mul_(0)  # the window's memory written after: the row, a view, sees it
+    return out, row * 1, h.sum()
+
+
+def _rows_of_an_intermediate(w, t):
+    h = (w * 2).exp()
+    return h[t] * h[t - 1], h[t]
+
+
+def _row_of_an_extern_result(w, t):
+    return w.softmax(-1)[t] + 0  # a hand-written kernel's output
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [_row_of_an_intermediate_then_written, _rows_of_an_intermediate, _row_of_an_extern_result],
+)
+def test_a_row_of_memory_the_plan_makes_is_found_at_each_calls_place(fn):
+    c = agree(fn, lambda t: (_grid(6, 4) / 10, kael.tensor(t % 5 + 1)), steps=range(6))
+    assert c.cache_info().traces == 1
