@@ -30,8 +30,8 @@ from kael.ir.views import View, numel
 from kael.runtime import debug, launches
 from kael.runtime.allocator import allocator_for, block_capacity
 from kael.runtime.convert import convert_scalar
-from kael.runtime.device import Device
-from kael.runtime.dtypes import DType, float64
+from kael.runtime.device import CPU, Device
+from kael.runtime.dtypes import DType, float64, int8, int16, int32, int64
 from kael.runtime.errors import Error
 from kael.runtime.launcher import launch, launch_block
 from kael.runtime.storage import Storage
@@ -900,6 +900,10 @@ class ExternCall:
     shaped: bool = False  # its Python read values: its output shapes may follow them
     retraces: bool = False  # a change of its output shapes traces the call again
     ints: bool = False  # it is given dynamic ints (tracing.SymInt): their values per call
+    # x[t] for a 0-d integer tensor t whose row is a window: (t's view, the window's view,
+    # the slot it shows, dim 0's size and byte stride, the row the trace took); each call
+    # reads t and binds the window itself, without getitem's Python (Trace._fast_select)
+    select: tuple | None = None
     # (positional arguments, keyword arguments, ((position, leaf), ...), ((keyword, leaf),
     # ...)) where every tensor and run-time leaf is a whole argument and no argument is a mutable
     # container (layer_norm(x, (C,), w, b, eps)): a call fills those in instead of rebuilding
@@ -930,6 +934,8 @@ class ExternCall:
     def run(self, call: Call) -> None:
         from kael.frontend.random import draw_marks
 
+        if self.select is not None and self._selected(call):
+            return
         direct = self.direct
         if direct is None:
             leaves = [_resolved(v, call) for v in self.leaves]
@@ -969,6 +975,28 @@ class ExternCall:
             if new:
                 call.bound[view.buffer] = impl.storage
 
+    def _selected(self, call: Call) -> bool:
+        """x[t]'s window bound from t's value read here (IndexError as eager's where it is
+        out of range); False where this call's memory is not the trace's kind (no CPU
+        integer in t, or the row past the base): getitem then runs as any extern."""
+        key, view, base, size, step, traced = self.select
+        key_impl, shown = call.impl(key), call.bound[base]
+        reader = _INTEGER_READERS.get(key_impl.dtype)
+        if shown is None or reader is None or key_impl.device is not CPU:
+            return False
+        value = reader.from_address(key_impl.data_ptr()).value
+        if not -size <= value < size:
+            raise IndexError(f"index {value} is out of bounds for dimension 0 with size {size}")
+        shift = ((value + size if value < 0 else value) - traced) * step
+        if type(shown) is Window:  # x itself found at a call's place
+            shift += shown.shift
+        lo, hi = call.plan.reach.get(view.buffer, (0, 0))
+        storage = real(shown)
+        if lo + shift < 0 or hi + shift > storage.nbytes:
+            return False
+        call.bound[view.buffer] = Window(storage, shift)
+        return True
+
     @staticmethod
     def _windows(call: Call, view: View, impl: TensorImpl, base: int) -> bool:
         """Bind a WINDOW slot to where this call's view lies (the extern made it, or was
@@ -987,6 +1015,15 @@ class ExternCall:
             return False
         call.bound[view.buffer] = Window(impl.storage, shift)
         return True
+
+
+# The C integer type of each dtype a 0-d index tensor may have (indexing.INT_KEYS).
+_INTEGER_READERS = {
+    int64: ctypes.c_int64,
+    int32: ctypes.c_int32,
+    int16: ctypes.c_int16,
+    int8: ctypes.c_int8,
+}
 
 
 def leaf_views(leaves) -> list[View]:

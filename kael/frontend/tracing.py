@@ -466,6 +466,22 @@ class Trace:
                 if leaf is not None:
                     self.used_scalars.add(leaf)
 
+    def _fast_select(self, args: tuple, specs: list, out_specs: list) -> tuple | None:
+        """ExternCall.select for x[t] (t a 0-d integer tensor, its row a window), else None."""
+        from kael.frontend.indexing import INT_KEYS
+        from kael.frontend.tensor import Tensor
+
+        if len(args) != 2 or len(out_specs) != 1 or not isinstance(args[1], Tensor):
+            return None
+        x, key = args[0]._impl, args[1]._impl
+        if key.shape or key.dtype not in INT_KEYS or not x.shape:
+            return None
+        view = out_specs[0][0]
+        step = x.strides[0] * x.dtype.itemsize
+        traced = (view.offset - x.offset) // x.strides[0] if x.strides[0] else 0
+        base = self.plan.slots[view.buffer].base
+        return specs[1], view, base, x.shape[0], step, traced
+
     def release_ints(self) -> None:
         """The trace ended: a SymInt Python kept (in a list, an attribute) is its value now,
         and no longer holds the trace and its buffers."""
@@ -853,6 +869,8 @@ class Trace:
             result = pytree.unflatten(out_def, got)
         step = p.ExternCall(name, fn, treedef, specs, out_def, out_specs, bool(shaped))
         step.ints = bool(ints)
+        if name == "Tensor.__getitem__" and windowed and not kwargs:
+            step.select = self._fast_select(args, specs, out_specs)
         self.plan.steps.append(step)
         self.ran = len(self.plan.steps)  # it ran just now
         # Any extern's shapes may follow the values (unique_consecutive scans before it reads):

@@ -351,3 +351,16 @@ def _row_of_an_extern_result(w, t):
 def test_a_row_of_memory_the_plan_makes_is_found_at_each_calls_place(fn):
     c = agree(fn, lambda t: (_grid(6, 4) / 10, kael.tensor(t % 5 + 1)), steps=range(6))
     assert c.cache_info().traces == 1
+
+
+@pytest.mark.parametrize("dtype", [kael.int64, kael.int32, kael.int16, kael.int8], ids=str)
+def test_a_row_is_read_at_each_calls_index_of_every_integer_dtype(dtype):
+    """x[t] reads t and binds the row itself (ExternCall.select), for each index dtype."""
+    c = kael.compile(_sampler_step)
+    x = _grid(3, 4)
+    for t in (3, -2, 0, 49, -50):
+        key = kael.tensor(t, dtype=dtype)
+        _same(c(x, key), _sampler_step(x, key))
+    with pytest.raises(IndexError, match="index -51 is out of bounds for dimension 0 with size 50"):
+        c(x, kael.tensor(-51, dtype=dtype))
+    assert c.cache_info().traces == 1
