@@ -335,7 +335,7 @@ def _a_place(key) -> bool:
     Ellipsis or a 0-d integer tensor (uint8 and bool ones are masks)."""
     from kael.frontend.indexing import INT_KEYS
 
-    if key is None or key is Ellipsis or type(key) is int:
+    if key is None or key is Ellipsis or type(key) is int or type(key) is SymInt:
         return True
     if type(key) is slice:
         return all(type(b) in (int, type(None)) for b in (key.start, key.stop, key.step))
@@ -695,9 +695,11 @@ class Trace:
 
         ints = sym_ints((args, kwargs)) if self.dynamic else None
         if ints:
+            why = f"{name} (the value of a Python int argument)"
             if self._restartable():  # each call's values (a new shape traces again)
-                why = f"{name} (the value of a Python int argument)"
                 return self.extern(name, fn, args, kwargs, shaped=why, ints=ints)
+            if _shapes_fixed(name, args):  # cache[p] = v, x[p]: a place, never a shape
+                return self.extern(name, fn, args, kwargs, shaped=why, ints=ints, fixed=True)
             # a write the caller sees came first, so a new shape could not trace again:
             # the plan is specialized to these values
             self.used_scalars.update(ints)

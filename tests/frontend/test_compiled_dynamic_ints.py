@@ -170,3 +170,19 @@ def test_torchs_dynamic_argument_decides_when_ints_are_dynamic(dynamic, traces):
     for p in range(6):
         assert kael.equal(c(X, p), X[p] * 3)
     assert c.cache_info().traces == traces
+
+
+def _written_then_indexed(cache, x, p):
+    cache.mul_(1.0)  # a write the caller sees comes first
+    cache[p] = x  # then a place, never a shape, follows p
+    return cache[p] * 2 + cache.sum()
+
+
+def test_positions_after_a_write_the_caller_sees_stay_dynamic():
+    c = kael.compile(_written_then_indexed)
+    mine, theirs = kael.zeros(8, 3), kael.zeros(8, 3)
+    for p in range(8):
+        x = kael.full((3,), float(p))
+        assert kael.equal(c(mine, x, p), _written_then_indexed(theirs, x, p))
+        assert kael.equal(mine, theirs)
+    assert c.cache_info().traces == 2
