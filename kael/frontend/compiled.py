@@ -613,7 +613,7 @@ def _reachable(value, read: frozenset) -> list:
         names = read if isinstance(value, type) else read | {"__call__"}
         spaces = [vars(k) for k in kind.__mro__ if not _own(k.__module__)]
         if not isinstance(value, type):
-            spaces.insert(0, getattr(value, "__dict__", None) or {})
+            spaces.insert(0, _instance_dict(value))
         found = [space[n] for space in spaces for n in names & space.keys()]
     found = [getattr(v, "__func__", v) for v in found]  # a static or class method's function
     return [v.fn if isinstance(v, CompiledFunction) else v for v in found if _helper(v)]
@@ -685,8 +685,14 @@ def _collect_sources(fn, found: _Sources, depth: int, seen: set) -> None:
         if own and not isinstance(value, Tensor):  # kael's constants and helpers stay
             continue
         _collect_value(words, get, value, read, found, helpers)
-    if not own:
-        _collect_defaults(fn, found, helpers)
+    if not own:  # its defaults, as what it names (held values, a list compared whole)
+        defaults = [*enumerate(getattr(fn, "__defaults__", None) or ())]
+        defaults += (getattr(fn, "__kwdefaults__", None) or {}).items()
+        for which, value in defaults:
+            get = functools.partial(_default, fn, which)
+            _collect_value(
+                f"default {which} of {fn.__qualname__}", get, value, read, found, helpers
+            )
     for helper in helpers:
         if id(helper) in seen:
             continue
@@ -700,26 +706,6 @@ def _collect_sources(fn, found: _Sources, depth: int, seen: set) -> None:
                 f"it calls {helper.__qualname__} through more than {HELPER_DEPTH} functions, "
                 "too deep to guard what it reads"
             )
-
-
-def _collect_defaults(fn, found: _Sources, helpers: list) -> None:
-    """fn's default arguments, each as a value named in its globals is (what it holds
-    too), or, where that is too much to guard (a default list of 5000 items), by
-    identity alone."""
-    defaults = [*enumerate(getattr(fn, "__defaults__", None) or ())]
-    defaults += (getattr(fn, "__kwdefaults__", None) or {}).items()
-    for which, value in defaults:
-        get = functools.partial(_default, fn, which)
-        words = f"default {which} of {fn.__qualname__}"
-        probe = _Sources(read=found.read)
-        _collect_value(words, get, value, found.read, probe, helpers)
-        if probe.overflow is not None:
-            found.values.append((get, value, ("same", _Same(value)), words))
-            continue
-        found.tensors.update(probe.tensors)
-        found.values += probe.values
-        found.sizes += probe.sizes
-        found.items += probe.items
 
 
 def _collect_value(words: str, get: Callable, value, read: frozenset, found, helpers) -> None:
@@ -799,13 +785,22 @@ def _module_of(value) -> str:
     return getattr(getattr(value, "__func__", value), "__module__", None) or ""
 
 
+def _instance_dict(value) -> dict:
+    """An object's own attributes, or {} where it has none or its __dict__ raises (a
+    user's __getattr__ may raise anything)."""
+    try:
+        return getattr(value, "__dict__", None) or {}
+    except Exception:
+        return {}
+
+
 def _static_attribute(get: Callable, name: str):
     """`name` as Python finds it on the object get() returns, unbound: the instance's own
     attribute, else the first class in its MRO holding it (the function, staticmethod or
     classmethod object itself, rebound or not); _GONE where none does."""
     owner = get()
     if not isinstance(owner, type):
-        mine = getattr(owner, "__dict__", None) or {}
+        mine = _instance_dict(owner)
         if name in mine:
             return mine[name]
         owner = type(owner)
@@ -827,17 +822,19 @@ def _collect_held(
     `found.overflow`, as past HELD_DEPTH. A function it holds (`HO.fn`) is guarded by
     identity and looked into as a helper."""
     whole = set()  # the paths of the lists and dicts of constants compared whole
-    for count, (path, value) in enumerate(_walk(node, (), HELD_DEPTH, {id(node)}, read)):
+    count = 0
+    for path, value in _walk(node, (), HELD_DEPTH, {id(node)}, read):
+        if path[:-1] in whole:  # an item of a list compared whole: no guard of its own
+            continue
+        count += 1
         where = words + _path_words(path)
-        if count >= MAX_SOURCES or value is _TOO_DEEP:
+        if count > MAX_SOURCES or value is _TOO_DEEP:
             found.overflow = (
                 f"{where} nests deeper than {HELD_DEPTH}, too deep to guard"
                 if value is _TOO_DEEP
                 else f"{words} holds more than {MAX_SOURCES} values, too many to guard"
             )
             return
-        if path[:-1] in whole:
-            continue
         follow = functools.partial(_follow, get, path) if path else get
         if path and _callable(value) and not isinstance(value, Tensor):
             _guard_callable(where, follow, value, found, helpers)
@@ -882,7 +879,7 @@ def _walk(node, path: tuple, depth: int, seen: set, read: frozenset):
             yield here, value
         elif depth:
             yield from _walk(value, here, depth - 1, seen | {id(value)}, read)
-        elif key[1] in read:  # a path the code names goes on past the depth
+        elif type(key[1]) is not str or key[1] in read:  # a path the code may read goes on
             yield here, _TOO_DEEP
 
 
@@ -1058,6 +1055,11 @@ def _call_twins(tensors: list, plan: p.Plan | None) -> tuple[str, str] | None:
     closures, attributes it read while tracing), sharing memory through two storages."""
     storages = [t._impl.storage for t in tensors]
     implicit = plan.implicit if plan is not None else []
+    if implicit:  # an argument that is the very storage of a global the plan reads
+        held = {id(s) for s in implicit}
+        for i, s in enumerate(storages):
+            if id(s) in held:
+                return f"argument {i}", "a tensor it reads from outside its arguments"
     found = _twins(storages + implicit)
     if found is None:
         return None
@@ -1214,8 +1216,8 @@ class CompiledFunction:
             if twins is not None:
                 self._warn_once(
                     f"kael.compile({self.__name__}): {twins[0]} and {twins[1]} share memory "
-                    "through two storages (two from_numpy of one array?); calls like this run "
-                    "eagerly, which keeps eager's results"
+                    "(one storage, or two from_numpy of one array) where the trace saw them "
+                    "apart; calls like this run eagerly, which keeps eager's results"
                 )
                 return self.fn(*args, **kwargs)
             before = p.snapshot(tensors) if self.check else None

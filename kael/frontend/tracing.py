@@ -446,10 +446,41 @@ class Trace:
         if slot is not None and self.plan.slots[slot].origin is not None:
             self.pinned.add(slot)
 
-    def _settle_relative(self) -> None:
-        """Keep an argument found at any offset (Slot.origin) only where the plan reads
-        nothing of its storage but its own element, and no global holds that storage too;
-        else the plan is kept per offset of it (its leaf `used`)."""
+    def _module_storages(self) -> set[int]:
+        """The ids of the storages of the tensors the modules the call read hold
+        (parameters, buffers, plain tensor attributes): memory read other than through the
+        arguments, which the trace merges into an argument's slot where they are one."""
+        from kael.frontend.tensor import Tensor
+
+        found = set()
+        for ref, _ in self.modules_read.values():
+            module = ref()
+            if module is None:
+                continue
+            space = module.__dict__
+            tables = (space.get("_parameters") or {}, space.get("_buffers") or {}, space)
+            found.update(
+                id(v._impl.storage)
+                for t in tables
+                for v in list(t.values())
+                if isinstance(v, Tensor)
+            )
+        return found
+
+    def _settle_arguments(self) -> None:
+        """An argument whose memory a global or a module the call read holds too is one
+        slot with it: a later call passing other memory would be read in its place, so
+        the signature runs eagerly. Keep an argument found at any offset (Slot.origin)
+        only where the plan reads nothing of its storage but its own element; else the
+        plan is kept per offset of it (its leaf `used`)."""
+        held = self.shared | self._module_storages()
+        for slot in self.plan.slots:
+            if slot.kind == p.ARG and id(self.tensors[slot.arg]._impl.storage) in held:
+                self.broken = self.broken or (
+                    f"argument tensor {slot.arg} is the memory of a tensor it also reads from "
+                    "outside its arguments (a global, a module's), which a plan cannot tell "
+                    "apart from other memory a later call passes"
+                )
         views = [v for step in self.plan.steps for v in step.views()]
         views += [v for v in self.plan.out_leaves if type(v) is View]
         leaves = {id(v): i for i, v in enumerate(self.call.scalars)}
@@ -460,7 +491,7 @@ class Trace:
             own = (slot.origin, slot.origin + tensor._impl.dtype.itemsize)
             reached = [p.byte_range(v) for v in views if v.buffer == index and 0 not in v.shape]
             outside = any(lo < own[0] or hi > own[1] for lo, hi in reached)
-            if index in self.pinned or id(tensor._impl.storage) in self.shared or outside:
+            if index in self.pinned or outside:
                 slot.origin = None
                 leaf = leaves.get(id(tensor))
                 if leaf is not None:
@@ -1027,7 +1058,7 @@ class Trace:
                     moved.add(id(lazy))
                     real.version = lazy.version
                 v._impl.storage = real
-        self._settle_relative()
+        self._settle_arguments()
         plan.finish()
         return concrete(result) if self.dynamic else result  # the caller's ints, as eagerly
 

@@ -981,3 +981,68 @@ def _level_reading_nothing(n):
     space: dict = {}
     exec(code, space)
     return space, space[f"h{n - 1}"]
+
+
+class _Denoiser(kael.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("timesteps", kael.arange(900, -1, -100).float())
+
+    def forward(self, x, t):
+        return x * (t / self.timesteps[0]) + self.timesteps[3]
+
+
+@pytest.mark.filterwarnings("ignore:kael.compile")
+def test_an_argument_that_is_the_memory_of_a_module_buffer_it_reads_is_not_moved():
+    """t is a view of the module's own timesteps: the trace cannot tell its read of
+    self.timesteps[0] from t's, so the calls run eagerly instead of shifting both."""
+    model = _Denoiser()
+    step = kael.compile(model)
+    for t in model.timesteps:
+        assert kael.equal(step(ONES, t), model(ONES, t))
+
+
+_SHARED = kael.arange(8.0)
+
+
+def _doubles_the_global(t):
+    _SHARED.mul_(2.0)
+    return _SHARED + t
+
+
+@pytest.mark.filterwarnings("ignore:kael.compile")
+def test_an_argument_that_is_a_globals_memory_is_never_read_in_its_place():
+    global _SHARED
+    c = kael.compile(_doubles_the_global)
+    c(kael.zeros(8)[0])
+    c(kael.zeros(8)[1])
+    _SHARED.copy_(kael.arange(8.0))
+    theirs = kael.arange(8.0)
+    got = c(_SHARED[7])
+    _SHARED, saved = theirs, _SHARED
+    try:
+        want = _doubles_the_global(theirs[7])
+    finally:
+        _SHARED = saved
+    assert kael.equal(got, want)
+    h = kael.ones(3)
+    g = kael.compile(lambda a: a + h)
+    g(h)  # the argument is the closure's tensor at the trace
+    assert g(kael.zeros(3)).tolist() == [1.0, 1.0, 1.0]
+
+
+def test_a_nested_list_past_the_depth_and_a_big_default_are_seen_changing():
+    global DEEP_LIST, BIG
+    DEEP_LIST = [[[[[[2.0]]]]]]
+    BIG = [1.0] * 5000
+
+    def uses_default(x, table=BIG):
+        return x * table[0]
+
+    f = kael.compile(lambda x: x * DEEP_LIST[0][0][0][0][0][0])
+    g = kael.compile(uses_default)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert f(ONES).tolist() == [2.0, 2.0] and g(ONES).tolist() == [1.0, 1.0]
+        DEEP_LIST[0][0][0][0][0][0], BIG[0] = 3.0, 8.0
+        assert f(ONES).tolist() == [3.0, 3.0] and g(ONES).tolist() == [8.0, 8.0]

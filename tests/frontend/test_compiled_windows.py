@@ -364,3 +364,21 @@ def test_a_row_is_read_at_each_calls_index_of_every_integer_dtype(dtype):
     with pytest.raises(IndexError, match="index -51 is out of bounds for dimension 0 with size 50"):
         c(x, kael.tensor(-51, dtype=dtype))
     assert c.cache_info().traces == 1
+
+
+def _pooled_row(v, t, out):
+    row = v[t]
+    out.add_(1)  # a write the caller sees
+    return row.diagonal(), kael.nn.functional.max_pool2d(row.unsqueeze(0), 2)
+
+
+def test_kaels_own_ops_over_a_row_are_no_reads_of_its_place():
+    """diagonal and pooling compute their views from the row's own offset (their
+    storage_offset and as_strided are kael's, inside the op): no read of the values."""
+    c = kael.compile(_pooled_row)
+    for t in (0, 2, 1):
+        mine, theirs = kael.zeros(2), kael.zeros(2)
+        v = _grid(3, 4, 4)
+        _same(c(v, kael.tensor(t), mine), _pooled_row(v, kael.tensor(t), theirs))
+        _same(mine, theirs)
+    assert c.cache_info().traces == 1
