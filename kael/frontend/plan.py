@@ -990,12 +990,7 @@ class ExternCall:
         shift = ((value + size if value < 0 else value) - traced) * step
         if type(shown) is Window:  # x itself found at a call's place
             shift += shown.shift
-        lo, hi = call.plan.reach.get(view.buffer, (0, 0))
-        storage = real(shown)
-        if lo + shift < 0 or hi + shift > storage.nbytes:
-            return False
-        call.bound[view.buffer] = Window(storage, shift)
-        return True
+        return _bind_window(call, view, real(shown), shift)
 
     @staticmethod
     def _windows(call: Call, view: View, impl: TensorImpl, base: int) -> bool:
@@ -1009,12 +1004,20 @@ class ExternCall:
             or (impl.shape, impl.strides, impl.dtype) != (view.shape, view.strides, view.dtype)
         ):
             return False
-        shift = (impl.offset - view.offset) * view.dtype.itemsize
-        lo, hi = call.plan.reach.get(view.buffer, (0, 0))
-        if lo + shift < 0 or hi + shift > impl.storage.nbytes:  # a view of it past the base
-            return False
-        call.bound[view.buffer] = Window(impl.storage, shift)
-        return True
+        return _bind_window(
+            call, view, impl.storage, (impl.offset - view.offset) * view.dtype.itemsize
+        )
+
+
+def _bind_window(call: Call, view: View, storage: Storage, shift: int) -> bool:
+    """Bind the WINDOW slot of `view` to `storage` seen `shift` bytes on, unless a view of
+    it the plan takes would then reach past the storage (Plan.reach): False, and the call
+    is checked as any other."""
+    lo, hi = call.plan.reach.get(view.buffer, (0, 0))
+    if lo + shift < 0 or hi + shift > storage.nbytes:
+        return False
+    call.bound[view.buffer] = Window(storage, shift)
+    return True
 
 
 # The C integer type of each dtype a 0-d index tensor may have (indexing.INT_KEYS).
