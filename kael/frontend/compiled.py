@@ -615,8 +615,15 @@ def _reachable(value, read: frozenset) -> list:
         if not isinstance(value, type):
             spaces.insert(0, _instance_dict(value))
         found = [space[n] for space in spaces for n in names & space.keys()]
-    found = [getattr(v, "__func__", v) for v in found]  # a static or class method's function
+    found = [_code_of(v) for v in found]
     return [v.fn if isinstance(v, CompiledFunction) else v for v in found if _helper(v)]
+
+
+def _code_of(value):
+    """The function behind a static or class method's or a property's (its getter)."""
+    if isinstance(value, property):
+        return value.fget
+    return getattr(value, "__func__", value)
 
 
 def _helper(value) -> bool:
@@ -768,7 +775,7 @@ def _collect_methods(words: str, get: Callable, value, read: frozenset, found, h
 
 def _guard_callable(where: str, get: Callable, value, found, helpers: list) -> None:
     found.values.append((get, value, ("same", _Same(value)), where))
-    inner = getattr(value, "__func__", value)  # a static or class method's function
+    inner = _code_of(value)
     if _helper(inner):
         helpers.append(inner.fn if isinstance(inner, CompiledFunction) else inner)
 
@@ -776,7 +783,7 @@ def _guard_callable(where: str, get: Callable, value, found, helpers: list) -> N
 def _callable(value) -> bool:
     """Whether a value is code a call may run: a function, a callable object, a static or
     class method (not a class: calling one builds an object the trace sees)."""
-    if isinstance(value, (staticmethod, classmethod)):
+    if isinstance(value, (staticmethod, classmethod, property)):  # (a property runs a getter)
         return True
     return callable(value) and not isinstance(value, type)
 

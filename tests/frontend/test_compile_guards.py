@@ -1046,3 +1046,21 @@ def test_a_nested_list_past_the_depth_and_a_big_default_are_seen_changing():
         assert f(ONES).tolist() == [2.0, 2.0] and g(ONES).tolist() == [1.0, 1.0]
         DEEP_LIST[0][0][0][0][0][0], BIG[0] = 3.0, 8.0
         assert f(ONES).tolist() == [3.0, 3.0] and g(ONES).tolist() == [8.0, 8.0]
+
+
+class _WithProperty:
+    def __init__(self):
+        self._k = 2.0
+
+    @property
+    def k(self):
+        return self._k
+
+
+def test_what_a_property_getter_reads_is_guarded():
+    global WITH_PROPERTY
+    WITH_PROPERTY = _WithProperty()
+    f = kael.compile(lambda x: x * WITH_PROPERTY.k)
+    assert f(ONES).tolist() == [2.0, 2.0]
+    WITH_PROPERTY._k = 5.0
+    assert f(ONES).tolist() == [5.0, 5.0]
