@@ -33,6 +33,7 @@ from kael.runtime.convert import convert_scalar
 from kael.runtime.device import CPU, Device
 from kael.runtime.dtypes import DType, float64, int8, int16, int32, int64
 from kael.runtime.errors import Error
+from kael.runtime.errors import IndexError as KaelIndexError
 from kael.runtime.launcher import launch, launch_block
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides
@@ -985,8 +986,8 @@ class ExternCall:
         if shown is None or reader is None or key_impl.device is not CPU:
             return False
         value = reader.from_address(key_impl.data_ptr()).value
-        if not -size <= value < size:
-            raise IndexError(f"index {value} is out of bounds for dimension 0 with size {size}")
+        if not -size <= value < size:  # kael's IndexError, as eager getitem raises
+            raise KaelIndexError(f"index {value} is out of bounds for dimension 0 with size {size}")
         shift = ((value + size if value < 0 else value) - traced) * step
         if type(shown) is Window:  # x itself found at a call's place
             shift += shown.shift
@@ -1249,7 +1250,7 @@ class Plan:
         reads and no result is (the rollback of an op that turned extern takes back the
         op's own steps; this catches what else a trace leaves unread). A kernel that may
         fault stays: its error is part of the call."""
-        live = {v.buffer for v in self.out_leaves if type(v) is View}
+        live = self._shown({v.buffer for v in self.out_leaves if type(v) is View})
         kept = []
         for step in reversed(self.steps):
             members = step.members if type(step) is RowGroup else [step]
@@ -1260,9 +1261,19 @@ class Plan:
             ):
                 self.unread += [op for m in members for op in m.covers]
                 continue
-            live.update(v.buffer for v in step.views())
+            live.update(self._shown({v.buffer for v in step.views()}))
             kept.append(step)
         self.steps = kept[::-1]
+
+    def _shown(self, buffers: set[int]) -> set[int]:
+        """`buffers` and the memory each WINDOW among them shows (its base, and so on): a
+        window read later reads what a kernel writes into its base."""
+        found = set(buffers)
+        for b in buffers:
+            while self.slots[b].kind == WINDOW:
+                b = self.slots[b].base
+                found.add(b)
+        return found
 
     def run(self, tensors: list, scalars: list):
         """Run every step for one call and return its results: through the plan's replay

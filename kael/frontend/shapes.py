@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from kael.frontend import factories, fastpath, index_ops, order_statistics, views
 from kael.frontend.elementwise import broadcast_shapes
 from kael.frontend.outputs import tensor_arg
-from kael.frontend.tensor import Tensor, clone_impl
+from kael.frontend.tensor import Tensor, clone_impl, placed
 from kael.runtime.dtypes import as_dtype, int32, int64
 from kael.runtime.errors import IndexError, NotImplementedError, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, validate_shape
@@ -552,6 +552,14 @@ def _new_tensor(self: Tensor, data, *, dtype=None, device=None) -> Tensor:
 # ---- the families' tables --------------------------------------------------------------------
 
 
+def as_strided(input: Tensor, size, stride, storage_offset=None) -> Tensor:
+    """kael.as_strided: input.as_strided(...), a layout from the storage's start, so under
+    @kael.compile a read of where input lies (Tensor.placed) even inside its op door."""
+    x = tensor_arg(input, "as_strided")
+    placed(x._impl, "as_strided", always=True)
+    return x.as_strided(size, stride, storage_offset)
+
+
 def method_function(name: str, check: Callable = tensor_arg) -> Callable:
     """kael.NAME(input, ...) for the method Tensor.NAME: input.NAME(...), input checked by
     `check` (the views here; torch_level.py's torch.NAME forms of other methods)."""
@@ -636,9 +644,9 @@ FUNCTIONS: dict[str, Callable] = {
             "narrow",
             "select",
             "unflatten",
-            "as_strided",
         )
     },
+    "as_strided": as_strided,
     "ravel": lambda input: tensor_arg(input, "ravel").reshape(-1),
 }
 # Factory-like functions and the many-tensor ones are not Tensor methods.

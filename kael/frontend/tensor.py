@@ -175,13 +175,15 @@ def _flag(value, op: str, what: str) -> bool:
     return outputs.bool_arg(value, op, f"argument '{what}'")
 
 
-def _placed(impl, what: str) -> None:
+def placed(impl, what: str, always: bool = False) -> None:
     """Mark Python that reads where a view lies in its storage (its offset, its address, a
     layout from the storage's start) where a compiled plan finds it per call (x[t]: a
-    window): that needs the values, as Tensor.item() does."""
+    window): that needs the values, as Tensor.item() does. Inside an op, kael's own reads
+    (diagonal's, a pool's windows) are relative and pass, unless `always`: a public door
+    taking the user's layout (kael.as_strided)."""
     storage = impl.storage
     trace = _trace_state.trace
-    if trace is not None and trace.depth:  # kael's own ops: their views are relative
+    if trace is not None and trace.depth and not always:
         return
     if trace is not None:
         trace.placed(storage)  # an argument read at any offset: its own now
@@ -523,7 +525,7 @@ class Tensor:
         return self._impl.strides
 
     def storage_offset(self) -> int:
-        _placed(self._impl, "storage_offset()")
+        placed(self._impl, "storage_offset()")
         return self._impl.offset
 
     def element_size(self) -> int:
@@ -537,7 +539,7 @@ class Tensor:
 
     def data_ptr(self) -> int:
         """The address of the first element (a device address for CUDA tensors)."""
-        _placed(self._impl, "data_ptr()")
+        placed(self._impl, "data_ptr()")
         return self._impl.data_ptr()
 
     def const_data_ptr(self) -> int:
@@ -562,7 +564,7 @@ class Tensor:
         """The storage's bytes as a kael.UntypedStorage (one per storage: views agree)."""
         from kael.frontend import storages  # it imports this module
 
-        _placed(self._impl, "untyped_storage()")
+        placed(self._impl, "untyped_storage()")
         return storages.UntypedStorage.of(self._impl.storage)
 
     def is_set_to(self, tensor: Tensor) -> bool:
@@ -1258,7 +1260,7 @@ class Tensor:
 
     def as_strided(self, size, stride, storage_offset=None) -> Tensor:
         """Any layout over the same storage; one that leaves the storage raises kael.Error."""
-        _placed(self._impl, "as_strided")
+        placed(self._impl, "as_strided")
         return Tensor(views.as_strided(self._impl, size, stride, storage_offset))
 
     def unsafe_chunk(self, chunks, dim=0) -> tuple[Tensor, ...]:
@@ -1357,7 +1359,7 @@ class Tensor:
             impl = empty_impl((0,), self._impl.dtype, self._impl.device)
         else:
             if isinstance(source, Tensor):
-                _placed(source._impl, "set_")
+                placed(source._impl, "set_")
             impl = self._set_source(source, storage_offset, size, stride)
         before, self._impl = self._impl, impl
         _moved(self, before, rare=True)

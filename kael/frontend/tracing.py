@@ -908,7 +908,8 @@ class Trace:
         self.ran = len(self.plan.steps)  # it ran just now
         # Any extern's shapes may follow the values (unique_consecutive scans before it reads):
         # a change traces the call again where that is safe, and raises where it is not.
-        step.retraces = bool(shaped) or self._restartable()
+        # (a `fixed` one after a write the caller sees never does: it raises instead)
+        step.retraces = bool(shaped) and not fixed or self._restartable()
         return result
 
     def reseed(self, generator, seed: int, offset: int = 0) -> None:

@@ -10,7 +10,7 @@ from kael.frontend.factories import refuse_grad
 from kael.frontend.memory_formats import contiguous_format
 from kael.frontend.outputs import check_out_dtype, device_of, int_arg, tensor_param, written_out
 from kael.frontend.scatters import _slice_of
-from kael.frontend.tensor import Tensor, has_internal_overlap, strided
+from kael.frontend.tensor import Tensor, has_internal_overlap, placed, strided
 from kael.frontend.tracing import op_door
 from kael.runtime.dtypes import DType
 from kael.runtime.errors import IndexError, TypeError, ValueError
@@ -45,7 +45,7 @@ def _view(input: Tensor, size=None, *, dtype: DType | None = None) -> Tensor:
 # torch.NAME -> the view whose elements it copies: (input, *torch's other arguments)
 _VIEWS: dict[str, Callable] = {
     "alias_copy": Tensor.detach,
-    "as_strided_copy": Tensor.as_strided,
+    "as_strided_copy": shapes.FUNCTIONS["as_strided"],
     "detach_copy": Tensor.detach,
     "diagonal_copy": shapes.diagonal,
     "expand_copy": _expand,
@@ -150,6 +150,7 @@ def as_strided_scatter(input: Tensor, src: Tensor, size, stride, storage_offset=
     as_strided(size, stride, storage_offset) window."""
     op = "as_strided_scatter"
     x = tensor_param(input, op)
+    placed(x._impl, op, always=True)
     s = tensor_param(src, op, "src")
     device_of([x, s], op)
     out = _clone_preserving_strides(x)

@@ -382,3 +382,40 @@ def test_kaels_own_ops_over_a_row_are_no_reads_of_its_place():
         _same(c(v, kael.tensor(t), mine), _pooled_row(v, kael.tensor(t), theirs))
         _same(mine, theirs)
     assert c.cache_info().traces == 1
+
+
+def _scaled_after_the_row(x, t):
+    w = x * 2
+    row = w[t]
+    w.mul_(3)  # written after the row is taken: the row, a view, sees it
+    return row
+
+
+def _zeroed_after_the_row(x, t):
+    w = x.exp()
+    row = w[t]
+    w.zero_()
+    return row, row + 0
+
+
+@pytest.mark.parametrize("fn", [_scaled_after_the_row, _zeroed_after_the_row])
+def test_a_write_to_an_intermediate_a_row_shows_is_kept(fn):
+    """The write's only reader is the row: the plan must not drop it as unread."""
+    agree(fn, lambda t: (_grid(6, 4) / 10, kael.tensor(t % 6)), steps=[0, 0, 3, 5, 1])
+
+
+def _absolute_layout_of_a_row(x, t):
+    return kael.as_strided(x[t], (4,), (1,), 0) * 1  # from the storage's start: row 0
+
+
+def test_an_absolute_layout_of_a_row_through_the_function_is_taken_per_call():
+    """kael.as_strided reads where the row lies (inside its door): it runs as an extern
+    step on the memory itself at each call, from the storage's start as eager."""
+    agree(_absolute_layout_of_a_row, lambda t: (_grid(6, 4), kael.tensor(t % 6)), steps=[5, 3, 0])
+
+
+def test_an_out_of_range_row_raises_kaels_index_error():
+    c = kael.compile(_sampler_step)
+    c(*_args(1))
+    with pytest.raises(kael.IndexError, match="index 50 is out of bounds"):
+        c(*_args(50))
