@@ -1702,6 +1702,8 @@ def compile(
     in Python (a branch, range(p), a shape) keeps a plan per value. `dynamic=False` keeps
     every int a constant, `True` makes them dynamic from the first call; a function traced
     with fullgraph=False keeps them constants (its eager rest sees the caller's ints).
+    While traced, a dynamic int is a stand-in whose `isinstance(p, int)` holds but whose
+    `type(p) is int` does not: branch with isinstance, or pass dynamic=False.
 
     torch's other arguments are taken for its spelling: `dynamic` (sizes never recompile
     here), `backend`,
