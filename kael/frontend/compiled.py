@@ -131,6 +131,16 @@ _FLOAT = (float,)
 _INT = (int,)  # an int argument made dynamic: its value is no part of the signature
 
 
+def _dynamic_leaves(key: tuple) -> list[int]:
+    """The leaves a signature takes as dynamic ints."""
+    return [i for i, part in enumerate(key[1]) if part is _INT]
+
+
+def _int_constant(part: tuple) -> bool:
+    """Whether a signature part is an int argument's value (one that may turn dynamic)."""
+    return part[0] == "const" and part[1] is int
+
+
 def _generator_part(generator, seen: list) -> tuple:
     """A generator leaf's part: the default generator by name (an op reserves from it
     apart, and code may test `g is kael.default_generator`), any other by the first
@@ -396,7 +406,7 @@ def _float_key(values: list) -> tuple:
 
 def _key_part(value) -> object:
     """A used leaf that is no number: a 0-d tensor argument whose place the plan read
-    (Trace.pin_argument) by its offset, anything else (a generator) by identity."""
+    (Trace._settle_arguments) by its offset, anything else (a generator) by identity."""
     if isinstance(value, Tensor):
         return ("at", value._impl.offset)
     return _Same(value)
@@ -584,12 +594,10 @@ def _names_read(fn, depth: int, seen: set) -> frozenset:
     read = _code_names(code)
     if depth:
         g = getattr(fn, "__globals__", {})
-        named = [g.get(name) for name in read] + _cell_values(fn) + _defaults(fn)
+        named = [g.get(name) for name in read] + _cell_values(fn)
+        named += [value for _, value in _defaults(fn)]
         for value in named:
-            if _helper(value):
-                found = [value.fn if isinstance(value, CompiledFunction) else value]
-            else:
-                found = _reachable(value, read)
+            found = [_plain_fn(value)] if _helper(value) else _reachable(value, read)
             for helper in found:
                 read = read | _names_read(helper, depth - 1, seen)
     return read
@@ -608,15 +616,12 @@ def _reachable(value, read: frozenset) -> list:
         found = list(value)
     elif isinstance(value, types.ModuleType):
         found = [] if _own(value.__name__) else [getattr(value, n, None) for n in read]
-    else:
-        kind = value if isinstance(value, type) else type(value)
+    else:  # each name as Python finds it (the first class holding it), __call__ too
+        get = functools.partial(_same_object, value)
         names = read if isinstance(value, type) else read | {"__call__"}
-        spaces = [vars(k) for k in kind.__mro__ if not _own(k.__module__)]
-        if not isinstance(value, type):
-            spaces.insert(0, _instance_dict(value))
-        found = [space[n] for space in spaces for n in names & space.keys()]
+        found = [_static_attribute(get, n) for n in names]
     found = [_code_of(v) for v in found]
-    return [v.fn if isinstance(v, CompiledFunction) else v for v in found if _helper(v)]
+    return [_plain_fn(v) for v in found if _helper(v)]
 
 
 def _code_of(value):
@@ -631,10 +636,15 @@ def _helper(value) -> bool:
     return isinstance(value, CompiledFunction) or _user_function(value)
 
 
+def _plain_fn(helper):
+    """The plain function a helper runs (a compiled one's own)."""
+    return helper.fn if isinstance(helper, CompiledFunction) else helper
+
+
 def _defaults(fn) -> list:
-    """The values of fn's default arguments."""
-    keywords = getattr(fn, "__kwdefaults__", None) or {}
-    return [*(getattr(fn, "__defaults__", None) or ()), *keywords.values()]
+    """fn's default arguments, each (its position or keyword's name, its value)."""
+    defaults = [*enumerate(getattr(fn, "__defaults__", None) or ())]
+    return defaults + list((getattr(fn, "__kwdefaults__", None) or {}).items())
 
 
 def _unwrapped(fn) -> tuple[Callable | None, list]:
@@ -693,9 +703,7 @@ def _collect_sources(fn, found: _Sources, depth: int, seen: set) -> None:
             continue
         _collect_value(words, get, value, read, found, helpers)
     if not own:  # its defaults, as what it names (held values, a list compared whole)
-        defaults = [*enumerate(getattr(fn, "__defaults__", None) or ())]
-        defaults += (getattr(fn, "__kwdefaults__", None) or {}).items()
-        for which, value in defaults:
+        for which, value in _defaults(fn):
             get = functools.partial(_default, fn, which)
             _collect_value(
                 f"default {which} of {fn.__qualname__}", get, value, read, found, helpers
@@ -727,7 +735,7 @@ def _collect_value(words: str, get: Callable, value, read: frozenset, found, hel
     if _callable(value):  # a function, a module, a callable: rebound, traced again
         found.values.append((get, value, ("same", _Same(value)), words))
     if _helper(value):
-        helpers.append(value.fn if isinstance(value, CompiledFunction) else value)
+        helpers.append(_plain_fn(value))
         return
     if isinstance(value, (type, types.ModuleType)):
         if not _own(getattr(value, "__module__", None) or getattr(value, "__name__", "")):
@@ -777,7 +785,7 @@ def _guard_callable(where: str, get: Callable, value, found, helpers: list) -> N
     found.values.append((get, value, ("same", _Same(value)), where))
     inner = _code_of(value)
     if _helper(inner):
-        helpers.append(inner.fn if isinstance(inner, CompiledFunction) else inner)
+        helpers.append(_plain_fn(inner))
 
 
 def _callable(value) -> bool:
@@ -789,7 +797,7 @@ def _callable(value) -> bool:
 
 
 def _module_of(value) -> str:
-    return getattr(getattr(value, "__func__", value), "__module__", None) or ""
+    return getattr(_code_of(value), "__module__", None) or ""
 
 
 def _instance_dict(value) -> dict:
@@ -1325,7 +1333,7 @@ class CompiledFunction:
         positions = self._dynamic.get(key[0], ())
         every = self.dynamic is True
         parts = [
-            _INT if (every or i in positions) and part[0] == "const" and part[1] is int else part
+            _INT if (every or i in positions) and _int_constant(part) else part
             for i, part in enumerate(key[1])
         ]
         return key[0], tuple(parts)
@@ -1335,7 +1343,7 @@ class CompiledFunction:
         the same signature (its ints blanked) had: torch's automatic dynamic, so a decode
         step's position traces twice (the first value, then dynamic), not once per token."""
         parts = key[1]
-        ints = [i for i, part in enumerate(parts) if part[0] == "const" and part[1] is int]
+        ints = [i for i, part in enumerate(parts) if _int_constant(part)]
         if not ints or self.dynamic is not None:  # (False: kael's own plans, fullgraph=False)
             return
         blank = (key[0], tuple(_INT if i in ints else part for i, part in enumerate(parts)))
@@ -1359,7 +1367,7 @@ class CompiledFunction:
         self._note_ints(key)
         if self._dynamic:  # one that changed just now is dynamic in this trace already
             key = self._dynamic_key(key)
-        dynamic = [i for i, part in enumerate(key[1]) if part is _INT]
+        dynamic = _dynamic_leaves(key)
         if key in self._pinned:  # a shape followed the ints: the plan takes their values
             trace.used_scalars.update(dynamic)
             dynamic = []
@@ -1511,7 +1519,7 @@ class CompiledFunction:
         _, _, leaves, _, key = self._lookup(args, kwargs)
         entry = self._entries.get(key)
         used = entry.used if entry is not None else ()
-        dynamic = [i for i, part in enumerate(key[1]) if part is _INT]
+        dynamic = _dynamic_leaves(key)
         words = _guard_words(leaves, used, dynamic)
         words += entry.source_words() if entry is not None else []
         return Inspection(self.__name__, plan, stages, words)
@@ -1705,9 +1713,8 @@ def compile(
     While traced, a dynamic int is a stand-in whose `isinstance(p, int)` holds but whose
     `type(p) is int` does not: branch with isinstance, or pass dynamic=False.
 
-    torch's other arguments are taken for its spelling: `dynamic` (sizes never recompile
-    here), `backend`,
-    `mode` (one of torch's), `options`, `name`, the rest of torch's keywords (ignored: kael
+    torch's other arguments are taken for its spelling (sizes never recompile here, dynamic
+    or not): `backend`, `mode` (one of torch's), `options`, `name`, the rest of torch's keywords (ignored: kael
     has one compiler); `recompile_limit` is max_recompiles, and disable=True returns `fn`."""
     if mode not in MODES:
         raise KaelValueError(f"Unknown mode={mode!r}: kael.compile takes torch's modes {MODES[1:]}")

@@ -216,14 +216,12 @@ class RandomWord:
         return call.random[self.index][self.which]
 
 
-_SCALAR_SOURCES = (ArgScalar, Derived)
+_SCALAR_SOURCES = (ArgScalar, Derived)  # a value from the call's own leaves
+_CALL_SOURCES = (ArgScalar, RandomWord, Derived)  # a value each call works out
 
 
 def _value(source, call: Call):
-    kind = type(source)
-    if kind is ArgScalar or kind is RandomWord or kind is Derived:
-        return source.value(call)
-    return source
+    return source.value(call) if type(source) in _CALL_SOURCES else source
 
 
 class Call:
@@ -1044,8 +1042,7 @@ def leaf_views(leaves) -> list[View]:
 def _runtime(leaf) -> bool:
     """Whether an extern's leaf takes its value per call: a tensor over a slot, a scalar
     argument or a random word."""
-    kind = type(leaf)
-    return kind is View or kind is ArgScalar or kind is RandomWord or kind is Derived
+    return type(leaf) is View or type(leaf) in _CALL_SOURCES
 
 
 def _resolved(leaf, call: Call):
