@@ -1,5 +1,6 @@
 """The comparison the parity and differential tests share: a kael result against torch's."""
 
+import threading
 import warnings
 
 import numpy as np
@@ -180,3 +181,12 @@ def door_and_full(memo: dict, kept: dict, call):
     served = call()
     memo.clear()
     return served, call()
+
+
+def in_threads(work, count: int = 4) -> None:
+    """Run work(k) for k in range(count), each on a thread of its own, all at once."""
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()

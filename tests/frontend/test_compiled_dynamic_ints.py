@@ -5,10 +5,9 @@ specializes the plan to it: never a plan that read one value serving another."""
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
+from parity_helpers import in_threads
 
 import kael
 
@@ -130,11 +129,7 @@ def test_calls_from_threads_each_take_their_own_value():
             if not kael.equal(c(X, p), X[p] + p):
                 errors.append(p)
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    in_threads(work)
     assert errors == [] and c.cache_info().traces == 2
 
 

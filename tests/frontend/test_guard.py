@@ -5,11 +5,11 @@ other call back."""
 
 from __future__ import annotations
 
-import threading
 import warnings
 
 import numpy as np
 import pytest
+from parity_helpers import in_threads
 
 import kael
 from kael.frontend.guard import MISS
@@ -248,11 +248,7 @@ def test_threads_sharing_the_guarded_replay_each_get_their_own_result():
             if _bits(c(m, vs[i], 0.5, 2)) != expected[i]:
                 wrong.append(i)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    in_threads(work)
     assert wrong == []
 
 

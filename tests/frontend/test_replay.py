@@ -4,6 +4,7 @@ that it gives eager's bits, and when the plan runs step by step instead."""
 from __future__ import annotations
 
 import pytest
+from parity_helpers import in_threads
 
 import kael
 from kael.frontend.inspection import record_launches
@@ -255,7 +256,6 @@ def test_results_aliased_and_large_intermediates_are_made_by_every_call():
 
 
 def test_threads_calling_one_replay_at_once_each_compute_their_own_result():
-    import threading
 
     def spread(m, v):  # the kept norm is written, then read after a product long enough
         n = (v * v).sum().sqrt()  # to release the GIL: another call runs in between
@@ -273,11 +273,7 @@ def test_threads_calling_one_replay_at_once_each_compute_their_own_result():
             if not _bits_equal(c(m, vs[i]), expected[i]):
                 wrong.append(i)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    in_threads(work)
     assert wrong == []  # one entry shared by every call: about 160 of 200 wrong
 
 
