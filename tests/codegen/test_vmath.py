@@ -469,6 +469,24 @@ def test_silu_and_gelu_tanh_keep_subnormal_results_past_exps_underflow_edge(dt):
 
 
 @pytest.mark.parametrize("dt", FLOATS)
+def test_gelu_tanh_far_lanes_are_exact_and_leave_their_neighbours_bits_alone(dt):
+    """Lanes past e = e^-2u's normal range take the rare branch, lane by lane: x for large
+    x, -0 far below, inf at inf and NaN at -inf and NaN as PyTorch; the ordinary lanes
+    of the same vectors give the bits they give alone."""
+    far = np.array([12, 30, 1e30, -25, -30, -1e30, np.inf, -np.inf, np.nan], dt)
+    ordinary = np.linspace(-4, 4, 16 * len(far)).astype(dt)
+    mixed = ordinary.copy()
+    mixed[5::16] = far  # one far lane in each vector
+    got = apply("gelu_tanh", mixed)
+    np.testing.assert_array_equal(
+        np.delete(got, np.s_[5::16]), np.delete(apply("gelu_tanh", ordinary), np.s_[5::16])
+    )
+    want = np.array([12, 30, 1e30, -0.0, -0.0, -0.0, np.inf, np.nan, np.nan], dt)
+    np.testing.assert_array_equal(got[5::16], want)
+    assert np.signbit(got[5::16][3:6]).all()
+
+
+@pytest.mark.parametrize("dt", FLOATS)
 def test_gelu_negative_tail_past_erfcs_polynomial_is_not_flushed_to_zero(dt):
     """Past x = -erf_big sqrt 2 gelu is tiny but not 0, down to its underflow edge."""
     k = vmath._C[dtypes.from_numpy_dtype(dt)]
