@@ -155,9 +155,7 @@ def _max_pool(dims: int, op: str):
         lowest = _lowest(x.dtype)
         if not return_indices and _by_regions(x, kernel):
             geometry = (kernel, stride, pads, dilation, out)
-            return _unbatched(
-                _over_regions(x, geometry, lowest, ("max_pool",), _fold_max), was_batched
-            )
+            return _unbatched(_over_regions(x, geometry, ("max_pool",), _fold_max), was_batched)
         xp = _padded(x, pads, kernel, stride, dilation, out, lowest)
         win = windows(xp, kernel, stride, dilation)
         win = win[(slice(None), slice(None), *(slice(0, o) for o in out))]
@@ -374,7 +372,7 @@ def _avg_pool(dims: int, op: str):
             divisor = _counts(x.shape[2:], geometry, count_include_pad, compute, x.device)
         if _by_regions(x, kernel):
             y = _over_regions(
-                x, geometry, 0.0, ("avg_pool",), _mean_of_taps, divisor, compute, _averages(x, out)
+                x, geometry, ("avg_pool",), _mean_of_taps, divisor, compute, _averages(x, out)
             )
             return _unbatched(y, was_batched)
         xp = _padded(x, pads, kernel, stride, dilation, out, 0.0)
@@ -442,7 +440,7 @@ def _taps(win: Tensor, kernel: Sequence[int], limit: int = MAX_TAPS) -> list[Ten
     return [win[(Ellipsis, *offset)] for offset in offsets(kernel)]
 
 
-# Inputs at least this large pool region by region (_over_regions): the interior's windows
+# Inputs at least this large pool region by region (_over_regions): every region's taps
 # read the input in place, no padded copy (a third of avg_pool2d's time at [32, 64, 56,
 # 56]); smaller ones take the one padded launch, fewer launches.
 REGION_ELEMENTS = 1 << 20
@@ -452,36 +450,48 @@ def _by_regions(x: Tensor, kernel: Sequence[int]) -> bool:
     return x.numel() >= REGION_ELEMENTS and math.prod(kernel) <= MAX_TAPS
 
 
+def _region_ranges(size: int, k: int, st: int, p: int, d: int, o: int) -> list[tuple[int, int]]:
+    """One dim's output ranges whose windows each tap reads wholly inside the input or
+    wholly outside it (the padding, ceil_mode's overhang): each window starting in the
+    padding or reaching past the end alone, the windows inside the input as one."""
+    lo = min(o, -(-p // st))
+    hi = max(lo, min(o, (size - 1 - d * (k - 1) + p) // st + 1))
+    inside = [(lo, hi)] if hi > lo else []
+    return [(i, i + 1) for i in range(lo)] + inside + [(i, i + 1) for i in range(hi, o)]
+
+
+def _region_taps(x: Tensor, region, geometry) -> list[Tensor]:
+    """The taps, in row-major kernel order, that the windows of `region` (a range of
+    outputs per dim) read inside x, each a strided view of x; the taps in the padding are
+    left out: zero adds nothing to a sum, and a max's scan never moves to its -inf."""
+    kernel, stride, pads, dilation, _ = geometry
+    taps = []
+    for offset in offsets(kernel):
+        index = [slice(None), slice(None)]
+        for (a, b), j, st, p, d, size in zip(region, offset, stride, pads, dilation, x.shape[2:]):
+            first, last = a * st - p + j * d, (b - 1) * st - p + j * d
+            if first < 0 or last >= size:
+                break
+            index.append(slice(first, last + 1, st))
+        else:
+            taps.append(x[tuple(index)])
+    return taps
+
+
 def _over_regions(
-    x: Tensor, geometry, value, key: tuple, fold, extra: Tensor | None = None, compute=None,
+    x: Tensor, geometry, key: tuple, fold, extra: Tensor | None = None, compute=None,
     target: TensorImpl | None = None,
 ):  # fmt: skip
     """The taps kernel `fold` (with `extra`, broadcast over the output, as its last input;
-    computing in `compute`, by default x's dtype) over the output region by region: per
-    dim, the windows starting in the padding, those inside x and those reaching past its
-    end. Each region pads only the slice of x its windows read (the interior: none), and
-    writes its part of the output in place: `target`, or a new result in x's suggested
-    format (format_result)."""
+    computing in `compute`, by default x's dtype) over the output region by region
+    (_region_ranges), each over its taps inside x (_region_taps), writing its part of the
+    output in place: `target`, or a new result in x's suggested format (format_result)."""
     kernel, stride, pads, dilation, out = geometry
     shape = (*x.shape[:2], *out)
     y = Tensor(format_result(x._impl, shape, x.dtype) if target is None else target)
-    ranges = []
-    for s, k, st, p, d, o in zip(x.shape[2:], kernel, stride, pads, dilation, out):
-        lo = min(o, -(-p // st))
-        hi = max(lo, min(o, (s - 1 - d * (k - 1) + p) // st + 1))
-        ranges.append([(a, b) for a, b in ((0, lo), (lo, hi), (hi, o)) if b > a])
+    ranges = [_region_ranges(*dim) for dim in zip(x.shape[2:], kernel, stride, pads, dilation, out)]
     for region in itertools.product(*ranges):
-        part, before, after = x, [], []
-        for i, ((a, b), k, st, p, d) in enumerate(zip(region, kernel, stride, pads, dilation)):
-            start, stop = a * st - p, (b - 1) * st - p + d * (k - 1) + 1
-            first, last = max(start, 0), min(stop, x.shape[2 + i])
-            part = part.narrow(2 + i, first, last - first)
-            before.append(first - start)
-            after.append(stop - last)
-        if any(before) or any(after):
-            amounts = [n for pair in zip(reversed(before), reversed(after)) for n in pair]
-            part = pad(part, amounts, value=value)
-        taps = _taps(windows(part, kernel, stride, dilation), kernel)
+        taps = _region_taps(x, region, geometry)
         target = y[(slice(None), slice(None), *(slice(a, b) for a, b in region))]
         if extra is not None:
             index = tuple(
@@ -521,9 +531,10 @@ def _fold_winner(*taps: Value) -> Value:
 
 
 def _mean_of_taps(*values: Value) -> Value:
-    """The taps' sum over the divisor (the last value); an int64 sum wraps and its quotient
-    truncates toward zero, as PyTorch's integer average does."""
-    total = values[0]
+    """The taps' sum over the divisor (the last value), from +0 as PyTorch's (a window of
+    -0s averages to +0); an int64 sum wraps and its quotient truncates toward zero, as
+    PyTorch's integer average does."""
+    total = values[0] + 0 if values[0].node.dtype.is_floating_point else values[0]
     for t in values[1:-1]:
         total = total + t
     count = values[-1]

@@ -154,7 +154,7 @@ REGIONS = [
 
 @pytest.mark.parametrize("shape, kwargs", REGIONS, ids=str)
 def test_pools_region_by_region_match_torch(monkeypatch, shape, kwargs):
-    """Large inputs pool the interior in place and pad only the borders' slices."""
+    """Large inputs pool region by region in place, the taps in the padding left out."""
     from kael.frontend import pooling
 
     monkeypatch.setattr(pooling, "REGION_ELEMENTS", 0)
@@ -172,6 +172,23 @@ def test_pools_region_by_region_match_torch(monkeypatch, shape, kwargs):
         ki, ti = pair(RNG.integers(0, 255, shape), kael.uint8)
         pool, reference = getattr(KF, f"max_pool{dims}d"), getattr(TF, f"max_pool{dims}d")
         same(pool(ki, **kwargs), reference(ti, **kwargs), 0)
+
+
+@pytest.mark.parametrize("large", [False, True], ids=["one_launch", "by_regions"])
+def test_average_of_negative_zeros_sums_from_positive_zero_as_torch(monkeypatch, large):
+    """PyTorch's window sum starts at +0: a window of -0s (padded or not) averages to +0."""
+    from kael.frontend import pooling
+
+    if large:
+        monkeypatch.setattr(pooling, "REGION_ELEMENTS", 0)
+    kx, tx = pair(np.full((1, 2, 6, 7), -0.0))
+    for kwargs in (
+        {"kernel_size": 3, "stride": 2, "padding": 1},
+        {"kernel_size": 3, "padding": 1, "count_include_pad": False},
+        {"kernel_size": 2},
+    ):
+        identical(KF.avg_pool2d(kx, **kwargs), TF.avg_pool2d(tx, **kwargs))
+    identical(KF.avg_pool1d(kx[0], 3, 2, 1), TF.avg_pool1d(tx[0], 3, 2, 1))
 
 
 @pytest.mark.parametrize("large", [False, True], ids=["one_launch", "by_regions"])
