@@ -32,7 +32,7 @@ import common  # noqa: F401  (first: it quiets OpenBLAS before NumPy loads)
 import numpy as np
 import torch
 import torch.nn.functional as TF
-from common import Case, N, measure, report, run
+from common import Case, N, back_to_back, run
 
 import kael
 import kael.nn.functional as KF
@@ -201,26 +201,13 @@ def one_kernel(cases: list[Case]) -> bool:
     return ok
 
 
-BLOCK = 10  # calls per back-to-back sample
-
-
-def back_to_back(cases: list[Case]) -> bool:
-    """The activations and dropout again, each sample BLOCK calls back to back, where their
-    targets are judged: a single call after common.SETTLE's pause finds this VM's second
-    vCPU parked and runs a compute-bound kernel as if on one core (gelu 8.7 ms alone, 4.4
-    ms in a row), while a network runs its activations one after another."""
-    again = [
-        Case(f"{c.name}, back to back", c.runs, target=(RELU, 1.3))
-        for c in cases
-        if c.name.endswith(" 16M")
-    ]
-    measure(again, rounds=9, warmup=3, block=BLOCK)
-    print(f"\nback to back (the mean of {BLOCK} consecutive calls per sample):")
-    return report(again)
+def activation_target(case: Case) -> tuple[str, float] | None:
+    """The activations' and dropout's target, judged back to back (common.back_to_back)."""
+    return (RELU, 1.3) if case.name.endswith(" 16M") else None
 
 
 def extra(cases: list[Case]) -> bool:
-    return one_kernel(cases) & back_to_back(cases)
+    return one_kernel(cases) & back_to_back(cases, activation_target)
 
 
 def main() -> int:

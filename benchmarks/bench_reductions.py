@@ -16,7 +16,7 @@ import sys
 import common  # noqa: F401  (first: it quiets OpenBLAS before NumPy loads)
 import numpy as np
 import torch
-from common import SIDE, Case, N, measure, report, run, triple
+from common import SIDE, Case, N, back_to_back, run, triple
 
 import kael
 
@@ -86,23 +86,15 @@ def cases() -> list[Case]:
     ]
 
 
-BLOCK = 10  # calls per back-to-back sample
 BACK_TO_BACK = ("sum 16M float32", "sum 4096x4096 over dim 1")  # issue 11's two sums
 
 
-def back_to_back(cases: list[Case]) -> bool:
-    """The BACK_TO_BACK cases again, each sample BLOCK calls back to back."""
-    again = [
-        Case(f"{c.name}, back to back", c.runs, target=("torch", 1.0))
-        for c in cases
-        if c.name in BACK_TO_BACK
-    ]
-    measure(again, rounds=15, warmup=3, block=BLOCK)
-    print(f"\nback to back (the mean of {BLOCK} consecutive calls per sample):")
-    return report(again)
+def sum_target(case: Case) -> tuple[str, float] | None:
+    """Issue 11's two sums at most PyTorch's time, back to back (common.back_to_back)."""
+    return ("torch", 1.0) if case.name in BACK_TO_BACK else None
 
 
 if __name__ == "__main__":
     kael.set_num_threads(2)
     torch.set_num_threads(2)
-    sys.exit(run(__doc__.splitlines()[0], cases, back_to_back))
+    sys.exit(run(__doc__.splitlines()[0], cases, lambda c: back_to_back(c, sum_target, 15)))
