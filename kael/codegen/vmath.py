@@ -708,11 +708,15 @@ def _exp_scaled(o: _Ops, x: ir.Value, p: ir.Value, n: ir.Value) -> ir.Value:
 
 
 def _exp2(o: _Ops, x: ir.Value) -> ir.Value:
-    """2**x = 2**n * e**((x - n) ln2): the reduction is exact."""
-    x = o.clamp(x, o.k.exp_lo * o.k.log2e, o.k.exp_hi * o.k.log2e)
+    """2**x = 2**n * e**((x - n) ln2): the reduction is exact. Lanes below the underflow
+    edge compute 2**0 and take 0, as `_exp`'s: the clamped edge's underflow was a microcode
+    assist a vector on Intel hosts (exp2(-inf), a masked score: 1120 -> ~50 us on 256K)."""
+    lo = o.k.exp_lo * o.k.log2e
+    below = o.cmp("<", x, o.c(lo))
+    x = o.clamp(o.select(below, o.c(0.0), x), lo, o.k.exp_hi * o.k.log2e)
     nf, n = o.round_to_int(x)
     r = o.mul(o.sub(x, nf), o.c(o.k.ln2[0]))
-    return o.ldexp(o.add(o.c(1.0), _expm1_poly(o, r)), n)
+    return o.select(below, o.c(0.0), o.ldexp(o.add(o.c(1.0), _expm1_poly(o, r)), n))
 
 
 def _expm1_bounded(o: _Ops, x: ir.Value) -> ir.Value:
@@ -975,13 +979,13 @@ def _logistic_table(o: _Ops, x: ir.Value, scale: ir.Value | None) -> ir.Value:
 def _logistic_exp(o: _Ops, x: ir.Value, scale: ir.Value | None = None) -> ir.Value:
     """scale * sigmoid(x) as scale / (1 + e) or scale e / (1 + e), e = exp(-|x|) <= 1.
 
-    Where e is normal (|x| below ~87 in float32) it is scaled by an exponent add (one
-    vscalef with AVX-512) and scale * e rounds once; the other lanes (and NaN) take
-    `_logistic_edge` on a rare branch, AVX-512 or not (silu 0.61 -> 0.50 ns an element).
+    e is kept normal (|x| clamped at ~87 in float32) and scaled by an exponent add (one
+    vscalef with AVX-512), so scale * e rounds once; the lanes past the clamp (and NaN)
+    take `_logistic_far` on a rare branch, AVX-512 or not (silu 0.61 -> 0.50 ns an
+    element).
     """
     a = o.abs(x)
-    lo = o.k.exp_lo - LOGISTIC_REACH
-    p, n = _exp_parts(o, o.clamp(o.neg(a), lo, 0.0))
+    p, n = _exp_parts(o, o.clamp(o.neg(a), o.exp_normal[0], 0.0))
     positive = o.cmp(">=", x, o.c(0.0))
     e = o.ldexp(p, n) if o.scalef else o.ldexp_normal(p, n)
     if scale is None:  # q is finite and above 0
@@ -990,7 +994,8 @@ def _logistic_exp(o: _Ops, x: ir.Value, scale: ir.Value | None = None) -> ir.Val
         q, corrected = _over_one_plus_parts(o, o.select(positive, scale, o.mul(scale, e)), e)
         fast = o.select(o.cmp("==", q, o.c(0.0)), q, corrected)
     edge = o.above_or_nan(a, -o.exp_normal[0])
-    return o.m.rarely(edge, [fast], lambda: [_logistic_edge(o, x, a, p, n, positive, scale)])[0]
+    far = lambda: [_logistic_far(o, x, a, positive, scale, _exp_parts, 1.0)]  # noqa: E731
+    return o.m.rarely(edge, [fast], far)[0]
 
 
 def _logistic2(o: _Ops, y: ir.Value, scale: ir.Value) -> ir.Value:
@@ -998,7 +1003,7 @@ def _logistic2(o: _Ops, y: ir.Value, scale: ir.Value) -> ir.Value:
     with e = 2**-|y| from `_exp2_parts` (no Cody-Waite split, no 1 + expm1), uncorrected
     for the rounding of 1 + e: for gelu_tanh, whose argument's own rounding costs up to
     ~12 ulp: gelu_tanh's fast path 37 -> 23 vector instructions. e stays normal (|y| is
-    clamped at bias - 2) and those lanes and NaN take `_logistic2_far`."""
+    clamped at bias - 2) and those lanes and NaN take `_logistic_far`."""
     a = o.abs(y)
     edge_at = float(o.fmt.bias - 2)
     p, n = _exp2_parts(o, o.clamp(o.neg(a), -edge_at, 0.0))
@@ -1006,44 +1011,37 @@ def _logistic2(o: _Ops, y: ir.Value, scale: ir.Value) -> ir.Value:
     e = o.ldexp_normal(p, n)
     fast = o.div(o.select(positive, scale, o.mul(scale, e)), o.add(o.c(1.0), e))
     edge = o.above_or_nan(a, edge_at)
-    return o.m.rarely(edge, [fast], lambda: [_logistic2_far(o, a, positive, scale)])[0]
+    far = lambda: [_logistic_far(o, y, a, positive, scale, _exp2_parts, LOG2E)]  # noqa: E731
+    return o.m.rarely(edge, [fast], far)[0]
 
 
-def _logistic2_far(o: _Ops, a: ir.Value, positive: ir.Value, scale: ir.Value) -> ir.Value:
-    """`_logistic2` where e = 2**-a is below the normal range (1 + e rounds to 1): scale
-    for y > 0; scale e rounded once for y < 0, and scale * 0 (NaN for an infinite scale,
-    as in PyTorch) from a where it rounds to 0 for |scale| <= a (gelu_tanh: |x| < |y|).
-    Only the lanes that need one make a subnormal: on this host (Zen 4) every vector
-    instruction that reads or makes one takes a ~250-cycle assist. gelu_tanh of N(0, 9),
-    where 1 vector in 75 has a lane here, paid three a vector when e itself went down to
-    0: 16M on 2 threads 4.2 -> 2.75 ms (relu 2.55)."""
-    zero_at = (LOGISTIC_REACH - o.k.exp_lo) * LOG2E
-    near = o.b.and_(o.b.not_(positive), o.cmp("<", a, o.c(zero_at)))
-    # the other lanes scale by a normal 2**-(bias - 2): their result is chosen below
-    p, n = _exp2_parts(o, o.neg(o.select(near, a, o.c(float(o.fmt.bias - 2)))))
-    tail = o.select(near, o.ldexp(p, n, scale), o.mul(scale, o.c(0.0)))
-    return o.select(positive, scale, tail)
-
-
-def _logistic_edge(
+def _logistic_far(
     o: _Ops,
     x: ir.Value,
     a: ir.Value,
-    p: ir.Value,
-    n: ir.Value,
     positive: ir.Value,
     scale: ir.Value | None,
+    parts: Callable[[_Ops, ir.Value], tuple[ir.Value, ir.Value]],
+    unit: float,
 ) -> ir.Value:
-    """_logistic for every lane, e = p * 2**n subnormal or zero included: scale * e is
-    scaled by 2**n last, so it keeps full precision where e is subnormal or underflows
-    but scale * e does not (|x| up to LOGISTIC_REACH past exp's edge); it is scale * 0
-    beyond, NaN for an infinite scale as in PyTorch."""
-    e = o.ldexp(p, n)
+    """scale * sigmoid(x) (sigmoid itself without a scale) where e = exp(-|x|) is below the
+    normal range, so 1 + e rounds to 1; a = |x| in units of 1 / `unit` (log2 e: powers of 2),
+    `parts` its exp's (p, n). scale (1) for x > 0; for x < 0 scale e rounded once, and
+    scale * 0 (0) from where that rounds to 0 for any |scale| <= |x| (gelu_tanh: |x| < |y|;
+    NaN for an infinite scale, as in PyTorch); NaN for NaN.
+    Only the lanes that need one make a subnormal: on Intel hosts every vector instruction
+    that reads or makes one takes a microcode assist (~150 cycles). 256K float32 on 1 thread:
+    sigmoid(-inf) 1214 -> 73 us (N(0, 1): 67), silu(100) 5089 -> ~70; gelu_tanh of N(0, 9),
+    1 vector in 75 with a lane here, 16M on 2 threads 4.2 -> 2.75 ms (relu 2.55)."""
+    reach = 0.0 if scale is None else LOGISTIC_REACH
+    near = o.b.and_(o.b.not_(positive), o.cmp("<", a, o.c((reach - o.k.exp_lo) * unit)))
+    # the other lanes scale by a normal power: their result is chosen below
+    p, n = parts(o, o.neg(o.select(near, a, o.c(-o.exp_normal[0] * unit))))
     if scale is None:
-        return _over_one_plus(o, o.select(positive, o.c(1.0), e), e)
-    in_range = o.cmp("<", a, o.c(LOGISTIC_REACH - o.k.exp_lo))
-    scaled = o.select(in_range, o.ldexp(p, n, scale), o.mul(scale, e))
-    return _over_one_plus(o, o.select(positive, scale, scaled), e)
+        tail = o.select(near, o.ldexp(p, n), o.c(0.0))
+        return o.select(o.is_nan(x), x, o.select(positive, o.c(1.0), tail))
+    tail = o.select(near, o.ldexp(p, n, scale), o.mul(scale, o.c(0.0)))
+    return o.select(positive, scale, tail)
 
 
 # 1/d ~ RECIPROCAL_LINE - RECIPROCAL_SLOPE d on [1, 2], within 1/17 (the minimax line):
@@ -1060,13 +1058,6 @@ def _over_one_plus_parts(o: _Ops, num: ir.Value, e: ir.Value) -> tuple[ir.Value,
     q = o.div(num, d)
     inverse = o.fma(d, o.c(-RECIPROCAL_SLOPE), o.c(RECIPROCAL_LINE))
     return q, o.fma(o.neg(q), o.mul(d_err, inverse), q)
-
-
-def _over_one_plus(o: _Ops, num: ir.Value, e: ir.Value) -> ir.Value:
-    """num / (1 + e) for 0 <= e <= 1, corrected for the rounding of 1 + e."""
-    q, corrected = _over_one_plus_parts(o, num, e)
-    finite_nonzero = o.b.and_(o.cmp("<", o.abs(q), o.c(INF)), o.cmp("!=", q, o.c(0.0)))
-    return o.select(finite_nonzero, corrected, q)
 
 
 def _sigmoid(o: _Ops, x: ir.Value) -> ir.Value:
@@ -1201,9 +1192,13 @@ def _gelu_far(o: _Ops, x: ir.Value, hi: ir.Value, lo: ir.Value) -> ir.Value:
     v = o.div(o.c(2.0), hi)
     scale = o.mul(o.fma(v, o.poly(v, o.k.erfc_far_poly), o.c(1.0)), o.c(-INV_SQRT_2PI))
     arg = o.mul(hi, o.c(-0.5))
-    extra = o.select(o.cmp(">", arg, o.c(o.k.exp_lo)), o.mul(lo, o.c(-0.5)), o.c(0.0))
-    p, n = _exp_parts(o, o.clamp(arg, o.k.exp_lo, 0.0), extra)
-    return o.ldexp(p, n, scale)
+    # below exp's edge the result is -0 (|scale| < 1): computed from exp(0), so no lane
+    # underflows for nothing (a microcode assist a vector on Intel hosts: gelu(-30) on 256K,
+    # 1 thread: 922 -> ~80 us)
+    zero = o.b.not_(o.cmp(">", arg, o.c(o.k.exp_lo)))
+    extra = o.select(zero, o.c(0.0), o.mul(lo, o.c(-0.5)))
+    p, n = _exp_parts(o, o.clamp(o.select(zero, o.c(0.0), arg), o.k.exp_lo, 0.0), extra)
+    return o.select(zero, o.mul(scale, o.c(0.0)), o.ldexp(p, n, scale))
 
 
 def _two_product(o: _Ops, a: ir.Value, b: ir.Value) -> tuple[ir.Value, ir.Value]:
@@ -1263,13 +1258,26 @@ def _softplus_table(o: _Ops, x: ir.Value) -> ir.Value:
 def _softplus_exp(o: _Ops, x: ir.Value) -> ir.Value:
     """log(1 + e^x) = max(x, 0) + log1p(t), t = exp(-|x|) in [0, 1]: two terms of one sign,
     so no cancellation, and one exp; float32's log1p(t) is one polynomial on [0, 1] (no
-    reduction, no division), float64's the general log1p."""
-    t = _exp(o, o.neg(o.abs(x)))
+    reduction, no division), float64's the general log1p. t stays normal (|x| clamped at
+    ~87 in float32): the lanes past it take `_softplus_far`."""
+    edge = -o.exp_normal[0]
+    a = o.abs(x)
+    t = _exp(o, o.neg(o.select(o.cmp(">", a, o.c(edge)), o.c(edge), a)))
     if o.dtype is float32:
         log1p_t = o.fma(o.mul(t, t), o.poly(t, LOG1P_UNIT_POLY32), t)
     else:
         log1p_t = _log1p(o, t)
-    return o.add(o.select(o.cmp(">", x, o.c(0.0)), x, o.c(0.0)), log1p_t)
+    near = o.add(o.select(o.cmp(">", x, o.c(0.0)), x, o.c(0.0)), log1p_t)
+    return o.m.rarely(o.above_or_nan(a, edge), [near], lambda: [_softplus_far(o, x)])[0]
+
+
+def _softplus_far(o: _Ops, x: ir.Value) -> ir.Value:
+    """softplus where e^-|x| is below the normal range: x above 0 (log1p(e) is far below
+    its ulp) and NaN, e^x below (log1p(e) rounds to e), which `_exp` makes subnormal or 0:
+    only those lanes make a subnormal (a microcode assist a vector on Intel hosts: 256K
+    float32 on 1 thread, softplus(100) 6087 -> ~80 us, logsigmoid(-100) likewise)."""
+    e = _exp(o, o.select(o.cmp("<", x, o.c(0.0)), x, o.c(0.0)))
+    return o.select(o.b.not_(o.cmp("<=", x, o.c(0.0))), x, e)
 
 
 # --- pow ----------------------------------------------------------------------------------------
