@@ -130,9 +130,11 @@ def launch(
     numbers: tuple[str, ...] = (),
     seen: list | None = None,
     common: DType | None = None,
+    dtype: DType | None = None,
 ) -> Tensor:
     """formula(*tensors as `compute` values, *params as run-time scalars) over the tensors'
-    broadcast shape, as one kernel into `out` (else a new tensor of `compute`). `key`
+    broadcast shape, as one kernel into `out` (else a new tensor of `dtype`, by default
+    `compute`: the kernel rounds into it, no second pass). `key`
     names the formula: one compiled template per key and input dtypes. `fast`: the fast
     door's key to remember the launch under (fastpath.dense_key: operands of one shape),
     its parameters at these values but those named in `numbers`, which its calls pass. One
@@ -146,7 +148,9 @@ def launch(
     from kael.frontend.elementwise import broadcast_shapes
 
     params = params or {}
-    layouts = _layouts_key(key, tensors, compute, out) if fast is None and not params else None
+    layouts = (
+        _layouts_key(key, tensors, compute, dtype, out) if fast is None and not params else None
+    )
     # a parameter-free formula of 2+ operands, by its layouts (not while a door captures a
     # call: eager.run's launch is what a capture sees)
     if layouts is not None and seen is None and not eager.capturing:
@@ -158,7 +162,9 @@ def launch(
     dtypes_in = tuple(t.dtype for t in tensors)
     shape = broadcast_shapes(*(t.shape for t in tensors))
     device = device_of(tensors, key[0], cpu_scalars=1)
-    target = out if out is not None else new_result(shape, compute, device, tensors, common)
+    target = (
+        out if out is not None else new_result(shape, dtype or compute, device, tensors, common)
+    )
     ins = [unaliased(views.broadcast_view(t._impl, shape), target) for t in tensors]
     template_key = ("formula", *key, dtypes_in, compute, target.dtype)
 
@@ -222,13 +228,16 @@ def _out_dtype(out: TensorImpl | None, compute: DType) -> DType:
     return compute if out is None else out.dtype
 
 
-def _layouts_key(key: tuple, tensors: Sequence[Tensor], compute: DType, out) -> tuple | None:
+def _layouts_key(
+    key: tuple, tensors: Sequence[Tensor], compute: DType, dtype: DType | None, out
+) -> tuple | None:
     """The fast door's key of a formula launch by its operands' exact layouts (and the
-    output's, when one is given), or None where the door cannot serve it: fewer than two
-    operands (their own door), a GPU, or an output that shares memory with an operand."""
+    output's, when one is given, else the new result's dtype), or None where the door
+    cannot serve it: fewer than two operands (their own door), a GPU, or an output that
+    shares memory with an operand."""
     if len(tensors) < 2:
         return None
-    parts = [fastpath.SHAPED, "formula", key, compute, None]
+    parts = [fastpath.SHAPED, "formula", key, compute, dtype]
     for t in tensors:
         i = t._impl
         if i.device is not CPU or (out is not None and i.storage is out.storage):
