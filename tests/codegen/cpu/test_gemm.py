@@ -747,3 +747,16 @@ def test_chained_products_keep_one_scratch_per_thread():
     for t in threads:
         t.join()
     assert not failures
+
+
+@pytest.mark.parametrize("n, parallel", [(256, False), (768, True)])
+def test_a_matrix_vector_product_splits_over_threads_by_the_matrix_bytes(n, parallel):
+    """Memory-bound: a float32 weight of PARALLEL_BYTES and more by one row takes the pool
+    (768 x 768: 2.4 MB, 786K flops, below PARALLEL_FLOPS), a smaller one runs inline."""
+    from kael.runtime.launcher import PARALLEL_BYTES
+
+    for a, b in (((1, n), (n, n)), ((n, n), (n, 1))):
+        (step,) = _plan(a, b, np.float32, lambda b: b, 2).launches
+        assert step.name in (gemm_gemv.ROWS, gemm_gemv.COLS)
+        assert (step.moved >= PARALLEL_BYTES) == parallel, (a, b, step.moved)
+        assert step.moved in (0, n * n * 4)
