@@ -6,8 +6,8 @@ thread pool. A row is walked a few times (it stays in cache between passes): W-l
 vectors (one 64-byte register), the last partial one masked (its lanes past the row
 read and write no memory and add the accumulator's neutral value), with kael's own
 exp and log (codegen/vmath.py through the emitter tables). Sums accumulate in float64
-whatever the element type; lanes fold by halves in a fixed order, so results do not
-depend on threads.
+whatever the element type, in CHAINS interleaved chains; chains combine pairwise and lanes
+fold by halves in a fixed order, so results do not depend on threads.
 
 - softmax: NaN-aware max; out = exp(x - max) with the sum; out *= 1 / sum.
 - log_softmax: max; sum of exp(x - max); out = (x - max) - log(sum), exact where
@@ -49,6 +49,10 @@ F64 = ir.DoubleType()
 I64 = ir.IntType(64)
 INF = float("inf")
 MIN_SUBNORMAL = 5e-324
+# Independent accumulator chains a row's sums and maxima run in: one chain waits out the
+# add's latency every vector ([64, 768] rows, 1 thread: layer_norm float32 16.6 -> 14.6 us,
+# float64 24 -> 18; softmax float64 43 -> 36).
+CHAINS = 4
 # Layer norm variants: which of weight and bias the kernel applies.
 AFFINE = ("none", "weight", "bias", "both")
 
@@ -94,27 +98,34 @@ def inverse_unit(b: ir.IRBuilder, m: ir.Value) -> ir.Value:
 
 
 class _Acc:
-    """A loop-carried W-lane vector (`each` hands every body W lanes), folded at the end."""
+    """CHAINS loop-carried W-lane vectors (`each` hands every body W lanes and says which
+    chain its vector feeds), combined and folded at the end in a fixed order."""
 
     def __init__(self, row: _Row, elem: ir.Type, init: float, combine: Callable) -> None:
         self.row, self.elem, self.init, self.combine = row, elem, init, combine
-        # Made before the kernel's first branch: an entry-block alloca, which mem2reg lifts.
-        self.slot = row.b.alloca(_vec(elem, row.width))
+        # Made before the kernel's first branch: entry-block allocas, which mem2reg lifts.
+        self.slots = [row.b.alloca(_vec(elem, row.width)) for _ in range(CHAINS)]
 
     def reset(self) -> None:
-        self.row.b.store(_splat(self.elem, self.init, self.row.width), self.slot)
+        for slot in self.slots:
+            self.row.b.store(_splat(self.elem, self.init, self.row.width), slot)
 
     def update(self, w: int, x: ir.Value) -> None:
-        """Combine `x` (w = W lanes) in; lanes off the row's mask give the neutral `init`."""
-        b, mask = self.row.b, self.row.mask
+        """Combine `x` (w = W lanes) into the current chain; lanes off the row's mask give
+        the neutral `init`."""
+        b, mask, slot = self.row.b, self.row.mask, self.slots[self.row.chain]
         if mask is not None:
             x = b.select(mask, x, _splat(self.elem, self.init, w))
-        b.store(self.combine(b, b.load(self.slot), x), self.slot)
+        b.store(self.combine(b, b.load(slot), x), slot)
 
     def total(self) -> ir.Value:
-        """The lanes folded by halves (lane i with lane i + W/2, ...) down to one."""
+        """The chains combined pairwise ((0 with 1) with (2 with 3)), then the lanes folded
+        by halves (lane i with lane i + W/2, ...) down to one."""
         b = self.row.b
-        vec, width = b.load(self.slot), self.row.width
+        chains = [b.load(slot) for slot in self.slots]
+        while len(chains) > 1:
+            chains = [self.combine(b, x, y) for x, y in zip(chains[::2], chains[1::2])]
+        vec, width = chains[0], self.row.width
         i32 = ir.IntType(32)
         while width > 1:
             h = width // 2
@@ -140,6 +151,7 @@ class _Row:
         }
         self.loops = LoopBuilder(b)
         self.mask: ir.Value | None = None  # the lanes inside the row, in `each`'s last step
+        self.chain = 0  # the accumulator chain `each`'s current vector feeds
         self.emitters = {
             w: ExprEmitter(b, w, _no_expr, _no_expr, _no_expr, scalef=compiler.has_avx512f())
             for w in (self.width, 1)
@@ -190,10 +202,19 @@ class _Row:
         return v if self.dtype is float64 else self.b.fptrunc(v, _vec(self.t, w))
 
     def each(self, n: ir.Value, body: Callable[[ir.Value, int], None], name: str) -> None:
-        """body(j, W) over whole vectors of [0, n), then once more over the rest under
+        """body(j, W) over whole vectors of [0, n), CHAINS at a time feeding CHAINS
+        accumulator chains, then the whole vectors left, then once more over the rest under
         `mask` (one vector step, not up to W - 1 scalar ones: a 20-column row is two)."""
-        b = self.b
-        j = self.loops.counted(i64(0), n, self.width, lambda j: body(j, self.width), f"{name}.v")
+        b, width = self.b, self.width
+
+        def chained(j):
+            for chain in range(CHAINS):
+                self.chain = chain
+                body(b.add(j, i64(chain * width)), width)
+            self.chain = 0
+
+        j = self.loops.counted(i64(0), n, CHAINS * width, chained, f"{name}.c")
+        j = self.loops.counted(j, n, width, lambda j: body(j, width), f"{name}.v")
         rest = b.sub(n, j)
         with b.if_then(b.icmp_signed(">", rest, i64(0))):
             self.mask = lanes_below(b, rest, self.width)
