@@ -408,7 +408,9 @@ def _atan_ratio(ay: Value, ax: Value) -> Value:
     float64; halved above 1, so no sum overflows) or -ax / ay (pi/2 past tan(3 pi/8)), then
     the odd polynomial. 0/0 and inf/inf give NaN: the callers decide them. The division is
     the cost (float64 inside for float32): asin on 256K, 1 thread, 1261 -> ~400 us."""
-    near, far = ay <= TAN_PI_8 * ax, ay > TAN_3PI_8 * ax
+    # an infinite ay is past tan(3 pi/8) ax even where that product overflows (not ay *
+    # TAN_PI_8 > ax: that underflows for subnormal ay)
+    near, far = ay <= TAN_PI_8 * ax, (ay > TAN_3PI_8 * ax) | ay.eq(math.inf)
     half = where(ax > 1, _const(ax, 0.5), 1.0)
     num = where(near, ay, where(far, -ax, ay * half - ax * half))
     v = num / where(near, ax, where(far, ay, ay * half + ax * half))

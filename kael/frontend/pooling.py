@@ -155,7 +155,8 @@ def _max_pool(dims: int, op: str):
         lowest = _lowest(x.dtype)
         if not return_indices and _by_regions(x, kernel):
             geometry = (kernel, stride, pads, dilation, out)
-            return _unbatched(_over_regions(x, geometry, ("max_pool",), _fold_max), was_batched)
+            y = _over_regions(x, geometry, lowest, ("max_pool",), _fold_max)
+            return _unbatched(y, was_batched)
         xp = _padded(x, pads, kernel, stride, dilation, out, lowest)
         win = windows(xp, kernel, stride, dilation)
         win = win[(slice(None), slice(None), *(slice(0, o) for o in out))]
@@ -372,7 +373,7 @@ def _avg_pool(dims: int, op: str):
             divisor = _counts(x.shape[2:], geometry, count_include_pad, compute, x.device)
         if _by_regions(x, kernel):
             y = _over_regions(
-                x, geometry, ("avg_pool",), _mean_of_taps, divisor, compute, _averages(x, out)
+                x, geometry, 0.0, ("avg_pool",), _mean_of_taps, divisor, compute, _averages(x, out)
             )
             return _unbatched(y, was_batched)
         xp = _padded(x, pads, kernel, stride, dilation, out, 0.0)
@@ -440,35 +441,50 @@ def _taps(win: Tensor, kernel: Sequence[int], limit: int = MAX_TAPS) -> list[Ten
     return [win[(Ellipsis, *offset)] for offset in offsets(kernel)]
 
 
-# Inputs at least this large pool region by region (_over_regions): every region's taps
-# read the input in place, no padded copy (a third of avg_pool2d's time at [32, 64, 56,
-# 56]); smaller ones take the one padded launch, fewer launches.
+# Inputs at least this large pool region by region (_over_regions): the regions inside
+# the input and near its edges read it in place, no padded copy (a third of avg_pool2d's
+# time at [32, 64, 56, 56]); smaller ones take the one padded launch, fewer launches.
 REGION_ELEMENTS = 1 << 20
+# An edge band of at most this many windows along a dim pools window by window, each over
+# its taps inside the input; a longer one (a long kernel at stride 1: every window its own
+# launch and tap count) pools as one region over a padded copy of its slice.
+EDGE_WINDOWS = 2
 
 
 def _by_regions(x: Tensor, kernel: Sequence[int]) -> bool:
     return x.numel() >= REGION_ELEMENTS and math.prod(kernel) <= MAX_TAPS
 
 
-def _region_ranges(size: int, k: int, st: int, p: int, d: int, o: int) -> list[tuple[int, int]]:
-    """One dim's output ranges whose windows each tap reads wholly inside the input or
-    wholly outside it (the padding, ceil_mode's overhang): each window starting in the
-    padding or reaching past the end alone, the windows inside the input as one."""
+def _region_ranges(
+    size: int, k: int, st: int, p: int, d: int, o: int
+) -> list[tuple[int, int, bool]]:
+    """One dim's output ranges (start, stop, in place): the windows inside the input as
+    one, and each edge band's (windows starting in the padding, or reaching past the end)
+    window by window, so each tap lies wholly inside the input or wholly outside it; a
+    band of more than EDGE_WINDOWS windows as one range to pad."""
     lo = min(o, -(-p // st))
     hi = max(lo, min(o, (size - 1 - d * (k - 1) + p) // st + 1))
-    inside = [(lo, hi)] if hi > lo else []
-    return [(i, i + 1) for i in range(lo)] + inside + [(i, i + 1) for i in range(hi, o)]
+
+    def band(a: int, b: int) -> list[tuple[int, int, bool]]:
+        if b - a > EDGE_WINDOWS:
+            return [(a, b, False)]
+        return [(i, i + 1, True) for i in range(a, b)]
+
+    return band(0, lo) + ([(lo, hi, True)] if hi > lo else []) + band(hi, o)
 
 
-def _region_taps(x: Tensor, region, geometry) -> list[Tensor]:
-    """The taps, in row-major kernel order, that the windows of `region` (a range of
-    outputs per dim) read inside x, each a strided view of x; the taps in the padding are
-    left out: zero adds nothing to a sum, and a max's scan never moves to its -inf."""
+def _taps_in_place(x: Tensor, region, geometry) -> list[Tensor]:
+    """The taps, in row-major kernel order, that the windows of `region` (an output range
+    per dim, each tap wholly inside x or wholly outside it) read inside x, each a strided
+    view of x; the taps in the padding are left out: zero adds nothing to a sum, and a
+    max's scan never moves to its -inf."""
     kernel, stride, pads, dilation, _ = geometry
     taps = []
     for offset in offsets(kernel):
         index = [slice(None), slice(None)]
-        for (a, b), j, st, p, d, size in zip(region, offset, stride, pads, dilation, x.shape[2:]):
+        for (a, b, _), j, st, p, d, size in zip(
+            region, offset, stride, pads, dilation, x.shape[2:]
+        ):
             first, last = a * st - p + j * d, (b - 1) * st - p + j * d
             if first < 0 or last >= size:
                 break
@@ -478,24 +494,49 @@ def _region_taps(x: Tensor, region, geometry) -> list[Tensor]:
     return taps
 
 
+def _padded_taps(x: Tensor, region, geometry, value) -> list[Tensor]:
+    """The taps of `region`'s windows over the slice of x they read, padded with `value`
+    where they reach past it."""
+    kernel, stride, pads, dilation, _ = geometry
+    part, before, after = x, [], []
+    for i, ((a, b, _), k, st, p, d) in enumerate(zip(region, kernel, stride, pads, dilation)):
+        start, stop = a * st - p, (b - 1) * st - p + d * (k - 1) + 1
+        first = min(max(start, 0), x.shape[2 + i])
+        last = max(min(stop, x.shape[2 + i]), first)
+        part = part.narrow(2 + i, first, last - first)
+        before.append(first - start)
+        after.append(stop - last)
+    amounts = [n for pair in zip(reversed(before), reversed(after)) for n in pair]
+    return _taps(windows(pad(part, amounts, value=value), kernel, stride, dilation), kernel)
+
+
 def _over_regions(
-    x: Tensor, geometry, key: tuple, fold, extra: Tensor | None = None, compute=None,
+    x: Tensor, geometry, value, key: tuple, fold, extra: Tensor | None = None, compute=None,
     target: TensorImpl | None = None,
 ):  # fmt: skip
     """The taps kernel `fold` (with `extra`, broadcast over the output, as its last input;
     computing in `compute`, by default x's dtype) over the output region by region
-    (_region_ranges), each over its taps inside x (_region_taps), writing its part of the
-    output in place: `target`, or a new result in x's suggested format (format_result)."""
+    (_region_ranges), each over its taps inside x (_taps_in_place) or over its padded
+    slice (_padded_taps, `value` the padding), writing its part of the output in place:
+    `target`, or a new result in x's suggested format (format_result). Windows with no tap
+    inside x (a dilated max pool allows them) give `value`."""
     kernel, stride, pads, dilation, out = geometry
     shape = (*x.shape[:2], *out)
     y = Tensor(format_result(x._impl, shape, x.dtype) if target is None else target)
     ranges = [_region_ranges(*dim) for dim in zip(x.shape[2:], kernel, stride, pads, dilation, out)]
     for region in itertools.product(*ranges):
-        taps = _region_taps(x, region, geometry)
-        target = y[(slice(None), slice(None), *(slice(a, b) for a, b in region))]
+        target = y[(slice(None), slice(None), *(slice(a, b) for a, b, _ in region))]
+        if all(in_place for _, _, in_place in region):
+            taps = _taps_in_place(x, region, geometry)
+        else:
+            taps = _padded_taps(x, region, geometry, value)
+        if not taps:
+            target.fill_(value)
+            continue
         if extra is not None:
             index = tuple(
-                slice(a, b) if n > 1 else slice(None) for (a, b), n in zip(region, extra.shape[2:])
+                slice(a, b) if n > 1 else slice(None)
+                for (a, b, _), n in zip(region, extra.shape[2:])
             )
             taps.append(extra[(slice(None), slice(None), *index)])
         launch((*key, len(taps)), taps, compute or x.dtype, fold, out=target._impl)

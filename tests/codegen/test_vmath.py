@@ -730,7 +730,6 @@ def test_float32_kernels_are_vectorized_and_call_only_kaels_rare_paths():
 
 _PTX_PROBE = """
 import sys
-import time
 from kael.codegen.ptx import compiler
 from kael.ir import graph as g
 from kael.ir.kernel import CONTIG

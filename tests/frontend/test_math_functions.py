@@ -235,6 +235,16 @@ def test_atan2_is_correctly_rounded_in_float32_over_every_quadrant():
     assert _ulp_error(got, np.arctan2(y32.astype(np.float64), x32.astype(np.float64))) <= 0.5001
 
 
+def test_atan2_of_an_infinite_y_beside_a_huge_x_is_a_right_angle():
+    """An infinite |y| is past tan(3 pi/8) |x| where that product overflows (float64 x near
+    its largest), and a subnormal y over 0 is pi/2, not an underflowed ratio's angle."""
+    y = np.array([np.inf, -np.inf, np.inf, np.inf, 5e-324, -5e-324])
+    x = np.array([1e308, 1e308, -1.7976931348623157e308, 7.5e307, 0.0, -0.0])
+    got = kael.atan2(kael.tensor(y), kael.tensor(x)).numpy()
+    want = torch.atan2(torch.from_numpy(y), torch.from_numpy(x)).numpy()
+    np.testing.assert_array_max_ulp(got, want, maxulp=1)  # pi - pi/2 rounds once more
+
+
 # ---- logit, clamp_min, clamp_max ---------------------------------------------------------------
 
 LOGIT_VALUES = [0.0, 1e-7, 0.25, 0.5, 0.75, 1.0 - 1e-7, 1.0, 1.5, -0.5, np.nan, np.inf]

@@ -149,6 +149,8 @@ REGIONS = [
     ((1, 2, 7, 8, 9), {"kernel_size": 3, "stride": 2, "padding": 1}),
     ((2, 4, 50), {"kernel_size": 4, "stride": 3, "padding": 2, "ceil_mode": True}),
     ((1, 2, 9, 9), {"kernel_size": 2, "stride": 2}),  # no padding: the interior alone
+    ((1, 3, 40), {"kernel_size": 9, "stride": 1, "padding": 4}),  # edge bands padded whole
+    ((1, 2, 12, 11), {"kernel_size": (7, 2), "padding": (3, 1), "stride": 1}),
 ]
 
 
@@ -172,6 +174,22 @@ def test_pools_region_by_region_match_torch(monkeypatch, shape, kwargs):
         ki, ti = pair(RNG.integers(0, 255, shape), kael.uint8)
         pool, reference = getattr(KF, f"max_pool{dims}d"), getattr(TF, f"max_pool{dims}d")
         same(pool(ki, **kwargs), reference(ti, **kwargs), 0)
+
+
+@pytest.mark.parametrize("large", [False, True], ids=["one_launch", "by_regions"])
+@pytest.mark.parametrize("dtype", [kael.float32, kael.int32], ids=str)
+def test_dilated_max_pool_window_wholly_in_the_padding_gives_the_lowest_value(
+    monkeypatch, large, dtype
+):
+    """torch lets a dilated window hold only padding: its max is -inf (an integer dtype's
+    minimum), where no tap of it lies inside the input."""
+    from kael.frontend import pooling
+
+    if large:
+        monkeypatch.setattr(pooling, "REGION_ELEMENTS", 0)
+    kx, tx = pair(RNG.integers(-9, 9, (1, 3, 6, 3)), dtype)
+    kwargs = {"kernel_size": (1, 2), "padding": (0, 1), "dilation": (1, 4)}
+    identical(KF.max_pool2d(kx, **kwargs), TF.max_pool2d(tx, **kwargs))
 
 
 @pytest.mark.parametrize("large", [False, True], ids=["one_launch", "by_regions"])

@@ -132,11 +132,13 @@ def _float_plan(spec, a, b, c, batch, outer, threads) -> Plan:
     if n == 1 and (k == 1 or (aks == 1 and brs == 1)):  # matrix @ vector
         groups = _blocks(m, gemm_gemv.RSTEP)
         tail = (ars, 1, qa, 1, 1, qb, ldc, qc, m, 1, k, groups, 0)
-        return _gemv(spec, gemm_gemv.ROWS, tail, q * groups, outer, 2 * q * m * k)
+        matrix = (q if qa else 1) * m * k
+        return _gemv(spec, gemm_gemv.ROWS, tail, q * groups, outer, 2 * q * m * k, matrix, threads)
     if m == 1 and bcs == 1:  # vector @ matrix
         blocks = _blocks(n, gemm_gemv.BLOCK)
         tail = (ars, aks, qa, brs, 1, qb, ldc, qc, 1, n, k, blocks, 0)
-        return _gemv(spec, gemm_gemv.COLS, tail, q * blocks, outer, 2 * q * n * k)
+        matrix = (q if qb else 1) * n * k
+        return _gemv(spec, gemm_gemv.COLS, tail, q * blocks, outer, 2 * q * n * k, matrix, threads)
     if (q == 1 or m == 1) and _few_rows(m, k, n * k * item) and brs == 1 and aks == 1:
         # few rows @ a transposed matrix (x @ W.T, a linear layer's small batch): each row
         # of C is (W @ x_i^T)^T, B^T's rows dotted with row i of A. One product's rows, or
@@ -145,14 +147,15 @@ def _float_plan(spec, a, b, c, batch, outer, threads) -> Plan:
         groups = _blocks(n, gemm_gemv.RSTEP)
         batched = (0, ars, ldc, m) if q == 1 else (qb, qa, qc, 0 if qb else q)
         tail = (bcs, 1, batched[0], 1, 1, batched[1], c.strides[-1], batched[2], n, 1, k)
-        total, flops = m * q * groups, 2 * m * q * n * k
+        total, flops, matrix = m * q * groups, 2 * m * q * n * k, (q if qb else 1) * n * k
         tail = (*tail, groups, batched[3])
-        return _gemv(spec, gemm_gemv.ROWS, tail, total, outer, flops, swapped=True)
+        return _gemv(spec, gemm_gemv.ROWS, tail, total, outer, flops, matrix, threads, True)
     if n == 1 and ars == 1 and ldc == 1:  # a transposed matrix @ vector (X.T @ v)
         # as (v^T @ A^T)^T: the vector is the left operand, A^T's columns are unit-stride
         blocks = _blocks(m, gemm_gemv.BLOCK)
         tail = (0, brs, qb, aks, 1, qa, 0, qc, 1, m, k, blocks, 0)
-        return _gemv(spec, gemm_gemv.COLS, tail, q * blocks, outer, 2 * q * m * k, swapped=True)
+        matrix, flops = (q if qa else 1) * m * k, 2 * q * m * k
+        return _gemv(spec, gemm_gemv.COLS, tail, q * blocks, outer, flops, matrix, threads, True)
     mc, mblocks = _row_blocks(spec, m, n, q, threads)
     # Too few row blocks to busy every thread (a short, wide product): split the columns.
     nblocks = threads if q * mblocks < threads else 1
@@ -220,15 +223,16 @@ def _slots(outer, swapped: bool = False) -> list[tuple[tuple[int, int, int], ...
 
 
 def _gemv(
-    spec: GemmSpec, name: str, tail: tuple, total: int, outer, flops: int, swapped: bool = False
-) -> Plan:
-    """One gemm_gemv launch per outer batch offset."""
+    spec: GemmSpec, name: str, tail: tuple, total: int, outer, flops: int, matrix: int,
+    threads: int, swapped: bool = False,
+) -> Plan:  # fmt: skip
+    """One gemm_gemv launch per outer batch offset. Memory-bound: it takes the pool by the
+    `matrix` elements it reads, not its flops, so one row by a 768 x 768 float32 weight
+    runs on both threads, each reading its half from its own L2 (2 threads: 52 -> 16 us;
+    torch 20); on one thread, or under PARALLEL_BYTES, it runs inline (Plan.native)."""
     fn = gemm_gemv.library(spec.dtype)[name]
-    # memory-bound: parallel by the matrix's bytes (an element a multiply-add), not the
-    # flops, so a 768 x 768 float32 weight by one row takes both threads, each reading its
-    # half from its own L2 (2 threads: 52 -> 16 us; torch 20); 0 runs inline (Plan.native)
-    matrix = flops // 2 * spec.dtype.itemsize
-    words, moved = (0, 0, 0, *tail), matrix if matrix >= PARALLEL_BYTES else 0
+    nbytes = matrix * spec.dtype.itemsize
+    words, moved = (0, 0, 0, *tail), nbytes if threads > 1 and nbytes >= PARALLEL_BYTES else 0
     launches = (Launch(fn, words, s, total, moved, name, flops) for s in _slots(outer, swapped))
     return Plan(tuple(launches), 0)
 

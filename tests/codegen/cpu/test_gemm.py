@@ -749,14 +749,17 @@ def test_chained_products_keep_one_scratch_per_thread():
     assert not failures
 
 
-@pytest.mark.parametrize("n, parallel", [(256, False), (768, True)])
-def test_a_matrix_vector_product_splits_over_threads_by_the_matrix_bytes(n, parallel):
-    """Memory-bound: a float32 weight of PARALLEL_BYTES and more by one row takes the pool
-    (768 x 768: 2.4 MB, 786K flops, below PARALLEL_FLOPS), a smaller one runs inline."""
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("n", [256, 768])
+def test_a_matrix_vector_product_splits_over_threads_by_the_matrix_bytes(n, threads):
+    """Memory-bound: on 2 threads a float32 matrix of PARALLEL_BYTES and more by a vector
+    takes the pool (768 x 768: 2.4 MB, 1.2M flops, below PARALLEL_FLOPS); a smaller one, or
+    any on one thread, runs inline. Few rows by a shared W weigh W's bytes, not the rows'."""
     from kael.runtime.launcher import PARALLEL_BYTES
 
-    for a, b in (((1, n), (n, n)), ((n, n), (n, 1))):
-        (step,) = _plan(a, b, np.float32, lambda b: b, 2).launches
+    parallel = threads > 1 and n * n * 4 >= PARALLEL_BYTES
+    cases = (((1, n), (n, n), lambda b: b), ((n, n), (n, 1), lambda b: b))
+    for a, b, view in (*cases, ((8, n), (n, n), lambda b: b.T)):  # x @ W.T, 8 rows
+        (step,) = _plan(a, b, np.float32, view, threads).launches
         assert step.name in (gemm_gemv.ROWS, gemm_gemv.COLS)
-        assert (step.moved >= PARALLEL_BYTES) == parallel, (a, b, step.moved)
-        assert step.moved in (0, n * n * 4)
+        assert step.moved == (n * n * 4 if parallel else 0), (a, b, step.moved)
