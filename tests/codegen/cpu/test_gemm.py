@@ -279,7 +279,7 @@ def test_a_is_packed_beside_packed_b_only_where_its_panel_walk_spans_many_pages(
     """Row-major A is read in place by the macro kernel (packing it cost more than it
     saved); a transposed A whose kc-long panel walk spans more than PACK_A_SPAN is packed."""
     pack_a = gemm.MACRO_ARGS.index("pack_a")
-    kc = HOST[float32].kc
+    kc = -(-512 // -(-512 // HOST[float32].kc))  # k = 512 in even slices of at most KC
     rows = _plan((4096, 512), (512, 512), b_view=lambda x: x.T)
     assert rows.buffer_bytes and rows.launches[-1].words[pack_a] == 0
     span = gemm_run.PACK_A_SPAN // (4 * kc)  # A^T's k stride (its row count) at the limit
@@ -301,7 +301,7 @@ def test_separate_right_operands_keep_the_batch_in_the_kernel():
     kept = _plan((16, 128, 128), (16, 128, 128))
     macro = kept.launches[-1]
     assert macro.words[gemm.MACRO_ARGS.index("m")] == 128
-    assert macro.total == 16  # one row block per batch
+    assert macro.total == 16 * -(-128 // HOST[float32].mc)  # each batch's row blocks
 
 
 def test_launches_below_the_flop_threshold_run_inline_and_above_it_in_parallel():
@@ -334,7 +334,7 @@ def test_row_blocks_cover_the_rows_in_whole_panels_and_balance_threads(m, thread
         assert blocks >= threads
 
 
-@pytest.mark.parametrize("m", [2, 24, 64, 240])
+@pytest.mark.parametrize("m", [2, 24, 64, HOST[float32].mc])
 @pytest.mark.parametrize("threads", [2, 3])
 def test_a_short_product_splits_its_columns_over_the_threads(m, threads):
     """At most MC rows and 2+ column tiles a thread: one row block, columns split (the
