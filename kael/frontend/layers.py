@@ -14,6 +14,7 @@ from kael.frontend import (
     linalg,
     matrix_norms,
     memory_formats,
+    nn,
     reductions,
     views,
 )
@@ -116,7 +117,7 @@ def rms_norm(
     """x / sqrt(mean(x^2 over the last len(normalized_shape) dims) + eps) * weight; eps
     None is the machine epsilon of the compute dtype, as in PyTorch. Eager on a cuda
     tensor (weight of its dtype, or none), one row kernel computes the same composition
-    (frontend/gpu_rows.py)."""
+    (frontend/gpu_rows.py), as on a host float32/float64 tensor (nn.rms_norm_rows)."""
     x = tensor_arg(input, "rms_norm")
     if not x.dtype.is_floating_point:
         raise TypeError(f"rms_norm: expected a floating point input, got {x.dtype}")
@@ -135,6 +136,10 @@ def rms_norm(
     )
     if plain and shape and type(eps) in (int, float) and gpu_rows.takes(x._impl, len(shape)):
         return Tensor(gpu_rows.rms_norm(x._impl, len(shape), weight, eps))
+    if shape and type(eps) in (int, float):
+        done = nn.rms_norm_rows(x, len(shape), weight, eps)
+        if done is not None:
+            return done
     dims = tuple(range(x.ndim - len(shape), x.ndim))
     wide = x.float() if x.dtype.is_half else x  # PyTorch: half types in float32
     scale = (reductions.mean(wide * wide, dims, keepdim=True) + eps).rsqrt()

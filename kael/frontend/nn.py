@@ -26,7 +26,16 @@ import math
 from collections.abc import Callable
 
 from kael.codegen.cpu import native_launch, rows
-from kael.frontend import eager, factories, fastpath, gpu_rows, plan, reductions, views
+from kael.frontend import (
+    eager,
+    factories,
+    fastpath,
+    gpu_rows,
+    memory_formats,
+    plan,
+    reductions,
+    views,
+)
 from kael.frontend import elementwise as ew
 from kael.frontend.compiled import CompiledFunction
 from kael.frontend.opmath import in_float32
@@ -735,6 +744,31 @@ def _layer_norm(input: Tensor, normalized_shape, weight, bias, eps) -> Tensor:
             rows.float_word(eps),
         ]
         rows.run_rows(f"layer_norm_{variant}", src.dtype, words, row_count, cols)
+    return Tensor(out)
+
+
+def rms_norm_rows(x: Tensor, tail: int, weight: Tensor | None, eps: float) -> Tensor | None:
+    """rms_norm of a host float32/float64 x over its last `tail` dims by the row kernel
+    (codegen/cpu/rows.py: the composition's values), weight None or of x's dtype; None
+    where it does not apply (half types, a channels-last layout, another weight dtype, a
+    trace: a compiled plan fuses the composition with its neighbours)."""
+    impl = x._impl
+    if (
+        state.trace is not None
+        or impl.device is not CPU
+        or impl.dtype not in (float32, float64)
+        or not impl.numel()
+        or memory_formats.suggested(impl) is not memory_formats.contiguous_format
+        or (weight is not None and weight.dtype is not impl.dtype)
+    ):
+        return None
+    src = _contiguous(impl)
+    w = None if weight is None else _contiguous(weight._impl)
+    out = empty_impl(src.shape, src.dtype, CPU)
+    row_count, cols = _rows_of(src, tail)
+    words = [host_ptr(src, "rms_norm"), host_ptr(out, "rms_norm"), _host_ptr_or_0(w, "rms_norm")]
+    kernel = "rms_norm_none" if w is None else "rms_norm_weight"
+    rows.run_rows(kernel, src.dtype, [*words, cols, rows.float_word(eps)], row_count, cols)
     return Tensor(out)
 
 

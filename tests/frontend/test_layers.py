@@ -96,6 +96,30 @@ def test_rms_norm_matches_torch(dtype, shape):
     same(KF.rms_norm(k, shape, kw, eps=1e-3), TF.rms_norm(t, shape, tw, eps=1e-3), tol)
 
 
+@pytest.mark.parametrize("dtype", [kael.float32, kael.float64], ids=str)
+@pytest.mark.parametrize("cols", [1, 7, 64, 129, 1000])
+def test_host_rms_norm_is_one_row_kernel_with_the_compositions_values(monkeypatch, dtype, cols):
+    """A host float32/float64 rms_norm over rows runs the row kernel: float32 gives the
+    composed ops' bits (its float64 sum of the rounded squares is exact); float64 sums in
+    another order, within 4 ulp of them; both as torch within the suite's tolerance."""
+    from kael.frontend import nn
+
+    x = RNG.standard_normal((6, cols)) * 3
+    w = RNG.standard_normal(cols)
+    k, t = both(x, dtype)
+    kw, tw = both(w, dtype)
+    for weight, tweight in ((None, None), (kw, tw)):
+        with kael.profiler.profile() as prof:
+            rows = KF.rms_norm(k, (cols,), weight, 1e-5)
+        assert [e.key for e in prof.events() if e.key.startswith("kael_rows_rms_norm")]
+        same(rows, TF.rms_norm(t, (cols,), tweight, 1e-5), 2e-6 if dtype is kael.float32 else 1e-12)
+        monkeypatch.setattr(nn, "rms_norm_rows", lambda *args: None)
+        composed = KF.rms_norm(k, (cols,), weight, 1e-5)
+        monkeypatch.undo()
+        ulps = 0 if dtype is kael.float32 else 4
+        np.testing.assert_array_max_ulp(rows.numpy(), composed.numpy(), maxulp=ulps)
+
+
 def test_rms_norm_refuses_a_shape_that_is_not_trailing():
     with pytest.raises(kael.ValueError, match="does not match"):
         KF.rms_norm(kael.ones(2, 3), (2,))
