@@ -131,10 +131,11 @@ def _run_rows(kernel: str, src: TensorImpl, out: TensorImpl, tail: int) -> None:
         fastpath.capture_rows(fn, words, row_count, moved, align, src, out)
 
 
-# The composed ops below take the row kernels' arithmetic (codegen/cpu/rows.py), so a
-# trace, a generated plan and a row kernel give one result: the exps summed in float64 and
-# kept so; softmax scales by 1 / sum, log_softmax subtracts log(sum), logsumexp adds the
-# shift to log(sum), each taken in float64 and rounded once to the input's dtype.
+# The composed ops below take the row kernels' arithmetic (codegen/cpu/rows.py): the exps
+# summed in float64 and kept so; softmax scales by 1 / sum, log_softmax subtracts log(sum),
+# logsumexp adds the shift to log(sum), each taken in float64 and rounded once to the
+# input's dtype. A trace, a generated plan and a row kernel give one float32 result; a
+# float64 one may differ in its last bit (the float64 sums run in another order).
 
 
 def _exp_sums(e: Tensor, dims) -> Tensor:

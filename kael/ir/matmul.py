@@ -90,9 +90,10 @@ def batch_dims(
 # float64. On an Intel host with AVX-512 (2 threads, n^3 float32, best of 5) MC 192 KC 320
 # held ~320 GFLOP/s from n = 512 to 3000 where MC 240 KC 256 fell from ~320 to ~260 past
 # n = 1536 and MC 120 KC 512 ran ~270 below 2048 (torch ~355); float64 showed no better
-# blocking than MC 120 KC 256 (130-160 GFLOP/s by size, torch ~175). AVX2: 12 accumulators + 2 B vectors + the A broadcast in 16 registers; on a
-# Zen 3 host (2 threads, 2048^3 float32) 6x16 ran 110-140 GFLOP/s against 4x24's 116 and
-# 3x32's 62 (it spills), MC 144 against 72 and 288 within noise.
+# blocking than MC 120 KC 256 (130-160 GFLOP/s by size, torch ~175).
+# AVX2: 12 accumulators + 2 B vectors + the A broadcast in 16 registers; on a Zen 3 host (2
+# threads, 2048^3 float32) 6x16 ran 110-140 GFLOP/s against 4x24's 116 and 3x32's 62 (it
+# spills), MC 144 against 72 and 288 within noise.
 SPECS: dict[int, dict[DType, GemmSpec]] = {
     64: {
         float32: GemmSpec(float32, mr=6, nr=64, mc=192, kc=320, nc=1024),

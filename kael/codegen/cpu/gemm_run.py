@@ -227,12 +227,14 @@ def _gemv(
     threads: int, swapped: bool = False,
 ) -> Plan:  # fmt: skip
     """One gemm_gemv launch per outer batch offset. Memory-bound: it takes the pool by the
-    `matrix` elements it reads, not its flops, so one row by a 768 x 768 float32 weight
-    runs on both threads, each reading its half from its own L2 (2 threads: 52 -> 16 us;
-    torch 20); on one thread, or under PARALLEL_BYTES, it runs inline (Plan.native)."""
+    `matrix` elements it reads as well as by its flops, so one row by a 768 x 768 float32
+    weight runs on both threads, each reading its half from its own L2 (2 threads: 52 -> 16
+    us; torch 20), and so does a batch of vectors by one shared matrix; on one thread, or
+    under both PARALLEL_BYTES and PARALLEL_FLOPS, it runs inline (Plan.native)."""
     fn = gemm_gemv.library(spec.dtype)[name]
     nbytes = matrix * spec.dtype.itemsize
-    words, moved = (0, 0, 0, *tail), nbytes if threads > 1 and nbytes >= PARALLEL_BYTES else 0
+    big = nbytes >= PARALLEL_BYTES or flops >= PARALLEL_FLOPS
+    words, moved = (0, 0, 0, *tail), max(nbytes, PARALLEL_BYTES) if threads > 1 and big else 0
     launches = (Launch(fn, words, s, total, moved, name, flops) for s in _slots(outer, swapped))
     return Plan(tuple(launches), 0)
 

@@ -763,3 +763,14 @@ def test_a_matrix_vector_product_splits_over_threads_by_the_matrix_bytes(n, thre
         (step,) = _plan(a, b, np.float32, view, threads).launches
         assert step.name in (gemm_gemv.ROWS, gemm_gemv.COLS)
         assert step.moved == (n * n * 4 if parallel else 0), (a, b, step.moved)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_batch_of_vectors_by_one_shared_matrix_splits_by_its_flops(threads):
+    """W [256, 256] (256 KB) by 1000 vectors: 131M flops, past PARALLEL_FLOPS, take the pool
+    on 2 threads though the matrix is read once and is under PARALLEL_BYTES."""
+    from kael.runtime.launcher import PARALLEL_BYTES
+
+    (step,) = _plan((256, 256), (1000, 256, 1), np.float32, lambda b: b, threads).launches
+    assert step.name in (gemm_gemv.ROWS, gemm_gemv.COLS)
+    assert (step.moved >= PARALLEL_BYTES) == (threads > 1), step.moved
