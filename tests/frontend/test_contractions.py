@@ -239,3 +239,33 @@ def test_einsum_that_sums_or_multiplies_is_a_new_tensor():
     x = kael.ones(3, 3)
     assert not kael.einsum("ij->j", x).shares_storage(x)
     assert not kael.einsum("ij,ij->ij", x, x).shares_storage(x)
+
+
+PLANNED = [
+    ("ii->i", [(5, 5)]),
+    ("ij->ji", [(4, 6)]),
+    ("bi,bij,bj->b", [(4, 6), (4, 6, 7), (4, 7)]),
+    ("...ij,...jk", [(2, 3, 4), (1, 4, 5)]),
+    ("iij->j", [(3, 3, 4)]),
+    ("ij,jk,kl->il", [(3, 4), (4, 5), (5, 2)]),
+    ("i,j->ij", [(3,), (4,)]),
+]
+
+
+@pytest.mark.parametrize("equation, shapes", PLANNED, ids=[e for e, _ in PLANNED])
+def test_a_large_einsum_runs_its_own_plan_with_the_eager_bits(monkeypatch, equation, shapes):
+    """From PLANNED_FROM_BYTES (here 0) an eager einsum replays a plan of kael's own: the
+    eager path's values, dtype and shape, and a view of an operand where eager gives one."""
+    rng = np.random.default_rng(5)
+    xs = [kael.tensor(rng.standard_normal(s).astype(np.float32)) for s in shapes]
+    eager = kael.einsum(equation, *xs)
+    monkeypatch.setattr(contractions, "PLANNED_FROM_BYTES", 0)
+    for _ in range(2):  # the trace, then the replay
+        planned = kael.einsum(equation, *xs)
+        assert planned.shape == eager.shape and planned.dtype is eager.dtype
+        np.testing.assert_array_equal(planned.numpy(), eager.numpy())
+        ptrs = {x.untyped_storage().data_ptr() for x in xs}
+        assert (planned.untyped_storage().data_ptr() in ptrs) == (
+            eager.untyped_storage().data_ptr() in ptrs
+        )
+    assert contractions._PLAN.plan_for(equation, *xs) is not None
