@@ -690,13 +690,21 @@ def _exp_clamped(o: _Ops, x: ir.Value, extra: ir.Value | None = None) -> ir.Valu
 def _exp(o: _Ops, x: ir.Value) -> ir.Value:
     """exp(x): 0 below the underflow edge, inf above overflow, NaN kept.
 
-    Lanes below the edge (softmax's -inf mask) compute exp(0) and take 0: the clamped
-    edge's subnormal steps ran 3x slower than normal lanes here (0.6 vs 0.2 ms on 2M).
-    Normal results scale by an exponent add; the two-step ldexp of subnormal, overflowing
-    and NaN lanes runs on a rare branch (exp 0.8x the time)."""
-    below = o.cmp("<", x, o.c(o.k.exp_lo))
-    x = o.clamp(o.select(below, o.c(0.0), x), o.k.exp_lo, o.k.exp_hi)
+    Lanes below the edge (softmax's -inf mask) take 0 (`_past_underflow`). Normal results
+    scale by an exponent add; the two-step ldexp of subnormal, overflowing and NaN lanes
+    runs on a rare branch (exp 0.8x the time)."""
+    below, x = _past_underflow(o, x, o.k.exp_lo, o.k.exp_hi)
     return o.select(below, o.c(0.0), _exp_scaled(o, x, *_exp_parts(o, x)))
+
+
+def _past_underflow(o: _Ops, x: ir.Value, lo: float, hi: float) -> tuple[ir.Value, ir.Value]:
+    """(the lanes below the underflow edge lo, whose exp the caller takes as 0; x clamped
+    to [lo, hi] with those lanes at 0): they compute exp(0), so none makes a subnormal for
+    nothing. The clamped edge's subnormal steps ran 3x slower than normal lanes on AMD (0.6
+    vs 0.2 ms on 2M), and each is a microcode assist a vector on Intel hosts (exp2(-inf), a
+    masked score: 1120 -> ~50 us on 256K). NaN stays NaN."""
+    below = o.cmp("<", x, o.c(lo))
+    return below, o.clamp(o.select(below, o.c(0.0), x), lo, hi)
 
 
 def _exp_scaled(o: _Ops, x: ir.Value, p: ir.Value, n: ir.Value) -> ir.Value:
@@ -708,12 +716,9 @@ def _exp_scaled(o: _Ops, x: ir.Value, p: ir.Value, n: ir.Value) -> ir.Value:
 
 
 def _exp2(o: _Ops, x: ir.Value) -> ir.Value:
-    """2**x = 2**n * e**((x - n) ln2): the reduction is exact. Lanes below the underflow
-    edge compute 2**0 and take 0, as `_exp`'s: the clamped edge's underflow was a microcode
-    assist a vector on Intel hosts (exp2(-inf), a masked score: 1120 -> ~50 us on 256K)."""
-    lo = o.k.exp_lo * o.k.log2e
-    below = o.cmp("<", x, o.c(lo))
-    x = o.clamp(o.select(below, o.c(0.0), x), lo, o.k.exp_hi * o.k.log2e)
+    """2**x = 2**n * e**((x - n) ln2): the reduction is exact; lanes below the underflow
+    edge take 0 (`_past_underflow`)."""
+    below, x = _past_underflow(o, x, o.k.exp_lo * o.k.log2e, o.k.exp_hi * o.k.log2e)
     nf, n = o.round_to_int(x)
     r = o.mul(o.sub(x, nf), o.c(o.k.ln2[0]))
     return o.select(below, o.c(0.0), o.ldexp(o.add(o.c(1.0), _expm1_poly(o, r)), n))
@@ -1262,13 +1267,14 @@ def _softplus_exp(o: _Ops, x: ir.Value) -> ir.Value:
     ~87 in float32): the lanes past it take `_softplus_far`."""
     edge = -o.exp_normal[0]
     a = o.abs(x)
-    t = _exp(o, o.neg(o.select(o.cmp(">", a, o.c(edge)), o.c(edge), a)))
+    far = o.above_or_nan(a, edge)
+    t = _exp(o, o.neg(o.select(far, o.c(edge), a)))
     if o.dtype is float32:
         log1p_t = o.fma(o.mul(t, t), o.poly(t, LOG1P_UNIT_POLY32), t)
     else:
         log1p_t = _log1p(o, t)
     near = o.add(o.select(o.cmp(">", x, o.c(0.0)), x, o.c(0.0)), log1p_t)
-    return o.m.rarely(o.above_or_nan(a, edge), [near], lambda: [_softplus_far(o, x)])[0]
+    return o.m.rarely(far, [near], lambda: [_softplus_far(o, x)])[0]
 
 
 def _softplus_far(o: _Ops, x: ir.Value) -> ir.Value:

@@ -225,12 +225,12 @@ def einsum(equation: str, *operands) -> Tensor:
     xs = [tensor_arg(x, "einsum") for x in operands]
     if not xs:
         raise ValueError("einsum(): must provide at least one operand")
-    device_of(xs, "einsum")
+    device = device_of(xs, "einsum")
     terms, out = _parse(equation, tuple(x.ndim for x in xs))
     if _is_matmul(terms, out) and _matmul_shaped(*xs):
         return linalg.matmul(*xs)
     sizes = _sizes(xs, terms, equation)
-    if _planned(xs):
+    if _planned(xs, device):
         return _PLAN(equation, *xs)
     return _contracted(xs, terms, out, sizes)
 
@@ -243,10 +243,10 @@ def einsum(equation: str, *operands) -> Tensor:
 PLANNED_FROM_BYTES = 8 << 20
 
 
-def _planned(xs: list[Tensor]) -> bool:
-    """Whether an eager einsum of xs runs its plan (see PLANNED_FROM_BYTES)."""
+def _planned(xs: list[Tensor], device) -> bool:
+    """Whether an eager einsum of xs (on `device`) runs its plan (see PLANNED_FROM_BYTES)."""
     big = sum(x.numel() * x.dtype.itemsize for x in xs) >= PLANNED_FROM_BYTES
-    return big and state.trace is None and all(x.device is CPU for x in xs)
+    return big and state.trace is None and device is CPU
 
 
 def _contracted_plan(equation: str, *xs: Tensor) -> Tensor:

@@ -731,21 +731,24 @@ def _layer_norm(input: Tensor, normalized_shape, weight, bias, eps) -> Tensor:
     )
     if x._impl.device is not CPU:
         return _composed_layer_norm(x, tuple(range(x.ndim - k, x.ndim)), w, b, eps)
-    src = _contiguous(x._impl)
+    variant = rows.AFFINE[(w is not None) + 2 * (b is not None)]
+    return Tensor(_norm_rows("layer_norm", variant, x._impl, k, (w, b), eps))
+
+
+def _norm_rows(
+    op: str, variant: str, impl: TensorImpl, tail: int, params, eps: float
+) -> TensorImpl:
+    """The row kernel of norm `op` (its `variant`: which parameters it applies) over impl's
+    rows of its last `tail` dims, into a new row-major result; its words: x, out, each
+    parameter's address (contiguous impls, 0 for None), cols, eps."""
+    src = _contiguous(impl)
     out = empty_impl(src.shape, src.dtype, CPU)
-    row_count, cols = _rows_of(src, k)
+    row_count, cols = _rows_of(src, tail)
     if src.numel():
-        variant = rows.AFFINE[(w is not None) + 2 * (b is not None)]
-        words = [
-            host_ptr(src, "layer_norm"),
-            host_ptr(out, "layer_norm"),
-            _host_ptr_or_0(w, "layer_norm"),
-            _host_ptr_or_0(b, "layer_norm"),
-            cols,
-            rows.float_word(eps),
-        ]
-        rows.run_rows(f"layer_norm_{variant}", src.dtype, words, row_count, cols)
-    return Tensor(out)
+        words = [host_ptr(src, op), host_ptr(out, op), *(_host_ptr_or_0(p, op) for p in params)]
+        words += [cols, rows.float_word(eps)]
+        rows.run_rows(f"{op}_{variant}", src.dtype, words, row_count, cols)
+    return out
 
 
 def rms_norm_rows(x: Tensor, tail: int, weight: Tensor | None, eps: float) -> Tensor | None:
@@ -763,14 +766,9 @@ def rms_norm_rows(x: Tensor, tail: int, weight: Tensor | None, eps: float) -> Te
         or (weight is not None and weight.dtype is not impl.dtype)
     ):
         return None
-    src = _contiguous(impl)
     w = None if weight is None else _contiguous(weight._impl)
-    out = empty_impl(src.shape, src.dtype, CPU)
-    row_count, cols = _rows_of(src, tail)
-    words = [host_ptr(src, "rms_norm"), host_ptr(out, "rms_norm"), _host_ptr_or_0(w, "rms_norm")]
-    kernel = "rms_norm_none" if w is None else "rms_norm_weight"
-    rows.run_rows(kernel, src.dtype, [*words, cols, rows.float_word(eps)], row_count, cols)
-    return Tensor(out)
+    variant = "none" if w is None else "weight"
+    return Tensor(_norm_rows("rms_norm", variant, impl, tail, (w,), eps))
 
 
 # kael.NAME for each entry; also Tensor.NAME unless the name is in NOT_METHODS.
