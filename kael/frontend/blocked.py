@@ -1,6 +1,6 @@
 """Blocked LU, Cholesky and triangular solves of one large matrix, as LAPACK's getrf,
 potrf and trsm are blocked: panels of BLOCK columns by the dense kernels
-(codegen/cpu/factorize.py, triangular.py), and the trailing updates, where nearly all the
+(codegen/cpu/lu_panel.py, factorize.py, triangular.py), and the trailing updates, where nearly all the
 multiply-adds are, by kael's matrix product (codegen/cpu/gemm*.py, on every thread).
 
 A batch of matrices runs one dense kernel per matrix instead (the threads split the
@@ -11,7 +11,7 @@ matrix through the cache once per column.
 
 from __future__ import annotations
 
-from kael.codegen.cpu import factorize, gemm_run, triangular
+from kael.codegen.cpu import factorize, gemm_run, lu_panel, triangular
 from kael.frontend import factories
 from kael.frontend.tensor import Tensor
 from kael.runtime.dtypes import int64
@@ -30,9 +30,12 @@ def lu(a: Tensor, piv: Tensor, info: Tensor) -> None:
     """P A = L U in place for the contiguous n x n `a`; 0-based pivots into `piv` [n],
     LAPACK's info (the first zero pivot's 1-based column, 0 when none) into `info` [1]."""
     n = a.shape[-1]
+    scratch = factories.empty(BLOCK * (n + lu_panel.PAD), dtype=a.dtype)
     for j in range(0, n, BLOCK):
         nb = min(BLOCK, n - j)
-        factorize.lu(a[j:, j : j + nb]._impl, piv[j : j + nb]._impl, info._impl, 1, (j, n))
+        lu_panel.lu(
+            a[j:, j : j + nb]._impl, scratch._impl, piv[j : j + nb]._impl, info._impl, (j, n)
+        )
         if j + nb < n:
             right = a[j : j + nb, j + nb :]
             triangular.solve(a[j : j + nb, j : j + nb]._impl, right._impl, 1, lower=True, unit=True)

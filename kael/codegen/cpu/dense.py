@@ -30,6 +30,7 @@ FAST = ("reassoc", "contract", "nsz", "arcp")
 ROUNDED = ("nsz",)
 
 
+VECTOR_BYTES = 64  # the explicit vectors of the row loops (two ymm registers under AVX2)
 PRECISION = {8: (2.0**-52, 2.0**-1022), 4: (2.0**-23, 2.0**-126)}  # (eps, safmin), by itemsize
 
 
@@ -226,21 +227,53 @@ class Dense:
     # ---- row operations, the kernels' inner loops
     def axpy(self, y: ir.Value, alpha: ir.Value, x: ir.Value, lo, hi) -> None:
         """y[j] += alpha * x[j] for j in [lo, hi) (y, x: element pointers)."""
-        b = self.b
-        with self.loop(lo, hi) as j:
-            py = b.gep(y, [j])
-            b.store(self.add(b.load(py), self.mul(alpha, b.load(b.gep(x, [j])))), py)
+        self.axpys(y, [alpha], [x], lo, hi)
 
     def axpys(self, y: ir.Value, alphas: Sequence[ir.Value], xs: Sequence[ir.Value], lo, hi):
         """y[j] += sum_c alphas[c] * xs[c][j] for j in [lo, hi): several axpys in one pass
-        over y (a rank-k update of one row: one load and store of y per k products)."""
+        over y (a rank-k update of one row: one load and store of y per k products). Written
+        as vectors of VECTOR_BYTES and a scalar tail: with many rows the loop vectorizer
+        gives up on the runtime alias checks (8 rows ran two lanes wide)."""
         b = self.b
-        with self.loop(lo, hi) as j:
-            py = b.gep(y, [j])
-            acc = b.load(py)
+        lanes = VECTOR_BYTES // self.dtype.itemsize
+        lo = i64(lo) if isinstance(lo, int) else lo
+        span = b.sub(hi if not isinstance(hi, int) else i64(hi), lo)
+        span = b.select(b.icmp_signed("<", span, self.i(0)), self.i(0), span)
+        whole = b.add(lo, b.mul(b.sdiv(span, self.i(lanes)), self.i(lanes)))
+
+        def step(j: ir.Value, load, store, scale) -> None:
+            acc = load(y, j)
             for alpha, x in zip(alphas, xs, strict=True):
-                acc = self.add(acc, self.mul(alpha, b.load(b.gep(x, [j]))))
-            b.store(acc, py)
+                acc = self.add(acc, self.mul(scale(alpha), load(x, j)))
+            store(acc, y, j)
+
+        def vload(p, j):
+            return b.load(self.lanes(b.gep(p, [j]), lanes), align=self.dtype.itemsize)
+
+        def vstore(v, p, j):
+            b.store(v, self.lanes(b.gep(p, [j]), lanes), align=self.dtype.itemsize)
+
+        with self.loop(lo, whole, lanes) as j:
+            step(j, vload, vstore, lambda a: self.splat(a, lanes))
+        with self.loop(whole, hi) as j:
+            step(
+                j,
+                lambda p, j: b.load(b.gep(p, [j])),
+                lambda v, p, j: b.store(v, b.gep(p, [j])),
+                lambda a: a,
+            )
+
+    def axpy_rows(self, y: ir.Value, alpha_of, row_of, first, last, lo, hi, group: int = 4):
+        """y[j] += sum_k alpha_of(k) * row_of(k)[j] for k in [first, last) in order and j in
+        [lo, hi): `group` rows a pass over y (axpys), the rest one by one."""
+        b = self.b
+        span = b.sub(last, first)
+        whole = b.add(first, b.mul(b.sdiv(span, self.i(group)), self.i(group)))
+        with self.loop(first, whole, group) as k:
+            ks = [b.add(k, self.i(q)) for q in range(group)]
+            self.axpys(y, [alpha_of(q) for q in ks], [row_of(q) for q in ks], lo, hi)
+        with self.loop(whole, last) as k:
+            self.axpy(y, alpha_of(k), row_of(k), lo, hi)
 
     def dot(self, x: ir.Value, y: ir.Value, lo, hi, stride_x=None, stride_y=None) -> ir.Value:
         """sum x[j] * y[j] for j in [lo, hi), unit strides unless given."""

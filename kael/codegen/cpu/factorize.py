@@ -55,13 +55,13 @@ def _lu_update(d: dense.Dense, a: dense.Matrix, kb, end) -> None:
     b, m, n = d.b, d.w["m"], d.w["n"]
 
     def one_by_one(i, last):
-        with d.loop(kb, last) as c, d.when(_nonzero(d, a.get(c, c))):
+        with d.loop(kb, last) as c, d.when(nonzero_pivot(d, a.get(c, c))):
             d.axpy(a.row(i), d.neg(a.get(i, c)), a.row(c), end, n)
 
     with d.loop(b.add(kb, d.i(1)), end) as i:
         one_by_one(i, i)
     whole = d.var(b.icmp_signed("==", b.sub(end, kb), d.i(SUB)), "whole")
-    with d.loop(kb, end) as c, d.when(b.not_(_nonzero(d, a.get(c, c)))):
+    with d.loop(kb, end) as c, d.when(b.not_(nonzero_pivot(d, a.get(c, c)))):
         whole.set(ir.Constant(ir.IntType(1), 0))
     with d.either(whole.get()) as (fused, general):
         with fused, d.loop(end, m) as i:
@@ -72,7 +72,7 @@ def _lu_update(d: dense.Dense, a: dense.Matrix, kb, end) -> None:
             one_by_one(i, end)
 
 
-def _nonzero(d: dense.Dense, pivot: ir.Value) -> ir.Value:
+def nonzero_pivot(d: dense.Dense, pivot: ir.Value) -> ir.Value:
     """Whether a pivot eliminates its column (getf2 skips a zero one; NaN eliminates)."""
     return d.b.fcmp_unordered("!=", pivot, d.f(0.0))
 
@@ -93,7 +93,7 @@ def _lu_column(d: dense.Dense, a: dense.Matrix, k, kb, end, whole, piv, info) ->
     with d.when(b.icmp_signed("!=", p, k)):
         d.swap(a.row(k), a.row(p), w["swap_lo"], w["swap_hi"])
     pivot = a.get(k, k)
-    with d.either(_nonzero(d, pivot)) as (nonzero, zero):
+    with d.either(nonzero_pivot(d, pivot)) as (nonzero, zero):
         with zero, d.when(b.icmp_signed("==", b.load(info), d.i(0))):
             b.store(b.add(b.add(k, d.i(1)), w["row0"]), info)
         with nonzero:

@@ -38,16 +38,17 @@ def _solve(d: dense.Dense, item: ir.Value) -> None:
         with d.when(b.not_(unit)):
             d.scale(x.row(i), d.div(d.f(1.0), coefficient(i, i)), 0, nrhs)
 
+    def eliminate(i: ir.Value, first: ir.Value, last: ir.Value) -> None:
+        alpha = lambda k: d.neg(coefficient(i, k))  # noqa: E731
+        d.axpy_rows(x.row(i), alpha, x.row, first, last, 0, nrhs)
+        finish(i)
+
     lower = b.xor(b.icmp_signed("!=", w["lower"], d.i(0)), trans)
     with d.either(lower) as (forward, backward):
         with forward, d.loop(0, n) as i:
-            with d.loop(0, i) as k:
-                d.axpy(x.row(i), d.neg(coefficient(i, k)), x.row(k), 0, nrhs)
-            finish(i)
+            eliminate(i, d.i(0), i)
         with backward, d.loop(b.sub(n, d.i(1)), -1, -1) as i:
-            with d.loop(b.add(i, d.i(1)), n) as k:
-                d.axpy(x.row(i), d.neg(coefficient(i, k)), x.row(k), 0, nrhs)
-            finish(i)
+            eliminate(i, b.add(i, d.i(1)), n)
 
 
 def _permute(d: dense.Dense, item: ir.Value) -> None:

@@ -1,0 +1,178 @@
+"""The LU of one tall panel of a blocked factorization (frontend/blocked.py), factored in
+column-major order: getf2's own loops, LAPACK's layout.
+
+The matrix is row-major, so a panel's column is a strided walk: factored in place
+(factorize.py's kernel), every pivot search and multiplier costs a scalar step per row
+(about 5 ns a row and column). This kernel first copies the panel transposed into a
+scratch buffer (row c of `t` is the panel's column c), where the pivot search, the
+column scaling and the rank-1 updates are unit-stride loops over rows that vectorize
+(an 8-lane arg-max, axpys), then interchanges the matrix's whole rows and copies the
+factored panel back. Each multiplier and update is the row kernel's arithmetic in the same
+order (each product rounded, dense.ROUNDED): the same bits, zero pivots, info and pivots.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from kael.codegen.cpu import dense
+from kael.codegen.cpu.factorize import SUB, nonzero_pivot
+from kael.codegen.lowering import smin
+from kael.runtime.tensor_impl import host_ptr
+
+I1, I64 = ir.IntType(1), ir.IntType(64)
+WORDS = ("a", "lda", "t", "ldt", "m", "w", "piv", "info", "row0", "swap_lo", "swap_hi")
+LANES = 8  # the arg-max's vector width (rows per step)
+PAD = 8  # elements past m in each row of the scratch (rows 4 KiB apart share cache sets)
+
+
+def _panel(d: dense.Dense, item: ir.Value) -> None:
+    b, w = d.b, d.w
+    m, width = w["m"], w["w"]
+    a, t = d.matrix("a", "lda"), d.matrix("t", "ldt")
+    piv, info = d.ptr("piv", I64), d.ptr("info", I64)
+    _transpose(d, m, width, lambda r, c: t.set(c, r, a.get(r, c)))
+    with d.when(b.icmp_signed("==", w["row0"], d.i(0))):  # a later panel keeps the first
+        b.store(d.i(0), info)
+    steps = smin(b, m, width)
+    with d.loop(0, steps, SUB) as kb:
+        end = smin(b, b.add(kb, d.i(SUB)), steps)
+        with d.loop(kb, end) as k:
+            _column(d, t, k, end, piv, info)
+        with d.when(b.icmp_signed("<", end, width)):
+            _update(d, t, kb, end)
+    with d.loop(0, steps) as k:  # the interchanges, in order, over the matrix's rows
+        p = b.sub(b.load(b.gep(piv, [k])), w["row0"])
+        with d.when(b.icmp_signed("!=", p, k)):
+            d.swap(a.row(k), a.row(p), w["swap_lo"], w["swap_hi"])
+    _transpose(d, m, width, lambda r, c: a.set(r, c, t.get(c, r)))
+
+
+def _transpose(d: dense.Dense, m, width, move) -> None:
+    """move(r, c) for every row r < m and column c < width, in strips of LANES rows (the
+    strip's rows stay in L1 while each column's LANES elements go as one vector)."""
+    b = d.b
+    whole = b.mul(b.sdiv(m, d.i(LANES)), d.i(LANES))
+    with d.loop(0, whole, LANES) as r0, d.loop(0, width) as c:
+        for r in range(LANES):
+            move(b.add(r0, d.i(r)), c)
+    with d.loop(whole, m) as r, d.loop(0, width) as c:
+        move(r, c)
+
+
+def _pivot_row(d: dense.Dense, column: ir.Value, k: ir.Value) -> ir.Value:
+    """getf2's pivot of column k (its rows from k on): the first row of largest magnitude,
+    k itself when nothing is larger (a NaN is never larger; a NaN at k stays)."""
+    b, m = d.b, d.w["m"]
+    first = b.add(k, d.i(1))
+    whole = b.add(first, b.mul(b.sdiv(b.sub(m, first), d.i(LANES)), d.i(LANES)))
+    order = ir.Constant(ir.VectorType(I64, LANES), list(range(LANES)))
+    top = d.var(d.splat(d.f(-1.0), LANES), "top")
+    where = d.var(ir.Constant(ir.VectorType(I64, LANES), None), "where")
+    with d.loop(first, whole, LANES) as i:
+        size = d.abs(b.load(d.lanes(b.gep(column, [i]), LANES), align=d.dtype.itemsize))
+        larger = d.gt(size, top.get())
+        top.set(b.select(larger, size, top.get()))
+        where.set(b.select(larger, b.add(order, d.splat(i, LANES)), where.get()))
+    best, largest = d.var(k, "best"), d.var(d.f(-1.0), "largest")
+    lanes_top, lanes_where = top.get(), where.get()
+    for lane in range(LANES):  # the lanes' winners, ties to the earlier row
+        size = b.extract_element(lanes_top, d.i(lane))
+        row = b.extract_element(lanes_where, d.i(lane))
+        tie = b.and_(b.fcmp_ordered("==", size, largest.get()), b.icmp_signed("<", row, best.get()))
+        take = b.or_(d.gt(size, largest.get()), tie)
+        best.set(b.select(take, row, best.get()))
+        largest.set(b.select(take, size, largest.get()))
+    with d.loop(whole, m) as i:
+        size = d.abs(b.load(b.gep(column, [i])))
+        with d.when(d.gt(size, largest.get())):
+            best.set(i)
+            largest.set(size)
+    return b.select(d.gt(largest.get(), d.abs(b.load(b.gep(column, [k])))), best.get(), k)
+
+
+def _column(d: dense.Dense, t: dense.Matrix, k, end, piv, info) -> None:
+    """getf2's step k inside sub-block [.., end): pivot, interchange inside the panel, the
+    multipliers (column k below the diagonal) and their update of columns k+1 to end."""
+    b, w, m = d.b, d.w, d.w["m"]
+    column = t.row(k)
+    p = _pivot_row(d, column, k)
+    b.store(b.add(p, w["row0"]), b.gep(piv, [k]))
+    with d.when(b.icmp_signed("!=", p, k)), d.loop(0, w["w"]) as c:
+        x, y = t.get(c, k), t.get(c, p)
+        t.set(c, k, y)
+        t.set(c, p, x)
+    pivot = t.get(k, k)
+    below = b.add(k, d.i(1))
+    with d.either(nonzero_pivot(d, pivot)) as (nonzero, zero):
+        with zero, d.when(b.icmp_signed("==", b.load(info), d.i(0))):
+            b.store(b.add(below, w["row0"]), info)
+        with nonzero:
+            scale = d.div(d.f(1.0), pivot)
+            # getf2 scales the column by 1 / pivot, or divides it when that would overflow
+            with d.either(d.lt(d.abs(pivot), d.f(d.safmin))) as (dividing, scaling):
+                with dividing, d.loop(below, m) as i:
+                    at = b.gep(column, [i])
+                    b.store(d.div(b.load(at), pivot), at)
+                with scaling:
+                    d.scale(column, scale, below, m)
+            with d.loop(below, end) as c:
+                d.axpy(t.row(c), d.neg(t.get(c, k)), column, below, m)
+
+
+def _update(d: dense.Dense, t: dense.Matrix, kb, end) -> None:
+    """The columns right of sub-block [kb, end) take its updates: first U's rows of the
+    block (each from the rows above it), then every row below. A whole block with no zero
+    pivot does both a column at a time in vectors: its U rows as one SUB-lane vector, its
+    L columns in one pass (axpys)."""
+    b, m, width = d.b, d.w["m"], d.w["w"]
+    whole = d.var(b.icmp_signed("==", b.sub(end, kb), d.i(SUB)), "whole")
+    with d.loop(kb, end) as c, d.when(b.not_(nonzero_pivot(d, t.get(c, c)))):
+        whole.set(ir.Constant(I1, 0))
+    with d.either(whole.get()) as (fused, general):
+        with fused:
+            _update_whole(d, t, kb, end)
+        with general, d.loop(end, width) as j:
+            target = t.row(j)
+            rows = d.loop(b.add(kb, d.i(1)), end)
+            with rows as i, d.loop(kb, i) as c, d.when(nonzero_pivot(d, t.get(c, c))):
+                at = b.gep(target, [i])
+                b.store(d.add(b.load(at), d.mul(d.neg(t.get(c, i)), t.get(j, c))), at)
+            with d.loop(kb, end) as c, d.when(nonzero_pivot(d, t.get(c, c))):
+                d.axpy(target, d.neg(t.get(j, c)), t.row(c), end, m)
+
+
+def _update_whole(d: dense.Dense, t: dense.Matrix, kb, end) -> None:
+    b, m, width = d.b, d.w["m"], d.w["w"]
+    order = ir.Constant(ir.VectorType(I64, SUB), list(range(SUB)))
+    align = d.dtype.itemsize
+    # L's column c of the block, rows kb.. kb + SUB (lanes past c are its multipliers)
+    lower = [d.neg(b.load(d.lanes(b.gep(t.row(b.add(kb, d.i(c))), [kb]), SUB), align=align))
+             for c in range(SUB - 1)]  # fmt: skip
+    below = [b.icmp_signed(">", order, d.splat(d.i(c), SUB)) for c in range(SUB - 1)]
+    rows = [t.row(b.add(kb, d.i(c))) for c in range(SUB)]
+    with d.loop(end, width) as j:
+        where = d.lanes(b.gep(t.row(j), [kb]), SUB)
+        u = b.load(where, align=align)
+        for c in range(SUB - 1):
+            step = d.add(u, d.mul(lower[c], d.splat(b.extract_element(u, d.i(c)), SUB)))
+            u = b.select(below[c], step, u)
+        b.store(u, where, align=align)
+        factors = [d.neg(b.extract_element(u, d.i(c))) for c in range(SUB)]
+        d.axpys(t.row(j), factors, rows, end, m)
+
+
+def lu(a, scratch, piv, info, panel: tuple[int, int]) -> None:
+    """Factor the panel impl `a` [m, w] (unit-stride rows) of a width-wide matrix from row
+    and column j on, `panel` = (j, width), as factorize.lu does (P A = L U in place, whole
+    rows interchanged, pivots and info counted from row j into impls `piv` [w] and `info`
+    [1]), through impl `scratch`: at least w * (m + PAD) elements of a's dtype."""
+    m, w = a.shape
+    j, width = panel
+    name = f"kael_lu_panel_{a.dtype.name}"
+    words = [
+        host_ptr(a, name), a.strides[0], host_ptr(scratch, name), m + PAD, m, w,
+        host_ptr(piv, name), host_ptr(info, name), j, -j, width - j,
+    ]  # fmt: skip
+    build = lambda mod: dense.per_matrix(mod, name, a.dtype, WORDS, _panel, dense.ROUNDED)  # noqa: E731
+    dense.run(name, build, name, words, 1, m * w * w)
