@@ -1,7 +1,8 @@
 """Blocked LU, Cholesky and triangular solves of one large matrix, as LAPACK's getrf,
 potrf and trsm are blocked: panels of BLOCK columns by the dense kernels
-(codegen/cpu/lu_panel.py, factorize.py, triangular.py), and the trailing updates, where nearly all the
-multiply-adds are, by kael's matrix product (codegen/cpu/gemm*.py, on every thread).
+(codegen/cpu/lu_panel.py, factorize.py, triangular.py), and the trailing updates, where
+nearly all the multiply-adds are, by kael's matrix product (codegen/cpu/gemm*.py, on
+every thread).
 
 A batch of matrices runs one dense kernel per matrix instead (the threads split the
 batch); these drivers are for a single matrix of at least MIN_BLOCKED rows, where one

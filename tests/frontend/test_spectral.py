@@ -76,11 +76,13 @@ def test_eigh_matches_torch(shape, dtype, uplo):
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=["f32", "f64"])
 @pytest.mark.parametrize("uplo", ["L", "U", "l", "u"])
-def test_only_the_uplo_triangle_is_read(dtype, uplo):
-    a = symmetric((2, 7, 7), dtype, seed=3)
+@pytest.mark.parametrize("n", [7, 19])  # prepare's strips of 8 rows: none; two and 3 rows
+def test_only_the_uplo_triangle_is_read(dtype, uplo, n):
+    a = symmetric((2, n, n), dtype, seed=3)
     garbage = np.full_like(a, 1e30)
-    garbage[..., 0, 1] = np.nan
-    keep = np.tril(np.ones((7, 7), bool)) if uplo in "Ll" else np.triu(np.ones((7, 7), bool))
+    garbage[..., 0, 1] = garbage[..., 9 % n, 17 % n] = np.nan
+    ones = np.ones((n, n), bool)
+    keep = np.tril(ones) if uplo in "Ll" else np.triu(ones)
     mixed = np.where(keep, a, garbage)
     got = kael.linalg.eigh(kael.tensor(mixed), UPLO=uplo)
     check_decomposition(got, a, dtype)

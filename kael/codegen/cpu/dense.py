@@ -5,9 +5,10 @@ A dense kernel's work item is one matrix of a batch: `per_matrix` builds
 `void f(i64* args, i64 begin, i64 end)` whose body runs once per item with a `Dense`
 handle: named argument words, typed mutable locals (allocas that mem2reg promotes),
 `loop`/`when`/`either` blocks, element access of row-major matrices and the few
-intrinsics factorizations need. Inner loops are written scalar: the module is optimized
-at O3 with fast-math arithmetic, so LLVM's loop vectorizer turns each row axpy and dot
-into vector code (checked in tests/codegen/cpu/test_dense.py's assembly probe).
+intrinsics factorizations need. Most inner loops are written scalar: the module is
+optimized at O3 with fast-math arithmetic, so LLVM's loop vectorizer turns each dot,
+scale and rotation into vector code (checked in tests/codegen/cpu/test_dense.py's assembly
+probe); the axpys are explicit vectors, which the vectorizer gave up on with many rows.
 """
 
 from __future__ import annotations

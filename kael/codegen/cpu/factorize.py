@@ -7,9 +7,10 @@ and the factorization goes on without eliminating it, so det() of a singular mat
 and solve() can name the column. Its updates are delayed by sub-blocks of SUB columns,
 as getrf delays them by panels: the same steps, summed in another order. Its arithmetic
 rounds each product (dense.ROUNDED, no FMA): with fused updates a matrix LAPACK finds
-exactly singular kept a pivot of a rounding's size (det 1e-16, inv of 1e17). Cholesky is the lower factor, row by row (every inner product a unit-stride
-dot of two rows); a leading minor that is not positive (or NaN) stops it with info = its
-order, as LAPACK's potrf does.
+exactly singular kept a pivot of a rounding's size (det 1e-16, inv of 1e17). Cholesky
+is the lower factor, row by row (every inner product a unit-stride dot of two rows); a
+leading minor that is not positive (or NaN) stops it with info = its order, as LAPACK's
+potrf does.
 """
 
 from __future__ import annotations
@@ -37,8 +38,7 @@ def _lu(d: dense.Dense, item: ir.Value) -> None:
     steps = smin(b, m, n)
     piv = b.gep(d.ptr("piv", I64), [b.mul(item, steps)])
     info = b.gep(d.ptr("info", I64), [item])
-    with d.when(b.icmp_signed("==", w["row0"], d.i(0))):  # a later panel keeps the first
-        b.store(d.i(0), info)
+    start_info(d, info)
     with d.loop(0, steps, SUB) as kb:
         end = smin(b, b.add(kb, d.i(SUB)), steps)
         whole = b.icmp_signed("==", b.sub(end, kb), d.i(SUB))
@@ -60,10 +60,7 @@ def _lu_update(d: dense.Dense, a: dense.Matrix, kb, end) -> None:
 
     with d.loop(b.add(kb, d.i(1)), end) as i:
         one_by_one(i, i)
-    whole = d.var(b.icmp_signed("==", b.sub(end, kb), d.i(SUB)), "whole")
-    with d.loop(kb, end) as c, d.when(b.not_(nonzero_pivot(d, a.get(c, c)))):
-        whole.set(ir.Constant(ir.IntType(1), 0))
-    with d.either(whole.get()) as (fused, general):
+    with d.either(whole_block(d, lambda c: a.get(c, c), kb, end)) as (fused, general):
         with fused, d.loop(end, m) as i:
             rows = [b.add(kb, d.i(c)) for c in range(SUB)]
             factors = [d.neg(a.get(i, r)) for r in rows]
@@ -92,27 +89,52 @@ def _lu_column(d: dense.Dense, a: dense.Matrix, k, kb, end, whole, piv, info) ->
     b.store(b.add(p, w["row0"]), b.gep(piv, [k]))
     with d.when(b.icmp_signed("!=", p, k)):
         d.swap(a.row(k), a.row(p), w["swap_lo"], w["swap_hi"])
-    pivot = a.get(k, k)
+    below = b.add(k, d.i(1))
+
+    def eliminate(multiplier) -> None:
+        with d.either(whole) as (vector, scalar):
+            with vector:
+                _eliminate_in_block(d, a, k, kb, multiplier)
+            with scalar, d.loop(below, m) as i:
+                factor = multiplier(a.get(i, k))
+                a.set(i, k, factor)
+                d.axpy(a.row(i), d.neg(factor), a.row(k), below, end)
+
+    pivot_step(d, a.get(k, k), k, info, eliminate)
+
+
+def start_info(d: dense.Dense, info: ir.Value) -> None:
+    """info = 0 at a factorization's start (a later panel, row0 > 0, keeps an earlier's)."""
+    with d.when(d.b.icmp_signed("==", d.w["row0"], d.i(0))):
+        d.b.store(d.i(0), info)
+
+
+def pivot_step(d: dense.Dense, pivot: ir.Value, k: ir.Value, info: ir.Value, eliminate) -> None:
+    """getf2's step k after its interchange: a zero pivot records info (the first one's
+    1-based row, from row0) and eliminates nothing; otherwise `eliminate(multiplier)`,
+    multiplier(x) being x / pivot as getf2 takes it: x times 1 / pivot, or x divided by
+    the pivot where 1 / pivot would overflow."""
+    b = d.b
     with d.either(nonzero_pivot(d, pivot)) as (nonzero, zero):
         with zero, d.when(b.icmp_signed("==", b.load(info), d.i(0))):
-            b.store(b.add(b.add(k, d.i(1)), w["row0"]), info)
+            b.store(b.add(b.add(k, d.i(1)), d.w["row0"]), info)
         with nonzero:
-            below = b.add(k, d.i(1))
             scale = d.div(d.f(1.0), pivot)
-            # getf2 scales the column by 1 / pivot, or divides it when that would overflow
-            tiny = d.lt(d.abs(pivot), d.f(d.safmin))
-            with d.either(tiny) as (dividing, scaling):
-                for how, multiplier in (
-                    (dividing, lambda x: d.div(x, pivot)),
-                    (scaling, lambda x: d.mul(x, scale)),
-                ):
-                    with how, d.either(whole) as (vector, scalar):
-                        with vector:
-                            _eliminate_in_block(d, a, k, kb, multiplier)
-                        with scalar, d.loop(below, m) as i:
-                            factor = multiplier(a.get(i, k))
-                            a.set(i, k, factor)
-                            d.axpy(a.row(i), d.neg(factor), a.row(k), below, end)
+            with d.either(d.lt(d.abs(pivot), d.f(d.safmin))) as (dividing, scaling):
+                with dividing:
+                    eliminate(lambda x: d.div(x, pivot))
+                with scaling:
+                    eliminate(lambda x: d.mul(x, scale))
+
+
+def whole_block(d: dense.Dense, pivot_of, kb, end) -> ir.Value:
+    """Whether sub-block [kb, end) has SUB columns and no zero pivot (pivot_of(c): the
+    pivot of column c): its updates may then all go in one pass."""
+    b = d.b
+    whole = d.var(b.icmp_signed("==", b.sub(end, kb), d.i(SUB)), "whole")
+    with d.loop(kb, end) as c, d.when(b.not_(nonzero_pivot(d, pivot_of(c)))):
+        whole.set(ir.Constant(ir.IntType(1), 0))
+    return whole.get()
 
 
 def _eliminate_in_block(d: dense.Dense, a: dense.Matrix, k, kb, multiplier) -> None:

@@ -8,7 +8,8 @@ scratch buffer (row c of `t` is the panel's column c), where the pivot search, t
 column scaling and the rank-1 updates are unit-stride loops over rows that vectorize
 (an 8-lane arg-max, axpys), then interchanges the matrix's whole rows and copies the
 factored panel back. Each multiplier and update is the row kernel's arithmetic in the same
-order (each product rounded, dense.ROUNDED): the same bits, zero pivots, info and pivots.
+order (each product rounded, dense.ROUNDED): the same pivots, info and bits, but for the
+sign of a NaN (its operands meet in another order).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from kael.codegen.cpu import dense
-from kael.codegen.cpu.factorize import SUB, nonzero_pivot
+from kael.codegen.cpu.factorize import SUB, nonzero_pivot, pivot_step, start_info, whole_block
 from kael.codegen.lowering import smin
 from kael.runtime.tensor_impl import host_ptr
 
@@ -28,24 +29,25 @@ PAD = 8  # elements past m in each row of the scratch (rows 4 KiB apart share ca
 
 def _panel(d: dense.Dense, item: ir.Value) -> None:
     b, w = d.b, d.w
-    m, width = w["m"], w["w"]
+    m, cols = w["m"], w["w"]
     a, t = d.matrix("a", "lda"), d.matrix("t", "ldt")
     piv, info = d.ptr("piv", I64), d.ptr("info", I64)
-    _transpose(d, m, width, lambda r, c: t.set(c, r, a.get(r, c)))
-    with d.when(b.icmp_signed("==", w["row0"], d.i(0))):  # a later panel keeps the first
-        b.store(d.i(0), info)
-    steps = smin(b, m, width)
+    _transpose(d, m, cols, lambda r, c: t.set(c, r, a.get(r, c)))
+    start_info(d, info)
+    steps = smin(b, m, cols)
     with d.loop(0, steps, SUB) as kb:
         end = smin(b, b.add(kb, d.i(SUB)), steps)
         with d.loop(kb, end) as k:
             _column(d, t, k, end, piv, info)
-        with d.when(b.icmp_signed("<", end, width)):
+        with d.when(b.icmp_signed("<", end, cols)):
             _update(d, t, kb, end)
-    with d.loop(0, steps) as k:  # the interchanges, in order, over the matrix's rows
+    # the interchanges, in order, over the matrix's columns left and right of the panel
+    with d.loop(0, steps) as k:
         p = b.sub(b.load(b.gep(piv, [k])), w["row0"])
         with d.when(b.icmp_signed("!=", p, k)):
-            d.swap(a.row(k), a.row(p), w["swap_lo"], w["swap_hi"])
-    _transpose(d, m, width, lambda r, c: a.set(r, c, t.get(c, r)))
+            d.swap(a.row(k), a.row(p), w["swap_lo"], d.i(0))
+            d.swap(a.row(k), a.row(p), cols, w["swap_hi"])
+    _transpose(d, m, cols, lambda r, c: a.set(r, c, t.get(c, r)))
 
 
 def _transpose(d: dense.Dense, m, width, move) -> None:
@@ -102,22 +104,16 @@ def _column(d: dense.Dense, t: dense.Matrix, k, end, piv, info) -> None:
         x, y = t.get(c, k), t.get(c, p)
         t.set(c, k, y)
         t.set(c, p, x)
-    pivot = t.get(k, k)
     below = b.add(k, d.i(1))
-    with d.either(nonzero_pivot(d, pivot)) as (nonzero, zero):
-        with zero, d.when(b.icmp_signed("==", b.load(info), d.i(0))):
-            b.store(b.add(below, w["row0"]), info)
-        with nonzero:
-            scale = d.div(d.f(1.0), pivot)
-            # getf2 scales the column by 1 / pivot, or divides it when that would overflow
-            with d.either(d.lt(d.abs(pivot), d.f(d.safmin))) as (dividing, scaling):
-                with dividing, d.loop(below, m) as i:
-                    at = b.gep(column, [i])
-                    b.store(d.div(b.load(at), pivot), at)
-                with scaling:
-                    d.scale(column, scale, below, m)
-            with d.loop(below, end) as c:
-                d.axpy(t.row(c), d.neg(t.get(c, k)), column, below, m)
+
+    def eliminate(multiplier) -> None:
+        with d.loop(below, m) as i:
+            at = b.gep(column, [i])
+            b.store(multiplier(b.load(at)), at)
+        with d.loop(below, end) as c:
+            d.axpy(t.row(c), d.neg(t.get(c, k)), column, below, m)
+
+    pivot_step(d, t.get(k, k), k, info, eliminate)
 
 
 def _update(d: dense.Dense, t: dense.Matrix, kb, end) -> None:
@@ -125,17 +121,17 @@ def _update(d: dense.Dense, t: dense.Matrix, kb, end) -> None:
     block (each from the rows above it), then every row below. A whole block with no zero
     pivot does both a column at a time in vectors: its U rows as one SUB-lane vector, its
     L columns in one pass (axpys)."""
-    b, m, width = d.b, d.w["m"], d.w["w"]
-    whole = d.var(b.icmp_signed("==", b.sub(end, kb), d.i(SUB)), "whole")
-    with d.loop(kb, end) as c, d.when(b.not_(nonzero_pivot(d, t.get(c, c)))):
-        whole.set(ir.Constant(I1, 0))
-    with d.either(whole.get()) as (fused, general):
+    b, m, cols = d.b, d.w["m"], d.w["w"]
+    with d.either(whole_block(d, lambda c: t.get(c, c), kb, end)) as (fused, general):
         with fused:
             _update_whole(d, t, kb, end)
-        with general, d.loop(end, width) as j:
+        with general, d.loop(end, cols) as j:
             target = t.row(j)
-            rows = d.loop(b.add(kb, d.i(1)), end)
-            with rows as i, d.loop(kb, i) as c, d.when(nonzero_pivot(d, t.get(c, c))):
+            with (
+                d.loop(b.add(kb, d.i(1)), end) as i,
+                d.loop(kb, i) as c,
+                d.when(nonzero_pivot(d, t.get(c, c))),
+            ):
                 at = b.gep(target, [i])
                 b.store(d.add(b.load(at), d.mul(d.neg(t.get(c, i)), t.get(j, c))), at)
             with d.loop(kb, end) as c, d.when(nonzero_pivot(d, t.get(c, c))):
@@ -143,7 +139,7 @@ def _update(d: dense.Dense, t: dense.Matrix, kb, end) -> None:
 
 
 def _update_whole(d: dense.Dense, t: dense.Matrix, kb, end) -> None:
-    b, m, width = d.b, d.w["m"], d.w["w"]
+    b, m, cols = d.b, d.w["m"], d.w["w"]
     order = ir.Constant(ir.VectorType(I64, SUB), list(range(SUB)))
     align = d.dtype.itemsize
     # L's column c of the block, rows kb.. kb + SUB (lanes past c are its multipliers)
@@ -151,7 +147,7 @@ def _update_whole(d: dense.Dense, t: dense.Matrix, kb, end) -> None:
              for c in range(SUB - 1)]  # fmt: skip
     below = [b.icmp_signed(">", order, d.splat(d.i(c), SUB)) for c in range(SUB - 1)]
     rows = [t.row(b.add(kb, d.i(c))) for c in range(SUB)]
-    with d.loop(end, width) as j:
+    with d.loop(end, cols) as j:
         where = d.lanes(b.gep(t.row(j), [kb]), SUB)
         u = b.load(where, align=align)
         for c in range(SUB - 1):
@@ -163,16 +159,20 @@ def _update_whole(d: dense.Dense, t: dense.Matrix, kb, end) -> None:
 
 
 def lu(a, scratch, piv, info, panel: tuple[int, int]) -> None:
-    """Factor the panel impl `a` [m, w] (unit-stride rows) of a width-wide matrix from row
-    and column j on, `panel` = (j, width), as factorize.lu does (P A = L U in place, whole
-    rows interchanged, pivots and info counted from row j into impls `piv` [w] and `info`
-    [1]), through impl `scratch`: at least w * (m + PAD) elements of a's dtype."""
+    """Factor the panel impl `a` [m, w] (unit-stride rows) of an n-column matrix from row
+    and column j on, `panel` = (j, n), as factorize.lu does (P A = L U in place, whole rows
+    interchanged, pivots and info counted from row j into impls `piv` [w] and `info` [1]),
+    through impl `scratch`: at least w * (m + PAD) elements of a's dtype."""
     m, w = a.shape
-    j, width = panel
+    j, n = panel
+    assert scratch.numel() >= w * (m + PAD) and scratch.dtype is a.dtype
     name = f"kael_lu_panel_{a.dtype.name}"
     words = [
         host_ptr(a, name), a.strides[0], host_ptr(scratch, name), m + PAD, m, w,
-        host_ptr(piv, name), host_ptr(info, name), j, -j, width - j,
+        host_ptr(piv, name), host_ptr(info, name), j, -j, n - j,
     ]  # fmt: skip
-    build = lambda mod: dense.per_matrix(mod, name, a.dtype, WORDS, _panel, dense.ROUNDED)  # noqa: E731
-    dense.run(name, build, name, words, 1, m * w * w)
+    dense.run(name, lambda mod: _build(mod, name, a.dtype), name, words, 1, m * w * w)
+
+
+def _build(module: ir.Module, name: str, dtype) -> list[str]:
+    return dense.per_matrix(module, name, dtype, WORDS, _panel, dense.ROUNDED)

@@ -40,6 +40,7 @@ MAX_SWEEPS = 30
 STRIPS = {8: 8, 4: 32}
 GROUP = 4  # the rows of A one pass of the panel's product A v reads (6 and 8: slower)
 ROWS = 8  # the rows of Q^T one work item of the forming kernel makes
+STRIP = 8  # the rows prepare makes symmetric together
 # (eps: the convergence test's unit; safmin; dsyev's rmin and rmax), by itemsize.
 LIMITS = {
     size: (*dense.PRECISION[size], rmin, rmax)
@@ -537,14 +538,35 @@ def _prepare(d: dense.Dense, item: ir.Value) -> None:
             tiny = b.and_(d.gt(anrm, d.f(0.0)), d.lt(anrm, d.f(rmin)))
             sigma = b.select(tiny, d.div(d.f(rmin), anrm), d.f(1.0))
             sigma = b.select(d.gt(anrm, d.f(rmax)), d.div(d.f(rmax), anrm), sigma)
-            with d.loop(0, n) as i:
-                with d.loop(0, i) as j:
-                    value = d.mul(b.load(b.select(lower, a.at(i, j), a.at(j, i))), sigma)
-                    a.set(i, j, value)
-                    a.set(j, i, value)
-                a.set(i, i, d.mul(a.get(i, i), sigma))
+            _symmetrize(d, a, n, lower, sigma)
             _put(d, tau, b.sub(n, d.i(1)), d.f(0.0))
             _put(d, work, b.mul(n, d.i(4)), sigma)
+
+
+def _symmetrize(d: dense.Dense, a: dense.Matrix, n, lower, sigma) -> None:
+    """Both triangles the UPLO one times sigma, in strips of STRIP rows: each column j of
+    a strip's rows pairs with STRIP neighbours of row j (one cache line), where a walk
+    down the columns stored every element of the other triangle into its own line (512 x
+    512: 2.0 ms)."""
+    b = d.b
+
+    def pair(i, j):
+        value = d.mul(b.load(b.select(lower, a.at(i, j), a.at(j, i))), sigma)
+        a.set(i, j, value)
+        a.set(j, i, value)
+
+    whole = b.mul(b.sdiv(n, d.i(STRIP)), d.i(STRIP))
+    with d.loop(0, whole, STRIP) as i0:
+        with d.loop(0, i0) as j:
+            for r in range(STRIP):
+                pair(b.add(i0, d.i(r)), j)
+        for r in range(1, STRIP):
+            with d.loop(i0, b.add(i0, d.i(r))) as j:
+                pair(b.add(i0, d.i(r)), j)
+    with d.loop(whole, n) as i, d.loop(0, i) as j:
+        pair(i, j)
+    with d.loop(0, n) as i:
+        a.set(i, i, d.mul(a.get(i, i), sigma))
 
 
 def _eigh(d: dense.Dense, item: ir.Value) -> None:

@@ -42,7 +42,8 @@ def _assert_same(got, want):
 
 
 SHAPES = [(1, 1), (SUB - 1, SUB - 1), (SUB, SUB), (SUB + 1, SUB), (64, 64), (300, 64),
-          (200, 2 * SUB + 3), (5, 4 * SUB), (3 * SUB + 7, 64), (513, 64)]  # fmt: skip
+          (200, 2 * SUB + 3), (5, 4 * SUB), (3, 17), (2 * SUB - 1, 33), (2 * SUB + 1, 9),
+          (3 * SUB + 7, 64), (4 * SUB, 63), (513, 64)]  # fmt: skip
 
 
 @pytest.mark.parametrize("m, w", SHAPES)
@@ -55,17 +56,24 @@ def test_panel_gives_the_row_kernels_bits(m, w, dtype):
     _assert_same(got, want)
 
 
-@pytest.mark.parametrize(
-    "case", ["zero_column", "nan_below", "nan_on_diagonal", "integer_ties", "tiny_pivots"]
-)
+CASES = ["zero_column", "zero_panel", "nan_below", "nan_on_diagonal", "infinities",
+         "integer_ties", "tiny_pivots"]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", CASES)
 def test_panel_keeps_getf2s_rules(case):
     """Zero pivots (info, skipped updates), NaN never a pivot unless on the diagonal,
-    the first row of largest magnitude among ties, and division under safmin."""
+    infinities, the first row of largest magnitude among ties, and division under
+    safmin."""
     rng = np.random.default_rng(11)
     m, w = 90, 3 * SUB
     a = rng.standard_normal((m, w))
     if case == "zero_column":
         a[:, SUB + 2] = 0
+    elif case == "zero_panel":
+        a[:] = 0
+    elif case == "infinities":
+        a[[3, 50], [0, SUB + 1]] = [np.inf, -np.inf]
     elif case == "nan_below":
         a[40, 0] = np.nan
     elif case == "nan_on_diagonal":
@@ -78,6 +86,8 @@ def test_panel_keeps_getf2s_rules(case):
     _assert_same(got, want)
     if case == "zero_column":
         assert got[2] == SUB + 3  # the first zero pivot's 1-based column
+    if case == "zero_panel":
+        assert got[2] == 1
 
 
 def test_panel_pivots_are_lapacks():
