@@ -48,3 +48,15 @@ def test_a_lower_right_hand_side_skips_its_zero_blocks_and_gives_the_inverse(mon
 def test_a_lower_right_hand_side_is_only_for_forward_solves():
     with pytest.raises(AssertionError):
         blocked.solve(kael.eye(N), kael.eye(N), lower=False, lower_rhs=True)
+
+
+@pytest.mark.parametrize("batch", [(), (1,), (1, 1)])
+@pytest.mark.parametrize("n", [N, 256])  # a ragged last panel; rows of 2 KiB, padded
+def test_inverse_of_one_large_matrix_has_torchs_values_and_strides(batch, n):
+    """getri's column interchanges, gathered as rows of X^T: the column-major result
+    torch's LAPACK writes, for unit batch dims too."""
+    rng = np.random.default_rng(n)
+    a = rng.standard_normal((*batch, n, n))  # pivots interchange many rows
+    got, want = kael.linalg.inv(kael.tensor(a)), torch.linalg.inv(torch.tensor(a))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-8, atol=1e-8)
+    assert got.stride() == want.stride() and got.shape == tuple(want.shape)
