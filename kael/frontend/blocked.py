@@ -28,19 +28,23 @@ def subtract_product(c: Tensor, a: Tensor, b: Tensor) -> None:
 
 
 def lu(a: Tensor, piv: Tensor, info: Tensor) -> None:
-    """P A = L U in place for the contiguous n x n `a`; 0-based pivots into `piv` [n],
-    LAPACK's info (the first zero pivot's 1-based column, 0 when none) into `info` [1]."""
-    n = a.shape[-1]
+    """P A = L U in place for the n x n part of `a` [n, n + k] (unit-stride rows); 0-based
+    pivots into `piv` [n], LAPACK's info (the first zero pivot's 1-based column, 0 when
+    none) into `info` [1]. The k columns right of A take every interchange and update,
+    so they end as L^-1 P B: a solve's right-hand sides, forward-substituted by the
+    factorization's own products (getrs's first triangular solve and its interchanges
+    need no pass of their own)."""
+    n, width = a.shape[-2:]
     scratch = factories.empty(BLOCK * (n + lu_panel.PAD), dtype=a.dtype)
     for j in range(0, n, BLOCK):
         nb = min(BLOCK, n - j)
-        lu_panel.lu(
-            a[j:, j : j + nb]._impl, scratch._impl, piv[j : j + nb]._impl, info._impl, (j, n)
-        )
-        if j + nb < n:
+        panel = a[j:, j : j + nb]._impl
+        lu_panel.lu(panel, scratch._impl, piv[j : j + nb]._impl, info._impl, (j, width))
+        if j + nb < width:
             right = a[j : j + nb, j + nb :]
             triangular.solve(a[j : j + nb, j : j + nb]._impl, right._impl, 1, lower=True, unit=True)
-            subtract_product(a[j + nb :, j + nb :], a[j + nb :, j : j + nb], right)
+            if j + nb < n:
+                subtract_product(a[j + nb :, j + nb :], a[j + nb :, j : j + nb], right)
 
 
 def cholesky(a: Tensor) -> int:

@@ -379,12 +379,30 @@ def _solve(A: Tensor, B: Tensor, op: str, left: bool) -> tuple[Tensor, Tensor, b
     if not left:  # X A = B is A^T X^T = B^T
         A, B = A.mT, B.mT
     batch = broadcast_batch(A, B, op)
-    lu, piv, info = _lu(working_copy(A, batch, padded=True))
-    x = _lu_solve_into(lu, piv, working_copy(B, batch, padded=True))
+    n, k = B.shape[-2:]
+    if shape_numel(batch) == 1 and n >= blocked.MIN_BLOCKED and k:
+        x, info = _solve_one(A, B, batch)
+    else:
+        lu, piv, info = _lu(working_copy(A, batch, padded=True))
+        x = _lu_solve_into(lu, piv, working_copy(B, batch, padded=True))
     x = lapack_layout(x)  # X^T's, for X A = B: row-major, as torch's
     if not left:
         x = x.mT
     return (x.squeeze(-1) if vector else x), _own_batch(info, A), vector
+
+
+def _solve_one(A: Tensor, B: Tensor, batch: tuple[int, ...]) -> tuple[Tensor, Tensor]:
+    """(X, info) of one large system A X = B (batch dims all 1): [A | B] factored as one
+    matrix (blocked.lu), so B's columns come out as L^-1 P B, and one backward solve."""
+    n, k = B.shape[-2:]
+    both = working_buffer((*batch, n, n + k), A.dtype)
+    both[..., :n].copy_(A.expand(*batch, n, n))
+    both[..., n:].copy_(B.expand(*batch, n, k))
+    square = both[(0,) * len(batch)]
+    info = factories.zeros(batch, dtype=int64)
+    blocked.lu(square, factories.empty(n, dtype=int64), info.reshape(1))
+    blocked.solve(square[:, :n], square[:, n:], lower=False)
+    return both[..., n:], info
 
 
 def _own_batch(info: Tensor, A: Tensor) -> Tensor:

@@ -60,3 +60,33 @@ def test_inverse_of_one_large_matrix_has_torchs_values_and_strides(batch, n):
     got, want = kael.linalg.inv(kael.tensor(a)), torch.linalg.inv(torch.tensor(a))
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-8, atol=1e-8)
     assert got.stride() == want.stride() and got.shape == tuple(want.shape)
+
+
+@pytest.mark.parametrize(
+    "rhs, left",
+    [((N,), True), ((N, 1), True), ((N, 64), True), ((1, N, 70), True), ((N, 1), False),
+     ((N, 64), False), ((1, N, 70), False)],
+)  # fmt: skip
+def test_one_large_solve_takes_its_right_hand_sides_through_the_factorization(rhs, left):
+    """[A | B] factored as one matrix: B's columns take the interchanges and products of
+    every panel (L^-1 P B), then one backward solve; the values torch's getrs gives."""
+    rng = np.random.default_rng(len(rhs))
+    a = rng.standard_normal((N, N))
+    b = rng.standard_normal(rhs)
+    if not left:
+        b = np.swapaxes(b, -1, -2).copy()  # X A = B: B's columns are A's size
+    got = kael.linalg.solve(kael.tensor(a), kael.tensor(b), left=left)
+    want = torch.linalg.solve(torch.tensor(a), torch.tensor(b), left=left)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-9, atol=1e-9)
+    assert got.shape == tuple(want.shape) and got.stride() == want.stride()
+
+
+def test_one_large_singular_solve_reports_lapacks_info():
+    a = np.random.default_rng(3).standard_normal((N, N))
+    a[:, 150] = 0  # singular: a zero pivot in the third panel
+    b = np.ones((N, 2))
+    got = kael.linalg.solve_ex(kael.tensor(a), kael.tensor(b))
+    want = torch.linalg.solve_ex(torch.tensor(a), torch.tensor(b))
+    assert got.info.item() == want.info.item() > 0
+    with pytest.raises(kael.linalg.LinAlgError, match="singular"):
+        kael.linalg.solve(kael.tensor(a), kael.tensor(b))
