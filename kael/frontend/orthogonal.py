@@ -37,6 +37,7 @@ class QR(NamedTuple):
 
 NB = 64  # the blocked kernels' panel width (32, LAPACK's default, measured 5-10% slower at 512)
 BLOCKED = 128  # from this many reflectors on, panels and matrix products
+PANEL_COLUMNS = 2 * NB  # the widest block one matrix factors through a transposed copy
 
 
 def apply_reflectors(panel: Tensor, tau: Tensor, c: Tensor, transpose: bool) -> None:
@@ -49,6 +50,18 @@ def apply_reflectors(panel: Tensor, tau: Tensor, c: Tensor, transpose: bool) -> 
     householder.larft((v.mT @ v)._impl, tau._impl, t._impl, count)
     w = (t.mT if transpose else t) @ (v.mT @ c)
     blocked.subtract_product(c, v, w)
+
+
+def _householder(op: str, block: Tensor, tau: Tensor, work: Tensor) -> None:
+    """geqr2 or org2r (`op`) of a [count, m, n] block: a batch one matrix a work item; a
+    single matrix's block of at most PANEL_COLUMNS columns walked column-major through a
+    transposed copy (householder.panel: its row loops were 8 elements short)."""
+    count, m, n = block.shape
+    if count == 1 and 0 < n <= PANEL_COLUMNS:
+        scratch = factories.empty(n * (m + householder.PAD), dtype=block.dtype)
+        householder.panel(op, block[0]._impl, tau[0]._impl, scratch._impl)
+    else:
+        getattr(householder, op)(block._impl, tau._impl, work._impl, count)
 
 
 def householder_qr(a: Tensor) -> tuple[Tensor, Tensor]:
@@ -65,12 +78,12 @@ def householder_qr(a: Tensor) -> tuple[Tensor, Tensor]:
     a3, tau2 = a.reshape(count, m, n), tau.reshape(count, k)
     work = factories.empty((count, n), dtype=a.dtype)
     if k < BLOCKED:
-        householder.geqr2(a3._impl, tau2._impl, work._impl, count)
+        _householder("geqr2", a3, tau2, work)
         return a, tau
     for j in range(0, k, NB):
         jb = min(NB, k - j)
         panel, panel_tau = a3[:, j:, j : j + jb], tau2[:, j : j + jb]
-        householder.geqr2(panel._impl, panel_tau._impl, work._impl, count)
+        _householder("geqr2", panel, panel_tau, work)
         if j + jb < n:
             apply_reflectors(panel, panel_tau, a3[:, j:, j + jb :], transpose=True)
     return a, tau
@@ -90,11 +103,11 @@ def _orgqr(q: Tensor, tau: Tensor) -> Tensor:
     work = factories.empty((count, n), dtype=q.dtype)
     last = (k - 1) // NB * NB if k >= BLOCKED else 0
     q3[:, :last, last:] = 0
-    householder.org2r(q3[:, last:, last:]._impl, tau2[:, last:]._impl, work._impl, count)
+    _householder("org2r", q3[:, last:, last:], tau2[:, last:], work)
     for j in range(last - NB, -1, -NB):
         panel, panel_tau = q3[:, j:, j : j + NB], tau2[:, j : j + NB]
         apply_reflectors(panel, panel_tau, q3[:, j:, j + NB :], transpose=False)
-        householder.org2r(panel._impl, panel_tau._impl, work._impl, count)
+        _householder("org2r", panel, panel_tau, work)
         q3[:, :j, j : j + NB] = 0
     return q
 

@@ -31,6 +31,7 @@ FAST = ("reassoc", "contract", "nsz", "arcp")
 ROUNDED = ("nsz",)
 
 
+STRIP = 8  # rows a transposing copy moves together
 VECTOR_BYTES = 64  # the explicit vectors of the row loops (two ymm registers under AVX2)
 PRECISION = {8: (2.0**-52, 2.0**-1022), 4: (2.0**-23, 2.0**-126)}  # (eps, safmin), by itemsize
 
@@ -224,6 +225,18 @@ class Dense:
     def either(self, cond: ir.Value):
         """if (cond) ... else ..., as `with d.either(c) as (then, otherwise):`."""
         return self.b.if_else(cond)
+
+    def transpose(self, m, cols, move: Callable[[ir.Value, ir.Value], None]) -> None:
+        """move(r, c) for every row r < m and column c < cols, in strips of STRIP rows (a
+        strip's rows stay in L1 while each column's STRIP elements go as one vector):
+        what copies a panel into a transposed scratch and back."""
+        b = self.b
+        whole = b.mul(b.sdiv(m, self.i(STRIP)), self.i(STRIP))
+        with self.loop(0, whole, STRIP) as r0, self.loop(0, cols) as c:
+            for r in range(STRIP):
+                move(b.add(r0, self.i(r)), c)
+        with self.loop(whole, m) as r, self.loop(0, cols) as c:
+            move(r, c)
 
     # ---- row operations, the kernels' inner loops
     def axpy(self, y: ir.Value, alpha: ir.Value, x: ir.Value, lo, hi) -> None:

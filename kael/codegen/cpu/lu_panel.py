@@ -32,7 +32,7 @@ def _panel(d: dense.Dense, item: ir.Value) -> None:
     m, cols = w["m"], w["w"]
     a, t = d.matrix("a", "lda"), d.matrix("t", "ldt")
     piv, info = d.ptr("piv", I64), d.ptr("info", I64)
-    _transpose(d, m, cols, lambda r, c: t.set(c, r, a.get(r, c)))
+    d.transpose(m, cols, lambda r, c: t.set(c, r, a.get(r, c)))
     start_info(d, info)
     steps = smin(b, m, cols)
     with d.loop(0, steps, SUB) as kb:
@@ -47,19 +47,7 @@ def _panel(d: dense.Dense, item: ir.Value) -> None:
         with d.when(b.icmp_signed("!=", p, k)):
             d.swap(a.row(k), a.row(p), w["swap_lo"], d.i(0))
             d.swap(a.row(k), a.row(p), cols, w["swap_hi"])
-    _transpose(d, m, cols, lambda r, c: a.set(r, c, t.get(c, r)))
-
-
-def _transpose(d: dense.Dense, m, width, move) -> None:
-    """move(r, c) for every row r < m and column c < width, in strips of LANES rows (the
-    strip's rows stay in L1 while each column's LANES elements go as one vector)."""
-    b = d.b
-    whole = b.mul(b.sdiv(m, d.i(LANES)), d.i(LANES))
-    with d.loop(0, whole, LANES) as r0, d.loop(0, width) as c:
-        for r in range(LANES):
-            move(b.add(r0, d.i(r)), c)
-    with d.loop(whole, m) as r, d.loop(0, width) as c:
-        move(r, c)
+    d.transpose(m, cols, lambda r, c: a.set(r, c, t.get(c, r)))
 
 
 def _pivot_row(d: dense.Dense, column: ir.Value, k: ir.Value) -> ir.Value:

@@ -34,3 +34,63 @@ def test_block_of_reflectors_is_i_minus_v_t_vt(m, k, dtype):
         assert np.allclose(np.tril(t[item].numpy(), -1), 0) and np.allclose(
             np.diag(t[item].numpy()), taus, rtol=tol
         )
+
+
+def _both(op: str, a: np.ndarray, tau: np.ndarray | None = None):
+    """(matrix, tau) after the row kernel and after the column-major panel kernel run `op`
+    on one m x n matrix (its rows PAD-padded, as a panel of a larger one is)."""
+    m, n = a.shape
+    k = min(m, n) if tau is None else tau.shape[0]
+    out = []
+    for panel in (False, True):
+        x = kael.tensor(np.pad(a, ((0, 0), (0, 3))))[:, :n]
+        t = kael.zeros(k, dtype=x.dtype) if tau is None else kael.tensor(tau.copy())
+        if panel:
+            scratch = kael.empty(n * (m + householder.PAD), dtype=x.dtype)
+            householder.panel(op, x._impl, t._impl, scratch._impl)
+        else:
+            work = kael.empty(1, n, dtype=x.dtype)
+            getattr(householder, op)(x[None]._impl, t[None]._impl, work._impl, 1)
+        out.append((x.numpy(), t.numpy()))
+    return out
+
+
+SHAPES = [(1, 1), (5, 3), (3, 5), (9, 8), (64, 64), (300, 64), (130, 128), (17, 1)]
+
+
+@pytest.mark.parametrize("m, n", SHAPES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_panel_walks_the_row_kernels_reflectors_and_q(m, n, dtype):
+    """geqr2 and org2r walked column-major through a transposed copy give the row
+    kernels' R, reflectors, tau and Q (up to rounding: their sums run in another order)."""
+    a = np.random.default_rng(m + n).standard_normal((m, n)).astype(dtype)
+    tol = 2e-4 if dtype is np.float32 else 1e-11
+    (rows, tau_rows), (cols, tau_cols) = _both("geqr2", a)
+    np.testing.assert_allclose(cols, rows, rtol=tol, atol=tol)
+    np.testing.assert_allclose(tau_cols, tau_rows, rtol=tol, atol=tol)
+    if m >= n:  # org2r: Q's first n columns from the k reflectors
+        (q_rows, _), (q_cols, _) = _both("org2r", rows, tau_rows)
+        np.testing.assert_allclose(q_cols, q_rows, rtol=tol, atol=tol)
+        np.testing.assert_allclose(q_cols.T @ q_cols, np.eye(n), atol=10 * tol)
+
+
+@pytest.mark.parametrize("case", ["zero_column", "nan", "infinity", "tiny"])
+def test_panel_keeps_larfgs_rules(case):
+    """A zero column below the diagonal is no reflection (tau 0); NaN and infinity reach
+    the same entries as the row kernel's; a column of tiny values is scaled, not lost."""
+    a = np.random.default_rng(5).standard_normal((40, 12))
+    if case == "zero_column":
+        a[1:, 0] = 0  # already R's first column
+    elif case == "nan":
+        a[20, 4] = np.nan
+    elif case == "infinity":
+        a[20, 4] = np.inf
+    else:
+        a[:, 5] *= 1e-300
+    (rows, tau_rows), (cols, tau_cols) = _both("geqr2", a)
+    np.testing.assert_array_equal(np.isnan(cols), np.isnan(rows))
+    np.testing.assert_array_equal(np.isnan(tau_cols), np.isnan(tau_rows))
+    finite = np.isfinite(rows)
+    np.testing.assert_allclose(cols[finite], rows[finite], rtol=1e-11, atol=1e-300)
+    if case == "zero_column":
+        assert tau_cols[0] == tau_rows[0] == 0
