@@ -14,8 +14,9 @@ touches the rows and columns it changes. One large matrix's panel (`panel`) runs
 steps column-major: copied transposed into a scratch, each reflector is a contiguous
 column's norm, and its application a dot and an axpy down each later column (its row
 loops were 8 elements short: a 512 x 64 geqr2 507 -> 315 us). For the blocked drivers
-(frontend/orthogonal.py), `reflectors` writes a block's V out and `larft` forms T from V^T V, which the caller
-takes by a matrix product: m x k short row loops cost 4x the product's time.
+(frontend/orthogonal.py), `reflectors` writes a block's V out and `larft` forms T from
+V^T V, which the caller takes by a matrix product: m x k short row loops cost 4x the
+product's time.
 """
 
 from __future__ import annotations
