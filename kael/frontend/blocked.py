@@ -12,7 +12,8 @@ matrix through the cache once per column.
 
 from __future__ import annotations
 
-from kael.codegen.cpu import factorize, gemm_run, lu_panel, triangular
+from kael.codegen.cpu import factorize, gemm_run, lu_panel, pair, triangular
+from kael.codegen.cpu.dense import run_prepared
 from kael.frontend import factories
 from kael.frontend.tensor import Tensor
 from kael.runtime.dtypes import int64
@@ -33,18 +34,47 @@ def lu(a: Tensor, piv: Tensor, info: Tensor) -> None:
     none) into `info` [1]. The k columns right of A take every interchange and update,
     so they end as L^-1 P B: a solve's right-hand sides, forward-substituted by the
     factorization's own products (getrs's first triangular solve and its interchanges
-    need no pass of their own)."""
+    need no pass of their own).
+
+    With look-ahead: each trailing update first updates the next panel's columns, then
+    the rest of it runs in one launch with the next panel's factorization, which takes
+    the calling thread while the other threads start on the product (codegen/cpu/
+    pair.py); that panel's interchanges reach the columns outside it after both."""
     n, width = a.shape[-2:]
     scratch = factories.empty(BLOCK * (n + lu_panel.PAD), dtype=a.dtype)
+
+    def panel(j: int, whole_rows: bool = True):
+        nb = min(BLOCK, n - j)
+        args = (a[j:, j : j + nb]._impl, scratch._impl, piv[j : j + nb]._impl, info._impl)
+        return lu_panel.prepared(*args, (j, width), whole_rows)
+
+    run_prepared(*panel(0), n * BLOCK * BLOCK)
     for j in range(0, n, BLOCK):
         nb = min(BLOCK, n - j)
-        panel = a[j:, j : j + nb]._impl
-        lu_panel.lu(panel, scratch._impl, piv[j : j + nb]._impl, info._impl, (j, width))
-        if j + nb < width:
-            right = a[j : j + nb, j + nb :]
-            triangular.solve(a[j : j + nb, j : j + nb]._impl, right._impl, 1, lower=True, unit=True)
-            if j + nb < n:
-                subtract_product(a[j + nb :, j + nb :], a[j + nb :, j : j + nb], right)
+        if j + nb >= width:
+            break
+        right = a[j : j + nb, j + nb :]
+        triangular.solve(a[j : j + nb, j : j + nb]._impl, right._impl, 1, lower=True, unit=True)
+        if j + nb >= n:
+            break
+        j2 = j + nb
+        nb2 = min(BLOCK, n - j2)
+        below, rest = a[j2:, j:j2], a[j2:, j2 + nb2 :]
+        ahead = gemm_run.subtracting(a[j2:, j2 : j2 + nb2]._impl, below._impl, right[:, :nb2]._impl)
+        if ahead is None or not rest.shape[-1]:
+            subtract_product(a[j2:, j2:], below, right)
+            run_prepared(*panel(j2), n * BLOCK * BLOCK)
+            continue
+        steps, _buffer = ahead  # the next panel's update, then its factorization, beside
+        alongside = (*steps, panel(j2, whole_rows=False))  # the rest of the product
+        if not gemm_run.accumulate_into(
+            rest._impl, below._impl, right[:, nb2:]._impl, subtract=True, alongside=alongside
+        ):
+            pair.run_in_order(alongside)
+            subtract_product(rest, below, right[:, nb2:])
+        moves = (piv[j2 : j2 + nb2] - j2)._impl
+        for outside in (a[j2:, :j2], rest):  # the next panel's interchanges, left and right
+            triangular.permute(outside._impl, moves, 1)
 
 
 def cholesky(a: Tensor) -> int:

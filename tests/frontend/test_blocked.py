@@ -90,3 +90,38 @@ def test_one_large_singular_solve_reports_lapacks_info():
     assert got.info.item() == want.info.item() > 0
     with pytest.raises(kael.linalg.LinAlgError, match="singular"):
         kael.linalg.solve(kael.tensor(a), kael.tensor(b))
+
+
+def test_look_ahead_gives_the_sequential_bits(monkeypatch):
+    """The next panel factored beside the rest of the trailing product (and its row
+    interchanges applied after both) gives the bits of the schedule one launch at a time,
+    on two threads: no launch reads what the other writes."""
+    from kael.codegen.cpu import gemm_run
+
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((3 * blocked.BLOCK + 37, 3 * blocked.BLOCK + 40))  # 3 rhs columns
+    n = a.shape[0]
+
+    def factor() -> tuple[np.ndarray, np.ndarray]:
+        x = kael.tensor(a.copy())
+        piv, info = kael.empty(n, dtype=kael.int64), kael.zeros(1, dtype=kael.int64)
+        blocked.lu(x, piv, info)
+        return x.numpy(), piv.numpy()
+
+    saved = kael.get_num_threads()
+    kael.set_num_threads(2)
+    try:
+        ahead = factor()
+        alone = gemm_run.accumulate_into
+
+        def one_at_a_time(c, a, b, subtract=False, alongside=()):
+            return False if alongside else alone(c, a, b, subtract)
+
+        monkeypatch.setattr(gemm_run, "accumulate_into", one_at_a_time)
+        sequential = factor()
+    finally:
+        kael.set_num_threads(saved)
+    np.testing.assert_array_equal(ahead[1], sequential[1])
+    np.testing.assert_array_equal(ahead[0].view(np.uint64), sequential[0].view(np.uint64))
+    want = torch.linalg.lu_factor(torch.tensor(a[:, :n])).pivots.numpy() - 1
+    np.testing.assert_array_equal(ahead[1], want)

@@ -372,6 +372,11 @@ def per_matrix(
     return [symbol]
 
 
+def kernel(name: str, build: Callable[[ir.Module], list[str]], symbol: str):
+    """Kernel `symbol` of module `name`, optimized at O3, never tiered."""
+    return handwritten.compiled(name, build, passes=None, tiered=False)[symbol]
+
+
 def run(
     name: str,
     build: Callable[[ir.Module], list[str]],
@@ -382,7 +387,11 @@ def run(
 ) -> None:
     """Launch `symbol` of module `name` over `items` matrices, split over the threads when
     the work (`flops`, about) is worth it; the module is optimized at O3, never tiered."""
+    run_prepared(kernel(name, build, symbol), words, items, flops)
+
+
+def run_prepared(fn, words: Sequence[int], items: int, flops: int) -> None:
+    """Launch the dense kernel `fn` (see `run`)."""
     from kael.runtime.launcher import launch  # the launcher imports codegen at start-up
 
-    fn = handwritten.compiled(name, build, passes=None, tiered=False)[symbol]
     launch(fn, list(words), items, flops * 8 if items > 1 else 0, align=1)

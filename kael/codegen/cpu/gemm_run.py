@@ -16,11 +16,11 @@ import itertools
 import threading
 from dataclasses import dataclass
 
-from kael.codegen.cpu import conv, gemm, gemm_gemv, native_launch
+from kael.codegen.cpu import conv, gemm, gemm_gemv, native_launch, pair
 from kael.ir.matmul import GemmSpec, batch_dims
 from kael.runtime import launches
 from kael.runtime.dtypes import int64
-from kael.runtime.launcher import PARALLEL_BYTES, launch
+from kael.runtime.launcher import PARALLEL_BYTES, launch, optimize
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, host_ptr
 from kael.runtime.threadpool import get_num_threads
@@ -342,9 +342,10 @@ EPILOGUE_HOSTS = (gemm.MACRO, gemm.PACK_B, conv.CONV, conv.PACK_W)
 EPI = {gemm.MACRO: gemm.MACRO_ARGS.index("epi"), conv.CONV: conv.CONV_ARGS.index("epi")}
 
 
-def plan_for(a: TensorImpl, b: TensorImpl, c: TensorImpl) -> Plan:
-    """The plan of c = a @ b for the current thread count, from a bounded cache."""
-    threads = get_num_threads()
+def plan_for(a: TensorImpl, b: TensorImpl, c: TensorImpl, split: int = 1) -> Plan:
+    """The plan of c = a @ b for the current thread count (its work cut as for `split`
+    times as many threads), from a bounded cache."""
+    threads = get_num_threads() * split
     key = (c.dtype, a.shape, a.strides, b.shape, b.strides, c.strides, threads)
     p = _plans.get(key)
     if p is None:
@@ -355,27 +356,74 @@ def plan_for(a: TensorImpl, b: TensorImpl, c: TensorImpl) -> Plan:
 
 
 _ACCUMULATE = gemm.MACRO_ARGS.index("accumulate")
+ALONGSIDE_SPLIT = 4  # a product paired with another launch is cut as for 4x the threads
 
 
-def accumulate_into(c: TensorImpl, a: TensorImpl, b: TensorImpl, subtract: bool = False) -> bool:
+def accumulate_into(
+    c: TensorImpl, a: TensorImpl, b: TensorImpl, subtract: bool = False, alongside=()
+) -> bool:
     """c += a @ b (c -= a @ b when `subtract`) in the product's own kernel (every k block
     adds to c, the first too), as the blocked factorizations' trailing updates need; False
     (nothing done) where the plan is not the packed macro kernel's (matrix-vector shapes,
     int64) or c's columns are not unit-stride (the kernels store rows of c: a transposed c
-    would be written as if it were not)."""
+    would be written as if it were not). `alongside`, prepared launches (kernel, words,
+    items) touching none of c, run in order as one item of the product's last launch
+    (codegen/cpu/pair.py): on the calling thread while the others start on the product,
+    whose items are then cut finer (ALONGSIDE_SPLIT) so that thread can take a share."""
+    p = _adding_plan(c, a, b, subtract, ALONGSIDE_SPLIT if alongside else 1)
+    if p is None:
+        return False
+    if not alongside:
+        run(p, *(host_ptr(t, "matmul") for t in (a, b, c)))
+        return True
+    steps, _buffer = prepared_into(p, a, b, c)  # the buffer lives until the launches end
+    for fn, words, items in steps[:-1]:
+        launch(fn, words, items, PARALLEL_BYTES, 1)
+    pair.run(alongside, steps[-1])
+    return True
+
+
+def prepared_into(p: Plan, a: TensorImpl, b: TensorImpl, c: TensorImpl):
+    """The launches of plan `p` on these operands, not run: ([(kernel, words, items)],
+    the packing buffer they use, to be kept until they have run)."""
+    buffer = Storage(p.buffer_bytes) if p.buffer_bytes else None
+    bases = (*(host_ptr(t, "matmul") for t in (a, b, c)), buffer.ptr if buffer else 0)
+    steps = []
+    for step in p.launches:
+        optimize(step.fn)
+        steps.append((step.fn, _patched(step, bases), step.total))
+    return steps, buffer
+
+
+def subtracting(c: TensorImpl, a: TensorImpl, b: TensorImpl):
+    """c -= a @ b as prepared launches (see prepared_into), or None where the product's
+    kernel cannot subtract it (see accumulate_into)."""
+    p = _adding_plan(c, a, b, True)
+    return None if p is None else prepared_into(p, a, b, c)
+
+
+def _adding_plan(c, a, b, subtract: bool, split: int = 1) -> Plan | None:
+    """The plan of c += a @ b (c -= a @ b when `subtract`), or None (see accumulate_into)."""
     if c.shape[-1] != 1 and c.strides[-1] != 1:
-        return False
-    p = plan_for(a, b, c)
+        return None
+    p = plan_for(a, b, c, split)
     if any(s.name not in (gemm.MACRO, gemm.PACK_B) for s in p.launches):
-        return False
+        return None
     mode = gemm.SUBTRACT if subtract else 1
     hit = _adding.get((id(p), mode))
     if hit is None or hit[0] is not p:
         if len(_adding) >= _MAX_PLANS:
             _adding.clear()
         hit = _adding[(id(p), mode)] = (p, _accumulating(p, mode))
-    run(hit[1], *(host_ptr(t, "matmul") for t in (a, b, c)))
-    return True
+    return hit[1]
+
+
+def _patched(step: Launch, bases: tuple[int, ...]) -> list[int]:
+    """The words of `step` with its A, B, C and buffer addresses filled in from `bases`."""
+    words = list(step.words)
+    for index, which, offset in step.slots:
+        words[index] = bases[which] + offset
+    return words
 
 
 # (id of a plan, accumulate word) -> (the plan, its accumulating form): the blocked
@@ -462,9 +510,7 @@ def run(p: Plan, a: int, b: int, c: int, epilogues: list | None = None) -> None:
     buffer = Storage(p.buffer_bytes) if p.buffer_bytes else None
     bases = (a, b, c, buffer.ptr if buffer else 0)
     for i, step in enumerate(p.launches):
-        words = list(step.words)
-        for index, which, offset in step.slots:
-            words[index] = bases[which] + offset
+        words = _patched(step, bases)
         if epilogues is not None and epilogues[i][0]:
             at = EPI[step.name]
             words[at], words[at + 1] = epilogues[i]

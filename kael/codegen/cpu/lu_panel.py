@@ -146,20 +146,29 @@ def _update_whole(d: dense.Dense, t: dense.Matrix, kb, end) -> None:
         d.axpys(t.row(j), factors, rows, end, m)
 
 
-def lu(a, scratch, piv, info, panel: tuple[int, int]) -> None:
+def lu(a, scratch, piv, info, panel: tuple[int, int], whole_rows: bool = True) -> None:
     """Factor the panel impl `a` [m, w] (unit-stride rows) of an n-column matrix from row
-    and column j on, `panel` = (j, n), as factorize.lu does (P A = L U in place, whole rows
-    interchanged, pivots and info counted from row j into impls `piv` [w] and `info` [1]),
-    through impl `scratch`: at least w * (m + PAD) elements of a's dtype."""
+    and column j on, `panel` = (j, n), as factorize.lu does (P A = L U in place, pivots
+    and info counted from row j into impls `piv` [w] and `info` [1]), through impl
+    `scratch`: at least w * (m + PAD) elements of a's dtype. Its interchanges cover whole
+    rows, or (`whole_rows` False) only the panel's own columns: the caller interchanges
+    the rest later (a look-ahead's product is updating them meanwhile)."""
+    fn, words, items = prepared(a, scratch, piv, info, panel, whole_rows)
+    dense.run_prepared(fn, words, items, a.shape[0] * a.shape[1] ** 2)
+
+
+def prepared(a, scratch, piv, info, panel: tuple[int, int], whole_rows: bool = True):
+    """lu's launch, not run: (kernel, argument words, work items)."""
     m, w = a.shape
     j, n = panel
     assert scratch.numel() >= w * (m + PAD) and scratch.dtype is a.dtype
     name = f"kael_lu_panel_{a.dtype.name}"
+    swaps = (-j, n - j) if whole_rows else (0, w)
     words = [
         host_ptr(a, name), a.strides[0], host_ptr(scratch, name), m + PAD, m, w,
-        host_ptr(piv, name), host_ptr(info, name), j, -j, n - j,
+        host_ptr(piv, name), host_ptr(info, name), j, *swaps,
     ]  # fmt: skip
-    dense.run(name, lambda mod: _build(mod, name, a.dtype), name, words, 1, m * w * w)
+    return dense.kernel(name, lambda mod: _build(mod, name, a.dtype), name), words, 1
 
 
 def _build(module: ir.Module, name: str, dtype) -> list[str]:

@@ -1,0 +1,50 @@
+"""A chain of launches beside another launch (kael/codegen/cpu/pair.py): the chain runs in
+order as one item, every item of the other launch runs once, on one thread or two."""
+
+import numpy as np
+import pytest
+from llvmlite import ir
+
+import kael
+from kael.codegen.cpu import dense, pair
+
+WORDS = ("out", "factor")
+
+
+def _step(d: dense.Dense, item: ir.Value) -> None:
+    """out[item] = out[item] * factor + item + 1: the order of two steps on one slot shows."""
+    b = d.b
+    at = b.gep(d.ptr("out"), [item])
+    scaled = d.mul(b.load(at), b.sitofp(d.w["factor"], d.t))
+    b.store(d.add(scaled, b.sitofp(b.add(item, d.i(1)), d.t)), at)
+
+
+def _kernel():
+    name = "kael_test_pair_step"
+    return dense.kernel(name, lambda m: dense.per_matrix(m, name, kael.float64, WORDS, _step), name)
+
+
+@pytest.mark.parametrize("items", [1, 2, 9, 200])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_chain_runs_in_order_and_every_other_item_once(items, threads):
+    fn = _kernel()
+    chain_out, other_out = np.zeros(3), np.full(items, 5.0)
+    chain = [
+        (fn, [chain_out.ctypes.data, 10], 3),  # out[i] = i + 1
+        (fn, [chain_out.ctypes.data, 10], 2),  # out[i] = 10 (i + 1) + i + 1 for i < 2
+    ]
+    saved = kael.get_num_threads()
+    kael.set_num_threads(threads)
+    try:
+        pair.run(chain, (fn, [other_out.ctypes.data, 2], items))
+    finally:
+        kael.set_num_threads(saved)
+    np.testing.assert_array_equal(chain_out, [11.0, 22.0, 3.0])  # the second after the first
+    np.testing.assert_array_equal(other_out, 10.0 + np.arange(1, items + 1))  # each once
+
+
+def test_a_chain_run_in_order_alone_gives_the_same():
+    fn = _kernel()
+    out = np.zeros(3)
+    pair.run_in_order([(fn, [out.ctypes.data, 10], 3), (fn, [out.ctypes.data, 10], 2)])
+    np.testing.assert_array_equal(out, [11.0, 22.0, 3.0])
