@@ -32,6 +32,7 @@ ROUNDED = ("nsz",)
 
 
 STRIP = 8  # rows a transposing copy moves together
+GROUP = 4  # source rows one pass of axpy_rows reads
 VECTOR_BYTES = 64  # the explicit vectors of the row loops (two ymm registers under AVX2)
 PRECISION = {8: (2.0**-52, 2.0**-1022), 4: (2.0**-23, 2.0**-126)}  # (eps, safmin), by itemsize
 
@@ -245,9 +246,14 @@ class Dense:
 
     def axpys(self, y: ir.Value, alphas: Sequence[ir.Value], xs: Sequence[ir.Value], lo, hi):
         """y[j] += sum_c alphas[c] * xs[c][j] for j in [lo, hi): several axpys in one pass
-        over y (a rank-k update of one row: one load and store of y per k products). Written
-        as vectors of VECTOR_BYTES and a scalar tail: with many rows the loop vectorizer
-        gives up on the runtime alias checks (8 rows ran two lanes wide)."""
+        over y (a rank-k update of one row: one load and store of y per k products)."""
+        self.rank_update([y], [alphas], xs, lo, hi)
+
+    def rank_update(self, ys: Sequence[ir.Value], alphas, xs: Sequence[ir.Value], lo, hi):
+        """ys[r][j] += sum_c alphas[r][c] * xs[c][j] for j in [lo, hi), each row's terms in
+        order, every x loaded once for all the rows. Written as vectors of VECTOR_BYTES and
+        a scalar tail: with many rows the loop vectorizer gives up on the runtime alias
+        checks (8 rows ran two lanes wide)."""
         b = self.b
         lanes = VECTOR_BYTES // self.dtype.itemsize
         lo = i64(lo) if isinstance(lo, int) else lo
@@ -255,11 +261,14 @@ class Dense:
         span = b.select(b.icmp_signed("<", span, self.i(0)), self.i(0), span)
         whole = b.add(lo, b.mul(b.sdiv(span, self.i(lanes)), self.i(lanes)))
 
-        def step(j: ir.Value, load, store, scale) -> None:
-            acc = load(y, j)
-            for alpha, x in zip(alphas, xs, strict=True):
-                acc = self.add(acc, self.mul(scale(alpha), load(x, j)))
-            store(acc, y, j)
+        def step(j: ir.Value, load, store, factors) -> None:
+            accs = [load(y, j) for y in ys]
+            for c, x in enumerate(xs):
+                value = load(x, j)
+                for r, row in enumerate(factors):
+                    accs[r] = self.add(accs[r], self.mul(row[c], value))
+            for y, acc in zip(ys, accs, strict=True):
+                store(acc, y, j)
 
         def vload(p, j):
             return b.load(self.lanes(b.gep(p, [j]), lanes), align=self.dtype.itemsize)
@@ -267,27 +276,33 @@ class Dense:
         def vstore(v, p, j):
             b.store(v, self.lanes(b.gep(p, [j]), lanes), align=self.dtype.itemsize)
 
+        vectors = [[self.splat(a, lanes) for a in row] for row in alphas]
         with self.loop(lo, whole, lanes) as j:
-            step(j, vload, vstore, lambda a: self.splat(a, lanes))
+            step(j, vload, vstore, vectors)
         with self.loop(whole, hi) as j:
             step(
                 j,
                 lambda p, j: b.load(b.gep(p, [j])),
                 lambda v, p, j: b.store(v, b.gep(p, [j])),
-                lambda a: a,
+                alphas,
             )
 
-    def axpy_rows(self, y: ir.Value, alpha_of, row_of, first, last, lo, hi, group: int = 4):
-        """y[j] += sum_k alpha_of(k) * row_of(k)[j] for k in [first, last) in order and j in
-        [lo, hi): `group` rows a pass over y (axpys), the rest one by one."""
+    def axpy_rows(self, ys: Sequence[ir.Value], alpha_of, row_of, first, last, lo, hi):
+        """ys[r][j] += sum_k alpha_of(r, k) * row_of(k)[j] for k in [first, last) in order
+        and j in [lo, hi): GROUP source rows a pass over the targets (rank_update, every
+        source row loaded once for all the targets), the rest one by one."""
         b = self.b
         span = b.sub(last, first)
-        whole = b.add(first, b.mul(b.sdiv(span, self.i(group)), self.i(group)))
-        with self.loop(first, whole, group) as k:
-            ks = [b.add(k, self.i(q)) for q in range(group)]
-            self.axpys(y, [alpha_of(q) for q in ks], [row_of(q) for q in ks], lo, hi)
+        whole = b.add(first, b.mul(b.sdiv(span, self.i(GROUP)), self.i(GROUP)))
+
+        def update(ks: list[ir.Value]) -> None:
+            alphas = [[alpha_of(r, k) for k in ks] for r in range(len(ys))]
+            self.rank_update(ys, alphas, [row_of(k) for k in ks], lo, hi)
+
+        with self.loop(first, whole, GROUP) as k:
+            update([b.add(k, self.i(q)) for q in range(GROUP)])
         with self.loop(whole, last) as k:
-            self.axpy(y, alpha_of(k), row_of(k), lo, hi)
+            update([k])
 
     def dot(self, x: ir.Value, y: ir.Value, lo, hi, stride_x=None, stride_y=None) -> ir.Value:
         """sum x[j] * y[j] for j in [lo, hi), unit strides unless given."""

@@ -38,17 +38,37 @@ def _solve(d: dense.Dense, item: ir.Value) -> None:
         with d.when(b.not_(unit)):
             d.scale(x.row(i), d.div(d.f(1.0), coefficient(i, i)), 0, nrhs)
 
-    def eliminate(i: ir.Value, first: ir.Value, last: ir.Value) -> None:
-        alpha = lambda k: d.neg(coefficient(i, k))  # noqa: E731
-        d.axpy_rows(x.row(i), alpha, x.row, first, last, 0, nrhs)
+    def eliminate(rows: list[ir.Value], first: ir.Value, last: ir.Value) -> None:
+        """Each of `rows` (two at once: every solved row read once for both) less the
+        solved rows [first, last) times its coefficients."""
+        alpha = lambda r, k: d.neg(coefficient(rows[r], k))  # noqa: E731
+        d.axpy_rows([x.row(i) for i in rows], alpha, x.row, first, last, 0, nrhs)
+
+    def solve_pair(i: ir.Value, step: int, first: ir.Value, last: ir.Value) -> None:
+        """Rows i and i + step (the next in solving order): both less the rows solved
+        before them, then row i finished and taken from row i + step."""
+        j = b.add(i, d.i(step))
+        eliminate([i, j], first, last)
         finish(i)
+        eliminate([j], i, b.add(i, d.i(1)))
+        finish(j)
 
     lower = b.xor(b.icmp_signed("!=", w["lower"], d.i(0)), trans)
+    pairs = b.mul(b.sdiv(n, d.i(2)), d.i(2))  # rows solved two at a time, then the last
     with d.either(lower) as (forward, backward):
-        with forward, d.loop(0, n) as i:
-            eliminate(i, d.i(0), i)
-        with backward, d.loop(b.sub(n, d.i(1)), -1, -1) as i:
-            eliminate(i, b.add(i, d.i(1)), n)
+        with forward:
+            with d.loop(0, pairs, 2) as i:
+                solve_pair(i, 1, d.i(0), i)
+            with d.loop(pairs, n) as i:
+                eliminate([i], d.i(0), i)
+                finish(i)
+        with backward:
+            top = b.sub(n, d.i(1))
+            with d.loop(top, b.sub(top, pairs), -2) as i:
+                solve_pair(i, -1, b.add(i, d.i(1)), n)
+            with d.loop(b.sub(top, pairs), -1, -1) as i:
+                eliminate([i], b.add(i, d.i(1)), n)
+                finish(i)
 
 
 def _permute(d: dense.Dense, item: ir.Value) -> None:
