@@ -13,7 +13,6 @@ matrix through the cache once per column.
 from __future__ import annotations
 
 from kael.codegen.cpu import factorize, gemm_run, lu_panel, pair, triangular
-from kael.codegen.cpu.dense import run_prepared
 from kael.frontend import factories
 from kael.frontend.tensor import Tensor
 from kael.runtime.dtypes import int64
@@ -43,12 +42,13 @@ def lu(a: Tensor, piv: Tensor, info: Tensor) -> None:
     n, width = a.shape[-2:]
     scratch = factories.empty(BLOCK * (n + lu_panel.PAD), dtype=a.dtype)
 
-    def panel(j: int, whole_rows: bool = True):
+    def panel(j: int, whole_rows: bool = True) -> tuple:
+        """The factorization of the panel at row and column j, prepared (lu_panel)."""
         nb = min(BLOCK, n - j)
         args = (a[j:, j : j + nb]._impl, scratch._impl, piv[j : j + nb]._impl, info._impl)
         return lu_panel.prepared(*args, (j, width), whole_rows)
 
-    run_prepared(*panel(0), n * BLOCK * BLOCK)
+    pair.run_in_order([panel(0)])
     for j in range(0, n, BLOCK):
         nb = min(BLOCK, n - j)
         if j + nb >= width:
@@ -60,10 +60,14 @@ def lu(a: Tensor, piv: Tensor, info: Tensor) -> None:
         j2 = j + nb
         nb2 = min(BLOCK, n - j2)
         below, rest = a[j2:, j:j2], a[j2:, j2 + nb2 :]
-        ahead = gemm_run.subtracting(a[j2:, j2 : j2 + nb2]._impl, below._impl, right[:, :nb2]._impl)
-        if ahead is None or not rest.shape[-1]:
+        ahead = None
+        if rest.shape[-1]:
+            ahead = gemm_run.subtracting(
+                a[j2:, j2 : j2 + nb2]._impl, below._impl, right[:, :nb2]._impl
+            )
+        if ahead is None:
             subtract_product(a[j2:, j2:], below, right)
-            run_prepared(*panel(j2), n * BLOCK * BLOCK)
+            pair.run_in_order([panel(j2)])
             continue
         steps, _buffer = ahead  # the next panel's update, then its factorization, beside
         alongside = (*steps, panel(j2, whole_rows=False))  # the rest of the product

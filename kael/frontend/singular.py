@@ -88,7 +88,9 @@ def _decompose(A: Tensor, vectors: bool, full: bool) -> SVD | Tensor:
         and (m == n or not (vectors and full))
         and bool(A.isfinite().all())
     ):
-        return _preconditioned(A, vectors)
+        lead = (None,) * len(batch)  # unit batch dims: the matrix's results, as views
+        result = _preconditioned(A.reshape(m, n), vectors)
+        return result[lead] if not vectors else SVD(*(t[lead] for t in result))
     if A.dtype is float32:  # swept in float64, rounded once (see _swept)
         result = _swept(A.double(), vectors, full, FLOAT32_ROUNDING)
         return result.float() if not vectors else SVD(*(t.float() for t in result))

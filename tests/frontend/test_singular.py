@@ -391,6 +391,21 @@ def test_a_single_large_matrix_swept_in_blocks_over_the_threads(dtype, shape):
     assert int(kael.linalg.matrix_rank(k)) == int(torch.linalg.matrix_rank(t)) == 40
 
 
+@pytest.mark.parametrize("batch", [(1,), (1, 1)], ids=str)
+@pytest.mark.parametrize("shape", [(140, 140), (150, 130)], ids=str)
+def test_one_large_matrix_with_unit_batch_dims_takes_the_preconditioned_path(batch, shape):
+    """A batch of one large matrix is that matrix: svd, svdvals and lstsq (gelsd) give
+    torch's values in torch's shapes (the preconditioner read its eigenvalues as a
+    scalar, and a [1, k] one raised)."""
+    a = RNG.standard_normal((*batch, *shape))
+    k, t = kael.tensor(a), torch.tensor(a)
+    check_svd(k, t, False, 1e-9)
+    close_to_torch(kael.linalg.svdvals(k), torch.linalg.svdvals(t), 1e-9)
+    b = RNG.standard_normal((*batch, shape[0], 3))
+    got = kael.linalg.lstsq(k, kael.tensor(b), driver="gelsd").solution
+    close_to_torch(got, torch.linalg.lstsq(t, torch.tensor(b), driver="gelsd").solution, 1e-8)
+
+
 def test_a_large_ill_conditioned_matrix_in_blocks_keeps_relative_accuracy():
     n = 160
     u, _ = np.linalg.qr(RNG.standard_normal((n, n)))

@@ -377,8 +377,8 @@ def accumulate_into(
         run(p, *(host_ptr(t, "matmul") for t in (a, b, c)))
         return True
     steps, _buffer = prepared_into(p, a, b, c)  # the buffer lives until the launches end
-    for fn, words, items in steps[:-1]:
-        launch(fn, words, items, PARALLEL_BYTES, 1)
+    for step, (fn, words, items) in zip(p.launches[:-1], steps[:-1], strict=True):
+        launch(fn, words, items, step.moved, 1, flops=step.flops)
     pair.run(alongside, steps[-1])
     return True
 

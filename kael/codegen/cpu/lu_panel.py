@@ -6,8 +6,8 @@ The matrix is row-major, so a panel's column is a strided walk: factored in plac
 (about 5 ns a row and column). This kernel first copies the panel transposed into a
 scratch buffer (row c of `t` is the panel's column c), where the pivot search, the
 column scaling and the rank-1 updates are unit-stride loops over rows that vectorize
-(an 8-lane arg-max, axpys), then interchanges the matrix's whole rows and copies the
-factored panel back. Each multiplier and update is the row kernel's arithmetic in the same
+(an 8-lane arg-max, axpys), then interchanges the rows outside the panel (or leaves that
+to the caller: `whole_rows`) and copies the factored panel back. Each multiplier and update is the row kernel's arithmetic in the same
 order (each product rounded, dense.ROUNDED): the same pivots, info and bits, but for the
 sign of a NaN (its operands meet in another order).
 """

@@ -4,8 +4,10 @@ Work item 0 runs the chain's launches one after another, every item of each (a b
 LU's next panel: its columns' update, then its factorization, single-threaded), and
 items 1.. are the other launch's items (the rest of the trailing product). The calling
 thread takes the first range, so it runs the chain while the other threads start on the
-product; whoever finishes takes the items not yet claimed. The chain and the other launch
-must touch disjoint memory (reads of a shared operand aside).
+product; on the native pool (parallel.py) whoever finishes takes the items not yet
+claimed (the Python fallback pool splits the ranges once). The chain and the other launch
+must touch disjoint memory (reads of a shared operand aside). Launch records (KAEL_DEBUG,
+kael.explain) show the whole as one `kael_pair` launch.
 
 Words: the other kernel's address and argument block, the chain's length, then per
 launch of the chain its kernel's address, argument block and item count.
@@ -61,7 +63,7 @@ def run(chain: Sequence[tuple], other: tuple) -> None:
     `other`'s items as items 1.., in one launch on the pool."""
     blocks = [array.array("q", words) for _, words, _ in (*chain, other)]
     words = [other[0].address, blocks[-1].buffer_info()[0], len(chain)]
-    for (fn, _, items), block in zip(chain, blocks, strict=False):
+    for (fn, _, items), block in zip(chain, blocks[:-1], strict=True):
         words += [fn.address, block.buffer_info()[0], items]
     kernel = handwritten.compiled(SYMBOL, _build, passes=None, tiered=False)[SYMBOL]
     launch(kernel, words, 1 + other[2], PARALLEL_BYTES, 1)
