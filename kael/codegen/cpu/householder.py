@@ -235,7 +235,8 @@ def _reflectors(d: dense.Dense, item: ir.Value) -> None:
 def _triangular_factor(d: dense.Dense, item: ir.Value) -> None:
     """LAPACK's larft (forward, columnwise): the upper k x k T with H_0 ... H_{k-1} =
     I - V T V^T, from G = V^T V (a matrix product, not m x k short row loops): column i
-    of T is -tau_i T[:i, :i] G[:i, i], and T[i, i] = tau_i."""
+    of T is -tau_i T[:i, :i] G[:i, i], and T[i, i] = tau_i (G[:i, i] read as G's row i,
+    unit-stride: k = 64 in 18 us against 36 down G's column)."""
     b, w = d.b, d.w
     k = w["k"]
     tau = b.gep(d.ptr("tau"), [b.mul(item, w["tau_stride"])])
@@ -243,9 +244,9 @@ def _triangular_factor(d: dense.Dense, item: ir.Value) -> None:
     t = d.matrix("t", "k", b.mul(item, b.mul(k, k)))
     with d.loop(0, k) as i:
         ti = b.load(b.gep(tau, [i]))
-        column = b.gep(g.row(d.i(0)), [i])  # G[:, i], k apart
+        column = g.row(i)  # G[:, i] as G's row i (G is symmetric): a unit-stride dot
         with d.loop(0, i) as c:
-            dot = d.dot(t.row(c), column, c, i, stride_y=k)
+            dot = d.dot(t.row(c), column, c, i)
             t.set(c, i, d.mul(d.neg(ti), dot))
         with d.loop(b.add(i, d.i(1)), k) as c:
             t.set(c, i, d.f(0.0))
