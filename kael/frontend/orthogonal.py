@@ -40,16 +40,21 @@ BLOCKED = 128  # from this many reflectors on, panels and matrix products
 PANEL_COLUMNS = 2 * NB  # the widest block one matrix factors through a transposed copy
 
 
-def apply_reflectors(panel: Tensor, tau: Tensor, c: Tensor, transpose: bool) -> None:
+def apply_reflectors(
+    panel: Tensor, tau: Tensor, c: Tensor, transpose: bool, t: Tensor | None = None
+) -> Tensor:
     """C = H C (or H^T C) in place, H = H_0 ... H_{nb-1} = I - V T V^T the block of
-    reflectors in `panel` [count, r, nb]: LAPACK's larfb, in kael's matrix products."""
+    reflectors in `panel` [count, r, nb]: LAPACK's larfb, in kael's matrix products.
+    Returns T (larft's), or takes it as `t` where the same block was applied before."""
     count, rows, nb = panel.shape
-    t = factories.empty((count, nb, nb), dtype=panel.dtype)
     v = factories.empty((count, rows, nb), dtype=panel.dtype)
     householder.reflectors(panel._impl, v._impl, count)
-    householder.larft((v.mT @ v)._impl, tau._impl, t._impl, count)
+    if t is None:
+        t = factories.empty((count, nb, nb), dtype=panel.dtype)
+        householder.larft((v.mT @ v)._impl, tau._impl, t._impl, count)
     w = (t.mT if transpose else t) @ (v.mT @ c)
     blocked.subtract_product(c, v, w)
+    return t
 
 
 def _householder(op: str, block: Tensor, tau: Tensor, work: Tensor) -> None:
@@ -64,10 +69,11 @@ def _householder(op: str, block: Tensor, tau: Tensor, work: Tensor) -> None:
         getattr(householder, op)(block._impl, tau._impl, work._impl, count)
 
 
-def householder_qr(a: Tensor) -> tuple[Tensor, Tensor]:
+def householder_qr(a: Tensor, blocks: dict | None = None) -> tuple[Tensor, Tensor]:
     """(packed R and reflectors, tau [*, min(m, n)]) of the contiguous copy `a`, in place:
     geqr2 on the whole, or (LAPACK's geqrf) on panels of NB columns, each block of
-    reflectors applied to the columns after it at once."""
+    reflectors applied to the columns after it at once. `blocks` (a dict) receives each
+    applied block's T by its first column, for _orgqr to apply the same blocks again."""
     m, n = a.shape[-2:]
     k = min(m, n)
     batch = tuple(a.shape[:-2])
@@ -85,15 +91,17 @@ def householder_qr(a: Tensor) -> tuple[Tensor, Tensor]:
         panel, panel_tau = a3[:, j:, j : j + jb], tau2[:, j : j + jb]
         _householder("geqr2", panel, panel_tau, work)
         if j + jb < n:
-            apply_reflectors(panel, panel_tau, a3[:, j:, j + jb :], transpose=True)
+            t = apply_reflectors(panel, panel_tau, a3[:, j:, j + jb :], transpose=True)
+            if blocks is not None:
+                blocks[j] = t
     return a, tau
 
 
-def _orgqr(q: Tensor, tau: Tensor) -> Tensor:
+def _orgqr(q: Tensor, tau: Tensor, blocks: dict | None = None) -> Tensor:
     """The contiguous `q` [*, m, n] (its first k columns reflectors, tau [*, k]) made
     Q's first n columns, in place: org2r on the whole, or (LAPACK's orgqr) org2r on the
     last panel and then, panel by panel backward, each block applied to the columns
-    after it and org2r on its own columns."""
+    after it and org2r on its own columns. `blocks`: householder_qr's T of each block."""
     m, n = q.shape[-2:]
     k = tau.shape[-1]
     count = shape_numel(q.shape[:-2])
@@ -106,7 +114,8 @@ def _orgqr(q: Tensor, tau: Tensor) -> Tensor:
     _householder("org2r", q3[:, last:, last:], tau2[:, last:], work)
     for j in range(last - NB, -1, -NB):
         panel, panel_tau = q3[:, j:, j : j + NB], tau2[:, j : j + NB]
-        apply_reflectors(panel, panel_tau, q3[:, j:, j + NB :], transpose=False)
+        known = None if blocks is None else blocks.get(j)
+        apply_reflectors(panel, panel_tau, q3[:, j:, j + NB :], transpose=False, t=known)
         _householder("org2r", panel, panel_tau, work)
         q3[:, :j, j : j + NB] = 0
     return q
@@ -134,13 +143,14 @@ def qr(A, mode: str = "reduced", *, out=None) -> QR:
             "(default), 'r', or 'complete'"
         )
     m, n = A.shape[-2:]
-    packed, tau = householder_qr(working_copy(A, padded=True))
+    blocks: dict = {}  # each block's T, applied again to form Q
+    packed, tau = householder_qr(working_copy(A, padded=True), blocks)
     columns = m if mode == "complete" else min(m, n)
     r = packed[..., :columns, :].triu()
     if mode == "r":
         q = factories.empty((0,), dtype=A.dtype)
     else:
-        q = lapack_layout(_orgqr(_reflectors(packed, columns), tau))
+        q = lapack_layout(_orgqr(_reflectors(packed, columns), tau, blocks))
     r = lapack_layout(r)
     if out is not None:
         out_q, out_r = out
