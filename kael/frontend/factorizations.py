@@ -514,7 +514,7 @@ def _inverse(A: Tensor, op: str) -> tuple[Tensor, Tensor]:
     A = square(A, op)
     n = A.shape[-1]
     lu, piv, info = _lu(working_copy(A, padded=True))
-    x = _identity(A, n)
+    x = identity(tuple(A.shape[:-2]), n, A.dtype)
     if shape_numel(A.shape[:-2]) != 1 or n < blocked.MIN_BLOCKED:
         return lapack_layout(_lu_solve_into(lu, piv, x)), info.to(int32)
     # One large matrix, in getri's order: X = U^-1 L^-1 (L^-1 is lower triangular, and
@@ -532,10 +532,10 @@ def _inverse(A: Tensor, op: str) -> tuple[Tensor, Tensor]:
     return rows.as_strided(tuple(A.shape), (*batch, 1, n)), info.to(int32)
 
 
-def _identity(A: Tensor, n: int) -> Tensor:
-    """The identity in A's batch and dtype, laid out as A's padded working copy (zeros
-    and a diagonal of ones: no eye to copy)."""
-    x = working_buffer((*A.shape[:-2], n, n), A.dtype).zero_()
+def identity(batch: tuple[int, ...], n: int, dtype) -> Tensor:
+    """The n x n identity for each of `batch`, laid out as a padded working copy (zeros and
+    a diagonal of ones: no eye to copy), for blocked kernels to turn into a product."""
+    x = working_buffer((*batch, n, n), dtype).zero_()
     x.diagonal(dim1=-2, dim2=-1).fill_(1)
     return x
 

@@ -21,7 +21,14 @@ from typing import NamedTuple
 from kael.codegen.cpu import symmetric_eigen
 from kael.frontend import factories
 from kael.frontend.blocked import subtract_product
-from kael.frontend.factorizations import on_host, outs_into, raise_for, square, working_copy
+from kael.frontend.factorizations import (
+    identity,
+    on_host,
+    outs_into,
+    raise_for,
+    square,
+    working_copy,
+)
 from kael.frontend.orthogonal import apply_reflectors
 from kael.frontend.outputs import copied_out
 from kael.frontend.tensor import Tensor
@@ -81,7 +88,8 @@ def _form_in_blocks(a: Tensor, work: Tensor, strips: Tensor) -> None:
     Q[k+1:, k+1:] = B_k Q[k+1:, k+1:] (orthogonal.apply_reflectors: larfb through the
     matrix product), then transposed into place."""
     n = a.shape[-1]
-    a, q = a.reshape(n, n), factories.eye(n, dtype=a.dtype).reshape(1, n, n)
+    # padded rows: the products' packing walks q's columns, and rows 4 KiB apart share sets
+    a, q = a.reshape(n, n), identity((1,), n, a.dtype)
     for k in reversed(range(0, n - 1, FORM_BLOCK)):
         nb = min(FORM_BLOCK, n - 1 - k)
         panel = a[k : k + nb, k + 1 :].mT.contiguous().reshape(1, n - k - 1, nb)
