@@ -6,8 +6,10 @@ codegen/cpu/symmetric_eigen.py: scaling, tridiagonalization, the implicit QL ite
 sorting, and for eigenvectors Q^T's forming and the rotations' replay (over the threads,
 in a scratch of strips_size(n, itemsize) per matrix). One matrix of BLOCKED rows or more
 is reduced as LAPACK's dsytrd does, in panels whose trailing updates run in kael's matrix
-product, and from FORM_BLOCKED rows its Q is formed in blocks of reflectors (dorgtr's
-larfb) the same way. The kernels leave the eigenvectors as rows; the result is that
+product; its eigenvectors (from DIVIDE rows) come as dsyevd's do: T's by divide and
+conquer (frontend/tridiagonal.py), then the reduction's reflectors applied to them in
+blocks (dormtr's larfb, through the matrix product), no Q formed and no rotation
+replayed (512 x 512: 32 -> 27 ms). The eigenvectors end as rows; the result is that
 matrix transposed (a view, with the column-major strides PyTorch's LAPACK result has). A
 NaN in the read triangle raises LinAlgError as PyTorch's LAPACK does when it fails to
 converge; an infinity gives NaN eigenvalues (and eigenvectors). torch.symeig is gone, so
@@ -19,10 +21,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from kael.codegen.cpu import symmetric_eigen
-from kael.frontend import factories
+from kael.frontend import factories, tridiagonal
 from kael.frontend.blocked import subtract_product
 from kael.frontend.factorizations import (
-    identity,
     on_host,
     outs_into,
     raise_for,
@@ -39,8 +40,8 @@ from kael.runtime.tensor_impl import shape_numel
 PANEL = 32  # the columns of one panel of the blocked reduction
 CROSSOVER = 128  # the trailing rows from which the unblocked reduction finishes
 BLOCKED = PANEL + CROSSOVER  # the order from which one matrix is reduced in panels
-FORM_BLOCK = 64  # the reflectors Q's blocked forming applies at once (32: 10% slower)
-FORM_BLOCKED = 448  # the order from which Q is formed in blocks (below, the kernel is faster)
+FORM_BLOCK = 64  # the reflectors one block application takes (32: 10% slower)
+DIVIDE = BLOCKED  # the order from which one matrix's vectors come by divide and conquer
 
 
 class Eigh(NamedTuple):
@@ -82,22 +83,6 @@ def _panels(a: Tensor, values: Tensor, work: Tensor) -> int:
     return start
 
 
-def _form_in_blocks(a: Tensor, work: Tensor, strips: Tensor) -> None:
-    """Q^T of one reduced n x n matrix into the first n x n of `strips`, as LAPACK's dorgtr
-    in blocks of FORM_BLOCK reflectors, last block first: Q = B_0 ... B_last built as
-    Q[k+1:, k+1:] = B_k Q[k+1:, k+1:] (orthogonal.apply_reflectors: larfb through the
-    matrix product), then transposed into place."""
-    n = a.shape[-1]
-    # padded rows: the products' packing walks q's columns, and rows 4 KiB apart share sets
-    a, q = a.reshape(n, n), identity((1,), n, a.dtype)
-    for k in reversed(range(0, n - 1, FORM_BLOCK)):
-        nb = min(FORM_BLOCK, n - 1 - k)
-        panel = a[k : k + nb, k + 1 :].mT.contiguous().reshape(1, n - k - 1, nb)
-        tau = work[:, n + k : n + k + nb]
-        apply_reflectors(panel, tau, q[:, k + 1 :, k + 1 :], transpose=False)
-    strips[0, : n * n].reshape(n, n).copy_(q[0].mT)
-
-
 class _Scratch(NamedTuple):
     """The outputs and kernel scratch of one solve of `count` n x n matrices."""
 
@@ -128,25 +113,59 @@ def _solve(a: Tensor, lower: bool, vectors: bool, capacity: int, s: _Scratch) ->
     """One try of the solver on the contiguous copy `a` of count = s.work.shape[0]
     matrices: eigenvalues and info into `s`, with `vectors` the eigenvectors as the rows
     of `a` (a rotation log of `capacity` pairs). One matrix of BLOCKED rows or more is
-    reduced in panels, and from FORM_BLOCKED rows its Q formed in blocks."""
+    reduced in panels, and from DIVIDE rows its vectors come by divide and conquer."""
     n, count = a.shape[-1], s.work.shape[0]
     values, work, info = s.values._impl, s.work._impl, s.info._impl
     pairs = factories.empty((count, max(2 * capacity, 1)), dtype=a.dtype)
     symmetric_eigen.prepare(a._impl, values, work, info, n, count, lower=lower, vectors=vectors)
     blocked = count == 1 and n >= BLOCKED
     start = _panels(a, s.values, s.work) if blocked else 0
+    if vectors and count == 1 and n >= DIVIDE and not _flagged(s.work, n):
+        _divide_and_conquer(a, s, start)
+        return
     symmetric_eigen.eigh(a._impl, values, work, info, pairs._impl, s.steps._impl, capacity,
                          n, count, vectors=vectors, start=start)  # fmt: skip
     if not vectors:
         return
-    # a matrix with NaN or infinity (flagged in its work) takes the kernel's NaN Q^T
-    flag = s.work[0, symmetric_eigen.flag_index(n)]
-    if blocked and n >= FORM_BLOCKED and not bool(flag.isnan()):
-        _form_in_blocks(a, s.work, s.strips)
-    else:
-        symmetric_eigen.form(a._impl, work, s.strips._impl, n, count)
+    # (a matrix with NaN or infinity, flagged in its work, takes the kernel's NaN Q^T)
+    symmetric_eigen.form(a._impl, work, s.strips._impl, n, count)
     symmetric_eigen.rotate(a._impl, pairs._impl, s.steps._impl, info, s.strips._impl,
                            capacity, n, count)  # fmt: skip
+
+
+def _flagged(work: Tensor, n: int) -> bool:
+    """Whether prepare flagged the (first) matrix: NaN or infinity in its triangle."""
+    return bool(work[0, symmetric_eigen.flag_index(n)].isnan())
+
+
+def _divide_and_conquer(a: Tensor, s: _Scratch, start: int) -> None:
+    """One prepared matrix's eigenpairs (from column `start`, the panels done): the
+    kernel's reduction to T alone, T's eigenpairs by divide and conquer
+    (frontend/tridiagonal.py), and the reduction's reflectors applied to T's
+    eigenvectors in blocks (LAPACK's dormtr: no Q formed), transposed into `a`'s rows;
+    the eigenvalues scaled back by prepare's sigma."""
+    n = a.shape[-1]
+    none = factories.empty(1, dtype=a.dtype)
+    symmetric_eigen.eigh(a._impl, s.values._impl, s.work._impl, s.info._impl, none._impl,
+                         s.steps._impl, 0, n, 1, vectors=symmetric_eigen.TRIDIAGONAL,
+                         start=start)  # fmt: skip
+    sigma = float(s.work[0, symmetric_eigen.sigma_index(n)])
+    values, columns = tridiagonal.eigh(s.values.reshape(n).clone(), s.work[0, : n - 1].clone())
+    _reflect_blocks(a.reshape(n, n), s.work, columns[None])
+    a.reshape(n, n).copy_(columns.mT)
+    s.values.reshape(n).copy_(values / sigma)
+
+
+def _reflect_blocks(a: Tensor, work: Tensor, x: Tensor) -> None:
+    """x [1, n, k] = Q x for the reduced n x n `a`'s Q = H_0 ... H_{n-2} (each v_j in row
+    j of `a` from column j + 1, tau in work), in blocks of FORM_BLOCK reflectors, the last
+    block first (orthogonal.apply_reflectors)."""
+    n = a.shape[-1]
+    for k in reversed(range(0, n - 1, FORM_BLOCK)):
+        nb = min(FORM_BLOCK, n - 1 - k)
+        panel = a[k : k + nb, k + 1 :].mT.contiguous().reshape(1, n - k - 1, nb)
+        tau = work[:, n + k : n + k + nb]
+        apply_reflectors(panel, tau, x[:, k + 1 :], transpose=False)
 
 
 def _eigh(A, UPLO, op: str, vectors: bool) -> tuple[Tensor, Tensor]:

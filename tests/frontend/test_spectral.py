@@ -261,13 +261,13 @@ def test_infinity_gives_nan_eigenvalues_as_torch(value):
 # ---- one large matrix: the blocked reduction (panels and matrix products) ---------------
 
 BLOCKED = spectral.BLOCKED  # the first order reduced in panels
-FORMED = spectral.FORM_BLOCKED  # the first order whose Q is formed in blocks
-# both sides of: the blocked path, its second panel, Q's blocked forming, and its blocks
-# (n - 1 reflectors a whole number of FORM_BLOCK blocks, and one past it)
+DIVIDED = spectral.DIVIDE  # the first order whose vectors come by divide and conquer
+REFLECTED = 4 * spectral.FORM_BLOCK + 1  # n - 1 reflectors, a whole number of blocks
+# both sides of: the blocked path, its second panel, divide and conquer, and the blocks of
+# reflectors applied to its vectors (a whole number of FORM_BLOCK blocks, and one past it)
 LARGE = sorted(
     {BLOCKED - 1, BLOCKED, BLOCKED + 1, BLOCKED + spectral.PANEL - 1, BLOCKED + spectral.PANEL,
-     FORMED - 1, FORMED, -(-FORMED // spectral.FORM_BLOCK) * spectral.FORM_BLOCK + 1,
-     -(-FORMED // spectral.FORM_BLOCK) * spectral.FORM_BLOCK + 2}
+     DIVIDED - 1, DIVIDED, REFLECTED, REFLECTED + 1}
 )  # fmt: skip
 
 
@@ -301,7 +301,7 @@ def test_a_batch_of_large_matrices_matches_torch(count):
     check_against_torch(got, torch.linalg.eigh(torch.tensor(a)), a, kael.float64)
 
 
-@pytest.mark.parametrize("n", [9, BLOCKED + 1, FORMED])
+@pytest.mark.parametrize("n", [9, BLOCKED + 1, REFLECTED])
 def test_a_rotation_log_too_short_is_retried_with_room_for_every_sweep(n, monkeypatch):
     full = symmetric_eigen.capacities(n)[1]
     monkeypatch.setattr(symmetric_eigen, "capacities", lambda n: (1, full))
@@ -335,7 +335,7 @@ def test_blocked_reduction_of_tiny_and_huge_matrices_is_scaled(dtype, scale):
     np.testing.assert_allclose(vectors.T @ vectors, np.eye(n), atol=rel * n)
 
 
-@pytest.mark.parametrize("n", [BLOCKED + 1, FORMED])
+@pytest.mark.parametrize("n", [BLOCKED + 1, REFLECTED])
 @pytest.mark.parametrize("value", [np.inf, -np.inf])
 def test_blocked_reduction_of_an_infinite_matrix_gives_nan_as_torch(value, n):
     a = symmetric((n, n), kael.float64, seed=16)

@@ -34,6 +34,7 @@ PANEL_WORDS = ("a", "w", "work", "panel", "n", "start", "width")
 ROTATE_WORDS = ("a", "pairs", "steps", "info", "n", "capacity", "chunks", "strips", "size")
 FORM_WORDS = ("a", "work", "n", "blocks", "strips", "size")
 MAX_SWEEPS = 30
+TRIDIAGONAL = 2  # eigh's vectors word for the reduction alone (divide and conquer goes on)
 # The columns of Z^T one work item of the rotation kernel rotates, by itemsize: a row of
 # the strip is two AVX2 registers of float64 (four of float32). Wider float64 strips
 # spilled the wavefront's two carried rows to the stack: 512 x 512 ran 1.6x slower at 32.
@@ -242,6 +243,11 @@ def _work(d: dense.Dense, matrix: ir.Value, n: ir.Value) -> ir.Value:
 def _flagged(d: dense.Dense, work: ir.Value, n: ir.Value) -> ir.Value:
     """Whether `prepare` flagged the matrix of `work` (_work's pointer): see flag_index."""
     return d.is_nan(_get(d, work, d.b.sub(d.b.mul(n, d.i(2)), d.i(1))))
+
+
+def sigma_index(n: int) -> int:
+    """The work word holding prepare's scaling sigma (the eigenvalues are divided by it)."""
+    return 4 * n
 
 
 def flag_index(n: int) -> int:
@@ -579,18 +585,20 @@ def _eigh(d: dense.Dense, item: ir.Value) -> None:
     e = _work(d, item, n)
     tau, p = _ptr(d, e, n), _ptr(d, e, b.mul(n, d.i(2)))  # p: 2 n
     info = _ptr(d, d.ptr("info", I64), item)
-    vectors = b.icmp_signed("!=", w["vectors"], d.i(0))
+    vectors = b.icmp_signed("==", w["vectors"], d.i(1))
     log = _Log(d, item, n)
     log.open(vectors)
     with d.when(b.not_(_flagged(d, e, n))):
         sigma = _get(d, e, b.mul(n, d.i(4)))
         _tridiagonalize(d, a, n, w["start"], diag, e, tau, p)
-        _ql(d, log, n, diag, e, vectors, info)
-        _sort(d, log, n, diag, vectors)
-        with d.when(vectors):
-            log.close(info)
-        with d.loop(0, n) as i:
-            _put(d, diag, i, d.div(_get(d, diag, i), sigma))
+        # TRIDIAGONAL: T (diag, e) and the reflectors are all the caller takes
+        with d.when(b.icmp_signed("!=", w["vectors"], d.i(TRIDIAGONAL))):
+            _ql(d, log, n, diag, e, vectors, info)
+            _sort(d, log, n, diag, vectors)
+            with d.when(vectors):
+                log.close(info)
+            with d.loop(0, n) as i:
+                _put(d, diag, i, d.div(_get(d, diag, i), sigma))
 
 
 def _replay(d: dense.Dense, vt, pairs, steps, blocks, row) -> None:
@@ -743,12 +751,14 @@ def panel(a, values, work, w, n: int, start: int, width: int) -> None:
 
 
 def eigh(a, values, work, info, pairs, steps, capacity: int, n: int, batch: int, *,
-         vectors: bool, start: int = 0) -> None:  # fmt: skip
+         vectors: bool | int, start: int = 0) -> None:  # fmt: skip
     """After `prepare` (and the panels up to column `start`): eigenvalues (ascending, into
     impl `values` [batch, n]) of the `batch` matrices at impl `a`, their reflectors left
     in `a` and `work` for `form`; LAPACK's info into impl `info` [batch] (int64). With
     `vectors`, the QL rotations are logged into impls `pairs` [batch, 2 capacity] and
-    `steps` [batch, steps_size(n)] int64 for `rotate` (info -1: the log was too short)."""
+    `steps` [batch, steps_size(n)] int64 for `rotate` (info -1: the log was too short).
+    `vectors` TRIDIAGONAL stops after the reduction: T's diagonal in `values`, its
+    off-diagonal in each work's first n - 1 words, nothing scaled back."""
     name = f"kael_eigh_{a.dtype.name}"
     words = [*(host_ptr(t, name) for t in (a, values, work, info)), n, int(vectors)]
     words += [host_ptr(pairs, name), host_ptr(steps, name), capacity, start]

@@ -1,0 +1,444 @@
+"""The merge step of the divide-and-conquer symmetric tridiagonal eigensolver (LAPACK's
+dlaed2-dlaed4, one dense kernel per merge): the eigenvalues and eigenvectors of
+D + rho z z^T, D = diag(d) from two halves already solved (each ascending), rho > 0.
+
+Steps, in the sorted order of d:
+- z normalized (rho takes its squared norm); tol = 8 eps max(|d|, rho).
+- Deflation (dlaed2): a z_j with rho |z_j| <= tol leaves (d_j, e_j) an eigenpair; of two
+  neighbours whose Givens rotation zeroing the first z would change D by at most tol,
+  the first leaves (rotated d, rotated e_p), the second keeps the whole z.
+- The k roots left of the secular equation f(x) = 1 + rho sum z_j^2 / (d_j - x) = 0 (one
+  in each (d_i, d_i+1), the last below d_k + rho |z|^2), each kept as tau from the nearer
+  pole (the origin), so that d_j - x = (d_j - origin) - tau stays exact; iterated by the
+  two-pole rational model of f (Bunch, Nielsen and Sorensen), safeguarded by bisection.
+- Gu and Eisenstat's z^: the z for which the computed roots are exact, from the roots
+  themselves, so that the eigenvectors z^_j / (d_j - x_i) are orthogonal to rounding.
+- Eigenvalues sorted ascending; the eigenvectors' rotations undone and their
+  coordinates put back in the unsorted order: ut's row c is the eigenvector of value c.
+
+Words: d, z [n] (the halves' eigenvalues, and the last row of the first half's vectors
+then the first row of the second's, signed by the coupling), rho (a pointer to it), ut
+[n, n] out, lam [n] out, work (WORK_WORDS n + n^2 elements), index (INDEX_WORDS n
+int64), n, n1 (the first half's length).
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from kael.codegen.cpu import dense
+from kael.codegen.lowering import smin
+from kael.runtime.tensor_impl import host_ptr
+
+I1, I64 = ir.IntType(1), ir.IntType(64)
+WORDS = ("d", "z", "rho", "u", "lam", "work", "index", "n", "n1")
+WORK_WORDS = 9  # float rows of n in `work`, then the n x n sorted-basis vectors
+INDEX_WORDS = 6  # int64 rows of n in `index`
+ITERATIONS = 64  # the secular iteration's cap (bisection alone needs 60 for float64)
+CHUNK = 16  # the roots (or poles) one work item of the parallel parts takes
+
+
+class _Merge:
+    """The kernel's arrays: float rows of n in `work`, int64 rows in `index`."""
+
+    def __init__(self, d: dense.Dense, n: ir.Value) -> None:
+        b = d.b
+        self.d, self.n = d, n
+        work, index = d.ptr("work"), d.ptr("index", I64)
+
+        def row(base, k):
+            return b.gep(base, [b.mul(n, d.i(k))])
+
+        # sorted d and z; the kept poles' d and z (by rank); z^; the eigenvalues by slot;
+        # the deflating rotations' c and s; each root's tau from its origin
+        (self.ds, self.zs, self.dk, self.zk, self.zhat, self.values, self.c, self.s,
+         self.delta) = (row(work, k) for k in range(WORK_WORDS))  # fmt: skip
+        # the eigenvectors in the sorted basis, one a row (by slot)
+        self.w = d.matrix("work", "n", b.mul(n, d.i(WORK_WORDS)))
+        # scalars after the rows: rho (z normalized), the sum of the kept z^2, and k
+        scalars = b.gep(work, [b.add(b.mul(n, d.i(WORK_WORDS)), b.mul(n, n))])
+        self.rho, self.zsum = scalars, b.gep(scalars, [d.i(1)])
+        self.k = b.gep(index, [b.mul(n, d.i(INDEX_WORDS))])
+        # perm: the sorted position's index in d; kind: 1 deflated; partner: the kept
+        # position a rotation deflated into; kept: the kept positions ascending; origin:
+        # each root's origin (a kept rank); slots: the eigenvalues' slots, ascending
+        (self.perm, self.kind, self.partner, self.kept, self.origin,
+         self.slots) = (row(index, k) for k in range(INDEX_WORDS))  # fmt: skip
+
+
+def _get(d: dense.Dense, p: ir.Value, i: ir.Value) -> ir.Value:
+    return d.b.load(d.b.gep(p, [i]))
+
+
+def _put(d: dense.Dense, p: ir.Value, i: ir.Value, value: ir.Value) -> None:
+    d.b.store(value, d.b.gep(p, [i]))
+
+
+def _prepare(d: dense.Dense, item: ir.Value) -> None:
+    """The halves merged in order, z normalized (rho taking its squared norm), deflated:
+    k, rho and the kept z's squared sum into the scalar slots."""
+    b, n = d.b, d.w["n"]
+    s = _Merge(d, n)
+    _sort_halves(d, s)
+    norm = d.sqrt(d.dot(s.zs, s.zs, 0, n))
+    d.scale(s.zs, d.div(d.f(1.0), norm), 0, n)
+    rho = d.mul(b.load(d.ptr("rho")), d.mul(norm, norm))
+    top = d.var(rho, "top")
+    with d.loop(0, n) as j:
+        size = d.abs(_get(d, s.ds, j))
+        top.set(b.select(d.gt(size, top.get()), size, top.get()))
+    k = _deflate(d, s, rho, d.mul(d.f(8.0 * d.eps), top.get()))
+    b.store(rho, s.rho)
+    b.store(k, s.k)
+    zsum = d.var(d.f(0.0), "zsum")
+    with d.loop(0, k) as i:
+        zsum.set(d.add(zsum.get(), d.mul(_weight(d, s, i), _weight(d, s, i))))
+    b.store(zsum.get(), s.zsum)
+
+
+def _chunk(d: dense.Dense, s: _Merge, item: ir.Value):
+    """Work item `item`'s range of roots (or kept poles): CHUNK of them, cut at k."""
+    b = d.b
+    k = b.load(s.k)
+    first = b.mul(item, d.i(CHUNK))
+    return first, smin(b, b.add(first, d.i(CHUNK)), k), k
+
+
+def _roots_part(d: dense.Dense, item: ir.Value) -> None:
+    s = _Merge(d, d.w["n"])
+    first, end, k = _chunk(d, s, item)
+    _roots(d, s, k, d.b.load(s.rho), first, end)
+
+
+def _zhat_part(d: dense.Dense, item: ir.Value) -> None:
+    s = _Merge(d, d.w["n"])
+    first, end, k = _chunk(d, s, item)
+    _zhat(d, s, k, d.b.load(s.rho), first, end)
+
+
+def _vectors_part(d: dense.Dense, item: ir.Value) -> None:
+    s = _Merge(d, d.w["n"])
+    first, end, k = _chunk(d, s, item)
+    _vectors(d, s, k, first, end)
+
+
+def _finish(d: dense.Dense, item: ir.Value) -> None:
+    """The deflated positions' unit vectors and values, then the output."""
+    b, n = d.b, d.w["n"]
+    s = _Merge(d, n)
+    count = d.var(b.load(s.k), "count")
+    with d.loop(0, n) as p, d.when(b.icmp_signed("!=", _get(d, s.kind, p), d.i(0))):
+        row = s.w.row(count.get())
+        d.fill(row, d.f(0.0), 0, n)
+        _put(d, row, p, d.f(1.0))
+        _put(d, s.values, count.get(), _get(d, s.ds, p))
+        count.set(b.add(count.get(), d.i(1)))
+    _output(d, s)
+
+
+def _sort_halves(d: dense.Dense, s: _Merge) -> None:
+    """perm: the merge of d's two ascending halves (n1, n - n1); ds, zs: d and z so."""
+    b, n, n1 = d.b, s.n, d.w["n1"]
+    din, zin = d.ptr("d"), d.ptr("z")
+    i, j = d.var(d.i(0), "i"), d.var(n1, "j")
+    with d.loop(0, n) as p:
+        second = _get(d, din, b.select(b.icmp_signed("<", j.get(), n), j.get(), i.get()))
+        first = b.and_(
+            b.icmp_signed("<", i.get(), n1),
+            b.or_(
+                b.icmp_signed(">=", j.get(), n),
+                b.fcmp_ordered("<=", _get(d, din, i.get()), second),
+            ),
+        )
+        src = b.select(first, i.get(), j.get())
+        _put(d, s.perm, p, src)
+        _put(d, s.ds, p, _get(d, din, src))
+        _put(d, s.zs, p, _get(d, zin, src))
+        i.set(b.select(first, b.add(i.get(), d.i(1)), i.get()))
+        j.set(b.select(first, j.get(), b.add(j.get(), d.i(1))))
+
+
+def _deflate(d: dense.Dense, s: _Merge, rho, tol) -> ir.Value:
+    """dlaed2's deflation in sorted order: kind[j] = 1 for a deflated j (its eigenvalue
+    ds[j]; where a Givens rotation deflated it, its c, s and the kept partner), 0 for a
+    kept one, whose positions go ascending into `kept`; returns how many are kept."""
+    b, n = d.b, s.n
+    prev = d.var(d.i(-1), "prev")
+    with d.loop(0, n) as j:
+        _put(d, s.kind, j, d.i(0))
+        _put(d, s.partner, j, d.i(-1))
+        zj = _get(d, s.zs, j)
+        with d.either(b.fcmp_ordered("<=", d.mul(rho, d.abs(zj)), tol)) as (tiny, keep):
+            with tiny:
+                _put(d, s.kind, j, d.i(1))
+                _put(d, s.zs, j, d.f(0.0))
+            with keep:
+                p = prev.get()
+                with d.when(b.icmp_signed(">=", p, d.i(0))):
+                    zp = _get(d, s.zs, p)
+                    tau = d.hypot(zp, zj)
+                    c, sn = d.div(zj, tau), d.div(zp, tau)
+                    dp, dj = _get(d, s.ds, p), _get(d, s.ds, j)
+                    off = d.abs(d.mul(d.mul(c, sn), d.sub(dj, dp)))
+                    with d.when(b.fcmp_ordered("<=", off, tol)):
+                        _put(d, s.zs, j, tau)
+                        _put(d, s.zs, p, d.f(0.0))
+                        cc, ss = d.mul(c, c), d.mul(sn, sn)
+                        _put(d, s.ds, p, d.add(d.mul(cc, dp), d.mul(ss, dj)))
+                        _put(d, s.ds, j, d.add(d.mul(ss, dp), d.mul(cc, dj)))
+                        _put(d, s.kind, p, d.i(1))
+                        _put(d, s.c, p, c)
+                        _put(d, s.s, p, sn)
+                        _put(d, s.partner, p, j)
+                prev.set(j)
+    count = d.var(d.i(0), "count")
+    with d.loop(0, n) as j, d.when(b.icmp_signed("==", _get(d, s.kind, j), d.i(0))):
+        _put(d, s.kept, count.get(), j)
+        _put(d, s.dk, count.get(), _get(d, s.ds, j))
+        _put(d, s.zk, count.get(), _get(d, s.zs, j))
+        count.set(b.add(count.get(), d.i(1)))
+    return count.get()
+
+
+def _pole(d: dense.Dense, s: _Merge, i: ir.Value) -> ir.Value:
+    """The d of the kept pole of rank i."""
+    return _get(d, s.dk, i)
+
+
+def _weight(d: dense.Dense, s: _Merge, i: ir.Value) -> ir.Value:
+    """The z of the kept pole of rank i."""
+    return _get(d, s.zk, i)
+
+
+def _roots(d: dense.Dense, s: _Merge, k, rho, first, end) -> None:
+    """Root i of the secular equation (between kept poles i and i + 1, the last past pole
+    k - 1) as tau from its origin pole (the nearer: by f's sign at the middle), iterated
+    by the two-pole model inside a bisection bracket: origin[i], delta[i] = tau and
+    values[i] = the root."""
+    b = d.b
+    eps = d.f(d.eps)
+    zsum = b.load(s.zsum)
+    with d.loop(first, end) as i:
+        last = b.icmp_signed("==", i, b.sub(k, d.i(1)))
+        di = _pole(d, s, i)
+        upper = b.select(
+            last,
+            d.add(di, d.mul(rho, zsum)),
+            _pole(d, s, b.select(last, i, b.add(i, d.i(1)))),
+        )
+        width = d.sub(upper, di)
+        half = d.mul(d.f(0.5), width)
+        f_mid = _secular(d, s, k, rho, i, di, half)[0]
+        right = b.and_(b.not_(last), b.fcmp_ordered("<", f_mid, d.f(0.0)))
+        origin = b.select(right, upper, di)
+        _put(d, s.origin, i, b.select(right, b.add(i, d.i(1)), i))
+        # tau's bracket from the origin, (0, width / 2] or [-width / 2, 0) (the last root's
+        # (0, width]), and the first iterate the middle, where f's sign chose the origin
+        lo = d.var(b.select(right, d.neg(half), d.f(0.0)), "lo")
+        hi = d.var(b.select(right, d.f(0.0), b.select(last, width, half)), "hi")
+        tau = d.var(b.select(right, d.neg(half), half), "tau")
+        going, steps = d.var(ir.Constant(I1, 1), "going"), d.var(d.i(0), "steps")
+        with d.while_(going.get):
+            t = tau.get()
+            f, psi, dpsi, phi, dphi = _secular(d, s, k, rho, i, origin, t)
+            negative = b.fcmp_ordered("<", f, d.f(0.0))
+            lo.set(b.select(negative, t, lo.get()))
+            hi.set(b.select(negative, hi.get(), t))
+            guess = _two_poles(d, t, psi, dpsi, phi, dphi, d.sub(di, origin), width, right, last)
+            inside = b.and_(d.gt(guess, lo.get()), d.lt(guess, hi.get()))
+            middle = d.mul(d.f(0.5), d.add(lo.get(), hi.get()))
+            step = b.select(inside, guess, middle)
+            # converged: f within its own rounding (dlaed4's test), or tau's next step (or
+            # the bracket) within its last digits
+            span = d.mul(d.mul(d.f(2.0), eps), d.abs(t))
+            rounding = d.mul(d.mul(d.f(8.0), eps), d.add(d.add(d.f(1.0), d.abs(psi)), d.abs(phi)))
+            done = b.or_(
+                b.fcmp_ordered("<=", d.abs(f), rounding),
+                b.or_(
+                    b.and_(inside, b.fcmp_ordered("<=", d.abs(d.sub(guess, t)), span)),
+                    b.fcmp_ordered("<=", d.sub(hi.get(), lo.get()), span),
+                ),
+            )
+            steps.set(b.add(steps.get(), d.i(1)))
+            going.set(b.and_(b.not_(done), b.icmp_signed("<", steps.get(), d.i(ITERATIONS))))
+            tau.set(b.select(done, t, step))
+        _put(d, s.delta, i, tau.get())
+        _put(d, s.values, i, d.add(origin, tau.get()))
+
+
+def _secular(d: dense.Dense, s: _Merge, k, rho, i, origin, tau):
+    """(f, psi, psi', phi, phi') at x = origin + tau over the kept poles: psi the sum of
+    rho z_j^2 / (d_j - x) over poles up to i, phi over those after, the primes their
+    slopes; d_j - x as (d_j - origin) - tau (the kernel never reassociates: ROUNDED), in
+    vectors of LANES poles, then the lanes and the tail in order."""
+    b = d.b
+    lanes = dense.VECTOR_BYTES // d.dtype.itemsize
+    whole = b.mul(b.sdiv(k, d.i(lanes)), d.i(lanes))
+    order = ir.Constant(ir.VectorType(I64, lanes), list(range(lanes)))
+    zero = d.splat(d.f(0.0), lanes)
+    vsums = [d.var(zero, name) for name in ("psi", "dpsi", "phi", "dphi")]
+
+    def add_terms(sums, dj, zj, below, pick):
+        inverse = d.div(pick(d.f(1.0)), d.sub(d.sub(dj, pick(origin)), pick(tau)))
+        term = d.mul(d.mul(zj, zj), inverse)
+        slope = d.mul(term, inverse)
+        nothing = pick(d.f(0.0))
+        values = (
+            b.select(below, term, nothing), b.select(below, slope, nothing),
+            b.select(below, nothing, term), b.select(below, nothing, slope),
+        )  # fmt: skip
+        for acc, value in zip(sums, values, strict=True):
+            acc.set(d.add(acc.get(), value))
+
+    with d.loop(0, whole, lanes) as j:
+        dj = b.load(d.lanes(b.gep(s.dk, [j]), lanes), align=d.dtype.itemsize)
+        zj = b.load(d.lanes(b.gep(s.zk, [j]), lanes), align=d.dtype.itemsize)
+        below = b.icmp_signed("<=", b.add(order, d.splat(j, lanes)), d.splat(i, lanes))
+        add_terms(vsums, dj, zj, below, lambda x: d.splat(x, lanes))
+    sums = [d.var(d.f(0.0), name) for name in ("psi1", "dpsi1", "phi1", "dphi1")]
+    for acc, vector in zip(sums, vsums, strict=True):
+        for lane in range(lanes):
+            acc.set(d.add(acc.get(), b.extract_element(vector.get(), d.i(lane))))
+    with d.loop(whole, k) as j:
+        add_terms(sums, _pole(d, s, j), _weight(d, s, j), b.icmp_signed("<=", j, i), lambda x: x)
+    psi, dpsi, phi, dphi = (d.mul(rho, acc.get()) for acc in sums)
+    return d.add(d.add(d.f(1.0), psi), phi), psi, dpsi, phi, dphi
+
+
+def _two_poles(d: dense.Dense, t, psi, dpsi, phi, dphi, left, width, right, last):
+    """The next tau from f's model at t: psi ~ a + bl / (left - x), phi ~ c + er / (left
+    + width - x) (value and slope matched; no phi past the last pole), whose one root in
+    the interval is taken as its distance from the origin pole (the left one, or with
+    `right` the right one): y = 2 bl w / (lin + sqrt(lin^2 - 4 c0 bl w)) from the left,
+    and the mirrored form from the right, so a root near the origin keeps its digits."""
+    b = d.b
+    gl, gr = d.sub(left, t), d.sub(d.add(left, width), t)
+    bl = d.mul(dpsi, d.mul(gl, gl))
+    er = b.select(last, d.f(0.0), d.mul(dphi, d.mul(gr, gr)))
+    c0 = d.add(
+        d.add(d.f(1.0), d.sub(psi, d.mul(dpsi, gl))),
+        b.select(last, d.f(0.0), d.sub(phi, d.mul(dphi, gr))),
+    )
+    w = width
+    lin_l = d.add(d.mul(c0, w), d.add(bl, er))
+    root_l = d.sqrt(d.abs(d.sub(d.mul(lin_l, lin_l), d.mul(d.f(4.0), d.mul(c0, d.mul(bl, w))))))
+    from_left = d.div(d.mul(d.f(2.0), d.mul(bl, w)), d.add(lin_l, root_l))
+    lin_r = d.add(d.neg(d.mul(c0, w)), d.add(bl, er))
+    root_r = d.sqrt(d.abs(d.add(d.mul(lin_r, lin_r), d.mul(d.f(4.0), d.mul(c0, d.mul(er, w))))))
+    from_right = d.div(d.mul(d.f(2.0), d.mul(er, w)), d.add(lin_r, root_r))
+    past = d.div(bl, c0)  # past the last pole: c0 + bl / (left - x) = 0
+    return b.select(last, past, b.select(right, d.neg(from_right), from_left))
+
+
+def _root_origin(d: dense.Dense, s: _Merge, i: ir.Value) -> ir.Value:
+    """Root i's origin pole's d."""
+    return _pole(d, s, _get(d, s.origin, i))
+
+
+def _zhat(d: dense.Dense, s: _Merge, k, rho, first, end) -> None:
+    """Gu and Eisenstat's z^_j for the kept poles j in [first, end), from all the roots."""
+    b = d.b
+    with d.loop(first, end) as j:
+        dj = _pole(d, s, j)
+        prod = d.var(d.f(1.0), "prod")
+        with d.loop(0, k) as i:
+            gap = d.add(d.sub(_root_origin(d, s, i), dj), _get(d, s.delta, i))  # x_i - d_j
+            other = d.sub(_pole(d, s, i), dj)
+            ratio = d.div(gap, b.select(b.icmp_signed("==", i, j), rho, other))
+            prod.set(d.mul(prod.get(), ratio))
+        _put(d, s.zhat, j, d.copysign(d.sqrt(d.abs(prod.get())), _weight(d, s, j)))
+
+
+def _vectors(d: dense.Dense, s: _Merge, k, first, end) -> None:
+    """Root i's eigenvector z^_j / (d_j - x_i) over the kept poles, normalized, into row i
+    of w (its entries by sorted position), for the roots i in [first, end)."""
+    b, n = d.b, s.n
+    with d.loop(first, end) as i:
+        origin, tau, row = _root_origin(d, s, i), _get(d, s.delta, i), s.w.row(i)
+        d.fill(row, d.f(0.0), 0, n)
+        largest = d.var(d.f(0.0), "largest")
+        with d.loop(0, k) as j:
+            x = d.div(_get(d, s.zhat, j), d.sub(d.sub(_pole(d, s, j), origin), tau))
+            _put(d, row, _get(d, s.kept, j), x)
+            largest.set(b.select(d.gt(d.abs(x), largest.get()), d.abs(x), largest.get()))
+        # the norm scaled by the largest entry: a root near its pole (on a tiny or huge T)
+        # makes entries whose squares over- or underflow
+        d.scale(row, d.div(d.f(1.0), largest.get()), 0, n)
+        d.scale(row, d.div(d.f(1.0), d.sqrt(d.dot(row, row, 0, n))), 0, n)
+
+
+def _output(d: dense.Dense, s: _Merge) -> None:
+    """The deflating rotations undone on the vectors' coordinates (the last made first),
+    the eigenvalues' slots sorted ascending (insertion: the roots and the deflated values
+    each come nearly in order), lam and ut[c, perm[p]] = w[the slot of value c, p]."""
+    b, n = d.b, s.n
+    with d.loop(b.sub(n, d.i(1)), -1, -1) as p:
+        j = _get(d, s.partner, p)
+        with d.when(b.icmp_signed(">=", j, d.i(0))):
+            c, sn = _get(d, s.c, p), _get(d, s.s, p)
+            with d.loop(0, n) as slot:
+                wp, wj = s.w.get(slot, p), s.w.get(slot, j)
+                s.w.set(slot, p, d.add(d.mul(c, wp), d.mul(sn, wj)))
+                s.w.set(slot, j, d.sub(d.mul(c, wj), d.mul(sn, wp)))
+    with d.loop(0, n) as c:
+        key, at = c, d.var(c, "at")
+        value = _get(d, s.values, key)
+
+        def later() -> ir.Value:
+            here = at.get()
+            above = b.select(b.icmp_signed(">", here, d.i(0)), b.sub(here, d.i(1)), here)
+            bigger = d.gt(_get(d, s.values, _get(d, s.slots, above)), value)
+            return b.and_(b.icmp_signed(">", here, d.i(0)), bigger)
+
+        with d.while_(later):
+            _put(d, s.slots, at.get(), _get(d, s.slots, b.sub(at.get(), d.i(1))))
+            at.set(b.sub(at.get(), d.i(1)))
+        _put(d, s.slots, at.get(), key)
+    ut, lam = d.matrix("u", "n"), d.ptr("lam")
+    with d.loop(0, n) as c:
+        slot = _get(d, s.slots, c)
+        _put(d, lam, c, _get(d, s.values, slot))
+        source, target = s.w.row(slot), ut.row(c)
+        with d.loop(0, n) as p:
+            _put(d, target, _get(d, s.perm, p), _get(d, source, p))
+
+
+KERNELS = (("prepare", _prepare), ("roots", _roots_part), ("zhat", _zhat_part),
+           ("vectors", _vectors_part), ("finish", _finish))  # fmt: skip
+
+
+def _module(dtype):
+    name = f"kael_secular_{dtype.name}"
+
+    def build(module: ir.Module) -> list[str]:
+        return [
+            symbol
+            for part, body in KERNELS
+            for symbol in dense.per_matrix(
+                module, f"{name}_{part}", dtype, WORDS, body, dense.ROUNDED
+            )  # fmt: skip
+        ]
+
+    return name, build
+
+
+def work_sizes(n: int) -> tuple[int, int]:
+    """(floats, int64s) of the scratch one merge of n takes."""
+    return WORK_WORDS * n + n * n + 2, INDEX_WORDS * n + 1
+
+
+def merge(dvals, z, rho, ut, lam, work, index, n1: int) -> None:
+    """The eigenpairs of diag(dvals) + rho z z^T into impls ut [n, n] (the vectors as
+    rows, ascending) and lam [n]: dvals, z impls of n elements (dvals's halves of n1
+    and n - n1 ascending), rho a 1-element impl (> 0), work and index scratch of at least
+    work_sizes(n). Five launches: the preparation, then the roots, z^ and the vectors in
+    CHUNKs over the threads, then the output."""
+    n = dvals.shape[-1]
+    floats, ints = work_sizes(n)
+    assert work.numel() >= floats and index.numel() >= ints
+    name, build = _module(dvals.dtype)
+    words = [*(host_ptr(t, name) for t in (dvals, z, rho, ut, lam, work, index)), n, n1]
+    chunks = -(-n // CHUNK)
+    for part, _ in KERNELS:
+        items = chunks if part in ("roots", "zhat", "vectors") else 1
+        dense.run(name, build, f"{name}_{part}", words, items, n * n * 8)

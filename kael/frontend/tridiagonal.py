@@ -1,0 +1,111 @@
+"""The eigenpairs of a symmetric tridiagonal matrix by divide and conquer (LAPACK's
+dstedc): what eigh of one large matrix runs after the reduction to tridiagonal form,
+in place of the QL iteration's rotations of Q (most of its time).
+
+T splits at its middle off-diagonal beta: T = diag(T1', T2') + |beta| w w^T, T1' and T2'
+the halves with |beta| taken off the two diagonal entries beside the split and w =
+e_last + sign(beta) e_first. The halves split again down to at most LEAF rows; the leaves
+(every split's diagonal change made first) are solved together by eigh's own kernels on
+their small dense matrices, one batch per leaf size. Each merge's rank-one problem
+diag(eigenvalues) + |beta| z z^T, z the halves' vectors' coordinates beside the split, is
+codegen/cpu/secular.py's kernel, and the halves' vectors times its vectors are the merged
+vectors: two matrix products (the merge's O(n^3) work). Vectors are kept as columns:
+eigh applies the reduction's reflectors to them in blocks (dormtr), forming no Q.
+"""
+
+from __future__ import annotations
+
+from kael.codegen.cpu import gemm_run, secular
+from kael.frontend import factories, index_ops
+from kael.frontend.factorizations import working_buffer
+from kael.frontend.tensor import Tensor
+from kael.runtime.dtypes import int64
+
+LEAF = 32  # the most rows a block is solved whole
+
+
+def eigh(d: Tensor, e: Tensor) -> tuple[Tensor, Tensor]:
+    """(eigenvalues ascending [n], eigenvectors as columns [n, n], unit-stride rows) of
+    the tridiagonal matrix with diagonal d [n] and off-diagonal e [n - 1] (one dtype)."""
+    n = d.shape[0]
+    betas = e.tolist()
+    splits: list[int] = []
+    _split(0, n, splits)
+    d = d.clone()
+    for p in splits:  # each split takes |beta| off the diagonal entries beside it
+        rho = abs(betas[p - 1])
+        d[p - 1 : p + 1] -= rho
+    leaves = _leaves(d, e, n)
+    return _solve(0, n, betas, leaves)
+
+
+def _split(lo: int, hi: int, splits: list[int]) -> None:
+    """The split points of [lo, hi) and of its halves, down to LEAF rows."""
+    if hi - lo > LEAF:
+        mid = lo + (hi - lo) // 2
+        splits.append(mid)
+        _split(lo, mid, splits)
+        _split(mid, hi, splits)
+
+
+def _ranges(lo: int, hi: int) -> list[tuple[int, int]]:
+    """The leaves of [lo, hi), in order."""
+    if hi - lo <= LEAF:
+        return [(lo, hi)]
+    mid = lo + (hi - lo) // 2
+    return _ranges(lo, mid) + _ranges(mid, hi)
+
+
+def _leaves(d: Tensor, e: Tensor, n: int) -> dict[int, tuple[Tensor, Tensor]]:
+    """Each leaf's (eigenvalues, eigenvectors as columns) by its first row: the leaves of
+    a size as one batch of dense tridiagonal matrices through eigh's kernels."""
+    from kael.frontend import spectral  # spectral imports this module
+
+    by_size: dict[int, list[int]] = {}
+    for lo, hi in _ranges(0, n):
+        by_size.setdefault(hi - lo, []).append(lo)
+    solved = {}
+    for size, starts in by_size.items():
+        t = factories.zeros((len(starts), size, size), dtype=d.dtype)
+        for q, lo in enumerate(starts):
+            t[q].diagonal().copy_(d[lo : lo + size])
+            if size > 1:
+                t[q].diagonal(1).copy_(e[lo : lo + size - 1])
+                t[q].diagonal(-1).copy_(e[lo : lo + size - 1])
+        values, vectors = spectral.eigh(t)
+        columns = vectors.contiguous()
+        for q, lo in enumerate(starts):
+            solved[lo] = (values[q], columns[q])
+    return solved
+
+
+def _solve(lo: int, hi: int, betas: list[float], leaves: dict) -> tuple[Tensor, Tensor]:
+    """The eigenpairs of the block [lo, hi) (its splits' diagonal changes made)."""
+    n = hi - lo
+    if n <= LEAF:
+        return leaves[lo]
+    n1 = n // 2
+    mid = lo + n1
+    values1, cols1 = _solve(lo, mid, betas, leaves)
+    values2, cols2 = _solve(mid, hi, betas, leaves)
+    beta = betas[mid - 1]
+    dvals = index_ops.cat([values1, values2])
+    cols = working_buffer((n, n), dvals.dtype)  # padded rows: the products walk them
+    if beta == 0:  # T splits here: the halves' eigenpairs, merged in order
+        cols.zero_()
+        cols[:n1, :n1] = cols1
+        cols[n1:, n1:] = cols2
+        order = dvals.argsort(stable=True)
+        return dvals[order], cols[:, order]
+    z = index_ops.cat([cols1[n1 - 1], cols2[0] * (1.0 if beta > 0 else -1.0)])
+    ut = factories.empty((n, n), dtype=dvals.dtype)
+    values = factories.empty(n, dtype=dvals.dtype)
+    floats, ints = secular.work_sizes(n)
+    work, index = factories.empty(floats, dtype=dvals.dtype), factories.empty(ints, dtype=int64)
+    rho = factories.full((1,), abs(beta), dtype=dvals.dtype)
+    secular.merge(dvals._impl, z._impl, rho._impl, ut._impl, values._impl, work._impl,
+                  index._impl, n1)  # fmt: skip
+    # the merged vectors: each half's vectors times U's rows of that half (U = ut^T)
+    gemm_run.matmul(cols[:n1]._impl, cols1._impl, ut[:, :n1].mT._impl)
+    gemm_run.matmul(cols[n1:]._impl, cols2._impl, ut[:, n1:].mT._impl)
+    return values, cols

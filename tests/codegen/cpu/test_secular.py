@@ -1,0 +1,80 @@
+"""The divide-and-conquer merge (codegen/cpu/secular.py): the eigenpairs of D + rho z z^T
+from two ascending halves, against NumPy's dense eigensolver, through deflation (tiny
+z, poles that meet), tiny and huge scales, and float32."""
+
+import numpy as np
+import pytest
+
+import kael
+from kael.codegen.cpu import secular
+
+DTYPES = {np.float64: (kael.float64, 1e-13), np.float32: (kael.float32, 2e-5)}
+
+
+def _merge(d: np.ndarray, z: np.ndarray, rho: float, n1: int):
+    """(eigenvalues, eigenvectors as columns) of diag(d) + rho z z^T by the kernel."""
+    dtype, _ = DTYPES[d.dtype.type]
+    n = d.shape[0]
+    ut, lam = kael.empty(n, n, dtype=dtype), kael.empty(n, dtype=dtype)
+    floats, ints = secular.work_sizes(n)
+    work, index = kael.empty(floats, dtype=dtype), kael.empty(ints, dtype=kael.int64)
+    args = [kael.tensor(x) for x in (d, z, np.array([rho], d.dtype))]
+    secular.merge(*(t._impl for t in args), ut._impl, lam._impl, work._impl, index._impl, n1)
+    return lam.numpy().astype(np.float64), ut.numpy().T.astype(np.float64)
+
+
+def _check(d, z, rho, n1, tol):
+    lam, u = _merge(d, z, rho, n1)
+    m = np.diag(d.astype(np.float64)) + rho * np.outer(z, z).astype(np.float64)
+    scale = np.abs(m).max()
+    np.testing.assert_allclose(lam, np.linalg.eigvalsh(m), rtol=0, atol=tol * scale * len(d))
+    assert np.all(np.diff(lam) >= 0)  # ascending
+    np.testing.assert_allclose(m @ u - u * lam, 0, atol=tol * scale * len(d))
+    np.testing.assert_allclose(u.T @ u, np.eye(len(d)), atol=tol * len(d))
+
+
+@pytest.mark.parametrize("n, n1", [(2, 1), (5, 2), (17, 16), (64, 32), (130, 65)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_merge_gives_the_eigenpairs_of_the_rank_one_update(n, n1, dtype):
+    rng = np.random.default_rng(n)
+    halves = np.sort(rng.standard_normal(n1)), np.sort(rng.standard_normal(n - n1))
+    d = np.concatenate(halves).astype(dtype)
+    _check(d, rng.standard_normal(n).astype(dtype), 0.7, n1, DTYPES[dtype][1])
+
+
+@pytest.mark.parametrize("case", ["tiny_z", "one_z", "equal_poles", "near_poles", "equal_all"])
+def test_deflation_keeps_the_vectors_orthogonal(case):
+    """A z of rounding's size leaves its pole an eigenvalue; poles that meet are rotated
+    into one (Givens), the other left: either way the vectors stay orthonormal."""
+    rng = np.random.default_rng(3)
+    n, n1 = 48, 24
+    first = np.sort(rng.standard_normal(n1))
+    second = np.sort(rng.standard_normal(n - n1))
+    z = rng.standard_normal(n)
+    if case == "tiny_z":
+        z[::3] *= 1e-20
+    elif case == "one_z":
+        z[:] = 0
+        z[7] = 1.0
+    elif case == "equal_poles":
+        second = first.copy()
+    elif case == "near_poles":
+        second = first + 1e-15 * rng.standard_normal(n1)
+        second.sort()
+    else:
+        first[:], second[:] = 1.0, 1.0
+    _check(np.concatenate([first, second]), z, 1.3, n1, 1e-13)
+
+
+@pytest.mark.parametrize("scale", [1e-150, 1e-100, 1e100, 1e150])
+def test_tiny_and_huge_scales_neither_overflow_nor_underflow(scale):
+    """Roots right beside a pole give vector entries whose squares would over- or
+    underflow at these scales: the norm is taken scaled by the largest."""
+    rng = np.random.default_rng(5)
+    n, n1 = 64, 32
+    d = np.concatenate([np.sort(rng.standard_normal(n1)), np.sort(rng.standard_normal(n1))])
+    z = rng.standard_normal(n)
+    lam, u = _merge(d * scale, z, 0.9 * scale, n1)
+    want, _ = _merge(d, z, 0.9, n1)
+    np.testing.assert_allclose(lam / scale, want, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(u.T @ u, np.eye(n), atol=1e-13)
