@@ -36,7 +36,7 @@ def eigh(d: Tensor, e: Tensor) -> tuple[Tensor, Tensor]:
         rho = abs(betas[p - 1])
         d[p - 1 : p + 1] -= rho
     leaves = _leaves(d, e, n)
-    return _solve(0, n, betas, leaves)
+    return _solve(0, n, e.contiguous(), betas, leaves)
 
 
 def _split(lo: int, hi: int, splits: list[int]) -> None:
@@ -67,11 +67,18 @@ def _leaves(d: Tensor, e: Tensor, n: int) -> dict[int, tuple[Tensor, Tensor]]:
     solved = {}
     for size, starts in by_size.items():
         t = factories.zeros((len(starts), size, size), dtype=d.dtype)
-        for q, lo in enumerate(starts):
-            t[q].diagonal().copy_(d[lo : lo + size])
+        if len(by_size) == 1:  # equal leaves tile T: its diagonals, cut into rows of size
+            t.diagonal(0, -2, -1).copy_(d.reshape(-1, size))
             if size > 1:
-                t[q].diagonal(1).copy_(e[lo : lo + size - 1])
-                t[q].diagonal(-1).copy_(e[lo : lo + size - 1])
+                inner = index_ops.cat([e, e[:1]]).reshape(-1, size)[:, : size - 1]
+                t.diagonal(1, -2, -1).copy_(inner)
+                t.diagonal(-1, -2, -1).copy_(inner)
+        else:
+            for q, lo in enumerate(starts):
+                t[q].diagonal().copy_(d[lo : lo + size])
+                if size > 1:
+                    t[q].diagonal(1).copy_(e[lo : lo + size - 1])
+                    t[q].diagonal(-1).copy_(e[lo : lo + size - 1])
         values, vectors = spectral.eigh(t)
         columns = vectors.contiguous()
         for q, lo in enumerate(starts):
@@ -79,32 +86,33 @@ def _leaves(d: Tensor, e: Tensor, n: int) -> dict[int, tuple[Tensor, Tensor]]:
     return solved
 
 
-def _solve(lo: int, hi: int, betas: list[float], leaves: dict) -> tuple[Tensor, Tensor]:
-    """The eigenpairs of the block [lo, hi) (its splits' diagonal changes made)."""
+def _solve(lo: int, hi: int, e: Tensor, betas: list[float], leaves: dict):
+    """The eigenpairs (values, vectors as columns) of the block [lo, hi) of T (its
+    splits' diagonal changes made; e its off-diagonal, betas e's values)."""
     n = hi - lo
     if n <= LEAF:
         return leaves[lo]
     n1 = n // 2
     mid = lo + n1
-    values1, cols1 = _solve(lo, mid, betas, leaves)
-    values2, cols2 = _solve(mid, hi, betas, leaves)
+    values1, cols1 = _solve(lo, mid, e, betas, leaves)
+    values2, cols2 = _solve(mid, hi, e, betas, leaves)
     beta = betas[mid - 1]
-    dvals = index_ops.cat([values1, values2])
-    cols = working_buffer((n, n), dvals.dtype)  # padded rows: the products walk them
+    cols = working_buffer((n, n), values1.dtype)  # padded rows: the products walk them
     if beta == 0:  # T splits here: the halves' eigenpairs, merged in order
+        dvals = index_ops.cat([values1, values2])
         cols.zero_()
         cols[:n1, :n1] = cols1
         cols[n1:, n1:] = cols2
         order = dvals.argsort(stable=True)
         return dvals[order], cols[:, order]
-    z = index_ops.cat([cols1[n1 - 1], cols2[0] * (1.0 if beta > 0 else -1.0)])
-    ut = factories.empty((n, n), dtype=dvals.dtype)
-    values = factories.empty(n, dtype=dvals.dtype)
+    ut = factories.empty((n, n), dtype=cols.dtype)
+    values = factories.empty(n, dtype=cols.dtype)
     floats, ints = secular.work_sizes(n)
-    work, index = factories.empty(floats, dtype=dvals.dtype), factories.empty(ints, dtype=int64)
-    rho = factories.full((1,), abs(beta), dtype=dvals.dtype)
-    secular.merge(dvals._impl, z._impl, rho._impl, ut._impl, values._impl, work._impl,
-                  index._impl, n1)  # fmt: skip
+    work, index = factories.empty(floats, dtype=cols.dtype), factories.empty(ints, dtype=int64)
+    # z: the first half's vectors' last coordinates (row n1 - 1), the second's first
+    halves = (values1._impl, values2._impl, cols1[n1 - 1]._impl, cols2[0]._impl)
+    secular.merge(halves, e[mid - 1 : mid]._impl, ut._impl, values._impl, work._impl,
+                  index._impl)  # fmt: skip
     # the merged vectors: each half's vectors times U's rows of that half (U = ut^T)
     gemm_run.matmul(cols[:n1]._impl, cols1._impl, ut[:, :n1].mT._impl)
     gemm_run.matmul(cols[n1:]._impl, cols2._impl, ut[:, n1:].mT._impl)

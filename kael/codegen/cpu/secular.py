@@ -16,10 +16,10 @@ Steps, in the sorted order of d:
 - Eigenvalues sorted ascending; the eigenvectors' rotations undone and their
   coordinates put back in the unsorted order: ut's row c is the eigenvector of value c.
 
-Words: d, z [n] (the halves' eigenvalues, and the last row of the first half's vectors
-then the first row of the second's, signed by the coupling), rho (a pointer to it), ut
-[n, n] out, lam [n] out, work (WORK_WORDS n + n^2 elements), index (INDEX_WORDS n
-int64), n, n1 (the first half's length).
+Words: d1, d2 (the halves' eigenvalues), z1, z2 (the first half's vectors' last
+coordinates, the second's first), beta (a pointer to the coupling: rho = |beta|, z2
+taken times its sign), ut [n, n] out, lam [n] out, work and index (work_sizes), n, n1
+(the first half's length).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from kael.codegen.lowering import smin
 from kael.runtime.tensor_impl import host_ptr
 
 I1, I64 = ir.IntType(1), ir.IntType(64)
-WORDS = ("d", "z", "rho", "u", "lam", "work", "index", "n", "n1")
+WORDS = ("d1", "d2", "z1", "z2", "beta", "u", "lam", "work", "index", "n", "n1")
 WORK_WORDS = 9  # float rows of n in `work`, then the n x n sorted-basis vectors
 INDEX_WORDS = 6  # int64 rows of n in `index`
 ITERATIONS = 64  # the secular iteration's cap (bisection alone needs 60 for float64)
@@ -79,10 +79,11 @@ def _prepare(d: dense.Dense, item: ir.Value) -> None:
     k, rho and the kept z's squared sum into the scalar slots."""
     b, n = d.b, d.w["n"]
     s = _Merge(d, n)
-    _sort_halves(d, s)
+    beta = b.load(d.ptr("beta"))
+    _sort_halves(d, s, d.copysign(d.f(1.0), beta))
     norm = d.sqrt(d.dot(s.zs, s.zs, 0, n))
     d.scale(s.zs, d.div(d.f(1.0), norm), 0, n)
-    rho = d.mul(b.load(d.ptr("rho")), d.mul(norm, norm))
+    rho = d.mul(d.abs(beta), d.mul(norm, norm))
     top = d.var(rho, "top")
     with d.loop(0, n) as j:
         size = d.abs(_get(d, s.ds, j))
@@ -136,24 +137,35 @@ def _finish(d: dense.Dense, item: ir.Value) -> None:
     _output(d, s)
 
 
-def _sort_halves(d: dense.Dense, s: _Merge) -> None:
-    """perm: the merge of d's two ascending halves (n1, n - n1); ds, zs: d and z so."""
+def _halves(d: dense.Dense, first: str, second: str, i: ir.Value, sign=None) -> ir.Value:
+    """Element i of the halves at words `first` (n1 long) and `second`, as one array (the
+    second's elements times `sign`); each read clamped inside its own half."""
+    b, n1 = d.b, d.w["n1"]
+    inside = b.icmp_signed("<", i, n1)
+    low = _get(d, d.ptr(first), b.select(inside, i, b.sub(n1, d.i(1))))
+    high = _get(d, d.ptr(second), b.select(inside, d.i(0), b.sub(i, n1)))
+    return b.select(inside, low, high if sign is None else d.mul(sign, high))
+
+
+def _sort_halves(d: dense.Dense, s: _Merge, sign: ir.Value) -> None:
+    """perm: the merge of the two halves' ascending eigenvalues (n1, n - n1); ds, zs:
+    d and z in that order (z: the first half's vectors' last coordinates, then the
+    second's first, times the coupling's sign)."""
     b, n, n1 = d.b, s.n, d.w["n1"]
-    din, zin = d.ptr("d"), d.ptr("z")
     i, j = d.var(d.i(0), "i"), d.var(n1, "j")
     with d.loop(0, n) as p:
-        second = _get(d, din, b.select(b.icmp_signed("<", j.get(), n), j.get(), i.get()))
+        second = _halves(d, "d1", "d2", b.select(b.icmp_signed("<", j.get(), n), j.get(), i.get()))
         first = b.and_(
             b.icmp_signed("<", i.get(), n1),
             b.or_(
                 b.icmp_signed(">=", j.get(), n),
-                b.fcmp_ordered("<=", _get(d, din, i.get()), second),
+                b.fcmp_ordered("<=", _halves(d, "d1", "d2", i.get()), second),
             ),
         )
         src = b.select(first, i.get(), j.get())
         _put(d, s.perm, p, src)
-        _put(d, s.ds, p, _get(d, din, src))
-        _put(d, s.zs, p, _get(d, zin, src))
+        _put(d, s.ds, p, _halves(d, "d1", "d2", src))
+        _put(d, s.zs, p, _halves(d, "z1", "z2", src, sign))
         i.set(b.select(first, b.add(i.get(), d.i(1)), i.get()))
         j.set(b.select(first, j.get(), b.add(j.get(), d.i(1))))
 
@@ -427,17 +439,21 @@ def work_sizes(n: int) -> tuple[int, int]:
     return WORK_WORDS * n + n * n + 2, INDEX_WORDS * n + 1
 
 
-def merge(dvals, z, rho, ut, lam, work, index, n1: int) -> None:
-    """The eigenpairs of diag(dvals) + rho z z^T into impls ut [n, n] (the vectors as
-    rows, ascending) and lam [n]: dvals, z impls of n elements (dvals's halves of n1
-    and n - n1 ascending), rho a 1-element impl (> 0), work and index scratch of at least
-    work_sizes(n). Five launches: the preparation, then the roots, z^ and the vectors in
-    CHUNKs over the threads, then the output."""
-    n = dvals.shape[-1]
+def merge(halves, beta, ut, lam, work, index) -> None:
+    """The eigenpairs of diag(d) + |beta| z z^T into impls ut [n, n] (the vectors as rows,
+    ascending) and lam [n]: `halves` the impls (values1 [n1], values2, z1 [n1], z2) of the
+    two halves' ascending eigenvalues and their vectors' coordinates beside the split (z2
+    taken times beta's sign), beta a 1-element impl (the coupling, not 0), work and index
+    scratch of at least work_sizes(n). Five launches: the preparation, then the roots,
+    z^ and the vectors in CHUNKs over the threads, then the output."""
+    d1, d2 = halves[0], halves[1]
+    n1 = d1.shape[-1]
+    n = n1 + d2.shape[-1]
     floats, ints = work_sizes(n)
     assert work.numel() >= floats and index.numel() >= ints
-    name, build = _module(dvals.dtype)
-    words = [*(host_ptr(t, name) for t in (dvals, z, rho, ut, lam, work, index)), n, n1]
+    name, build = _module(d1.dtype)
+    impls = (*halves, beta, ut, lam, work, index)
+    words = [*(host_ptr(t, name) for t in impls), n, n1]
     chunks = -(-n // CHUNK)
     for part, _ in KERNELS:
         items = chunks if part in ("roots", "zhat", "vectors") else 1

@@ -11,21 +11,25 @@ from kael.codegen.cpu import secular
 DTYPES = {np.float64: (kael.float64, 1e-13), np.float32: (kael.float32, 2e-5)}
 
 
-def _merge(d: np.ndarray, z: np.ndarray, rho: float, n1: int):
-    """(eigenvalues, eigenvectors as columns) of diag(d) + rho z z^T by the kernel."""
+def _merge(d: np.ndarray, z: np.ndarray, beta: float, n1: int):
+    """(eigenvalues, eigenvectors as columns) by the kernel of diag(d) + |beta| z' z'^T,
+    z' = z with its second half times beta's sign (d's halves at n1 ascending)."""
     dtype, _ = DTYPES[d.dtype.type]
     n = d.shape[0]
     ut, lam = kael.empty(n, n, dtype=dtype), kael.empty(n, dtype=dtype)
     floats, ints = secular.work_sizes(n)
     work, index = kael.empty(floats, dtype=dtype), kael.empty(ints, dtype=kael.int64)
-    args = [kael.tensor(x) for x in (d, z, np.array([rho], d.dtype))]
-    secular.merge(*(t._impl for t in args), ut._impl, lam._impl, work._impl, index._impl, n1)
+    halves = [kael.tensor(x) for x in (d[:n1], d[n1:], z[:n1], z[n1:])]
+    coupling = kael.tensor(np.array([beta], d.dtype))
+    secular.merge([h._impl for h in halves], coupling._impl, ut._impl, lam._impl,
+                  work._impl, index._impl)  # fmt: skip
     return lam.numpy().astype(np.float64), ut.numpy().T.astype(np.float64)
 
 
-def _check(d, z, rho, n1, tol):
-    lam, u = _merge(d, z, rho, n1)
-    m = np.diag(d.astype(np.float64)) + rho * np.outer(z, z).astype(np.float64)
+def _check(d, z, beta, n1, tol):
+    lam, u = _merge(d, z, beta, n1)
+    signed = np.concatenate([z[:n1], np.sign(beta) * z[n1:]]).astype(np.float64)
+    m = np.diag(d.astype(np.float64)) + abs(beta) * np.outer(signed, signed)
     scale = np.abs(m).max()
     np.testing.assert_allclose(lam, np.linalg.eigvalsh(m), rtol=0, atol=tol * scale * len(d))
     assert np.all(np.diff(lam) >= 0)  # ascending
@@ -40,6 +44,7 @@ def test_merge_gives_the_eigenpairs_of_the_rank_one_update(n, n1, dtype):
     halves = np.sort(rng.standard_normal(n1)), np.sort(rng.standard_normal(n - n1))
     d = np.concatenate(halves).astype(dtype)
     _check(d, rng.standard_normal(n).astype(dtype), 0.7, n1, DTYPES[dtype][1])
+    _check(d, rng.standard_normal(n).astype(dtype), -1.9, n1, DTYPES[dtype][1])  # sign
 
 
 @pytest.mark.parametrize("case", ["tiny_z", "one_z", "equal_poles", "near_poles", "equal_all"])
