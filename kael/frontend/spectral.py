@@ -116,13 +116,13 @@ def _solve(a: Tensor, lower: bool, vectors: bool, capacity: int, s: _Scratch) ->
     reduced in panels, and from DIVIDE rows its vectors come by divide and conquer."""
     n, count = a.shape[-1], s.work.shape[0]
     values, work, info = s.values._impl, s.work._impl, s.info._impl
-    pairs = factories.empty((count, max(2 * capacity, 1)), dtype=a.dtype)
     symmetric_eigen.prepare(a._impl, values, work, info, n, count, lower=lower, vectors=vectors)
     blocked = count == 1 and n >= BLOCKED
     start = _panels(a, s.values, s.work) if blocked else 0
-    if vectors and count == 1 and n >= DIVIDE and not _flagged(s.work, n):
+    if vectors and count == 1 and n >= DIVIDE and not _nonfinite(s.work, n):
         _divide_and_conquer(a, s, start)
         return
+    pairs = factories.empty((count, max(2 * capacity, 1)), dtype=a.dtype)
     symmetric_eigen.eigh(a._impl, values, work, info, pairs._impl, s.steps._impl, capacity,
                          n, count, vectors=vectors, start=start)  # fmt: skip
     if not vectors:
@@ -133,7 +133,7 @@ def _solve(a: Tensor, lower: bool, vectors: bool, capacity: int, s: _Scratch) ->
                            capacity, n, count)  # fmt: skip
 
 
-def _flagged(work: Tensor, n: int) -> bool:
+def _nonfinite(work: Tensor, n: int) -> bool:
     """Whether prepare flagged the (first) matrix: NaN or infinity in its triangle."""
     return bool(work[0, symmetric_eigen.flag_index(n)].isnan())
 

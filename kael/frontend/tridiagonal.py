@@ -28,15 +28,20 @@ def eigh(d: Tensor, e: Tensor) -> tuple[Tensor, Tensor]:
     """(eigenvalues ascending [n], eigenvectors as columns [n, n], unit-stride rows) of
     the tridiagonal matrix with diagonal d [n] and off-diagonal e [n - 1] (one dtype)."""
     n = d.shape[0]
+    # T scaled to a largest entry of 1, as dstedc scales it: the merges' slopes z^2 / (d -
+    # x)^2 would overflow for a tiny T (and underflow for a huge one)
+    top = max(float(d.abs().max()), float(e.abs().max()) if n > 1 else 0.0)
+    scale = 1.0 / top if 0 < top < float("inf") else 1.0
+    d, e = d * scale, e * scale
     betas = e.tolist()
     splits: list[int] = []
     _split(0, n, splits)
-    d = d.clone()
     for p in splits:  # each split takes |beta| off the diagonal entries beside it
         rho = abs(betas[p - 1])
         d[p - 1 : p + 1] -= rho
     leaves = _leaves(d, e, n)
-    return _solve(0, n, e.contiguous(), betas, leaves)
+    values, vectors = _solve(0, n, e.contiguous(), betas, leaves)
+    return values / scale, vectors
 
 
 def _split(lo: int, hi: int, splits: list[int]) -> None:

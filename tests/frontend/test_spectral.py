@@ -333,6 +333,8 @@ def test_blocked_reduction_of_tiny_and_huge_matrices_is_scaled(dtype, scale):
     )
     vectors = got.eigenvectors.numpy().astype(np.float64)
     np.testing.assert_allclose(vectors.T @ vectors, np.eye(n), atol=rel * n)
+    residual = base @ vectors - vectors * (got.eigenvalues.numpy().astype(np.float64) / scale)
+    np.testing.assert_allclose(residual, 0, atol=rel * n * np.abs(base).max())
 
 
 @pytest.mark.parametrize("n", [BLOCKED + 1, REFLECTED])

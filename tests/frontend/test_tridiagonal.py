@@ -50,13 +50,31 @@ def test_structured_tridiagonals_match_lapack(case):
     _check(d, e, 1e-14)
 
 
-@pytest.mark.parametrize("scale", [1e-150, 1e150])
+@pytest.mark.parametrize("scale", [1e-300, 1e-150, 1e150, 1e300])
 def test_scaled_tridiagonals_keep_their_accuracy(scale):
+    """T is scaled to a largest entry of 1 first, as dstedc does: the merges' slopes
+    overflowed for a tiny T (residuals of 1e-7 at 1e-146) and underflowed for a huge one."""
     rng = np.random.default_rng(2)
     n = 130
     d, e = rng.standard_normal(n), rng.standard_normal(n - 1)
     values, vectors = tridiagonal.eigh(kael.tensor(d * scale), kael.tensor(e * scale))
-    want, _ = tridiagonal.eigh(kael.tensor(d), kael.tensor(e))
-    np.testing.assert_allclose(values.numpy() / scale, want.numpy(), rtol=1e-12, atol=1e-12)
-    v = vectors.numpy()
+    t = np.diag(d) + np.diag(e, 1) + np.diag(e, -1)
+    w, v = values.numpy() / scale, vectors.numpy()
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(t), rtol=0, atol=1e-14 * n * np.abs(t).max())
+    np.testing.assert_allclose(t @ v - v * w, 0, atol=1e-14 * n * np.abs(t).max())
+    np.testing.assert_allclose(v.T @ v, np.eye(n), atol=1e-14 * n)
+
+
+@pytest.mark.parametrize("seed", [5, 18])
+def test_eigh_of_a_large_tridiagonal_matrix_has_small_residuals(seed):
+    """Through kael.linalg.eigh (divide and conquer from spectral.DIVIDE rows): a random
+    tridiagonal matrix, whose merges once met the model's cancelling root."""
+    rng = np.random.default_rng(seed)
+    n = 600
+    e = rng.standard_normal(n - 1)
+    a = np.diag(rng.standard_normal(n)) + np.diag(e, 1) + np.diag(e, -1)
+    w, v = kael.linalg.eigh(kael.tensor(a))
+    w, v = w.numpy(), v.numpy()
+    np.testing.assert_allclose(w, torch.linalg.eigvalsh(torch.tensor(a)).numpy(), atol=1e-12)
+    np.testing.assert_allclose(a @ v - v * w, 0, atol=1e-12)
     np.testing.assert_allclose(v.T @ v, np.eye(n), atol=1e-12)

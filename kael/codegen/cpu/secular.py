@@ -34,7 +34,9 @@ I1, I64 = ir.IntType(1), ir.IntType(64)
 WORDS = ("d1", "d2", "z1", "z2", "beta", "u", "lam", "work", "index", "n", "n1")
 WORK_WORDS = 9  # float rows of n in `work`, then the n x n sorted-basis vectors
 INDEX_WORDS = 6  # int64 rows of n in `index`
-ITERATIONS = 64  # the secular iteration's cap (bisection alone needs 60 for float64)
+# the secular iteration's cap: the model converges in about ten steps; bisection halves
+# the bracket at least every other step (a model step that does not move bisects)
+ITERATIONS = 160
 CHUNK = 16  # the roots (or poles) one work item of the parallel parts takes
 
 
@@ -259,17 +261,17 @@ def _roots(d: dense.Dense, s: _Merge, k, rho, first, end) -> None:
             guess = _two_poles(d, t, psi, dpsi, phi, dphi, d.sub(di, origin), width, right, last)
             inside = b.and_(d.gt(guess, lo.get()), d.lt(guess, hi.get()))
             middle = d.mul(d.f(0.5), d.add(lo.get(), hi.get()))
-            step = b.select(inside, guess, middle)
-            # converged: f within its own rounding (dlaed4's test), or tau's next step (or
-            # the bracket) within its last digits
+            # a model step that stays put (its rounding) bisects instead
+            moves = b.and_(inside, b.fcmp_ordered("!=", guess, t))
+            step = b.select(moves, guess, middle)
+            # converged: f within its evaluation's rounding (dlaed4's test), or the bracket
+            # within tau's last digits
+            terms = d.add(d.mul(d.f(8.0), d.add(d.add(d.f(1.0), d.abs(psi)), d.abs(phi))),
+                          d.mul(d.abs(t), d.add(dpsi, dphi)))  # fmt: skip
             span = d.mul(d.mul(d.f(2.0), eps), d.abs(t))
-            rounding = d.mul(d.mul(d.f(8.0), eps), d.add(d.add(d.f(1.0), d.abs(psi)), d.abs(phi)))
             done = b.or_(
-                b.fcmp_ordered("<=", d.abs(f), rounding),
-                b.or_(
-                    b.and_(inside, b.fcmp_ordered("<=", d.abs(d.sub(guess, t)), span)),
-                    b.fcmp_ordered("<=", d.sub(hi.get(), lo.get()), span),
-                ),
+                b.fcmp_ordered("<=", d.abs(f), d.mul(eps, terms)),
+                b.fcmp_ordered("<=", d.sub(hi.get(), lo.get()), span),
             )
             steps.set(b.add(steps.get(), d.i(1)))
             going.set(b.and_(b.not_(done), b.icmp_signed("<", steps.get(), d.i(ITERATIONS))))
@@ -321,8 +323,7 @@ def _two_poles(d: dense.Dense, t, psi, dpsi, phi, dphi, left, width, right, last
     """The next tau from f's model at t: psi ~ a + bl / (left - x), phi ~ c + er / (left
     + width - x) (value and slope matched; no phi past the last pole), whose one root in
     the interval is taken as its distance from the origin pole (the left one, or with
-    `right` the right one): y = 2 bl w / (lin + sqrt(lin^2 - 4 c0 bl w)) from the left,
-    and the mirrored form from the right, so a root near the origin keeps its digits."""
+    `right` the right one), so a root near the origin keeps its digits."""
     b = d.b
     gl, gr = d.sub(left, t), d.sub(d.add(left, width), t)
     bl = d.mul(dpsi, d.mul(gl, gl))
@@ -331,15 +332,24 @@ def _two_poles(d: dense.Dense, t, psi, dpsi, phi, dphi, left, width, right, last
         d.add(d.f(1.0), d.sub(psi, d.mul(dpsi, gl))),
         b.select(last, d.f(0.0), d.sub(phi, d.mul(dphi, gr))),
     )
-    w = width
-    lin_l = d.add(d.mul(c0, w), d.add(bl, er))
-    root_l = d.sqrt(d.abs(d.sub(d.mul(lin_l, lin_l), d.mul(d.f(4.0), d.mul(c0, d.mul(bl, w))))))
-    from_left = d.div(d.mul(d.f(2.0), d.mul(bl, w)), d.add(lin_l, root_l))
-    lin_r = d.add(d.neg(d.mul(c0, w)), d.add(bl, er))
-    root_r = d.sqrt(d.abs(d.add(d.mul(lin_r, lin_r), d.mul(d.f(4.0), d.mul(c0, d.mul(er, w))))))
-    from_right = d.div(d.mul(d.f(2.0), d.mul(er, w)), d.add(lin_r, root_r))
+    # from the left pole y solves c0 y^2 - (c0 w + bl + er) y + bl w = 0; from the right
+    # the mirror, -c0 for c0 and er for bl
+    from_left = _model_root(d, c0, bl, er, width)
+    from_right = _model_root(d, d.neg(c0), er, bl, width)
     past = d.div(bl, c0)  # past the last pole: c0 + bl / (left - x) = 0
     return b.select(last, past, b.select(right, d.neg(from_right), from_left))
+
+
+def _model_root(d: dense.Dense, c, near, far, w) -> ir.Value:
+    """The root in (0, w) of c y^2 - lin y + near w = 0, lin = c w + near + far (near, far
+    > 0), without cancellation: 2 near w / (lin + sqrt(disc)) where lin >= 0, else (lin -
+    sqrt(disc)) / (2 c), whose terms then share a sign (dlaed4's choice)."""
+    b = d.b
+    lin = d.add(d.mul(c, w), d.add(near, far))
+    root = d.sqrt(d.abs(d.sub(d.mul(lin, lin), d.mul(d.f(4.0), d.mul(c, d.mul(near, w))))))
+    positive = d.div(d.mul(d.f(2.0), d.mul(near, w)), d.add(lin, root))
+    negative = d.div(d.sub(lin, root), d.mul(d.f(2.0), c))
+    return b.select(b.fcmp_ordered(">=", lin, d.f(0.0)), positive, negative)
 
 
 def _root_origin(d: dense.Dense, s: _Merge, i: ir.Value) -> ir.Value:

@@ -83,3 +83,23 @@ def test_tiny_and_huge_scales_neither_overflow_nor_underflow(scale):
     want, _ = _merge(d, z, 0.9, n1)
     np.testing.assert_allclose(lam / scale, want, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(u.T @ u, np.eye(n), atol=1e-13)
+
+
+@pytest.mark.parametrize("dtype, seeds", [(np.float64, 300), (np.float32, 100)])
+def test_merges_of_solved_tridiagonal_halves_find_every_root(dtype, seeds):
+    """The merges divide and conquer makes (the halves' eigenvalues, their vectors' rows
+    beside the split): the two-pole model's root taken without cancellation whatever the
+    sign of its linear term (a cancelling form stopped at roots 1e-2 off)."""
+    tol = DTYPES[dtype][1]
+    for seed in range(seeds):
+        rng = np.random.default_rng(seed)
+        h = 19
+        halves = []
+        for _ in range(2):
+            off = rng.standard_normal(h - 1)
+            halves.append(np.linalg.eigh(np.diag(rng.standard_normal(h)) + np.diag(off, 1)
+                                         + np.diag(off, -1)))  # fmt: skip
+        (w1, v1), (w2, v2) = halves
+        d = np.concatenate([w1, w2]).astype(dtype)
+        z = np.concatenate([v1[-1], v2[0]]).astype(dtype)
+        _check(d, z, float(dtype(abs(rng.standard_normal()))), h, tol)
