@@ -1,6 +1,7 @@
 """The merge step of the divide-and-conquer symmetric tridiagonal eigensolver (LAPACK's
-dlaed2-dlaed4, one dense kernel per merge): the eigenvalues and eigenvectors of
-D + rho z z^T, D = diag(d) from two halves already solved (each ascending), rho > 0.
+dlaed2-dlaed4, five dense kernels a merge, under dense.ROUNDED: no reassociation may
+turn (d_j - origin) - tau into d_j - (origin + tau)): the eigenvalues and eigenvectors
+of D + rho z z^T, D = diag(d) from two halves already solved (each ascending), rho > 0.
 
 Steps, in the sorted order of d:
 - z normalized (rho takes its squared norm); tol = 8 eps max(|d|, rho).
@@ -34,8 +35,8 @@ I1, I64 = ir.IntType(1), ir.IntType(64)
 WORDS = ("d1", "d2", "z1", "z2", "beta", "u", "lam", "work", "index", "n", "n1")
 WORK_WORDS = 9  # float rows of n in `work`, then the n x n sorted-basis vectors
 INDEX_WORDS = 6  # int64 rows of n in `index`
-# the secular iteration's cap: the model converges in about ten steps; bisection halves
-# the bracket at least every other step (a model step that does not move bisects)
+# the secular iteration's cap, a guard against a stall only: the model converges in about
+# ten steps (a model step that would not move, or would leave the bracket, bisects)
 ITERATIONS = 160
 CHUNK = 16  # the roots (or poles) one work item of the parallel parts takes
 
