@@ -106,6 +106,14 @@ class Dense:
         """Argument word `word` as a pointer to `t` (the kernel's float type by default)."""
         return self.b.inttoptr(self.w[word], (t or self.t).as_pointer())
 
+    def get(self, p: ir.Value, i: ir.Value) -> ir.Value:
+        """Element i of the array at element pointer p."""
+        return self.b.load(self.b.gep(p, [i]))
+
+    def put(self, p: ir.Value, i: ir.Value, value: ir.Value) -> None:
+        """Element i of the array at element pointer p = value."""
+        self.b.store(value, self.b.gep(p, [i]))
+
     def matrix(self, word: str, ld: ir.Value | str, offset: ir.Value | None = None) -> Matrix:
         """The matrix at word `word` (plus `offset` elements) with leading dimension `ld`."""
         base = self.ptr(word)

@@ -42,7 +42,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from kael.codegen.cpu import dense
-from kael.codegen.cpu.symmetric_eigen import _get, _householder, _ptr, _put
+from kael.codegen.cpu.symmetric_eigen import _householder, _ptr
 from kael.runtime.tensor_impl import host_ptr
 
 I1, I64 = ir.IntType(1), ir.IntType(64)
@@ -127,7 +127,7 @@ def _balance(d: dense.Dense, a: dense.Matrix, scale, n) -> tuple[dense.Var, dens
         going.set(b.icmp_signed(">=", i, d.i(0)))
         with d.when(going.get()):
             hi = high.get()
-            _put(d, scale, hi, b.sitofp(i, d.t))
+            d.put(scale, hi, b.sitofp(i, d.t))
             _swap(d, a, i, hi, b.add(hi, d.i(1)), d.i(0), n)
             high.set(b.sub(hi, d.i(1)))
     going.set(ir.Constant(I1, 1))
@@ -136,7 +136,7 @@ def _balance(d: dense.Dense, a: dense.Matrix, scale, n) -> tuple[dense.Var, dens
         going.set(b.icmp_signed(">=", j, d.i(0)))
         with d.when(going.get()):
             lo = low.get()
-            _put(d, scale, lo, b.sitofp(j, d.t))
+            d.put(scale, lo, b.sitofp(j, d.t))
             _swap(d, a, j, lo, b.add(high.get(), d.i(1)), lo, n)
             low.set(b.add(lo, d.i(1)))
     _scale(d, a, scale, low.get(), high.get(), n)
@@ -194,14 +194,14 @@ def _scale(d: dense.Dense, a: dense.Matrix, scale, lo, hi, n) -> None:
                 with d.while_(down):
                     for v, k in ((f, 0.5), (c, 0.5), (g, 0.5), (ca, 0.5), (r, 2.0), (ra, 2.0)):
                         v.set(d.mul(v.get(), d.f(k)))
-                fv, si = f.get(), _get(d, scale, i)
+                fv, si = f.get(), d.get(scale, i)
                 skip = b.fcmp_ordered(">=", d.add(c.get(), r.get()), d.mul(d.f(0.95), total))
                 tiny = b.and_(b.and_(d.lt(fv, d.f(1.0)), d.lt(si, d.f(1.0))),
                               b.fcmp_ordered("<=", d.mul(fv, si), d.f(sfmin1)))  # fmt: skip
                 huge = b.and_(b.and_(d.gt(fv, d.f(1.0)), d.gt(si, d.f(1.0))),
                               b.fcmp_ordered(">=", si, d.div(d.f(sfmax1), fv)))  # fmt: skip
                 with d.when(b.not_(b.or_(skip, b.or_(tiny, huge)))):
-                    _put(d, scale, i, d.mul(si, fv))
+                    d.put(scale, i, d.mul(si, fv))
                     going.set(ir.Constant(I1, 1))
                     d.scale(a.row(i), d.div(d.f(1.0), fv), lo, n)
                     with d.loop(0, end) as j:
@@ -221,10 +221,10 @@ def _unbalance(d: dense.Dense, z: dense.Matrix, scale, low, high, n) -> None:
     back to A's: the block's rows scaled, then the permutation's swaps undone in reverse."""
     b = d.b
     with d.loop(low, b.add(high, d.i(1))) as i:
-        d.scale(z.row(i), _get(d, scale, i), 0, n)
+        d.scale(z.row(i), d.get(scale, i), 0, n)
 
     def undo(i) -> None:
-        k = b.fptosi(_get(d, scale, i), I64)
+        k = b.fptosi(d.get(scale, i), I64)
         with d.when(b.icmp_signed("!=", k, i)):
             d.swap(z.row(i), z.row(k), 0, n)
 
@@ -247,7 +247,7 @@ def _hessenberg(d: dense.Dense, h: dense.Matrix, z: dense.Matrix, v, t, n, want)
         k1 = b.add(k, d.i(1))
         m = b.sub(n, k1)
         with d.loop(0, m) as i:
-            _put(d, v, i, h.get(b.add(k1, i), k))
+            d.put(v, i, h.get(b.add(k1, i), k))
         beta, tau = _householder(d, v, m)
         h.set(k1, k, beta)
         with d.loop(b.add(k1, d.i(1)), n) as i:
@@ -255,9 +255,9 @@ def _hessenberg(d: dense.Dense, h: dense.Matrix, z: dense.Matrix, v, t, n, want)
         with d.when(b.fcmp_ordered("!=", tau, d.f(0.0))):
             d.fill(t, d.f(0.0), k1, n)
             with d.loop(0, m) as i:
-                d.axpy(t, _get(d, v, i), h.row(b.add(k1, i)), k1, n)
+                d.axpy(t, d.get(v, i), h.row(b.add(k1, i)), k1, n)
             with d.loop(0, m) as i:
-                d.axpy(h.row(b.add(k1, i)), d.neg(d.mul(tau, _get(d, v, i))), t, k1, n)
+                d.axpy(h.row(b.add(k1, i)), d.neg(d.mul(tau, d.get(v, i))), t, k1, n)
             _reflect_rows(d, h, n, k1, m, v, tau)
             with d.when(want):
                 _reflect_rows(d, z, n, k1, m, v, tau)
@@ -532,7 +532,7 @@ def _real_vector(d: dense.Dense, h, values, n, e, scale) -> None:
     """Column e of H becomes the eigenvector of the quasi-triangular H for real eigenvalue
     e (hqr2's back-substitution; rows past e are zero, a 2 x 2 block solved as one)."""
     b = d.b
-    p = _get(d, values, b.mul(e, d.i(2)))
+    p = d.get(values, b.mul(e, d.i(2)))
     last = d.var(e, "l")
     zz, ss = d.var(d.f(0.0), "z"), d.var(d.f(0.0), "s")
     h.set(e, e, d.f(1.0))
@@ -676,7 +676,7 @@ def _vectors(d: dense.Dense, h, z, values, n, norm) -> None:
     with d.loop(0, n) as i:
         row = z.row(i)
         with d.loop(b.sub(n, d.i(1)), -1, -1) as j:
-            _put(d, row, j, d.dot(row, h.at(d.i(0), j), 0, b.add(j, d.i(1)), stride_y=n))
+            d.put(row, j, d.dot(row, h.at(d.i(0), j), 0, b.add(j, d.i(1)), stride_y=n))
 
 
 def _normalize(d: dense.Dense, z, values, out, n) -> None:
@@ -690,8 +690,8 @@ def _normalize(d: dense.Dense, z, values, out, n) -> None:
             with real:
                 inverse = d.div(d.f(1.0), _column_norm(d, z, j, n))
                 with d.loop(0, n) as i:
-                    _put(d, row, b.mul(i, d.i(2)), d.mul(z.get(i, j), inverse))
-                    _put(d, row, b.add(b.mul(i, d.i(2)), d.i(1)), d.f(0.0))
+                    d.put(row, b.mul(i, d.i(2)), d.mul(z.get(i, j), inverse))
+                    d.put(row, b.add(b.mul(i, d.i(2)), d.i(1)), d.f(0.0))
             with complex_, d.when(d.gt(wi, d.f(0.0))):
                 following = _ptr(d, out, b.mul(b.add(j, d.i(1)), b.mul(n, d.i(2))))
                 _normalize_pair(d, z, j, n, row, following)
@@ -722,10 +722,10 @@ def _normalize_pair(d: dense.Dense, z: dense.Matrix, j, n, row, conjugate) -> No
         im = b.select(_ieq(d, i, best.get()), d.f(0.0), d.sub(d.mul(c, w), d.mul(s, u)))
         at = b.mul(i, d.i(2))
         at1 = b.add(at, d.i(1))
-        _put(d, row, at, re)
-        _put(d, row, at1, im)
-        _put(d, conjugate, at, re)
-        _put(d, conjugate, at1, d.neg(im))
+        d.put(row, at, re)
+        d.put(row, at1, im)
+        d.put(conjugate, at, re)
+        d.put(conjugate, at1, d.neg(im))
 
 
 def _limits(d: dense.Dense) -> tuple[float, float]:

@@ -69,14 +69,6 @@ class _Merge:
          self.slots) = (row(index, k) for k in range(INDEX_WORDS))  # fmt: skip
 
 
-def _get(d: dense.Dense, p: ir.Value, i: ir.Value) -> ir.Value:
-    return d.b.load(d.b.gep(p, [i]))
-
-
-def _put(d: dense.Dense, p: ir.Value, i: ir.Value, value: ir.Value) -> None:
-    d.b.store(value, d.b.gep(p, [i]))
-
-
 def _prepare(d: dense.Dense, item: ir.Value) -> None:
     """The halves merged in order, z normalized (rho taking its squared norm), deflated:
     k, rho and the kept z's squared sum into the scalar slots."""
@@ -89,7 +81,7 @@ def _prepare(d: dense.Dense, item: ir.Value) -> None:
     rho = d.mul(d.abs(beta), d.mul(norm, norm))
     top = d.var(rho, "top")
     with d.loop(0, n) as j:
-        size = d.abs(_get(d, s.ds, j))
+        size = d.abs(d.get(s.ds, j))
         top.set(b.select(d.gt(size, top.get()), size, top.get()))
     k = _deflate(d, s, rho, d.mul(d.f(8.0 * d.eps), top.get()))
     b.store(rho, s.rho)
@@ -131,11 +123,11 @@ def _finish(d: dense.Dense, item: ir.Value) -> None:
     b, n = d.b, d.w["n"]
     s = _Merge(d, n)
     count = d.var(b.load(s.k), "count")
-    with d.loop(0, n) as p, d.when(b.icmp_signed("!=", _get(d, s.kind, p), d.i(0))):
+    with d.loop(0, n) as p, d.when(b.icmp_signed("!=", d.get(s.kind, p), d.i(0))):
         row = s.w.row(count.get())
         d.fill(row, d.f(0.0), 0, n)
-        _put(d, row, p, d.f(1.0))
-        _put(d, s.values, count.get(), _get(d, s.ds, p))
+        d.put(row, p, d.f(1.0))
+        d.put(s.values, count.get(), d.get(s.ds, p))
         count.set(b.add(count.get(), d.i(1)))
     _output(d, s)
 
@@ -145,8 +137,8 @@ def _halves(d: dense.Dense, first: str, second: str, i: ir.Value, sign=None) -> 
     second's elements times `sign`); each read clamped inside its own half."""
     b, n1 = d.b, d.w["n1"]
     inside = b.icmp_signed("<", i, n1)
-    low = _get(d, d.ptr(first), b.select(inside, i, b.sub(n1, d.i(1))))
-    high = _get(d, d.ptr(second), b.select(inside, d.i(0), b.sub(i, n1)))
+    low = d.get(d.ptr(first), b.select(inside, i, b.sub(n1, d.i(1))))
+    high = d.get(d.ptr(second), b.select(inside, d.i(0), b.sub(i, n1)))
     return b.select(inside, low, high if sign is None else d.mul(sign, high))
 
 
@@ -166,9 +158,9 @@ def _sort_halves(d: dense.Dense, s: _Merge, sign: ir.Value) -> None:
             ),
         )
         src = b.select(first, i.get(), j.get())
-        _put(d, s.perm, p, src)
-        _put(d, s.ds, p, _halves(d, "d1", "d2", src))
-        _put(d, s.zs, p, _halves(d, "z1", "z2", src, sign))
+        d.put(s.perm, p, src)
+        d.put(s.ds, p, _halves(d, "d1", "d2", src))
+        d.put(s.zs, p, _halves(d, "z1", "z2", src, sign))
         i.set(b.select(first, b.add(i.get(), d.i(1)), i.get()))
         j.set(b.select(first, j.get(), b.add(j.get(), d.i(1))))
 
@@ -180,49 +172,49 @@ def _deflate(d: dense.Dense, s: _Merge, rho, tol) -> ir.Value:
     b, n = d.b, s.n
     prev = d.var(d.i(-1), "prev")
     with d.loop(0, n) as j:
-        _put(d, s.kind, j, d.i(0))
-        _put(d, s.partner, j, d.i(-1))
-        zj = _get(d, s.zs, j)
+        d.put(s.kind, j, d.i(0))
+        d.put(s.partner, j, d.i(-1))
+        zj = d.get(s.zs, j)
         with d.either(b.fcmp_ordered("<=", d.mul(rho, d.abs(zj)), tol)) as (tiny, keep):
             with tiny:
-                _put(d, s.kind, j, d.i(1))
-                _put(d, s.zs, j, d.f(0.0))
+                d.put(s.kind, j, d.i(1))
+                d.put(s.zs, j, d.f(0.0))
             with keep:
                 p = prev.get()
                 with d.when(b.icmp_signed(">=", p, d.i(0))):
-                    zp = _get(d, s.zs, p)
+                    zp = d.get(s.zs, p)
                     tau = d.hypot(zp, zj)
                     c, sn = d.div(zj, tau), d.div(zp, tau)
-                    dp, dj = _get(d, s.ds, p), _get(d, s.ds, j)
+                    dp, dj = d.get(s.ds, p), d.get(s.ds, j)
                     off = d.abs(d.mul(d.mul(c, sn), d.sub(dj, dp)))
                     with d.when(b.fcmp_ordered("<=", off, tol)):
-                        _put(d, s.zs, j, tau)
-                        _put(d, s.zs, p, d.f(0.0))
+                        d.put(s.zs, j, tau)
+                        d.put(s.zs, p, d.f(0.0))
                         cc, ss = d.mul(c, c), d.mul(sn, sn)
-                        _put(d, s.ds, p, d.add(d.mul(cc, dp), d.mul(ss, dj)))
-                        _put(d, s.ds, j, d.add(d.mul(ss, dp), d.mul(cc, dj)))
-                        _put(d, s.kind, p, d.i(1))
-                        _put(d, s.c, p, c)
-                        _put(d, s.s, p, sn)
-                        _put(d, s.partner, p, j)
+                        d.put(s.ds, p, d.add(d.mul(cc, dp), d.mul(ss, dj)))
+                        d.put(s.ds, j, d.add(d.mul(ss, dp), d.mul(cc, dj)))
+                        d.put(s.kind, p, d.i(1))
+                        d.put(s.c, p, c)
+                        d.put(s.s, p, sn)
+                        d.put(s.partner, p, j)
                 prev.set(j)
     count = d.var(d.i(0), "count")
-    with d.loop(0, n) as j, d.when(b.icmp_signed("==", _get(d, s.kind, j), d.i(0))):
-        _put(d, s.kept, count.get(), j)
-        _put(d, s.dk, count.get(), _get(d, s.ds, j))
-        _put(d, s.zk, count.get(), _get(d, s.zs, j))
+    with d.loop(0, n) as j, d.when(b.icmp_signed("==", d.get(s.kind, j), d.i(0))):
+        d.put(s.kept, count.get(), j)
+        d.put(s.dk, count.get(), d.get(s.ds, j))
+        d.put(s.zk, count.get(), d.get(s.zs, j))
         count.set(b.add(count.get(), d.i(1)))
     return count.get()
 
 
 def _pole(d: dense.Dense, s: _Merge, i: ir.Value) -> ir.Value:
     """The d of the kept pole of rank i."""
-    return _get(d, s.dk, i)
+    return d.get(s.dk, i)
 
 
 def _weight(d: dense.Dense, s: _Merge, i: ir.Value) -> ir.Value:
     """The z of the kept pole of rank i."""
-    return _get(d, s.zk, i)
+    return d.get(s.zk, i)
 
 
 def _roots(d: dense.Dense, s: _Merge, k, rho, first, end) -> None:
@@ -246,7 +238,7 @@ def _roots(d: dense.Dense, s: _Merge, k, rho, first, end) -> None:
         f_mid = _secular(d, s, k, rho, i, di, half)[0]
         right = b.and_(b.not_(last), b.fcmp_ordered("<", f_mid, d.f(0.0)))
         origin = b.select(right, upper, di)
-        _put(d, s.origin, i, b.select(right, b.add(i, d.i(1)), i))
+        d.put(s.origin, i, b.select(right, b.add(i, d.i(1)), i))
         # tau's bracket from the origin, (0, width / 2] or [-width / 2, 0) (the last root's
         # (0, width]), and the first iterate the middle, where f's sign chose the origin
         lo = d.var(b.select(right, d.neg(half), d.f(0.0)), "lo")
@@ -277,8 +269,8 @@ def _roots(d: dense.Dense, s: _Merge, k, rho, first, end) -> None:
             steps.set(b.add(steps.get(), d.i(1)))
             going.set(b.and_(b.not_(done), b.icmp_signed("<", steps.get(), d.i(ITERATIONS))))
             tau.set(b.select(done, t, step))
-        _put(d, s.delta, i, tau.get())
-        _put(d, s.values, i, d.add(origin, tau.get()))
+        d.put(s.delta, i, tau.get())
+        d.put(s.values, i, d.add(origin, tau.get()))
 
 
 def _secular(d: dense.Dense, s: _Merge, k, rho, i, origin, tau):
@@ -355,7 +347,7 @@ def _model_root(d: dense.Dense, c, near, far, w) -> ir.Value:
 
 def _root_origin(d: dense.Dense, s: _Merge, i: ir.Value) -> ir.Value:
     """Root i's origin pole's d."""
-    return _pole(d, s, _get(d, s.origin, i))
+    return _pole(d, s, d.get(s.origin, i))
 
 
 def _zhat(d: dense.Dense, s: _Merge, k, rho, first, end) -> None:
@@ -365,11 +357,11 @@ def _zhat(d: dense.Dense, s: _Merge, k, rho, first, end) -> None:
         dj = _pole(d, s, j)
         prod = d.var(d.f(1.0), "prod")
         with d.loop(0, k) as i:
-            gap = d.add(d.sub(_root_origin(d, s, i), dj), _get(d, s.delta, i))  # x_i - d_j
+            gap = d.add(d.sub(_root_origin(d, s, i), dj), d.get(s.delta, i))  # x_i - d_j
             other = d.sub(_pole(d, s, i), dj)
             ratio = d.div(gap, b.select(b.icmp_signed("==", i, j), rho, other))
             prod.set(d.mul(prod.get(), ratio))
-        _put(d, s.zhat, j, d.copysign(d.sqrt(d.abs(prod.get())), _weight(d, s, j)))
+        d.put(s.zhat, j, d.copysign(d.sqrt(d.abs(prod.get())), _weight(d, s, j)))
 
 
 def _vectors(d: dense.Dense, s: _Merge, k, first, end) -> None:
@@ -377,12 +369,12 @@ def _vectors(d: dense.Dense, s: _Merge, k, first, end) -> None:
     of w (its entries by sorted position), for the roots i in [first, end)."""
     b, n = d.b, s.n
     with d.loop(first, end) as i:
-        origin, tau, row = _root_origin(d, s, i), _get(d, s.delta, i), s.w.row(i)
+        origin, tau, row = _root_origin(d, s, i), d.get(s.delta, i), s.w.row(i)
         d.fill(row, d.f(0.0), 0, n)
         largest = d.var(d.f(0.0), "largest")
         with d.loop(0, k) as j:
-            x = d.div(_get(d, s.zhat, j), d.sub(d.sub(_pole(d, s, j), origin), tau))
-            _put(d, row, _get(d, s.kept, j), x)
+            x = d.div(d.get(s.zhat, j), d.sub(d.sub(_pole(d, s, j), origin), tau))
+            d.put(row, d.get(s.kept, j), x)
             largest.set(b.select(d.gt(d.abs(x), largest.get()), d.abs(x), largest.get()))
         # the norm scaled by the largest entry: a root near its pole (on a tiny or huge T)
         # makes entries whose squares over- or underflow
@@ -396,34 +388,34 @@ def _output(d: dense.Dense, s: _Merge) -> None:
     each come nearly in order), lam and ut[c, perm[p]] = w[the slot of value c, p]."""
     b, n = d.b, s.n
     with d.loop(b.sub(n, d.i(1)), -1, -1) as p:
-        j = _get(d, s.partner, p)
+        j = d.get(s.partner, p)
         with d.when(b.icmp_signed(">=", j, d.i(0))):
-            c, sn = _get(d, s.c, p), _get(d, s.s, p)
+            c, sn = d.get(s.c, p), d.get(s.s, p)
             with d.loop(0, n) as slot:
                 wp, wj = s.w.get(slot, p), s.w.get(slot, j)
                 s.w.set(slot, p, d.add(d.mul(c, wp), d.mul(sn, wj)))
                 s.w.set(slot, j, d.sub(d.mul(c, wj), d.mul(sn, wp)))
     with d.loop(0, n) as c:
         key, at = c, d.var(c, "at")
-        value = _get(d, s.values, key)
+        value = d.get(s.values, key)
 
         def later() -> ir.Value:
             here = at.get()
             above = b.select(b.icmp_signed(">", here, d.i(0)), b.sub(here, d.i(1)), here)
-            bigger = d.gt(_get(d, s.values, _get(d, s.slots, above)), value)
+            bigger = d.gt(d.get(s.values, d.get(s.slots, above)), value)
             return b.and_(b.icmp_signed(">", here, d.i(0)), bigger)
 
         with d.while_(later):
-            _put(d, s.slots, at.get(), _get(d, s.slots, b.sub(at.get(), d.i(1))))
+            d.put(s.slots, at.get(), d.get(s.slots, b.sub(at.get(), d.i(1))))
             at.set(b.sub(at.get(), d.i(1)))
-        _put(d, s.slots, at.get(), key)
+        d.put(s.slots, at.get(), key)
     ut, lam = d.matrix("u", "n"), d.ptr("lam")
     with d.loop(0, n) as c:
-        slot = _get(d, s.slots, c)
-        _put(d, lam, c, _get(d, s.values, slot))
+        slot = d.get(s.slots, c)
+        d.put(lam, c, d.get(s.values, slot))
         source, target = s.w.row(slot), ut.row(c)
         with d.loop(0, n) as p:
-            _put(d, target, _get(d, s.perm, p), _get(d, source, p))
+            d.put(target, d.get(s.perm, p), d.get(source, p))
 
 
 KERNELS = (("prepare", _prepare), ("roots", _roots_part), ("zhat", _zhat_part),

@@ -56,27 +56,19 @@ def _ptr(d: dense.Dense, base: ir.Value, i: ir.Value) -> ir.Value:
     return d.b.gep(base, [i])
 
 
-def _get(d: dense.Dense, base: ir.Value, i: ir.Value) -> ir.Value:
-    return d.b.load(d.b.gep(base, [i]))
-
-
-def _put(d: dense.Dense, base: ir.Value, i: ir.Value, value: ir.Value) -> None:
-    d.b.store(value, d.b.gep(base, [i]))
-
-
 def _householder(d: dense.Dense, x: ir.Value, m: ir.Value) -> tuple[ir.Value, ir.Value]:
     """LAPACK's dlarfg on x[0:m]: H = I - tau v v^T with H x = (beta, 0, ...); v
     overwrites x (v[0] = 1). The norm is scaled by max |x|, so it neither under- nor
     overflows; a column below safmin counts as zero (tau = 0)."""
     b = d.b
     eps, safmin, _, _ = LIMITS[d.dtype.itemsize]
-    alpha = _get(d, x, d.i(0))
+    alpha = d.get(x, d.i(0))
     one = d.i(1)
     scale, _ = d.max_abs(x, one, m)
     inverse = d.div(d.f(1.0), b.select(b.fcmp_ordered("==", scale, d.f(0.0)), d.f(1.0), scale))
     sums = d.var(d.f(0.0), "sums")
     with d.loop(one, m) as j:
-        t = d.mul(_get(d, x, j), inverse)
+        t = d.mul(d.get(x, j), inverse)
         sums.set(d.add(sums.get(), d.mul(t, t)))
     xnorm = d.mul(scale, d.sqrt(sums.get()))
     size = d.hypot(alpha, xnorm)
@@ -90,7 +82,7 @@ def _householder(d: dense.Dense, x: ir.Value, m: ir.Value) -> tuple[ir.Value, ir
             beta.set(signed)
             tau.set(d.div(d.sub(signed, alpha), signed))
             d.scale(x, d.div(d.f(1.0), d.sub(alpha, signed)), one, m)
-    _put(d, x, d.i(0), d.f(1.0))
+    d.put(x, d.i(0), d.f(1.0))
     return beta.get(), tau.get()
 
 
@@ -101,18 +93,18 @@ def _update_lower(d: dense.Dense, a: dense.Matrix, i, lo, v, w, u, p) -> None:
     u[i] for j < i (the upper triangle's share, read from the lower one)."""
     b = d.b
     row = a.row(i)
-    vi, wi, ui = _get(d, v, i), _get(d, w, i), _get(d, u, i)
+    vi, wi, ui = d.get(v, i), d.get(w, i), d.get(u, i)
     acc = d.var(d.f(0.0), "acc")
     with d.loop(lo, i) as j:
         at = b.gep(row, [j])
-        x = d.sub(b.load(at), d.add(d.mul(vi, _get(d, w, j)), d.mul(wi, _get(d, v, j))))
+        x = d.sub(b.load(at), d.add(d.mul(vi, d.get(w, j)), d.mul(wi, d.get(v, j))))
         b.store(x, at)
-        acc.set(d.add(acc.get(), d.mul(x, _get(d, u, j))))
-        _put(d, p, j, d.add(_get(d, p, j), d.mul(x, ui)))
+        acc.set(d.add(acc.get(), d.mul(x, d.get(u, j))))
+        d.put(p, j, d.add(d.get(p, j), d.mul(x, ui)))
     at = b.gep(row, [i])
     x = d.sub(b.load(at), d.mul(d.f(2.0), d.mul(vi, wi)))
     b.store(x, at)
-    _put(d, p, i, d.add(_get(d, p, i), d.add(acc.get(), d.mul(x, ui))))
+    d.put(p, i, d.add(d.get(p, i), d.add(acc.get(), d.mul(x, ui))))
 
 
 def _tridiagonalize(d: dense.Dense, a: dense.Matrix, n, start, diag, e, tau, p) -> None:
@@ -131,33 +123,33 @@ def _tridiagonalize(d: dense.Dense, a: dense.Matrix, n, start, diag, e, tau, p) 
         s1 = b.add(start, one)
         first = a.row(start)
         beta, t = _householder(d, _ptr(d, first, s1), b.sub(n, s1))
-        _put(d, diag, start, a.get(start, start))
-        _put(d, e, start, beta)
-        _put(d, tau, start, t)
+        d.put(diag, start, a.get(start, start))
+        d.put(e, start, beta)
+        d.put(tau, start, t)
         with d.loop(s1, n) as i:
-            _put(d, p, i, d.mul(t, d.dot(a.row(i), first, s1, n)))
+            d.put(p, i, d.mul(t, d.dot(a.row(i), first, s1, n)))
         with d.loop(start, b.sub(n, d.i(2))) as k:
             k1, k2 = b.add(k, one), b.add(k, d.i(2))
             odd = b.trunc(b.sub(k, start), ir.IntType(1))
             w, nxt = b.select(odd, _ptr(d, p, n), p), b.select(odd, p, _ptr(d, p, n))
             v = a.row(k)
-            alpha = d.mul(d.mul(d.f(-0.5), _get(d, tau, k)), d.dot(w, v, k1, n))
+            alpha = d.mul(d.mul(d.f(-0.5), d.get(tau, k)), d.dot(w, v, k1, n))
             d.axpy(w, alpha, v, k1, n)
             head = a.row(k1)
-            vk, wk = _get(d, v, k1), _get(d, w, k1)
+            vk, wk = d.get(v, k1), d.get(w, k1)
             with d.loop(k1, n) as j:
-                x = d.add(d.mul(vk, _get(d, w, j)), d.mul(wk, _get(d, v, j)))
-                _put(d, head, j, d.sub(a.get(j, k1), x))
-            _put(d, diag, k1, a.get(k1, k1))
+                x = d.add(d.mul(vk, d.get(w, j)), d.mul(wk, d.get(v, j)))
+                d.put(head, j, d.sub(a.get(j, k1), x))
+            d.put(diag, k1, a.get(k1, k1))
             beta, t = _householder(d, _ptr(d, head, k2), b.sub(n, k2))
-            _put(d, e, k1, beta)
-            _put(d, tau, k1, t)
+            d.put(e, k1, beta)
+            d.put(tau, k1, t)
             d.fill(nxt, d.f(0.0), k2, n)
             with d.loop(k2, n) as i:
                 _update_lower(d, a, i, k2, v, w, head, nxt)
             d.scale(nxt, t, k2, n)
-    _put(d, diag, last, a.get(last, last))
-    _put(d, e, last, d.f(0.0))
+    d.put(diag, last, a.get(last, last))
+    d.put(e, last, d.f(0.0))
 
 
 def _symmetric_rows(d: dense.Dense, a: dense.Matrix, r, count: int, lo, v, out) -> None:
@@ -167,15 +159,15 @@ def _symmetric_rows(d: dense.Dense, a: dense.Matrix, r, count: int, lo, v, out) 
     (the loop is bound by loads and stores, not by multiply-adds)."""
     b = d.b
     rows = [a.row(b.add(r, d.i(q))) for q in range(count)]
-    scales = [_get(d, v, b.add(r, d.i(q))) for q in range(count)]
+    scales = [d.get(v, b.add(r, d.i(q))) for q in range(count)]
     sums = [d.var(d.f(0.0), "acc") for _ in range(count)]
     with d.loop(lo, r) as j:
-        vj, total = _get(d, v, j), _get(d, out, j)
+        vj, total = d.get(v, j), d.get(out, j)
         for row, scale, acc in zip(rows, scales, sums, strict=True):
             x = b.load(b.gep(row, [j]))
             acc.set(d.add(acc.get(), d.mul(x, vj)))
             total = d.add(total, d.mul(x, scale))
-        _put(d, out, j, total)
+        d.put(out, j, total)
     for q in range(count):  # the count x count corner on the diagonal
         i = b.add(r, d.i(q))
         for q2 in range(q):
@@ -185,7 +177,7 @@ def _symmetric_rows(d: dense.Dense, a: dense.Matrix, r, count: int, lo, v, out) 
         sums[q].set(d.add(sums[q].get(), d.mul(b.load(b.gep(rows[q], [i])), scales[q])))
     for q in range(count):
         i = b.add(r, d.i(q))
-        _put(d, out, i, d.add(_get(d, out, i), sums[q].get()))
+        d.put(out, i, d.add(d.get(out, i), sums[q].get()))
 
 
 def _in_groups(d: dense.Dense, lo, hi, size: int, body) -> None:
@@ -218,11 +210,11 @@ def _panel(d: dense.Dense, item: ir.Value) -> None:
         v = a.row(c)
         with d.loop(start, c) as k:
             wk, vk = panel.row(b.sub(k, start)), a.row(k)
-            d.axpys(v, [d.neg(_get(d, vk, c)), d.neg(_get(d, wk, c))], [wk, vk], c, n)
-        _put(d, diag, c, _get(d, v, c))
+            d.axpys(v, [d.neg(d.get(vk, c)), d.neg(d.get(wk, c))], [wk, vk], c, n)
+        d.put(diag, c, d.get(v, c))
         beta, t = _householder(d, _ptr(d, v, c1), b.sub(n, c1))
-        _put(d, e, c, beta)
-        _put(d, tau, c, t)
+        d.put(e, c, beta)
+        d.put(tau, c, t)
         out = panel.row(b.sub(c, start))
         d.fill(out, d.f(0.0), c1, n)
         _in_groups(d, c1, n, GROUP, lambda r, count: _symmetric_rows(d, a, r, count, c1, v, out))
@@ -242,7 +234,7 @@ def _work(d: dense.Dense, matrix: ir.Value, n: ir.Value) -> ir.Value:
 
 def _flagged(d: dense.Dense, work: ir.Value, n: ir.Value) -> ir.Value:
     """Whether `prepare` flagged the matrix of `work` (_work's pointer): see flag_index."""
-    return d.is_nan(_get(d, work, d.b.sub(d.b.mul(n, d.i(2)), d.i(1))))
+    return d.is_nan(d.get(work, d.b.sub(d.b.mul(n, d.i(2)), d.i(1))))
 
 
 def sigma_index(n: int) -> int:
@@ -302,23 +294,23 @@ def _reflect_pair(d: dense.Dense, a, q, tau, n, k, lo, hi, single: bool = False)
     k1 = b.add(k, d.i(1))
     m = b.sub(n, k1)
     v = _ptr(d, a.row(k), k1)
-    t = _get(d, tau, k)
+    t = d.get(tau, k)
     if not single:
         k0 = b.sub(k, d.i(1))
-        u, t0 = _ptr(d, a.row(k0), k), _get(d, tau, k0)
+        u, t0 = _ptr(d, a.row(k0), k), d.get(tau, k0)
     with d.loop(lo, hi) as r:
         row = _ptr(d, q.row(r), k1)
         alpha = d.mul(t, d.dot(row, v, 0, m))
         if single:
             d.axpy(row, d.neg(alpha), v, 0, m)
         else:
-            acc = d.var(d.mul(_get(d, q.row(r), k), _get(d, u, d.i(0))), "acc")
+            acc = d.var(d.mul(d.get(q.row(r), k), d.get(u, d.i(0))), "acc")
             tail = _ptr(d, u, d.i(1))
             with d.loop(0, m) as j:
                 at = b.gep(row, [j])
-                x = d.sub(b.load(at), d.mul(alpha, _get(d, v, j)))
+                x = d.sub(b.load(at), d.mul(alpha, d.get(v, j)))
                 b.store(x, at)
-                acc.set(d.add(acc.get(), d.mul(x, _get(d, tail, j))))
+                acc.set(d.add(acc.get(), d.mul(x, d.get(tail, j))))
             d.axpy(_ptr(d, q.row(r), k), d.neg(d.mul(t0, acc.get())), u, 0, b.add(m, d.i(1)))
 
 
@@ -360,20 +352,20 @@ class _Log:
         d, b = self.d, self.d.b
         count = b.load(self.steps)
         at = b.add(b.add(d.i(1), self.n), b.mul(count, d.i(2)))
-        _put(d, self.steps, at, low)
-        _put(d, self.steps, b.add(at, d.i(1)), m)
+        d.put(self.steps, at, low)
+        d.put(self.steps, b.add(at, d.i(1)), m)
         b.store(b.add(count, d.i(1)), self.steps)
 
     def rotation(self, c: ir.Value, s: ir.Value) -> None:
         d, b = self.d, self.d.b
         pos = self.pos.get()
         with d.when(b.icmp_signed("<", pos, self.capacity)):
-            _put(d, self.pairs, b.mul(pos, d.i(2)), c)
-            _put(d, self.pairs, b.add(b.mul(pos, d.i(2)), d.i(1)), s)
+            d.put(self.pairs, b.mul(pos, d.i(2)), c)
+            d.put(self.pairs, b.add(b.mul(pos, d.i(2)), d.i(1)), s)
         self.pos.set(b.add(pos, d.i(1)))
 
     def interchange(self, i: ir.Value, k: ir.Value) -> None:
-        _put(self.d, self.steps, self.d.b.add(i, self.d.i(1)), k)
+        self.d.put(self.steps, self.d.b.add(i, self.d.i(1)), k)
 
     def close(self, info: ir.Value) -> None:
         d, b = self.d, self.d.b
@@ -391,10 +383,10 @@ def _ql(d: dense.Dense, log: _Log, n, diag, e, vectors, info) -> None:
     failed = d.var(ir.Constant(I1, 0), "failed")
 
     def small(i: ir.Value) -> ir.Value:
-        return b.fcmp_ordered("<=", d.abs(_get(d, e, i)), d.mul(eps, norm.get()))
+        return b.fcmp_ordered("<=", d.abs(d.get(e, i)), d.mul(eps, norm.get()))
 
     with d.loop(0, n) as low, d.when(b.not_(failed.get())):
-        size = d.add(d.abs(_get(d, diag, low)), d.abs(_get(d, e, low)))
+        size = d.add(d.abs(d.get(diag, low)), d.abs(d.get(e, low)))
         norm.set(b.select(d.gt(size, norm.get()), size, norm.get()))
         m = d.var(low, "m")
         with d.while_(lambda: b.not_(small(m.get()))):
@@ -412,12 +404,12 @@ def _ql(d: dense.Dense, log: _Log, n, diag, e, vectors, info) -> None:
                 with d.when(b.and_(b.not_(converged), spent)):
                     failed.set(ir.Constant(I1, 1))
         with d.when(b.not_(failed.get())):
-            _put(d, diag, low, d.add(_get(d, diag, low), shift.get()))
-            _put(d, e, low, d.f(0.0))
+            d.put(diag, low, d.add(d.get(diag, low), shift.get()))
+            d.put(e, low, d.f(0.0))
     with d.when(failed.get()):
         count = d.var(d.i(0), "count")
         with d.loop(0, b.sub(n, d.i(1))) as i:
-            nonzero = b.fcmp_unordered("!=", _get(d, e, i), d.f(0.0))
+            nonzero = b.fcmp_unordered("!=", d.get(e, i), d.f(0.0))
             count.set(b.add(count.get(), b.zext(nonzero, I64)))
         b.store(count.get(), info)
 
@@ -447,33 +439,33 @@ def _sweep(d: dense.Dense, log: _Log, n, diag, e, low, m, shift, vectors) -> Non
         log.sweep(low, m)
     one = d.i(1)
     l1 = b.add(low, one)
-    g = _get(d, diag, low)
-    el = _get(d, e, low)
-    p = d.div(d.sub(_get(d, diag, l1), g), d.mul(d.f(2.0), el))
+    g = d.get(diag, low)
+    el = d.get(e, low)
+    p = d.div(d.sub(d.get(diag, l1), g), d.mul(d.f(2.0), el))
     r = d.copysign(d.hypot(p, d.f(1.0)), p)
     pr = d.add(p, r)
-    _put(d, diag, low, d.div(el, pr))
+    d.put(diag, low, d.div(el, pr))
     dl1 = d.mul(el, pr)
-    _put(d, diag, l1, dl1)
-    h = d.sub(g, _get(d, diag, low))
+    d.put(diag, l1, dl1)
+    h = d.sub(g, d.get(diag, low))
     with d.loop(b.add(low, d.i(2)), n) as i:
-        _put(d, diag, i, d.sub(_get(d, diag, i), h))
+        d.put(diag, i, d.sub(d.get(diag, i), h))
     shift.set(d.add(shift.get(), h))
-    p_, c, c2, c3 = (d.var(_get(d, diag, m), "p"), d.var(d.f(1.0), "c"), d.var(d.f(1.0), "c2"),
+    p_, c, c2, c3 = (d.var(d.get(diag, m), "p"), d.var(d.f(1.0), "c"), d.var(d.f(1.0), "c2"),
                      d.var(d.f(1.0), "c3"))  # fmt: skip
     s, s2 = d.var(d.f(0.0), "s"), d.var(d.f(0.0), "s2")
-    el1 = _get(d, e, l1)
+    el1 = d.get(e, l1)
     with d.loop(b.sub(m, one), b.sub(low, one), -1) as i:
         c3.set(c2.get())
         c2.set(c.get())
         s2.set(s.get())
-        ei, di = _get(d, e, i), _get(d, diag, i)
+        ei, di = d.get(e, i), d.get(diag, i)
         gi = d.mul(c.get(), ei)
         hi = d.mul(c.get(), p_.get())
         ri = _hypot(d, p_.get(), ei)
         zero = b.fcmp_ordered("==", ri, d.f(0.0))
         safe = b.select(zero, d.f(1.0), ri)
-        _put(d, e, b.add(i, one), d.mul(s.get(), ri))
+        d.put(e, b.add(i, one), d.mul(s.get(), ri))
         inverse = d.div(d.f(1.0), safe)
         si = d.mul(ei, inverse)
         ci = b.select(zero, d.f(1.0), d.mul(p_.get(), inverse))
@@ -483,12 +475,12 @@ def _sweep(d: dense.Dense, log: _Log, n, diag, e, low, m, shift, vectors) -> Non
         s.set(si)
         c.set(ci)
         p_.set(b.select(zero, di, d.div(numerator, safe)))
-        _put(d, diag, b.add(i, one), d.add(hi, d.mul(si, d.add(d.mul(ci, gi), d.mul(si, di)))))
+        d.put(diag, b.add(i, one), d.add(hi, d.mul(si, d.add(d.mul(ci, gi), d.mul(si, di)))))
         with d.when(vectors):
             log.rotation(ci, si)
     tail = d.div(d.mul(d.mul(d.mul(d.neg(s.get()), s2.get()), d.mul(c3.get(), el1)), el), dl1)
-    _put(d, e, low, d.mul(s.get(), tail))
-    _put(d, diag, low, d.mul(c.get(), tail))
+    d.put(e, low, d.mul(s.get(), tail))
+    d.put(diag, low, d.mul(c.get(), tail))
 
 
 def _sort(d: dense.Dense, log: _Log, n, diag, vectors) -> None:
@@ -498,7 +490,7 @@ def _sort(d: dense.Dense, log: _Log, n, diag, vectors) -> None:
         best = d.var(i, "best")
         with (
             d.loop(b.add(i, d.i(1)), n) as j,
-            d.when(d.lt(_get(d, diag, j), _get(d, diag, best.get()))),
+            d.when(d.lt(d.get(diag, j), d.get(diag, best.get()))),
         ):
             best.set(j)
         k = best.get()
@@ -539,14 +531,14 @@ def _prepare(d: dense.Dense, item: ir.Value) -> None:
                 d.fill(a.row(i), d.f(float("nan")), 0, n)
             with d.when(nan.get()):
                 b.store(b.sub(n, d.i(1)), info)
-            _put(d, tau, b.sub(n, d.i(1)), d.f(float("nan")))  # the later kernels' flag
+            d.put(tau, b.sub(n, d.i(1)), d.f(float("nan")))  # the later kernels' flag
         with good:
             tiny = b.and_(d.gt(anrm, d.f(0.0)), d.lt(anrm, d.f(rmin)))
             sigma = b.select(tiny, d.div(d.f(rmin), anrm), d.f(1.0))
             sigma = b.select(d.gt(anrm, d.f(rmax)), d.div(d.f(rmax), anrm), sigma)
             _symmetrize(d, a, n, lower, sigma)
-            _put(d, tau, b.sub(n, d.i(1)), d.f(0.0))
-            _put(d, work, b.mul(n, d.i(4)), sigma)
+            d.put(tau, b.sub(n, d.i(1)), d.f(0.0))
+            d.put(work, b.mul(n, d.i(4)), sigma)
 
 
 def _symmetrize(d: dense.Dense, a: dense.Matrix, n, lower, sigma) -> None:
@@ -589,7 +581,7 @@ def _eigh(d: dense.Dense, item: ir.Value) -> None:
     log = _Log(d, item, n)
     log.open(vectors)
     with d.when(b.not_(_flagged(d, e, n))):
-        sigma = _get(d, e, b.mul(n, d.i(4)))
+        sigma = d.get(e, b.mul(n, d.i(4)))
         _tridiagonalize(d, a, n, w["start"], diag, e, tau, p)
         # TRIDIAGONAL: T (diag, e) and the reflectors are all the caller takes
         with d.when(b.icmp_signed("!=", w["vectors"], d.i(TRIDIAGONAL))):
@@ -598,7 +590,7 @@ def _eigh(d: dense.Dense, item: ir.Value) -> None:
             with d.when(vectors):
                 log.close(info)
             with d.loop(0, n) as i:
-                _put(d, diag, i, d.div(_get(d, diag, i), sigma))
+                d.put(diag, i, d.div(d.get(diag, i), sigma))
 
 
 def _replay(d: dense.Dense, vt, pairs, steps, blocks, row) -> None:
@@ -613,8 +605,8 @@ def _replay(d: dense.Dense, vt, pairs, steps, blocks, row) -> None:
     one = d.i(1)
 
     def rot(at, x, y):
-        c = d.splat(_get(d, pairs, b.mul(at, d.i(2))), vt.count)
-        s = d.splat(_get(d, pairs, b.add(b.mul(at, d.i(2)), one)), vt.count)
+        c = d.splat(d.get(pairs, b.mul(at, d.i(2))), vt.count)
+        s = d.splat(d.get(pairs, b.add(b.mul(at, d.i(2)), one)), vt.count)
         return d.intrinsic("fma", c, y, d.mul(s, x)), d.intrinsic("fma", d.neg(s), y, d.mul(c, x))
 
     def load(i):
@@ -626,13 +618,13 @@ def _replay(d: dense.Dense, vt, pairs, steps, blocks, row) -> None:
     count, sweep, pos = b.load(steps), d.var(d.i(0), "sweep"), d.var(d.i(0), "pos")
     with d.while_(lambda: b.icmp_signed("<", sweep.get(), count)):
         at = b.mul(sweep.get(), d.i(2))
-        low, m = _get(d, blocks, at), _get(d, blocks, b.add(at, one))
+        low, m = d.get(blocks, at), d.get(blocks, b.add(at, one))
         length, start = b.sub(m, low), pos.get()
         more = b.icmp_signed("<", b.add(sweep.get(), one), count)
         after = b.select(more, b.add(at, d.i(2)), at)  # the next sweep's block, if any
         same = b.and_(
-            b.icmp_signed("==", _get(d, blocks, after), low),
-            b.icmp_signed("==", _get(d, blocks, b.add(after, one)), m),
+            b.icmp_signed("==", d.get(blocks, after), low),
+            b.icmp_signed("==", d.get(blocks, b.add(after, one)), m),
         )
         top = b.sub(m, one)
         with d.either(b.and_(more, same)) as (two, single):
@@ -691,21 +683,21 @@ def _rotate(d: dense.Dense, item: ir.Value) -> None:
     pairs, steps = _log_of(d, matrix, n)
     blocks = _ptr(d, steps, b.add(d.i(1), n))
     # A matrix that failed (or whose log overflowed) is left as it is: it raises.
-    failed = b.icmp_signed("!=", _get(d, d.ptr("info", I64), matrix), d.i(0))
+    failed = b.icmp_signed("!=", d.get(d.ptr("info", I64), matrix), d.i(0))
     with d.when(b.not_(failed)):
         with d.loop(0, n) as i:
             d.fill(strip.row(i), d.f(0.0), width, width_of)
             with d.loop(0, width) as j:
-                _put(d, strip.row(i), j, q.get(i, j))
+                d.put(strip.row(i), j, q.get(i, j))
         _replay(d, vt, pairs, steps, blocks, row)
         with d.loop(0, b.sub(n, d.i(1))) as i:
-            k = _get(d, steps, b.add(i, d.i(1)))
+            k = d.get(steps, b.add(i, d.i(1)))
             with d.when(b.icmp_signed("!=", k, i)):
                 x, y = b.load(row(i), align=align), b.load(row(k), align=align)
                 b.store(y, row(i), align=align)
                 b.store(x, row(k), align=align)
         with d.loop(0, n) as i, d.loop(0, width) as j:
-            z.set(i, j, _get(d, strip.row(i), j))
+            z.set(i, j, d.get(strip.row(i), j))
 
 
 def capacities(n: int) -> tuple[int, int]:
