@@ -34,23 +34,12 @@ def eigh(d: Tensor, e: Tensor) -> tuple[Tensor, Tensor]:
     scale = 1.0 / top if 0 < top < float("inf") else 1.0
     d, e = d * scale, e * scale
     betas = e.tolist()
-    splits: list[int] = []
-    _split(0, n, splits)
-    for p in splits:  # each split takes |beta| off the diagonal entries beside it
-        rho = abs(betas[p - 1])
-        d[p - 1 : p + 1] -= rho
-    leaves = _leaves(d, e, n)
+    ranges = _ranges(0, n)
+    for p, _ in ranges[1:]:  # every split is a leaf's start: it takes |beta| off the
+        d[p - 1 : p + 1] -= abs(betas[p - 1])  # diagonal entries beside it
+    leaves = _leaves(d, e, ranges)
     values, vectors = _solve(0, n, e.contiguous(), betas, leaves)
     return values / scale, vectors
-
-
-def _split(lo: int, hi: int, splits: list[int]) -> None:
-    """The split points of [lo, hi) and of its halves, down to LEAF rows."""
-    if hi - lo > LEAF:
-        mid = lo + (hi - lo) // 2
-        splits.append(mid)
-        _split(lo, mid, splits)
-        _split(mid, hi, splits)
 
 
 def _ranges(lo: int, hi: int) -> list[tuple[int, int]]:
@@ -61,13 +50,13 @@ def _ranges(lo: int, hi: int) -> list[tuple[int, int]]:
     return _ranges(lo, mid) + _ranges(mid, hi)
 
 
-def _leaves(d: Tensor, e: Tensor, n: int) -> dict[int, tuple[Tensor, Tensor]]:
+def _leaves(d: Tensor, e: Tensor, ranges: list[tuple[int, int]]) -> dict:
     """Each leaf's (eigenvalues, eigenvectors as columns) by its first row: the leaves of
     a size as one batch of dense tridiagonal matrices through eigh's kernels."""
     from kael.frontend import spectral  # spectral imports this module
 
     by_size: dict[int, list[int]] = {}
-    for lo, hi in _ranges(0, n):
+    for lo, hi in ranges:
         by_size.setdefault(hi - lo, []).append(lo)
     solved = {}
     for size, starts in by_size.items():
