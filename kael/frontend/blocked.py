@@ -27,6 +27,28 @@ def subtract_product(c: Tensor, a: Tensor, b: Tensor) -> None:
         c.sub_(a @ b)
 
 
+def subtract_ahead(c: Tensor, a: Tensor, b: Tensor, lead: int, after: tuple) -> None:
+    """c -= a @ b, then the prepared launch `after` (kernel, words, items), with
+    look-ahead: c's first `lead` columns are updated first, and `after` (which may use
+    those columns but touches none of the others) runs as one item of the launch for the
+    rest of the product (codegen/cpu/pair.py), on the calling thread while the other
+    threads start on the product. The same launches one after another where the product's
+    kernel cannot take it along; the bits are the same either way."""
+    rest = c[:, lead:]
+    head = gemm_run.subtracting(c[:, :lead]._impl, a._impl, b[:, :lead]._impl) if lead else ([], 0)
+    if head is None or not rest.shape[-1]:
+        subtract_product(c, a, b)
+        pair.run_in_order([after])
+        return
+    steps, _buffer = head  # the buffer lives until the launches end
+    chain = (*steps, after)
+    if not gemm_run.accumulate_into(
+        rest._impl, a._impl, b[:, lead:]._impl, subtract=True, alongside=chain
+    ):
+        pair.run_in_order(chain)
+        subtract_product(rest, a, b[:, lead:])
+
+
 def lu(a: Tensor, piv: Tensor, info: Tensor) -> None:
     """P A = L U in place for the n x n part of `a` [n, n + k] (unit-stride rows); 0-based
     pivots into `piv` [n], LAPACK's info (the first zero pivot's 1-based column, 0 when
@@ -59,26 +81,11 @@ def lu(a: Tensor, piv: Tensor, info: Tensor) -> None:
             break
         j2 = j + nb
         nb2 = min(BLOCK, n - j2)
-        below, rest = a[j2:, j:j2], a[j2:, j2 + nb2 :]
-        ahead = None
-        if rest.shape[-1]:
-            ahead = gemm_run.subtracting(
-                a[j2:, j2 : j2 + nb2]._impl, below._impl, right[:, :nb2]._impl
-            )
-        if ahead is None:
-            subtract_product(a[j2:, j2:], below, right)
-            pair.run_in_order([panel(j2)])
-            continue
-        steps, _buffer = ahead  # the next panel's update, then its factorization, beside
-        alongside = (*steps, panel(j2, whole_rows=False))  # the rest of the product
-        if not gemm_run.accumulate_into(
-            rest._impl, below._impl, right[:, nb2:]._impl, subtract=True, alongside=alongside
-        ):
-            pair.run_in_order(alongside)
-            subtract_product(rest, below, right[:, nb2:])
+        subtract_ahead(a[j2:, j2:], a[j2:, j:j2], right, nb2, panel(j2, whole_rows=False))
         moves = (piv[j2 : j2 + nb2] - j2)._impl
-        for outside in (a[j2:, :j2], rest):  # the next panel's interchanges, left and right
-            triangular.permute(outside._impl, moves, 1)
+        for outside in (a[j2:, :j2], a[j2:, j2 + nb2 :]):  # its interchanges, left and right
+            if outside.shape[-1]:
+                triangular.permute(outside._impl, moves, 1)
 
 
 def cholesky(a: Tensor) -> int:

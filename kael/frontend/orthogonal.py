@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from kael.codegen.cpu import householder
+from kael.codegen.cpu import householder, pair
 from kael.frontend import blocked, factories
 from kael.frontend.factorizations import (
     float_dtype,
@@ -41,11 +41,19 @@ PANEL_COLUMNS = 2 * NB  # the widest block one matrix factors through a transpos
 
 
 def apply_reflectors(
-    panel: Tensor, tau: Tensor, c: Tensor, transpose: bool, t: Tensor | None = None
+    panel: Tensor,
+    tau: Tensor,
+    c: Tensor,
+    transpose: bool,
+    t: Tensor | None = None,
+    after: tuple | None = None,
+    lead: int = 0,
 ) -> Tensor:
     """C = H C (or H^T C) in place, H = H_0 ... H_{nb-1} = I - V T V^T the block of
     reflectors in `panel` [count, r, nb]: LAPACK's larfb, in kael's matrix products.
-    Returns T (larft's), or takes it as `t` where the same block was applied before."""
+    Returns T (larft's), or takes it as `t` where the same block was applied before.
+    `after` (one matrix's prepared panel launch, which may overwrite `panel` and C's first
+    `lead` columns) runs beside the last product (blocked.subtract_ahead)."""
     count, rows, nb = panel.shape
     v = factories.empty((count, rows, nb), dtype=panel.dtype)
     householder.reflectors(panel._impl, v._impl, count)
@@ -53,18 +61,30 @@ def apply_reflectors(
         t = factories.empty((count, nb, nb), dtype=panel.dtype)
         householder.larft((v.mT @ v)._impl, tau._impl, t._impl, count)
     w = (t.mT if transpose else t) @ (v.mT @ c)
-    blocked.subtract_product(c, v, w)
+    if after is None:
+        blocked.subtract_product(c, v, w)
+    else:
+        blocked.subtract_ahead(c[0], v[0], w[0], lead, after)
     return t
 
 
+def _panel(op: str, block: Tensor, tau: Tensor) -> tuple[tuple, Tensor]:
+    """geqr2 or org2r (`op`) of one matrix's block [1, m, n] of at most PANEL_COLUMNS
+    columns, prepared: walked column-major through a transposed copy (householder.panel:
+    its row loops were 8 elements short). Returns the launch and the scratch it uses, to
+    be kept until it has run."""
+    _, m, n = block.shape
+    scratch = factories.empty(n * (m + householder.PAD), dtype=block.dtype)
+    return householder.prepared_panel(op, block[0]._impl, tau[0]._impl, scratch._impl), scratch
+
+
 def _householder(op: str, block: Tensor, tau: Tensor, work: Tensor) -> None:
-    """geqr2 or org2r (`op`) of a [count, m, n] block: a batch one matrix a work item; a
-    single matrix's block of at most PANEL_COLUMNS columns walked column-major through a
-    transposed copy (householder.panel: its row loops were 8 elements short)."""
+    """geqr2 or org2r (`op`) of a [count, m, n] block: a batch one matrix a work item, or
+    one matrix's block of at most PANEL_COLUMNS columns through _panel."""
     count, m, n = block.shape
     if count == 1 and 0 < n <= PANEL_COLUMNS:
-        scratch = factories.empty(n * (m + householder.PAD), dtype=block.dtype)
-        householder.panel(op, block[0]._impl, tau[0]._impl, scratch._impl)
+        launch, _scratch = _panel(op, block, tau)
+        pair.run_in_order([launch])
     else:
         getattr(householder, op)(block._impl, tau._impl, work._impl, count)
 
@@ -73,7 +93,9 @@ def householder_qr(a: Tensor, blocks: dict | None = None) -> tuple[Tensor, Tenso
     """(packed R and reflectors, tau [*, min(m, n)]) of the contiguous copy `a`, in place:
     geqr2 on the whole, or (LAPACK's geqrf) on panels of NB columns, each block of
     reflectors applied to the columns after it at once. `blocks` (a dict) receives each
-    applied block's T by its first column, for _orgqr to apply the same blocks again."""
+    applied block's T by its first column, for _orgqr to apply the same blocks again.
+    One matrix looks ahead: each block's product updates the next panel's columns first
+    and factors that panel beside the rest of it."""
     m, n = a.shape[-2:]
     k = min(m, n)
     batch = tuple(a.shape[:-2])
@@ -86,12 +108,21 @@ def householder_qr(a: Tensor, blocks: dict | None = None) -> tuple[Tensor, Tenso
     if k < BLOCKED:
         _householder("geqr2", a3, tau2, work)
         return a, tau
+    factored = 0  # the panels left of this column are factored already
     for j in range(0, k, NB):
         jb = min(NB, k - j)
         panel, panel_tau = a3[:, j:, j : j + jb], tau2[:, j : j + jb]
-        _householder("geqr2", panel, panel_tau, work)
+        if j >= factored:
+            _householder("geqr2", panel, panel_tau, work)
         if j + jb < n:
-            t = apply_reflectors(panel, panel_tau, a3[:, j:, j + jb :], transpose=True)
+            after, _scratch, j2 = None, None, j + jb
+            nb2 = min(NB, k - j2) if count == 1 else 0
+            if nb2 > 0:
+                next_block = (a3[:, j2:, j2 : j2 + nb2], tau2[:, j2 : j2 + nb2])
+                after, _scratch = _panel("geqr2", *next_block)
+                factored = j2 + nb2
+            c = a3[:, j:, j2:]
+            t = apply_reflectors(panel, panel_tau, c, transpose=True, after=after, lead=nb2)
             if blocks is not None:
                 blocks[j] = t
     return a, tau
@@ -101,7 +132,9 @@ def _orgqr(q: Tensor, tau: Tensor, blocks: dict | None = None) -> Tensor:
     """The contiguous `q` [*, m, n] (its first k columns reflectors, tau [*, k]) made
     Q's first n columns, in place: org2r on the whole, or (LAPACK's orgqr) org2r on the
     last panel and then, panel by panel backward, each block applied to the columns
-    after it and org2r on its own columns. `blocks`: householder_qr's T of each block."""
+    after it and org2r on its own columns (beside the block's last product, for one
+    matrix: it needs only the block's reflectors). `blocks`: householder_qr's T of each
+    block."""
     m, n = q.shape[-2:]
     k = tau.shape[-1]
     count = shape_numel(q.shape[:-2])
@@ -115,8 +148,11 @@ def _orgqr(q: Tensor, tau: Tensor, blocks: dict | None = None) -> Tensor:
     for j in range(last - NB, -1, -NB):
         panel, panel_tau = q3[:, j:, j : j + NB], tau2[:, j : j + NB]
         known = None if blocks is None else blocks.get(j)
-        apply_reflectors(panel, panel_tau, q3[:, j:, j + NB :], transpose=False, t=known)
-        _householder("org2r", panel, panel_tau, work)
+        after, _scratch = _panel("org2r", panel, panel_tau) if count == 1 else (None, None)
+        c = q3[:, j:, j + NB :]
+        apply_reflectors(panel, panel_tau, c, transpose=False, t=known, after=after)
+        if after is None:
+            _householder("org2r", panel, panel_tau, work)
         q3[:, :j, j : j + NB] = 0
     return q
 

@@ -64,6 +64,35 @@ def test_blocked_factorization_matches_torch(shape, mode, dtype):
     check_against_torch(got, want, a, dtype, mode)
 
 
+@pytest.mark.parametrize("shape", [(3 * 64 + 37, 3 * 64 + 40), (300, 200), (200, 300)])
+def test_look_ahead_gives_the_sequential_bits(shape, monkeypatch):
+    """One matrix's next geqr2 panel factored, and each org2r panel formed, beside the rest
+    of a block's product give the bits of the schedule one launch at a time, on two
+    threads: no launch reads what the other writes."""
+    from kael.codegen.cpu import gemm_run
+
+    a = kael.tensor(random(shape, kael.float64, seed=8))
+
+    def factor() -> list[np.ndarray]:
+        return [x.numpy().view(np.uint64) for x in kael.linalg.qr(a, mode="complete")]
+
+    saved = kael.get_num_threads()
+    kael.set_num_threads(2)
+    try:
+        ahead = factor()
+        alone = gemm_run.accumulate_into
+
+        def one_at_a_time(c, a, b, subtract=False, alongside=()):
+            return False if alongside else alone(c, a, b, subtract)
+
+        monkeypatch.setattr(gemm_run, "accumulate_into", one_at_a_time)
+        sequential = factor()
+    finally:
+        kael.set_num_threads(saved)
+    for got, want in zip(ahead, sequential, strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
 VIEWS = {
     "transposed": lambda x: x.mT,
     "sliced": lambda x: x[..., ::2, 1:],

@@ -303,15 +303,19 @@ def panel(op: str, a, tau, scratch) -> None:
     """geqr2 or org2r (`op`) of one large matrix's panel, impl `a` [m, n] (unit-stride
     rows), walked column-major through impl `scratch` (at least n * (m + PAD) elements):
     the same reflectors and Q as the row kernels, up to rounding. tau: impl [k]."""
+    dense.run_prepared(*prepared_panel(op, a, tau, scratch), 0)
+
+
+def prepared_panel(op: str, a, tau, scratch) -> tuple:
+    """panel's launch, not run: (kernel, argument words, work items)."""
     m, n = a.shape[-2:]
-    k = tau.shape[-1]
     assert scratch.numel() >= n * (m + PAD) and scratch.dtype is a.dtype
     name, build = _module(a.dtype)
     words = [
         host_ptr(a, name), a.strides[-2], host_ptr(scratch, name), m + PAD,
-        host_ptr(tau, name), m, n, k,
+        host_ptr(tau, name), m, n, tau.shape[-1],
     ]  # fmt: skip
-    dense.run(name, build, f"{name}_{op}_panel", words, 1, 2 * m * n * max(k, 1))
+    return dense.kernel(name, build, f"{name}_{op}_panel"), words, 1
 
 
 def reflectors(a, v, batch: int) -> None:
