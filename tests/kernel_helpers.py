@@ -136,3 +136,24 @@ def assert_refused_naming(record: dict, kind: str, message: str) -> None:
     """A case's record is the error `kind` whose message matches `message`."""
     assert record.get("error") == kind, record
     assert re.search(message, record["message"]), record["message"]
+
+
+def ahead_and_one_at_a_time(factor, monkeypatch):
+    """(factor(), factor()) on two threads: first as kael runs it, launches taken along
+    beside a matrix product (codegen/cpu/pair.py), then with every such pairing refused,
+    so the same launches run one after another."""
+    from kael.codegen.cpu import gemm_run
+
+    saved = kael.get_num_threads()
+    kael.set_num_threads(2)
+    try:
+        ahead = factor()
+        alone = gemm_run.accumulate_into
+
+        def one_at_a_time(c, a, b, subtract=False, alongside=()):
+            return False if alongside else alone(c, a, b, subtract)
+
+        monkeypatch.setattr(gemm_run, "accumulate_into", one_at_a_time)
+        return ahead, factor()
+    finally:
+        kael.set_num_threads(saved)

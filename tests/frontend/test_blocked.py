@@ -5,6 +5,7 @@ side's zero blocks skipped."""
 import numpy as np
 import pytest
 import torch
+from kernel_helpers import ahead_and_one_at_a_time
 
 import kael
 from kael.frontend import blocked
@@ -96,8 +97,6 @@ def test_look_ahead_gives_the_sequential_bits(monkeypatch):
     """The next panel factored beside the rest of the trailing product (and its row
     interchanges applied after both) gives the bits of the schedule one launch at a time,
     on two threads: no launch reads what the other writes."""
-    from kael.codegen.cpu import gemm_run
-
     rng = np.random.default_rng(8)
     a = rng.standard_normal((3 * blocked.BLOCK + 37, 3 * blocked.BLOCK + 40))  # 3 rhs columns
     n = a.shape[0]
@@ -108,19 +107,7 @@ def test_look_ahead_gives_the_sequential_bits(monkeypatch):
         blocked.lu(x, piv, info)
         return x.numpy(), piv.numpy()
 
-    saved = kael.get_num_threads()
-    kael.set_num_threads(2)
-    try:
-        ahead = factor()
-        alone = gemm_run.accumulate_into
-
-        def one_at_a_time(c, a, b, subtract=False, alongside=()):
-            return False if alongside else alone(c, a, b, subtract)
-
-        monkeypatch.setattr(gemm_run, "accumulate_into", one_at_a_time)
-        sequential = factor()
-    finally:
-        kael.set_num_threads(saved)
+    ahead, sequential = ahead_and_one_at_a_time(factor, monkeypatch)
     np.testing.assert_array_equal(ahead[1], sequential[1])
     np.testing.assert_array_equal(ahead[0].view(np.uint64), sequential[0].view(np.uint64))
     want = torch.linalg.lu_factor(torch.tensor(a[:, :n])).pivots.numpy() - 1

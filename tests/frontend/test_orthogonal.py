@@ -5,6 +5,7 @@ shapes and dtypes, any layout, empty and non-finite inputs, and the typed errors
 import numpy as np
 import pytest
 import torch
+from kernel_helpers import ahead_and_one_at_a_time
 
 import kael
 
@@ -69,26 +70,12 @@ def test_look_ahead_gives_the_sequential_bits(shape, monkeypatch):
     """One matrix's next geqr2 panel factored, and each org2r panel formed, beside the rest
     of a block's product give the bits of the schedule one launch at a time, on two
     threads: no launch reads what the other writes."""
-    from kael.codegen.cpu import gemm_run
-
     a = kael.tensor(random(shape, kael.float64, seed=8))
 
     def factor() -> list[np.ndarray]:
         return [x.numpy().view(np.uint64) for x in kael.linalg.qr(a, mode="complete")]
 
-    saved = kael.get_num_threads()
-    kael.set_num_threads(2)
-    try:
-        ahead = factor()
-        alone = gemm_run.accumulate_into
-
-        def one_at_a_time(c, a, b, subtract=False, alongside=()):
-            return False if alongside else alone(c, a, b, subtract)
-
-        monkeypatch.setattr(gemm_run, "accumulate_into", one_at_a_time)
-        sequential = factor()
-    finally:
-        kael.set_num_threads(saved)
+    ahead, sequential = ahead_and_one_at_a_time(factor, monkeypatch)
     for got, want in zip(ahead, sequential, strict=True):
         np.testing.assert_array_equal(got, want)
 
