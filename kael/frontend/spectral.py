@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from kael.codegen.cpu import symmetric_eigen
+from kael.codegen.cpu import symmetric_eigen, team
 from kael.frontend import factories, tridiagonal
 from kael.frontend.blocked import subtract_product
 from kael.frontend.factorizations import (
@@ -73,9 +73,12 @@ def _panels(a: Tensor, values: Tensor, work: Tensor) -> int:
     n = a.shape[-1]
     a = a.reshape(n, n)
     w = factories.zeros((PANEL, n), dtype=a.dtype)
+    part = factories.empty(n, dtype=a.dtype)  # the panel's helper's scratch
+    sync = factories.zeros(((n - CROSSOVER) // PANEL, team.SIZE), dtype=int64)  # one a panel
     start = 0
     while n - start >= BLOCKED:
-        symmetric_eigen.panel(a._impl, values._impl, work._impl, w._impl, n, start, PANEL)
+        words = (a, values, work, w, part, sync[start // PANEL])
+        symmetric_eigen.panel(*(t._impl for t in words), n, start, PANEL)
         start += PANEL
         trailing, v, wt = a[start:, start:], a[start - PANEL : start, start:], w[:, start:]
         subtract_product(trailing, v.mT, wt)

@@ -283,6 +283,25 @@ def test_blocked_reduction_matches_torch_on_both_sides_of_each_block(n, dtype):
     np.testing.assert_allclose(values.numpy(), want.eigenvalues.numpy(), atol=tolerance(a, dtype))
 
 
+@pytest.mark.parametrize("dtype", FLOATS, ids=["f32", "f64"])
+def test_blocked_reduction_gives_the_same_bits_on_one_thread_and_two(dtype):
+    """A panel's A v shared by two work items (codegen/cpu/team.py) adds the same terms in
+    the same order whichever item does the helper's share."""
+    a = kael.tensor(symmetric((BLOCKED + 2 * spectral.PANEL + 5,) * 2, dtype, seed=21))
+    results = []
+    saved = kael.get_num_threads()
+    try:
+        for threads in (1, 2, 2):
+            kael.set_num_threads(threads)
+            got = kael.linalg.eigh(a)
+            results.append([x.numpy().copy() for x in (got.eigenvalues, got.eigenvectors)])
+    finally:
+        kael.set_num_threads(saved)
+    for other in results[1:]:
+        for mine, theirs in zip(results[0], other, strict=True):
+            np.testing.assert_array_equal(mine, theirs)
+
+
 @pytest.mark.parametrize("uplo", ["L", "U"])
 def test_blocked_reduction_reads_only_the_uplo_triangle_of_a_transposed_view(uplo):
     n = BLOCKED + 3

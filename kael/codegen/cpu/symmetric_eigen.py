@@ -25,12 +25,13 @@ from __future__ import annotations
 from llvmlite import ir
 
 from kael.codegen.cpu import dense
+from kael.codegen.cpu.team import Team
 from kael.runtime.tensor_impl import host_ptr
 
 I1, I64 = ir.IntType(1), ir.IntType(64)
 PREPARE_WORDS = ("a", "w", "work", "info", "n", "lower", "vectors")
 WORDS = ("a", "w", "work", "info", "n", "vectors", "pairs", "steps", "capacity", "start")
-PANEL_WORDS = ("a", "w", "work", "panel", "n", "start", "width")
+PANEL_WORDS = ("a", "w", "work", "panel", "n", "start", "width", "part", "sync")
 ROTATE_WORDS = ("a", "pairs", "steps", "info", "n", "capacity", "chunks", "strips", "size")
 FORM_WORDS = ("a", "work", "n", "blocks", "strips", "size")
 MAX_SWEEPS = 30
@@ -40,6 +41,9 @@ TRIDIAGONAL = 2  # eigh's vectors word for the reduction alone (divide and conqu
 # spilled the wavefront's two carried rows to the stack: 512 x 512 ran 1.6x slower at 32.
 STRIPS = {8: 8, 4: 32}
 GROUP = 4  # the rows of A one pass of the panel's product A v reads (6 and 8: slower)
+# The leader's share of a panel column's rows, in 256ths: the top 181/256 ~ 1/sqrt(2) of the
+# rows hold half the lower triangle's elements.
+LEAD_SHARE = 181
 ROWS = 8  # the rows of Q^T one work item of the forming kernel makes
 STRIP = 8  # the rows prepare makes symmetric together
 # (eps: the convergence test's unit; safmin; dsyev's rmin and rmax), by itemsize.
@@ -192,38 +196,73 @@ def _in_groups(d: dense.Dense, lo, hi, size: int, body) -> None:
 
 
 def _panel(d: dense.Dense, item: ir.Value) -> None:
-    """LAPACK's dlatrd on columns [start, start + width) of the full symmetric trailing
+    """LAPACK's dlatrd on columns [start, start + width) of the one full symmetric trailing
     block: each column takes the panel's earlier reflectors (A - V W^T - W V^T, A's row c
     standing for its column c) and gives H_c (v_c into row c from column c + 1, as
     _tridiagonalize leaves it), and w_c = tau (A v - V W^T v - W V^T v) minus
     (tau/2)(w.v) v into row c - start of `panel` (W^T, n columns). The trailing rows stay
-    as they are: the caller subtracts V W^T + W V^T from them by the matrix product."""
+    as they are: the caller subtracts V W^T + W V^T from them by the matrix product.
+
+    Two work items share each w_c (codegen/cpu/team.py): the leader runs the columns and
+    takes A v's rows above _lead_rows and the first half of the earlier columns' terms;
+    the helper (or the leader, where the helper is late) the rest into `part`, which the
+    leader then adds: the same bits either way."""
     b, w = d.b, d.w
     n, start, width = w["n"], w["start"], w["width"]
-    a = d.matrix("a", "n", b.mul(item, b.mul(n, n)))
-    diag = _ptr(d, d.ptr("w"), b.mul(item, n))
-    e = _work(d, item, n)
-    tau = _ptr(d, e, n)
-    panel = d.matrix("panel", "n", b.mul(item, b.mul(width, n)))
-    with d.when(b.not_(_flagged(d, e, n))), d.loop(start, b.add(start, width)) as c:
-        c1 = b.add(c, d.i(1))
-        v = a.row(c)
-        with d.loop(start, c) as k:
-            wk, vk = panel.row(b.sub(k, start)), a.row(k)
-            d.axpys(v, [d.neg(d.get(vk, c)), d.neg(d.get(wk, c))], [wk, vk], c, n)
-        d.put(diag, c, d.get(v, c))
-        beta, t = _householder(d, _ptr(d, v, c1), b.sub(n, c1))
-        d.put(e, c, beta)
-        d.put(tau, c, t)
-        out = panel.row(b.sub(c, start))
-        d.fill(out, d.f(0.0), c1, n)
-        _in_groups(d, c1, n, GROUP, lambda r, count: _symmetric_rows(d, a, r, count, c1, v, out))
-        with d.loop(start, c) as k:
+    a = d.matrix("a", "n")
+    panel = d.matrix("panel", "n")
+    part = d.ptr("part")
+    team = Team(d, d.ptr("sync", I64))
+
+    def share(c: ir.Value, out: ir.Value, lead: bool) -> None:
+        """The leader's (`lead`) or the helper's share of column c's A v - V W^T v - W V^T v
+        into `out`: rows [c1, _lead_rows) or [_lead_rows, n) of A v, and the first or
+        second half of the earlier columns' terms."""
+        c1, v = b.add(c, d.i(1)), a.row(c)
+        middle = _lead_rows(d, c1, n)
+        rows = (c1, middle) if lead else (middle, n)
+        _in_groups(d, *rows, GROUP, lambda r, count: _symmetric_rows(d, a, r, count, c1, v, out))
+        half = b.add(start, b.ashr(b.sub(c, start), d.i(1)))
+        with d.loop(*((start, half) if lead else (half, c))) as k:
             wk, vk = panel.row(b.sub(k, start)), a.row(k)
             alphas = [d.neg(d.dot(wk, v, c1, n)), d.neg(d.dot(vk, v, c1, n))]
             d.axpys(out, alphas, [vk, wk], c1, n)
-        d.scale(out, t, c1, n)
-        d.axpy(out, d.mul(d.mul(d.f(-0.5), t), d.dot(out, v, c1, n)), v, c1, n)
+
+    def their_share(c: ir.Value) -> None:
+        d.fill(part, d.f(0.0), b.add(c, d.i(1)), n)
+        share(c, part, lead=False)
+
+    with d.either(team.leads()) as (leader, helper):
+        with leader:
+            e = _work(d, d.i(0), n)
+            tau = _ptr(d, e, n)
+            with d.when(b.not_(_flagged(d, e, n))), d.loop(start, b.add(start, width)) as c:
+                c1 = b.add(c, d.i(1))
+                v = a.row(c)
+                with d.loop(start, c) as k:
+                    wk, vk = panel.row(b.sub(k, start)), a.row(k)
+                    d.axpys(v, [d.neg(d.get(vk, c)), d.neg(d.get(wk, c))], [wk, vk], c, n)
+                d.put(d.ptr("w"), c, d.get(v, c))
+                beta, t = _householder(d, _ptr(d, v, c1), b.sub(n, c1))
+                d.put(e, c, beta)
+                d.put(tau, c, t)
+                out = panel.row(b.sub(c, start))
+                d.fill(out, d.f(0.0), c1, n)
+                job = b.add(b.sub(c, start), d.i(1))
+                team.share(job, lambda: share(c, out, lead=True), lambda: their_share(c))
+                d.axpy(out, d.f(1.0), part, c1, n)
+                d.scale(out, t, c1, n)
+                d.axpy(out, d.mul(d.mul(d.f(-0.5), t), d.dot(out, v, c1, n)), v, c1, n)
+            team.end()
+        with helper:
+            team.serve(lambda job: their_share(b.add(start, b.sub(job, d.i(1)))))
+
+
+def _lead_rows(d: dense.Dense, c1: ir.Value, n: ir.Value) -> ir.Value:
+    """The first row of the helper's share of A v over rows [c1, n): LEAD_SHARE of the
+    way down, so each takes about half the triangle's elements."""
+    b = d.b
+    return b.add(c1, b.ashr(b.mul(b.sub(n, c1), d.i(LEAD_SHARE)), d.i(8)))
 
 
 def _work(d: dense.Dense, matrix: ir.Value, n: ir.Value) -> ir.Value:
@@ -734,12 +773,18 @@ def prepare(a, values, work, info, n: int, batch: int, *, lower: bool, vectors: 
     dense.run(name, _build(name, a.dtype), name + "_prepare", words, batch, 4 * n * n)
 
 
-def panel(a, values, work, w, n: int, start: int, width: int) -> None:
+def panel(a, values, work, w, part, sync, n: int, start: int, width: int) -> None:
     """Reduce columns [start, start + width) of the one prepared matrix at impl `a` (dlatrd:
-    see _panel); W^T into impl `w` [width, n]. The caller then updates the trailing block."""
+    see _panel); W^T into impl `w` [width, n]. Two work items share it: impl `part`
+    [n] is the helper's scratch, impl `sync` team.SIZE zeroed int64 words (one launch's).
+    The caller then updates the trailing block."""
     name = f"kael_eigh_{a.dtype.name}"
+    from kael.runtime.launcher import PARALLEL_BYTES, launch  # imports codegen at start-up
+
     words = [*(host_ptr(t, name) for t in (a, values, work, w)), n, start, width]
-    dense.run(name, _build(name, a.dtype), name + "_panel", words, 1, 0)
+    words += [host_ptr(part, name), host_ptr(sync, name)]
+    fn = dense.kernel(name, _build(name, a.dtype), name + "_panel")
+    launch(fn, words, 2, PARALLEL_BYTES, 1)  # the leader and the helper, on two threads
 
 
 def eigh(a, values, work, info, pairs, steps, capacity: int, n: int, batch: int, *,
