@@ -96,11 +96,11 @@ class _Scratch(NamedTuple):
     strips: Tensor  # [count, strips_size(n, itemsize)], Q^T and the packed strips
 
 
-def _scratch(A: Tensor, vectors: bool) -> _Scratch:
-    """Empty outputs (info zeros) and scratch for A's matrices (the vector parts only
-    with `vectors`)."""
-    n, batch = A.shape[-1], tuple(A.shape[:-2])
-    count, dtype = shape_numel(batch), A.dtype
+def _scratch(shape: tuple[int, ...], dtype, vectors: bool) -> _Scratch:
+    """Empty outputs (info zeros) and scratch for matrices of `shape` (the vector parts
+    only with `vectors`)."""
+    n, batch = shape[-1], tuple(shape[:-2])
+    count = shape_numel(batch)
     steps = symmetric_eigen.steps_size(n) if vectors else 1
     strips = symmetric_eigen.strips_size(n, dtype.itemsize) if vectors else 1
     return _Scratch(
@@ -125,6 +125,14 @@ def _solve(a: Tensor, lower: bool, vectors: bool, capacity: int, s: _Scratch) ->
     if vectors and count == 1 and n >= DIVIDE and not _nonfinite(s.work, n):
         _divide_and_conquer(a, s, start)
         return
+    _iterate(a, vectors, capacity, s, start)
+
+
+def _iterate(a: Tensor, vectors: bool, capacity: int, s: _Scratch, start: int) -> None:
+    """The eigh kernel from column `start` (the reduction's rest, QL, the sort) and, with
+    `vectors`, Q^T formed and the QL rotations replayed on it into `a`'s rows."""
+    n, count = a.shape[-1], s.work.shape[0]
+    values, work, info = s.values._impl, s.work._impl, s.info._impl
     pairs = factories.empty((count, max(2 * capacity, 1)), dtype=a.dtype)
     symmetric_eigen.eigh(a._impl, values, work, info, pairs._impl, s.steps._impl, capacity,
                          n, count, vectors=vectors, start=start)  # fmt: skip
@@ -134,6 +142,40 @@ def _solve(a: Tensor, lower: bool, vectors: bool, capacity: int, s: _Scratch) ->
     symmetric_eigen.form(a._impl, work, s.strips._impl, n, count)
     symmetric_eigen.rotate(a._impl, pairs._impl, s.steps._impl, info, s.strips._impl,
                            capacity, n, count)  # fmt: skip
+
+
+def _with_room(n: int, vectors: bool, s: _Scratch, attempt) -> Tensor:
+    """attempt(capacity) -> the eigenvectors' rows, again with room for every sweep where
+    the rotation log overflowed (info -1); then raise for a failure to converge."""
+    for capacity in symmetric_eigen.capacities(n) if vectors else (0,):
+        rows = attempt(capacity)
+        if not vectors or not bool(s.info.eq(-1).any()):
+            break
+    # PyTorch names linalg.eigh in eigvalsh's failures too (both are its _linalg_eigh).
+    raise_for(s.info, "linalg.eigh", _not_converged)
+    return rows
+
+
+def tridiagonal_eigh(d: Tensor, e: Tensor) -> tuple[Tensor, Tensor]:
+    """(eigenvalues ascending [count, n], eigenvectors as rows [count, n, n]) of the count
+    symmetric tridiagonal matrices with diagonals d [count, n] and off-diagonals e [count,
+    n - 1] (finite, of a moderate scale: divide and conquer's leaves): the eigh kernel's
+    QL iteration alone (no reflectors: Q is the identity), its rotations replayed."""
+    count, n = d.shape
+    s = _scratch((count, n, n), d.dtype, vectors=True)
+
+    def attempt(capacity: int) -> Tensor:
+        a = factories.zeros((count, n, n), dtype=d.dtype)  # no reflectors: tau is 0
+        a.diagonal(0, -2, -1).copy_(d)  # (the kernel reads T's last diagonal entry here)
+        s.values.copy_(d)
+        s.info.zero_()  # (prepare's job where there is a matrix to prepare)
+        s.work.zero_()
+        s.work[:, : n - 1] = e
+        s.work[:, symmetric_eigen.sigma_index(n)] = 1.0  # not scaled
+        _iterate(a, True, capacity, s, start=n - 1)
+        return a
+
+    return s.values, _with_room(n, True, s, attempt)
 
 
 def _nonfinite(work: Tensor, n: int) -> bool:
@@ -175,17 +217,16 @@ def _eigh(A, UPLO, op: str, vectors: bool) -> tuple[Tensor, Tensor]:
     """(eigenvalues [*, n], eigenvectors as rows [*, n, n]) of the UPLO triangle of A."""
     A = square(A, op)
     lower = _uplo(UPLO, op)
-    s = _scratch(A, vectors)
-    a = working_copy(A)
-    if s.work.numel() and A.shape[-1]:
-        for capacity in symmetric_eigen.capacities(A.shape[-1]) if vectors else (0,):
-            _solve(a, lower, vectors, capacity, s)
-            if not vectors or not bool(s.info.eq(-1).any()):
-                break
-            a = working_copy(A)  # the log overflowed: again, with room for every sweep
-    # PyTorch names linalg.eigh in eigvalsh's failures too (both are its _linalg_eigh).
-    raise_for(s.info, "linalg.eigh", _not_converged)
-    return s.values, a
+    s = _scratch(A.shape, A.dtype, vectors)
+    if not (s.work.numel() and A.shape[-1]):
+        return s.values, working_copy(A)
+
+    def attempt(capacity: int) -> Tensor:
+        a = working_copy(A)
+        _solve(a, lower, vectors, capacity, s)
+        return a
+
+    return s.values, _with_room(A.shape[-1], vectors, s, attempt)
 
 
 @on_host

@@ -52,7 +52,7 @@ def _ranges(lo: int, hi: int) -> list[tuple[int, int]]:
 
 def _leaves(d: Tensor, e: Tensor, ranges: list[tuple[int, int]]) -> dict:
     """Each leaf's (eigenvalues, eigenvectors as columns) by its first row: the leaves of
-    a size as one batch of dense tridiagonal matrices through eigh's kernels."""
+    a size as one batch through eigh's QL kernels (spectral.tridiagonal_eigh)."""
     from kael.frontend import spectral  # spectral imports this module
 
     by_size: dict[int, list[int]] = {}
@@ -60,21 +60,15 @@ def _leaves(d: Tensor, e: Tensor, ranges: list[tuple[int, int]]) -> dict:
         by_size.setdefault(hi - lo, []).append(lo)
     solved = {}
     for size, starts in by_size.items():
-        t = factories.zeros((len(starts), size, size), dtype=d.dtype)
         if len(by_size) == 1:  # equal leaves tile T: its diagonals, cut into rows of size
-            t.diagonal(0, -2, -1).copy_(d.reshape(-1, size))
-            if size > 1:
-                inner = index_ops.cat([e, e[:1]]).reshape(-1, size)[:, : size - 1]
-                t.diagonal(1, -2, -1).copy_(inner)
-                t.diagonal(-1, -2, -1).copy_(inner)
+            diagonals = d.reshape(-1, size)
+            padded = index_ops.cat([e, factories.zeros(1, dtype=e.dtype)])  # n long
+            off = padded.reshape(-1, size)[:, : size - 1]
         else:
-            for q, lo in enumerate(starts):
-                t[q].diagonal().copy_(d[lo : lo + size])
-                if size > 1:
-                    t[q].diagonal(1).copy_(e[lo : lo + size - 1])
-                    t[q].diagonal(-1).copy_(e[lo : lo + size - 1])
-        values, vectors = spectral.eigh(t)
-        columns = vectors.contiguous()
+            diagonals = index_ops.stack([d[lo : lo + size] for lo in starts])
+            off = index_ops.stack([e[lo : lo + size - 1] for lo in starts])
+        values, rows = spectral.tridiagonal_eigh(diagonals.contiguous(), off.contiguous())
+        columns = rows.mT.contiguous()
         for q, lo in enumerate(starts):
             solved[lo] = (values[q], columns[q])
     return solved

@@ -799,7 +799,7 @@ def eigh(a, values, work, info, pairs, steps, capacity: int, n: int, batch: int,
     name = f"kael_eigh_{a.dtype.name}"
     words = [*(host_ptr(t, name) for t in (a, values, work, info)), n, int(vectors)]
     words += [host_ptr(pairs, name), host_ptr(steps, name), capacity, start]
-    dense.run(name, _build(name, a.dtype), name, words, batch, 2 * n**3)
+    dense.run(name, _build(name, a.dtype), name, words, batch, batch * 2 * n**3)
 
 
 def form(a, work, strips, n: int, batch: int) -> None:
@@ -810,7 +810,9 @@ def form(a, work, strips, n: int, batch: int) -> None:
     blocks = -(-n // ROWS)
     words = [host_ptr(a, name), host_ptr(work, name), n, blocks, host_ptr(strips, name)]
     words.append(strips_size(n, a.dtype.itemsize))
-    dense.run(name, _build(name, a.dtype), name + "_form", words, batch * blocks, 4 * n**3 // 3)
+    dense.run(
+        name, _build(name, a.dtype), name + "_form", words, batch * blocks, batch * 4 * n**3 // 3
+    )
 
 
 def rotate(a, pairs, steps, info, strips, capacity: int, n: int, batch: int) -> None:
@@ -821,4 +823,6 @@ def rotate(a, pairs, steps, info, strips, capacity: int, n: int, batch: int) -> 
     size, chunks = strips_size(n, a.dtype.itemsize), -(-n // STRIPS[a.dtype.itemsize])
     words = [*(host_ptr(t, name) for t in (a, pairs, steps, info)), n, capacity, chunks]
     words += [host_ptr(strips, name), size]
-    dense.run(name, _build(name, a.dtype), name + "_rotate", words, batch * chunks, 6 * n**3)
+    dense.run(
+        name, _build(name, a.dtype), name + "_rotate", words, batch * chunks, batch * 6 * n**3
+    )
