@@ -69,20 +69,23 @@ def _panels(a: Tensor, values: Tensor, work: Tensor) -> int:
     """Reduce one prepared n x n matrix's leading columns in panels of PANEL (LAPACK's
     dsytrd): each panel by its kernel, the trailing block's rank-2 PANEL update
     A -= V W^T + W V^T by the matrix product, on every thread, while CROSSOVER rows
-    remain past the panel. Returns the column the unblocked reduction goes on from."""
+    remain past the panel. Returns the column the unblocked reduction goes on from.
+
+    The update is one product of depth 2 PANEL, [V; W]^T [W; V], not two of depth PANEL:
+    the trailing block streams through the cache once a panel, not twice. The panel
+    kernel leaves the rows [W; V; W], both factors as overlapping views."""
     n = a.shape[-1]
     a = a.reshape(n, n)
-    w = factories.zeros((PANEL, n), dtype=a.dtype)
+    wvw = factories.zeros((3 * PANEL, n), dtype=a.dtype)  # W, V, W again
     part = factories.empty(n, dtype=a.dtype)  # the panel's helper's scratch
     sync = factories.zeros(((n - CROSSOVER) // PANEL, team.SIZE), dtype=int64)  # one a panel
     start = 0
     while n - start >= BLOCKED:
-        words = (a, values, work, w, part, sync[start // PANEL])
+        words = (a, values, work, wvw, part, sync[start // PANEL])
         symmetric_eigen.panel(*(t._impl for t in words), n, start, PANEL)
         start += PANEL
-        trailing, v, wt = a[start:, start:], a[start - PANEL : start, start:], w[:, start:]
-        subtract_product(trailing, v.mT, wt)
-        subtract_product(trailing, wt.mT, v)
+        factors = wvw[:, start:]
+        subtract_product(a[start:, start:], factors[PANEL:].mT, factors[: 2 * PANEL])
     return start
 
 

@@ -375,6 +375,11 @@ class Dense:
         with self.loop(lo, hi) as j:
             self.b.store(value, self.b.gep(x, [j]))
 
+    def copy(self, y: ir.Value, x: ir.Value, lo, hi) -> None:
+        """y[j] = x[j] for j in [lo, hi)."""
+        with self.loop(lo, hi) as j:
+            self.put(y, j, self.get(x, j))
+
 
 def per_matrix(
     module: ir.Module,

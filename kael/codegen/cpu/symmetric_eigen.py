@@ -200,8 +200,10 @@ def _panel(d: dense.Dense, item: ir.Value) -> None:
     block: each column takes the panel's earlier reflectors (A - V W^T - W V^T, A's row c
     standing for its column c) and gives H_c (v_c into row c from column c + 1, as
     _tridiagonalize leaves it), and w_c = tau (A v - V W^T v - W V^T v) minus
-    (tau/2)(w.v) v into row c - start of `panel` (W^T, n columns). The trailing rows stay
-    as they are: the caller subtracts V W^T + W V^T from them by the matrix product.
+    (tau/2)(w.v) v into row c - start of `panel` (W^T, n columns), and again into row
+    c - start + 2 width after v_c's copy in row c - start + width: [W; V; W], whose
+    overlapping [V; W] and [W; V] make the caller's update of the trailing rows
+    (untouched here) one matrix product, A -= [V; W]^T [W; V] = V W^T + W V^T.
 
     Two work items share each w_c (codegen/cpu/team.py): the leader runs the columns and
     takes A v's rows above _lead_rows and the first half of the earlier columns' terms;
@@ -253,6 +255,9 @@ def _panel(d: dense.Dense, item: ir.Value) -> None:
                 d.axpy(out, d.f(1.0), part, c1, n)
                 d.scale(out, t, c1, n)
                 d.axpy(out, d.mul(d.mul(d.f(-0.5), t), d.dot(out, v, c1, n)), v, c1, n)
+                row = b.sub(c, start)  # the update's factors [V; W] after W's rows
+                d.copy(panel.row(b.add(row, width)), v, c1, n)
+                d.copy(panel.row(b.add(row, b.mul(width, d.i(2)))), out, c1, n)
             team.end()
         with helper:
             team.serve(lambda job: their_share(b.add(start, b.sub(job, d.i(1)))))
@@ -775,7 +780,7 @@ def prepare(a, values, work, info, n: int, batch: int, *, lower: bool, vectors: 
 
 def panel(a, values, work, w, part, sync, n: int, start: int, width: int) -> None:
     """Reduce columns [start, start + width) of the one prepared matrix at impl `a` (dlatrd:
-    see _panel); W^T into impl `w` [width, n]. Two work items share it: impl `part`
+    see _panel); [W; V; W] (rows) into impl `w` [3 width, n]. Two work items share it: impl `part`
     [n] is the helper's scratch, impl `sync` team.SIZE zeroed int64 words (one launch's).
     The caller then updates the trailing block."""
     name = f"kael_eigh_{a.dtype.name}"
