@@ -2,26 +2,51 @@
 dstedc): what eigh of one large matrix runs after the reduction to tridiagonal form,
 in place of the QL iteration's rotations of Q (most of its time).
 
-T splits at its middle off-diagonal beta: T = diag(T1', T2') + |beta| w w^T, T1' and T2'
-the halves with |beta| taken off the two diagonal entries beside the split and w =
-e_last + sign(beta) e_first. The halves split again down to at most LEAF rows; the leaves
-(every split's diagonal change made first) are solved together by eigh's own kernels on
-their small dense matrices, one batch per leaf size. Each merge's rank-one problem
-diag(eigenvalues) + |beta| z z^T, z the halves' vectors' coordinates beside the split, is
-codegen/cpu/secular.py's kernel, and the halves' vectors times its vectors are the merged
-vectors: two matrix products (the merge's O(n^3) work). Vectors are kept as columns:
-eigh applies the reduction's reflectors to them in blocks (dormtr), forming no Q.
+T splits at an off-diagonal beta: T = diag(T1', T2') + |beta| w w^T, T1' and T2' the
+two blocks with |beta| taken off the two diagonal entries beside the split and w =
+e_last + sign(beta) e_first. A block of more than LEAF rows splits after its first
+LEAF 2^k rows, the most below its half or exactly it (_tree): every block is a whole
+tree of LEAF-row leaves but those on T's last rows, so the merges of one height have
+one shape, bar one. The leaves (every split's diagonal change made first) are solved
+together by eigh's QL kernels, one batch per leaf size. Then each height's merges run
+together: the rank-one problems diag(eigenvalues) + |beta| z z^T (z the blocks'
+vectors' coordinates beside the split) by codegen/cpu/secular.py's kernels, all of a
+height in each launch, and the blocks' vectors times the merge's vectors (the O(n^3)
+work) as one run of each product's launches over the height's merges of a shape
+(gemm_run.products). Vectors are kept as columns: eigh applies the reduction's
+reflectors to them in blocks (dormtr), forming no Q.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from kael.codegen.cpu import gemm_run, secular
 from kael.frontend import factories, index_ops
-from kael.frontend.factorizations import working_buffer
+from kael.frontend.factorizations import PAD
 from kael.frontend.tensor import Tensor
 from kael.runtime.dtypes import int64
+from kael.runtime.tensor_impl import host_ptr
 
 LEAF = 32  # the most rows a block is solved whole
+
+
+class _Solved(NamedTuple):
+    """A solved block's eigenvectors, as the columns of the matrix at element `offset` of
+    the 1-d buffer `owner` with leading dimension `ld`."""
+
+    owner: Tensor
+    offset: int
+    ld: int
+
+    def address(self, row: int = 0) -> int:
+        return (
+            host_ptr(self.owner._impl, "linalg.eigh")
+            + (self.offset + row * self.ld) * self.owner.dtype.itemsize
+        )
+
+    def view(self, rows: int, cols: int) -> Tensor:
+        return self.owner.as_strided((rows, cols), (self.ld, 1), self.offset)
 
 
 def eigh(d: Tensor, e: Tensor) -> tuple[Tensor, Tensor]:
@@ -32,76 +57,141 @@ def eigh(d: Tensor, e: Tensor) -> tuple[Tensor, Tensor]:
     # x)^2 would overflow for a tiny T (and underflow for a huge one)
     top = max(float(d.abs().max()), float(e.abs().max()) if n > 1 else 0.0)
     scale = 1.0 / top if 0 < top < float("inf") else 1.0
-    d, e = d * scale, e * scale
+    d, e = d * scale, (e * scale).contiguous()
     betas = e.tolist()
-    ranges = _ranges(0, n)
-    for p, _ in ranges[1:]:  # every split is a leaf's start: it takes |beta| off the
+    leaves, heights = _tree(n)
+    for p, _ in leaves[1:]:  # every split is a leaf's start: it takes |beta| off the
         d[p - 1 : p + 1] -= abs(betas[p - 1])  # diagonal entries beside it
-    leaves = _leaves(d, e, ranges)
-    values, vectors = _solve(0, n, e.contiguous(), betas, leaves)
-    return values / scale, vectors
+    values, solved = _leaves(d, e, leaves)
+    for merges in heights:
+        values = _merge(merges, values, solved, e, betas)
+    return values / scale, solved[0].view(n, n)
 
 
-def _ranges(lo: int, hi: int) -> list[tuple[int, int]]:
-    """The leaves of [lo, hi), in order."""
-    if hi - lo <= LEAF:
-        return [(lo, hi)]
-    mid = lo + (hi - lo) // 2
-    return _ranges(lo, mid) + _ranges(mid, hi)
+def _tree(n: int) -> tuple[list[tuple[int, int]], list[list[tuple[int, int, int]]]]:
+    """The leaves (lo, hi) of T's split tree, in order, and its merges (lo, mid, hi) by
+    height (the leaves' parents first): a block of more than LEAF rows splits after its
+    first LEAF 2^k rows, the most that are below its half or exactly it."""
+    leaves: list[tuple[int, int]] = []
+    heights: list[list[tuple[int, int, int]]] = []
+
+    def split(lo: int, hi: int) -> int:
+        if hi - lo <= LEAF:
+            leaves.append((lo, hi))
+            return 0
+        half = LEAF
+        while 2 * half < hi - lo:
+            half *= 2
+        height = 1 + max(split(lo, lo + half), split(lo + half, hi))
+        heights.extend([] for _ in range(height - len(heights)))
+        heights[height - 1].append((lo, lo + half, hi))
+        return height
+
+    split(0, n)
+    return leaves, heights
 
 
-def _leaves(d: Tensor, e: Tensor, ranges: list[tuple[int, int]]) -> dict:
-    """Each leaf's (eigenvalues, eigenvectors as columns) by its first row: the leaves of
-    a size as one batch through eigh's QL kernels (spectral.tridiagonal_eigh)."""
+def _leaves(d: Tensor, e: Tensor, leaves: list[tuple[int, int]]) -> tuple[Tensor, dict]:
+    """(every leaf's eigenvalues ascending at its rows [n], {its first row: its vectors})
+    with the leaves of a size as one batch through eigh's QL kernels (spectral.
+    tridiagonal_eigh): the LEAF-row leaves tile T's first rows, the last may be shorter."""
     from kael.frontend import spectral  # spectral imports this module
 
-    by_size: dict[int, list[int]] = {}
-    for lo, hi in ranges:
-        by_size.setdefault(hi - lo, []).append(lo)
+    values = factories.empty(d.shape[0], dtype=d.dtype)
     solved = {}
-    for size, starts in by_size.items():
-        if len(by_size) == 1:  # equal leaves tile T: its diagonals, cut into rows of size
-            diagonals = d.reshape(-1, size)
-            padded = index_ops.cat([e, factories.zeros(1, dtype=e.dtype)])  # n long
-            off = padded.reshape(-1, size)[:, : size - 1]
-        else:
-            diagonals = index_ops.stack([d[lo : lo + size] for lo in starts])
-            off = index_ops.stack([e[lo : lo + size - 1] for lo in starts])
-        values, rows = spectral.tridiagonal_eigh(diagonals.contiguous(), off.contiguous())
-        columns = rows.mT.contiguous()
+    whole = [lo for lo, hi in leaves if hi - lo == LEAF]
+    rest = [(lo, hi) for lo, hi in leaves if hi - lo != LEAF]
+    end = len(whole) * LEAF
+    padded = index_ops.cat([e, factories.zeros(1, dtype=e.dtype)])  # n long: no split
+    groups = [(whole, LEAF, d[:end].reshape(-1, LEAF), padded[:end].reshape(-1, LEAF))]
+    groups += [([lo], hi - lo, d[lo:hi][None], padded[lo:hi][None]) for lo, hi in rest]
+    for starts, size, diagonals, off in groups:
+        if not starts:
+            continue
+        eigenvalues, rows = spectral.tridiagonal_eigh(
+            diagonals.contiguous(), off[:, : size - 1].contiguous()
+        )
+        values[starts[0] : starts[0] + len(starts) * size] = eigenvalues.reshape(-1)
+        columns = rows.mT.contiguous().reshape(-1)
         for q, lo in enumerate(starts):
-            solved[lo] = (values[q], columns[q])
-    return solved
+            solved[lo] = _Solved(columns, q * size * size, size)
+    return values, solved
 
 
-def _solve(lo: int, hi: int, e: Tensor, betas: list[float], leaves: dict):
-    """The eigenpairs (values, vectors as columns) of the block [lo, hi) of T (its
-    splits' diagonal changes made; e its off-diagonal, betas e's values)."""
-    n = hi - lo
-    if n <= LEAF:
-        return leaves[lo]
-    n1 = n // 2
-    mid = lo + n1
-    values1, cols1 = _solve(lo, mid, e, betas, leaves)
-    values2, cols2 = _solve(mid, hi, e, betas, leaves)
-    beta = betas[mid - 1]
-    cols = working_buffer((n, n), values1.dtype)  # padded rows: the products walk them
-    if beta == 0:  # T splits here: the halves' eigenpairs, merged in order
-        dvals = index_ops.cat([values1, values2])
-        cols.zero_()
-        cols[:n1, :n1] = cols1
-        cols[n1:, n1:] = cols2
-        order = dvals.argsort(stable=True)
-        return dvals[order], cols[:, order]
-    ut = factories.empty((n, n), dtype=cols.dtype)
-    values = factories.empty(n, dtype=cols.dtype)
-    floats, ints = secular.work_sizes(n)
-    work, index = factories.empty(floats, dtype=cols.dtype), factories.empty(ints, dtype=int64)
-    # z: the first half's vectors' last coordinates (row n1 - 1), the second's first
-    halves = (values1._impl, values2._impl, cols1[n1 - 1]._impl, cols2[0]._impl)
-    secular.merge(halves, e[mid - 1 : mid]._impl, ut._impl, values._impl, work._impl,
-                  index._impl)  # fmt: skip
-    # the merged vectors: each half's vectors times U's rows of that half (U = ut^T)
-    gemm_run.matmul(cols[:n1]._impl, cols1._impl, ut[:, :n1].mT._impl)
-    gemm_run.matmul(cols[n1:]._impl, cols2._impl, ut[:, n1:].mT._impl)
-    return values, cols
+def _merge(merges: list, values: Tensor, solved: dict, e: Tensor, betas: list) -> Tensor:
+    """The merges (lo, mid, hi) of one height: their blocks' eigenvalues (in `values` at
+    their rows) and vectors (`solved`, by first row) become the merged block's, in a
+    new values array (returned) and `solved[lo]`; e is T's off-diagonal."""
+    dtype = values.dtype
+    merged = values.clone()  # the blocks merged at a later height keep theirs
+    split = [m for m in merges if betas[m[1] - 1] == 0]
+    coupled = [m for m in merges if betas[m[1] - 1] != 0]
+    sizes = [hi - lo for lo, _, hi in coupled]
+    lds = [n + PAD if n * dtype.itemsize % 1024 == 0 else n for n in sizes]
+    floats, ints = zip(*(secular.work_sizes(n) for n in sizes), strict=True) if sizes else ((), ())
+    columns = factories.empty(
+        max(1, sum(n * ld for n, ld in zip(sizes, lds, strict=True))), dtype=dtype
+    )
+    ut = factories.empty(max(1, sum(n * n for n in sizes)), dtype=dtype)
+    work = factories.empty(max(1, sum(floats)), dtype=dtype)
+    index = factories.empty(max(1, sum(ints)), dtype=int64)
+    item = dtype.itemsize
+    base = {name: host_ptr(t._impl, "linalg.eigh") for name, t in
+            (("values", values), ("merged", merged), ("e", e), ("ut", ut), ("work", work),
+             ("index", index))}  # fmt: skip
+    blocks, groups = [], {}
+    at = {"columns": 0, "ut": 0, "work": 0, "index": 0}
+    for (lo, mid, _), n, ld, f, i in zip(coupled, sizes, lds, floats, ints, strict=True):
+        first, second = solved[lo], solved[mid]
+        n1 = mid - lo
+        u = base["ut"] + at["ut"] * item
+        blocks.append([
+            base["values"] + lo * item, base["values"] + mid * item,
+            first.address(n1 - 1), second.address(), base["e"] + (mid - 1) * item,
+            u, base["merged"] + lo * item, base["work"] + at["work"] * item,
+            base["index"] + at["index"] * 8, n, n1,
+        ])  # fmt: skip
+        out = _Solved(columns, at["columns"], ld)
+        key = (n, n1, first.ld, second.ld)
+        groups.setdefault(key, []).append((first, second, u, out))
+        solved[lo] = out
+        at["columns"] += n * ld
+        at["ut"] += n * n
+        at["work"] += f
+        at["index"] += i
+    if blocks:
+        secular.merges(dtype, blocks)
+    for (n, n1, _, _), members in groups.items():
+        _products(n, n1, members, ut)
+    for lo, mid, hi in split:
+        _concatenate(lo, mid, hi, merged, solved)
+    return merged
+
+
+def _products(n: int, n1: int, members: list, ut: Tensor) -> None:
+    """Each merge's vectors (`members`: its blocks' solved, ut's address, its output's
+    solved): its first block's vectors times U's first n1 rows (U = ut^T), its second's
+    times the rest, each of the two products one run of launches over the merges."""
+    item = ut.dtype.itemsize
+    start = (members[0][2] - host_ptr(ut._impl, "linalg.eigh")) // item
+    u = ut.as_strided((n, n), (n, 1), start)  # the first merge's
+    out = members[0][3]
+    for which, rows, row0 in ((0, n1, 0), (1, n - n1, n1)):
+        block = members[0][which].view(rows, rows)
+        c = out.owner.as_strided((rows, n), (out.ld, 1), out.offset + row0 * out.ld)
+        plan = gemm_run.plan_for(block._impl, u[:, row0 : row0 + rows].mT._impl, c._impl)
+        operands = [(m[which].address(), m[2] + row0 * item, m[3].address(row0)) for m in members]
+        gemm_run.products(plan, operands)
+
+
+def _concatenate(lo: int, mid: int, hi: int, values: Tensor, solved: dict) -> None:
+    """A split where beta is 0: the blocks' eigenpairs side by side, in ascending order."""
+    n, n1 = hi - lo, mid - lo
+    first, second = solved[lo], solved[mid]
+    both = values[lo:hi].clone()
+    order = both.argsort(stable=True)
+    columns = factories.zeros((n, n), dtype=values.dtype)
+    columns[:n1, :n1] = first.view(n1, n1)
+    columns[n1:, n1:] = second.view(n - n1, n - n1)
+    values[lo:hi] = both[order]
+    solved[lo] = _Solved(columns[:, order].contiguous().reshape(-1), 0, n)

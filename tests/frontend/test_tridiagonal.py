@@ -37,8 +37,9 @@ def test_structured_tridiagonals_match_lapack(case):
     d, e = rng.standard_normal(n), rng.standard_normal(n - 1)
     if case == "wilkinson":  # pairs of eigenvalues equal to many digits
         d, e = np.abs(np.arange(n) - (n - 1) / 2), np.ones(n - 1)
-    elif case == "zero_splits":  # T splits at several merges' own off-diagonal
-        e[[74, 36, 111, 17]] = 0
+    elif case == "zero_splits":  # T splits at merges' own off-diagonal, at each height
+        _, heights = tridiagonal._tree(n)  # one merge of a height split, another not
+        e[[merges[0][1] - 1 for merges in heights]] = 0
     elif case == "repeated":
         d, e = np.ones(n), np.zeros(n - 1)
         e[::2] = 1e-300
@@ -48,6 +49,28 @@ def test_structured_tridiagonals_match_lapack(case):
     else:
         e *= 1e-12
     _check(d, e, 1e-14)
+
+
+@pytest.mark.parametrize("n", [1, 32, 33, 65, 100, 150, 300, 512, 1000])
+def test_the_tree_tiles_t_with_leaves_and_merges_a_height_in_two_shapes_at_most(n):
+    """Leaves of LEAF rows but the last, tiling T in order; each merge joins a whole tree
+    of LEAF 2^k rows (at least half the block) and the rest, both solved lower down; so
+    a height's merges all have one shape but the one on T's last rows."""
+    leaves, heights = tridiagonal._tree(n)
+    assert [lo for lo, _ in leaves] == [0, *[hi for _, hi in leaves[:-1]]]
+    assert leaves[-1][1] == n
+    assert all(hi - lo == tridiagonal.LEAF for lo, hi in leaves[:-1])
+    assert 0 < leaves[-1][1] - leaves[-1][0] <= tridiagonal.LEAF
+    done = {lo: hi for lo, hi in leaves}  # solved blocks by first row
+    for merges in heights:
+        assert len({(hi - lo, mid - lo) for lo, mid, hi in merges}) <= 2
+        for lo, mid, hi in merges:
+            first = mid - lo
+            assert first % tridiagonal.LEAF == 0 and (first // tridiagonal.LEAF).bit_count() == 1
+            assert 0 < hi - mid <= first
+            assert done.pop(lo) == mid and done.pop(mid) == hi  # both halves solved below
+        done.update({lo: hi for lo, _, hi in merges})
+    assert done == {0: n}
 
 
 @pytest.mark.parametrize("scale", [1e-300, 1e-150, 1e150, 1e300])

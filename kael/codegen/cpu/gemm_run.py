@@ -14,9 +14,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kael.codegen.cpu import conv, gemm, gemm_gemv, native_launch, pair
+from kael.codegen.cpu import conv, gemm, gemm_gemv, many, native_launch, pair
 from kael.ir.matmul import GemmSpec, batch_dims
 from kael.runtime import launches
 from kael.runtime.dtypes import int64
@@ -393,6 +394,21 @@ def prepared_into(p: Plan, a: TensorImpl, b: TensorImpl, c: TensorImpl):
         optimize(step.fn)
         steps.append((step.fn, _patched(step, bases), step.total))
     return steps, buffer
+
+
+def products(p: Plan, operands: Sequence[tuple[int, int, int]]) -> None:
+    """c = a @ b by plan `p` for each (a, b, c) of addresses laid out as the operands `p`
+    was planned for: each launch of the plan once over all of them (codegen/cpu/many.py),
+    each product packing into its own part of one buffer."""
+    buffer = Storage(p.buffer_bytes * len(operands)) if p.buffer_bytes else None
+    for step in p.launches:
+        optimize(step.fn)
+        blocks = [
+            _patched(step, (a, b, c, buffer.ptr + k * p.buffer_bytes if buffer else 0))
+            for k, (a, b, c) in enumerate(operands)
+        ]
+        moved = max(step.moved * len(operands), parallel(step.flops * len(operands)))
+        many.run(step.fn, blocks, step.total, moved)
 
 
 def subtracting(c: TensorImpl, a: TensorImpl, b: TensorImpl):

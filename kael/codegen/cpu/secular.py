@@ -1,5 +1,5 @@
 """The merge step of the divide-and-conquer symmetric tridiagonal eigensolver (LAPACK's
-dlaed2-dlaed4, five dense kernels a merge, under dense.ROUNDED: no reassociation may
+dlaed2-dlaed4, six dense kernels a merge, under dense.ROUNDED: no reassociation may
 turn (d_j - origin) - tau into d_j - (origin + tau)): the eigenvalues and eigenvectors
 of D + rho z z^T, D = diag(d) from two halves already solved (each ascending), rho > 0.
 
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from kael.codegen.cpu import dense
+from kael.codegen.cpu import dense, many
 from kael.codegen.lowering import smin
 from kael.runtime.tensor_impl import host_ptr
 
@@ -119,7 +119,8 @@ def _vectors_part(d: dense.Dense, item: ir.Value) -> None:
 
 
 def _finish(d: dense.Dense, item: ir.Value) -> None:
-    """The deflated positions' unit vectors and values, then the output."""
+    """The deflated positions' unit vectors and values, and the eigenvalues' slots sorted
+    ascending (insertion: the roots and the deflated values each come nearly in order)."""
     b, n = d.b, d.w["n"]
     s = _Merge(d, n)
     count = d.var(b.load(s.k), "count")
@@ -129,7 +130,20 @@ def _finish(d: dense.Dense, item: ir.Value) -> None:
         d.put(row, p, d.f(1.0))
         d.put(s.values, count.get(), d.get(s.ds, p))
         count.set(b.add(count.get(), d.i(1)))
-    _output(d, s)
+    with d.loop(0, n) as c:
+        key, at = c, d.var(c, "at")
+        value = d.get(s.values, key)
+
+        def later() -> ir.Value:
+            here = at.get()
+            above = b.select(b.icmp_signed(">", here, d.i(0)), b.sub(here, d.i(1)), here)
+            bigger = d.gt(d.get(s.values, d.get(s.slots, above)), value)
+            return b.and_(b.icmp_signed(">", here, d.i(0)), bigger)
+
+        with d.while_(later):
+            d.put(s.slots, at.get(), d.get(s.slots, b.sub(at.get(), d.i(1))))
+            at.set(b.sub(at.get(), d.i(1)))
+        d.put(s.slots, at.get(), key)
 
 
 def _halves(d: dense.Dense, first: str, second: str, i: ir.Value, sign=None) -> ir.Value:
@@ -382,44 +396,33 @@ def _vectors(d: dense.Dense, s: _Merge, k, first, end) -> None:
         d.scale(row, d.div(d.f(1.0), d.sqrt(d.dot(row, row, 0, n))), 0, n)
 
 
-def _output(d: dense.Dense, s: _Merge) -> None:
-    """The deflating rotations undone on the vectors' coordinates (the last made first),
-    the eigenvalues' slots sorted ascending (insertion: the roots and the deflated values
-    each come nearly in order), lam and ut[c, perm[p]] = w[the slot of value c, p]."""
-    b, n = d.b, s.n
-    with d.loop(b.sub(n, d.i(1)), -1, -1) as p:
-        j = d.get(s.partner, p)
-        with d.when(b.icmp_signed(">=", j, d.i(0))):
-            c, sn = d.get(s.c, p), d.get(s.s, p)
-            with d.loop(0, n) as slot:
-                wp, wj = s.w.get(slot, p), s.w.get(slot, j)
-                s.w.set(slot, p, d.add(d.mul(c, wp), d.mul(sn, wj)))
-                s.w.set(slot, j, d.sub(d.mul(c, wj), d.mul(sn, wp)))
-    with d.loop(0, n) as c:
-        key, at = c, d.var(c, "at")
-        value = d.get(s.values, key)
-
-        def later() -> ir.Value:
-            here = at.get()
-            above = b.select(b.icmp_signed(">", here, d.i(0)), b.sub(here, d.i(1)), here)
-            bigger = d.gt(d.get(s.values, d.get(s.slots, above)), value)
-            return b.and_(b.icmp_signed(">", here, d.i(0)), bigger)
-
-        with d.while_(later):
-            d.put(s.slots, at.get(), d.get(s.slots, b.sub(at.get(), d.i(1))))
-            at.set(b.sub(at.get(), d.i(1)))
-        d.put(s.slots, at.get(), key)
+def _output_part(d: dense.Dense, item: ir.Value) -> None:
+    """Eigenvalues [item CHUNK, +CHUNK) in ascending order: each one's vector (w's row of
+    its slot) with the deflating rotations undone on its coordinates (the last made
+    first), lam[c], and ut[c, perm[p]] = that row's p."""
+    b, n = d.b, d.w["n"]
+    s = _Merge(d, n)
+    first = b.mul(item, d.i(CHUNK))
     ut, lam = d.matrix("u", "n"), d.ptr("lam")
-    with d.loop(0, n) as c:
+    with d.loop(first, smin(b, b.add(first, d.i(CHUNK)), n)) as c:
         slot = d.get(s.slots, c)
-        d.put(lam, c, d.get(s.values, slot))
         source, target = s.w.row(slot), ut.row(c)
+        with d.loop(b.sub(n, d.i(1)), -1, -1) as p:
+            j = d.get(s.partner, p)
+            with d.when(b.icmp_signed(">=", j, d.i(0))):
+                cos, sin = d.get(s.c, p), d.get(s.s, p)
+                wp, wj = d.get(source, p), d.get(source, j)
+                d.put(source, p, d.add(d.mul(cos, wp), d.mul(sin, wj)))
+                d.put(source, j, d.sub(d.mul(cos, wj), d.mul(sin, wp)))
+        d.put(lam, c, d.get(s.values, slot))
         with d.loop(0, n) as p:
             d.put(target, d.get(s.perm, p), d.get(source, p))
 
 
-KERNELS = (("prepare", _prepare), ("roots", _roots_part), ("zhat", _zhat_part),
-           ("vectors", _vectors_part), ("finish", _finish))  # fmt: skip
+# (part, body, whether it runs in CHUNKs) in order
+KERNELS = (("prepare", _prepare, False), ("roots", _roots_part, True),
+           ("zhat", _zhat_part, True), ("vectors", _vectors_part, True),
+           ("finish", _finish, False), ("output", _output_part, True))  # fmt: skip
 
 
 def _module(dtype):
@@ -428,7 +431,7 @@ def _module(dtype):
     def build(module: ir.Module) -> list[str]:
         return [
             symbol
-            for part, body in KERNELS
+            for part, body, _ in KERNELS
             for symbol in dense.per_matrix(
                 module, f"{name}_{part}", dtype, WORDS, body, dense.ROUNDED
             )  # fmt: skip
@@ -447,17 +450,25 @@ def merge(halves, beta, ut, lam, work, index) -> None:
     ascending) and lam [n]: `halves` the impls (values1 [n1], values2, z1 [n1], z2) of the
     two halves' ascending eigenvalues and their vectors' coordinates beside the split (z2
     taken times beta's sign), beta a 1-element impl (the coupling, not 0), work and index
-    scratch of at least work_sizes(n). Five launches: the preparation, then the roots,
-    z^ and the vectors in CHUNKs over the threads, then the output."""
+    scratch of at least work_sizes(n)."""
     d1, d2 = halves[0], halves[1]
     n1 = d1.shape[-1]
     n = n1 + d2.shape[-1]
     floats, ints = work_sizes(n)
     assert work.numel() >= floats and index.numel() >= ints
-    name, build = _module(d1.dtype)
     impls = (*halves, beta, ut, lam, work, index)
-    words = [*(host_ptr(t, name) for t in impls), n, n1]
-    chunks = -(-n // CHUNK)
-    for part, _ in KERNELS:
-        items = chunks if part in ("roots", "zhat", "vectors") else 1
-        dense.run(name, build, f"{name}_{part}", words, items, n * n * 8)
+    merges(d1.dtype, [[*(host_ptr(t, "secular") for t in impls), n, n1]])
+
+
+def merges(dtype, blocks: list[list[int]]) -> None:
+    """Several independent merges at once, each block its WORDS (addresses and sizes, as
+    `merge` takes them): six launches in all, each over every merge (codegen/cpu/many.py),
+    the roots, z^, vectors and output in CHUNKs over the threads."""
+    name, build = _module(dtype)
+    largest = max(words[-2] for words in blocks)
+    chunks = -(-largest // CHUNK)
+    work = sum(words[-2] ** 2 for words in blocks)
+    for part, _, chunked in KERNELS:
+        fn = dense.kernel(name, build, f"{name}_{part}")
+        per = chunks if chunked else 1
+        many.run(fn, blocks, per, work * 64 if len(blocks) * per > 1 else 0)

@@ -774,3 +774,23 @@ def test_a_batch_of_vectors_by_one_shared_matrix_splits_by_its_flops(threads):
     (step,) = _plan((256, 256), (1000, 256, 1), np.float32, lambda b: b, threads).launches
     assert step.name in (gemm_gemv.ROWS, gemm_gemv.COLS)
     assert (step.moved >= PARALLEL_BYTES) == (threads > 1), step.moved
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("shape", [(32, 32, 64), (128, 128, 256), (5, 9, 3)])
+def test_products_run_one_plan_over_many_operands(shape, dtype):
+    """gemm_run.products: a plan made for one product's layout, each launch once over
+    several products whose operands sit elsewhere, as separate matmuls would give."""
+    m, k, n = shape
+    rng = np.random.default_rng(m)
+    count = 5
+    a = rng.standard_normal((count, m, k + 3)).astype(dtype)[:, :, :k]  # strided rows
+    b = rng.standard_normal((count, n, k)).astype(dtype).transpose(0, 2, 1)  # column-major
+    c = np.full((count, m, n + 1), 7, dtype)  # the extra column is never written
+    plan = gemm_run.plan_for(impl_of(a[0]), impl_of(b[0]), impl_of(c[0, :, :n]))
+    gemm_run.products(plan, [(a[q].ctypes.data, b[q].ctypes.data, c[q].ctypes.data)
+                             for q in range(count)])  # fmt: skip
+    want = (a.astype(np.float64) @ b.astype(np.float64)).astype(dtype)
+    tol = (1e-6 if dtype == np.float32 else 1e-14) * k  # terms of size 1, k of them
+    np.testing.assert_allclose(c[:, :, :n], want, rtol=0, atol=tol)
+    assert (c[:, :, n] == 7).all()
