@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from kael.codegen.cpu import symmetric_eigen, team
-from kael.frontend import factories, tridiagonal
+from kael.frontend import factories, index_ops, tridiagonal
 from kael.frontend.blocked import subtract_product
 from kael.frontend.factorizations import (
     on_host,
@@ -163,9 +163,15 @@ def tridiagonal_eigh(d: Tensor, e: Tensor) -> tuple[Tensor, Tensor]:
     """(eigenvalues ascending [count, n], eigenvectors as rows [count, n, n]) of the count
     symmetric tridiagonal matrices with diagonals d [count, n] and off-diagonals e [count,
     n - 1] (finite, of a moderate scale: divide and conquer's leaves): the eigh kernel's
-    QL iteration alone (no reflectors: Q is the identity), its rotations replayed."""
+    QL iteration alone (no reflectors: Q is the identity), its rotations replayed. Each
+    matrix is scaled to a largest entry of 1 first, as prepare scales a dense one (the
+    eigenvalues are scaled back): a leaf far smaller than the rest of T would not
+    converge in its sweeps."""
     count, n = d.shape
     s = _scratch((count, n, n), d.dtype, vectors=True)
+    top = index_ops.cat([d, e], dim=-1).abs().amax(dim=-1, keepdim=True)
+    sigma = (1.0 / top).nan_to_num(nan=1.0, posinf=1.0)  # (a zero matrix stays as it is)
+    d, e = d * sigma, e * sigma
 
     def attempt(capacity: int) -> Tensor:
         a = factories.zeros((count, n, n), dtype=d.dtype)  # no reflectors: tau is 0
@@ -174,7 +180,7 @@ def tridiagonal_eigh(d: Tensor, e: Tensor) -> tuple[Tensor, Tensor]:
         s.info.zero_()  # (prepare's job where there is a matrix to prepare)
         s.work.zero_()
         s.work[:, : n - 1] = e
-        s.work[:, symmetric_eigen.sigma_index(n)] = 1.0  # not scaled
+        s.work[:, symmetric_eigen.sigma_index(n) : symmetric_eigen.sigma_index(n) + 1] = sigma
         _iterate(a, True, capacity, s, start=n - 1)
         return a
 

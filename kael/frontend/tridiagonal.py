@@ -29,6 +29,7 @@ from kael.runtime.dtypes import int64
 from kael.runtime.tensor_impl import host_ptr
 
 LEAF = 32  # the most rows a block is solved whole
+EPS = {8: 2.0**-53, 4: 2.0**-24}  # LAPACK's eps (the rounding unit), by itemsize
 
 
 class _Solved(NamedTuple):
@@ -51,10 +52,31 @@ class _Solved(NamedTuple):
 
 def eigh(d: Tensor, e: Tensor) -> tuple[Tensor, Tensor]:
     """(eigenvalues ascending [n], eigenvectors as columns [n, n], unit-stride rows) of
-    the tridiagonal matrix with diagonal d [n] and off-diagonal e [n - 1] (one dtype)."""
+    the tridiagonal matrix with diagonal d [n] and off-diagonal e [n - 1] (one dtype).
+    As dstedc, T first splits where an off-diagonal is negligible, |e_i| <= eps
+    sqrt(|d_i| |d_i+1|), and each block is solved on its own scale: a block far below
+    the rest of T would under- and overflow in a merge scaled for the whole."""
     n = d.shape[0]
-    # T scaled to a largest entry of 1, as dstedc scales it: the merges' slopes z^2 / (d -
-    # x)^2 would overflow for a tiny T (and underflow for a huge one)
+    eps = EPS[d.dtype.itemsize]
+    negligible = e.abs() <= (d[:-1].abs().sqrt() * d[1:].abs().sqrt()) * eps
+    ends = [i + 1 for i in negligible.nonzero().reshape(-1).tolist()] if n > 1 else []
+    if not ends:
+        return _divided(d, e)
+    values = factories.empty(n, dtype=d.dtype)
+    columns = factories.zeros((n, n), dtype=d.dtype)
+    for lo, hi in zip([0, *ends], [*ends, n], strict=True):
+        block_values, block_columns = _divided(d[lo:hi], e[lo : hi - 1])
+        values[lo:hi] = block_values
+        columns[lo:hi, lo:hi] = block_columns
+    order = values.argsort(stable=True)
+    return values[order], columns[:, order].contiguous()
+
+
+def _divided(d: Tensor, e: Tensor) -> tuple[Tensor, Tensor]:
+    """eigh of one block: scaled to a largest entry of 1, split down to leaves, merged."""
+    n = d.shape[0]
+    # scaled as dstedc scales it: the merges' slopes z^2 / (d - x)^2 would overflow for a
+    # tiny T (and underflow for a huge one)
     top = max(float(d.abs().max()), float(e.abs().max()) if n > 1 else 0.0)
     scale = 1.0 / top if 0 < top < float("inf") else 1.0
     d, e = d * scale, (e * scale).contiguous()

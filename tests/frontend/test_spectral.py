@@ -302,6 +302,21 @@ def test_blocked_reduction_gives_the_same_bits_on_one_thread_and_two(dtype):
             np.testing.assert_array_equal(mine, theirs)
 
 
+@pytest.mark.parametrize("dtype,scale", [(kael.float32, 1e-36), (kael.float64, 1e-306)])
+def test_eigh_of_a_matrix_with_a_tiny_block_converges_as_torch(dtype, scale):
+    """The review's case: divide and conquer's leaves of a block 1e-36 (float32) below the
+    rest raised LinAlgError (no convergence) where torch returns the eigenpairs."""
+    rng = np.random.default_rng(1)
+    n = DIVIDED
+    d, e = rng.standard_normal(n), rng.standard_normal(n - 1)
+    d[32:] *= scale
+    e[31:] *= scale
+    a = (np.diag(d) + np.diag(e, 1) + np.diag(e, -1)).astype(NP[dtype])
+    got = kael.linalg.eigh(kael.tensor(a))
+    check_decomposition(got, a, dtype)
+    check_against_torch(got, torch.linalg.eigh(torch.tensor(a)), a, dtype)
+
+
 @pytest.mark.parametrize("uplo", ["L", "U"])
 def test_blocked_reduction_reads_only_the_uplo_triangle_of_a_transposed_view(uplo):
     n = BLOCKED + 3

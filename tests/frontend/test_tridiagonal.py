@@ -88,6 +88,29 @@ def test_scaled_tridiagonals_keep_their_accuracy(scale):
     np.testing.assert_allclose(v.T @ v, np.eye(n), atol=1e-14 * n)
 
 
+@pytest.mark.parametrize("dtype,scale", [(np.float32, 1e-36), (np.float32, 1e-38),
+                                         (np.float64, 1e-300), (np.float64, 1e-306)])  # fmt: skip
+def test_a_block_far_below_the_rest_of_t_is_solved_on_its_own_scale(dtype, scale):
+    """T splits at a negligible off-diagonal (dstedc's test) and each block is scaled on
+    its own: a tiny block merged on the whole T's scale failed to converge (leaves) or
+    gave NaN (merges), where LAPACK returns its eigenpairs to its own precision."""
+    rng = np.random.default_rng(1)
+    n, cut = 160, 32
+    d, e = rng.standard_normal(n), rng.standard_normal(n - 1)
+    d[cut:] *= scale
+    e[cut - 1 :] *= scale
+    values, vectors = tridiagonal.eigh(kael.tensor(d.astype(dtype)), kael.tensor(e.astype(dtype)))
+    w, v = values.numpy().astype(np.float64), vectors.numpy().astype(np.float64)
+    tol = 1e-13 if dtype is np.float64 else 2e-5
+    t = np.diag(d) + np.diag(e, 1) + np.diag(e, -1)
+    np.testing.assert_allclose(v.T @ v, np.eye(n), atol=tol * n)
+    small = np.abs(w) < 1e-3  # the tiny block's eigenvalues, on their own scale
+    tiny = t[cut:, cut:].astype(dtype).astype(np.float64) / scale
+    np.testing.assert_allclose(np.sort(w[small]) / scale, np.linalg.eigvalsh(tiny), atol=tol * n)
+    big = t[:cut, :cut].astype(dtype).astype(np.float64)
+    np.testing.assert_allclose(np.sort(w[~small]), np.linalg.eigvalsh(big), atol=tol * n)
+
+
 @pytest.mark.parametrize("seed", [5, 18])
 def test_eigh_of_a_large_tridiagonal_matrix_has_small_residuals(seed):
     """Through kael.linalg.eigh (divide and conquer from spectral.DIVIDE rows): a random

@@ -136,9 +136,12 @@ def _finish(d: dense.Dense, item: ir.Value) -> None:
 
         def later() -> ir.Value:
             here = at.get()
-            above = b.select(b.icmp_signed(">", here, d.i(0)), b.sub(here, d.i(1)), here)
-            bigger = d.gt(d.get(s.values, d.get(s.slots, above)), value)
-            return b.and_(b.icmp_signed(">", here, d.i(0)), bigger)
+            inside = b.icmp_signed(">", here, d.i(0))
+            # at the front there is nothing above: compare with the value itself (never
+            # bigger), not with the unwritten slot 0
+            above = d.get(s.slots, b.select(inside, b.sub(here, d.i(1)), here))
+            bigger = d.gt(d.get(s.values, b.select(inside, above, key)), value)
+            return b.and_(inside, bigger)
 
         with d.while_(later):
             d.put(s.slots, at.get(), d.get(s.slots, b.sub(at.get(), d.i(1))))

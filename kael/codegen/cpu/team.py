@@ -67,7 +67,8 @@ class Team:
                 b.call(_declared(module, "llvm.x86.sse2.pause", ir.VoidType()), [])
             n = b.add(rounds.get(), ir.Constant(I64, 1))
             rounds.set(n)
-            with d.when(b.icmp_unsigned("==", b.urem(n, ir.Constant(I64, YIELD_EVERY)), i0())):
+            every = ir.Constant(I64, YIELD_EVERY - 1)  # a power of two
+            with d.when(b.icmp_unsigned("==", b.and_(n, every), i0())):
                 b.call(_declared(module, "sched_yield", I32), [])
 
     def leads(self) -> ir.Value:
@@ -106,11 +107,11 @@ class Team:
             self._spin(waiting)
             now = job.get()
             seen.set(now)
-            claimable = b.and_(
-                b.icmp_signed("!=", now, ir.Constant(I64, END)),
-                self._swap(CLAIM, b.sub(now, ir.Constant(I64, 1)), now),
-            )
-            with d.when(claimable):
+            # (the claim's compare-and-swap is emitted inside the first test: not on END)
+            with (
+                d.when(b.icmp_signed("!=", now, ir.Constant(I64, END))),
+                d.when(self._swap(CLAIM, b.sub(now, ir.Constant(I64, 1)), now)),
+            ):
                 theirs(now)
                 self._store(DONE, now)
 
