@@ -122,11 +122,15 @@ def solve(
     lower_rhs: bool = False,
 ) -> None:
     """op(T) X = B in place in `x` [n, k] (unit-stride rows): T the lower or upper triangle
-    of the n x n `a`, op the transpose when `trans`; diagonal blocks by the triangular
-    kernel, the rest of each block column's elimination by one matrix product.
-    `lower_rhs` (op(T) lower): B, and so X, is zero right of the diagonal (the identity:
-    X = T^-1), and each block row's columns past its diagonal block are skipped: a third
-    of the multiply-adds of a full right-hand side."""
+    of the n x n `a`, op the transpose when `trans`. Left-looking, a block row at a time:
+    one matrix product takes everything the rows solved before it contribute (depth up to
+    n, so the product runs at the kernel's speed and writes only the block row, where a
+    right-looking update of depth BLOCK streamed every later row through the cache each
+    step: solve_triangular of 512 x 512 by 512, 2.4 -> 2.1 ms), then the diagonal block
+    by the triangular kernel. `lower_rhs` (op(T) lower): B, and so X, is zero right of the
+    diagonal (the identity: X = T^-1), and each block row's columns past its diagonal
+    block are skipped, as are the solved rows' zero columns: a third of the multiply-adds
+    of a full right-hand side."""
     n = a.shape[-1]
     starts = list(range(0, n, BLOCK))
     forward = lower != trans  # op(T) is lower: block rows top to bottom
@@ -137,11 +141,10 @@ def solve(
 
     for i0 in starts if forward else reversed(starts):
         i1 = min(i0 + BLOCK, n)
-        columns = slice(0, i1 if lower_rhs else x.shape[-1])
-        block = x[i0:i1, columns]
-        diagonal = a[i0:i1, i0:i1]
+        s0, s1 = (0, i0) if forward else (i1, n)  # the rows solved before
+        columns = i1 if lower_rhs else x.shape[-1]
+        known = i0 if lower_rhs else columns  # the solved rows' columns that are not zero
+        if s1 > s0 and known:
+            subtract_product(x[i0:i1, :known], op(i0, i1, s0, s1), x[s0:s1, :known])
+        block, diagonal = x[i0:i1, :columns], a[i0:i1, i0:i1]
         triangular.solve(diagonal._impl, block._impl, 1, lower=lower, unit=unit, trans=trans)
-        if forward and i1 < n:
-            subtract_product(x[i1:, columns], op(i1, n, i0, i1), block)
-        elif not forward and i0:
-            subtract_product(x[:i0], op(0, i0, i0, i1), block)

@@ -96,21 +96,23 @@ def _tree(n: int) -> tuple[list[tuple[int, int]], list[list[tuple[int, int, int]
     first LEAF 2^k rows, the most that are below its half or exactly it."""
     leaves: list[tuple[int, int]] = []
     heights: list[list[tuple[int, int, int]]] = []
-
-    def split(lo: int, hi: int) -> int:
-        if hi - lo <= LEAF:
-            leaves.append((lo, hi))
-            return 0
-        half = LEAF
-        while 2 * half < hi - lo:
-            half *= 2
-        height = 1 + max(split(lo, lo + half), split(lo + half, hi))
-        heights.extend([] for _ in range(height - len(heights)))
-        heights[height - 1].append((lo, lo + half, hi))
-        return height
-
-    split(0, n)
+    _split(0, n, leaves, heights)
     return leaves, heights
+
+
+def _split(lo: int, hi: int, leaves: list, heights: list) -> int:
+    """_tree's recursion on [lo, hi) (a function, not a closure: no reference cycle);
+    returns the block's height."""
+    if hi - lo <= LEAF:
+        leaves.append((lo, hi))
+        return 0
+    half = LEAF
+    while 2 * half < hi - lo:
+        half *= 2
+    height = 1 + max(_split(lo, lo + half, leaves, heights), _split(lo + half, hi, leaves, heights))
+    heights.extend([] for _ in range(height - len(heights)))
+    heights[height - 1].append((lo, lo + half, hi))
+    return height
 
 
 def _leaves(d: Tensor, e: Tensor, leaves: list[tuple[int, int]]) -> tuple[Tensor, dict]:

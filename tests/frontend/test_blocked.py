@@ -112,3 +112,25 @@ def test_look_ahead_gives_the_sequential_bits(monkeypatch):
     np.testing.assert_array_equal(ahead[0].view(np.uint64), sequential[0].view(np.uint64))
     want = torch.linalg.lu_factor(torch.tensor(a[:, :n])).pivots.numpy() - 1
     np.testing.assert_array_equal(ahead[1], want)
+
+
+@pytest.mark.parametrize("op", ["det", "inv", "solve"])
+def test_a_large_factorization_frees_its_memory_without_a_garbage_collection(op):
+    """The blocked drivers hold no reference cycle: their working copies go back to the
+    allocator when the call returns (a recursive LU written as a nested closure kept
+    4.7 MB a call alive, and every call then copied into fresh pages: det 2.9 -> 9.5 ms)."""
+    import gc
+
+    a = kael.tensor(np.random.default_rng(4).standard_normal((N, N)))
+    args = (a, kael.ones(N, 3, dtype=kael.float64)) if op == "solve" else (a,)
+    fn = getattr(kael.linalg, op)
+    fn(*args)
+    gc.collect()
+    gc.disable()
+    try:
+        before = kael.memory_stats()["in_use_bytes"]
+        result = fn(*args)
+        del result
+        assert kael.memory_stats()["in_use_bytes"] == before
+    finally:
+        gc.enable()
