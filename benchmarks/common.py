@@ -19,6 +19,7 @@ right after torch's; a 1 MiB sum 23 us alone, 70-130 us within 10 ms of torch's)
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import statistics
 import sys
@@ -63,10 +64,13 @@ SETTLE = 0.015  # seconds before each timed call: the other library's spinners g
 def measure(cases: list[Case], rounds: int = 15, warmup: int = 2, block: int = 0) -> None:
     """Fill each case's times with `rounds` interleaved samples per library, each call
     started on idle cores (SETTLE). With `block`, a sample is instead the mean of `block`
-    back-to-back calls after SETTLE and `warmup` more calls, as a loop of them runs (the
-    libraries' order alternating from round to round): the pause lets the other library's
-    spinning workers give up their cores, the warmup calls bring this VM's parked second
-    vCPU back."""
+    back-to-back calls after SETTLE and `warmup` more calls, as a loop of them runs: the
+    pause lets the other library's spinning workers give up their cores, the warmup calls
+    bring this VM's parked second vCPU back. The libraries' order goes through every
+    permutation from round to round: what ran just before a single call changes its time
+    on this VM even after the pause (kael's 512 qr: 12.7 ms after NumPy's qr, 17 ms after
+    NumPy's det; NumPy's own qr 28 or 41 ms), and a fixed order gave one library the same
+    predecessor every time."""
     for case in cases:
         for fn in case.runs.values():
             for _ in range(warmup):
@@ -74,8 +78,8 @@ def measure(cases: list[Case], rounds: int = 15, warmup: int = 2, block: int = 0
         case.times = {lib: [] for lib in case.runs}
     for r in range(rounds):
         for case in cases:
-            order = list(case.runs.items())
-            for lib, fn in order[::-1] if block and r % 2 else order:
+            orders = list(itertools.permutations(case.runs.items()))
+            for lib, fn in orders[r % len(orders)]:
                 time.sleep(SETTLE)
                 for _ in range(warmup if block else 0):
                     fn()
