@@ -16,6 +16,7 @@ from kael.codegen.cpu import factorize, gemm_run, lu_panel, pair, triangular
 from kael.frontend import factories
 from kael.frontend.tensor import Tensor
 from kael.runtime.dtypes import int64
+from kael.runtime.tensor_impl import TensorImpl
 
 BLOCK = 64
 MIN_BLOCKED = 192  # rows from which one matrix is factored in panels
@@ -23,30 +24,49 @@ MIN_BLOCKED = 192  # rows from which one matrix is factored in panels
 
 def subtract_product(c: Tensor, a: Tensor, b: Tensor) -> None:
     """c -= a @ b, subtracted from c by the product's own kernel where the plan allows."""
-    if not gemm_run.accumulate_into(c._impl, a._impl, b._impl, subtract=True):
-        c.sub_(a @ b)
+    _subtract(c._impl, a._impl, b._impl)
 
 
-def subtract_ahead(c: Tensor, a: Tensor, b: Tensor, lead: int, after: tuple) -> None:
-    """c -= a @ b, then the prepared launch `after` (kernel, words, items), with
-    look-ahead: c's first `lead` columns are updated first, and `after` (which may use
-    those columns but touches none of the others) runs as one item of the launch for the
-    rest of the product (codegen/cpu/pair.py), on the calling thread while the other
+def _subtract(c: TensorImpl, a: TensorImpl, b: TensorImpl) -> None:
+    if not gemm_run.accumulate_into(c, a, b, subtract=True):
+        Tensor(c).sub_(Tensor(a) @ Tensor(b))
+
+
+def window(t: TensorImpl, r0: int, r1: int, c0: int, c1: int) -> TensorImpl:
+    """Rows [r0, r1) and columns [c0, c1) of the 2-d impl `t`, a view made directly: the
+    blocked loops take a dozen views a step, and a Tensor's slicing costs about 6 us."""
+    rs, cs = t.strides
+    at = t.offset + r0 * rs + c0 * cs
+    return TensorImpl.of_tuples(t.storage, (r1 - r0, c1 - c0), t.strides, at, t.dtype, t.device)
+
+
+def _part(t: TensorImpl, lo: int, hi: int) -> TensorImpl:
+    """Elements [lo, hi) of the 1-d impl `t`, a view."""
+    at = t.offset + lo * t.strides[0]
+    return TensorImpl.of_tuples(t.storage, (hi - lo,), t.strides, at, t.dtype, t.device)
+
+
+def subtract_ahead(c: TensorImpl, a: TensorImpl, b: TensorImpl, lead: int, after: tuple):
+    """c -= a @ b (2-d impls), then the prepared launch `after` (kernel, words, items),
+    with look-ahead: c's first `lead` columns are updated first, and `after` (which may
+    use those columns but touches none of the others) runs as one item of the launch for
+    the rest of the product (codegen/cpu/pair.py), on the calling thread while the other
     threads start on the product. The same launches one after another where the product's
     kernel cannot take it along; the bits are the same either way."""
-    rest = c[:, lead:]
-    head = gemm_run.subtracting(c[:, :lead]._impl, a._impl, b[:, :lead]._impl) if lead else ([], 0)
-    if head is None or not rest.shape[-1]:
-        subtract_product(c, a, b)
+    (rows, width), inner = c.shape, a.shape[1]
+    rest, rest_b = window(c, 0, rows, lead, width), window(b, 0, inner, lead, width)
+    head = ([], 0)
+    if lead:
+        head = gemm_run.subtracting(window(c, 0, rows, 0, lead), a, window(b, 0, inner, 0, lead))
+    if head is None or lead == width:
+        _subtract(c, a, b)
         pair.run_in_order([after])
         return
     steps, _buffer = head  # the buffer lives until the launches end
     chain = (*steps, after)
-    if not gemm_run.accumulate_into(
-        rest._impl, a._impl, b[:, lead:]._impl, subtract=True, alongside=chain
-    ):
+    if not gemm_run.accumulate_into(rest, a, rest_b, subtract=True, alongside=chain):
         pair.run_in_order(chain)
-        subtract_product(rest, a, b[:, lead:])
+        _subtract(rest, a, rest_b)
 
 
 def lu(a: Tensor, piv: Tensor, info: Tensor) -> None:
@@ -62,30 +82,32 @@ def lu(a: Tensor, piv: Tensor, info: Tensor) -> None:
     the calling thread while the other threads start on the product (codegen/cpu/
     pair.py); that panel's interchanges reach the columns outside it after both."""
     n, width = a.shape[-2:]
-    scratch = factories.empty(BLOCK * (n + lu_panel.PAD), dtype=a.dtype)
+    scratch = factories.empty(BLOCK * (n + lu_panel.PAD), dtype=a.dtype)._impl
+    m, pivots = a._impl, piv._impl
 
     def panel(j: int, whole_rows: bool = True) -> tuple:
         """The factorization of the panel at row and column j, prepared (lu_panel)."""
         nb = min(BLOCK, n - j)
-        args = (a[j:, j : j + nb]._impl, scratch._impl, piv[j : j + nb]._impl, info._impl)
+        args = (window(m, j, n, j, j + nb), scratch, _part(pivots, j, j + nb), info._impl)
         return lu_panel.prepared(*args, (j, width), whole_rows)
 
     pair.run_in_order([panel(0)])
     for j in range(0, n, BLOCK):
         nb = min(BLOCK, n - j)
-        if j + nb >= width:
-            break
-        right = a[j : j + nb, j + nb :]
-        triangular.solve(a[j : j + nb, j : j + nb]._impl, right._impl, 1, lower=True, unit=True)
-        if j + nb >= n:
-            break
         j2 = j + nb
+        if j2 >= width:
+            break
+        right = window(m, j, j2, j2, width)
+        triangular.solve(window(m, j, j2, j, j2), right, 1, lower=True, unit=True)
+        if j2 >= n:
+            break
         nb2 = min(BLOCK, n - j2)
-        subtract_ahead(a[j2:, j2:], a[j2:, j:j2], right, nb2, panel(j2, whole_rows=False))
-        moves = (piv[j2 : j2 + nb2] - j2)._impl
-        for outside in (a[j2:, :j2], a[j2:, j2 + nb2 :]):  # its interchanges, left and right
-            if outside.shape[-1]:
-                triangular.permute(outside._impl, moves, 1)
+        trailing, below = window(m, j2, n, j2, width), window(m, j2, n, j, j2)
+        subtract_ahead(trailing, below, right, nb2, panel(j2, whole_rows=False))
+        moves = _part(pivots, j2, j2 + nb2)
+        for c0, c1 in ((0, j2), (j2 + nb2, width)):  # its interchanges, left and right
+            if c1 > c0:
+                triangular.permute(window(m, j2, n, c0, c1), moves, 1, base=j2)
 
 
 def cholesky(a: Tensor) -> int:
@@ -135,9 +157,15 @@ def solve(
     starts = list(range(0, n, BLOCK))
     forward = lower != trans  # op(T) is lower: block rows top to bottom
     assert forward or not lower_rhs
+    t, b = a._impl, x._impl
 
-    def op(r0: int, r1: int, c0: int, c1: int) -> Tensor:
-        return a[c0:c1, r0:r1].mT if trans else a[r0:r1, c0:c1]
+    def op(r0: int, r1: int, c0: int, c1: int) -> TensorImpl:
+        """Rows [r0, r1) and columns [c0, c1) of op(T)."""
+        if not trans:
+            return window(t, r0, r1, c0, c1)
+        block = window(t, c0, c1, r0, r1)
+        return TensorImpl.of_tuples(block.storage, block.shape[::-1], block.strides[::-1],
+                                    block.offset, block.dtype, block.device)  # fmt: skip
 
     for i0 in starts if forward else reversed(starts):
         i1 = min(i0 + BLOCK, n)
@@ -145,6 +173,6 @@ def solve(
         columns = i1 if lower_rhs else x.shape[-1]
         known = i0 if lower_rhs else columns  # the solved rows' columns that are not zero
         if s1 > s0 and known:
-            subtract_product(x[i0:i1, :known], op(i0, i1, s0, s1), x[s0:s1, :known])
-        block, diagonal = x[i0:i1, :columns], a[i0:i1, i0:i1]
-        triangular.solve(diagonal._impl, block._impl, 1, lower=lower, unit=unit, trans=trans)
+            _subtract(window(b, i0, i1, 0, known), op(i0, i1, s0, s1), window(b, s0, s1, 0, known))
+        block, diagonal = window(b, i0, i1, 0, columns), window(t, i0, i1, i0, i1)
+        triangular.solve(diagonal, block, 1, lower=lower, unit=unit, trans=trans)

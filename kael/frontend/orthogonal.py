@@ -64,7 +64,7 @@ def apply_reflectors(
     if after is None:
         blocked.subtract_product(c, v, w)
     else:
-        blocked.subtract_ahead(c[0], v[0], w[0], lead, after)
+        blocked.subtract_ahead(c[0]._impl, v[0]._impl, w[0]._impl, lead, after)
     return t
 
 

@@ -20,7 +20,9 @@ from kael.runtime.tensor_impl import host_ptr
 I64 = ir.IntType(64)
 WORDS = ("a", "b", "n", "nrhs", "lda", "ldb", "a_stride", "b_stride", "lower", "unit", "trans")
 COLUMNS = 64  # the narrowest block of right-hand sides one work item solves
-PERMUTE_WORDS = ("b", "piv", "nrhs", "ld", "stride", "steps", "piv_stride", "reverse", "rows")
+PERMUTE_WORDS = (
+    "b", "piv", "nrhs", "ld", "stride", "steps", "piv_stride", "reverse", "rows", "base",
+)  # fmt: skip
 
 
 def _solve(d: dense.Dense, item: ir.Value) -> None:
@@ -78,7 +80,7 @@ def _permute(d: dense.Dense, item: ir.Value) -> None:
     steps, reverse = w["steps"], b.icmp_signed("!=", w["reverse"], d.i(0))
     with d.loop(0, steps) as s:
         k = b.select(reverse, b.sub(b.sub(steps, d.i(1)), s), s)
-        p = b.load(b.gep(piv, [k]))
+        p = b.sub(b.load(b.gep(piv, [k])), w["base"])
         # the caller checked the pivots, but another thread may change them since: a row
         # past the block is left alone
         inside = b.and_(b.icmp_unsigned("<", p, w["rows"]), b.icmp_unsigned("<", k, w["rows"]))
@@ -112,16 +114,17 @@ def solve(a, x, batch: int, *, lower: bool, unit: bool = False, trans: bool = Fa
     dense.run(name, build, name, words, batch, n * n * nrhs)
 
 
-def permute(x, piv, batch: int, *, reverse: bool = False) -> None:
+def permute(x, piv, batch: int, *, reverse: bool = False, base: int = 0) -> None:
     """Apply 0-based LU row interchanges (impl `piv` [*, steps] int64, batch stride 0 when
-    it has no batch) to the rows of each [rows, nrhs] block of impl `x` ([rows, nrhs] or
-    [batch, rows, nrhs], unit-stride rows), in LAPACK's order or, `reverse`, the last
-    first."""
+    it has no batch; less `base`: a blocked LU's pivots count from the matrix's first row,
+    its interchanges apply to the rows from `base`) to the rows of each [rows, nrhs] block
+    of impl `x` ([rows, nrhs] or [batch, rows, nrhs], unit-stride rows), in LAPACK's order
+    or, `reverse`, the last first."""
     name = f"kael_permute_rows_{x.dtype.name}"
     steps = piv.shape[-1]
     piv_stride = steps if len(piv.shape) > 1 and piv.numel() > steps else 0
     rows, nrhs, ld, stride = factorize.geometry(x)
     x_at, piv_at = host_ptr(x, name), host_ptr(piv, name)
-    words = [x_at, piv_at, nrhs, ld, stride, steps, piv_stride, int(reverse), rows]
+    words = [x_at, piv_at, nrhs, ld, stride, steps, piv_stride, int(reverse), rows, base]
     build = lambda mod: dense.per_matrix(mod, name, x.dtype, PERMUTE_WORDS, _permute)  # noqa: E731
     dense.run(name, build, name, words, batch, steps * nrhs)
