@@ -34,7 +34,8 @@ def _subtract(c: TensorImpl, a: TensorImpl, b: TensorImpl) -> None:
 
 def window(t: TensorImpl, r0: int, r1: int, c0: int, c1: int) -> TensorImpl:
     """Rows [r0, r1) and columns [c0, c1) of the 2-d impl `t`, a view made directly: the
-    blocked loops take a dozen views a step, and a Tensor's slicing costs about 6 us."""
+    blocked loops take a dozen views a step (0.4 us each here, 1.7 us as a Tensor's
+    slice)."""
     rs, cs = t.strides
     at = t.offset + r0 * rs + c0 * cs
     return TensorImpl.of_tuples(t.storage, (r1 - r0, c1 - c0), t.strides, at, t.dtype, t.device)
