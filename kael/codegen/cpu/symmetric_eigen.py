@@ -780,9 +780,9 @@ def prepare(a, values, work, info, n: int, batch: int, *, lower: bool, vectors: 
 
 def panel(a, values, work, w, part, sync, n: int, start: int, width: int) -> None:
     """Reduce columns [start, start + width) of the one prepared matrix at impl `a` (dlatrd:
-    see _panel); [W; V; W] (rows) into impl `w` [3 width, n]. Two work items share it: impl `part`
-    [n] is the helper's scratch, impl `sync` team.SIZE zeroed int64 words (one launch's).
-    The caller then updates the trailing block."""
+    see _panel); [W; V; W] (rows) into impl `w` [3 width, n]. Two work items share it:
+    impl `part` [n] is the helper's scratch, impl `sync` team.SIZE zeroed int64 words (one
+    launch's). The caller then updates the trailing block."""
     name = f"kael_eigh_{a.dtype.name}"
     from kael.runtime.launcher import PARALLEL_BYTES, launch  # imports codegen at start-up
 

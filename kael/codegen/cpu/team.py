@@ -23,11 +23,15 @@ from llvmlite import ir
 from kael.codegen.cpu.dense import Dense
 from kael.codegen.cpu.parallel import YIELD_EVERY
 
-I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
+I32, I64 = ir.IntType(32), ir.IntType(64)
 LINE = 8  # int64 words a cache line: each word below on its own line
 JOB, CLAIM, DONE, LEADER = (k * LINE for k in range(4))
 SIZE = 4 * LINE
 END = 1 << 62  # the JOB that ends the helper's service
+
+
+def i0() -> ir.Constant:
+    return ir.Constant(I64, 0)
 
 
 def _declared(module: ir.Module, name: str, ret: ir.Type) -> ir.Function:
@@ -114,7 +118,3 @@ class Team:
             ):
                 theirs(now)
                 self._store(DONE, now)
-
-
-def i0() -> ir.Constant:
-    return ir.Constant(I64, 0)
