@@ -33,7 +33,7 @@ from kael.frontend.factorizations import (
 from kael.frontend.orthogonal import apply_reflectors
 from kael.frontend.outputs import copied_out
 from kael.frontend.tensor import Tensor
-from kael.runtime.dtypes import int64
+from kael.runtime.dtypes import float64, int64
 from kael.runtime.errors import TypeError, ValueError
 from kael.runtime.tensor_impl import shape_numel
 
@@ -126,7 +126,7 @@ def _solve(a: Tensor, lower: bool, vectors: bool, capacity: int, s: _Scratch) ->
     blocked = count == 1 and n >= BLOCKED
     start = _panels(a, s.values, s.work) if blocked else 0
     if vectors and count == 1 and n >= DIVIDE and not _nonfinite(s.work, n):
-        _divide_and_conquer(a, s, start)
+        _divide_and_conquer(a, s, start, capacity)
         return
     _iterate(a, vectors, capacity, s, start)
 
@@ -164,14 +164,17 @@ def tridiagonal_eigh(d: Tensor, e: Tensor) -> tuple[Tensor, Tensor]:
     symmetric tridiagonal matrices with diagonals d [count, n] and off-diagonals e [count,
     n - 1] (finite, of a moderate scale: divide and conquer's leaves): the eigh kernel's
     QL iteration alone (no reflectors: Q is the identity), its rotations replayed. Each
-    matrix is scaled to a largest entry of 1 first, as prepare scales a dense one (the
-    eigenvalues are scaled back): a leaf far smaller than the rest of T would not
-    converge in its sweeps."""
+    matrix is scaled by powers of two to a largest entry in [0.5, 1) first, as prepare
+    scales a dense one (the eigenvalues are scaled back): a leaf far smaller than the
+    rest of T would not converge in its sweeps, and 1 / (a subnormal float32) overflows."""
     count, n = d.shape
     s = _scratch((count, n, n), d.dtype, vectors=True)
-    top = index_ops.cat([d, e], dim=-1).abs().amax(dim=-1, keepdim=True)
-    sigma = (1.0 / top).nan_to_num(nan=1.0, posinf=1.0)  # (a zero matrix stays as it is)
-    d, e = d * sigma, e * sigma
+    top = index_ops.cat([d, e], dim=-1).abs().amax(dim=-1, keepdim=True).to(float64)
+    exponent = top.log2().floor().nan_to_num(nan=0.0, posinf=0.0, neginf=0.0) + 1
+    half = (exponent / 2).floor()
+    first, second = (-half).exp2(), (half - exponent).exp2()  # as tridiagonal._powers
+    d = (d.to(float64) * first * second).to(d.dtype)
+    e = (e.to(float64) * first * second).to(d.dtype)
 
     def attempt(capacity: int) -> Tensor:
         a = factories.zeros((count, n, n), dtype=d.dtype)  # no reflectors: tau is 0
@@ -180,11 +183,12 @@ def tridiagonal_eigh(d: Tensor, e: Tensor) -> tuple[Tensor, Tensor]:
         s.info.zero_()  # (prepare's job where there is a matrix to prepare)
         s.work.zero_()
         s.work[:, : n - 1] = e
-        s.work[:, symmetric_eigen.sigma_index(n) : symmetric_eigen.sigma_index(n) + 1] = sigma
+        s.work[:, symmetric_eigen.sigma_index(n)] = 1.0  # scaled back below
         _iterate(a, True, capacity, s, start=n - 1)
         return a
 
-    return s.values, _with_room(n, True, s, attempt)
+    rows = _with_room(n, True, s, attempt)
+    return (s.values.to(float64) / first / second).to(d.dtype), rows
 
 
 def _nonfinite(work: Tensor, n: int) -> bool:
@@ -192,19 +196,25 @@ def _nonfinite(work: Tensor, n: int) -> bool:
     return bool(work[0, symmetric_eigen.flag_index(n)].isnan())
 
 
-def _divide_and_conquer(a: Tensor, s: _Scratch, start: int) -> None:
+def _divide_and_conquer(a: Tensor, s: _Scratch, start: int, capacity: int) -> None:
     """One prepared matrix's eigenpairs (from column `start`, the panels done): the
     kernel's reduction to T alone, T's eigenpairs by divide and conquer
     (frontend/tridiagonal.py), and the reduction's reflectors applied to T's
     eigenvectors in blocks (LAPACK's dormtr: no Q formed), transposed into `a`'s rows;
-    the eigenvalues scaled back by prepare's sigma."""
+    the eigenvalues scaled back by prepare's sigma. Where T's scales are too far apart
+    for the merges (tridiagonal.eigh's None), the QL iteration with a log of `capacity`
+    rotations goes on from T instead."""
     n = a.shape[-1]
     none = factories.empty(1, dtype=a.dtype)
     symmetric_eigen.eigh(a._impl, s.values._impl, s.work._impl, s.info._impl, none._impl,
                          s.steps._impl, 0, n, 1, vectors=symmetric_eigen.TRIDIAGONAL,
                          start=start)  # fmt: skip
     sigma = float(s.work[0, symmetric_eigen.sigma_index(n)])
-    values, columns = tridiagonal.eigh(s.values.reshape(n).clone(), s.work[0, : n - 1].clone())
+    solved = tridiagonal.eigh(s.values.reshape(n).clone(), s.work[0, : n - 1].clone())
+    if solved is None:  # scales too far apart for the merges: QL on T (the reduction done)
+        _iterate(a, True, capacity, s, start=n - 1)
+        return
+    values, columns = solved
     _reflect_blocks(a.reshape(n, n), s.work, columns[None])
     a.reshape(n, n).copy_(columns.mT)
     s.values.reshape(n).copy_(values / sigma)

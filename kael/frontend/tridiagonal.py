@@ -19,6 +19,7 @@ reflectors to them in blocks (dormtr), forming no Q.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 from kael.codegen.cpu import gemm_run, secular
@@ -30,6 +31,9 @@ from kael.runtime.tensor_impl import host_ptr
 
 LEAF = 32  # the most rows a block is solved whole
 EPS = {8: 2.0**-53, 4: 2.0**-24}  # LAPACK's eps (the rounding unit), by itemsize
+# The least row scale, relative to a block's largest entry, its merges take: slopes
+# z^2 / (d - x)^2 of poles that close would overflow past about 2^-(max exponent / 2).
+NARROW = {8: 2.0**-480, 4: 2.0**-48}
 
 
 class _Solved(NamedTuple):
@@ -50,36 +54,50 @@ class _Solved(NamedTuple):
         return self.owner.as_strided((rows, cols), (self.ld, 1), self.offset)
 
 
-def eigh(d: Tensor, e: Tensor) -> tuple[Tensor, Tensor]:
+def eigh(d: Tensor, e: Tensor) -> tuple[Tensor, Tensor] | None:
     """(eigenvalues ascending [n], eigenvectors as columns [n, n], unit-stride rows) of
-    the tridiagonal matrix with diagonal d [n] and off-diagonal e [n - 1] (one dtype).
-    As dstedc, T first splits where an off-diagonal is negligible, |e_i| <= eps
-    sqrt(|d_i| |d_i+1|), and each block is solved on its own scale: a block far below
-    the rest of T would under- and overflow in a merge scaled for the whole."""
+    the tridiagonal matrix with diagonal d [n] and off-diagonal e [n - 1] (one dtype),
+    or None where a block's range of scales is too wide for its merges (see _divided):
+    the caller then takes the QL iteration. As dstedc, T first splits where an
+    off-diagonal is negligible, |e_i| <= eps sqrt(|d_i| |d_i+1|), and each block is
+    solved on its own scale: the blocks of at most LEAF rows together, one batch a size
+    (a diagonal T is n blocks of one row), the larger ones each by divide and conquer."""
     n = d.shape[0]
     eps = EPS[d.dtype.itemsize]
     negligible = e.abs() <= (d[:-1].abs().sqrt() * d[1:].abs().sqrt()) * eps
     ends = [i + 1 for i in negligible.nonzero().reshape(-1).tolist()] if n > 1 else []
     if not ends:
         return _divided(d, e)
+    blocks = list(zip([0, *ends], [*ends, n], strict=True))
     values = factories.empty(n, dtype=d.dtype)
     columns = factories.zeros((n, n), dtype=d.dtype)
-    for lo, hi in zip([0, *ends], [*ends, n], strict=True):
-        block_values, block_columns = _divided(d[lo:hi], e[lo : hi - 1])
-        values[lo:hi] = block_values
-        columns[lo:hi, lo:hi] = block_columns
+    for lo, hi in blocks:
+        if hi - lo > LEAF:
+            solved = _divided(d[lo:hi], e[lo : hi - 1])
+            if solved is None:
+                return None
+            values[lo:hi], columns[lo:hi, lo:hi] = solved
+    for starts, size, eigenvalues, rows in _small(d, e, [b for b in blocks if b[1] - b[0] <= LEAF]):
+        at = _rows(starts, size)
+        values[at] = eigenvalues
+        columns[at[:, :, None], at[:, None, :]] = rows.mT
     order = values.argsort(stable=True)
     return values[order], columns[:, order].contiguous()
 
 
-def _divided(d: Tensor, e: Tensor) -> tuple[Tensor, Tensor]:
-    """eigh of one block: scaled to a largest entry of 1, split down to leaves, merged."""
+def _divided(d: Tensor, e: Tensor) -> tuple[Tensor, Tensor] | None:
+    """eigh of one block: scaled to a largest entry of 1, split down to leaves, merged; or
+    None where some row's scale |d_i| + |e_i-1| + |e_i| is below NARROW[dtype] of that
+    largest entry: a merge of a block that small has poles so close that its slopes
+    z^2 / (d - x)^2 overflow (NaN eigenpairs, where the QL iteration is exact)."""
     n = d.shape[0]
-    # scaled as dstedc scales it: the merges' slopes z^2 / (d - x)^2 would overflow for a
-    # tiny T (and underflow for a huge one)
-    top = max(float(d.abs().max()), float(e.abs().max()) if n > 1 else 0.0)
-    scale = 1.0 / top if 0 < top < float("inf") else 1.0
-    d, e = d * scale, (e * scale).contiguous()
+    first, second = _powers(max(float(d.abs().max()), float(e.abs().max()) if n > 1 else 0.0))
+    d, e = d * first * second, (e * first * second).contiguous()  # (as dstedc scales it)
+    if n > 1:
+        edges = index_ops.cat([e.abs(), factories.zeros(1, dtype=e.dtype)])
+        rows = d.abs() + edges + edges.roll(1)
+        if float(rows.min()) < NARROW[d.dtype.itemsize]:
+            return None
     betas = e.tolist()
     leaves, heights = _tree(n)
     for p, _ in leaves[1:]:  # every split is a leaf's start: it takes |beta| off the
@@ -87,7 +105,17 @@ def _divided(d: Tensor, e: Tensor) -> tuple[Tensor, Tensor]:
     values, solved = _leaves(d, e, leaves)
     for merges in heights:
         values = _merge(merges, values, solved, e, betas)
-    return values / scale, solved[0].view(n, n)
+    return values / first / second, solved[0].view(n, n)
+
+
+def _powers(top: float) -> tuple[float, float]:
+    """Two powers of two whose product takes `top` into [0.5, 1), each of them a float32
+    (one factor would overflow for a subnormal top); 1 and 1 for 0 or a non-finite top."""
+    if not 0 < top < math.inf:
+        return 1.0, 1.0
+    exponent = math.frexp(top)[1]
+    half = exponent // 2
+    return 2.0**-half, 2.0 ** (half - exponent)
 
 
 def _tree(n: int) -> tuple[list[tuple[int, int]], list[list[tuple[int, int, int]]]]:
@@ -117,29 +145,49 @@ def _split(lo: int, hi: int, leaves: list, heights: list) -> int:
 
 def _leaves(d: Tensor, e: Tensor, leaves: list[tuple[int, int]]) -> tuple[Tensor, dict]:
     """(every leaf's eigenvalues ascending at its rows [n], {its first row: its vectors})
-    with the leaves of a size as one batch through eigh's QL kernels (spectral.
-    tridiagonal_eigh): the LEAF-row leaves tile T's first rows, the last may be shorter."""
-    from kael.frontend import spectral  # spectral imports this module
-
+    with the leaves of a size as one batch (_small)."""
     values = factories.empty(d.shape[0], dtype=d.dtype)
     solved = {}
-    whole = [lo for lo, hi in leaves if hi - lo == LEAF]
-    rest = [(lo, hi) for lo, hi in leaves if hi - lo != LEAF]
-    end = len(whole) * LEAF
-    padded = index_ops.cat([e, factories.zeros(1, dtype=e.dtype)])  # n long: no split
-    groups = [(whole, LEAF, d[:end].reshape(-1, LEAF), padded[:end].reshape(-1, LEAF))]
-    groups += [([lo], hi - lo, d[lo:hi][None], padded[lo:hi][None]) for lo, hi in rest]
-    for starts, size, diagonals, off in groups:
-        if not starts:
-            continue
-        eigenvalues, rows = spectral.tridiagonal_eigh(
-            diagonals.contiguous(), off[:, : size - 1].contiguous()
-        )
-        values[starts[0] : starts[0] + len(starts) * size] = eigenvalues.reshape(-1)
+    for starts, size, eigenvalues, rows in _small(d, e, leaves):
+        first, count = starts[0], len(starts)
+        if starts == list(range(first, first + count * size, size)):  # in a row: a view
+            values[first : first + count * size] = eigenvalues.reshape(-1)
+        else:
+            values[_rows(starts, size)] = eigenvalues
         columns = rows.mT.contiguous().reshape(-1)
         for q, lo in enumerate(starts):
             solved[lo] = _Solved(columns, q * size * size, size)
     return values, solved
+
+
+def _rows(starts: list[int], size: int) -> Tensor:
+    """The rows [count, size] of the blocks of `size` rows at `starts`: an index."""
+    return factories.tensor(starts, dtype=int64).reshape(-1, 1) + factories.arange(size)
+
+
+def _small(d: Tensor, e: Tensor, blocks: list[tuple[int, int]]):
+    """(starts, size, eigenvalues [count, size], eigenvectors as rows [count, size, size])
+    for the blocks (lo, hi) of T of each size, each size one batch through eigh's QL
+    kernels (spectral.tridiagonal_eigh); T's leaves tile its rows in order, so a size's
+    diagonals are one strided view of d where they do."""
+    from kael.frontend import spectral  # spectral imports this module
+
+    by_size: dict[int, list[int]] = {}
+    for lo, hi in blocks:
+        by_size.setdefault(hi - lo, []).append(lo)
+    padded = index_ops.cat([e, factories.zeros(1, dtype=e.dtype)])  # n long: no split
+    for size, starts in by_size.items():
+        first, count = starts[0], len(starts)
+        if starts == list(range(first, first + count * size, size)):  # in a row: a view
+            span = slice(first, first + count * size)
+            diagonals, off = d[span].reshape(-1, size), padded[span].reshape(-1, size)
+        else:
+            at = _rows(starts, size)
+            diagonals, off = d[at], padded[at]
+        eigenvalues, rows = spectral.tridiagonal_eigh(
+            diagonals.contiguous(), off[:, : size - 1].contiguous()
+        )
+        yield starts, size, eigenvalues, rows
 
 
 def _merge(merges: list, values: Tensor, solved: dict, e: Tensor, betas: list) -> Tensor:

@@ -111,6 +111,65 @@ def test_a_block_far_below_the_rest_of_t_is_solved_on_its_own_scale(dtype, scale
     np.testing.assert_allclose(np.sort(w[~small]), np.linalg.eigvalsh(big), atol=tol * n)
 
 
+def _coupled(n: int, cut: int, scale: float, coupling: float, dtype) -> np.ndarray:
+    """A dense tridiagonal matrix whose rows from `cut` are `scale` small, joined to the
+    rest by an off-diagonal `coupling` times its own size (not negligible)."""
+    rng = np.random.default_rng(0)
+    d, e = rng.standard_normal(n), rng.standard_normal(n - 1)
+    d[cut:] *= scale
+    e[cut:] *= scale
+    e[cut - 1] *= coupling
+    return (np.diag(d) + np.diag(e, 1) + np.diag(e, -1)).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype,scale,coupling", [
+    (np.float32, 1e-37, 1e-18),  # merges of the tiny block: NaN (review), now QL
+    (np.float64, 1e-307, 1e-153),
+    (np.float32, 1e-40, 1e-19),  # a subnormal leaf: 1 / its largest entry overflowed
+])  # fmt: skip
+def test_eigh_of_a_tiny_block_coupled_to_the_rest_is_finite_and_accurate(dtype, scale, coupling):
+    """Both review cases through kael.linalg.eigh: a block whose rows are far below the
+    rest but not split off returned NaN from divide and conquer's merges (eigh now takes
+    the QL iteration for such a T: tridiagonal.eigh gives None), and a leaf whose largest
+    entry is subnormal raised LinAlgError (leaves are scaled by two powers of two)."""
+    n = 160
+    a = _coupled(n, 32, scale, coupling, dtype)
+    w, v = (x.numpy().astype(np.float64) for x in kael.linalg.eigh(kael.tensor(a)))
+    tol = 1e-13 if dtype is np.float64 else 2e-5
+    np.testing.assert_allclose(w, torch.linalg.eigvalsh(torch.tensor(a)).numpy(), atol=tol * n)
+    np.testing.assert_allclose(a.astype(np.float64) @ v - v * w, 0, atol=tol * n)
+    np.testing.assert_allclose(v.T @ v, np.eye(n), atol=tol * n)
+
+
+def test_merges_of_blocks_too_small_for_their_slopes_are_refused():
+    """Rows below NARROW of the block's largest entry: no divide and conquer (None)."""
+    t = _coupled(160, 32, 1e-37, 1e-18, np.float32)
+    d, e = kael.tensor(np.diag(t).copy()), kael.tensor(np.diag(t, 1).copy())
+    assert tridiagonal.eigh(d, e) is None
+    t = _coupled(160, 32, 1e-10, 1e-5, np.float32)  # within range: divided
+    assert tridiagonal.eigh(kael.tensor(np.diag(t).copy()), kael.tensor(np.diag(t, 1).copy()))
+
+
+@pytest.mark.parametrize("case", ["diagonal", "pairs"])
+def test_many_small_blocks_are_solved_in_one_batch_a_size(case, monkeypatch):
+    """A diagonal T (n one-row blocks) or 2 x 2 blocks: one QL batch per block size, not
+    a divide and conquer per block (the review's 600 diagonal took 245 ms)."""
+    from kael.frontend import spectral
+
+    n = 300
+    rng = np.random.default_rng(3)
+    d, e = rng.standard_normal(n), np.zeros(n - 1)
+    if case == "pairs":
+        e[::2] = rng.standard_normal(len(e[::2]))
+    batches = []
+    solve = spectral.tridiagonal_eigh
+    monkeypatch.setattr(
+        spectral, "tridiagonal_eigh", lambda d, e: batches.append(d.shape) or solve(d, e)
+    )
+    _check(d, e, 1e-14)
+    assert batches == [(n, 1)] if case == "diagonal" else batches == [(n // 2, 2)]
+
+
 @pytest.mark.parametrize("seed", [5, 18])
 def test_eigh_of_a_large_tridiagonal_matrix_has_small_residuals(seed):
     """Through kael.linalg.eigh (divide and conquer from spectral.DIVIDE rows): a random
