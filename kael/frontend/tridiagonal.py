@@ -15,6 +15,10 @@ height in each launch, and the blocks' vectors times the merge's vectors (the O(
 work) as one run of each product's launches over the height's merges of a shape
 (gemm_run.products). Vectors are kept as columns: eigh applies the reduction's
 reflectors to them in blocks (dormtr), forming no Q.
+
+As dstedc, T is first split where an off-diagonal is negligible and each block solved
+on its own scale (the small ones in one QL batch a size); a block whose rows span more
+scales than a merge's slopes can hold is refused (None), and eigh takes QL instead.
 """
 
 from __future__ import annotations
@@ -149,9 +153,9 @@ def _leaves(d: Tensor, e: Tensor, leaves: list[tuple[int, int]]) -> tuple[Tensor
     values = factories.empty(d.shape[0], dtype=d.dtype)
     solved = {}
     for starts, size, eigenvalues, rows in _small(d, e, leaves):
-        first, count = starts[0], len(starts)
-        if starts == list(range(first, first + count * size, size)):  # in a row: a view
-            values[first : first + count * size] = eigenvalues.reshape(-1)
+        span = _span(starts, size)
+        if span is not None:
+            values[span] = eigenvalues.reshape(-1)
         else:
             values[_rows(starts, size)] = eigenvalues
         columns = rows.mT.contiguous().reshape(-1)
@@ -163,6 +167,15 @@ def _leaves(d: Tensor, e: Tensor, leaves: list[tuple[int, int]]) -> tuple[Tensor
 def _rows(starts: list[int], size: int) -> Tensor:
     """The rows [count, size] of the blocks of `size` rows at `starts`: an index."""
     return factories.tensor(starts, dtype=int64).reshape(-1, 1) + factories.arange(size)
+
+
+def _span(starts: list[int], size: int) -> slice | None:
+    """The rows of the blocks of `size` rows at `starts` as one slice, where they follow
+    one another (the leaves of a block do): a view instead of an index."""
+    first, count = starts[0], len(starts)
+    if starts == list(range(first, first + count * size, size)):
+        return slice(first, first + count * size)
+    return None
 
 
 def _small(d: Tensor, e: Tensor, blocks: list[tuple[int, int]]):
@@ -177,9 +190,8 @@ def _small(d: Tensor, e: Tensor, blocks: list[tuple[int, int]]):
         by_size.setdefault(hi - lo, []).append(lo)
     padded = index_ops.cat([e, factories.zeros(1, dtype=e.dtype)])  # n long: no split
     for size, starts in by_size.items():
-        first, count = starts[0], len(starts)
-        if starts == list(range(first, first + count * size, size)):  # in a row: a view
-            span = slice(first, first + count * size)
+        span = _span(starts, size)
+        if span is not None:
             diagonals, off = d[span].reshape(-1, size), padded[span].reshape(-1, size)
         else:
             at = _rows(starts, size)
