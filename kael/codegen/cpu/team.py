@@ -9,12 +9,13 @@ helps: it waits for each new step, claims its part, does it and marks it done, u
 the leader publishes END. So nobody ever waits for an item that has not started: on one
 thread (or with the second item run after the first) the leader does every part alone
 and the helper finds END at once, and a helper only runs once a leader is running.
-Waiting spins with pause, giving up the CPU every parallel.YIELD_EVERY rounds (the two
-threads may share one). The caller passes SIZE zeroed int64 words per launch.
+Waiting spins with pause, giving up the CPU every parallel.YIELD_EVERY rounds where
+the system has sched_yield (the two threads may share one). The caller passes SIZE zeroed int64 words per launch.
 """
 
 from __future__ import annotations
 
+import os
 import platform
 from collections.abc import Callable
 
@@ -69,11 +70,12 @@ class Team:
         with d.while_(waiting):
             if platform.machine() in ("x86_64", "AMD64"):
                 b.call(_declared(module, "llvm.x86.sse2.pause", ir.VoidType()), [])
-            n = b.add(rounds.get(), ir.Constant(I64, 1))
-            rounds.set(n)
-            every = ir.Constant(I64, YIELD_EVERY - 1)  # a power of two
-            with d.when(b.icmp_unsigned("==", b.and_(n, every), i0())):
-                b.call(_declared(module, "sched_yield", I32), [])
+            if os.name == "posix":  # (sched_yield is POSIX's)
+                n = b.add(rounds.get(), ir.Constant(I64, 1))
+                rounds.set(n)
+                every = ir.Constant(I64, YIELD_EVERY - 1)  # a power of two
+                with d.when(b.icmp_unsigned("==", b.and_(n, every), i0())):
+                    b.call(_declared(module, "sched_yield", I32), [])
 
     def leads(self) -> ir.Value:
         """Whether this item started first (and so leads)."""
