@@ -9,9 +9,9 @@ import math
 
 from kael.frontend import eager, factories, fastpath, index_ops, memory_formats, views
 from kael.frontend.outputs import tensor_arg
-from kael.frontend.shapes import narrowed
 from kael.frontend.tensor import Tensor
 from kael.frontend.tracing import op_door
+from kael.frontend.views import narrowed
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import int64
 from kael.runtime.errors import TypeError, UnsupportedDtype, ValueError

@@ -20,9 +20,9 @@ from kael.frontend import autocast, blas_like, index_ops, linalg
 from kael.frontend.formula import Value, launch, launch_many
 from kael.frontend.outputs import tensor_param
 from kael.frontend.random import dropout as _dropout
-from kael.frontend.shapes import narrowed, selected
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.frontend.tracing import op_door
+from kael.frontend.views import narrowed, selected
 from kael.ir import graph as g
 from kael.runtime.dtypes import DType, bool_, float32, get_default_dtype, int64
 from kael.runtime.errors import IndexError, TypeError, ValueError

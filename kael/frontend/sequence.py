@@ -35,8 +35,9 @@ from kael.frontend.outputs import (
     unaliased,
 )
 from kael.frontend.reductions import ValuesIndices
-from kael.frontend.shapes import dense_copy, narrowed
+from kael.frontend.shapes import dense_copy
 from kael.frontend.tensor import Tensor, empty_impl
+from kael.frontend.views import narrowed
 from kael.ir import graph as g
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import DType, as_dtype, bool_, int64, uint8

@@ -20,31 +20,12 @@ from kael.frontend import factories, fastpath, index_ops, order_statistics, view
 from kael.frontend.elementwise import broadcast_shapes
 from kael.frontend.outputs import tensor_arg
 from kael.frontend.tensor import Tensor, clone_impl, placed
+from kael.frontend.views import narrowed
 from kael.runtime.dtypes import as_dtype, int32, int64
 from kael.runtime.errors import IndexError, NotImplementedError, TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, validate_shape
 
 # ---- layouts made without the full machinery -------------------------------------------------
-
-
-def narrowed(impl: TensorImpl, dim: int, start: int, length: int) -> TensorImpl:
-    """impl narrowed along a wrapped `dim` to `length` elements from `start`, where
-    0 <= start <= start + length <= size: a layout inside impl's own, so valid unchecked."""
-    shape = impl.shape
-    return TensorImpl.of_tuples(
-        impl.storage, (*shape[:dim], length, *shape[dim + 1 :]), impl.strides,
-        impl.offset + start * impl.strides[dim], impl.dtype, impl.device,
-    )  # fmt: skip
-
-
-def selected(impl: TensorImpl, dim: int, index: int) -> TensorImpl:
-    """impl at `index` of a wrapped `dim`, which leaves the shape, where 0 <= index < size:
-    a layout inside impl's own, so valid unchecked."""
-    shape, strides = impl.shape, impl.strides
-    return TensorImpl.of_tuples(
-        impl.storage, shape[:dim] + shape[dim + 1 :], strides[:dim] + strides[dim + 1 :],
-        impl.offset + index * strides[dim], impl.dtype, impl.device,
-    )  # fmt: skip
 
 
 def dense_copy(impl: TensorImpl, shape: tuple[int, ...] | None = None) -> Tensor:

@@ -289,6 +289,26 @@ def broadcast_view(impl: TensorImpl, shape: tuple[int, ...]) -> TensorImpl:
     return derive(impl, shape, strides, impl.offset)
 
 
+def narrowed(impl: TensorImpl, dim: int, start: int, length: int) -> TensorImpl:
+    """impl narrowed along a wrapped `dim` to `length` elements from `start`, where
+    0 <= start <= start + length <= size: a layout inside impl's own, so valid unchecked."""
+    shape = impl.shape
+    return TensorImpl.of_tuples(
+        impl.storage, (*shape[:dim], length, *shape[dim + 1 :]), impl.strides,
+        impl.offset + start * impl.strides[dim], impl.dtype, impl.device,
+    )  # fmt: skip
+
+
+def selected(impl: TensorImpl, dim: int, index: int) -> TensorImpl:
+    """impl at `index` of a wrapped `dim`, which leaves the shape, where 0 <= index < size:
+    a layout inside impl's own, so valid unchecked."""
+    shape, strides = impl.shape, impl.strides
+    return TensorImpl.of_tuples(
+        impl.storage, shape[:dim] + shape[dim + 1 :], strides[:dim] + strides[dim + 1 :],
+        impl.offset + index * strides[dim], impl.dtype, impl.device,
+    )  # fmt: skip
+
+
 def narrow(impl: TensorImpl, dim, start, length) -> TensorImpl:
     """`length` elements of `dim` from `start` (negative start counts from the end)."""
     ndim = len(impl.shape)
