@@ -784,12 +784,10 @@ def panel(a, values, work, w, part, sync, n: int, start: int, width: int) -> Non
     impl `part` [n] is the helper's scratch, impl `sync` team.SIZE zeroed int64 words (one
     launch's). The caller then updates the trailing block."""
     name = f"kael_eigh_{a.dtype.name}"
-    from kael.runtime.launcher import PARALLEL_BYTES, launch  # imports codegen at start-up
-
     words = [*(host_ptr(t, name) for t in (a, values, work, w)), n, start, width]
     words += [host_ptr(part, name), host_ptr(sync, name)]
     fn = dense.kernel(name, _build(name, a.dtype), name + "_panel")
-    launch(fn, words, 2, PARALLEL_BYTES, 1)  # the leader and the helper, on two threads
+    dense.run_prepared(fn, words, 2, 2 * n * n * width)  # the leader and the helper
 
 
 def eigh(a, values, work, info, pairs, steps, capacity: int, n: int, batch: int, *,
