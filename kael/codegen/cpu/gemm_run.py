@@ -389,11 +389,17 @@ def prepared_into(p: Plan, a: TensorImpl, b: TensorImpl, c: TensorImpl):
     the packing buffer they use, to be kept until they have run)."""
     buffer = Storage(p.buffer_bytes) if p.buffer_bytes else None
     bases = (*(host_ptr(t, "matmul") for t in (a, b, c)), buffer.ptr if buffer else 0)
+    return _launches(p, bases), buffer
+
+
+def _launches(p: Plan, bases: tuple[int, int, int, int]) -> list[tuple]:
+    """Plan `p`'s launches (kernel, words, items) on the A, B, C and buffer addresses
+    `bases`, their kernels optimized."""
     steps = []
     for step in p.launches:
         optimize(step.fn)
         steps.append((step.fn, _patched(step, bases), step.total))
-    return steps, buffer
+    return steps
 
 
 def products(p: Plan, operands: Sequence[tuple[int, int, int]]) -> None:
@@ -401,14 +407,13 @@ def products(p: Plan, operands: Sequence[tuple[int, int, int]]) -> None:
     was planned for: each launch of the plan once over all of them (codegen/cpu/many.py),
     each product packing into its own part of one buffer."""
     buffer = Storage(p.buffer_bytes * len(operands)) if p.buffer_bytes else None
-    for step in p.launches:
-        optimize(step.fn)
-        blocks = [
-            _patched(step, (a, b, c, buffer.ptr + k * p.buffer_bytes if buffer else 0))
-            for k, (a, b, c) in enumerate(operands)
-        ]
+    each = [
+        _launches(p, (a, b, c, buffer.ptr + k * p.buffer_bytes if buffer else 0))
+        for k, (a, b, c) in enumerate(operands)
+    ]
+    for i, step in enumerate(p.launches):
         moved = max(step.moved * len(operands), parallel(step.flops * len(operands)))
-        many.run(step.fn, blocks, step.total, moved)
+        many.run(step.fn, [launches[i][1] for launches in each], step.total, moved)
 
 
 def subtracting(c: TensorImpl, a: TensorImpl, b: TensorImpl):
