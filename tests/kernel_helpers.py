@@ -141,19 +141,43 @@ def assert_refused_naming(record: dict, kind: str, message: str) -> None:
 def ahead_and_one_at_a_time(factor, monkeypatch):
     """(factor(), factor()) on two threads: first as kael runs it, launches taken along
     beside a matrix product (codegen/cpu/pair.py), then with every such pairing refused,
-    so the same launches run one after another."""
-    from kael.codegen.cpu import gemm_run
+    so the same launches run one after another. No kept program (codegen/cpu/program.py)
+    carries the first schedule over to the second."""
+    from kael.codegen.cpu import gemm_run, program
 
     saved = kael.get_num_threads()
     kael.set_num_threads(2)
     try:
+        program.clear()
         ahead = factor()
-        alone = gemm_run.accumulate_into
+        paired = gemm_run.adding_steps
+        refused = []
 
-        def one_at_a_time(c, a, b, subtract=False, alongside=()):
-            return False if alongside else alone(c, a, b, subtract)
+        def one_at_a_time(into, c, a, b, subtract, alongside=()):
+            refused.append(bool(alongside))
+            return None if alongside else paired(into, c, a, b, subtract)
 
-        monkeypatch.setattr(gemm_run, "accumulate_into", one_at_a_time)
-        return ahead, factor()
+        monkeypatch.setattr(gemm_run, "adding_steps", one_at_a_time)
+        program.clear()
+        alone = factor()
+        assert any(refused)  # the factorization pairs launches: the comparison means something
+        return ahead, alone
     finally:
+        program.clear()
         kael.set_num_threads(saved)
+
+
+def order_kernel():
+    """A dense kernel whose argument words are (out, factor): out[item] = out[item] * factor
+    + item + 1 for each work item, so the order of two launches on one slot shows."""
+    from kael.codegen.cpu import dense
+
+    def step(d, item) -> None:
+        b = d.b
+        at = b.gep(d.ptr("out"), [item])
+        scaled = d.mul(b.load(at), b.sitofp(d.w["factor"], d.t))
+        b.store(d.add(scaled, b.sitofp(b.add(item, d.i(1)), d.t)), at)
+
+    name = "kael_test_order_step"
+    words = ("out", "factor")
+    return dense.kernel(name, lambda m: dense.per_matrix(m, name, kael.float64, words, step), name)

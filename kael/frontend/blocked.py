@@ -12,12 +12,17 @@ matrix through the cache once per column.
 
 from __future__ import annotations
 
-from kael.codegen.cpu import factorize, gemm_run, lu_panel, pair, triangular
+from dataclasses import dataclass
+from functools import partial
+
+from kael.codegen.cpu import dense, factorize, gemm_run, lu_panel, pair, program, triangular
+from kael.codegen.cpu.program import Program, Step
 from kael.frontend import factories
 from kael.frontend.tensor import Tensor
-from kael.frontend.views import narrowed, reverse_dims
+from kael.frontend.views import derive, narrowed, reverse_dims
 from kael.runtime.dtypes import int64
-from kael.runtime.tensor_impl import TensorImpl
+from kael.runtime.tensor_impl import TensorImpl, host_ptr
+from kael.runtime.threadpool import get_num_threads
 
 BLOCK = 64
 MIN_BLOCKED = 192  # rows from which one matrix is factored in panels
@@ -42,28 +47,40 @@ def window(t: TensorImpl, r0: int, r1: int, c0: int, c1: int) -> TensorImpl:
 
 def subtract_ahead(c: TensorImpl, a: TensorImpl, b: TensorImpl, lead: int, after: tuple):
     """c -= a @ b (2-d impls), then the prepared launch `after` (kernel, words, items),
-    with look-ahead: c's first `lead` columns are updated first, and `after` (which may
-    use those columns but touches none of the others) runs as one item of the launch for
-    the rest of the product (codegen/cpu/pair.py), on the calling thread while the other
-    threads start on the product. The same launches one after another where the product's
-    kernel cannot take it along; the bits are the same either way."""
+    with look-ahead (see _ahead)."""
+    held = Program()
+    _ahead(held, c, a, b, lead, after)
+    held.run()
+
+
+def _ahead(into: Program, c: TensorImpl, a: TensorImpl, b: TensorImpl, lead: int, after):
+    """Add to program `into` c -= a @ b, then the prepared launch `after`, with look-ahead: c's
+    first `lead` columns are updated first, and `after` (which may use those columns but
+    touches none of the others) runs as one item of the launch for the rest of the
+    product (codegen/cpu/pair.py), on the calling thread while the other threads start on
+    the product. The same launches one after another where the product's kernel cannot
+    take it along; the bits are the same either way."""
     (rows, width), inner = c.shape, a.shape[1]
     rest, rest_b = window(c, 0, rows, lead, width), window(b, 0, inner, lead, width)
-    head = ([], 0)
+    head: list | None = []
     if lead:
-        head = gemm_run.subtracting(window(c, 0, rows, 0, lead), a, window(b, 0, inner, 0, lead))
-    if head is None or lead == width:
-        _subtract(c, a, b)
-        pair.run_in_order([after])
+        head_c, head_b = window(c, 0, rows, 0, lead), window(b, 0, inner, 0, lead)
+        head = gemm_run.subtracting(into, head_c, a, head_b)
+    if head is None:
+        into.add(lambda: _subtract(c, a, b), *pair.in_order([after]))
         return
-    steps, _buffer = head  # the buffer lives until the launches end
-    chain = (*steps, after)
-    if not gemm_run.accumulate_into(rest, a, rest_b, subtract=True, alongside=chain):
-        pair.run_in_order(chain)
-        _subtract(rest, a, rest_b)
+    chain = (*head, after)
+    if lead == width:  # no rest: the whole product is the head
+        into.add(*pair.in_order(chain))
+        return
+    steps = gemm_run.adding_steps(into, rest, a, rest_b, True, alongside=chain)
+    if steps is None:
+        into.add(*pair.in_order(chain), lambda: _subtract(rest, a, rest_b))
+    else:
+        into.add(*steps)
 
 
-def lu(a: Tensor, piv: Tensor, info: Tensor) -> None:
+def lu(a: Tensor, piv: Tensor, info: Tensor, *, lower: bool = True) -> None:
     """P A = L U in place for the n x n part of `a` [n, n + k] (unit-stride rows); 0-based
     pivots into `piv` [n], LAPACK's info (the first zero pivot's 1-based column, 0 when
     none) into `info` [1]. The k columns right of A take every interchange and update,
@@ -74,34 +91,64 @@ def lu(a: Tensor, piv: Tensor, info: Tensor) -> None:
     With look-ahead: each trailing update first updates the next panel's columns, then
     the rest of it runs in one launch with the next panel's factorization, which takes
     the calling thread while the other threads start on the product (codegen/cpu/
-    pair.py); that panel's interchanges reach the columns outside it after both."""
-    n, width = a.shape[-2:]
-    scratch = factories.empty(BLOCK * (n + lu_panel.PAD), dtype=a.dtype)._impl
-    m, pivots = a._impl, piv._impl
+    pair.py); that panel's interchanges reach the columns right of it after both. The
+    columns left of it (L's) take them at the end, each block of columns every later
+    panel's in one launch over the threads (`lower`; solve and det read only U, and skip
+    them): a pass a panel, right after the other thread's product wrote those rows, cost
+    a 512 LU 0.3 ms on two threads. The launches are a program (codegen/cpu/program.py),
+    built once for the layout and address of `a`."""
+    key = ("lu", lower, get_num_threads())
+    with program.checked_out(key, (a._impl,), partial(_lu_program, lower=lower)) as held:
+        pivots, code = held.results
+        piv.copy_(Tensor(pivots))
+        info.copy_(Tensor(code))
+
+
+def _lu_program(m: TensorImpl, lower: bool) -> Program:
+    """lu's launches on `m` (see lu); its pivots and info are the program's results."""
+    n, width = m.shape
+    held = Program()
+    scratch = held.scratch(BLOCK * (n + lu_panel.PAD), m.dtype)
+    pivots, info = held.scratch(n, int64), held.scratch(1, int64)
+    held.results = (pivots, info)
 
     def panel(j: int, whole_rows: bool = True) -> tuple:
         """The factorization of the panel at row and column j, prepared (lu_panel)."""
         nb = min(BLOCK, n - j)
-        args = (window(m, j, n, j, j + nb), scratch, narrowed(pivots, 0, j, nb), info._impl)
+        args = (window(m, j, n, j, j + nb), scratch, narrowed(pivots, 0, j, nb), info)
         return lu_panel.prepared(*args, (j, width), whole_rows)
 
-    pair.run_in_order([panel(0)])
+    held.add(*pair.in_order([panel(0)]))
     for j in range(0, n, BLOCK):
         nb = min(BLOCK, n - j)
         j2 = j + nb
         if j2 >= width:
             break
         right = window(m, j, j2, j2, width)
-        triangular.solve(window(m, j, j2, j, j2), right, 1, lower=True, unit=True)
+        launches = triangular.solve_launches(
+            window(m, j, j2, j, j2), right, 1, lower=True, unit=True
+        )
+        held.add(*(dense.step(*launch) for launch in launches))
         if j2 >= n:
             break
         nb2 = min(BLOCK, n - j2)
         trailing, below = window(m, j2, n, j2, width), window(m, j2, n, j, j2)
-        subtract_ahead(trailing, below, right, nb2, panel(j2, whole_rows=False))
-        moves = narrowed(pivots, 0, j2, nb2)
-        for c0, c1 in ((0, j2), (j2 + nb2, width)):  # its interchanges, left and right
-            if c1 > c0:
-                triangular.permute(window(m, j2, n, c0, c1), moves, 1, base=j2)
+        _ahead(held, trailing, below, right, nb2, panel(j2, whole_rows=False))
+        if j2 + nb2 < width:  # its interchanges right of it
+            moves = narrowed(pivots, 0, j2, nb2)
+            held.add(*_permuting(window(m, j2, n, j2 + nb2, width), moves, 1, base=j2))
+    if lower and n > BLOCK:
+        # column block k takes the interchanges of rows (k + 1) BLOCK on
+        blocks, ld = -(-n // BLOCK) - 1, m.strides[0]
+        below = derive(m, (blocks, n - BLOCK, BLOCK), (BLOCK, ld, 1), m.offset + BLOCK * ld)
+        later = narrowed(pivots, 0, BLOCK, n - BLOCK)
+        held.add(*_permuting(below, later, blocks, base=BLOCK, lag=BLOCK))
+    return held
+
+
+def _permuting(x: TensorImpl, piv: TensorImpl, batch: int, **kwargs) -> list[Step]:
+    """triangular.permute's launches as program steps."""
+    return [dense.step(*launch) for launch in triangular.permute_launches(x, piv, batch, **kwargs)]
 
 
 def cholesky(a: Tensor) -> int:
@@ -146,22 +193,120 @@ def solve(
     by the triangular kernel. `lower_rhs` (op(T) lower): B, and so X, is zero right of the
     diagonal (the identity: X = T^-1), and each block row's columns past its diagonal
     block are skipped, as are the solved rows' zero columns: a third of the multiply-adds
-    of a full right-hand side."""
-    n = a.shape[-1]
-    starts = list(range(0, n, BLOCK))
+    of a full right-hand side.
+
+    B's columns are independent systems: each block of them (`_parts`) is one chain of
+    launches, its products and diagonal blocks in order, and the chains run beside one
+    another as one launch (pair.chains_step), with no launch or wait between block rows;
+    a program (codegen/cpu/program.py) built once for the layout and addresses."""
+    assert lower != trans or not lower_rhs  # B lower triangular: only forward solves
+    flags = (lower, unit, trans, lower_rhs)
+    build = partial(_solve_program, flags=flags)
+    program.run(("solve", flags, get_num_threads()), (a._impl, x._impl), build)
+
+
+def _solve_program(t: TensorImpl, b: TensorImpl, flags: tuple[bool, bool, bool, bool]) -> Program:
+    """solve's launches on these impls (see solve); where a product's plan is not the
+    packed kernel's (one column), a step that launches a step at a time."""
+    lower, unit, trans, lower_rhs = flags
+    n, k = t.shape[-1], b.shape[-1]
     forward = lower != trans  # op(T) is lower: block rows top to bottom
-    assert forward or not lower_rhs
-    t, b = a._impl, x._impl
+    starts = list(range(0, n, BLOCK))
+    held = Program()
 
     def op(r0: int, r1: int, c0: int, c1: int) -> TensorImpl:
         """Rows [r0, r1) and columns [c0, c1) of op(T)."""
         return reverse_dims(window(t, c0, c1, r0, r1)) if trans else window(t, r0, r1, c0, c1)
 
+    parts = _parts(k, lower_rhs)
+    work: list[list] = [[] for _ in parts]  # per part its launches and _Products
     for i0 in starts if forward else reversed(starts):
         i1 = min(i0 + BLOCK, n)
         s0, s1 = (0, i0) if forward else (i1, n)  # the rows solved before
-        columns = i1 if lower_rhs else x.shape[-1]
+        columns = i1 if lower_rhs else k
         known = i0 if lower_rhs else columns  # the solved rows' columns that are not zero
+        diagonal = window(t, i0, i1, i0, i1)
+        planned: dict[int, _Product | None] = {}  # by width: the product on columns 0..
+        for steps, (c0, c1) in zip(work, parts, strict=True):
+            width = min(c1, known) - c0
+            if s1 > s0 and width > 0:
+                if width not in planned:
+                    c, rows = window(b, i0, i1, 0, width), window(b, s0, s1, 0, width)
+                    planned[width] = _Product.of(c, op(i0, i1, s0, s1), rows)
+                if planned[width] is None:
+                    fallback = Program()
+                    fallback.add(
+                        partial(_solve_a_launch_a_step, t, b, lower, unit, trans, lower_rhs)
+                    )
+                    return fallback
+                steps.append(planned[width].moved(c0 * b.dtype.itemsize))
+            if min(c1, columns) > c0:
+                block = window(b, i0, i1, c0, min(c1, columns))
+                launches = triangular.solve_launches(
+                    diagonal, block, 1, lower=lower, unit=unit, trans=trans
+                )
+                steps += [launch[:3] for launch in launches]
+    chains = []
+    for steps in work:
+        at = held.buffer(
+            max((s.plan.buffer_bytes for s in steps if type(s) is _Product), default=0)
+        )
+        chain = []
+        for s in steps:  # a part's products, one after another, share its buffer
+            chain += (
+                gemm_run.launches_on(s.plan, (*s.addresses, at)) if type(s) is _Product else [s]
+            )
+        chains.append(chain)
+    held.add(pair.chains_step(chains))
+    return held
+
+
+PART = 32  # the fewest right-hand-side columns of one chain of a blocked solve
+
+
+def _parts(k: int, lower_rhs: bool) -> list[tuple[int, int]]:
+    """The column blocks [c0, c1) of a blocked solve's k right-hand sides, a chain each:
+    BLOCK wide for a lower triangular B (a block row's nonzero columns then end at a
+    block's edge), else four a thread, of at least PART columns, whole cache lines."""
+    width = BLOCK if lower_rhs else max(PART, -(-k // (4 * get_num_threads())) + 7 & -8)
+    return [(c0, min(c0 + width, k)) for c0 in range(0, k, width)]
+
+
+@dataclass(frozen=True)
+class _Product:
+    """c -= a @ b as a step of one chain: the plan and its A, B and C addresses."""
+
+    plan: gemm_run.Plan
+    addresses: tuple[int, int, int]
+
+    @staticmethod
+    def of(c: TensorImpl, a: TensorImpl, b: TensorImpl) -> _Product | None:
+        p = gemm_run.adding_plan(c, a, b, subtract=True)
+        return None if p is None else _Product(p, tuple(host_ptr(m, "linalg") for m in (a, b, c)))
+
+    def moved(self, step: int) -> _Product:
+        """The same product on B's and C's columns `step` bytes right."""
+        at_a, at_b, at_c = self.addresses
+        return _Product(self.plan, (at_a, at_b + step, at_c + step))
+
+
+def _solve_a_launch_a_step(
+    t: TensorImpl, b: TensorImpl, lower: bool, unit: bool, trans: bool, lower_rhs: bool
+) -> None:
+    """solve's block rows with a launch a step, the products by the eager matmul where the
+    product's kernel cannot subtract them (one right-hand side)."""
+    n = t.shape[-1]
+    starts = list(range(0, n, BLOCK))
+    forward = lower != trans
+
+    def op(r0: int, r1: int, c0: int, c1: int) -> TensorImpl:
+        return reverse_dims(window(t, c0, c1, r0, r1)) if trans else window(t, r0, r1, c0, c1)
+
+    for i0 in starts if forward else reversed(starts):
+        i1 = min(i0 + BLOCK, n)
+        s0, s1 = (0, i0) if forward else (i1, n)
+        columns = i1 if lower_rhs else b.shape[-1]
+        known = i0 if lower_rhs else columns
         if s1 > s0 and known:
             _subtract(window(b, i0, i1, 0, known), op(i0, i1, s0, s1), window(b, s0, s1, 0, known))
         block, diagonal = window(b, i0, i1, 0, columns), window(t, i0, i1, i0, i1)

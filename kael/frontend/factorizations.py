@@ -224,15 +224,17 @@ def raise_for(info: Tensor, op: str, message) -> None:
 # ---- LU -----------------------------------------------------------------------------------
 
 
-def _lu(a: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """(LU, 0-based int64 pivots, int64 info) of the contiguous copy `a`, factored in place."""
+def _lu(a: Tensor, lower: bool = True) -> tuple[Tensor, Tensor, Tensor]:
+    """(LU, 0-based int64 pivots, int64 info) of the contiguous copy `a`, factored in place;
+    without `lower`, L of one large matrix may miss later rows' interchanges (the
+    determinants read only U and the pivots)."""
     m, n = a.shape[-2:]
     batch = a.shape[:-2]
     piv = factories.empty((*batch, min(m, n)), dtype=int64)
     info = factories.zeros(batch, dtype=int64)
     count = shape_numel(batch)
     if count == 1 and m == n >= blocked.MIN_BLOCKED:
-        blocked.lu(a.reshape(n, n), piv.reshape(n), info.reshape(1))
+        blocked.lu(a.reshape(n, n), piv.reshape(n), info.reshape(1), lower=lower)
     elif count and m and n:
         factorize.lu(_stacked(a), piv._impl, info._impl, count)
     return a, piv, info
@@ -400,7 +402,7 @@ def _solve_one(A: Tensor, B: Tensor, batch: tuple[int, ...]) -> tuple[Tensor, Te
     both[..., n:].copy_(B.expand(*batch, n, k))
     square = both[(0,) * len(batch)]
     info = factories.zeros(batch, dtype=int64)
-    blocked.lu(square, factories.empty(n, dtype=int64), info.reshape(1))
+    blocked.lu(square, factories.empty(n, dtype=int64), info.reshape(1), lower=False)
     blocked.solve(square[:, :n], square[:, n:], lower=False)
     return both[..., n:], info
 
@@ -575,7 +577,7 @@ def _pivot_sign(piv: Tensor, dtype) -> Tensor:
 def det(A, *, out=None) -> Tensor:
     """The determinant of each matrix: the LU's diagonal product, signed by the pivots."""
     A = square(A, "linalg.det")
-    lu, piv, _ = _lu(working_copy(A, padded=True))
+    lu, piv, _ = _lu(working_copy(A, padded=True), lower=False)
     value = lu.diagonal(dim1=-2, dim2=-1).prod(-1) * _pivot_sign(piv, A.dtype)
     return copied_out(value, out, "linalg.det")
 
@@ -585,7 +587,7 @@ def slogdet(A, *, out=None) -> Slogdet:
     """(sign, log |det|) of each matrix, without the determinant's overflow: sign 0 and
     logabsdet -inf for a singular one."""
     A = square(A, "linalg.slogdet")
-    lu, piv, _ = _lu(working_copy(A, padded=True))
+    lu, piv, _ = _lu(working_copy(A, padded=True), lower=False)
     diagonal = lu.diagonal(dim1=-2, dim2=-1)
     sign = diagonal.sgn().prod(-1) * _pivot_sign(piv, A.dtype)
     return outs_into(Slogdet(sign, diagonal.abs().log().sum(-1)), out, "linalg.slogdet")

@@ -8,6 +8,7 @@ import torch
 from kernel_helpers import ahead_and_one_at_a_time
 
 import kael
+from kael.codegen.cpu import program
 from kael.frontend import blocked
 
 N = blocked.MIN_BLOCKED + blocked.BLOCK + 5  # several panels and a ragged last one
@@ -34,18 +35,24 @@ def test_triangular_solve_matches_lapack(lower, trans, unit):
 def test_a_lower_right_hand_side_skips_its_zero_blocks_and_gives_the_inverse(monkeypatch):
     t = _triangle(True)
     x = kael.eye(N, dtype=kael.float64)
-    calls = []
-    product = blocked._subtract
-    monkeypatch.setattr(
-        blocked, "_subtract", lambda c, a, b: calls.append(c.shape[-1]) or product(c, a, b)
-    )
+    corners = []  # (row, column) of each product's C block
+    moved = blocked._Product.moved
+
+    def record(product, step):
+        shifted = moved(product, step)
+        offset = (shifted.addresses[2] - x.data_ptr()) // 8
+        corners.append(divmod(offset, N))
+        return shifted
+
+    monkeypatch.setattr(blocked._Product, "moved", record)
     blocked.solve(kael.tensor(t), x, lower=True, unit=True, lower_rhs=True)
     unit = np.tril(t, -1) + np.eye(N)
     np.testing.assert_allclose(x.numpy(), np.linalg.inv(unit), rtol=1e-10, atol=1e-12)
     assert np.triu(x.numpy(), 1).max() == 0  # still lower triangular
-    # each block row's product covers only the solved rows' nonzero columns: those left
-    # of its own diagonal block
-    assert calls == list(range(blocked.BLOCK, N, blocked.BLOCK))
+    # each block row's products cover only the solved rows' nonzero columns: those left
+    # of its own diagonal block, a column block each
+    want = [(i0, c0) for i0 in range(0, N, blocked.BLOCK) for c0 in range(0, i0, blocked.BLOCK)]
+    assert sorted(corners) == want
 
 
 def test_a_lower_right_hand_side_is_only_for_forward_solves():
@@ -120,13 +127,18 @@ def test_look_ahead_gives_the_sequential_bits(monkeypatch):
 def test_a_large_factorization_frees_its_memory_without_a_garbage_collection(op):
     """The blocked drivers hold no reference cycle: their working copies go back to the
     allocator when the call returns (a recursive LU written as a nested closure kept
-    4.7 MB a call alive, and every call then copied into fresh pages: det 2.9 -> 9.5 ms)."""
+    4.7 MB a call alive, and every call then copied into fresh pages: det 2.9 -> 9.5 ms),
+    and a second call runs the programs the first built (program.py: its working copies
+    come back at the same addresses), holding nothing more."""
     import gc
 
     a = kael.tensor(np.random.default_rng(4).standard_normal((N, N)))
     args = (a, kael.ones(N, 3, dtype=kael.float64)) if op == "solve" else (a,)
     fn = getattr(kael.linalg, op)
+    program.clear()
     fn(*args)
+    kept = set(map(id, program.kept()))
+    assert kept  # every blocked step was a prepared launch
     gc.collect()
     gc.disable()
     try:
@@ -134,5 +146,72 @@ def test_a_large_factorization_frees_its_memory_without_a_garbage_collection(op)
         result = fn(*args)
         del result
         assert kael.memory_stats()["in_use_bytes"] == before
+        assert set(map(id, program.kept())) == kept  # the same programs, none built again
     finally:
         gc.enable()
+
+
+def test_without_lower_u_and_the_pivots_are_the_same_and_l_misses_later_interchanges():
+    """lower=False (solve, det) skips L's deferred interchanges: U, the pivots and info are
+    the same bits, and L is the full L before its rows take the later panels' swaps."""
+    a = np.random.default_rng(6).standard_normal((N, N))
+
+    def factor(lower: bool):
+        x = kael.tensor(a.copy())
+        piv, info = kael.empty(N, dtype=kael.int64), kael.zeros(1, dtype=kael.int64)
+        blocked.lu(x, piv, info, lower=lower)
+        return x.numpy(), piv.numpy(), info.item()
+
+    (full, piv, info), (part, piv2, info2) = factor(True), factor(False)
+    np.testing.assert_array_equal(np.triu(full), np.triu(part))
+    assert (piv == piv2).all() and info == info2 == 0
+    lower = np.tril(part, -1)
+    for j in range(blocked.BLOCK, N, blocked.BLOCK):  # column block k takes rows' swaps from j on
+        columns = slice(0, j)
+        for k in range(j, min(j + blocked.BLOCK, N)):
+            lower[[k, piv[k]], columns] = lower[[piv[k], k], columns]
+    np.testing.assert_array_equal(lower, np.tril(full, -1))
+
+
+@pytest.mark.parametrize(
+    "k, lower_rhs, want",
+    [(1, False, [(0, 1)]), (32, False, [(0, 32)]), (64, False, [(0, 32), (32, 64)]),
+     (70, False, [(0, 32), (32, 64), (64, 70)]), (130, True, [(0, 64), (64, 128), (128, 130)])],
+)  # fmt: skip
+def test_a_solves_right_hand_sides_split_into_column_blocks(k, lower_rhs, want, monkeypatch):
+    """At least PART columns a chain (whole cache lines), four chains a thread; BLOCK wide
+    for a lower triangular B, whose block rows' nonzero columns end at a block's edge."""
+    monkeypatch.setattr(blocked, "get_num_threads", lambda: 2)
+    assert blocked._parts(k, lower_rhs) == want
+
+
+def test_one_right_hand_side_is_solved_a_launch_a_step(monkeypatch):
+    """A one-column product is the matrix-vector kernel's, which cannot subtract in place:
+    the solve runs a launch a step, through the eager matmul."""
+    calls = []
+    fallback = blocked._solve_a_launch_a_step
+    monkeypatch.setattr(
+        blocked, "_solve_a_launch_a_step", lambda *args: calls.append(1) or fallback(*args)
+    )
+    t = _triangle(False)
+    b = np.random.default_rng(2).standard_normal((N, 1))
+    x = kael.tensor(b.copy())
+    blocked.solve(kael.tensor(t), x, lower=False)
+    assert calls == [1]
+    np.testing.assert_allclose(x.numpy(), np.linalg.solve(t, b), rtol=1e-10, atol=1e-10)
+
+
+def test_a_kept_program_runs_on_another_matrix_of_its_layout():
+    """The second factorization's working memory is elsewhere: the program built for the
+    first is moved onto it (program.py) and gives LAPACK's factors there."""
+    rng = np.random.default_rng(9)
+    mats = [rng.standard_normal((N, N)) for _ in range(3)]
+    held = [kael.tensor(m.copy()) for m in mats]  # all alive: three addresses
+    program.clear()
+    for m, x in zip(mats, held, strict=True):
+        piv, info = kael.empty(N, dtype=kael.int64), kael.zeros(1, dtype=kael.int64)
+        blocked.lu(x, piv, info)
+        want = torch.linalg.lu_factor(torch.tensor(m))
+        np.testing.assert_array_equal(piv.numpy(), want.pivots.numpy() - 1)
+        np.testing.assert_allclose(x.numpy(), want.LU.numpy(), rtol=1e-9, atol=1e-9)
+    assert len(list(program.kept())) == 1

@@ -420,6 +420,11 @@ def run(
 
 def run_prepared(fn, words: Sequence[int], items: int, flops: int) -> None:
     """Launch the dense kernel `fn` (see `run`)."""
-    from kael.runtime.launcher import launch  # the launcher imports codegen at start-up
+    step(fn, words, items, flops)()
 
-    launch(fn, list(words), items, flops * 8 if items > 1 else 0, align=1)
+
+def step(fn, words: Sequence[int], items: int, flops: int):
+    """The launch of the dense kernel `fn`, ready (program.Step; see `run`)."""
+    from kael.codegen.cpu.program import Step  # the launcher imports codegen at start-up
+
+    return Step.of(fn, words, items, flops * 8 if items > 1 else 0)

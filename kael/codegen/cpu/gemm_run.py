@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kael.codegen.cpu import conv, gemm, gemm_gemv, many, native_launch, pair
+from kael.codegen.cpu.program import Program, Step
 from kael.ir.matmul import GemmSpec, batch_dims
 from kael.runtime import launches
 from kael.runtime.dtypes import int64
@@ -367,32 +368,44 @@ def accumulate_into(
     adds to c, the first too), as the blocked factorizations' trailing updates need; False
     (nothing done) where the plan is not the packed macro kernel's (matrix-vector shapes,
     int64) or c's columns are not unit-stride (the kernels store rows of c: a transposed c
-    would be written as if it were not). `alongside`, prepared launches (kernel, words,
-    items) touching none of c, run in order as one item of the product's last launch
-    (codegen/cpu/pair.py): on the calling thread while the others start on the product,
-    whose items are then cut finer (ALONGSIDE_SPLIT) so that thread can take a share."""
-    p = _adding_plan(c, a, b, subtract, ALONGSIDE_SPLIT if alongside else 1)
-    if p is None:
-        return False
+    would be written as if it were not). `alongside`: see adding_steps."""
     if not alongside:
-        run(p, *(host_ptr(t, "matmul") for t in (a, b, c)))
-        return True
-    steps, _buffer = prepared_into(p, a, b, c)  # the buffer lives until the launches end
-    for step, (fn, words, items) in zip(p.launches[:-1], steps[:-1], strict=True):
-        launch(fn, words, items, step.moved, 1, flops=step.flops)
-    pair.run(alongside, steps[-1])
+        p = adding_plan(c, a, b, subtract)
+        if p is not None:
+            run(p, *(host_ptr(t, "matmul") for t in (a, b, c)))
+        return p is not None
+    held = Program()
+    steps = adding_steps(held, c, a, b, subtract, alongside)
+    if steps is None:
+        return False
+    held.add(*steps)
+    held.run()
     return True
 
 
-def prepared_into(p: Plan, a: TensorImpl, b: TensorImpl, c: TensorImpl):
-    """The launches of plan `p` on these operands, not run: ([(kernel, words, items)],
-    the packing buffer they use, to be kept until they have run)."""
-    buffer = Storage(p.buffer_bytes) if p.buffer_bytes else None
-    bases = (*(host_ptr(t, "matmul") for t in (a, b, c)), buffer.ptr if buffer else 0)
-    return _launches(p, bases), buffer
+def adding_steps(
+    program: Program, c: TensorImpl, a: TensorImpl, b: TensorImpl, subtract: bool, alongside=()
+) -> list[Step] | None:
+    """accumulate_into's launches, ready, packing into a buffer `program` keeps; None
+    where it would return False. `alongside`, prepared launches (kernel, words, items)
+    touching none of c, run in order as one item of the product's last launch
+    (codegen/cpu/pair.py): on the calling thread while the others start on the product,
+    whose items are then cut finer (ALONGSIDE_SPLIT) so that thread can take a share."""
+    p = adding_plan(c, a, b, subtract, ALONGSIDE_SPLIT if alongside else 1)
+    if p is None:
+        return None
+    bases = (*(host_ptr(t, "matmul") for t in (a, b, c)), program.buffer(p.buffer_bytes))
+    launches = launches_on(p, bases)
+    steps = [
+        Step.of(fn, words, items, s.moved, 1, s.flops)
+        for s, (fn, words, items) in zip(p.launches, launches, strict=True)
+    ]
+    if alongside:
+        steps[-1] = pair.step(alongside, launches[-1])
+    return steps
 
 
-def _launches(p: Plan, bases: tuple[int, int, int, int]) -> list[tuple]:
+def launches_on(p: Plan, bases: tuple[int, int, int, int]) -> list[tuple]:
     """Plan `p`'s launches (kernel, words, items) on the A, B, C and buffer addresses
     `bases`, their kernels optimized."""
     steps = []
@@ -408,7 +421,7 @@ def products(p: Plan, operands: Sequence[tuple[int, int, int]]) -> None:
     each product packing into its own part of one buffer."""
     buffer = Storage(p.buffer_bytes * len(operands)) if p.buffer_bytes else None
     each = [
-        _launches(p, (a, b, c, buffer.ptr + k * p.buffer_bytes if buffer else 0))
+        launches_on(p, (a, b, c, buffer.ptr + k * p.buffer_bytes if buffer else 0))
         for k, (a, b, c) in enumerate(operands)
     ]
     for i, step in enumerate(p.launches):
@@ -416,14 +429,19 @@ def products(p: Plan, operands: Sequence[tuple[int, int, int]]) -> None:
         many.run(step.fn, [launches[i][1] for launches in each], step.total, moved)
 
 
-def subtracting(c: TensorImpl, a: TensorImpl, b: TensorImpl):
-    """c -= a @ b as prepared launches (see prepared_into), or None where the product's
-    kernel cannot subtract it (see accumulate_into)."""
-    p = _adding_plan(c, a, b, True)
-    return None if p is None else prepared_into(p, a, b, c)
+def subtracting(program: Program, c: TensorImpl, a: TensorImpl, b: TensorImpl):
+    """c -= a @ b as launches (kernel, words, items) for a chain (pair.py), packing into a
+    buffer `program` keeps; None where the product's kernel cannot subtract it (see
+    accumulate_into)."""
+    p = adding_plan(c, a, b, True)
+    if p is None:
+        return None
+    return launches_on(
+        p, (*(host_ptr(t, "matmul") for t in (a, b, c)), program.buffer(p.buffer_bytes))
+    )
 
 
-def _adding_plan(c, a, b, subtract: bool, split: int = 1) -> Plan | None:
+def adding_plan(c, a, b, subtract: bool, split: int = 1) -> Plan | None:
     """The plan of c += a @ b (c -= a @ b when `subtract`), or None (see accumulate_into)."""
     if c.shape[-1] != 1 and c.strides[-1] != 1:
         return None

@@ -21,7 +21,7 @@ I64 = ir.IntType(64)
 WORDS = ("a", "b", "n", "nrhs", "lda", "ldb", "a_stride", "b_stride", "lower", "unit", "trans")
 COLUMNS = 64  # the narrowest block of right-hand sides one work item solves
 PERMUTE_WORDS = (
-    "b", "piv", "nrhs", "ld", "stride", "steps", "piv_stride", "reverse", "rows", "base",
+    "b", "piv", "nrhs", "ld", "stride", "steps", "piv_stride", "reverse", "rows", "base", "lag",
 )  # fmt: skip
 
 
@@ -78,8 +78,9 @@ def _permute(d: dense.Dense, item: ir.Value) -> None:
     x = d.matrix("b", "ld", b.mul(item, w["stride"]))
     piv = b.gep(d.ptr("piv", I64), [b.mul(item, w["piv_stride"])])
     steps, reverse = w["steps"], b.icmp_signed("!=", w["reverse"], d.i(0))
-    with d.loop(0, steps) as s:
-        k = b.select(reverse, b.sub(b.sub(steps, d.i(1)), s), s)
+    start = b.mul(item, w["lag"])
+    with d.loop(start, steps) as s:
+        k = b.select(reverse, b.sub(b.add(steps, b.sub(start, d.i(1))), s), s)
         p = b.sub(b.load(b.gep(piv, [k])), w["base"])
         # the caller checked the pivots, but another thread may change them since: a row
         # past the block is left alone
@@ -93,38 +94,66 @@ def solve(a, x, batch: int, *, lower: bool, unit: bool = False, trans: bool = Fa
     triangle of the n x n matrices of impl `a`, B the [n, nrhs] blocks of impl `x` (each
     [n, .] or [batch, n, .] with unit-stride rows; a batch stride 0 shares one matrix);
     op is the transpose when `trans`."""
+    for launch in solve_launches(a, x, batch, lower=lower, unit=unit, trans=trans):
+        dense.run_prepared(*launch)
+
+
+def solve_launches(
+    a, x, batch: int, *, lower: bool, unit: bool = False, trans: bool = False
+) -> list[tuple]:
+    """solve's launches, not run: (kernel, words, items, flops), for dense.run_prepared or
+    dense.step."""
     _, n, lda, a_stride = factorize.geometry(a)
-    _, nrhs, ldb, b_stride = factorize.geometry(x)
+    _, _, ldb, b_stride = factorize.geometry(x)
     name = f"kael_trsm_{a.dtype.name}"
-    build = lambda mod: dense.per_matrix(mod, name, a.dtype, WORDS, _solve)  # noqa: E731
+    fn = dense.kernel(name, lambda mod: dense.per_matrix(mod, name, a.dtype, WORDS, _solve), name)
     flags = [int(lower), int(unit), int(trans)]
-    address = host_ptr(x, name)
-    if batch == 1 and nrhs >= 2 * COLUMNS:
-        # One system's columns are independent systems: blocks of them are the work items
-        # (one triangle, stride 0; each block `width` elements right of the last).
-        width = max(COLUMNS, -(-nrhs // 8))
-        blocks = nrhs // width
-        words = [host_ptr(a, name), address, n, width, lda, ldb, 0, width, *flags]
-        dense.run(name, build, name, words, blocks, n * n * width)
-        address += blocks * width * x.dtype.itemsize
-        nrhs -= blocks * width
-        if not nrhs:
-            return
-    words = [host_ptr(a, name), address, n, nrhs, lda, ldb, a_stride, b_stride, *flags]
-    dense.run(name, build, name, words, batch, n * n * nrhs)
+    a_at = host_ptr(a, name)
+    launches = []
+    for address, width, stride, items, across in _column_blocks(x, name, batch, b_stride):
+        words = [a_at, address, n, width, lda, ldb, 0 if across else a_stride, stride, *flags]
+        launches.append((fn, words, items, n * n * width))
+    return launches
 
 
-def permute(x, piv, batch: int, *, reverse: bool = False, base: int = 0) -> None:
+def _column_blocks(x, name: str, batch: int, stride: int) -> list[tuple]:
+    """(address, columns, item stride, items, across) of the launches over the [*, rows,
+    nrhs] blocks of impl `x`. One block's columns are independent, so for one block wide
+    enough, blocks of at least COLUMNS of them are the work items (`across`: each
+    `columns` elements right of the last, the whole blocks in one launch and the columns
+    left over in a second); otherwise the items are the batch's blocks."""
+    address, nrhs = host_ptr(x, name), x.shape[-1]
+    if batch > 1 or nrhs < 2 * COLUMNS:
+        return [(address, nrhs, stride, batch, False)]
+    width = max(COLUMNS, -(-nrhs // 8) + 7 & -8)  # whole vectors: each column's arithmetic
+    blocks, left = divmod(nrhs, width)
+    launches = [(address, width, width, blocks, True)]
+    if left:
+        launches.append((address + blocks * width * x.dtype.itemsize, left, 0, 1, True))
+    return launches
+
+
+def permute(x, piv, batch: int, *, reverse: bool = False, base: int = 0, lag: int = 0) -> None:
     """Apply 0-based LU row interchanges (impl `piv` [*, steps] int64, batch stride 0 when
     it has no batch; less `base`: a blocked LU's pivots count from the matrix's first row,
     its interchanges apply to the rows from `base`) to the rows of each [rows, nrhs] block
     of impl `x` ([rows, nrhs] or [batch, rows, nrhs], unit-stride rows), in LAPACK's order
-    or, `reverse`, the last first."""
+    or, `reverse`, the last first. Block i takes the interchanges from i * `lag` on only
+    (a blocked LU's column blocks, each taking the panels' right of it)."""
+    for launch in permute_launches(x, piv, batch, reverse=reverse, base=base, lag=lag):
+        dense.run_prepared(*launch)
+
+
+def permute_launches(
+    x, piv, batch: int, *, reverse: bool = False, base: int = 0, lag: int = 0
+) -> list[tuple]:
+    """permute's launches, not run: (kernel, words, items, flops), as solve_launches."""
     name = f"kael_permute_rows_{x.dtype.name}"
+    fn = dense.kernel(
+        name, lambda mod: dense.per_matrix(mod, name, x.dtype, PERMUTE_WORDS, _permute), name
+    )
     steps = piv.shape[-1]
     piv_stride = steps if len(piv.shape) > 1 and piv.numel() > steps else 0
     rows, nrhs, ld, stride = factorize.geometry(x)
-    x_at, piv_at = host_ptr(x, name), host_ptr(piv, name)
-    words = [x_at, piv_at, nrhs, ld, stride, steps, piv_stride, int(reverse), rows, base]
-    build = lambda mod: dense.per_matrix(mod, name, x.dtype, PERMUTE_WORDS, _permute)  # noqa: E731
-    dense.run(name, build, name, words, batch, steps * nrhs)
+    words = [host_ptr(x, name), host_ptr(piv, name), nrhs, ld, stride, steps, piv_stride]
+    return [(fn, [*words, int(reverse), rows, base, lag], batch, steps * nrhs)]

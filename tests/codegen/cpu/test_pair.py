@@ -3,31 +3,16 @@ order as one item, every item of the other launch runs once, on one thread or tw
 
 import numpy as np
 import pytest
-from llvmlite import ir
+from kernel_helpers import order_kernel
 
 import kael
-from kael.codegen.cpu import dense, pair
-
-WORDS = ("out", "factor")
-
-
-def _step(d: dense.Dense, item: ir.Value) -> None:
-    """out[item] = out[item] * factor + item + 1: the order of two steps on one slot shows."""
-    b = d.b
-    at = b.gep(d.ptr("out"), [item])
-    scaled = d.mul(b.load(at), b.sitofp(d.w["factor"], d.t))
-    b.store(d.add(scaled, b.sitofp(b.add(item, d.i(1)), d.t)), at)
-
-
-def _kernel():
-    name = "kael_test_pair_step"
-    return dense.kernel(name, lambda m: dense.per_matrix(m, name, kael.float64, WORDS, _step), name)
+from kael.codegen.cpu import pair
 
 
 @pytest.mark.parametrize("items", [1, 2, 9, 200])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_the_chain_runs_in_order_and_every_other_item_once(items, threads):
-    fn = _kernel()
+    fn = order_kernel()
     chain_out, other_out = np.zeros(3), np.full(items, 5.0)
     chain = [
         (fn, [chain_out.ctypes.data, 10], 3),  # out[i] = i + 1
@@ -44,7 +29,24 @@ def test_the_chain_runs_in_order_and_every_other_item_once(items, threads):
 
 
 def test_a_chain_run_in_order_alone_gives_the_same():
-    fn = _kernel()
+    fn = order_kernel()
     out = np.zeros(3)
     pair.run_in_order([(fn, [out.ctypes.data, 10], 3), (fn, [out.ctypes.data, 10], 2)])
     np.testing.assert_array_equal(out, [11.0, 22.0, 3.0])
+
+
+@pytest.mark.parametrize("chains", [1, 2, 7])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_each_chain_runs_in_order_beside_the_others(chains, threads):
+    fn = order_kernel()
+    outs = [np.zeros(3) for _ in range(chains)]
+    saved = kael.get_num_threads()
+    kael.set_num_threads(threads)
+    try:
+        pair.run_chains(
+            [[(fn, [out.ctypes.data, 10], 3), (fn, [out.ctypes.data, 10], 2)] for out in outs]
+        )
+    finally:
+        kael.set_num_threads(saved)
+    for out in outs:
+        np.testing.assert_array_equal(out, [11.0, 22.0, 3.0])  # the second after the first

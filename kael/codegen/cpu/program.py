@@ -1,0 +1,190 @@
+"""A blocked factorization's launches, built once per layout and run again: a host program.
+
+A blocked LU of 512 rows is about 30 launches, and building them (views, plans, argument
+words, the nested blocks of paired launches) cost about as much Python as the kernels'
+own time (det: 1.1 of 2.6 ms). Their argument words hold only sizes, strides, flags and
+addresses: of the program's own scratch (panels' transposes, packing buffers, nested
+blocks), and of the memory the call works on. So a program built for one layout runs on
+any other memory of the same layout once those last words are moved (as JAX and tinygrad
+replay a captured graph): `bind` finds them, the words inside the call's storages, and
+`run` rewrites them when the storages differ from the last run's. A word is an address
+of a storage exactly when it lies inside it: the other words are small integers, and
+the program's scratch, blocks and kernels are other allocations.
+
+`checked_out` keeps a few programs per key (the driver's: layout, thread count). A
+program is taken out while it runs, so two threads never share one (or its scratch): a
+second thread on the same layout builds its own. A step that is not a prepared launch (an
+eager fallback) is a callable, and a program with one is not kept (it may hold views of
+the call's memory).
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from kael.runtime.device import CPU
+from kael.runtime.dtypes import DType, uint8
+from kael.runtime.launcher import launch_block
+from kael.runtime.storage import Storage
+from kael.runtime.tensor_impl import TensorImpl, host_ptr
+
+MAX_KEYS = 8
+MAX_PER_KEY = 2  # programs kept for one key (threads running the same layout at once)
+MAX_KEPT_BYTES = 4 << 20  # the scratch a kept program may hold (larger ones run once)
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One launch, ready: the kernel, its argument block, work items, the bytes that
+    decide the split over the pool (launcher.run_block), the items' alignment, the flops
+    its launch record shows, and the nested blocks its block points to."""
+
+    fn: object
+    block: array.array
+    items: int
+    moved: int
+    align: int = 1
+    flops: int = 0
+    nested: tuple[array.array, ...] = ()
+
+    @staticmethod
+    def of(fn, words: Sequence[int], items: int, moved: int, align: int = 1, flops: int = 0):
+        return Step(fn, array.array("q", words), items, moved, align, flops)
+
+    def __call__(self) -> None:
+        launch_block(self.fn, self.block, self.items, self.moved, self.align, flops=self.flops)
+
+
+class Program:
+    """Steps run in order; the scratch they use; the scratch they leave their caller's
+    results in (`results`, read after each run); and the words that address the memory
+    the program works on (see bind)."""
+
+    __slots__ = ("steps", "keep", "kept_bytes", "results", "_moves", "_bases")
+
+    def __init__(self) -> None:
+        self.steps: list[Step | Callable[[], None]] = []
+        self.keep: list = []
+        self.kept_bytes = 0
+        self.results: tuple = ()
+        self._moves: list[tuple[array.array, int, int, int]] = []
+        self._bases: tuple[int, ...] = ()
+
+    def buffer(self, nbytes: int) -> int:
+        """The address of `nbytes` of scratch that lives as long as the program (0 for 0)."""
+        return self.scratch(nbytes, uint8).data_ptr() if nbytes else 0
+
+    def scratch(self, count: int, dtype: DType) -> TensorImpl:
+        """`count` elements of scratch that live as long as the program."""
+        nbytes = count * dtype.itemsize
+        impl = TensorImpl.of_tuples(Storage(nbytes), (count,), (1,), 0, dtype, CPU)
+        self.keep.append(impl)
+        self.kept_bytes += nbytes
+        return impl
+
+    def add(self, *steps: Step | Callable[[], None]) -> None:
+        self.steps.extend(steps)
+
+    def bind(self, regions: Sequence[tuple[int, int]]) -> None:
+        """Note every word of the steps' blocks inside one of `regions` ((base, bytes) of
+        the storages the program works on) as an offset from its base, for `run`."""
+        for step in self.steps:
+            if type(step) is not Step:
+                continue
+            for block in (step.block, *step.nested):
+                for i, word in enumerate(block):
+                    for r, (base, size) in enumerate(regions):
+                        if base <= word < base + size:
+                            self._moves.append((block, i, r, word - base))
+                            break
+        self._bases = tuple(base for base, _ in regions)
+
+    def run(self, bases: tuple[int, ...] = ()) -> None:
+        """The steps, on the storages at `bases` (bind's regions' order) when given."""
+        if bases and bases != self._bases:
+            for block, i, r, offset in self._moves:
+                block[i] = bases[r] + offset
+            self._bases = bases
+        for step in self.steps:
+            step()
+
+    @property
+    def reusable(self) -> bool:
+        """Whether every step is a prepared launch and the scratch is small enough to keep."""
+        return self.kept_bytes <= MAX_KEPT_BYTES and all(type(s) is Step for s in self.steps)
+
+
+def storages(*impls: TensorImpl) -> tuple[tuple, tuple[tuple[int, int], ...]]:
+    """(layout, regions) of the host impls a program works on: per impl its dtype, shape,
+    strides, offset and which of their distinct storages it views (for the key), and
+    those storages' (address, bytes) (for bind and run)."""
+    seen: list[Storage] = []
+    layout = []
+    for t in impls:
+        host_ptr(t, "program")  # host memory only
+        s = t.storage
+        index = next((i for i, known in enumerate(seen) if known is s), len(seen))
+        if index == len(seen):
+            seen.append(s)
+        layout.append((t.dtype, t.shape, t.strides, t.offset, index))
+    return tuple(layout), tuple((s.ptr, s.nbytes) for s in seen)
+
+
+# key -> the programs kept for it, not running; a dict's and a list's single operations
+# are atomic, so no lock is needed
+_programs: dict[tuple, list[Program]] = {}
+
+
+@contextlib.contextmanager
+def checked_out(key: tuple, impls: Sequence[TensorImpl], build: Callable[..., Program]):
+    """A program for `key` working on `impls` (see `storages`; `key` must hold what else
+    its words depend on, such as the thread count), taken from those kept or built by
+    build(*impls), run, and yielded for its results; kept again after (when reusable)."""
+    layout, regions = storages(*impls)
+    key = (*key, layout)
+    held = _take(key)
+    if held is None:
+        held = build(*impls)
+        held.bind(regions)
+    held.run(tuple(base for base, _ in regions))
+    try:
+        yield held
+    finally:
+        if held.reusable:
+            _keep(key, held)
+
+
+def run(key: tuple, impls: Sequence[TensorImpl], build: Callable[..., Program]) -> None:
+    """Run the program `checked_out` gives, for its effects alone."""
+    with checked_out(key, impls, build):
+        pass
+
+
+def _take(key: tuple) -> Program | None:
+    with contextlib.suppress(KeyError, IndexError):
+        return _programs[key].pop()
+    return None
+
+
+def _keep(key: tuple, held: Program) -> None:
+    kept = _programs.get(key)
+    if kept is None:
+        if len(_programs) >= MAX_KEYS:
+            _programs.clear()
+        kept = _programs.setdefault(key, [])
+    if len(kept) < MAX_PER_KEY:
+        kept.append(held)
+
+
+def clear() -> None:
+    """Drop every kept program (and the memory it holds)."""
+    _programs.clear()
+
+
+def kept() -> Iterator[Program]:
+    """The programs kept now."""
+    for programs in list(_programs.values()):
+        yield from list(programs)
