@@ -45,15 +45,7 @@ def window(t: TensorImpl, r0: int, r1: int, c0: int, c1: int) -> TensorImpl:
     return narrowed(narrowed(t, 0, r0, r1 - r0), 1, c0, c1 - c0)
 
 
-def subtract_ahead(c: TensorImpl, a: TensorImpl, b: TensorImpl, lead: int, after: tuple):
-    """c -= a @ b (2-d impls), then the prepared launch `after` (kernel, words, items),
-    with look-ahead (see _ahead)."""
-    held = Program()
-    _ahead(held, c, a, b, lead, after)
-    held.run()
-
-
-def _ahead(into: Program, c: TensorImpl, a: TensorImpl, b: TensorImpl, lead: int, after):
+def ahead(into: Program, c: TensorImpl, a: TensorImpl, b: TensorImpl, lead: int, after):
     """Add to program `into` c -= a @ b, then the prepared launch `after`, with look-ahead: c's
     first `lead` columns are updated first, and `after` (which may use those columns but
     touches none of the others) runs as one item of the launch for the rest of the
@@ -133,7 +125,7 @@ def _lu_program(m: TensorImpl, lower: bool) -> Program:
             break
         nb2 = min(BLOCK, n - j2)
         trailing, below = window(m, j2, n, j2, width), window(m, j2, n, j, j2)
-        _ahead(held, trailing, below, right, nb2, panel(j2, whole_rows=False))
+        ahead(held, trailing, below, right, nb2, panel(j2, whole_rows=False))
         if j2 + nb2 < width:  # its interchanges right of it
             moves = narrowed(pivots, 0, j2, nb2)
             held.add(*_permuting(window(m, j2, n, j2 + nb2, width), moves, 1, base=j2))

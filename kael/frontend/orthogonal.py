@@ -10,9 +10,11 @@ is factored on the host (factorizations.on_host).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
-from kael.codegen.cpu import householder, pair
+from kael.codegen.cpu import gemm_run, householder, pair, program
+from kael.codegen.cpu.program import Program
 from kael.frontend import blocked, factories
 from kael.frontend.factorizations import (
     float_dtype,
@@ -24,8 +26,12 @@ from kael.frontend.factorizations import (
 )
 from kael.frontend.outputs import bool_arg, copied_out, tensor_arg
 from kael.frontend.tensor import Tensor
+from kael.frontend.views import narrowed, selected
+from kael.frontend.views import transpose as transpose_impl
+from kael.runtime.device import CPU
 from kael.runtime.errors import ValueError
-from kael.runtime.tensor_impl import shape_numel
+from kael.runtime.tensor_impl import TensorImpl, contiguous_strides, shape_numel
+from kael.runtime.threadpool import get_num_threads
 
 MODES = ("reduced", "complete", "r")
 
@@ -40,62 +46,114 @@ BLOCKED = 128  # from this many reflectors on, panels and matrix products
 PANEL_COLUMNS = 2 * NB  # the widest block one matrix factors through a transposed copy
 
 
-def apply_reflectors(
-    panel: Tensor,
-    tau: Tensor,
-    c: Tensor,
-    transpose: bool,
-    t: Tensor | None = None,
-    after: tuple | None = None,
-    lead: int = 0,
-) -> Tensor:
+def apply_reflectors(panel: Tensor, tau: Tensor, c: Tensor, transpose: bool) -> Tensor:
     """C = H C (or H^T C) in place, H = H_0 ... H_{nb-1} = I - V T V^T the block of
     reflectors in `panel` [count, r, nb]: LAPACK's larfb, in kael's matrix products.
-    Returns T (larft's), or takes it as `t` where the same block was applied before.
-    `after` (one matrix's prepared panel launch, which may overwrite `panel` and C's first
-    `lead` columns) runs beside the last product (blocked.subtract_ahead)."""
+    Returns T (larft's)."""
+    held = Program()
     count, rows, nb = panel.shape
-    v = factories.empty((count, rows, nb), dtype=panel.dtype)
-    householder.reflectors(panel._impl, v._impl, count)
-    if t is None:
-        t = factories.empty((count, nb, nb), dtype=panel.dtype)
-        householder.larft((v.mT @ v)._impl, tau._impl, t._impl, count)
-    w = (t.mT if transpose else t) @ (v.mT @ c)
-    if after is None:
-        blocked.subtract_product(c, v, w)
+    arena = _Arena(held, count, rows, nb, c.shape[-1], panel.dtype)
+    t = arena.take("t", (count, nb, nb))
+    _apply(held, arena, panel._impl, tau._impl, c._impl, transpose, t, True)
+    held.run()
+    return Tensor(t)
+
+
+class _Arena:
+    """A program's scratch for the blocks it applies one after another: V, T, V^T V, V^T C
+    and W = T V^T C, each as large as the largest block needs (rows x nb reflectors on
+    columns C's), handed out as contiguous [count, ...] views; and the unblocked kernels'
+    `work` [count, columns] and one matrix's transposed `panel` copy."""
+
+    def __init__(self, into: Program, count: int, rows: int, nb: int, columns: int, dtype):
+        size = {"v": rows * nb, "t": nb * nb, "gram": nb * nb, "vtc": nb * columns}
+        size["w"] = size["vtc"]
+        self._space = {name: into.scratch(count * n, dtype) for name, n in size.items()}
+        self.work = into.scratch(count * columns, dtype)
+        self.panel = into.scratch(PANEL_COLUMNS * (rows + householder.PAD), dtype)
+
+    def take(self, name: str, shape: tuple[int, ...]) -> TensorImpl:
+        space = self._space[name]
+        return TensorImpl(space.storage, shape, contiguous_strides(shape), 0, space.dtype, CPU)
+
+
+def _apply(
+    into: Program,
+    arena: _Arena,
+    panel: TensorImpl,
+    tau: TensorImpl,
+    c: TensorImpl,
+    transpose: bool,
+    t: TensorImpl,
+    factor_t: bool,
+    after: tuple | None = None,
+    lead: int = 0,
+) -> None:
+    """Add to `into` C = H C (or H^T C) for the reflectors in impl `panel` (see
+    apply_reflectors), T into impl `t` first when `factor_t` (else T is there already).
+    `after` (one matrix's prepared panel launch, which may overwrite `panel` and C's first
+    `lead` columns) runs beside the last product (blocked's look-ahead)."""
+    count, rows, nb = panel.shape
+    v = arena.take("v", (count, rows, nb))
+    householder.reflectors(panel, v, count, into)
+    vt = transpose_impl(v, -1, -2)
+    if factor_t:
+        gram = arena.take("gram", (count, nb, nb))
+        gemm_run.product_steps(into, gram, vt, v)
+        householder.larft(gram, tau, t, count, into)
+    vtc = arena.take("vtc", (count, nb, c.shape[-1]))
+    gemm_run.product_steps(into, vtc, vt, c)
+    w = arena.take("w", (count, nb, c.shape[-1]))
+    gemm_run.product_steps(into, w, transpose_impl(t, -1, -2) if transpose else t, vtc)
+    if after is not None:
+        blocked.ahead(into, *(selected(x, 0, 0) for x in (c, v, w)), lead, after)
+    elif (steps := gemm_run.adding_steps(into, c, v, w, True)) is not None:
+        into.add(*steps)
     else:
-        blocked.subtract_ahead(c[0]._impl, v[0]._impl, w[0]._impl, lead, after)
-    return t
+        into.add(partial(blocked.subtract_product, Tensor(c), Tensor(v), Tensor(w)))
 
 
-def _panel(op: str, block: Tensor, tau: Tensor) -> tuple[tuple, Tensor]:
-    """geqr2 or org2r (`op`) of one matrix's block [1, m, n] of at most PANEL_COLUMNS
-    columns, prepared: walked column-major through a transposed copy (householder.panel:
-    its row loops were 8 elements short). Returns the launch and the scratch it uses, to
-    be kept until it has run."""
-    _, m, n = block.shape
-    scratch = factories.empty(n * (m + householder.PAD), dtype=block.dtype)
-    return householder.prepared_panel(op, block[0]._impl, tau[0]._impl, scratch._impl), scratch
-
-
-def _householder(op: str, block: Tensor, tau: Tensor, work: Tensor) -> None:
+def _householder(op: str, block: TensorImpl, tau: TensorImpl, work, into=None, scratch=None):
     """geqr2 or org2r (`op`) of a [count, m, n] block: a batch one matrix a work item, or
-    one matrix's block of at most PANEL_COLUMNS columns through _panel."""
+    one matrix's block of at most PANEL_COLUMNS columns walked column-major through a
+    transposed copy in `scratch` (householder.panel: its row loops were 8 elements short)."""
     count, m, n = block.shape
     if count == 1 and 0 < n <= PANEL_COLUMNS:
-        launch, _scratch = _panel(op, block, tau)
-        pair.run_in_order([launch])
+        if scratch is None:
+            scratch = factories.empty(n * (m + householder.PAD), dtype=block.dtype)._impl
+        launch = _panel(op, selected(block, 0, 0), selected(tau, 0, 0), scratch)
+        step = pair.in_order([launch])
+        into.add(*step) if into is not None else step[0]()
     else:
-        getattr(householder, op)(block._impl, tau._impl, work._impl, count)
+        getattr(householder, op)(block, tau, work, count, into)
 
 
-def householder_qr(a: Tensor, blocks: dict | None = None) -> tuple[Tensor, Tensor]:
+def _panel(op: str, block: TensorImpl, tau: TensorImpl, scratch: TensorImpl) -> tuple:
+    """geqr2 or org2r (`op`) of one matrix's block [m, n] (n at most PANEL_COLUMNS) as a
+    prepared launch, through `scratch`."""
+    return householder.prepared_panel(op, block, tau, scratch)
+
+
+def _part(t: TensorImpl, r0: int, r1: int, c0: int, c1: int) -> TensorImpl:
+    """Rows [r0, r1) and columns [c0, c1) of each matrix of the 3-d impl `t`."""
+    return narrowed(narrowed(t, 1, r0, r1 - r0), 2, c0, c1 - c0)
+
+
+def _t_of(ts: TensorImpl, block: int, nb: int) -> TensorImpl:
+    """The contiguous [count, nb, nb] T of block `block` in impl `ts` [blocks, count, NB, NB]."""
+    count = ts.shape[1]
+    at = ts.offset + block * ts.strides[0]
+    return TensorImpl(ts.storage, (count, nb, nb), (nb * nb, nb, 1), at, ts.dtype, CPU)
+
+
+def householder_qr(a: Tensor, ts: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """(packed R and reflectors, tau [*, min(m, n)]) of the contiguous copy `a`, in place:
     geqr2 on the whole, or (LAPACK's geqrf) on panels of NB columns, each block of
-    reflectors applied to the columns after it at once. `blocks` (a dict) receives each
-    applied block's T by its first column, for _orgqr to apply the same blocks again.
-    One matrix looks ahead: each block's product updates the next panel's columns first
-    and factors that panel beside the rest of it."""
+    reflectors applied to the columns after it at once. `ts` ([blocks, count, NB, NB],
+    see t_blocks) receives each applied block's T, for _orgqr to apply the same blocks
+    again. One matrix looks ahead: each block's product updates the next panel's columns
+    first and factors that panel beside the rest of it. The blocked launches are a
+    program (codegen/cpu/program.py), built once for the layout."""
     m, n = a.shape[-2:]
     k = min(m, n)
     batch = tuple(a.shape[:-2])
@@ -104,57 +162,97 @@ def householder_qr(a: Tensor, blocks: dict | None = None) -> tuple[Tensor, Tenso
     if not (count and m and n):
         return a, tau
     a3, tau2 = a.reshape(count, m, n), tau.reshape(count, k)
-    work = factories.empty((count, n), dtype=a.dtype)
     if k < BLOCKED:
-        _householder("geqr2", a3, tau2, work)
+        _householder(
+            "geqr2", a3._impl, tau2._impl, factories.empty((count, n), dtype=a.dtype)._impl
+        )
         return a, tau
-    factored = 0  # the panels left of this column are factored already
-    for j in range(0, k, NB):
-        jb = min(NB, k - j)
-        panel, panel_tau = a3[:, j:, j : j + jb], tau2[:, j : j + jb]
-        if j >= factored:
-            _householder("geqr2", panel, panel_tau, work)
-        if j + jb < n:
-            after, _scratch, j2 = None, None, j + jb
-            nb2 = min(NB, k - j2) if count == 1 else 0
-            if nb2 > 0:
-                next_block = (a3[:, j2:, j2 : j2 + nb2], tau2[:, j2 : j2 + nb2])
-                after, _scratch = _panel("geqr2", *next_block)
-                factored = j2 + nb2
-            c = a3[:, j:, j2:]
-            t = apply_reflectors(panel, panel_tau, c, transpose=True, after=after, lead=nb2)
-            if blocks is not None:
-                blocks[j] = t
+    impls = (a3._impl, tau2._impl, *(() if ts is None else (ts._impl,)))
+    program.run(("geqrf", get_num_threads()), impls, _geqrf)
     return a, tau
 
 
-def _orgqr(q: Tensor, tau: Tensor, blocks: dict | None = None) -> Tensor:
+def t_blocks(a: Tensor) -> Tensor | None:
+    """Room for householder_qr's T of each block of the [*, m, n] `a`, or None where it
+    is not blocked."""
+    m, n = a.shape[-2:]
+    k, count = min(m, n), shape_numel(tuple(a.shape[:-2]))
+    if k < BLOCKED or not (count and n):
+        return None
+    return factories.empty((-(-k // NB), count, NB, NB), dtype=a.dtype)
+
+
+def _blocked(a3: TensorImpl) -> tuple[Program, _Arena]:
+    """A new program for the blocked kernels on the [count, m, n] impl `a3`, and its arena."""
+    held = Program()
+    count, m, n = a3.shape
+    return held, _Arena(held, count, m, NB, n, a3.dtype)
+
+
+def _geqrf(a3: TensorImpl, tau2: TensorImpl, ts: TensorImpl | None = None) -> Program:
+    """householder_qr's blocked launches on these impls."""
+    (count, m, n), k = a3.shape, tau2.shape[-1]
+    held, arena = _blocked(a3)
+    factored = 0  # the panels left of this column are factored already
+    for j in range(0, k, NB):
+        jb = min(NB, k - j)
+        panel, panel_tau = _part(a3, j, m, j, j + jb), narrowed(tau2, 1, j, jb)
+        if j >= factored:
+            _householder("geqr2", panel, panel_tau, arena.work, held, arena.panel)
+        if j + jb < n:
+            after, j2 = None, j + jb
+            nb2 = min(NB, k - j2) if count == 1 else 0
+            if nb2 > 0:
+                next_panel = selected(_part(a3, j2, m, j2, j2 + nb2), 0, 0)
+                next_tau = selected(narrowed(tau2, 1, j2, nb2), 0, 0)
+                after = _panel("geqr2", next_panel, next_tau, arena.panel)
+                factored = j2 + nb2
+            t = arena.take("t", (count, jb, jb)) if ts is None else _t_of(ts, j // NB, jb)
+            c = _part(a3, j, m, j2, n)
+            _apply(held, arena, panel, panel_tau, c, True, t, True, after, nb2)
+    return held
+
+
+def _orgqr(q: Tensor, tau: Tensor, ts: Tensor | None = None) -> Tensor:
     """The contiguous `q` [*, m, n] (its first k columns reflectors, tau [*, k]) made
     Q's first n columns, in place: org2r on the whole, or (LAPACK's orgqr) org2r on the
     last panel and then, panel by panel backward, each block applied to the columns
     after it and org2r on its own columns (beside the block's last product, for one
-    matrix: it needs only the block's reflectors). `blocks`: householder_qr's T of each
-    block."""
+    matrix: it needs only the block's reflectors). `ts`: householder_qr's T of each
+    block (t_blocks). The blocked launches are a program, built once for the layout."""
     m, n = q.shape[-2:]
     k = tau.shape[-1]
     count = shape_numel(q.shape[:-2])
     if not (count and m and n):
         return q
     q3, tau2 = q.reshape(count, m, n), tau.contiguous().reshape(count, k)
-    work = factories.empty((count, n), dtype=q.dtype)
-    last = (k - 1) // NB * NB if k >= BLOCKED else 0
-    q3[:, :last, last:] = 0
-    _householder("org2r", q3[:, last:, last:], tau2[:, last:], work)
-    for j in range(last - NB, -1, -NB):
-        panel, panel_tau = q3[:, j:, j : j + NB], tau2[:, j : j + NB]
-        known = None if blocks is None else blocks.get(j)
-        after, _scratch = _panel("org2r", panel, panel_tau) if count == 1 else (None, None)
-        c = q3[:, j:, j + NB :]
-        apply_reflectors(panel, panel_tau, c, transpose=False, t=known, after=after)
-        if after is None:
-            _householder("org2r", panel, panel_tau, work)
-        q3[:, :j, j : j + NB] = 0
+    impls = (q3._impl, tau2._impl, *(() if ts is None else (ts._impl,)))
+    program.run(("orgqr", get_num_threads()), impls, _orgqr_program)
     return q
+
+
+def _orgqr_program(q3: TensorImpl, tau2: TensorImpl, ts: TensorImpl | None = None) -> Program:
+    """_orgqr's launches on these impls."""
+    (count, m, n), k = q3.shape, tau2.shape[-1]
+    held, arena = _blocked(q3)
+    last = (k - 1) // NB * NB if k >= BLOCKED else 0
+    if last:
+        householder.zero(_part(q3, 0, last, last, n), count, held)
+    tail = (_part(q3, last, m, last, n), narrowed(tau2, 1, last, k - last))
+    _householder("org2r", *tail, arena.work, held, arena.panel)
+    for j in range(last - NB, -1, -NB):
+        panel, panel_tau = _part(q3, j, m, j, j + NB), narrowed(tau2, 1, j, NB)
+        after = None
+        if count == 1:
+            after = _panel("org2r", selected(panel, 0, 0), selected(panel_tau, 0, 0), arena.panel)
+        factor_t = ts is None
+        t = arena.take("t", (count, NB, NB)) if factor_t else _t_of(ts, j // NB, NB)
+        _apply(held, arena, panel, panel_tau, _part(q3, j, m, j + NB, n), False, t, factor_t, after)
+        if after is None:
+            _householder("org2r", panel, panel_tau, arena.work, held, arena.panel)
+        if j:
+            householder.zero(_part(q3, 0, j, j, j + NB), count, held)
+    return held
 
 
 def _reflectors(packed: Tensor, columns: int) -> Tensor:
@@ -179,14 +277,15 @@ def qr(A, mode: str = "reduced", *, out=None) -> QR:
             "(default), 'r', or 'complete'"
         )
     m, n = A.shape[-2:]
-    blocks: dict = {}  # each block's T, applied again to form Q
-    packed, tau = householder_qr(working_copy(A, padded=True), blocks)
+    a = working_copy(A, padded=True)
+    ts = None if mode == "r" else t_blocks(a)  # each block's T, applied again to form Q
+    packed, tau = householder_qr(a, ts)
     columns = m if mode == "complete" else min(m, n)
     r = packed[..., :columns, :].triu()
     if mode == "r":
         q = factories.empty((0,), dtype=A.dtype)
     else:
-        q = lapack_layout(_orgqr(_reflectors(packed, columns), tau, blocks))
+        q = lapack_layout(_orgqr(_reflectors(packed, columns), tau, ts))
     r = lapack_layout(r)
     if out is not None:
         out_q, out_r = out

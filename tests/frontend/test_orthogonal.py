@@ -278,3 +278,30 @@ def test_householder_product_errors_name_the_shapes(a, tau, error, message):
 def test_householder_product_dtypes_must_match():
     with pytest.raises(kael.TypeError, match="input of type float32 and tau of type float64"):
         kael.linalg.householder_product(kael.ones(4, 3), kael.ones(2, dtype=kael.float64))
+
+
+def test_a_kept_qr_program_runs_on_other_matrices_of_its_layout():
+    """householder_qr and _orgqr are programs (codegen/cpu/program.py) kept by layout: the
+    later matrices' memory is elsewhere, and the programs are moved onto it; a second
+    call builds nothing and holds no more memory."""
+    from kael.codegen.cpu import program
+    from kael.frontend import orthogonal
+
+    rng = np.random.default_rng(11)
+    mats = [rng.standard_normal((260, 200)) for _ in range(3)]
+    program.clear()
+    for m in mats:
+        got, want = kael.linalg.qr(kael.tensor(m)), torch.linalg.qr(torch.tensor(m))
+        np.testing.assert_allclose(got.Q.numpy(), want.Q.numpy(), rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(got.R.numpy(), want.R.numpy(), rtol=1e-9, atol=1e-9)
+    kept = set(map(id, program.kept()))
+    assert len(kept) == 2  # geqrf's and orgqr's
+    held = [kael.tensor(m.copy()) for m in mats]  # alive at once: three addresses
+    for m, x in zip(mats, held, strict=True):
+        packed, tau = orthogonal.householder_qr(x)
+        want = torch.geqrf(torch.tensor(m))
+        np.testing.assert_allclose(packed.numpy(), want.a.numpy(), rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(tau.numpy(), want.tau.numpy(), rtol=1e-9, atol=1e-9)
+    before = kael.memory_stats()["in_use_bytes"]
+    kael.linalg.qr(kael.tensor(mats[0]))
+    assert kael.memory_stats()["in_use_bytes"] == before

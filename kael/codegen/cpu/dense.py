@@ -412,15 +412,21 @@ def run(
     words: Sequence[int],
     items: int,
     flops: int,
+    into=None,
 ) -> None:
     """Launch `symbol` of module `name` over `items` matrices, split over the threads when
-    the work (`flops`, about) is worth it; the module is optimized at O3, never tiered."""
-    run_prepared(kernel(name, build, symbol), words, items, flops)
+    the work (`flops`, about) is worth it; the module is optimized at O3, never tiered.
+    With `into` (a codegen/cpu/program.Program), add the launch to it instead."""
+    run_prepared(kernel(name, build, symbol), words, items, flops, into)
 
 
-def run_prepared(fn, words: Sequence[int], items: int, flops: int) -> None:
-    """Launch the dense kernel `fn` (see `run`)."""
-    step(fn, words, items, flops)()
+def run_prepared(fn, words: Sequence[int], items: int, flops: int, into=None) -> None:
+    """Launch the dense kernel `fn`, or add it to program `into` (see `run`)."""
+    launch = step(fn, words, items, flops)
+    if into is None:
+        launch()
+    else:
+        into.add(launch)
 
 
 def step(fn, words: Sequence[int], items: int, flops: int):

@@ -383,10 +383,18 @@ def accumulate_into(
     return True
 
 
+def product_steps(into: Program, c: TensorImpl, a: TensorImpl, b: TensorImpl) -> None:
+    """c = a @ b (as matmul) as steps of program `into`, packing into its shared buffer."""
+    p = plan_for(a, b, c)
+    bases = (*(host_ptr(t, "matmul") for t in (a, b, c)), into.shared(p.buffer_bytes))
+    for s, (fn, words, items) in zip(p.launches, launches_on(p, bases), strict=True):
+        into.add(Step.of(fn, words, items, s.moved, 1, s.flops))
+
+
 def adding_steps(
     program: Program, c: TensorImpl, a: TensorImpl, b: TensorImpl, subtract: bool, alongside=()
 ) -> list[Step] | None:
-    """accumulate_into's launches, ready, packing into a buffer `program` keeps; None
+    """accumulate_into's launches, ready, packing into `program`'s shared buffer; None
     where it would return False. `alongside`, prepared launches (kernel, words, items)
     touching none of c, run in order as one item of the product's last launch
     (codegen/cpu/pair.py): on the calling thread while the others start on the product,
@@ -394,7 +402,7 @@ def adding_steps(
     p = adding_plan(c, a, b, subtract, ALONGSIDE_SPLIT if alongside else 1)
     if p is None:
         return None
-    bases = (*(host_ptr(t, "matmul") for t in (a, b, c)), program.buffer(p.buffer_bytes))
+    bases = (*(host_ptr(t, "matmul") for t in (a, b, c)), program.shared(p.buffer_bytes))
     launches = launches_on(p, bases)
     steps = [
         Step.of(fn, words, items, s.moved, 1, s.flops)

@@ -38,6 +38,7 @@ V_WORDS = ("a", "v", "m", "k", "ld", "a_stride")
 PANEL_WORDS = ("a", "lda", "t", "ldt", "tau", "m", "n", "k")
 PAD = 8
 T_WORDS = ("g", "tau", "t", "k", "tau_stride")
+ZERO_WORDS = ("a", "m", "n", "ld", "a_stride")
 # Below these sums of squares (and at infinity or NaN) the norm is computed scaled: the
 # plain sum could have lost elements to underflow (or all of them: a sum of 0).
 TINY = {4: 2.0**-100, 8: 2.0**-900}
@@ -232,6 +233,13 @@ def _reflectors(d: dense.Dense, item: ir.Value) -> None:
         v.set(r, c, b.select(below, a.get(r, c), unit))
 
 
+def _zero(d: dense.Dense, item: ir.Value) -> None:
+    b, w = d.b, d.w
+    a = d.matrix("a", "ld", b.mul(item, w["a_stride"]))
+    with d.loop(0, w["m"]) as r:
+        d.fill(a.row(r), d.f(0.0), d.i(0), w["n"])
+
+
 def _triangular_factor(d: dense.Dense, item: ir.Value) -> None:
     """LAPACK's larft (forward, columnwise): the upper k x k T with H_0 ... H_{k-1} =
     I - V T V^T, from G = V^T V (a matrix product, not m x k short row loops): column i
@@ -264,6 +272,7 @@ def _module(dtype):
             *dense.per_matrix(module, f"{name}_org2r_panel", dtype, PANEL_WORDS, _form_q_panel),
             *dense.per_matrix(module, f"{name}_reflectors", dtype, V_WORDS, _reflectors),
             *dense.per_matrix(module, f"{name}_larft", dtype, T_WORDS, _triangular_factor),
+            *dense.per_matrix(module, f"{name}_zero", dtype, ZERO_WORDS, _zero),
         ]
 
     return name, build
@@ -277,7 +286,7 @@ def _words(a, tau, work, m: int, n: int) -> list[int]:
     return [*(host_ptr(t, "householder") for t in (a, tau, work)), m, n, ld, a_stride, tau_stride]
 
 
-def geqr2(a, tau, work, batch: int) -> None:
+def geqr2(a, tau, work, batch: int, into=None) -> None:
     """Factor each of the `batch` m x n matrices of impl `a` [batch, m, n] (row-major
     rows, any row and batch strides) in place: R on and above the diagonal, the
     reflectors' tails below it, their scalars into impl `tau` [batch, min(m, n)]; impl
@@ -285,10 +294,10 @@ def geqr2(a, tau, work, batch: int) -> None:
     m, n = a.shape[-2:]
     name, build = _module(a.dtype)
     words = _words(a, tau, work, m, n)
-    dense.run(name, build, f"{name}_geqr2", words, batch, 2 * m * n * min(m, n))
+    dense.run(name, build, f"{name}_geqr2", words, batch, 2 * m * n * min(m, n), into)
 
 
-def org2r(a, tau, work, batch: int) -> None:
+def org2r(a, tau, work, batch: int, into=None) -> None:
     """Overwrite each of the `batch` m x n matrices of impl `a` (m >= n >= k, laid out as
     for geqr2; its first k columns reflectors, tau [batch, k]) with the first n columns of
     Q = H_0 H_1 ... H_{k-1}; impl `work` holds n elements per matrix."""
@@ -296,7 +305,7 @@ def org2r(a, tau, work, batch: int) -> None:
     k = tau.shape[-1]
     name, build = _module(a.dtype)
     words = [*_words(a, tau, work, m, n), k]
-    dense.run(name, build, f"{name}_org2r", words, batch, 2 * m * n * k)
+    dense.run(name, build, f"{name}_org2r", words, batch, 2 * m * n * k, into)
 
 
 def panel(op: str, a, tau, scratch) -> None:
@@ -318,21 +327,31 @@ def prepared_panel(op: str, a, tau, scratch) -> tuple:
     return dense.kernel(name, build, f"{name}_{op}_panel"), words, 1
 
 
-def reflectors(a, v, batch: int) -> None:
+def reflectors(a, v, batch: int, into=None) -> None:
     """The blocks of reflectors in impl `a` [batch, m, k] (laid out as for geqr2) as
     explicit unit lower matrices into impl `v` (contiguous [batch, m, k])."""
     m, k = a.shape[-2:]
     name, build = _module(a.dtype)
     a_stride = a.strides[-3] if len(a.shape) > 2 else 0
     words = [host_ptr(a, name), host_ptr(v, name), m, k, a.strides[-2], a_stride]
-    dense.run(name, build, f"{name}_reflectors", words, batch, m * k)
+    dense.run(name, build, f"{name}_reflectors", words, batch, m * k, into)
 
 
-def larft(gram, tau, t, batch: int) -> None:
+def larft(gram, tau, t, batch: int, into=None) -> None:
     """The upper triangular factors T (impl `t`, contiguous [batch, k, k]) of blocks of
     reflectors V, given G = V^T V (impl `gram`, contiguous [batch, k, k]) and tau [batch, k]."""
     k = gram.shape[-1]
     name, build = _module(gram.dtype)
     tau_stride = tau.strides[-2] if len(tau.shape) > 1 else 0
     words = [*(host_ptr(x, name) for x in (gram, tau, t)), k, tau_stride]
-    dense.run(name, build, f"{name}_larft", words, batch, k**3)
+    dense.run(name, build, f"{name}_larft", words, batch, k**3, into)
+
+
+def zero(a, batch: int, into=None) -> None:
+    """Zero each [m, n] block of impl `a` ([m, n] or [batch, m, n], unit-stride rows): the
+    rows of Q above a panel, as orgqr clears them."""
+    m, n = a.shape[-2:]
+    name, build = _module(a.dtype)
+    a_stride = a.strides[-3] if len(a.shape) > 2 else 0
+    words = [host_ptr(a, name), m, n, a.strides[-2] if m > 1 else n, a_stride]
+    dense.run(name, build, f"{name}_zero", words, batch, m * n, into)

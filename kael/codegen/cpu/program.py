@@ -63,7 +63,7 @@ class Program:
     results in (`results`, read after each run); and the words that address the memory
     the program works on (see bind)."""
 
-    __slots__ = ("steps", "keep", "kept_bytes", "results", "_moves", "_bases")
+    __slots__ = ("steps", "keep", "kept_bytes", "results", "_moves", "_bases", "_shared")
 
     def __init__(self) -> None:
         self.steps: list[Step | Callable[[], None]] = []
@@ -72,10 +72,19 @@ class Program:
         self.results: tuple = ()
         self._moves: list[tuple[array.array, int, int, int]] = []
         self._bases: tuple[int, ...] = ()
+        self._shared = (0, 0)  # (address, bytes) of the buffer `shared` hands out
 
     def buffer(self, nbytes: int) -> int:
         """The address of `nbytes` of scratch that lives as long as the program (0 for 0)."""
         return self.scratch(nbytes, uint8).data_ptr() if nbytes else 0
+
+    def shared(self, nbytes: int) -> int:
+        """The address of `nbytes` of scratch for a step that runs beside no other step
+        using it (a product's packing, one product after another): one buffer for all,
+        replaced by a larger one where a step asks for more (0 for 0)."""
+        if nbytes > self._shared[1]:
+            self._shared = (self.buffer(nbytes), nbytes)
+        return self._shared[0] if nbytes else 0
 
     def scratch(self, count: int, dtype: DType) -> TensorImpl:
         """`count` elements of scratch that live as long as the program."""

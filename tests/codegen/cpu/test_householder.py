@@ -94,3 +94,14 @@ def test_panel_keeps_larfgs_rules(case):
     np.testing.assert_allclose(cols[finite], rows[finite], rtol=1e-11, atol=1e-300)
     if case == "zero_column":
         assert tau_cols[0] == tau_rows[0] == 0
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_zero_clears_each_block_and_nothing_else(batch):
+    """orgqr's rows above a panel: each [m, n] block of a strided batch set to 0."""
+    x = np.random.default_rng(batch).standard_normal((batch, 7, 9)) + 5.0
+    t = kael.tensor(x.copy())
+    householder.zero(t[:, 1:4, 2:6]._impl, batch)
+    want = x.copy()
+    want[:, 1:4, 2:6] = 0
+    np.testing.assert_array_equal(t.numpy(), want)
