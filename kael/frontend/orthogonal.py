@@ -52,14 +52,14 @@ def apply_reflectors(panel: Tensor, tau: Tensor, c: Tensor, transpose: bool) -> 
     Returns T (larft's)."""
     held = Program()
     count, rows, nb = panel.shape
-    arena = _Arena(held, count, rows, nb, c.shape[-1], panel.dtype)
+    arena = Arena(held, count, rows, nb, c.shape[-1], panel.dtype)
     t = arena.take("t", (count, nb, nb))
-    _apply(held, arena, panel._impl, tau._impl, c._impl, transpose, t, True)
+    add_reflectors(held, arena, panel._impl, tau._impl, c._impl, transpose, t, True)
     held.run()
     return Tensor(t)
 
 
-class _Arena:
+class Arena:
     """A program's scratch for the blocks it applies one after another: V, T, V^T V, V^T C
     and W = T V^T C, each as large as the largest block needs (rows x nb reflectors on
     columns C's), handed out as contiguous [count, ...] views; and the unblocked kernels'
@@ -77,9 +77,9 @@ class _Arena:
         return TensorImpl(space.storage, shape, contiguous_strides(shape), 0, space.dtype, CPU)
 
 
-def _apply(
+def add_reflectors(
     into: Program,
-    arena: _Arena,
+    arena: Arena,
     panel: TensorImpl,
     tau: TensorImpl,
     c: TensorImpl,
@@ -182,11 +182,11 @@ def t_blocks(a: Tensor) -> Tensor | None:
     return factories.empty((-(-k // NB), count, NB, NB), dtype=a.dtype)
 
 
-def _blocked(a3: TensorImpl) -> tuple[Program, _Arena]:
+def _blocked(a3: TensorImpl) -> tuple[Program, Arena]:
     """A new program for the blocked kernels on the [count, m, n] impl `a3`, and its arena."""
     held = Program()
     count, m, n = a3.shape
-    return held, _Arena(held, count, m, NB, n, a3.dtype)
+    return held, Arena(held, count, m, NB, n, a3.dtype)
 
 
 def _geqrf(a3: TensorImpl, tau2: TensorImpl, ts: TensorImpl | None = None) -> Program:
@@ -209,7 +209,7 @@ def _geqrf(a3: TensorImpl, tau2: TensorImpl, ts: TensorImpl | None = None) -> Pr
                 factored = j2 + nb2
             t = arena.take("t", (count, jb, jb)) if ts is None else _t_of(ts, j // NB, jb)
             c = _part(a3, j, m, j2, n)
-            _apply(held, arena, panel, panel_tau, c, True, t, True, after, nb2)
+            add_reflectors(held, arena, panel, panel_tau, c, True, t, True, after, nb2)
     return held
 
 
@@ -247,7 +247,9 @@ def _orgqr_program(q3: TensorImpl, tau2: TensorImpl, ts: TensorImpl | None = Non
             after = _panel("org2r", selected(panel, 0, 0), selected(panel_tau, 0, 0), arena.panel)
         factor_t = ts is None
         t = arena.take("t", (count, NB, NB)) if factor_t else _t_of(ts, j // NB, NB)
-        _apply(held, arena, panel, panel_tau, _part(q3, j, m, j + NB, n), False, t, factor_t, after)
+        add_reflectors(
+            held, arena, panel, panel_tau, _part(q3, j, m, j + NB, n), False, t, factor_t, after
+        )
         if after is None:
             _householder("org2r", panel, panel_tau, arena.work, held, arena.panel)
         if j:

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from kael.codegen.cpu import symmetric_eigen, team
+from kael.codegen.cpu import program, symmetric_eigen, team
+from kael.codegen.cpu.program import Program
 from kael.frontend import factories, index_ops, tridiagonal
 from kael.frontend.blocked import subtract_product
 from kael.frontend.factorizations import (
@@ -30,12 +31,14 @@ from kael.frontend.factorizations import (
     square,
     working_copy,
 )
-from kael.frontend.orthogonal import apply_reflectors
+from kael.frontend.orthogonal import Arena, add_reflectors
 from kael.frontend.outputs import copied_out
 from kael.frontend.tensor import Tensor
+from kael.frontend.views import derive, narrowed
 from kael.runtime.dtypes import float64, int64
 from kael.runtime.errors import TypeError, ValueError
-from kael.runtime.tensor_impl import shape_numel
+from kael.runtime.tensor_impl import TensorImpl, shape_numel
+from kael.runtime.threadpool import get_num_threads
 
 PANEL = 32  # the columns of one panel of the blocked reduction
 CROSSOVER = 128  # the trailing rows from which the unblocked reduction finishes
@@ -223,13 +226,25 @@ def _divide_and_conquer(a: Tensor, s: _Scratch, start: int, capacity: int) -> No
 def _reflect_blocks(a: Tensor, work: Tensor, x: Tensor) -> None:
     """x [1, n, k] = Q x for the reduced n x n `a`'s Q = H_0 ... H_{n-2} (each v_j in row
     j of `a` from column j + 1, tau in work), in blocks of FORM_BLOCK reflectors, the last
-    block first (orthogonal.apply_reflectors)."""
-    n = a.shape[-1]
+    block first (orthogonal.add_reflectors, reading each block's reflectors transposed
+    in place): a program (codegen/cpu/program.py) built once for the layout."""
+    impls = (a._impl, work._impl, x._impl)
+    program.run(("reflect blocks", FORM_BLOCK, get_num_threads()), impls, _reflect_program)
+
+
+def _reflect_program(a: TensorImpl, work: TensorImpl, x: TensorImpl) -> Program:
+    """_reflect_blocks' launches on these impls."""
+    n, columns = a.shape[-1], x.shape[-1]
+    held = Program()
+    arena = Arena(held, 1, n, FORM_BLOCK, columns, a.dtype)
     for k in reversed(range(0, n - 1, FORM_BLOCK)):
-        nb = min(FORM_BLOCK, n - 1 - k)
-        panel = a[k : k + nb, k + 1 :].mT.contiguous().reshape(1, n - k - 1, nb)
-        tau = work[:, n + k : n + k + nb]
-        apply_reflectors(panel, tau, x[:, k + 1 :], transpose=False)
+        nb, rows = min(FORM_BLOCK, n - 1 - k), n - k - 1
+        # the block's reflectors: rows k.. k + nb of `a` from column k + 1, as columns
+        panel = derive(a, (1, rows, nb), (0, 1, a.strides[0]), a.offset + k * a.strides[0] + k + 1)
+        tau = narrowed(work, 1, n + k, nb)
+        t = arena.take("t", (1, nb, nb))
+        add_reflectors(held, arena, panel, tau, narrowed(x, 1, k + 1, rows), False, t, True)
+    return held
 
 
 def _eigh(A, UPLO, op: str, vectors: bool) -> tuple[Tensor, Tensor]:

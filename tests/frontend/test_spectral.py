@@ -467,3 +467,20 @@ def test_errors(fn):
 
 def test_no_torch_level_names():
     assert not hasattr(kael, "symeig") and not hasattr(kael.Tensor, "eigh")
+
+
+def test_a_kept_back_transformation_runs_on_other_matrices_of_its_layout():
+    """The reflectors' blocks applied to the tridiagonal's vectors are a program kept by
+    layout (codegen/cpu/program.py): other matrices' memory, the same vectors as torch's."""
+    from kael.codegen.cpu import program
+
+    rng = np.random.default_rng(12)
+    program.clear()
+    for _ in range(3):
+        a = rng.standard_normal((300, 300))
+        a = a + a.T
+        got, want = kael.linalg.eigh(kael.tensor(a)), torch.linalg.eigh(torch.tensor(a))
+        np.testing.assert_allclose(got.eigenvalues.numpy(), want.eigenvalues.numpy(), atol=1e-10)
+        products = got.eigenvectors.numpy().T @ want.eigenvectors.numpy()
+        np.testing.assert_allclose(np.abs(np.diagonal(products)), 1, atol=1e-9)
+    assert list(program.kept())

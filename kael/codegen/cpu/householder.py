@@ -33,7 +33,7 @@ I64 = ir.IntType(64)
 # tau_stride.
 FACTOR_WORDS = ("a", "tau", "work", "m", "n", "ld", "a_stride", "tau_stride")
 Q_WORDS = (*FACTOR_WORDS, "k")
-V_WORDS = ("a", "v", "m", "k", "ld", "a_stride")
+V_WORDS = ("a", "v", "m", "k", "ld", "inc", "a_stride")
 # One large matrix's panel, copied transposed into the scratch `t` (ldt = m + PAD).
 PANEL_WORDS = ("a", "lda", "t", "ldt", "tau", "m", "n", "k")
 PAD = 8
@@ -222,15 +222,17 @@ def _form_q_panel(d: dense.Dense, item: ir.Value) -> None:
 
 def _reflectors(d: dense.Dense, item: ir.Value) -> None:
     """The m x k reflectors of a block as an explicit unit lower matrix V (for the
-    matrix products of larfb, and V^T V for larft)."""
+    matrix products of larfb, and V^T V for larft); the block's element (r, c) is
+    `inc` c + `ld` r elements in (a transposed block: ld 1)."""
     b, w = d.b, d.w
     m, k = w["m"], w["k"]
-    a = d.matrix("a", "ld", b.mul(item, w["a_stride"]))
+    a = b.gep(d.ptr("a"), [b.mul(item, w["a_stride"])])
     v = d.matrix("v", "k", b.mul(item, b.mul(m, k)))
     with d.loop(0, m) as r, d.loop(0, k) as c:
         below = b.icmp_signed(">", r, c)
         unit = b.select(b.icmp_signed("==", r, c), d.f(1.0), d.f(0.0))
-        v.set(r, c, b.select(below, a.get(r, c), unit))
+        at = b.gep(a, [b.add(b.mul(r, w["ld"]), b.mul(c, w["inc"]))])
+        v.set(r, c, b.select(below, b.load(at), unit))
 
 
 def _zero(d: dense.Dense, item: ir.Value) -> None:
@@ -328,12 +330,12 @@ def prepared_panel(op: str, a, tau, scratch) -> tuple:
 
 
 def reflectors(a, v, batch: int, into=None) -> None:
-    """The blocks of reflectors in impl `a` [batch, m, k] (laid out as for geqr2) as
-    explicit unit lower matrices into impl `v` (contiguous [batch, m, k])."""
+    """The blocks of reflectors in impl `a` [batch, m, k] (any strides) as explicit unit
+    lower matrices into impl `v` (contiguous [batch, m, k])."""
     m, k = a.shape[-2:]
     name, build = _module(a.dtype)
     a_stride = a.strides[-3] if len(a.shape) > 2 else 0
-    words = [host_ptr(a, name), host_ptr(v, name), m, k, a.strides[-2], a_stride]
+    words = [host_ptr(a, name), host_ptr(v, name), m, k, *a.strides[-2:], a_stride]
     dense.run(name, build, f"{name}_reflectors", words, batch, m * k, into)
 
 

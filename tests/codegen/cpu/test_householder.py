@@ -105,3 +105,16 @@ def test_zero_clears_each_block_and_nothing_else(batch):
     want = x.copy()
     want[:, 1:4, 2:6] = 0
     np.testing.assert_array_equal(t.numpy(), want)
+
+
+def test_reflectors_read_a_transposed_block_in_place():
+    """eigh's back-transformation reads its reflectors, rows of the reduced matrix, as
+    the columns of a transposed view: the same V as from a contiguous copy."""
+    a = np.random.default_rng(2).standard_normal((9, 12))
+    block = kael.tensor(a)[2:6, 3:].mT.unsqueeze(0)  # [1, 9, 4], strides (., 1, 12)
+    got, want = kael.empty(1, 9, 4, dtype=kael.float64), kael.empty(1, 9, 4, dtype=kael.float64)
+    householder.reflectors(block._impl, got._impl, 1)
+    householder.reflectors(block.contiguous()._impl, want._impl, 1)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    np.testing.assert_array_equal(np.triu(got.numpy()[0], 1), 0)
+    np.testing.assert_array_equal(np.diagonal(got.numpy()[0]), 1)
