@@ -18,9 +18,10 @@ there are no torch-level names.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
-from kael.codegen.cpu import program, symmetric_eigen, team
+from kael.codegen.cpu import gemm_run, program, symmetric_eigen, team
 from kael.codegen.cpu.program import Program
 from kael.frontend import factories, index_ops, tridiagonal
 from kael.frontend.blocked import subtract_product
@@ -34,7 +35,7 @@ from kael.frontend.factorizations import (
 from kael.frontend.orthogonal import Arena, add_reflectors
 from kael.frontend.outputs import copied_out
 from kael.frontend.tensor import Tensor
-from kael.frontend.views import derive, narrowed
+from kael.frontend.views import derive, narrowed, selected, transpose
 from kael.runtime.dtypes import float64, int64
 from kael.runtime.errors import TypeError, ValueError
 from kael.runtime.tensor_impl import TensorImpl, shape_numel
@@ -78,18 +79,42 @@ def _panels(a: Tensor, values: Tensor, work: Tensor) -> int:
     the trailing block streams through the cache once a panel, not twice. The panel
     kernel leaves the rows [W; V; W], both factors as overlapping views."""
     n = a.shape[-1]
-    a = a.reshape(n, n)
     wvw = factories.zeros((3 * PANEL, n), dtype=a.dtype)  # W, V, W again
     part = factories.empty(n, dtype=a.dtype)  # the panel's helper's scratch
     sync = factories.zeros(((n - CROSSOVER) // PANEL, team.SIZE), dtype=int64)  # one a panel
+    impls = tuple(t._impl for t in (a.reshape(n, n), values, work, wvw, part, sync))
+    program.run(("eigh panels", PANEL, BLOCKED, get_num_threads()), impls, _panels_program)
+    return _reduced(n)
+
+
+def _reduced(n: int) -> int:
+    """The column from which _panels leaves an n x n matrix to the unblocked reduction."""
     start = 0
     while n - start >= BLOCKED:
-        words = (a, values, work, wvw, part, sync[start // PANEL])
-        symmetric_eigen.panel(*(t._impl for t in words), n, start, PANEL)
         start += PANEL
-        factors = wvw[:, start:]
-        subtract_product(a[start:, start:], factors[PANEL:].mT, factors[: 2 * PANEL])
     return start
+
+
+def _panels_program(a, values, work, wvw, part, sync) -> Program:
+    """_panels' launches on these impls (a program, codegen/cpu/program.py)."""
+    n = a.shape[-1]
+    held = Program()
+    for start in range(0, _reduced(n), PANEL):
+        symmetric_eigen.panel(
+            a, values, work, wvw, part, selected(sync, 0, start // PANEL), n, start, PANEL, held
+        )
+        rest = start + PANEL
+        factors = narrowed(wvw, 1, rest, n - rest)
+        v, w = narrowed(factors, 0, PANEL, 2 * PANEL), narrowed(factors, 0, 0, 2 * PANEL)
+        trailing = narrowed(narrowed(a, 0, rest, n - rest), 1, rest, n - rest)
+        vt = transpose(v, 0, 1)
+        steps = gemm_run.adding_steps(held, trailing, vt, w, True)
+        held.add(*steps) if steps is not None else held.add(partial(_subtract, trailing, vt, w))
+    return held
+
+
+def _subtract(c: TensorImpl, a: TensorImpl, b: TensorImpl) -> None:
+    subtract_product(Tensor(c), Tensor(a), Tensor(b))
 
 
 class _Scratch(NamedTuple):

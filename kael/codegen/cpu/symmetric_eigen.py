@@ -778,16 +778,17 @@ def prepare(a, values, work, info, n: int, batch: int, *, lower: bool, vectors: 
     dense.run(name, _build(name, a.dtype), name + "_prepare", words, batch, 4 * n * n)
 
 
-def panel(a, values, work, w, part, sync, n: int, start: int, width: int) -> None:
+def panel(a, values, work, w, part, sync, n: int, start: int, width: int, into=None) -> None:
     """Reduce columns [start, start + width) of the one prepared matrix at impl `a` (dlatrd:
     see _panel); [W; V; W] (rows) into impl `w` [3 width, n]. Two work items share it:
     impl `part` [n] is the helper's scratch, impl `sync` team.SIZE zeroed int64 words (one
-    launch's). The caller then updates the trailing block."""
+    launch's). The caller then updates the trailing block. With `into`, added to that
+    program instead of run."""
     name = f"kael_eigh_{a.dtype.name}"
     words = [*(host_ptr(t, name) for t in (a, values, work, w)), n, start, width]
     words += [host_ptr(part, name), host_ptr(sync, name)]
     fn = dense.kernel(name, _build(name, a.dtype), name + "_panel")
-    dense.run_prepared(fn, words, 2, 2 * n * n * width)  # the leader and the helper
+    dense.run_prepared(fn, words, 2, 2 * n * n * width, into)  # the leader and the helper
 
 
 def eigh(a, values, work, info, pairs, steps, capacity: int, n: int, batch: int, *,
