@@ -395,9 +395,22 @@ def memory_stats(device: str | Device = "cpu") -> dict[str, int]:
 
 
 def empty_cache() -> None:
-    """Free the cached blocks of every device (and of pinned host memory) to the system."""
+    """Free the cached blocks of every device (and of pinned host memory) to the system,
+    after the holders registered with `on_empty_cache` dropped what they keep."""
+    for release in list(_releases):
+        release()
     for allocator in (*_ALLOCATORS.values(), PINNED):
         allocator.empty_cache()
+
+
+# What empty_cache calls first: caches above the allocator that hold storages (the kept
+# host programs of codegen/cpu/program.py)
+_releases: list[Callable[[], None]] = []
+
+
+def on_empty_cache(release: Callable[[], None]) -> None:
+    """Have empty_cache call `release` (which drops storages kept for reuse) first."""
+    _releases.append(release)
 
 
 def set_caching_allocator_enabled(flag: bool) -> None:

@@ -438,15 +438,14 @@ def products(p: Plan, operands: Sequence[tuple[int, int, int]]) -> None:
 
 
 def subtracting(program: Program, c: TensorImpl, a: TensorImpl, b: TensorImpl):
-    """c -= a @ b as launches (kernel, words, items) for a chain (pair.py), packing into a
-    buffer `program` keeps; None where the product's kernel cannot subtract it (see
-    accumulate_into)."""
+    """c -= a @ b as launches (kernel, words, items) for a chain (pair.py) beside the
+    program's other products, packing into its buffer for those (Program.shared's
+    beside); None where the product's kernel cannot subtract it (see accumulate_into)."""
     p = adding_plan(c, a, b, True)
     if p is None:
         return None
-    return launches_on(
-        p, (*(host_ptr(t, "matmul") for t in (a, b, c)), program.buffer(p.buffer_bytes))
-    )
+    buffer = program.shared(p.buffer_bytes, beside=True)
+    return launches_on(p, (*(host_ptr(t, "matmul") for t in (a, b, c)), buffer))
 
 
 def adding_plan(c, a, b, subtract: bool, split: int = 1) -> Plan | None:

@@ -30,7 +30,7 @@ from kael.codegen.cpu import handwritten
 from kael.codegen.cpu.loops import LoopBuilder
 from kael.codegen.cpu.program import Step
 from kael.codegen.lowering import i64
-from kael.runtime.launcher import PARALLEL_BYTES
+from kael.runtime.launcher import PARALLEL_BYTES, RELEASE_BYTES
 
 PAIR, CHAINS = "kael_pair", "kael_chains"
 I64 = ir.IntType(64)
@@ -105,7 +105,8 @@ def chains_step(chains: Sequence[Sequence[tuple]]) -> Step:
     keep: list = []
     words = [_chain_words(chain, keep) for chain in chains]
     kernel = handwritten.compiled(CHAINS, _build_chains, passes=None, tiered=False)[CHAINS]
-    moved = PARALLEL_BYTES if len(words) > 1 else 0
+    # one chain runs inline, its long work without the GIL
+    moved = PARALLEL_BYTES if len(words) > 1 else RELEASE_BYTES
     return Step(kernel, array.array("q", words), len(words), moved, nested=tuple(keep))
 
 

@@ -11,9 +11,10 @@ replay a captured graph): `bind` finds them, the words inside the call's storage
 of a storage exactly when it lies inside it: the other words are small integers, and
 the program's scratch, blocks and kernels are other allocations.
 
-`checked_out` keeps a few programs per key (the driver's: layout, thread count). A
-program is taken out while it runs, so two threads never share one (or its scratch): a
-second thread on the same layout builds its own. A step that is not a prepared launch (an
+`checked_out` keeps a few programs per key (the driver's: layout, thread count), the
+least recently used keys going past MAX_KEYS or MAX_TOTAL_BYTES of scratch, all of them
+on kael.empty_cache. A program is taken out while it runs, so two threads never share
+one (or its scratch): a second thread on the same layout builds its own. A step that is not a prepared launch (an
 eager fallback) is a callable, and a program with one is not kept (it may hold views of
 the call's memory).
 """
@@ -22,18 +23,22 @@ from __future__ import annotations
 
 import array
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from kael.runtime import sync
+from kael.runtime.allocator import on_empty_cache
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import DType, uint8
 from kael.runtime.launcher import launch_block
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, host_ptr
 
-MAX_KEYS = 8
+MAX_KEYS = 32
 MAX_PER_KEY = 2  # programs kept for one key (threads running the same layout at once)
 MAX_KEPT_BYTES = 4 << 20  # the scratch a kept program may hold (larger ones run once)
+MAX_TOTAL_BYTES = 32 << 20  # the scratch all kept programs hold (the least recent go)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +68,7 @@ class Program:
     results in (`results`, read after each run); and the words that address the memory
     the program works on (see bind)."""
 
-    __slots__ = ("steps", "keep", "kept_bytes", "results", "_moves", "_bases", "_shared")
+    __slots__ = ("steps", "keep", "kept_bytes", "results", "_moves", "_bases", "_shared", "_beside")
 
     def __init__(self) -> None:
         self.steps: list[Step | Callable[[], None]] = []
@@ -73,18 +78,25 @@ class Program:
         self._moves: list[tuple[array.array, int, int, int]] = []
         self._bases: tuple[int, ...] = ()
         self._shared = (0, 0)  # (address, bytes) of the buffer `shared` hands out
+        self._beside = (0, 0)  # and of the one for steps beside those
 
     def buffer(self, nbytes: int) -> int:
         """The address of `nbytes` of scratch that lives as long as the program (0 for 0)."""
         return self.scratch(nbytes, uint8).data_ptr() if nbytes else 0
 
-    def shared(self, nbytes: int) -> int:
+    def shared(self, nbytes: int, beside: bool = False) -> int:
         """The address of `nbytes` of scratch for a step that runs beside no other step
         using it (a product's packing, one product after another): one buffer for all,
-        replaced by a larger one where a step asks for more (0 for 0)."""
-        if nbytes > self._shared[1]:
-            self._shared = (self.buffer(nbytes), nbytes)
-        return self._shared[0] if nbytes else 0
+        replaced by a larger one where a step asks for more (0 for 0). `beside`: another
+        such buffer, for the steps chained beside those (a look-ahead's)."""
+        held = self._beside if beside else self._shared
+        if nbytes > held[1]:
+            held = (self.buffer(nbytes), nbytes)
+            if beside:
+                self._beside = held
+            else:
+                self._shared = held
+        return held[0] if nbytes else 0
 
     def scratch(self, count: int, dtype: DType) -> TensorImpl:
         """`count` elements of scratch that live as long as the program."""
@@ -142,9 +154,11 @@ def storages(*impls: TensorImpl) -> tuple[tuple, tuple[tuple[int, int], ...]]:
     return tuple(layout), tuple((s.ptr, s.nbytes) for s in seen)
 
 
-# key -> the programs kept for it, not running; a dict's and a list's single operations
-# are atomic, so no lock is needed
-_programs: dict[tuple, list[Program]] = {}
+# key -> the programs kept for it, not running, the least recently used key first; the
+# bytes of scratch they hold
+_programs: OrderedDict[tuple, list[Program]] = OrderedDict()
+_kept = [0]
+_lock = sync.lock()
 
 
 @contextlib.contextmanager
@@ -173,27 +187,40 @@ def run(key: tuple, impls: Sequence[TensorImpl], build: Callable[..., Program]) 
 
 
 def _take(key: tuple) -> Program | None:
-    with contextlib.suppress(KeyError, IndexError):
-        return _programs[key].pop()
-    return None
+    with _lock:
+        kept = _programs.get(key)
+        if not kept:
+            return None
+        _programs.move_to_end(key)
+        held = kept.pop()
+        _kept[0] -= held.kept_bytes
+        return held
 
 
 def _keep(key: tuple, held: Program) -> None:
-    kept = _programs.get(key)
-    if kept is None:
-        if len(_programs) >= MAX_KEYS:
-            _programs.clear()
+    with _lock:
         kept = _programs.setdefault(key, [])
-    if len(kept) < MAX_PER_KEY:
+        _programs.move_to_end(key)
+        if len(kept) >= MAX_PER_KEY:
+            return
         kept.append(held)
+        _kept[0] += held.kept_bytes
+        while len(_programs) > 1 and (len(_programs) > MAX_KEYS or _kept[0] > MAX_TOTAL_BYTES):
+            _, dropped = _programs.popitem(last=False)
+            _kept[0] -= sum(p.kept_bytes for p in dropped)
 
 
 def clear() -> None:
-    """Drop every kept program (and the memory it holds)."""
-    _programs.clear()
+    """Drop every kept program (and the memory it holds): kael.empty_cache does."""
+    with _lock:
+        _programs.clear()
+        _kept[0] = 0
 
 
-def kept() -> Iterator[Program]:
+def kept() -> list[Program]:
     """The programs kept now."""
-    for programs in list(_programs.values()):
-        yield from list(programs)
+    with _lock:
+        return [p for programs in _programs.values() for p in programs]
+
+
+on_empty_cache(clear)

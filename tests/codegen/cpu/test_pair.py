@@ -50,3 +50,14 @@ def test_each_chain_runs_in_order_beside_the_others(chains, threads):
         kael.set_num_threads(saved)
     for out in outs:
         np.testing.assert_array_equal(out, [11.0, 22.0, 3.0])  # the second after the first
+
+
+def test_one_chain_runs_inline_and_lets_other_threads_run():
+    """One chain has no other to run beside: on the calling thread, without the GIL for
+    its (long) work; several go to the pool."""
+    from kael.runtime import launcher
+
+    fn = order_kernel()
+    one = pair.chains_step([[(fn, [0, 1], 1)]])
+    assert launcher.inline(one.moved, 2) and one.moved >= launcher.RELEASE_BYTES
+    assert not launcher.inline(pair.chains_step([[(fn, [0, 1], 1)]] * 2).moved, 2)

@@ -115,11 +115,47 @@ def test_a_program_with_an_eager_step_is_not_kept():
     assert len(list(program.kept())) == 1
 
 
-def test_programs_of_at_most_max_keys_layouts_are_kept():
+def _layouts(count: int) -> list:
+    """`count` impls of distinct layouts (sizes 4..), each its own key."""
+    return [kael.zeros(4 + i, dtype=kael.float64)._impl for i in range(count)]
+
+
+def test_the_least_recently_used_layouts_go_past_max_keys(monkeypatch):
+    monkeypatch.setattr(program, "MAX_KEYS", 3)
     program.clear()
-    for n in range(4, 4 + program.MAX_KEYS + 1):
-        program.run(KEY, (kael.zeros(n, dtype=kael.float64)._impl,), _build)
-        assert 0 < len(list(program.kept())) <= program.MAX_KEYS
+    builds = []
+
+    def build(impl):
+        builds.append(impl.shape)
+        return _build(impl)
+
+    first, second, third, fourth = _layouts(4)
+    for impl in (first, second, third, first, fourth):  # first used again: second is oldest
+        program.run(KEY, (impl,), build)
+    assert len(program.kept()) == 3
+    program.run(KEY, (first,), build)
+    program.run(KEY, (third,), build)
+    assert builds == [(4,), (5,), (6,), (7,)]  # first, third and fourth still kept
+    program.run(KEY, (second,), build)
+    assert builds[-1] == (5,)
+
+
+def test_kept_programs_hold_at_most_max_total_bytes(monkeypatch):
+    program.clear()
+    one = _build(_layouts(1)[0]).kept_bytes
+    monkeypatch.setattr(program, "MAX_TOTAL_BYTES", 2 * one)
+    for impl in _layouts(4):
+        program.run(KEY, (impl,), _build)
+    assert len(program.kept()) == 2
+
+
+def test_empty_cache_drops_the_kept_programs():
+    program.clear()
+    x = kael.zeros(4, dtype=kael.float64)
+    program.run(KEY, (x._impl,), _build)
+    assert program.kept()
+    kael.empty_cache()
+    assert not program.kept()
 
 
 def test_layouts_differ_by_offset_and_by_shared_storage():
