@@ -89,20 +89,15 @@ def lu(a: Tensor, piv: Tensor, info: Tensor, *, lower: bool = True) -> None:
     them): a pass a panel, right after the other thread's product wrote those rows, cost
     a 512 LU 0.3 ms on two threads. The launches are a program (codegen/cpu/program.py),
     built once for the layout and address of `a`."""
-    key = ("lu", lower, get_num_threads())
-    with program.checked_out(key, (a._impl,), partial(_lu_program, lower=lower)) as held:
-        pivots, code = held.results
-        piv.copy_(Tensor(pivots))
-        info.copy_(Tensor(code))
+    impls = (a._impl, piv._impl, info._impl)
+    program.run(("lu", lower, get_num_threads()), impls, partial(_lu_program, lower=lower))
 
 
-def _lu_program(m: TensorImpl, lower: bool) -> Program:
-    """lu's launches on `m` (see lu); its pivots and info are the program's results."""
+def _lu_program(m: TensorImpl, pivots: TensorImpl, info: TensorImpl, lower: bool) -> Program:
+    """lu's launches on these impls (see lu)."""
     n, width = m.shape
     held = Program()
     scratch = held.scratch(BLOCK * (n + lu_panel.PAD), m.dtype)
-    pivots, info = held.scratch(n, int64), held.scratch(1, int64)
-    held.results = (pivots, info)
 
     def panel(j: int, whole_rows: bool = True) -> tuple:
         """The factorization of the panel at row and column j, prepared (lu_panel)."""

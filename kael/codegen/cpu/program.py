@@ -14,9 +14,9 @@ the program's scratch, blocks and kernels are other allocations.
 `checked_out` keeps a few programs per key (the driver's: layout, thread count), the
 least recently used keys going past MAX_KEYS or MAX_TOTAL_BYTES of scratch, all of them
 on kael.empty_cache. A program is taken out while it runs, so two threads never share
-one (or its scratch): a second thread on the same layout builds its own. A step that is not a prepared launch (an
-eager fallback) is a callable, and a program with one is not kept (it may hold views of
-the call's memory).
+one (or its scratch): a second thread on the same layout builds its own. A step that is
+not a prepared launch (an eager fallback) is a callable, and a program with one is not
+kept (it may hold views of the call's memory).
 """
 
 from __future__ import annotations
@@ -64,17 +64,15 @@ class Step:
 
 
 class Program:
-    """Steps run in order; the scratch they use; the scratch they leave their caller's
-    results in (`results`, read after each run); and the words that address the memory
-    the program works on (see bind)."""
+    """Steps run in order; the scratch they use (`keep`); and the words that address the
+    memory the program works on (see bind)."""
 
-    __slots__ = ("steps", "keep", "kept_bytes", "results", "_moves", "_bases", "_shared", "_beside")
+    __slots__ = ("steps", "keep", "kept_bytes", "_moves", "_bases", "_shared", "_beside")
 
     def __init__(self) -> None:
         self.steps: list[Step | Callable[[], None]] = []
         self.keep: list = []
         self.kept_bytes = 0
-        self.results: tuple = ()
         self._moves: list[tuple[array.array, int, int, int]] = []
         self._bases: tuple[int, ...] = ()
         self._shared = (0, 0)  # (address, bytes) of the buffer `shared` hands out
@@ -165,7 +163,7 @@ _lock = sync.lock()
 def checked_out(key: tuple, impls: Sequence[TensorImpl], build: Callable[..., Program]):
     """A program for `key` working on `impls` (see `storages`; `key` must hold what else
     its words depend on, such as the thread count), taken from those kept or built by
-    build(*impls), run, and yielded for its results; kept again after (when reusable)."""
+    build(*impls), run, and yielded; kept again after (when reusable)."""
     layout, regions = storages(*impls)
     key = (*key, layout)
     held = _take(key)

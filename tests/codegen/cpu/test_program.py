@@ -27,7 +27,6 @@ def _build(out) -> Program:
     held.add(Step.of(fn, [at + 8, 10, at + out.storage.nbytes, 7], 2, 0))
     held.add(pair.chains_step([[(fn, [at, 10], 3)]]))
     held.add(Step.of(fn, [own.data_ptr(), 10], 4, 0))
-    held.results = (own,)
     return held
 
 
@@ -53,7 +52,7 @@ def test_a_program_moved_onto_another_storage_writes_there_and_nowhere_else():
     np.testing.assert_array_equal(first.numpy(), _after(1))
     held.run(tuple(base for base, _ in here))  # and back
     np.testing.assert_array_equal(first.numpy(), _after(2))
-    own = kael.Tensor(held.results[0]).numpy()
+    own = kael.Tensor(held.keep[0]).numpy()  # its first scratch
     np.testing.assert_array_equal(own, [111, 222, 333, 444])  # its own scratch, 3 runs
     block = held.steps[0].block
     assert block[2] == first.data_ptr() + first._impl.storage.nbytes and block[3] == 7
