@@ -21,6 +21,7 @@ from kael.frontend import factories
 from kael.frontend.tensor import Tensor
 from kael.frontend.views import derive, narrowed, reverse_dims
 from kael.runtime.dtypes import int64
+from kael.runtime.errors import Error
 from kael.runtime.tensor_impl import TensorImpl, host_ptr
 from kael.runtime.threadpool import get_num_threads
 
@@ -193,8 +194,7 @@ def solve(
 
 
 def _solve_program(t: TensorImpl, b: TensorImpl, flags: tuple[bool, bool, bool, bool]) -> Program:
-    """solve's launches on these impls (see solve); where a product's plan is not the
-    packed kernel's (one column), a step that launches a step at a time."""
+    """solve's launches on these impls (see solve)."""
     lower, unit, trans, lower_rhs = flags
     n, k = t.shape[-1], b.shape[-1]
     forward = lower != trans  # op(T) is lower: block rows top to bottom
@@ -213,19 +213,13 @@ def _solve_program(t: TensorImpl, b: TensorImpl, flags: tuple[bool, bool, bool, 
         columns = i1 if lower_rhs else k
         known = i0 if lower_rhs else columns  # the solved rows' columns that are not zero
         diagonal = window(t, i0, i1, i0, i1)
-        planned: dict[int, _Product | None] = {}  # by width: the product on columns 0..
+        planned: dict[int, _Product] = {}  # by width: the product on columns 0..
         for steps, (c0, c1) in zip(work, parts, strict=True):
             width = min(c1, known) - c0
             if s1 > s0 and width > 0:
                 if width not in planned:
                     c, rows = window(b, i0, i1, 0, width), window(b, s0, s1, 0, width)
                     planned[width] = _Product.of(c, op(i0, i1, s0, s1), rows)
-                if planned[width] is None:
-                    fallback = Program()
-                    fallback.add(
-                        partial(_solve_a_launch_a_step, t, b, lower, unit, trans, lower_rhs)
-                    )
-                    return fallback
                 steps.append(planned[width].moved(c0 * b.dtype.itemsize))
             if min(c1, columns) > c0:
                 block = window(b, i0, i1, c0, min(c1, columns))
@@ -267,34 +261,15 @@ class _Product:
     addresses: tuple[int, int, int]
 
     @staticmethod
-    def of(c: TensorImpl, a: TensorImpl, b: TensorImpl) -> _Product | None:
+    def of(c: TensorImpl, a: TensorImpl, b: TensorImpl) -> _Product:
         p = gemm_run.adding_plan(c, a, b, subtract=True)
-        return None if p is None else _Product(p, tuple(host_ptr(m, "linalg") for m in (a, b, c)))
+        if p is None:  # float32 and float64 rows of unit stride: always the packed kernel's
+            raise Error(
+                f"linalg: no packed product for {c.dtype} {c.shape} -= {a.shape} @ {b.shape}"
+            )
+        return _Product(p, tuple(host_ptr(m, "linalg") for m in (a, b, c)))
 
     def moved(self, step: int) -> _Product:
         """The same product on B's and C's columns `step` bytes right."""
         at_a, at_b, at_c = self.addresses
         return _Product(self.plan, (at_a, at_b + step, at_c + step))
-
-
-def _solve_a_launch_a_step(
-    t: TensorImpl, b: TensorImpl, lower: bool, unit: bool, trans: bool, lower_rhs: bool
-) -> None:
-    """solve's block rows with a launch a step, the products by the eager matmul where the
-    product's kernel cannot subtract them (one right-hand side)."""
-    n = t.shape[-1]
-    starts = list(range(0, n, BLOCK))
-    forward = lower != trans
-
-    def op(r0: int, r1: int, c0: int, c1: int) -> TensorImpl:
-        return reverse_dims(window(t, c0, c1, r0, r1)) if trans else window(t, r0, r1, c0, c1)
-
-    for i0 in starts if forward else reversed(starts):
-        i1 = min(i0 + BLOCK, n)
-        s0, s1 = (0, i0) if forward else (i1, n)
-        columns = i1 if lower_rhs else b.shape[-1]
-        known = i0 if lower_rhs else columns
-        if s1 > s0 and known:
-            _subtract(window(b, i0, i1, 0, known), op(i0, i1, s0, s1), window(b, s0, s1, 0, known))
-        block, diagonal = window(b, i0, i1, 0, columns), window(t, i0, i1, i0, i1)
-        triangular.solve(diagonal, block, 1, lower=lower, unit=unit, trans=trans)

@@ -10,6 +10,7 @@ is factored on the host (factorizations.on_host).
 
 from __future__ import annotations
 
+import functools
 from functools import partial
 from typing import NamedTuple
 
@@ -62,19 +63,29 @@ def apply_reflectors(panel: Tensor, tau: Tensor, c: Tensor, transpose: bool) -> 
 class Arena:
     """A program's scratch for the blocks it applies one after another: V, T, V^T V, V^T C
     and W = T V^T C, each as large as the largest block needs (rows x nb reflectors on
-    columns C's), handed out as contiguous [count, ...] views; and the unblocked kernels'
-    `work` [count, columns] and one matrix's transposed `panel` copy."""
+    columns C's), handed out as contiguous [count, ...] views; and, made at first use,
+    the unblocked kernels' `work` [count, columns] and one matrix's transposed `panel`
+    copy."""
 
     def __init__(self, into: Program, count: int, rows: int, nb: int, columns: int, dtype):
         size = {"v": rows * nb, "t": nb * nb, "gram": nb * nb, "vtc": nb * columns}
         size["w"] = size["vtc"]
         self._space = {name: into.scratch(count * n, dtype) for name, n in size.items()}
-        self.work = into.scratch(count * columns, dtype)
-        self.panel = into.scratch(PANEL_COLUMNS * (rows + householder.PAD), dtype)
+        self._into, self._shape, self._dtype = into, (count, rows, columns), dtype
 
     def take(self, name: str, shape: tuple[int, ...]) -> TensorImpl:
         space = self._space[name]
         return TensorImpl(space.storage, shape, contiguous_strides(shape), 0, space.dtype, CPU)
+
+    @functools.cached_property
+    def work(self) -> TensorImpl:
+        count, _, columns = self._shape
+        return self._into.scratch(count * columns, self._dtype)
+
+    @functools.cached_property
+    def panel(self) -> TensorImpl:
+        rows = self._shape[1]
+        return self._into.scratch(PANEL_COLUMNS * (rows + householder.PAD), self._dtype)
 
 
 def add_reflectors(

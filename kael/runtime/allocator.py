@@ -134,10 +134,12 @@ class CachingAllocator:
         return ptr
 
     def _allocate_from_system(self, capacity: int) -> int:
-        """Ask the system; when it is out of memory, free the cache and ask once more."""
+        """Ask the system; when it is out of memory, free the cache (the holders registered
+        with on_empty_cache dropping theirs into it first) and ask once more."""
         try:
             return self._system_alloc(capacity)
         except (MemoryError, Error):
+            _release_holders()
             if not self.empty_cache():
                 raise
         return self._system_alloc(capacity)
@@ -397,10 +399,14 @@ def memory_stats(device: str | Device = "cpu") -> dict[str, int]:
 def empty_cache() -> None:
     """Free the cached blocks of every device (and of pinned host memory) to the system,
     after the holders registered with `on_empty_cache` dropped what they keep."""
-    for release in list(_releases):
-        release()
+    _release_holders()
     for allocator in (*_ALLOCATORS.values(), PINNED):
         allocator.empty_cache()
+
+
+def _release_holders() -> None:
+    for release in list(_releases):
+        release()
 
 
 # What empty_cache calls first: caches above the allocator that hold storages (the kept

@@ -185,20 +185,32 @@ def test_a_solves_right_hand_sides_split_into_column_blocks(k, lower_rhs, want, 
     assert blocked._parts(k, lower_rhs) == want
 
 
-def test_one_right_hand_side_is_solved_a_launch_a_step(monkeypatch):
-    """A one-column product is the matrix-vector kernel's, which cannot subtract in place:
-    the solve runs a launch a step, through the eager matmul."""
-    calls = []
-    fallback = blocked._solve_a_launch_a_step
-    monkeypatch.setattr(
-        blocked, "_solve_a_launch_a_step", lambda *args: calls.append(1) or fallback(*args)
-    )
-    t = _triangle(False)
-    b = np.random.default_rng(2).standard_normal((N, 1))
-    x = kael.tensor(b.copy())
-    blocked.solve(kael.tensor(t), x, lower=False)
-    assert calls == [1]
-    np.testing.assert_allclose(x.numpy(), np.linalg.solve(t, b), rtol=1e-10, atol=1e-10)
+@pytest.mark.parametrize("n", [N, 4 * blocked.BLOCK + 1])  # a last block of one row
+def test_one_right_hand_side_and_a_one_row_block_are_kept_programs(n):
+    """A one-column (or one-row) product is a matrix-vector shape: the packed kernel takes
+    it all the same (gemm_run.adding_plan), so the solve is one kept program."""
+    program.clear()
+    t = np.triu(np.random.default_rng(n).standard_normal((n, n))) / n + np.eye(n)
+    b = np.random.default_rng(2).standard_normal((n, 1))
+    for _ in range(2):
+        x = kael.tensor(b.copy())
+        blocked.solve(kael.tensor(t), x, lower=False)
+        np.testing.assert_allclose(x.numpy(), np.linalg.solve(t, b), rtol=1e-10, atol=1e-10)
+    assert len(program.kept()) == 1
+
+
+def test_an_lu_of_one_row_more_than_whole_panels_is_kept():
+    """n = 4 BLOCK + 1: the last trailing update is one row by one column."""
+    n = 4 * blocked.BLOCK + 1
+    a = np.random.default_rng(7).standard_normal((n, n))
+    program.clear()
+    for _ in range(2):
+        x, piv = kael.tensor(a.copy()), kael.empty(n, dtype=kael.int64)
+        blocked.lu(x, piv, kael.zeros(1, dtype=kael.int64))
+        want = torch.linalg.lu_factor(torch.tensor(a))
+        np.testing.assert_array_equal(piv.numpy(), want.pivots.numpy() - 1)
+        np.testing.assert_allclose(x.numpy(), want.LU.numpy(), rtol=1e-9, atol=1e-9)
+    assert len(program.kept()) == 1
 
 
 def test_a_kept_program_runs_on_another_matrix_of_its_layout():

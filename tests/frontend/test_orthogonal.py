@@ -305,3 +305,18 @@ def test_a_kept_qr_program_runs_on_other_matrices_of_its_layout():
     before = kael.memory_stats()["in_use_bytes"]
     kael.linalg.qr(kael.tensor(mats[0]))
     assert kael.memory_stats()["in_use_bytes"] == before
+
+
+@pytest.mark.parametrize("shape", [(257, 257), (300, 129), (129, 300)])
+def test_a_qr_with_one_column_trailing_blocks_is_kept(shape):
+    """k = 4 NB + 1 (or 2 NB + 1): a block's trailing product or look-ahead head is one
+    column wide, which the packed kernel subtracts all the same: both programs kept."""
+    from kael.codegen.cpu import program
+
+    a = np.random.default_rng(13).standard_normal(shape)
+    program.clear()
+    for _ in range(2):
+        got, want = kael.linalg.qr(kael.tensor(a)), torch.linalg.qr(torch.tensor(a))
+        np.testing.assert_allclose(got.R.numpy(), want.R.numpy(), rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(got.Q.numpy(), want.Q.numpy(), rtol=1e-9, atol=1e-9)
+    assert len(program.kept()) == 2

@@ -120,7 +120,9 @@ def _few_rows(m: int, k: int, b_bytes: int) -> bool:
     return m <= FEW_ROWS and k >= ROW_DEPTH * m and b_bytes > DIRECT_B_BYTES
 
 
-def _float_plan(spec, a, b, c, batch, outer, threads) -> Plan:
+def _float_plan(spec, a, b, c, batch, outer, threads, packed: bool = False) -> Plan:
+    """The float plan (see `plan`); `packed`: the packed macro kernel's whatever the shape
+    (one that accumulates into C), not a matrix-vector kernel's."""
     m, k = a.shape[-2:]
     n = b.shape[-1]
     item = spec.dtype.itemsize
@@ -131,33 +133,40 @@ def _float_plan(spec, a, b, c, batch, outer, threads) -> Plan:
     q, (qa, qb, qc) = batch
     if q > 1 and qb == 0 and qa == m * ars and qc == m * ldc:
         m, q, qa, qc = m * q, 1, 0, 0
-    if n == 1 and (k == 1 or (aks == 1 and brs == 1)):  # matrix @ vector
-        groups = _blocks(m, gemm_gemv.RSTEP)
-        tail = (ars, 1, qa, 1, 1, qb, ldc, qc, m, 1, k, groups, 0)
-        matrix = (q if qa else 1) * m * k
-        return _gemv(spec, gemm_gemv.ROWS, tail, q * groups, outer, 2 * q * m * k, matrix, threads)
-    if m == 1 and bcs == 1:  # vector @ matrix
-        blocks = _blocks(n, gemm_gemv.BLOCK)
-        tail = (ars, aks, qa, brs, 1, qb, ldc, qc, 1, n, k, blocks, 0)
-        matrix = (q if qb else 1) * n * k
-        return _gemv(spec, gemm_gemv.COLS, tail, q * blocks, outer, 2 * q * n * k, matrix, threads)
-    if (q == 1 or m == 1) and _few_rows(m, k, n * k * item) and brs == 1 and aks == 1:
-        # few rows @ a transposed matrix (x @ W.T, a linear layer's small batch): each row
-        # of C is (W @ x_i^T)^T, B^T's rows dotted with row i of A. One product's rows, or
-        # a batch of one-row products by one shared W, run innermost (W read once); one-row
-        # products by a W each run batch by batch.
-        groups = _blocks(n, gemm_gemv.RSTEP)
-        batched = (0, ars, ldc, m) if q == 1 else (qb, qa, qc, 0 if qb else q)
-        tail = (bcs, 1, batched[0], 1, 1, batched[1], c.strides[-1], batched[2], n, 1, k)
-        total, flops, matrix = m * q * groups, 2 * m * q * n * k, (q if qb else 1) * n * k
-        tail = (*tail, groups, batched[3])
-        return _gemv(spec, gemm_gemv.ROWS, tail, total, outer, flops, matrix, threads, True)
-    if n == 1 and ars == 1 and ldc == 1:  # a transposed matrix @ vector (X.T @ v)
-        # as (v^T @ A^T)^T: the vector is the left operand, A^T's columns are unit-stride
-        blocks = _blocks(m, gemm_gemv.BLOCK)
-        tail = (0, brs, qb, aks, 1, qa, 0, qc, 1, m, k, blocks, 0)
-        matrix, flops = (q if qa else 1) * m * k, 2 * q * m * k
-        return _gemv(spec, gemm_gemv.COLS, tail, q * blocks, outer, flops, matrix, threads, True)
+    if not packed:  # the matrix-vector kernels, where the shape is one
+        if n == 1 and (k == 1 or (aks == 1 and brs == 1)):  # matrix @ vector
+            groups = _blocks(m, gemm_gemv.RSTEP)
+            tail = (ars, 1, qa, 1, 1, qb, ldc, qc, m, 1, k, groups, 0)
+            matrix = (q if qa else 1) * m * k
+            return _gemv(
+                spec, gemm_gemv.ROWS, tail, q * groups, outer, 2 * q * m * k, matrix, threads
+            )
+        if m == 1 and bcs == 1:  # vector @ matrix
+            blocks = _blocks(n, gemm_gemv.BLOCK)
+            tail = (ars, aks, qa, brs, 1, qb, ldc, qc, 1, n, k, blocks, 0)
+            matrix = (q if qb else 1) * n * k
+            return _gemv(
+                spec, gemm_gemv.COLS, tail, q * blocks, outer, 2 * q * n * k, matrix, threads
+            )
+        if (q == 1 or m == 1) and _few_rows(m, k, n * k * item) and brs == 1 and aks == 1:
+            # few rows @ a transposed matrix (x @ W.T, a linear layer's small batch): each row
+            # of C is (W @ x_i^T)^T, B^T's rows dotted with row i of A. One product's rows, or
+            # a batch of one-row products by one shared W, run innermost (W read once); one-row
+            # products by a W each run batch by batch.
+            groups = _blocks(n, gemm_gemv.RSTEP)
+            batched = (0, ars, ldc, m) if q == 1 else (qb, qa, qc, 0 if qb else q)
+            tail = (bcs, 1, batched[0], 1, 1, batched[1], c.strides[-1], batched[2], n, 1, k)
+            total, flops, matrix = m * q * groups, 2 * m * q * n * k, (q if qb else 1) * n * k
+            tail = (*tail, groups, batched[3])
+            return _gemv(spec, gemm_gemv.ROWS, tail, total, outer, flops, matrix, threads, True)
+        if n == 1 and ars == 1 and ldc == 1:  # a transposed matrix @ vector (X.T @ v)
+            # as (v^T @ A^T)^T: the vector is the left operand, A^T's columns are unit-stride
+            blocks = _blocks(m, gemm_gemv.BLOCK)
+            tail = (0, brs, qb, aks, 1, qa, 0, qc, 1, m, k, blocks, 0)
+            matrix, flops = (q if qa else 1) * m * k, 2 * q * m * k
+            return _gemv(
+                spec, gemm_gemv.COLS, tail, q * blocks, outer, flops, matrix, threads, True
+            )
     mc, mblocks = _row_blocks(spec, m, n, q, threads)
     # Too few row blocks to busy every thread (a short, wide product): split the columns.
     nblocks = threads if q * mblocks < threads else 1
@@ -261,8 +270,8 @@ def _int_plan(a, b, c, batch, outer) -> Plan:
     return Plan(tuple(Launch(fn, words, s, total, moved, name, flops) for s in _slots(outer)), 0)
 
 
-def plan(a: TensorImpl, b: TensorImpl, c: TensorImpl, threads: int) -> Plan:
-    """The launches computing c = a @ b (see `matmul`)."""
+def plan(a: TensorImpl, b: TensorImpl, c: TensorImpl, threads: int, packed: bool = False) -> Plan:
+    """The launches computing c = a @ b (see `matmul`); `packed`: see _float_plan."""
     dims = batch_dims(c.shape[:-2], a.strides[:-2], b.strides[:-2], c.strides[:-2])
     inner = dims.pop() if dims else (1, (0, 0, 0))
     item = c.dtype.itemsize
@@ -275,7 +284,7 @@ def plan(a: TensorImpl, b: TensorImpl, c: TensorImpl, threads: int) -> Plan:
     if c.dtype is int64:
         p = _int_plan(a, b, c, inner, outer)
     else:
-        p = _float_plan(gemm.host_spec(c.dtype), a, b, c, inner, outer, threads)
+        p = _float_plan(gemm.host_spec(c.dtype), a, b, c, inner, outer, threads, packed)
     return described(p)
 
 
@@ -344,16 +353,18 @@ EPILOGUE_HOSTS = (gemm.MACRO, gemm.PACK_B, conv.CONV, conv.PACK_W)
 EPI = {gemm.MACRO: gemm.MACRO_ARGS.index("epi"), conv.CONV: conv.CONV_ARGS.index("epi")}
 
 
-def plan_for(a: TensorImpl, b: TensorImpl, c: TensorImpl, split: int = 1) -> Plan:
+def plan_for(
+    a: TensorImpl, b: TensorImpl, c: TensorImpl, split: int = 1, packed: bool = False
+) -> Plan:
     """The plan of c = a @ b for the current thread count (its work cut as for `split`
-    times as many threads), from a bounded cache."""
+    times as many threads; `packed`: see _float_plan), from a bounded cache."""
     threads = get_num_threads() * split
-    key = (c.dtype, a.shape, a.strides, b.shape, b.strides, c.strides, threads)
+    key = (c.dtype, a.shape, a.strides, b.shape, b.strides, c.strides, threads, packed)
     p = _plans.get(key)
     if p is None:
         if len(_plans) >= _MAX_PLANS:
             _plans.clear()
-        p = _plans[key] = plan(a, b, c, threads)
+        p = _plans[key] = plan(a, b, c, threads, packed)
     return p
 
 
@@ -365,10 +376,10 @@ def accumulate_into(
     c: TensorImpl, a: TensorImpl, b: TensorImpl, subtract: bool = False, alongside=()
 ) -> bool:
     """c += a @ b (c -= a @ b when `subtract`) in the product's own kernel (every k block
-    adds to c, the first too), as the blocked factorizations' trailing updates need; False
-    (nothing done) where the plan is not the packed macro kernel's (matrix-vector shapes,
-    int64) or c's columns are not unit-stride (the kernels store rows of c: a transposed c
-    would be written as if it were not). `alongside`: see adding_steps."""
+    adds to c, the first too, whatever the shape: a matrix-vector one too), as the blocked
+    factorizations' trailing updates need; False (nothing done) for int64 (no packed
+    kernel) or where c's columns are not unit-stride (the kernels store rows of c: a
+    transposed c would be written as if it were not). `alongside`: see adding_steps."""
     if not alongside:
         p = adding_plan(c, a, b, subtract)
         if p is not None:
@@ -452,7 +463,7 @@ def adding_plan(c, a, b, subtract: bool, split: int = 1) -> Plan | None:
     """The plan of c += a @ b (c -= a @ b when `subtract`), or None (see accumulate_into)."""
     if c.shape[-1] != 1 and c.strides[-1] != 1:
         return None
-    p = plan_for(a, b, c, split)
+    p = plan_for(a, b, c, split, packed=True)
     if any(s.name not in (gemm.MACRO, gemm.PACK_B) for s in p.launches):
         return None
     mode = gemm.SUBTRACT if subtract else 1

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kael.runtime import sync
-from kael.runtime.allocator import on_empty_cache
+from kael.runtime.allocator import block_capacity, on_empty_cache
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import DType, uint8
 from kael.runtime.launcher import launch_block
@@ -101,7 +101,7 @@ class Program:
         nbytes = count * dtype.itemsize
         impl = TensorImpl.of_tuples(Storage(nbytes), (count,), (1,), 0, dtype, CPU)
         self.keep.append(impl)
-        self.kept_bytes += nbytes
+        self.kept_bytes += block_capacity(nbytes)  # what the allocator holds for it
         return impl
 
     def add(self, *steps: Step | Callable[[], None]) -> None:

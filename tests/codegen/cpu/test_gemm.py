@@ -706,8 +706,9 @@ def test_accumulate_into_declines_a_c_whose_columns_are_not_unit_stride(m, k, n)
     np.testing.assert_array_equal(c.numpy(), before - a.numpy() @ b.numpy())
 
 
-def test_accumulate_into_declines_matrix_vector_shapes():
-    a, b, c = kael.ones(6, 4), kael.ones(4, 1), kael.zeros(6, 1)
+def test_accumulate_into_declines_int64_which_has_no_packed_kernel():
+    a, b = kael.ones(6, 4, dtype=kael.int64), kael.ones(4, 5, dtype=kael.int64)
+    c = kael.zeros(6, 5, dtype=kael.int64)
     assert not gemm_run.accumulate_into(c._impl, a._impl, b._impl)
     assert c.sum().item() == 0  # nothing done
 
@@ -794,3 +795,19 @@ def test_products_run_one_plan_over_many_operands(shape, dtype):
     tol = (1e-6 if dtype == np.float32 else 1e-14) * k  # terms of size 1, k of them
     np.testing.assert_allclose(c[:, :, :n], want, rtol=0, atol=tol)
     assert (c[:, :, n] == 7).all()
+
+
+@pytest.mark.parametrize("m, k, n", [(1, 64, 300), (300, 64, 1), (1, 64, 1), (5, 1, 1)])
+@pytest.mark.parametrize("dtype", [kael.float64, kael.float32])
+def test_accumulating_a_matrix_vector_shape_takes_the_packed_kernel(m, k, n, dtype):
+    """The matrix-vector kernels cannot add into C: an accumulating product of that shape
+    is planned for the packed macro kernel, which subtracts it in place."""
+    rng = np.random.default_rng(m + n)
+    a, b, c = (rng.standard_normal(s) for s in ((m, k), (k, n), (m, n)))
+    kc = kael.tensor(c, dtype=dtype)
+    ka, kb = kael.tensor(a, dtype=dtype), kael.tensor(b, dtype=dtype)
+    assert gemm_run.accumulate_into(kc._impl, ka._impl, kb._impl, subtract=True)
+    names = {s.name for s in gemm_run.adding_plan(kc._impl, ka._impl, kb._impl, True).launches}
+    assert names <= {gemm.MACRO, gemm.PACK_B}
+    tol = 1e-12 if dtype is kael.float64 else 1e-4
+    np.testing.assert_allclose(kc.numpy(), c - a @ b, rtol=tol, atol=tol * k)

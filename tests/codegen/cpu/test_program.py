@@ -186,3 +186,36 @@ def test_a_forked_child_runs_the_kept_programs():
             os._exit(2)
     _, status = os.waitpid(pid, 0)
     assert os.WEXITSTATUS(status) == 0
+
+
+def test_kept_bytes_count_the_allocators_blocks():
+    """A program's scratch counts as the blocks the allocator holds for it (powers of two
+    past 64 KiB), so MAX_TOTAL_BYTES bounds the memory really held."""
+    from kael.runtime.allocator import block_capacity
+
+    held = Program()
+    held.scratch(70_000, kael.float64)
+    held.buffer(100)
+    assert held.kept_bytes == block_capacity(560_000) + block_capacity(100) == (1 << 20) + 512
+
+
+def test_running_out_of_memory_drops_the_kept_programs(monkeypatch):
+    """The allocator's out-of-memory retry lets the holders above it (kept programs) give
+    their blocks back first."""
+    from kael.runtime import allocator
+
+    program.clear()
+    program.run(KEY, (kael.zeros(4, dtype=kael.float64)._impl,), _build)
+    assert program.kept()
+    host = allocator.allocator_for(kael.device("cpu"))
+    real, tries = host._system_alloc, []
+
+    def refuse_once(capacity):
+        tries.append(capacity)
+        if len(tries) == 1:
+            raise MemoryError
+        return real(capacity)
+
+    monkeypatch.setattr(host, "_system_alloc", refuse_once)
+    kael.empty(1 << 22, dtype=kael.uint8)  # a bucket the cache holds none of
+    assert len(tries) == 2 and not program.kept()
