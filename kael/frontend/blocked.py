@@ -15,11 +15,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 
-from kael.codegen.cpu import dense, factorize, gemm_run, lu_panel, pair, program, triangular
+from kael.codegen.cpu import (
+    dense,
+    factorize,
+    gemm_run,
+    householder,
+    lu_panel,
+    pair,
+    program,
+    triangular,
+)
 from kael.codegen.cpu.program import Program, Step
 from kael.frontend import factories
 from kael.frontend.tensor import Tensor
-from kael.frontend.views import derive, narrowed, reverse_dims
+from kael.frontend.views import derive, narrowed, reverse_dims, selected
 from kael.runtime.dtypes import int64
 from kael.runtime.errors import Error
 from kael.runtime.tensor_impl import TensorImpl, host_ptr
@@ -142,25 +151,48 @@ def _permuting(x: TensorImpl, piv: TensorImpl, batch: int, **kwargs) -> list[Ste
 def cholesky(a: Tensor) -> int:
     """The lower Cholesky factor of the contiguous n x n `a` in place (its strict upper
     part zeroed); returns LAPACK's info (the order of the first leading minor that is not
-    positive-definite, 0 when none)."""
+    positive-definite, 0 when none). A program (codegen/cpu/program.py), built once for
+    the layout: every panel runs, each writing its own info; past a failed panel the
+    factor is not LAPACK's partial state (the later panels factor what the failed one
+    left)."""
     n = a.shape[-1]
-    info = factories.zeros(1, dtype=int64)
+    infos = factories.zeros(-(-n // BLOCK), dtype=int64)  # one a panel
+    program.run(("cholesky", get_num_threads()), (a._impl, infos._impl), _cholesky_program)
+    for k, code in enumerate(infos.tolist()):
+        if code:
+            return k * BLOCK + code
+    return 0
+
+
+def _cholesky_program(a: TensorImpl, infos: TensorImpl) -> Program:
+    """cholesky's launches on these impls: per panel its diagonal block's factor, then
+    L21 = A21 L11^-T through L11's inverse (a small triangular solve), so that the
+    product runs in the matrix-product kernel, and the trailing update."""
+    n = a.shape[-1]
+    held = Program()
+    inverse = held.scratch(BLOCK * BLOCK, a.dtype)
+    copy = held.scratch((n - min(BLOCK, n)) * BLOCK, a.dtype)  # A21, read by its product
     for j in range(0, n, BLOCK):
         nb = min(BLOCK, n - j)
-        diagonal = a[j : j + nb, j : j + nb]
-        factorize.cholesky(diagonal._impl, info._impl, 1)
-        if code := info.item():
-            return j + code
-        if j + nb < n:
-            # L21 = A21 L11^-T, through L11's inverse (a small triangular solve), so the
-            # product runs in the matrix-product kernel.
-            inverse = factories.eye(nb, dtype=a.dtype)
-            triangular.solve(diagonal._impl, inverse._impl, 1, lower=True)
-            below = a[j + nb :, j : j + nb]
-            below.copy_(below @ inverse.mT)
-            subtract_product(a[j + nb :, j + nb :], below, below.mT)
-            a[j : j + nb, j + nb :].zero_()
-    return 0
+        diagonal = window(a, j, j + nb, j, j + nb)
+        factorize.cholesky(diagonal, selected(infos, 0, j // BLOCK), 1, held)
+        rows = n - j - nb
+        if not rows:
+            break
+        square = derive(inverse, (nb, nb), (nb, 1), 0)
+        factorize.block("identity", square, into=held)
+        for launch in triangular.solve_launches(diagonal, square, 1, lower=True):
+            held.add(dense.step(*launch))
+        below, was = window(a, j + nb, n, j, j + nb), derive(copy, (rows, nb), (nb, 1), 0)
+        factorize.block("copy", was, below, held)
+        gemm_run.product_steps(held, below, was, reverse_dims(square))
+        trailing = window(a, j + nb, n, j + nb, n)
+        steps = gemm_run.adding_steps(held, trailing, below, reverse_dims(below), True)
+        held.add(*steps) if steps is not None else held.add(
+            partial(_subtract, trailing, below, reverse_dims(below))
+        )
+        householder.zero(window(a, j, j + nb, j + nb, n), 1, held)
+    return held
 
 
 def solve(

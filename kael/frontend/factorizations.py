@@ -631,7 +631,8 @@ def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False) -> Choles
     """The Cholesky factor (L, or U = L^T) and info: 0, or the order of the first leading
     minor that is not positive-definite. A failed factor's other triangle is zero, as
     torch's; past its leading block before the failing minor it is not LAPACK's partial
-    state (kael factors row by row and stops at the failing row)."""
+    state (kael factors row by row and stops at the failing row; one large matrix's later
+    panels factor what the failed one left, NaN among it)."""
     factor, info = _cholesky(A, "linalg.cholesky_ex", upper)
     if check_errors:
         raise_for(info, "linalg.cholesky_ex", _not_definite)

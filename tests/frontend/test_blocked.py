@@ -227,3 +227,25 @@ def test_a_kept_program_runs_on_another_matrix_of_its_layout():
         np.testing.assert_array_equal(piv.numpy(), want.pivots.numpy() - 1)
         np.testing.assert_allclose(x.numpy(), want.LU.numpy(), rtol=1e-9, atol=1e-9)
     assert len(list(program.kept())) == 1
+
+
+def test_a_large_cholesky_is_a_kept_program_and_reports_the_first_failed_minor():
+    """Every panel runs in the program, each with its own info: the first nonzero one,
+    past the panels before it, is LAPACK's info; the leading block those panels finished
+    is the factor's (past it torch's partial state is its LAPACK's own)."""
+    n = N
+    a = np.random.default_rng(3).standard_normal((n, n))
+    spd = a @ a.T + n * np.eye(n)
+    program.clear()
+    for _ in range(2):
+        got = kael.linalg.cholesky(kael.tensor(spd))
+        np.testing.assert_allclose(got.numpy(), np.linalg.cholesky(spd), rtol=1e-10, atol=1e-10)
+    assert len(program.kept()) == 1
+    bad = spd.copy()
+    bad[200, 200] = -1e6  # the third panel's ninth row
+    got = kael.linalg.cholesky_ex(kael.tensor(bad))
+    want = torch.linalg.cholesky_ex(torch.tensor(bad))
+    assert got.info.item() == want.info.item() == 201
+    done = 3 * blocked.BLOCK  # the panels before the failed one
+    lead = slice(0, done)
+    np.testing.assert_allclose(got.L.numpy()[lead, lead], want.L.numpy()[lead, lead], rtol=1e-10)

@@ -29,6 +29,7 @@ I64 = ir.IntType(64)
 SUB = 8
 LU_WORDS = ("a", "piv", "info", "m", "n", "ld", "stride", "swap_lo", "swap_hi", "row0")
 CHOLESKY_WORDS = ("a", "info", "n", "ld", "stride")
+BLOCK_WORDS = ("dst", "src", "m", "n", "ldd", "lds")
 
 
 def _lu(d: dense.Dense, item: ir.Value) -> None:
@@ -202,12 +203,45 @@ def lu(a, piv, info, batch: int, panel: tuple[int, int] | None = None) -> None:
     dense.run(name, build, name, words, batch, m * n * min(m, n))
 
 
-def cholesky(a, info, batch: int) -> None:
+def cholesky(a, info, batch: int, into=None) -> None:
     """The lower Cholesky factor of each n x n matrix of impl `a` ([n, n] or [batch, n, n],
     unit-stride rows), in place (its strict upper part zeroed); info [batch] as LAPACK's
-    potrf sets it."""
+    potrf sets it. With `into`, added to that program (codegen/cpu/program.py)."""
     _, n, ld, stride = geometry(a)
     name = f"kael_cholesky_{a.dtype.name}"
     words = [host_ptr(a, name), host_ptr(info, name), n, ld, stride]
     build = lambda mod: dense.per_matrix(mod, name, a.dtype, CHOLESKY_WORDS, _cholesky)  # noqa: E731
-    dense.run(name, build, name, words, batch, n**3 // 3)
+    dense.run(name, build, name, words, batch, n**3 // 3, into)
+
+
+def _identity(d: dense.Dense, item: ir.Value) -> None:
+    b, w = d.b, d.w
+    dst = d.matrix("dst", "ldd")
+    with d.loop(0, w["m"]) as r:
+        d.fill(dst.row(r), d.f(0.0), d.i(0), w["n"])
+        with d.when(b.icmp_signed("<", r, w["n"])):
+            dst.set(r, r, d.f(1.0))
+
+
+def _copy(d: dense.Dense, item: ir.Value) -> None:
+    dst, src = d.matrix("dst", "ldd"), d.matrix("src", "lds")
+    with d.loop(0, d.w["m"]) as r:
+        d.copy(dst.row(r), src.row(r), d.i(0), d.w["n"])
+
+
+def block(op: str, dst, src=None, into=None) -> None:
+    """The m x n impl `dst` (unit-stride rows) set to the identity (`op` "identity") or
+    to impl `src` of its shape ("copy"): a blocked driver's steps in a program (`into`),
+    where an eager op cannot be."""
+    m, n, ldd, _ = geometry(dst)
+    name = f"kael_block_{dst.dtype.name}"
+    source = (host_ptr(src, name), geometry(src)[2]) if src is not None else (0, 0)
+    words = [host_ptr(dst, name), source[0], m, n, ldd, source[1]]
+
+    def build(module: ir.Module) -> list[str]:
+        return [
+            *dense.per_matrix(module, f"{name}_identity", dst.dtype, BLOCK_WORDS, _identity),
+            *dense.per_matrix(module, f"{name}_copy", dst.dtype, BLOCK_WORDS, _copy),
+        ]
+
+    dense.run(name, build, f"{name}_{op}", words, 1, m * n, into)

@@ -96,3 +96,19 @@ def test_the_blocked_driver_with_sub_blocked_panels_matches_lapack(n):
     want_lu, want_piv = torch.linalg.lu_factor(torch.from_numpy(a))
     np.testing.assert_array_equal(piv.numpy(), want_piv.numpy())
     np.testing.assert_allclose(lu.numpy(), want_lu.numpy(), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("m, n", [(3, 3), (5, 2), (2, 5), (1, 1)])
+def test_block_kernels_set_the_identity_and_copy_a_strided_block(m, n):
+    """A blocked driver's identity and copy steps (factorize.block), on windows of larger
+    matrices: only the block changes."""
+    rng = np.random.default_rng(m * n)
+    big, src = rng.standard_normal((7, 9)), rng.standard_normal((6, 8))
+    dst = kael.tensor(big.copy())
+    factorize.block("identity", dst[1 : 1 + m, 2 : 2 + n]._impl)
+    want = big.copy()
+    want[1 : 1 + m, 2 : 2 + n] = np.eye(m, n)
+    np.testing.assert_array_equal(dst.numpy(), want)
+    factorize.block("copy", dst[1 : 1 + m, 2 : 2 + n]._impl, kael.tensor(src)[:m, 3 : 3 + n]._impl)
+    want[1 : 1 + m, 2 : 2 + n] = src[:m, 3 : 3 + n]
+    np.testing.assert_array_equal(dst.numpy(), want)
