@@ -4,11 +4,11 @@ A chain is launches run one after another, every item of each, on one thread: a 
 LU's next panel (its columns' update, then its factorization), or a triangular solve's
 share of the right-hand sides (a product and a diagonal block per block row).
 
-`run`: work item 0 runs a chain and items 1.. are another launch's items (the rest of the
+`step`: work item 0 runs a chain and items 1.. are another launch's items (the rest of the
 LU's trailing product). The calling thread takes the first range, so it runs the chain
 while the other threads start on the product; on the native pool (parallel.py) whoever
 finishes takes the items not yet claimed (the Python fallback pool splits the ranges
-once). `run_chains`: work item i runs chain i, chains that share no memory they write
+once). `chains_step`: work item i runs chain i, chains that share no memory they write
 (column blocks of one solve), with no launch between their steps. Either way the chains
 and the other launch must touch disjoint memory (reads of a shared operand aside).
 Launch records (KAEL_DEBUG, kael.explain) show the whole as one `kael_pair` or
@@ -110,23 +110,7 @@ def chains_step(chains: Sequence[Sequence[tuple]]) -> Step:
     return Step(kernel, array.array("q", words), len(words), moved, nested=tuple(keep))
 
 
-def run(chain: Sequence[tuple], other: tuple) -> None:
-    """Run `step(chain, other)`."""
-    step(chain, other)()
-
-
-def run_chains(chains: Sequence[Sequence[tuple]]) -> None:
-    """Run `chains_step(chains)`."""
-    chains_step(chains)()
-
-
 def in_order(chain: Sequence[tuple]) -> list[Step]:
     """The launches of `chain` as steps one after another on the calling thread (where the
     other launch could not take them along)."""
     return [Step.of(fn, words, items, 0) for fn, words, items in chain]
-
-
-def run_in_order(chain: Sequence[tuple]) -> None:
-    """Run the steps of `in_order(chain)`."""
-    for s in in_order(chain):
-        s()

@@ -21,7 +21,7 @@ def test_the_chain_runs_in_order_and_every_other_item_once(items, threads):
     saved = kael.get_num_threads()
     kael.set_num_threads(threads)
     try:
-        pair.run(chain, (fn, [other_out.ctypes.data, 2], items))
+        pair.step(chain, (fn, [other_out.ctypes.data, 2], items))()
     finally:
         kael.set_num_threads(saved)
     np.testing.assert_array_equal(chain_out, [11.0, 22.0, 3.0])  # the second after the first
@@ -31,7 +31,8 @@ def test_the_chain_runs_in_order_and_every_other_item_once(items, threads):
 def test_a_chain_run_in_order_alone_gives_the_same():
     fn = order_kernel()
     out = np.zeros(3)
-    pair.run_in_order([(fn, [out.ctypes.data, 10], 3), (fn, [out.ctypes.data, 10], 2)])
+    for step in pair.in_order([(fn, [out.ctypes.data, 10], 3), (fn, [out.ctypes.data, 10], 2)]):
+        step()
     np.testing.assert_array_equal(out, [11.0, 22.0, 3.0])
 
 
@@ -43,9 +44,9 @@ def test_each_chain_runs_in_order_beside_the_others(chains, threads):
     saved = kael.get_num_threads()
     kael.set_num_threads(threads)
     try:
-        pair.run_chains(
+        pair.chains_step(
             [[(fn, [out.ctypes.data, 10], 3), (fn, [out.ctypes.data, 10], 2)] for out in outs]
-        )
+        )()
     finally:
         kael.set_num_threads(saved)
     for out in outs:
