@@ -143,7 +143,7 @@ def ahead_and_one_at_a_time(factor, monkeypatch):
     beside a matrix product (codegen/cpu/pair.py), then with every such pairing refused,
     so the same launches run one after another. No kept program (codegen/cpu/program.py)
     carries the first schedule over to the second."""
-    from kael.codegen.cpu import gemm_run, program
+    from kael.codegen.cpu import gemm_run, pair, program
 
     saved = kael.get_num_threads()
     kael.set_num_threads(2)
@@ -154,8 +154,8 @@ def ahead_and_one_at_a_time(factor, monkeypatch):
         refused = []
 
         def one_at_a_time(into, c, a, b, subtract, alongside=()):
-            refused.append(bool(alongside))
-            return None if alongside else paired(into, c, a, b, subtract)
+            refused.append(bool(alongside))  # the chain first, then the whole product
+            return [*pair.in_order(alongside), *paired(into, c, a, b, subtract)]
 
         monkeypatch.setattr(gemm_run, "adding_steps", one_at_a_time)
         program.clear()

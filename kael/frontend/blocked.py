@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from functools import partial
 
 from kael.codegen.cpu import (
-    dense,
     factorize,
     gemm_run,
     householder,
@@ -25,7 +24,7 @@ from kael.codegen.cpu import (
     program,
     triangular,
 )
-from kael.codegen.cpu.program import Program, Step
+from kael.codegen.cpu.program import Program
 from kael.frontend import factories
 from kael.frontend.tensor import Tensor
 from kael.frontend.views import derive, narrowed, reverse_dims, selected
@@ -36,16 +35,6 @@ from kael.runtime.threadpool import get_num_threads
 
 BLOCK = 64
 MIN_BLOCKED = 192  # rows from which one matrix is factored in panels
-
-
-def subtract_product(c: Tensor, a: Tensor, b: Tensor) -> None:
-    """c -= a @ b, subtracted from c by the product's own kernel where the plan allows."""
-    _subtract(c._impl, a._impl, b._impl)
-
-
-def _subtract(c: TensorImpl, a: TensorImpl, b: TensorImpl) -> None:
-    if not gemm_run.accumulate_into(c, a, b, subtract=True):
-        Tensor(c).sub_(Tensor(a) @ Tensor(b))
 
 
 def window(t: TensorImpl, r0: int, r1: int, c0: int, c1: int) -> TensorImpl:
@@ -61,25 +50,18 @@ def ahead(into: Program, c: TensorImpl, a: TensorImpl, b: TensorImpl, lead: int,
     touches none of the others) runs as one item of the launch for the rest of the
     product (codegen/cpu/pair.py), on the calling thread while the other threads start on
     the product. The same launches one after another where the product's kernel cannot
-    take it along; the bits are the same either way."""
+    take it along (the last, whose product is all head): the bits are the same either way."""
     (rows, width), inner = c.shape, a.shape[1]
     rest, rest_b = window(c, 0, rows, lead, width), window(b, 0, inner, lead, width)
-    head: list | None = []
+    head = []
     if lead:
         head_c, head_b = window(c, 0, rows, 0, lead), window(b, 0, inner, 0, lead)
         head = gemm_run.subtracting(into, head_c, a, head_b)
-    if head is None:
-        into.add(lambda: _subtract(c, a, b), *pair.in_order([after]))
-        return
     chain = (*head, after)
     if lead == width:  # no rest: the whole product is the head
         into.add(*pair.in_order(chain))
-        return
-    steps = gemm_run.adding_steps(into, rest, a, rest_b, True, alongside=chain)
-    if steps is None:
-        into.add(*pair.in_order(chain), lambda: _subtract(rest, a, rest_b))
     else:
-        into.add(*steps)
+        into.add(*gemm_run.adding_steps(into, rest, a, rest_b, True, alongside=chain))
 
 
 def lu(a: Tensor, piv: Tensor, info: Tensor, *, lower: bool = True) -> None:
@@ -98,7 +80,7 @@ def lu(a: Tensor, piv: Tensor, info: Tensor, *, lower: bool = True) -> None:
     panel's in one launch over the threads (`lower`; solve and det read only U, and skip
     them): a pass a panel, right after the other thread's product wrote those rows, cost
     a 512 LU 0.3 ms on two threads. The launches are a program (codegen/cpu/program.py),
-    built once for the layout and address of `a`."""
+    built once for the layout."""
     impls = (a._impl, piv._impl, info._impl)
     program.run(("lu", lower, get_num_threads()), impls, partial(_lu_program, lower=lower))
 
@@ -122,10 +104,7 @@ def _lu_program(m: TensorImpl, pivots: TensorImpl, info: TensorImpl, lower: bool
         if j2 >= width:
             break
         right = window(m, j, j2, j2, width)
-        launches = triangular.solve_launches(
-            window(m, j, j2, j, j2), right, 1, lower=True, unit=True
-        )
-        held.add(*(dense.step(*launch) for launch in launches))
+        triangular.solve(window(m, j, j2, j, j2), right, 1, lower=True, unit=True, into=held)
         if j2 >= n:
             break
         nb2 = min(BLOCK, n - j2)
@@ -133,19 +112,14 @@ def _lu_program(m: TensorImpl, pivots: TensorImpl, info: TensorImpl, lower: bool
         ahead(held, trailing, below, right, nb2, panel(j2, whole_rows=False))
         if j2 + nb2 < width:  # its interchanges right of it
             moves = narrowed(pivots, 0, j2, nb2)
-            held.add(*_permuting(window(m, j2, n, j2 + nb2, width), moves, 1, base=j2))
+            triangular.permute(window(m, j2, n, j2 + nb2, width), moves, 1, base=j2, into=held)
     if lower and n > BLOCK:
         # column block k takes the interchanges of rows (k + 1) BLOCK on
         blocks, ld = -(-n // BLOCK) - 1, m.strides[0]
         below = derive(m, (blocks, n - BLOCK, BLOCK), (BLOCK, ld, 1), m.offset + BLOCK * ld)
         later = narrowed(pivots, 0, BLOCK, n - BLOCK)
-        held.add(*_permuting(below, later, blocks, base=BLOCK, lag=BLOCK))
+        triangular.permute(below, later, blocks, base=BLOCK, lag=BLOCK, into=held)
     return held
-
-
-def _permuting(x: TensorImpl, piv: TensorImpl, batch: int, **kwargs) -> list[Step]:
-    """triangular.permute's launches as program steps."""
-    return [dense.step(*launch) for launch in triangular.permute_launches(x, piv, batch, **kwargs)]
 
 
 def cholesky(a: Tensor) -> int:
@@ -181,16 +155,12 @@ def _cholesky_program(a: TensorImpl, infos: TensorImpl) -> Program:
             break
         square = derive(inverse, (nb, nb), (nb, 1), 0)
         factorize.block("identity", square, into=held)
-        for launch in triangular.solve_launches(diagonal, square, 1, lower=True):
-            held.add(dense.step(*launch))
+        triangular.solve(diagonal, square, 1, lower=True, into=held)
         below, was = window(a, j + nb, n, j, j + nb), derive(copy, (rows, nb), (nb, 1), 0)
         factorize.block("copy", was, below, held)
         gemm_run.product_steps(held, below, was, reverse_dims(square))
         trailing = window(a, j + nb, n, j + nb, n)
-        steps = gemm_run.adding_steps(held, trailing, below, reverse_dims(below), True)
-        held.add(*steps) if steps is not None else held.add(
-            partial(_subtract, trailing, below, reverse_dims(below))
-        )
+        held.add(*gemm_run.adding_steps(held, trailing, below, reverse_dims(below), True))
         householder.zero(window(a, j, j + nb, j + nb, n), 1, held)
     return held
 

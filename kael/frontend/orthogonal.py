@@ -11,7 +11,6 @@ is factored on the host (factorizations.on_host).
 from __future__ import annotations
 
 import functools
-from functools import partial
 from typing import NamedTuple
 
 from kael.codegen.cpu import gemm_run, householder, pair, program
@@ -118,10 +117,8 @@ def add_reflectors(
     gemm_run.product_steps(into, w, transpose_impl(t, -1, -2) if transpose else t, vtc)
     if after is not None:
         blocked.ahead(into, *(selected(x, 0, 0) for x in (c, v, w)), lead, after)
-    elif (steps := gemm_run.adding_steps(into, c, v, w, True)) is not None:
-        into.add(*steps)
     else:
-        into.add(partial(blocked.subtract_product, Tensor(c), Tensor(v), Tensor(w)))
+        into.add(*gemm_run.adding_steps(into, c, v, w, True))
 
 
 def _householder(op: str, block: TensorImpl, tau: TensorImpl, work, into=None, scratch=None):

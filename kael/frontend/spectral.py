@@ -18,13 +18,11 @@ there are no torch-level names.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import NamedTuple
 
 from kael.codegen.cpu import gemm_run, program, symmetric_eigen, team
 from kael.codegen.cpu.program import Program
 from kael.frontend import factories, index_ops, tridiagonal
-from kael.frontend.blocked import subtract_product
 from kael.frontend.factorizations import (
     on_host,
     outs_into,
@@ -107,14 +105,8 @@ def _panels_program(a, values, work, wvw, part, sync) -> Program:
         factors = narrowed(wvw, 1, rest, n - rest)
         v, w = narrowed(factors, 0, PANEL, 2 * PANEL), narrowed(factors, 0, 0, 2 * PANEL)
         trailing = narrowed(narrowed(a, 0, rest, n - rest), 1, rest, n - rest)
-        vt = transpose(v, 0, 1)
-        steps = gemm_run.adding_steps(held, trailing, vt, w, True)
-        held.add(*steps) if steps is not None else held.add(partial(_subtract, trailing, vt, w))
+        held.add(*gemm_run.adding_steps(held, trailing, transpose(v, 0, 1), w, True))
     return held
-
-
-def _subtract(c: TensorImpl, a: TensorImpl, b: TensorImpl) -> None:
-    subtract_product(Tensor(c), Tensor(a), Tensor(b))
 
 
 class _Scratch(NamedTuple):

@@ -22,6 +22,7 @@ from kael.codegen.cpu.program import Program, Step
 from kael.ir.matmul import GemmSpec, batch_dims
 from kael.runtime import launches
 from kael.runtime.dtypes import int64
+from kael.runtime.errors import Error
 from kael.runtime.launcher import PARALLEL_BYTES, launch, optimize
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl, host_ptr
@@ -372,26 +373,16 @@ _ACCUMULATE = gemm.MACRO_ARGS.index("accumulate")
 ALONGSIDE_SPLIT = 4  # a product paired with another launch is cut as for 4x the threads
 
 
-def accumulate_into(
-    c: TensorImpl, a: TensorImpl, b: TensorImpl, subtract: bool = False, alongside=()
-) -> bool:
+def accumulate_into(c: TensorImpl, a: TensorImpl, b: TensorImpl, subtract: bool = False) -> bool:
     """c += a @ b (c -= a @ b when `subtract`) in the product's own kernel (every k block
     adds to c, the first too, whatever the shape: a matrix-vector one too), as the blocked
     factorizations' trailing updates need; False (nothing done) for int64 (no packed
     kernel) or where c's columns are not unit-stride (the kernels store rows of c: a
-    transposed c would be written as if it were not). `alongside`: see adding_steps."""
-    if not alongside:
-        p = adding_plan(c, a, b, subtract)
-        if p is not None:
-            run(p, *(host_ptr(t, "matmul") for t in (a, b, c)))
-        return p is not None
-    held = Program()
-    steps = adding_steps(held, c, a, b, subtract, alongside)
-    if steps is None:
-        return False
-    held.add(*steps)
-    held.run()
-    return True
+    transposed c would be written as if it were not)."""
+    p = adding_plan(c, a, b, subtract)
+    if p is not None:
+        run(p, *(host_ptr(t, "matmul") for t in (a, b, c)))
+    return p is not None
 
 
 def product_steps(into: Program, c: TensorImpl, a: TensorImpl, b: TensorImpl) -> None:
@@ -404,15 +395,14 @@ def product_steps(into: Program, c: TensorImpl, a: TensorImpl, b: TensorImpl) ->
 
 def adding_steps(
     program: Program, c: TensorImpl, a: TensorImpl, b: TensorImpl, subtract: bool, alongside=()
-) -> list[Step] | None:
-    """accumulate_into's launches, ready, packing into `program`'s shared buffer; None
-    where it would return False. `alongside`, prepared launches (kernel, words, items)
-    touching none of c, run in order as one item of the product's last launch
-    (codegen/cpu/pair.py): on the calling thread while the others start on the product,
-    whose items are then cut finer (ALONGSIDE_SPLIT) so that thread can take a share."""
-    p = adding_plan(c, a, b, subtract, ALONGSIDE_SPLIT if alongside else 1)
-    if p is None:
-        return None
+) -> list[Step]:
+    """accumulate_into's launches, ready, packing into `program`'s shared buffer (c a
+    blocked driver's float block: kael.Error where accumulate_into would return False).
+    `alongside`, prepared launches (kernel, words, items) touching none of c, run in order
+    as one item of the product's last launch (codegen/cpu/pair.py): on the calling thread
+    while the others start on the product, whose items are then cut finer
+    (ALONGSIDE_SPLIT) so that thread can take a share."""
+    p = _packed(c, a, b, subtract, ALONGSIDE_SPLIT if alongside else 1)
     bases = (*(host_ptr(t, "matmul") for t in (a, b, c)), program.shared(p.buffer_bytes))
     launches = launches_on(p, bases)
     steps = [
@@ -448,15 +438,24 @@ def products(p: Plan, operands: Sequence[tuple[int, int, int]]) -> None:
         many.run(step.fn, [launches[i][1] for launches in each], step.total, moved)
 
 
-def subtracting(program: Program, c: TensorImpl, a: TensorImpl, b: TensorImpl):
+def subtracting(program: Program, c: TensorImpl, a: TensorImpl, b: TensorImpl) -> list[tuple]:
     """c -= a @ b as launches (kernel, words, items) for a chain (pair.py) beside the
     program's other products, packing into its buffer for those (Program.shared's
-    beside); None where the product's kernel cannot subtract it (see accumulate_into)."""
-    p = adding_plan(c, a, b, True)
-    if p is None:
-        return None
+    beside); kael.Error as adding_steps."""
+    p = _packed(c, a, b, True)
     buffer = program.shared(p.buffer_bytes, beside=True)
     return launches_on(p, (*(host_ptr(t, "matmul") for t in (a, b, c)), buffer))
+
+
+def _packed(c, a, b, subtract: bool, split: int = 1) -> Plan:
+    """adding_plan's plan, which a blocked driver's float blocks always have."""
+    p = adding_plan(c, a, b, subtract, split)
+    if p is None:
+        raise Error(
+            f"matmul: no kernel accumulates into {c.dtype} {list(c.shape)} of strides "
+            f"{list(c.strides)}"
+        )
+    return p
 
 
 def adding_plan(c, a, b, subtract: bool, split: int = 1) -> Plan | None:

@@ -89,13 +89,15 @@ def _permute(d: dense.Dense, item: ir.Value) -> None:
             d.swap(x.row(k), x.row(p), 0, w["nrhs"])
 
 
-def solve(a, x, batch: int, *, lower: bool, unit: bool = False, trans: bool = False) -> None:
+def solve(
+    a, x, batch: int, *, lower: bool, unit: bool = False, trans: bool = False, into=None
+) -> None:
     """Solve op(T) X = B in place for each of `batch` systems: T the lower or upper
     triangle of the n x n matrices of impl `a`, B the [n, nrhs] blocks of impl `x` (each
     [n, .] or [batch, n, .] with unit-stride rows; a batch stride 0 shares one matrix);
-    op is the transpose when `trans`."""
+    op is the transpose when `trans`. With `into`, added to that program."""
     for launch in solve_launches(a, x, batch, lower=lower, unit=unit, trans=trans):
-        dense.run_prepared(*launch)
+        dense.run_prepared(*launch, into)
 
 
 def solve_launches(
@@ -133,21 +135,24 @@ def _column_blocks(x, name: str, batch: int, stride: int) -> list[tuple]:
     return launches
 
 
-def permute(x, piv, batch: int, *, reverse: bool = False, base: int = 0, lag: int = 0) -> None:
+def permute(
+    x, piv, batch: int, *, reverse: bool = False, base: int = 0, lag: int = 0, into=None
+) -> None:
     """Apply 0-based LU row interchanges (impl `piv` [*, steps] int64, batch stride 0 when
     it has no batch; less `base`: a blocked LU's pivots count from the matrix's first row,
     its interchanges apply to the rows from `base`) to the rows of each [rows, nrhs] block
     of impl `x` ([rows, nrhs] or [batch, rows, nrhs], unit-stride rows), in LAPACK's order
     or, `reverse`, the last first. Block i takes the interchanges from i * `lag` on only
-    (a blocked LU's column blocks, each taking the panels' right of it)."""
-    for launch in permute_launches(x, piv, batch, reverse=reverse, base=base, lag=lag):
-        dense.run_prepared(*launch)
+    (a blocked LU's column blocks, each taking the panels' right of it). With `into`,
+    added to that program."""
+    for launch in _permute_launches(x, piv, batch, reverse=reverse, base=base, lag=lag):
+        dense.run_prepared(*launch, into)
 
 
-def permute_launches(
+def _permute_launches(
     x, piv, batch: int, *, reverse: bool = False, base: int = 0, lag: int = 0
 ) -> list[tuple]:
-    """permute's launches, not run: (kernel, words, items, flops), as solve_launches."""
+    """permute's launches: (kernel, words, items, flops), as solve_launches."""
     name = f"kael_permute_rows_{x.dtype.name}"
     fn = dense.kernel(
         name, lambda mod: dense.per_matrix(mod, name, x.dtype, PERMUTE_WORDS, _permute), name

@@ -10,7 +10,6 @@ from kernel_helpers import impl_of, run_python
 
 import kael
 from kael.codegen.cpu import compiler, gemm, gemm_gemv, gemm_run
-from kael.frontend import blocked
 from kael.ir.matmul import SPECS, GemmSpec, batch_dims
 from kael.runtime import launches
 from kael.runtime.dtypes import float32, float64
@@ -695,15 +694,17 @@ def test_accumulating_plans_are_built_once_per_mode_and_leave_the_product_alone(
 
 @pytest.mark.parametrize("m, k, n", [(64, 32, 48), (200, 100, 150)])
 def test_accumulate_into_declines_a_c_whose_columns_are_not_unit_stride(m, k, n):
-    """The kernels store rows of c: a transposed c is declined, and subtract_product's
-    fallback gives the product's values."""
+    """The kernels store rows of c: a transposed c is declined (nothing done), and a
+    program's steps for it (a blocked driver's) raise kael.Error naming its strides."""
+    from kael.codegen.cpu.program import Program
+
     a, b = kael.tensor(small_ints((m, k), np.float64)), kael.tensor(small_ints((k, n), np.float64))
     c = kael.tensor(small_ints((n, m), np.float64)).mT
     before = c.numpy().copy()
     assert not gemm_run.accumulate_into(c._impl, a._impl, b._impl, subtract=True)
     np.testing.assert_array_equal(c.numpy(), before)  # nothing done
-    blocked.subtract_product(c, a, b)
-    np.testing.assert_array_equal(c.numpy(), before - a.numpy() @ b.numpy())
+    with pytest.raises(kael.Error, match=rf"accumulates into float64 \[{m}, {n}\] of strides"):
+        gemm_run.adding_steps(Program(), c._impl, a._impl, b._impl, True)
 
 
 def test_accumulate_into_declines_int64_which_has_no_packed_kernel():
