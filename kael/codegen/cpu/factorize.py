@@ -19,6 +19,7 @@ from llvmlite import ir
 
 from kael.codegen.cpu import dense
 from kael.codegen.lowering import smin
+from kael.runtime.errors import Error
 from kael.runtime.tensor_impl import host_ptr
 
 I64 = ir.IntType(64)
@@ -233,6 +234,10 @@ def block(op: str, dst, src=None, into=None) -> None:
     """The m x n impl `dst` (unit-stride rows) set to the identity (`op` "identity") or
     to impl `src` of its shape ("copy"): a blocked driver's steps in a program (`into`),
     where an eager op cannot be."""
+    if op not in ("identity", "copy") or (op == "copy") != (src is not None):
+        raise Error(f"factorize.block: unknown step {op!r} (identity, or copy with a source)")
+    if src is not None and tuple(src.shape) != tuple(dst.shape):
+        raise Error(f"factorize.block: copy of {list(src.shape)} into {list(dst.shape)}")
     m, n, ldd, _ = geometry(dst)
     name = f"kael_block_{dst.dtype.name}"
     source = (host_ptr(src, name), geometry(src)[2]) if src is not None else (0, 0)

@@ -379,10 +379,17 @@ def accumulate_into(c: TensorImpl, a: TensorImpl, b: TensorImpl, subtract: bool 
     factorizations' trailing updates need; False (nothing done) for int64 (no packed
     kernel) or where c's columns are not unit-stride (the kernels store rows of c: a
     transposed c would be written as if it were not)."""
+    if _nothing_to_add(c, a):
+        return True
     p = adding_plan(c, a, b, subtract)
     if p is not None:
         run(p, *(host_ptr(t, "matmul") for t in (a, b, c)))
     return p is not None
+
+
+def _nothing_to_add(c: TensorImpl, a: TensorImpl) -> bool:
+    """Whether c += a @ b leaves c as it is: c empty, or an inner dimension of 0."""
+    return c.numel() == 0 or a.shape[-1] == 0
 
 
 def product_steps(into: Program, c: TensorImpl, a: TensorImpl, b: TensorImpl) -> None:
@@ -402,6 +409,8 @@ def adding_steps(
     as one item of the product's last launch (codegen/cpu/pair.py): on the calling thread
     while the others start on the product, whose items are then cut finer
     (ALONGSIDE_SPLIT) so that thread can take a share."""
+    if _nothing_to_add(c, a):
+        return pair.in_order(alongside)
     p = _packed(c, a, b, subtract, ALONGSIDE_SPLIT if alongside else 1)
     bases = (*(host_ptr(t, "matmul") for t in (a, b, c)), program.shared(p.buffer_bytes))
     launches = launches_on(p, bases)
@@ -442,6 +451,8 @@ def subtracting(program: Program, c: TensorImpl, a: TensorImpl, b: TensorImpl) -
     """c -= a @ b as launches (kernel, words, items) for a chain (pair.py) beside the
     program's other products, packing into its buffer for those (Program.shared's
     beside); kael.Error as adding_steps."""
+    if _nothing_to_add(c, a):
+        return []
     p = _packed(c, a, b, True)
     buffer = program.shared(p.buffer_bytes, beside=True)
     return launches_on(p, (*(host_ptr(t, "matmul") for t in (a, b, c)), buffer))

@@ -112,3 +112,15 @@ def test_block_kernels_set_the_identity_and_copy_a_strided_block(m, n):
     factorize.block("copy", dst[1 : 1 + m, 2 : 2 + n]._impl, kael.tensor(src)[:m, 3 : 3 + n]._impl)
     want[1 : 1 + m, 2 : 2 + n] = src[:m, 3 : 3 + n]
     np.testing.assert_array_equal(dst.numpy(), want)
+
+
+@pytest.mark.parametrize(
+    "op, src, message",
+    [("zero", None, "unknown step 'zero'"), ("copy", None, "copy with a source"),
+     ("identity", (2, 2), "identity, or copy"), ("copy", (3, 2), r"copy of \[3, 2\] into \[2, 2\]")],
+)  # fmt: skip
+def test_a_bad_block_step_raises_naming_it(op, src, message):
+    dst = kael.zeros(2, 2, dtype=kael.float64)._impl
+    source = None if src is None else kael.zeros(*src, dtype=kael.float64)._impl
+    with pytest.raises(kael.Error, match=message):
+        factorize.block(op, dst, source)

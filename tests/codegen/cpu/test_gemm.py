@@ -812,3 +812,16 @@ def test_accumulating_a_matrix_vector_shape_takes_the_packed_kernel(m, k, n, dty
     assert names <= {gemm.MACRO, gemm.PACK_B}
     tol = 1e-12 if dtype is kael.float64 else 1e-4
     np.testing.assert_allclose(kc.numpy(), c - a @ b, rtol=tol, atol=tol * k)
+
+
+@pytest.mark.parametrize("m, k, n", [(1, 0, 3), (5, 0, 5), (0, 3, 1), (0, 0, 0), (4, 3, 0)])
+def test_accumulating_an_empty_product_leaves_c_as_it_is(m, k, n):
+    """Nothing to add (c empty, or no inner dimension): done, with no plan at all."""
+    from kael.codegen.cpu.program import Program
+
+    a, b = kael.ones(m, k), kael.ones(k, n)
+    c = kael.full((m, n), 7.0)
+    assert gemm_run.accumulate_into(c._impl, a._impl, b._impl, subtract=True)
+    assert gemm_run.adding_steps(Program(), c._impl, a._impl, b._impl, True) == []
+    assert gemm_run.subtracting(Program(), c._impl, a._impl, b._impl) == []
+    np.testing.assert_array_equal(c.numpy(), np.full((m, n), 7.0, np.float32))
