@@ -129,17 +129,11 @@ def _householder(op: str, block: TensorImpl, tau: TensorImpl, work, into=None, s
     if count == 1 and 0 < n <= PANEL_COLUMNS:
         if scratch is None:
             scratch = factories.empty(n * (m + householder.PAD), dtype=block.dtype)._impl
-        launch = _panel(op, selected(block, 0, 0), selected(tau, 0, 0), scratch)
+        launch = householder.prepared_panel(op, selected(block, 0, 0), selected(tau, 0, 0), scratch)
         step = pair.in_order([launch])
         into.add(*step) if into is not None else step[0]()
     else:
         getattr(householder, op)(block, tau, work, count, into)
-
-
-def _panel(op: str, block: TensorImpl, tau: TensorImpl, scratch: TensorImpl) -> tuple:
-    """geqr2 or org2r (`op`) of one matrix's block [m, n] (n at most PANEL_COLUMNS) as a
-    prepared launch, through `scratch`."""
-    return householder.prepared_panel(op, block, tau, scratch)
 
 
 def _part(t: TensorImpl, r0: int, r1: int, c0: int, c1: int) -> TensorImpl:
@@ -213,7 +207,7 @@ def _geqrf(a3: TensorImpl, tau2: TensorImpl, ts: TensorImpl | None = None) -> Pr
             if nb2 > 0:
                 next_panel = selected(_part(a3, j2, m, j2, j2 + nb2), 0, 0)
                 next_tau = selected(narrowed(tau2, 1, j2, nb2), 0, 0)
-                after = _panel("geqr2", next_panel, next_tau, arena.panel)
+                after = householder.prepared_panel("geqr2", next_panel, next_tau, arena.panel)
                 factored = j2 + nb2
             t = arena.take("t", (count, jb, jb)) if ts is None else _t_of(ts, j // NB, jb)
             c = _part(a3, j, m, j2, n)
@@ -252,7 +246,9 @@ def _orgqr_program(q3: TensorImpl, tau2: TensorImpl, ts: TensorImpl | None = Non
         panel, panel_tau = _part(q3, j, m, j, j + NB), narrowed(tau2, 1, j, NB)
         after = None
         if count == 1:
-            after = _panel("org2r", selected(panel, 0, 0), selected(panel_tau, 0, 0), arena.panel)
+            after = householder.prepared_panel(
+                "org2r", selected(panel, 0, 0), selected(panel_tau, 0, 0), arena.panel
+            )
         factor_t = ts is None
         t = arena.take("t", (count, NB, NB)) if factor_t else _t_of(ts, j // NB, NB)
         add_reflectors(
