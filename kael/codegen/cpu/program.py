@@ -14,9 +14,7 @@ the program's scratch, blocks and kernels are other allocations.
 `checked_out` keeps a few programs per key (the driver's: layout, thread count), the
 least recently used keys going past MAX_KEYS or MAX_TOTAL_BYTES of scratch, all of them
 on kael.empty_cache. A program is taken out while it runs, so two threads never share
-one (or its scratch): a second thread on the same layout builds its own. A step that is
-not a prepared launch (an eager fallback) is a callable, and a program with one is not
-kept (it may hold views of the call's memory).
+one (or its scratch): a second thread on the same layout builds its own.
 """
 
 from __future__ import annotations
@@ -70,7 +68,7 @@ class Program:
     __slots__ = ("steps", "keep", "kept_bytes", "_moves", "_bases", "_shared", "_beside")
 
     def __init__(self) -> None:
-        self.steps: list[Step | Callable[[], None]] = []
+        self.steps: list[Step] = []
         self.keep: list = []
         self.kept_bytes = 0
         self._moves: list[tuple[array.array, int, int, int]] = []
@@ -104,15 +102,13 @@ class Program:
         self.kept_bytes += block_capacity(nbytes)  # what the allocator holds for it
         return impl
 
-    def add(self, *steps: Step | Callable[[], None]) -> None:
+    def add(self, *steps: Step) -> None:
         self.steps.extend(steps)
 
     def bind(self, regions: Sequence[tuple[int, int]]) -> None:
         """Note every word of the steps' blocks inside one of `regions` ((base, bytes) of
         the storages the program works on) as an offset from its base, for `run`."""
         for step in self.steps:
-            if type(step) is not Step:
-                continue
             for block in (step.block, *step.nested):
                 for i, word in enumerate(block):
                     for r, (base, size) in enumerate(regions):
@@ -132,8 +128,8 @@ class Program:
 
     @property
     def reusable(self) -> bool:
-        """Whether every step is a prepared launch and the scratch is small enough to keep."""
-        return self.kept_bytes <= MAX_KEPT_BYTES and all(type(s) is Step for s in self.steps)
+        """Whether its scratch is small enough to keep it."""
+        return self.kept_bytes <= MAX_KEPT_BYTES
 
 
 def storages(*impls: TensorImpl) -> tuple[tuple, tuple[tuple[int, int], ...]]:
