@@ -26,9 +26,8 @@ from kael.frontend.factorizations import (
 )
 from kael.frontend.outputs import bool_arg, copied_out, tensor_arg
 from kael.frontend.tensor import Tensor
-from kael.frontend.views import narrowed, selected
+from kael.frontend.views import derive, narrowed, selected
 from kael.frontend.views import transpose as transpose_impl
-from kael.runtime.device import CPU
 from kael.runtime.errors import ValueError
 from kael.runtime.tensor_impl import TensorImpl, contiguous_strides, shape_numel
 from kael.runtime.threadpool import get_num_threads
@@ -74,7 +73,7 @@ class Arena:
 
     def take(self, name: str, shape: tuple[int, ...]) -> TensorImpl:
         space = self._space[name]
-        return TensorImpl(space.storage, shape, contiguous_strides(shape), 0, space.dtype, CPU)
+        return derive(space, shape, contiguous_strides(shape), 0)
 
     @functools.cached_property
     def work(self) -> TensorImpl:
@@ -145,7 +144,7 @@ def _t_of(ts: TensorImpl, block: int, nb: int) -> TensorImpl:
     """The contiguous [count, nb, nb] T of block `block` in impl `ts` [blocks, count, NB, NB]."""
     count = ts.shape[1]
     at = ts.offset + block * ts.strides[0]
-    return TensorImpl(ts.storage, (count, nb, nb), (nb * nb, nb, 1), at, ts.dtype, CPU)
+    return derive(ts, (count, nb, nb), (nb * nb, nb, 1), at)
 
 
 def householder_qr(a: Tensor, ts: Tensor | None = None) -> tuple[Tensor, Tensor]:

@@ -395,9 +395,7 @@ def _nothing_to_add(c: TensorImpl, a: TensorImpl) -> bool:
 def product_steps(into: Program, c: TensorImpl, a: TensorImpl, b: TensorImpl) -> None:
     """c = a @ b (as matmul) as steps of program `into`, packing into its shared buffer."""
     p = plan_for(a, b, c)
-    bases = (*(host_ptr(t, "matmul") for t in (a, b, c)), into.shared(p.buffer_bytes))
-    for s, (fn, words, items) in zip(p.launches, launches_on(p, bases), strict=True):
-        into.add(Step.of(fn, words, items, s.moved, 1, s.flops))
+    into.add(*_steps(p, _launches_into(p, a, b, c, into.shared(p.buffer_bytes))))
 
 
 def adding_steps(
@@ -412,15 +410,24 @@ def adding_steps(
     if _nothing_to_add(c, a):
         return pair.in_order(alongside)
     p = _packed(c, a, b, subtract, ALONGSIDE_SPLIT if alongside else 1)
-    bases = (*(host_ptr(t, "matmul") for t in (a, b, c)), program.shared(p.buffer_bytes))
-    launches = launches_on(p, bases)
-    steps = [
-        Step.of(fn, words, items, s.moved, 1, s.flops)
-        for s, (fn, words, items) in zip(p.launches, launches, strict=True)
-    ]
+    launches = _launches_into(p, a, b, c, program.shared(p.buffer_bytes))
+    steps = _steps(p, launches)
     if alongside:
         steps[-1] = pair.step(alongside, launches[-1])
     return steps
+
+
+def _launches_into(p: Plan, a: TensorImpl, b: TensorImpl, c: TensorImpl, buffer: int) -> list:
+    """Plan `p`'s launches (kernel, words, items) on impls a, b, c, packing at `buffer`."""
+    return launches_on(p, (*(host_ptr(t, "matmul") for t in (a, b, c)), buffer))
+
+
+def _steps(p: Plan, launches: list[tuple]) -> list[Step]:
+    """Plan `p`'s `launches` as program steps (each its plan launch's split and flops)."""
+    return [
+        Step.of(fn, words, items, s.moved, 1, s.flops)
+        for s, (fn, words, items) in zip(p.launches, launches, strict=True)
+    ]
 
 
 def launches_on(p: Plan, bases: tuple[int, int, int, int]) -> list[tuple]:
@@ -454,8 +461,7 @@ def subtracting(program: Program, c: TensorImpl, a: TensorImpl, b: TensorImpl) -
     if _nothing_to_add(c, a):
         return []
     p = _packed(c, a, b, True)
-    buffer = program.shared(p.buffer_bytes, beside=True)
-    return launches_on(p, (*(host_ptr(t, "matmul") for t in (a, b, c)), buffer))
+    return _launches_into(p, a, b, c, program.shared(p.buffer_bytes, beside=True))
 
 
 def _packed(c, a, b, subtract: bool, split: int = 1) -> Plan:
