@@ -92,6 +92,49 @@ def test_index_modes_map_then_check_both_ends(mode, value, want):
         assert out[0] == want
 
 
+# A unit-stride gather run moves blocks of gather.CHECK_BLOCK in-range indices unchecked (each
+# mode maps them to themselves); a block holding one the mode must map or refuse, and the run's
+# tail, go element by element. n leaves a tail after the last whole block.
+BLOCK = gather.CHECK_BLOCK
+
+
+@pytest.mark.parametrize("mode", [gather.STRICT, gather.WRAP, gather.MODULO], ids=str)
+@pytest.mark.parametrize("where", [0, 2 * BLOCK + 3, 5 * BLOCK + 1], ids=str)
+def test_a_gather_run_maps_an_index_in_a_block_or_its_tail_as_its_mode_says(mode, where):
+    n, size = 5 * BLOCK + 2, 11
+    src = np.arange(size, dtype=np.float32) * 3
+    index = np.arange(n) % size
+    index[where] = -3 if mode != gather.MODULO else 3 * size + 4
+    out, bad = run_gather(src, 0, index, mode)
+    if mode == gather.STRICT:
+        assert bad == -3
+        assert out[where] == 99  # nothing written for the bad index
+        index[where] = 0
+        out[where] = src[0]
+    else:
+        assert bad is None
+    np.testing.assert_array_equal(out, src[index % size])
+
+
+@pytest.mark.parametrize("value", [11, 1 << 62, np.iinfo(np.int64).min], ids=str)
+def test_a_gather_run_reports_the_first_bad_index_of_any_block(value):
+    n = 9 * BLOCK
+    index = np.arange(n) % 11
+    index[[3 * BLOCK + 5, 7 * BLOCK]] = [value, 12]
+    out, bad = run_gather(np.arange(11.0), 0, index)
+    assert bad == value
+    good = np.ones(n, bool)
+    good[[3 * BLOCK + 5, 7 * BLOCK]] = False
+    np.testing.assert_array_equal(out[good], index[good].astype(np.float64))
+
+
+def test_the_gather_block_path_is_in_the_cpu_walk_only():
+    from kael.codegen.ptx.handwritten import build_module
+
+    assert "blocks.head" in gather.ir_text("gather", float32)
+    assert "blocks.head" not in str(build_module(*gather._spec("gather", float32)))
+
+
 def test_modulo_of_an_empty_dim_is_out_of_bounds_not_a_division_by_zero():
     out, bad = run_gather(np.zeros((2, 0)), 1, np.zeros((2, 1), np.int64), gather.MODULO)
     assert bad == 0
@@ -673,6 +716,22 @@ def test_runs_of_negative_indices_wrap_once_in_the_line_walk():
     np.testing.assert_array_equal(table, want)
     index[300:320] = -14
     assert gather.walk("scatter_add", *args) == -14
+
+
+@pytest.mark.parametrize("mode", [gather.WRAP, gather.MODULO], ids=str)
+def test_a_line_walk_maps_the_indices_of_any_block_as_its_mode_says(mode):
+    """Blocks of in-range indices combine unchecked in every mode; a block with one the mode
+    maps (negative, or past the end for MODULO) goes element by element: the same sums."""
+    n, size = 40 * gather.CHECK_BLOCK + 5, 13
+    index = np.random.default_rng(5).integers(0, size, n)
+    index[[7, 100, n - 1]] = [-1, -13, -5] if mode == gather.WRAP else [-1, 40, 3 * size]
+    dense = np.arange(n, dtype=np.float64)
+    table = np.zeros(size)
+    args = (float64, (n,), op(dense), op(table, (0,)), op(index), size, 1, mode)
+    assert gather.walk("scatter_add", *args) is None
+    want = np.zeros(size)
+    np.add.at(want, index % size, dense)
+    np.testing.assert_array_equal(table, want)
 
 
 def test_the_prefetch_and_register_runs_are_in_the_cpu_walk_only():
