@@ -32,9 +32,10 @@ places: 28 -> 7.4 ms; into 1M: 15.5 -> 9.4 ms; random places unchanged). Other r
 their indices CHECK_BLOCK at a time, and a block with none bad combines its elements without
 a branch each (16M at random into 1M places on 2 threads, ~15 ms, is what the same loop
 written in C takes: the read-modify-writes into L3 bound it). The fold of a unit-stride run
-combines one table at a time into blocks that stay in L1, a vectorized loop. A gather's
-unit-stride runs check their blocks the same way and move a clean one unchecked (16M at random
-from 1M float32 on 2 threads: 48 -> 29 ms, what the same loop in C takes; from 64K: 13 -> 8).
+combines one table at a time into blocks that stay in L1, a vectorized loop. Gather's and
+put's unit-stride runs check their blocks the same way and move a clean one unchecked (16M at
+random from 1M float32: gather on 2 threads 48 -> 29 ms, what the same loop in C takes; from
+64K 13 -> 8; a put, on one thread so that the last write wins, 181 -> 115 ms).
 nonzero counts the nonzeros of fixed-size blocks in parallel, scans the counts in
 place, then each block writes its coordinates from its start: the order is row-major
 whatever the split, the result [count, rank] column-major as torch's (the write reads
@@ -461,10 +462,11 @@ def _walk_function(module: ir.Module, kind: str, dtype: DType) -> str:
         none out of range (which every mode maps to itself) moves its elements unchecked;
         the others, and the run's last elements, go element by element through `body`. A
         scatter first prefetches for a write the table element of the index PREFETCH_AHEAD
-        places on (the run's last near its end); a gather's reads are independent and need
-        no prefetch (in C, 16M at random from 1M float32: none, 16, 32 and 64 ahead alike)."""
+        places on (the run's last near its end). A gather's reads are independent and need
+        no prefetch (in C, 16M at random from 1M float32: none, 16, 32 and 64 ahead alike);
+        a put's stores neither (16M into 1M float32, one thread: 115 ms, 147 prefetched)."""
         od, ot, oi = bases
-        ahead_by = 0 if kind == "gather" else PREFETCH_AHEAD
+        ahead_by = PREFETCH_AHEAD if kind in SCATTERS else 0
         last = b.sub(run, i64(1))
 
         def prefetch(j):
@@ -483,13 +485,15 @@ def _walk_function(module: ir.Module, kind: str, dtype: DType) -> str:
             here = b.gep(dense, [b.add(od, j)])
             if kind == "gather":
                 b.store(b.load(at), here)
+            elif kind == "put":
+                b.store(b.load(here), at)
             else:
                 b.store(_combine(kind, b, dtype, b.load(at), b.load(here)), at)
 
         def block(j):
             got = [b.load(b.gep(index, [b.add(oi, b.add(j, i64(k)))])) for k in range(CHECK_BLOCK)]
             bad = _any(b, [b.icmp_unsigned(">=", v, w["size"]) for v in got])
-            if kind == "gather":
+            if kind not in SCATTERS:  # a scatter's runs are its write pass's
                 bad = b.or_(bad, b.not_(writes))
             with b.if_else(bad, likely=False) as (checked, unchecked):
                 with checked:
@@ -577,7 +581,7 @@ def _walk_function(module: ir.Module, kind: str, dtype: DType) -> str:
 
     if kind not in SCATTERS:
         fixed = None
-        if kind == "gather" and not gpu:
+        if kind in ("gather", "put") and not gpu:
             fixed = (
                 (1, 0, 1),
                 lambda pos, bases, run: in_blocks(element, bases, pos, run, w["stride"]),

@@ -128,11 +128,30 @@ def test_a_gather_run_reports_the_first_bad_index_of_any_block(value):
     np.testing.assert_array_equal(out[good], index[good].astype(np.float64))
 
 
-def test_the_gather_block_path_is_in_the_cpu_walk_only():
+@pytest.mark.parametrize("mode", [gather.STRICT, gather.WRAP, gather.MODULO], ids=str)
+@pytest.mark.parametrize("where", [0, 2 * BLOCK + 3, 5 * BLOCK + 1], ids=str)
+def test_a_put_run_maps_its_indices_and_the_last_write_wins(mode, where):
+    n, size = 5 * BLOCK + 2, 11
+    index = np.arange(n) % size  # every place written 4 or 5 times, in order
+    index[where] = -3 if mode != gather.MODULO else 3 * size + 4
+    source = np.arange(n, dtype=np.float64)
+    table = np.full(size, -1.0)
+    args = (float64, (n,), op(source), op(table, (0,)), op(index), size, 1, mode)
+    bad = gather.walk("put", *args, parallel=False)
+    want = np.full(size, -1.0)
+    for j in range(n):
+        if mode != gather.STRICT or j != where:
+            want[index[j] % size] = source[j]
+    assert bad == (-3 if mode == gather.STRICT else None)
+    np.testing.assert_array_equal(table, want)
+
+
+@pytest.mark.parametrize("kind", ["gather", "put"])
+def test_the_block_path_is_in_the_cpu_walk_only(kind):
     from kael.codegen.ptx.handwritten import build_module
 
-    assert "blocks.head" in gather.ir_text("gather", float32)
-    assert "blocks.head" not in str(build_module(*gather._spec("gather", float32)))
+    assert "blocks.head" in gather.ir_text(kind, float32)
+    assert "blocks.head" not in str(build_module(*gather._spec(kind, float32)))
 
 
 def test_modulo_of_an_empty_dim_is_out_of_bounds_not_a_division_by_zero():
