@@ -265,6 +265,8 @@ _PLAN = CompiledFunction(_contracted_plan, max_recompiles=None)
 def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
     """The sum over a's `dims` last (or listed) dims of a times b's first (or listed) ones."""
     x, y = tensor_arg(a, "tensordot"), tensor_arg(b, "tensordot", "b")
+    if isinstance(dims, Tensor):  # a count (0-d) or the two dim lists (2-d), as torch takes
+        dims = dims.item() if dims.ndim == 0 else dims.tolist()
     if isinstance(dims, int):
         if dims < 0 or dims > min(x.ndim, y.ndim):
             raise ValueError(

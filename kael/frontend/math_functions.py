@@ -176,6 +176,7 @@ def _nan_to_num(input: Tensor, nan: float = 0.0, posinf=None, neginf=None) -> Te
     smallest finite values by default); integers unchanged; complex numbers part by part
     (with the real dtype's values), as PyTorch."""
     x = tensor_arg(input, "nan_to_num")
+    nan = 0.0 if nan is None else nan  # torch's None: the default
     if x.dtype.is_complex:
         from kael.frontend import complex as cx
 
@@ -314,6 +315,16 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8
             )
     equal_nan = bool_arg(equal_nan, "isclose", "equal_nan")
     compute = a.dtype if a.dtype.is_floating_point else float64
+    if not (a.dtype.is_floating_point or a.dtype is bool_):
+        # integers: the difference exact in their own type (as torch's), float64 beyond it
+        if not (rtol or atol):
+            return a.eq(b)
+
+        def within(d: Value, y: Value, rtol: Value, atol: Value) -> Value:
+            return d <= atol + rtol * y.apply("abs")
+
+        params = {"rtol": float(rtol), "atol": float(atol)}
+        return launch(("isclose_int",), [(a - b).abs(), b], float64, within, params).to(bool_)
 
     def formula(x: Value, y: Value, rtol: Value, atol: Value) -> Value:
         diff = (x - y).apply("abs")

@@ -16,20 +16,32 @@ from kael.frontend.math_functions import inplace_result
 from kael.frontend.outputs import copied_out, tensor_arg
 from kael.frontend.tensor import Tensor, empty_impl
 from kael.runtime.dtypes import as_dtype, bfloat16, bool_, float16, float32, promote_types
-from kael.runtime.errors import TypeError, UnsupportedDtype, ValueError
+from kael.runtime.errors import IndexError, TypeError, UnsupportedDtype, ValueError
 
 MATRIX_ORDERS = ("fro", "nuc", math.inf, -math.inf, 1, -1, 2, -2)
 
 
-def _cast(x: Tensor, dtype, op: str) -> Tensor:
-    if not x.dtype.is_floating_point:
-        raise TypeError(f"{op}: Expected a floating point tensor as input. Got {x.dtype}")
+def _magnitudes(x: Tensor, dtype, op: str) -> Tensor:
+    """x as a norm reads it: in `dtype` when given (a type x widens to, complex for a complex
+    x, as torch's), a complex x as its magnitudes."""
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        raise TypeError(
+            f"{op}: Expected a floating point or complex tensor as input. Got {x.dtype}"
+        )
     if dtype is not None:
         dtype = as_dtype(dtype)
-        if not dtype.is_floating_point:
-            raise TypeError(f"{op}: dtype should be a floating point type, got {dtype}")
+        if not (dtype.is_floating_point or dtype.is_complex):
+            raise TypeError(f"{op}: dtype should be floating point or complex, but got {dtype}")
+        if dtype.is_complex != x.dtype.is_complex:
+            kind = "complex" if x.dtype.is_complex else "real"
+            raise TypeError(f"{op}: dtype should be {kind} for {kind} inputs, but got {dtype}")
+        if promote_types(x.dtype, dtype) != dtype:
+            raise TypeError(
+                f"{op}: the dtype of the input ({x.dtype}) should be convertible without "
+                f"narrowing to the specified dtype ({dtype})"
+            )
         x = x.to(dtype)
-    return x
+    return x.abs() if x.dtype.is_complex else x
 
 
 def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None, out=None) -> Tensor:
@@ -37,10 +49,7 @@ def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None, out=No
     2, 1, 0 (count of nonzeros), inf, -inf or any other real order."""
     op = "linalg.vector_norm"
     x = tensor_arg(x, op, "x")
-    if x.dtype.is_complex:  # the norm of the magnitudes (a dtype= names the complex one)
-        x = (x if dtype is None else x.to(dtype)).abs()
-        dtype = None
-    x = _cast(x, dtype, op)
+    x = _magnitudes(x, dtype, op)
     if isinstance(ord, bool) or not isinstance(ord, int | float):
         raise TypeError(f"{op}(): argument 'ord' must be a number, not {type(ord).__name__}")
     if isinstance(dim, list):
@@ -86,9 +95,11 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None
     A = tensor_arg(A, op)
     if A.ndim < 2:
         raise ValueError(f"{op}: The input tensor A must have at least 2 dimensions.")
-    A = _cast(A, dtype, op)
     if ord not in MATRIX_ORDERS or isinstance(ord, bool):
         raise ValueError(f"{op}: Order {ord} not supported.")
+    if A.dtype.is_complex and ord in ("nuc", 2, -2):  # kael's SVD is real
+        raise UnsupportedDtype(f'"{op}" with ord={ord!r} not implemented for {A.dtype}')
+    A = _magnitudes(A, dtype, op)
     d0, d1 = _two_dims(A, dim, op)
     if ord == "fro":
         result = moments.norm(A, 2, (d0, d1), keepdim)
@@ -108,6 +119,11 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None
         summed, kept = (d0, d1) if abs(ord) == 1 else (d1, d0)
         sums = reductions.sum(A.abs(), summed, keepdim=True)
         reduce = reductions.amax if ord > 0 else reductions.amin
+        if not sums.shape[kept] and ord < 0:  # no columns (rows) to take the least of
+            raise IndexError(
+                f"{op}: the {ord}-norm of a matrix with no {'columns' if ord == -1 else 'rows'}"
+                f" (shape {list(A.shape)}) has no least sum, as torch's amin()"
+            )
         if not sums.shape[kept]:  # no columns (rows) to choose from: 0, as torch's
             reduce = reductions.sum
         result = reduce(sums, kept, keepdim=True)

@@ -126,6 +126,8 @@ def linalg_cross(input, other, *, dim: int = -1, out=None) -> Tensor:
         raise ValueError(
             f"{op}: inputs must have the same number of dimensions. Got {a.ndim} and {b.ndim}"
         )
+    if a.dtype is not b.dtype:  # torch does not promote here
+        raise TypeError(f"{op}: expected input and other of one dtype, got {a.dtype} and {b.dtype}")
     da, db = views.wrap_dim(dim, a.ndim), views.wrap_dim(dim, b.ndim)
     if a.shape[da] != 3 or b.shape[db] != 3:
         raise ValueError(

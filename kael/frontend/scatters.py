@@ -32,7 +32,7 @@ from kael.frontend import (
 )
 from kael.frontend.index_ops import _at_least_1d, _operand, _out_of_bounds, _spread, _zeroed
 from kael.frontend.memory_formats import contiguous_format
-from kael.frontend.outputs import check_writable, device_of, tensor_arg
+from kael.frontend.outputs import check_writable, copied_out, device_of, pair_out, tensor_arg
 from kael.frontend.tensor import Tensor
 from kael.runtime import user_warning
 from kael.runtime.convert import CHECKED, convert_scalar
@@ -327,11 +327,19 @@ def _extreme(dtype, largest: bool):
 
 
 def scatter_reduce(
-    input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True
+    input: Tensor,
+    dim: int,
+    index: Tensor,
+    src: Tensor,
+    reduce: str,
+    *,
+    include_self: bool = True,
+    out=None,
 ) -> Tensor:
-    """scatter_reduce_ into a copy of input."""
+    """scatter_reduce_ into a copy of input (then into out=, when given)."""
     x = tensor_arg(input, "scatter_reduce").clone(memory_format=contiguous_format)
-    return scatter_reduce_(x, dim, index, src, reduce, include_self=include_self)
+    result = scatter_reduce_(x, dim, index, src, reduce, include_self=include_self)
+    return copied_out(result, out, "scatter_reduce")
 
 
 # ---- put, masked_scatter, the *_scatter embeddings, index_reduce ---------------------------
@@ -685,10 +693,10 @@ class Histogram(NamedTuple):
     bin_edges: Tensor
 
 
-def histogram(input: Tensor, bins=100, *, range=None, weight=None, density: bool = False):
+def histogram(input: Tensor, bins=100, *, range=None, weight=None, density: bool = False, out=None):
     """Counts (or summed weights) of input's values in `bins` equal bins over range (the
     data's by default) or between the given edges; the last bin includes its right edge;
-    density divides by the total and the bin widths."""
+    density divides by the total and the bin widths. out=: a (hist, bin_edges) pair."""
     x = tensor_arg(input, "histogram")
     if not x.dtype.is_floating_point:
         raise TypeError(f"histogram: input must be a floating point tensor, got {x.dtype}")
@@ -722,7 +730,7 @@ def histogram(input: Tensor, bins=100, *, range=None, weight=None, density: bool
     if density:
         widths = edges[1:] - edges[:-1]
         hist = hist / (reductions.sum(hist) * widths)
-    return Histogram(hist, edges)
+    return pair_out(out, Histogram(hist, edges), "histogram")
 
 
 class HistogramDD(NamedTuple):

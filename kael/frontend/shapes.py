@@ -65,24 +65,45 @@ def _split_dim(x: Tensor, dim, message: str) -> int:
     return views.wrap_dim(dim, x.ndim)
 
 
+def _overloaded(op: str, given, named: dict):
+    """The one value given for a parameter torch's overloads name differently (tensor_split's
+    indices_or_sections, sections or indices): kael.TypeError naming them when not one."""
+    found = [v for v in (given, *named.values()) if v is not None]
+    if len(found) != 1:
+        raise TypeError(f"{op}() takes exactly one of {', '.join(named)}, got {len(found)}")
+    return found[0]
+
+
 def _every(step: int, size: int) -> list[int]:
     """Bounds every `step` elements of a dim of `size` (the last piece may be shorter; an
     empty dim is one empty piece)."""
     return [*range(0, size, step), size] if size else [0, 0]
 
 
-def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple[Tensor, ...]:
+def split(
+    tensor: Tensor, split_size_or_sections=None, dim: int = 0, *, split_size=None
+) -> tuple[Tensor, ...]:
     """Views of `split_size_or_sections` elements along dim (the last may be shorter), or
-    of the given sizes, which must add up to the dim's size."""
+    of the given sizes, which must add up to the dim's size (Tensor.split's `split_size`)."""
     x = tensor_arg(tensor, "split")
     d = _split_dim(x, dim, "split expects at least a 1-dimensional tensor")
     size = x.shape[d]
-    if isinstance(split_size_or_sections, int) and not isinstance(split_size_or_sections, bool):
-        step = split_size_or_sections
-        if step < 0 or (step == 0 and size):
-            raise ValueError(f"split expects split_size be non-negative, but got split_size={step}")
-        return _pieces(x, d, _every(step, size))
-    sizes = [views.as_int(s, "split_sizes") for s in split_size_or_sections]
+    sections = _overloaded(
+        "split", None, {"split_size_or_sections": split_size_or_sections, "split_size": split_size}
+    )
+    if isinstance(sections, Tensor) and sections.ndim == 0:
+        sections = views.as_int(sections, "split_size")
+    if isinstance(sections, int) and not isinstance(sections, bool):
+        if sections < 0:
+            raise ValueError(
+                f"split expects split_size be non-negative, but got split_size={sections}"
+            )
+        if sections == 0 and size:
+            raise ValueError(
+                f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}"
+            )
+        return _pieces(x, d, _every(sections, size))
+    sizes = [views.as_int(s, "split_sizes") for s in sections]
     if sum(sizes) != size or any(s < 0 for s in sizes):
         raise ValueError(
             f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size"
@@ -109,9 +130,18 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
 MAX_PIECES = 1 << 24
 
 
-def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple[Tensor, ...]:
+def tensor_split(
+    input: Tensor,
+    indices_or_sections=None,
+    dim: int = 0,
+    *,
+    sections=None,
+    indices=None,
+    tensor_indices_or_sections=None,
+) -> tuple[Tensor, ...]:
     """`sections` views as even as can be (the first size % sections one longer), or the
-    views between the given indices (clamped to the dim, as slicing is)."""
+    views between the given indices (clamped to the dim, as slicing is); each of torch's
+    overloads' keywords names the one argument."""
     x = tensor_arg(input, "tensor_split")
     d = _split_dim(
         x,
@@ -119,7 +149,16 @@ def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple[Tens
         "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims",
     )
     size = x.shape[d]
-    spec = indices_or_sections
+    spec = _overloaded(
+        "tensor_split",
+        None,
+        {
+            "indices_or_sections": indices_or_sections,
+            "sections": sections,
+            "indices": indices,
+            "tensor_indices_or_sections": tensor_indices_or_sections,
+        },
+    )
     if isinstance(spec, Tensor):
         if spec.dtype is not int64 or spec.ndim > 1:
             raise ValueError(
@@ -167,8 +206,12 @@ def _directional_split(name: str, min_dim: int, dim: int) -> Callable:
     """hsplit, vsplit or dsplit: tensor_split along `dim` (hsplit: 0 for a 1-d tensor)
     into equal sections (which must divide the dim) or at the given indices."""
 
-    def directional(input: Tensor, indices_or_sections) -> tuple[Tensor, ...]:
+    def directional(
+        input: Tensor, indices_or_sections=None, *, sections=None, indices=None
+    ) -> tuple[Tensor, ...]:
         x = tensor_arg(input, name)
+        named = {"indices_or_sections": indices_or_sections, "sections": sections}
+        indices_or_sections = _overloaded(name, None, {**named, "indices": indices})
         if x.ndim < min_dim:
             raise ValueError(
                 f"{name} requires a tensor with at least {min_dim} dimension, but got a tensor"
@@ -210,10 +253,12 @@ def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
 # ---- repeating -------------------------------------------------------------------------------
 
 
-def repeat(self: Tensor, *sizes) -> Tensor:
-    """Tensor.repeat: the tensor tiled `sizes` times (at least its rank; extra leading
-    sizes add dims), always a new tensor: one copy of an expanded view of it."""
+def repeat(self: Tensor, *sizes, repeats=None) -> Tensor:
+    """Tensor.repeat: the tensor tiled `sizes` (or `repeats`) times (at least its rank; extra
+    leading sizes add dims), always a new tensor: one copy of an expanded view of it."""
     x = tensor_arg(self, "repeat")
+    if repeats is not None:
+        sizes = (*sizes, repeats)
     if not sizes:
         raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
     reps = views.parse_size(sizes, "repeats")
@@ -249,10 +294,11 @@ def _tiled(impl: TensorImpl, reps, shape, strides) -> TensorImpl:
     )  # fmt: skip
 
 
-def tile(input: Tensor, dims) -> Tensor:
-    """input repeated `dims` times per dim, dims padded with leading 1s to input's rank."""
+def tile(input: Tensor, *sizes, dims=None) -> Tensor:
+    """input repeated `dims` times per dim (a sequence, or Tensor.tile's sizes one by one),
+    dims padded with leading 1s to input's rank."""
     x = tensor_arg(input, "tile")
-    reps = views.parse_size((dims,) if isinstance(dims, int) else tuple(dims), "dims")
+    reps = views.parse_size((*sizes, dims) if dims is not None else sizes, "dims")
     return repeat(x, (1,) * (x.ndim - len(reps)) + reps)
 
 
@@ -268,9 +314,11 @@ def repeat_interleave(input, repeats=None, dim: int | None = None, *, output_siz
     x = tensor_arg(input, "repeat_interleave")
     if dim is None:
         x, d = x.reshape(-1), 0
+    elif x.ndim == 0:
+        raise IndexError(f"repeat_interleave: dim {dim} given for a 0-d tensor, which has none")
     else:
         d = views.wrap_dim(dim, x.ndim)
-    size = x.shape[d] if x.ndim else 1
+    size = x.shape[d]
     if isinstance(repeats, Tensor) and repeats.numel() == 1 and repeats.ndim <= 1:
         repeats = int(_counts(repeats).item())
     if isinstance(repeats, int) and not isinstance(repeats, bool):
@@ -279,7 +327,7 @@ def repeat_interleave(input, repeats=None, dim: int | None = None, *, output_siz
         shape = list(x.shape)
         y = x.unsqueeze(d + 1).expand((*shape[: d + 1], repeats, *shape[d + 1 :]))
         shape[d] *= repeats
-        return y.reshape(tuple(shape))
+        return dense_copy(y._impl, tuple(shape))  # a new tensor, as torch's, never a view
     counts = _counts(tensor_arg(repeats, "repeat_interleave", "repeats"))
     if counts.ndim != 1:
         raise ValueError(f"repeats must be 0-dim or 1-dim tensor, got {counts.ndim}-dim")
@@ -295,7 +343,7 @@ def repeat_interleave(input, repeats=None, dim: int | None = None, *, output_siz
             f"repeat_interleave: output_size {output_size} is not the sum of repeats {sum(values)}"
         )
     total = sum(values)
-    shape = list(x.shape) if x.ndim else [1]
+    shape = list(x.shape)
     shape[d] = total
     factories.check_allocatable(tuple(shape), x.dtype, x.device)  # a typed error, not a hang
     # position j reads the element whose running count first exceeds j (a kernel's search,
@@ -336,6 +384,8 @@ def movedim(input: Tensor, source, destination) -> Tensor:
         if len(set(dims)) != len(dims):
             raise ValueError(f"movedim: repeated dim in `{name}` ({dims})")
     order = [None] * x.ndim
+    if not order:  # a 0-d tensor: dims 0 and -1 wrap to nothing to move
+        return x.permute()
     for s, t in zip(src, dst):
         order[t] = s
     rest = iter(d for d in range(x.ndim) if d not in src)
@@ -345,6 +395,11 @@ def movedim(input: Tensor, source, destination) -> Tensor:
 def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:
     """transpose under NumPy's name."""
     return tensor_arg(input, "swapaxes").transpose(axis0, axis1)
+
+
+def swapdims(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """transpose under another name, with its argument names."""
+    return tensor_arg(input, "swapdims").transpose(dim0, dim1)
 
 
 def t(input: Tensor) -> Tensor:
@@ -458,6 +513,8 @@ def _tensors(args, op: str) -> list[Tensor]:
 def broadcast_tensors(*tensors) -> tuple[Tensor, ...]:
     """Each tensor expanded to their broadcast shape (views)."""
     items = _tensors(tensors, "broadcast_tensors")
+    if not items:
+        return ()
     shape = broadcast_shapes(*(t.shape for t in items))
     return tuple(t.expand(*shape) for t in items)
 
@@ -466,6 +523,8 @@ def meshgrid(*tensors, indexing: str = "ij") -> tuple[Tensor, ...]:
     """Coordinate grids of 1-d (or 0-d) tensors: 'ij' (matrix) or 'xy' (Cartesian: the
     first two dims swapped), each an expanded view."""
     items = _tensors(tensors, "meshgrid")
+    if not items:
+        raise ValueError("torch.meshgrid: expects a non-empty list of tensors")
     if indexing not in ("ij", "xy"):
         raise ValueError(
             f"torch.meshgrid: indexing must be one of 'xy' or 'ij', but received: {indexing}"
@@ -514,8 +573,10 @@ def _at_least(rank: int) -> Callable:
 
 
 def _new(factory: Callable, name: str) -> Callable:
-    def method(self: Tensor, *args, dtype=None, device=None, **kwargs) -> Tensor:
-        return factory(*args, dtype=dtype or self.dtype, device=device or self.device, **kwargs)
+    def method(self: Tensor, *size, dtype=None, device=None, **kwargs) -> Tensor:
+        if "size" in kwargs:  # x.new_zeros(size=(2, 3)), as torch takes it
+            size = (*size, kwargs.pop("size"))
+        return factory(*size, dtype=dtype or self.dtype, device=device or self.device, **kwargs)
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"Tensor.{name}: a new tensor with this one's dtype and device by default."
@@ -602,7 +663,7 @@ FUNCTIONS: dict[str, Callable] = {
     "movedim": movedim,
     "moveaxis": movedim,
     "swapaxes": swapaxes,
-    "swapdims": swapaxes,
+    "swapdims": swapdims,
     "t": t,
     "diagonal": diagonal,
     "diag": diag,

@@ -27,6 +27,7 @@ from kael.frontend.factorizations import (
     on_host,
     raise_for,
     same_dtype,
+    square,
     vector_rhs,
     working_copy,
 )
@@ -302,19 +303,27 @@ def _above(S: Tensor, atol: Tensor, rtol: Tensor) -> Tensor:
     return S.gt(tol)
 
 
-def _lower_symmetric(A: Tensor) -> Tensor:
-    """The symmetric matrix of A's lower triangle (what eigh reads for hermitian=True)."""
-    return A.tril() + A.tril(-1).mT
+def _lower_symmetric(A: Tensor, op: str) -> Tensor:
+    """The symmetric matrix of A's lower triangle (what eigh reads for hermitian=True); A must
+    be square, as eigh's, unless it is empty (whose pseudo-inverse and rank need no triangle)."""
+    if not A.numel():
+        return A
+    return square(A, op).tril() + A.tril(-1).mT
 
 
 @on_host
-def pinv(A, *, atol=None, rtol=None, hermitian: bool = False, out=None) -> Tensor:
+def pinv(A, *, atol=None, rtol=None, hermitian: bool = False, out=None, rcond=None) -> Tensor:
     """The pseudo-inverse V diag(1/S) U^T, singular values at most max(atol, rtol * S_max)
-    dropped (PyTorch's defaults); `hermitian` reads only the lower triangle."""
+    dropped (PyTorch's defaults); `hermitian` reads only the lower triangle; `rcond`: torch's
+    older name for rtol."""
     op = "linalg.pinv"
     A = matrices(A, op)
+    if rcond is not None:
+        if rtol is not None or atol is not None:
+            raise ValueError(f"{op}: rcond is rtol's older name; give rcond or atol/rtol, not both")
+        rtol = rcond
     if bool_arg(hermitian, op, "hermitian"):
-        A = _lower_symmetric(A)
+        A = _lower_symmetric(A, op)
     U, S, Vh = _decompose(A, True, False)
     keep = _above(S, *_tolerance_args(A, atol, rtol, op))
     inverse = ew.where(keep, S.reciprocal(), 0.0)
@@ -327,7 +336,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian: bool = False, out=None) -
     op = "linalg.matrix_rank"
     A = matrices(A, op)
     if bool_arg(hermitian, op, "hermitian"):
-        A = _lower_symmetric(A)
+        A = _lower_symmetric(A, op)
     S = _decompose(A, False, False)
     if not S.shape[-1]:
         return copied_out(factories.zeros(tuple(A.shape[:-2]), dtype=int64), out, op)

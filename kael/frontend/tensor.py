@@ -1180,16 +1180,20 @@ class Tensor:
 
     # ---- views ----------------------------------------------------------------------------
 
-    def view(self, *shape) -> Tensor:
+    def view(self, *shape, size=None, dtype=None) -> Tensor:
         """The same elements in another shape; kael.Error when the strides do not allow it.
-        `view(dtype)` reads the same bytes as another dtype."""
+        `view(dtype)` reads the same bytes as another dtype (torch's keywords: size, dtype)."""
+        if size is not None or dtype is not None:
+            shape = (*shape, size if dtype is None else dtype)
         impl = self._impl
         if len(shape) == 1 and (isinstance(shape[0], DType) or python_dtype(shape[0]) is not None):
             return Tensor(views.view_dtype(impl, as_dtype(shape[0])))
         return self._remembered("view", shape, views.view, shape)
 
-    def reshape(self, *shape) -> Tensor:
-        """A view when one exists, otherwise a contiguous copy in the new shape."""
+    def reshape(self, *sizes, shape=None) -> Tensor:
+        """A view when one exists, otherwise a contiguous copy in the new shape (given as
+        sizes, one sequence, or shape=)."""
+        shape = sizes if shape is None else (*sizes, shape)
         impl = self._impl
         given = views.exact_key(shape)
         key = None if given is None else ("view", impl.shape, impl.strides, given)
@@ -1224,10 +1228,12 @@ class Tensor:
             views.remember(key, impl, result._impl)
         return result
 
-    def permute(self, *dims) -> Tensor:
+    def permute(self, *order, dims=None) -> Tensor:
+        dims = order if dims is None else (*order, dims)
         return self._remembered("permute", dims, views.permute, dims)
 
-    def expand(self, *sizes) -> Tensor:
+    def expand(self, *sizes, size=None) -> Tensor:
+        sizes = sizes if size is None else (*sizes, size)
         return self._remembered("expand", sizes, views.expand, sizes)
 
     def expand_as(self, other: Tensor) -> Tensor:

@@ -222,3 +222,4 @@ FUNCTIONS: dict[str, Callable] = {
 _narrow_copy_method.__name__ = "narrow_copy"
 _narrow_copy_method.__qualname__ = "Tensor.narrow_copy"
 Tensor.narrow_copy = _narrow_copy_method
+Tensor.as_strided_scatter = FUNCTIONS["as_strided_scatter"]

@@ -269,3 +269,13 @@ def test_a_large_einsum_runs_its_own_plan_with_the_eager_bits(monkeypatch, equat
             eager.untyped_storage().data_ptr() in ptrs
         )
     assert contractions._PLAN.plan_for(equation, *xs) is not None
+
+
+@pytest.mark.parametrize("dims", [1, [[1], [0]], [[0, 1], [1, 0]]], ids=str)
+def test_tensordot_takes_its_dims_as_a_tensor_as_torch(dims):
+    """A 0-d count, or the two dim lists as a 2-d tensor."""
+    a = np.arange(12.0).reshape(3, 4)
+    b = a.T.copy()  # [4, 3]: a's dim 1 against b's dim 0, and a's (0, 1) against b's (1, 0)
+    got = kael.tensordot(kael.tensor(a), kael.tensor(b), dims=kael.tensor(dims))
+    want = torch.tensordot(torch.tensor(a), torch.tensor(b), dims=torch.tensor(dims))
+    close_to_torch(got, want, 1e-12)

@@ -762,3 +762,29 @@ def test_binary_math_casts_operands_to_the_result_dtype_first_as_torch(call):
     got, want = call(kael), call(torch)
     assert str(got.dtype) == str(want.dtype)[6:]
     assert got.float().tolist() == want.float().tolist()
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int8], ids=str)
+def test_isclose_of_integers_with_no_tolerance_is_exact_equality_as_torch(dtype):
+    info = torch.iinfo(dtype)
+    a = torch.tensor([info.max, info.max - 1, info.min, 5, 0], dtype=dtype)
+    b = torch.tensor([info.max - 1, info.max - 1, info.min + 1, 7, 0], dtype=dtype)
+    want = torch.isclose(a, b, rtol=0, atol=0)
+    got = kael.isclose(kael.from_dlpack(a.clone()), kael.from_dlpack(b.clone()), rtol=0, atol=0)
+    assert got.tolist() == want.tolist() == [False, True, False, False, True]
+
+
+def test_isclose_of_integers_measures_their_exact_difference():
+    """2**62 and 2**62 + 1 are one apart: close within atol 1, not within 0.5 (torch compares
+    in float32, where they are one number)."""
+    a, b = kael.tensor([2**62, 2**53, 5]), kael.tensor([2**62 + 1, 2**53 + 1, 7])
+    assert kael.isclose(a, b, rtol=0, atol=1).tolist() == [True, True, False]
+    assert kael.isclose(a, b, rtol=0, atol=0.5).tolist() == [False, False, False]
+    assert kael.isclose(a, b, atol=2).tolist() == [True, True, True]
+
+
+def test_nan_to_num_takes_none_for_nan_as_torch():
+    x = torch.tensor([float("nan"), 1.0, float("inf")])
+    close_to_torch(
+        kael.nan_to_num(kael.tensor(x.numpy()), nan=None), torch.nan_to_num(x, nan=None), 0
+    )

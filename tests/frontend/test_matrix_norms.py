@@ -79,7 +79,9 @@ def test_empty_inputs_match_torch():
         (lambda: kael.linalg.vector_norm(kael.ones(3, dtype=kael.int64)), kael.TypeError, "floating point"),
         (lambda: kael.linalg.vector_norm(kael.ones(3), "fro"), kael.TypeError, "'ord' must be a number, not str"),
         (lambda: kael.linalg.vector_norm(kael.ones(0), math.inf), kael.ValueError, "empty tensor"),
-        (lambda: kael.linalg.vector_norm(kael.ones(3), dtype=kael.int64), kael.TypeError, "floating point type"),
+        (lambda: kael.linalg.vector_norm(kael.ones(3), dtype=kael.int64), kael.TypeError, "floating point or complex, but got int64"),
+        (lambda: kael.linalg.vector_norm(kael.ones(3), dtype=kael.complex64), kael.TypeError, "real for real inputs"),
+        (lambda: kael.linalg.vector_norm(kael.ones(3, dtype=kael.complex64), dtype=kael.float32), kael.TypeError, "complex for complex inputs"),
         (lambda: kael.linalg.matrix_norm(kael.ones(3)), kael.ValueError, "at least 2 dimensions"),
         (lambda: kael.linalg.matrix_norm(kael.ones(3, 3), 3), kael.ValueError, "Order 3 not supported"),
         (lambda: kael.linalg.matrix_norm(kael.ones(3, 3), "fro", (0, 0)), kael.ValueError, r"dims must be different. Got \(0, 0\)"),
@@ -276,6 +278,63 @@ def test_norms_of_empty_matrices_are_zero_as_torch(name):
     """Only -2 (the smallest singular value) of an empty matrix is refused, as torch's amin."""
     got, want = EMPTY_NORMS[name](kael), EMPTY_NORMS[name](torch)
     assert got.shape == tuple(want.shape) and got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("ord, shape", [(-1, (3, 0)), (-math.inf, (0, 3)), (-1, (2, 4, 0))])
+def test_the_least_sum_of_no_columns_or_rows_is_refused_as_torch(ord, shape):
+    with pytest.raises(IndexError):
+        torch.linalg.matrix_norm(torch.zeros(shape), ord)
+    with pytest.raises(
+        kael.IndexError, match=rf"the {ord}-norm of a matrix with no .*{list(shape)}"
+    ):
+        kael.linalg.matrix_norm(kael.zeros(shape), ord)
+
+
+@pytest.mark.parametrize("name", ["vector_norm", "matrix_norm", "norm"])
+@pytest.mark.parametrize(
+    "given, asked",
+    [(kael.float64, kael.float32), (kael.float32, kael.float16), (kael.bfloat16, kael.float16),
+     (kael.complex128, kael.complex64)],
+    ids=str,
+)  # fmt: skip
+def test_a_narrowing_dtype_is_refused_as_torch(name, given, asked):
+    x = kael.ones(2, 2, dtype=given)
+    with pytest.raises(
+        kael.TypeError, match=f"input \\({given}\\) .* without narrowing .*\\({asked}\\)"
+    ):
+        getattr(kael.linalg, name)(x, dtype=asked)
+
+
+@pytest.mark.parametrize("name", ["vector_norm", "matrix_norm"])
+def test_a_widening_dtype_computes_in_it(name):
+    a = RNG.standard_normal((3, 4)).astype(np.float32)
+    got = getattr(kael.linalg, name)(kael.tensor(a), dtype=kael.float64)
+    want = getattr(torch.linalg, name)(torch.tensor(a), dtype=torch.float64)
+    assert got.dtype == kael.float64
+    close_to_torch(got, want, 1e-12)
+
+
+@pytest.mark.parametrize("ord", ["fro", 1, -1, math.inf, -math.inf])
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128], ids=str)
+def test_matrix_norms_of_complex_matrices_are_those_of_their_magnitudes_as_torch(ord, dtype):
+    a = (RNG.standard_normal((2, 3, 4)) + 1j * RNG.standard_normal((2, 3, 4))).astype(dtype)
+    got, want = (
+        kael.linalg.matrix_norm(kael.tensor(a), ord),
+        torch.linalg.matrix_norm(torch.tensor(a), ord),
+    )
+    assert str(got.dtype) == str(want.dtype).replace("torch.", "")
+    close_to_torch(got, want, 1e-6 if dtype == np.complex64 else 1e-12)
+    close_to_torch(
+        kael.linalg.norm(kael.tensor(a), ord, (-2, -1)),
+        want,
+        1e-6 if dtype == np.complex64 else 1e-12,
+    )
+
+
+@pytest.mark.parametrize("ord", ["nuc", 2, -2])
+def test_singular_value_norms_of_complex_matrices_are_refused_by_dtype(ord):
+    with pytest.raises(kael.TypeError, match=f"ord={ord!r} not implemented for complex64"):
+        kael.linalg.matrix_norm(kael.ones(2, 2, dtype=kael.complex64), ord)
 
 
 def test_the_minus_2_norm_of_an_empty_matrix_is_refused_as_torch():

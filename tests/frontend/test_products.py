@@ -333,3 +333,10 @@ def test_matrix_exp_of_a_matrix_holding_nan_or_inf_is_all_nan_beside_finite_ones
     want = torch.linalg.matrix_exp(torch.tensor(values))
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, equal_nan=True)
     assert np.isnan(got.numpy()[0]).all() and np.isfinite(got.numpy()[1]).all()
+
+
+def test_linalg_cross_refuses_two_dtypes_as_torch():
+    with pytest.raises(RuntimeError):
+        torch.linalg.cross(torch.ones(3), torch.ones(3, dtype=torch.float64))
+    with pytest.raises(kael.TypeError, match="one dtype, got float32 and float64"):
+        kael.linalg.cross(kael.ones(3), kael.ones(3, dtype=kael.float64))

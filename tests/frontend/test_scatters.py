@@ -1104,3 +1104,19 @@ def test_index_reduce_checks_indices_even_when_self_has_no_elements(bad):
         3,
         0,
     )
+
+
+def test_histogram_and_scatter_reduce_write_into_out_as_torch():
+    x = torch.arange(12.0).reshape(3, 4)
+    k = kael.tensor(x.numpy())
+    hist, edges = kael.empty(0), kael.empty(0)
+    got = kael.histogram(k, 3, out=(hist, edges))
+    want = torch.histogram(x, 3)
+    assert got.hist is hist and got.bin_edges is edges
+    close_to_torch(hist, want.hist, 0)
+    close_to_torch(edges, want.bin_edges, 1e-6)
+    index = torch.tensor([[0, 1, 2, 0], [2, 2, 1, 0], [1, 0, 0, 0]])
+    out = kael.empty(3, 4)
+    got = kael.scatter_reduce(k, 0, kael.tensor(index.numpy()), k, "sum", out=out)
+    assert got is out
+    close_to_torch(out, torch.scatter_reduce(x, 0, index, x, "sum"), 0)

@@ -474,3 +474,108 @@ def test_tensor_split_refuses_more_sections_than_views_can_be_made():
     with pytest.raises(kael.ValueError, match="sections would be more than"):
         kael.ones(3).tensor_split(MAX_PIECES + 1)
     assert len(kael.tensor_split(kael.ones(3, 4), 5)) == 5  # more sections than rows: empty ones
+
+
+# ---- torch's spellings and edge cases (a port's first calls) ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "shape, repeats, dim",
+    [((1, 4), 3, 0), ((3, 4), 1, 0), ((), 2, None), ((3, 1), 2, 1), ((2, 3), 2, -1)],
+    ids=str,
+)
+@pytest.mark.parametrize("as_tensor", [False, True], ids=["int", "one-element tensor"])
+def test_repeat_interleave_is_a_new_tensor_never_a_view(shape, repeats, dim, as_tensor):
+    """Writing into the result leaves the input alone, as torch's, for counts that a reshape
+    of an expanded view could have served (one repeat, a size-1 dim, a 0-d input)."""
+    k, t = kael.zeros(shape), torch.zeros(shape)
+    r = (lambda lib: lib.tensor([repeats])) if as_tensor and shape else (lambda lib: repeats)
+    got, want = kael.repeat_interleave(k, r(kael), dim), torch.repeat_interleave(t, r(torch), dim)
+    same(got, want)
+    assert got.stride() == want.stride()
+    got.view(-1)[0] = 7.0
+    assert k.abs().sum().item() == 0.0
+    got.add_(1)  # every element its own memory
+
+
+def test_repeat_interleave_of_a_0d_tensor_along_a_dim_is_refused_as_torch():
+    with pytest.raises(IndexError):
+        torch.repeat_interleave(torch.tensor(1.0), 2, dim=0)
+    with pytest.raises(kael.IndexError, match="dim 0 given for a 0-d tensor"):
+        kael.repeat_interleave(kael.tensor(1.0), 2, dim=0)
+
+
+@pytest.mark.parametrize("source, destination", [(0, -1), (-1, 0), ([0], [0])], ids=str)
+def test_movedim_of_a_0d_tensor_is_the_tensor_as_torch(source, destination):
+    same(
+        kael.movedim(kael.tensor(2.0), source, destination),
+        torch.movedim(torch.tensor(2.0), source, destination),
+    )
+
+
+def test_broadcast_tensors_of_nothing_is_empty_and_meshgrid_of_nothing_refused_as_torch():
+    assert kael.broadcast_tensors() == () == torch.broadcast_tensors()
+    with pytest.raises(RuntimeError, match="non-empty"):
+        torch.meshgrid(indexing="ij")
+    with pytest.raises(kael.ValueError, match="non-empty"):
+        kael.meshgrid(indexing="ij")
+
+
+def test_split_takes_a_0d_tensor_size_and_refuses_0_for_a_nonempty_dim_as_torch():
+    same(kael.split(kael.arange(5), kael.tensor(2)), torch.split(torch.arange(5), torch.tensor(2)))
+    with pytest.raises(RuntimeError, match="split_size can only be 0 if dimension size is 0"):
+        torch.split(torch.ones(3), 0)
+    with pytest.raises(
+        kael.ValueError,
+        match="split_size can only be 0 if dimension size is 0, but got dimension size of 3",
+    ):
+        kael.split(kael.ones(3), 0)
+    same(kael.split(kael.zeros(0, 4), 0), torch.split(torch.zeros(0, 4), 0))
+
+
+# Each call as torch documents it, keywords included: the same results.
+SPELLINGS = {
+    "tensor_split(sections=)": lambda L, x: L.tensor_split(x, sections=2, dim=1),
+    "tensor_split(indices=)": lambda L, x: L.tensor_split(x, indices=[1, 3], dim=1),
+    "tensor_split(tensor_indices_or_sections=)": lambda L, x: L.tensor_split(x, tensor_indices_or_sections=L.tensor([1]), dim=0),
+    "Tensor.tensor_split(sections=)": lambda L, x: x.tensor_split(sections=3),
+    "hsplit(indices=)": lambda L, x: L.hsplit(x, indices=[1]),
+    "vsplit(sections=)": lambda L, x: L.vsplit(x[:2], sections=2),
+    "split(split_size_or_sections=)": lambda L, x: L.split(x, split_size_or_sections=2),
+    "Tensor.split(split_size=)": lambda L, x: x.split(split_size=2, dim=1),
+    "swapdims(dim0=, dim1=)": lambda L, x: L.swapdims(x, dim0=0, dim1=1),
+    "Tensor.swapdims(dim0=, dim1=)": lambda L, x: x.swapdims(dim0=1, dim1=0),
+    "Tensor.repeat(repeats=)": lambda L, x: x.repeat(repeats=(2, 1)),
+    "Tensor.tile(2, 2)": lambda L, x: x.tile(2, 2),
+    "Tensor.tile((2,))": lambda L, x: x.tile((2,)),
+    "tile(dims=)": lambda L, x: L.tile(x, dims=(2, 1, 1)),
+    "Tensor.reshape(shape=)": lambda L, x: x.reshape(shape=(6, 4)),
+    "Tensor.view(size=)": lambda L, x: x.view(size=(2, 12)),
+    "Tensor.view(dtype=)": lambda L, x: x.view(dtype=L.int32),
+    "Tensor.permute(dims=)": lambda L, x: x.permute(dims=(1, 0)),
+    "Tensor.expand(size=)": lambda L, x: x[:1].expand(size=(3, 6)),
+    "Tensor.new_zeros(size=)": lambda L, x: x.new_zeros(size=(2, 3)),
+    "Tensor.new_ones(size=)": lambda L, x: x.new_ones(size=[2]),
+    "Tensor.as_strided_scatter": lambda L, x: x.as_strided_scatter(x[:2, :2], (2, 2), (1, 2)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(SPELLINGS))
+def test_torchs_spellings_of_shape_calls_give_torchs_results(name):
+    k, t = kael.tensor(VALUES), torch.tensor(VALUES)
+    same(SPELLINGS[name](kael, k), SPELLINGS[name](torch, t))
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda x: kael.tensor_split(x, 2, sections=2), "exactly one of indices_or_sections, sections"),
+        (lambda x: kael.tensor_split(x), "exactly one of .* got 0"),
+        (lambda x: kael.split(x, 2, split_size=2), "exactly one of split_size_or_sections, split_size"),
+        (lambda x: x.reshape(shape=(6, 4), size=2), "unexpected keyword argument 'size'"),
+        (lambda x: x.permute(dims=(1, 0), order=1), "unexpected keyword argument 'order'"),
+    ],
+)  # fmt: skip
+def test_a_call_naming_an_argument_twice_or_a_stranger_raises_a_type_error(call, message):
+    with pytest.raises((kael.TypeError, TypeError), match=message):
+        call(kael.tensor(VALUES))

@@ -713,3 +713,25 @@ def test_a_float32_least_squares_fit_is_as_close_as_torchs():
     ours = kael.linalg.lstsq(kael.tensor(x), kael.tensor(y)).solution.numpy()[:, 0]
     theirs = torch.linalg.lstsq(torch.tensor(x), torch.tensor(y)).solution.numpy()[:, 0]
     assert np.abs(ours - beta).max() <= 2 * np.abs(theirs - beta).max()
+
+
+@pytest.mark.parametrize("name", ["pinv", "matrix_rank"])
+def test_hermitian_pinv_and_rank_refuse_non_square_matrices_but_take_empty_ones_as_torch(name):
+    with pytest.raises(RuntimeError, match="square"):
+        getattr(torch.linalg, name)(torch.ones(5, 3), hermitian=True)
+    with pytest.raises(kael.ValueError, match="square matrices, but they are 5 by 3"):
+        getattr(kael.linalg, name)(kael.ones(5, 3), hermitian=True)
+    for shape in [(0, 3), (3, 0)]:
+        got = getattr(kael.linalg, name)(kael.ones(shape), hermitian=True)
+        assert got.shape == tuple(
+            getattr(torch.linalg, name)(torch.ones(shape), hermitian=True).shape
+        )
+
+
+def test_pinv_takes_rcond_as_rtol_as_torch():
+    a = np.random.default_rng(4).standard_normal((4, 3))
+    a[:, 2] = a[:, 0] * 1e-3 + a[:, 1]
+    got = kael.linalg.pinv(kael.tensor(a), rcond=0.1)
+    close_to_torch(got, torch.linalg.pinv(torch.tensor(a), rcond=0.1), 1e-12)
+    with pytest.raises(kael.ValueError, match="not both"):
+        kael.linalg.pinv(kael.tensor(a), rcond=0.1, rtol=0.1)
