@@ -873,8 +873,8 @@ def op_table() -> dict[str, list[Pattern]]:
     # torch.nn.functional, then the other spellings
     for part in (activation_table(), loss_table(), layer_table(), spatial_table()):
         table.update(part)
-    table.update(alias_table(table))
     table.update(more_table())
+    table.update(alias_table(table))
     return table
 
 

@@ -12,6 +12,8 @@ ALIASES = {
     "divide": "div", "multiply": "mul", "subtract": "sub", "true_divide": "div",
     "greater": "gt", "greater_equal": "ge", "less": "lt", "less_equal": "le", "not_equal": "ne",
     "absolute": "abs", "negative": "neg", "clip": "clamp", "clip_": "clamp_",
+    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh",
+    "arccosh": "acosh", "arctanh": "atanh", "arctan2": "atan2",
 }  # fmt: skip
 ALIAS_CASES = (
     "same_shape", "transposed", "python_float", "int64", "int64_and_float32", "float16",

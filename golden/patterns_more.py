@@ -100,6 +100,10 @@ ISCLOSE_PATTERNS = [
 ]  # fmt: skip
 
 
+# lgamma's and digamma's poles (0, -0 and the negative integers) beside half-integers.
+POLES = [0.0, -0.0, -1.0, -2.0, 0.5, -2.5, 1.0, 2.0]
+
+
 def math_table() -> dict[str, list[Pattern]]:
     t: dict[str, list[Pattern]] = {}
     for name in ("deg2rad", "rad2deg", "sgn", "sinh", "cosh", "asinh", "atan"):
@@ -115,6 +119,20 @@ def math_table() -> dict[str, list[Pattern]]:
             P("out_of_domain", x=spec((4,), values=[2.0, -2.0, 1.0, -1.0]))
         ]
     t["nan_to_num"] = NAN_TO_NUM_PATTERNS
+    t["erfc"] = unary_math()
+    t["erfinv"] = unary_math("unit") + [
+        P("ends_and_out_of_domain", x=spec((6,), values=[1.0, -1.0, 2.0, -2.0, 0.0, -0.0]))
+    ]
+    for name in ("lgamma", "digamma"):
+        t[name] = unary_math() + [P("poles_and_halves", x=spec((8,), values=POLES))]
+    for name in ("clamp_min", "clamp_max"):
+        t[name] = [
+            P("scalar", {"p0": 0.5}, x=spec((3, 4))),
+            P("tensor_bound_transposed", x=spec((4, 3), view="transpose:0:1"), bound=spec((4,))),
+            P("int64", {"p0": 2}, x=spec((3, 4), "int64")),
+            P("special_values", {"p0": 0.0}, x=spec((10,), values=SPECIAL_VALUES)),
+            P("empty", {"p0": 1.0}, x=spec((0, 3))),
+        ]
     for name in ("xlogy", "logaddexp", "logaddexp2", "hypot", "atan2", "copysign"):
         t[name] = binary_math(scalar=name == "xlogy")
     t["fmod"] = binary_math() + [
@@ -203,6 +221,59 @@ def shape_table() -> dict[str, list[Pattern]]:
             P("two", {"p0": (0, 1), "p1": (2, 0)}, x=spec((2, 3, 4))),
             P("negative", {"p0": -1, "p1": 0}, x=spec((2, 3, 4), view="transpose:0:1")),
             P("repeated", {"p0": (0, 0), "p1": (1, 2)}, x=spec((2, 3, 4))),
+        ],
+        "moveaxis": [
+            P("one", {"p0": 0, "p1": 2}, x=spec((2, 3, 4))),
+            P("two_transposed", {"p0": (0, 1), "p1": (1, 0)}, x=XT),
+        ],
+        "swapdims": [
+            P("matrix", {"p0": 0, "p1": 1}, x=X34),
+            P("three_int64", {"p0": -1, "p1": 0}, x=spec((2, 3, 4), "int64")),
+        ],
+        "hsplit": [
+            P("sections", {"p0": 2}, x=X34),
+            P("indices", {"p0": (1, 3)}, x=spec((2, 10), view="slice:1:0:10:2")),
+            P("vector", {"p0": 3}, x=spec((6,), "int64")),
+            P("not_dividing", {"p0": 3}, x=X34),
+        ],
+        "vsplit": [
+            P("sections", {"p0": 2}, x=spec((4, 3))),
+            P("indices_transposed", {"p0": (1,)}, x=XT),
+            P("vector_refused", {"p0": 2}, x=spec((4,))),
+        ],
+        "dsplit": [
+            P("sections", {"p0": 2}, x=spec((2, 3, 4))),
+            P("indices", {"p0": (1, 3)}, x=spec((2, 2, 5), "int64")),
+            P("matrix_refused", {"p0": 2}, x=X34),
+        ],
+        "select_scatter": [
+            P("row", {"p0": 0, "p1": 1}, x=X34, src=spec((4,))),
+            P("column_of_transposed", {"p0": 1, "p1": -1}, x=XT, src=spec((3,))),
+            P("int64", {"p0": 0, "p1": 0}, x=spec((2, 3), "int64"), src=spec((3,), "int64")),
+            P("wrong_src_shape", {"p0": 0, "p1": 0}, x=X34, src=spec((3,))),
+        ],
+        "slice_scatter": [
+            P("rows", {"dim": 0, "start": 1, "end": 3}, x=X34, src=spec((2, 4))),
+            P("stepped_columns", {"dim": 1, "start": 0, "end": 4, "step": 2}, x=X34, src=spec((3, 2))),
+            P("whole_int64", {"dim": 0}, x=spec((2, 3), "int64"), src=spec((2, 3), "int64")),
+            P("wrong_src_shape", {"dim": 0, "start": 0, "end": 2}, x=X34, src=spec((3, 4))),
+        ],
+        "diagonal_scatter": [
+            P("main", x=spec((3, 3)), src=spec((3,))),
+            P("offset", {"offset": 1}, x=X34, src=spec((3,))),
+            P("negative_offset_transposed", {"offset": -1}, x=XT, src=spec((2,))),
+            P("wrong_src_shape", x=spec((3, 3)), src=spec((2,))),
+        ],
+        "as_strided_scatter": [
+            P("square", {"p0": (2, 2), "p1": (1, 2)}, x=spec((3, 3)), src=spec((2, 2))),
+            P("offset", {"p0": (2,), "p1": (3,), "p2": 1}, x=spec((3, 3)), src=spec((2,))),
+            P("int64", {"p0": (3,), "p1": (4,)}, x=spec((3, 4), "int64"), src=spec((3,), "int64")),
+        ],
+        "broadcast_tensors": [
+            P("three", a=spec((3, 1)), b=spec((4,)), c=spec(())),
+            P("int64_transposed", a=spec((4, 3), "int64", view="transpose:0:1"), b=spec((1, 4), "int64")),
+            P("empty", a=spec((0, 1)), b=spec((3,))),
+            P("do_not_broadcast", a=spec((2, 3)), b=spec((4,))),
         ],
         "swapaxes": [
             P("matrix", {"p0": 0, "p1": 1}, x=X34),
@@ -766,6 +837,40 @@ def linalg_table() -> dict[str, list[Pattern]]:
             P("p3_transposed", {"ord": 3.0}, x=spec((5, 3), view="transpose:0:1")),
             P("zero", {"ord": 0}, x=spec((3, 4), "float64")),
             P("int64_refused", x=spec((3, 4), "int64")),
+        ],
+        "linalg_norm": [
+            P("flat", x=spec((3, 4))),
+            P("vector_ord_3", {"ord": 3.0}, x=spec((5,), "float64")),
+            P("matrix_fro_dims", {"ord": "fro", "dim": (0, 1)}, x=spec((3, 4))),
+            P("matrix_nuc", {"ord": "nuc"}, x=_matrix(WELL)),
+            P("matrix_inf_transposed", {"ord": INF}, x=_matrix(PIVOTING, view="transpose:0:1")),
+            P("vector_dim_keepdim", {"dim": 1, "keepdim": True}, x=spec((3, 4), "float64")),
+            P("three_dims_with_ord_refused", {"ord": 2}, x=spec((2, 2, 2))),
+        ],
+        "linalg_eigh": [
+            P("spd", A=_matrix(SPD)),
+            P("upper", {"UPLO": "U"}, A=_matrix(SPD)),
+            P("batched_float32", A=spec((2, 4, 4), values=SPD + SPD[::-1])),
+            P("not_square", A=spec((3, 4), "float64")),
+        ],
+        "linalg_svd": [
+            P("square", A=_matrix(WELL)),
+            P(
+                "tall_reduced",
+                {"full_matrices": False},
+                A=spec((4, 3), "float64", values=WELL[:12]),
+            ),
+            P(
+                "wide_reduced",
+                {"full_matrices": False},
+                A=spec((3, 4), "float64", values=PIVOTING[:12]),
+            ),
+            P("float32_transposed", A=_matrix(PIVOTING, "float32", view="transpose:0:1")),
+        ],
+        "linalg_lstsq": [
+            P("tall", A=spec((4, 3), "float64", values=WELL[:12]), B=spec((4, 2), "float64")),
+            P("square_vector_rhs", A=_matrix(WELL), B=spec((4, 1), "float64")),
+            P("rows_mismatch", A=spec((4, 3), "float64"), B=spec((3, 2), "float64")),
         ],
         "linalg_cond": [P("two", A=_matrix(WELL)), P("fro", {"p": "fro"}, A=_matrix(PIVOTING))],
         "linalg_matrix_power": [

@@ -222,6 +222,27 @@ def linalg(name: str) -> Adapter:
     return call
 
 
+def _column_signs(lib, Q):
+    """Each column's sign that makes its entry of largest magnitude positive ([..., 1, k])."""
+    at = Q.abs().argmax(-2, keepdim=True)
+    return lib.where(Q.gather(-2, at) < 0, -1.0, 1.0).to(Q.dtype)
+
+
+def linalg_eigh(lib, inputs: dict, args: dict):
+    """eigh's (values, vectors), each vector's sign fixed by its largest entry: a vector is
+    the decomposition's only up to sign, which LAPACK and kael may choose apart."""
+    L, Q = lib.linalg.eigh(*inputs.values(), **args)
+    return L, Q * _column_signs(lib, Q)
+
+
+def linalg_svd(lib, inputs: dict, args: dict):
+    """svd's (U, S, Vh), each pair of singular vectors' sign fixed by U's column."""
+    U, S, Vh = lib.linalg.svd(*inputs.values(), **args)
+    k = S.shape[-1]
+    signs = _column_signs(lib, U[..., :k])
+    return U[..., :k] * signs, S, Vh[..., :k, :] * signs.mT
+
+
 def dim_second_tuple(name: str) -> Adapter:
     """dim_second's call with a namedtuple result given back as a plain tuple."""
 
@@ -337,17 +358,21 @@ POSITIONAL_OPS = (
     "median", "nanmedian", "quantile", "nanquantile", "mode", "searchsorted", "bucketize",
     "kron", "cdist", "bincount", "histc", "unique", "unique_consecutive",
     "masked_select", "argwhere",
+    "erfc", "erfinv", "lgamma", "digamma", "clamp_min", "clamp_max", "moveaxis", "swapdims",
+    "hsplit", "vsplit", "dsplit", "broadcast_tensors", "select_scatter", "slice_scatter",
+    "diagonal_scatter", "as_strided_scatter",
+    "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh",
 )  # fmt: skip
 MORE_BINARY_OPS = (
     "xlogy", "logaddexp", "logaddexp2", "hypot", "atan2", "fmod", "copysign",
-    "bitwise_left_shift", "bitwise_right_shift",
+    "bitwise_left_shift", "bitwise_right_shift", "arctan2",
 )  # fmt: skip
 DIM_SECOND_OPS = ("scatter", "scatter_reduce", "index_fill", "index_copy")
 # torch.linalg's functions, each golden op named linalg_NAME.
 LINALG_OPS = (
     "det", "slogdet", "inv", "solve", "cholesky", "lu_factor", "solve_triangular", "qr",
     "eigvalsh", "svdvals", "matrix_rank", "pinv", "matrix_norm", "vector_norm", "cond",
-    "matrix_power", "cross", "vecdot", "multi_dot",
+    "matrix_power", "cross", "vecdot", "multi_dot", "norm", "lstsq",
 )  # fmt: skip
 
 UNARY_OPERATORS = ("neg", "invert", "abs")
@@ -400,6 +425,8 @@ REGISTRY: dict[str, Adapter] = {
     "einsum": einsum,
     "tensordot": tensordot,
     "index_put": index_put,
+    "linalg_eigh": linalg_eigh,
+    "linalg_svd": linalg_svd,
 }
 
 
