@@ -1116,7 +1116,7 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
 
 def scatter_(self: Tensor, dim: int, index: Tensor, src=None, value=None, *, reduce=None):
     """scatter_ of a complex tensor, by parts: src a complex tensor of self's dtype, or a
-    number; reduce= has no complex form here."""
+    number; reduce='add' adds part by part ('multiply' has no complex form here)."""
     from kael.frontend import scatters
 
     if value is None and not isinstance(src, Tensor):
@@ -1124,17 +1124,18 @@ def scatter_(self: Tensor, dim: int, index: Tensor, src=None, value=None, *, red
     if not self.dtype.is_complex:  # a complex number or src into a real tensor
         value = None if value is None else real_number(value, self.dtype)
         return scatters.scatter_(self, dim, index, src, value, reduce=reduce)
-    if reduce is not None:
+    if reduce not in (None, "add"):
         raise refuse(f"scatter_ with reduce={reduce!r}", self.dtype)
     if src is None:
-        return _fill_parts_(scatters.scatter_, self, (dim, index), value)
+        fill = functools.partial(scatters.scatter_, reduce=reduce)
+        return _fill_parts_(fill, self, (dim, index), value)
     if src.dtype is not self.dtype:
         raise TypeError(
             f"scatter_(): Expected self.dtype to be equal to src.dtype, got {self.dtype} and"
             f" {src.dtype}"
         )
-    scatters.scatter_(real(self), dim, index, real(src))
-    scatters.scatter_(imag(self), dim, index, imag(src))
+    scatters.scatter_(real(self), dim, index, real(src), reduce=reduce)
+    scatters.scatter_(imag(self), dim, index, imag(src), reduce=reduce)
     return self
 
 

@@ -74,7 +74,8 @@ def _put(
 
 def _value_operand(value, dtype, device, rank: int) -> tuple[kernels.Operand, Tensor]:
     """A number as a dense operand of `rank` dims, all strides 0 (and the tensor holding it)."""
-    held = factories.full((), convert_scalar(value, dtype, CHECKED), dtype=dtype, device=device)
+    fill = value if dtype.is_complex else convert_scalar(value, dtype, CHECKED)
+    held = factories.full((), fill, dtype=dtype, device=device)
     return kernels.Operand(held._impl.data_ptr(), (0,) * max(rank, 1)), held
 
 
@@ -281,6 +282,8 @@ def scatter_reduce_(
         raise UnsupportedDtype(
             f"{op}(): reduce='mean' is not implemented for bool self (PyTorch's too)"
         )
+    if x.dtype.is_complex and reduce not in ("sum", "mean"):  # those add part by part
+        raise UnsupportedDtype(f"{op}(): reduce={reduce!r} is not implemented for {x.dtype}")
     idx = index_ops.index_arg(index, op, allow_int32=True)
     s = tensor_arg(src, op, "src")
     index_ops._check_scatter(x, idx._impl, s, op, "src")
@@ -310,10 +313,14 @@ def scatter_reduce_(
 def _mean(total: Tensor, d: int, idx: Tensor, include_self: bool) -> Tensor:
     """The scattered `total` over how many values each position combined, counted in its own
     dtype as PyTorch does (an integer count wraps as the integer sum did; a zero count
-    divides by 1); integers divide with floor rounding."""
-    counts = (factories.ones_like if include_self else factories.zeros_like)(total)
-    index_ops.scatter_add_(counts, d, idx, factories.ones_like(idx, dtype=total.dtype))
+    divides by 1; a complex total's in its parts' dtype); integers divide with floor
+    rounding."""
+    dtype = total.dtype.to_real()  # a complex total's counts: its parts' dtype
+    counts = (factories.ones_like if include_self else factories.zeros_like)(total, dtype=dtype)
+    index_ops.scatter_add_(counts, d, idx, factories.ones_like(idx, dtype=dtype))
     counts = ew.where(ew.binary("eq", counts, 0), 1, counts)
+    if total.dtype.is_complex:
+        return total / counts
     return ew.binary("div" if total.dtype.is_floating_point else "floor_divide", total, counts)
 
 

@@ -1120,3 +1120,87 @@ def test_histogram_and_scatter_reduce_write_into_out_as_torch():
     got = kael.scatter_reduce(k, 0, kael.tensor(index.numpy()), k, "sum", out=out)
     assert got is out
     close_to_torch(out, torch.scatter_reduce(x, 0, index, x, "sum"), 0)
+
+
+# ---- complex tensors: the walks move and add their float parts -------------------------------
+
+CDTYPES = [torch.complex64, torch.complex128]
+
+
+def _complex(shape, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, dtype=dtype, generator=g)
+
+
+def _k(t: torch.Tensor) -> kael.Tensor:
+    return kael.from_dlpack(t.clone())
+
+
+def _close(got: kael.Tensor, want: torch.Tensor) -> None:
+    assert str(got.dtype) == str(want.dtype).replace("torch.", "")
+    tol = 1e-5 if want.dtype == torch.complex64 else 1e-12
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=tol, atol=tol)
+
+
+COMPLEX_CALLS = {
+    "index_copy": lambda L, x, i, s: x.index_copy(0, i[:2, 0], s[:2]),
+    "index_fill": lambda L, x, i, s: x.index_fill(1, i[:2, 0], 1 - 2j),
+    "index_add": lambda L, x, i, s: x.index_add(0, i[:, 0], s),
+    "scatter_add": lambda L, x, i, s: L.scatter_add(x, 0, i, s),
+    "scatter_reduce sum": lambda L, x, i, s: L.scatter_reduce(x, 0, i, s, "sum"),
+    "scatter_reduce sum without self": lambda L, x, i, s: L.scatter_reduce(x, 0, i, s, "sum", include_self=False),
+    "scatter_reduce mean": lambda L, x, i, s: L.scatter_reduce(x, 0, i, s, "mean"),
+    "scatter_reduce mean without self": lambda L, x, i, s: L.scatter_reduce(x, 0, i, s, "mean", include_self=False),
+    "scatter_ add": lambda L, x, i, s: x.clone().scatter_(0, i, s, reduce="add"),
+    "scatter_ add a number": lambda L, x, i, s: x.clone().scatter_(0, i, 0.5 + 1j, reduce="add"),
+    "index_put accumulate": lambda L, x, i, s: x.index_put((i[:, 0],), s, accumulate=True),
+    "gather": lambda L, x, i, s: L.gather(x, 1, i[:3] % 4),
+    "take": lambda L, x, i, s: L.take(x.mT, i.reshape(-1)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", CDTYPES, ids=str)
+@pytest.mark.parametrize("name", list(COMPLEX_CALLS))
+def test_index_writes_and_reads_of_complex_tensors_match_torch(name, dtype):
+    x, s = _complex((3, 4), dtype, 1), _complex((5, 4), dtype, 2)
+    i = torch.tensor([[2, 0, 1, 1], [0, 0, 2, 1], [1, 2, 2, 0], [2, 2, 0, 0], [0, 1, 2, 2]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's deprecation of scatter_'s reduce
+        want = COMPLEX_CALLS[name](torch, x, i, s)
+    _close(COMPLEX_CALLS[name](kael, _k(x), _k(i), _k(s)), want)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_long_complex_scatter_into_few_places_sums_as_torch(threads):
+    """16K values into 100 places: on two threads the private tables' split, by parts."""
+    x, s = _complex(100, torch.complex128, 3), _complex(1 << 14, torch.complex128, 4)
+    i = torch.randint(0, 100, (1 << 14,), generator=torch.Generator().manual_seed(5))
+    before = kael.get_num_threads()
+    try:
+        kael.set_num_threads(threads)
+        got = kael.scatter_reduce(_k(x), 0, _k(i), _k(s), "sum")
+    finally:
+        kael.set_num_threads(before)
+    _close(got, torch.scatter_reduce(x, 0, i, s, "sum"))
+
+
+@pytest.mark.parametrize("reduce", ["prod", "amax", "amin"])
+@pytest.mark.parametrize("count", [3, 0], ids=["some", "none"])
+def test_complex_products_and_extremes_of_a_scatter_are_refused_by_dtype(reduce, count):
+    x = kael.zeros(3, dtype=kael.complex64)
+    index = kael.zeros(count, dtype=kael.int64)
+    with pytest.raises(kael.TypeError, match=f"reduce='{reduce}' is not implemented for complex64"):
+        kael.scatter_reduce(
+            x, 0, index, kael.ones(count, dtype=kael.complex64), reduce, include_self=False
+        )
+    with pytest.raises(kael.TypeError, match="multiply"):
+        x.scatter_(0, index, kael.ones(count, dtype=kael.complex64), reduce="multiply")
+
+
+def test_a_complex_index_out_of_range_names_the_index():
+    x = kael.zeros(3, 2, dtype=kael.complex64)
+    with pytest.raises(
+        kael.IndexError, match="index 5 is out of bounds for dimension 0 with size 3"
+    ):
+        x.index_copy_(0, kael.tensor([5]), kael.ones(1, 2, dtype=kael.complex64))
+    assert x.abs().sum().item() == 0.0  # nothing written

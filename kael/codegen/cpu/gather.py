@@ -11,6 +11,9 @@ index * stride (the indexed dim's stride is 0 in the walk). An index is mapped b
 inside the kernel; a bad one lowers the error word to its walk position with an
 atomic min and writes nothing, so the caller can name the first bad index.
 
+A complex walk of a gather, put or sum goes over the float parts instead: one more dim of
+size 2, the pair (_as_parts); a product or an extreme of complex numbers is not partwise.
+
 scatter_atomic is scatter_add for a GPU: every element its own work item, added with an
 atomic add (float32, float64, int64, int32), in whatever order the hardware serializes.
 scatter_add's work items are lines along the indexed dim (the walk puts that dim
@@ -60,6 +63,7 @@ from kael.codegen.cpu.loops import LoopBuilder
 from kael.codegen.lowering import declare, i64, memory_type, narrow, targets_gpu, widen
 from kael.runtime import launches
 from kael.runtime.dtypes import INT64_MAX, DType, bool_, float32, float64, int32, int64
+from kael.runtime.errors import UnsupportedDtype
 from kael.runtime.launcher import count_launch, replayable
 
 I64 = ir.IntType(64)
@@ -936,6 +940,9 @@ def walk(
     if total == 0:
         return None
     sizes, dense, table, index = _ranked(kind, sizes, dense, table, index)
+    if dtype.is_complex:
+        dtype, sizes, dense, table, index = _as_parts(kind, dtype, sizes, dense, table, index)
+        total, stride = 2 * total, 2 * stride
     fixed = {
         "dense": dense.address,
         "table": table.address,
@@ -1002,6 +1009,29 @@ def _split(
         return None
     finally:
         runner.close()
+
+
+# The walks whose complex elements move (or add) part by part: a complex number is its two
+# float parts, a walk over them one dim longer (a scatter's product or extremes are not).
+PARTWISE = ("gather", "put", "scatter_add", "scatter_atomic")
+
+
+def _as_parts(kind: str, dtype: DType, sizes, dense: Operand, table: Operand, index: Operand):
+    """The walk of complex `dtype` as one over its float parts: a pair dim of size 2 (dense's
+    and table's stride 1, index's 0) last, or, for a scatter whose indexed dim must stay last,
+    before it; dense's and table's strides doubled. kael.TypeError for a walk that does not
+    go by parts (a product or an extreme of complex numbers)."""
+    if kind not in PARTWISE:
+        raise UnsupportedDtype(f'"{kind}" not implemented for {dtype}')
+    at = len(sizes) - 1 if kind in SCATTERS else len(sizes)
+
+    def paired(operand: Operand, scale: int) -> Operand:
+        """`operand` over the parts: its strides scaled, the pair dim's stride scale // 2."""
+        strides = [scale * s for s in operand.strides]
+        return Operand(operand.address, (*strides[:at], scale // 2, *strides[at:]))
+
+    sizes = (*sizes[:at], 2, *sizes[at:])
+    return dtype.to_real(), sizes, paired(dense, 2), paired(table, 2), paired(index, 1)
 
 
 def private_size(sizes: Sequence[int], size: int) -> int:

@@ -6,9 +6,20 @@ import pytest
 
 import kael
 from kael.codegen.cpu import gather, handwritten
-from kael.runtime.dtypes import INT64_MAX, bool_, float32, float64, int8, int64, uint8
+from kael.runtime.dtypes import (
+    INT64_MAX,
+    bool_,
+    complex64,
+    complex128,
+    float32,
+    float64,
+    int8,
+    int64,
+    uint8,
+)
 
 NUMPY = {float32: np.float32, float64: np.float64, int64: np.int64, bool_: np.bool_}
+NUMPY |= {complex64: np.complex64, complex128: np.complex128}
 
 
 def op(arr: np.ndarray, strides=None) -> gather.Operand:
@@ -152,6 +163,33 @@ def test_the_block_path_is_in_the_cpu_walk_only(kind):
 
     assert "blocks.head" in gather.ir_text(kind, float32)
     assert "blocks.head" not in str(build_module(*gather._spec(kind, float32)))
+
+
+@pytest.mark.parametrize("dtype", [complex64, complex128], ids=str)
+@pytest.mark.parametrize("dim", [0, 1])
+def test_a_complex_gather_moves_both_parts_through_any_layout(dtype, dim):
+    values = np.arange(24) * (1 - 0.5j)
+    src = values.astype(NUMPY[dtype]).reshape(4, 6).T[::2]  # [3, 4], strided both ways
+    index = np.random.default_rng(dim).integers(0, src.shape[dim], (4, 3)).T  # transposed
+    out, bad = run_gather(src, dim, index)
+    assert bad is None
+    np.testing.assert_array_equal(out, _reference(src, dim, index))
+
+
+@pytest.mark.parametrize("kind", ["scatter_prod", "scatter_amax", "offsets"])
+def test_walks_that_do_not_go_by_parts_refuse_complex_elements(kind):
+    z = np.zeros(2, np.complex64)
+    with pytest.raises(kael.TypeError, match=f'"{kind}" not implemented for complex64'):
+        gather.walk(
+            kind,
+            complex64,
+            (1, 2),
+            op(z[None]),
+            op(z, (0, 0)),
+            op(np.zeros((1, 2), np.int64)),
+            2,
+            1,
+        )
 
 
 def test_modulo_of_an_empty_dim_is_out_of_bounds_not_a_division_by_zero():
