@@ -203,6 +203,8 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
     below 0.5 from input, else from end), so weight 1 gives end exactly."""
     name = "lerp"
     a, b = tensor_arg(input, name), tensor_arg(end, name, "end")
+    if a.dtype is b.dtype and a.dtype.is_complex:
+        return _complex_lerp(a, b, weight)
     if a.dtype is not b.dtype or not a.dtype.is_floating_point:
         raise UnsupportedDtype(
             f"lerp: expected input and end of one floating dtype, got {a.dtype} and {b.dtype}"
@@ -220,6 +222,19 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
     return launch(
         (name, "scalar"), [a, b], _compute(a.dtype), lambda s, e, w: formula(s, e, w), w
     ).to(a.dtype)
+
+
+def _complex_lerp(a: Tensor, b: Tensor, weight) -> Tensor:
+    """lerp of complex tensors: PyTorch's two-sided formula (|weight| below 0.5 from a, else
+    from b) in kael's complex arithmetic, the weight a number or a tensor of a's dtype."""
+    d = b - a
+    if not isinstance(weight, Tensor):
+        return a + weight * d if abs(weight) < 0.5 else b - d * (1 - weight)
+    if weight.dtype is not a.dtype:
+        raise TypeError(f"lerp: expected weight of dtype {a.dtype}, got {weight.dtype}")
+    from kael.frontend import index_ops  # where of complex values (by parts)
+
+    return index_ops.where(weight.abs() < 0.5, a + weight * d, b - d * (1 - weight))
 
 
 def _one_bound(op: str, bound, what: str):

@@ -788,3 +788,22 @@ def test_nan_to_num_takes_none_for_nan_as_torch():
     close_to_torch(
         kael.nan_to_num(kael.tensor(x.numpy()), nan=None), torch.nan_to_num(x, nan=None), 0
     )
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=str)
+@pytest.mark.parametrize("weight", [0.25, 0.5, 1.0, -2.0, 0.3 + 0.4j, "tensor"], ids=str)
+def test_lerp_of_complex_tensors_matches_torch(dtype, weight):
+    g = torch.Generator().manual_seed(7)
+    a, b, w = (torch.randn(3, 4, dtype=dtype, generator=g) for _ in range(3))
+    k = lambda t: kael.from_dlpack(t.clone())  # noqa: E731
+    got = kael.lerp(k(a), k(b), k(w) if weight == "tensor" else weight)
+    want = torch.lerp(a, b, w if weight == "tensor" else weight)
+    assert str(got.dtype) == str(want.dtype).replace("torch.", "")
+    tol = 1e-6 if dtype == torch.complex64 else 1e-14
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=tol, atol=tol)
+
+
+def test_lerp_of_complex_tensors_refuses_a_real_weight_tensor_as_torch():
+    a = kael.ones(2, dtype=kael.complex64)
+    with pytest.raises(kael.TypeError, match="weight of dtype complex64, got float32"):
+        kael.lerp(a, a, kael.ones(2))
