@@ -18,9 +18,11 @@ square (and their in-place forms), sin, cos, tan, sinh, cosh, tanh (Kahan's), si
 rsqrt, log2, log10, expm1, log1p, exp2, eq/ne, isnan/isinf/isfinite, isclose/allclose/
 equal, sum, mean, prod, cumsum, cumprod, logcumsumexp, var/std (real), norm/vector_norm,
 count_nonzero/nonzero, matmul/mm/bmm/@, and kael.fft.
-Choices, fills and reads run once per part on the real and imaginary views: where,
-masked_fill, index_fill, scatter (src or value, no reduce), index_select, gather, take,
-take_along_dim. Composed of those: the add*/baddbmm family, logsumexp, vdot/vecdot, cov,
+Choices and fills run once per part on the real and imaginary views: where, masked_fill,
+index_fill, scatter (src or value, reduce='add'). The index kernels read and write complex
+elements themselves (codegen/cpu/gather.py's walks by parts): index_select, gather, take,
+take_along_dim, index_copy, index_add, index_put with accumulate, scatter_add and
+scatter_reduce's sum and mean. Composed of those: the add*/baddbmm family, logsumexp, vdot/vecdot, cov,
 mH/adjoint (a conjugated copy), linspace/logspace. Every other op refuses a complex
 tensor with kael.TypeError (the code generator has no type for it: lowering.py).
 exp, sin, cos, sinh, cosh, tanh and sqrt follow glibc's C99 cexp/csin/ccos/csinh/ccosh/
@@ -1144,25 +1146,8 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, value=None, *, red
     return scatter_(input.clone(), dim, index, src, value, reduce=reduce)
 
 
-def _read_by_parts(name: str) -> Callable:
-    """index_ops' `name` (a read: index_select, gather, take, take_along_dim) of a complex
-    input, as one read of its real parts and one of its imaginary parts."""
-
-    def form(input: Tensor, *args, **kwargs) -> Tensor:
-        from kael.frontend import index_ops
-
-        fn = getattr(index_ops, name)
-        if not input.dtype.is_complex:  # a complex index: the real op refuses it
-            return fn(input, *args, **kwargs)
-        return complex(fn(real(input), *args, **kwargs), fn(imag(input), *args, **kwargs))
-
-    form.__name__ = form.__qualname__ = name
-    return form
-
-
 # op -> its complex form, for the calls that take a complex tensor or number (ops.py)
 BY_PARTS: dict[str, Callable] = {
-    **{name: _read_by_parts(name) for name in ("index_select", "gather", "take", "take_along_dim")},
     "masked_fill": masked_fill,
     "masked_fill_": masked_fill_,
     "index_fill": index_fill,

@@ -647,9 +647,12 @@ def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
             f" ({src.shape[d]})"
         )
     if not (type(alpha) is int and alpha == 1):
-        alpha = convert_scalar(alpha, self.dtype, CHECKED)  # a Scalar: uint64 too
-        scaled = elementwise.binary("mul", Tensor(src), alpha)
-        src = scaled.to(self.dtype)._impl
+        if self.dtype.is_complex:  # complex arithmetic scales a complex source
+            src = (Tensor(src) * alpha).to(self.dtype)._impl
+        else:
+            alpha = convert_scalar(alpha, self.dtype, CHECKED)  # a Scalar: uint64 too
+            scaled = elementwise.binary("mul", Tensor(src), alpha)
+            src = scaled.to(self.dtype)._impl
     _scatter_add(dst, d, spread, src, "index_add_")
     self._impl.storage.bump_version()
     return self

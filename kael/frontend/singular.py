@@ -312,10 +312,10 @@ def _lower_symmetric(A: Tensor, op: str) -> Tensor:
 
 
 @on_host
-def pinv(A, *, atol=None, rtol=None, hermitian: bool = False, out=None, rcond=None) -> Tensor:
+def pinv(A, rcond=None, hermitian: bool = False, *, atol=None, rtol=None, out=None) -> Tensor:
     """The pseudo-inverse V diag(1/S) U^T, singular values at most max(atol, rtol * S_max)
     dropped (PyTorch's defaults); `hermitian` reads only the lower triangle; `rcond`: torch's
-    older name for rtol."""
+    older name for rtol (its other overload, pinv(A, rcond, hermitian))."""
     op = "linalg.pinv"
     A = matrices(A, op)
     if rcond is not None:

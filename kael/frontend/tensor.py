@@ -1183,6 +1183,8 @@ class Tensor:
     def view(self, *shape, size=None, dtype=None) -> Tensor:
         """The same elements in another shape; kael.Error when the strides do not allow it.
         `view(dtype)` reads the same bytes as another dtype (torch's keywords: size, dtype)."""
+        if size is not None and dtype is not None:
+            raise TypeError("view() takes a size or a dtype, not both")
         if size is not None or dtype is not None:
             shape = (*shape, size if dtype is None else dtype)
         impl = self._impl

@@ -774,13 +774,26 @@ def test_isclose_of_integers_with_no_tolerance_is_exact_equality_as_torch(dtype)
     assert got.tolist() == want.tolist() == [False, True, False, False, True]
 
 
-def test_isclose_of_integers_measures_their_exact_difference():
-    """2**62 and 2**62 + 1 are one apart: close within atol 1, not within 0.5 (torch compares
-    in float32, where they are one number)."""
-    a, b = kael.tensor([2**62, 2**53, 5]), kael.tensor([2**62 + 1, 2**53 + 1, 7])
-    assert kael.isclose(a, b, rtol=0, atol=1).tolist() == [True, True, False]
-    assert kael.isclose(a, b, rtol=0, atol=0.5).tolist() == [False, False, False]
-    assert kael.isclose(a, b, atol=2).tolist() == [True, True, True]
+@pytest.mark.parametrize(
+    "dtype, a, b, atol",
+    [
+        (torch.uint8, 0, 1, 1.0),
+        (torch.uint8, 255, 0, 1.0),
+        (torch.int8, 127, -128, 1.0),
+        (torch.int8, 0, -128, 1e-8),
+        (torch.int64, 2**63 - 1, -(2**63), 1.0),
+        (torch.int32, -5, 5, 10.0),
+    ],
+    ids=str,
+)
+def test_isclose_of_integers_measures_their_difference_without_wrapping_as_torch(dtype, a, b, atol):
+    """127 and -128 are 255 apart, not the -1 an int8 subtraction wraps to."""
+    ta, tb = torch.tensor([a], dtype=dtype), torch.tensor([b], dtype=dtype)
+    want = torch.isclose(ta, tb, rtol=0, atol=atol).item()
+    got = kael.isclose(
+        kael.from_dlpack(ta.clone()), kael.from_dlpack(tb.clone()), rtol=0, atol=atol
+    )
+    assert got.item() == want
 
 
 def test_nan_to_num_takes_none_for_nan_as_torch():

@@ -1204,3 +1204,12 @@ def test_a_complex_index_out_of_range_names_the_index():
     ):
         x.index_copy_(0, kael.tensor([5]), kael.ones(1, 2, dtype=kael.complex64))
     assert x.abs().sum().item() == 0.0  # nothing written
+
+
+@pytest.mark.parametrize("alpha", [2, -0.5, 1j, 2 - 1j], ids=str)
+def test_complex_index_add_scales_by_any_alpha_as_torch(alpha):
+    x, s = _complex((3, 4), torch.complex64, 8), _complex((2, 4), torch.complex64, 9)
+    i = torch.tensor([2, 0])
+    _close(
+        _k(x).index_add_(0, _k(i), _k(s), alpha=alpha), x.clone().index_add_(0, i, s, alpha=alpha)
+    )

@@ -579,3 +579,8 @@ def test_torchs_spellings_of_shape_calls_give_torchs_results(name):
 def test_a_call_naming_an_argument_twice_or_a_stranger_raises_a_type_error(call, message):
     with pytest.raises((kael.TypeError, TypeError), match=message):
         call(kael.tensor(VALUES))
+
+
+def test_view_refuses_a_size_and_a_dtype_together():
+    with pytest.raises(kael.TypeError, match="a size or a dtype, not both"):
+        kael.zeros(2, 3).view(size=(6,), dtype=kael.int32)

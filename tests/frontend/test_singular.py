@@ -735,3 +735,9 @@ def test_pinv_takes_rcond_as_rtol_as_torch():
     close_to_torch(got, torch.linalg.pinv(torch.tensor(a), rcond=0.1), 1e-12)
     with pytest.raises(kael.ValueError, match="not both"):
         kael.linalg.pinv(kael.tensor(a), rcond=0.1, rtol=0.1)
+
+
+def test_pinv_takes_rcond_by_position_as_torch_s_other_overload():
+    a = np.random.default_rng(5).standard_normal((4, 3))
+    got = kael.linalg.pinv(kael.tensor(a), 0.1)
+    close_to_torch(got, torch.linalg.pinv(torch.tensor(a), 0.1), 1e-12)
