@@ -10,7 +10,10 @@ sort, a sort of short rows, and topk as language models, classifiers and searche
 it); scatter_reduce (sum of 16M at random places into 1M) at memory speed: at most 1.3x the
 time kael takes to gather from the same places (see GATHER), with the time kael takes to read
 its inputs as a stream printed beside it.
-linalg joins this file with its targets.
+(torch.linalg's targets are bench_linalg.py's.) Each target is judged twice, as there:
+on single calls after a pause, and on calls back to back (common.back_to_back: on this VM a
+pause may park the second vCPU, which a call that splits its work in one part a thread, as a
+scatter into private tables does, waits for).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import sys
 import common  # noqa: F401  (first: it quiets OpenBLAS before NumPy loads)
 import numpy as np
 import torch
-from common import Case, run
+from common import Case, back_to_back, run
 
 import kael
 
@@ -195,7 +198,11 @@ def streams(cases: list[Case]) -> bool:
 
 
 def main() -> int:
-    return run(__doc__.splitlines()[0], cases, streams)
+    def extra(measured: list[Case]) -> bool:
+        streams(measured)
+        return back_to_back(measured, lambda case: case.target)
+
+    return run(__doc__.splitlines()[0], cases, extra)
 
 
 if __name__ == "__main__":

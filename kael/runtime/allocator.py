@@ -22,7 +22,10 @@ ALIGNMENT = 64  # a cache line, and a multiple of every SIMD width up to AVX-512
 SMALL_STEP = 512  # small requests round up to a multiple of this...
 SMALL_LIMIT = 64 * 1024  # ...up to here; larger ones to the next power of two
 MAX_BLOCK_BYTES = 2**62
-MAX_CACHED_BYTES = 1 << 30  # kMaxCachedBytes: a release beyond this frees to the system
+# kMaxCachedBytes: the most the cache holds. A release beyond it frees cached blocks larger
+# than itself first (kael's refinement of the book's rule, which frees the released block:
+# the limit holds either way), else the block.
+MAX_CACHED_BYTES = 1 << 30
 EXACT_STEP = 2 << 20  # a device block its bucket cannot get is this many bytes a step
 
 _DISABLE_VALUES = ("", "0", "false", "no", "off")
@@ -165,8 +168,15 @@ class CachingAllocator:
 
     def _cache(self, ptr: int, capacity: int) -> bool:
         """Put a released block in its free list (counted), unless caching is off, the cache
-        is full or the list cannot grow."""
-        if not _enabled or self._cached + capacity > MAX_CACHED_BYTES:
+        is full or the list cannot grow. A full cache first frees cached blocks larger than
+        this one, largest first: a few big one-off buffers (a sort's scratch) would otherwise
+        leave every later size to the system, its pages faulted in again at each call
+        (16M scatter_reduce after a sort: 30 -> 39 ms)."""
+        if not _enabled:
+            return False
+        if self._cached + capacity > MAX_CACHED_BYTES:
+            self._free_larger(capacity)
+        if self._cached + capacity > MAX_CACHED_BYTES:
             return False
         blocks = self._free.get(capacity)
         if blocks is None:
@@ -177,6 +187,18 @@ class CachingAllocator:
             return False
         self._cached += capacity
         return True
+
+    def _free_larger(self, capacity: int) -> None:
+        """Free cached blocks larger than `capacity`, largest first, until one of `capacity`
+        fits under the cap (or none is left)."""
+        for larger in reversed(_BUCKETS):
+            if larger <= capacity:
+                return
+            while self._cached + capacity > MAX_CACHED_BYTES:
+                if not self._trim(larger):
+                    break
+            if self._cached + capacity <= MAX_CACHED_BYTES:
+                return
 
     def _trim(self, capacity: int) -> bool:
         """Free one cached block of `capacity` bytes to the system; False if none is cached

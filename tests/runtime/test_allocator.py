@@ -497,3 +497,36 @@ def test_release_past_the_cap_frees_the_block_again(fake, monkeypatch):
     assert Racing.raced and len(allocator._free[512]) == 2 and len(system.freed) == 1
     assert stats["cached_bytes"] == stats["reserved_bytes"] == 1024
     assert stats["in_use_bytes"] == 0
+
+
+def test_a_full_cache_frees_larger_blocks_largest_first_to_keep_a_smaller_one(fake, monkeypatch):
+    """Big one-off buffers do not keep every later size out of a full cache: a release frees
+    cached blocks larger than itself, largest first, then caches its own block."""
+    system, allocator = fake
+    _scale_cap(allocator, monkeypatch, 4096)
+    big, bigger = allocator.allocate(1024), allocator.allocate(2048)
+    small = [allocator.allocate(512) for _ in range(3)]
+    allocator.release(bigger, 2048)
+    allocator.release(big, 1024)
+    allocator.release(small[0], 512)
+    allocator.release(small[1], 512)  # 4096 cached: full
+    assert system.freed == []
+    allocator.release(small[2], 512)  # frees the 2048 block, not itself
+    assert system.freed == [bigger]
+    assert allocator._free[512] == small and allocator._free[1024] == [big]
+    stats = allocator.stats()
+    assert stats["cached_bytes"] == stats["reserved_bytes"] == 2560
+
+
+def test_a_full_cache_keeps_smaller_blocks_and_frees_a_larger_release(fake, monkeypatch):
+    """The other side: only larger blocks make room; a release larger than every cached
+    block over a full cache goes back to the system."""
+    system, allocator = fake
+    _scale_cap(allocator, monkeypatch, 1024)
+    small = [allocator.allocate(512) for _ in range(2)]
+    big = allocator.allocate(1024)
+    for block in small:
+        allocator.release(block, 512)
+    allocator.release(big, 1024)
+    assert system.freed == [big]
+    assert allocator._free[512] == small and allocator.stats()["cached_bytes"] == 1024
