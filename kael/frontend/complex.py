@@ -22,9 +22,10 @@ Choices and fills run once per part on the real and imaginary views: where, mask
 index_fill, scatter (src or value, reduce='add'). The index kernels read and write complex
 elements themselves (codegen/cpu/gather.py's walks by parts): index_select, gather, take,
 take_along_dim, index_copy, index_add, index_put with accumulate, scatter_add and
-scatter_reduce's sum and mean. Composed of those: the add*/baddbmm family, logsumexp, vdot/vecdot, cov,
-mH/adjoint (a conjugated copy), linspace/logspace. Every other op refuses a complex
-tensor with kael.TypeError (the code generator has no type for it: lowering.py).
+scatter_reduce's sum and mean. Composed of those: the add*/baddbmm family, logsumexp,
+vdot/vecdot, cov, mH/adjoint (a conjugated copy), linspace/logspace. Every other op
+refuses a complex tensor with kael.TypeError (the code generator has no type for it:
+lowering.py).
 exp, sin, cos, sinh, cosh, tanh and sqrt follow glibc's C99 cexp/csin/ccos/csinh/ccosh/
 ctanh/csqrt, as torch's CPU kernels call them: rescaled where e^a alone overflows, and
 their special values for infinite and NaN parts. pow with a number exponent takes torch's

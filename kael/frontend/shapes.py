@@ -65,10 +65,10 @@ def _split_dim(x: Tensor, dim, message: str) -> int:
     return views.wrap_dim(dim, x.ndim)
 
 
-def _overloaded(op: str, given, named: dict):
+def _overloaded(op: str, named: dict):
     """The one value given for a parameter torch's overloads name differently (tensor_split's
     indices_or_sections, sections or indices): kael.TypeError naming them when not one."""
-    found = [v for v in (given, *named.values()) if v is not None]
+    found = [v for v in named.values() if v is not None]
     if len(found) != 1:
         raise TypeError(f"{op}() takes exactly one of {', '.join(named)}, got {len(found)}")
     return found[0]
@@ -89,7 +89,7 @@ def split(
     d = _split_dim(x, dim, "split expects at least a 1-dimensional tensor")
     size = x.shape[d]
     sections = _overloaded(
-        "split", None, {"split_size_or_sections": split_size_or_sections, "split_size": split_size}
+        "split", {"split_size_or_sections": split_size_or_sections, "split_size": split_size}
     )
     if isinstance(sections, Tensor) and sections.ndim == 0:
         sections = views.as_int(sections, "split_size")
@@ -151,7 +151,6 @@ def tensor_split(
     size = x.shape[d]
     spec = _overloaded(
         "tensor_split",
-        None,
         {
             "indices_or_sections": indices_or_sections,
             "sections": sections,
@@ -211,7 +210,7 @@ def _directional_split(name: str, min_dim: int, dim: int) -> Callable:
     ) -> tuple[Tensor, ...]:
         x = tensor_arg(input, name)
         named = {"indices_or_sections": indices_or_sections, "sections": sections}
-        indices_or_sections = _overloaded(name, None, {**named, "indices": indices})
+        indices_or_sections = _overloaded(name, {**named, "indices": indices})
         if x.ndim < min_dim:
             raise ValueError(
                 f"{name} requires a tensor with at least {min_dim} dimension, but got a tensor"

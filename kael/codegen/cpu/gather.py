@@ -1020,8 +1020,8 @@ PARTWISE = ("gather", "put", "scatter_add", "scatter_atomic")
 
 def _as_parts(kind: str, dtype: DType, sizes, dense: Operand, table: Operand, index: Operand):
     """The walk of complex `dtype` as one over its float parts: a pair dim of size 2 (dense's
-    and table's stride 1, index's 0) last, or, for a scatter whose indexed dim must stay last,
-    before it; dense's and table's strides doubled. A complex64 gather or put moves each
+    and table's stride 1, index's 0) first, or, for a scatter whose indexed dim must stay
+    last, just before that; dense's and table's strides doubled. A complex64 gather or put moves each
     element whole, as int64. kael.TypeError for a walk that does not go by parts (a product
     or an extreme of complex numbers). The last item: the factor of the indexed stride."""
     if kind not in PARTWISE:
